@@ -1,0 +1,3 @@
+"""patchforge: carry local fixes against pinned upstreams as a quilt-like patch series."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,102 @@
+"""The error family of patchforge and the exit codes they map to.
+
+The core never prints or exits: it raises one of these, and `patchforge.cli` turns it into a
+message and an exit code in exactly one place.
+"""
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_ATTENTION = 1  # a check found something: status needs action, verify mismatch, drift, lint
+EXIT_BAD_INPUT = 2  # bad usage or bad input; the message names the file and line
+EXIT_CONFLICT = 3  # a rebase stopped on a conflict and can be resumed
+EXIT_INTERNAL = 70  # a bug
+
+
+class PatchforgeError(Exception):
+    """Base class. `exit_code` says how the CLI ends; `hint` is one line of advice."""
+
+    exit_code = EXIT_INTERNAL
+
+    def __init__(self, message: str, *, hint: str | None = None,
+                 path: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.path = path
+        self.line = line
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
+        return where + self.message
+
+
+class UsageError(PatchforgeError):
+    """The command was called wrongly (unknown patch, bad option combination)."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class InputError(PatchforgeError):
+    """A file given to us is malformed or hostile; `path` and `line` say where."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class UnsafePathError(InputError):
+    """A patch tried to touch a path outside its upstream (.., absolute, .git, symlink...)."""
+
+
+class ConfigError(InputError):
+    """The configuration or the lock file is wrong; `path` names the file, message the key."""
+
+
+class StoreError(PatchforgeError):
+    """The upstream store cannot give what was asked (unknown revision, fetch failed)."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class NetworkError(PatchforgeError):
+    """An HTTP service failed after retries, or `--offline` has no cached answer."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class ResolutionError(PatchforgeError):
+    """A target SPEC could not be resolved; `attempts` lists what was tried and why it failed."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, message: str, attempts: list[str] | None = None, **kw) -> None:
+        super().__init__(message, **kw)
+        self.attempts = list(attempts or [])
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.attempts:
+            text += "".join(f"\n  tried {a}" for a in self.attempts)
+        return text
+
+
+class ApplyError(PatchforgeError):
+    """A patch does not apply where it must (overlays, edit); names the patch and hunk."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class LockedError(PatchforgeError):
+    """Another patchforge process holds the repository lock."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class ConflictStop(PatchforgeError):
+    """A rebase stopped on a conflict; the journal allows --continue/--skip/--abort."""
+
+    exit_code = EXIT_CONFLICT
+
+
+class InProgressError(UsageError):
+    """An operation (rebase) is in progress and must be continued or aborted first."""

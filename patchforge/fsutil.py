@@ -1,0 +1,152 @@
+"""Atomic file writes and the repository lock: every write of a project file goes through here.
+
+A write is: temporary file in the same directory, write, fsync, rename over the target, fsync of
+the directory. A kill at any moment leaves either the old bytes or the new bytes, never a mix.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from patchforge.errors import LockedError
+
+# Fault injection for the crash-safety tests: PATCHFORGE_FAULT="name:N" makes the N-th (1-based)
+# call of the write step `name` ("write", "fsync", "rename") kill the process, or raise with
+# PATCHFORGE_FAULT_MODE=raise. Never set in normal use.
+_FAULT_COUNTS: dict[str, int] = {}
+
+
+def _fault_point(step: str) -> None:
+    spec = os.environ.get("PATCHFORGE_FAULT")
+    if not spec:
+        return
+    name, _, nth = spec.partition(":")
+    if name != step:
+        return
+    _FAULT_COUNTS[step] = _FAULT_COUNTS.get(step, 0) + 1
+    if _FAULT_COUNTS[step] == int(nth or "1"):
+        if os.environ.get("PATCHFORGE_FAULT_MODE") == "raise":
+            raise OSError(errno.EIO, f"injected fault at {step} #{nth}")
+        os._exit(137)
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> None:
+    """Replace `path` with `data` atomically (same-directory temp file, fsync, rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if mode is None:
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o644
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            _fault_point("write")
+            handle.write(data)
+            handle.flush()
+            _fault_point("fsync")
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        _fault_point("rename")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_delete(path: Path | str) -> None:
+    """Remove `path` (if present) and make the removal durable."""
+    path = Path(path)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    fsync_dir(path.parent)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class RepoLock:
+    """An exclusive lock on one patchforge repository (`.patchforge/lock`, holding our PID).
+
+    A lock whose PID is dead is stale and taken over. With `wait` > 0 the second process waits up
+    to that many seconds, then refuses with LockedError; it never corrupts the first one's work.
+    """
+
+    def __init__(self, state_dir: Path, *, wait: float = 0.0) -> None:
+        self.path = Path(state_dir) / "lock"
+        self.wait = wait
+        self._held = False
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.wait
+        while True:
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = self._holder()
+                if holder is not None and not _pid_alive(holder):
+                    # Stale: the holder died (kill -9). Remove and retry; O_EXCL keeps it a race
+                    # that only one process can win.
+                    try:
+                        os.unlink(self.path)
+                    except FileNotFoundError:
+                        pass
+                    continue
+                if time.monotonic() >= deadline:
+                    raise LockedError(
+                        f"another patchforge process (pid {holder}) is working on this repository",
+                        path=str(self.path),
+                        hint="wait for it to finish; if it is gone, remove the lock file")
+                time.sleep(0.05)
+                continue
+            with os.fdopen(fd, "w") as handle:
+                handle.write(f"{os.getpid()}\n")
+            self._held = True
+            return
+
+    def _holder(self) -> int | None:
+        try:
+            return int(self.path.read_text().strip() or "0") or None
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def release(self) -> None:
+        if self._held:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+            self._held = False
+
+    def __enter__(self) -> "RepoLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()

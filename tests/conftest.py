@@ -1,0 +1,68 @@
+"""Test isolation: every test gets its own HOME, XDG dirs, patchforge cache and git identity.
+
+The one thing shared across tests (and with the tool and the benchmarks) is the wheel cache, since
+the real vllm wheels are about 330 MB each: PATCHFORGE_WHEELS points at the user's cache.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SHARED_WHEELS = Path(os.environ.get("PATCHFORGE_WHEELS")
+                     or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                     / "patchforge" / "wheels")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(home / ".cache" / "patchforge"))
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(SHARED_WHEELS))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Author")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "author@example.com")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Committer")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "committer@example.com")
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "3")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "commit.gpgsign")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "false")
+    monkeypatch.setenv("GIT_CONFIG_KEY_1", "init.defaultBranch")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_1", "main")
+    monkeypatch.setenv("GIT_CONFIG_KEY_2", "protocol.file.allow")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_2", "always")
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    # No network: any proxy-less HTTP to a non-loopback host should fail fast in tests.
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+    monkeypatch.setenv("https_proxy", "http://127.0.0.1:9")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    yield
+
+
+def git(cwd: Path, *args: str, input: bytes | None = None) -> str:
+    """Run git in `cwd` and return its stdout (text); raises on failure."""
+    out = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, check=True)
+    return out.stdout.decode("utf-8", "surrogateescape")
+
+
+@pytest.fixture
+def make_git_repo(tmp_path):
+    """Build a real git repository: make_git_repo({"a.py": b"..."}) -> (path, commit sha)."""
+    def build(files: dict[str, bytes], name: str = "upstream") -> tuple[Path, str]:
+        repo = tmp_path / name
+        repo.mkdir()
+        git(repo, "init", "-q")
+        for rel, data in files.items():
+            p = repo / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "initial")
+        return repo, git(repo, "rev-parse", "HEAD").strip()
+    return build
