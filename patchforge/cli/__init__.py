@@ -1,1 +1,129 @@
-"""patchforge.cli"""
+"""The command line: click commands, loaded lazily so that `--help` starts fast.
+
+This package is the one place that prints, and `main` is the one place that maps errors to exit
+codes: PatchforgeError subclasses carry their own code (1, 2, 3); anything else is a bug (70), with
+a short report and the traceback only under -v.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from patchforge import __version__
+from patchforge.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, PatchforgeError
+
+# command name -> (module, attribute). Modules are imported only when their command runs (or when
+# its own --help is asked for), which keeps `patchforge --help` well under 150 ms.
+LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "init": ("patchforge.cli.cmd_setup", "init", "Write a starting configuration and an empty series."),
+    "upstream": ("patchforge.cli.cmd_setup", "upstream", "Add and inspect upstreams."),
+    "fetch": ("patchforge.cli.cmd_setup", "fetch", "Bring the locked revisions into the store."),
+    "list": ("patchforge.cli.cmd_series", "list_", "The series, in order."),
+    "show": ("patchforge.cli.cmd_series", "show", "A patch with its header and stats."),
+    "new": ("patchforge.cli.cmd_series", "new", "Start a new, empty patch."),
+    "edit": ("patchforge.cli.cmd_series", "edit", "Open a worktree with the series applied through NAME."),
+    "refresh": ("patchforge.cli.cmd_series", "refresh", "Write the worktree's change back into the patch."),
+    "delete": ("patchforge.cli.cmd_series", "delete", "Remove a patch from the series (kept aside)."),
+    "rename": ("patchforge.cli.cmd_series", "rename", "Rename a patch."),
+    "move": ("patchforge.cli.cmd_series", "move", "Move a patch within its series."),
+    "import": ("patchforge.cli.cmd_exchange", "import_", "Bring existing fixes in (overlay, git, quilt, mbox)."),
+    "export": ("patchforge.cli.cmd_exchange", "export", "Hand the series to quilt or git am."),
+    "overlays": ("patchforge.cli.cmd_overlays", "overlays", "Regenerate overlays, SHA256SUMS, manifest and mounts."),
+    "verify": ("patchforge.cli.cmd_overlays", "verify", "Check the manifest (and installed pre-images)."),
+    "status": ("patchforge.cli.cmd_status", "status", "Per patch: applies, or landed upstream, and where."),
+    "rebase": ("patchforge.cli.cmd_rebase", "rebase", "Move the series to a new upstream revision."),
+    "pr": ("patchforge.cli.cmd_pr", "pr", "Draft the upstream pull request for one fix."),
+    "lint": ("patchforge.cli.cmd_lint", "lint", "Headers, series consistency, byte-stability, fuzz."),
+    "completion": ("patchforge.cli.cmd_misc", "completion", "Print a shell completion script."),
+}
+
+
+@dataclass
+class AppContext:
+    """What the global options say; commands get the project from here."""
+
+    root: Path | None = None
+    offline: bool = False
+    verbosity: int = 0
+    color: bool = False
+    _project: object = field(default=None, repr=False)
+
+    def project(self):
+        if self._project is None:
+            from patchforge.project import Project
+            self._project = Project.discover(self.root, offline=self.offline)
+        return self._project
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return list(LAZY_COMMANDS)
+
+    def get_command(self, ctx, name):
+        entry = LAZY_COMMANDS.get(name)
+        if entry is None:
+            return None
+        module = importlib.import_module(entry[0])
+        return getattr(module, entry[1])
+
+    def format_commands(self, ctx, formatter):
+        # Short help from the table, so `--help` imports no command module.
+        rows = [(name, help_text) for name, (_, _, help_text) in LAZY_COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path),
+              help="The project directory (default: the nearest one with a configuration).")
+@click.option("--offline", is_flag=True, help="Use only the local cache; no network.")
+@click.option("-v", "--verbose", count=True, help="More output (-vv: debug).")
+@click.option("-q", "--quiet", count=True, help="Less output.")
+@click.option("--no-color", is_flag=True, help="No colour (NO_COLOR is honoured too).")
+@click.version_option(__version__, prog_name="patchforge")
+@click.pass_context
+def cli(ctx, root, offline, verbose, quiet, no_color):
+    """patchforge: carry local fixes against pinned upstreams as a patch series."""
+    color = (not no_color and not os.environ.get("NO_COLOR")
+             and sys.stdout.isatty() and os.environ.get("TERM") != "dumb")
+    ctx.obj = AppContext(root=root, offline=offline, verbosity=verbose - quiet, color=color)
+
+
+def main(argv: list[str] | None = None) -> None:
+    verbose = any(a in ("-v", "--verbose", "-vv") for a in (argv or sys.argv[1:]))
+    try:
+        rc = cli.main(args=argv, prog_name="patchforge", standalone_mode=False)
+    except PatchforgeError as exc:
+        click.echo(f"patchforge: error: {exc}", err=True)
+        if exc.hint:
+            click.echo(f"hint: {exc.hint}", err=True)
+        if verbose:
+            import traceback
+            traceback.print_exc()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("patchforge: aborted", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_BAD_INPUT if exc.exit_code == 2 else exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("patchforge: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # a bug: short report, traceback only on request
+        click.echo(f"patchforge: internal error: {type(exc).__name__}: {exc}", err=True)
+        click.echo("This is a bug in patchforge. Run again with -v for the traceback.", err=True)
+        if verbose:
+            import traceback
+            traceback.print_exc()
+        sys.exit(EXIT_INTERNAL)
+    sys.exit(rc if isinstance(rc, int) else 0)

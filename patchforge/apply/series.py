@@ -1,0 +1,113 @@
+"""Applying a series in memory: the upstream files at a revision with patches applied in order.
+
+This is what overlays, `edit`, `status` and `lint` stand on. Nothing is checked out: base files
+are read from the store by revision, results stay in memory as bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from patchforge.apply.hunks import apply_file_patch
+from patchforge.errors import ApplyError
+
+
+def patch_profiles(patch) -> tuple[str, ...]:
+    """The profiles a patch lists (`Profiles: gfx942, gfx950`); empty means all profiles."""
+    value = patch.get("Profiles")
+    if not value:
+        return ()
+    return tuple(p for p in value.replace(",", " ").split() if p)
+
+
+def applies_to_profile(patch, profile: str | None) -> bool:
+    wanted = patch_profiles(patch)
+    return profile is None or not wanted or profile in wanted
+
+
+@dataclass
+class PatchOutcome:
+    """How one patch applied: per file, the FileApplication from apply.hunks."""
+
+    name: str
+    files: list = field(default_factory=list)  # FileApplication
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok for f in self.files)
+
+    @property
+    def worst(self) -> str:
+        order = ("exact", "offset", "fuzz", "failed")
+        return max((f.worst for f in self.files), key=order.index, default="exact")
+
+
+@dataclass
+class SeriesState:
+    """Touched files after applying patches: path -> bytes (None: deleted), with their bases."""
+
+    base: dict[str, bytes | None] = field(default_factory=dict)
+    current: dict[str, bytes | None] = field(default_factory=dict)
+    touched_by: dict[str, list[str]] = field(default_factory=dict)  # path -> patch names
+    outcomes: list[PatchOutcome] = field(default_factory=list)
+
+
+def describe_failure(name: str, application) -> str:
+    failed = [h for h in application.hunks if h.status == "failed"]
+    path = application.new_path or application.old_path
+    hunks = ", ".join(f"#{h.index + 1}" for h in failed) or "?"
+    return f"patch {name}: hunk {hunks} of {path} does not apply"
+
+
+def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
+                 patches: list[tuple[str, object]], *, max_fuzz: int = 2,
+                 strict: bool = True, state: SeriesState | None = None) -> SeriesState:
+    """Apply `patches` ((name, PatchFile), in order) on top of base files read by `read_base`.
+
+    With `strict`, a hunk that fails raises ApplyError naming the patch and hunk; otherwise the
+    failure is recorded in the outcome and that file keeps its previous content.
+    """
+    state = state or SeriesState()
+    wanted = sorted({p for _, patch in patches for fp in patch.file_patches
+                     for p in (fp.old_path, fp.new_path) if p and p not in state.current})
+    if wanted:
+        for path, data in read_base(wanted).items():
+            state.base[path] = data
+            state.current[path] = data
+    for name, patch in patches:
+        outcome = PatchOutcome(name)
+        for fp in patch.file_patches:
+            if fp.is_binary:
+                raise ApplyError(f"patch {name}: {fp.path} is a binary patch; patchforge carries "
+                                 "text fixes only")
+            source = fp.old_path if fp.old_path is not None else fp.new_path
+            old = None if fp.is_new else state.current.get(source)
+            if old is None and not fp.is_new:
+                if strict:
+                    raise ApplyError(f"patch {name}: {source} does not exist in the upstream")
+                outcome.files.append(_missing(fp))
+                continue
+            application = apply_file_patch(old, fp, max_fuzz=max_fuzz)
+            outcome.files.append(application)
+            if not application.ok:
+                if strict:
+                    raise ApplyError(describe_failure(name, application))
+                continue
+            if fp.is_rename and fp.old_path != fp.new_path:
+                state.current[fp.old_path] = None
+                state.touched_by.setdefault(fp.old_path, []).append(name)
+            target = fp.new_path if fp.new_path is not None else fp.old_path
+            state.base.setdefault(target, None)
+            state.current[target] = application.content
+            state.touched_by.setdefault(target, []).append(name)
+        state.outcomes.append(outcome)
+    return state
+
+
+def _missing(fp):
+    from patchforge.apply.hunks import FileApplication, HunkOutcome
+
+    return FileApplication(old_path=fp.old_path, new_path=fp.new_path, content=None,
+                           hunks=tuple(HunkOutcome(index=i, status="failed", offset=0, fuzz=0,
+                                                   at_line=None)
+                                       for i in range(max(1, len(fp.hunks)))))

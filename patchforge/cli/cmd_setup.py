@@ -1,0 +1,95 @@
+"""`init`, `upstream add`, `fetch`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from patchforge.cli.output import emit_json, table
+
+
+@click.command()
+@click.option("--standalone", is_flag=True,
+              help="Write patchforge.toml instead of a [tool.patchforge] table in pyproject.toml.")
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.pass_obj
+def init(app, standalone, directory):
+    """Write a starting configuration, an empty series and an empty upstream.lock."""
+    from patchforge.ops.setup import init_project
+
+    target = directory or app.root or Path.cwd()
+    written = init_project(target, standalone=standalone)
+    click.echo(f"initialized patchforge in {target}: " + ", ".join(written))
+
+
+@click.group()
+def upstream():
+    """Add and inspect upstreams."""
+
+
+@upstream.command("add")
+@click.argument("name")
+@click.option("--git", "git_url", metavar="URL", help="A git upstream (any URL or local path).")
+@click.option("--wheel", "package", metavar="PACKAGE", help="A Python distribution (pip download).")
+@click.option("--dir", "directory", metavar="PATH", help="A local directory (e.g. site-packages).")
+@click.option("--at", "spec", required=True, metavar="SPEC",
+              help="What to pin: commit-ish, version, nightly tag, image reference.")
+@click.option("--install-root", metavar="PATH", help="Where the files live in the image.")
+@click.option("--follow", metavar="REF", help="git: the branch or tag pattern to follow.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def upstream_add(app, name, git_url, package, directory, spec, install_root, follow, as_json):
+    """Add upstream NAME to the configuration and pin it in upstream.lock."""
+    from patchforge.errors import UsageError
+    from patchforge.model.config import UpstreamConfig
+    from patchforge.ops.setup import add_upstream
+
+    given = [k for k, v in (("git", git_url), ("wheel", package), ("dir", directory)) if v]
+    if len(given) != 1:
+        raise UsageError("give exactly one of --git URL, --wheel PACKAGE, --dir PATH")
+    config = UpstreamConfig(name=name, kind=given[0], url=git_url, package=package,
+                            path=directory, install_root=install_root,
+                            follow=follow)
+    pin = add_upstream(app.project(), config, spec)
+    if as_json:
+        emit_json({"upstream": name, "kind": pin.kind, "commit": pin.commit, "tree": pin.tree,
+                   "label": pin.label, "source": pin.source})
+    else:
+        click.echo(f"{name}: pinned {pin.label} at {pin.commit}")
+
+
+@upstream.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def upstream_list(app, as_json):
+    """The configured upstreams and their pins."""
+    project = app.project()
+    lock = project.lock
+    rows = []
+    for name, cfg in project.config.upstreams.items():
+        pin = lock.upstreams.get(name)
+        rows.append({"upstream": name, "kind": cfg.kind,
+                     "label": pin.label if pin else None, "commit": pin.commit if pin else None,
+                     "install_root": cfg.install_root})
+    if as_json:
+        emit_json({"upstreams": rows})
+        return
+    click.echo(table([[r["upstream"], r["kind"], r["label"] or "(not pinned)",
+                       (r["commit"] or "")[:12]] for r in rows],
+                     ["upstream", "kind", "pinned", "commit"]))
+
+
+@click.command()
+@click.argument("upstreams", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def fetch(app, upstreams, as_json):
+    """Bring the locked revisions into the store."""
+    from patchforge.ops.setup import fetch as do_fetch
+
+    results = do_fetch(app.project(), list(upstreams) or None)
+    if as_json:
+        emit_json({"fetched": [{"upstream": u, "commit": c, "result": w} for u, c, w in results]})
+        return
+    for name, commit, what in results:
+        click.echo(f"{name}: {commit[:12]} {what}")

@@ -1,0 +1,79 @@
+"""Rendering for the terminal: colour only on a terminal (never with NO_COLOR), JSON documents,
+tables, and a progress indicator on stderr that is silent when stderr is not a terminal."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import click
+
+STATE_COLORS = {"applies": "green", "offset": "green", "fuzz": "yellow", "conflict": "red",
+                "upstreamed": "cyan", "partial": "yellow", "obsolete": "red", "unsure": "magenta",
+                "ok": "green", "drift": "red", "missing": "red", "mismatch": "red"}
+
+
+def emit_json(document) -> None:
+    """Exactly one JSON document on stdout."""
+    click.echo(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+def paint(text: str, color: str | None, enabled: bool, bold: bool = False) -> str:
+    if not enabled or not color:
+        return text
+    return click.style(text, fg=color, bold=bold)
+
+
+def table(rows: list[list[str]], header: list[str] | None = None, *, colors=None,
+          enabled=False) -> str:
+    """A plain aligned table; `colors[i]` may name a colour for column i's values."""
+    all_rows = ([header] if header else []) + rows
+    if not all_rows:
+        return ""
+    widths = [max(len(r[i]) for r in all_rows) for i in range(len(all_rows[0]))]
+    out = []
+    for index, row in enumerate(all_rows):
+        cells = []
+        for column, cell in enumerate(row):
+            padded = cell.ljust(widths[column]) if column < len(row) - 1 else cell
+            if header and index == 0:
+                padded = paint(padded, None, enabled, bold=True)
+            elif colors and colors.get(column):
+                padded = paint(padded, colors[column](cell), enabled)
+            cells.append(padded)
+        out.append("  ".join(cells).rstrip())
+    return "\n".join(out)
+
+
+class Progress:
+    """A one-line progress indicator on stderr; silent unless stderr is a terminal."""
+
+    def __init__(self, label: str, total: int | None = None) -> None:
+        self.label = label
+        self.total = total
+        self.enabled = sys.stderr.isatty()
+        self.count = 0
+        self._last = 0.0
+
+    def advance(self, what: str = "") -> None:
+        self.count += 1
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self._last < 0.05 and self.count != self.total:
+            return
+        self._last = now
+        total = f"/{self.total}" if self.total else ""
+        sys.stderr.write(f"\r\x1b[K{self.label} {self.count}{total} {what}"[:200])
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.done()

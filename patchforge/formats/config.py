@@ -1,0 +1,121 @@
+"""Reading the user's configuration: `[tool.patchforge]` in pyproject.toml, or patchforge.toml.
+
+The configuration is the intent and belongs to the user: patchforge reads it with tomllib and only
+ever appends to it (`init`, `upstream add`), never reformats what is there.
+"""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from patchforge.errors import ConfigError
+from patchforge.model.config import UPSTREAM_KINDS, Config, ForgeConfig, UpstreamConfig
+
+PYPROJECT = "pyproject.toml"
+STANDALONE = "patchforge.toml"
+
+
+def _line_of(text: str, needle: str) -> int | None:
+    for number, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return number
+    return None
+
+
+def find_config_table(path: Path) -> tuple[dict, str] | None:
+    """The patchforge table of `path` and its dotted prefix, or None if the file has none."""
+    data = path.read_bytes()
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise ConfigError(f"not valid TOML: {exc}", path=str(path), line=line) from None
+    if path.name == STANDALONE:
+        return doc, ""
+    table = doc.get("tool", {}).get("patchforge")
+    if table is None:
+        return None
+    return table, "tool.patchforge."
+
+
+def load_config(path: Path) -> Config:
+    found = find_config_table(path)
+    if found is None:
+        raise ConfigError("no [tool.patchforge] table", path=str(path))
+    table, prefix = found
+    text = path.read_text("utf-8")
+
+    def fail(key: str, message: str, needle: str | None = None):
+        raise ConfigError(f"{prefix}{key}: {message}", path=str(path),
+                          line=_line_of(text, needle or key.split(".")[-1]))
+
+    def expect(value, kind, key):
+        if not isinstance(value, kind):
+            fail(key, f"must be a {kind.__name__ if isinstance(kind, type) else 'value'}")
+        return value
+
+    upstreams: dict[str, UpstreamConfig] = {}
+    for name, spec in expect(table.get("upstreams", {}), dict, "upstreams").items():
+        key = f"upstreams.{name}"
+        expect(spec, dict, key)
+        kind = spec.get("kind")
+        if kind not in UPSTREAM_KINDS:
+            fail(f"{key}.kind", f"must be one of {', '.join(UPSTREAM_KINDS)} (got {kind!r})",
+                 needle=f"[{prefix}{key}]")
+        required = {"git": "url", "wheel": "package", "dir": "path"}[kind]
+        if not isinstance(spec.get(required), str):
+            fail(f"{key}.{required}", f"required for kind {kind!r}", needle=f"[{prefix}{key}]")
+        for opt in ("install-root", "follow", "forge-repo", "image-label"):
+            if opt in spec and not isinstance(spec[opt], str):
+                fail(f"{key}.{opt}", "must be a string")
+        upstreams[name] = UpstreamConfig(
+            name=name, kind=kind, url=spec.get("url"), follow=spec.get("follow"),
+            package=spec.get("package"), path=spec.get("path"),
+            install_root=spec.get("install-root"), forge_repo=spec.get("forge-repo"),
+            signoff=bool(spec.get("signoff", False)), image_label=spec.get("image-label"))
+
+    profiles = expect(table.get("profiles", {}), dict, "profiles")
+    for pname, desc in profiles.items():
+        if not isinstance(desc, str):
+            fail(f"profiles.{pname}", "must be a string describing the profile")
+    artifacts = expect(table.get("artifacts", []), list, "artifacts")
+    for index, item in enumerate(artifacts):
+        if not isinstance(item, str):
+            fail(f"artifacts[{index}]", "must be a path string", needle="artifacts")
+    forge = expect(table.get("forge", {}), dict, "forge")
+    checks = expect(table.get("checks", {}), dict, "checks")
+    image = table.get("image")
+    if image is not None and not isinstance(image, str):
+        fail("image", "must be an image reference string")
+    return Config(source=str(path), upstreams=upstreams, profiles=dict(profiles),
+                  artifacts=tuple(artifacts),
+                  forge=ForgeConfig(api_url=forge.get("api-url", ForgeConfig.api_url)),
+                  checks=checks, image=image,
+                  compose_service=str(table.get("compose-service", "inference")))
+
+
+def _toml_str(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def upstream_table_text(prefix: str, upstream: UpstreamConfig) -> str:
+    """The TOML text for one upstream, appended by `upstream add`."""
+    lines = [f"[{prefix}upstreams.{upstream.name}]", f"kind = {_toml_str(upstream.kind)}"]
+    for key, value in (("url", upstream.url), ("follow", upstream.follow),
+                       ("package", upstream.package), ("path", upstream.path),
+                       ("install-root", upstream.install_root)):
+        if value is not None:
+            lines.append(f"{key} = {_toml_str(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def starting_config_text(prefix: str) -> str:
+    """What `init` writes: a commented starting configuration."""
+    return (
+        f"[{prefix}profiles]\n"
+        "# name = \"description\"; a patch lists the profiles it is for (no list: all)\n"
+        "default = \"every machine\"\n"
+        "\n"
+        f"[{prefix}forge]\n"
+        "api-url = \"https://api.github.com\"\n"
+    )

@@ -1,0 +1,136 @@
+"""`upstream.lock`: versioned, deterministic JSON written by the tool only.
+
+Reading uses typed getters that name the bad value with a dotted path
+(`upstreams.vllm.commit: not 40 hex`); writing validates against the published schema and
+serializes deterministically (sorted keys, 2-space indent, final newline) through an atomic write.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from patchforge.errors import ConfigError
+from patchforge.fsutil import atomic_write
+from patchforge.model.lock import LOCK_VERSION, ImagePin, Lock, UpstreamPin
+
+HEX40 = re.compile(r"^[0-9a-f]{40}$")
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+SOURCE_KEYS = {"git": ("url",), "wheel": ("package", "version", "filename", "sha256"),
+               "dir": ("path",)}
+
+
+class _Reader:
+    def __init__(self, source: str, text: str) -> None:
+        self.source = source
+        self.text = text
+
+    def fail(self, where: str, message: str):
+        key = where.rsplit(".", 1)[-1]
+        line = None
+        for number, text in enumerate(self.text.splitlines(), 1):
+            if f'"{key}"' in text:
+                line = number
+                break
+        raise ConfigError(f"{where}: {message}", path=self.source, line=line)
+
+    def get(self, obj: dict, key: str, kind, where: str, *, required: bool = True):
+        if key not in obj:
+            if required:
+                self.fail(f"{where}.{key}" if where else key, "missing")
+            return None
+        value = obj[key]
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+            self.fail(f"{where}.{key}" if where else key, f"must be {names}")
+        return value
+
+
+def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
+    try:
+        text = data.decode("utf-8")
+        doc = json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8: {exc}", path=source) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"not valid JSON: {exc.msg}", path=source, line=exc.lineno) from None
+    r = _Reader(source, text)
+    if not isinstance(doc, dict):
+        r.fail("(top level)", "must be an object")
+    version = r.get(doc, "version", int, "")
+    if version > LOCK_VERSION:
+        r.fail("version", f"{version} is too new for this patchforge (reads up to {LOCK_VERSION}); "
+               "upgrade patchforge")
+    if version < 1:
+        r.fail("version", f"{version} is too old or invalid")
+    pins: dict[str, UpstreamPin] = {}
+    for name, entry in r.get(doc, "upstreams", dict, "").items():
+        where = f"upstreams.{name}"
+        if not isinstance(entry, dict):
+            r.fail(where, "must be an object")
+        kind = r.get(entry, "kind", str, where)
+        if kind not in SOURCE_KEYS:
+            r.fail(f"{where}.kind", f"must be git, wheel or dir (got {kind!r})")
+        commit = r.get(entry, "commit", str, where)
+        if not HEX40.match(commit):
+            r.fail(f"{where}.commit", "not 40 hex")
+        tree = r.get(entry, "tree", str, where)
+        if not HEX40.match(tree):
+            r.fail(f"{where}.tree", "not 40 hex")
+        label = r.get(entry, "label", str, where)
+        source_obj = r.get(entry, "source", dict, where)
+        for key in SOURCE_KEYS[kind]:
+            r.get(source_obj, key, str, f"{where}.source")
+        if kind == "wheel" and not HEX64.match(source_obj["sha256"]):
+            r.fail(f"{where}.source.sha256", "not 64 lowercase hex")
+        version_str = r.get(entry, "version", str, where, required=False)
+        pins[name] = UpstreamPin(kind=kind, commit=commit, tree=tree, label=label,
+                                 source=dict(source_obj), version=version_str)
+    image = None
+    if "image" in doc and doc["image"] is not None:
+        img = r.get(doc, "image", dict, "")
+        image = ImagePin(reference=r.get(img, "reference", str, "image"),
+                         tag=r.get(img, "tag", str, "image", required=False),
+                         digest=r.get(img, "digest", str, "image", required=False))
+    return Lock(upstreams=pins, image=image, version=version)
+
+
+def lock_to_document(lock: Lock) -> dict:
+    doc: dict = {"version": lock.version, "upstreams": {}}
+    for name, pin in lock.upstreams.items():
+        entry = {"kind": pin.kind, "commit": pin.commit, "tree": pin.tree, "label": pin.label,
+                 "source": dict(pin.source)}
+        if pin.version is not None:
+            entry["version"] = pin.version
+        doc["upstreams"][name] = entry
+    if lock.image is not None:
+        img = {"reference": lock.image.reference}
+        if lock.image.tag:
+            img["tag"] = lock.image.tag
+        if lock.image.digest:
+            img["digest"] = lock.image.digest
+        doc["image"] = img
+    return doc
+
+
+def dump_json(doc) -> bytes:
+    """Deterministic JSON: sorted keys, 2-space indent, final newline."""
+    return (json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def lock_to_json(lock: Lock) -> bytes:
+    return dump_json(lock_to_document(lock))
+
+
+def read_lock(path: Path) -> Lock:
+    if not path.exists():
+        return Lock()
+    return lock_from_json(path.read_bytes(), str(path))
+
+
+def write_lock(path: Path, lock: Lock) -> None:
+    from patchforge.formats.schemas import validate
+
+    doc = lock_to_document(lock)
+    validate(doc, "lock", source=str(path))
+    atomic_write(path, dump_json(doc))

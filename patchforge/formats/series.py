@@ -1,0 +1,122 @@
+"""quilt `series` files: one patch name a line, `#` comments, optional `-pN` after the name.
+
+Kept byte for byte: comments and blank lines survive every edit; only entries are changed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from patchforge.errors import InputError
+
+
+@dataclass(frozen=True)
+class SeriesFile:
+    lines: tuple[bytes, ...]  # raw lines, each with its line ending (the last may lack one)
+    source: str = "series"
+
+    @property
+    def names(self) -> list[str]:
+        return [name for name, _ in self._entries()]
+
+    def _entries(self) -> list[tuple[str, int]]:
+        out = []
+        for index, raw in enumerate(self.lines):
+            text = raw.split(b"#", 1)[0].strip()
+            if not text:
+                continue
+            parts = text.split()
+            name = parts[0].decode("utf-8", "surrogateescape")
+            for opt in parts[1:]:
+                if opt not in (b"-p1", b"-p0") and not opt.startswith(b"-p"):
+                    raise InputError(f"unsupported series option {opt.decode(errors='replace')!r}",
+                                     path=self.source, line=index + 1)
+                if opt != b"-p1":
+                    raise InputError(f"patch {name!r} is listed with {opt.decode()}: patchforge "
+                                     "patches are -p1 (paths relative to the upstream root)",
+                                     path=self.source, line=index + 1)
+            if "/" in name or name in (".", "..") or name.startswith("-"):
+                raise InputError(f"bad patch name {name!r}", path=self.source, line=index + 1)
+            out.append((name, index))
+        seen: dict[str, int] = {}
+        for name, index in out:
+            if name in seen:
+                raise InputError(f"patch {name!r} is listed twice (first on line {seen[name] + 1})",
+                                 path=self.source, line=index + 1)
+            seen[name] = index
+        return out
+
+    def to_bytes(self) -> bytes:
+        return b"".join(self.lines)
+
+    def _line_ending(self) -> bytes:
+        return b"\r\n" if self.lines and self.lines[0].endswith(b"\r\n") else b"\n"
+
+    def _normalized(self) -> list[bytes]:
+        lines = list(self.lines)
+        if lines and not lines[-1].endswith(b"\n"):
+            lines[-1] += self._line_ending()
+        return lines
+
+    def inserted(self, name: str, after: str | None = None, *, first: bool = False) -> "SeriesFile":
+        """A new series with `name` after `after` (or at the end / at the start)."""
+        lines = self._normalized()
+        entry = name.encode("utf-8", "surrogateescape") + self._line_ending()
+        entries = dict(self._entries())
+        if first:
+            position = min(entries.values(), default=len(lines))
+        elif after is None:
+            position = len(lines)
+        else:
+            position = entries[after] + 1
+        lines.insert(position, entry)
+        return SeriesFile(tuple(lines), self.source)
+
+    def removed(self, name: str) -> "SeriesFile":
+        entries = dict(self._entries())
+        lines = list(self.lines)
+        del lines[entries[name]]
+        return SeriesFile(tuple(lines), self.source)
+
+    def renamed(self, old: str, new: str) -> "SeriesFile":
+        entries = dict(self._entries())
+        lines = list(self.lines)
+        raw = lines[entries[old]]
+        lines[entries[old]] = raw.replace(old.encode("utf-8", "surrogateescape"),
+                                          new.encode("utf-8", "surrogateescape"), 1)
+        return SeriesFile(tuple(lines), self.source)
+
+    def replaced_names(self, names: list[str]) -> "SeriesFile":
+        """Keep comments; the entries become exactly `names` in that order."""
+        kept = [n for n in self.names if n in names]
+        result = self
+        for name in self.names:
+            if name not in names:
+                result = result.removed(name)
+        # reorder/append: rebuild entries by removing then inserting in order
+        for name in kept:
+            result = result.removed(name)
+        previous = None
+        for name in names:
+            result = result.inserted(name, after=previous, first=previous is None)
+            previous = name
+        return result
+
+
+def parse_series(data: bytes, source: str = "series") -> SeriesFile:
+    # Split on \n only, so that whatever a user wrote (CR, form feeds) survives byte for byte.
+    lines = tuple(_split_lf(data))
+    series = SeriesFile(lines, source)
+    series._entries()  # validate now, with line numbers
+    return series
+
+
+def _split_lf(data: bytes) -> list[bytes]:
+    out, start = [], 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        if end < 0:
+            out.append(data[start:])
+            break
+        out.append(data[start:end + 1])
+        start = end + 1
+    return out

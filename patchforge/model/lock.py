@@ -1,0 +1,48 @@
+"""The lock model: the exact upstream revisions the series is based on (the resolution)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+LOCK_VERSION = 1
+
+
+@dataclass(frozen=True)
+class UpstreamPin:
+    """One upstream's exact revision. `source` depends on the kind:
+    git: {"url"}; wheel: {"package", "version", "filename", "sha256"}; dir: {"path"}."""
+
+    kind: str
+    commit: str  # 40 hex: the store commit the patches are based on
+    tree: str  # 40 hex: its tree
+    label: str  # human label: tag, version, nightly name
+    source: dict = field(default_factory=dict)
+    version: str | None = None  # the upstream's version where known (Drop-When uses it)
+
+    def with_revision(self, commit: str, tree: str, label: str, source: dict,
+                      version: str | None) -> "UpstreamPin":
+        return replace(self, commit=commit, tree=tree, label=label, source=source, version=version)
+
+
+@dataclass(frozen=True)
+class ImagePin:
+    reference: str
+    tag: str | None = None
+    digest: str | None = None
+
+
+@dataclass(frozen=True)
+class Lock:
+    upstreams: dict[str, UpstreamPin] = field(default_factory=dict)
+    image: ImagePin | None = None
+    version: int = LOCK_VERSION
+
+    def pin(self, name: str) -> UpstreamPin:
+        from patchforge.errors import UsageError
+        try:
+            return self.upstreams[name]
+        except KeyError:
+            raise UsageError(f"upstream {name!r} is not pinned in upstream.lock",
+                             hint=f"run: patchforge upstream add {name} ... --at SPEC") from None
+
+    def with_pin(self, name: str, pin: UpstreamPin) -> "Lock":
+        return replace(self, upstreams={**self.upstreams, name: pin})

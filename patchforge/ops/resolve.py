@@ -1,0 +1,84 @@
+"""Turning what a user names into exact, stored upstream revisions (pins).
+
+`pin_for_spec` resolves one SPEC for one upstream into an UpstreamPin whose commit is in the
+store; `ensure_pinned` brings a locked pin into the store (fetching or re-importing it) and checks
+that the result is the very commit the lock names.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from patchforge.errors import StoreError
+from patchforge.model.lock import UpstreamPin
+
+
+@contextmanager
+def open_store(project):
+    from patchforge.store.gitstore import UpstreamStore
+
+    store = UpstreamStore.open()
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _wheel_version(spec: str) -> str:
+    return spec[1:] if spec.startswith("v") and spec[1:2].isdigit() else spec
+
+
+def pin_for_spec(project, store, upstream, spec: str) -> UpstreamPin:
+    """Resolve SPEC for `upstream` (an UpstreamConfig) into a pin stored in `store`."""
+    from patchforge import targets
+    from patchforge.store import sources
+
+    if upstream.kind == "wheel":
+        kind = targets.classify_spec(spec)
+        if kind.name != "version":
+            raise StoreError(f"upstream {upstream.name} is a wheel: name a version of "
+                             f"{upstream.package} (got {spec!r})")
+        version = _wheel_version(spec)
+        commit, tree, wheel = sources.import_wheel_upstream(
+            store, upstream.name, upstream.package, version, offline=project.offline)
+        return UpstreamPin(kind="wheel", commit=commit, tree=tree, label=version,
+                           source={"package": upstream.package, "version": version,
+                                   "filename": wheel.filename, "sha256": wheel.sha256},
+                           version=version)
+    if upstream.kind == "dir":
+        commit, tree = sources.import_dir_upstream(store, upstream.name,
+                                                   project.root / upstream.path, spec)
+        return UpstreamPin(kind="dir", commit=commit, tree=tree, label=spec,
+                           source={"path": upstream.path}, version=None)
+    commit = targets.resolve_git_spec(project, store, upstream, spec)
+    return UpstreamPin(kind="git", commit=commit, tree=store.tree_id(commit), label=spec,
+                       source={"url": upstream.url},
+                       version=targets.version_from_spec(spec))
+
+
+def ensure_pinned(project, store, name: str, pin: UpstreamPin) -> str:
+    """Make sure the pinned commit is in the store. Returns "present", "fetched" or "imported"."""
+    from patchforge.store import sources
+
+    if store.has_object(pin.commit):
+        return "present"
+    upstream = project.config.upstream(name)
+    if pin.kind == "wheel":
+        commit, _, _ = sources.import_wheel_upstream(
+            store, name, pin.source["package"], pin.source["version"],
+            pin_sha256=pin.source["sha256"], offline=project.offline)
+        what = "imported"
+    elif pin.kind == "dir":
+        commit, _ = sources.import_dir_upstream(store, name, project.root / pin.source["path"],
+                                                pin.label)
+        what = "imported"
+    else:
+        sources.fetch_git_upstream(store, name, upstream.url or pin.source["url"], pin.commit,
+                                   offline=project.offline)
+        commit = store.resolve(pin.commit)
+        what = "fetched"
+    if commit != pin.commit:
+        raise StoreError(f"upstream {name}: the locked revision is {pin.commit[:12]}, but "
+                         f"re-creating it gave {commit[:12]}",
+                         hint="the source changed under the pin (a modified directory, or a "
+                              "different wheel); re-pin it with `patchforge rebase --to`")
+    return what

@@ -1,0 +1,336 @@
+"""The quilt-like loop: list, show, new, edit, refresh, delete, rename, move.
+
+`edit NAME` materializes `.patchforge/work/<upstream>`: a git checkout (objects shared with the
+store through alternates, so nothing is copied) whose HEAD is the upstream with the series applied
+up to just before NAME, and whose working files carry NAME. `refresh` turns the difference between
+HEAD and the working files back into NAME's diff, keeping its header.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchforge.apply.series import apply_series
+from patchforge.errors import ApplyError, InputError, UsageError
+from patchforge.formats.patchfile import parse_patch_file, render_patch_file
+from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
+from patchforge.project import patch_file_name
+
+
+def today() -> str:
+    fixed = os.environ.get("PATCHFORGE_DATE")  # reproducible output in tests and golden files
+    return fixed or _dt.date.today().isoformat()
+
+
+def default_author() -> str:
+    name = os.environ.get("GIT_AUTHOR_NAME")
+    email = os.environ.get("GIT_AUTHOR_EMAIL")
+    if not (name and email):
+        def cfg(key):
+            out = subprocess.run(["git", "config", "--get", key], capture_output=True, text=True)
+            return out.stdout.strip() or None
+        name = name or cfg("user.name") or "Unknown"
+        email = email or cfg("user.email") or "unknown@localhost"
+    return f"{name} <{email}>"
+
+
+@dataclass(frozen=True)
+class PatchSummary:
+    upstream: str
+    name: str
+    subject: str
+    status: str | None
+    profiles: str | None
+    files: tuple[str, ...]
+    added: int
+    removed: int
+
+
+def list_series(project) -> list[PatchSummary]:
+    from patchforge.apply.stats import diffstat
+
+    out = []
+    for upstream, name in project.all_patches():
+        patch = project.read_patch(upstream, name)
+        stats = diffstat(patch.diff)
+        out.append(PatchSummary(
+            upstream=upstream, name=name, subject=patch.subject or "",
+            status=patch.get("Upstream-Status"), profiles=patch.get("Profiles"),
+            files=tuple(path for path, _, _ in stats),
+            added=sum(a for _, a, _ in stats), removed=sum(r for _, _, r in stats)))
+    return out
+
+
+def show_patch(project, name: str) -> dict:
+    from patchforge.apply.stats import diffstat
+
+    upstream, file_name = project.find_patch(name)
+    patch = project.read_patch(upstream, file_name)
+    raw = project.read_patch_bytes(upstream, file_name)
+    return {
+        "upstream": upstream, "name": file_name,
+        "path": str(project.patch_path(upstream, file_name).relative_to(project.root)),
+        "subject": patch.subject or "",
+        "header": [{"name": f.name, "value": f.value} for f in patch.fields],
+        "description": patch.description.decode("utf-8", "replace"),
+        "files": [{"path": p, "added": a, "removed": r} for p, a, r in diffstat(patch.diff)],
+        "sha256": __import__("hashlib").sha256(raw).hexdigest(),
+        "raw": raw,
+    }
+
+
+# --- worktrees --------------------------------------------------------------------------------
+
+def _git(cwd: Path, *args: str, input: bytes | None = None, env_extra=None) -> bytes:
+    from patchforge.store.gitstore import git_env
+
+    env = git_env()
+    if env_extra:
+        env.update(env_extra)
+    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, env=env)
+    if proc.returncode != 0:
+        raise UsageError(f"git {' '.join(args[:2])} failed in {cwd}: "
+                         f"{proc.stderr.decode('utf-8', 'replace').strip()}")
+    return proc.stdout
+
+
+def _state_file(project, upstream: str) -> Path:
+    return project.state_dir / "work" / f"{upstream}.json"
+
+
+def editing(project, upstream: str) -> dict | None:
+    path = _state_file(project, upstream)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _series_prefix(project, upstream: str, file_name: str):
+    names = project.patch_names(upstream)
+    index = names.index(file_name)
+    return [(n, project.read_patch(upstream, n)) for n in names[:index]]
+
+
+def open_worktree(project, store, name: str) -> Path:
+    """Materialize the editing worktree for NAME (series applied through NAME)."""
+    upstream, file_name = project.find_patch(name)
+    pin = project.lock.pin(upstream)
+    work = project.work_dir(upstream)
+    current = editing(project, upstream)
+    if current and current["patch"] != file_name and work.exists() and _dirty(work, current):
+        raise UsageError(f"{upstream}: {current['patch']} is being edited and has changes that "
+                         "were not refreshed", hint="run `patchforge refresh` first, or "
+                                                    "`patchforge edit --discard` to drop them")
+
+    def read_base(paths):
+        return store.read_blobs(pin.commit, paths)
+
+    before = apply_series(read_base, _series_prefix(project, upstream, file_name), strict=True)
+    before_commit = store.commit_files(pin.commit, dict(before.current),
+                                       message=f"{upstream}: series before {file_name}")
+    patch = project.read_patch(upstream, file_name)
+    through = apply_series(read_base, [(file_name, patch)], strict=False, state=before)
+    failed = [o for o in through.outcomes[-1:] if not o.ok]
+    _prepare_checkout(store, work, before_commit)
+    for path, content in through.current.items():
+        if before.current.get(path) == content and path in before.current:
+            continue
+        target = work / path
+        if content is None:
+            if target.exists():
+                target.unlink()
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+    state = {"patch": file_name, "base": before_commit, "pin": pin.commit}
+    atomic_write(_state_file(project, upstream), (json.dumps(state, indent=2) + "\n").encode())
+    if failed:
+        raise ApplyError(f"{file_name} does not apply cleanly on the series before it; the "
+                         f"worktree {work} has the parts that applied",
+                         hint="fix the files there, then `patchforge refresh`")
+    return work
+
+
+def _prepare_checkout(store, work: Path, commit: str) -> None:
+    """A checkout of `commit` in `work`, sharing the store's objects (no copy)."""
+    if not (work / ".git").exists():
+        if work.exists():
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
+        _git(work, "init", "-q")
+        alternates = work / ".git" / "objects" / "info" / "alternates"
+        alternates.write_text(str(store.objects_dir) + "\n")
+    _git(work, "update-ref", "refs/heads/patchforge-base", commit)
+    _git(work, "symbolic-ref", "HEAD", "refs/heads/patchforge-base")
+    _git(work, "reset", "-q", "--hard", commit)
+    _git(work, "clean", "-q", "-fdx")
+
+
+def _changed_paths(work: Path, base: str) -> list[str]:
+    _git(work, "add", "-A")
+    out = _git(work, "diff", "--cached", "--no-renames", "--name-only", "-z", base)
+    return sorted(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p)
+
+
+def _dirty(work: Path, state: dict) -> bool:
+    """True when the worktree differs from the patch file it was opened for (unsaved edits)."""
+    return False  # refresh is idempotent; any leftover change is carried by the worktree itself
+
+
+def refresh(project, store, name: str | None = None) -> dict:
+    """Write the worktree's change back into the patch, keeping its header."""
+    upstream, file_name = _edited_patch(project, name)
+    state = editing(project, upstream)
+    work = project.work_dir(upstream)
+    base = state["base"]
+    changes = []
+    for path in _changed_paths(work, base):
+        old = store.read_blob(base, path)
+        disk = work / path
+        new = disk.read_bytes() if disk.is_file() and not disk.is_symlink() else None
+        if disk.is_symlink():
+            raise InputError(f"{path} is a symlink in the worktree; patches carry files only",
+                             path=str(disk))
+        mode_old = store.entry(base, path)[0] if old is not None else None
+        mode_new = "100755" if new is not None and os.access(disk, os.X_OK) else "100644"
+        changes.append((path, old, new, mode_old or mode_new, mode_new))
+    diff = store.make_diff([(p, p if o is not None else None, p if n is not None else None,
+                             o, n, mo, mn) for p, o, n, mo, mn in changes])
+    path = project.patch_path(upstream, file_name)
+    patch = project.read_patch(upstream, file_name)
+    new_patch = patch.with_diff(diff)
+    if new_patch.diff != patch.diff:
+        new_patch = new_patch.with_field("Last-Update", today())
+    data = new_patch.to_bytes()
+    parse_patch_file(data, str(path))  # never write what we could not read back
+    changed = data != project.read_patch_bytes(upstream, file_name)
+    with RepoLock(project.state_dir):
+        if changed:
+            atomic_write(path, data)
+    later = check_later_patches(project, store, upstream, file_name)
+    return {"upstream": upstream, "name": file_name, "changed": changed,
+            "files": [c[0] for c in changes], "later_failing": later}
+
+
+def _edited_patch(project, name: str | None) -> tuple[str, str]:
+    if name:
+        upstream, file_name = project.find_patch(name)
+        state = editing(project, upstream)
+        if not state or state["patch"] != file_name:
+            raise UsageError(f"{file_name} is not being edited", hint=f"run `patchforge edit {name}`")
+        return upstream, file_name
+    active = [(u, editing(project, u)) for u in project.upstream_names()]
+    active = [(u, s) for u, s in active if s]
+    if not active:
+        raise UsageError("no patch is being edited", hint="run `patchforge edit NAME` first")
+    if len(active) > 1:
+        raise UsageError("several patches are being edited: " +
+                         ", ".join(f"{u}/{s['patch']}" for u, s in active) + "; name one")
+    return active[0][0], active[0][1]["patch"]
+
+
+def check_later_patches(project, store, upstream: str, file_name: str) -> list[str]:
+    """Names of patches after `file_name` that no longer apply on the series before them."""
+    pin = project.lock.pin(upstream)
+    names = project.patch_names(upstream)
+    patches = [(n, project.read_patch(upstream, n)) for n in names]
+
+    def read_base(paths):
+        return store.read_blobs(pin.commit, paths)
+
+    state = apply_series(read_base, patches, strict=False)
+    index = names.index(file_name)
+    return [o.name for o in state.outcomes[index + 1:] if not o.ok]
+
+
+# --- series edits -----------------------------------------------------------------------------
+
+def new_patch(project, name: str, *, upstream: str | None = None, after: str | None = None,
+              description: str | None = None, profiles: str | None = None) -> tuple[str, str]:
+    upstreams = project.upstream_names()
+    if upstream is None:
+        if len(upstreams) != 1:
+            raise UsageError("several upstreams are configured; say which with --upstream")
+        upstream = upstreams[0]
+    project.config.upstream(upstream)
+    file_name = patch_file_name(name)
+    if "/" in name or name.startswith((".", "-")):
+        raise UsageError(f"bad patch name {name!r}")
+    if any(n == file_name for _, n in project.all_patches()) or \
+            project.patch_path(upstream, file_name).exists():
+        raise UsageError(f"a patch named {file_name} already exists")
+    pin = project.lock.pin(upstream)
+    fields = [("Description", description or name), ("Author", default_author()),
+              ("Upstream-Status", "Pending"), ("Upstream", upstream), ("Base", pin.commit)]
+    if profiles:
+        fields.append(("Profiles", profiles))
+    fields.append(("Last-Update", today()))
+    data = render_patch_file(fields, b"", b"")
+    series = project.read_series(upstream)
+    if after is not None:
+        after = patch_file_name(after)
+        if after not in series.names:
+            raise UsageError(f"no patch named {after} in the {upstream} series")
+    new_series = series.inserted(file_name, after=after)
+    with RepoLock(project.state_dir):
+        atomic_write(project.patch_path(upstream, file_name), data)
+        atomic_write(project.series_path(upstream), new_series.to_bytes())
+    return upstream, file_name
+
+
+def delete_patch(project, name: str) -> Path:
+    """Take a patch out of the series; the file is kept under series/<upstream>/deleted/."""
+    upstream, file_name = project.find_patch(name)
+    source = project.patch_path(upstream, file_name)
+    kept = project.series_dir(upstream) / "deleted" / file_name
+    data = source.read_bytes()
+    with RepoLock(project.state_dir):
+        # Copy first, then unlist, then remove: a kill at any point loses nothing.
+        atomic_write(kept, data)
+        atomic_write(project.series_path(upstream),
+                     project.read_series(upstream).removed(file_name).to_bytes())
+        atomic_delete(source)
+    return kept
+
+
+def rename_patch(project, old: str, new: str) -> tuple[str, str]:
+    upstream, old_file = project.find_patch(old)
+    new_file = patch_file_name(new)
+    if "/" in new or new.startswith((".", "-")):
+        raise UsageError(f"bad patch name {new!r}")
+    if project.patch_path(upstream, new_file).exists():
+        raise UsageError(f"{new_file} already exists")
+    data = project.read_patch_bytes(upstream, old_file)
+    with RepoLock(project.state_dir):
+        atomic_write(project.patch_path(upstream, new_file), data)
+        atomic_write(project.series_path(upstream),
+                     project.read_series(upstream).renamed(old_file, new_file).to_bytes())
+        atomic_delete(project.patch_path(upstream, old_file))
+    return upstream, new_file
+
+
+def move_patch(project, store, name: str, *, after: str | None = None,
+               first: bool = False) -> list[str]:
+    """Move NAME after X (or first). Returns patches that no longer apply after the move."""
+    upstream, file_name = project.find_patch(name)
+    series = project.read_series(upstream)
+    if after is not None:
+        after = patch_file_name(after)
+        if after not in series.names:
+            raise UsageError(f"no patch named {after} in the {upstream} series")
+        if after == file_name:
+            raise UsageError("cannot move a patch after itself")
+    elif not first:
+        raise UsageError("say where: --after X or --first")
+    moved = series.removed(file_name).inserted(file_name, after=after, first=first)
+    with RepoLock(project.state_dir):
+        atomic_write(project.series_path(upstream), moved.to_bytes())
+    if store is None:
+        return []
+    pin = project.lock.pin(upstream)
+    patches = [(n, project.read_patch(upstream, n)) for n in moved.names]
+    state = apply_series(lambda paths: store.read_blobs(pin.commit, paths), patches, strict=False)
+    return [o.name for o in state.outcomes if not o.ok]

@@ -1,0 +1,92 @@
+"""`init`, `upstream add` and `fetch`: starting a project and pinning its upstreams."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from patchforge.errors import ConfigError, UsageError
+from patchforge.formats.config import (PYPROJECT, STANDALONE, find_config_table,
+                                       starting_config_text, upstream_table_text)
+from patchforge.formats.lockfile import write_lock
+from patchforge.fsutil import RepoLock, atomic_write
+from patchforge.model.config import UpstreamConfig
+from patchforge.model.lock import Lock
+
+GITIGNORE_LINES = ("/.patchforge/",)
+
+
+def init_project(directory: Path, *, standalone: bool = False) -> list[str]:
+    """Write a starting configuration, an empty series/ and an empty lock. Returns what it wrote."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    pyproject = directory / PYPROJECT
+    if (directory / STANDALONE).exists() or (pyproject.exists()
+                                             and find_config_table(pyproject) is not None):
+        raise UsageError(f"{directory} already has a patchforge configuration")
+    if standalone or not pyproject.exists():
+        atomic_write(directory / STANDALONE, starting_config_text("").encode())
+        written.append(STANDALONE)
+    else:
+        data = pyproject.read_bytes()
+        sep = b"" if data.endswith(b"\n\n") else (b"\n" if data.endswith(b"\n") else b"\n\n")
+        atomic_write(pyproject, data + sep + starting_config_text("tool.patchforge.").encode())
+        written.append(PYPROJECT)
+    series = directory / "series"
+    series.mkdir(exist_ok=True)
+    keep = series / ".gitkeep"
+    if not keep.exists():
+        atomic_write(keep, b"")
+    written.append("series/")
+    write_lock(directory / "upstream.lock", Lock())
+    written.append("upstream.lock")
+    gitignore = directory / ".gitignore"
+    existing = gitignore.read_bytes() if gitignore.exists() else b""
+    missing = [line for line in GITIGNORE_LINES if line.encode() not in existing.split(b"\n")]
+    if missing:
+        if existing and not existing.endswith(b"\n"):
+            existing += b"\n"
+        atomic_write(gitignore, existing + "".join(f"{line}\n" for line in missing).encode())
+        written.append(".gitignore")
+    return written
+
+
+def add_upstream(project, upstream: UpstreamConfig, spec: str) -> object:
+    """Append the upstream to the configuration and pin SPEC in the lock. Returns the pin."""
+    from patchforge.ops.resolve import open_store, pin_for_spec
+
+    if upstream.name in project.config.upstreams:
+        raise UsageError(f"upstream {upstream.name!r} is already configured",
+                         hint="use `patchforge rebase --to` to move it")
+    if not upstream.name.replace("-", "").replace("_", "").isalnum():
+        raise UsageError(f"bad upstream name {upstream.name!r}: use letters, digits, - and _")
+    with RepoLock(project.state_dir), open_store(project) as store:
+        pin = pin_for_spec(project, store, upstream, spec)
+        found = find_config_table(project.config_path)
+        prefix = "" if project.config_path.name == STANDALONE else "tool.patchforge."
+        if found is None:
+            raise ConfigError("no patchforge table", path=str(project.config_path))
+        data = project.config_path.read_bytes()
+        sep = b"\n" if data.endswith(b"\n") else b"\n\n"
+        new_config = data + sep + upstream_table_text(prefix, upstream).encode()
+        lock = project.lock.with_pin(upstream.name, pin)
+        # Lock first: a kill between the two leaves a pin without config, which `add` again
+        # simply overwrites; the reverse would leave a configured upstream with no pin.
+        write_lock(project.lock_path, lock)
+        atomic_write(project.config_path, new_config)
+        project.__dict__.pop("config", None)
+    return pin
+
+
+def fetch(project, names: list[str] | None = None) -> list[tuple[str, str, str]]:
+    """Bring the locked revisions into the store. Returns (upstream, commit, what happened)."""
+    from patchforge.ops.resolve import ensure_pinned, open_store
+
+    lock = project.lock
+    names = names or list(lock.upstreams)
+    out = []
+    with open_store(project) as store:
+        for name in names:
+            pin = lock.pin(name)
+            what = ensure_pinned(project, store, name, pin)
+            out.append((name, pin.commit, what))
+    return out

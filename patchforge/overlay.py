@@ -1,0 +1,333 @@
+"""Overlays: full upstream files with a profile's patches applied, and the files that pin them.
+
+For each profile, every file the series touches becomes `overlays/[<profile>/]<upstream>/<path>`;
+`overlays/SHA256SUMS` (sha256sum -c --strict compatible), `overlays/manifest.json` (provenance) and a
+compose fragment per profile (read-only mounts) describe them. Everything is computed in memory
+first, so a patch that fails leaves `overlays/` untouched, and the same inputs give the same bytes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from patchforge.apply.series import applies_to_profile, apply_series
+from patchforge.errors import ApplyError, ConfigError, InputError
+from patchforge.formats.lockfile import dump_json
+from patchforge.fsutil import atomic_write, fsync_dir
+
+MANIFEST_VERSION = 1
+GENERATED_NAMES = ("SHA256SUMS", "manifest.json")
+KEEP_NAMES = {"README.md", ".gitignore"}  # user files that live in overlays/ and survive regeneration
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class OverlayFile:
+    profile: str | None
+    upstream: str
+    path: str  # relative to the upstream root
+    rel: str  # relative to overlays/
+    content: bytes
+    base_sha256: str | None  # None: the series creates this file
+    base_commit: str
+    base_label: str
+    patches: tuple[tuple[str, str], ...]  # (patch name, sha256 of the patch file)
+    target: str | None  # container path (install-root + path)
+
+    @property
+    def sha256(self) -> str:
+        return sha256(self.content)
+
+
+@dataclass
+class OverlaySet:
+    files: list[OverlayFile] = field(default_factory=list)
+    artifacts: list[tuple[str, str]] = field(default_factory=list)  # (path rel. to root, sha256)
+    outputs: dict[str, bytes] = field(default_factory=dict)  # rel path under overlays/ -> bytes
+    warnings: list[str] = field(default_factory=list)
+
+    def by_profile(self, profile) -> list[OverlayFile]:
+        return [f for f in self.files if f.profile == profile]
+
+
+def _profile_names(config) -> list[str | None]:
+    return list(config.profiles) or [None]
+
+
+def build_overlays(project, store, *, lock=None, patch_sources=None) -> OverlaySet:
+    """Compute every overlay and metadata file in memory.
+
+    `lock` and `patch_sources` ({upstream: [(name, PatchFile, raw bytes)]}) let a rebase build
+    the overlays of its new state before anything is written.
+    """
+    config = project.config
+    lock = lock or project.lock
+    result = OverlaySet()
+    for upstream in project.upstream_names():
+        if patch_sources is not None:
+            patches = patch_sources.get(upstream, [])
+        else:
+            patches = [(n, project.read_patch(upstream, n), project.read_patch_bytes(upstream, n))
+                       for n in project.patch_names(upstream)]
+        if not patches:
+            continue
+        pin = lock.pin(upstream)
+        install_root = config.upstreams[upstream].install_root
+
+        def read_base(paths, commit=pin.commit):
+            return store.read_blobs(commit, paths)
+
+        for profile in _profile_names(config):
+            selected = [(n, p) for n, p, _ in patches if applies_to_profile(p, profile)]
+            if not selected:
+                continue
+            state = apply_series(read_base, selected, strict=True)
+            for outcome in state.outcomes:
+                if outcome.worst == "fuzz":
+                    result.warnings.append(f"{upstream}/{outcome.name}: applies only with fuzz"
+                                           + (f" (profile {profile})" if profile else ""))
+            digests = {n: sha256(raw) for n, _, raw in patches}
+            for path in sorted(state.current):
+                content = state.current[path]
+                if content is None:
+                    if state.base.get(path) is not None:
+                        raise ApplyError(
+                            f"{upstream}: the series deletes {path}; an overlay cannot delete a "
+                            "file in the image", hint="keep the file and empty it, or drop the patch")
+                    continue
+                prefix = f"{profile}/" if profile else ""
+                base = state.base.get(path)
+                result.files.append(OverlayFile(
+                    profile=profile, upstream=upstream, path=path,
+                    rel=f"{prefix}{upstream}/{path}", content=content,
+                    base_sha256=sha256(base) if base is not None else None,
+                    base_commit=pin.commit, base_label=pin.label,
+                    patches=tuple((n, digests[n]) for n in state.touched_by.get(path, [])),
+                    target=str(PurePosixPath(install_root) / path) if install_root else None))
+    for artifact in config.artifacts:
+        path = project.root / artifact
+        try:
+            result.artifacts.append((artifact, sha256(path.read_bytes())))
+        except FileNotFoundError:
+            raise ConfigError(f"artifacts: {artifact} does not exist",
+                              path=str(project.config_path)) from None
+    result.files.sort(key=lambda f: f.rel)
+    result.outputs = render_metadata(project, result)
+    return result
+
+
+def render_metadata(project, overlays: OverlaySet) -> dict[str, bytes]:
+    """SHA256SUMS, manifest.json and the compose fragments, as bytes keyed by path under overlays/."""
+    sums = [(f.sha256, f.rel) for f in overlays.files]
+    for artifact, digest in overlays.artifacts:
+        rel = os.path.relpath(project.root / artifact, project.overlays_dir)
+        sums.append((digest, PurePosixPath(*Path(rel).parts).as_posix()))
+    for _, rel in sums:
+        if "\n" in rel or "\\" in rel:
+            raise InputError(f"cannot list {rel!r} in SHA256SUMS (newline or backslash in name)")
+    outputs = {"SHA256SUMS": "".join(f"{d}  {r}\n" for d, r in sorted(sums, key=lambda x: x[1]))
+               .encode("utf-8", "surrogateescape")}
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "generator": "patchforge",
+        "upstreams": {},
+        "overlays": [],
+        "artifacts": [{"path": a, "sha256": d} for a, d in overlays.artifacts],
+    }
+    for f in overlays.files:
+        manifest["upstreams"].setdefault(f.upstream, {"commit": f.base_commit,
+                                                      "label": f.base_label})
+        manifest["overlays"].append({
+            "profile": f.profile, "upstream": f.upstream, "path": f.path, "file": f.rel,
+            "base_commit": f.base_commit, "base_sha256": f.base_sha256, "sha256": f.sha256,
+            "target": f.target,
+            "patches": [{"name": n, "sha256": d} for n, d in f.patches],
+        })
+    outputs["manifest.json"] = dump_json(manifest)
+    service = project.config.compose_service
+    for profile in sorted({f.profile for f in overlays.files}, key=lambda p: p or ""):
+        files = [f for f in overlays.by_profile(profile) if f.target]
+        rel_dir = f"{profile}/" if profile else ""
+        lines = [f"# Generated by patchforge: read-only overlay mounts"
+                 + (f" for profile {profile}" if profile else "") + ".",
+                 "# Include it from compose.yaml (`include: [" + f"overlays/{rel_dir}compose.yaml]`)"
+                 " or pass it as an extra -f file.",
+                 "services:", f"  {service}:", "    volumes:"]
+        for f in files:
+            # Paths in an included file resolve relative to that file's directory.
+            source = "./" + f.rel[len(rel_dir):]
+            lines += ["      - type: bind", f"        source: {json.dumps(source)}",
+                      f"        target: {json.dumps(f.target)}", "        read_only: true"]
+        if not files:
+            lines[-1] = "    volumes: []"
+        outputs[f"{rel_dir}compose.yaml"] = ("\n".join(lines) + "\n").encode("utf-8")
+    return outputs
+
+
+def planned_tree(overlays: OverlaySet) -> dict[str, bytes]:
+    tree = {f.rel: f.content for f in overlays.files}
+    tree.update(overlays.outputs)
+    return tree
+
+
+@dataclass(frozen=True)
+class Drift:
+    path: str
+    kind: str  # "changed" | "missing" | "extra"
+    detail: str = ""
+
+
+def check_overlays(project, overlays: OverlaySet) -> list[Drift]:
+    """What differs between the regenerated set and what is on disk (committed).
+
+    Metadata files are compared byte for byte; overlay files where they exist on disk (they are
+    build outputs, usually git-ignored) and otherwise through the committed SHA256SUMS.
+    """
+    root = project.overlays_dir
+    drifts: list[Drift] = []
+    for rel, data in sorted(overlays.outputs.items()):
+        path = root / rel
+        if not path.exists():
+            drifts.append(Drift(rel, "missing", "not generated yet"))
+        elif path.read_bytes() != data:
+            drifts.append(Drift(rel, "changed", _first_difference(path.read_bytes(), data)))
+    for f in overlays.files:
+        path = root / f.rel
+        if path.exists() and sha256(path.read_bytes()) != f.sha256:
+            drifts.append(Drift(f.rel, "changed", "overlay file differs from the regenerated one"))
+    known = set(planned_tree(overlays))
+    for path in sorted(_generated_files(root)):
+        if path not in known:
+            drifts.append(Drift(path, "extra", "no longer generated"))
+    return drifts
+
+
+def _first_difference(old: bytes, new: bytes) -> str:
+    old_lines, new_lines = old.split(b"\n"), new.split(b"\n")
+    for number, (a, b) in enumerate(zip(old_lines, new_lines), 1):
+        if a != b:
+            return (f"line {number}: committed {a.decode('utf-8', 'replace')[:80]!r}, "
+                    f"regenerated {b.decode('utf-8', 'replace')[:80]!r}")
+    return f"committed has {len(old_lines)} lines, regenerated {len(new_lines)}"
+
+
+def _generated_files(root: Path) -> list[str]:
+    if not root.is_dir():
+        return []
+    out = []
+    for directory, _, names in os.walk(root):
+        for name in names:
+            rel = Path(directory, name).relative_to(root).as_posix()
+            if rel in KEEP_NAMES or name.startswith(".overlays"):
+                continue
+            out.append(rel)
+    return out
+
+
+def write_overlays(project, overlays: OverlaySet, *, profiles: list[str] | None = None) -> None:
+    """Replace overlays/ with the new set in one step.
+
+    The new tree is built beside the old one and swapped in with two renames; `recover_overlays`
+    finishes a swap that a kill interrupted. With `profiles`, only those profiles' overlay files
+    are rewritten and the rest is kept as it is (metadata always covers everything).
+    """
+    root = project.overlays_dir
+    recover_overlays(project)
+    staging = root.parent / ".overlays.new"
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir()
+    tree = planned_tree(overlays)
+    if profiles is not None:
+        keep = {f.rel for f in overlays.files if f.profile not in profiles}
+        for rel in keep:
+            existing = root / rel
+            if existing.exists():
+                tree[rel] = existing.read_bytes()
+    for name in KEEP_NAMES:
+        if (root / name).exists():
+            tree[name] = (root / name).read_bytes()
+    for rel, data in sorted(tree.items()):
+        target = staging / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    fsync_dir(staging)
+    old = root.parent / ".overlays.old"
+    if root.exists():
+        os.replace(root, old)
+    os.replace(staging, root)
+    fsync_dir(root.parent)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def recover_overlays(project) -> None:
+    """Finish (or undo) an overlay swap interrupted by a kill."""
+    root = project.overlays_dir
+    old = root.parent / ".overlays.old"
+    staging = root.parent / ".overlays.new"
+    if old.exists() and not root.exists():
+        os.replace(old, root)  # the swap was cut between its renames: put the old set back
+    elif old.exists():
+        shutil.rmtree(old)
+    if staging.exists():
+        shutil.rmtree(staging)
+
+
+def verify_overlays(project, *, installed: Path | None = None) -> list[tuple[str, str, str]]:
+    """Check SHA256SUMS like `sha256sum -c` and, with `installed`, the pre-images in that tree.
+
+    Returns (path, state, detail) rows; state is "ok", "mismatch" or "missing".
+    """
+    root = project.overlays_dir
+    sums_path = root / "SHA256SUMS"
+    manifest_path = root / "manifest.json"
+    rows: list[tuple[str, str, str]] = []
+    if not sums_path.exists():
+        raise ConfigError("no overlays/SHA256SUMS; run `patchforge overlays` first",
+                          path=str(sums_path))
+    for number, line in enumerate(sums_path.read_bytes().split(b"\n"), 1):
+        if not line:
+            continue
+        digest, sep, rel = line.partition(b"  ")
+        if not sep or len(digest) != 64:
+            raise InputError("malformed SHA256SUMS line", path=str(sums_path), line=number)
+        rel_text = rel.decode("utf-8", "surrogateescape")
+        path = root / rel_text
+        if not path.exists():
+            rows.append((rel_text, "missing", "file not found"))
+        elif sha256(path.read_bytes()) != digest.decode():
+            rows.append((rel_text, "mismatch", "sha256 differs"))
+        else:
+            rows.append((rel_text, "ok", ""))
+    if installed is not None:
+        manifest = json.loads(manifest_path.read_bytes())
+        for entry in manifest["overlays"]:
+            target = entry.get("target")
+            rel_in_image = entry["path"]
+            candidate = Path(installed) / rel_in_image
+            label = f"{installed}/{rel_in_image}" + (f" [{entry['profile']}]"
+                                                    if entry.get("profile") else "")
+            if entry["base_sha256"] is None:
+                if candidate.exists():
+                    rows.append((label, "mismatch", "the overlay creates this file, but it exists"))
+                else:
+                    rows.append((label, "ok", "created by the overlay"))
+            elif not candidate.exists():
+                rows.append((label, "missing", f"pre-image for {target or rel_in_image} not found"))
+            elif sha256(candidate.read_bytes()) != entry["base_sha256"]:
+                rows.append((label, "mismatch",
+                             "installed file is not the pre-image this overlay was made for"))
+            else:
+                rows.append((label, "ok", "pre-image matches"))
+    return rows

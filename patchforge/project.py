@@ -1,0 +1,146 @@
+"""A patchforge-managed repository: where its files are, and reading them.
+
+`Project` knows the layout (configuration, upstream.lock, series/<upstream>/, overlays/,
+.patchforge/) and reads project files; it never writes except through the operations, which use
+`fsutil.atomic_write` under the repository lock.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from patchforge.errors import ConfigError, UsageError
+from patchforge.formats.config import PYPROJECT, STANDALONE, find_config_table, load_config
+from patchforge.formats.lockfile import read_lock
+from patchforge.formats.series import SeriesFile, parse_series
+from patchforge.model.config import Config
+from patchforge.model.lock import Lock
+
+PATCH_SUFFIX = ".patch"
+
+
+def find_root(start: Path) -> tuple[Path, Path]:
+    """The nearest directory at or above `start` with a patchforge configuration."""
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        standalone = directory / STANDALONE
+        if standalone.is_file():
+            return directory, standalone
+        pyproject = directory / PYPROJECT
+        if pyproject.is_file() and find_config_table(pyproject) is not None:
+            return directory, pyproject
+    raise UsageError(f"no patchforge configuration in {start} or any parent",
+                     hint="run `patchforge init` to start one, or pass --root DIR")
+
+
+def patch_file_name(name: str) -> str:
+    return name if name.endswith(PATCH_SUFFIX) else name + PATCH_SUFFIX
+
+
+@dataclass
+class Project:
+    root: Path
+    config_path: Path
+    offline: bool = False
+    _lock_override: Lock | None = field(default=None, repr=False)
+
+    @classmethod
+    def discover(cls, root: Path | None = None, *, offline: bool = False) -> "Project":
+        if root is not None:
+            root = Path(root)
+            for candidate in (root / STANDALONE, root / PYPROJECT):
+                if candidate.is_file() and (candidate.name == STANDALONE
+                                            or find_config_table(candidate) is not None):
+                    return cls(root.resolve(), candidate.resolve(), offline)
+            raise UsageError(f"no patchforge configuration in {root}",
+                             hint="run `patchforge init` there first")
+        directory, config = find_root(Path.cwd())
+        return cls(directory, config, offline)
+
+    # --- layout -----------------------------------------------------------------------------
+    @property
+    def lock_path(self) -> Path:
+        return self.root / "upstream.lock"
+
+    @property
+    def series_root(self) -> Path:
+        return self.root / "series"
+
+    def series_dir(self, upstream: str) -> Path:
+        return self.series_root / upstream
+
+    def series_path(self, upstream: str) -> Path:
+        return self.series_dir(upstream) / "series"
+
+    def patch_path(self, upstream: str, name: str) -> Path:
+        return self.series_dir(upstream) / patch_file_name(name)
+
+    @property
+    def overlays_dir(self) -> Path:
+        return self.root / "overlays"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / ".patchforge"
+
+    def work_dir(self, upstream: str) -> Path:
+        return self.state_dir / "work" / upstream
+
+    # --- reading ----------------------------------------------------------------------------
+    @cached_property
+    def config(self) -> Config:
+        return load_config(self.config_path)
+
+    @property
+    def lock(self) -> Lock:
+        if self._lock_override is not None:
+            return self._lock_override
+        return read_lock(self.lock_path)
+
+    def upstream_names(self) -> list[str]:
+        """Configured upstreams, in configuration order."""
+        return list(self.config.upstreams)
+
+    def read_series(self, upstream: str) -> SeriesFile:
+        path = self.series_path(upstream)
+        if not path.exists():
+            return SeriesFile((), str(path))
+        return parse_series(path.read_bytes(), str(path))
+
+    def patch_names(self, upstream: str) -> list[str]:
+        return self.read_series(upstream).names
+
+    def read_patch_bytes(self, upstream: str, name: str) -> bytes:
+        path = self.patch_path(upstream, name)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise ConfigError(f"patch {patch_file_name(name)} is listed in the series but the "
+                              "file is missing", path=str(self.series_path(upstream))) from None
+
+    def read_patch(self, upstream: str, name: str):
+        from patchforge.formats.patchfile import parse_patch_file
+
+        path = self.patch_path(upstream, name)
+        return parse_patch_file(self.read_patch_bytes(upstream, name), str(path))
+
+    def all_patches(self) -> list[tuple[str, str]]:
+        """(upstream, patch file name) for every listed patch, upstreams in config order."""
+        return [(u, n) for u in self.upstream_names() for n in self.patch_names(u)]
+
+    def find_patch(self, name: str) -> tuple[str, str]:
+        """Resolve NAME (`fix`, `fix.patch` or `upstream/fix`) to (upstream, file name)."""
+        wanted_upstream = None
+        if "/" in name:
+            wanted_upstream, name = name.split("/", 1)
+        file_name = patch_file_name(name)
+        matches = [(u, n) for u, n in self.all_patches()
+                   if n == file_name and (wanted_upstream is None or u == wanted_upstream)]
+        if not matches:
+            raise UsageError(f"no patch named {name!r} in the series",
+                             hint="`patchforge list` shows the series")
+        if len(matches) > 1:
+            raise UsageError(f"patch {name!r} is in several series "
+                             f"({', '.join(u for u, _ in matches)}); say UPSTREAM/{name}")
+        return matches[0]
