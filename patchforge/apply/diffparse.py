@@ -1,0 +1,710 @@
+"""Parsing git-style unified diffs (bytes) into `FilePatch`/`Hunk`, with path safety.
+
+Owns: the byte-exact reading of `diff --git` and plain (`---`/`+++`, quilt-style) unified diffs, the
+refusal of everything that is not one (ed scripts, normal and context diffs, ghost hunks, absurd
+counts), and the checks that keep a patch inside its upstream (no absolute paths, `..`, `.git` in
+any spelling, NUL or newline in names). Nothing here touches the filesystem or runs anything.
+
+Bytes end to end: lines are split on b"\\n" only, so CR, form feed, \\x85 and U+2028 stay inside lines,
+and every section keeps its exact bytes (`FilePatch.raw`, `Hunk.raw`) so that joining them gives back
+the input.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from patchforge.errors import InputError, UnsafePathError
+
+NO_NEWLINE_MARKER = b"\\ No newline at end of file\n"
+
+# "@@ -12,7 +12,8 @@ def foo():" -- counts are optional (",1" is implied when absent).
+_HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*?)\r?\n?$", re.S)
+# ed scripts ("12a", "3,5d") and normal diffs ("3,5c3,6"): GNU patch would run or apply these; we
+# refuse them outright.
+_ED_RE = re.compile(rb"^\d+(?:,\d+)?[acdi]\r?\n?$")
+_NORMAL_RE = re.compile(rb"^\d+(?:,\d+)?[acd]\d+(?:,\d+)?\r?\n?$")
+# git's extended header lines inside a `diff --git` section, in the order git may write them.
+_GIT_HEADER_KEYS = (b"old mode ", b"new mode ", b"deleted file mode ", b"new file mode ",
+                    b"copy from ", b"copy to ", b"rename from ", b"rename to ",
+                    b"rename old ", b"rename new ", b"similarity index ",
+                    b"dissimilarity index ", b"index ")
+_MODE_RE = re.compile(r"^[0-7]{6}$")
+# Regular files only: a symlink (120000) could let a later patch write outside the upstream, and a
+# gitlink (160000) is not file content at all.
+_ALLOWED_MODES = {"100644", "100755", "100664"}
+# Line numbers beyond this are not a real upstream file; refusing them bounds the work done.
+_MAX_LINE_NO = 1 << 31
+# Characters HFS+ ignores when comparing names: ".g\u200cit" is ".git" there (git refuses them too).
+_HFS_IGNORABLE = dict.fromkeys(map(ord, "\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                                    "\u206a\u206b\u206c\u206d\u206e\u206f\ufeff"))
+_C_ESCAPES = {ord("a"): 7, ord("b"): 8, ord("t"): 9, ord("n"): 10, ord("v"): 11, ord("f"): 12,
+              ord("r"): 13, ord('"'): 34, ord("\\"): 92}
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One `@@` hunk. `lines` are the raw body lines (with their ' ', '-' or '+' and line ending);
+    the "\\ No newline at end of file" markers are folded into the two flags and kept in `raw`."""
+
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+    section: bytes
+    lines: tuple[bytes, ...]
+    old_no_newline: bool
+    new_no_newline: bool
+    line_no: int
+    raw: bytes = b""
+
+    def old_lines(self) -> list[bytes]:
+        """The pre-image lines as they are in the file (no-newline already applied)."""
+        return _side(self.lines, b"-", self.old_no_newline)
+
+    def new_lines(self) -> list[bytes]:
+        """The post-image lines as they are in the file (no-newline already applied)."""
+        return _side(self.lines, b"+", self.new_no_newline)
+
+    @property
+    def leading_context(self) -> int:
+        n = 0
+        for line in self.lines:
+            if line_kind(line) != b" ":
+                break
+            n += 1
+        return n
+
+    @property
+    def trailing_context(self) -> int:
+        n = 0
+        for line in reversed(self.lines):
+            if line_kind(line) != b" ":
+                break
+            n += 1
+        return n if n < len(self.lines) else 0
+
+    @property
+    def zero_context(self) -> bool:
+        """True for a hunk with no context anchoring it somewhere inside a file (`diff -U0`).
+
+        Such a hunk applies only by line number: callers refuse it unless explicitly allowed. A hunk
+        at the very start of a file, or one that creates or empties a file, is anchored anyway.
+        """
+        if any(line_kind(line) == b" " for line in self.lines):
+            return False
+        if self.old_count == 0 and self.old_start == 0:
+            return False
+        if self.new_count == 0 and self.new_start == 0:
+            return False
+        return self.old_start > 1
+
+
+@dataclass(frozen=True)
+class FilePatch:
+    """The changes to one file. Paths are p1-stripped, UTF-8 with surrogateescape; None is /dev/null."""
+
+    old_path: str | None
+    new_path: str | None
+    old_mode: str | None
+    new_mode: str | None
+    is_rename: bool
+    is_copy: bool
+    is_binary: bool
+    similarity: int | None
+    hunks: tuple[Hunk, ...]
+    raw: bytes
+    line_no: int
+
+    @property
+    def path(self) -> str:
+        return self.new_path if self.new_path is not None else self.old_path  # type: ignore[return-value]
+
+    @property
+    def is_new(self) -> bool:
+        return self.old_path is None
+
+    @property
+    def is_delete(self) -> bool:
+        return self.new_path is None
+
+    @property
+    def has_zero_context(self) -> bool:
+        return any(h.zero_context for h in self.hunks)
+
+
+@dataclass(frozen=True)
+class ParsedDiff:
+    """A whole diff: its file sections and the bytes after the last one (e.g. a format-patch
+    signature). Any text before a section's header belongs to that section's `raw`."""
+
+    files: tuple[FilePatch, ...]
+    trailing: bytes
+
+    def to_bytes(self) -> bytes:
+        return b"".join(fp.raw for fp in self.files) + self.trailing
+
+
+def line_kind(line: bytes) -> bytes:
+    """b' ', b'-', b'+' or b'\\\\' for a hunk body line. An empty line counts as empty context:
+    editors and mailers strip the lone space, and git and GNU patch accept it."""
+    if line in (b"\n", b""):
+        return b" "
+    return line[:1]
+
+
+def line_content(line: bytes) -> bytes:
+    """The file bytes of a hunk body line (without its ' ', '-' or '+')."""
+    return b"\n" if line == b"\n" else line[1:]
+
+
+def _side(lines: tuple[bytes, ...], kind: bytes, no_newline: bool) -> list[bytes]:
+    out = [line_content(line) for line in lines if line_kind(line) in (b" ", kind)]
+    if no_newline and out and out[-1].endswith(b"\n"):
+        out[-1] = out[-1][:-1]
+    return out
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """Split on b"\\n" only, keeping the endings; the last element may lack one."""
+    lines = data.split(b"\n")
+    out = [line + b"\n" for line in lines[:-1]]
+    if lines[-1]:
+        out.append(lines[-1])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths
+
+
+def c_unquote(quoted: bytes) -> bytes:
+    """Undo git's C-style quoting of a name: b'"a/\\\\303\\\\251"' -> b'a/\\xc3\\xa9'."""
+    if len(quoted) < 2 or quoted[:1] != b'"' or quoted[-1:] != b'"':
+        raise ValueError("not a quoted name")
+    body = quoted[1:-1]
+    out = bytearray()
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == 0x22:  # an unescaped quote inside: the name ended earlier
+            raise ValueError("stray quote in quoted name")
+        if c != 0x5C:
+            out.append(c)
+            i += 1
+            continue
+        if i + 1 >= len(body):
+            raise ValueError("dangling backslash in quoted name")
+        e = body[i + 1]
+        if e in _C_ESCAPES:
+            out.append(_C_ESCAPES[e])
+            i += 2
+        elif re.fullmatch(rb"[0-3][0-7][0-7]", body[i + 1:i + 4]):
+            out.append(int(body[i + 1:i + 4], 8))
+            i += 4
+        else:
+            raise ValueError(f"unknown escape \\{chr(e)} in quoted name")
+    return bytes(out)
+
+
+def c_quote(name: bytes) -> bytes:
+    """Quote a name the way git does when it holds bytes that are not plain printable ASCII."""
+    if all(0x20 <= b < 0x7F and b not in (0x22, 0x5C) for b in name):
+        return name
+    out = bytearray(b'"')
+    rev = {v: k for k, v in _C_ESCAPES.items()}
+    for b in name:
+        if b in rev:
+            out += b"\\" + bytes([rev[b]])
+        elif 0x20 <= b < 0x7F:
+            out.append(b)
+        else:
+            out += b"\\%03o" % b
+    out += b'"'
+    return bytes(out)
+
+
+def _take_name(text: bytes) -> tuple[bytes, bytes]:
+    """Split one (possibly quoted) name off the front of `text`; returns (name, rest)."""
+    if text[:1] == b'"':
+        i = 1
+        while i < len(text):
+            if text[i] == 0x5C:
+                i += 2
+                continue
+            if text[i] == 0x22:
+                return c_unquote(text[:i + 1]), text[i + 1:]
+            i += 1
+        raise ValueError("unterminated quoted name")
+    return text, b""
+
+
+def check_path(path: str, *, source: str, line: int) -> str:
+    """Refuse any path that could leave the upstream tree or reach into git's own data."""
+    def bad(why: str) -> UnsafePathError:
+        return UnsafePathError(f"unsafe path {path!r}: {why}", path=source, line=line,
+                               hint="a patch may only touch files inside its upstream")
+    if not path:
+        raise bad("empty name")
+    for ch, what in (("\0", "NUL"), ("\n", "newline"), ("\r", "carriage return")):
+        if ch in path:
+            raise bad(f"{what} in name")
+    if "\\" in path:
+        raise bad("backslash in name (Windows or UNC path)")
+    if path.startswith("/"):
+        raise bad("absolute path")
+    if re.match(r"^[A-Za-z]:", path):
+        raise bad("Windows drive letter")
+    if path.startswith("-"):
+        raise bad("name begins with '-'")
+    for comp in path.split("/"):
+        if comp in ("", "."):
+            raise bad("empty or '.' component")
+        if comp == "..":
+            raise bad("'..' component")
+        # NTFS drops trailing dots and spaces, HFS+ ignores some zero-width characters, and the
+        # 8.3 short name of ".git" is "GIT~1": all of these reach the repository's git directory.
+        folded = comp.translate(_HFS_IGNORABLE).rstrip(". ").casefold()
+        if folded == ".git" or folded == "git~1":
+            raise bad("'.git' component")
+    return path
+
+
+def _decode(name: bytes) -> str:
+    return name.decode("utf-8", "surrogateescape")
+
+
+# ---------------------------------------------------------------------------------------------
+# Parser
+
+
+class _Parser:
+    def __init__(self, data: bytes, source: str, first_line: int) -> None:
+        self.data = data
+        self.lines = split_lines(data)
+        self.source = source
+        self.first_line = first_line
+        # Byte offset of each line, so sections can be cut out of `data` exactly.
+        self.offsets = [0]
+        for line in self.lines:
+            self.offsets.append(self.offsets[-1] + len(line))
+
+    def err(self, i: int, message: str, *, hint: str | None = None) -> InputError:
+        return InputError(message, path=self.source, line=self.first_line + i, hint=hint)
+
+    def lineno(self, i: int) -> int:
+        return self.first_line + i
+
+    def path(self, name: bytes, i: int, *, strip: bool) -> str | None:
+        """A header name -> a checked, p1-stripped path (None for /dev/null)."""
+        if name == b"/dev/null":
+            return None
+        if b"\0" in name or b"\n" in name:
+            raise UnsafePathError("unsafe path: NUL or newline in name", path=self.source,
+                                  line=self.lineno(i))
+        text = _decode(name)
+        if strip:
+            if "/" not in text:
+                raise self.err(i, f"cannot strip the leading directory (p1) from {text!r}",
+                               hint="paths must look like a/<path> and b/<path>")
+            prefix, text = text.split("/", 1)
+            check_path(prefix, source=self.source, line=self.lineno(i)) if prefix else None
+        return check_path(text, source=self.source, line=self.lineno(i))
+
+    def header_name(self, rest: bytes, i: int) -> bytes:
+        """The name on a ---/+++ line: quoted, or up to a tab (timestamps follow a tab)."""
+        rest = rest.rstrip(b"\n")
+        if rest.endswith(b"\r"):
+            rest = rest[:-1]
+        try:
+            if rest[:1] == b'"':
+                name, _ = _take_name(rest)
+                return name
+        except ValueError as exc:
+            raise self.err(i, f"bad quoted file name: {exc}") from None
+        return rest.split(b"\t", 1)[0]
+
+    def refuse_foreign(self, i: int) -> None:
+        line = self.lines[i]
+        if _ED_RE.match(line) or _NORMAL_RE.match(line):
+            raise self.err(i, "this is an ed script or a normal diff, not a unified diff; "
+                              "ed scripts are never run", hint="make the diff with `git diff`")
+        if line.startswith(b"***************") or (
+                line.startswith(b"*** ") and i + 1 < len(self.lines)
+                and self.lines[i + 1].startswith(b"--- ")):
+            raise self.err(i, "context diffs are not supported, only unified diffs",
+                           hint="make the diff with `git diff` or `diff -u`")
+
+    def parse(self) -> ParsedDiff:
+        lines = self.lines
+        n = len(lines)
+        files: list[FilePatch] = []
+        sec_start = 0
+        i = 0
+        after_hunk = False
+        while i < n:
+            line = lines[i]
+            if line.startswith(b"diff --git "):
+                fp, j = self.git_section(i)
+            elif line.startswith(b"--- ") and i + 1 < n and lines[i + 1].startswith(b"+++ "):
+                fp, j = self.plain_section(i)
+            else:
+                if line.startswith(b"@@"):
+                    raise self.err(i, "hunk without a file header (or a hunk body longer than "
+                                      "its @@ counts say)")
+                if line.startswith(b"GIT binary patch") or (
+                        line.startswith(b"Binary files ") and line.rstrip().endswith(b" differ")):
+                    raise self.err(i, "binary change without a `diff --git` header")
+                if after_hunk and line[:1] in (b"+", b"-", b" ") and line.rstrip(b"\r\n") not in (
+                        b"--", b"-- "):
+                    raise self.err(i, "hunk body is longer than its @@ counts say")
+                if line.startswith(b"Index: "):
+                    name = line[7:].rstrip(b"\r\n")
+                    # quilt writes "Index: dir/file"; GNU patch may fall back to this name.
+                    if name:
+                        self.path(name, i, strip=False)
+                self.refuse_foreign(i)
+                after_hunk = False
+                i += 1
+                continue
+            raw = self.data[self.offsets[sec_start]:self.offsets[j]]
+            files.append(replace(fp, raw=raw))
+            after_hunk = bool(fp.hunks)
+            sec_start = i = j
+        trailing = self.data[self.offsets[sec_start]:]
+        if not files and trailing.strip():
+            raise self.err(0, "not a unified diff: no `diff --git` or `---`/`+++` file header",
+                           hint="patches must be git-style unified diffs")
+        return ParsedDiff(tuple(files), trailing)
+
+    def git_section(self, i: int) -> tuple[FilePatch, int]:
+        lines = self.lines
+        start = i
+        rest = lines[i][len(b"diff --git "):].rstrip(b"\n")
+        if rest.endswith(b"\r"):
+            rest = rest[:-1]
+        a_name, b_name = self.split_git_names(rest, i)
+        old_path = self.path(a_name, i, strip=True) if a_name is not None else None
+        new_path = self.path(b_name, i, strip=True) if b_name is not None else None
+        old_mode = new_mode = None
+        is_new = is_delete = is_rename = is_copy = is_binary = False
+        similarity = None
+        i += 1
+        n = len(lines)
+        while i < n:
+            line = lines[i]
+            key = next((k for k in _GIT_HEADER_KEYS if line.startswith(k)), None)
+            if key is None:
+                break
+            value = line[len(key):].rstrip(b"\n").rstrip(b"\r")
+            if key in (b"old mode ", b"deleted file mode "):
+                old_mode = self.mode(value, i)
+                is_delete = is_delete or key == b"deleted file mode "
+            elif key in (b"new mode ", b"new file mode "):
+                new_mode = self.mode(value, i)
+                is_new = is_new or key == b"new file mode "
+            elif key in (b"rename from ", b"rename old ", b"copy from "):
+                old_path = self.path(self.unquote(value, i), i, strip=False)
+                is_rename = is_rename or key != b"copy from "
+                is_copy = is_copy or key == b"copy from "
+            elif key in (b"rename to ", b"rename new ", b"copy to "):
+                new_path = self.path(self.unquote(value, i), i, strip=False)
+            elif key in (b"similarity index ", b"dissimilarity index "):
+                m = re.match(rb"^(\d{1,3})%$", value)
+                if not m:
+                    raise self.err(i, f"bad {key.decode().strip()} line")
+                similarity = int(m.group(1))
+            i += 1
+        hunks: tuple[Hunk, ...] = ()
+        if i < n and lines[i].startswith(b"--- "):
+            if i + 1 >= n or not lines[i + 1].startswith(b"+++ "):
+                raise self.err(i, "`---` line without a `+++` line after it")
+            minus = self.path(self.header_name(lines[i][4:], i), i, strip=True)
+            plus = self.path(self.header_name(lines[i + 1][4:], i + 1), i + 1, strip=True)
+            if minus is None:
+                is_new = True
+            else:
+                old_path = minus
+            if plus is None:
+                is_delete = True
+            else:
+                new_path = plus
+            hunks, i = self.hunks(i + 2)
+            if not hunks:
+                raise self.err(i, "file header with no hunks after it")
+        elif i < n and lines[i].startswith(b"GIT binary patch"):
+            is_binary = True
+            i = self.skip_binary(i)
+        elif i < n and lines[i].startswith(b"Binary files "):
+            is_binary = True
+            i += 1
+        if is_new:
+            old_path = None
+        if is_delete:
+            new_path = None
+        if old_path is None and new_path is None:
+            if a_name is None:
+                raise self.err(start, "cannot tell the file names apart in this `diff --git` line")
+            raise self.err(start, "a file section that neither creates, changes nor deletes a file")
+        self.check_sides(hunks, is_new, is_delete, start)
+        fp = FilePatch(old_path, new_path, old_mode, new_mode, is_rename, is_copy, is_binary,
+                       similarity, hunks, b"", self.lineno(start))
+        return fp, i
+
+    def plain_section(self, i: int) -> tuple[FilePatch, int]:
+        start = i
+        old_path = self.path(self.header_name(self.lines[i][4:], i), i, strip=True)
+        new_path = self.path(self.header_name(self.lines[i + 1][4:], i + 1), i + 1, strip=True)
+        if old_path is None and new_path is None:
+            raise self.err(i, "both sides are /dev/null")
+        hunks, i = self.hunks(i + 2)
+        if not hunks:
+            raise self.err(i, "file header with no hunks after it")
+        self.check_sides(hunks, old_path is None, new_path is None, start)
+        return FilePatch(old_path, new_path, None, None, False, False, False, None, hunks, b"",
+                         self.lineno(start)), i
+
+    def check_sides(self, hunks: tuple[Hunk, ...], is_new: bool, is_delete: bool,
+                    start: int) -> None:
+        for h in hunks:
+            if is_new and h.old_count:
+                raise self.err(h.line_no - self.first_line,
+                               "a hunk that creates a file cannot remove lines")
+            if is_delete and h.new_count:
+                raise self.err(h.line_no - self.first_line,
+                               "a hunk that deletes a file cannot add lines")
+
+    def unquote(self, value: bytes, i: int) -> bytes:
+        if value[:1] != b'"':
+            return value
+        try:
+            return c_unquote(value)
+        except ValueError as exc:
+            raise self.err(i, f"bad quoted file name: {exc}") from None
+
+    def mode(self, value: bytes, i: int) -> str:
+        text = value.decode("ascii", "replace")
+        if not _MODE_RE.match(text):
+            raise self.err(i, f"bad file mode {text!r}")
+        if text not in _ALLOWED_MODES:
+            raise UnsafePathError(f"file mode {text} (symlink or submodule) is not supported; "
+                                  "only regular files can be patched",
+                                  path=self.source, line=self.lineno(i))
+        return text
+
+    def split_git_names(self, rest: bytes, i: int) -> tuple[bytes | None, bytes | None]:
+        """The two names of a `diff --git` line. Unquoted names with spaces are ambiguous; like
+        git, take the split where both sides name the same file, else leave them to the
+        `rename`/`---` lines that follow."""
+        try:
+            if rest[:1] == b'"':
+                a, tail = _take_name(rest)
+                if tail[:1] != b" ":
+                    raise ValueError("expected a space after the first name")
+                tail = tail[1:]
+                b = _take_name(tail)[0] if tail[:1] == b'"' else tail
+                return a, b
+            if rest.endswith(b'"') and b' "' in rest:
+                k = rest.index(b' "')
+                return rest[:k], _take_name(rest[k + 1:])[0]
+        except ValueError as exc:
+            raise self.err(i, f"bad quoted file name: {exc}") from None
+        spaces = [k for k in range(len(rest)) if rest[k] == 0x20]
+        for k in spaces:
+            a, b = rest[:k], rest[k + 1:]
+            if b"/" in a and b"/" in b and a.split(b"/", 1)[1] == b.split(b"/", 1)[1]:
+                return a, b
+        if len(spaces) == 1:
+            return rest[:spaces[0]], rest[spaces[0] + 1:]
+        return None, None
+
+    def skip_binary(self, i: int) -> int:
+        """Step over a `GIT binary patch` block: one or two literal/delta chunks, each ended by an
+        empty line."""
+        i += 1
+        n = len(self.lines)
+        while i < n and self.lines[i].startswith((b"literal ", b"delta ")):
+            i += 1
+            while i < n and self.lines[i] not in (b"\n", b"\r\n"):
+                i += 1
+            i += 1 if i < n else 0
+        return i
+
+    def hunks(self, i: int) -> tuple[tuple[Hunk, ...], int]:
+        out: list[Hunk] = []
+        while i < len(self.lines) and self.lines[i].startswith(b"@@"):
+            h, i = self.hunk(i)
+            if out:
+                self.check_order(out[-1], h)
+            out.append(h)
+        return tuple(out), i
+
+    def check_order(self, prev: Hunk, h: Hunk) -> None:
+        def span(start: int, count: int) -> tuple[int, int]:
+            first = start if count else start + 1
+            return first, first + count
+        for a, b in ((span(prev.old_start, prev.old_count), span(h.old_start, h.old_count)),
+                     (span(prev.new_start, prev.new_count), span(h.new_start, h.new_count))):
+            if b[0] < a[1]:
+                raise self.err(h.line_no - self.first_line,
+                               "hunks out of order or overlapping within one file")
+
+    def hunk(self, i: int) -> tuple[Hunk, int]:
+        lines = self.lines
+        n = len(lines)
+        m = _HUNK_RE.match(lines[i])
+        if not m:
+            raise self.err(i, "malformed @@ hunk header")
+        nums = [m.group(1), m.group(2), m.group(3), m.group(4)]
+        if any(x is not None and len(x) > 10 for x in nums):
+            raise self.err(i, "absurd line numbers in hunk header")
+        old_start, new_start = int(nums[0]), int(nums[2])
+        old_count = int(nums[1]) if nums[1] is not None else 1
+        new_count = int(nums[3]) if nums[3] is not None else 1
+        if max(old_start, new_start, old_count, new_count) >= _MAX_LINE_NO:
+            raise self.err(i, "absurd line numbers in hunk header")
+        # Every body line serves at least one side, so a header promising more lines than the
+        # input still holds is a lie; refusing it here bounds the work by the input size.
+        if max(old_count, new_count) > n - i - 1:
+            raise self.err(i, f"hunk header promises {max(old_count, new_count)} lines but only "
+                              f"{n - i - 1} follow")
+        if old_count == 0 and new_count == 0:
+            raise self.err(i, "empty hunk")
+        if old_start == 0 and old_count != 0:
+            raise self.err(i, "hunk starts at line 0 but removes lines")
+        if new_start == 0 and new_count != 0:
+            raise self.err(i, "hunk starts at line 0 but adds lines")
+        header = i
+        old_rem, new_rem = old_count, new_count
+        body: list[bytes] = []
+        old_nonl = new_nonl = False
+        i += 1
+        while old_rem > 0 or new_rem > 0 or (i < n and lines[i].startswith(b"\\")):
+            if i >= n:
+                raise self.err(header, "hunk ends before its @@ counts are used up")
+            line = lines[i]
+            kind = line_kind(line)
+            if kind == b"\\":
+                if not body:
+                    raise self.err(i, "'\\ No newline' marker with no line before it")
+                last = line_kind(body[-1])
+                if (old_nonl and last in (b" ", b"-")) or (new_nonl and last in (b" ", b"+")):
+                    raise self.err(i, "repeated '\\ No newline' marker")
+                if last in (b" ", b"-"):
+                    old_nonl = True
+                if last in (b" ", b"+"):
+                    new_nonl = True
+                i += 1
+                continue
+            if not line.endswith(b"\n"):
+                raise self.err(i, "the diff ends in the middle of a hunk line")
+            if kind == b" ":
+                old_rem -= 1
+                new_rem -= 1
+            elif kind == b"-":
+                old_rem -= 1
+                if (line.startswith(b"--- ") and i + 2 < n and lines[i + 1].startswith(b"+++ ")
+                        and lines[i + 2].startswith(b"@@ ")):
+                    raise self.err(header, "hunk @@ counts run into the next file header "
+                                           f"(line {self.lineno(i)})")
+            elif kind == b"+":
+                new_rem -= 1
+            else:
+                raise self.err(i, "hunk body shorter than its @@ counts say "
+                                  "(this line is not a ' ', '-' or '+' line)")
+            if old_rem < 0 or new_rem < 0:
+                raise self.err(i, "hunk body does not match its @@ counts")
+            if (old_nonl and kind in (b" ", b"-")) or (new_nonl and kind in (b" ", b"+")):
+                raise self.err(i, "line after a '\\ No newline at end of file' marker")
+            body.append(line)
+            i += 1
+        raw = self.data[self.offsets[header]:self.offsets[i]]
+        h = Hunk(old_start, old_count, new_start, new_count, m.group(5), tuple(body),
+                 old_nonl, new_nonl, self.lineno(header), raw)
+        return h, i
+
+
+def parse_diff_full(data: bytes, *, source: str = "<diff>", first_line: int = 1) -> ParsedDiff:
+    """Parse a diff keeping everything: `result.to_bytes() == data` for any accepted input."""
+    return _Parser(data, source, first_line).parse()
+
+
+def parse_diff(data: bytes, *, source: str = "<diff>", first_line: int = 1) -> tuple[FilePatch, ...]:
+    """Parse a git-style or plain unified diff into its file sections; raises InputError (or
+    UnsafePathError) naming `source` and the 1-based line (counted from `first_line`)."""
+    return parse_diff_full(data, source=source, first_line=first_line).files
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def format_hunk(h: Hunk) -> bytes:
+    """Render a hunk canonically: '-' lines before '+' lines in each change, markers in place."""
+    def rng(start: int, count: int) -> bytes:
+        return b"%d" % start if count == 1 else b"%d,%d" % (start, count)
+    out = [b"@@ -" + rng(h.old_start, h.old_count) + b" +" + rng(h.new_start, h.new_count)
+           + b" @@" + h.section + b"\n"]
+    body: list[bytes] = []
+    block: list[bytes] = []
+
+    def flush() -> None:
+        body.extend(x for x in block if line_kind(x) == b"-")
+        body.extend(x for x in block if line_kind(x) == b"+")
+        block.clear()
+    for line in h.lines:
+        if line_kind(line) == b" ":
+            flush()
+            body.append(line)
+        else:
+            block.append(line)
+    flush()
+    last_old = max((k for k, x in enumerate(body) if line_kind(x) in (b" ", b"-")), default=None)
+    last_new = max((k for k, x in enumerate(body) if line_kind(x) in (b" ", b"+")), default=None)
+    for k, line in enumerate(body):
+        out.append(line)
+        if (h.old_no_newline and k == last_old) or (h.new_no_newline and k == last_new):
+            out.append(NO_NEWLINE_MARKER)
+    return b"".join(out)
+
+
+def format_file_patch(fp: FilePatch) -> bytes:
+    """Render a FilePatch as a canonical `diff --git` section (used for reversed patches)."""
+    a = (fp.old_path if fp.old_path is not None else fp.new_path) or ""
+    b = (fp.new_path if fp.new_path is not None else fp.old_path) or ""
+
+    def enc(prefix: str, p: str) -> bytes:
+        return c_quote((prefix + p).encode("utf-8", "surrogateescape"))
+    out = [b"diff --git " + enc("a/", a) + b" " + enc("b/", b) + b"\n"]
+    if fp.is_new:
+        out.append(b"new file mode %s\n" % (fp.new_mode or "100644").encode())
+    elif fp.is_delete:
+        out.append(b"deleted file mode %s\n" % (fp.old_mode or "100644").encode())
+    elif fp.old_mode and fp.new_mode and fp.old_mode != fp.new_mode:
+        out.append(b"old mode %s\nnew mode %s\n" % (fp.old_mode.encode(), fp.new_mode.encode()))
+    if fp.is_rename or fp.is_copy:
+        if fp.similarity is not None:
+            out.append(b"similarity index %d%%\n" % fp.similarity)
+        word = b"copy" if fp.is_copy else b"rename"
+        out.append(word + b" from " + enc("", a) + b"\n" + word + b" to " + enc("", b) + b"\n")
+    if fp.hunks:
+        out.append(b"--- " + (enc("a/", a) if not fp.is_new else b"/dev/null") + b"\n")
+        out.append(b"+++ " + (enc("b/", b) if not fp.is_delete else b"/dev/null") + b"\n")
+        out.extend(format_hunk(h) for h in fp.hunks)
+    return b"".join(out)
+
+
+def reverse_hunk(h: Hunk) -> Hunk:
+    flip = {b"-": b"+", b"+": b"-"}
+    lines = tuple(flip[line_kind(x)] + x[1:] if line_kind(x) in flip else x for x in h.lines)
+    rev = Hunk(h.new_start, h.new_count, h.old_start, h.old_count, h.section, lines,
+               h.new_no_newline, h.old_no_newline, h.line_no)
+    return replace(rev, raw=format_hunk(rev))
+
+
+def reverse_file_patch(fp: FilePatch) -> FilePatch:
+    """The patch that undoes `fp` (old and new swapped); its `raw` is freshly rendered."""
+    rev = FilePatch(fp.new_path, fp.old_path, fp.new_mode, fp.old_mode, fp.is_rename, fp.is_copy,
+                    fp.is_binary, fp.similarity, tuple(reverse_hunk(h) for h in fp.hunks), b"",
+                    fp.line_no)
+    return replace(rev, raw=format_file_patch(rev))
