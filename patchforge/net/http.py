@@ -1,0 +1,413 @@
+"""The HTTP client every patchforge network call goes through (the one module that imports requests).
+
+It owns: timeouts; bounded retries with exponential backoff and jitter on connection errors, 5xx,
+429 and 403 rate limits, honouring `Retry-After` and `x-ratelimit-remaining`/`-reset` (with a cap on
+the total wait: past it we fail clearly instead of sleeping for an hour); ETag conditional requests
+backed by an on-disk cache under `<cache>/http/`; `offline` mode answered from that cache; `Link`
+pagination; and the rule that a token is sent only to the host it belongs to and never appears in
+an exception message, a log line or a repr.
+"""
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import json
+import logging
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from patchforge.errors import NetworkError
+from patchforge.fsutil import atomic_write
+
+log = logging.getLogger("patchforge.net")
+
+IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+CACHEABLE = frozenset({"GET", "HEAD"})
+# A POST or PATCH that reached the server may have done its work even if the answer was a 5xx;
+# only 503 ("not processed, come back later") is safe to repeat for them.
+RETRY_STATUS_IDEMPOTENT = frozenset({429, 500, 502, 503, 504})
+RETRY_STATUS_OTHER = frozenset({429, 503})
+# Response headers never written to the cache (they carry per-session secrets).
+_UNCACHED_HEADERS = frozenset({"set-cookie", "www-authenticate", "authorization"})
+_CACHE_FORMAT = 1
+_LINK_RE = re.compile(r'<([^>]*)>\s*((?:;\s*[^;,]+)*)')
+_REL_RE = re.compile(r';\s*rel\s*=\s*"?([^";]+)"?')
+
+
+def _requests():
+    # Imported here, not at module import: requests costs ~200 ms and most commands never touch
+    # the network.
+    import requests
+    return requests
+
+
+def host_of(url: str) -> str:
+    """`host[:port]` of a URL, lowercased: what a token is bound to."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+@dataclass(frozen=True)
+class Response:
+    """An HTTP answer, fully read. `headers` has lowercase names; `from_cache` for 304 and offline."""
+
+    method: str
+    url: str
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    from_cache: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body)
+        except ValueError as exc:
+            raise NetworkError(f"{self.method} {self.url}: the answer is not valid JSON ({exc})") from None
+
+    def links(self) -> dict[str, str]:
+        """The `Link` header as {rel: url}."""
+        return parse_link_header(self.header("link") or "")
+
+    def error_detail(self) -> str:
+        """A short reason for a failed answer: the status and the server's own message if any."""
+        detail = ""
+        try:
+            doc = json.loads(self.body)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict):
+            if isinstance(doc.get("message"), str):
+                detail = doc["message"]
+            elif isinstance(doc.get("errors"), list) and doc["errors"]:
+                first = doc["errors"][0]
+                if isinstance(first, dict):
+                    detail = str(first.get("message") or first.get("code") or "")
+        return f"{self.status}" + (f" ({detail[:200]})" if detail else "")
+
+    def raise_for_status(self) -> "Response":
+        if not self.ok:
+            raise NetworkError(f"{self.method} {self.url}: server answered {self.error_detail()}")
+        return self
+
+
+def parse_link_header(value: str) -> dict[str, str]:
+    """`<https://...?page=2>; rel="next", <...>; rel="last"` -> {"next": ..., "last": ...}."""
+    links: dict[str, str] = {}
+    for match in _LINK_RE.finditer(value):
+        for rel in _REL_RE.findall(match.group(2)):
+            for name in rel.split():
+                links.setdefault(name.lower(), match.group(1))
+    return links
+
+
+def parse_retry_after(value: str, now: float) -> float | None:
+    """Seconds to wait from a `Retry-After` value (delta-seconds or an HTTP date); None if junk."""
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+@dataclass
+class _Attempt:
+    """What went wrong with one attempt, and how long the server asked us to wait (if it did)."""
+
+    problem: str
+    asked_wait: float | None = None
+    response: Response | None = None
+
+
+@dataclass
+class HttpClient:
+    """One HTTP client per run: a requests session, a cache directory, and the retry policy.
+
+    `token` (or the environment variable `token_env`) is sent as `Authorization: <auth_scheme>
+    <token>` only to `token_host` (`host[:port]`); requests drops it on a redirect to another host.
+    `max_wait` caps the total time spent sleeping between attempts of one request.
+    """
+
+    cache_dir: Path
+    offline: bool = False
+    timeout: tuple[float, float] = (5, 30)
+    max_retries: int = 4
+    token_env: str | None = None
+    token: str | None = field(default=None, repr=False)
+    token_host: str | None = None
+    auth_scheme: str = "Bearer"
+    sleep: Callable[[float], None] = time.sleep
+    max_wait: float = 60.0
+    backoff_base: float = 0.5
+    backoff_max: float = 16.0
+    clock: Callable[[], float] = time.time
+    rng: Callable[[], float] = random.random
+    user_agent: str = "patchforge"
+    _session: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.cache_dir = Path(self.cache_dir)
+        if self.token is None and self.token_env:
+            self.token = os.environ.get(self.token_env) or None
+        if self.token_host:
+            self.token_host = self.token_host.lower()
+
+    def __repr__(self) -> str:
+        return (f"HttpClient(cache_dir={str(self.cache_dir)!r}, offline={self.offline}, "
+                f"token={'<set>' if self.token else None}, token_host={self.token_host!r})")
+
+    # -- public verbs ---------------------------------------------------------------------------
+    def get(self, url: str, **kw: Any) -> Response:
+        return self.request("GET", url, **kw)
+
+    def head(self, url: str, **kw: Any) -> Response:
+        return self.request("HEAD", url, **kw)
+
+    def post(self, url: str, **kw: Any) -> Response:
+        return self.request("POST", url, **kw)
+
+    def patch(self, url: str, **kw: Any) -> Response:
+        return self.request("PATCH", url, **kw)
+
+    def get_json(self, url: str, *, accept: str = "application/json",
+                 headers: Mapping[str, str] | None = None) -> Any:
+        """GET a JSON document; any non-2xx answer raises NetworkError."""
+        return self.get(url, accept=accept, headers=headers).raise_for_status().json()
+
+    def paginate(self, url: str, *, accept: str = "application/json",
+                 headers: Mapping[str, str] | None = None, max_pages: int = 100) -> Iterator[Response]:
+        """Yield each page of a listing, following `Link: rel="next"` (bounded, loop-safe)."""
+        seen: set[str] = set()
+        next_url: str | None = url
+        while next_url:
+            if next_url in seen or len(seen) >= max_pages:
+                raise NetworkError(f"GET {url}: pagination did not end after {len(seen)} pages")
+            seen.add(next_url)
+            page = self.get(next_url, accept=accept, headers=headers).raise_for_status()
+            yield page
+            next_url = page.links().get("next")
+
+    def get_all(self, url: str, **kw: Any) -> list[Any]:
+        """All items of a paginated JSON array listing."""
+        items: list[Any] = []
+        for page in self.paginate(url, **kw):
+            doc = page.json()
+            if not isinstance(doc, list):
+                raise NetworkError(f"GET {page.url}: expected a JSON array, got {type(doc).__name__}")
+            items.extend(doc)
+        return items
+
+    def request(self, method: str, url: str, *, headers: Mapping[str, str] | None = None,
+                accept: str | None = None, json_body: Any = None, data: bytes | None = None,
+                use_cache: bool = True) -> Response:
+        """Send one request (with retries); answers of any status are returned, not raised.
+
+        GET/HEAD answers are cached on disk and revalidated with If-None-Match; a 304 gives the
+        cached answer back with `from_cache=True`.
+        """
+        method = method.upper()
+        cacheable = use_cache and method in CACHEABLE
+        cache_path = self._cache_path(method, url, accept) if cacheable else None
+        cached = self._cache_read(cache_path) if cache_path else None
+        if self.offline:
+            if cached is not None:
+                return cached
+            raise NetworkError(f"offline and no cached answer for {method} {url}",
+                               hint="run once without --offline to fill the cache")
+        send_headers = {"User-Agent": self.user_agent}
+        if accept:
+            send_headers["Accept"] = accept
+        if headers:
+            send_headers.update(headers)
+        if cached is not None and cached.header("etag"):
+            send_headers["If-None-Match"] = cached.header("etag") or ""
+        if self.token and self.token_host and host_of(url) == self.token_host \
+                and not any(k.lower() == "authorization" for k in send_headers):
+            send_headers["Authorization"] = f"{self.auth_scheme} {self.token}"
+        if json_body is not None:
+            data = json.dumps(json_body).encode()
+            send_headers["Content-Type"] = "application/json"
+        resp = self._send_with_retries(method, url, send_headers, data)
+        if resp.status == 304 and cached is not None:
+            return cached
+        if cache_path and resp.status == 200:
+            self._cache_write(cache_path, resp, accept)
+        return resp
+
+    # -- retries --------------------------------------------------------------------------------
+    def _send_with_retries(self, method: str, url: str, headers: dict[str, str],
+                           data: bytes | None) -> Response:
+        waited = 0.0
+        attempts = self.max_retries + 1
+        for number in range(1, attempts + 1):
+            outcome = self._send_once(method, url, headers, data)
+            if isinstance(outcome, Response):
+                return outcome
+            if number == attempts:
+                break
+            if outcome.asked_wait is not None:
+                delay = outcome.asked_wait
+                if waited + delay > self.max_wait:
+                    raise NetworkError(
+                        f"{method} {url}: {outcome.problem}; the server asks to wait {delay:.0f} s, "
+                        f"more than patchforge waits ({self.max_wait:.0f} s in all)",
+                        hint="try again later (a GITHUB_TOKEN raises GitHub's rate limit)")
+            else:
+                delay = min(self.backoff_base * 2 ** (number - 1), self.backoff_max)
+                delay += delay * 0.5 * self.rng()  # jitter: clients retrying together spread out
+                delay = min(delay, max(0.0, self.max_wait - waited))
+            log.debug("%s %s: %s; retry %d in %.1f s", method, url, outcome.problem, number, delay)
+            if delay > 0:
+                self.sleep(delay)
+                waited += delay
+        raise NetworkError(f"{method} {url}: {outcome.problem} (gave up after {attempts} attempts)")
+
+    def _send_once(self, method: str, url: str, headers: dict[str, str],
+                   data: bytes | None) -> Response | _Attempt:
+        requests = _requests()
+        exc_types = requests.exceptions
+        try:
+            raw = self._get_session().request(method, url, headers=headers, data=data,
+                                              timeout=self.timeout, allow_redirects=True)
+        except exc_types.ConnectTimeout:
+            return _Attempt(f"timed out connecting to {host_of(url)}")
+        except exc_types.ReadTimeout as exc:
+            return self._not_retried(method, url, f"no answer from {host_of(url)} within "
+                                     f"{self.timeout[1]} s", exc)
+        except exc_types.ChunkedEncodingError as exc:
+            return self._not_retried(method, url, "the answer was cut short (truncated body)", exc)
+        except exc_types.ConnectionError as exc:
+            if _is_connect_failure(exc):
+                return _Attempt(f"cannot connect to {host_of(url)}")
+            return self._not_retried(method, url, f"connection to {host_of(url)} broke", exc)
+        except exc_types.RequestException as exc:
+            # Invalid URL, too many redirects...: retrying will not help.
+            raise NetworkError(f"{method} {url}: {self._scrub(type(exc).__name__)}: "
+                               f"{self._scrub(str(exc))}") from None
+        resp = Response(method, raw.url or url, raw.status_code,
+                        {k.lower(): v for k, v in raw.headers.items()}, raw.content or b"")
+        log.debug("%s %s -> %d", method, url, resp.status)
+        truncated = _truncation(resp, raw.headers.get("Content-Encoding"))
+        if truncated:
+            return self._not_retried(method, url, truncated, None)
+        retry_set = RETRY_STATUS_IDEMPOTENT if method in IDEMPOTENT else RETRY_STATUS_OTHER
+        if resp.status in retry_set or _is_rate_limited_403(resp):
+            return _Attempt(f"server answered {resp.error_detail()}", self._asked_wait(resp), resp)
+        return resp
+
+    def _not_retried(self, method: str, url: str, problem: str,
+                     exc: Exception | None) -> _Attempt:
+        # A broken answer to a POST/PATCH may have been acted on: never send it twice.
+        if method not in IDEMPOTENT:
+            raise NetworkError(f"{method} {url}: {problem}; not retried since the server may "
+                               f"have acted on it") from None
+        return _Attempt(problem)
+
+    def _asked_wait(self, resp: Response) -> float | None:
+        now = self.clock()
+        retry_after = resp.header("retry-after")
+        if retry_after:
+            seconds = parse_retry_after(retry_after, now)
+            if seconds is not None:
+                return seconds
+        if resp.header("x-ratelimit-remaining") == "0" and resp.header("x-ratelimit-reset"):
+            try:
+                return max(0.0, float(resp.header("x-ratelimit-reset") or 0) - now)
+            except ValueError:
+                return None
+        return None
+
+    def _get_session(self) -> Any:
+        if self._session is None:
+            self._session = _requests().Session()
+        return self._session
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self.token, "***") if self.token else text
+
+    # -- cache ----------------------------------------------------------------------------------
+    def _cache_path(self, method: str, url: str, accept: str | None) -> Path:
+        # Keyed by what selects the representation, never by the token: the same answer is
+        # reused whoever asks, and the cache file name says nothing about credentials.
+        key = hashlib.sha256(f"{method}\n{url}\n{accept or ''}".encode()).hexdigest()
+        return self.cache_dir / "http" / key[:2] / key
+
+    def _cache_read(self, path: Path) -> Response | None:
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        head, sep, body = raw.partition(b"\n")
+        try:
+            meta = json.loads(head)
+            if not sep or meta.get("format") != _CACHE_FORMAT:
+                return None
+            return Response(meta["method"], meta["url"], int(meta["status"]),
+                            dict(meta["headers"]), body, from_cache=True)
+        except (ValueError, KeyError, TypeError):
+            return None  # a damaged entry is a miss, not an error
+
+    def _cache_write(self, path: Path, resp: Response, accept: str | None) -> None:
+        meta = {"format": _CACHE_FORMAT, "method": resp.method, "url": resp.url,
+                "accept": accept or "", "status": resp.status,
+                "headers": {k: v for k, v in sorted(resp.headers.items())
+                            if k not in _UNCACHED_HEADERS}}
+        try:
+            atomic_write(path, json.dumps(meta, sort_keys=True).encode() + b"\n" + resp.body)
+        except OSError as exc:
+            log.debug("cannot write HTTP cache entry %s: %s", path, exc)
+
+
+def _is_rate_limited_403(resp: Response) -> bool:
+    if resp.status != 403:
+        return False
+    if resp.header("x-ratelimit-remaining") == "0" or resp.header("retry-after"):
+        return True
+    # GitHub's secondary rate limit answers 403 with only a message saying so.
+    return b"rate limit" in resp.body[:2000].lower()
+
+
+def _is_connect_failure(exc: BaseException) -> bool:
+    """True if the request never reached the server (refused, DNS), so any method can be retried."""
+    seen = 0
+    cur: Any = exc
+    while cur is not None and seen < 10:
+        if type(cur).__name__ in {"NewConnectionError", "NameResolutionError", "ConnectTimeoutError"}:
+            return True
+        cur = getattr(cur, "reason", None) or (cur.args[0] if getattr(cur, "args", None)
+                                               and isinstance(cur.args[0], BaseException) else None)
+        seen += 1
+    return False
+
+
+def _truncation(resp: Response, content_encoding: str | None) -> str | None:
+    if resp.method == "HEAD" or resp.status in (204, 304) or content_encoding:
+        return None
+    declared = resp.header("content-length")
+    if declared and declared.isdigit() and int(declared) != len(resp.body):
+        return f"the answer was cut short (got {len(resp.body)} of {declared} bytes)"
+    return None
