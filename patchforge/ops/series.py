@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchforge.apply.series import apply_series
+from patchforge.ops.common import make_diff
 from patchforge.errors import ApplyError, InputError, UsageError
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
@@ -120,10 +121,10 @@ def open_worktree(project, store, name: str) -> Path:
     pin = project.lock.pin(upstream)
     work = project.work_dir(upstream)
     current = editing(project, upstream)
-    if current and current["patch"] != file_name and work.exists() and _dirty(work, current):
+    if current and current["patch"] != file_name and work.exists() and \
+            _unrefreshed(project, store, upstream, current):
         raise UsageError(f"{upstream}: {current['patch']} is being edited and has changes that "
-                         "were not refreshed", hint="run `patchforge refresh` first, or "
-                                                    "`patchforge edit --discard` to drop them")
+                         "were not refreshed", hint="run `patchforge refresh` first")
 
     def read_base(paths):
         return store.read_blobs(pin.commit, paths)
@@ -169,36 +170,44 @@ def _prepare_checkout(store, work: Path, commit: str) -> None:
     _git(work, "clean", "-q", "-fdx")
 
 
+def _unrefreshed(project, store, upstream: str, state: dict) -> bool:
+    """True when the worktree holds edits that its patch file does not have yet."""
+    if state["patch"] not in project.patch_names(upstream):
+        return False
+    return _worktree_diff(project, store, upstream, state) != \
+        project.read_patch(upstream, state["patch"]).diff
+
+
 def _changed_paths(work: Path, base: str) -> list[str]:
     _git(work, "add", "-A")
     out = _git(work, "diff", "--cached", "--no-renames", "--name-only", "-z", base)
     return sorted(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p)
 
 
-def _dirty(work: Path, state: dict) -> bool:
-    """True when the worktree differs from the patch file it was opened for (unsaved edits)."""
-    return False  # refresh is idempotent; any leftover change is carried by the worktree itself
-
-
-def refresh(project, store, name: str | None = None) -> dict:
-    """Write the worktree's change back into the patch, keeping its header."""
-    upstream, file_name = _edited_patch(project, name)
-    state = editing(project, upstream)
+def _worktree_diff(project, store, upstream: str, state: dict, *, with_changes=False):
+    """git's diff from the worktree's base commit to its working files."""
     work = project.work_dir(upstream)
     base = state["base"]
     changes = []
     for path in _changed_paths(work, base):
         old = store.read_blob(base, path)
         disk = work / path
-        new = disk.read_bytes() if disk.is_file() and not disk.is_symlink() else None
         if disk.is_symlink():
             raise InputError(f"{path} is a symlink in the worktree; patches carry files only",
                              path=str(disk))
-        mode_old = store.entry(base, path)[0] if old is not None else None
+        new = disk.read_bytes() if disk.is_file() else None
         mode_new = "100755" if new is not None and os.access(disk, os.X_OK) else "100644"
-        changes.append((path, old, new, mode_old or mode_new, mode_new))
-    diff = store.make_diff([(p, p if o is not None else None, p if n is not None else None,
-                             o, n, mo, mn) for p, o, n, mo, mn in changes])
+        mode_old = store.entry(base, path)[0] if old is not None else mode_new
+        changes.append((path, old, new, mode_old, mode_new))
+    diff = make_diff(store, changes)
+    return (diff, changes) if with_changes else diff
+
+
+def refresh(project, store, name: str | None = None) -> dict:
+    """Write the worktree's change back into the patch, keeping its header."""
+    upstream, file_name = _edited_patch(project, name)
+    state = editing(project, upstream)
+    diff, changes = _worktree_diff(project, store, upstream, state, with_changes=True)
     path = project.patch_path(upstream, file_name)
     patch = project.read_patch(upstream, file_name)
     new_patch = patch.with_diff(diff)

@@ -1,0 +1,111 @@
+"""`import overlay|git|quilt|mbox` and `export --quilt|--mbox`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from patchforge.errors import UsageError
+
+
+@click.group("import")
+def import_():
+    """Bring existing fixes in as patches."""
+
+
+def _report(names, upstream):
+    for name in names:
+        click.echo(f"imported {upstream}/{name}")
+    if not names:
+        click.echo("nothing to import")
+
+
+@import_.command("overlay")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--upstream", required=True)
+@click.option("--path", "upstream_path", required=True, help="The file's path in the upstream.")
+@click.option("--name", required=True, help="The new patch's name.")
+@click.option("-m", "--description", help="The Description header.")
+@click.option("--profiles", help="Profiles the patch is for (default: all).")
+@click.pass_obj
+def import_overlay(app, file, upstream, upstream_path, name, description, profiles):
+    """A full-file overlay becomes a patch against the locked base."""
+    from patchforge.ops.exchange import import_overlay as do_import
+    from patchforge.ops.resolve import open_store
+
+    project = app.project()
+    with open_store(project) as store:
+        created = do_import(project, store, file, upstream=upstream, path=upstream_path,
+                            name=name, description=description, profiles=profiles)
+    _report([created], upstream)
+
+
+@import_.command("git")
+@click.argument("rev_range", metavar="RANGE")
+@click.option("--repo", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--upstream", required=True)
+@click.pass_obj
+def import_git(app, rev_range, repo, upstream):
+    """One patch per commit of RANGE in REPO, header from the commit."""
+    from patchforge.ops.exchange import import_git as do_import
+    from patchforge.ops.resolve import open_store
+
+    project = app.project()
+    with open_store(project) as store:
+        _report(do_import(project, store, rev_range, repo=repo, upstream=upstream), upstream)
+
+
+@import_.command("quilt")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--upstream", help="Which series (needed when there are several upstreams).")
+@click.pass_obj
+def import_quilt(app, directory, upstream):
+    """A quilt patches directory (series + patches)."""
+    from patchforge.ops.exchange import import_quilt as do_import
+
+    project = app.project()
+    upstream = upstream or _only_upstream(project)
+    _report(do_import(project, directory, upstream=upstream), upstream)
+
+
+@import_.command("mbox")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--upstream", help="Which series (needed when there are several upstreams).")
+@click.pass_obj
+def import_mbox(app, file, upstream):
+    """An mbox of patches (git format-patch output)."""
+    from patchforge.ops.exchange import import_mbox as do_import
+    from patchforge.ops.resolve import open_store
+
+    project = app.project()
+    upstream = upstream or _only_upstream(project)
+    with open_store(project) as store:
+        _report(do_import(project, store, file, upstream=upstream), upstream)
+
+
+def _only_upstream(project) -> str:
+    names = project.upstream_names()
+    if len(names) != 1:
+        raise UsageError("several upstreams are configured; say which with --upstream")
+    return names[0]
+
+
+@click.command()
+@click.option("--quilt", "quilt_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write a quilt patches directory (series + patches).")
+@click.option("--mbox", "mbox_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write an mbox that `git am` takes.")
+@click.pass_obj
+def export(app, quilt_dir, mbox_file):
+    """Hand the series to quilt or git am."""
+    from patchforge.ops.exchange import export_mbox, export_quilt
+
+    if not quilt_dir and not mbox_file:
+        raise UsageError("say where: --quilt DIR and/or --mbox FILE")
+    project = app.project()
+    if quilt_dir:
+        written = export_quilt(project, quilt_dir)
+        click.echo(f"wrote {len(written)} files to {quilt_dir}")
+    if mbox_file:
+        count = export_mbox(project, mbox_file)
+        click.echo(f"wrote {count} messages to {mbox_file}")

@@ -1,0 +1,89 @@
+"""`overlays` and `verify`."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from patchforge.cli.output import STATE_COLORS, emit_json, table
+from patchforge.errors import EXIT_ATTENTION
+
+
+@click.command()
+@click.option("--profile", "profiles", multiple=True, metavar="P",
+              help="Regenerate only this profile's overlay files (repeatable).")
+@click.option("--check", is_flag=True,
+              help="Regenerate in memory; exit 1 if what is committed differs.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def overlays(app, profiles, check, as_json):
+    """Regenerate overlays, SHA256SUMS, manifest.json and the compose mounts."""
+    from patchforge.errors import UsageError
+    from patchforge.fsutil import RepoLock
+    from patchforge.ops.resolve import open_store
+    from patchforge.overlay import build_overlays, check_overlays, write_overlays
+
+    project = app.project()
+    unknown = [p for p in profiles if p not in project.config.profiles]
+    if unknown:
+        raise UsageError(f"unknown profile {unknown[0]!r} (configured: "
+                         f"{', '.join(project.config.profiles) or 'none'})")
+    with open_store(project) as store:
+        result = build_overlays(project, store)
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if check:
+        drifts = check_overlays(project, result)
+        if as_json:
+            emit_json({"check": True, "ok": not drifts,
+                       "drift": [{"path": d.path, "kind": d.kind, "detail": d.detail}
+                                 for d in drifts],
+                       "overlays": len(result.files)})
+        elif drifts:
+            click.echo(f"overlays/ differs from what the series generates ({len(drifts)}):")
+            for d in drifts:
+                click.echo(f"  {d.kind:8} {d.path}" + (f": {d.detail}" if d.detail else ""))
+            click.echo("run `patchforge overlays` and commit the result", err=True)
+        else:
+            click.echo(f"overlays are up to date ({len(result.files)} files)")
+        if drifts:
+            sys.exit(EXIT_ATTENTION)
+        return
+    with RepoLock(project.state_dir, wait=30):
+        write_overlays(project, result, profiles=list(profiles) or None)
+    if as_json:
+        emit_json({"check": False, "ok": True, "drift": [], "overlays": len(result.files),
+                   "files": [{"file": f.rel, "sha256": f.sha256, "target": f.target,
+                              "profile": f.profile} for f in result.files]})
+        return
+    by_profile: dict = {}
+    for f in result.files:
+        by_profile.setdefault(f.profile or "(all)", 0)
+        by_profile[f.profile or "(all)"] += 1
+    summary = ", ".join(f"{p}: {n}" for p, n in by_profile.items()) or "none"
+    click.echo(f"wrote {len(result.files)} overlay files ({summary}), SHA256SUMS, "
+               "manifest.json and compose mounts under overlays/")
+
+
+@click.command()
+@click.option("--installed", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Also check that DIR (an image's site-packages) holds the recorded pre-images.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def verify(app, installed, as_json):
+    """Check overlays against SHA256SUMS, and pre-images with --installed."""
+    from patchforge.overlay import verify_overlays
+
+    rows = verify_overlays(app.project(), installed=installed)
+    bad = [r for r in rows if r[1] != "ok"]
+    if as_json:
+        emit_json({"ok": not bad, "results": [{"path": p, "state": s, "detail": d}
+                                              for p, s, d in rows]})
+    else:
+        shown = bad if bad else rows
+        click.echo(table([[s, p, d] for p, s, d in shown], ["state", "path", "detail"],
+                         colors={0: lambda c: STATE_COLORS.get(c)}, enabled=app.color))
+        click.echo(f"{len(rows) - len(bad)} ok, {len(bad)} failed")
+    if bad:
+        sys.exit(EXIT_ATTENTION)

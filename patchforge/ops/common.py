@@ -1,0 +1,32 @@
+"""Small pieces several operations share: building diffs through the store, applying a series
+on a pin, and writing a series entry together with its patch file."""
+from __future__ import annotations
+
+from patchforge.apply.series import apply_series
+from patchforge.fsutil import atomic_write
+
+
+def make_diff(store, changes) -> bytes:
+    """git's diff for [(path, old bytes|None, new bytes|None, old_mode, new_mode)], by path."""
+    return store.make_diff([(path, path if old is not None else None,
+                             path if new is not None else None, old, new, old_mode, new_mode)
+                            for path, old, new, old_mode, new_mode in sorted(changes,
+                                                                              key=lambda c: c[0])])
+
+
+def series_state(project, store, upstream: str, *, upto: int | None = None, commit=None,
+                 strict: bool = True):
+    """The upstream's touched files with its series (or its first `upto` patches) applied."""
+    commit = commit or project.lock.pin(upstream).commit
+    names = project.patch_names(upstream)
+    if upto is not None:
+        names = names[:upto]
+    patches = [(n, project.read_patch(upstream, n)) for n in names]
+    return apply_series(lambda paths: store.read_blobs(commit, paths), patches, strict=strict)
+
+
+def add_to_series(project, upstream: str, file_name: str, data: bytes) -> None:
+    """Write a new patch file, then list it (the order means a kill never lists a missing file)."""
+    atomic_write(project.patch_path(upstream, file_name), data)
+    series = project.read_series(upstream)
+    atomic_write(project.series_path(upstream), series.inserted(file_name).to_bytes())

@@ -1,0 +1,237 @@
+"""Bringing fixes in (`import overlay|git|quilt|mbox`) and handing them out (`export`).
+
+Imports turn what a team already has into patch files against the locked base; git does the
+heavy lifting (mailsplit/mailinfo for mboxes, the commit graph for ranges). Exports write files
+that quilt and `git am` take as they are.
+"""
+from __future__ import annotations
+
+import email.utils
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+from patchforge.errors import InputError, UsageError
+from patchforge.formats.patchfile import parse_patch_file, render_patch_file
+from patchforge.formats.series import parse_series
+from patchforge.fsutil import RepoLock, atomic_write
+from patchforge.ops.common import add_to_series, make_diff, series_state
+from patchforge.ops.series import default_author, today
+from patchforge.project import patch_file_name
+
+_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def slugify(text: str, limit: int = 52) -> str:
+    return _SLUG.sub("-", text).strip("-.").lower()[:limit].rstrip("-.") or "patch"
+
+
+def _check_new_name(project, upstream: str, file_name: str) -> None:
+    if file_name in project.patch_names(upstream) or project.patch_path(upstream, file_name).exists():
+        raise UsageError(f"a patch named {file_name} already exists in the {upstream} series")
+
+
+def import_overlay(project, store, overlay: Path, *, upstream: str, path: str, name: str,
+                   description: str | None = None, profiles: str | None = None) -> str:
+    """A full-file overlay becomes a patch: the diff from the file as the series leaves it at the
+    locked revision (the upstream base file when no patch touches it) to the overlay's bytes."""
+    from patchforge.apply.diffparse import validate_path
+
+    project.config.upstream(upstream)
+    pin = project.lock.pin(upstream)
+    validate_path(path, source=str(overlay))
+    file_name = patch_file_name(name)
+    _check_new_name(project, upstream, file_name)
+    state = series_state(project, store, upstream)
+    old = state.current[path] if path in state.current else store.read_blob(pin.commit, path)
+    new = Path(overlay).read_bytes()
+    if old == new:
+        raise UsageError(f"{overlay} is identical to {path} at {pin.label}: nothing to import "
+                         "(the fix may have landed upstream)")
+    entry = store.entry(pin.commit, path)
+    mode = entry[0] if entry else "100644"
+    diff = make_diff(store, [(path, old, new, mode, mode)])
+    fields = [("Description", description or f"Overlay {Path(overlay).name} for {path}"),
+              ("Author", default_author()), ("Origin", f"vendor, overlay {Path(overlay).name}"),
+              ("Upstream-Status", "Pending"), ("Upstream", upstream), ("Base", pin.commit)]
+    if profiles:
+        fields.append(("Profiles", profiles))
+    fields.append(("Last-Update", today()))
+    with RepoLock(project.state_dir):
+        add_to_series(project, upstream, file_name, render_patch_file(fields, b"", diff))
+    return file_name
+
+
+def _run(cmd: list[str], cwd=None, input: bytes | None = None) -> bytes:
+    from patchforge.store.gitstore import git_env
+
+    proc = subprocess.run(cmd, cwd=cwd, input=input, capture_output=True, env=git_env())
+    if proc.returncode != 0:
+        raise UsageError(f"{' '.join(cmd[:3])} failed: "
+                         f"{proc.stderr.decode('utf-8', 'replace').strip()}")
+    return proc.stdout
+
+
+def import_git(project, store, rev_range: str, *, repo: Path, upstream: str) -> list[str]:
+    """One patch per commit of RANGE in REPO (oldest first), header from the commit."""
+    project.config.upstream(upstream)
+    pin = project.lock.pin(upstream)
+    commits = _run(["git", "-C", str(repo), "rev-list", "--reverse", "--no-merges", rev_range])
+    imported = []
+    pending = []
+    for sha in commits.decode().split():
+        meta = _run(["git", "-C", str(repo), "show", "-s", "--format=%an%x00%ae%x00%as%x00%s%x00%b",
+                     sha]).decode("utf-8", "surrogateescape")
+        name, mail, date, subject, body = meta.split("\0", 4)
+        changed = _run(["git", "-C", str(repo), "diff-tree", "-r", "--no-renames", "-z",
+                        "--no-commit-id", sha + "^", sha])
+        parts = changed.split(b"\0")
+        changes = []
+        for i in range(0, len(parts) - 1, 2):
+            meta_line, path = parts[i].decode(), parts[i + 1].decode("utf-8", "surrogateescape")
+            old_mode, new_mode, old_id, new_id, _ = meta_line.lstrip(":").split(" ")
+            old = None if set(old_id) == {"0"} else _run(["git", "-C", str(repo), "cat-file",
+                                                          "blob", old_id])
+            new = None if set(new_id) == {"0"} else _run(["git", "-C", str(repo), "cat-file",
+                                                          "blob", new_id])
+            changes.append((path, old, new, old_mode if old is not None else new_mode,
+                            new_mode if new is not None else old_mode))
+        diff = make_diff(store, changes)
+        file_name = patch_file_name(slugify(subject))
+        _check_new_name(project, upstream, file_name)
+        if any(file_name == p[0] for p in pending):
+            file_name = patch_file_name(slugify(subject) + "-" + sha[:8])
+        fields = [("Description", subject), ("Author", f"{name} <{mail}>"),
+                  ("Origin", f"vendor, commit {sha}"), ("Upstream-Status", "Pending"),
+                  ("Upstream", upstream), ("Base", pin.commit), ("Last-Update", date)]
+        description = body.strip().encode("utf-8", "surrogateescape")
+        pending.append((file_name, render_patch_file(fields, description + b"\n"
+                                                     if description else b"", diff)))
+    with RepoLock(project.state_dir):
+        for file_name, data in pending:
+            parse_patch_file(data, file_name)
+            add_to_series(project, upstream, file_name, data)
+            imported.append(file_name)
+    return imported
+
+
+def import_quilt(project, directory: Path, *, upstream: str) -> list[str]:
+    """A quilt patches directory (its `series` file and patches) joins the series, bytes kept;
+    patches without a DEP-3 header get the fields patchforge needs."""
+    project.config.upstream(upstream)
+    pin = project.lock.pin(upstream)
+    directory = Path(directory)
+    series_path = directory / "series"
+    if not series_path.exists() and (directory / "patches" / "series").exists():
+        directory = directory / "patches"
+        series_path = directory / "series"
+    if not series_path.exists():
+        raise UsageError(f"no quilt series file in {directory}")
+    series = parse_series(series_path.read_bytes(), str(series_path))
+    pending = []
+    for entry in series.names:
+        source = directory / entry
+        if not source.is_file():
+            raise InputError(f"{entry} is listed but missing", path=str(series_path))
+        data = source.read_bytes()
+        patch = parse_patch_file(data, str(source))
+        if patch.get("Upstream") is None:
+            patch = patch.with_field("Upstream", upstream)
+        if patch.get("Base") is None:
+            patch = patch.with_field("Base", pin.commit)
+        if patch.get("Upstream-Status") is None:
+            patch = patch.with_field("Upstream-Status", "Pending")
+        file_name = patch_file_name(Path(entry).name.removesuffix(".patch").removesuffix(".diff"))
+        _check_new_name(project, upstream, file_name)
+        pending.append((file_name, patch.to_bytes()))
+    with RepoLock(project.state_dir):
+        for file_name, data in pending:
+            add_to_series(project, upstream, file_name, data)
+    return [n for n, _ in pending]
+
+
+def import_mbox(project, store, mbox: Path, *, upstream: str) -> list[str]:
+    """Each message of an mbox (git format-patch / send-email output) becomes a patch; git's own
+    mailsplit and mailinfo take it apart."""
+    project.config.upstream(upstream)
+    pin = project.lock.pin(upstream)
+    pending = []
+    with tempfile.TemporaryDirectory(prefix="patchforge-mbox-") as tmp:
+        tmp_path = Path(tmp)
+        _run(["git", "mailsplit", "-o" + str(tmp_path), "--keep-cr", str(mbox)])
+        for message in sorted(p for p in tmp_path.iterdir() if p.name.isdigit()):
+            msg_file, patch_file = tmp_path / f"{message.name}.msg", tmp_path / f"{message.name}.diff"
+            info = _run(["git", "mailinfo", "--scissors", str(msg_file), str(patch_file)],
+                        input=message.read_bytes()).decode("utf-8", "surrogateescape")
+            headers = dict(line.split(": ", 1) for line in info.splitlines() if ": " in line)
+            diff = patch_file.read_bytes()
+            if not diff.strip():
+                continue
+            subject = headers.get("Subject", message.name)
+            date = headers.get("Date")
+            when = today()
+            if date:
+                parsed = email.utils.parsedate_to_datetime(date)
+                when = parsed.date().isoformat() if parsed else when
+            fields = [("Description", subject),
+                      ("Author", f"{headers.get('Author', 'Unknown')} <{headers.get('Email', '')}>"),
+                      ("Origin", f"vendor, {Path(mbox).name}"), ("Upstream-Status", "Pending"),
+                      ("Upstream", upstream), ("Base", pin.commit), ("Last-Update", when)]
+            body = msg_file.read_bytes().strip()
+            data = render_patch_file(fields, body + b"\n" if body else b"", diff)
+            file_name = patch_file_name(slugify(subject))
+            _check_new_name(project, upstream, file_name)
+            parse_patch_file(data, f"{mbox} message {message.name}")
+            pending.append((file_name, data))
+    with RepoLock(project.state_dir):
+        for file_name, data in pending:
+            add_to_series(project, upstream, file_name, data)
+    return [n for n, _ in pending]
+
+
+def export_quilt(project, directory: Path) -> list[Path]:
+    """quilt's layout: DIR/series and the patch files (DIR/<upstream>/ when there are several)."""
+    written = []
+    upstreams = [u for u in project.upstream_names() if project.patch_names(u)]
+    for upstream in upstreams:
+        target = Path(directory) / upstream if len(upstreams) > 1 else Path(directory)
+        names = project.patch_names(upstream)
+        for name in names:
+            atomic_write(target / name, project.read_patch_bytes(upstream, name))
+            written.append(target / name)
+        atomic_write(target / "series", "".join(f"{n}\n" for n in names).encode())
+        written.append(target / "series")
+    return written
+
+
+def mbox_message(patch, raw_diff: bytes, index: int, total: int, base: str) -> bytes:
+    """One `git am`-ready message for a patch (deterministic: the date comes from Last-Update)."""
+    author = patch.get("Author") or "Unknown <unknown@localhost>"
+    subject = (patch.subject or "patchforge patch").replace("\n", " ")
+    last = patch.get("Last-Update") or "1970-01-01"
+    try:
+        import datetime as _dt
+        day = _dt.datetime.fromisoformat(last.strip()).replace(tzinfo=_dt.timezone.utc)
+        date = email.utils.format_datetime(day)
+    except ValueError:
+        date = "Thu, 01 Jan 1970 00:00:00 +0000"
+    number = f"[PATCH {index}/{total}] " if total > 1 else "[PATCH] "
+    description = patch.description.strip()
+    long_desc = (patch.get("Description") or "").split("\n", 1)
+    body = (long_desc[1].strip() + "\n\n").encode() if len(long_desc) > 1 else b""
+    body += (description + b"\n") if description else b""
+    return (f"From {base} Mon Sep 17 00:00:00 2001\nFrom: {author}\nDate: {date}\n"
+            f"Subject: {number}{subject}\n\n").encode("utf-8", "surrogateescape") + \
+        body + b"---\n" + raw_diff + (b"" if raw_diff.endswith(b"\n") else b"\n") + b"\n"
+
+
+def export_mbox(project, out: Path) -> int:
+    entries = project.all_patches()
+    chunks = []
+    for index, (upstream, name) in enumerate(entries, 1):
+        patch = project.read_patch(upstream, name)
+        chunks.append(mbox_message(patch, patch.diff, index, len(entries),
+                                   patch.get("Base") or "0" * 40))
+    atomic_write(Path(out), b"".join(chunks))
+    return len(entries)
