@@ -1,0 +1,168 @@
+"""Applying a `FilePatch` to bytes the way GNU patch does: exact, offset, fuzz; reverse application.
+
+Owns: locating each hunk (exact position, then the nearest offset, then reduced context), building
+the post-image byte for byte (CRLF, no final newline, non-UTF-8 and empty files survive), and
+reporting how every hunk applied. A failed hunk is skipped, never half-applied; callers read `ok`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from patchforge.apply.diffparse import FilePatch, Hunk, reverse_file_patch, split_lines
+from patchforge.errors import ApplyError
+
+_RANK = {"exact": 0, "offset": 1, "fuzz": 2, "failed": 3}
+
+
+@dataclass(frozen=True)
+class HunkOutcome:
+    """How hunk `index` (0-based) applied. `offset` is in lines, relative to the line number in the
+    hunk header; `at_line` is the 1-based line of the input where the hunk's pre-image (with the
+    context that was kept) starts, None when it failed."""
+
+    index: int
+    status: str
+    offset: int
+    fuzz: int
+    at_line: int | None
+
+
+@dataclass(frozen=True)
+class FileApplication:
+    """The result for one file. `content` is the post-image, None when the file is deleted (or
+    when nothing could be applied at all, see `error`)."""
+
+    old_path: str | None
+    new_path: str | None
+    content: bytes | None
+    hunks: tuple[HunkOutcome, ...]
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(h.status != "failed" for h in self.hunks)
+
+    @property
+    def worst(self) -> str:
+        if self.error is not None:
+            return "failed"
+        return max((h.status for h in self.hunks), key=_RANK.__getitem__, default="exact")
+
+
+def _matches(lines: list[bytes], pos: int, want: list[bytes]) -> bool:
+    return lines[pos:pos + len(want)] == want
+
+
+def _locate(lines: list[bytes], want: list[bytes], expected: int, lo: int) -> int | None:
+    """The position nearest to `expected` (ties: later first, as GNU patch tries +n before -n)
+    in [lo, len(lines) - len(want)] where `want` matches."""
+    hi = len(lines) - len(want)
+    if hi < lo:
+        return None
+    expected = min(max(expected, lo), hi)
+    for distance in range(0, max(expected - lo, hi - expected) + 1):
+        for pos in ((expected,) if distance == 0 else (expected + distance, expected - distance)):
+            if lo <= pos <= hi and _matches(lines, pos, want):
+                return pos
+    return None
+
+
+def _fuzzed(h: Hunk, fuzz: int) -> tuple[int, list[bytes], list[bytes]] | None:
+    """The hunk with up to `fuzz` context lines dropped at each end: (lines dropped at the top,
+    pre-image, post-image). None when that would leave nothing to anchor the hunk."""
+    old, new = h.old_lines(), h.new_lines()
+    top = min(fuzz, h.leading_context)
+    bottom = min(fuzz, h.trailing_context)
+    if fuzz and top == 0 and bottom == 0:
+        return None  # nothing to drop: this fuzz level is the same as the previous one
+    pre = old[top:len(old) - bottom]
+    post = new[top:len(new) - bottom]
+    if not pre:
+        # A pure insertion without context would "match" anywhere.
+        return None if fuzz else (top, pre, post)
+    return top, pre, post
+
+
+def apply_hunks(lines: list[bytes], hunks: tuple[Hunk, ...], *,
+                max_fuzz: int = 2) -> tuple[list[bytes], tuple[HunkOutcome, ...]]:
+    """Apply hunks in order to a list of lines (split with `split_lines`); failed hunks are
+    skipped. Returns the new lines and one outcome per hunk."""
+    out: list[bytes] = []
+    outcomes: list[HunkOutcome] = []
+    done = 0  # lines of the input already copied or replaced: later hunks cannot go back
+    last_offset = 0  # GNU patch starts each search where the previous hunk was found
+    for index, h in enumerate(hunks):
+        base = h.old_start - 1 if h.old_count else h.old_start
+        found = None
+        for fuzz in range(0, max_fuzz + 1):
+            cut = _fuzzed(h, fuzz)
+            if cut is None:
+                continue
+            top, pre, post = cut
+            if not pre:
+                pos = base + last_offset
+                if done <= pos <= len(lines):
+                    found = (pos, fuzz, top, pre, post)
+                    break
+                continue
+            pos = _locate(lines, pre, base + top + last_offset, done)
+            if pos is not None:
+                found = (pos, fuzz, top, pre, post)
+                break
+        if found is None:
+            outcomes.append(HunkOutcome(index, "failed", 0, 0, None))
+            continue
+        pos, fuzz, top, pre, post = found
+        offset = pos - top - base
+        last_offset = offset
+        out.extend(lines[done:pos])
+        out.extend(post)
+        done = pos + len(pre)
+        status = "fuzz" if fuzz else ("offset" if offset else "exact")
+        outcomes.append(HunkOutcome(index, status, offset, fuzz, pos + 1))
+    out.extend(lines[done:])
+    return out, tuple(outcomes)
+
+
+def apply_hunks_to_bytes(old: bytes, hunks: tuple[Hunk, ...], *,
+                         max_fuzz: int = 2) -> tuple[bytes, tuple[HunkOutcome, ...]]:
+    """`apply_hunks` on file content."""
+    new_lines, outcomes = apply_hunks(split_lines(old), hunks, max_fuzz=max_fuzz)
+    return b"".join(new_lines), outcomes
+
+
+def _all_failed(fp: FilePatch, error: str) -> FileApplication:
+    return FileApplication(fp.old_path, fp.new_path, None,
+                           tuple(HunkOutcome(k, "failed", 0, 0, None)
+                                 for k in range(len(fp.hunks))), error)
+
+
+def apply_file_patch(old: bytes | None, fp: FilePatch, *, max_fuzz: int = 2,
+                     reverse: bool = False) -> FileApplication:
+    """Apply `fp` to the old content (None: the file does not exist). With reverse=True the
+    inverse is applied, which is how "already applied" is detected."""
+    if fp.is_binary:
+        raise ApplyError(f"{fp.path}: binary patches are not supported",
+                         hint="keep binary files out of the patch series")
+    if reverse:
+        fp = reverse_file_patch(fp)
+    if fp.is_new:
+        if old is not None:
+            return _all_failed(fp, f"{fp.path} already exists")
+        content = b"".join(line for h in fp.hunks for line in h.new_lines())
+        return FileApplication(None, fp.new_path, content,
+                               tuple(HunkOutcome(k, "exact", 0, 0, 1)
+                                     for k in range(len(fp.hunks))))
+    if old is None:
+        return _all_failed(fp, f"{fp.old_path} does not exist")
+    if fp.is_delete:
+        # Deletion only when the file is exactly what the patch removes: deleting a file that
+        # holds anything else would lose data.
+        removed = b"".join(line for h in fp.hunks for line in h.old_lines())
+        if removed != old:
+            return _all_failed(fp, f"{fp.old_path} is not what the patch deletes")
+        return FileApplication(fp.old_path, None, None,
+                               tuple(HunkOutcome(k, "exact", 0, 0, 1)
+                                     for k in range(len(fp.hunks))))
+    content, outcomes = apply_hunks_to_bytes(old, fp.hunks, max_fuzz=max_fuzz)
+    return FileApplication(fp.old_path, fp.new_path, content, outcomes)

@@ -1,0 +1,289 @@
+"""Patch files: DEP-3 header + description + `---` + git-style diff, parsed and written byte for byte.
+
+Owns: splitting a patch file into its parts (an mbox "From " line, the header fields, the free-text
+description, the `---` separator with any diffstat, the diff), giving them back unchanged
+(`PatchFile.to_bytes() == data` for every accepted input), editing single fields in place, and
+writing new files in our canonical form. It also guards the interop promise: nothing before the
+diff may look like a diff, a hunk or an ed script to `git apply`, `patch -p1` or `quilt push`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from email.header import decode_header, make_header
+from functools import cached_property
+
+from patchforge.apply.diffparse import FilePatch, parse_diff, split_lines
+from patchforge.errors import InputError
+
+CANONICAL_ORDER = ("Description", "Author", "Origin", "Bug", "Forwarded", "Applied-Upstream",
+                   "Upstream-Status", "Upstream", "Base", "Profiles", "Drop-When", "Keeps",
+                   "Last-Update", "Reviewed-by")
+# DEP-3 allows the git-am spellings as well; they name the same thing.
+_ALIASES = {"description": "description", "subject": "description",
+            "author": "author", "from": "author"}
+
+# "Upstream-Status: Pending" -- a name, a colon, then whitespace or the end of the line (so that
+# "http://..." in a free-text header is not taken for a field).
+_FIELD_RE = re.compile(rb"^([A-Za-z0-9][A-Za-z0-9_-]*):(?:[ \t]|\r?\n|$)")
+_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+_MBOX_FROM_RE = re.compile(rb"^From \S+ ")
+_PATCH_PREFIX_RE = re.compile(r"^(?:\s*\[[^\]]*\])+\s*")
+# What GNU patch, git apply or quilt could take for the start of a diff, a hunk or an ed/normal
+# diff. GNU patch skips leading blanks (and 'X') when looking for headers, so they are skipped here
+# too before matching.
+_DIFFLIKE_RE = re.compile(rb"^[ \tX]*(?:diff --git |--- |\+\+\+ |\*\*\* |Index: |@@ |Prereq:"
+                          rb"|\*{15}|\d+(?:,\d+)?[acdi](?:\d+(?:,\d+)?)?\r?$)")
+
+
+def _diff_start(lines: list[bytes]) -> int | None:
+    """Index of the first line that starts the diff, as git apply and GNU patch see it."""
+    for i, line in enumerate(lines):
+        if line.startswith((b"diff --git ", b"Index: ")):
+            return i
+        if line.startswith(b"--- ") and i + 1 < len(lines) and lines[i + 1].startswith(b"+++ "):
+            return i
+    return None
+
+
+def _canon(name: str) -> str:
+    low = name.lower()
+    return _ALIASES.get(low, low)
+
+
+@dataclass(frozen=True)
+class HeaderField:
+    """One header field. `value` is unfolded (continuation lines joined with "\\n", " ." an empty
+    line); `raw` is the exact bytes, continuation lines and line endings included."""
+
+    name: str
+    value: str
+    raw: bytes
+
+
+@dataclass(frozen=True)
+class PatchFile:
+    """A parsed patch file; the parts concatenate back to the input:
+    preamble + fields + gap + description + separator + diff.
+
+    `gap` is the blank line that ends the header (empty when there is no header), `separator`
+    the `---` line with any diffstat up to the first diff line, `source` the name used in errors.
+    """
+
+    preamble: bytes
+    fields: tuple[HeaderField, ...]
+    description: bytes
+    separator: bytes
+    diff: bytes
+    gap: bytes = b""
+    source: str = field(default="<patch>", compare=False)
+
+    def to_bytes(self) -> bytes:
+        return (self.preamble + b"".join(f.raw for f in self.fields) + self.gap
+                + self.description + self.separator + self.diff)
+
+    # -- header -------------------------------------------------------------------------------
+
+    def get(self, name: str) -> str | None:
+        """The first value of `name` (case-insensitive; Subject/Description and From/Author are
+        the same field), or None."""
+        values = self.get_all(name)
+        return values[0] if values else None
+
+    def get_all(self, name: str) -> list[str]:
+        key = _canon(name)
+        return [f.value for f in self.fields if _canon(f.name) == key]
+
+    @property
+    def _eol(self) -> bytes:
+        for part in [f.raw for f in self.fields] + [self.gap, self.separator]:
+            if part.endswith(b"\r\n"):
+                return b"\r\n"
+            if part.endswith(b"\n"):
+                return b"\n"
+        return b"\n"
+
+    def with_field(self, name: str, value: str) -> PatchFile:
+        """Set a field: the first field of that name (or its alias) keeps its place and spelling;
+        otherwise the field is added at the end of the header."""
+        key = _canon(name)
+        fields = list(self.fields)
+        for k, f in enumerate(fields):
+            if _canon(f.name) == key:
+                fields[k] = HeaderField(f.name, value, _render_field(f.name, value, self._eol))
+                return replace(self, fields=tuple(fields))
+        fields.append(HeaderField(name, value, _render_field(name, value, self._eol)))
+        gap = self.gap
+        if not gap and (self.description or self.separator or self.diff):
+            gap = self._eol  # a new header must be ended by a blank line
+        return replace(self, fields=tuple(fields), gap=gap)
+
+    def without_field(self, name: str) -> PatchFile:
+        """Drop every field of that name (or its alias)."""
+        key = _canon(name)
+        fields = tuple(f for f in self.fields if _canon(f.name) != key)
+        gap = self.gap if fields or self.preamble else b""
+        return replace(self, fields=fields, gap=gap)
+
+    def with_description(self, description: bytes) -> PatchFile:
+        """Replace the free-text description (checked so no tool can take it for a diff)."""
+        if description and not description.endswith(b"\n"):
+            description += self._eol
+        _check_text(description, self.source, 1)
+        gap = self.gap
+        if self.fields and not gap and description:
+            gap = self._eol
+        separator = self.separator
+        if description and not separator and self.diff:
+            separator = b"---" + self._eol
+        return replace(self, description=description, gap=gap, separator=separator)
+
+    def with_diff(self, diff: bytes) -> PatchFile:
+        """Replace the diff (validated by parsing it)."""
+        parse_diff(diff, source=self.source, first_line=self.diff_first_line)
+        separator = self.separator
+        if diff and not separator and (self.fields or self.description):
+            separator = b"---" + self._eol
+        return replace(self, diff=diff, separator=separator)
+
+    @property
+    def subject(self) -> str | None:
+        """The one-line summary: the first line of Description, or the (unfolded, decoded) email
+        Subject with a "[PATCH n/m]" prefix stripped."""
+        for f in self.fields:
+            if _canon(f.name) != "description":
+                continue
+            if f.name.lower() == "subject":
+                text = " ".join(part.strip() for part in f.value.split("\n"))
+                if "=?" in text:
+                    try:
+                        text = str(make_header(decode_header(text)))
+                    except (ValueError, LookupError):
+                        pass
+            else:
+                text = f.value.split("\n", 1)[0]
+            return _PATCH_PREFIX_RE.sub("", text).strip()
+        return None
+
+    # -- diff ---------------------------------------------------------------------------------
+
+    @property
+    def diff_first_line(self) -> int:
+        """1-based line number in the file where the diff begins."""
+        head = (self.preamble + b"".join(f.raw for f in self.fields) + self.gap
+                + self.description + self.separator)
+        return head.count(b"\n") + 1
+
+    @cached_property
+    def file_patches(self) -> tuple[FilePatch, ...]:
+        return parse_diff(self.diff, source=self.source, first_line=self.diff_first_line)
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every path the diff touches (both names of a rename), in order, once each."""
+        seen: dict[str, None] = {}
+        for fp in self.file_patches:
+            for p in (fp.old_path, fp.new_path):
+                if p is not None:
+                    seen.setdefault(p, None)
+        return tuple(seen)
+
+
+def _unfold(raw_lines: list[bytes]) -> str:
+    first = raw_lines[0].split(b":", 1)[1].rstrip(b"\r\n").strip(b" \t")
+    parts = [first]
+    for line in raw_lines[1:]:
+        body = line.rstrip(b"\r\n")[1:]
+        parts.append(b"" if body == b"." else body)
+    return b"\n".join(parts).decode("utf-8", "surrogateescape")
+
+
+def _render_field(name: str, value: str, eol: bytes = b"\n") -> bytes:
+    if not _NAME_RE.match(name):
+        raise InputError(f"bad header field name {name!r}", hint="use letters, digits and '-'")
+    if any(c in value for c in "\0\r"):
+        raise InputError(f"header field {name}: NUL or carriage return in value")
+    lines = value.split("\n")
+    out = [f"{name}:" + (f" {lines[0]}" if lines[0] else "")]
+    # DEP-3 continuation: a leading space; an empty line is written " ."
+    out.extend(" " + (line if line else ".") for line in lines[1:])
+    data = eol.join(s.encode("utf-8", "surrogateescape") for s in out) + eol
+    _check_text(data, f"<field {name}>", 1)
+    return data
+
+
+def _check_text(data: bytes, source: str, first_line: int) -> None:
+    """Refuse any line a patch tool could take for part of a diff or an ed script."""
+    for k, line in enumerate(split_lines(data)):
+        if _DIFFLIKE_RE.match(line.rstrip(b"\n")) or line.rstrip(b"\r\n") == b"---":
+            raise InputError("this line would be taken for part of a diff by git apply, "
+                             "patch or quilt", path=source, line=first_line + k,
+                             hint="indent it differently or reword it")
+
+
+def parse_patch_file(data: bytes, source: str = "<patch>") -> PatchFile:
+    """Split a patch file into its parts; raises InputError(path=source, line=N) when it is
+    malformed or hostile. A file with no diff at all is a valid (empty) patch."""
+    lines = split_lines(data)
+    start = _diff_start(lines)
+    head = lines if start is None else lines[:start]
+    i = 0
+    preamble = b""
+    if head and _MBOX_FROM_RE.match(head[0]) and not _FIELD_RE.match(head[0]):
+        preamble = head[0]
+        i = 1
+    fields: list[HeaderField] = []
+    while i < len(head) and _FIELD_RE.match(head[i]):
+        j = i + 1
+        while j < len(head) and head[j][:1] in (b" ", b"\t") and head[j].strip():
+            j += 1
+        m = _FIELD_RE.match(head[i])
+        assert m is not None
+        fields.append(HeaderField(m.group(1).decode("ascii"), _unfold(head[i:j]),
+                                  b"".join(head[i:j])))
+        i = j
+    gap = b""
+    if (fields or preamble) and i < len(head) and head[i] in (b"\n", b"\r\n"):
+        gap = head[i]
+        i += 1
+    sep = next((k for k in range(i, len(head)) if head[k].rstrip(b"\r\n") == b"---"), len(head))
+    description = b"".join(head[i:sep])
+    separator = b"".join(head[sep:])
+    diff = b"" if start is None else b"".join(lines[start:])
+    # Lines before the diff: nothing there may look like a hunk or an ed script. A diffstat in
+    # the separator only ever holds " path | n +-" lines, so it is checked the same way.
+    first = 1 + (preamble + b"".join(f.raw for f in fields) + gap).count(b"\n")
+    _check_description(description + separator, source, first)
+    pf = PatchFile(preamble, tuple(fields), description, separator, diff, gap, source)
+    if diff:
+        pf.file_patches  # validate now: a malformed diff is an input error at load time
+    if pf.to_bytes() != data:  # a bug, not bad input: the parts must always add up
+        raise AssertionError("patch file split is not byte-exact")
+    return pf
+
+
+def _check_description(text: bytes, source: str, first_line: int) -> None:
+    for k, line in enumerate(split_lines(text)):
+        bare = line.rstrip(b"\n")
+        if re.match(rb"^[ \tX]*(?:@@ |\*\*\* |\*{15}|\d+(?:,\d+)?[acdi](?:\d+(?:,\d+)?)?\r?$)",
+                    bare):
+            raise InputError("a hunk, context diff or ed script outside the diff; refused "
+                             "(nothing from a patch is ever run)", path=source,
+                             line=first_line + k)
+
+
+def render_patch_file(fields: list[tuple[str, str]], description: bytes, diff: bytes) -> bytes:
+    """Write a new patch file in canonical form: fields in canonical order ("Name: value"), a
+    blank line, the description (if any), "---", the diff."""
+    def rank(item: tuple[int, tuple[str, str]]) -> tuple[int, int]:
+        k, (name, _) = item
+        canon = {"subject": "description", "from": "author"}.get(name.lower(), name.lower())
+        order = [n.lower() for n in CANONICAL_ORDER]
+        return (order.index(canon) if canon in order else len(order), k)
+    ordered = [f for _, f in sorted(enumerate(fields), key=rank)]
+    head = b"".join(_render_field(name, value) for name, value in ordered)
+    if description and not description.endswith(b"\n"):
+        description += b"\n"
+    _check_text(description, "<description>", 1)
+    parse_diff(diff, source="<diff>")
+    return head + b"\n" + description + b"---\n" + diff
