@@ -85,7 +85,8 @@ class TestServer:
         self.port = self.httpd.server_address[1]
         self.host = f"127.0.0.1:{self.port}"
         self.url = f"http://{self.host}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.httpd.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
     def close(self) -> None:

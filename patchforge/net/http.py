@@ -85,18 +85,20 @@ class Response:
 
     def error_detail(self) -> str:
         """A short reason for a failed answer: the status and the server's own message if any."""
-        detail = ""
+        parts: list[str] = []
         try:
             doc = json.loads(self.body)
         except ValueError:
             doc = None
         if isinstance(doc, dict):
+            # GitHub: {"message", "errors": [{"message"}]}; OCI: {"errors": [{"code", "message"}]}
             if isinstance(doc.get("message"), str):
-                detail = doc["message"]
-            elif isinstance(doc.get("errors"), list) and doc["errors"]:
-                first = doc["errors"][0]
-                if isinstance(first, dict):
-                    detail = str(first.get("message") or first.get("code") or "")
+                parts.append(doc["message"])
+            errors = doc.get("errors")
+            if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+                first = errors[0]
+                parts.append(str(first.get("message") or first.get("code") or ""))
+        detail = ": ".join(p for p in parts if p)
         return f"{self.status}" + (f" ({detail[:200]})" if detail else "")
 
     def raise_for_status(self) -> "Response":

@@ -1,0 +1,219 @@
+"""The forge API: pull requests (state, merge commit, drafts) and "compare", GitHub REST first.
+
+`Forge` is the small interface the rest of patchforge uses (status asks whether a Forwarded PR
+merged and whether a target includes its merge commit; pr opens a draft). `GitHubForge` speaks the
+GitHub REST API, at api.github.com or a GitHub Enterprise `api-url`, through `HttpClient`, which
+owns retries, rate limits, the ETag cache, offline mode and the token.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import quote
+
+from patchforge.errors import NetworkError, UsageError
+from patchforge.net.http import HttpClient, Response, host_of
+
+GITHUB_ACCEPT = "application/vnd.github+json"
+GITHUB_API_VERSION = "2022-11-28"
+DEFAULT_API_URL = "https://api.github.com"
+
+# https://github.com/vllm-project/vllm/pull/56503 (any host: GitHub Enterprise too), with an
+# optional trailing /files, /commits, #fragment or query.
+_PR_URL_RE = re.compile(r"^https?://(?P<host>[^/\s]+)/(?P<owner>[^/\s]+)/(?P<name>[^/\s]+)"
+                        r"/pull/(?P<number>[0-9]+)(?:[/?#]\S*)?$")
+# vllm-project/vllm#56503, as people write it in commit messages and PR bodies.
+_PR_SHORT_RE = re.compile(r"^(?P<owner>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+)#(?P<number>[0-9]+)$")
+_REPO_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+@dataclass(frozen=True)
+class PullRef:
+    """Where a pull request lives: `host` is the web host (github.com), `repo` is owner/name."""
+
+    host: str
+    repo: str
+    number: int
+
+    @property
+    def html_url(self) -> str:
+        return f"https://{self.host}/{self.repo}/pull/{self.number}"
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    number: int
+    url: str  # the API URL
+    html_url: str
+    state: str  # "open" | "closed"
+    merged: bool
+    merge_commit_sha: str | None  # for a merged PR, the commit that landed on the base branch
+    head_ref: str
+    head_sha: str
+    base_ref: str
+    title: str
+    draft: bool
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`head` compared with `base`: status is "ahead", "behind", "identical" or "diverged"."""
+
+    status: str
+    ahead_by: int
+    behind_by: int
+
+    @property
+    def includes_base(self) -> bool:
+        """True when head contains base (e.g. a target contains a PR's merge commit)."""
+        return self.behind_by == 0
+
+
+class Forge(Protocol):
+    """What patchforge needs from a forge; GitHub first, others can follow."""
+
+    def pull_request(self, repo: str, number: int) -> PullRequest: ...
+
+    def compare(self, repo: str, base: str, head: str) -> Comparison: ...
+
+    def find_open_pull(self, repo: str, head: str) -> PullRequest | None: ...
+
+    def create_pull(self, repo: str, title: str, body: str, head: str, base: str,
+                    draft: bool = True) -> PullRequest: ...
+
+    def update_pull(self, repo: str, number: int, *, title: str | None = None,
+                    body: str | None = None, base: str | None = None,
+                    state: str | None = None) -> PullRequest: ...
+
+
+def parse_pr_url(text: str) -> PullRef:
+    """`https://github.com/o/r/pull/N` (any host) or `o/r#N` (github.com) -> PullRef."""
+    text = text.strip()
+    match = _PR_URL_RE.match(text)
+    if match:
+        return PullRef(match["host"].lower(), f"{match['owner']}/{match['name']}",
+                       int(match["number"]))
+    match = _PR_SHORT_RE.match(text)
+    if match:
+        return PullRef("github.com", f"{match['owner']}/{match['name']}", int(match["number"]))
+    raise UsageError(f"not a pull request URL: {text!r}",
+                     hint="expected https://github.com/OWNER/REPO/pull/NUMBER or OWNER/REPO#NUMBER")
+
+
+def api_url_for_host(host: str) -> str:
+    """The REST API base of a forge web host: api.github.com, or GitHub Enterprise's /api/v3."""
+    host = host.lower()
+    return DEFAULT_API_URL if host in ("github.com", "www.github.com") else f"https://{host}/api/v3"
+
+
+def _check_repo(repo: str) -> str:
+    if not _REPO_RE.match(repo):
+        raise UsageError(f"not a forge repository name: {repo!r}", hint="expected OWNER/NAME")
+    return repo
+
+
+class GitHubForge:
+    """The GitHub REST API (api.github.com or GitHub Enterprise) through an HttpClient."""
+
+    def __init__(self, api_url: str, http: HttpClient) -> None:
+        self.api_url = api_url.rstrip("/")
+        self.http = http
+
+    @classmethod
+    def from_config(cls, api_url: str, cache_dir: Path, *, offline: bool = False,
+                    token_env: str = "GITHUB_TOKEN", **http_options: Any) -> "GitHubForge":
+        """A forge whose token (from `token_env`) is bound to the API host and nowhere else."""
+        http = HttpClient(cache_dir, offline=offline, token_env=token_env,
+                          token_host=host_of(api_url), **http_options)
+        return cls(api_url, http)
+
+    def __repr__(self) -> str:
+        return f"GitHubForge({self.api_url!r})"
+
+    # -- reads ----------------------------------------------------------------------------------
+    def pull_request(self, repo: str, number: int) -> PullRequest:
+        resp = self._call("GET", f"/repos/{_check_repo(repo)}/pulls/{int(number)}",
+                          what=f"pull request {repo}#{number}")
+        return _pull_from_json(resp.json(), resp.url)
+
+    def compare(self, repo: str, base: str, head: str) -> Comparison:
+        # per_page=1: we want the counts, not the commit list (up to 250 commits otherwise).
+        path = (f"/repos/{_check_repo(repo)}/compare/{quote(base, safe='')}..."
+                f"{quote(head, safe='')}?per_page=1")
+        resp = self._call("GET", path, what=f"comparison of {base}...{head} in {repo}")
+        doc = resp.json()
+        try:
+            return Comparison(str(doc["status"]), int(doc["ahead_by"]), int(doc["behind_by"]))
+        except (KeyError, TypeError, ValueError):
+            raise NetworkError(f"GET {resp.url}: unexpected compare answer "
+                               f"(no status/ahead_by/behind_by)") from None
+
+    def find_open_pull(self, repo: str, head: str) -> PullRequest | None:
+        """The open pull request from `head` ("user:branch"), or None."""
+        url = (f"{self.api_url}/repos/{_check_repo(repo)}/pulls?state=open"
+               f"&head={quote(head, safe=':')}&per_page=100")
+        for page in self.http.paginate(url, accept=GITHUB_ACCEPT, headers=self._headers()):
+            for doc in _json_list(page):
+                return _pull_from_json(doc, page.url)
+        return None
+
+    # -- writes ---------------------------------------------------------------------------------
+    def create_pull(self, repo: str, title: str, body: str, head: str, base: str,
+                    draft: bool = True) -> PullRequest:
+        resp = self._call("POST", f"/repos/{_check_repo(repo)}/pulls",
+                          what=f"opening a pull request from {head} in {repo}",
+                          json_body={"title": title, "body": body, "head": head, "base": base,
+                                     "draft": draft})
+        return _pull_from_json(resp.json(), resp.url)
+
+    def update_pull(self, repo: str, number: int, *, title: str | None = None,
+                    body: str | None = None, base: str | None = None,
+                    state: str | None = None) -> PullRequest:
+        changes = {k: v for k, v in (("title", title), ("body", body), ("base", base),
+                                     ("state", state)) if v is not None}
+        resp = self._call("PATCH", f"/repos/{_check_repo(repo)}/pulls/{int(number)}",
+                          what=f"updating pull request {repo}#{number}", json_body=changes)
+        return _pull_from_json(resp.json(), resp.url)
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def _headers(self) -> dict[str, str]:
+        return {"X-GitHub-Api-Version": GITHUB_API_VERSION}
+
+    def _call(self, method: str, path: str, *, what: str, json_body: Any = None) -> Response:
+        url = self.api_url + path
+        resp = self.http.request(method, url, accept=GITHUB_ACCEPT, headers=self._headers(),
+                                 json_body=json_body)
+        if resp.ok:
+            return resp
+        hint = None
+        if resp.status in (401, 403):
+            hint = ("set GITHUB_TOKEN to a token that can read this repository"
+                    if self.http.token is None else "check that GITHUB_TOKEN is valid and allowed")
+        elif resp.status == 404 and self.http.token is None:
+            hint = "a private repository needs GITHUB_TOKEN"
+        raise NetworkError(f"{what}: {host_of(url)} answered {resp.error_detail()}", hint=hint)
+
+
+def _json_list(resp: Response) -> list[dict[str, Any]]:
+    doc = resp.json()
+    if not isinstance(doc, list):
+        raise NetworkError(f"GET {resp.url}: expected a JSON array")
+    return doc
+
+
+def _pull_from_json(doc: Any, url: str) -> PullRequest:
+    try:
+        merged = bool(doc.get("merged") or doc.get("merged_at"))
+        return PullRequest(
+            number=int(doc["number"]), url=str(doc.get("url") or url),
+            html_url=str(doc.get("html_url") or ""), state=str(doc["state"]), merged=merged,
+            # For an unmerged PR GitHub reports a throwaway test-merge commit: not a landing.
+            merge_commit_sha=(doc.get("merge_commit_sha") or None) if merged else None,
+            head_ref=str(doc["head"]["ref"]), head_sha=str(doc["head"]["sha"]),
+            base_ref=str(doc["base"]["ref"]), title=str(doc.get("title") or ""),
+            draft=bool(doc.get("draft")))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise NetworkError(f"{url}: unexpected pull request answer (missing {exc})") from None
+
