@@ -303,6 +303,11 @@ class _Parser:
             raise UnsafePathError("unsafe path: NUL or newline in name", path=self.source,
                                   line=self.lineno(i))
         text = _decode(name)
+        if text.startswith("/"):
+            # Stripped with -p1 this would be relative, but with -p0 (or another tool) it is
+            # outside the tree: refuse the name as written.
+            raise UnsafePathError(f"unsafe path {text!r}: absolute path", path=self.source,
+                                  line=self.lineno(i))
         if strip:
             if "/" not in text:
                 raise self.err(i, f"cannot strip the leading directory (p1) from {text!r}",

@@ -1,0 +1,363 @@
+"""Tests for patchforge.apply.diffparse: real diffs made by git, format-patch and quilt round-trip
+byte for byte and parse into the right files; every refused class of hostile input names the file
+and the line."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git
+
+from patchforge.apply.diffparse import (
+    FilePatch, c_quote, c_unquote, format_file_patch, parse_diff, parse_diff_full,
+    reverse_file_patch,
+)
+from patchforge.apply.hunks import apply_file_patch
+from patchforge.errors import InputError, UnsafePathError
+
+LATIN1_NAME = os.fsdecode(b"n\xe9e.txt")  # not UTF-8: survives as a surrogate escape
+
+BASE = {
+    "crlf.txt": b"one\r\ntwo\r\nthree\r\n",
+    "nonl_old.txt": b"a\nb",
+    "nonl_new.txt": b"a\nb\n",
+    "nonl_both.txt": b"x\ny",
+    "latin.txt": b"caf\xe9\n\xff\xfe\nend\n",
+    LATIN1_NAME: b"old\n",
+    "caf\u00e9.txt": b"unicode name\n",
+    "odd.txt": b"page1\x0cpage2\nline\xe2\x80\xa8sep\nnel\x85here\nkeep\n",
+    "grow.txt": b"",
+    "shrink.txt": b"y\n",
+    "deleted.txt": b"bye\nbye\n",
+    "old_name.py": b"".join(b"line %d\n" % k for k in range(12)),
+    "script.sh": b"#!/bin/sh\necho hi\n",
+    "dashes.txt": b"a\n- \nb\n",
+}
+NEW = {
+    "crlf.txt": b"one\r\n2\r\nthree\r\n",
+    "nonl_old.txt": b"a\nb\nc\n",
+    "nonl_new.txt": b"a\nB",
+    "nonl_both.txt": b"x\nz",
+    "latin.txt": b"caf\xe9\n\xfe\xff\nend\n",
+    LATIN1_NAME: b"new\n",
+    "caf\u00e9.txt": b"unicode name changed\n",
+    "odd.txt": b"page1\x0cpage2\nline\xe2\x80\xa8SEP\nnel\x85here\nkeep\n",
+    "grow.txt": b"x\n",
+    "shrink.txt": b"",
+    "created.txt": b"hello\r\nworld",
+    "new_empty.txt": b"",
+    "new_name.py": b"".join(b"line %d\n" % k if k != 5 else b"LINE 5\n" for k in range(12)),
+    "script.sh": b"#!/bin/sh\necho hi\n",
+    "dashes.txt": b"a\nb\n",
+}
+
+
+@pytest.fixture
+def git_diff(make_git_repo) -> tuple[bytes, Path]:
+    """A diff made by git itself covering every kind of change we must carry."""
+    repo, _ = make_git_repo(BASE)
+    for name in BASE:
+        if name not in NEW:
+            (repo / name).unlink()
+    for name, data in NEW.items():
+        (repo / name).write_bytes(data)
+    os.chmod(repo / "script.sh", 0o755)
+    git(repo, "add", "-A")
+    out = subprocess.run(["git", "-c", "core.quotepath=true", "diff", "--cached", "-M",
+                          "--full-index"], cwd=repo, capture_output=True, check=True).stdout
+    return out, repo
+
+
+def by_path(files: tuple[FilePatch, ...]) -> dict[str, FilePatch]:
+    return {fp.path: fp for fp in files}
+
+
+def test_git_diff_round_trips_byte_exact(git_diff):
+    data, _ = git_diff
+    parsed = parse_diff_full(data, source="x.patch")
+    assert parsed.to_bytes() == data
+    assert b"".join(fp.raw for fp in parsed.files) == data
+    assert parsed.trailing == b""
+
+
+def test_git_diff_files_and_flags(git_diff):
+    data, _ = git_diff
+    files = by_path(parse_diff(data))
+    assert set(files) == {n for n in set(BASE) | set(NEW) if BASE.get(n) != NEW.get(n)
+                          or n == "script.sh"} - {"old_name.py"}
+    assert files["created.txt"].is_new and files["created.txt"].old_path is None
+    assert files["new_empty.txt"].is_new and files["new_empty.txt"].hunks == ()
+    assert files["deleted.txt"].is_delete and files["deleted.txt"].path == "deleted.txt"
+    ren = files["new_name.py"]
+    assert ren.is_rename and ren.old_path == "old_name.py" and ren.similarity is not None
+    assert len(ren.hunks) == 1
+    mode = files["script.sh"]
+    assert (mode.old_mode, mode.new_mode, mode.hunks) == ("100644", "100755", ())
+    assert files["nonl_old.txt"].hunks[0].old_no_newline
+    assert not files["nonl_old.txt"].hunks[0].new_no_newline
+    assert files["nonl_new.txt"].hunks[0].new_no_newline
+    both = files["nonl_both.txt"].hunks[0]
+    assert both.old_no_newline and both.new_no_newline
+    assert LATIN1_NAME in files and "caf\u00e9.txt" in files
+    # Removing the line "- " makes the hunk line "-- ": the counts say it is a removed line.
+    assert b"-- \n" in files["dashes.txt"].hunks[0].lines
+    # CR, form feed, U+2028 and NEL stay inside lines.
+    assert b"-two\r\n" in files["crlf.txt"].hunks[0].lines
+    assert b"-line\xe2\x80\xa8sep\n" in files["odd.txt"].hunks[0].lines
+    assert b" page1\x0cpage2\n" in files["odd.txt"].hunks[0].lines
+
+
+def test_git_diff_applies_to_every_file(git_diff):
+    data, _ = git_diff
+    for fp in parse_diff(data):
+        old = BASE.get(fp.old_path) if fp.old_path is not None else None
+        result = apply_file_patch(old, fp)
+        assert result.ok, fp.path
+        assert result.worst == "exact"
+        assert result.content == (NEW.get(fp.new_path) if fp.new_path is not None else None)
+        back = apply_file_patch(result.content, fp, reverse=True)
+        assert back.ok and back.content == old, fp.path
+
+
+def test_reversed_patch_is_a_valid_diff_that_git_applies(git_diff, tmp_path):
+    data, repo = git_diff
+    files = parse_diff(data)
+    rev = b"".join(format_file_patch(reverse_file_patch(fp)) for fp in files)
+    assert len(parse_diff(rev)) == len(files)
+    # The index holds the new state; git must accept the reversed diff against it.
+    subprocess.run(["git", "apply", "--check", "--cached"], cwd=repo, input=rev, check=True,
+                   capture_output=True)
+
+
+def test_deleting_an_empty_file(make_git_repo):
+    repo, _ = make_git_repo({"empty.txt": b"", "k.txt": b"k\n"})
+    (repo / "empty.txt").unlink()
+    git(repo, "add", "-A")
+    out = subprocess.run(["git", "diff", "--cached"], cwd=repo, capture_output=True,
+                         check=True).stdout
+    (fp,) = parse_diff(out)
+    assert fp.is_delete and fp.hunks == () and fp.old_mode == "100644"
+    assert apply_file_patch(b"", fp).content is None
+    assert not apply_file_patch(b"not empty\n", fp).ok
+    assert apply_file_patch(None, fp, reverse=True).content == b""
+
+
+def test_format_patch_keeps_signature_as_trailing(make_git_repo):
+    repo, _ = make_git_repo({"a.txt": b"1\n2\n3\n"})
+    (repo / "a.txt").write_bytes(b"1\n- \n3\n")
+    git(repo, "commit", "-qam", "change")
+    out = subprocess.run(["git", "format-patch", "-1", "--stdout"], cwd=repo,
+                         capture_output=True, check=True).stdout
+    start = out.index(b"diff --git")
+    parsed = parse_diff_full(out[start:])
+    assert parsed.to_bytes() == out[start:]
+    assert parsed.trailing.startswith(b"-- \n")
+    assert parsed.files[0].hunks[0].lines == (b" 1\n", b"-2\n", b"+- \n", b" 3\n")
+
+
+def test_quilt_refresh_output(tmp_path, monkeypatch):
+    if shutil.which("quilt") is None:
+        pytest.skip("quilt is not installed (apt-get install quilt)")
+    work = tmp_path / "proj"
+    (work / "src").mkdir(parents=True)
+    (work / "src" / "x.c").write_bytes(b"int a;\nint b;\n")
+    (work / "src" / "gone.c").write_bytes(b"bye\n")
+    monkeypatch.setenv("QUILT_PATCHES", "patches")
+    monkeypatch.setenv("QUILTRC", "/dev/null")
+
+    def quilt(*args: str) -> None:
+        subprocess.run(["quilt", *args], cwd=work, check=True, capture_output=True)
+    quilt("new", "fix.patch")
+    quilt("add", "src/x.c", "src/new.c", "src/gone.c")
+    (work / "src" / "x.c").write_bytes(b"int a;\nint c;\n")
+    (work / "src" / "new.c").write_bytes(b"int n;\n")
+    (work / "src" / "gone.c").unlink()
+    quilt("refresh", "--no-timestamps")
+    data = (work / "patches" / "fix.patch").read_bytes()
+    parsed = parse_diff_full(data)
+    assert parsed.to_bytes() == data
+    files = by_path(parsed.files)
+    assert set(files) == {"src/x.c", "src/new.c", "src/gone.c"}
+    assert files["src/new.c"].is_new and files["src/gone.c"].is_delete
+
+
+def test_plain_diff_with_timestamps_and_index_lines():
+    data = (b"Index: pkg/mod.py\n"
+            b"===================================================================\n"
+            b"--- pkg.orig/mod.py\t2024-01-01 00:00:00.000000000 +0000\n"
+            b"+++ pkg/mod.py\t2024-01-02 00:00:00.000000000 +0000\n"
+            b"@@ -1 +1 @@\n-a\n+b\n")
+    (fp,) = parse_diff(data)
+    assert (fp.old_path, fp.new_path, fp.line_no) == ("mod.py", "mod.py", 3)
+    assert fp.raw == data
+
+
+def test_c_quoting_round_trip():
+    for name in (b"a/\xc3\xa9", b'a/"q"', b"a/tab\there", b"a/back\\slash", b"a/\xff"):
+        assert c_unquote(c_quote(name)) == name
+    assert c_unquote(b'"a/\\303\\251"') == "a/\u00e9".encode()
+
+
+def test_zero_context_hunks_are_flagged():
+    data = b"--- a/f\n+++ b/f\n@@ -5 +5 @@\n-x\n+y\n"
+    (fp,) = parse_diff(data)
+    assert fp.hunks[0].zero_context and fp.has_zero_context
+    (top,) = parse_diff(b"--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x\n+y\n")
+    assert not top.has_zero_context
+
+
+def test_binary_patches_are_marked(make_git_repo):
+    repo, _ = make_git_repo({"blob.bin": b"\0\1\2"})
+    (repo / "blob.bin").write_bytes(b"\0\1\3")
+    (repo / "t.txt").write_bytes(b"t\n")
+    git(repo, "add", "-A")
+    for extra in (["--binary"], []):
+        out = subprocess.run(["git", "diff", "--cached", *extra], cwd=repo, capture_output=True,
+                             check=True).stdout
+        files = by_path(parse_diff(out))
+        assert files["blob.bin"].is_binary and not files["t.txt"].is_binary
+        with pytest.raises(Exception, match="binary"):
+            apply_file_patch(b"\0\1\2", files["blob.bin"])
+
+
+def test_empty_input_is_an_empty_diff():
+    assert parse_diff(b"") == ()
+    assert parse_diff(b"\n\n") == ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile inputs: one test per refused class; each must name the source and the line.
+
+def refused(data: bytes, line: int, *, error=InputError, match: str | None = None,
+            first_line: int = 1) -> InputError:
+    with pytest.raises(error, match=match) as info:
+        parse_diff(data, source="evil.patch", first_line=first_line)
+    assert info.value.path == "evil.patch"
+    assert info.value.line == line, str(info.value)
+    return info.value
+
+
+def one(path: bytes, *, other: bytes = b"ok") -> bytes:
+    return (b"diff --git a/ok b/ok\n--- a/ok\n+++ b/ok\n@@ -1 +1 @@\n-a\n+b\n"
+            + b"--- a/" + other + b"\n+++ b/" + path + b"\n@@ -1 +1 @@\n-a\n+b\n")
+
+
+@pytest.mark.parametrize("name, why", [
+    (b"../etc/passwd", "'\\.\\.'"),
+    (b"x/../../y", "'\\.\\.'"),
+    (b".git/config", ".git"),
+    (b"sub/.GIT/hooks/post-checkout", ".git"),
+    (b".git./config", ".git"),
+    (b".git /config", ".git"),
+    (b"GIT~1/config", ".git"),
+    (b".g\xe2\x80\x8cit/config", ".git"),
+    (b"dir\\file", "backslash"),
+    (b"C:/Windows/x", "drive"),
+    (b"-rf", "'-'"),
+    (b"a//b", "empty"),
+])
+def test_unsafe_paths_refused(name, why):
+    refused(one(name), 8, error=UnsafePathError, match=why)
+
+
+def test_absolute_path_refused():
+    refused(b"--- a/x\n+++ /etc/passwd\n@@ -1 +1 @@\n-a\n+b\n", 2, error=UnsafePathError,
+            match="cannot strip|absolute")
+    refused(b"--- a/x\n+++ b//etc/passwd\n@@ -1 +1 @@\n-a\n+b\n", 2, error=UnsafePathError,
+            match="absolute")
+
+
+def test_unc_path_refused():
+    refused(b"--- a/x\n+++ b/\\\\server\\share\\f\n@@ -1 +1 @@\n-a\n+b\n", 2,
+            error=UnsafePathError, match="backslash")
+
+
+def test_nul_and_newline_in_quoted_names_refused():
+    refused(b'diff --git "a/x\\000y" "b/x\\000y"\n', 1, error=UnsafePathError, match="NUL")
+    refused(b'diff --git a/x b/x\nrename from x\nrename to "y\\nz"\n', 3,
+            error=UnsafePathError, match="newline")
+
+
+def test_rename_into_git_dir_refused():
+    refused(b"diff --git a/x b/x\nsimilarity index 100%\nrename from x\nrename to .git/hooks/pre\n",
+            4, error=UnsafePathError)
+
+
+def test_symlink_mode_refused():
+    refused(b"diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n"
+            b"@@ -0,0 +1 @@\n+/etc\n\\ No newline at end of file\n", 2,
+            error=UnsafePathError, match="symlink")
+
+
+def test_ed_script_refused():
+    refused(b"3a\nhello\n.\nw\nq\n", 1, match="ed script")
+
+
+def test_normal_diff_refused():
+    refused(b"2c2\n< a\n---\n> b\n", 1, match="normal diff")
+
+
+def test_context_diff_refused():
+    refused(b"*** a/x\n--- b/x\n***************\n*** 1 ****\n! a\n--- 1 ----\n! b\n", 1,
+            match="context diff")
+
+
+def test_prose_is_not_a_diff():
+    refused(b"just some text\n", 1, match="not a unified diff")
+
+
+def test_ghost_hunk_swallowing_next_header_refused():
+    data = (b"--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n-a\n+b\n"
+            b"--- a/y\n+++ b/y\n@@ -1 +1 @@\n-c\n+d\n")
+    refused(data, 3, match="next file header")
+
+
+def test_hunk_body_shorter_than_counts_refused():
+    data = b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n-a\n+b\ndiff --git a/y b/y\n"
+    refused(data, 7, match="shorter")
+
+
+def test_hunk_body_longer_than_counts_refused():
+    data = b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n+sneaky\n"
+    refused(data, 6, match="longer")
+
+
+def test_absurd_counts_refused():
+    refused(b"--- a/x\n+++ b/x\n@@ -1,999999999 +1 @@\n-a\n+b\n", 3, match="promises")
+    refused(b"--- a/x\n+++ b/x\n@@ -1,99999999999999 +1 @@\n-a\n", 3, match="absurd")
+
+
+def test_hunks_out_of_order_refused():
+    data = (b"--- a/x\n+++ b/x\n@@ -10,2 +10,2 @@\n a\n-b\n+c\n"
+            b"@@ -5,2 +5,2 @@\n a\n-b\n+c\n")
+    refused(data, 7, match="out of order")
+
+
+def test_overlapping_hunks_refused():
+    data = (b"--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n d\n"
+            b"@@ -3,2 +3,2 @@\n d\n-e\n+f\n")
+    refused(data, 8, match="overlapping")
+
+
+def test_hunk_without_header_refused():
+    refused(b"@@ -1 +1 @@\n-a\n+b\n", 1, match="without a file header")
+
+
+def test_truncated_hunk_refused():
+    refused(b"--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n+c", 6, match="middle")
+
+
+def test_error_lines_count_from_first_line():
+    refused(b"\n--- a/x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n", 43, error=UnsafePathError,
+            first_line=41)
+
+
+def test_mode_only_and_rename_only_sections_are_fine():
+    data = (b"diff --git a/s.sh b/s.sh\nold mode 100644\nnew mode 100755\n"
+            b"diff --git a/p q b/p q\nsimilarity index 100%\nrename from p q\nrename to r s\n")
+    a, b = parse_diff(data)
+    assert (a.path, a.new_mode, a.hunks) == ("s.sh", "100755", ())
+    assert (b.old_path, b.new_path, b.is_rename) == ("p q", "r s", True)
