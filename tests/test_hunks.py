@@ -1,0 +1,267 @@
+"""Tests for patchforge.apply.hunks: exact, offset, fuzz and failed hunks checked against GNU patch,
+byte-exact content (CRLF, no final newline, non-UTF-8, empty files), creation and deletion, and a
+property test over random files diffed by git itself."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from patchforge.apply.diffparse import parse_diff
+from patchforge.apply.hunks import apply_file_patch
+
+BASE = b"".join(b"line %02d\n" % k for k in range(1, 31))
+
+
+def git_diff(old: bytes | None, new: bytes | None, *, context: int = 3) -> bytes:
+    """`git diff --no-index` between two byte strings, as a diff of path f (p1 names a/f b/f)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "a").mkdir()
+        (root / "b").mkdir()
+        if old is not None:
+            (root / "a" / "f").write_bytes(old)
+        if new is not None:
+            (root / "b" / "f").write_bytes(new)
+        left = "a/f" if old is not None else "/dev/null"
+        right = "b/f" if new is not None else "/dev/null"
+        out = subprocess.run(["git", "diff", "--no-index", "--no-color", "--text",
+                              f"-U{context}", "--no-prefix", left, right], cwd=root,
+                             capture_output=True)
+        assert out.returncode in (0, 1), out.stderr
+        return out.stdout
+
+
+def edit(data: bytes, old: bytes, new: bytes) -> bytes:
+    assert data.count(old) == 1
+    return data.replace(old, new)
+
+
+def gnu_patch(target: bytes, diff: bytes, tmp_path: Path) -> tuple[bytes, str]:
+    """Apply with GNU patch -p1 (fuzz 2) and return the result and its report."""
+    if shutil.which("patch") is None:
+        pytest.skip("GNU patch is not installed (apt-get install patch)")
+    work = tmp_path / "gnu"
+    work.mkdir(exist_ok=True)
+    (work / "f").write_bytes(target)
+    out = subprocess.run(["patch", "-p1", "-F2", "--no-backup-if-mismatch", "-r", "-"],
+                         cwd=work, input=diff, capture_output=True)
+    return (work / "f").read_bytes(), out.stdout.decode()
+
+
+def test_exact():
+    new = edit(BASE, b"line 10\n", b"line ten\n")
+    (fp,) = parse_diff(git_diff(BASE, new))
+    res = apply_file_patch(BASE, fp)
+    assert res.ok and res.worst == "exact" and res.content == new
+    assert res.hunks[0].at_line == 7 and res.hunks[0].offset == 0
+
+
+def test_offset_matches_gnu_patch(tmp_path):
+    new = edit(BASE, b"line 20\n", b"line twenty\n")
+    diff = git_diff(BASE, new)
+    (fp,) = parse_diff(diff)
+    moved = b"extra 1\nextra 2\nextra 3\n" + BASE
+    res = apply_file_patch(moved, fp)
+    assert res.ok and res.worst == "offset"
+    assert (res.hunks[0].status, res.hunks[0].offset, res.hunks[0].fuzz) == ("offset", 3, 0)
+    gnu, report = gnu_patch(moved, diff, tmp_path)
+    assert res.content == gnu == b"extra 1\nextra 2\nextra 3\n" + new
+    assert "offset 3 lines" in report
+
+
+def test_negative_offset():
+    new = edit(BASE, b"line 20\n", b"line twenty\n")
+    (fp,) = parse_diff(git_diff(BASE, new))
+    shorter = edit(BASE, b"line 02\nline 03\n", b"")
+    res = apply_file_patch(shorter, fp)
+    assert (res.hunks[0].status, res.hunks[0].offset) == ("offset", -2)
+    assert res.content == edit(new, b"line 02\nline 03\n", b"")
+
+
+def test_later_hunks_follow_the_first_offset():
+    new = edit(edit(BASE, b"line 05\n", b"five\n"), b"line 25\n", b"twenty-five\n")
+    (fp,) = parse_diff(git_diff(BASE, new))
+    assert len(fp.hunks) == 2
+    moved = b"x\nx\n" + BASE
+    res = apply_file_patch(moved, fp)
+    assert [h.offset for h in res.hunks] == [2, 2]
+    assert res.content == b"x\nx\n" + new
+
+
+def test_fuzz_matches_gnu_patch(tmp_path):
+    new = edit(BASE, b"line 15\n", b"line fifteen\n")
+    diff = git_diff(BASE, new)
+    (fp,) = parse_diff(diff)
+    # The first context line changed upstream: only reduced context finds the hunk.
+    drifted = edit(BASE, b"line 12\n", b"line twelve\n")
+    res = apply_file_patch(drifted, fp)
+    assert res.ok and res.worst == "fuzz"
+    assert (res.hunks[0].status, res.hunks[0].fuzz, res.hunks[0].offset) == ("fuzz", 1, 0)
+    gnu, report = gnu_patch(drifted, diff, tmp_path)
+    assert res.content == gnu == edit(new, b"line 12\n", b"line twelve\n")
+    assert "fuzz 1" in report
+    # With fuzz forbidden the same hunk fails.
+    strict = apply_file_patch(drifted, fp, max_fuzz=0)
+    assert not strict.ok and strict.content == drifted
+
+
+def test_failed_hunk_leaves_the_others_intact(tmp_path):
+    new = edit(edit(BASE, b"line 05\n", b"five\n"), b"line 25\n", b"twenty-five\n")
+    diff = git_diff(BASE, new)
+    (fp,) = parse_diff(diff)
+    conflicting = edit(BASE, b"line 05\n", b"upstream changed five\n")
+    res = apply_file_patch(conflicting, fp)
+    assert not res.ok and res.worst == "failed"
+    assert [h.status for h in res.hunks] == ["failed", "exact"]
+    assert res.hunks[0].at_line is None
+    expected = edit(conflicting, b"line 25\n", b"twenty-five\n")
+    gnu, report = gnu_patch(conflicting, diff, tmp_path)
+    assert res.content == gnu == expected
+    assert "FAILED" in report
+
+
+def test_nearest_offset_wins_forward_first(tmp_path):
+    base = b"0\n1\nx\nx\nx\nx\na\nb\nc\nd\ne\nf\ng\ny\ny\n"
+    new = edit(base, b"d\n", b"D\n")
+    diff = git_diff(base, new, context=1)
+    (fp,) = parse_diff(diff)
+    # "c d e" was at line 9; now it is both 2 lines before and 2 lines after. Like GNU patch,
+    # look forward first at equal distance.
+    target = b"0\n1\nx\nx\nx\nx\nc\nd\ne\nx\nc\nd\ne\ny\n"
+    res = apply_file_patch(target, fp)
+    assert res.ok and res.hunks[0].offset == 2
+    gnu, _ = gnu_patch(target, diff, tmp_path)
+    assert res.content == gnu
+    # Nearest wins over forward: 1 before beats 4 after.
+    target2 = b"0\n1\nx\nx\nx\nx\nx\nc\nd\ne\nx\nx\nc\nd\ne\n"
+    res2 = apply_file_patch(target2, fp)
+    assert res2.hunks[0].offset == -1
+
+
+def test_crlf_is_compared_byte_for_byte():
+    base = BASE.replace(b"\n", b"\r\n")
+    new = edit(base, b"line 10\r\n", b"line ten\r\n")
+    (fp,) = parse_diff(git_diff(base, new))
+    assert apply_file_patch(base, fp).content == new
+    # An LF-only file is not the same file: the hunk must not apply.
+    assert not apply_file_patch(BASE, fp).ok
+
+
+@pytest.mark.parametrize("old, new", [
+    (b"a\nb", b"a\nb\n"),
+    (b"a\nb\n", b"a\nb"),
+    (b"a\nb", b"a\nc"),
+    (b"", b"x\n"),
+    (b"x\n", b""),
+    (b"", b"no newline"),
+    (b"caf\xe9\r\n\xff\n", b"caf\xe9\r\n\xfe\n"),
+    (b"p\x0cq\nr\xe2\x80\xa8s\nt\x85u\n", b"p\x0cq\nR\xe2\x80\xa8s\nt\x85u\n"),
+])
+def test_content_survives(old, new):
+    (fp,) = parse_diff(git_diff(old, new))
+    res = apply_file_patch(old, fp)
+    assert res.ok and res.content == new
+    back = apply_file_patch(new, fp, reverse=True)
+    assert back.ok and back.content == old
+
+
+def test_creation_and_deletion():
+    (create,) = parse_diff(git_diff(None, b"new\r\nfile"))
+    assert create.is_new
+    made = apply_file_patch(None, create)
+    assert made.ok and made.content == b"new\r\nfile" and made.old_path is None
+    exists = apply_file_patch(b"already here\n", create)
+    assert not exists.ok and "exists" in exists.error
+    (delete,) = parse_diff(git_diff(b"old\nfile\n", None))
+    gone = apply_file_patch(b"old\nfile\n", delete)
+    assert gone.ok and gone.content is None
+    assert not apply_file_patch(b"old\nfile\nand more\n", delete).ok
+    assert not apply_file_patch(None, delete).ok
+    # Reverse: un-deleting gives the file back; un-creating needs the created content.
+    assert apply_file_patch(None, delete, reverse=True).content == b"old\nfile\n"
+    assert apply_file_patch(b"new\r\nfile", create, reverse=True).content is None
+
+
+def test_missing_file_fails():
+    (fp,) = parse_diff(git_diff(BASE, edit(BASE, b"line 01\n", b"one\n")))
+    res = apply_file_patch(None, fp)
+    assert not res.ok and "does not exist" in res.error and res.content is None
+
+
+def test_reverse_detects_an_applied_patch():
+    new = edit(BASE, b"line 10\n", b"line ten\n")
+    (fp,) = parse_diff(git_diff(BASE, new))
+    assert apply_file_patch(new, fp, reverse=True).ok
+    assert not apply_file_patch(new, fp).ok
+    assert not apply_file_patch(BASE, fp, reverse=True).ok
+
+
+def test_zero_context_hunk_applies_by_line_number():
+    new = edit(BASE, b"line 10\n", b"line 10\ninserted\n")
+    (fp,) = parse_diff(git_diff(BASE, new, context=0))
+    assert fp.has_zero_context
+    assert apply_file_patch(BASE, fp).content == new
+
+
+# ---------------------------------------------------------------------------------------------
+# Property: for random byte files, git's own diff parses and applies forward and backward.
+
+PIECES = [b"a", b"b", b"x", b"\r", b"\xff", b"\xe9", b"\x0c", "\u2028".encode(), b"\x85", b" ",
+          b"-- ", b"+", b"@@", b"\\"]
+line_st = st.lists(st.sampled_from(PIECES), max_size=4).map(b"".join)
+lines_st = st.lists(line_st, max_size=25)
+
+
+@st.composite
+def file_pair(draw):
+    def build(lines: list[bytes], final: bool) -> bytes:
+        data = b"".join(line + b"\n" for line in lines)
+        if not final and data:
+            data = data[:-1]
+        return data
+    old_lines = draw(lines_st)
+    new_lines = list(old_lines)
+    for _ in range(draw(st.integers(0, 5))):
+        op = draw(st.sampled_from(["ins", "del", "chg"]))
+        k = draw(st.integers(0, len(new_lines)))
+        if op == "ins":
+            new_lines.insert(k, draw(line_st))
+        elif new_lines and k < len(new_lines):
+            if op == "del":
+                del new_lines[k]
+            else:
+                new_lines[k] = draw(line_st)
+    old = build(old_lines, draw(st.booleans()))
+    new = build(new_lines, draw(st.booleans()))
+    return old, new, draw(st.integers(0, 4))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(file_pair())
+def test_random_files_round_trip(pair):
+    old, new, context = pair
+    diff = git_diff(old, new, context=context)
+    files = parse_diff(diff)
+    if old == new:
+        assert files == ()
+        return
+    (fp,) = files
+    assert fp.raw == diff
+    res = apply_file_patch(old, fp, max_fuzz=0)
+    assert res.ok and res.worst == "exact" and res.content == new
+    back = apply_file_patch(new, fp, max_fuzz=0, reverse=True)
+    assert back.ok and back.content == old
+
+
+def test_gnu_patch_report_format_is_what_we_compare_against(tmp_path):
+    # Guards the two GNU patch comparisons above: if the report wording changes, say so here.
+    new = edit(BASE, b"line 20\n", b"line twenty\n")
+    _, report = gnu_patch(b"pad\n" + BASE, git_diff(BASE, new), tmp_path)
+    assert re.search(r"Hunk #1 succeeded at \d+ \(offset 1 line\)", report)
