@@ -40,7 +40,7 @@ def test_open_pull_has_no_merge_commit(forge, forge_server):  # noqa: F811
 
 
 def test_missing_pull_and_missing_token(forge, forge_server, tmp_path, monkeypatch):  # noqa: F811
-    with pytest.raises(NetworkError, match=r"pull request o/r#9: 127\.0\.0\.1:\d+ answered 404"):
+    with pytest.raises(NetworkError, match=r"pull request o/r#9: 127\.0\.0\.1:\d+ answered 404 Not Found"):
         forge.pull_request("o/r", 9)
     monkeypatch.delenv("GITHUB_TOKEN")
     anonymous = GitHubForge.from_config(forge_server.url, tmp_path / "c2")
@@ -63,7 +63,7 @@ def test_create_and_update_draft(forge, forge_server):  # noqa: F811
     sent = forge_server.requests[-1]
     assert sent.method == "POST" and sent.header("authorization") == "Bearer tok123"
     assert b'"draft": true' in sent.body
-    with pytest.raises(NetworkError, match="422 .Validation Failed: A pull request already exists for me:fix-x"):
+    with pytest.raises(NetworkError, match="422 Unprocessable Entity .Validation Failed: A pull request already exists for me:fix-x"):
         forge.create_pull("o/r", "again", "", "me:fix-x", "main")
     updated = forge.update_pull("o/r", pull.number, title="[Bugfix] y")
     assert updated.title == "[Bugfix] y"

@@ -19,6 +19,7 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -99,7 +100,11 @@ class Response:
                 first = errors[0]
                 parts.append(str(first.get("message") or first.get("code") or ""))
         detail = ": ".join(p for p in parts if p)
-        return f"{self.status}" + (f" ({detail[:200]})" if detail else "")
+        try:
+            phrase = " " + HTTPStatus(self.status).phrase
+        except ValueError:
+            phrase = ""
+        return f"{self.status}{phrase}" + (f" ({detail[:200]})" if detail else "")
 
     def raise_for_status(self) -> "Response":
         if not self.ok:
@@ -220,16 +225,19 @@ class HttpClient:
 
     def request(self, method: str, url: str, *, headers: Mapping[str, str] | None = None,
                 accept: str | None = None, json_body: Any = None, data: bytes | None = None,
-                use_cache: bool = True) -> Response:
+                use_cache: bool = True, immutable: bool = False) -> Response:
         """Send one request (with retries); answers of any status are returned, not raised.
 
         GET/HEAD answers are cached on disk and revalidated with If-None-Match; a 304 gives the
-        cached answer back with `from_cache=True`.
+        cached answer back with `from_cache=True`. `immutable` (content-addressed URLs, e.g. a
+        blob by digest) serves a cached answer without asking the server at all.
         """
         method = method.upper()
         cacheable = use_cache and method in CACHEABLE
         cache_path = self._cache_path(method, url, accept) if cacheable else None
         cached = self._cache_read(cache_path) if cache_path else None
+        if cached is not None and immutable:
+            return cached
         if self.offline:
             if cached is not None:
                 return cached

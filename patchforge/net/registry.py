@@ -1,0 +1,302 @@
+"""The OCI distribution API: an image reference -> its digest -> the image configuration's labels.
+
+`RegistryClient.resolve_image("host/repo:tag")` HEADs the manifest with the Accept list of every
+manifest kind we understand, checks `Docker-Content-Digest` and the sha256 of every body it GETs
+(a mismatch is an error, never a warning), follows an index / manifest list to the linux/amd64
+manifest, and reads `config.Labels` from the config blob. Bearer-token challenges are answered by
+fetching a token from the realm that asked; configured credentials go only to that realm, and
+only over https (or to a loopback host, for tests and local registries).
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from patchforge.errors import NetworkError, UsageError
+from patchforge.net.http import HttpClient, Response, host_of
+
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+MANIFEST_ACCEPT = ", ".join((OCI_INDEX, OCI_MANIFEST, DOCKER_LIST, DOCKER_MANIFEST))
+INDEX_TYPES = frozenset({OCI_INDEX, DOCKER_LIST})
+
+DOCKER_HUB = "registry-1.docker.io"
+_DOCKER_HUB_ALIASES = frozenset({"docker.io", "index.docker.io", DOCKER_HUB})
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+# The distribution spec's grammar: path components of lowercase alphanumerics and separators.
+_REPO_COMPONENT_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
+_TAG_RE = re.compile(r"^[\w][\w.-]{0,127}$")
+_CHALLENGE_PARAM_RE = re.compile(r'(\w+)\s*=\s*(?:"([^"]*)"|([^\s,]+))')
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """A parsed image reference: `registry` is host[:port]; `tag` and/or `digest` name the image."""
+
+    registry: str
+    repository: str
+    tag: str | None
+    digest: str | None
+
+    @property
+    def manifest_ref(self) -> str:
+        """What to ask the registry for: the digest when pinned (immutable), else the tag."""
+        return self.digest or self.tag or "latest"
+
+    def __str__(self) -> str:
+        text = f"{self.registry}/{self.repository}"
+        if self.tag:
+            text += f":{self.tag}"
+        if self.digest:
+            text += f"@{self.digest}"
+        return text
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    """A resolved image: `digest` is what the reference points at (index or manifest), the one to pin."""
+
+    reference: str
+    repository: str
+    tag: str | None
+    digest: str
+    config_digest: str
+    labels: dict[str, str]
+    created: str | None
+    registry: str = ""
+    manifest_digest: str = ""  # the linux/amd64 manifest (== digest for a single-platform image)
+
+
+@dataclass(frozen=True)
+class RegistryCredentials:
+    """A user name and secret sent as HTTP Basic to a token realm; the secret is never shown."""
+
+    username: str
+    secret: str = field(repr=False)
+
+
+def parse_image_ref(text: str) -> ImageRef:
+    """`registry/repo:tag`, `repo@sha256:...`, `name:tag` (Docker Hub, `library/` for one name)."""
+    original = text
+    text = text.strip()
+    name, _, digest = text.partition("@")
+    if digest and not DIGEST_RE.match(digest):
+        raise UsageError(f"bad image digest in {original!r}: expected sha256:<64 hex>")
+    tag = None
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    if colon > slash:
+        name, tag = name[:colon], name[colon + 1:]
+        if not _TAG_RE.match(tag):
+            raise UsageError(f"bad image tag {tag!r} in {original!r}")
+    first, sep, rest = name.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        registry, repository = first.lower(), rest
+    else:
+        registry, repository = DOCKER_HUB, name
+    if registry in _DOCKER_HUB_ALIASES:
+        registry = DOCKER_HUB
+        if "/" not in repository:
+            repository = f"library/{repository}"
+    if not repository or not all(_REPO_COMPONENT_RE.match(c) for c in repository.split("/")):
+        raise UsageError(f"bad image repository {repository!r} in {original!r}",
+                         hint="expected [REGISTRY/]REPOSITORY[:TAG][@sha256:DIGEST]")
+    if tag is None and not digest:
+        raise UsageError(f"image reference {original!r} names no tag or digest",
+                         hint="add :TAG or @sha256:DIGEST (patchforge does not assume :latest)")
+    return ImageRef(registry, repository, tag, digest or None)
+
+
+def parse_challenge(header: str) -> tuple[str, dict[str, str]]:
+    """`Bearer realm="https://auth/token",service="s",scope="repository:r:pull"` -> (scheme, params)."""
+    scheme, _, rest = header.strip().partition(" ")
+    params = {m.group(1).lower(): m.group(2) if m.group(2) is not None else m.group(3)
+              for m in _CHALLENGE_PARAM_RE.finditer(rest)}
+    return scheme.lower(), params
+
+
+def sha256_of(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+class RegistryClient:
+    """An OCI distribution client on top of an HttpClient (which has no token of its own here).
+
+    `credentials` maps a registry host (or "*" for any) to the credentials its token realm wants.
+    """
+
+    def __init__(self, http: HttpClient, *,
+                 credentials: Mapping[str, RegistryCredentials] | None = None,
+                 platform: tuple[str, str] = ("linux", "amd64"),
+                 insecure_registries: tuple[str, ...] = ()) -> None:
+        self.http = http
+        self.credentials = dict(credentials or {})
+        self.platform = platform
+        self.insecure_registries = frozenset(h.lower() for h in insecure_registries)
+        self._tokens: dict[tuple[str, str], str] = {}  # (registry, repository) -> bearer token
+
+    @classmethod
+    def from_env(cls, http: HttpClient, env: Mapping[str, str] | None = None,
+                 **kw: Any) -> "RegistryClient":
+        """Credentials from PATCHFORGE_REGISTRY_TOKEN (+ _USER), bound to PATCHFORGE_REGISTRY_HOST."""
+        env = os.environ if env is None else env
+        secret = env.get("PATCHFORGE_REGISTRY_TOKEN")
+        creds = {}
+        if secret:
+            host = env.get("PATCHFORGE_REGISTRY_HOST") or "*"
+            creds[host.lower()] = RegistryCredentials(env.get("PATCHFORGE_REGISTRY_USER")
+                                                      or "patchforge", secret)
+        return cls(http, credentials=creds, **kw)
+
+    def __repr__(self) -> str:
+        return f"RegistryClient(registries with credentials={sorted(self.credentials)})"
+
+    def resolve_image(self, ref: str) -> ImageInfo:
+        """Tag or digest -> digest -> (linux/amd64 manifest) -> config blob labels."""
+        image = parse_image_ref(ref)
+        head = self._call(image, "HEAD", "manifests", image.manifest_ref, accept=MANIFEST_ACCEPT)
+        digest = head.header("docker-content-digest")
+        if digest is not None and not DIGEST_RE.match(digest):
+            digest = None  # some registries send other algorithms; we check the body ourselves
+        if image.digest and digest and digest != image.digest:
+            raise NetworkError(f"registry {image.registry} answered the wrong digest for {ref}: "
+                               f"{digest}, expected {image.digest}")
+        # By tag, the GET is revalidated by ETag and its body checked against the HEAD's digest
+        # (so a registry that lies in Docker-Content-Digest is caught); by a pinned digest the
+        # answer is immutable and served from the cache once we have it.
+        top, top_type, top_digest = self._manifest(image, image.manifest_ref,
+                                                   image.digest or digest,
+                                                   immutable=image.digest is not None)
+        manifest, manifest_digest = top, top_digest
+        if top_type in INDEX_TYPES:
+            child = self._pick_platform(image, top, ref)
+            manifest, child_type, manifest_digest = self._manifest(image, child, child,
+                                                                   immutable=True)
+            if child_type in INDEX_TYPES:
+                raise NetworkError(f"{ref}: nested image index at {child} is not supported")
+        config_desc = manifest.get("config") if isinstance(manifest, dict) else None
+        config_digest = config_desc.get("digest") if isinstance(config_desc, dict) else None
+        if not isinstance(config_digest, str) or not DIGEST_RE.match(config_digest):
+            raise NetworkError(f"{ref}: manifest {manifest_digest} names no sha256 config blob")
+        blob = self._call(image, "GET", "blobs", config_digest, accept="*/*", immutable=True)
+        self._check_digest(image, blob, config_digest)
+        config = blob.json()
+        inner = config.get("config") if isinstance(config, dict) else None
+        labels = (inner.get("Labels") if isinstance(inner, dict) else None) or {}  # may be null
+        return ImageInfo(reference=ref.strip(), repository=image.repository, tag=image.tag,
+                         digest=top_digest, config_digest=config_digest,
+                         labels={str(k): str(v) for k, v in labels.items()},
+                         created=config.get("created") if isinstance(config, dict) else None,
+                         registry=image.registry, manifest_digest=manifest_digest)
+
+    # -- manifests ------------------------------------------------------------------------------
+    def _manifest(self, image: ImageRef, ref: str, expected: str | None, *,
+                  immutable: bool) -> tuple[Any, str, str]:
+        resp = self._call(image, "GET", "manifests", ref, accept=MANIFEST_ACCEPT,
+                          immutable=immutable)
+        digest = self._check_digest(image, resp, expected)
+        doc = resp.json()
+        if not isinstance(doc, dict):
+            raise NetworkError(f"GET {resp.url}: the manifest is not a JSON object")
+        media_type = doc.get("mediaType") or (resp.header("content-type") or "").split(";")[0]
+        if media_type not in (OCI_INDEX, OCI_MANIFEST, DOCKER_LIST, DOCKER_MANIFEST) \
+                and "manifests" in doc:
+            media_type = OCI_INDEX  # an OCI index may omit mediaType
+        return doc, media_type, digest
+
+    def _check_digest(self, image: ImageRef, resp: Response, expected: str | None) -> str:
+        actual = sha256_of(resp.body)
+        header = resp.header("docker-content-digest")
+        for claimed in (expected, header if header and DIGEST_RE.match(header) else None):
+            if claimed and claimed != actual:
+                raise NetworkError(f"registry {image.registry} sent the wrong digest for "
+                                   f"{urlsplit(resp.url).path}: the body is {actual}, "
+                                   f"expected {claimed}")
+        return actual
+
+    def _pick_platform(self, image: ImageRef, index: dict[str, Any], ref: str) -> str:
+        want_os, want_arch = self.platform
+        seen = []
+        for entry in index.get("manifests") or []:
+            plat = entry.get("platform") or {}
+            seen.append(f"{plat.get('os')}/{plat.get('architecture')}")
+            if plat.get("os") == want_os and plat.get("architecture") == want_arch:
+                digest = entry.get("digest")
+                if isinstance(digest, str) and DIGEST_RE.match(digest):
+                    return digest
+        raise NetworkError(f"{ref}: no {want_os}/{want_arch} image in the index "
+                           f"(it has {', '.join(seen) or 'nothing'})")
+
+    # -- requests and auth ----------------------------------------------------------------------
+    def _base_url(self, registry: str) -> str:
+        host = registry.rsplit(":", 1)[0] if not registry.startswith("[") else registry
+        plain = host in _LOOPBACK or registry in self.insecure_registries
+        return f"{'http' if plain else 'https'}://{registry}"
+
+    def _call(self, image: ImageRef, method: str, kind: str, ref: str, *, accept: str,
+              immutable: bool = False) -> Response:
+        path = f"/v2/{image.repository}/{kind}/{ref}"
+        url = self._base_url(image.registry) + path
+        key = (image.registry, image.repository)
+        resp = self.http.request(method, url, accept=accept, headers=self._auth(key),
+                                 immutable=immutable)
+        if resp.status == 401 and not resp.from_cache:
+            challenge = resp.header("www-authenticate")
+            if challenge:
+                self._answer_challenge(image, challenge)
+                resp = self.http.request(method, url, accept=accept, headers=self._auth(key),
+                                         immutable=immutable)
+        if not resp.ok:
+            raise NetworkError(f"registry {image.registry} answered {resp.error_detail()} "
+                               f"for {method} {path}")
+        return resp
+
+    def _auth(self, key: tuple[str, str]) -> dict[str, str]:
+        token = self._tokens.get(key)
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def _credentials_for(self, registry: str) -> RegistryCredentials | None:
+        return self.credentials.get(registry) or self.credentials.get("*")
+
+    def _answer_challenge(self, image: ImageRef, header: str) -> None:
+        scheme, params = parse_challenge(header)
+        if scheme != "bearer" or not params.get("realm"):
+            raise NetworkError(f"registry {image.registry} asks for {scheme or 'unknown'} "
+                               f"authentication, which patchforge does not speak")
+        realm = params["realm"]
+        realm_parts = urlsplit(realm)
+        if realm_parts.scheme not in ("http", "https"):
+            raise NetworkError(f"registry {image.registry} names a bad token realm {realm!r}")
+        query = {k: params[k] for k in ("service", "scope") if params.get(k)}
+        token_url = realm + ("&" if "?" in realm else "?") + urlencode(query)
+        headers = {}
+        creds = self._credentials_for(image.registry)
+        realm_host = (realm_parts.hostname or "").lower()
+        # Credentials only to the realm this registry named, and never in clear text over the
+        # network (a loopback realm is a local test or proxy).
+        if creds and (realm_parts.scheme == "https" or realm_host in _LOOPBACK):
+            pair = f"{creds.username}:{creds.secret}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
+        # use_cache=False: a token must never land in the on-disk cache.
+        resp = self.http.request("GET", token_url, headers=headers, accept="application/json",
+                                 use_cache=False)
+        if not resp.ok:
+            raise NetworkError(f"token realm {host_of(realm)} answered {resp.error_detail()} "
+                               f"for {image.repository}",
+                               hint="set PATCHFORGE_REGISTRY_TOKEN (and _USER) for a private image")
+        doc = resp.json()
+        token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
+        if not isinstance(token, str) or not token:
+            raise NetworkError(f"token realm {host_of(realm)} answered without a token")
+        self._tokens[(image.registry, image.repository)] = token
+
