@@ -16,6 +16,7 @@ from patchforge.apply.diffparse import (
     reverse_file_patch,
 )
 from patchforge.apply.hunks import apply_file_patch
+from patchforge.apply.stats import diffstat
 from patchforge.errors import InputError, UnsafePathError
 
 LATIN1_NAME = os.fsdecode(b"n\xe9e.txt")  # not UTF-8: survives as a surrogate escape
@@ -361,3 +362,16 @@ def test_mode_only_and_rename_only_sections_are_fine():
     a, b = parse_diff(data)
     assert (a.path, a.new_mode, a.hunks) == ("s.sh", "100755", ())
     assert (b.old_path, b.new_path, b.is_rename) == ("p q", "r s", True)
+
+
+def test_diffstat_agrees_with_parser_and_git(git_diff):
+    data, repo = git_diff
+    files = parse_diff(data)
+    expected = [(fp.path,
+                 sum(1 for h in fp.hunks for x in h.lines if x[:1] == b"+"),
+                 sum(1 for h in fp.hunks for x in h.lines if x[:1] == b"-")) for fp in files]
+    assert diffstat(data) == expected
+    short = git(repo, "diff", "--cached", "-M", "--shortstat")
+    added = sum(a for _, a, _ in expected)
+    removed = sum(r for _, _, r in expected)
+    assert f"{added} insertions(+)" in short and f"{removed} deletions(-)" in short
