@@ -1,0 +1,37 @@
+"""`lint`."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from patchforge.cli.output import emit_json, table
+from patchforge.errors import EXIT_ATTENTION
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--no-forge", is_flag=True, help="Do not ask the forge about submitted fixes.")
+@click.option("--warnings-fail", is_flag=True, help="Exit 1 on warnings too.")
+@click.pass_obj
+def lint(app, as_json, no_forge, warnings_fail):
+    """Headers, series consistency, byte-stability, fuzz, invariants, stale submissions."""
+    from patchforge.cli.cmd_status import make_forge
+    from patchforge.ops.lint import lint as do_lint
+    from patchforge.ops.resolve import ensure_pinned, open_store
+
+    project = app.project()
+    with open_store(project) as store:
+        for name, pin in project.lock.upstreams.items():
+            ensure_pinned(project, store, name, pin)
+        findings = do_lint(project, store, forge=None if no_forge else make_forge(project))
+    failing = [f for f in findings if f.severity == "error" or warnings_fail]
+    if as_json:
+        emit_json({"ok": not failing, "findings": [f.to_json() for f in findings]})
+    elif findings:
+        click.echo(table([[f.severity, f.patch, f.check, f.message] for f in findings],
+                         ["severity", "patch", "check", "message"]))
+    else:
+        click.echo("lint: no findings")
+    if failing:
+        sys.exit(EXIT_ATTENTION)

@@ -1,0 +1,82 @@
+"""`rebase --to SPEC [--dry-run]`, `rebase --continue | --skip | --abort`."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from patchforge.cli.output import emit_json, table
+
+ACTION_COLORS = {"clean": "green", "offset": "green", "merged": "yellow", "resolved": "yellow",
+                 "dropped": "cyan", "skipped": "magenta", "conflict": "red"}
+
+
+def render_summary(summary: dict, app) -> None:
+    for name, info in summary["upstreams"].items():
+        click.echo(f"{name}: {info['from']} ({info['from_commit'][:12]}) -> {info['to']} "
+                   f"({info['to_commit'][:12]})")
+    rows = [[f"{p['upstream']}/{p['name']}", p["action"], p["detail"]]
+            for p in summary["patches"]]
+    if rows:
+        click.echo(table(rows, ["patch", "result", "detail"],
+                         colors={1: lambda c: ACTION_COLORS.get(c)}, enabled=app.color))
+    counts = summary["counts"]
+    order = ("clean", "offset", "merged", "resolved", "dropped", "skipped", "conflict")
+    click.echo(", ".join(f"{counts[k]} {k}" for k in order if counts.get(k)) or "nothing to do")
+    if summary.get("range_diff"):
+        click.echo("\nrange-diff of the old series against the new one:")
+        click.echo(summary["range_diff"].rstrip())
+    if summary["dry_run"]:
+        click.echo("(dry run: nothing was written)")
+
+
+@click.command()
+@click.option("--to", "specs", multiple=True, metavar="SPEC",
+              help="The new upstream revision (vllm=SPEC aiter=SPEC, or one SPEC).")
+@click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
+@click.option("--continue", "cont", is_flag=True, help="Go on after fixing a conflict.")
+@click.option("--skip", is_flag=True, help="Set the stopped patch aside and go on.")
+@click.option("--abort", is_flag=True, help="Put everything back as it was.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def rebase(app, specs, dry_run, cont, skip, abort, as_json):
+    """Move the series onto a new upstream revision."""
+    from patchforge.cli.cmd_status import parse_specs
+    from patchforge.errors import ConflictStop, UsageError
+    from patchforge.fsutil import RepoLock
+    from patchforge.ops.resolve import open_store
+    from patchforge.rebase.engine import Rebase
+
+    chosen = [flag for flag, on in (("--to", bool(specs)), ("--continue", cont),
+                                    ("--skip", skip), ("--abort", abort)) if on]
+    if len(chosen) != 1:
+        raise UsageError("give exactly one of --to SPEC, --continue, --skip, --abort")
+    if dry_run and not specs:
+        raise UsageError("--dry-run goes with --to")
+    project = app.project()
+    with RepoLock(project.state_dir), open_store(project) as store:
+        engine = Rebase(project, store)
+        if abort:
+            restored = engine.abort()
+            if as_json:
+                emit_json({"aborted": True, "restored": restored})
+            else:
+                click.echo("rebase aborted; the series, lock and overlays are as they were")
+            return
+        try:
+            if specs:
+                summary = engine.start(parse_specs(project, specs), dry_run=dry_run)
+            else:
+                summary = engine.resume(skip=skip)
+        except ConflictStop as stop:
+            if as_json:
+                data = engine.journal.data
+                emit_json({"stopped": data.get("stopped") | {"message": stop.message}
+                           if data.get("stopped") else None,
+                           "message": stop.message})
+                sys.exit(stop.exit_code)
+            raise
+    if as_json:
+        emit_json(summary)
+    else:
+        render_summary(summary, app)

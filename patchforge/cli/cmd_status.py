@@ -1,0 +1,91 @@
+"""`status`: per patch, its state, the evidence, and where it landed."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from patchforge.cli.output import STATE_COLORS, emit_json, paint, table
+from patchforge.errors import EXIT_ATTENTION
+
+
+def make_forge(project):
+    """The forge client from the configuration (token from GITHUB_TOKEN, cache in the store dir)."""
+    from patchforge.net.forge import GitHubForge
+    from patchforge.store.gitstore import cache_dir
+
+    return GitHubForge.from_config(project.config.forge.api_url, cache_dir(),
+                                   offline=project.offline)
+
+
+def parse_specs(project, specs):
+    from patchforge.targets import parse_target_specs
+
+    return parse_target_specs(tuple(specs), project.upstream_names()) if specs else None
+
+
+@click.command()
+@click.option("--against", "specs", multiple=True, metavar="SPEC",
+              help="Judge against this target (vllm=SPEC aiter=SPEC, or one SPEC).")
+@click.option("--strict", is_flag=True, help="Treat fuzz as an error.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write a self-contained HTML report.")
+@click.pass_obj
+def status(app, specs, strict, as_json, html_out):
+    """Per patch: applies, offset, fuzz, conflict, upstreamed, partial or obsolete."""
+    from patchforge.ops.resolve import open_store
+    from patchforge.ops.status import resolve_targets, series_status
+
+    project = app.project()
+    specs = parse_specs(project, specs)
+    with open_store(project) as store:
+        targets = resolve_targets(project, store, specs)
+        results = series_status(project, store, targets, forge=make_forge(project))
+    document = {
+        "targets": {name: {"base": t.base_commit, "commit": t.commit, "label": t.label,
+                           "version": t.version} for name, t in targets.items()},
+        "patches": [r.to_json() for r in results],
+        "needs_attention": any(r.attention for r in results),
+    }
+    if html_out:
+        from patchforge.report import write_html_report
+        write_html_report(project, html_out, document)
+    if as_json:
+        emit_json(document)
+    else:
+        for name, t in targets.items():
+            moved = "" if t.base_commit == t.commit else f" (series based on {t.base_commit[:12]})"
+            click.echo(f"{name}: target {t.label} {t.commit[:12]}{moved}")
+        rows = []
+        for r in results:
+            state = r.state + (f" {r.hunks_landed}/{r.hunks_total}" if r.state == "partial" else "")
+            if r.confidence and r.state == "upstreamed":
+                state += f" ({r.confidence})"
+            notes = []
+            if r.landed_in:
+                notes.append(f"landed in {r.landed_in[:12]}")
+            if r.forwarded:
+                fw = r.forwarded
+                if "merged" in fw:
+                    pr = "merged" if fw["merged"] else fw.get("state", "?")
+                    inc = fw.get("included")
+                    extra = "" if inc is None else (
+                        f", in target ({fw.get('ahead_by')} ahead, {fw.get('behind_by')} behind)"
+                        if inc else ", not in target")
+                    notes.append(f"PR {pr}{extra}")
+                elif fw.get("error"):
+                    notes.append(f"PR: {fw['error'][:60]}")
+            if r.drop_when and r.drop_when.get("true"):
+                notes.append(f"Drop-When {r.drop_when['condition']} is true")
+            if r.evidence and r.state not in ("applies",):
+                notes.append(r.evidence[0][:90])
+            rows.append([f"{r.upstream}/{r.name}", state, "; ".join(notes)])
+        click.echo(table(rows, ["patch", "state", "evidence"],
+                         colors={1: lambda c: STATE_COLORS.get(c.split(" ")[0])},
+                         enabled=app.color))
+        attention = sum(1 for r in results if r.attention)
+        click.echo(paint(f"{attention} patch(es) need attention", "yellow", app.color)
+                   if attention else f"all {len(results)} patches apply and are still needed")
+    if any(r.attention for r in results) or (strict and any(r.state == "fuzz" for r in results)):
+        sys.exit(EXIT_ATTENTION)

@@ -1,0 +1,239 @@
+"""Landed-upstream detection: for one patch against a target, which hunks are already there.
+
+A false "upstreamed" makes a rebase drop a needed fix, the worst outcome this tool can produce, so
+every verdict carries its evidence and a hunk counts as landed only when the target contains its
+post-image AND its pre-image is gone from where the patch expects it:
+
+- reverse-apply: the hunk applies in reverse, without fuzz, and does not apply forward (certain);
+- merge result empty: git's 3-way merge of the patch onto the target changes nothing (certain);
+- post-image containment: the hunk's added code is in the target (whitespace and line wrapping
+  ignored, so reformatted and moved landings count) and its removed code is not (likely);
+- patch-id match against the upstream commits that touch the files (certain; history only).
+
+Squash merges defeat patch-ids, so the content checks decide and patch-ids only add evidence.
+When the checks disagree (the hunk is contained but also still applies), the verdict is `unsure`.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from patchforge.apply.diffparse import line_content, line_kind, reverse_hunk
+from patchforge.apply.hunks import apply_file_patch, apply_hunks_to_bytes
+
+# Added code shorter than this (whitespace removed) is too generic to prove anything by containment
+# ("return None", "pass", "}").
+MIN_CONTAINED_CHARS = 24
+_WS = re.compile(rb"\s+")
+
+
+@dataclass
+class HunkVerdict:
+    index: int
+    forward: str  # how it applies forward: exact | offset | fuzz | failed
+    landed: str | None = None  # certain | likely | None
+    evidence: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FileVerdict:
+    path: str  # path in the patch
+    target_path: str | None  # where it is in the target (renamed), None when gone
+    hunks: list[HunkVerdict] = field(default_factory=list)
+    applied: object = None  # FileApplication of the whole file patch forward
+    merged_empty: bool = False
+
+
+@dataclass
+class PatchVerdict:
+    name: str
+    state: str  # applies | offset | fuzz | conflict | upstreamed | partial | obsolete | unsure
+    confidence: str | None  # for upstreamed/partial: high | medium
+    hunks_total: int
+    hunks_landed: int
+    evidence: list[str]
+    files: list[FileVerdict]
+    renames: dict[str, str]
+
+    @property
+    def landed(self) -> bool:
+        return self.state == "upstreamed"
+
+
+def _normalized(lines: list[bytes]) -> bytes:
+    return b"".join(_WS.sub(b"", line) for line in lines)
+
+
+def _changed_side(hunk, kind: bytes) -> list[bytes]:
+    return [line_content(line) for line in hunk.lines if line_kind(line) == kind]
+
+
+def _single(fp, hunk):
+    return replace(fp, hunks=(hunk,))
+
+
+def contained(hunk, target_normalized: bytes) -> tuple[bool, str]:
+    """Post-image containment: the added code is in the target and the removed code is not."""
+    added = _normalized(_changed_side(hunk, b"+"))
+    removed = _normalized(_changed_side(hunk, b"-"))
+    if len(added) < MIN_CONTAINED_CHARS:
+        return False, ""
+    if added not in target_normalized:
+        return False, ""
+    if removed and len(removed) >= MIN_CONTAINED_CHARS and removed in target_normalized \
+            and removed not in added:
+        return False, ""
+    return True, "post-image containment (whitespace-insensitive)"
+
+
+def merge_file(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
+    """git merge-file: the clean 3-way merge of three versions of one file, or None on conflict."""
+    from patchforge.store.gitstore import git_env
+
+    with tempfile.TemporaryDirectory(prefix="patchforge-merge-") as tmp:
+        paths = []
+        for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = Path(tmp) / name
+            path.write_bytes(data)
+            paths.append(str(path))
+        proc = subprocess.run(["git", "merge-file", "-p", *paths], capture_output=True,
+                              env=git_env())
+    if proc.returncode != 0:
+        return None
+    return proc.stdout
+
+
+def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
+    """Judge every hunk of one file patch against the target's current content."""
+    verdict = FileVerdict(path=fp.path, target_path=fp.path)
+    verdict.applied = apply_file_patch(current, fp, max_fuzz=2)
+    if current is None or fp.is_new or fp.is_delete:
+        # Whole-file cases: creation landed when the target has exactly the new file.
+        if fp.is_new and current is not None:
+            new_content = b"".join(line for h in fp.hunks for line in h.new_lines())
+            same = current == new_content
+            contained_all = same or all(contained(h, _normalized(current.split(b"\n")))[0]
+                                        for h in fp.hunks)
+            for index, _ in enumerate(fp.hunks):
+                verdict.hunks.append(HunkVerdict(
+                    index, "failed", "certain" if same else ("likely" if contained_all else None),
+                    ["file exists upstream with identical content" if same else
+                     "post-image containment (whitespace-insensitive)"] if contained_all else []))
+        elif fp.is_delete and current is None:
+            for index, _ in enumerate(fp.hunks or (None,)):
+                verdict.hunks.append(HunkVerdict(index, "failed", "certain",
+                                                 ["file deleted upstream"]))
+        else:
+            for outcome in verdict.applied.hunks:
+                verdict.hunks.append(HunkVerdict(outcome.index, outcome.status))
+        return verdict
+    target_normalized = _normalized(current.split(b"\n"))
+    for index, hunk in enumerate(fp.hunks):
+        _, forward = apply_hunks_to_bytes(current, (hunk,), max_fuzz=2)
+        hv = HunkVerdict(index, forward[0].status)
+        _, backward = apply_hunks_to_bytes(current, (reverse_hunk(hunk),), max_fuzz=0)
+        forward_clean = hv.forward in ("exact", "offset")
+        if backward[0].status in ("exact", "offset"):
+            if forward_clean:
+                hv.evidence.append("reverse-apply and forward-apply both succeed: ambiguous")
+            else:
+                hv.landed = "certain"
+                hv.evidence.append("reverse-apply" + (f" (offset {backward[0].offset})"
+                                                      if backward[0].offset else ""))
+        if hv.landed is None:
+            is_contained, why = contained(hunk, target_normalized)
+            if is_contained:
+                if forward_clean:
+                    hv.evidence.append("added code is present but the old code is still there")
+                else:
+                    hv.landed = "likely"
+                    hv.evidence.append(why)
+        verdict.hunks.append(hv)
+    if base is not None and any(h.landed is None and h.forward not in ("exact", "offset")
+                                for h in verdict.hunks):
+        # Upstream changed the region around the fix: let git's 3-way merge say whether the
+        # patch still changes anything.
+        patched = apply_file_patch(base, fp, max_fuzz=0)
+        if patched.ok and patched.content is not None:
+            merged = merge_file(base, current, patched.content)
+            if merged is not None and merged == current:
+                verdict.merged_empty = True
+                for hv in verdict.hunks:
+                    if hv.landed is None:
+                        hv.landed = "certain"
+                        hv.evidence.append("merge result empty (git merge-file)")
+    return verdict
+
+
+def assess_patch(name: str, patch, *, read_base, read_current, exists_in_target,
+                 find_rename) -> PatchVerdict:
+    """Judge one patch against the target.
+
+    read_base(path) -> bytes|None: the file at the patch's base; read_current(path): the file in
+    the target with the earlier patches of the series applied; exists_in_target(path) -> bool;
+    find_rename(path) -> new path | None (rename detection between base and target).
+    """
+    files: list[FileVerdict] = []
+    renames: dict[str, str] = {}
+    evidence: list[str] = []
+    for fp in patch.file_patches:
+        path = fp.old_path if fp.old_path is not None else fp.new_path
+        target_path = path
+        if not fp.is_new and not exists_in_target(path):
+            moved = find_rename(path)
+            if moved is None:
+                if fp.is_delete:
+                    files.append(FileVerdict(path, None, [HunkVerdict(0, "failed", "certain",
+                                                                      ["file deleted upstream"])]))
+                    continue
+                verdict = FileVerdict(path, None)
+                files.append(verdict)
+                evidence.append(f"{path} is gone upstream (deleted, not renamed)")
+                continue
+            renames[path] = moved
+            target_path = moved
+            evidence.append(f"{path} was renamed upstream to {moved}")
+            fp = replace(fp, old_path=moved, new_path=moved if fp.new_path == path
+                         else fp.new_path)
+        verdict = assess_file(fp, read_base(path) if not fp.is_new else None,
+                              read_current(target_path))
+        verdict.path = path
+        verdict.target_path = target_path
+        files.append(verdict)
+    total = sum(len(f.hunks) for f in files)
+    landed = [h for f in files for h in f.hunks if h.landed]
+    for f in files:
+        for h in f.hunks:
+            for item in h.evidence:
+                text = f"{f.path} hunk {h.index + 1}: {item}"
+                evidence.append(text)
+    if any(f.target_path is None and not f.hunks for f in files):
+        state, confidence = "obsolete", None
+    elif total and len(landed) == total:
+        state = "upstreamed"
+        confidence = "high" if all(h.landed == "certain" for h in landed) else "medium"
+    elif landed:
+        state, confidence = "partial", None
+    elif any("ambiguous" in e or "still there" in e for e in evidence):
+        forward = _forward_state(files)
+        state = "unsure" if forward not in ("exact", "offset") else _STATE[forward]
+        confidence = None
+    else:
+        state, confidence = _STATE[_forward_state(files)], None
+    return PatchVerdict(name=name, state=state, confidence=confidence, hunks_total=total,
+                        hunks_landed=len(landed), evidence=evidence, files=files, renames=renames)
+
+
+_STATE = {"exact": "applies", "offset": "offset", "fuzz": "fuzz", "failed": "conflict"}
+
+
+def _forward_state(files: list[FileVerdict]) -> str:
+    order = ("exact", "offset", "fuzz", "failed")
+    worst = "exact"
+    for f in files:
+        status = f.applied.worst if f.applied is not None else "failed"
+        worst = max(worst, status, key=order.index)
+    return worst

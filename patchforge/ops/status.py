@@ -1,0 +1,283 @@
+"""`status`: for every patch, does it still apply to the target, and if not, did it land?
+
+The target defaults to the locked revisions ("is my series healthy"); `--against SPEC` names
+another. Patches are judged in series order on the target with the earlier, still-needed patches
+applied, exactly as a rebase would meet them. Nothing is checked out.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from patchforge.apply.hunks import apply_file_patch
+from patchforge.detect import assess_patch
+from patchforge.errors import NetworkError, PatchforgeError, UsageError
+
+ATTENTION_STATES = {"fuzz", "conflict", "upstreamed", "partial", "obsolete", "unsure"}
+_SUBMITTED = re.compile(r"^Submitted\s*\[(?P<url>[^\]]+)\]", re.I)
+
+
+@dataclass
+class PatchStatus:
+    upstream: str
+    name: str
+    state: str
+    confidence: str | None
+    hunks_total: int
+    hunks_landed: int
+    evidence: list[str]
+    files: list[dict]
+    landed_in: str | None = None
+    forwarded: dict | None = None
+    drop_when: dict | None = None
+    attention: bool = False
+    verdict: object = field(default=None, repr=False)
+
+    def to_json(self) -> dict:
+        return {"upstream": self.upstream, "name": self.name, "state": self.state,
+                "confidence": self.confidence, "hunks": {"total": self.hunks_total,
+                                                         "landed": self.hunks_landed},
+                "evidence": self.evidence, "files": self.files, "landed_in": self.landed_in,
+                "forwarded": self.forwarded, "drop_when": self.drop_when,
+                "needs_attention": self.attention}
+
+
+@dataclass
+class Target:
+    """Where an upstream is judged: the base pin and the target commit (and its version)."""
+
+    upstream: str
+    base_commit: str
+    commit: str
+    label: str
+    version: str | None
+
+
+class SeriesJudge:
+    """Walks one upstream's series over a target, keeping the target's files with the earlier
+    still-needed patches applied (`current`), so each patch meets what a rebase would give it."""
+
+    def __init__(self, store, target: Target, *, read_commit: str | None = None) -> None:
+        self.store = store
+        self.target = target
+        # Where files not yet touched are read from: the target itself, or (when a rebase
+        # resumes) a commit holding the target plus the series rebased so far.
+        self.read_commit = read_commit or target.commit
+        self.current: dict[str, bytes | None] = {}
+        self._read: dict[str, bytes | None] = {}
+
+    def read_current(self, path: str) -> bytes | None:
+        if path in self.current:
+            return self.current[path]
+        if path not in self._read:
+            self._read[path] = self.store.read_blob(self.read_commit, path)
+        return self._read[path]
+
+    def exists(self, path: str) -> bool:
+        return self.read_current(path) is not None
+
+    def find_rename(self, path: str) -> str | None:
+        if self.target.base_commit == self.target.commit:
+            return None
+        found = self.store.renames(self.target.base_commit, self.target.commit, [path])
+        return found.get(path)
+
+    def assess(self, name: str, patch):
+        """The verdict for one patch on the current state, without applying it."""
+        base = self.target.base_commit
+        return assess_patch(
+            name, patch,
+            read_base=lambda path: self.store.read_blob(base, path),
+            read_current=self.read_current, exists_in_target=self.exists,
+            find_rename=self.find_rename)
+
+    def judge(self, name: str, patch):
+        """Assess, then apply what applies so the next patch meets the same state a rebase
+        would give it."""
+        verdict = self.assess(name, patch)
+        if verdict.state in ("applies", "offset", "fuzz", "unsure", "partial"):
+            self.advance(patch, verdict)
+        return verdict
+
+    def advance(self, patch, verdict) -> None:
+        """Apply the patch's applicable files to `current` (renamed paths followed)."""
+        from dataclasses import replace
+        for fp, fv in zip(patch.file_patches, verdict.files):
+            if fv.target_path is None or fv.applied is None:
+                continue
+            moved = fv.target_path
+            if moved != fv.path:
+                fp = replace(fp, old_path=moved, new_path=moved)
+            application = apply_file_patch(self.read_current(moved) if not fp.is_new else None,
+                                           fp, max_fuzz=2)
+            if application.ok:
+                self.current[moved if fp.new_path is not None else fp.old_path] = \
+                    application.content
+
+
+def landed_in(store, target: Target, patch, verdict) -> str | None:
+    """The upstream commit that introduced the change: the first commit touching the patch's
+    files (between base and target) at which every hunk is already there. Binary search over
+    only those commits keeps it fast on long histories."""
+    if target.base_commit == target.commit or not store.is_ancestor(target.base_commit,
+                                                                    target.commit):
+        return None
+    paths = sorted({f.target_path or f.path for f in verdict.files} | {f.path for f in
+                                                                       verdict.files})
+    commits = store.commits_touching(target.base_commit, target.commit, paths)
+    if not commits:
+        return None
+
+    def landed_at(commit: str) -> bool:
+        probe = SeriesJudge(store, Target(target.upstream, target.base_commit, commit,
+                                          commit, None))
+        return probe.judge("probe", patch).state == "upstreamed"
+
+    lo, hi = 0, len(commits) - 1
+    if not landed_at(commits[hi]):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if landed_at(commits[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return commits[lo]
+
+
+def forwarded_info(project, store, patch, target: Target, forge) -> dict | None:
+    """The Forwarded (or Submitted [url]) pull request: its state and whether the target has it."""
+    from patchforge.net.forge import parse_pr_url
+
+    url = None
+    for value in (patch.get("Forwarded"), patch.get("Upstream-Status")):
+        if not value:
+            continue
+        match = _SUBMITTED.match(value)
+        candidate = match["url"] if match else value
+        if "/pull/" in candidate or "#" in candidate:
+            url = candidate.strip()
+            break
+    if url is None:
+        return None
+    info: dict = {"url": url}
+    try:
+        ref = parse_pr_url(url)
+    except UsageError as exc:
+        info["error"] = exc.message
+        return info
+    if forge is None:
+        info["error"] = "no forge client"
+        return info
+    try:
+        pr = forge.pull_request(ref.repo, ref.number)
+    except (NetworkError, PatchforgeError) as exc:
+        info["error"] = str(exc)
+        return info
+    info.update({"state": pr.state, "merged": pr.merged, "merge_commit": pr.merge_commit_sha,
+                 "title": pr.title})
+    if pr.merged and pr.merge_commit_sha:
+        merge = pr.merge_commit_sha
+        if store.has_object(merge) and store.has_object(target.commit):
+            ahead, behind = store.ahead_behind(merge, target.commit)
+            info.update({"included": behind == 0, "ahead_by": ahead, "behind_by": behind,
+                         "source": "local history"})
+        else:
+            try:
+                cmp = forge.compare(ref.repo, merge, target.commit)
+                info.update({"included": cmp.behind_by == 0, "ahead_by": cmp.ahead_by,
+                             "behind_by": cmp.behind_by, "source": "forge compare"})
+            except (NetworkError, PatchforgeError) as exc:
+                info["included"] = None
+                info["error"] = str(exc)
+    return info
+
+
+def drop_when(patch, target: Target, forwarded: dict | None) -> dict | None:
+    """Evaluate `Drop-When`: a packaging specifier on the target's version
+    (`vllm>=0.34`), or `merged <PR url>`."""
+    condition = patch.get("Drop-When")
+    if not condition:
+        return None
+    condition = condition.strip()
+    result: dict = {"condition": condition, "true": None}
+    if condition.lower().startswith("merged"):
+        if forwarded and forwarded.get("merged") is not None:
+            result["true"] = bool(forwarded.get("merged") and forwarded.get("included", True))
+        else:
+            result["reason"] = "no forge answer for the pull request"
+        return result
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        requirement = Requirement(condition)
+    except InvalidRequirement as exc:
+        result["reason"] = f"not a requirement: {exc}"
+        return result
+    if target.version is None:
+        result["reason"] = "the target's version is unknown"
+        return result
+    try:
+        version = Version(target.version)
+    except InvalidVersion:
+        result["reason"] = f"the target's version {target.version!r} is not PEP 440"
+        return result
+    result["true"] = requirement.specifier.contains(version, prereleases=True)
+    result["version"] = target.version
+    return result
+
+
+def series_status(project, store, targets: dict[str, Target], *, forge=None,
+                  upstreams: list[str] | None = None) -> list[PatchStatus]:
+    out: list[PatchStatus] = []
+    for upstream in upstreams or project.upstream_names():
+        if upstream not in targets:
+            continue
+        target = targets[upstream]
+        judge = SeriesJudge(store, target)
+        for name in project.patch_names(upstream):
+            patch = project.read_patch(upstream, name)
+            verdict = judge.judge(name, patch)
+            status = PatchStatus(
+                upstream=upstream, name=name, state=verdict.state,
+                confidence=verdict.confidence, hunks_total=verdict.hunks_total,
+                hunks_landed=verdict.hunks_landed, evidence=verdict.evidence,
+                files=[{"path": f.path, "target_path": f.target_path,
+                        "hunks": [{"index": h.index + 1, "forward": h.forward,
+                                   "landed": h.landed} for h in f.hunks]}
+                       for f in verdict.files],
+                verdict=verdict)
+            if verdict.state in ("upstreamed", "partial"):
+                status.landed_in = landed_in(store, target, patch, verdict)
+            status.forwarded = forwarded_info(project, store, patch, target, forge)
+            if status.forwarded and status.forwarded.get("merged") and \
+                    status.forwarded.get("included"):
+                status.evidence.append(f"forwarded PR merged ({status.forwarded['url']}) and "
+                                       "included in the target")
+            status.drop_when = drop_when(patch, target, status.forwarded)
+            status.attention = verdict.state in ATTENTION_STATES or \
+                bool(status.drop_when and status.drop_when.get("true"))
+            out.append(status)
+    return out
+
+
+def resolve_targets(project, store, specs: dict[str, str] | None) -> dict[str, Target]:
+    """Targets per upstream: the locked pins, or what `--against` names (resolved into the store)."""
+    from patchforge.ops.resolve import ensure_pinned, pin_for_spec
+
+    lock = project.lock
+    targets: dict[str, Target] = {}
+    for upstream in project.upstream_names():
+        if upstream not in lock.upstreams:
+            continue
+        pin = lock.upstreams[upstream]
+        ensure_pinned(project, store, upstream, pin)
+        if specs and upstream in specs:
+            new_pin = pin_for_spec(project, store, project.config.upstream(upstream),
+                                   specs[upstream])
+            targets[upstream] = Target(upstream, pin.commit, new_pin.commit, new_pin.label,
+                                       new_pin.version)
+        else:
+            targets[upstream] = Target(upstream, pin.commit, pin.commit, pin.label, pin.version)
+    return targets

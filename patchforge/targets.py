@@ -1,0 +1,349 @@
+"""Naming a target: SPEC parsing (`vllm=SPEC aiter=SPEC`), classification and resolution.
+
+A SPEC is a commit-ish (sha, tag, branch), a nightly image tag `nightly-<40 hex>`, a PEP 440
+version (with a `+g<hex>` local part naming the commit, or plain for a wheel upstream), or an
+image reference `repo:tag` / `repo@sha256:...` resolved through the registry to its labels.
+
+This module does not import the store: `resolve_target` takes a `StoreResolver` (what the store
+can do with a commit-ish or a wheel version) and a registry client from its caller, so it can be
+tested alone. Every attempt is recorded; a failure lists them all, each with its reason.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+from packaging.version import InvalidVersion, Version
+
+from patchforge.errors import PatchforgeError, ResolutionError, UsageError
+
+_NIGHTLY_RE = re.compile(r"^nightly-([0-9a-f]{40})$")
+_SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
+_LOCAL_COMMIT_RE = re.compile(r"^g([0-9a-f]{7,40})$")
+_UPSTREAM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# What git refuses in a ref name (git-check-ref-format), plus a leading "-", which would make
+# the SPEC an option of the git command it is passed to.
+_BAD_REF_RE = re.compile(r"(^-)|(\.\.)|([\x00-\x20\x7f~^:?*\[\\])|(@\{)|(/\.)|(^\.)|(\.lock$)|(/$)")
+
+DEFAULT_VERSION_LABELS = ("org.opencontainers.image.version",)
+
+
+class SpecKind(str, Enum):
+    """What a SPEC names (lowercase member names: `kind.name` is what JSON output shows)."""
+
+    commit = "commit"  # a full or abbreviated sha
+    nightly = "nightly"  # nightly-<40 hex>: an image tag that names its commit
+    version = "version"  # PEP 440; with a +g<hex> local part it also names a commit
+    image = "image"  # repo:tag, host:port/repo:tag, repo@sha256:<64 hex>
+    ref = "ref"  # a branch or tag name
+
+
+class StoreResolver(Protocol):
+    """What the caller's store can do; both raise a PatchforgeError when they cannot."""
+
+    def resolve_commitish(self, upstream: str, spec: str) -> str:
+        """A commit-ish (sha prefix, tag, branch) -> 40-hex commit, fetching it if need be."""
+
+    def import_version(self, upstream: str, version: str) -> tuple[str, str]:
+        """A wheel version -> (commit, tree) of its deterministic import."""
+
+
+class ImageResolver(Protocol):
+    def resolve_image(self, ref: str) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ResolvedTarget:
+    """One SPEC resolved for one upstream. `commit` (and `tree` for imports) is what patches are
+    based on; `commit_hint` is the upstream's own history commit the SPEC names, where known."""
+
+    upstream: str
+    spec: str
+    kind: SpecKind
+    commit_hint: str | None
+    version: str | None
+    label: str
+    image: Any | None  # net.registry.ImageInfo
+    attempts: list[str] = field(default_factory=list)
+    commit: str | None = None
+    tree: str | None = None
+
+
+def parse_target_specs(args: tuple[str, ...], upstream_names: list[str]) -> dict[str, str]:
+    """`("vllm=SPEC", "aiter=SPEC")` or one bare `("SPEC",)` for a single upstream -> {name: SPEC}."""
+    specs: dict[str, str] = {}
+    bare: list[str] = []
+    for arg in args:
+        name, sep, value = arg.partition("=")
+        if sep and _UPSTREAM_NAME_RE.match(name):
+            if name not in upstream_names:
+                known = ", ".join(sorted(upstream_names)) or "none configured"
+                raise UsageError(f"unknown upstream {name!r} in {arg!r} (known: {known})")
+            if not value.strip():
+                raise UsageError(f"empty SPEC for upstream {name!r}")
+            if name in specs:
+                raise UsageError(f"upstream {name!r} is named twice")
+            specs[name] = value.strip()
+        else:
+            bare.append(arg.strip())
+    if bare:
+        if len(bare) > 1 or specs or len(upstream_names) != 1:
+            names = " ".join(f"{n}=SPEC" for n in sorted(upstream_names)) or "NAME=SPEC"
+            raise UsageError(f"a bare SPEC ({bare[0]!r}) is only allowed with exactly one "
+                             f"upstream; name each: {names}")
+        if not bare[0]:
+            raise UsageError("empty SPEC")
+        specs[upstream_names[0]] = bare[0]
+    return specs
+
+
+def classify_spec(spec: str) -> SpecKind:
+    """Say what `spec` names; refuses what can be none of them (e.g. a leading "-")."""
+    spec = spec.strip()
+    if not spec:
+        raise UsageError("empty SPEC")
+    if _NIGHTLY_RE.match(spec):
+        return SpecKind.nightly
+    if _SHA_RE.match(spec):
+        return SpecKind.commit
+    if ":" in spec or "@" in spec:
+        # A git ref name cannot hold ":", so this is an image reference or nothing.
+        from patchforge.net.registry import parse_image_ref  # light: no requests import
+        parse_image_ref(spec)
+        return SpecKind.image
+    if spec[0].isdigit() or (spec[0] == "v" and spec[1:2].isdigit()):
+        try:
+            Version(spec)
+            return SpecKind.version
+        except InvalidVersion:
+            pass
+    if _BAD_REF_RE.search(spec):
+        raise UsageError(f"not a valid SPEC: {spec!r}",
+                         hint="name a commit, tag, branch, version, nightly-<sha> or image")
+    return SpecKind.ref
+
+
+def commit_from_version(spec: str) -> str | None:
+    """`0.26.1rc1.dev229+g124154a88.rocm723` -> `124154a88` (the `+g<hex>` local part)."""
+    try:
+        local = Version(spec).local
+    except InvalidVersion:
+        return None
+    for part in (local or "").split("."):
+        match = _LOCAL_COMMIT_RE.match(part)
+        if match:
+            return match.group(1)
+    return None
+
+
+def version_from_spec(spec: str) -> str | None:
+    """The version a SPEC names (a leading "v" dropped), or None when it names no version."""
+    spec = spec.strip()
+    try:
+        if classify_spec(spec) is not SpecKind.version:
+            return None
+    except UsageError:
+        return None
+    return spec[1:] if spec.startswith("v") else spec
+
+
+def _field(config: Any, name: str) -> Any:
+    if isinstance(config, dict):
+        return config.get(name)
+    return getattr(config, name, None)
+
+
+def label_keys_for(upstream: str, configured: str | None,
+                   extra: Sequence[str] = ()) -> list[str]:
+    """Image-config labels naming `upstream`'s commit, in the order they are trusted.
+
+    A configured `image-label` is the only one used: an image carrying several upstreams
+    (vLLM with AITER inside) has one `org.opencontainers.image.revision`, for one of them.
+    """
+    if configured:
+        return [configured]
+    return list(dict.fromkeys([*extra, f"{upstream}.commit", "org.opencontainers.image.revision"]))
+
+
+class _Resolution:
+    """The attempts made for one SPEC, in order, each with its outcome."""
+
+    def __init__(self, upstream: str, store: StoreResolver) -> None:
+        self.upstream = upstream
+        self.store = store
+        self.attempts: list[str] = []
+
+    def commitish(self, what: str, value: str) -> str | None:
+        try:
+            commit = self.store.resolve_commitish(self.upstream, value)
+        except PatchforgeError as exc:
+            self.attempts.append(f"{what} {value}: {exc.message}")
+            return None
+        self.attempts.append(f"{what} {value}: found commit {commit}")
+        return commit
+
+    def wheel(self, version: str) -> tuple[str, str] | None:
+        try:
+            commit, tree = self.store.import_version(self.upstream, version)
+        except PatchforgeError as exc:
+            self.attempts.append(f"version {version}: {exc.message}")
+            return None
+        self.attempts.append(f"version {version}: imported as commit {commit}")
+        return commit, tree
+
+    def image(self, registry: ImageResolver | None, ref: str, what: str) -> Any | None:
+        if registry is None:
+            self.attempts.append(f"{what} {ref}: no registry client (offline, or none configured)")
+            return None
+        try:
+            info = registry.resolve_image(ref)
+        except PatchforgeError as exc:
+            self.attempts.append(f"{what} {ref}: {exc.message}")
+            return None
+        self.attempts.append(f"{what} {ref}: digest {info.digest}")
+        return info
+
+    def label(self, info: Any, keys: Sequence[str], pattern: re.Pattern[str]) -> str | None:
+        for key in keys:
+            value = (info.labels or {}).get(key)
+            if value is None:
+                continue
+            value = value.strip()
+            if pattern.match(value):
+                return value
+            self.attempts.append(f"label {key}={value!r}: not a commit")
+        return None
+
+
+def resolve_target(spec: str, upstream_config: Any, *, store_resolver: StoreResolver,
+                   registry: ImageResolver | None = None, label_keys: Sequence[str] = (),
+                   image_repository: str | None = None) -> ResolvedTarget:
+    """Resolve one SPEC for one upstream (an UpstreamConfig: `name`, `kind`, `image_label`).
+
+    `image_repository` (e.g. `vllm/vllm-openai-rocm`) is where `nightly-<sha>` tags live; when
+    given, the nightly's image is resolved too (its digest pinned, its labels cross-checked).
+    """
+    spec = spec.strip()
+    name = str(_field(upstream_config, "name"))
+    up_kind = _field(upstream_config, "kind") or "git"
+    kind = classify_spec(spec)
+    keys = label_keys_for(name, _field(upstream_config, "image_label"), label_keys)
+    version_keys = [f"{name}.version", *DEFAULT_VERSION_LABELS]
+    res = _Resolution(name, store_resolver)
+    commit: str | None = None
+    tree: str | None = None
+    hint: str | None = None
+    version: str | None = None
+    image = None
+    label = spec
+
+    if kind is SpecKind.nightly:
+        hint = _NIGHTLY_RE.match(spec).group(1)
+        if image_repository:
+            image = res.image(registry, f"{image_repository}:{spec}", "tag")
+            if image is not None:
+                said = res.label(image, keys, _SHA_RE)
+                if said and not hint.startswith(said) and not said.startswith(hint):
+                    res.attempts.append(f"tag {spec}: its image labels name commit {said}, "
+                                        f"not {hint}; not pinning that image")
+                    image = None
+                else:
+                    version = res.label(image, version_keys, re.compile(r"^\S+$"))
+    elif kind is SpecKind.image:
+        image = res.image(registry, spec, "image")
+        if image is not None:
+            hint = res.label(image, keys, _SHA_RE)
+            version = res.label(image, version_keys, re.compile(r"^\S+$"))
+            if hint is None:
+                res.attempts.append(f"image {spec}: none of the labels {', '.join(keys)} "
+                                    f"names a commit")
+            label = image.tag or image.digest
+    elif kind is SpecKind.version:
+        version = spec[1:] if spec.startswith("v") else spec
+        hint = commit_from_version(spec)
+    elif kind is SpecKind.commit:
+        hint = spec
+
+    if up_kind == "wheel" and kind in (SpecKind.version, SpecKind.nightly, SpecKind.image):
+        if version:
+            imported = res.wheel(version)
+            if imported:
+                commit, tree = imported
+        else:
+            res.attempts.append(f"{kind.name} {spec}: upstream {name} is a wheel and this names "
+                                f"no version (labels tried: {', '.join(version_keys)})")
+    elif kind is SpecKind.version and hint is None:
+        # A release version of a git upstream: its tag, with or without the customary "v".
+        for candidate in dict.fromkeys([spec, f"v{version}", version]):
+            commit = res.commitish("tag", candidate)
+            if commit:
+                break
+    elif hint is not None:
+        commit = res.commitish("commit", hint)
+    elif kind is SpecKind.ref:
+        commit = res.commitish("ref", spec)
+
+    if commit is None:
+        raise ResolutionError(f"cannot resolve {name}={spec} ({kind.name})", res.attempts,
+                              hint="check the name, or run without --offline to fetch it")
+    if kind is SpecKind.commit:
+        hint = commit
+    return ResolvedTarget(upstream=name, spec=spec, kind=kind, commit_hint=hint, version=version,
+                          label=label, image=image, attempts=res.attempts, commit=commit,
+                          tree=tree)
+
+
+def image_repository_of(reference: str) -> str:
+    """`vllm/vllm-openai-rocm:nightly-...` -> `registry-1.docker.io/vllm/vllm-openai-rocm`."""
+    from patchforge.net.registry import parse_image_ref
+    ref = parse_image_ref(reference)
+    return f"{ref.registry}/{ref.repository}"
+
+
+class _ProjectStoreResolver:
+    """The StoreResolver of a real project: the store, fetching what it does not have yet.
+
+    The one place in this module that reaches the store, lazily, for `ops.resolve`; the
+    resolution logic above never imports it.
+    """
+
+    def __init__(self, project: Any, store: Any, upstream: Any) -> None:
+        self.project, self.store, self.upstream = project, store, upstream
+
+    def resolve_commitish(self, upstream: str, spec: str) -> str:
+        from patchforge.store import sources
+        try:
+            return self.store.resolve(spec)
+        except PatchforgeError:
+            if getattr(self.project, "offline", False):
+                raise
+        fetched = sources.fetch_git_upstream(self.store, upstream, self.upstream.url, spec,
+                                             offline=getattr(self.project, "offline", False))
+        if isinstance(fetched, str) and re.fullmatch(r"[0-9a-f]{40}", fetched):
+            return fetched
+        return self.store.resolve(spec)
+
+    def import_version(self, upstream: str, version: str) -> tuple[str, str]:
+        raise ResolutionError(f"upstream {upstream} is not a wheel: no version to import")
+
+
+def resolve_git_spec(project: Any, store: Any, upstream: Any, spec: str) -> str:
+    """The commit a SPEC names for a git upstream, fetched into `store` (used by ops.resolve)."""
+    registry = None
+    image_repository = None
+    if classify_spec(spec) in (SpecKind.image, SpecKind.nightly):
+        from patchforge.net.http import HttpClient
+        from patchforge.net.registry import RegistryClient
+        from patchforge.store.gitstore import cache_dir
+        registry = RegistryClient.from_env(HttpClient(cache_dir(),
+                                                      offline=getattr(project, "offline", False)))
+        config_image = getattr(getattr(project, "config", None), "image", None)
+        image_repository = image_repository_of(config_image) if config_image else None
+    target = resolve_target(spec, upstream, store_resolver=_ProjectStoreResolver(project, store,
+                                                                                 upstream),
+                            registry=registry, image_repository=image_repository)
+    assert target.commit is not None  # resolve_target raises otherwise
+    return target.commit
