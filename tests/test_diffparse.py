@@ -13,7 +13,7 @@ from conftest import git
 
 from patchforge.apply.diffparse import (
     FilePatch, c_quote, c_unquote, format_file_patch, parse_diff, parse_diff_full,
-    reverse_file_patch,
+    reverse_file_patch, validate_path,
 )
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.apply.stats import diffstat
@@ -375,3 +375,10 @@ def test_diffstat_agrees_with_parser_and_git(git_diff):
     added = sum(a for _, a, _ in expected)
     removed = sum(r for _, _, r in expected)
     assert f"{added} insertions(+)" in short and f"{removed} deletions(-)" in short
+
+
+def test_validate_path_for_user_given_paths():
+    assert validate_path("vllm/x.py", source="--path") == "vllm/x.py"
+    with pytest.raises(UnsafePathError) as info:
+        validate_path("../x.py", source="--path")
+    assert info.value.path == "--path" and info.value.line is None

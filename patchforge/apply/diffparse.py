@@ -239,7 +239,7 @@ def _take_name(text: bytes) -> tuple[bytes, bytes]:
     return text, b""
 
 
-def check_path(path: str, *, source: str, line: int) -> str:
+def check_path(path: str, *, source: str, line: int | None) -> str:
     """Refuse any path that could leave the upstream tree or reach into git's own data."""
     def bad(why: str) -> UnsafePathError:
         return UnsafePathError(f"unsafe path {path!r}: {why}", path=source, line=line,
@@ -268,6 +268,11 @@ def check_path(path: str, *, source: str, line: int) -> str:
         if folded == ".git" or folded == "git~1":
             raise bad("'.git' component")
     return path
+
+
+def validate_path(path: str, *, source: str, line: int | None = None) -> str:
+    """`check_path` for callers that name a path themselves (e.g. `import overlay --path`)."""
+    return check_path(path, source=source, line=line)
 
 
 def _decode(name: bytes) -> str:
