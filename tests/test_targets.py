@@ -1,0 +1,217 @@
+"""SPEC parsing, classification and resolution, with an in-memory store and the test registry."""
+from __future__ import annotations
+
+import pytest
+
+from patchforge.errors import ResolutionError, StoreError, UsageError
+from patchforge.model.config import UpstreamConfig
+from patchforge.net.http import HttpClient
+from patchforge.net.registry import RegistryClient
+from patchforge.targets import (SpecKind, classify_spec, commit_from_version, image_repository_of,
+                                label_keys_for, parse_target_specs, resolve_target,
+                                version_from_spec)
+from tests.servers import registry_server  # noqa: F401  (fixture)
+
+SHA = "eed1f3d0c6043bd494424a22443ee198dd56f657"
+NIGHTLY = f"nightly-{SHA}"
+VLLM_GIT = UpstreamConfig(name="vllm", kind="git", url="https://github.com/vllm-project/vllm")
+VLLM_WHEEL = UpstreamConfig(name="vllm", kind="wheel", package="vllm")
+AITER = UpstreamConfig(name="aiter", kind="git", image_label="aiter.commit")
+
+
+class FakeStore:
+    """A StoreResolver over a dict of names -> commits, and wheel versions -> (commit, tree)."""
+
+    def __init__(self, refs: dict[str, str] | None = None,
+                 wheels: dict[str, tuple[str, str]] | None = None) -> None:
+        self.refs = refs or {}
+        self.wheels = wheels or {}
+        self.asked: list[str] = []
+
+    def resolve_commitish(self, upstream: str, spec: str) -> str:
+        self.asked.append(spec)
+        for name, commit in self.refs.items():
+            if name == spec or (len(spec) >= 7 and commit.startswith(spec)):
+                return commit
+        raise StoreError(f"unknown revision {spec} in {upstream}")
+
+    def import_version(self, upstream: str, version: str) -> tuple[str, str]:
+        if version not in self.wheels:
+            raise StoreError(f"pip download {upstream}=={version} found nothing")
+        return self.wheels[version]
+
+
+@pytest.fixture
+def registry(tmp_path):
+    return RegistryClient(HttpClient(tmp_path / "cache", sleep=lambda s: None))
+
+
+# -- parse_target_specs -------------------------------------------------------------------------
+def test_named_specs():
+    assert parse_target_specs(("vllm=0.33.0", "aiter=main"), ["vllm", "aiter"]) == \
+        {"vllm": "0.33.0", "aiter": "main"}
+
+
+def test_bare_spec_with_one_upstream():
+    assert parse_target_specs((NIGHTLY,), ["vllm"]) == {"vllm": NIGHTLY}
+
+
+@pytest.mark.parametrize("args,names,message", [
+    ((NIGHTLY,), ["vllm", "aiter"], "only allowed with exactly one upstream; name each: "
+                                    "aiter=SPEC vllm=SPEC"),
+    (("vllm=a", "main"), ["vllm"], "bare SPEC"),
+    (("torch=2.5",), ["vllm"], "unknown upstream 'torch'"),
+    (("vllm=",), ["vllm"], "empty SPEC"),
+    (("vllm=a", "vllm=b"), ["vllm"], "named twice"),
+])
+def test_bad_spec_arguments(args, names, message):
+    with pytest.raises(UsageError, match=message):
+        parse_target_specs(args, names)
+
+
+# -- classify_spec ------------------------------------------------------------------------------
+@pytest.mark.parametrize("spec,kind", [
+    (SHA, SpecKind.commit),
+    ("124154a88", SpecKind.commit),
+    (NIGHTLY, SpecKind.nightly),
+    ("0.26.1rc1.dev229+g124154a88.rocm723", SpecKind.version),
+    ("0.33.0", SpecKind.version),
+    ("v0.9.0", SpecKind.version),
+    ("main", SpecKind.ref),
+    ("releases/v0.9.1", SpecKind.ref),
+    ("nightly-abc", SpecKind.ref),
+    ("vllm/vllm-openai-rocm:" + NIGHTLY, SpecKind.image),
+    ("127.0.0.1:5000/vllm/vllm-openai-rocm:t", SpecKind.image),
+    ("vllm/vllm-openai-rocm@sha256:" + "9" * 64, SpecKind.image),
+])
+def test_classify(spec, kind):
+    assert classify_spec(spec) is kind
+    assert kind.name == kind.value
+
+
+@pytest.mark.parametrize("spec", ["", "--upload-pack=x", "a..b", "bad name", "UPPER:tag",
+                                  "repo@sha256:12"])
+def test_classify_refuses(spec):
+    with pytest.raises(UsageError):
+        classify_spec(spec)
+
+
+def test_version_helpers():
+    assert commit_from_version("0.26.1rc1.dev229+g124154a88.rocm723") == "124154a88"
+    assert commit_from_version("0.33.0+rocm723") is None
+    assert commit_from_version("main") is None
+    assert version_from_spec("v0.9.0") == "0.9.0" and version_from_spec("main") is None
+    assert image_repository_of("vllm/vllm-openai-rocm:t") == \
+        "registry-1.docker.io/vllm/vllm-openai-rocm"
+    assert label_keys_for("aiter", "aiter.commit") == ["aiter.commit"]
+    assert label_keys_for("vllm", None) == ["vllm.commit", "org.opencontainers.image.revision"]
+
+
+# -- resolve_target -----------------------------------------------------------------------------
+def test_commit_and_ref_on_a_git_upstream():
+    store = FakeStore({"main": SHA})
+    target = resolve_target("eed1f3d", VLLM_GIT, store_resolver=store)
+    assert (target.kind, target.commit, target.commit_hint) == (SpecKind.commit, SHA, SHA)
+    target = resolve_target("main", VLLM_GIT, store_resolver=store)
+    assert (target.kind, target.commit, target.label) == (SpecKind.ref, SHA, "main")
+
+
+def test_version_with_g_local_part_on_a_git_upstream():
+    store = FakeStore({"x": "124154a88" + "0" * 31})
+    target = resolve_target("0.26.1rc1.dev229+g124154a88.rocm723", VLLM_GIT, store_resolver=store)
+    assert target.commit_hint == "124154a88" and target.commit.startswith("124154a88")
+    assert target.version == "0.26.1rc1.dev229+g124154a88.rocm723"
+    assert store.asked == ["124154a88"]
+
+
+def test_release_version_on_a_git_upstream_tries_its_tags():
+    store = FakeStore({"v0.33.0": SHA})
+    target = resolve_target("0.33.0", VLLM_GIT, store_resolver=store)
+    assert target.commit == SHA and store.asked == ["0.33.0", "v0.33.0"]
+    assert target.attempts[0].startswith("tag 0.33.0: unknown revision")
+
+
+def test_wheel_version_is_imported():
+    store = FakeStore(wheels={"0.33.0": ("c" * 40, "t" * 40)})
+    target = resolve_target("0.33.0", VLLM_WHEEL, store_resolver=store)
+    assert (target.commit, target.tree, target.version) == ("c" * 40, "t" * 40, "0.33.0")
+
+
+def test_nightly_on_a_git_upstream_without_image():
+    target = resolve_target(NIGHTLY, VLLM_GIT, store_resolver=FakeStore({"x": SHA}))
+    assert target.commit == SHA and target.image is None and target.label == NIGHTLY
+
+
+def test_nightly_with_its_image(registry, registry_server):  # noqa: F811
+    pushed = registry_server.push_image("vllm/vllm-openai-rocm", NIGHTLY,
+                                        {"org.opencontainers.image.revision": SHA})
+    target = resolve_target(NIGHTLY, VLLM_GIT, store_resolver=FakeStore({"x": SHA}),
+                            registry=registry,
+                            image_repository=f"{registry_server.host}/vllm/vllm-openai-rocm")
+    assert target.commit == SHA and target.commit_hint == SHA
+    assert target.image.digest == pushed["digest"]
+
+
+def test_nightly_whose_image_labels_disagree_is_not_pinned(registry, registry_server):  # noqa: F811
+    registry_server.push_image("v/r", NIGHTLY, {"vllm.commit": "1" * 40})
+    target = resolve_target(NIGHTLY, VLLM_GIT, store_resolver=FakeStore({"x": SHA}),
+                            registry=registry, image_repository=f"{registry_server.host}/v/r")
+    assert target.commit == SHA and target.image is None
+    assert any("labels name commit 1111" in a for a in target.attempts)
+
+
+def test_failure_lists_every_attempt(registry, registry_server):  # noqa: F811
+    with pytest.raises(ResolutionError) as err:
+        resolve_target(NIGHTLY, VLLM_GIT, store_resolver=FakeStore(), registry=registry,
+                       image_repository=f"{registry_server.host}/vllm/vllm-openai-rocm")
+    attempts = err.value.attempts
+    assert len(attempts) == 2
+    assert attempts[0].startswith(f"tag {registry_server.host}/vllm/vllm-openai-rocm:{NIGHTLY}: "
+                                  f"registry {registry_server.host} answered 404")
+    assert attempts[1] == f"commit {SHA}: unknown revision {SHA} in vllm"
+    text = str(err.value)
+    assert text.startswith(f"cannot resolve vllm={NIGHTLY} (nightly)")
+    assert "\n  tried tag " in text and "\n  tried commit " in text
+
+
+def test_image_reference_resolves_through_labels(registry, registry_server):  # noqa: F811
+    registry_server.push_image("vllm/vllm-openai-rocm", "v0.33", {
+        "org.opencontainers.image.revision": SHA, "vllm.version": "0.33.0",
+        "aiter.commit": "a" * 40})
+    ref = f"{registry_server.host}/vllm/vllm-openai-rocm:v0.33"
+    store = FakeStore({"x": SHA, "y": "a" * 40}, wheels={"0.33.0": ("c" * 40, "t" * 40)})
+    git = resolve_target(ref, VLLM_GIT, store_resolver=store, registry=registry)
+    assert (git.kind, git.commit, git.version, git.label) == (SpecKind.image, SHA, "0.33.0", "v0.33")
+    wheel = resolve_target(ref, VLLM_WHEEL, store_resolver=store, registry=registry)
+    assert (wheel.commit, wheel.commit_hint) == ("c" * 40, SHA)
+    aiter = resolve_target(ref, AITER, store_resolver=store, registry=registry)
+    assert aiter.commit == "a" * 40
+
+
+def test_image_without_a_commit_label(registry, registry_server):  # noqa: F811
+    registry_server.push_image("v/r", "t", {"maintainer": "x", "vllm.commit": "not-hex"})
+    with pytest.raises(ResolutionError) as err:
+        resolve_target(f"{registry_server.host}/v/r:t", VLLM_GIT, store_resolver=FakeStore(),
+                       registry=registry)
+    assert any("label vllm.commit='not-hex': not a commit" in a for a in err.value.attempts)
+    assert any("none of the labels vllm.commit, org.opencontainers.image.revision" in a
+               for a in err.value.attempts)
+
+
+def test_image_without_registry_client():
+    with pytest.raises(ResolutionError, match="no registry client"):
+        resolve_target("v/r:t", VLLM_GIT, store_resolver=FakeStore(), registry=None)
+
+
+def test_wheel_nightly_without_a_version_label(registry, registry_server):  # noqa: F811
+    registry_server.push_image("v/r", NIGHTLY, {"vllm.commit": SHA})
+    with pytest.raises(ResolutionError) as err:
+        resolve_target(NIGHTLY, VLLM_WHEEL, store_resolver=FakeStore(), registry=registry,
+                       image_repository=f"{registry_server.host}/v/r")
+    assert "upstream vllm is a wheel and this names no version" in str(err.value)
+
+
+def test_upstream_config_may_be_a_mapping():
+    target = resolve_target("main", {"name": "aiter", "kind": "git"},
+                            store_resolver=FakeStore({"main": SHA}))
+    assert target.upstream == "aiter" and target.commit == SHA
