@@ -18,7 +18,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -155,6 +155,7 @@ class HttpClient:
     """
 
     cache_dir: Path
+    _: KW_ONLY
     offline: bool = False
     timeout: tuple[float, float] = (5, 30)
     max_retries: int = 4
