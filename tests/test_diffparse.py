@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from conftest import git
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from patchforge.apply.diffparse import (
     FilePatch, c_quote, c_unquote, format_file_patch, parse_diff, parse_diff_full,
@@ -382,3 +384,29 @@ def test_validate_path_for_user_given_paths():
     with pytest.raises(UnsafePathError) as info:
         validate_path("../x.py", source="--path")
     assert info.value.path == "--path" and info.value.line is None
+
+
+DIFF_PIECES = [b"diff --git a/f b/f\n", b"--- a/f\n", b"+++ b/f\n", b"--- /dev/null\n",
+               b"+++ /dev/null\n", b"@@ -1 +1 @@\n", b"@@ -1,2 +1,2 @@ ctx\n", b"@@ -0,0 +1 @@\n",
+               b"@@ -1 +0,0 @@\n", b" a\n", b"-a\n", b"+b\n", b"\n", b"\\ No newline at end of file\n",
+               b"new file mode 100644\n", b"deleted file mode 100644\n", b"rename from f\n",
+               b"rename to g\n", b"similarity index 90%\n", b"index 1..2 100644\n", b"-- \n",
+               b"2.39.5\n", b"Index: f\n", b"====\n", b"GIT binary patch\n", b"literal 0\n",
+               b"Binary files a/f and b/f differ\n", b'diff --git "a/\\303" "b/\\303"\n',
+               b"junk\r\n", b"+no newline"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(DIFF_PIECES), max_size=14))
+def test_any_input_is_parsed_exactly_or_refused_cleanly(pieces):
+    data = b"".join(pieces)
+    try:
+        parsed = parse_diff_full(data, source="fuzz")
+    except InputError as exc:
+        assert exc.path == "fuzz" and exc.line is not None and 1 <= exc.line <= data.count(b"\n") + 1
+        return
+    assert parsed.to_bytes() == data
+    for fp in parsed.files:
+        if not fp.is_binary:
+            old = b"".join(x for h in fp.hunks for x in h.old_lines()) if not fp.is_new else None
+            apply_file_patch(old, fp)  # must not raise

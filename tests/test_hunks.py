@@ -265,3 +265,23 @@ def test_gnu_patch_report_format_is_what_we_compare_against(tmp_path):
     new = edit(BASE, b"line 20\n", b"line twenty\n")
     _, report = gnu_patch(b"pad\n" + BASE, git_diff(BASE, new), tmp_path)
     assert re.search(r"Hunk #1 succeeded at \d+ \(offset 1 line\)", report)
+
+
+def test_hunk_at_file_start_stays_anchored_like_gnu_patch(tmp_path):
+    base = b"a\nb\nc\nd\ne\nf\ng\nh\n"
+    new = b"header\n" + base
+    diff = git_diff(base, new)
+    (fp,) = parse_diff(diff)
+    assert fp.hunks[0].leading_context == 0 and fp.hunks[0].trailing_context == 3
+    # The same lines now sit one line lower: a hunk written for the top of the file must not
+    # slide down onto them.
+    target = b"license\n" + base
+    res = apply_file_patch(target, fp)
+    assert not res.ok and res.content == target
+    gnu, report = gnu_patch(target, diff, tmp_path)
+    assert gnu == target and "FAILED" in report
+    # At the end of a file, likewise.
+    tail_new = base + b"footer\n"
+    (tail,) = parse_diff(git_diff(base, tail_new))
+    assert not apply_file_patch(base + b"more\n", tail).ok
+    assert apply_file_patch(base, tail).content == tail_new

@@ -67,20 +67,30 @@ def _locate(lines: list[bytes], want: list[bytes], expected: int, lo: int) -> in
     return None
 
 
-def _fuzzed(h: Hunk, fuzz: int) -> tuple[int, list[bytes], list[bytes]] | None:
-    """The hunk with up to `fuzz` context lines dropped at each end: (lines dropped at the top,
-    pre-image, post-image). None when that would leave nothing to anchor the hunk."""
+def _fuzzed(h: Hunk, fuzz: int) -> tuple[int, list[bytes], list[bytes], str | None] | None:
+    """The hunk at fuzz level `fuzz`, the way GNU patch reduces it: (lines dropped at the top,
+    pre-image, post-image, anchor). None when this level adds nothing or leaves nothing to match.
+
+    Context shorter on one side than the other means the diff met the start or the end of the
+    file there; GNU patch then only matches at that end ("start", "end", or "whole" for both),
+    until the fuzz level makes up the difference. Doing the same keeps a hunk written for the top
+    of a file from landing on a look-alike further down.
+    """
+    lead, trail = h.leading_context, h.trailing_context
+    context = max(lead, trail)
+    if fuzz > context:
+        return None
+    prefix_fuzz = fuzz + lead - context
+    suffix_fuzz = fuzz + trail - context
+    top, bottom = max(prefix_fuzz, 0), max(suffix_fuzz, 0)
+    anchor = {(True, True): "whole", (True, False): "start", (False, True): "end"}.get(
+        (prefix_fuzz < 0, suffix_fuzz < 0))
     old, new = h.old_lines(), h.new_lines()
-    top = min(fuzz, h.leading_context)
-    bottom = min(fuzz, h.trailing_context)
-    if fuzz and top == 0 and bottom == 0:
-        return None  # nothing to drop: this fuzz level is the same as the previous one
     pre = old[top:len(old) - bottom]
     post = new[top:len(new) - bottom]
-    if not pre:
-        # A pure insertion without context would "match" anywhere.
-        return None if fuzz else (top, pre, post)
-    return top, pre, post
+    if fuzz and not pre:
+        return None  # a pure insertion without context would "match" anywhere
+    return top, pre, post, anchor
 
 
 def apply_hunks(lines: list[bytes], hunks: tuple[Hunk, ...], *,
@@ -98,14 +108,8 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk, ...], *,
             cut = _fuzzed(h, fuzz)
             if cut is None:
                 continue
-            top, pre, post = cut
-            if not pre:
-                pos = base + last_offset
-                if done <= pos <= len(lines):
-                    found = (pos, fuzz, top, pre, post)
-                    break
-                continue
-            pos = _locate(lines, pre, base + top + last_offset, done)
+            top, pre, post, anchor = cut
+            pos = _place(lines, pre, base + top + last_offset, done, anchor)
             if pos is not None:
                 found = (pos, fuzz, top, pre, post)
                 break
@@ -122,6 +126,19 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk, ...], *,
         outcomes.append(HunkOutcome(index, status, offset, fuzz, pos + 1))
     out.extend(lines[done:])
     return out, tuple(outcomes)
+
+
+def _place(lines: list[bytes], pre: list[bytes], expected: int, lo: int,
+           anchor: str | None) -> int | None:
+    if not pre:
+        # Zero-context insertion: only the line number says where.
+        return expected if lo <= expected <= len(lines) else None
+    if anchor is None:
+        return _locate(lines, pre, expected, lo)
+    if anchor == "whole":
+        return 0 if lo == 0 and lines == pre else None
+    pos = 0 if anchor == "start" else len(lines) - len(pre)
+    return pos if pos >= lo and _matches(lines, pos, pre) else None
 
 
 def apply_hunks_to_bytes(old: bytes, hunks: tuple[Hunk, ...], *,
