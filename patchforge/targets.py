@@ -315,16 +315,10 @@ class _ProjectStoreResolver:
 
     def resolve_commitish(self, upstream: str, spec: str) -> str:
         from patchforge.store import sources
-        try:
-            return self.store.resolve(spec)
-        except PatchforgeError:
-            if getattr(self.project, "offline", False):
-                raise
-        fetched = sources.fetch_git_upstream(self.store, upstream, self.upstream.url, spec,
-                                             offline=getattr(self.project, "offline", False))
-        if isinstance(fetched, str) and re.fullmatch(r"[0-9a-f]{40}", fetched):
-            return fetched
-        return self.store.resolve(spec)
+        # fetch_git_upstream uses the store for commit ids, refreshes branches and tags, and
+        # honours --offline itself.
+        return sources.fetch_git_upstream(self.store, upstream, self.upstream.url, spec,
+                                          offline=bool(getattr(self.project, "offline", False)))
 
     def import_version(self, upstream: str, version: str) -> tuple[str, str]:
         raise ResolutionError(f"upstream {upstream} is not a wheel: no version to import")

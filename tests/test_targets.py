@@ -215,3 +215,26 @@ def test_upstream_config_may_be_a_mapping():
     target = resolve_target("main", {"name": "aiter", "kind": "git"},
                             store_resolver=FakeStore({"main": SHA}))
     assert target.upstream == "aiter" and target.commit == SHA
+
+
+def test_resolve_git_spec_against_a_real_store(make_git_repo):
+    """ops.resolve's entry point: a release version of a git upstream found as its v-tag."""
+    from types import SimpleNamespace
+
+    pytest.importorskip("patchforge.store.sources")  # the store's fetching, built in parallel
+    from conftest import git
+    from patchforge.store.gitstore import UpstreamStore
+    from patchforge.targets import resolve_git_spec
+
+    repo, commit = make_git_repo({"a.py": b"x = 1\n"})
+    git(repo, "tag", "v0.1.0")
+    upstream = UpstreamConfig(name="up", kind="git", url=str(repo))
+    project = SimpleNamespace(offline=False, config=SimpleNamespace(image=None))
+    store = UpstreamStore.open()
+    try:
+        assert resolve_git_spec(project, store, upstream, "0.1.0") == commit
+        assert resolve_git_spec(project, store, upstream, commit[:9]) == commit
+        with pytest.raises(ResolutionError, match="cannot resolve up=nope"):
+            resolve_git_spec(project, store, upstream, "nope")
+    finally:
+        store.close()
