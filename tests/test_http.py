@@ -248,3 +248,12 @@ def test_header_parsers():
     assert parse_retry_after("soon", NOW) is None
     assert host_of("https://API.github.com/repos") == "api.github.com"
     assert host_of("http://127.0.0.1:8080/x") == "127.0.0.1:8080"
+
+
+def test_token_is_trimmed_and_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "abc123\n")
+    assert HttpClient(tmp_path, token_env="GITHUB_TOKEN").token == "abc123"
+    monkeypatch.setenv("GITHUB_TOKEN", "abc 123")
+    with pytest.raises(NetworkError, match=r"\$GITHUB_TOKEN contains characters") as err:
+        HttpClient(tmp_path, token_env="GITHUB_TOKEN")
+    assert "abc" not in str(err.value)

@@ -176,6 +176,14 @@ class HttpClient:
         self.cache_dir = Path(self.cache_dir)
         if self.token is None and self.token_env:
             self.token = os.environ.get(self.token_env) or None
+        if self.token is not None:
+            # A trailing newline from `$(cat tokenfile)` is common; anything else unprintable
+            # would make requests raise an error that quotes the header, token and all.
+            self.token = self.token.strip() or None
+            if self.token and not all(33 <= ord(c) < 127 for c in self.token):
+                source = f"${self.token_env}" if self.token_env else "the token"
+                raise NetworkError(f"{source} contains characters a token cannot have",
+                                   hint="check the variable holds only the token")
         if self.token_host:
             self.token_host = self.token_host.lower()
 
