@@ -860,6 +860,13 @@ class UpstreamStore:
                   "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
                   upstream, *refspecs, what=f"fetching {upstream} from {url}")
 
+    def remote_heads(self, upstream: str, url: str) -> list[str]:
+        """The full branch refs a git upstream advertises (one ls-remote)."""
+        _check_upstream_name(upstream)
+        self._configure_remote(upstream, url)
+        out = self._out("ls-remote", "--heads", upstream, what=f"listing refs of {url}")
+        return sorted(line.split("\t", 1)[1] for line in out.splitlines() if "\t" in line)
+
     @staticmethod
     def _tracking_ref(upstream: str, ref: str) -> str:
         if ref.startswith("refs/heads/"):

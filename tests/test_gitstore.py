@@ -1,0 +1,480 @@
+"""Tests of patchforge.store.gitstore: the upstream object store, on real git repositories."""
+from __future__ import annotations
+
+import os
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import SHARED_WHEELS, git
+from patchforge.errors import StoreError
+from patchforge.store import gitstore
+from patchforge.store.gitstore import (FileChange, UpstreamStore, blob_oid, cache_dir, make_diff,
+                                       make_file_diff, wheels_dir)
+
+
+def build_wheel(path: Path, files: dict[str, bytes], executable: tuple[str, ...] = ()) -> Path:
+    # Members written in a scrambled order: the import must not depend on it.
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in sorted(files, reverse=True):
+            info = zipfile.ZipInfo(name, date_time=(2024, 1, 2, 3, 4, 5))
+            info.create_system = 3
+            info.external_attr = (0o100755 if name in executable else 0o100644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, files[name])
+    return path
+
+
+WHEEL_FILES = {
+    "pkg/__init__.py": b"VERSION = '1.0'\r\n",
+    "pkg/mod.py": b"def f():\n    return 1\n",
+    "pkg/bin/tool.sh": b"#!/bin/sh\necho hi\n",
+    "pkg/data/latin1.txt": b"caf\xe9\n",
+    "pkg-1.0.dist-info/RECORD": b"pkg/__init__.py,,\n",
+}
+
+
+@pytest.fixture
+def store(tmp_path):
+    with UpstreamStore.open() as opened:
+        yield opened
+
+
+@pytest.fixture
+def wheel_commit(store, tmp_path):
+    wheel = build_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", WHEEL_FILES,
+                        executable=("pkg/bin/tool.sh",))
+    return store.import_wheel(wheel, "pkg", "1.0")
+
+
+# ---- cache location
+
+
+def test_cache_dir_follows_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("PATCHFORGE_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "patchforge"
+    monkeypatch.delenv("PATCHFORGE_WHEELS")
+    assert wheels_dir() == tmp_path / "xdg" / "patchforge" / "wheels"
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "c"))
+    assert cache_dir() == tmp_path / "c"
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "w"))
+    assert wheels_dir() == tmp_path / "w"
+
+
+def test_open_creates_a_bare_store_in_the_cache(store):
+    assert store.git_dir == Path(os.environ["PATCHFORGE_CACHE"]) / "store.git"
+    assert git(store.git_dir, "rev-parse", "--is-bare-repository").strip() == "true"
+    # Opening again reuses it.
+    with UpstreamStore.open() as again:
+        assert again.git_dir == store.git_dir
+
+
+def test_git_environment_is_isolated(monkeypatch):
+    monkeypatch.setenv("GIT_DIR", "/nonexistent")
+    monkeypatch.setenv("GIT_INDEX_FILE", "/nonexistent/index")
+    monkeypatch.setenv("GIT_DIFF_OPTS", "--unified=9")
+    env = gitstore.git_env()
+    assert "GIT_DIR" not in env and "GIT_INDEX_FILE" not in env and "GIT_DIFF_OPTS" not in env
+    assert "GIT_CONFIG_COUNT" not in env
+    assert env["GIT_CONFIG_NOSYSTEM"] == "1" and env["GIT_CONFIG_GLOBAL"] == "/dev/null"
+    assert env["LC_ALL"] == "C"
+    # And the store still works with those variables set.
+    with UpstreamStore.open() as opened:
+        assert opened.list_paths(opened.commit_tree(
+            "4b825dc642cb6eb9a060e54bf8d69288fbee4904", [], "empty\n")) == []
+
+
+def test_too_old_git_names_the_missing_feature(monkeypatch, store):
+    monkeypatch.setattr(gitstore, "_GIT_VERSION", (2, 30, 1))
+    with pytest.raises(StoreError, match=r"merge-tree --write-tree.*2\.38.*2\.30\.1"):
+        store.merge("HEAD", "HEAD", "HEAD")
+
+
+# ---- imports and reading
+
+
+def test_wheel_import_reads_back_byte_for_byte(store, wheel_commit):
+    commit, tree = wheel_commit.commit, wheel_commit.tree
+    assert store.resolve(commit) == commit and store.tree_id(commit) == tree
+    assert sorted(store.list_paths(commit)) == sorted(WHEEL_FILES)
+    assert store.list_paths(commit, "pkg/bin") == ["pkg/bin/tool.sh"]
+    for path, data in WHEEL_FILES.items():
+        assert store.read_blob(commit, path) == data
+    assert store.read_blobs(commit, ["pkg/mod.py", "pkg/missing.py", "pkg"]) == {
+        "pkg/mod.py": WHEEL_FILES["pkg/mod.py"], "pkg/missing.py": None, "pkg": None}
+    assert store.entry(commit, "pkg/bin/tool.sh") == ("100755", blob_oid(b"#!/bin/sh\necho hi\n"))
+    assert store.entry(commit, "pkg/mod.py")[0] == "100644"
+    assert store.entry(commit, "pkg") is None and store.entry(commit, "nope/x.py") is None
+    oid = store.blob_id(commit, "pkg/mod.py")
+    assert store.read_blob_id(oid) == WHEEL_FILES["pkg/mod.py"]
+    assert store.has_object(oid) and not store.has_object("1" * 40)
+    assert store.resolve("refs/patchforge/imports/pkg/1.0") == commit
+    assert store.resolve_in("pkg", "1.0") == commit
+
+
+def test_import_commit_is_fixed(store, wheel_commit):
+    raw = git(store.git_dir, "cat-file", "commit", wheel_commit.commit)
+    assert "parent" not in raw
+    assert "author patchforge <patchforge@localhost> 0 +0000" in raw
+    assert "committer patchforge <patchforge@localhost> 0 +0000" in raw
+    assert "pkg 1.0" in raw
+
+
+def test_same_wheel_gives_same_commit_in_two_stores(tmp_path, wheel_commit):
+    # The same file name (the message names the wheel), built again elsewhere.
+    (tmp_path / "again").mkdir()
+    wheel = build_wheel(tmp_path / "again" / "pkg-1.0-py3-none-any.whl", WHEEL_FILES,
+                        executable=("pkg/bin/tool.sh",))
+    with UpstreamStore.open(tmp_path / "other-cache") as other:
+        assert other.import_wheel(wheel, "pkg", "1.0") == wheel_commit
+    # Re-importing into the same store gives the same root commit, not a child of the first.
+    with UpstreamStore.open() as same:
+        assert same.import_wheel(wheel, "pkg", "1.0") == wheel_commit
+
+
+def test_wheel_with_escaping_member_is_refused(store, tmp_path):
+    wheel = build_wheel(tmp_path / "bad.whl", {"../evil.py": b"x\n"})
+    with pytest.raises(StoreError, match="refusing member"):
+        store.import_wheel(wheel, "bad", "1")
+    assert not list(Path(store.git_dir, "refs").rglob("bad"))
+
+
+def test_unknown_revision_is_a_store_error(store, wheel_commit):
+    with pytest.raises(StoreError, match="unknown revision"):
+        store.resolve("refs/patchforge/imports/nope/1")
+    with pytest.raises(StoreError):
+        store.read_blob_id("2" * 40)
+    with pytest.raises(StoreError, match="not a known"):
+        store.resolve_in("pkg", "2.0")
+    with pytest.raises(StoreError, match="invalid upstream name"):
+        store.resolve_in("../x", "1")
+
+
+def test_directory_import_keeps_modes_and_does_not_follow_symlinks(store, tmp_path):
+    outside = tmp_path / "secret.txt"
+    outside.write_bytes(b"secret\n")
+    root = tmp_path / "site"
+    (root / "pkg" / "__pycache__").mkdir(parents=True)
+    (root / "pkg" / "a.py").write_bytes(b"a\r\n")
+    (root / "pkg" / "run").write_bytes(b"#!/bin/sh\n")
+    (root / "pkg" / "run").chmod(0o755)
+    (root / "pkg" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0junk")
+    (root / "pkg" / "leak").symlink_to(outside)
+    (root / "pkg" / "linkdir").symlink_to(root / "pkg")
+    result = store.import_directory(root, "site", "v1")
+    assert sorted(store.list_paths(result.commit)) == ["pkg/a.py", "pkg/leak", "pkg/linkdir",
+                                                       "pkg/run"]
+    assert store.entry(result.commit, "pkg/run")[0] == "100755"
+    assert store.entry(result.commit, "pkg/leak")[0] == "120000"
+    assert store.read_blob(result.commit, "pkg/leak") == os.fsencode(outside)
+    assert store.entry(result.commit, "pkg/linkdir")[0] == "120000"
+    assert store.read_blob(result.commit, "pkg/a.py") == b"a\r\n"
+    with UpstreamStore.open(tmp_path / "c2") as other:
+        assert other.import_directory(root, "site", "v1") == result
+
+
+@pytest.mark.skipif(not (SHARED_WHEELS / "vllm-0.32.0-cp38-abi3-manylinux_2_28_x86_64.whl").exists(),
+                    reason="the real vllm 0.32.0 wheel is not in the shared wheel cache")
+def test_REAL_VLLM_WHEEL_import_slow(store):
+    """Imports the real 330 MB vllm 0.32.0 wheel (about 25 s here) and reads a file from it."""
+    wheel = SHARED_WHEELS / "vllm-0.32.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+    result = store.import_wheel(wheel, "vllm", "0.32.0")
+    path = "vllm/models/deepseek_v4/common/ops/fused_compress_quant_cache.py"
+    data = store.read_blob(result.commit, path)
+    with zipfile.ZipFile(wheel) as archive:
+        assert data == archive.read(path)
+        assert len(store.list_paths(result.commit)) == len(
+            [i for i in archive.infolist() if not i.is_dir()])
+
+
+# ---- git upstreams: partial fetch
+
+
+@pytest.fixture
+def upstream_repo(make_git_repo):
+    repo, first = make_git_repo({"src/a.py": b"a = 1\n", "src/b.py": b"b = 1\n",
+                                 "README": b"readme\n"})
+    (repo / "src" / "a.py").write_bytes(b"a = 2\n")
+    git(repo, "commit", "-qam", "change a")
+    git(repo, "tag", "v1")
+    second = git(repo, "rev-parse", "HEAD").strip()
+    return repo, first, second
+
+
+def _missing_objects(store: UpstreamStore, rev: str) -> set[str]:
+    out = git(store.git_dir, "rev-list", "--objects", "--no-walk", "--missing=print", rev)
+    return {line[1:] for line in out.splitlines() if line.startswith("?")}
+
+
+def test_partial_fetch_brings_blobs_on_demand(store, upstream_repo):
+    repo, first, second = upstream_repo
+    store.fetch_git("aiter", str(repo), ["main", "v1"])
+    assert store.resolve_in("aiter", "main") == second
+    assert store.resolve_in("aiter", "v1") == second
+    assert store.resolve_in("aiter", second[:9]) == second
+    assert store.resolve_in("aiter", first) == first  # history came along, blob-less
+    blob = git(repo, "rev-parse", "HEAD:src/a.py").strip()
+    assert blob in _missing_objects(store, second), "the fetch was not blob-less"
+    assert store.read_blob(second, "src/a.py") == b"a = 2\n"
+    assert blob not in _missing_objects(store, second)
+    # Several at once: one batched fetch of what is missing.
+    assert store.read_blobs(second, ["src/b.py", "README"]) == {"src/b.py": b"b = 1\n",
+                                                                "README": b"readme\n"}
+    assert _missing_objects(store, second) == set()
+    assert store.read_blob(first, "src/a.py") == b"a = 1\n"
+
+
+def test_fetch_by_commit_id_and_unknown_names(store, upstream_repo):
+    repo, first, _ = upstream_repo
+    store.fetch_git("aiter", str(repo), [first])
+    assert store.resolve_in("aiter", first[:12]) == first
+    assert store.resolve(f"refs/patchforge/remotes/aiter/commits/{first}") == first
+    with pytest.raises(StoreError, match="no branch or tag 'nope'"):
+        store.fetch_git("aiter", str(repo), ["nope"])
+
+
+def test_fetch_keeps_history_for_ancestry_queries(store, upstream_repo):
+    repo, first, second = upstream_repo
+    store.fetch_git("up", str(repo), ["main"])
+    assert store.is_ancestor(first, second) and not store.is_ancestor(second, first)
+    assert store.ahead_behind(second, first) == (1, 0)
+    assert store.ahead_behind(first, second) == (0, 1)
+    assert store.commits_touching(first, second, ["src/a.py"]) == [second]
+    assert store.commits_touching(first, second, ["src/b.py"]) == []
+    assert store.changed_paths(first, second) == ["src/a.py"]
+
+
+def test_commits_touching_is_empty_without_shared_history(store, wheel_commit):
+    other = store.commit_tree(wheel_commit.tree, [], "unrelated root\n",
+                              author=("x", "x@example.com", "1 +0000"))
+    assert store.commits_touching(wheel_commit.commit, other, ["pkg/mod.py"]) == []
+
+
+# ---- commits without checkout
+
+
+def test_commit_files_is_deterministic_and_keeps_modes(store, wheel_commit, tmp_path):
+    author = ("Dev One", "dev@example.com", "1700000000 +0100")
+    changes = {"pkg/mod.py": b"def f():\n    return 2\n", "pkg/bin/tool.sh": b"#!/bin/sh\n",
+               "pkg/new.py": b"new\n", "pkg/data/latin1.txt": None}
+    commit = store.commit_files(wheel_commit.commit, changes, message="fix\n", author=author)
+    again = store.commit_files(wheel_commit.commit, dict(reversed(changes.items())),
+                               message="fix\n", author=author)
+    assert commit == again
+    assert store.read_blob(commit, "pkg/mod.py") == changes["pkg/mod.py"]
+    assert store.read_blob(commit, "pkg/data/latin1.txt") is None
+    assert store.entry(commit, "pkg/bin/tool.sh")[0] == "100755"
+    assert store.entry(commit, "pkg/new.py")[0] == "100644"
+    assert store.read_blob(commit, "pkg/__init__.py") == WHEEL_FILES["pkg/__init__.py"]
+    raw = git(store.git_dir, "cat-file", "commit", commit)
+    assert f"parent {wheel_commit.commit}" in raw
+    assert "author Dev One <dev@example.com> 1700000000 +0100" in raw
+    root = store.commit_files(wheel_commit.commit, {}, message="m\n", parents=[])
+    assert "parent" not in git(store.git_dir, "cat-file", "commit", root)
+    with UpstreamStore.open(tmp_path / "elsewhere") as other:
+        (tmp_path / "w").mkdir()
+        wheel = build_wheel(tmp_path / "w" / "pkg-1.0-py3-none-any.whl", WHEEL_FILES,
+                            executable=("pkg/bin/tool.sh",))
+        base = other.import_wheel(wheel, "pkg", "1.0").commit
+        assert other.commit_files(base, changes, message="fix\n", author=author) == commit
+
+
+# ---- merges
+
+
+@pytest.fixture
+def merge_base(store):
+    files = {"m/a.py": b"".join(b"line %d\n" % i for i in range(1, 21)),
+             "m/b.py": b"b1\nb2\nb3\n"}
+    return store.commit_files(store.commit_tree(
+        "4b825dc642cb6eb9a060e54bf8d69288fbee4904", [], "empty\n"), files, message="base\n")
+
+
+def _edit(data: bytes, line: int, text: bytes) -> bytes:
+    lines = data.splitlines(keepends=True)
+    lines[line - 1] = text
+    return b"".join(lines)
+
+
+def test_clean_merge(store, merge_base):
+    a = store.read_blob(merge_base, "m/a.py")
+    ours = store.commit_files(merge_base, {"m/a.py": _edit(a, 2, b"ours\n")}, message="o\n")
+    theirs = store.commit_files(merge_base, {"m/a.py": _edit(a, 18, b"theirs\n")}, message="t\n")
+    result = store.merge(merge_base, ours, theirs)
+    assert result.clean and result.conflicts == ()
+    merged = store.read_blob(result.tree, "m/a.py")
+    assert b"ours\n" in merged and b"theirs\n" in merged
+
+
+def test_conflicting_merge_leaves_markers(store, merge_base):
+    a = store.read_blob(merge_base, "m/a.py")
+    ours = store.commit_files(merge_base, {"m/a.py": _edit(a, 5, b"ours\n")}, message="o\n")
+    theirs = store.commit_files(merge_base, {"m/a.py": _edit(a, 5, b"theirs\n")}, message="t\n")
+    result = store.merge(merge_base, ours, theirs)
+    assert not result.clean and result.conflicts == ("m/a.py",)
+    assert "m/a.py" in result.messages
+    merged = store.read_blob(result.tree, "m/a.py")
+    assert b"<<<<<<<" in merged and b"ours\n" in merged and b"theirs\n" in merged
+
+
+def test_merge_follows_a_rename_on_one_side(store, merge_base):
+    a = store.read_blob(merge_base, "m/a.py")
+    ours = store.commit_files(merge_base, {"m/a.py": _edit(a, 3, b"fixed\n")}, message="o\n")
+    theirs = store.commit_files(merge_base, {"m/a.py": None, "m/renamed.py": a},
+                                message="rename\n")
+    result = store.merge(merge_base, ours, theirs)
+    assert result.clean
+    assert store.read_blob(result.tree, "m/a.py") is None
+    assert store.read_blob(result.tree, "m/renamed.py") == _edit(a, 3, b"fixed\n")
+    assert store.renames(merge_base, theirs, ["m/a.py", "m/b.py"]) == {"m/a.py": "m/renamed.py"}
+    assert store.renames(merge_base, ours, ["m/a.py"]) == {}
+
+
+def test_merge_of_unrelated_imports_uses_the_given_base(store, tmp_path):
+    v1 = build_wheel(tmp_path / "v1.whl", {"p/x.py": b"1\n2\n3\n4\n5\n6\n7\n8\n"})
+    v2 = build_wheel(tmp_path / "v2.whl", {"p/x.py": b"1\n2\n3\n4\n5\n6\n7\nEIGHT\n"})
+    base = store.import_wheel(v1, "p", "1").commit
+    target = store.import_wheel(v2, "p", "2").commit
+    patched = store.commit_files(base, {"p/x.py": b"ONE\n2\n3\n4\n5\n6\n7\n8\n"}, message="fix\n")
+    result = store.merge(base, patched, target)
+    assert result.clean
+    assert store.read_blob(result.tree, "p/x.py") == b"ONE\n2\n3\n4\n5\n6\n7\nEIGHT\n"
+
+
+# ---- diffs
+
+
+def _apply_in_repo(tmp_path: Path, files: dict[str, bytes], diff: bytes) -> dict[str, bytes]:
+    repo = tmp_path / "apply"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    for rel, data in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_bytes(data)
+    (repo / "change.patch").write_bytes(diff)
+    git(repo, "apply", "--check", "change.patch")
+    git(repo, "apply", "change.patch")
+    (repo / "change.patch").unlink()
+    return {str(p.relative_to(repo)): p.read_bytes() for p in repo.rglob("*")
+            if p.is_file() and ".git" not in p.parts}
+
+
+@pytest.mark.parametrize("old,new", [
+    (b"one\r\ntwo\r\nthree\r\n", b"one\r\nTWO\r\nthree\r\n"),
+    (b"a\nb\nc", b"a\nb\nc\nd"),
+    (b"a\nb\nc\n", b"a\nb\nc"),
+    (b"caf\xe9\n\xff\xfe\n", b"caf\xe9 au lait\n\xff\xfe\n"),
+])
+def test_file_diff_round_trips_through_git_apply(tmp_path, old, new):
+    diff = make_file_diff("pkg/x.py", "pkg/x.py", old, new)
+    assert diff.startswith(b"diff --git a/pkg/x.py b/pkg/x.py\nindex " + blob_oid(old).encode()
+                           + b".." + blob_oid(new).encode() + b" 100644\n--- a/pkg/x.py\n"
+                           + b"+++ b/pkg/x.py\n@@ ")
+    assert _apply_in_repo(tmp_path, {"pkg/x.py": old}, diff) == {"pkg/x.py": new}
+    assert make_file_diff("pkg/x.py", "pkg/x.py", old, new) == diff
+
+
+def test_file_diff_hunks_are_gits(tmp_path, make_git_repo):
+    old = b"".join(b"def f%d():\n    return %d\n\n" % (i, i) for i in range(30))
+    new = old.replace(b"return 7\n", b"return 77\n").replace(b"def f20", b"def g20")
+    repo, _ = make_git_repo({"x.py": old})
+    (repo / "x.py").write_bytes(new)
+    expected = subprocess.run(["git", "diff", "--no-color", "x.py"], cwd=repo,
+                              capture_output=True, check=True).stdout
+    ours = make_file_diff("x.py", "x.py", old, new)
+    assert ours[ours.index(b"@@"):] == expected[expected.index(b"@@"):]
+
+
+def test_creation_deletion_and_rename(tmp_path):
+    created = make_file_diff(None, "new/file.py", None, b"hello\n")
+    assert created.startswith(b"diff --git a/new/file.py b/new/file.py\nnew file mode 100644\n"
+                              b"index " + b"0" * 40 + b"..")
+    assert b"\n--- /dev/null\n+++ b/new/file.py\n@@ -0,0 +1 @@\n+hello\n" in created
+    deleted = make_file_diff("old.py", None, b"bye\n", None)
+    assert b"deleted file mode 100644\n" in deleted and b"+++ /dev/null\n" in deleted
+    renamed = make_file_diff("a/old.py", "b/new.py", b"1\n2\n3\n", b"1\n2\nthree\n")
+    assert renamed.startswith(b"diff --git a/a/old.py b/b/new.py\nrename from a/old.py\n"
+                              b"rename to b/new.py\nindex ")
+    pure = make_file_diff("same.py", "moved.py", b"x\n", b"x\n")
+    assert pure == b"diff --git a/same.py b/moved.py\nrename from same.py\nrename to moved.py\n"
+    mode = make_file_diff("run", "run", b"x\n", b"x\n", new_mode="100755")
+    assert mode == b"diff --git a/run b/run\nold mode 100644\nnew mode 100755\n"
+    assert make_file_diff("same.py", "same.py", b"x\n", b"x\n") == b""
+    empty = make_file_diff(None, "empty", None, b"")
+    assert empty == (b"diff --git a/empty b/empty\nnew file mode 100644\nindex " + b"0" * 40
+                     + b".." + blob_oid(b"").encode() + b"\n")
+    everything = make_diff([FileChange("old.py", None, b"bye\n", None),
+                            FileChange("a/old.py", "b/new.py", b"1\n2\n3\n", b"1\n2\nthree\n"),
+                            FileChange(None, "new/file.py", None, b"hello\n"),
+                            FileChange(None, "empty", None, b"")])
+    files = _apply_in_repo(tmp_path, {"old.py": b"bye\n", "a/old.py": b"1\n2\n3\n"}, everything)
+    assert files == {"b/new.py": b"1\n2\nthree\n", "new/file.py": b"hello\n", "empty": b""}
+    # Sorted by path, whatever the order given.
+    heads = [line for line in everything.splitlines() if line.startswith(b"diff --git")]
+    assert heads == sorted(heads, key=lambda h: h.split(b" b/")[-1])
+
+
+def test_paths_needing_quotes_are_quoted_like_git(tmp_path):
+    diff = make_file_diff("dir/caf\udce9 \"x\".py", "dir/caf\udce9 \"x\".py", b"1\n", b"2\n")
+    assert diff.startswith(b'diff --git "a/dir/caf\\351 \\"x\\".py" "b/dir/caf\\351 \\"x\\".py"\n')
+    repo_files = _apply_in_repo(tmp_path, {"x": b""},
+                                make_file_diff(None, "dir/caf\u00e9.py", None, b"2\n"))
+    assert repo_files["dir/caf\u00e9.py"] == b"2\n"
+
+
+def test_binary_content_is_refused():
+    with pytest.raises(StoreError, match="binary"):
+        make_file_diff("x.bin", "x.bin", b"a\0b", b"a\0c")
+
+
+def test_make_diff_is_one_process_for_many_files(monkeypatch):
+    calls = []
+    real_run = subprocess.run
+
+    def counting_run(args, *a, **kw):
+        calls.append(args)
+        return real_run(args, *a, **kw)
+
+    monkeypatch.setattr(gitstore.subprocess, "run", counting_run)
+    changes = [FileChange(f"f{i}.py", f"f{i}.py", b"a\nb\n", b"a\nB%d\n" % i) for i in range(50)]
+    diff = make_diff(changes)
+    assert diff.count(b"diff --git ") == 50 and len(calls) == 1
+
+
+def test_patch_id_ignores_line_numbers(store):
+    body = b"a\nb\nc\nd\ne\nf\ng\n"
+    far = b"".join(b"z%d\n" % i for i in range(10))
+    one = make_file_diff("x.py", "x.py", body, body.replace(b"d\n", b"D\n"))
+    shifted = make_file_diff("x.py", "x.py", far + body, far + body.replace(b"d\n", b"D\n"))
+    assert b"@@ -1,7 +1,7 @@" in one and b"@@ -11,7 +11,7 @@" in shifted
+    other = make_file_diff("x.py", "x.py", body, body.replace(b"d\n", b"X\n"))
+    assert store.patch_id(one) == store.patch_id(shifted)
+    assert store.patch_id(one) != store.patch_id(other)
+    assert store.patch_id(b"") is None
+
+
+def test_range_diff(store, merge_base):
+    a = store.read_blob(merge_base, "m/a.py")
+    common = _edit(_edit(a, 2, b"common one\n"), 12, b"common two\n")
+    one = store.commit_files(merge_base, {"m/a.py": _edit(common, 7, b"x\n")}, message="fix\n")
+    two = store.commit_files(merge_base, {"m/a.py": _edit(common, 7, b"y\n")}, message="fix\n")
+    out = store.range_diff(f"{merge_base}..{one}", f"{merge_base}..{two}")
+    assert b"fix" in out and b"!" in out
+
+
+# ---- materialize
+
+
+def test_materialize_whole_tree_and_some_paths(store, wheel_commit, tmp_path):
+    dest = tmp_path / "work"
+    store.materialize(wheel_commit.commit, dest)
+    for path, data in WHEEL_FILES.items():
+        assert (dest / path).read_bytes() == data
+    assert os.access(dest / "pkg/bin/tool.sh", os.X_OK)
+    assert not (dest / "HEAD").exists() and not (dest / ".git").exists()
+    some = tmp_path / "some"
+    store.materialize(wheel_commit.commit, some, ["pkg/mod.py"])
+    assert [str(p.relative_to(some)) for p in some.rglob("*") if p.is_file()] == ["pkg/mod.py"]
