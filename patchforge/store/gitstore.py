@@ -191,6 +191,15 @@ def _diff_path(prefix: bytes, raw: bytes) -> bytes:
     return full
 
 
+def _scratch_dir() -> str | None:
+    # Short-lived temporary files (diff sides, blobs to hash) go to memory when the system has a
+    # tmpfs: creating 600 files on a disk-backed /tmp cost ten times more than git's diff itself.
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
+        return shm
+    return None
+
+
 def blob_oid(data: bytes) -> str:
     """The git blob id (SHA-1) of `data`, computed without git."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
@@ -322,7 +331,7 @@ def _git_hunks(pairs: list[tuple[bytes | None, bytes | None]]) -> list[bytes]:
     todo = [i for i, (o, n) in enumerate(pairs) if o != n]
     if not todo:
         return result
-    with tempfile.TemporaryDirectory(prefix="patchforge-diff-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="patchforge-diff-", dir=_scratch_dir()) as tmp:
         root = Path(tmp)
         for side in ("o", "n"):
             (root / side).mkdir()
@@ -973,7 +982,7 @@ class UpstreamStore:
         """Write blobs with one `git hash-object -w --stdin-paths`; returns id -> id."""
         if not contents:
             return {}
-        with tempfile.TemporaryDirectory(prefix="patchforge-blobs-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="patchforge-blobs-", dir=_scratch_dir()) as tmp:
             paths = []
             for i, data in enumerate(contents):
                 p = Path(tmp) / str(i)

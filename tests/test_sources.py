@@ -1,0 +1,141 @@
+"""Tests of patchforge.store.sources: wheel, directory and git upstreams brought into the store."""
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+from patchforge.errors import StoreError
+from patchforge.store import sources
+from patchforge.store.gitstore import UpstreamStore
+from patchforge.store.sources import (cached_wheels, fetch_git_upstream, fetch_wheel,
+                                      import_dir_upstream, import_wheel_upstream,
+                                      normalize_dist_name)
+
+
+def make_wheel(directory: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    dist = normalize_dist_name(name)
+    path = directory / f"{dist}-{version}-py3-none-any.whl"
+    info_dir = f"{dist}-{version}.dist-info"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for rel, data in files.items():
+            archive.writestr(zipfile.ZipInfo(rel, date_time=(2024, 1, 1, 0, 0, 0)), data)
+        archive.writestr(f"{info_dir}/METADATA",
+                         f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        archive.writestr(f"{info_dir}/WHEEL",
+                         "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                         "Tag: py3-none-any\n")
+        archive.writestr(f"{info_dir}/RECORD", "")
+    return path
+
+
+@pytest.fixture
+def wheels(tmp_path, monkeypatch):
+    directory = tmp_path / "wheels"
+    directory.mkdir()
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(directory))
+    return directory
+
+
+@pytest.fixture
+def store():
+    with UpstreamStore.open() as opened:
+        yield opened
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_cached_wheels_match_normalized_names(wheels):
+    wheel = make_wheel(wheels, "Amd-Aiter", "0.1.7.post2.dev18", {"aiter/__init__.py": b""})
+    make_wheel(wheels, "amd-aiter", "0.1.8", {"aiter/__init__.py": b""})
+    assert cached_wheels("amd_aiter", "0.1.7.post2.dev18") == [wheel]
+    assert cached_wheels("AMD.aiter", "0.1.7.post2.dev18") == [wheel]
+    assert cached_wheels("amd-aiter", "0.2") == []
+
+
+def test_fetch_wheel_reuses_the_cache_and_checks_the_pin(wheels, monkeypatch):
+    wheel = make_wheel(wheels, "demo", "1.0", {"demo/__init__.py": b"x = 1\n"})
+    monkeypatch.setattr(sources, "_pip_download",
+                        lambda *a: pytest.fail("a cached wheel must not be downloaded"))
+    got = fetch_wheel("demo", "1.0")
+    assert got.path == wheel and got.filename == wheel.name and got.sha256 == sha256(wheel)
+    assert fetch_wheel("demo", "1.0", pin_sha256=sha256(wheel).upper()).path == wheel
+    with pytest.raises(StoreError, match="does not match the pinned sha256"):
+        fetch_wheel("demo", "1.0", pin_sha256="0" * 64)
+
+
+def test_offline_without_cached_wheel_is_an_error(wheels):
+    with pytest.raises(StoreError, match="offline"):
+        fetch_wheel("demo", "9.9", offline=True)
+
+
+@pytest.mark.skipif(subprocess.run([sys.executable, "-m", "pip", "--version"],
+                                   capture_output=True).returncode != 0, reason="no pip")
+def test_fetch_wheel_downloads_with_pip_as_configured(wheels, tmp_path, monkeypatch):
+    # pip's own configuration (here: environment variables) decides where wheels come from;
+    # a local find-links directory stands in for an index.
+    index = tmp_path / "index"
+    source = make_wheel(index, "demo-pkg", "2.0", {"demo_pkg/__init__.py": b"v = 2\n"})
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    got = fetch_wheel("demo-pkg", "2.0", pin_sha256=sha256(source))
+    assert got.path.parent == wheels and got.path.read_bytes() == source.read_bytes()
+    with pytest.raises(StoreError, match="pip download demo-pkg==3.0 failed"):
+        fetch_wheel("demo-pkg", "3.0")
+
+
+def test_import_wheel_upstream_is_deterministic_and_reused(wheels, store, tmp_path, monkeypatch):
+    wheel = make_wheel(wheels, "demo", "1.0", {"demo/a.py": b"a\r\n", "demo/b.py": b"\xff\n"})
+    commit, tree, wf = import_wheel_upstream(store, "demo", "demo", "1.0", sha256(wheel))
+    assert wf.path == wheel
+    assert store.read_blob(commit, "demo/a.py") == b"a\r\n"
+    assert store.read_blob(commit, "demo/b.py") == b"\xff\n"
+    assert store.tree_id(commit) == tree
+    # Second time: the earlier import is found, nothing is imported again.
+    monkeypatch.setattr(UpstreamStore, "import_wheel",
+                        lambda *a, **k: pytest.fail("the import should have been reused"))
+    assert import_wheel_upstream(store, "demo", "demo", "1.0")[:2] == (commit, tree)
+    monkeypatch.undo()
+    with UpstreamStore.open(tmp_path / "other") as other:
+        monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+        assert import_wheel_upstream(other, "demo", "demo", "1.0")[:2] == (commit, tree)
+
+
+def test_import_dir_upstream(store, tmp_path):
+    root = tmp_path / "site-packages"
+    (root / "aiter").mkdir(parents=True)
+    (root / "aiter" / "ops.py").write_bytes(b"def op():\n    pass\n")
+    commit, tree = import_dir_upstream(store, "aiter", root, "installed")
+    assert store.read_blob(commit, "aiter/ops.py") == b"def op():\n    pass\n"
+    assert store.resolve_in("aiter", "installed") == commit and store.tree_id(commit) == tree
+
+
+def test_fetch_git_upstream_branch_tag_and_commit(store, make_git_repo):
+    repo, first = make_git_repo({"aiter/a.py": b"one\n"})
+    (repo / "aiter" / "a.py").write_bytes(b"two\n")
+    git(repo, "commit", "-qam", "two")
+    git(repo, "tag", "v2")
+    second = git(repo, "rev-parse", "HEAD").strip()
+    assert fetch_git_upstream(store, "aiter", str(repo), "main") == second
+    assert fetch_git_upstream(store, "aiter", str(repo), "v2") == second
+    assert fetch_git_upstream(store, "aiter", str(repo), first[:10]) == first
+    assert store.read_blob(first, "aiter/a.py") == b"one\n"
+    # Offline: what is in the store resolves, the rest is an error naming --offline.
+    assert fetch_git_upstream(store, "aiter", str(repo), second, offline=True) == second
+    with pytest.raises(StoreError, match="offline"):
+        fetch_git_upstream(store, "aiter", str(repo), "other-branch", offline=True)
+
+
+def test_fetch_git_upstream_abbreviated_id_not_yet_fetched(store, make_git_repo):
+    repo, first = make_git_repo({"x.py": b"x\n"})
+    assert fetch_git_upstream(store, "up", str(repo), first[:8]) == first
+    with pytest.raises(StoreError, match="not a known"):
+        fetch_git_upstream(store, "up", str(repo), "deadbeef")
