@@ -654,20 +654,25 @@ class UpstreamStore:
                 wanted.add(found[1])
         if not wanted:
             return
-        # rev-list --missing=print never fetches; it lists what the tree lacks.
-        out = self._out("rev-list", "--objects", "--no-walk", "--missing=print", rev)
-        missing = sorted({line[1:41] for line in out.splitlines() if line.startswith("?")} & wanted)
+        missing = self._missing(sorted(wanted))
         for remote in self._promisor_remotes():
             if not missing:
                 break
             self._run("-c", "fetch.negotiationAlgorithm=noop", "fetch", remote, "--no-tags",
                       "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
                       "--stdin", input="".join(m + "\n" for m in missing).encode(), ok=(0, 1, 128))
-            missing = [m for m in missing if not self._object_present(m)]
+            missing = self._missing(missing)
 
-    def _object_present(self, oid: str) -> bool:
-        out = self._run("rev-list", "--objects", "--no-walk", "--missing=print", oid, ok=(0, 128))
-        return out.returncode == 0 and not out.stdout.startswith(b"?")
+    def _missing(self, oids: list[str]) -> list[str]:
+        """Those of `oids` not in the store, asked without triggering a lazy fetch.
+
+        rev-list with --missing never fetches; --ignore-missing drops absent tips silently, so
+        what it prints is what is present.
+        """
+        out = self._out("rev-list", "--objects", "--no-walk", "--missing=print",
+                        "--ignore-missing", "--stdin", input="".join(o + "\n" for o in oids).encode())
+        present = {line[:40] for line in out.splitlines() if not line.startswith("?")}
+        return [o for o in oids if o not in present]
 
     # ---- imports
 
@@ -685,6 +690,7 @@ class UpstreamStore:
             raise StoreError(f"cannot read wheel {wheel}: {exc}") from exc
         with archive:
             members: dict[bytes, zipfile.ZipInfo] = {}
+            skipped: list[bytes] = []
             for info in archive.infolist():
                 if info.is_dir():
                     continue
@@ -692,6 +698,12 @@ class UpstreamStore:
                 # UTF-8 flag (bit 11) was set.
                 raw = (info.filename.encode("utf-8") if info.flag_bits & 0x800
                        else info.filename.encode("cp437"))
+                if b".git" in raw.split(b"/"):
+                    # git metadata shipped by accident (e.g. a submodule's gitlink file, as in
+                    # amd-aiter's wheels): not content, and a git tree cannot hold it. Skipped and
+                    # named in the commit message, so the import stays deterministic and honest.
+                    skipped.append(raw)
+                    continue
                 try:
                     _check_path(_decode_path(raw))
                 except StoreError:
@@ -709,6 +721,8 @@ class UpstreamStore:
             message = f"patchforge import of {upstream} {label}\n\nwheel: {wheel.name}\n"
             if sha256:
                 message += f"sha256: {sha256}\n"
+            for raw in sorted(skipped):
+                message += f"skipped: {_decode_path(raw)}\n"
             return self._import_files(files(), upstream, label, message)
 
     def import_directory(self, path: Path, upstream: str, label: str) -> ImportResult:
