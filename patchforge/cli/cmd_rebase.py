@@ -80,3 +80,5 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json):
         emit_json(summary)
     else:
         render_summary(summary, app)
+    if summary["dry_run"] and summary["counts"].get("conflict"):
+        sys.exit(1)  # the real run would stop: that needs attention

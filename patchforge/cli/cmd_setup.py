@@ -58,6 +58,19 @@ def upstream_add(app, name, git_url, package, directory, spec, install_root, fol
         click.echo(f"{name}: pinned {pin.label} at {pin.commit}")
 
 
+@upstream.command("pin")
+@click.argument("name")
+@click.option("--at", "spec", required=True, metavar="SPEC", help="What to pin.")
+@click.option("--force", is_flag=True, help="Re-pin even though patches are based on the old pin.")
+@click.pass_obj
+def upstream_pin(app, name, spec, force):
+    """Pin upstream NAME (already in the configuration) at SPEC in upstream.lock."""
+    from patchforge.ops.setup import pin_upstream
+
+    pin = pin_upstream(app.project(), name, spec, force=force)
+    click.echo(f"{name}: pinned {pin.label} at {pin.commit}")
+
+
 @upstream.command("list")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj

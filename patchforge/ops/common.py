@@ -8,10 +8,11 @@ from patchforge.fsutil import atomic_write
 
 def make_diff(store, changes) -> bytes:
     """git's diff for [(path, old bytes|None, new bytes|None, old_mode, new_mode)], by path."""
-    return store.make_diff([(path, path if old is not None else None,
-                             path if new is not None else None, old, new, old_mode, new_mode)
-                            for path, old, new, old_mode, new_mode in sorted(changes,
-                                                                              key=lambda c: c[0])])
+    from patchforge.store.gitstore import FileChange, make_diff as git_diff
+
+    return git_diff([FileChange(path if old is not None else None,
+                                path if new is not None else None, old, new, old_mode, new_mode)
+                     for path, old, new, old_mode, new_mode in changes])
 
 
 def series_state(project, store, upstream: str, *, upto: int | None = None, commit=None,

@@ -163,7 +163,7 @@ def _prepare_checkout(store, work: Path, commit: str) -> None:
         work.mkdir(parents=True)
         _git(work, "init", "-q")
         alternates = work / ".git" / "objects" / "info" / "alternates"
-        alternates.write_text(str(store.objects_dir) + "\n")
+        alternates.write_text(str(store.git_dir / "objects") + "\n")
     _git(work, "update-ref", "refs/heads/patchforge-base", commit)
     _git(work, "symbolic-ref", "HEAD", "refs/heads/patchforge-base")
     _git(work, "reset", "-q", "--hard", commit)

@@ -90,3 +90,19 @@ def fetch(project, names: list[str] | None = None) -> list[tuple[str, str, str]]
             what = ensure_pinned(project, store, name, pin)
             out.append((name, pin.commit, what))
     return out
+
+
+def pin_upstream(project, name: str, spec: str, *, force: bool = False):
+    """Pin an upstream that the configuration already names (the user wrote its table)."""
+    from patchforge.ops.resolve import open_store, pin_for_spec
+
+    upstream = project.config.upstream(name)
+    lock = project.lock
+    if name in lock.upstreams and project.patch_names(name) and not force:
+        raise UsageError(f"{name} is already pinned at {lock.upstreams[name].label} and has "
+                         "patches; moving it is a rebase",
+                         hint=f"run `patchforge rebase --to {name}={spec}` (or pin --force)")
+    with RepoLock(project.state_dir), open_store(project) as store:
+        pin = pin_for_spec(project, store, upstream, spec)
+        write_lock(project.lock_path, project.lock.with_pin(name, pin))
+    return pin
