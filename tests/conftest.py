@@ -11,9 +11,14 @@ from pathlib import Path
 
 import pytest
 
-SHARED_WHEELS = Path(os.environ.get("PATCHFORGE_WHEELS")
-                     or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                     / "patchforge" / "wheels")
+# The user's cache, computed before any test isolates the environment. The real vllm wheels (about
+# 330 MB each) and their imports into the store are shared by the tool, the tests and the
+# benchmarks, so each is fetched and imported once per machine.
+SHARED_CACHE = Path(os.environ.get("PATCHFORGE_CACHE")
+                    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                    / "patchforge")
+SHARED_WHEELS = Path(os.environ.get("PATCHFORGE_WHEELS") or SHARED_CACHE / "wheels")
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
@@ -43,6 +48,15 @@ def isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("https_proxy", "http://127.0.0.1:9")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     yield
+
+
+@pytest.fixture
+def shared_cache(monkeypatch):
+    """Use the machine's shared patchforge cache (real wheels already imported into its store).
+
+    Only for tests on the real vllm/aiter releases; everything else runs on a private cache."""
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(SHARED_CACHE))
+    return SHARED_CACHE
 
 
 def git(cwd: Path, *args: str, input: bytes | None = None) -> str:
