@@ -39,6 +39,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "rebase": ("patchforge.cli.cmd_rebase", "rebase", "Move the series to a new upstream revision."),
     "pr": ("patchforge.cli.cmd_pr", "pr", "Draft the upstream pull request for one fix."),
     "lint": ("patchforge.cli.cmd_lint", "lint", "Headers, series consistency, byte-stability, fuzz."),
+    "check": ("patchforge.cli.cmd_check", "check", "Keeps: invariants and the configured checks."),
+    "ledger": ("patchforge.cli.cmd_check", "ledger", "Regenerate series/PATCHES.md, the series ledger."),
     "completion": ("patchforge.cli.cmd_misc", "completion", "Print a shell completion script."),
 }
 
