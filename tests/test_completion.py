@@ -1,0 +1,96 @@
+"""`patchforge completion`: the scripts click generates, and completion driven the way a shell
+drives it (the `_PATCHFORGE_COMPLETE` environment protocol, and bash sourcing the script)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+PATCHFORGE = [sys.executable, "-m", "patchforge"]
+
+
+def run(args, env_extra=None, **kw):
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    return subprocess.run(PATCHFORGE + list(args), capture_output=True, env=env, text=True,
+                          timeout=60, **kw)
+
+
+def complete(shell: str, words: str, cword, tmp_path):
+    """Ask patchforge for completions exactly as the generated script does."""
+    env = {"_PATCHFORGE_COMPLETE": f"{shell}_complete", "COMP_WORDS": words,
+           "COMP_CWORD": str(cword)}
+    env_full = dict(os.environ, **env)
+    # prog_name comes from argv[0]; the installed entry point is what a shell runs.
+    exe = shutil.which("patchforge")
+    cmd = [exe] if exe else PATCHFORGE
+    proc = subprocess.run(cmd, capture_output=True, env=env_full, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize("shell,marker", [
+    ("bash", "complete -o nosort -F _patchforge_completion patchforge"),
+    ("zsh", "#compdef patchforge"),
+    ("fish", "complete --no-files --command patchforge"),
+])
+def test_script_is_printed_for_each_shell(shell, marker):
+    proc = run(["completion", shell])
+    assert proc.returncode == 0, proc.stderr
+    assert marker in proc.stdout
+    assert "_PATCHFORGE_COMPLETE" in proc.stdout
+    assert proc.stderr == ""
+
+
+def test_unknown_shell_is_bad_usage():
+    proc = run(["completion", "tcsh"])
+    assert proc.returncode == 2
+    assert "tcsh" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_bash_protocol_completes_subcommand(tmp_path):
+    out = complete("bash", "patchforge sta", 1, tmp_path)
+    assert out.splitlines() == ["plain,status"]
+
+
+def test_bash_protocol_completes_after_global_options(tmp_path):
+    out = complete("bash", f"patchforge --root {tmp_path} --offline reb", 4, tmp_path)
+    assert out.splitlines() == ["plain,rebase"]
+
+
+def test_bash_protocol_completes_subcommand_options(tmp_path):
+    out = complete("bash", "patchforge status --ag", 2, tmp_path)
+    assert "plain,--against" in out.splitlines()
+
+
+def test_zsh_protocol_offers_commands_with_help(tmp_path):
+    out = complete("zsh", "patchforge re", 1, tmp_path).splitlines()
+    # zsh gets triples: type, value, help
+    values = {out[i + 1] for i in range(0, len(out) - 2, 3)}
+    assert {"rebase", "refresh", "rename"} <= values
+
+
+def test_completion_shell_argument_completes(tmp_path):
+    out = complete("bash", "patchforge completion z", 2, tmp_path)
+    assert out.splitlines() == ["plain,zsh"]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None or shutil.which("patchforge") is None,
+                    reason="needs bash and the installed patchforge entry point")
+def test_sourced_bash_script_fills_compreply(tmp_path):
+    """The whole loop: bash sources our script, then its completion function asks patchforge."""
+    script = (
+        'source <(patchforge completion bash) || exit 9\n'
+        'COMP_WORDS=(patchforge sta); COMP_CWORD=1\n'
+        '_patchforge_completion patchforge\n'
+        'printf "%s\\n" "${COMPREPLY[@]}"\n'
+    )
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["status"]
