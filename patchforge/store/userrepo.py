@@ -1,0 +1,81 @@
+"""Reading a user's own git repository (`import git RANGE --repo DIR`) through GitPython.
+
+This is the one module that imports GitPython: the upstream store in the cache is driven with
+plain git processes (its hot paths cannot afford GitPython's import time), while a user's
+checkout is read here, once per import, where GitPython's object model (commits, authors, diffs
+with blob contents) is exactly what is needed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchforge.errors import UsageError
+
+
+@dataclass(frozen=True)
+class FileDelta:
+    old_path: str | None
+    new_path: str | None
+    old: bytes | None
+    new: bytes | None
+    old_mode: str
+    new_mode: str
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    author_name: str
+    author_email: str
+    date: str  # YYYY-MM-DD, author date
+    subject: str
+    body: str
+    deltas: tuple[FileDelta, ...]
+
+
+def _mode(blob) -> str:
+    return f"{blob.mode:06o}" if blob is not None else "100644"
+
+
+def read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
+    """The non-merge commits of RANGE in REPO_DIR, oldest first, with their file contents.
+
+    Renames are reported as a deletion plus an addition (rename detection off), so that the
+    patch made from them never depends on a similarity heuristic.
+    """
+    import git  # GitPython: imported only when a user repository is read
+
+    try:
+        repo = git.Repo(repo_dir)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise UsageError(f"{repo_dir} is not a git repository") from None
+    try:
+        commits = list(repo.iter_commits(rev_range, reverse=True, no_merges=True))
+    except git.GitCommandError as exc:
+        raise UsageError(f"cannot read {rev_range!r} in {repo_dir}: "
+                         f"{(exc.stderr or '').strip()}") from None
+    out = []
+    for commit in commits:
+        parent = commit.parents[0] if commit.parents else git.NULL_TREE
+        deltas = []
+        for diff in commit.diff(parent, R=True, create_patch=False, no_renames=True):
+            old = diff.a_blob.data_stream.read() if diff.a_blob is not None and \
+                not diff.new_file else None
+            new = diff.b_blob.data_stream.read() if diff.b_blob is not None and \
+                not diff.deleted_file else None
+            deltas.append(FileDelta(
+                old_path=diff.a_path if old is not None else None,
+                new_path=diff.b_path if new is not None else None,
+                old=old, new=new,
+                old_mode=_mode(diff.a_blob) if old is not None else _mode(diff.b_blob),
+                new_mode=_mode(diff.b_blob) if new is not None else _mode(diff.a_blob)))
+        message = commit.message if isinstance(commit.message, str) else \
+            commit.message.decode("utf-8", "surrogateescape")
+        subject, _, body = message.partition("\n")
+        out.append(CommitInfo(
+            sha=commit.hexsha, author_name=commit.author.name or "Unknown",
+            author_email=commit.author.email or "unknown@localhost",
+            date=commit.authored_datetime.date().isoformat(), subject=subject.strip(),
+            body=body.strip(), deltas=tuple(deltas)))
+    return out
