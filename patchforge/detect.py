@@ -15,6 +15,7 @@ When the checks disagree (the hunk is contained but also still applies), the ver
 """
 from __future__ import annotations
 
+import bisect
 import re
 import subprocess
 import tempfile
@@ -27,7 +28,13 @@ from patchforge.apply.hunks import apply_file_patch, apply_hunks_to_bytes
 # Added code shorter than this (whitespace removed) is too generic to prove anything by containment
 # ("return None", "pass", "}").
 MIN_CONTAINED_CHARS = 24
+# A context line anchors a contained block only when it says something ("total += n", not ")").
+MIN_ANCHOR_CHARS = 8
+# How far (in lines of the target) from the contained block its context may have drifted: upstream
+# often adds a comment or a docstring line between the fix and its old neighbours.
+ANCHOR_DISTANCE = 6
 _WS = re.compile(rb"\s+")
+_WORD = re.compile(rb"[A-Za-z0-9_]")
 
 
 @dataclass
@@ -36,6 +43,7 @@ class HunkVerdict:
     forward: str  # how it applies forward: exact | offset | fuzz | failed
     landed: str | None = None  # certain | likely | None
     evidence: list[str] = field(default_factory=list)
+    ambiguous: bool = False  # the checks disagree: landed and still applicable
 
 
 @dataclass
@@ -75,18 +83,110 @@ def _single(fp, hunk):
     return replace(fp, hunks=(hunk,))
 
 
-def contained(hunk, target_normalized: bytes) -> tuple[bool, str]:
-    """Post-image containment: the added code is in the target and the removed code is not."""
+class NormalizedText:
+    """A file with all whitespace removed, and where each line starts in it: substring search
+    that ignores reformatting, mapped back to line numbers."""
+
+    def __init__(self, content: bytes) -> None:
+        lines = content.split(b"\n")
+        self.line_start: list[int] = []
+        parts = []
+        pos = 0
+        for line in lines:
+            self.line_start.append(pos)
+            norm = _WS.sub(b"", line)
+            parts.append(norm)
+            pos += len(norm)
+        self.text = b"".join(parts)
+        self.line_start.append(pos)
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.line_start, offset) - 1
+
+    def find_all(self, needle: bytes) -> list[int]:
+        found, at = [], self.text.find(needle)
+        while at != -1:
+            found.append(at)
+            at = self.text.find(needle, at + 1)
+        return found
+
+    def span(self, first_line: int, end_line: int) -> tuple[int, int]:
+        """Offsets of lines [first_line, end_line) (clamped)."""
+        first = min(max(first_line, 0), len(self.line_start) - 1)
+        end = min(max(end_line, first), len(self.line_start) - 1)
+        return self.line_start[first], self.line_start[end]
+
+
+def _anchors(hunk) -> tuple[list[bytes], list[bytes]]:
+    """The context lines before the first change and after the last one that say something,
+    nearest to the change first."""
+    kinds = [line_kind(line) for line in hunk.lines]
+    changed = [i for i, k in enumerate(kinds) if k in (b"+", b"-")]
+    if not changed:
+        return [], []
+
+    def meaningful(indices) -> list[bytes]:
+        out = []
+        for i in indices:
+            if kinds[i] != b" ":
+                continue
+            norm = _WS.sub(b"", line_content(hunk.lines[i]))
+            if len(norm) >= MIN_ANCHOR_CHARS and _WORD.search(norm):
+                out.append(norm)
+        return out
+
+    return (meaningful(range(changed[0] - 1, -1, -1)),
+            meaningful(range(changed[-1] + 1, len(kinds))))
+
+
+def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True) -> tuple[bool, str]:
+    """Post-image containment: the hunk's added code is in the target (whitespace and line
+    wrapping ignored), next to the hunk's own context, and its removed code is not there.
+
+    Anchoring is what keeps look-alikes out: the same added lines in another function (with the
+    old code still in place where the patch changes it) prove nothing. The block must have a
+    meaningful context line of the hunk within ANCHOR_DISTANCE lines on the side where the patch
+    has it (either side for a hunk that also removes code, since the removed code being gone is
+    evidence too; both sides for a pure addition). Returns (contained, evidence or why not).
+    """
+    if isinstance(target, bytes):
+        target = NormalizedText(target)
     added = _normalized(_changed_side(hunk, b"+"))
     removed = _normalized(_changed_side(hunk, b"-"))
     if len(added) < MIN_CONTAINED_CHARS:
-        return False, ""
-    if added not in target_normalized:
-        return False, ""
-    if removed and len(removed) >= MIN_CONTAINED_CHARS and removed in target_normalized \
-            and removed not in added:
-        return False, ""
-    return True, "post-image containment (whitespace-insensitive)"
+        return False, "too little added code to judge by containment"
+    hits = target.find_all(added)
+    if not hits:
+        return False, "added code not found"
+    if removed and len(removed) >= MIN_CONTAINED_CHARS and removed not in added:
+        outside = target.text.replace(added, b"\0")
+        if removed in outside:
+            return False, "the removed code is still in the file"
+    if not anchored:
+        return True, "post-image containment (whitespace-insensitive)"
+    before, after = _anchors(hunk)
+    if not before and not after:
+        return False, "added code found, but the hunk has no context to anchor it"
+    why = "added code found, but not next to the hunk's context"
+    for hit in hits:
+        first, last = target.line_of(hit), target.line_of(hit + len(added) - 1)
+        lo, start = target.span(first - ANCHOR_DISTANCE, first)
+        end = hit + len(added)
+        _, hi = target.span(last + 1, last + 1 + ANCHOR_DISTANCE)
+        above = target.text[lo:hit]
+        below = target.text[end:hi]
+        near_before = any(line in above for line in before)
+        near_after = any(line in below for line in after)
+        if removed:
+            if removed in above or removed in below:
+                why = "the removed code is still next to the added code"
+                continue
+            ok = near_before or near_after
+        else:
+            ok = (near_before or not before) and (near_after or not after)
+        if ok:
+            return True, "post-image containment (whitespace-insensitive, anchored by context)"
+    return False, why
 
 
 def merge_file(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
@@ -115,8 +215,9 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
         if fp.is_new and current is not None:
             new_content = b"".join(line for h in fp.hunks for line in h.new_lines())
             same = current == new_content
-            contained_all = same or all(contained(h, _normalized(current.split(b"\n")))[0]
-                                        for h in fp.hunks)
+            # The file's own path anchors its content: no context lines to look for.
+            text = NormalizedText(current)
+            contained_all = same or all(contained(h, text, anchored=False)[0] for h in fp.hunks)
             for index, _ in enumerate(fp.hunks):
                 verdict.hunks.append(HunkVerdict(
                     index, "failed", "certain" if same else ("likely" if contained_all else None),
@@ -130,39 +231,48 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
             for outcome in verdict.applied.hunks:
                 verdict.hunks.append(HunkVerdict(outcome.index, outcome.status))
         return verdict
-    target_normalized = _normalized(current.split(b"\n"))
+    text = NormalizedText(current)
     for index, hunk in enumerate(fp.hunks):
         _, forward = apply_hunks_to_bytes(current, (hunk,), max_fuzz=2)
         hv = HunkVerdict(index, forward[0].status)
+        removes = any(line_kind(line) == b"-" for line in hunk.lines)
+        # The hunk's pre-image is still in the file: clean forward for any hunk; with reduced
+        # context too when the hunk removes code (that code is still there). A pure addition
+        # "applies with fuzz" wherever its outer context lines are, which proves nothing.
+        pre_image_there = hv.forward in ("exact", "offset") or (removes and hv.forward == "fuzz")
         _, backward = apply_hunks_to_bytes(current, (reverse_hunk(hunk),), max_fuzz=0)
-        forward_clean = hv.forward in ("exact", "offset")
         if backward[0].status in ("exact", "offset"):
-            if forward_clean:
-                hv.evidence.append("reverse-apply and forward-apply both succeed: ambiguous")
+            if pre_image_there:
+                hv.ambiguous = True
+                hv.evidence.append(f"reverse-apply and forward-apply ({hv.forward}) both "
+                                   "succeed: ambiguous")
             else:
                 hv.landed = "certain"
                 hv.evidence.append("reverse-apply" + (f" (offset {backward[0].offset})"
                                                       if backward[0].offset else ""))
-        if hv.landed is None:
-            is_contained, why = contained(hunk, target_normalized)
+        if hv.landed is None and not hv.ambiguous:
+            is_contained, why = contained(hunk, text)
             if is_contained:
-                if forward_clean:
-                    hv.evidence.append("added code is present but the old code is still there")
+                if pre_image_there:
+                    hv.evidence.append("added code is present but the old code is still there "
+                                       f"(forward-apply: {hv.forward})")
                 else:
                     hv.landed = "likely"
                     hv.evidence.append(why)
         verdict.hunks.append(hv)
-    if base is not None and any(h.landed is None and h.forward not in ("exact", "offset")
+    if base is not None and any(h.landed != "certain" and not h.ambiguous
+                                and h.forward not in ("exact", "offset")
                                 for h in verdict.hunks):
         # Upstream changed the region around the fix: let git's 3-way merge say whether the
-        # patch still changes anything.
+        # patch still changes anything. An empty result proves every hunk is there, and turns
+        # "likely" into "certain".
         patched = apply_file_patch(base, fp, max_fuzz=0)
         if patched.ok and patched.content is not None:
             merged = merge_file(base, current, patched.content)
             if merged is not None and merged == current:
                 verdict.merged_empty = True
                 for hv in verdict.hunks:
-                    if hv.landed is None:
+                    if hv.landed != "certain" and not hv.ambiguous:
                         hv.landed = "certain"
                         hv.evidence.append("merge result empty (git merge-file)")
     return verdict
@@ -215,12 +325,12 @@ def assess_patch(name: str, patch, *, read_base, read_current, exists_in_target,
     elif total and len(landed) == total:
         state = "upstreamed"
         confidence = "high" if all(h.landed == "certain" for h in landed) else "medium"
+    elif any(h.ambiguous for f in files for h in f.hunks):
+        # Some hunk is both there and still applicable (duplicated code): neither "applies" nor
+        # "upstreamed" can be said for sure, whatever the other hunks say.
+        state, confidence = "unsure", None
     elif landed:
         state, confidence = "partial", None
-    elif any("ambiguous" in e or "still there" in e for e in evidence):
-        forward = _forward_state(files)
-        state = "unsure" if forward not in ("exact", "offset") else _STATE[forward]
-        confidence = None
     else:
         state, confidence = _STATE[_forward_state(files)], None
     return PatchVerdict(name=name, state=state, confidence=confidence, hunks_total=total,

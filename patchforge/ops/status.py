@@ -115,23 +115,40 @@ class SeriesJudge:
                     application.content
 
 
-def landed_in(store, target: Target, patch, verdict) -> str | None:
+def _history(store, target: Target) -> bool:
+    """Whether the store has the upstream's history from base to target (git upstreams; wheel
+    and directory imports are root commits with none)."""
+    return target.base_commit != target.commit and store.is_ancestor(target.base_commit,
+                                                                     target.commit)
+
+
+def _patch_paths(verdict) -> list[str]:
+    return sorted({f.path for f in verdict.files}
+                  | {f.target_path for f in verdict.files if f.target_path})
+
+
+def landed_in(store, target: Target, patch, verdict, *,
+              commits: list[str] | None = None) -> str | None:
     """The upstream commit that introduced the change: the first commit touching the patch's
-    files (between base and target) at which every hunk is already there. Binary search over
-    only those commits keeps it fast on long histories."""
-    if target.base_commit == target.commit or not store.is_ancestor(target.base_commit,
-                                                                    target.commit):
+    files (between base and target) at which every hunk the target has is already there (for a
+    partial landing: as many hunks as in the target). Binary search over only those commits
+    keeps it fast on long histories; each probe judges the patch alone on that commit."""
+    if verdict.hunks_landed == 0 or not _history(store, target):
         return None
-    paths = sorted({f.target_path or f.path for f in verdict.files} | {f.path for f in
-                                                                       verdict.files})
-    commits = store.commits_touching(target.base_commit, target.commit, paths)
+    if commits is None:
+        commits = store.commits_touching(target.base_commit, target.commit,
+                                         _patch_paths(verdict))
     if not commits:
         return None
+    want_all = verdict.state == "upstreamed"
 
     def landed_at(commit: str) -> bool:
         probe = SeriesJudge(store, Target(target.upstream, target.base_commit, commit,
                                           commit, None))
-        return probe.judge("probe", patch).state == "upstreamed"
+        found = probe.assess("probe", patch)
+        if want_all:
+            return found.state == "upstreamed"
+        return found.hunks_landed >= verdict.hunks_landed
 
     lo, hi = 0, len(commits) - 1
     if not landed_at(commits[hi]):
@@ -143,6 +160,38 @@ def landed_in(store, target: Target, patch, verdict) -> str | None:
         else:
             lo = mid + 1
     return commits[lo]
+
+
+def patch_id_matches(store, target: Target, patch, verdict,
+                     commits: list[str] | None = None) -> list[str]:
+    """Upstream commits (base..target, touching the patch's files) whose change to those files
+    has the patch's `git patch-id --stable`. Extra evidence only: squash merges and reformatted
+    landings never match, so a missing match says nothing."""
+    if not _history(store, target):
+        return []
+    paths = _patch_paths(verdict)
+    if commits is None:
+        commits = store.commits_touching(target.base_commit, target.commit, paths)
+    if not commits:
+        return []
+    own = store.patch_id(patch.diff)
+    if own is None:
+        return []
+    # One `git log -p` over the commits that touch the files, fed to one `git patch-id`: two
+    # processes whatever the history's length. The UpstreamStore has no public call for a
+    # commit's diff limited to paths, so its git runner is used directly.
+    log = store._run("log", "-p", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
+                     "--full-index", "--format=commit %H", "--ancestry-path",
+                     f"{target.base_commit}..{target.commit}", "--", *paths,
+                     what="reading upstream history").stdout
+    ids = store._run("patch-id", "--stable", input=log, what="git patch-id").stdout
+    matches = []
+    for line in ids.decode("ascii", "replace").splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == own:
+            matches.append(fields[1])
+    order = {c: i for i, c in enumerate(commits)}
+    return sorted((c for c in matches if c in order), key=order.__getitem__)
 
 
 def forwarded_info(project, store, patch, target: Target, forge) -> dict | None:
@@ -248,8 +297,12 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
                                    "landed": h.landed} for h in f.hunks]}
                        for f in verdict.files],
                 verdict=verdict)
-            if verdict.state in ("upstreamed", "partial"):
-                status.landed_in = landed_in(store, target, patch, verdict)
+            if verdict.state in ("upstreamed", "partial") and _history(store, target):
+                commits = store.commits_touching(target.base_commit, target.commit,
+                                                 _patch_paths(verdict))
+                status.landed_in = landed_in(store, target, patch, verdict, commits=commits)
+                for commit in patch_id_matches(store, target, patch, verdict, commits):
+                    status.evidence.append(f"patch-id matches upstream commit {commit}")
             status.forwarded = forwarded_info(project, store, patch, target, forge)
             if status.forwarded and status.forwarded.get("merged") and \
                     status.forwarded.get("included"):

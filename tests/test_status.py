@@ -1,0 +1,450 @@
+"""`patchforge status` on real git histories: every landing pattern, the negatives, landed_in,
+Forwarded pull requests on the test forge, Drop-When, exit codes and the --json schema, and the
+real example stack against vllm 0.33.0.
+
+Each test builds an upstream git repository with `git init` and commits, adds it to a fresh
+patchforge project as a `git` upstream pinned at the base commit, writes the patch files itself,
+and asks for the status against a later upstream commit.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from patchforge.formats.schemas import validation_errors
+from patchforge.store.gitstore import make_file_diff
+from tests.conftest import REPO_ROOT, git
+from tests.servers import forge_server  # noqa: F401  (fixture)
+
+MAIN = "pkg/attn.py"
+
+# The upstream file the fixes are made against. Functions are far enough apart that each fix is
+# its own hunk.
+BASE = b'''"""Attention helpers."""
+import os
+
+import torch
+
+
+def block_size(config):
+    size = config.block_size or 16
+    return size
+
+
+def fill_indptr(indptr, lengths):
+    total = 0
+    for i, n in enumerate(lengths):
+        indptr[i] = total
+        total += n
+    indptr[len(lengths)] = total
+    return indptr
+
+
+def use_aiter_kernel(device):
+    if device.type != "cuda":
+        return False
+    return os.environ.get("VLLM_USE_AITER", "0") == "1"
+
+
+def row_offset(row, stride, limit):
+    return row * stride
+
+
+def scale_for(dtype):
+    if dtype == "fp8":
+        return 448.0
+    return 1.0
+'''
+
+# The fix: two hunks. Hunk 1 fills the padding tail of indptr, hunk 2 widens the row offset.
+FIX1_OLD = b"    indptr[len(lengths)] = total\n"
+FIX1_NEW = b"    indptr[len(lengths):].fill_(total)  # padding lanes must not read garbage\n"
+FIX2_OLD = b"    return row * stride\n"
+FIX2_NEW = b"    return torch.clamp(row.to(torch.int64) * stride, min=0, max=limit)\n"
+FIXED = BASE.replace(FIX1_OLD, FIX1_NEW).replace(FIX2_OLD, FIX2_NEW)
+
+
+def fixed(text: bytes, *, hunk1: bool = True, hunk2: bool = True) -> bytes:
+    if hunk1:
+        assert FIX1_OLD in text
+        text = text.replace(FIX1_OLD, FIX1_NEW)
+    if hunk2:
+        assert FIX2_OLD in text
+        text = text.replace(FIX2_OLD, FIX2_NEW)
+    return text
+
+
+class Upstream:
+    """A real upstream git repository with a linear history."""
+
+    def __init__(self, path: Path, files: dict[str, bytes]) -> None:
+        self.path = path
+        path.mkdir(parents=True)
+        git(path, "init", "-q")
+        self.base = self.commit(files, "initial")
+
+    def commit(self, files: dict[str, bytes | None], message: str,
+               moves: dict[str, str] | None = None) -> str:
+        for old, new in (moves or {}).items():
+            (self.path / new).parent.mkdir(parents=True, exist_ok=True)
+            git(self.path, "mv", old, new)
+        for rel, data in files.items():
+            p = self.path / rel
+            if data is None:
+                git(self.path, "rm", "-q", rel)
+                continue
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data)
+        git(self.path, "add", "-A")
+        git(self.path, "commit", "-q", "--allow-empty", "-m", message)
+        return git(self.path, "rev-parse", "HEAD").strip()
+
+    def read(self, rel: str) -> bytes:
+        return (self.path / rel).read_bytes()
+
+
+def patch_bytes(diff: bytes, *, description: str = "A fix", extra: str = "") -> bytes:
+    head = (f"Description: {description}\nAuthor: Test Author <author@example.com>\n"
+            f"Upstream-Status: Pending\n{extra}")
+    return head.encode() + b"\n---\n" + diff
+
+
+def file_diff(path: str, old: bytes | None, new: bytes | None) -> bytes:
+    return make_file_diff(path if old is not None else None, path if new is not None else None,
+                          old, new)
+
+
+class Stack:
+    """A patchforge project with one git upstream `up` pinned at the upstream's base commit."""
+
+    def __init__(self, root: Path, upstream: Upstream, *, api_url: str | None = None) -> None:
+        from patchforge.ops.setup import add_upstream, init_project
+        from patchforge.model.config import UpstreamConfig
+        from patchforge.project import Project
+
+        self.root = root
+        self.upstream = upstream
+        init_project(root, standalone=True)
+        if api_url:
+            config = root / "patchforge.toml"
+            config.write_text(config.read_text().replace("https://api.github.com", api_url))
+        add_upstream(Project.discover(root),
+                     UpstreamConfig(name="up", kind="git", url=str(upstream.path)),
+                     upstream.base)
+        self.names: list[str] = []
+
+    def add(self, name: str, diff: bytes, **kw) -> None:
+        directory = self.root / "series" / "up"
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_bytes(patch_bytes(diff, **kw))
+        self.names.append(name)
+        (directory / "series").write_text("".join(n + "\n" for n in self.names))
+
+    def status(self, against: str | None = None, *, forge=None) -> dict:
+        """name -> PatchStatus, through the operations the CLI calls."""
+        from patchforge.ops.resolve import open_store
+        from patchforge.ops.status import resolve_targets, series_status
+        from patchforge.project import Project
+
+        project = Project.discover(self.root)
+        with open_store(project) as store:
+            targets = resolve_targets(project, store, {"up": against} if against else None)
+            results = series_status(project, store, targets, forge=forge)
+        return {r.name: r for r in results}
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "patchforge", "--root", str(self.root),
+                               *args], capture_output=True)
+
+
+@pytest.fixture
+def upstream(tmp_path) -> Upstream:
+    return Upstream(tmp_path / "upstream", {MAIN: BASE, "pkg/other.py": b"VALUE = 1\n",
+                                            "README.md": b"# upstream\n"})
+
+
+@pytest.fixture
+def stack(tmp_path, upstream) -> Stack:
+    return Stack(tmp_path / "project", upstream)
+
+
+def the_fix() -> bytes:
+    return file_diff(MAIN, BASE, FIXED)
+
+
+def evidence_text(status) -> str:
+    return "\n".join(status.evidence)
+
+
+# -- the patch applies --------------------------------------------------------------------------
+
+def test_locked_target_applies_and_exit_zero(stack):
+    stack.add("fix.patch", the_fix())
+    status = stack.status()["fix.patch"]
+    assert status.state == "applies" and not status.attention
+    assert status.landed_in is None
+    proc = stack.cli("status")
+    assert proc.returncode == 0, proc.stderr
+    assert b"fix.patch" in proc.stdout
+
+
+def test_offset_when_upstream_added_lines_above(stack, upstream):
+    target = upstream.commit({MAIN: BASE.replace(b"import os\n", b"import os\nimport sys\n"
+                                                 b"import math\n")}, "more imports")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "offset" and not status.attention
+    assert stack.cli("status", "--against", f"up={target}").returncode == 0
+
+
+def test_fuzz_when_context_changed_is_attention(stack, upstream):
+    # The last context line of hunk 2 changed (a new signature): the hunk still applies, with
+    # reduced context.
+    text = BASE.replace(b"def scale_for(dtype):\n", b"def scale_for(dtype, default=1.0):\n")
+    target = upstream.commit({MAIN: text}, "lint")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "fuzz" and status.attention
+    assert stack.cli("status", "--against", f"up={target}").returncode == 1
+
+
+def test_conflict(stack, upstream):
+    text = BASE.replace(FIX2_OLD, b"    return row * stride + 0  # differs upstream\n")
+    target = upstream.commit({MAIN: text}, "rewrite row_offset")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "conflict" and status.attention
+    assert status.landed_in is None
+
+
+# -- landing patterns ---------------------------------------------------------------------------
+
+def history_around(upstream: Upstream, landing: dict[str, bytes | None], message: str,
+                   moves: dict[str, str] | None = None) -> tuple[str, str]:
+    """A history with commits touching the patch's file before and after the landing commit,
+    and unrelated commits in between. Returns (landing commit, target commit)."""
+    upstream.commit({"README.md": b"# upstream\nunrelated\n"}, "docs")
+    before = upstream.read(MAIN).replace(b"return 448.0", b"return 240.0")
+    upstream.commit({MAIN: before}, "fnuz scale")
+    upstream.commit({"pkg/other.py": b"VALUE = 2\n"}, "other")
+    current = upstream.read(MAIN)
+    files = {path: (fix(current) if callable(fix) else fix) for path, fix in landing.items()}
+    landed = upstream.commit(files, message, moves=moves)
+    path = next((new for new in (moves or {}).values()), MAIN)
+    after = upstream.read(path).replace(b"or 16", b"or 32")
+    upstream.commit({path: after}, "bigger default block")
+    target = upstream.commit({"pkg/other.py": b"VALUE = 3\n"}, "other again")
+    return landed, target
+
+
+def test_landed_verbatim_names_the_commit(stack, upstream):
+    landed, target = history_around(upstream, {MAIN: fixed}, "the fix, verbatim")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "upstreamed" and status.confidence == "high", status.evidence
+    assert status.landed_in == landed
+    assert status.hunks_total == status.hunks_landed == 2
+    assert "reverse-apply" in evidence_text(status)
+    assert status.attention
+
+
+def test_landed_in_squash_merge_with_other_files_and_hunks(stack, upstream):
+    def squash(text):
+        text = fixed(text).replace(b'    if device.type != "cuda":\n',
+                                   b'    if device.type not in ("cuda", "hip"):\n')
+        return text + b"\n\ndef new_helper():\n    return None\n"
+
+    landed, target = history_around(upstream, {MAIN: squash, "pkg/new_module.py": b"X = 1\n",
+                                               "pkg/other.py": b"VALUE = 5\n"},
+                                    "Squashed PR (#1234): many changes")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "upstreamed", status.evidence
+    assert status.landed_in == landed
+    # The commit's change is not the patch's: no patch-id can match.
+    assert "patch-id" not in evidence_text(status)
+
+
+def test_landed_with_surrounding_edits_in_the_hunk_region(stack, upstream):
+    def around(text):
+        text = fixed(text)
+        # Upstream rewrote the lines around both fixes in the same commit.
+        text = text.replace(b"    total = 0\n    for i, n in enumerate(lengths):\n",
+                            b"    total: int = 0\n    for i, n in enumerate(list(lengths)):\n")
+        text = text.replace(b"    return indptr\n", b"    return indptr.contiguous()\n")
+        return text.replace(b"def row_offset(row, stride, limit):\n",
+                            b"def row_offset(row: torch.Tensor, stride: int, limit: int):\n"
+                            b'    """Offset of a row, in elements."""\n')
+
+    landed, target = history_around(upstream, {MAIN: around}, "fix with cleanups")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "upstreamed", status.evidence
+    assert status.landed_in == landed
+
+
+def test_landed_reformatted(stack, upstream):
+    text = BASE.replace(FIX1_OLD, b"    indptr[len(lengths):].fill_(total)    # padding lanes must"
+                                  b" not read garbage\n")
+    text = text.replace(FIX2_OLD, b"    return torch.clamp(\n        row.to(torch.int64) * stride,"
+                                  b"\n        min=0,\n        max=limit,\n    )\n".replace(
+                                      b"limit,\n", b"limit\n"))
+    target = upstream.commit({MAIN: text}, "fix, formatted by ruff")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "upstreamed", status.evidence
+    assert "containment" in evidence_text(status)
+    assert status.landed_in == target
+
+
+def test_landed_moved_within_the_file(stack, upstream):
+    # row_offset moved to the top of the file with the fix in it; fill_indptr fixed in place.
+    fixed_text = fixed(BASE)
+    function = (b"def row_offset(row, stride, limit):\n" + FIX2_NEW + b"\n\n")
+    text = fixed_text.replace(function, b"")
+    text = text.replace(b"def block_size(config):\n", function + b"def block_size(config):\n")
+    assert text.count(FIX2_NEW) == 1 and FIX2_OLD not in text
+    target = upstream.commit({MAIN: text}, "fix and reorder")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "upstreamed", status.evidence
+
+
+def test_landed_in_a_renamed_file(stack, upstream):
+    new_path = "pkg/attention/helpers.py"
+    landed, target = history_around(upstream, {}, "move attn.py", moves={MAIN: new_path})
+    fixed_commit = upstream.commit({new_path: fixed(upstream.read(new_path))}, "the fix")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(fixed_commit)["fix.patch"]
+    assert status.state == "upstreamed", status.evidence
+    assert status.files[0]["target_path"] == new_path
+    assert f"renamed upstream to {new_path}" in evidence_text(status)
+    assert status.landed_in == fixed_commit
+    # Before the fix, the renamed file takes the patch: it applies (followed to the new path).
+    before = stack.status(target)["fix.patch"]
+    assert before.state in ("applies", "offset"), before.evidence
+    assert before.files[0]["target_path"] == new_path
+
+
+def test_partial_some_hunks_landed(stack, upstream):
+    target = upstream.commit({MAIN: fixed(BASE, hunk2=False)}, "half of the fix")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "partial", status.evidence
+    assert (status.hunks_landed, status.hunks_total) == (1, 2)
+    hunks = status.files[0]["hunks"]
+    assert hunks[0]["landed"] and not hunks[1]["landed"]
+    assert status.landed_in == target
+    assert status.attention
+
+
+# -- negatives: similar but different code must not count as landed ------------------------------
+
+def test_same_line_different_constant_is_not_landed(stack, upstream):
+    text = BASE.replace(FIX2_OLD, FIX2_NEW.replace(b"min=0", b"min=1"))
+    text = text.replace(FIX1_OLD, FIX1_NEW.replace(b"fill_(total)", b"fill_(total + 1)"))
+    target = upstream.commit({MAIN: text}, "a different fix")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "conflict", status.evidence
+    assert status.hunks_landed == 0
+
+
+def test_added_code_elsewhere_but_old_code_at_the_site_is_not_landed(stack, upstream):
+    # Upstream added the exact fixed lines in a new function, and left the old code in place.
+    text = BASE + b"\n\ndef row_offset_wide(row, stride, limit):\n" + FIX2_NEW
+    text = text.replace(b"def fill_indptr(indptr, lengths):\n",
+                        b"def fill_indptr(indptr, lengths):\n    # TODO: padding\n")
+    text += b"\n\ndef fill_all(indptr, lengths, total):\n" + FIX1_NEW
+    target = upstream.commit({MAIN: text}, "wide helpers")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state not in ("upstreamed", "partial"), status.evidence
+    assert status.hunks_landed == 0
+
+
+def test_added_code_elsewhere_with_old_code_and_changed_context_is_not_landed(stack, upstream):
+    # The hunk no longer applies (its context changed) and the added code is in the file, but
+    # the old code is still where the patch changes it: not landed.
+    text = BASE.replace(b"def row_offset(row, stride, limit):\n",
+                        b"def row_offset(row, stride, limit, *, checked=False):\n"
+                        b"    assert not checked\n")
+    text = text.replace(b"def scale_for(dtype):\n", b"def scale_for(dtype):\n    # todo\n")
+    text += b"\n\ndef row_offset_wide(row, stride, limit):\n" + FIX2_NEW
+    target = upstream.commit({MAIN: text}, "wide helper")
+    stack.add("fix.patch", file_diff(MAIN, BASE, fixed(BASE, hunk1=False)))
+    status = stack.status(target)["fix.patch"]
+    assert status.state not in ("upstreamed", "partial"), status.evidence
+    assert status.hunks_landed == 0
+
+
+def test_pure_addition_present_far_away_is_not_landed(stack, upstream):
+    guard = b'    if limit <= 0:\n        raise ValueError("row_offset needs a positive limit")\n'
+    ours = BASE.replace(b"def row_offset(row, stride, limit):\n",
+                        b"def row_offset(row, stride, limit):\n" + guard)
+    # Upstream has the same guard in another function, and changed row_offset's context.
+    text = BASE.replace(b"def scale_for(dtype):\n", b"def scale_for(dtype, limit=1):\n" + guard)
+    text = text.replace(b"def row_offset(row, stride, limit):\n",
+                        b"def row_offset(row, stride, limit=None):\n")
+    target = upstream.commit({MAIN: text}, "guard elsewhere")
+    stack.add("guard.patch", file_diff(MAIN, BASE, ours))
+    status = stack.status(target)["guard.patch"]
+    assert status.state not in ("upstreamed", "partial"), status.evidence
+
+
+def test_deleted_file_is_obsolete(stack, upstream):
+    upstream.commit({"pkg/other.py": b"VALUE = 2\n"}, "other")
+    target = upstream.commit({MAIN: None}, "remove attn.py")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "obsolete", status.evidence
+    assert "gone upstream" in evidence_text(status)
+    assert status.attention
+    assert status.landed_in is None
+
+
+# -- landed_in searches only the commits that touch the patch's files ------------------------------
+
+def test_landed_in_visits_only_commits_touching_the_files(stack, upstream, monkeypatch):
+    from patchforge.ops import status as status_ops
+
+    for i in range(6):
+        upstream.commit({"pkg/other.py": f"VALUE = {i}\n".encode()}, f"other {i}")
+    touching = [upstream.commit({MAIN: upstream.read(MAIN) + f"# note {i}\n".encode()},
+                                f"note {i}") for i in range(5)]
+    landed = upstream.commit({MAIN: fixed(upstream.read(MAIN))}, "the fix")
+    touching.append(landed)
+    for i in range(6):
+        upstream.commit({"pkg/other.py": f"VALUE = {i + 10}\n".encode()}, f"other {i + 10}")
+    touching.append(upstream.commit({MAIN: upstream.read(MAIN) + b"# later\n"}, "later"))
+    target = upstream.commit({"README.md": b"end\n"}, "end")
+    stack.add("fix.patch", the_fix())
+
+    visited: list[str] = []
+    original = status_ops.SeriesJudge.__init__
+
+    def recording(self, store, target_, **kw):
+        visited.append(target_.commit)
+        original(self, store, target_, **kw)
+
+    monkeypatch.setattr(status_ops.SeriesJudge, "__init__", recording)
+    status = stack.status(target)["fix.patch"]
+    assert status.landed_in == landed
+    probes = visited[1:]  # the first judge is the series walk itself
+    assert probes and set(probes) <= set(touching)
+    assert len(probes) <= 4  # binary search over 7 commits
+
+
+def test_patch_id_evidence_for_a_verbatim_commit(stack, upstream):
+    landed, target = history_around(upstream, {MAIN: fixed}, "the fix, verbatim")
+    # A patch made against the state just before the landing commit has the commit's patch-id.
+    before = git(upstream.path, "show", f"{landed}~1:{MAIN}").encode()
+    stack.add("fix.patch", file_diff(MAIN, before, fixed(before)))
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "upstreamed"
+    assert f"patch-id matches upstream commit {landed}" in evidence_text(status)
