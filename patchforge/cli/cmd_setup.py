@@ -47,15 +47,38 @@ def upstream_add(app, name, git_url, package, directory, spec, install_root, fol
     given = [k for k, v in (("git", git_url), ("wheel", package), ("dir", directory)) if v]
     if len(given) != 1:
         raise UsageError("give exactly one of --git URL, --wheel PACKAGE, --dir PATH")
+    project = app.project()
+    # A path on the command line is relative to where the user stands; the configuration keeps
+    # it relative to the project root (so the checkout can move), or absolute if given so.
+    if git_url_for_local(git_url):
+        git_url = _from_root(project, git_url)
+    if directory:
+        if not Path(directory).is_dir():
+            raise UsageError(f"--dir {directory}: not a directory")
+        directory = _from_root(project, directory)
     config = UpstreamConfig(name=name, kind=given[0], url=git_url, package=package,
                             path=directory, install_root=install_root,
                             follow=follow)
-    pin = add_upstream(app.project(), config, spec)
+    pin = add_upstream(project, config, spec)
     if as_json:
         emit_json({"upstream": name, "kind": pin.kind, "commit": pin.commit, "tree": pin.tree,
                    "label": pin.label, "source": pin.source})
     else:
         click.echo(f"{name}: pinned {pin.label} at {pin.commit}")
+
+
+def git_url_for_local(url: str | None) -> bool:
+    from patchforge.ops.resolve import is_local_git_url
+
+    return bool(url) and is_local_git_url(url) and Path(url).exists()
+
+
+def _from_root(project, path: str) -> str:
+    import os
+
+    if Path(path).is_absolute():
+        return path
+    return Path(os.path.relpath(Path(path).resolve(), project.root)).as_posix()
 
 
 @upstream.command("pin")

@@ -5,6 +5,7 @@ ever appends to it (`init`, `upstream add`), never reformats what is there.
 """
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -22,14 +23,25 @@ def _line_of(text: str, needle: str) -> int | None:
     return None
 
 
+def toml_error_line(exc: Exception) -> int | None:
+    """The line of a tomllib error: `lineno` from Python 3.14, else "(at line N, column M)"."""
+    line = getattr(exc, "lineno", None)
+    if line is None:
+        match = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        line = int(match.group(1)) if match else None
+    if line is None and isinstance(exc, UnicodeDecodeError):
+        line = exc.object[:exc.start].count(b"\n") + 1
+    return line
+
+
 def find_config_table(path: Path) -> tuple[dict, str] | None:
     """The patchforge table of `path` and its dotted prefix, or None if the file has none."""
     data = path.read_bytes()
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        line = getattr(exc, "lineno", None)
-        raise ConfigError(f"not valid TOML: {exc}", path=str(path), line=line) from None
+        raise ConfigError(f"not valid TOML: {exc}", path=str(path), line=toml_error_line(exc)) \
+            from None
     if path.name == STANDALONE:
         return doc, ""
     table = doc.get("tool", {}).get("patchforge")
@@ -110,11 +122,19 @@ def upstream_table_text(prefix: str, upstream: UpstreamConfig) -> str:
 
 
 def starting_config_text(prefix: str) -> str:
-    """What `init` writes: a commented starting configuration."""
+    """What `init` writes: a commented starting configuration that reads as an empty one.
+
+    No profile is declared: with none, overlays are not split by profile (a declared profile
+    would put every overlay under overlays/<profile>/)."""
     return (
+        f"[{prefix.rstrip('.')}]\n" if prefix else ""
+    ) + (
+        "# Upstreams are added with `patchforge upstream add NAME (--git URL | --wheel PACKAGE |\n"
+        "# --dir PATH) --at SPEC [--install-root PATH]`.\n"
+        "\n"
         f"[{prefix}profiles]\n"
-        "# name = \"description\"; a patch lists the profiles it is for (no list: all)\n"
-        "default = \"every machine\"\n"
+        "# name = \"description\"; a patch lists the profiles it is for (no list: all), e.g.\n"
+        "# gfx942 = \"MI300X: CDNA3, FNUZ FP8\"\n"
         "\n"
         f"[{prefix}forge]\n"
         "api-url = \"https://api.github.com\"\n"

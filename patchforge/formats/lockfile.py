@@ -26,13 +26,24 @@ class _Reader:
         self.text = text
 
     def fail(self, where: str, message: str):
-        key = where.rsplit(".", 1)[-1]
-        line = None
-        for number, text in enumerate(self.text.splitlines(), 1):
-            if f'"{key}"' in text:
-                line = number
-                break
-        raise ConfigError(f"{where}: {message}", path=self.source, line=line)
+        raise ConfigError(f"{where}: {message}", path=self.source, line=self.line_of(where))
+
+    def line_of(self, where: str) -> int | None:
+        """The line of the value at dotted path `where`: each key is looked for after the line
+        of the one before it, so `upstreams.aiter.commit` finds aiter's commit, not vllm's."""
+        lines = self.text.splitlines()
+        start, found = 0, None
+        for key in where.split("."):
+            if key.startswith("("):
+                continue
+            needle = json.dumps(key, ensure_ascii=False) + ":"
+            for number in range(start, len(lines)):
+                if needle in lines[number]:
+                    found, start = number + 1, number + 1
+                    break
+            else:
+                return found
+        return found
 
     def get(self, obj: dict, key: str, kind, where: str, *, required: bool = True):
         if key not in obj:

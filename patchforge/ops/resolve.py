@@ -6,10 +6,28 @@ that the result is the very commit the lock names.
 """
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
 
 from patchforge.errors import StoreError
 from patchforge.model.lock import UpstreamPin
+
+_SCP_LIKE = re.compile(r"^[^/:]+@[^/:]+:|^[A-Za-z0-9.-]+:(?!//)")
+
+
+def is_local_git_url(url: str) -> bool:
+    """A git URL that names a directory on this machine (a path, not `scheme://` or scp-like)."""
+    return "://" not in url and not _SCP_LIKE.match(url)
+
+
+def git_url_for(project, url: str) -> str:
+    """The URL git is given: a relative local path is relative to the project root (where the
+    configuration that names it lives), not to wherever patchforge was started."""
+    if is_local_git_url(url) and not Path(url).is_absolute():
+        return str((project.root / url).resolve())
+    return url
 
 
 @contextmanager
@@ -49,7 +67,9 @@ def pin_for_spec(project, store, upstream, spec: str) -> UpstreamPin:
                                                    project.root / upstream.path, spec)
         return UpstreamPin(kind="dir", commit=commit, tree=tree, label=spec,
                            source={"path": upstream.path}, version=None)
-    commit = targets.resolve_git_spec(project, store, upstream, spec)
+    commit = targets.resolve_git_spec(project, store,
+                                      replace(upstream, url=git_url_for(project, upstream.url)),
+                                      spec)
     return UpstreamPin(kind="git", commit=commit, tree=store.tree_id(commit), label=spec,
                        source={"url": upstream.url},
                        version=targets.version_from_spec(spec))
@@ -72,8 +92,9 @@ def ensure_pinned(project, store, name: str, pin: UpstreamPin) -> str:
                                                 pin.label)
         what = "imported"
     else:
-        sources.fetch_git_upstream(store, name, upstream.url or pin.source["url"], pin.commit,
-                                   offline=project.offline)
+        sources.fetch_git_upstream(store, name,
+                                   git_url_for(project, upstream.url or pin.source["url"]),
+                                   pin.commit, offline=project.offline)
         commit = store.resolve(pin.commit)
         what = "fetched"
     if commit != pin.commit:

@@ -87,14 +87,15 @@ def show_patch(project, name: str) -> dict:
 
 # --- worktrees --------------------------------------------------------------------------------
 
-def _git(cwd: Path, *args: str, input: bytes | None = None, env_extra=None) -> bytes:
+def _git(cwd: Path, *args: str, input: bytes | None = None, env_extra=None,
+         ok: tuple[int, ...] = (0,)) -> bytes:
     from patchforge.store.gitstore import git_env
 
     env = git_env()
     if env_extra:
         env.update(env_extra)
     proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, env=env)
-    if proc.returncode != 0:
+    if proc.returncode not in ok:
         raise UsageError(f"git {' '.join(args[:2])} failed in {cwd}: "
                          f"{proc.stderr.decode('utf-8', 'replace').strip()}")
     return proc.stdout
@@ -156,18 +157,44 @@ def open_worktree(project, store, name: str) -> Path:
 
 
 def _prepare_checkout(store, work: Path, commit: str) -> None:
-    """A checkout of `commit` in `work`, sharing the store's objects (no copy)."""
+    """A checkout of `commit` in `work`, sharing the store's objects (no copy).
+
+    The store of a git upstream is a blob-less partial mirror, so the checkout repository is
+    made a partial clone of the same promisor remotes: git then fetches the blobs the checkout
+    needs in one batch (into the worktree's own objects), where a plain alternate would fail.
+    """
     if not (work / ".git").exists():
         if work.exists():
             shutil.rmtree(work)
         work.mkdir(parents=True)
         _git(work, "init", "-q")
         alternates = work / ".git" / "objects" / "info" / "alternates"
-        alternates.write_text(str(store.git_dir / "objects") + "\n")
+        alternates.write_text(str(Path(store.git_dir).resolve() / "objects") + "\n")
+    _share_promisors(store, work)
     _git(work, "update-ref", "refs/heads/patchforge-base", commit)
     _git(work, "symbolic-ref", "HEAD", "refs/heads/patchforge-base")
     _git(work, "reset", "-q", "--hard", commit)
     _git(work, "clean", "-q", "-fdx")
+
+
+def _share_promisors(store, work: Path) -> None:
+    """Copy the store's promisor remotes (url, filter, upload-pack) into the checkout's config."""
+    out = _git(Path(store.git_dir), "--git-dir", str(store.git_dir), "config", "-z",
+               "--get-regexp", r"^remote\..*\.(url|promisor|partialclonefilter|uploadpack)$",
+               ok=(0, 1))
+    settings = []
+    for record in out.split(b"\0"):
+        if record:
+            key, _, value = record.decode("utf-8", "surrogateescape").partition("\n")
+            settings.append((key, value))
+    promisors = [k[len("remote."):-len(".promisor")] for k, v in settings
+                 if k.endswith(".promisor") and v.lower() in ("true", "1", "yes", "on")]
+    if not promisors:
+        return
+    for key, value in settings:
+        _git(work, "config", key, value)
+    _git(work, "config", "core.repositoryformatversion", "1")
+    _git(work, "config", "extensions.partialClone", promisors[0])
 
 
 def _unrefreshed(project, store, upstream: str, state: dict) -> bool:
@@ -261,6 +288,9 @@ def new_patch(project, name: str, *, upstream: str | None = None, after: str | N
               description: str | None = None, profiles: str | None = None) -> tuple[str, str]:
     upstreams = project.upstream_names()
     if upstream is None:
+        if not upstreams:
+            raise UsageError("no upstream is configured",
+                             hint="run `patchforge upstream add NAME ... --at SPEC` first")
         if len(upstreams) != 1:
             raise UsageError("several upstreams are configured; say which with --upstream")
         upstream = upstreams[0]
@@ -302,6 +332,9 @@ def delete_patch(project, name: str) -> Path:
         atomic_write(project.series_path(upstream),
                      project.read_series(upstream).removed(file_name).to_bytes())
         atomic_delete(source)
+        state = editing(project, upstream)
+        if state and state["patch"] == file_name:
+            atomic_delete(_state_file(project, upstream))
     return kept
 
 
@@ -318,6 +351,11 @@ def rename_patch(project, old: str, new: str) -> tuple[str, str]:
         atomic_write(project.series_path(upstream),
                      project.read_series(upstream).renamed(old_file, new_file).to_bytes())
         atomic_delete(project.patch_path(upstream, old_file))
+        state = editing(project, upstream)
+        if state and state["patch"] == old_file:
+            state["patch"] = new_file
+            atomic_write(_state_file(project, upstream),
+                         (json.dumps(state, indent=2) + "\n").encode())
     return upstream, new_file
 
 

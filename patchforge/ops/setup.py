@@ -28,8 +28,11 @@ def init_project(directory: Path, *, standalone: bool = False) -> list[str]:
         written.append(STANDALONE)
     else:
         data = pyproject.read_bytes()
-        sep = b"" if data.endswith(b"\n\n") else (b"\n" if data.endswith(b"\n") else b"\n\n")
-        atomic_write(pyproject, data + sep + starting_config_text("tool.patchforge.").encode())
+        sep = b"" if data.endswith(b"\n\n") or not data else \
+            (b"\n" if data.endswith(b"\n") else b"\n\n")
+        new = data + sep + starting_config_text("tool.patchforge.").encode()
+        _check_appended(pyproject, new)
+        atomic_write(pyproject, new)
         written.append(PYPROJECT)
     series = directory / "series"
     series.mkdir(exist_ok=True)
@@ -50,6 +53,18 @@ def init_project(directory: Path, *, standalone: bool = False) -> list[str]:
     return written
 
 
+def _check_appended(path: Path, data: bytes) -> None:
+    """Refuse to write a configuration that would no longer parse (e.g. a pyproject.toml whose
+    `tool` is an inline table cannot take a `[tool.patchforge]` section)."""
+    import tomllib
+
+    try:
+        tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot add the patchforge table to this file: {exc}",
+                          path=str(path), hint="add the table by hand") from None
+
+
 def add_upstream(project, upstream: UpstreamConfig, spec: str) -> object:
     """Append the upstream to the configuration and pin SPEC in the lock. Returns the pin."""
     from patchforge.ops.resolve import open_store, pin_for_spec
@@ -68,6 +83,7 @@ def add_upstream(project, upstream: UpstreamConfig, spec: str) -> object:
         data = project.config_path.read_bytes()
         sep = b"\n" if data.endswith(b"\n") else b"\n\n"
         new_config = data + sep + upstream_table_text(prefix, upstream).encode()
+        _check_appended(project.config_path, new_config)
         lock = project.lock.with_pin(upstream.name, pin)
         # Lock first: a kill between the two leaves a pin without config, which `add` again
         # simply overwrites; the reverse would leave a configured upstream with no pin.
