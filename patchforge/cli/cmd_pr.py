@@ -1,0 +1,127 @@
+"""`pr NAME`: draft the upstream pull request for one fix; push and open it only when asked.
+
+Exit codes: 0 the draft was written (and pushed/opened when asked); 1 there is nothing to send:
+the fix already landed upstream, or it conflicts with the upstream head (the files are named;
+nothing is written or pushed), or its file is gone upstream; 2 bad usage or input.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from patchforge.cli.output import emit_json
+from patchforge.errors import EXIT_ATTENTION, UsageError
+
+
+@click.command()
+@click.argument("name")
+@click.option("--onto", metavar="REF",
+              help="Base the PR on this branch, tag or commit (default: the upstream's `follow`, "
+                   "else its HEAD).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Where the format-patch file and PR.md go (default .patchforge/pr/<name>/).")
+@click.option("--push", "remote", metavar="REMOTE",
+              help="Push branch patchforge/<name> to this fork (URL or path).")
+@click.option("--open", "open_pr", is_flag=True,
+              help="Open a draft PR (or update the open one) through the forge API; needs --push.")
+@click.option("--fork-owner", metavar="OWNER",
+              help="The fork's owner on the forge (default: read from the --push URL).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
+    """Draft the upstream pull request for one fix (dry run unless --push/--open)."""
+    from patchforge.ops.resolve import open_store
+    from patchforge.pr.draft import draft_pr
+    from patchforge.pr import submit
+
+    project = app.project()
+    owner = None
+    if open_pr:
+        if not remote:
+            raise UsageError("--open needs --push REMOTE: the pull request is opened from the "
+                             "branch pushed to your fork")
+        owner = fork_owner or submit.fork_owner(remote)
+        if not owner:
+            raise UsageError(f"cannot tell the fork's owner from {remote!r}",
+                             hint="pass --fork-owner OWNER")
+    with open_store(project) as store:
+        draft = draft_pr(project, store, name, onto=onto)
+        document = draft.to_json()
+        document.update({"dry_run": not (remote or open_pr), "written": None, "pushed": None,
+                         "pull": None, "recorded": False})
+        if draft.state != "ready":
+            return _not_ready(draft, document, as_json)
+        out = out_dir or submit.default_out_dir(project, draft)
+        document["written"] = submit.write_out(out, draft) | {
+            "json": submit.out_paths(out, draft)["json"]}
+        submit.write_record(document["written"]["json"], document)
+        if remote:
+            pushed = submit.push_branch(store, draft, remote)
+            document["pushed"] = {"remote": pushed.remote, "branch": pushed.branch,
+                                  "commit": pushed.commit}
+            submit.write_record(document["written"]["json"], document)
+        if open_pr:
+            from patchforge.cli.cmd_status import make_forge
+            opened = submit.open_or_update(make_forge(project), draft, owner)
+            document["pull"] = {"action": opened.action, "number": opened.number,
+                                "url": opened.url, "repo": opened.repo, "head": opened.head,
+                                "base": opened.base}
+            document["recorded"] = submit.record_submission(project, draft.upstream, draft.name,
+                                                            opened.url)
+            submit.write_record(document["written"]["json"], document)
+    if as_json:
+        emit_json(document)
+        return
+    _report(draft, document)
+
+
+def _not_ready(draft, document, as_json):
+    if as_json:
+        emit_json(document)
+    else:
+        target = draft.target
+        where = f"{target.ref} ({target.commit[:12]})"
+        if draft.state == "upstreamed":
+            landed = f", landed in {draft.landed_in[:12]}" if draft.landed_in else ""
+            click.echo(f"{draft.upstream}/{draft.name}: already upstream at {where}{landed}: "
+                       "no pull request to send", err=True)
+            for item in draft.evidence[:5]:
+                click.echo(f"  {item}", err=True)
+            click.echo("hint: `patchforge rebase` onto a release with it drops the fix",
+                       err=True)
+        else:
+            click.echo(f"{draft.upstream}/{draft.name}: does not go onto {where}: "
+                       f"{draft.detail}", err=True)
+            for path in draft.files:
+                click.echo(f"  {path}", err=True)
+            click.echo("nothing was written or pushed; rebase the fix by hand "
+                       "(`patchforge edit`) or choose another base with --onto", err=True)
+    sys.exit(EXIT_ATTENTION)
+
+
+def _report(draft, document):
+    target = draft.target
+    click.echo(f"{draft.upstream}/{draft.name} onto {target.ref} ({target.commit[:12]}): "
+               f"{draft.detail}")
+    click.echo(f"commit {draft.commit} by {draft.spec.author}")
+    for key, value in draft.spec.trailers:
+        click.echo(f"  {key}: {value}")
+    written = document["written"]
+    click.echo(f"wrote {written['patch']}")
+    click.echo(f"wrote {written['body']}" + (f" (from the upstream's {draft.body.template})"
+                                            if draft.body.template else ""))
+    if draft.body.unfilled:
+        click.echo("not filled from the patch (fill in before opening): "
+                   + ", ".join(draft.body.unfilled))
+    if document["pushed"]:
+        click.echo(f"pushed {document['pushed']['branch']} to {document['pushed']['remote']}")
+    if document["pull"]:
+        pull = document["pull"]
+        click.echo(f"{pull['action']} draft pull request {pull['url']}")
+        if document["recorded"]:
+            click.echo(f"recorded it in {draft.name} (Forwarded, Upstream-Status)")
+    if document["dry_run"]:
+        click.echo("dry run: nothing left this machine (--push REMOTE to push the branch, "
+                   "--open to open the draft pull request)")

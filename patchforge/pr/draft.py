@@ -1,0 +1,343 @@
+"""Drafting one fix as an upstream pull request, without anything leaving the machine.
+
+Owns: where the PR goes (the upstream's git repository: its `url`, or for a wheel or directory
+upstream the `git-url` of its configuration table, fetched blob-less into the store at `follow`,
+the remote's HEAD, or `--onto`), carrying the patch onto that head with the pieces `rebase` uses
+(landed detection through `ops.status.SeriesJudge`; exact or offset application; else git's
+3-way `merge-file` with the series state before the patch as the merge base), the commit (made
+in the store without a checkout, author and date from the header, so re-running gives the same
+commit), its `git format-patch` text, and the body (`patchforge.pr.body`). A fix that already
+landed, or that conflicts with the head, gives a draft in state "upstreamed", "conflict" or
+"obsolete" and no commit.
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+
+from patchforge.apply.hunks import apply_file_patch
+from patchforge.errors import ConfigError, StoreError, UsageError
+from patchforge.pr.body import Body, Facts, find_template, make_body
+from patchforge.pr.message import CommitSpec, bug_links, build_commit_spec, description_text
+
+BRANCH_PREFIX = "patchforge/"
+# A DCO file at the top of the upstream means it checks Signed-off-by (vLLM has one).
+DCO_FILES = ("DCO", "DCO.md", "DCO.txt", "dco.txt")
+_GITHUB_URL = re.compile(r"^(?:https?://|ssh://(?:[^@/]+@)?|[^@/\s]+@)(?:www\.)?github\.com[:/]"
+                         r"(?P<owner>[^/\s]+)/(?P<name>[^/\s]+?)(?:\.git)?/?$", re.I)
+
+
+@dataclass(frozen=True)
+class PrTarget:
+    """Where the pull request goes: the upstream's git repository and the head it is based on."""
+
+    upstream: str
+    url: str
+    ref: str  # what was fetched (branch, tag or commit id)
+    branch: str  # the base branch of the pull request
+    commit: str
+    forge_repo: str | None
+
+
+@dataclass
+class Draft:
+    upstream: str
+    name: str  # patch file name
+    state: str  # ready | upstreamed | conflict | obsolete
+    target: PrTarget
+    how: str = ""  # applies | offset | merged (ready only)
+    detail: str = ""
+    evidence: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # conflicting / gone files, or changed ones
+    landed_in: str | None = None
+    commit: str | None = None
+    spec: CommitSpec | None = None
+    signoff_reason: str | None = None
+    format_patch: bytes = b""
+    body: Body | None = None
+
+    @property
+    def stem(self) -> str:
+        return self.name[:-len(".patch")] if self.name.endswith(".patch") else self.name
+
+    @property
+    def branch(self) -> str:
+        return BRANCH_PREFIX + self.stem
+
+    @property
+    def title(self) -> str:
+        return self.spec.subject if self.spec else self.stem
+
+    @property
+    def patch_file_name(self) -> str:
+        return f"0001-{self.stem}.patch"
+
+    def to_json(self) -> dict:
+        doc = {"upstream": self.upstream, "patch": self.name, "state": self.state,
+               "onto": {"url": _redact(self.target.url), "ref": self.target.ref,
+                        "branch": self.target.branch, "commit": self.target.commit,
+                        "forge_repo": self.target.forge_repo},
+               "how": self.how or None, "detail": self.detail, "evidence": self.evidence,
+               "files": self.files, "landed_in": self.landed_in, "commit": self.commit,
+               "branch": self.branch, "title": self.title}
+        if self.spec is not None:
+            doc["author"] = str(self.spec.author)
+            doc["co_authors"] = [str(p) for p in self.spec.co_authors]
+            doc["date_source"] = self.spec.date_source
+            doc["trailers"] = [f"{k}: {v}" for k, v in self.spec.trailers]
+            doc["signoff"] = self.signoff_reason
+        if self.body is not None:
+            doc["body"] = {"template": self.body.template, "filled": self.body.filled,
+                           "unfilled": self.body.unfilled}
+        return doc
+
+
+def _redact(url: str) -> str:
+    """A URL without any user:password part (a token pasted into a remote URL stays secret)."""
+    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", url, flags=re.I)
+
+
+def upstream_table(project, upstream: str) -> dict:
+    """The raw configuration table of one upstream (for keys the model does not carry)."""
+    try:
+        doc = tomllib.loads(project.config_path.read_text("utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the configuration: {exc}",
+                          path=str(project.config_path)) from None
+    if project.config_path.name != "patchforge.toml":
+        doc = doc.get("tool", {}).get("patchforge", {})
+    table = doc.get("upstreams", {}).get(upstream, {})
+    return table if isinstance(table, dict) else {}
+
+
+def forge_repo_of(url: str) -> str | None:
+    """owner/name of a github.com URL (https, ssh or scp-like), else None."""
+    match = _GITHUB_URL.match(url.strip())
+    return f"{match['owner']}/{match['name']}" if match else None
+
+
+def pr_git_url(project, upstream: str) -> str:
+    config = project.config.upstream(upstream)
+    url = config.url if config.kind == "git" else upstream_table(project, upstream).get("git-url")
+    if isinstance(url, str) and url.strip():
+        url = url.strip()
+        # A relative local path is relative to the project root (where the configuration that
+        # names it lives), not to wherever patchforge was started.
+        if "://" not in url and not re.match(r"^[^/:]+@[^/:]+:|^[A-Za-z0-9.-]+:(?!//)", url) \
+                and not url.startswith("/"):
+            url = str((project.root / url).resolve())
+        return url
+    raise UsageError(
+        f"upstream {upstream} is a {config.kind} upstream: it has no history to base a pull "
+        "request on", path=str(project.config_path),
+        hint=f"name its git repository: `git-url = \"https://github.com/OWNER/REPO\"` under "
+             f"[tool.patchforge.upstreams.{upstream}]")
+
+
+def _remote_head_branch(store, url: str) -> str | None:
+    """The branch a remote's HEAD points to (`git ls-remote --symref URL HEAD`)."""
+    try:
+        out = store._run("ls-remote", "--symref", url, "HEAD",
+                         what=f"asking {_redact(url)} for its HEAD").stdout
+    except StoreError:
+        return None
+    for line in out.decode("utf-8", "replace").splitlines():
+        match = re.match(r"^ref: refs/heads/(\S+)\tHEAD$", line)
+        if match:
+            return match[1]
+    return None
+
+
+def resolve_pr_target(project, store, upstream: str, onto: str | None = None) -> PrTarget:
+    """Fetch the development head (or `onto`) of the upstream's git repository into the store."""
+    from patchforge.store.sources import fetch_git_upstream
+
+    config = project.config.upstream(upstream)
+    url = pr_git_url(project, upstream)
+    follow = config.follow
+    if not follow and not project.offline:
+        follow = _remote_head_branch(store, url)
+    follow = follow or "main"
+    ref = onto or follow
+    commit = fetch_git_upstream(store, upstream, url, ref, offline=project.offline)
+    branch = follow
+    if onto:
+        try:
+            store.resolve(f"refs/patchforge/remotes/{upstream}/heads/{onto}")
+            branch = onto  # --onto names a branch: the pull request is against that branch
+        except StoreError:
+            pass
+    forge_repo = config.forge_repo or forge_repo_of(url)
+    return PrTarget(upstream, url, ref, branch, commit, forge_repo)
+
+
+# ---- carrying the patch onto the head --------------------------------------------------------
+
+@dataclass
+class Carried:
+    state: str  # ready | upstreamed | conflict | obsolete
+    how: str = ""
+    detail: str = ""
+    evidence: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    changes: dict[str, bytes | None] = field(default_factory=dict)
+    modes: dict[str, str] = field(default_factory=dict)
+    landed_in: str | None = None
+
+
+def carry_onto(store, upstream: str, name: str, patch, *, pin_commit: str, head: str,
+               label: str, base_files: dict[str, bytes | None]) -> Carried:
+    """The patch alone on `head`, as file contents; `base_files` is the series state just
+    before the patch on the pin (the merge base a 3-way merge needs, as in `rebase`)."""
+    from patchforge.ops.status import SeriesJudge, Target, landed_in
+    from patchforge.rebase.engine import merge_file
+
+    target = Target(upstream, pin_commit, head, label, None)
+    judge = SeriesJudge(store, target)
+    verdict = judge.assess(name, patch)
+    if verdict.state == "upstreamed":
+        return Carried("upstreamed", detail=f"already upstream ({verdict.confidence} confidence)",
+                       evidence=verdict.evidence,
+                       landed_in=landed_in(store, target, patch, verdict))
+    if verdict.state == "obsolete":
+        gone = [f.path for f in verdict.files if f.target_path is None]
+        return Carried("obsolete", detail=f"{', '.join(gone)} is gone upstream (deleted, not "
+                       "renamed)", evidence=verdict.evidence, files=gone)
+    clean_forward = verdict.state in ("applies", "offset") or (
+        verdict.state == "unsure" and all(f.applied is not None and f.applied.ok
+                                          and f.applied.worst in ("exact", "offset")
+                                          for f in verdict.files))
+    before: dict[str, bytes | None] = {}
+    after: dict[str, bytes | None] = {}
+    modes: dict[str, str] = {}
+    conflicts: list[str] = []
+    merged_any = False
+    for fp, fv in zip(patch.file_patches, verdict.files):
+        moved = fv.target_path
+        if fv.target_path is None:  # a deletion of a file upstream already deleted
+            continue
+        fp_target = fp if moved == fv.path else replace(
+            fp, old_path=moved if fp.old_path else None, new_path=moved if fp.new_path else None)
+        path_after = fp_target.new_path if fp_target.new_path is not None else fp_target.old_path
+        current = judge.read_current(path_after if fp.is_new else moved)
+        before[path_after] = current
+        if fp_target.old_path and fp_target.old_path != path_after:
+            before[fp_target.old_path] = judge.read_current(fp_target.old_path)
+        if fp.new_mode:
+            modes[path_after] = fp.new_mode
+        if clean_forward:
+            application = apply_file_patch(None if fp.is_new else current, fp_target, max_fuzz=0)
+            if application.ok:
+                after[path_after] = application.content
+                continue
+        source_path = fp.old_path or fp.new_path
+        base = base_files.get(source_path) if source_path in base_files else \
+            store.read_blob(pin_commit, source_path)
+        theirs = apply_file_patch(None if fp.is_new else base, fp, max_fuzz=2)
+        if not theirs.ok or theirs.content is None or current is None:
+            conflicts.append(path_after)
+            continue
+        clean, merged = merge_file(base or b"", current, theirs.content,
+                                   labels=("upstream", "base", f"patch {name}"))
+        merged_any = True
+        after[path_after] = merged
+        if not clean:
+            conflicts.append(path_after)
+    if conflicts:
+        return Carried("conflict", detail=f"conflict in {', '.join(conflicts)}",
+                       evidence=verdict.evidence, files=conflicts)
+    changes = {p: c for p, c in after.items() if before.get(p) != c}
+    changes.update({p: None for p in before if p not in after and before[p] is not None})
+    if not changes:
+        return Carried("upstreamed", detail="the 3-way merge leaves nothing to change",
+                       evidence=verdict.evidence + ["merge result empty"])
+    how = "merged" if merged_any else ("offset" if verdict.state == "offset" else "applies")
+    detail = {"merged": "3-way merged", "offset": "applies with offset",
+              "applies": "applies exactly"}[how]
+    if verdict.state == "partial":
+        detail += f"; {verdict.hunks_landed} of {verdict.hunks_total} hunks already upstream"
+    if verdict.renames:
+        detail += "; follows " + ", ".join(f"{a} -> {b}" for a, b in verdict.renames.items())
+    return Carried("ready", how=how, detail=detail, evidence=verdict.evidence,
+                   files=sorted(changes), changes=changes,
+                   modes={p: m for p, m in modes.items() if p in changes})
+
+
+# ---- the draft -------------------------------------------------------------------------------
+
+def signoff_reason(project, store, upstream: str, head: str,
+                   template: tuple[str, str] | None) -> str | None:
+    """Why the commit carries Signed-off-by (None: it does not)."""
+    if project.config.upstream(upstream).signoff:
+        return "configuration (signoff = true)"
+    for path in DCO_FILES:
+        if store.read_blob(head, path) is not None:
+            return f"the upstream has a {path} file"
+    if template is not None and "signed-off-by" in template[1].lower():
+        return f"{template[0]} asks for Signed-off-by"
+    return None
+
+
+def format_patch(store, commit: str) -> bytes:
+    """`git format-patch` of one commit, with options fixed so the bytes never depend on the
+    git version or the machine (no version signature, full index lines)."""
+    return store._run("format-patch", "-1", commit, "--stdout", "--no-signature",
+                      "--full-index", "--no-numbered", "--subject-prefix=PATCH", "--no-thread",
+                      "--encode-email-headers", "--stat=80", "--no-color",
+                      what="git format-patch").stdout
+
+
+def _profile_facts(project, patch) -> tuple[tuple[tuple[str, str], ...], bool]:
+    configured = project.config.profiles
+    named = [p for value in patch.get_all("Profiles") for p in re.split(r"[\s,]+", value) if p]
+    if not named:
+        return tuple(configured.items()), True
+    return tuple((p, configured.get(p, "")) for p in named), False
+
+
+def draft_pr(project, store, name: str, *, onto: str | None = None, today=None) -> Draft:
+    """Carry patch NAME onto the upstream's head and build its commit, format-patch and body.
+
+    Writes nothing but objects in the store; `patchforge.pr.submit` writes, pushes and opens.
+    """
+    from patchforge.ops.common import series_state
+    from patchforge.ops.resolve import ensure_pinned
+
+    upstream, file_name = project.find_patch(name)
+    patch = project.read_patch(upstream, file_name)
+    pin = project.lock.pin(upstream)
+    ensure_pinned(project, store, upstream, pin)
+    target = resolve_pr_target(project, store, upstream, onto)
+    index = project.patch_names(upstream).index(file_name)
+    state = series_state(project, store, upstream, upto=index, commit=pin.commit, strict=False)
+    carried = carry_onto(store, upstream, file_name, patch, pin_commit=pin.commit,
+                         head=target.commit, label=target.ref, base_files=dict(state.current))
+    draft = Draft(upstream, file_name, carried.state, target, carried.how, carried.detail,
+                  carried.evidence, carried.files, carried.landed_in)
+    if carried.state != "ready":
+        return draft
+    template = find_template(lambda path: store.read_blob(target.commit, path))
+    draft.signoff_reason = signoff_reason(project, store, upstream, target.commit, template)
+    spec = build_commit_spec(patch, name=draft.stem, signoff=draft.signoff_reason is not None,
+                             today=today)
+    draft.spec = spec
+    draft.commit = store.commit_files(
+        target.commit, carried.changes, message=spec.message,
+        author=(spec.author.name, spec.author.email, spec.date), modes=carried.modes)
+    draft.format_patch = format_patch(store, draft.commit)
+    profiles, profiles_all = _profile_facts(project, patch)
+    version = pin.version or pin.label
+    if re.fullmatch(r"[0-9a-f]{40}", version):
+        version = version[:12]
+    facts = Facts(
+        subject=spec.subject, description=description_text(patch), bugs=tuple(bug_links(patch)),
+        origin=(patch.get("Origin") or "").replace("\n", " ").strip() or None,
+        profiles=profiles, profiles_all=profiles_all,
+        carried_on=f"{upstream} {version} ({pin.kind})", image=project.config.image,
+        paths=tuple(carried.files), forge_repo=target.forge_repo,
+        onto=f"`{target.ref}` at {target.commit[:12]}",
+        how={"applies": "applies exactly", "offset": "applies with offset",
+             "merged": "3-way merged"}[carried.how])
+    draft.body = make_body(facts, template)
+    return draft

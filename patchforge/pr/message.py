@@ -1,0 +1,174 @@
+"""The commit a pull request carries: its author, date, message and trailers, from a patch header.
+
+Owns: reading the people a DEP-3 header names (`Author`/`From`, repeated or folded, and any
+`Co-authored-by`), the commit date (`Last-Update`, else an email `Date`), the message (subject,
+then the Description's continuation lines and the free-text description), and the trailers an
+upstream wants (`Fixes:` from `Bug`, `Co-authored-by:` for the other authors, `Signed-off-by:`
+when it asks for a DCO sign-off). The trailers are added by `git interpret-trailers`, so a
+description that already ends in a trailer block gets them exactly as `git commit -s` would.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import subprocess
+from dataclasses import dataclass
+from email.utils import getaddresses, parsedate_to_datetime
+
+from patchforge.errors import InputError, StoreError
+
+_URL = re.compile(r"https?://\S+")
+_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+
+
+@dataclass(frozen=True)
+class Person:
+    name: str
+    email: str
+
+    def __str__(self) -> str:
+        return f"{self.name} <{self.email}>"
+
+
+@dataclass(frozen=True)
+class CommitSpec:
+    """What the PR commit is made of; `date` is git's raw form ("<epoch> +0000")."""
+
+    author: Person
+    co_authors: tuple[Person, ...]
+    date: str
+    date_source: str  # "Last-Update", "Date" or "today"
+    subject: str
+    message: str  # with trailers
+    trailers: tuple[tuple[str, str], ...]
+
+
+def _people(values: list[str], field: str, source: str) -> list[Person]:
+    people: list[Person] = []
+    for value in values:
+        # A folded DEP-3 field may list one person per line; a single line may list several,
+        # comma-separated, as in an email header.
+        for name, email in getaddresses([part for part in value.split("\n") if part.strip()]):
+            if not email or "@" not in email:
+                raise InputError(f"{field}: {value.strip()!r} does not name an email address",
+                                 path=source,
+                                 hint=f"write it as `{field}: Full Name <user@example.com>`")
+            person = Person(name.strip() or email, email.strip())
+            if person not in people:
+                people.append(person)
+    return people
+
+
+def authors(patch) -> tuple[Person, list[Person]]:
+    """(the author, the co-authors): the first Author/From is the author; further Author/From
+    people and every `Co-authored-by` are co-authors."""
+    named = _people(patch.get_all("Author"), "Author", patch.source)
+    if not named:
+        raise InputError("the patch has no Author (or From) field: a pull request commit needs "
+                         "an author", path=patch.source,
+                         hint="add `Author: Full Name <user@example.com>` to its header")
+    co = named[1:]
+    for person in _people(patch.get_all("Co-authored-by"), "Co-authored-by", patch.source):
+        if person not in co and person != named[0]:
+            co.append(person)
+    return named[0], co
+
+
+def commit_date(patch, *, today: _dt.date | None = None) -> tuple[str, str]:
+    """(git raw date, where it came from). `Last-Update: YYYY-MM-DD` is midnight UTC that day,
+    so the same patch always gives the same commit; without it an email `Date:` field, and only
+    then today (which changes the commit id from one day to the next)."""
+    value = (patch.get("Last-Update") or "").strip()
+    match = _DATE.match(value)
+    if match:
+        try:
+            day = _dt.date(int(match[1]), int(match[2]), int(match[3]))
+        except ValueError:
+            raise InputError(f"Last-Update: {value!r} is not a date", path=patch.source,
+                             hint="write it as YYYY-MM-DD") from None
+        return _epoch(day), "Last-Update"
+    if value:
+        raise InputError(f"Last-Update: {value!r} is not a date", path=patch.source,
+                         hint="write it as YYYY-MM-DD")
+    date = patch.get("Date")
+    if date:
+        try:
+            when = parsedate_to_datetime(date.replace("\n", " "))
+        except (TypeError, ValueError):
+            when = None
+        if when is not None and when.tzinfo is not None:
+            offset = int(when.utcoffset().total_seconds() // 60)
+            sign = "+" if offset >= 0 else "-"
+            return (f"{int(when.timestamp())} {sign}{abs(offset) // 60:02d}{abs(offset) % 60:02d}",
+                    "Date")
+    return _epoch(today or _dt.datetime.now(_dt.timezone.utc).date()), "today"
+
+
+def _epoch(day: _dt.date) -> str:
+    moment = _dt.datetime(day.year, day.month, day.day, tzinfo=_dt.timezone.utc)
+    return f"{int(moment.timestamp())} +0000"
+
+
+def description_text(patch) -> str:
+    """The description as text: the Description field's continuation lines, then the free text
+    between the header and the diff (blank lines at either end dropped)."""
+    parts: list[str] = []
+    for f in patch.fields:
+        if f.name.lower() == "description":
+            rest = f.value.split("\n", 1)[1] if "\n" in f.value else ""
+            if rest.strip():
+                parts.append(rest.strip("\n"))
+            break
+    free = patch.description.decode("utf-8", "replace").replace("\r\n", "\n")
+    if free.strip():
+        parts.append(free.strip("\n"))
+    return "\n\n".join(parts)
+
+
+def bug_links(patch) -> list[str]:
+    """The URLs in `Bug` (and vendor `Bug-*`) fields, in header order."""
+    links: list[str] = []
+    for f in patch.fields:
+        name = f.name.lower()
+        if name == "bug" or name.startswith("bug-"):
+            for url in _URL.findall(f.value):
+                url = url.rstrip(".,;)")
+                if url not in links:
+                    links.append(url)
+    return links
+
+
+def build_commit_spec(patch, *, name: str, signoff: bool,
+                      today: _dt.date | None = None) -> CommitSpec:
+    author, co_authors = authors(patch)
+    date, date_source = commit_date(patch, today=today)
+    subject = patch.subject or name
+    body = description_text(patch)
+    message = subject + "\n" + (f"\n{body}\n" if body else "")
+    trailers: list[tuple[str, str]] = [("Fixes", url) for url in bug_links(patch)]
+    trailers += [("Co-authored-by", str(p)) for p in co_authors]
+    if signoff:
+        trailers.append(("Signed-off-by", str(author)))
+    return CommitSpec(author, tuple(co_authors), date, date_source, subject,
+                      add_trailers(message, trailers), tuple(trailers))
+
+
+def add_trailers(message: str, trailers: list[tuple[str, str]]) -> str:
+    """The message with the trailers added by `git interpret-trailers` (an identical trailer
+    already there is not repeated)."""
+    from patchforge.store.gitstore import git_env
+
+    if not trailers:
+        return message
+    command = ["git", "-c", "trailer.ifexists=addIfDifferent", "interpret-trailers",
+               "--no-divider"]
+    for key, value in trailers:
+        if "\n" in value:
+            raise InputError(f"trailer {key}: a line break in {value!r}")
+        command += ["--trailer", f"{key}: {value}"]
+    proc = subprocess.run(command, input=message.encode("utf-8"), capture_output=True,
+                          env=git_env())
+    if proc.returncode != 0:
+        raise StoreError("git interpret-trailers failed: "
+                         + proc.stderr.decode("utf-8", "replace").strip())
+    return proc.stdout.decode("utf-8")

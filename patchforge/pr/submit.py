@@ -1,0 +1,153 @@
+"""What `pr` does with a draft: write it out, push its branch, open (or update) the draft PR, and
+record the PR in the patch header.
+
+Owns: the output directory (`0001-<name>.patch` from git format-patch, `PR.md` with exactly the
+body sent to the forge, `pr.json` with what was drafted), the push of `patchforge/<name>` to the
+user's fork straight from the store (forced: the branch belongs to this one fix and is rewritten
+whenever the fix is re-drafted), the forge calls (an open PR from that branch is updated, never
+duplicated), and writing `Forwarded` and `Upstream-Status: Submitted [url]` back into the patch:
+under the repository lock, atomically, every other byte of the file unchanged.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchforge.errors import StoreError, UsageError
+from patchforge.fsutil import RepoLock, atomic_write
+from patchforge.pr.draft import Draft, _redact
+
+# owner of a fork URL: https://host/OWNER/repo(.git), ssh://[user@]host[:port]/OWNER/repo,
+# user@host:OWNER/repo.
+_FORK_OWNER = re.compile(r"^(?:[a-z][a-z0-9+.-]*://(?:[^/@]*@)?[^/]+/|[^@/\s]+@[^:/\s]+:)"
+                         r"(?P<owner>[^/\s]+)/[^/\s]+?/?$", re.I)
+
+
+@dataclass
+class Pushed:
+    remote: str  # redacted
+    branch: str
+    commit: str
+
+
+@dataclass
+class Opened:
+    action: str  # opened | updated
+    number: int
+    url: str
+    repo: str
+    head: str
+    base: str
+
+
+def default_out_dir(project, draft: Draft) -> Path:
+    return project.state_dir / "pr" / draft.stem
+
+
+def out_paths(out_dir: Path, draft: Draft) -> dict[str, str]:
+    out_dir = Path(out_dir)
+    return {"patch": str(out_dir / draft.patch_file_name), "body": str(out_dir / "PR.md"),
+            "json": str(out_dir / "pr.json")}
+
+
+def write_out(out_dir: Path, draft: Draft) -> dict[str, str]:
+    """Write the format-patch file and PR.md into `out_dir` (each atomically)."""
+    paths = out_paths(out_dir, draft)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    atomic_write(paths["patch"], draft.format_patch)
+    atomic_write(paths["body"], draft.body.text.encode("utf-8"))
+    return paths
+
+
+def write_record(path: str | Path, document: dict) -> None:
+    """pr.json: what was drafted, pushed and opened (rewritten after each step)."""
+    atomic_write(path, (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False)
+                        + "\n").encode("utf-8"))
+
+
+def fork_owner(remote: str) -> str | None:
+    match = _FORK_OWNER.match(remote.strip())
+    if not match:
+        return None
+    return match["owner"]
+
+
+def _push_env() -> dict[str, str]:
+    """git's environment for a push: isolated like every store command, except that the user's
+    own git configuration is read, since it holds what reaching their fork needs (credential
+    helpers, `url.*.insteadOf`, ssh settings)."""
+    from patchforge.store.gitstore import git_env
+
+    env = git_env()
+    for key in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+        else:
+            env.pop(key, None)
+    return env
+
+
+def push_branch(store, draft: Draft, remote: str) -> Pushed:
+    """Force-push the draft's commit to `refs/heads/patchforge/<name>` of `remote`."""
+    if draft.commit is None:
+        raise UsageError(f"{draft.name}: nothing to push ({draft.state})")
+    if "://" not in remote and not re.match(r"[^@/\s]+@[^:/\s]+:", remote):
+        path = Path(remote)
+        if not path.exists():
+            raise UsageError(f"push remote {remote}: no such repository",
+                             hint="name your fork by URL or by the path of a git repository")
+        remote = str(path.resolve())
+    refspec = f"+{draft.commit}:refs/heads/{draft.branch}"
+    proc = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "--git-dir",
+                           str(store.git_dir), "push", "--quiet", "--no-verify", remote, refspec],
+                          capture_output=True, env=_push_env())
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        # git may quote the URL; never show a password or token that was part of it.
+        err = err.replace(remote, _redact(remote))
+        raise StoreError(f"pushing {draft.branch} to {_redact(remote)} failed: "
+                         f"{err or 'exit ' + str(proc.returncode)}")
+    return Pushed(_redact(remote), draft.branch, draft.commit)
+
+
+def open_or_update(forge, draft: Draft, owner: str) -> Opened:
+    """The draft PR from `owner:patchforge/<name>`: updated when one is open, else opened."""
+    repo = draft.target.forge_repo
+    if not repo:
+        raise UsageError(f"upstream {draft.upstream}: no forge repository to open the pull "
+                         "request in",
+                         hint=f"set `forge-repo = \"OWNER/NAME\"` under "
+                              f"[tool.patchforge.upstreams.{draft.upstream}]")
+    head = f"{owner}:{draft.branch}"
+    body = draft.body.text
+    existing = forge.find_open_pull(repo, head)
+    if existing is not None:
+        pull = forge.update_pull(repo, existing.number, title=draft.title, body=body)
+        action = "updated"
+    else:
+        pull = forge.create_pull(repo, draft.title, body, head, draft.target.branch, draft=True)
+        action = "opened"
+    url = pull.html_url or pull.url
+    return Opened(action, pull.number, url, repo, head, draft.target.branch)
+
+
+def record_submission(project, upstream: str, file_name: str, url: str) -> bool:
+    """Write `Forwarded: url` and `Upstream-Status: Submitted [url]` into the patch; True when
+    the file changed. The file is read again under the lock, so a concurrent edit is not lost."""
+    from patchforge.formats.patchfile import parse_patch_file
+
+    path = project.patch_path(upstream, file_name)
+    with RepoLock(project.state_dir, wait=5.0):
+        data = path.read_bytes()
+        patch = parse_patch_file(data, str(path))
+        updated = patch.with_field("Forwarded", url).with_field("Upstream-Status",
+                                                                f"Submitted [{url}]")
+        new = updated.to_bytes()
+        if new == data:
+            return False
+        atomic_write(path, new)
+        return True
