@@ -3,7 +3,13 @@
 A clean merge can still neutralise a fix (upstream moved the guarded code, a later patch undid
 it, a context match landed it in the wrong function). Each `Keeps: <path>: <text>` line of a
 patch header names a file of the patched result and text that must be in it; `re:<pattern>` makes
-it a regular expression. Patterns are only ever matched, never executed.
+it a regular expression (Python syntax, multi-line mode). Patterns are only ever matched, never
+executed, and their size is bounded.
+
+Owns: parsing Keeps lines (with the patch file and line in every error), checking one patch's
+invariants against a reader of patched files (`check_patch_invariants`, used by the rebase engine
+and lint), and checking a whole overlay set per profile (`check_overlay_invariants`, used by
+`overlays` and `check`).
 """
 from __future__ import annotations
 
@@ -34,28 +40,79 @@ class Invariant:
         return self.text in haystack
 
 
-def parse_invariants(patch, source: str = "<patch>") -> list[Invariant]:
+@dataclass(frozen=True)
+class InvariantViolation:
+    """One broken invariant of one patch in one profile's result."""
+
+    profile: str | None
+    upstream: str
+    patch: str
+    path: str
+    invariant: str  # as written after `Keeps:` (Invariant.describe)
+    reason: str  # "missing": the text is not in the file; "absent": the file is not there
+
+    @property
+    def message(self) -> str:
+        where = f" (profile {self.profile})" if self.profile else ""
+        what = "is not in the result" if self.reason == "missing" else \
+            "names a file that is not in the result"
+        return f"{self.upstream}/{self.patch}: Keeps invariant broken: {self.invariant} {what}" \
+               + where
+
+    def to_json(self) -> dict:
+        return {"profile": self.profile, "upstream": self.upstream, "patch": self.patch,
+                "path": self.path, "invariant": self.invariant, "reason": self.reason,
+                "message": self.message}
+
+
+def _field_lines(patch) -> dict[int, int]:
+    """Index of each Keeps field among the Keeps fields -> its first line in the patch file."""
+    lines = {}
+    line = 1 + getattr(patch, "preamble", b"").count(b"\n")
+    index = 0
+    for f in getattr(patch, "fields", ()):
+        if f.name.lower() == "keeps":
+            lines[index] = line
+            index += 1
+        line += f.raw.count(b"\n")
+    return lines
+
+
+def parse_invariants(patch, source: str | None = None) -> list[Invariant]:
+    """The patch's Keeps lines. Errors name the patch file and the line of the Keeps field."""
+    from patchforge.apply.diffparse import validate_path
+
+    source = source or getattr(patch, "source", None) or "<patch>"
+    field_lines = _field_lines(patch)
     out = []
-    for value in patch.get_all("Keeps"):
-        for line in value.split("\n"):
+    for index, value in enumerate(patch.get_all("Keeps")):
+        for offset, line in enumerate(value.split("\n")):
+            where = {"path": source, "line": field_lines[index] + offset
+                     if index in field_lines else None}
             line = line.strip()
             if not line:
                 continue
             path, sep, text = line.partition(": ")
-            if not sep or not text.strip() or not path:
-                raise InputError(f"Keeps: expected '<path>: <text>' (got {line!r})", path=source)
+            if not sep or not text.strip() or not path.strip():
+                raise InputError(f"Keeps: expected '<path>: <text>' or '<path>: re:<pattern>' "
+                                 f"(got {line!r})", **where)
+            path = path.strip()
+            # The path is only ever looked up in the patched result, never opened on disk;
+            # still, a path that could not be in the upstream is a mistake worth naming.
+            validate_path(path, source=where["path"], line=where["line"])
             text = text.strip()
             regex = text.startswith("re:")
             if regex:
                 text = text[3:]
                 if len(text) > MAX_PATTERN:
-                    raise InputError("Keeps: regular expression too long", path=source)
+                    raise InputError(f"Keeps: regular expression longer than {MAX_PATTERN} "
+                                     "characters", **where)
                 try:
                     re.compile(text)
                 except re.error as exc:
                     raise InputError(f"Keeps: bad regular expression {text!r}: {exc}",
-                                     path=source) from None
-            out.append(Invariant(path.strip(), text, regex))
+                                     **where) from None
+            out.append(Invariant(path, text, regex))
     return out
 
 
@@ -66,3 +123,58 @@ def check_patch_invariants(patch, read) -> list[str]:
         if not inv.holds(read(inv.path)):
             problems.append(f"Keeps invariant broken: {inv.describe()} is not in the result")
     return problems
+
+
+def check_overlay_invariants(project, overlay_set, *, store=None,
+                             patch_sources=None) -> list[InvariantViolation]:
+    """Every Keeps invariant of every patch in every profile, checked on that profile's result.
+
+    The result of a profile is its overlay files (the upstream files with all of the profile's
+    patches applied, in series order), so a later patch that undoes an earlier fix is caught.
+    A Keeps line naming a file the profile's series does not touch is checked against the
+    upstream file at the overlays' base revision (read from `store`, opened only if needed).
+    `patch_sources` ({upstream: [(name, PatchFile, raw)]}) is the same as for
+    `overlay.build_overlays`; by default the series is read from the project.
+    """
+    from patchforge.apply.series import applies_to_profile
+
+    profiles: list[str | None] = list(project.config.profiles) or [None]
+    violations: list[InvariantViolation] = []
+    opened = None
+    try:
+        for upstream in project.upstream_names():
+            if patch_sources is not None:
+                patches = [(n, p) for n, p, _ in patch_sources.get(upstream, [])]
+            else:
+                patches = [(n, project.read_patch(upstream, n))
+                           for n in project.patch_names(upstream)]
+            with_keeps = [(n, p, parse_invariants(p)) for n, p in patches]
+            if not any(invs for _, _, invs in with_keeps):
+                continue
+            for profile in profiles:
+                files = [f for f in overlay_set.files
+                         if f.upstream == upstream and f.profile == profile]
+                result = {f.path: f.content for f in files}
+                base_commit = files[0].base_commit if files else None
+                for name, patch, invariants in with_keeps:
+                    if not applies_to_profile(patch, profile):
+                        continue
+                    for inv in invariants:
+                        if inv.path in result:
+                            content = result[inv.path]
+                        else:
+                            if store is None and opened is None:
+                                from patchforge.store.gitstore import UpstreamStore
+                                opened = UpstreamStore.open()
+                            reader = store or opened
+                            commit = base_commit or project.lock.pin(upstream).commit
+                            content = reader.read_blob(commit, inv.path)
+                        if inv.holds(content):
+                            continue
+                        violations.append(InvariantViolation(
+                            profile, upstream, name, inv.path, inv.describe(),
+                            "missing" if content is not None else "absent"))
+    finally:
+        if opened is not None:
+            opened.close()
+    return violations

@@ -1,0 +1,306 @@
+"""`Keeps:` invariants: parsing (errors name the patch file and line), matching (bytes, regular
+expressions), a clean-merging rebase that loses a fix stopping with exit 3, and invariants
+checked per profile on the overlays (`check_overlay_invariants`, `patchforge check`).
+
+Projects here pin a real git upstream built by the test and are driven through the real CLI.
+`StackProject` is shared with test_ledger.py and test_checks.py.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+from patchforge.errors import InputError, UnsafePathError
+from patchforge.formats.patchfile import parse_patch_file
+from patchforge.invariants import (MAX_PATTERN, Invariant, check_overlay_invariants,
+                                   check_patch_invariants, parse_invariants)
+
+
+def run_cli(root: Path, *args: str) -> tuple[int, str, str]:
+    """The real command line, in this process: (exit code, stdout, stderr)."""
+    from patchforge.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(["--root", str(root), *args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return code, out.getvalue(), err.getvalue()
+
+
+class StackProject:
+    """A patchforge project (patchforge.toml) pinned to a real git upstream named `up`."""
+
+    def __init__(self, tmp_path: Path, files: dict[str, bytes], *, profiles=None,
+                 config_extra: str = "") -> None:
+        self.up = tmp_path / "up"
+        self.up.mkdir()
+        git(self.up, "init", "-q")
+        self.commit(files, "v1", tag="v1")
+        self.root = tmp_path / "project"
+        self.root.mkdir()
+        self.cli("init", "--standalone", str(self.root))
+        profile_lines = "".join(f'{name} = "{desc}"\n' for name, desc in (profiles or {}).items())
+        (self.root / "patchforge.toml").write_text(
+            ("[profiles]\n" + profile_lines + "\n" if profiles else "") + config_extra)
+        self.cli("upstream", "add", "up", "--git", str(self.up), "--at", "v1",
+                 "--install-root", "/opt/site")
+        (self.root / "series" / "up").mkdir(parents=True, exist_ok=True)
+
+    # --- the upstream ---------------------------------------------------------------------------
+    def commit(self, files: dict[str, bytes], message: str, tag: str | None = None) -> str:
+        for rel, data in files.items():
+            (self.up / rel).parent.mkdir(parents=True, exist_ok=True)
+            (self.up / rel).write_bytes(data)
+        git(self.up, "add", "-A")
+        git(self.up, "commit", "-q", "-m", message)
+        if tag:
+            git(self.up, "tag", tag)
+        return git(self.up, "rev-parse", "HEAD").strip()
+
+    def read_upstream(self, rel: str, rev: str = "HEAD") -> bytes:
+        return subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=self.up, check=True,
+                              capture_output=True).stdout
+
+    # --- the project ----------------------------------------------------------------------------
+    def cli(self, *args: str, expect: int | None = 0) -> tuple[int, str, str]:
+        code, out, err = run_cli(getattr(self, "root", Path(".")), *args)
+        if expect is not None:
+            assert code == expect, f"patchforge {' '.join(args)} -> {code}\n{out}\n{err}"
+        return code, out, err
+
+    def json(self, *args: str, expect: int = 0) -> dict:
+        return json.loads(self.cli(*args, "--json", expect=expect)[1])
+
+    @property
+    def base(self) -> str:
+        return json.loads((self.root / "upstream.lock").read_text())["upstreams"]["up"]["commit"]
+
+    def add_patch(self, name: str, path: str, old: bytes | None, new: bytes, *,
+                  fields: str = "", description: str | None = None) -> bytes:
+        """A patch changing `path` from `old` (None: created) to `new`, made with git diff."""
+        scratch = self.root.parent / f"diff-{name}"
+        scratch.mkdir()
+        git(scratch, "init", "-q")
+        if old is not None:
+            (scratch / path).parent.mkdir(parents=True, exist_ok=True)
+            (scratch / path).write_bytes(old)
+            git(scratch, "add", "-A")
+            git(scratch, "commit", "-q", "-m", "old")
+        (scratch / path).parent.mkdir(parents=True, exist_ok=True)
+        (scratch / path).write_bytes(new)
+        git(scratch, "add", "-A")
+        diff = subprocess.run(["git", "diff", "--cached", "--full-index"], cwd=scratch,
+                              check=True, capture_output=True).stdout
+        data = (f"Description: {description or 'fix ' + name}\n"
+                "Author: Test Author <author@example.com>\n"
+                "Upstream-Status: Pending\n"
+                "Upstream: up\n"
+                f"Base: {self.base}\n"
+                f"{fields}"
+                "\n"
+                "Why the fix exists.\n"
+                "---\n").encode() + diff
+        (self.root / "series" / "up" / f"{name}.patch").write_bytes(data)
+        series = self.root / "series" / "up" / "series"
+        series.write_bytes((series.read_bytes() if series.exists() else b"")
+                           + f"{name}.patch\n".encode())
+        return data
+
+    def project(self):
+        from patchforge.project import Project
+        return Project.discover(self.root)
+
+    def files(self) -> dict[str, bytes]:
+        """Every project file outside .patchforge/."""
+        return {p.relative_to(self.root).as_posix(): p.read_bytes()
+                for p in sorted(self.root.rglob("*"))
+                if p.is_file() and ".patchforge" not in p.relative_to(self.root).parts}
+
+
+# --- parsing and matching -------------------------------------------------------------------
+
+def header_patch(keeps: str) -> bytes:
+    return (b"Description: a fix\nUpstream-Status: Pending\n" + keeps.encode()
+            + b"\n---\ndiff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n")
+
+
+def test_keeps_lines_text_regex_and_continuations():
+    patch = parse_patch_file(header_patch(
+        "Keeps: pkg/a.py: FP8_MAX=224.0\n"
+        "Keeps: pkg/a.py: re:^def fnuz\\(\\):$\n"
+        " pkg/b.py: float8e4b8\n"), "series/up/x.patch")
+    assert parse_invariants(patch) == [
+        Invariant("pkg/a.py", "FP8_MAX=224.0", False),
+        Invariant("pkg/a.py", r"^def fnuz\(\):$", True),
+        Invariant("pkg/b.py", "float8e4b8", False)]
+
+
+@pytest.mark.parametrize("keeps, line, message", [
+    ("Keeps: pkg/a.py: re:(unclosed", 4, "bad regular expression"),
+    ("Keeps: pkg/a.py: re:" + "a" * (MAX_PATTERN + 1), 4, "longer than"),
+    ("Keeps: no separator here", 4, "expected '<path>: <text>'"),
+    ("Keeps: pkg/a.py: ok\n pkg/b.py:", 5, "expected '<path>: <text>'"),
+])
+def test_bad_keeps_lines_name_file_and_line(keeps, line, message):
+    data = (b"Description: a fix\nUpstream-Status: Pending\nOrigin: vendor\n" + keeps.encode()
+            + b"\n---\ndiff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n")
+    patch = parse_patch_file(data, "series/up/x.patch")
+    with pytest.raises(InputError) as info:
+        parse_invariants(patch)
+    assert info.value.path == "series/up/x.patch"
+    assert info.value.line == line
+    assert message in info.value.message
+
+
+@pytest.mark.parametrize("path", ["../etc/passwd", "/etc/passwd", ".git/config", "a/../../b"])
+def test_keeps_paths_outside_the_upstream_are_refused(path):
+    patch = parse_patch_file(header_patch(f"Keeps: {path}: root"), "x.patch")
+    with pytest.raises(UnsafePathError):
+        parse_invariants(patch)
+
+
+def test_matching_is_on_bytes_and_multiline_regex():
+    content = b"def fnuz():\r\n    scale = 224.0\r\n\xff\xfe not utf-8\n"
+    assert Invariant("a", "scale = 224.0", False).holds(content)
+    assert Invariant("a", r"^def fnuz\(\):\r?\n    scale = 224\.0", True).holds(content)
+    assert not Invariant("a", "scale = 448.0", False).holds(content)
+    assert not Invariant("a", "anything", False).holds(None)  # the file is gone
+    patch = parse_patch_file(header_patch("Keeps: a.py: 224.0\n b.py: gone"), "x.patch")
+    files = {"a.py": content}
+    assert check_patch_invariants(patch, files.get) == [
+        "Keeps invariant broken: b.py: gone is not in the result"]
+
+
+# --- a rebase that merges cleanly but loses the fix -----------------------------------------
+
+BODY = (b"    x = x.float()\n"
+        b"    x = x.flatten()\n"
+        b"    y = x\n"
+        b"    scale = 448.0\n"
+        b"    out = y * scale\n"
+        b"    out = out.clamp(-scale, scale)\n"
+        b"    return out\n")
+V1 = (b"import math\n\n\ndef fnuz_writer(x):\n    \"\"\"Write the FNUZ cache.\"\"\"\n" + BODY
+      + b"\n\ndef tail():\n    return None\n")
+# v2: upstream adds an OCP writer with the very same body above the FNUZ one, and touches the
+# FNUZ writer's body: the fix's hunk now matches exactly, at its old line numbers, in the wrong
+# function. `git apply` and the rebase's fast path both take it.
+V2 = (b"import math\n\n\ndef ocp_writer(x):\n    \"\"\"Write the OCP cache.\"\"\"\n" + BODY
+      + b"\n\ndef fnuz_writer(x):\n    \"\"\"Write the FNUZ cache.\"\"\"\n"
+      + BODY.replace(b"    y = x\n", b"    y = x.contiguous()\n")
+      + b"\n\ndef tail():\n    return None\n")
+FIXED = V1.replace(b"scale = 448.0", b"scale = 224.0")
+KEEPS = "Keeps: pkg/ops.py: re:def fnuz_writer\\(x\\):\\n(?:    .*\\n)*?    scale = 224\\.0\n"
+
+
+def test_clean_merging_rebase_that_loses_the_fix_stops_with_exit_3(tmp_path):
+    stack = StackProject(tmp_path, {"pkg/ops.py": V1})
+    stack.add_patch("fnuz-scale", "pkg/ops.py", V1, FIXED, fields=KEEPS)
+    stack.cli("lint", "--no-forge")  # the invariant holds on the locked base
+    stack.commit({"pkg/ops.py": V2}, "v2: OCP writer", tag="v2")
+    # The fix still "applies" to v2, exactly: nothing but the invariant can tell.
+    assert subprocess.run(["git", "apply", "--check", "-"], cwd=stack.up, capture_output=True,
+                          input=(stack.root / "series/up/fnuz-scale.patch").read_bytes()
+                          ).returncode == 0
+    before = stack.files()
+    code, out, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "up/fnuz-scale.patch" in err  # the patch
+    assert "pkg/ops.py: re:def fnuz_writer" in err  # the file and the invariant
+    assert "Keeps invariant broken" in err
+    assert stack.files() == before  # stopped like a conflict: nothing written
+    stack.cli("rebase", "--abort")
+    assert stack.files() == before
+
+
+def test_the_same_rebase_without_the_invariant_moves_the_fix_into_the_wrong_function(tmp_path):
+    # The control for the test above: without `Keeps:` the rebase succeeds and the fix now
+    # sits in ocp_writer, while fnuz_writer keeps the wrong scale.
+    stack = StackProject(tmp_path, {"pkg/ops.py": V1})
+    stack.add_patch("fnuz-scale", "pkg/ops.py", V1, FIXED)
+    stack.commit({"pkg/ops.py": V2}, "v2: OCP writer", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    patch = stack.project().read_patch("up", "fnuz-scale.patch")
+    from patchforge.apply.series import apply_series
+    state = apply_series(lambda paths: {p: stack.read_upstream(p, "v2") for p in paths},
+                         [("fnuz-scale.patch", patch)])
+    result = state.current["pkg/ops.py"]
+    ocp, fnuz = result.split(b"def fnuz_writer")
+    assert b"scale = 224.0" in ocp and b"scale = 448.0" in fnuz
+    inv = Invariant("pkg/ops.py", KEEPS.split(" re:", 1)[1].strip(), True)
+    assert not inv.holds(result)
+
+
+# --- per profile ------------------------------------------------------------------------------
+
+OPS = b"def fp8_max():\n    return 448.0\n\n\ndef dtype():\n    return 'e4m3fn'\n"
+
+
+def profile_stack(tmp_path) -> StackProject:
+    """shared-fix (all profiles, Keeps 224.0); gfx942-only dtype fix (Keeps e4m3fnuz);
+    a gfx950-only later patch that puts 448.0 back (undoing the shared fix on gfx950 only)."""
+    stack = StackProject(tmp_path, {"pkg/ops.py": OPS, "pkg/other.py": b"KEEP = 1\n"},
+                         profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
+    fixed = OPS.replace(b"448.0", b"224.0")
+    stack.add_patch("shared-fix", "pkg/ops.py", OPS, fixed,
+                    fields="Keeps: pkg/ops.py: return 224.0\n"
+                           "Keeps: pkg/other.py: KEEP = 1\n")
+    stack.add_patch("gfx942-dtype", "pkg/ops.py", fixed, fixed.replace(b"e4m3fn'", b"e4m3fnuz'"),
+                    fields="Profiles: gfx942\nKeeps: pkg/ops.py: re:^    return 'e4m3fnuz'$\n")
+    stack.add_patch("gfx950-ocp-max", "pkg/ops.py", fixed, fixed.replace(b"224.0", b"448.0"),
+                    fields="Profiles: gfx950\n")
+    return stack
+
+
+def test_invariants_are_checked_on_each_profiles_result(tmp_path):
+    stack = profile_stack(tmp_path)
+    from patchforge.overlay import build_overlays
+    from patchforge.ops.resolve import open_store
+
+    project = stack.project()
+    with open_store(project) as store:
+        overlays = build_overlays(project, store)
+        violations = check_overlay_invariants(project, overlays, store=store)
+    # The gfx942-only Keeps line is not checked on gfx950 (where its patch is not applied); the
+    # shared fix is broken on gfx950 only, by the later gfx950 patch.
+    assert [(v.profile, v.patch, v.path, v.invariant, v.reason) for v in violations] == [
+        ("gfx950", "shared-fix.patch", "pkg/ops.py", "pkg/ops.py: return 224.0", "missing")]
+    assert "up/shared-fix.patch" in violations[0].message and "gfx950" in violations[0].message
+
+    document = stack.json("check", expect=1)
+    assert document["ok"] is False and document["ran"] is False and document["checks"] == []
+    assert [(v["profile"], v["patch"], v["path"]) for v in document["invariants"]] == [
+        ("gfx950", "shared-fix.patch", "pkg/ops.py")]
+    assert stack.json("check", "--profile", "gfx942")["invariants"] == []
+    code, out, _ = stack.cli("check", "--profile", "gfx950", expect=1)
+    assert "up/shared-fix.patch: Keeps invariant broken: pkg/ops.py: return 224.0" in out
+
+
+def test_an_invariant_on_a_file_no_patch_touches_reads_the_upstream(tmp_path):
+    stack = profile_stack(tmp_path)
+    # pkg/other.py is untouched: "KEEP = 1" is read from the locked upstream and holds. Once
+    # the shared fix guards a file that is not there, it is reported as absent, per profile.
+    path = stack.root / "series/up/shared-fix.patch"
+    path.write_bytes(path.read_bytes().replace(b"Keeps: pkg/other.py: KEEP = 1",
+                                               b"Keeps: pkg/gone.py: KEEP = 1"))
+    document = stack.json("check", expect=1)
+    assert sorted((v["profile"], v["path"], v["reason"]) for v in document["invariants"]) == [
+        ("gfx942", "pkg/gone.py", "absent"), ("gfx950", "pkg/gone.py", "absent"),
+        ("gfx950", "pkg/ops.py", "missing")]
+
+
+def test_check_passes_when_every_invariant_holds(tmp_path):
+    stack = profile_stack(tmp_path)
+    series = stack.root / "series/up/series"
+    series.write_text("shared-fix.patch\ngfx942-dtype.patch\n")
+    (stack.root / "series/up/gfx950-ocp-max.patch").unlink()
+    code, out, _ = stack.cli("check")
+    assert "Keeps invariants: all hold" in out
