@@ -1,0 +1,442 @@
+"""`patchforge pr`: a fix drafted as an upstream pull request, pushed to a fork, opened as a draft.
+
+Everything is real: the upstream is a git repository built here (with a vLLM-like pull-request
+template and a DCO file), the fork is a bare repository on disk, the forge is the test server on
+127.0.0.1 (it records every request), and the CLI runs as a user runs it.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+from patchforge.cli import main
+from servers import forge_server  # noqa: F401  (fixture)
+
+TEMPLATE = b"""<!-- markdownlint-disable -->
+PLEASE FILL IN THE PR DESCRIPTION HERE ENSURING ALL CHECKLIST ITEMS (AT THE BOTTOM) HAVE BEEN CONSIDERED.
+
+## Purpose
+
+## Test Plan
+
+## Test Result
+
+## (Optional) Documentation Update
+
+---
+<details>
+<summary> Essential Elements of an Effective PR Description Checklist </summary>
+
+- [ ] The purpose of the PR, such as "Fix some issue (link existing issues this PR will resolve)".
+- [ ] The test plan, such as providing test command.
+- [ ] The test results, such as pasting the results comparison before and after, or e2e results
+</details>
+
+**BEFORE SUBMITTING, PLEASE READ <https://docs.example.org/contributing>** (anything written below this line will be removed by GitHub Actions)
+"""
+
+ATTN_V1 = b"".join(b"def helper_%d(x):\n    return x + %d\n\n\n" % (k, k) for k in range(12)) + \
+    b"def select_backend(arch):\n    if arch == 'gfx942':\n        return 'triton'\n" \
+    b"    return 'ck'\n"
+
+# The fix, made against ATTN_V1: gfx950 must take the CK path too, and gfx942 keeps triton.
+FIX_DIFF = b"""diff --git a/pkg/attn.py b/pkg/attn.py
+--- a/pkg/attn.py
++++ b/pkg/attn.py
+@@ -49,4 +49,6 @@ def helper_11(x):
+ def select_backend(arch):
+     if arch == 'gfx942':
+         return 'triton'
++    if arch == 'gfx950':
++        return 'ck_a8w4'
+     return 'ck'
+"""
+
+HEADER = (b"Description: attn: select the CK a8w4 experts on gfx950\n"
+          b" On gfx950 the backend fell through to the generic CK kernel.\n"
+          b"Author: Ada Lovelace <ada@example.com>\n"
+          b"Author: Grace Hopper <grace@example.com>\n"
+          b"Origin: other, https://github.com/acme/recipes/pull/962\n"
+          b"Bug: https://github.com/acme/up/issues/77\n"
+          b"Forwarded: no\n"
+          b"Upstream-Status: Pending\n"
+          b"X-Local-Note: kept byte for byte\n"
+          b"Profiles: gfx950\n"
+          b"Last-Update: 2026-09-12\n")
+
+DESCRIPTION = (b"Plain aiter opens the full priority list, whose head is the Composable Kernel\n"
+               b"backend, so the experts become the a8w4 family.\n"
+               b"\n"
+               b"Decode traces on MI355X TP4 at 131k context:\n"
+               b"\n"
+               b"concurrency\tMoE GEMM (ms/step)\twhole step\n"
+               b"1\t2.72 \xe2\x86\x92 2.30\t\xe2\x88\x924.2%\n"
+               b"16\t9.06 \xe2\x86\x92 7.18\t\xe2\x88\x928.7%\n"
+               b"\n"
+               b"Single-user decode measures 265 tok/s p50 against 259 tok/s before.\n")
+
+PATCH = HEADER + b"\n" + DESCRIPTION + b"---\n" + FIX_DIFF
+
+
+def _commit_all(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def stack(tmp_path, make_git_repo, forge_server):  # noqa: F811
+    """An upstream (pinned at its first commit, moved on since), a project carrying the fix, a
+    bare fork, and the test forge as the configured API."""
+    upstream, base = make_git_repo({".github/PULL_REQUEST_TEMPLATE.md": TEMPLATE,
+                                    "DCO": b"Developer Certificate of Origin\n",
+                                    "pkg/attn.py": ATTN_V1, "README.md": b"upstream\n"})
+    # Upstream moves on: two lines above the fix, so it applies with an offset on the head.
+    (upstream / "pkg/attn.py").write_bytes(b"import os\nimport sys\n" + ATTN_V1)
+    head = _commit_all(upstream, "attn: imports")
+    fork = tmp_path / "fork.git"
+    git(tmp_path, "clone", "-q", "--bare", str(upstream), str(fork))
+
+    root = tmp_path / "stack"
+    root.mkdir()
+    result = run_cli("init", str(root))
+    assert result.exit_code == 0, result.output
+    result = run_cli("--root", str(root), "upstream", "add", "up", "--git", str(upstream),
+                     "--at", base, "--follow", "main")
+    assert result.exit_code == 0, result.output
+    # The whole configuration, written here so the test does not depend on init's wording.
+    (root / "patchforge.toml").write_text(
+        '[profiles]\ngfx942 = "MI300X: CDNA3, FNUZ FP8"\ngfx950 = "MI355X: CDNA4, OCP FP8"\n\n'
+        f'[forge]\napi-url = "{forge_server.url}"\n\n'
+        f'[upstreams.up]\nkind = "git"\nurl = "{upstream}"\nfollow = "main"\n'
+        'forge-repo = "acme/up"\n')
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "ck-a8w4-gfx950.patch").write_bytes(PATCH)
+    (series / "series").write_bytes(b"ck-a8w4-gfx950.patch\n")
+    return {"root": root, "upstream": upstream, "base": base, "head": head, "fork": fork,
+            "forge": forge_server, "patch": series / "ck-a8w4-gfx950.patch"}
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def run_cli(*args: str) -> Result:
+    """The real command line (its one error-to-exit-code mapping included), in this process."""
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def run_pr(stack, *args) -> Result:
+    return run_cli("--root", str(stack["root"]), "pr", *args)
+
+
+def show(repo: Path, fmt: str, rev: str) -> str:
+    return git(repo, "--git-dir", str(repo), "log", "-1", f"--format={fmt}", rev)
+
+
+def store_git(*args: str) -> str:
+    from patchforge.store.gitstore import cache_dir
+    return git(Path.cwd(), "--git-dir", str(cache_dir() / "store.git"), *args)
+
+
+def fork_branches(fork: Path) -> dict[str, str]:
+    out = git(fork, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/patchforge/")
+    return dict(line.split(" ") for line in out.splitlines())
+
+
+EXPECTED_MESSAGE = """attn: select the CK a8w4 experts on gfx950
+
+On gfx950 the backend fell through to the generic CK kernel.
+
+Plain aiter opens the full priority list, whose head is the Composable Kernel
+backend, so the experts become the a8w4 family.
+
+Decode traces on MI355X TP4 at 131k context:
+
+concurrency\tMoE GEMM (ms/step)\twhole step
+1\t2.72 \u2192 2.30\t\u22124.2%
+16\t9.06 \u2192 7.18\t\u22128.7%
+
+Single-user decode measures 265 tok/s p50 against 259 tok/s before.
+
+Fixes: https://github.com/acme/up/issues/77
+Co-authored-by: Grace Hopper <grace@example.com>
+Signed-off-by: Ada Lovelace <ada@example.com>
+"""
+
+
+def test_dry_run_drafts_commit_format_patch_and_body(stack, tmp_path):
+    result = run_pr(stack, "ck-a8w4-gfx950", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["state"] == "ready" and doc["how"] == "offset" and doc["dry_run"] is True
+    assert doc["onto"]["commit"] == stack["head"] and doc["onto"]["branch"] == "main"
+    assert doc["signoff"] == "the upstream has a DCO file"
+    commit = doc["commit"]
+
+    # The commit: on the upstream head, the patch's authors, its Last-Update as the date.
+    assert store_git("rev-parse", f"{commit}^") == stack["head"] + "\n"
+    assert store_git("log", "-1", "--format=%an <%ae>|%cn <%ce>|%aI", commit).strip() == \
+        "Ada Lovelace <ada@example.com>|Ada Lovelace <ada@example.com>|2026-09-12T00:00:00+00:00"
+    assert store_git("log", "-1", "--format=%B", commit) == EXPECTED_MESSAGE + "\n"
+    assert store_git("diff", "--name-only", stack["head"], commit) == "pkg/attn.py\n"
+
+    # The format-patch file applies with git am on a clone of the upstream head, giving the
+    # very same tree and message.
+    out = stack["root"] / ".patchforge" / "pr" / "ck-a8w4-gfx950"
+    mail = out / "0001-ck-a8w4-gfx950.patch"
+    assert doc["written"]["patch"] == str(mail)
+    assert mail.read_bytes().startswith(f"From {commit} Mon Sep 17 00:00:00 2001\n".encode())
+    assert b"\n-- \n" not in mail.read_bytes()  # no git-version signature
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(stack["upstream"]), str(clone))
+    git(clone, "am", "-q", str(mail))
+    assert git(clone, "rev-parse", "HEAD^{tree}") == store_git("rev-parse", f"{commit}^{{tree}}")
+    assert git(clone, "log", "-1", "--format=%an <%ae>%n%B") == \
+        "Ada Lovelace <ada@example.com>\n" + EXPECTED_MESSAGE + "\n"
+
+    # The body fills the upstream's template and says what it could not fill.
+    body = (out / "PR.md").read_text()
+    assert doc["body"] == {"template": ".github/PULL_REQUEST_TEMPLATE.md",
+                           "filled": ["Purpose", "Test Result", "(Optional) Documentation Update"],
+                           "unfilled": ["Test Plan"]}
+    assert body.startswith("<!-- markdownlint-disable -->\n\n## Purpose\n\n"
+                           "On gfx950 the backend fell through to the generic CK kernel.\n")
+    assert "PLEASE FILL IN" not in body
+    purpose = body.split("## Purpose")[1].split("## Test Plan")[0]
+    assert "Fixes #77" in purpose
+    assert "Origin: other, https://github.com/acme/recipes/pull/962" in purpose
+    assert "tok/s" not in purpose  # measurements are in the test result, once
+    plan = body.split("## Test Plan")[1].split("## Test Result")[0]
+    assert "`gfx950` (MI355X: CDNA4, OCP FP8)" in plan and "gfx942" not in plan
+    assert "is not recorded in the patch; fill in before opening" in plan
+    assert f"`main` at {stack['head'][:12]} (applies with offset)" in plan
+    result_part = body.split("## Test Result")[1].split("## (Optional)")[0]
+    assert ("Decode traces on MI355X TP4 at 131k context:\n\n"
+            "| concurrency | MoE GEMM (ms/step) | whole step |\n|---|---|---|\n"
+            "| 1 | 2.72 \u2192 2.30 | \u22124.2% |\n") in result_part
+    assert "265 tok/s p50 against 259 tok/s" in result_part
+    assert "None: this change touches no documentation." in body
+    # The template's checklist and closing line are kept as they are.
+    assert TEMPLATE.decode().split("---\n", 1)[1] in body
+
+    # A dry run: nothing left the machine, the patch file is untouched.
+    assert fork_branches(stack["fork"]) == {}
+    assert stack["forge"].requests == []
+    assert stack["patch"].read_bytes() == PATCH
+    record = json.loads((out / "pr.json").read_text())
+    assert record["commit"] == commit and record["pushed"] is None
+
+    # Drafting again gives the same commit and the same bytes.
+    again = run_pr(stack, "ck-a8w4-gfx950", "--json")
+    assert json.loads(again.stdout)["commit"] == commit
+    assert mail.read_bytes() == (out / "0001-ck-a8w4-gfx950.patch").read_bytes()
+
+
+def test_push_and_open_then_rerun_updates_the_same_pull_request(stack, monkeypatch):
+    forge = stack["forge"]
+    forge.require_token = "tok-3f9a1c77e2"
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                    "--fork-owner", "ada")
+    assert result.exit_code == 0, result.output
+    assert "tok-3f9a1c77e2" not in result.output
+    out = stack["root"] / ".patchforge" / "pr" / "ck-a8w4-gfx950"
+    record = json.loads((out / "pr.json").read_text())
+    commit = record["commit"]
+
+    # The branch is in the fork, at the drafted commit.
+    assert fork_branches(stack["fork"]) == {"refs/heads/patchforge/ck-a8w4-gfx950": commit}
+
+    # One lookup, then one draft PR opened from the fork's branch against main.
+    posts = [r for r in forge.requests if r.method == "POST"]
+    assert [r.path for r in posts] == ["/repos/acme/up/pulls"]
+    sent = json.loads(posts[0].body)
+    assert sent == {"title": "attn: select the CK a8w4 experts on gfx950",
+                    "body": (out / "PR.md").read_text(), "head": "ada:patchforge/ck-a8w4-gfx950",
+                    "base": "main", "draft": True}
+    assert posts[0].header("authorization") == "Bearer tok-3f9a1c77e2"
+    url = "https://github.com/acme/up/pull/1"
+    assert record["pull"]["action"] == "opened" and record["pull"]["url"] == url
+    assert f"opened draft pull request {url}" in result.output
+
+    # The URL is recorded in the header; every other byte of the patch file is unchanged.
+    expected = PATCH.replace(b"Forwarded: no\n", f"Forwarded: {url}\n".encode()).replace(
+        b"Upstream-Status: Pending\n", f"Upstream-Status: Submitted [{url}]\n".encode())
+    assert stack["patch"].read_bytes() == expected
+
+    # Upstream moves on; re-running force-pushes the branch and updates the open PR.
+    attn = stack["upstream"] / "pkg/attn.py"
+    attn.write_bytes(b"# header\n" + attn.read_bytes())
+    new_head = _commit_all(stack["upstream"], "attn: header")
+    before = len(forge.requests)
+    again = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                   "--fork-owner", "ada", "--json")
+    assert again.exit_code == 0, again.output
+    doc = json.loads(again.stdout)
+    assert doc["onto"]["commit"] == new_head and doc["commit"] != commit
+    assert fork_branches(stack["fork"]) == {"refs/heads/patchforge/ck-a8w4-gfx950": doc["commit"]}
+    later = forge.requests[before:]
+    assert [r.method for r in later] == ["GET", "PATCH"]
+    assert later[1].path == "/repos/acme/up/pulls/1"
+    assert json.loads(later[1].body)["title"] == "attn: select the CK a8w4 experts on gfx950"
+    assert f"`main` at {new_head[:12]}" in json.loads(later[1].body)["body"]
+    assert doc["pull"]["action"] == "updated" and doc["recorded"] is False
+    assert len(forge.pulls) == 1
+    assert stack["patch"].read_bytes() == expected
+
+
+def test_a_conflict_is_reported_and_nothing_is_written_or_pushed(stack):
+    attn = stack["upstream"] / "pkg/attn.py"
+    attn.write_bytes(attn.read_bytes().replace(b"    return 'ck'\n",
+                                               b"    return 'ck_default'\n"))
+    _commit_all(stack["upstream"], "attn: rename the default")
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                    "--fork-owner", "ada")
+    assert result.exit_code == 1
+    assert "conflict in pkg/attn.py" in result.stderr
+    assert "nothing was written or pushed" in result.stderr
+    assert fork_branches(stack["fork"]) == {}
+    assert stack["forge"].requests == []
+    assert not (stack["root"] / ".patchforge" / "pr").exists()
+    assert stack["patch"].read_bytes() == PATCH
+    doc = json.loads(run_pr(stack, "ck-a8w4-gfx950", "--json").stdout)
+    assert doc["state"] == "conflict" and doc["files"] == ["pkg/attn.py"]
+    assert doc["commit"] is None
+
+
+def test_a_fix_already_upstream_stops_with_where_it_landed(stack):
+    attn = stack["upstream"] / "pkg/attn.py"
+    attn.write_bytes(attn.read_bytes().replace(
+        b"        return 'triton'\n", b"        return 'triton'\n    if arch == 'gfx950':\n"
+        b"        return 'ck_a8w4'\n"))
+    landed = _commit_all(stack["upstream"], "attn: gfx950 takes ck_a8w4 (upstream's own fix)")
+    (stack["upstream"] / "README.md").write_bytes(b"later\n")
+    _commit_all(stack["upstream"], "readme")
+    result = run_pr(stack, "ck-a8w4-gfx950", "--json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert doc["state"] == "upstreamed" and doc["landed_in"] == landed
+    assert not (stack["root"] / ".patchforge" / "pr").exists()
+    text = run_pr(stack, "ck-a8w4-gfx950")
+    assert text.exit_code == 1 and "already upstream" in text.stderr
+
+
+def test_a_moved_context_is_carried_by_a_three_way_merge(stack):
+    attn = stack["upstream"] / "pkg/attn.py"
+    attn.write_bytes(attn.read_bytes().replace(b"def select_backend(arch):\n",
+                                               b"def select_backend(arch, default=None):\n"))
+    head = _commit_all(stack["upstream"], "attn: a default")
+    result = run_pr(stack, "ck-a8w4-gfx950", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["how"] == "merged" and doc["onto"]["commit"] == head
+    content = store_git("show", f"{doc['commit']}:pkg/attn.py")
+    assert content.endswith("def select_backend(arch, default=None):\n    if arch == 'gfx942':\n"
+                            "        return 'triton'\n    if arch == 'gfx950':\n"
+                            "        return 'ck_a8w4'\n    return 'ck'\n")
+
+
+def test_onto_a_branch_makes_it_the_base(stack):
+    git(stack["upstream"], "branch", "release-1", stack["base"])
+    result = run_pr(stack, "ck-a8w4-gfx950", "--onto", "release-1", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["onto"] | {"url": None} == {"branch": "release-1", "commit": stack["base"],
+                                           "forge_repo": "acme/up", "ref": "release-1",
+                                           "url": None}
+    assert doc["how"] == "applies"
+
+
+def test_open_needs_push_and_a_fork_owner(stack):
+    result = run_pr(stack, "ck-a8w4-gfx950", "--open")
+    assert result.exit_code == 2 and "--open needs --push" in result.output
+    result = run_pr(stack, "ck-a8w4-gfx950", "--open", "--push", str(stack["fork"]))
+    assert result.exit_code == 2 and "--fork-owner" in result.output
+    assert stack["forge"].requests == []
+
+
+def test_a_directory_upstream_needs_a_git_url_and_then_uses_it(tmp_path, make_git_repo):
+    """A wheel or directory upstream has no history: its table names a `git-url` for PRs. No
+    template upstream: a plain body; no DCO: no Signed-off-by unless `signoff = true`."""
+    upstream, _ = make_git_repo({"pkg/attn.py": ATTN_V1})
+    installed = tmp_path / "site-packages"
+    (installed / "pkg").mkdir(parents=True)
+    (installed / "pkg/attn.py").write_bytes(ATTN_V1)
+    root = tmp_path / "stack"
+    assert run_cli("init", str(root)).exit_code == 0
+    result = run_cli("--root", str(root), "upstream", "add", "site", "--dir", str(installed),
+                     "--at", "installed")
+    assert result.exit_code == 0, result.output
+    config = root / "patchforge.toml"
+    config.write_text(f'[upstreams.site]\nkind = "dir"\npath = "{installed}"\n')
+    (root / "series" / "site").mkdir(parents=True)
+    (root / "series" / "site" / "fix.patch").write_bytes(
+        b"Description: attn: gfx950 takes ck_a8w4\nAuthor: Ada Lovelace <ada@example.com>\n"
+        b"Last-Update: 2026-01-02\n\n---\n" + FIX_DIFF)
+    (root / "series" / "site" / "series").write_bytes(b"fix.patch\n")
+    result = run_cli("--root", str(root), "pr", "fix")
+    assert result.exit_code == 2
+    assert "no history" in result.output and "git-url" in result.output
+
+    config.write_text(config.read_text() + f'git-url = "{upstream}"\n')
+    result = run_cli("--root", str(root), "pr", "fix", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["trailers"] == [] and doc["signoff"] is None and doc["how"] == "applies"
+    assert doc["body"]["template"] is None
+    assert doc["body"]["unfilled"] == ["Test Plan", "Test Result"]
+    body = Path(doc["written"]["body"]).read_text()
+    assert body.startswith("## Purpose\n\nattn: gfx950 takes ck_a8w4.\n\n## Test Plan\n")
+    assert "No measured results are recorded" in body
+
+    config.write_text(config.read_text() + "signoff = true\n")
+    doc = json.loads(run_cli("--root", str(root), "pr", "fix", "--json").stdout)
+    assert doc["trailers"] == ["Signed-off-by: Ada Lovelace <ada@example.com>"]
+    assert doc["signoff"] == "configuration (signoff = true)"
+
+
+def test_a_template_without_sections_gets_the_description_first():
+    from patchforge.pr.body import Facts, make_body
+
+    facts = Facts(subject="Fix it", description="Why it matters.\n\nIt went 12 ms -> 9 ms.",
+                  bugs=("https://github.com/o/r/issues/5",), origin=None, profiles=(),
+                  profiles_all=True, carried_on="r 1.0 (wheel)", image=None, paths=("a.py",),
+                  forge_repo="o/r", onto="`main` at 0123456789ab", how="applies exactly")
+    old_vllm = ("FILL IN THE PR DESCRIPTION HERE\n\nFIX #xxxx (*link existing issues this PR will "
+                "resolve*)\n\n**BEFORE SUBMITTING, PLEASE READ https://docs.vllm.ai/ **\n")
+    body = make_body(facts, (".github/PULL_REQUEST_TEMPLATE.md", old_vllm))
+    assert body.text == ("Why it matters.\n\nFixes #5\n\nFIX #xxxx (*link existing issues this PR "
+                         "will resolve*)\n\n**BEFORE SUBMITTING, PLEASE READ "
+                         "https://docs.vllm.ai/ **\n")
+    assert body.filled == ["(description)"]
+
+
+def test_measurements_are_found_and_model_names_are_not_taken_for_units():
+    from patchforge.pr.body import measured_blocks
+
+    text = ("Runs on MI355X with gfx950.\n\nTTFT p99 went from 812 ms to 640 ms.\n\n"
+            "A 2x speedup.\n\nNo numbers here.\n\ngsm8k strict-match is unchanged at 0.9719.")
+    assert measured_blocks(text) == ["TTFT p99 went from 812 ms to 640 ms.", "A 2x speedup.",
+                                     "gsm8k strict-match is unchanged at 0.9719."]
