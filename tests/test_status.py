@@ -448,3 +448,165 @@ def test_patch_id_evidence_for_a_verbatim_commit(stack, upstream):
     status = stack.status(target)["fix.patch"]
     assert status.state == "upstreamed"
     assert f"patch-id matches upstream commit {landed}" in evidence_text(status)
+
+
+# -- Forwarded pull requests and Drop-When ---------------------------------------------------------
+
+def forge_client(server):
+    from patchforge.net.forge import GitHubForge
+    from patchforge.store.gitstore import cache_dir
+
+    return GitHubForge.from_config(server.url, cache_dir())
+
+
+PR_URL = "https://github.com/o/r/pull/7"
+
+
+def test_forwarded_pr_merged_and_included_from_local_history(tmp_path, upstream, forge_server):
+    merge = upstream.commit({MAIN: fixed(BASE)}, "Merge pull request #7")
+    for i in range(10):
+        upstream.commit({"pkg/other.py": f"VALUE = {i}\n".encode()}, f"later {i}")
+    target = upstream.commit({"README.md": b"nightly\n"}, "nightly")
+    forge_server.add_pull("o/r", 7, state="closed", merged=True, merge_commit_sha=merge)
+    stack = Stack(tmp_path / "project", upstream, api_url=forge_server.url)
+    stack.add("fix.patch", the_fix(), extra=f"Forwarded: {PR_URL}\nDrop-When: merged {PR_URL}\n")
+    status = stack.status(target, forge=forge_client(forge_server))["fix.patch"]
+    fw = status.forwarded
+    assert fw["state"] == "closed" and fw["merged"] and fw["merge_commit"] == merge
+    # As in seed 000: the target is 11 commits ahead of, and 0 behind, the merge commit.
+    assert (fw["ahead_by"], fw["behind_by"], fw["included"]) == (11, 0, True)
+    assert fw["source"] == "local history"
+    assert not any("/compare/" in p for p in forge_server.paths())
+    assert status.drop_when["true"] is True
+    assert status.state == "upstreamed" and status.landed_in == merge
+    assert any("forwarded PR merged" in e for e in status.evidence)
+    # Through the CLI (configured api-url), as one JSON document valid against the schema.
+    proc = stack.cli("status", "--against", f"up={target}", "--json")
+    assert proc.returncode == 1, proc.stderr
+    document = json.loads(proc.stdout)
+    assert validation_errors(document, "status") == []
+    assert document["patches"][0]["forwarded"]["ahead_by"] == 11
+
+
+def test_forwarded_pr_merged_but_not_in_the_target(tmp_path, upstream, forge_server):
+    target = upstream.commit({"README.md": b"nightly\n"}, "nightly")
+    merge = upstream.commit({MAIN: fixed(BASE)}, "Merge pull request #7 (after the nightly)")
+    forge_server.add_pull("o/r", 7, state="closed", merged=True, merge_commit_sha=merge)
+    stack = Stack(tmp_path / "project", upstream, api_url=forge_server.url)
+    stack.add("fix.patch", the_fix(), extra=f"Forwarded: {PR_URL}\nDrop-When: merged {PR_URL}\n")
+    # The store knows the merge commit only once something fetched it: pin a later revision.
+    stack.status(merge)
+    status = stack.status(target, forge=forge_client(forge_server))["fix.patch"]
+    fw = status.forwarded
+    assert fw["merged"] and fw["included"] is False
+    assert (fw["ahead_by"], fw["behind_by"]) == (0, 1)
+    assert status.drop_when["true"] is False
+    assert status.state == "applies" and not status.attention
+
+
+def test_forwarded_pr_included_via_forge_compare(tmp_path, upstream, forge_server):
+    target = upstream.commit({MAIN: fixed(BASE)}, "the fix")
+    merge = "c" * 40  # a merge commit the store has never seen
+    forge_server.add_pull("o/r", 7, state="closed", merged=True, merge_commit_sha=merge)
+    forge_server.comparisons[("o/r", merge, target)] = ("ahead", 11, 0)
+    stack = Stack(tmp_path / "project", upstream, api_url=forge_server.url)
+    stack.add("fix.patch", the_fix(), extra=f"Forwarded: {PR_URL}\n")
+    status = stack.status(target, forge=forge_client(forge_server))["fix.patch"]
+    fw = status.forwarded
+    assert (fw["included"], fw["ahead_by"], fw["behind_by"]) == (True, 11, 0)
+    assert fw["source"] == "forge compare"
+    assert any(p.startswith(f"/repos/o/r/compare/{merge}...{target}")
+               for p in forge_server.paths())
+
+
+def test_forwarded_pr_open(tmp_path, upstream, forge_server):
+    forge_server.add_pull("o/r", 7, state="open")
+    stack = Stack(tmp_path / "project", upstream, api_url=forge_server.url)
+    stack.add("fix.patch", the_fix(),
+              extra=f"Forwarded: {PR_URL}\nDrop-When: merged {PR_URL}\n")
+    status = stack.status(forge=forge_client(forge_server))["fix.patch"]
+    assert status.forwarded["state"] == "open" and status.forwarded["merged"] is False
+    assert "included" not in status.forwarded
+    assert status.drop_when["true"] is False
+    assert status.state == "applies" and not status.attention
+
+
+@pytest.mark.parametrize("condition,expected", [
+    ("up>=0.34", True), ("up>=0.35", False), ("up<0.34", False), ("UP==0.34.0", True),
+])
+def test_drop_when_version_specifier(stack, upstream, condition, expected):
+    upstream.commit({"README.md": b"release\n"}, "release")
+    git(upstream.path, "tag", "v0.34.0")
+    stack.add("fix.patch", the_fix(), extra=f"Drop-When: {condition}\n")
+    status = stack.status("v0.34.0")["fix.patch"]
+    assert status.drop_when["version"] == "0.34.0"
+    assert status.drop_when["true"] is expected
+    assert status.attention is expected  # the patch still applies: only Drop-When asks
+
+
+def test_drop_when_on_another_package_is_not_evaluated(stack, upstream):
+    upstream.commit({"README.md": b"release\n"}, "release")
+    git(upstream.path, "tag", "v0.34.0")
+    stack.add("fix.patch", the_fix(), extra="Drop-When: torch>=0.1\n")
+    status = stack.status("v0.34.0")["fix.patch"]
+    assert status.drop_when["true"] is None
+    assert "not this upstream" in status.drop_when["reason"]
+
+
+# -- the command line: exit codes and one JSON document ----------------------------------------
+
+def test_json_document_and_exit_codes(stack, upstream):
+    stack.add("fix.patch", the_fix())
+    other = file_diff("pkg/other.py", b"VALUE = 1\n", b"VALUE = 1  # pinned by us, see ticket\n")
+    stack.add("other.patch", other)
+    clean = stack.cli("status", "--json")
+    assert clean.returncode == 0, clean.stderr
+    document = json.loads(clean.stdout)
+    assert validation_errors(document, "status") == []
+    assert document["needs_attention"] is False
+    assert [p["state"] for p in document["patches"]] == ["applies", "applies"]
+
+    target = upstream.commit({MAIN: fixed(BASE, hunk2=False)}, "half of the fix")
+    proc = stack.cli("status", "--against", f"up={target}", "--json")
+    assert proc.returncode == 1, proc.stderr
+    document = json.loads(proc.stdout)
+    assert validation_errors(document, "status") == []
+    first = document["patches"][0]
+    assert first["state"] == "partial" and first["hunks"] == {"total": 2, "landed": 1}
+    assert first["landed_in"] == target and first["needs_attention"] is True
+    assert document["targets"]["up"]["commit"] == target
+    assert document["targets"]["up"]["base"] == upstream.base
+    table = stack.cli("status", "--against", f"up={target}")
+    assert table.returncode == 1
+    assert b"partial 1/2" in table.stdout
+
+
+# -- the real example stack against vllm 0.33.0 ---------------------------------------------------
+
+BACKPORTS = {"rocm-aiter-paged-mqa-logits-api-check.patch", "rocm-sparse-mla-indptr-fill-alias.patch",
+             "rocm-disable-rccl-ras-thread.patch"}
+
+
+def test_real_example_stack_against_vllm_0_33_0(tmp_path, shared_cache):
+    if not (shared_cache / "store.git").is_dir():
+        pytest.skip("the shared store with the real vllm wheels is not on this machine")
+    root = tmp_path / "stack"
+    root.mkdir()
+    for name in ("pyproject.toml", "upstream.lock", "vllm-entrypoint.sh"):
+        if (REPO_ROOT / name).exists():
+            shutil.copy2(REPO_ROOT / name, root / name)
+    shutil.copytree(REPO_ROOT / "series", root / "series")
+    proc = subprocess.run([sys.executable, "-m", "patchforge", "--offline", "--root", str(root),
+                           "status", "--against", "vllm=0.33.0", "--json"], capture_output=True)
+    assert proc.returncode == 1, proc.stderr
+    document = json.loads(proc.stdout)
+    assert validation_errors(document, "status") == []
+    vllm = {p["name"]: p for p in document["patches"] if p["upstream"] == "vllm"}
+    upstreamed = {name for name, p in vllm.items() if p["state"] == "upstreamed"}
+    assert upstreamed == BACKPORTS
+    for name in BACKPORTS:
+        assert vllm[name]["drop_when"]["true"] is True
+    for name, p in vllm.items():
+        if name not in BACKPORTS:
+            assert p["state"] not in ("upstreamed", "partial"), (name, p["evidence"])
+            assert p["hunks"]["landed"] == 0
