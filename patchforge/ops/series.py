@@ -133,13 +133,16 @@ def open_worktree(project, store, name: str) -> Path:
     before = apply_series(read_base, _series_prefix(project, upstream, file_name), strict=True)
     before_commit = store.commit_files(pin.commit, dict(before.current),
                                        message=f"{upstream}: series before {file_name}")
+    before_files = dict(before.current)  # apply_series below extends `before` in place
     patch = project.read_patch(upstream, file_name)
     through = apply_series(read_base, [(file_name, patch)], strict=False, state=before)
     failed = [o for o in through.outcomes[-1:] if not o.ok]
     _prepare_checkout(store, work, before_commit)
     for path, content in through.current.items():
-        if before.current.get(path) == content and path in before.current:
+        if path in before_files and before_files[path] == content:
             continue
+        if path not in before_files and content == through.base.get(path):
+            continue  # read for this patch and left as the upstream has it
         target = work / path
         if content is None:
             if target.exists():
