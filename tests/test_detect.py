@@ -1,0 +1,130 @@
+"""Landed detection on file contents: each check alone, and the look-alikes it must refuse.
+
+The whole-series cases on real git histories are in test_status.py; these pin the rules of
+patchforge.detect on small inputs so a change to one rule shows which one broke.
+"""
+from __future__ import annotations
+
+from patchforge.apply.diffparse import parse_diff
+from patchforge.detect import NormalizedText, assess_file, contained, merge_file
+from patchforge.store.gitstore import make_file_diff
+
+BASE = b"""def setup(config):
+    workers = config.workers
+    retries = config.retries
+    timeout = config.timeout
+    start(workers, retries)
+    return timeout
+
+
+def teardown(pool):
+    pool.close()
+    return None
+"""
+FIX_OLD = b"    start(workers, retries)\n"
+FIX_NEW = b"    start(workers, retries, backoff=exponential_backoff(timeout))\n"
+FIXED = BASE.replace(FIX_OLD, FIX_NEW)
+
+
+def file_patch(old: bytes, new: bytes, path: str = "m.py"):
+    (fp,) = parse_diff(make_file_diff(path, path, old, new))
+    return fp
+
+
+def states(verdict) -> list[tuple[str, str | None]]:
+    return [(h.forward, h.landed) for h in verdict.hunks]
+
+
+def test_not_landed_applies():
+    verdict = assess_file(file_patch(BASE, FIXED), BASE, BASE)
+    assert states(verdict) == [("exact", None)]
+
+
+def test_verbatim_is_certain_by_reverse_apply():
+    verdict = assess_file(file_patch(BASE, FIXED), BASE, FIXED)
+    assert states(verdict) == [("failed", "certain")]
+    assert verdict.hunks[0].evidence == ["reverse-apply"]
+
+
+def test_reformatted_is_likely_by_containment():
+    wrapped = BASE.replace(FIX_OLD, b"    start(\n        workers,\n        retries,\n"
+                                    b"        backoff=exponential_backoff(timeout)\n    )\n")
+    verdict = assess_file(file_patch(BASE, FIXED), None, wrapped)
+    assert states(verdict) == [("failed", "likely")]
+    assert "containment" in verdict.hunks[0].evidence[0]
+
+
+def test_surrounding_edits_are_certain_by_an_empty_merge():
+    # Upstream also changed a context line (one line away from the fix, so git merges it).
+    around = FIXED.replace(b"    workers = config.workers\n",
+                           b"    workers = max(1, config.workers)\n")
+    verdict = assess_file(file_patch(BASE, FIXED), BASE, around)
+    assert verdict.merged_empty
+    assert verdict.hunks[0].landed == "certain"
+    assert any("merge result empty" in e for e in verdict.hunks[0].evidence)
+
+
+def test_same_line_with_another_constant_is_not_landed():
+    other = BASE.replace(FIX_OLD, FIX_NEW.replace(b"(timeout)", b"(timeout * 2)"))
+    verdict = assess_file(file_patch(BASE, FIXED), BASE, other)
+    assert states(verdict) == [("failed", None)]
+
+
+def test_added_code_elsewhere_with_old_code_in_place_is_not_landed():
+    # The exact added line sits in another function; the old line is still where the patch
+    # changes it, and the hunk's context changed so it does not apply forward either.
+    other = BASE.replace(b"    retries = config.retries\n", b"    retries = config.retries or 3\n")
+    other += b"\n\ndef restart(workers, retries, timeout):\n" + FIX_NEW
+    verdict = assess_file(file_patch(BASE, FIXED), BASE, other)
+    assert verdict.hunks[0].landed is None
+    assert verdict.hunks[0].forward in ("fuzz", "failed")
+
+
+def test_old_code_still_applies_beside_the_added_code_is_not_landed():
+    other = BASE + b"\n\ndef restart(workers, retries, timeout):\n" + FIX_NEW
+    verdict = assess_file(file_patch(BASE, FIXED), BASE, other)
+    assert states(verdict) == [("exact", None)]
+
+
+def test_duplicated_block_is_ambiguous_not_landed():
+    # The file holds the patched block AND the unpatched one: reverse and forward both apply.
+    both = FIXED + b"\n\n" + BASE
+    verdict = assess_file(file_patch(BASE, FIXED), BASE, both)
+    assert verdict.hunks[0].ambiguous and verdict.hunks[0].landed is None
+
+
+def test_containment_needs_the_hunk_context_nearby():
+    fp = file_patch(BASE, FIXED)
+    (hunk,) = fp.hunks
+    far = (b"def unrelated():\n" + FIX_NEW + b"\n" * 3 + b"x = 1\n" * 20
+           + BASE.replace(FIX_OLD, b""))
+    ok, why = contained(hunk, NormalizedText(far))
+    assert not ok and "context" in why
+    near = BASE.replace(FIX_OLD, b"    # now with backoff\n" + FIX_NEW)
+    assert contained(hunk, NormalizedText(near))[0]
+
+
+def test_short_additions_prove_nothing_by_containment():
+    fp = file_patch(BASE, BASE.replace(b"    return None\n", b"    return 0\n"))
+    ok, why = contained(fp.hunks[0], NormalizedText(b"x = 0\nreturn 0\n"))
+    assert not ok and "too little" in why
+
+
+def test_merge_file_conflict_is_none():
+    base = b"a\nb\nc\n"
+    assert merge_file(base, b"a\nB\nc\n", b"a\nb2\nc\n") is None
+    assert merge_file(base, b"a\nB\nc\n", b"a\nB\nc\n") == b"a\nB\nc\n"
+
+
+def test_ambiguous_hunk_makes_the_patch_unsure():
+    from types import SimpleNamespace
+
+    from patchforge.detect import assess_patch
+
+    both = FIXED + b"\n\n" + BASE
+    patch = SimpleNamespace(file_patches=(file_patch(BASE, FIXED),))
+    verdict = assess_patch("p", patch, read_base=lambda path: BASE,
+                           read_current=lambda path: both, exists_in_target=lambda path: True,
+                           find_rename=lambda path: None)
+    assert verdict.state == "unsure" and verdict.hunks_landed == 0
+    assert any("ambiguous" in e for e in verdict.evidence)
