@@ -1,0 +1,199 @@
+"""The series ledger (series/PATCHES.md) and its history (series/history.jsonl): generated
+deterministically from the series, the lock and the history; byte-stable; stale or missing
+ledgers found by lint; history appended by a real `patchforge rebase --to` on a real git
+upstream, by `record_event`, and read back by `departures`."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from patchforge.errors import InputError
+from patchforge.ledger import (departures, ledger_findings, read_history, record_event,
+                               record_rebase, render_ledger)
+from test_invariants import StackProject
+
+A = b"".join(f"def a{i}():\n    return {i}\n\n".encode() for i in range(12))
+B = b"".join(f"def b{i}():\n    return {i}\n\n".encode() for i in range(12))
+A_FIXED = A.replace(b"return 3\n", b"return -3\n")
+B_FIXED = B.replace(b"return 7\n", b"return -7\n")
+PR = "https://github.com/example/up/pull/4711"
+
+
+@pytest.fixture(autouse=True)
+def fixed_clock(monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")  # 2026-01-01T00:00:00Z
+
+
+def make_stack(tmp_path) -> StackProject:
+    stack = StackProject(tmp_path, {"pkg/a.py": A, "pkg/b.py": B},
+                         profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
+    stack.add_patch("a-sign", "pkg/a.py", A, A_FIXED, description="a3 returns a negative",
+                    fields=f"Forwarded: {PR}\nDrop-When: up>=2\n")
+    path = stack.root / "series/up/a-sign.patch"
+    path.write_bytes(path.read_bytes().replace(b"Upstream-Status: Pending",
+                                               f"Upstream-Status: Submitted [{PR}]".encode()))
+    stack.add_patch("b-sign", "pkg/b.py", B, B_FIXED, description="b7 | returns a negative",
+                    fields="Profiles: gfx942\n")
+    stack.add_patch("new-file", "pkg/c.py", None, b"C = 1\n", description="add pkg/c.py")
+    return stack
+
+
+def rows(ledger: bytes) -> list[str]:
+    return [line for line in ledger.decode().splitlines() if line.startswith("| ")]
+
+
+def test_the_ledger_matches_the_series(tmp_path):
+    stack = make_stack(tmp_path)
+    stack.cli("ledger")
+    ledger = (stack.root / "series/PATCHES.md").read_bytes()
+    label = "v1"
+    assert rows(ledger)[:4] == [
+        "| # | Patch | Changes | Lines | Fixes | Profiles | Upstream-Status | Drop-When | Base |",
+        f"| 1 | [a-sign.patch](up/a-sign.patch) | `pkg/a.py` | +1/-1 | a3 returns a negative "
+        f"| all | Submitted [PR #4711]({PR}) | up>=2 | {label} |",
+        "| 2 | [b-sign.patch](up/b-sign.patch) | `pkg/b.py` | +1/-1 | b7 \\| returns a negative "
+        f"| gfx942 | Pending | - | {label} |",
+        "| 3 | [new-file.patch](up/new-file.patch) | `pkg/c.py` (new) | +1/-0 | add pkg/c.py "
+        f"| all | Pending | - | {label} |",
+    ]
+    text = ledger.decode()
+    assert f"Base: **v1** (`{stack.base[:12]}`, git {stack.up})." in text
+    assert "Installed under `/opt/site`." in text
+    assert "Profiles: gfx942 (MI300X), gfx950 (MI355X)." in text
+    assert "Nothing recorded yet" in text
+    # Series order is the ledger's order.
+    (stack.root / "series/up/series").write_text("new-file.patch\na-sign.patch\nb-sign.patch\n")
+    assert [r.split(" | ")[1] for r in rows(render_ledger(stack.project()))[1:4]] == [
+        "[new-file.patch](up/new-file.patch)", "[a-sign.patch](up/a-sign.patch)",
+        "[b-sign.patch](up/b-sign.patch)"]
+
+
+def test_the_ledger_is_byte_stable_and_independent_of_the_checkout(tmp_path):
+    stack = make_stack(tmp_path)
+    record_event(stack.project(), {"event": "added", "upstream": "up", "patch": "a-sign.patch"})
+    first = render_ledger(stack.project())
+    assert render_ledger(stack.project()) == first
+    assert (stack.root / "series/PATCHES.md").read_bytes() == first  # record_event wrote it
+    code, out, _ = stack.cli("ledger")
+    assert "up to date" in out
+    stack.cli("ledger", "--check")
+    copy = tmp_path / "elsewhere" / "project"
+    shutil.copytree(stack.root, copy, ignore=shutil.ignore_patterns(".patchforge"))
+    from patchforge.project import Project
+    assert render_ledger(Project.discover(copy)) == first
+
+
+def test_lint_finds_a_stale_or_missing_ledger(tmp_path):
+    stack = make_stack(tmp_path)
+    project = stack.project()
+    # Not adopted yet: a warning.
+    assert [(f.check, f.severity) for f in ledger_findings(project)] == [("ledger", "warning")]
+    stack.cli("ledger")
+    assert ledger_findings(project) == []
+    patch = stack.root / "series/up/b-sign.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"Profiles: gfx942", b"Profiles: gfx950"))
+    findings = ledger_findings(project)
+    assert [(f.patch, f.check, f.severity) for f in findings] == [
+        ("series/PATCHES.md", "ledger", "error")]
+    assert "stale" in findings[0].message
+    document = stack.json("ledger", "--check", expect=1)
+    assert document["ok"] is False and not document["changed"]
+    _, out, _ = stack.cli("lint", "--no-forge", expect=1)
+    assert "series/PATCHES.md" in out and "stale" in out
+    assert stack.json("ledger")["changed"] is True
+    assert ledger_findings(project) == []
+    # Once the stack has a history, a missing ledger is an error.
+    record_event(project, {"event": "added", "upstream": "up", "patch": "b-sign.patch"})
+    (stack.root / "series/PATCHES.md").unlink()
+    assert [f.severity for f in ledger_findings(project)] == ["error"]
+
+
+def test_record_event_appends_json_lines_and_renders_them(tmp_path):
+    stack = make_stack(tmp_path)
+    project = stack.project()
+    stored = record_event(project, {"event": "submitted", "upstream": "up",
+                                    "patch": "a-sign.patch", "url": PR, "pr": 4711})
+    assert stored["time"] == "2026-01-01T00:00:00Z" and stored["v"] == 1
+    history = stack.root / "series/history.jsonl"
+    assert history.read_bytes() == (
+        b'{"event":"submitted","patch":"a-sign.patch","pr":4711,"time":"2026-01-01T00:00:00Z",'
+        b'"upstream":"up","url":"' + PR.encode() + b'","v":1}\n')
+    record_event(project, {"event": "added", "upstream": "up", "patch": "new-file.patch",
+                           "detail": "imported from an overlay"})
+    assert [e["event"] for e in read_history(project)] == ["submitted", "added"]
+    ledger = (stack.root / "series/PATCHES.md").read_text()
+    assert f"| 2026-01-01 | up/a-sign.patch | submitted as [PR #4711]({PR}) |" in ledger
+    assert "| 2026-01-01 | up/new-file.patch | added: imported from an overlay |" in ledger
+    with pytest.raises(Exception):
+        record_event(project, {"patch": "x"})  # no event name
+    assert len(read_history(project)) == 2
+
+
+def test_a_malformed_history_line_is_named(tmp_path):
+    stack = make_stack(tmp_path)
+    (stack.root / "series/history.jsonl").write_bytes(b'{"event":"added"}\nnot json\n')
+    with pytest.raises(InputError) as info:
+        read_history(stack.project())
+    assert info.value.line == 2 and info.value.path.endswith("series/history.jsonl")
+    assert ledger_findings(stack.project())[0].severity == "error"
+
+
+def test_a_real_rebase_appends_its_history(tmp_path):
+    stack = make_stack(tmp_path)
+    stack.cli("ledger")
+    old_base = stack.base
+    # v2: upstream takes the a3 fix (a-sign lands) and grows pkg/b.py at the top (b-sign moves).
+    new = stack.commit({"pkg/a.py": A_FIXED, "pkg/b.py": b"import os\n\n\n" + B}, "v2",
+                       tag="v2")
+    summary = stack.json("rebase", "--to", "v2")
+    actions = {p["name"]: p["action"] for p in summary["patches"]}
+    assert actions == {"a-sign.patch": "dropped", "b-sign.patch": "offset",
+                       "new-file.patch": "clean"}
+    events = read_history(stack.project())
+    assert [(e["event"], e["patch"]) for e in events] == [
+        ("dropped", "a-sign.patch"), ("rebased", "b-sign.patch"), ("rebased", "new-file.patch")]
+    for event in events:
+        assert event["from"] == {"label": "v1", "commit": old_base}
+        assert event["to"] == {"label": "v2", "commit": new}
+        assert event["upstream"] == "up" and event["time"] == "2026-01-01T00:00:00Z"
+    dropped = events[0]
+    assert dropped["landed_in"] == new and dropped["evidence"]
+    assert dropped["destination"] == "upstreamed"
+    # The ledger was regenerated with the new base and the history, and is not stale.
+    stack.cli("ledger", "--check")
+    ledger = (stack.root / "series/PATCHES.md").read_text()
+    assert f"Base: **v2** (`{new[:12]}`" in ledger
+    assert "[a-sign.patch](up/upstreamed/a-sign.patch) | upstreamed | a3 returns a negative" \
+        in ledger
+    assert (f"| up/a-sign.patch | dropped as upstreamed in commit `{new[:12]}` (v2); evidence: "
+            in ledger)
+    assert (f"| up/b-sign.patch | rebased from v1 (`{old_base[:12]}`) to v2 (`{new[:12]}`): "
+            in ledger)
+    # `status` can say when and why a fix left the series.
+    gone = departures(stack.project())
+    assert list(gone) == ["up/a-sign.patch"] and gone["up/a-sign.patch"]["landed_in"] == new
+
+
+def test_record_rebase_is_idempotent_for_a_resumed_write_out(tmp_path):
+    stack = make_stack(tmp_path)
+    project = stack.project()
+    summary = {"dry_run": False, "written": True,
+               "upstreams": {"up": {"from": "v1", "from_commit": "1" * 40, "to": "v2",
+                                    "to_commit": "2" * 40}},
+               "patches": [{"upstream": "up", "name": "b-sign.patch", "action": "skipped",
+                            "detail": "skipped at conflict", "evidence": [], "landed_in": None,
+                            "destination": "skipped"}]}
+    assert len(record_rebase(project, summary)) == 1
+    before = (stack.root / "series/history.jsonl").read_bytes()
+    assert record_rebase(project, summary) == []  # `--continue` after a kill: not twice
+    assert (stack.root / "series/history.jsonl").read_bytes() == before
+    assert record_rebase(project, {**summary, "dry_run": True}) == []
+    assert json.loads(before)["event"] == "skipped"
+    assert "skipped (skipped at conflict) during the rebase from v1" in \
+        (stack.root / "series/PATCHES.md").read_text()
+    # Still in the series: not a departure. Gone from the series: one.
+    assert departures(project) == {}
+    (stack.root / "series/up/series").write_text("a-sign.patch\nnew-file.patch\n")
+    assert list(departures(project)) == ["up/b-sign.patch"]
