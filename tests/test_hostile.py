@@ -1,0 +1,588 @@
+"""Hostile and malformed patches through the real command line: refused before anything is written.
+
+Every case here is a patch that once broke GNU patch, git apply or dpkg-source (paths escaping the
+tree, `.git` in its many spellings, symlinks, ed scripts, absurd counts, ghost hunks, binary
+patches, names with newline or NUL). Each is put into a real project's series (the upstream is a
+real git repository built here) and run through `overlays`, `status`, `edit`, `import quilt` and
+`import mbox`; each must end with exit 2, a message naming the file and line, and the project
+tree (and everything around it) byte-identical to before.
+
+The helpers at the top (`Env`, `run_cli`, `snapshot`) are shared by the other command-level test
+files (fidelity, crash safety, network safety, lint).
+"""
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+# ---------------------------------------------------------------------------------------------
+# Shared helpers: a real project on a real git upstream, the CLI in-process, tree snapshots
+
+HEADER = b"Description: a fix\nAuthor: A U Thor <author@example.com>\nUpstream-Status: Pending\n\n---\n"
+UPSTREAM_FILES = {
+    "a.txt": b"line1\nline2\nline3\nline4\nline5\nline6\nline7\nline8\n",
+    "pkg/mod.py": b"x = 1\ny = 2\nz = 3\n",
+}
+
+
+@dataclass
+class Result:
+    rc: int
+    out: str
+    err: str
+
+    @property
+    def text(self) -> str:
+        return self.out + self.err
+
+
+def run_cli(root: Path | None, *args: str) -> Result:
+    """The real entry point (`patchforge.cli.main`) in this process: argument parsing, error
+    mapping and exit codes included, without the ~0.3 s of a new interpreter per call."""
+    from patchforge.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    argv = (["--root", str(root)] if root is not None else []) + list(args)
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            main(argv)
+            rc = 0
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return Result(rc, out.getvalue(), err.getvalue())
+
+
+def run_subprocess(root: Path, *args: str, env: dict | None = None,
+                   timeout: float = 120) -> subprocess.CompletedProcess:
+    """`python -m patchforge` in a new process (for kills, faults and concurrency)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), *args],
+                          capture_output=True, env=full_env, timeout=timeout)
+
+
+def git(cwd: Path, *args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=True)
+    return out.stdout.decode("utf-8", "surrogateescape")
+
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    """Every entry under `root`: files by bytes and mode, symlinks by target, directories."""
+    out: dict[str, tuple] = {}
+    for directory, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(directory, name)
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                out[rel] = ("link", os.readlink(path))
+            elif path.is_dir():
+                out[rel] = ("dir",)
+            else:
+                out[rel] = ("file", path.read_bytes(), path.stat().st_mode & 0o7777)
+    return out
+
+
+def make_upstream(base: Path, files: dict[str, bytes], *, links: dict[str, str] | None = None,
+                  name: str = "upstream") -> Path:
+    repo = base / name
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    for rel, data in files.items():
+        p = repo / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    for rel, target in (links or {}).items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(target, repo / rel)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "initial")
+    return repo
+
+
+def make_project(base: Path, upstream: Path, *, name: str = "up") -> Path:
+    """`patchforge init` + `upstream add NAME --git UPSTREAM --at main`, through the CLI."""
+    root = base / "project"
+    r = run_cli(None, "init", str(root))
+    assert r.rc == 0, r.text
+    r = run_cli(root, "upstream", "add", name, "--git", str(upstream), "--at", "main")
+    assert r.rc == 0, r.text
+    return root
+
+
+def add_patch(root: Path, name: str, data: bytes, *, upstream: str = "up") -> Path:
+    """Put a patch file into the series by hand (as a colleague's commit would)."""
+    directory = root / "series" / upstream
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_bytes(data)
+    series = directory / "series"
+    old = series.read_bytes() if series.exists() else b""
+    series.write_bytes(old + name.encode() + b"\n")
+    return path
+
+
+def overlay_file(root: Path, path: str, upstream: str = "up") -> Path:
+    """The overlay of `path`: overlays/<upstream>/<path>, or under the one profile's directory."""
+    direct = root / "overlays" / upstream / path
+    if direct.exists():
+        return direct
+    found = sorted(root.glob(f"overlays/*/{upstream}/{path}"))
+    assert len(found) == 1, (path, found)
+    return found[0]
+
+
+def mbox_of(diff: bytes, subject: str = "a fix") -> bytes:
+    return (b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+            b"From: A U Thor <author@example.com>\nDate: Thu, 1 Jan 2026 00:00:00 +0000\n"
+            b"Subject: [PATCH] " + subject.encode() + b"\n\nWhy.\n---\n" + diff)
+
+
+class Env:
+    """A project on a real git upstream, built once per module and copied for each test."""
+
+    def __init__(self, template: Path, cache: Path, outside: Path) -> None:
+        self.template = template
+        self.cache = cache
+        self.outside = outside  # where the upstream's symlinks point: must stay empty
+
+    def fresh(self, tmp_path: Path, monkeypatch) -> Path:
+        monkeypatch.setenv("PATCHFORGE_CACHE", str(self.cache))
+        for leftover in self.outside.iterdir():  # a failing (xfail) case may have written there
+            leftover.unlink()
+        root = tmp_path / "project"
+        shutil.copytree(self.template, root, symlinks=True)
+        return root
+
+
+def isolated(monkeypatch, home: Path) -> None:
+    """The environment conftest gives each test, for module-scoped builders."""
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for key, value in (("GIT_AUTHOR_NAME", "Test Author"), ("GIT_AUTHOR_EMAIL", "a@example.com"),
+                       ("GIT_COMMITTER_NAME", "Test"), ("GIT_COMMITTER_EMAIL", "c@example.com"),
+                       ("GIT_CONFIG_COUNT", "2"), ("GIT_CONFIG_KEY_0", "commit.gpgsign"),
+                       ("GIT_CONFIG_VALUE_0", "false"), ("GIT_CONFIG_KEY_1", "protocol.file.allow"),
+                       ("GIT_CONFIG_VALUE_1", "always"), ("NO_COLOR", "1")):
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+
+
+def build_env(factory, files=UPSTREAM_FILES, links=None) -> Env:
+    base = factory.mktemp("env")
+    outside = base / "outside"
+    outside.mkdir()
+    links = {k: v.replace("@OUTSIDE@", str(outside)) for k, v in (links or {}).items()}
+    with pytest.MonkeyPatch.context() as mp:
+        isolated(mp, base / "home")
+        cache = base / "cache"
+        mp.setenv("PATCHFORGE_CACHE", str(cache))
+        upstream = make_upstream(base, files, links=links)
+        template = make_project(base, upstream)
+    return Env(template, cache, outside)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory) -> Env:
+    return build_env(tmp_path_factory, links={"linkdir": "@OUTSIDE@", "alink": "a.txt"})
+
+
+# ---------------------------------------------------------------------------------------------
+# The hostile diffs
+
+def _new_file(path: bytes) -> bytes:
+    return (b"diff --git a/" + path + b" b/" + path + b"\nnew file mode 100644\n--- /dev/null\n"
+            b"+++ b/" + path + b"\n@@ -0,0 +1 @@\n+pwned\n")
+
+
+def _quoted_new_file(a: bytes, b: bytes) -> bytes:
+    return (b"diff --git " + a + b" " + b + b"\nnew file mode 100644\n--- /dev/null\n+++ " + b +
+            b"\n@@ -0,0 +1 @@\n+pwned\n")
+
+
+MODIFY_A = (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+            b"@@ -1,3 +1,3 @@\n line1\n-line2\n+LINE2\n line3\n")
+
+HOSTILE: dict[str, bytes] = {
+    "dotdot": _new_file(b"../evil.txt"),
+    "dotdot-deep": _new_file(b"pkg/../../evil.txt"),
+    "dotdot-plain-headers": b"--- a/../evil.txt\n+++ b/../evil.txt\n@@ -0,0 +1 @@\n+pwned\n",
+    "absolute-git": (b"diff --git /etc/passwd /etc/passwd\n--- /etc/passwd\n+++ /etc/passwd\n"
+                     b"@@ -1 +1 @@\n-root\n+pwned\n"),
+    "absolute-plain": b"--- /dev/null\n+++ /tmp/evil.txt\n@@ -0,0 +1 @@\n+pwned\n",
+    "absolute-after-strip": _new_file(b"/etc/cron.d/evil"),
+    "windows-drive": _new_file(b"C:/Windows/evil.txt"),
+    "windows-backslash": _new_file(b"..\\..\\evil.txt"),
+    "unc": _new_file(b"\\\\server\\share\\evil.txt"),
+    "c-quoted-dotdot": _quoted_new_file(b'"a/\\056\\056/evil.txt"', b'"b/\\056\\056/evil.txt"'),
+    "c-quoted-newline": _quoted_new_file(b'"a/x\\ny"', b'"b/x\\ny"'),
+    "c-quoted-nul": _quoted_new_file(b'"a/x\\000y"', b'"b/x\\000y"'),
+    "raw-cr-in-name": _new_file(b"x\ry"),
+    "rename-out": (b"diff --git a/a.txt b/../evil.txt\nsimilarity index 100%\n"
+                   b"rename from a.txt\nrename to ../evil.txt\n"),
+    "rename-from-out": (b"diff --git a/../etc/passwd b/stolen\nsimilarity index 100%\n"
+                        b"rename from ../etc/passwd\nrename to stolen\n"),
+    "copy-into-git": (b"diff --git a/a.txt b/.git/config\nsimilarity index 100%\n"
+                      b"copy from a.txt\ncopy to .git/config\n"),
+    "git-dir": _new_file(b".git/hooks/post-checkout"),
+    "git-dir-nested": _new_file(b"pkg/.git/config"),
+    "git-dir-upper": _new_file(b".GIT/config"),
+    "git-dir-ntfs-dot": _new_file(b".git./config"),
+    "git-dir-ntfs-space": _new_file(b".git /config"),
+    "git-dir-8dot3": _new_file(b"GIT~1/config"),
+    "git-dir-hfs": _new_file(".g\u200cit/config".encode()),
+    "symlink-mode": (b"diff --git a/evil b/evil\nnew file mode 120000\n--- /dev/null\n"
+                     b"+++ b/evil\n@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n"),
+    "symlink-mode-change": (b"diff --git a/a.txt b/a.txt\nold mode 100644\nnew mode 120000\n"),
+    "gitlink": (b"diff --git a/sub b/sub\nnew file mode 160000\nindex 0000000..1234567\n"
+                b"--- /dev/null\n+++ b/sub\n@@ -0,0 +1 @@\n+Subproject commit " + b"1" * 40 + b"\n"),
+    "ed-script": b"1a\nrm -rf /\n.\nw\nq\n",
+    "ed-script-after-header": b"--- a/a.txt\n+++ b/a.txt\n2d\n",
+    "normal-diff": b"2c2\n< line2\n---\n> LINE2\n",
+    "context-diff": (b"*** a/a.txt\n--- b/a.txt\n***************\n*** 1,3 ****\n  line1\n"
+                     b"! line2\n  line3\n--- 1,3 ----\n  line1\n! LINE2\n  line3\n"),
+    "option-name": _new_file(b"-rf"),
+    "absurd-count": (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+                     b"@@ -1,2147483648 +1,2147483648 @@\n line1\n"),
+    "absurd-start": (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+                     b"@@ -99999999999,1 +99999999999,1 @@\n-line2\n+LINE2\n"),
+    "count-beyond-input": (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+                           b"@@ -1,3000000 +1,3000000 @@\n line1\n-line2\n+LINE2\n"),
+    "ghost-hunk-swallows-header": (
+        b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,6 @@\n"
+        b" line1\n-line2\n+LINE2\n line3\n"
+        b"diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
+        b"@@ -1 +1 @@\n-x = 1\n+x = 2\n"),
+    "ghost-hunk-minus-header": (
+        b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,5 +1,3 @@\n"
+        b" line1\n-line2\n+LINE2\n line3\n"
+        b"--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"),
+    "hunk-without-header": b"@@ -1,3 +1,3 @@\n line1\n-line2\n+LINE2\n line3\n",
+    "body-longer-than-counts": (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+                                b"@@ -1,2 +1,2 @@\n line1\n-line2\n+LINE2\n line3\n"),
+    "body-shorter-than-counts": (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+                                 b"@@ -1,4 +1,4 @@\n line1\n-line2\n+LINE2\n line3\n"),
+    "malformed-hunk-header": (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+                              b"@@ -a,3 +b,3 @@\n line1\n"),
+    "hunks-out-of-order": (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+                           b"@@ -6,3 +6,3 @@\n line6\n-line7\n+LINE7\n line8\n"
+                           b"@@ -1,3 +1,3 @@\n line1\n-line2\n+LINE2\n line3\n"),
+    "hunks-overlapping": (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+                          b"@@ -1,3 +1,3 @@\n line1\n-line2\n+LINE2\n line3\n"
+                          b"@@ -2,3 +2,3 @@\n line2\n-line3\n+LINE3\n line4\n"),
+    "binary-literal": (b"diff --git a/blob.bin b/blob.bin\nnew file mode 100644\n"
+                       b"index 0000000..e69de29\nGIT binary patch\nliteral 5\n"
+                       b"McmZQzU|?fl000310RR91\n\nliteral 0\nHcmV?d00001\n\n"),
+    "binary-differ": (b"diff --git a/blob.bin b/blob.bin\nnew file mode 100644\n"
+                      b"Binary files /dev/null and b/blob.bin differ\n"),
+    "binary-without-git-header": b"Binary files a/x.bin and b/x.bin differ\n",
+    "create-removes-lines": (b"diff --git a/new.txt b/new.txt\nnew file mode 100644\n"
+                             b"--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n-gone\n+pwned\n"),
+}
+
+# Refused by the parser as malformed (InputError) rather than as unsafe: same exit code, same rule.
+
+
+def _patch(diff: bytes) -> bytes:
+    return HEADER + diff
+
+
+def _assert_refused(r: Result, file_hint: str, *, line: bool = True) -> None:
+    assert r.rc == 2, f"exit {r.rc}\n{r.text}"
+    assert "Traceback" not in r.text
+    assert file_hint in r.err, r.err
+    if line:
+        assert re.search(re.escape(file_hint) + r"[^\n]*:\d+: ", r.err), r.err
+
+
+def _refuse_everywhere(env: Env, tmp_path: Path, monkeypatch, diff: bytes, *,
+                       line: bool = True) -> None:
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "hostile.patch", _patch(diff))
+    around = tmp_path  # the project, its siblings and the upstream's symlink target
+    before, outside_before = snapshot(around), snapshot(env.outside)
+    for args in (("overlays",), ("status",), ("edit", "hostile")):
+        r = run_cli(root, *args)
+        # `status` names only the file in the binary refusal (apply/hunks.py), not the patch.
+        _assert_refused(r, "hostile.patch" if line else "blob.bin", line=line)
+        assert line or "binary" in r.err
+        assert snapshot(around) == before, args
+    assert snapshot(env.outside) == outside_before
+
+
+# Binary patches are refused when applied (apply/series.py), with a clear message naming the patch
+# and the file but not the line; see test_binary_refusal_names_the_line.
+BINARY = {"binary-differ", "binary-literal"}
+# Known gaps, each a strict xfail so that the fix turns it into a failure to remove the mark.
+GAPS = {
+    "binary-without-git-header": "bug: formats/patchfile.py takes 'Binary files a/x and b/x "
+                                 "differ' after the --- separator for description text, so the "
+                                 "patch is an empty patch and overlays exits 0",
+}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(strict=True,
+                                                                          reason=GAPS[c]))
+                                  if c in GAPS else c for c in sorted(HOSTILE)])
+def test_hostile_patch_in_series_is_refused_by_every_command(env, tmp_path, monkeypatch, case):
+    _refuse_everywhere(env, tmp_path, monkeypatch, HOSTILE[case], line=case not in BINARY)
+
+
+@pytest.mark.xfail(strict=True, reason="gap: apply/series.py raises the binary refusal without "
+                                       "path/line (ApplyError(..., path=patch.source, "
+                                       "line=fp.line_no) would give it)")
+def test_binary_refusal_names_the_line(env, tmp_path, monkeypatch):
+    _refuse_everywhere(env, tmp_path, monkeypatch, HOSTILE["binary-literal"])
+
+
+def test_binary_refusal_is_clear(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "bin.patch", _patch(HOSTILE["binary-literal"]))
+    r = run_cli(root, "overlays")
+    assert r.rc == 2 and "bin.patch" in r.err and "blob.bin" in r.err and "binary" in r.err
+
+
+# `import quilt` and `import mbox` only copy or render patches, they do not apply them: binary
+# patches get in and are refused later, by the first command that applies them.
+IMPORT_GAPS = {c: "gap: import accepts a binary patch (refused only when applied)" for c in BINARY}
+IMPORT_GAPS.update(GAPS)
+
+
+def _import_cases(gaps=IMPORT_GAPS):
+    return [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=gaps[c]))
+            if c in gaps else c for c in sorted(HOSTILE)]
+
+
+@pytest.mark.parametrize("case", _import_cases())
+def test_hostile_patch_in_quilt_import_is_refused(env, tmp_path, monkeypatch, case):
+    root = env.fresh(tmp_path, monkeypatch)
+    quilt = tmp_path / "quilt"
+    quilt.mkdir()
+    (quilt / "hostile.patch").write_bytes(_patch(HOSTILE[case]))
+    (quilt / "good.patch").write_bytes(_patch(MODIFY_A))
+    (quilt / "series").write_bytes(b"good.patch\nhostile.patch\n")
+    before = snapshot(tmp_path)
+    r = run_cli(root, "import", "quilt", str(quilt), "--upstream", "up")
+    # The good patch before it is not imported either: the import is all or nothing.
+    _assert_refused(r, "hostile.patch")
+    assert snapshot(tmp_path) == before
+
+
+# git mailinfo finds no patch in a message whose body is only "Binary files ... differ", and the
+# import refuses a message without a patch, so that case is refused on this route.
+MBOX_GAPS = {c: r for c, r in IMPORT_GAPS.items() if c != "binary-without-git-header"}
+
+
+@pytest.mark.parametrize("case", _import_cases(MBOX_GAPS))
+def test_hostile_patch_in_mbox_import_is_refused(env, tmp_path, monkeypatch, case):
+    root = env.fresh(tmp_path, monkeypatch)
+    mbox = tmp_path / "in.mbox"
+    mbox.write_bytes(mbox_of(MODIFY_A, "good one") + b"\n" + mbox_of(HOSTILE[case], "evil one"))
+    before = snapshot(tmp_path)
+    r = run_cli(root, "import", "mbox", str(mbox), "--upstream", "up")
+    assert snapshot(tmp_path) == before, r.text
+    assert r.rc == 2, r.text
+    assert "Traceback" not in r.text
+
+
+@pytest.mark.xfail(strict=True, reason="bug: ops/exchange.py import_mbox renders the patch before "
+                                       "parsing its diff with the mbox's name, so the error says "
+                                       "'<diff>:2:' instead of naming the mbox and message")
+def test_mbox_refusal_names_the_mbox(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    mbox = tmp_path / "in.mbox"
+    mbox.write_bytes(mbox_of(HOSTILE["dotdot"]))
+    r = run_cli(root, "import", "mbox", str(mbox), "--upstream", "up")
+    _assert_refused(r, "in.mbox")
+
+
+@pytest.mark.parametrize("path", ["../evil.txt", "/etc/passwd", ".git/config", "C:/x", "a\\..\\b",
+                                  "pkg/../../x", "-rf", ".GIT./config", "x\ny"])
+def test_import_overlay_refuses_unsafe_target_path(env, tmp_path, monkeypatch, path):
+    root = env.fresh(tmp_path, monkeypatch)
+    overlay = tmp_path / "overlay.py"
+    overlay.write_bytes(b"x = 42\n")
+    before = snapshot(tmp_path)
+    r = run_cli(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", path,
+                "--name", "ov")
+    assert r.rc == 2, r.text
+    assert "unsafe path" in r.err and "overlay.py" in r.err
+    assert snapshot(tmp_path) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# Names that look like shell or options: plain data, never run
+
+@pytest.mark.parametrize("name", [b"pkg/$(touch PWNED)", b"pkg/;touch PWNED;", b"pkg/-rf",
+                                  b"pkg/`touch PWNED`", b"pkg/--output=PWNED"])
+def test_shell_and_option_like_names_are_only_data(env, tmp_path, monkeypatch, name):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "odd.patch", _patch(_new_file(name)))
+    monkeypatch.chdir(tmp_path)
+    r = run_cli(root, "overlays")
+    assert r.rc == 0, r.text
+    assert overlay_file(root, name.decode()).read_bytes() == b"pwned\n"
+    r = run_cli(root, "edit", "odd")
+    assert r.rc == 0, r.text
+    # Nothing was executed: no file named PWNED appeared anywhere (cwd, project, upstream's dir).
+    hits = [p for p in tmp_path.rglob("PWNED*")] + [p for p in env.outside.rglob("*")]
+    assert hits == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Symlinks in the upstream
+
+@pytest.mark.xfail(strict=True, reason="SECURITY bug: ops/series.py open_worktree writes the "
+                                       "patched files with Path.write_bytes under the checkout, "
+                                       "following a symlinked directory that the upstream (and so "
+                                       "the checkout) holds: `edit` creates OUTSIDE/x")
+def test_patch_writing_through_upstream_symlinked_dir_never_writes_outside(env, tmp_path,
+                                                                          monkeypatch):
+    # linkdir -> OUTSIDE in the upstream; the patch creates linkdir/x. Whatever the command does,
+    # nothing may appear in OUTSIDE (the edit worktree holds the real symlink).
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "through.patch", _patch(_new_file(b"linkdir/x")))
+    for args in (("overlays",), ("status",), ("edit", "through")):
+        run_cli(root, *args)
+        assert list(env.outside.iterdir()) == [], args
+
+
+@pytest.mark.xfail(strict=True, reason="bug: overlays/edit accept a patch creating linkdir/x when "
+                                       "linkdir is a symlink in the upstream (the overlay's mount "
+                                       "target then goes through the symlink)")
+def test_patch_writing_through_upstream_symlinked_dir_is_refused(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "through.patch", _patch(_new_file(b"linkdir/x")))
+    before = snapshot(tmp_path)
+    for args in (("overlays",), ("edit", "through")):
+        r = run_cli(root, *args)
+        assert r.rc == 2 and "symlink" in r.err, (args, r.text)
+        assert snapshot(tmp_path) == before
+
+
+@pytest.mark.xfail(strict=True, reason="bug: a patch editing an upstream symlink (alink -> a.txt) "
+                                       "as if it were a regular file is accepted; the overlay "
+                                       "replaces the symlink with a regular file")
+def test_patch_editing_an_upstream_symlink_is_refused(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "link.patch", _patch(
+        b"diff --git a/alink b/alink\n--- a/alink\n+++ b/alink\n@@ -1 +1 @@\n-a.txt\n"
+        b"\\ No newline at end of file\n+/etc/passwd\n\\ No newline at end of file\n"))
+    before = snapshot(tmp_path)
+    r = run_cli(root, "overlays")
+    assert r.rc == 2 and "symlink" in r.err, r.text
+    assert snapshot(tmp_path) == before
+
+
+def test_refresh_refuses_a_symlink_made_in_the_worktree(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "fix.patch", _patch(MODIFY_A))
+    assert run_cli(root, "edit", "fix").rc == 0
+    work = root / ".patchforge" / "work" / "up"
+    os.symlink("/etc/passwd", work / "pkg" / "evil")
+    patch_before = (root / "series" / "up" / "fix.patch").read_bytes()
+    r = run_cli(root, "refresh")
+    assert r.rc == 2 and "symlink" in r.err, r.text
+    assert "pkg/evil" in r.err
+    assert (root / "series" / "up" / "fix.patch").read_bytes() == patch_before
+
+
+# ---------------------------------------------------------------------------------------------
+# Zero-context hunks: they apply by line number alone, so only with an explicit option
+
+ZERO_CONTEXT = (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+                b"@@ -5 +5 @@\n-line5\n+LINE5\n")
+
+
+def test_zero_context_hunk_is_flagged_by_the_parser():
+    from patchforge.apply.diffparse import parse_diff
+
+    (fp,) = parse_diff(ZERO_CONTEXT)
+    assert fp.has_zero_context
+
+
+@pytest.mark.xfail(strict=True, reason="gap: no command refuses zero-context hunks (diffparse "
+                                       "flags them, apply/series.py does not check the flag)")
+def test_zero_context_hunk_is_refused_by_overlays(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "u0.patch", _patch(ZERO_CONTEXT))
+    before = snapshot(tmp_path)
+    r = run_cli(root, "overlays")
+    _assert_refused(r, "u0.patch")
+    assert snapshot(tmp_path) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# Huge inputs: bounded time and memory, refused without reading the claims
+
+
+def _child_maxrss_mb(cmd_result_env) -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def test_fifty_megabyte_patch_with_a_lying_hunk_is_refused_in_bounded_memory(env, tmp_path,
+                                                                           monkeypatch):
+    # 50 MB of body lines under a hunk whose counts cover only the first few: the parser must stop
+    # at the first line past the counts (not collect all of them), and the process stays small.
+    root = env.fresh(tmp_path, monkeypatch)
+    body = b"+" + b"y" * 99 + b"\n"
+    diff = (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,4 @@\n"
+            b" line1\n-line2\n+LINE2\n+extra\n line3\n" + body * (50 * 1024 * 1024 // len(body)))
+    add_patch(root, "huge.patch", _patch(diff))
+    before = snapshot(tmp_path)
+    # A child process, so its peak memory is measured on its own.
+    proc = subprocess.run(
+        [sys.executable, "-c",
+         "import resource, sys\n"
+         "from patchforge.cli import main\n"
+         "try:\n    main(sys.argv[1:])\n"
+         "except SystemExit as e:\n"
+         "    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+         "    raise\n",
+         "--root", str(root), "overlays"], capture_output=True, env=dict(os.environ))
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert re.search(r"huge\.patch:\d+: hunk body is longer", err), err
+    peak_mb = int(err.strip().splitlines()[-1]) / 1024
+    # The file is read once and split into lines; 12x its size is far above what that needs and
+    # far below what expanding the claims or copying per line would take.
+    assert peak_mb < 600, f"peak RSS {peak_mb:.0f} MB for a 50 MB patch"
+    assert snapshot(tmp_path) == before
+
+
+def test_hunk_claiming_two_to_the_31_lines_fails_before_reading_on(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    diff = (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,2147483647 +1,2147483647 @@\n"
+            + b" line1\n" * 200000)
+    add_patch(root, "claims.patch", _patch(diff))
+    before = snapshot(tmp_path)
+    r = run_cli(root, "overlays")
+    _assert_refused(r, "claims.patch")
+    assert "promises" in r.err or "absurd" in r.err
+    assert snapshot(tmp_path) == before
+
+
+def test_hostile_series_entry_names_are_refused(env, tmp_path, monkeypatch):
+    # The series file itself is input too: an entry naming a file outside series/<upstream>/.
+    root = env.fresh(tmp_path, monkeypatch)
+    (tmp_path / "outside.patch").write_bytes(_patch(MODIFY_A))
+    (root / "series" / "up").mkdir(parents=True, exist_ok=True)
+    (root / "series" / "up" / "series").write_bytes(b"../../../outside.patch\n")
+    before = snapshot(tmp_path)
+    for args in (("overlays",), ("status",)):
+        r = run_cli(root, *args)
+        assert r.rc == 2, (args, r.text)
+        assert "series" in r.err
+    assert snapshot(tmp_path) == before
