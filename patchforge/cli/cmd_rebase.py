@@ -1,6 +1,7 @@
 """`rebase --to SPEC [--dry-run]`, `rebase --continue | --skip | --abort`."""
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import click
@@ -38,15 +39,22 @@ def render_summary(summary: dict, app) -> None:
 @click.option("--skip", is_flag=True, help="Set the stopped patch aside and go on.")
 @click.option("--abort", is_flag=True, help="Put everything back as it was.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.argument("more_specs", nargs=-1, metavar="[SPEC]...")
 @click.pass_obj
-def rebase(app, specs, dry_run, cont, skip, abort, as_json):
-    """Move the series onto a new upstream revision."""
+def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
+    """Move the series onto a new upstream revision.
+
+    `--to vllm=SPEC aiter=SPEC` moves several upstreams in one run; an upstream not named stays
+    where it is."""
     from patchforge.cli.cmd_status import parse_specs
     from patchforge.errors import ConflictStop, UsageError
     from patchforge.fsutil import RepoLock
     from patchforge.ops.resolve import open_store
     from patchforge.rebase.engine import Rebase
 
+    if more_specs and not specs:
+        raise UsageError(f"unexpected argument {more_specs[0]!r}: SPECs follow --to")
+    specs = (*specs, *more_specs)
     chosen = [flag for flag, on in (("--to", bool(specs)), ("--continue", cont),
                                     ("--skip", skip), ("--abort", abort)) if on]
     if len(chosen) != 1:
@@ -54,7 +62,10 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json):
     if dry_run and not specs:
         raise UsageError("--dry-run goes with --to")
     project = app.project()
-    with RepoLock(project.state_dir), open_store(project) as store:
+    # A dry run writes nothing, not even the lock file (project files are only ever replaced
+    # atomically, so it reads whole files).
+    lock = contextlib.nullcontext() if dry_run else RepoLock(project.state_dir)
+    with lock, open_store(project) as store:
         engine = Rebase(project, store)
         if abort:
             restored = engine.abort()
@@ -70,11 +81,7 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json):
                 summary = engine.resume(skip=skip)
         except ConflictStop as stop:
             if as_json:
-                data = engine.journal.data
-                emit_json({"stopped": data.get("stopped") | {"message": stop.message}
-                           if data.get("stopped") else None,
-                           "message": stop.message})
-                sys.exit(stop.exit_code)
+                emit_json(engine.stop_document(stop.message))
             raise
     if as_json:
         emit_json(summary)

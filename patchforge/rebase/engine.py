@@ -1,48 +1,55 @@
 """The rebase transaction: move each upstream's series onto a new revision, patch by patch.
 
-Per patch, in series order: landed detection (patchforge.detect) drops what upstream took; a patch
-that applies exactly or with an offset is re-emitted against the new base; anything else goes
-through git's 3-way merge (`git merge-file`, merge base = the old series state before the patch,
-as `git rebase` does), with upstream renames followed. A conflict, a file gone upstream or a broken
-`Keeps:` invariant stops the run with a worktree and a journal; `--continue`, `--skip` and
-`--abort` go on from there. Nothing under the project is written until every upstream is done;
-then patches, series, lock and overlays are written out together, and a kill during that write-out
-is finished by `--continue` or undone by `--abort`.
+Per patch, in series order: landed detection (`ops.status.SeriesJudge`, i.e. patchforge.detect)
+drops what upstream took; a patch that applies exactly or with an offset is re-emitted against the
+new base; anything else goes through git's 3-way merge (`git merge-file`, merge base = the old
+series state before the patch, as `git rebase` does), with upstream renames followed. A conflict,
+a file gone upstream or a broken `Keeps:` invariant stops the run with a worktree and a journal;
+`--continue`, `--skip` and `--abort` go on from there.
+
+Nothing under the project is written while patches are being moved: results are staged in the
+journal. The write-out is the last phase. It first stages every new project file and saves every
+file it will replace (and overlays/) in the journal, records its plan, and only then writes; a kill
+during the write-out is finished by `--continue` (the plan is replayed) or undone by `--abort`
+(the saved files are put back byte for byte).
 """
 from __future__ import annotations
 
-import json
 import re
+import subprocess
+import tempfile
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.apply.series import SeriesState, apply_series
 from patchforge.errors import ConflictStop, InProgressError, UsageError
-from patchforge.formats.lockfile import lock_to_json
-from patchforge.formats.series import SeriesFile
+from patchforge.formats.lockfile import lock_from_json, lock_to_json
+from patchforge.formats.patchfile import parse_patch_file
 from patchforge.model.lock import UpstreamPin
 from patchforge.ops.common import make_diff
 from patchforge.ops.status import SeriesJudge, Target, landed_in
 from patchforge.rebase.journal import Journal
 
 _CONFLICT_MARKER = re.compile(rb"^(<<<<<<<|>>>>>>>)( |$)", re.M)
+ACTIONS = ("clean", "offset", "merged", "resolved", "dropped", "skipped", "conflict")
 
 
 @dataclass
 class PatchResult:
     upstream: str
     name: str
-    action: str  # clean | offset | merged | resolved | dropped | skipped
+    action: str  # one of ACTIONS
     detail: str = ""
     evidence: list[str] = field(default_factory=list)
     landed_in: str | None = None
-    staged: str | None = None  # staged bytes of the new (or set-aside) patch file
     destination: str = "series"  # series | upstreamed | skipped
+    staged: str | None = None  # the journal's name for the new (or set-aside) patch bytes
 
     def to_json(self) -> dict:
         return {"upstream": self.upstream, "name": self.name, "action": self.action,
                 "detail": self.detail, "evidence": self.evidence, "landed_in": self.landed_in,
-                "destination": self.destination}
+                "destination": self.destination, "staged": self.staged}
 
 
 def _pin_doc(pin: UpstreamPin) -> dict:
@@ -57,10 +64,6 @@ def _pin_from_doc(doc: dict) -> UpstreamPin:
 
 def merge_file(base: bytes, ours: bytes, theirs: bytes, labels=("upstream", "base", "patch")):
     """git merge-file: (clean, merged bytes with conflict markers where it is not clean)."""
-    import subprocess
-    import tempfile
-    from pathlib import Path
-
     from patchforge.store.gitstore import git_env
 
     with tempfile.TemporaryDirectory(prefix="patchforge-merge-") as tmp:
@@ -77,40 +80,49 @@ def merge_file(base: bytes, ours: bytes, theirs: bytes, labels=("upstream", "bas
     return proc.returncode == 0, proc.stdout
 
 
+def _reads(store, commit: str):
+    return lambda paths: store.read_blobs(commit, paths)
+
+
 class Rebase:
-    """One rebase run over the journal; the CLI drives start/continue/skip/abort."""
+    """One rebase run over the journal; the CLI drives start / resume / abort."""
 
     def __init__(self, project, store) -> None:
         self.project = project
         self.store = store
         self.journal = Journal(project.state_dir)
-        self.results: list[PatchResult] = []
 
     # --- entry points -------------------------------------------------------------------------
     def start(self, specs: dict[str, str], *, dry_run: bool = False) -> dict:
         from patchforge.ops.resolve import ensure_pinned, pin_for_spec
+        from patchforge.ops.series import editing
 
         if self.journal.exists():
             raise InProgressError("a rebase is in progress",
                                   hint="run `patchforge rebase --continue`, `--skip` or `--abort`")
+        unknown = set(specs) - set(self.project.upstream_names())
+        if unknown:
+            raise UsageError(f"unknown upstream(s): {', '.join(sorted(unknown))}")
         lock = self.project.lock
         plan = {}
         for upstream in self.project.upstream_names():
             if upstream not in specs:
                 continue
+            if not dry_run and editing(self.project, upstream):
+                raise InProgressError(
+                    f"a patch of {upstream} is being edited in {self.project.work_dir(upstream)}",
+                    hint="`patchforge refresh` (or throw the edit away) before rebasing")
             old = lock.pin(upstream)
             ensure_pinned(self.project, self.store, upstream, old)
             new = pin_for_spec(self.project, self.store, self.project.config.upstream(upstream),
                                specs[upstream])
             plan[upstream] = {"from": _pin_doc(old), "to": _pin_doc(new),
                               "names": self.project.patch_names(upstream), "position": 0,
-                              "current_commit": new.commit, "results": []}
-        unknown = set(specs) - set(plan)
-        if unknown:
-            raise UsageError(f"unknown upstream(s): {', '.join(sorted(unknown))}")
-        self.journal.data = {"phase": "running", "upstreams": plan, "dry_run": dry_run,
-                             "order": list(plan)}
+                              "results": []}
+        self.journal.data = {"phase": "running", "upstreams": plan, "order": list(plan),
+                             "dry_run": dry_run, "stopped": None}
         if not dry_run:
+            self.journal.begin()
             self.journal.save()
         return self._run()
 
@@ -123,6 +135,9 @@ class Rebase:
                 raise UsageError("the rebase is writing out its result; --continue or --abort")
             return self._write_out()
         stopped = data.get("stopped")
+        if skip and not stopped:
+            raise UsageError("the rebase is not stopped on a patch; nothing to skip",
+                             hint="`patchforge rebase --continue` finishes it")
         if stopped:
             if skip:
                 self._skip_stopped(stopped)
@@ -130,185 +145,195 @@ class Rebase:
                 self._take_resolution(stopped)
             data["stopped"] = None
             self.journal.save()
+            self._remove_worktree(stopped["upstream"])
         return self._run()
 
     def abort(self) -> list[str]:
+        """Put the project back as it was before the rebase; returns the files restored."""
         if not self.journal.exists():
             raise UsageError("no rebase in progress")
         data = self.journal.load()
         restored = []
         if data.get("phase") == "committing":
             from patchforge.overlay import recover_overlays
+
+            self._clean_temp_files(data["originals"])
             restored = self.journal.restore_originals(self.project.root)
-            self._restore_overlays()
             recover_overlays(self.project)
+            if self.journal.restore_tree("overlays", self.project.overlays_dir):
+                restored.append("overlays/")
         for upstream in data["upstreams"]:
             self._remove_worktree(upstream)
         self.journal.remove()
         return restored
 
-    # --- the loop -----------------------------------------------------------------------------
+    # --- moving patches -----------------------------------------------------------------------
     def _run(self) -> dict:
         data = self.journal.data
-        dry = data.get("dry_run", False)
         for upstream in data["order"]:
             entry = data["upstreams"][upstream]
-            self._run_upstream(upstream, entry, dry)
-        if dry:
+            if entry["position"] < len(entry["names"]):
+                self._run_upstream(upstream, entry)
+        if data["dry_run"]:
             return self._summary(written=False)
         return self._write_out()
 
-    def _run_upstream(self, upstream: str, entry: dict, dry: bool) -> None:
-        old = _pin_from_doc(entry["from"])
+    def _target(self, upstream: str, entry: dict) -> Target:
         new = _pin_from_doc(entry["to"])
+        return Target(upstream, entry["from"]["commit"], new.commit, new.label, new.version)
+
+    def _judge(self, upstream: str, entry: dict) -> SeriesJudge:
+        """A judge on the new base with the patches moved so far applied (they were made against
+        exactly that state, so they replay without fuzz)."""
+        target = self._target(upstream, entry)
+        judge = SeriesJudge(self.store, target)
+        moved = [(r["name"], parse_patch_file(self.journal.staged_bytes(r["staged"]), r["name"]))
+                 for r in entry["results"] if r["destination"] == "series" and r["staged"]]
+        if moved:
+            state = apply_series(_reads(self.store, target.commit), moved, max_fuzz=0)
+            judge.current.update(state.current)
+        return judge
+
+    def _run_upstream(self, upstream: str, entry: dict) -> None:
+        dry = self.journal.data["dry_run"]
         names = entry["names"]
+        target = self._target(upstream, entry)
+        judge = self._judge(upstream, entry)
         patches = [(n, self.project.read_patch(upstream, n)) for n in names]
-        target = Target(upstream, old.commit, new.commit, new.label, new.version)
-        judge = SeriesJudge(self.store, target, read_commit=entry["current_commit"])
         # The old series state before each patch: the merge base of its 3-way merge.
-        old_state = apply_series(lambda paths: self.store.read_blobs(old.commit, paths),
-                                 patches[:entry["position"]], strict=False)
-        position = entry["position"]
-        while position < len(names):
+        read_old = _reads(self.store, target.base_commit)
+        old_state = apply_series(read_old, patches[:entry["position"]], strict=False)
+        for position in range(entry["position"], len(names)):
             name, patch = patches[position]
             result, stop = self._rebase_one(upstream, name, patch, judge, old_state, target)
-            apply_series(lambda paths: self.store.read_blobs(old.commit, paths),
-                         [(name, patch)], strict=False, state=old_state)
-            if stop is not None:
-                if dry:
-                    entry["results"].append({"upstream": upstream, "name": name,
-                                             "action": "conflict", "detail": stop["message"],
-                                             "evidence": stop.get("evidence", []),
-                                             "landed_in": None, "destination": "series"})
-                    entry["position"] = position + 1
-                    position += 1
-                    continue
-                entry["position"] = position
-                entry["current_commit"] = self._snapshot_commit(judge, target)
-                self.journal.data["stopped"] = {"upstream": upstream, "name": name, **stop,
-                                                "base": entry["current_commit"]}
-                self._open_conflict_worktree(upstream, entry["current_commit"], stop)
-                self.journal.save()
-                raise ConflictStop(
-                    f"{upstream}/{name}: {stop['message']}",
-                    hint=f"fix the files in {self.project.work_dir(upstream)} "
-                         f"({', '.join(stop['files'])}), then `patchforge rebase --continue`; "
-                         "or `--skip` to set the patch aside, `--abort` to go back")
-            entry["results"].append(result.to_json() | {"staged": result.staged})
+            apply_series(read_old, [(name, patch)], strict=False, state=old_state)
+            if stop is not None and dry:
+                result = PatchResult(upstream, name, "conflict", stop["message"],
+                                     stop["evidence"])
+            elif stop is not None:
+                self._stop(upstream, name, stop, judge, target)
+            entry["results"].append(result.to_json())
             entry["position"] = position + 1
-            position += 1
             if not dry:
-                entry["current_commit"] = self._snapshot_commit(judge, target) \
-                    if judge.current else entry["current_commit"]
                 self.journal.save()
 
+    def _stop(self, upstream: str, name: str, stop: dict, judge, target) -> None:
+        """Record the stop, give the user a worktree, raise ConflictStop (exit 3)."""
+        base = target.commit
+        if judge.current:
+            base = self.store.commit_files(target.commit, dict(judge.current),
+                                           message="patchforge rebase: series so far\n")
+        work = self.project.work_dir(upstream)
+        self._open_worktree(upstream, base, stop.pop("contents"))
+        self.journal.data["stopped"] = {"upstream": upstream, "name": name, "base": base,
+                                        "worktree": str(work), **stop}
+        self.journal.save()
+        raise ConflictStop(
+            f"{upstream}/{name}: {stop['message']}",
+            hint=f"edit {', '.join(stop['files']) or 'the files'} in {work}, then "
+                 "`patchforge rebase --continue`; or `--skip` to set the patch aside "
+                 f"(kept in series/{upstream}/skipped/), `--abort` to go back")
+
     def _rebase_one(self, upstream, name, patch, judge, old_state: SeriesState, target):
+        """(result, None) when the patch moved or was dropped; (None, stop) when it cannot."""
         verdict = judge.assess(name, patch)
-        base_label = target.label
         if verdict.state == "upstreamed":
             where = landed_in(self.store, target, patch, verdict)
-            applied = f"{base_label}" + (f", commit {where}" if where else "")
-            kept = patch.with_field("Applied-Upstream", applied)
-            result = PatchResult(upstream, name, "dropped",
+            return self._dropped(upstream, name, patch, target, where,
                                  f"landed upstream ({verdict.confidence} confidence)",
-                                 verdict.evidence, where, destination="upstreamed")
-            result.staged = self._stage(f"{upstream}/upstreamed/{name}", kept.to_bytes())
-            return result, None
+                                 verdict.evidence), None
         if verdict.state == "obsolete":
             gone = [f.path for f in verdict.files if f.target_path is None]
             return None, {"kind": "obsolete", "files": gone, "evidence": verdict.evidence,
-                          "message": f"{', '.join(gone)} is gone upstream (deleted, not renamed); "
-                                     "decide: --skip to set the fix aside, or re-create it"}
-        before: dict[str, bytes | None] = {}
+                          "contents": {},
+                          "message": f"{', '.join(gone)} is gone upstream (deleted, not renamed): "
+                                     "re-create the fix in the worktree, or --skip it"}
+        before: dict[str, bytes | None] = {}  # the new base (plus earlier patches), per path
         after: dict[str, bytes | None] = {}
+        unchanged = True  # every pre-image and path as in the old series: keep the diff's bytes
         conflicts: list[str] = []
         merged_any = False
-        clean_forward = verdict.state in ("applies", "offset") or (
+        forward = verdict.state in ("applies", "offset") or (
             verdict.state == "unsure" and all(f.applied is not None and f.applied.ok
                                               and f.applied.worst in ("exact", "offset")
                                               for f in verdict.files))
         for fp, fv in zip(patch.file_patches, verdict.files):
+            source = fp.old_path if fp.old_path is not None else fp.new_path
             moved = fv.target_path
-            fp_target = fp if moved == fv.path else replace(
+            fp_target = fp if moved == source else replace(
                 fp, old_path=moved if fp.old_path else None,
-                new_path=moved if fp.new_path else None)
-            path_after = fp_target.new_path if fp_target.new_path is not None else fp_target.old_path
-            current = judge.read_current(moved) if not fp.is_new else judge.read_current(path_after)
-            before[path_after] = current
+                new_path=moved if fp.new_path == source else fp.new_path)
+            path_after = fp_target.new_path if fp_target.new_path is not None \
+                else fp_target.old_path
+            current = None if fp.is_new else judge.read_current(moved)
+            base = old_state.current[source] if source in old_state.current \
+                else self.store.read_blob(target.base_commit, source)
+            before[path_after] = judge.read_current(path_after)
             if fp_target.old_path and fp_target.old_path != path_after:
-                before[fp_target.old_path] = judge.read_current(fp_target.old_path)
-            if clean_forward:
-                application = apply_file_patch(current if not fp.is_new else None, fp_target,
-                                               max_fuzz=0)
+                before[fp_target.old_path] = current
+            unchanged = unchanged and moved == source and current == base
+            if forward:
+                application = apply_file_patch(current, fp_target, max_fuzz=0)
                 if application.ok:
                     after[path_after] = application.content
                     continue
-            # 3-way: base = old series state before this patch, theirs = base + patch.
-            source_path = fp.old_path or fp.new_path
-            base = old_state.current.get(source_path) if source_path in old_state.current \
-                else self.store.read_blob(target.base_commit, source_path)
-            theirs_app = apply_file_patch(base if not fp.is_new else None, fp, max_fuzz=2)
-            if not theirs_app.ok:
+            # 3-way: ours = the new base as it stands, base = the old series state before this
+            # patch, theirs = that plus the patch.
+            theirs = apply_file_patch(None if fp.is_new else base, fp, max_fuzz=2)
+            if not theirs.ok or theirs.content is None or current is None:
                 conflicts.append(path_after)
                 after[path_after] = current
                 continue
-            if theirs_app.content is None or current is None:
-                conflicts.append(path_after)
-                after[path_after] = current
-                continue
-            clean, merged = merge_file(base or b"", current, theirs_app.content)
+            clean, merged = merge_file(base or b"", current, theirs.content)
             merged_any = True
             after[path_after] = merged
             if not clean:
                 conflicts.append(path_after)
         if conflicts:
             return None, {"kind": "conflict", "files": conflicts, "evidence": verdict.evidence,
-                          "contents": {p: after[p] for p in conflicts},
+                          "contents": after,
                           "message": f"conflict in {', '.join(conflicts)}"}
         changes = []
         for path, new_content in after.items():
             old_content = before.get(path)
             if old_content == new_content:
                 continue
-            entry = self.store.entry(target.commit, path) if old_content is not None else None
-            mode = entry[0] if entry else "100644"
+            found = self.store.entry(target.commit, path) if old_content is not None else None
+            mode = found[0] if found else "100644"
             changes.append((path, old_content, new_content, mode, mode))
+        for path in before:
+            if path not in after and before[path] is not None:  # renamed away by the patch
+                changes.append((path, before[path], None, "100644", "100644"))
         if not changes:
-            result = PatchResult(upstream, name, "dropped",
+            return self._dropped(upstream, name, patch, target, None,
                                  "the 3-way merge leaves nothing to change (landed upstream)",
-                                 verdict.evidence + ["merge result empty"], None,
-                                 destination="upstreamed")
-            kept = patch.with_field("Applied-Upstream", base_label)
-            result.staged = self._stage(f"{upstream}/upstreamed/{name}", kept.to_bytes())
-            return result, None
+                                 verdict.evidence + ["merge result empty"]), None
         violations = self._check_keeps(patch, {**before, **after}, judge)
         if violations:
             return None, {"kind": "invariant", "files": sorted(after), "evidence": violations,
-                          "contents": {p: after[p] for p in after},
-                          "message": "; ".join(violations)}
-        for path, content in after.items():
-            judge.current[path] = content
+                          "contents": after, "message": "; ".join(violations)}
         for path, content in before.items():
-            if path not in after:
-                judge.current[path] = None
-        new_patch = patch.with_diff(make_diff(self.store, changes)).with_field("Base",
-                                                                              target.commit)
-        if merged_any:
-            action = "merged"
-        elif verdict.state == "offset":
-            action = "offset"
-        else:
-            action = "clean"
+            judge.current[path] = after.get(path)
+        # Unchanged pre-images: the old diff is still exact, byte for byte (its index lines too).
+        new_patch = patch if unchanged and not merged_any else \
+            patch.with_diff(make_diff(self.store, changes))
+        new_patch = new_patch.with_field("Base", target.commit)
+        action = "merged" if merged_any else ("offset" if verdict.state == "offset" else "clean")
         detail = {"merged": "3-way merged cleanly", "offset": "applied with offset",
                   "clean": "applied exactly"}[action]
         if verdict.state == "unsure":
             detail += "; landed detection unsure: review"
         if verdict.renames:
             detail += "; follows " + ", ".join(f"{a} -> {b}" for a, b in verdict.renames.items())
-        result = PatchResult(upstream, name, action, detail,
-                             verdict.evidence if verdict.state != "applies" else [])
-        result.staged = self._stage(f"{upstream}/{name}", new_patch.to_bytes())
-        return result, None
+        return PatchResult(upstream, name, action, detail,
+                           verdict.evidence if verdict.state != "applies" else [],
+                           staged=self._stage(f"{upstream}/{name}", new_patch.to_bytes())), None
+
+    def _dropped(self, upstream, name, patch, target, where, detail, evidence) -> PatchResult:
+        applied = target.label + (f", commit {where}" if where else "")
+        kept = patch.with_field("Applied-Upstream", applied)
+        return PatchResult(upstream, name, "dropped", detail, evidence, where, "upstreamed",
+                           self._stage(f"{upstream}/upstreamed/{name}", kept.to_bytes()))
 
     def _check_keeps(self, patch, files: dict, judge) -> list[str]:
         from patchforge.invariants import check_patch_invariants
@@ -316,32 +341,30 @@ class Rebase:
         return check_patch_invariants(patch, lambda path: files[path] if path in files
                                       else judge.read_current(path))
 
-    def _stage(self, rel: str, data: bytes) -> str:
+    def _stage(self, rel: str, data: bytes) -> str | None:
         if self.journal.data.get("dry_run"):
-            return rel
+            return None
         return self.journal.stage(rel, data)
 
-    def _snapshot_commit(self, judge, target) -> str:
-        if not judge.current:
-            return target.commit
-        return self.store.commit_files(judge.read_commit, dict(judge.current),
-                                       message="patchforge rebase: series so far")
-
     # --- stops --------------------------------------------------------------------------------
-    def _open_conflict_worktree(self, upstream: str, commit: str, stop: dict) -> None:
+    def _open_worktree(self, upstream: str, commit: str, contents: dict) -> None:
+        """`.patchforge/work/<upstream>`: `commit` checked out, then the stopped patch's files
+        as far as they got (conflict markers where git could not merge)."""
         from patchforge.ops.series import _prepare_checkout
 
         work = self.project.work_dir(upstream)
         _prepare_checkout(self.store, work, commit)
-        for path, content in (stop.pop("contents", None) or {}).items():
+        for path, content in contents.items():
             target = work / path
             if content is None:
+                target.unlink(missing_ok=True)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
 
     def _remove_worktree(self, upstream: str) -> None:
         import shutil
+
         work = self.project.work_dir(upstream)
         if work.exists():
             shutil.rmtree(work)
@@ -353,144 +376,161 @@ class Rebase:
         upstream, name = stopped["upstream"], stopped["name"]
         entry = self.journal.data["upstreams"][upstream]
         work = self.project.work_dir(upstream)
-        state = {"base": stopped["base"]}
-        diff, changes = _worktree_diff(self.project, self.store, upstream, state,
-                                       with_changes=True)
-        for path, _, new, _, _ in changes:
-            if new is not None and _CONFLICT_MARKER.search(new):
-                raise UsageError(f"{work / path} still has conflict markers",
-                                 hint="resolve them, then run `patchforge rebase --continue`")
+        if not work.is_dir():
+            raise UsageError(f"the conflict worktree {work} is gone",
+                             hint="`patchforge rebase --skip` or `--abort`")
+        diff, changes = _worktree_diff(self.project, self.store, upstream,
+                                       {"base": stopped["base"]}, with_changes=True)
+        marked = [path for path, _, new, _, _ in changes
+                  if new is not None and _CONFLICT_MARKER.search(new)]
+        if marked:
+            raise UsageError(f"conflict markers left in {', '.join(marked)} (in {work})",
+                             hint="resolve them, then run `patchforge rebase --continue`")
         patch = self.project.read_patch(upstream, name)
-        target = _pin_from_doc(entry["to"])
         if not changes:
-            result = PatchResult(upstream, name, "skipped",
-                                 "resolved to no change; set aside", destination="skipped")
-            result.staged = self._stage(f"{upstream}/skipped/{name}", patch.to_bytes())
+            result = PatchResult(upstream, name, "skipped", "resolved to no change; set aside",
+                                 stopped.get("evidence", []), destination="skipped",
+                                 staged=self._stage(f"{upstream}/skipped/{name}",
+                                                    self.project.read_patch_bytes(upstream, name)))
         else:
+            target = self._target(upstream, entry)
             new_patch = patch.with_diff(diff).with_field("Base", target.commit)
-            violations = self._check_keeps(new_patch, {p: n for p, _, n, _, _ in changes},
-                                           SeriesJudge(self.store, Target(
-                                               upstream, entry["from"]["commit"], target.commit,
-                                               target.label, target.version),
-                                               read_commit=stopped["base"]))
+            files = {p: n for p, _, n, _, _ in changes}
+            violations = self._check_keeps(
+                new_patch, files, SeriesJudge(self.store, target, read_commit=stopped["base"]))
             if violations:
                 raise UsageError("; ".join(violations),
                                  hint="the resolution breaks the patch's Keeps: invariant")
-            result = PatchResult(upstream, name, "resolved", "conflict resolved by hand")
-            result.staged = self._stage(f"{upstream}/{name}", new_patch.to_bytes())
-            entry["current_commit"] = self.store.commit_files(
-                stopped["base"], {p: n for p, _, n, _, _ in changes},
-                message=f"patchforge rebase: {name} resolved")
-        entry["results"].append(result.to_json() | {"staged": result.staged})
+            result = PatchResult(upstream, name, "resolved", f"{stopped['kind']} resolved by hand",
+                                 staged=self._stage(f"{upstream}/{name}", new_patch.to_bytes()))
+        entry["results"].append(result.to_json())
         entry["position"] += 1
-        self._remove_worktree(upstream)
 
     def _skip_stopped(self, stopped: dict) -> None:
         upstream, name = stopped["upstream"], stopped["name"]
         entry = self.journal.data["upstreams"][upstream]
-        patch_bytes = self.project.read_patch_bytes(upstream, name)
         result = PatchResult(upstream, name, "skipped", f"skipped at {stopped['kind']}",
-                             stopped.get("evidence", []), destination="skipped")
-        result.staged = self._stage(f"{upstream}/skipped/{name}", patch_bytes)
-        entry["results"].append(result.to_json() | {"staged": result.staged})
+                             stopped.get("evidence", []), destination="skipped",
+                             staged=self._stage(f"{upstream}/skipped/{name}",
+                                                self.project.read_patch_bytes(upstream, name)))
+        entry["results"].append(result.to_json())
         entry["position"] += 1
-        self._remove_worktree(upstream)
 
     # --- the write-out ------------------------------------------------------------------------
-    def _plan(self) -> tuple[list[tuple[str, bytes | None]], object, dict]:
-        """Every project file the rebase changes: (path relative to root, new bytes or None)."""
-        from patchforge.formats.patchfile import parse_patch_file
-
+    def _plan(self) -> list[tuple[str, bytes | None]]:
+        """Every project file the rebase changes, in write order: (path from the root, new bytes
+        or None to delete). Set-aside copies come before the series stops listing a patch and
+        the old files go last, so no prefix of the plan ever loses a patch."""
         project = self.project
         lock = project.lock
         writes: list[tuple[str, bytes | None]] = []
-        sources = {}
+        removals: list[tuple[str, None]] = []
+        series_writes: list[tuple[str, bytes]] = []
         for upstream, entry in self.journal.data["upstreams"].items():
             kept = []
-            series_rel = f"series/{upstream}"
             for result in entry["results"]:
-                name = result["name"]
-                data = self.journal.staged_bytes(result["staged"])
+                name, data = result["name"], self.journal.staged_bytes(result["staged"])
                 if result["destination"] == "series":
                     kept.append(name)
-                    writes.append((f"{series_rel}/{name}", data))
-                else:
-                    writes.append((f"{series_rel}/{result['destination']}/{name}", data))
-                    writes.append((f"{series_rel}/{name}", None))
+                    writes.append((f"series/{upstream}/{name}", data))
+                    continue
+                aside = self._free_name(upstream, result["destination"], name, data)
+                writes.append((f"series/{upstream}/{result['destination']}/{aside}", data))
+                removals.append((f"series/{upstream}/{name}", None))
             series = project.read_series(upstream)
-            writes.append((f"{series_rel}/series", series.replaced_names(kept).to_bytes()))
+            series_writes.append((f"series/{upstream}/series",
+                                  series.replaced_names(kept).to_bytes()))
             lock = lock.with_pin(upstream, _pin_from_doc(entry["to"]))
-            sources[upstream] = [(n, parse_patch_file(d, n), d) for n, d in
-                                 ((n, dict(writes)[f"{series_rel}/{n}"]) for n in kept)]
-        writes.append(("upstream.lock", lock_to_json(lock)))
-        # The set-aside files are written before the series stops listing them, and the old files
-        # are removed last: a kill at any point never loses a patch.
-        writes.sort(key=lambda w: (w[1] is None, w[0].endswith("/series"), w[0]))
-        return writes, lock, sources
+        return writes + series_writes + [("upstream.lock", lock_to_json(lock))] + removals
+
+    def _free_name(self, upstream: str, destination: str, name: str, data: bytes) -> str:
+        """`name`, or `name` with a number when an earlier, different fix of that name is already
+        set aside there (it must not be overwritten)."""
+        directory = self.project.series_dir(upstream) / destination
+        stem = name[:-len(".patch")] if name.endswith(".patch") else name
+        candidate, number = name, 1
+        while (directory / candidate).exists() and (directory / candidate).read_bytes() != data:
+            number += 1
+            candidate = f"{stem}.{number}.patch"
+        return candidate
 
     def _write_out(self) -> dict:
         from patchforge.fsutil import atomic_delete, atomic_write
         from patchforge.overlay import build_overlays, write_overlays
 
-        project = self.project
-        writes, lock, sources = self._plan()
-        for upstream in project.upstream_names():
-            if upstream not in sources:
-                sources[upstream] = [(n, project.read_patch(upstream, n),
-                                      project.read_patch_bytes(upstream, n))
-                                     for n in project.patch_names(upstream)]
-        regenerate = project.overlays_dir.exists() and any(sources.values())
-        overlays = build_overlays(project, self.store, lock=lock, patch_sources=sources) \
-            if regenerate else None
-        summary = self._summary(written=True)
-        summary["range_diff"] = self._range_diff(sources)
-        if self.journal.data["phase"] != "committing":
-            for rel, _ in writes:
-                self.journal.save_original(project.root, rel)
-            self._save_overlays()
-            self.journal.data["phase"] = "committing"
-            self.journal.save()
-        for rel, data in writes:
-            if data is None:
+        project, journal = self.project, self.journal
+        data = journal.data
+        overlays = None
+        if data["phase"] != "committing":
+            writes = self._plan()
+            if project.overlays_dir.exists():
+                # Built now, in memory, so that a series the overlays cannot take stops the run
+                # before any project file is touched.
+                overlays = build_overlays(project, self.store, lock=_lock_of(writes),
+                                          patch_sources=self._new_sources(writes))
+            summary = self._summary(written=True)
+            summary["range_diff"] = self._range_diff()
+            plan = []
+            for rel, content in writes:
+                plan.append([rel, None if content is None else journal.stage(f"commit/{rel}",
+                                                                             content)])
+                journal.save_original(project.root, rel)
+            for path in _ledger_paths(project):
+                journal.save_original(project.root, path.relative_to(project.root).as_posix())
+            data["overlays_saved"] = journal.save_tree("overlays", project.overlays_dir)
+            data.update(phase="committing", plan=plan, summary=summary)
+            journal.save()
+        self._clean_temp_files(data["originals"])
+        for rel, staged in data["plan"]:
+            if staged is None:
                 atomic_delete(project.root / rel)
             else:
-                atomic_write(project.root / rel, data)
-        if overlays is not None:
+                atomic_write(project.root / rel, journal.staged_bytes(staged))
+        if data.get("overlays_saved"):
+            if overlays is None:  # resumed after a kill: the new state is on disk now
+                overlays = build_overlays(project, self.store)
             write_overlays(project, overlays)
-        self._append_history(summary)
-        self.journal.remove()
-        return summary
+        ledger = _ledger()
+        if ledger is not None:
+            # The history records the run; a resumed write-out records it once (run ids).
+            ledger.record_rebase(project, data["summary"])
+        for upstream in data["upstreams"]:
+            self._remove_worktree(upstream)
+        journal.remove()
+        return data["summary"]
 
-    def _save_overlays(self) -> None:
-        import shutil
-        source = self.project.overlays_dir
-        target = self.journal.dir / "orig-overlays"
-        if source.exists() and not target.exists():
-            shutil.copytree(source, target, symlinks=True)
+    def _new_sources(self, writes) -> dict:
+        """{upstream: [(name, PatchFile, bytes)]} of the new series, for build_overlays."""
+        files = dict(writes)
+        sources = {}
+        for upstream in self.project.upstream_names():
+            series_rel = f"series/{upstream}/series"
+            if series_rel in files:
+                from patchforge.formats.series import parse_series
 
-    def _restore_overlays(self) -> None:
-        import shutil
-        saved = self.journal.dir / "orig-overlays"
-        if saved.exists():
-            target = self.project.overlays_dir
-            if target.exists():
-                shutil.rmtree(target)
-            shutil.copytree(saved, target, symlinks=True)
+                names = parse_series(files[series_rel], series_rel).names
+                raw = [(n, files[f"series/{upstream}/{n}"]) for n in names]
+            else:
+                names = self.project.patch_names(upstream)
+                raw = [(n, self.project.read_patch_bytes(upstream, n)) for n in names]
+            sources[upstream] = [(n, parse_patch_file(b, n), b) for n, b in raw]
+        return sources
 
-    def _append_history(self, summary: dict) -> None:
-        try:
-            from patchforge.ledger import record_rebase
-        except ImportError:
-            return
-        record_rebase(self.project, summary)
+    def _clean_temp_files(self, rels) -> None:
+        """Remove temporary files that a killed atomic_write left beside the plan's files."""
+        for rel in rels:
+            path = self.project.root / rel
+            if path.parent.is_dir():
+                for stray in path.parent.glob(f".{path.name}.*.tmp"):
+                    stray.unlink(missing_ok=True)
 
     # --- reporting ----------------------------------------------------------------------------
     def _summary(self, *, written: bool) -> dict:
         data = self.journal.data
         results = [r for entry in data["upstreams"].values() for r in entry["results"]]
-        counts: dict[str, int] = {}
+        counts = {action: 0 for action in ACTIONS}
         for r in results:
-            counts[r["action"]] = counts.get(r["action"], 0) + 1
+            counts[r["action"]] += 1
         return {
             "dry_run": bool(data.get("dry_run")),
             "written": written,
@@ -500,35 +540,102 @@ class Rebase:
             "patches": [{k: v for k, v in r.items() if k != "staged"} for r in results],
             "counts": counts,
             "range_diff": "",
+            "stopped": None,
         }
 
-    def _range_diff(self, sources: dict) -> str:
+    def stop_document(self, message: str) -> dict:
+        """The `--json` document of a run that stopped: the summary so far and the stop."""
+        summary = self._summary(written=False)
+        stopped = dict(self.journal.data.get("stopped") or {})
+        stopped["message"] = message
+        summary["stopped"] = stopped
+        return summary
+
+    def _range_diff(self) -> str:
         """`git range-diff` of the old series (on the old base) against the new one (on the new
-        base), each patch a commit whose message is its subject."""
+        base), per upstream. Each series becomes a chain of commits over a tree holding only the
+        files the series touch, all written by one `git fast-import`: cheap on any upstream."""
         chunks = []
-        try:
-            for upstream, entry in self.journal.data["upstreams"].items():
-                old_pin, new_pin = _pin_from_doc(entry["from"]), _pin_from_doc(entry["to"])
-                old = [(n, self.project.read_patch(upstream, n)) for n in entry["names"]]
-                new = [(n, p) for n, p, _ in sources.get(upstream, [])]
-                old_tip = self._chain(old_pin.commit, old)
-                new_tip = self._chain(new_pin.commit, new)
-                chunks.append(self.store.range_diff(f"{old_pin.commit}..{old_tip}",
-                                                    f"{new_pin.commit}..{new_tip}"))
-        except Exception as exc:  # the range-diff is a report; never fail a rebase over it
-            return f"(range-diff unavailable: {exc})\n"
+        for upstream, entry in self.journal.data["upstreams"].items():
+            old = [(n, self.project.read_patch(upstream, n)) for n in entry["names"]]
+            new = [(r["name"], parse_patch_file(self.journal.staged_bytes(r["staged"]), r["name"]))
+                   for r in entry["results"] if r["destination"] == "series"]
+            if not old or not new:
+                # git refuses an empty range; what range-diff would say is plain here.
+                width = len(str(max(len(old), len(new))))
+                lines = [f"{i:>{width}}:  ------- < {'-':>{width}}:  ------- {n}\n"
+                         for i, (n, _) in enumerate(old, 1)]
+                lines += [f"{'-':>{width}}:  ------- > {i:>{width}}:  ------- {n}\n"
+                          for i, (n, _) in enumerate(new, 1)]
+                chunks.append(f"{upstream}:\n" + "".join(lines))
+                continue
+            old_range, new_range = _commit_chains(self.store, [
+                (entry["from"]["commit"], old), (entry["to"]["commit"], new)])
+            out = self.store.range_diff(old_range, new_range)
+            chunks.append(f"{upstream}:\n" + out.decode("utf-8", "replace"))
         return "".join(chunks)
 
-    def _chain(self, base: str, patches) -> str:
-        """Commit each patch on top of the previous one (no checkout); returns the tip."""
+
+def _ledger():
+    """patchforge.ledger (series/PATCHES.md and series/history.jsonl), where it is installed."""
+    try:
+        from patchforge import ledger
+    except ImportError:
+        return None
+    return ledger
+
+
+def _ledger_paths(project) -> list[Path]:
+    ledger = _ledger()
+    return [] if ledger is None else [ledger.ledger_path(project), ledger.history_path(project)]
+
+
+def _lock_of(writes):
+    return lock_from_json(dict(writes)["upstream.lock"], "upstream.lock")
+
+
+def _commit_chains(store, chains) -> list[str]:
+    """For each (base commit, [(name, PatchFile)]): a root commit holding the base's versions of
+    the files the patches touch, then one commit per patch. Returns "root..tip" ranges."""
+    from patchforge.store.gitstore import IMPORT_IDENT, _quote_fastimport, git_env
+
+    ident = f"{IMPORT_IDENT[0]} <{IMPORT_IDENT[1]}> {IMPORT_IDENT[2]}\n".encode()
+    stream = []
+    mark = 0
+    ranges = []
+    for index, (base, patches) in enumerate(chains):
+        paths = sorted({p for _, patch in patches for p in patch.paths})
         state = SeriesState()
-        tip = base
+        state.current.update(store.read_blobs(base, paths) if paths else {})
+        state.base.update(state.current)
+        steps = [("base\n", {p: c for p, c in state.current.items() if c is not None})]
         for name, patch in patches:
             before = dict(state.current)
-            apply_series(lambda paths: self.store.read_blobs(base, paths), [(name, patch)],
-                         strict=False, state=state)
-            changed = {p: c for p, c in state.current.items() if before.get(p, state.base.get(p))
-                       != c or p not in before}
-            tip = self.store.commit_files(tip, changed, message=patch.subject or name,
-                                          parents=[tip])
-        return tip
+            apply_series(_reads(store, base), [(name, patch)], strict=False, state=state)
+            steps.append((f"{name}\n", {p: c for p, c in state.current.items()
+                                        if before.get(p) != c}))
+        ref = f"refs/patchforge/rebase/range-diff-{index}".encode()
+        stream.append(b"reset " + ref + b"\n")
+        first = mark + 1
+        for message, files in steps:
+            mark += 1
+            msg = message.encode("utf-8", "surrogateescape")
+            stream.append(b"commit %s\nmark :%d\ncommitter %s" % (ref, mark, ident))
+            stream.append(b"data %d\n%s\n" % (len(msg), msg))
+            for path in sorted(files):
+                raw = _quote_fastimport(path.encode("utf-8", "surrogateescape"))
+                content = files[path]
+                if content is None:
+                    stream.append(b"D " + raw + b"\n")
+                else:
+                    stream.append(b"M 100644 inline " + raw + b"\ndata %d\n" % len(content)
+                                  + content + b"\n")
+        ranges.append((first, mark))
+    with tempfile.TemporaryDirectory(prefix="patchforge-rangediff-") as tmp:
+        marks = Path(tmp) / "marks"
+        subprocess.run(["git", "--git-dir", str(store.git_dir), "fast-import", "--quiet",
+                        "--force", "--done", f"--export-marks={marks}"],
+                       input=b"".join(stream) + b"done\n", check=True, capture_output=True,
+                       env=git_env())
+        ids = dict(line.split(" ", 1) for line in marks.read_text().split("\n") if line)
+    return [f"{ids[f':{a}']}..{ids[f':{b}']}" for a, b in ranges]

@@ -1,17 +1,24 @@
 """The rebase journal: everything a stopped or killed rebase needs to go on or go back.
 
-It lives in `.patchforge/rebase/`: `journal.json` (written atomically after every step), `staged/`
-(the new patch files, written before the journal names them) and, once the final write-out has
-begun, `orig/` (the project files as they were, for a byte-for-byte `--abort`). The project's own
-files are not touched until the write-out, which is the last phase.
+It lives in `.patchforge/rebase/`:
+- `journal.json`: where the run stands, rewritten atomically after every step. Its presence is
+  what "a rebase is in progress" means: it is the first file written and the first removed.
+- `staged/`: the new patch files (and, for the write-out, the new series and lock), each
+  written before the journal names it.
+- `orig/` and `orig-overlays/`: once the write-out begins, the project files it replaces and
+  the whole overlays/ tree as they were, for a byte-for-byte `--abort`.
+
+The project's own files are not touched until the write-out, which is the last phase.
 """
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
-from patchforge.fsutil import atomic_write
+from patchforge.errors import UsageError
+from patchforge.fsutil import atomic_delete, atomic_write, fsync_dir
 
 JOURNAL_VERSION = 1
 
@@ -25,9 +32,19 @@ class Journal:
     def exists(self) -> bool:
         return self.path.exists()
 
+    def begin(self) -> None:
+        """Clear what an earlier run that was killed while cleaning up may have left."""
+        if self.dir.exists():
+            shutil.rmtree(self.dir)
+
     def load(self) -> dict:
-        self.data = json.loads(self.path.read_text("utf-8"))
-        return self.data
+        data = json.loads(self.path.read_text("utf-8"))
+        if data.get("version") != JOURNAL_VERSION:
+            raise UsageError(f"{self.path}: a rebase journal of version {data.get('version')} "
+                             f"(this patchforge reads version {JOURNAL_VERSION})",
+                             hint="finish or abort it with the patchforge that started it")
+        self.data = data
+        return data
 
     def save(self) -> None:
         self.data["version"] = JOURNAL_VERSION
@@ -45,9 +62,7 @@ class Journal:
     def save_original(self, root: Path, rel: str) -> None:
         """Copy a project file (or record its absence) before the write-out changes it."""
         originals = self.data.setdefault("originals", {})
-        if rel in originals:
-            return
-        source = root / rel
+        source = Path(root) / rel
         if source.exists():
             atomic_write(self.dir / "orig" / rel, source.read_bytes())
             originals[rel] = True
@@ -55,17 +70,59 @@ class Journal:
             originals[rel] = False
 
     def restore_originals(self, root: Path) -> list[str]:
-        from patchforge.fsutil import atomic_delete
-
         restored = []
         for rel, existed in sorted(self.data.get("originals", {}).items()):
+            target = Path(root) / rel
             if existed:
-                atomic_write(root / rel, (self.dir / "orig" / rel).read_bytes())
-            else:
-                atomic_delete(root / rel)
-            restored.append(rel)
+                data = (self.dir / "orig" / rel).read_bytes()
+                if not target.exists() or target.read_bytes() != data:
+                    atomic_write(target, data)
+                    restored.append(rel)
+            elif target.exists():
+                atomic_delete(target)
+                restored.append(rel)
         return restored
 
+    def save_tree(self, name: str, source: Path) -> bool:
+        """Copy a directory into the journal (copied aside, then renamed into place, so the copy
+        is whole or absent). False when there is no such directory."""
+        target = self.dir / f"orig-{name}"
+        partial = self.dir / f".orig-{name}.partial"
+        for stale in (target, partial):
+            if stale.exists():
+                shutil.rmtree(stale)
+        if not Path(source).is_dir():
+            return False
+        shutil.copytree(source, partial, symlinks=True)
+        os.replace(partial, target)
+        fsync_dir(self.dir)
+        return True
+
+    def restore_tree(self, name: str, target: Path) -> bool:
+        """Put a saved directory back where it was, unless it is already identical."""
+        saved = self.dir / f"orig-{name}"
+        if not saved.is_dir() or _same_tree(saved, Path(target)):
+            return False
+        if Path(target).exists():
+            shutil.rmtree(target)
+        shutil.copytree(saved, target, symlinks=True)
+        return True
+
     def remove(self) -> None:
+        """Forget the run: journal.json first (from then on nothing is in progress), then the
+        rest."""
+        atomic_delete(self.path)
         if self.dir.exists():
             shutil.rmtree(self.dir)
+
+
+def _same_tree(a: Path, b: Path) -> bool:
+    def listing(root: Path) -> dict[str, bytes]:
+        out = {}
+        for directory, _, names in os.walk(root):
+            for name in names:
+                path = Path(directory, name)
+                out[path.relative_to(root).as_posix()] = path.read_bytes()
+        return out
+
+    return b.is_dir() and listing(a) == listing(b)

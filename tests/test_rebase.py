@@ -1,0 +1,498 @@
+"""`patchforge rebase` on real git histories: an upstream repository built here, a project that
+pins it through `upstream add --git`, patch files written here, and the real command line.
+
+Every scenario of the rebase contract: clean, offset, fuzz (3-way merge), an upstream rename,
+conflict -> --continue / --skip / --abort, landed patches dropped to upstreamed/, a file deleted
+upstream, a second rebase refused, --dry-run, several upstreams, and the write-out that changes
+upstream.lock, series and overlays together.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+from patchforge.formats.schemas import validation_errors
+
+# A file long enough for offsets and context to mean something: 30 small functions.
+BASE_LINES = [f"def f{i}():\n    return {i}\n\n".encode() for i in range(30)]
+BASE = b"".join(BASE_LINES)
+
+
+def with_lines(replacements: dict[int, bytes], lines=BASE_LINES) -> bytes:
+    """BASE with function i replaced by `replacements[i]`."""
+    return b"".join(replacements.get(i, line) for i, line in enumerate(lines))
+
+
+class Upstream:
+    """A real git repository standing for an upstream project."""
+
+    def __init__(self, path: Path, files: dict[str, bytes]) -> None:
+        self.path = path
+        path.mkdir(parents=True)
+        git(path, "init", "-q")
+        self.base = self.commit(files, "initial")
+
+    def head(self) -> str:
+        return git(self.path, "rev-parse", "HEAD").strip()
+
+    def read(self, rel: str, rev: str = "HEAD") -> bytes:
+        return subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=self.path, check=True,
+                              capture_output=True).stdout
+
+    def commit(self, files: dict[str, bytes | None], message: str = "change",
+               renames: dict[str, str] | None = None) -> str:
+        for old, new in (renames or {}).items():
+            (self.path / new).parent.mkdir(parents=True, exist_ok=True)
+            git(self.path, "mv", old, new)
+        for rel, data in files.items():
+            target = self.path / rel
+            if data is None:
+                git(self.path, "rm", "-q", rel)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        git(self.path, "add", "-A")
+        git(self.path, "commit", "-q", "--allow-empty", "-m", message)
+        return self.head()
+
+    def diff(self, files: dict[str, bytes | None], rev: str | None = None) -> bytes:
+        """`git diff` of `files` against `rev` (default HEAD), as a user would make a patch."""
+        rev = rev or self.head()
+        git(self.path, "checkout", "-q", rev)
+        try:
+            for rel, data in files.items():
+                if data is None:
+                    (self.path / rel).unlink()
+                else:
+                    (self.path / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (self.path / rel).write_bytes(data)
+            git(self.path, "add", "-A")
+            out = subprocess.run(["git", "diff", "--cached", "--full-index"], cwd=self.path,
+                                 check=True, capture_output=True).stdout
+            git(self.path, "reset", "-q", "--hard")
+        finally:
+            git(self.path, "checkout", "-q", "main")
+        return out
+
+
+def patch_bytes(upstream_name: str, base: str, description: str, diff: bytes,
+                extra: str = "") -> bytes:
+    header = (f"Description: {description}\n"
+              "Author: Test Author <author@example.com>\n"
+              "Origin: vendor, test stack\n"
+              "Upstream-Status: Pending\n"
+              f"Upstream: {upstream_name}\n"
+              f"{extra}"
+              f"Base: {base}\n"
+              "\n"
+              "Why this fix exists, in a few words.\n"
+              "---\n")
+    return header.encode() + diff
+
+
+def run_cli(root: Path, *args: str) -> tuple[int, str, str]:
+    """The real command line, in this process: (exit code, stdout, stderr)."""
+    from patchforge.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(["--root", str(root), *args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_subprocess(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), *args],
+                          capture_output=True, env={**os.environ, **(env or {})})
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every project file (overlays/ included), minus patchforge's local state."""
+    out = {}
+    for directory, dirnames, names in os.walk(root):
+        rel_dir = Path(directory).relative_to(root)
+        if rel_dir.parts[:1] == (".patchforge",):
+            dirnames[:] = []
+            continue
+        for name in names:
+            path = Path(directory, name)
+            out[path.relative_to(root).as_posix()] = path.read_bytes()
+    return out
+
+
+class Stack:
+    """A patchforge project pinned to one or more real git upstreams."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True)
+        self.cli("init", "--standalone", str(root))
+        self.upstreams: dict[str, Upstream] = {}
+
+    def cli(self, *args: str, expect: int | None = 0) -> tuple[int, str, str]:
+        code, out, err = run_cli(self.root, *args)
+        if expect is not None:
+            assert code == expect, f"patchforge {' '.join(args)} -> {code}\n{out}\n{err}"
+        return code, out, err
+
+    def add_upstream(self, name: str, upstream: Upstream, at: str | None = None) -> None:
+        self.upstreams[name] = upstream
+        self.cli("upstream", "add", name, "--git", str(upstream.path), "--at",
+                 at or upstream.base, "--install-root", "/opt/site")
+
+    def add_patch(self, upstream_name: str, name: str, files: dict[str, bytes | None],
+                  description: str | None = None, extra: str = "") -> bytes:
+        upstream = self.upstreams[upstream_name]
+        base = json.loads(self.lock_bytes())["upstreams"][upstream_name]["commit"]
+        data = patch_bytes(upstream_name, base, description or f"fix {name}",
+                           upstream.diff(files, base), extra)
+        series_dir = self.root / "series" / upstream_name
+        series_dir.mkdir(parents=True, exist_ok=True)
+        (series_dir / f"{name}.patch").write_bytes(data)
+        series = series_dir / "series"
+        series.write_bytes((series.read_bytes() if series.exists() else b"")
+                           + f"{name}.patch\n".encode())
+        return data
+
+    def lock_bytes(self) -> bytes:
+        return (self.root / "upstream.lock").read_bytes()
+
+    def lock(self) -> dict:
+        return json.loads(self.lock_bytes())
+
+    def series(self, upstream_name: str) -> list[str]:
+        return (self.root / "series" / upstream_name / "series").read_text().split()
+
+    def patch(self, upstream_name: str, name: str, where: str = "") -> bytes:
+        sub = f"{where}/" if where else ""
+        return (self.root / "series" / upstream_name / f"{sub}{name}.patch").read_bytes()
+
+    def rebase_json(self, *args: str, expect: int = 0) -> dict:
+        _, out, _ = self.cli("rebase", *args, "--json", expect=expect)
+        document = json.loads(out)
+        assert validation_errors(document, "rebase") == []
+        return document
+
+    def snapshot(self) -> dict[str, bytes]:
+        return snapshot(self.root)
+
+
+@pytest.fixture
+def stack(tmp_path):
+    return Stack(tmp_path / "project")
+
+
+@pytest.fixture
+def upstream(tmp_path):
+    return Upstream(tmp_path / "up", {"pkg/mod.py": BASE, "pkg/other.py": b"x = 1\n",
+                                      "README": b"upstream\n"})
+
+
+def header_of(data: bytes) -> bytes:
+    return data.split(b"\n---\n", 1)[0]
+
+
+def hunk_bodies(data: bytes) -> list[bytes]:
+    """The diff's lines without `index`/`@@` lines: what the patch changes, not where."""
+    diff = data.split(b"\n---\n", 1)[1]
+    return [line for line in diff.split(b"\n")
+            if not line.startswith((b"index ", b"@@"))]
+
+
+def apply_with_git(upstream: Upstream, rev: str, patch: bytes) -> dict[str, bytes]:
+    """Apply a patch file with `git apply` on a checkout of `rev`: the files it touches."""
+    git(upstream.path, "checkout", "-q", rev)
+    try:
+        subprocess.run(["git", "apply", "--index", "-"], cwd=upstream.path, input=patch,
+                       check=True, capture_output=True)
+        names = git(upstream.path, "diff", "--cached", "--name-only").split()
+        contents = {n: (upstream.path / n).read_bytes() for n in names
+                    if (upstream.path / n).exists()}
+        git(upstream.path, "reset", "-q", "--hard")
+    finally:
+        git(upstream.path, "checkout", "-q", "main")
+    return contents
+
+
+# ------------------------------------------------------------------------------------------------
+# Clean, offset, fuzz, rename
+
+
+def test_clean_patch_changes_only_base(stack, upstream):
+    stack.add_upstream("up", upstream)
+    old = stack.add_patch("up", "fix-f3", {"pkg/mod.py": with_lines({3: b"def f3():\n    return -3\n\n"})})
+    new_commit = upstream.commit({"pkg/other.py": b"x = 2\n"}, "unrelated change")
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    assert [(p["name"], p["action"]) for p in summary["patches"]] == [("fix-f3.patch", "clean")]
+    new = stack.patch("up", "fix-f3")
+    assert new == old.replace(upstream.base.encode(), new_commit.encode())
+    assert stack.lock()["upstreams"]["up"]["commit"] == new_commit
+    assert summary["written"] is True and summary["upstreams"]["up"]["to_commit"] == new_commit
+    assert not (stack.root / ".patchforge" / "rebase").exists()
+
+
+def test_offset_patch_gets_new_line_numbers(stack, upstream):
+    stack.add_upstream("up", upstream)
+    fixed = b"def f20():\n    return -20\n\n"
+    old = stack.add_patch("up", "fix-f20", {"pkg/mod.py": with_lines({20: fixed})})
+    moved = b"# a new header comment\n# spanning three\n# lines\n" + BASE
+    new_commit = upstream.commit({"pkg/mod.py": moved}, "header comment")
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    assert [p["action"] for p in summary["patches"]] == ["offset"]
+    new = stack.patch("up", "fix-f20")
+    assert header_of(new) == header_of(old).replace(upstream.base.encode(), new_commit.encode())
+    assert hunk_bodies(new) == hunk_bodies(old)
+    assert new != old.replace(upstream.base.encode(), new_commit.encode())  # @@ lines moved
+    assert apply_with_git(upstream, new_commit, new)["pkg/mod.py"] == \
+        moved.replace(BASE_LINES[20], fixed)
+    # range-diff: the same change on both sides (line numbers do not count).
+    assert re.fullmatch(r"up:\n1:  [0-9a-f]+ = 1:  [0-9a-f]+ fix-f20.patch\n", summary["range_diff"])
+
+
+def test_fuzz_goes_through_the_three_way_merge(stack, upstream):
+    stack.add_upstream("up", upstream)
+    fixed = b"def f10():\n    return -10\n\n"
+    old = stack.add_patch("up", "fix-f10", {"pkg/mod.py": with_lines({10: fixed})})
+    # Upstream changes the context right next to the hunk: the patch only applies with fuzz.
+    theirs = with_lines({9: b"def f9():\n    return 9  # upstream\n\n"})
+    new_commit = upstream.commit({"pkg/mod.py": theirs}, "touch f9")
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    assert [p["action"] for p in summary["patches"]] == ["merged"]
+    new = stack.patch("up", "fix-f10")
+    assert header_of(new) == header_of(old).replace(upstream.base.encode(), new_commit.encode())
+    result = apply_with_git(upstream, new_commit, new)["pkg/mod.py"]
+    assert result == theirs.replace(BASE_LINES[10], fixed)
+    # git apply takes the new patch with no fuzz at all: its context is the new upstream's.
+    subprocess.run(["git", "apply", "--check", "-C3", "-"], cwd=upstream.path, input=new,
+                   check=True)
+
+
+def test_fix_follows_a_file_renamed_upstream(stack, upstream):
+    stack.add_upstream("up", upstream)
+    fixed = b"def f5():\n    return -5\n\n"
+    stack.add_patch("up", "fix-f5", {"pkg/mod.py": with_lines({5: fixed})})
+    new_commit = upstream.commit({}, "move mod", renames={"pkg/mod.py": "pkg/core/mod.py"})
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    assert [p["action"] for p in summary["patches"]] == ["clean"]
+    assert "pkg/mod.py -> pkg/core/mod.py" in summary["patches"][0]["detail"]
+    new = stack.patch("up", "fix-f5")
+    assert b"diff --git a/pkg/core/mod.py b/pkg/core/mod.py" in new
+    assert b"a/pkg/mod.py" not in new
+    assert apply_with_git(upstream, new_commit, new) == {"pkg/core/mod.py": with_lines({5: fixed})}
+
+
+# ------------------------------------------------------------------------------------------------
+# Conflicts: --continue, --skip, --abort
+
+
+def conflict_stack(stack, upstream):
+    """Three patches; the middle one conflicts with an upstream change to f10. Overlays exist."""
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "first", {"pkg/mod.py": with_lines({2: b"def f2():\n    return -2\n\n"})})
+    stack.add_patch("up", "middle", {"pkg/mod.py": with_lines({10: b"def f10():\n    return -10\n\n"})})
+    stack.add_patch("up", "last", {"pkg/other.py": b"x = 1\ny = 2\n"})
+    stack.cli("overlays")
+    assert (stack.root / "overlays" / "up" / "pkg" / "mod.py").exists()
+    theirs = with_lines({10: b"def f10():\n    return 100\n\n"})
+    return upstream.commit({"pkg/mod.py": theirs}, "f10 returns 100")
+
+
+def test_conflict_stops_then_continue_takes_the_resolution(stack, upstream):
+    new_commit = conflict_stack(stack, upstream)
+    before = stack.snapshot()
+    code, out, err = stack.cli("rebase", "--to", f"up={new_commit}", "--json", expect=3)
+    document = json.loads(out)
+    assert validation_errors(document, "rebase") == []
+    assert document["stopped"]["name"] == "middle.patch"
+    assert document["stopped"]["files"] == ["pkg/mod.py"]
+    assert "pkg/mod.py" in err and "--continue" in err
+    # Nothing in the project changed: lock, series and overlays move together at the end.
+    assert stack.snapshot() == before
+    work = stack.root / ".patchforge" / "work" / "up"
+    conflicted = (work / "pkg" / "mod.py").read_bytes()
+    assert b"<<<<<<< upstream" in conflicted and b">>>>>>> patch" in conflicted
+    assert b"return -2" in conflicted  # the series so far is applied in the worktree
+    # Conflict markers left in are refused, and nothing moves.
+    code, _, err = stack.cli("rebase", "--continue", expect=2)
+    assert "conflict markers" in err
+    assert stack.snapshot() == before
+    resolved = with_lines({2: b"def f2():\n    return -2\n\n",
+                           10: b"def f10():\n    return -100\n\n"})
+    (work / "pkg" / "mod.py").write_bytes(resolved)
+    summary = stack.rebase_json("--continue")
+    assert [(p["name"], p["action"]) for p in summary["patches"]] == [
+        ("first.patch", "clean"), ("middle.patch", "resolved"), ("last.patch", "clean")]
+    assert summary["counts"]["resolved"] == 1
+    middle = stack.patch("up", "middle")
+    assert b"-    return 100\n+    return -100\n" in middle
+    assert f"Base: {new_commit}".encode() in middle
+    # The new series applies in order on the new upstream, giving the resolution.
+    first = apply_with_git(upstream, new_commit, stack.patch("up", "first"))
+    assert first["pkg/mod.py"] == with_lines({2: b"def f2():\n    return -2\n\n",
+                                              10: b"def f10():\n    return 100\n\n"})
+    assert (stack.root / "overlays" / "up" / "pkg" / "mod.py").read_bytes() == resolved
+    assert stack.lock()["upstreams"]["up"]["commit"] == new_commit
+    assert not work.exists() and not (stack.root / ".patchforge" / "rebase").exists()
+    stack.cli("overlays", "--check")  # overlays, manifest and sums agree with the new state
+    assert "middle.patch" in summary["range_diff"] and "!" in summary["range_diff"]
+
+
+def test_conflict_then_skip_keeps_the_patch_aside(stack, upstream):
+    new_commit = conflict_stack(stack, upstream)
+    original = stack.patch("up", "middle")
+    stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
+    summary = stack.rebase_json("--skip")
+    assert [(p["name"], p["action"], p["destination"]) for p in summary["patches"]] == [
+        ("first.patch", "clean", "series"), ("middle.patch", "skipped", "skipped"),
+        ("last.patch", "clean", "series")]
+    assert stack.series("up") == ["first.patch", "last.patch"]
+    assert stack.patch("up", "middle", "skipped") == original
+    assert not (stack.root / "series" / "up" / "middle.patch").exists()
+    stack.cli("overlays", "--check")
+
+
+def test_conflict_then_abort_restores_every_byte(stack, upstream):
+    new_commit = conflict_stack(stack, upstream)
+    before = stack.snapshot()
+    assert any(rel.startswith("overlays/up/") for rel in before)
+    stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
+    code, out, _ = stack.cli("rebase", "--abort", "--json")
+    assert validation_errors(json.loads(out), "rebase") == []
+    assert stack.snapshot() == before
+    assert not (stack.root / ".patchforge" / "rebase").exists()
+    assert not (stack.root / ".patchforge" / "work" / "up").exists()
+    stack.cli("rebase", "--continue", expect=2)  # nothing in progress any more
+
+
+def test_new_rebase_refused_while_one_is_in_progress(stack, upstream):
+    new_commit = conflict_stack(stack, upstream)
+    stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
+    journal = (stack.root / ".patchforge" / "rebase" / "journal.json").read_bytes()
+    _, _, err = stack.cli("rebase", "--to", f"up={new_commit}", expect=2)
+    assert "in progress" in err
+    _, _, err = stack.cli("rebase", "--to", f"up={new_commit}", "--dry-run", expect=2)
+    assert (stack.root / ".patchforge" / "rebase" / "journal.json").read_bytes() == journal
+
+
+def test_stale_lock_of_a_dead_process_does_not_block(stack, upstream):
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "fix", {"pkg/mod.py": with_lines({3: b"def f3():\n    return -3\n\n"})})
+    new_commit = upstream.commit({"README": b"new\n"})
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (stack.root / ".patchforge").mkdir(exist_ok=True)
+    (stack.root / ".patchforge" / "lock").write_text(f"{dead.pid}\n")
+    stack.rebase_json("--to", f"up={new_commit}")
+    assert stack.lock()["upstreams"]["up"]["commit"] == new_commit
+    # A live holder blocks (this test process itself).
+    (stack.root / ".patchforge" / "lock").write_text(f"{os.getpid()}\n")
+    _, _, err = stack.cli("rebase", "--to", f"up={upstream.base}", expect=2)
+    assert "another patchforge process" in err
+
+
+# ------------------------------------------------------------------------------------------------
+# Landed, deleted upstream, dry run
+
+
+def test_landed_patch_is_dropped_to_upstreamed(stack, upstream):
+    stack.add_upstream("up", upstream)
+    fixed = with_lines({7: b"def f7():\n    return 'seven, fixed upstream as well'\n\n"})
+    original = stack.add_patch("up", "landed", {"pkg/mod.py": fixed})
+    stack.add_patch("up", "kept", {"pkg/other.py": b"x = 3\n"})
+    landing = upstream.commit({"pkg/mod.py": fixed}, "upstream takes the fix")
+    new_commit = upstream.commit({"README": b"later\n"}, "later work")
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    assert [(p["name"], p["action"], p["destination"]) for p in summary["patches"]] == [
+        ("landed.patch", "dropped", "upstreamed"), ("kept.patch", "clean", "series")]
+    assert summary["patches"][0]["landed_in"] == landing
+    assert stack.series("up") == ["kept.patch"]
+    kept = stack.patch("up", "landed", "upstreamed")
+    # The old patch, byte for byte, with Applied-Upstream added at the end of its header.
+    applied = f"Applied-Upstream: {new_commit}, commit {landing}\n".encode()
+    base_line = f"Base: {upstream.base}\n".encode()
+    assert kept == original.replace(base_line, base_line + applied)
+    assert not (stack.root / "series" / "up" / "landed.patch").exists()
+
+
+def test_file_deleted_upstream_stops_instead_of_dropping(stack, upstream):
+    stack.add_upstream("up", upstream)
+    original = stack.add_patch("up", "other-fix", {"pkg/other.py": b"x = 42\n"})
+    new_commit = upstream.commit({"pkg/other.py": None}, "remove other.py")
+    before = stack.snapshot()
+    code, out, err = stack.cli("rebase", "--to", f"up={new_commit}", "--json", expect=3)
+    stopped = json.loads(out)["stopped"]
+    assert stopped["kind"] == "obsolete" and stopped["files"] == ["pkg/other.py"]
+    assert "gone upstream" in err
+    assert stack.snapshot() == before
+    stack.rebase_json("--skip")
+    assert stack.series("up") == []
+    assert stack.patch("up", "other-fix", "skipped") == original
+
+
+def test_dry_run_writes_nothing(stack, upstream):
+    new_commit = conflict_stack(stack, upstream)
+    shutil.rmtree(stack.root / ".patchforge", ignore_errors=True)
+    before = stack.snapshot()
+    code, out, _ = stack.cli("rebase", "--to", f"up={new_commit}", "--dry-run", "--json",
+                             expect=1)
+    summary = json.loads(out)
+    assert validation_errors(summary, "rebase") == []
+    assert summary["dry_run"] is True and summary["written"] is False
+    assert [(p["name"], p["action"]) for p in summary["patches"]] == [
+        ("first.patch", "clean"), ("middle.patch", "conflict"), ("last.patch", "clean")]
+    assert stack.snapshot() == before
+    assert not (stack.root / ".patchforge").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# Several upstreams; the write-out
+
+
+def test_multi_upstream_moves_the_named_ones_only(stack, tmp_path):
+    a = Upstream(tmp_path / "a", {"a.py": BASE})
+    b = Upstream(tmp_path / "b", {"b.py": BASE})
+    c = Upstream(tmp_path / "c", {"c.py": BASE})
+    for name, up in (("a", a), ("b", b), ("c", c)):
+        stack.add_upstream(name, up)
+        stack.add_patch(name, f"fix-{name}", {f"{name}.py": with_lines({4: b"def f4():\n    pass\n\n"})})
+    stack.cli("overlays")
+    a2 = a.commit({"a.py": b"# moved\n" + BASE})
+    b2 = b.commit({"README": b"b\n"})
+    c2 = c.commit({"README": b"c\n"})
+    before_c = {rel: data for rel, data in stack.snapshot().items() if "/c/" in f"/{rel}"}
+    summary = stack.rebase_json("--to", f"a={a2}", f"b={b2}")
+    assert sorted(summary["upstreams"]) == ["a", "b"]
+    lock = stack.lock()["upstreams"]
+    assert (lock["a"]["commit"], lock["b"]["commit"], lock["c"]["commit"]) == (a2, b2, c.base)
+    assert c2 != c.base
+    assert {rel: data for rel, data in stack.snapshot().items()
+            if "/c/" in f"/{rel}"} == before_c
+    assert [(p["upstream"], p["action"]) for p in summary["patches"]] == [("a", "offset"),
+                                                                           ("b", "clean")]
+    stack.cli("overlays", "--check")
+    manifest = json.loads((stack.root / "overlays" / "manifest.json").read_bytes())
+    assert manifest["upstreams"]["a"]["commit"] == a2 and manifest["upstreams"]["c"]["commit"] == c.base
+
+
+def test_text_output_has_a_summary_and_a_range_diff(stack, upstream):
+    new_commit = conflict_stack(stack, upstream)
+    stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
+    (stack.root / ".patchforge" / "work" / "up" / "pkg" / "mod.py").write_bytes(
+        with_lines({2: b"def f2():\n    return -2\n\n", 10: b"def f10():\n    return -100\n\n"}))
+    _, out, _ = stack.cli("rebase", "--continue")
+    assert "up/middle.patch" in out and "resolved" in out
+    assert "2 clean, 1 resolved" in out
+    assert "range-diff of the old series against the new one" in out
