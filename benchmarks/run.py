@@ -1,0 +1,515 @@
+#!/usr/bin/env python3
+"""patchforge against git rebase, StGit and quilt on a real vLLM history (issue 9).
+
+    python3 benchmarks/run.py [--patches 30|300] [--seed 1] [--quick] [--runs N] [--json FILE]
+
+Builds (once, cached under `<patchforge cache>/bench/`) the history of the vllm 0.30.0-0.33.0
+Python sources and a seeded series on 0.32.0 (see scenario.py), then times, with hyperfine when
+it is installed (else time.perf_counter around subprocess runs), the median of several runs of:
+
+  rebase   patchforge rebase --to 0.33.0 | git rebase v0.33.0 | stg rebase -m v0.33.0 |
+           quilt push -a (a functional check: it stops at the first landed patch)
+           -- all on the clean part of the series (landed + clean fixes; a conflict would stop
+           every tool and measure nothing after it)
+  status   patchforge status --against 0.33.0 (whole series) | git cherry
+  overlays patchforge overlays, overlays --check (whole series, at 0.32.0)
+  startup  patchforge --help | git --help | python3 -c pass
+
+and prints a table with each time as a ratio to `git rebase`'s, then the landed-detection
+quality of patchforge, git cherry, git rebase and stg next to the generated ground truth.
+Nothing is asserted: a benchmark reports, it does not fail.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import scenario  # noqa: E402
+from scenario import BASE, TARGET, git, git_env, log  # noqa: E402
+
+TARGETS = {"rebase": 0.25, "status": 0.25}
+
+
+@dataclass
+class Work:
+    root: Path
+    history: Path
+    checkout: Path       # clone with refs/bench/{full,clean}-orig
+    run_checkout: Path   # where git rebase runs
+    pf_cache: Path
+    pf_clean: Path       # template project, clean part of the series
+    pf_full: Path        # project with the whole series (status, overlays)
+    stg_template: Path
+    quilt_template: Path
+    kinds: dict          # patch name -> landed | clean | conflict
+    base_commit: str
+
+
+def patchforge_exe() -> list[str]:
+    found = shutil.which("patchforge")
+    return [found] if found else [sys.executable, "-m", "patchforge"]
+
+
+def pf_env(work_or_cache) -> dict[str, str]:
+    cache = work_or_cache.pf_cache if isinstance(work_or_cache, Work) else work_or_cache
+    env = git_env({"PATCHFORGE_CACHE": str(cache), "NO_COLOR": "1"})
+    env.setdefault("PATCHFORGE_WHEELS", str(scenario.wheels_dir()))
+    return env
+
+
+def pf(env, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([*patchforge_exe(), *args], capture_output=True, env=env)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"patchforge {' '.join(args)} exited {proc.returncode}:\n"
+                           f"{proc.stdout.decode(errors='replace')}"
+                           f"{proc.stderr.decode(errors='replace')}")
+    return proc
+
+
+# ----------------------------------------------------------------------------------------------
+# Building the work directories (cached per count and seed)
+
+def build_work(count: int, seed: int) -> Work:
+    history = scenario.ensure_history()
+    head = git(history, "rev-parse", "main").decode().strip()
+    root = scenario.bench_dir() / f"work-{count}-s{seed}"
+    pf_cache = scenario.bench_dir() / "pf-cache"
+    stamp = root / "work.json"
+    want = {"series-format": scenario.SERIES_FORMAT, "count": count, "seed": seed,
+            "history": head}
+    paths = dict(root=root, history=history, checkout=root / "checkout",
+                 run_checkout=root / "run-checkout", pf_cache=pf_cache,
+                 pf_clean=root / "pf-clean", pf_full=root / "pf-full",
+                 stg_template=root / "stg-template", quilt_template=root / "quilt-template")
+    if stamp.is_file():
+        saved = json.loads(stamp.read_text())
+        if saved.get("want") == want:
+            return Work(**paths, kinds=saved["kinds"], base_commit=saved["base"])
+    log(f"generating the {count}-patch series (seed {seed}) in {root}")
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    checkout = paths["checkout"]
+    git(root, "clone", "-q", str(history), str(checkout))
+    base_commit = git(checkout, "rev-parse", f"v{BASE}^{{commit}}").decode().strip()
+    patches = scenario.generate_series(checkout, count, seed)
+    kinds = {p.name: p.kind for p in patches}
+    series = {"full": patches, "clean": [p for p in patches if p.kind != "conflict"]}
+    for part, chosen in series.items():
+        commits = scenario.commit_series(checkout, f"series-{part}", chosen, base_commit)
+        git(checkout, "update-ref", f"refs/bench/{part}-orig", commits[-1])
+        outdir = root / f"patches-{part}"
+        outdir.mkdir()
+        for patch, commit in zip(chosen, commits):
+            (outdir / patch.name).write_bytes(
+                scenario.patch_file_bytes(checkout, commit, patch, base_commit))
+        (outdir / "series").write_text("".join(f"{p.name}\n" for p in chosen))
+    git(checkout, "checkout", "-q", "-f", "--detach", f"v{TARGET}")
+
+    # git rebase runs in its own clone so the checkout above stays as generated.
+    run_checkout = paths["run_checkout"]
+    git(root, "clone", "-q", str(checkout), str(run_checkout))
+    git(run_checkout, "fetch", "-q", "origin", "refs/bench/*:refs/bench/*")
+
+    # patchforge projects: a git upstream pointing at the history repository.
+    env = pf_env(pf_cache)
+    for part, project in (("clean", paths["pf_clean"]), ("full", paths["pf_full"])):
+        pf(env, "init", "--standalone", str(project))
+        pf(env, "--root", str(project), "upstream", "add", "vllm", "--git", str(history),
+           "--at", f"v{BASE}", "--install-root", "/usr/local/lib/python3.12/dist-packages")
+        pin = json.loads((project / "upstream.lock").read_text())["upstreams"]["vllm"]["commit"]
+        if pin != base_commit:
+            raise RuntimeError(f"patchforge pinned {pin}, the history says {base_commit}")
+        target_dir = project / "series" / "vllm"
+        target_dir.mkdir(parents=True, exist_ok=True)
+        for item in (root / f"patches-{part}").iterdir():
+            shutil.copy2(item, target_dir / item.name)
+
+    # StGit: the clean series uncommitted into a stack on 0.32.0.
+    stg = paths["stg_template"]
+    git(root, "clone", "-q", str(checkout), str(stg))
+    git(stg, "fetch", "-q", "origin", "refs/bench/*:refs/bench/*")
+    git(stg, "checkout", "-q", "-f", "-B", "stack", "refs/bench/clean-orig")
+    run(["stg", "init"], stg)
+    run(["stg", "uncommit", "-n", str(len(series["clean"]))], stg)
+
+    # quilt: the 0.33.0 tree with the clean series in patches/.
+    quilt = paths["quilt_template"]
+    quilt.mkdir()
+    archive = subprocess.run(["git", "archive", f"v{TARGET}"], cwd=history, capture_output=True,
+                             env=git_env(), check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(quilt)], input=archive, check=True)
+    shutil.copytree(root / "patches-clean", quilt / "patches")
+
+    stamp.write_text(json.dumps({"want": want, "kinds": kinds, "base": base_commit},
+                                indent=1, sort_keys=True))
+    return Work(**paths, kinds=kinds, base_commit=base_commit)
+
+
+def run(cmd: list[str], cwd: Path, env=None, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, env=env or git_env())
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} in {cwd} exited {proc.returncode}:\n"
+                           f"{proc.stdout.decode(errors='replace')}"
+                           f"{proc.stderr.decode(errors='replace')}")
+    return proc
+
+
+# ----------------------------------------------------------------------------------------------
+# Timing
+
+@dataclass
+class Timing:
+    key: str
+    label: str
+    command: str
+    median: float
+    low: float
+    high: float
+    runs: int
+    exit_codes: list
+
+
+def time_command(key: str, label: str, command: str, *, cwd: Path, env: dict, runs: int,
+                 prepare: str | None = None, warmup: int = 1) -> Timing:
+    """Median wall time of `command` (a shell command line) over `runs` runs after `warmup`."""
+    log(f"  timing {label}: {command}")
+    if shutil.which("hyperfine"):
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            cmd = ["hyperfine", "--style", "none", "--runs", str(runs), "--warmup", str(warmup),
+                   "-i", "--export-json", out.name]
+            if prepare:
+                cmd += ["--prepare", prepare]
+            cmd.append(command)
+            subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            result = json.load(open(out.name))["results"][0]
+        times = result["times"]
+        return Timing(key, label, command, result["median"], min(times), max(times), len(times),
+                      sorted(set(result.get("exit_codes", []))))
+    times, codes = [], []
+    for i in range(warmup + runs):
+        if prepare:
+            subprocess.run(prepare, shell=True, cwd=cwd, env=env, capture_output=True)
+        start = time.perf_counter()
+        proc = subprocess.run(command, shell=True, cwd=cwd, env=env, capture_output=True)
+        elapsed = time.perf_counter() - start
+        if i >= warmup:
+            times.append(elapsed)
+            codes.append(proc.returncode)
+    return Timing(key, label, command, statistics.median(times), min(times), max(times),
+                  len(times), sorted(set(codes)))
+
+
+def measure(work: Work, runs: int, include: set[str]) -> list[Timing]:
+    q = shlex.quote
+    pfx = " ".join(q(a) for a in patchforge_exe())
+    env = pf_env(work)
+    scratch = work.root / "scratch"
+    scratch.mkdir(exist_ok=True)
+    results: list[Timing] = []
+    if "rebase" in include:
+        results.append(time_command(
+            "git-rebase", "git rebase v0.33.0", f"git rebase -q v{TARGET}",
+            cwd=work.run_checkout, env=env, runs=runs,
+            prepare="git rebase --abort >/dev/null 2>&1; "
+                    "git checkout -q -f -B run refs/bench/clean-orig"))
+        project = scratch / "pf-rebase"
+        results.append(time_command(
+            "pf-rebase", "patchforge rebase --to 0.33.0",
+            f"{pfx} --root {q(str(project))} rebase --to {TARGET}",
+            cwd=scratch, env=env, runs=runs,
+            prepare=f"rm -rf {q(str(project))} && cp -a {q(str(work.pf_clean))} {q(str(project))}"))
+        results.append(time_command(
+            "pf-rebase-offline", "patchforge --offline rebase --to 0.33.0",
+            f"{pfx} --offline --root {q(str(project))} rebase --to {TARGET}",
+            cwd=scratch, env=env, runs=runs,
+            prepare=f"rm -rf {q(str(project))} && cp -a {q(str(work.pf_clean))} {q(str(project))}"))
+        stack = scratch / "stg"
+        results.append(time_command(
+            "stg-rebase", "stg rebase -m v0.33.0", f"cd {q(str(stack))} && stg rebase -m v{TARGET}",
+            cwd=scratch, env=env, runs=runs,
+            prepare=f"rm -rf {q(str(stack))} && cp -a {q(str(work.stg_template))} {q(str(stack))}"))
+    if "status" in include:
+        results.append(time_command(
+            "pf-status", "patchforge status --against 0.33.0",
+            f"{pfx} --root {q(str(work.pf_full))} status --against {TARGET}",
+            cwd=scratch, env=env, runs=runs))
+        results.append(time_command(
+            "pf-status-offline", "patchforge --offline status --against 0.33.0",
+            f"{pfx} --offline --root {q(str(work.pf_full))} status --against {TARGET}",
+            cwd=scratch, env=env, runs=runs))
+        results.append(time_command(
+            "git-cherry", "git cherry v0.33.0 <series>",
+            f"git cherry v{TARGET} refs/bench/full-orig",
+            cwd=work.run_checkout, env=env, runs=runs))
+    if "overlays" in include:
+        project = scratch / "pf-overlays"
+        if not project.exists():
+            shutil.copytree(work.pf_full, project, symlinks=True)
+            pf(env, "--root", str(project), "overlays")
+        results.append(time_command(
+            "pf-overlays", "patchforge overlays", f"{pfx} --root {q(str(project))} overlays",
+            cwd=scratch, env=env, runs=runs))
+        results.append(time_command(
+            "pf-overlays-check", "patchforge overlays --check",
+            f"{pfx} --root {q(str(project))} overlays --check", cwd=scratch, env=env, runs=runs))
+    if "startup" in include:
+        results.append(time_command("pf-help", "patchforge --help", f"{pfx} --help",
+                                    cwd=scratch, env=env, runs=max(runs, 10), warmup=2))
+        results.append(time_command("python-pass", "python3 -c pass (floor)",
+                                    f"{q(sys.executable)} -c pass", cwd=scratch, env=env,
+                                    runs=max(runs, 10), warmup=2))
+        results.append(time_command("git-help", "git --help", "git --help", cwd=scratch, env=env,
+                                    runs=max(runs, 10), warmup=2))
+    return results
+
+
+# ----------------------------------------------------------------------------------------------
+# Functional results: what each tool did with the series
+
+def _name_of_commit_message(message: str) -> str | None:
+    for token in message.split():
+        if token.endswith(".patch"):
+            return token
+    return None
+
+
+def detection(work: Work) -> dict:
+    env = pf_env(work)
+    kinds = work.kinds
+    truth = {k: sorted(n for n, kind in kinds.items() if kind == k)
+             for k in ("landed", "clean", "conflict")}
+    out: dict = {"truth": {k: len(v) for k, v in truth.items()}}
+
+    # patchforge status on the whole series.
+    proc = pf(env, "--root", str(work.pf_full), "status", "--against", TARGET, "--json",
+              check=False)
+    doc = json.loads(proc.stdout)
+    states = {p["name"]: p["state"] for p in _status_patches(doc)}
+    out["patchforge status"] = _score(kinds, {n for n, s in states.items() if s == "upstreamed"},
+                                      states)
+
+    # git cherry: only patch-id matches count.
+    cherry = git(work.run_checkout, "cherry", "-v", f"v{TARGET}", "refs/bench/full-orig").decode()
+    equivalent = set()
+    for line in cherry.splitlines():
+        if line.startswith("- "):
+            sha = line.split()[1]
+            msg = git(work.run_checkout, "log", "-1", "--format=%B", sha).decode()
+            equivalent.add(_name_of_commit_message(msg))
+    out["git cherry"] = _score(kinds, equivalent, {})
+
+    # git rebase of the whole series, skipping at each conflict: what it drops as applied.
+    rc = work.run_checkout
+    run(["git", "rebase", "--abort"], rc, check=False)
+    git(rc, "checkout", "-q", "-f", "-B", "detect", "refs/bench/full-orig")
+    stopped = set()
+    proc = run(["git", "rebase", f"v{TARGET}"], rc, check=False)
+    guard = 0
+    while (rc / ".git" / "rebase-merge").exists() and guard < len(kinds) + 5:
+        guard += 1
+        msg = git(rc, "log", "-1", "--format=%B", "REBASE_HEAD", check=False).decode()
+        stopped.add(_name_of_commit_message(msg))
+        run(["git", "rebase", "--skip"], rc, check=False)
+    kept = {_name_of_commit_message(git(rc, "log", "-1", "--format=%B", c).decode())
+            for c in git(rc, "rev-list", f"v{TARGET}..HEAD").decode().split()}
+    dropped = set(kinds) - kept - stopped
+    git_states = {n: ("stopped (conflict)" if n in stopped else
+                      "dropped" if n in dropped else "kept") for n in kinds}
+    out["git rebase"] = _score(kinds, dropped, git_states)
+    out["git rebase"]["stopped"] = len(stopped)
+    out["git rebase"]["stopped_truth"] = _by_kind(kinds, stopped)
+
+    # patchforge rebase of the clean part.
+    scratch = work.root / "scratch"
+    project = scratch / "pf-rebase-detect"
+    shutil.rmtree(project, ignore_errors=True)
+    shutil.copytree(work.pf_clean, project, symlinks=True)
+    proc = pf(env, "--root", str(project), "rebase", "--to", TARGET, "--json", check=False)
+    try:
+        summary = json.loads(proc.stdout)
+        actions = {p["name"]: p["action"] for p in summary.get("patches", [])}
+    except json.JSONDecodeError:
+        actions = {}
+        out["patchforge rebase error"] = proc.stderr.decode(errors="replace")[-2000:]
+    clean_kinds = {n: k for n, k in kinds.items() if k != "conflict"}
+    out["patchforge rebase (clean part)"] = _score(
+        clean_kinds, {n for n, a in actions.items() if a == "dropped"}, actions)
+    out["patchforge rebase (clean part)"]["exit"] = proc.returncode
+
+    # StGit rebase -m of the clean part: merged patches end up empty.
+    stack = scratch / "stg-detect"
+    shutil.rmtree(stack, ignore_errors=True)
+    shutil.copytree(work.stg_template, stack, symlinks=True)
+    proc = run(["stg", "rebase", "-m", f"v{TARGET}"], stack, check=False)
+    series = run(["stg", "series", "-e", "-d"], stack, check=False).stdout.decode()
+    empty = set()
+    stg_names = run(["stg", "series", "--noprefix"], stack, check=False).stdout.decode().split()
+    stg_map = {}
+    for sname in stg_names:
+        # `stg show` prints nothing when its output is not a terminal: ask git for the message.
+        sha = run(["stg", "id", sname], stack, check=False).stdout.decode().strip()
+        msg = git(stack, "log", "-1", "--format=%B", sha, check=False).decode(errors="replace")
+        stg_map[sname] = _name_of_commit_message(msg)
+    for line in series.splitlines():
+        if line.startswith("0"):
+            parts = line.split()
+            if len(parts) > 1 and parts[1] in stg_map:
+                empty.add(stg_map[parts[1]])
+    out["stg rebase -m (clean part)"] = _score(clean_kinds, empty, {})
+    out["stg rebase -m (clean part)"]["exit"] = proc.returncode
+
+    # quilt push -a on the 0.33.0 tree: where it stops.
+    tree = scratch / "quilt-detect"
+    shutil.rmtree(tree, ignore_errors=True)
+    shutil.copytree(work.quilt_template, tree, symlinks=True)
+    proc = run(["quilt", "push", "-a"], tree, check=False)
+    applied = run(["quilt", "applied"], tree, check=False).stdout.decode().split()
+    order = (tree / "patches" / "series").read_text().split()
+    first_fail = order[len(applied)] if len(applied) < len(order) else None
+    out["quilt push -a (clean part)"] = {
+        "exit": proc.returncode, "applied": len(applied), "of": len(order),
+        "stopped_at": first_fail, "stopped_at_kind": kinds.get(first_fail) if first_fail else None}
+    return out
+
+
+def _status_patches(doc) -> list[dict]:
+    if isinstance(doc, dict):
+        for key in ("patches", "results"):
+            if key in doc and isinstance(doc[key], list):
+                return doc[key]
+        for value in doc.values():
+            if isinstance(value, dict) and "patches" in value:
+                return value["patches"]
+    return doc if isinstance(doc, list) else []
+
+
+def _by_kind(kinds: dict, names: set) -> dict:
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[kinds.get(name, "?")] = counts.get(kinds.get(name, "?"), 0) + 1
+    return counts
+
+
+def _score(kinds: dict, said_landed: set, states: dict) -> dict:
+    landed = {n for n, k in kinds.items() if k == "landed"}
+    said_landed = {n for n in said_landed if n in kinds}
+    result = {"true_landed": len(said_landed & landed),
+              "missed_landed": len(landed - said_landed),
+              "false_landed": len(said_landed - landed)}
+    if states:
+        per_kind: dict[str, dict[str, int]] = {}
+        for name, state in states.items():
+            kind = kinds.get(name)
+            if kind is None:
+                continue
+            per_kind.setdefault(kind, {})
+            per_kind[kind][state] = per_kind[kind].get(state, 0) + 1
+        result["states_by_kind"] = per_kind
+    result["false_landed_names"] = sorted(said_landed - landed)
+    result["missed_landed_names"] = sorted(landed - said_landed)
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+# Reporting
+
+def machine() -> dict:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    def version(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True).stdout.strip().splitlines()[0]
+        except (OSError, IndexError):
+            return "missing"
+    return {"nproc": os.cpu_count(), "cpu": cpu, "git": version(["git", "--version"]),
+            "python": platform.python_version(), "stg": version(["stg", "--version"]),
+            "quilt": version(["quilt", "--version"]),
+            "hyperfine": version(["hyperfine", "--version"]) if shutil.which("hyperfine")
+            else "missing (time.perf_counter)",
+            "kernel": platform.release()}
+
+
+def table(results: list[Timing], count: int) -> str:
+    by = {r.key: r for r in results}
+    ref = by.get("git-rebase")
+    rows = ["| work | command | median | min-max | runs | vs git rebase | target |",
+            "|---|---|---:|---:|---:|---:|---|"]
+    groups = {"git-rebase": "rebase", "pf-rebase": "rebase", "pf-rebase-offline": "rebase",
+              "stg-rebase": "rebase", "pf-status": "status", "pf-status-offline": "status",
+              "git-cherry": "status", "pf-overlays": "overlays", "pf-overlays-check": "overlays",
+              "pf-help": "start-up", "python-pass": "start-up", "git-help": "start-up"}
+    for r in results:
+        ratio = f"{r.median / ref.median:.2f}x" if ref else "-"
+        target = ""
+        if r.key in ("pf-rebase", "pf-status", "pf-rebase-offline", "pf-status-offline") and ref:
+            ok = r.median <= 0.25 * ref.median
+            target = f"<= 0.25x: {'met' if ok else 'MISSED'}"
+        elif r.key in ("pf-overlays", "pf-overlays-check"):
+            target = f"< 0.5 s: {'met' if r.median < 0.5 else 'MISSED'}"
+        elif r.key == "pf-help":
+            target = f"< 150 ms: {'met' if r.median < 0.150 else 'MISSED'}"
+        codes = "" if r.exit_codes in ([0], []) else f" (exit {','.join(map(str, r.exit_codes))})"
+        rows.append(f"| {groups.get(r.key, '')} | `{r.label}`{codes} | {fmt(r.median)} | "
+                    f"{fmt(r.low)}-{fmt(r.high)} | {r.runs} | {ratio} | {target} |")
+    return "\n".join(rows)
+
+
+def fmt(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--patches", type=int, default=30, help="series length (30 or 300)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="3 runs instead of 5")
+    parser.add_argument("--runs", type=int, help="runs per command")
+    parser.add_argument("--only", default="rebase,status,overlays,startup,detection",
+                        help="comma-separated: rebase,status,overlays,startup,detection")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args(argv)
+    runs = args.runs or (3 if args.quick else 5)
+    include = set(args.only.split(","))
+    work = build_work(args.patches, args.seed)
+    counts = {k: sum(1 for v in work.kinds.values() if v == k) for k in ("landed", "clean",
+                                                                        "conflict")}
+    log(f"series: {args.patches} patches ({counts}); work dir {work.root}")
+    results = measure(work, runs, include)
+    quality = detection(work) if "detection" in include else {}
+    info = machine()
+    print(f"\n## {args.patches}-patch series (seed {args.seed}): "
+          f"{counts['landed']} landed, {counts['clean']} clean, {counts['conflict']} conflict\n")
+    print("machine: " + ", ".join(f"{k} {v}" for k, v in info.items()) + "\n")
+    print(table(results, args.patches))
+    if quality:
+        print("\n### landed detection and functional results\n")
+        print(json.dumps(quality, indent=1, sort_keys=True))
+    if args.json:
+        args.json.write_text(json.dumps({
+            "patches": args.patches, "seed": args.seed, "counts": counts, "machine": info,
+            "timings": [r.__dict__ for r in results], "detection": quality},
+            indent=1, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
