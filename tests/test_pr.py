@@ -375,6 +375,10 @@ def test_open_needs_push_and_a_fork_owner(stack):
     result = run_pr(stack, "ck-a8w4-gfx950", "--open", "--push", str(stack["fork"]))
     assert result.exit_code == 2 and "--fork-owner" in result.output
     assert stack["forge"].requests == []
+    result = run_cli("--root", str(stack["root"]), "--offline", "pr", "ck-a8w4-gfx950",
+                     "--push", str(stack["fork"]))
+    assert result.exit_code == 2 and "would leave this machine" in result.output
+    assert fork_branches(stack["fork"]) == {}
 
 
 def test_a_directory_upstream_needs_a_git_url_and_then_uses_it(tmp_path, make_git_repo):
@@ -437,6 +441,10 @@ def test_measurements_are_found_and_model_names_are_not_taken_for_units():
     from patchforge.pr.body import measured_blocks
 
     text = ("Runs on MI355X with gfx950.\n\nTTFT p99 went from 812 ms to 640 ms.\n\n"
-            "A 2x speedup.\n\nNo numbers here.\n\ngsm8k strict-match is unchanged at 0.9719.")
-    assert measured_blocks(text) == ["TTFT p99 went from 812 ms to 640 ms.", "A 2x speedup.",
+            "It is 1.3x faster.\n\nNo numbers here.\n\n"
+            "The offset wraps past 2 GiB (16M slots); a 5 ms timeout fires.\n\n"
+            "batch\tms\n1\t4.2\n\n"
+            "gsm8k strict-match is unchanged at 0.9719.")
+    assert measured_blocks(text) == ["TTFT p99 went from 812 ms to 640 ms.", "It is 1.3x faster.",
+                                     "batch\tms\n1\t4.2",
                                      "gsm8k strict-match is unchanged at 0.9719."]

@@ -38,6 +38,9 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
 
     project = app.project()
     owner = None
+    if project.offline and (remote or open_pr):
+        raise UsageError("--offline: --push and --open would leave this machine",
+                         hint="drop --offline, or draft without --push/--open")
     if open_pr:
         if not remote:
             raise UsageError("--open needs --push REMOTE: the pull request is opened from the "
@@ -54,8 +57,7 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
         if draft.state != "ready":
             return _not_ready(draft, document, as_json)
         out = out_dir or submit.default_out_dir(project, draft)
-        document["written"] = submit.write_out(out, draft) | {
-            "json": submit.out_paths(out, draft)["json"]}
+        document["written"] = submit.write_out(out, draft)
         submit.write_record(document["written"]["json"], document)
         if remote:
             pushed = submit.push_branch(store, draft, remote)

@@ -37,13 +37,15 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 # DESCRIPTION HERE ..."); dropped from the template's text outside its sections.
 _FILL_IN = re.compile(r"^\s*(please\s+)?fill\s+in\b", re.I)
 
-# What makes a line a measurement: before -> after, a percentage, a number with a unit, or a
-# metric name next to a number.
+# What makes a line a measurement: before -> after, a percentage, a rate, a speedup, or a metric
+# name next to a number. Sizes and durations alone ("2 GiB", "a 5 ms timeout") are how a bug is
+# explained as often as how a fix is measured, so they count only inside a table.
 _MEASURE = re.compile(
     r"\d\s*\S*\s*(?:→|->|=>)\s*[-+−]?\d"
     r"|[-+−]?\d+(?:\.\d+)?\s?%"
-    r"|\d(?:\.\d+)?\s?(?:tok/s|tokens/s|req/s|it/s|samples/s|ms|µs|us|ns|GB/s|GiB/s|TB/s|MB/s|"
-    r"TFLOPS|GFLOPS|TFLOP/s|GiB|MiB|GB|MB|(?-i:x))(?![A-Za-z0-9])"
+    r"|\d(?:\.\d+)?\s?(?:tok/s|tokens/s|req/s|it/s|samples/s|GB/s|GiB/s|TB/s|MB/s|TFLOPS|GFLOPS|"
+    r"TFLOP/s)(?![A-Za-z])"
+    r"|\d(?:\.\d+)?\s?(?-i:x)\s+(?:faster|slower|speedup|higher|lower|more|less)\b"
     r"|\b(?:accuracy|gsm8k|strict-match|throughput|latency|TTFT|TPOT|ITL|p50|p90|p99|speedup)\b"
     r"[^\n]*\d",
     re.I)
@@ -133,6 +135,9 @@ def _markdown_table(paragraph: str) -> str:
 
 
 def _is_measured(paragraph: str) -> bool:
+    table = paragraph.split("\n\n")[-1]
+    if _is_table(table) and re.search(r"\d", table):
+        return True
     return any(_MEASURE.search(line) for line in paragraph.splitlines())
 
 

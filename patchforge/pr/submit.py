@@ -55,7 +55,8 @@ def out_paths(out_dir: Path, draft: Draft) -> dict[str, str]:
 
 
 def write_out(out_dir: Path, draft: Draft) -> dict[str, str]:
-    """Write the format-patch file and PR.md into `out_dir` (each atomically)."""
+    """Write the format-patch file and PR.md into `out_dir` (each atomically); returns the
+    paths of those and of pr.json (written by `write_record`)."""
     paths = out_paths(out_dir, draft)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     atomic_write(paths["patch"], draft.format_patch)
