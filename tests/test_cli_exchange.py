@@ -1,0 +1,194 @@
+"""`import overlay|git|quilt|mbox` and `export --quilt|--mbox` through the real CLI, checked with
+the real tools on the other side (git am, quilt push, git apply)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+from test_cli_setup import UPSTREAM_FILES, git_project, ok, pf, tree_bytes
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, _ = git_project(tmp_path)
+    return root
+
+
+def fork_with_commits(tmp_path: Path) -> Path:
+    """A clone of the upstream with two fixes committed on branch `fixes`."""
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", str(tmp_path / "up-upstream"), str(fork))
+    git(fork, "checkout", "-q", "-b", "fixes")
+    (fork / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+    git(fork, "commit", "-qam", "Fix line three\n\nLine three was lower case.\nSigned-off-by: Dev <dev@example.com>")
+    (fork / "pkg" / "crlf.txt").write_bytes(b"one\r\nTWO\r\nthree\r\n")
+    (fork / "pkg" / "added.py").write_bytes(b"new = 1\n")
+    git(fork, "add", "-A")
+    env = dict(os.environ, GIT_AUTHOR_NAME="Other Person", GIT_AUTHOR_EMAIL="other@example.com",
+               GIT_AUTHOR_DATE="2023-02-03T04:05:06+0000")
+    subprocess.run(["git", "commit", "-q", "-m", "Second fix: CRLF file and a new module"],
+                   cwd=fork, env=env, check=True)
+    return fork
+
+
+def upstream_checkout(tmp_path: Path, name: str) -> Path:
+    checkout = tmp_path / name
+    git(tmp_path, "clone", "-q", str(tmp_path / "up-upstream"), str(checkout))
+    return checkout
+
+
+def overlay_tree(root: Path) -> dict[str, bytes]:
+    ok("overlays", root=root)
+    return {rel[len("up/"):]: data for rel, data in tree_bytes(root / "overlays").items()
+            if rel.startswith("up/")}
+
+
+def test_import_overlay_regenerates_the_overlay_byte_exact(project, tmp_path):
+    root = project
+    overlay = tmp_path / "a.py.overlay"
+    overlay.write_bytes(UPSTREAM_FILES["a.py"].replace(b"line7\n", b"line7 fixed\r\n")
+                        .replace(b"line20\n", b"line20"))
+    run = ok("import", "overlay", str(overlay), "--upstream", "up", "--path", "a.py",
+             "--name", "fix-a", "--profiles", "gfx942", root=root)
+    assert "imported up/fix-a.patch" in run.text
+    patch = (root / "series/up/fix-a.patch").read_bytes()
+    assert b"Profiles: gfx942\n" in patch and b"Origin: vendor, overlay a.py.overlay\n" in patch
+    assert overlay_tree(root) == {"a.py": overlay.read_bytes()}
+    # A second overlay of a file the series already touches is a diff against the series' result.
+    second = tmp_path / "second.py"
+    second.write_bytes(overlay.read_bytes().replace(b"line1\n", b"LINE1\n"))
+    ok("import", "overlay", str(second), "--upstream", "up", "--path", "a.py", "--name", "fix-a2",
+       root=root)
+    assert overlay_tree(root) == {"a.py": second.read_bytes()}
+    assert b"-line1\n+LINE1\n" in (root / "series/up/fix-a2.patch").read_bytes()
+
+
+def test_import_overlay_refusals_write_nothing(project, tmp_path):
+    root = project
+    same = tmp_path / "same.py"
+    same.write_bytes(UPSTREAM_FILES["pkg/b.py"])
+    before = tree_bytes(root / "series")
+    for args, message in (
+            (["--path", "pkg/b.py", "--name", "n"], "nothing to import"),
+            (["--path", "../b.py", "--name", "n"], ".."),
+            (["--path", "/etc/passwd", "--name", "n"], "absolute"),
+            (["--path", "pkg/b.py", "--name", "n", "--upstream", "nope"], "unknown upstream")):
+        upstream = [] if "--upstream" in args else ["--upstream", "up"]
+        run = pf("import", "overlay", str(same), *upstream, *args, root=root)
+        assert run.code == 2 and message in run.err, (args, run.err)
+    assert tree_bytes(root / "series") == before
+
+
+def test_import_git_range_one_patch_per_commit(project, tmp_path):
+    root = project
+    fork = fork_with_commits(tmp_path)
+    run = ok("import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up", root=root)
+    assert run.text.splitlines() == ["imported up/fix-line-three.patch",
+                                     "imported up/second-fix-crlf-file-and-a-new-module.patch"]
+    assert (root / "series/up/series").read_bytes() == \
+        b"fix-line-three.patch\nsecond-fix-crlf-file-and-a-new-module.patch\n"
+    first = json.loads(ok("show", "fix-line-three", "--json", root=root).out)
+    header = {f["name"]: f["value"] for f in first["header"]}
+    assert header["Description"] == "Fix line three"
+    assert header["Author"] == "Test Author <author@example.com>"
+    sha = git(fork, "rev-parse", "fixes~1").strip()
+    assert header["Origin"] == f"vendor, commit {sha}"
+    assert "Line three was lower case." in first["description"]
+    second = {f["name"]: f["value"] for f in
+              json.loads(ok("show", "second-fix-crlf-file-and-a-new-module", "--json",
+                            root=root).out)["header"]}
+    assert second["Author"] == "Other Person <other@example.com>"
+    assert second["Last-Update"] == "2023-02-03"
+    # Together they give the fork's files.
+    assert overlay_tree(root) == {p: (fork / p).read_bytes()
+                                  for p in ("a.py", "pkg/crlf.txt", "pkg/added.py")}
+    again = pf("import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up", root=root)
+    assert again.code == 2 and "already exists" in again.err
+    bad = pf("import", "git", "nope..fixes", "--repo", str(fork), "--upstream", "up", root=root)
+    assert bad.code == 2
+
+
+def test_import_mbox_from_git_format_patch(project, tmp_path):
+    root = project
+    fork = fork_with_commits(tmp_path)
+    mbox = tmp_path / "fixes.mbox"
+    mbox.write_bytes(subprocess.run(["git", "format-patch", "--stdout", "main..fixes"], cwd=fork,
+                                    check=True, capture_output=True).stdout)
+    run = ok("import", "mbox", str(mbox), root=root)
+    assert len(run.text.splitlines()) == 2
+    names = (root / "series/up/series").read_text().split()
+    assert names == ["fix-line-three.patch", "second-fix-crlf-file-and-a-new-module.patch"]
+    second = {f["name"]: f["value"] for f in
+              json.loads(ok("show", names[1], "--json", root=root).out)["header"]}
+    assert second["Author"] == "Other Person <other@example.com>"
+    assert second["Last-Update"] == "2023-02-03"
+    assert overlay_tree(root) == {p: (fork / p).read_bytes()
+                                  for p in ("a.py", "pkg/crlf.txt", "pkg/added.py")}
+
+
+def test_export_quilt_is_taken_by_quilt_push_and_imports_back(project, tmp_path):
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok("import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up", root=root)
+    exported = tmp_path / "quilt-patches"
+    ok("export", "--quilt", str(exported), root=root)
+    assert (exported / "series").read_bytes() == (root / "series/up/series").read_bytes()
+    checkout = upstream_checkout(tmp_path, "quilt-checkout")
+    env = dict(os.environ, QUILT_PATCHES=str(exported), QUILTRC="/dev/null")
+    proc = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for rel in ("a.py", "pkg/crlf.txt", "pkg/added.py"):
+        assert (checkout / rel).read_bytes() == (fork / rel).read_bytes()
+    # And a quilt directory comes back in byte for byte.
+    other, _ = git_project(tmp_path / "second")
+    ok("import", "quilt", str(exported), root=other)
+    for name in (root / "series/up/series").read_text().split():
+        assert (other / "series/up" / name).read_bytes() == (root / "series/up" / name).read_bytes()
+
+
+def _base(root: Path) -> str:
+    return json.loads((root / "upstream.lock").read_text())["upstreams"]["up"]["commit"]
+
+
+def test_import_quilt_adds_missing_fields_and_refuses_missing_files(project, tmp_path):
+    root = project
+    quilt_dir = tmp_path / "patches"
+    quilt_dir.mkdir()
+    (quilt_dir / "series").write_bytes(b"# plain quilt\nplain.diff\n")
+    (quilt_dir / "plain.diff").write_bytes(
+        b"Fix b\n\nIndex: up/pkg/b.py\n===\n--- up.orig/pkg/b.py\n+++ up/pkg/b.py\n"
+        b"@@ -1,3 +1,3 @@\n x = 1\n-y = 2\n+y = 20\n z = 3\n")
+    ok("import", "quilt", str(quilt_dir), root=root)
+    data = (root / "series/up/plain.patch").read_bytes()
+    assert b"Upstream: up\n" in data and f"Base: {_base(root)}\n".encode() in data
+    assert overlay_tree(root) == {"pkg/b.py": b"x = 1\ny = 20\nz = 3\n"}
+    (quilt_dir / "series").write_bytes(b"missing.patch\n")
+    run = pf("import", "quilt", str(quilt_dir), root=root)
+    assert run.code == 2 and "missing" in run.err
+
+
+def test_export_mbox_is_taken_by_git_am(project, tmp_path):
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok("import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up", root=root)
+    mbox = tmp_path / "out.mbox"
+    assert "wrote 2 messages" in ok("export", "--mbox", str(mbox), root=root).text
+    first = mbox.read_bytes()
+    ok("export", "--mbox", str(mbox), root=root)
+    assert mbox.read_bytes() == first  # deterministic
+    checkout = upstream_checkout(tmp_path, "am-checkout")
+    proc = subprocess.run(["git", "am", "-q", "--keep-cr", str(mbox)], cwd=checkout,
+                          capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    for rel in ("a.py", "pkg/crlf.txt", "pkg/added.py"):
+        assert (checkout / rel).read_bytes() == (fork / rel).read_bytes()
+    log = git(checkout, "log", "--format=%an <%ae>|%s", "-2").splitlines()
+    assert log == ["Other Person <other@example.com>|Second fix: CRLF file and a new module",
+                   "Test Author <author@example.com>|Fix line three"]
+    assert pf("export", root=root).code == 2
