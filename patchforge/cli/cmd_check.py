@@ -1,0 +1,119 @@
+"""`check` (Keeps: invariants, and with --run the configured checks) and `ledger`."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from patchforge.cli.output import emit_json, table
+from patchforge.errors import EXIT_ATTENTION
+
+CHECK_COLORS = {"passed": "green", "skipped": "cyan", "failed": "red", "timeout": "red",
+                "error": "red"}
+
+
+@click.command()
+@click.option("--run", "run", is_flag=True,
+              help="Also run the checks declared in the configuration ([tool.patchforge.checks]).")
+@click.option("--profile", metavar="P", help="Only this profile.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def check(app, run, profile, as_json):
+    """Check every patch's Keeps: invariants on each profile's result; with --run, run the
+    configured checks on a tree of the profile's overlays. Nothing from a patch is ever run."""
+    from patchforge.checks import load_checks, run_checks
+    from patchforge.errors import UsageError
+    from patchforge.invariants import check_overlay_invariants
+    from patchforge.ops.resolve import ensure_pinned, open_store
+    from patchforge.overlay import build_overlays
+
+    project = app.project()
+    if profile is not None and profile not in project.config.profiles:
+        raise UsageError(f"unknown profile {profile!r} (configured: "
+                         f"{', '.join(project.config.profiles) or 'none'})")
+    if run:
+        load_checks(project)  # a bad configuration is reported before any work
+    with open_store(project) as store:
+        for name, pin in project.lock.upstreams.items():
+            ensure_pinned(project, store, name, pin)
+        overlays = build_overlays(project, store)
+        violations = [v for v in check_overlay_invariants(project, overlays, store=store)
+                      if profile is None or v.profile in (profile, None)]
+        results = run_checks(project, store, overlays, profile=profile) if run else []
+    failed = [r for r in results if not r.ok]
+    ok = not violations and not failed
+    if as_json:
+        emit_json({"ok": ok, "ran": run,
+                   "invariants": [v.to_json() for v in violations],
+                   "checks": [r.to_json() for r in results]})
+    else:
+        for warning in overlays.warnings:
+            click.echo(f"warning: {warning}", err=True)
+        if violations:
+            click.echo(f"{len(violations)} Keeps invariant(s) broken:")
+            for v in violations:
+                click.echo(f"  {v.message}")
+        else:
+            click.echo("Keeps invariants: all hold")
+        if run:
+            _render_results(results, app)
+    if not ok:
+        sys.exit(EXIT_ATTENTION)
+
+
+def _render_results(results, app) -> None:
+    if not results:
+        click.echo("no checks configured ([tool.patchforge.checks.NAME] with command = [...])")
+        return
+    rows = [[r.status, r.name, r.profile or "-",
+             r.files[0] if len(r.files) == 1 else f"{len(r.files)} files" if r.files else "-",
+             r.detail] for r in results]
+    click.echo(table(rows, ["status", "check", "profile", "files", "detail"],
+                     colors={0: lambda c: CHECK_COLORS.get(c)}, enabled=app.color))
+    for r in results:
+        if r.ok:
+            continue
+        click.echo(f"\n--- {r.name}" + (f" [{r.profile}]" if r.profile else "")
+                   + f": {' '.join(r.command)}")
+        if r.patches:
+            click.echo(f"patches that touched {', '.join(r.files)}: {', '.join(r.patches)}")
+        if r.output_tail:
+            click.echo(r.output_tail)
+    passed = sum(1 for r in results if r.status == "passed")
+    failed = sum(1 for r in results if not r.ok)
+    click.echo(f"\n{passed} passed, {failed} failed"
+               + (f", {len(results) - passed - failed} skipped"
+                  if len(results) - passed - failed else ""))
+
+
+@click.command()
+@click.option("--check", "check_only", is_flag=True,
+              help="Write nothing; exit 1 if series/PATCHES.md is missing or stale.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def ledger(app, check_only, as_json):
+    """Regenerate series/PATCHES.md from the series, upstream.lock and series/history.jsonl."""
+    from patchforge.fsutil import RepoLock
+    from patchforge.ledger import ledger_findings, ledger_path, write_ledger
+
+    project = app.project()
+    rel = str(ledger_path(project).relative_to(project.root))
+    if check_only:
+        findings = ledger_findings(project)
+        if as_json:
+            emit_json({"path": rel, "ok": not findings, "changed": False,
+                       "findings": [f.to_json() for f in findings]})
+        else:
+            for f in findings:
+                click.echo(f"{rel}: {f.message}")
+            if not findings:
+                click.echo(f"{rel} is up to date")
+        if findings:
+            sys.exit(EXIT_ATTENTION)
+        return
+    with RepoLock(project.state_dir, wait=30):
+        changed = write_ledger(project)
+    if as_json:
+        emit_json({"path": rel, "ok": True, "changed": changed, "findings": []})
+    else:
+        click.echo(f"wrote {rel}" if changed else f"{rel} is up to date")
