@@ -1,0 +1,241 @@
+"""`overlays`, `overlays --check` and `verify` through the real CLI on a real git upstream:
+byte-identical regeneration, sha256sum -c, the manifest schema, compose mounts, profiles,
+artifacts, failures that leave overlays/ alone, drift, and installed pre-images."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from test_cli_setup import (UPSTREAM_FILES, git_project, ok, pf, schema_errors, tree_bytes)
+
+INSTALL_ROOT = "/usr/local/lib/python3.12/dist-packages"
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_patch(root: Path, name: str, diff: bytes, *, profiles: str | None = None) -> None:
+    base = json.loads((root / "upstream.lock").read_text())["upstreams"]["up"]["commit"]
+    header = (f"Description: {name}\nAuthor: T <t@example.com>\nUpstream-Status: Pending\n"
+              f"Upstream: up\nBase: {base}\n" + (f"Profiles: {profiles}\n" if profiles else "")
+              + "Last-Update: 2024-01-01\n\n---\n").encode()
+    (root / "series/up").mkdir(parents=True, exist_ok=True)
+    (root / "series/up" / f"{name}.patch").write_bytes(header + diff)
+    series = root / "series/up/series"
+    series.write_bytes((series.read_bytes() if series.exists() else b"") + f"{name}.patch\n".encode())
+
+
+A_DIFF = (b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -2,3 +2,3 @@\n"
+          b" line2\n-line3\n+LINE3 gfx942\n line4\n")
+B_DIFF = (b"diff --git a/pkg/b.py b/pkg/b.py\n--- a/pkg/b.py\n+++ b/pkg/b.py\n@@ -1,3 +1,3 @@\n"
+          b" x = 1\n-y = 2\n+y = 22\n z = 3\n")
+NEW_DIFF = (b"diff --git a/pkg/new.py b/pkg/new.py\nnew file mode 100644\n--- /dev/null\n"
+            b"+++ b/pkg/new.py\n@@ -0,0 +1 @@\n+created = True\n")
+
+
+@pytest.fixture
+def stack(tmp_path):
+    """Two profiles; a gfx942-only patch on a.py, an all-profile patch on pkg/b.py, one that
+    creates a file, and a pinned artifact."""
+    root, _ = git_project(tmp_path, profiles={"gfx942": "MI300X", "gfx950": "MI355X"},
+                          install_root=INSTALL_ROOT)
+    text = (root / "pyproject.toml").read_text()
+    (root / "pyproject.toml").write_text(
+        text.replace("[tool.patchforge]\n", '[tool.patchforge]\nartifacts = ["entrypoint.sh"]\n'))
+    (root / "entrypoint.sh").write_bytes(b"#!/bin/sh\nexec vllm serve\n")
+    write_patch(root, "fnuz", A_DIFF, profiles="gfx942")
+    write_patch(root, "all-b", B_DIFF)
+    write_patch(root, "create", NEW_DIFF)
+    return root
+
+
+def test_overlays_content_profiles_and_sums(stack):
+    root = stack
+    run = ok("overlays", root=root)
+    assert "wrote 5 overlay files" in run.text
+    files = tree_bytes(root / "overlays")
+    a_fixed = UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3 gfx942\n")
+    b_fixed = b"x = 1\ny = 22\nz = 3\n"
+    assert files["gfx942/up/a.py"] == a_fixed
+    assert files["gfx942/up/pkg/b.py"] == files["gfx950/up/pkg/b.py"] == b_fixed
+    assert files["gfx950/up/pkg/new.py"] == b"created = True\n"
+    # No patch of gfx950 touches a.py: no overlay of it there.
+    assert "gfx950/up/a.py" not in files
+    assert sorted(files) == ["SHA256SUMS", "gfx942/compose.yaml", "gfx942/up/a.py",
+                             "gfx942/up/pkg/b.py", "gfx942/up/pkg/new.py", "gfx950/compose.yaml",
+                             "gfx950/up/pkg/b.py", "gfx950/up/pkg/new.py", "manifest.json"]
+    # sha256sum -c --strict, the real one, in overlays/.
+    proc = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=root / "overlays",
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "../entrypoint.sh: OK" in proc.stdout
+    sums = files["SHA256SUMS"].decode().splitlines()
+    assert [line.split("  ", 1)[1] for line in sums] == sorted(line.split("  ", 1)[1] for line in sums)
+
+
+def test_manifest_and_compose_fragment(stack):
+    root = stack
+    ok("overlays", root=root)
+    manifest = json.loads((root / "overlays/manifest.json").read_bytes())
+    assert schema_errors(manifest, "manifest") == []
+    lock = json.loads((root / "upstream.lock").read_text())["upstreams"]["up"]
+    assert manifest["upstreams"] == {"up": {"commit": lock["commit"], "label": "main"}}
+    by_file = {o["file"]: o for o in manifest["overlays"]}
+    a = by_file["gfx942/up/a.py"]
+    assert a["base_sha256"] == sha(UPSTREAM_FILES["a.py"])
+    assert a["sha256"] == sha((root / "overlays/gfx942/up/a.py").read_bytes())
+    assert a["target"] == f"{INSTALL_ROOT}/a.py" and a["base_commit"] == lock["commit"]
+    assert a["patches"] == [{"name": "fnuz.patch",
+                             "sha256": sha((root / "series/up/fnuz.patch").read_bytes())}]
+    assert by_file["gfx950/up/pkg/new.py"]["base_sha256"] is None
+    assert manifest["artifacts"] == [{"path": "entrypoint.sh",
+                                      "sha256": sha((root / "entrypoint.sh").read_bytes())}]
+    for profile in ("gfx942", "gfx950"):
+        compose = yaml.safe_load((root / f"overlays/{profile}/compose.yaml").read_text())
+        volumes = compose["services"]["inference"]["volumes"]
+        expected = {o["target"] for o in manifest["overlays"] if o["profile"] == profile}
+        assert {v["target"] for v in volumes} == expected
+        for volume in volumes:
+            assert volume["type"] == "bind" and volume["read_only"] is True
+            source = root / "overlays" / profile / volume["source"]
+            assert source.is_file()
+            assert volume["target"] == INSTALL_ROOT + "/" + \
+                source.resolve().relative_to((root / f"overlays/{profile}/up").resolve()).as_posix()
+
+
+def test_overlays_are_byte_identical_across_runs_and_checkouts(stack, tmp_path, monkeypatch):
+    root = stack
+    ok("overlays", root=root)
+    first = tree_bytes(root / "overlays")
+    ok("overlays", root=root)
+    assert tree_bytes(root / "overlays") == first
+    # Another checkout at another path, with another cache (store rebuilt from the upstream).
+    other = tmp_path / "elsewhere" / "checkout"
+    shutil.copytree(root, other, ignore=shutil.ignore_patterns(".patchforge", "overlays"))
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "other-cache"))
+    ok("fetch", root=other)
+    ok("overlays", root=other)
+    assert tree_bytes(other / "overlays") == first
+    json_run = json.loads(ok("overlays", "--json", root=other).out)
+    assert schema_errors(json_run, "overlays") == [] and json_run["overlays"] == 5
+
+
+def test_a_failing_patch_names_patch_and_hunk_and_leaves_overlays(stack):
+    root = stack
+    ok("overlays", root=root)
+    before = tree_bytes(root / "overlays")
+    write_patch(root, "broken", b"diff --git a/pkg/b.py b/pkg/b.py\n--- a/pkg/b.py\n+++ b/pkg/b.py\n"
+                b"@@ -1,3 +1,3 @@\n x = 1\n-y = 999\n+y = 3\n z = 3\n")
+    run = pf("overlays", root=root)
+    assert run.code == 2
+    assert "broken.patch" in run.err and "hunk #1" in run.err and "pkg/b.py" in run.err
+    assert tree_bytes(root / "overlays") == before
+    assert not list(root.glob(".overlays*"))
+
+
+def test_check_reports_drift_and_passes_when_clean(stack):
+    root = stack
+    run = pf("overlays", "--check", root=root)
+    assert run.code == 1 and "missing" in run.text  # nothing generated yet
+    ok("overlays", root=root)
+    assert "up to date" in ok("overlays", "--check", root=root).text
+    clean = tree_bytes(root / "overlays")
+    # Overlay files are build outputs (git-ignored): without them, the hashes decide.
+    for profile in ("gfx942", "gfx950"):
+        shutil.rmtree(root / "overlays" / profile / "up")
+    assert ok("overlays", "--check", root=root).code == 0
+    ok("overlays", root=root)
+    assert tree_bytes(root / "overlays") == clean
+    # Tampered SHA256SUMS.
+    sums = root / "overlays/SHA256SUMS"
+    sums.write_bytes(sums.read_bytes().replace(b"  gfx942/up/a.py", b"  gfx942/up/a.py").replace(
+        sums.read_bytes()[:8], b"00000000", 1))
+    run = pf("overlays", "--check", root=root)
+    assert run.code == 1 and "changed  SHA256SUMS" in run.text and "line 1" in run.text
+    # A tampered overlay file.
+    ok("overlays", root=root)
+    (root / "overlays/gfx950/up/pkg/b.py").write_bytes(b"tampered\n")
+    run = pf("overlays", "--check", "--json", root=root)
+    assert run.code == 1
+    doc = json.loads(run.out)
+    assert schema_errors(doc, "overlays") == []
+    assert doc["drift"] == [{"path": "gfx950/up/pkg/b.py", "kind": "changed",
+                             "detail": "overlay file differs from the regenerated one"}]
+    # A patch changed since the overlays were made: the manifest drifts.
+    ok("overlays", root=root)
+    patch = root / "series/up/all-b.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"y = 22", b"y = 23"))
+    run = pf("overlays", "--check", root=root)
+    assert run.code == 1 and "manifest.json" in run.text and "gfx942/up/pkg/b.py" in run.text
+
+
+def test_artifacts_are_pinned(stack):
+    root = stack
+    ok("overlays", root=root)
+    (root / "entrypoint.sh").write_bytes(b"#!/bin/sh\nexec something-else\n")
+    run = pf("overlays", "--check", root=root)
+    assert run.code == 1 and "SHA256SUMS" in run.text
+    verify = pf("verify", root=root)
+    assert verify.code == 1 and "../entrypoint.sh" in verify.text
+    (root / "entrypoint.sh").unlink()
+    run = pf("overlays", root=root)
+    assert run.code == 2 and "entrypoint.sh does not exist" in run.err
+
+
+def test_verify_and_installed_pre_images(stack, tmp_path):
+    root = stack
+    ok("overlays", root=root)
+    run = ok("verify", "--json", root=root)
+    doc = json.loads(run.out)
+    assert doc["ok"] is True and schema_errors(doc, "verify") == []
+    (root / "overlays/gfx942/up/a.py").write_bytes(b"tampered\n")
+    run = pf("verify", root=root)
+    assert run.code == 1 and "gfx942/up/a.py" in run.text and "mismatch" in run.text
+    ok("overlays", root=root)
+    # An image's site-packages with the right pre-images.
+    site = tmp_path / "site-packages"
+    for rel in ("a.py", "pkg/b.py"):
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_bytes(UPSTREAM_FILES[rel])
+    run = ok("verify", "--installed", str(site), "--json", root=root)
+    assert json.loads(run.out)["ok"] is True
+    # One wrong pre-image: named, exit 1.
+    (site / "pkg/b.py").write_bytes(b"x = 1\ny = 2\nz = 4\n")
+    run = pf("verify", "--installed", str(site), root=root)
+    assert run.code == 1
+    assert "pkg/b.py" in run.text and "not the pre-image" in run.text
+    assert "a.py" not in run.text.replace("pkg/b.py", "")
+    # A file the overlay creates must not exist in the image yet.
+    (site / "pkg/b.py").write_bytes(UPSTREAM_FILES["pkg/b.py"])
+    (site / "pkg/new.py").write_bytes(b"")
+    run = pf("verify", "--installed", str(site), root=root)
+    assert run.code == 1 and "pkg/new.py" in run.text
+
+
+def test_verify_without_overlays_and_with_a_malformed_sums_file(stack):
+    root = stack
+    run = pf("verify", root=root)
+    assert run.code == 2 and "SHA256SUMS" in run.err
+    ok("overlays", root=root)
+    sums = root / "overlays/SHA256SUMS"
+    sums.write_bytes(sums.read_bytes() + b"not a line\n")
+    run = pf("verify", root=root)
+    assert run.code == 2
+    assert f"SHA256SUMS:{len(sums.read_bytes().splitlines())}:" in run.err
+
+
+def test_no_profiles_means_no_profile_directories(tmp_path):
+    root, _ = git_project(tmp_path)
+    write_patch(root, "all-b", B_DIFF)
+    ok("overlays", root=root)
+    assert sorted(tree_bytes(root / "overlays")) == ["SHA256SUMS", "compose.yaml",
+                                                     "manifest.json", "up/pkg/b.py"]
+    unknown = pf("overlays", "--profile", "gfx942", root=root)
+    assert unknown.code == 2 and "unknown profile" in unknown.err
