@@ -149,7 +149,8 @@ def mbox_of(diff: bytes, subject: str = "a fix") -> bytes:
 class Env:
     """A project on a real git upstream, built once per module and copied for each test."""
 
-    def __init__(self, template: Path, cache: Path, outside: Path) -> None:
+    def __init__(self, template: Path, cache: Path, outside: Path, upstream: Path) -> None:
+        self.upstream = upstream  # the upstream's git repository (main is the locked commit)
         self.template = template
         self.cache = cache
         self.outside = outside  # where the upstream's symlinks point: must stay empty
@@ -189,7 +190,7 @@ def build_env(factory, files=UPSTREAM_FILES, links=None) -> Env:
         mp.setenv("PATCHFORGE_CACHE", str(cache))
         upstream = make_upstream(base, files, links=links)
         template = make_project(base, upstream)
-    return Env(template, cache, outside)
+    return Env(template, cache, outside, upstream)
 
 
 @pytest.fixture(scope="module")
