@@ -1,0 +1,248 @@
+"""Interop with the tools people already use, on a small real project built here with the CLI:
+our patch files through `git apply`, `patch -p1` and `quilt push` (`export --quilt`) and `git am`
+(`export --mbox`); our SHA256SUMS through `sha256sum -c --strict`; our compose fragment through a
+YAML parser. Every tool must give exactly the tree the patches were made from."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BASE = {
+    "calc.py": b"def add(a, b):\n    return a + b\n\n\ndef div(a, b):\n    return a / b\n",
+    "docs/crlf.txt": b"one\r\ntwo\r\nthree\r\n",
+    "docs/nonl.txt": b"alpha\nbeta",
+    "data/latin1.txt": b"caf\xe9\n\xff\xfe\n",
+    "README": b"hello\n",
+}
+# patch 1 (import overlay): guard div; patch 2 (new + edit + refresh): builds on patch 1 in the
+# same file, edits CRLF / no-final-newline / non-UTF-8 files, creates a file; patch 3 deletes one.
+AFTER_1 = dict(BASE, **{"calc.py": BASE["calc.py"].replace(
+    b"    return a / b\n", b"    if b == 0:\n        raise ZeroDivisionError(b)\n    return a / b\n")})
+AFTER_2 = dict(AFTER_1, **{
+    "calc.py": AFTER_1["calc.py"] + b"\n\ndef mul(a, b):\n    return a * b\n",
+    "docs/crlf.txt": b"one\r\nTWO\r\nthree\r\n",
+    "docs/nonl.txt": b"alpha\ngamma",
+    "data/latin1.txt": b"caf\xe9\n\xfe\xff\n",
+    "new/created.txt": b"created\r\nno newline",
+})
+AFTER_3 = {k: v for k, v in AFTER_2.items() if k != "README"}
+NAMES = ["guard-div.patch", "mul-and-friends.patch", "drop-readme.patch"]
+SUBJECTS = ["calc: guard div by zero", "calc: add mul; touch odd files", "drop the README"]
+
+
+def run(cmd, cwd, check=True, env=None, **kw) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, env=env, timeout=120, **kw)
+    if check:
+        assert proc.returncode == 0, (cmd, proc.stdout, proc.stderr)
+    return proc
+
+
+def pf(cwd, *args):
+    return run([sys.executable, "-m", "patchforge", *args], cwd)
+
+
+def need(tool: str) -> None:
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed (apt-get install -y {tool})")
+
+
+def write_tree(root: Path, files: dict[str, bytes]) -> None:
+    for path, data in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def read_tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(root).parts
+            and ".pc" not in p.relative_to(root).parts}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """(upstream repo, project) with three patches, overlays generated. Built once per module;
+    the environment is isolated the way conftest does it for each test."""
+    mp = pytest.MonkeyPatch()
+    home = tmp_path_factory.mktemp("interop-home")
+    for key, value in {"HOME": home, "XDG_CACHE_HOME": home / ".cache",
+                       "XDG_CONFIG_HOME": home / ".config",
+                       "PATCHFORGE_CACHE": home / ".cache" / "patchforge",
+                       "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "Test Author",
+                       "GIT_AUTHOR_EMAIL": "author@example.com",
+                       "GIT_COMMITTER_NAME": "Test Committer",
+                       "GIT_COMMITTER_EMAIL": "committer@example.com",
+                       "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "commit.gpgsign",
+                       "GIT_CONFIG_VALUE_0": "false", "GIT_CONFIG_KEY_1": "init.defaultBranch",
+                       "GIT_CONFIG_VALUE_1": "main", "NO_COLOR": "1"}.items():
+        mp.setenv(key, str(value))
+    try:
+        tmp = tmp_path_factory.mktemp("interop")
+        up = tmp / "up"
+        write_tree(up, BASE)
+        run(["git", "init", "-q", "-b", "main"], up)
+        run(["git", "add", "."], up)
+        run(["git", "commit", "-q", "-m", "v1"], up)
+        run(["git", "tag", "v1"], up)
+
+        proj = tmp / "proj"
+        proj.mkdir()
+        pf(proj, "init")
+        config = proj / "patchforge.toml"
+        (proj / "entrypoint.sh").write_bytes(b"#!/bin/sh\nexec calc \"$@\"\n")
+        config.write_text('compose-service = "app"\nartifacts = ["entrypoint.sh"]\n'
+                          + config.read_text())
+        pf(proj, "upstream", "add", "calc", "--git", str(up), "--at", "v1",
+           "--install-root", "/opt/calc/lib")
+
+        overlay = tmp / "calc.guarded.py"
+        overlay.write_bytes(AFTER_1["calc.py"])
+        pf(proj, "import", "overlay", str(overlay), "--upstream", "calc", "--path", "calc.py",
+           "--name", "guard-div", "-m", SUBJECTS[0])
+
+        pf(proj, "new", "mul-and-friends", "-m", SUBJECTS[1])
+        work = proj / ".patchforge" / "work" / "calc"
+        assert read_tree(work) == AFTER_1
+        write_tree(work, AFTER_2)
+        pf(proj, "refresh")
+
+        pf(proj, "new", "drop-readme", "-m", SUBJECTS[2])
+        (work / "README").unlink()
+        pf(proj, "refresh")
+        # Overlays cannot delete a file in the image (patchforge refuses, rightly), so the
+        # overlay tests use a copy of the project without the deleting patch.
+        with_overlays = tmp / "proj-overlays"
+        shutil.copytree(proj, with_overlays, symlinks=True)
+        pf(with_overlays, "delete", "drop-readme")
+        pf(with_overlays, "overlays")
+        yield up, proj, with_overlays
+    finally:
+        mp.undo()
+
+
+@pytest.fixture
+def v1_tree(built, tmp_path):
+    tree = tmp_path / "tree"
+    write_tree(tree, BASE)
+    return tree
+
+
+def series_files(proj: Path) -> list[Path]:
+    names = (proj / "series" / "calc" / "series").read_text().split()
+    assert names == NAMES
+    return [proj / "series" / "calc" / n for n in names]
+
+
+def test_patch_p1_applies_the_series_as_is(built, v1_tree):
+    need("patch")
+    _, proj, _ = built
+    for patch in series_files(proj):
+        out = run(["patch", "-p1", "--batch", "--forward", "--no-backup-if-mismatch",
+                   "-i", str(patch)], v1_tree)
+        assert b"offset" not in out.stdout and b"fuzz" not in out.stdout, out.stdout
+    assert read_tree(v1_tree) == AFTER_3
+
+
+def test_git_apply_applies_the_series_as_is(built, v1_tree):
+    _, proj, _ = built
+    for patch in series_files(proj):
+        run(["git", "apply", "--check", str(patch)], v1_tree)
+        run(["git", "apply", str(patch)], v1_tree)
+    assert read_tree(v1_tree) == AFTER_3
+
+
+def test_quilt_push_takes_the_exported_series(built, v1_tree, tmp_path):
+    need("quilt")
+    _, proj, _ = built
+    patches = tmp_path / "quilt-patches"
+    pf(proj, "export", "--quilt", str(patches))
+    assert (patches / "series").read_text().split() == NAMES
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "QUILT_PATCHES": str(patches),
+           "LC_ALL": "C"}
+    out = run(["quilt", "--quiltrc", "/dev/null", "push", "-a"], v1_tree, env=env)
+    assert b"Now at patch" in out.stdout and b"fuzz" not in out.stdout.lower()
+    assert read_tree(v1_tree) == AFTER_3
+    # and quilt can take them all back off again, to the untouched upstream
+    run(["quilt", "--quiltrc", "/dev/null", "pop", "-a"], v1_tree, env=env)
+    assert read_tree(v1_tree) == BASE
+
+
+def test_git_am_takes_the_exported_mbox(built, tmp_path):
+    up, proj, _ = built
+    mbox = tmp_path / "series.mbox"
+    pf(proj, "export", "--mbox", str(mbox))
+    clone = tmp_path / "clone"
+    run(["git", "clone", "-q", str(up), str(clone)], tmp_path)
+    run(["git", "checkout", "-q", "v1"], clone)
+    run(["git", "am", "-q", "--keep-cr", str(mbox)], clone)
+    subjects = run(["git", "log", "--format=%s", "--reverse", "v1..HEAD"], clone,
+                   text=True).stdout.split("\n")[:-1]
+    assert subjects == SUBJECTS
+    assert read_tree(clone) == AFTER_3
+    # each commit is exactly one patch: commit k's tree is the tree after patch k
+    for k, expected in enumerate((AFTER_1, AFTER_2, AFTER_3)):
+        rev = f"HEAD~{2 - k}"
+        listed = run(["git", "ls-tree", "-r", "--name-only", rev], clone,
+                     text=True).stdout.split()
+        assert sorted(listed) == sorted(expected)
+
+
+def test_sha256sums_pass_sha256sum_strict(built):
+    need("sha256sum")
+    _, _, proj = built
+    overlays = proj / "overlays"
+    sums = (overlays / "SHA256SUMS").read_bytes()
+    lines = sums.decode().splitlines()
+    paths = [line.split("  ", 1)[1] for line in lines]
+    assert paths == sorted(paths) and sums.endswith(b"\n")
+    # every overlay (calc.py and the edited/created files; the deleted README has none) + artifact
+    assert len(lines) == 6 and any(line.endswith("../entrypoint.sh") for line in lines)
+    out = run(["sha256sum", "-c", "--strict", "SHA256SUMS"], overlays, text=True)
+    assert out.stdout.count(": OK") == len(lines)
+    # and it catches a change: sha256sum is really checking our hashes
+    target = next(overlays.rglob("calc.py"))
+    original = target.read_bytes()
+    try:
+        target.write_bytes(original + b"# tampered\n")
+        bad = run(["sha256sum", "-c", "--strict", "SHA256SUMS"], overlays, check=False,
+                  text=True)
+        assert bad.returncode == 1 and "calc.py: FAILED" in bad.stdout
+    finally:
+        target.write_bytes(original)
+
+
+def test_overlay_files_are_the_patched_files(built):
+    _, _, proj = built
+    # overlays/calc/... with one profile, overlays/<profile>/calc/... with several
+    roots = [fragment.parent / "calc" for fragment in (proj / "overlays").rglob("compose.yaml")]
+    assert roots
+    for root in roots:
+        tree = read_tree(root)
+        assert tree == {k: AFTER_2[k] for k in tree}
+        assert set(tree) == {"calc.py", "docs/crlf.txt", "docs/nonl.txt", "data/latin1.txt",
+                             "new/created.txt"}
+
+
+def test_compose_fragment_is_yaml_with_read_only_mounts(built):
+    yaml = pytest.importorskip("yaml")
+    _, _, proj = built
+    fragments = sorted((proj / "overlays").rglob("compose.yaml"))
+    assert fragments
+    for fragment in fragments:
+        doc = yaml.safe_load(fragment.read_bytes())
+        volumes = doc["services"]["app"]["volumes"]
+        targets = set()
+        for mount in volumes:
+            assert mount["type"] == "bind" and mount["read_only"] is True
+            source = (fragment.parent / mount["source"]).resolve()
+            assert source.is_file(), mount  # relative to the fragment, as compose resolves it
+            rel = source.relative_to((fragment.parent / "calc").resolve()).as_posix()
+            assert mount["target"] == f"/opt/calc/lib/{rel}"
+            assert source.read_bytes() == AFTER_2[rel]
+            targets.add(rel)
+        assert targets == {"calc.py", "docs/crlf.txt", "docs/nonl.txt", "data/latin1.txt",
+                           "new/created.txt"}

@@ -1,0 +1,255 @@
+"""`patchforge status --html`: the self-contained report, built for a real project (a small git
+upstream whose next release lands one fix, moves another and conflicts with a third; the forwarded
+PR answered by the test forge) and rendered by headless Chromium."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from patchforge.project import Project
+from patchforge.report import render_html_report
+from tests.servers import forge_server  # noqa: F401  (fixture)
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
+                 if shutil.which(n)), None)
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="headless Chromium is not installed (apt-get install -y chromium)")
+
+CALC_V1 = b'''"""calc: a small upstream."""
+
+
+def add(a, b):
+    return a + b
+
+
+def div(a, b):
+    return a / b
+'''
+CALC_FIXED = CALC_V1.replace(b"    return a / b\n",
+                             b"    if b == 0:\n        raise ZeroDivisionError(\"div by zero\")\n"
+                             b"    return a / b\n")
+TEXT_V1 = b"def shout(s):\n    return s.upper()\n\n\ndef whisper(s):\n    return s.lower()\n"
+TEXT_FIXED = TEXT_V1.replace(b"    return s.lower()\n", b"    return s.lower() + '...'\n")
+CONF_V1 = b"TIMEOUT = 30\nRETRIES = 3\nBACKOFF = 2\n"
+CONF_FIXED = b"TIMEOUT = 30\nRETRIES = 5\nBACKOFF = 2\n"
+CONF_V2 = b"TIMEOUT = 30\nRETRIES = 4  # v2 default\nBACKOFF = 2\n"
+HOSTILE = '<script>alert("x")</script> & <b>bold</b>'
+
+
+def git(cwd, *args) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def pf(project: Path, *args, check: int | None = 0) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "patchforge", *args], cwd=project,
+                          capture_output=True, text=True, timeout=300)
+    if check is not None:
+        assert proc.returncode == check, (args, proc.stdout, proc.stderr)
+    return proc
+
+
+@pytest.fixture
+def project(tmp_path, forge_server):  # noqa: F811
+    """v1 pinned, three patches imported from overlays; v2 lands #1, shifts #2, conflicts #3."""
+    up = tmp_path / "up"
+    up.mkdir()
+    git(up, "init", "-q", "-b", "main")
+    for name, data in (("calc.py", CALC_V1), ("text.py", TEXT_V1), ("conf.py", CONF_V1)):
+        (up / name).write_bytes(data)
+    git(up, "add", ".")
+    git(up, "commit", "-q", "-m", "v1")
+    git(up, "tag", "v1")
+    (up / "calc.py").write_bytes(CALC_FIXED)
+    (up / "text.py").write_bytes(b"# a header upstream added\n\n" + TEXT_V1)
+    (up / "conf.py").write_bytes(CONF_V2)
+    git(up, "commit", "-q", "-am", "v2: guard div by zero (#7)")
+    git(up, "tag", "v2")
+    v2 = git(up, "rev-parse", "v2")
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    pf(proj, "init")
+    config = proj / "patchforge.toml"
+    text = config.read_text()
+    text = re.sub(r'api-url = "[^"]*"', f'api-url = "{forge_server.url}"', text)
+    config.write_text(text)
+    pf(proj, "upstream", "add", "calc", "--git", str(up), "--at", "v1", "--follow", "main",
+       "--install-root", "/opt/calc")
+    overlays = tmp_path / "overlays"
+    overlays.mkdir()
+    for name, path, data, desc in (
+            ("div-by-zero", "calc.py", CALC_FIXED, "calc: guard div by zero"),
+            ("whisper-ellipsis", "text.py", TEXT_FIXED, f"text: whisper trails off {HOSTILE}"),
+            ("more-retries", "conf.py", CONF_FIXED, "conf: five retries")):
+        (overlays / path).write_bytes(data)
+        pf(proj, "import", "overlay", str(overlays / path), "--upstream", "calc", "--path", path,
+           "--name", name, "-m", desc)
+    patch = proj / "series" / "calc" / "div-by-zero.patch"
+    lines = patch.read_bytes().split(b"\n")
+    lines.insert(1, b"Forwarded: https://github.com/acme/calc/pull/7")
+    patch.write_bytes(b"\n".join(lines))
+    forge_server.add_pull("acme/calc", 7, merged=True, merge_commit_sha=v2, state="closed",
+                          title="Guard div by zero")
+    return proj
+
+
+def chromium(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+    profile = tmp_path / "chromium-profile"
+    profile.mkdir(exist_ok=True)
+    return subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={profile}", *args],
+        capture_output=True, text=True, timeout=180)
+
+
+def png_facts(data: bytes) -> tuple[int, int, int]:
+    """(width, height, distinct byte values in the decompressed image data)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    pos, idat = 8, b""
+    while pos < len(data):
+        length = struct.unpack(">I", data[pos:pos + 4])[0]
+        kind = data[pos + 4:pos + 8]
+        if kind == b"IDAT":
+            idat += data[pos + 8:pos + 8 + length]
+        pos += 12 + length
+    return width, height, len(set(zlib.decompress(idat)))
+
+
+def render_in_chromium(html_path: Path, tmp_path: Path) -> tuple[bytes, str]:
+    png = tmp_path / "report.png"
+    shot = chromium([f"--screenshot={png}", "--window-size=1200,900", html_path.as_uri()],
+                    tmp_path)
+    assert png.exists(), shot.stderr[-2000:]
+    dom = chromium(["--dump-dom", html_path.as_uri()], tmp_path)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    return png.read_bytes(), dom.stdout
+
+
+def test_status_html_report_for_a_newer_release(project, tmp_path, forge_server):  # noqa: F811
+    report = tmp_path / "out" / "report.html"
+    proc = pf(project, "status", "--against", "v2", "--html", str(report), check=1)
+    assert "div-by-zero.patch" in proc.stdout  # the terminal table is printed as well
+    page = report.read_text("utf-8")
+
+    # self-contained: no script, no external resource, a CSP that forbids fetching anything
+    assert "<script" not in page.lower().replace("&lt;script", "")
+    assert not re.search(r"\b(src|srcset)\s*=", page)
+    assert "<link" not in page and "@import" not in page and "url(" not in page
+    assert "default-src 'none'" in page
+    # everything from files is escaped: the hostile description shows as text
+    assert html_escaped(HOSTILE) in page and HOSTILE not in page
+
+    for name in ("div-by-zero.patch", "whisper-ellipsis.patch", "more-retries.patch"):
+        assert name in page
+    states = dict(re.findall(r'id="patch-\d+">.*?data-state="(\w+)".*?<code>calc/([\w.-]+)</code>',
+                             page))
+    states = {v: k for k, v in states.items()}
+    assert states == {"div-by-zero.patch": "upstreamed", "whisper-ellipsis.patch": "offset",
+                      "more-retries.patch": "conflict"}
+    # the forwarded PR, as the forge answered it, and whether the target has it
+    assert 'href="https://github.com/acme/calc/pull/7"' in page
+    assert "Guard div by zero" in page and "included in the target" in page
+    assert "3 of 3" not in page and "2 of 3 patch(es) need attention" in page
+    assert forge_server.paths("GET")  # the forge really was asked
+
+
+@needs_chromium
+def test_report_renders_in_headless_chromium(project, tmp_path):
+    report = tmp_path / "report.html"
+    pf(project, "status", "--against", "v2", "--html", str(report), check=1)
+    png, dom = render_in_chromium(report, tmp_path)
+    width, height, distinct = png_facts(png)
+    assert (width, height) == (1200, 900)
+    assert len(png) > 20_000 and distinct > 50, "the screenshot is (nearly) blank"
+    for needle in ("div-by-zero.patch", "whisper-ellipsis.patch", "more-retries.patch",
+                   'data-state="upstreamed"', 'data-state="offset"', 'data-state="conflict"',
+                   ">upstreamed<", ">conflict<"):
+        assert needle in dom
+    # the browser saw the hostile text as text, not as an element
+    assert "<b>bold</b>" not in dom and "&lt;b&gt;bold&lt;/b&gt;" in dom
+
+
+@needs_chromium
+def test_report_shows_the_range_diff_of_the_last_rebase(project, tmp_path):
+    stop = pf(project, "rebase", "--to", "v2", check=3)
+    assert "more-retries" in stop.stderr
+    conf = project / ".patchforge" / "work" / "calc" / "conf.py"
+    assert b"<<<<<<<" in conf.read_bytes()
+    conf.write_bytes(b"TIMEOUT = 30\nRETRIES = 5  # v2 default, five for us\nBACKOFF = 2\n")
+    done = pf(project, "rebase", "--continue", "--json")
+    summary = json.loads(done.stdout)
+    assert summary["range_diff"]
+    # What the report reads: the summary of the last rebase, as `rebase --json` prints it.
+    (project / ".patchforge" / "last-rebase.json").write_text(done.stdout)
+
+    report = tmp_path / "after.html"
+    pf(project, "status", "--html", str(report))
+    page = report.read_text("utf-8")
+    assert "Last rebase" in page and "Range-diff of the old series" in page
+    assert 'class="gone"' in page  # the landed one left the series
+    # the hand-resolved one: a one-line patch whose line changed is "another patch" to range-diff
+    assert re.search(r'class="new">-:\s+-+ &gt; \d+:\s+\w+ more-retries.patch', page)
+    assert re.search(r'class="same">\d+:\s+\w+ = \d+:\s+\w+ whisper-ellipsis.patch', page)
+    assert ">dropped<" in page and ">resolved<" in page
+    _, dom = render_in_chromium(report, tmp_path)
+    assert "more-retries.patch" in dom and "five for us" in dom and "Range-diff" in dom
+
+
+def test_report_tolerates_missing_and_broken_sources(project, tmp_path):
+    """A stale status document, a malformed last-rebase.json and a history with junk lines:
+    each leaves its part out or shows what it can, and the page is still written."""
+    (project / ".patchforge").mkdir(exist_ok=True)
+    (project / ".patchforge" / "last-rebase.json").write_text("{not json")
+    (project / "series" / "history.jsonl").write_bytes(
+        b'{"event": "added", "patch": "div-by-zero.patch", "date": "2026-01-02"}\n'
+        b"garbage\n[1, 2]\n"
+        b'{"event": "rebased", "range_diff": "1:  aaaaaaa = 1:  bbbbbbb x.patch\\n",'
+        b' "upstreams": {"calc": {"from": "v0", "to": "v1"}}}\n')
+    document = {
+        "targets": {"calc": {"base": "a" * 40, "commit": "b" * 40, "label": "v9",
+                             "version": None}},
+        "patches": [
+            {"upstream": "calc", "name": "gone-since.patch", "state": "obsolete",
+             "evidence": ["file \udcff gone"], "files": [{"path": "x\udcff.py", "hunks": [None]}],
+             "hunks": {"total": 1, "landed": 0}, "forwarded": {"url": "javascript:alert(1)"},
+             "drop_when": {"condition": "merged x", "true": None, "reason": "no answer"},
+             "needs_attention": True},
+            "not a patch",
+        ],
+        "needs_attention": True,
+    }
+    page = render_html_report(Project.discover(project), document)
+    assert "gone-since.patch" in page and "obsolete" in page
+    assert 'href="javascript' not in page  # only http(s) URLs become links
+    assert "x\ufffd.py" in page  # an undecodable name is shown, not fatal
+    assert "Range-diff of the old series" in page and "x.patch" in page
+    assert "History" in page and "added" in page
+    # and through the real command, with the real status document
+    out = tmp_path / "r.html"
+    pf(project, "status", "--html", str(out))
+    assert out.read_bytes().startswith(b"<!DOCTYPE html>")
+
+
+def test_report_overwrites_atomically_and_needs_no_network(project, tmp_path, monkeypatch):
+    out = tmp_path / "r.html"
+    out.write_text("old")
+    pf(project, "--offline", "status", "--html", str(out))
+    assert out.read_text("utf-8").startswith("<!DOCTYPE html>")
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".r.html.")]
+
+
+def html_escaped(text: str) -> str:
+    import html
+    return html.escape(text, quote=True)
