@@ -1,0 +1,74 @@
+"""upstream.lock as a format: round trip, deterministic bytes, schema on write, errors with paths."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from patchforge.errors import ConfigError, InputError
+from patchforge.formats.lockfile import lock_from_json, lock_to_json, read_lock, write_lock
+from patchforge.model.lock import ImagePin, Lock, UpstreamPin
+
+C1, T1 = "a" * 40, "b" * 40
+
+
+def sample() -> Lock:
+    return Lock(upstreams={
+        "vllm": UpstreamPin("wheel", C1, T1, "0.32.0",
+                            {"package": "vllm", "version": "0.32.0",
+                             "filename": "vllm-0.32.0-cp38-abi3-manylinux1_x86_64.whl",
+                             "sha256": "c" * 64}, version="0.32.0"),
+        "aiter": UpstreamPin("git", T1, C1, "main", {"url": "https://github.com/ROCm/aiter"}),
+        "site": UpstreamPin("dir", C1, C1, "image-1", {"path": "../site"})},
+        image=ImagePin("rocm/vllm:nightly", tag="nightly", digest="sha256:" + "d" * 64))
+
+
+def test_round_trip_and_deterministic_bytes(tmp_path):
+    lock = sample()
+    data = lock_to_json(lock)
+    assert data.endswith(b"}\n") and not data.endswith(b"\n\n")
+    assert data == (json.dumps(json.loads(data), sort_keys=True, indent=2) + "\n").encode()
+    assert lock_from_json(data) == lock
+    path = tmp_path / "upstream.lock"
+    write_lock(path, lock)
+    assert path.read_bytes() == data
+    assert read_lock(path) == lock
+    assert read_lock(tmp_path / "absent.lock") == Lock()
+
+
+def test_write_refuses_what_the_schema_refuses(tmp_path):
+    bad = Lock(upstreams={"x": UpstreamPin("wheel", C1, T1, "1.0", {"package": "x"})})
+    path = tmp_path / "upstream.lock"
+    with pytest.raises(InputError) as info:
+        write_lock(path, bad)
+    assert "upstreams.x.source: 'filename' is a required property" in str(info.value)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["upstreams"]["site"].update(commit="A" * 40), "upstreams.site.commit: not 40 hex"),
+    (lambda d: d["upstreams"]["vllm"]["source"].update(sha256="xyz"),
+     "upstreams.vllm.source.sha256: not 64 lowercase hex"),
+    (lambda d: d["upstreams"]["vllm"]["source"].pop("filename"),
+     "upstreams.vllm.source.filename: missing"),
+    (lambda d: d.update(version=7), "version: 7 is too new"),
+    (lambda d: d.update(upstreams=[]), "upstreams: must be dict"),
+])
+def test_errors_name_path_and_line(edit, message):
+    doc = json.loads(lock_to_json(sample()))
+    edit(doc)
+    text = json.dumps(doc, sort_keys=True, indent=2) + "\n"
+    with pytest.raises(ConfigError) as info:
+        lock_from_json(text.encode(), "upstream.lock")
+    assert message in str(info.value)
+    assert info.value.path == "upstream.lock" and info.value.line is not None
+    key = message.split(":")[0].split(".")
+    wanted = key[-2] if message.endswith("missing") else key[-1]
+    assert f'"{wanted}"' in text.splitlines()[info.value.line - 1]
+
+
+def test_not_utf8_and_not_an_object():
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        lock_from_json(b'{"version": 1, "x": "\xff"}')
+    with pytest.raises(ConfigError, match="must be an object"):
+        lock_from_json(b"[]\n")

@@ -1,0 +1,49 @@
+"""quilt series files: byte-exact round trip, edits that keep comments, errors with lines."""
+from __future__ import annotations
+
+import pytest
+
+from patchforge.errors import InputError
+from patchforge.formats.series import parse_series
+
+RAW = b"# header comment\r\none.patch\r\n\r\ntwo.patch -p1 # why\r\nthree.patch"
+
+
+def test_round_trip_and_names():
+    series = parse_series(RAW, "s")
+    assert series.to_bytes() == RAW
+    assert series.names == ["one.patch", "two.patch", "three.patch"]
+
+
+def test_edits_keep_comments_and_line_endings():
+    series = parse_series(RAW, "s")
+    assert series.inserted("new.patch", after="one.patch").to_bytes() == \
+        b"# header comment\r\none.patch\r\nnew.patch\r\n\r\ntwo.patch -p1 # why\r\nthree.patch\r\n"
+    assert series.inserted("new.patch", first=True).names[0] == "new.patch"
+    assert series.inserted("new.patch", first=True).to_bytes().startswith(b"# header comment\r\nnew.patch\r\n")
+    assert series.removed("two.patch").to_bytes() == \
+        b"# header comment\r\none.patch\r\n\r\nthree.patch"
+    assert series.renamed("two.patch", "2.patch").to_bytes() == \
+        RAW.replace(b"two.patch -p1", b"2.patch -p1")
+    reordered = series.replaced_names(["three.patch", "one.patch"])
+    assert reordered.names == ["three.patch", "one.patch"]
+    assert reordered.to_bytes().startswith(b"# header comment\r\n")
+
+
+def test_empty_series():
+    series = parse_series(b"", "s")
+    assert series.names == [] and series.inserted("a.patch").to_bytes() == b"a.patch\n"
+
+
+@pytest.mark.parametrize("data, line, message", [
+    (b"a.patch\nb.patch\na.patch\n", 3, "listed twice (first on line 1)"),
+    (b"# c\na.patch -p0\n", 2, "-p1"),
+    (b"a.patch -R\n", 1, "unsupported series option"),
+    (b"\n\nsub/a.patch\n", 3, "bad patch name"),
+    (b"-a.patch\n", 1, "bad patch name"),
+])
+def test_errors_name_the_line(data, line, message):
+    with pytest.raises(InputError) as info:
+        parse_series(data, "series/up/series")
+    assert info.value.path == "series/up/series" and info.value.line == line
+    assert message in str(info.value)
