@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from patchforge.errors import InputError
+from patchforge.errors import EXIT_ATTENTION, InputError, PatchforgeError
 
 # Bounded so that a hostile pattern cannot make a check run away on a large file.
 MAX_PATTERN = 512
@@ -63,6 +63,18 @@ class InvariantViolation:
         return {"profile": self.profile, "upstream": self.upstream, "patch": self.patch,
                 "path": self.path, "invariant": self.invariant, "reason": self.reason,
                 "message": self.message}
+
+
+class InvariantsBroken(PatchforgeError):
+    """Keeps invariants do not hold on the overlays: a check found something (exit 1)."""
+
+    exit_code = EXIT_ATTENTION
+
+    def __init__(self, violations: list[InvariantViolation]) -> None:
+        lines = [v.message for v in violations]
+        super().__init__(f"{len(lines)} Keeps invariant(s) broken:\n  " + "\n  ".join(lines),
+                         hint="fix the patch (or its Keeps: line); `patchforge check` lists them")
+        self.violations = list(violations)
 
 
 def _field_lines(patch) -> dict[int, int]:
@@ -178,3 +190,12 @@ def check_overlay_invariants(project, overlay_set, *, store=None,
         if opened is not None:
             opened.close()
     return violations
+
+
+def require_overlay_invariants(project, overlay_set, *, store=None, patch_sources=None) -> None:
+    """`check_overlay_invariants`, raising InvariantsBroken (exit 1) when any is broken: for
+    commands that must not write overlays that lose a fix."""
+    violations = check_overlay_invariants(project, overlay_set, store=store,
+                                          patch_sources=patch_sources)
+    if violations:
+        raise InvariantsBroken(violations)

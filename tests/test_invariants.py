@@ -304,3 +304,20 @@ def test_check_passes_when_every_invariant_holds(tmp_path):
     (stack.root / "series/up/gfx950-ocp-max.patch").unlink()
     code, out, _ = stack.cli("check")
     assert "Keeps invariants: all hold" in out
+
+
+def test_require_overlay_invariants_refuses_with_every_violation(tmp_path):
+    from patchforge.errors import EXIT_ATTENTION
+    from patchforge.invariants import InvariantsBroken, require_overlay_invariants
+    from patchforge.ops.resolve import open_store
+    from patchforge.overlay import build_overlays
+
+    stack = profile_stack(tmp_path)
+    project = stack.project()
+    with open_store(project) as store:
+        overlays = build_overlays(project, store)
+        with pytest.raises(InvariantsBroken) as info:
+            require_overlay_invariants(project, overlays, store=store)
+    assert info.value.exit_code == EXIT_ATTENTION
+    assert [v.patch for v in info.value.violations] == ["shared-fix.patch"]
+    assert "up/shared-fix.patch: Keeps invariant broken: pkg/ops.py: return 224.0" in str(info.value)
