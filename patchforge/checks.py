@@ -198,7 +198,12 @@ def _build_tree(project, store, overlay_set, profile, spec: CheckSpec, workdir: 
                              f"{f.upstream}", hint="set `upstream = ...` on the check")
         target = root / f.path
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink():  # a full tree may hold a symlink here: never write through it
+        # A full tree may hold symlinks (to a directory, or at the file itself): never write
+        # through one to a place outside the tree.
+        if not target.parent.resolve().is_relative_to(root.resolve()):
+            raise UsageError(f"check {spec.name}: {f.path} lies under a symbolic link in the "
+                             "upstream tree; refusing to write through it")
+        if target.is_symlink():
             target.unlink()
         target.write_bytes(f.content)
         tree.files[f.path] = (f.upstream, tuple(f"{f.upstream}/{n}" for n, _ in f.patches))

@@ -196,3 +196,20 @@ def test_run_checks_returns_nothing_without_checks(tmp_path):
     from patchforge.ops.resolve import open_store
     with open_store(project) as store:
         assert run_checks(project, store) == []
+
+
+def test_a_full_tree_never_writes_through_an_upstream_symlink(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    stack = StackProject(tmp_path, {"pkg/a.py": GOOD}, config_extra=f"""
+[checks.full]
+command = [{PY!r}, "-c", "pass"]
+tree = "full"
+""")
+    (stack.up / "pkg" / "link").symlink_to(outside)
+    stack.commit({}, "a symlink to a directory outside the tree", tag="v1.1")
+    stack.cli("rebase", "--to", "v1.1")
+    stack.add_patch("through-link", "pkg/link/new.py", None, b"print('escaped')\n")
+    code, _, err = stack.cli("check", "--run", expect=2)
+    assert "symbolic link" in err
+    assert list(outside.iterdir()) == []
