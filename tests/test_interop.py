@@ -246,3 +246,64 @@ def test_compose_fragment_is_yaml_with_read_only_mounts(built):
             targets.add(rel)
         assert targets == {"calc.py", "docs/crlf.txt", "docs/nonl.txt", "data/latin1.txt",
                            "new/created.txt"}
+
+
+# --- terminal conventions: colour only on a terminal, never with NO_COLOR ----------------------
+
+def run_on_pty(cmd, cwd, env) -> tuple[int, bytes]:
+    """Run `cmd` with stdout and stderr on a pseudo-terminal; return (exit code, output)."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=slave,
+                                stderr=slave, close_fds=True)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        return proc.wait(timeout=120), b"".join(chunks)
+    finally:
+        os.close(master)
+
+
+@pytest.mark.parametrize("case", ["tty", "NO_COLOR", "--no-color", "TERM=dumb", "piped",
+                                  "tty --json"])
+def test_colour_only_on_a_terminal_and_never_with_no_color(built, case):
+    import os
+
+    _, proj, _ = built
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env["TERM"] = "xterm-256color"
+    args = [sys.executable, "-m", "patchforge"]
+    if case == "--no-color":
+        args.append("--no-color")
+    args += ["status"] + (["--json"] if case == "tty --json" else [])
+    if case == "NO_COLOR":
+        env["NO_COLOR"] = "1"
+    if case == "TERM=dumb":
+        env["TERM"] = "dumb"
+    # This test's cache is its own: bring the pinned upstream in first (see the final report:
+    # status on a cache without the blobs takes the files for deleted).
+    run([sys.executable, "-m", "patchforge", "fetch"], proj, env=env)
+    if case == "piped":
+        proc = run(args, proj, env=env)
+        code, out = proc.returncode, proc.stdout + proc.stderr
+    else:
+        code, out = run_on_pty(args, proj, env)
+    assert code == 0, out
+    assert b"guard-div.patch" in out
+    if case == "tty":
+        assert b"\x1b[32m" in out and b"applies" in out  # green state column
+    else:
+        assert b"\x1b[" not in out, out
+    if case == "tty --json":
+        import json
+        json.loads(out.replace(b"\r\n", b"\n"))
