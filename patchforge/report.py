@@ -147,18 +147,42 @@ def render_html_report(project, status_document: dict) -> str:
 # --- sources, read tolerantly -----------------------------------------------------------------
 
 def load_last_rebase(project) -> dict | None:
-    """The last completed rebase: `.patchforge/last-rebase.json` (the `rebase --json` summary), or
-    else the last record in `series/history.jsonl` that carries a rebase. None when neither says."""
+    """The last completed rebase, as a `rebase --json`-shaped summary: `.patchforge/last-rebase.json`
+    when it is there, else rebuilt from `series/history.jsonl` (the ledger's per-patch events of
+    the last rebase run; they carry no range-diff). None when neither says anything."""
     root = Path(getattr(project, "root", "."))
     candidate = _read_json(root / ".patchforge" / "last-rebase.json")
     if isinstance(candidate, dict) and (candidate.get("patches") or candidate.get("range_diff")
                                         or candidate.get("upstreams")):
         return candidate
-    for record in reversed(load_history(project, limit=None)):
-        if _is_rebase_record(record):
-            inner = record.get("summary")
-            return inner if isinstance(inner, dict) else record
+    history = load_history(project, limit=None)
+    for record in reversed(history):
+        if isinstance(record.get("summary"), dict):  # a whole summary stored as one record
+            return record["summary"]
+        if isinstance(record.get("range_diff"), str):
+            return record
+        if record.get("run"):
+            return _summary_of_run(history, record["run"])
     return None
+
+
+def _summary_of_run(history: list[dict], run) -> dict:
+    summary: dict = {"upstreams": {}, "patches": [], "range_diff": ""}
+    for record in history:
+        if record.get("run") != run:
+            continue
+        upstream = str(record.get("upstream") or "")
+        start = record.get("from") if isinstance(record.get("from"), dict) else {}
+        end = record.get("to") if isinstance(record.get("to"), dict) else {}
+        summary["upstreams"].setdefault(upstream, {
+            "from": start.get("label") or "", "from_commit": start.get("commit") or "",
+            "to": end.get("label") or "", "to_commit": end.get("commit") or ""})
+        summary["patches"].append({"upstream": upstream, "name": record.get("patch") or "",
+                                   "action": record.get("action") or record.get("event") or "",
+                                   "detail": record.get("detail") or ""})
+        if isinstance(record.get("range_diff"), str):
+            summary["range_diff"] += record["range_diff"]
+    return summary
 
 
 def load_history(project, *, limit: int | None = HISTORY_ROWS) -> list[dict]:
@@ -177,14 +201,6 @@ def load_history(project, *, limit: int | None = HISTORY_ROWS) -> list[dict]:
         if isinstance(record, dict):
             records.append(record)
     return records if limit is None else records[-limit:]
-
-
-def _is_rebase_record(record: dict) -> bool:
-    if "range_diff" in record or isinstance(record.get("summary"), dict):
-        return True
-    kind = str(record.get("event") or record.get("kind") or record.get("type")
-               or record.get("action") or "")
-    return "rebase" in kind.lower()
 
 
 def _read_json(path: Path):
@@ -402,15 +418,32 @@ def _history_section(history: list[dict]) -> str:
         event = (record.get("event") or record.get("kind") or record.get("type")
                  or record.get("action") or "")
         patch = record.get("patch") or record.get("name") or ""
-        rest = {k: v for k, v in record.items()
-                if k not in ("date", "time", "timestamp", "event", "kind", "type", "action",
-                             "patch", "name", "summary", "range_diff")}
-        detail = ", ".join(f"{k}: {v if isinstance(v, str) else json.dumps(v)}"
-                           for k, v in rest.items())
+        if record.get("upstream") and patch:
+            patch = f"{record['upstream']}/{patch}"
+        detail = _history_detail(record)
         rows.append(f"<tr><td class=\"mono\">{_e(when)}</td><td>{_e(event)}</td>"
                     f"<td><code>{_e(patch)}</code></td><td>{_e(detail[:400])}</td></tr>")
     return ("<h2>History</h2>\n<table><tr><th>when</th><th>event</th><th>patch</th>"
             "<th>detail</th></tr>" + "".join(rows) + "</table>\n")
+
+
+def _history_detail(record: dict) -> str:
+    """One line for a history event: the ledger's own fields first, anything else after."""
+    parts = []
+    start = record.get("from") if isinstance(record.get("from"), dict) else None
+    end = record.get("to") if isinstance(record.get("to"), dict) else None
+    if start or end:
+        parts.append(f"{(start or {}).get('label') or '?'} -> {(end or {}).get('label') or '?'}")
+    if record.get("detail"):
+        parts.append(str(record["detail"]))
+    if record.get("landed_in"):
+        parts.append(f"landed in {_short(record['landed_in'])}")
+    skip = {"v", "date", "time", "timestamp", "event", "kind", "type", "action", "patch", "name",
+            "upstream", "summary", "range_diff", "from", "to", "detail", "landed_in", "run",
+            "evidence", "destination"}
+    parts += [f"{k}: {v if isinstance(v, str) else json.dumps(v)}"
+              for k, v in record.items() if k not in skip]
+    return "; ".join(parts)
 
 
 # --- small pieces -----------------------------------------------------------------------------

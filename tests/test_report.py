@@ -191,7 +191,15 @@ def test_report_shows_the_range_diff_of_the_last_rebase(project, tmp_path):
     done = pf(project, "rebase", "--continue", "--json")
     summary = json.loads(done.stdout)
     assert summary["range_diff"]
-    # What the report reads: the summary of the last rebase, as `rebase --json` prints it.
+    # Without a saved summary the report rebuilds the last rebase from the ledger's history
+    # (series/history.jsonl, written by the rebase): the results, but no range-diff.
+    from_history = tmp_path / "from-history.html"
+    pf(project, "status", "--html", str(from_history))
+    page = from_history.read_text("utf-8")
+    assert "Last rebase" in page and ">resolved<" in page and ">dropped<" in page
+    assert "Range-diff" not in page
+    assert "History" in page and "calc/more-retries.patch" in page
+    # With the summary of the last rebase, as `rebase --json` prints it, the range-diff too.
     (project / ".patchforge" / "last-rebase.json").write_text(done.stdout)
 
     report = tmp_path / "after.html"
