@@ -103,6 +103,10 @@ def test_refresh_keeps_the_header_byte_for_byte_except_last_update(project, monk
     (root / "series/up/hand.patch").write_bytes(header + diff)
     ok("edit", "hand", root=root)
     assert (work(root) / "a.py").read_bytes().startswith(b"line1\nLINE2\n")
+    # Nothing changed: the patch keeps its bytes, though git would write it with an index line
+    # and three lines of context.
+    assert "unchanged" in ok("refresh", root=root).text
+    assert patch_bytes(root, "hand") == header + diff
     replace_in(work(root) / "a.py", b"line10\n", b"LINE10\n")
     monkeypatch.setenv("PATCHFORGE_DATE", "2024-06-30")
     ok("refresh", "hand", root=root)

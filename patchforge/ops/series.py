@@ -240,6 +240,10 @@ def refresh(project, store, name: str | None = None) -> dict:
     diff, changes = _worktree_diff(project, store, upstream, state, with_changes=True)
     path = project.patch_path(upstream, file_name)
     patch = project.read_patch(upstream, file_name)
+    if _same_change(store, state["base"], patch, changes):
+        # The worktree holds exactly what the patch already does: keep its bytes (it may have
+        # been written by another tool, with abbreviated index lines or other context).
+        diff = patch.diff
     new_patch = patch.with_diff(diff)
     if new_patch.diff != patch.diff:
         new_patch = new_patch.with_field("Last-Update", today())
@@ -252,6 +256,25 @@ def refresh(project, store, name: str | None = None) -> dict:
     later = check_later_patches(project, store, upstream, file_name)
     return {"upstream": upstream, "name": file_name, "changed": changed,
             "files": [c[0] for c in changes], "later_failing": later}
+
+
+def _same_change(store, base: str, patch, changes) -> bool:
+    """True when `patch` applies exactly on `base` and gives the worktree's files (same paths,
+    same bytes, no mode change)."""
+    from patchforge.errors import PatchforgeError
+
+    if any(old_mode != new_mode for _, old, new, old_mode, new_mode in changes
+           if old is not None and new is not None):
+        return False
+    try:
+        applied = apply_series(lambda paths: store.read_blobs(base, paths), [("patch", patch)],
+                               strict=True, max_fuzz=0)
+    except PatchforgeError:
+        return False
+    if applied.outcomes and applied.outcomes[0].worst != "exact":
+        return False
+    got = {p: c for p, c in applied.current.items() if c != applied.base.get(p)}
+    return got == {path: new for path, _, new, _, _ in changes}
 
 
 def _edited_patch(project, name: str | None) -> tuple[str, str]:
