@@ -15,6 +15,7 @@ during the write-out is finished by `--continue` (the plan is replayed) or undon
 """
 from __future__ import annotations
 
+import base64
 import re
 import subprocess
 import tempfile
@@ -157,7 +158,7 @@ class Rebase:
         if data.get("phase") == "committing":
             from patchforge.overlay import recover_overlays
 
-            self._clean_temp_files(data["originals"])
+            self._clean_temp_files(self.journal.originals())
             restored = self.journal.restore_originals(self.project.root)
             recover_overlays(self.project)
             if self.journal.restore_tree("overlays", self.project.overlays_dir):
@@ -417,31 +418,35 @@ class Rebase:
         entry["position"] += 1
 
     # --- the write-out ------------------------------------------------------------------------
-    def _plan(self) -> list[tuple[str, bytes | None]]:
+    def _plan(self) -> list[tuple[str, bytes | None, str | None]]:
         """Every project file the rebase changes, in write order: (path from the root, new bytes
-        or None to delete). Set-aside copies come before the series stops listing a patch and
-        the old files go last, so no prefix of the plan ever loses a patch."""
+        or None to delete, the staged name of those bytes). Set-aside copies come before the
+        series stops listing a patch and the old files go last, so no prefix of the plan ever
+        loses a patch."""
         project = self.project
         lock = project.lock
-        writes: list[tuple[str, bytes | None]] = []
-        removals: list[tuple[str, None]] = []
-        series_writes: list[tuple[str, bytes]] = []
+        writes: list[tuple[str, bytes | None, str | None]] = []
+        removals: list[tuple[str, None, None]] = []
+        series_writes: list[tuple[str, bytes, None]] = []
         for upstream, entry in self.journal.data["upstreams"].items():
             kept = []
             for result in entry["results"]:
-                name, data = result["name"], self.journal.staged_bytes(result["staged"])
+                name, staged = result["name"], result["staged"]
+                data = self.journal.staged_bytes(staged)
                 if result["destination"] == "series":
                     kept.append(name)
-                    writes.append((f"series/{upstream}/{name}", data))
+                    if data != project.read_patch_bytes(upstream, name):
+                        writes.append((f"series/{upstream}/{name}", data, staged))
                     continue
                 aside = self._free_name(upstream, result["destination"], name, data)
-                writes.append((f"series/{upstream}/{result['destination']}/{aside}", data))
-                removals.append((f"series/{upstream}/{name}", None))
-            series = project.read_series(upstream)
-            series_writes.append((f"series/{upstream}/series",
-                                  series.replaced_names(kept).to_bytes()))
+                writes.append((f"series/{upstream}/{result['destination']}/{aside}", data,
+                               staged))
+                removals.append((f"series/{upstream}/{name}", None, None))
+            series = project.read_series(upstream).replaced_names(kept).to_bytes()
+            if series != project.read_series(upstream).to_bytes():
+                series_writes.append((f"series/{upstream}/series", series, None))
             lock = lock.with_pin(upstream, _pin_from_doc(entry["to"]))
-        return writes + series_writes + [("upstream.lock", lock_to_json(lock))] + removals
+        return writes + series_writes + [("upstream.lock", lock_to_json(lock), None)] + removals
 
     def _free_name(self, upstream: str, destination: str, name: str, data: bytes) -> str:
         """`name`, or `name` with a number when an earlier, different fix of that name is already
@@ -467,25 +472,28 @@ class Rebase:
                 # Built now, in memory, so that a series the overlays cannot take stops the run
                 # before any project file is touched.
                 overlays = build_overlays(project, self.store, lock=_lock_of(writes),
-                                          patch_sources=self._new_sources(writes))
+                                          patch_sources=self._new_sources())
             summary = self._summary(written=True)
             summary["range_diff"] = self._range_diff()
+            # The plan names staged patch files; the series and lock (small) travel inline.
             plan = []
-            for rel, content in writes:
-                plan.append([rel, None if content is None else journal.stage(f"commit/{rel}",
-                                                                             content)])
-                journal.save_original(project.root, rel)
-            for path in _ledger_paths(project):
-                journal.save_original(project.root, path.relative_to(project.root).as_posix())
+            for rel, content, staged in writes:
+                plan.append({"path": rel, "staged": staged, "inline": None if staged or content
+                             is None else base64.b64encode(content).decode()})
+            journal.save_originals(project.root, [rel for rel, _, _ in writes] + [
+                path.relative_to(project.root).as_posix() for path in _ledger_paths(project)])
             data["overlays_saved"] = journal.save_tree("overlays", project.overlays_dir)
             data.update(phase="committing", plan=plan, summary=summary)
             journal.save()
-        self._clean_temp_files(data["originals"])
-        for rel, staged in data["plan"]:
-            if staged is None:
-                atomic_delete(project.root / rel)
+        self._clean_temp_files(journal.originals())
+        for step in data["plan"]:
+            target = project.root / step["path"]
+            if step["staged"]:
+                atomic_write(target, journal.staged_bytes(step["staged"]))
+            elif step["inline"] is not None:
+                atomic_write(target, base64.b64decode(step["inline"]))
             else:
-                atomic_write(project.root / rel, journal.staged_bytes(staged))
+                atomic_delete(target)
         if data.get("overlays_saved"):
             if overlays is None:  # resumed after a kill: the new state is on disk now
                 overlays = build_overlays(project, self.store)
@@ -499,20 +507,17 @@ class Rebase:
         journal.remove()
         return data["summary"]
 
-    def _new_sources(self, writes) -> dict:
+    def _new_sources(self) -> dict:
         """{upstream: [(name, PatchFile, bytes)]} of the new series, for build_overlays."""
-        files = dict(writes)
         sources = {}
         for upstream in self.project.upstream_names():
-            series_rel = f"series/{upstream}/series"
-            if series_rel in files:
-                from patchforge.formats.series import parse_series
-
-                names = parse_series(files[series_rel], series_rel).names
-                raw = [(n, files[f"series/{upstream}/{n}"]) for n in names]
+            entry = self.journal.data["upstreams"].get(upstream)
+            if entry is not None:
+                raw = [(r["name"], self.journal.staged_bytes(r["staged"]))
+                       for r in entry["results"] if r["destination"] == "series"]
             else:
-                names = self.project.patch_names(upstream)
-                raw = [(n, self.project.read_patch_bytes(upstream, n)) for n in names]
+                raw = [(n, self.project.read_patch_bytes(upstream, n))
+                       for n in self.project.patch_names(upstream)]
             sources[upstream] = [(n, parse_patch_file(b, n), b) for n, b in raw]
         return sources
 
@@ -591,7 +596,8 @@ def _ledger_paths(project) -> list[Path]:
 
 
 def _lock_of(writes):
-    return lock_from_json(dict(writes)["upstream.lock"], "upstream.lock")
+    return lock_from_json({rel: content for rel, content, _ in writes}["upstream.lock"],
+                          "upstream.lock")
 
 
 def _commit_chains(store, chains) -> list[str]:

@@ -3,15 +3,15 @@
 It lives in `.patchforge/rebase/`:
 - `journal.json`: where the run stands, rewritten atomically after every step. Its presence is
   what "a rebase is in progress" means: it is the first file written and the first removed.
-- `staged/`: the new patch files (and, for the write-out, the new series and lock), each
-  written before the journal names it.
-- `orig/` and `orig-overlays/`: once the write-out begins, the project files it replaces and
-  the whole overlays/ tree as they were, for a byte-for-byte `--abort`.
+- `staged/`: the new patch files, each written before the journal names it.
+- `originals.json` and `orig-overlays/`: once the write-out begins, the project files it
+  replaces and the whole overlays/ tree as they were, for a byte-for-byte `--abort`.
 
 The project's own files are not touched until the write-out, which is the last phase.
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -59,22 +59,29 @@ class Journal:
     def staged_bytes(self, staged: str) -> bytes:
         return (self.dir / staged).read_bytes()
 
-    def save_original(self, root: Path, rel: str) -> None:
-        """Copy a project file (or record its absence) before the write-out changes it."""
-        originals = self.data.setdefault("originals", {})
-        source = Path(root) / rel
-        if source.exists():
-            atomic_write(self.dir / "orig" / rel, source.read_bytes())
-            originals[rel] = True
-        else:
-            originals[rel] = False
+    def save_originals(self, root: Path, rels: list[str]) -> None:
+        """Keep the project files the write-out will change (or their absence), all in one
+        atomic write: `originals.json`, path -> base64 of the bytes or null."""
+        originals = {}
+        for rel in rels:
+            source = Path(root) / rel
+            originals[rel] = base64.b64encode(source.read_bytes()).decode() \
+                if source.exists() else None
+        atomic_write(self.dir / "originals.json",
+                     (json.dumps(originals, indent=0, sort_keys=True) + "\n").encode())
+
+    def originals(self) -> dict[str, bytes | None]:
+        path = self.dir / "originals.json"
+        if not path.exists():
+            return {}
+        return {rel: None if data is None else base64.b64decode(data)
+                for rel, data in json.loads(path.read_bytes()).items()}
 
     def restore_originals(self, root: Path) -> list[str]:
         restored = []
-        for rel, existed in sorted(self.data.get("originals", {}).items()):
+        for rel, data in sorted(self.originals().items()):
             target = Path(root) / rel
-            if existed:
-                data = (self.dir / "orig" / rel).read_bytes()
+            if data is not None:
                 if not target.exists() or target.read_bytes() != data:
                     atomic_write(target, data)
                     restored.append(rel)

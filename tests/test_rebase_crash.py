@@ -1,0 +1,140 @@
+"""Crash safety of `patchforge rebase`: the process is killed (PATCHFORGE_FAULT, exit 137) at every
+write point of a run, and what it leaves is checked.
+
+For each kind of write step (write, fsync, rename) and each N from 1 until the run completes
+without meeting the fault: a fresh copy of the project is rebased in a subprocess killed at the
+N-th step. Then either the project is byte for byte as before, or a journal is there from which
+`rebase --continue` reaches exactly the bytes of an uninterrupted run and `rebase --abort` gets
+the old bytes back. At the moment of the kill, every patch file's bytes exist somewhere under
+series/ or the journal. The killed process's lock (a dead PID) never blocks the next command.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from test_rebase import BASE, Stack, Upstream, run_cli, run_subprocess, snapshot, with_lines
+
+KILLED = 137
+
+
+def all_bytes(root: Path) -> list[bytes]:
+    """The contents of every file under series/ and .patchforge/ (the journal included; the
+    saved originals are kept base64-encoded in one file)."""
+    out = []
+    for top in ("series", ".patchforge"):
+        for path in (root / top).rglob("*"):
+            if path.is_file():
+                out.append(path.read_bytes())
+                if path.name == "originals.json":
+                    out += [base64.b64decode(v) for v in json.loads(out[-1]).values() if v]
+    return out
+
+
+def build(tmp_path: Path, monkeypatch) -> tuple[Stack, list[str]]:
+    """A stack with a clean, a merged and a landed patch, overlays generated; returns
+    it and the `rebase` arguments that move it without a stop."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    upstream = Upstream(tmp_path / "up", {"pkg/mod.py": BASE, "pkg/other.py": b"x = 1\n"})
+    stack = Stack(tmp_path / "template")
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "clean", {"pkg/other.py": b"x = 1\ny = 2\n"})
+    stack.add_patch("up", "merged", {"pkg/mod.py": with_lines({10: b"def f10():\n    return -10\n\n"})})
+    landed = with_lines({3: b"def f3():\n    return 'three, fixed upstream too'\n\n"})
+    stack.add_patch("up", "landed", {"pkg/mod.py": landed})
+    stack.cli("overlays")
+    theirs = with_lines({3: b"def f3():\n    return 'three, fixed upstream too'\n\n",
+                         9: b"def f9():\n    return 9  # upstream\n\n"})
+    new_commit = upstream.commit({"pkg/mod.py": b"# header\n# two lines\n" + theirs})
+    return stack, ["rebase", "--to", f"up={new_commit}"]
+
+
+def reference(stack: Stack, args: list[str], tmp_path: Path) -> dict[str, bytes]:
+    """The bytes of an uninterrupted run."""
+    root = tmp_path / "reference"
+    shutil.copytree(stack.root, root, symlinks=True)
+    code, out, err = run_cli(root, *args)
+    assert code == 0, out + err
+    return snapshot(root)
+
+
+def check_killed_state(root: Path, before: dict[str, bytes], after: dict[str, bytes],
+                       patches: list[bytes], label: str) -> str:
+    """Check what a kill left; returns "old" or "journal"."""
+    have = all_bytes(root)
+    for data in patches:
+        assert data in have, f"{label}: a patch file's bytes are nowhere"
+    if not (root / ".patchforge" / "rebase" / "journal.json").exists():
+        assert snapshot(root) == before, f"{label}: no journal, yet the project changed"
+        return "old"
+    for verb, expected in (("--abort", before), ("--continue", after)):
+        copy = root.parent / f"{root.name}{verb}"
+        shutil.copytree(root, copy, symlinks=True)
+        code, out, err = run_cli(copy, "rebase", verb)
+        assert code == 0, f"{label}: rebase {verb} -> {code}\n{out}\n{err}"
+        assert snapshot(copy) == expected, f"{label}: rebase {verb} did not give the bytes " \
+            f"expected: {sorted(set(snapshot(copy).items()) ^ set(expected.items()))[:3]}"
+        assert not (copy / ".patchforge" / "rebase").exists()
+        shutil.rmtree(copy)
+    return "journal"
+
+
+@pytest.mark.parametrize("step", ["write", "fsync", "rename"])
+def test_kill_at_every_write_point_of_a_rebase(step, tmp_path, monkeypatch):
+    stack, args = build(tmp_path, monkeypatch)
+    before = stack.snapshot()
+    patches = [data for rel, data in before.items() if rel.endswith(".patch")]
+    after = reference(stack, args, tmp_path)
+    assert after != before
+    seen = []
+    for n in range(1, 200):
+        root = tmp_path / f"kill-{n}"
+        shutil.copytree(stack.root, root, symlinks=True)
+        proc = run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"{step}:{n}"})
+        if proc.returncode != KILLED:
+            assert proc.returncode == 0, proc.stderr.decode()
+            assert snapshot(root) == after  # the fault was never reached: a whole run
+            break
+        seen.append(check_killed_state(root, before, after, patches, f"{step}:{n}"))
+        shutil.rmtree(root)
+    else:
+        pytest.fail("the run never completed")
+    # The kills fell before the journal, inside the moving phase and inside the write-out.
+    assert seen[0] == "old" and "journal" in seen
+    assert len(seen) >= 10
+
+
+def test_kill_during_continue_after_a_conflict(tmp_path, monkeypatch):
+    """Killed at every write point of `--continue` (resolution staged, write-out): the journal
+    still finishes or aborts to the right bytes."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    upstream = Upstream(tmp_path / "up", {"pkg/mod.py": BASE})
+    stack = Stack(tmp_path / "template")
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "conflicting", {"pkg/mod.py": with_lines({10: b"def f10():\n    return -10\n\n"})})
+    stack.add_patch("up", "later", {"pkg/mod.py": with_lines({20: b"def f20():\n    pass\n\n"})})
+    stack.cli("overlays")
+    before = stack.snapshot()
+    new_commit = upstream.commit({"pkg/mod.py": with_lines({10: b"def f10():\n    return 100\n\n"})})
+    stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
+    (stack.root / ".patchforge" / "work" / "up" / "pkg" / "mod.py").write_bytes(
+        with_lines({10: b"def f10():\n    return -100\n\n"}))
+    patches = [data for rel, data in before.items() if rel.endswith(".patch")]
+    after = reference(stack, ["rebase", "--continue"], tmp_path)
+    for n in range(1, 200):
+        root = tmp_path / f"kill-{n}"
+        shutil.copytree(stack.root, root, symlinks=True)
+        proc = run_subprocess(root, "rebase", "--continue", env={"PATCHFORGE_FAULT": f"rename:{n}"})
+        if proc.returncode != KILLED:
+            assert proc.returncode == 0, proc.stderr.decode()
+            assert snapshot(root) == after
+            break
+        # Stopped before: the journal is always there, and --abort always gives the old bytes.
+        assert check_killed_state(root, before, after, patches, f"rename:{n}") == "journal"
+        shutil.rmtree(root)
+    else:
+        pytest.fail("the run never completed")
