@@ -1,4 +1,4 @@
-"""`lint`."""
+"""`lint`: run the checks of `patchforge.ops.lint` and print their findings (exit 1 on an error)."""
 from __future__ import annotations
 
 import sys
@@ -10,7 +10,8 @@ from patchforge.errors import EXIT_ATTENTION
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON document (schema: formats/schemas/lint.schema.json).")
 @click.option("--no-forge", is_flag=True, help="Do not ask the forge about submitted fixes.")
 @click.option("--warnings-fail", is_flag=True, help="Exit 1 on warnings too.")
 @click.pass_obj
@@ -25,12 +26,16 @@ def lint(app, as_json, no_forge, warnings_fail):
         for name, pin in project.lock.upstreams.items():
             ensure_pinned(project, store, name, pin)
         findings = do_lint(project, store, forge=None if no_forge else make_forge(project))
-    failing = [f for f in findings if f.severity == "error" or warnings_fail]
+    errors = sum(f.severity == "error" for f in findings)
+    warnings = len(findings) - errors
+    failing = errors or (warnings_fail and warnings)
     if as_json:
-        emit_json({"ok": not failing, "findings": [f.to_json() for f in findings]})
+        emit_json({"ok": not failing, "errors": errors, "warnings": warnings,
+                   "findings": [f.to_json() for f in findings]})
     elif findings:
         click.echo(table([[f.severity, f.patch, f.check, f.message] for f in findings],
                          ["severity", "patch", "check", "message"]))
+        click.echo(f"lint: {errors} error(s), {warnings} warning(s)")
     else:
         click.echo("lint: no findings")
     if failing:

@@ -1,27 +1,40 @@
 """`lint`: what a reviewer would check by hand before trusting a series.
 
-Headers (Upstream-Status, Description, Origin/Author, Upstream, Base), series/files consistency,
-byte-stability (regenerating a patch gives the same bytes), zero fuzz against the locked base for
-every profile, `Keeps:` invariants, submitted fixes whose pull request closed unmerged, and
-`Drop-When` conditions that are already true.
+Owns the checks and their findings (nothing is written): headers (Upstream-Status one of the DEP-3 /
+OpenEmbedded values, Description, Origin or Author, Upstream, Base), series/files consistency
+(listed but missing, on disk but unlisted, the same change twice), byte-stability (parse then write
+gives the file back; regenerating the diff with patchforge's fixed options gives the same bytes),
+application on the locked base for every profile (no failure, no fuzz, no zero-context hunks, no
+binary changes), `Keeps:` invariants, `Submitted` fixes whose pull request was closed unmerged, and
+`Drop-When` conditions already true.
+
+Severity: an `error` is something that is wrong (exit 1); a `warning` is worth a look but the
+series is sound (exit 0 unless --warnings-fail).
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
 from patchforge.apply.series import applies_to_profile, apply_series
 from patchforge.errors import InputError, PatchforgeError
 
-STATUS_RE = re.compile(r"^(Pending|Accepted|Submitted(\s*\[[^\]]+\])?|Backport(\s*\[[^\]]+\])?|"
-                       r"Denied(\s*\[[^\]]+\])?|Inappropriate(\s*\[[^\]]+\])?|"
-                       r"Inactive-Upstream(\s*\[[^\]]+\])?)\s*$", re.I)
+_STATUS_WORDS = ("Pending", "Accepted", "Submitted", "Backport", "Denied", "Inappropriate",
+                 "Inactive-Upstream")
+# "Submitted [https://...]": one of the words, optionally a bracketed note, nothing else.
+STATUS_RE = re.compile(r"^(" + "|".join(_STATUS_WORDS) + r")(?:\s*\[([^\]]+)\])?\s*$", re.I)
+# The note is what makes these values useful (OpenEmbedded requires it for the last two).
+_NOTE_WANTED = {"submitted": "the pull request or mailing-list URL",
+                "backport": "the upstream commit", "denied": "the reason",
+                "inappropriate": "the reason"}
 
 
 @dataclass(frozen=True)
 class Finding:
-    patch: str  # "upstream/name" or a file path
-    check: str
+    patch: str  # "upstream/name", or a project file relative to the root
+    check: str  # header | series | parse | byte-stable | apply | fuzz | zero-context | binary
+    #             | keeps | forwarded | drop-when | ledger
     message: str
     severity: str = "error"  # error | warning
 
@@ -33,6 +46,7 @@ class Finding:
 def lint(project, store, *, forge=None) -> list[Finding]:
     findings: list[Finding] = []
     lock = project.lock
+    seen_diffs: dict[str, str] = {}  # sha256 of a diff -> the first patch that has it
     for upstream in project.upstream_names():
         findings += _series_consistency(project, upstream)
         try:
@@ -47,13 +61,27 @@ def lint(project, store, *, forge=None) -> list[Finding]:
                 raw = project.read_patch_bytes(upstream, name)
                 patch = project.read_patch(upstream, name)
             except PatchforgeError as exc:
-                findings.append(Finding(label, "parse", str(exc)))
+                if project.patch_path(upstream, name).exists():  # missing: reported above
+                    findings.append(Finding(label, "parse", str(exc)))
                 continue
-            parsed.append((name, patch, raw))
             findings += _headers(label, patch, upstream, pin)
             if patch.to_bytes() != raw:
                 findings.append(Finding(label, "byte-stable", "parse then write changes the file"))
-        if pin is None or not parsed:
+            findings += _diff_shape(label, patch)
+            if patch.diff.strip():
+                digest = hashlib.sha256(patch.diff).hexdigest()
+                if digest in seen_diffs:
+                    findings.append(Finding(label, "series", f"the same diff as {seen_diffs[digest]}"
+                                                             ": a duplicate patch"))
+                seen_diffs.setdefault(digest, label)
+            if not any(fp.is_binary for fp in patch.file_patches):
+                parsed.append((name, patch, raw))
+        if pin is None:
+            if names:
+                findings.append(Finding(upstream, "series", "the upstream has patches but no pin "
+                                                            "in upstream.lock"))
+            continue
+        if not parsed:
             continue
         findings += _apply_checks(project, store, upstream, pin, parsed)
         findings += _drop_and_forward(project, store, upstream, pin, parsed, forge)
@@ -71,7 +99,7 @@ def _series_consistency(project, upstream: str) -> list[Finding]:
                         str(exc))]
     on_disk = {p.name for p in directory.glob("*.patch")} if directory.is_dir() else set()
     for name in names:
-        if name not in on_disk:
+        if not project.patch_path(upstream, name).is_file():
             out.append(Finding(f"{upstream}/{name}", "series", "listed in the series but missing"))
     for name in sorted(on_disk - set(names)):
         out.append(Finding(f"{upstream}/{name}", "series",
@@ -82,15 +110,20 @@ def _series_consistency(project, upstream: str) -> list[Finding]:
 def _headers(label: str, patch, upstream: str, pin) -> list[Finding]:
     out = []
     status = patch.get("Upstream-Status")
+    match = STATUS_RE.match(status.strip()) if status else None
     if not status:
         out.append(Finding(label, "header", "no Upstream-Status"))
-    elif not STATUS_RE.match(status.strip()):
+    elif not match:
         out.append(Finding(label, "header", f"Upstream-Status {status!r} is not one of Pending, "
                                             "Submitted [url], Backport [commit], Denied [reason], "
                                             "Inappropriate [reason]"))
-    if not patch.get("Description"):
+    elif match.group(1).lower() in _NOTE_WANTED and not match.group(2):
+        out.append(Finding(label, "header", f"Upstream-Status {match.group(1)} without "
+                                            f"{_NOTE_WANTED[match.group(1).lower()]} in [...]",
+                           "warning"))
+    if not (patch.get("Description") or "").strip():
         out.append(Finding(label, "header", "no Description (or Subject)"))
-    if not (patch.get("Origin") or patch.get("Author")):
+    if not ((patch.get("Origin") or "").strip() or (patch.get("Author") or "").strip()):
         out.append(Finding(label, "header", "neither Origin nor Author"))
     declared = patch.get("Upstream")
     if declared and declared.strip() != upstream:
@@ -106,7 +139,24 @@ def _headers(label: str, patch, upstream: str, pin) -> list[Finding]:
     return out
 
 
+def _diff_shape(label: str, patch) -> list[Finding]:
+    """What no locked base can make right: binary changes and hunks anchored by line number only."""
+    out = []
+    for fp in patch.file_patches:
+        if fp.is_binary:
+            out.append(Finding(label, "binary", f"{fp.path}: binary change (patchforge carries "
+                                                "text fixes only)"))
+        for hunk in fp.hunks:
+            if hunk.zero_context:
+                out.append(Finding(label, "zero-context",
+                                   f"{fp.path}: hunk at line {hunk.line_no} of the patch file has "
+                                   "no context lines; it applies by line number alone (remake it "
+                                   "with context: `patchforge edit` + `refresh`)"))
+    return out
+
+
 def _apply_checks(project, store, upstream, pin, parsed) -> list[Finding]:
+    from patchforge.apply.series import SeriesState
     from patchforge.invariants import check_patch_invariants
     from patchforge.ops.common import make_diff
 
@@ -124,9 +174,11 @@ def _apply_checks(project, store, upstream, pin, parsed) -> list[Finding]:
         for outcome in state.outcomes:
             label = f"{upstream}/{outcome.name}"
             if not outcome.ok:
-                out.append(Finding(label, "apply", f"does not apply on the locked base{where}"))
+                out.append(Finding(label, "apply", f"does not apply on the locked base "
+                                                   f"{pin.label}{where}: {_failed_hunks(outcome)}"))
             elif outcome.worst == "fuzz":
-                out.append(Finding(label, "fuzz", f"applies only with fuzz{where}"))
+                out.append(Finding(label, "fuzz", f"applies only with fuzz{where}: "
+                                                  f"{_fuzzed_hunks(outcome)}"))
         # Keeps: invariants on this profile's result.
         for name, patch in selected:
             for problem in check_patch_invariants(patch, lambda path: state.current.get(path)
@@ -137,14 +189,13 @@ def _apply_checks(project, store, upstream, pin, parsed) -> list[Finding]:
                     reported.add(key)
                     out.append(Finding(f"{upstream}/{name}", "keeps", problem + where))
     # Byte-stability of the diff: regenerate each patch on the series before it.
-    state = None
-    from patchforge.apply.series import SeriesState
     state = SeriesState()
     for name, patch, _ in parsed:
         before = dict(state.current)
         apply_series(read_base, [(name, patch)], strict=False, state=state)
-        if not state.outcomes[-1].ok:
-            continue
+        if not state.outcomes[-1].ok or any(fp.is_rename or fp.is_copy
+                                            for fp in patch.file_patches):
+            continue  # a failure is reported above; renames are regenerated without -M
         changes = []
         for fp in patch.file_patches:
             path = fp.new_path or fp.old_path
@@ -158,12 +209,57 @@ def _apply_checks(project, store, upstream, pin, parsed) -> list[Finding]:
             regenerated = make_diff(store, changes)
         except PatchforgeError:
             continue
-        if regenerated != patch.diff and not any(fp.is_rename for fp in patch.file_patches):
-            out.append(Finding(f"{upstream}/{name}", "byte-stable",
-                               "regenerating the diff gives different bytes (not made by "
-                               "patchforge's fixed diff options); `patchforge edit` + `refresh` "
-                               "normalizes it", "warning"))
+        if regenerated != patch.diff:
+            detail, cosmetic = _first_difference(patch.diff, regenerated)
+            out.append(Finding(
+                f"{upstream}/{name}", "byte-stable",
+                f"regenerating the diff gives different bytes ({detail}); `patchforge edit` + "
+                "`refresh` rewrites it in the canonical form",
+                "warning" if cosmetic else "error"))
     return out
+
+
+def _failed_hunks(outcome) -> str:
+    parts = []
+    for application in outcome.files:
+        path = application.new_path or application.old_path
+        if application.error:
+            parts.append(f"{path}: {application.error}")
+            continue
+        failed = [f"#{h.index + 1}" for h in application.hunks if h.status == "failed"]
+        if failed:
+            parts.append(f"{path} hunk {', '.join(failed)}")
+    return "; ".join(parts) or "see `patchforge status`"
+
+
+def _fuzzed_hunks(outcome) -> str:
+    parts = []
+    for application in outcome.files:
+        path = application.new_path or application.old_path
+        fuzzed = [f"#{h.index + 1} (fuzz {h.fuzz})" for h in application.hunks
+                  if h.status == "fuzz"]
+        if fuzzed:
+            parts.append(f"{path} hunk {', '.join(fuzzed)}")
+    return "; ".join(parts)
+
+
+def _first_difference(stored: bytes, regenerated: bytes) -> tuple[str, bool]:
+    """Where the stored diff and the regenerated one part, and whether they differ only in their
+    `index` lines (absent, or blob ids abbreviated by another tool): cosmetic, since `git apply`
+    and `patch` take either and the hunks are the same."""
+    def hunks_only(diff: bytes) -> list[bytes]:
+        return [line for line in diff.split(b"\n") if not line.startswith(b"index ")]
+
+    cosmetic = hunks_only(stored) == hunks_only(regenerated)
+    a, b = stored.split(b"\n"), regenerated.split(b"\n")
+    for k in range(max(len(a), len(b))):
+        x = a[k] if k < len(a) else b"(end)"
+        y = b[k] if k < len(b) else b"(end)"
+        if x != y:
+            what = "only index lines differ" if cosmetic else "diff"
+            return (f"{what}: line {k + 1} of the diff is {x.decode('utf-8', 'replace')[:48]!r}, "
+                    f"regenerated {y.decode('utf-8', 'replace')[:48]!r}", cosmetic)
+    return ("same lines, different line endings", False)
 
 
 def _drop_and_forward(project, store, upstream, pin, parsed, forge) -> list[Finding]:
@@ -171,13 +267,22 @@ def _drop_and_forward(project, store, upstream, pin, parsed, forge) -> list[Find
 
     out = []
     target = Target(upstream, pin.commit, pin.commit, pin.label, pin.version)
+    config = project.config.upstreams.get(upstream)
+    names = {upstream, getattr(config, "package", None)}
     for name, patch, _ in parsed:
         label = f"{upstream}/{name}"
         forwarded = forwarded_info(project, store, patch, target, forge) if forge else None
-        if forwarded and forwarded.get("state") == "closed" and not forwarded.get("merged"):
-            out.append(Finding(label, "forwarded", f"pull request {forwarded['url']} was closed "
-                                                   "without being merged", "warning"))
-        condition = drop_when(patch, target, forwarded)
+        status = (patch.get("Upstream-Status") or "").strip().lower()
+        if forwarded and forwarded.get("error") and forwarded.get("merged") is None:
+            out.append(Finding(label, "forwarded", f"cannot check {forwarded['url']}: "
+                                                   f"{forwarded['error']}", "warning"))
+        elif forwarded and forwarded.get("state") == "closed" and not forwarded.get("merged"):
+            # The header says the fix is on its way upstream; it is not.
+            out.append(Finding(label, "forwarded",
+                               f"pull request {forwarded['url']} was closed without being "
+                               "merged: resubmit it, or set Upstream-Status to Pending or Denied",
+                               "error" if status.startswith("submitted") else "warning"))
+        condition = drop_when(patch, target, forwarded, store=store, forge=forge, names=names)
         if condition and condition.get("true"):
             out.append(Finding(label, "drop-when", f"Drop-When {condition['condition']} is true "
                                                    f"for {pin.label}: remove the fix"))

@@ -1,0 +1,283 @@
+"""`patchforge lint` through the CLI, one real project per finding (a real git upstream, the test
+forge on 127.0.0.1 for pull requests), `--json` validated against lint.schema.json, and the real
+example stack of this repository."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from patchforge.formats.schemas import validation_errors
+from tests.conftest import REPO_ROOT
+from tests.servers import forge_server  # noqa: F401  (fixture)
+from tests.test_hostile import add_patch, build_env, run_cli, snapshot
+
+AUTHOR = b"Author: A U Thor <author@example.com>\n"
+FIELDS = b"Description: a fix\n" + AUTHOR + b"Upstream-Status: Pending\n"
+# As git writes it with patchforge's options (3 lines of context), minus the index line: canonical
+# up to a cosmetic difference, so that each test sees only the finding it is about.
+MODIFY_A = (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+            b"@@ -1,5 +1,5 @@\n line1\n-line2\n+LINE2\n line3\n line4\n line5\n")
+MODIFY_MOD = (b"diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
+              b"@@ -1,3 +1,3 @@\n x = 1\n-y = 2\n+y = 20\n z = 3\n")
+
+
+def patch(fields: bytes, diff: bytes = MODIFY_A) -> bytes:
+    return fields + b"\n---\n" + diff
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    return build_env(tmp_path_factory)
+
+
+def lint_json(root: Path, *extra: str):
+    before = snapshot(root)
+    r = run_cli(root, "lint", "--json", *extra)
+    assert snapshot(root) == before  # lint never writes
+    document = json.loads(r.out)
+    assert validation_errors(document, "lint") == []
+    assert document["ok"] == (r.rc == 0)
+    assert r.rc in (0, 1), r.text
+    return r.rc, document
+
+
+def findings(document, check: str | None = None, patch_name: str | None = None):
+    return [f for f in document["findings"]
+            if (check is None or f["check"] == check)
+            and (patch_name is None or f["patch"] == f"up/{patch_name}")]
+
+
+def errors(document):
+    return [f for f in document["findings"] if f["severity"] == "error"]
+
+
+def test_clean_series_passes(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    r = run_cli(root, "import", "overlay", str(_write(tmp_path / "o", b"line1\nLINE2\nline3\n"
+                                                      b"line4\nline5\nline6\nline7\nline8\n")),
+                "--upstream", "up", "--path", "a.txt", "--name", "good")
+    assert r.rc == 0, r.text
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 0 and errors(doc) == [], doc
+    assert not findings(doc, "byte-stable")  # made by patchforge: canonical
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("fields,expected,severity", [
+    (b"Description: x\n" + AUTHOR, "no Upstream-Status", "error"),
+    (b"Description: x\n" + AUTHOR + b"Upstream-Status: Maybe\n", "is not one of", "error"),
+    (AUTHOR + b"Upstream-Status: Pending\n", "no Description", "error"),
+    (b"Description: x\nUpstream-Status: Pending\n", "neither Origin nor Author", "error"),
+    (FIELDS + b"Upstream: other\n", "but it is in the up series", "error"),
+    (b"Description: x\n" + AUTHOR + b"Upstream-Status: Submitted\n", "without the pull request",
+     "warning"),
+    (b"Description: x\n" + AUTHOR + b"Upstream-Status: Inappropriate\n", "without the reason",
+     "warning"),
+    (FIELDS + b"Base: " + b"0" * 40 + b"\n", "is not the locked revision", "warning"),
+])
+def test_header_findings(env, tmp_path, monkeypatch, fields, expected, severity):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "fix.patch", patch(fields))
+    rc, doc = lint_json(root, "--no-forge")
+    found = [f for f in findings(doc, "header", "fix.patch") if expected in f["message"]]
+    assert found and found[0]["severity"] == severity, doc
+    assert rc == (1 if severity == "error" else 0)
+
+
+def test_origin_without_author_is_enough(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "fix.patch", patch(b"Description: x\nOrigin: vendor\nUpstream-Status: "
+                                       b"Backport [abc123]\n"))
+    rc, doc = lint_json(root, "--no-forge")
+    assert [f for f in findings(doc, "header", "fix.patch") if "Base" not in f["message"]] == [], doc
+    assert rc == 0
+
+
+def test_unlisted_and_missing_patches(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "fix.patch", patch(FIELDS))
+    (root / "series/up/stray.patch").write_bytes(patch(FIELDS, MODIFY_MOD))
+    with open(root / "series/up/series", "ab") as series:
+        series.write(b"ghost.patch\n")
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 1
+    assert "not listed" in findings(doc, "series", "stray.patch")[0]["message"]
+    assert "missing" in findings(doc, "series", "ghost.patch")[0]["message"]
+    assert findings(doc, "parse") == []  # the missing file is reported once, as a series finding
+
+
+def test_duplicate_entry_and_duplicate_change(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "fix.patch", patch(FIELDS))
+    add_patch(root, "again.patch", patch(b"Description: the same\n" + AUTHOR +
+                                         b"Upstream-Status: Pending\n"))
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 1
+    assert "same diff as up/fix.patch" in findings(doc, "series", "again.patch")[0]["message"]
+    with open(root / "series/up/series", "ab") as series:
+        series.write(b"fix.patch\n")
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 1 and any("listed twice" in f["message"] for f in findings(doc, "series")), doc
+
+
+def _git_diff(env, tmp_path, *options: str) -> bytes:
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(env.upstream), str(clone)], check=True)
+    (clone / "a.txt").write_bytes((clone / "a.txt").read_bytes().replace(b"line5", b"LINE5"))
+    return subprocess.run(["git", "diff", *options], cwd=clone, capture_output=True,
+                          check=True).stdout
+
+
+def test_byte_stability_abbreviated_index_is_a_warning(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "fix.patch", patch(FIELDS, _git_diff(env, tmp_path, "--abbrev=12")))
+    rc, doc = lint_json(root, "--no-forge")
+    (found,) = findings(doc, "byte-stable", "fix.patch")
+    assert found["severity"] == "warning" and "only index lines differ" in found["message"]
+    assert rc == 0
+
+
+def test_byte_stability_other_diff_options_are_an_error(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "fix.patch", patch(FIELDS, _git_diff(env, tmp_path, "-U1")))
+    rc, doc = lint_json(root, "--no-forge")
+    (found,) = findings(doc, "byte-stable", "fix.patch")
+    assert found["severity"] == "error" and "diff: line" in found["message"]
+    assert rc == 1
+
+
+def _with_profiles(root: Path) -> None:
+    config = root / "patchforge.toml"
+    text = config.read_bytes()
+    assert b"[profiles]\n" in text
+    config.write_bytes(text.replace(b"[profiles]\n", b'[profiles]\ngfx942 = "MI300X"\n'
+                                                     b'gfx950 = "MI355X"\n', 1))
+
+
+def test_fuzz_and_failure_per_profile(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    _with_profiles(root)
+    # On gfx950 an earlier patch changes line1, so the next one's first context line is gone:
+    # it applies there only with fuzz; on gfx942 it is exact.
+    add_patch(root, "first.patch", patch(FIELDS + b"Profiles: gfx950\n", (
+        b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+        b"@@ -1,4 +1,4 @@\n-line1\n+LINE1\n line2\n line3\n line4\n")))
+    add_patch(root, "second.patch", patch(b"Description: y\n" + AUTHOR +
+                                          b"Upstream-Status: Pending\n", (
+        b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+        b"@@ -1,6 +1,6 @@\n line1\n line2\n-line3\n+LINE3\n line4\n line5\n line6\n")))
+    add_patch(root, "broken.patch", patch(b"Description: z\n" + AUTHOR +
+                                          b"Upstream-Status: Pending\n", (
+        b"diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
+        b"@@ -1,3 +1,3 @@\n x = 1\n-y = 99\n+y = 20\n z = 3\n")))
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 1
+    fuzz = findings(doc, "fuzz", "second.patch")
+    assert [f["message"] for f in fuzz if "gfx950" in f["message"]] and \
+        not [f for f in fuzz if "gfx942" in f["message"]], doc
+    assert "a.txt hunk #1 (fuzz " in fuzz[0]["message"]
+    broken = findings(doc, "apply", "broken.patch")
+    assert {("gfx942" in f["message"], "gfx950" in f["message"]) for f in broken} == \
+        {(True, False), (False, True)}
+    assert "pkg/mod.py hunk #1" in broken[0]["message"]
+
+
+def test_zero_context_and_binary_hunks(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "u0.patch", patch(FIELDS, b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n"
+                                              b"+++ b/a.txt\n@@ -5 +5 @@\n-line5\n+LINE5\n"))
+    add_patch(root, "bin.patch", patch(b"Description: b\n" + AUTHOR + b"Upstream-Status: Pending\n",
+                                       b"diff --git a/x.bin b/x.bin\nnew file mode 100644\n"
+                                       b"Binary files /dev/null and b/x.bin differ\n"))
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 1
+    assert "line 9 of the patch file" in findings(doc, "zero-context", "u0.patch")[0]["message"]
+    assert "x.bin: binary change" in findings(doc, "binary", "bin.patch")[0]["message"]
+
+
+def test_keeps_invariant_broken_by_a_later_patch(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "fix.patch", patch(FIELDS + b"Keeps: a.txt: LINE2\n"))
+    add_patch(root, "undo.patch", patch(b"Description: undo\n" + AUTHOR +
+                                        b"Upstream-Status: Pending\n", (
+        b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+        b"@@ -1,5 +1,5 @@\n line1\n-LINE2\n+line2\n line3\n line4\n line5\n")))
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 1
+    assert findings(doc, "keeps", "fix.patch"), doc
+
+
+def _with_forge(root: Path, url: str) -> None:
+    config = root / "patchforge.toml"
+    config.write_bytes(config.read_bytes().replace(b'api-url = "https://api.github.com"',
+                                                   f'api-url = "{url}"'.encode()))
+
+
+def test_submitted_fix_whose_pull_request_closed_unmerged(env, tmp_path, monkeypatch,
+                                                          forge_server):  # noqa: F811
+    root = env.fresh(tmp_path, monkeypatch)
+    _with_forge(root, forge_server.url)
+    url = b"https://github.com/o/r/pull/5"
+    add_patch(root, "fix.patch", patch(b"Description: x\n" + AUTHOR + b"Forwarded: " + url +
+                                       b"\nUpstream-Status: Submitted [" + url + b"]\n"))
+    forge_server.add_pull("o/r", 5, state="closed", merged=False)
+    rc, doc = lint_json(root)
+    assert rc == 1
+    (found,) = findings(doc, "forwarded", "fix.patch")
+    assert found["severity"] == "error" and "closed without being merged" in found["message"]
+    # With --no-forge the forge is not asked at all.
+    asked = len(forge_server.requests)
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 0 and len(forge_server.requests) == asked
+
+
+def test_forge_failure_is_a_warning_not_a_pass(env, tmp_path, monkeypatch,
+                                               forge_server):  # noqa: F811
+    root = env.fresh(tmp_path, monkeypatch)
+    _with_forge(root, forge_server.url)
+    add_patch(root, "fix.patch", patch(b"Description: x\n" + AUTHOR + b"Upstream-Status: "
+                                       b"Submitted [https://github.com/o/r/pull/404]\n"))
+    rc, doc = lint_json(root)
+    (found,) = findings(doc, "forwarded", "fix.patch")
+    assert found["severity"] == "warning" and "cannot check" in found["message"]
+
+
+def test_drop_when_already_true(env, tmp_path, monkeypatch, forge_server):  # noqa: F811
+    root = env.fresh(tmp_path, monkeypatch)
+    _with_forge(root, forge_server.url)
+    pinned = json.loads((root / "upstream.lock").read_text())["upstreams"]["up"]["commit"]
+    forge_server.add_pull("o/r", 7, state="closed", merged=True, merge_commit_sha=pinned)
+    add_patch(root, "fix.patch", patch(FIELDS + b"Drop-When: merged https://github.com/o/r/pull/7\n"))
+    rc, doc = lint_json(root)
+    assert rc == 1
+    assert "is true" in findings(doc, "drop-when", "fix.patch")[0]["message"], doc
+
+
+def test_text_output_lists_findings_and_exits_1(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "fix.patch", patch(b"Description: x\n" + AUTHOR))
+    r = run_cli(root, "lint", "--no-forge")
+    assert r.rc == 1
+    assert "up/fix.patch" in r.out and "no Upstream-Status" in r.out and "1 error(s)" in r.out
+
+
+def test_warnings_fail(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "fix.patch", patch(b"Description: x\n" + AUTHOR +
+                                       b"Upstream-Status: Submitted\n"))
+    assert run_cli(root, "lint", "--no-forge").rc == 0
+    assert run_cli(root, "lint", "--no-forge", "--warnings-fail").rc == 1
+
+
+def test_real_example_stack(shared_cache):
+    # The stack in this repository: no errors (warnings: abbreviated index lines, the ledger).
+    rc, doc = lint_json(REPO_ROOT, "--no-forge")
+    assert errors(doc) == [], doc
+    assert rc == 0
