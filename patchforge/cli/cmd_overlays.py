@@ -31,6 +31,10 @@ def overlays(app, profiles, check, as_json):
                          f"{', '.join(project.config.profiles) or 'none'})")
     with open_store(project) as store:
         result = build_overlays(project, store)
+        # A fix that still applies can still be neutralised (a later patch undid it, a context
+        # match put it in the wrong function): every Keeps: invariant must hold per profile.
+        from patchforge.invariants import require_overlay_invariants
+        require_overlay_invariants(project, result, store=store)
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if check:

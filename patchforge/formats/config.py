@@ -77,14 +77,15 @@ def load_config(path: Path) -> Config:
         required = {"git": "url", "wheel": "package", "dir": "path"}[kind]
         if not isinstance(spec.get(required), str):
             fail(f"{key}.{required}", f"required for kind {kind!r}", needle=f"[{prefix}{key}]")
-        for opt in ("install-root", "follow", "forge-repo", "image-label"):
+        for opt in ("install-root", "follow", "forge-repo", "image-label", "git-url"):
             if opt in spec and not isinstance(spec[opt], str):
                 fail(f"{key}.{opt}", "must be a string")
         upstreams[name] = UpstreamConfig(
             name=name, kind=kind, url=spec.get("url"), follow=spec.get("follow"),
             package=spec.get("package"), path=spec.get("path"),
             install_root=spec.get("install-root"), forge_repo=spec.get("forge-repo"),
-            signoff=bool(spec.get("signoff", False)), image_label=spec.get("image-label"))
+            signoff=bool(spec.get("signoff", False)), image_label=spec.get("image-label"),
+            git_url=spec.get("git-url"))
 
     profiles = expect(table.get("profiles", {}), dict, "profiles")
     for pname, desc in profiles.items():

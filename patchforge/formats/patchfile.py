@@ -110,7 +110,10 @@ class PatchFile:
         fields = list(self.fields)
         for k, f in enumerate(fields):
             if _canon(f.name) == key:
-                fields[k] = HeaderField(f.name, value, _render_field(f.name, value, self._eol))
+                # Keep the replaced field's own line ending (headers can mix them).
+                eol = b"\r\n" if f.raw.endswith(b"\r\n") else (
+                    b"\n" if f.raw.endswith(b"\n") else self._eol)
+                fields[k] = HeaderField(f.name, value, _render_field(f.name, value, eol))
                 return replace(self, fields=tuple(fields))
         fields.append(HeaderField(name, value, _render_field(name, value, self._eol)))
         gap = self.gap

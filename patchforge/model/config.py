@@ -20,6 +20,7 @@ class UpstreamConfig:
     forge_repo: str | None = None  # "owner/name" on the forge, for PRs and Forwarded lookups
     signoff: bool = False  # the upstream wants a DCO Signed-off-by trailer on PR commits
     image_label: str | None = None  # image-config label naming this upstream's commit
+    git_url: str | None = None  # wheel/dir upstreams: the git repository PRs go to
 
 
 @dataclass(frozen=True)

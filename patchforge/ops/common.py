@@ -31,3 +31,10 @@ def add_to_series(project, upstream: str, file_name: str, data: bytes) -> None:
     atomic_write(project.patch_path(upstream, file_name), data)
     series = project.read_series(upstream)
     atomic_write(project.series_path(upstream), series.inserted(file_name).to_bytes())
+
+
+def series_changed(project) -> None:
+    """Keep the generated ledger (series/PATCHES.md) in step after a command changed the series."""
+    from patchforge.ledger import update_ledger
+
+    update_ledger(project)

@@ -16,7 +16,7 @@ from patchforge.errors import InputError, UsageError
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.formats.series import parse_series
 from patchforge.fsutil import RepoLock, atomic_write
-from patchforge.ops.common import add_to_series, make_diff, series_state
+from patchforge.ops.common import add_to_series, make_diff, series_changed, series_state
 from patchforge.ops.series import default_author, today
 from patchforge.project import patch_file_name
 
@@ -60,6 +60,7 @@ def import_overlay(project, store, overlay: Path, *, upstream: str, path: str, n
     fields.append(("Last-Update", today()))
     with RepoLock(project.state_dir):
         add_to_series(project, upstream, file_name, render_patch_file(fields, b"", diff))
+        series_changed(project)
     return file_name
 
 
@@ -77,26 +78,15 @@ def import_git(project, store, rev_range: str, *, repo: Path, upstream: str) -> 
     """One patch per commit of RANGE in REPO (oldest first), header from the commit."""
     project.config.upstream(upstream)
     pin = project.lock.pin(upstream)
-    commits = _run(["git", "-C", str(repo), "rev-list", "--reverse", "--no-merges", rev_range])
+    from patchforge.store.userrepo import read_commits
+
     imported = []
     pending = []
-    for sha in commits.decode().split():
-        meta = _run(["git", "-C", str(repo), "show", "-s", "--format=%an%x00%ae%x00%as%x00%s%x00%b",
-                     sha]).decode("utf-8", "surrogateescape")
-        name, mail, date, subject, body = meta.split("\0", 4)
-        changed = _run(["git", "-C", str(repo), "diff-tree", "-r", "--no-renames", "-z",
-                        "--no-commit-id", sha + "^", sha])
-        parts = changed.split(b"\0")
-        changes = []
-        for i in range(0, len(parts) - 1, 2):
-            meta_line, path = parts[i].decode(), parts[i + 1].decode("utf-8", "surrogateescape")
-            old_mode, new_mode, old_id, new_id, _ = meta_line.lstrip(":").split(" ")
-            old = None if set(old_id) == {"0"} else _run(["git", "-C", str(repo), "cat-file",
-                                                          "blob", old_id])
-            new = None if set(new_id) == {"0"} else _run(["git", "-C", str(repo), "cat-file",
-                                                          "blob", new_id])
-            changes.append((path, old, new, old_mode if old is not None else new_mode,
-                            new_mode if new is not None else old_mode))
+    for commit in read_commits(Path(repo), rev_range):
+        sha, subject, body = commit.sha, commit.subject, commit.body
+        name, mail, date = commit.author_name, commit.author_email, commit.date
+        changes = [(d.new_path or d.old_path, d.old, d.new, d.old_mode, d.new_mode)
+                   for d in commit.deltas]
         diff = make_diff(store, changes)
         file_name = patch_file_name(slugify(subject))
         _check_new_name(project, upstream, file_name)
@@ -113,6 +103,7 @@ def import_git(project, store, rev_range: str, *, repo: Path, upstream: str) -> 
             parse_patch_file(data, file_name)
             add_to_series(project, upstream, file_name, data)
             imported.append(file_name)
+        series_changed(project)
     return imported
 
 
@@ -148,6 +139,7 @@ def import_quilt(project, directory: Path, *, upstream: str) -> list[str]:
     with RepoLock(project.state_dir):
         for file_name, data in pending:
             add_to_series(project, upstream, file_name, data)
+        series_changed(project)
     return [n for n, _ in pending]
 
 
@@ -187,6 +179,7 @@ def import_mbox(project, store, mbox: Path, *, upstream: str) -> list[str]:
     with RepoLock(project.state_dir):
         for file_name, data in pending:
             add_to_series(project, upstream, file_name, data)
+        series_changed(project)
     return [n for n, _ in pending]
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchforge.apply.series import apply_series
-from patchforge.ops.common import make_diff
+from patchforge.ops.common import make_diff, series_changed
 from patchforge.errors import ApplyError, InputError, UsageError
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
@@ -253,6 +253,7 @@ def refresh(project, store, name: str | None = None) -> dict:
     with RepoLock(project.state_dir):
         if changed:
             atomic_write(path, data)
+        series_changed(project)
     later = check_later_patches(project, store, upstream, file_name)
     return {"upstream": upstream, "name": file_name, "changed": changed,
             "files": [c[0] for c in changes], "later_failing": later}
@@ -343,6 +344,7 @@ def new_patch(project, name: str, *, upstream: str | None = None, after: str | N
     with RepoLock(project.state_dir):
         atomic_write(project.patch_path(upstream, file_name), data)
         atomic_write(project.series_path(upstream), new_series.to_bytes())
+        series_changed(project)
     return upstream, file_name
 
 
@@ -361,6 +363,7 @@ def delete_patch(project, name: str) -> Path:
         state = editing(project, upstream)
         if state and state["patch"] == file_name:
             atomic_delete(_state_file(project, upstream))
+        series_changed(project)
     return kept
 
 
@@ -382,6 +385,7 @@ def rename_patch(project, old: str, new: str) -> tuple[str, str]:
             state["patch"] = new_file
             atomic_write(_state_file(project, upstream),
                          (json.dumps(state, indent=2) + "\n").encode())
+        series_changed(project)
     return upstream, new_file
 
 
@@ -401,6 +405,7 @@ def move_patch(project, store, name: str, *, after: str | None = None,
     moved = series.removed(file_name).inserted(file_name, after=after, first=first)
     with RepoLock(project.state_dir):
         atomic_write(project.series_path(upstream), moved.to_bytes())
+        series_changed(project)
     if store is None:
         return []
     pin = project.lock.pin(upstream)

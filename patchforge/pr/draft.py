@@ -13,11 +13,10 @@ landed, or that conflicts with the head, gives a draft in state "upstreamed", "c
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field, replace
 
 from patchforge.apply.hunks import apply_file_patch
-from patchforge.errors import ConfigError, StoreError, UsageError
+from patchforge.errors import StoreError, UsageError
 from patchforge.pr.body import Body, Facts, find_template, make_body
 from patchforge.pr.message import CommitSpec, bug_links, build_commit_spec, description_text
 
@@ -98,19 +97,6 @@ def _redact(url: str) -> str:
     return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", url, flags=re.I)
 
 
-def upstream_table(project, upstream: str) -> dict:
-    """The raw configuration table of one upstream (for keys the model does not carry)."""
-    try:
-        doc = tomllib.loads(project.config_path.read_text("utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the configuration: {exc}",
-                          path=str(project.config_path)) from None
-    if project.config_path.name != "patchforge.toml":
-        doc = doc.get("tool", {}).get("patchforge", {})
-    table = doc.get("upstreams", {}).get(upstream, {})
-    return table if isinstance(table, dict) else {}
-
-
 def forge_repo_of(url: str) -> str | None:
     """owner/name of a github.com URL (https, ssh or scp-like), else None."""
     match = _GITHUB_URL.match(url.strip())
@@ -119,7 +105,7 @@ def forge_repo_of(url: str) -> str | None:
 
 def pr_git_url(project, upstream: str) -> str:
     config = project.config.upstream(upstream)
-    url = config.url if config.kind == "git" else upstream_table(project, upstream).get("git-url")
+    url = config.url if config.kind == "git" else config.git_url
     if isinstance(url, str) and url.strip():
         url = url.strip()
         # A relative local path is relative to the project root (where the configuration that

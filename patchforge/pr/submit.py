@@ -151,4 +151,7 @@ def record_submission(project, upstream: str, file_name: str, url: str) -> bool:
         if new == data:
             return False
         atomic_write(path, new)
+        from patchforge.ledger import record_event
+        record_event(project, {"event": "submitted", "upstream": upstream, "patch": file_name,
+                               "url": url})
         return True
