@@ -496,3 +496,35 @@ def test_text_output_has_a_summary_and_a_range_diff(stack, upstream):
     assert "up/middle.patch" in out and "resolved" in out
     assert "2 clean, 1 resolved" in out
     assert "range-diff of the old series against the new one" in out
+
+
+def test_schema_rejects_what_the_contract_does_not_allow(stack, upstream):
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "fix", {"pkg/other.py": b"x = 5\n"})
+    new_commit = upstream.commit({"README": b"2\n"})
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    assert validation_errors({**summary, "patches": [{**summary["patches"][0],
+                                                      "action": "fuzzed"}]}, "rebase")
+    assert validation_errors({**summary, "upstreams": {"up": {"from": "x"}}}, "rebase")
+    assert validation_errors({k: v for k, v in summary.items() if k != "counts"}, "rebase")
+    assert validation_errors({"aborted": True}, "rebase")
+
+
+def test_skip_and_continue_need_a_rebase_in_progress(stack, upstream):
+    stack.add_upstream("up", upstream)
+    _, _, err = stack.cli("rebase", "--skip", expect=2)
+    assert "no rebase in progress" in err
+    _, _, err = stack.cli("rebase", "--to", "up=HEAD", "--continue", expect=2)
+    assert "exactly one of" in err
+
+
+def test_a_fix_set_aside_twice_under_one_name_keeps_both(stack, upstream):
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "fix", {"pkg/other.py": b"x = 'first take of the fix'\n"})
+    aside = stack.root / "series" / "up" / "upstreamed"
+    aside.mkdir()
+    (aside / "fix.patch").write_bytes(b"Description: an older fix of the same name\n")
+    new_commit = upstream.commit({"pkg/other.py": b"x = 'first take of the fix'\n"})
+    stack.rebase_json("--to", f"up={new_commit}")
+    assert (aside / "fix.patch").read_bytes() == b"Description: an older fix of the same name\n"
+    assert b"Applied-Upstream" in (aside / "fix.2.patch").read_bytes()
