@@ -54,6 +54,7 @@ table{border-collapse:collapse;width:100%;margin:4px 0 8px}
 th,td{text-align:left;vertical-align:top;padding:6px 10px;border-bottom:1px solid var(--line)}
 th{background:var(--bg);font-size:12px;text-transform:uppercase;letter-spacing:.03em;color:var(--muted)}
 td.num{color:var(--muted);width:2.5em}
+td.nowrap{white-space:nowrap}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;
 white-space:nowrap;border:1px solid transparent}
 .badge.ok{background:var(--ok-bg);color:var(--ok);border-color:#aceebb}
@@ -304,7 +305,7 @@ def _series_tables(patches: list[dict], headers: dict) -> str:
                 f"<code>{_e(p.get('name'))}</code></a>"
                 + (f"<br><span class=\"muted\">{_e(subject)}</span>" if subject else "")
                 + f"</td><td>{_state_badge(p)}</td>"
-                f"<td>{_hunk_count(hunks)}</td>"
+                f"<td class=\"nowrap\">{_hunk_count(hunks)}</td>"
                 f"<td>{_e(fields.get('Profiles', 'all'))}</td>"
                 f"<td>{_e(fields.get('Upstream-Status', ''))}</td>"
                 f"<td class=\"mono\">{_e(_short(p.get('landed_in')) or '')}</td>"
@@ -464,7 +465,7 @@ def _hunk_count(hunks: dict) -> str:
     total, landed = hunks.get("total"), hunks.get("landed")
     if total is None:
         return ""
-    return _e(total) + (f" <span class=\"muted\">({_e(landed)} landed)</span>" if landed else "")
+    return _e(total) + (f" <span class=\"muted\">&middot; {_e(landed)} landed</span>" if landed else "")
 
 
 def _badge(state: str) -> str:
