@@ -148,8 +148,8 @@ def render_html_report(project, status_document: dict) -> str:
 # --- sources, read tolerantly -----------------------------------------------------------------
 
 def load_last_rebase(project) -> dict | None:
-    """The last completed rebase, as a `rebase --json`-shaped summary: `.patchforge/last-rebase.json`
-    when it is there, else rebuilt from `series/history.jsonl` (the ledger's per-patch events of
+    """The last completed rebase, as a `rebase --json`-shaped summary: the saved summary
+    `.patchforge/last-rebase.json` when it is there, else rebuilt from `series/history.jsonl` (the ledger's per-patch events of
     the last rebase run; they carry no range-diff). None when neither says anything."""
     root = Path(getattr(project, "root", "."))
     candidate = _read_json(root / ".patchforge" / "last-rebase.json")
@@ -465,7 +465,8 @@ def _hunk_count(hunks: dict) -> str:
     total, landed = hunks.get("total"), hunks.get("landed")
     if total is None:
         return ""
-    return _e(total) + (f" <span class=\"muted\">&middot; {_e(landed)} landed</span>" if landed else "")
+    extra = f" <span class=\"muted\">&middot; {_e(landed)} landed</span>" if landed else ""
+    return _e(total) + extra
 
 
 def _badge(state: str) -> str:
