@@ -33,6 +33,10 @@ def _fault_point(step: str) -> None:
         os._exit(137)
 
 
+# The public name for write paths outside atomic_write (the overlay directory swap).
+fault_point = _fault_point
+
+
 def fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:

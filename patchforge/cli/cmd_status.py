@@ -31,12 +31,18 @@ def parse_specs(project, specs):
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also write a self-contained HTML report.")
+@click.argument("more_specs", nargs=-1, metavar="[SPEC]...")
 @click.pass_obj
-def status(app, specs, strict, as_json, html_out):
+def status(app, specs, strict, as_json, html_out, more_specs):
     """Per patch: applies, offset, fuzz, conflict, upstreamed, partial or obsolete."""
+    from patchforge.errors import UsageError
     from patchforge.ops.resolve import open_store
     from patchforge.ops.status import resolve_targets, series_status
 
+    # `--against vllm=X aiter=Y`: click gives the option one value; the rest arrive here.
+    if more_specs and not specs:
+        raise UsageError(f"unexpected argument {more_specs[0]!r}: SPECs follow --against")
+    specs = (*specs, *more_specs)
     project = app.project()
     specs = parse_specs(project, specs)
     with open_store(project) as store:
