@@ -65,8 +65,12 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
     # A dry run writes nothing, not even the lock file (project files are only ever replaced
     # atomically, so it reads whole files).
     lock = contextlib.nullcontext() if dry_run else RepoLock(project.state_dir)
-    with lock, open_store(project) as store:
-        engine = Rebase(project, store)
+    from patchforge.cli.output import Progress
+
+    progress = Progress("rebasing")
+    with lock, open_store(project) as store, progress:
+        engine = Rebase(project, store,
+                        on_patch=lambda upstream, name: progress.advance(f"{upstream}/{name}"))
         if abort:
             restored = engine.abort()
             if as_json:

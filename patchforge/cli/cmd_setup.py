@@ -123,7 +123,11 @@ def fetch(app, upstreams, as_json):
     """Bring the locked revisions into the store."""
     from patchforge.ops.setup import fetch as do_fetch
 
-    results = do_fetch(app.project(), list(upstreams) or None)
+    from patchforge.cli.output import Progress
+
+    with Progress("fetching") as progress:
+        results = do_fetch(app.project(), list(upstreams) or None,
+                           on_upstream=lambda name, label: progress.advance(f"{name} {label}"))
     if as_json:
         emit_json({"fetched": [{"upstream": u, "commit": c, "result": w} for u, c, w in results]})
         return

@@ -93,8 +93,9 @@ def add_upstream(project, upstream: UpstreamConfig, spec: str) -> object:
     return pin
 
 
-def fetch(project, names: list[str] | None = None) -> list[tuple[str, str, str]]:
-    """Bring the locked revisions into the store. Returns (upstream, commit, what happened)."""
+def fetch(project, names: list[str] | None = None, *, on_upstream=None) -> list[tuple[str, str, str]]:
+    """Bring the locked revisions into the store. Returns (upstream, commit, what happened).
+    `on_upstream(name, label)` is called before each (the CLI's progress indicator)."""
     from patchforge.ops.resolve import ensure_pinned, open_store
 
     lock = project.lock
@@ -103,6 +104,8 @@ def fetch(project, names: list[str] | None = None) -> list[tuple[str, str, str]]
     with open_store(project) as store:
         for name in names:
             pin = lock.pin(name)
+            if on_upstream:
+                on_upstream(name, pin.label)
             what = ensure_pinned(project, store, name, pin)
             out.append((name, pin.commit, what))
     return out

@@ -88,10 +88,12 @@ def _reads(store, commit: str):
 class Rebase:
     """One rebase run over the journal; the CLI drives start / resume / abort."""
 
-    def __init__(self, project, store) -> None:
+    def __init__(self, project, store, *, on_patch=None) -> None:
         self.project = project
         self.store = store
         self.journal = Journal(project.state_dir)
+        # Called with (upstream, patch name) before each patch: the CLI's progress indicator.
+        self.on_patch = on_patch or (lambda upstream, name: None)
 
     # --- entry points -------------------------------------------------------------------------
     def start(self, specs: dict[str, str], *, dry_run: bool = False) -> dict:
@@ -206,6 +208,7 @@ class Rebase:
         old_state = apply_series(read_old, patches[:entry["position"]], strict=False)
         for position in range(entry["position"], len(names)):
             name, patch = patches[position]
+            self.on_patch(upstream, name)
             result, stop = self._rebase_one(upstream, name, patch, judge, old_state, target)
             apply_series(read_old, [(name, patch)], strict=False, state=old_state)
             if stop is not None and dry:
