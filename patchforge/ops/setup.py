@@ -99,7 +99,7 @@ def fetch(project, names: list[str] | None = None, *, on_upstream=None) -> list[
     from patchforge.ops.resolve import ensure_pinned, open_store
 
     lock = project.lock
-    names = names or list(lock.upstreams)
+    names = names or [u for u in project.upstream_names() if u in lock.upstreams]
     out = []
     with open_store(project) as store:
         for name in names:
