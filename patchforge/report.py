@@ -24,7 +24,7 @@ STATE_CLASS = {"applies": "ok", "offset": "ok", "clean": "ok", "fuzz": "warn", "
                "obsolete": "bad", "upstreamed": "info", "dropped": "info", "skipped": "muted"}
 HEADER_FIELDS = ("Author", "Origin", "Bug", "Forwarded", "Upstream-Status", "Applied-Upstream",
                  "Profiles", "Drop-When", "Keeps", "Base", "Last-Update")
-MAX_DIFF_CHARS = 200_000  # a patch's diff beyond this is cut, so one huge patch cannot bury the page
+MAX_DIFF_CHARS = 200_000  # a longer diff is cut, so one huge patch cannot bury the page
 HISTORY_ROWS = 20
 
 CSS = """
@@ -149,8 +149,9 @@ def render_html_report(project, status_document: dict) -> str:
 
 def load_last_rebase(project) -> dict | None:
     """The last completed rebase, as a `rebase --json`-shaped summary: the saved summary
-    `.patchforge/last-rebase.json` when it is there, else rebuilt from `series/history.jsonl` (the ledger's per-patch events of
-    the last rebase run; they carry no range-diff). None when neither says anything."""
+    `.patchforge/last-rebase.json` when it is there, else rebuilt from `series/history.jsonl`
+    (the ledger's per-patch events of the last rebase run; they carry no range-diff). None when
+    neither says anything."""
     root = Path(getattr(project, "root", "."))
     candidate = _read_json(root / ".patchforge" / "last-rebase.json")
     if isinstance(candidate, dict) and (candidate.get("patches") or candidate.get("range_diff")
