@@ -8,9 +8,10 @@ hit. After each fault the project must be in its old state or its new state (or,
 command documents one, a named intermediate state that loses nothing), no patch may be lost, and
 the next command must work (the dead process's lock is stale and taken over).
 
-`overlays` writes its staging tree with plain open() (overlay.py write_overlays), outside the fault
-points, so its kill points are reproduced here as the on-disk states a kill leaves behind, and
-`recover_overlays` must turn each into the old or the new set.
+`overlays` swaps a staging tree in with two renames (overlay.py write_overlays); its fault points are
+tried like the others, its kill points are also reproduced as the on-disk states a kill leaves, and
+a real SIGKILL is sent at several moments: `recover_overlays` must turn each into the old or the new
+set.
 """
 from __future__ import annotations
 
@@ -243,6 +244,25 @@ def test_overlays_swap_interrupted_is_recovered(env, tmp_path, monkeypatch, kill
     assert r.rc == 0, r.text
     assert snapshot(overlays) == new_overlays
     assert run_cli(root, "verify").rc == 0
+
+
+def test_overlays_at_every_write_point(env, tmp_path, monkeypatch):
+    # overlay.py's swap has its own fault points (each staging file's write and fsync, both
+    # renames): after a kill at any of them, recovery gives the old or the new set, and the next
+    # run the new one.
+    from patchforge.overlay import recover_overlays
+    from patchforge.project import Project
+
+    prepared, old_overlays, new_overlays = _overlay_states(env, tmp_path, monkeypatch)
+
+    def check(root, phase):
+        recover_overlays(Project.discover(root))
+        assert snapshot(root / "overlays") in (old_overlays, new_overlays), phase
+        r = run_cli(root, "overlays")
+        assert r.rc == 0, r.text
+        assert snapshot(root / "overlays") == new_overlays, phase
+
+    assert run_with_faults(prepared, tmp_path, ("overlays",), check) >= 4
 
 
 def test_overlays_killed_by_sigkill_leaves_old_or_new_set(env, tmp_path, monkeypatch):
