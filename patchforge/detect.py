@@ -290,6 +290,12 @@ def assess_patch(name: str, patch, *, read_base, read_current, exists_in_target,
     renames: dict[str, str] = {}
     evidence: list[str] = []
     for fp in patch.file_patches:
+        if fp.is_binary:
+            from patchforge.errors import InputError
+            raise InputError(f"patch {name}: {fp.path} is a binary patch; patchforge carries "
+                             "text fixes only", path=getattr(patch, "source", name),
+                             line=fp.line_no)
+    for fp in patch.file_patches:
         path = fp.old_path if fp.old_path is not None else fp.new_path
         target_path = path
         if not fp.is_new and not exists_in_target(path):

@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from patchforge.apply.series import applies_to_profile, apply_series
 from patchforge.errors import ApplyError, ConfigError, InputError
 from patchforge.formats.lockfile import dump_json
+from patchforge.ops.common import refuse_symlinked_paths
 from patchforge.fsutil import fault_point, fsync_dir
 
 MANIFEST_VERSION = 1
@@ -80,6 +81,8 @@ def build_overlays(project, store, *, lock=None, patch_sources=None) -> OverlayS
             continue
         pin = lock.pin(upstream)
         install_root = config.upstreams[upstream].install_root
+        # A mount through an upstream symlink would cover a file outside the upstream's tree.
+        refuse_symlinked_paths(store, pin.commit, [(n, p) for n, p, _ in patches])
 
         def read_base(paths, commit=pin.commit):
             return store.read_blobs(commit, paths)

@@ -86,12 +86,7 @@ def git_made_patch(env, tmp_path: Path, change: dict, *, chmod: dict | None = No
     return HEADER + diff
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(
-        strict=True, reason="bug: overlay.py render_metadata -> lockfile.dump_json encodes the "
-                            "manifest with ensure_ascii=False + utf-8, so a non-UTF-8 path is an "
-                            "internal error (exit 70)")) if c == "non-utf8-name" else c
-    for c in sorted(CHANGES)])
+@pytest.mark.parametrize("case", sorted(CHANGES))
 def test_git_made_patch_applied_by_overlays_gives_exact_bytes(env, tmp_path, monkeypatch, case):
     root = env.fresh(tmp_path, monkeypatch)
     add_patch(root, "change.patch", git_made_patch(env, tmp_path, CHANGES[case]))
@@ -147,9 +142,6 @@ def test_mode_change_applied_by_overlays_keeps_content(env, tmp_path, monkeypatc
     assert overlay_file(root, "exec.sh").read_bytes() == b"#!/bin/sh\necho ho\n"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: ops/series.py open_worktree writes content only, never "
-                                       "the patch's new mode, so the edit worktree shows 644 and a "
-                                       "refresh then drops the mode change from the patch")
 def test_mode_change_survives_edit_and_refresh(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
     add_patch(root, "mode.patch", git_made_patch(env, tmp_path, {}, chmod={"exec.sh": 0o755}))

@@ -325,11 +325,7 @@ def _refuse_everywhere(env: Env, tmp_path: Path, monkeypatch, diff: bytes, *,
 # and the file but not the line; see test_binary_refusal_names_the_line.
 BINARY = {"binary-differ", "binary-literal"}
 # Known gaps, each a strict xfail so that the fix turns it into a failure to remove the mark.
-GAPS = {
-    "binary-without-git-header": "bug: formats/patchfile.py takes 'Binary files a/x and b/x "
-                                 "differ' after the --- separator for description text, so the "
-                                 "patch is an empty patch and overlays exits 0",
-}
+GAPS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(strict=True,
@@ -339,9 +335,6 @@ def test_hostile_patch_in_series_is_refused_by_every_command(env, tmp_path, monk
     _refuse_everywhere(env, tmp_path, monkeypatch, HOSTILE[case], line=case not in BINARY)
 
 
-@pytest.mark.xfail(strict=True, reason="gap: apply/series.py raises the binary refusal without "
-                                       "path/line (ApplyError(..., path=patch.source, "
-                                       "line=fp.line_no) would give it)")
 def test_binary_refusal_names_the_line(env, tmp_path, monkeypatch):
     _refuse_everywhere(env, tmp_path, monkeypatch, HOSTILE["binary-literal"])
 
@@ -355,8 +348,7 @@ def test_binary_refusal_is_clear(env, tmp_path, monkeypatch):
 
 # `import quilt` and `import mbox` only copy or render patches, they do not apply them: binary
 # patches get in and are refused later, by the first command that applies them.
-IMPORT_GAPS = {c: "gap: import accepts a binary patch (refused only when applied)" for c in BINARY}
-IMPORT_GAPS.update(GAPS)
+IMPORT_GAPS: dict[str, str] = dict(GAPS)
 
 
 def _import_cases(gaps=IMPORT_GAPS):
@@ -396,9 +388,6 @@ def test_hostile_patch_in_mbox_import_is_refused(env, tmp_path, monkeypatch, cas
     assert "Traceback" not in r.text
 
 
-@pytest.mark.xfail(strict=True, reason="bug: ops/exchange.py import_mbox renders the patch before "
-                                       "parsing its diff with the mbox's name, so the error says "
-                                       "'<diff>:2:' instead of naming the mbox and message")
 def test_mbox_refusal_names_the_mbox(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
     mbox = tmp_path / "in.mbox"
@@ -443,10 +432,6 @@ def test_shell_and_option_like_names_are_only_data(env, tmp_path, monkeypatch, n
 # ---------------------------------------------------------------------------------------------
 # Symlinks in the upstream
 
-@pytest.mark.xfail(strict=True, reason="SECURITY bug: ops/series.py open_worktree writes the "
-                                       "patched files with Path.write_bytes under the checkout, "
-                                       "following a symlinked directory that the upstream (and so "
-                                       "the checkout) holds: `edit` creates OUTSIDE/x")
 def test_patch_writing_through_upstream_symlinked_dir_never_writes_outside(env, tmp_path,
                                                                           monkeypatch):
     # linkdir -> OUTSIDE in the upstream; the patch creates linkdir/x. Whatever the command does,
@@ -458,9 +443,6 @@ def test_patch_writing_through_upstream_symlinked_dir_never_writes_outside(env, 
         assert list(env.outside.iterdir()) == [], args
 
 
-@pytest.mark.xfail(strict=True, reason="bug: overlays/edit accept a patch creating linkdir/x when "
-                                       "linkdir is a symlink in the upstream (the overlay's mount "
-                                       "target then goes through the symlink)")
 def test_patch_writing_through_upstream_symlinked_dir_is_refused(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
     add_patch(root, "through.patch", _patch(_new_file(b"linkdir/x")))
@@ -471,9 +453,6 @@ def test_patch_writing_through_upstream_symlinked_dir_is_refused(env, tmp_path, 
         assert snapshot(tmp_path) == before
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a patch editing an upstream symlink (alink -> a.txt) "
-                                       "as if it were a regular file is accepted; the overlay "
-                                       "replaces the symlink with a regular file")
 def test_patch_editing_an_upstream_symlink_is_refused(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
     add_patch(root, "link.patch", _patch(
@@ -512,8 +491,6 @@ def test_zero_context_hunk_is_flagged_by_the_parser():
     assert fp.has_zero_context
 
 
-@pytest.mark.xfail(strict=True, reason="gap: no command refuses zero-context hunks (diffparse "
-                                       "flags them, apply/series.py does not check the flag)")
 def test_zero_context_hunk_is_refused_by_overlays(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
     add_patch(root, "u0.patch", _patch(ZERO_CONTEXT))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from patchforge.apply.hunks import apply_file_patch
-from patchforge.errors import ApplyError
+from patchforge.errors import ApplyError, InputError
 
 
 def patch_profiles(patch) -> tuple[str, ...]:
@@ -61,7 +61,8 @@ def describe_failure(name: str, application) -> str:
 
 def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
                  patches: list[tuple[str, object]], *, max_fuzz: int = 2,
-                 strict: bool = True, state: SeriesState | None = None) -> SeriesState:
+                 strict: bool = True, state: SeriesState | None = None,
+                 allow_zero_context: bool = False) -> SeriesState:
     """Apply `patches` ((name, PatchFile), in order) on top of base files read by `read_base`.
 
     With `strict`, a hunk that fails raises ApplyError naming the patch and hunk; otherwise the
@@ -77,9 +78,17 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
     for name, patch in patches:
         outcome = PatchOutcome(name)
         for fp in patch.file_patches:
+            source_file = getattr(patch, "source", name)
             if fp.is_binary:
-                raise ApplyError(f"patch {name}: {fp.path} is a binary patch; patchforge carries "
-                                 "text fixes only")
+                raise InputError(f"patch {name}: {fp.path} is a binary patch; patchforge carries "
+                                 "text fixes only", path=source_file, line=fp.line_no)
+            if fp.has_zero_context and not allow_zero_context:
+                # Without context a hunk can land anywhere; GNU patch and git apply refuse such
+                # hunks unless told otherwise, and so do we.
+                hunk = next(h for h in fp.hunks if h.zero_context)
+                raise InputError(f"patch {name}: a hunk of {fp.path} has no context lines",
+                                 path=source_file, line=hunk.line_no,
+                                 hint="regenerate the diff with context (git diff -U3)")
             source = fp.old_path if fp.old_path is not None else fp.new_path
             old = None if fp.is_new else state.current.get(source)
             if old is None and not fp.is_new:

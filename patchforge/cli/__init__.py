@@ -121,6 +121,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:  # the machine, not patchforge: a full disk, a read-only mount, EIO
+        where = f": {exc.filename}" if exc.filename else ""
+        click.echo(f"patchforge: error: {exc.strerror or exc}{where}", err=True)
+        click.echo("hint: nothing was half-written (every write is atomic); fix the cause and "
+                   "run the command again", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     except Exception as exc:  # a bug: short report, traceback only on request
         click.echo(f"patchforge: internal error: {type(exc).__name__}: {exc}", err=True)
         click.echo("This is a bug in patchforge. Run again with -v for the traceback.", err=True)

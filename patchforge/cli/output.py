@@ -19,7 +19,7 @@ def emit_json(document) -> None:
 
 
 def paint(text: str, color: str | None, enabled: bool, bold: bool = False) -> str:
-    if not enabled or not color:
+    if not enabled or not (color or bold):
         return text
     return click.style(text, fg=color, bold=bold)
 

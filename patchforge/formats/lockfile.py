@@ -126,7 +126,13 @@ def lock_to_document(lock: Lock) -> dict:
 
 def dump_json(doc) -> bytes:
     """Deterministic JSON: sorted keys, 2-space indent, final newline."""
-    return (json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    text = json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A non-UTF-8 file name (kept as surrogate escapes) cannot be written as UTF-8 text:
+        # fall back to \u escapes, still deterministic and still valid JSON.
+        return (json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=True) + "\n").encode()
 
 
 def lock_to_json(lock: Lock) -> bytes:

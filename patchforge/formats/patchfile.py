@@ -273,6 +273,11 @@ def _check_description(text: bytes, source: str, first_line: int) -> None:
             raise InputError("a hunk, context diff or ed script outside the diff; refused "
                              "(nothing from a patch is ever run)", path=source,
                              line=first_line + k)
+        if re.match(rb"^(?:Binary files .* differ\r?|GIT binary patch\r?)$", bare):
+            # A binary change without a `diff --git` header would otherwise pass for text and
+            # make an empty patch: refuse it as the binary patch it is.
+            raise InputError("a binary patch; patchforge carries text fixes only", path=source,
+                             line=first_line + k)
 
 
 def render_patch_file(fields: list[tuple[str, str]], description: bytes, diff: bytes) -> bytes:

@@ -38,3 +38,25 @@ def series_changed(project) -> None:
     from patchforge.ledger import update_ledger
 
     update_ledger(project)
+
+
+def refuse_symlinked_paths(store, commit: str, patches) -> None:
+    """Refuse any patch that touches a path which is, or passes through, a symlink in the
+    upstream at `commit`: writing there (an overlay mount, an editing worktree) would land outside
+    the upstream's tree. `patches` is [(name, PatchFile)]."""
+    from patchforge.errors import UnsafePathError
+
+    for name, patch in patches:
+        for fp in patch.file_patches:
+            for path in {p for p in (fp.old_path, fp.new_path) if p}:
+                parts = path.split("/")
+                for depth in range(1, len(parts) + 1):
+                    prefix = "/".join(parts[:depth])
+                    entry = store.entry(commit, prefix)
+                    if entry is not None and entry[0] == "120000":
+                        what = "is a symlink" if depth == len(parts) else \
+                            f"goes through the symlink {prefix}"
+                        raise UnsafePathError(
+                            f"patch {name}: {path} {what} in the upstream; a patch may only "
+                            "touch regular files inside its upstream",
+                            path=getattr(patch, "source", name), line=fp.line_no)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchforge.apply.series import apply_series
-from patchforge.ops.common import make_diff, series_changed
+from patchforge.ops.common import make_diff, refuse_symlinked_paths, series_changed
 from patchforge.errors import ApplyError, InputError, UsageError
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
@@ -130,11 +130,18 @@ def open_worktree(project, store, name: str) -> Path:
     def read_base(paths):
         return store.read_blobs(pin.commit, paths)
 
-    before = apply_series(read_base, _series_prefix(project, upstream, file_name), strict=True)
-    before_commit = store.commit_files(pin.commit, dict(before.current),
+    prefix = _series_prefix(project, upstream, file_name)
+    patch = project.read_patch(upstream, file_name)
+    # The worktree is written on disk: nothing may go through an upstream symlink.
+    refuse_symlinked_paths(store, pin.commit, prefix + [(file_name, patch)])
+    before = apply_series(read_base, prefix, strict=True)
+    modes = {fp.new_path: fp.new_mode for _, p in prefix for fp in p.file_patches
+             if fp.new_path and fp.new_mode and before.current.get(fp.new_path) is not None}
+    before_commit = store.commit_files(pin.commit, dict(before.current), modes=modes,
                                        message=f"{upstream}: series before {file_name}")
     before_files = dict(before.current)  # apply_series below extends `before` in place
-    patch = project.read_patch(upstream, file_name)
+    new_modes = {fp.new_path: fp.new_mode for fp in patch.file_patches
+                 if fp.new_path and fp.new_mode}
     through = apply_series(read_base, [(file_name, patch)], strict=False, state=before)
     failed = [o for o in through.outcomes[-1:] if not o.ok]
     _prepare_checkout(store, work, before_commit)
@@ -150,6 +157,11 @@ def open_worktree(project, store, name: str) -> Path:
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
+    for path, mode in new_modes.items():
+        target = work / path
+        if target.is_file() and not target.is_symlink():
+            # A mode-only change has no content to write; without this it would be lost.
+            os.chmod(target, 0o755 if mode == "100755" else 0o644)
     state = {"patch": file_name, "base": before_commit, "pin": pin.commit}
     atomic_write(_state_file(project, upstream), (json.dumps(state, indent=2) + "\n").encode())
     if failed:
@@ -171,6 +183,11 @@ def _prepare_checkout(store, work: Path, commit: str) -> None:
             shutil.rmtree(work)
         work.mkdir(parents=True)
         _git(work, "init", "-q")
+        # Build products made while testing a fix (python -m py_compile, pytest) are not part
+        # of it: keep them out of what refresh and rebase --continue take.
+        exclude = work / ".git" / "info" / "exclude"
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        exclude.write_text("__pycache__/\n*.pyc\n.pytest_cache/\n")
         alternates = work / ".git" / "objects" / "info" / "alternates"
         alternates.write_text(str(Path(store.git_dir).resolve() / "objects") + "\n")
     _share_promisors(store, work)
@@ -198,6 +215,14 @@ def _share_promisors(store, work: Path) -> None:
         _git(work, "config", key, value)
     _git(work, "config", "core.repositoryformatversion", "1")
     _git(work, "config", "extensions.partialClone", promisors[0])
+
+
+def close_worktree(project, upstream: str) -> None:
+    """Forget the editing worktree of `upstream` (its state file first, then the checkout)."""
+    atomic_delete(_state_file(project, upstream))
+    work = project.work_dir(upstream)
+    if work.exists():
+        shutil.rmtree(work)
 
 
 def _unrefreshed(project, store, upstream: str, state: dict) -> bool:
@@ -335,13 +360,16 @@ def new_patch(project, name: str, *, upstream: str | None = None, after: str | N
         fields.append(("Profiles", profiles))
     fields.append(("Last-Update", today()))
     data = render_patch_file(fields, b"", b"")
-    series = project.read_series(upstream)
-    if after is not None:
-        after = patch_file_name(after)
-        if after not in series.names:
-            raise UsageError(f"no patch named {after} in the {upstream} series")
-    new_series = series.inserted(file_name, after=after)
-    with RepoLock(project.state_dir):
+    with RepoLock(project.state_dir, wait=10):
+        # Read the series under the lock: two `new` at once must not lose an entry.
+        series = project.read_series(upstream)
+        if after is not None:
+            after = patch_file_name(after)
+            if after not in series.names:
+                raise UsageError(f"no patch named {after} in the {upstream} series")
+        if file_name in series.names or project.patch_path(upstream, file_name).exists():
+            raise UsageError(f"a patch named {file_name} already exists")
+        new_series = series.inserted(file_name, after=after)
         atomic_write(project.patch_path(upstream, file_name), data)
         atomic_write(project.series_path(upstream), new_series.to_bytes())
         series_changed(project)

@@ -98,7 +98,8 @@ class Rebase:
     # --- entry points -------------------------------------------------------------------------
     def start(self, specs: dict[str, str], *, dry_run: bool = False) -> dict:
         from patchforge.ops.resolve import ensure_pinned, pin_for_spec
-        from patchforge.ops.series import editing
+        from patchforge.ops.common import refuse_symlinked_paths
+        from patchforge.ops.series import _unrefreshed, close_worktree, editing
 
         if self.journal.exists():
             raise InProgressError("a rebase is in progress",
@@ -111,14 +112,23 @@ class Rebase:
         for upstream in self.project.upstream_names():
             if upstream not in specs:
                 continue
-            if not dry_run and editing(self.project, upstream):
-                raise InProgressError(
-                    f"a patch of {upstream} is being edited in {self.project.work_dir(upstream)}",
-                    hint="`patchforge refresh` (or throw the edit away) before rebasing")
+            state = editing(self.project, upstream)
+            if not dry_run and state:
+                if _unrefreshed(self.project, self.store, upstream, state):
+                    raise InProgressError(
+                        f"{upstream}/{state['patch']} is being edited in "
+                        f"{self.project.work_dir(upstream)} and has changes not refreshed",
+                        hint="`patchforge refresh` (or throw the edit away) before rebasing")
+                # Everything in the worktree is in the patch already: it is derived state,
+                # and the rebase needs the place for its own stops.
+                close_worktree(self.project, upstream)
             old = lock.pin(upstream)
             ensure_pinned(self.project, self.store, upstream, old)
             new = pin_for_spec(self.project, self.store, self.project.config.upstream(upstream),
                                specs[upstream])
+            refuse_symlinked_paths(self.store, new.commit,
+                                   [(n, self.project.read_patch(upstream, n))
+                                    for n in self.project.patch_names(upstream)])
             plan[upstream] = {"from": _pin_doc(old), "to": _pin_doc(new),
                               "names": self.project.patch_names(upstream), "position": 0,
                               "results": []}

@@ -882,6 +882,11 @@ class UpstreamStore:
         self._run("-c", "protocol.version=2", "fetch", "--quiet", "--no-tags",
                   "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
                   upstream, *refspecs, what=f"fetching {upstream} from {url}")
+        # The running `cat-file --batch` read the configuration at start-up: it does not know
+        # a promisor remote added since, and would report that remote's blobs as absent
+        # instead of fetching them on demand. Start a fresh one.
+        self._cat.close()
+        self._cat = _CatFile(self.git_dir)
 
     def remote_heads(self, upstream: str, url: str) -> list[str]:
         """The full branch refs a git upstream advertises (one ls-remote)."""
