@@ -1,0 +1,33 @@
+"""Regressions found in use, each with the scenario that showed it."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import git
+
+
+def cli(root, *args, env=None):
+    return subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), *args],
+                          capture_output=True, text=True, env=env)
+
+
+def test_status_on_a_fresh_cache_fetches_blobs_of_a_git_upstream(tmp_path, make_git_repo,
+                                                                 monkeypatch):
+    """A blob-less fetch followed by reads in the same process: the reader started before the
+    promisor remote existed must not report the upstream's files as absent ("obsolete")."""
+    upstream, _ = make_git_repo({"calc.py": b"a = 1\nb = 2\nc = 3\n"})
+    project = tmp_path / "proj"
+    assert cli(project, "init", str(project)).returncode == 0
+    added = cli(project, "upstream", "add", "up", "--git", str(upstream), "--at", "main")
+    assert added.returncode == 0, added.stderr
+    overlay = tmp_path / "calc.py"
+    overlay.write_bytes(b"a = 1\nb = 22\nc = 3\n")
+    imported = cli(project, "import", "overlay", str(overlay), "--upstream", "up", "--path",
+                   "calc.py", "--name", "fix")
+    assert imported.returncode == 0, imported.stderr
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-cache"))
+    status = cli(project, "status")
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert "applies" in status.stdout and "obsolete" not in status.stdout
+    git(upstream, "log", "-1")  # the upstream is untouched
