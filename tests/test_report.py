@@ -191,16 +191,19 @@ def test_report_shows_the_range_diff_of_the_last_rebase(project, tmp_path):
     done = pf(project, "rebase", "--continue", "--json")
     summary = json.loads(done.stdout)
     assert summary["range_diff"]
-    # Without a saved summary the report rebuilds the last rebase from the ledger's history
-    # (series/history.jsonl, written by the rebase): the results, but no range-diff.
+    # The rebase keeps its summary for the report; without it the report rebuilds the last
+    # rebase from the ledger's history (series/history.jsonl): the results, but no range-diff.
+    saved = project / ".patchforge" / "last-rebase.json"
+    assert json.loads(saved.read_text())["range_diff"] == summary["range_diff"]
+    saved.unlink()
     from_history = tmp_path / "from-history.html"
     pf(project, "status", "--html", str(from_history))
     page = from_history.read_text("utf-8")
     assert "Last rebase" in page and ">resolved<" in page and ">dropped<" in page
     assert "Range-diff" not in page
     assert "History" in page and "calc/more-retries.patch" in page
-    # With the summary of the last rebase, as `rebase --json` prints it, the range-diff too.
-    (project / ".patchforge" / "last-rebase.json").write_text(done.stdout)
+    # With the summary of the last rebase (as `rebase --json` prints it), the range-diff too.
+    saved.write_text(done.stdout)
 
     report = tmp_path / "after.html"
     pf(project, "status", "--html", str(report))

@@ -18,6 +18,17 @@ def make_forge(project):
                                    offline=project.offline)
 
 
+def departed_fixes(project) -> list[dict]:
+    """When and why fixes left the series (the ledger's history), for the status report."""
+    from patchforge.ledger import departures, describe_event
+
+    out = []
+    for patch, event in sorted(departures(project).items()):
+        out.append({"patch": patch, "event": str(event.get("event")),
+                    "description": describe_event(event)})
+    return out
+
+
 def parse_specs(project, specs):
     from patchforge.targets import parse_target_specs
 
@@ -53,6 +64,7 @@ def status(app, specs, strict, as_json, html_out, more_specs):
                            "version": t.version} for name, t in targets.items()},
         "patches": [r.to_json() for r in results],
         "needs_attention": any(r.attention for r in results),
+        "departed": departed_fixes(project),
     }
     if html_out:
         from patchforge.report import write_html_report
@@ -90,6 +102,8 @@ def status(app, specs, strict, as_json, html_out, more_specs):
         click.echo(table(rows, ["patch", "state", "evidence"],
                          colors={1: lambda c: STATE_COLORS.get(c.split(" ")[0])},
                          enabled=app.color))
+        for gone in document["departed"]:
+            click.echo(f"left the series: {gone['patch']}: {gone['description']}")
         attention = sum(1 for r in results if r.attention)
         click.echo(paint(f"{attention} patch(es) need attention", "yellow", app.color)
                    if attention else f"all {len(results)} patches apply and are still needed")

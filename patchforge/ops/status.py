@@ -352,7 +352,15 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
                                        "included in the target")
             status.drop_when = drop_when(patch, target, status.forwarded, store=store,
                                          forge=forge, names=names)
-            status.attention = verdict.state in ATTENTION_STATES or \
+            if verdict.state in ("applies", "offset", "fuzz", "unsure", "partial"):
+                # Applying is not enough: a fix that applies in the wrong place (or that a later
+                # upstream change neutralised) breaks its Keeps: invariants.
+                from patchforge.invariants import check_patch_invariants
+                broken = check_patch_invariants(patch, judge.read_current)
+                status.evidence.extend(broken)
+            else:
+                broken = []
+            status.attention = verdict.state in ATTENTION_STATES or bool(broken) or \
                 bool(status.drop_when and status.drop_when.get("true"))
             out.append(status)
     return out
