@@ -326,6 +326,13 @@ class _ProjectStoreResolver:
 
 def resolve_git_spec(project: Any, store: Any, upstream: Any, spec: str) -> str:
     """The commit a SPEC names for a git upstream, fetched into `store` (used by ops.resolve)."""
+    target = resolve_git_target(project, store, upstream, spec)
+    assert target.commit is not None  # resolve_target raises otherwise
+    return target.commit
+
+
+def resolve_git_target(project: Any, store: Any, upstream: Any, spec: str) -> ResolvedTarget:
+    """resolve_git_spec with everything learnt on the way (the image, when SPEC named one)."""
     registry = None
     image_repository = None
     if classify_spec(spec) in (SpecKind.image, SpecKind.nightly):
@@ -340,4 +347,4 @@ def resolve_git_spec(project: Any, store: Any, upstream: Any, spec: str) -> str:
                                                                                  upstream),
                             registry=registry, image_repository=image_repository)
     assert target.commit is not None  # resolve_target raises otherwise
-    return target.commit
+    return target

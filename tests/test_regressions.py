@@ -31,3 +31,35 @@ def test_status_on_a_fresh_cache_fetches_blobs_of_a_git_upstream(tmp_path, make_
     assert status.returncode == 0, status.stdout + status.stderr
     assert "applies" in status.stdout and "obsolete" not in status.stdout
     git(upstream, "log", "-1")  # the upstream is untouched
+
+
+from tests.servers import registry_server  # noqa: E402,F401  (fixture)
+
+
+def test_rebase_to_an_image_pins_the_image_digest_in_the_lock(tmp_path, make_git_repo,
+                                                               registry_server):  # noqa: F811
+    """`rebase --to registry/repo:tag`: the image's labels name the upstream commit, and the lock
+    records the image by digest (seed 000: a nightly pinned by tag and digest)."""
+    import json
+
+    upstream, first = make_git_repo({"calc.py": b"a = 1\nb = 2\nc = 3\n"})
+    (upstream / "other.py").write_bytes(b"x = 1\n")
+    git(upstream, "add", "-A")
+    git(upstream, "commit", "-q", "-m", "second")
+    second = git(upstream, "rev-parse", "HEAD").strip()
+    pushed = registry_server.push_image("vllm/vllm-openai-rocm", "nightly-test",
+                                        {"org.opencontainers.image.revision": second})
+    project = tmp_path / "proj"
+    assert cli(project, "init", str(project)).returncode == 0
+    assert cli(project, "upstream", "add", "up", "--git", str(upstream), "--at",
+               first).returncode == 0
+    overlay = tmp_path / "calc.py"
+    overlay.write_bytes(b"a = 1\nb = 22\nc = 3\n")
+    assert cli(project, "import", "overlay", str(overlay), "--upstream", "up", "--path",
+               "calc.py", "--name", "fix").returncode == 0
+    ref = f"{registry_server.host}/vllm/vllm-openai-rocm:nightly-test"
+    moved = cli(project, "rebase", "--to", f"up={ref}")
+    assert moved.returncode == 0, moved.stdout + moved.stderr
+    lock = json.loads((project / "upstream.lock").read_text())
+    assert lock["upstreams"]["up"]["commit"] == second
+    assert lock["image"] == {"reference": ref, "tag": "nightly-test", "digest": pushed["digest"]}

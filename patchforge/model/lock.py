@@ -17,6 +17,9 @@ class UpstreamPin:
     label: str  # human label: tag, version, nightly name
     source: dict = field(default_factory=dict)
     version: str | None = None  # the upstream's version where known (Drop-When uses it)
+    # The image the revision was resolved through (`--to repo:tag`), recorded as the lock's image
+    # pin when this pin is written; not part of the upstream's own entry.
+    image: "ImagePin | None" = field(default=None, compare=False)
 
     def with_revision(self, commit: str, tree: str, label: str, source: dict,
                       version: str | None) -> "UpstreamPin":
@@ -45,4 +48,8 @@ class Lock:
                              hint=f"run: patchforge upstream add {name} ... --at SPEC") from None
 
     def with_pin(self, name: str, pin: UpstreamPin) -> "Lock":
-        return replace(self, upstreams={**self.upstreams, name: pin})
+        """The lock with `name` pinned; an image the pin was resolved through becomes the
+        lock's image pin."""
+        image = pin.image if pin.image is not None else self.image
+        return replace(self, upstreams={**self.upstreams, name: replace(pin, image=None)},
+                       image=image)

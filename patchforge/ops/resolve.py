@@ -67,12 +67,18 @@ def pin_for_spec(project, store, upstream, spec: str) -> UpstreamPin:
                                                    project.root / upstream.path, spec)
         return UpstreamPin(kind="dir", commit=commit, tree=tree, label=spec,
                            source={"path": upstream.path}, version=None)
-    commit = targets.resolve_git_spec(project, store,
-                                      replace(upstream, url=git_url_for(project, upstream.url)),
-                                      spec)
+    resolved = targets.resolve_git_target(
+        project, store, replace(upstream, url=git_url_for(project, upstream.url)), spec)
+    commit = resolved.commit
+    image = None
+    if resolved.image is not None:
+        # Resolved through an image (a nightly tag, repo:tag, repo@digest): the lock pins the
+        # image by digest too, as the seed stack does by hand.
+        from patchforge.model.lock import ImagePin
+        image = ImagePin(reference=spec, tag=resolved.image.tag, digest=resolved.image.digest)
     return UpstreamPin(kind="git", commit=commit, tree=store.tree_id(commit), label=spec,
                        source={"url": upstream.url},
-                       version=targets.version_from_spec(spec))
+                       version=resolved.version or targets.version_from_spec(spec), image=image)
 
 
 def ensure_pinned(project, store, name: str, pin: UpstreamPin) -> str:

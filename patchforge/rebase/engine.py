@@ -27,7 +27,7 @@ from patchforge.apply.series import SeriesState, apply_series
 from patchforge.errors import ConflictStop, InProgressError, UsageError
 from patchforge.formats.lockfile import lock_from_json, lock_to_json
 from patchforge.formats.patchfile import parse_patch_file
-from patchforge.model.lock import UpstreamPin
+from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.ops.common import make_diff
 from patchforge.ops.status import SeriesJudge, Target, landed_in
 from patchforge.rebase.journal import Journal
@@ -54,13 +54,19 @@ class PatchResult:
 
 
 def _pin_doc(pin: UpstreamPin) -> dict:
-    return {"kind": pin.kind, "commit": pin.commit, "tree": pin.tree, "label": pin.label,
-            "source": pin.source, "version": pin.version}
+    doc = {"kind": pin.kind, "commit": pin.commit, "tree": pin.tree, "label": pin.label,
+           "source": pin.source, "version": pin.version}
+    if pin.image is not None:
+        doc["image"] = {"reference": pin.image.reference, "tag": pin.image.tag,
+                        "digest": pin.image.digest}
+    return doc
 
 
 def _pin_from_doc(doc: dict) -> UpstreamPin:
+    image = ImagePin(**doc["image"]) if doc.get("image") else None
     return UpstreamPin(kind=doc["kind"], commit=doc["commit"], tree=doc["tree"],
-                       label=doc["label"], source=doc["source"], version=doc.get("version"))
+                       label=doc["label"], source=doc["source"], version=doc.get("version"),
+                       image=image)
 
 
 def merge_file(base: bytes, ours: bytes, theirs: bytes, labels=("upstream", "base", "patch")):
