@@ -303,6 +303,27 @@ def image_repository_of(reference: str) -> str:
     return f"{ref.registry}/{ref.repository}"
 
 
+class _WheelResolver:
+    """The StoreResolver of a wheel upstream: a version (e.g. from an image's labels) becomes the
+    deterministic import of that wheel; the wheel file is kept for the pin's source."""
+
+    def __init__(self, project: Any, store: Any, upstream: Any) -> None:
+        self.project, self.store, self.upstream = project, store, upstream
+        self.wheel: Any = None
+        self.version: str | None = None
+
+    def resolve_commitish(self, upstream: str, spec: str) -> str:
+        raise ResolutionError(f"upstream {upstream} is a wheel: it has no commits to name")
+
+    def import_version(self, upstream: str, version: str) -> tuple[str, str]:
+        from patchforge.store import sources
+        commit, tree, self.wheel = sources.import_wheel_upstream(
+            self.store, self.upstream.name, self.upstream.package, version,
+            offline=bool(getattr(self.project, "offline", False)))
+        self.version = version
+        return commit, tree
+
+
 class _ProjectStoreResolver:
     """The StoreResolver of a real project: the store, fetching what it does not have yet.
 
@@ -331,20 +352,38 @@ def resolve_git_spec(project: Any, store: Any, upstream: Any, spec: str) -> str:
     return target.commit
 
 
+def _registry_for(project: Any, spec: str) -> tuple[Any, str | None]:
+    """The registry client and the configured image repository, when SPEC may need them."""
+    if classify_spec(spec) not in (SpecKind.image, SpecKind.nightly):
+        return None, None
+    from patchforge.net.http import HttpClient
+    from patchforge.net.registry import RegistryClient
+    from patchforge.store.gitstore import cache_dir
+    registry = RegistryClient.from_env(HttpClient(cache_dir(),
+                                                  offline=getattr(project, "offline", False)))
+    config_image = getattr(getattr(project, "config", None), "image", None)
+    return registry, (image_repository_of(config_image) if config_image else None)
+
+
 def resolve_git_target(project: Any, store: Any, upstream: Any, spec: str) -> ResolvedTarget:
     """resolve_git_spec with everything learnt on the way (the image, when SPEC named one)."""
-    registry = None
-    image_repository = None
-    if classify_spec(spec) in (SpecKind.image, SpecKind.nightly):
-        from patchforge.net.http import HttpClient
-        from patchforge.net.registry import RegistryClient
-        from patchforge.store.gitstore import cache_dir
-        registry = RegistryClient.from_env(HttpClient(cache_dir(),
-                                                      offline=getattr(project, "offline", False)))
-        config_image = getattr(getattr(project, "config", None), "image", None)
-        image_repository = image_repository_of(config_image) if config_image else None
+    registry, image_repository = _registry_for(project, spec)
     target = resolve_target(spec, upstream, store_resolver=_ProjectStoreResolver(project, store,
                                                                                  upstream),
                             registry=registry, image_repository=image_repository)
     assert target.commit is not None  # resolve_target raises otherwise
     return target
+
+
+def resolve_wheel_target(project: Any, store: Any, upstream: Any,
+                         spec: str) -> tuple[ResolvedTarget, Any, str]:
+    """A wheel upstream's SPEC that is not a plain version (an image whose labels name the
+    version): (target, the wheel file, the version)."""
+    registry, image_repository = _registry_for(project, spec)
+    resolver = _WheelResolver(project, store, upstream)
+    target = resolve_target(spec, upstream, store_resolver=resolver, registry=registry,
+                            image_repository=image_repository)
+    if resolver.wheel is None or resolver.version is None:
+        raise ResolutionError(f"cannot resolve {upstream.name}={spec}: no version of "
+                              f"{upstream.package} found", attempts=target.attempts)
+    return target, resolver.wheel, resolver.version

@@ -63,3 +63,34 @@ def test_rebase_to_an_image_pins_the_image_digest_in_the_lock(tmp_path, make_git
     lock = json.loads((project / "upstream.lock").read_text())
     assert lock["upstreams"]["up"]["commit"] == second
     assert lock["image"] == {"reference": ref, "tag": "nightly-test", "digest": pushed["digest"]}
+
+
+def test_wheel_upstream_moves_to_the_version_an_image_names(tmp_path, monkeypatch,
+                                                             registry_server):  # noqa: F811
+    """A wheel upstream and an image reference: the image's `<name>.version` label names the
+    release, whose wheel is imported; the lock pins both the wheel and the image digest."""
+    import json
+
+    from test_cli_setup import build_wheel
+
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "tinypkg", "1.0", {"tinypkg/calc.py": b"a = 1\nb = 2\nc = 3\n"})
+    build_wheel(wheels, "tinypkg", "1.1", {"tinypkg/calc.py": b"# 1.1\na = 1\nb = 2\nc = 3\n"})
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    pushed = registry_server.push_image("org/tiny", "release", {"tiny.version": "1.1"})
+    project = tmp_path / "proj"
+    assert cli(project, "init", str(project)).returncode == 0
+    added = cli(project, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0")
+    assert added.returncode == 0, added.stderr
+    overlay = tmp_path / "calc.py"
+    overlay.write_bytes(b"a = 1\nb = 22\nc = 3\n")
+    assert cli(project, "import", "overlay", str(overlay), "--upstream", "tiny", "--path",
+               "tinypkg/calc.py", "--name", "fix").returncode == 0
+    ref = f"{registry_server.host}/org/tiny:release"
+    moved = cli(project, "rebase", "--to", ref)
+    assert moved.returncode == 0, moved.stdout + moved.stderr
+    lock = json.loads((project / "upstream.lock").read_text())
+    assert lock["upstreams"]["tiny"]["version"] == "1.1"
+    assert lock["upstreams"]["tiny"]["source"]["filename"] == "tinypkg-1.1-py3-none-any.whl"
+    assert lock["image"]["digest"] == pushed["digest"]
+    assert b"b = 22" in (project / "series" / "tiny" / "fix.patch").read_bytes()

@@ -52,16 +52,28 @@ def pin_for_spec(project, store, upstream, spec: str) -> UpstreamPin:
 
     if upstream.kind == "wheel":
         kind = targets.classify_spec(spec)
-        if kind.name != "version":
+        image = None
+        if kind.name == "version":
+            version = _wheel_version(spec)
+            commit, tree, wheel = sources.import_wheel_upstream(
+                store, upstream.name, upstream.package, version, offline=project.offline)
+        elif kind.name == "image":
+            # An image whose labels name the version (e.g. vllm.version): that wheel.
+            resolved, wheel, version = targets.resolve_wheel_target(project, store, upstream,
+                                                                    spec)
+            commit, tree = resolved.commit, resolved.tree
+            if resolved.image is not None:
+                from patchforge.model.lock import ImagePin
+                image = ImagePin(reference=spec, tag=resolved.image.tag,
+                                 digest=resolved.image.digest)
+        else:
             raise StoreError(f"upstream {upstream.name} is a wheel: name a version of "
-                             f"{upstream.package} (got {spec!r})")
-        version = _wheel_version(spec)
-        commit, tree, wheel = sources.import_wheel_upstream(
-            store, upstream.name, upstream.package, version, offline=project.offline)
+                             f"{upstream.package} or an image whose labels name one "
+                             f"(got {spec!r})")
         return UpstreamPin(kind="wheel", commit=commit, tree=tree, label=version,
                            source={"package": upstream.package, "version": version,
                                    "filename": wheel.filename, "sha256": wheel.sha256},
-                           version=version)
+                           version=version, image=image)
     if upstream.kind == "dir":
         commit, tree = sources.import_dir_upstream(store, upstream.name,
                                                    project.root / upstream.path, spec)
