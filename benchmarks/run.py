@@ -477,7 +477,21 @@ def machine() -> dict:
             "hyperfine": version(["hyperfine", "--version"]) if shutil.which("hyperfine")
             else "missing (time.perf_counter)",
             "kernel": platform.release(),
+            "patchforge": _patchforge_revision(),
             "load average at the end": " ".join(f"{x:.1f}" for x in os.getloadavg())}
+
+
+def _patchforge_revision() -> str:
+    """The commit of the patchforge checkout measured (plus "+dirty" for local changes)."""
+    import patchforge
+    root = Path(patchforge.__file__).resolve().parent.parent
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
+                          capture_output=True, text=True, env=git_env())
+    if head.returncode != 0:
+        return f"{getattr(patchforge, '__version__', '?')} (not a git checkout)"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "patchforge"], cwd=root,
+                           capture_output=True, text=True, env=git_env()).stdout.strip()
+    return head.stdout.strip() + ("+dirty" if dirty else "")
 
 
 def table(results: list[Timing], count: int) -> str:
@@ -526,6 +540,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     runs = args.runs or (3 if args.quick else 5)
     include = set(args.only.split(","))
+    revision_at_start = _patchforge_revision()
     work = build_work(args.patches, args.seed)
     counts = {k: sum(1 for v in work.kinds.values() if v == k) for k in ("landed", "clean",
                                                                         "conflict")}
@@ -533,6 +548,9 @@ def main(argv=None) -> int:
     results = measure(work, runs, include, variants=not args.quick)
     quality = detection(work) if "detection" in include else {}
     info = machine()
+    if info["patchforge"] != revision_at_start:
+        # Other work landed in the checkout while this ran: the rows mix two versions.
+        info["patchforge"] = f"{revision_at_start} -> {info['patchforge']} (changed during the run)"
     print(f"\n## {args.patches}-patch series (seed {args.seed}): "
           f"{counts['landed']} landed, {counts['clean']} clean, {counts['conflict']} conflict\n")
     print("machine: " + ", ".join(f"{k} {v}" for k, v in info.items()) + "\n")
