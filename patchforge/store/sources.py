@@ -42,6 +42,35 @@ def file_sha256(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
+def wheel_sha256(path: Path) -> str:
+    """sha256 of a cached wheel, remembered by (size, mtime) the way git's index remembers file
+    hashes: a vllm wheel is 330 MB, and hashing it on every status/rebase costs a second. A file
+    whose size or mtime changed is hashed again."""
+    import json
+
+    from patchforge.fsutil import atomic_write
+    from patchforge.store.gitstore import cache_dir
+
+    stat = path.stat()
+    key = str(path.resolve())
+    memo_path = cache_dir() / "wheel-digests.json"
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    known = memo.get(key)
+    if isinstance(known, dict) and known.get("size") == stat.st_size and \
+            known.get("mtime_ns") == stat.st_mtime_ns and isinstance(known.get("sha256"), str):
+        return known["sha256"]
+    digest = file_sha256(path)
+    memo[key] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
+    try:
+        atomic_write(memo_path, (json.dumps(memo, indent=1, sort_keys=True) + "\n").encode())
+    except OSError:
+        pass  # a read-only cache only costs the next run a hash
+    return digest
+
+
 def cached_wheels(package: str, version: str, directory: Path | None = None) -> list[Path]:
     """Cached wheel files of `package`==`version`, sorted by name."""
     directory = Path(directory) if directory is not None else wheels_dir()
@@ -79,7 +108,7 @@ def fetch_wheel(package: str, version: str, *, pin_sha256: str | None = None,
         if not candidates:
             raise StoreError(f"{package} {version}: pip reported success but no matching wheel "
                              f"is in {directory}")
-    digests = [(path, file_sha256(path)) for path in candidates]
+    digests = [(path, wheel_sha256(path)) for path in candidates]
     if pin is not None:
         for path, digest in digests:
             if digest == pin:
