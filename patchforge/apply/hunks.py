@@ -60,10 +60,25 @@ def _locate(lines: list[bytes], want: list[bytes], expected: int, lo: int) -> in
     if hi < lo:
         return None
     expected = min(max(expected, lo), hi)
-    for distance in range(0, max(expected - lo, hi - expected) + 1):
-        for pos in ((expected,) if distance == 0 else (expected + distance, expected - distance)):
-            if lo <= pos <= hi and _matches(lines, pos, want):
-                return pos
+    if not want or _matches(lines, expected, want):
+        return expected
+    # Only positions whose first line matches can match at all: find those with the C-level
+    # list.index instead of comparing a slice at every distance (a vLLM file has thousands of
+    # lines, a status run searches hundreds of hunks).
+    first = want[0]
+    candidates = []
+    pos = lo
+    while True:
+        try:
+            pos = lines.index(first, pos, hi + 1)
+        except ValueError:
+            break
+        candidates.append(pos)
+        pos += 1
+    # Nearest to `expected` first; at equal distance the later one (GNU patch tries +n first).
+    for pos in sorted(candidates, key=lambda p: (abs(p - expected), -p)):
+        if _matches(lines, pos, want):
+            return pos
     return None
 
 
