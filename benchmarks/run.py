@@ -410,9 +410,13 @@ def detection(work: Work) -> dict:
     applied = run(["quilt", "applied"], tree, check=False).stdout.decode().split()
     order = (tree / "patches" / "series").read_text().split()
     first_fail = order[len(applied)] if len(applied) < len(order) else None
+    # A landed patch that quilt pushed went in a second time (GNU patch found a look-alike
+    # place with fuzz): upstream's change is now duplicated, silently.
+    applied_again = sorted(n for n in applied if kinds.get(Path(n).name) == "landed")
     out["quilt push -a (clean part)"] = {
         "exit": proc.returncode, "applied": len(applied), "of": len(order),
-        "stopped_at": first_fail, "stopped_at_kind": kinds.get(first_fail) if first_fail else None}
+        "stopped_at": first_fail, "stopped_at_kind": kinds.get(first_fail) if first_fail else None,
+        "landed_applied_again": applied_again}
     return out
 
 
