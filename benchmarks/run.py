@@ -92,14 +92,17 @@ def pf(env, *args: str, check: bool = True) -> subprocess.CompletedProcess:
 # ----------------------------------------------------------------------------------------------
 # Building the work directories (cached per count and seed)
 
-def build_work(count: int, seed: int) -> Work:
+def build_work(count: int, seed: int, reformatted: int = 0) -> Work:
     history = scenario.ensure_history()
     head = git(history, "rev-parse", "main").decode().strip()
-    root = scenario.bench_dir() / f"work-{count}-s{seed}"
+    root = scenario.bench_dir() / (f"work-{count}-s{seed}"
+                                   + (f"-r{reformatted}" if reformatted else ""))
     pf_cache = scenario.bench_dir() / "pf-cache"
     stamp = root / "work.json"
     want = {"series-format": scenario.SERIES_FORMAT, "count": count, "seed": seed,
             "history": head}
+    if reformatted:
+        want["reformatted"] = reformatted
     paths = dict(root=root, history=history, checkout=root / "checkout",
                  run_checkout=root / "run-checkout", pf_cache=pf_cache,
                  pf_clean=root / "pf-clean", pf_full=root / "pf-full",
@@ -114,7 +117,7 @@ def build_work(count: int, seed: int) -> Work:
     checkout = paths["checkout"]
     git(root, "clone", "-q", str(history), str(checkout))
     base_commit = git(checkout, "rev-parse", f"v{BASE}^{{commit}}").decode().strip()
-    patches = scenario.generate_series(checkout, count, seed)
+    patches = scenario.generate_series(checkout, count, seed, reformatted)
     kinds = {p.name: p.kind for p in patches}
     series = {"full": patches, "clean": [p for p in patches if p.kind != "conflict"]}
     for part, chosen in series.items():
@@ -321,7 +324,7 @@ def detection(work: Work) -> dict:
     env = pf_env(work)
     kinds = work.kinds
     truth = {k: sorted(n for n, kind in kinds.items() if kind == k)
-             for k in ("landed", "clean", "conflict")}
+             for k in sorted(set(kinds.values()))}
     out: dict = {"truth": {k: len(v) for k, v in truth.items()}}
 
     # patchforge status on the whole series.
@@ -412,7 +415,7 @@ def detection(work: Work) -> dict:
     first_fail = order[len(applied)] if len(applied) < len(order) else None
     # A landed patch that quilt pushed went in a second time (GNU patch found a look-alike
     # place with fuzz): upstream's change is now duplicated, silently.
-    applied_again = sorted(n for n in applied if kinds.get(Path(n).name) == "landed")
+    applied_again = sorted(n for n in applied if kinds.get(Path(n).name, "").startswith("landed"))
     out["quilt push -a (clean part)"] = {
         "exit": proc.returncode, "applied": len(applied), "of": len(order),
         "stopped_at": first_fail, "stopped_at_kind": kinds.get(first_fail) if first_fail else None,
@@ -439,7 +442,7 @@ def _by_kind(kinds: dict, names: set) -> dict:
 
 
 def _score(kinds: dict, said_landed: set, states: dict) -> dict:
-    landed = {n for n, k in kinds.items() if k == "landed"}
+    landed = {n for n, k in kinds.items() if k.startswith("landed")}
     said_landed = {n for n in said_landed if n in kinds}
     result = {"true_landed": len(said_landed & landed),
               "missed_landed": len(landed - said_landed),
@@ -541,13 +544,16 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="rebase,status,overlays,startup,detection",
                         help="comma-separated: rebase,status,overlays,startup,detection")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--reformatted", type=int, default=0, metavar="K",
+                        help="add K landed patches written unformatted (see scenario.py); they "
+                             "stop git rebase and StGit, so use with --only detection")
     args = parser.parse_args(argv)
     runs = args.runs or (3 if args.quick else 5)
     include = set(args.only.split(","))
     revision_at_start = _patchforge_revision()
-    work = build_work(args.patches, args.seed)
-    counts = {k: sum(1 for v in work.kinds.values() if v == k) for k in ("landed", "clean",
-                                                                        "conflict")}
+    work = build_work(args.patches, args.seed, args.reformatted)
+    counts = {k: sum(1 for v in work.kinds.values() if v == k)
+              for k in ("landed", "landed-reformatted", "clean", "conflict")}
     log(f"series: {args.patches} patches ({counts}); work dir {work.root}")
     results = measure(work, runs, include, variants=not args.quick)
     quality = detection(work) if "detection" in include else {}
@@ -556,7 +562,9 @@ def main(argv=None) -> int:
         # Other work landed in the checkout while this ran: the rows mix two versions.
         info["patchforge"] = f"{revision_at_start} -> {info['patchforge']} (changed during the run)"
     print(f"\n## {args.patches}-patch series (seed {args.seed}): "
-          f"{counts['landed']} landed, {counts['clean']} clean, {counts['conflict']} conflict\n")
+          f"{counts['landed']} landed, {counts['clean']} clean, {counts['conflict']} conflict"
+          + (f", {counts['landed-reformatted']} landed reformatted" if args.reformatted else "")
+          + "\n")
     print("machine: " + ", ".join(f"{k} {v}" for k, v in info.items()) + "\n")
     print(table(results, args.patches))
     if quality:

@@ -214,8 +214,15 @@ def _meaningful(line: bytes) -> bool:
         not text.endswith((b"\\",)) and b'"""' not in text and b"'''" not in text
 
 
-def generate_series(repo: Path, count: int, seed: int) -> list[GenPatch]:
-    """`count` patches on BASE: about 27% landed, 10% conflict, the rest clean (seeded)."""
+def generate_series(repo: Path, count: int, seed: int, reformatted: int = 0) -> list[GenPatch]:
+    """`count` patches on BASE: about 27% landed, 10% conflict, the rest clean (seeded).
+
+    With `reformatted` > 0, that many more landed patches (kind `landed-reformatted`) carry a
+    real 0.33.0 hunk written the way a local fix often is before upstream's formatter ran:
+    ", " as "," in the added lines. Upstream has the change, but not these bytes: git's merge
+    and StGit's reverse-apply cannot see it; a whitespace-insensitive check can. Off by default,
+    so the default series (and the published tables) do not change.
+    """
     rng = random.Random(f"patchforge-bench-{seed}-{count}")
     n_conflict = max(3, count // 10)
     n_landed = max(8, count * 27 // 100)
@@ -257,6 +264,21 @@ def generate_series(repo: Path, count: int, seed: int) -> list[GenPatch]:
         new = [l[1:] for l in lines if l[:1] in (b" ", b"+")]
         take(path, old_start, old_start + old_count)
         patches.append(GenPatch("", "landed", f"backport 0.33.0 change to {path}:{old_start + 1}",
+                                [Edit(path, old_start, old_count, new)]))
+    made_reformatted = 0
+    for path, old_start, old_count, lines in candidates:
+        if made_reformatted == reformatted:
+            break
+        if not free(path, old_start, old_start + old_count, MARGIN):
+            continue
+        if not any(l[:1] == b"+" and b", " in l for l in lines):
+            continue
+        new = [(l[1:].replace(b", ", b",") if l[:1] == b"+" else l[1:])
+               for l in lines if l[:1] in (b" ", b"+")]
+        take(path, old_start, old_start + old_count)
+        made_reformatted += 1
+        patches.append(GenPatch("", "landed-reformatted",
+                                f"backport 0.33.0 change to {path}:{old_start + 1}, unformatted",
                                 [Edit(path, old_start, old_count, new)]))
     # Everything upstream changed (old-side ranges), so clean fixes can keep away from it.
     for path, hs in upstream.items():
