@@ -87,13 +87,6 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
             if as_json:
                 emit_json(engine.stop_document(stop.message))
             raise
-    if not summary["dry_run"]:
-        # Kept for `status --html`, which shows the last rebase and its range-diff.
-        import json
-
-        from patchforge.fsutil import atomic_write
-        atomic_write(project.state_dir / "last-rebase.json",
-                     (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode())
     if as_json:
         emit_json(summary)
     else:

@@ -169,7 +169,7 @@ def _apply_checks(project, store, upstream, pin, parsed) -> list[Finding]:
     reported: set[tuple[str, str]] = set()
     for profile in profiles:
         selected = [(n, p) for n, p, _ in parsed if applies_to_profile(p, profile)]
-        state = apply_series(read_base, selected, strict=False)
+        state = apply_series(read_base, selected, strict=False, allow_zero_context=True)
         where = f" (profile {profile})" if profile else ""
         for outcome in state.outcomes:
             label = f"{upstream}/{outcome.name}"
@@ -192,7 +192,8 @@ def _apply_checks(project, store, upstream, pin, parsed) -> list[Finding]:
     state = SeriesState()
     for name, patch, _ in parsed:
         before = dict(state.current)
-        apply_series(read_base, [(name, patch)], strict=False, state=state)
+        apply_series(read_base, [(name, patch)], strict=False, state=state,
+                     allow_zero_context=True)
         if not state.outcomes[-1].ok or any(fp.is_rename or fp.is_copy
                                             for fp in patch.file_patches):
             continue  # a failure is reported above; renames are regenerated without -M

@@ -16,6 +16,7 @@ during the write-out is finished by `--continue` (the plan is replayed) or undon
 from __future__ import annotations
 
 import base64
+import json
 import re
 import subprocess
 import tempfile
@@ -523,6 +524,10 @@ class Rebase:
             ledger.record_rebase(project, data["summary"])
         for upstream in data["upstreams"]:
             self._remove_worktree(upstream)
+        # Kept for `status --html` (the last rebase and its range-diff); written while the
+        # journal still stands, so a kill here is finished by --continue like any other step.
+        atomic_write(project.state_dir / "last-rebase.json",
+                     (json.dumps(data["summary"], indent=2, sort_keys=True) + "\n").encode())
         journal.remove()
         return data["summary"]
 
