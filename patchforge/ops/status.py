@@ -162,36 +162,79 @@ def landed_in(store, target: Target, patch, verdict, *,
     return commits[lo]
 
 
-def patch_id_matches(store, target: Target, patch, verdict,
-                     commits: list[str] | None = None) -> list[str]:
-    """Upstream commits (base..target, touching the patch's files) whose change to those files
-    has the patch's `git patch-id --stable`. Extra evidence only: squash merges and reformatted
-    landings never match, so a missing match says nothing."""
-    if not _history(store, target):
-        return []
-    paths = _patch_paths(verdict)
-    if commits is None:
-        commits = store.commits_touching(target.base_commit, target.commit, paths)
-    if not commits:
-        return []
-    own = store.patch_id(patch.diff)
-    if own is None:
-        return []
-    # One `git log -p` over the commits that touch the files, fed to one `git patch-id`: two
-    # processes whatever the history's length. The UpstreamStore has no public call for a
-    # commit's diff limited to paths, so its git runner is used directly.
-    log = store._run("log", "-p", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
-                     "--full-index", "--format=commit %H", "--ancestry-path",
-                     f"{target.base_commit}..{target.commit}", "--", *paths,
-                     what="reading upstream history").stdout
-    ids = store._run("patch-id", "--stable", input=log, what="git patch-id").stdout
-    matches = []
-    for line in ids.decode("ascii", "replace").splitlines():
-        fields = line.split()
-        if len(fields) == 2 and fields[0] == own:
-            matches.append(fields[1])
-    order = {c: i for i, c in enumerate(commits)}
-    return sorted((c for c in matches if c in order), key=order.__getitem__)
+class HistoryIndex:
+    """The upstream history between a base and a target, read once per series: which commits
+    touch which files (one `git log --name-only`), and the patch-ids of those commits limited to
+    any set of files (one `git log -p`, one `git patch-id`). Status asks both for every landed
+    patch; asked per patch, they were three git processes each."""
+
+    def __init__(self, store, target: Target, paths: list[str]) -> None:
+        self.store = store
+        self.target = target
+        self.log = store.touching_log(target.base_commit, target.commit, paths) if paths else []
+        self.paths = paths
+        self._chunks: dict[str, dict[str, bytes]] | None = None
+
+    def commits_touching(self, paths: list[str]) -> list[str]:
+        wanted = set(paths)
+        return [commit for commit, changed in self.log if wanted.intersection(changed)]
+
+    def _file_chunks(self) -> dict[str, dict[bytes, bytes]]:
+        """commit -> {its `diff --git` line: that file's diff}, from one `git log -p`."""
+        if self._chunks is None:
+            chunks: dict[str, dict[bytes, list[bytes]]] = {}
+            if self.log:
+                text = self.store.log_patches(self.target.base_commit, self.target.commit,
+                                              self.paths)
+                files: dict[bytes, list[bytes]] = {}
+                header = None
+                for line in text.splitlines(keepends=True):
+                    if line.startswith(b"commit ") and len(line.strip()) == 47:
+                        files = chunks.setdefault(line.split()[1].decode(), {})
+                        header = None
+                    elif line.startswith(b"diff --git "):
+                        header = line.rstrip(b"\n")
+                        files[header] = [line]
+                    elif header is not None:
+                        files[header].append(line)
+            self._chunks = {c: {h: b"".join(lines) for h, lines in f.items()}
+                            for c, f in chunks.items()}
+        return self._chunks
+
+    def patch_id_matches(self, requests: list[tuple[object, bytes, list[str]]]) -> dict:
+        """For each (key, the patch's diff, its paths): the commits whose change to those paths
+        has the patch's `git patch-id --stable`, in one patch-id run for the whole series."""
+        from patchforge.store.gitstore import diff_header
+
+        chunks = self._file_chunks()
+        feed: list[bytes] = []
+        owners: dict[str, tuple[object, str | None]] = {}  # fake id -> (request key, commit)
+        for key, diff, paths in requests:
+            fake = f"{len(owners):040x}"
+            owners[fake] = (key, None)
+            feed.append(f"commit {fake}\n\n".encode() + diff)
+            headers = [diff_header(p) for p in paths]
+            for commit in self.commits_touching(paths):
+                body = b"".join(chunks.get(commit, {}).get(h, b"") for h in headers)
+                if body:
+                    fake = f"{len(owners):040x}"
+                    owners[fake] = (key, commit)
+                    feed.append(f"commit {fake}\n\n".encode() + body)
+        if not feed:
+            return {}
+        out = self.store._run("patch-id", "--stable", input=b"".join(feed),
+                              what="git patch-id").stdout.decode("ascii", "replace")
+        ids: dict[str, str] = {}
+        for line in out.splitlines():
+            fields = line.split()
+            if len(fields) == 2:
+                ids[fields[1]] = fields[0]
+        own = {key: ids.get(fake) for fake, (key, commit) in owners.items() if commit is None}
+        matches: dict[object, list[str]] = {key: [] for key, _, _ in requests}
+        for fake, (key, commit) in owners.items():
+            if commit is not None and own.get(key) and ids.get(fake) == own[key]:
+                matches[key].append(commit)
+        return matches
 
 
 def _pr_url(patch) -> str | None:
@@ -327,6 +370,7 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
         target = targets[upstream]
         judge = SeriesJudge(store, target)
         names = {upstream, getattr(project.config.upstreams.get(upstream), "package", None)}
+        landed: list[tuple[PatchStatus, object]] = []
         for name in project.patch_names(upstream):
             patch = project.read_patch(upstream, name)
             verdict = judge.judge(name, patch)
@@ -339,12 +383,8 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
                                    "landed": h.landed} for h in f.hunks]}
                        for f in verdict.files],
                 verdict=verdict)
-            if verdict.state in ("upstreamed", "partial") and _history(store, target):
-                commits = store.commits_touching(target.base_commit, target.commit,
-                                                 _patch_paths(verdict))
-                status.landed_in = landed_in(store, target, patch, verdict, commits=commits)
-                for commit in patch_id_matches(store, target, patch, verdict, commits):
-                    status.evidence.append(f"patch-id matches upstream commit {commit}")
+            if verdict.state in ("upstreamed", "partial"):
+                landed.append((status, patch))
             status.forwarded = forwarded_info(project, store, patch, target, forge)
             if status.forwarded and status.forwarded.get("merged") and \
                     status.forwarded.get("included"):
@@ -363,6 +403,19 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
             status.attention = verdict.state in ATTENTION_STATES or bool(broken) or \
                 bool(status.drop_when and status.drop_when.get("true"))
             out.append(status)
+        if landed and _history(store, target):
+            # Where the landed fixes came from: one read of the history for the whole series.
+            index = HistoryIndex(store, target, sorted({p for status, _ in landed
+                                                        for p in _patch_paths(status.verdict)}))
+            matches = index.patch_id_matches([(id(status), patch.diff,
+                                               _patch_paths(status.verdict))
+                                              for status, patch in landed])
+            for status, patch in landed:
+                commits = index.commits_touching(_patch_paths(status.verdict))
+                status.landed_in = landed_in(store, target, patch, status.verdict,
+                                             commits=commits)
+                for commit in matches.get(id(status), []):
+                    status.evidence.append(f"patch-id matches upstream commit {commit}")
     return out
 
 

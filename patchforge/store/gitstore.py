@@ -191,6 +191,12 @@ def _diff_path(prefix: bytes, raw: bytes) -> bytes:
     return full
 
 
+def diff_header(path: str) -> bytes:
+    """The `diff --git a/<path> b/<path>` line git writes for an unrenamed path (no newline)."""
+    raw = os.fsencode(path)
+    return b"diff --git " + _diff_path(b"a/", raw) + b" " + _diff_path(b"b/", raw)
+
+
 def _scratch_dir() -> str | None:
     # Short-lived temporary files (diff sides, blobs to hash) go to memory when the system has a
     # tmpfs: creating 600 files on a disk-backed /tmp cost ten times more than git's diff itself.
@@ -469,6 +475,7 @@ class UpstreamStore:
     def __init__(self, git_dir: Path) -> None:
         self.git_dir = Path(git_dir)
         self._cat = _CatFile(self.git_dir)
+        self._ancestry: dict[tuple[str, str], bool] = {}
         self._tree_cache: dict[str, list[tuple[str, str, bytes]]] = {}
 
     # ---- opening
@@ -1088,7 +1095,34 @@ class UpstreamStore:
         return out.split()
 
     def is_ancestor(self, a: str, b: str) -> bool:
-        return self._run("merge-base", "--is-ancestor", a, b, ok=(0, 1)).returncode == 0
+        # Ancestry of two commit ids never changes: ask git once per pair (status asks the same
+        # base/target question for every landed patch).
+        key = (a, b)
+        if key not in self._ancestry:
+            self._ancestry[key] = self._run("merge-base", "--is-ancestor", a, b,
+                                            ok=(0, 1)).returncode == 0
+        return self._ancestry[key]
+
+    def touching_log(self, old: str, new: str, paths: list[str]) -> list[tuple[str, list[str]]]:
+        """[(commit, paths it changes among `paths`)] after `old` up to `new`, oldest first, in
+        one git process: what `commits_touching` answers for many path sets at once."""
+        if not paths:
+            return []
+        out = self._out("log", "--reverse", "--ancestry-path", "--no-renames", "--name-only",
+                        "-z", "--format=%x01%H", f"{old}..{new}", "--", *paths)
+        # Each commit: "\x01<sha>\0\n<path>\0<path>\0..."
+        result = []
+        for chunk in out.split("\x01")[1:]:
+            commit, _, names = chunk.partition("\0")
+            result.append((commit.strip(), [n for n in names.lstrip("\n").split("\0") if n]))
+        return result
+
+    def log_patches(self, old: str, new: str, paths: list[str]) -> bytes:
+        """`git log -p` (fixed options) of the commits after `old` up to `new` touching
+        `paths`, limited to them: the input patch-id evidence is computed from."""
+        return self._run("log", "-p", "--no-color", "--no-ext-diff", "--no-textconv",
+                         "--no-renames", "--full-index", "--format=commit %H", "--ancestry-path",
+                         f"{old}..{new}", "--", *paths, what="reading upstream history").stdout
 
     def ahead_behind(self, a: str, b: str) -> tuple[int, int]:
         """(commits in `a` not in `b`, commits in `b` not in `a`), like `git status` of a vs b."""
