@@ -33,7 +33,13 @@ MIN_ANCHOR_CHARS = 8
 # How far (in lines of the target) from the contained block its context may have drifted: upstream
 # often adds a comment or a docstring line between the fix and its old neighbours.
 ANCHOR_DISTANCE = 6
-_WS = re.compile(rb"\s+")
+# What `\s` matches in a bytes pattern; bytes.translate removes them about ten times faster
+# than a regular expression, and whitespace-insensitive search runs over every touched file.
+_WS_BYTES = b" \t\n\r\x0b\x0c"
+
+
+def _strip_ws(data: bytes) -> bytes:
+    return data.translate(None, _WS_BYTES)
 _WORD = re.compile(rb"[A-Za-z0-9_]")
 
 
@@ -72,11 +78,19 @@ class PatchVerdict:
 
 
 def _normalized(lines: list[bytes]) -> bytes:
-    return b"".join(_WS.sub(b"", line) for line in lines)
+    return b"".join(_strip_ws(line) for line in lines)
 
 
 def _changed_side(hunk, kind: bytes) -> list[bytes]:
-    return [line_content(line) for line in hunk.lines if line_kind(line) == kind]
+    """One side's changed lines, from its first changed line to its last with the context lines
+    between them: added lines split by a context line are one block in the file, and searching
+    for them joined without that line would never find them."""
+    kinds = [line_kind(line) for line in hunk.lines]
+    changed = [i for i, k in enumerate(kinds) if k == kind]
+    if not changed:
+        return []
+    return [line_content(hunk.lines[i]) for i in range(changed[0], changed[-1] + 1)
+            if kinds[i] in (kind, b" ")]
 
 
 def _single(fp, hunk):
@@ -94,7 +108,7 @@ class NormalizedText:
         pos = 0
         for line in lines:
             self.line_start.append(pos)
-            norm = _WS.sub(b"", line)
+            norm = _strip_ws(line)
             parts.append(norm)
             pos += len(norm)
         self.text = b"".join(parts)
@@ -117,6 +131,20 @@ class NormalizedText:
         return self.line_start[first], self.line_start[end]
 
 
+_NORMALIZED_CACHE: dict[bytes, NormalizedText] = {}
+
+
+def normalized_text(content: bytes) -> NormalizedText:
+    """NormalizedText of `content`, remembered for the few files a series keeps coming back to
+    (every patch on one file would otherwise normalize it again)."""
+    found = _NORMALIZED_CACHE.get(content)
+    if found is None:
+        if len(_NORMALIZED_CACHE) >= 32:
+            _NORMALIZED_CACHE.pop(next(iter(_NORMALIZED_CACHE)))
+        found = _NORMALIZED_CACHE[content] = NormalizedText(content)
+    return found
+
+
 def _anchors(hunk) -> tuple[list[bytes], list[bytes]]:
     """The context lines before the first change and after the last one that say something,
     nearest to the change first."""
@@ -130,7 +158,7 @@ def _anchors(hunk) -> tuple[list[bytes], list[bytes]]:
         for i in indices:
             if kinds[i] != b" ":
                 continue
-            norm = _WS.sub(b"", line_content(hunk.lines[i]))
+            norm = _strip_ws(line_content(hunk.lines[i]))
             if len(norm) >= MIN_ANCHOR_CHARS and _WORD.search(norm):
                 out.append(norm)
         return out
@@ -150,7 +178,7 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True) 
     evidence too; both sides for a pure addition). Returns (contained, evidence or why not).
     """
     if isinstance(target, bytes):
-        target = NormalizedText(target)
+        target = normalized_text(target)
     added = _normalized(_changed_side(hunk, b"+"))
     removed = _normalized(_changed_side(hunk, b"-"))
     if len(added) < MIN_CONTAINED_CHARS:
@@ -216,7 +244,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
             new_content = b"".join(line for h in fp.hunks for line in h.new_lines())
             same = current == new_content
             # The file's own path anchors its content: no context lines to look for.
-            text = NormalizedText(current)
+            text = normalized_text(current)
             contained_all = same or all(contained(h, text, anchored=False)[0] for h in fp.hunks)
             for index, _ in enumerate(fp.hunks):
                 verdict.hunks.append(HunkVerdict(
@@ -231,7 +259,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
             for outcome in verdict.applied.hunks:
                 verdict.hunks.append(HunkVerdict(outcome.index, outcome.status))
         return verdict
-    text = NormalizedText(current)
+    text = normalized_text(current)
     for index, hunk in enumerate(fp.hunks):
         _, forward = apply_hunks_to_bytes(current, (hunk,), max_fuzz=2)
         hv = HunkVerdict(index, forward[0].status)

@@ -128,3 +128,24 @@ def test_ambiguous_hunk_makes_the_patch_unsure():
                            find_rename=lambda path: None)
     assert verdict.state == "unsure" and verdict.hunks_landed == 0
     assert any("ambiguous" in e for e in verdict.evidence)
+
+
+def test_added_lines_split_by_context_are_found_as_one_block():
+    """A hunk whose added lines sit on both sides of a context line: the landing (reformatted)
+    holds them with that context line between, so the search must keep it there."""
+    head = b"def compute_totals(values, scale):\n"
+    tail = b"    return normalise_result(total_value)\n"
+    old = head + b"    total_value = sum(values) * scale\n" + tail
+    new = (head + b"    first_value = compute_something_long(1)\n"
+           b"    total_value = sum(values) * scale\n"
+           b"    second_value = compute_something_else(2)\n" + tail)
+    fp = parse_diff(make_file_diff("m.py", "m.py", old, new), source="t")[0]
+    assert len(fp.hunks) == 1
+    landed = (head + b"    first_value = compute_something_long( 1 )\n"
+              b"    total_value = sum(values) * scale\n"
+              b"    second_value = compute_something_else( 2 )\n" + tail)
+    assert contained(fp.hunks[0], NormalizedText(landed))[0]
+    # and still not when only one of the two added lines is there
+    half = (head + b"    first_value = compute_something_long( 1 )\n"
+            b"    total_value = sum(values) * scale\n" + tail)
+    assert not contained(fp.hunks[0], NormalizedText(half))[0]
