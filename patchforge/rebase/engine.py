@@ -235,8 +235,9 @@ class Rebase:
                 self._stop(upstream, name, stop, judge, target)
             entry["results"].append(result.to_json())
             entry["position"] = position + 1
-            if not dry:
-                self.journal.save()
+            # No journal write per patch: until the write-out nothing in the project changes,
+            # so a kill here only loses work a resumed run recomputes. Saving the whole journal
+            # after every patch made a long series quadratic.
 
     def _stop(self, upstream: str, name: str, stop: dict, judge, target) -> None:
         """Record the stop, give the user a worktree, raise ConflictStop (exit 3)."""

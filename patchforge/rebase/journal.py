@@ -28,6 +28,7 @@ class Journal:
         self.dir = Path(state_dir) / "rebase"
         self.path = self.dir / "journal.json"
         self.data: dict = {}
+        self._pending: dict[str, bytes] = {}  # staged name -> bytes not yet on disk
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -47,17 +48,30 @@ class Journal:
         return data
 
     def save(self) -> None:
+        """Write the journal; staged bytes it names are made durable first."""
+        self.flush_staged()
         self.data["version"] = JOURNAL_VERSION
         atomic_write(self.path, (json.dumps(self.data, indent=2, sort_keys=True) + "\n").encode())
 
     def stage(self, rel: str, data: bytes) -> str:
-        """Keep new bytes for a project file until the write-out; returns the staged name."""
+        """Keep new bytes for a project file until the write-out; returns the staged name.
+
+        They stay in memory until the journal is saved (a stop, or the write-out): a kill before
+        that leaves a journal that does not name them, and a resumed run recomputes them, so
+        writing each one durably as it is made would only cost time."""
         staged = f"staged/{rel}"
-        atomic_write(self.dir / staged, data)
+        self._pending[staged] = data
         return staged
 
     def staged_bytes(self, staged: str) -> bytes:
+        if staged in self._pending:
+            return self._pending[staged]
         return (self.dir / staged).read_bytes()
+
+    def flush_staged(self) -> None:
+        for staged, data in sorted(self._pending.items()):
+            atomic_write(self.dir / staged, data)
+        self._pending.clear()
 
     def save_originals(self, root: Path, rels: list[str]) -> None:
         """Keep the project files the write-out will change (or their absence), all in one
