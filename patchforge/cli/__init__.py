@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
@@ -45,15 +44,19 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-@dataclass
 class AppContext:
-    """What the global options say; commands get the project from here."""
+    """What the global options say; commands get the project from here. (A plain class: a
+    dataclass would import `inspect` and `ast` into every start-up, `--help` included.)"""
 
-    root: Path | None = None
-    offline: bool = False
-    verbosity: int = 0
-    color: bool = False
-    _project: object = field(default=None, repr=False)
+    __slots__ = ("root", "offline", "verbosity", "color", "_project")
+
+    def __init__(self, root: Path | None = None, offline: bool = False, verbosity: int = 0,
+                 color: bool = False) -> None:
+        self.root = root
+        self.offline = offline
+        self.verbosity = verbosity
+        self.color = color
+        self._project = None
 
     def project(self):
         if self._project is None:
