@@ -44,6 +44,7 @@ class Project:
     config_path: Path
     offline: bool = False
     _lock_override: Lock | None = field(default=None, repr=False)
+    _parsed: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def discover(cls, root: Path | None = None, *, offline: bool = False) -> "Project":
@@ -120,10 +121,18 @@ class Project:
                               "file is missing", path=str(self.series_path(upstream))) from None
 
     def read_patch(self, upstream: str, name: str):
+        """The parsed patch file. Parsed once per content: commands read the same patches
+        several times (overlays per profile, status then lint), and keying by the bytes read
+        now means a file rewritten in between is never served stale."""
         from patchforge.formats.patchfile import parse_patch_file
 
         path = self.patch_path(upstream, name)
-        return parse_patch_file(self.read_patch_bytes(upstream, name), str(path))
+        data = self.read_patch_bytes(upstream, name)
+        key = (str(path), data)
+        parsed = self._parsed.get(key)
+        if parsed is None:
+            parsed = self._parsed[key] = parse_patch_file(data, str(path))
+        return parsed
 
     def all_patches(self) -> list[tuple[str, str]]:
         """(upstream, patch file name) for every listed patch, upstreams in config order."""
