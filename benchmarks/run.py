@@ -72,7 +72,7 @@ def pf_env(work_or_cache) -> dict[str, str]:
     env = git_env({"PATCHFORGE_CACHE": str(cache), "NO_COLOR": "1"})
     env.setdefault("PATCHFORGE_WHEELS", str(scenario.wheels_dir()))
     # Measure patchforge as an installed package runs: with its bytecode cached. An environment
-    # with PYTHONDONTWRITEBYTECODE=1 (this project's sandbox has it) recompiles every imported
+    # with PYTHONDONTWRITEBYTECODE=1 (some machines set it) recompiles every imported
     # patchforge module on every command; the start-up rows show that cost separately. The
     # prefix keeps the .pyc files out of the (editable) source tree.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
