@@ -8,11 +8,17 @@ from patchforge.fsutil import atomic_write
 
 def make_diff(store, changes) -> bytes:
     """git's diff for [(path, old bytes|None, new bytes|None, old_mode, new_mode)], by path."""
-    from patchforge.store.gitstore import FileChange, make_diff as git_diff
+    return make_diffs(store, [changes])[0]
 
-    return git_diff([FileChange(path if old is not None else None,
-                                path if new is not None else None, old, new, old_mode, new_mode)
-                     for path, old, new, old_mode, new_mode in changes])
+
+def make_diffs(store, groups) -> list[bytes]:
+    """make_diff for several patches' changes, in one git process."""
+    from patchforge.store.gitstore import FileChange, make_diffs as git_diffs
+
+    return git_diffs([[FileChange(path if old is not None else None,
+                                  path if new is not None else None, old, new, old_mode,
+                                  new_mode)
+                       for path, old, new, old_mode, new_mode in changes] for changes in groups])
 
 
 def series_state(project, store, upstream: str, *, upto: int | None = None, commit=None,

@@ -29,7 +29,6 @@ from patchforge.errors import ConflictStop, InProgressError, UsageError
 from patchforge.formats.lockfile import lock_from_json, lock_to_json
 from patchforge.formats.patchfile import parse_patch_file
 from patchforge.model.lock import ImagePin, UpstreamPin
-from patchforge.ops.common import make_diff
 from patchforge.ops.status import SeriesJudge, Target, landed_in
 from patchforge.rebase.journal import Journal
 
@@ -99,6 +98,7 @@ class Rebase:
         self.project = project
         self.store = store
         self.journal = Journal(project.state_dir)
+        self._deferred: list = []  # (staged rel, patch, changes) whose diff is not made yet
         # Called with (upstream, patch name) before each patch: the CLI's progress indicator.
         self.on_patch = on_patch or (lambda upstream, name: None)
 
@@ -196,7 +196,27 @@ class Rebase:
                 self._run_upstream(upstream, entry)
         if data["dry_run"]:
             return self._summary(written=False)
+        self._flush_deferred()
         return self._write_out()
+
+    def _defer_diff(self, rel: str, patch, changes) -> str | None:
+        """Stage `patch` with a new diff made from `changes`, later: the diffs of every moved
+        patch are made together by one git process (`_flush_deferred`); a dry run, which writes
+        nothing, never makes them. Returns the staged name."""
+        if self.journal.data.get("dry_run"):
+            return None
+        self._deferred.append((rel, patch, changes))
+        return f"staged/{rel}"
+
+    def _flush_deferred(self) -> None:
+        if not self._deferred:
+            return
+        from patchforge.ops.common import make_diffs
+
+        diffs = make_diffs(self.store, [changes for _, _, changes in self._deferred])
+        for (rel, patch, _), diff in zip(self._deferred, diffs):
+            self.journal.stage(rel, patch.with_diff(diff).to_bytes())
+        self._deferred.clear()
 
     def _target(self, upstream: str, entry: dict) -> Target:
         new = _pin_from_doc(entry["to"])
@@ -241,6 +261,7 @@ class Rebase:
 
     def _stop(self, upstream: str, name: str, stop: dict, judge, target) -> None:
         """Record the stop, give the user a worktree, raise ConflictStop (exit 3)."""
+        self._flush_deferred()
         base = target.commit
         if judge.current:
             base = self.store.commit_files(target.commit, dict(judge.current),
@@ -337,9 +358,8 @@ class Rebase:
         for path, content in before.items():
             judge.current[path] = after.get(path)
         # Unchanged pre-images: the old diff is still exact, byte for byte (its index lines too).
-        new_patch = patch if unchanged and not merged_any else \
-            patch.with_diff(make_diff(self.store, changes))
-        new_patch = new_patch.with_field("Base", target.commit)
+        new_diff_needed = not (unchanged and not merged_any)
+        new_patch = patch.with_field("Base", target.commit)
         action = "merged" if merged_any else ("offset" if verdict.state == "offset" else "clean")
         detail = {"merged": "3-way merged cleanly", "offset": "applied with offset",
                   "clean": "applied exactly"}[action]
@@ -347,9 +367,12 @@ class Rebase:
             detail += "; landed detection unsure: review"
         if verdict.renames:
             detail += "; follows " + ", ".join(f"{a} -> {b}" for a, b in verdict.renames.items())
+        rel = f"{upstream}/{name}"
+        staged = self._defer_diff(rel, new_patch, changes) if new_diff_needed else \
+            self._stage(rel, new_patch.to_bytes())
         return PatchResult(upstream, name, action, detail,
                            verdict.evidence if verdict.state != "applies" else [],
-                           staged=self._stage(f"{upstream}/{name}", new_patch.to_bytes())), None
+                           staged=staged), None
 
     def _dropped(self, upstream, name, patch, target, where, detail, evidence) -> PatchResult:
         applied = target.label + (f", commit {where}" if where else "")

@@ -267,24 +267,44 @@ def make_file_diff(old_path: str | None, new_path: str | None, old: bytes | None
 
 def make_diff(changes: Iterable[FileChange | tuple]) -> bytes:
     """Several files' diffs (see make_file_diff) in one git process, sorted by path."""
-    items = [c if isinstance(c, FileChange) else FileChange(*c) for c in changes]
-    for c in items:
-        if (c.old is None) != (c.old_path is None) or (c.new is None) != (c.new_path is None):
-            raise StoreError("a diff side needs both a path and content, or neither")
-        if c.old is None and c.new is None:
-            raise StoreError("a diff needs at least one side")
-        for side in (c.old, c.new):
-            if side is not None and b"\0" in side:
-                raise StoreError(f"{c.new_path or c.old_path}: binary content (NUL byte) "
-                                 "cannot be carried in a text patch")
-        for mode in (c.old_mode, c.new_mode):
-            if mode not in ("100644", "100755", "120000"):
-                raise StoreError(f"unsupported file mode {mode}")
-    items.sort(key=lambda c: (os.fsencode(c.new_path or c.old_path), os.fsencode(c.old_path or "")))
-    hunks = _git_hunks([(c.old, c.new) for c in items])
-    return b"".join(_diff_header(c, bool(hunks[i])) + hunks[i]
-                    for i, c in enumerate(items)
-                    if c.old != c.new or c.old_path != c.new_path or _mode_changed(c))
+    return make_diffs([changes])[0]
+
+
+def make_diffs(groups: Iterable[Iterable[FileChange | tuple]]) -> list[bytes]:
+    """make_diff for many patches at once, still one git process: a rebase re-emits every patch
+    of a series, and a process each cost ~15 ms a patch."""
+    sorted_groups = []
+    for changes in groups:
+        items = [c if isinstance(c, FileChange) else FileChange(*c) for c in changes]
+        for c in items:
+            _check_change(c)
+        items.sort(key=lambda c: (os.fsencode(c.new_path or c.old_path),
+                                  os.fsencode(c.old_path or "")))
+        sorted_groups.append(items)
+    flat = [c for items in sorted_groups for c in items]
+    hunks = _git_hunks([(c.old, c.new) for c in flat]) if flat else []
+    out, at = [], 0
+    for items in sorted_groups:
+        mine = hunks[at:at + len(items)]
+        at += len(items)
+        out.append(b"".join(_diff_header(c, bool(mine[i])) + mine[i]
+                            for i, c in enumerate(items)
+                            if c.old != c.new or c.old_path != c.new_path or _mode_changed(c)))
+    return out
+
+
+def _check_change(c: FileChange) -> None:
+    if (c.old is None) != (c.old_path is None) or (c.new is None) != (c.new_path is None):
+        raise StoreError("a diff side needs both a path and content, or neither")
+    if c.old is None and c.new is None:
+        raise StoreError("a diff needs at least one side")
+    for side in (c.old, c.new):
+        if side is not None and b"\0" in side:
+            raise StoreError(f"{c.new_path or c.old_path}: binary content (NUL byte) "
+                             "cannot be carried in a text patch")
+    for mode in (c.old_mode, c.new_mode):
+        if mode not in ("100644", "100755", "120000"):
+            raise StoreError(f"unsupported file mode {mode}")
 
 
 def _mode_changed(c: FileChange) -> bool:
