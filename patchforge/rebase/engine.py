@@ -99,6 +99,7 @@ class Rebase:
         self.store = store
         self.journal = Journal(project.state_dir)
         self._deferred: list = []  # (staged rel, patch, changes) whose diff is not made yet
+        self._histories: dict = {}  # upstream -> ops.status.HistoryIndex, read once
         # Called with (upstream, patch name) before each patch: the CLI's progress indicator.
         self.on_patch = on_patch or (lambda upstream, name: None)
 
@@ -277,11 +278,30 @@ class Rebase:
                  "`patchforge rebase --continue`; or `--skip` to set the patch aside "
                  f"(kept in series/{upstream}/skipped/), `--abort` to go back")
 
+    def _commits_touching(self, upstream: str, target, verdict) -> list[str] | None:
+        """The upstream commits touching a verdict's files, from one history read per upstream
+        (a git process per dropped patch was most of a long rebase); None without history."""
+        from patchforge.ops.status import HistoryIndex, _history, _patch_paths
+
+        if not _history(self.store, target):
+            return None
+        paths = _patch_paths(verdict)
+        index = self._histories.get(upstream)
+        if index is None:
+            names = self.journal.data["upstreams"][upstream]["names"]
+            series_paths = sorted({p for n in names
+                                   for p in self.project.read_patch(upstream, n).paths})
+            index = self._histories[upstream] = HistoryIndex(self.store, target, series_paths)
+        if not set(paths) <= set(index.paths):  # a renamed file: outside the series' paths
+            return self.store.commits_touching(target.base_commit, target.commit, paths)
+        return index.commits_touching(paths)
+
     def _rebase_one(self, upstream, name, patch, judge, old_state: SeriesState, target):
         """(result, None) when the patch moved or was dropped; (None, stop) when it cannot."""
         verdict = judge.assess(name, patch)
         if verdict.state == "upstreamed":
-            where = landed_in(self.store, target, patch, verdict)
+            where = landed_in(self.store, target, patch, verdict,
+                              commits=self._commits_touching(upstream, target, verdict))
             return self._dropped(upstream, name, patch, target, where,
                                  f"landed upstream ({verdict.confidence} confidence)",
                                  verdict.evidence), None
