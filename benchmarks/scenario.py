@@ -42,16 +42,14 @@ PACKAGE = "vllm"
 # Locations and git
 
 def patchforge_cache() -> Path:
-    explicit = os.environ.get("PATCHFORGE_CACHE")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "patchforge"
+    """patchforge's own cache (the store and the wheels it shares with the tests)."""
+    from patchforge.store.gitstore import cache_dir
+    return cache_dir()
 
 
 def wheels_dir() -> Path:
-    explicit = os.environ.get("PATCHFORGE_WHEELS")
-    return Path(explicit) if explicit else patchforge_cache() / "wheels"
+    from patchforge.store.gitstore import wheels_dir as shared_wheels
+    return shared_wheels()
 
 
 def bench_dir() -> Path:

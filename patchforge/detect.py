@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import bisect
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from patchforge.apply.diffparse import line_content, line_kind, reverse_hunk
 from patchforge.apply.hunks import apply_file_patch, apply_hunks_to_bytes
@@ -219,19 +216,10 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True) 
 
 def merge_file(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
     """git merge-file: the clean 3-way merge of three versions of one file, or None on conflict."""
-    from patchforge.store.gitstore import git_env
+    from patchforge.store.gitstore import merge_file as git_merge_file
 
-    with tempfile.TemporaryDirectory(prefix="patchforge-merge-") as tmp:
-        paths = []
-        for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
-            path = Path(tmp) / name
-            path.write_bytes(data)
-            paths.append(str(path))
-        proc = subprocess.run(["git", "merge-file", "-p", *paths], capture_output=True,
-                              env=git_env())
-    if proc.returncode != 0:
-        return None
-    return proc.stdout
+    clean, merged = git_merge_file(base, ours, theirs)
+    return merged if clean else None
 
 
 def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:

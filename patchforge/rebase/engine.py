@@ -71,20 +71,9 @@ def _pin_from_doc(doc: dict) -> UpstreamPin:
 
 def merge_file(base: bytes, ours: bytes, theirs: bytes, labels=("upstream", "base", "patch")):
     """git merge-file: (clean, merged bytes with conflict markers where it is not clean)."""
-    from patchforge.store.gitstore import git_env
+    from patchforge.store.gitstore import merge_file as git_merge_file
 
-    with tempfile.TemporaryDirectory(prefix="patchforge-merge-") as tmp:
-        paths = []
-        for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
-            path = Path(tmp) / name
-            path.write_bytes(data)
-            paths.append(str(path))
-        cmd = ["git", "merge-file", "-p", "-L", labels[0], "-L", labels[1], "-L", labels[2],
-               *paths]
-        proc = subprocess.run(cmd, capture_output=True, env=git_env())
-    if proc.returncode < 0 or proc.returncode > 127:
-        raise UsageError(f"git merge-file failed: {proc.stderr.decode(errors='replace')}")
-    return proc.returncode == 0, proc.stdout
+    return git_merge_file(base, ours, theirs, labels)
 
 
 def _reads(store, commit: str):

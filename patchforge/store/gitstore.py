@@ -307,6 +307,23 @@ def _check_change(c: FileChange) -> None:
             raise StoreError(f"unsupported file mode {mode}")
 
 
+def merge_file(base: bytes, ours: bytes, theirs: bytes,
+               labels: tuple[str, str, str] = ("upstream", "base", "patch")) -> tuple[bool, bytes]:
+    """git merge-file on three versions of one file: (clean, the merge, with conflict markers
+    where it is not clean). The one place patchforge runs git's file-level 3-way merge."""
+    with tempfile.TemporaryDirectory(prefix="patchforge-merge-", dir=_scratch_dir()) as tmp:
+        paths = []
+        for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = Path(tmp) / name
+            path.write_bytes(data)
+            paths.append(str(path))
+        proc = subprocess.run(["git", "merge-file", "-p", "-L", labels[0], "-L", labels[1],
+                               "-L", labels[2], *paths], capture_output=True, env=git_env())
+    if proc.returncode < 0 or proc.returncode > 127:
+        raise StoreError(f"git merge-file failed: {proc.stderr.decode(errors='replace')}")
+    return proc.returncode == 0, proc.stdout
+
+
 def _mode_changed(c: FileChange) -> bool:
     return c.old is not None and c.new is not None and c.old_mode != c.new_mode
 
