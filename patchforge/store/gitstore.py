@@ -968,6 +968,13 @@ class UpstreamStore:
         if not local and have.get(f"remote.{upstream}.uploadpack"):
             self._run("config", "--unset", f"remote.{upstream}.uploadpack", ok=(0, 5))
 
+    def read_ref(self, ref: str) -> str | None:
+        """The commit a ref points at (peeled), None when the store has no such ref."""
+        if "\n" in ref or not ref.startswith("refs/"):
+            return None
+        found = self._cat.query([f"{ref}^{{commit}}"])[0]
+        return found[0] if found is not None else None
+
     def resolve_in(self, upstream: str, spec: str) -> str:
         """A branch, tag, import label or (abbreviated) commit id of one upstream -> commit."""
         _check_upstream_name(upstream)

@@ -170,6 +170,13 @@ def fetch_git_upstream(store: UpstreamStore, name: str, url: str, spec: str, *,
     remote; branches and tags are always refreshed unless offline.
     """
     is_id = re.fullmatch(r"[0-9a-fA-F]{7,40}", spec) is not None
+    if not is_id and not offline:
+        # A tag already fetched is used as it is: tags name releases and nightlies and do not
+        # move (git fetch does not clobber a known tag either), so asking the remote again on
+        # every status/rebase only costs a fetch. Branches move: they are always refreshed.
+        tag = store.read_ref(f"refs/patchforge/remotes/{name}/tags/{spec}")
+        if tag is not None:
+            return tag
     if is_id or offline:
         try:
             return store.resolve_in(name, spec)
