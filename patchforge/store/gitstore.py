@@ -513,6 +513,7 @@ class UpstreamStore:
         self.git_dir = Path(git_dir)
         self._cat = _CatFile(self.git_dir)
         self._ancestry: dict[tuple[str, str], bool] = {}
+        self._present: set[str] = set()  # blob ids known to be in the store (not promised)
         self._tree_cache: dict[str, list[tuple[str, str, bytes]]] = {}
 
     # ---- opening
@@ -694,7 +695,7 @@ class UpstreamStore:
         wanted: set[str] = set()
         for path in paths:
             found = self.entry(rev, path)
-            if found is not None:
+            if found is not None and found[1] not in self._present:
                 wanted.add(found[1])
         if not wanted:
             return
@@ -706,6 +707,9 @@ class UpstreamStore:
                       "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
                       "--stdin", input="".join(m + "\n" for m in missing).encode(), ok=(0, 1, 128))
             missing = self._missing(missing)
+        # Objects never leave the store: remember the present ones, so that reading the same
+        # files again (every patch of a series on one file) costs no `rev-list` process.
+        self._present.update(wanted.difference(missing))
 
     def _missing(self, oids: list[str]) -> list[str]:
         """Those of `oids` not in the store, asked without triggering a lazy fetch.
