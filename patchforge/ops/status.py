@@ -222,13 +222,7 @@ class HistoryIndex:
                     feed.append(f"commit {fake}\n\n".encode() + body)
         if not feed:
             return {}
-        out = self.store._run("patch-id", "--stable", input=b"".join(feed),
-                              what="git patch-id").stdout.decode("ascii", "replace")
-        ids: dict[str, str] = {}
-        for line in out.splitlines():
-            fields = line.split()
-            if len(fields) == 2:
-                ids[fields[1]] = fields[0]
+        ids = {fake: patch_id for patch_id, fake in self.store.patch_ids(b"".join(feed))}
         own = {key: ids.get(fake) for fake, (key, commit) in owners.items() if commit is None}
         matches: dict[object, list[str]] = {key: [] for key, _, _ in requests}
         for fake, (key, commit) in owners.items():

@@ -123,16 +123,7 @@ def pr_git_url(project, upstream: str) -> str:
 
 def _remote_head_branch(store, url: str) -> str | None:
     """The branch a remote's HEAD points to (`git ls-remote --symref URL HEAD`)."""
-    try:
-        out = store._run("ls-remote", "--symref", url, "HEAD",
-                         what=f"asking {_redact(url)} for its HEAD").stdout
-    except StoreError:
-        return None
-    for line in out.decode("utf-8", "replace").splitlines():
-        match = re.match(r"^ref: refs/heads/(\S+)\tHEAD$", line)
-        if match:
-            return match[1]
-    return None
+    return store.remote_head_branch(url, what=f"asking {_redact(url)} for its HEAD")
 
 
 def resolve_pr_target(project, store, upstream: str, onto: str | None = None) -> PrTarget:
@@ -266,12 +257,8 @@ def signoff_reason(project, store, upstream: str, head: str,
 
 
 def format_patch(store, commit: str) -> bytes:
-    """`git format-patch` of one commit, with options fixed so the bytes never depend on the
-    git version or the machine (no version signature, full index lines)."""
-    return store._run("format-patch", "-1", commit, "--stdout", "--no-signature",
-                      "--full-index", "--no-numbered", "--subject-prefix=PATCH", "--no-thread",
-                      "--encode-email-headers", "--stat=80", "--no-color",
-                      what="git format-patch").stdout
+    """`git format-patch` of one commit (fixed options: see UpstreamStore.format_patch)."""
+    return store.format_patch(commit)
 
 
 def _profile_facts(project, patch) -> tuple[tuple[tuple[str, str], ...], bool]:

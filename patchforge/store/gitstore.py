@@ -1182,6 +1182,36 @@ class UpstreamStore:
         out = self._out("patch-id", "--stable", input=diff).split()
         return out[0] if out else None
 
+    def patch_ids(self, stream: bytes) -> list[tuple[str, str]]:
+        """`git patch-id --stable` over a stream of "commit <id>" sections: [(patch-id, id)]."""
+        out = self._run("patch-id", "--stable", input=stream, what="git patch-id").stdout
+        pairs = []
+        for line in out.decode("ascii", "replace").splitlines():
+            fields = line.split()
+            if len(fields) == 2:
+                pairs.append((fields[0], fields[1]))
+        return pairs
+
+    def format_patch(self, commit: str) -> bytes:
+        """`git format-patch` of one commit, with options fixed so that the bytes never depend
+        on the git version or the machine (no version signature, full index lines)."""
+        return self._run("format-patch", "-1", commit, "--stdout", "--no-signature",
+                         "--full-index", "--no-numbered", "--subject-prefix=PATCH",
+                         "--no-thread", "--encode-email-headers", "--stat=80", "--no-color",
+                         what="git format-patch").stdout
+
+    def remote_head_branch(self, url: str, *, what: str) -> str | None:
+        """The branch a remote's HEAD points to (`git ls-remote --symref URL HEAD`), if any."""
+        try:
+            out = self._run("ls-remote", "--symref", url, "HEAD", what=what).stdout
+        except StoreError:
+            return None
+        for line in out.decode("utf-8", "replace").splitlines():
+            match = re.match(r"^ref: refs/heads/(\S+)\tHEAD$", line)
+            if match:
+                return match[1]
+        return None
+
     def range_diff(self, old_range: str, new_range: str) -> bytes:
         return self._run("range-diff", "--no-color", old_range, new_range).stdout
 
