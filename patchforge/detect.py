@@ -91,10 +91,6 @@ def _changed_side(hunk, kind: bytes) -> list[bytes]:
             if kinds[i] in (kind, b" ")]
 
 
-def _single(fp, hunk):
-    return replace(fp, hunks=(hunk,))
-
-
 class NormalizedText:
     """A file with all whitespace removed, and where each line starts in it: substring search
     that ignores reformatting, mapped back to line numbers."""

@@ -21,10 +21,6 @@ class UpstreamPin:
     # pin when this pin is written; not part of the upstream's own entry.
     image: "ImagePin | None" = field(default=None, compare=False)
 
-    def with_revision(self, commit: str, tree: str, label: str, source: dict,
-                      version: str | None) -> "UpstreamPin":
-        return replace(self, commit=commit, tree=tree, label=label, source=source, version=version)
-
 
 @dataclass(frozen=True)
 class ImagePin:
