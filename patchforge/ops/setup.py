@@ -11,7 +11,7 @@ from patchforge.fsutil import RepoLock, atomic_write
 from patchforge.model.config import UpstreamConfig
 from patchforge.model.lock import Lock
 
-GITIGNORE_LINES = ("/.patchforge/",)
+GITIGNORE_LINES = ("/.patchforge/", "/.overlays.new/", "/.overlays.old/")
 
 
 def init_project(directory: Path, *, standalone: bool = False) -> list[str]:
