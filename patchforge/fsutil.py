@@ -19,7 +19,7 @@ from patchforge.errors import LockedError
 _FAULT_COUNTS: dict[str, int] = {}
 
 
-def _fault_point(step: str) -> None:
+def fault_point(step: str) -> None:
     spec = os.environ.get("PATCHFORGE_FAULT")
     if not spec:
         return
@@ -31,10 +31,6 @@ def _fault_point(step: str) -> None:
         if os.environ.get("PATCHFORGE_FAULT_MODE") == "raise":
             raise OSError(errno.EIO, f"injected fault at {step} #{nth}")
         os._exit(137)
-
-
-# The public name for write paths outside atomic_write (the overlay directory swap).
-fault_point = _fault_point
 
 
 def fsync_dir(directory: Path) -> None:
@@ -57,13 +53,13 @@ def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> N
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            _fault_point("write")
+            fault_point("write")
             handle.write(data)
             handle.flush()
-            _fault_point("fsync")
+            fault_point("fsync")
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
-        _fault_point("rename")
+        fault_point("rename")
         os.replace(tmp, path)
     except BaseException:
         try:

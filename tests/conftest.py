@@ -59,6 +59,42 @@ def shared_cache(monkeypatch):
     return SHARED_CACHE
 
 
+def cli_in_process(root: Path, *args: str) -> tuple[int, str, str]:
+    """The real command line, in this process: (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from patchforge.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(["--root", str(root), *args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return code, out.getvalue(), err.getvalue()
+
+
+def commit_files(repo: Path, files: dict[str, bytes | None], message: str,
+                 moves: dict[str, str] | None = None) -> str:
+    """Commit to a real repository: `moves` renamed with git mv, then `files` written (None
+    deletes). Returns the new commit id."""
+    for old, new in (moves or {}).items():
+        (repo / new).parent.mkdir(parents=True, exist_ok=True)
+        git(repo, "mv", old, new)
+    for rel, data in files.items():
+        if data is None:
+            git(repo, "rm", "-q", rel)
+            continue
+        target = repo / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", message)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
 def git(cwd: Path, *args: str, input: bytes | None = None) -> str:
     """Run git in `cwd` and return its stdout (text); raises on failure."""
     out = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, check=True)

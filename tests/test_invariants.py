@@ -7,33 +7,20 @@ Projects here pin a real git upstream built by the test and are driven through t
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import git
+from conftest import cli_in_process, git
 from patchforge.errors import InputError, UnsafePathError
 from patchforge.formats.patchfile import parse_patch_file
 from patchforge.invariants import (MAX_PATTERN, Invariant, check_overlay_invariants,
                                    check_patch_invariants, parse_invariants)
 
 
-def run_cli(root: Path, *args: str) -> tuple[int, str, str]:
-    """The real command line, in this process: (exit code, stdout, stderr)."""
-    from patchforge.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(["--root", str(root), *args])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return code, out.getvalue(), err.getvalue()
+run_cli = cli_in_process
 
 
 class StackProject:

@@ -8,8 +8,6 @@ upstream.lock, series and overlays together.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -20,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
+from conftest import cli_in_process, commit_files, git
 from patchforge.formats.schemas import validation_errors
 
 # A file long enough for offsets and context to mean something: 30 small functions.
@@ -51,19 +49,7 @@ class Upstream:
 
     def commit(self, files: dict[str, bytes | None], message: str = "change",
                renames: dict[str, str] | None = None) -> str:
-        for old, new in (renames or {}).items():
-            (self.path / new).parent.mkdir(parents=True, exist_ok=True)
-            git(self.path, "mv", old, new)
-        for rel, data in files.items():
-            target = self.path / rel
-            if data is None:
-                git(self.path, "rm", "-q", rel)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        git(self.path, "add", "-A")
-        git(self.path, "commit", "-q", "--allow-empty", "-m", message)
-        return self.head()
+        return commit_files(self.path, files, message, renames)
 
     def diff(self, files: dict[str, bytes | None], rev: str | None = None) -> bytes:
         """`git diff` of `files` against `rev` (default HEAD), as a user would make a patch."""
@@ -100,18 +86,7 @@ def patch_bytes(upstream_name: str, base: str, description: str, diff: bytes,
     return header.encode() + diff
 
 
-def run_cli(root: Path, *args: str) -> tuple[int, str, str]:
-    """The real command line, in this process: (exit code, stdout, stderr)."""
-    from patchforge.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(["--root", str(root), *args])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return code, out.getvalue(), err.getvalue()
+run_cli = cli_in_process
 
 
 def run_subprocess(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -18,7 +18,7 @@ import pytest
 
 from patchforge.formats.schemas import validation_errors
 from patchforge.store.gitstore import make_file_diff
-from tests.conftest import REPO_ROOT, git
+from tests.conftest import REPO_ROOT, commit_files, git
 from tests.servers import forge_server  # noqa: F401  (fixture)
 
 MAIN = "pkg/attn.py"
@@ -90,19 +90,7 @@ class Upstream:
 
     def commit(self, files: dict[str, bytes | None], message: str,
                moves: dict[str, str] | None = None) -> str:
-        for old, new in (moves or {}).items():
-            (self.path / new).parent.mkdir(parents=True, exist_ok=True)
-            git(self.path, "mv", old, new)
-        for rel, data in files.items():
-            p = self.path / rel
-            if data is None:
-                git(self.path, "rm", "-q", rel)
-                continue
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_bytes(data)
-        git(self.path, "add", "-A")
-        git(self.path, "commit", "-q", "--allow-empty", "-m", message)
-        return git(self.path, "rev-parse", "HEAD").strip()
+        return commit_files(self.path, files, message, moves)
 
     def read(self, rel: str) -> bytes:
         return (self.path / rel).read_bytes()
