@@ -44,6 +44,13 @@ def fsync_dir(directory: Path) -> None:
 def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> None:
     """Replace `path` with `data` atomically (same-directory temp file, fsync, rename)."""
     path = Path(path)
+    _replace_with(path, data, mode)
+    fsync_dir(path.parent)
+
+
+def _replace_with(path: Path, data: bytes, mode: int | None) -> None:
+    """The temp file, its fsync and the rename of an atomic write (the directory's fsync is the
+    caller's)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
         try:
@@ -67,7 +74,19 @@ def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> N
         except FileNotFoundError:
             pass
         raise
-    fsync_dir(path.parent)
+
+
+def atomic_write_many(items: list[tuple[Path, bytes]]) -> None:
+    """atomic_write() of several files: each file is replaced atomically and durably, but the
+    directories are synced once each at the end, not once per file (a rebase of a long series
+    writes hundreds of patch files into one directory)."""
+    directories: dict[Path, None] = {}
+    for path, data in items:
+        path = Path(path)
+        _replace_with(path, data, None)
+        directories.setdefault(path.parent, None)
+    for directory in directories:
+        fsync_dir(directory)
 
 
 def atomic_delete(path: Path | str) -> None:
@@ -78,6 +97,19 @@ def atomic_delete(path: Path | str) -> None:
     except FileNotFoundError:
         return
     fsync_dir(path.parent)
+
+
+def atomic_delete_many(paths: list[Path]) -> None:
+    """atomic_delete() of several files, each directory synced once."""
+    directories: dict[Path, None] = {}
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        directories.setdefault(Path(path).parent, None)
+    for directory in directories:
+        fsync_dir(directory)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -24,13 +24,13 @@ KILLED = 137
 
 def all_bytes(root: Path) -> list[bytes]:
     """The contents of every file under series/ and .patchforge/ (the journal included; the
-    saved originals are kept base64-encoded in one file)."""
+    saved originals and the staged new patches are kept base64-encoded, one file each)."""
     out = []
     for top in ("series", ".patchforge"):
         for path in (root / top).rglob("*"):
             if path.is_file():
                 out.append(path.read_bytes())
-                if path.name == "originals.json":
+                if path.name in ("originals.json", "staged.json"):
                     out += [base64.b64decode(v) for v in json.loads(out[-1]).values() if v]
     return out
 

@@ -11,6 +11,7 @@ the input.
 """
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, replace
 
@@ -167,11 +168,9 @@ def _side(lines: tuple[bytes, ...], kind: bytes, no_newline: bool) -> list[bytes
 
 def split_lines(data: bytes) -> list[bytes]:
     """Split on b"\\n" only, keeping the endings; the last element may lack one."""
-    lines = data.split(b"\n")
-    out = [line + b"\n" for line in lines[:-1]]
-    if lines[-1]:
-        out.append(lines[-1])
-    return out
+    # BytesIO splits on b"\n" alone, in C (bytes.splitlines would also split on \r and
+    # friends); this runs over every file a series touches.
+    return io.BytesIO(data).readlines()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -52,17 +52,21 @@ def refuse_symlinked_paths(store, commit: str, patches) -> None:
     the upstream's tree. `patches` is [(name, PatchFile)]."""
     from patchforge.errors import UnsafePathError
 
-    for name, patch in patches:
-        for fp in patch.file_patches:
-            for path in {p for p in (fp.old_path, fp.new_path) if p}:
-                parts = path.split("/")
-                for depth in range(1, len(parts) + 1):
-                    prefix = "/".join(parts[:depth])
-                    entry = store.entry(commit, prefix)
-                    if entry is not None and entry[0] == "120000":
-                        what = "is a symlink" if depth == len(parts) else \
-                            f"goes through the symlink {prefix}"
-                        raise UnsafePathError(
-                            f"patch {name}: {path} {what} in the upstream; a patch may only "
-                            "touch regular files inside its upstream",
-                            path=getattr(patch, "source", name), line=fp.line_no)
+    def prefixes(path):
+        parts = path.split("/")
+        return ["/".join(parts[:depth]) for depth in range(1, len(parts) + 1)]
+
+    touched = [(name, patch, fp, path) for name, patch in patches for fp in patch.file_patches
+               for path in {p for p in (fp.old_path, fp.new_path) if p}]
+    # One batched lookup of every prefix: a series is hundreds of paths in a few directories.
+    entries = store.entries(commit, sorted({pre for *_, path in touched for pre in prefixes(path)}))
+    for name, patch, fp, path in touched:
+        for prefix in prefixes(path):
+            entry = entries[prefix]
+            if entry is not None and entry[0] == "120000":
+                what = "is a symlink" if prefix == path else \
+                    f"goes through the symlink {prefix}"
+                raise UnsafePathError(
+                    f"patch {name}: {path} {what} in the upstream; a patch may only "
+                    "touch regular files inside its upstream",
+                    path=getattr(patch, "source", name), line=fp.line_no)

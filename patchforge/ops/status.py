@@ -66,6 +66,15 @@ class SeriesJudge:
         self.current: dict[str, bytes | None] = {}
         self._read: dict[str, bytes | None] = {}
 
+    def prefetch(self, patches) -> None:
+        """Read every file the patches touch, on the base and where the judge reads, in one
+        round each (the store keeps them): one pipelined cat-file exchange instead of one per
+        file and patch."""
+        paths = sorted({p for _, patch in patches for p in patch.paths})
+        if paths:
+            self.store.read_blobs(self.target.base_commit, paths)
+            self.store.read_blobs(self.read_commit, paths)
+
     def read_current(self, path: str) -> bytes | None:
         if path in self.current:
             return self.current[path]
@@ -365,8 +374,10 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
         judge = SeriesJudge(store, target)
         names = {upstream, getattr(project.config.upstreams.get(upstream), "package", None)}
         landed: list[tuple[PatchStatus, object]] = []
-        for name in project.patch_names(upstream):
-            patch = project.read_patch(upstream, name)
+        patches = [(name, project.read_patch(upstream, name))
+                   for name in project.patch_names(upstream)]
+        judge.prefetch(patches)
+        for name, patch in patches:
             verdict = judge.judge(name, patch)
             status = PatchStatus(
                 upstream=upstream, name=name, state=verdict.state,

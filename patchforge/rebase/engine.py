@@ -16,6 +16,7 @@ during the write-out is finished by `--continue` (the plan is replayed) or undon
 from __future__ import annotations
 
 import base64
+import os
 import json
 import re
 import subprocess
@@ -230,6 +231,7 @@ class Rebase:
         target = self._target(upstream, entry)
         judge = self._judge(upstream, entry)
         patches = [(n, self.project.read_patch(upstream, n)) for n in names]
+        judge.prefetch(patches)
         # The old series state before each patch: the merge base of its 3-way merge.
         read_old = _reads(self.store, target.base_commit)
         old_state = apply_series(read_old, patches[:entry["position"]], strict=False)
@@ -513,7 +515,7 @@ class Rebase:
         return candidate
 
     def _write_out(self) -> dict:
-        from patchforge.fsutil import atomic_delete, atomic_write
+        from patchforge.fsutil import atomic_delete_many, atomic_write, atomic_write_many
         from patchforge.overlay import build_overlays, write_overlays
 
         project, journal = self.project, self.journal
@@ -539,14 +541,19 @@ class Rebase:
             data.update(phase="committing", plan=plan, summary=summary)
             journal.save()
         self._clean_temp_files(journal.originals())
+        # The plan puts every removal after every write (a fix moved to upstreamed/ exists
+        # there before it leaves the series); each group syncs its directories once.
+        writes, removals = [], []
         for step in data["plan"]:
             target = project.root / step["path"]
             if step["staged"]:
-                atomic_write(target, journal.staged_bytes(step["staged"]))
+                writes.append((target, journal.staged_bytes(step["staged"])))
             elif step["inline"] is not None:
-                atomic_write(target, base64.b64decode(step["inline"]))
+                writes.append((target, base64.b64decode(step["inline"])))
             else:
-                atomic_delete(target)
+                removals.append(target)
+        atomic_write_many(writes)
+        atomic_delete_many(removals)
         if data.get("overlays_saved"):
             if overlays is None:  # resumed after a kill: the new state is on disk now
                 overlays = build_overlays(project, self.store)
@@ -580,11 +587,20 @@ class Rebase:
 
     def _clean_temp_files(self, rels) -> None:
         """Remove temporary files that a killed atomic_write left beside the plan's files."""
+        by_directory: dict[Path, set[str]] = {}
         for rel in rels:
             path = self.project.root / rel
-            if path.parent.is_dir():
-                for stray in path.parent.glob(f".{path.name}.*.tmp"):
-                    stray.unlink(missing_ok=True)
+            by_directory.setdefault(path.parent, set()).add(path.name)
+        for directory, names in by_directory.items():
+            # One listing per directory (a glob per file made a long series quadratic).
+            try:
+                listing = os.listdir(directory)
+            except FileNotFoundError:
+                continue
+            for entry in listing:
+                if entry.startswith(".") and entry.endswith(".tmp") and \
+                        entry[1:].rsplit(".", 2)[0] in names:
+                    (directory / entry).unlink(missing_ok=True)
 
     # --- reporting ----------------------------------------------------------------------------
     def _summary(self, *, written: bool) -> dict:

@@ -3,7 +3,8 @@
 It lives in `.patchforge/rebase/`:
 - `journal.json`: where the run stands, rewritten atomically after every step. Its presence is
   what "a rebase is in progress" means: it is the first file written and the first removed.
-- `staged/`: the new patch files, each written before the journal names it.
+- `staged.json`: the new patch files (name -> base64), written before the journal names them,
+  in one file: one durable write per save rather than one per patch.
 - `originals.json` and `orig-overlays/`: once the write-out begins, the project files it
   replaces and the whole overlays/ tree as they were, for a byte-for-byte `--abort`.
 
@@ -29,6 +30,7 @@ class Journal:
         self.path = self.dir / "journal.json"
         self.data: dict = {}
         self._pending: dict[str, bytes] = {}  # staged name -> bytes not yet on disk
+        self._saved: dict[str, bytes] | None = None  # what staged.json holds, once read
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -37,6 +39,7 @@ class Journal:
         """Clear what an earlier run that was killed while cleaning up may have left."""
         if self.dir.exists():
             shutil.rmtree(self.dir)
+        self._saved = None
 
     def load(self) -> dict:
         data = json.loads(self.path.read_text("utf-8"))
@@ -66,12 +69,28 @@ class Journal:
     def staged_bytes(self, staged: str) -> bytes:
         if staged in self._pending:
             return self._pending[staged]
-        return (self.dir / staged).read_bytes()
+        saved = self._load_saved()
+        if staged not in saved:
+            raise UsageError(f"{self.dir / 'staged.json'}: the journal names {staged}, which is "
+                             "not there", hint="`patchforge rebase --abort`")
+        return saved[staged]
+
+    def _load_saved(self) -> dict[str, bytes]:
+        if self._saved is None:
+            path = self.dir / "staged.json"
+            self._saved = {name: base64.b64decode(data) for name, data in
+                           json.loads(path.read_bytes()).items()} if path.exists() else {}
+        return self._saved
 
     def flush_staged(self) -> None:
-        for staged, data in sorted(self._pending.items()):
-            atomic_write(self.dir / staged, data)
-        self._pending.clear()
+        if not self._pending:
+            return
+        everything = {**self._load_saved(), **self._pending}
+        atomic_write(self.dir / "staged.json", json.dumps(
+            {name: base64.b64encode(data).decode() for name, data in sorted(everything.items())},
+            indent=0).encode())
+        self._saved = everything
+        self._pending = {}
 
     def save_originals(self, root: Path, rels: list[str]) -> None:
         """Keep the project files the write-out will change (or their absence), all in one

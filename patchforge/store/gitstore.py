@@ -502,6 +502,11 @@ class _CatFile:
 # The store
 
 
+# Above this many bytes of file contents the read cache starts over (a vLLM-sized overlay
+# build reads a few hundred files; this bounds a pathological one).
+_BLOB_CACHE_BYTES = 256 << 20
+
+
 class UpstreamStore:
     """The bare repository `<cache>/store.git`. Not thread-safe beyond the cat-file reader."""
 
@@ -514,7 +519,14 @@ class UpstreamStore:
         self._cat = _CatFile(self.git_dir)
         self._ancestry: dict[tuple[str, str], bool] = {}
         self._present: set[str] = set()  # blob ids known to be in the store (not promised)
-        self._tree_cache: dict[str, list[tuple[str, str, bytes]]] = {}
+        # Parsed trees (tree id -> {name: (mode, id)}) and, for full commit/tree ids only
+        # (a ref can move), which tree a directory is: a series keeps asking about the same
+        # few directories, and each question is otherwise a cat-file round trip plus a parse.
+        self._tree_cache: dict[str, dict[bytes, tuple[str, str]]] = {}
+        self._dir_trees: dict[tuple[str, str], str | None] = {}
+        self._partial = False
+        self._blobs: dict[str, dict[str, bytes | None]] = {}  # commit -> path -> content
+        self._blob_bytes = 0
 
     # ---- opening
 
@@ -600,10 +612,23 @@ class UpstreamStore:
         rev = self._pin(rev)
         for path in paths:
             _check_path(path)
-        self._prefetch(rev, paths)
-        got = self._cat.query([f"{rev}:{p}" for p in paths])
-        return {p: (g[2] if g is not None and g[1] == "blob" else None)
-                for p, g in zip(paths, got)}
+        # Files of a full commit id never change: a series reads the same few files again and
+        # again (each patch, the judge, the range-diff), so they are kept for the process.
+        cache = self._blobs.setdefault(rev, {}) if _HEX40.fullmatch(rev) else {}
+        asked = [p for p in dict.fromkeys(paths) if p not in cache]
+        if asked:
+            self._prefetch(rev, asked)
+            got = self._cat.query([f"{rev}:{p}" for p in asked])
+            for path, answer in zip(asked, got):
+                content = answer[2] if answer is not None and answer[1] == "blob" else None
+                cache[path] = content
+                self._blob_bytes += len(content or b"")
+            if self._blob_bytes > _BLOB_CACHE_BYTES:
+                found = {p: cache[p] for p in paths}
+                self._blobs.clear()
+                self._blob_bytes = 0
+                return found
+        return {p: cache[p] for p in paths}
 
     def blob_id(self, rev: str, path: str) -> str | None:
         found = self.entry(rev, path)
@@ -611,30 +636,40 @@ class UpstreamStore:
 
     def entry(self, rev: str, path: str) -> tuple[str, str] | None:
         """(mode, blob id) of a file at `rev`, None when absent or a directory."""
-        raw = _check_path(path)
-        parent, _, name = raw.rpartition(b"/")
-        tree = self._tree_of(rev, _decode_path(parent))
-        if tree is None:
-            return None
-        for mode, oid, entry_name in self._tree_entries(tree):
-            if entry_name == name:
-                return None if mode == "40000" or mode == "160000" else (mode.rjust(6, "0"), oid)
-        return None
+        return self.entries(rev, [path])[path]
 
-    def _tree_of(self, rev: str, directory: str) -> str | None:
-        got = self._cat.query([f"{rev}^{{tree}}:{directory}" if directory else f"{rev}^{{tree}}"])[0]
-        if got is None or got[1] != "tree":
-            return None
-        self._tree_cache.setdefault(got[0], _parse_tree(got[2]))
-        return got[0]
+    def entries(self, rev: str, paths: list[str]) -> dict[str, tuple[str, str] | None]:
+        """entry() of several paths, their directories asked of cat-file in one round."""
+        split = {}
+        for path in paths:
+            parent, _, name = _check_path(path).rpartition(b"/")
+            split[path] = (_decode_path(parent), name)
+        trees = self._trees_of(rev, sorted({parent for parent, _ in split.values()}))
+        found: dict[str, tuple[str, str] | None] = {}
+        for path, (parent, name) in split.items():
+            tree = trees[parent]
+            hit = self._tree_cache[tree].get(name) if tree is not None else None
+            found[path] = None if hit is None or hit[0] in ("40000", "160000") else \
+                (hit[0].rjust(6, "0"), hit[1])
+        return found
 
-    def _tree_entries(self, tree: str) -> list[tuple[str, str, bytes]]:
-        if tree not in self._tree_cache:
-            got = self._cat.query([tree])[0]
-            if got is None or got[1] != "tree":
-                raise StoreError(f"tree {tree} is not in the store")
-            self._tree_cache[tree] = _parse_tree(got[2])
-        return self._tree_cache[tree]
+    def _trees_of(self, rev: str, directories: list[str]) -> dict[str, str | None]:
+        """directory -> tree id at `rev` (None when it is not a directory there)."""
+        cacheable = bool(_HEX40.fullmatch(rev))
+        result = {d: self._dir_trees[(rev, d)] for d in directories
+                  if cacheable and (rev, d) in self._dir_trees}
+        asked = [d for d in directories if d not in result]
+        if asked:
+            got = self._cat.query([f"{rev}^{{tree}}:{d}" if d else f"{rev}^{{tree}}"
+                                   for d in asked])
+            for directory, answer in zip(asked, got):
+                tree = answer[0] if answer is not None and answer[1] == "tree" else None
+                if tree is not None and tree not in self._tree_cache:
+                    self._tree_cache[tree] = _parse_tree(answer[2])
+                result[directory] = tree
+                if cacheable:
+                    self._dir_trees[(rev, directory)] = tree
+        return result
 
     def read_blob_id(self, oid: str) -> bytes:
         got = self._cat.query([oid])[0]
@@ -688,15 +723,10 @@ class UpstreamStore:
 
     def _prefetch(self, rev: str, paths: list[str]) -> None:
         """Bring the missing blobs of `paths` at `rev` with one fetch instead of one per blob."""
-        if len(paths) < 2 or not (self.git_dir / "objects" / "pack").exists():
+        if len(paths) < 2 or not self._is_partial():
             return
-        if not any(p.suffix == ".promisor" for p in (self.git_dir / "objects" / "pack").iterdir()):
-            return
-        wanted: set[str] = set()
-        for path in paths:
-            found = self.entry(rev, path)
-            if found is not None and found[1] not in self._present:
-                wanted.add(found[1])
+        wanted = {found[1] for found in self.entries(rev, paths).values()
+                  if found is not None and found[1] not in self._present}
         if not wanted:
             return
         missing = self._missing(sorted(wanted))
@@ -710,6 +740,14 @@ class UpstreamStore:
         # Objects never leave the store: remember the present ones, so that reading the same
         # files again (every patch of a series on one file) costs no `rev-list` process.
         self._present.update(wanted.difference(missing))
+
+    def _is_partial(self) -> bool:
+        """Whether the store holds a promisor pack (a partial clone). Only a yes is remembered:
+        a fetch later in this process can make the store partial, never the reverse."""
+        if not self._partial:
+            pack = self.git_dir / "objects" / "pack"
+            self._partial = pack.is_dir() and any(p.suffix == ".promisor" for p in pack.iterdir())
+        return self._partial
 
     def _missing(self, oids: list[str]) -> list[str]:
         """Those of `oids` not in the store, asked without triggering a lazy fetch.
@@ -1242,13 +1280,14 @@ class UpstreamStore:
 # Helpers
 
 
-def _parse_tree(data: bytes) -> list[tuple[str, str, bytes]]:
-    entries = []
+def _parse_tree(data: bytes) -> dict[bytes, tuple[str, str]]:
+    """name -> (mode, id) of a raw tree object."""
+    entries = {}
     pos = 0
     while pos < len(data):
         space = data.index(b" ", pos)
         nul = data.index(b"\0", space)
-        entries.append((data[pos:space].decode(), data[nul + 1:nul + 21].hex(), data[space + 1:nul]))
+        entries[data[space + 1:nul]] = (data[pos:space].decode(), data[nul + 1:nul + 21].hex())
         pos = nul + 21
     return entries
 
