@@ -465,6 +465,51 @@ def test_range_diff(store, merge_base):
     assert b"fix" in out and b"!" in out
 
 
+def _packs_and_refs(store) -> tuple[list[str], str]:
+    return (sorted(os.listdir(store.git_dir / "objects" / "pack")),
+            git(store.git_dir, "for-each-ref"))
+
+
+def test_range_diff_of_imported_chains_leaves_the_store_alone(store, merge_base):
+    a = store.read_blob(merge_base, "m/a.py")
+
+    def chain(ref: bytes, change: bytes, first_mark: int) -> bytes:
+        ident = b"x <x@x> 0 +0000\n"
+        return (b"reset %s\ncommit %s\nmark :%d\ncommitter %sdata 5\nbase\n"
+                b"M 100644 inline m/a.py\ndata %d\n%s\n"
+                b"commit %s\nmark :%d\ncommitter %sdata 4\nfix\n"
+                b"M 100644 inline m/a.py\ndata %d\n%s\n"
+                % (ref, ref, first_mark, ident, len(a), a,
+                   ref, first_mark + 1, ident, len(change), change))
+    before = _packs_and_refs(store)
+    stream = chain(b"refs/heads/one", _edit(a, 7, b"x\n"), 1) + \
+        chain(b"refs/heads/two", _edit(a, 7, b"y\n"), 3)
+    out = store.range_diff_import(stream, (1, 2), (3, 4))
+    assert b"fix" in out and b"!" in out and b"+x" in out and b"+y" in out
+    assert _packs_and_refs(store) == before
+
+
+def test_maintain_repacks_a_store_of_many_packs(store, merge_base, monkeypatch):
+    commits = []
+    for i in range(5):
+        commits.append(store.commit_files(merge_base, {"m/new.py": b"n = %d\n" % i},
+                                          message=f"c{i}\n"))
+        git(store.git_dir, "update-ref", f"refs/test/c{i}", commits[-1])
+        git(store.git_dir, "repack", "-d", "-q")  # each round's loose objects: one more pack
+    packs = [n for n in os.listdir(store.git_dir / "objects" / "pack") if n.endswith(".pack")]
+    assert len(packs) >= 5
+    monkeypatch.setattr(UpstreamStore, "MAX_PACKS", 100)
+    assert store.maintain() is False
+    monkeypatch.setattr(UpstreamStore, "MAX_PACKS", 2)
+    assert store.maintain() is True
+    packs = [n for n in os.listdir(store.git_dir / "objects" / "pack") if n.endswith(".pack")]
+    assert len(packs) == 1
+    fresh = UpstreamStore(store.git_dir)
+    for i, commit in enumerate(commits):
+        assert fresh.read_blob(commit, "m/new.py") == b"n = %d\n" % i
+    fresh.close()
+
+
 # ---- materialize
 
 

@@ -19,8 +19,6 @@ import base64
 import os
 import json
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -647,9 +645,9 @@ class Rebase:
                           for i, (n, _) in enumerate(new, 1)]
                 chunks.append(f"{upstream}:\n" + "".join(lines))
                 continue
-            old_range, new_range = _commit_chains(self.store, [
+            stream, (old_marks, new_marks) = _commit_chains(self.store, [
                 (entry["from"]["commit"], old), (entry["to"]["commit"], new)])
-            out = self.store.range_diff(old_range, new_range)
+            out = self.store.range_diff_import(stream, old_marks, new_marks)
             chunks.append(f"{upstream}:\n" + out.decode("utf-8", "replace"))
         return "".join(chunks)
 
@@ -673,10 +671,11 @@ def _lock_of(writes):
                           "upstream.lock")
 
 
-def _commit_chains(store, chains) -> list[str]:
+def _commit_chains(store, chains) -> tuple[bytes, list[tuple[int, int]]]:
     """For each (base commit, [(name, PatchFile)]): a root commit holding the base's versions of
-    the files the patches touch, then one commit per patch. Returns "root..tip" ranges."""
-    from patchforge.store.gitstore import IMPORT_IDENT, _quote_fastimport, git_env
+    the files the patches touch, then one commit per patch, as a `git fast-import` stream.
+    Returns the stream and the (first, last) marks of each chain."""
+    from patchforge.store.gitstore import IMPORT_IDENT, _quote_fastimport
 
     ident = f"{IMPORT_IDENT[0]} <{IMPORT_IDENT[1]}> {IMPORT_IDENT[2]}\n".encode()
     stream = []
@@ -693,7 +692,7 @@ def _commit_chains(store, chains) -> list[str]:
             apply_series(_reads(store, base), [(name, patch)], strict=False, state=state)
             steps.append((f"{name}\n", {p: c for p, c in state.current.items()
                                         if before.get(p) != c}))
-        ref = f"refs/patchforge/rebase/range-diff-{index}".encode()
+        ref = f"refs/heads/chain-{index}".encode()
         stream.append(b"reset " + ref + b"\n")
         first = mark + 1
         for message, files in steps:
@@ -710,11 +709,4 @@ def _commit_chains(store, chains) -> list[str]:
                     stream.append(b"M 100644 inline " + raw + b"\ndata %d\n" % len(content)
                                   + content + b"\n")
         ranges.append((first, mark))
-    with tempfile.TemporaryDirectory(prefix="patchforge-rangediff-") as tmp:
-        marks = Path(tmp) / "marks"
-        subprocess.run(["git", "--git-dir", str(store.git_dir), "fast-import", "--quiet",
-                        "--force", "--done", f"--export-marks={marks}"],
-                       input=b"".join(stream) + b"done\n", check=True, capture_output=True,
-                       env=git_env())
-        ids = dict(line.split(" ", 1) for line in marks.read_text().split("\n") if line)
-    return [f"{ids[f':{a}']}..{ids[f':{b}']}" for a, b in ranges]
+    return b"".join(stream), ranges
