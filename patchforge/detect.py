@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from patchforge.apply.diffparse import line_content, line_kind, reverse_hunk
-from patchforge.apply.hunks import apply_file_patch, apply_hunks_to_bytes
+from patchforge.apply.hunks import apply_file_patch, apply_hunks, lines_of
 
 # Added code shorter than this (whitespace removed) is too generic to prove anything by containment
 # ("return None", "pass", "}").
@@ -237,16 +237,16 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
             for outcome in verdict.applied.hunks:
                 verdict.hunks.append(HunkVerdict(outcome.index, outcome.status))
         return verdict
-    text = normalized_text(current)
+    lines = lines_of(current)
     for index, hunk in enumerate(fp.hunks):
-        _, forward = apply_hunks_to_bytes(current, (hunk,), max_fuzz=2)
+        _, forward = apply_hunks(lines, (hunk,), max_fuzz=2, build=False)
         hv = HunkVerdict(index, forward[0].status)
         removes = any(line_kind(line) == b"-" for line in hunk.lines)
         # The hunk's pre-image is still in the file: clean forward for any hunk; with reduced
         # context too when the hunk removes code (that code is still there). A pure addition
         # "applies with fuzz" wherever its outer context lines are, which proves nothing.
         pre_image_there = hv.forward in ("exact", "offset") or (removes and hv.forward == "fuzz")
-        _, backward = apply_hunks_to_bytes(current, (reverse_hunk(hunk),), max_fuzz=0)
+        _, backward = apply_hunks(lines, (reverse_hunk(hunk),), max_fuzz=0, build=False)
         if backward[0].status in ("exact", "offset"):
             if pre_image_there:
                 hv.ambiguous = True
@@ -257,7 +257,9 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
                 hv.evidence.append("reverse-apply" + (f" (offset {backward[0].offset})"
                                                       if backward[0].offset else ""))
         if hv.landed is None and not hv.ambiguous:
-            is_contained, why = contained(hunk, text)
+            # Normalizing the file is the costly part: only for hunks the patch tools could not
+            # place (contained() keeps the result for the next hunk on the same file).
+            is_contained, why = contained(hunk, current)
             if is_contained:
                 if pre_image_there:
                     hv.evidence.append("added code is present but the old code is still there "

@@ -108,10 +108,11 @@ def _fuzzed(h: Hunk, fuzz: int) -> tuple[int, list[bytes], list[bytes], str | No
     return top, pre, post, anchor
 
 
-def apply_hunks(lines: list[bytes], hunks: tuple[Hunk, ...], *,
-                max_fuzz: int = 2) -> tuple[list[bytes], tuple[HunkOutcome, ...]]:
+def apply_hunks(lines: list[bytes], hunks: tuple[Hunk, ...], *, max_fuzz: int = 2,
+                build: bool = True) -> tuple[list[bytes], tuple[HunkOutcome, ...]]:
     """Apply hunks in order to a list of lines (split with `split_lines`); failed hunks are
-    skipped. Returns the new lines and one outcome per hunk."""
+    skipped. Returns the new lines and one outcome per hunk; with build=False only the outcomes
+    (the lines come back empty): landed detection asks where hunks go, many times per file."""
     out: list[bytes] = []
     outcomes: list[HunkOutcome] = []
     done = 0  # lines of the input already copied or replaced: later hunks cannot go back
@@ -134,12 +135,14 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk, ...], *,
         pos, fuzz, top, pre, post = found
         offset = pos - top - base
         last_offset = offset
-        out.extend(lines[done:pos])
-        out.extend(post)
+        if build:
+            out.extend(lines[done:pos])
+            out.extend(post)
         done = pos + len(pre)
         status = "fuzz" if fuzz else ("offset" if offset else "exact")
         outcomes.append(HunkOutcome(index, status, offset, fuzz, pos + 1))
-    out.extend(lines[done:])
+    if build:
+        out.extend(lines[done:])
     return out, tuple(outcomes)
 
 
@@ -159,8 +162,23 @@ def _place(lines: list[bytes], pre: list[bytes], expected: int, lo: int,
 def apply_hunks_to_bytes(old: bytes, hunks: tuple[Hunk, ...], *,
                          max_fuzz: int = 2) -> tuple[bytes, tuple[HunkOutcome, ...]]:
     """`apply_hunks` on file content."""
-    new_lines, outcomes = apply_hunks(split_lines(old), hunks, max_fuzz=max_fuzz)
+    new_lines, outcomes = apply_hunks(lines_of(old), hunks, max_fuzz=max_fuzz)
     return b"".join(new_lines), outcomes
+
+
+_LINES_CACHE: dict[bytes, list[bytes]] = {}
+
+
+def lines_of(content: bytes) -> list[bytes]:
+    """split_lines(content), remembered for the few files a series keeps coming back to (each
+    patch on a file, forward and reverse, splits it again otherwise). Callers must not modify
+    the list."""
+    found = _LINES_CACHE.get(content)
+    if found is None:
+        if len(_LINES_CACHE) >= 32:
+            _LINES_CACHE.pop(next(iter(_LINES_CACHE)))
+        found = _LINES_CACHE[content] = split_lines(content)
+    return found
 
 
 def _all_failed(fp: FilePatch, error: str) -> FileApplication:
