@@ -513,21 +513,19 @@ class Rebase:
         return candidate
 
     def _write_out(self) -> dict:
-        from patchforge.fsutil import atomic_delete_many, atomic_write, atomic_write_many
-        from patchforge.overlay import build_overlays, write_overlays
-
         project, journal = self.project, self.journal
         data = journal.data
         overlays = None
         if data["phase"] != "committing":
             writes = self._plan()
             if project.overlays_dir.exists():
+                from patchforge.overlay import build_overlays
+
                 # Built now, in memory, so that a series the overlays cannot take stops the run
                 # before any project file is touched.
                 overlays = build_overlays(project, self.store, lock=_lock_of(writes),
                                           patch_sources=self._new_sources())
             summary = self._summary(written=True)
-            summary["range_diff"] = self._range_diff()
             # The plan names staged patch files; the series and lock (small) travel inline.
             plan = []
             for rel, content, staged in writes:
@@ -538,6 +536,25 @@ class Rebase:
             data["overlays_saved"] = journal.save_tree("overlays", project.overlays_dir)
             data.update(phase="committing", plan=plan, summary=summary)
             journal.save()
+        # The range-diff (git fast-import and git range-diff, a good part of a long run) is
+        # made by a second thread while this one writes the files; the old series is read
+        # here, before any write (on a resumed write-out, from the journal's originals).
+        range_diff = _Background(self._range_diff, self._range_diff_inputs())
+        try:
+            self._commit_files(range_diff, overlays)
+        except BaseException:
+            range_diff.wait()  # its scratch repository is removed before the error goes on
+            raise
+        journal.remove()
+        return data["summary"]
+
+    def _commit_files(self, range_diff: "_Background", overlays) -> None:
+        """The write-out proper: the plan's files, the overlays (`overlays` when built before
+        the journal was saved), the ledger, last-rebase.json."""
+        from patchforge.fsutil import atomic_delete_many, atomic_write, atomic_write_many
+
+        project, journal = self.project, self.journal
+        data = journal.data
         self._clean_temp_files(journal.originals())
         # The plan puts every removal after every write (a fix moved to upstreamed/ exists
         # there before it leaves the series); each group syncs its directories once.
@@ -553,6 +570,8 @@ class Rebase:
         atomic_write_many(writes)
         atomic_delete_many(removals)
         if data.get("overlays_saved"):
+            from patchforge.overlay import build_overlays, write_overlays
+
             if overlays is None:  # resumed after a kill: the new state is on disk now
                 overlays = build_overlays(project, self.store)
             write_overlays(project, overlays)
@@ -562,12 +581,11 @@ class Rebase:
             ledger.record_rebase(project, data["summary"])
         for upstream in data["upstreams"]:
             self._remove_worktree(upstream)
+        data["summary"]["range_diff"] = range_diff.result()
         # Kept for `status --html` (the last rebase and its range-diff); written while the
         # journal still stands, so a kill here is finished by --continue like any other step.
         atomic_write(project.state_dir / "last-rebase.json",
                      (json.dumps(data["summary"], indent=2, sort_keys=True) + "\n").encode())
-        journal.remove()
-        return data["summary"]
 
     def _new_sources(self) -> dict:
         """{upstream: [(name, PatchFile, bytes)]} of the new series, for build_overlays."""
@@ -627,15 +645,31 @@ class Rebase:
         summary["stopped"] = stopped
         return summary
 
-    def _range_diff(self) -> str:
+    def _range_diff_inputs(self) -> list[tuple[str, str, list, str, list]]:
+        """(upstream, old base, old series, new base, new series) per upstream, the series as
+        [(name, PatchFile)]. The old patch files are read from the journal's originals when the
+        write-out has begun (they may be replaced on disk already)."""
+        originals = self.journal.originals()
+        inputs = []
+        for upstream, entry in self.journal.data["upstreams"].items():
+            old = []
+            for name in entry["names"]:
+                rel = self.project.patch_path(upstream, name).relative_to(
+                    self.project.root).as_posix()
+                saved = originals.get(rel)
+                old.append((name, parse_patch_file(saved, name) if saved is not None
+                            else self.project.read_patch(upstream, name)))
+            new = [(r["name"], parse_patch_file(self.journal.staged_bytes(r["staged"]), r["name"]))
+                   for r in entry["results"] if r["destination"] == "series"]
+            inputs.append((upstream, entry["from"]["commit"], old, entry["to"]["commit"], new))
+        return inputs
+
+    def _range_diff(self, inputs) -> str:
         """`git range-diff` of the old series (on the old base) against the new one (on the new
         base), per upstream. Each series becomes a chain of commits over a tree holding only the
         files the series touch, all written by one `git fast-import`: cheap on any upstream."""
         chunks = []
-        for upstream, entry in self.journal.data["upstreams"].items():
-            old = [(n, self.project.read_patch(upstream, n)) for n in entry["names"]]
-            new = [(r["name"], parse_patch_file(self.journal.staged_bytes(r["staged"]), r["name"]))
-                   for r in entry["results"] if r["destination"] == "series"]
+        for upstream, old_base, old, new_base, new in inputs:
             if not old or not new:
                 # git refuses an empty range; what range-diff would say is plain here.
                 width = len(str(max(len(old), len(new))))
@@ -645,11 +679,39 @@ class Rebase:
                           for i, (n, _) in enumerate(new, 1)]
                 chunks.append(f"{upstream}:\n" + "".join(lines))
                 continue
-            stream, (old_marks, new_marks) = _commit_chains(self.store, [
-                (entry["from"]["commit"], old), (entry["to"]["commit"], new)])
+            stream, (old_marks, new_marks) = _commit_chains(self.store, [(old_base, old),
+                                                                         (new_base, new)])
             out = self.store.range_diff_import(stream, old_marks, new_marks)
             chunks.append(f"{upstream}:\n" + out.decode("utf-8", "replace"))
         return "".join(chunks)
+
+
+class _Background:
+    """A function run by a second thread; result() waits for it and returns its value or
+    raises its exception. Used for work that is mostly a git process (the GIL is free then)."""
+
+    def __init__(self, function, *args) -> None:
+        import threading
+
+        self._value = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(function, args), daemon=True)
+        self._thread.start()
+
+    def _run(self, function, args) -> None:
+        try:
+            self._value = function(*args)
+        except BaseException as exc:  # handed to the caller of result()
+            self._error = exc
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _ledger():
@@ -686,7 +748,10 @@ def _commit_chains(store, chains) -> tuple[bytes, list[tuple[int, int]]]:
         state = SeriesState()
         state.current.update(store.read_blobs(base, paths) if paths else {})
         state.base.update(state.current)
-        steps = [("base\n", {p: c for p, c in state.current.items() if c is not None})]
+        # The base files by id (the scratch repository borrows the store's objects): only what
+        # the patches change travels in the stream, to be hashed and packed.
+        steps = [("base\n", {p: found[1] for p, found in store.entries(base, paths).items()
+                             if found is not None})]
         for name, patch in patches:
             before = dict(state.current)
             apply_series(_reads(store, base), [(name, patch)], strict=False, state=state)
@@ -705,6 +770,8 @@ def _commit_chains(store, chains) -> tuple[bytes, list[tuple[int, int]]]:
                 content = files[path]
                 if content is None:
                     stream.append(b"D " + raw + b"\n")
+                elif isinstance(content, str):  # a blob id
+                    stream.append(b"M 100644 %s %s\n" % (content.encode(), raw))
                 else:
                     stream.append(b"M 100644 inline " + raw + b"\ndata %d\n" % len(content)
                                   + content + b"\n")

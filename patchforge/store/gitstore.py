@@ -1289,8 +1289,9 @@ class UpstreamStore:
                 str((self.git_dir / "objects").resolve()) + "\n")
             marks = Path(tmp) / "marks"
             run = ["git", *_BASE_CONFIG, "--git-dir", str(scratch)]
-            proc = subprocess.run([*run, "fast-import", "--quiet", "--done",
-                                   f"--export-marks={marks}"],
+            # Stored, not compressed, and no delta search: the pack lives for one command.
+            proc = subprocess.run([*run, "-c", "pack.compression=0", "fast-import", "--quiet",
+                                   "--done", "--depth=0", f"--export-marks={marks}"],
                                   input=stream + b"done\n", capture_output=True, env=git_env())
             if proc.returncode != 0:
                 raise StoreError("git fast-import failed: "
