@@ -44,7 +44,6 @@ class Project:
     config_path: Path
     offline: bool = False
     _lock_override: Lock | None = field(default=None, repr=False)
-    _parsed: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def discover(cls, root: Path | None = None, *, offline: bool = False) -> "Project":
@@ -126,13 +125,8 @@ class Project:
         now means a file rewritten in between is never served stale."""
         from patchforge.formats.patchfile import parse_patch_file
 
-        path = self.patch_path(upstream, name)
-        data = self.read_patch_bytes(upstream, name)
-        key = (str(path), data)
-        parsed = self._parsed.get(key)
-        if parsed is None:
-            parsed = self._parsed[key] = parse_patch_file(data, str(path))
-        return parsed
+        return parse_patch_file(self.read_patch_bytes(upstream, name),
+                                str(self.patch_path(upstream, name)))
 
     def all_patches(self) -> list[tuple[str, str]]:
         """(upstream, patch file name) for every listed patch, upstreams in config order."""

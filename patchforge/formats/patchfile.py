@@ -224,9 +224,26 @@ def _check_text(data: bytes, source: str, first_line: int) -> None:
                              hint="indent it differently or reword it")
 
 
+_PARSED: dict[tuple[str, bytes], PatchFile] = {}
+
+
 def parse_patch_file(data: bytes, source: str = "<patch>") -> PatchFile:
     """Split a patch file into its parts; raises InputError(path=source, line=N) when it is
-    malformed or hostile. A file with no diff at all is a valid (empty) patch."""
+    malformed or hostile. A file with no diff at all is a valid (empty) patch.
+
+    Parsed once per (source, bytes) in a process: a command meets the same patch several times
+    (status then lint, a rebase's judge, range-diff and ledger). PatchFile is immutable, so the
+    one parse (its diff parsed on first use too) is shared."""
+    key = (source, data)
+    found = _PARSED.get(key)
+    if found is None:
+        if len(_PARSED) >= 4096:
+            _PARSED.clear()
+        found = _PARSED[key] = _parse_patch_file(data, source)
+    return found
+
+
+def _parse_patch_file(data: bytes, source: str) -> PatchFile:
     lines = split_lines(data)
     start = _diff_start(lines)
     head = lines if start is None else lines[:start]

@@ -86,20 +86,16 @@ class SeriesFile:
         return SeriesFile(tuple(lines), self.source)
 
     def replaced_names(self, names: list[str]) -> "SeriesFile":
-        """Keep comments; the entries become exactly `names` in that order."""
-        kept = [n for n in self.names if n in names]
-        result = self
-        for name in self.names:
-            if name not in names:
-                result = result.removed(name)
-        # reorder/append: rebuild entries by removing then inserting in order
-        for name in kept:
-            result = result.removed(name)
-        previous = None
-        for name in names:
-            result = result.inserted(name, after=previous, first=previous is None)
-            previous = name
-        return result
+        """Keep comments and blank lines, in order; the entries become exactly `names`, in that
+        order, after them. One pass: a rebase of hundreds of patches calls this once."""
+        entry_lines = {index for _, index in self._entries()}
+        base = SeriesFile(tuple(raw for index, raw in enumerate(self.lines)
+                                if index not in entry_lines), self.source)
+        if not names:
+            return base
+        ending = base._line_ending()
+        return SeriesFile(tuple(base._normalized()) + tuple(
+            name.encode("utf-8", "surrogateescape") + ending for name in names), self.source)
 
 
 def parse_series(data: bytes, source: str = "series") -> SeriesFile:

@@ -216,7 +216,7 @@ class Rebase:
         exactly that state, so they replay without fuzz)."""
         target = self._target(upstream, entry)
         judge = SeriesJudge(self.store, target)
-        moved = [(r["name"], parse_patch_file(self.journal.staged_bytes(r["staged"]), r["name"]))
+        moved = [(r["name"], self._staged_patch(upstream, r))
                  for r in entry["results"] if r["destination"] == "series" and r["staged"]]
         if moved:
             state = apply_series(_reads(self.store, target.commit), moved, max_fuzz=0)
@@ -587,6 +587,15 @@ class Rebase:
         atomic_write(project.state_dir / "last-rebase.json",
                      (json.dumps(data["summary"], indent=2, sort_keys=True) + "\n").encode())
 
+    def _source(self, upstream: str, name: str) -> str:
+        """The name a patch is parsed under: its path in the series, as Project.read_patch
+        does, so that one parse serves the judge, the range-diff and the ledger."""
+        return str(self.project.patch_path(upstream, name))
+
+    def _staged_patch(self, upstream: str, result: dict):
+        return parse_patch_file(self.journal.staged_bytes(result["staged"]),
+                                self._source(upstream, result["name"]))
+
     def _new_sources(self) -> dict:
         """{upstream: [(name, PatchFile, bytes)]} of the new series, for build_overlays."""
         sources = {}
@@ -598,7 +607,8 @@ class Rebase:
             else:
                 raw = [(n, self.project.read_patch_bytes(upstream, n))
                        for n in self.project.patch_names(upstream)]
-            sources[upstream] = [(n, parse_patch_file(b, n), b) for n, b in raw]
+            sources[upstream] = [(n, parse_patch_file(b, self._source(upstream, n)), b)
+                                 for n, b in raw]
         return sources
 
     def _clean_temp_files(self, rels) -> None:
@@ -657,9 +667,9 @@ class Rebase:
                 rel = self.project.patch_path(upstream, name).relative_to(
                     self.project.root).as_posix()
                 saved = originals.get(rel)
-                old.append((name, parse_patch_file(saved, name) if saved is not None
-                            else self.project.read_patch(upstream, name)))
-            new = [(r["name"], parse_patch_file(self.journal.staged_bytes(r["staged"]), r["name"]))
+                old.append((name, parse_patch_file(saved, self._source(upstream, name))
+                            if saved is not None else self.project.read_patch(upstream, name)))
+            new = [(r["name"], self._staged_patch(upstream, r))
                    for r in entry["results"] if r["destination"] == "series"]
             inputs.append((upstream, entry["from"]["commit"], old, entry["to"]["commit"], new))
         return inputs
