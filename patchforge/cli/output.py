@@ -2,7 +2,6 @@
 tables, and a progress indicator on stderr that is silent when stderr is not a terminal."""
 from __future__ import annotations
 
-import json
 import sys
 import time
 
@@ -15,6 +14,8 @@ STATE_COLORS = {"applies": "green", "offset": "green", "fuzz": "yellow", "confli
 
 def emit_json(document) -> None:
     """Exactly one JSON document on stdout."""
+    import json
+
     click.echo(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
 
 

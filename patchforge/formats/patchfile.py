@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from email.header import decode_header, make_header
 from functools import cached_property
 
 from patchforge.apply.diffparse import FilePatch, parse_diff, split_lines
@@ -160,6 +159,8 @@ class PatchFile:
                 text = " ".join(part.strip() for part in f.value.split("\n"))
                 if "=?" in text:
                     try:
+                        from email.header import decode_header, make_header
+
                         text = str(make_header(decode_header(text)))
                     except (ValueError, LookupError):
                         pass

@@ -13,7 +13,6 @@ Refs it writes, all under `refs/patchforge/`:
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -21,12 +20,14 @@ import stat
 import subprocess
 import tempfile
 import threading
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Iterable, Iterator
 
 from patchforge.errors import StoreError
+
+if TYPE_CHECKING:
+    import zipfile
 
 # --------------------------------------------------------------------------------------------
 # Cache location
@@ -208,6 +209,8 @@ def _scratch_dir() -> str | None:
 
 def blob_oid(data: bytes) -> str:
     """The git blob id (SHA-1) of `data`, computed without git."""
+    import hashlib  # here, not at import: OpenSSL loads in ~5 ms, and few commands hash
+
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
@@ -790,6 +793,8 @@ class UpstreamStore:
         The commit is kept at refs/patchforge/imports/<upstream>/<label>. Same wheel, upstream,
         label (and sha256 note) give the same commit id in any store.
         """
+        import zipfile  # only wheel imports read zips
+
         wheel = Path(wheel)
         try:
             archive = zipfile.ZipFile(wheel)
@@ -1359,6 +1364,8 @@ def _merge_messages(info: bytes) -> str:
 
 
 def _zip_chunks(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[bytes]:
+    import zipfile
+
     try:
         with archive.open(info) as handle:
             while chunk := handle.read(1 << 20):
