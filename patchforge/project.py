@@ -44,6 +44,9 @@ class Project:
     config_path: Path
     offline: bool = False
     _lock_override: Lock | None = field(default=None, repr=False)
+    # Paths are pure functions of the root and names; pathlib makes each in microseconds that
+    # add up over the thousands of lookups a long series makes.
+    _patch_paths: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def discover(cls, root: Path | None = None, *, offline: bool = False) -> "Project":
@@ -74,7 +77,11 @@ class Project:
         return self.series_dir(upstream) / "series"
 
     def patch_path(self, upstream: str, name: str) -> Path:
-        return self.series_dir(upstream) / patch_file_name(name)
+        key = (upstream, name)
+        found = self._patch_paths.get(key)
+        if found is None:
+            found = self._patch_paths[key] = self.series_dir(upstream) / patch_file_name(name)
+        return found
 
     @property
     def overlays_dir(self) -> Path:

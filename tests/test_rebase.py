@@ -269,6 +269,39 @@ def test_fix_follows_a_file_renamed_upstream(stack, upstream):
     assert apply_with_git(upstream, new_commit, new) == {"pkg/core/mod.py": with_lines({5: fixed})}
 
 
+def test_range_diff_from_the_run_equals_the_one_from_the_patch_files(stack, upstream,
+                                                                      monkeypatch):
+    """The range-diff chains a run records as it goes (what each patch changed) give the same
+    git objects, so the same text, as applying the old and new patch files again, which is
+    what a resumed run does: landed, clean, offset, merged and renamed-file patches."""
+    from patchforge.rebase import engine
+
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "landed", {"pkg/mod.py": with_lines({7: b"def f7():\n    return 77\n\n"})})
+    stack.add_patch("up", "near", {"pkg/mod.py": with_lines({12: b"def f12():\n    return -12\n\n"})})
+    stack.add_patch("up", "far", {"pkg/mod.py": with_lines({25: b"def f25():\n    return -25\n\n"})})
+    stack.add_patch("up", "other", {"pkg/other.py": b"x = 2\n", "pkg/new.py": b"n = 1\n"})
+    upstream.commit({"pkg/mod.py": with_lines({7: b"def f7():\n    return 77\n\n",
+                                               11: b"def f11():\n    return 'eleven'\n\n"})},
+                    "upstream work")
+    new_commit = upstream.commit({}, "move other", renames={"pkg/other.py": "pkg/sub/other.py"})
+    copy = stack.root.parent / "copy"
+    shutil.copytree(stack.root, copy, symlinks=True)
+    recorded = stack.rebase_json("--to", f"up={new_commit}")
+    assert {p["action"] for p in recorded["patches"]} >= {"dropped", "clean"}
+    original = engine.Rebase._range_diff_inputs
+
+    def without_recorded_chains(self):
+        self._chains.clear()
+        return original(self)
+    monkeypatch.setattr(engine.Rebase, "_range_diff_inputs", without_recorded_chains)
+    code, out, err = run_cli(copy, "rebase", "--to", f"up={new_commit}", "--json")
+    assert code == 0, err
+    applied = json.loads(out)
+    assert applied["range_diff"] == recorded["range_diff"]
+    assert "landed.patch" in recorded["range_diff"] and "other.patch" in recorded["range_diff"]
+
+
 # ------------------------------------------------------------------------------------------------
 # Conflicts: --continue, --skip, --abort
 

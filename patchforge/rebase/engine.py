@@ -45,6 +45,10 @@ class PatchResult:
     landed_in: str | None = None
     destination: str = "series"  # series | upstreamed | skipped
     staged: str | None = None  # the journal's name for the new (or set-aside) patch bytes
+    # A moved patch's new file contents and the paths its new diff names (range-diff chains;
+    # not part of the journal).
+    changed: dict | None = field(default=None, repr=False, compare=False)
+    changed_paths: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def to_json(self) -> dict:
         return {"upstream": self.upstream, "name": self.name, "action": self.action,
@@ -88,6 +92,8 @@ class Rebase:
         self.journal = Journal(project.state_dir)
         self._deferred: list = []  # (staged rel, patch, changes) whose diff is not made yet
         self._histories: dict = {}  # upstream -> ops.status.HistoryIndex, read once
+        self._read_patches: dict = {}  # (upstream, name) -> PatchFile of the old series
+        self._chains: dict = {}  # upstream -> _Chains of this run, None when it was resumed
         # Called with (upstream, patch name) before each patch: the CLI's progress indicator.
         self.on_patch = on_patch or (lambda upstream, name: None)
 
@@ -123,8 +129,7 @@ class Rebase:
             new = pin_for_spec(self.project, self.store, self.project.config.upstream(upstream),
                                specs[upstream])
             refuse_symlinked_paths(self.store, new.commit,
-                                   [(n, self.project.read_patch(upstream, n))
-                                    for n in self.project.patch_names(upstream)])
+                                   self._old_series(upstream, self.project.patch_names(upstream)))
             plan[upstream] = {"from": _pin_doc(old), "to": _pin_doc(new),
                               "names": self.project.patch_names(upstream), "position": 0,
                               "results": []}
@@ -228,16 +233,28 @@ class Rebase:
         names = entry["names"]
         target = self._target(upstream, entry)
         judge = self._judge(upstream, entry)
-        patches = [(n, self.project.read_patch(upstream, n)) for n in names]
+        patches = self._old_series(upstream, names)
         judge.prefetch(patches)
         # The old series state before each patch: the merge base of its 3-way merge.
         read_old = _reads(self.store, target.base_commit)
         old_state = apply_series(read_old, patches[:entry["position"]], strict=False)
+        # What each patch changes, old series and new, for the range-diff's commit chains; kept
+        # only for a run that goes through the whole series in this process (a resumed one
+        # rebuilds the chains from the patch files).
+        chains = self._chains[upstream] = _Chains() if entry["position"] == 0 else None
         for position in range(entry["position"], len(names)):
             name, patch = patches[position]
             self.on_patch(upstream, name)
             result, stop = self._rebase_one(upstream, name, patch, judge, old_state, target)
+            before = dict(old_state.current) if chains is not None else None
             apply_series(read_old, [(name, patch)], strict=False, state=old_state)
+            if chains is not None:
+                chains.old.append((name, {p: c for p, c in old_state.current.items()
+                                          if before.get(p) != c}))
+                chains.old_paths.update(patch.paths)
+                if result is not None and result.destination == "series" and result.changed:
+                    chains.new.append((name, result.changed))
+                    chains.new_paths.update(result.changed_paths)
             if stop is not None and dry:
                 result = PatchResult(upstream, name, "conflict", stop["message"],
                                      stop["evidence"])
@@ -279,7 +296,7 @@ class Rebase:
         if index is None:
             names = self.journal.data["upstreams"][upstream]["names"]
             series_paths = sorted({p for n in names
-                                   for p in self.project.read_patch(upstream, n).paths})
+                                   for p in self._old_patch(upstream, n).paths})
             index = self._histories[upstream] = HistoryIndex(self.store, target, series_paths)
         if not set(paths) <= set(index.paths):  # a renamed file: outside the series' paths
             return self.store.commits_touching(target.base_commit, target.commit, paths)
@@ -381,7 +398,8 @@ class Rebase:
             self._stage(rel, new_patch.to_bytes())
         return PatchResult(upstream, name, action, detail,
                            verdict.evidence if verdict.state != "applies" else [],
-                           staged=staged), None
+                           staged=staged, changed={c[0]: c[2] for c in changes},
+                           changed_paths=tuple(c[0] for c in changes)), None
 
     def _dropped(self, upstream, name, patch, target, where, detail, evidence) -> PatchResult:
         applied = target.label + (f", commit {where}" if where else "")
@@ -587,6 +605,18 @@ class Rebase:
         atomic_write(project.state_dir / "last-rebase.json",
                      (json.dumps(data["summary"], indent=2, sort_keys=True) + "\n").encode())
 
+    def _old_patch(self, upstream: str, name: str):
+        """A patch of the series being moved, read once: its file does not change before the
+        write-out, and the run looks at every patch several times (refusals, the judge, the
+        history index, the range-diff)."""
+        key = (upstream, name)
+        if key not in self._read_patches:
+            self._read_patches[key] = self.project.read_patch(upstream, name)
+        return self._read_patches[key]
+
+    def _old_series(self, upstream: str, names: list[str]) -> list:
+        return [(name, self._old_patch(upstream, name)) for name in names]
+
     def _source(self, upstream: str, name: str) -> str:
         """The name a patch is parsed under: its path in the series, as Project.read_patch
         does, so that one parse serves the judge, the range-diff and the ledger."""
@@ -655,23 +685,34 @@ class Rebase:
         summary["stopped"] = stopped
         return summary
 
-    def _range_diff_inputs(self) -> list[tuple[str, str, list, str, list]]:
-        """(upstream, old base, old series, new base, new series) per upstream, the series as
-        [(name, PatchFile)]. The old patch files are read from the journal's originals when the
-        write-out has begun (they may be replaced on disk already)."""
-        originals = self.journal.originals()
+    def _range_diff_inputs(self) -> list[tuple[str, list, list, tuple, tuple]]:
+        """Per upstream: (name, old names, new names, old chain, new chain). A chain is
+        ("steps", base, paths, steps) when this run recorded it, else ("patches", base,
+        [(name, PatchFile)]) to be applied. The old patch files come from the journal's
+        originals when the write-out has begun (they may be replaced on disk already)."""
         inputs = []
         for upstream, entry in self.journal.data["upstreams"].items():
-            old = []
-            for name in entry["names"]:
-                rel = self.project.patch_path(upstream, name).relative_to(
-                    self.project.root).as_posix()
-                saved = originals.get(rel)
-                old.append((name, parse_patch_file(saved, self._source(upstream, name))
-                            if saved is not None else self.project.read_patch(upstream, name)))
-            new = [(r["name"], self._staged_patch(upstream, r))
-                   for r in entry["results"] if r["destination"] == "series"]
-            inputs.append((upstream, entry["from"]["commit"], old, entry["to"]["commit"], new))
+            old_names = list(entry["names"])
+            new_results = [r for r in entry["results"] if r["destination"] == "series"]
+            new_names = [r["name"] for r in new_results]
+            chains = self._chains.get(upstream)
+            if chains is not None and len(chains.old) == len(old_names) and \
+                    [n for n, _ in chains.new] == new_names:
+                old = ("steps", entry["from"]["commit"], sorted(chains.old_paths), chains.old)
+                new = ("steps", entry["to"]["commit"], sorted(chains.new_paths), chains.new)
+            else:
+                originals = self.journal.originals()
+                old_patches = []
+                for name in old_names:
+                    rel = self.project.patch_path(upstream, name).relative_to(
+                        self.project.root).as_posix()
+                    saved = originals.get(rel)
+                    old_patches.append((name, parse_patch_file(saved, self._source(upstream, name))
+                                        if saved is not None else self._old_patch(upstream, name)))
+                old = ("patches", entry["from"]["commit"], old_patches)
+                new = ("patches", entry["to"]["commit"],
+                       [(r["name"], self._staged_patch(upstream, r)) for r in new_results])
+            inputs.append((upstream, old_names, new_names, old, new))
         return inputs
 
     def _range_diff(self, inputs) -> str:
@@ -679,18 +720,20 @@ class Rebase:
         base), per upstream. Each series becomes a chain of commits over a tree holding only the
         files the series touch, all written by one `git fast-import`: cheap on any upstream."""
         chunks = []
-        for upstream, old_base, old, new_base, new in inputs:
-            if not old or not new:
+        for upstream, old_names, new_names, old, new in inputs:
+            if not old_names or not new_names:
                 # git refuses an empty range; what range-diff would say is plain here.
-                width = len(str(max(len(old), len(new))))
+                width = len(str(max(len(old_names), len(new_names))))
                 lines = [f"{i:>{width}}:  ------- < {'-':>{width}}:  ------- {n}\n"
-                         for i, (n, _) in enumerate(old, 1)]
+                         for i, n in enumerate(old_names, 1)]
                 lines += [f"{'-':>{width}}:  ------- > {i:>{width}}:  ------- {n}\n"
-                          for i, (n, _) in enumerate(new, 1)]
+                          for i, n in enumerate(new_names, 1)]
                 chunks.append(f"{upstream}:\n" + "".join(lines))
                 continue
-            stream, (old_marks, new_marks) = _commit_chains(self.store, [(old_base, old),
-                                                                         (new_base, new)])
+            stream, (old_marks, new_marks) = _commit_chains(
+                self.store, [chain[1:] if chain[0] == "steps"
+                             else (chain[1], *_chain_steps(self.store, chain[1], chain[2]))
+                             for chain in (old, new)])
             out = self.store.range_diff_import(stream, old_marks, new_marks)
             chunks.append(f"{upstream}:\n" + out.decode("utf-8", "replace"))
         return "".join(chunks)
@@ -743,9 +786,25 @@ def _lock_of(writes):
                           "upstream.lock")
 
 
+def _chain_steps(store, base: str, patches) -> tuple[list[str], list]:
+    """The paths a series touches and, per patch, the files it changes ({path: bytes, None when
+    deleted}), by applying it over `base`: the range-diff chain of a series the run did not
+    walk itself (a resumed rebase)."""
+    paths = sorted({p for _, patch in patches for p in patch.paths})
+    state = SeriesState()
+    state.current.update(store.read_blobs(base, paths) if paths else {})
+    state.base.update(state.current)
+    steps = []
+    for name, patch in patches:
+        before = dict(state.current)
+        apply_series(_reads(store, base), [(name, patch)], strict=False, state=state)
+        steps.append((name, {p: c for p, c in state.current.items() if before.get(p) != c}))
+    return paths, steps
+
+
 def _commit_chains(store, chains) -> tuple[bytes, list[tuple[int, int]]]:
-    """For each (base commit, [(name, PatchFile)]): a root commit holding the base's versions of
-    the files the patches touch, then one commit per patch, as a `git fast-import` stream.
+    """For each (base commit, paths, [(name, {path: bytes | None})]): a root commit holding the
+    base's versions of `paths`, then one commit per step, as a `git fast-import` stream.
     Returns the stream and the (first, last) marks of each chain."""
     from patchforge.store.gitstore import IMPORT_IDENT, _quote_fastimport
 
@@ -753,26 +812,17 @@ def _commit_chains(store, chains) -> tuple[bytes, list[tuple[int, int]]]:
     stream = []
     mark = 0
     ranges = []
-    for index, (base, patches) in enumerate(chains):
-        paths = sorted({p for _, patch in patches for p in patch.paths})
-        state = SeriesState()
-        state.current.update(store.read_blobs(base, paths) if paths else {})
-        state.base.update(state.current)
+    for index, (base, paths, changes) in enumerate(chains):
         # The base files by id (the scratch repository borrows the store's objects): only what
         # the patches change travels in the stream, to be hashed and packed.
-        steps = [("base\n", {p: found[1] for p, found in store.entries(base, paths).items()
-                             if found is not None})]
-        for name, patch in patches:
-            before = dict(state.current)
-            apply_series(_reads(store, base), [(name, patch)], strict=False, state=state)
-            steps.append((f"{name}\n", {p: c for p, c in state.current.items()
-                                        if before.get(p) != c}))
+        steps = [("base", {p: found[1] for p, found in store.entries(base, paths).items()
+                           if found is not None}), *changes]
         ref = f"refs/heads/chain-{index}".encode()
         stream.append(b"reset " + ref + b"\n")
         first = mark + 1
-        for message, files in steps:
+        for name, files in steps:
             mark += 1
-            msg = message.encode("utf-8", "surrogateescape")
+            msg = f"{name}\n".encode("utf-8", "surrogateescape")
             stream.append(b"commit %s\nmark :%d\ncommitter %s" % (ref, mark, ident))
             stream.append(b"data %d\n%s\n" % (len(msg), msg))
             for path in sorted(files):
@@ -787,3 +837,14 @@ def _commit_chains(store, chains) -> tuple[bytes, list[tuple[int, int]]]:
                                   + content + b"\n")
         ranges.append((first, mark))
     return b"".join(stream), ranges
+
+
+class _Chains:
+    """The range-diff chains as a run makes them: per patch, the files it changes, in the old
+    series over the old base and in the new series over the new base."""
+
+    def __init__(self) -> None:
+        self.old: list[tuple[str, dict]] = []
+        self.new: list[tuple[str, dict]] = []
+        self.old_paths: set[str] = set()
+        self.new_paths: set[str] = set()
