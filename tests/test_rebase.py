@@ -291,9 +291,9 @@ def test_range_diff_from_the_run_equals_the_one_from_the_patch_files(stack, upst
     assert {p["action"] for p in recorded["patches"]} >= {"dropped", "clean"}
     original = engine.Rebase._range_diff_inputs
 
-    def without_recorded_chains(self):
+    def without_recorded_chains(self, **options):
         self._chains.clear()
-        return original(self)
+        return original(self, **options)
     monkeypatch.setattr(engine.Rebase, "_range_diff_inputs", without_recorded_chains)
     code, out, err = run_cli(copy, "rebase", "--to", f"up={new_commit}", "--json")
     assert code == 0, err

@@ -190,8 +190,18 @@ class Rebase:
                 self._run_upstream(upstream, entry)
         if data["dry_run"]:
             return self._summary(written=False)
-        self._flush_deferred()
-        return self._write_out()
+        # With the chains this run recorded, the range-diff needs nothing more: a second thread
+        # makes it (mostly git fast-import and git range-diff, the GIL free) while this one
+        # makes the new diffs and writes the files.
+        inputs = self._range_diff_inputs(recorded_only=True)
+        early = _Background(self._range_diff, inputs) if inputs is not None else None
+        try:
+            self._flush_deferred()
+            return self._write_out(early)
+        except BaseException:
+            if early is not None:
+                early.wait()  # its scratch repository is removed before the error goes on
+            raise
 
     def _defer_diff(self, rel: str, patch, changes) -> str | None:
         """Stage `patch` with a new diff made from `changes`, later: the diffs of every moved
@@ -530,7 +540,7 @@ class Rebase:
             candidate = f"{stem}.{number}.patch"
         return candidate
 
-    def _write_out(self) -> dict:
+    def _write_out(self, range_diff: "_Background | None" = None) -> dict:
         project, journal = self.project, self.journal
         data = journal.data
         overlays = None
@@ -557,7 +567,8 @@ class Rebase:
         # The range-diff (git fast-import and git range-diff, a good part of a long run) is
         # made by a second thread while this one writes the files; the old series is read
         # here, before any write (on a resumed write-out, from the journal's originals).
-        range_diff = _Background(self._range_diff, self._range_diff_inputs())
+        if range_diff is None:
+            range_diff = _Background(self._range_diff, self._range_diff_inputs())
         try:
             self._commit_files(range_diff, overlays)
         except BaseException:
@@ -685,11 +696,12 @@ class Rebase:
         summary["stopped"] = stopped
         return summary
 
-    def _range_diff_inputs(self) -> list[tuple[str, list, list, tuple, tuple]]:
+    def _range_diff_inputs(self, *, recorded_only: bool = False):
         """Per upstream: (name, old names, new names, old chain, new chain). A chain is
         ("steps", base, paths, steps) when this run recorded it, else ("patches", base,
         [(name, PatchFile)]) to be applied. The old patch files come from the journal's
-        originals when the write-out has begun (they may be replaced on disk already)."""
+        originals when the write-out has begun (they may be replaced on disk already).
+        With recorded_only, None unless every chain was recorded."""
         inputs = []
         for upstream, entry in self.journal.data["upstreams"].items():
             old_names = list(entry["names"])
@@ -700,6 +712,8 @@ class Rebase:
                     [n for n, _ in chains.new] == new_names:
                 old = ("steps", entry["from"]["commit"], sorted(chains.old_paths), chains.old)
                 new = ("steps", entry["to"]["commit"], sorted(chains.new_paths), chains.new)
+            elif recorded_only:
+                return None
             else:
                 originals = self.journal.originals()
                 old_patches = []

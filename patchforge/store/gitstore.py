@@ -1294,10 +1294,17 @@ class UpstreamStore:
                 str((self.git_dir / "objects").resolve()) + "\n")
             marks = Path(tmp) / "marks"
             run = ["git", *_BASE_CONFIG, "--git-dir", str(scratch)]
-            # Stored, not compressed, and no delta search: the pack lives for one command.
-            proc = subprocess.run([*run, "-c", "pack.compression=0", "fast-import", "--quiet",
-                                   "--done", "--depth=0", f"--export-marks={marks}"],
-                                  input=stream + b"done\n", capture_output=True, env=git_env())
+            # The stream goes through a file, not a pipe: subprocess feeds a pipe 4 KiB per
+            # Python loop turn, thousands of turns for a long series, each taking the GIL from
+            # the thread doing the rest of the rebase.
+            source = Path(tmp) / "stream"
+            source.write_bytes(stream + b"done\n")
+            with open(source, "rb") as stdin:
+                # Stored, not compressed, and no delta search: the pack lives for one command.
+                proc = subprocess.run([*run, "-c", "pack.compression=0", "fast-import",
+                                       "--quiet", "--done", "--depth=0",
+                                       f"--export-marks={marks}"],
+                                      stdin=stdin, capture_output=True, env=git_env())
             if proc.returncode != 0:
                 raise StoreError("git fast-import failed: "
                                  + proc.stderr.decode("utf-8", "replace").strip()[-2000:])
