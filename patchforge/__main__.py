@@ -1,4 +1,4 @@
 """`python -m patchforge` runs the command line."""
-from patchforge.cli import main
+from patchforge.cli import console_main
 
-main()
+console_main()

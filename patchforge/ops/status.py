@@ -397,7 +397,8 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
                                        "included in the target")
             status.drop_when = drop_when(patch, target, status.forwarded, store=store,
                                          forge=forge, names=names)
-            if verdict.state in ("applies", "offset", "fuzz", "unsure", "partial"):
+            if verdict.state in ("applies", "offset", "fuzz", "unsure", "partial") and \
+                    patch.get_all("Keeps"):
                 # Applying is not enough: a fix that applies in the wrong place (or that a later
                 # upstream change neutralised) breaks its Keeps: invariants.
                 from patchforge.invariants import check_patch_invariants
