@@ -72,6 +72,7 @@ class SeriesJudge:
         file and patch."""
         paths = sorted({p for _, patch in patches for p in patch.paths})
         if paths:
+            self.store.prefetch([(self.target.base_commit, paths), (self.read_commit, paths)])
             self.store.read_blobs(self.target.base_commit, paths)
             self.store.read_blobs(self.read_commit, paths)
 

@@ -745,16 +745,27 @@ class UpstreamStore:
                 names.append(key[len("remote."):-len(".promisor")])
         return names
 
+    def prefetch(self, wanted: list[tuple[str, list[str]]]) -> None:
+        """Make sure the files of several revisions, [(rev, paths)], are in the store, with one
+        check (and at most one fetch) for all of them; then read_blobs() of them asks nothing
+        more of git than the contents."""
+        if self._is_partial():
+            self._fetch_missing({found[1] for rev, paths in wanted
+                                 for found in self.entries(self._pin(rev), paths).values()
+                                 if found is not None and found[1] not in self._present})
+
     def _prefetch(self, rev: str, paths: list[str]) -> None:
         """Bring the missing blobs of `paths` at `rev` with one fetch instead of one per blob."""
         if len(paths) < 2 or not self._is_partial():
             return
-        wanted = {found[1] for found in self.entries(rev, paths).values()
-                  if found is not None and found[1] not in self._present}
+        self._fetch_missing({found[1] for found in self.entries(rev, paths).values()
+                             if found is not None and found[1] not in self._present})
+
+    def _fetch_missing(self, wanted: set[str]) -> None:
         if not wanted:
             return
         missing = self._missing(sorted(wanted))
-        for remote in self._promisor_remotes():
+        for remote in self._promisor_remotes() if missing else ():
             if not missing:
                 break
             self._run("-c", "fetch.negotiationAlgorithm=noop", "fetch", remote, "--no-tags",
