@@ -101,7 +101,6 @@ class Rebase:
     def start(self, specs: dict[str, str], *, dry_run: bool = False) -> dict:
         from patchforge.ops.resolve import ensure_pinned, pin_for_spec
         from patchforge.ops.common import refuse_symlinked_paths
-        from patchforge.ops.series import _unrefreshed, close_worktree, editing
 
         if self.journal.exists():
             raise InProgressError("a rebase is in progress",
@@ -114,7 +113,13 @@ class Rebase:
         for upstream in self.project.upstream_names():
             if upstream not in specs:
                 continue
-            state = editing(self.project, upstream)
+            # The editing state lives under .patchforge/work/: without that directory nothing
+            # is being edited, and the series module need not be loaded.
+            state = None
+            if (self.project.state_dir / "work").is_dir():
+                from patchforge.ops.series import _unrefreshed, close_worktree, editing
+
+                state = editing(self.project, upstream)
             if not dry_run and state:
                 if _unrefreshed(self.project, self.store, upstream, state):
                     raise InProgressError(

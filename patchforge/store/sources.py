@@ -8,7 +8,6 @@
 """
 from __future__ import annotations
 
-import hashlib
 import re
 import subprocess
 import sys
@@ -39,6 +38,8 @@ def _normalize_version(version: str) -> str:
 
 def file_sha256(path: Path) -> str:
     with open(path, "rb") as handle:
+        import hashlib  # here: loading OpenSSL costs ~5 ms, and only wheel pins are hashed
+
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
