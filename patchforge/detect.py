@@ -238,9 +238,15 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
                 verdict.hunks.append(HunkVerdict(outcome.index, outcome.status))
         return verdict
     lines = lines_of(current)
+    whole = verdict.applied.hunks
     for index, hunk in enumerate(fp.hunks):
-        _, forward = apply_hunks(lines, (hunk,), max_fuzz=2, build=False)
-        hv = HunkVerdict(index, forward[0].status)
+        if index < len(whole) and whole[index].status == "exact":
+            # Exact in the whole-file application means exact on its own too (found at its
+            # own line, nothing moved before it): no second search.
+            hv = HunkVerdict(index, "exact")
+        else:
+            _, forward = apply_hunks(lines, (hunk,), max_fuzz=2, build=False)
+            hv = HunkVerdict(index, forward[0].status)
         removes = any(line_kind(line) == b"-" for line in hunk.lines)
         # The hunk's pre-image is still in the file: clean forward for any hunk; with reduced
         # context too when the hunk removes code (that code is still there). A pure addition

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import re
+from functools import cached_property
 from dataclasses import dataclass, replace
 
 from patchforge.errors import InputError, UnsafePathError
@@ -59,15 +60,25 @@ class Hunk:
     line_no: int
     raw: bytes = b""
 
+    # The derived views below are computed once per hunk (kept in the instance's __dict__, as
+    # functools.cached_property does): applying a series asks for them at every fuzz level of
+    # every placement. Callers must not modify the lists.
+
     def old_lines(self) -> list[bytes]:
         """The pre-image lines as they are in the file (no-newline already applied)."""
-        return _side(self.lines, b"-", self.old_no_newline)
+        found = self.__dict__.get("_old_lines")
+        if found is None:
+            found = self.__dict__["_old_lines"] = _side(self.lines, b"-", self.old_no_newline)
+        return found
 
     def new_lines(self) -> list[bytes]:
         """The post-image lines as they are in the file (no-newline already applied)."""
-        return _side(self.lines, b"+", self.new_no_newline)
+        found = self.__dict__.get("_new_lines")
+        if found is None:
+            found = self.__dict__["_new_lines"] = _side(self.lines, b"+", self.new_no_newline)
+        return found
 
-    @property
+    @cached_property
     def leading_context(self) -> int:
         n = 0
         for line in self.lines:
@@ -76,7 +87,7 @@ class Hunk:
             n += 1
         return n
 
-    @property
+    @cached_property
     def trailing_context(self) -> int:
         n = 0
         for line in reversed(self.lines):

@@ -113,12 +113,12 @@ class PatchFile:
                 eol = b"\r\n" if f.raw.endswith(b"\r\n") else (
                     b"\n" if f.raw.endswith(b"\n") else self._eol)
                 fields[k] = HeaderField(f.name, value, _render_field(f.name, value, eol))
-                return replace(self, fields=tuple(fields))
+                return _keep_parse(self, replace(self, fields=tuple(fields)))
         fields.append(HeaderField(name, value, _render_field(name, value, self._eol)))
         gap = self.gap
         if not gap and (self.description or self.separator or self.diff):
             gap = self._eol  # a new header must be ended by a blank line
-        return replace(self, fields=tuple(fields), gap=gap)
+        return _keep_parse(self, replace(self, fields=tuple(fields), gap=gap))
 
     def without_field(self, name: str) -> PatchFile:
         """Drop every field of that name (or its alias)."""
@@ -142,11 +142,14 @@ class PatchFile:
 
     def with_diff(self, diff: bytes) -> PatchFile:
         """Replace the diff (validated by parsing it)."""
-        parse_diff(diff, source=self.source, first_line=self.diff_first_line)
+        parsed = parse_diff(diff, source=self.source, first_line=self.diff_first_line)
         separator = self.separator
         if diff and not separator and (self.fields or self.description):
             separator = b"---" + self._eol
-        return replace(self, diff=diff, separator=separator)
+        new = replace(self, diff=diff, separator=separator)
+        if new.diff_first_line == self.diff_first_line:
+            new.__dict__["file_patches"] = parsed  # what the cached property would compute
+        return new
 
     @property
     def subject(self) -> str | None:
@@ -226,6 +229,27 @@ def _check_text(data: bytes, source: str, first_line: int) -> None:
 
 
 _PARSED: dict[tuple[str, bytes], PatchFile] = {}
+
+
+def _keep_parse(old: PatchFile, new: PatchFile) -> PatchFile:
+    """`new` with `old`'s parsed diff when that parse is also new's: same diff bytes starting on
+    the same line of the file (the parse holds line numbers for error messages)."""
+    parsed = old.__dict__.get("file_patches")
+    if parsed is not None and new.diff == old.diff and new.diff_first_line == old.diff_first_line:
+        new.__dict__["file_patches"] = parsed
+    return new
+
+
+def remember(patch: PatchFile, source: str) -> bytes:
+    """Let parse_patch_file(patch's bytes, source) return `patch` (named `source`) without
+    parsing: a command that writes a patch it built (a rebase) and then reads it back (the
+    ledger) parses it once. Returns the bytes."""
+    named = patch if patch.source == source else _keep_parse(patch, replace(patch, source=source))
+    data = named.to_bytes()
+    if len(_PARSED) >= 4096:
+        _PARSED.clear()
+    _PARSED[(source, data)] = named
+    return data
 
 
 def parse_patch_file(data: bytes, source: str = "<patch>") -> PatchFile:

@@ -224,7 +224,7 @@ class Rebase:
 
         diffs = make_diffs(self.store, [changes for _, _, changes in self._deferred])
         for (rel, patch, _), diff in zip(self._deferred, diffs):
-            self.journal.stage(rel, patch.with_diff(diff).to_bytes())
+            self.journal.stage(rel, self._remembered(rel, patch.with_diff(diff)))
         self._deferred.clear()
 
     def _target(self, upstream: str, entry: dict) -> Target:
@@ -410,7 +410,7 @@ class Rebase:
             detail += "; follows " + ", ".join(f"{a} -> {b}" for a, b in verdict.renames.items())
         rel = f"{upstream}/{name}"
         staged = self._defer_diff(rel, new_patch, changes) if new_diff_needed else \
-            self._stage(rel, new_patch.to_bytes())
+            self._stage(rel, self._remembered(rel, new_patch))
         return PatchResult(upstream, name, action, detail,
                            verdict.evidence if verdict.state != "applies" else [],
                            staged=staged, changed={c[0]: c[2] for c in changes},
@@ -420,7 +420,8 @@ class Rebase:
         applied = target.label + (f", commit {where}" if where else "")
         kept = patch.with_field("Applied-Upstream", applied)
         return PatchResult(upstream, name, "dropped", detail, evidence, where, "upstreamed",
-                           self._stage(f"{upstream}/upstreamed/{name}", kept.to_bytes()))
+                           self._stage(f"{upstream}/upstreamed/{name}",
+                                       self._remembered(f"{upstream}/upstreamed/{name}", kept)))
 
     def _check_keeps(self, patch, files: dict, judge) -> list[str]:
         if not patch.get_all("Keeps"):
@@ -429,6 +430,13 @@ class Rebase:
 
         return check_patch_invariants(patch, lambda path: files[path] if path in files
                                       else judge.read_current(path))
+
+    def _remembered(self, rel: str, patch) -> bytes:
+        """The bytes of a patch this run made, to be written at series/<rel>; the parse is kept
+        for whoever reads that file back in this process (the ledger)."""
+        from patchforge.formats.patchfile import remember
+
+        return remember(patch, str(self.project.series_root / rel))
 
     def _stage(self, rel: str, data: bytes) -> str | None:
         if self.journal.data.get("dry_run"):
@@ -621,7 +629,7 @@ class Rebase:
         # Kept for `status --html` (the last rebase and its range-diff); written while the
         # journal still stands, so a kill here is finished by --continue like any other step.
         atomic_write(project.state_dir / "last-rebase.json",
-                     (json.dumps(data["summary"], indent=2, sort_keys=True) + "\n").encode())
+                     (json.dumps(data["summary"], sort_keys=True) + "\n").encode())
 
     def _old_patch(self, upstream: str, name: str):
         """A patch of the series being moved, read once: its file does not change before the

@@ -54,7 +54,8 @@ class Journal:
         """Write the journal; staged bytes it names are made durable first."""
         self.flush_staged()
         self.data["version"] = JOURNAL_VERSION
-        atomic_write(self.path, (json.dumps(self.data, indent=2, sort_keys=True) + "\n").encode())
+        # No indent: json's C encoder only runs without one, and a long series' journal is big.
+        atomic_write(self.path, (json.dumps(self.data, sort_keys=True) + "\n").encode())
 
     def stage(self, rel: str, data: bytes) -> str:
         """Keep new bytes for a project file until the write-out; returns the staged name.
@@ -87,8 +88,8 @@ class Journal:
             return
         everything = {**self._load_saved(), **self._pending}
         atomic_write(self.dir / "staged.json", json.dumps(
-            {name: base64.b64encode(data).decode() for name, data in sorted(everything.items())},
-            indent=0).encode())
+            {name: base64.b64encode(data).decode() for name, data in sorted(everything.items())}
+        ).encode())
         self._saved = everything
         self._pending = {}
 
@@ -101,7 +102,7 @@ class Journal:
             originals[rel] = base64.b64encode(source.read_bytes()).decode() \
                 if source.exists() else None
         atomic_write(self.dir / "originals.json",
-                     (json.dumps(originals, indent=0, sort_keys=True) + "\n").encode())
+                     (json.dumps(originals, sort_keys=True) + "\n").encode())
 
     def originals(self) -> dict[str, bytes | None]:
         path = self.dir / "originals.json"
