@@ -50,6 +50,9 @@ class StoreResolver(Protocol):
     def import_version(self, upstream: str, version: str) -> tuple[str, str]:
         """A wheel version -> (commit, tree) of its deterministic import."""
 
+    # Optional: known_tag(upstream, name) -> the commit of a tag already in the store, or
+    # None, without contacting anything.
+
 
 class ImageResolver(Protocol):
     def resolve_image(self, ref: str) -> Any: ...
@@ -185,6 +188,14 @@ class _Resolution:
         self.attempts.append(f"{what} {value}: found commit {commit}")
         return commit
 
+    def known_tag(self, value: str) -> str | None:
+        """A tag the store already has (tags do not move), asked of nobody else."""
+        known = getattr(self.store, "known_tag", None)
+        commit = known(self.upstream, value) if known is not None else None
+        if commit is not None:
+            self.attempts.append(f"tag {value}: found commit {commit} (already fetched)")
+        return commit
+
     def wheel(self, version: str) -> tuple[str, str] | None:
         try:
             commit, tree = self.store.import_version(self.upstream, version)
@@ -276,8 +287,12 @@ def resolve_target(spec: str, upstream_config: Any, *, store_resolver: StoreReso
             res.attempts.append(f"{kind.name} {spec}: upstream {name} is a wheel and this names "
                                 f"no version (labels tried: {', '.join(version_keys)})")
     elif kind is SpecKind.version and hint is None:
-        # A release version of a git upstream: its tag, with or without the customary "v".
-        for candidate in dict.fromkeys([spec, f"v{version}", version]):
+        # A release version of a git upstream: its tag, with or without the customary "v". A
+        # tag fetched before settles it without the network (asking the remote about "0.33.0"
+        # first, when the tag is "v0.33.0", cost a round trip on every status and rebase).
+        candidates = list(dict.fromkeys([spec, f"v{version}", version]))
+        commit = next(filter(None, (res.known_tag(c) for c in candidates)), None)
+        for candidate in candidates if commit is None else ():
             commit = res.commitish("tag", candidate)
             if commit:
                 break
@@ -343,6 +358,9 @@ class _ProjectStoreResolver:
 
     def import_version(self, upstream: str, version: str) -> tuple[str, str]:
         raise ResolutionError(f"upstream {upstream} is not a wheel: no version to import")
+
+    def known_tag(self, upstream: str, name: str) -> str | None:
+        return self.store.read_ref(f"refs/patchforge/remotes/{upstream}/tags/{name}")
 
 
 def resolve_git_spec(project: Any, store: Any, upstream: Any, spec: str) -> str:

@@ -131,6 +131,21 @@ def test_release_version_on_a_git_upstream_tries_its_tags():
     assert target.attempts[0].startswith("tag 0.33.0: unknown revision")
 
 
+def test_release_version_with_its_tag_already_fetched_asks_no_remote():
+    class KnowsTags(FakeStore):
+        def known_tag(self, upstream: str, name: str) -> str | None:
+            return {"v0.33.0": SHA}.get(name)
+
+    store = KnowsTags({"v0.33.0": SHA})
+    target = resolve_target("0.33.0", VLLM_GIT, store_resolver=store)
+    assert target.commit == SHA and store.asked == []
+    assert target.attempts == [f"tag v0.33.0: found commit {SHA} (already fetched)"]
+    # Not fetched yet: the remote is asked, as before.
+    store = KnowsTags({"0.34.0": "b" * 40})
+    assert resolve_target("0.34.0", VLLM_GIT, store_resolver=store).commit == "b" * 40
+    assert store.asked == ["0.34.0"]
+
+
 def test_wheel_version_is_imported():
     store = FakeStore(wheels={"0.33.0": ("c" * 40, "t" * 40)})
     target = resolve_target("0.33.0", VLLM_WHEEL, store_resolver=store)
