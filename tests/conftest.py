@@ -43,6 +43,11 @@ def isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_VALUE_2", "always")
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
+    # Child processes' temporary files go under the test's own directory: a test that kills a
+    # command on purpose (crash safety) leaves its scratch directories there, not in /tmp.
+    scratch = home / "tmp"
+    scratch.mkdir(exist_ok=True)
+    monkeypatch.setenv("TMPDIR", str(scratch))
     # No network: any proxy-less HTTP to a non-loopback host should fail fast in tests.
     monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
     monkeypatch.setenv("https_proxy", "http://127.0.0.1:9")

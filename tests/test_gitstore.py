@@ -472,21 +472,24 @@ def _packs_and_refs(store) -> tuple[list[str], str]:
 
 def test_range_diff_of_imported_chains_leaves_the_store_alone(store, merge_base):
     a = store.read_blob(merge_base, "m/a.py")
-
-    def chain(ref: bytes, change: bytes, first_mark: int) -> bytes:
-        ident = b"x <x@x> 0 +0000\n"
-        return (b"reset %s\ncommit %s\nmark :%d\ncommitter %sdata 5\nbase\n"
-                b"M 100644 inline m/a.py\ndata %d\n%s\n"
-                b"commit %s\nmark :%d\ncommitter %sdata 4\nfix\n"
-                b"M 100644 inline m/a.py\ndata %d\n%s\n"
-                % (ref, ref, first_mark, ident, len(a), a,
-                   ref, first_mark + 1, ident, len(change), change))
     before = _packs_and_refs(store)
-    stream = chain(b"refs/heads/one", _edit(a, 7, b"x\n"), 1) + \
-        chain(b"refs/heads/two", _edit(a, 7, b"y\n"), 3)
-    out = store.range_diff_import(stream, (1, 2), (3, 4))
+    importer = store.range_diff_import()
+    one = importer.blob(_edit(a, 7, b"x\n"))  # sent while the caller works, by mark
+    out = importer.range_diff([
+        (merge_base, ["m/a.py"], [("fix", {"m/a.py": one})]),
+        (merge_base, ["m/a.py"], [("fix", {"m/a.py": _edit(a, 7, b"y\n")})]),  # or inline
+    ])
     assert b"fix" in out and b"!" in out and b"+x" in out and b"+y" in out
     assert _packs_and_refs(store) == before
+    assert not importer._tmp.exists()  # the scratch repository is gone
+
+
+def test_range_diff_import_closed_early_leaves_nothing(store, merge_base):
+    importer = store.range_diff_import()
+    importer.blob(b"half a series\n")
+    process = importer._proc
+    importer.close()
+    assert process.poll() is not None and not importer._tmp.exists()
 
 
 def test_maintain_repacks_a_store_of_many_packs(store, merge_base, monkeypatch):

@@ -189,10 +189,14 @@ class Rebase:
     # --- moving patches -----------------------------------------------------------------------
     def _run(self) -> dict:
         data = self.journal.data
-        for upstream in data["order"]:
-            entry = data["upstreams"][upstream]
-            if entry["position"] < len(entry["names"]):
-                self._run_upstream(upstream, entry)
+        try:
+            for upstream in data["order"]:
+                entry = data["upstreams"][upstream]
+                if entry["position"] < len(entry["names"]):
+                    self._run_upstream(upstream, entry)
+        except BaseException:  # a stop (ConflictStop) or an error: no range-diff is made
+            self._close_chains()
+            raise
         if data["dry_run"]:
             return self._summary(written=False)
         # With the chains this run recorded, the range-diff needs nothing more: a second thread
@@ -256,7 +260,10 @@ class Rebase:
         # What each patch changes, old series and new, for the range-diff's commit chains; kept
         # only for a run that goes through the whole series in this process (a resumed one
         # rebuilds the chains from the patch files).
-        chains = self._chains[upstream] = _Chains() if entry["position"] == 0 else None
+        # The file contents go to a `git fast-import` as they are made, so that the range-diff
+        # at the end has only the commits left to write.
+        chains = self._chains[upstream] = _Chains(self.store) \
+            if entry["position"] == 0 and not dry else None
         for position in range(entry["position"], len(names)):
             name, patch = patches[position]
             self.on_patch(upstream, name)
@@ -264,12 +271,10 @@ class Rebase:
             before = dict(old_state.current) if chains is not None else None
             apply_series(read_old, [(name, patch)], strict=False, state=old_state)
             if chains is not None:
-                chains.old.append((name, {p: c for p, c in old_state.current.items()
-                                          if before.get(p) != c}))
-                chains.old_paths.update(patch.paths)
+                chains.add_old(name, {p: c for p, c in old_state.current.items()
+                                      if before.get(p) != c}, patch.paths)
                 if result is not None and result.destination == "series" and result.changed:
-                    chains.new.append((name, result.changed))
-                    chains.new_paths.update(result.changed_paths)
+                    chains.add_new(name, result.changed, result.changed_paths)
             if stop is not None and dry:
                 result = PatchResult(upstream, name, "conflict", stop["message"],
                                      stop["evidence"])
@@ -711,6 +716,12 @@ class Rebase:
         summary["stopped"] = stopped
         return summary
 
+    def _close_chains(self) -> None:
+        """End the range-diff imports this run started (a stop, an error, or done)."""
+        for chains in self._chains.values():
+            if chains is not None:
+                chains.importer.close()
+
     def _range_diff_inputs(self, *, recorded_only: bool = False):
         """Per upstream: (name, old names, new names, old chain, new chain). A chain is
         ("steps", base, paths, steps) when this run recorded it, else ("patches", base,
@@ -747,25 +758,30 @@ class Rebase:
     def _range_diff(self, inputs) -> str:
         """`git range-diff` of the old series (on the old base) against the new one (on the new
         base), per upstream. Each series becomes a chain of commits over a tree holding only the
-        files the series touch, all written by one `git fast-import`: cheap on any upstream."""
-        chunks = []
-        for upstream, old_names, new_names, old, new in inputs:
-            if not old_names or not new_names:
-                # git refuses an empty range; what range-diff would say is plain here.
-                width = len(str(max(len(old_names), len(new_names))))
-                lines = [f"{i:>{width}}:  ------- < {'-':>{width}}:  ------- {n}\n"
-                         for i, n in enumerate(old_names, 1)]
-                lines += [f"{'-':>{width}}:  ------- > {i:>{width}}:  ------- {n}\n"
-                          for i, n in enumerate(new_names, 1)]
-                chunks.append(f"{upstream}:\n" + "".join(lines))
-                continue
-            stream, (old_marks, new_marks) = _commit_chains(
-                self.store, [chain[1:] if chain[0] == "steps"
-                             else (chain[1], *_chain_steps(self.store, chain[1], chain[2]))
-                             for chain in (old, new)])
-            out = self.store.range_diff_import(stream, old_marks, new_marks)
-            chunks.append(f"{upstream}:\n" + out.decode("utf-8", "replace"))
-        return "".join(chunks)
+        files the series touch, written by one `git fast-import` (store.RangeDiffImport)."""
+        try:
+            return "".join(self._range_diff_of(*one) for one in inputs)
+        finally:
+            self._close_chains()
+
+    def _range_diff_of(self, upstream: str, old_names, new_names, old, new) -> str:
+        if not old_names or not new_names:
+            # git refuses an empty range; what range-diff would say is plain here.
+            width = len(str(max(len(old_names), len(new_names))))
+            lines = [f"{i:>{width}}:  ------- < {'-':>{width}}:  ------- {n}\n"
+                     for i, n in enumerate(old_names, 1)]
+            lines += [f"{'-':>{width}}:  ------- > {i:>{width}}:  ------- {n}\n"
+                      for i, n in enumerate(new_names, 1)]
+            return f"{upstream}:\n" + "".join(lines)
+        if old[0] == "steps":
+            importer = self._chains[upstream].importer
+            chains = [old[1:], new[1:]]
+        else:  # a resumed run: the chains come from applying the patch files
+            chains = [(chain[1], *_chain_steps(self.store, chain[1], chain[2]))
+                      for chain in (old, new)]
+            importer = self.store.range_diff_import()
+        out = importer.range_diff(chains)
+        return f"{upstream}:\n" + out.decode("utf-8", "replace")
 
 
 class _Background:
@@ -831,49 +847,27 @@ def _chain_steps(store, base: str, patches) -> tuple[list[str], list]:
     return paths, steps
 
 
-def _commit_chains(store, chains) -> tuple[bytes, list[tuple[int, int]]]:
-    """For each (base commit, paths, [(name, {path: bytes | None})]): a root commit holding the
-    base's versions of `paths`, then one commit per step, as a `git fast-import` stream.
-    Returns the stream and the (first, last) marks of each chain."""
-    from patchforge.store.gitstore import IMPORT_IDENT, _quote_fastimport
-
-    ident = f"{IMPORT_IDENT[0]} <{IMPORT_IDENT[1]}> {IMPORT_IDENT[2]}\n".encode()
-    stream = []
-    mark = 0
-    ranges = []
-    for index, (base, paths, changes) in enumerate(chains):
-        # The base files by id (the scratch repository borrows the store's objects): only what
-        # the patches change travels in the stream, to be hashed and packed.
-        steps = [("base", {p: found[1] for p, found in store.entries(base, paths).items()
-                           if found is not None}), *changes]
-        ref = f"refs/heads/chain-{index}".encode()
-        stream.append(b"reset " + ref + b"\n")
-        first = mark + 1
-        for name, files in steps:
-            mark += 1
-            msg = f"{name}\n".encode("utf-8", "surrogateescape")
-            stream.append(b"commit %s\nmark :%d\ncommitter %s" % (ref, mark, ident))
-            stream.append(b"data %d\n%s\n" % (len(msg), msg))
-            for path in sorted(files):
-                raw = _quote_fastimport(path.encode("utf-8", "surrogateescape"))
-                content = files[path]
-                if content is None:
-                    stream.append(b"D " + raw + b"\n")
-                elif isinstance(content, str):  # a blob id
-                    stream.append(b"M 100644 %s %s\n" % (content.encode(), raw))
-                else:
-                    stream.append(b"M 100644 inline " + raw + b"\ndata %d\n" % len(content)
-                                  + content + b"\n")
-        ranges.append((first, mark))
-    return b"".join(stream), ranges
-
-
 class _Chains:
     """The range-diff chains as a run makes them: per patch, the files it changes, in the old
-    series over the old base and in the new series over the new base."""
+    series over the old base and in the new series over the new base. Contents go to the
+    store's RangeDiffImport at once; the chains keep their marks."""
 
-    def __init__(self) -> None:
+    def __init__(self, store) -> None:
+        self.importer = store.range_diff_import()
         self.old: list[tuple[str, dict]] = []
         self.new: list[tuple[str, dict]] = []
         self.old_paths: set[str] = set()
         self.new_paths: set[str] = set()
+
+    def _marked(self, files: dict) -> dict:
+        return {path: None if content is None else self.importer.blob(content)
+                for path, content in files.items()}
+
+    def add_old(self, name: str, files: dict, paths) -> None:
+        self.old.append((name, self._marked(files)))
+        self.old_paths.update(paths)
+
+    def add_new(self, name: str, files: dict, paths) -> None:
+        self.new.append((name, self._marked(files)))
+        self.new_paths.update(paths)
+
