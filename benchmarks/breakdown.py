@@ -9,12 +9,12 @@ git's own tracing (GIT_TRACE2_EVENT) and splits each run's wall time into:
   interpreter   `python3 -c pass` on the same interpreter (measured separately)
   imports       what the command imports beyond `python3 -c pass`'s own start-up, from
                 `python -X importtime` (that flag adds a little of its own)
-  start-up      from exec to the first git process: the two above, plus reading the
-                configuration, the lock and the patches
+  start-up      from exec to the first git process (the persistent `cat-file`): the two
+                above, plus reading the configuration and the lock
   git           the time during which at least one git process of the command runs (the union
                 of their intervals, as git traces them; git's own children are inside them),
                 but for the persistent `git cat-file --batch`, which waits for the whole command
-  python        the rest: patchforge's own work between and alongside git processes
+  python        the rest: patchforge's own work while no git process (but those two) runs
 
 Each part is printed in milliseconds (median over the runs) and as a share of `git rebase`'s median
 wall time on the same series, the reference of every ratio in run.py. Nothing is asserted.
@@ -36,11 +36,12 @@ import run  # noqa: E402
 from scenario import TARGET  # noqa: E402
 
 
-def _git_intervals(trace: Path) -> list[tuple[float, float]]:
-    """(start, end) of every git process the command started itself, from a GIT_TRACE2_EVENT
-    file; git's children (a sid with a '/') run inside their parent's interval. The persistent
-    `git cat-file --batch` is left out: it waits for questions for the whole command (each
-    answer is a few microseconds of its time)."""
+def _git_intervals(trace: Path) -> tuple[float | None, list[tuple[float, float]]]:
+    """When the first git process started, and (start, end) of every git process the command
+    started itself, from a GIT_TRACE2_EVENT file; git's children (a sid with a '/') run inside
+    their parent's interval. The processes that live for the whole command are left out of the
+    intervals: the persistent `git cat-file --batch`, which waits for questions, and the
+    range-diff's `git fast-import`, which takes file contents as the rebase makes them."""
     starts, ends, servers = {}, {}, set()
     for line in trace.read_text().splitlines():
         try:
@@ -57,11 +58,12 @@ def _git_intervals(trace: Path) -> list[tuple[float, float]]:
         if event.get("event") == "start":
             starts[sid] = stamp
             argv = event.get("argv") or []
-            if "cat-file" in argv and "--batch" in argv:
+            if ("cat-file" in argv and "--batch" in argv) or "fast-import" in argv:
                 servers.add(sid)
         elif event.get("event") in ("exit", "atexit"):
             ends[sid] = max(ends.get(sid, stamp), stamp)
-    return sorted((starts[s], ends[s]) for s in starts if s in ends and s not in servers)
+    return (min(starts.values(), default=None),
+            sorted((starts[s], ends[s]) for s in starts if s in ends and s not in servers))
 
 
 def _seconds(stamp: str) -> float:
@@ -143,10 +145,10 @@ def main() -> None:
             subprocess.run([*exe, "--root", str(root), *verb], cwd=scratch,
                            env={**env, "GIT_TRACE2_EVENT": str(trace)}, capture_output=True)
             wall = time.perf_counter() - began
-            intervals = _git_intervals(trace) if trace.exists() else []
+            first_git, intervals = _git_intervals(trace) if trace.exists() else (None, [])
         # Trace times are UTC wall-clock seconds of the day; so is `started` once reduced.
         day_start = started % 86400
-        first = intervals[0][0] - day_start if intervals else wall
+        first = first_git - day_start if first_git is not None else wall
         git_time = _union(intervals)
         rows["total"].append(wall)
         rows["start-up"].append(first)

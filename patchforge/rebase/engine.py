@@ -362,7 +362,11 @@ class Rebase:
                 before[fp_target.old_path] = current
             unchanged = unchanged and moved == source and current == base
             if forward:
-                application = apply_file_patch(current, fp_target, max_fuzz=0)
+                # Landed detection applied this very file patch to this very content already;
+                # without fuzz, the result is the same: reuse it.
+                application = fv.applied if fv.applied is not None and fv.applied.ok and \
+                    fv.applied.worst in ("exact", "offset") else \
+                    apply_file_patch(current, fp_target, max_fuzz=0)
                 if application.ok:
                     after[path_after] = application.content
                     continue
