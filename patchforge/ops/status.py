@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.detect import assess_patch
 from patchforge.errors import NetworkError, PatchforgeError, UsageError
+from patchforge.ops.common import Background
 
 ATTENTION_STATES = {"fuzz", "conflict", "upstreamed", "partial", "obsolete", "unsure"}
 _SUBMITTED = re.compile(r"^Submitted\s*\[(?P<url>[^\]]+)\]", re.I)
@@ -125,6 +126,15 @@ class SeriesJudge:
                     application.content
 
 
+def _history_index(store, target: Target, paths: list[str]) -> "HistoryIndex | None":
+    """HistoryIndex of `paths` with their diffs read, or None without history."""
+    if not _history(store, target):
+        return None
+    index = HistoryIndex(store, target, paths)
+    index.read_diffs()
+    return index
+
+
 def _history(store, target: Target) -> bool:
     """Whether the store has the upstream's history from base to target (git upstreams; wheel
     and directory imports are root commits with none)."""
@@ -188,6 +198,10 @@ class HistoryIndex:
     def commits_touching(self, paths: list[str]) -> list[str]:
         wanted = set(paths)
         return [commit for commit, changed in self.log if wanted.intersection(changed)]
+
+    def read_diffs(self) -> None:
+        """Read the commits' diffs now (patch_id_matches needs them)."""
+        self._file_chunks()
 
     def _file_chunks(self) -> dict[str, dict[bytes, bytes]]:
         """commit -> {its `diff --git` line: that file's diff}, from one `git log -p`."""
@@ -378,6 +392,11 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
         patches = [(name, project.read_patch(upstream, name))
                    for name in project.patch_names(upstream)]
         judge.prefetch(patches)
+        # The history between base and target (git processes, the GIL free) is read by a second
+        # thread while this one judges the patches; only landed patches will need it.
+        series_paths = sorted({p for _, patch in patches for p in patch.paths})
+        history = Background(_history_index, store, target, series_paths) \
+            if target.base_commit != target.commit and series_paths else None
         for name, patch in patches:
             verdict = judge.judge(name, patch)
             status = PatchStatus(
@@ -410,10 +429,13 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
             status.attention = verdict.state in ATTENTION_STATES or bool(broken) or \
                 bool(status.drop_when and status.drop_when.get("true"))
             out.append(status)
-        if landed and _history(store, target):
-            # Where the landed fixes came from: one read of the history for the whole series.
-            index = HistoryIndex(store, target, sorted({p for status, _ in landed
-                                                        for p in _patch_paths(status.verdict)}))
+        index = history.result() if landed and history is not None else None
+        if index is not None:
+            # Where the landed fixes came from: one read of the history for the whole series
+            # (again for the paths of a patch that followed a rename, outside the series').
+            needed = {p for status, _ in landed for p in _patch_paths(status.verdict)}
+            if not needed <= set(index.paths):
+                index = HistoryIndex(store, target, sorted(needed))
             matches = index.patch_id_matches([(id(status), patch.diff,
                                                _patch_paths(status.verdict))
                                               for status, patch in landed])

@@ -28,6 +28,7 @@ from patchforge.errors import ConflictStop, InProgressError, UsageError
 from patchforge.formats.lockfile import lock_from_json, lock_to_json
 from patchforge.formats.patchfile import parse_patch_file
 from patchforge.model.lock import ImagePin, UpstreamPin
+from patchforge.ops.common import Background
 from patchforge.ops.status import SeriesJudge, Target, landed_in
 from patchforge.rebase.journal import Journal
 
@@ -203,7 +204,7 @@ class Rebase:
         # makes it (mostly git fast-import and git range-diff, the GIL free) while this one
         # makes the new diffs and writes the files.
         inputs = self._range_diff_inputs(recorded_only=True)
-        early = _Background(self._range_diff, inputs) if inputs is not None else None
+        early = Background(self._range_diff, inputs) if inputs is not None else None
         try:
             self._flush_deferred()
             return self._write_out(early)
@@ -564,7 +565,7 @@ class Rebase:
             candidate = f"{stem}.{number}.patch"
         return candidate
 
-    def _write_out(self, range_diff: "_Background | None" = None) -> dict:
+    def _write_out(self, range_diff: "Background | None" = None) -> dict:
         project, journal = self.project, self.journal
         data = journal.data
         overlays = None
@@ -592,7 +593,7 @@ class Rebase:
         # made by a second thread while this one writes the files; the old series is read
         # here, before any write (on a resumed write-out, from the journal's originals).
         if range_diff is None:
-            range_diff = _Background(self._range_diff, self._range_diff_inputs())
+            range_diff = Background(self._range_diff, self._range_diff_inputs())
         try:
             self._commit_files(range_diff, overlays)
         except BaseException:
@@ -601,7 +602,7 @@ class Rebase:
         journal.remove()
         return data["summary"]
 
-    def _commit_files(self, range_diff: "_Background", overlays) -> None:
+    def _commit_files(self, range_diff: "Background", overlays) -> None:
         """The write-out proper: the plan's files, the overlays (`overlays` when built before
         the journal was saved), the ledger, last-rebase.json."""
         from patchforge.fsutil import atomic_delete_many, atomic_write, atomic_write_many
@@ -786,34 +787,6 @@ class Rebase:
             importer = self.store.range_diff_import()
         out = importer.range_diff(chains)
         return f"{upstream}:\n" + out.decode("utf-8", "replace")
-
-
-class _Background:
-    """A function run by a second thread; result() waits for it and returns its value or
-    raises its exception. Used for work that is mostly a git process (the GIL is free then)."""
-
-    def __init__(self, function, *args) -> None:
-        import threading
-
-        self._value = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(function, args), daemon=True)
-        self._thread.start()
-
-    def _run(self, function, args) -> None:
-        try:
-            self._value = function(*args)
-        except BaseException as exc:  # handed to the caller of result()
-            self._error = exc
-
-    def wait(self) -> None:
-        self._thread.join()
-
-    def result(self):
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 def _ledger():
