@@ -521,7 +521,9 @@ def table(results: list[Timing], count: int) -> str:
             target = (f"<= 0.25x: wall {'met' if wall_ok else 'MISSED'}, "
                       f"CPU {'met' if cpu_ok else 'MISSED'}")
         elif r.key in ("pf-overlays", "pf-overlays-check"):
-            target = f"< 0.5 s: {'met' if r.median < 0.5 else 'MISSED'}"
+            # The target is for the 30 files of the 30-patch series; larger runs show scale.
+            target = f"< 0.5 s: {'met' if r.median < 0.5 else 'MISSED'}" if count <= 30 \
+                else "(target: 30 files)"
         elif r.key == "pf-help":
             target = f"< 150 ms: {'met' if r.median < 0.150 else 'MISSED'}"
         codes = "" if r.exit_codes in ([0], []) else f" (exit {','.join(map(str, r.exit_codes))})"
