@@ -19,6 +19,7 @@ import bisect
 import itertools
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from patchforge.apply.diffparse import line_content, line_kind, reverse_hunk
 from patchforge.apply.hunks import apply_file_patch, apply_hunks, lines_of
@@ -118,18 +119,11 @@ class NormalizedText:
         return self.line_start[first], self.line_start[end]
 
 
-_NORMALIZED_CACHE: dict[bytes, NormalizedText] = {}
-
-
+@lru_cache(maxsize=32)
 def normalized_text(content: bytes) -> NormalizedText:
     """NormalizedText of `content`, remembered for the few files a series keeps coming back to
     (every patch on one file would otherwise normalize it again)."""
-    found = _NORMALIZED_CACHE.get(content)
-    if found is None:
-        if len(_NORMALIZED_CACHE) >= 32:
-            _NORMALIZED_CACHE.pop(next(iter(_NORMALIZED_CACHE)))
-        found = _NORMALIZED_CACHE[content] = NormalizedText(content)
-    return found
+    return NormalizedText(content)
 
 
 def _anchors(hunk) -> tuple[list[bytes], list[bytes]]:

@@ -7,6 +7,7 @@ reporting how every hunk applied. A failed hunk is skipped, never half-applied; 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from patchforge.apply.diffparse import FilePatch, Hunk, reverse_file_patch, split_lines
 from patchforge.errors import ApplyError
@@ -166,19 +167,12 @@ def apply_hunks_to_bytes(old: bytes, hunks: tuple[Hunk, ...], *,
     return b"".join(new_lines), outcomes
 
 
-_LINES_CACHE: dict[bytes, list[bytes]] = {}
-
-
+@lru_cache(maxsize=32)
 def lines_of(content: bytes) -> list[bytes]:
     """split_lines(content), remembered for the few files a series keeps coming back to (each
     patch on a file, forward and reverse, splits it again otherwise). Callers must not modify
     the list."""
-    found = _LINES_CACHE.get(content)
-    if found is None:
-        if len(_LINES_CACHE) >= 32:
-            _LINES_CACHE.pop(next(iter(_LINES_CACHE)))
-        found = _LINES_CACHE[content] = split_lines(content)
-    return found
+    return split_lines(content)
 
 
 def _all_failed(fp: FilePatch, error: str) -> FileApplication:

@@ -486,19 +486,24 @@ class _CatFile:
     def close(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _end_process(proc, grace=5)
             proc.stdout.close()
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+
+
+def _end_process(proc: subprocess.Popen, *, grace: float) -> None:
+    """Close a process's stdin, give it `grace` seconds to exit on its own, then kill it."""
+    try:
+        proc.stdin.close()
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 # --------------------------------------------------------------------------------------------
@@ -1429,13 +1434,7 @@ class RangeDiffImport:
     def close(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
+            _end_process(proc, grace=0)  # done already, or given up: no range-diff is wanted
         stderr = getattr(self, "_stderr", None)
         if stderr is not None:
             stderr.close()
