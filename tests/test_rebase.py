@@ -302,6 +302,40 @@ def test_range_diff_from_the_run_equals_the_one_from_the_patch_files(stack, upst
     assert "landed.patch" in recorded["range_diff"] and "other.patch" in recorded["range_diff"]
 
 
+def test_a_failing_range_diff_import_does_not_fail_the_rebase(stack, upstream, monkeypatch):
+    """The range-diff is a report: git fast-import dying during the run makes the end of the
+    run build it from the files instead, and git failing at the end leaves a note in its place;
+    the rebase itself goes through either way."""
+    from patchforge.errors import StoreError
+    from patchforge.store import gitstore
+
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "far", {"pkg/mod.py": with_lines({25: b"def f25():\n    return -25\n\n"})})
+    new_commit = upstream.commit({"pkg/other.py": b"x = 9\n"}, "upstream work")
+    copy, again = stack.root.parent / "copy", stack.root.parent / "again"
+    shutil.copytree(stack.root, copy, symlinks=True)
+    shutil.copytree(stack.root, again, symlinks=True)
+    reference = stack.rebase_json("--to", f"up={new_commit}")
+
+    def broken_pipe(self, data):
+        raise StoreError("git fast-import stopped: broken pipe (test)")
+    monkeypatch.setattr(gitstore.RangeDiffImport, "blob", broken_pipe)
+    code, out, err = run_cli(copy, "rebase", "--to", f"up={new_commit}", "--json")
+    assert code == 0, err
+    # Made again from the patch files, it is the same text (the same git objects).
+    assert json.loads(out)["range_diff"] == reference["range_diff"]
+    assert (copy / "series" / "up" / "far.patch").read_bytes() == stack.patch("up", "far")
+
+    def failing(self, chains):
+        self.close()
+        raise StoreError("git range-diff failed: test")
+    monkeypatch.setattr(gitstore.RangeDiffImport, "range_diff", failing)
+    code, out, err = run_cli(again, "rebase", "--to", f"up={new_commit}", "--json")
+    assert code == 0, err
+    assert (again / "series" / "up" / "far.patch").read_bytes() == stack.patch("up", "far")
+    assert json.loads(out)["range_diff"].startswith("(no range-diff: git range-diff failed: test")
+
+
 # ------------------------------------------------------------------------------------------------
 # Conflicts: --continue, --skip, --abort
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.apply.series import SeriesState, apply_series
-from patchforge.errors import ConflictStop, InProgressError, UsageError
+from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
 from patchforge.formats.lockfile import lock_from_json, lock_to_json
 from patchforge.formats.patchfile import parse_patch_file
 from patchforge.model.lock import ImagePin, UpstreamPin
@@ -635,7 +635,12 @@ class Rebase:
             ledger.record_rebase(project, data["summary"])
         for upstream in data["upstreams"]:
             self._remove_worktree(upstream)
-        data["summary"]["range_diff"] = range_diff.result()
+        try:
+            data["summary"]["range_diff"] = range_diff.result()
+        except StoreError as exc:
+            # The range-diff reports on the run; git failing to make it (a full /tmp, say)
+            # must not fail a rebase whose files are written.
+            data["summary"]["range_diff"] = f"(no range-diff: {exc})\n"
         # Kept for `status --html` (the last rebase and its range-diff); written while the
         # journal still stands, so a kill here is finished by --continue like any other step.
         atomic_write(project.state_dir / "last-rebase.json",
@@ -739,8 +744,9 @@ class Rebase:
             new_results = [r for r in entry["results"] if r["destination"] == "series"]
             new_names = [r["name"] for r in new_results]
             chains = self._chains.get(upstream)
-            if chains is not None and len(chains.old) == len(old_names) and \
-                    [n for n, _ in chains.new] == new_names:
+            recorded = chains is not None and not chains.broken and \
+                len(chains.old) == len(old_names) and [n for n, _ in chains.new] == new_names
+            if recorded:
                 old = ("steps", entry["from"]["commit"], sorted(chains.old_paths), chains.old)
                 new = ("steps", entry["to"]["commit"], sorted(chains.new_paths), chains.new)
             elif recorded_only:
@@ -831,20 +837,33 @@ class _Chains:
 
     def __init__(self, store) -> None:
         self.importer = store.range_diff_import()
+        self.broken = False  # the import failed: the range-diff is made from the files instead
         self.old: list[tuple[str, dict]] = []
         self.new: list[tuple[str, dict]] = []
         self.old_paths: set[str] = set()
         self.new_paths: set[str] = set()
 
-    def _marked(self, files: dict) -> dict:
-        return {path: None if content is None else self.importer.blob(content)
-                for path, content in files.items()}
+    def _marked(self, files: dict) -> dict | None:
+        if self.broken:
+            return None
+        try:
+            return {path: None if content is None else self.importer.blob(content)
+                    for path, content in files.items()}
+        except StoreError:
+            # A report must not stop the rebase: the end of the run makes it another way.
+            self.broken = True
+            self.importer.close()
+            return None
 
     def add_old(self, name: str, files: dict, paths) -> None:
-        self.old.append((name, self._marked(files)))
-        self.old_paths.update(paths)
+        marked = self._marked(files)
+        if marked is not None:
+            self.old.append((name, marked))
+            self.old_paths.update(paths)
 
     def add_new(self, name: str, files: dict, paths) -> None:
-        self.new.append((name, self._marked(files)))
-        self.new_paths.update(paths)
+        marked = self._marked(files)
+        if marked is not None:
+            self.new.append((name, marked))
+            self.new_paths.update(paths)
 
