@@ -484,6 +484,23 @@ def test_range_diff_of_imported_chains_leaves_the_store_alone(store, merge_base)
     assert not importer._tmp.exists()  # the scratch repository is gone
 
 
+def test_range_diff_import_that_cannot_start_is_a_store_error(store, monkeypatch):
+    made = []
+    real_mkdtemp = gitstore.tempfile.mkdtemp
+
+    def mkdtemp(**kw):
+        made.append(real_mkdtemp(**kw))
+        return made[-1]
+
+    def no_fork(*args, **kw):
+        raise OSError(11, "Resource temporarily unavailable")
+    monkeypatch.setattr(gitstore.tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(gitstore.subprocess, "Popen", no_fork)
+    with pytest.raises(StoreError, match="cannot start git fast-import"):
+        store.range_diff_import()
+    assert made and not any(Path(p).exists() for p in made)
+
+
 def test_range_diff_import_closed_early_leaves_nothing(store, merge_base):
     importer = store.range_diff_import()
     importer.blob(b"half a series\n")

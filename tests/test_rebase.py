@@ -329,11 +329,16 @@ def test_a_failing_range_diff_import_does_not_fail_the_rebase(stack, upstream, m
     def failing(self, chains):
         self.close()
         raise StoreError("git range-diff failed: test")
+    def cannot_start(self, store):
+        raise StoreError("cannot start git fast-import for the range-diff: test")
+    # Nor can the import even start (no room for its scratch repository): the same.
+    monkeypatch.setattr(gitstore.RangeDiffImport, "__init__", cannot_start)
     monkeypatch.setattr(gitstore.RangeDiffImport, "range_diff", failing)
     code, out, err = run_cli(again, "rebase", "--to", f"up={new_commit}", "--json")
     assert code == 0, err
     assert (again / "series" / "up" / "far.patch").read_bytes() == stack.patch("up", "far")
-    assert json.loads(out)["range_diff"].startswith("(no range-diff: git range-diff failed: test")
+    assert json.loads(out)["range_diff"] == \
+        "(no range-diff: cannot start git fast-import for the range-diff: test)\n"
 
 
 # ------------------------------------------------------------------------------------------------

@@ -729,7 +729,7 @@ class Rebase:
     def _close_chains(self) -> None:
         """End the range-diff imports this run started (a stop, an error, or done)."""
         for chains in self._chains.values():
-            if chains is not None:
+            if chains is not None and chains.importer is not None:
                 chains.importer.close()
 
     def _range_diff_inputs(self, *, recorded_only: bool = False):
@@ -836,8 +836,11 @@ class _Chains:
     store's RangeDiffImport at once; the chains keep their marks."""
 
     def __init__(self, store) -> None:
-        self.importer = store.range_diff_import()
         self.broken = False  # the import failed: the range-diff is made from the files instead
+        try:
+            self.importer = store.range_diff_import()
+        except StoreError:
+            self.importer, self.broken = None, True
         self.old: list[tuple[str, dict]] = []
         self.new: list[tuple[str, dict]] = []
         self.old_paths: set[str] = set()

@@ -1341,10 +1341,11 @@ class RangeDiffImport:
 
     def __init__(self, store: "UpstreamStore") -> None:
         self._store = store
-        self._tmp = Path(tempfile.mkdtemp(prefix="patchforge-rangediff-"))
+        self._tmp: Path | None = None
         self._mark = 0
         self._proc: subprocess.Popen | None = None
         try:
+            self._tmp = Path(tempfile.mkdtemp(prefix="patchforge-rangediff-"))
             scratch = self._tmp / "scratch.git"
             subprocess.run(["git", "init", "-q", "--bare", "--template=", str(scratch)],
                            env=git_env(), capture_output=True, check=True)
@@ -1358,6 +1359,9 @@ class RangeDiffImport:
                  "--depth=0", f"--export-marks={self._tmp / 'marks'}"],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._stderr,
                 env=git_env())
+        except (OSError, subprocess.CalledProcessError) as exc:
+            self.close()
+            raise StoreError(f"cannot start git fast-import for the range-diff: {exc}") from exc
         except BaseException:
             self.close()
             raise
@@ -1438,7 +1442,8 @@ class RangeDiffImport:
         stderr = getattr(self, "_stderr", None)
         if stderr is not None:
             stderr.close()
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------------------------
