@@ -121,3 +121,43 @@ def make_git_repo(tmp_path):
         git(repo, "commit", "-q", "-m", "initial")
         return repo, git(repo, "rev-parse", "HEAD").strip()
     return build
+
+
+class Upstream:
+    """A real git repository standing for an upstream project, with a linear history on main."""
+
+    def __init__(self, path: Path, files: dict[str, bytes]) -> None:
+        self.path = path
+        path.mkdir(parents=True)
+        git(path, "init", "-q")
+        self.base = self.commit(files, "initial")
+
+    def head(self) -> str:
+        return git(self.path, "rev-parse", "HEAD").strip()
+
+    def read(self, rel: str, rev: str = "HEAD") -> bytes:
+        return subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=self.path, check=True,
+                              capture_output=True).stdout
+
+    def commit(self, files: dict[str, bytes | None], message: str = "change",
+               renames: dict[str, str] | None = None) -> str:
+        return commit_files(self.path, files, message, renames)
+
+    def diff(self, files: dict[str, bytes | None], rev: str | None = None) -> bytes:
+        """`git diff` of `files` against `rev` (default HEAD), as a user would make a patch."""
+        rev = rev or self.head()
+        git(self.path, "checkout", "-q", rev)
+        try:
+            for rel, data in files.items():
+                if data is None:
+                    (self.path / rel).unlink()
+                else:
+                    (self.path / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (self.path / rel).write_bytes(data)
+            git(self.path, "add", "-A")
+            out = subprocess.run(["git", "diff", "--cached", "--full-index"], cwd=self.path,
+                                 check=True, capture_output=True).stdout
+            git(self.path, "reset", "-q", "--hard")
+        finally:
+            git(self.path, "checkout", "-q", "main")
+        return out

@@ -6,7 +6,7 @@ import pytest
 from patchforge.errors import NetworkError, UsageError
 from patchforge.net.forge import (Comparison, GitHubForge, PullRef, api_url_for_host,
                                   parse_pr_url)
-from tests.servers import forge_server  # noqa: F401  (fixture)
+from servers import forge_server  # noqa: F401  (fixture)
 
 MERGE = "d" * 40
 TARGET = "eed1f3d0c6043bd494424a22443ee198dd56f657"

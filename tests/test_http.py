@@ -9,7 +9,7 @@ import pytest
 
 from patchforge.errors import NetworkError
 from patchforge.net.http import HttpClient, host_of, parse_link_header, parse_retry_after
-from tests.servers import forge_server, other_server  # noqa: F401  (fixtures)
+from servers import forge_server, other_server  # noqa: F401  (fixtures)
 
 TOKEN = "ghp_s3cretTOKENvalue"
 NOW = 1_800_000_000.0

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from patchforge.formats.schemas import validation_errors
-from tests.conftest import REPO_ROOT
-from tests.servers import forge_server  # noqa: F401  (fixture)
+from conftest import REPO_ROOT
+from servers import forge_server  # noqa: F401  (fixture)
 from tests.test_hostile import add_patch, build_env, run_cli, snapshot
 
 AUTHOR = b"Author: A U Thor <author@example.com>\n"

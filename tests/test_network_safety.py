@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import forge_server, other_server  # noqa: F401  (fixtures)
+from servers import forge_server, other_server  # noqa: F401  (fixtures)
 from tests.test_hostile import add_patch, build_env, run_cli, snapshot
 
 TOKEN = "ghp_SECRETtoken0123456789abcdefABCDEF"

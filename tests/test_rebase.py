@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_in_process, commit_files, git
+from conftest import Upstream, cli_in_process, git
 from patchforge.formats.schemas import validation_errors
 
 # A file long enough for offsets and context to mean something: 30 small functions.
@@ -29,46 +29,6 @@ BASE = b"".join(BASE_LINES)
 def with_lines(replacements: dict[int, bytes], lines=BASE_LINES) -> bytes:
     """BASE with function i replaced by `replacements[i]`."""
     return b"".join(replacements.get(i, line) for i, line in enumerate(lines))
-
-
-class Upstream:
-    """A real git repository standing for an upstream project."""
-
-    def __init__(self, path: Path, files: dict[str, bytes]) -> None:
-        self.path = path
-        path.mkdir(parents=True)
-        git(path, "init", "-q")
-        self.base = self.commit(files, "initial")
-
-    def head(self) -> str:
-        return git(self.path, "rev-parse", "HEAD").strip()
-
-    def read(self, rel: str, rev: str = "HEAD") -> bytes:
-        return subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=self.path, check=True,
-                              capture_output=True).stdout
-
-    def commit(self, files: dict[str, bytes | None], message: str = "change",
-               renames: dict[str, str] | None = None) -> str:
-        return commit_files(self.path, files, message, renames)
-
-    def diff(self, files: dict[str, bytes | None], rev: str | None = None) -> bytes:
-        """`git diff` of `files` against `rev` (default HEAD), as a user would make a patch."""
-        rev = rev or self.head()
-        git(self.path, "checkout", "-q", rev)
-        try:
-            for rel, data in files.items():
-                if data is None:
-                    (self.path / rel).unlink()
-                else:
-                    (self.path / rel).parent.mkdir(parents=True, exist_ok=True)
-                    (self.path / rel).write_bytes(data)
-            git(self.path, "add", "-A")
-            out = subprocess.run(["git", "diff", "--cached", "--full-index"], cwd=self.path,
-                                 check=True, capture_output=True).stdout
-            git(self.path, "reset", "-q", "--hard")
-        finally:
-            git(self.path, "checkout", "-q", "main")
-        return out
 
 
 def patch_bytes(upstream_name: str, base: str, description: str, diff: bytes,

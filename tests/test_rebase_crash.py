@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from test_rebase import BASE, Stack, Upstream, run_cli, run_subprocess, snapshot, with_lines
+from conftest import Upstream
+from test_rebase import BASE, Stack, run_cli, run_subprocess, snapshot, with_lines
 
 KILLED = 137
 

@@ -9,7 +9,7 @@ from patchforge.errors import NetworkError, UsageError
 from patchforge.net.http import HttpClient
 from patchforge.net.registry import (DOCKER_HUB, MANIFEST_ACCEPT, ImageRef, RegistryClient,
                                      RegistryCredentials, parse_challenge, parse_image_ref)
-from tests.servers import Answer, other_server, registry_server  # noqa: F401  (fixtures)
+from servers import Answer, other_server, registry_server  # noqa: F401  (fixtures)
 
 NIGHTLY = "nightly-eed1f3d0c6043bd494424a22443ee198dd56f657"
 LABELS = {"org.opencontainers.image.revision": "eed1f3d0c6043bd494424a22443ee198dd56f657",

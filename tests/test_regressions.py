@@ -32,7 +32,7 @@ def test_status_on_a_fresh_cache_fetches_blobs_of_a_git_upstream(tmp_path, make_
     assert "applies" in status.stdout and "obsolete" not in status.stdout
 
 
-from tests.servers import registry_server  # noqa: E402,F401  (fixture)
+from servers import registry_server  # noqa: E402,F401  (fixture)
 
 
 def test_rebase_to_an_image_pins_the_image_digest_in_the_lock(tmp_path, make_git_repo,

@@ -17,7 +17,7 @@ import pytest
 
 from patchforge.project import Project
 from patchforge.report import render_html_report
-from tests.servers import forge_server  # noqa: F401  (fixture)
+from servers import forge_server  # noqa: F401  (fixture)
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(n)), None)

@@ -18,8 +18,8 @@ import pytest
 
 from patchforge.formats.schemas import validation_errors
 from patchforge.store.gitstore import make_file_diff
-from tests.conftest import REPO_ROOT, commit_files, git
-from tests.servers import forge_server  # noqa: F401  (fixture)
+from conftest import REPO_ROOT, Upstream, git
+from servers import forge_server  # noqa: F401  (fixture)
 
 MAIN = "pkg/attn.py"
 
@@ -77,23 +77,6 @@ def fixed(text: bytes, *, hunk1: bool = True, hunk2: bool = True) -> bytes:
         assert FIX2_OLD in text
         text = text.replace(FIX2_OLD, FIX2_NEW)
     return text
-
-
-class Upstream:
-    """A real upstream git repository with a linear history."""
-
-    def __init__(self, path: Path, files: dict[str, bytes]) -> None:
-        self.path = path
-        path.mkdir(parents=True)
-        git(path, "init", "-q")
-        self.base = self.commit(files, "initial")
-
-    def commit(self, files: dict[str, bytes | None], message: str,
-               moves: dict[str, str] | None = None) -> str:
-        return commit_files(self.path, files, message, moves)
-
-    def read(self, rel: str) -> bytes:
-        return (self.path / rel).read_bytes()
 
 
 def patch_bytes(diff: bytes, *, description: str = "A fix", extra: str = "") -> bytes:
@@ -222,7 +205,7 @@ def history_around(upstream: Upstream, landing: dict[str, bytes | None], message
     upstream.commit({"pkg/other.py": b"VALUE = 2\n"}, "other")
     current = upstream.read(MAIN)
     files = {path: (fix(current) if callable(fix) else fix) for path, fix in landing.items()}
-    landed = upstream.commit(files, message, moves=moves)
+    landed = upstream.commit(files, message, renames=moves)
     path = next((new for new in (moves or {}).values()), MAIN)
     after = upstream.read(path).replace(b"or 16", b"or 32")
     upstream.commit({path: after}, "bigger default block")

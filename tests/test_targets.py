@@ -10,7 +10,7 @@ from patchforge.net.registry import RegistryClient
 from patchforge.targets import (SpecKind, classify_spec, commit_from_version, image_repository_of,
                                 label_keys_for, parse_target_specs, resolve_target,
                                 version_from_spec)
-from tests.servers import registry_server  # noqa: F401  (fixture)
+from servers import registry_server  # noqa: F401  (fixture)
 
 SHA = "eed1f3d0c6043bd494424a22443ee198dd56f657"
 NIGHTLY = f"nightly-{SHA}"
