@@ -456,15 +456,6 @@ def test_patch_id_ignores_line_numbers(store):
     assert store.patch_id(b"") is None
 
 
-def test_range_diff(store, merge_base):
-    a = store.read_blob(merge_base, "m/a.py")
-    common = _edit(_edit(a, 2, b"common one\n"), 12, b"common two\n")
-    one = store.commit_files(merge_base, {"m/a.py": _edit(common, 7, b"x\n")}, message="fix\n")
-    two = store.commit_files(merge_base, {"m/a.py": _edit(common, 7, b"y\n")}, message="fix\n")
-    out = store.range_diff(f"{merge_base}..{one}", f"{merge_base}..{two}")
-    assert b"fix" in out and b"!" in out
-
-
 def _packs_and_refs(store) -> tuple[list[str], str]:
     return (sorted(os.listdir(store.git_dir / "objects" / "pack")),
             git(store.git_dir, "for-each-ref"))

@@ -246,10 +246,15 @@ def remember(patch: PatchFile, source: str) -> bytes:
     ledger) parses it once. Returns the bytes."""
     named = patch if patch.source == source else _keep_parse(patch, replace(patch, source=source))
     data = named.to_bytes()
-    if len(_PARSED) >= 4096:
-        _PARSED.clear()
-    _PARSED[(source, data)] = named
+    _remember_parse((source, data), named)
     return data
+
+
+def _remember_parse(key: tuple[str, bytes], patch: PatchFile) -> PatchFile:
+    if len(_PARSED) >= 4096:  # bounds a process that reads many different files
+        _PARSED.clear()
+    _PARSED[key] = patch
+    return patch
 
 
 def parse_patch_file(data: bytes, source: str = "<patch>") -> PatchFile:
@@ -259,13 +264,9 @@ def parse_patch_file(data: bytes, source: str = "<patch>") -> PatchFile:
     Parsed once per (source, bytes) in a process: a command meets the same patch several times
     (status then lint, a rebase's judge, range-diff and ledger). PatchFile is immutable, so the
     one parse (its diff parsed on first use too) is shared."""
-    key = (source, data)
-    found = _PARSED.get(key)
-    if found is None:
-        if len(_PARSED) >= 4096:
-            _PARSED.clear()
-        found = _PARSED[key] = _parse_patch_file(data, source)
-    return found
+    found = _PARSED.get((source, data))
+    return found if found is not None else \
+        _remember_parse((source, data), _parse_patch_file(data, source))
 
 
 def _parse_patch_file(data: bytes, source: str) -> PatchFile:

@@ -429,7 +429,11 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
             status.attention = verdict.state in ATTENTION_STATES or bool(broken) or \
                 bool(status.drop_when and status.drop_when.get("true"))
             out.append(status)
-        index = history.result() if landed and history is not None else None
+        index = None
+        if history is not None and landed:
+            index = history.result()
+        elif history is not None:
+            history.wait()  # nothing landed: its answer is not needed, but no thread outlives us
         if index is not None:
             # Where the landed fixes came from: one read of the history for the whole series
             # (again for the paths of a patch that followed a rename, outside the series').

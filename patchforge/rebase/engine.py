@@ -258,11 +258,9 @@ class Rebase:
         # The old series state before each patch: the merge base of its 3-way merge.
         read_old = _reads(self.store, target.base_commit)
         old_state = apply_series(read_old, patches[:entry["position"]], strict=False)
-        # What each patch changes, old series and new, for the range-diff's commit chains; kept
-        # only for a run that goes through the whole series in this process (a resumed one
-        # rebuilds the chains from the patch files).
-        # The file contents go to a `git fast-import` as they are made, so that the range-diff
-        # at the end has only the commits left to write.
+        # What each patch changes, old series and new, for the range-diff's commit chains, the
+        # contents sent to `git fast-import` as they are made; only for a run that goes through
+        # the whole series in this process (a resumed one rebuilds the chains from the files).
         chains = self._chains[upstream] = _Chains(self.store) \
             if entry["position"] == 0 and not dry else None
         for position in range(entry["position"], len(names)):
@@ -272,8 +270,7 @@ class Rebase:
             before = dict(old_state.current) if chains is not None else None
             apply_series(read_old, [(name, patch)], strict=False, state=old_state)
             if chains is not None:
-                chains.add_old(name, {p: c for p, c in old_state.current.items()
-                                      if before.get(p) != c}, patch.paths)
+                chains.add_old(name, _changed(before, old_state.current), patch.paths)
                 if result is not None and result.destination == "series" and result.changed:
                     chains.add_new(name, result.changed, result.changed_paths)
             if stop is not None and dry:
@@ -826,8 +823,13 @@ def _chain_steps(store, base: str, patches) -> tuple[list[str], list]:
     for name, patch in patches:
         before = dict(state.current)
         apply_series(_reads(store, base), [(name, patch)], strict=False, state=state)
-        steps.append((name, {p: c for p, c in state.current.items() if before.get(p) != c}))
+        steps.append((name, _changed(before, state.current)))
     return paths, steps
+
+
+def _changed(before: dict, after: dict) -> dict:
+    """The files of `after` whose content differs from `before` (None: deleted)."""
+    return {path: content for path, content in after.items() if before.get(path) != content}
 
 
 class _Chains:

@@ -761,10 +761,8 @@ class UpstreamStore:
 
     def _prefetch(self, rev: str, paths: list[str]) -> None:
         """Bring the missing blobs of `paths` at `rev` with one fetch instead of one per blob."""
-        if len(paths) < 2 or not self._is_partial():
-            return
-        self._fetch_missing({found[1] for found in self.entries(rev, paths).values()
-                             if found is not None and found[1] not in self._present})
+        if len(paths) >= 2:
+            self.prefetch([(rev, paths)])
 
     def _fetch_missing(self, wanted: set[str]) -> None:
         if not wanted:
@@ -1291,9 +1289,6 @@ class UpstreamStore:
             if match:
                 return match[1]
         return None
-
-    def range_diff(self, old_range: str, new_range: str) -> bytes:
-        return self._run("range-diff", "--no-color", old_range, new_range).stdout
 
     def range_diff_import(self) -> "RangeDiffImport":
         """A scratch `git fast-import` for a range-diff of two commit chains (see the class)."""
