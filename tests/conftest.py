@@ -19,6 +19,10 @@ SHARED_CACHE = Path(os.environ.get("PATCHFORGE_CACHE")
                     / "patchforge")
 SHARED_WHEELS = Path(os.environ.get("PATCHFORGE_WHEELS") or SHARED_CACHE / "wheels")
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The machine's own network settings (proxies, pip's index configuration), taken before the
+# isolation below points every proxy at a closed port: only `shared_release` downloads.
+_NETWORK_ENV = {key: value for key, value in os.environ.items()
+                if key.lower() in ("http_proxy", "https_proxy", "no_proxy", "all_proxy")}
 
 
 @pytest.fixture(autouse=True)
@@ -62,6 +66,49 @@ def shared_cache(monkeypatch):
     Only for tests on the real vllm/aiter releases; everything else runs on a private cache."""
     monkeypatch.setenv("PATCHFORGE_CACHE", str(SHARED_CACHE))
     return SHARED_CACHE
+
+
+def shared_release(upstream: str, package: str, version: str) -> str:
+    """Make sure `package`==`version` is imported into the shared store as upstream `upstream`
+    (call it from a test using the `shared_cache` fixture); returns its commit.
+
+    The wheel is downloaded once per machine, with the machine's own network settings, through
+    the ordinary `pip download` (a fresh machine has only what `patchforge fetch` brought: the
+    locked releases). The download goes to a scratch directory beside the shared wheels and is
+    renamed into place, under a lock file, so a test running at the same time elsewhere never
+    sees half a wheel."""
+    import fcntl
+    import shutil
+    import sys
+    import tempfile
+
+    from patchforge.store.gitstore import UpstreamStore
+    from patchforge.store.sources import cached_wheels, import_wheel_upstream
+
+    SHARED_WHEELS.mkdir(parents=True, exist_ok=True)
+    with open(SHARED_WHEELS / ".download.lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not cached_wheels(package, version, SHARED_WHEELS):
+            scratch = Path(tempfile.mkdtemp(prefix=".download.", dir=SHARED_WHEELS))
+            try:
+                env = {key: value for key, value in os.environ.items()
+                       if key.lower() not in ("http_proxy", "https_proxy", "no_proxy", "all_proxy")}
+                env.update(_NETWORK_ENV)
+                subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps",
+                                "--only-binary", ":all:", "--disable-pip-version-check",
+                                "--no-input", "--progress-bar", "off", "-q", "-d", str(scratch),
+                                f"{package}=={version}"], env=env, check=True)
+                for wheel in cached_wheels(package, version, scratch):
+                    os.replace(wheel, SHARED_WHEELS / wheel.name)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+        store = UpstreamStore.open(SHARED_CACHE)
+        try:
+            commit, _tree, _wheel = import_wheel_upstream(store, upstream, package, version,
+                                                          offline=True)
+        finally:
+            store.close()
+    return commit
 
 
 def cli_in_process(root: Path, *args: str) -> tuple[int, str, str]:
