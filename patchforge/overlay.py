@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from patchforge.apply.series import applies_to_profile, apply_series
-from patchforge.errors import ApplyError, ConfigError, InputError
+from patchforge.errors import ApplyError, ConfigError, InputError, UsageError
 from patchforge.formats.lockfile import dump_json
 from patchforge.ops.common import refuse_symlinked_paths
 from patchforge.fsutil import fault_point, fsync_dir
@@ -291,8 +291,11 @@ def recover_overlays(project) -> None:
         shutil.rmtree(staging)
 
 
-def verify_overlays(project, *, installed: Path | None = None) -> list[tuple[str, str, str]]:
+def verify_overlays(project, *, installed: Path | None = None,
+                    profile: str | None = None) -> list[tuple[str, str, str]]:
     """Check SHA256SUMS like `sha256sum -c` and, with `installed`, the pre-images in that tree.
+
+    With `profile`, only that profile's overlay files (and the artifacts every profile ships).
 
     Returns (path, state, detail) rows; state is "ok", "mismatch" or "missing".
     """
@@ -303,6 +306,10 @@ def verify_overlays(project, *, installed: Path | None = None) -> list[tuple[str
     if not sums_path.exists():
         raise ConfigError("no overlays/SHA256SUMS; run `patchforge overlays` first",
                           path=str(sums_path))
+    profiles = {p for p in project.config.profiles}
+    if profile is not None and profile not in profiles:
+        raise UsageError(f"unknown profile {profile!r} (configured: "
+                         f"{', '.join(sorted(profiles)) or 'none'})")
     for number, line in enumerate(sums_path.read_bytes().split(b"\n"), 1):
         if not line:
             continue
@@ -310,6 +317,9 @@ def verify_overlays(project, *, installed: Path | None = None) -> list[tuple[str
         if not sep or len(digest) != 64:
             raise InputError("malformed SHA256SUMS line", path=str(sums_path), line=number)
         rel_text = rel.decode("utf-8", "surrogateescape")
+        first = rel_text.split("/", 1)[0]
+        if profile is not None and first in profiles and first != profile:
+            continue
         path = root / rel_text
         if not path.exists():
             rows.append((rel_text, "missing", "file not found"))
@@ -319,7 +329,7 @@ def verify_overlays(project, *, installed: Path | None = None) -> list[tuple[str
             rows.append((rel_text, "ok", ""))
     if installed is not None:
         manifest = json.loads(manifest_path.read_bytes())
-        for entry in manifest["overlays"]:
+        for entry in overlay_entries(manifest, profile, str(manifest_path)):
             target = entry.get("target")
             rel_in_image = entry["path"]
             candidate = Path(installed) / rel_in_image
@@ -338,3 +348,32 @@ def verify_overlays(project, *, installed: Path | None = None) -> list[tuple[str
             else:
                 rows.append((label, "ok", "pre-image matches"))
     return rows
+
+
+def read_manifest(overlays_dir: Path) -> dict[str, Any]:
+    """overlays/manifest.json, schema-checked."""
+    from patchforge.formats.schemas import validate
+
+    path = overlays_dir / "manifest.json"
+    try:
+        doc = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise ConfigError("no overlays/manifest.json; run `patchforge overlays` first",
+                          path=str(path)) from None
+    except ValueError as exc:
+        raise InputError(f"not valid JSON ({exc})", path=str(path)) from None
+    validate(doc, "manifest", source=str(path))
+    return doc
+
+
+def overlay_entries(manifest: dict[str, Any], profile: str | None,
+                    source: str) -> list[dict[str, Any]]:
+    """The manifest's overlays for `profile` (every profile when None)."""
+    entries = manifest["overlays"]
+    if profile is not None:
+        known = sorted({e["profile"] for e in entries if e.get("profile")})
+        if profile not in known:
+            raise UsageError(f"no overlays for profile {profile!r} in {source} "
+                             f"(it has: {', '.join(known) or 'no profiles'})")
+        entries = [e for e in entries if e.get("profile") == profile]
+    return entries

@@ -320,13 +320,21 @@ class RegistryServer(TestServer):
     def push_image(self, repo: str, tag: str, labels: dict[str, str] | None, *, index: bool = True,
                    docker: bool = False, created: str = "2026-09-12T05:27:48Z",
                    platforms: tuple[tuple[str, str], ...] = (("linux", "arm64"), ("linux", "amd64")),
+                   layers: tuple[tuple[bytes, str, str], ...] = (),
                    ) -> dict[str, str]:
-        """Store an image; returns {"digest": top-level, "manifest": amd64 manifest, "config": ...}."""
+        """Store an image; returns {"digest": top-level, "manifest": amd64 manifest, "config": ...}.
+
+        `layers` (bottom first): (blob, media type, diff id: sha256 of the uncompressed tar) of
+        the linux/amd64 image; its config lists the diff ids as `rootfs.diff_ids`."""
+        for blob, _, _ in layers:
+            self.blobs[sha256_digest(blob)] = blob
         out: dict[str, str] = {}
         entries = []
         for os_name, arch in (platforms if index else (("linux", "amd64"),)):
+            own_layers = layers if arch == "amd64" else ()
             config = {"architecture": arch, "os": os_name, "created": created,
-                      "config": {"Labels": labels if arch == "amd64" else {"arch": arch}}}
+                      "config": {"Labels": labels if arch == "amd64" else {"arch": arch}},
+                      "rootfs": {"type": "layers", "diff_ids": [d for _, _, d in own_layers]}}
             config_bytes = json.dumps(config).encode()
             config_digest = sha256_digest(config_bytes)
             self.blobs[config_digest] = config_bytes
@@ -335,7 +343,8 @@ class RegistryServer(TestServer):
                 "schemaVersion": 2, "mediaType": manifest_type,
                 "config": {"mediaType": OCI_CONFIG, "digest": config_digest,
                            "size": len(config_bytes)},
-                "layers": []})
+                "layers": [{"mediaType": t, "digest": sha256_digest(b), "size": len(b)}
+                           for b, t, _ in own_layers]})
             entries.append({"mediaType": manifest_type, "digest": digest,
                             "size": len(self.manifests[digest][1]),
                             "platform": {"os": os_name, "architecture": arch}})

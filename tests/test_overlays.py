@@ -239,3 +239,26 @@ def test_no_profiles_means_no_profile_directories(tmp_path):
                                                      "manifest.json", "up/pkg/b.py"]
     unknown = pf("overlays", "--profile", "gfx942", root=root)
     assert unknown.code == 2 and "unknown profile" in unknown.err
+
+
+def test_verify_one_profile_checks_only_what_that_deployment_mounts(stack, tmp_path):
+    root = stack
+    ok("overlays", root=root)
+    site = tmp_path / "site-packages"
+    for rel in ("a.py", "pkg/b.py"):
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_bytes(UPSTREAM_FILES[rel])
+    # a.py is overlaid for gfx942 only: an image with another a.py is fine for gfx950.
+    (site / "a.py").write_bytes(b"a newer a.py\n")
+    assert pf("verify", "--installed", str(site), root=root).code == 1
+    assert pf("verify", "--installed", str(site), "--profile", "gfx942", root=root).code == 1
+    run = ok("verify", "--installed", str(site), "--profile", "gfx950", "--json", root=root)
+    doc = json.loads(run.out)
+    assert doc["ok"] and {r["path"] for r in doc["results"]} == {
+        "gfx950/up/pkg/b.py", "gfx950/up/pkg/new.py", "../entrypoint.sh",
+        f"{site}/pkg/b.py [gfx950]", f"{site}/pkg/new.py [gfx950]"}
+    (root / "overlays/gfx942/up/a.py").write_bytes(b"tampered\n")
+    assert pf("verify", "--profile", "gfx942", root=root).code == 1
+    assert ok("verify", "--profile", "gfx950", root=root)
+    unknown = pf("verify", "--profile", "gfx1100", root=root)
+    assert unknown.code == 2 and "unknown profile" in unknown.err

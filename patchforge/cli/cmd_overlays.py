@@ -73,13 +73,24 @@ def overlays(app, profiles, check, as_json):
 @click.command()
 @click.option("--installed", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Also check that DIR (an image's site-packages) holds the recorded pre-images.")
+@click.option("--image", "image", metavar="REF", default=None,
+              help="Check the pre-images inside an image's layers, read through its registry "
+                   "(REF: repo:tag or repo@sha256:...; the digest pinned in upstream.lock is "
+                   "used when REF is the pinned image).")
+@click.option("--profile", metavar="P", default=None,
+              help="Only the overlays of this profile (what one deployment mounts).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def verify(app, installed, as_json):
-    """Check overlays against SHA256SUMS, and pre-images with --installed."""
+def verify(app, installed, image, profile, as_json):
+    """Check overlays against SHA256SUMS, and pre-images with --installed or --image."""
+    if image is not None:
+        if installed is not None:
+            from patchforge.errors import UsageError
+            raise UsageError("--image and --installed check different things: give one")
+        return _verify_image(app, image, profile, as_json)
     from patchforge.overlay import verify_overlays
 
-    rows = verify_overlays(app.project(), installed=installed)
+    rows = verify_overlays(app.project(), installed=installed, profile=profile)
     bad = [r for r in rows if r[1] != "ok"]
     if as_json:
         emit_json({"ok": not bad, "results": [{"path": p, "state": s, "detail": d}
@@ -90,4 +101,28 @@ def verify(app, installed, as_json):
                          colors={0: lambda c: STATE_COLORS.get(c)}, enabled=app.color))
         click.echo(f"{len(rows) - len(bad)} ok, {len(bad)} failed")
     if bad:
+        sys.exit(EXIT_ATTENTION)
+
+
+def _verify_image(app, image, profile, as_json):
+    from patchforge.cli.output import Progress
+    from patchforge.ops.deploy import verify_image
+
+    with Progress("reading layer") as progress:
+        result = verify_image(app.project(), image, profile=profile,
+                              on_layer=lambda digest: progress.advance(digest[:19]))
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        for note in result.notes:
+            click.echo(note, err=True)
+        click.echo(table([[f.state, f.target, f.detail] for f in result.files],
+                         ["state", "path in image", "detail"],
+                         colors={0: lambda c: STATE_COLORS.get(c)}, enabled=app.color))
+        bad = sum(f.state != "ok" for f in result.files)
+        megabytes = result.bytes_read / 1e6
+        click.echo(f"{result.resolved}: {len(result.files) - bad} ok, {bad} failed "
+                   f"({result.layers_read} of {result.layers_total} layers read, "
+                   f"{megabytes:.1f} MB)")
+    if not result.ok:
         sys.exit(EXIT_ATTENTION)

@@ -11,7 +11,7 @@ from importlib import resources
 
 from patchforge.errors import InputError
 
-SCHEMA_NAMES = ("lock", "manifest", "status", "rebase", "list", "show", "verify", "lint",
+SCHEMA_NAMES = ("lock", "manifest", "status", "rebase", "list", "show", "verify", "verify-image", "lint",
                 "overlays", "journal")
 
 

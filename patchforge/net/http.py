@@ -136,6 +136,47 @@ def parse_retry_after(value: str, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
+class StreamedResponse:
+    """An HTTP answer whose body is read as it arrives (a registry blob can be gigabytes).
+
+    Use as a context manager; `read(n)` gives at most n bytes of the body, b"" at its end.
+    """
+
+    def __init__(self, url: str, status: int, headers: Mapping[str, str], raw: Any) -> None:
+        self.url = url
+        self.status = status
+        self.headers = headers
+        self._raw = raw
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    def read(self, size: int = 1 << 20) -> bytes:
+        try:
+            return self._raw.raw.read(size, decode_content=True) or b""
+        except Exception as exc:  # urllib3's protocol and timeout errors: the body broke off
+            raise NetworkError(f"GET {self.url}: the answer broke off while reading "
+                               f"({type(exc).__name__})") from None
+
+    def error_detail(self) -> str:
+        """The status and the server's message (reads at most 64 KiB of the body)."""
+        return Response("GET", self.url, self.status, self.headers,
+                        self.read(1 << 16)).error_detail()
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __enter__(self) -> "StreamedResponse":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
 @dataclass
 class _Attempt:
     """What went wrong with one attempt, and how long the server asked us to wait (if it did)."""
@@ -271,6 +312,52 @@ class HttpClient:
         if cache_path and resp.status == 200:
             self._cache_write(cache_path, resp, accept)
         return resp
+
+    def open_stream(self, url: str, *, headers: Mapping[str, str] | None = None,
+                    accept: str | None = None) -> StreamedResponse:
+        """GET `url` leaving the body unread, for answers too large to hold in memory.
+
+        Retried like `request` until an answer's headers arrive (connection failures, 429,
+        5xx); never cached, refused offline. The token rule is the same as for `request`.
+        """
+        if self.offline:
+            raise NetworkError(f"offline: cannot stream GET {url}",
+                               hint="run without --offline")
+        send_headers = {"User-Agent": self.user_agent}
+        if accept:
+            send_headers["Accept"] = accept
+        if headers:
+            send_headers.update(headers)
+        if self.token and self.token_host and host_of(url) == self.token_host \
+                and not any(k.lower() == "authorization" for k in send_headers):
+            send_headers["Authorization"] = f"{self.auth_scheme} {self.token}"
+        exc_types = _requests().exceptions
+        waited = 0.0
+        for number in range(1, self.max_retries + 2):
+            try:
+                raw = self._get_session().get(url, headers=send_headers, timeout=self.timeout,
+                                              stream=True, allow_redirects=True)
+            except (exc_types.ConnectionError, exc_types.Timeout):
+                problem, asked = f"cannot connect to {host_of(url)}", None
+            except exc_types.RequestException as exc:
+                raise NetworkError(f"GET {url}: {self._scrub(type(exc).__name__)}") from None
+            else:
+                headers_seen = {k.lower(): v for k, v in raw.headers.items()}
+                answer = StreamedResponse(raw.url or url, raw.status_code, headers_seen, raw)
+                if raw.status_code not in RETRY_STATUS_IDEMPOTENT:
+                    return answer
+                probe = Response("GET", answer.url, answer.status, headers_seen, b"")
+                problem, asked = f"server answered {probe.error_detail()}", self._asked_wait(probe)
+                answer.close()
+            if number == self.max_retries + 1:
+                break
+            delay = asked if asked is not None else min(self.backoff_base * 2 ** (number - 1),
+                                                        self.backoff_max)
+            if waited + delay > self.max_wait:
+                break
+            self.sleep(delay)
+            waited += delay
+        raise NetworkError(f"GET {url}: {problem} (gave up after {number} attempts)")
 
     # -- retries --------------------------------------------------------------------------------
     def _send_with_retries(self, method: str, url: str, headers: dict[str, str],

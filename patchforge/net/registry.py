@@ -3,7 +3,8 @@
 `RegistryClient.resolve_image("host/repo:tag")` HEADs the manifest with the Accept list of every
 manifest kind we understand, checks `Docker-Content-Digest` and the sha256 of every body it GETs
 (a mismatch is an error, never a warning), follows an index / manifest list to the linux/amd64
-manifest, and reads `config.Labels` from the config blob. Bearer-token challenges are answered by
+manifest, and reads `config.Labels` from the config blob and the layer list from the manifest.
+`RegistryClient.open_blob` streams one blob (a layer) and checks its size and digest at its end. Bearer-token challenges are answered by
 fetching a token from the realm that asked; configured credentials go only to that realm, and
 only over https (or to a loopback host, for tests and local registries).
 """
@@ -63,6 +64,15 @@ class ImageRef:
 
 
 @dataclass(frozen=True)
+class LayerRef:
+    """One layer of an image, as its manifest lists it (bottom layer first)."""
+
+    digest: str
+    media_type: str
+    size: int | None
+
+
+@dataclass(frozen=True)
 class ImageInfo:
     """A resolved image: `digest` is what the reference points at (index or manifest), the one to pin."""
 
@@ -75,6 +85,7 @@ class ImageInfo:
     created: str | None
     registry: str = ""
     manifest_digest: str = ""  # the linux/amd64 manifest (== digest for a single-platform image)
+    layers: tuple[LayerRef, ...] = ()  # bottom first, as the manifest lists them
 
 
 @dataclass(frozen=True)
@@ -197,7 +208,32 @@ class RegistryClient:
                          digest=top_digest, config_digest=config_digest,
                          labels={str(k): str(v) for k, v in labels.items()},
                          created=config.get("created") if isinstance(config, dict) else None,
-                         registry=image.registry, manifest_digest=manifest_digest)
+                         registry=image.registry, manifest_digest=manifest_digest,
+                         layers=_layers_of(manifest, ref))
+
+    # -- blobs ----------------------------------------------------------------------------------
+    def open_blob(self, ref: str, layer: LayerRef) -> "BlobReader":
+        """Stream one blob of the image REF names (its repository is what the registry needs).
+
+        The reader checks the blob's size and sha256 when its end is read: bytes the registry
+        sent wrongly never pass silently. Close it (or use `with`) when done.
+        """
+        image = parse_image_ref(ref)
+        path = f"/v2/{image.repository}/blobs/{layer.digest}"
+        url = self._base_url(image.registry) + path
+        key = (image.registry, image.repository)
+        resp = self.http.open_stream(url, accept="*/*", headers=self._auth(key))
+        if resp.status == 401:
+            challenge = resp.header("www-authenticate")
+            resp.close()
+            if challenge:
+                self._answer_challenge(image, challenge)
+            resp = self.http.open_stream(url, accept="*/*", headers=self._auth(key))
+        if not resp.ok:
+            detail = resp.error_detail()
+            resp.close()
+            raise NetworkError(f"registry {image.registry} answered {detail} for GET {path}")
+        return BlobReader(resp, layer, f"{image.registry}{path}")
 
     # -- manifests ------------------------------------------------------------------------------
     def _manifest(self, image: ImageRef, ref: str, expected: str | None, *,
@@ -300,3 +336,66 @@ class RegistryClient:
             raise NetworkError(f"token realm {host_of(realm)} answered without a token")
         self._tokens[(image.registry, image.repository)] = token
 
+
+
+def _layers_of(manifest: Any, ref: str) -> tuple[LayerRef, ...]:
+    layers = manifest.get("layers") if isinstance(manifest, dict) else None
+    out = []
+    for number, entry in enumerate(layers or []):
+        digest = entry.get("digest") if isinstance(entry, dict) else None
+        if not isinstance(digest, str) or not DIGEST_RE.match(digest):
+            raise NetworkError(f"{ref}: layer {number} of the manifest names no sha256 digest")
+        size = entry.get("size")
+        out.append(LayerRef(digest, str(entry.get("mediaType") or ""),
+                            size if isinstance(size, int) and size >= 0 else None))
+    return tuple(out)
+
+
+class BlobReader:
+    """A blob's bytes as they arrive, hashed on the way; its end checks size and digest."""
+
+    def __init__(self, resp: Any, layer: LayerRef, where: str) -> None:
+        self._resp = resp
+        self.layer = layer
+        self.where = where
+        self._hash = hashlib.sha256()
+        self.bytes_read = 0
+        self._done = False
+
+    def read(self, size: int = -1) -> bytes:
+        if self._done:
+            return b""
+        chunk = self._resp.read(size if size and size > 0 else 1 << 20)
+        if not chunk:
+            self._finish()
+            return b""
+        self._hash.update(chunk)
+        self.bytes_read += len(chunk)
+        if self.layer.size is not None and self.bytes_read > self.layer.size:
+            raise NetworkError(f"{self.where}: the blob is larger than the manifest says "
+                               f"({self.layer.size} bytes)")
+        return chunk
+
+    def drain(self) -> None:
+        """Read to the end (what a reader of the content did not need), so the digest is checked."""
+        while self.read(1 << 20):
+            pass
+
+    def _finish(self) -> None:
+        self._done = True
+        if self.layer.size is not None and self.bytes_read != self.layer.size:
+            raise NetworkError(f"{self.where}: got {self.bytes_read} bytes, the manifest says "
+                               f"{self.layer.size}")
+        actual = "sha256:" + self._hash.hexdigest()
+        if actual != self.layer.digest:
+            raise NetworkError(f"{self.where}: the blob's content is {actual}, not the digest "
+                               "it was asked by")
+
+    def close(self) -> None:
+        self._resp.close()
+
+    def __enter__(self) -> "BlobReader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,253 @@
+"""Finding files in an image's layer stack, streamed: what a container would see at given paths.
+
+A layer is a tar (plain, gzip or zstd) of changes to the layers below it: a later layer's entry
+replaces an earlier one, `.wh.<name>` deletes `<name>` below, `.wh..wh..opq` in a directory hides
+everything the layers below put there, and a file (or symlink) where a directory was hides that
+directory. `find_in_layers` reads the layers from the top down and stops as soon as every path it
+was asked about is decided, so the base layers of a large image (the OS, the ROCm libraries) are
+usually never downloaded. Each layer is read as a stream, a member's content only hashed on its
+way past: no layer is ever held in memory or written to disk. Nothing in a layer is executed or
+extracted.
+
+zstd: Python 3.14 has `compression.zstd`; before it, the `zstandard` package (imported only here,
+and only when a zstd layer is met).
+"""
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import tarfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from patchforge.errors import NetworkError
+
+OPAQUE = ".wh..wh..opq"
+WHITEOUT = ".wh."
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    """What an image holds at one path. `kind`: "file", "absent", "symlink", "directory", "other".
+
+    `layer` is the digest of the layer that decided it (None: no layer mentions the path);
+    `detail` says how an absent path came to be absent.
+    """
+
+    path: str
+    kind: str
+    sha256: str | None = None
+    size: int | None = None
+    mode: int | None = None
+    link: str | None = None
+    layer: str | None = None
+    detail: str = ""
+
+
+@dataclass
+class ReadStats:
+    layers_total: int = 0
+    layers_read: int = 0
+    bytes_read: int = 0  # compressed bytes received from the registry
+
+
+def normalize(path: str) -> str:
+    """An image path as tar members name it: no leading "/" or "./", no "." components."""
+    return posixpath.normpath("/" + path).lstrip("/")
+
+
+def _ancestors(path: str) -> list[str]:
+    out = []
+    while "/" in path:
+        path = path.rsplit("/", 1)[0]
+        out.append(path)
+    return out
+
+
+@dataclass
+class _LayerFindings:
+    entries: dict[str, FoundFile]  # wanted path -> what this layer puts there (last entry wins)
+    deleted: dict[str, str]  # wanted path or ancestor -> "whiteout" / "not a directory" detail
+    opaque: set[str]  # ancestors this layer makes opaque
+    links: dict[str, str]  # wanted path -> hard-link target not hashed on this pass
+
+
+def find_in_layers(layers: Sequence[Any], open_layer: Callable[[Any], Any],
+                   paths: Iterable[str], *, stats: ReadStats | None = None
+                   ) -> dict[str, FoundFile]:
+    """What the image built from `layers` (bottom first) holds at each of `paths`.
+
+    `open_layer(layer)` returns a readable stream of the layer blob with `.layer.digest`,
+    `.layer.media_type`, `.drain()`, `.bytes_read` and `.close()` (a registry BlobReader).
+    """
+    stats = stats if stats is not None else ReadStats()
+    stats.layers_total = len(layers)
+    undecided = {normalize(p) for p in paths}
+    found: dict[str, FoundFile] = {}
+    for layer in reversed(layers):
+        if not undecided:
+            break
+        findings = _read_layer(layer, open_layer, undecided, stats)
+        if findings.links:
+            # A hard link names an earlier member of the same layer whose content was not
+            # kept on the first pass: read the layer once more for those targets.
+            again = _read_layer(layer, open_layer, set(findings.links.values()), stats)
+            for path, target in findings.links.items():
+                hit = again.entries.get(target)
+                if hit is not None and hit.kind == "file":
+                    findings.entries[path] = FoundFile(path, "file", hit.sha256, hit.size,
+                                                       hit.mode, layer=layer.digest,
+                                                       detail=f"hard link to /{target}")
+                else:
+                    findings.entries[path] = FoundFile(path, "other", layer=layer.digest,
+                                                       detail=f"hard link to /{target}, "
+                                                              "which the layer does not hold")
+        for path in sorted(undecided):
+            decided = _decide(path, findings, layer.digest)
+            if decided is not None:
+                found[path] = decided
+        undecided -= set(found)
+    for path in undecided:
+        found[path] = FoundFile(path, "absent", detail="no layer holds it")
+    return found
+
+
+def _decide(path: str, findings: _LayerFindings, digest: str) -> FoundFile | None:
+    if path in findings.entries:
+        return findings.entries[path]
+    if path in findings.deleted:
+        return FoundFile(path, "absent", layer=digest, detail=findings.deleted[path])
+    for ancestor in _ancestors(path):
+        if ancestor in findings.deleted:
+            return FoundFile(path, "absent", layer=digest,
+                             detail=f"/{ancestor}: {findings.deleted[ancestor]}")
+        if ancestor in findings.opaque:
+            return FoundFile(path, "absent", layer=digest,
+                             detail=f"/{ancestor} is made opaque (its earlier content hidden)")
+    return None
+
+
+def _read_layer(layer: Any, open_layer: Callable[[Any], Any], wanted: set[str],
+                stats: ReadStats) -> _LayerFindings:
+    ancestors = {a for p in wanted for a in _ancestors(p)}
+    findings = _LayerFindings({}, {}, set(), {})
+    hashed: dict[str, FoundFile] = {}  # regular files of this layer among `wanted`
+    with open_layer(layer) as blob:
+        stats.layers_read += 1
+        try:
+            with _open_tar(blob, layer) as archive:
+                for member in archive:
+                    name = normalize(member.name)
+                    directory, _, base = name.rpartition("/")
+                    if base == OPAQUE:
+                        if directory in ancestors:
+                            findings.opaque.add(directory)
+                        continue
+                    if base.startswith(WHITEOUT):
+                        target = posixpath.join(directory, base[len(WHITEOUT):])
+                        if target in wanted or target in ancestors:
+                            findings.deleted[target] = f"deleted by a whiteout in layer " \
+                                                       f"{layer.digest[:19]}"
+                        continue
+                    if name in wanted:
+                        entry = _entry(archive, member, name, layer.digest, hashed)
+                        findings.entries[name] = entry
+                        findings.deleted.pop(name, None)
+                        if member.islnk() and entry.kind == "other" and entry.link:
+                            findings.links[name] = entry.link
+                        else:
+                            findings.links.pop(name, None)
+                    elif name in ancestors:
+                        if member.isdir():
+                            findings.deleted.pop(name, None)
+                        else:
+                            what = "a symlink" if member.issym() else "not a directory"
+                            findings.deleted[name] = f"{what} in layer {layer.digest[:19]}"
+        except Exception as exc:  # the tar or its decompressor (zlib, zstd) met bad bytes
+            if isinstance(exc, NetworkError):
+                raise
+            # Corrupt bytes from the registry are the likelier cause: the digest says so.
+            blob.drain()
+            raise NetworkError(f"layer {layer.digest}: not a readable "
+                               f"{layer.media_type or 'tar'} ({type(exc).__name__}: {exc})"
+                               ) from None
+        blob.drain()  # the digest is checked at the blob's end: read what the tar left
+        stats.bytes_read += blob.bytes_read
+    return findings
+
+
+def _entry(archive: tarfile.TarFile, member: tarfile.TarInfo, name: str, digest: str,
+           hashed: dict[str, FoundFile]) -> FoundFile:
+    mode = member.mode
+    if member.isreg():
+        handle = archive.extractfile(member)
+        assert handle is not None
+        sha = hashlib.sha256()
+        while chunk := handle.read(_CHUNK):
+            sha.update(chunk)
+        entry = FoundFile(name, "file", sha.hexdigest(), member.size, mode, layer=digest)
+        hashed[name] = entry
+        return entry
+    if member.islnk():
+        target = normalize(member.linkname)
+        hit = hashed.get(target)
+        if hit is not None:
+            return FoundFile(name, "file", hit.sha256, hit.size, mode, layer=digest,
+                             detail=f"hard link to /{target}")
+        return FoundFile(name, "other", mode=mode, link=target, layer=digest)
+    if member.issym():
+        return FoundFile(name, "symlink", mode=mode, link=member.linkname, layer=digest,
+                         detail=f"a symlink to {member.linkname}")
+    if member.isdir():
+        return FoundFile(name, "directory", mode=mode, layer=digest, detail="a directory")
+    return FoundFile(name, "other", mode=mode, layer=digest, detail="not a regular file")
+
+
+class _Peek:
+    """A stream whose first bytes can be looked at before a decompressor reads them."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.head = b""
+        while len(self.head) < 4:
+            chunk = raw.read(4 - len(self.head))
+            if not chunk:
+                break
+            self.head += chunk
+        self._pending = self.head
+
+    def read(self, size: int = -1) -> bytes:
+        if self._pending:
+            out, self._pending = self._pending, b""
+            if size is not None and 0 <= size < len(out):
+                out, self._pending = out[:size], out[size:]
+            return out
+        return self.raw.read(size)
+
+
+def _open_tar(blob: Any, layer: Any) -> tarfile.TarFile:
+    stream = _Peek(blob)
+    media_type = layer.media_type or ""
+    if stream.head.startswith(_ZSTD_MAGIC) or media_type.endswith("zstd"):
+        return tarfile.open(fileobj=_zstd_reader(stream), mode="r|")
+    if stream.head.startswith(_GZIP_MAGIC) or media_type.endswith(("gzip", ".gz")):
+        return tarfile.open(fileobj=stream, mode="r|gz")
+    return tarfile.open(fileobj=stream, mode="r|")
+
+
+def _zstd_reader(stream: Any) -> Any:
+    try:
+        from compression import zstd  # type: ignore[import-not-found]  # Python 3.14+
+        return zstd.ZstdFile(stream, mode="rb")
+    except ImportError:
+        pass
+    try:
+        import zstandard
+    except ImportError:
+        raise NetworkError("a layer is zstd-compressed and this Python has no zstd support",
+                           hint="pip install zstandard (or use Python 3.14+)") from None
+    return zstandard.ZstdDecompressor().stream_reader(stream, read_across_frames=True)

@@ -1,0 +1,184 @@
+"""Deployment checks: are the overlays in `overlays/manifest.json` made for this image?
+
+`verify_image` resolves an image reference through the registry (the digest pinned in
+upstream.lock when the reference is the pinned image), reads the image's layers from the top
+down (`patchforge.layers`: streamed, no container runtime) and compares, for every overlay, the
+file the image holds at the overlay's target with the pre-image the overlay was made for. It
+needs only the committed manifest, so it runs on a deployment host with `overlays/` alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchforge.errors import ConfigError, InputError, UsageError
+from patchforge.overlay import overlay_entries, read_manifest
+
+
+@dataclass(frozen=True)
+class ImageFileCheck:
+    """One overlaid file against the image. `state`: "ok", "mismatch" or "missing"."""
+
+    target: str  # the path in the image (install-root + path)
+    upstream: str
+    path: str  # relative to the upstream root
+    profiles: tuple[str, ...]  # the profiles whose overlays cover this target
+    state: str
+    expected_sha256: str | None  # the recorded pre-image (None: the overlay creates the file)
+    found_sha256: str | None
+    layer: str | None  # the layer that holds (or deleted) what the image has there
+    detail: str
+
+
+@dataclass(frozen=True)
+class ImageCheck:
+    """The result of `verify_image`; `ok` when every overlaid file matches its pre-image."""
+
+    reference: str  # what was asked for
+    resolved: str  # repository@digest actually read
+    digest: str
+    manifest_digest: str
+    pinned: bool  # the digest came from upstream.lock, not from asking the registry for a tag
+    files: tuple[ImageFileCheck, ...]
+    layers_total: int
+    layers_read: int
+    bytes_read: int
+    profile: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return all(f.state == "ok" for f in self.files)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok, "reference": self.reference, "resolved": self.resolved,
+            "digest": self.digest, "manifest_digest": self.manifest_digest,
+            "pinned": self.pinned, "profile": self.profile,
+            "layers": {"total": self.layers_total, "read": self.layers_read,
+                       "bytes_read": self.bytes_read},
+            "notes": list(self.notes),
+            "results": [{"target": f.target, "upstream": f.upstream, "path": f.path,
+                         "profiles": list(f.profiles), "state": f.state,
+                         "expected_sha256": f.expected_sha256, "found_sha256": f.found_sha256,
+                         "layer": f.layer, "detail": f.detail} for f in self.files],
+        }
+
+
+def image_reference(project, ref: str | None) -> tuple[str, bool]:
+    """What to read: REF, or the pinned digest of REF when upstream.lock pins that image.
+
+    Returns (reference, pinned). Without REF: the lock's image pin, else the configured image.
+    """
+    from patchforge.net.registry import parse_image_ref
+
+    pin = project.lock.image
+    if ref is None:
+        if pin is not None and pin.digest:
+            return _with_digest(pin.reference, pin.digest), True
+        if project.config.image:
+            return project.config.image, False
+        raise UsageError("no image to verify against: name one with --image REF",
+                         hint="or pin one: `patchforge rebase --to repo:tag` records it in "
+                              "upstream.lock")
+    wanted = parse_image_ref(ref)
+    if wanted.digest is None and pin is not None and pin.digest:
+        pinned = parse_image_ref(pin.reference)
+        if (pinned.registry, pinned.repository, pinned.tag or None) == \
+                (wanted.registry, wanted.repository, wanted.tag):
+            return _with_digest(ref, pin.digest), True
+    return ref, False
+
+
+def _with_digest(reference: str, digest: str) -> str:
+    from patchforge.net.registry import parse_image_ref
+
+    image = parse_image_ref(reference)
+    return f"{image.registry}/{image.repository}@{digest}"
+
+
+def default_registry(project):
+    from patchforge.net.http import HttpClient
+    from patchforge.net.registry import RegistryClient
+    from patchforge.store.gitstore import cache_dir
+
+    return RegistryClient.from_env(HttpClient(cache_dir(), offline=project.offline))
+
+
+def verify_image(project, ref: str | None = None, *, profile: str | None = None,
+                 registry=None, on_layer=None) -> ImageCheck:
+    """Check every overlay's pre-image inside the image REF names (see the module docstring).
+
+    `registry` is a net.registry.RegistryClient (default: from the environment);
+    `on_layer(digest)` is called before each layer is read (the CLI's progress).
+    """
+    from patchforge.layers import ReadStats, find_in_layers, normalize
+
+    manifest_source = str(project.overlays_dir / "manifest.json")
+    entries = overlay_entries(read_manifest(project.overlays_dir), profile, manifest_source)
+    by_target: dict[str, dict[str, Any]] = {}
+    profiles: dict[str, list[str]] = {}
+    for entry in entries:
+        if not entry.get("target"):
+            raise ConfigError(f"upstream {entry['upstream']} has no install-root, so the "
+                              "manifest does not say where its files live in the image",
+                              path=str(project.config_path),
+                              hint=f"set install-root in [tool.patchforge.upstreams."
+                                   f"{entry['upstream']}] and run `patchforge overlays`")
+        key = normalize(entry["target"])
+        previous = by_target.get(key)
+        if previous is not None and previous["base_sha256"] != entry["base_sha256"]:
+            raise InputError(f"the manifest records two pre-images for {entry['target']}; "
+                             "check one profile at a time with --profile", path=manifest_source)
+        by_target[key] = entry
+        if entry.get("profile"):
+            profiles.setdefault(key, []).append(entry["profile"])
+    reference, pinned = image_reference(project, ref)
+    registry = registry if registry is not None else default_registry(project)
+    info = registry.resolve_image(reference)
+    if not info.layers:
+        raise UsageError(f"{reference}: the image has no layers to read")
+
+    def open_layer(layer):
+        if on_layer is not None:
+            on_layer(layer.digest)
+        return registry.open_blob(reference, layer)
+
+    stats = ReadStats()
+    found = find_in_layers(info.layers, open_layer, by_target, stats=stats)
+    checks = [_judge(key, entry, found[key], tuple(profiles.get(key, ())))
+              for key, entry in sorted(by_target.items())]
+    notes = []
+    if ref is not None and pinned:
+        notes.append(f"{ref} is pinned in upstream.lock: read {info.registry}/"
+                     f"{info.repository}@{info.digest}")
+    return ImageCheck(reference=ref or reference,
+                      resolved=f"{info.registry}/{info.repository}@{info.digest}",
+                      digest=info.digest, manifest_digest=info.manifest_digest, pinned=pinned,
+                      files=tuple(checks), layers_total=stats.layers_total,
+                      layers_read=stats.layers_read, bytes_read=stats.bytes_read,
+                      profile=profile, notes=tuple(notes))
+
+
+def _judge(key: str, entry: dict[str, Any], found, profiles: tuple[str, ...]) -> ImageFileCheck:
+    expected = entry["base_sha256"]
+
+    def check(state: str, detail: str) -> ImageFileCheck:
+        return ImageFileCheck(target="/" + key, upstream=entry["upstream"], path=entry["path"],
+                              profiles=profiles, state=state, expected_sha256=expected,
+                              found_sha256=found.sha256, layer=found.layer, detail=detail)
+
+    if expected is None:
+        if found.kind == "absent":
+            return check("ok", "absent, as expected: the overlay creates this file")
+        return check("mismatch", "the overlay creates this file, but the image has it")
+    if found.kind == "absent":
+        return check("missing", "not in the image" + (f" ({found.detail})" if found.detail
+                                                       else ""))
+    if found.kind != "file":
+        return check("mismatch", f"the image has {found.detail or found.kind} here, not a file")
+    if found.sha256 != expected:
+        return check("mismatch", "the image's file is not the pre-image this overlay was made "
+                                 "for (the upstream moved under the overlay)")
+    return check("ok", "pre-image matches")

@@ -1,0 +1,235 @@
+"""`verify --image`: the example stack's overlays checked inside real OCI images served by the test
+registry on 127.0.0.1 (bearer-token auth, as real registries do).
+
+The images are built here from the real vllm 0.32.0 and amd-aiter wheel files (the shared store)
+under the install root: several layers (gzip and zstd), one whiteout, an older copy of an overlaid
+file in a lower layer that the upper one replaces, and a bottom layer nothing needs (never read).
+Variants change one overlaid file, delete one with a whiteout, or hide one with an opaque
+directory.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import shutil
+import tarfile
+import tracemalloc
+
+import pytest
+import zstandard
+
+from conftest import REPO_ROOT, cli_in_process
+from patchforge.formats.schemas import validation_errors
+from patchforge.net.http import HttpClient
+from patchforge.net.registry import RegistryClient
+from patchforge.ops.deploy import verify_image
+from patchforge.project import Project
+from servers import registry_server  # noqa: F401  (fixture)
+
+REPO = "vllm/vllm-openai-rocm"
+ROOT = "usr/local/lib/python3.12/dist-packages"
+TAR_GZ = "application/vnd.oci.image.layer.v1.tar+gzip"
+TAR_ZSTD = "application/vnd.oci.image.layer.v1.tar+zstd"
+STACK_FILES = ("pyproject.toml", "upstream.lock", "vllm-entrypoint.sh", "series", "overlays")
+
+
+def _tar(files: dict[str, bytes | None], *, dirs: tuple[str, ...] = ()) -> bytes:
+    """A layer tar: `None` content is a directory; names as a builder writes them."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for name in dirs:
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            archive.addfile(info)
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data or b""), 0o644, 1700000000
+            archive.addfile(info, io.BytesIO(data or b""))
+    return out.getvalue()
+
+
+def _layer(tar: bytes, kind: str) -> tuple[bytes, str, str]:
+    diff_id = "sha256:" + hashlib.sha256(tar).hexdigest()
+    if kind == "zstd":
+        return zstandard.ZstdCompressor(level=3).compress(tar), TAR_ZSTD, diff_id
+    return gzip.compress(tar, compresslevel=1, mtime=0), TAR_GZ, diff_id
+
+
+def _parents(paths) -> tuple[str, ...]:
+    out = set()
+    for path in paths:
+        parts = path.split("/")[:-1]
+        out.update("/".join(parts[:i]) + "/" for i in range(1, len(parts) + 1))
+    return tuple(sorted(out))
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    """A copy of the example stack with its overlays generated, and the pre-images it records."""
+    from conftest import SHARED_CACHE
+    root = tmp_path_factory.mktemp("stack")
+    for name in STACK_FILES:
+        source = REPO_ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, root / name)
+        else:
+            shutil.copy2(source, root / name)
+    saved = os.environ.get("PATCHFORGE_CACHE")
+    os.environ["PATCHFORGE_CACHE"] = str(SHARED_CACHE)
+    try:
+        for command in (("fetch",), ("overlays",)):
+            code, out, err = cli_in_process(root, *command)
+            assert code == 0, out + err
+        manifest = json.loads((root / "overlays" / "manifest.json").read_bytes())
+        from patchforge.store.gitstore import UpstreamStore
+        store = UpstreamStore.open()
+        try:
+            bases = {}
+            neighbours = {}
+            for entry in manifest["overlays"]:
+                target = entry["target"].lstrip("/")
+                bases[target] = store.read_blobs(entry["base_commit"], [entry["path"]])[entry["path"]]
+                assert hashlib.sha256(bases[target]).hexdigest() == entry["base_sha256"]
+            # Real neighbours of the overlaid files: the rest of vllm/v1/attention/ops/.
+            vllm = manifest["upstreams"]["vllm"]["commit"]
+            names = store.list_paths(vllm, "vllm/v1/attention/ops/")
+            assert len(names) > 5
+            for path, data in store.read_blobs(vllm, names).items():
+                if data is not None:
+                    neighbours[f"{ROOT}/{path}"] = data
+        finally:
+            store.close()
+    finally:
+        if saved is None:
+            os.environ.pop("PATCHFORGE_CACHE", None)
+        else:
+            os.environ["PATCHFORGE_CACHE"] = saved
+    return root, bases, neighbours
+
+
+@pytest.fixture
+def images(stack, registry_server):  # noqa: F811
+    """Push the good image and its variants; every request needs a bearer token."""
+    root, bases, neighbours = stack
+    registry_server.auth_required = True
+    rocm = f"{ROOT}/vllm/platforms/rocm.py"
+    sparse = f"{ROOT}/vllm/v1/attention/ops/rocm_aiter_mla_sparse.py"
+    assert rocm in bases and sparse in bases
+    # Bottom: something large that no overlay needs (an OS layer): never read.
+    os_layer = _layer(_tar({"usr/lib/libhuge.so": os.urandom(1 << 20)}, dirs=("usr/", "usr/lib/")),
+                      "gzip")
+    # An older build of the package: a stale rocm.py and a file a later layer deletes.
+    stale = {**neighbours, rocm: bases[rocm].replace(b"import", b"import  ", 1),
+             f"{ROOT}/vllm/stale_build_marker.py": b"# removed later\n"}
+    old = _layer(_tar(stale, dirs=_parents(stale)), "gzip")
+    # The install: every pre-image as the wheel has it, zstd-compressed, plus a large data file
+    # (so that holding the layer in memory would show).
+    install = {**bases, f"{ROOT}/vllm/data/blob.bin": os.urandom(24 << 20)}
+    new = _layer(_tar(install, dirs=_parents(install)), "zstd")
+    cleanup = _layer(_tar({f"{ROOT}/vllm/.wh.stale_build_marker.py": b""}), "gzip")
+    good = registry_server.push_image(REPO, "good", {}, layers=(os_layer, old, new, cleanup))
+    changed = _layer(_tar({rocm: bases[rocm] + b"# a newer nightly\n"}), "gzip")
+    moved = registry_server.push_image(REPO, "moved", {},
+                                       layers=(os_layer, old, new, cleanup, changed))
+    removed = _layer(_tar({sparse.rsplit("/", 1)[0] + "/.wh." + sparse.rsplit("/", 1)[1]: b""}),
+                     "gzip")
+    deleted = registry_server.push_image(REPO, "deleted", {}, layers=(os_layer, old, new, removed))
+    opaque = _layer(_tar({sparse.rsplit("/", 1)[0] + "/.wh..wh..opq": b""}), "gzip")
+    hidden = registry_server.push_image(REPO, "hidden", {}, layers=(os_layer, old, new, opaque))
+    return {"root": root, "host": registry_server.host, "good": good, "moved": moved,
+            "deleted": deleted, "hidden": hidden, "os_layer": os_layer, "old": old,
+            "rocm": "/" + rocm, "sparse": "/" + sparse, "server": registry_server}
+
+
+def _registry(tmp_path):
+    return RegistryClient(HttpClient(tmp_path / "cache", sleep=lambda s: None))
+
+
+def _by_target(result):
+    return {f.target: f for f in result.files}
+
+
+def test_good_image_every_pre_image_matches_streamed_top_down(images, tmp_path):
+    project = Project.discover(images["root"])
+    ref = f"{images['host']}/{REPO}:good"
+    result = verify_image(project, ref, registry=_registry(tmp_path))
+    tracemalloc.start()  # a second run, its imports done: what reading the layers costs
+    try:
+        again = verify_image(project, ref, registry=_registry(tmp_path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert again == result
+    assert result.ok, [(f.target, f.state, f.detail) for f in result.files]
+    assert result.digest == images["good"]["digest"] and not result.pinned
+    manifest = json.loads((images["root"] / "overlays" / "manifest.json").read_bytes())
+    assert {f.target for f in result.files} == {e["target"] for e in manifest["overlays"]}
+    # The zstd install layer (24 MB) was streamed, not held: peak memory stays far below it.
+    assert peak < 4 << 20, peak
+    # Top down, stopping once every file is decided: the old build and the OS layer are never
+    # fetched (the stale rocm.py below is correctly shadowed without being read).
+    assert (result.layers_total, result.layers_read) == (4, 2)
+    fetched = {p.rsplit("/", 1)[1] for p in images["server"].paths("GET") if "/blobs/" in p}
+    for skipped in (images["os_layer"], images["old"]):
+        assert "sha256:" + hashlib.sha256(skipped[0]).hexdigest() not in fetched
+    # Bearer flow: the realm was asked for this repository's pull scope.
+    token_requests = images["server"].token_server.requests
+    assert token_requests and f"scope=repository%3A{REPO.replace('/', '%2F')}%3Apull" in \
+        token_requests[0].path
+
+
+def test_moved_image_reports_the_changed_file_and_exits_1(images):
+    root = images["root"]
+    code, out, err = cli_in_process(root, "verify", "--image", f"{images['host']}/{REPO}:moved",
+                                    "--json")
+    assert code == 1, err
+    doc = json.loads(out)
+    assert validation_errors(doc, "verify-image") == []
+    states = {r["target"]: r["state"] for r in doc["results"]}
+    assert states.pop(images["rocm"]) == "mismatch"
+    assert set(states.values()) == {"ok"}
+    assert doc["digest"] == images["moved"]["digest"] and doc["ok"] is False
+    code, out, _ = cli_in_process(root, "verify", "--image", f"{images['host']}/{REPO}:moved",
+                                  "--profile", "gfx950")
+    assert code == 1 and "mismatch" in out and "rocm.py" in out
+
+
+@pytest.mark.parametrize("tag, detail", [("deleted", "whiteout"), ("hidden", "opaque")])
+def test_whiteout_and_opaque_directory_hide_the_pre_image(images, tmp_path, tag, detail):
+    project = Project.discover(images["root"])
+    result = verify_image(project, f"{images['host']}/{REPO}:{tag}", profile="gfx942",
+                          registry=_registry(tmp_path))
+    files = _by_target(result)
+    assert files[images["sparse"]].state == "missing" and detail in files[images["sparse"]].detail
+    assert all(f.state == "ok" for t, f in files.items() if t != images["sparse"])
+
+
+def test_pinned_digest_is_read_even_when_the_tag_moved(images, tmp_path):
+    root = images["root"]
+    lock = json.loads((root / "upstream.lock").read_bytes())
+    ref = f"{images['host']}/{REPO}:nightly"
+    images["server"].tags[(REPO, "nightly")] = images["moved"]["digest"]  # the tag moved on
+    lock["image"] = {"reference": ref, "tag": "nightly", "digest": images["good"]["digest"]}
+    saved = (root / "upstream.lock").read_bytes()
+    (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    try:
+        result = verify_image(Project.discover(root), ref, registry=_registry(tmp_path))
+        assert result.pinned and result.ok and result.digest == images["good"]["digest"]
+        unpinned = verify_image(Project.discover(root), f"{images['host']}/{REPO}:moved",
+                                registry=_registry(tmp_path))
+        assert not unpinned.pinned and not unpinned.ok
+    finally:
+        (root / "upstream.lock").write_bytes(saved)
+
+
+def test_corrupt_layer_is_an_error_not_a_verdict(images, tmp_path):
+    project = Project.discover(images["root"])
+    server = images["server"]
+    new_digest = json.loads(server.manifests[images["good"]["manifest"]][1])["layers"][2]["digest"]
+    server.blobs[new_digest] = server.blobs[new_digest][:-1] + b"\0"
+    code, out, err = cli_in_process(images["root"], "verify", "--image",
+                                    f"{images['host']}/{REPO}:good")
+    assert code == 2 and new_digest in err, err
