@@ -360,7 +360,9 @@ class _ProjectStoreResolver:
         raise ResolutionError(f"upstream {upstream} is not a wheel: no version to import")
 
     def known_tag(self, upstream: str, name: str) -> str | None:
-        return self.store.read_ref(f"refs/patchforge/remotes/{upstream}/tags/{name}")
+        from patchforge.store.giturl import store_namespace
+        namespace = store_namespace(upstream, self.upstream.url)
+        return self.store.read_ref(f"refs/patchforge/remotes/{namespace}/tags/{name}")
 
 
 def resolve_git_spec(project: Any, store: Any, upstream: Any, spec: str) -> str:

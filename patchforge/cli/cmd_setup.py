@@ -68,9 +68,9 @@ def upstream_add(app, name, git_url, package, directory, spec, install_root, fol
 
 
 def git_url_for_local(url: str | None) -> bool:
-    from patchforge.ops.resolve import is_local_git_url
+    from patchforge.store.giturl import is_plain_path
 
-    return bool(url) and is_local_git_url(url) and Path(url).exists()
+    return bool(url) and is_plain_path(url) and Path(url).exists()
 
 
 def _from_root(project, path: str) -> str:

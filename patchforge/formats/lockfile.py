@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+from patchforge import names
 from patchforge.errors import ConfigError
 from patchforge.fsutil import atomic_write
 from patchforge.model.lock import LOCK_VERSION, ImagePin, Lock, UpstreamPin
@@ -77,6 +78,10 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
     pins: dict[str, UpstreamPin] = {}
     for name, entry in r.get(doc, "upstreams", dict, "").items():
         where = f"upstreams.{name}"
+        try:
+            names.check_simple_name(name, "upstream")
+        except ValueError as exc:
+            r.fail(where, str(exc))
         if not isinstance(entry, dict):
             r.fail(where, "must be an object")
         kind = r.get(entry, "kind", str, where)
@@ -92,8 +97,8 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
         source_obj = r.get(entry, "source", dict, where)
         for key in SOURCE_KEYS[kind]:
             r.get(source_obj, key, str, f"{where}.source")
-        if kind == "wheel" and not HEX64.match(source_obj["sha256"]):
-            r.fail(f"{where}.source.sha256", "not 64 lowercase hex")
+        if kind == "wheel":
+            _check_wheel_source(r, f"{where}.source", source_obj)
         version_str = r.get(entry, "version", str, where, required=False)
         pins[name] = UpstreamPin(kind=kind, commit=commit, tree=tree, label=label,
                                  source=dict(source_obj), version=version_str)
@@ -104,6 +109,24 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
                          tag=r.get(img, "tag", str, "image", required=False),
                          digest=r.get(img, "digest", str, "image", required=False))
     return Lock(upstreams=pins, image=image, version=version)
+
+
+def _check_wheel_source(r: _Reader, where: str, source: dict) -> None:
+    """A wheel pin names a distribution, a version and one wheel file of them, nothing else:
+    these values reach `pip download`, so a URL, an option or a requirement line is refused."""
+    if not HEX64.match(source["sha256"]):
+        r.fail(f"{where}.sha256", "not 64 lowercase hex")
+    for key, check in (("package", names.check_distribution), ("version", names.check_version),
+                       ("filename", names.parse_wheel_name)):
+        try:
+            check(source[key])
+        except ValueError as exc:
+            r.fail(f"{where}.{key}", str(exc))
+    wheel = names.parse_wheel_name(source["filename"])
+    if not names.same_distribution(wheel.name, source["package"]) or \
+            wheel.version != names.check_version(source["version"]):
+        r.fail(f"{where}.filename", f"{source['filename']!r} is not a wheel of "
+               f"{source['package']} {source['version']}")
 
 
 def lock_to_document(lock: Lock) -> dict:

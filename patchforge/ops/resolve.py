@@ -6,7 +6,6 @@ that the result is the very commit the lock names.
 """
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -14,18 +13,12 @@ from pathlib import Path
 from patchforge.errors import StoreError
 from patchforge.model.lock import UpstreamPin
 
-_SCP_LIKE = re.compile(r"^[^/:]+@[^/:]+:|^[A-Za-z0-9.-]+:(?!//)")
-
-
-def is_local_git_url(url: str) -> bool:
-    """A git URL that names a directory on this machine (a path, not `scheme://` or scp-like)."""
-    return "://" not in url and not _SCP_LIKE.match(url)
-
-
 def git_url_for(project, url: str) -> str:
     """The URL git is given: a relative local path is relative to the project root (where the
     configuration that names it lives), not to wherever patchforge was started."""
-    if is_local_git_url(url) and not Path(url).is_absolute():
+    from patchforge.store.giturl import is_plain_path
+
+    if is_plain_path(url) and not Path(url).is_absolute():
         return str((project.root / url).resolve())
     return url
 
@@ -94,30 +87,67 @@ def pin_for_spec(project, store, upstream, spec: str) -> UpstreamPin:
 
 
 def ensure_pinned(project, store, name: str, pin: UpstreamPin) -> str:
-    """Make sure the pinned commit is in the store. Returns "present", "fetched" or "imported"."""
+    """Make sure the pinned commit is in the store and comes from the pin's source. Returns
+    "present", "fetched" or "imported".
+
+    A commit being in the shared store proves little: another project may have put it there.
+    A git pin must be a commit of this upstream's URL (fetched by id when the store does not
+    know it as one); a wheel pin's import must record the lock's file name and sha256.
+    """
     from patchforge.store import sources
 
-    if store.has_object(pin.commit):
-        return "present"
     upstream = project.config.upstream(name)
+    if pin.kind == "git":
+        return _ensure_git_pin(project, store, name, upstream, pin)
+    if store.has_object(pin.commit):
+        if pin.kind == "wheel":
+            _check_wheel_import(store, name, pin)
+        return "present"
     if pin.kind == "wheel":
         commit, _, _ = sources.import_wheel_upstream(
             store, name, pin.source["package"], pin.source["version"],
-            pin_sha256=pin.source["sha256"], offline=project.offline)
+            pin_sha256=pin.source["sha256"], filename=pin.source["filename"],
+            offline=project.offline)
         what = "imported"
     elif pin.kind == "dir":
         commit, _ = sources.import_dir_upstream(store, name, project.root / pin.source["path"],
                                                 pin.label)
         what = "imported"
-    else:
-        sources.fetch_git_upstream(store, name,
-                                   git_url_for(project, upstream.url or pin.source["url"]),
-                                   pin.commit, offline=project.offline)
-        commit = store.resolve(pin.commit)
-        what = "fetched"
     if commit != pin.commit:
         raise StoreError(f"upstream {name}: the locked revision is {pin.commit[:12]}, but "
                          f"re-creating it gave {commit[:12]}",
                          hint="the source changed under the pin (a modified directory, or a "
                               "different wheel); re-pin it with `patchforge rebase --to`")
     return what
+
+
+def _ensure_git_pin(project, store, name: str, upstream, pin: UpstreamPin) -> str:
+    from patchforge.store import sources
+    from patchforge.store.giturl import redact
+
+    url = git_url_for(project, upstream.url or pin.source["url"])
+    present = store.has_object(pin.commit)
+    try:
+        sources.fetch_git_upstream(store, name, url, pin.commit, offline=project.offline)
+    except StoreError as exc:
+        if project.offline:
+            raise
+        raise StoreError(f"upstream {name}: the locked commit {pin.commit} is not a commit of "
+                         f"{redact(url)} ({exc.message})",
+                         hint="the lock names a revision its source does not have: re-pin it "
+                              "(`patchforge upstream pin --force` or `rebase --to`)") from None
+    return "present" if present else "fetched"
+
+
+def _check_wheel_import(store, name: str, pin: UpstreamPin) -> None:
+    """The stored import of a wheel pin records the file and digest the lock names: a lock
+    whose sha256 was changed is refused even when the store already holds its commit."""
+    message = store.commit_message(pin.commit)
+    wanted = (f"\nwheel: {pin.source['filename']}\n".encode(),
+              f"\nsha256: {pin.source['sha256']}\n".encode())
+    if not all(line in message for line in wanted):
+        raise StoreError(f"upstream {name}: the locked commit {pin.commit[:12]} is not the "
+                         f"import of {pin.source['filename']} with sha256 "
+                         f"{pin.source['sha256']}",
+                         hint="the lock's commit and wheel disagree: re-pin it with "
+                              "`patchforge upstream pin --force` or `rebase --to`")

@@ -94,7 +94,9 @@ class Draft:
 
 def _redact(url: str) -> str:
     """A URL without any user:password part (a token pasted into a remote URL stays secret)."""
-    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", url, flags=re.I)
+    from patchforge.store.giturl import redact
+
+    return redact(url)
 
 
 def forge_repo_of(url: str) -> str | None:
@@ -110,8 +112,9 @@ def pr_git_url(project, upstream: str) -> str:
         url = url.strip()
         # A relative local path is relative to the project root (where the configuration that
         # names it lives), not to wherever patchforge was started.
-        if "://" not in url and not re.match(r"^[^/:]+@[^/:]+:|^[A-Za-z0-9.-]+:(?!//)", url) \
-                and not url.startswith("/"):
+        from patchforge.store.giturl import is_plain_path
+
+        if is_plain_path(url) and not url.startswith("/"):
             url = str((project.root / url).resolve())
         return url
     raise UsageError(
@@ -141,7 +144,9 @@ def resolve_pr_target(project, store, upstream: str, onto: str | None = None) ->
     branch = follow
     if onto:
         try:
-            store.resolve(f"refs/patchforge/remotes/{upstream}/heads/{onto}")
+            from patchforge.store.giturl import store_namespace
+            namespace = store_namespace(upstream, url)
+            store.resolve(f"refs/patchforge/remotes/{namespace}/heads/{onto}")
             branch = onto  # --onto names a branch: the pull request is against that branch
         except StoreError:
             pass

@@ -96,7 +96,13 @@ def push_branch(store, draft: Draft, remote: str) -> Pushed:
     """Force-push the draft's commit to `refs/heads/patchforge/<name>` of `remote`."""
     if draft.commit is None:
         raise UsageError(f"{draft.name}: nothing to push ({draft.state})")
-    if "://" not in remote and not re.match(r"[^@/\s]+@[^:/\s]+:", remote):
+    from patchforge.store.giturl import check_git_url, is_plain_path
+
+    try:
+        check_git_url(remote, "push remote")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if is_plain_path(remote):
         path = Path(remote)
         if not path.exists():
             raise UsageError(f"push remote {remote}: no such repository",
@@ -104,7 +110,8 @@ def push_branch(store, draft: Draft, remote: str) -> Pushed:
         remote = str(path.resolve())
     refspec = f"+{draft.commit}:refs/heads/{draft.branch}"
     proc = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "--git-dir",
-                           str(store.git_dir), "push", "--quiet", "--no-verify", remote, refspec],
+                           str(store.git_dir), "push", "--quiet", "--no-verify", "--", remote,
+                           refspec],
                           capture_output=True, env=_push_env())
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace").strip()

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Iterable, Iterator
 
 from patchforge.errors import StoreError
+from patchforge.store.giturl import ALLOWED_PROTOCOLS, check_git_url, is_local_git_url
 
 if TYPE_CHECKING:
     import zipfile
@@ -89,6 +90,9 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",
         "GIT_NO_REPLACE_OBJECTS": "1",
+        # Only these transports, whatever a URL from a config, lock or remote names: never
+        # `ext::` (runs a command), `fd::` or another remote helper.
+        "GIT_ALLOW_PROTOCOL": ALLOWED_PROTOCOLS,
         "GIT_TERMINAL_PROMPT": env.get("GIT_TERMINAL_PROMPT", "0"),
         "GIT_PAGER": "cat",
         "PAGER": "cat",
@@ -991,7 +995,8 @@ class UpstreamStore:
                     patterns.append(name)
                 else:
                     patterns += [f"refs/heads/{name}", f"refs/tags/{name}"]
-            out = self._out("ls-remote", upstream, *patterns, what=f"listing refs of {url}")
+            out = self._out("ls-remote", "--", upstream, *patterns,
+                            what=f"listing refs of {url}")
             advertised = {line.split("\t", 1)[1] for line in out.splitlines() if "\t" in line}
             for name in names:
                 candidates = [name] if name.startswith("refs/") else \
@@ -1007,19 +1012,22 @@ class UpstreamStore:
             return
         self._run("-c", "protocol.version=2", "fetch", "--quiet", "--no-tags",
                   "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
-                  upstream, *refspecs, what=f"fetching {upstream} from {url}")
+                  "--", upstream, *refspecs, what=f"fetching {upstream} from {url}")
         # The running `cat-file --batch` read the configuration at start-up: it does not know
         # a promisor remote added since, and would report that remote's blobs as absent
         # instead of fetching them on demand. Start a fresh one.
         self._cat.close()
         self._cat = _CatFile(self.git_dir)
 
-    def remote_heads(self, upstream: str, url: str) -> list[str]:
-        """The full branch refs a git upstream advertises (one ls-remote)."""
+    def remote_heads(self, upstream: str, url: str, *, tags: bool = False) -> list[str]:
+        """The full branch refs (and with `tags`, tag refs) a git upstream advertises (one
+        ls-remote)."""
         _check_upstream_name(upstream)
         self._configure_remote(upstream, url)
-        out = self._out("ls-remote", "--heads", upstream, what=f"listing refs of {url}")
-        return sorted(line.split("\t", 1)[1] for line in out.splitlines() if "\t" in line)
+        out = self._out("ls-remote", "--heads", *(["--tags"] if tags else []), "--", upstream,
+                        what=f"listing refs of {url}")
+        return sorted(line.split("\t", 1)[1] for line in out.splitlines()
+                      if "\t" in line and not line.endswith("^{}"))
 
     @staticmethod
     def _tracking_ref(upstream: str, ref: str) -> str:
@@ -1030,7 +1038,11 @@ class UpstreamStore:
         return f"refs/patchforge/remotes/{upstream}/other/{ref[len('refs/'):]}"
 
     def _configure_remote(self, upstream: str, url: str) -> None:
-        local = "://" not in url and not re.match(r"[^/]+@[^/]+:", url) or url.startswith("file://")
+        try:
+            check_git_url(url)
+        except ValueError as exc:
+            raise StoreError(f"{upstream}: {exc}") from None
+        local = is_local_git_url(url)
         if local and "://" not in url:
             url = str(Path(url).resolve())
         settings = [("url", url), ("promisor", "true"), ("partialclonefilter", "blob:none"),
@@ -1046,7 +1058,7 @@ class UpstreamStore:
         for key, value in settings:
             full = f"remote.{upstream}.{key}"
             if have.get(full) != value:
-                self._run("config", full, value)
+                self._run("config", "--", full, value)
         if not local and have.get(f"remote.{upstream}.uploadpack"):
             self._run("config", "--unset", f"remote.{upstream}.uploadpack", ok=(0, 5))
 
@@ -1063,6 +1075,8 @@ class UpstreamStore:
         base = f"refs/patchforge/remotes/{upstream}"
         candidates = [f"{base}/heads/{spec}", f"{base}/tags/{spec}",
                       f"refs/patchforge/imports/{upstream}/{spec}"]
+        if _HEX40.fullmatch(spec):
+            candidates.append(f"{base}/commits/{spec}")
         if spec.startswith("refs/"):
             candidates.insert(0, spec)
         if "\n" not in spec:
@@ -1076,6 +1090,9 @@ class UpstreamStore:
                                       "--contains", got[0], f"{base}/",
                                       f"refs/patchforge/imports/{upstream}/")
                 if contained.strip():
+                    if got[0] == spec:
+                        # Remembered: the next check of this pin is one ref lookup, not a walk.
+                        self._run("update-ref", f"{base}/commits/{spec}", spec)
                     return got[0]
         raise StoreError(f"{upstream}: {spec!r} is not a known branch, tag, label or commit",
                          hint="fetch the upstream first")
@@ -1281,7 +1298,11 @@ class UpstreamStore:
     def remote_head_branch(self, url: str, *, what: str) -> str | None:
         """The branch a remote's HEAD points to (`git ls-remote --symref URL HEAD`), if any."""
         try:
-            out = self._run("ls-remote", "--symref", url, "HEAD", what=what).stdout
+            check_git_url(url)
+        except ValueError as exc:
+            raise StoreError(str(exc)) from None
+        try:
+            out = self._run("ls-remote", "--symref", "--", url, "HEAD", what=what).stdout
         except StoreError:
             return None
         for line in out.decode("utf-8", "replace").splitlines():

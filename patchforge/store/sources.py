@@ -16,6 +16,7 @@ from pathlib import Path
 
 from patchforge.errors import StoreError
 from patchforge.store.gitstore import UpstreamStore, wheels_dir
+from patchforge.store.giturl import redact, store_namespace
 
 
 @dataclass(frozen=True)
@@ -91,24 +92,31 @@ def cached_wheels(package: str, version: str, directory: Path | None = None) -> 
 
 
 def fetch_wheel(package: str, version: str, *, pin_sha256: str | None = None,
-                offline: bool = False, directory: Path | None = None) -> WheelFile:
+                filename: str | None = None, offline: bool = False,
+                directory: Path | None = None) -> WheelFile:
     """The wheel of `package`==`version`: from the cache, else through `pip download`.
 
-    With `pin_sha256` the file must have that digest (StoreError otherwise). Offline, a wheel
-    that is not cached is an error, never a download.
+    Nothing is ever built or run: the name and version must be what PEP 508/440 allow (never a
+    URL, an option or a requirement line), pip is asked for binary wheels only, and what arrives
+    is checked before it enters the cache. With `pin_sha256` the file must have that digest;
+    with `filename` too (a lock records both) only that very file is accepted, and it is
+    downloaded for the tags its name carries, so a lock made on one machine fetches the same
+    file on any other. Offline, a wheel that is not cached is an error, never a download.
     """
+    package, version = _checked_wheel_request(package, version, filename)
     directory = Path(directory) if directory is not None else wheels_dir()
     pin = pin_sha256.lower() if pin_sha256 else None
-    candidates = cached_wheels(package, version, directory)
+    if pin is not None and not re.fullmatch(r"[0-9a-f]{64}", pin):
+        raise StoreError(f"{package} {version}: the pinned sha256 {pin_sha256!r} is not 64 hex")
+    if filename is not None:
+        candidates = [directory / filename] if (directory / filename).is_file() else []
+    else:
+        candidates = cached_wheels(package, version, directory)
     if not candidates:
         if offline:
             raise StoreError(f"{package} {version}: no cached wheel in {directory} and "
                              "--offline forbids downloading it")
-        _pip_download(package, version, directory)
-        candidates = cached_wheels(package, version, directory)
-        if not candidates:
-            raise StoreError(f"{package} {version}: pip reported success but no matching wheel "
-                             f"is in {directory}")
+        candidates = [_pip_download(package, version, directory, filename=filename, sha256=pin)]
     digests = [(path, wheel_sha256(path)) for path in candidates]
     if pin is not None:
         for path, digest in digests:
@@ -123,31 +131,149 @@ def fetch_wheel(package: str, version: str, *, pin_sha256: str | None = None,
     return WheelFile(path, path.name, digest)
 
 
-def _pip_download(package: str, version: str, directory: Path) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-               "--disable-pip-version-check", "--no-input", "--progress-bar", "off", "-q",
-               "-d", str(directory), f"{package}=={version}"]
+def _checked_wheel_request(package: str, version: str,
+                           filename: str | None) -> tuple[str, str]:
+    """(package, normalized version) once both are plain names pip cannot read as anything else
+    (a URL, `name @ file://...`, `-r...`); a recorded file name must be a wheel of them."""
+    from patchforge import names
+
     try:
-        proc = subprocess.run(command, capture_output=True)
-    except OSError as exc:
-        raise StoreError(f"cannot run pip: {exc}") from exc
-    if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise StoreError(f"pip download {package}=={version} failed: "
-                         + ("\n".join(err[-8:]) or f"exit {proc.returncode}"),
-                         hint="check the package name, version and pip's index configuration")
+        names.check_distribution(package)
+        version = names.check_version(version)
+        if filename is not None:
+            wheel = names.parse_wheel_name(filename)
+            if not names.same_distribution(wheel.name, package) or wheel.version != version:
+                raise ValueError(f"the wheel file {filename!r} is not {package} {version}")
+    except ValueError as exc:
+        raise StoreError(f"refusing to fetch a wheel: {exc}",
+                         hint="a wheel upstream names a distribution and a version, nothing else"
+                         ) from None
+    return package, version
+
+
+def pip_command() -> list[str]:
+    """How to run pip: this interpreter's own (`python -m pip`) when it has one, else a `pip` on
+    PATH, else `python3 -m pip` (an environment made by uv has no pip of its own)."""
+    import importlib.util
+    import shutil
+
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip"]
+    for name in ("pip3", "pip"):
+        found = shutil.which(name)
+        if found:
+            return [found]
+    python3 = shutil.which("python3")
+    if python3 and subprocess.run([python3, "-m", "pip", "--version"],
+                                  capture_output=True).returncode == 0:
+        return [python3, "-m", "pip"]
+    raise StoreError("cannot download wheels: no pip in this Python environment "
+                     f"({sys.executable}), none on PATH, and no `python3 -m pip`",
+                     hint="install pip (e.g. `uv pip install pip` or `python -m ensurepip`), or "
+                          "put the wheel file in the wheel cache")
+
+
+def _tag_options(filename: str) -> list[str]:
+    """pip download options selecting the tags a recorded wheel file name carries (instead of
+    this machine's): interpreter, abi and platform, as `pip download --platform ...` reads them."""
+    from patchforge import names
+
+    tags = names.parse_wheel_name(filename).tags
+    interpreter = tags[0][0]
+    match = re.fullmatch(r"(py|cp|pp|ip|jy)(\d+)", interpreter)
+    if match is None:
+        raise StoreError(f"{filename}: interpreter tag {interpreter!r} is not one pip download "
+                         "can select")
+    options = ["--implementation", match.group(1), "--python-version", match.group(2)]
+    for abi in sorted({abi for _, abi, _ in tags}):
+        options += ["--abi", abi]
+    for platform in sorted({platform for _, _, platform in tags}):
+        options += ["--platform", platform]
+    return options
+
+
+def _pip_download(package: str, version: str, directory: Path, *, filename: str | None = None,
+                  sha256: str | None = None) -> Path:
+    """Download one wheel with pip as configured on this machine, into a scratch directory
+    beside the cache; the file enters the cache only when it is a wheel of `package`==`version`
+    (and, when recorded, the very `filename` with the `sha256`)."""
+    import os
+    import shutil
+    import tempfile
+
+    directory.mkdir(parents=True, exist_ok=True)
+    _remove_stale_downloads(directory)
+    scratch = Path(tempfile.mkdtemp(prefix=".download-", dir=directory))
+    try:
+        requirement = f"{package}=={version}"
+        if sha256 is not None:
+            # pip's hash-checking mode: pip itself refuses any file with another digest.
+            requirement += f" --hash=sha256:{sha256}"
+        requirements = scratch / "requirements.txt"
+        requirements.write_text(requirement + "\n")
+        command = pip_command() + [
+            "download", "--no-deps", "--only-binary", ":all:", "--disable-pip-version-check",
+            "--no-input", "--progress-bar", "off", "-q", "-d", str(scratch / "out")]
+        if filename is not None:
+            command += _tag_options(filename)
+        command += ["-r", str(requirements)]
+        try:
+            proc = subprocess.run(command, capture_output=True, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            raise StoreError(f"cannot run pip: {exc}") from exc
+        if proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise StoreError(f"pip download {package}=={version} failed: "
+                             + ("\n".join(err[-8:]) or f"exit {proc.returncode}"),
+                             hint="check the package name, version and pip's index configuration")
+        arrived = sorted((scratch / "out").iterdir()) if (scratch / "out").is_dir() else []
+        wanted = [p for p in arrived if p.name == filename] if filename else \
+            [p for p in arrived if p.name.endswith(".whl")]
+        if len(arrived) != 1 or len(wanted) != 1:
+            got = ", ".join(p.name for p in arrived) or "nothing"
+            raise StoreError(f"pip download {package}=={version} gave {got}, not "
+                             f"{filename or 'one wheel'}")
+        path = wanted[0]
+        try:
+            _checked_wheel_request(package, version, path.name)
+        except StoreError:
+            raise StoreError(f"pip download {package}=={version} gave {path.name}, "
+                             "which is not a wheel of it") from None
+        digest = file_sha256(path)
+        if sha256 is not None and digest != sha256:
+            raise StoreError(f"{package} {version}: the downloaded {path.name} has sha256 "
+                             f"{digest}, the pin is {sha256}",
+                             hint="the index serves another file under that name")
+        target = directory / path.name
+        os.replace(path, target)
+        return target
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _remove_stale_downloads(directory: Path, max_age: float = 24 * 3600) -> None:
+    """Scratch directories of downloads a kill interrupted (a running download is younger)."""
+    import shutil
+    import time
+
+    for path in directory.glob(".download-*"):
+        try:
+            if time.time() - path.stat().st_mtime > max_age:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
 
 
 def import_wheel_upstream(store: UpstreamStore, name: str, package: str, version: str,
-                          pin_sha256: str | None = None, *,
+                          pin_sha256: str | None = None, *, filename: str | None = None,
                           offline: bool = False) -> tuple[str, str, WheelFile]:
     """Fetch (or reuse) a wheel and import it as upstream `name` labelled `version`.
 
     An earlier import of the same file (same sha256 in its commit message) is reused, so a
     second run costs a hash of the wheel, not an import.
     """
-    wheel = fetch_wheel(package, version, pin_sha256=pin_sha256, offline=offline)
+    wheel = fetch_wheel(package, version, pin_sha256=pin_sha256, filename=filename,
+                        offline=offline)
     previous = store.import_ref(name, version)
     if previous is not None and \
             f"\nsha256: {wheel.sha256}\n".encode() in store.commit_message(previous):
@@ -168,8 +294,11 @@ def fetch_git_upstream(store: UpstreamStore, name: str, url: str, spec: str, *,
     """The commit of `spec` (branch, tag, commit id) of a git upstream, fetching when needed.
 
     A full or abbreviated commit id already in the store is used without contacting the
-    remote; branches and tags are always refreshed unless offline.
+    remote; branches and tags are always refreshed unless offline. The store keeps each source
+    under its own namespace (`giturl.store_namespace`: the name and the URL's identity), so
+    another project's upstream of the same name never answers for this one.
     """
+    upstream, name = name, store_namespace(name, url)
     is_id = re.fullmatch(r"[0-9a-fA-F]{7,40}", spec) is not None
     if not is_id and not offline:
         # A tag already fetched is used as it is: tags name releases and nightlies and do not
@@ -183,17 +312,28 @@ def fetch_git_upstream(store: UpstreamStore, name: str, url: str, spec: str, *,
             return store.resolve_in(name, spec)
         except StoreError:
             if offline:
-                raise StoreError(f"{name}: {spec!r} is not in the store and --offline forbids "
-                                 f"fetching it from {url}") from None
+                raise StoreError(f"{upstream}: {spec!r} is not in the store as a revision of "
+                                 f"{redact(url)}, and --offline forbids fetching it") from None
     if is_id and len(spec) < 40:
         # A remote cannot be asked for an abbreviated id: bring its branches and look again.
         _fetch_all_heads(store, name, url)
+    elif is_id and store.has_object(spec.lower()):
+        # The store holds the commit, but not as one of this source (another project put it
+        # there): git would "fetch" it by id without asking the remote at all. Whether this
+        # source has it is seen from its own branches and tags.
+        _fetch_all_heads(store, name, url, tags=True)
     else:
         store.fetch_git(name, url, [spec.lower() if is_id else spec])
-    return store.resolve_in(name, spec)
+    try:
+        return store.resolve_in(name, spec)
+    except StoreError:
+        raise StoreError(f"{upstream}: {spec!r} is not a known commit, branch or tag of "
+                         f"{redact(url)}",
+                         hint="check the lock or the SPEC against the upstream's history"
+                         ) from None
 
 
-def _fetch_all_heads(store: UpstreamStore, name: str, url: str) -> None:
-    heads = store.remote_heads(name, url)
+def _fetch_all_heads(store: UpstreamStore, name: str, url: str, *, tags: bool = False) -> None:
+    heads = store.remote_heads(name, url, tags=tags)
     if heads:
         store.fetch_git(name, url, heads)

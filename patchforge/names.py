@@ -1,0 +1,105 @@
+"""What a name or value from the configuration, the lock or the command line may be.
+
+Every name that later becomes a path, a series-file line, a YAML key, a command argument or a
+requirement handed to pip is checked here, once, with one rule per kind of name, so a reader finds
+in one place what each may hold. The checks raise `ValueError` with a short reason; callers turn it
+into an error that names their file and line (or option).
+
+packaging is imported here for distribution names, versions and wheel file names.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Upstream and profile names become directories (`series/<upstream>/`, `overlays/<profile>/`),
+# refs (`refs/patchforge/...`) and YAML keys: letters, digits, `.`, `_`, `-`, starting with a
+# letter or digit (so never `.`, `..`, `-x` or empty).
+_SIMPLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# A compose service name (compose-spec: `^[a-zA-Z0-9._-]+$`), kept to the same safe start.
+_SERVICE_NAME = _SIMPLE_NAME
+# Patch names: one line of a quilt series file each, and a file name under series/<upstream>/.
+# quilt reads `#` as a comment and whitespace as the end of the name; `/` would make a directory.
+_PATCH_NAME = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9._+@%=,-]{0,199}")
+
+
+def check_simple_name(value: object, what: str) -> str:
+    """An upstream or profile name: `[A-Za-z0-9][A-Za-z0-9._-]*`, at most 100 characters."""
+    if not isinstance(value, str) or not _SIMPLE_NAME.fullmatch(value) or ".." in value:
+        raise ValueError(f"{what} {value!r} is not a valid name (letters, digits, '.', '_', '-'; "
+                         "starting with a letter or digit)")
+    return value
+
+
+def check_service_name(value: object) -> str:
+    if not isinstance(value, str) or not _SERVICE_NAME.fullmatch(value):
+        raise ValueError(f"compose service {value!r} is not a valid service name (letters, "
+                         "digits, '.', '_', '-')")
+    return value
+
+
+def check_patch_name(value: object) -> str:
+    """A patch name a series file and a directory can hold: no whitespace, `#`, `/`, quotes or
+    control characters; not starting with `.` or `-`."""
+    if not isinstance(value, str) or not _PATCH_NAME.fullmatch(value) or ".." in value:
+        raise ValueError(f"patch name {value!r} cannot be written to a series file (use "
+                         "letters, digits and . _ - + @ % = , ; no spaces, '#' or '/'; "
+                         "not starting with '.' or '-')")
+    return value
+
+
+def check_distribution(name: object) -> str:
+    """A distribution name as PEP 508 defines it (never a URL, an option or a requirement)."""
+    from packaging.utils import InvalidName, canonicalize_name
+
+    if not isinstance(name, str):
+        raise ValueError(f"package name {name!r} is not a string")
+    try:
+        canonicalize_name(name, validate=True)
+    except InvalidName:
+        raise ValueError(f"{name!r} is not a valid Python distribution name") from None
+    return name
+
+
+def check_version(version: object) -> str:
+    """A PEP 440 version, returned in its normalized form (`v1.0` -> `1.0`)."""
+    from packaging.version import InvalidVersion, Version
+
+    if not isinstance(version, str):
+        raise ValueError(f"version {version!r} is not a string")
+    try:
+        return str(Version(version))
+    except InvalidVersion:
+        raise ValueError(f"{version!r} is not a valid PEP 440 version") from None
+
+
+@dataclass(frozen=True)
+class WheelName:
+    """A wheel file name, parsed: the distribution, version and the tags it is built for."""
+
+    filename: str
+    name: str  # canonical distribution name
+    version: str  # normalized
+    tags: tuple[tuple[str, str, str], ...]  # (interpreter, abi, platform), sorted
+
+
+def parse_wheel_name(filename: object) -> WheelName:
+    """A wheel file name (`{dist}-{version}(-{build})?-{python}-{abi}-{platform}.whl`): never a
+    path, nothing but the characters wheel names use."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    if not isinstance(filename, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*\.whl",
+                                                         filename):
+        raise ValueError(f"{filename!r} is not a wheel file name")
+    try:
+        name, version, _build, tags = parse_wheel_filename(filename)
+    except InvalidWheelFilename as exc:
+        raise ValueError(f"{filename!r} is not a wheel file name ({exc})") from None
+    return WheelName(filename, str(name), str(version),
+                     tuple(sorted((t.interpreter, t.abi, t.platform) for t in tags)))
+
+
+def same_distribution(a: str, b: str) -> bool:
+    from packaging.utils import canonicalize_name
+
+    return canonicalize_name(a) == canonicalize_name(b)
