@@ -11,25 +11,25 @@ import pytest
 
 from patchforge.checks import load_checks, run_checks
 from patchforge.errors import ConfigError
-from test_invariants import StackProject
+from helpers.project import OneUpstreamStack
 
 PY = sys.executable
 GOOD = b"def f():\n    return 1\n"
 BROKEN = b"def f(:\n    return 1\n"  # a syntax error
 
 
-def make_stack(tmp_path, checks: str, *, profiles=True) -> StackProject:
+def make_stack(tmp_path, checks: str, *, profiles=True) -> OneUpstreamStack:
     """pkg/a.py changed by two patches (the second, gfx950-only, breaks its syntax on gfx950),
     pkg/b.py by a third; pkg/untouched.py only in the upstream."""
-    stack = StackProject(tmp_path, {"pkg/a.py": GOOD, "pkg/b.py": GOOD,
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": GOOD, "pkg/b.py": GOOD,
                                     "pkg/untouched.py": b"U = 1\n", "README": b"readme\n"},
                          profiles={"gfx942": "MI300X", "gfx950": "MI355X"} if profiles else None,
                          config_extra=checks)
     a2 = GOOD + b"\n\ndef g():\n    return 2\n"
-    stack.add_patch("a-adds-g", "pkg/a.py", GOOD, a2)
-    stack.add_patch("a-breaks", "pkg/a.py", a2, a2.replace(b"def g():", b"def g(:"),
+    stack.add_fix("a-adds-g", "pkg/a.py", GOOD, a2)
+    stack.add_fix("a-breaks", "pkg/a.py", a2, a2.replace(b"def g():", b"def g(:"),
                     fields="Profiles: gfx950\n" if profiles else "")
-    stack.add_patch("b-fix", "pkg/b.py", GOOD, GOOD.replace(b"1", b"2"))
+    stack.add_fix("b-fix", "pkg/b.py", GOOD, GOOD.replace(b"1", b"2"))
     return stack
 
 
@@ -201,7 +201,7 @@ def test_run_checks_returns_nothing_without_checks(tmp_path):
 def test_a_full_tree_never_writes_through_an_upstream_symlink(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
-    stack = StackProject(tmp_path, {"pkg/a.py": GOOD}, config_extra=f"""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": GOOD}, config_extra=f"""
 [checks.full]
 command = [{PY!r}, "-c", "pass"]
 tree = "full"
@@ -209,7 +209,7 @@ tree = "full"
     (stack.up / "pkg" / "link").symlink_to(outside)
     stack.commit({}, "a symlink to a directory outside the tree", tag="v1.1")
     stack.cli("rebase", "--to", "v1.1")
-    stack.add_patch("through-link", "pkg/link/new.py", None, b"print('escaped')\n")
+    stack.add_fix("through-link", "pkg/link/new.py", None, b"print('escaped')\n")
     code, _, err = stack.cli("check", "--run", expect=2)
     assert "symlink" in err or "symbolic link" in err
     assert list(outside.iterdir()) == []

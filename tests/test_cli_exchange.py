@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
-from test_cli_setup import UPSTREAM_FILES, git_project, ok, pf, tree_bytes
+from helpers.cli import ok, run_cli
+from helpers.git import git
+from helpers.project import UPSTREAM_FILES, git_project
+from helpers.snapshot import tree_bytes
 
 
 @pytest.fixture
@@ -44,7 +46,7 @@ def upstream_checkout(tmp_path: Path, name: str) -> Path:
 
 
 def overlay_tree(root: Path) -> dict[str, bytes]:
-    ok("overlays", root=root)
+    ok(root, "overlays")
     return {rel[len("up/"):]: data for rel, data in tree_bytes(root / "overlays").items()
             if rel.startswith("up/")}
 
@@ -54,8 +56,8 @@ def test_import_overlay_regenerates_the_overlay_byte_exact(project, tmp_path):
     overlay = tmp_path / "a.py.overlay"
     overlay.write_bytes(UPSTREAM_FILES["a.py"].replace(b"line7\n", b"line7 fixed\r\n")
                         .replace(b"line20\n", b"line20"))
-    run = ok("import", "overlay", str(overlay), "--upstream", "up", "--path", "a.py",
-             "--name", "fix-a", "--profiles", "gfx942", root=root)
+    run = ok(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", "a.py",
+             "--name", "fix-a", "--profiles", "gfx942")
     assert "imported up/fix-a.patch" in run.text
     patch = (root / "series/up/fix-a.patch").read_bytes()
     assert b"Profiles: gfx942\n" in patch and b"Origin: vendor, overlay a.py.overlay\n" in patch
@@ -63,8 +65,7 @@ def test_import_overlay_regenerates_the_overlay_byte_exact(project, tmp_path):
     # A second overlay of a file the series already touches is a diff against the series' result.
     second = tmp_path / "second.py"
     second.write_bytes(overlay.read_bytes().replace(b"line1\n", b"LINE1\n"))
-    ok("import", "overlay", str(second), "--upstream", "up", "--path", "a.py", "--name", "fix-a2",
-       root=root)
+    ok(root, "import", "overlay", str(second), "--upstream", "up", "--path", "a.py", "--name", "fix-a2")
     assert overlay_tree(root) == {"a.py": second.read_bytes()}
     assert b"-line1\n+LINE1\n" in (root / "series/up/fix-a2.patch").read_bytes()
 
@@ -80,20 +81,20 @@ def test_import_overlay_refusals_write_nothing(project, tmp_path):
             (["--path", "/etc/passwd", "--name", "n"], "absolute"),
             (["--path", "pkg/b.py", "--name", "n", "--upstream", "nope"], "unknown upstream")):
         upstream = [] if "--upstream" in args else ["--upstream", "up"]
-        run = pf("import", "overlay", str(same), *upstream, *args, root=root)
-        assert run.code == 2 and message in run.err, (args, run.err)
+        run = run_cli(root, "import", "overlay", str(same), *upstream, *args)
+        assert run.rc == 2 and message in run.err, (args, run.err)
     assert tree_bytes(root / "series") == before
 
 
 def test_import_git_range_one_patch_per_commit(project, tmp_path):
     root = project
     fork = fork_with_commits(tmp_path)
-    run = ok("import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up", root=root)
+    run = ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
     assert run.text.splitlines() == ["imported up/fix-line-three.patch",
                                      "imported up/second-fix-crlf-file-and-a-new-module.patch"]
     assert (root / "series/up/series").read_bytes() == \
         b"fix-line-three.patch\nsecond-fix-crlf-file-and-a-new-module.patch\n"
-    first = json.loads(ok("show", "fix-line-three", "--json", root=root).out)
+    first = json.loads(ok(root, "show", "fix-line-three", "--json").out)
     header = {f["name"]: f["value"] for f in first["header"]}
     assert header["Description"] == "Fix line three"
     assert header["Author"] == "Test Author <author@example.com>"
@@ -101,17 +102,16 @@ def test_import_git_range_one_patch_per_commit(project, tmp_path):
     assert header["Origin"] == f"vendor, commit {sha}"
     assert "Line three was lower case." in first["description"]
     second = {f["name"]: f["value"] for f in
-              json.loads(ok("show", "second-fix-crlf-file-and-a-new-module", "--json",
-                            root=root).out)["header"]}
+              json.loads(ok(root, "show", "second-fix-crlf-file-and-a-new-module", "--json").out)["header"]}
     assert second["Author"] == "Other Person <other@example.com>"
     assert second["Last-Update"] == "2023-02-03"
     # Together they give the fork's files.
     assert overlay_tree(root) == {p: (fork / p).read_bytes()
                                   for p in ("a.py", "pkg/crlf.txt", "pkg/added.py")}
-    again = pf("import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up", root=root)
-    assert again.code == 2 and "already exists" in again.err
-    bad = pf("import", "git", "nope..fixes", "--repo", str(fork), "--upstream", "up", root=root)
-    assert bad.code == 2
+    again = run_cli(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    assert again.rc == 2 and "already exists" in again.err
+    bad = run_cli(root, "import", "git", "nope..fixes", "--repo", str(fork), "--upstream", "up")
+    assert bad.rc == 2
 
 
 def test_import_mbox_from_git_format_patch(project, tmp_path):
@@ -120,12 +120,12 @@ def test_import_mbox_from_git_format_patch(project, tmp_path):
     mbox = tmp_path / "fixes.mbox"
     mbox.write_bytes(subprocess.run(["git", "format-patch", "--stdout", "main..fixes"], cwd=fork,
                                     check=True, capture_output=True).stdout)
-    run = ok("import", "mbox", str(mbox), root=root)
+    run = ok(root, "import", "mbox", str(mbox))
     assert len(run.text.splitlines()) == 2
     names = (root / "series/up/series").read_text().split()
     assert names == ["fix-line-three.patch", "second-fix-crlf-file-and-a-new-module.patch"]
     second = {f["name"]: f["value"] for f in
-              json.loads(ok("show", names[1], "--json", root=root).out)["header"]}
+              json.loads(ok(root, "show", names[1], "--json").out)["header"]}
     assert second["Author"] == "Other Person <other@example.com>"
     assert second["Last-Update"] == "2023-02-03"
     assert overlay_tree(root) == {p: (fork / p).read_bytes()
@@ -135,9 +135,9 @@ def test_import_mbox_from_git_format_patch(project, tmp_path):
 def test_export_quilt_is_taken_by_quilt_push_and_imports_back(project, tmp_path):
     root = project
     fork = fork_with_commits(tmp_path)
-    ok("import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up", root=root)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
     exported = tmp_path / "quilt-patches"
-    ok("export", "--quilt", str(exported), root=root)
+    ok(root, "export", "--quilt", str(exported))
     assert (exported / "series").read_bytes() == (root / "series/up/series").read_bytes()
     checkout = upstream_checkout(tmp_path, "quilt-checkout")
     env = dict(os.environ, QUILT_PATCHES=str(exported), QUILTRC="/dev/null")
@@ -147,7 +147,7 @@ def test_export_quilt_is_taken_by_quilt_push_and_imports_back(project, tmp_path)
         assert (checkout / rel).read_bytes() == (fork / rel).read_bytes()
     # And a quilt directory comes back in byte for byte.
     other, _ = git_project(tmp_path / "second")
-    ok("import", "quilt", str(exported), root=other)
+    ok(other, "import", "quilt", str(exported))
     for name in (root / "series/up/series").read_text().split():
         assert (other / "series/up" / name).read_bytes() == (root / "series/up" / name).read_bytes()
 
@@ -164,23 +164,23 @@ def test_import_quilt_adds_missing_fields_and_refuses_missing_files(project, tmp
     (quilt_dir / "plain.diff").write_bytes(
         b"Fix b\n\nIndex: up/pkg/b.py\n===\n--- up.orig/pkg/b.py\n+++ up/pkg/b.py\n"
         b"@@ -1,3 +1,3 @@\n x = 1\n-y = 2\n+y = 20\n z = 3\n")
-    ok("import", "quilt", str(quilt_dir), root=root)
+    ok(root, "import", "quilt", str(quilt_dir))
     data = (root / "series/up/plain.patch").read_bytes()
     assert b"Upstream: up\n" in data and f"Base: {_base(root)}\n".encode() in data
     assert overlay_tree(root) == {"pkg/b.py": b"x = 1\ny = 20\nz = 3\n"}
     (quilt_dir / "series").write_bytes(b"missing.patch\n")
-    run = pf("import", "quilt", str(quilt_dir), root=root)
-    assert run.code == 2 and "missing" in run.err
+    run = run_cli(root, "import", "quilt", str(quilt_dir))
+    assert run.rc == 2 and "missing" in run.err
 
 
 def test_export_mbox_is_taken_by_git_am(project, tmp_path):
     root = project
     fork = fork_with_commits(tmp_path)
-    ok("import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up", root=root)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
     mbox = tmp_path / "out.mbox"
-    assert "wrote 2 messages" in ok("export", "--mbox", str(mbox), root=root).text
+    assert "wrote 2 messages" in ok(root, "export", "--mbox", str(mbox)).text
     first = mbox.read_bytes()
-    ok("export", "--mbox", str(mbox), root=root)
+    ok(root, "export", "--mbox", str(mbox))
     assert mbox.read_bytes() == first  # deterministic
     checkout = upstream_checkout(tmp_path, "am-checkout")
     proc = subprocess.run(["git", "am", "-q", "--keep-cr", str(mbox)], cwd=checkout,
@@ -191,4 +191,4 @@ def test_export_mbox_is_taken_by_git_am(project, tmp_path):
     log = git(checkout, "log", "--format=%an <%ae>|%s", "-2").splitlines()
     assert log == ["Other Person <other@example.com>|Second fix: CRLF file and a new module",
                    "Test Author <author@example.com>|Fix line three"]
-    assert pf("export", root=root).code == 2
+    assert run_cli(root, "export").rc == 2

@@ -10,8 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, git
-from test_cli_setup import (UPSTREAM_FILES, git_project, ok, pf, schema_errors, tree_bytes)
+from helpers.cli import ok, run_cli
+from helpers.env import REPO_ROOT
+from helpers.git import git
+from helpers.project import UPSTREAM_FILES, git_project
+from helpers.schemas import schema_errors
+from helpers.snapshot import tree_bytes
 
 
 @pytest.fixture
@@ -42,10 +46,10 @@ def replace_in(path: Path, old: bytes, new: bytes) -> None:
 def make_patch(root: Path, name: str, edits: dict[str, tuple[bytes, bytes]], *, after=None,
                extra=()) -> bytes:
     """new NAME, edit the files in its worktree, refresh; returns the patch file."""
-    ok("new", name, *(["--after", after] if after else []), *extra, root=root)
+    ok(root, "new", name, *(["--after", after] if after else []), *extra)
     for rel, (old, new) in edits.items():
         replace_in(work(root) / rel, old, new)
-    run = ok("refresh", root=root)
+    run = ok(root, "refresh")
     assert "refreshed" in run.text
     return patch_bytes(root, name)
 
@@ -62,7 +66,7 @@ def apply_in_checkout(tmp_path: Path, root: Path, names: list[str]) -> Path:
 
 def test_new_edit_refresh_makes_git_s_diff(project, tmp_path):
     root = project
-    run = ok("new", "fix-crlf", "-m", "Keep CRLF and no final newline", root=root)
+    run = ok(root, "new", "fix-crlf", "-m", "Keep CRLF and no final newline")
     assert "created up/fix-crlf.patch" in run.text
     assert (work(root) / "a.py").read_bytes() == UPSTREAM_FILES["a.py"]
     assert series(root) == b"fix-crlf.patch\n"
@@ -70,7 +74,7 @@ def test_new_edit_refresh_makes_git_s_diff(project, tmp_path):
     replace_in(work(root) / "pkg/nofinal.txt", b"gamma", b"GAMMA")
     (work(root) / "pkg" / "new.py").write_bytes(b"created = True\n")
     (work(root) / "pkg" / "b.py").unlink()
-    result = json.loads(ok("refresh", "--json", root=root).out)
+    result = json.loads(ok(root, "refresh", "--json").out)
     assert result["changed"] and result["later_failing"] == []
     assert sorted(result["files"]) == ["pkg/b.py", "pkg/crlf.txt", "pkg/new.py", "pkg/nofinal.txt"]
     data = patch_bytes(root, "fix-crlf")
@@ -82,13 +86,13 @@ def test_new_edit_refresh_makes_git_s_diff(project, tmp_path):
         assert (checkout / rel).read_bytes() == (work(root) / rel).read_bytes()
     assert not (checkout / "pkg/b.py").exists()
     # Refreshing again without changes keeps the very same bytes.
-    assert "unchanged" in ok("refresh", root=root).text
+    assert "unchanged" in ok(root, "refresh").text
     assert patch_bytes(root, "fix-crlf") == data
 
 
 def test_refresh_keeps_the_header_byte_for_byte_except_last_update(project, monkeypatch):
     root = project
-    ok("new", "hand", "--no-edit", root=root)
+    ok(root, "new", "hand", "--no-edit")
     base = json.loads((root / "upstream.lock").read_text())["upstreams"]["up"]["commit"]
     # CRLF header lines, odd spacing, a continuation line and unknown fields all survive.
     header = ("Subject: hand-written header\r\n"
@@ -101,15 +105,15 @@ def test_refresh_keeps_the_header_byte_for_byte_except_last_update(project, monk
             b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n"
             b" line1\n-line2\n+LINE2\n line3\n")
     (root / "series/up/hand.patch").write_bytes(header + diff)
-    ok("edit", "hand", root=root)
+    ok(root, "edit", "hand")
     assert (work(root) / "a.py").read_bytes().startswith(b"line1\nLINE2\n")
     # Nothing changed: the patch keeps its bytes, though git would write it with an index line
     # and three lines of context.
-    assert "unchanged" in ok("refresh", root=root).text
+    assert "unchanged" in ok(root, "refresh").text
     assert patch_bytes(root, "hand") == header + diff
     replace_in(work(root) / "a.py", b"line10\n", b"LINE10\n")
     monkeypatch.setenv("PATCHFORGE_DATE", "2024-06-30")
-    ok("refresh", "hand", root=root)
+    ok(root, "refresh", "hand")
     data = patch_bytes(root, "hand")
     assert data.startswith(header.replace(b"2020-01-01", b"2024-06-30"))
     assert b"+LINE2\n" in data and b"+LINE10\n" in data and b"index " in data
@@ -121,26 +125,26 @@ def test_edit_in_the_middle_keeps_later_patches_or_names_them(project):
     make_patch(root, "two", {"a.py": (b"line10\n", b"LINE10\n")})
     make_patch(root, "three", {"a.py": (b"line16\n", b"LINE16\n")})
     assert series(root) == b"one.patch\ntwo.patch\nthree.patch\n"
-    ok("edit", "two", root=root)
+    ok(root, "edit", "two")
     # The worktree has the series through two: one's and two's changes, not three's.
     text = (work(root) / "a.py").read_bytes()
     assert b"LINE2\n" in text and b"LINE10\n" in text and b"LINE16" not in text
     replace_in(work(root) / "a.py", b"line11\n", b"line11 # compatible\n")
-    run = ok("refresh", root=root)
+    run = ok(root, "refresh")
     assert "refreshed" in run.text and "warning" not in run.err
     assert b"+line11 # compatible\n" in patch_bytes(root, "two")
     # Now a change that takes away three's context: refresh writes it and names three (exit 1).
-    ok("edit", "two", root=root)
+    ok(root, "edit", "two")
     replace_in(work(root) / "a.py", b"line15\n", b"gone\n")
     old_three = patch_bytes(root, "three")
-    run = pf("refresh", root=root)
-    assert run.code == 1
+    run = run_cli(root, "refresh")
+    assert run.rc == 1
     assert "three.patch no longer applies" in run.err
     assert b"+gone\n" in patch_bytes(root, "two")
     assert patch_bytes(root, "three") == old_three
     # The series and overlays tell the same story.
-    result = pf("overlays", root=root)
-    assert result.code == 2 and "three.patch" in result.err and "hunk #1" in result.err
+    result = run_cli(root, "overlays")
+    assert result.rc == 2 and "three.patch" in result.err and "hunk #1" in result.err
 
 
 def test_edit_refuses_to_drop_unrefreshed_changes(project):
@@ -148,8 +152,8 @@ def test_edit_refuses_to_drop_unrefreshed_changes(project):
     make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
     make_patch(root, "two", {"a.py": (b"line10\n", b"LINE10\n")})
     replace_in(work(root) / "a.py", b"line12\n", b"not refreshed\n")
-    run = pf("edit", "one", root=root)
-    assert run.code == 2 and "not refreshed" in run.err
+    run = run_cli(root, "edit", "one")
+    assert run.rc == 2 and "not refreshed" in run.err
     assert b"not refreshed" in (work(root) / "a.py").read_bytes()
 
 
@@ -157,15 +161,15 @@ def test_delete_keeps_the_file_aside(project):
     root = project
     one = make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
     make_patch(root, "two", {"a.py": (b"line10\n", b"LINE10\n")})
-    run = ok("delete", "one", root=root)
+    run = ok(root, "delete", "one")
     assert "deleted/one.patch" in run.text
     assert series(root) == b"two.patch\n"
     assert not (root / "series/up/one.patch").exists()
     assert (root / "series/up/deleted/one.patch").read_bytes() == one
-    assert [p["name"] for p in json.loads(ok("list", "--json", root=root).out)["patches"]] == \
+    assert [p["name"] for p in json.loads(ok(root, "list", "--json").out)["patches"]] == \
         ["two.patch"]
-    missing = pf("delete", "one", root=root)
-    assert missing.code == 2 and "no patch named 'one'" in missing.err
+    missing = run_cli(root, "delete", "one")
+    assert missing.rc == 2 and "no patch named 'one'" in missing.err
 
 
 def test_rename_keeps_comments_and_bytes(project):
@@ -173,16 +177,16 @@ def test_rename_keeps_comments_and_bytes(project):
     one = make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
     make_patch(root, "two", {"a.py": (b"line10\n", b"LINE10\n")})
     (root / "series/up/series").write_bytes(b"# our fixes\none.patch  # first\n\ntwo.patch\n")
-    ok("rename", "one", "first-fix", root=root)
+    ok(root, "rename", "one", "first-fix")
     assert series(root) == b"# our fixes\nfirst-fix.patch  # first\n\ntwo.patch\n"
     assert patch_bytes(root, "first-fix") == one
     assert not (root / "series/up/one.patch").exists()
-    clash = pf("rename", "first-fix", "two", root=root)
-    assert clash.code == 2 and "already exists" in clash.err
+    clash = run_cli(root, "rename", "first-fix", "two")
+    assert clash.rc == 2 and "already exists" in clash.err
     # The patch being edited (two) can be renamed and refreshed under its new name.
-    ok("rename", "two", "second", root=root)
+    ok(root, "rename", "two", "second")
     replace_in(work(root) / "a.py", b"line11\n", b"LINE11\n")
-    assert "second.patch: refreshed" in ok("refresh", root=root).text
+    assert "second.patch: refreshed" in ok(root, "refresh").text
 
 
 def test_move_after_and_first_and_failing_orders(project):
@@ -190,38 +194,38 @@ def test_move_after_and_first_and_failing_orders(project):
     make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
     make_patch(root, "two", {"a.py": (b"line10\n", b"LINE10\n")})
     make_patch(root, "three", {"pkg/b.py": (b"y = 2\n", b"y = 3\n")})
-    ok("move", "three", "--first", root=root)
+    ok(root, "move", "three", "--first")
     assert series(root) == b"three.patch\none.patch\ntwo.patch\n"
-    ok("move", "three", "--after", "one", root=root)
+    ok(root, "move", "three", "--after", "one")
     assert series(root) == b"one.patch\nthree.patch\ntwo.patch\n"
     # four builds on one's change: before one it does not apply, and move says so (exit 1).
     make_patch(root, "four", {"a.py": (b"LINE2\n", b"LINE2 again\n")})
-    run = pf("move", "four", "--first", root=root)
-    assert run.code == 1 and "four.patch does not apply in the new order" in run.err
+    run = run_cli(root, "move", "four", "--first")
+    assert run.rc == 1 and "four.patch does not apply in the new order" in run.err
     assert series(root) == b"four.patch\none.patch\nthree.patch\ntwo.patch\n"
     for bad in (["--after", "nope"], ["--after", "four"], []):
-        assert pf("move", "four", *bad, root=root).code == 2
+        assert run_cli(root, "move", "four", *bad).rc == 2
 
 
 def test_list_and_show_json(project):
     root = project
     make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\nextra\n")},
                extra=["--profiles", "gfx942", "-m", "First fix"])
-    listed = json.loads(ok("list", "--json", root=root).out)
+    listed = json.loads(ok(root, "list", "--json").out)
     assert listed == {"patches": [{
         "upstream": "up", "name": "one.patch", "subject": "First fix", "status": "Pending",
         "profiles": "gfx942", "files": ["a.py"], "added": 2, "removed": 1}]}
     assert schema_errors(listed, "list") == []
-    shown = json.loads(ok("show", "one", "--json", root=root).out)
+    shown = json.loads(ok(root, "show", "one", "--json").out)
     assert shown["name"] == "one.patch" and shown["upstream"] == "up"
     assert shown["path"] == "series/up/one.patch"
     assert [f["name"] for f in shown["header"]][:3] == ["Description", "Author", "Upstream-Status"]
     assert shown["files"] == [{"path": "a.py", "added": 2, "removed": 1}]
     assert schema_errors(shown, "show") == []
-    assert ok("show", "up/one", "--raw", root=root).out == patch_bytes(root, "one")
-    text = ok("list", root=root).text
+    assert ok(root, "show", "up/one", "--raw").stdout == patch_bytes(root, "one")
+    text = ok(root, "list").text
     assert "up/one.patch" in text and "gfx942" in text and "+2/-1" in text
-    assert pf("show", "nope", root=root).code == 2
+    assert run_cli(root, "show", "nope").rc == 2
 
 
 def test_a_kill_during_refresh_leaves_the_old_patch(project):
@@ -235,7 +239,7 @@ def test_a_kill_during_refresh_leaves_the_old_patch(project):
     assert patch_bytes(root, "one") == old
     assert series(root) == b"one.patch\n"
     # The next refresh (after the dead process's lock is taken over) writes the change.
-    ok("refresh", root=root)
+    ok(root, "refresh")
     assert b"+LINE5\n" in patch_bytes(root, "one")
 
 
@@ -248,8 +252,8 @@ def test_malformed_series_file_names_file_and_line(project):
         (root / "series/up/series").write_bytes(content)
         before = tree_bytes(root / "series")
         for command in (["list"], ["overlays"], ["new", "x", "--no-edit"]):
-            run = pf(*command, root=root)
-            assert run.code == 2, (command, run.err)
+            run = run_cli(root, *command)
+            assert run.rc == 2, (command, run.err)
             assert f"series/up/series:{line}:" in run.err and message in run.err
         assert tree_bytes(root / "series") == before
         assert not (root / "overlays").exists()
@@ -264,13 +268,13 @@ def test_malformed_patch_names_file_and_line(project):
     (root / "series/up/one.patch").write_bytes(bad)
     line = bad[:bad.index(b"@@ -1,5")].count(b"\n") + 1
     for command in (["list"], ["show", "one"], ["overlays"]):
-        run = pf(*command, root=root)
-        assert run.code == 2, (command, run.err)
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.err)
         assert "series/up/one.patch:" in run.err
         named = int(run.err.split("one.patch:")[1].split(":")[0])
         assert line <= named <= line + 9
     assert not (root / "overlays").exists()
     evil = good.replace(b"a/a.py", b"a/../a.py").replace(b"b/a.py", b"b/../a.py")
     (root / "series/up/one.patch").write_bytes(evil)
-    run = pf("list", root=root)
-    assert run.code == 2 and "one.patch:" in run.err
+    run = run_cli(root, "list")
+    assert run.rc == 2 and "one.patch:" in run.err

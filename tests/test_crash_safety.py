@@ -24,15 +24,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_hostile import HEADER, MODIFY_A, add_patch, build_env, run_cli, run_subprocess, \
-    snapshot
+from helpers.cli import run_cli, run_subprocess
+from helpers.project import add_patch_file
+from helpers.snapshot import snapshot
+from helpers.template import HEADER, MODIFY_A, build_template
 
 STEPS = ("write", "fsync", "rename")
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    return build_env(tmp_path_factory)
+    return build_template(tmp_path_factory)
 
 
 def project_files(root: Path) -> dict:
@@ -81,8 +83,8 @@ def run_with_faults(prepared: Path, tmp_path: Path, args: tuple[str, ...], check
 
 def _prepared(env, tmp_path, monkeypatch) -> Path:
     root = env.fresh(tmp_path / "base", monkeypatch)
-    add_patch(root, "fix.patch", HEADER + MODIFY_A)
-    add_patch(root, "other.patch", HEADER + (
+    add_patch_file(root, "up", "fix.patch", HEADER + MODIFY_A)
+    add_patch_file(root, "up", "other.patch", HEADER + (
         b"diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
         b"@@ -1,3 +1,3 @@\n x = 1\n-y = 2\n+y = 20\n z = 3\n"))
     return root

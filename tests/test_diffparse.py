@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git
+from helpers.git import git
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

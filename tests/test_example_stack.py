@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import REPO_ROOT
+from helpers.env import REPO_ROOT
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

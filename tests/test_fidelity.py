@@ -18,7 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_hostile import HEADER, add_patch, build_env, overlay_file, run_cli, snapshot
+from helpers.cli import run_cli
+from helpers.project import add_patch_file
+from helpers.snapshot import snapshot
+from helpers.template import HEADER, build_template, overlay_file
 
 LATIN1_NAME = b"d\xe9j\xe0.py".decode("utf-8", "surrogateescape")
 FILES = {
@@ -57,7 +60,7 @@ CHANGES = {
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    return build_env(tmp_path_factory, files=FILES)
+    return build_template(tmp_path_factory, files=FILES)
 
 
 def _git(cwd: Path, *args: str) -> bytes:
@@ -89,7 +92,7 @@ def git_made_patch(env, tmp_path: Path, change: dict, *, chmod: dict | None = No
 @pytest.mark.parametrize("case", sorted(CHANGES))
 def test_git_made_patch_applied_by_overlays_gives_exact_bytes(env, tmp_path, monkeypatch, case):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "change.patch", git_made_patch(env, tmp_path, CHANGES[case]))
+    add_patch_file(root, "up", "change.patch", git_made_patch(env, tmp_path, CHANGES[case]))
     r = run_cli(root, "overlays")
     assert r.rc == 0, r.text
     for path, data in CHANGES[case].items():
@@ -102,7 +105,7 @@ def test_git_made_patch_applied_by_overlays_gives_exact_bytes(env, tmp_path, mon
 @pytest.mark.parametrize("case", sorted(CHANGES))
 def test_git_made_patch_in_edit_worktree_gives_exact_bytes(env, tmp_path, monkeypatch, case):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "change.patch", git_made_patch(env, tmp_path, CHANGES[case]))
+    add_patch_file(root, "up", "change.patch", git_made_patch(env, tmp_path, CHANGES[case]))
     r = run_cli(root, "edit", "change")
     assert r.rc == 0, r.text
     work = root / ".patchforge" / "work" / "up"
@@ -118,7 +121,7 @@ def test_deletion_and_rename_with_edit_in_edit_worktree(env, tmp_path, monkeypat
     # Overlays cannot delete or move files in an image (they refuse); the edit worktree shows them.
     renamed = FILES["old_name.py"].replace(b"line 10\n", b"line ten\r\n")
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "moves.patch", git_made_patch(
+    add_patch_file(root, "up", "moves.patch", git_made_patch(
         env, tmp_path, {"gone.txt": None, "new_name.py": renamed},
         renames={"old_name.py": "new_name.py"}))
     assert b"rename from old_name.py" in (root / "series" / "up" / "moves.patch").read_bytes()
@@ -135,7 +138,7 @@ def test_deletion_and_rename_with_edit_in_edit_worktree(env, tmp_path, monkeypat
 
 def test_mode_change_applied_by_overlays_keeps_content(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "mode.patch", git_made_patch(env, tmp_path, {"exec.sh": b"#!/bin/sh\necho ho\n"},
+    add_patch_file(root, "up", "mode.patch", git_made_patch(env, tmp_path, {"exec.sh": b"#!/bin/sh\necho ho\n"},
                                                  chmod={"exec.sh": 0o755}))
     assert b"new mode 100755" in (root / "series" / "up" / "mode.patch").read_bytes()
     assert run_cli(root, "overlays").rc == 0
@@ -144,7 +147,7 @@ def test_mode_change_applied_by_overlays_keeps_content(env, tmp_path, monkeypatc
 
 def test_mode_change_survives_edit_and_refresh(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "mode.patch", git_made_patch(env, tmp_path, {}, chmod={"exec.sh": 0o755}))
+    add_patch_file(root, "up", "mode.patch", git_made_patch(env, tmp_path, {}, chmod={"exec.sh": 0o755}))
     r = run_cli(root, "edit", "mode")
     assert r.rc == 0, r.text
     r = run_cli(root, "refresh")

@@ -6,20 +6,19 @@ import pytest
 from patchforge.errors import NetworkError, UsageError
 from patchforge.net.forge import (Comparison, GitHubForge, PullRef, api_url_for_host,
                                   parse_pr_url)
-from servers import forge_server  # noqa: F401  (fixture)
 
 MERGE = "d" * 40
 TARGET = "eed1f3d0c6043bd494424a22443ee198dd56f657"
 
 
 @pytest.fixture
-def forge(forge_server, tmp_path, monkeypatch):  # noqa: F811
+def forge(forge_server, tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "tok123")
     forge_server.require_token = "tok123"
     return GitHubForge.from_config(forge_server.url, tmp_path / "cache", sleep=lambda s: None)
 
 
-def test_merged_pull_request_and_compare_as_in_seed_000(forge, forge_server):  # noqa: F811
+def test_merged_pull_request_and_compare_as_in_seed_000(forge, forge_server):
     forge_server.add_pull("vllm-project/vllm", 56503, state="closed", merged=True,
                           merge_commit_sha=MERGE, title="[ROCm] mHC delayed pre on AITER")
     forge_server.comparisons[("vllm-project/vllm", MERGE, TARGET)] = ("ahead", 11, 0)
@@ -33,13 +32,13 @@ def test_merged_pull_request_and_compare_as_in_seed_000(forge, forge_server):  #
     assert forge_server.requests[-1].header("accept") == "application/vnd.github+json"
 
 
-def test_open_pull_has_no_merge_commit(forge, forge_server):  # noqa: F811
+def test_open_pull_has_no_merge_commit(forge, forge_server):
     forge_server.add_pull("o/r", 3, merge_commit_sha="e" * 40)  # GitHub's test merge
     pull = forge.pull_request("o/r", 3)
     assert not pull.merged and pull.merge_commit_sha is None
 
 
-def test_missing_pull_and_missing_token(forge, forge_server, tmp_path, monkeypatch):  # noqa: F811
+def test_missing_pull_and_missing_token(forge, forge_server, tmp_path, monkeypatch):
     with pytest.raises(NetworkError, match=r"pull request o/r#9: 127\.0\.0\.1:\d+ answered 404 Not Found"):
         forge.pull_request("o/r", 9)
     monkeypatch.delenv("GITHUB_TOKEN")
@@ -49,7 +48,7 @@ def test_missing_pull_and_missing_token(forge, forge_server, tmp_path, monkeypat
     assert "401" in err.value.message and "GITHUB_TOKEN" in err.value.hint
 
 
-def test_find_open_pull_pages_through(forge, forge_server):  # noqa: F811
+def test_find_open_pull_pages_through(forge, forge_server):
     for n in range(1, 5):
         forge_server.add_pull("o/r", n, head_ref=f"b{n}", head_label=f"me:b{n}" if n == 4 else None)
     forge_server.page_size = 2
@@ -57,7 +56,7 @@ def test_find_open_pull_pages_through(forge, forge_server):  # noqa: F811
     assert forge.find_open_pull("o/r", "me:nope") is None
 
 
-def test_create_and_update_draft(forge, forge_server):  # noqa: F811
+def test_create_and_update_draft(forge, forge_server):
     pull = forge.create_pull("o/r", "[Bugfix] x", "body text", "me:fix-x", "main")
     assert pull.draft and pull.title == "[Bugfix] x" and pull.base_ref == "main"
     sent = forge_server.requests[-1]
@@ -70,13 +69,13 @@ def test_create_and_update_draft(forge, forge_server):  # noqa: F811
     assert forge_server.requests[-1].method == "PATCH"
 
 
-def test_rate_limited_forge_is_retried(forge, forge_server):  # noqa: F811
+def test_rate_limited_forge_is_retried(forge, forge_server):
     forge_server.add_pull("o/r", 1)
     forge_server.misbehave("status", status=429, headers={"Retry-After": "1"})
     assert forge.pull_request("o/r", 1).number == 1
 
 
-def test_offline_forge_uses_cache(forge, forge_server, tmp_path):  # noqa: F811
+def test_offline_forge_uses_cache(forge, forge_server, tmp_path):
     forge_server.add_pull("o/r", 1, state="closed", merged=True, merge_commit_sha=MERGE)
     forge.pull_request("o/r", 1)
     offline = GitHubForge.from_config(forge_server.url, tmp_path / "cache", offline=True)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED_WHEELS, git
+from helpers.env import SHARED_WHEELS
+from helpers.git import git
 from patchforge.errors import StoreError
 from patchforge.store import gitstore
 from patchforge.store.gitstore import (FileChange, UpstreamStore, blob_oid, cache_dir, make_diff,

@@ -6,139 +6,21 @@ patches, names with newline or NUL). Each is put into a real project's series (t
 real git repository built here) and run through `overlays`, `status`, `edit`, `import quilt` and
 `import mbox`; each must end with exit 2, a message naming the file and line, and the project
 tree (and everything around it) byte-identical to before.
-
-The helpers at the top (`Env`, `run_cli`, `snapshot`) are shared by the other command-level test
-files (fidelity, crash safety, network safety, lint).
 """
 from __future__ import annotations
 
-import io
 import os
 import re
-import shutil
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-# ---------------------------------------------------------------------------------------------
-# Shared helpers: a real project on a real git upstream, the CLI in-process, tree snapshots
-
-HEADER = b"Description: a fix\nAuthor: A U Thor <author@example.com>\nUpstream-Status: Pending\n\n---\n"
-UPSTREAM_FILES = {
-    "a.txt": b"line1\nline2\nline3\nline4\nline5\nline6\nline7\nline8\n",
-    "pkg/mod.py": b"x = 1\ny = 2\nz = 3\n",
-}
-
-
-@dataclass
-class Result:
-    rc: int
-    out: str
-    err: str
-
-    @property
-    def text(self) -> str:
-        return self.out + self.err
-
-
-def run_cli(root: Path | None, *args: str) -> Result:
-    """The real entry point (`patchforge.cli.main`) in this process: argument parsing, error
-    mapping and exit codes included, without the ~0.3 s of a new interpreter per call."""
-    from patchforge.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    argv = (["--root", str(root)] if root is not None else []) + list(args)
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            main(argv)
-            rc = 0
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return Result(rc, out.getvalue(), err.getvalue())
-
-
-def run_subprocess(root: Path, *args: str, env: dict | None = None,
-                   timeout: float = 120) -> subprocess.CompletedProcess:
-    """`python -m patchforge` in a new process (for kills, faults and concurrency)."""
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), *args],
-                          capture_output=True, env=full_env, timeout=timeout)
-
-
-def git(cwd: Path, *args: str) -> str:
-    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=True)
-    return out.stdout.decode("utf-8", "surrogateescape")
-
-
-def snapshot(root: Path) -> dict[str, tuple]:
-    """Every entry under `root`: files by bytes and mode, symlinks by target, directories."""
-    out: dict[str, tuple] = {}
-    for directory, dirs, files in os.walk(root):
-        for name in dirs + files:
-            path = Path(directory, name)
-            rel = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                out[rel] = ("link", os.readlink(path))
-            elif path.is_dir():
-                out[rel] = ("dir",)
-            else:
-                out[rel] = ("file", path.read_bytes(), path.stat().st_mode & 0o7777)
-    return out
-
-
-def make_upstream(base: Path, files: dict[str, bytes], *, links: dict[str, str] | None = None,
-                  name: str = "upstream") -> Path:
-    repo = base / name
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    for rel, data in files.items():
-        p = repo / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(data)
-    for rel, target in (links or {}).items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(target, repo / rel)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "initial")
-    return repo
-
-
-def make_project(base: Path, upstream: Path, *, name: str = "up") -> Path:
-    """`patchforge init` + `upstream add NAME --git UPSTREAM --at main`, through the CLI."""
-    root = base / "project"
-    r = run_cli(None, "init", str(root))
-    assert r.rc == 0, r.text
-    r = run_cli(root, "upstream", "add", name, "--git", str(upstream), "--at", "main")
-    assert r.rc == 0, r.text
-    return root
-
-
-def add_patch(root: Path, name: str, data: bytes, *, upstream: str = "up") -> Path:
-    """Put a patch file into the series by hand (as a colleague's commit would)."""
-    directory = root / "series" / upstream
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_bytes(data)
-    series = directory / "series"
-    old = series.read_bytes() if series.exists() else b""
-    series.write_bytes(old + name.encode() + b"\n")
-    return path
-
-
-def overlay_file(root: Path, path: str, upstream: str = "up") -> Path:
-    """The overlay of `path`: overlays/<upstream>/<path>, or under the one profile's directory."""
-    direct = root / "overlays" / upstream / path
-    if direct.exists():
-        return direct
-    found = sorted(root.glob(f"overlays/*/{upstream}/{path}"))
-    assert len(found) == 1, (path, found)
-    return found[0]
-
+from helpers.cli import CliResult, run_cli
+from helpers.project import add_patch_file
+from helpers.snapshot import snapshot
+from helpers.template import HEADER, MODIFY_A, Template, build_template, overlay_file
 
 def mbox_of(diff: bytes, subject: str = "a fix") -> bytes:
     return (b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
@@ -146,56 +28,10 @@ def mbox_of(diff: bytes, subject: str = "a fix") -> bytes:
             b"Subject: [PATCH] " + subject.encode() + b"\n\nWhy.\n---\n" + diff)
 
 
-class Env:
-    """A project on a real git upstream, built once per module and copied for each test."""
-
-    def __init__(self, template: Path, cache: Path, outside: Path, upstream: Path) -> None:
-        self.upstream = upstream  # the upstream's git repository (main is the locked commit)
-        self.template = template
-        self.cache = cache
-        self.outside = outside  # where the upstream's symlinks point: must stay empty
-
-    def fresh(self, tmp_path: Path, monkeypatch) -> Path:
-        monkeypatch.setenv("PATCHFORGE_CACHE", str(self.cache))
-        for leftover in self.outside.iterdir():  # a failing (xfail) case may have written there
-            leftover.unlink()
-        root = tmp_path / "project"
-        shutil.copytree(self.template, root, symlinks=True)
-        return root
-
-
-def isolated(monkeypatch, home: Path) -> None:
-    """The environment conftest gives each test, for module-scoped builders."""
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for key, value in (("GIT_AUTHOR_NAME", "Test Author"), ("GIT_AUTHOR_EMAIL", "a@example.com"),
-                       ("GIT_COMMITTER_NAME", "Test"), ("GIT_COMMITTER_EMAIL", "c@example.com"),
-                       ("GIT_CONFIG_COUNT", "2"), ("GIT_CONFIG_KEY_0", "commit.gpgsign"),
-                       ("GIT_CONFIG_VALUE_0", "false"), ("GIT_CONFIG_KEY_1", "protocol.file.allow"),
-                       ("GIT_CONFIG_VALUE_1", "always"), ("NO_COLOR", "1")):
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
-
-
-def build_env(factory, files=UPSTREAM_FILES, links=None) -> Env:
-    base = factory.mktemp("env")
-    outside = base / "outside"
-    outside.mkdir()
-    links = {k: v.replace("@OUTSIDE@", str(outside)) for k, v in (links or {}).items()}
-    with pytest.MonkeyPatch.context() as mp:
-        isolated(mp, base / "home")
-        cache = base / "cache"
-        mp.setenv("PATCHFORGE_CACHE", str(cache))
-        upstream = make_upstream(base, files, links=links)
-        template = make_project(base, upstream)
-    return Env(template, cache, outside, upstream)
-
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory) -> Env:
-    return build_env(tmp_path_factory, links={"linkdir": "@OUTSIDE@", "alink": "a.txt"})
+def env(tmp_path_factory) -> Template:
+    return build_template(tmp_path_factory, links={"linkdir": "@OUTSIDE@", "alink": "a.txt"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,9 +46,6 @@ def _quoted_new_file(a: bytes, b: bytes) -> bytes:
     return (b"diff --git " + a + b" " + b + b"\nnew file mode 100644\n--- /dev/null\n+++ " + b +
             b"\n@@ -0,0 +1 @@\n+pwned\n")
 
-
-MODIFY_A = (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
-            b"@@ -1,3 +1,3 @@\n line1\n-line2\n+LINE2\n line3\n")
 
 HOSTILE: dict[str, bytes] = {
     "dotdot": _new_file(b"../evil.txt"),
@@ -298,7 +131,7 @@ def _patch(diff: bytes) -> bytes:
     return HEADER + diff
 
 
-def _assert_refused(r: Result, file_hint: str, *, line: bool = True) -> None:
+def _assert_refused(r: CliResult, file_hint: str, *, line: bool = True) -> None:
     assert r.rc == 2, f"exit {r.rc}\n{r.text}"
     assert "Traceback" not in r.text
     assert file_hint in r.err, r.err
@@ -306,10 +139,10 @@ def _assert_refused(r: Result, file_hint: str, *, line: bool = True) -> None:
         assert re.search(re.escape(file_hint) + r"[^\n]*:\d+: ", r.err), r.err
 
 
-def _refuse_everywhere(env: Env, tmp_path: Path, monkeypatch, diff: bytes, *,
+def _refuse_everywhere(env: Template, tmp_path: Path, monkeypatch, diff: bytes, *,
                        line: bool = True) -> None:
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "hostile.patch", _patch(diff))
+    add_patch_file(root, "up", "hostile.patch", _patch(diff))
     around = tmp_path  # the project, its siblings and the upstream's symlink target
     before, outside_before = snapshot(around), snapshot(env.outside)
     for args in (("overlays",), ("status",), ("edit", "hostile")):
@@ -341,7 +174,7 @@ def test_binary_refusal_names_the_line(env, tmp_path, monkeypatch):
 
 def test_binary_refusal_is_clear(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "bin.patch", _patch(HOSTILE["binary-literal"]))
+    add_patch_file(root, "up", "bin.patch", _patch(HOSTILE["binary-literal"]))
     r = run_cli(root, "overlays")
     assert r.rc == 2 and "bin.patch" in r.err and "blob.bin" in r.err and "binary" in r.err
 
@@ -417,7 +250,7 @@ def test_import_overlay_refuses_unsafe_target_path(env, tmp_path, monkeypatch, p
                                   b"pkg/`touch PWNED`", b"pkg/--output=PWNED"])
 def test_shell_and_option_like_names_are_only_data(env, tmp_path, monkeypatch, name):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "odd.patch", _patch(_new_file(name)))
+    add_patch_file(root, "up", "odd.patch", _patch(_new_file(name)))
     monkeypatch.chdir(tmp_path)
     r = run_cli(root, "overlays")
     assert r.rc == 0, r.text
@@ -437,7 +270,7 @@ def test_patch_writing_through_upstream_symlinked_dir_never_writes_outside(env, 
     # linkdir -> OUTSIDE in the upstream; the patch creates linkdir/x. Whatever the command does,
     # nothing may appear in OUTSIDE (the edit worktree holds the real symlink).
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "through.patch", _patch(_new_file(b"linkdir/x")))
+    add_patch_file(root, "up", "through.patch", _patch(_new_file(b"linkdir/x")))
     for args in (("overlays",), ("status",), ("edit", "through")):
         run_cli(root, *args)
         assert list(env.outside.iterdir()) == [], args
@@ -445,7 +278,7 @@ def test_patch_writing_through_upstream_symlinked_dir_never_writes_outside(env, 
 
 def test_patch_writing_through_upstream_symlinked_dir_is_refused(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "through.patch", _patch(_new_file(b"linkdir/x")))
+    add_patch_file(root, "up", "through.patch", _patch(_new_file(b"linkdir/x")))
     before = snapshot(tmp_path)
     for args in (("overlays",), ("edit", "through")):
         r = run_cli(root, *args)
@@ -455,7 +288,7 @@ def test_patch_writing_through_upstream_symlinked_dir_is_refused(env, tmp_path, 
 
 def test_patch_editing_an_upstream_symlink_is_refused(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "link.patch", _patch(
+    add_patch_file(root, "up", "link.patch", _patch(
         b"diff --git a/alink b/alink\n--- a/alink\n+++ b/alink\n@@ -1 +1 @@\n-a.txt\n"
         b"\\ No newline at end of file\n+/etc/passwd\n\\ No newline at end of file\n"))
     before = snapshot(tmp_path)
@@ -466,7 +299,7 @@ def test_patch_editing_an_upstream_symlink_is_refused(env, tmp_path, monkeypatch
 
 def test_refresh_refuses_a_symlink_made_in_the_worktree(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "fix.patch", _patch(MODIFY_A))
+    add_patch_file(root, "up", "fix.patch", _patch(MODIFY_A))
     assert run_cli(root, "edit", "fix").rc == 0
     work = root / ".patchforge" / "work" / "up"
     os.symlink("/etc/passwd", work / "pkg" / "evil")
@@ -493,7 +326,7 @@ def test_zero_context_hunk_is_flagged_by_the_parser():
 
 def test_zero_context_hunk_is_refused_by_overlays(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "u0.patch", _patch(ZERO_CONTEXT))
+    add_patch_file(root, "up", "u0.patch", _patch(ZERO_CONTEXT))
     before = snapshot(tmp_path)
     r = run_cli(root, "overlays")
     _assert_refused(r, "u0.patch")
@@ -518,7 +351,7 @@ def test_fifty_megabyte_patch_with_a_lying_hunk_is_refused_in_bounded_memory(env
     body = b"+" + b"y" * 99 + b"\n"
     diff = (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,4 @@\n"
             b" line1\n-line2\n+LINE2\n+extra\n line3\n" + body * (50 * 1024 * 1024 // len(body)))
-    add_patch(root, "huge.patch", _patch(diff))
+    add_patch_file(root, "up", "huge.patch", _patch(diff))
     before = snapshot(tmp_path)
     # A child process, so its peak memory is measured on its own.
     proc = subprocess.run(
@@ -544,7 +377,7 @@ def test_hunk_claiming_two_to_the_31_lines_fails_before_reading_on(env, tmp_path
     root = env.fresh(tmp_path, monkeypatch)
     diff = (b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,2147483647 +1,2147483647 @@\n"
             + b" line1\n" * 200000)
-    add_patch(root, "claims.patch", _patch(diff))
+    add_patch_file(root, "up", "claims.patch", _patch(diff))
     before = snapshot(tmp_path)
     r = run_cli(root, "overlays")
     _assert_refused(r, "claims.patch")

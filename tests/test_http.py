@@ -9,7 +9,6 @@ import pytest
 
 from patchforge.errors import NetworkError
 from patchforge.net.http import HttpClient, host_of, parse_link_header, parse_retry_after
-from servers import forge_server, other_server  # noqa: F401  (fixtures)
 
 TOKEN = "ghp_s3cretTOKENvalue"
 NOW = 1_800_000_000.0
@@ -21,7 +20,7 @@ def sleeps():
 
 
 @pytest.fixture
-def make_client(tmp_path, sleeps, forge_server):  # noqa: F811
+def make_client(tmp_path, sleeps, forge_server):
     def build(**kw) -> HttpClient:
         kw.setdefault("token", TOKEN)
         kw.setdefault("token_host", forge_server.host)
@@ -33,12 +32,12 @@ def make_client(tmp_path, sleeps, forge_server):  # noqa: F811
 
 
 @pytest.fixture
-def pull_url(forge_server):  # noqa: F811
+def pull_url(forge_server):
     forge_server.add_pull("o/r", 1, title="first")
     return f"{forge_server.url}/repos/o/r/pulls/1"
 
 
-def test_get_json_sends_token_to_its_host_only(make_client, forge_server, pull_url):  # noqa: F811
+def test_get_json_sends_token_to_its_host_only(make_client, forge_server, pull_url):
     client = make_client()
     assert client.get_json(pull_url)["title"] == "first"
     assert forge_server.requests[-1].header("authorization") == f"Bearer {TOKEN}"
@@ -47,7 +46,7 @@ def test_get_json_sends_token_to_its_host_only(make_client, forge_server, pull_u
     assert forge_server.requests[-1].header("authorization") is None
 
 
-def test_redirect_to_another_host_drops_the_token(make_client, forge_server, other_server,  # noqa: F811
+def test_redirect_to_another_host_drops_the_token(make_client, forge_server, other_server,
                                                   pull_url):
     forge_server.misbehave("redirect", path="/repos/o/r/pulls/1",
                            location=f"{other_server.url}/elsewhere")
@@ -57,21 +56,21 @@ def test_redirect_to_another_host_drops_the_token(make_client, forge_server, oth
     assert other_server.requests[0].header("authorization") is None
 
 
-def test_429_retry_after_seconds_is_honoured(make_client, forge_server, sleeps, pull_url):  # noqa: F811
+def test_429_retry_after_seconds_is_honoured(make_client, forge_server, sleeps, pull_url):
     forge_server.misbehave("status", status=429, headers={"Retry-After": "7"})
     assert make_client().get_json(pull_url)["number"] == 1
     assert sleeps == [7.0]
     assert len(forge_server.requests) == 2
 
 
-def test_retry_after_http_date(make_client, forge_server, sleeps, pull_url):  # noqa: F811
+def test_retry_after_http_date(make_client, forge_server, sleeps, pull_url):
     when = email.utils.formatdate(NOW + 12, usegmt=True)
     forge_server.misbehave("status", status=503, headers={"Retry-After": when})
     make_client().get_json(pull_url)
     assert sleeps == [12.0]
 
 
-def test_403_rate_limit_waits_until_reset(make_client, forge_server, sleeps, pull_url):  # noqa: F811
+def test_403_rate_limit_waits_until_reset(make_client, forge_server, sleeps, pull_url):
     forge_server.misbehave("status", status=403, body=b'{"message": "API rate limit exceeded"}',
                            headers={"x-ratelimit-remaining": "0",
                                     "x-ratelimit-reset": str(int(NOW) + 30)})
@@ -79,14 +78,14 @@ def test_403_rate_limit_waits_until_reset(make_client, forge_server, sleeps, pul
     assert sleeps == [30.0]
 
 
-def test_plain_403_is_not_retried(make_client, forge_server, sleeps, pull_url):  # noqa: F811
+def test_plain_403_is_not_retried(make_client, forge_server, sleeps, pull_url):
     forge_server.misbehave("status", status=403, body=b'{"message": "Resource not accessible"}')
     with pytest.raises(NetworkError, match="403 Forbidden .Resource not accessible"):
         make_client().get_json(pull_url)
     assert sleeps == [] and len(forge_server.requests) == 1
 
 
-def test_rate_limit_longer_than_the_cap_fails_clearly(make_client, forge_server, sleeps,  # noqa: F811
+def test_rate_limit_longer_than_the_cap_fails_clearly(make_client, forge_server, sleeps,
                                                       pull_url):
     forge_server.misbehave("status", status=403, body=b'{"message": "API rate limit exceeded"}',
                            headers={"x-ratelimit-remaining": "0",
@@ -96,34 +95,34 @@ def test_rate_limit_longer_than_the_cap_fails_clearly(make_client, forge_server,
     assert sleeps == []
 
 
-def test_5xx_then_success_backs_off_exponentially(make_client, forge_server, sleeps,  # noqa: F811
+def test_5xx_then_success_backs_off_exponentially(make_client, forge_server, sleeps,
                                                   pull_url):
     forge_server.misbehave("status", status=502, times=3)
     assert make_client().get_json(pull_url)["number"] == 1
     assert sleeps == [0.5, 1.0, 2.0]
 
 
-def test_jitter_spreads_the_waits(make_client, forge_server, sleeps, pull_url):  # noqa: F811
+def test_jitter_spreads_the_waits(make_client, forge_server, sleeps, pull_url):
     forge_server.misbehave("status", status=500, times=1)
     make_client(rng=lambda: 1.0).get(pull_url)
     assert sleeps == [0.75]
 
 
-def test_5xx_forever_gives_up(make_client, forge_server, sleeps, pull_url):  # noqa: F811
+def test_5xx_forever_gives_up(make_client, forge_server, sleeps, pull_url):
     forge_server.misbehave("status", status=500, times=99)
     with pytest.raises(NetworkError, match=r"server answered 500 Internal Server Error \(gave up after 3 attempts\)"):
         make_client(max_retries=2).get(pull_url)
     assert len(forge_server.requests) == 3 and len(sleeps) == 2
 
 
-def test_total_backoff_is_capped(make_client, forge_server, sleeps, pull_url):  # noqa: F811
+def test_total_backoff_is_capped(make_client, forge_server, sleeps, pull_url):
     forge_server.misbehave("status", status=500, times=99)
     with pytest.raises(NetworkError):
         make_client(max_retries=10, max_wait=3.0).get(pull_url)
     assert sum(sleeps) <= 3.0
 
 
-def test_post_is_not_repeated_after_a_500(make_client, forge_server, pull_url):  # noqa: F811
+def test_post_is_not_repeated_after_a_500(make_client, forge_server, pull_url):
     forge_server.misbehave("status", status=500, path="/repos/o/r/pulls")
     resp = make_client().post(f"{forge_server.url}/repos/o/r/pulls",
                               json_body={"title": "t", "head": "me:b", "base": "main"})
@@ -131,26 +130,26 @@ def test_post_is_not_repeated_after_a_500(make_client, forge_server, pull_url): 
     assert forge_server.paths("POST") == ["/repos/o/r/pulls"]
 
 
-def test_slow_answer_times_out_and_is_retried(make_client, forge_server, sleeps, pull_url):  # noqa: F811
+def test_slow_answer_times_out_and_is_retried(make_client, forge_server, sleeps, pull_url):
     forge_server.misbehave("slow", delay=0.6)
     assert make_client(timeout=(2, 0.2)).get_json(pull_url)["number"] == 1
     assert len(forge_server.requests) == 2 and len(sleeps) == 1
 
 
-def test_slow_answer_forever_names_the_timeout(make_client, forge_server, pull_url):  # noqa: F811
+def test_slow_answer_forever_names_the_timeout(make_client, forge_server, pull_url):
     forge_server.misbehave("slow", delay=0.4, times=2)
     with pytest.raises(NetworkError, match=r"no answer from 127\.0\.0\.1:\d+ within 0.2 s"):
         make_client(timeout=(2, 0.2), max_retries=1).get(pull_url)
 
 
-def test_bad_json_names_the_url(make_client, forge_server, pull_url):  # noqa: F811
+def test_bad_json_names_the_url(make_client, forge_server, pull_url):
     forge_server.misbehave("bad_json")
     with pytest.raises(NetworkError, match=r"GET http://127\.0\.0\.1:\d+/repos/o/r/pulls/1: "
                                            r"the answer is not valid JSON"):
         make_client().get_json(pull_url)
 
 
-def test_truncated_body_is_detected_and_retried(make_client, forge_server, pull_url):  # noqa: F811
+def test_truncated_body_is_detected_and_retried(make_client, forge_server, pull_url):
     forge_server.misbehave("truncate")
     assert make_client().get_json(pull_url)["title"] == "first"
     forge_server.misbehave("truncate", times=9)
@@ -158,7 +157,7 @@ def test_truncated_body_is_detected_and_retried(make_client, forge_server, pull_
         make_client(max_retries=1).get(pull_url, use_cache=False)
 
 
-def test_etag_revalidation_serves_304_from_cache(make_client, forge_server, pull_url):  # noqa: F811
+def test_etag_revalidation_serves_304_from_cache(make_client, forge_server, pull_url):
     client = make_client()
     first = client.get(pull_url)
     assert not first.from_cache and first.header("etag")
@@ -169,7 +168,7 @@ def test_etag_revalidation_serves_304_from_cache(make_client, forge_server, pull
     assert client.get_json(pull_url)["title"] == "changed"
 
 
-def test_offline_answers_from_cache_or_says_it_cannot(make_client, forge_server, pull_url):  # noqa: F811
+def test_offline_answers_from_cache_or_says_it_cannot(make_client, forge_server, pull_url):
     make_client().get_json(pull_url)
     served = len(forge_server.requests)
     # Another token, offline: the cache is keyed without the token, and nothing is sent.
@@ -184,13 +183,13 @@ def test_offline_answers_from_cache_or_says_it_cannot(make_client, forge_server,
         offline.post(f"{forge_server.url}/repos/o/r/pulls", json_body={})
 
 
-def test_accept_is_part_of_the_cache_key(make_client, forge_server, pull_url):  # noqa: F811
+def test_accept_is_part_of_the_cache_key(make_client, forge_server, pull_url):
     make_client().get(pull_url, accept="application/json")
     with pytest.raises(NetworkError, match="offline"):
         make_client(offline=True).get(pull_url, accept="application/vnd.github.diff")
 
 
-def test_pagination_follows_link_next(make_client, forge_server):  # noqa: F811
+def test_pagination_follows_link_next(make_client, forge_server):
     for n in range(1, 6):
         forge_server.add_pull("o/r", n)
     items = make_client().get_all(f"{forge_server.url}/repos/o/r/pulls?state=open")
@@ -198,7 +197,7 @@ def test_pagination_follows_link_next(make_client, forge_server):  # noqa: F811
     assert len(forge_server.paths("GET")) == 3
 
 
-def test_token_never_in_messages_logs_repr_or_cache(make_client, forge_server, pull_url,  # noqa: F811
+def test_token_never_in_messages_logs_repr_or_cache(make_client, forge_server, pull_url,
                                                     caplog, tmp_path):
     caplog.set_level(logging.DEBUG)
     client = make_client(max_retries=1)
@@ -214,7 +213,7 @@ def test_token_never_in_messages_logs_repr_or_cache(make_client, forge_server, p
             assert TOKEN.encode() not in path.read_bytes()
 
 
-def test_token_from_environment(tmp_path, monkeypatch, forge_server, pull_url):  # noqa: F811
+def test_token_from_environment(tmp_path, monkeypatch, forge_server, pull_url):
     monkeypatch.setenv("GITHUB_TOKEN", "envtoken")
     client = HttpClient(tmp_path, token_env="GITHUB_TOKEN", token_host=forge_server.host)
     client.get(pull_url)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.env import isolate
+
 BASE = {
     "calc.py": b"def add(a, b):\n    return a + b\n\n\ndef div(a, b):\n    return a / b\n",
     "docs/crlf.txt": b"one\r\ntwo\r\nthree\r\n",
@@ -68,18 +70,7 @@ def built(tmp_path_factory):
     """(upstream repo, project) with three patches, overlays generated. Built once per module;
     the environment is isolated the way conftest does it for each test."""
     mp = pytest.MonkeyPatch()
-    home = tmp_path_factory.mktemp("interop-home")
-    for key, value in {"HOME": home, "XDG_CACHE_HOME": home / ".cache",
-                       "XDG_CONFIG_HOME": home / ".config",
-                       "PATCHFORGE_CACHE": home / ".cache" / "patchforge",
-                       "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "Test Author",
-                       "GIT_AUTHOR_EMAIL": "author@example.com",
-                       "GIT_COMMITTER_NAME": "Test Committer",
-                       "GIT_COMMITTER_EMAIL": "committer@example.com",
-                       "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "commit.gpgsign",
-                       "GIT_CONFIG_VALUE_0": "false", "GIT_CONFIG_KEY_1": "init.defaultBranch",
-                       "GIT_CONFIG_VALUE_1": "main", "NO_COLOR": "1"}.items():
-        mp.setenv(key, str(value))
+    isolate(mp, tmp_path_factory.mktemp("interop-home"))
     try:
         tmp = tmp_path_factory.mktemp("interop")
         up = tmp / "up"

@@ -3,114 +3,18 @@ expressions), a clean-merging rebase that loses a fix stopping with exit 3, and 
 checked per profile on the overlays (`check_overlay_invariants`, `patchforge check`).
 
 Projects here pin a real git upstream built by the test and are driven through the real CLI.
-`StackProject` is shared with test_ledger.py and test_checks.py.
 """
 from __future__ import annotations
 
-import json
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from conftest import cli_in_process, git
+from helpers.project import OneUpstreamStack
 from patchforge.errors import InputError, UnsafePathError
 from patchforge.formats.patchfile import parse_patch_file
 from patchforge.invariants import (MAX_PATTERN, Invariant, check_overlay_invariants,
                                    check_patch_invariants, parse_invariants)
-
-
-run_cli = cli_in_process
-
-
-class StackProject:
-    """A patchforge project (patchforge.toml) pinned to a real git upstream named `up`."""
-
-    def __init__(self, tmp_path: Path, files: dict[str, bytes], *, profiles=None,
-                 config_extra: str = "") -> None:
-        self.up = tmp_path / "up"
-        self.up.mkdir()
-        git(self.up, "init", "-q")
-        self.commit(files, "v1", tag="v1")
-        self.root = tmp_path / "project"
-        self.root.mkdir()
-        self.cli("init", "--standalone", str(self.root))
-        profile_lines = "".join(f'{name} = "{desc}"\n' for name, desc in (profiles or {}).items())
-        (self.root / "patchforge.toml").write_text(
-            ("[profiles]\n" + profile_lines + "\n" if profiles else "") + config_extra)
-        self.cli("upstream", "add", "up", "--git", str(self.up), "--at", "v1",
-                 "--install-root", "/opt/site")
-        (self.root / "series" / "up").mkdir(parents=True, exist_ok=True)
-
-    # --- the upstream ---------------------------------------------------------------------------
-    def commit(self, files: dict[str, bytes], message: str, tag: str | None = None) -> str:
-        for rel, data in files.items():
-            (self.up / rel).parent.mkdir(parents=True, exist_ok=True)
-            (self.up / rel).write_bytes(data)
-        git(self.up, "add", "-A")
-        git(self.up, "commit", "-q", "-m", message)
-        if tag:
-            git(self.up, "tag", tag)
-        return git(self.up, "rev-parse", "HEAD").strip()
-
-    def read_upstream(self, rel: str, rev: str = "HEAD") -> bytes:
-        return subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=self.up, check=True,
-                              capture_output=True).stdout
-
-    # --- the project ----------------------------------------------------------------------------
-    def cli(self, *args: str, expect: int | None = 0) -> tuple[int, str, str]:
-        code, out, err = run_cli(getattr(self, "root", Path(".")), *args)
-        if expect is not None:
-            assert code == expect, f"patchforge {' '.join(args)} -> {code}\n{out}\n{err}"
-        return code, out, err
-
-    def json(self, *args: str, expect: int = 0) -> dict:
-        return json.loads(self.cli(*args, "--json", expect=expect)[1])
-
-    @property
-    def base(self) -> str:
-        return json.loads((self.root / "upstream.lock").read_text())["upstreams"]["up"]["commit"]
-
-    def add_patch(self, name: str, path: str, old: bytes | None, new: bytes, *,
-                  fields: str = "", description: str | None = None) -> bytes:
-        """A patch changing `path` from `old` (None: created) to `new`, made with git diff."""
-        scratch = self.root.parent / f"diff-{name}"
-        scratch.mkdir()
-        git(scratch, "init", "-q")
-        if old is not None:
-            (scratch / path).parent.mkdir(parents=True, exist_ok=True)
-            (scratch / path).write_bytes(old)
-            git(scratch, "add", "-A")
-            git(scratch, "commit", "-q", "-m", "old")
-        (scratch / path).parent.mkdir(parents=True, exist_ok=True)
-        (scratch / path).write_bytes(new)
-        git(scratch, "add", "-A")
-        diff = subprocess.run(["git", "diff", "--cached", "--full-index"], cwd=scratch,
-                              check=True, capture_output=True).stdout
-        data = (f"Description: {description or 'fix ' + name}\n"
-                "Author: Test Author <author@example.com>\n"
-                "Upstream-Status: Pending\n"
-                "Upstream: up\n"
-                f"Base: {self.base}\n"
-                f"{fields}"
-                "\n"
-                "Why the fix exists.\n"
-                "---\n").encode() + diff
-        (self.root / "series" / "up" / f"{name}.patch").write_bytes(data)
-        series = self.root / "series" / "up" / "series"
-        series.write_bytes((series.read_bytes() if series.exists() else b"")
-                           + f"{name}.patch\n".encode())
-        return data
-
-    def project(self):
-        from patchforge.project import Project
-        return Project.discover(self.root)
-
-    def files(self) -> dict[str, bytes]:
-        """Every project file outside .patchforge/."""
-        return {p.relative_to(self.root).as_posix(): p.read_bytes()
-                for p in sorted(self.root.rglob("*"))
-                if p.is_file() and ".patchforge" not in p.relative_to(self.root).parts}
 
 
 # --- parsing and matching -------------------------------------------------------------------
@@ -190,34 +94,34 @@ KEEPS = "Keeps: pkg/ops.py: re:def fnuz_writer\\(x\\):\\n(?:    .*\\n)*?    scal
 
 
 def test_clean_merging_rebase_that_loses_the_fix_stops_with_exit_3(tmp_path):
-    stack = StackProject(tmp_path, {"pkg/ops.py": V1})
-    stack.add_patch("fnuz-scale", "pkg/ops.py", V1, FIXED, fields=KEEPS)
+    stack = OneUpstreamStack(tmp_path, {"pkg/ops.py": V1})
+    stack.add_fix("fnuz-scale", "pkg/ops.py", V1, FIXED, fields=KEEPS)
     stack.cli("lint", "--no-forge")  # the invariant holds on the locked base
     stack.commit({"pkg/ops.py": V2}, "v2: OCP writer", tag="v2")
     # The fix still "applies" to v2, exactly: nothing but the invariant can tell.
     assert subprocess.run(["git", "apply", "--check", "-"], cwd=stack.up, capture_output=True,
                           input=(stack.root / "series/up/fnuz-scale.patch").read_bytes()
                           ).returncode == 0
-    before = stack.files()
+    before = stack.snapshot()
     code, out, err = stack.cli("rebase", "--to", "v2", expect=3)
     assert "up/fnuz-scale.patch" in err  # the patch
     assert "pkg/ops.py: re:def fnuz_writer" in err  # the file and the invariant
     assert "Keeps invariant broken" in err
-    assert stack.files() == before  # stopped like a conflict: nothing written
+    assert stack.snapshot() == before  # stopped like a conflict: nothing written
     stack.cli("rebase", "--abort")
-    assert stack.files() == before
+    assert stack.snapshot() == before
 
 
 def test_the_same_rebase_without_the_invariant_moves_the_fix_into_the_wrong_function(tmp_path):
     # The control for the test above: without `Keeps:` the rebase succeeds and the fix now
     # sits in ocp_writer, while fnuz_writer keeps the wrong scale.
-    stack = StackProject(tmp_path, {"pkg/ops.py": V1})
-    stack.add_patch("fnuz-scale", "pkg/ops.py", V1, FIXED)
+    stack = OneUpstreamStack(tmp_path, {"pkg/ops.py": V1})
+    stack.add_fix("fnuz-scale", "pkg/ops.py", V1, FIXED)
     stack.commit({"pkg/ops.py": V2}, "v2: OCP writer", tag="v2")
     stack.cli("rebase", "--to", "v2")
     patch = stack.project().read_patch("up", "fnuz-scale.patch")
     from patchforge.apply.series import apply_series
-    state = apply_series(lambda paths: {p: stack.read_upstream(p, "v2") for p in paths},
+    state = apply_series(lambda paths: {p: stack.upstream.read(p, "v2") for p in paths},
                          [("fnuz-scale.patch", patch)])
     result = state.current["pkg/ops.py"]
     ocp, fnuz = result.split(b"def fnuz_writer")
@@ -231,18 +135,18 @@ def test_the_same_rebase_without_the_invariant_moves_the_fix_into_the_wrong_func
 OPS = b"def fp8_max():\n    return 448.0\n\n\ndef dtype():\n    return 'e4m3fn'\n"
 
 
-def profile_stack(tmp_path) -> StackProject:
+def profile_stack(tmp_path) -> OneUpstreamStack:
     """shared-fix (all profiles, Keeps 224.0); gfx942-only dtype fix (Keeps e4m3fnuz);
     a gfx950-only later patch that puts 448.0 back (undoing the shared fix on gfx950 only)."""
-    stack = StackProject(tmp_path, {"pkg/ops.py": OPS, "pkg/other.py": b"KEEP = 1\n"},
+    stack = OneUpstreamStack(tmp_path, {"pkg/ops.py": OPS, "pkg/other.py": b"KEEP = 1\n"},
                          profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
     fixed = OPS.replace(b"448.0", b"224.0")
-    stack.add_patch("shared-fix", "pkg/ops.py", OPS, fixed,
+    stack.add_fix("shared-fix", "pkg/ops.py", OPS, fixed,
                     fields="Keeps: pkg/ops.py: return 224.0\n"
                            "Keeps: pkg/other.py: KEEP = 1\n")
-    stack.add_patch("gfx942-dtype", "pkg/ops.py", fixed, fixed.replace(b"e4m3fn'", b"e4m3fnuz'"),
+    stack.add_fix("gfx942-dtype", "pkg/ops.py", fixed, fixed.replace(b"e4m3fn'", b"e4m3fnuz'"),
                     fields="Profiles: gfx942\nKeeps: pkg/ops.py: re:^    return 'e4m3fnuz'$\n")
-    stack.add_patch("gfx950-ocp-max", "pkg/ops.py", fixed, fixed.replace(b"224.0", b"448.0"),
+    stack.add_fix("gfx950-ocp-max", "pkg/ops.py", fixed, fixed.replace(b"224.0", b"448.0"),
                     fields="Profiles: gfx950\n")
     return stack
 

@@ -12,7 +12,7 @@ import pytest
 from patchforge.errors import InputError
 from patchforge.ledger import (departures, ledger_findings, read_history, record_event,
                                record_rebase, render_ledger)
-from test_invariants import StackProject
+from helpers.project import OneUpstreamStack
 
 A = b"".join(f"def a{i}():\n    return {i}\n\n".encode() for i in range(12))
 B = b"".join(f"def b{i}():\n    return {i}\n\n".encode() for i in range(12))
@@ -26,17 +26,17 @@ def fixed_clock(monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")  # 2026-01-01T00:00:00Z
 
 
-def make_stack(tmp_path) -> StackProject:
-    stack = StackProject(tmp_path, {"pkg/a.py": A, "pkg/b.py": B},
+def make_stack(tmp_path) -> OneUpstreamStack:
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": A, "pkg/b.py": B},
                          profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
-    stack.add_patch("a-sign", "pkg/a.py", A, A_FIXED, description="a3 returns a negative",
+    stack.add_fix("a-sign", "pkg/a.py", A, A_FIXED, description="a3 returns a negative",
                     fields=f"Forwarded: {PR}\nDrop-When: up>=2\n")
     path = stack.root / "series/up/a-sign.patch"
     path.write_bytes(path.read_bytes().replace(b"Upstream-Status: Pending",
                                                f"Upstream-Status: Submitted [{PR}]".encode()))
-    stack.add_patch("b-sign", "pkg/b.py", B, B_FIXED, description="b7 | returns a negative",
+    stack.add_fix("b-sign", "pkg/b.py", B, B_FIXED, description="b7 | returns a negative",
                     fields="Profiles: gfx942\n")
-    stack.add_patch("new-file", "pkg/c.py", None, b"C = 1\n", description="add pkg/c.py")
+    stack.add_fix("new-file", "pkg/c.py", None, b"C = 1\n", description="add pkg/c.py")
     return stack
 
 

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from patchforge.formats.schemas import validation_errors
-from conftest import REPO_ROOT
-from servers import forge_server  # noqa: F401  (fixture)
-from tests.test_hostile import add_patch, build_env, run_cli, snapshot
+from helpers.cli import run_cli
+from helpers.env import REPO_ROOT
+from helpers.project import add_patch_file
+from helpers.snapshot import snapshot
+from helpers.template import build_template
 
 AUTHOR = b"Author: A U Thor <author@example.com>\n"
 FIELDS = b"Description: a fix\n" + AUTHOR + b"Upstream-Status: Pending\n"
@@ -30,7 +32,7 @@ def patch(fields: bytes, diff: bytes = MODIFY_A) -> bytes:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    return build_env(tmp_path_factory)
+    return build_template(tmp_path_factory)
 
 
 def lint_json(root: Path, *extra: str):
@@ -84,7 +86,7 @@ def _write(path: Path, data: bytes) -> Path:
 ])
 def test_header_findings(env, tmp_path, monkeypatch, fields, expected, severity):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "fix.patch", patch(fields))
+    add_patch_file(root, "up", "fix.patch", patch(fields))
     rc, doc = lint_json(root, "--no-forge")
     found = [f for f in findings(doc, "header", "fix.patch") if expected in f["message"]]
     assert found and found[0]["severity"] == severity, doc
@@ -93,7 +95,7 @@ def test_header_findings(env, tmp_path, monkeypatch, fields, expected, severity)
 
 def test_origin_without_author_is_enough(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "fix.patch", patch(b"Description: x\nOrigin: vendor\nUpstream-Status: "
+    add_patch_file(root, "up", "fix.patch", patch(b"Description: x\nOrigin: vendor\nUpstream-Status: "
                                        b"Backport [abc123]\n"))
     rc, doc = lint_json(root, "--no-forge")
     assert [f for f in findings(doc, "header", "fix.patch") if "Base" not in f["message"]] == [], doc
@@ -102,7 +104,7 @@ def test_origin_without_author_is_enough(env, tmp_path, monkeypatch):
 
 def test_unlisted_and_missing_patches(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "fix.patch", patch(FIELDS))
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS))
     (root / "series/up/stray.patch").write_bytes(patch(FIELDS, MODIFY_MOD))
     with open(root / "series/up/series", "ab") as series:
         series.write(b"ghost.patch\n")
@@ -115,8 +117,8 @@ def test_unlisted_and_missing_patches(env, tmp_path, monkeypatch):
 
 def test_duplicate_entry_and_duplicate_change(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "fix.patch", patch(FIELDS))
-    add_patch(root, "again.patch", patch(b"Description: the same\n" + AUTHOR +
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS))
+    add_patch_file(root, "up", "again.patch", patch(b"Description: the same\n" + AUTHOR +
                                          b"Upstream-Status: Pending\n"))
     rc, doc = lint_json(root, "--no-forge")
     assert rc == 1
@@ -137,7 +139,7 @@ def _git_diff(env, tmp_path, *options: str) -> bytes:
 
 def test_byte_stability_abbreviated_index_is_a_warning(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "fix.patch", patch(FIELDS, _git_diff(env, tmp_path, "--abbrev=12")))
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS, _git_diff(env, tmp_path, "--abbrev=12")))
     rc, doc = lint_json(root, "--no-forge")
     (found,) = findings(doc, "byte-stable", "fix.patch")
     assert found["severity"] == "warning" and "only index lines differ" in found["message"]
@@ -146,7 +148,7 @@ def test_byte_stability_abbreviated_index_is_a_warning(env, tmp_path, monkeypatc
 
 def test_byte_stability_other_diff_options_are_an_error(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "fix.patch", patch(FIELDS, _git_diff(env, tmp_path, "-U1")))
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS, _git_diff(env, tmp_path, "-U1")))
     rc, doc = lint_json(root, "--no-forge")
     (found,) = findings(doc, "byte-stable", "fix.patch")
     assert found["severity"] == "error" and "diff: line" in found["message"]
@@ -166,14 +168,14 @@ def test_fuzz_and_failure_per_profile(env, tmp_path, monkeypatch):
     _with_profiles(root)
     # On gfx950 an earlier patch changes line1, so the next one's first context line is gone:
     # it applies there only with fuzz; on gfx942 it is exact.
-    add_patch(root, "first.patch", patch(FIELDS + b"Profiles: gfx950\n", (
+    add_patch_file(root, "up", "first.patch", patch(FIELDS + b"Profiles: gfx950\n", (
         b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
         b"@@ -1,4 +1,4 @@\n-line1\n+LINE1\n line2\n line3\n line4\n")))
-    add_patch(root, "second.patch", patch(b"Description: y\n" + AUTHOR +
+    add_patch_file(root, "up", "second.patch", patch(b"Description: y\n" + AUTHOR +
                                           b"Upstream-Status: Pending\n", (
         b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
         b"@@ -1,6 +1,6 @@\n line1\n line2\n-line3\n+LINE3\n line4\n line5\n line6\n")))
-    add_patch(root, "broken.patch", patch(b"Description: z\n" + AUTHOR +
+    add_patch_file(root, "up", "broken.patch", patch(b"Description: z\n" + AUTHOR +
                                           b"Upstream-Status: Pending\n", (
         b"diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
         b"@@ -1,3 +1,3 @@\n x = 1\n-y = 99\n+y = 20\n z = 3\n")))
@@ -191,9 +193,9 @@ def test_fuzz_and_failure_per_profile(env, tmp_path, monkeypatch):
 
 def test_zero_context_and_binary_hunks(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "u0.patch", patch(FIELDS, b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n"
+    add_patch_file(root, "up", "u0.patch", patch(FIELDS, b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n"
                                               b"+++ b/a.txt\n@@ -5 +5 @@\n-line5\n+LINE5\n"))
-    add_patch(root, "bin.patch", patch(b"Description: b\n" + AUTHOR + b"Upstream-Status: Pending\n",
+    add_patch_file(root, "up", "bin.patch", patch(b"Description: b\n" + AUTHOR + b"Upstream-Status: Pending\n",
                                        b"diff --git a/x.bin b/x.bin\nnew file mode 100644\n"
                                        b"Binary files /dev/null and b/x.bin differ\n"))
     rc, doc = lint_json(root, "--no-forge")
@@ -204,8 +206,8 @@ def test_zero_context_and_binary_hunks(env, tmp_path, monkeypatch):
 
 def test_keeps_invariant_broken_by_a_later_patch(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "fix.patch", patch(FIELDS + b"Keeps: a.txt: LINE2\n"))
-    add_patch(root, "undo.patch", patch(b"Description: undo\n" + AUTHOR +
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS + b"Keeps: a.txt: LINE2\n"))
+    add_patch_file(root, "up", "undo.patch", patch(b"Description: undo\n" + AUTHOR +
                                         b"Upstream-Status: Pending\n", (
         b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
         b"@@ -1,5 +1,5 @@\n line1\n-LINE2\n+line2\n line3\n line4\n line5\n")))
@@ -221,11 +223,11 @@ def _with_forge(root: Path, url: str) -> None:
 
 
 def test_submitted_fix_whose_pull_request_closed_unmerged(env, tmp_path, monkeypatch,
-                                                          forge_server):  # noqa: F811
+                                                          forge_server):
     root = env.fresh(tmp_path, monkeypatch)
     _with_forge(root, forge_server.url)
     url = b"https://github.com/o/r/pull/5"
-    add_patch(root, "fix.patch", patch(b"Description: x\n" + AUTHOR + b"Forwarded: " + url +
+    add_patch_file(root, "up", "fix.patch", patch(b"Description: x\n" + AUTHOR + b"Forwarded: " + url +
                                        b"\nUpstream-Status: Submitted [" + url + b"]\n"))
     forge_server.add_pull("o/r", 5, state="closed", merged=False)
     rc, doc = lint_json(root)
@@ -239,22 +241,22 @@ def test_submitted_fix_whose_pull_request_closed_unmerged(env, tmp_path, monkeyp
 
 
 def test_forge_failure_is_a_warning_not_a_pass(env, tmp_path, monkeypatch,
-                                               forge_server):  # noqa: F811
+                                               forge_server):
     root = env.fresh(tmp_path, monkeypatch)
     _with_forge(root, forge_server.url)
-    add_patch(root, "fix.patch", patch(b"Description: x\n" + AUTHOR + b"Upstream-Status: "
+    add_patch_file(root, "up", "fix.patch", patch(b"Description: x\n" + AUTHOR + b"Upstream-Status: "
                                        b"Submitted [https://github.com/o/r/pull/404]\n"))
     rc, doc = lint_json(root)
     (found,) = findings(doc, "forwarded", "fix.patch")
     assert found["severity"] == "warning" and "cannot check" in found["message"]
 
 
-def test_drop_when_already_true(env, tmp_path, monkeypatch, forge_server):  # noqa: F811
+def test_drop_when_already_true(env, tmp_path, monkeypatch, forge_server):
     root = env.fresh(tmp_path, monkeypatch)
     _with_forge(root, forge_server.url)
     pinned = json.loads((root / "upstream.lock").read_text())["upstreams"]["up"]["commit"]
     forge_server.add_pull("o/r", 7, state="closed", merged=True, merge_commit_sha=pinned)
-    add_patch(root, "fix.patch", patch(FIELDS + b"Drop-When: merged https://github.com/o/r/pull/7\n"))
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS + b"Drop-When: merged https://github.com/o/r/pull/7\n"))
     rc, doc = lint_json(root)
     assert rc == 1
     assert "is true" in findings(doc, "drop-when", "fix.patch")[0]["message"], doc
@@ -262,7 +264,7 @@ def test_drop_when_already_true(env, tmp_path, monkeypatch, forge_server):  # no
 
 def test_text_output_lists_findings_and_exits_1(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "fix.patch", patch(b"Description: x\n" + AUTHOR))
+    add_patch_file(root, "up", "fix.patch", patch(b"Description: x\n" + AUTHOR))
     r = run_cli(root, "lint", "--no-forge")
     assert r.rc == 1
     assert "up/fix.patch" in r.out and "no Upstream-Status" in r.out and "1 error(s)" in r.out
@@ -270,7 +272,7 @@ def test_text_output_lists_findings_and_exits_1(env, tmp_path, monkeypatch):
 
 def test_warnings_fail(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "fix.patch", patch(b"Description: x\n" + AUTHOR +
+    add_patch_file(root, "up", "fix.patch", patch(b"Description: x\n" + AUTHOR +
                                        b"Upstream-Status: Submitted\n"))
     assert run_cli(root, "lint", "--no-forge").rc == 0
     assert run_cli(root, "lint", "--no-forge", "--warnings-fail").rc == 1

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from servers import forge_server, other_server  # noqa: F401  (fixtures)
-from tests.test_hostile import add_patch, build_env, run_cli, snapshot
+from helpers.cli import run_cli
+from helpers.project import add_patch_file
+from helpers.snapshot import snapshot
+from helpers.template import build_template
 
 TOKEN = "ghp_SECRETtoken0123456789abcdefABCDEF"
 URL = "https://github.com/o/r/pull/5"
@@ -23,16 +25,16 @@ PATCH = (b"Description: a fix\nAuthor: A U Thor <author@example.com>\nForwarded:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    return build_env(tmp_path_factory)
+    return build_template(tmp_path_factory)
 
 
 @pytest.fixture
-def project(env, tmp_path, monkeypatch, forge_server):  # noqa: F811
+def project(env, tmp_path, monkeypatch, forge_server):
     root = env.fresh(tmp_path, monkeypatch)
     config = root / "patchforge.toml"
     config.write_bytes(config.read_bytes().replace(b"https://api.github.com",
                                                    forge_server.url.encode()))
-    add_patch(root, "fix.patch", PATCH)
+    add_patch_file(root, "up", "fix.patch", PATCH)
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     forge_server.add_pull("o/r", 5, state="open")
     return root
@@ -60,7 +62,7 @@ MISBEHAVIOURS = {
 
 
 @pytest.mark.parametrize("case", sorted(MISBEHAVIOURS))
-def test_status_with_a_failing_forge(env, project, tmp_path, forge_server, case):  # noqa: F811
+def test_status_with_a_failing_forge(env, project, tmp_path, forge_server, case):
     spec = dict(MISBEHAVIOURS[case])
     if case == "server-error-forever":
         # Retries with backoff are bounded (test_http.py); through the CLI keep it to one failure
@@ -85,15 +87,15 @@ def test_status_with_a_failing_forge(env, project, tmp_path, forge_server, case)
     _no_token_anywhere(env, r, tmp_path)
 
 
-def test_status_text_output_never_shows_the_token(env, project, tmp_path, forge_server):  # noqa: F811
+def test_status_text_output_never_shows_the_token(env, project, tmp_path, forge_server):
     forge_server.misbehave("status", path="/repos/o/r/pulls/5", status=401, times=100,
                            body=f'{{"message": "Bad credentials {TOKEN}"}}'.encode())
     r = run_cli(project, "-v", "status")
     _no_token_anywhere(env, r, tmp_path)
 
 
-def test_redirect_to_another_host_does_not_carry_the_token(env, project, tmp_path, forge_server,  # noqa: F811
-                                                           other_server):  # noqa: F811
+def test_redirect_to_another_host_does_not_carry_the_token(env, project, tmp_path, forge_server,
+                                                           other_server):
     forge_server.misbehave("redirect", path="/repos/o/r/pulls/5", times=100,
                            location=f"{other_server.url}/repos/o/r/pulls/5")
     r = run_cli(project, "status", "--json")
@@ -104,7 +106,7 @@ def test_redirect_to_another_host_does_not_carry_the_token(env, project, tmp_pat
 
 
 def test_lint_with_a_failing_forge_warns_and_writes_nothing(env, project, tmp_path,
-                                                            forge_server):  # noqa: F811
+                                                            forge_server):
     forge_server.misbehave("bad_json", path="/repos/o/r/pulls/5", times=100)
     before = snapshot(project)
     r = run_cli(project, "lint", "--json")
@@ -116,7 +118,7 @@ def test_lint_with_a_failing_forge_warns_and_writes_nothing(env, project, tmp_pa
 
 
 def test_offline_status_answers_from_cache_without_the_network(env, project, tmp_path,
-                                                               forge_server):  # noqa: F811
+                                                               forge_server):
     r = run_cli(project, "status", "--json")
     assert json.loads(r.out)["patches"][0]["forwarded"]["state"] == "open"
     asked = len(forge_server.requests)

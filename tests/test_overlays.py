@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from test_cli_setup import (UPSTREAM_FILES, git_project, ok, pf, schema_errors, tree_bytes)
+from helpers.cli import ok, run_cli
+from helpers.project import UPSTREAM_FILES, git_project
+from helpers.schemas import schema_errors
+from helpers.snapshot import tree_bytes
 
 INSTALL_ROOT = "/usr/local/lib/python3.12/dist-packages"
 
@@ -58,7 +61,7 @@ def stack(tmp_path):
 
 def test_overlays_content_profiles_and_sums(stack):
     root = stack
-    run = ok("overlays", root=root)
+    run = ok(root, "overlays")
     assert "wrote 5 overlay files" in run.text
     files = tree_bytes(root / "overlays")
     a_fixed = UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3 gfx942\n")
@@ -82,7 +85,7 @@ def test_overlays_content_profiles_and_sums(stack):
 
 def test_manifest_and_compose_fragment(stack):
     root = stack
-    ok("overlays", root=root)
+    ok(root, "overlays")
     manifest = json.loads((root / "overlays/manifest.json").read_bytes())
     assert schema_errors(manifest, "manifest") == []
     lock = json.loads((root / "upstream.lock").read_text())["upstreams"]["up"]
@@ -112,29 +115,29 @@ def test_manifest_and_compose_fragment(stack):
 
 def test_overlays_are_byte_identical_across_runs_and_checkouts(stack, tmp_path, monkeypatch):
     root = stack
-    ok("overlays", root=root)
+    ok(root, "overlays")
     first = tree_bytes(root / "overlays")
-    ok("overlays", root=root)
+    ok(root, "overlays")
     assert tree_bytes(root / "overlays") == first
     # Another checkout at another path, with another cache (store rebuilt from the upstream).
     other = tmp_path / "elsewhere" / "checkout"
     shutil.copytree(root, other, ignore=shutil.ignore_patterns(".patchforge", "overlays"))
     monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "other-cache"))
-    ok("fetch", root=other)
-    ok("overlays", root=other)
+    ok(other, "fetch")
+    ok(other, "overlays")
     assert tree_bytes(other / "overlays") == first
-    json_run = json.loads(ok("overlays", "--json", root=other).out)
+    json_run = json.loads(ok(other, "overlays", "--json").out)
     assert schema_errors(json_run, "overlays") == [] and json_run["overlays"] == 5
 
 
 def test_a_failing_patch_names_patch_and_hunk_and_leaves_overlays(stack):
     root = stack
-    ok("overlays", root=root)
+    ok(root, "overlays")
     before = tree_bytes(root / "overlays")
     write_patch(root, "broken", b"diff --git a/pkg/b.py b/pkg/b.py\n--- a/pkg/b.py\n+++ b/pkg/b.py\n"
                 b"@@ -1,3 +1,3 @@\n x = 1\n-y = 999\n+y = 3\n z = 3\n")
-    run = pf("overlays", root=root)
-    assert run.code == 2
+    run = run_cli(root, "overlays")
+    assert run.rc == 2
     assert "broken.patch" in run.err and "hunk #1" in run.err and "pkg/b.py" in run.err
     assert tree_bytes(root / "overlays") == before
     assert not list(root.glob(".overlays*"))
@@ -142,123 +145,123 @@ def test_a_failing_patch_names_patch_and_hunk_and_leaves_overlays(stack):
 
 def test_check_reports_drift_and_passes_when_clean(stack):
     root = stack
-    run = pf("overlays", "--check", root=root)
-    assert run.code == 1 and "missing" in run.text  # nothing generated yet
-    ok("overlays", root=root)
-    assert "up to date" in ok("overlays", "--check", root=root).text
+    run = run_cli(root, "overlays", "--check")
+    assert run.rc == 1 and "missing" in run.text  # nothing generated yet
+    ok(root, "overlays")
+    assert "up to date" in ok(root, "overlays", "--check").text
     clean = tree_bytes(root / "overlays")
     # Overlay files are build outputs (git-ignored): without them, the hashes decide.
     for profile in ("gfx942", "gfx950"):
         shutil.rmtree(root / "overlays" / profile / "up")
-    assert ok("overlays", "--check", root=root).code == 0
-    ok("overlays", root=root)
+    assert ok(root, "overlays", "--check").rc == 0
+    ok(root, "overlays")
     assert tree_bytes(root / "overlays") == clean
     # Tampered SHA256SUMS.
     sums = root / "overlays/SHA256SUMS"
     sums.write_bytes(sums.read_bytes().replace(b"  gfx942/up/a.py", b"  gfx942/up/a.py").replace(
         sums.read_bytes()[:8], b"00000000", 1))
-    run = pf("overlays", "--check", root=root)
-    assert run.code == 1 and "changed  SHA256SUMS" in run.text and "line 1" in run.text
+    run = run_cli(root, "overlays", "--check")
+    assert run.rc == 1 and "changed  SHA256SUMS" in run.text and "line 1" in run.text
     # A tampered overlay file.
-    ok("overlays", root=root)
+    ok(root, "overlays")
     (root / "overlays/gfx950/up/pkg/b.py").write_bytes(b"tampered\n")
-    run = pf("overlays", "--check", "--json", root=root)
-    assert run.code == 1
+    run = run_cli(root, "overlays", "--check", "--json")
+    assert run.rc == 1
     doc = json.loads(run.out)
     assert schema_errors(doc, "overlays") == []
     assert doc["drift"] == [{"path": "gfx950/up/pkg/b.py", "kind": "changed",
                              "detail": "overlay file differs from the regenerated one"}]
     # A patch changed since the overlays were made: the manifest drifts.
-    ok("overlays", root=root)
+    ok(root, "overlays")
     patch = root / "series/up/all-b.patch"
     patch.write_bytes(patch.read_bytes().replace(b"y = 22", b"y = 23"))
-    run = pf("overlays", "--check", root=root)
-    assert run.code == 1 and "manifest.json" in run.text and "gfx942/up/pkg/b.py" in run.text
+    run = run_cli(root, "overlays", "--check")
+    assert run.rc == 1 and "manifest.json" in run.text and "gfx942/up/pkg/b.py" in run.text
 
 
 def test_artifacts_are_pinned(stack):
     root = stack
-    ok("overlays", root=root)
+    ok(root, "overlays")
     (root / "entrypoint.sh").write_bytes(b"#!/bin/sh\nexec something-else\n")
-    run = pf("overlays", "--check", root=root)
-    assert run.code == 1 and "SHA256SUMS" in run.text
-    verify = pf("verify", root=root)
-    assert verify.code == 1 and "../entrypoint.sh" in verify.text
+    run = run_cli(root, "overlays", "--check")
+    assert run.rc == 1 and "SHA256SUMS" in run.text
+    verify = run_cli(root, "verify")
+    assert verify.rc == 1 and "../entrypoint.sh" in verify.text
     (root / "entrypoint.sh").unlink()
-    run = pf("overlays", root=root)
-    assert run.code == 2 and "entrypoint.sh does not exist" in run.err
+    run = run_cli(root, "overlays")
+    assert run.rc == 2 and "entrypoint.sh does not exist" in run.err
 
 
 def test_verify_and_installed_pre_images(stack, tmp_path):
     root = stack
-    ok("overlays", root=root)
-    run = ok("verify", "--json", root=root)
+    ok(root, "overlays")
+    run = ok(root, "verify", "--json")
     doc = json.loads(run.out)
     assert doc["ok"] is True and schema_errors(doc, "verify") == []
     (root / "overlays/gfx942/up/a.py").write_bytes(b"tampered\n")
-    run = pf("verify", root=root)
-    assert run.code == 1 and "gfx942/up/a.py" in run.text and "mismatch" in run.text
-    ok("overlays", root=root)
+    run = run_cli(root, "verify")
+    assert run.rc == 1 and "gfx942/up/a.py" in run.text and "mismatch" in run.text
+    ok(root, "overlays")
     # An image's site-packages with the right pre-images.
     site = tmp_path / "site-packages"
     for rel in ("a.py", "pkg/b.py"):
         (site / rel).parent.mkdir(parents=True, exist_ok=True)
         (site / rel).write_bytes(UPSTREAM_FILES[rel])
-    run = ok("verify", "--installed", str(site), "--json", root=root)
+    run = ok(root, "verify", "--installed", str(site), "--json")
     assert json.loads(run.out)["ok"] is True
     # One wrong pre-image: named, exit 1.
     (site / "pkg/b.py").write_bytes(b"x = 1\ny = 2\nz = 4\n")
-    run = pf("verify", "--installed", str(site), root=root)
-    assert run.code == 1
+    run = run_cli(root, "verify", "--installed", str(site))
+    assert run.rc == 1
     assert "pkg/b.py" in run.text and "not the pre-image" in run.text
     assert "a.py" not in run.text.replace("pkg/b.py", "")
     # A file the overlay creates must not exist in the image yet.
     (site / "pkg/b.py").write_bytes(UPSTREAM_FILES["pkg/b.py"])
     (site / "pkg/new.py").write_bytes(b"")
-    run = pf("verify", "--installed", str(site), root=root)
-    assert run.code == 1 and "pkg/new.py" in run.text
+    run = run_cli(root, "verify", "--installed", str(site))
+    assert run.rc == 1 and "pkg/new.py" in run.text
 
 
 def test_verify_without_overlays_and_with_a_malformed_sums_file(stack):
     root = stack
-    run = pf("verify", root=root)
-    assert run.code == 2 and "SHA256SUMS" in run.err
-    ok("overlays", root=root)
+    run = run_cli(root, "verify")
+    assert run.rc == 2 and "SHA256SUMS" in run.err
+    ok(root, "overlays")
     sums = root / "overlays/SHA256SUMS"
     sums.write_bytes(sums.read_bytes() + b"not a line\n")
-    run = pf("verify", root=root)
-    assert run.code == 2
+    run = run_cli(root, "verify")
+    assert run.rc == 2
     assert f"SHA256SUMS:{len(sums.read_bytes().splitlines())}:" in run.err
 
 
 def test_no_profiles_means_no_profile_directories(tmp_path):
     root, _ = git_project(tmp_path)
     write_patch(root, "all-b", B_DIFF)
-    ok("overlays", root=root)
+    ok(root, "overlays")
     assert sorted(tree_bytes(root / "overlays")) == ["SHA256SUMS", "compose.yaml",
                                                      "manifest.json", "up/pkg/b.py"]
-    unknown = pf("overlays", "--profile", "gfx942", root=root)
-    assert unknown.code == 2 and "unknown profile" in unknown.err
+    unknown = run_cli(root, "overlays", "--profile", "gfx942")
+    assert unknown.rc == 2 and "unknown profile" in unknown.err
 
 
 def test_verify_one_profile_checks_only_what_that_deployment_mounts(stack, tmp_path):
     root = stack
-    ok("overlays", root=root)
+    ok(root, "overlays")
     site = tmp_path / "site-packages"
     for rel in ("a.py", "pkg/b.py"):
         (site / rel).parent.mkdir(parents=True, exist_ok=True)
         (site / rel).write_bytes(UPSTREAM_FILES[rel])
     # a.py is overlaid for gfx942 only: an image with another a.py is fine for gfx950.
     (site / "a.py").write_bytes(b"a newer a.py\n")
-    assert pf("verify", "--installed", str(site), root=root).code == 1
-    assert pf("verify", "--installed", str(site), "--profile", "gfx942", root=root).code == 1
-    run = ok("verify", "--installed", str(site), "--profile", "gfx950", "--json", root=root)
+    assert run_cli(root, "verify", "--installed", str(site)).rc == 1
+    assert run_cli(root, "verify", "--installed", str(site), "--profile", "gfx942").rc == 1
+    run = ok(root, "verify", "--installed", str(site), "--profile", "gfx950", "--json")
     doc = json.loads(run.out)
     assert doc["ok"] and {r["path"] for r in doc["results"]} == {
         "gfx950/up/pkg/b.py", "gfx950/up/pkg/new.py", "../entrypoint.sh",
         f"{site}/pkg/b.py [gfx950]", f"{site}/pkg/new.py [gfx950]"}
     (root / "overlays/gfx942/up/a.py").write_bytes(b"tampered\n")
-    assert pf("verify", "--profile", "gfx942", root=root).code == 1
-    assert ok("verify", "--profile", "gfx950", root=root)
-    unknown = pf("verify", "--profile", "gfx1100", root=root)
-    assert unknown.code == 2 and "unknown profile" in unknown.err
+    assert run_cli(root, "verify", "--profile", "gfx942").rc == 1
+    assert ok(root, "verify", "--profile", "gfx950")
+    unknown = run_cli(root, "verify", "--profile", "gfx1100")
+    assert unknown.rc == 2 and "unknown profile" in unknown.err

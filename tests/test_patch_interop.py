@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git
+from helpers.git import git
 
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file

@@ -6,17 +6,13 @@ template and a DCO file), the fork is a bare repository on disk, the forge is th
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from conftest import git
-from patchforge.cli import main
-from servers import forge_server  # noqa: F401  (fixture)
+from helpers.cli import CliResult, run_cli
+from helpers.git import git
 
 TEMPLATE = b"""<!-- markdownlint-disable -->
 PLEASE FILL IN THE PR DESCRIPTION HERE ENSURING ALL CHECKLIST ITEMS (AT THE BOTTOM) HAVE BEEN CONSIDERED.
@@ -91,7 +87,7 @@ def _commit_all(repo: Path, message: str) -> str:
 
 
 @pytest.fixture
-def stack(tmp_path, make_git_repo, forge_server):  # noqa: F811
+def stack(tmp_path, make_git_repo, forge_server):
     """An upstream (pinned at its first commit, moved on since), a project carrying the fix, a
     bare fork, and the test forge as the configured API."""
     upstream, base = make_git_repo({".github/PULL_REQUEST_TEMPLATE.md": TEMPLATE,
@@ -105,11 +101,11 @@ def stack(tmp_path, make_git_repo, forge_server):  # noqa: F811
 
     root = tmp_path / "stack"
     root.mkdir()
-    result = run_cli("init", str(root))
-    assert result.exit_code == 0, result.output
-    result = run_cli("--root", str(root), "upstream", "add", "up", "--git", str(upstream),
+    result = run_cli(None, "init", str(root))
+    assert result.rc == 0, result.text
+    result = run_cli(root, "upstream", "add", "up", "--git", str(upstream),
                      "--at", base, "--follow", "main")
-    assert result.exit_code == 0, result.output
+    assert result.rc == 0, result.text
     # The whole configuration, written here so the test does not depend on init's wording.
     (root / "patchforge.toml").write_text(
         '[profiles]\ngfx942 = "MI300X: CDNA3, FNUZ FP8"\ngfx950 = "MI355X: CDNA4, OCP FP8"\n\n'
@@ -124,31 +120,8 @@ def stack(tmp_path, make_git_repo, forge_server):  # noqa: F811
             "forge": forge_server, "patch": series / "ck-a8w4-gfx950.patch"}
 
 
-@dataclass
-class Result:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
-
-
-def run_cli(*args: str) -> Result:
-    """The real command line (its one error-to-exit-code mapping included), in this process."""
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return Result(code, out.getvalue(), err.getvalue())
-
-
-def run_pr(stack, *args) -> Result:
-    return run_cli("--root", str(stack["root"]), "pr", *args)
+def run_pr(stack, *args) -> CliResult:
+    return run_cli(stack["root"], "pr", *args)
 
 
 def show(repo: Path, fmt: str, rev: str) -> str:
@@ -188,7 +161,7 @@ Signed-off-by: Ada Lovelace <ada@example.com>
 
 def test_dry_run_drafts_commit_format_patch_and_body(stack, tmp_path):
     result = run_pr(stack, "ck-a8w4-gfx950", "--json")
-    assert result.exit_code == 0, result.output
+    assert result.rc == 0, result.text
     doc = json.loads(result.stdout)
     assert doc["state"] == "ready" and doc["how"] == "offset" and doc["dry_run"] is True
     assert doc["onto"]["commit"] == stack["head"] and doc["onto"]["branch"] == "main"
@@ -260,8 +233,8 @@ def test_push_and_open_then_rerun_updates_the_same_pull_request(stack, monkeypat
     monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
     result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
                     "--fork-owner", "ada")
-    assert result.exit_code == 0, result.output
-    assert "tok-3f9a1c77e2" not in result.output
+    assert result.rc == 0, result.text
+    assert "tok-3f9a1c77e2" not in result.text
     out = stack["root"] / ".patchforge" / "pr" / "ck-a8w4-gfx950"
     record = json.loads((out / "pr.json").read_text())
     commit = record["commit"]
@@ -279,7 +252,7 @@ def test_push_and_open_then_rerun_updates_the_same_pull_request(stack, monkeypat
     assert posts[0].header("authorization") == "Bearer tok-3f9a1c77e2"
     url = "https://github.com/acme/up/pull/1"
     assert record["pull"]["action"] == "opened" and record["pull"]["url"] == url
-    assert f"opened draft pull request {url}" in result.output
+    assert f"opened draft pull request {url}" in result.text
 
     # The URL is recorded in the header; every other byte of the patch file is unchanged.
     expected = PATCH.replace(b"Forwarded: no\n", f"Forwarded: {url}\n".encode()).replace(
@@ -293,7 +266,7 @@ def test_push_and_open_then_rerun_updates_the_same_pull_request(stack, monkeypat
     before = len(forge.requests)
     again = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
                    "--fork-owner", "ada", "--json")
-    assert again.exit_code == 0, again.output
+    assert again.rc == 0, again.output
     doc = json.loads(again.stdout)
     assert doc["onto"]["commit"] == new_head and doc["commit"] != commit
     assert fork_branches(stack["fork"]) == {"refs/heads/patchforge/ck-a8w4-gfx950": doc["commit"]}
@@ -314,9 +287,9 @@ def test_a_conflict_is_reported_and_nothing_is_written_or_pushed(stack):
     _commit_all(stack["upstream"], "attn: rename the default")
     result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
                     "--fork-owner", "ada")
-    assert result.exit_code == 1
-    assert "conflict in pkg/attn.py" in result.stderr
-    assert "nothing was written or pushed" in result.stderr
+    assert result.rc == 1
+    assert "conflict in pkg/attn.py" in result.err
+    assert "nothing was written or pushed" in result.err
     assert fork_branches(stack["fork"]) == {}
     assert stack["forge"].requests == []
     assert not (stack["root"] / ".patchforge" / "pr").exists()
@@ -335,12 +308,12 @@ def test_a_fix_already_upstream_stops_with_where_it_landed(stack):
     (stack["upstream"] / "README.md").write_bytes(b"later\n")
     _commit_all(stack["upstream"], "readme")
     result = run_pr(stack, "ck-a8w4-gfx950", "--json")
-    assert result.exit_code == 1
+    assert result.rc == 1
     doc = json.loads(result.stdout)
     assert doc["state"] == "upstreamed" and doc["landed_in"] == landed
     assert not (stack["root"] / ".patchforge" / "pr").exists()
     text = run_pr(stack, "ck-a8w4-gfx950")
-    assert text.exit_code == 1 and "already upstream" in text.stderr
+    assert text.rc == 1 and "already upstream" in text.err
 
 
 def test_a_moved_context_is_carried_by_a_three_way_merge(stack):
@@ -349,7 +322,7 @@ def test_a_moved_context_is_carried_by_a_three_way_merge(stack):
                                                b"def select_backend(arch, default=None):\n"))
     head = _commit_all(stack["upstream"], "attn: a default")
     result = run_pr(stack, "ck-a8w4-gfx950", "--json")
-    assert result.exit_code == 0, result.output
+    assert result.rc == 0, result.text
     doc = json.loads(result.stdout)
     assert doc["how"] == "merged" and doc["onto"]["commit"] == head
     content = store_git("show", f"{doc['commit']}:pkg/attn.py")
@@ -361,7 +334,7 @@ def test_a_moved_context_is_carried_by_a_three_way_merge(stack):
 def test_onto_a_branch_makes_it_the_base(stack):
     git(stack["upstream"], "branch", "release-1", stack["base"])
     result = run_pr(stack, "ck-a8w4-gfx950", "--onto", "release-1", "--json")
-    assert result.exit_code == 0, result.output
+    assert result.rc == 0, result.text
     doc = json.loads(result.stdout)
     assert doc["onto"] | {"url": None} == {"branch": "release-1", "commit": stack["base"],
                                            "forge_repo": "acme/up", "ref": "release-1",
@@ -371,13 +344,13 @@ def test_onto_a_branch_makes_it_the_base(stack):
 
 def test_open_needs_push_and_a_fork_owner(stack):
     result = run_pr(stack, "ck-a8w4-gfx950", "--open")
-    assert result.exit_code == 2 and "--open needs --push" in result.output
+    assert result.rc == 2 and "--open needs --push" in result.text
     result = run_pr(stack, "ck-a8w4-gfx950", "--open", "--push", str(stack["fork"]))
-    assert result.exit_code == 2 and "--fork-owner" in result.output
+    assert result.rc == 2 and "--fork-owner" in result.text
     assert stack["forge"].requests == []
-    result = run_cli("--root", str(stack["root"]), "--offline", "pr", "ck-a8w4-gfx950",
+    result = run_cli(stack["root"], "--offline", "pr", "ck-a8w4-gfx950",
                      "--push", str(stack["fork"]))
-    assert result.exit_code == 2 and "would leave this machine" in result.output
+    assert result.rc == 2 and "would leave this machine" in result.text
     assert fork_branches(stack["fork"]) == {}
 
 
@@ -389,10 +362,10 @@ def test_a_directory_upstream_needs_a_git_url_and_then_uses_it(tmp_path, make_gi
     (installed / "pkg").mkdir(parents=True)
     (installed / "pkg/attn.py").write_bytes(ATTN_V1)
     root = tmp_path / "stack"
-    assert run_cli("init", str(root)).exit_code == 0
-    result = run_cli("--root", str(root), "upstream", "add", "site", "--dir", str(installed),
+    assert run_cli(None, "init", str(root)).rc == 0
+    result = run_cli(root, "upstream", "add", "site", "--dir", str(installed),
                      "--at", "installed")
-    assert result.exit_code == 0, result.output
+    assert result.rc == 0, result.text
     config = root / "patchforge.toml"
     config.write_text(f'[upstreams.site]\nkind = "dir"\npath = "{installed}"\n')
     (root / "series" / "site").mkdir(parents=True)
@@ -400,13 +373,13 @@ def test_a_directory_upstream_needs_a_git_url_and_then_uses_it(tmp_path, make_gi
         b"Description: attn: gfx950 takes ck_a8w4\nAuthor: Ada Lovelace <ada@example.com>\n"
         b"Last-Update: 2026-01-02\n\n---\n" + FIX_DIFF)
     (root / "series" / "site" / "series").write_bytes(b"fix.patch\n")
-    result = run_cli("--root", str(root), "pr", "fix")
-    assert result.exit_code == 2
-    assert "no history" in result.output and "git-url" in result.output
+    result = run_cli(root, "pr", "fix")
+    assert result.rc == 2
+    assert "no history" in result.text and "git-url" in result.text
 
     config.write_text(config.read_text() + f'git-url = "{upstream}"\n')
-    result = run_cli("--root", str(root), "pr", "fix", "--json")
-    assert result.exit_code == 0, result.output
+    result = run_cli(root, "pr", "fix", "--json")
+    assert result.rc == 0, result.text
     doc = json.loads(result.stdout)
     assert doc["trailers"] == [] and doc["signoff"] is None and doc["how"] == "applies"
     assert doc["body"]["template"] is None
@@ -416,7 +389,7 @@ def test_a_directory_upstream_needs_a_git_url_and_then_uses_it(tmp_path, make_gi
     assert "No measured results are recorded" in body
 
     config.write_text(config.read_text() + "signoff = true\n")
-    doc = json.loads(run_cli("--root", str(root), "pr", "fix", "--json").stdout)
+    doc = json.loads(run_cli(root, "pr", "fix", "--json").out)
     assert doc["trailers"] == ["Signed-off-by: Ada Lovelace <ada@example.com>"]
     assert doc["signoff"] == "configuration (signoff = true)"
 

@@ -14,116 +14,14 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from conftest import Upstream, cli_in_process, git
+from helpers.cli import run_cli
+from helpers.git import git
+from helpers.project import Stack
+from helpers.upstream import BASE, BASE_LINES, Upstream, with_lines
 from patchforge.formats.schemas import validation_errors
-
-# A file long enough for offsets and context to mean something: 30 small functions.
-BASE_LINES = [f"def f{i}():\n    return {i}\n\n".encode() for i in range(30)]
-BASE = b"".join(BASE_LINES)
-
-
-def with_lines(replacements: dict[int, bytes], lines=BASE_LINES) -> bytes:
-    """BASE with function i replaced by `replacements[i]`."""
-    return b"".join(replacements.get(i, line) for i, line in enumerate(lines))
-
-
-def patch_bytes(upstream_name: str, base: str, description: str, diff: bytes,
-                extra: str = "") -> bytes:
-    header = (f"Description: {description}\n"
-              "Author: Test Author <author@example.com>\n"
-              "Origin: vendor, test stack\n"
-              "Upstream-Status: Pending\n"
-              f"Upstream: {upstream_name}\n"
-              f"{extra}"
-              f"Base: {base}\n"
-              "\n"
-              "Why this fix exists, in a few words.\n"
-              "---\n")
-    return header.encode() + diff
-
-
-run_cli = cli_in_process
-
-
-def run_subprocess(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), *args],
-                          capture_output=True, env={**os.environ, **(env or {})})
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    """Every project file (overlays/ included), minus patchforge's local state."""
-    out = {}
-    for directory, dirnames, names in os.walk(root):
-        rel_dir = Path(directory).relative_to(root)
-        if rel_dir.parts[:1] == (".patchforge",):
-            dirnames[:] = []
-            continue
-        for name in names:
-            path = Path(directory, name)
-            out[path.relative_to(root).as_posix()] = path.read_bytes()
-    return out
-
-
-class Stack:
-    """A patchforge project pinned to one or more real git upstreams."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        root.mkdir(parents=True)
-        self.cli("init", "--standalone", str(root))
-        self.upstreams: dict[str, Upstream] = {}
-
-    def cli(self, *args: str, expect: int | None = 0) -> tuple[int, str, str]:
-        code, out, err = run_cli(self.root, *args)
-        if expect is not None:
-            assert code == expect, f"patchforge {' '.join(args)} -> {code}\n{out}\n{err}"
-        return code, out, err
-
-    def add_upstream(self, name: str, upstream: Upstream, at: str | None = None) -> None:
-        self.upstreams[name] = upstream
-        self.cli("upstream", "add", name, "--git", str(upstream.path), "--at",
-                 at or upstream.base, "--install-root", "/opt/site")
-
-    def add_patch(self, upstream_name: str, name: str, files: dict[str, bytes | None],
-                  description: str | None = None, extra: str = "") -> bytes:
-        upstream = self.upstreams[upstream_name]
-        base = json.loads(self.lock_bytes())["upstreams"][upstream_name]["commit"]
-        data = patch_bytes(upstream_name, base, description or f"fix {name}",
-                           upstream.diff(files, base), extra)
-        series_dir = self.root / "series" / upstream_name
-        series_dir.mkdir(parents=True, exist_ok=True)
-        (series_dir / f"{name}.patch").write_bytes(data)
-        series = series_dir / "series"
-        series.write_bytes((series.read_bytes() if series.exists() else b"")
-                           + f"{name}.patch\n".encode())
-        return data
-
-    def lock_bytes(self) -> bytes:
-        return (self.root / "upstream.lock").read_bytes()
-
-    def lock(self) -> dict:
-        return json.loads(self.lock_bytes())
-
-    def series(self, upstream_name: str) -> list[str]:
-        return (self.root / "series" / upstream_name / "series").read_text().split()
-
-    def patch(self, upstream_name: str, name: str, where: str = "") -> bytes:
-        sub = f"{where}/" if where else ""
-        return (self.root / "series" / upstream_name / f"{sub}{name}.patch").read_bytes()
-
-    def rebase_json(self, *args: str, expect: int = 0) -> dict:
-        _, out, _ = self.cli("rebase", *args, "--json", expect=expect)
-        document = json.loads(out)
-        assert validation_errors(document, "rebase") == []
-        return document
-
-    def snapshot(self) -> dict[str, bytes]:
-        return snapshot(self.root)
-
 
 @pytest.fixture
 def stack(tmp_path):
@@ -255,9 +153,9 @@ def test_range_diff_from_the_run_equals_the_one_from_the_patch_files(stack, upst
         self._chains.clear()
         return original(self, **options)
     monkeypatch.setattr(engine.Rebase, "_range_diff_inputs", without_recorded_chains)
-    code, out, err = run_cli(copy, "rebase", "--to", f"up={new_commit}", "--json")
-    assert code == 0, err
-    applied = json.loads(out)
+    result = run_cli(copy, "rebase", "--to", f"up={new_commit}", "--json")
+    assert result.rc == 0, result.err
+    applied = json.loads(result.out)
     assert applied["range_diff"] == recorded["range_diff"]
     assert "landed.patch" in recorded["range_diff"] and "other.patch" in recorded["range_diff"]
 
@@ -280,10 +178,10 @@ def test_a_failing_range_diff_import_does_not_fail_the_rebase(stack, upstream, m
     def broken_pipe(self, data):
         raise StoreError("git fast-import stopped: broken pipe (test)")
     monkeypatch.setattr(gitstore.RangeDiffImport, "blob", broken_pipe)
-    code, out, err = run_cli(copy, "rebase", "--to", f"up={new_commit}", "--json")
-    assert code == 0, err
+    result = run_cli(copy, "rebase", "--to", f"up={new_commit}", "--json")
+    assert result.rc == 0, result.err
     # Made again from the patch files, it is the same text (the same git objects).
-    assert json.loads(out)["range_diff"] == reference["range_diff"]
+    assert json.loads(result.out)["range_diff"] == reference["range_diff"]
     assert (copy / "series" / "up" / "far.patch").read_bytes() == stack.patch("up", "far")
 
     def failing(self, chains):
@@ -294,10 +192,10 @@ def test_a_failing_range_diff_import_does_not_fail_the_rebase(stack, upstream, m
     # Nor can the import even start (no room for its scratch repository): the same.
     monkeypatch.setattr(gitstore.RangeDiffImport, "__init__", cannot_start)
     monkeypatch.setattr(gitstore.RangeDiffImport, "range_diff", failing)
-    code, out, err = run_cli(again, "rebase", "--to", f"up={new_commit}", "--json")
-    assert code == 0, err
+    result = run_cli(again, "rebase", "--to", f"up={new_commit}", "--json")
+    assert result.rc == 0, result.err
     assert (again / "series" / "up" / "far.patch").read_bytes() == stack.patch("up", "far")
-    assert json.loads(out)["range_diff"] == \
+    assert json.loads(result.out)["range_diff"] == \
         "(no range-diff: cannot start git fast-import for the range-diff: test)\n"
 
 

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Upstream
-from test_rebase import BASE, Stack, run_cli, run_subprocess, snapshot, with_lines
+from helpers.cli import run_cli, run_subprocess
+from helpers.project import Stack
+from helpers.snapshot import snapshot
+from helpers.upstream import BASE, Upstream, with_lines
 
 KILLED = 137
 
@@ -54,31 +56,31 @@ def build(tmp_path: Path, monkeypatch) -> tuple[Stack, list[str]]:
     return stack, ["rebase", "--to", f"up={new_commit}"]
 
 
-def reference(stack: Stack, args: list[str], tmp_path: Path) -> dict[str, bytes]:
+def reference(stack: Stack, args: list[str], tmp_path: Path) -> dict[str, tuple]:
     """The bytes of an uninterrupted run."""
     root = tmp_path / "reference"
     shutil.copytree(stack.root, root, symlinks=True)
-    code, out, err = run_cli(root, *args)
-    assert code == 0, out + err
-    return snapshot(root)
+    result = run_cli(root, *args)
+    assert result.rc == 0, result.text
+    return snapshot(root, skip_state=True, dirs=False)
 
 
-def check_killed_state(root: Path, before: dict[str, bytes], after: dict[str, bytes],
+def check_killed_state(root: Path, before: dict[str, tuple], after: dict[str, tuple],
                        patches: list[bytes], label: str) -> str:
     """Check what a kill left; returns "old" or "journal"."""
     have = all_bytes(root)
     for data in patches:
         assert data in have, f"{label}: a patch file's bytes are nowhere"
     if not (root / ".patchforge" / "rebase" / "journal.json").exists():
-        assert snapshot(root) == before, f"{label}: no journal, yet the project changed"
+        assert snapshot(root, skip_state=True, dirs=False) == before, f"{label}: no journal, yet the project changed"
         return "old"
     for verb, expected in (("--abort", before), ("--continue", after)):
         copy = root.parent / f"{root.name}{verb}"
         shutil.copytree(root, copy, symlinks=True)
-        code, out, err = run_cli(copy, "rebase", verb)
-        assert code == 0, f"{label}: rebase {verb} -> {code}\n{out}\n{err}"
-        assert snapshot(copy) == expected, f"{label}: rebase {verb} did not give the bytes " \
-            f"expected: {sorted(set(snapshot(copy).items()) ^ set(expected.items()))[:3]}"
+        result = run_cli(copy, "rebase", verb)
+        assert result.rc == 0, f"{label}: rebase {verb} -> {result.rc}\n{result.text}"
+        assert snapshot(copy, skip_state=True, dirs=False) == expected, f"{label}: rebase {verb} did not give the bytes " \
+            f"expected: {sorted(set(snapshot(copy, skip_state=True, dirs=False).items()) ^ set(expected.items()))[:3]}"
         assert not (copy / ".patchforge" / "rebase").exists()
         shutil.rmtree(copy)
     return "journal"
@@ -88,7 +90,7 @@ def check_killed_state(root: Path, before: dict[str, bytes], after: dict[str, by
 def test_kill_at_every_write_point_of_a_rebase(step, tmp_path, monkeypatch):
     stack, args = build(tmp_path, monkeypatch)
     before = stack.snapshot()
-    patches = [data for rel, data in before.items() if rel.endswith(".patch")]
+    patches = [entry[1] for rel, entry in before.items() if rel.endswith(".patch")]
     after = reference(stack, args, tmp_path)
     assert after != before
     seen = []
@@ -98,7 +100,7 @@ def test_kill_at_every_write_point_of_a_rebase(step, tmp_path, monkeypatch):
         proc = run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"{step}:{n}"})
         if proc.returncode != KILLED:
             assert proc.returncode == 0, proc.stderr.decode()
-            assert snapshot(root) == after  # the fault was never reached: a whole run
+            assert snapshot(root, skip_state=True, dirs=False) == after  # the fault was never reached: a whole run
             break
         seen.append(check_killed_state(root, before, after, patches, f"{step}:{n}"))
         shutil.rmtree(root)
@@ -124,7 +126,7 @@ def test_kill_during_continue_after_a_conflict(tmp_path, monkeypatch):
     stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
     (stack.root / ".patchforge" / "work" / "up" / "pkg" / "mod.py").write_bytes(
         with_lines({10: b"def f10():\n    return -100\n\n"}))
-    patches = [data for rel, data in before.items() if rel.endswith(".patch")]
+    patches = [entry[1] for rel, entry in before.items() if rel.endswith(".patch")]
     after = reference(stack, ["rebase", "--continue"], tmp_path)
     for n in range(1, 200):
         root = tmp_path / f"kill-{n}"
@@ -132,7 +134,7 @@ def test_kill_during_continue_after_a_conflict(tmp_path, monkeypatch):
         proc = run_subprocess(root, "rebase", "--continue", env={"PATCHFORGE_FAULT": f"rename:{n}"})
         if proc.returncode != KILLED:
             assert proc.returncode == 0, proc.stderr.decode()
-            assert snapshot(root) == after
+            assert snapshot(root, skip_state=True, dirs=False) == after
             break
         # Stopped before: the journal is always there, and --abort always gives the old bytes.
         assert check_killed_state(root, before, after, patches, f"rename:{n}") == "journal"

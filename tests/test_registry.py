@@ -9,7 +9,7 @@ from patchforge.errors import NetworkError, UsageError
 from patchforge.net.http import HttpClient
 from patchforge.net.registry import (DOCKER_HUB, MANIFEST_ACCEPT, ImageRef, RegistryClient,
                                      RegistryCredentials, parse_challenge, parse_image_ref)
-from servers import Answer, other_server, registry_server  # noqa: F401  (fixtures)
+from helpers.servers import Answer
 
 NIGHTLY = "nightly-eed1f3d0c6043bd494424a22443ee198dd56f657"
 LABELS = {"org.opencontainers.image.revision": "eed1f3d0c6043bd494424a22443ee198dd56f657",
@@ -26,7 +26,7 @@ def client(tmp_path):
     return build
 
 
-def test_tag_through_oci_index_to_amd64_labels(client, registry_server):  # noqa: F811
+def test_tag_through_oci_index_to_amd64_labels(client, registry_server):
     pushed = registry_server.push_image(REPO, NIGHTLY, LABELS)
     ref = f"{registry_server.host}/{REPO}:{NIGHTLY}"
     info = client().resolve_image(ref)
@@ -43,28 +43,28 @@ def test_tag_through_oci_index_to_amd64_labels(client, registry_server):  # noqa
 
 
 @pytest.mark.parametrize("index", [True, False])
-def test_docker_media_types(client, registry_server, index):  # noqa: F811
+def test_docker_media_types(client, registry_server, index):
     pushed = registry_server.push_image(REPO, "t", LABELS, docker=True, index=index)
     info = client().resolve_image(f"{registry_server.host}/{REPO}:t")
     assert info.labels == LABELS and info.digest == pushed["digest"]
     assert info.manifest_digest == pushed["manifest"]
 
 
-def test_by_digest(client, registry_server):  # noqa: F811
+def test_by_digest(client, registry_server):
     pushed = registry_server.push_image(REPO, "t", LABELS)
     info = client().resolve_image(f"{registry_server.host}/{REPO}@{pushed['digest']}")
     assert info.tag is None and info.digest == pushed["digest"]
     assert registry_server.requests[0].path == f"/v2/{REPO}/manifests/{pushed['digest']}"
 
 
-def test_unknown_tag_says_what_the_registry_answered(client, registry_server):  # noqa: F811
+def test_unknown_tag_says_what_the_registry_answered(client, registry_server):
     with pytest.raises(NetworkError, match=rf"registry {registry_server.host} answered 404 Not Found "
                                            r"for HEAD /v2/vllm/vllm-openai-rocm"
                                            r"/manifests/nope"):
         client().resolve_image(f"{registry_server.host}/{REPO}:nope")
 
 
-def test_wrong_digest_header(client, registry_server):  # noqa: F811
+def test_wrong_digest_header(client, registry_server):
     registry_server.push_image(REPO, "t", LABELS)
     registry_server.wrong_digest_header = True
     with pytest.raises(NetworkError, match="wrong digest"):
@@ -72,14 +72,14 @@ def test_wrong_digest_header(client, registry_server):  # noqa: F811
 
 
 @pytest.mark.parametrize("where", ["manifests/sha256", "blobs/"])
-def test_corrupted_body_is_a_wrong_digest(client, registry_server, where):  # noqa: F811
+def test_corrupted_body_is_a_wrong_digest(client, registry_server, where):
     registry_server.push_image(REPO, "t", LABELS)
     registry_server.misbehave("corrupt", path=f"/v2/{REPO}/{where}", times=1)
     with pytest.raises(NetworkError, match="wrong digest .*the body is sha256:"):
         client().resolve_image(f"{registry_server.host}/{REPO}:t")
 
 
-def test_pinned_digest_that_the_registry_does_not_confirm(client, registry_server):  # noqa: F811
+def test_pinned_digest_that_the_registry_does_not_confirm(client, registry_server):
     pushed = registry_server.push_image(REPO, "t", LABELS)
     other = registry_server.push_image(REPO, "u", {"x": "y"})
     registry_server.manifests[pushed["digest"]] = registry_server.manifests[other["digest"]]
@@ -87,7 +87,7 @@ def test_pinned_digest_that_the_registry_does_not_confirm(client, registry_serve
         client().resolve_image(f"{registry_server.host}/{REPO}@{pushed['digest']}")
 
 
-def test_bearer_challenge_fetches_a_token_from_the_realm(client, registry_server):  # noqa: F811
+def test_bearer_challenge_fetches_a_token_from_the_realm(client, registry_server):
     registry_server.push_image(REPO, "t", LABELS)
     registry_server.auth_required = True
     info = client().resolve_image(f"{registry_server.host}/{REPO}:t")
@@ -99,7 +99,7 @@ def test_bearer_challenge_fetches_a_token_from_the_realm(client, registry_server
     assert registry_server.requests[-1].header("authorization") == "Bearer tok-1"
 
 
-def test_credentials_go_only_to_the_realm(client, registry_server):  # noqa: F811
+def test_credentials_go_only_to_the_realm(client, registry_server):
     registry_server.push_image(REPO, "t", LABELS)
     registry_server.auth_required = True
     basic = "Basic " + base64.b64encode(b"alice:pat-secret").decode()
@@ -111,7 +111,7 @@ def test_credentials_go_only_to_the_realm(client, registry_server):  # noqa: F81
     assert "pat-secret" not in repr(creds) and "pat-secret" not in repr(client(credentials=creds))
 
 
-def test_credentials_of_another_registry_are_not_sent(client, registry_server):  # noqa: F811
+def test_credentials_of_another_registry_are_not_sent(client, registry_server):
     registry_server.push_image(REPO, "t", LABELS)
     registry_server.auth_required = True
     registry_server.token_server.credentials = "Basic xyz"
@@ -129,7 +129,7 @@ def test_from_env_binds_the_token_to_a_registry(tmp_path):
     assert RegistryClient.from_env(http, {}).credentials == {}
 
 
-def test_blob_redirect_to_another_host_drops_the_bearer_token(client, registry_server,  # noqa: F811
+def test_blob_redirect_to_another_host_drops_the_bearer_token(client, registry_server,
                                                               other_server):
     pushed = registry_server.push_image(REPO, "t", LABELS)
     registry_server.auth_required = True
@@ -146,7 +146,7 @@ def test_blob_redirect_to_another_host_drops_the_bearer_token(client, registry_s
     assert other_server.requests[0].header("authorization") is None
 
 
-def test_offline_after_a_resolve_uses_the_cache(client, registry_server):  # noqa: F811
+def test_offline_after_a_resolve_uses_the_cache(client, registry_server):
     pushed = registry_server.push_image(REPO, "t", LABELS)
     ref = f"{registry_server.host}/{REPO}:t"
     client().resolve_image(ref)
@@ -157,13 +157,13 @@ def test_offline_after_a_resolve_uses_the_cache(client, registry_server):  # noq
         client(offline=True).resolve_image(f"{registry_server.host}/{REPO}:other")
 
 
-def test_retries_a_flaky_registry(client, registry_server):  # noqa: F811
+def test_retries_a_flaky_registry(client, registry_server):
     registry_server.push_image(REPO, "t", LABELS)
     registry_server.misbehave("status", status=503, times=2)
     assert client().resolve_image(f"{registry_server.host}/{REPO}:t").labels == LABELS
 
 
-def test_missing_platform_lists_what_there_is(client, registry_server):  # noqa: F811
+def test_missing_platform_lists_what_there_is(client, registry_server):
     registry_server.push_image(REPO, "t", LABELS, platforms=(("linux", "arm64"),))
     with pytest.raises(NetworkError, match=r"no linux/amd64 image in the index \(it has linux/arm64\)"):
         client().resolve_image(f"{registry_server.host}/{REPO}:t")

@@ -1,15 +1,9 @@
 """Regressions found in use, each with the scenario that showed it."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from conftest import git
-
-
-def cli(root, *args, env=None):
-    return subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), *args],
-                          capture_output=True, text=True, env=env)
+from helpers.cli import run_subprocess
+from helpers.git import git
+from helpers.upstream import build_wheel
 
 
 def test_status_on_a_fresh_cache_fetches_blobs_of_a_git_upstream(tmp_path, make_git_repo,
@@ -18,25 +12,22 @@ def test_status_on_a_fresh_cache_fetches_blobs_of_a_git_upstream(tmp_path, make_
     promisor remote existed must not report the upstream's files as absent ("obsolete")."""
     upstream, _ = make_git_repo({"calc.py": b"a = 1\nb = 2\nc = 3\n"})
     project = tmp_path / "proj"
-    assert cli(project, "init", str(project)).returncode == 0
-    added = cli(project, "upstream", "add", "up", "--git", str(upstream), "--at", "main")
+    assert run_subprocess(project, "init", str(project)).returncode == 0
+    added = run_subprocess(project, "upstream", "add", "up", "--git", str(upstream), "--at", "main")
     assert added.returncode == 0, added.stderr
     overlay = tmp_path / "calc.py"
     overlay.write_bytes(b"a = 1\nb = 22\nc = 3\n")
-    imported = cli(project, "import", "overlay", str(overlay), "--upstream", "up", "--path",
+    imported = run_subprocess(project, "import", "overlay", str(overlay), "--upstream", "up", "--path",
                    "calc.py", "--name", "fix")
     assert imported.returncode == 0, imported.stderr
     monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-cache"))
-    status = cli(project, "status")
+    status = run_subprocess(project, "status")
     assert status.returncode == 0, status.stdout + status.stderr
-    assert "applies" in status.stdout and "obsolete" not in status.stdout
-
-
-from servers import registry_server  # noqa: E402,F401  (fixture)
+    assert b"applies" in status.stdout and b"obsolete" not in status.stdout
 
 
 def test_rebase_to_an_image_pins_the_image_digest_in_the_lock(tmp_path, make_git_repo,
-                                                               registry_server):  # noqa: F811
+                                                               registry_server):
     """`rebase --to registry/repo:tag`: the image's labels name the upstream commit, and the lock
     records the image by digest (seed 000: a nightly pinned by tag and digest)."""
     import json
@@ -49,15 +40,15 @@ def test_rebase_to_an_image_pins_the_image_digest_in_the_lock(tmp_path, make_git
     pushed = registry_server.push_image("vllm/vllm-openai-rocm", "nightly-test",
                                         {"org.opencontainers.image.revision": second})
     project = tmp_path / "proj"
-    assert cli(project, "init", str(project)).returncode == 0
-    assert cli(project, "upstream", "add", "up", "--git", str(upstream), "--at",
+    assert run_subprocess(project, "init", str(project)).returncode == 0
+    assert run_subprocess(project, "upstream", "add", "up", "--git", str(upstream), "--at",
                first).returncode == 0
     overlay = tmp_path / "calc.py"
     overlay.write_bytes(b"a = 1\nb = 22\nc = 3\n")
-    assert cli(project, "import", "overlay", str(overlay), "--upstream", "up", "--path",
+    assert run_subprocess(project, "import", "overlay", str(overlay), "--upstream", "up", "--path",
                "calc.py", "--name", "fix").returncode == 0
     ref = f"{registry_server.host}/vllm/vllm-openai-rocm:nightly-test"
-    moved = cli(project, "rebase", "--to", f"up={ref}")
+    moved = run_subprocess(project, "rebase", "--to", f"up={ref}")
     assert moved.returncode == 0, moved.stdout + moved.stderr
     lock = json.loads((project / "upstream.lock").read_text())
     assert lock["upstreams"]["up"]["commit"] == second
@@ -65,28 +56,25 @@ def test_rebase_to_an_image_pins_the_image_digest_in_the_lock(tmp_path, make_git
 
 
 def test_wheel_upstream_moves_to_the_version_an_image_names(tmp_path, monkeypatch,
-                                                             registry_server):  # noqa: F811
+                                                             registry_server):
     """A wheel upstream and an image reference: the image's `<name>.version` label names the
     release, whose wheel is imported; the lock pins both the wheel and the image digest."""
     import json
-
-    from test_cli_setup import build_wheel
-
     wheels = tmp_path / "wheels"
     build_wheel(wheels, "tinypkg", "1.0", {"tinypkg/calc.py": b"a = 1\nb = 2\nc = 3\n"})
     build_wheel(wheels, "tinypkg", "1.1", {"tinypkg/calc.py": b"# 1.1\na = 1\nb = 2\nc = 3\n"})
     monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
     pushed = registry_server.push_image("org/tiny", "release", {"tiny.version": "1.1"})
     project = tmp_path / "proj"
-    assert cli(project, "init", str(project)).returncode == 0
-    added = cli(project, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0")
+    assert run_subprocess(project, "init", str(project)).returncode == 0
+    added = run_subprocess(project, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0")
     assert added.returncode == 0, added.stderr
     overlay = tmp_path / "calc.py"
     overlay.write_bytes(b"a = 1\nb = 22\nc = 3\n")
-    assert cli(project, "import", "overlay", str(overlay), "--upstream", "tiny", "--path",
+    assert run_subprocess(project, "import", "overlay", str(overlay), "--upstream", "tiny", "--path",
                "tinypkg/calc.py", "--name", "fix").returncode == 0
     ref = f"{registry_server.host}/org/tiny:release"
-    moved = cli(project, "rebase", "--to", ref)
+    moved = run_subprocess(project, "rebase", "--to", ref)
     assert moved.returncode == 0, moved.stdout + moved.stderr
     lock = json.loads((project / "upstream.lock").read_text())
     assert lock["upstreams"]["tiny"]["version"] == "1.1"

@@ -17,7 +17,6 @@ import pytest
 
 from patchforge.project import Project
 from patchforge.report import render_html_report
-from servers import forge_server  # noqa: F401  (fixture)
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(n)), None)
@@ -59,7 +58,7 @@ def pf(project: Path, *args, check: int | None = 0) -> subprocess.CompletedProce
 
 
 @pytest.fixture
-def project(tmp_path, forge_server):  # noqa: F811
+def project(tmp_path, forge_server):
     """v1 pinned, three patches imported from overlays; v2 lands #1, shifts #2, conflicts #3."""
     up = tmp_path / "up"
     up.mkdir()
@@ -137,7 +136,7 @@ def render_in_chromium(html_path: Path, tmp_path: Path) -> tuple[bytes, str]:
     return png.read_bytes(), dom.stdout
 
 
-def test_status_html_report_for_a_newer_release(project, tmp_path, forge_server):  # noqa: F811
+def test_status_html_report_for_a_newer_release(project, tmp_path, forge_server):
     report = tmp_path / "out" / "report.html"
     proc = pf(project, "status", "--against", "v2", "--html", str(report), check=1)
     assert "div-by-zero.patch" in proc.stdout  # the terminal table is printed as well

@@ -4,35 +4,17 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 
-from conftest import git
+from helpers.git import git
+from helpers.upstream import build_wheel
 from patchforge.errors import StoreError
 from patchforge.store import sources
 from patchforge.store.gitstore import UpstreamStore
 from patchforge.store.sources import (cached_wheels, fetch_git_upstream, fetch_wheel,
-                                      import_dir_upstream, import_wheel_upstream,
-                                      normalize_dist_name)
-
-
-def make_wheel(directory: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    dist = normalize_dist_name(name)
-    path = directory / f"{dist}-{version}-py3-none-any.whl"
-    info_dir = f"{dist}-{version}.dist-info"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for rel, data in files.items():
-            archive.writestr(zipfile.ZipInfo(rel, date_time=(2024, 1, 1, 0, 0, 0)), data)
-        archive.writestr(f"{info_dir}/METADATA",
-                         f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        archive.writestr(f"{info_dir}/WHEEL",
-                         "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                         "Tag: py3-none-any\n")
-        archive.writestr(f"{info_dir}/RECORD", "")
-    return path
+                                      import_dir_upstream, import_wheel_upstream)
 
 
 @pytest.fixture
@@ -54,15 +36,15 @@ def sha256(path: Path) -> str:
 
 
 def test_cached_wheels_match_normalized_names(wheels):
-    wheel = make_wheel(wheels, "Amd-Aiter", "0.1.7.post2.dev18", {"aiter/__init__.py": b""})
-    make_wheel(wheels, "amd-aiter", "0.1.8", {"aiter/__init__.py": b""})
+    wheel = build_wheel(wheels, "Amd-Aiter", "0.1.7.post2.dev18", {"aiter/__init__.py": b""})
+    build_wheel(wheels, "amd-aiter", "0.1.8", {"aiter/__init__.py": b""})
     assert cached_wheels("amd_aiter", "0.1.7.post2.dev18") == [wheel]
     assert cached_wheels("AMD.aiter", "0.1.7.post2.dev18") == [wheel]
     assert cached_wheels("amd-aiter", "0.2") == []
 
 
 def test_fetch_wheel_reuses_the_cache_and_checks_the_pin(wheels, monkeypatch):
-    wheel = make_wheel(wheels, "demo", "1.0", {"demo/__init__.py": b"x = 1\n"})
+    wheel = build_wheel(wheels, "demo", "1.0", {"demo/__init__.py": b"x = 1\n"})
     monkeypatch.setattr(sources, "_pip_download",
                         lambda *a: pytest.fail("a cached wheel must not be downloaded"))
     got = fetch_wheel("demo", "1.0")
@@ -83,7 +65,7 @@ def test_fetch_wheel_downloads_with_pip_as_configured(wheels, tmp_path, monkeypa
     # pip's own configuration (here: environment variables) decides where wheels come from;
     # a local find-links directory stands in for an index.
     index = tmp_path / "index"
-    source = make_wheel(index, "demo-pkg", "2.0", {"demo_pkg/__init__.py": b"v = 2\n"})
+    source = build_wheel(index, "demo-pkg", "2.0", {"demo_pkg/__init__.py": b"v = 2\n"})
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(index))
     got = fetch_wheel("demo-pkg", "2.0", pin_sha256=sha256(source))
@@ -93,19 +75,19 @@ def test_fetch_wheel_downloads_with_pip_as_configured(wheels, tmp_path, monkeypa
 
 
 def test_import_wheel_upstream_is_deterministic_and_reused(wheels, store, tmp_path, monkeypatch):
-    wheel = make_wheel(wheels, "demo", "1.0", {"demo/a.py": b"a\r\n", "demo/b.py": b"\xff\n"})
+    wheel = build_wheel(wheels, "demo", "1.0", {"demo/a.py": b"a\r\n", "demo/b.py": b"\xff\n"})
     commit, tree, wf = import_wheel_upstream(store, "demo", "demo", "1.0", sha256(wheel))
     assert wf.path == wheel
     assert store.read_blob(commit, "demo/a.py") == b"a\r\n"
     assert store.read_blob(commit, "demo/b.py") == b"\xff\n"
     assert store.tree_id(commit) == tree
     # Second time: the earlier import is found, nothing is imported again.
-    monkeypatch.setattr(UpstreamStore, "import_wheel",
-                        lambda *a, **k: pytest.fail("the import should have been reused"))
-    assert import_wheel_upstream(store, "demo", "demo", "1.0")[:2] == (commit, tree)
-    monkeypatch.undo()
+    with monkeypatch.context() as mp:
+        mp.setattr(UpstreamStore, "import_wheel",
+                   lambda *a, **k: pytest.fail("the import should have been reused"))
+        assert import_wheel_upstream(store, "demo", "demo", "1.0")[:2] == (commit, tree)
+    # Another store imports the same wheel to the same commit.
     with UpstreamStore.open(tmp_path / "other") as other:
-        monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
         assert import_wheel_upstream(other, "demo", "demo", "1.0")[:2] == (commit, tree)
 
 

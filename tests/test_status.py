@@ -18,8 +18,11 @@ import pytest
 
 from patchforge.formats.schemas import validation_errors
 from patchforge.store.gitstore import make_file_diff
-from conftest import REPO_ROOT, Upstream, git, shared_release
-from servers import forge_server  # noqa: F401  (fixture)
+from helpers.cli import run_subprocess
+from helpers.env import REPO_ROOT, shared_release
+from helpers.git import git
+from helpers.project import add_git_upstream, make_project
+from helpers.upstream import Upstream
 
 MAIN = "pkg/attn.py"
 
@@ -94,19 +97,9 @@ class Stack:
     """A patchforge project with one git upstream `up` pinned at the upstream's base commit."""
 
     def __init__(self, root: Path, upstream: Upstream, *, api_url: str | None = None) -> None:
-        from patchforge.ops.setup import add_upstream, init_project
-        from patchforge.model.config import UpstreamConfig
-        from patchforge.project import Project
-
-        self.root = root
+        self.root = make_project(root, api_url=api_url)
         self.upstream = upstream
-        init_project(root, standalone=True)
-        if api_url:
-            config = root / "patchforge.toml"
-            config.write_text(config.read_text().replace("https://api.github.com", api_url))
-        add_upstream(Project.discover(root),
-                     UpstreamConfig(name="up", kind="git", url=str(upstream.path)),
-                     upstream.base)
+        add_git_upstream(root, "up", upstream.path, upstream.base, install_root=None)
         self.names: list[str] = []
 
     def add(self, name: str, diff: bytes, **kw) -> None:
@@ -129,8 +122,7 @@ class Stack:
         return {r.name: r for r in results}
 
     def cli(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "patchforge", "--root", str(self.root),
-                               *args], capture_output=True)
+        return run_subprocess(self.root, *args)
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from patchforge.net.registry import RegistryClient
 from patchforge.targets import (SpecKind, classify_spec, commit_from_version, image_repository_of,
                                 label_keys_for, parse_target_specs, resolve_target,
                                 version_from_spec)
-from servers import registry_server  # noqa: F401  (fixture)
 
 SHA = "eed1f3d0c6043bd494424a22443ee198dd56f657"
 NIGHTLY = f"nightly-{SHA}"
@@ -157,7 +156,7 @@ def test_nightly_on_a_git_upstream_without_image():
     assert target.commit == SHA and target.image is None and target.label == NIGHTLY
 
 
-def test_nightly_with_its_image(registry, registry_server):  # noqa: F811
+def test_nightly_with_its_image(registry, registry_server):
     pushed = registry_server.push_image("vllm/vllm-openai-rocm", NIGHTLY,
                                         {"org.opencontainers.image.revision": SHA})
     target = resolve_target(NIGHTLY, VLLM_GIT, store_resolver=FakeStore({"x": SHA}),
@@ -167,7 +166,7 @@ def test_nightly_with_its_image(registry, registry_server):  # noqa: F811
     assert target.image.digest == pushed["digest"]
 
 
-def test_nightly_whose_image_labels_disagree_is_not_pinned(registry, registry_server):  # noqa: F811
+def test_nightly_whose_image_labels_disagree_is_not_pinned(registry, registry_server):
     registry_server.push_image("v/r", NIGHTLY, {"vllm.commit": "1" * 40})
     target = resolve_target(NIGHTLY, VLLM_GIT, store_resolver=FakeStore({"x": SHA}),
                             registry=registry, image_repository=f"{registry_server.host}/v/r")
@@ -175,7 +174,7 @@ def test_nightly_whose_image_labels_disagree_is_not_pinned(registry, registry_se
     assert any("labels name commit 1111" in a for a in target.attempts)
 
 
-def test_failure_lists_every_attempt(registry, registry_server):  # noqa: F811
+def test_failure_lists_every_attempt(registry, registry_server):
     with pytest.raises(ResolutionError) as err:
         resolve_target(NIGHTLY, VLLM_GIT, store_resolver=FakeStore(), registry=registry,
                        image_repository=f"{registry_server.host}/vllm/vllm-openai-rocm")
@@ -189,7 +188,7 @@ def test_failure_lists_every_attempt(registry, registry_server):  # noqa: F811
     assert "\n  tried tag " in text and "\n  tried commit " in text
 
 
-def test_image_reference_resolves_through_labels(registry, registry_server):  # noqa: F811
+def test_image_reference_resolves_through_labels(registry, registry_server):
     registry_server.push_image("vllm/vllm-openai-rocm", "v0.33", {
         "org.opencontainers.image.revision": SHA, "vllm.version": "0.33.0",
         "aiter.commit": "a" * 40})
@@ -203,7 +202,7 @@ def test_image_reference_resolves_through_labels(registry, registry_server):  # 
     assert aiter.commit == "a" * 40
 
 
-def test_image_without_a_commit_label(registry, registry_server):  # noqa: F811
+def test_image_without_a_commit_label(registry, registry_server):
     registry_server.push_image("v/r", "t", {"maintainer": "x", "vllm.commit": "not-hex"})
     with pytest.raises(ResolutionError) as err:
         resolve_target(f"{registry_server.host}/v/r:t", VLLM_GIT, store_resolver=FakeStore(),
@@ -218,7 +217,7 @@ def test_image_without_registry_client():
         resolve_target("v/r:t", VLLM_GIT, store_resolver=FakeStore(), registry=None)
 
 
-def test_wheel_nightly_without_a_version_label(registry, registry_server):  # noqa: F811
+def test_wheel_nightly_without_a_version_label(registry, registry_server):
     registry_server.push_image("v/r", NIGHTLY, {"vllm.commit": SHA})
     with pytest.raises(ResolutionError) as err:
         resolve_target(NIGHTLY, VLLM_WHEEL, store_resolver=FakeStore(), registry=registry,
@@ -237,7 +236,7 @@ def test_resolve_git_spec_against_a_real_store(make_git_repo):
     from types import SimpleNamespace
 
     pytest.importorskip("patchforge.store.sources")  # the store's fetching, built in parallel
-    from conftest import git
+    from helpers.git import git
     from patchforge.store.gitstore import UpstreamStore
     from patchforge.targets import resolve_git_spec
 

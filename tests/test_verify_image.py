@@ -21,13 +21,13 @@ import tracemalloc
 import pytest
 import zstandard
 
-from conftest import REPO_ROOT, cli_in_process
+from helpers.cli import run_cli
+from helpers.env import REPO_ROOT
 from patchforge.formats.schemas import validation_errors
 from patchforge.net.http import HttpClient
 from patchforge.net.registry import RegistryClient
 from patchforge.ops.deploy import verify_image
 from patchforge.project import Project
-from servers import registry_server  # noqa: F401  (fixture)
 
 REPO = "vllm/vllm-openai-rocm"
 ROOT = "usr/local/lib/python3.12/dist-packages"
@@ -69,7 +69,7 @@ def _parents(paths) -> tuple[str, ...]:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     """A copy of the example stack with its overlays generated, and the pre-images it records."""
-    from conftest import SHARED_CACHE
+    from helpers.env import SHARED_CACHE
     root = tmp_path_factory.mktemp("stack")
     for name in STACK_FILES:
         source = REPO_ROOT / name
@@ -81,8 +81,8 @@ def stack(tmp_path_factory):
     os.environ["PATCHFORGE_CACHE"] = str(SHARED_CACHE)
     try:
         for command in (("fetch",), ("overlays",)):
-            code, out, err = cli_in_process(root, *command)
-            assert code == 0, out + err
+            result = run_cli(root, *command)
+            assert result.rc == 0, result.text
         manifest = json.loads((root / "overlays" / "manifest.json").read_bytes())
         from patchforge.store.gitstore import UpstreamStore
         store = UpstreamStore.open()
@@ -111,7 +111,7 @@ def stack(tmp_path_factory):
 
 
 @pytest.fixture
-def images(stack, registry_server):  # noqa: F811
+def images(stack, registry_server):
     """Push the good image and its variants; every request needs a bearer token."""
     root, bases, neighbours = stack
     registry_server.auth_required = True
@@ -183,18 +183,17 @@ def test_good_image_every_pre_image_matches_streamed_top_down(images, tmp_path):
 
 def test_moved_image_reports_the_changed_file_and_exits_1(images):
     root = images["root"]
-    code, out, err = cli_in_process(root, "verify", "--image", f"{images['host']}/{REPO}:moved",
-                                    "--json")
-    assert code == 1, err
-    doc = json.loads(out)
+    result = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:moved", "--json")
+    assert result.rc == 1, result.err
+    doc = json.loads(result.out)
     assert validation_errors(doc, "verify-image") == []
     states = {r["target"]: r["state"] for r in doc["results"]}
     assert states.pop(images["rocm"]) == "mismatch"
     assert set(states.values()) == {"ok"}
     assert doc["digest"] == images["moved"]["digest"] and doc["ok"] is False
-    code, out, _ = cli_in_process(root, "verify", "--image", f"{images['host']}/{REPO}:moved",
-                                  "--profile", "gfx950")
-    assert code == 1 and "mismatch" in out and "rocm.py" in out
+    result = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:moved",
+                     "--profile", "gfx950")
+    assert result.rc == 1 and "mismatch" in result.out and "rocm.py" in result.out
 
 
 @pytest.mark.parametrize("tag, detail", [("deleted", "whiteout"), ("hidden", "opaque")])
@@ -230,6 +229,5 @@ def test_corrupt_layer_is_an_error_not_a_verdict(images, tmp_path):
     server = images["server"]
     new_digest = json.loads(server.manifests[images["good"]["manifest"]][1])["layers"][2]["digest"]
     server.blobs[new_digest] = server.blobs[new_digest][:-1] + b"\0"
-    code, out, err = cli_in_process(images["root"], "verify", "--image",
-                                    f"{images['host']}/{REPO}:good")
-    assert code == 2 and new_digest in err, err
+    result = run_cli(images["root"], "verify", "--image", f"{images['host']}/{REPO}:good")
+    assert result.rc == 2 and new_digest in result.err, result.err

@@ -3,8 +3,8 @@
 Each runs `http.server` in a thread on an ephemeral port, records every request it receives
 (method, path, headers, body) and misbehaves on demand through `server.misbehave(...)`: a status
 with headers (429 + Retry-After, 403 rate limits, 5xx), slow answers, bad JSON, truncated bodies,
-redirects elsewhere, corrupted bodies. Use the fixtures `forge_server` and `registry_server`
-(import them, or name this module in `pytest_plugins`).
+redirects elsewhere, corrupted bodies. The fixtures `forge_server`, `registry_server` and
+`other_server` are registered for every test by conftest.
 """
 from __future__ import annotations
 

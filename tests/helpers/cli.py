@@ -1,0 +1,74 @@
+"""The one way tests run the command line: in this process through `patchforge.cli.main` (the
+one place that maps errors to exit codes), or in a new interpreter where a test needs a process
+of its own (kills, injected faults, concurrency, the console script's exit)."""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+
+@dataclass
+class CliResult:
+    rc: int
+    stdout: bytes
+    err: str
+
+    @property
+    def out(self) -> str:
+        return self.stdout.decode("utf-8", "replace")
+
+    @property
+    def text(self) -> str:
+        return self.out + self.err
+
+
+def run_cli(root: Path | None, *args: str, cwd: Path | None = None) -> CliResult:
+    """`patchforge [--root ROOT] ARGS` in this process, from `cwd` if given: exit code, stdout
+    (bytes, as a pipe would get them) and stderr."""
+    from patchforge.cli import main
+
+    argv = (["--root", str(root)] if root is not None else []) + [str(a) for a in args]
+    previous = Path.cwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    # Text streams over bytes, as the console script gets for a pipe in a UTF-8 locale.
+    out, err = _stream(), _stream()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(argv)
+                rc = 0
+            except SystemExit as exc:
+                rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(previous)
+    out.flush()
+    err.flush()
+    return CliResult(rc, out.buffer.getvalue(), err.buffer.getvalue().decode("utf-8", "replace"))
+
+
+def _stream() -> io.TextIOWrapper:
+    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape",
+                            write_through=True)
+
+
+def ok(root: Path | None, *args: str, cwd: Path | None = None) -> CliResult:
+    """run_cli that must succeed."""
+    result = run_cli(root, *args, cwd=cwd)
+    assert result.rc == 0, \
+        f"patchforge {' '.join(map(str, args))} -> {result.rc}\n{result.err}\n{result.out}"
+    return result
+
+
+def run_subprocess(root: Path | None, *args: str, env: dict[str, str] | None = None,
+                   cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`python -m patchforge [--root ROOT] ARGS` in a new process (output as bytes)."""
+    argv = (["--root", str(root)] if root is not None else []) + [str(a) for a in args]
+    return subprocess.run([sys.executable, "-m", "patchforge", *argv], capture_output=True,
+                          env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout)
