@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from test_cli_setup import build_wheel, lock_doc, ok, pf
+from helpers.cli import ok, run_cli
+from helpers.project import lock_doc
+from helpers.upstream import build_wheel
 
 # --------------------------------------------------------------------------------------------
 # Wheels: fetching never builds or runs anything, and only the recorded file is accepted
@@ -53,7 +55,7 @@ def evil(tmp_path, monkeypatch):
     # isolation it could fail earlier, installing setuptools offline, and prove nothing).
     monkeypatch.setenv("PIP_NO_BUILD_ISOLATION", "0")
     monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
-    ok("init", "--standalone", cwd=tmp_path)
+    ok(None, "init", "--standalone", cwd=tmp_path)
     return tmp_path, index, source, marker
 
 
@@ -67,8 +69,8 @@ def evil(tmp_path, monkeypatch):
 def test_upstream_add_refuses_a_package_that_is_not_a_name(evil, package):
     root, index, source, marker = evil
     package = package.format(source=source, index=index)
-    run = pf("upstream", "add", "w", "--wheel", package, "--at", "1.0", root=root)
-    assert run.code == 2, run.err
+    run = run_cli(root, "upstream", "add", "w", "--wheel", package, "--at", "1.0")
+    assert run.rc == 2, run.err
     assert "not a valid Python distribution name" in run.err
     assert not marker.exists()
     assert lock_doc(root)["upstreams"] == {}
@@ -76,8 +78,8 @@ def test_upstream_add_refuses_a_package_that_is_not_a_name(evil, package):
 
 def test_an_sdist_is_never_built_even_for_a_valid_name(evil):
     root, _, _, marker = evil
-    run = pf("upstream", "add", "w", "--wheel", "evilpkg", "--at", "1.0", root=root)
-    assert run.code == 2 and "pip download evilpkg==1.0 failed" in run.err
+    run = run_cli(root, "upstream", "add", "w", "--wheel", "evilpkg", "--at", "1.0")
+    assert run.rc == 2 and "pip download evilpkg==1.0 failed" in run.err
     assert not marker.exists()
     assert not any((root / "wheels").iterdir())
 
@@ -105,8 +107,8 @@ def test_fetch_refuses_a_lock_whose_wheel_source_is_not_a_wheel(evil, field, val
     values = {"package": "evilpkg", "version": "1.0", "filename": "evilpkg-1.0-py3-none-any.whl"}
     values[field] = value.format(source=source, index=index)
     _wheel_lock(root, sha256="0" * 64, **values)
-    run = pf("fetch", root=root)
-    assert run.code == 2, run.err
+    run = run_cli(root, "fetch")
+    assert run.rc == 2, run.err
     assert message in run.err and "upstream.lock:" in run.err
     assert f"upstreams.w.source.{field}" in run.err
     assert not marker.exists()
@@ -139,10 +141,10 @@ def test_fetch_downloads_exactly_the_recorded_wheel_for_its_own_tags(evil, monke
     with monkeypatch.context() as there:
         there.setenv("PATCHFORGE_WHEELS", str(elsewhere))
         there.setenv("PATCHFORGE_CACHE", str(root / "windows-store"))
-        ok("--offline", "upstream", "add", "w", "--wheel", "evilpkg", "--at", "1.0",
-           "--install-root", "/srv", root=root)
+        ok(root, "--offline", "upstream", "add", "w", "--wheel", "evilpkg", "--at", "1.0",
+           "--install-root", "/srv")
     assert lock_doc(root)["upstreams"]["w"]["source"]["filename"] == filename
-    run = ok("fetch", "--json", root=root)
+    run = ok(root, "fetch", "--json")
     assert json.loads(run.out)["fetched"][0]["result"] == "imported"
     cached = root / "wheels" / filename
     assert cached.read_bytes() == wanted.read_bytes()
@@ -156,8 +158,8 @@ def test_fetch_refuses_a_wheel_whose_digest_is_not_the_pin(evil):
     filename = "evilpkg-1.0-py3-none-any.whl"
     _foreign_wheel(index, filename, b"SERVED = True\n")
     _wheel_lock(root, "evilpkg", "1.0", filename, "ab" * 32)
-    run = pf("fetch", root=root)
-    assert run.code == 2 and "sha256" in run.err, run.err
+    run = run_cli(root, "fetch")
+    assert run.rc == 2 and "sha256" in run.err, run.err
     # Nothing unverified entered the wheel cache, and no scratch directory is left behind.
     assert list((root / "wheels").iterdir()) == []
     assert not marker.exists()
@@ -169,8 +171,8 @@ def test_a_pinned_cached_wheel_with_another_digest_is_refused(evil):
     (root / "wheels").mkdir()
     _foreign_wheel(root / "wheels", filename, b"CACHED = True\n")
     _wheel_lock(root, "evilpkg", "1.0", filename, "cd" * 32)
-    run = pf("--offline", "fetch", root=root)
-    assert run.code == 2 and "does not match the pinned sha256" in run.err
+    run = run_cli(root, "--offline", "fetch")
+    assert run.rc == 2 and "does not match the pinned sha256" in run.err
 
 
 def _python_without_pip(tmp_path: Path) -> tuple[list[str], dict]:
@@ -229,8 +231,8 @@ def _dir_project(tmp_path: Path, git_url: str) -> Path:
     (site / "a.py").write_bytes(b"one\ntwo\n")
     root = tmp_path / "stack"
     root.mkdir()
-    ok("init", "--standalone", cwd=root)
-    ok("upstream", "add", "site", "--dir", str(site), "--at", "installed", root=root)
+    ok(None, "init", "--standalone", cwd=root)
+    ok(root, "upstream", "add", "site", "--dir", str(site), "--at", "installed")
     config = root / "patchforge.toml"
     config.write_text(config.read_text() + f"git-url = {json.dumps(git_url)}\n")
     (root / "series" / "site").mkdir(parents=True)
@@ -250,13 +252,12 @@ def _dir_project(tmp_path: Path, git_url: str) -> Path:
 def test_a_git_url_from_the_configuration_never_runs_a_command(tmp_path, url):
     marker = tmp_path / "RAN"
     root = _dir_project(tmp_path, url.format(marker=marker))
-    run = pf("pr", "fix", root=root)
-    assert run.code == 2, run.err
+    run = run_cli(root, "pr", "fix")
+    assert run.rc == 2, run.err
     assert not marker.exists()
     # The same value as an upstream's own URL, on `upstream add` and in the lock on `fetch`.
-    run = pf("upstream", "add", "evil", "--git", url.format(marker=marker), "--at", "main",
-             root=root)
-    assert run.code == 2 and not marker.exists(), run.err
+    run = run_cli(root, "upstream", "add", "evil", "--git", url.format(marker=marker), "--at", "main")
+    assert run.rc == 2 and not marker.exists(), run.err
     doc = lock_doc(root)
     doc["upstreams"]["site"] = {"kind": "git", "commit": "1" * 40, "tree": "2" * 40,
                                 "label": "main", "source": {"url": url.format(marker=marker)}}
@@ -264,8 +265,8 @@ def test_a_git_url_from_the_configuration_never_runs_a_command(tmp_path, url):
     (root / "patchforge.toml").write_text(
         '[upstreams.site]\nkind = "git"\nurl = "placeholder"\n'.replace(
             "placeholder", json.dumps(url.format(marker=marker))[1:-1]))
-    run = pf("fetch", root=root)
-    assert run.code == 2 and not marker.exists(), run.err
+    run = run_cli(root, "fetch")
+    assert run.rc == 2 and not marker.exists(), run.err
 
 
 def test_git_processes_may_use_only_plain_transports(tmp_path):
@@ -298,11 +299,10 @@ def test_scp_style_urls_are_remote_everywhere(tmp_path, monkeypatch):
     ssh.chmod(0o755)
     monkeypatch.setenv("GIT_SSH_COMMAND", str(ssh))
     root = _dir_project(tmp_path, "somehost:team/vllm.git")
-    run = pf("pr", "fix", root=root)
-    assert run.code == 2
-    run = pf("upstream", "add", "other", "--git", "somehost:team/vllm.git", "--at", "main",
-             root=root)
-    assert run.code == 2
+    run = run_cli(root, "pr", "fix")
+    assert run.rc == 2
+    run = run_cli(root, "upstream", "add", "other", "--git", "somehost:team/vllm.git", "--at", "main")
+    assert run.rc == 2
     calls = log.read_text().splitlines()
     assert len(calls) >= 2 and all("somehost" in call for call in calls)
 
@@ -311,7 +311,7 @@ def test_scp_style_urls_are_remote_everywhere(tmp_path, monkeypatch):
 # The shared store: keyed by source, and a pin is checked against its source
 
 def _tagged_repo(where: Path, content: bytes) -> str:
-    from conftest import git
+    from helpers.git import git
 
     where.mkdir(parents=True)
     git(where, "init", "-q", "-b", "main")
@@ -324,8 +324,8 @@ def _tagged_repo(where: Path, content: bytes) -> str:
 
 def _git_stack(root: Path, url: str, at: str = "v1") -> dict:
     root.mkdir(parents=True)
-    ok("init", "--standalone", cwd=root)
-    ok("upstream", "add", "vllm", "--git", url, "--at", at, root=root)
+    ok(None, "init", "--standalone", cwd=root)
+    ok(root, "upstream", "add", "vllm", "--git", url, "--at", at)
     return lock_doc(root)["upstreams"]["vllm"]
 
 
@@ -342,7 +342,7 @@ def test_two_projects_sharing_a_cache_never_pin_each_others_tags(tmp_path):
             b"Description: x\n\n---\ndiff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n"
             b"@@ -1 +1,2 @@\n " + content + b"+added\n")
         (root / "series" / "vllm" / "series").write_bytes(b"x.patch\n")
-        ok("overlays", root=root)
+        ok(root, "overlays")
         assert (root / "overlays" / "vllm" / "a.py").read_bytes() == content + b"added\n"
 
 
@@ -356,25 +356,25 @@ def test_a_git_pin_must_be_a_commit_of_its_own_source(tmp_path):
     doc = lock_doc(b)
     doc["upstreams"]["vllm"]["commit"] = fork
     (b / "upstream.lock").write_text(json.dumps(doc))
-    run = pf("fetch", root=b)
-    assert run.code == 2 and f"the locked commit {fork} is not a commit of" in run.err
+    run = run_cli(b, "fetch")
+    assert run.rc == 2 and f"the locked commit {fork} is not a commit of" in run.err
     doc["upstreams"]["vllm"]["commit"] = "0123456789" * 4
     (b / "upstream.lock").write_text(json.dumps(doc))
-    run = pf("status", root=b)
-    assert run.code == 2 and "is not a commit of" in run.err, run.err
+    run = run_cli(b, "status")
+    assert run.rc == 2 and "is not a commit of" in run.err, run.err
     assert "does not exist" not in run.err
 
 
 def test_a_tampered_wheel_sha256_is_refused_with_a_warm_store(tmp_path, monkeypatch):
     monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
     build_wheel(tmp_path / "wheels", "tinypkg", "1.0", {"tinypkg/__init__.py": b"V = 1\n"})
-    ok("init", "--standalone", cwd=tmp_path)
-    ok("upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0", root=tmp_path)
-    assert json.loads(ok("fetch", "--json", root=tmp_path).out)["fetched"][0]["result"] == \
+    ok(None, "init", "--standalone", cwd=tmp_path)
+    ok(tmp_path, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0")
+    assert json.loads(ok(tmp_path, "fetch", "--json").out)["fetched"][0]["result"] == \
         "present"
     doc = lock_doc(tmp_path)
     doc["upstreams"]["tiny"]["source"]["sha256"] = "ab" * 32
     (tmp_path / "upstream.lock").write_text(json.dumps(doc))
     for command in (["fetch"], ["status"]):
-        run = pf(*command, root=tmp_path)
-        assert run.code == 2 and "is not the import of" in run.err, run.err
+        run = run_cli(tmp_path, *command)
+        assert run.rc == 2 and "is not the import of" in run.err, run.err
