@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from patchforge.apply.diffparse import line_content, line_kind, reverse_hunk
 from patchforge.apply.hunks import apply_file_patch, apply_hunks, lines_of
+from patchforge.store.gitstore import merge_file
 
 # Added code shorter than this (whitespace removed) is too generic to prove anything by containment
 # ("return None", "pass", "}").
@@ -198,14 +199,6 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True) 
     return False, why
 
 
-def merge_file(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
-    """git merge-file: the clean 3-way merge of three versions of one file, or None on conflict."""
-    from patchforge.store.gitstore import merge_file as git_merge_file
-
-    clean, merged = git_merge_file(base, ours, theirs)
-    return merged if clean else None
-
-
 def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
     """Judge every hunk of one file patch against the target's current content."""
     verdict = FileVerdict(path=fp.path, target_path=fp.path)
@@ -276,8 +269,8 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
         # "likely" into "certain".
         patched = apply_file_patch(base, fp, max_fuzz=0)
         if patched.ok and patched.content is not None:
-            merged = merge_file(base, current, patched.content)
-            if merged is not None and merged == current:
+            clean, merged = merge_file(base, current, patched.content)
+            if clean and merged == current:
                 verdict.merged_empty = True
                 for hv in verdict.hunks:
                     if hv.landed != "certain" and not hv.ambiguous:

@@ -419,7 +419,7 @@ def update_ledger(project) -> bool:
 def ledger_findings(project) -> list:
     """Lint: a ledger that is missing (a warning until the stack adopts it, an error once it
     has a history) or stale (an error: regenerate with `patchforge ledger`)."""
-    from patchforge.ops.lint import Finding
+    from patchforge.model.findings import Finding
 
     rel = f"series/{LEDGER_NAME}"
     path = ledger_path(project)

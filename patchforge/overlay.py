@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from patchforge.apply.series import applies_to_profile, apply_series
 from patchforge.errors import ApplyError, ConfigError, InputError, UsageError
 from patchforge.formats.lockfile import dump_json
-from patchforge.ops.common import refuse_symlinked_paths
+from patchforge.stack import refuse_symlinked_paths
 from patchforge.fsutil import fault_point, fsync_dir
 
 MANIFEST_VERSION = 1

@@ -342,7 +342,7 @@ class _WheelResolver:
 class _ProjectStoreResolver:
     """The StoreResolver of a real project: the store, fetching what it does not have yet.
 
-    The one place in this module that reaches the store, lazily, for `ops.resolve`; the
+    The one place in this module that reaches the store, lazily, for `pins`; the
     resolution logic above never imports it.
     """
 
@@ -366,7 +366,7 @@ class _ProjectStoreResolver:
 
 
 def resolve_git_spec(project: Any, store: Any, upstream: Any, spec: str) -> str:
-    """The commit a SPEC names for a git upstream, fetched into `store` (used by ops.resolve)."""
+    """The commit a SPEC names for a git upstream, fetched into `store` (used by pins)."""
     target = resolve_git_target(project, store, upstream, spec)
     assert target.commit is not None  # resolve_target raises otherwise
     return target.commit

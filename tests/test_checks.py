@@ -76,7 +76,7 @@ timeout = 1
 """
     stack = make_stack(tmp_path, checks, profiles=False)
     project = stack.project()
-    from patchforge.ops.resolve import open_store
+    from patchforge.pins import open_store
     with open_store(project) as store:
         results = run_checks(project, store)
     assert [(r.name, r.status, r.ok) for r in results] == [("slow", "timeout", False)]
@@ -193,7 +193,7 @@ def test_bad_check_declarations_name_file_key_and_line(tmp_path, table, message,
 def test_run_checks_returns_nothing_without_checks(tmp_path):
     stack = make_stack(tmp_path, "", profiles=False)
     project = stack.project()
-    from patchforge.ops.resolve import open_store
+    from patchforge.pins import open_store
     with open_store(project) as store:
         assert run_checks(project, store) == []
 

@@ -6,7 +6,8 @@ patchforge.detect on small inputs so a change to one rule shows which one broke.
 from __future__ import annotations
 
 from patchforge.apply.diffparse import parse_diff
-from patchforge.detect import NormalizedText, assess_file, contained, merge_file
+from patchforge.detect import NormalizedText, assess_file, contained
+from patchforge.store.gitstore import merge_file
 from patchforge.store.gitstore import make_file_diff
 
 BASE = b"""def setup(config):
@@ -110,10 +111,11 @@ def test_short_additions_prove_nothing_by_containment():
     assert not ok and "too little" in why
 
 
-def test_merge_file_conflict_is_none():
+def test_merge_file_says_whether_the_merge_is_clean():
     base = b"a\nb\nc\n"
-    assert merge_file(base, b"a\nB\nc\n", b"a\nb2\nc\n") is None
-    assert merge_file(base, b"a\nB\nc\n", b"a\nB\nc\n") == b"a\nB\nc\n"
+    clean, merged = merge_file(base, b"a\nB\nc\n", b"a\nb2\nc\n")
+    assert not clean and b"<<<<<<< upstream\n" in merged
+    assert merge_file(base, b"a\nB\nc\n", b"a\nB\nc\n") == (True, b"a\nB\nc\n")
 
 
 def test_ambiguous_hunk_makes_the_patch_unsure():

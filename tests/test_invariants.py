@@ -154,7 +154,7 @@ def profile_stack(tmp_path) -> OneUpstreamStack:
 def test_invariants_are_checked_on_each_profiles_result(tmp_path):
     stack = profile_stack(tmp_path)
     from patchforge.overlay import build_overlays
-    from patchforge.ops.resolve import open_store
+    from patchforge.pins import open_store
 
     project = stack.project()
     with open_store(project) as store:
@@ -200,7 +200,7 @@ def test_check_passes_when_every_invariant_holds(tmp_path):
 def test_require_overlay_invariants_refuses_with_every_violation(tmp_path):
     from patchforge.errors import EXIT_ATTENTION
     from patchforge.invariants import InvariantsBroken, require_overlay_invariants
-    from patchforge.ops.resolve import open_store
+    from patchforge.pins import open_store
     from patchforge.overlay import build_overlays
 
     stack = profile_stack(tmp_path)

@@ -111,7 +111,7 @@ class Stack:
 
     def status(self, against: str | None = None, *, forge=None) -> dict:
         """name -> PatchStatus, through the operations the CLI calls."""
-        from patchforge.ops.resolve import open_store
+        from patchforge.pins import open_store
         from patchforge.ops.status import resolve_targets, series_status
         from patchforge.project import Project
 
@@ -374,7 +374,7 @@ def test_deleted_file_is_obsolete(stack, upstream):
 # -- landed_in searches only the commits that touch the patch's files ------------------------------
 
 def test_landed_in_visits_only_commits_touching_the_files(stack, upstream, monkeypatch):
-    from patchforge.ops import status as status_ops
+    from patchforge import judge as status_ops
 
     for i in range(6):
         upstream.commit({"pkg/other.py": f"VALUE = {i}\n".encode()}, f"other {i}")

@@ -24,7 +24,7 @@ def check(app, run, profile, as_json):
     from patchforge.checks import load_checks, run_checks
     from patchforge.errors import UsageError
     from patchforge.invariants import check_overlay_invariants
-    from patchforge.ops.resolve import ensure_pinned, open_store
+    from patchforge.pins import ensure_pinned, open_store
     from patchforge.overlay import build_overlays
 
     project = app.project()

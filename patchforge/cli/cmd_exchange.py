@@ -31,7 +31,7 @@ def _report(names, upstream):
 def import_overlay(app, file, upstream, upstream_path, name, description, profiles):
     """A full-file overlay becomes a patch against the locked base."""
     from patchforge.ops.exchange import import_overlay as do_import
-    from patchforge.ops.resolve import open_store
+    from patchforge.pins import open_store
 
     project = app.project()
     with open_store(project) as store:
@@ -48,7 +48,7 @@ def import_overlay(app, file, upstream, upstream_path, name, description, profil
 def import_git(app, rev_range, repo, upstream):
     """One patch per commit of RANGE in REPO, header from the commit."""
     from patchforge.ops.exchange import import_git as do_import
-    from patchforge.ops.resolve import open_store
+    from patchforge.pins import open_store
 
     project = app.project()
     with open_store(project) as store:
@@ -75,7 +75,7 @@ def import_quilt(app, directory, upstream):
 def import_mbox(app, file, upstream):
     """An mbox of patches (git format-patch output)."""
     from patchforge.ops.exchange import import_mbox as do_import
-    from patchforge.ops.resolve import open_store
+    from patchforge.pins import open_store
 
     project = app.project()
     upstream = upstream or _only_upstream(project)

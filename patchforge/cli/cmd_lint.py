@@ -19,7 +19,7 @@ def lint(app, as_json, no_forge, warnings_fail):
     """Headers, series consistency, byte-stability, fuzz, invariants, stale submissions."""
     from patchforge.cli.cmd_status import make_forge
     from patchforge.ops.lint import lint as do_lint
-    from patchforge.ops.resolve import ensure_pinned, open_store
+    from patchforge.pins import ensure_pinned, open_store
 
     project = app.project()
     with open_store(project) as store:

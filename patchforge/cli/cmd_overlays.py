@@ -21,7 +21,7 @@ def overlays(app, profiles, check, as_json):
     """Regenerate overlays, SHA256SUMS, manifest.json and the compose mounts."""
     from patchforge.errors import UsageError
     from patchforge.fsutil import RepoLock
-    from patchforge.ops.resolve import open_store
+    from patchforge.pins import open_store
     from patchforge.overlay import build_overlays, check_overlays, write_overlays
 
     project = app.project()

@@ -32,7 +32,7 @@ from patchforge.errors import EXIT_ATTENTION, UsageError
 @click.pass_obj
 def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
     """Draft the upstream pull request for one fix (dry run unless --push/--open)."""
-    from patchforge.ops.resolve import open_store
+    from patchforge.pins import open_store
     from patchforge.pr.draft import draft_pr
     from patchforge.pr import submit
 

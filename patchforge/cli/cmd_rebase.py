@@ -49,7 +49,7 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
     from patchforge.cli.cmd_status import parse_specs
     from patchforge.errors import ConflictStop, UsageError
     from patchforge.fsutil import RepoLock
-    from patchforge.ops.resolve import open_store
+    from patchforge.pins import open_store
     from patchforge.rebase.engine import Rebase
 
     if more_specs and not specs:

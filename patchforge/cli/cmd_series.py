@@ -66,8 +66,9 @@ def show(app, name, as_json, raw):
 @click.pass_obj
 def new(app, name, upstream, after, description, profiles, no_edit):
     """Start a new, empty patch (and open its worktree)."""
-    from patchforge.ops.resolve import open_store
-    from patchforge.ops.series import new_patch, open_worktree
+    from patchforge.pins import open_store
+    from patchforge.ops.series import new_patch
+    from patchforge.worktree import open_worktree
 
     project = app.project()
     up, file_name = new_patch(project, name, upstream=upstream, after=after,
@@ -84,8 +85,8 @@ def new(app, name, upstream, after, description, profiles, no_edit):
 @click.pass_obj
 def edit(app, name):
     """Open .patchforge/work/<upstream> with the series applied through NAME."""
-    from patchforge.ops.resolve import open_store
-    from patchforge.ops.series import open_worktree
+    from patchforge.pins import open_store
+    from patchforge.worktree import open_worktree
 
     project = app.project()
     with open_store(project) as store:
@@ -99,7 +100,7 @@ def edit(app, name):
 @click.pass_obj
 def refresh(app, name, as_json):
     """Write the worktree's change back into the patch being edited."""
-    from patchforge.ops.resolve import open_store
+    from patchforge.pins import open_store
     from patchforge.ops.series import refresh as do_refresh
 
     project = app.project()
@@ -147,7 +148,7 @@ def rename(app, old, new):
 @click.pass_obj
 def move(app, name, after, first):
     """Move NAME within its series, and say which patches no longer apply."""
-    from patchforge.ops.resolve import open_store
+    from patchforge.pins import open_store
     from patchforge.ops.series import move_patch
 
     project = app.project()

@@ -69,7 +69,7 @@ def parse_specs(project, specs):
 def status(app, specs, strict, as_json, html_out, more_specs):
     """Per patch: applies, offset, fuzz, conflict, upstreamed, partial or obsolete."""
     from patchforge.errors import UsageError
-    from patchforge.ops.resolve import open_store
+    from patchforge.pins import open_store
     from patchforge.ops.status import resolve_targets, series_status
 
     # `--against vllm=X aiter=Y`: click gives the option one value; the rest arrive here.

@@ -16,7 +16,7 @@ from patchforge.errors import InputError, UsageError
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.formats.series import parse_series
 from patchforge.fsutil import RepoLock, atomic_write
-from patchforge.ops.common import add_to_series, make_diff, series_changed, series_state
+from patchforge.stack import add_to_series, make_diff, series_changed, series_state
 from patchforge.ops.series import default_author, today
 from patchforge.project import patch_file_name
 

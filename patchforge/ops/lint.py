@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 
 from patchforge.apply.series import applies_to_profile, apply_series
 from patchforge.errors import InputError, PatchforgeError
+from patchforge.model.findings import Finding
 
 _STATUS_WORDS = ("Pending", "Accepted", "Submitted", "Backport", "Denied", "Inappropriate",
                  "Inactive-Upstream")
@@ -28,19 +28,6 @@ STATUS_RE = re.compile(r"^(" + "|".join(_STATUS_WORDS) + r")(?:\s*\[([^\]]+)\])?
 _NOTE_WANTED = {"submitted": "the pull request or mailing-list URL",
                 "backport": "the upstream commit", "denied": "the reason",
                 "inappropriate": "the reason"}
-
-
-@dataclass(frozen=True)
-class Finding:
-    patch: str  # "upstream/name", or a project file relative to the root
-    check: str  # header | series | parse | byte-stable | apply | fuzz | zero-context | binary
-    #             | keeps | forwarded | drop-when | ledger
-    message: str
-    severity: str = "error"  # error | warning
-
-    def to_json(self) -> dict:
-        return {"patch": self.patch, "check": self.check, "message": self.message,
-                "severity": self.severity}
 
 
 def lint(project, store, *, forge=None) -> list[Finding]:
@@ -158,7 +145,7 @@ def _diff_shape(label: str, patch) -> list[Finding]:
 def _apply_checks(project, store, upstream, pin, parsed) -> list[Finding]:
     from patchforge.apply.series import SeriesState
     from patchforge.invariants import check_patch_invariants
-    from patchforge.ops.common import make_diff
+    from patchforge.stack import make_diff
 
     out = []
     profiles = list(project.config.profiles) or [None]
@@ -264,7 +251,8 @@ def _first_difference(stored: bytes, regenerated: bytes) -> tuple[str, bool]:
 
 
 def _drop_and_forward(project, store, upstream, pin, parsed, forge) -> list[Finding]:
-    from patchforge.ops.status import Target, drop_when, forwarded_info
+    from patchforge.forwarded import drop_when, forwarded_info
+    from patchforge.judge import Target
 
     out = []
     target = Target(upstream, pin.commit, pin.commit, pin.label, pin.version)

@@ -67,7 +67,7 @@ def _check_appended(path: Path, data: bytes) -> None:
 
 def add_upstream(project, upstream: UpstreamConfig, spec: str) -> object:
     """Append the upstream to the configuration and pin SPEC in the lock. Returns the pin."""
-    from patchforge.ops.resolve import open_store, pin_for_spec
+    from patchforge.pins import open_store, pin_for_spec
 
     if upstream.name in project.config.upstreams:
         raise UsageError(f"upstream {upstream.name!r} is already configured",
@@ -96,7 +96,7 @@ def add_upstream(project, upstream: UpstreamConfig, spec: str) -> object:
 def fetch(project, names: list[str] | None = None, *, on_upstream=None) -> list[tuple[str, str, str]]:
     """Bring the locked revisions into the store. Returns (upstream, commit, what happened).
     `on_upstream(name, label)` is called before each (the CLI's progress indicator)."""
-    from patchforge.ops.resolve import ensure_pinned, open_store
+    from patchforge.pins import ensure_pinned, open_store
 
     lock = project.lock
     names = names or [u for u in project.upstream_names() if u in lock.upstreams]
@@ -113,7 +113,7 @@ def fetch(project, names: list[str] | None = None, *, on_upstream=None) -> list[
 
 def pin_upstream(project, name: str, spec: str, *, force: bool = False):
     """Pin an upstream that the configuration already names (the user wrote its table)."""
-    from patchforge.ops.resolve import open_store, pin_for_spec
+    from patchforge.pins import open_store, pin_for_spec
 
     upstream = project.config.upstream(name)
     lock = project.lock

@@ -3,7 +3,7 @@
 Owns: where the PR goes (the upstream's git repository: its `url`, or for a wheel or directory
 upstream the `git-url` of its configuration table, fetched blob-less into the store at `follow`,
 the remote's HEAD, or `--onto`), carrying the patch onto that head with the pieces `rebase` uses
-(landed detection through `ops.status.SeriesJudge`; exact or offset application; else git's
+(landed detection through `judge.SeriesJudge`; exact or offset application; else git's
 3-way `merge-file` with the series state before the patch as the merge base), the commit (made
 in the store without a checkout, author and date from the header, so re-running gives the same
 commit), its `git format-patch` text, and the body (`patchforge.pr.body`). A fix that already
@@ -172,8 +172,8 @@ def carry_onto(store, upstream: str, name: str, patch, *, pin_commit: str, head:
                label: str, base_files: dict[str, bytes | None]) -> Carried:
     """The patch alone on `head`, as file contents; `base_files` is the series state just
     before the patch on the pin (the merge base a 3-way merge needs, as in `rebase`)."""
-    from patchforge.ops.status import SeriesJudge, Target, landed_in
-    from patchforge.rebase.engine import merge_file
+    from patchforge.judge import SeriesJudge, Target, landed_in
+    from patchforge.store.gitstore import merge_file
 
     target = Target(upstream, pin_commit, head, label, None)
     judge = SeriesJudge(store, target)
@@ -279,8 +279,8 @@ def draft_pr(project, store, name: str, *, onto: str | None = None, today=None) 
 
     Writes nothing but objects in the store; `patchforge.pr.submit` writes, pushes and opens.
     """
-    from patchforge.ops.common import series_state
-    from patchforge.ops.resolve import ensure_pinned
+    from patchforge.stack import series_state
+    from patchforge.pins import ensure_pinned
 
     upstream, file_name = project.find_patch(name)
     patch = project.read_patch(upstream, file_name)

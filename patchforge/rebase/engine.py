@@ -1,6 +1,6 @@
 """The rebase transaction: move each upstream's series onto a new revision, patch by patch.
 
-Per patch, in series order: landed detection (`ops.status.SeriesJudge`, i.e. patchforge.detect)
+Per patch, in series order: landed detection (`judge.SeriesJudge`, i.e. patchforge.detect)
 drops what upstream took; a patch that applies exactly or with an offset is re-emitted against the
 new base; anything else goes through git's 3-way merge (`git merge-file`, merge base = the old
 series state before the patch, as `git rebase` does), with upstream renames followed. A conflict,
@@ -27,10 +27,11 @@ from patchforge.apply.series import SeriesState, apply_series
 from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
 from patchforge.formats.lockfile import lock_from_json, lock_to_json
 from patchforge.formats.patchfile import parse_patch_file
+from patchforge.background import Background
+from patchforge.judge import SeriesJudge, Target, landed_in
 from patchforge.model.lock import ImagePin, UpstreamPin
-from patchforge.ops.common import Background
-from patchforge.ops.status import SeriesJudge, Target, landed_in
 from patchforge.rebase.journal import Journal
+from patchforge.store.gitstore import merge_file
 
 _CONFLICT_MARKER = re.compile(rb"^(<<<<<<<|>>>>>>>)( |$)", re.M)
 ACTIONS = ("clean", "offset", "merged", "resolved", "dropped", "skipped", "conflict")
@@ -73,13 +74,6 @@ def _pin_from_doc(doc: dict) -> UpstreamPin:
                        image=image)
 
 
-def merge_file(base: bytes, ours: bytes, theirs: bytes, labels=("upstream", "base", "patch")):
-    """git merge-file: (clean, merged bytes with conflict markers where it is not clean)."""
-    from patchforge.store.gitstore import merge_file as git_merge_file
-
-    return git_merge_file(base, ours, theirs, labels)
-
-
 def _reads(store, commit: str):
     return lambda paths: store.read_blobs(commit, paths)
 
@@ -92,7 +86,7 @@ class Rebase:
         self.store = store
         self.journal = Journal(project.state_dir)
         self._deferred: list = []  # (staged rel, patch, changes) whose diff is not made yet
-        self._histories: dict = {}  # upstream -> ops.status.HistoryIndex, read once
+        self._histories: dict = {}  # upstream -> judge.HistoryIndex, read once
         self._read_patches: dict = {}  # (upstream, name) -> PatchFile of the old series
         self._chains: dict = {}  # upstream -> _Chains of this run, None when it was resumed
         # Called with (upstream, patch name) before each patch: the CLI's progress indicator.
@@ -100,8 +94,8 @@ class Rebase:
 
     # --- entry points -------------------------------------------------------------------------
     def start(self, specs: dict[str, str], *, dry_run: bool = False) -> dict:
-        from patchforge.ops.resolve import ensure_pinned, pin_for_spec
-        from patchforge.ops.common import refuse_symlinked_paths
+        from patchforge.pins import ensure_pinned, pin_for_spec
+        from patchforge.stack import refuse_symlinked_paths
 
         if self.journal.exists():
             raise InProgressError("a rebase is in progress",
@@ -118,11 +112,11 @@ class Rebase:
             # is being edited, and the series module need not be loaded.
             state = None
             if (self.project.state_dir / "work").is_dir():
-                from patchforge.ops.series import _unrefreshed, close_worktree, editing
+                from patchforge.worktree import close_worktree, editing, unrefreshed
 
                 state = editing(self.project, upstream)
             if not dry_run and state:
-                if _unrefreshed(self.project, self.store, upstream, state):
+                if unrefreshed(self.project, self.store, upstream, state):
                     raise InProgressError(
                         f"{upstream}/{state['patch']} is being edited in "
                         f"{self.project.work_dir(upstream)} and has changes not refreshed",
@@ -225,7 +219,7 @@ class Rebase:
     def _flush_deferred(self) -> None:
         if not self._deferred:
             return
-        from patchforge.ops.common import make_diffs
+        from patchforge.stack import make_diffs
 
         diffs = make_diffs(self.store, [changes for _, _, changes in self._deferred])
         for (rel, patch, _), diff in zip(self._deferred, diffs):
@@ -305,7 +299,7 @@ class Rebase:
     def _commits_touching(self, upstream: str, target, verdict) -> list[str] | None:
         """The upstream commits touching a verdict's files, from one history read per upstream
         (a git process per dropped patch was most of a long rebase); None without history."""
-        from patchforge.ops.status import HistoryIndex, _history, _patch_paths
+        from patchforge.judge import HistoryIndex, _history, _patch_paths
 
         if not _history(self.store, target):
             return None
@@ -454,10 +448,10 @@ class Rebase:
     def _open_worktree(self, upstream: str, commit: str, contents: dict) -> None:
         """`.patchforge/work/<upstream>`: `commit` checked out, then the stopped patch's files
         as far as they got (conflict markers where git could not merge)."""
-        from patchforge.ops.series import _prepare_checkout
+        from patchforge.worktree import prepare_checkout
 
         work = self.project.work_dir(upstream)
-        _prepare_checkout(self.store, work, commit)
+        prepare_checkout(self.store, work, commit)
         for path, content in contents.items():
             target = work / path
             if content is None:
@@ -475,7 +469,7 @@ class Rebase:
 
     def _take_resolution(self, stopped: dict) -> None:
         """--continue: the worktree's difference from the stop's base becomes the patch."""
-        from patchforge.ops.series import _worktree_diff
+        from patchforge.worktree import worktree_diff
 
         upstream, name = stopped["upstream"], stopped["name"]
         entry = self.journal.data["upstreams"][upstream]
@@ -483,7 +477,7 @@ class Rebase:
         if not work.is_dir():
             raise UsageError(f"the conflict worktree {work} is gone",
                              hint="`patchforge rebase --skip` or `--abort`")
-        diff, changes = _worktree_diff(self.project, self.store, upstream,
+        diff, changes = worktree_diff(self.project, self.store, upstream,
                                        {"base": stopped["base"]}, with_changes=True)
         marked = [path for path, _, new, _, _ in changes
                   if new is not None and _CONFLICT_MARKER.search(new)]

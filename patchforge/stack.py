@@ -1,6 +1,6 @@
-"""Small pieces several operations share: building diffs through the store, applying a series
-on a pin, writing a series entry together with its patch file, and running a git-bound step on
-a second thread (Background)."""
+"""A series as the operations handle it: applied on a pin (`series_state`), its diffs made by git
+(`make_diff(s)`), a new entry written with its patch file (`add_to_series`), the ledger kept in
+step (`series_changed`), and the paths no patch may touch (`refuse_symlinked_paths`)."""
 from __future__ import annotations
 
 from patchforge.apply.series import apply_series
@@ -71,31 +71,3 @@ def refuse_symlinked_paths(store, commit: str, patches) -> None:
                     f"patch {name}: {path} {what} in the upstream; a patch may only "
                     "touch regular files inside its upstream",
                     path=getattr(patch, "source", name), line=fp.line_no)
-
-
-class Background:
-    """A function run by a second thread; result() waits for it and returns its value or
-    raises its exception. Used for work that is mostly a git process (the GIL is free then)."""
-
-    def __init__(self, function, *args) -> None:
-        import threading
-
-        self._value = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(function, args), daemon=True)
-        self._thread.start()
-
-    def _run(self, function, args) -> None:
-        try:
-            self._value = function(*args)
-        except BaseException as exc:  # handed to the caller of result()
-            self._error = exc
-
-    def wait(self) -> None:
-        self._thread.join()
-
-    def result(self):
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value

@@ -1,0 +1,135 @@
+"""What the world says about a patch beyond its diff: the pull request it was forwarded as
+(`Forwarded:` / `Upstream-Status: Submitted [URL]`: open, merged, included in the target) and its
+`Drop-When:` condition evaluated on a target."""
+from __future__ import annotations
+
+import re
+
+from patchforge.errors import NetworkError, PatchforgeError, UsageError
+from patchforge.judge import Target
+
+_SUBMITTED = re.compile(r"^Submitted\s*\[(?P<url>[^\]]+)\]", re.I)
+
+
+def _pr_url(patch) -> str | None:
+    for value in (patch.get("Forwarded"), patch.get("Upstream-Status")):
+        if not value:
+            continue
+        match = _SUBMITTED.match(value)
+        candidate = (match["url"] if match else value).strip()
+        if "/pull/" in candidate or "#" in candidate:
+            return candidate
+    return None
+
+
+def pull_request_info(store, target: Target, url: str, forge) -> dict:
+    """A pull request's state from the forge, and for a merged one whether the target includes
+    its merge commit. Counts read as in seed 000: the target is `ahead_by` commits ahead of, and
+    `behind_by` behind, the merge commit; included when behind by 0. Computed locally when the
+    store has both commits, else with the forge's compare API."""
+    from patchforge.net.forge import parse_pr_url
+
+    info: dict = {"url": url}
+    try:
+        ref = parse_pr_url(url)
+    except UsageError as exc:
+        info["error"] = exc.message
+        return info
+    if forge is None:
+        info["error"] = "no forge client"
+        return info
+    try:
+        pr = forge.pull_request(ref.repo, ref.number)
+    except (NetworkError, PatchforgeError) as exc:
+        info["error"] = str(exc)
+        return info
+    info.update({"state": pr.state, "merged": pr.merged, "merge_commit": pr.merge_commit_sha,
+                 "title": pr.title})
+    if pr.merged and pr.merge_commit_sha:
+        merge = pr.merge_commit_sha
+        if store.has_object(merge) and store.has_object(target.commit):
+            # ahead_behind(a, b) = (in a not in b, in b not in a).
+            behind, ahead = store.ahead_behind(merge, target.commit)
+            info.update({"included": behind == 0, "ahead_by": ahead, "behind_by": behind,
+                         "source": "local history"})
+        else:
+            try:
+                cmp = forge.compare(ref.repo, merge, target.commit)
+                info.update({"included": cmp.behind_by == 0, "ahead_by": cmp.ahead_by,
+                             "behind_by": cmp.behind_by, "source": "forge compare"})
+            except (NetworkError, PatchforgeError) as exc:
+                info["included"] = None
+                info["error"] = str(exc)
+    return info
+
+
+def forwarded_info(project, store, patch, target: Target, forge) -> dict | None:
+    """The Forwarded (or Submitted [url]) pull request: its state and whether the target has it."""
+    url = _pr_url(patch)
+    if url is None:
+        return None
+    return pull_request_info(store, target, url, forge)
+
+
+def drop_when(patch, target: Target, forwarded: dict | None, *, store=None,
+              forge=None, names: set[str] | None = None) -> dict | None:
+    """Evaluate `Drop-When`: a packaging specifier on the target's version
+    (`vllm>=0.34`), or `merged <PR url>` (true once the PR is merged AND the target includes
+    its merge commit; a merged PR the target does not have yet is not a reason to drop)."""
+    condition = patch.get("Drop-When")
+    if not condition:
+        return None
+    condition = condition.strip()
+    result: dict = {"condition": condition, "true": None}
+    if condition.lower().startswith("merged"):
+        url = condition[len("merged"):].strip() or (forwarded or {}).get("url")
+        if not url:
+            result["reason"] = "no pull request named"
+            return result
+        if forwarded and forwarded.get("url") == url:
+            info = forwarded
+        elif store is not None:
+            info = pull_request_info(store, target, url, forge)
+        else:
+            info = {}
+        if info.get("merged") is None:
+            result["reason"] = "no forge answer for the pull request" + (
+                f": {info['error']}" if info.get("error") else "")
+        elif not info["merged"]:
+            result["true"] = False
+            result["reason"] = f"the pull request is {info.get('state', 'not merged')}"
+        elif info.get("included") is None:
+            result["reason"] = "merged, but whether the target includes it is unknown"
+        else:
+            result["true"] = bool(info["included"])
+            if not info["included"]:
+                result["reason"] = "merged, but the target does not include the merge commit"
+        return result
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        requirement = Requirement(condition)
+    except InvalidRequirement as exc:
+        result["reason"] = f"not a requirement: {exc}"
+        return result
+    from packaging.utils import canonicalize_name
+
+    # `torch>=2.5` in a vllm patch says nothing about vllm's version: only a requirement on this
+    # upstream (its name or its package) is evaluated against the target's version.
+    known = {canonicalize_name(n) for n in (names or {target.upstream}) if n}
+    if canonicalize_name(requirement.name) not in known:
+        result["reason"] = (f"{requirement.name} is not this upstream "
+                            f"({', '.join(sorted(known))}); cannot evaluate")
+        return result
+    if target.version is None:
+        result["reason"] = "the target's version is unknown"
+        return result
+    try:
+        version = Version(target.version)
+    except InvalidVersion:
+        result["reason"] = f"the target's version {target.version!r} is not PEP 440"
+        return result
+    result["true"] = requirement.specifier.contains(version, prereleases=True)
+    result["version"] = target.version
+    return result

@@ -1,0 +1,222 @@
+"""The judge: a series walked over a target the way a rebase meets it (`SeriesJudge`), and for
+a landed patch, the upstream commit it landed in (`landed_in`, over a `HistoryIndex` of the
+history between base and target). `status`, `rebase` and `pr` all judge with it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from patchforge.apply.hunks import apply_file_patch
+from patchforge.detect import assess_patch
+
+
+@dataclass
+class Target:
+    """Where an upstream is judged: the base pin and the target commit (and its version)."""
+
+    upstream: str
+    base_commit: str
+    commit: str
+    label: str
+    version: str | None
+
+
+class SeriesJudge:
+    """Walks one upstream's series over a target, keeping the target's files with the earlier
+    still-needed patches applied (`current`), so each patch meets what a rebase would give it."""
+
+    def __init__(self, store, target: Target, *, read_commit: str | None = None) -> None:
+        self.store = store
+        self.target = target
+        # Where files not yet touched are read from: the target itself, or (when a rebase
+        # resumes) a commit holding the target plus the series rebased so far.
+        self.read_commit = read_commit or target.commit
+        self.current: dict[str, bytes | None] = {}
+        self._read: dict[str, bytes | None] = {}
+
+    def prefetch(self, patches) -> None:
+        """Read every file the patches touch, on the base and where the judge reads, in one
+        round each (the store keeps them): one pipelined cat-file exchange instead of one per
+        file and patch."""
+        paths = sorted({p for _, patch in patches for p in patch.paths})
+        if paths:
+            self.store.prefetch([(self.target.base_commit, paths), (self.read_commit, paths)])
+            self.store.read_blobs(self.target.base_commit, paths)
+            self.store.read_blobs(self.read_commit, paths)
+
+    def read_current(self, path: str) -> bytes | None:
+        if path in self.current:
+            return self.current[path]
+        if path not in self._read:
+            self._read[path] = self.store.read_blob(self.read_commit, path)
+        return self._read[path]
+
+    def exists(self, path: str) -> bool:
+        return self.read_current(path) is not None
+
+    def find_rename(self, path: str) -> str | None:
+        if self.target.base_commit == self.target.commit:
+            return None
+        found = self.store.renames(self.target.base_commit, self.target.commit, [path])
+        return found.get(path)
+
+    def assess(self, name: str, patch):
+        """The verdict for one patch on the current state, without applying it."""
+        base = self.target.base_commit
+        return assess_patch(
+            name, patch,
+            read_base=lambda path: self.store.read_blob(base, path),
+            read_current=self.read_current, exists_in_target=self.exists,
+            find_rename=self.find_rename)
+
+    def judge(self, name: str, patch):
+        """Assess, then apply what applies so the next patch meets the same state a rebase
+        would give it."""
+        verdict = self.assess(name, patch)
+        if verdict.state in ("applies", "offset", "fuzz", "unsure", "partial"):
+            self.advance(patch, verdict)
+        return verdict
+
+    def advance(self, patch, verdict) -> None:
+        """Apply the patch's applicable files to `current` (renamed paths followed)."""
+        from dataclasses import replace
+        for fp, fv in zip(patch.file_patches, verdict.files):
+            if fv.target_path is None or fv.applied is None:
+                continue
+            moved = fv.target_path
+            if moved != fv.path:
+                fp = replace(fp, old_path=moved, new_path=moved)
+            application = apply_file_patch(self.read_current(moved) if not fp.is_new else None,
+                                           fp, max_fuzz=2)
+            if application.ok:
+                self.current[moved if fp.new_path is not None else fp.old_path] = \
+                    application.content
+
+
+def _history_index(store, target: Target, paths: list[str]) -> "HistoryIndex | None":
+    """HistoryIndex of `paths` with their diffs read, or None without history."""
+    if not _history(store, target):
+        return None
+    index = HistoryIndex(store, target, paths)
+    index.read_diffs()
+    return index
+
+
+def _history(store, target: Target) -> bool:
+    """Whether the store has the upstream's history from base to target (git upstreams; wheel
+    and directory imports are root commits with none)."""
+    return target.base_commit != target.commit and store.is_ancestor(target.base_commit,
+                                                                     target.commit)
+
+
+def _patch_paths(verdict) -> list[str]:
+    return sorted({f.path for f in verdict.files}
+                  | {f.target_path for f in verdict.files if f.target_path})
+
+
+def landed_in(store, target: Target, patch, verdict, *,
+              commits: list[str] | None = None) -> str | None:
+    """The upstream commit that introduced the change: the first commit touching the patch's
+    files (between base and target) at which every hunk the target has is already there (for a
+    partial landing: as many hunks as in the target). Binary search over only those commits
+    keeps it fast on long histories; each probe judges the patch alone on that commit."""
+    if verdict.hunks_landed == 0 or not _history(store, target):
+        return None
+    if commits is None:
+        commits = store.commits_touching(target.base_commit, target.commit,
+                                         _patch_paths(verdict))
+    if not commits:
+        return None
+    want_all = verdict.state == "upstreamed"
+
+    def landed_at(commit: str) -> bool:
+        probe = SeriesJudge(store, Target(target.upstream, target.base_commit, commit,
+                                          commit, None))
+        found = probe.assess("probe", patch)
+        if want_all:
+            return found.state == "upstreamed"
+        return found.hunks_landed >= verdict.hunks_landed
+
+    lo, hi = 0, len(commits) - 1
+    if not landed_at(commits[hi]):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if landed_at(commits[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return commits[lo]
+
+
+class HistoryIndex:
+    """The upstream history between a base and a target, read once per series: which commits
+    touch which files (one `git log --name-only`), and the patch-ids of those commits limited to
+    any set of files (one `git log -p`, one `git patch-id`). Status asks both for every landed
+    patch; asked per patch, they were three git processes each."""
+
+    def __init__(self, store, target: Target, paths: list[str]) -> None:
+        self.store = store
+        self.target = target
+        self.log = store.touching_log(target.base_commit, target.commit, paths) if paths else []
+        self.paths = paths
+        self._chunks: dict[str, dict[str, bytes]] | None = None
+
+    def commits_touching(self, paths: list[str]) -> list[str]:
+        wanted = set(paths)
+        return [commit for commit, changed in self.log if wanted.intersection(changed)]
+
+    def read_diffs(self) -> None:
+        """Read the commits' diffs now (patch_id_matches needs them)."""
+        self._file_chunks()
+
+    def _file_chunks(self) -> dict[str, dict[bytes, bytes]]:
+        """commit -> {its `diff --git` line: that file's diff}, from one `git log -p`."""
+        if self._chunks is None:
+            chunks: dict[str, dict[bytes, list[bytes]]] = {}
+            if self.log:
+                text = self.store.log_patches(self.target.base_commit, self.target.commit,
+                                              self.paths)
+                files: dict[bytes, list[bytes]] = {}
+                header = None
+                for line in text.splitlines(keepends=True):
+                    if line.startswith(b"commit ") and len(line.strip()) == 47:
+                        files = chunks.setdefault(line.split()[1].decode(), {})
+                        header = None
+                    elif line.startswith(b"diff --git "):
+                        header = line.rstrip(b"\n")
+                        files[header] = [line]
+                    elif header is not None:
+                        files[header].append(line)
+            self._chunks = {c: {h: b"".join(lines) for h, lines in f.items()}
+                            for c, f in chunks.items()}
+        return self._chunks
+
+    def patch_id_matches(self, requests: list[tuple[object, bytes, list[str]]]) -> dict:
+        """For each (key, the patch's diff, its paths): the commits whose change to those paths
+        has the patch's `git patch-id --stable`, in one patch-id run for the whole series."""
+        from patchforge.store.gitstore import diff_header
+
+        chunks = self._file_chunks()
+        feed: list[bytes] = []
+        owners: dict[str, tuple[object, str | None]] = {}  # fake id -> (request key, commit)
+        for key, diff, paths in requests:
+            fake = f"{len(owners):040x}"
+            owners[fake] = (key, None)
+            feed.append(f"commit {fake}\n\n".encode() + diff)
+            headers = [diff_header(p) for p in paths]
+            for commit in self.commits_touching(paths):
+                body = b"".join(chunks.get(commit, {}).get(h, b"") for h in headers)
+                if body:
+                    fake = f"{len(owners):040x}"
+                    owners[fake] = (key, commit)
+                    feed.append(f"commit {fake}\n\n".encode() + body)
+        if not feed:
+            return {}
+        ids = {fake: patch_id for patch_id, fake in self.store.patch_ids(b"".join(feed))}
+        own = {key: ids.get(fake) for fake, (key, commit) in owners.items() if commit is None}
+        matches: dict[object, list[str]] = {key: [] for key, _, _ in requests}
+        for fake, (key, commit) in owners.items():
+            if commit is not None and own.get(key) and ids.get(fake) == own[key]:
+                matches[key].append(commit)
+        return matches

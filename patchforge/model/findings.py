@@ -1,0 +1,17 @@
+"""A finding of `lint` (and of the ledger's own checks): which patch or file, which check, what."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Finding:
+    patch: str  # "upstream/name", or a project file relative to the root
+    check: str  # header | series | parse | byte-stable | apply | fuzz | zero-context | binary
+    #             | keeps | forwarded | drop-when | ledger
+    message: str
+    severity: str = "error"  # error | warning
+
+    def to_json(self) -> dict:
+        return {"patch": self.patch, "check": self.check, "message": self.message,
+                "severity": self.severity}
