@@ -1,8 +1,10 @@
 """Overlays: full upstream files with a profile's patches applied, and the files that pin them.
 
-For each profile, every file the series touches becomes `overlays/[<profile>/]<upstream>/<path>`;
-`overlays/SHA256SUMS` (sha256sum -c --strict compatible), `overlays/manifest.json` (provenance) and a
-compose fragment per profile (read-only mounts) describe them. Everything is computed in memory
+For each profile, every file the series touches becomes `overlays/[<profile>/]<upstream>/<path>`
+and every declared artifact `overlays/artifacts/<path>` (so that `overlays/` alone is what ships);
+`overlays/SHA256SUMS` (sha256sum -c --strict compatible), `overlays/manifest.json` (provenance), a
+compose override file per profile (read-only mounts) and a Dockerfile per profile (the overlays
+baked into the pinned image) describe them. Everything is computed in memory
 first, so a patch that fails leaves `overlays/` untouched, and the same inputs give the same bytes.
 """
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from patchforge.apply.series import applies_to_profile, apply_series
 from patchforge.errors import ApplyError, ConfigError, InputError, UsageError
@@ -22,6 +25,7 @@ from patchforge.fsutil import fault_point, fsync_dir
 
 MANIFEST_VERSION = 1
 GENERATED_NAMES = ("SHA256SUMS", "manifest.json")
+ARTIFACTS_DIR = "artifacts"  # overlays/artifacts/<path>: copies of the declared artifacts
 KEEP_NAMES = {"README.md", ".gitignore"}  # user files that live in overlays/ and survive regeneration
 
 
@@ -41,6 +45,7 @@ class OverlayFile:
     base_label: str
     patches: tuple[tuple[str, str], ...]  # (patch name, sha256 of the patch file)
     target: str | None  # container path (install-root + path)
+    mode: str = "100644"  # the upstream file's git mode (100755: executable)
 
     @property
     def sha256(self) -> str:
@@ -51,6 +56,9 @@ class OverlayFile:
 class OverlaySet:
     files: list[OverlayFile] = field(default_factory=list)
     artifacts: list[tuple[str, str]] = field(default_factory=list)  # (path rel. to root, sha256)
+    artifact_files: dict[str, bytes] = field(default_factory=dict)  # rel under overlays/ -> bytes
+    sources: dict[str, dict] = field(default_factory=dict)  # upstream -> the lock's source entry
+    image: object = None  # the lock's ImagePin, if the stack pins an image
     outputs: dict[str, bytes] = field(default_factory=dict)  # rel path under overlays/ -> bytes
     warnings: list[str] = field(default_factory=list)
 
@@ -70,7 +78,7 @@ def build_overlays(project, store, *, lock=None, patch_sources=None) -> OverlayS
     """
     config = project.config
     lock = lock or project.lock
-    result = OverlaySet()
+    result = OverlaySet(image=lock.image)
     for upstream in project.upstream_names():
         if patch_sources is not None:
             patches = patch_sources.get(upstream, [])
@@ -80,6 +88,7 @@ def build_overlays(project, store, *, lock=None, patch_sources=None) -> OverlayS
         if not patches:
             continue
         pin = lock.pin(upstream)
+        result.sources[upstream] = dict(pin.source)
         install_root = config.upstreams[upstream].install_root
         # A mount through an upstream symlink would cover a file outside the upstream's tree.
         refuse_symlinked_paths(store, pin.commit, [(n, p) for n, p, _ in patches])
@@ -97,6 +106,8 @@ def build_overlays(project, store, *, lock=None, patch_sources=None) -> OverlayS
                     result.warnings.append(f"{upstream}/{outcome.name}: applies only with fuzz"
                                            + (f" (profile {profile})" if profile else ""))
             digests = {n: sha256(raw) for n, _, raw in patches}
+            modes = store.entries(pin.commit, sorted(p for p in state.current
+                                                     if state.base.get(p) is not None))
             for path in sorted(state.current):
                 content = state.current[path]
                 if content is None:
@@ -113,25 +124,35 @@ def build_overlays(project, store, *, lock=None, patch_sources=None) -> OverlayS
                     base_sha256=sha256(base) if base is not None else None,
                     base_commit=pin.commit, base_label=pin.label,
                     patches=tuple((n, digests[n]) for n in state.touched_by.get(path, [])),
-                    target=str(PurePosixPath(install_root) / path) if install_root else None))
+                    target=str(PurePosixPath(install_root) / path) if install_root else None,
+                    mode="100755" if (modes.get(path) or ("",))[0] == "100755" else "100644"))
+    if config.artifacts and ARTIFACTS_DIR in {*config.profiles, *project.upstream_names()}:
+        raise ConfigError(f"a profile or upstream named {ARTIFACTS_DIR!r} would share "
+                          f"overlays/{ARTIFACTS_DIR}/ with the artifacts; rename it",
+                          path=str(project.config_path))
     for artifact in config.artifacts:
+        parts = PurePosixPath(artifact).parts
+        if not parts or PurePosixPath(artifact).is_absolute() or ".." in parts or "\\" in artifact:
+            raise ConfigError(f"artifacts: {artifact!r} must be a path inside the project",
+                              path=str(project.config_path))
         path = project.root / artifact
         try:
-            result.artifacts.append((artifact, sha256(path.read_bytes())))
-        except FileNotFoundError:
+            data = path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
             raise ConfigError(f"artifacts: {artifact} does not exist",
                               path=str(project.config_path)) from None
+        result.artifacts.append((artifact, sha256(data)))
+        result.artifact_files[f"{ARTIFACTS_DIR}/{PurePosixPath(*parts).as_posix()}"] = data
     result.files.sort(key=lambda f: f.rel)
     result.outputs = render_metadata(project, result)
     return result
 
 
 def render_metadata(project, overlays: OverlaySet) -> dict[str, bytes]:
-    """SHA256SUMS, manifest.json and the compose fragments, as bytes keyed by path under overlays/."""
+    """SHA256SUMS, manifest.json, the compose override files and Dockerfiles, as bytes keyed by
+    path under overlays/."""
     sums = [(f.sha256, f.rel) for f in overlays.files]
-    for artifact, digest in overlays.artifacts:
-        rel = os.path.relpath(project.root / artifact, project.overlays_dir)
-        sums.append((digest, PurePosixPath(*Path(rel).parts).as_posix()))
+    sums += [(sha256(data), rel) for rel, data in overlays.artifact_files.items()]
     for _, rel in sums:
         if "\n" in rel or "\\" in rel:
             raise InputError(f"cannot list {rel!r} in SHA256SUMS (newline or backslash in name)")
@@ -142,11 +163,17 @@ def render_metadata(project, overlays: OverlaySet) -> dict[str, bytes]:
         "generator": "patchforge",
         "upstreams": {},
         "overlays": [],
-        "artifacts": [{"path": a, "sha256": d} for a, d in overlays.artifacts],
+        "artifacts": [{"path": a, "sha256": d, "file": f"{ARTIFACTS_DIR}/{a}"}
+                      for a, d in overlays.artifacts],
     }
+    if overlays.image is not None and overlays.image.digest:
+        manifest["image"] = {"reference": overlays.image.reference,
+                             "digest": overlays.image.digest}
     for f in overlays.files:
-        manifest["upstreams"].setdefault(f.upstream, {"commit": f.base_commit,
-                                                      "label": f.base_label})
+        entry = manifest["upstreams"].setdefault(f.upstream, {"commit": f.base_commit,
+                                                              "label": f.base_label})
+        if overlays.sources.get(f.upstream):
+            entry["source"] = overlays.sources[f.upstream]
         manifest["overlays"].append({
             "profile": f.profile, "upstream": f.upstream, "path": f.path, "file": f.rel,
             "base_commit": f.base_commit, "base_sha256": f.base_sha256, "sha256": f.sha256,
@@ -154,28 +181,93 @@ def render_metadata(project, overlays: OverlaySet) -> dict[str, bytes]:
             "patches": [{"name": n, "sha256": d} for n, d in f.patches],
         })
     outputs["manifest.json"] = dump_json(manifest)
-    service = project.config.compose_service
+    overlays_rel = PurePosixPath(*Path(os.path.relpath(project.overlays_dir,
+                                                       project.root)).parts).as_posix()
     for profile in sorted({f.profile for f in overlays.files}, key=lambda p: p or ""):
         files = [f for f in overlays.by_profile(profile) if f.target]
         rel_dir = f"{profile}/" if profile else ""
-        lines = ["# Generated by patchforge: read-only overlay mounts"
-                 + (f" for profile {profile}" if profile else "") + ".",
-                 "# Include it from compose.yaml (`include: [" + f"overlays/{rel_dir}compose.yaml]`)"
-                 " or pass it as an extra -f file.",
-                 "services:", f"  {service}:", "    volumes:"]
-        for f in files:
-            # Paths in an included file resolve relative to that file's directory.
-            source = "./" + f.rel[len(rel_dir):]
-            lines += ["      - type: bind", f"        source: {json.dumps(source)}",
-                      f"        target: {json.dumps(f.target)}", "        read_only: true"]
-        if not files:
-            lines[-1] = "    volumes: []"
-        outputs[f"{rel_dir}compose.yaml"] = ("\n".join(lines) + "\n").encode("utf-8")
+        outputs[f"{rel_dir}compose.yaml"] = render_compose(project.config.compose_service,
+                                                           profile, files, overlays_rel)
+        outputs[f"{rel_dir}Dockerfile"] = render_dockerfile(profile, files, overlays.image)
     return outputs
+
+
+def render_compose(service: str, profile: str | None, files: list[OverlayFile],
+                   overlays_rel: str) -> bytes:
+    """The compose override file: read-only bind mounts of `files` into `service`.
+
+    Compose resolves every relative path of every `-f` file against the project directory,
+    the directory of the first file (compose.yaml, beside overlays/), so sources are written
+    from there. It is an override file, not an `include:` target: compose refuses to let an
+    included file add to a service the including file defines.
+    """
+    rel_dir = f"{profile}/" if profile else ""
+    fragment = f"{overlays_rel}/{rel_dir}compose.yaml"
+    lines = ["# Generated by patchforge: read-only overlay mounts"
+             + (f" for profile {profile}" if profile else "") + ".",
+             "# An override file for the compose.yaml beside overlays/ (paths are relative to it):",
+             f"#   docker compose -f compose.yaml -f {fragment} up -d",
+             f"# or, in .env: COMPOSE_FILE=compose.yaml:{fragment}",
+             "services:", f"  {service}:", "    volumes:"]
+    for f in files:
+        lines += ["      - type: bind", f"        source: {json.dumps('./' + overlays_rel + '/' + f.rel)}",
+                  f"        target: {json.dumps(f.target)}", "        read_only: true"]
+    if not files:
+        lines[-1] = "    volumes: []"
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def render_dockerfile(profile: str | None, files: list[OverlayFile], image) -> bytes:
+    """The baked form: the pinned image with `files` copied in, checked at build time.
+
+    The build context is overlays/ itself. Before copying, the build refuses an image whose
+    files are not the pre-images the overlays were made for; after, it checks the context
+    against SHA256SUMS and the installed files against their recorded hashes.
+    """
+    rel_dir = f"{profile}/" if profile else ""
+    lines = ["# Generated by patchforge: the overlays" + (f" of profile {profile}" if profile else "")
+             + " baked into the pinned image.",
+             "# Build with overlays/ as the context (it is what ships):",
+             f"#   docker build -f overlays/{rel_dir}Dockerfile -t IMAGE:TAG overlays"]
+    if image is not None and image.digest:
+        from patchforge.net.registry import DOCKER_HUB, parse_image_ref
+        ref = parse_image_ref(image.reference)
+        registry = "docker.io" if ref.registry == DOCKER_HUB else ref.registry
+        lines.append(f"FROM {registry}/{ref.repository}@{image.digest}")
+    else:
+        lines += ["# upstream.lock pins no image: name it by digest (`--build-arg BASE_IMAGE=",
+                  "# repo@sha256:...`), or pin one with `patchforge rebase --to repo:tag`.",
+                  "ARG BASE_IMAGE", "FROM ${BASE_IMAGE}"]
+    if not files:
+        return ("\n".join(lines) + "\n").encode("utf-8")
+    pre = [f"{f.base_sha256}  {f.target}" for f in files if f.base_sha256]
+    absent = [f.target for f in files if f.base_sha256 is None]
+    checks = []
+    if pre:
+        checks.append("printf '%s\\n' \\\n" + "".join(f"      {_sh(line)} \\\n" for line in pre)
+                      + "    | sha256sum -c --strict --quiet -")
+    checks += [f"test ! -e {_sh(target)}" for target in absent]
+    lines.append("# The image must hold the files these overlays were made for.")
+    lines.append("RUN " + " \\\n && ".join(checks))
+    for f in files:
+        mode = "0755" if f.mode == "100755" else "0644"
+        lines.append(f"COPY --chmod={mode} {json.dumps([f.rel, f.target])}")
+    installed = "".join(f"      {_sh(f'{f.sha256}  {f.target}')} \\\n" for f in files)
+    lines += ["# The context is what SHA256SUMS pins, and the image now holds exactly the overlays.",
+              "RUN --mount=type=bind,target=/run/patchforge-overlays \\",
+              "    cd /run/patchforge-overlays && sha256sum -c --strict --quiet SHA256SUMS \\",
+              " && printf '%s\\n' \\\n" + installed + "    | sha256sum -c --strict --quiet -"]
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _sh(text: str) -> str:
+    """One single-quoted shell word."""
+    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def planned_tree(overlays: OverlaySet) -> dict[str, bytes]:
     tree = {f.rel: f.content for f in overlays.files}
+    tree.update(overlays.artifact_files)
     tree.update(overlays.outputs)
     return tree
 
@@ -205,6 +297,10 @@ def check_overlays(project, overlays: OverlaySet) -> list[Drift]:
         path = root / f.rel
         if path.exists() and sha256(path.read_bytes()) != f.sha256:
             drifts.append(Drift(f.rel, "changed", "overlay file differs from the regenerated one"))
+    for rel, data in sorted(overlays.artifact_files.items()):
+        path = root / rel
+        if path.exists() and path.read_bytes() != data:
+            drifts.append(Drift(rel, "changed", "the copy differs from the artifact"))
     known = set(planned_tree(overlays))
     for path in sorted(_generated_files(root)):
         if path not in known:
@@ -327,6 +423,13 @@ def verify_overlays(project, *, installed: Path | None = None,
             rows.append((rel_text, "mismatch", "sha256 differs"))
         else:
             rows.append((rel_text, "ok", ""))
+    # The artifacts themselves (what compose.yaml mounts from the project) against their pins.
+    if manifest_path.exists():
+        for artifact in json.loads(manifest_path.read_bytes()).get("artifacts", []):
+            source = project.root / artifact["path"]
+            if source.is_file() and sha256(source.read_bytes()) != artifact["sha256"]:
+                rows.append((artifact["path"], "mismatch",
+                             "changed since `patchforge overlays` pinned it"))
     if installed is not None:
         manifest = json.loads(manifest_path.read_bytes())
         for entry in overlay_entries(manifest, profile, str(manifest_path)):

@@ -1,9 +1,10 @@
 """Interop with the tools people already use, on a small real project built here with the CLI:
 our patch files through `git apply`, `patch -p1` and `quilt push` (`export --quilt`) and `git am`
-(`export --mbox`); our SHA256SUMS through `sha256sum -c --strict`; our compose fragment through a
-YAML parser. Every tool must give exactly the tree the patches were made from."""
+(`export --mbox`); our SHA256SUMS through `sha256sum -c --strict`; our compose override file through
+the real `docker compose config`. Every tool must give exactly the tree the patches were made from."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.deploy import check_mounts, compose_config
 from helpers.env import isolate
 
 BASE = {
@@ -191,7 +193,7 @@ def test_sha256sums_pass_sha256sum_strict(built):
     paths = [line.split("  ", 1)[1] for line in lines]
     assert paths == sorted(paths) and sums.endswith(b"\n")
     # every overlay (calc.py and the edited/created files; the deleted README has none) + artifact
-    assert len(lines) == 6 and any(line.endswith("../entrypoint.sh") for line in lines)
+    assert len(lines) == 6 and any(line.endswith("  artifacts/entrypoint.sh") for line in lines)
     out = run(["sha256sum", "-c", "--strict", "SHA256SUMS"], overlays, text=True)
     assert out.stdout.count(": OK") == len(lines)
     # and it catches a change: sha256sum is really checking our hashes
@@ -218,25 +220,23 @@ def test_overlay_files_are_the_patched_files(built):
                              "new/created.txt"}
 
 
-def test_compose_fragment_is_yaml_with_read_only_mounts(built):
-    yaml = pytest.importorskip("yaml")
+def test_compose_override_file_through_docker_compose(built):
+    """The real `docker compose config`: the user's compose.yaml plus the generated override."""
     _, _, proj = built
     fragments = sorted((proj / "overlays").rglob("compose.yaml"))
     assert fragments
+    (proj / "compose.yaml").write_text("services:\n  app:\n    image: calc:1\n"
+                                       "    volumes: ['./entrypoint.sh:/entrypoint.sh:ro']\n")
     for fragment in fragments:
-        doc = yaml.safe_load(fragment.read_bytes())
-        volumes = doc["services"]["app"]["volumes"]
-        targets = set()
-        for mount in volumes:
-            assert mount["type"] == "bind" and mount["read_only"] is True
-            source = (fragment.parent / mount["source"]).resolve()
-            assert source.is_file(), mount  # relative to the fragment, as compose resolves it
-            rel = source.relative_to((fragment.parent / "calc").resolve()).as_posix()
-            assert mount["target"] == f"/opt/calc/lib/{rel}"
-            assert source.read_bytes() == AFTER_2[rel]
-            targets.add(rel)
-        assert targets == {"calc.py", "docs/crlf.txt", "docs/nonl.txt", "data/latin1.txt",
-                           "new/created.txt"}
+        rel = fragment.relative_to(proj).as_posix()
+        model = json.loads(compose_config(proj, "compose.yaml", rel).stdout)
+        profile = fragment.parent.name if fragment.parent != proj / "overlays" else None
+        targets = check_mounts(model, "app", proj / "overlays", profile,
+                               {"calc": "/opt/calc/lib"}, keep={"/entrypoint.sh"})
+        assert {t.removeprefix("/opt/calc/lib/") for t in targets} == {
+            "calc.py", "docs/crlf.txt", "docs/nonl.txt", "data/latin1.txt", "new/created.txt"}
+        assert all(Path(m["source"]).read_bytes() == AFTER_2[m["target"][len("/opt/calc/lib/"):]]
+                   for m in model["services"]["app"]["volumes"] if m["target"] != "/entrypoint.sh")
 
 
 # --- terminal conventions: colour only on a terminal, never with NO_COLOR ----------------------

@@ -71,14 +71,22 @@ def test_overlays_content_profiles_and_sums(stack):
     assert files["gfx950/up/pkg/new.py"] == b"created = True\n"
     # No patch of gfx950 touches a.py: no overlay of it there.
     assert "gfx950/up/a.py" not in files
-    assert sorted(files) == ["SHA256SUMS", "gfx942/compose.yaml", "gfx942/up/a.py",
-                             "gfx942/up/pkg/b.py", "gfx942/up/pkg/new.py", "gfx950/compose.yaml",
+    assert sorted(files) == ["SHA256SUMS", "artifacts/entrypoint.sh", "gfx942/Dockerfile",
+                             "gfx942/compose.yaml", "gfx942/up/a.py", "gfx942/up/pkg/b.py",
+                             "gfx942/up/pkg/new.py", "gfx950/Dockerfile", "gfx950/compose.yaml",
                              "gfx950/up/pkg/b.py", "gfx950/up/pkg/new.py", "manifest.json"]
     # sha256sum -c --strict, the real one, in overlays/.
     proc = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=root / "overlays",
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "../entrypoint.sh: OK" in proc.stdout
+    assert "artifacts/entrypoint.sh: OK" in proc.stdout
+    assert files["artifacts/entrypoint.sh"] == (root / "entrypoint.sh").read_bytes()
+    # What ships verifies on its own: overlays/ copied alone to a deployment host.
+    host = root.parent / "deployment-host"
+    shutil.copytree(root / "overlays", host / "overlays")
+    alone = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=host / "overlays",
+                           capture_output=True, text=True)
+    assert alone.returncode == 0 and alone.stdout == proc.stdout, alone.stdout + alone.stderr
     sums = files["SHA256SUMS"].decode().splitlines()
     assert [line.split("  ", 1)[1] for line in sums] == sorted(line.split("  ", 1)[1] for line in sums)
 
@@ -89,7 +97,8 @@ def test_manifest_and_compose_fragment(stack):
     manifest = json.loads((root / "overlays/manifest.json").read_bytes())
     assert schema_errors(manifest, "manifest") == []
     lock = json.loads((root / "upstream.lock").read_text())["upstreams"]["up"]
-    assert manifest["upstreams"] == {"up": {"commit": lock["commit"], "label": "main"}}
+    assert manifest["upstreams"] == {"up": {"commit": lock["commit"], "label": "main",
+                                            "source": lock["source"]}}
     by_file = {o["file"]: o for o in manifest["overlays"]}
     a = by_file["gfx942/up/a.py"]
     assert a["base_sha256"] == sha(UPSTREAM_FILES["a.py"])
@@ -98,7 +107,7 @@ def test_manifest_and_compose_fragment(stack):
     assert a["patches"] == [{"name": "fnuz.patch",
                              "sha256": sha((root / "series/up/fnuz.patch").read_bytes())}]
     assert by_file["gfx950/up/pkg/new.py"]["base_sha256"] is None
-    assert manifest["artifacts"] == [{"path": "entrypoint.sh",
+    assert manifest["artifacts"] == [{"path": "entrypoint.sh", "file": "artifacts/entrypoint.sh",
                                       "sha256": sha((root / "entrypoint.sh").read_bytes())}]
     for profile in ("gfx942", "gfx950"):
         compose = yaml.safe_load((root / f"overlays/{profile}/compose.yaml").read_text())
@@ -107,10 +116,9 @@ def test_manifest_and_compose_fragment(stack):
         assert {v["target"] for v in volumes} == expected
         for volume in volumes:
             assert volume["type"] == "bind" and volume["read_only"] is True
-            source = root / "overlays" / profile / volume["source"]
-            assert source.is_file()
-            assert volume["target"] == INSTALL_ROOT + "/" + \
-                source.resolve().relative_to((root / f"overlays/{profile}/up").resolve()).as_posix()
+            # Relative to the compose project directory (compose.yaml beside overlays/).
+            assert volume["source"].startswith(f"./overlays/{profile}/up/")
+            assert (root / volume["source"]).is_file()
 
 
 def test_overlays_are_byte_identical_across_runs_and_checkouts(stack, tmp_path, monkeypatch):
@@ -186,7 +194,7 @@ def test_artifacts_are_pinned(stack):
     run = run_cli(root, "overlays", "--check")
     assert run.rc == 1 and "SHA256SUMS" in run.text
     verify = run_cli(root, "verify")
-    assert verify.rc == 1 and "../entrypoint.sh" in verify.text
+    assert verify.rc == 1 and "entrypoint.sh" in verify.text and "changed since" in verify.text
     (root / "entrypoint.sh").unlink()
     run = run_cli(root, "overlays")
     assert run.rc == 2 and "entrypoint.sh does not exist" in run.err
@@ -238,7 +246,7 @@ def test_no_profiles_means_no_profile_directories(tmp_path):
     root, _ = git_project(tmp_path)
     write_patch(root, "all-b", B_DIFF)
     ok(root, "overlays")
-    assert sorted(tree_bytes(root / "overlays")) == ["SHA256SUMS", "compose.yaml",
+    assert sorted(tree_bytes(root / "overlays")) == ["Dockerfile", "SHA256SUMS", "compose.yaml",
                                                      "manifest.json", "up/pkg/b.py"]
     unknown = run_cli(root, "overlays", "--profile", "gfx942")
     assert unknown.rc == 2 and "unknown profile" in unknown.err
@@ -258,7 +266,7 @@ def test_verify_one_profile_checks_only_what_that_deployment_mounts(stack, tmp_p
     run = ok(root, "verify", "--installed", str(site), "--profile", "gfx950", "--json")
     doc = json.loads(run.out)
     assert doc["ok"] and {r["path"] for r in doc["results"]} == {
-        "gfx950/up/pkg/b.py", "gfx950/up/pkg/new.py", "../entrypoint.sh",
+        "gfx950/up/pkg/b.py", "gfx950/up/pkg/new.py", "artifacts/entrypoint.sh",
         f"{site}/pkg/b.py [gfx950]", f"{site}/pkg/new.py [gfx950]"}
     (root / "overlays/gfx942/up/a.py").write_bytes(b"tampered\n")
     assert run_cli(root, "verify", "--profile", "gfx942").rc == 1

@@ -14,7 +14,6 @@ import hashlib
 import io
 import json
 import os
-import shutil
 import tarfile
 import tracemalloc
 
@@ -22,7 +21,8 @@ import pytest
 import zstandard
 
 from helpers.cli import run_cli
-from helpers.env import REPO_ROOT
+from helpers.deploy import example_stack
+from helpers.env import SHARED_CACHE
 from patchforge.formats.schemas import validation_errors
 from patchforge.net.http import HttpClient
 from patchforge.net.registry import RegistryClient
@@ -33,7 +33,6 @@ REPO = "vllm/vllm-openai-rocm"
 ROOT = "usr/local/lib/python3.12/dist-packages"
 TAR_GZ = "application/vnd.oci.image.layer.v1.tar+gzip"
 TAR_ZSTD = "application/vnd.oci.image.layer.v1.tar+zstd"
-STACK_FILES = ("pyproject.toml", "upstream.lock", "vllm-entrypoint.sh", "series", "overlays")
 
 
 def _tar(files: dict[str, bytes | None], *, dirs: tuple[str, ...] = ()) -> bytes:
@@ -69,44 +68,26 @@ def _parents(paths) -> tuple[str, ...]:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     """A copy of the example stack with its overlays generated, and the pre-images it records."""
-    from helpers.env import SHARED_CACHE
-    root = tmp_path_factory.mktemp("stack")
-    for name in STACK_FILES:
-        source = REPO_ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, root / name)
-        else:
-            shutil.copy2(source, root / name)
-    saved = os.environ.get("PATCHFORGE_CACHE")
-    os.environ["PATCHFORGE_CACHE"] = str(SHARED_CACHE)
+    from patchforge.store.gitstore import UpstreamStore
+    root = example_stack(tmp_path_factory.mktemp("stack"))
+    manifest = json.loads((root / "overlays" / "manifest.json").read_bytes())
+    store = UpstreamStore.open(SHARED_CACHE)
     try:
-        for command in (("fetch",), ("overlays",)):
-            result = run_cli(root, *command)
-            assert result.rc == 0, result.text
-        manifest = json.loads((root / "overlays" / "manifest.json").read_bytes())
-        from patchforge.store.gitstore import UpstreamStore
-        store = UpstreamStore.open()
-        try:
-            bases = {}
-            neighbours = {}
-            for entry in manifest["overlays"]:
-                target = entry["target"].lstrip("/")
-                bases[target] = store.read_blobs(entry["base_commit"], [entry["path"]])[entry["path"]]
-                assert hashlib.sha256(bases[target]).hexdigest() == entry["base_sha256"]
-            # Real neighbours of the overlaid files: the rest of vllm/v1/attention/ops/.
-            vllm = manifest["upstreams"]["vllm"]["commit"]
-            names = store.list_paths(vllm, "vllm/v1/attention/ops/")
-            assert len(names) > 5
-            for path, data in store.read_blobs(vllm, names).items():
-                if data is not None:
-                    neighbours[f"{ROOT}/{path}"] = data
-        finally:
-            store.close()
+        bases = {}
+        neighbours = {}
+        for entry in manifest["overlays"]:
+            target = entry["target"].lstrip("/")
+            bases[target] = store.read_blobs(entry["base_commit"], [entry["path"]])[entry["path"]]
+            assert hashlib.sha256(bases[target]).hexdigest() == entry["base_sha256"]
+        # Real neighbours of the overlaid files: the rest of vllm/v1/attention/ops/.
+        vllm = manifest["upstreams"]["vllm"]["commit"]
+        names = store.list_paths(vllm, "vllm/v1/attention/ops/")
+        assert len(names) > 5
+        for path, data in store.read_blobs(vllm, names).items():
+            if data is not None:
+                neighbours[f"{ROOT}/{path}"] = data
     finally:
-        if saved is None:
-            os.environ.pop("PATCHFORGE_CACHE", None)
-        else:
-            os.environ["PATCHFORGE_CACHE"] = saved
+        store.close()
     return root, bases, neighbours
 
 

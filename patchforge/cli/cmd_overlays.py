@@ -29,7 +29,16 @@ def overlays(app, profiles, check, as_json):
     if unknown:
         raise UsageError(f"unknown profile {unknown[0]!r} (configured: "
                          f"{', '.join(project.config.profiles) or 'none'})")
+    from patchforge.cli.output import Progress
+    from patchforge.ops.setup import fetch_missing
+
     with open_store(project) as store:
+        # A fresh clone: the pinned upstreams are not in the cache yet; bring them first.
+        with Progress("fetching") as progress:
+            fetched = fetch_missing(project, store, on_upstream=lambda name, label:
+                                    progress.advance(f"{name} {label}"))
+        for name in fetched:
+            click.echo(f"fetched {name} {project.lock.pin(name).label} into the cache", err=True)
         result = build_overlays(project, store)
         # A fix that still applies can still be neutralised (a later patch undid it, a context
         # match put it in the wrong function): every Keeps: invariant must hold per profile.

@@ -111,6 +111,34 @@ def fetch(project, names: list[str] | None = None, *, on_upstream=None) -> list[
     return out
 
 
+def fetch_missing(project, store, *, on_upstream=None) -> list[str]:
+    """Bring into `store` the locked revision of every upstream that has patches, where it is
+    missing (a fresh clone before `patchforge fetch`). Returns the upstreams fetched.
+
+    Offline, a missing revision is an error that names the command that brings it.
+    """
+    from patchforge.errors import StoreError
+    from patchforge.pins import ensure_pinned
+
+    lock = project.lock
+    fetched = []
+    for name in project.upstream_names():
+        if name not in lock.upstreams or not project.patch_names(name):
+            continue
+        pin = lock.pin(name)
+        if store.has_object(pin.commit):
+            continue
+        if project.offline:
+            raise StoreError(f"upstream {name}: the pinned {pin.label} ({pin.commit[:12]}) is not "
+                             "in the cache", hint=f"run `patchforge fetch {name}` (it needs the "
+                                                  "network once)")
+        if on_upstream:
+            on_upstream(name, pin.label)
+        ensure_pinned(project, store, name, pin)
+        fetched.append(name)
+    return fetched
+
+
 def pin_upstream(project, name: str, spec: str, *, force: bool = False):
     """Pin an upstream that the configuration already names (the user wrote its table)."""
     from patchforge.pins import open_store, pin_for_spec

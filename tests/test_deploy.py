@@ -1,0 +1,184 @@
+"""The last mile, with the real tools: the compose override file through Docker Compose v2
+(`docker compose config`, the way the fragment's own header says to use it, and from a
+deployment host that received only compose.yaml and overlays/), the generated Dockerfile through
+a Dockerfile parser and its check steps through the shell, and `overlays` on a fresh clone."""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from dockerfile_parse import DockerfileParser
+
+import pytest
+
+from helpers.cli import ok, run_cli
+from helpers.deploy import (DEPLOY_ROOT, check_mounts, compose_config, deploy_stack,
+                            example_stack, read_sums)
+from helpers.env import REPO_ROOT
+from helpers.project import UPSTREAM_FILES
+
+INSTALL_ROOT = DEPLOY_ROOT
+
+
+
+@pytest.fixture
+def stack(tmp_path):
+    return deploy_stack(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    return example_stack(tmp_path_factory.mktemp("example"))
+
+
+USER_COMPOSE = """services:
+  inference:
+    image: vllm/vllm-openai-rocm@sha256:e68d18b2ba50298661bfc49baf01158fbf036645c2362cccf3e8a7a79fe6c69a
+    entrypoint: ["/vllm-entrypoint.sh"]
+    volumes:
+      - ./vllm-entrypoint.sh:/vllm-entrypoint.sh:ro
+"""
+
+
+def header_command(fragment: Path) -> list[str]:
+    """The `docker compose ...` command the fragment's header recommends, as words."""
+    for line in fragment.read_text().splitlines():
+        match = re.match(r"#\s+docker compose (.*) up -d$", line)
+        if match:
+            return shlex.split(match.group(1))
+    raise AssertionError(f"{fragment} recommends no docker compose command")
+
+
+def test_example_stack_fragments_through_docker_compose(example, tmp_path):
+    """The example stack (overlays regenerated from the real wheels): each profile's override,
+    as its header says and through COMPOSE_FILE, on a deployment host that received
+    compose.yaml and overlays/ only."""
+    root = example
+    for name in ("SHA256SUMS", "manifest.json", "gfx942/compose.yaml", "gfx950/compose.yaml"):
+        assert (root / "overlays" / name).read_bytes() == \
+            (REPO_ROOT / "overlays" / name).read_bytes(), f"committed {name} is stale"
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "compose.yaml").write_text(USER_COMPOSE)
+    shutil.copy2(root / "vllm-entrypoint.sh", host / "vllm-entrypoint.sh")
+    overlays = host / "overlays"
+    shutil.copytree(root / "overlays", overlays)
+    sums = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=overlays,
+                          capture_output=True, text=True)
+    assert sums.returncode == 0, sums.stdout + sums.stderr
+    roots = {"vllm": "/usr/local/lib/python3.12/dist-packages",
+             "aiter": "/usr/local/lib/python3.12/dist-packages"}
+    for profile in ("gfx942", "gfx950"):
+        fragment = overlays / profile / "compose.yaml"
+        words = header_command(fragment)
+        assert words == ["-f", "compose.yaml", "-f", f"overlays/{profile}/compose.yaml"]
+        model = json.loads(compose_config(host, *words[1::2]).stdout)
+        mounted = check_mounts(model, "inference", overlays, profile, roots,
+                               keep={"/vllm-entrypoint.sh"})
+        assert len(mounted) == (6 if profile == "gfx942" else 5)
+        via_env = json.loads(compose_config(host, env={
+            "COMPOSE_FILE": f"compose.yaml:overlays/{profile}/compose.yaml"}).stdout)
+        assert via_env["services"]["inference"]["volumes"] == \
+            model["services"]["inference"]["volumes"]
+
+
+def test_include_is_not_the_way_and_the_header_does_not_say_it(stack, tmp_path):
+    """compose refuses to let an included file add to a service the including file defines;
+    the override file is the documented way, and it works from the stack's root."""
+    root = stack
+    ok(root, "overlays")
+    (root / "compose.yaml").write_text("services:\n  inference:\n    image: busybox\n")
+    fragment = root / "overlays/gfx942/compose.yaml"
+    assert "include:" not in fragment.read_text()
+    (root / "with-include.yaml").write_text(
+        "include:\n  - overlays/gfx942/compose.yaml\nservices:\n  inference:\n    image: busybox\n")
+    refused = compose_config(root, "with-include.yaml", check=False)
+    assert refused.returncode != 0 and "conflicts with imported resource" in refused.stderr
+    model = json.loads(compose_config(root, *header_command(fragment)[1::2]).stdout)
+    check_mounts(model, "inference", root / "overlays", "gfx942", {"up": INSTALL_ROOT})
+
+
+def _dockerfile(path: Path) -> list[dict]:
+    parser = DockerfileParser(path=str(path.parent), fileobj=None)
+    parser.content = path.read_text()
+    return [item for item in parser.structure if item["instruction"] != "COMMENT"]
+
+
+def test_dockerfile_bakes_the_overlays_into_the_pinned_image(stack, tmp_path):
+    root = stack
+    digest = "sha256:" + "ab" * 32
+    lock = json.loads((root / "upstream.lock").read_text())
+    lock["image"] = {"reference": "registry.example.com/rocm/vllm:nightly", "tag": "nightly",
+                     "digest": digest}
+    (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    ok(root, "overlays")
+    overlays = root / "overlays"
+    manifest = json.loads((overlays / "manifest.json").read_bytes())
+    assert manifest["image"] == {"reference": "registry.example.com/rocm/vllm:nightly",
+                                 "digest": digest}
+    sums = read_sums(overlays)
+    for profile in ("gfx942", "gfx950"):
+        structure = _dockerfile(overlays / profile / "Dockerfile")
+        instructions = [item["instruction"] for item in structure]
+        assert instructions[0] == "FROM" and "ARG" not in instructions
+        assert structure[0]["value"] == f"registry.example.com/rocm/vllm@{digest}"
+        entries = {o["target"]: o for o in manifest["overlays"] if o["profile"] == profile}
+        copied = {}
+        for item in structure:
+            if item["instruction"] != "COPY":
+                continue
+            flags, _, spec = item["value"].partition(" ")
+            assert flags == "--chmod=0644"
+            source, target = json.loads(spec)
+            assert (overlays / source).is_file() and sums[(overlays / source).resolve()] == \
+                entries[target]["sha256"]
+            copied[target] = source
+        assert {t: entries[t]["file"] for t in copied} == copied and set(copied) == set(entries)
+        runs = [item["value"] for item in structure if item["instruction"] == "RUN"]
+        assert len(runs) == 2 and instructions.index("RUN") < instructions.index("COPY")
+        assert "sha256sum -c --strict --quiet SHA256SUMS" in runs[1]
+        _run_checks(runs, tmp_path / profile, overlays, entries)
+
+
+def _run_checks(runs: list[str], fake_root: Path, overlays: Path, entries: dict) -> None:
+    """Run the Dockerfile's two check steps with /bin/sh, on a directory standing in for the
+    image (its absolute paths moved under `fake_root`): they pass on the right files and fail
+    on a wrong one."""
+    def in_fake(command: str) -> str:
+        command = command.replace("/run/patchforge-overlays", str(overlays))
+        return command.replace(f" {INSTALL_ROOT}", f" {fake_root}{INSTALL_ROOT}") \
+                      .replace(f"'{INSTALL_ROOT}", f"'{fake_root}{INSTALL_ROOT}") \
+                      .replace(f"  {INSTALL_ROOT}", f"  {fake_root}{INSTALL_ROOT}")
+
+    pre, post = (in_fake(run.removeprefix("--mount=type=bind,target=/run/patchforge-overlays "))
+                 for run in runs)
+    for target, entry in entries.items():
+        path = fake_root / target.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if entry["base_sha256"] is not None:
+            path.write_bytes(UPSTREAM_FILES[entry["path"]])
+    assert subprocess.run(["sh", "-c", pre]).returncode == 0
+    moved = fake_root / INSTALL_ROOT.lstrip("/") / "pkg/b.py"
+    moved.write_bytes(b"a newer b.py\n")
+    assert subprocess.run(["sh", "-c", pre], capture_output=True).returncode != 0
+    for target, entry in entries.items():  # what the COPY steps do
+        shutil.copyfile(overlays / entry["file"], fake_root / target.lstrip("/"))
+    assert subprocess.run(["sh", "-c", post]).returncode == 0
+    moved.write_bytes(b"tampered\n")
+    assert subprocess.run(["sh", "-c", post], capture_output=True).returncode != 0
+
+
+def test_overlays_on_a_fresh_clone_fetches_first(stack, tmp_path, monkeypatch):
+    root = stack
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-cache"))
+    offline = run_cli(root, "--offline", "overlays")
+    assert offline.rc == 2
+    assert "not in the cache" in offline.err and "patchforge fetch up" in offline.err
+    assert not (root / "overlays").exists()
+    run = ok(root, "overlays")
+    assert "fetched up main into the cache" in run.err
+    assert "wrote 5 overlay files" in run.text
