@@ -37,6 +37,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "status": ("patchforge.cli.cmd_status", "status", "Per patch: applies, or landed upstream, and where."),
     "rebase": ("patchforge.cli.cmd_rebase", "rebase", "Move the series to a new upstream revision."),
     "pr": ("patchforge.cli.cmd_pr", "pr", "Draft the upstream pull request for one fix."),
+    "bump": ("patchforge.cli.cmd_bump", "bump", "Move the stack to the newest nightly, checked, with a report."),
     "lint": ("patchforge.cli.cmd_lint", "lint", "Headers, series consistency, byte-stability, fuzz."),
     "check": ("patchforge.cli.cmd_check", "check", "Keeps: invariants and the configured checks."),
     "ledger": ("patchforge.cli.cmd_check", "ledger", "Regenerate series/PATCHES.md, the series ledger."),

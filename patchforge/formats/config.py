@@ -97,12 +97,18 @@ def load_config(path: Path) -> Config:
             fail(f"artifacts[{index}]", "must be a path string", needle="artifacts")
     forge = expect(table.get("forge", {}), dict, "forge")
     checks = expect(table.get("checks", {}), dict, "checks")
+    forge_repo = forge.get("repo")
+    if forge_repo is not None and not (isinstance(forge_repo, str) and
+                                       re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", forge_repo)):
+        fail("forge.repo", "must be OWNER/NAME, the stack repository on the forge",
+             needle="repo")
     image = table.get("image")
     if image is not None and not isinstance(image, str):
         fail("image", "must be an image reference string")
     return Config(source=str(path), upstreams=upstreams, profiles=dict(profiles),
                   artifacts=tuple(artifacts),
-                  forge=ForgeConfig(api_url=forge.get("api-url", ForgeConfig.api_url)),
+                  forge=ForgeConfig(api_url=forge.get("api-url", ForgeConfig.api_url),
+                                    repo=forge_repo),
                   checks=checks, image=image,
                   compose_service=str(table.get("compose-service", "inference")))
 

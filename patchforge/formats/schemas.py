@@ -12,7 +12,7 @@ from importlib import resources
 from patchforge.errors import InputError
 
 SCHEMA_NAMES = ("lock", "manifest", "status", "rebase", "list", "show", "verify", "verify-image", "lint",
-                "overlays", "journal")
+                "overlays", "journal", "bump")
 
 
 @lru_cache(maxsize=None)

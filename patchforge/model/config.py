@@ -26,6 +26,7 @@ class UpstreamConfig:
 @dataclass(frozen=True)
 class ForgeConfig:
     api_url: str = "https://api.github.com"
+    repo: str | None = None  # "owner/name" of the stack repository itself (bump --open-pr)
 
 
 @dataclass(frozen=True)

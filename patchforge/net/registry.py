@@ -1,4 +1,5 @@
-"""The OCI distribution API: an image reference -> its digest -> the image configuration's labels.
+"""The OCI distribution API: an image reference -> its digest -> the image configuration's labels,
+and a repository's tags (`list_tags`, paginated).
 
 `RegistryClient.resolve_image("host/repo:tag")` HEADs the manifest with the Accept list of every
 manifest kind we understand, checks `Docker-Content-Digest` and the sha256 of every body it GETs
@@ -96,8 +97,10 @@ class RegistryCredentials:
     secret: str = field(repr=False)
 
 
-def parse_image_ref(text: str) -> ImageRef:
-    """`registry/repo:tag`, `repo@sha256:...`, `name:tag` (Docker Hub, `library/` for one name)."""
+def parse_image_ref(text: str, *, need_tag: bool = True) -> ImageRef:
+    """`registry/repo:tag`, `repo@sha256:...`, `name:tag` (Docker Hub, `library/` for one name).
+
+    With `need_tag=False` a bare repository (`host/repo`, for its tags list) is accepted too."""
     original = text
     text = text.strip()
     name, _, digest = text.partition("@")
@@ -122,7 +125,7 @@ def parse_image_ref(text: str) -> ImageRef:
     if not repository or not all(_REPO_COMPONENT_RE.match(c) for c in repository.split("/")):
         raise UsageError(f"bad image repository {repository!r} in {original!r}",
                          hint="expected [REGISTRY/]REPOSITORY[:TAG][@sha256:DIGEST]")
-    if tag is None and not digest:
+    if tag is None and not digest and need_tag:
         raise UsageError(f"image reference {original!r} names no tag or digest",
                          hint="add :TAG or @sha256:DIGEST (patchforge does not assume :latest)")
     return ImageRef(registry, repository, tag, digest or None)
@@ -234,6 +237,54 @@ class RegistryClient:
             resp.close()
             raise NetworkError(f"registry {image.registry} answered {detail} for GET {path}")
         return BlobReader(resp, layer, f"{image.registry}{path}")
+
+    def list_tags(self, repository: str, *, page_size: int = 1000,
+                  max_pages: int = 1000) -> list[str]:
+        """Every tag of `repository` (`[host/]repo`; a tag or digest in it is ignored), in the
+        registry's order, through `GET /v2/<name>/tags/list?n=<page_size>`, following the
+        `Link: <...>; rel="next"` header of each page (the distribution spec's pagination;
+        `last=<tag>` continues after a tag). A registry that sends a full page without a Link
+        is asked again after its last tag; a page that brings nothing new ends the listing."""
+        image = parse_image_ref(repository, need_tag=False)
+        tags: list[str] = []
+        seen: set[str] = set()
+        ref: str | None = f"list?n={int(page_size)}"
+        pages = 0
+        while ref is not None:
+            pages += 1
+            if pages > max_pages:
+                raise NetworkError(f"registry {image.registry}: the tags list of "
+                                   f"{image.repository} did not end after {max_pages} pages")
+            resp = self._call(image, "GET", "tags", ref, accept="application/json")
+            doc = resp.json()
+            page = doc.get("tags") if isinstance(doc, dict) else None
+            if page is None:
+                page = []  # the spec allows null for a repository without tags
+            if not isinstance(page, list) or not all(isinstance(t, str) for t in page):
+                raise NetworkError(f"registry {image.registry}: the tags list of "
+                                   f"{image.repository} is not a list of names")
+            new = [t for t in page if t not in seen]
+            seen.update(new)
+            tags.extend(new)
+            ref = self._next_tags_ref(image, resp, page, page_size) if new else None
+        return tags
+
+    @staticmethod
+    def _next_tags_ref(image: ImageRef, resp: Response, page: list[str],
+                       page_size: int) -> str | None:
+        """The `list?...` of the next page: from the Link header (relative or absolute, on this
+        registry's tags list only), else after the last tag when the page was full."""
+        link = resp.links().get("next")
+        if link:
+            parts = urlsplit(link)
+            expected = f"/v2/{image.repository}/tags/list"
+            if parts.path != expected or (parts.netloc and parts.netloc != image.registry):
+                raise NetworkError(f"registry {image.registry}: the tags list of "
+                                   f"{image.repository} links elsewhere ({link!r})")
+            return "list" + (f"?{parts.query}" if parts.query else "")
+        if len(page) >= page_size:
+            return f"list?{urlencode({'n': page_size, 'last': page[-1]})}"
+        return None
 
     # -- manifests ------------------------------------------------------------------------------
     def _manifest(self, image: ImageRef, ref: str, expected: str | None, *,

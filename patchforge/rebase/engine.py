@@ -93,7 +93,11 @@ class Rebase:
         self.on_patch = on_patch or (lambda upstream, name: None)
 
     # --- entry points -------------------------------------------------------------------------
-    def start(self, specs: dict[str, str], *, dry_run: bool = False) -> dict:
+    def start(self, specs: dict[str, str], *, dry_run: bool = False,
+              pins: dict[str, UpstreamPin] | None = None) -> dict:
+        """Move each upstream in `specs` to what its SPEC names; `pins` may give the resolved
+        pin of an upstream instead (a caller that resolved the SPEC itself, as `bump` does
+        through the registry), so it is not resolved twice."""
         from patchforge.pins import ensure_pinned, pin_for_spec
         from patchforge.stack import refuse_symlinked_paths
 
@@ -126,8 +130,8 @@ class Rebase:
                 close_worktree(self.project, upstream)
             old = lock.pin(upstream)
             ensure_pinned(self.project, self.store, upstream, old)
-            new = pin_for_spec(self.project, self.store, self.project.config.upstream(upstream),
-                               specs[upstream])
+            new = (pins or {}).get(upstream) or pin_for_spec(
+                self.project, self.store, self.project.config.upstream(upstream), specs[upstream])
             refuse_symlinked_paths(self.store, new.commit,
                                    self._old_series(upstream, self.project.patch_names(upstream)))
             plan[upstream] = {"from": _pin_doc(old), "to": _pin_doc(new),

@@ -1246,6 +1246,18 @@ class UpstreamStore:
                                             ok=(0, 1)).returncode == 0
         return self._ancestry[key]
 
+    def newest_first(self, commits: list[str], tip: str, *, after: str | None = None) -> list[str]:
+        """The `commits` that are ancestors of `tip` (and not of `after`), newest first by
+        ancestry (`git rev-list --topo-order`: a commit before every one of its ancestors),
+        not by date or name; one git process however many commits are asked about."""
+        wanted = set(commits)
+        if not wanted:
+            return []
+        args = ["rev-list", "--topo-order", tip]
+        if after is not None:
+            args += ["--not", after]
+        return [c for c in self._out(*args, what="ordering commits").split() if c in wanted]
+
     def touching_log(self, old: str, new: str, paths: list[str]) -> list[tuple[str, list[str]]]:
         """[(commit, paths it changes among `paths`)] after `old` up to `new`, oldest first, in
         one git process: what `commits_touching` answers for many path sets at once."""

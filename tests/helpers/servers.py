@@ -292,7 +292,9 @@ class TokenServer(TestServer):
 
 
 class RegistryServer(TestServer):
-    """A small OCI distribution registry: /v2/<name>/manifests/<ref> and /v2/<name>/blobs/<digest>.
+    """A small OCI distribution registry: /v2/<name>/manifests/<ref>, /v2/<name>/blobs/<digest>
+    and /v2/<name>/tags/list (paginated as the distribution spec says: `n`, `last`, and a
+    relative `Link: <...>; rel="next"` on every page but the last, unless `tags_link` is off).
 
     `push_image(...)` builds config blob -> manifest -> (optional) index and tags it. With
     `auth_required` every /v2/ request needs a bearer token from `token_server` (another port).
@@ -306,6 +308,9 @@ class RegistryServer(TestServer):
         self.token_server = TokenServer()
         self.auth_required = False
         self.wrong_digest_header = False
+        self.tags_page_size = 3  # the server's own cap on `n`
+        self.tags_link = True
+        self.extra_tags: dict[str, list[str]] = {}  # tags listed without a manifest behind them
 
     def close(self) -> None:
         super().close()
@@ -369,6 +374,8 @@ class RegistryServer(TestServer):
         if not path.startswith("/v2/"):
             return _json(404, {"errors": [{"code": "NOT_FOUND"}]})
         rest = path[len("/v2/"):]
+        if rest.endswith("/tags/list"):
+            return self._tags_list(rest[:-len("/tags/list")], query, req)
         for kind in ("/manifests/", "/blobs/"):
             if kind in rest:
                 repo, _, ref = rest.rpartition(kind)
@@ -393,6 +400,24 @@ class RegistryServer(TestServer):
         header_digest = sha256_digest(b"x") if self.wrong_digest_header else digest
         return Answer(200, data, {"Content-Type": media_type, "Docker-Content-Digest": header_digest,
                                   "ETag": f'"{digest}"'})
+
+    def _tags_list(self, repo: str, query: dict[str, list[str]], req: Recorded) -> Answer:
+        if self.auth_required:
+            auth = req.header("authorization") or ""
+            if not (auth.startswith("Bearer ") and auth[7:] in self.token_server.issued):
+                return self._challenge(repo)
+        names = sorted({t for (r, t) in self.tags if r == repo} | set(self.extra_tags.get(repo, [])))
+        if not names:
+            return _json(404, {"errors": [{"code": "NAME_UNKNOWN", "message": "repository unknown"}]})
+        last = query.get("last", [None])[0]
+        if last is not None:
+            names = [n for n in names if n > last]  # lexical order, as the spec says
+        size = min(int(query.get("n", [self.tags_page_size])[0]), self.tags_page_size)
+        page, more = names[:size], len(names) > size
+        headers = {}
+        if more and self.tags_link:
+            headers["Link"] = f'</v2/{repo}/tags/list?n={size}&last={page[-1]}>; rel="next"'
+        return _json(200, {"name": repo, "tags": page}, headers)
 
 
 @pytest.fixture

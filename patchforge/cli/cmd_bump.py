@@ -1,0 +1,96 @@
+"""`bump [UPSTREAM] [--to SPEC] [--image REPO] [--dry-run] [--open-pr] [--json]`."""
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import click
+
+from patchforge.cli.output import emit_json
+
+
+@click.command()
+@click.argument("upstream", required=False)
+@click.option("--to", "spec", metavar="SPEC",
+              help="Move to this target instead of the newest nightly.")
+@click.option("--image", "image", metavar="REPO",
+              help="The image repository whose nightly-<sha> tags are candidates "
+                   "(default: the repository of the configured `image`).")
+@click.option("--dry-run", is_flag=True, help="Judge and plan; write nothing.")
+@click.option("--open-pr", is_flag=True,
+              help="Push patchforge/bump-<tag> and open (or update) the stack repository's "
+                   "pull request (with --dry-run: only say what would be done).")
+@click.option("--remote", default="origin", show_default=True, metavar="NAME",
+              help="The stack repository's remote that --open-pr pushes to.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
+    """Move the stack to the newest (or named) nightly: find it, judge the series, rebase,
+    regenerate overlays, run the checks, verify against the image, and write the report.
+
+    Exit 0 when the stack moved cleanly (or was up to date), 1 when a person is needed (the
+    rebase is left stopped; with --dry-run nothing is written), 2 on bad input."""
+    from patchforge.cli.cmd_status import make_forge
+    from patchforge.errors import EXIT_ATTENTION
+    from patchforge.fsutil import RepoLock, atomic_write
+    from patchforge.ops.bump import bump as run_bump
+    from patchforge.ops.bump_report import render_markdown, title
+    from patchforge.pins import open_store
+    from patchforge.cli.output import Progress
+
+    project = app.project()
+    registry = None if project.offline else _registry()
+    forge = make_forge(project)
+    lock = contextlib.nullcontext() if dry_run else RepoLock(project.state_dir)
+    progress = Progress("rebasing")
+    with lock, open_store(project) as store, progress:
+        document = run_bump(project, store, upstream, spec=spec, image=image, dry_run=dry_run,
+                            registry=registry, forge=forge,
+                            on_patch=lambda u, n: progress.advance(f"{u}/{n}"))
+    markdown = render_markdown(document)
+    if open_pr:
+        document["pull_request"] = _open_pr(project, forge, document, markdown, remote,
+                                            dry_run)
+    if not dry_run:
+        # Kept for whoever resumes a stopped rebase or reads the run later; local state only.
+        import json
+
+        directory = project.state_dir / "bump"
+        directory.mkdir(parents=True, exist_ok=True)
+        atomic_write(directory / "report.md", markdown.encode())
+        atomic_write(directory / "report.json",
+                     (json.dumps(document, indent=2, sort_keys=True) + "\n").encode())
+    if as_json:
+        emit_json(document)
+    else:
+        click.echo(markdown, nl=False)
+        pull = document["pull_request"]
+        if pull:
+            click.echo(f"\npull request: {pull['action']} {pull.get('url') or pull['branch']}",
+                       err=True)
+        click.echo(title(document), err=True)
+    if document["needs_person"]:
+        sys.exit(EXIT_ATTENTION)
+
+
+def _registry():
+    from patchforge.net.http import HttpClient
+    from patchforge.net.registry import RegistryClient
+    from patchforge.store.gitstore import cache_dir
+
+    return RegistryClient.from_env(HttpClient(cache_dir()))
+
+
+def _open_pr(project, forge, document, markdown, remote, dry_run) -> dict | None:
+    from patchforge.ops.bump_report import title
+    from patchforge.pr.stack import open_stack_pull
+
+    target = document.get("target")
+    if target is None:
+        return None  # nothing newer: nothing to propose
+    if document["outcome"] == "stopped":
+        return {"action": "not opened", "branch": None, "repo": None, "base": None,
+                "title": title(document), "commit": None, "number": None, "url": None}
+    tag = target.get("tag") or target["commit"][:12]
+    return open_stack_pull(project, forge, tag=tag, title=title(document), body=markdown,
+                           remote=remote, dry_run=dry_run).to_json()

@@ -1,0 +1,487 @@
+"""`bump`: move one upstream of the stack to the newest (or a named) nightly, unattended.
+
+The steps, each done by the piece that owns it elsewhere:
+1. the candidate: with a SPEC, that one; otherwise the image repository's tags
+   (`RegistryClient.list_tags`), kept when they are `nightly-<40 hex>`, ordered by the upstream's
+   own history in the store (`UpstreamStore.newest_first`, ancestry, never the tag's spelling);
+   the newest whose image resolves is recorded with its digest and creation time;
+2. the judgement of the series against it: `ops.status.series_status`, the judge `status` uses,
+   with the state of every pull request a fix names and "N commits ahead of, M behind" its merge
+   commit;
+3. the move: the rebase transaction (`rebase.engine.Rebase`), which writes patches, series, lock,
+   overlays and ledger together or leaves a stopped, resumable rebase;
+4. what a careful engineer checks next: the `Keeps:` invariants and the declared checks on the
+   new overlays, and the overlays' pre-images inside the candidate image when it is reachable.
+
+`bump` returns one document (the `--json` output, `formats/schemas/bump.schema.json`); the
+Markdown for the stack repository's pull request is rendered from it (`ops.bump_report`). It
+prints nothing and decides no exit code beyond saying whether a person is needed.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from patchforge.errors import ConflictStop, PatchforgeError, UsageError
+
+BUMP_DOCUMENT_VERSION = 1
+NIGHTLY_TAG = re.compile(r"^nightly-([0-9a-f]{40})$")
+# How a landing names its pull request in the commit subject: GitHub's squash merge
+# ("Fix the thing (#56503)") and its merge commit ("Merge pull request #56503 from ...").
+_SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
+_MERGE_PR = re.compile(r"^Merge pull request #(\d+)\b")
+
+OUTCOMES = {
+    "clean": "applies unchanged",
+    "offset": "moved (offset)",
+    "merged": "moved (3-way merge)",
+    "resolved": "resolved by hand",
+    "dropped": "landed upstream",
+    "skipped": "set aside",
+    "conflict": "conflict: a person is needed",
+}
+
+
+@dataclass
+class Candidate:
+    """The nightly (or SPEC) the stack moves to, with what the registry said about its image."""
+
+    spec: str  # what the rebase records as the target
+    tag: str | None
+    commit: str | None  # the upstream commit the tag or SPEC names (before fetching)
+    reference: str | None = None  # repo:tag of the image
+    digest: str | None = None
+    published: str | None = None  # the image config's `created`
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"spec": self.spec, "tag": self.tag, "commit": self.commit,
+                "reference": self.reference, "digest": self.digest,
+                "published": self.published}
+
+
+@dataclass
+class Search:
+    """How the candidate was found among the repository's tags (None with --to)."""
+
+    repository: str
+    listed: int = 0
+    nightly: int = 0
+    newer: list[str] = field(default_factory=list)  # newer than the pin, newest first
+    older: int = 0  # nightlies the pin already includes
+    skipped: list[dict] = field(default_factory=list)  # {"tag", "reason"}
+
+    def to_json(self) -> dict:
+        return {"repository": self.repository, "listed": self.listed, "nightly": self.nightly,
+                "newer": self.newer, "not_newer": self.older, "skipped": self.skipped}
+
+
+# --- finding the candidate ----------------------------------------------------------------------
+
+def image_repository(project, given: str | None) -> str | None:
+    """`--image REPO`, else the repository of the configured `image`; None when neither."""
+    from patchforge.targets import image_repository_of
+
+    if given:
+        from patchforge.net.registry import parse_image_ref
+
+        ref = parse_image_ref(given, need_tag=False)
+        return f"{ref.registry}/{ref.repository}"
+    if project.config.image:
+        return image_repository_of(project.config.image)
+    return None
+
+
+def history_source(upstream) -> str:
+    """The git repository whose history orders nightlies: a git upstream's own, or the
+    `git-url` of a wheel or directory upstream."""
+    url = upstream.url if upstream.kind == "git" else upstream.git_url
+    if not url:
+        raise UsageError(f"upstream {upstream.name} has no git history to order nightlies by",
+                         hint=f"set `git-url` under [tool.patchforge.upstreams.{upstream.name}], "
+                              "or name the target with --to SPEC")
+    return url
+
+
+def _fetch_tip(project, store, upstream) -> tuple[str, str]:
+    """(branch followed, its commit) of the upstream's history, fetched into the store."""
+    from patchforge.pins import git_url_for
+    from patchforge.store import sources
+
+    url = git_url_for(project, history_source(upstream))
+    follow = upstream.follow or store.remote_head_branch(url, what="asking for the default "
+                                                                   "branch") or "main"
+    return follow, sources.fetch_git_upstream(store, upstream.name, url, follow,
+                                              offline=project.offline)
+
+
+def _label_commit(upstream, info) -> str | None:
+    from patchforge.targets import label_keys_for
+
+    for key in label_keys_for(upstream.name, upstream.image_label):
+        value = (info.labels or {}).get(key, "").strip()
+        if re.fullmatch(r"[0-9a-f]{7,40}", value):
+            return value
+    return None
+
+
+def _describe_image(candidate: Candidate, info) -> None:
+    candidate.digest = info.digest
+    candidate.published = info.created
+
+
+def find_newest(project, store, upstream, pin, registry, repository: str) -> tuple[
+        Candidate | None, Search]:
+    """The newest nightly of `repository` on the upstream's history, newer than `pin`."""
+    search = Search(repository)
+    tags = registry.list_tags(repository)
+    search.listed = len(tags)
+    nightlies: dict[str, str] = {}  # commit -> tag (two tags naming one commit: the first)
+    for tag in tags:
+        match = NIGHTLY_TAG.match(tag)
+        if match:
+            search.nightly += 1
+            nightlies.setdefault(match.group(1), tag)
+    if not nightlies:
+        return None, search
+    follow, tip = _fetch_tip(project, store, upstream)
+    after = _known_base(store, project, upstream, pin, tip)
+    present = [c for c in nightlies if store.has_object(c)]
+    ordered = store.newest_first(present, tip, after=after)
+    listed = set(ordered)
+    for commit, tag in nightlies.items():
+        if commit in listed:
+            continue
+        if commit not in present or not store.is_ancestor(commit, tip):
+            search.skipped.append({"tag": tag, "reason": f"its commit {commit[:12]} is not in "
+                                                         f"the upstream's {follow}"})
+        else:
+            search.older += 1
+    search.newer = [nightlies[c] for c in ordered]
+    for commit in ordered:
+        tag = nightlies[commit]
+        candidate = Candidate(spec=tag, tag=tag, commit=commit,
+                              reference=f"{repository}:{tag}")
+        try:
+            info = registry.resolve_image(candidate.reference)
+        except PatchforgeError as exc:
+            search.skipped.append({"tag": tag, "reason": f"its image does not resolve: "
+                                                         f"{exc.message}"})
+            continue
+        said = _label_commit(upstream, info)
+        if said and not commit.startswith(said):
+            search.skipped.append({"tag": tag, "reason": f"its image labels name commit "
+                                                         f"{said}, not {commit[:12]}"})
+            continue
+        _describe_image(candidate, info)
+        return candidate, search
+    return None, search
+
+
+def _known_base(store, project, upstream, pin, tip: str) -> str | None:
+    """The commit of the upstream's history the stack is on: the pin itself for a git upstream,
+    else the commit a nightly image pin names; None when unknown (every nightly is a candidate)."""
+    known = pin.commit if pin.kind == "git" else None
+    image = project.lock.image
+    if known is None and image is not None and image.tag:
+        match = NIGHTLY_TAG.match(image.tag)
+        known = match.group(1) if match else None
+    if known and store.has_object(known) and store.is_ancestor(known, tip):
+        return known
+    return None
+
+
+def named_candidate(project, upstream, spec: str, registry, repository: str | None) -> Candidate:
+    """The candidate `--to SPEC` names: a nightly tag (its image looked up in `repository`), an
+    image reference, or any other SPEC (no image then)."""
+    from patchforge.net.registry import parse_image_ref
+    from patchforge.targets import SpecKind, classify_spec
+
+    kind = classify_spec(spec)
+    candidate = Candidate(spec=spec, tag=None, commit=None)
+    if kind is SpecKind.nightly:
+        candidate.tag = spec
+        candidate.commit = NIGHTLY_TAG.match(spec).group(1)
+        candidate.reference = f"{repository}:{spec}" if repository else None
+    elif kind is SpecKind.image:
+        ref = parse_image_ref(spec)
+        candidate.tag = ref.tag
+        candidate.reference = spec
+        match = NIGHTLY_TAG.match(ref.tag or "")
+        candidate.commit = match.group(1) if match else None
+    elif kind is SpecKind.commit and len(spec) == 40:
+        candidate.commit = spec
+    if candidate.reference and registry is not None:
+        try:
+            info = registry.resolve_image(candidate.reference)
+        except PatchforgeError as exc:
+            candidate.notes.append(f"the image {candidate.reference} was not reached: "
+                                   f"{exc.message}")
+        else:
+            said = _label_commit(upstream, info)
+            if candidate.commit is None:
+                candidate.commit = said
+            elif said and not candidate.commit.startswith(said):
+                raise UsageError(f"{candidate.reference}: its image labels name commit {said}, "
+                                 f"not {candidate.commit[:12]}")
+            _describe_image(candidate, info)
+    return candidate
+
+
+def pin_for_candidate(project, store, upstream, candidate: Candidate):
+    """The lock pin of the candidate. A git upstream's nightly is its commit, fetched, with the
+    image pinned by digest; anything else goes through the SPEC resolution `rebase` uses."""
+    from patchforge.model.lock import ImagePin, UpstreamPin
+    from patchforge.pins import git_url_for, pin_for_spec
+    from patchforge.store import sources
+
+    if upstream.kind == "git" and candidate.tag and candidate.commit \
+            and len(candidate.commit) == 40:
+        commit = sources.fetch_git_upstream(store, upstream.name,
+                                            git_url_for(project, upstream.url),
+                                            candidate.commit, offline=project.offline)
+        image = ImagePin(reference=candidate.reference, tag=candidate.tag,
+                         digest=candidate.digest) if candidate.reference else None
+        return UpstreamPin(kind="git", commit=commit, tree=store.tree_id(commit),
+                           label=candidate.tag, source={"url": upstream.url}, version=None,
+                           image=image)
+    return pin_for_spec(project, store, upstream, candidate.reference or candidate.spec)
+
+
+# --- judging, moving, checking ------------------------------------------------------------------
+
+def _pr_label(url: str) -> str:
+    from patchforge.net.forge import parse_pr_url
+
+    try:
+        ref = parse_pr_url(url)
+    except UsageError:
+        return url
+    return f"{ref.repo}#{ref.number}"
+
+
+def pull_request_sentence(info: dict, target_label: str) -> str:
+    """A pull request's state, read as a person writes it: merged as X; the target is N
+    commits ahead of, and M behind, its merge commit, so the change is (not) included."""
+    label = _pr_label(info.get("url", "?"))
+    if info.get("error") and "merged" not in info:
+        return f"{label}: no answer from the forge ({info['error']})"
+    if not info.get("merged"):
+        return f"{label} is {info.get('state', 'not merged')}, not merged"
+    merge = (info.get("merge_commit") or "")[:12]
+    if info.get("included") is None:
+        return f"{label} merged as {merge}; whether {target_label} includes it is unknown"
+    verdict = "so the change is included" if info["included"] else \
+        "so the change is not included yet"
+    return (f"{label} merged as {merge}; {target_label} is {info['ahead_by']} commits ahead "
+            f"of, and {info['behind_by']} behind, its merge commit, {verdict}")
+
+
+def landing_pull_request(store, upstream, commit: str, forwarded: dict | None) -> str | None:
+    """The pull request a landing came through: the fix's own PR when it merged and the target
+    includes its merge commit, else the one the commit's subject names (squash or merge)."""
+    if forwarded and forwarded.get("merged") and (forwarded.get("included")
+                                                  or forwarded.get("merge_commit") == commit):
+        return forwarded["url"]
+    try:
+        subject = store.commit_message(commit).split(b"\n", 1)[0].decode("utf-8", "replace")
+    except PatchforgeError:
+        return None
+    match = _SQUASH_PR.search(subject) or _MERGE_PR.match(subject)
+    if not match:
+        return None
+    number = match.group(1)
+    if upstream.forge_repo:
+        host = "github.com"
+        if forwarded and forwarded.get("url", "").startswith("https://"):
+            host = forwarded["url"].split("/")[2]
+        return f"https://{host}/{upstream.forge_repo}/pull/{number}"
+    return f"#{number}"
+
+
+def _fix_entry(store, upstream, status, result: dict | None, target_label: str) -> dict:
+    """One fix's outcome with its evidence: the judge's, the rebase's, its pull request's."""
+    action = result["action"] if result else None
+    evidence = list(status.evidence) if status is not None else []
+    if result:
+        for line in [result.get("detail") or "", *result.get("evidence", [])]:
+            if line and line not in evidence:
+                evidence.append(line)
+    forwarded = status.forwarded if status is not None else None
+    landed = (result or {}).get("landed_in") or (status.landed_in if status else None)
+    through = landing_pull_request(store, upstream, landed, forwarded) if landed else None
+    entry = {
+        "name": (result or {}).get("name") or status.name,
+        "state": status.state if status is not None else None,
+        "outcome": action or ("judged" if status is not None else "unknown"),
+        "summary": OUTCOMES.get(action, status.state if status is not None else ""),
+        "landed_in": landed,
+        "landed_through": through,
+        "destination": (result or {}).get("destination"),
+        "pull_request": None,
+        "drop_when": status.drop_when if status is not None else None,
+        "evidence": evidence,
+        "needs_person": action == "conflict",
+    }
+    if forwarded:
+        entry["pull_request"] = {**{k: forwarded.get(k) for k in (
+            "url", "state", "merged", "merge_commit", "included", "ahead_by", "behind_by",
+            "error")}, "sentence": pull_request_sentence(forwarded, target_label)}
+    drop = entry["drop_when"]
+    if drop and drop.get("true") and entry["destination"] in (None, "series") \
+            and action != "dropped":
+        entry["needs_person"] = True
+        entry["evidence"].append(f"Drop-When {drop['condition']} holds on the target, but the "
+                                 "fix is still in the series: remove it once verified")
+    return entry
+
+
+def _checks(project, store) -> tuple[dict, object]:
+    """Keeps invariants and declared checks on the new overlays (built from the written state)."""
+    from patchforge.checks import run_checks
+    from patchforge.invariants import check_overlay_invariants
+    from patchforge.overlay import build_overlays
+
+    overlays = build_overlays(project, store)
+    violations = check_overlay_invariants(project, overlays, store=store)
+    results = run_checks(project, store, overlays)
+    return {"ran": True, "reason": None,
+            "invariants": [v.to_json() for v in violations],
+            "results": [r.to_json() for r in results],
+            "ok": not violations and all(r.ok for r in results)}, overlays
+
+
+def _not_run(reason: str) -> dict:
+    return {"ran": False, "reason": reason, "invariants": [], "results": [], "ok": None}
+
+
+# An image verifier: (project, store, overlays, image reference) -> the verification document
+# ({"status": "passed" | "failed" | "unreachable" | "unavailable", "detail", "files"}). The
+# default reads the image's layers through the registry when this patchforge can.
+def default_verifier(project, store, overlays, reference: str) -> dict:
+    try:
+        from patchforge.ops.verify_image import verify_image_document  # type: ignore
+    except ImportError:
+        return {"status": "unavailable", "reference": reference, "files": [],
+                "detail": "this patchforge cannot read image layers yet"}
+    return verify_image_document(project, store, overlays, reference)
+
+
+def bump(project, store, upstream_name: str | None, *, spec: str | None = None,
+         image: str | None = None, dry_run: bool = False, registry=None, forge=None,
+         verifier=default_verifier, on_patch=None) -> dict:
+    """Find the candidate, judge, rebase, check, verify; the report document.
+
+    `registry` lists tags and resolves images (None: no registry, e.g. --offline); `forge`
+    answers pull request states. A conflict leaves the rebase stopped (resumable with
+    `rebase --continue`) and the document says so; it is not raised.
+    """
+    from patchforge.judge import Target
+    from patchforge.ops.status import series_status
+    from patchforge.rebase.engine import Rebase
+
+    name = _which_upstream(project, upstream_name)
+    upstream = project.config.upstream(name)
+    old = project.lock.pin(name)
+    repository = image_repository(project, image)
+    search = None
+    notes: list[str] = []
+    if spec is not None:
+        candidate = named_candidate(project, upstream, spec, registry, repository)
+    else:
+        if repository is None:
+            raise UsageError("no image repository to look for nightlies in",
+                             hint="give --image REPO, set `image` in the configuration, "
+                                  "or name the target with --to SPEC")
+        if registry is None:
+            raise UsageError("finding the newest nightly needs the registry",
+                             hint="run without --offline, or name the target with --to SPEC")
+        candidate, search = find_newest(project, store, upstream, old, registry, repository)
+        if candidate is None:
+            return _document(project, name, old, None, search, dry_run=dry_run,
+                             outcome="up-to-date", fixes=[], rebase=None, checks=_not_run(
+                                 "no newer nightly"), verification=None, notes=notes)
+    notes.extend(candidate.notes)
+    new = pin_for_candidate(project, store, upstream, candidate)
+    candidate.commit = new.commit if new.kind == "git" else candidate.commit
+    target = Target(name, old.commit, new.commit, new.label, new.version)
+    label = candidate.tag or new.label
+    statuses = {s.name: s for s in series_status(project, store, {name: target}, forge=forge,
+                                                 upstreams=[name])}
+    rebase_doc = None
+    stopped = None
+    if new.commit == old.commit:
+        outcome = "up-to-date"
+    else:
+        engine = Rebase(project, store, on_patch=on_patch)
+        try:
+            rebase_doc = engine.start({name: candidate.spec}, dry_run=dry_run, pins={name: new})
+            outcome = "moved" if not dry_run else "planned"
+        except ConflictStop as stop:
+            rebase_doc = engine.stop_document(stop.message)
+            stopped = {"message": stop.message, "hint": stop.hint}
+            outcome = "stopped"
+    results = {r["name"]: r for r in (rebase_doc or {}).get("patches", [])}
+    fixes = [_fix_entry(store, upstream, statuses.get(n), results.get(n), label)
+             for n in dict.fromkeys([*statuses, *results])]
+    if stopped:
+        checks, verification = _not_run("the rebase stopped: a person is needed first"), None
+    elif dry_run:
+        checks, verification = _not_run("dry run: nothing was written"), None
+    else:
+        from patchforge.project import Project
+
+        written = Project.discover(project.root, offline=project.offline)
+        checks, overlays = _checks(written, store)
+        reference = _pinned_reference(candidate)
+        verification = verifier(written, store, overlays, reference) if reference else {
+            "status": "unavailable", "reference": None, "files": [],
+            "detail": "no image to verify against"}
+    return _document(project, name, old, candidate, search, dry_run=dry_run, outcome=outcome,
+                     fixes=fixes, rebase=rebase_doc, checks=checks, verification=verification,
+                     notes=notes, stopped=stopped)
+
+
+def _pinned_reference(candidate: Candidate) -> str | None:
+    if not candidate.reference:
+        return None
+    base = candidate.reference.split("@", 1)[0]
+    return f"{base}@{candidate.digest}" if candidate.digest else base
+
+
+def _which_upstream(project, name: str | None) -> str:
+    names = project.upstream_names()
+    if name is not None:
+        project.config.upstream(name)  # a UsageError naming the known ones
+        return name
+    if len(names) != 1:
+        raise UsageError(f"name the upstream to bump ({', '.join(names) or 'none configured'})",
+                         hint="patchforge bump UPSTREAM")
+    return names[0]
+
+
+def _document(project, name, old, candidate, search, *, dry_run, outcome, fixes, rebase,
+              checks, verification, notes, stopped=None) -> dict:
+    rebase_part = None
+    if rebase is not None:
+        rebase_part = {"counts": rebase.get("counts", {}), "written": bool(rebase.get("written")),
+                       "stopped": stopped, "range_diff": rebase.get("range_diff") or ""}
+    needs_person = bool(stopped) or any(f["needs_person"] for f in fixes) or (
+        checks.get("ok") is False) or bool(verification and verification.get("status")
+                                           == "failed")
+    return {
+        "version": BUMP_DOCUMENT_VERSION,
+        "upstream": name,
+        "dry_run": dry_run,
+        "outcome": outcome,
+        "needs_person": needs_person,
+        "from": {"label": old.label, "commit": old.commit},
+        "target": candidate.to_json() if candidate is not None else None,
+        "search": search.to_json() if search is not None else None,
+        "fixes": fixes,
+        "rebase": rebase_part,
+        "checks": checks,
+        "verification": verification,
+        "notes": notes,
+        "pull_request": None,
+    }

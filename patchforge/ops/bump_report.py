@@ -1,0 +1,124 @@
+"""The Markdown report of a `bump`, rendered from its document: the body of the stack
+repository's pull request and what the command prints.
+
+Only the document is read, so the JSON and the Markdown never disagree; nothing here depends on
+the time or the machine, so the same run gives the same bytes (tests compare a golden file).
+"""
+from __future__ import annotations
+
+
+def _code(text) -> str:
+    return f"`{text}`" if text else "-"
+
+
+def _cell(text: str) -> str:
+    """A table cell: pipes escaped, line breaks made <br>, so a long evidence line stays one row."""
+    return str(text).replace("|", "\\|").replace("\n", "<br>")
+
+
+def title(doc: dict) -> str:
+    """The pull request's title: which upstream moves where, and what happened to the fixes."""
+    target = doc.get("target") or {}
+    where = target.get("tag") or target.get("spec") or "?"
+    counts: dict[str, int] = {}
+    for fix in doc["fixes"]:
+        counts[fix["outcome"]] = counts.get(fix["outcome"], 0) + 1
+    parts = []
+    if counts.get("dropped"):
+        parts.append(f"{counts['dropped']} landed")
+    if counts.get("conflict"):
+        parts.append(f"{counts['conflict']} in conflict")
+    return f"Bump {doc['upstream']} to {where}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def verdict(doc: dict) -> str:
+    """One sentence: did the stack move cleanly, and if not, what the person has to do."""
+    outcome = doc["outcome"]
+    if outcome == "up-to-date":
+        return "The stack is on the newest nightly already: nothing to move."
+    if outcome == "stopped":
+        stopped = (doc.get("rebase") or {}).get("stopped") or {}
+        return ("**A person is needed.** The rebase stopped: " + stopped.get("message", "")
+                + ". Resolve it, then `patchforge rebase --continue` (or `--skip`, `--abort`).")
+    if doc["needs_person"]:
+        lead = "**A person is needed**" + (" (dry run: nothing was written)"
+                                           if doc["dry_run"] else "")
+        return lead + ": see the fixes, checks and verification marked below."
+    if doc["dry_run"]:
+        return "Dry run: the stack would move cleanly; nothing was written."
+    return "The stack moved cleanly."
+
+
+def render_markdown(doc: dict) -> str:
+    out: list[str] = [f"## {title(doc)}", ""]
+    target = doc.get("target")
+    if target:
+        out += ["| | |", "|---|---|"]
+        if target.get("reference"):
+            out.append(f"| image | {_code(target['reference'])} |")
+        out += [f"| tag | {_code(target.get('tag'))} |",
+                f"| digest | {_code(target.get('digest'))} |",
+                f"| published | {target.get('published') or '-'} |",
+                f"| {doc['upstream']} commit | {_code(target.get('commit'))} |",
+                f"| from | {_code(doc['from']['label'])} ({_code(doc['from']['commit'][:12])}) |",
+                ""]
+    out += [verdict(doc), ""]
+    if doc["fixes"]:
+        out += ["### Fixes", "", "| fix | outcome | evidence |", "|---|---|---|"]
+        for fix in doc["fixes"]:
+            evidence = []
+            if fix.get("landed_in"):
+                through = f" through {fix['landed_through']}" if fix.get("landed_through") else ""
+                evidence.append(f"landed in {_code(fix['landed_in'][:12])}{through}")
+            if fix.get("pull_request"):
+                evidence.append(fix["pull_request"]["sentence"])
+            evidence += fix["evidence"]
+            outcome = fix["summary"] + (" ⚠" if fix["needs_person"] else "")
+            out.append(f"| {_code(fix['name'])} | {_cell(outcome)} | "
+                       f"{_cell('<br>'.join(evidence) or '-')} |")
+        out.append("")
+    rebase = doc.get("rebase")
+    if rebase and rebase.get("range_diff"):
+        out += ["### Range-diff of the series", "", "```", rebase["range_diff"].rstrip("\n"),
+                "```", ""]
+    out += ["### Checks", ""]
+    checks = doc["checks"]
+    if not checks["ran"]:
+        out += [f"Not run: {checks['reason']}.", ""]
+    else:
+        broken = checks["invariants"]
+        out.append("- `Keeps:` invariants: " + ("all hold" if not broken else
+                                                f"{len(broken)} broken ⚠"))
+        for violation in broken:
+            out.append(f"  - {violation['message']}")
+        if not checks["results"]:
+            out.append("- declared checks: none configured")
+        for result in checks["results"]:
+            where = f" [{result['profile']}]" if result.get("profile") else ""
+            files = f" on {', '.join(result['files'])}" if result.get("files") else ""
+            mark = "" if result["ok"] else " ⚠"
+            out.append(f"- {result['name']}{where}: {result['status']}{files}{mark}")
+        out.append("")
+    verification = doc.get("verification")
+    if verification is not None:
+        out += ["### Verification against the image", ""]
+        ref = f" ({_code(verification['reference'])})" if verification.get("reference") else ""
+        out.append(f"{verification['status']}{ref}: {verification.get('detail', '')}".rstrip(": "))
+        for item in verification.get("files", []):
+            out.append(f"- {_code(item.get('path'))}: {item.get('status')}")
+        out.append("")
+    search = doc.get("search")
+    if search:
+        out += ["### How the nightly was chosen", "",
+                f"{search['listed']} tags in {_code(search['repository'])}, {search['nightly']} "
+                f"of them nightly; {len(search['newer'])} newer than the stack "
+                f"(ordered by the upstream's history), {search['not_newer']} not newer."]
+        for skipped in search["skipped"]:
+            out.append(f"- skipped {_code(skipped['tag'])}: {skipped['reason']}")
+        out.append("")
+    for note in doc.get("notes", []):
+        out.append(f"> {note}")
+    if doc.get("notes"):
+        out.append("")
+    out.append("<sub>Made by `patchforge bump`.</sub>")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,117 @@
+"""The stack repository's own pull request for a `bump`: a commit of what the bump wrote, on
+`patchforge/bump-<tag>`, pushed, and the pull request opened or updated through the forge.
+
+The commit is made with a temporary index seeded from HEAD, so the user's checkout, index and
+current branch are never touched; it holds only the files patchforge owns (the series, the
+lock, the overlays). The branch belongs to the bump and is force-pushed: running the bump again
+for the same nightly updates the same pull request instead of opening a second one.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchforge.errors import StoreError, UsageError
+
+_REMOTE_REPO = re.compile(r"(?:[:/])(?P<owner>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
+
+
+@dataclass
+class StackPullRequest:
+    action: str  # opened | updated | planned | nothing
+    branch: str
+    repo: str | None
+    base: str | None
+    title: str
+    commit: str | None = None
+    number: int | None = None
+    url: str | None = None
+
+    def to_json(self) -> dict:
+        return {"action": self.action, "branch": self.branch, "repo": self.repo,
+                "base": self.base, "title": self.title, "commit": self.commit,
+                "number": self.number, "url": self.url}
+
+
+def branch_for(tag: str) -> str:
+    return f"patchforge/bump-{tag}"
+
+
+def _git(root: Path, *args: str, env: dict | None = None, what: str) -> str:
+    from patchforge.pr.submit import _push_env
+
+    full = _push_env()
+    full.update(env or {})
+    proc = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-C", str(root), *args],
+                          capture_output=True, env=full)
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        from patchforge.pr.draft import _redact
+
+        raise StoreError(f"{what} failed: {_redact(err) or 'exit ' + str(proc.returncode)}")
+    return proc.stdout.decode("utf-8", "surrogateescape").strip()
+
+
+def stack_repo_name(project, root: Path, remote: str) -> str:
+    """owner/name of the stack repository: `[forge] repo`, else read from the remote's URL."""
+    if project.config.forge.repo:
+        return project.config.forge.repo
+    url = _git(root, "remote", "get-url", remote, what=f"reading the URL of remote {remote}")
+    match = _REMOTE_REPO.search(url)
+    if not match or "://" not in url and "@" not in url:
+        raise UsageError(f"cannot tell the forge repository of remote {remote}",
+                         hint="set `repo = \"OWNER/NAME\"` under [tool.patchforge.forge]")
+    return f"{match['owner']}/{match['name']}"
+
+
+def commit_bump(project, message: str) -> tuple[str | None, str]:
+    """(commit, base branch): the bump's files committed on top of HEAD without touching the
+    checkout; commit is None when they are what HEAD has already."""
+    root = Path(_git(project.root, "rev-parse", "--show-toplevel",
+                     what="finding the stack repository (it must be a git repository)"))
+    head = _git(root, "rev-parse", "HEAD", what="reading HEAD")
+    base = _git(root, "symbolic-ref", "--quiet", "--short", "HEAD", what="reading the branch")
+    paths = [str(p) for p in (project.series_root, project.lock_path, project.overlays_dir)
+             if p.exists()]
+    with tempfile.TemporaryDirectory(prefix="patchforge-bump-") as tmp:
+        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        _git(root, "read-tree", head, env=env, what="seeding a temporary index")
+        _git(root, "add", "-A", "--", *paths, env=env, what="adding the bump's files")
+        tree = _git(root, "write-tree", env=env, what="writing the bump's tree")
+    if tree == _git(root, "rev-parse", f"{head}^{{tree}}", what="reading HEAD's tree"):
+        return None, base
+    commit = _git(root, "commit-tree", tree, "-p", head, "-m", message,
+                  what="committing the bump")
+    return commit, base
+
+
+def open_stack_pull(project, forge, *, tag: str, title: str, body: str, remote: str = "origin",
+                    dry_run: bool = False) -> StackPullRequest:
+    """Commit, push and open (or update) the bump's pull request; with `dry_run` only say what
+    would be done (nothing is committed, pushed or sent)."""
+    branch = branch_for(tag)
+    root = Path(_git(project.root, "rev-parse", "--show-toplevel",
+                     what="finding the stack repository (it must be a git repository)"))
+    repo = stack_repo_name(project, root, remote)
+    if dry_run:
+        base = _git(root, "symbolic-ref", "--quiet", "--short", "HEAD", what="reading the branch")
+        return StackPullRequest("planned", branch, repo, base, title)
+    commit, base = commit_bump(project, f"{title}\n\n{body}")
+    if commit is None:
+        return StackPullRequest("nothing", branch, repo, base, title)
+    _git(root, "push", "--quiet", "--no-verify", "--force", remote,
+         f"{commit}:refs/heads/{branch}", what=f"pushing {branch} to {remote}")
+    owner = repo.split("/")[0]
+    existing = forge.find_open_pull(repo, f"{owner}:{branch}")
+    if existing is not None:
+        pull = forge.update_pull(repo, existing.number, title=title, body=body)
+        action = "updated"
+    else:
+        pull = forge.create_pull(repo, title, body, branch, base, draft=True)
+        action = "opened"
+    return StackPullRequest(action, branch, repo, base, title, commit, pull.number,
+                            pull.html_url or pull.url)

@@ -1,0 +1,383 @@
+"""`patchforge bump` end to end: a registry on 127.0.0.1 with a paginated tags list, a real git
+upstream with pull-request merge commits, the test forge for PR states and the stack repository's
+own pull request, and a series with landed, moved, PR-dependent and conflicting fixes.
+
+Commit dates are fixed, so every commit id (and so the report) is the same on every run; the
+report of the real run is compared with tests/data/bump/report.md (the registry's port is the
+only part that varies, and is replaced by REGISTRY).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import Upstream, cli_in_process, git
+from servers import forge_server, registry_server  # noqa: F401  (fixtures)
+from patchforge.formats.schemas import validation_errors
+from patchforge.store.gitstore import make_file_diff
+
+GOLDEN = Path(__file__).parent / "data" / "bump" / "report.md"
+ATTN = "pkg/attn.py"
+OTHER = "pkg/other.py"
+REPO = "rocm/vllm-dev"
+UPSTREAM_PR = "https://github.com/vllm-project/vllm/pull/{}"
+
+BASE = b'''"""Attention helpers."""
+import os
+
+import torch
+
+
+def block_size(config):
+    size = config.block_size or 16
+    return size
+
+
+def fill_indptr(indptr, lengths):
+    total = 0
+    for i, n in enumerate(lengths):
+        indptr[i] = total
+        total += n
+    indptr[len(lengths)] = total
+    return indptr
+
+
+def use_aiter_kernel(device):
+    if device.type != "cuda":
+        return False
+    return os.environ.get("VLLM_USE_AITER", "0") == "1"
+
+
+def row_offset(row, stride, limit):
+    return row * stride
+
+
+def scale_for(dtype):
+    if dtype == "fp8":
+        return 448.0
+    return 1.0
+'''
+OTHER_BASE = b"VALUE = 1\n\n\ndef other():\n    return VALUE\n"
+
+# (old, new) of each fix, all in the files above.
+INDPTR = (b"    indptr[len(lengths)] = total\n",
+          b"    indptr[len(lengths):].fill_(total)  # padding lanes must not read garbage\n")
+CLAMP = (b"    return row * stride\n",
+         b"    return torch.clamp(row.to(torch.int64) * stride, min=0, max=limit)\n")
+AITER = (b'    if device.type != "cuda":\n', b'    if device.type not in ("cuda", "hip"):\n')
+VALUE = (b"VALUE = 1\n", b"VALUE = 2  # compressed\n")
+BLOCK = (b"    size = config.block_size or 16\n", b"    size = config.block_size or 32\n")
+HEADER = b'# Copyright the upstream authors.\n# SPDX-License-Identifier: Apache-2.0\n'
+
+
+def changed(text: bytes, *fixes) -> bytes:
+    for old, new in fixes:
+        assert old in text
+        text = text.replace(old, new)
+    return text
+
+
+def patch_file(path: str, old: bytes, new: bytes, description: str, extra: str = "") -> bytes:
+    head = (f"Description: {description}\nAuthor: Test Author <author@example.com>\n"
+            f"Upstream-Status: Pending\n{extra}")
+    return head.encode() + b"\n---\n" + make_file_diff(path, path, old, new)
+
+
+class Scenario:
+    """The upstream history, the registry's images, the forge's pull requests, the stack."""
+
+    def __init__(self, tmp: Path, registry, forge, *, conflict: bool) -> None:
+        self.registry, self.forge = registry, forge
+        self._minutes = 0
+        up = self.upstream = Upstream(tmp / "vllm", {ATTN: BASE, OTHER: OTHER_BASE})
+        commit = up.commit
+
+        def dated(*args, **kw):  # one minute apart: a history as people make it
+            self._minutes += 1
+            for var in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+                os.environ[var] = f"2026-09-10T12:{self._minutes:02d}:00Z"
+            return commit(*args, **kw)
+
+        up.commit = dated
+        self.c0 = up.base
+        self.c1 = up.commit({ATTN: HEADER + BASE}, "Add the license header")
+        # PR #7, merged with a merge commit: the indptr fix lands.
+        git(up.path, "checkout", "-q", "-b", "dev/indptr")
+        self.s7 = up.commit({ATTN: changed(HEADER + BASE, INDPTR)}, "Fill indptr padding lanes")
+        git(up.path, "checkout", "-q", "main")
+        self._minutes += 1
+        os.environ["GIT_COMMITTER_DATE"] = f"2026-09-10T12:{self._minutes:02d}:00Z"
+        git(up.path, "merge", "-q", "--no-ff", "-m",
+            "Merge pull request #7 from dev/indptr", "dev/indptr")
+        self.m7 = up.head()
+        # A squash merge (#11): the VALUE fix lands, named in the subject only.
+        self.c2 = up.commit({OTHER: changed(OTHER_BASE, VALUE)}, "Compress the cache (#11)")
+        self.c3 = up.commit({ATTN: changed(HEADER + BASE, INDPTR).replace(
+            b"block_size or 16", b"block_size or 64")}, "Bigger default blocks")
+        # PR #9, merged after the newest nightly: not in it.
+        git(up.path, "checkout", "-q", "-b", "dev/scale")
+        up.commit({OTHER: changed(OTHER_BASE, VALUE) + b"SCALE = 2\n"}, "Scale")
+        git(up.path, "checkout", "-q", "main")
+        self._minutes += 1
+        os.environ["GIT_COMMITTER_DATE"] = f"2026-09-10T12:{self._minutes:02d}:00Z"
+        git(up.path, "merge", "-q", "--no-ff", "-m", "Merge pull request #9 from dev/scale",
+            "dev/scale")
+        self.m9 = up.head()
+        # Nightlies: the pin's, an older one whose id sorts after the newest (so ordering by
+        # the tag's text would choose it), the newest, and one of a commit upstream never had.
+        older = next((c for c in (self.c1, self.m7, self.c2) if c > self.c3), None)
+        assert older is not None, "the fixed dates should give an id sorting after c3"
+        self.older = older
+        self.foreign = hashlib.sha1(b"not upstream").hexdigest()
+        labels = lambda c: {"vllm.commit": c, "org.opencontainers.image.version": "0.0.dev"}
+        self.images = {}
+        for commit, created in ((self.c0, "2026-09-01T05:00:00Z"),
+                                (older, "2026-09-05T05:00:00Z"),
+                                (self.c3, "2026-09-12T05:27:48Z"),
+                                (self.foreign, "2026-09-13T05:00:00Z")):
+            self.images[commit] = registry.push_image(REPO, f"nightly-{commit}", labels(commit),
+                                                      created=created)
+        for tag in ("latest", "nightly", "v0.11.0", "nightly-rocm7.0"):
+            registry.push_image(REPO, tag, labels(self.c3))
+        # The forge: the states of the PRs the fixes name.
+        forge.add_pull("vllm-project/vllm", 7, state="closed", merged=True,
+                       merge_commit_sha=self.m7, title="Fill indptr padding lanes")
+        forge.add_pull("vllm-project/vllm", 8, state="open", title="AITER on HIP")
+        forge.add_pull("vllm-project/vllm", 9, state="closed", merged=True,
+                       merge_commit_sha=self.m9, title="Scale")
+        self.root = tmp / "stack"
+        self._make_stack(conflict)
+
+    @property
+    def image_repo(self) -> str:
+        return f"{self.registry.host}/{REPO}"
+
+    def _make_stack(self, conflict: bool) -> None:
+        from patchforge.model.config import UpstreamConfig
+        from patchforge.ops.setup import add_upstream, init_project
+        from patchforge.project import Project
+
+        root = self.root
+        init_project(root, standalone=True)
+        add_upstream(Project.discover(root),
+                     UpstreamConfig(name="vllm", kind="git", url=str(self.upstream.path),
+                                    follow="main",
+                                    install_root="/usr/local/lib/python3.12/dist-packages"),
+                     self.c0)
+        config = root / "patchforge.toml"
+        text = config.read_text().replace("https://api.github.com", self.forge.url)
+        text = text.replace("[forge]\n", '[forge]\nrepo = "team/stack"\n')
+        # The upstream's table is the last one: its forge repository, then a declared check.
+        config.write_text(text + 'forge-repo = "vllm-project/vllm"\n'
+                                 '\n[checks.compile]\ncommand = ["python3", "-m", "py_compile", '
+                                 '"{file}"]\nfiles = "*.py"\n')
+        fixes = {
+            "fill-indptr.patch": patch_file(
+                ATTN, BASE, changed(BASE, INDPTR), "Fill the padding lanes of indptr",
+                f"Forwarded: {UPSTREAM_PR.format(7)}\nDrop-When: merged {UPSTREAM_PR.format(7)}\n"),
+            "clamp-offset.patch": patch_file(
+                ATTN, BASE, changed(BASE, CLAMP), "Clamp the row offset",
+                "Keeps: pkg/attn.py: torch.clamp(row.to(torch.int64)\n"),
+            "aiter-on-hip.patch": patch_file(
+                ATTN, BASE, changed(BASE, AITER), "Use AITER on HIP devices too",
+                f"Forwarded: {UPSTREAM_PR.format(8)}\n"),
+            "compress.patch": patch_file(OTHER, OTHER_BASE, changed(OTHER_BASE, VALUE),
+                                         "Compress the cache"),
+            "scale.patch": patch_file(
+                ATTN, BASE, BASE.replace(b"return 448.0", b"return 224.0"),
+                "FNUZ FP8 maximum", f"Forwarded: {UPSTREAM_PR.format(9)}\n"
+                                    f"Drop-When: merged {UPSTREAM_PR.format(9)}\n"),
+        }
+        if conflict:
+            fixes["block-size.patch"] = patch_file(ATTN, BASE, changed(BASE, BLOCK),
+                                                   "Smaller default blocks")
+        directory = root / "series" / "vllm"
+        directory.mkdir(parents=True)
+        for name, data in fixes.items():
+            (directory / name).write_bytes(data)
+        (directory / "series").write_text("".join(f"{n}\n" for n in fixes))
+        code, out, err = cli_in_process(root, "overlays")
+        assert code == 0, err
+        # The stack is a git repository with a remote, as on the forge.
+        git(root, "init", "-q")
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "The stack")
+        self.remote = root.parent / "stack-remote.git"
+        git(root.parent, "init", "-q", "--bare", str(self.remote))
+        git(root, "remote", "add", "origin", str(self.remote))
+        git(root, "push", "-q", "origin", "main")
+
+    def bump(self, *args: str) -> tuple[int, str, str]:
+        return cli_in_process(self.root, "bump", "--image", self.image_repo, *args)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(root).parts}
+
+
+@pytest.fixture(autouse=True)
+def fixed_dates(monkeypatch):
+    for var in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+        monkeypatch.setenv(var, "2026-09-10T12:00:00Z")
+
+
+@pytest.fixture
+def clean(tmp_path, registry_server, forge_server) -> Scenario:  # noqa: F811
+    return Scenario(tmp_path, registry_server, forge_server, conflict=False)
+
+
+def normalized(text: str, scenario: Scenario) -> str:
+    return text.replace(scenario.registry.host, "REGISTRY")
+
+
+def test_tags_list_is_paginated_by_link_and_by_last(registry_server):  # noqa: F811
+    from patchforge.net.http import HttpClient
+    from patchforge.net.registry import RegistryClient
+
+    for n in range(7):
+        registry_server.push_image(REPO, f"t{n}", {}, index=False)
+    client = RegistryClient(HttpClient(Path(os.environ["PATCHFORGE_CACHE"]) / "http"))
+    assert client.list_tags(f"{registry_server.host}/{REPO}") == [f"t{n}" for n in range(7)]
+    pages = [p for p in registry_server.paths("GET") if "/tags/list" in p]
+    assert len(pages) == 3 and "last=t2" in pages[1] and "last=t5" in pages[2]
+    # A registry that sends no Link: a full page is followed by asking after its last tag.
+    registry_server.tags_link = False
+    assert client.list_tags(f"{registry_server.host}/{REPO}", page_size=3) == \
+        [f"t{n}" for n in range(7)]
+
+
+def test_dry_run_writes_nothing_and_plans_the_move(clean):
+    before = snapshot(clean.root)
+    code, out, err = clean.bump("--dry-run", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert validation_errors(doc, "bump") == []
+    assert snapshot(clean.root) == before  # file by file: not one byte written
+    assert doc["outcome"] == "planned" and doc["needs_person"] is False
+    target = doc["target"]
+    assert target["tag"] == f"nightly-{clean.c3}" and target["commit"] == clean.c3
+    assert target["digest"] == clean.images[clean.c3]["digest"]
+    assert target["published"] == "2026-09-12T05:27:48Z"
+    search = doc["search"]
+    assert search["listed"] == 8 and search["nightly"] == 4  # nightly-rocm7.0 is not one
+    assert search["newer"] == [f"nightly-{clean.c3}", f"nightly-{clean.older}"]
+    assert search["skipped"] == [{"tag": f"nightly-{clean.foreign}", "reason":
+                                  f"its commit {clean.foreign[:12]} is not in the upstream's main"}]
+    fixes = {f["name"]: f for f in doc["fixes"]}
+    assert fixes["fill-indptr.patch"]["outcome"] == "dropped"
+    assert fixes["compress.patch"]["landed_through"] == UPSTREAM_PR.format(11)
+    assert fixes["clamp-offset.patch"]["outcome"] == "offset"
+    pr7 = fixes["fill-indptr.patch"]["pull_request"]
+    assert (pr7["merged"], pr7["included"], pr7["behind_by"]) == (True, True, 0)
+    assert pr7["ahead_by"] == 2  # c2 and c3 after the merge commit
+    pr9 = fixes["scale.patch"]["pull_request"]
+    assert pr9["included"] is False and pr9["ahead_by"] == 0 and pr9["behind_by"] == 2
+    assert fixes["aiter-on-hip.patch"]["pull_request"]["state"] == "open"
+    assert doc["checks"]["ran"] is False and doc["rebase"]["written"] is False
+
+
+def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean):
+    before = snapshot(clean.root)
+    head = git(clean.root, "rev-parse", "HEAD").strip()
+    code, out, err = clean.bump("--open-pr")
+    assert code == 0, err
+    after = snapshot(clean.root)
+    series = "series/vllm/"
+    added = sorted(set(after) - set(before))
+    removed = sorted(set(before) - set(after))
+    modified = sorted(p for p in set(before) & set(after) if before[p] != after[p])
+    # No fix touches other.py any more: its overlay goes with the fix that landed.
+    assert removed == ["overlays/vllm/pkg/other.py", series + "compress.patch",
+                       series + "fill-indptr.patch"]
+    # The ledger appears with the first change of the series (the fixture never made one).
+    assert [p for p in added if not p.startswith(".patchforge/")] == [
+        "series/PATCHES.md", "series/history.jsonl",
+        series + "upstreamed/compress.patch", series + "upstreamed/fill-indptr.patch"]
+    assert {p for p in added if p.startswith(".patchforge/")} >= {
+        ".patchforge/bump/report.md", ".patchforge/bump/report.json"}
+    # The fixes that stay moved (upstream added a header above them): re-made at new lines.
+    assert modified == ["overlays/SHA256SUMS", "overlays/compose.yaml", "overlays/manifest.json",
+                        "overlays/vllm/pkg/attn.py", series + "aiter-on-hip.patch",
+                        series + "clamp-offset.patch", series + "scale.patch",
+                        series + "series", "upstream.lock"]
+    # The lock: the new commit, and the image pinned by digest.
+    lock = json.loads(after["upstream.lock"])
+    assert lock["upstreams"]["vllm"]["commit"] == clean.c3
+    assert lock["image"]["digest"] == clean.images[clean.c3]["digest"]
+    assert lock["image"]["tag"] == f"nightly-{clean.c3}"
+    # The series: the landed fixes left, the others stay in order.
+    assert after[series + "series"] == (b"clamp-offset.patch\naiter-on-hip.patch\n"
+                                        b"scale.patch\n")
+    assert b"Applied-Upstream:" in after[series + "upstreamed/fill-indptr.patch"]
+    # The overlay is the new upstream file with the remaining fixes, as git applies them.
+    new_attn = clean.upstream.read(ATTN, clean.c3)
+    expected = changed(new_attn, CLAMP, AITER).replace(b"return 448.0", b"return 224.0")
+    assert after["overlays/vllm/pkg/attn.py"] == expected
+    subprocess.run(["sha256sum", "-c", "--strict", "--quiet", "SHA256SUMS"],
+                   cwd=clean.root / "overlays", check=True)
+    # The user's checkout is untouched; the branch holds exactly the bump's files.
+    assert git(clean.root, "rev-parse", "HEAD").strip() == head
+    branch = f"patchforge/bump-nightly-{clean.c3}"
+    pushed = git(clean.remote, "rev-parse", branch).strip()
+    assert git(clean.remote, "show", f"{pushed}:upstream.lock").encode() == \
+        after["upstream.lock"]
+    assert git(clean.remote, "rev-parse", f"{pushed}^").strip() == head
+    posts = [r for r in clean.forge.requests if r.method == "POST"]
+    assert len(posts) == 1
+    sent = json.loads(posts[0].body)
+    report = after[".patchforge/bump/report.md"].decode()
+    assert sent["head"] == branch and sent["base"] == "main" and sent["body"] == report
+    assert sent["title"] == f"Bump vllm to nightly-{clean.c3} (2 landed)"
+    # The report, against the golden file.
+    assert normalized(report, clean) == GOLDEN.read_text()
+    assert out == report
+    doc = json.loads(after[".patchforge/bump/report.json"])
+    assert validation_errors(doc, "bump") == []
+    assert doc["pull_request"]["action"] == "opened" and doc["checks"]["ok"] is True
+    # Again, now up to date: the same pull request is updated, not a second one opened.
+    code, out, err = clean.bump("--to", f"nightly-{clean.c3}", "--open-pr", "--json")
+    assert code == 0, err
+    again = json.loads(out)
+    assert again["outcome"] == "up-to-date" and again["pull_request"]["action"] == "updated"
+    assert len([r for r in clean.forge.requests if r.method == "POST"]) == 1
+
+
+def test_conflict_leaves_the_rebase_stopped_and_needs_a_person(tmp_path, registry_server,
+                                                               forge_server):  # noqa: F811
+    scenario = Scenario(tmp_path, registry_server, forge_server, conflict=True)
+    before = snapshot(scenario.root)
+    code, out, err = scenario.bump("--dry-run", "--json")
+    assert code == 1
+    assert snapshot(scenario.root) == before
+    doc = json.loads(out)
+    assert {f["name"]: f["outcome"] for f in doc["fixes"]}["block-size.patch"] == "conflict"
+    code, out, err = scenario.bump("--open-pr", "--json")
+    assert code == 1, err
+    doc = json.loads(out)
+    assert validation_errors(doc, "bump") == []
+    assert doc["outcome"] == "stopped" and doc["needs_person"]
+    assert "block-size.patch" in doc["rebase"]["stopped"]["message"]
+    assert doc["pull_request"]["action"] == "not opened"
+    after = snapshot(scenario.root)
+    # The project files are as they were; the rebase waits in its journal and worktree.
+    assert {p: b for p, b in after.items() if not p.startswith(".patchforge/")} == \
+        {p: b for p, b in before.items() if not p.startswith(".patchforge/")}
+    assert (scenario.root / ".patchforge/rebase/journal.json").exists()
+    assert b"<<<<<<<" in (scenario.root / ".patchforge/work/vllm" / ATTN).read_bytes()
+    assert not [r for r in forge_server.requests if r.method == "POST"]
+    # The stop is the rebase's: --abort puts everything back.
+    code, _, err = cli_in_process(scenario.root, "rebase", "--abort")
+    assert code == 0, err
+
+
+def test_bad_input_exits_2(clean):
+    code, _, err = clean.bump("--to", "nightly-" + "0" * 40)
+    assert code == 2, err
+    code, _, err = cli_in_process(clean.root, "bump", "nosuch")
+    assert code == 2 and "nosuch" in err
