@@ -381,3 +381,47 @@ def test_bad_input_exits_2(clean):
     assert code == 2, err
     code, _, err = cli_in_process(clean.root, "bump", "nosuch")
     assert code == 2 and "nosuch" in err
+
+
+def test_the_reusable_action_runs_bump_and_reports_as_github_actions_expects(clean, tmp_path):
+    """The action's own script, run by bash as a runner would (GITHUB_OUTPUT, the step summary,
+    RUNNER_TEMP), on the stack; the documented workflow uses that action."""
+    import shutil
+
+    import yaml
+
+    from conftest import REPO_ROOT
+
+    action = yaml.safe_load((REPO_ROOT / "actions" / "bump" / "action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    step = next(s for s in action["runs"]["steps"] if s.get("id") == "bump")
+    workflow = yaml.safe_load((REPO_ROOT / "docs" / "workflows" / "patchforge-bump.yml").read_text())
+    uses = [s.get("uses", "") for s in workflow["jobs"]["bump"]["steps"]]
+    assert any(u.endswith("/actions/bump@main") for u in uses)
+    assert workflow["permissions"] == {"contents": "write", "pull-requests": "write"}
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    output, summary = runner / "output", runner / "summary"
+    env = {**os.environ, "RUNNER_TEMP": str(runner), "GITHUB_OUTPUT": str(output),
+           "GITHUB_STEP_SUMMARY": str(summary), "INPUT_UPSTREAM": "vllm", "INPUT_TO": "",
+           "INPUT_IMAGE": clean.image_repo, "INPUT_OPEN_PR": "true", "INPUT_DRY_RUN": "false",
+           "INPUT_FAIL": "true",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT),
+                                                       os.environ.get("PYTHONPATH")]))}
+    # `patchforge` as installed: this checkout's package through its console entry point.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "patchforge").write_text(f"#!/bin/sh\nexec {shutil.which('python3')} -m "
+                                        "patchforge \"$@\"\n")
+    (bin_dir / "patchforge").chmod(0o755)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=clean.root, env=env,
+                          capture_output=True)
+    assert proc.returncode == 0, proc.stderr.decode()
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert outputs["exit-code"] == "0"
+    report = Path(outputs["report"]).read_text()
+    assert summary.read_text() == report
+    assert normalized(report, clean) == GOLDEN.read_text()  # the same report as the CLI's
+    doc = json.loads(Path(outputs["json"]).read_text())
+    assert doc["pull_request"]["action"] == "opened"
