@@ -75,6 +75,26 @@ BLOCK = (b"    size = config.block_size or 16\n", b"    size = config.block_size
 HEADER = b'# Copyright the upstream authors.\n# SPDX-License-Identifier: Apache-2.0\n'
 
 
+INSTALL_ROOT = "usr/local/lib/python3.12/dist-packages"
+
+
+def layer(files: dict[str, bytes]) -> tuple[bytes, str, str]:
+    """One gzip layer holding `files` under the install root, as an image build writes it."""
+    import gzip
+    import io
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for name, data in sorted(files.items()):
+            info = tarfile.TarInfo(f"{INSTALL_ROOT}/{name}")
+            info.size, info.mode, info.mtime = len(data), 0o644, 1700000000
+            archive.addfile(info, io.BytesIO(data))
+    tar = out.getvalue()
+    return (gzip.compress(tar, mtime=0), "application/vnd.oci.image.layer.v1.tar+gzip",
+            "sha256:" + hashlib.sha256(tar).hexdigest())
+
+
 def changed(text: bytes, *fixes) -> bytes:
     for old, new in fixes:
         assert old in text
@@ -140,8 +160,11 @@ class Scenario:
                                 (older, "2026-09-05T05:00:00Z"),
                                 (self.c3, "2026-09-12T05:27:48Z"),
                                 (self.foreign, "2026-09-13T05:00:00Z")):
-            self.images[commit] = registry.push_image(REPO, f"nightly-{commit}", labels(commit),
-                                                      created=created)
+            files = {p: up.read(p, commit) for p in (ATTN, OTHER)} if commit != self.foreign \
+                else {}
+            self.images[commit] = registry.push_image(
+                REPO, f"nightly-{commit}", labels(commit), created=created,
+                layers=(layer(files),) if files else ())
         for tag in ("latest", "nightly", "v0.11.0", "nightly-rocm7.0"):
             registry.push_image(REPO, tag, labels(self.c3))
         # The forge: the states of the PRs the fixes name.
@@ -374,6 +397,24 @@ def test_conflict_leaves_the_rebase_stopped_and_needs_a_person(tmp_path, registr
     # The stop is the rebase's: --abort puts everything back.
     code, _, err = cli_in_process(scenario.root, "rebase", "--abort")
     assert code == 0, err
+
+
+def test_an_image_whose_files_are_not_the_new_base_needs_a_person(clean):
+    """The nightly's image holds another attn.py than the commit its tag names: the move is
+    made (the series is right for the commit), but the overlays would go over a file they
+    were not made for, so the verification fails and the bump exits 1."""
+    clean.registry.push_image(REPO, f"nightly-{clean.c3}", {"vllm.commit": clean.c3},
+                              layers=(layer({ATTN: clean.upstream.read(ATTN, clean.c1)}),))
+    code, out, err = clean.bump("--json")
+    assert code == 1, err
+    doc = json.loads(out)
+    assert validation_errors(doc, "bump") == []
+    assert doc["outcome"] == "moved" and doc["needs_person"] and doc["checks"]["ok"]
+    verification = doc["verification"]
+    assert verification["status"] == "failed"
+    assert verification["files"] == [{"path": f"/{INSTALL_ROOT}/{ATTN}", "status": "mismatch",
+                                      "detail": verification["files"][0]["detail"]}]
+    assert "upstream moved under the overlay" in verification["files"][0]["detail"]
 
 
 def test_bad_input_exits_2(clean):

@@ -336,7 +336,7 @@ def _fix_entry(store, upstream, status, result: dict | None, target_label: str) 
     return entry
 
 
-def _checks(project, store) -> tuple[dict, object]:
+def _checks(project, store) -> dict:
     """Keeps invariants and declared checks on the new overlays (built from the written state)."""
     from patchforge.checks import run_checks
     from patchforge.invariants import check_overlay_invariants
@@ -348,28 +348,44 @@ def _checks(project, store) -> tuple[dict, object]:
     return {"ran": True, "reason": None,
             "invariants": [v.to_json() for v in violations],
             "results": [r.to_json() for r in results],
-            "ok": not violations and all(r.ok for r in results)}, overlays
+            "ok": not violations and all(r.ok for r in results)}
 
 
 def _not_run(reason: str) -> dict:
     return {"ran": False, "reason": reason, "invariants": [], "results": [], "ok": None}
 
 
-# An image verifier: (project, store, overlays, image reference) -> the verification document
-# ({"status": "passed" | "failed" | "unreachable" | "unavailable", "detail", "files"}). The
-# default reads the image's layers through the registry when this patchforge can.
-def default_verifier(project, store, overlays, reference: str) -> dict:
+def verify_against_image(project, reference: str, registry) -> dict:
+    """The new overlays' pre-images inside the candidate image (`ops.deploy.verify_image`:
+    its layers read through the registry), as the report's verification section. An image the
+    registry cannot serve is "unreachable", not a failure: the move itself is still sound."""
+    from patchforge.errors import NetworkError
+    from patchforge.ops.deploy import verify_image
+
+    if registry is None:
+        return {"status": "unreachable", "reference": reference, "files": [],
+                "detail": "no registry (offline)"}
     try:
-        from patchforge.ops.verify_image import verify_image_document  # type: ignore
-    except ImportError:
+        check = verify_image(project, reference, registry=registry)
+    except NetworkError as exc:
+        return {"status": "unreachable", "reference": reference, "files": [],
+                "detail": exc.message}
+    except PatchforgeError as exc:  # e.g. an upstream without install-root, an empty image
         return {"status": "unavailable", "reference": reference, "files": [],
-                "detail": "this patchforge cannot read image layers yet"}
-    return verify_image_document(project, store, overlays, reference)
+                "detail": exc.message}
+    files = [{"path": f.target, "status": f.state, "detail": f.detail} for f in check.files]
+    bad = [f for f in check.files if f.state != "ok"]
+    detail = (f"{len(check.files)} overlaid file(s) checked in {check.layers_read} of "
+              f"{check.layers_total} layer(s): " + (
+                  "every pre-image matches" if not bad else
+                  f"{len(bad)} do not match the pre-image the overlays were made for"))
+    return {"status": "failed" if bad else "passed", "reference": check.resolved,
+            "files": files, "detail": detail}
 
 
 def bump(project, store, upstream_name: str | None, *, spec: str | None = None,
          image: str | None = None, dry_run: bool = False, registry=None, forge=None,
-         verifier=default_verifier, on_patch=None) -> dict:
+         on_patch=None) -> dict:
     """Find the candidate, judge, rebase, check, verify; the report document.
 
     `registry` lists tags and resolves images (None: no registry, e.g. --offline); `forge`
@@ -432,9 +448,9 @@ def bump(project, store, upstream_name: str | None, *, spec: str | None = None,
         from patchforge.project import Project
 
         written = Project.discover(project.root, offline=project.offline)
-        checks, overlays = _checks(written, store)
+        checks = _checks(written, store)
         reference = _pinned_reference(candidate)
-        verification = verifier(written, store, overlays, reference) if reference else {
+        verification = verify_against_image(written, reference, registry) if reference else {
             "status": "unavailable", "reference": None, "files": [],
             "detail": "no image to verify against"}
     return _document(project, name, old, candidate, search, dry_run=dry_run, outcome=outcome,
