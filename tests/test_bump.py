@@ -394,9 +394,14 @@ def test_conflict_leaves_the_rebase_stopped_and_needs_a_person(tmp_path, registr
     assert (scenario.root / ".patchforge/rebase/journal.json").exists()
     assert b"<<<<<<<" in (scenario.root / ".patchforge/work/vllm" / ATTN).read_bytes()
     assert not [r for r in forge_server.requests if r.method == "POST"]
+    # While the rebase waits, a second bump refuses and says how to go on.
+    code, _, err = scenario.bump("--dry-run")
+    assert code == 2 and "rebase --continue" in err
     # The stop is the rebase's: --abort puts everything back.
     code, _, err = cli_in_process(scenario.root, "rebase", "--abort")
     assert code == 0, err
+    assert snapshot(scenario.root).keys() >= before.keys()
+    assert {p: snapshot(scenario.root)[p] for p in before} == before
 
 
 def test_an_image_whose_files_are_not_the_new_base_needs_a_person(clean):

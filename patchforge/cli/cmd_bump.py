@@ -35,11 +35,12 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
     from patchforge.fsutil import RepoLock, atomic_write
     from patchforge.ops.bump import bump as run_bump
     from patchforge.ops.bump_report import render_markdown, title
+    from patchforge.ops.deploy import default_registry
     from patchforge.pins import open_store
     from patchforge.cli.output import Progress
 
     project = app.project()
-    registry = None if project.offline else _registry()
+    registry = None if project.offline else default_registry(project)
     forge = make_forge(project)
     lock = contextlib.nullcontext() if dry_run else RepoLock(project.state_dir)
     progress = Progress("rebasing")
@@ -71,14 +72,6 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
         click.echo(title(document), err=True)
     if document["needs_person"]:
         sys.exit(EXIT_ATTENTION)
-
-
-def _registry():
-    from patchforge.net.http import HttpClient
-    from patchforge.net.registry import RegistryClient
-    from patchforge.store.gitstore import cache_dir
-
-    return RegistryClient.from_env(HttpClient(cache_dir()))
 
 
 def _open_pr(project, forge, document, markdown, remote, dry_run) -> dict | None:

@@ -211,6 +211,9 @@ def named_candidate(project, upstream, spec: str, registry, repository: str | No
         candidate.commit = match.group(1) if match else None
     elif kind is SpecKind.commit and len(spec) == 40:
         candidate.commit = spec
+    if candidate.reference and registry is None:
+        candidate.notes.append(f"the image {candidate.reference} was not looked up (offline): "
+                               "no digest or publication time")
     if candidate.reference and registry is not None:
         try:
             info = registry.resolve_image(candidate.reference)
@@ -396,6 +399,15 @@ def bump(project, store, upstream_name: str | None, *, spec: str | None = None,
     from patchforge.ops.status import series_status
     from patchforge.rebase.engine import Rebase
 
+    from patchforge.errors import InProgressError
+    from patchforge.rebase.journal import Journal
+
+    if Journal(project.state_dir).exists():
+        # A stopped rebase is the project's state until it is finished: a bump would judge
+        # and report on a series that is half moved.
+        raise InProgressError("a rebase is in progress",
+                              hint="finish it first: `patchforge rebase --continue`, "
+                                   "`--skip` or `--abort`")
     name = _which_upstream(project, upstream_name)
     upstream = project.config.upstream(name)
     old = project.lock.pin(name)
@@ -486,7 +498,7 @@ def _document(project, name, old, candidate, search, *, dry_run, outcome, fixes,
         checks.get("ok") is False) or bool(verification and verification.get("status")
                                            == "failed")
     return {
-        "version": BUMP_DOCUMENT_VERSION,
+        "schema_version": BUMP_DOCUMENT_VERSION,
         "upstream": name,
         "dry_run": dry_run,
         "outcome": outcome,

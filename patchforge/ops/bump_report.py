@@ -16,6 +16,12 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", "<br>")
 
 
+def _from(pin: dict) -> str:
+    if pin["label"] == pin["commit"]:
+        return _code(pin["commit"])
+    return f"{_code(pin['label'])} ({_code(pin['commit'][:12])})"
+
+
 def title(doc: dict) -> str:
     """The pull request's title: which upstream moves where, and what happened to the fixes."""
     target = doc.get("target") or {}
@@ -60,7 +66,7 @@ def render_markdown(doc: dict) -> str:
                 f"| digest | {_code(target.get('digest'))} |",
                 f"| published | {target.get('published') or '-'} |",
                 f"| {doc['upstream']} commit | {_code(target.get('commit'))} |",
-                f"| from | {_code(doc['from']['label'])} ({_code(doc['from']['commit'][:12])}) |",
+                f"| from | {_from(doc['from'])} |",
                 ""]
     out += [verdict(doc), ""]
     if doc["fixes"]:
