@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Upstream, cli_in_process, git
-from servers import forge_server, registry_server  # noqa: F401  (fixtures)
+from helpers.cli import run_cli
+from helpers.env import REPO_ROOT
+from helpers.git import git
+from helpers.snapshot import tree_bytes
+from helpers.upstream import Upstream
 from patchforge.formats.schemas import validation_errors
 from patchforge.store.gitstore import make_file_diff
 
@@ -239,9 +242,14 @@ class Scenario:
         return cli_in_process(self.root, "bump", "--image", self.image_repo, *args)
 
 
+def cli_in_process(root: Path, *args: str) -> tuple[int, str, str]:
+    result = run_cli(root, *args)
+    return result.rc, result.out, result.err
+
+
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and ".git" not in p.relative_to(root).parts}
+    """Every file of the stack, its own git repository left out."""
+    return {p: b for p, b in tree_bytes(root).items() if not p.startswith(".git/")}
 
 
 @pytest.fixture(autouse=True)
@@ -251,7 +259,7 @@ def fixed_dates(monkeypatch):
 
 
 @pytest.fixture
-def clean(tmp_path, registry_server, forge_server) -> Scenario:  # noqa: F811
+def clean(tmp_path, registry_server, forge_server) -> Scenario:
     return Scenario(tmp_path, registry_server, forge_server, conflict=False)
 
 
@@ -259,7 +267,7 @@ def normalized(text: str, scenario: Scenario) -> str:
     return text.replace(scenario.registry.host, "REGISTRY")
 
 
-def test_tags_list_is_paginated_by_link_and_by_last(registry_server):  # noqa: F811
+def test_tags_list_is_paginated_by_link_and_by_last(registry_server):
     from patchforge.net.http import HttpClient
     from patchforge.net.registry import RegistryClient
 
@@ -372,7 +380,7 @@ def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean)
 
 
 def test_conflict_leaves_the_rebase_stopped_and_needs_a_person(tmp_path, registry_server,
-                                                               forge_server):  # noqa: F811
+                                                               forge_server):
     scenario = Scenario(tmp_path, registry_server, forge_server, conflict=True)
     before = snapshot(scenario.root)
     code, out, err = scenario.bump("--dry-run", "--json")
@@ -435,8 +443,6 @@ def test_the_reusable_action_runs_bump_and_reports_as_github_actions_expects(cle
     import shutil
 
     import yaml
-
-    from conftest import REPO_ROOT
 
     action = yaml.safe_load((REPO_ROOT / "actions" / "bump" / "action.yml").read_text())
     assert action["runs"]["using"] == "composite"
