@@ -333,7 +333,8 @@ def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean)
     assert {p for p in added if p.startswith(".patchforge/")} >= {
         ".patchforge/bump/report.md", ".patchforge/bump/report.json"}
     # The fixes that stay moved (upstream added a header above them): re-made at new lines.
-    assert modified == ["overlays/SHA256SUMS", "overlays/compose.yaml", "overlays/manifest.json",
+    assert modified == ["overlays/Dockerfile", "overlays/SHA256SUMS", "overlays/compose.yaml",
+                        "overlays/manifest.json",
                         "overlays/vllm/pkg/attn.py", series + "aiter-on-hip.patch",
                         series + "clamp-offset.patch", series + "scale.patch",
                         series + "series", "upstream.lock"]
@@ -342,6 +343,9 @@ def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean)
     assert lock["upstreams"]["vllm"]["commit"] == clean.c3
     assert lock["image"]["digest"] == clean.images[clean.c3]["digest"]
     assert lock["image"]["tag"] == f"nightly-{clean.c3}"
+    # The image the overlays are baked into is the new nightly, by digest.
+    assert f"{clean.image_repo}@{clean.images[clean.c3]['digest']}".encode() in \
+        after["overlays/Dockerfile"]
     # The series: the landed fixes left, the others stay in order.
     assert after[series + "series"] == (b"clamp-offset.patch\naiter-on-hip.patch\n"
                                         b"scale.patch\n")

@@ -395,11 +395,10 @@ def bump(project, store, upstream_name: str | None, *, spec: str | None = None,
     answers pull request states. A conflict leaves the rebase stopped (resumable with
     `rebase --continue`) and the document says so; it is not raised.
     """
+    from patchforge.errors import InProgressError
     from patchforge.judge import Target
     from patchforge.ops.status import series_status
     from patchforge.rebase.engine import Rebase
-
-    from patchforge.errors import InProgressError
     from patchforge.rebase.journal import Journal
 
     if Journal(project.state_dir).exists():
