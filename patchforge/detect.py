@@ -23,7 +23,7 @@ from functools import lru_cache
 
 from patchforge.apply.diffparse import line_content, line_kind, reverse_hunk
 from patchforge.apply.hunks import apply_file_patch, apply_hunks, lines_of
-from patchforge.store.gitstore import merge_file
+from patchforge.store.diff import merge_file
 
 # Added code shorter than this (whitespace removed) is too generic to prove anything by containment
 # ("return None", "pass", "}").

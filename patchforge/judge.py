@@ -195,7 +195,7 @@ class HistoryIndex:
     def patch_id_matches(self, requests: list[tuple[object, bytes, list[str]]]) -> dict:
         """For each (key, the patch's diff, its paths): the commits whose change to those paths
         has the patch's `git patch-id --stable`, in one patch-id run for the whole series."""
-        from patchforge.store.gitstore import diff_header
+        from patchforge.store.diff import diff_header
 
         chunks = self._file_chunks()
         feed: list[bytes] = []

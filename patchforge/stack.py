@@ -14,7 +14,7 @@ def make_diff(store, changes) -> bytes:
 
 def make_diffs(store, groups) -> list[bytes]:
     """make_diff for several patches' changes, in one git process."""
-    from patchforge.store.gitstore import FileChange, make_diffs as git_diffs
+    from patchforge.store.diff import FileChange, make_diffs as git_diffs
 
     return git_diffs([[FileChange(path if old is not None else None,
                                   path if new is not None else None, old, new, old_mode,

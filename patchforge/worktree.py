@@ -19,7 +19,7 @@ from patchforge.stack import make_diff, refuse_symlinked_paths
 
 def _git(cwd: Path, *args: str, input: bytes | None = None, env_extra=None,
          ok: tuple[int, ...] = (0,)) -> bytes:
-    from patchforge.store.gitstore import git_env
+    from patchforge.store.git import git_env
 
     env = git_env()
     if env_extra:

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from patchforge.apply.diffparse import parse_diff
 from patchforge.detect import NormalizedText, assess_file, contained
-from patchforge.store.gitstore import merge_file
-from patchforge.store.gitstore import make_file_diff
+from patchforge.store.diff import make_file_diff, merge_file
 
 BASE = b"""def setup(config):
     workers = config.workers

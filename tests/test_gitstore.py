@@ -1,8 +1,9 @@
-"""Tests of patchforge.store.gitstore: the upstream object store, on real git repositories."""
+"""Tests of the git layer (patchforge.store: gitstore, diff, catfile, imports, rangediff) on real git repositories."""
 from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -11,9 +12,9 @@ import pytest
 from helpers.env import SHARED_WHEELS
 from helpers.git import git
 from patchforge.errors import StoreError
-from patchforge.store import gitstore
-from patchforge.store.gitstore import (FileChange, UpstreamStore, blob_oid, cache_dir, make_diff,
-                                       make_file_diff, wheels_dir)
+from patchforge.store.git import git_env
+from patchforge.store.diff import FileChange, blob_oid, make_diff, make_file_diff
+from patchforge.store.gitstore import UpstreamStore, cache_dir, wheels_dir
 
 
 def build_wheel(path: Path, files: dict[str, bytes], executable: tuple[str, ...] = ()) -> Path:
@@ -77,7 +78,7 @@ def test_git_environment_is_isolated(monkeypatch):
     monkeypatch.setenv("GIT_DIR", "/nonexistent")
     monkeypatch.setenv("GIT_INDEX_FILE", "/nonexistent/index")
     monkeypatch.setenv("GIT_DIFF_OPTS", "--unified=9")
-    env = gitstore.git_env()
+    env = git_env()
     assert "GIT_DIR" not in env and "GIT_INDEX_FILE" not in env and "GIT_DIFF_OPTS" not in env
     assert "GIT_CONFIG_COUNT" not in env
     assert env["GIT_CONFIG_NOSYSTEM"] == "1" and env["GIT_CONFIG_GLOBAL"] == "/dev/null"
@@ -87,11 +88,6 @@ def test_git_environment_is_isolated(monkeypatch):
         assert opened.list_paths(opened.commit_tree(
             "4b825dc642cb6eb9a060e54bf8d69288fbee4904", [], "empty\n")) == []
 
-
-def test_too_old_git_names_the_missing_feature(monkeypatch, store):
-    monkeypatch.setattr(gitstore, "_GIT_VERSION", (2, 30, 1))
-    with pytest.raises(StoreError, match=r"merge-tree --write-tree.*2\.38.*2\.30\.1"):
-        store.merge("HEAD", "HEAD", "HEAD")
 
 
 # ---- imports and reading
@@ -300,49 +296,15 @@ def _edit(data: bytes, line: int, text: bytes) -> bytes:
     return b"".join(lines)
 
 
-def test_clean_merge(store, merge_base):
-    a = store.read_blob(merge_base, "m/a.py")
-    ours = store.commit_files(merge_base, {"m/a.py": _edit(a, 2, b"ours\n")}, message="o\n")
-    theirs = store.commit_files(merge_base, {"m/a.py": _edit(a, 18, b"theirs\n")}, message="t\n")
-    result = store.merge(merge_base, ours, theirs)
-    assert result.clean and result.conflicts == ()
-    merged = store.read_blob(result.tree, "m/a.py")
-    assert b"ours\n" in merged and b"theirs\n" in merged
 
 
-def test_conflicting_merge_leaves_markers(store, merge_base):
-    a = store.read_blob(merge_base, "m/a.py")
-    ours = store.commit_files(merge_base, {"m/a.py": _edit(a, 5, b"ours\n")}, message="o\n")
-    theirs = store.commit_files(merge_base, {"m/a.py": _edit(a, 5, b"theirs\n")}, message="t\n")
-    result = store.merge(merge_base, ours, theirs)
-    assert not result.clean and result.conflicts == ("m/a.py",)
-    assert "m/a.py" in result.messages
-    merged = store.read_blob(result.tree, "m/a.py")
-    assert b"<<<<<<<" in merged and b"ours\n" in merged and b"theirs\n" in merged
-
-
-def test_merge_follows_a_rename_on_one_side(store, merge_base):
+def test_renames_follow_a_rename_on_one_side(store, merge_base):
     a = store.read_blob(merge_base, "m/a.py")
     ours = store.commit_files(merge_base, {"m/a.py": _edit(a, 3, b"fixed\n")}, message="o\n")
     theirs = store.commit_files(merge_base, {"m/a.py": None, "m/renamed.py": a},
                                 message="rename\n")
-    result = store.merge(merge_base, ours, theirs)
-    assert result.clean
-    assert store.read_blob(result.tree, "m/a.py") is None
-    assert store.read_blob(result.tree, "m/renamed.py") == _edit(a, 3, b"fixed\n")
     assert store.renames(merge_base, theirs, ["m/a.py", "m/b.py"]) == {"m/a.py": "m/renamed.py"}
     assert store.renames(merge_base, ours, ["m/a.py"]) == {}
-
-
-def test_merge_of_unrelated_imports_uses_the_given_base(store, tmp_path):
-    v1 = build_wheel(tmp_path / "v1.whl", {"p/x.py": b"1\n2\n3\n4\n5\n6\n7\n8\n"})
-    v2 = build_wheel(tmp_path / "v2.whl", {"p/x.py": b"1\n2\n3\n4\n5\n6\n7\nEIGHT\n"})
-    base = store.import_wheel(v1, "p", "1").commit
-    target = store.import_wheel(v2, "p", "2").commit
-    patched = store.commit_files(base, {"p/x.py": b"ONE\n2\n3\n4\n5\n6\n7\n8\n"}, message="fix\n")
-    result = store.merge(base, patched, target)
-    assert result.clean
-    assert store.read_blob(result.tree, "p/x.py") == b"ONE\n2\n3\n4\n5\n6\n7\nEIGHT\n"
 
 
 # ---- diffs
@@ -439,7 +401,7 @@ def test_make_diff_is_one_process_for_many_files(monkeypatch):
         calls.append(args)
         return real_run(args, *a, **kw)
 
-    monkeypatch.setattr(gitstore.subprocess, "run", counting_run)
+    monkeypatch.setattr(subprocess, "run", counting_run)
     changes = [FileChange(f"f{i}.py", f"f{i}.py", b"a\nb\n", b"a\nB%d\n" % i) for i in range(50)]
     diff = make_diff(changes)
     assert diff.count(b"diff --git ") == 50 and len(calls) == 1
@@ -478,7 +440,7 @@ def test_range_diff_of_imported_chains_leaves_the_store_alone(store, merge_base)
 
 def test_range_diff_import_that_cannot_start_is_a_store_error(store, monkeypatch):
     made = []
-    real_mkdtemp = gitstore.tempfile.mkdtemp
+    real_mkdtemp = tempfile.mkdtemp
 
     def mkdtemp(**kw):
         made.append(real_mkdtemp(**kw))
@@ -486,8 +448,8 @@ def test_range_diff_import_that_cannot_start_is_a_store_error(store, monkeypatch
 
     def no_fork(*args, **kw):
         raise OSError(11, "Resource temporarily unavailable")
-    monkeypatch.setattr(gitstore.tempfile, "mkdtemp", mkdtemp)
-    monkeypatch.setattr(gitstore.subprocess, "Popen", no_fork)
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(subprocess, "Popen", no_fork)
     with pytest.raises(StoreError, match="cannot start git fast-import"):
         store.range_diff_import()
     assert made and not any(Path(p).exists() for p in made)

@@ -165,7 +165,7 @@ def test_a_failing_range_diff_import_does_not_fail_the_rebase(stack, upstream, m
     run build it from the files instead, and git failing at the end leaves a note in its place;
     the rebase itself goes through either way."""
     from patchforge.errors import StoreError
-    from patchforge.store import gitstore
+    from patchforge.store import rangediff
 
     stack.add_upstream("up", upstream)
     stack.add_patch("up", "far", {"pkg/mod.py": with_lines({25: b"def f25():\n    return -25\n\n"})})
@@ -177,7 +177,7 @@ def test_a_failing_range_diff_import_does_not_fail_the_rebase(stack, upstream, m
 
     def broken_pipe(self, data):
         raise StoreError("git fast-import stopped: broken pipe (test)")
-    monkeypatch.setattr(gitstore.RangeDiffImport, "blob", broken_pipe)
+    monkeypatch.setattr(rangediff.RangeDiffImport, "blob", broken_pipe)
     result = run_cli(copy, "rebase", "--to", f"up={new_commit}", "--json")
     assert result.rc == 0, result.err
     # Made again from the patch files, it is the same text (the same git objects).
@@ -190,8 +190,8 @@ def test_a_failing_range_diff_import_does_not_fail_the_rebase(stack, upstream, m
     def cannot_start(self, store):
         raise StoreError("cannot start git fast-import for the range-diff: test")
     # Nor can the import even start (no room for its scratch repository): the same.
-    monkeypatch.setattr(gitstore.RangeDiffImport, "__init__", cannot_start)
-    monkeypatch.setattr(gitstore.RangeDiffImport, "range_diff", failing)
+    monkeypatch.setattr(rangediff.RangeDiffImport, "__init__", cannot_start)
+    monkeypatch.setattr(rangediff.RangeDiffImport, "range_diff", failing)
     result = run_cli(again, "rebase", "--to", f"up={new_commit}", "--json")
     assert result.rc == 0, result.err
     assert (again / "series" / "up" / "far.patch").read_bytes() == stack.patch("up", "far")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from patchforge.formats.schemas import validation_errors
-from patchforge.store.gitstore import make_file_diff
+from patchforge.store.diff import make_file_diff
 from helpers.cli import run_subprocess
 from helpers.env import REPO_ROOT, shared_release
 from helpers.git import git

@@ -274,7 +274,7 @@ def test_git_processes_may_use_only_plain_transports(tmp_path):
     use `ext::`: every git process runs with GIT_ALLOW_PROTOCOL."""
     import subprocess
 
-    from patchforge.store.gitstore import git_env
+    from patchforge.store.git import git_env
 
     marker = tmp_path / "RAN"
     proc = subprocess.run(["git", "ls-remote", f"ext::sh -c touch% {marker}"],

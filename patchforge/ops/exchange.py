@@ -73,7 +73,7 @@ def import_overlay(project, store, overlay: Path, *, upstream: str, path: str, n
 
 
 def _run(cmd: list[str], cwd=None, input: bytes | None = None) -> bytes:
-    from patchforge.store.gitstore import git_env
+    from patchforge.store.git import git_env
 
     proc = subprocess.run(cmd, cwd=cwd, input=input, capture_output=True, env=git_env())
     if proc.returncode != 0:

@@ -173,7 +173,7 @@ def carry_onto(store, upstream: str, name: str, patch, *, pin_commit: str, head:
     """The patch alone on `head`, as file contents; `base_files` is the series state just
     before the patch on the pin (the merge base a 3-way merge needs, as in `rebase`)."""
     from patchforge.judge import SeriesJudge, Target, landed_in
-    from patchforge.store.gitstore import merge_file
+    from patchforge.store.diff import merge_file
 
     target = Target(upstream, pin_commit, head, label, None)
     judge = SeriesJudge(store, target)

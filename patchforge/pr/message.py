@@ -156,7 +156,7 @@ def build_commit_spec(patch, *, name: str, signoff: bool,
 def add_trailers(message: str, trailers: list[tuple[str, str]]) -> str:
     """The message with the trailers added by `git interpret-trailers` (an identical trailer
     already there is not repeated)."""
-    from patchforge.store.gitstore import git_env
+    from patchforge.store.git import git_env
 
     if not trailers:
         return message

@@ -81,7 +81,7 @@ def _push_env() -> dict[str, str]:
     """git's environment for a push: isolated like every store command, except that the user's
     own git configuration is read, since it holds what reaching their fork needs (credential
     helpers, `url.*.insteadOf`, ssh settings)."""
-    from patchforge.store.gitstore import git_env
+    from patchforge.store.git import git_env
 
     env = git_env()
     for key in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"):

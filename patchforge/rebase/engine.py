@@ -31,7 +31,7 @@ from patchforge.background import Background
 from patchforge.judge import SeriesJudge, Target, landed_in
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.rebase.journal import Journal
-from patchforge.store.gitstore import merge_file
+from patchforge.store.diff import merge_file
 
 _CONFLICT_MARKER = re.compile(rb"^(<<<<<<<|>>>>>>>)( |$)", re.M)
 ACTIONS = ("clean", "offset", "merged", "resolved", "dropped", "skipped", "conflict")

@@ -1,0 +1,105 @@
+"""Running git: the environment and fixed configuration of every git process patchforge starts
+(isolated from the user's and system configuration, fixed locale and identity, no pager or
+colour, only safe transports), the installed git's version, and ending a long-lived process.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+from patchforge.errors import StoreError
+from patchforge.store.giturl import ALLOWED_PROTOCOLS
+
+# Fixed identity and date for everything patchforge itself creates: the same input gives the
+# same object ids on every machine.
+IMPORT_IDENT = ("patchforge", "patchforge@localhost", "0 +0000")
+
+
+# Kept from the caller's environment: what a fetch needs to reach a remote (ssh, askpass, TLS,
+# proxies) and git's tracing. Every other GIT_* variable could redirect or change what git does
+# (GIT_DIR, GIT_INDEX_FILE, GIT_DIFF_OPTS, GIT_CONFIG_COUNT, GIT_TEMPLATE_DIR...), so it goes.
+_KEPT_GIT_VARS = re.compile(
+    r"GIT_(SSH|SSH_COMMAND|SSH_VARIANT|ASKPASS|TERMINAL_PROMPT|SSL_\w+|HTTP_\w+|PROXY_\w+|"
+    r"CURL_VERBOSE|TRACE\w*|EXEC_PATH)$")
+
+
+# Passed on every command line: where a config file cannot reach (XDG attributes file) or where
+# a default could change between git releases.
+BASE_CONFIG = (
+    "-c", "core.attributesFile=/dev/null",
+    "-c", "core.quotePath=true",
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "color.ui=false",
+    "-c", "diff.noprefix=false",
+    "-c", "diff.mnemonicPrefix=false",
+    "-c", "diff.renames=true",
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
+    "-c", "advice.detachedHead=false",
+)
+
+
+def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of every git process: the caller's, minus what could change git's output."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GIT_") or _KEPT_GIT_VARS.match(k)}
+    env.update({
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_NO_REPLACE_OBJECTS": "1",
+        # Only these transports, whatever a URL from a config, lock or remote names: never
+        # `ext::` (runs a command), `fd::` or another remote helper.
+        "GIT_ALLOW_PROTOCOL": ALLOWED_PROTOCOLS,
+        "GIT_TERMINAL_PROMPT": env.get("GIT_TERMINAL_PROMPT", "0"),
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+        "LC_ALL": "C",
+        "LANG": "C",
+        "TZ": "UTC",
+        "GIT_AUTHOR_NAME": IMPORT_IDENT[0], "GIT_AUTHOR_EMAIL": IMPORT_IDENT[1],
+        "GIT_AUTHOR_DATE": "@0 +0000",
+        "GIT_COMMITTER_NAME": IMPORT_IDENT[0], "GIT_COMMITTER_EMAIL": IMPORT_IDENT[1],
+        "GIT_COMMITTER_DATE": "@0 +0000",
+    })
+    if extra:
+        env.update(extra)
+    return env
+
+
+def scratch_dir() -> str | None:
+    # Short-lived temporary files (diff sides, blobs to hash) go to memory when the system has a
+    # tmpfs: creating 600 files on a disk-backed /tmp cost ten times more than git's diff itself.
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
+        return shm
+    return None
+
+
+def end_process(proc: subprocess.Popen, *, grace: float) -> None:
+    """Close a process's stdin, give it `grace` seconds to exit on its own, then kill it."""
+    try:
+        proc.stdin.close()
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+UPSTREAM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def check_upstream_name(name: str) -> None:
+    # The name becomes part of ref names and a remote name.
+    if not UPSTREAM_NAME.fullmatch(name) or ".." in name or name.endswith((".lock", ".")):
+        raise StoreError(f"invalid upstream name {name!r} (letters, digits, '.', '_', '-')")
+
+
+def check_label(label: str) -> None:
+    if (not label or label.startswith(("/", "-", ".")) or "//" in label or ".." in label
+            or label.endswith(("/", ".lock", "."))
+            or re.search(r"[\x00-\x20\x7f~^:?*\[\\]|@\{", label)):
+        raise StoreError(f"invalid label {label!r}: it must be usable in a git ref name")

@@ -1,0 +1,205 @@
+"""Imports of a wheel or a directory into the store as deterministic root commits, through one
+`git fast-import` each (paths as stored, exec bits and symlinks kept, fixed identity and date).
+"""
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from patchforge.errors import StoreError
+from patchforge.store.diff import check_path, decode_path
+from patchforge.store.git import (BASE_CONFIG, IMPORT_IDENT, check_label, check_upstream_name,
+                                  git_env)
+from patchforge.store.rangediff import quote_fastimport
+
+if TYPE_CHECKING:
+    import zipfile
+
+    from patchforge.store.gitstore import UpstreamStore
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    commit: str
+    tree: str
+
+
+def import_wheel(store: UpstreamStore, wheel: Path, upstream: str, label: str, *,
+                 sha256: str | None = None) -> ImportResult:
+    """Import every file of a wheel (paths as in the zip) as a deterministic root commit.
+
+    The commit is kept at refs/patchforge/imports/<upstream>/<label>. Same wheel, upstream,
+    label (and sha256 note) give the same commit id in any store.
+    """
+    import zipfile  # only wheel imports read zips
+
+    wheel = Path(wheel)
+    try:
+        archive = zipfile.ZipFile(wheel)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise StoreError(f"cannot read wheel {wheel}: {exc}") from exc
+    with archive:
+        members: dict[bytes, zipfile.ZipInfo] = {}
+        skipped: list[bytes] = []
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            # Paths exactly as stored in the zip: zipfile decoded them with cp437 unless the
+            # UTF-8 flag (bit 11) was set.
+            raw = (info.filename.encode("utf-8") if info.flag_bits & 0x800
+                   else info.filename.encode("cp437"))
+            if b".git" in raw.split(b"/"):
+                # git metadata shipped by accident (e.g. a submodule's gitlink file, as in
+                # amd-aiter's wheels): not content, and a git tree cannot hold it. Skipped and
+                # named in the commit message, so the import stays deterministic and honest.
+                skipped.append(raw)
+                continue
+            try:
+                check_path(decode_path(raw))
+            except StoreError:
+                raise StoreError(f"wheel {wheel.name}: refusing member {raw!r} "
+                                 "(absolute, '..', '.git' or control characters)") from None
+            members[raw] = info  # a later duplicate wins, as on extraction
+
+        def files() -> Iterator[tuple[bytes, str, int, Iterator[bytes]]]:
+            for raw in sorted(members):
+                info = members[raw]
+                executable = info.create_system == 3 and (info.external_attr >> 16) & 0o111
+                yield raw, "100755" if executable else "100644", info.file_size, \
+                    _zip_chunks(archive, info)
+
+        message = f"patchforge import of {upstream} {label}\n\nwheel: {wheel.name}\n"
+        if sha256:
+            message += f"sha256: {sha256}\n"
+        for raw in sorted(skipped):
+            message += f"skipped: {decode_path(raw)}\n"
+        return _import_files(store, files(), upstream, label, message)
+
+def import_directory(store: UpstreamStore, path: Path, upstream: str, label: str) -> ImportResult:
+    """Import a directory tree as a deterministic root commit (like import_wheel).
+
+    Regular files keep their exec bit; symlinks are recorded as symlinks (mode 120000, the
+    target as content), never followed, so nothing outside the tree gets in. `.git` and
+    `__pycache__` directories are skipped: one is not content, the other is derived and
+    holds timestamps that would make imports differ.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise StoreError(f"{root} is not a directory")
+    found: list[tuple[bytes, str, str]] = []
+    for dirpath, dirnames, filenames in os.walk(os.fsencode(root)):
+        dirnames[:] = sorted(d for d in dirnames if d not in (b".git", b"__pycache__")
+                             and not os.path.islink(os.path.join(dirpath, d)))
+        rel_dir = os.path.relpath(dirpath, os.fsencode(root))
+        # Symlinks to directories are listed by os.walk among dirnames; take them as links.
+        linked_dirs = [d for d in os.listdir(dirpath)
+                       if os.path.islink(os.path.join(dirpath, d))
+                       and os.path.isdir(os.path.join(dirpath, d))]
+        for name in sorted(set(filenames) | set(linked_dirs)):
+            full = os.path.join(dirpath, name)
+            rel = name if rel_dir == b"." else rel_dir + b"/" + name
+            if b"\n" in rel:
+                raise StoreError(f"{root}: refusing file name with a newline: {rel!r}")
+            st = os.lstat(full)
+            if stat.S_ISLNK(st.st_mode):
+                found.append((rel, "120000", full))
+            elif stat.S_ISREG(st.st_mode):
+                found.append((rel, "100755" if st.st_mode & 0o111 else "100644", full))
+    found.sort()
+
+    def files() -> Iterator[tuple[bytes, str, int, Iterator[bytes]]]:
+        for rel, mode, full in found:
+            if mode == "120000":
+                target = os.readlink(full)
+                yield rel, mode, len(target), iter([target])
+            else:
+                yield rel, mode, os.path.getsize(full), _file_chunks(full)
+
+    message = f"patchforge import of {upstream} {label}\n\ndirectory: {root.name}\n"
+    return _import_files(store, files(), upstream, label, message)
+
+def _import_files(store: UpstreamStore, files: Iterator[tuple[bytes, str, int, Iterator[bytes]]],
+                  upstream: str, label: str, message: str) -> ImportResult:
+    check_upstream_name(upstream)
+    check_label(label)
+    ref = f"refs/patchforge/imports/{upstream}/{label}"
+    name, email, date = IMPORT_IDENT
+    msg = message.encode("utf-8")
+    # --depth=0: fast-import would otherwise try a delta of each blob against the previous
+    # one in the stream, which triples the time of a vLLM wheel for little space.
+    # --big-file-threshold: large blobs are streamed instead of held in memory.
+    proc = subprocess.Popen(
+        ["git", *BASE_CONFIG, "--git-dir", str(store.git_dir),
+         "-c", f"pack.compression={store.PACK_COMPRESSION}",
+         "-c", f"core.compression={store.PACK_COMPRESSION}",
+         "fast-import", "--quiet", "--force", "--done", "--depth=0",
+         "--big-file-threshold=1m"],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=git_env())
+    stderr_chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read()),
+                              daemon=True)
+    reader.start()
+    try:
+        w = proc.stdin
+        # reset first: without it fast-import would take an existing ref as the parent.
+        w.write(b"reset %s\ncommit %s\n" % (ref.encode(), ref.encode()))
+        ident = f"{name} <{email}> {date}\n".encode()
+        w.write(b"author " + ident + b"committer " + ident)
+        w.write(b"data %d\n%s\n" % (len(msg), msg))
+        for raw, mode, size, chunks in files:
+            w.write(b"M %s inline %s\ndata %d\n" % (mode.encode(), quote_fastimport(raw), size))
+            written = 0
+            for chunk in chunks:
+                written += len(chunk)
+                if written > size:
+                    break
+                w.write(chunk)
+            if written != size:
+                raise StoreError(f"{decode_path(raw)}: size changed while importing "
+                                 f"({size} expected, {written} read)")
+            w.write(b"\n")
+        w.write(b"done\n")
+        w.close()
+    except BrokenPipeError:
+        pass
+    except BaseException:
+        # Without "done", fast-import ends with an error and writes no ref.
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    code = proc.wait()
+    reader.join()
+    if code != 0:
+        err = b"".join(stderr_chunks).decode("utf-8", "replace").strip()
+        raise StoreError(f"importing {upstream} {label} failed: {err[-2000:]}")
+    commit, tree = store._out("rev-parse", ref, ref + "^{tree}").split()
+    return ImportResult(commit, tree)
+
+
+def _zip_chunks(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[bytes]:
+    import zipfile
+
+    try:
+        with archive.open(info) as handle:
+            while chunk := handle.read(1 << 20):
+                yield chunk
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise StoreError(f"corrupt wheel member {info.filename}: {exc}") from exc
+
+
+def _file_chunks(path: bytes) -> Iterator[bytes]:
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            yield chunk

@@ -1,0 +1,143 @@
+"""`git range-diff` of two commit chains fed to `git fast-import` while a rebase runs, in a
+scratch repository that borrows the store's objects (`RangeDiffImport`)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from patchforge.errors import StoreError
+from patchforge.store.diff import quote_c_path
+from patchforge.store.git import BASE_CONFIG, IMPORT_IDENT, end_process, git_env
+
+if TYPE_CHECKING:
+    from patchforge.store.gitstore import UpstreamStore
+
+
+def quote_fastimport(raw: bytes) -> bytes:
+    # fast-import takes a path as is unless it starts with '"' or holds LF; quote C-style then.
+    if not raw.startswith(b'"') and b"\n" not in raw:
+        return raw
+    return quote_c_path(raw, quote_high=False)
+
+
+class RangeDiffImport:
+    """`git range-diff` of two commit chains, built by one `git fast-import` that is fed while
+    the caller works: file contents (blob()) as they are made, then the two chains' commits
+    (range_diff()). It runs in a scratch repository that borrows the store's objects
+    (alternates) and is removed afterwards: a report must not leave a pack and refs in the
+    store on every run (hundreds of packs slow every later git process).
+
+    The process reads from a pipe as the caller writes, on the other core; the contents are
+    stored, not compressed, and get no delta search: the pack lives for one command. close()
+    (also done by range_diff()) ends the process and removes the repository; a caller that
+    stops early must call it.
+    """
+
+    def __init__(self, store: "UpstreamStore") -> None:
+        self._store = store
+        self._tmp: Path | None = None
+        self._mark = 0
+        self._proc: subprocess.Popen | None = None
+        try:
+            self._tmp = Path(tempfile.mkdtemp(prefix="patchforge-rangediff-"))
+            scratch = self._tmp / "scratch.git"
+            subprocess.run(["git", "init", "-q", "--bare", "--template=", str(scratch)],
+                           env=git_env(), capture_output=True, check=True)
+            (scratch / "objects" / "info").mkdir(parents=True, exist_ok=True)
+            (scratch / "objects" / "info" / "alternates").write_text(
+                str((store.git_dir / "objects").resolve()) + "\n")
+            self._git = ["git", *BASE_CONFIG, "--git-dir", str(scratch)]
+            self._stderr = open(self._tmp / "stderr", "w+b")
+            self._proc = subprocess.Popen(
+                [*self._git, "-c", "pack.compression=0", "fast-import", "--quiet", "--done",
+                 "--depth=0", f"--export-marks={self._tmp / 'marks'}"],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._stderr,
+                env=git_env())
+        except (OSError, subprocess.CalledProcessError) as exc:
+            self.close()
+            raise StoreError(f"cannot start git fast-import for the range-diff: {exc}") from exc
+        except BaseException:
+            self.close()
+            raise
+
+    def blob(self, data: bytes) -> int:
+        """Send one file content; returns its mark, for range_diff()'s chains."""
+        self._mark += 1
+        self._write(b"blob\nmark :%d\ndata %d\n" % (self._mark, len(data)), data, b"\n")
+        return self._mark
+
+    def _write(self, *parts: bytes) -> None:
+        try:
+            for part in parts:
+                self._proc.stdin.write(part)
+        except (BrokenPipeError, OSError, ValueError, AttributeError) as exc:
+            raise StoreError("git fast-import stopped: " + self._error_text()) from exc
+
+    def range_diff(self, chains: list[tuple[str, list[str], list]]) -> bytes:
+        """`git range-diff` of two chains, each (base commit, paths, steps): a root commit holding
+        the base's versions of `paths`, then a commit per step (name, {path: content}), where a
+        content is bytes, a blob() mark, or None for a deleted file. Closes the import."""
+        try:
+            ident = f"{IMPORT_IDENT[0]} <{IMPORT_IDENT[1]}> {IMPORT_IDENT[2]}\n".encode()
+            ranges = []
+            for index, (base, paths, steps) in enumerate(chains):
+                base_files = {p: found[1] for p, found in self._store.entries(base, paths).items()
+                              if found is not None}
+                ref = f"refs/heads/chain-{index}".encode()
+                self._write(b"reset " + ref + b"\n")
+                commits = []
+                for name, files in [("base", base_files), *steps]:
+                    self._mark += 1
+                    commits.append(self._mark)
+                    msg = f"{name}\n".encode("utf-8", "surrogateescape")
+                    lines = [b"commit %s\nmark :%d\ncommitter %s" % (ref, self._mark, ident),
+                             b"data %d\n%s\n" % (len(msg), msg)]
+                    for path in sorted(files):
+                        raw = quote_fastimport(path.encode("utf-8", "surrogateescape"))
+                        content = files[path]
+                        if content is None:
+                            lines.append(b"D " + raw + b"\n")
+                        elif isinstance(content, int):
+                            lines.append(b"M 100644 :%d %s\n" % (content, raw))
+                        elif isinstance(content, str):  # a blob id in the store
+                            lines.append(b"M 100644 %s %s\n" % (content.encode(), raw))
+                        else:
+                            lines.append(b"M 100644 inline " + raw + b"\ndata %d\n"
+                                         % len(content) + content + b"\n")
+                    self._write(*lines)
+                ranges.append((commits[0], commits[-1]))
+            self._write(b"done\n")
+            self._proc.stdin.close()
+            if self._proc.wait() != 0:
+                raise StoreError("git fast-import failed: " + self._error_text())
+            ids = dict(line.split(" ", 1)
+                       for line in (self._tmp / "marks").read_text().split("\n") if line)
+            proc = subprocess.run([*self._git, "range-diff", "--no-color",
+                                   *(f"{ids[f':{a}']}..{ids[f':{b}']}" for a, b in ranges)],
+                                  capture_output=True, env=git_env())
+            if proc.returncode != 0:
+                raise StoreError("git range-diff failed: "
+                                 + proc.stderr.decode("utf-8", "replace").strip()[-2000:])
+            return proc.stdout
+        finally:
+            self.close()
+
+    def _error_text(self) -> str:
+        try:
+            self._stderr.seek(0)
+            return self._stderr.read().decode("utf-8", "replace").strip()[-2000:] or "no message"
+        except (OSError, ValueError, AttributeError):
+            return "no message"
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            end_process(proc, grace=0)  # done already, or given up: no range-diff is wanted
+        stderr = getattr(self, "_stderr", None)
+        if stderr is not None:
+            stderr.close()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
