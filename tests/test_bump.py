@@ -22,7 +22,7 @@ from helpers.git import git
 from helpers.snapshot import tree_bytes
 from helpers.upstream import Upstream
 from patchforge.formats.schemas import validation_errors
-from patchforge.store.gitstore import make_file_diff
+from patchforge.store.diff import make_file_diff
 
 GOLDEN = Path(__file__).parent / "data" / "bump" / "report.md"
 ATTN = "pkg/attn.py"
