@@ -1,25 +1,10 @@
-"""A series as the operations handle it: applied on a pin (`series_state`), its diffs made by git
-(`make_diff(s)`), a new entry written with its patch file (`add_to_series`), the ledger kept in
-step (`series_changed`), and the paths no patch may touch (`refuse_symlinked_paths`)."""
+"""A series as the operations handle it: applied on a pin (`series_state`), a new entry written
+with its patch file (`add_to_series`), the ledger kept in step (`series_changed`), and the paths
+no patch may touch (`refuse_symlinked_paths`)."""
 from __future__ import annotations
 
 from patchforge.apply.series import apply_series
 from patchforge.fsutil import atomic_write
-
-
-def make_diff(store, changes) -> bytes:
-    """git's diff for [(path, old bytes|None, new bytes|None, old_mode, new_mode)], by path."""
-    return make_diffs(store, [changes])[0]
-
-
-def make_diffs(store, groups) -> list[bytes]:
-    """make_diff for several patches' changes, in one git process."""
-    from patchforge.store.diff import FileChange, make_diffs as git_diffs
-
-    return git_diffs([[FileChange(path if old is not None else None,
-                                  path if new is not None else None, old, new, old_mode,
-                                  new_mode)
-                       for path, old, new, old_mode, new_mode in changes] for changes in groups])
 
 
 def series_state(project, store, upstream: str, *, upto: int | None = None, commit=None,

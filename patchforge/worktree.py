@@ -8,23 +8,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from patchforge.apply.series import apply_series
 from patchforge.errors import ApplyError, InputError, UsageError
 from patchforge.fsutil import atomic_delete, atomic_write
-from patchforge.stack import make_diff, refuse_symlinked_paths
+from patchforge.stack import refuse_symlinked_paths
+from patchforge.store.diff import FileChange, make_diff
+from patchforge.store.git import run_git
 
 
 def _git(cwd: Path, *args: str, input: bytes | None = None, env_extra=None,
          ok: tuple[int, ...] = (0,)) -> bytes:
-    from patchforge.store.git import git_env
-
-    env = git_env()
-    if env_extra:
-        env.update(env_extra)
-    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, env=env)
+    proc = run_git(*args, cwd=cwd, input=input, env=env_extra, ok=None)
     if proc.returncode not in ok:
         raise UsageError(f"git {' '.join(args[:2])} failed in {cwd}: "
                          f"{proc.stderr.decode('utf-8', 'replace').strip()}")
@@ -184,5 +180,5 @@ def worktree_diff(project, store, upstream: str, state: dict, *, with_changes=Fa
         mode_new = "100755" if new is not None and os.access(disk, os.X_OK) else "100644"
         mode_old = store.entry(base, path)[0] if old is not None else mode_new
         changes.append((path, old, new, mode_old, mode_new))
-    diff = make_diff(store, changes)
+    diff = make_diff(FileChange.at(*change) for change in changes)
     return (diff, changes) if with_changes else diff

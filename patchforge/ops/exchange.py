@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import email.utils
 import re
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -16,7 +15,9 @@ from patchforge.errors import InputError, UsageError
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.formats.series import parse_series
 from patchforge.fsutil import RepoLock, atomic_write
-from patchforge.stack import add_to_series, make_diff, series_changed, series_state
+from patchforge.stack import add_to_series, series_changed, series_state
+from patchforge.store.diff import FileChange, make_diff
+from patchforge.store.git import run_git
 from patchforge.ops.series import default_author, today
 from patchforge.project import patch_file_name
 
@@ -59,7 +60,7 @@ def import_overlay(project, store, overlay: Path, *, upstream: str, path: str, n
                          "(the fix may have landed upstream)")
     entry = store.entry(pin.commit, path)
     mode = entry[0] if entry else "100644"
-    diff = make_diff(store, [(path, old, new, mode, mode)])
+    diff = make_diff([FileChange.at(path, old, new, mode, mode)])
     fields = [("Description", description or f"Overlay {Path(overlay).name} for {path}"),
               ("Author", default_author()), ("Origin", f"vendor, overlay {Path(overlay).name}"),
               ("Upstream-Status", "Pending"), ("Upstream", upstream), ("Base", pin.commit)]
@@ -72,10 +73,9 @@ def import_overlay(project, store, overlay: Path, *, upstream: str, path: str, n
     return file_name
 
 
-def _run(cmd: list[str], cwd=None, input: bytes | None = None) -> bytes:
-    from patchforge.store.git import git_env
-
-    proc = subprocess.run(cmd, cwd=cwd, input=input, capture_output=True, env=git_env())
+def _git(*args: str, cwd=None, input: bytes | None = None) -> bytes:
+    cmd = ["git", *args]
+    proc = run_git(*args, cwd=cwd, input=input, ok=None)
     if proc.returncode != 0:
         raise UsageError(f"{' '.join(cmd[:3])} failed: "
                          f"{proc.stderr.decode('utf-8', 'replace').strip()}")
@@ -95,7 +95,7 @@ def import_git(project, store, rev_range: str, *, repo: Path, upstream: str) -> 
         name, mail, date = commit.author_name, commit.author_email, commit.date
         changes = [(d.new_path or d.old_path, d.old, d.new, d.old_mode, d.new_mode)
                    for d in commit.deltas]
-        diff = make_diff(store, changes)
+        diff = make_diff(FileChange.at(*change) for change in changes)
         file_name = patch_file_name(slugify(subject))
         _check_new_name(project, upstream, file_name)
         if any(file_name == p[0] for p in pending):
@@ -160,10 +160,10 @@ def import_mbox(project, store, mbox: Path, *, upstream: str) -> list[str]:
     pending = []
     with tempfile.TemporaryDirectory(prefix="patchforge-mbox-") as tmp:
         tmp_path = Path(tmp)
-        _run(["git", "mailsplit", "-o" + str(tmp_path), "--keep-cr", str(mbox)])
+        _git("mailsplit", "-o" + str(tmp_path), "--keep-cr", str(mbox))
         for message in sorted(p for p in tmp_path.iterdir() if p.name.isdigit()):
             msg_file, patch_file = tmp_path / f"{message.name}.msg", tmp_path / f"{message.name}.diff"
-            info = _run(["git", "mailinfo", "--scissors", str(msg_file), str(patch_file)],
+            info = _git("mailinfo", "--scissors", str(msg_file), str(patch_file),
                         input=message.read_bytes()).decode("utf-8", "surrogateescape")
             headers = dict(line.split(": ", 1) for line in info.splitlines() if ": " in line)
             diff = patch_file.read_bytes()

@@ -145,7 +145,7 @@ def _diff_shape(label: str, patch) -> list[Finding]:
 def _apply_checks(project, store, upstream, pin, parsed) -> list[Finding]:
     from patchforge.apply.series import SeriesState
     from patchforge.invariants import check_patch_invariants
-    from patchforge.stack import make_diff
+    from patchforge.store.diff import FileChange, make_diff
 
     out = []
     profiles = list(project.config.profiles) or [None]
@@ -194,7 +194,7 @@ def _apply_checks(project, store, upstream, pin, parsed) -> list[Finding]:
             mode_new = fp.new_mode or mode_old
             changes.append((path, old, new, mode_old, mode_new))
         try:
-            regenerated = make_diff(store, changes)
+            regenerated = make_diff(FileChange.at(*change) for change in changes)
         except PatchforgeError:
             continue
         if regenerated != patch.diff:

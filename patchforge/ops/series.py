@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from patchforge.errors import UsageError
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.project import patch_file_name
+from patchforge.store.git import run_git
 from patchforge.worktree import editing, state_file, worktree_diff
 
 
@@ -31,8 +31,8 @@ def default_author() -> str:
     email = os.environ.get("GIT_AUTHOR_EMAIL")
     if not (name and email):
         def cfg(key):
-            out = subprocess.run(["git", "config", "--get", key], capture_output=True, text=True)
-            return out.stdout.strip() or None
+            out = run_git("config", "--get", key, user_config=True, ok=None)
+            return out.stdout.decode("utf-8", "replace").strip() or None
         name = name or cfg("user.name") or "Unknown"
         email = email or cfg("user.email") or "unknown@localhost"
     return f"{name} <{email}>"

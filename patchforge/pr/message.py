@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-import subprocess
 from dataclasses import dataclass
 from email.utils import getaddresses, parsedate_to_datetime
 
-from patchforge.errors import InputError, StoreError
+from patchforge.errors import InputError
+from patchforge.store.git import run_git
 
 _URL = re.compile(r"https?://\S+")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
@@ -156,19 +156,12 @@ def build_commit_spec(patch, *, name: str, signoff: bool,
 def add_trailers(message: str, trailers: list[tuple[str, str]]) -> str:
     """The message with the trailers added by `git interpret-trailers` (an identical trailer
     already there is not repeated)."""
-    from patchforge.store.git import git_env
-
     if not trailers:
         return message
-    command = ["git", "-c", "trailer.ifexists=addIfDifferent", "interpret-trailers",
-               "--no-divider"]
+    command = ["-c", "trailer.ifexists=addIfDifferent", "interpret-trailers", "--no-divider"]
     for key, value in trailers:
         if "\n" in value:
             raise InputError(f"trailer {key}: a line break in {value!r}")
         command += ["--trailer", f"{key}: {value}"]
-    proc = subprocess.run(command, input=message.encode("utf-8"), capture_output=True,
-                          env=git_env())
-    if proc.returncode != 0:
-        raise StoreError("git interpret-trailers failed: "
-                         + proc.stderr.decode("utf-8", "replace").strip())
-    return proc.stdout.decode("utf-8")
+    return run_git(*command, input=message.encode("utf-8"),
+                   what="git interpret-trailers").stdout.decode("utf-8")

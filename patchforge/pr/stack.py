@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchforge.errors import StoreError, UsageError
+from patchforge.store.git import run_git
 
 _REMOTE_REPO = re.compile(r"(?:[:/])(?P<owner>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
 
@@ -42,12 +42,7 @@ def branch_for(tag: str) -> str:
 
 
 def _git(root: Path, *args: str, env: dict | None = None, what: str) -> str:
-    from patchforge.pr.submit import _push_env
-
-    full = _push_env()
-    full.update(env or {})
-    proc = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-C", str(root), *args],
-                          capture_output=True, env=full)
+    proc = run_git(*args, cwd=root, env=env, user_config=True, ok=None)
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace").strip()
         from patchforge.pr.draft import _redact

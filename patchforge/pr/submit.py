@@ -11,15 +11,14 @@ under the repository lock, atomically, every other byte of the file unchanged.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchforge.errors import StoreError, UsageError
 from patchforge.fsutil import RepoLock, atomic_write
 from patchforge.pr.draft import Draft, _redact
+from patchforge.store.git import run_git
 
 # owner of a fork URL: https://host/OWNER/repo(.git), ssh://[user@]host[:port]/OWNER/repo,
 # user@host:OWNER/repo.
@@ -77,21 +76,6 @@ def fork_owner(remote: str) -> str | None:
     return match["owner"]
 
 
-def _push_env() -> dict[str, str]:
-    """git's environment for a push: isolated like every store command, except that the user's
-    own git configuration is read, since it holds what reaching their fork needs (credential
-    helpers, `url.*.insteadOf`, ssh settings)."""
-    from patchforge.store.git import git_env
-
-    env = git_env()
-    for key in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"):
-        if key in os.environ:
-            env[key] = os.environ[key]
-        else:
-            env.pop(key, None)
-    return env
-
-
 def push_branch(store, draft: Draft, remote: str) -> Pushed:
     """Force-push the draft's commit to `refs/heads/patchforge/<name>` of `remote`."""
     if draft.commit is None:
@@ -109,10 +93,10 @@ def push_branch(store, draft: Draft, remote: str) -> Pushed:
                              hint="name your fork by URL or by the path of a git repository")
         remote = str(path.resolve())
     refspec = f"+{draft.commit}:refs/heads/{draft.branch}"
-    proc = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "--git-dir",
-                           str(store.git_dir), "push", "--quiet", "--no-verify", "--", remote,
-                           refspec],
-                          capture_output=True, env=_push_env())
+    # The user's own git configuration is read: it holds what reaching their fork needs
+    # (credential helpers, `url.*.insteadOf`, ssh settings).
+    proc = run_git("push", "--quiet", "--no-verify", "--", remote, refspec,
+                   git_dir=store.git_dir, user_config=True, ok=None)
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace").strip()
         # git may quote the URL; never show a password or token that was part of it.

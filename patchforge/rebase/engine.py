@@ -223,9 +223,10 @@ class Rebase:
     def _flush_deferred(self) -> None:
         if not self._deferred:
             return
-        from patchforge.stack import make_diffs
+        from patchforge.store.diff import FileChange, make_diffs
 
-        diffs = make_diffs(self.store, [changes for _, _, changes in self._deferred])
+        diffs = make_diffs([[FileChange.at(*change) for change in changes]
+                            for _, _, changes in self._deferred])
         for (rel, patch, _), diff in zip(self._deferred, diffs):
             self.journal.stage(rel, self._remembered(rel, patch.with_diff(diff)))
         self._deferred.clear()

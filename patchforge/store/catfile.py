@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO
 
 from patchforge.errors import StoreError
-from patchforge.store.git import BASE_CONFIG, end_process, git_env
+from patchforge.store.git import end_process, start_git
 
 
 class CatFile:
@@ -27,10 +27,8 @@ class CatFile:
     def _start(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
             self._stderr = tempfile.TemporaryFile()
-            self._proc = subprocess.Popen(
-                ["git", *BASE_CONFIG, "--git-dir", str(self._git_dir), "cat-file", "--batch"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                env=git_env())
+            self._proc = start_git("cat-file", "--batch", git_dir=self._git_dir,
+                                   stderr=self._stderr)
         return self._proc
 
     def query(self, names: list[str]) -> list[tuple[str, str, bytes] | None]:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchforge.errors import StoreError
-from patchforge.store.git import BASE_CONFIG, git_env, scratch_dir
+from patchforge.store.git import run_git, scratch_dir
 
 NULL_OID = "0" * 40
 
@@ -81,6 +80,13 @@ class FileChange:
     old_mode: str = "100644"
     new_mode: str = "100644"
 
+    @classmethod
+    def at(cls, path: str, old: bytes | None, new: bytes | None, old_mode: str = "100644",
+           new_mode: str = "100644") -> FileChange:
+        """A change of the file at `path` (old None: created, new None: deleted)."""
+        return cls(path if old is not None else None, path if new is not None else None, old,
+                   new, old_mode, new_mode)
+
 
 # The fixed options of every content diff: no colour, no external diff or textconv, myers with
 # the indent heuristic, three lines of context. The index line is written by us with FULL blob
@@ -104,17 +110,17 @@ def make_file_diff(old_path: str | None, new_path: str | None, old: bytes | None
     return make_diff([FileChange(old_path, new_path, old, new, old_mode, new_mode)])
 
 
-def make_diff(changes: Iterable[FileChange | tuple]) -> bytes:
+def make_diff(changes: Iterable[FileChange]) -> bytes:
     """Several files' diffs (see make_file_diff) in one git process, sorted by path."""
     return make_diffs([changes])[0]
 
 
-def make_diffs(groups: Iterable[Iterable[FileChange | tuple]]) -> list[bytes]:
+def make_diffs(groups: Iterable[Iterable[FileChange]]) -> list[bytes]:
     """make_diff for many patches at once, still one git process: a rebase re-emits every patch
     of a series, and a process each cost ~15 ms a patch."""
     sorted_groups = []
     for changes in groups:
-        items = [c if isinstance(c, FileChange) else FileChange(*c) for c in changes]
+        items = list(changes)
         for c in items:
             _check_change(c)
         items.sort(key=lambda c: (os.fsencode(c.new_path or c.old_path),
@@ -156,8 +162,9 @@ def merge_file(base: bytes, ours: bytes, theirs: bytes,
             path = Path(tmp) / name
             path.write_bytes(data)
             paths.append(str(path))
-        proc = subprocess.run(["git", "merge-file", "-p", "-L", labels[0], "-L", labels[1],
-                               "-L", labels[2], *paths], capture_output=True, env=git_env())
+        # merge-file exits with the number of conflicts (up to 127), negative on an error.
+        proc = run_git("merge-file", "-p", "-L", labels[0], "-L", labels[1], "-L", labels[2],
+                       *paths, ok=None)
     if proc.returncode < 0 or proc.returncode > 127:
         raise StoreError(f"git merge-file failed: {proc.stderr.decode(errors='replace')}")
     return proc.returncode == 0, proc.stdout
@@ -223,11 +230,7 @@ def _git_hunks(pairs: list[tuple[bytes | None, bytes | None]]) -> list[bytes]:
                 (root / "o" / str(i)).write_bytes(old)
             if new is not None:
                 (root / "n" / str(i)).write_bytes(new)
-        proc = subprocess.run(
-            ["git", *BASE_CONFIG, "diff", "--no-index", *DIFF_OPTIONS, "--", "o", "n"],
-            cwd=root, capture_output=True, env=git_env())
-        if proc.returncode not in (0, 1):
-            raise StoreError("git diff failed: " + proc.stderr.decode("utf-8", "replace").strip())
+        proc = run_git("diff", "--no-index", *DIFF_OPTIONS, "--", "o", "n", cwd=root, ok=(0, 1))
     out = proc.stdout
     # No line of a hunk starts with "diff --git " (every hunk line starts with ' ', '+', '-' or
     # '\'), so splitting on it is exact.

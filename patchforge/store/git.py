@@ -1,12 +1,15 @@
-"""Running git: the environment and fixed configuration of every git process patchforge starts
-(isolated from the user's and system configuration, fixed locale and identity, no pager or
-colour, only safe transports), the installed git's version, and ending a long-lived process.
+"""Running git: every git process patchforge starts goes through `run_git` (runs it to the end)
+or `start_git` (a long-lived process fed through a pipe), with one environment and one fixed
+configuration (isolated from the user's and the system's configuration, fixed locale and
+identity, no pager or colour, only safe transports); `end_process` ends a long-lived one.
 """
 from __future__ import annotations
 
 import os
 import re
 import subprocess
+from pathlib import Path
+from typing import IO
 
 from patchforge.errors import StoreError
 from patchforge.store.giturl import ALLOWED_PROTOCOLS
@@ -65,6 +68,51 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+def git_command(*args: str, git_dir: Path | None = None) -> list[str]:
+    """The command line of a git process: the fixed configuration, `--git-dir` if given, `args`."""
+    return ["git", *BASE_CONFIG, *(("--git-dir", str(git_dir)) if git_dir is not None else ()),
+            *args]
+
+
+def _environment(extra: dict[str, str] | None, user_config: bool) -> dict[str, str]:
+    env = git_env(extra)
+    if user_config:
+        # The user's own configuration is read (credential helpers, `url.*.insteadOf`, ssh
+        # settings, their identity): everything else stays isolated.
+        for key in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"):
+            if key in os.environ:
+                env[key] = os.environ[key]
+            else:
+                env.pop(key, None)
+    return env
+
+
+def run_git(*args: str, git_dir: Path | None = None, cwd: Path | str | None = None,
+            input: bytes | None = None, env: dict[str, str] | None = None,
+            user_config: bool = False, ok: tuple[int, ...] | None = (0,),
+            what: str | None = None) -> subprocess.CompletedProcess:
+    """Run git to the end and return the finished process (stdout and stderr as bytes).
+
+    An exit code outside `ok` raises StoreError naming `what` (default `git <command>`) with
+    git's message; `ok=None` leaves the exit code to the caller. `env` adds variables;
+    `user_config` lets git read the user's own configuration (for pushes and their identity)."""
+    proc = subprocess.run(git_command(*args, git_dir=git_dir), cwd=cwd, input=input,
+                          capture_output=True, env=_environment(env, user_config))
+    if ok is not None and proc.returncode not in ok:
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        raise StoreError(f"{what or 'git ' + args[0]} failed: "
+                         f"{err or 'exit ' + str(proc.returncode)}")
+    return proc
+
+
+def start_git(*args: str, git_dir: Path | None = None, stdout: int | IO[bytes] = subprocess.PIPE,
+              stderr: int | IO[bytes] = subprocess.PIPE) -> subprocess.Popen:
+    """Start a long-lived git process fed through its stdin (cat-file, fast-import); end it
+    with `end_process`."""
+    return subprocess.Popen(git_command(*args, git_dir=git_dir), stdin=subprocess.PIPE,
+                            stdout=stdout, stderr=stderr, env=git_env())
 
 
 def scratch_dir() -> str | None:

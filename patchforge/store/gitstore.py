@@ -23,8 +23,8 @@ from pathlib import Path
 from patchforge.errors import StoreError
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import NULL_OID, blob_oid, check_path, decode_path
-from patchforge.store.git import (BASE_CONFIG, IMPORT_IDENT, check_label, check_upstream_name,
-                                  git_env, scratch_dir)
+from patchforge.store.git import (IMPORT_IDENT, check_label, check_upstream_name, run_git,
+                                  scratch_dir)
 from patchforge.store.giturl import check_git_url, is_local_git_url
 from patchforge.store.imports import ImportResult, import_directory, import_wheel
 from patchforge.store.rangediff import RangeDiffImport
@@ -92,8 +92,7 @@ class UpstreamStore:
             # A temp name then a rename: two processes creating the store at once both succeed.
             tmp = Path(tempfile.mkdtemp(prefix=".store.git.", dir=git_dir.parent))
             try:
-                subprocess.run(["git", "init", "-q", "--bare", "--template=", str(tmp)],
-                               env=git_env(), capture_output=True, check=True)
+                run_git("init", "-q", "--bare", "--template=", str(tmp))
                 settings = [
                     # repositoryformatversion 1 lets promisor (partial clone) remotes work.
                     ("core.repositoryformatversion", "1"),
@@ -103,13 +102,11 @@ class UpstreamStore:
                     ("uploadpack.allowFilter", "true"),
                 ]
                 for key, value in settings:
-                    subprocess.run(["git", "--git-dir", str(tmp), "config", key, value],
-                                   env=git_env(), capture_output=True, check=True)
+                    run_git("config", key, value, git_dir=tmp)
                 os.replace(tmp, git_dir)
-            except subprocess.CalledProcessError as exc:
+            except StoreError as exc:
                 shutil.rmtree(tmp, ignore_errors=True)
-                raise StoreError(f"cannot create the store at {git_dir}: "
-                                 + exc.stderr.decode("utf-8", "replace").strip()) from exc
+                raise StoreError(f"cannot create the store at {git_dir}: {exc.message}") from exc
             except OSError:
                 # Somebody else created it first.
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -151,12 +148,7 @@ class UpstreamStore:
 
     def _run(self, *args: str, input: bytes | None = None, ok: tuple[int, ...] = (0,),
              env: dict[str, str] | None = None, what: str | None = None) -> subprocess.CompletedProcess:
-        proc = subprocess.run(["git", *BASE_CONFIG, "--git-dir", str(self.git_dir), *args],
-                              input=input, capture_output=True, env=git_env(env))
-        if proc.returncode not in ok:
-            err = proc.stderr.decode("utf-8", "replace").strip()
-            raise StoreError(f"{what or 'git ' + args[0]} failed: {err or 'exit ' + str(proc.returncode)}")
-        return proc
+        return run_git(*args, git_dir=self.git_dir, input=input, env=env, ok=ok, what=what)
 
     def _out(self, *args: str, **kw) -> str:
         return self._run(*args, **kw).stdout.decode("utf-8", "surrogateescape")

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.errors import StoreError
 from patchforge.store.diff import check_path, decode_path
-from patchforge.store.git import (BASE_CONFIG, IMPORT_IDENT, check_label, check_upstream_name,
-                                  git_env)
+from patchforge.store.git import IMPORT_IDENT, check_label, check_upstream_name, start_git
 from patchforge.store.rangediff import quote_fastimport
 
 if TYPE_CHECKING:
@@ -134,14 +133,10 @@ def _import_files(store: UpstreamStore, files: Iterator[tuple[bytes, str, int, I
     # --depth=0: fast-import would otherwise try a delta of each blob against the previous
     # one in the stream, which triples the time of a vLLM wheel for little space.
     # --big-file-threshold: large blobs are streamed instead of held in memory.
-    proc = subprocess.Popen(
-        ["git", *BASE_CONFIG, "--git-dir", str(store.git_dir),
-         "-c", f"pack.compression={store.PACK_COMPRESSION}",
-         "-c", f"core.compression={store.PACK_COMPRESSION}",
-         "fast-import", "--quiet", "--force", "--done", "--depth=0",
-         "--big-file-threshold=1m"],
-        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        env=git_env())
+    proc = start_git("-c", f"pack.compression={store.PACK_COMPRESSION}",
+                     "-c", f"core.compression={store.PACK_COMPRESSION}",
+                     "fast-import", "--quiet", "--force", "--done", "--depth=0",
+                     "--big-file-threshold=1m", git_dir=store.git_dir, stdout=subprocess.DEVNULL)
     stderr_chunks: list[bytes] = []
     reader = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read()),
                               daemon=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.errors import StoreError
 from patchforge.store.diff import quote_c_path
-from patchforge.store.git import BASE_CONFIG, IMPORT_IDENT, end_process, git_env
+from patchforge.store.git import IMPORT_IDENT, end_process, run_git, start_git
 
 if TYPE_CHECKING:
     from patchforge.store.gitstore import UpstreamStore
@@ -44,19 +44,17 @@ class RangeDiffImport:
         try:
             self._tmp = Path(tempfile.mkdtemp(prefix="patchforge-rangediff-"))
             scratch = self._tmp / "scratch.git"
-            subprocess.run(["git", "init", "-q", "--bare", "--template=", str(scratch)],
-                           env=git_env(), capture_output=True, check=True)
+            run_git("init", "-q", "--bare", "--template=", str(scratch))
             (scratch / "objects" / "info").mkdir(parents=True, exist_ok=True)
             (scratch / "objects" / "info" / "alternates").write_text(
                 str((store.git_dir / "objects").resolve()) + "\n")
-            self._git = ["git", *BASE_CONFIG, "--git-dir", str(scratch)]
+            self._scratch = scratch
             self._stderr = open(self._tmp / "stderr", "w+b")
-            self._proc = subprocess.Popen(
-                [*self._git, "-c", "pack.compression=0", "fast-import", "--quiet", "--done",
-                 "--depth=0", f"--export-marks={self._tmp / 'marks'}"],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._stderr,
-                env=git_env())
-        except (OSError, subprocess.CalledProcessError) as exc:
+            self._proc = start_git("-c", "pack.compression=0", "fast-import", "--quiet", "--done",
+                                   "--depth=0", f"--export-marks={self._tmp / 'marks'}",
+                                   git_dir=scratch, stdout=subprocess.DEVNULL,
+                                   stderr=self._stderr)
+        except (OSError, StoreError) as exc:
             self.close()
             raise StoreError(f"cannot start git fast-import for the range-diff: {exc}") from exc
         except BaseException:
@@ -115,13 +113,9 @@ class RangeDiffImport:
                 raise StoreError("git fast-import failed: " + self._error_text())
             ids = dict(line.split(" ", 1)
                        for line in (self._tmp / "marks").read_text().split("\n") if line)
-            proc = subprocess.run([*self._git, "range-diff", "--no-color",
-                                   *(f"{ids[f':{a}']}..{ids[f':{b}']}" for a, b in ranges)],
-                                  capture_output=True, env=git_env())
-            if proc.returncode != 0:
-                raise StoreError("git range-diff failed: "
-                                 + proc.stderr.decode("utf-8", "replace").strip()[-2000:])
-            return proc.stdout
+            return run_git("range-diff", "--no-color",
+                           *(f"{ids[f':{a}']}..{ids[f':{b}']}" for a, b in ranges),
+                           git_dir=self._scratch).stdout
         finally:
             self.close()
 
