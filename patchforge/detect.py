@@ -20,10 +20,14 @@ import itertools
 import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import line_content, line_kind, reverse_hunk
 from patchforge.apply.hunks import apply_file_patch, apply_hunks, lines_of
 from patchforge.store.diff import merge_file
+
+if TYPE_CHECKING:
+    from patchforge.apply.hunks import FileApplication
 
 # Added code shorter than this (whitespace removed) is too generic to prove anything by containment
 # ("return None", "pass", "}").
@@ -57,7 +61,7 @@ class FileVerdict:
     path: str  # path in the patch
     target_path: str | None  # where it is in the target (renamed), None when gone
     hunks: list[HunkVerdict] = field(default_factory=list)
-    applied: object = None  # FileApplication of the whole file patch forward
+    applied: FileApplication | None = None  # the whole file patch applied forward
     merged_empty: bool = False
 
 

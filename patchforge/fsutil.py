@@ -83,9 +83,8 @@ def atomic_write_many(items: list[tuple[Path, bytes]]) -> None:
     items = [(Path(path), data) for path, data in items]
     if len(items) > 8:
         # Several threads: each file's create, fsync and rename wait on the file system with
-        # the GIL released (270 patch files took 0.27 s one after another, 0.18 s from 8
-        # threads, on this project's benchmark machine). Plain threads: concurrent.futures
-        # loads logging, 8 ms.
+        # the GIL released, so a long series' files are written faster side by side (measured:
+        # docs/performance.md). Plain threads: concurrent.futures would load logging as well.
         import threading
 
         errors: list[BaseException] = []

@@ -160,7 +160,7 @@ class HistoryIndex:
         self.target = target
         self.log = store.touching_log(target.base_commit, target.commit, paths) if paths else []
         self.paths = paths
-        self._chunks: dict[str, dict[str, bytes]] | None = None
+        self._chunks: dict[str, dict[bytes, bytes]] | None = None
 
     def commits_touching(self, paths: list[str]) -> list[str]:
         wanted = set(paths)
@@ -216,7 +216,7 @@ class HistoryIndex:
         ids = {fake: patch_id for patch_id, fake in self.store.patch_ids(b"".join(feed))}
         own = {key: ids.get(fake) for fake, (key, commit) in owners.items() if commit is None}
         matches: dict[object, list[str]] = {key: [] for key, _, _ in requests}
-        for fake, (key, commit) in owners.items():
-            if commit is not None and own.get(key) and ids.get(fake) == own[key]:
-                matches[key].append(commit)
+        for fake, (key, landed) in owners.items():
+            if landed is not None and own.get(key) and ids.get(fake) == own[key]:
+                matches[key].append(landed)
         return matches

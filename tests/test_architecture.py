@@ -1,6 +1,6 @@
-"""The package's structure, as docs/architecture.md states it: the import-linter contracts in
-pyproject.toml (layers that import down only, no cycles between sibling modules), checked on
-this source tree."""
+"""The package's structure, as docs/architecture.md states it, checked on this source tree: the
+import-linter contracts in pyproject.toml (layers that import down only, no cycles between sibling
+modules) and mypy on the modules `[tool.mypy] files` lists."""
 from __future__ import annotations
 
 import os
@@ -18,3 +18,11 @@ def test_imports_keep_the_layers():
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 broken" in proc.stdout
+
+
+def test_the_typed_modules_type_check():
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", os.devnull], cwd=REPO_ROOT,
+                          env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Success: no issues found" in proc.stdout

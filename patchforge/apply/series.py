@@ -6,10 +6,13 @@ are read from the store by revision, results stay in memory as bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.errors import ApplyError, InputError
+
+if TYPE_CHECKING:
+    from patchforge.formats.patchfile import PatchFile
 
 
 def patch_profiles(patch) -> tuple[str, ...]:
@@ -60,7 +63,7 @@ def describe_failure(name: str, application) -> str:
 
 
 def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
-                 patches: list[tuple[str, object]], *, max_fuzz: int = 2,
+                 patches: list[tuple[str, PatchFile]], *, max_fuzz: int = 2,
                  strict: bool = True, state: SeriesState | None = None,
                  allow_zero_context: bool = False) -> SeriesState:
     """Apply `patches` ((name, PatchFile), in order) on top of base files read by `read_base`.
@@ -90,6 +93,7 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
                                  path=source_file, line=hunk.line_no,
                                  hint="regenerate the diff with context (git diff -U3)")
             source = fp.old_path if fp.old_path is not None else fp.new_path
+            assert source is not None  # a file patch has at least one side
             old = None if fp.is_new else state.current.get(source)
             if old is None and not fp.is_new:
                 if strict:
@@ -102,10 +106,10 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
                 if strict:
                     raise ApplyError(describe_failure(name, application))
                 continue
-            if fp.is_rename and fp.old_path != fp.new_path:
+            if fp.is_rename and fp.old_path is not None and fp.old_path != fp.new_path:
                 state.current[fp.old_path] = None
                 state.touched_by.setdefault(fp.old_path, []).append(name)
-            target = fp.new_path if fp.new_path is not None else fp.old_path
+            target = fp.new_path if fp.new_path is not None else source
             state.base.setdefault(target, None)
             state.current[target] = application.content
             state.touched_by.setdefault(target, []).append(name)

@@ -17,7 +17,7 @@ from patchforge import __version__
 from patchforge.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, PatchforgeError
 
 # command name -> (module, attribute). Modules are imported only when their command runs (or when
-# its own --help is asked for), which keeps `patchforge --help` well under 150 ms.
+# its own --help is asked for), so `patchforge --help` loads no command's dependencies.
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("patchforge.cli.cmd_setup", "init", "Write a starting configuration and an empty series."),
     "upstream": ("patchforge.cli.cmd_setup", "upstream", "Add and inspect upstreams."),
@@ -145,8 +145,8 @@ def console_main() -> None:
     """The `patchforge` command: main(), then an exit without the interpreter's teardown.
 
     When main() is done, every file is written and closed, every git process waited for and
-    every thread joined; tearing down the objects of a long series still took 40-50 ms, a
-    tenth of a whole `status`. main() itself exits normally, for callers in the same process.
+    every thread joined; tearing down the objects of a long series is a measurable part of a
+    short command (docs/performance.md). main() itself exits normally, for callers in the same process.
     """
     import threading
 

@@ -70,7 +70,7 @@ def upstream_add(app, name, git_url, package, directory, spec, install_root, fol
 def git_url_for_local(url: str | None) -> bool:
     from patchforge.store.giturl import is_plain_path
 
-    return bool(url) and is_plain_path(url) and Path(url).exists()
+    return url is not None and url != "" and is_plain_path(url) and Path(url).exists()
 
 
 def _from_root(project, path: str) -> str:

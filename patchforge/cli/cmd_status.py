@@ -12,8 +12,7 @@ from patchforge.errors import EXIT_ATTENTION
 def make_forge(project):
     """The forge client from the configuration (token from GITHUB_TOKEN, cache in the store dir).
 
-    Built on first use: most series name no pull request, and the HTTP stack costs 50 ms to
-    load."""
+    Built on first use: most series name no pull request, and the HTTP stack is slow to load."""
     return _LazyForge(project)
 
 

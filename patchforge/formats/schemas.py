@@ -1,6 +1,6 @@
 """The JSON Schemas shipped in the package, and validation with dotted paths to the bad value.
 
-jsonschema is imported here only, and only when something is validated (it costs ~150 ms), so the
+jsonschema is imported here only, and only when something is validated (it is slow to load), so the
 hot read paths use typed getters and the schemas guard every write and every `--json` document.
 """
 from __future__ import annotations

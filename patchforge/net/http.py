@@ -43,8 +43,8 @@ _REL_RE = re.compile(r';\s*rel\s*=\s*"?([^";]+)"?')
 
 
 def _requests():
-    # Imported here, not at module import: requests costs ~200 ms and most commands never touch
-    # the network.
+    # Imported here, not at module import: requests is heavy to load and most commands never
+    # touch the network.
     import requests
     return requests
 

@@ -48,6 +48,7 @@ class CatFile:
                     size += len(os.fsencode(names[end])) + 1
                     end += 1
                 try:
+                    assert proc.stdin is not None  # started with stdin=PIPE
                     proc.stdin.write(b"".join(os.fsencode(n) + b"\n" for n in names[start:end]))
                     proc.stdin.flush()
                     for _ in range(start, end):
@@ -59,6 +60,7 @@ class CatFile:
         return results
 
     def _read_one(self, proc: subprocess.Popen) -> tuple[str, str, bytes] | None:
+        assert proc.stdout is not None  # started with stdout=PIPE
         header = proc.stdout.readline()
         if not header:
             raise OSError("no answer")
@@ -83,7 +85,8 @@ class CatFile:
         proc, self._proc = self._proc, None
         if proc is not None:
             end_process(proc, grace=5)
-            proc.stdout.close()
+            if proc.stdout is not None:
+                proc.stdout.close()
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None

@@ -65,7 +65,7 @@ def diff_header(path: str) -> bytes:
 
 def blob_oid(data: bytes) -> str:
     """The git blob id (SHA-1) of `data`, computed without git."""
-    import hashlib  # here, not at import: OpenSSL loads in ~5 ms, and few commands hash
+    import hashlib  # here, not at import: few commands hash, and loading OpenSSL is not free
 
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
@@ -117,13 +117,13 @@ def make_diff(changes: Iterable[FileChange]) -> bytes:
 
 def make_diffs(groups: Iterable[Iterable[FileChange]]) -> list[bytes]:
     """make_diff for many patches at once, still one git process: a rebase re-emits every patch
-    of a series, and a process each cost ~15 ms a patch."""
+    of a series, and starting a process per patch would dominate its time."""
     sorted_groups = []
     for changes in groups:
         items = list(changes)
         for c in items:
             _check_change(c)
-        items.sort(key=lambda c: (os.fsencode(c.new_path or c.old_path),
+        items.sort(key=lambda c: (os.fsencode(c.new_path or c.old_path or ""),
                                   os.fsencode(c.old_path or "")))
         sorted_groups.append(items)
     flat = [c for items in sorted_groups for c in items]
@@ -177,8 +177,10 @@ def _mode_changed(c: FileChange) -> bool:
 def _diff_header(c: FileChange, has_hunks: bool) -> bytes:
     old_raw = check_path(c.old_path) if c.old_path is not None else None
     new_raw = check_path(c.new_path) if c.new_path is not None else None
-    a = _diff_path(b"a/", old_raw if old_raw is not None else new_raw)
-    b = _diff_path(b"b/", new_raw if new_raw is not None else old_raw)
+    either = old_raw if old_raw is not None else new_raw
+    assert either is not None  # _check_change: at least one side
+    a = _diff_path(b"a/", old_raw if old_raw is not None else either)
+    b = _diff_path(b"b/", new_raw if new_raw is not None else either)
     lines = [b"diff --git " + a + b" " + b]
     if c.old is None:
         lines.append(b"new file mode " + c.new_mode.encode())
@@ -188,6 +190,7 @@ def _diff_header(c: FileChange, has_hunks: bool) -> bytes:
         if c.old_mode != c.new_mode:
             lines += [b"old mode " + c.old_mode.encode(), b"new mode " + c.new_mode.encode()]
         if old_raw != new_raw:
+            assert old_raw is not None and new_raw is not None  # both sides exist here
             lines += [b"rename from " + _unprefixed(old_raw),
                       b"rename to " + _unprefixed(new_raw)]
     if c.old != c.new:

@@ -127,7 +127,8 @@ def scratch_dir() -> str | None:
 def end_process(proc: subprocess.Popen, *, grace: float) -> None:
     """Close a process's stdin, give it `grace` seconds to exit on its own, then kill it."""
     try:
-        proc.stdin.close()
+        if proc.stdin is not None:
+            proc.stdin.close()
     except OSError:
         pass
     try:

@@ -120,7 +120,7 @@ class UpstreamStore:
 
     # Above this many packs the store is repacked (every fetch and import adds one; git itself
     # would gc, but the store runs with gc.auto=0 so that no command pauses at random). Every
-    # git process opens each pack's index: at 500 packs a 5 ms git call took 150 ms.
+    # git process opens each pack's index, so its start-up grows with the number of packs.
     MAX_PACKS = 64
 
     def maintain(self) -> bool:
@@ -206,10 +206,10 @@ class UpstreamStore:
 
     def entries(self, rev: str, paths: list[str]) -> dict[str, tuple[str, str] | None]:
         """entry() of several paths, their directories asked of cat-file in one round."""
-        split = {}
+        split: dict[str, tuple[str, bytes]] = {}
         for path in paths:
-            parent, _, name = check_path(path).rpartition(b"/")
-            split[path] = (decode_path(parent), name)
+            raw_parent, _, name = check_path(path).rpartition(b"/")
+            split[path] = (decode_path(raw_parent), name)
         trees = self._trees_of(rev, sorted({parent for parent, _ in split.values()}))
         found: dict[str, tuple[str, str] | None] = {}
         for path, (parent, name) in split.items():
@@ -230,7 +230,7 @@ class UpstreamStore:
                                    for d in asked])
             for directory, answer in zip(asked, got):
                 tree = answer[0] if answer is not None and answer[1] == "tree" else None
-                if tree is not None and tree not in self._tree_cache:
+                if answer is not None and tree is not None and tree not in self._tree_cache:
                     self._tree_cache[tree] = parse_tree(answer[2])
                 result[directory] = tree
                 if cacheable:

@@ -91,7 +91,7 @@ def import_directory(store: UpstreamStore, path: Path, upstream: str, label: str
     root = Path(path)
     if not root.is_dir():
         raise StoreError(f"{root} is not a directory")
-    found: list[tuple[bytes, str, str]] = []
+    found: list[tuple[bytes, str, bytes]] = []
     for dirpath, dirnames, filenames in os.walk(os.fsencode(root)):
         dirnames[:] = sorted(d for d in dirnames if d not in (b".git", b"__pycache__")
                              and not os.path.islink(os.path.join(dirpath, d)))
@@ -137,12 +137,12 @@ def _import_files(store: UpstreamStore, files: Iterator[tuple[bytes, str, int, I
                      "-c", f"core.compression={store.PACK_COMPRESSION}",
                      "fast-import", "--quiet", "--force", "--done", "--depth=0",
                      "--big-file-threshold=1m", git_dir=store.git_dir, stdout=subprocess.DEVNULL)
+    w, stderr = proc.stdin, proc.stderr
+    assert w is not None and stderr is not None  # started with stdin and stderr piped
     stderr_chunks: list[bytes] = []
-    reader = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read()),
-                              daemon=True)
+    reader = threading.Thread(target=lambda: stderr_chunks.append(stderr.read()), daemon=True)
     reader.start()
     try:
-        w = proc.stdin
         # reset first: without it fast-import would take an existing ref as the parent.
         w.write(b"reset %s\ncommit %s\n" % (ref.encode(), ref.encode()))
         ident = f"{name} <{email}> {date}\n".encode()
@@ -171,7 +171,7 @@ def _import_files(store: UpstreamStore, files: Iterator[tuple[bytes, str, int, I
         raise
     finally:
         try:
-            proc.stdin.close()
+            w.close()
         except OSError:
             pass
     code = proc.wait()

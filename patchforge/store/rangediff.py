@@ -69,8 +69,11 @@ class RangeDiffImport:
 
     def _write(self, *parts: bytes) -> None:
         try:
+            stdin = self._proc.stdin if self._proc is not None else None
+            if stdin is None:
+                raise OSError("not running")
             for part in parts:
-                self._proc.stdin.write(part)
+                stdin.write(part)
         except (BrokenPipeError, OSError, ValueError, AttributeError) as exc:
             raise StoreError("git fast-import stopped: " + self._error_text()) from exc
 
@@ -108,11 +111,15 @@ class RangeDiffImport:
                     self._write(*lines)
                 ranges.append((commits[0], commits[-1]))
             self._write(b"done\n")
+            assert self._proc is not None and self._proc.stdin is not None and self._tmp
             self._proc.stdin.close()
             if self._proc.wait() != 0:
                 raise StoreError("git fast-import failed: " + self._error_text())
-            ids = dict(line.split(" ", 1)
-                       for line in (self._tmp / "marks").read_text().split("\n") if line)
+            ids: dict[str, str] = {}
+            for line in (self._tmp / "marks").read_text().split("\n"):
+                if line:
+                    mark, oid = line.split(" ", 1)
+                    ids[mark] = oid
             return run_git("range-diff", "--no-color",
                            *(f"{ids[f':{a}']}..{ids[f':{b}']}" for a, b in ranges),
                            git_dir=self._scratch).stdout

@@ -39,7 +39,7 @@ def _normalize_version(version: str) -> str:
 
 def file_sha256(path: Path) -> str:
     with open(path, "rb") as handle:
-        import hashlib  # here: loading OpenSSL costs ~5 ms, and only wheel pins are hashed
+        import hashlib  # here: only wheel pins are hashed, and loading OpenSSL is not free
 
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
