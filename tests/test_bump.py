@@ -222,6 +222,11 @@ class Scenario:
         if conflict:
             fixes["block-size.patch"] = patch_file(ATTN, BASE, changed(BASE, BLOCK),
                                                    "Smaller default blocks")
+            # Still applies, but its drop condition (PR #7 in the target) holds: a person
+            # removes it once the nightly is verified.
+            fixes["running-offset.patch"] = patch_file(
+                ATTN, BASE, BASE.replace(b"    total = 0\n", b"    total = 0  # running offset\n"),
+                "Name the running offset", f"Drop-When: merged {UPSTREAM_PR.format(7)}\n")
         directory = root / "series" / "vllm"
         directory.mkdir(parents=True)
         for name, data in fixes.items():
@@ -391,7 +396,16 @@ def test_conflict_leaves_the_rebase_stopped_and_needs_a_person(tmp_path, registr
     assert code == 1
     assert snapshot(scenario.root) == before
     doc = json.loads(out)
-    assert {f["name"]: f["outcome"] for f in doc["fixes"]}["block-size.patch"] == "conflict"
+    fixes = {f["name"]: f for f in doc["fixes"]}
+    assert fixes["block-size.patch"]["outcome"] == "conflict"
+    kept = fixes["running-offset.patch"]
+    assert kept["outcome"] == "offset" and kept["needs_person"] and kept["drop_when"]["true"]
+    assert any("Drop-When merged" in line and "still in the series" in line
+               for line in kept["evidence"])
+    # The Markdown says so too, and marks both.
+    from patchforge.ops.bump_report import render_markdown
+    markdown = render_markdown(doc)
+    assert markdown.count(" ⚠ |") == 2 and "**A person is needed** (dry run" in markdown
     code, out, err = scenario.bump("--open-pr", "--json")
     assert code == 1, err
     doc = json.loads(out)

@@ -147,16 +147,16 @@ def find_newest(project, store, upstream, pin, registry, repository: str) -> tup
     follow, tip = _fetch_tip(project, store, upstream)
     after = _known_base(store, project, upstream, pin, tip)
     present = [c for c in nightlies if store.has_object(c)]
-    ordered = store.newest_first(present, tip, after=after)
-    listed = set(ordered)
+    # Two walks of the history, however many nightlies: those on the branch, then those the
+    # pin does not have yet. (A merge-base per tag took 28 ms each on a 5,000-commit history.)
+    on_branch = store.newest_first(present, tip)
+    ordered = store.newest_first(on_branch, tip, after=after) if after else on_branch
+    search.older = len(on_branch) - len(ordered)
+    reachable = set(on_branch)
     for commit, tag in nightlies.items():
-        if commit in listed:
-            continue
-        if commit not in present or not store.is_ancestor(commit, tip):
+        if commit not in reachable:
             search.skipped.append({"tag": tag, "reason": f"its commit {commit[:12]} is not in "
                                                          f"the upstream's {follow}"})
-        else:
-            search.older += 1
     search.newer = [nightlies[c] for c in ordered]
     for commit in ordered:
         tag = nightlies[commit]
