@@ -148,7 +148,8 @@ def find_newest(project, store, upstream, pin, registry, repository: str) -> tup
     after = _known_base(store, project, upstream, pin, tip)
     present = [c for c in nightlies if store.has_object(c)]
     # Two walks of the history, however many nightlies: those on the branch, then those the
-    # pin does not have yet. (A merge-base per tag took 28 ms each on a 5,000-commit history.)
+    # pin does not have yet. (A merge-base per tag walks the history once per tag; with a
+    # nightly a day that is hundreds of walks: docs/performance.md.)
     on_branch = store.newest_first(present, tip)
     ordered = store.newest_first(on_branch, tip, after=after) if after else on_branch
     search.older = len(on_branch) - len(ordered)
