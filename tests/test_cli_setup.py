@@ -335,3 +335,33 @@ def test_bad_configuration_names_file_and_line(tmp_path):
     assert "pyproject.toml:" in run.err and "tool.patchforge.upstreams.up.kind" in run.err
     line = int(run.err.split("pyproject.toml:")[1].split(":")[0])
     assert "[tool.patchforge.upstreams.up]" in (root / "pyproject.toml").read_text().splitlines()[line - 1]
+
+
+def test_init_writes_gitattributes_that_git_merges_history_by_union(tmp_path):
+    """Two branches that each appended a line to series/history.jsonl merge without a conflict
+    (keeping both lines), through the .gitattributes `init` writes; generated files are marked."""
+    ok("init", cwd=tmp_path)
+    git(tmp_path, "init", "-q")
+    history = tmp_path / "series" / "history.jsonl"
+    history.write_bytes(b'{"event": "start"}\n')
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "start")
+    git(tmp_path, "checkout", "-q", "-b", "other")
+    history.write_bytes(b'{"event": "start"}\n{"event": "other"}\n')
+    git(tmp_path, "commit", "-q", "-am", "other")
+    git(tmp_path, "checkout", "-q", "main")
+    history.write_bytes(b'{"event": "start"}\n{"event": "mine"}\n')
+    git(tmp_path, "commit", "-q", "-am", "mine")
+    git(tmp_path, "merge", "-q", "--no-edit", "other")
+    assert history.read_bytes().splitlines() == [b'{"event": "start"}', b'{"event": "mine"}',
+                                                 b'{"event": "other"}']
+    attrs = git(tmp_path, "check-attr", "linguist-generated", "--", "series/PATCHES.md",
+                "overlays/SHA256SUMS", "overlays/gfx942/manifest.json", "series/a/x.patch")
+    assert attrs.splitlines() == [
+        "series/PATCHES.md: linguist-generated: set",
+        "overlays/SHA256SUMS: linguist-generated: set",
+        "overlays/gfx942/manifest.json: linguist-generated: set",
+        "series/a/x.patch: linguist-generated: unspecified"]
+    # Running init's line-adding again (a second project in the same place) adds nothing twice.
+    from patchforge.ops.setup import GITATTRIBUTES_LINES, _add_missing_lines
+    assert _add_missing_lines(tmp_path / ".gitattributes", GITATTRIBUTES_LINES) is False

@@ -12,6 +12,15 @@ from patchforge.model.config import UpstreamConfig
 from patchforge.model.lock import Lock
 
 GITIGNORE_LINES = ("/.patchforge/", "/.overlays.new/", "/.overlays.old/")
+# The history is append-only JSON lines, so two branches that each appended merge by keeping both
+# sides' lines; the generated files are folded away in GitHub's diffs and language statistics.
+GITATTRIBUTES_LINES = (
+    "/series/history.jsonl merge=union",
+    "/series/PATCHES.md linguist-generated",
+    "/overlays/**/SHA256SUMS linguist-generated",
+    "/overlays/**/manifest.json linguist-generated",
+    "/overlays/**/compose*.yaml linguist-generated",
+)
 
 
 def init_project(directory: Path, *, standalone: bool = False) -> list[str]:
@@ -42,15 +51,22 @@ def init_project(directory: Path, *, standalone: bool = False) -> list[str]:
     written.append("series/")
     write_lock(directory / "upstream.lock", Lock())
     written.append("upstream.lock")
-    gitignore = directory / ".gitignore"
-    existing = gitignore.read_bytes() if gitignore.exists() else b""
-    missing = [line for line in GITIGNORE_LINES if line.encode() not in existing.split(b"\n")]
-    if missing:
-        if existing and not existing.endswith(b"\n"):
-            existing += b"\n"
-        atomic_write(gitignore, existing + "".join(f"{line}\n" for line in missing).encode())
-        written.append(".gitignore")
+    for name, lines in ((".gitignore", GITIGNORE_LINES), (".gitattributes", GITATTRIBUTES_LINES)):
+        if _add_missing_lines(directory / name, lines):
+            written.append(name)
     return written
+
+
+def _add_missing_lines(path: Path, lines: tuple[str, ...]) -> bool:
+    """Append the lines `path` lacks, keeping everything it has. True if it was written."""
+    existing = path.read_bytes() if path.exists() else b""
+    missing = [line for line in lines if line.encode() not in existing.split(b"\n")]
+    if not missing:
+        return False
+    if existing and not existing.endswith(b"\n"):
+        existing += b"\n"
+    atomic_write(path, existing + "".join(f"{line}\n" for line in missing).encode())
+    return True
 
 
 def _check_appended(path: Path, data: bytes) -> None:
