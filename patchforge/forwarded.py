@@ -3,10 +3,13 @@
 `Drop-When:` condition evaluated on a target."""
 from __future__ import annotations
 
+import logging
 import re
 
 from patchforge.errors import NetworkError, PatchforgeError, UsageError
 from patchforge.judge import Target
+
+log = logging.getLogger("patchforge.forwarded")
 
 _SUBMITTED = re.compile(r"^Submitted\s*\[(?P<url>[^\]]+)\]", re.I)
 
@@ -22,7 +25,7 @@ def _pr_url(patch) -> str | None:
     return None
 
 
-def pull_request_info(store, target: Target, url: str, forge) -> dict:
+def pull_request_info(store, target: Target, url: str, forge, lookups=None) -> dict:
     """A pull request's state from the forge, and for a merged one whether the target includes
     its merge commit. Counts read as in seed 000: the target is `ahead_by` commits ahead of, and
     `behind_by` behind, the merge commit; included when behind by 0. Computed locally when the
@@ -38,11 +41,16 @@ def pull_request_info(store, target: Target, url: str, forge) -> dict:
     if forge is None:
         info["error"] = "no forge client"
         return info
-    try:
-        pr = forge.pull_request(ref.repo, ref.number)
-    except (NetworkError, PatchforgeError) as exc:
-        info["error"] = str(exc)
+    answer = lookups.answers.get(ref) if lookups is not None else None
+    if answer is None:
+        try:
+            answer = forge.pull_request(ref.repo, ref.number)
+        except (NetworkError, PatchforgeError) as exc:
+            answer = exc
+    if isinstance(answer, PatchforgeError):
+        info["error"] = str(answer)
         return info
+    pr = answer
     info.update({"state": pr.state, "merged": pr.merged, "merge_commit": pr.merge_commit_sha,
                  "title": pr.title})
     if pr.merged and pr.merge_commit_sha:
@@ -52,6 +60,9 @@ def pull_request_info(store, target: Target, url: str, forge) -> dict:
             behind, ahead = store.ahead_behind(merge, target.commit)
             info.update({"included": behind == 0, "ahead_by": ahead, "behind_by": behind,
                          "source": "local history"})
+        elif lookups is not None and lookups.unreachable:
+            info["included"] = None
+            info["error"] = "the forge is unreachable: not compared"
         else:
             try:
                 cmp = forge.compare(ref.repo, merge, target.commit)
@@ -63,16 +74,44 @@ def pull_request_info(store, target: Target, url: str, forge) -> dict:
     return info
 
 
-def forwarded_info(project, store, patch, target: Target, forge) -> dict | None:
+def forwarded_info(project, store, patch, target: Target, forge, lookups=None) -> dict | None:
     """The Forwarded (or Submitted [url]) pull request: its state and whether the target has it."""
     url = _pr_url(patch)
     if url is None:
         return None
-    return pull_request_info(store, target, url, forge)
+    return pull_request_info(store, target, url, forge, lookups)
+
+
+def lookup_forwarded(project, forge, patches) -> "PullLookups | None":
+    """Every Forwarded pull request of `patches` asked at once (net.forge.lookup_pulls); says
+    once, as a warning, when the forge cannot be reached."""
+    from patchforge.net.forge import lookup_pulls, parse_pr_url
+
+    refs = []
+    for patch in patches:
+        drop = (patch.get("Drop-When") or "").strip()
+        for url in (_pr_url(patch), drop[len("merged"):].strip()
+                    if drop.lower().startswith("merged") else None):
+            try:
+                if url:
+                    refs.append(parse_pr_url(url))
+            except UsageError:
+                continue
+    if forge is None or not refs:
+        return None
+    log.info("asking the forge about %d pull request(s)", len(refs))
+    lookups = lookup_pulls(forge, refs)
+    if lookups.unreachable:
+        offline = getattr(project, "offline", False)
+        log.warning("warning: the forge is unreachable (%s): the state of %d forwarded pull "
+                    "request(s) is unknown%s", lookups.unreachable, len(refs),
+                    "" if offline else "; try --offline to use the answers cached by an "
+                                       "earlier run")
+    return lookups
 
 
 def drop_when(patch, target: Target, forwarded: dict | None, *, store=None,
-              forge=None, names: set[str] | None = None) -> dict | None:
+              forge=None, names: set[str] | None = None, lookups=None) -> dict | None:
     """Evaluate `Drop-When`: a packaging specifier on the target's version
     (`vllm>=0.34`), or `merged <PR url>` (true once the PR is merged AND the target includes
     its merge commit; a merged PR the target does not have yet is not a reason to drop)."""
@@ -89,7 +128,7 @@ def drop_when(patch, target: Target, forwarded: dict | None, *, store=None,
         if forwarded and forwarded.get("url") == url:
             info = forwarded
         elif store is not None:
-            info = pull_request_info(store, target, url, forge)
+            info = pull_request_info(store, target, url, forge, lookups)
         else:
             info = {}
         if info.get("merged") is None:

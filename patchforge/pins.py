@@ -48,8 +48,15 @@ def pin_for_spec(project, store, upstream, spec: str) -> UpstreamPin:
         image = None
         if kind.name == "version":
             version = _wheel_version(spec)
-            commit, tree, wheel = sources.import_wheel_upstream(
-                store, upstream.name, upstream.package, version, offline=project.offline)
+            try:
+                commit, tree, wheel = sources.import_wheel_upstream(
+                    store, upstream.name, upstream.package, version, offline=project.offline)
+            except StoreError as exc:
+                full = targets.full_release_version(spec)
+                if full:  # pip takes 0.33 for 0.33.0, but the wheel and the pin say 0.33.0
+                    exc.hint = f"a wheel version is named in full: did you mean " \
+                               f"{upstream.name}={full}?"
+                raise
         elif kind.name == "image":
             # An image whose labels name the version (e.g. vllm.version): that wheel.
             resolved, wheel, version = targets.resolve_wheel_target(project, store, upstream,

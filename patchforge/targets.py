@@ -178,6 +178,7 @@ class _Resolution:
         self.upstream = upstream
         self.store = store
         self.attempts: list[str] = []
+        self.hints: list[str] = []  # the advice of the errors met on the way, in order
 
     def commitish(self, what: str, value: str) -> str | None:
         try:
@@ -213,6 +214,8 @@ class _Resolution:
             info = registry.resolve_image(ref)
         except PatchforgeError as exc:
             self.attempts.append(f"{what} {ref}: {exc.message}")
+            if exc.hint:
+                self.hints.append(exc.hint)
             return None
         self.attempts.append(f"{what} {ref}: digest {info.digest}")
         return info
@@ -302,8 +305,10 @@ def resolve_target(spec: str, upstream_config: Any, *, store_resolver: StoreReso
         commit = res.commitish("ref", spec)
 
     if commit is None:
+        offline = bool(getattr(getattr(registry, "http", None), "offline", False)
+                       or getattr(getattr(store_resolver, "project", None), "offline", False))
         raise ResolutionError(f"cannot resolve {name}={spec} ({kind.name})", res.attempts,
-                              hint="check the name, or run without --offline to fetch it")
+                              hint=_resolution_hint(spec, kind, up_kind, offline, res.hints))
     if kind is SpecKind.commit:
         hint = commit
     return ResolvedTarget(upstream=name, spec=spec, kind=kind, commit_hint=hint, version=version,
@@ -337,6 +342,30 @@ class _WheelResolver:
             offline=bool(getattr(self.project, "offline", False)))
         self.version = version
         return commit, tree
+
+
+def _resolution_hint(spec: str, kind: SpecKind, upstream_kind: str, offline: bool,
+                     met: list[str]) -> str:
+    """What to try next: the full version for a short one (`0.33` -> `0.33.0`: a wheel version
+    is matched exactly), the advice of the errors met (a login), the network only when --offline
+    kept it out."""
+    parts = list(dict.fromkeys(met))
+    if kind is SpecKind.version and upstream_kind == "wheel":
+        full = full_release_version(spec)
+        if full:
+            parts.append(f"a wheel version is matched exactly: did you mean {full}?")
+    parts.append("run without --offline to fetch it" if offline else "check the name")
+    return "; ".join(parts)
+
+
+def full_release_version(spec: str) -> str | None:
+    """`0.33` -> `0.33.0`, `v1` -> `1.0.0`; None when SPEC already has three release parts or
+    is not a plain release."""
+    match = re.fullmatch(r"v?(\d+)(?:\.(\d+))?", spec.strip())
+    if not match:
+        return None
+    major, minor = match.group(1), match.group(2) or "0"
+    return f"{major}.{minor}.0"
 
 
 class _ProjectStoreResolver:

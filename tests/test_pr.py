@@ -421,3 +421,57 @@ def test_measurements_are_found_and_model_names_are_not_taken_for_units():
     assert measured_blocks(text) == ["TTFT p99 went from 812 ms to 640 ms.", "It is 1.3x faster.",
                                      "batch\tms\n1\t4.2",
                                      "gsm8k strict-match is unchanged at 0.9719."]
+
+
+def _fake_gh(tmp_path: Path, monkeypatch, token: str) -> Path:
+    """A `gh` on PATH that answers `auth token --hostname HOST` as the GitHub CLI does when
+    logged in to HOST (the real gh is not on this machine); it records how it was asked."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "gh.log"
+    gh = bindir / "gh"
+    gh.write_text(f'#!/bin/sh\necho "$@" >> {log}\n'
+                  f'[ "$1 $2 $3" = "auth token --hostname" ] && [ "$4" = "127.0.0.1" ] '
+                  f'&& echo {token} && exit 0\nexit 1\n')
+    gh.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{__import__('os').environ['PATH']}")
+    return log
+
+
+def test_token_from_gh_token_and_from_gh_auth_token(stack, monkeypatch, tmp_path):
+    """GH_TOKEN is read like GITHUB_TOKEN; with neither, `gh auth token` for the forge's host."""
+    forge = stack["forge"]
+    forge.require_token = "tok-from-gh-cli"
+    log = _fake_gh(tmp_path, monkeypatch, "tok-from-gh-cli")
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                    "--fork-owner", "ada")
+    assert result.exit_code == 0, result.output
+    assert "tok-from-gh-cli" not in result.output
+    assert log.read_text() == "auth token --hostname 127.0.0.1\n"
+    assert all(r.header("authorization") == "Bearer tok-from-gh-cli" for r in forge.requests)
+    forge.require_token = "tok-env-gh"
+    monkeypatch.setenv("GH_TOKEN", "tok-env-gh")
+    again = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                   "--fork-owner", "ada")
+    assert again.exit_code == 0, again.output
+    assert log.read_text() == "auth token --hostname 127.0.0.1\n"  # not asked again
+
+
+def test_open_checks_the_forge_before_pushing(stack, monkeypatch):
+    """No token, or a forge that cannot be reached: exit 2 and the fork has no new branch."""
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                    "--fork-owner", "ada")
+    assert result.exit_code == 2
+    assert "needs a forge token; nothing was pushed" in result.stderr
+    assert "GH_TOKEN" in result.stderr and "gh auth login" in result.stderr
+    assert fork_branches(stack["fork"]) == {} and stack["forge"].requests == []
+
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-x")
+    config = stack["root"] / "patchforge.toml"
+    dead = "http://127.0.0.1:9"  # the discard port: nothing listens there
+    config.write_text(config.read_text().replace(stack["forge"].url, dead))
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                    "--fork-owner", "ada")
+    assert result.exit_code == 2, result.output
+    assert "cannot connect to 127.0.0.1:9" in result.stderr
+    assert fork_branches(stack["fork"]) == {}

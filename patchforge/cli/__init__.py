@@ -98,6 +98,11 @@ def cli(ctx, root, offline, verbose, quiet, no_color):
     color = (not no_color and not os.environ.get("NO_COLOR")
              and sys.stdout.isatty() and os.environ.get("TERM") != "dumb")
     ctx.obj = AppContext(root=root, offline=offline, verbosity=verbose - quiet, color=color)
+    # Logging is set up only when asked for (or already loaded, e.g. by an earlier main() in the
+    # same process): importing it costs every start-up, `--help` included, several milliseconds.
+    if verbose or quiet or "logging" in sys.modules:
+        from patchforge.cli.output import configure_logging
+        configure_logging(verbose - quiet)
 
 
 def main(argv: list[str] | None = None) -> None:

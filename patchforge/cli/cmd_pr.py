@@ -59,14 +59,18 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
         out = out_dir or submit.default_out_dir(project, draft)
         document["written"] = submit.write_out(out, draft)
         submit.write_record(document["written"]["json"], document)
+        existing = submit.NOT_ASKED
+        if open_pr:
+            from patchforge.cli.cmd_status import make_forge
+            forge = make_forge(project)
+            existing = submit.check_forge(forge, draft, owner)
         if remote:
             pushed = submit.push_branch(store, draft, remote)
             document["pushed"] = {"remote": pushed.remote, "branch": pushed.branch,
                                   "commit": pushed.commit}
             submit.write_record(document["written"]["json"], document)
         if open_pr:
-            from patchforge.cli.cmd_status import make_forge
-            opened = submit.open_or_update(make_forge(project), draft, owner)
+            opened = submit.open_or_update(forge, draft, owner, existing)
             document["pull"] = {"action": opened.action, "number": opened.number,
                                 "url": opened.url, "repo": opened.repo, "head": opened.head,
                                 "base": opened.base}

@@ -12,6 +12,39 @@ STATE_COLORS = {"applies": "green", "offset": "green", "fuzz": "yellow", "confli
                 "ok": "green", "drift": "red", "missing": "red", "mismatch": "red"}
 
 
+def configure_logging(verbosity: int) -> None:
+    """-q: errors only; default: warnings; -v: phase lines (what is being done, with timings);
+    -vv: debug (every HTTP request, every git command with its time). All on stderr, so stdout
+    stays the command's output (one JSON document under --json)."""
+    import logging
+
+    logger = logging.getLogger("patchforge")
+    level = (logging.ERROR if verbosity < 0 else logging.WARNING if verbosity == 0
+             else logging.INFO if verbosity == 1 else logging.DEBUG)
+    logger.setLevel(level)
+    for handler in list(logger.handlers):  # a second main() in one process (tests) replaces it
+        if getattr(handler, "_patchforge", False):
+            logger.removeHandler(handler)
+    handler = logging.StreamHandler(_Stderr())
+    handler._patchforge = True
+    fmt = ("patchforge: %(message)s" if verbosity < 2
+           else "patchforge: %(relativeCreated)7.0fms %(name)s: %(message)s")
+    handler.setFormatter(logging.Formatter(fmt))
+    logger.addHandler(handler)
+    logger.propagate = False
+
+
+class _Stderr:
+    """sys.stderr looked up at each write, so a redirected stderr (click's test runner, a
+    contextlib redirect) gets the lines, not the stream that was current at start-up."""
+
+    def write(self, text: str) -> None:
+        sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def emit_json(document) -> None:
     """Exactly one JSON document on stdout."""
     import json

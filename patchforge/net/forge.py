@@ -8,6 +8,8 @@ owns retries, rate limits, the ETag cache, offline mode and the token.
 from __future__ import annotations
 
 import re
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -123,10 +125,17 @@ class GitHubForge:
 
     @classmethod
     def from_config(cls, api_url: str, cache_dir: Path, *, offline: bool = False,
-                    token_env: str = "GITHUB_TOKEN", **http_options: Any) -> "GitHubForge":
-        """A forge whose token (from `token_env`) is bound to the API host and nowhere else."""
+                    token_env: str | None = None, **http_options: Any) -> "GitHubForge":
+        """A forge whose token is bound to the API host and nowhere else: from `token_env` when
+        given, else GH_TOKEN, GITHUB_TOKEN or `gh auth token` (net.credentials.forge_token)."""
+        token = None
+        if token_env is None and "token" not in http_options:
+            from patchforge.net.credentials import forge_token
+            found = forge_token(api_url, offline=offline)
+            token = found.value if found else None
         http = HttpClient(cache_dir, offline=offline, token_env=token_env,
-                          token_host=host_of(api_url), **http_options)
+                          token_host=host_of(api_url),
+                          **({"token": token} if token else {}), **http_options)
         return cls(api_url, http)
 
     def __repr__(self) -> str:
@@ -189,10 +198,11 @@ class GitHubForge:
             return resp
         hint = None
         if resp.status in (401, 403):
-            hint = ("set GITHUB_TOKEN to a token that can read this repository"
-                    if self.http.token is None else "check that GITHUB_TOKEN is valid and allowed")
+            hint = ("set GH_TOKEN or GITHUB_TOKEN (or `gh auth login`) to a token that can read "
+                    "this repository" if self.http.token is None
+                    else "check that the token (GH_TOKEN, GITHUB_TOKEN or gh's) is valid and allowed")
         elif resp.status == 404 and self.http.token is None:
-            hint = "a private repository needs GITHUB_TOKEN"
+            hint = "a private repository needs a token: GH_TOKEN, GITHUB_TOKEN or `gh auth login`"
         raise NetworkError(f"{what}: {host_of(url)} answered {resp.error_detail()}", hint=hint)
 
 
@@ -217,3 +227,67 @@ def _pull_from_json(doc: Any, url: str) -> PullRequest:
     except (KeyError, TypeError, ValueError) as exc:
         raise NetworkError(f"{url}: unexpected pull request answer (missing {exc})") from None
 
+
+
+# One deadline for all the pull-request lookups of a command: a forge that answers slowly or not
+# at all costs this much once, not a timeout per patch.
+LOOKUP_DEADLINE = 20.0
+LOOKUP_WORKERS = 8
+
+
+@dataclass
+class PullLookups:
+    """The answers of lookup_pulls: per PullRef a PullRequest or the error it gave, and, when the
+    forge could not be reached at all, why (`unreachable`: the first connection failure)."""
+
+    answers: dict[PullRef, "PullRequest | PatchforgeError"]
+    unreachable: str | None = None
+
+
+def lookup_pulls(forge, refs: list[PullRef], *, deadline: float = LOOKUP_DEADLINE,
+                 workers: int = LOOKUP_WORKERS) -> PullLookups:
+    """Ask the forge about every pull request at once, within one overall deadline.
+
+    The first connection failure ends the wait: the forge is unreachable, and the lookups not yet
+    answered are marked so instead of each waiting out its own retries. The worker threads are
+    daemons, so one stuck on a dead connection never holds the command's exit.
+    """
+    from patchforge.errors import PatchforgeError
+
+    pending = list(dict.fromkeys(refs))
+    answers: dict[PullRef, PullRequest | PatchforgeError] = {}
+    done = threading.Condition()
+    state = {"unreachable": None, "queue": list(pending)}
+
+    def work() -> None:
+        while True:
+            with done:
+                if not state["queue"] or state["unreachable"]:
+                    return
+                ref = state["queue"].pop(0)
+            try:
+                answer: PullRequest | PatchforgeError = forge.pull_request(ref.repo, ref.number)
+            except PatchforgeError as exc:
+                answer = exc
+            with done:
+                answers[ref] = answer
+                if getattr(answer, "unreachable", False) and not state["unreachable"]:
+                    state["unreachable"] = str(answer)
+                done.notify_all()
+
+    for _ in range(min(workers, len(pending))):
+        threading.Thread(target=work, name="forge-lookup", daemon=True).start()
+    end = time.monotonic() + deadline
+    with done:
+        while len(answers) < len(pending) and not state["unreachable"]:
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            done.wait(left)
+        for ref in pending:
+            if ref not in answers:
+                answers[ref] = NetworkError(
+                    f"pull request {ref.repo}#{ref.number}: "
+                    + ("not asked, the forge is unreachable" if state["unreachable"]
+                       else f"no answer within {deadline:.0f} s"))
+        return PullLookups(dict(answers), state["unreachable"])

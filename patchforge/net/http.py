@@ -184,6 +184,7 @@ class _Attempt:
     problem: str
     asked_wait: float | None = None
     response: Response | None = None
+    unreachable: bool = False  # no connection could be made at all (host down, no route, DNS)
 
 
 @dataclass
@@ -385,7 +386,9 @@ class HttpClient:
             if delay > 0:
                 self.sleep(delay)
                 waited += delay
-        raise NetworkError(f"{method} {url}: {outcome.problem} (gave up after {attempts} attempts)")
+        error = NetworkError(f"{method} {url}: {outcome.problem} (gave up after {attempts} attempts)")
+        error.unreachable = outcome.unreachable  # callers stop asking this host (net.forge)
+        raise error
 
     def _send_once(self, method: str, url: str, headers: dict[str, str],
                    data: bytes | None) -> Response | _Attempt:
@@ -395,7 +398,7 @@ class HttpClient:
             raw = self._get_session().request(method, url, headers=headers, data=data,
                                               timeout=self.timeout, allow_redirects=True)
         except exc_types.ConnectTimeout:
-            return _Attempt(f"timed out connecting to {host_of(url)}")
+            return _Attempt(f"timed out connecting to {host_of(url)}", unreachable=True)
         except exc_types.ReadTimeout as exc:
             return self._not_retried(method, url, f"no answer from {host_of(url)} within "
                                      f"{self.timeout[1]} s", exc)
@@ -403,7 +406,7 @@ class HttpClient:
             return self._not_retried(method, url, "the answer was cut short (truncated body)", exc)
         except exc_types.ConnectionError as exc:
             if _is_connect_failure(exc):
-                return _Attempt(f"cannot connect to {host_of(url)}")
+                return _Attempt(f"cannot connect to {host_of(url)}", unreachable=True)
             return self._not_retried(method, url, f"connection to {host_of(url)} broke", exc)
         except exc_types.RequestException as exc:
             # Invalid URL, too many redirects...: retrying will not help.

@@ -152,9 +152,11 @@ class RegistryClient:
     def __init__(self, http: HttpClient, *,
                  credentials: Mapping[str, RegistryCredentials] | None = None,
                  platform: tuple[str, str] = ("linux", "amd64"),
-                 insecure_registries: tuple[str, ...] = ()) -> None:
+                 insecure_registries: tuple[str, ...] = (),
+                 docker_logins: Any = None) -> None:
         self.http = http
         self.credentials = dict(credentials or {})
+        self.docker_logins = docker_logins  # `docker login`'s, asked when a realm wants some
         self.platform = platform
         self.insecure_registries = frozenset(h.lower() for h in insecure_registries)
         self._tokens: dict[tuple[str, str], str] = {}  # (registry, repository) -> bearer token
@@ -162,8 +164,12 @@ class RegistryClient:
     @classmethod
     def from_env(cls, http: HttpClient, env: Mapping[str, str] | None = None,
                  **kw: Any) -> "RegistryClient":
-        """Credentials from PATCHFORGE_REGISTRY_TOKEN (+ _USER), bound to PATCHFORGE_REGISTRY_HOST."""
+        """Credentials from PATCHFORGE_REGISTRY_TOKEN (+ _USER), bound to PATCHFORGE_REGISTRY_HOST;
+        for any other registry, what `docker login` stored (net.credentials.DockerCredentials)."""
+        from patchforge.net.credentials import DockerCredentials
+
         env = os.environ if env is None else env
+        kw.setdefault("docker_logins", DockerCredentials(dict(env)))
         secret = env.get("PATCHFORGE_REGISTRY_TOKEN")
         creds = {}
         if secret:
@@ -353,7 +359,12 @@ class RegistryClient:
         return {"Authorization": f"Bearer {token}"} if token else {}
 
     def _credentials_for(self, registry: str) -> RegistryCredentials | None:
-        return self.credentials.get(registry) or self.credentials.get("*")
+        found = self.credentials.get(registry) or self.credentials.get("*")
+        if found is None and self.docker_logins is not None:
+            login = self.docker_logins.lookup(registry)
+            if login is not None:
+                found = RegistryCredentials(*login)
+        return found
 
     def _answer_challenge(self, image: ImageRef, header: str) -> None:
         scheme, params = parse_challenge(header)
@@ -380,7 +391,8 @@ class RegistryClient:
         if not resp.ok:
             raise NetworkError(f"token realm {host_of(realm)} answered {resp.error_detail()} "
                                f"for {image.repository}",
-                               hint="set PATCHFORGE_REGISTRY_TOKEN (and _USER) for a private image")
+                               hint="`docker login` to the registry, or set "
+                                    "PATCHFORGE_REGISTRY_TOKEN (and _USER), for a private image")
         doc = resp.json()
         token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
         if not isinstance(token, str) or not token:

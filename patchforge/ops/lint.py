@@ -251,16 +251,19 @@ def _first_difference(stored: bytes, regenerated: bytes) -> tuple[str, bool]:
 
 
 def _drop_and_forward(project, store, upstream, pin, parsed, forge) -> list[Finding]:
-    from patchforge.forwarded import drop_when, forwarded_info
+    from patchforge.forwarded import drop_when, forwarded_info, lookup_forwarded
     from patchforge.judge import Target
 
     out = []
     target = Target(upstream, pin.commit, pin.commit, pin.label, pin.version)
     config = project.config.upstreams.get(upstream)
     names = {upstream, getattr(config, "package", None)}
+    lookups = lookup_forwarded(project, forge, [patch for _, patch, _ in parsed]) if forge \
+        else None
     for name, patch, _ in parsed:
         label = f"{upstream}/{name}"
-        forwarded = forwarded_info(project, store, patch, target, forge) if forge else None
+        forwarded = forwarded_info(project, store, patch, target, forge, lookups) if forge \
+            else None
         status = (patch.get("Upstream-Status") or "").strip().lower()
         if forwarded and forwarded.get("error") and forwarded.get("merged") is None:
             out.append(Finding(label, "forwarded", f"cannot check {forwarded['url']}: "
@@ -271,7 +274,8 @@ def _drop_and_forward(project, store, upstream, pin, parsed, forge) -> list[Find
                                f"pull request {forwarded['url']} was closed without being "
                                "merged: resubmit it, or set Upstream-Status to Pending or Denied",
                                "error" if status.startswith("submitted") else "warning"))
-        condition = drop_when(patch, target, forwarded, store=store, forge=forge, names=names)
+        condition = drop_when(patch, target, forwarded, store=store, forge=forge, names=names,
+                              lookups=lookups)
         if condition and condition.get("true"):
             out.append(Finding(label, "drop-when", f"Drop-When {condition['condition']} is true "
                                                    f"for {pin.label}: remove the fix"))

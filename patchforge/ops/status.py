@@ -6,11 +6,14 @@ applied, exactly as a rebase would meet them. Nothing is checked out.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from patchforge.background import Background
-from patchforge.forwarded import drop_when, forwarded_info
+from patchforge.forwarded import drop_when, forwarded_info, lookup_forwarded
 from patchforge.judge import HistoryIndex, SeriesJudge, Target, _history_index, _patch_paths, landed_in
+
+log = logging.getLogger("patchforge.status")
 
 ATTENTION_STATES = {"fuzz", "conflict", "upstreamed", "partial", "obsolete", "unsure"}
 
@@ -43,15 +46,19 @@ class PatchStatus:
 def series_status(project, store, targets: dict[str, Target], *, forge=None,
                   upstreams: list[str] | None = None) -> list[PatchStatus]:
     out: list[PatchStatus] = []
-    for upstream in upstreams or project.upstream_names():
-        if upstream not in targets:
-            continue
+    chosen = [u for u in (upstreams or project.upstream_names()) if u in targets]
+    series = {upstream: [(name, project.read_patch(upstream, name))
+                         for name in project.patch_names(upstream)] for upstream in chosen}
+    lookups = lookup_forwarded(project, forge,
+                               [patch for patches in series.values() for _, patch in patches])
+    for upstream in chosen:
         target = targets[upstream]
+        log.info("%s: judging %d patch(es) against %s", upstream, len(series[upstream]),
+                 target.label)
         judge = SeriesJudge(store, target)
         names = {upstream, getattr(project.config.upstreams.get(upstream), "package", None)}
         landed: list[tuple[PatchStatus, object]] = []
-        patches = [(name, project.read_patch(upstream, name))
-                   for name in project.patch_names(upstream)]
+        patches = series[upstream]
         judge.prefetch(patches)
         # The history between base and target (git processes, the GIL free) is read by a second
         # thread while this one judges the patches; only landed patches will need it.
@@ -71,13 +78,13 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
                 verdict=verdict)
             if verdict.state in ("upstreamed", "partial"):
                 landed.append((status, patch))
-            status.forwarded = forwarded_info(project, store, patch, target, forge)
+            status.forwarded = forwarded_info(project, store, patch, target, forge, lookups)
             if status.forwarded and status.forwarded.get("merged") and \
                     status.forwarded.get("included"):
                 status.evidence.append(f"forwarded PR merged ({status.forwarded['url']}) and "
                                        "included in the target")
             status.drop_when = drop_when(patch, target, status.forwarded, store=store,
-                                         forge=forge, names=names)
+                                         forge=forge, names=names, lookups=lookups)
             if verdict.state in ("applies", "offset", "fuzz", "unsure", "partial") and \
                     patch.get_all("Keeps"):
                 # Applying is not enough: a fix that applies in the wrong place (or that a later

@@ -106,17 +106,38 @@ def push_branch(store, draft: Draft, remote: str) -> Pushed:
     return Pushed(_redact(remote), draft.branch, draft.commit)
 
 
-def open_or_update(forge, draft: Draft, owner: str) -> Opened:
-    """The draft PR from `owner:patchforge/<name>`: updated when one is open, else opened."""
+NOT_ASKED = object()
+
+
+def check_forge(forge, draft: Draft, owner: str):
+    """Before anything is pushed: the forge repository is named, a token is there, and the
+    forge answers (the open pull request from this branch, if any, which is returned). A push
+    followed by a forge that cannot be reached would leave a branch and no pull request."""
+    repo = _forge_repo(draft)
+    if getattr(getattr(forge, "http", None), "token", "unknown") is None:
+        raise UsageError("opening a pull request needs a forge token; nothing was pushed",
+                         hint="set GH_TOKEN or GITHUB_TOKEN, or log in with `gh auth login`")
+    return forge.find_open_pull(repo, f"{owner}:{draft.branch}")
+
+
+def _forge_repo(draft: Draft) -> str:
     repo = draft.target.forge_repo
     if not repo:
         raise UsageError(f"upstream {draft.upstream}: no forge repository to open the pull "
                          "request in",
                          hint=f"set `forge-repo = \"OWNER/NAME\"` under "
                               f"[tool.patchforge.upstreams.{draft.upstream}]")
+    return repo
+
+
+def open_or_update(forge, draft: Draft, owner: str, existing=NOT_ASKED) -> Opened:
+    """The draft PR from `owner:patchforge/<name>`: updated when one is open, else opened.
+    `existing` is check_forge()'s answer when it was asked before the push."""
+    repo = _forge_repo(draft)
     head = f"{owner}:{draft.branch}"
     body = draft.body.text
-    existing = forge.find_open_pull(repo, head)
+    if existing is NOT_ASKED:
+        existing = forge.find_open_pull(repo, head)
     if existing is not None:
         pull = forge.update_pull(repo, existing.number, title=draft.title, body=body)
         action = "updated"

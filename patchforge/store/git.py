@@ -5,14 +5,18 @@ identity, no pager or colour, only safe transports); `end_process` ends a long-l
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 from typing import IO
 
 from patchforge.errors import StoreError
 from patchforge.store.giturl import ALLOWED_PROTOCOLS
+
+log = logging.getLogger("patchforge.git")
 
 # Fixed identity and date for everything patchforge itself creates: the same input gives the
 # same object ids on every machine.
@@ -97,9 +101,14 @@ def run_git(*args: str, git_dir: Path | None = None, cwd: Path | str | None = No
 
     An exit code outside `ok` raises StoreError naming `what` (default `git <command>`) with
     git's message; `ok=None` leaves the exit code to the caller. `env` adds variables;
-    `user_config` lets git read the user's own configuration (for pushes and their identity)."""
+    `user_config` lets git read the user's own configuration: for every command that reaches a
+    remote (fetch, ls-remote, push: credential helpers, `url.*.insteadOf`, proxies) and for the
+    user's identity. Each command is logged at debug level (-vv) with its time."""
+    started = time.monotonic()
     proc = subprocess.run(git_command(*args, git_dir=git_dir), cwd=cwd, input=input,
                           capture_output=True, env=_environment(env, user_config))
+    log.debug("git %s: exit %d in %.0f ms", " ".join(args)[:160], proc.returncode,
+              (time.monotonic() - started) * 1000)
     if ok is not None and proc.returncode not in ok:
         err = proc.stderr.decode("utf-8", "replace").strip()
         raise StoreError(f"{what or 'git ' + args[0]} failed: "

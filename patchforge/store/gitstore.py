@@ -29,6 +29,7 @@ from patchforge.store.giturl import check_git_url, is_local_git_url
 from patchforge.store.imports import ImportResult, import_directory, import_wheel
 from patchforge.store.rangediff import RangeDiffImport
 
+
 # --------------------------------------------------------------------------------------------
 # Cache location
 
@@ -147,8 +148,12 @@ class UpstreamStore:
     # ---- running git in the store
 
     def _run(self, *args: str, input: bytes | None = None, ok: tuple[int, ...] = (0,),
-             env: dict[str, str] | None = None, what: str | None = None) -> subprocess.CompletedProcess:
-        return run_git(*args, git_dir=self.git_dir, input=input, env=env, ok=ok, what=what)
+             env: dict[str, str] | None = None, what: str | None = None,
+             network: bool = False) -> subprocess.CompletedProcess:
+        """git in the store; `network` for a command that reaches a remote: it reads the user's
+        git configuration (store.git.run_git's user_config)."""
+        return run_git(*args, git_dir=self.git_dir, input=input, env=env, ok=ok, what=what,
+                       user_config=network)
 
     def _out(self, *args: str, **kw) -> str:
         return self._run(*args, **kw).stdout.decode("utf-8", "surrogateescape")
@@ -296,7 +301,8 @@ class UpstreamStore:
                 break
             self._run("-c", "fetch.negotiationAlgorithm=noop", "fetch", remote, "--no-tags",
                       "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
-                      "--stdin", input="".join(m + "\n" for m in missing).encode(), ok=(0, 1, 128))
+                      "--stdin", input="".join(m + "\n" for m in missing).encode(), ok=(0, 1, 128),
+                      network=True)
             missing = self._missing(missing)
         # Objects never leave the store: remember the present ones, so that reading the same
         # files again (every patch of a series on one file) costs no `rev-list` process.
@@ -352,7 +358,7 @@ class UpstreamStore:
 
         A name is a branch, a tag, a full ref (`refs/...`) or a full 40-hex commit id. Blobs come
         later, on demand, from the remote configured as a promisor. Network commands keep the
-        caller's ssh/askpass/proxy variables (see git_env) but no global config.
+        caller's ssh/askpass/proxy variables and their git configuration (git_network_env).
         """
         check_upstream_name(upstream)
         self._configure_remote(upstream, url)
@@ -367,7 +373,7 @@ class UpstreamStore:
                 else:
                     patterns += [f"refs/heads/{name}", f"refs/tags/{name}"]
             out = self._out("ls-remote", "--", upstream, *patterns,
-                            what=f"listing refs of {url}")
+                            what=f"listing refs of {url}", network=True)
             advertised = {line.split("\t", 1)[1] for line in out.splitlines() if "\t" in line}
             for name in names:
                 candidates = [name] if name.startswith("refs/") else \
@@ -383,7 +389,8 @@ class UpstreamStore:
             return
         self._run("-c", "protocol.version=2", "fetch", "--quiet", "--no-tags",
                   "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
-                  "--", upstream, *refspecs, what=f"fetching {upstream} from {url}")
+                  "--", upstream, *refspecs, what=f"fetching {upstream} from {url}",
+                  network=True)
         # The running `cat-file --batch` read the configuration at start-up: it does not know
         # a promisor remote added since, and would report that remote's blobs as absent
         # instead of fetching them on demand. Start a fresh one.
@@ -396,7 +403,7 @@ class UpstreamStore:
         check_upstream_name(upstream)
         self._configure_remote(upstream, url)
         out = self._out("ls-remote", "--heads", *(["--tags"] if tags else []), "--", upstream,
-                        what=f"listing refs of {url}")
+                        what=f"listing refs of {url}", network=True)
         return sorted(line.split("\t", 1)[1] for line in out.splitlines()
                       if "\t" in line and not line.endswith("^{}"))
 
@@ -656,7 +663,8 @@ class UpstreamStore:
         except ValueError as exc:
             raise StoreError(str(exc)) from None
         try:
-            out = self._run("ls-remote", "--symref", "--", url, "HEAD", what=what).stdout
+            out = self._run("ls-remote", "--symref", "--", url, "HEAD", what=what,
+                            network=True).stdout
         except StoreError:
             return None
         for line in out.decode("utf-8", "replace").splitlines():

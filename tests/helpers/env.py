@@ -29,7 +29,9 @@ SHARED_WHEELS = Path(os.environ.get("PATCHFORGE_WHEELS") or SHARED_CACHE / "whee
 _NETWORK_ENV = {key: value for key, value in os.environ.items()
                 if key.lower() in ("http_proxy", "https_proxy", "no_proxy", "all_proxy")}
 
-UNSET = ("GITHUB_TOKEN", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
+# GH_TOKEN and GITHUB_TOKEN: the forge token; DOCKER_CONFIG: registry logins (~/.docker under the
+# test's HOME instead).
+UNSET = ("GITHUB_TOKEN", "GH_TOKEN", "DOCKER_CONFIG", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
 
 
 def isolated_environ(home: Path) -> dict[str, str]:

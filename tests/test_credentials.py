@@ -1,0 +1,74 @@
+"""The logins people already have: `docker login` for registries, the user's git configuration
+(credential helpers, insteadOf, proxies) for fetches of git upstreams. (The forge token from
+GH_TOKEN and `gh auth token` is tested with `pr --open` in test_pr.py.)"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+
+from servers import registry_server  # noqa: F401  (fixture)
+from test_cli_setup import build_git_upstream, git_project, lock_doc, ok, pf
+
+BASIC = "Basic " + base64.b64encode(b"ada:s3cret-pw").decode()
+
+
+def _private_image(registry_server, commit: str) -> str:  # noqa: F811
+    registry_server.auth_required = True
+    registry_server.token_server.credentials = BASIC
+    registry_server.push_image("acme/up", "nightly", {"org.opencontainers.image.revision": commit})
+    return f"{registry_server.host}/acme/up:nightly"
+
+
+def test_docker_login_auths_open_a_private_registry(tmp_path, registry_server):  # noqa: F811
+    root, commit = git_project(tmp_path)
+    image = _private_image(registry_server, commit)
+    denied = pf("status", "--against", image, root=root)
+    assert denied.code == 2 and "401" in denied.err and "docker login" in denied.err
+    docker = Path(os.environ["HOME"]) / ".docker"
+    docker.mkdir()
+    (docker / "config.json").write_text(json.dumps({"auths": {registry_server.host: {
+        "auth": base64.b64encode(b"ada:s3cret-pw").decode()}}}))
+    run = pf("status", "--against", image, "--json", root=root)
+    assert run.code == 0, run.err
+    assert json.loads(run.out)["targets"]["up"]["commit"] == commit
+    assert "s3cret" not in run.err + run.text
+
+
+def test_docker_credential_helper_is_asked(tmp_path, registry_server, monkeypatch):  # noqa: F811
+    """`credsStore` names a helper: `docker-credential-NAME get`, the server URL on stdin."""
+    root, commit = git_project(tmp_path)
+    image = _private_image(registry_server, commit)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    asked = tmp_path / "asked"
+    helper = bindir / "docker-credential-vault"
+    helper.write_text(f'#!/bin/sh\n[ "$1" = get ] || exit 3\ncat > {asked}\n'
+                      'echo \'{"ServerURL": "x", "Username": "ada", "Secret": "s3cret-pw"}\'\n')
+    helper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    config = tmp_path / "dockercfg"
+    config.mkdir()
+    (config / "config.json").write_text(json.dumps({"credsStore": "vault"}))
+    monkeypatch.setenv("DOCKER_CONFIG", str(config))
+    run = pf("status", "--against", image, "--json", root=root)
+    assert run.code == 0, run.err
+    assert asked.read_text() == registry_server.host
+    assert json.loads(run.out)["targets"]["up"]["commit"] == commit
+
+
+def test_git_upstream_fetch_reads_the_users_git_config(tmp_path):
+    """A URL only the user's `url.<base>.insteadOf` can reach: fetched, and pinned."""
+    upstream, commit = build_git_upstream(tmp_path / "real")
+    root = tmp_path / "project"
+    root.mkdir()
+    ok("init", cwd=root)
+    url = "https://git.example.invalid/acme/up.git"
+    refused = pf("upstream", "add", "up", "--git", url, "--at", "main", root=root)
+    assert refused.code == 2
+    (Path(os.environ["HOME"]) / ".gitconfig").write_text(
+        f'[url "file://{upstream}"]\n\tinsteadOf = {url}\n')
+    ok("upstream", "add", "up", "--git", url, "--at", "main", root=root)
+    assert lock_doc(root)["upstreams"]["up"]["commit"] == commit
+    assert lock_doc(root)["upstreams"]["up"]["source"] == {"url": url}
