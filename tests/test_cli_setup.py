@@ -365,3 +365,17 @@ def test_init_writes_gitattributes_that_git_merges_history_by_union(tmp_path):
     # Running init's line-adding again (a second project in the same place) adds nothing twice.
     from patchforge.ops.setup import GITATTRIBUTES_LINES, _add_missing_lines
     assert _add_missing_lines(tmp_path / ".gitattributes", GITATTRIBUTES_LINES) is False
+
+
+def test_short_wheel_version_suggests_the_full_one(tmp_path, monkeypatch):
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "tinypkg", "1.2.0", {"tinypkg/__init__.py": b"VALUE = 1\n"})
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    ok("init", "--standalone", cwd=tmp_path)
+    ok("upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.2.0", root=tmp_path)
+    run = pf("--offline", "status", "--against", "tiny=1.2", root=tmp_path)
+    assert run.code == 2
+    assert "hint: a wheel version is named in full: did you mean tiny=1.2.0?" in run.err
+    # A full version gets no such suggestion.
+    run = pf("--offline", "status", "--against", "tiny=1.3.0", root=tmp_path)
+    assert run.code == 2 and "did you mean" not in run.err
