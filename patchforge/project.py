@@ -139,6 +139,20 @@ class Project:
         """(upstream, patch file name) for every listed patch, upstreams in config order."""
         return [(u, n) for u in self.upstream_names() for n in self.patch_names(u)]
 
+    def _did_you_mean(self, upstream: str | None, name: str) -> str:
+        """The closest patch names to a mistyped one (difflib, as git does for commands)."""
+        import difflib
+
+        stems = {n[:-len(".patch")] if n.endswith(".patch") else n: u
+                 for u, n in self.all_patches() if upstream is None or u == upstream}
+        wanted = name[:-len(".patch")] if name.endswith(".patch") else name
+        close = difflib.get_close_matches(wanted, list(stems), n=3, cutoff=0.6)
+        if not close:
+            close = [s for s in stems if wanted and (wanted in s or s in wanted)][:3]
+        if not close:
+            return "`patchforge list` shows the series"
+        return "did you mean " + " or ".join(f"{stems[c]}/{c}" for c in close) + "?"
+
     def find_patch(self, name: str) -> tuple[str, str]:
         """Resolve NAME (`fix`, `fix.patch` or `upstream/fix`) to (upstream, file name)."""
         wanted_upstream = None
@@ -149,7 +163,7 @@ class Project:
                    if n == file_name and (wanted_upstream is None or u == wanted_upstream)]
         if not matches:
             raise UsageError(f"no patch named {name!r} in the series",
-                             hint="`patchforge list` shows the series")
+                             hint=self._did_you_mean(wanted_upstream, name))
         if len(matches) > 1:
             raise UsageError(f"patch {name!r} is in several series "
                              f"({', '.join(u for u, _ in matches)}); say UPSTREAM/{name}")

@@ -283,3 +283,47 @@ def test_real_example_stack(shared_cache):
     rc, doc = lint_json(REPO_ROOT, "--no-forge")
     assert errors(doc) == [], doc
     assert rc == 0
+
+
+DEBIAN = (b"Description: Fix the int32 row offset\n Longer text.\nAuthor: A U Thor <a@example.com>\n"
+          b"Origin: upstream, commit:" + b"ab12" * 10 + b"\n"
+          b"Bug: https://github.com/o/r/issues/3\n"
+          b"Forwarded: not-needed\n"
+          b"Applied-Upstream: 1.4.0, commit:" + b"cd34" * 10 + b"\n"
+          b"Last-Update: 2024-02-29\n")
+
+
+def test_pure_dep3_patch_without_upstream_status_passes(env, tmp_path, monkeypatch):
+    """A Debian patch says where it stands upstream with DEP-3's own fields."""
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "fix.patch", patch(DEBIAN))
+    rc, doc = lint_json(root, "--no-forge")
+    assert [f for f in findings(doc, "header", "fix.patch") if "Base" not in f["message"]] == [], doc
+    assert rc == 0
+    for number, fields in enumerate((
+            b"Description: x\n" + AUTHOR + b"Forwarded: https://lists.example.org/m/1\n",
+            b"Description: x\nOrigin: https://salsa.debian.org/p/-/commit/1\nForwarded: no\n")):
+        root = env.fresh(tmp_path / str(number), monkeypatch)
+        add_patch(root, "fix.patch", patch(fields))
+        rc, doc = lint_json(root, "--no-forge")
+        assert rc == 0 and errors(doc) == [], doc
+
+
+@pytest.mark.parametrize("field,expected,severity", [
+    (b"Origin: upstream, commit:xyz\n", "`commit:` must be followed by a commit id", "error"),
+    (b"Origin: " + b"ab12" * 10 + b"\n", "as `commit:", "warning"),
+    (b"Origin: upstrem, https://x.org/c/1\n", "Origin category 'upstrem'", "warning"),
+    (b"Forwarded: maybe later\n", "is not no, not-needed, yes or a URL", "warning"),
+    (b"Applied-Upstream: commit:nothex\n", "`commit:` must be followed", "error"),
+    (b"Applied-Upstream: soon\n", "is not a version, a URL or commit:ID", "warning"),
+    (b"Bug: #12\n", "is not a URL", "warning"),
+    (b"Last-Update: 2024-02-30\n", "is not a date", "warning"),
+    (b"Forwarded: no\nUpstream-Status: Submitted [https://github.com/o/r/pull/1]\n",
+     "contradicts Upstream-Status", "error"),
+])
+def test_dep3_field_forms(env, tmp_path, monkeypatch, field, expected, severity):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "fix.patch", patch(b"Description: x\n" + AUTHOR + field))
+    rc, doc = lint_json(root, "--no-forge")
+    found = [f for f in findings(doc, "header", "fix.patch") if expected in f["message"]]
+    assert found and found[0]["severity"] == severity, doc

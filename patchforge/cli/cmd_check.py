@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from patchforge.cli.complete import complete_profile
 from patchforge.cli.output import emit_json, table
 from patchforge.errors import EXIT_ATTENTION
 
@@ -15,7 +16,7 @@ CHECK_COLORS = {"passed": "green", "skipped": "cyan", "failed": "red", "timeout"
 @click.command()
 @click.option("--run", "run", is_flag=True,
               help="Also run the checks declared in the configuration ([tool.patchforge.checks]).")
-@click.option("--profile", metavar="P", help="Only this profile.")
+@click.option("--profile", metavar="P", shell_complete=complete_profile, help="Only this profile.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def check(app, run, profile, as_json):

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from patchforge.cli.complete import complete_upstream
 from patchforge.errors import UsageError
 
 
@@ -22,7 +23,7 @@ def _report(names, upstream):
 
 @import_.command("overlay")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--upstream", required=True)
+@click.option("--upstream", required=True, shell_complete=complete_upstream)
 @click.option("--path", "upstream_path", required=True, help="The file's path in the upstream.")
 @click.option("--name", required=True, help="The new patch's name.")
 @click.option("-m", "--description", help="The Description header.")
@@ -42,8 +43,9 @@ def import_overlay(app, file, upstream, upstream_path, name, description, profil
 
 @import_.command("git")
 @click.argument("rev_range", metavar="RANGE")
-@click.option("--repo", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--upstream", required=True)
+@click.option("--repo", required=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--upstream", required=True, shell_complete=complete_upstream)
 @click.pass_obj
 def import_git(app, rev_range, repo, upstream):
     """One patch per commit of RANGE in REPO, header from the commit."""
@@ -57,7 +59,8 @@ def import_git(app, rev_range, repo, upstream):
 
 @import_.command("quilt")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--upstream", help="Which series (needed when there are several upstreams).")
+@click.option("--upstream", shell_complete=complete_upstream,
+              help="Which series (needed when there are several upstreams).")
 @click.pass_obj
 def import_quilt(app, directory, upstream):
     """A quilt patches directory (series + patches)."""
@@ -70,7 +73,8 @@ def import_quilt(app, directory, upstream):
 
 @import_.command("mbox")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--upstream", help="Which series (needed when there are several upstreams).")
+@click.option("--upstream", shell_complete=complete_upstream,
+              help="Which series (needed when there are several upstreams).")
 @click.pass_obj
 def import_mbox(app, file, upstream):
     """An mbox of patches (git format-patch output)."""

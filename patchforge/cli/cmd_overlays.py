@@ -6,12 +6,14 @@ from pathlib import Path
 
 import click
 
+from patchforge.cli.complete import complete_profile
 from patchforge.cli.output import STATE_COLORS, emit_json, table
 from patchforge.errors import EXIT_ATTENTION
 
 
 @click.command()
 @click.option("--profile", "profiles", multiple=True, metavar="P",
+              shell_complete=complete_profile,
               help="Regenerate only this profile's overlay files (repeatable).")
 @click.option("--check", is_flag=True,
               help="Regenerate in memory; exit 1 if what is committed differs.")

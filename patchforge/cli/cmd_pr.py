@@ -11,12 +11,13 @@ from pathlib import Path
 
 import click
 
+from patchforge.cli.complete import complete_patch
 from patchforge.cli.output import emit_json
 from patchforge.errors import EXIT_ATTENTION, UsageError
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", shell_complete=complete_patch)
 @click.option("--onto", metavar="REF",
               help="Base the PR on this branch, tag or commit (default: the upstream's `follow`, "
                    "else its HEAD).")

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from patchforge.cli.complete import complete_spec
 from patchforge.cli.output import emit_json, table
 
 ACTION_COLORS = {"clean": "green", "offset": "green", "merged": "yellow", "resolved": "yellow",
@@ -32,14 +33,14 @@ def render_summary(summary: dict, app) -> None:
 
 
 @click.command()
-@click.option("--to", "specs", multiple=True, metavar="SPEC",
+@click.option("--to", "specs", multiple=True, metavar="SPEC", shell_complete=complete_spec,
               help="The new upstream revision (vllm=SPEC aiter=SPEC, or one SPEC).")
 @click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
 @click.option("--continue", "cont", is_flag=True, help="Go on after fixing a conflict.")
 @click.option("--skip", is_flag=True, help="Set the stopped patch aside and go on.")
 @click.option("--abort", is_flag=True, help="Put everything back as it was.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@click.argument("more_specs", nargs=-1, metavar="[SPEC]...")
+@click.argument("more_specs", nargs=-1, metavar="[SPEC]...", shell_complete=complete_spec)
 @click.pass_obj
 def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
     """Move the series onto a new upstream revision.

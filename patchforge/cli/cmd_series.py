@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from patchforge.cli.complete import complete_patch, complete_profile, complete_upstream
 from patchforge.cli.output import emit_json, table
 from patchforge.errors import EXIT_ATTENTION
 
@@ -30,38 +31,47 @@ def list_(app, as_json):
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", shell_complete=complete_patch)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option("--raw", is_flag=True, help="Print the patch file itself.")
+@click.option("--stat", "stat_only", is_flag=True, help="Header and stats only, no diff.")
+@click.option("--no-pager", is_flag=True, help="Never page (a terminal gets $PAGER otherwise).")
 @click.pass_obj
-def show(app, name, as_json, raw):
-    """A patch with its header and stats."""
+def show(app, name, as_json, raw, stat_only, no_pager):
+    """A patch: its header, description, stats and diff (paged on a terminal)."""
+    from patchforge.cli.output import color_diff, page
     from patchforge.ops.series import show_patch
 
     info = show_patch(app.project(), name)
+    raw_bytes = info.pop("raw")
+    diff = info.pop("diff")
     if raw:
-        sys.stdout.buffer.write(info["raw"])
+        page(raw_bytes, enabled=not no_pager)
         return
-    info.pop("raw")
     if as_json:
         emit_json(info)
         return
-    click.echo(f"{info['upstream']}/{info['name']}  ({info['path']}, sha256 {info['sha256'][:16]})")
-    for field in info["header"]:
-        click.echo(f"  {field['name']}: {field['value']}")
+    lines = [f"{info['upstream']}/{info['name']}  ({info['path']}, sha256 {info['sha256'][:16]})"]
+    lines += [f"  {field['name']}: {field['value']}" for field in info["header"]]
     if info["description"].strip():
-        click.echo("\n" + info["description"].rstrip())
-    click.echo("")
-    for f in info["files"]:
-        click.echo(f"  {f['path']} | +{f['added']} -{f['removed']}")
+        lines.append("\n" + info["description"].rstrip())
+    lines.append("")
+    lines += [f"  {f['path']} | +{f['added']} -{f['removed']}" for f in info["files"]]
+    text = ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
+    if not stat_only:
+        text += b"\n" + color_diff(diff, app.color)
+    page(text, enabled=not no_pager)
 
 
 @click.command()
 @click.argument("name")
-@click.option("--upstream", help="Which upstream's series (needed when there are several).")
-@click.option("--after", metavar="X", help="Insert after patch X (default: at the end).")
+@click.option("--upstream", shell_complete=complete_upstream,
+              help="Which upstream's series (needed when there are several).")
+@click.option("--after", metavar="X", shell_complete=complete_patch,
+              help="Insert after patch X (default: at the end).")
 @click.option("-m", "--description", help="The Description header.")
-@click.option("--profiles", help="Profiles the patch is for (default: all).")
+@click.option("--profiles", shell_complete=complete_profile,
+              help="Profiles the patch is for (default: all).")
 @click.option("--no-edit", is_flag=True, help="Do not open the editing worktree.")
 @click.pass_obj
 def new(app, name, upstream, after, description, profiles, no_edit):
@@ -81,7 +91,7 @@ def new(app, name, upstream, after, description, profiles, no_edit):
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", shell_complete=complete_patch)
 @click.pass_obj
 def edit(app, name):
     """Open .patchforge/work/<upstream> with the series applied through NAME."""
@@ -95,7 +105,7 @@ def edit(app, name):
 
 
 @click.command()
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=complete_patch)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def refresh(app, name, as_json):
@@ -119,7 +129,7 @@ def refresh(app, name, as_json):
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", shell_complete=complete_patch)
 @click.pass_obj
 def delete(app, name):
     """Take NAME out of the series (the file is kept under series/<upstream>/deleted/)."""
@@ -130,7 +140,7 @@ def delete(app, name):
 
 
 @click.command()
-@click.argument("old")
+@click.argument("old", shell_complete=complete_patch)
 @click.argument("new")
 @click.pass_obj
 def rename(app, old, new):
@@ -142,8 +152,9 @@ def rename(app, old, new):
 
 
 @click.command()
-@click.argument("name")
-@click.option("--after", metavar="X", help="Put NAME right after patch X.")
+@click.argument("name", shell_complete=complete_patch)
+@click.option("--after", metavar="X", shell_complete=complete_patch,
+              help="Put NAME right after patch X.")
 @click.option("--first", is_flag=True, help="Put NAME first in its series.")
 @click.pass_obj
 def move(app, name, after, first):

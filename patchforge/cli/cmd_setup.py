@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from patchforge.cli.complete import complete_upstream
 from patchforge.cli.output import emit_json, table
 
 
@@ -82,7 +83,7 @@ def _from_root(project, path: str) -> str:
 
 
 @upstream.command("pin")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_upstream)
 @click.option("--at", "spec", required=True, metavar="SPEC", help="What to pin.")
 @click.option("--force", is_flag=True, help="Re-pin even though patches are based on the old pin.")
 @click.pass_obj
@@ -116,7 +117,7 @@ def upstream_list(app, as_json):
 
 
 @click.command()
-@click.argument("upstreams", nargs=-1)
+@click.argument("upstreams", nargs=-1, shell_complete=complete_upstream)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def fetch(app, upstreams, as_json):

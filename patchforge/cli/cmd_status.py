@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from patchforge.cli.complete import complete_spec
 from patchforge.cli.output import STATE_COLORS, emit_json, paint, table
 from patchforge.errors import EXIT_ATTENTION
 
@@ -57,13 +58,13 @@ def parse_specs(project, specs):
 
 
 @click.command()
-@click.option("--against", "specs", multiple=True, metavar="SPEC",
+@click.option("--against", "specs", multiple=True, metavar="SPEC", shell_complete=complete_spec,
               help="Judge against this target (vllm=SPEC aiter=SPEC, or one SPEC).")
 @click.option("--strict", is_flag=True, help="Treat fuzz as an error.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also write a self-contained HTML report.")
-@click.argument("more_specs", nargs=-1, metavar="[SPEC]...")
+@click.argument("more_specs", nargs=-1, metavar="[SPEC]...", shell_complete=complete_spec)
 @click.pass_obj
 def status(app, specs, strict, as_json, html_out, more_specs):
     """Per patch: applies, offset, fuzz, conflict, upstreamed, partial or obsolete."""

@@ -111,3 +111,59 @@ class Progress:
 
     def __exit__(self, *exc):
         self.done()
+
+
+def page(data: bytes, *, enabled: bool = True) -> None:
+    """Write `data` to stdout, through a pager when stdout is a terminal (as git does):
+    $PATCHFORGE_PAGER, else $PAGER, else `less` with LESS=FRX (quit when it fits one screen,
+    keep colours, leave the text on the screen). Bytes go through unchanged."""
+    import os
+    import shutil
+    import subprocess
+
+    pager = os.environ.get("PATCHFORGE_PAGER") or os.environ.get("PAGER") or \
+        ("less" if shutil.which("less") else "")
+    if not enabled or not sys.stdout.isatty() or pager.strip() in ("", "cat"):
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    env = dict(os.environ)
+    env.setdefault("LESS", "FRX")
+    sys.stdout.flush()
+    try:
+        # The user's own pager command, run by the shell as git runs it.
+        proc = subprocess.Popen(pager, shell=True, stdin=subprocess.PIPE, env=env)
+    except OSError:
+        sys.stdout.buffer.write(data)
+        return
+    try:
+        proc.stdin.write(data)
+        proc.stdin.close()
+    except BrokenPipeError:  # the user quit the pager early
+        pass
+    proc.wait()
+
+
+DIFF_COLORS = ((b"+++", None), (b"---", None), (b"+", "green"), (b"-", "red"), (b"@@", "cyan"),
+               (b"diff --git", None))
+
+
+def color_diff(diff: bytes, enabled: bool) -> bytes:
+    """A diff with git's colours (added green, removed red, hunk headers cyan) when enabled."""
+    if not enabled:
+        return diff
+    out = []
+    for line in diff.splitlines(keepends=True):
+        for prefix, color in DIFF_COLORS:
+            if line.startswith(prefix):
+                if color is None:
+                    out.append(b"\x1b[1m" + line.rstrip(b"\n") + b"\x1b[m" +
+                               (b"\n" if line.endswith(b"\n") else b""))
+                else:
+                    code = {"green": b"32", "red": b"31", "cyan": b"36"}[color]
+                    out.append(b"\x1b[" + code + b"m" + line.rstrip(b"\n") + b"\x1b[m" +
+                               (b"\n" if line.endswith(b"\n") else b""))
+                break
+        else:
+            out.append(line)
+    return b"".join(out)

@@ -1,7 +1,8 @@
 """`lint`: what a reviewer would check by hand before trusting a series.
 
-Owns the checks and their findings (nothing is written): headers (Upstream-Status one of the DEP-3 /
-OpenEmbedded values, Description, Origin or Author, Upstream, Base), series/files consistency
+Owns the checks and their findings (nothing is written): headers (where the fix stands upstream,
+said by Upstream-Status, the OpenEmbedded convention, or by DEP-3's Forwarded/Applied-Upstream;
+the forms of DEP-3's fields; Description, Origin or Author, Upstream, Base), series/files consistency
 (listed but missing, on disk but unlisted, the same change twice), byte-stability (parse then write
 gives the file back; regenerating the diff with patchforge's fixed options gives the same bytes),
 application on the locked base for every profile (no failure, no fuzz, no zero-context hunks, no
@@ -94,12 +95,93 @@ def _series_consistency(project, upstream: str) -> list[Finding]:
     return out
 
 
-def _headers(label: str, patch, upstream: str, pin) -> list[Finding]:
+# DEP-3 (https://dep-team.pages.debian.net/deps/dep3/): the forms of its own fields.
+_ORIGIN_CATEGORIES = ("upstream", "backport", "vendor", "other")
+_URL_RE = re.compile(r"^https?://[^\s/]+\S*$")
+_COMMIT_RE = re.compile(r"^commit:\s*([0-9a-fA-F]{7,64})$")
+_BARE_COMMIT_RE = re.compile(r"^[0-9a-f]{12,64}$")
+_VERSION_RE = re.compile(r"^v?\d+(\.\w+)*([.+-]\w+)*$")
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _dep3_fields(label: str, patch) -> list[Finding]:
+    """The forms DEP-3 gives its fields: Origin `[category, ]URL|commit:ID|text`, Forwarded
+    `no|not-needed|yes|URL`, Applied-Upstream `version|URL|commit:ID` (or two of them, comma
+    separated), Bug `URL`, Last-Update `YYYY-MM-DD`."""
     out = []
+
+    def finding(message: str, severity: str = "error") -> None:
+        out.append(Finding(label, "header", message, severity))
+
+    def reference(field: str, value: str) -> None:
+        """A URL or `commit:ID`; a bare commit id works but DEP-3 wants the prefix."""
+        if value.lower().startswith("commit:"):
+            if not _COMMIT_RE.match(value):
+                finding(f"{field}: {value!r}: `commit:` must be followed by a commit id (hex)")
+        elif _BARE_COMMIT_RE.match(value):
+            finding(f"{field}: write the commit id as `commit:{value}` (DEP-3)", "warning")
+        elif "://" in value and not _URL_RE.match(value):
+            finding(f"{field}: {value!r} is not a URL")
+
+    origin = (patch.get("Origin") or "").strip()
+    if origin:
+        category, sep, rest = origin.partition(", ")
+        if sep and " " not in category:
+            if category.lower() not in _ORIGIN_CATEGORIES:
+                finding(f"Origin category {category!r} is not one of "
+                        f"{', '.join(_ORIGIN_CATEGORIES)}", "warning")
+            origin = rest.strip()
+        if origin and " " not in origin:
+            reference("Origin", origin)
+    forwarded = (patch.get("Forwarded") or "").strip()
+    if forwarded and forwarded.lower() not in ("no", "not-needed", "yes") \
+            and not _URL_RE.match(forwarded) and not re.match(r"^[\w.-]+/[\w.-]+#\d+$", forwarded):
+        finding(f"Forwarded {forwarded!r} is not no, not-needed, yes or a URL", "warning")
+    applied = (patch.get("Applied-Upstream") or "").strip()
+    if applied:
+        for part in (p.strip() for p in applied.split(", ")):
+            if part.lower().startswith("commit:") or "://" in part or _BARE_COMMIT_RE.match(part):
+                reference("Applied-Upstream", part)
+            elif not _VERSION_RE.match(part):
+                finding(f"Applied-Upstream part {part!r} is not a version, a URL or commit:ID",
+                        "warning")
+    for field in patch.fields:
+        if field.name.lower() == "bug" or field.name.lower().startswith("bug-"):
+            if not _URL_RE.match(field.value.strip()):
+                finding(f"{field.name} {field.value.strip()!r} is not a URL", "warning")
+    last = (patch.get("Last-Update") or "").strip()
+    if last and not _valid_date(last):
+        finding(f"Last-Update {last!r} is not a date (YYYY-MM-DD)", "warning")
+    status = (patch.get("Upstream-Status") or "").strip().lower()
+    if forwarded.lower() in ("no", "not-needed") and status.startswith(("submitted", "accepted")):
+        finding(f"Forwarded: {forwarded} contradicts Upstream-Status: "
+                f"{patch.get('Upstream-Status').strip()}")
+    return out
+
+
+def _valid_date(text: str) -> bool:
+    import datetime
+
+    if not _DATE_RE.match(text):
+        return False
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _headers(label: str, patch, upstream: str, pin) -> list[Finding]:
+    out = _dep3_fields(label, patch)
     status = patch.get("Upstream-Status")
     match = STATUS_RE.match(status.strip()) if status else None
-    if not status:
-        out.append(Finding(label, "header", "no Upstream-Status"))
+    # DEP-3's own fields say where the fix stands upstream as well as Upstream-Status does.
+    said_by_dep3 = any((patch.get(f) or "").strip() for f in ("Forwarded", "Applied-Upstream"))
+    if not status and not said_by_dep3:
+        out.append(Finding(label, "header", "no Upstream-Status or Forwarded: say whether the fix "
+                                            "went upstream (Forwarded: no, not-needed or a URL)"))
+    elif not status:
+        pass
     elif not match:
         out.append(Finding(label, "header", f"Upstream-Status {status!r} is not one of Pending, "
                                             "Submitted [url], Backport [commit], Denied [reason], "

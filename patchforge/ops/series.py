@@ -80,6 +80,7 @@ def show_patch(project, name: str) -> dict:
         "files": [{"path": p, "added": a, "removed": r} for p, a, r in diffstat(patch.diff)],
         "sha256": __import__("hashlib").sha256(raw).hexdigest(),
         "raw": raw,
+        "diff": patch.diff,
     }
 
 

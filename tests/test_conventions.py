@@ -1,0 +1,118 @@
+"""What users of git, quilt and gh expect: completion of the project's own names (in a real
+bash), `show` with its diff through a pager on a terminal (a real pseudo-terminal), and a
+"did you mean" for a mistyped patch name."""
+from __future__ import annotations
+
+import os
+import pty
+import select
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_cli_setup import git_project, pf
+from test_forge_lookups import forwarded_patch
+
+NAMES = ["rocm-fix-alpha", "rocm-fix-beta", "moe-mask"]
+
+
+@pytest.fixture
+def stack(tmp_path) -> Path:
+    root, _ = git_project(tmp_path, profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    for i, name in enumerate(NAMES):
+        (series / f"{name}.patch").write_bytes(forwarded_patch(i + 1, 4 + 5 * i))
+    (series / "series").write_text("".join(f"{n}.patch\n" for n in NAMES))
+    return root
+
+
+def bash_complete(cwd: Path, words: list[str], tmp_path: Path) -> list[str]:
+    """Source `patchforge completion bash` in a real bash and run its completion function on
+    WORDS (the last one being completed), as pressing Tab does."""
+    if shutil.which("bash") is None:
+        pytest.skip("needs bash")
+    bindir = tmp_path / "bin"
+    if not bindir.exists():
+        bindir.mkdir()
+        exe = bindir / "patchforge"
+        exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
+        exe.chmod(0o755)
+    quoted = " ".join(f"'{w}'" for w in words)
+    script = ('source <(patchforge completion bash) || exit 9\n'
+              f'COMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}\n'
+              'complete -p patchforge >/dev/null || exit 8\n'
+              '_patchforge_completion patchforge\n'
+              'printf "%s\\n" "${COMPREPLY[@]}"\n')
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60,
+                          cwd=cwd, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return [line for line in proc.stdout.splitlines() if line]
+
+
+def test_bash_completes_patch_upstream_and_profile_names(stack, tmp_path):
+    assert bash_complete(stack, ["patchforge", "show", "rocm"], tmp_path) == [
+        "rocm-fix-alpha", "rocm-fix-beta"]
+    assert bash_complete(stack, ["patchforge", "edit", "up/m"], tmp_path) == ["up/moe-mask"]
+    assert bash_complete(stack, ["patchforge", "fetch", ""], tmp_path) == ["up"]
+    assert bash_complete(stack, ["patchforge", "overlays", "--profile", "gfx9"], tmp_path) == [
+        "gfx942", "gfx950"]
+    assert bash_complete(stack, ["patchforge", "status", "--against", "u"], tmp_path) == ["up="]
+    # --root names the project from anywhere.
+    assert bash_complete(tmp_path, ["patchforge", "--root", str(stack), "pr", "moe"],
+                         tmp_path) == ["moe-mask"]
+    # Outside a project: nothing, and no error in the prompt.
+    assert bash_complete(tmp_path, ["patchforge", "show", "r"], tmp_path) == []
+
+
+def test_mistyped_patch_name_gets_a_suggestion(stack):
+    run = pf("show", "rocm-fix-alpah", root=stack)
+    assert run.code == 2
+    assert "no patch named 'rocm-fix-alpah'" in run.err
+    assert "hint: did you mean up/rocm-fix-alpha or up/rocm-fix-beta?" in run.err
+    assert "hint: did you mean up/moe-mask?" in pf("edit", "moe-mak", root=stack).err
+    far = pf("show", "zzz", root=stack)
+    assert far.code == 2 and "`patchforge list` shows the series" in far.err
+
+
+def run_in_pty(argv: list[str], env: dict[str, str], cwd: Path) -> bytes:
+    """Run a command with stdout and stderr on a pseudo-terminal; everything it wrote."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the command, on the terminal
+        os.chdir(cwd)
+        os.execve(argv[0], argv, env)
+    out = b""
+    while True:
+        ready, _, _ = select.select([fd], [], [], 60)
+        if not ready:
+            break
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    return out
+
+
+def test_show_pages_its_diff_on_a_terminal_only(stack, tmp_path):
+    paged = tmp_path / "paged"
+    env = dict(os.environ, PAGER=f"cat > {paged}", TERM="xterm")
+    env.pop("NO_COLOR", None)
+    shown = run_in_pty([sys.executable, "-m", "patchforge", "show", "moe-mask"], env, stack)
+    text = paged.read_bytes()
+    assert text.startswith(b"up/moe-mask.patch  (series/up/moe-mask.patch")
+    assert b"diff --git a/a.py b/a.py" in text
+    assert b"\x1b[31m-line14\x1b[m" in text and b"\x1b[32m+line14 # fixed\x1b[m" in text
+    assert b"diff --git" not in shown  # it went to the pager, not around it
+    # Piped: no pager, no colour, the same lines.
+    piped = pf("show", "moe-mask", root=stack)
+    assert piped.code == 0
+    assert b"-line14\n+line14 # fixed\n" in piped.out and b"\x1b[" not in piped.out
+    assert pf("show", "moe-mask", "--stat", root=stack).out.count(b"diff --git") == 0
