@@ -212,9 +212,9 @@ def test_list_and_show_json(project):
     make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\nextra\n")},
                extra=["--profiles", "gfx942", "-m", "First fix"])
     listed = json.loads(ok(root, "list", "--json").out)
-    assert listed == {"patches": [{
+    assert listed == {"schema_version": 1, "patches": [{
         "upstream": "up", "name": "one.patch", "subject": "First fix", "status": "Pending",
-        "profiles": "gfx942", "files": ["a.py"], "added": 2, "removed": 1}]}
+        "profiles": ["gfx942"], "files": ["a.py"], "added": 2, "removed": 1}]}
     assert schema_errors(listed, "list") == []
     shown = json.loads(ok(root, "show", "one", "--json").out)
     assert shown["name"] == "one.patch" and shown["upstream"] == "up"

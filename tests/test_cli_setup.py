@@ -89,7 +89,7 @@ def test_init_standalone_leaves_pyproject_alone(tmp_path):
     # The standalone file is the configuration from now on, wherever we stand below the root.
     (tmp_path / "sub").mkdir()
     assert ok(None, "upstream", "list", "--json", cwd=tmp_path / "sub").text.strip() == \
-        json.dumps({"upstreams": []}, indent=2)
+        json.dumps({"schema_version": 1, "upstreams": []}, indent=2)
 
 
 def test_init_without_pyproject_writes_patchforge_toml(tmp_path):
@@ -142,8 +142,9 @@ def test_upstream_add_git_pins_the_commit_and_appends_the_table(tmp_path):
     assert pin["tree"] == git(upstream, "rev-parse", "HEAD^{tree}").strip()
     assert pin["kind"] == "git" and pin["label"] == "main"
     listed = json.loads(ok(root, "upstream", "list", "--json").out)
-    assert listed == {"upstreams": [{"upstream": "vllm", "kind": "git", "label": "main",
-                                     "commit": commit, "install_root": "/opt/site"}]}
+    assert listed == {"schema_version": 1, "upstreams": [{
+        "upstream": "vllm", "kind": "git", "label": "main", "commit": commit,
+        "install_root": "/opt/site"}]}
     # Adding the same name again is refused without touching anything.
     snapshot = tree_bytes(root)
     again = run_cli(root, "upstream", "add", "vllm", "--git", str(upstream), "--at", "main")
@@ -186,8 +187,8 @@ def test_upstream_add_wheel_from_a_cached_wheel(tmp_path, monkeypatch):
     cache = Path(os.environ["PATCHFORGE_CACHE"])
     shutil.rmtree(cache)
     run = ok(tmp_path, "fetch", "--json")
-    assert json.loads(run.out) == {"fetched": [{"upstream": "tiny", "commit": pin["commit"],
-                                                "result": "imported"}]}
+    assert json.loads(run.out) == {"schema_version": 1, "fetched": [
+        {"upstream": "tiny", "commit": pin["commit"], "result": "imported"}]}
     assert json.loads(ok(tmp_path, "fetch", "--json").out)["fetched"][0]["result"] == "present"
     # A wheel that is not what the lock pinned is refused, naming the digests.
     shutil.rmtree(cache)

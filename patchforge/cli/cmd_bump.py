@@ -62,7 +62,7 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
         atomic_write(directory / "report.json",
                      (json.dumps(document, indent=2, sort_keys=True) + "\n").encode())
     if as_json:
-        emit_json(document)
+        emit_json(document, "bump")
     else:
         click.echo(markdown, nl=False)
         pull = document["pull_request"]

@@ -46,7 +46,7 @@ def check(app, run, profile, as_json):
     if as_json:
         emit_json({"ok": ok, "ran": run,
                    "invariants": [v.to_json() for v in violations],
-                   "checks": [r.to_json() for r in results]})
+                   "checks": [r.to_json() for r in results]}, "check")
     else:
         for warning in overlays.warnings:
             click.echo(f"warning: {warning}", err=True)
@@ -103,7 +103,7 @@ def ledger(app, check_only, as_json):
         findings = ledger_findings(project)
         if as_json:
             emit_json({"path": rel, "ok": not findings, "changed": False,
-                       "findings": [f.to_json() for f in findings]})
+                       "findings": [f.to_json() for f in findings]}, "ledger")
         else:
             for f in findings:
                 click.echo(f"{rel}: {f.message}")
@@ -115,6 +115,6 @@ def ledger(app, check_only, as_json):
     with RepoLock(project.state_dir, wait=30):
         changed = write_ledger(project)
     if as_json:
-        emit_json({"path": rel, "ok": True, "changed": changed, "findings": []})
+        emit_json({"path": rel, "ok": True, "changed": changed, "findings": []}, "ledger")
     else:
         click.echo(f"wrote {rel}" if changed else f"{rel} is up to date")

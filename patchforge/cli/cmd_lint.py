@@ -31,7 +31,7 @@ def lint(app, as_json, no_forge, warnings_fail):
     failing = errors or (warnings_fail and warnings)
     if as_json:
         emit_json({"ok": not failing, "errors": errors, "warnings": warnings,
-                   "findings": [f.to_json() for f in findings]})
+                   "findings": [f.to_json() for f in findings]}, "lint")
     elif findings:
         click.echo(table([[f.severity, f.patch, f.check, f.message] for f in findings],
                          ["severity", "patch", "check", "message"]))

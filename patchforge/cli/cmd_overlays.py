@@ -54,7 +54,7 @@ def overlays(app, profiles, check, as_json):
             emit_json({"check": True, "ok": not drifts,
                        "drift": [{"path": d.path, "kind": d.kind, "detail": d.detail}
                                  for d in drifts],
-                       "overlays": len(result.files)})
+                       "overlays": len(result.files)}, "overlays")
         elif drifts:
             click.echo(f"overlays/ differs from what the series generates ({len(drifts)}):")
             for d in drifts:
@@ -70,7 +70,7 @@ def overlays(app, profiles, check, as_json):
     if as_json:
         emit_json({"check": False, "ok": True, "drift": [], "overlays": len(result.files),
                    "files": [{"file": f.rel, "sha256": f.sha256, "target": f.target,
-                              "profile": f.profile} for f in result.files]})
+                              "profile": f.profile} for f in result.files]}, "overlays")
         return
     by_profile: dict = {}
     for f in result.files:
@@ -105,7 +105,7 @@ def verify(app, installed, image, profile, as_json):
     bad = [r for r in rows if r[1] != "ok"]
     if as_json:
         emit_json({"ok": not bad, "results": [{"path": p, "state": s, "detail": d}
-                                              for p, s, d in rows]})
+                                              for p, s, d in rows]}, "verify")
     else:
         shown = bad if bad else rows
         click.echo(table([[s, p, d] for p, s, d in shown], ["state", "path", "detail"],
@@ -123,7 +123,7 @@ def _verify_image(app, image, profile, as_json):
         result = verify_image(app.project(), image, profile=profile,
                               on_layer=lambda digest: progress.advance(digest[:19]))
     if as_json:
-        emit_json(result.to_json())
+        emit_json(result.to_json(), "verify-image")
     else:
         for note in result.notes:
             click.echo(note, err=True)

@@ -79,14 +79,14 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
                                                             opened.url)
             submit.write_record(document["written"]["json"], document)
     if as_json:
-        emit_json(document)
+        emit_json(document, "pr")
         return
     _report(draft, document)
 
 
 def _not_ready(draft, document, as_json):
     if as_json:
-        emit_json(document)
+        emit_json(document, "pr")
     else:
         target = draft.target
         where = f"{target.ref} ({target.commit[:12]})"

@@ -75,7 +75,7 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
         if abort:
             restored = engine.abort()
             if as_json:
-                emit_json({"aborted": True, "restored": restored})
+                emit_json({"aborted": True, "restored": restored}, "rebase")
             else:
                 click.echo("rebase aborted; the series, lock and overlays are as they were")
             return
@@ -86,10 +86,10 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
                 summary = engine.resume(skip=skip)
         except ConflictStop as stop:
             if as_json:
-                emit_json(engine.stop_document(stop.message))
+                emit_json(engine.stop_document(stop.message), "rebase")
             raise
     if as_json:
-        emit_json(summary)
+        emit_json(summary, "rebase")
     else:
         render_summary(summary, app)
     if summary["dry_run"] and summary["counts"].get("conflict"):

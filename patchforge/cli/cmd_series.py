@@ -21,13 +21,20 @@ def list_(app, as_json):
     if as_json:
         emit_json({"patches": [{
             "upstream": p.upstream, "name": p.name, "subject": p.subject, "status": p.status,
-            "profiles": p.profiles, "files": list(p.files), "added": p.added,
-            "removed": p.removed} for p in items]})
+            "profiles": _profile_list(p.profiles), "files": list(p.files), "added": p.added,
+            "removed": p.removed} for p in items]}, "list")
         return
     rows = [[f"{p.upstream}/{p.name}", p.profiles or "all", (p.status or "-").split(" ")[0],
              f"+{p.added}/-{p.removed}", p.subject[:70]] for p in items]
     click.echo(table(rows, ["patch", "profiles", "upstream-status", "lines", "subject"])
                if rows else "the series is empty")
+
+
+def _profile_list(field: str | None) -> list[str] | None:
+    """The Profiles field (`gfx942, gfx950`) as a list, split as apply.series does; None: every
+    profile."""
+    names = field.replace(",", " ").split() if field else []
+    return names or None
 
 
 @click.command()
@@ -49,7 +56,7 @@ def show(app, name, as_json, raw, stat_only, no_pager):
         page(raw_bytes, enabled=not no_pager)
         return
     if as_json:
-        emit_json(info)
+        emit_json(info, "show")
         return
     lines = [f"{info['upstream']}/{info['name']}  ({info['path']}, sha256 {info['sha256'][:16]})"]
     lines += [f"  {field['name']}: {field['value']}" for field in info["header"]]
@@ -117,7 +124,7 @@ def refresh(app, name, as_json):
     with open_store(project) as store:
         result = do_refresh(project, store, name)
     if as_json:
-        emit_json(result)
+        emit_json(result, "refresh")
     else:
         state = "refreshed" if result["changed"] else "unchanged"
         click.echo(f"{result['upstream']}/{result['name']}: {state} "

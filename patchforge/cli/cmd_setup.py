@@ -63,7 +63,7 @@ def upstream_add(app, name, git_url, package, directory, spec, install_root, fol
     pin = add_upstream(project, config, spec)
     if as_json:
         emit_json({"upstream": name, "kind": pin.kind, "commit": pin.commit, "tree": pin.tree,
-                   "label": pin.label, "source": pin.source})
+                   "label": pin.label, "source": pin.source}, "pin")
     else:
         click.echo(f"{name}: pinned {pin.label} at {pin.commit}")
 
@@ -109,7 +109,7 @@ def upstream_list(app, as_json):
                      "label": pin.label if pin else None, "commit": pin.commit if pin else None,
                      "install_root": cfg.install_root})
     if as_json:
-        emit_json({"upstreams": rows})
+        emit_json({"upstreams": rows}, "upstreams")
         return
     click.echo(table([[r["upstream"], r["kind"], r["label"] or "(not pinned)",
                        (r["commit"] or "")[:12]] for r in rows],
@@ -130,7 +130,8 @@ def fetch(app, upstreams, as_json):
         results = do_fetch(app.project(), list(upstreams) or None,
                            on_upstream=lambda name, label: progress.advance(f"{name} {label}"))
     if as_json:
-        emit_json({"fetched": [{"upstream": u, "commit": c, "result": w} for u, c, w in results]})
+        emit_json({"fetched": [{"upstream": u, "commit": c, "result": w}
+                               for u, c, w in results]}, "fetch")
         return
     for name, commit, what in results:
         click.echo(f"{name}: {commit[:12]} {what}")

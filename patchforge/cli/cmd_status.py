@@ -92,7 +92,7 @@ def status(app, specs, strict, as_json, html_out, more_specs):
         from patchforge.report import write_html_report
         write_html_report(project, html_out, document)
     if as_json:
-        emit_json(document)
+        emit_json(document, "status")
     else:
         for name, t in targets.items():
             moved = "" if t.base_commit == t.commit else f" (series based on {t.base_commit[:12]})"

@@ -45,11 +45,17 @@ class _Stderr:
         sys.stderr.flush()
 
 
-def emit_json(document) -> None:
-    """Exactly one JSON document on stdout."""
+# The version of every `--json` document's format; each document is described by
+# patchforge/formats/schemas/<schema>.schema.json, which pins this number.
+JSON_SCHEMA_VERSION = 1
+
+
+def emit_json(document: dict, schema: str) -> None:
+    """Exactly one JSON document on stdout, carrying `schema_version` (see formats/schemas/)."""
     import json
 
-    click.echo(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
+    click.echo(json.dumps({"schema_version": JSON_SCHEMA_VERSION, **document}, indent=2,
+                          sort_keys=True, ensure_ascii=False))
 
 
 def paint(text: str, color: str | None, enabled: bool, bold: bool = False) -> str:

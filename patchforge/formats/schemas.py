@@ -11,8 +11,9 @@ from importlib import resources
 
 from patchforge.errors import InputError
 
-SCHEMA_NAMES = ("lock", "manifest", "status", "rebase", "list", "show", "verify", "verify-image", "lint",
-                "overlays", "journal", "bump")
+SCHEMA_NAMES = ("lock", "manifest", "status", "rebase", "list", "show", "verify", "verify-image",
+                "lint", "overlays", "journal", "bump", "fetch", "upstreams", "pin", "check",
+                "ledger", "refresh", "pr")
 
 
 @lru_cache(maxsize=None)

@@ -1,0 +1,75 @@
+"""Every command that takes --json prints one document that its shipped JSON Schema describes,
+with a schema_version; lists are lists."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from patchforge.cli import LAZY_COMMANDS, cli
+from patchforge.formats.schemas import SCHEMA_NAMES, load_schema, validation_errors
+from test_cli_setup import git_project, ok, pf
+from test_forge_lookups import forwarded_patch
+
+# command words -> the schema its --json document follows
+DOCUMENTS = {
+    ("list",): "list", ("show",): "show", ("status",): "status", ("lint",): "lint",
+    ("overlays",): "overlays", ("verify",): "verify", ("fetch",): "fetch",
+    ("upstream", "list"): "upstreams", ("upstream", "add"): "pin",
+    ("check",): "check", ("ledger",): "ledger", ("refresh",): "refresh", ("rebase",): "rebase",
+    ("pr",): "pr", ("bump",): "bump",
+}
+
+
+def _commands_with_json():
+    ctx = click.Context(cli)
+    for name in LAZY_COMMANDS:
+        command = cli.get_command(ctx, name)
+        subs = [((name, sub), command.get_command(ctx, sub))
+                for sub in command.list_commands(ctx)] if isinstance(command, click.Group) \
+            else [((name,), command)]
+        for words, cmd in subs:
+            if any(p.name == "as_json" for p in cmd.params):
+                yield words
+
+
+def test_every_json_command_has_a_schema():
+    found = set(_commands_with_json())
+    assert found == set(DOCUMENTS), found ^ set(DOCUMENTS)
+    for schema in set(DOCUMENTS.values()):
+        assert schema in SCHEMA_NAMES
+        assert "schema_version" in json.dumps(load_schema(schema)), schema
+
+
+def test_documents_validate_against_their_schemas(tmp_path):
+    root, commit = git_project(tmp_path, profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    patch = forwarded_patch(1, 4).replace(b"Description:", b"Profiles: gfx942, gfx950\n"
+                                                            b"Author: A <a@example.com>\n"
+                                                            b"Description:")
+    (series / "fix.patch").write_bytes(patch)
+    (series / "series").write_text("fix.patch\n")
+    ok("overlays", root=root)
+    runs = {
+        "list": ["list"], "show": ["show", "fix"], "status": ["--offline", "status"],
+        "lint": ["lint", "--no-forge"], "overlays": ["overlays", "--check"],
+        "verify": ["verify"], "fetch": ["fetch"], "upstreams": ["upstream", "list"],
+        "check": ["check"], "pr": ["pr", "fix"],
+        "ledger": ["ledger"], "rebase": ["rebase", "--to", "main", "--dry-run"],
+    }
+    for schema, args in runs.items():
+        run = pf(*args, "--json", root=root)
+        assert run.code in (0, 1), (args, run.err)
+        document = json.loads(run.out)
+        assert document["schema_version"] == 1, args
+        assert validation_errors(document, schema) == [], (args, document)
+        if schema == "list":
+            assert document["patches"][0]["profiles"] == ["gfx942", "gfx950"]
+    upstream2, _ = __import__("test_cli_setup").build_git_upstream(tmp_path / "second")
+    run = pf("upstream", "add", "second", "--git", str(upstream2), "--at", "main", "--json",
+             root=root)
+    assert validation_errors(json.loads(run.out), "pin") == []
+    ok("edit", "fix", root=root)
+    run = pf("refresh", "--json", root=root)
+    assert validation_errors(json.loads(run.out), "refresh") == []
