@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from patchforge.cli.github import format_option
 from patchforge.cli.output import emit_json, table
 from patchforge.errors import EXIT_ATTENTION
 
@@ -14,8 +15,9 @@ from patchforge.errors import EXIT_ATTENTION
               help="Print one JSON document (schema: formats/schemas/lint.schema.json).")
 @click.option("--no-forge", is_flag=True, help="Do not ask the forge about submitted fixes.")
 @click.option("--warnings-fail", is_flag=True, help="Exit 1 on warnings too.")
+@format_option
 @click.pass_obj
-def lint(app, as_json, no_forge, warnings_fail):
+def lint(app, as_json, no_forge, warnings_fail, output_format):
     """Headers, series consistency, byte-stability, fuzz, invariants, stale submissions."""
     from patchforge.cli.cmd_status import make_forge
     from patchforge.ops.lint import lint as do_lint
@@ -38,5 +40,22 @@ def lint(app, as_json, no_forge, warnings_fail):
         click.echo(f"lint: {errors} error(s), {warnings} warning(s)")
     else:
         click.echo("lint: no findings")
+    if output_format == "github":
+        _github(project, findings, errors, warnings)
     if failing:
         sys.exit(EXIT_ATTENTION)
+
+
+def _github(project, findings, errors: int, warnings: int) -> None:
+    from patchforge.cli import github
+
+    github.emit_annotations([(f.severity, f"{f.check}: {f.message}",
+                              github.patch_file(project, f.patch), f"patchforge lint: {f.patch}")
+                             for f in findings])
+    verdict = "no findings" if not findings else f"{errors} error(s), {warnings} warning(s)"
+    section = f"### patchforge lint: {verdict}\n"
+    if findings:
+        section += "\n" + github.markdown_table(
+            ["severity", "patch", "check", "message"],
+            [[f.severity, f.patch, f.check, f.message] for f in findings])
+    github.append_summary(section)

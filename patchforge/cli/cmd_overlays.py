@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from patchforge.cli.complete import complete_profile
+from patchforge.cli.github import format_option
 from patchforge.cli.output import STATE_COLORS, emit_json, table
 from patchforge.errors import EXIT_ATTENTION
 
@@ -18,8 +19,9 @@ from patchforge.errors import EXIT_ATTENTION
 @click.option("--check", is_flag=True,
               help="Regenerate in memory; exit 1 if what is committed differs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@format_option
 @click.pass_obj
-def overlays(app, profiles, check, as_json):
+def overlays(app, profiles, check, as_json, output_format):
     """Regenerate overlays, SHA256SUMS, manifest.json and the compose mounts."""
     from patchforge.errors import UsageError
     from patchforge.fsutil import RepoLock
@@ -62,6 +64,8 @@ def overlays(app, profiles, check, as_json):
             click.echo("run `patchforge overlays` and commit the result", err=True)
         else:
             click.echo(f"overlays are up to date ({len(result.files)} files)")
+        if output_format == "github":
+            _github_drift(drifts, len(result.files))
         if drifts:
             sys.exit(EXIT_ATTENTION)
         return
@@ -91,14 +95,15 @@ def overlays(app, profiles, check, as_json):
 @click.option("--profile", metavar="P", default=None,
               help="Only the overlays of this profile (what one deployment mounts).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@format_option
 @click.pass_obj
-def verify(app, installed, image, profile, as_json):
+def verify(app, installed, image, profile, as_json, output_format):
     """Check overlays against SHA256SUMS, and pre-images with --installed or --image."""
     if image is not None:
         if installed is not None:
             from patchforge.errors import UsageError
             raise UsageError("--image and --installed check different things: give one")
-        return _verify_image(app, image, profile, as_json)
+        return _verify_image(app, image, profile, as_json, output_format)
     from patchforge.overlay import verify_overlays
 
     rows = verify_overlays(app.project(), installed=installed, profile=profile)
@@ -111,11 +116,13 @@ def verify(app, installed, image, profile, as_json):
         click.echo(table([[s, p, d] for p, s, d in shown], ["state", "path", "detail"],
                          colors={0: lambda c: STATE_COLORS.get(c)}, enabled=app.color))
         click.echo(f"{len(rows) - len(bad)} ok, {len(bad)} failed")
+    if output_format == "github":
+        _github_verify(rows, bad)
     if bad:
         sys.exit(EXIT_ATTENTION)
 
 
-def _verify_image(app, image, profile, as_json):
+def _verify_image(app, image, profile, as_json, output_format="text"):
     from patchforge.cli.output import Progress
     from patchforge.ops.deploy import verify_image
 
@@ -135,5 +142,51 @@ def _verify_image(app, image, profile, as_json):
         click.echo(f"{result.resolved}: {len(result.files) - bad} ok, {bad} failed "
                    f"({result.layers_read} of {result.layers_total} layers read, "
                    f"{megabytes:.1f} MB)")
+    if output_format == "github":
+        from patchforge.cli import github
+
+        failed = [f for f in result.files if f.state != "ok"]
+        github.emit_annotations([("error", f"{f.target}: {f.state}: {f.detail}", None,
+                                  f"patchforge verify --image {result.resolved}") for f in failed])
+        section = (f"### patchforge verify --image {result.resolved}: "
+                   f"{len(result.files) - len(failed)} ok, {len(failed)} failed\n")
+        if failed:
+            section += "\n" + github.markdown_table(["state", "path in image", "detail"],
+                                                    [[f.state, f.target, f.detail] for f in failed])
+        github.append_summary(section)
     if not result.ok:
         sys.exit(EXIT_ATTENTION)
+
+
+def _overlay_file(path: str) -> str | None:
+    """A path as verify and the drift report give it (relative to overlays/) from the project
+    root; None for a file outside the project (an installed tree)."""
+    import os
+
+    return None if os.path.isabs(path) else os.path.normpath(os.path.join("overlays", path))
+
+
+def _github_drift(drifts, total: int) -> None:
+    from patchforge.cli import github
+
+    github.emit_annotations([
+        ("error", f"{d.kind}" + (f": {d.detail}" if d.detail else "") +
+         "; run `patchforge overlays` and commit the result", _overlay_file(d.path),
+         "patchforge overlays --check") for d in drifts])
+    section = (f"### patchforge overlays --check: {len(drifts)} file(s) differ from what the "
+               f"series generates\n\n" + github.markdown_table(
+                   ["drift", "path", "detail"], [[d.kind, d.path, d.detail or ""] for d in drifts])
+               if drifts else f"### patchforge overlays --check: up to date ({total} files)\n")
+    github.append_summary(section)
+
+
+def _github_verify(rows, bad) -> None:
+    from patchforge.cli import github
+
+    github.emit_annotations([("error", f"{state}: {detail}", _overlay_file(path.split(" [")[0]),
+                              "patchforge verify") for path, state, detail in bad])
+    section = f"### patchforge verify: {len(rows) - len(bad)} ok, {len(bad)} failed\n"
+    if bad:
+        section += "\n" + github.markdown_table(["state", "path", "detail"],
+                                                [[s, p, d] for p, s, d in bad])
+    github.append_summary(section)

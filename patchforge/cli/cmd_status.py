@@ -6,6 +6,7 @@ import sys
 import click
 
 from patchforge.cli.complete import complete_spec
+from patchforge.cli.github import format_option
 from patchforge.cli.output import STATE_COLORS, emit_json, paint, table
 from patchforge.errors import EXIT_ATTENTION
 
@@ -65,8 +66,9 @@ def parse_specs(project, specs):
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also write a self-contained HTML report.")
 @click.argument("more_specs", nargs=-1, metavar="[SPEC]...", shell_complete=complete_spec)
+@format_option
 @click.pass_obj
-def status(app, specs, strict, as_json, html_out, more_specs):
+def status(app, specs, strict, as_json, html_out, more_specs, output_format):
     """Per patch: applies, offset, fuzz, conflict, upstreamed, partial or obsolete."""
     from patchforge.errors import UsageError
     from patchforge.pins import open_store
@@ -129,5 +131,30 @@ def status(app, specs, strict, as_json, html_out, more_specs):
         attention = sum(1 for r in results if r.attention)
         click.echo(paint(f"{attention} patch(es) need attention", "yellow", app.color)
                    if attention else f"all {len(results)} patches apply and are still needed")
+    if output_format == "github":
+        _github(project, targets, results)
     if any(r.attention for r in results) or (strict and any(r.state == "fuzz" for r in results)):
         sys.exit(EXIT_ATTENTION)
+
+
+def _github(project, targets, results) -> None:
+    from patchforge.cli import github
+
+    items = []
+    for r in results:
+        if not r.attention:
+            continue
+        level = "error" if r.state in ("conflict", "obsolete") else "warning"
+        evidence = "; ".join(r.evidence[:2])
+        items.append((level, f"{r.state}" + (f": {evidence}" if evidence else ""),
+                      github.patch_file(project, f"{r.upstream}/{r.name}"),
+                      f"patchforge status: {r.upstream}/{r.name}"))
+    github.emit_annotations(items)
+    against = ", ".join(f"{name} {t.label} ({t.commit[:12]})" for name, t in targets.items())
+    attention = sum(1 for r in results if r.attention)
+    verdict = f"{attention} patch(es) need attention" if attention else \
+        f"all {len(results)} patches apply and are still needed"
+    rows = [[f"{r.upstream}/{r.name}", r.state + (" (needs attention)" if r.attention else ""),
+             (r.evidence[0] if r.evidence else "")[:120]] for r in results]
+    github.append_summary(f"### patchforge status against {against}: {verdict}\n\n"
+                          + github.markdown_table(["patch", "state", "evidence"], rows))

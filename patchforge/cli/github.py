@@ -1,0 +1,77 @@
+"""`--format github`: findings as GitHub Actions annotations, and a Markdown summary of the run.
+
+Annotations are workflow commands on stdout (`::error file=F,line=N,title=T::message`), which the
+runner turns into marks on the pull request's files; their values are escaped as the runner's
+own toolkit escapes them (% CR LF, and `:` `,` in properties). The summary is appended to the file
+`$GITHUB_STEP_SUMMARY` names, when it is set (on a runner it always is): each command adds its
+own section, so a job that runs lint, overlays --check and status shows all three.
+"""
+from __future__ import annotations
+
+import os
+
+import click
+
+FORMATS = ("text", "github")
+format_option = click.option(
+    "--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
+    help="github: also print GitHub Actions annotations and append a Markdown summary to "
+         "$GITHUB_STEP_SUMMARY.")
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(level: str, message: str, *, file: str | None = None, line: int | None = None,
+               title: str | None = None) -> str:
+    """One workflow command: level is error, warning or notice."""
+    props = []
+    if file:
+        props.append(f"file={_escape_property(file)}")
+        if line:
+            props.append(f"line={int(line)}")
+    if title:
+        props.append(f"title={_escape_property(title)}")
+    return f"::{level} {','.join(props)}::{_escape_data(message)}" if props \
+        else f"::{level}::{_escape_data(message)}"
+
+
+def emit_annotations(items: list[tuple[str, str, str | None, str]]) -> None:
+    """(level, message, file, title) each as an annotation on stdout."""
+    for level, message, file, title in items:
+        click.echo(annotation(level, message, file=file, title=title))
+
+
+def markdown_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def append_summary(markdown: str) -> bool:
+    """Append a section to $GITHUB_STEP_SUMMARY (appending is how the runner collects it: every
+    step and every command adds to the same file). False when the variable is not set."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return False
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(markdown.rstrip("\n") + "\n\n")
+    return True
+
+
+def patch_file(project, label: str) -> str | None:
+    """`upstream/name.patch` (a finding's label) -> its path from the project root, when it is
+    a patch of the series; a label that is already a project file is returned as it is."""
+    upstream, sep, name = label.partition("/")
+    if sep and name.endswith(".patch") and upstream in project.upstream_names():
+        return str(project.patch_path(upstream, name).relative_to(project.root))
+    return label if (project.root / label).exists() else None

@@ -1,0 +1,96 @@
+"""`--format github`: annotations a GitHub Actions runner turns into marks on the files, and a
+Markdown section appended to $GITHUB_STEP_SUMMARY by each command of a job."""
+from __future__ import annotations
+
+import re
+
+from conftest import git
+from test_cli_setup import git_project, ok, pf
+from test_forge_lookups import forwarded_patch
+
+# The runner's workflow-command syntax: ::name key=value,key=value::message (one line).
+COMMAND = re.compile(r"^::(error|warning|notice)(?: ((?:\w+=[^,:]*)(?:,\w+=[^,:]*)*))?::(.*)$")
+
+
+def annotations(out: bytes) -> list[tuple[str, dict, str]]:
+    found = []
+    for line in out.decode().splitlines():
+        match = COMMAND.match(line)
+        if match:
+            props = dict(p.split("=", 1) for p in match.group(2).split(",")) if match.group(2) \
+                else {}
+            found.append((match.group(1), props, match.group(3)))
+    return found
+
+
+def plain_patch(number: int, line: int, fields: bytes) -> bytes:
+    """forwarded_patch without its Forwarded/Upstream-Status lines, `fields` in their place."""
+    url = f"https://github.com/acme/up/pull/{number}".encode()
+    return forwarded_patch(number, line).replace(
+        b"Forwarded: " + url + b"\nUpstream-Status: Submitted [" + url + b"]\n", fields)
+
+
+def test_lint_overlays_status_verify_in_one_job(tmp_path, monkeypatch):
+    summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    root, _ = git_project(tmp_path)
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "good.patch").write_bytes(plain_patch(1, 4, b"Author: A <a@example.com>\n"
+                                                          b"Upstream-Status: Pending\n"))
+    (series / "bare.patch").write_bytes(plain_patch(2, 14, b""))
+    (series / "series").write_text("good.patch\nbare.patch\n")
+
+    lint = pf("lint", "--no-forge", "--format", "github", root=root)
+    assert lint.code == 1
+    marks = annotations(lint.out)
+    assert ("error", {"file": "series/up/bare.patch",
+                      "title": "patchforge lint%3A up/bare.patch"},
+            "header: no Upstream-Status or Forwarded: say whether the fix went upstream "
+            "(Forwarded: no%2C not-needed or a URL)") not in marks  # data is not escaped for ,
+    assert any(level == "error" and props["file"] == "series/up/bare.patch"
+               and "no Upstream-Status or Forwarded" in message
+               for level, props, message in marks), marks
+    assert "up/good.patch" not in " ".join(p.get("title", "") for _, p, _ in marks
+                                          if _ == "error")
+
+    ok("overlays", root=root)
+    overlay = root / "overlays" / "up" / "a.py"
+    overlay.write_bytes(overlay.read_bytes() + b"# edited by hand\n")
+    check = pf("overlays", "--check", "--format", "github", root=root)
+    assert check.code == 1
+    assert [(level, props["file"]) for level, props, _ in annotations(check.out)] == [
+        ("error", "overlays/up/a.py")]
+    verify = pf("verify", "--format", "github", root=root)
+    assert verify.code == 1
+    assert ("error", "overlays/up/a.py") in [(lv, p.get("file")) for lv, p, _ in
+                                             annotations(verify.out)]
+
+    upstream = tmp_path / "up-upstream"
+    (upstream / "a.py").write_bytes((upstream / "a.py").read_bytes().replace(
+        b"line4\n", b"line4 changed upstream\n"))
+    git(upstream, "commit", "-qam", "upstream changes line 4")
+    status = pf("status", "--against", "main", "--format", "github", root=root)
+    assert status.code == 1, status.err
+    assert ("error", "series/up/good.patch") in [(lv, p.get("file")) for lv, p, _ in
+                                                 annotations(status.out)]
+
+    text = summary.read_text()
+    sections = [line for line in text.splitlines() if line.startswith("### ")]
+    assert len(sections) == 4, sections
+    assert re.match(r"### patchforge lint: \d+ error\(s\), \d+ warning\(s\)$", sections[0])
+    assert sections[1] == \
+        "### patchforge overlays --check: 1 file(s) differ from what the series generates"
+    assert sections[2].startswith("### patchforge verify: ")
+    assert sections[3].startswith("### patchforge status against up main (")
+    assert "| up/good.patch | conflict (needs attention) |" in text
+    assert "| severity | patch | check | message |" in text
+    assert "| error | up/bare.patch | header | no Upstream-Status or Forwarded" in text
+
+
+def test_without_the_format_nothing_is_annotated(tmp_path, monkeypatch):
+    summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    root, _ = git_project(tmp_path)
+    run = pf("lint", "--no-forge", root=root)
+    assert b"::" not in run.out and not summary.exists()
