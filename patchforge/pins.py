@@ -101,6 +101,16 @@ def ensure_pinned(project, store, name: str, pin: UpstreamPin) -> str:
     A git pin must be a commit of this upstream's URL (fetched by id when the store does not
     know it as one); a wheel pin's import must record the lock's file name and sha256.
     """
+    try:
+        return _bring_pinned(project, store, name, pin)
+    except StoreError as exc:
+        if project.offline and not exc.hint:
+            exc.hint = (f"the cache has no {name} {pin.label} yet: run `patchforge fetch` once "
+                        "with the network (offline commands and the pre-commit hooks use it)")
+        raise
+
+
+def _bring_pinned(project, store, name: str, pin: UpstreamPin) -> str:
     from patchforge.store import sources
 
     upstream = project.config.upstream(name)

@@ -94,3 +94,48 @@ def test_without_the_format_nothing_is_annotated(tmp_path, monkeypatch):
     root, _ = git_project(tmp_path)
     run = pf("lint", "--no-forge", root=root)
     assert b"::" not in run.out and not summary.exists()
+
+
+def test_reusable_action_runs_each_command_with_annotations(tmp_path, monkeypatch):
+    """action.yml's run step (ci/github-action.sh) as the runner runs it: each line one command,
+    --format github added where it applies, every command run, the worst exit code kept."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    from conftest import REPO_ROOT
+
+    action = yaml.safe_load((REPO_ROOT / "action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    steps = action["runs"]["steps"]
+    assert "$GITHUB_ACTION_PATH/ci/github-action.sh" in steps[-1]["run"]
+    assert 'pip install --quiet "$GITHUB_ACTION_PATH"' in steps[0]["run"]
+    assert set(action["inputs"]) == {"commands", "working-directory", "python", "cache"}
+
+    root, _ = git_project(tmp_path)
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "bare.patch").write_bytes(plain_patch(2, 14, b""))
+    (series / "series").write_text("bare.patch\n")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    exe = bindir / "patchforge"
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
+    exe.chmod(0o755)
+    summary = tmp_path / "summary.md"
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", GITHUB_STEP_SUMMARY=str(summary),
+               COMMANDS="lint --no-forge\n\n  # a comment\nlist\noverlays --check\n",
+               PYTHONPATH=str(REPO_ROOT))
+    proc = subprocess.run([str(REPO_ROOT / "ci" / "github-action.sh")], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    groups = [line for line in proc.stdout.splitlines() if line.startswith("::group::")]
+    assert groups == ["::group::patchforge lint --no-forge --format github",
+                      "::group::patchforge list",
+                      "::group::patchforge overlays --check --format github"]
+    assert "::error title=patchforge lint::patchforge lint --no-forge --format github exited " \
+           "with 1" in proc.stdout
+    assert any(a[1].get("file") == "series/up/bare.patch" for a in annotations(proc.stdout.encode()))
+    assert summary.read_text().count("### patchforge ") == 2

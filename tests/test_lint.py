@@ -327,3 +327,47 @@ def test_dep3_field_forms(env, tmp_path, monkeypatch, field, expected, severity)
     rc, doc = lint_json(root, "--no-forge")
     found = [f for f in findings(doc, "header", "fix.patch") if expected in f["message"]]
     assert found and found[0]["severity"] == severity, doc
+
+
+def _hooks():
+    import yaml
+
+    return {hook["id"]: hook for hook in yaml.safe_load((REPO_ROOT / ".pre-commit-hooks.yaml")
+                                                        .read_text())}
+
+
+def _run_hook(hook: dict, root: Path) -> subprocess.CompletedProcess:
+    """A hook's entry as pre-commit runs it (pass_filenames: false): the words of `entry`, with
+    the package's `patchforge` on PATH; here `python -m patchforge` stands for that script."""
+    import os
+    import shlex
+    import sys
+
+    words = shlex.split(hook["entry"])
+    assert words[0] == "patchforge" and hook["pass_filenames"] is False
+    return subprocess.run([sys.executable, "-m", "patchforge", *words[1:]], cwd=root,
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+
+
+def test_pre_commit_hooks_are_offline_and_catch_stale_overlays(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch(root, "fix.patch", patch(FIELDS))
+    assert run_cli(root, "overlays").rc == 0
+    hooks = _hooks()
+    assert set(hooks) == {"patchforge-lint", "patchforge-overlays-check"}
+    for hook in hooks.values():
+        assert "--offline" in hook["entry"].split()
+        assert _run_hook(hook, root).returncode == 0
+    # A patch changed without regenerating: both hooks fail, lint naming the overlay metadata.
+    (root / "series" / "up" / "fix.patch").write_bytes(
+        patch(FIELDS, MODIFY_A.replace(b"+LINE2\n", b"+LINE-TWO\n")))
+    lint = _run_hook(hooks["patchforge-lint"], root)
+    assert lint.returncode == 1, lint.stdout + lint.stderr
+    assert "overlays/SHA256SUMS" in lint.stdout and "run `patchforge overlays`" in lint.stdout
+    assert _run_hook(hooks["patchforge-overlays-check"], root).returncode == 1
+    # A cold cache (a fresh clone on another machine): a clear message at once, no download.
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "cold-cache"))
+    cold = _run_hook(hooks["patchforge-lint"], root)
+    assert cold.returncode == 2
+    assert "run `patchforge fetch` once" in cold.stderr, cold.stderr

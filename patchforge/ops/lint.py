@@ -6,8 +6,8 @@ the forms of DEP-3's fields; Description, Origin or Author, Upstream, Base), ser
 (listed but missing, on disk but unlisted, the same change twice), byte-stability (parse then write
 gives the file back; regenerating the diff with patchforge's fixed options gives the same bytes),
 application on the locked base for every profile (no failure, no fuzz, no zero-context hunks, no
-binary changes), `Keeps:` invariants, `Submitted` fixes whose pull request was closed unmerged, and
-`Drop-When` conditions already true.
+binary changes), `Keeps:` invariants, `Submitted` fixes whose pull request was closed unmerged,
+`Drop-When` conditions already true, and committed overlays that the series no longer generates.
 
 Severity: an `error` is something that is wrong (exit 1); a `warning` is worth a look but the
 series is sound (exit 0 unless --warnings-fail).
@@ -74,7 +74,27 @@ def lint(project, store, *, forge=None) -> list[Finding]:
         findings += _apply_checks(project, store, upstream, pin, parsed)
         findings += _drop_and_forward(project, store, upstream, pin, parsed, forge)
     findings += _ledger(project)
+    if not any(f.check in ("apply", "parse") and f.severity == "error" for f in findings):
+        findings += _stale_overlays(project, store)
     return findings
+
+
+def _stale_overlays(project, store) -> list[Finding]:
+    """The committed overlays/ metadata (SHA256SUMS, manifest, mounts) no longer what the series
+    generates: what `overlays --check` says, so that lint (and its pre-commit hook) catches a
+    patch edited without regenerating. Only for a stack that commits overlays/ (it has a
+    manifest); the overlay files themselves are compared where they exist."""
+    from patchforge.overlay import build_overlays, check_overlays
+
+    if not (project.overlays_dir / "manifest.json").exists():
+        return []
+    try:
+        drifts = check_overlays(project, build_overlays(project, store))
+    except PatchforgeError:  # a patch that does not apply: reported by the apply checks
+        return []
+    return [Finding(f"overlays/{d.path}", "overlays",
+                    f"{d.kind}" + (f": {d.detail}" if d.detail else "")
+                    + "; run `patchforge overlays` and commit the result") for d in drifts]
 
 
 def _series_consistency(project, upstream: str) -> list[Finding]:

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Run each line of $COMMANDS as one patchforge command (the reusable action in action.yml).
+# lint, status, overlays and verify get `--format github` (annotations and a job summary); every
+# command runs even when an earlier one failed, and the step fails with the worst exit code.
+set -uo pipefail
+set -f  # a command line is split into words, never globbed
+worst=0
+while IFS= read -r line; do
+  line="${line%%#*}"
+  [ -z "${line//[[:space:]]/}" ] && continue
+  read -r -a words <<< "$line"
+  case "${words[0]}" in
+    lint|status|overlays|verify) words+=(--format github) ;;
+  esac
+  echo "::group::patchforge ${words[*]}"
+  patchforge "${words[@]}"
+  code=$?
+  echo "::endgroup::"
+  if [ "$code" -ne 0 ]; then
+    echo "::error title=patchforge ${words[0]}::patchforge ${words[*]} exited with $code"
+    [ "$code" -gt "$worst" ] && worst=$code
+  fi
+done <<< "$COMMANDS"
+exit "$worst"
