@@ -341,7 +341,7 @@ def test_bad_configuration_names_file_and_line(tmp_path):
 def test_init_writes_gitattributes_that_git_merges_history_by_union(tmp_path):
     """Two branches that each appended a line to series/history.jsonl merge without a conflict
     (keeping both lines), through the .gitattributes `init` writes; generated files are marked."""
-    ok("init", cwd=tmp_path)
+    ok(None, "init", cwd=tmp_path)
     git(tmp_path, "init", "-q")
     history = tmp_path / "series" / "history.jsonl"
     history.write_bytes(b'{"event": "start"}\n')
@@ -372,11 +372,11 @@ def test_short_wheel_version_suggests_the_full_one(tmp_path, monkeypatch):
     wheels = tmp_path / "wheels"
     build_wheel(wheels, "tinypkg", "1.2.0", {"tinypkg/__init__.py": b"VALUE = 1\n"})
     monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
-    ok("init", "--standalone", cwd=tmp_path)
-    ok("upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.2.0", root=tmp_path)
-    run = pf("--offline", "status", "--against", "tiny=1.2", root=tmp_path)
-    assert run.code == 2
+    ok(None, "init", "--standalone", cwd=tmp_path)
+    ok(tmp_path, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.2.0")
+    run = run_cli(tmp_path, "--offline", "status", "--against", "tiny=1.2")
+    assert run.rc == 2
     assert "hint: a wheel version is named in full: did you mean tiny=1.2.0?" in run.err
     # A full version gets no such suggestion.
-    run = pf("--offline", "status", "--against", "tiny=1.3.0", root=tmp_path)
-    assert run.code == 2 and "did you mean" not in run.err
+    run = run_cli(tmp_path, "--offline", "status", "--against", "tiny=1.3.0")
+    assert run.rc == 2 and "did you mean" not in run.err

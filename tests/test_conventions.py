@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from test_cli_setup import git_project, pf
-from test_forge_lookups import forwarded_patch
+from helpers.cli import run_cli
+from helpers.patches import forwarded_patch
+from helpers.project import git_project
 
 NAMES = ["rocm-fix-alpha", "rocm-fix-beta", "moe-mask"]
 
@@ -70,13 +71,13 @@ def test_bash_completes_patch_upstream_and_profile_names(stack, tmp_path):
 
 
 def test_mistyped_patch_name_gets_a_suggestion(stack):
-    run = pf("show", "rocm-fix-alpah", root=stack)
-    assert run.code == 2
+    run = run_cli(stack, "show", "rocm-fix-alpah")
+    assert run.rc == 2
     assert "no patch named 'rocm-fix-alpah'" in run.err
     assert "hint: did you mean up/rocm-fix-alpha or up/rocm-fix-beta?" in run.err
-    assert "hint: did you mean up/moe-mask?" in pf("edit", "moe-mak", root=stack).err
-    far = pf("show", "zzz", root=stack)
-    assert far.code == 2 and "`patchforge list` shows the series" in far.err
+    assert "hint: did you mean up/moe-mask?" in run_cli(stack, "edit", "moe-mak").err
+    far = run_cli(stack, "show", "zzz")
+    assert far.rc == 2 and "`patchforge list` shows the series" in far.err
 
 
 def run_in_pty(argv: list[str], env: dict[str, str], cwd: Path) -> bytes:
@@ -112,7 +113,7 @@ def test_show_pages_its_diff_on_a_terminal_only(stack, tmp_path):
     assert b"\x1b[31m-line14\x1b[m" in text and b"\x1b[32m+line14 # fixed\x1b[m" in text
     assert b"diff --git" not in shown  # it went to the pager, not around it
     # Piped: no pager, no colour, the same lines.
-    piped = pf("show", "moe-mask", root=stack)
-    assert piped.code == 0
-    assert b"-line14\n+line14 # fixed\n" in piped.out and b"\x1b[" not in piped.out
-    assert pf("show", "moe-mask", "--stat", root=stack).out.count(b"diff --git") == 0
+    piped = run_cli(stack, "show", "moe-mask")
+    assert piped.rc == 0
+    assert b"-line14\n+line14 # fixed\n" in piped.stdout and b"\x1b[" not in piped.stdout
+    assert run_cli(stack, "show", "moe-mask", "--stat").stdout.count(b"diff --git") == 0

@@ -8,8 +8,9 @@ import json
 import os
 from pathlib import Path
 
-from servers import registry_server  # noqa: F401  (fixture)
-from test_cli_setup import build_git_upstream, git_project, lock_doc, ok, pf
+from helpers.cli import ok, run_cli
+from helpers.project import UPSTREAM_FILES, git_project, lock_doc
+from helpers.upstream import Upstream
 
 BASIC = "Basic " + base64.b64encode(b"ada:s3cret-pw").decode()
 
@@ -24,16 +25,16 @@ def _private_image(registry_server, commit: str) -> str:  # noqa: F811
 def test_docker_login_auths_open_a_private_registry(tmp_path, registry_server):  # noqa: F811
     root, commit = git_project(tmp_path)
     image = _private_image(registry_server, commit)
-    denied = pf("status", "--against", image, root=root)
-    assert denied.code == 2 and "401" in denied.err and "docker login" in denied.err
+    denied = run_cli(root, "status", "--against", image)
+    assert denied.rc == 2 and "401" in denied.err and "docker login" in denied.err
     docker = Path(os.environ["HOME"]) / ".docker"
     docker.mkdir()
     (docker / "config.json").write_text(json.dumps({"auths": {registry_server.host: {
         "auth": base64.b64encode(b"ada:s3cret-pw").decode()}}}))
-    run = pf("status", "--against", image, "--json", root=root)
-    assert run.code == 0, run.err
+    run = run_cli(root, "status", "--against", image, "--json")
+    assert run.rc == 0, run.err
     assert json.loads(run.out)["targets"]["up"]["commit"] == commit
-    assert "s3cret" not in run.err + run.text
+    assert "s3cret" not in run.text
 
 
 def test_docker_credential_helper_is_asked(tmp_path, registry_server, monkeypatch):  # noqa: F811
@@ -52,23 +53,24 @@ def test_docker_credential_helper_is_asked(tmp_path, registry_server, monkeypatc
     config.mkdir()
     (config / "config.json").write_text(json.dumps({"credsStore": "vault"}))
     monkeypatch.setenv("DOCKER_CONFIG", str(config))
-    run = pf("status", "--against", image, "--json", root=root)
-    assert run.code == 0, run.err
+    run = run_cli(root, "status", "--against", image, "--json")
+    assert run.rc == 0, run.err
     assert asked.read_text() == registry_server.host
     assert json.loads(run.out)["targets"]["up"]["commit"] == commit
 
 
 def test_git_upstream_fetch_reads_the_users_git_config(tmp_path):
     """A URL only the user's `url.<base>.insteadOf` can reach: fetched, and pinned."""
-    upstream, commit = build_git_upstream(tmp_path / "real")
+    real = Upstream(tmp_path / "real", UPSTREAM_FILES)
+    upstream, commit = real.path, real.base
     root = tmp_path / "project"
     root.mkdir()
-    ok("init", cwd=root)
+    ok(None, "init", cwd=root)
     url = "https://git.example.invalid/acme/up.git"
-    refused = pf("upstream", "add", "up", "--git", url, "--at", "main", root=root)
-    assert refused.code == 2
+    refused = run_cli(root, "upstream", "add", "up", "--git", url, "--at", "main")
+    assert refused.rc == 2
     (Path(os.environ["HOME"]) / ".gitconfig").write_text(
         f'[url "file://{upstream}"]\n\tinsteadOf = {url}\n')
-    ok("upstream", "add", "up", "--git", url, "--at", "main", root=root)
+    ok(root, "upstream", "add", "up", "--git", url, "--at", "main")
     assert lock_doc(root)["upstreams"]["up"]["commit"] == commit
     assert lock_doc(root)["upstreams"]["up"]["source"] == {"url": url}

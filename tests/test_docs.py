@@ -10,7 +10,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import REPO_ROOT
+from helpers.env import REPO_ROOT
 
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md")),
         REPO_ROOT / ".pre-commit-hooks.yaml"]
@@ -109,7 +109,7 @@ def test_every_documented_command_runs_as_written(tmp_path, shared_cache):
     import subprocess
     import sys
 
-    from conftest import shared_release
+    from helpers.env import shared_release
 
     lock = json.loads((REPO_ROOT / "upstream.lock").read_text())
     for upstream, pin in lock["upstreams"].items():

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
-from conftest import git
-from test_cli_setup import git_project, ok, pf
-from test_forge_lookups import forwarded_patch
+from helpers.cli import ok, run_cli
+from helpers.git import git
+from helpers.patches import plain_patch
+from helpers.project import git_project
 
 # The runner's workflow-command syntax: ::name key=value,key=value::message (one line).
 COMMAND = re.compile(r"^::(error|warning|notice)(?: ((?:\w+=[^,:]*)(?:,\w+=[^,:]*)*))?::(.*)$")
@@ -23,13 +24,6 @@ def annotations(out: bytes) -> list[tuple[str, dict, str]]:
     return found
 
 
-def plain_patch(number: int, line: int, fields: bytes) -> bytes:
-    """forwarded_patch without its Forwarded/Upstream-Status lines, `fields` in their place."""
-    url = f"https://github.com/acme/up/pull/{number}".encode()
-    return forwarded_patch(number, line).replace(
-        b"Forwarded: " + url + b"\nUpstream-Status: Submitted [" + url + b"]\n", fields)
-
-
 def test_lint_overlays_status_verify_in_one_job(tmp_path, monkeypatch):
     summary = tmp_path / "step-summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
@@ -41,9 +35,9 @@ def test_lint_overlays_status_verify_in_one_job(tmp_path, monkeypatch):
     (series / "bare.patch").write_bytes(plain_patch(2, 14, b""))
     (series / "series").write_text("good.patch\nbare.patch\n")
 
-    lint = pf("lint", "--no-forge", "--format", "github", root=root)
-    assert lint.code == 1
-    marks = annotations(lint.out)
+    lint = run_cli(root, "lint", "--no-forge", "--format", "github")
+    assert lint.rc == 1
+    marks = annotations(lint.stdout)
     assert ("error", {"file": "series/up/bare.patch",
                       "title": "patchforge lint%3A up/bare.patch"},
             "header: no Upstream-Status or Forwarded: say whether the fix went upstream "
@@ -54,26 +48,26 @@ def test_lint_overlays_status_verify_in_one_job(tmp_path, monkeypatch):
     assert "up/good.patch" not in " ".join(p.get("title", "") for _, p, _ in marks
                                           if _ == "error")
 
-    ok("overlays", root=root)
+    ok(root, "overlays")
     overlay = root / "overlays" / "up" / "a.py"
     overlay.write_bytes(overlay.read_bytes() + b"# edited by hand\n")
-    check = pf("overlays", "--check", "--format", "github", root=root)
-    assert check.code == 1
-    assert [(level, props["file"]) for level, props, _ in annotations(check.out)] == [
+    check = run_cli(root, "overlays", "--check", "--format", "github")
+    assert check.rc == 1
+    assert [(level, props["file"]) for level, props, _ in annotations(check.stdout)] == [
         ("error", "overlays/up/a.py")]
-    verify = pf("verify", "--format", "github", root=root)
-    assert verify.code == 1
+    verify = run_cli(root, "verify", "--format", "github")
+    assert verify.rc == 1
     assert ("error", "overlays/up/a.py") in [(lv, p.get("file")) for lv, p, _ in
-                                             annotations(verify.out)]
+                                             annotations(verify.stdout)]
 
     upstream = tmp_path / "up-upstream"
     (upstream / "a.py").write_bytes((upstream / "a.py").read_bytes().replace(
         b"line4\n", b"line4 changed upstream\n"))
     git(upstream, "commit", "-qam", "upstream changes line 4")
-    status = pf("status", "--against", "main", "--format", "github", root=root)
-    assert status.code == 1, status.err
+    status = run_cli(root, "status", "--against", "main", "--format", "github")
+    assert status.rc == 1, status.err
     assert ("error", "series/up/good.patch") in [(lv, p.get("file")) for lv, p, _ in
-                                                 annotations(status.out)]
+                                                 annotations(status.stdout)]
 
     text = summary.read_text()
     sections = [line for line in text.splitlines() if line.startswith("### ")]
@@ -92,8 +86,8 @@ def test_without_the_format_nothing_is_annotated(tmp_path, monkeypatch):
     summary = tmp_path / "step-summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     root, _ = git_project(tmp_path)
-    run = pf("lint", "--no-forge", root=root)
-    assert b"::" not in run.out and not summary.exists()
+    run = run_cli(root, "lint", "--no-forge")
+    assert "::" not in run.out and not summary.exists()
 
 
 def test_reusable_action_runs_each_command_with_annotations(tmp_path, monkeypatch):
@@ -105,7 +99,7 @@ def test_reusable_action_runs_each_command_with_annotations(tmp_path, monkeypatc
 
     import yaml
 
-    from conftest import REPO_ROOT
+    from helpers.env import REPO_ROOT
 
     action = yaml.safe_load((REPO_ROOT / "action.yml").read_text())
     assert action["runs"]["using"] == "composite"

@@ -8,8 +8,10 @@ import click
 
 from patchforge.cli import LAZY_COMMANDS, cli
 from patchforge.formats.schemas import SCHEMA_NAMES, load_schema, validation_errors
-from test_cli_setup import git_project, ok, pf
-from test_forge_lookups import forwarded_patch
+from helpers.cli import ok, run_cli
+from helpers.patches import forwarded_patch
+from helpers.project import git_project
+from helpers.upstream import Upstream
 
 # command words -> the schema its --json document follows
 DOCUMENTS = {
@@ -50,7 +52,7 @@ def test_documents_validate_against_their_schemas(tmp_path):
                                                             b"Description:")
     (series / "fix.patch").write_bytes(patch)
     (series / "series").write_text("fix.patch\n")
-    ok("overlays", root=root)
+    ok(root, "overlays")
     runs = {
         "list": ["list"], "show": ["show", "fix"], "status": ["--offline", "status"],
         "lint": ["lint", "--no-forge"], "overlays": ["overlays", "--check"],
@@ -59,17 +61,16 @@ def test_documents_validate_against_their_schemas(tmp_path):
         "ledger": ["ledger"], "rebase": ["rebase", "--to", "main", "--dry-run"],
     }
     for schema, args in runs.items():
-        run = pf(*args, "--json", root=root)
-        assert run.code in (0, 1), (args, run.err)
+        run = run_cli(root, *args, "--json")
+        assert run.rc in (0, 1), (args, run.err)
         document = json.loads(run.out)
         assert document["schema_version"] == 1, args
         assert validation_errors(document, schema) == [], (args, document)
         if schema == "list":
             assert document["patches"][0]["profiles"] == ["gfx942", "gfx950"]
-    upstream2, _ = __import__("test_cli_setup").build_git_upstream(tmp_path / "second")
-    run = pf("upstream", "add", "second", "--git", str(upstream2), "--at", "main", "--json",
-             root=root)
+    upstream2 = Upstream(tmp_path / "second", {"x.py": b"x = 1\n"}).path
+    run = run_cli(root, "upstream", "add", "second", "--git", str(upstream2), "--at", "main", "--json")
     assert validation_errors(json.loads(run.out), "pin") == []
-    ok("edit", "fix", root=root)
-    run = pf("refresh", "--json", root=root)
+    ok(root, "edit", "fix")
+    run = run_cli(root, "refresh", "--json")
     assert validation_errors(json.loads(run.out), "refresh") == []

@@ -296,7 +296,7 @@ DEBIAN = (b"Description: Fix the int32 row offset\n Longer text.\nAuthor: A U Th
 def test_pure_dep3_patch_without_upstream_status_passes(env, tmp_path, monkeypatch):
     """A Debian patch says where it stands upstream with DEP-3's own fields."""
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "fix.patch", patch(DEBIAN))
+    add_patch_file(root, "up", "fix.patch", patch(DEBIAN))
     rc, doc = lint_json(root, "--no-forge")
     assert [f for f in findings(doc, "header", "fix.patch") if "Base" not in f["message"]] == [], doc
     assert rc == 0
@@ -304,7 +304,7 @@ def test_pure_dep3_patch_without_upstream_status_passes(env, tmp_path, monkeypat
             b"Description: x\n" + AUTHOR + b"Forwarded: https://lists.example.org/m/1\n",
             b"Description: x\nOrigin: https://salsa.debian.org/p/-/commit/1\nForwarded: no\n")):
         root = env.fresh(tmp_path / str(number), monkeypatch)
-        add_patch(root, "fix.patch", patch(fields))
+        add_patch_file(root, "up", "fix.patch", patch(fields))
         rc, doc = lint_json(root, "--no-forge")
         assert rc == 0 and errors(doc) == [], doc
 
@@ -323,7 +323,7 @@ def test_pure_dep3_patch_without_upstream_status_passes(env, tmp_path, monkeypat
 ])
 def test_dep3_field_forms(env, tmp_path, monkeypatch, field, expected, severity):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "fix.patch", patch(b"Description: x\n" + AUTHOR + field))
+    add_patch_file(root, "up", "fix.patch", patch(b"Description: x\n" + AUTHOR + field))
     rc, doc = lint_json(root, "--no-forge")
     found = [f for f in findings(doc, "header", "fix.patch") if expected in f["message"]]
     assert found and found[0]["severity"] == severity, doc
@@ -352,7 +352,7 @@ def _run_hook(hook: dict, root: Path) -> subprocess.CompletedProcess:
 
 def test_pre_commit_hooks_are_offline_and_catch_stale_overlays(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
-    add_patch(root, "fix.patch", patch(FIELDS))
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS))
     assert run_cli(root, "overlays").rc == 0
     hooks = _hooks()
     assert set(hooks) == {"patchforge-lint", "patchforge-overlays-check"}

@@ -445,15 +445,15 @@ def test_token_from_gh_token_and_from_gh_auth_token(stack, monkeypatch, tmp_path
     log = _fake_gh(tmp_path, monkeypatch, "tok-from-gh-cli")
     result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
                     "--fork-owner", "ada")
-    assert result.exit_code == 0, result.output
-    assert "tok-from-gh-cli" not in result.output
+    assert result.rc == 0, result.text
+    assert "tok-from-gh-cli" not in result.text
     assert log.read_text() == "auth token --hostname 127.0.0.1\n"
     assert all(r.header("authorization") == "Bearer tok-from-gh-cli" for r in forge.requests)
     forge.require_token = "tok-env-gh"
     monkeypatch.setenv("GH_TOKEN", "tok-env-gh")
     again = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
                    "--fork-owner", "ada")
-    assert again.exit_code == 0, again.output
+    assert again.rc == 0, again.text
     assert log.read_text() == "auth token --hostname 127.0.0.1\n"  # not asked again
 
 
@@ -461,9 +461,9 @@ def test_open_checks_the_forge_before_pushing(stack, monkeypatch):
     """No token, or a forge that cannot be reached: exit 2 and the fork has no new branch."""
     result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
                     "--fork-owner", "ada")
-    assert result.exit_code == 2
-    assert "needs a forge token; nothing was pushed" in result.stderr
-    assert "GH_TOKEN" in result.stderr and "gh auth login" in result.stderr
+    assert result.rc == 2
+    assert "needs a forge token; nothing was pushed" in result.err
+    assert "GH_TOKEN" in result.err and "gh auth login" in result.err
     assert fork_branches(stack["fork"]) == {} and stack["forge"].requests == []
 
     monkeypatch.setenv("GITHUB_TOKEN", "tok-x")
@@ -472,6 +472,6 @@ def test_open_checks_the_forge_before_pushing(stack, monkeypatch):
     config.write_text(config.read_text().replace(stack["forge"].url, dead))
     result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
                     "--fork-owner", "ada")
-    assert result.exit_code == 2, result.output
-    assert "cannot connect to 127.0.0.1:9" in result.stderr
+    assert result.rc == 2, result.text
+    assert "cannot connect to 127.0.0.1:9" in result.err
     assert fork_branches(stack["fork"]) == {}
