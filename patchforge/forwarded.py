@@ -82,9 +82,10 @@ def forwarded_info(project, store, patch, target: Target, forge, lookups=None) -
     return pull_request_info(store, target, url, forge, lookups)
 
 
-def lookup_forwarded(project, forge, patches) -> "PullLookups | None":
-    """Every Forwarded pull request of `patches` asked at once (net.forge.lookup_pulls); says
-    once, as a warning, when the forge cannot be reached."""
+def lookup_forwarded(project, forge, patches):
+    """Every Forwarded pull request of `patches` asked at once: net.forge.lookup_pulls's
+    PullLookups, or None when there is nothing to ask. Says once, as a warning, when the forge
+    cannot be reached."""
     from patchforge.net.forge import lookup_pulls, parse_pr_url
 
     refs = []

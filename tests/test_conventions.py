@@ -1,11 +1,9 @@
 """What users of git, quilt and gh expect: completion of the project's own names (in a real
-bash), `show` with its diff through a pager on a terminal (a real pseudo-terminal), and a
+bash), `show` with its diff through a pager on a terminal (a pseudo-terminal), and a
 "did you mean" for a mistyped patch name."""
 from __future__ import annotations
 
 import os
-import pty
-import select
 import shutil
 import subprocess
 import sys
@@ -13,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cli import run_cli
+from helpers.cli import run_cli, run_on_pty
 from helpers.patches import forwarded_patch
 from helpers.project import git_project
 
@@ -80,33 +78,11 @@ def test_mistyped_patch_name_gets_a_suggestion(stack):
     assert far.rc == 2 and "`patchforge list` shows the series" in far.err
 
 
-def run_in_pty(argv: list[str], env: dict[str, str], cwd: Path) -> bytes:
-    """Run a command with stdout and stderr on a pseudo-terminal; everything it wrote."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the command, on the terminal
-        os.chdir(cwd)
-        os.execve(argv[0], argv, env)
-    out = b""
-    while True:
-        ready, _, _ = select.select([fd], [], [], 60)
-        if not ready:
-            break
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.waitpid(pid, 0)
-    return out
-
-
 def test_show_pages_its_diff_on_a_terminal_only(stack, tmp_path):
     paged = tmp_path / "paged"
     env = dict(os.environ, PAGER=f"cat > {paged}", TERM="xterm")
     env.pop("NO_COLOR", None)
-    shown = run_in_pty([sys.executable, "-m", "patchforge", "show", "moe-mask"], env, stack)
+    _, shown = run_on_pty([sys.executable, "-m", "patchforge", "show", "moe-mask"], stack, env)
     text = paged.read_bytes()
     assert text.startswith(b"up/moe-mask.patch  (series/up/moe-mask.patch")
     assert b"diff --git a/a.py b/a.py" in text

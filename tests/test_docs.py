@@ -3,7 +3,6 @@ every fenced shell command of the tutorial, the reference and the example-stack 
 written on a fresh clone, exiting as the page says."""
 from __future__ import annotations
 
-import json
 import os
 import re
 import tomllib
@@ -109,12 +108,9 @@ def test_every_documented_command_runs_as_written(tmp_path, shared_cache):
     import subprocess
     import sys
 
-    from helpers.env import shared_release
+    from helpers.env import shared_example_releases
 
-    lock = json.loads((REPO_ROOT / "upstream.lock").read_text())
-    for upstream, pin in lock["upstreams"].items():
-        shared_release(upstream, pin["source"]["package"], pin["version"])
-    shared_release("vllm", "vllm", "0.33.0")
+    shared_example_releases()
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     bindir = tmp_path / "bin"

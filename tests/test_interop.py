@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import run_on_pty
 from helpers.deploy import check_mounts, compose_config
 from helpers.env import isolate
 
@@ -240,29 +241,6 @@ def test_compose_override_file_through_docker_compose(built):
 
 
 # --- terminal conventions: colour only on a terminal, never with NO_COLOR ----------------------
-
-def run_on_pty(cmd, cwd, env) -> tuple[int, bytes]:
-    """Run `cmd` with stdout and stderr on a pseudo-terminal; return (exit code, output)."""
-    import os
-    import pty
-
-    master, slave = pty.openpty()
-    try:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=slave,
-                                stderr=slave, close_fds=True)
-        os.close(slave)
-        chunks = []
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-        return proc.wait(timeout=120), b"".join(chunks)
-    finally:
-        os.close(master)
 
 
 @pytest.mark.parametrize("case", ["tty", "NO_COLOR", "--no-color", "TERM=dumb", "piped",

@@ -19,7 +19,7 @@ import pytest
 from patchforge.formats.schemas import validation_errors
 from patchforge.store.diff import make_file_diff
 from helpers.cli import run_subprocess
-from helpers.env import REPO_ROOT, shared_release
+from helpers.env import REPO_ROOT, shared_example_releases
 from helpers.git import git
 from helpers.project import add_git_upstream, make_project
 from helpers.upstream import Upstream
@@ -553,10 +553,7 @@ BACKPORTS = {"rocm-aiter-paged-mqa-logits-api-check.patch", "rocm-sparse-mla-ind
 def test_real_example_stack_against_vllm_0_33_0(tmp_path, shared_cache):
     # The pinned releases (what `patchforge fetch` brings) and the target: fetched once per
     # machine into the shared cache, so the status below can run offline.
-    lock = json.loads((REPO_ROOT / "upstream.lock").read_text())
-    for upstream, pin in lock["upstreams"].items():
-        shared_release(upstream, pin["source"]["package"], pin["version"])
-    shared_release("vllm", "vllm", "0.33.0")
+    shared_example_releases()
     root = tmp_path / "stack"
     root.mkdir()
     for name in ("pyproject.toml", "upstream.lock", "vllm-entrypoint.sh"):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from patchforge.errors import NetworkError, UsageError
+from patchforge.errors import NetworkError, PatchforgeError, UsageError
 from patchforge.net.http import HttpClient, Response, host_of
 
 GITHUB_ACCEPT = "application/vnd.github+json"
@@ -252,8 +252,6 @@ def lookup_pulls(forge, refs: list[PullRef], *, deadline: float = LOOKUP_DEADLIN
     answered are marked so instead of each waiting out its own retries. The worker threads are
     daemons, so one stuck on a dead connection never holds the command's exit.
     """
-    from patchforge.errors import PatchforgeError
-
     pending = list(dict.fromkeys(refs))
     answers: dict[PullRef, PullRequest | PatchforgeError] = {}
     done = threading.Condition()

@@ -72,3 +72,26 @@ def run_subprocess(root: Path | None, *args: str, env: dict[str, str] | None = N
     argv = (["--root", str(root)] if root is not None else []) + [str(a) for a in args]
     return subprocess.run([sys.executable, "-m", "patchforge", *argv], capture_output=True,
                           env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout)
+
+
+def run_on_pty(cmd, cwd, env) -> tuple[int, bytes]:
+    """Run `cmd` with stdout and stderr on a pseudo-terminal; return (exit code, output)."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=slave,
+                                stderr=slave, close_fds=True)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        return proc.wait(timeout=120), b"".join(chunks)
+    finally:
+        os.close(master)

@@ -124,3 +124,14 @@ def shared_release(upstream: str, package: str, version: str) -> str:
         finally:
             store.close()
     return commit
+
+
+def shared_example_releases() -> None:
+    """The example stack's locked releases (what `patchforge fetch` brings) and vllm 0.33.0,
+    its documented target, in the shared cache (see shared_release)."""
+    import json
+
+    lock = json.loads((REPO_ROOT / "upstream.lock").read_text())
+    for upstream, pin in lock["upstreams"].items():
+        shared_release(upstream, pin["source"]["package"], pin["version"])
+    shared_release("vllm", "vllm", "0.33.0")
