@@ -6,12 +6,15 @@ that the result is the very commit the lock names.
 """
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 from patchforge.errors import StoreError
 from patchforge.model.lock import UpstreamPin
+
+log = logging.getLogger("patchforge.resolve")
 
 def git_url_for(project, url: str) -> str:
     """The URL git is given: a relative local path is relative to the project root (where the
@@ -40,6 +43,7 @@ def _wheel_version(spec: str) -> str:
 
 def pin_for_spec(project, store, upstream, spec: str) -> UpstreamPin:
     """Resolve SPEC for `upstream` (an UpstreamConfig) into a pin stored in `store`."""
+    log.info("%s: resolving %s", upstream.name, spec)
     from patchforge import targets
     from patchforge.store import sources
 
@@ -102,7 +106,9 @@ def ensure_pinned(project, store, name: str, pin: UpstreamPin) -> str:
     know it as one); a wheel pin's import must record the lock's file name and sha256.
     """
     try:
-        return _bring_pinned(project, store, name, pin)
+        what = _bring_pinned(project, store, name, pin)
+        log.info("%s: %s %s (%s)", name, pin.label, what, pin.commit[:12])
+        return what
     except StoreError as exc:
         if project.offline and not exc.hint:
             exc.hint = (f"the cache has no {name} {pin.label} yet: run `patchforge fetch` once "
