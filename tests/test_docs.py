@@ -123,8 +123,9 @@ def test_every_documented_command_runs_as_written(tmp_path, shared_cache):
     script = [f"exec 3>{outputs / 'rc'}", f"cd {scratch}"]
     expected: list[int | None] = []
     for index, command in enumerate(commands):
-        text = command.text.replace("/path/to/patchforge", str(REPO_ROOT)).replace(
-            "/tmp/", f"{scratch}/")
+        # /tmp/ first: the checkout itself may live under /tmp.
+        text = command.text.replace("/tmp/", f"{scratch}/").replace("/path/to/patchforge",
+                                                                    str(REPO_ROOT))
         skipped = next((reason for prefix, reason in SKIP.items() if text.startswith(prefix)),
                        None)
         following = commands[index + 1] if index + 1 < len(commands) else None
