@@ -37,7 +37,7 @@ def _patch_items(project, incomplete: str) -> list[tuple[str, ...]]:
     for upstream, name in project.all_patches():
         stems.setdefault(name[:-len(".patch")] if name.endswith(".patch") else name,
                          []).append(upstream)
-    items = []
+    items: list[tuple[str, ...]] = []
     for stem, upstreams in stems.items():
         qualified = [f"{u}/{stem}" for u in upstreams]
         if len(upstreams) == 1 and stem.startswith(incomplete) and "/" not in incomplete:

@@ -22,11 +22,11 @@ def configure_logging(verbosity: int) -> None:
     level = (logging.ERROR if verbosity < 0 else logging.WARNING if verbosity == 0
              else logging.INFO if verbosity == 1 else logging.DEBUG)
     logger.setLevel(level)
-    for handler in list(logger.handlers):  # a second main() in one process (tests) replaces it
-        if getattr(handler, "_patchforge", False):
-            logger.removeHandler(handler)
+    for old in list(logger.handlers):  # a second main() in one process (tests) replaces it
+        if old.get_name() == "patchforge-stderr":
+            logger.removeHandler(old)
     handler = logging.StreamHandler(_Stderr())
-    handler._patchforge = True
+    handler.set_name("patchforge-stderr")
     fmt = ("patchforge: %(message)s" if verbosity < 2
            else "patchforge: %(relativeCreated)7.0fms %(name)s: %(message)s")
     handler.setFormatter(logging.Formatter(fmt))
@@ -142,6 +142,7 @@ def page(data: bytes, *, enabled: bool = True) -> None:
     except OSError:
         sys.stdout.buffer.write(data)
         return
+    assert proc.stdin is not None  # stdin=PIPE
     try:
         proc.stdin.write(data)
         proc.stdin.close()

@@ -128,14 +128,13 @@ class GitHubForge:
                     token_env: str | None = None, **http_options: Any) -> "GitHubForge":
         """A forge whose token is bound to the API host and nowhere else: from `token_env` when
         given, else GH_TOKEN, GITHUB_TOKEN or `gh auth token` (net.credentials.forge_token)."""
-        token = None
         if token_env is None and "token" not in http_options:
             from patchforge.net.credentials import forge_token
             found = forge_token(api_url, offline=offline)
-            token = found.value if found else None
+            if found is not None:
+                http_options["token"] = found.value
         http = HttpClient(cache_dir, offline=offline, token_env=token_env,
-                          token_host=host_of(api_url),
-                          **({"token": token} if token else {}), **http_options)
+                          token_host=host_of(api_url), **http_options)
         return cls(api_url, http)
 
     def __repr__(self) -> str:
@@ -255,29 +254,30 @@ def lookup_pulls(forge, refs: list[PullRef], *, deadline: float = LOOKUP_DEADLIN
     pending = list(dict.fromkeys(refs))
     answers: dict[PullRef, PullRequest | PatchforgeError] = {}
     done = threading.Condition()
-    state = {"unreachable": None, "queue": list(pending)}
+    queue = list(pending)
+    unreachable: list[str] = []  # the first connection failure, once there is one
 
     def work() -> None:
         while True:
             with done:
-                if not state["queue"] or state["unreachable"]:
+                if not queue or unreachable:
                     return
-                ref = state["queue"].pop(0)
+                ref = queue.pop(0)
             try:
                 answer: PullRequest | PatchforgeError = forge.pull_request(ref.repo, ref.number)
             except PatchforgeError as exc:
                 answer = exc
             with done:
                 answers[ref] = answer
-                if getattr(answer, "unreachable", False) and not state["unreachable"]:
-                    state["unreachable"] = str(answer)
+                if getattr(answer, "unreachable", False) and not unreachable:
+                    unreachable.append(str(answer))
                 done.notify_all()
 
     for _ in range(min(workers, len(pending))):
         threading.Thread(target=work, name="forge-lookup", daemon=True).start()
     end = time.monotonic() + deadline
     with done:
-        while len(answers) < len(pending) and not state["unreachable"]:
+        while len(answers) < len(pending) and not unreachable:
             left = end - time.monotonic()
             if left <= 0:
                 break
@@ -286,6 +286,6 @@ def lookup_pulls(forge, refs: list[PullRef], *, deadline: float = LOOKUP_DEADLIN
             if ref not in answers:
                 answers[ref] = NetworkError(
                     f"pull request {ref.repo}#{ref.number}: "
-                    + ("not asked, the forge is unreachable" if state["unreachable"]
+                    + ("not asked, the forge is unreachable" if unreachable
                        else f"no answer within {deadline:.0f} s"))
-        return PullLookups(dict(answers), state["unreachable"])
+        return PullLookups(dict(answers), unreachable[0] if unreachable else None)
