@@ -31,9 +31,12 @@ def open_store(project):
     from patchforge.store.gitstore import UpstreamStore
 
     store = UpstreamStore.open()
+    store.progress = project.progress
     try:
         yield store
     finally:
+        if store.progress is not None:
+            store.progress.done()
         store.close()
 
 

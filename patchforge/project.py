@@ -47,6 +47,9 @@ class Project:
     # Paths are pure functions of the root and names; pathlib makes each in microseconds that
     # add up over the thousands of lookups a long series makes.
     _patch_paths: dict = field(default_factory=dict, repr=False, compare=False)
+    # Who hears about long work in the store (a store.gitstore.TransferProgress, e.g. a wheel's
+    # download and import); the command line sets it, open_store hands it to the store.
+    progress: object | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def discover(cls, root: Path | None = None, *, offline: bool = False) -> "Project":

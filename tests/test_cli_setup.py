@@ -380,3 +380,60 @@ def test_short_wheel_version_suggests_the_full_one(tmp_path, monkeypatch):
     # A full version gets no such suggestion.
     run = run_cli(tmp_path, "--offline", "status", "--against", "tiny=1.3.0")
     assert run.rc == 2 and "did you mean" not in run.err
+
+
+def _fetch_in_a_new_cache(root: Path, index: Path, *args: str, terminal: bool) -> tuple[int, str]:
+    """`patchforge ARGS fetch` as a child process with a cold cache of its own (the wheel
+    downloaded again by pip from the find-links directory `index`): (exit code, what it wrote on
+    stderr). With `terminal`, stderr is a pseudo-terminal."""
+    import pty
+
+    cache = root / "cold-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PIP_NO_INDEX": "1",
+           "PIP_FIND_LINKS": str(index), "PATCHFORGE_CACHE": str(cache),
+           "PATCHFORGE_WHEELS": str(cache / "wheels")}
+    command = [sys.executable, "-m", "patchforge", "--root", str(root), *args, "fetch"]
+    if not terminal:
+        proc = subprocess.run(command, env=env, capture_output=True)
+        return proc.returncode, proc.stderr.decode("utf-8", "replace")
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    return proc.wait(), seen.decode("utf-8", "replace")
+
+
+@pytest.mark.skipif(shutil.which("pip") is None and importlib.util.find_spec("pip") is None,
+                    reason="no pip")
+def test_fetch_shows_download_then_import_progress_on_a_terminal_only(tmp_path, monkeypatch):
+    index = tmp_path / "index"
+    build_wheel(index, "tinypkg", "1.2.0", {"tinypkg/__init__.py": b"VALUE = 1\n",
+                                            "tinypkg/data.bin": os.urandom(300_000)})
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(index))
+    ok(None, "init", "--standalone", cwd=tmp_path)
+    ok(tmp_path, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.2.0")
+    code, seen = _fetch_in_a_new_cache(tmp_path, index, terminal=True)
+    assert code == 0, seen
+    downloading = seen.index("downloading tinypkg 1.2.0 with pip")
+    importing = seen.index("importing tiny 1.2.0: 5 files")
+    assert downloading < importing and "100% (" in seen[importing:]
+    assert seen.endswith("\r\x1b[K"), "the progress line is cleared at the end"
+    # Piped: nothing at all; with -v, one line per phase and no line rewritten in place.
+    assert _fetch_in_a_new_cache(tmp_path, index, terminal=False) == (0, "")
+    code, seen = _fetch_in_a_new_cache(tmp_path, index, "-v", terminal=False)
+    assert code == 0 and "\r" not in seen
+    lines = seen.splitlines()
+    phases = ["patchforge: fetching tiny 1.2.0", "patchforge: downloading tinypkg 1.2.0 with pip",
+              "patchforge: importing tiny 1.2.0: 5 files, 0 MB"]
+    assert [line for line in lines if line in phases] == phases, lines
+    assert all(line.startswith("patchforge: ") for line in lines), lines

@@ -61,8 +61,10 @@ class AppContext:
 
     def project(self):
         if self._project is None:
+            from patchforge.cli.output import TransferDisplay
             from patchforge.project import Project
             self._project = Project.discover(self.root, offline=self.offline)
+            self._project.progress = TransferDisplay(self.verbosity)
         return self._project
 
 

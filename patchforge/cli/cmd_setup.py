@@ -124,11 +124,11 @@ def fetch(app, upstreams, as_json):
     """Bring the locked revisions into the store."""
     from patchforge.ops.setup import fetch as do_fetch
 
-    from patchforge.cli.output import Progress
-
-    with Progress("fetching") as progress:
-        results = do_fetch(app.project(), list(upstreams) or None,
-                           on_upstream=lambda name, label: progress.advance(f"{name} {label}"))
+    project = app.project()
+    # The project's display shows each upstream, then its download and import in bytes.
+    results = do_fetch(project, list(upstreams) or None,
+                       on_upstream=lambda name, label: project.progress.step(
+                           f"fetching {name} {label}"))
     if as_json:
         emit_json({"fetched": [{"upstream": u, "commit": c, "result": w}
                                for u, c, w in results]}, "fetch")

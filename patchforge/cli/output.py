@@ -174,3 +174,51 @@ def color_diff(diff: bytes, enabled: bool) -> bytes:
         else:
             out.append(line)
     return b"".join(out)
+
+
+class TransferDisplay:
+    """A store.gitstore.TransferProgress: how the store's long work (a wheel's download, its
+    import) shows on stderr. A line rewritten in place with the bytes done, only when stderr is
+    a terminal; with -v, one line per phase wherever stderr goes. Plugged into
+    UpstreamStore.progress by the commands that may fetch (fetch, status, rebase, upstream)."""
+
+    def __init__(self, verbosity: int = 0) -> None:
+        self.live = sys.stderr.isatty()
+        self.verbose = verbosity > 0
+        self.text = ""
+        self._last = 0.0
+        self._shown = False
+
+    def step(self, text: str) -> None:
+        self._clear()
+        if self.verbose:
+            sys.stderr.write(f"patchforge: {text}\n")
+        if self.live:
+            sys.stderr.write(f"\r\x1b[K{text}"[:200])
+            self._shown = True
+        sys.stderr.flush()
+        self.text, self._last = text, 0.0
+
+    def advance(self, done: int, total: int | None) -> None:
+        if not self.live:
+            return
+        now = time.monotonic()
+        if now - self._last < 0.1 and (total is None or done < total):
+            return
+        self._last = now
+        if total:
+            amount = f"{100 * done // total}% ({done / 1e6:.0f} of {total / 1e6:.0f} MB)"
+        else:
+            amount = f"{done / 1e6:.1f} MB"
+        sys.stderr.write(f"\r\x1b[K{self.text}: {amount}"[:200])
+        sys.stderr.flush()
+        self._shown = True
+
+    def _clear(self) -> None:
+        if self._shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            self._shown = False
+
+    def done(self) -> None:
+        self._clear()

@@ -61,6 +61,20 @@ _HEXABBREV = re.compile(r"[0-9a-fA-F]{4,40}")
 _BLOB_CACHE_BYTES = 256 << 20
 
 
+class TransferProgress:
+    """What UpstreamStore.progress is told about long work; this base hears nothing."""
+
+    def step(self, text: str) -> None:
+        """A phase starts (`text` says which: downloading X, importing Y)."""
+
+    def advance(self, done: int, total: int | None) -> None:
+        """Bytes done in the current phase (of `total`, None when not known in advance).
+        May be called from worker threads."""
+
+    def done(self) -> None:
+        """The work is over (a display clears its line)."""
+
+
 class UpstreamStore:
     """The bare repository `<cache>/store.git`. Not thread-safe beyond the cat-file reader."""
 
@@ -81,6 +95,9 @@ class UpstreamStore:
         self._partial = False
         self._blobs: dict[str, dict[str, bytes | None]] = {}  # commit -> path -> content
         self._blob_bytes = 0
+        # Who hears about long work (a wheel's download and import): None, or a
+        # TransferProgress. The command line sets it; the store never prints.
+        self.progress: TransferProgress | None = None
 
     # ---- opening
 

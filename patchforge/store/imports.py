@@ -1,5 +1,7 @@
 """Imports of a wheel or a directory into the store as deterministic root commits, through one
 `git fast-import` each (paths as stored, exec bits and symlinks kept, fixed identity and date).
+A wheel's blobs arrive as one pack made from its own compressed bytes (store/wheelpack.py), and
+fast-import then only makes the trees and the commit.
 """
 from __future__ import annotations
 
@@ -7,10 +9,10 @@ import os
 import stat
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from patchforge.errors import StoreError
 from patchforge.store.diff import check_path, decode_path
@@ -66,19 +68,33 @@ def import_wheel(store: UpstreamStore, wheel: Path, upstream: str, label: str, *
                                  "(absolute, '..', '.git' or control characters)") from None
             members[raw] = info  # a later duplicate wins, as on extraction
 
-        def files() -> Iterator[tuple[bytes, str, int, Iterator[bytes]]]:
-            for raw in sorted(members):
-                info = members[raw]
-                executable = info.create_system == 3 and (info.external_attr >> 16) & 0o111
-                yield raw, "100755" if executable else "100644", info.file_size, \
-                    _zip_chunks(archive, info)
-
         message = f"patchforge import of {upstream} {label}\n\nwheel: {wheel.name}\n"
         if sha256:
             message += f"sha256: {sha256}\n"
         for raw in sorted(skipped):
             message += f"skipped: {decode_path(raw)}\n"
-        return _import_files(store, files(), upstream, label, message)
+        names = sorted(members)
+        # The blobs go in as one pack made from the wheel's own compressed bytes
+        # (store/wheelpack.py); the tree and the commit are then the ones a stream of the
+        # contents would give.
+        from patchforge.store import wheelpack
+
+        located = wheelpack.locate_members(wheel, [members[raw] for raw in names])
+        progress = store.progress
+        if progress is not None:
+            size = sum(m.file_size for m in located)
+            progress.step(f"importing {upstream} {label}: {len(located)} files, "
+                          f"{size / 1e6:.0f} MB")
+        wheelpack.hash_members(wheel, located,
+                               progress=progress.advance if progress is not None else None)
+        wheelpack.write_pack(store.git_dir, wheel, located)
+        entries = []
+        for raw, member in zip(names, located):
+            info = members[raw]
+            executable = info.create_system == 3 and (info.external_attr >> 16) & 0o111
+            entries.append((raw, "100755" if executable else "100644", member.oid))
+        return _import_entries(store, entries, upstream, label, message)
+
 
 def import_directory(store: UpstreamStore, path: Path, upstream: str, label: str) -> ImportResult:
     """Import a directory tree as a deterministic root commit (like import_wheel).
@@ -125,6 +141,38 @@ def import_directory(store: UpstreamStore, path: Path, upstream: str, label: str
 
 def _import_files(store: UpstreamStore, files: Iterator[tuple[bytes, str, int, Iterator[bytes]]],
                   upstream: str, label: str, message: str) -> ImportResult:
+    """A root commit of `files` (path, mode, size, content chunks), streamed to fast-import."""
+    def write_files(w: IO[bytes]) -> None:
+        for raw, mode, size, chunks in files:
+            w.write(b"M %s inline %s\ndata %d\n" % (mode.encode(), quote_fastimport(raw), size))
+            written = 0
+            for chunk in chunks:
+                written += len(chunk)
+                if written > size:
+                    break
+                w.write(chunk)
+            if written != size:
+                raise StoreError(f"{decode_path(raw)}: size changed while importing "
+                                 f"({size} expected, {written} read)")
+            w.write(b"\n")
+
+    return _fast_import(store, write_files, upstream, label, message)
+
+
+def _import_entries(store: UpstreamStore, entries: list[tuple[bytes, str, str]], upstream: str,
+                    label: str, message: str) -> ImportResult:
+    """A root commit of `entries` (path, mode, blob id), the blobs already in the store."""
+    def write_entries(w: IO[bytes]) -> None:
+        w.write(b"".join(b"M %s %s %s\n" % (mode.encode(), oid.encode(), quote_fastimport(raw))
+                         for raw, mode, oid in entries))
+
+    return _fast_import(store, write_entries, upstream, label, message)
+
+
+def _fast_import(store: UpstreamStore, write_files: Callable[[IO[bytes]], None], upstream: str,
+                 label: str, message: str) -> ImportResult:
+    """The deterministic root commit at refs/patchforge/imports/<upstream>/<label> whose files
+    `write_files` writes as fast-import `M` commands."""
     check_upstream_name(upstream)
     check_label(label)
     ref = f"refs/patchforge/imports/{upstream}/{label}"
@@ -148,18 +196,7 @@ def _import_files(store: UpstreamStore, files: Iterator[tuple[bytes, str, int, I
         ident = f"{name} <{email}> {date}\n".encode()
         w.write(b"author " + ident + b"committer " + ident)
         w.write(b"data %d\n%s\n" % (len(msg), msg))
-        for raw, mode, size, chunks in files:
-            w.write(b"M %s inline %s\ndata %d\n" % (mode.encode(), quote_fastimport(raw), size))
-            written = 0
-            for chunk in chunks:
-                written += len(chunk)
-                if written > size:
-                    break
-                w.write(chunk)
-            if written != size:
-                raise StoreError(f"{decode_path(raw)}: size changed while importing "
-                                 f"({size} expected, {written} read)")
-            w.write(b"\n")
+        write_files(w)
         w.write(b"done\n")
         w.close()
     except BrokenPipeError:
@@ -181,17 +218,6 @@ def _import_files(store: UpstreamStore, files: Iterator[tuple[bytes, str, int, I
         raise StoreError(f"importing {upstream} {label} failed: {err[-2000:]}")
     commit, tree = store._out("rev-parse", ref, ref + "^{tree}").split()
     return ImportResult(commit, tree)
-
-
-def _zip_chunks(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[bytes]:
-    import zipfile
-
-    try:
-        with archive.open(info) as handle:
-            while chunk := handle.read(1 << 20):
-                yield chunk
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise StoreError(f"corrupt wheel member {info.filename}: {exc}") from exc
 
 
 def _file_chunks(path: bytes) -> Iterator[bytes]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchforge.errors import StoreError
-from patchforge.store.gitstore import UpstreamStore, wheels_dir
+from patchforge.store.gitstore import TransferProgress, UpstreamStore, wheels_dir
 from patchforge.store.giturl import redact, store_namespace
 
 
@@ -93,7 +93,8 @@ def cached_wheels(package: str, version: str, directory: Path | None = None) -> 
 
 def fetch_wheel(package: str, version: str, *, pin_sha256: str | None = None,
                 filename: str | None = None, offline: bool = False,
-                directory: Path | None = None) -> WheelFile:
+                directory: Path | None = None,
+                progress: TransferProgress | None = None) -> WheelFile:
     """The wheel of `package`==`version`: from the cache, else through `pip download`.
 
     Nothing is ever built or run: the name and version must be what PEP 508/440 allow (never a
@@ -102,6 +103,7 @@ def fetch_wheel(package: str, version: str, *, pin_sha256: str | None = None,
     with `filename` too (a lock records both) only that very file is accepted, and it is
     downloaded for the tags its name carries, so a lock made on one machine fetches the same
     file on any other. Offline, a wheel that is not cached is an error, never a download.
+    `progress` hears of the download.
     """
     package, version = _checked_wheel_request(package, version, filename)
     directory = Path(directory) if directory is not None else wheels_dir()
@@ -116,7 +118,8 @@ def fetch_wheel(package: str, version: str, *, pin_sha256: str | None = None,
         if offline:
             raise StoreError(f"{package} {version}: no cached wheel in {directory} and "
                              "--offline forbids downloading it")
-        candidates = [_pip_download(package, version, directory, filename=filename, sha256=pin)]
+        candidates = [_pip_download(package, version, directory, filename=filename, sha256=pin,
+                                    progress=progress)]
     digests = [(path, wheel_sha256(path)) for path in candidates]
     if pin is not None:
         for path, digest in digests:
@@ -193,7 +196,7 @@ def _tag_options(filename: str) -> list[str]:
 
 
 def _pip_download(package: str, version: str, directory: Path, *, filename: str | None = None,
-                  sha256: str | None = None) -> Path:
+                  sha256: str | None = None, progress: TransferProgress | None = None) -> Path:
     """Download one wheel with pip as configured on this machine, into a scratch directory
     beside the cache; the file enters the cache only when it is a wheel of `package`==`version`
     (and, when recorded, the very `filename` with the `sha256`)."""
@@ -217,8 +220,12 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
         if filename is not None:
             command += _tag_options(filename)
         command += ["-r", str(requirements)]
+        if progress is not None:
+            progress.step(f"downloading {package} {version} with pip")
         try:
-            proc = subprocess.run(command, capture_output=True, stdin=subprocess.DEVNULL)
+            with _DownloadWatch(scratch / "tmp", progress) as env:
+                proc = subprocess.run(command, capture_output=True, stdin=subprocess.DEVNULL,
+                                      env=env)
         except OSError as exc:
             raise StoreError(f"cannot run pip: {exc}") from exc
         if proc.returncode != 0:
@@ -264,6 +271,50 @@ def _remove_stale_downloads(directory: Path, max_age: float = 24 * 3600) -> None
             pass
 
 
+class _DownloadWatch:
+    """Bytes pip has downloaded so far, told to `progress` a few times a second.
+
+    pip writes a download into a temporary directory before moving it to `-d`: pip runs with
+    TMPDIR at `scratch` (a directory of ours), whose files' sizes are the bytes received.
+    Without `progress` nothing is watched and pip's environment is left as it is.
+    """
+
+    def __init__(self, scratch: Path, progress: TransferProgress | None) -> None:
+        import threading
+
+        self.scratch = scratch
+        self.stopped = threading.Event()
+        self.thread = None if progress is None else \
+            threading.Thread(target=self._watch, args=(progress,), daemon=True)
+
+    def __enter__(self) -> dict[str, str] | None:
+        if self.thread is None:
+            return None
+        import os
+
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        self.thread.start()
+        return {**os.environ, "TMPDIR": str(self.scratch)}
+
+    def _watch(self, progress: TransferProgress) -> None:
+        import os
+
+        while not self.stopped.wait(0.2):
+            size = 0
+            for root, _, names in os.walk(self.scratch):
+                for name in names:
+                    try:
+                        size += os.lstat(os.path.join(root, name)).st_size
+                    except OSError:
+                        pass  # pip moved or removed it meanwhile
+            progress.advance(size, None)
+
+    def __exit__(self, *exc) -> None:
+        if self.thread is not None:
+            self.stopped.set()
+            self.thread.join()
+
+
 def import_wheel_upstream(store: UpstreamStore, name: str, package: str, version: str,
                           pin_sha256: str | None = None, *, filename: str | None = None,
                           offline: bool = False) -> tuple[str, str, WheelFile]:
@@ -273,7 +324,7 @@ def import_wheel_upstream(store: UpstreamStore, name: str, package: str, version
     second run costs a hash of the wheel, not an import.
     """
     wheel = fetch_wheel(package, version, pin_sha256=pin_sha256, filename=filename,
-                        offline=offline)
+                        offline=offline, progress=store.progress)
     previous = store.import_ref(name, version)
     if previous is not None and \
             f"\nsha256: {wheel.sha256}\n".encode() in store.commit_message(previous):
