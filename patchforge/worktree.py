@@ -1,13 +1,26 @@
-"""The editing worktree of an upstream: `.patchforge/work/<upstream>`, a git checkout (objects
-shared with the store through alternates, so nothing is copied) whose HEAD is the upstream with the
-series applied up to just before the patch being edited, and whose working files carry that patch;
-`worktree_diff` turns the difference back into a diff. `edit`/`refresh` and a stopped rebase use it.
+"""The editing worktree of an upstream, `.patchforge/work/<upstream>`: the files an edit or a
+rebase stop is about, and nothing else of the upstream. `edit`/`new`/`refresh`, `add` and a stopped
+rebase use it.
+
+A worktree is a small git repository of its own. Its one commit (HEAD) holds the files as they
+are before the patch (the series before it, or the new base with the series so far); the working
+files carry the patch, or the conflict. So `git diff` and `git status` in it show exactly the
+user's change, and `Worktree.changes()` tells refresh and `rebase --continue` which tracked files
+differ and which files nobody asked for (refused, never folded in). A file the patch does not
+touch gets in only when the user asks (`edit NAME --file PATH`, `patchforge add PATH`). Making one
+costs what the patch touches: a stop on a vLLM wheel writes a few files, not the 800 MB of the
+whole tree. The repository has no link to the store (no alternates, no promisor): it holds its
+few blobs itself, and deleting the directory is all it takes to forget it.
+
+`worktree_diff` turns the change back into a diff against the store commit the worktree's files
+were taken from (the edit's `base`, or the stop's).
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchforge.apply.series import apply_series
@@ -15,17 +28,184 @@ from patchforge.errors import ApplyError, InputError, UsageError
 from patchforge.fsutil import atomic_delete, atomic_write
 from patchforge.stack import refuse_symlinked_paths
 from patchforge.store.diff import FileChange, make_diff
-from patchforge.store.git import run_git
+
+# Build products made while testing a fix (python -m py_compile, pytest) are not part of it.
+_EXCLUDE = b"__pycache__/\n*.pyc\n.pytest_cache/\n"
+_BASE_MESSAGE = b"patchforge: the files before the patch\n"
 
 
-def _git(cwd: Path, *args: str, input: bytes | None = None, env_extra=None,
-         ok: tuple[int, ...] = (0,)) -> bytes:
-    proc = run_git(*args, cwd=cwd, input=input, env=env_extra, ok=None)
-    if proc.returncode not in ok:
-        raise UsageError(f"git {' '.join(args[:2])} failed in {cwd}: "
-                         f"{proc.stderr.decode('utf-8', 'replace').strip()}")
-    return proc.stdout
+@dataclass(frozen=True)
+class Changes:
+    """What a worktree holds beyond its base: `changed` tracked paths whose working file (or
+    mode) differs from HEAD, or is gone; `untracked` files nobody asked for."""
 
+    changed: tuple[str, ...]
+    untracked: tuple[str, ...]
+
+
+class Worktree:
+    """The worktree at `path` (which may not exist yet)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    # ---- making one
+
+    @classmethod
+    def create(cls, path: Path, before: dict[str, tuple[str, bytes]],
+               after: dict[str, bytes | None], modes: dict[str, str] | None = None) -> "Worktree":
+        """A new worktree at `path` (whatever was there is removed): HEAD holds `before`
+        (path -> (mode, content), the files as they are before the patch), the working files
+        then take `after` (path -> content, None to delete) with `modes` (path -> mode)."""
+        for rel in (*before, *after):
+            _check_rel(rel)
+        work = cls(path)
+        if work.path.exists() or work.path.is_symlink():
+            shutil.rmtree(work.path) if work.path.is_dir() and not work.path.is_symlink() \
+                else work.path.unlink()
+        work.path.mkdir(parents=True)
+        work._git("init", "-q", "--template=")
+        info = work.path / ".git" / "info"
+        info.mkdir(parents=True, exist_ok=True)
+        (info / "exclude").write_bytes(_EXCLUDE)
+        for rel, (mode, content) in before.items():
+            work._write(rel, content, mode)
+        if before:
+            # -f: a tracked file stays tracked even if it looks like a build product.
+            work._git("add", "-f", "--", *before)
+        work._git("commit", "-q", "--no-verify", "--allow-empty", "-F", "-",
+                  input=_BASE_MESSAGE)
+        for rel, new in after.items():
+            if new is None:
+                target = work.path / rel
+                if target.is_file() or target.is_symlink():
+                    target.unlink()
+            else:
+                work._write(rel, new, (modes or {}).get(rel) or
+                            (before[rel][0] if rel in before else "100644"))
+        for rel, mode in (modes or {}).items():
+            if rel not in after:
+                work._write_mode(rel, mode)
+        # Files the patch creates are tracked from the start (intent to add), so that they
+        # are part of the change without anybody asking.
+        created = [rel for rel, content in after.items() if content is not None and rel not in before]
+        if created:
+            work._git("add", "-f", "-N", "--", *created)
+        return work
+
+    def add(self, rel: str, base: tuple[str, bytes] | None) -> bool:
+        """Track `rel` (`patchforge add`, `edit --file`): its base (mode, content), if the
+        upstream has it, joins HEAD and is written unless a working file is already there;
+        a path the upstream does not have is tracked as a new file. False if already tracked."""
+        _check_rel(rel)
+        if rel in self.tracked():
+            return False
+        target = self.path / rel
+        if base is not None:
+            mode, content = base
+            oid = self._git("hash-object", "-w", "--stdin", input=content).decode().strip()
+            # HEAD gets the file through an index of its own: the user's index may hold staged
+            # changes, which must stay changes and not become part of the base.
+            index = self.path / ".git" / "patchforge-add-index"
+            env = {"GIT_INDEX_FILE": str(index)}
+            try:
+                self._git("read-tree", "HEAD", env=env)
+                self._git("update-index", "--add", "--cacheinfo", f"{mode},{oid},{rel}", env=env)
+                tree = self._git("write-tree", env=env).decode().strip()
+            finally:
+                index.unlink(missing_ok=True)
+            commit = self._git("commit-tree", tree, input=_BASE_MESSAGE).decode().strip()
+            self._git("update-ref", "HEAD", commit)
+            self._git("update-index", "--add", "--cacheinfo", f"{mode},{oid},{rel}")
+            if not (target.exists() or target.is_symlink()):
+                self._write(rel, content, mode)
+        else:
+            if not target.is_file():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(b"")
+            self._git("add", "-f", "-N", "--", rel)
+        return True
+
+    # ---- reading one
+
+    def exists(self) -> bool:
+        return (self.path / ".git").is_dir()
+
+    def tracked(self) -> list[str]:
+        """Every path HEAD or the index knows (the files the patch touches, and those added)."""
+        out = self._git("ls-files", "-z", "--cached")
+        return sorted({_decode(p) for p in out.split(b"\0") if p})
+
+    def changes(self) -> Changes:
+        """Tracked files that differ from HEAD (content, mode, deletion), and untracked files.
+        One `git status`: it compares stat data first and hashes only what changed."""
+        out = self._git("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                        "--no-renames", "--ignore-submodules")
+        changed: set[str] = set()
+        untracked: set[str] = set()
+        for record in out.split(b"\0"):
+            if len(record) < 4:
+                continue
+            state, rel = record[:2], _decode(record[3:])
+            (untracked if state == b"??" else changed).add(rel)
+        return Changes(tuple(sorted(changed)), tuple(sorted(untracked)))
+
+    def read(self, rel: str) -> tuple[bytes | None, str]:
+        """(content, mode) of a working file; (None, "") when it is gone. A symlink is refused:
+        patches carry files."""
+        disk = self.path / rel
+        if disk.is_symlink():
+            raise InputError(f"{rel} is a symlink in the worktree; patches carry files only",
+                             path=str(disk))
+        if not disk.is_file():
+            return None, ""
+        return disk.read_bytes(), "100755" if os.access(disk, os.X_OK) else "100644"
+
+    def remove(self) -> None:
+        if self.path.exists():
+            shutil.rmtree(self.path)
+
+    # ---- helpers
+
+    def _write(self, rel: str, content: bytes, mode: str) -> None:
+        target = self.path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink():
+            target.unlink()
+        target.write_bytes(content)
+        self._write_mode(rel, mode)
+
+    def _write_mode(self, rel: str, mode: str) -> None:
+        target = self.path / rel
+        if target.is_file() and not target.is_symlink():
+            os.chmod(target, 0o755 if mode == "100755" else 0o644)
+
+    def _git(self, *args: str, input: bytes | None = None,
+             env: dict[str, str] | None = None) -> bytes:
+        from patchforge.store.git import run_git
+
+        proc = run_git("-c", "core.autocrlf=false", "-c", "core.fileMode=true", *args,
+                       cwd=self.path, input=input, env=env, ok=None)
+        if proc.returncode != 0:
+            raise UsageError(f"git {' '.join(args[:2])} failed in {self.path}: "
+                             f"{proc.stderr.decode('utf-8', 'replace').strip()}")
+        return proc.stdout
+
+
+def _check_rel(rel: str) -> None:
+    # Paths come from patches and the user; the store already refused unsafe ones, this is the
+    # worktree's own guard before anything is written on disk.
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..", ".git") for p in parts) \
+            or "\0" in rel or "\n" in rel:
+        raise UsageError(f"refusing path {rel!r} in a worktree")
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+# ---- the editing state and the operations on it
 
 def state_file(project, upstream: str) -> Path:
     return project.state_dir / "work" / f"{upstream}.json"
@@ -42,8 +222,9 @@ def _series_prefix(project, upstream: str, file_name: str):
     return [(n, project.read_patch(upstream, n)) for n in names[:index]]
 
 
-def open_worktree(project, store, name: str) -> Path:
-    """Materialize the editing worktree for NAME (series applied through NAME)."""
+def open_worktree(project, store, name: str, *, files=()) -> Path:
+    """The editing worktree for NAME: NAME's files as the series before it leaves them, then
+    NAME applied; `files` are more upstream files to have there."""
     upstream, file_name = project.find_patch(name)
     pin = project.lock.pin(upstream)
     work = project.work_dir(upstream)
@@ -70,26 +251,14 @@ def open_worktree(project, store, name: str) -> Path:
                  if fp.new_path and fp.new_mode}
     through = apply_series(read_base, [(file_name, patch)], strict=False, state=before)
     failed = [o for o in through.outcomes[-1:] if not o.ok]
-    prepare_checkout(store, work, before_commit)
-    for path, content in through.current.items():
-        if path in before_files and before_files[path] == content:
-            continue
-        if path not in before_files and content == through.base.get(path):
-            continue  # read for this patch and left as the upstream has it
-        target = work / path
-        if content is None:
-            if target.exists():
-                target.unlink()
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
-    for path, mode in new_modes.items():
-        target = work / path
-        if target.is_file() and not target.is_symlink():
-            # A mode-only change has no content to write; without this it would be lost.
-            os.chmod(target, 0o755 if mode == "100755" else 0o644)
+    paths = sorted({p for fp in patch.file_patches for p in (fp.old_path, fp.new_path) if p})
+    Worktree.create(work, files_at(store, before_commit, paths),
+                    {p: through.current.get(p) for p in paths
+                     if through.current.get(p) != before_files.get(p, through.base.get(p))},
+                    modes=new_modes)
     state = {"patch": file_name, "base": before_commit, "pin": pin.commit}
     atomic_write(state_file(project, upstream), (json.dumps(state, indent=2) + "\n").encode())
+    add_files(store, Worktree(work), before_commit, files)
     if failed:
         raise ApplyError(f"{file_name} does not apply cleanly on the series before it; the "
                          f"worktree {work} has the parts that applied",
@@ -97,88 +266,107 @@ def open_worktree(project, store, name: str) -> Path:
     return work
 
 
-def prepare_checkout(store, work: Path, commit: str) -> None:
-    """A checkout of `commit` in `work`, sharing the store's objects (no copy).
-
-    The store of a git upstream is a blob-less partial mirror, so the checkout repository is
-    made a partial clone of the same promisor remotes: git then fetches the blobs the checkout
-    needs in one batch (into the worktree's own objects), where a plain alternate would fail.
-    """
-    if not (work / ".git").exists():
-        if work.exists():
-            shutil.rmtree(work)
-        work.mkdir(parents=True)
-        _git(work, "init", "-q")
-        # Build products made while testing a fix (python -m py_compile, pytest) are not part
-        # of it: keep them out of what refresh and rebase --continue take.
-        exclude = work / ".git" / "info" / "exclude"
-        exclude.parent.mkdir(parents=True, exist_ok=True)
-        exclude.write_text("__pycache__/\n*.pyc\n.pytest_cache/\n")
-        alternates = work / ".git" / "objects" / "info" / "alternates"
-        alternates.write_text(str(Path(store.git_dir).resolve() / "objects") + "\n")
-    _share_promisors(store, work)
-    _git(work, "update-ref", "refs/heads/patchforge-base", commit)
-    _git(work, "symbolic-ref", "HEAD", "refs/heads/patchforge-base")
-    _git(work, "reset", "-q", "--hard", commit)
-    _git(work, "clean", "-q", "-fdx")
+def files_at(store, commit: str, paths: list[str]) -> dict[str, tuple[str, bytes]]:
+    """path -> (mode, content) of those of `paths` that are files at store commit `commit`."""
+    contents = store.read_blobs(commit, paths)
+    entries = store.entries(commit, paths)
+    return {p: (entries[p][0], contents[p]) for p in paths
+            if contents[p] is not None and entries[p] is not None}
 
 
-def _share_promisors(store, work: Path) -> None:
-    """Copy the store's promisor remotes (url, filter, upload-pack) into the checkout's config."""
-    out = _git(Path(store.git_dir), "--git-dir", str(store.git_dir), "config", "-z",
-               "--get-regexp", r"^remote\..*\.(url|promisor|partialclonefilter|uploadpack)$",
-               ok=(0, 1))
-    settings = []
-    for record in out.split(b"\0"):
-        if record:
-            key, _, value = record.decode("utf-8", "surrogateescape").partition("\n")
-            settings.append((key, value))
-    promisors = [k[len("remote."):-len(".promisor")] for k, v in settings
-                 if k.endswith(".promisor") and v.lower() in ("true", "1", "yes", "on")]
-    if not promisors:
-        return
-    for key, value in settings:
-        _git(work, "config", key, value)
-    _git(work, "config", "core.repositoryformatversion", "1")
-    _git(work, "config", "extensions.partialClone", promisors[0])
+def add_files(store, work: Worktree, base: str, paths) -> list[str]:
+    """Track upstream `paths` in `work`, whose files are based on store commit `base`: the ones
+    the upstream has arrive as they are there. Returns those that were not tracked yet."""
+    paths = [_worktree_relative(work.path, p) for p in paths]
+    if not paths:
+        return []
+    base_files = files_at(store, base, paths)
+    return [p for p in paths if work.add(p, base_files.get(p))]
+
+
+def add_to_worktree(project, store, paths, *, upstream: str | None = None,
+                    stopped: dict | None = None) -> tuple[Path, list[str]]:
+    """`patchforge add PATH...`: make upstream files part of the open worktree (an edit's, or
+    the stop of a rebase, `stopped` being the journal's record of it), so that refresh or
+    `rebase --continue` takes their changes. Returns the worktree and the paths newly tracked."""
+    open_ones = {}
+    for name in project.upstream_names():
+        state = editing(project, name)
+        if state and project.work_dir(name).is_dir():
+            open_ones[name] = state["base"]
+    if stopped and project.work_dir(stopped["upstream"]).is_dir():
+        open_ones[stopped["upstream"]] = stopped["base"]
+    if upstream is not None:
+        if upstream not in open_ones:
+            raise UsageError(f"no worktree is open for {upstream}",
+                             hint="`patchforge edit NAME` opens one")
+        chosen = upstream
+    elif len(open_ones) == 1:
+        chosen = next(iter(open_ones))
+    elif not open_ones:
+        raise UsageError("no worktree is open", hint="`patchforge edit NAME` opens one")
+    else:
+        raise UsageError("several worktrees are open: " + ", ".join(sorted(open_ones)),
+                         hint="say which with --upstream")
+    work = Worktree(project.work_dir(chosen))
+    return work.path, add_files(store, work, open_ones[chosen], paths)
+
+
+def _worktree_relative(work: Path, path: str) -> str:
+    """An upstream path as the user gave it: relative to the upstream's root, or naming a file
+    inside the worktree (absolute, or relative to where the command runs, e.g. from inside it)."""
+    given = Path(path)
+    full = (given if given.is_absolute() else Path.cwd() / given).resolve()
+    root = work.resolve()
+    if full.is_relative_to(root):
+        return full.relative_to(root).as_posix()
+    if given.is_absolute():
+        raise UsageError(f"{path} is not inside the worktree {work}")
+    return given.as_posix()
 
 
 def close_worktree(project, upstream: str) -> None:
-    """Forget the editing worktree of `upstream` (its state file first, then the checkout)."""
+    """Forget the editing worktree of `upstream` (its state file first, then the files)."""
     atomic_delete(state_file(project, upstream))
-    work = project.work_dir(upstream)
-    if work.exists():
-        shutil.rmtree(work)
+    Worktree(project.work_dir(upstream)).remove()
 
 
 def unrefreshed(project, store, upstream: str, state: dict) -> bool:
-    """True when the worktree holds edits that its patch file does not have yet."""
+    """True when the worktree holds edits that its patch file does not have yet (a file
+    nobody added counts: it would be lost)."""
     if state["patch"] not in project.patch_names(upstream):
         return False
+    work = Worktree(project.work_dir(upstream))
+    if not work.exists():
+        return False
+    if work.changes().untracked:
+        return True
     return worktree_diff(project, store, upstream, state) != \
         project.read_patch(upstream, state["patch"]).diff
 
 
-def changed_paths(work: Path, base: str) -> list[str]:
-    _git(work, "add", "-A")
-    out = _git(work, "diff", "--cached", "--no-renames", "--name-only", "-z", base)
-    return sorted(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p)
-
-
 def worktree_diff(project, store, upstream: str, state: dict, *, with_changes=False):
-    """git's diff from the worktree's base commit to its working files."""
-    work = project.work_dir(upstream)
+    """git's diff from the worktree's base commit (`state["base"]`, in the store) to its
+    working files: the tracked files that changed. A file nobody asked for is refused, never
+    folded into the patch."""
+    work = Worktree(project.work_dir(upstream))
     base = state["base"]
+    found = work.changes()
+    if found.untracked:
+        listed = ", ".join(found.untracked[:10]) + (" ..." if len(found.untracked) > 10 else "")
+        raise UsageError(f"files in {work.path} that are not part of the patch: {listed}",
+                         hint="`patchforge add PATH` to make one part of it, or remove it")
+    olds = store.read_blobs(base, list(found.changed))
+    entries = store.entries(base, list(found.changed))
     changes = []
-    for path in changed_paths(work, base):
-        old = store.read_blob(base, path)
-        disk = work / path
-        if disk.is_symlink():
-            raise InputError(f"{path} is a symlink in the worktree; patches carry files only",
-                             path=str(disk))
-        new = disk.read_bytes() if disk.is_file() else None
-        mode_new = "100755" if new is not None and os.access(disk, os.X_OK) else "100644"
-        mode_old = store.entry(base, path)[0] if old is not None else mode_new
+    for path in found.changed:
+        old = olds[path]
+        new, mode_new = work.read(path)
+        if new is None:
+            mode_new = entries[path][0] if entries[path] else "100644"
+        mode_old = entries[path][0] if old is not None and entries[path] else mode_new
+        if old == new and mode_old == mode_new:
+            continue  # e.g. added, then left as it was
         changes.append((path, old, new, mode_old, mode_new))
     diff = make_diff(FileChange.at(*change) for change in changes)
     return (diff, changes) if with_changes else diff

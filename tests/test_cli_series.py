@@ -45,8 +45,9 @@ def replace_in(path: Path, old: bytes, new: bytes) -> None:
 
 def make_patch(root: Path, name: str, edits: dict[str, tuple[bytes, bytes]], *, after=None,
                extra=()) -> bytes:
-    """new NAME, edit the files in its worktree, refresh; returns the patch file."""
-    ok(root, "new", name, *(["--after", after] if after else []), *extra)
+    """new NAME --file ..., edit the files in its worktree, refresh; returns the patch file."""
+    ok(root, "new", name, *(["--after", after] if after else []), *extra,
+       *[arg for rel in edits for arg in ("--file", rel)])
     for rel, (old, new) in edits.items():
         replace_in(work(root) / rel, old, new)
     run = ok(root, "refresh")
@@ -66,14 +67,28 @@ def apply_in_checkout(tmp_path: Path, root: Path, names: list[str]) -> Path:
 
 def test_new_edit_refresh_makes_git_s_diff(project, tmp_path):
     root = project
-    run = ok(root, "new", "fix-crlf", "-m", "Keep CRLF and no final newline")
+    run = ok(root, "new", "fix-crlf", "-m", "Keep CRLF and no final newline",
+             "--file", "pkg/crlf.txt")
     assert "created up/fix-crlf.patch" in run.text
-    assert (work(root) / "a.py").read_bytes() == UPSTREAM_FILES["a.py"]
+    # The worktree holds what the patch is about, nothing else of the upstream.
+    assert sorted(p.relative_to(work(root)).as_posix() for p in work(root).rglob("*")
+                  if p.is_file() and ".git" not in p.parts) == ["pkg/crlf.txt"]
     assert series(root) == b"fix-crlf.patch\n"
+    # More files join by `add`: by upstream path, or by their path in the worktree.
+    ok(root, "add", "pkg/nofinal.txt", "pkg/b.py")
+    ok(root, "add", str(work(root) / "a.py"))
+    assert (work(root) / "a.py").read_bytes() == UPSTREAM_FILES["a.py"]
     replace_in(work(root) / "pkg/crlf.txt", b"two\r\n", b"TWO\r\n")
     replace_in(work(root) / "pkg/nofinal.txt", b"gamma", b"GAMMA")
     (work(root) / "pkg" / "new.py").write_bytes(b"created = True\n")
     (work(root) / "pkg" / "b.py").unlink()
+    # A file nobody added is refused, never folded into the patch.
+    stray = run_cli(root, "refresh")
+    assert stray.rc == 2 and "pkg/new.py" in stray.err and "patchforge add" in stray.err
+    ok(root, "add", "pkg/new.py")
+    assert (work(root) / "pkg" / "new.py").read_bytes() == b"created = True\n"
+    worktree_files = {rel: (work(root) / rel).read_bytes()
+                      for rel in ("pkg/crlf.txt", "pkg/nofinal.txt", "pkg/new.py")}
     result = json.loads(ok(root, "refresh", "--json").out)
     assert result["changed"] and result["later_failing"] == []
     assert sorted(result["files"]) == ["pkg/b.py", "pkg/crlf.txt", "pkg/new.py", "pkg/nofinal.txt"]
@@ -82,10 +97,13 @@ def test_new_edit_refresh_makes_git_s_diff(project, tmp_path):
     assert b"new file mode 100644" in data and b"deleted file mode 100644" in data
     # git itself applies it and gets the worktree's bytes.
     checkout = apply_in_checkout(tmp_path, root, ["fix-crlf"])
-    for rel in ("pkg/crlf.txt", "pkg/nofinal.txt", "pkg/new.py"):
-        assert (checkout / rel).read_bytes() == (work(root) / rel).read_bytes()
+    for rel, content in worktree_files.items():
+        assert (checkout / rel).read_bytes() == content
     assert not (checkout / "pkg/b.py").exists()
-    # Refreshing again without changes keeps the very same bytes.
+    # Refresh removed the worktree (everything in it is in the patch); editing again and
+    # refreshing without changes keeps the very same bytes.
+    assert not work(root).exists()
+    ok(root, "edit", "fix-crlf")
     assert "unchanged" in ok(root, "refresh").text
     assert patch_bytes(root, "fix-crlf") == data
 
@@ -111,6 +129,7 @@ def test_refresh_keeps_the_header_byte_for_byte_except_last_update(project, monk
     # and three lines of context.
     assert "unchanged" in ok(root, "refresh").text
     assert patch_bytes(root, "hand") == header + diff
+    ok(root, "edit", "hand")
     replace_in(work(root) / "a.py", b"line10\n", b"LINE10\n")
     monkeypatch.setenv("PATCHFORGE_DATE", "2024-06-30")
     ok(root, "refresh", "hand")
@@ -151,6 +170,7 @@ def test_edit_refuses_to_drop_unrefreshed_changes(project):
     root = project
     make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
     make_patch(root, "two", {"a.py": (b"line10\n", b"LINE10\n")})
+    ok(root, "edit", "two")
     replace_in(work(root) / "a.py", b"line12\n", b"not refreshed\n")
     run = run_cli(root, "edit", "one")
     assert run.rc == 2 and "not refreshed" in run.err
@@ -184,6 +204,7 @@ def test_rename_keeps_comments_and_bytes(project):
     clash = run_cli(root, "rename", "first-fix", "two")
     assert clash.rc == 2 and "already exists" in clash.err
     # The patch being edited (two) can be renamed and refreshed under its new name.
+    ok(root, "edit", "two")
     ok(root, "rename", "two", "second")
     replace_in(work(root) / "a.py", b"line11\n", b"LINE11\n")
     assert "second.patch: refreshed" in ok(root, "refresh").text
@@ -231,6 +252,7 @@ def test_list_and_show_json(project):
 def test_a_kill_during_refresh_leaves_the_old_patch(project):
     root = project
     old = make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
+    ok(root, "edit", "one")
     replace_in(work(root) / "a.py", b"line5\n", b"LINE5\n")
     env = dict(os.environ, PATCHFORGE_FAULT="rename:1")
     proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), "refresh"],

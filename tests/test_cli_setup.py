@@ -241,7 +241,7 @@ def test_fetch_git_after_the_cache_is_gone(tmp_path):
     assert run.text.strip() == f"up: {commit[:12]} fetched"
     assert ok(root, "fetch").text.strip() == f"up: {commit[:12]} present"
     # The files are readable again (edit materializes them from the store).
-    ok(root, "new", "fix")
+    ok(root, "new", "fix", "--file", "a.py")
     assert (root / ".patchforge/work/up/a.py").read_bytes() == UPSTREAM_FILES["a.py"]
     unknown = run_cli(root, "fetch", "nope")
     assert unknown.rc == 2 and "'nope' is not pinned" in unknown.err

@@ -111,10 +111,10 @@ def test_git_made_patch_in_edit_worktree_gives_exact_bytes(env, tmp_path, monkey
     work = root / ".patchforge" / "work" / "up"
     for path, data in CHANGES[case].items():
         assert (work / path).read_bytes() == data, path
-    # Untouched files are the upstream's, byte for byte.
-    for path, data in FILES.items():
+    # Files the patch does not touch are not there: the worktree is what the patch is about.
+    for path in FILES:
         if path not in CHANGES[case]:
-            assert (work / path).read_bytes() == data, path
+            assert not (work / path).exists(), path
 
 
 def test_deletion_and_rename_with_edit_in_edit_worktree(env, tmp_path, monkeypatch):
@@ -153,6 +153,7 @@ def test_mode_change_survives_edit_and_refresh(env, tmp_path, monkeypatch):
     r = run_cli(root, "refresh")
     assert r.rc == 0, r.text
     assert b"new mode 100755" in (root / "series" / "up" / "mode.patch").read_bytes()
+    assert run_cli(root, "edit", "mode").rc == 0
     assert os.stat(root / ".patchforge" / "work" / "up" / "exec.sh").st_mode & stat.S_IXUSR
 
 

@@ -302,8 +302,13 @@ def test_refresh_refuses_a_symlink_made_in_the_worktree(env, tmp_path, monkeypat
     add_patch_file(root, "up", "fix.patch", _patch(MODIFY_A))
     assert run_cli(root, "edit", "fix").rc == 0
     work = root / ".patchforge" / "work" / "up"
+    (work / "pkg").mkdir(exist_ok=True)
     os.symlink("/etc/passwd", work / "pkg" / "evil")
     patch_before = (root / "series" / "up" / "fix.patch").read_bytes()
+    # Not part of the patch: refused as a stray file; made part of it: refused as a symlink.
+    r = run_cli(root, "refresh")
+    assert r.rc == 2 and "pkg/evil" in r.err and "not part of the patch" in r.err, r.text
+    assert run_cli(root, "add", "pkg/evil").rc == 0
     r = run_cli(root, "refresh")
     assert r.rc == 2 and "symlink" in r.err, r.text
     assert "pkg/evil" in r.err

@@ -98,13 +98,17 @@ def built(tmp_path_factory):
         pf(proj, "import", "overlay", str(overlay), "--upstream", "calc", "--path", "calc.py",
            "--name", "guard-div", "-m", SUBJECTS[0])
 
-        pf(proj, "new", "mul-and-friends", "-m", SUBJECTS[1])
+        # The worktree holds the files a patch is about (named with --file), as the series
+        # before it leaves them.
+        changed = sorted(p for p in AFTER_2 if AFTER_2[p] != AFTER_1.get(p))
+        pf(proj, "new", "mul-and-friends", "-m", SUBJECTS[1],
+           *[arg for path in changed for arg in ("--file", path)])
         work = proj / ".patchforge" / "work" / "calc"
-        assert read_tree(work) == AFTER_1
-        write_tree(work, AFTER_2)
+        assert read_tree(work) == {p: AFTER_1.get(p, b"") for p in changed}
+        write_tree(work, {p: AFTER_2[p] for p in changed})
         pf(proj, "refresh")
 
-        pf(proj, "new", "drop-readme", "-m", SUBJECTS[2])
+        pf(proj, "new", "drop-readme", "-m", SUBJECTS[2], "--file", "README")
         (work / "README").unlink()
         pf(proj, "refresh")
         # Overlays cannot delete a file in the image (patchforge refuses, rightly), so the

@@ -230,6 +230,11 @@ def test_conflict_stops_then_continue_takes_the_resolution(stack, upstream):
     conflicted = (work / "pkg" / "mod.py").read_bytes()
     assert b"<<<<<<< upstream" in conflicted and b">>>>>>> patch" in conflicted
     assert b"return -2" in conflicted  # the series so far is applied in the worktree
+    # The stop's worktree holds the stopped patch's files, not the upstream's others; git there
+    # shows the conflict as the one change.
+    assert sorted(p.relative_to(work).as_posix() for p in work.rglob("*")
+                  if p.is_file() and ".git" not in p.parts) == ["pkg/mod.py"]
+    assert git(work, "diff", "--name-only").split() == ["pkg/mod.py"]
     # Conflict markers left in are refused, and nothing moves.
     code, _, err = stack.cli("rebase", "--continue", expect=2)
     assert "conflict markers" in err
@@ -237,6 +242,12 @@ def test_conflict_stops_then_continue_takes_the_resolution(stack, upstream):
     resolved = with_lines({2: b"def f2():\n    return -2\n\n",
                            10: b"def f10():\n    return -100\n\n"})
     (work / "pkg" / "mod.py").write_bytes(resolved)
+    # A file lying there that nobody made part of the patch is refused, never folded in.
+    (work / "notes.txt").write_bytes(b"remember to test on MI300X\n")
+    code, _, err = stack.cli("rebase", "--continue", expect=2)
+    assert "notes.txt" in err and "patchforge add" in err
+    assert stack.snapshot() == before
+    (work / "notes.txt").unlink()
     summary = stack.rebase_json("--continue")
     assert [(p["name"], p["action"]) for p in summary["patches"]] == [
         ("first.patch", "clean"), ("middle.patch", "resolved"), ("last.patch", "clean")]

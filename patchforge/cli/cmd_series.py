@@ -80,8 +80,10 @@ def show(app, name, as_json, raw, stat_only, no_pager):
 @click.option("--profiles", shell_complete=complete_profile,
               help="Profiles the patch is for (default: all).")
 @click.option("--no-edit", is_flag=True, help="Do not open the editing worktree.")
+@click.option("--file", "files", multiple=True, metavar="PATH",
+              help="An upstream file to have in the worktree (repeatable).")
 @click.pass_obj
-def new(app, name, upstream, after, description, profiles, no_edit):
+def new(app, name, upstream, after, description, profiles, no_edit, files):
     """Start a new, empty patch (and open its worktree)."""
     from patchforge.pins import open_store
     from patchforge.ops.series import new_patch
@@ -93,22 +95,42 @@ def new(app, name, upstream, after, description, profiles, no_edit):
     click.echo(f"created {up}/{file_name}")
     if not no_edit:
         with open_store(project) as store:
-            work = open_worktree(project, store, f"{up}/{file_name}")
-        click.echo(f"edit files in {work}, then run `patchforge refresh`")
+            work = open_worktree(project, store, f"{up}/{file_name}", files=files)
+        click.echo(f"edit files in {work} (`patchforge add PATH` brings more), then run "
+                   "`patchforge refresh`")
 
 
 @click.command()
 @click.argument("name", shell_complete=complete_patch)
+@click.option("--file", "files", multiple=True, metavar="PATH",
+              help="Another upstream file to have in the worktree (repeatable).")
 @click.pass_obj
-def edit(app, name):
-    """Open .patchforge/work/<upstream> with the series applied through NAME."""
+def edit(app, name, files):
+    """Open .patchforge/work/<upstream> with NAME's files, the series applied through NAME."""
     from patchforge.pins import open_store
     from patchforge.worktree import open_worktree
 
     project = app.project()
     with open_store(project) as store:
-        work = open_worktree(project, store, name)
-    click.echo(f"{work}: the series through {name}; edit the files, then `patchforge refresh`")
+        work = open_worktree(project, store, name, files=files)
+    click.echo(f"{work}: the files of {name}, the series applied through it; edit them "
+               "(`patchforge add PATH` brings more), then `patchforge refresh`")
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--upstream", help="Whose worktree (needed when several are open).")
+@click.pass_obj
+def add(app, paths, upstream):
+    """Bring upstream files into the open worktree, as part of the patch."""
+    from patchforge.ops.series import add_to_open_worktree
+    from patchforge.pins import open_store
+
+    project = app.project()
+    with open_store(project) as store:
+        work, added = add_to_open_worktree(project, store, paths, upstream=upstream)
+    for path in added:
+        click.echo(f"{work / path}")
 
 
 @click.command()

@@ -1,7 +1,8 @@
 """The quilt-like loop: list, show, new, edit, refresh, delete, rename, move.
 
-`edit NAME` materializes the editing worktree (patchforge/worktree.py) for NAME; `refresh` turns
-the difference between its HEAD and its working files back into NAME's diff, keeping its header.
+`edit NAME` makes the editing worktree (patchforge/worktree.py) for NAME: its files, and those
+the user adds (`edit --file`, `add`); `refresh` turns the difference between its HEAD and its
+working files back into NAME's diff, keeping its header, then removes it.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.project import patch_file_name
 from patchforge.store.git import run_git
-from patchforge.worktree import editing, state_file, worktree_diff
+from patchforge.worktree import close_worktree, editing, state_file, worktree_diff
 
 
 def today() -> str:
@@ -84,8 +85,20 @@ def show_patch(project, name: str) -> dict:
     }
 
 
+def add_to_open_worktree(project, store, paths, *, upstream: str | None = None):
+    """`patchforge add PATH...` into the open worktree (an edit's or a stopped rebase's):
+    (the worktree, the paths newly tracked)."""
+    from patchforge.rebase.journal import Journal
+    from patchforge.worktree import add_to_worktree
+
+    journal = Journal(project.state_dir)
+    stopped = journal.load().get("stopped") if journal.exists() else None
+    return add_to_worktree(project, store, paths, upstream=upstream, stopped=stopped)
+
+
 def refresh(project, store, name: str | None = None) -> dict:
-    """Write the worktree's change back into the patch, keeping its header."""
+    """Write the worktree's change back into the patch, keeping its header; the worktree is
+    then removed (everything in it is in the patch; `edit` makes it again in a moment)."""
     upstream, file_name = _edited_patch(project, name)
     state = editing(project, upstream)
     diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
@@ -105,6 +118,7 @@ def refresh(project, store, name: str | None = None) -> dict:
         if changed:
             atomic_write(path, data)
         series_changed(project)
+        close_worktree(project, upstream)
     later = check_later_patches(project, store, upstream, file_name)
     return {"upstream": upstream, "name": file_name, "changed": changed,
             "files": [c[0] for c in changes], "later_failing": later}

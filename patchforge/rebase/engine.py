@@ -451,26 +451,18 @@ class Rebase:
 
     # --- stops --------------------------------------------------------------------------------
     def _open_worktree(self, upstream: str, commit: str, contents: dict) -> None:
-        """`.patchforge/work/<upstream>`: `commit` checked out, then the stopped patch's files
-        as far as they got (conflict markers where git could not merge)."""
-        from patchforge.worktree import prepare_checkout
+        """`.patchforge/work/<upstream>` (patchforge.worktree) with the stopped patch's files:
+        as they are at `commit` (the new base with the series so far) in its HEAD, and as far
+        as the patch got in the working files (conflict markers where git could not merge)."""
+        from patchforge.worktree import Worktree, files_at
 
-        work = self.project.work_dir(upstream)
-        prepare_checkout(self.store, work, commit)
-        for path, content in contents.items():
-            target = work / path
-            if content is None:
-                target.unlink(missing_ok=True)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
+        Worktree.create(self.project.work_dir(upstream),
+                        files_at(self.store, commit, sorted(contents)), contents)
 
     def _remove_worktree(self, upstream: str) -> None:
-        import shutil
+        from patchforge.worktree import Worktree
 
-        work = self.project.work_dir(upstream)
-        if work.exists():
-            shutil.rmtree(work)
+        Worktree(self.project.work_dir(upstream)).remove()
 
     def _take_resolution(self, stopped: dict) -> None:
         """--continue: the worktree's difference from the stop's base becomes the patch."""

@@ -20,8 +20,6 @@ from patchforge.store.git import IMPORT_IDENT, check_label, check_upstream_name,
 from patchforge.store.rangediff import quote_fastimport
 
 if TYPE_CHECKING:
-    import zipfile
-
     from patchforge.store.gitstore import UpstreamStore
 
 

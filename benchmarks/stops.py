@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""Where users wait on a stop: a real AITER series that stops many times, next to `git rebase`.
+
+    python3 benchmarks/stops.py [--repo DIR] [--branch zxe/fused_dispatch_gemm1_gfx1250] \
+        [--target COMMIT] [--runs 3] [--vllm]
+
+The series is a real one, built once (cached under `<bench>/aiter-stops-*`): an AITER work
+branch's history since it left the main branch, one patch per first-parent commit (a merge into
+the branch is one patch of what it brought), replayed onto the commit where it left. The default
+branch gives 93 patches; rebased onto the default target, git stops on the number of them the
+table says. The same commits become a patchforge project (`import git`) whose `git` upstream is
+the AITER repository.
+
+Timed, side by side in one run (median of --runs):
+
+  series   git rebase TARGET, then `git rebase --skip` at every stop, to the end
+  series   patchforge rebase --to TARGET, then `patchforge rebase --skip` at every stop
+  one      patchforge rebase --skip (one stop resolved: the median of the run's skips)
+  one      patchforge edit NAME, patchforge new NAME (one command each, on the AITER tree)
+
+With --vllm, `edit` and `new` are also timed on a wheel upstream made of the vllm 0.32.0 wheel
+(5,444 files, 824 MB). The repository is a local clone of github.com/ROCm/aiter (`--repo`, or
+PATCHFORGE_BENCH_AITER); nothing is fetched from the network except the wheel, when missing.
+The code measured is the patchforge beside this script (PYTHONPATH), not whatever is installed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scenario import bench_dir, git, git_env, log  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SERIES_FORMAT = 1
+
+
+def default_repo() -> Path | None:
+    explicit = os.environ.get("PATCHFORGE_BENCH_AITER")
+    if explicit:
+        return Path(explicit)
+    mirror = Path("/work/.mirror/ROCm+aiter/repo")
+    return mirror if mirror.is_dir() else None
+
+
+def pf_env(cache: Path) -> dict[str, str]:
+    env = git_env({"PATCHFORGE_CACHE": str(cache), "NO_COLOR": "1", "PYTHONPATH": str(REPO),
+                   "PATCHFORGE_DATE": "2026-01-01"})
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(bench_dir() / "pycache")
+    env.setdefault("PATCHFORGE_WHEELS", os.environ.get("PATCHFORGE_WHEELS", ""))
+    if not env["PATCHFORGE_WHEELS"]:
+        env.pop("PATCHFORGE_WHEELS")
+    return env
+
+
+def pf(root: Path, env: dict, *args: str, ok=(0,)) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), *args],
+                          env=env, capture_output=True)
+    if proc.returncode not in ok:
+        raise RuntimeError(f"patchforge {' '.join(args)} -> {proc.returncode}\n"
+                           + proc.stderr.decode("utf-8", "replace")[-3000:])
+    return proc
+
+
+# ----------------------------------------------------------------------------------------------
+# Building the series
+
+def _replay(checkout: Path, base: str, commits: list[str]) -> list[str]:
+    """The first-parent chain `commits` replayed onto `base` in `checkout` as plain commits (a
+    merge becomes one commit of what it brought in), without their binary files (compiled
+    kernels: a text patch cannot carry them, so the series leaves them as upstream has them);
+    the new commit ids, with the original messages and authors."""
+    git(checkout, "checkout", "-q", "-f", "--detach", base)
+    picked = []
+    for commit in commits:
+        numstat = git(checkout, "diff", "--numstat", "--no-renames", "-z", f"{commit}^1", commit)
+        binary = [record.split(b"\t", 2)[2].decode("utf-8", "surrogateescape")
+                  for record in numstat.split(b"\0") if record.startswith(b"-\t-\t")]
+        excludes = [f":(exclude,literal){path}" for path in binary]
+        diff = git(checkout, "diff", "--binary", "--no-renames", f"{commit}^1", commit, "--",
+                   ".", *excludes)
+        if diff.strip():
+            git(checkout, "apply", "--index", "--whitespace=nowarn", input=diff)
+        meta = git(checkout, "log", "-1", "--format=%an%x00%ae%x00%ad%x00%B", "--date=raw",
+                   commit).decode("utf-8", "surrogateescape").split("\0", 3)
+        env = git_env({"GIT_AUTHOR_NAME": meta[0], "GIT_AUTHOR_EMAIL": meta[1],
+                       "GIT_AUTHOR_DATE": meta[2]})
+        git(checkout, "commit", "-q", "--allow-empty", "--no-verify", "-F", "-",
+            input=meta[3].encode("utf-8", "surrogateescape"), env=env)
+        picked.append(git(checkout, "rev-parse", "HEAD").decode().strip())
+    return picked
+
+
+def build(repo: Path, branch: str) -> Path:
+    """The series: `branch`'s first-parent history since it left the default branch, one
+    patch per commit (a merge into the branch is one patch of what it brought); cached by the
+    ids involved."""
+    head = git(repo, "rev-parse", "HEAD").decode().strip()
+    tip = git(repo, "rev-parse", branch + "^{commit}").decode().strip()
+    base_id = git(repo, "merge-base", tip, head).decode().strip()
+    work = bench_dir() / f"aiter-stops-{tip[:10]}-f{SERIES_FORMAT}"
+    if (work / "done.json").is_file():
+        return work
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    checkout = work / "checkout"
+    log(f"cloning {repo} for the series")
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(repo), str(checkout)], check=True,
+                   env=git_env())
+    chain = git(repo, "rev-list", "--reverse", "--first-parent", f"{base_id}..{tip}").decode().split()
+    # The series starts where the chain does (the first commit's parent): from there every
+    # commit replays exactly.
+    base_id = git(repo, "rev-parse", chain[0] + "^1").decode().strip()
+    series = _replay(checkout, base_id, chain)
+    log(f"{branch}: {len(series)} commits on {base_id[:10]}")
+    git(checkout, "update-ref", "refs/bench/series", series[-1])
+    # The patchforge project: the AITER repository as a git upstream, the series imported.
+    env = pf_env(work / "pf-cache")
+    template = work / "pf-template"
+    template.mkdir()
+    pf(template, env, "init", "--standalone")
+    pf(template, env, "upstream", "add", "aiter", "--git", str(repo), "--at", base_id)
+    pf(template, env, "import", "git", f"{base_id}..{series[-1]}", "--repo", str(checkout),
+       "--upstream", "aiter")
+    names = (template / "series" / "aiter" / "series").read_text().split()
+    (work / "done.json").write_text(json.dumps({
+        "branch": branch, "base": base_id, "patches": len(series), "names": names,
+        "tip": series[-1]}, indent=1) + "\n")
+    return work
+
+
+# ----------------------------------------------------------------------------------------------
+# Timing
+
+def _fresh_copy(template: Path, where: Path) -> None:
+    shutil.rmtree(where, ignore_errors=True)
+    shutil.copytree(template, where, symlinks=True)
+
+
+def time_git(work: Path, target: str) -> tuple[float, int]:
+    """(whole run, stops) of git rebase TARGET with --skip at each stop."""
+    checkout = work / "checkout"
+    info = json.loads((work / "done.json").read_text())
+    git(checkout, "checkout", "-q", "-f", "-B", "bench-run", info["tip"])
+    stops = 0
+    start = time.perf_counter()
+    proc = subprocess.run(["git", "rebase", target], cwd=checkout, capture_output=True,
+                          env=git_env())
+    while proc.returncode != 0:
+        stops += 1
+        proc = subprocess.run(["git", "rebase", "--skip"], cwd=checkout, capture_output=True,
+                              env=git_env())
+    return time.perf_counter() - start, stops
+
+
+def time_patchforge(work: Path, target: str, scratch: Path) -> tuple[float, list[float], int]:
+    """(whole run, each --skip's time, stops)."""
+    project = scratch / "pf-run"
+    _fresh_copy(work / "pf-template", project)
+    env = pf_env(work / "pf-cache")
+    skips = []
+    start = time.perf_counter()
+    proc = pf(project, env, "rebase", "--to", target, ok=(0, 3))
+    while proc.returncode == 3:
+        one = time.perf_counter()
+        proc = pf(project, env, "rebase", "--skip", ok=(0, 3))
+        skips.append(time.perf_counter() - one)
+    total = time.perf_counter() - start
+    return total, skips, len(skips)
+
+
+def time_one(project: Path, env: dict, *args: str, ok=(0,), after=None) -> float:
+    start = time.perf_counter()
+    pf(project, env, *args, ok=ok)
+    elapsed = time.perf_counter() - start
+    if after is not None:
+        after()
+    return elapsed
+
+
+def edit_and_new(project: Path, env: dict, name: str, runs: int) -> dict[str, float]:
+    """Median times of `edit NAME`, `refresh` (unchanged) and `new` (then deleted again)."""
+    times: dict[str, list[float]] = {"edit": [], "refresh": [], "new": []}
+    for run in range(runs):
+        times["edit"].append(time_one(project, env, "edit", name))
+        times["refresh"].append(time_one(project, env, "refresh"))
+        new_name = f"bench-new-{run}"
+        times["new"].append(time_one(project, env, "new", new_name))
+        pf(project, env, "refresh", ok=(0, 1, 2))
+        pf(project, env, "delete", new_name, ok=(0, 1, 2))
+    return {k: statistics.median(v) for k, v in times.items() if v}
+
+
+def vllm_project(scratch: Path) -> tuple[Path, dict, str]:
+    """A project on the vllm 0.32.0 wheel with one real-sized patch (a line added to a file)."""
+    cache = bench_dir() / "pf-cache-vllm-stops"
+    env = pf_env(cache)
+    root = scratch / "pf-vllm"
+    root.mkdir()
+    pf(root, env, "init", "--standalone")
+    pf(root, env, "upstream", "add", "vllm", "--wheel", "vllm", "--at", "0.32.0")
+    pf(root, env, "new", "fix-one", "-m", "a one-line fix")
+    work = root / ".patchforge" / "work" / "vllm"
+    target = work / "vllm" / "envs.py"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        pf(root, env, "add", "vllm/envs.py")
+    target.write_bytes(target.read_bytes() + b"# a local fix\n")
+    pf(root, env, "refresh")
+    return root, env, "fix-one"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", type=Path, default=default_repo())
+    parser.add_argument("--branch", default="zxe/fused_dispatch_gemm1_gfx1250")
+    parser.add_argument("--target", default="d7c4c77bf012474869464bab9ab6553b6c08003f",
+                        help="default: three commits of the main branch after the series' base")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--vllm", action="store_true", help="also edit/new on the vllm wheel")
+    args = parser.parse_args(argv)
+    if args.repo is None or not Path(args.repo).is_dir():
+        raise SystemExit("no AITER repository: pass --repo (a clone of github.com/ROCm/aiter)")
+    work = build(Path(args.repo), args.branch)
+    info = json.loads((work / "done.json").read_text())
+    target = git(Path(args.repo), "rev-parse", args.target + "^{commit}").decode().strip()
+    scratch = work / "scratch"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    print(f"AITER {args.branch}: {info['patches']} patches on {info['base'][:10]}, rebased onto "
+          f"{target[:10]}; {args.runs} runs; nproc {os.cpu_count()}", flush=True)
+    git_times, pf_times, skip_times, pf_stops, git_stops = [], [], [], 0, 0
+    for _ in range(args.runs):
+        elapsed, git_stops = time_git(work, target)
+        git_times.append(elapsed)
+        total, skips, pf_stops = time_patchforge(work, target, scratch)
+        pf_times.append(total)
+        skip_times += skips
+    rows = [("series", f"git rebase + --skip at each stop ({git_stops} stops)",
+             statistics.median(git_times), None),
+            ("series", f"patchforge rebase + --skip at each stop ({pf_stops} stops)",
+             statistics.median(pf_times), None),
+            ("one", "patchforge rebase --skip (median of all skips)",
+             statistics.median(skip_times) if skip_times else float("nan"), 0.3)]
+    project = scratch / "pf-edit"
+    _fresh_copy(work / "pf-template", project)
+    env = pf_env(work / "pf-cache")
+    one = edit_and_new(project, env, info["names"][len(info["names"]) // 2], args.runs)
+    rows += [("one", f"patchforge {k} (AITER)", v, 0.3) for k, v in one.items()]
+    if args.vllm:
+        root, venv, name = vllm_project(scratch)
+        one = edit_and_new(root, venv, name, args.runs)
+        rows += [("one", f"patchforge {k} (vllm wheel)", v, 0.3) for k, v in one.items()]
+    reference = rows[0][2]
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}\n")
+    print("| work | command | wall (median) | vs git rebase | target |")
+    print("|---|---|---:|---:|---|")
+    for kind, label, median, limit in rows:
+        ratio = f"{median / reference:.2f}x" if kind == "series" else ""
+        if kind == "series" and "patchforge" in label:
+            target = f"<= 2x: {'met' if median <= 2 * reference else 'MISSED'}"
+        elif limit is not None:
+            target = f"< {limit} s: {'met' if median < limit else 'MISSED'}"
+        else:
+            target = ""
+        print(f"| {kind} | `{label}` | {median:.3f} s | {ratio} | {target} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
