@@ -121,3 +121,17 @@ def test_fetch_git_upstream_abbreviated_id_not_yet_fetched(store, make_git_repo)
     assert fetch_git_upstream(store, "up", str(repo), first[:8]) == first
     with pytest.raises(StoreError, match="not a known"):
         fetch_git_upstream(store, "up", str(repo), "deadbeef")
+
+
+def test_pip_is_asked_for_a_python_the_recorded_wheel_runs_on():
+    # A stable-ABI wheel (vllm's cp38-abi3) or a py3 wheel runs on this interpreter too: pip is
+    # given this interpreter's version, or a Requires-Python >= 3.11 hides the release from it.
+    from patchforge.store.sources import _python_version_for
+
+    here = f"{sys.version_info.major}{sys.version_info.minor}"
+    assert _python_version_for("cp", "38", [("cp38", "abi3", "manylinux_2_28_x86_64")]) == here
+    assert _python_version_for("py", "3", [("py3", "none", "any")]) == here
+    # An exact CPython ABI, or a stable ABI newer than this interpreter: the tag's own version.
+    assert _python_version_for("cp", "310", [("cp310", "cp310", "linux_x86_64")]) == "310"
+    later = f"{sys.version_info.major}{sys.version_info.minor + 1}"
+    assert _python_version_for("cp", later, [(f"cp{later}", "abi3", "any")]) == later

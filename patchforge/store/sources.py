@@ -187,12 +187,28 @@ def _tag_options(filename: str) -> list[str]:
     if match is None:
         raise StoreError(f"{filename}: interpreter tag {interpreter!r} is not one pip download "
                          "can select")
-    options = ["--implementation", match.group(1), "--python-version", match.group(2)]
+    options = ["--implementation", match.group(1),
+               "--python-version", _python_version_for(match.group(1), match.group(2), tags)]
     for abi in sorted({abi for _, abi, _ in tags}):
         options += ["--abi", abi]
     for platform in sorted({platform for _, _, platform in tags}):
         options += ["--platform", platform]
     return options
+
+
+def _python_version_for(implementation: str, digits: str, tags) -> str:
+    """The `--python-version` for a wheel's interpreter tag. pip also checks the release's
+    Requires-Python against it, so a tag that stands for a range (`py3`, or `cp38` with the
+    stable ABI `abi3`: that CPython and every later one) is given this interpreter's version
+    when it is in the range: vllm's `cp38-abi3` wheels require Python >= 3.11 and would not be
+    found for "3.8"."""
+    here = f"{sys.version_info.major}{sys.version_info.minor}"
+    if implementation == "py" and digits == str(sys.version_info.major):
+        return here
+    if all(abi == "abi3" for _, abi, _ in tags) and digits[:1] == here[:1] and \
+            int(digits[1:] or 0) <= sys.version_info.minor:
+        return here
+    return digits
 
 
 def _pip_download(package: str, version: str, directory: Path, *, filename: str | None = None,
