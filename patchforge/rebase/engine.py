@@ -89,6 +89,10 @@ class Rebase:
         self._histories: dict = {}  # upstream -> judge.HistoryIndex, read once
         self._read_patches: dict = {}  # (upstream, name) -> PatchFile of the old series
         self._chains: dict = {}  # upstream -> _Chains of this run, None when it was resumed
+        # upstream -> where a resumed stop left it: the stop's two states as store commits
+        # ("base": the new base with the series so far; "old_base": the old series through the
+        # stopped patch) and the files a resolution changed.
+        self._resumed: dict[str, dict] = {}
         # Called with (upstream, patch name) before each patch: the CLI's progress indicator.
         self.on_patch = on_patch or (lambda upstream, name: None)
 
@@ -159,8 +163,12 @@ class Rebase:
         if stopped:
             if skip:
                 self._skip_stopped(stopped)
+                changes = {}
             else:
-                self._take_resolution(stopped)
+                changes = self._take_resolution(stopped)
+            if stopped.get("old_base"):
+                self._resumed[stopped["upstream"]] = {
+                    "base": stopped["base"], "old_base": stopped["old_base"], "changes": changes}
             data["stopped"] = None
             self.journal.save()
             self._remove_worktree(stopped["upstream"])
@@ -251,21 +259,37 @@ class Rebase:
         dry = self.journal.data["dry_run"]
         names = entry["names"]
         target = self._target(upstream, entry)
-        judge = self._judge(upstream, entry)
-        patches = self._old_series(upstream, names)
-        judge.prefetch(patches)
+        start = entry["position"]
+        resumed = self._resumed.pop(upstream, None)
+        if resumed is not None:
+            # Going on after a stop: the stop recorded both states as commits in the store, so
+            # nothing before it is read, parsed or applied again (a long series with many
+            # stops was quadratic). Each later patch is read when its turn comes (the next stop
+            # may be near), and nothing is prefetched: the run that started the rebase
+            # brought every file of the series into the store.
+            judge = SeriesJudge(self.store, target, read_commit=resumed["base"])
+            judge.current.update(resumed["changes"])
+            old_commit = resumed["old_base"]
+            patches = None
+        else:
+            judge = self._judge(upstream, entry)
+            old_commit = target.base_commit
+            patches = self._old_series(upstream, names)
+            judge.prefetch(patches)
         # The old series state before each patch: the merge base of its 3-way merge.
-        read_old = _reads(self.store, target.base_commit)
-        old_state = apply_series(read_old, patches[:entry["position"]], strict=False)
+        read_old = _reads(self.store, old_commit)
+        old_state = apply_series(read_old, patches[:start] if patches else [], strict=False)
         # What each patch changes, old series and new, for the range-diff's commit chains, the
         # contents sent to `git fast-import` as they are made; only for a run that goes through
         # the whole series in this process (a resumed one rebuilds the chains from the files).
         chains = self._chains[upstream] = _Chains(self.store) \
             if entry["position"] == 0 and not dry else None
         for position in range(entry["position"], len(names)):
-            name, patch = patches[position]
+            name, patch = patches[position] if patches is not None else \
+                (names[position], self._old_patch(upstream, names[position]))
             self.on_patch(upstream, name)
-            result, stop = self._rebase_one(upstream, name, patch, judge, old_state, target)
+            result, stop = self._rebase_one(upstream, name, patch, judge, old_state, target,
+                                            old_commit)
             before = dict(old_state.current) if chains is not None else None
             apply_series(read_old, [(name, patch)], strict=False, state=old_state)
             if chains is not None:
@@ -276,24 +300,29 @@ class Rebase:
                 result = PatchResult(upstream, name, "conflict", stop["message"],
                                      stop["evidence"])
             elif stop is not None:
-                self._stop(upstream, name, stop, judge, target)
+                self._stop(upstream, name, stop, judge, target,
+                           old_base=self.store.commit_files(
+                               old_commit, dict(old_state.current),
+                               message="patchforge rebase: old series so far\n")
+                           if old_state.current else old_commit)
             entry["results"].append(result.to_json())
             entry["position"] = position + 1
             # No journal write per patch: until the write-out nothing in the project changes,
             # so a kill here only loses work a resumed run recomputes. Saving the whole journal
             # after every patch made a long series quadratic.
 
-    def _stop(self, upstream: str, name: str, stop: dict, judge, target) -> None:
-        """Record the stop, give the user a worktree, raise ConflictStop (exit 3)."""
+    def _stop(self, upstream: str, name: str, stop: dict, judge, target, *, old_base: str) -> None:
+        """Record the stop (with `old_base`, the old series through this patch, for going
+        on), give the user a worktree, raise ConflictStop (exit 3)."""
         self._flush_deferred()
-        base = target.commit
+        base = judge.read_commit
         if judge.current:
-            base = self.store.commit_files(target.commit, dict(judge.current),
+            base = self.store.commit_files(judge.read_commit, dict(judge.current),
                                            message="patchforge rebase: series so far\n")
         work = self.project.work_dir(upstream)
         self._open_worktree(upstream, base, stop.pop("contents"))
         self.journal.data["stopped"] = {"upstream": upstream, "name": name, "base": base,
-                                        "worktree": str(work), **stop}
+                                        "old_base": old_base, "worktree": str(work), **stop}
         self.journal.save()
         raise ConflictStop(
             f"{upstream}/{name}: {stop['message']}",
@@ -319,8 +348,10 @@ class Rebase:
             return self.store.commits_touching(target.base_commit, target.commit, paths)
         return index.commits_touching(paths)
 
-    def _rebase_one(self, upstream, name, patch, judge, old_state: SeriesState, target):
-        """(result, None) when the patch moved or was dropped; (None, stop) when it cannot."""
+    def _rebase_one(self, upstream, name, patch, judge, old_state: SeriesState, target,
+                    old_commit: str):
+        """(result, None) when the patch moved or was dropped; (None, stop) when it cannot.
+        `old_state` holds what the old series changed on top of store commit `old_commit`."""
         verdict = judge.assess(name, patch)
         if verdict.state == "upstreamed":
             where = landed_in(self.store, target, patch, verdict,
@@ -353,7 +384,7 @@ class Rebase:
                 else fp_target.old_path
             current = None if fp.is_new else judge.read_current(moved)
             base = old_state.current[source] if source in old_state.current \
-                else self.store.read_blob(target.base_commit, source)
+                else self.store.read_blob(old_commit, source)
             before[path_after] = judge.read_current(path_after)
             if fp_target.old_path and fp_target.old_path != path_after:
                 before[fp_target.old_path] = current
@@ -464,8 +495,9 @@ class Rebase:
 
         Worktree(self.project.work_dir(upstream)).remove()
 
-    def _take_resolution(self, stopped: dict) -> None:
-        """--continue: the worktree's difference from the stop's base becomes the patch."""
+    def _take_resolution(self, stopped: dict) -> dict[str, bytes | None]:
+        """--continue: the worktree's difference from the stop's base becomes the patch.
+        Returns the files it changes (path -> content, None when deleted)."""
         from patchforge.worktree import worktree_diff
 
         upstream, name = stopped["upstream"], stopped["name"]
@@ -482,6 +514,7 @@ class Rebase:
             raise UsageError(f"conflict markers left in {', '.join(marked)} (in {work})",
                              hint="resolve them, then run `patchforge rebase --continue`")
         patch = self.project.read_patch(upstream, name)
+        files = {p: n for p, _, n, _, _ in changes}
         if not changes:
             result = PatchResult(upstream, name, "skipped", "resolved to no change; set aside",
                                  stopped.get("evidence", []), destination="skipped",
@@ -490,7 +523,6 @@ class Rebase:
         else:
             target = self._target(upstream, entry)
             new_patch = patch.with_diff(diff).with_field("Base", target.commit)
-            files = {p: n for p, _, n, _, _ in changes}
             violations = self._check_keeps(
                 new_patch, files, SeriesJudge(self.store, target, read_commit=stopped["base"]))
             if violations:
@@ -500,6 +532,7 @@ class Rebase:
                                  staged=self._stage(f"{upstream}/{name}", new_patch.to_bytes()))
         entry["results"].append(result.to_json())
         entry["position"] += 1
+        return files
 
     def _skip_stopped(self, stopped: dict) -> None:
         upstream, name = stopped["upstream"], stopped["name"]
