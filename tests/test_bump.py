@@ -316,6 +316,17 @@ def test_dry_run_writes_nothing_and_plans_the_move(clean):
     assert pr9["included"] is False and pr9["ahead_by"] == 0 and pr9["behind_by"] == 2
     assert fixes["aiter-on-hip.patch"]["pull_request"]["state"] == "open"
     assert doc["checks"]["ran"] is False and doc["rebase"]["written"] is False
+    # --open-pr with --dry-run only says what it would do: nothing committed, pushed or sent.
+    code, out, err = clean.bump("--dry-run", "--open-pr", "--json")
+    assert code == 0, err
+    assert json.loads(out)["pull_request"] == {
+        "action": "planned", "branch": f"patchforge/bump-nightly-{clean.c3}",
+        "repo": "team/stack", "base": "main",
+        "title": f"Bump vllm to nightly-{clean.c3} (2 landed)", "commit": None, "number": None,
+        "url": None}
+    assert snapshot(clean.root) == before
+    assert git(clean.remote, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/main"]
+    assert [r.method for r in clean.forge.requests if r.method != "GET"] == []
 
 
 def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean):
