@@ -27,6 +27,8 @@ _UPSTREAM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # What git refuses in a ref name (git-check-ref-format), plus a leading "-", which would make
 # the SPEC an option of the git command it is passed to.
 _BAD_REF_RE = re.compile(r"(^-)|(\.\.)|([\x00-\x20\x7f~^:?*\[\\])|(@\{)|(/\.)|(^\.)|(\.lock$)|(/$)")
+# git's ancestry suffixes after a commit-ish: `abc123^`, `v1.0~3`, `main^2~1`.
+_ANCESTRY_RE = re.compile(r"(?:[~^][0-9]*)+$")
 
 DEFAULT_VERSION_LABELS = ("org.opencontainers.image.version",)
 
@@ -51,7 +53,8 @@ class StoreResolver(Protocol):
         """A wheel version -> (commit, tree) of its deterministic import."""
 
     # Optional: known_tag(upstream, name) -> the commit of a tag already in the store, or
-    # None, without contacting anything.
+    # None, without contacting anything; ancestor(upstream, commit, "^~2") -> the commit
+    # git's ancestry suffixes name from `commit`.
 
 
 class ImageResolver(Protocol):
@@ -103,11 +106,31 @@ def parse_target_specs(args: tuple[str, ...], upstream_names: list[str]) -> dict
     return specs
 
 
+def split_ancestry(spec: str) -> tuple[str, str]:
+    """`abc123^` -> ("abc123", "^"); `v1.0~2` -> ("v1.0", "~2"); no suffix -> (spec, "")."""
+    match = _ANCESTRY_RE.search(spec)
+    if match is None or match.start() == 0:
+        return spec, ""
+    return spec[:match.start()], match.group(0)
+
+
 def classify_spec(spec: str) -> SpecKind:
-    """Say what `spec` names; refuses what can be none of them (e.g. a leading "-")."""
+    """Say what `spec` names; refuses what can be none of them (e.g. a leading "-").
+
+    A commit-ish with git's ancestry suffixes (`<sha>^`, `v1.0~2`) is what its name before the
+    suffix is: a commit, a ref or a release version (its tag)."""
     spec = spec.strip()
     if not spec:
         raise UsageError("empty SPEC")
+    stem, suffix = split_ancestry(spec)
+    if suffix:
+        kind = classify_spec(stem)
+        if kind in (SpecKind.commit, SpecKind.ref, SpecKind.version) and \
+                (kind is not SpecKind.version or commit_from_version(stem) is None):
+            return kind
+        raise UsageError(f"not a valid SPEC: {spec!r} ({suffix} follows a commit, tag or "
+                         "branch only)",
+                         hint="name a commit, tag, branch, version, nightly-<sha> or image")
     if _NIGHTLY_RE.match(spec):
         return SpecKind.nightly
     if _SHA_RE.match(spec):
@@ -189,6 +212,20 @@ class _Resolution:
         self.attempts.append(f"{what} {value}: found commit {commit}")
         return commit
 
+    def ancestor(self, commit: str, ancestry: str) -> str | None:
+        """`commit` followed by git's `^`/`~` suffixes, walked in the store's history."""
+        walk = getattr(self.store, "ancestor", None)
+        if walk is None:
+            self.attempts.append(f"{commit}{ancestry}: no history to walk")
+            return None
+        try:
+            found = walk(self.upstream, commit, ancestry)
+        except PatchforgeError as exc:
+            self.attempts.append(f"{commit}{ancestry}: {exc.message}")
+            return None
+        self.attempts.append(f"{commit}{ancestry}: found commit {found}")
+        return found
+
     def known_tag(self, value: str) -> str | None:
         """A tag the store already has (tags do not move), asked of nobody else."""
         known = getattr(self.store, "known_tag", None)
@@ -244,6 +281,10 @@ def resolve_target(spec: str, upstream_config: Any, *, store_resolver: StoreReso
     name = str(_field(upstream_config, "name"))
     up_kind = _field(upstream_config, "kind") or "git"
     kind = classify_spec(spec)
+    full_spec, (spec, ancestry) = spec, split_ancestry(spec)
+    if ancestry and up_kind == "wheel":
+        raise ResolutionError(f"cannot resolve {name}={full_spec}: a wheel upstream's imports "
+                              f"have no parents for {ancestry!r} to walk", [])
     keys = label_keys_for(name, _field(upstream_config, "image_label"), label_keys)
     version_keys = [f"{name}.version", *DEFAULT_VERSION_LABELS]
     res = _Resolution(name, store_resolver)
@@ -304,16 +345,19 @@ def resolve_target(spec: str, upstream_config: Any, *, store_resolver: StoreReso
     elif kind is SpecKind.ref:
         commit = res.commitish("ref", spec)
 
+    if commit is not None and ancestry:
+        commit = res.ancestor(commit, ancestry)
+        version, label = None, full_spec  # an ancestor of a release is not that release
     if commit is None:
         offline = bool(getattr(getattr(registry, "http", None), "offline", False)
                        or getattr(getattr(store_resolver, "project", None), "offline", False))
-        raise ResolutionError(f"cannot resolve {name}={spec} ({kind.name})", res.attempts,
+        raise ResolutionError(f"cannot resolve {name}={full_spec} ({kind.name})", res.attempts,
                               hint=_resolution_hint(spec, kind, up_kind, offline, res.hints))
     if kind is SpecKind.commit:
         hint = commit
-    return ResolvedTarget(upstream=name, spec=spec, kind=kind, commit_hint=hint, version=version,
-                          label=label, image=image, attempts=res.attempts, commit=commit,
-                          tree=tree)
+    return ResolvedTarget(upstream=name, spec=full_spec, kind=kind, commit_hint=hint,
+                          version=version, label=label, image=image, attempts=res.attempts,
+                          commit=commit, tree=tree)
 
 
 def image_repository_of(reference: str) -> str:
@@ -392,6 +436,10 @@ class _ProjectStoreResolver:
         from patchforge.store.giturl import store_namespace
         namespace = store_namespace(upstream, self.upstream.url)
         return self.store.read_ref(f"refs/patchforge/remotes/{namespace}/tags/{name}")
+
+    def ancestor(self, upstream: str, commit: str, ancestry: str) -> str:
+        # A fetched commit comes with its history (blob-less, never shallow): parents are here.
+        return self.store.resolve(commit + ancestry)
 
 
 def resolve_git_spec(project: Any, store: Any, upstream: Any, spec: str) -> str:

@@ -114,6 +114,31 @@ def test_import_git_range_one_patch_per_commit(project, tmp_path):
     assert bad.rc == 2
 
 
+def test_import_git_quotes_diff_like_lines_of_a_real_commit_message(project, tmp_path):
+    """vLLM's pull-request template leaves Markdown `---` rules (and people paste diffs) in
+    commit messages: the commit is imported, those lines quoted, and the patch file still goes
+    through git apply and patch as it is."""
+    root = project
+    fork = upstream_checkout(tmp_path, "fork")
+    git(fork, "checkout", "-q", "-b", "fixes")
+    (fork / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+    message = ("Fix line three (#123)\n\n## Purpose\nline three\n\n---\n\n"
+               "<details>\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n2d\n</details>\n")
+    git(fork, "commit", "-qam", message)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    data = (root / "series/up/fix-line-three-123.patch").read_bytes()
+    head, _, _ = data.partition(b"diff --git ")
+    for line in (b"---", b"--- a/a.py", b"+++ b/a.py", b"@@ -1 +1 @@", b"2d"):
+        assert b"\n> " + line + b"\n" in head
+    assert b"## Purpose\nline three\n" in head
+    checkout = upstream_checkout(tmp_path, "check")
+    (checkout / "fix.patch").write_bytes(data)
+    git(checkout, "apply", "--check", "fix.patch")
+    subprocess.run(["patch", "-p1", "--dry-run", "-i", "fix.patch"], cwd=checkout, check=True,
+                   capture_output=True)
+    assert overlay_tree(root) == {"a.py": (fork / "a.py").read_bytes()}
+
+
 def test_import_mbox_from_git_format_patch(project, tmp_path):
     root = project
     fork = fork_with_commits(tmp_path)

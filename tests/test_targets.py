@@ -82,6 +82,10 @@ def test_bad_spec_arguments(args, names, message):
     ("vllm/vllm-openai-rocm:" + NIGHTLY, SpecKind.image),
     ("127.0.0.1:5000/vllm/vllm-openai-rocm:t", SpecKind.image),
     ("vllm/vllm-openai-rocm@sha256:" + "9" * 64, SpecKind.image),
+    (SHA + "^", SpecKind.commit),
+    ("124154a88~2", SpecKind.commit),
+    ("main^2~1", SpecKind.ref),
+    ("v0.9.0^", SpecKind.version),
 ])
 def test_classify(spec, kind):
     assert classify_spec(spec) is kind
@@ -89,7 +93,8 @@ def test_classify(spec, kind):
 
 
 @pytest.mark.parametrize("spec", ["", "--upload-pack=x", "a..b", "bad name", "UPPER:tag",
-                                  "repo@sha256:12"])
+                                  "repo@sha256:12", "^", "~1", "a^b", NIGHTLY + "^",
+                                  "0.26.1+g124154a88^"])
 def test_classify_refuses(spec):
     with pytest.raises(UsageError):
         classify_spec(spec)
@@ -250,5 +255,37 @@ def test_resolve_git_spec_against_a_real_store(make_git_repo):
         assert resolve_git_spec(project, store, upstream, commit[:9]) == commit
         with pytest.raises(ResolutionError, match="cannot resolve up=nope"):
             resolve_git_spec(project, store, upstream, "nope")
+    finally:
+        store.close()
+
+
+def test_commitish_with_ancestry_suffixes_walks_the_store_history(make_git_repo):
+    """`<sha>^`, `<tag>~1` and `<branch>^` name the parent, as in git."""
+    from types import SimpleNamespace
+
+    from helpers.git import git
+    from patchforge.store.gitstore import UpstreamStore
+    from patchforge.targets import resolve_git_spec, resolve_git_target
+
+    repo, first = make_git_repo({"a.py": b"x = 1\n"})
+    (repo / "a.py").write_bytes(b"x = 2\n")
+    git(repo, "commit", "-qam", "two")
+    (repo / "a.py").write_bytes(b"x = 3\n")
+    git(repo, "commit", "-qam", "three")
+    git(repo, "tag", "v0.2.0")
+    second = git(repo, "rev-parse", "HEAD^").strip()
+    head = git(repo, "rev-parse", "HEAD").strip()
+    upstream = UpstreamConfig(name="up", kind="git", url=str(repo))
+    project = SimpleNamespace(offline=False, config=SimpleNamespace(image=None))
+    store = UpstreamStore.open()
+    try:
+        assert resolve_git_spec(project, store, upstream, head + "^") == second
+        assert resolve_git_spec(project, store, upstream, head[:10] + "~2") == first
+        assert resolve_git_spec(project, store, upstream, "v0.2.0^^") == first
+        target = resolve_git_target(project, store, upstream, "0.2.0~1")
+        assert target.commit == second and target.version is None
+        assert target.label == "0.2.0~1"
+        with pytest.raises(ResolutionError, match=r"cannot resolve up=.*~5"):
+            resolve_git_spec(project, store, upstream, head + "~5")
     finally:
         store.close()

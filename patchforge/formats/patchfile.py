@@ -228,6 +228,23 @@ def _check_text(data: bytes, source: str, first_line: int) -> None:
                              hint="indent it differently or reword it")
 
 
+_BINARY_MARK_RE = re.compile(rb"^(?:Binary files .* differ\r?|GIT binary patch\r?)$")
+
+
+def quote_diff_like(text: bytes) -> bytes:
+    """`text` (a commit message, say) with every line a patch tool could take for part of a
+    diff quoted as "> line": a Markdown `---` rule, a quoted `--- a/x` or `@@` line, a
+    "2d" that reads as an ed command. A real commit is never refused for its message; the
+    words stay, only the line no longer starts a diff."""
+    out = []
+    for line in split_lines(text):
+        bare = line.rstrip(b"\r\n")
+        if _DIFFLIKE_RE.match(bare) or bare == b"---" or _BINARY_MARK_RE.match(bare):
+            line = b"> " + line
+        out.append(line)
+    return b"".join(out)
+
+
 _PARSED: dict[tuple[str, bytes], PatchFile] = {}
 
 
@@ -316,7 +333,7 @@ def _check_description(text: bytes, source: str, first_line: int) -> None:
             raise InputError("a hunk, context diff or ed script outside the diff; refused "
                              "(nothing from a patch is ever run)", path=source,
                              line=first_line + k)
-        if re.match(rb"^(?:Binary files .* differ\r?|GIT binary patch\r?)$", bare):
+        if _BINARY_MARK_RE.match(bare):
             # A binary change without a `diff --git` header would otherwise pass for text and
             # make an empty patch: refuse it as the binary patch it is.
             raise InputError("a binary patch; patchforge carries text fixes only", path=source,

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from patchforge.errors import InputError, UsageError
-from patchforge.formats.patchfile import parse_patch_file, render_patch_file
+from patchforge.formats.patchfile import parse_patch_file, quote_diff_like, render_patch_file
 from patchforge.formats.series import parse_series
 from patchforge.fsutil import RepoLock, atomic_write
 from patchforge.stack import add_to_series, series_changed, series_state
@@ -100,10 +100,14 @@ def import_git(project, store, rev_range: str, *, repo: Path, upstream: str) -> 
         _check_new_name(project, upstream, file_name)
         if any(file_name == p[0] for p in pending):
             file_name = patch_file_name(slugify(subject) + "-" + sha[:8])
+        # A Markdown `---` (vLLM's pull-request template) or a quoted diff in a real commit
+        # message is quoted, never a reason to refuse the commit.
+        subject = quote_diff_like(subject.encode("utf-8", "surrogateescape")).decode(
+            "utf-8", "surrogateescape")
         fields = [("Description", subject), ("Author", f"{name} <{mail}>"),
                   ("Origin", f"vendor, commit {sha}"), ("Upstream-Status", "Pending"),
                   ("Upstream", upstream), ("Base", pin.commit), ("Last-Update", date)]
-        description = body.strip().encode("utf-8", "surrogateescape")
+        description = quote_diff_like(body.strip().encode("utf-8", "surrogateescape"))
         pending.append((file_name, render_patch_file(fields, description + b"\n"
                                                      if description else b"", diff)))
     with RepoLock(project.state_dir):
@@ -186,7 +190,7 @@ def import_mbox(project, store, mbox: Path, *, upstream: str) -> list[str]:
                     raise InputError(f"{fp.path}: a binary patch; patchforge carries text "
                                      "fixes only", path=f"{mbox} (message {int(message.name)})",
                                      line=fp.line_no)
-            body = msg_file.read_bytes().strip()
+            body = quote_diff_like(msg_file.read_bytes().strip())
             data = render_patch_file(fields, body + b"\n" if body else b"", diff)
             file_name = patch_file_name(slugify(subject))
             _check_new_name(project, upstream, file_name)

@@ -59,11 +59,19 @@ def read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
     for commit in commits:
         parent = commit.parents[0] if commit.parents else git.NULL_TREE
         deltas = []
-        for diff in commit.diff(parent, R=True, create_patch=False, no_renames=True):
-            old = diff.a_blob.data_stream.read() if diff.a_blob is not None and \
-                not diff.new_file else None
-            new = diff.b_blob.data_stream.read() if diff.b_blob is not None and \
-                not diff.deleted_file else None
+        try:
+            changed = commit.diff(parent, R=True, create_patch=False, no_renames=True)
+        except (ValueError, git.GitCommandError) as exc:
+            raise UsageError(f"cannot read commit {commit.hexsha} in {repo_dir}: {exc}") from None
+        for diff in changed:
+            try:
+                old = diff.a_blob.data_stream.read() if diff.a_blob is not None and \
+                    not diff.new_file else None
+                new = diff.b_blob.data_stream.read() if diff.b_blob is not None and \
+                    not diff.deleted_file else None
+            except ValueError as exc:  # GitPython's word for an object the repository lacks
+                raise UsageError(f"cannot read {diff.b_path or diff.a_path} of commit "
+                                 f"{commit.hexsha} in {repo_dir}: {exc}") from None
             deltas.append(FileDelta(
                 old_path=diff.a_path if old is not None else None,
                 new_path=diff.b_path if new is not None else None,
