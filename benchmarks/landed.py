@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import fnmatch
-import hashlib
 import json
 import os
 import re
@@ -51,11 +50,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import scenario  # noqa: E402  (the bench cache location and the isolated git environment)
 
-CASES_FORMAT = 3  # bump when the case rules change
+CASES_FORMAT = 5  # bump when the case rules change
 MAX_SERIES = 8    # longest squash series taken
 _PR_RE = re.compile(r"\(#(\d+)\)\s*$")
 _CHERRY_RE = re.compile(r"\(cherry picked from commit ([0-9a-f]{40})\)")
@@ -97,6 +96,7 @@ class Case:
     note: str = ""
     tip: str = ""                 # the series' last commit in the scratch repository
     binary: bool = False
+    base: str = ""                # where the series is carried (BASE unless said here)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -181,6 +181,9 @@ def carry(scratch: Git, commit: str, onto: str, tmp: Path) -> tuple[str | None, 
     if got.returncode != 0 or not diff.strip():
         return None, False
     binary = b"\nGIT binary patch\n" in diff
+    if re.search(rb"(?m)^(?:new file |deleted file |new |old )?mode 160000|^index \S+ 160000",
+                 diff):
+        return None, binary  # a submodule's pointer: not a file a patch carries
     index = tmp / f"index-{commit}"
     env = {"GIT_INDEX_FILE": str(index)}
     scratch.run("read-tree", onto, env=env)
@@ -275,7 +278,6 @@ def build_cases(src: Git, scratch: Git, hist: History, args, tmp: Path) -> list[
     log(f"  backport: {sum(c.kind == 'backport' for c in cases)}")
 
     # squash-merged branches, and unmerged commits
-    ids_to_main = {pid: sha for sha, pid in hist.patch_ids.items() if hist.alive[sha]}
     candidates: list[tuple[str, list[str]]] = []
     # Branches not in TARGET whose tip is from BASE's time to TARGET's: a squash commit of
     # BASE..TARGET was made from a branch of that time (and merge-base over every branch of
@@ -297,31 +299,51 @@ def build_cases(src: Git, scratch: Git, hist: History, args, tmp: Path) -> list[
         if src.out("rev-list", "--merges", f"{merge_base}..{ref}").strip():
             continue
         candidates.append((ref, commits))
-    cumulative, kept = [], []
+    # A squash commit's change is the branch's cumulative change: same files, same change
+    # blocks (removed and added lines, whitespace and context aside; the squash was applied
+    # where main had moved on, so patch-ids of the two differ by their context lines).
+    from patchforge.history import blocks_of_git_diff
+    by_files: dict[frozenset, list[str]] = {}
+    for chunk in src.out("log", "--no-walk=unsorted", "--stdin", "--name-only", "--no-renames",
+                         "--format=%x01%H", input="\n".join(hist.mainline).encode()
+                         ).split("\x01")[1:]:
+        sha, *names = [n for n in chunk.split("\n") if n]
+        if hist.alive.get(sha):
+            by_files.setdefault(frozenset(names), []).append(sha)
+
+    def file_blocks(old: str, new: str) -> dict[str, tuple] | None:
+        got = src.run("diff-tree", "-p", "--no-renames", old, new, check=False)
+        if got.returncode != 0:
+            return None
+        return {part.split(b"\n", 1)[0]: blocks_of_git_diff(part)
+                for part in re.split(rb"(?m)^(?=diff --git )", got.stdout)
+                if part.startswith(b"diff --git ")}
+
+    squash_of: dict[str, str] = {}
+    kept = []
     for ref, commits in candidates:
         merge_base = src.out("rev-parse", f"{commits[0]}^").strip()
-        got = src.run("diff-tree", "-p", "--full-index", "--no-renames", merge_base,
-                      commits[-1], check=False)
-        if got.returncode != 0:
-            continue  # the mirror lacks some of its objects
-        diff = got.stdout
-        cumulative.append(b"commit " + ref.encode() + b"\n\n" + diff)
+        names = frozenset(n for n in src.out("diff-tree", "--name-only", "--no-renames", "-r",
+                                             merge_base, commits[-1]).split("\n") if n)
         kept.append((ref, commits))
-    cum_ids = {}
-    if cumulative:
-        out = src.run("patch-id", "--stable", input=b"".join(
-            c.replace(b"commit " + c.split(b"\n", 1)[0][7:], b"commit " +
-                      hashlib.sha1(c.split(b"\n", 1)[0][7:]).hexdigest().encode(), 1)
-            for c in cumulative)).stdout.decode()
-        by_hash = {hashlib.sha1(ref.encode()).hexdigest(): ref for ref, _ in candidates}
-        cum_ids = {by_hash[line.split()[1]]: line.split()[0] for line in out.splitlines()}
+        if not 2 <= len(commits) <= MAX_SERIES or not names or names not in by_files:
+            continue
+        mine = file_blocks(merge_base, commits[-1])
+        for squash in by_files[names]:
+            if mine and mine == file_blocks(f"{squash}^", squash):
+                squash_of[ref] = squash
+                break
     used: set[str] = set()
     unmerged_pool: list[str] = []
     for ref, commits in kept:
-        squash = ids_to_main.get(cum_ids.get(ref, ""))
-        if squash is not None and 2 <= len(commits) <= MAX_SERIES and not used & set(commits):
+        squash = squash_of.get(ref)
+        if squash is not None and not used & set(commits):
             used.update(commits)
-            tip = base
+            # The branch's own fork point: a series rarely applies to an older pin.
+            fork = src.out("rev-parse", f"{commits[0]}^").strip()
+            if not is_ancestor(src, base, fork) or is_ancestor(src, squash, fork):
+                continue
+            tip = fork
             for commit in commits:
                 tip, binary = carry(scratch, commit, tip, tmp)
                 if tip is None:
@@ -329,9 +351,10 @@ def build_cases(src: Git, scratch: Git, hist: History, args, tmp: Path) -> list[
             if tip is not None:
                 cases.append(Case(f"squash-{commits[-1][:10]}", "squash", commits,
                                   [True] * len(commits),
-                                  f"{short[ref]} -> {squash[:10]} {hist.subjects[squash]}", tip))
+                                  f"{short[ref]} -> {squash[:10]} {hist.subjects[squash]}", tip,
+                                  base=fork))
             continue
-        if squash is None:
+        if squash is None and ref not in squash_of:
             unmerged_pool += [c for c in commits if c not in used]
     log(f"  squash: {sum(c.kind == 'squash' for c in cases)}")
     main_ids = set(hist.patch_ids.values())
@@ -495,8 +518,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def run_case(case: Case) -> dict:
         project = work / "projects" / case.id
-        refused = make_project(env, project, source, scratch_dir, base, case)
-        cherry, git_s = git_cherry(scratch, target, case.tip, base)
+        refused = make_project(env, project, source, scratch_dir, case.base or base, case)
+        cherry, git_s = git_cherry(scratch, target, case.tip, case.base or base)
         if refused:
             states, decided, pf_s = ["refused"] * len(case.truth), [refused], 0.0
         else:

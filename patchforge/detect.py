@@ -75,6 +75,11 @@ class PatchVerdict:
     evidence: list[str]
     files: list[FileVerdict]
     renames: dict[str, str]
+    # Which evidence decided a landing: "content" (the target's files), "history" (a commit of
+    # base..target made the change; patchforge.history), "series history" (the series'
+    # cumulative change did).
+    decided_by: str | None = None
+    landed_commit: str | None = None  # the commit the history says landed it
 
     @property
     def landed(self) -> bool:
@@ -227,6 +232,11 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
         else:
             for outcome in verdict.applied.hunks:
                 verdict.hunks.append(HunkVerdict(outcome.index, outcome.status))
+        return verdict
+    if base is not None and current == base:
+        # The file is as the patch found it (at the pin, say): nothing of the patch can have
+        # landed in it, and code that merely appears twice in the file proves nothing.
+        verdict.hunks = [HunkVerdict(o.index, o.status) for o in verdict.applied.hunks]
         return verdict
     lines = lines_of(current)
     whole = verdict.applied.hunks

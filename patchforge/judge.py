@@ -4,10 +4,17 @@ history between base and target). `status`, `rebase` and `pr` all judge with it.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.detect import assess_patch
+from patchforge.history import combine
+
+# The content states in which the history is asked whether the patch landed: its pre-image is
+# not all in the target, or the checks disagree (history.combine never overturns the rest).
+HISTORY_DECIDES = {"fuzz", "conflict", "partial", "unsure"}
+_REVERTS = re.compile(rb"^    This reverts commit ([0-9a-f]{7,40})")
 
 
 @dataclass
@@ -25,9 +32,13 @@ class SeriesJudge:
     """Walks one upstream's series over a target, keeping the target's files with the earlier
     still-needed patches applied (`current`), so each patch meets what a rebase would give it."""
 
-    def __init__(self, store, target: Target, *, read_commit: str | None = None) -> None:
+    def __init__(self, store, target: Target, *, read_commit: str | None = None,
+                 history=None) -> None:
         self.store = store
         self.target = target
+        # Where the history's word on a landing comes from (an object with landing(patch) ->
+        # history.HistoryLanding | None), None for content evidence alone (landed_in's probes).
+        self.history = history
         # Where files not yet touched are read from: the target itself, or (when a rebase
         # resumes) a commit holding the target plus the series rebased so far.
         self.read_commit = read_commit or target.commit
@@ -63,11 +74,22 @@ class SeriesJudge:
     def assess(self, name: str, patch):
         """The verdict for one patch on the current state, without applying it."""
         base = self.target.base_commit
-        return assess_patch(
-            name, patch,
-            read_base=lambda path: self.store.read_blob(base, path),
+        if self.target.commit == base:
+            # At the pin the series is what each patch was made against: a patch meets the
+            # file as it found it, and nothing of it can have landed.
+            read_base = self.read_current
+        else:
+            def read_base(path):
+                return self.store.read_blob(base, path)
+        verdict = assess_patch(
+            name, patch, read_base=read_base,
             read_current=self.read_current, exists_in_target=self.exists,
             find_rename=self.find_rename)
+        if self.history is not None and verdict.state in HISTORY_DECIDES:
+            verdict = combine(verdict, self.history.landing(patch))
+        elif verdict.landed:
+            verdict.decided_by = "content"
+        return verdict
 
     def judge(self, name: str, patch):
         """Assess, then apply what applies so the next patch meets the same state a rebase
@@ -149,6 +171,37 @@ def landed_in(store, target: Target, patch, verdict, *,
     return commits[lo]
 
 
+class LazyHistory:
+    """The history's word for SeriesJudge, from a HistoryIndex made (or read on another thread)
+    only when a patch needs it: `get_index()` -> HistoryIndex | None."""
+
+    def __init__(self, get_index) -> None:
+        self._get_index = get_index
+
+    def landing(self, patch):
+        index = self._get_index()
+        return index.landing(patch) if index is not None else None
+
+
+def where_landed(store, target: Target, patch, verdict, index: "HistoryIndex | None",
+                 commits: list[str] | None = None) -> tuple[str | None, list[str]]:
+    """(landed_in, history evidence to add) for a landed or partly landed patch: the commit the
+    history says landed it, else the bisection of `commits` (default: those touching its files)
+    after the last commit that undid the change (across a revert "landed" is not monotonic, and
+    the search could end on the revert itself)."""
+    landing = index.landing(patch) if index is not None else None
+    evidence = landing.describe() if landing is not None and landing.landed_by is not None \
+        and verdict.landed_commit is None else []
+    if verdict.landed_commit is not None:
+        return verdict.landed_commit, evidence
+    if commits is None and index is not None:
+        commits = index.commits_touching(_patch_paths(verdict))
+    undo = landing.last_undo if landing is not None else None
+    if commits is not None and undo in commits:
+        commits = commits[commits.index(undo) + 1:]
+    return landed_in(store, target, patch, verdict, commits=commits), evidence
+
+
 class HistoryIndex:
     """The upstream history between a base and a target, read once per series: which commits
     touch which files (one `git log --name-only`), and the patch-ids of those commits limited to
@@ -161,10 +214,36 @@ class HistoryIndex:
         self.log = store.touching_log(target.base_commit, target.commit, paths) if paths else []
         self.paths = paths
         self._chunks: dict[str, dict[bytes, bytes]] | None = None
+        self._blocks: dict[tuple[str, bytes], tuple] = {}  # (commit, diff header) -> blocks
+        self._reverts: dict[str, list[str]] = {}  # commit -> the commits its message reverts
 
     def commits_touching(self, paths: list[str]) -> list[str]:
         wanted = set(paths)
         return [commit for commit, changed in self.log if wanted.intersection(changed)]
+
+    def landing(self, patch):
+        """What the history says of `patch` (history.HistoryLanding), None when it cannot say
+        (a file outside the paths read, a binary or rename, too small a change)."""
+        from patchforge.history import blocks_of_git_diff, judge_history, patch_blocks
+        from patchforge.store.gitstore import diff_header
+
+        wanted = patch_blocks(patch)
+        if wanted is None or not set(wanted) <= set(self.paths):
+            return None
+        chunks = self._file_chunks()
+        headers = {path: diff_header(path) for path in wanted}
+        commits = []
+        for commit in self.commits_touching(list(wanted)):
+            files = chunks.get(commit, {})
+            changed = {}
+            for path, header in headers.items():
+                if header in files:
+                    key = (commit, header)
+                    if key not in self._blocks:
+                        self._blocks[key] = blocks_of_git_diff(files[header])
+                    changed[path] = self._blocks[key]
+            commits.append((commit, changed))
+        return judge_history(wanted, commits, self._reverts)
 
     def read_diffs(self) -> None:
         """Read the commits' diffs now (patch_id_matches needs them)."""
@@ -181,8 +260,13 @@ class HistoryIndex:
                 header = None
                 for line in text.splitlines(keepends=True):
                     if line.startswith(b"commit ") and len(line.strip()) == 47:
-                        files = chunks.setdefault(line.split()[1].decode(), {})
+                        commit = line.split()[1].decode()
+                        files = chunks.setdefault(commit, {})
                         header = None
+                    elif header is None and line.startswith(b"    This reverts commit "):
+                        found = _REVERTS.match(line)
+                        if found:
+                            self._reverts.setdefault(commit, []).append(found[1].decode())
                     elif line.startswith(b"diff --git "):
                         header = line.rstrip(b"\n")
                         files[header] = [line]

@@ -343,6 +343,23 @@ def test_landed_patch_is_dropped_to_upstreamed(stack, upstream):
     assert not (stack.root / "series" / "up" / "landed.patch").exists()
 
 
+def test_superseded_landing_is_dropped_on_the_history_word(stack, upstream):
+    """The judge status uses: a fix upstream landed and then rewrote again is dropped (its
+    landing commit named), not stopped as a conflict."""
+    stack.add_upstream("up", upstream)
+    fixed = with_lines({7: b"def f7():\n    return 'seven, fixed upstream as well'\n\n"})
+    stack.add_patch("up", "landed", {"pkg/mod.py": fixed})
+    landing = upstream.commit({"pkg/mod.py": fixed}, "upstream takes the fix")
+    rewritten = with_lines({7: b"def f7():\n    return 'seven, said differently'\n\n"})
+    new_commit = upstream.commit({"pkg/mod.py": rewritten}, "upstream rewrites it")
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    [patch] = summary["patches"]
+    assert (patch["name"], patch["action"], patch["destination"]) == \
+        ("landed.patch", "dropped", "upstreamed")
+    assert patch["landed_in"] == landing
+    assert any(f"history: commit {landing} makes this change" in e for e in patch["evidence"])
+
+
 def test_file_deleted_upstream_stops_instead_of_dropping(stack, upstream):
     stack.add_upstream("up", upstream)
     original = stack.add_patch("up", "other-fix", {"pkg/other.py": b"x = 42\n"})

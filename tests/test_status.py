@@ -360,6 +360,62 @@ def test_pure_addition_present_far_away_is_not_landed(stack, upstream):
     assert status.state not in ("upstreamed", "partial"), status.evidence
 
 
+# -- history evidence: what the target's files cannot prove ---------------------------------------
+
+def test_superseded_landing_is_upstreamed_by_history(stack, upstream):
+    """The fix landed, then upstream rewrote both fixed lines again: nothing of the patch is in
+    the target's file, but the history made the change and nothing undid it."""
+    landed, _ = history_around(upstream, {MAIN: fixed}, "the fix, verbatim")
+    later = upstream.read(MAIN).replace(FIX1_NEW, b"    indptr[len(lengths):] = total\n") \
+        .replace(FIX2_NEW, b"    return (row * stride).clamp(0, limit)\n")
+    target = upstream.commit({MAIN: later}, "rewrite both lines")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "upstreamed" and status.decided_by == "history", status.evidence
+    assert status.landed_in == landed
+    assert f"history: commit {landed} makes this change" in evidence_text(status)
+
+
+def test_reverted_landing_is_not_upstreamed_even_in_part(stack, upstream):
+    """A landing whose revert kept one of its lines (a hand-edited `git revert`, as real
+    reverts are): the patch is not upstreamed, though its patch-id matches the landing."""
+    landed, _ = history_around(upstream, {MAIN: fixed}, "the fix, verbatim")
+    partly = upstream.read(MAIN).replace(FIX2_NEW, FIX2_OLD)
+    upstream.commit({MAIN: partly},
+                    f'Revert "the fix"\n\nThis reverts commit {landed}.\n\n* keep hunk 1')
+    target = upstream.commit({"README.md": b"later\n"}, "later")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state != "upstreamed", status.evidence
+    assert f"history: commit {upstream.head()}" not in evidence_text(status)
+
+
+def test_landed_in_does_not_bisect_across_a_revert(stack, upstream):
+    """Landed, reverted, landed again: landed_in is the second landing, never the revert."""
+    first, _ = history_around(upstream, {MAIN: fixed}, "the fix")
+    upstream.commit({MAIN: upstream.read(MAIN).replace(FIX1_NEW, FIX1_OLD)
+                     .replace(FIX2_NEW, FIX2_OLD)}, "Revert the fix")
+    for n in range(3):
+        upstream.commit({MAIN: upstream.read(MAIN) + b"# note %d\n" % n}, "notes")
+    again = upstream.commit({MAIN: fixed(upstream.read(MAIN))}, "the fix, again")
+    target = upstream.commit({"README.md": b"later\n"}, "later")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "upstreamed", status.evidence
+    assert status.landed_in == again
+
+
+def test_status_at_the_pin_with_code_present_twice_applies(tmp_path):
+    """At the pin a patch meets the file it was made from: a pre-image and post-image that
+    both occur in the file (the same code twice) do not make it `unsure`."""
+    twice = BASE + b"\n\ndef fill_indptr_padded(indptr, lengths, total):\n" + FIX1_NEW
+    pinned = Stack(tmp_path / "pinned", Upstream(tmp_path / "dup", {MAIN: twice}))
+    pinned.add("fix.patch", file_diff(MAIN, twice, twice.replace(FIX1_OLD, FIX1_NEW, 1)))
+    status = pinned.status()["fix.patch"]
+    assert status.state == "applies", status.evidence
+    assert pinned.cli("status").returncode == 0
+
+
 def test_deleted_file_is_obsolete(stack, upstream):
     upstream.commit({"pkg/other.py": b"VALUE = 2\n"}, "other")
     target = upstream.commit({MAIN: None}, "remove attn.py")

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from patchforge.background import Background
 from patchforge.forwarded import drop_when, forwarded_info, lookup_forwarded
-from patchforge.judge import HistoryIndex, SeriesJudge, Target, _history_index, _patch_paths, landed_in
+from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _history_index,
+                              _patch_paths, where_landed)
 
 log = logging.getLogger("patchforge.status")
 
@@ -29,6 +30,7 @@ class PatchStatus:
     evidence: list[str]
     files: list[dict]
     landed_in: str | None = None
+    decided_by: str | None = None  # content | history: which evidence decided a landing
     forwarded: dict | None = None
     drop_when: dict | None = None
     attention: bool = False
@@ -39,6 +41,7 @@ class PatchStatus:
                 "confidence": self.confidence, "hunks": {"total": self.hunks_total,
                                                          "landed": self.hunks_landed},
                 "evidence": self.evidence, "files": self.files, "landed_in": self.landed_in,
+                "decided_by": self.decided_by,
                 "forwarded": self.forwarded, "drop_when": self.drop_when,
                 "needs_attention": self.attention}
 
@@ -55,16 +58,18 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
         target = targets[upstream]
         log.info("%s: judging %d patch(es) against %s", upstream, len(series[upstream]),
                  target.label)
-        judge = SeriesJudge(store, target)
         names = {upstream, getattr(project.config.upstreams.get(upstream), "package", None)}
         landed: list[tuple[PatchStatus, object]] = []
         patches = series[upstream]
-        judge.prefetch(patches)
         # The history between base and target (git processes, the GIL free) is read by a second
-        # thread while this one judges the patches; only landed patches will need it.
+        # thread while this one judges the patches; only landed patches, and those the content
+        # checks cannot decide, will need it.
         series_paths = sorted({p for _, patch in patches for p in patch.paths})
         history = Background(_history_index, store, target, series_paths) \
             if target.base_commit != target.commit and series_paths else None
+        judge = SeriesJudge(store, target,
+                            history=LazyHistory(history.result) if history is not None else None)
+        judge.prefetch(patches)
         for name, patch in patches:
             verdict = judge.judge(name, patch)
             status = PatchStatus(
@@ -75,7 +80,7 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
                         "hunks": [{"index": h.index + 1, "forward": h.forward,
                                    "landed": h.landed} for h in f.hunks]}
                        for f in verdict.files],
-                verdict=verdict)
+                decided_by=verdict.decided_by, verdict=verdict)
             if verdict.state in ("upstreamed", "partial"):
                 landed.append((status, patch))
             status.forwarded = forwarded_info(project, store, patch, target, forge, lookups)
@@ -112,9 +117,9 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
                                                _patch_paths(status.verdict))
                                               for status, patch in landed])
             for status, patch in landed:
-                commits = index.commits_touching(_patch_paths(status.verdict))
-                status.landed_in = landed_in(store, target, patch, status.verdict,
-                                             commits=commits)
+                status.landed_in, more = where_landed(store, target, patch, status.verdict,
+                                                      index)
+                status.evidence.extend(more)
                 for commit in matches.get(id(status), []):
                     status.evidence.append(f"patch-id matches upstream commit {commit}")
     return out

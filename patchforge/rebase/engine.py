@@ -28,7 +28,7 @@ from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageEr
 from patchforge.formats.lockfile import lock_from_json, lock_to_json
 from patchforge.formats.patchfile import parse_patch_file
 from patchforge.background import Background
-from patchforge.judge import SeriesJudge, Target, landed_in
+from patchforge.judge import LazyHistory, SeriesJudge, Target, where_landed
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.rebase.journal import Journal
 from patchforge.store.diff import merge_file
@@ -247,7 +247,8 @@ class Rebase:
         """A judge on the new base with the patches moved so far applied (they were made against
         exactly that state, so they replay without fuzz)."""
         target = self._target(upstream, entry)
-        judge = SeriesJudge(self.store, target)
+        judge = SeriesJudge(self.store, target, history=LazyHistory(
+            lambda: self._history_index(upstream, target)))
         moved = [(r["name"], self._staged_patch(upstream, r))
                  for r in entry["results"] if r["destination"] == "series" and r["staged"]]
         if moved:
@@ -333,20 +334,30 @@ class Rebase:
     def _commits_touching(self, upstream: str, target, verdict) -> list[str] | None:
         """The upstream commits touching a verdict's files, from one history read per upstream
         (a git process per dropped patch was most of a long rebase); None without history."""
-        from patchforge.judge import HistoryIndex, _history, _patch_paths
+        from patchforge.judge import _patch_paths
 
-        if not _history(self.store, target):
+        index = self._history_index(upstream, target)
+        if index is None:
             return None
         paths = _patch_paths(verdict)
-        index = self._histories.get(upstream)
-        if index is None:
-            names = self.journal.data["upstreams"][upstream]["names"]
-            series_paths = sorted({p for n in names
-                                   for p in self._old_patch(upstream, n).paths})
-            index = self._histories[upstream] = HistoryIndex(self.store, target, series_paths)
         if not set(paths) <= set(index.paths):  # a renamed file: outside the series' paths
             return self.store.commits_touching(target.base_commit, target.commit, paths)
         return index.commits_touching(paths)
+
+    def _history_index(self, upstream: str, target):
+        """The history between the upstream's old base and the target, for the series' files
+        (judge.HistoryIndex, read once per upstream); None without history."""
+        from patchforge.judge import HistoryIndex, _history
+
+        if upstream not in self._histories:
+            index = None
+            if _history(self.store, target):
+                names = self.journal.data["upstreams"][upstream]["names"]
+                series_paths = sorted({p for n in names
+                                       for p in self._old_patch(upstream, n).paths})
+                index = HistoryIndex(self.store, target, series_paths)
+            self._histories[upstream] = index
+        return self._histories[upstream]
 
     def _rebase_one(self, upstream, name, patch, judge, old_state: SeriesState, target,
                     old_commit: str):
@@ -354,11 +365,12 @@ class Rebase:
         `old_state` holds what the old series changed on top of store commit `old_commit`."""
         verdict = judge.assess(name, patch)
         if verdict.state == "upstreamed":
-            where = landed_in(self.store, target, patch, verdict,
-                              commits=self._commits_touching(upstream, target, verdict))
+            where, more = where_landed(self.store, target, patch, verdict,
+                                       self._history_index(upstream, target),
+                                       self._commits_touching(upstream, target, verdict))
             return self._dropped(upstream, name, patch, target, where,
                                  f"landed upstream ({verdict.confidence} confidence)",
-                                 verdict.evidence), None
+                                 verdict.evidence + more), None
         if verdict.state == "obsolete":
             gone = [f.path for f in verdict.files if f.target_path is None]
             return None, {"kind": "obsolete", "files": gone, "evidence": verdict.evidence,

@@ -641,8 +641,11 @@ class UpstreamStore:
     def log_patches(self, old: str, new: str, paths: list[str]) -> bytes:
         """`git log -p` (fixed options) of the commits after `old` up to `new` touching
         `paths`, limited to them: the input patch-id evidence is computed from."""
+        # The message, indented four spaces (no line of it can pass for a `commit` or
+        # `diff --git` line), says which commits a revert reverts.
         return self._run("log", "-p", "--no-color", "--no-ext-diff", "--no-textconv",
-                         "--no-renames", "--full-index", "--format=commit %H", "--ancestry-path",
+                         "--no-renames", "--full-index", "--format=commit %H%n%w(0,4,4)%B",
+                         "--ancestry-path",
                          f"{old}..{new}", "--", *paths, what="reading upstream history").stdout
 
     def ahead_behind(self, a: str, b: str) -> tuple[int, int]:

@@ -1,0 +1,200 @@
+"""Landed evidence from the upstream's history between a pin and a target.
+
+The content checks (detect.py) see only the target's files. Some landings leave no trace there
+that can be proved safely: upstream rewrote the fix's lines again later (superseded), edited a
+context line between two changes, or has the same code twice in the file. The history still
+knows: a commit between base and target made the patch's change. Some traces also mislead: a
+landing that a later commit reverted is no longer there, whatever the patch-ids say.
+
+A patch's change, file by file, is its change blocks: each run of removed and added lines
+between context lines, whitespace removed (so a reformatted or re-indented backport, and
+context that drifted, still match). A commit of base..target:
+- makes the change when, for every file of the patch, the commit's blocks there are the
+  patch's blocks or contain them in order (a squash commit with more in the same file);
+- undoes it when its blocks are (or contain) the reverse of the patch's blocks: `git revert`,
+  or a hand-made revert of the same lines.
+Walking the commits oldest first, the patch landed when the last such event made the change;
+`landed_in` is the commit that made it after the last undoing (never a revert). Everything
+is computed from one `git log -p` of the series' files (ops.status.HistoryIndex), so judging
+a patch costs no git process.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+# Too little changed code (whitespace removed) to prove anything by history: `+pass`,
+# `-}` could be any commit's change.
+MIN_CHANGED_CHARS = 24
+# A block reversed later counts as undoing the change when it says something (a blank line
+# or a lone `)` moved back proves nothing).
+MIN_UNDO_CHARS = 8
+_WS = b" \t\n\r\x0b\x0c"
+
+Block = tuple[tuple[bytes, ...], tuple[bytes, ...]]  # (removed lines, added lines)
+Blocks = tuple[Block, ...]
+
+
+def blocks_of_lines(lines) -> Blocks:
+    """Change blocks of unified-diff body lines (`@@` lines, context, `-`, `+`, `\\`)."""
+    blocks: list[Block] = []
+    removed: list[bytes] = []
+    added: list[bytes] = []
+
+    def close() -> None:
+        if removed or added:
+            blocks.append((tuple(removed), tuple(added)))
+            removed.clear()
+            added.clear()
+
+    for line in lines:
+        kind = line[:1]
+        if kind == b"-":
+            removed.append(line[1:].translate(None, _WS))
+        elif kind == b"+":
+            added.append(line[1:].translate(None, _WS))
+        elif kind == b"\\":
+            continue  # "\ No newline at end of file": not a line of either side
+        else:
+            close()
+    close()
+    return tuple(blocks)
+
+
+def blocks_of_file_patch(fp) -> Blocks:
+    lines: list[bytes] = []
+    for hunk in fp.hunks:
+        lines.append(b"@@")
+        lines.extend(hunk.lines)
+    return blocks_of_lines(lines)
+
+
+def blocks_of_git_diff(chunk: bytes) -> Blocks:
+    """Change blocks of one file's `git diff` (its `diff --git` header and all)."""
+    body = chunk.split(b"\n@@", 1)
+    if len(body) < 2:
+        return ()
+    return blocks_of_lines((b"@@" + body[1]).split(b"\n"))
+
+
+def reverse(blocks: Blocks) -> Blocks:
+    return tuple((added, removed) for removed, added in blocks)
+
+
+def _contains(big: Blocks, small: Blocks) -> bool:
+    """Every block of `small` is a block of `big`, in the same order."""
+    it = iter(big)
+    return all(any(block == other for other in it) for block in small)
+
+
+def _size(blocks: Blocks) -> int:
+    return sum(len(line) for removed, added in blocks for line in (*removed, *added))
+
+
+@dataclass
+class HistoryLanding:
+    """What the history says of one patch: the commit that made its change last (None when no
+    commit did, or the last event undid it), and every event, oldest first."""
+
+    landed_by: str | None
+    events: list[tuple[str, str, str]] = field(default_factory=list)  # (commit, made|undid, how)
+
+    @property
+    def undone_by(self) -> str | None:
+        """The last commit that undid the change, when that is the history's last word."""
+        if self.events and self.events[-1][1] == "undid":
+            return self.events[-1][0]
+        return None
+
+    @property
+    def last_undo(self) -> str | None:
+        """The last commit that undid the change (a later one may have made it again)."""
+        return next((c for c, what, _ in reversed(self.events) if what == "undid"), None)
+
+    def describe(self) -> list[str]:
+        return [f"history: commit {commit} {'makes' if what == 'made' else 'undoes'} this "
+                f"change ({how})" for commit, what, how in self.events]
+
+
+def patch_blocks(patch) -> dict[str, Blocks] | None:
+    """The patch's change blocks per path, or None when history cannot judge it (a binary or
+    mode-only file, a rename, or too little changed code)."""
+    found: dict[str, Blocks] = {}
+    for fp in patch.file_patches:
+        if getattr(fp, "is_binary", False) or fp.old_path != fp.new_path and \
+                fp.old_path is not None and fp.new_path is not None:
+            return None
+        blocks = blocks_of_file_patch(fp)
+        if not blocks:
+            return None
+        found[fp.new_path if fp.new_path is not None else fp.old_path] = blocks
+    if not found or _size(tuple(b for bs in found.values() for b in bs)) < MIN_CHANGED_CHARS:
+        return None
+    return found
+
+
+def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, Blocks]]],
+                  reverts: dict[str, list[str]] | None = None) -> HistoryLanding:
+    """`commits`: (commit, its blocks per path) of base..target touching the paths, oldest
+    first; `reverts`: commit -> the commit ids (maybe abbreviated) its message says it reverts
+    ("This reverts commit X", as `git revert` writes).
+
+    Undoing is judged generously and making strictly, so that a doubt costs a landing found,
+    never a fix: a commit undoes the change when its message reverts a commit that made it, or
+    when it reverses any one block of it (a partial or hand-edited revert)."""
+    events: list[tuple[str, str, str]] = []
+    made: list[str] = []
+    for commit, changed in commits:
+        if all(path in changed for path in wanted):
+            if all(changed[path] == wanted[path] for path in wanted):
+                events.append((commit, "made", "the same change"))
+                made.append(commit)
+                continue
+            if all(_contains(changed[path], wanted[path]) for path in wanted):
+                events.append((commit, "made", "within a larger change"))
+                made.append(commit)
+                continue
+        named = [m for m in made for r in (reverts or {}).get(commit, ()) if m.startswith(r)]
+        if named:
+            events.append((commit, "undid", f"its message reverts {named[-1]}"))
+            continue
+        for path, blocks in wanted.items():
+            undone = [b for b in reverse(blocks) if b in changed.get(path, ())
+                      and _size((b,)) >= MIN_UNDO_CHARS]
+            if undone:
+                events.append((commit, "undid", "the same change reversed"
+                               if changed.get(path) == reverse(blocks) and len(wanted) == 1
+                               else f"reverses part of it in {path}"))
+                break
+    landed_by = None
+    for commit, what, _ in events:
+        if what == "undid":
+            landed_by = None
+        elif landed_by is None:
+            landed_by = commit
+    return HistoryLanding(landed_by, events)
+
+
+# The states in which the content checks could not prove a landing that history may prove:
+# the patch does not apply cleanly (its pre-image is not all there), or the checks disagree.
+_UNDECIDED = {"fuzz", "conflict", "partial", "unsure"}
+
+
+def combine(verdict, landing: HistoryLanding | None):
+    """The verdict with the history's word: a landing the content could not prove becomes
+    `upstreamed` (decided by history), never the other way round. A patch whose every hunk still
+    applies exactly (the old code is all there again) stays as the content says: the history
+    landed it, but the target has lost it, and dropping it would lose the fix."""
+    if landing is None:
+        return replace(verdict, decided_by="content" if verdict.landed else None)
+    evidence = list(verdict.evidence) + landing.describe()
+    if verdict.landed:
+        return replace(verdict, evidence=evidence, decided_by="content",
+                       landed_commit=landing.landed_by)
+    if landing.landed_by is not None and verdict.state in _UNDECIDED:
+        return replace(verdict, state="upstreamed", confidence="high",
+                       hunks_landed=verdict.hunks_total, evidence=evidence,
+                       decided_by="history", landed_commit=landing.landed_by)
+    if landing.landed_by is not None:
+        evidence.append(f"history: landed by {landing.landed_by}, but the target has the old "
+                        f"code ({verdict.state}): kept")
+    return replace(verdict, evidence=evidence)
