@@ -208,6 +208,19 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True) 
     return False, why
 
 
+def created_file(fp) -> bytes:
+    """The content of the file a creation patch makes."""
+    return b"".join(line for h in fp.hunks for line in h.new_lines())
+
+
+def created_identically(fp, existing: bytes | None) -> bool:
+    """The target already has the file this patch creates, byte for byte: creating it again
+    changes nothing, and git merges such a patch cleanly. The one place that says so: a rebase
+    moves the rest of such a patch, and status counts the file as landed, while a creation
+    over a different existing file stays a conflict."""
+    return fp.is_new and existing is not None and created_file(fp) == existing
+
+
 def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
     """Judge every hunk of one file patch against the target's current content."""
     verdict = FileVerdict(path=fp.path, target_path=fp.path)
@@ -215,8 +228,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
     if current is None or fp.is_new or fp.is_delete:
         # Whole-file cases: creation landed when the target has exactly the new file.
         if fp.is_new and current is not None:
-            new_content = b"".join(line for h in fp.hunks for line in h.new_lines())
-            same = current == new_content
+            same = created_identically(fp, current)
             # The file's own path anchors its content: no context lines to look for.
             text = normalized_text(current)
             contained_all = same or all(contained(h, text, anchored=False)[0] for h in fp.hunks)

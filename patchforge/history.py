@@ -174,6 +174,17 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
     return HistoryLanding(landed_by, events)
 
 
+def combine_series(verdict, commit: str, first: int, last: int):
+    """The verdict of a patch whose run of the series (patches `first`..`last`) landed whole in
+    `commit`: upstreamed, decided by the series' history."""
+    evidence = list(verdict.evidence) + [
+        f"history: commit {commit} makes the cumulative change of patches {first}-{last} of "
+        "the series (a squash merge), and no later commit undoes it"]
+    return replace(verdict, state="upstreamed", confidence="high",
+                   hunks_landed=verdict.hunks_total, evidence=evidence,
+                   decided_by="series history", landed_commit=commit)
+
+
 # The states in which the content checks could not prove a landing that history may prove:
 # the patch does not apply cleanly (its pre-image is not all there), or the checks disagree.
 _UNDECIDED = {"fuzz", "conflict", "partial", "unsure"}

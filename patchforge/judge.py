@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.detect import assess_patch
-from patchforge.history import combine
+from patchforge.history import combine, combine_series
 
 # The content states in which the history is asked whether the patch landed: its pre-image is
 # not all in the target, or the checks disagree (history.combine never overturns the rest).
@@ -87,6 +87,11 @@ class SeriesJudge:
             find_rename=self.find_rename)
         if self.history is not None and verdict.state in HISTORY_DECIDES:
             verdict = combine(verdict, self.history.landing(patch))
+            run = self.history.series_landing(name) if not verdict.landed and \
+                hasattr(self.history, "series_landing") else None
+            if run is not None and verdict.state in HISTORY_DECIDES:
+                commit, first, last = run
+                verdict = combine_series(verdict, commit, first, last)
         elif verdict.landed:
             verdict.decided_by = "content"
         return verdict
@@ -173,14 +178,121 @@ def landed_in(store, target: Target, patch, verdict, *,
 
 class LazyHistory:
     """The history's word for SeriesJudge, from a HistoryIndex made (or read on another thread)
-    only when a patch needs it: `get_index()` -> HistoryIndex | None."""
+    only when a patch needs it: `get_index()` -> HistoryIndex | None. With the series
+    (`patches`, in order, and `read_base(paths)` for the base's files) it also answers for runs
+    of consecutive patches (series_landings), computed once, on the first question."""
 
-    def __init__(self, get_index) -> None:
+    def __init__(self, get_index, patches=None, read_base=None) -> None:
         self._get_index = get_index
+        self._patches = patches
+        self._read_base = read_base
+        self._series: dict[str, tuple[str, int, int]] | None = None
 
     def landing(self, patch):
         index = self._get_index()
         return index.landing(patch) if index is not None else None
+
+    def series_landing(self, name: str) -> tuple[str, int, int] | None:
+        """(commit, first, last): the run of the series (positions, 1-based) whose cumulative
+        change that commit made, when `name` belongs to one."""
+        if self._series is None:
+            index = self._get_index()
+            self._series = series_landings(self._patches or [], index, self._read_base) \
+                if index is not None and self._read_base is not None else {}
+        return self._series.get(name)
+
+
+# Longest run of consecutive patches judged as one change: a squash-merged branch.
+MAX_SERIES_RUN = 12
+
+
+def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tuple[str, int, int]]:
+    """Patches that landed as part of one upstream commit with their neighbours: a branch of
+    several commits squash-merged upstream. For every commit of the history, the runs of
+    consecutive patches that touch only files it touches are candidates; a run whose cumulative
+    change (the old series' files before its first patch against after its last, git's diff)
+    that commit makes, and no later commit undoes (history.judge_history), landed whole.
+    One git process makes every candidate's diff."""
+    from patchforge.apply.hunks import apply_file_patch
+    from patchforge.errors import StoreError
+    from patchforge.history import MIN_CHANGED_CHARS, blocks_of_git_diff
+    from patchforge.store.diff import FileChange, make_diffs
+
+    if len(patches) < 2 or not index.log:
+        return {}
+    paths = sorted({p for _, patch in patches for p in patch.paths})
+    state = dict(read_base(paths))
+    before: list[dict | None] = []
+    after: list[dict | None] = []
+    for _, patch in patches:
+        mine_before, mine_after = {}, {}
+        for fp in patch.file_patches:
+            if fp.is_binary or (fp.old_path and fp.new_path and fp.old_path != fp.new_path):
+                mine_before = None
+                break
+            path = fp.new_path or fp.old_path
+            old = state.get(path) if not fp.is_new else None
+            applied = apply_file_patch(old, fp, max_fuzz=0)
+            if not applied.ok:
+                mine_before = None
+                break
+            mine_before.setdefault(path, old)
+            mine_after[path] = applied.content
+        if mine_before is None:
+            before.append(None)
+            after.append(None)
+            continue
+        state.update(mine_after)
+        before.append(mine_before)
+        after.append(mine_after)
+    runs: set[tuple[int, int]] = set()
+    for _, changed in index.log:
+        changed = set(changed)
+        inside = [i for i, b in enumerate(before) if b is not None and set(b) <= changed]
+        start = 0
+        while start < len(inside):
+            end = start
+            while end + 1 < len(inside) and inside[end + 1] == inside[end] + 1:
+                end += 1
+            for i in range(inside[start], inside[end]):
+                for j in range(i + 1, min(inside[end], i + MAX_SERIES_RUN - 1) + 1):
+                    runs.add((i, j))
+            start = end + 1
+    if not runs:
+        return {}
+    ordered = sorted(runs)
+    groups = []
+    for i, j in ordered:
+        first: dict[str, bytes | None] = {}
+        last: dict[str, bytes | None] = {}
+        for k in range(i, j + 1):
+            for path, content in before[k].items():
+                first.setdefault(path, content)
+            last.update(after[k])
+        groups.append([FileChange(p if first[p] is not None else None,
+                                  p if last[p] is not None else None, first[p], last[p])
+                       for p in first])
+    try:
+        diffs = make_diffs(groups)
+    except StoreError:  # binary content somewhere: no cumulative diff to compare
+        return {}
+    found: dict[str, tuple[str, int, int]] = {}
+    for (i, j), diff in zip(ordered, diffs):
+        wanted = {part.split(b"\n", 1)[0].split(b" b/", 1)[-1].decode("utf-8", "surrogateescape"):
+                  blocks_of_git_diff(part)
+                  for part in re.split(rb"(?m)^(?=diff --git )", diff)
+                  if part.startswith(b"diff --git ")}
+        wanted = {p: b for p, b in wanted.items() if b}
+        size = sum(len(line) for bs in wanted.values() for r, a in bs for line in (*r, *a))
+        if not wanted or size < MIN_CHANGED_CHARS:
+            continue
+        landing = index.judge_blocks(wanted)
+        if landing is not None and landing.landed_by is not None:
+            for k in range(i, j + 1):
+                known = found.get(patches[k][0])
+                if known is None or known[2] - known[1] < j - i:  # the longest run wins
+                    found[patches[k][0]] = (landing.landed_by, i + 1, j + 1)
+    return found
 
 
 def where_landed(store, target: Target, patch, verdict, index: "HistoryIndex | None",
@@ -224,10 +336,15 @@ class HistoryIndex:
     def landing(self, patch):
         """What the history says of `patch` (history.HistoryLanding), None when it cannot say
         (a file outside the paths read, a binary or rename, too small a change)."""
-        from patchforge.history import blocks_of_git_diff, judge_history, patch_blocks
-        from patchforge.store.gitstore import diff_header
+        from patchforge.history import patch_blocks
 
-        wanted = patch_blocks(patch)
+        return self.judge_blocks(patch_blocks(patch))
+
+    def judge_blocks(self, wanted):
+        """history.judge_history of change blocks per path over this history."""
+        from patchforge.history import blocks_of_git_diff, judge_history
+        from patchforge.store.diff import diff_header
+
         if wanted is None or not set(wanted) <= set(self.paths):
             return None
         chunks = self._file_chunks()

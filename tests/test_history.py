@@ -5,7 +5,7 @@ from __future__ import annotations
 from patchforge.apply.diffparse import parse_diff
 from patchforge.history import (blocks_of_file_patch, blocks_of_git_diff, judge_history,
                                 patch_blocks, reverse)
-from patchforge.store.gitstore import make_file_diff
+from patchforge.store.diff import make_file_diff
 
 OLD = b"".join(b"line %d of the module body\n" % i for i in range(40))
 NEW = OLD.replace(b"line 5 of", b"LINE FIVE of").replace(b"line 30 of", b"line thirty of")

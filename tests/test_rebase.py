@@ -360,6 +360,25 @@ def test_superseded_landing_is_dropped_on_the_history_word(stack, upstream):
     assert any(f"history: commit {landing} makes this change" in e for e in patch["evidence"])
 
 
+def test_new_file_upstream_added_with_identical_bytes_merges_cleanly(stack, upstream):
+    """A fix that creates a file upstream has since added byte for byte (and changes another
+    file) moves like `git rebase` moves it: the creation drops out, the rest stays."""
+    stack.add_upstream("up", upstream)
+    helper = b"def helper():\n    return 'shared helper, added by the fix'\n"
+    stack.add_patch("up", "fix", {"pkg/helper.py": helper, "pkg/other.py": b"x = 3\n"})
+    new_commit = upstream.commit({"pkg/helper.py": helper}, "upstream adds the same helper")
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    [patch] = summary["patches"]
+    assert (patch["name"], patch["destination"]) == ("fix.patch", "series"), patch
+    moved = stack.patch("up", "fix")
+    assert b"pkg/other.py" in moved and b"pkg/helper.py" not in moved
+    checkout = stack.root.parent / "check"
+    git(stack.root.parent, "clone", "-q", str(upstream.path), str(checkout))
+    git(checkout, "checkout", "-q", new_commit)
+    (checkout / "fix.patch").write_bytes(moved)
+    git(checkout, "apply", "--check", "fix.patch")
+
+
 def test_file_deleted_upstream_stops_instead_of_dropping(stack, upstream):
     stack.add_upstream("up", upstream)
     original = stack.add_patch("up", "other-fix", {"pkg/other.py": b"x = 42\n"})

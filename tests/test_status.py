@@ -630,3 +630,25 @@ def test_real_example_stack_against_vllm_0_33_0(tmp_path, shared_cache):
         if name not in BACKPORTS:
             assert p["state"] not in ("upstreamed", "partial"), (name, p["evidence"])
             assert p["hunks"]["landed"] == 0
+
+
+def test_squash_merged_series_is_upstreamed_whole(stack, upstream):
+    """Two patches of one branch that landed as one squash commit, where the second rewrote a
+    line the first added: neither alone is the commit's change, their sum is."""
+    step1 = BASE.replace(FIX1_OLD, FIX1_NEW)
+    step2 = step1.replace(FIX1_NEW, b"    indptr[len(lengths):].fill_(total)  # padding lanes "
+                                    b"must read the total, never garbage\n") \
+        .replace(FIX2_OLD, FIX2_NEW)
+    stack.add("one.patch", file_diff(MAIN, BASE, step1))
+    stack.add("two.patch", file_diff(MAIN, step1, step2))
+    upstream.commit({"README.md": b"# upstream\nunrelated\n"}, "docs")
+    squash = upstream.commit({MAIN: step2}, "The branch, squashed (#77)")
+    later = upstream.read(MAIN).replace(b"padding lanes must read the total, never garbage",
+                                        b"padding lanes hold the total")
+    target = upstream.commit({MAIN: later}, "reword the comment")
+    found = stack.status(target)
+    for name in ("one.patch", "two.patch"):
+        assert found[name].state == "upstreamed", (name, found[name].evidence)
+    assert found["one.patch"].decided_by == "series history"
+    assert found["one.patch"].landed_in == squash
+    assert "cumulative change of patches 1-2" in evidence_text(found["one.patch"])

@@ -68,7 +68,10 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
         history = Background(_history_index, store, target, series_paths) \
             if target.base_commit != target.commit and series_paths else None
         judge = SeriesJudge(store, target,
-                            history=LazyHistory(history.result) if history is not None else None)
+                            history=LazyHistory(history.result, patches,
+                                                lambda paths: store.read_blobs(
+                                                    target.base_commit, paths))
+                            if history is not None else None)
         judge.prefetch(patches)
         for name, patch in patches:
             verdict = judge.judge(name, patch)

@@ -28,6 +28,7 @@ from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageEr
 from patchforge.formats.lockfile import lock_from_json, lock_to_json
 from patchforge.formats.patchfile import parse_patch_file
 from patchforge.background import Background
+from patchforge.detect import created_identically
 from patchforge.judge import LazyHistory, SeriesJudge, Target, where_landed
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.rebase.journal import Journal
@@ -248,7 +249,9 @@ class Rebase:
         exactly that state, so they replay without fuzz)."""
         target = self._target(upstream, entry)
         judge = SeriesJudge(self.store, target, history=LazyHistory(
-            lambda: self._history_index(upstream, target)))
+            lambda: self._history_index(upstream, target),
+            self._old_series(upstream, entry["names"]),
+            lambda paths: self.store.read_blobs(target.base_commit, paths)))
         moved = [(r["name"], self._staged_patch(upstream, r))
                  for r in entry["results"] if r["destination"] == "series" and r["staged"]]
         if moved:
@@ -401,6 +404,9 @@ class Rebase:
             if fp_target.old_path and fp_target.old_path != path_after:
                 before[fp_target.old_path] = current
             unchanged = unchanged and moved == source and current == base
+            if created_identically(fp, before[path_after]):
+                after[path_after] = before[path_after]  # upstream added this very file
+                continue
             if forward:
                 # Landed detection applied this very file patch to this very content already;
                 # without fuzz, the result is the same: reuse it.
