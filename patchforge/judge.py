@@ -302,7 +302,9 @@ def where_landed(store, target: Target, patch, verdict, index: "HistoryIndex | N
     after the last commit that undid the change (across a revert "landed" is not monotonic, and
     the search could end on the revert itself)."""
     landing = index.landing(patch) if index is not None else None
-    evidence = landing.describe() if landing is not None and landing.landed_by is not None \
+    # For a landing the content decided, the history adds news only when something undid it
+    # on the way (a patch-id match already names a verbatim landing).
+    evidence = landing.describe() if landing is not None and landing.last_undo is not None \
         and verdict.landed_commit is None else []
     if verdict.landed_commit is not None:
         return verdict.landed_commit, evidence
