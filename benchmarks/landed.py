@@ -16,8 +16,10 @@ TARGET (a newer upstream that is a descendant of BASE), and builds cases from th
              subject. Landed when the original is in BASE..TARGET and not reverted there; not
              landed when the original comes after TARGET.
   squash     a branch (any ref) whose commits, a series of 2 or more, landed on the mainline as
-             one squash commit of BASE..TARGET (the branch's cumulative diff has that commit's
-             patch-id): every commit of the series is landed.
+             one squash commit of BASE..TARGET (the branch's cumulative diff and that commit
+             change the same files with the same removed and added lines; the patch-ids differ
+             by context, as the squash was applied where the mainline had moved on): every commit
+             of the series is landed. The series is carried onto the branch's own fork point.
   unmerged   a commit of a branch that is not in TARGET, has no counterpart there, and whose
              change git's 3-way merge onto TARGET does not find already made: NOT landed.
 

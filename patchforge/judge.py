@@ -222,23 +222,27 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
         return {}
     paths = sorted({p for _, patch in patches for p in patch.paths})
     state = dict(read_base(paths))
-    before: list[dict | None] = []
-    after: list[dict | None] = []
+    # Per patch: its files in the old series before and after it (None: a binary or renaming
+    # patch, or one that does not apply exactly there; no run goes through it).
+    before: list[dict[str, bytes | None] | None] = []
+    after: list[dict[str, bytes | None] | None] = []
     for _, patch in patches:
-        mine_before, mine_after = {}, {}
+        mine_before: dict[str, bytes | None] = {}
+        mine_after: dict[str, bytes | None] = {}
+        usable = True
         for fp in patch.file_patches:
             if fp.is_binary or (fp.old_path and fp.new_path and fp.old_path != fp.new_path):
-                mine_before = None
+                usable = False
                 break
             path = fp.new_path or fp.old_path
             old = state.get(path) if not fp.is_new else None
             applied = apply_file_patch(old, fp, max_fuzz=0)
             if not applied.ok:
-                mine_before = None
+                usable = False
                 break
             mine_before.setdefault(path, old)
             mine_after[path] = applied.content
-        if mine_before is None:
+        if not usable:
             before.append(None)
             after.append(None)
             continue
@@ -266,9 +270,11 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
         first: dict[str, bytes | None] = {}
         last: dict[str, bytes | None] = {}
         for k in range(i, j + 1):
-            for path, content in before[k].items():
+            was, now = before[k], after[k]
+            assert was is not None and now is not None  # runs are made of usable patches only
+            for path, content in was.items():
                 first.setdefault(path, content)
-            last.update(after[k])
+            last.update(now)
         groups.append([FileChange(p if first[p] is not None else None,
                                   p if last[p] is not None else None, first[p], last[p])
                        for p in first])
@@ -304,7 +310,8 @@ def where_landed(store, target: Target, patch, verdict, index: "HistoryIndex | N
     landing = index.landing(patch) if index is not None else None
     # For a landing the content decided, the history adds news only when something undid it
     # on the way (a patch-id match already names a verbatim landing).
-    evidence = landing.describe() if landing is not None and landing.last_undo is not None \
+    evidence = [line for line in landing.describe() if line not in verdict.evidence] \
+        if landing is not None and landing.last_undo is not None \
         and verdict.landed_commit is None else []
     if verdict.landed_commit is not None:
         return verdict.landed_commit, evidence
