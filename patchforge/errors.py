@@ -10,6 +10,7 @@ EXIT_ATTENTION = 1  # a check found something: status needs action, verify misma
 EXIT_BAD_INPUT = 2  # bad usage or bad input; the message names the file and line
 EXIT_CONFLICT = 3  # a rebase stopped on a conflict and can be resumed
 EXIT_INTERNAL = 70  # a bug
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 
 
 class PatchforgeError(Exception):

@@ -15,7 +15,8 @@ from patchforge.errors import LockedError
 
 # Fault injection for the crash-safety tests: PATCHFORGE_FAULT="name:N" makes the N-th (1-based)
 # call of the write step `name` ("write", "fsync", "rename") kill the process, or raise with
-# PATCHFORGE_FAULT_MODE=raise. Never set in normal use.
+# PATCHFORGE_FAULT_MODE=raise, or send the process a real SIGINT (Ctrl-C) with
+# PATCHFORGE_FAULT_MODE=interrupt. Never set in normal use.
 _FAULT_COUNTS: dict[str, int] = {}
 
 
@@ -28,8 +29,14 @@ def fault_point(step: str) -> None:
         return
     _FAULT_COUNTS[step] = _FAULT_COUNTS.get(step, 0) + 1
     if _FAULT_COUNTS[step] == int(nth or "1"):
-        if os.environ.get("PATCHFORGE_FAULT_MODE") == "raise":
+        mode = os.environ.get("PATCHFORGE_FAULT_MODE")
+        if mode == "raise":
             raise OSError(errno.EIO, f"injected fault at {step} #{nth}")
+        if mode == "interrupt":
+            import signal
+
+            os.kill(os.getpid(), signal.SIGINT)  # Python raises KeyboardInterrupt right here
+            return
         os._exit(137)
 
 

@@ -1,11 +1,13 @@
-"""The judge: a series walked over a target the way a rebase meets it (`SeriesJudge`), and for
-a landed patch, the upstream commit it landed in (`landed_in`, over a `HistoryIndex` of the
-history between base and target). `status`, `rebase` and `pr` all judge with it.
+"""The judge: a series walked over a target the way a rebase meets it (`SeriesJudge`), deciding
+for each patch landed / applies / stop (`Judgement`, with the files it gives); and for a landed
+patch, the upstream commit it landed in (`landed_in`, over a `HistoryIndex` of the history
+between base and target). `status`, `rebase`, `pr` and `bring-back` all decide with
+`SeriesJudge.judge`/`decide`, so they never disagree about a patch.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.detect import assess_patch
@@ -28,12 +30,56 @@ class Target:
     version: str | None
 
 
+@dataclass
+class Judgement:
+    """The one judge's answer for one patch on a target: what `status` reports, what `rebase`
+    does and what `pr` carries, decided in one place so that they never disagree.
+
+    outcome: `landed` (every change is already in the target: a rebase keeps it under
+    upstreamed/), `applies` (it moves: `changes` hold its files on the target) or `stop` (a
+    human must decide: `stop_kind` says why, `files` which files, `after` the files as far as
+    they got, with conflict markers).
+    """
+
+    name: str
+    outcome: str  # landed | applies | stop
+    state: str  # the status word: applies offset fuzz merges conflict upstreamed partial ...
+    verdict: object  # detect.PatchVerdict: per-hunk evidence
+    how: str | None = None  # applies: clean | offset | merged
+    stop_kind: str | None = None  # stop: conflict | obsolete | unsure | invariant
+    files: list[str] = field(default_factory=list)  # stop: the files the stop is about
+    before: dict = field(default_factory=dict)  # path -> content on the target before it
+    after: dict = field(default_factory=dict)  # path -> content after it (stop: markers)
+    changes: list = field(default_factory=list)  # applies: [store.gitstore.FileChange]
+    unchanged: bool = False  # pre-images and paths as in the old series: its diff still holds
+    evidence: list[str] = field(default_factory=list)
+    message: str = ""
+
+    @property
+    def rebase_action(self) -> str:
+        """What a rebase does with it: drop (to upstreamed/), move, or stop."""
+        return {"landed": "drop", "applies": "move", "stop": "stop"}[self.outcome]
+
+
+# The status word of a patch that moves, by what detection said; a patch detection judged
+# `conflict` that git's 3-way merge takes cleanly `merges`.
+_MOVING_STATE = {"applies": "applies", "offset": "offset", "fuzz": "fuzz", "unsure": "unsure",
+                 "partial": "partial", "conflict": "merges"}
+
+
 class SeriesJudge:
-    """Walks one upstream's series over a target, keeping the target's files with the earlier
-    still-needed patches applied (`current`), so each patch meets what a rebase would give it."""
+    """The one judge of a series on a target, used by `status`, `rebase` and `pr`.
+
+    It walks one upstream's series in order over the target, keeping the target's files with the
+    earlier moved patches applied (`current`), and the old series on its own base (`old`, the
+    merge base of each patch's 3-way merge, as `git rebase` uses), so each patch meets exactly
+    what a rebase would give it. `judge()` decides landed / applies / stop."""
 
     def __init__(self, store, target: Target, *, read_commit: str | None = None,
-                 history=None) -> None:
+                 history=None,
+                 labels: tuple[str, str, str] = ("upstream", "base", "patch")) -> None:
+        from patchforge.apply.series import SeriesState
+
         self.store = store
         self.target = target
         # Where the history's word on a landing comes from (an object with landing(patch) ->
@@ -44,6 +90,8 @@ class SeriesJudge:
         self.read_commit = read_commit or target.commit
         self.current: dict[str, bytes | None] = {}
         self._read: dict[str, bytes | None] = {}
+        self.old = SeriesState()
+        self.labels = labels
 
     def prefetch(self, patches) -> None:
         """Read every file the patches touch, on the base and where the judge reads, in one
@@ -72,7 +120,8 @@ class SeriesJudge:
         return found.get(path)
 
     def assess(self, name: str, patch):
-        """The verdict for one patch on the current state, without applying it."""
+        """Landed detection alone (detect.assess_patch) on the current state: the evidence
+        `judge()` starts from, and the probe `landed_in` bisects with."""
         base = self.target.base_commit
         if self.target.commit == base:
             # At the pin the series is what each patch was made against: a patch meets the
@@ -96,28 +145,160 @@ class SeriesJudge:
             verdict.decided_by = "content"
         return verdict
 
-    def judge(self, name: str, patch):
-        """Assess, then apply what applies so the next patch meets the same state a rebase
-        would give it."""
-        verdict = self.assess(name, patch)
-        if verdict.state in ("applies", "offset", "fuzz", "unsure", "partial"):
-            self.advance(patch, verdict)
-        return verdict
+    def pass_old(self, patches) -> None:
+        """Walk the old series over `patches` without judging them (a rebase resuming after
+        them)."""
+        from patchforge.apply.series import apply_series
 
-    def advance(self, patch, verdict) -> None:
-        """Apply the patch's applicable files to `current` (renamed paths followed)."""
-        from dataclasses import replace
+        apply_series(self._read_base, list(patches), strict=False, state=self.old)
+
+    def _read_base(self, paths):
+        return self.store.read_blobs(self.target.base_commit, paths)
+
+    def judge(self, name: str, patch) -> Judgement:
+        """Decide the patch, then move on: a patch that applies is applied to `current` (the
+        next patch meets it), and the old series advances past it either way."""
+        try:
+            judgement = self.decide(name, patch)
+        finally:
+            self.pass_old([(name, patch)])
+        if judgement.outcome == "applies":
+            for path, content in judgement.before.items():
+                self.current[path] = judgement.after.get(path)
+        return judgement
+
+    def decide(self, name: str, patch) -> Judgement:
+        """landed / applies / stop for one patch on the current state, changing nothing."""
+        verdict = self.assess(name, patch)
+        evidence = list(verdict.evidence)
+        if verdict.state == "upstreamed":
+            return Judgement(name, "landed", "upstreamed", verdict, evidence=evidence,
+                             message=f"landed upstream ({verdict.confidence} confidence)")
+        if verdict.state == "obsolete":
+            gone = [f.path for f in verdict.files if f.target_path is None]
+            return Judgement(name, "stop", "obsolete", verdict, stop_kind="obsolete",
+                             files=gone, evidence=evidence,
+                             message=f"{', '.join(gone)} is gone upstream (deleted, not renamed)")
+        before: dict[str, bytes | None] = {}  # the target (plus earlier patches), per path
+        after: dict[str, bytes | None] = {}
+        modes: dict[str, tuple[str, str]] = {}
+        sources: dict[str, str] = {}  # path after -> path before (a rename or copy)
+        copies: set[str] = set()
+        unchanged = True  # every pre-image and path as in the old series: keep the diff's bytes
+        conflicts: list[str] = []
+        merged_any = False
+        forward = verdict.state in ("applies", "offset") or (
+            verdict.state == "unsure" and all(f.applied is not None and f.applied.ok
+                                              and f.applied.worst in ("exact", "offset")
+                                              for f in verdict.files))
         for fp, fv in zip(patch.file_patches, verdict.files):
-            if fv.target_path is None or fv.applied is None:
-                continue
+            source = fp.old_path if fp.old_path is not None else fp.new_path
             moved = fv.target_path
-            if moved != fv.path:
-                fp = replace(fp, old_path=moved, new_path=moved)
-            application = apply_file_patch(self.read_current(moved) if not fp.is_new else None,
-                                           fp, max_fuzz=2)
-            if application.ok:
-                self.current[moved if fp.new_path is not None else fp.old_path] = \
-                    application.content
+            if moved is None:  # a deletion of a file upstream deleted too: nothing left to do
+                continue
+            fp_target = fp if moved == source else replace(
+                fp, old_path=moved if fp.old_path else None,
+                new_path=moved if fp.new_path == source else fp.new_path)
+            path_after = fp_target.new_path if fp_target.new_path is not None \
+                else fp_target.old_path
+            current = None if fp.is_new else self.read_current(moved)
+            base = self.old.current[source] if source in self.old.current \
+                else self.store.read_blob(self.target.base_commit, source)
+            before[path_after] = self.read_current(path_after)
+            if fp_target.old_path and fp_target.old_path != path_after:
+                sources[path_after] = fp_target.old_path
+                if fp.is_copy:
+                    copies.add(path_after)
+                else:
+                    before[fp_target.old_path] = current
+            modes[path_after] = self._modes(fp, moved)
+            unchanged = unchanged and moved == source and current == base
+            if forward:
+                # Landed detection applied this very file patch to this very content already;
+                # without fuzz, the result is the same: reuse it.
+                application = fv.applied if fv.applied is not None and fv.applied.ok and \
+                    fv.applied.worst in ("exact", "offset") else \
+                    apply_file_patch(current, fp_target, max_fuzz=0)
+                if application.ok:
+                    after[path_after] = application.content
+                    continue
+            # 3-way: ours = the target as it stands, base = the old series state before this
+            # patch, theirs = that plus the patch.
+            theirs = apply_file_patch(None if fp.is_new else base, fp, max_fuzz=2)
+            if not theirs.ok or theirs.content is None or current is None:
+                conflicts.append(path_after)
+                after[path_after] = current
+                continue
+            from patchforge.store.diff import merge_file
+
+            clean, merged = merge_file(base or b"", current, theirs.content, self.labels)
+            merged_any = True
+            after[path_after] = merged
+            if not clean:
+                conflicts.append(path_after)
+        if conflicts:
+            return Judgement(name, "stop", "conflict", verdict, stop_kind="conflict",
+                             files=conflicts, before=before, after=after, evidence=evidence,
+                             message=f"conflict in {', '.join(conflicts)}")
+        changes = self._changes(before, after, modes, sources, copies)
+        if not changes:
+            if verdict.state == "unsure":
+                # The checks disagree and the merge changes nothing: never dropped on its own.
+                return Judgement(name, "stop", "unsure", verdict, stop_kind="unsure",
+                                 files=sorted(after), before=before, after=after,
+                                 evidence=evidence + ["merge result empty"],
+                                 message="landed detection is unsure and the 3-way merge "
+                                         "leaves nothing to change: decide by hand")
+            return Judgement(name, "landed", "upstreamed", verdict,
+                             evidence=evidence + ["merge result empty"],
+                             message="the 3-way merge leaves nothing to change (landed upstream)")
+        how = "merged" if merged_any else ("offset" if verdict.state == "offset" else "clean")
+        judgement = Judgement(name, "applies", _MOVING_STATE.get(verdict.state, verdict.state),
+                              verdict, how=how, before=before, after=after, changes=changes,
+                              unchanged=unchanged and not merged_any, evidence=evidence,
+                              message={"merged": "3-way merged cleanly",
+                                       "offset": "applied with offset",
+                                       "clean": "applied exactly"}[how])
+        if patch.get_all("Keeps"):
+            # Applying is not enough: a fix that applies in the wrong place (or that a later
+            # upstream change neutralised) breaks its Keeps: invariants.
+            from patchforge.invariants import check_patch_invariants
+
+            broken = check_patch_invariants(
+                patch, lambda path: after[path] if path in after else self.read_current(path))
+            if broken:
+                judgement.outcome, judgement.stop_kind = "stop", "invariant"
+                judgement.files = sorted(after)
+                judgement.evidence.extend(broken)
+                judgement.message = "; ".join(broken)
+        return judgement
+
+    def _modes(self, fp, moved: str) -> tuple[str, str]:
+        """(old, new) mode of a file the patch changes: the target's mode, changed the way the
+        patch changes it (a new executable script stays executable, a mode change stays)."""
+        if fp.is_new:
+            return (fp.new_mode or "100644",) * 2
+        found = self.store.entry(self.read_commit, moved)
+        old = found[0] if found else (fp.old_mode or "100644")
+        new = fp.new_mode if fp.new_mode and fp.old_mode and fp.new_mode != fp.old_mode else old
+        return old, new
+
+    @staticmethod
+    def _changes(before, after, modes, sources, copies) -> list:
+        from patchforge.store.diff import FileChange
+
+        changes = []
+        for path, new in after.items():
+            source = sources.get(path)
+            old_path = source if source is not None else path
+            old = before.get(old_path) if source is not None else before.get(path)
+            old_mode, new_mode = modes.get(path, ("100644", "100644"))
+            if old == new and old_path == path and old_mode == new_mode:
+                continue
+            changes.append(FileChange(old_path if old is not None else None,
+                                      path if new is not None else None, old, new,
+                                      old_mode, new_mode, copy=path in copies))
+        return changes
 
 
 def _history_index(store, target: Target, paths: list[str]) -> "HistoryIndex | None":

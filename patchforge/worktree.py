@@ -226,13 +226,11 @@ def open_worktree(project, store, name: str, *, files=()) -> Path:
     """The editing worktree for NAME: NAME's files as the series before it leaves them, then
     NAME applied; `files` are more upstream files to have there."""
     upstream, file_name = project.find_patch(name)
+    # Never over a rebase's stop (its worktree holds the resolution) nor over changes of an
+    # open edit that are not refreshed yet (reopening resets the worktree).
+    require_state(project, "edit", [upstream], store=store)
     pin = project.lock.pin(upstream)
     work = project.work_dir(upstream)
-    current = editing(project, upstream)
-    if current and current["patch"] != file_name and work.exists() and \
-            unrefreshed(project, store, upstream, current):
-        raise UsageError(f"{upstream}: {current['patch']} is being edited and has changes that "
-                         "were not refreshed", hint="run `patchforge refresh` first")
 
     def read_base(paths):
         return store.read_blobs(pin.commit, paths)
@@ -260,9 +258,19 @@ def open_worktree(project, store, name: str, *, files=()) -> Path:
     atomic_write(state_file(project, upstream), (json.dumps(state, indent=2) + "\n").encode())
     add_files(store, Worktree(work), before_commit, files)
     if failed:
-        raise ApplyError(f"{file_name} does not apply cleanly on the series before it; the "
-                         f"worktree {work} has the parts that applied",
-                         hint="fix the files there, then `patchforge refresh`")
+        # Say exactly what the worktree holds: a file patch that fails is not applied at all
+        # (none of its hunks), the others are.
+        lines = []
+        for application in failed[0].files:
+            path = application.new_path or application.old_path
+            bad = [f"#{h.index + 1}" for h in application.hunks if h.status == "failed"]
+            lines.append(f"{path}: hunk {', '.join(bad)} failed; the worktree has this file as "
+                         "the series before it leaves it, without any of this patch's changes"
+                         if bad else f"{path}: applied")
+        raise ApplyError(f"{file_name} does not apply on the series before it "
+                         f"(worktree {work}):\n  " + "\n  ".join(lines),
+                         hint="make the patch's change to those files there, then "
+                              "`patchforge refresh`")
     return work
 
 
@@ -334,6 +342,8 @@ def close_worktree(project, upstream: str) -> None:
 def unrefreshed(project, store, upstream: str, state: dict) -> bool:
     """True when the worktree holds edits that its patch file does not have yet (a file
     nobody added counts: it would be lost)."""
+    if state.get("bring_back"):
+        return True  # the fix is back only once its resolution is refreshed
     if state["patch"] not in project.patch_names(upstream):
         return False
     work = Worktree(project.work_dir(upstream))
@@ -343,6 +353,46 @@ def unrefreshed(project, store, upstream: str, state: dict) -> bool:
         return True
     return worktree_diff(project, store, upstream, state) != \
         project.read_patch(upstream, state["patch"]).diff
+
+
+def require_state(project, command: str, upstreams, *, store=None) -> None:
+    """patchforge.state.require, with the check of an open edit's unrefreshed changes."""
+    from patchforge.state import require
+
+    def has_unrefreshed(upstream, _state) -> bool:
+        current = editing(project, upstream)
+        if current is None or store is None:
+            return current is not None  # without the store, assume the worst
+        return unrefreshed(project, store, upstream, current)
+
+    require(project, command, upstreams, unrefreshed=has_unrefreshed)
+
+
+def close_edit(project, store, upstream: str, *, discard: bool = False) -> None:
+    """`edit --close`: end the open edit of `upstream`; refused while its worktree holds
+    changes not refreshed, unless `discard`."""
+    from patchforge.fsutil import RepoLock
+
+    if not discard:
+        require_state(project, "edit --close", [upstream], store=store)
+    with RepoLock(project.state_dir):
+        close_worktree(project, upstream)
+
+
+def close_edit_if_moved(project, upstream: str, before: list[str], after: list[str]) -> str | None:
+    """After a series change: an open edit whose patch now sits on a different series (patches
+    before it added, removed or reordered, or itself gone) is closed, its worktree being made
+    on the old one (require_state made sure everything in it was refreshed). Returns the
+    closed patch's name."""
+    current = editing(project, upstream)
+    if current is None or current.get("bring_back"):
+        return None
+    name = current["patch"]
+    if name in after and name in before and \
+            before[:before.index(name)] == after[:after.index(name)]:
+        return None
+    close_worktree(project, upstream)
+    return name
 
 
 def worktree_diff(project, store, upstream: str, state: dict, *, with_changes=False):

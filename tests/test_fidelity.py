@@ -192,7 +192,7 @@ def test_import_overlay_then_overlays_is_byte_exact(env, tmp_path_factory, monke
     overlay = tmp_path / "overlay.bin"
     overlay.write_bytes(data)
     r = run_cli(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", target,
-                "--name", "prop")
+                "--name", "prop", *(["--create"] if target not in FILES else []))
     if FILES.get(target) == data:
         assert r.rc == 2 and "identical" in r.err
         return

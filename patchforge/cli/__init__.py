@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from patchforge import __version__
-from patchforge.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, PatchforgeError
+from patchforge.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, PatchforgeError
 
 # command name -> (module, attribute). Modules are imported only when their command runs (or when
 # its own --help is asked for), so `patchforge --help` loads no command's dependencies.
@@ -31,6 +31,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "delete": ("patchforge.cli.cmd_series", "delete", "Remove a patch from the series (kept aside)."),
     "rename": ("patchforge.cli.cmd_series", "rename", "Rename a patch."),
     "move": ("patchforge.cli.cmd_series", "move", "Move a patch within its series."),
+    "bring-back": ("patchforge.cli.cmd_series", "bring_back", "Put a skipped fix back onto the current base."),
     "import": ("patchforge.cli.cmd_exchange", "import_", "Bring existing fixes in (overlay, git, quilt, mbox)."),
     "export": ("patchforge.cli.cmd_exchange", "export", "Hand the series to quilt or git am."),
     "overlays": ("patchforge.cli.cmd_overlays", "overlays", "Regenerate overlays, SHA256SUMS, manifest and mounts."),
@@ -61,12 +62,30 @@ class AppContext:
         self._project = None
 
     def project(self):
+        global _PROJECT
         if self._project is None:
             from patchforge.cli.output import TransferDisplay
             from patchforge.project import Project
-            self._project = Project.discover(self.root, offline=self.offline)
+            self._project = _PROJECT = Project.discover(self.root, offline=self.offline)
             self._project.progress = TransferDisplay(self.verbosity)
         return self._project
+
+
+# The project of the command running in this process, for the report of an interruption.
+_PROJECT = None
+
+
+def _interrupted() -> None:
+    """Ctrl-C: exit 130, saying what the command left behind and how to go on from it."""
+    global _PROJECT
+    click.echo("\npatchforge: interrupted", err=True)
+    if _PROJECT is not None:
+        from patchforge.state import interrupted_report
+
+        for line in interrupted_report(_PROJECT):
+            click.echo(f"hint: {line}", err=True)
+    _PROJECT = None
+    sys.exit(EXIT_INTERRUPTED)
 
 
 class LazyGroup(click.Group):
@@ -109,6 +128,8 @@ def cli(ctx, root, offline, verbose, quiet, no_color):
 
 
 def main(argv: list[str] | None = None) -> None:
+    global _PROJECT
+    _PROJECT = None
     verbose = any(a in ("-v", "--verbose", "-vv") for a in (argv or sys.argv[1:]))
     try:
         rc = cli.main(args=argv, prog_name="patchforge", standalone_mode=False)
@@ -120,7 +141,9 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
             traceback.print_exc()
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+            _interrupted()
         click.echo("patchforge: aborted", err=True)
         sys.exit(EXIT_BAD_INPUT)
     except click.ClickException as exc:
@@ -129,8 +152,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        click.echo("patchforge: interrupted", err=True)
-        sys.exit(130)
+        _interrupted()
     except BrokenPipeError:
         sys.exit(0)
     except OSError as exc:  # the machine, not patchforge: a full disk, a read-only mount, EIO

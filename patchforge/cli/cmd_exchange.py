@@ -28,8 +28,10 @@ def _report(names, upstream):
 @click.option("--name", required=True, help="The new patch's name.")
 @click.option("-m", "--description", help="The Description header.")
 @click.option("--profiles", help="Profiles the patch is for (default: all).")
+@click.option("--create", is_flag=True,
+              help="The path does not exist upstream: the overlay is a new file.")
 @click.pass_obj
-def import_overlay(app, file, upstream, upstream_path, name, description, profiles):
+def import_overlay(app, file, upstream, upstream_path, name, description, profiles, create):
     """A full-file overlay becomes a patch against the locked base."""
     from patchforge.ops.exchange import import_overlay as do_import
     from patchforge.pins import open_store
@@ -37,7 +39,8 @@ def import_overlay(app, file, upstream, upstream_path, name, description, profil
     project = app.project()
     with open_store(project) as store:
         created = do_import(project, store, file, upstream=upstream, path=upstream_path,
-                            name=name, description=description, profiles=profiles)
+                            name=name, description=description, profiles=profiles,
+                            create=create)
     _report([created], upstream)
 
 

@@ -6,7 +6,7 @@ import sys
 import click
 
 from patchforge.cli.github import format_option
-from patchforge.cli.output import emit_json, table
+from patchforge.cli.output import announce_state, emit_json, table
 from patchforge.errors import EXIT_ATTENTION
 
 
@@ -24,13 +24,14 @@ def lint(app, as_json, no_forge, warnings_fail, output_format):
     from patchforge.pins import ensure_pinned, open_store
 
     project = app.project()
+    busy = announce_state(project, as_json=as_json)
     with open_store(project) as store:
         for name, pin in project.lock.upstreams.items():
             ensure_pinned(project, store, name, pin)
         findings = do_lint(project, store, forge=None if no_forge else make_forge(project))
     errors = sum(f.severity == "error" for f in findings)
     warnings = len(findings) - errors
-    failing = errors or (warnings_fail and warnings)
+    failing = errors or (warnings_fail and warnings) or busy
     if as_json:
         emit_json({"ok": not failing, "errors": errors, "warnings": warnings,
                    "findings": [f.to_json() for f in findings]}, "lint")

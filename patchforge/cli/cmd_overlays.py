@@ -8,7 +8,7 @@ import click
 
 from patchforge.cli.complete import complete_profile
 from patchforge.cli.github import format_option
-from patchforge.cli.output import STATE_COLORS, emit_json, table
+from patchforge.cli.output import STATE_COLORS, announce_state, emit_json, table
 from patchforge.errors import EXIT_ATTENTION
 
 
@@ -29,6 +29,14 @@ def overlays(app, profiles, check, as_json, output_format):
     from patchforge.overlay import build_overlays, check_overlays, write_overlays
 
     project = app.project()
+    if check:
+        busy = announce_state(project, as_json=as_json)
+    else:
+        from patchforge.state import require
+
+        # A rebase in progress writes the overlays of its new series at its end (and --abort
+        # puts the old ones back): overlays written now would be of neither.
+        require(project, "overlays", project.upstream_names())
     unknown = [p for p in profiles if p not in project.config.profiles]
     if unknown:
         raise UsageError(f"unknown profile {unknown[0]!r} (configured: "
@@ -66,15 +74,23 @@ def overlays(app, profiles, check, as_json, output_format):
             click.echo(f"overlays are up to date ({len(result.files)} files)")
         if output_format == "github":
             _github_drift(drifts, len(result.files))
-        if drifts:
+        if drifts or busy:
             sys.exit(EXIT_ATTENTION)
         return
     with RepoLock(project.state_dir, wait=30):
         write_overlays(project, result, profiles=list(profiles) or None)
+    from patchforge.state import skipped_fixes
+
+    skipped = skipped_fixes(project)
+    for fix in skipped:
+        # The overlays are right for the series, but the series lacks a fix a rebase set aside.
+        click.echo(f"warning: the overlays lack a skipped fix: {fix.describe(project)}", err=True)
     if as_json:
-        emit_json({"check": False, "ok": True, "drift": [], "overlays": len(result.files),
+        emit_json({"check": False, "ok": not skipped, "drift": [], "overlays": len(result.files),
                    "files": [{"file": f.rel, "sha256": f.sha256, "target": f.target,
                               "profile": f.profile} for f in result.files]}, "overlays")
+        if skipped:
+            sys.exit(EXIT_ATTENTION)
         return
     by_profile: dict = {}
     for f in result.files:
@@ -83,6 +99,8 @@ def overlays(app, profiles, check, as_json, output_format):
     summary = ", ".join(f"{p}: {n}" for p, n in by_profile.items()) or "none"
     click.echo(f"wrote {len(result.files)} overlay files ({summary}), SHA256SUMS, "
                "manifest.json and compose mounts under overlays/")
+    if skipped:
+        sys.exit(EXIT_ATTENTION)
 
 
 @click.command()

@@ -50,6 +50,12 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
         if not owner:
             raise UsageError(f"cannot tell the fork's owner from {remote!r}",
                              hint="pass --fork-owner OWNER")
+    if remote or open_pr:
+        from patchforge.state import require
+
+        # --open writes the pull request's URL into the patch: not into a series a rebase
+        # is moving.
+        require(project, "pr --push", [project.find_patch(name)[0]])
     with open_store(project) as store:
         draft = draft_pr(project, store, name, onto=onto)
         document = draft.to_json()

@@ -1,4 +1,4 @@
-"""`list`, `show`, `new`, `edit`, `refresh`, `delete`, `rename`, `move`."""
+"""`list`, `show`, `new`, `edit`, `refresh`, `delete`, `rename`, `move`, `bring-back`."""
 from __future__ import annotations
 
 import sys
@@ -6,7 +6,7 @@ import sys
 import click
 
 from patchforge.cli.complete import complete_patch, complete_profile, complete_upstream
-from patchforge.cli.output import emit_json, table
+from patchforge.cli.output import announce_state, emit_json, table
 from patchforge.errors import EXIT_ATTENTION
 
 
@@ -17,6 +17,7 @@ def list_(app, as_json):
     """The series of every upstream, in order."""
     from patchforge.ops.series import list_series
 
+    announce_state(app.project(), as_json=as_json)
     items = list_series(app.project())
     if as_json:
         emit_json({"patches": [{
@@ -101,16 +102,31 @@ def new(app, name, upstream, after, description, profiles, no_edit, files):
 
 
 @click.command()
-@click.argument("name", shell_complete=complete_patch)
+@click.argument("name", required=False, shell_complete=complete_patch)
 @click.option("--file", "files", multiple=True, metavar="PATH",
               help="Another upstream file to have in the worktree (repeatable).")
+@click.option("--close", is_flag=True,
+              help="End the open edit (refused while it has changes not refreshed).")
+@click.option("--discard", is_flag=True, help="With --close: throw unrefreshed changes away.")
 @click.pass_obj
-def edit(app, name, files):
+def edit(app, name, files, close, discard):
     """Open .patchforge/work/<upstream> with NAME's files, the series applied through NAME."""
+    from patchforge.errors import UsageError
+    from patchforge.ops.series import close_open_edit
     from patchforge.pins import open_store
     from patchforge.worktree import open_worktree
 
     project = app.project()
+    if discard and not close:
+        raise UsageError("--discard goes with --close")
+    if close:
+        with open_store(project) as store:
+            closed = close_open_edit(project, store, name, discard=discard)
+        click.echo(f"closed the edit of {closed['upstream']}/{closed['name']}"
+                   + (" (unrefreshed changes discarded)" if discard else ""))
+        return
+    if not name:
+        raise UsageError("name the patch to edit (or --close)")
     with open_store(project) as store:
         work = open_worktree(project, store, name, files=files)
     click.echo(f"{work}: the files of {name}, the series applied through it; edit them "
@@ -162,9 +178,12 @@ def refresh(app, name, as_json):
 @click.pass_obj
 def delete(app, name):
     """Take NAME out of the series (the file is kept under series/<upstream>/deleted/)."""
+    from patchforge.pins import open_store
     from patchforge.ops.series import delete_patch
 
-    kept = delete_patch(app.project(), name)
+    project = app.project()
+    with open_store(project) as store:
+        kept = delete_patch(project, name, store=store)
     click.echo(f"removed {name} from the series; kept as {kept}")
 
 
@@ -199,3 +218,26 @@ def move(app, name, after, first):
         click.echo(f"warning: {other} does not apply in the new order", err=True)
     if failing:
         sys.exit(EXIT_ATTENTION)
+
+
+@click.command("bring-back")
+@click.argument("name")
+@click.pass_obj
+def bring_back(app, name):
+    """Put the skipped fix NAME back at the end of its series, on the current base.
+
+    It goes through the same 3-way merge as a rebase; when that does not go cleanly, the fix
+    is listed with its last good diff and an edit is opened on it with conflict markers (exit 3):
+    resolve, `patchforge refresh`, `patchforge edit --close`."""
+    from patchforge.pins import open_store
+    from patchforge.ops.series import bring_back as do_bring_back
+
+    project = app.project()
+    with open_store(project) as store:
+        result = do_bring_back(project, store, name)
+    if result["outcome"] == "landed":
+        click.echo(f"{result['upstream']}/{result['name']} has landed upstream meanwhile; "
+                   f"kept as {result['path']}")
+    else:
+        click.echo(f"{result['upstream']}/{result['name']} is back at the end of the series "
+                   f"({result['detail']})")

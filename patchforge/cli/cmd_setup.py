@@ -90,7 +90,9 @@ def _from_root(project, path: str) -> str:
 def upstream_pin(app, name, spec, force):
     """Pin upstream NAME (already in the configuration) at SPEC in upstream.lock."""
     from patchforge.ops.setup import pin_upstream
+    from patchforge.state import require
 
+    require(app.project(), "upstream pin", [name])
     pin = pin_upstream(app.project(), name, spec, force=force)
     click.echo(f"{name}: pinned {pin.label} at {pin.commit}")
 

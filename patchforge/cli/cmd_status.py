@@ -7,7 +7,7 @@ import click
 
 from patchforge.cli.complete import complete_spec
 from patchforge.cli.github import format_option
-from patchforge.cli.output import STATE_COLORS, emit_json, paint, table
+from patchforge.cli.output import STATE_COLORS, announce_state, emit_json, paint, table
 from patchforge.errors import EXIT_ATTENTION
 
 
@@ -73,12 +73,14 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
     from patchforge.errors import UsageError
     from patchforge.pins import open_store
     from patchforge.ops.status import resolve_targets, series_status
+    from patchforge.state import announcements, skipped_fixes
 
     # `--against vllm=X aiter=Y`: click gives the option one value; the rest arrive here.
     if more_specs and not specs:
         raise UsageError(f"unexpected argument {more_specs[0]!r}: SPECs follow --against")
     specs = (*specs, *more_specs)
     project = app.project()
+    busy = announce_state(project, as_json=as_json)
     specs = parse_specs(project, specs)
     with open_store(project) as store:
         targets = resolve_targets(project, store, specs)
@@ -89,7 +91,12 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
         "patches": [r.to_json() for r in results],
         "needs_attention": any(r.attention for r in results),
         "departed": departed_fixes(project),
+        "notes": announcements(project),
+        "skipped": [{"upstream": fix.upstream, "name": fix.name,
+                     "path": fix.path.relative_to(project.root).as_posix()}
+                    for fix in skipped_fixes(project)],
     }
+    document["needs_attention"] = document["needs_attention"] or busy
     if html_out:
         from patchforge.report import write_html_report
         write_html_report(project, html_out, document)
@@ -128,12 +135,16 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
                          enabled=app.color))
         for gone in document["departed"]:
             click.echo(f"left the series: {gone['patch']}: {gone['description']}")
-        attention = sum(1 for r in results if r.attention)
+        for fix in document["skipped"]:
+            click.echo(paint(f"skipped (needs attention): {fix['upstream']}/{fix['name']}",
+                             "yellow", app.color))
+        attention = sum(1 for r in results if r.attention) + len(document["skipped"])
         click.echo(paint(f"{attention} patch(es) need attention", "yellow", app.color)
                    if attention else f"all {len(results)} patches apply and are still needed")
     if output_format == "github":
         _github(project, targets, results)
-    if any(r.attention for r in results) or (strict and any(r.state == "fuzz" for r in results)):
+    if busy or any(r.attention for r in results) or \
+            (strict and any(r.state == "fuzz" for r in results)):
         sys.exit(EXIT_ATTENTION)
 
 

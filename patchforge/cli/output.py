@@ -7,9 +7,23 @@ import time
 
 import click
 
-STATE_COLORS = {"applies": "green", "offset": "green", "fuzz": "yellow", "conflict": "red",
+STATE_COLORS = {"applies": "green", "offset": "green", "fuzz": "yellow", "conflict": "red", "merges": "yellow",
                 "upstreamed": "cyan", "partial": "yellow", "obsolete": "red", "unsure": "magenta",
                 "ok": "green", "drift": "red", "missing": "red", "mismatch": "red"}
+
+
+def announce_state(project, *, as_json: bool = False) -> bool:
+    """What a read-only command says first (on stderr): a stopped or interrupted rebase, an open
+    edit, a skipped fix, each with its next step (with --json the document carries it instead:
+    a terminal mixes stderr into the one document stdout must be). True when something needs
+    attention (a rebase in progress, a skipped fix): the command then exits 1 even if its own
+    check passes."""
+    from patchforge.state import announcements, needs_attention
+
+    if not as_json:
+        for line in announcements(project):
+            click.echo(f"note: {line}", err=True)
+    return needs_attention(project)
 
 
 def configure_logging(verbosity: int) -> None:

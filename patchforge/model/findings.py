@@ -8,7 +8,7 @@ from dataclasses import dataclass
 class Finding:
     patch: str  # "upstream/name", or a project file relative to the root
     check: str  # header | series | parse | byte-stable | apply | fuzz | zero-context | binary
-    #             | keeps | forwarded | drop-when | ledger | overlays
+    #             | keeps | forwarded | drop-when | ledger | overlays | skipped
     message: str
     severity: str = "error"  # error | warning
 

@@ -37,14 +37,24 @@ def _refuse_binary(patch, source: str) -> None:
 
 
 def _check_new_name(project, upstream: str, file_name: str) -> None:
+    from patchforge.state import require
+
+    # Never while a rebase of this upstream is stopped or in progress: its write-out replaces
+    # the series file, and a patch added now would be left unlisted.
+    require(project, "import", [upstream])
     if file_name in project.patch_names(upstream) or project.patch_path(upstream, file_name).exists():
         raise UsageError(f"a patch named {file_name} already exists in the {upstream} series")
 
 
 def import_overlay(project, store, overlay: Path, *, upstream: str, path: str, name: str,
-                   description: str | None = None, profiles: str | None = None) -> str:
+                   description: str | None = None, profiles: str | None = None,
+                   create: bool = False) -> str:
     """A full-file overlay becomes a patch: the diff from the file as the series leaves it at the
-    locked revision (the upstream base file when no patch touches it) to the overlay's bytes."""
+    locked revision (the upstream base file when no patch touches it) to the overlay's bytes.
+
+    A `path` the upstream does not have (a typo, a directory left out) is refused unless
+    `create` says the overlay is a new file: patching a file that is not there would never
+    patch the real one."""
     from patchforge.apply.diffparse import validate_path
 
     project.config.upstream(upstream)
@@ -54,6 +64,10 @@ def import_overlay(project, store, overlay: Path, *, upstream: str, path: str, n
     _check_new_name(project, upstream, file_name)
     state = series_state(project, store, upstream)
     old = state.current[path] if path in state.current else store.read_blob(pin.commit, path)
+    if old is None and not create:
+        raise UsageError(f"{path} does not exist in {upstream} at {pin.label}"
+                         + _near_paths(store, pin.commit, path),
+                         hint="check --path; `--create` makes the overlay a new file instead")
     new = Path(overlay).read_bytes()
     if old == new:
         raise UsageError(f"{overlay} is identical to {path} at {pin.label}: nothing to import "
@@ -71,6 +85,17 @@ def import_overlay(project, store, overlay: Path, *, upstream: str, path: str, n
         add_to_series(project, upstream, file_name, render_patch_file(fields, b"", diff))
         series_changed(project)
     return file_name
+
+
+def _near_paths(store, commit: str, path: str) -> str:
+    """' (did you mean ...?)' with upstream files of the same name, for a mistyped --path."""
+    base = path.rsplit("/", 1)[-1]
+    try:
+        names = store.list_paths(commit)
+    except Exception:  # noqa: BLE001 - only a suggestion; the refusal stands without it
+        return ""
+    near = sorted(p for p in names if p.rsplit("/", 1)[-1] == base)[:3]
+    return f" (did you mean {', '.join(near)}?)" if near else ""
 
 
 def _git(*args: str, cwd=None, input: bytes | None = None) -> bytes:

@@ -35,6 +35,10 @@ def lint(project, store, *, forge=None) -> list[Finding]:
     findings: list[Finding] = []
     lock = project.lock
     seen_diffs: dict[str, str] = {}  # sha256 of a diff -> the first patch that has it
+    from patchforge.state import skipped_fixes
+
+    for fix in skipped_fixes(project):
+        findings.append(Finding(f"{fix.upstream}/{fix.name}", "skipped", fix.describe(project)))
     for upstream in project.upstream_names():
         findings += _series_consistency(project, upstream)
         try:

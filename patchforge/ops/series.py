@@ -1,4 +1,4 @@
-"""The quilt-like loop: list, show, new, edit, refresh, delete, rename, move.
+"""The quilt-like loop: list, show, new, edit, refresh, delete, rename, move, bring-back.
 
 `edit NAME` makes the editing worktree (patchforge/worktree.py) for NAME: its files, and those
 the user adds (`edit --file`, `add`); `refresh` turns the difference between its HEAD and its
@@ -19,7 +19,10 @@ from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.project import patch_file_name
 from patchforge.store.git import run_git
-from patchforge.worktree import close_worktree, editing, state_file, worktree_diff
+from patchforge.worktree import (close_edit, close_edit_if_moved, close_worktree, editing,
+                                 require_state, state_file, worktree_diff)
+
+_CONFLICT_MARKER = __import__("re").compile(rb"^(<<<<<<<|>>>>>>>)( |$)", __import__("re").M)
 
 
 def today() -> str:
@@ -102,6 +105,15 @@ def refresh(project, store, name: str | None = None) -> dict:
     upstream, file_name = _edited_patch(project, name)
     state = editing(project, upstream)
     diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
+    if state.get("conflicts"):
+        marked = [p for p, _, new, _, _ in changes
+                  if p in state["conflicts"] and new is not None and _CONFLICT_MARKER.search(new)]
+        if marked:
+            raise UsageError(f"conflict markers left in {', '.join(marked)} "
+                             f"(in {project.work_dir(upstream)})",
+                             hint="resolve them, then `patchforge refresh`")
+    if state.get("bring_back"):
+        return _finish_bring_back(project, store, upstream, file_name, state, diff, changes)
     path = project.patch_path(upstream, file_name)
     patch = project.read_patch(upstream, file_name)
     if _same_change(store, state["base"], patch, changes):
@@ -124,6 +136,39 @@ def refresh(project, store, name: str | None = None) -> dict:
             "files": [c[0] for c in changes], "later_failing": later}
 
 
+def _finish_bring_back(project, store, upstream, file_name, state, diff, changes) -> dict:
+    """The refresh that ends a bring-back stopped on a conflict: the resolution becomes the
+    fix's diff on the current base, the fix joins the end of the series and then leaves
+    skipped/ (a kill in between leaves it in both, never in neither)."""
+    skipped = project.root / state["bring_back"]
+    if not changes:
+        raise UsageError(f"the worktree {project.work_dir(upstream)} holds no change: nothing "
+                         "to bring back", hint="`patchforge edit --close --discard` leaves "
+                         f"{file_name} in skipped/")
+    patch = parse_patch_file(skipped.read_bytes(), str(skipped))
+    new_patch = patch.with_diff(diff).with_field("Base", state["pin"])
+    data = new_patch.to_bytes()
+    parse_patch_file(data, str(project.patch_path(upstream, file_name)))
+    with RepoLock(project.state_dir):
+        series = project.read_series(upstream)
+        atomic_write(project.patch_path(upstream, file_name), data)
+        atomic_write(project.series_path(upstream), series.inserted(file_name).to_bytes())
+        atomic_delete(skipped)
+        edit_state = {k: v for k, v in state.items() if k not in ("bring_back", "conflicts")}
+        atomic_write(state_file(project, upstream),
+                     (json.dumps(edit_state, indent=2) + "\n").encode())
+        series_changed(project)
+    return {"upstream": upstream, "name": file_name, "changed": True,
+            "files": [c[0] for c in changes], "later_failing": []}
+
+
+def close_open_edit(project, store, name: str | None = None, *, discard: bool = False) -> dict:
+    """`edit --close [--discard]`: end the open edit (of NAME's upstream, or the only one)."""
+    upstream, file_name = _edited_patch(project, name)
+    close_edit(project, store, upstream, discard=discard)
+    return {"upstream": upstream, "name": file_name, "discarded": discard}
+
+
 def _same_change(store, base: str, patch, changes) -> bool:
     """True when `patch` applies exactly on `base` and gives the worktree's files (same paths,
     same bytes, no mode change)."""
@@ -144,8 +189,11 @@ def _same_change(store, base: str, patch, changes) -> bool:
 
 
 def _edited_patch(project, name: str | None) -> tuple[str, str]:
+    from patchforge.state import REBASING, STOPPED, read_states
+
     if name:
         upstream, file_name = project.find_patch(name)
+        require_state(project, "refresh", [upstream])
         state = editing(project, upstream)
         if not state or state["patch"] != file_name:
             raise UsageError(f"{file_name} is not being edited", hint=f"run `patchforge edit {name}`")
@@ -153,6 +201,10 @@ def _edited_patch(project, name: str | None) -> tuple[str, str]:
     active = [(u, editing(project, u)) for u in project.upstream_names()]
     active = [(u, s) for u, s in active if s]
     if not active:
+        busy = [s for s in read_states(project).values() if s.kind in (STOPPED, REBASING)]
+        if busy:
+            raise UsageError(f"no patch is being edited: {busy[0].describe()}",
+                             hint=busy[0].next_step())
         raise UsageError("no patch is being edited", hint="run `patchforge edit NAME` first")
     if len(active) > 1:
         raise UsageError("several patches are being edited: " +
@@ -177,7 +229,8 @@ def check_later_patches(project, store, upstream: str, file_name: str) -> list[s
 # --- series edits -----------------------------------------------------------------------------
 
 def new_patch(project, name: str, *, upstream: str | None = None, after: str | None = None,
-              description: str | None = None, profiles: str | None = None) -> tuple[str, str]:
+              description: str | None = None, profiles: str | None = None,
+              store=None) -> tuple[str, str]:
     upstreams = project.upstream_names()
     if upstream is None:
         if not upstreams:
@@ -190,6 +243,7 @@ def new_patch(project, name: str, *, upstream: str | None = None, after: str | N
     file_name = patch_file_name(name)
     if "/" in name or name.startswith((".", "-")):
         raise UsageError(f"bad patch name {name!r}")
+    require_state(project, "new", [upstream], store=store)
     if any(n == file_name for _, n in project.all_patches()) or \
             project.patch_path(upstream, file_name).exists():
         raise UsageError(f"a patch named {file_name} already exists")
@@ -212,27 +266,61 @@ def new_patch(project, name: str, *, upstream: str | None = None, after: str | N
         new_series = series.inserted(file_name, after=after)
         atomic_write(project.patch_path(upstream, file_name), data)
         atomic_write(project.series_path(upstream), new_series.to_bytes())
+        close_edit_if_moved(project, upstream, series.names, new_series.names)
         series_changed(project)
     return upstream, file_name
 
 
-def delete_patch(project, name: str) -> Path:
-    """Take a patch out of the series; the file is kept under series/<upstream>/deleted/."""
-    upstream, file_name = project.find_patch(name)
+def delete_patch(project, name: str, *, store=None) -> Path:
+    """Take a patch out of the series (or a fix out of skipped/); the file is kept under
+    series/<upstream>/deleted/."""
+    try:
+        upstream, file_name = project.find_patch(name)
+    except UsageError:
+        try:
+            fix = find_skipped(project, name)
+        except UsageError:
+            raise UsageError(f"no patch named {name!r} in the series or under skipped/",
+                             hint="`patchforge list` shows the series") from None
+        return _delete_skipped(project, fix)
+    require_state(project, "delete", [upstream], store=store)
     source = project.patch_path(upstream, file_name)
-    kept = project.series_dir(upstream) / "deleted" / file_name
     data = source.read_bytes()
     with RepoLock(project.state_dir):
+        kept = project.series_dir(upstream) / "deleted" / _aside_name(
+            project.series_dir(upstream) / "deleted", file_name, data)
         # Copy first, then unlist, then remove: a kill at any point loses nothing.
         atomic_write(kept, data)
-        atomic_write(project.series_path(upstream),
-                     project.read_series(upstream).removed(file_name).to_bytes())
+        series = project.read_series(upstream)
+        remaining = series.removed(file_name)
+        atomic_write(project.series_path(upstream), remaining.to_bytes())
         atomic_delete(source)
-        state = editing(project, upstream)
-        if state and state["patch"] == file_name:
-            atomic_delete(state_file(project, upstream))
+        close_edit_if_moved(project, upstream, series.names, remaining.names)
         series_changed(project)
     return kept
+
+
+def _delete_skipped(project, fix) -> Path:
+    """A skipped fix dropped for good: kept under deleted/ (copied first, then removed)."""
+    data = fix.path.read_bytes()
+    directory = project.series_dir(fix.upstream) / "deleted"
+    with RepoLock(project.state_dir):
+        kept = directory / _aside_name(directory, fix.name, data)
+        atomic_write(kept, data)
+        atomic_delete(fix.path)
+        series_changed(project)
+    return kept
+
+
+def _aside_name(directory: Path, name: str, data: bytes) -> str:
+    """`name`, or `name` with a number when an earlier, different fix of that name is already
+    kept in `directory` (it must not be overwritten)."""
+    stem = name[:-len(".patch")] if name.endswith(".patch") else name
+    candidate, number = name, 1
+    while (directory / candidate).exists() and (directory / candidate).read_bytes() != data:
+        number += 1
+        candidate = f"{stem}.{number}.patch"
+    return candidate
 
 
 def rename_patch(project, old: str, new: str) -> tuple[str, str]:
@@ -240,6 +328,7 @@ def rename_patch(project, old: str, new: str) -> tuple[str, str]:
     new_file = patch_file_name(new)
     if "/" in new or new.startswith((".", "-")):
         raise UsageError(f"bad patch name {new!r}")
+    require_state(project, "rename", [upstream])
     if project.patch_path(upstream, new_file).exists():
         raise UsageError(f"{new_file} already exists")
     data = project.read_patch_bytes(upstream, old_file)
@@ -261,6 +350,7 @@ def move_patch(project, store, name: str, *, after: str | None = None,
                first: bool = False) -> list[str]:
     """Move NAME after X (or first). Returns patches that no longer apply after the move."""
     upstream, file_name = project.find_patch(name)
+    require_state(project, "move", [upstream], store=store)
     series = project.read_series(upstream)
     if after is not None:
         after = patch_file_name(after)
@@ -273,6 +363,7 @@ def move_patch(project, store, name: str, *, after: str | None = None,
     moved = series.removed(file_name).inserted(file_name, after=after, first=first)
     with RepoLock(project.state_dir):
         atomic_write(project.series_path(upstream), moved.to_bytes())
+        close_edit_if_moved(project, upstream, series.names, moved.names)
         series_changed(project)
     if store is None:
         return []
@@ -280,3 +371,88 @@ def move_patch(project, store, name: str, *, after: str | None = None,
     patches = [(n, project.read_patch(upstream, n)) for n in moved.names]
     state = apply_series(lambda paths: store.read_blobs(pin.commit, paths), patches, strict=False)
     return [o.name for o in state.outcomes if not o.ok]
+
+
+# --- skipped fixes ----------------------------------------------------------------------------
+
+def find_skipped(project, name: str):
+    """The skipped fix NAME (`fix`, `fix.patch` or `upstream/fix`): a state.SkippedFix."""
+    from patchforge.state import skipped_fixes
+
+    wanted_upstream = None
+    if "/" in name:
+        wanted_upstream, name = name.split("/", 1)
+    file_name = patch_file_name(name)
+    matches = [f for f in skipped_fixes(project)
+               if f.name == file_name and wanted_upstream in (None, f.upstream)]
+    if not matches:
+        raise UsageError(f"no skipped fix named {name!r}",
+                         hint="`patchforge status` lists the skipped fixes")
+    if len(matches) > 1:
+        raise UsageError(f"{name!r} is skipped in several series "
+                         f"({', '.join(f.upstream for f in matches)}); say UPSTREAM/{name}")
+    return matches[0]
+
+
+def bring_back(project, store, name: str) -> dict:
+    """Put a skipped fix back at the end of its series, moved onto the current base by the one
+    judge (the same 3-way path a rebase takes). Landed meanwhile: it goes to upstreamed/. When it
+    cannot be moved cleanly, it is listed with its last good diff and an edit is opened on it
+    with the files as far as the merge got (conflict markers): resolve, then `refresh`.
+
+    The fix is written into the series before it leaves skipped/, so a kill never loses it."""
+    from patchforge.errors import ConflictStop
+    from patchforge.judge import SeriesJudge, Target
+    from patchforge.stack import refuse_symlinked_paths, series_state
+    from patchforge.store.diff import make_diffs
+
+    fix = find_skipped(project, name)
+    upstream = fix.upstream
+    require_state(project, "bring-back", [upstream], store=store)
+    raw = fix.path.read_bytes()
+    patch = parse_patch_file(raw, str(fix.path))
+    pin = project.lock.pin(upstream)
+    base = (patch.get("Base") or "").strip()
+    if not base or not store.has_object(base):
+        base = pin.commit  # its own base is unknown here: judge it as made on the pin
+    prefix = [(n, project.read_patch(upstream, n)) for n in project.patch_names(upstream)]
+    refuse_symlinked_paths(store, pin.commit, prefix + [(fix.name, patch)])
+    judge = SeriesJudge(store, Target(upstream, base, pin.commit, pin.label, pin.version),
+                        labels=("series", "base", f"skipped {fix.name}"))
+    before = series_state(project, store, upstream, strict=False)
+    judge.current.update(before.current)
+    judgement = judge.decide(fix.name, patch)
+    series = project.read_series(upstream)
+    result = {"upstream": upstream, "name": fix.name, "outcome": judgement.outcome,
+              "state": judgement.state, "detail": judgement.message, "files": judgement.files}
+    with RepoLock(project.state_dir):
+        if judgement.outcome == "landed":
+            kept = patch.with_field("Applied-Upstream", pin.label)
+            directory = project.series_dir(upstream) / "upstreamed"
+            aside = _aside_name(directory, fix.name, kept.to_bytes())
+            atomic_write(directory / aside, kept.to_bytes())
+            atomic_delete(fix.path)
+            series_changed(project)
+            result["path"] = (directory / aside).relative_to(project.root).as_posix()
+            return result
+        file_name = _aside_name(project.series_dir(upstream), fix.name, b"") \
+            if (project.patch_path(upstream, fix.name).exists()
+                or fix.name in series.names) else fix.name
+        result["name"] = file_name
+        result["path"] = project.patch_path(upstream, file_name).relative_to(
+            project.root).as_posix()
+        if judgement.outcome == "applies":
+            new = patch if judgement.unchanged and base == pin.commit else \
+                patch.with_diff(make_diffs([judgement.changes])[0]).with_field("Base", pin.commit)
+            # The fix joins the series before it leaves skipped/: a kill in between leaves it
+            # in both places, never in neither.
+            atomic_write(project.patch_path(upstream, file_name), new.to_bytes())
+            atomic_write(project.series_path(upstream), series.inserted(file_name).to_bytes())
+            atomic_delete(fix.path)
+            series_changed(project)
+            return result
+    raise ConflictStop(
+        f"{upstream}/{fix.name} does not move onto {pin.label} cleanly: {judgement.message}; "
+        "it stays in skipped/",
+        hint=f"make the fix again by hand (`patchforge new NAME`, then the change of "
+             f"{fix.path.relative_to(project.root)}), then `patchforge delete {fix.name}`")

@@ -16,7 +16,7 @@ from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _h
 
 log = logging.getLogger("patchforge.status")
 
-ATTENTION_STATES = {"fuzz", "conflict", "upstreamed", "partial", "obsolete", "unsure"}
+ATTENTION_STATES = {"fuzz", "merges", "conflict", "upstreamed", "partial", "obsolete", "unsure"}
 
 
 @dataclass
@@ -35,6 +35,7 @@ class PatchStatus:
     drop_when: dict | None = None
     attention: bool = False
     verdict: object = field(default=None, repr=False)
+    rebase: str | None = None  # what a rebase onto this target does: drop | move | stop
 
     def to_json(self) -> dict:
         return {"upstream": self.upstream, "name": self.name, "state": self.state,
@@ -43,7 +44,7 @@ class PatchStatus:
                 "evidence": self.evidence, "files": self.files, "landed_in": self.landed_in,
                 "decided_by": self.decided_by,
                 "forwarded": self.forwarded, "drop_when": self.drop_when,
-                "needs_attention": self.attention}
+                "needs_attention": self.attention, "rebase": self.rebase}
 
 
 def series_status(project, store, targets: dict[str, Target], *, forge=None,
@@ -74,17 +75,23 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
                             if history is not None else None)
         judge.prefetch(patches)
         for name, patch in patches:
-            verdict = judge.judge(name, patch)
+            judgement = judge.judge(name, patch)
+            verdict = judgement.verdict
             status = PatchStatus(
-                upstream=upstream, name=name, state=verdict.state,
-                confidence=verdict.confidence, hunks_total=verdict.hunks_total,
-                hunks_landed=verdict.hunks_landed, evidence=verdict.evidence,
+                upstream=upstream, name=name, state=judgement.state,
+                confidence=verdict.confidence if judgement.outcome == "landed" else None,
+                hunks_total=verdict.hunks_total,
+                hunks_landed=verdict.hunks_landed, evidence=judgement.evidence,
                 files=[{"path": f.path, "target_path": f.target_path,
                         "hunks": [{"index": h.index + 1, "forward": h.forward,
                                    "landed": h.landed} for h in f.hunks]}
                        for f in verdict.files],
-                decided_by=verdict.decided_by, verdict=verdict)
-            if verdict.state in ("upstreamed", "partial"):
+                decided_by=verdict.decided_by, verdict=verdict, rebase=judgement.rebase_action)
+            if judgement.outcome == "landed" and verdict.state != "upstreamed":
+                # git's merge found it all there where the hunk checks could not say.
+                status.confidence = "high"
+                status.hunks_landed = verdict.hunks_total
+            if judgement.state in ("upstreamed", "partial"):
                 landed.append((status, patch))
             status.forwarded = forwarded_info(project, store, patch, target, forge, lookups)
             if status.forwarded and status.forwarded.get("merged") and \
@@ -93,16 +100,8 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
                                        "included in the target")
             status.drop_when = drop_when(patch, target, status.forwarded, store=store,
                                          forge=forge, names=names, lookups=lookups)
-            if verdict.state in ("applies", "offset", "fuzz", "unsure", "partial") and \
-                    patch.get_all("Keeps"):
-                # Applying is not enough: a fix that applies in the wrong place (or that a later
-                # upstream change neutralised) breaks its Keeps: invariants.
-                from patchforge.invariants import check_patch_invariants
-                broken = check_patch_invariants(patch, judge.read_current)
-                status.evidence.extend(broken)
-            else:
-                broken = []
-            status.attention = verdict.state in ATTENTION_STATES or bool(broken) or \
+            broken = judgement.stop_kind == "invariant"
+            status.attention = judgement.state in ATTENTION_STATES or broken or \
                 bool(status.drop_when and status.drop_when.get("true"))
             out.append(status)
         index = None

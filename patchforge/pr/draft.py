@@ -13,9 +13,8 @@ landed, or that conflicts with the head, gives a draft in state "upstreamed", "c
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from patchforge.apply.hunks import apply_file_patch
 from patchforge.errors import StoreError, UsageError
 from patchforge.pr.body import Body, Facts, find_template, make_body
 from patchforge.pr.message import CommitSpec, bug_links, build_commit_spec, description_text
@@ -171,79 +170,45 @@ class Carried:
 def carry_onto(store, upstream: str, name: str, patch, *, pin_commit: str, head: str,
                label: str, base_files: dict[str, bytes | None]) -> Carried:
     """The patch alone on `head`, as file contents; `base_files` is the series state just
-    before the patch on the pin (the merge base a 3-way merge needs, as in `rebase`)."""
+    before the patch on the pin (the merge base a 3-way merge needs). The decision is the one
+    judge's (`judge.SeriesJudge`), the same `status` and `rebase` use."""
     from patchforge.judge import SeriesJudge, Target, landed_in
-    from patchforge.store.diff import merge_file
 
     target = Target(upstream, pin_commit, head, label, None)
-    judge = SeriesJudge(store, target)
-    verdict = judge.assess(name, patch)
-    if verdict.state == "upstreamed":
-        return Carried("upstreamed", detail=f"already upstream ({verdict.confidence} confidence)",
-                       evidence=verdict.evidence,
-                       landed_in=landed_in(store, target, patch, verdict))
-    if verdict.state == "obsolete":
-        gone = [f.path for f in verdict.files if f.target_path is None]
-        return Carried("obsolete", detail=f"{', '.join(gone)} is gone upstream (deleted, not "
-                       "renamed)", evidence=verdict.evidence, files=gone)
-    clean_forward = verdict.state in ("applies", "offset") or (
-        verdict.state == "unsure" and all(f.applied is not None and f.applied.ok
-                                          and f.applied.worst in ("exact", "offset")
-                                          for f in verdict.files))
-    before: dict[str, bytes | None] = {}
-    after: dict[str, bytes | None] = {}
-    modes: dict[str, str] = {}
-    conflicts: list[str] = []
-    merged_any = False
-    for fp, fv in zip(patch.file_patches, verdict.files):
-        moved = fv.target_path
-        if fv.target_path is None:  # a deletion of a file upstream already deleted
-            continue
-        fp_target = fp if moved == fv.path else replace(
-            fp, old_path=moved if fp.old_path else None, new_path=moved if fp.new_path else None)
-        path_after = fp_target.new_path if fp_target.new_path is not None else fp_target.old_path
-        current = judge.read_current(path_after if fp.is_new else moved)
-        before[path_after] = current
-        if fp_target.old_path and fp_target.old_path != path_after:
-            before[fp_target.old_path] = judge.read_current(fp_target.old_path)
-        if fp.new_mode:
-            modes[path_after] = fp.new_mode
-        if clean_forward:
-            application = apply_file_patch(None if fp.is_new else current, fp_target, max_fuzz=0)
-            if application.ok:
-                after[path_after] = application.content
-                continue
-        source_path = fp.old_path or fp.new_path
-        base = base_files.get(source_path) if source_path in base_files else \
-            store.read_blob(pin_commit, source_path)
-        theirs = apply_file_patch(None if fp.is_new else base, fp, max_fuzz=2)
-        if not theirs.ok or theirs.content is None or current is None:
-            conflicts.append(path_after)
-            continue
-        clean, merged = merge_file(base or b"", current, theirs.content,
-                                   labels=("upstream", "base", f"patch {name}"))
-        merged_any = True
-        after[path_after] = merged
-        if not clean:
-            conflicts.append(path_after)
-    if conflicts:
-        return Carried("conflict", detail=f"conflict in {', '.join(conflicts)}",
-                       evidence=verdict.evidence, files=conflicts)
-    changes = {p: c for p, c in after.items() if before.get(p) != c}
-    changes.update({p: None for p in before if p not in after and before[p] is not None})
-    if not changes:
+    judge = SeriesJudge(store, target, labels=("upstream", "base", f"patch {name}"))
+    judge.old.current.update(base_files)
+    judgement = judge.decide(name, patch)
+    verdict = judgement.verdict
+    if judgement.outcome == "landed":
+        if verdict.state == "upstreamed":
+            return Carried("upstreamed",
+                           detail=f"already upstream ({verdict.confidence} confidence)",
+                           evidence=judgement.evidence,
+                           landed_in=landed_in(store, target, patch, verdict))
         return Carried("upstreamed", detail="the 3-way merge leaves nothing to change",
-                       evidence=verdict.evidence + ["merge result empty"])
-    how = "merged" if merged_any else ("offset" if verdict.state == "offset" else "applies")
+                       evidence=judgement.evidence)
+    if judgement.outcome == "stop":
+        state = "obsolete" if judgement.stop_kind == "obsolete" else "conflict"
+        return Carried(state, detail=judgement.message, evidence=judgement.evidence,
+                       files=judgement.files)
+    how = {"merged": "merged", "offset": "offset", "clean": "applies"}[judgement.how]
     detail = {"merged": "3-way merged", "offset": "applies with offset",
               "applies": "applies exactly"}[how]
     if verdict.state == "partial":
         detail += f"; {verdict.hunks_landed} of {verdict.hunks_total} hunks already upstream"
     if verdict.renames:
         detail += "; follows " + ", ".join(f"{a} -> {b}" for a, b in verdict.renames.items())
-    return Carried("ready", how=how, detail=detail, evidence=verdict.evidence,
-                   files=sorted(changes), changes=changes,
-                   modes={p: m for p, m in modes.items() if p in changes})
+    changes: dict[str, bytes | None] = {}
+    modes: dict[str, str] = {}
+    for change in judgement.changes:
+        if change.new_path is not None:
+            changes[change.new_path] = change.new
+            modes[change.new_path] = change.new_mode
+        if change.old_path is not None and change.old_path != change.new_path \
+                and not change.copy:
+            changes[change.old_path] = None
+    return Carried("ready", how=how, detail=detail, evidence=judgement.evidence,
+                   files=sorted(changes), changes=changes, modes=modes)
 
 
 # ---- the draft -------------------------------------------------------------------------------

@@ -79,6 +79,7 @@ class FileChange:
     new: bytes | None
     old_mode: str = "100644"
     new_mode: str = "100644"
+    copy: bool = False  # new_path is a copy of old_path (which stays), not a rename
 
     @classmethod
     def at(cls, path: str, old: bytes | None, new: bytes | None, old_mode: str = "100644",
@@ -191,8 +192,9 @@ def _diff_header(c: FileChange, has_hunks: bool) -> bytes:
             lines += [b"old mode " + c.old_mode.encode(), b"new mode " + c.new_mode.encode()]
         if old_raw != new_raw:
             assert old_raw is not None and new_raw is not None  # both sides exist here
-            lines += [b"rename from " + _unprefixed(old_raw),
-                      b"rename to " + _unprefixed(new_raw)]
+            kind = b"copy" if c.copy else b"rename"
+            lines += [kind + b" from " + _unprefixed(old_raw),
+                      kind + b" to " + _unprefixed(new_raw)]
     if c.old != c.new:
         old_id = blob_oid(c.old) if c.old is not None else NULL_OID
         new_id = blob_oid(c.new) if c.new is not None else NULL_OID

@@ -1,0 +1,233 @@
+"""The state of a project, per upstream, and what each command may do in each state.
+
+Per upstream, a project is:
+- `idle`: nothing open;
+- `editing NAME`: an `edit` (or `new`) worktree is open on NAME under `.patchforge/work/<upstream>`;
+- `stopped at NAME`: a rebase stopped on NAME (a conflict, a file gone upstream, a broken
+  invariant, an unsure judgement) and waits in `.patchforge/work/<upstream>` for the user;
+- `rebasing`: a rebase of this upstream is in progress but not stopped on a patch (it was
+  interrupted or killed while it ran, or is stopped on another upstream of the same run).
+
+The rebase journal (`.patchforge/rebase/journal.json`) and the editing state files
+(`.patchforge/work/<upstream>.json`) are the only sources; this module reads them and never
+writes. `COMMANDS` is the one table of what each command may do in each state; `require()`
+refuses the rest (exit 2, with the next step to take) and `announcements()` is what read-only
+commands say about a stop or an open edit.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchforge.errors import InProgressError
+
+IDLE, EDITING, STOPPED, REBASING = "idle", "editing", "stopped", "rebasing"
+
+# What a command may do in each state: "yes"; "refreshed" (only when the open edit has nothing
+# that is not refreshed: the edit is then derived state, and the command may close it); absent:
+# refused. Read-only commands (status, list, show, lint, overlays --check, verify, check, pr
+# without --push/--open, export) are allowed everywhere and announce a stop or an open edit.
+COMMANDS: dict[str, dict[str, str]] = {
+    "new": {IDLE: "yes", EDITING: "refreshed"},
+    "edit": {IDLE: "yes", EDITING: "refreshed"},
+    "refresh": {EDITING: "yes"},
+    "edit --close": {EDITING: "refreshed"},
+    "delete": {IDLE: "yes", EDITING: "refreshed"},
+    "rename": {IDLE: "yes", EDITING: "yes"},
+    "move": {IDLE: "yes", EDITING: "refreshed"},
+    "import": {IDLE: "yes", EDITING: "yes"},
+    "bring-back": {IDLE: "yes", EDITING: "refreshed"},
+    "upstream pin": {IDLE: "yes"},
+    "overlays": {IDLE: "yes", EDITING: "yes"},
+    "pr --push": {IDLE: "yes", EDITING: "yes"},
+    "rebase --to": {IDLE: "yes", EDITING: "refreshed"},
+    "rebase --continue": {STOPPED: "yes", REBASING: "yes"},
+    "rebase --skip": {STOPPED: "yes"},
+    "rebase --abort": {STOPPED: "yes", REBASING: "yes"},
+}
+
+
+@dataclass(frozen=True)
+class UpstreamState:
+    upstream: str
+    kind: str  # idle | editing | stopped | rebasing
+    patch: str | None = None  # the edited patch, or the one the rebase stopped at
+    worktree: Path | None = None
+    detail: str = ""  # for a stop: its message; for a rebase in progress: its phase
+
+    def describe(self) -> str:
+        where = f" (worktree {self.worktree})" if self.worktree is not None else ""
+        if self.kind == EDITING:
+            return f"{self.upstream}: {self.patch} is being edited{where}"
+        if self.kind == STOPPED:
+            why = f": {self.detail}" if self.detail else ""
+            return f"{self.upstream}: a rebase is stopped at {self.patch}{why}{where}"
+        if self.kind == REBASING:
+            return f"{self.upstream}: a rebase is in progress ({self.detail or 'interrupted'})"
+        return f"{self.upstream}: idle"
+
+    def next_step(self) -> str:
+        if self.kind == EDITING:
+            return (f"`patchforge refresh` writes the change into {self.patch}; "
+                    "`patchforge edit --close` then ends the edit")
+        if self.kind == STOPPED:
+            return ("fix the files in the worktree, then `patchforge rebase --continue`; or "
+                    "`patchforge rebase --skip` (the patch is kept in skipped/) or "
+                    "`patchforge rebase --abort`")
+        if self.kind == REBASING:
+            return "`patchforge rebase --continue` finishes it, `patchforge rebase --abort` undoes it"
+        return ""
+
+
+def journal_path(project) -> Path:
+    return project.state_dir / "rebase" / "journal.json"
+
+
+def editing_path(project, upstream: str) -> Path:
+    return project.state_dir / "work" / f"{upstream}.json"
+
+
+def _read_journal(project) -> dict | None:
+    path = journal_path(project)
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {"unreadable": True}
+    return data if isinstance(data, dict) else {"unreadable": True}
+
+
+def read_states(project) -> dict[str, UpstreamState]:
+    """The state of every configured upstream (and of any upstream a rebase journal names)."""
+    states: dict[str, UpstreamState] = {}
+    journal = _read_journal(project)
+    if journal is not None:
+        stopped = journal.get("stopped") or {}
+        phase = "journal unreadable" if journal.get("unreadable") else \
+            ("writing out its result" if journal.get("phase") == "committing"
+             else ("stopped on another upstream" if stopped else "interrupted"))
+        names = journal.get("order") or list(journal.get("upstreams") or {})
+        if journal.get("unreadable"):
+            names = project.upstream_names()
+        for upstream in names:
+            if stopped.get("upstream") == upstream:
+                states[upstream] = UpstreamState(
+                    upstream, STOPPED, stopped.get("name"), project.work_dir(upstream),
+                    stopped.get("message") or stopped.get("kind") or "")
+            else:
+                states[upstream] = UpstreamState(upstream, REBASING, detail=phase)
+    for upstream in project.upstream_names():
+        if upstream in states:
+            continue
+        path = editing_path(project, upstream)
+        try:
+            edit = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            edit = None
+        if isinstance(edit, dict) and edit.get("patch"):
+            states[upstream] = UpstreamState(upstream, EDITING, edit["patch"],
+                                             project.work_dir(upstream))
+        else:
+            states[upstream] = UpstreamState(upstream, IDLE)
+    return states
+
+
+def state_of(project, upstream: str) -> UpstreamState:
+    return read_states(project).get(upstream) or UpstreamState(upstream, IDLE)
+
+
+def require(project, command: str, upstreams, *, unrefreshed=None) -> dict[str, UpstreamState]:
+    """Refuse `command` (InProgressError, exit 2, with the next step) unless every upstream it
+    works on is in a state the command may act in. `unrefreshed(upstream, state)` says whether
+    an open edit holds changes not refreshed (needed where the table says "refreshed").
+    Returns the states, for the command to act on (e.g. close a refreshed edit)."""
+    allowed = COMMANDS[command]
+    states = read_states(project)
+    for upstream in upstreams:
+        state = states.get(upstream) or UpstreamState(upstream, IDLE)
+        verdict = allowed.get(state.kind)
+        if verdict == "yes":
+            continue
+        if verdict == "refreshed":
+            if unrefreshed is None or not unrefreshed(upstream, state):
+                continue
+            raise InProgressError(
+                f"`{command}` refused: {state.describe()} and has changes that are not refreshed",
+                hint="`patchforge refresh` first (or `patchforge edit --close --discard` to "
+                     "throw the changes away)")
+        if state.kind == IDLE:
+            hint = {"refresh": "`patchforge edit NAME` opens a patch for editing",
+                    "edit --close": "nothing is being edited"}.get(
+                command, "no rebase is in progress")
+            raise InProgressError(f"`{command}` refused: {state.describe()}", hint=hint)
+        raise InProgressError(f"`{command}` refused: {state.describe()}", hint=state.next_step())
+    return states
+
+
+@dataclass(frozen=True)
+class SkippedFix:
+    """A fix a rebase set aside (`--skip`, or a resolution to no change): kept under
+    series/<upstream>/skipped/ with its last good diff (and the Base it applies to) until it is
+    brought back (`patchforge bring-back`) or deleted; needs attention until then."""
+
+    upstream: str
+    name: str
+    path: Path
+
+    def describe(self, project) -> str:
+        rel = self.path.relative_to(project.root).as_posix()
+        stem = self.name[:-len(".patch")] if self.name.endswith(".patch") else self.name
+        return (f"{self.upstream}/{self.name} was set aside by a rebase ({rel}); "
+                f"`patchforge bring-back {stem}` puts it back onto the current base, "
+                f"`patchforge delete {stem}` drops it (kept under deleted/)")
+
+
+def skipped_fixes(project) -> list[SkippedFix]:
+    out = []
+    for upstream in project.upstream_names():
+        directory = project.series_dir(upstream) / "skipped"
+        if directory.is_dir():
+            out += [SkippedFix(upstream, path.name, path)
+                    for path in sorted(directory.glob("*.patch")) if path.is_file()]
+    return out
+
+
+def announcements(project) -> list[str]:
+    """What a read-only command says before its answer: every stop, rebase in progress and
+    open edit, each with the next step, and every skipped fix."""
+    lines = []
+    for state in read_states(project).values():
+        if state.kind != IDLE:
+            lines.append(f"{state.describe()}; next: {state.next_step()}")
+    lines += [fix.describe(project) for fix in skipped_fixes(project)]
+    return lines
+
+
+def needs_attention(project) -> bool:
+    """A rebase is stopped or in progress, or a fix is set aside under skipped/: read-only
+    checks report it (exit 1)."""
+    return any(s.kind in (STOPPED, REBASING) for s in read_states(project).values()) or \
+        bool(skipped_fixes(project))
+
+
+def interrupted_report(project) -> list[str]:
+    """What an interrupted command (Ctrl-C) left behind, and how to go on from it."""
+    try:
+        states = read_states(project)
+    except Exception:  # noqa: BLE001 - the report must never hide the interruption itself
+        return []
+    lines = []
+    journal = journal_path(project)
+    if any(s.kind in (STOPPED, REBASING) for s in states.values()):
+        lines.append(f"the rebase journal {journal} records where the rebase stands: "
+                     "`patchforge rebase --continue` goes on, `patchforge rebase --abort` "
+                     "puts everything back")
+    for state in states.values():
+        if state.kind == EDITING:
+            lines.append(f"{state.describe()}: {state.next_step()}")
+    if not lines:
+        lines.append("nothing was left half-written (every write is atomic); run the command "
+                     "again")
+    return lines

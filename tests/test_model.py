@@ -1,0 +1,437 @@
+"""Model-based test (Hypothesis stateful testing): random sequences of what a user does to a
+stack, on a real small git upstream, with the invariant checked after every step:
+
+  every fix ever added is in exactly one of the series, upstreamed/, skipped/ or deleted/, with
+  the content the user last refreshed, and applying the series (with `git apply`) on the pinned
+  upstream gives exactly the pinned files with those fixes in them.
+
+Steps: new, edit + change + refresh, an edit left with unrefreshed changes, delete, rename, move,
+upstream commits (a conflict on a fix's line, the fix landing verbatim, a rename, a deletion, an
+unrelated change) followed by rebase --to, resolving a stop, --continue, --skip, --abort,
+bring-back, the read-only checks, and a real SIGINT (Ctrl-C) or kill -9 of a command at a random
+write. After an interrupted or killed command, a fix may be left in two places by the step
+that was cut short (a delete copies before it unlists): then "exactly one" relaxes to "at least
+one, and the version in the series (or the only place) is intact", never "none".
+
+A fix is a token `# FIX<k> v<n>` appended to the `return` line of a function only it touches, so
+its content and version can be read from any patch file, and the expected result of the series
+computed from the pinned files alone.
+
+Cost: PATCHFORGE_MODEL_EXAMPLES examples (default 10) of up to 14 steps; no deadline.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, event, settings, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from helpers.cli import run_cli
+from helpers.upstream import Upstream
+
+SLOTS = {"pkg/a.py": [f"a{i}" for i in range(6)], "pkg/b.py": [f"b{i}" for i in range(6)]}
+TOKEN = re.compile(rb"# FIX(\d+) v(\d+)")
+PLUS_TOKEN = re.compile(rb"^\+[^\n]*# FIX(\d+) v(\d+)", re.M)
+PLACES = ("upstreamed", "skipped", "deleted")
+
+
+def initial_file(names: list[str]) -> bytes:
+    return b"".join(f"def {n}():\n    x = 0\n    return {i}\n\n\n".encode()
+                    for i, n in enumerate(names))
+
+
+def with_token(content: bytes, slot: str, token: bytes | None) -> bytes:
+    """`content` with the return line of function `slot` carrying `token` (None: no token)."""
+    pattern = re.compile(rb"(def " + slot.encode() + rb"\(\):\n    x = 0\n    return [^\n#]*?)"
+                         rb"(  # FIX\d+ v\d+)?\n")
+    replacement = (lambda m: m.group(1) + b"  " + token + b"\n") if token else \
+        (lambda m: m.group(1) + b"\n")
+    return pattern.sub(replacement, content, count=1)
+
+
+def take_upstream_side(content: bytes) -> bytes:
+    """A conflict resolved the simple way: upstream's side of every conflict region."""
+    out, keep = [], True
+    for line in content.splitlines(keepends=True):
+        if line.startswith(b"<<<<<<< "):
+            keep = True
+            continue
+        if line.startswith(b"=======") and line.strip() == b"=======":
+            keep = False
+            continue
+        if line.startswith(b">>>>>>> "):
+            keep = True
+            continue
+        if keep:
+            out.append(line)
+    return b"".join(out)
+
+
+class StackModel(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tmp = Path(tempfile.mkdtemp(prefix="model-"))
+        self.up = Upstream(self.tmp / "up", {path: initial_file(names)
+                                             for path, names in SLOTS.items()})
+        self.root = self.tmp / "project"
+        self.root.mkdir()
+        self.ok("init", "--standalone", str(self.root))
+        self.ok("upstream", "add", "up", "--git", str(self.up.path), "--at", self.up.base)
+        self.version: dict[int, int] = {}  # fix -> the version last refreshed
+        self.slot: dict[int, str] = {}  # fix -> the function it changes
+        self.next_fix = 0
+        self.cut_short = False  # a command was interrupted or killed at some point
+        self.head_files = {path: initial_file(names) for path, names in SLOTS.items()}
+        self.renamed = 0
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # --- running patchforge -----------------------------------------------------------------
+    def cli(self, *args: str):
+        result = run_cli(self.root, *args)
+        # `pytest --hypothesis-show-statistics` shows how often each command ended how.
+        event(f"{args[0]}{' ' + args[1] if len(args) > 1 and args[1][:2] == '--' else ''}"
+              f" -> {result.rc}")
+        return result
+
+    def ok(self, *args: str):
+        result = self.cli(*args)
+        assert result.rc == 0, f"patchforge {' '.join(args)} -> {result.rc}\n{result.text}"
+        return result
+
+    def allowed(self, result, *codes: int) -> None:
+        """The command may end only with these codes (2 = refused in this state)."""
+        assert result.rc in codes, f"exit {result.rc}\n{result.text}"
+
+    @property
+    def series_dir(self) -> Path:
+        return self.root / "series" / "up"
+
+    @property
+    def work(self) -> Path:
+        return self.root / ".patchforge" / "work" / "up"
+
+    def listed(self) -> list[str]:
+        path = self.series_dir / "series"
+        return path.read_text().split() if path.exists() else []
+
+    def fix_of(self, data: bytes) -> int | None:
+        found = PLUS_TOKEN.findall(data)
+        return int(found[0][0]) if found else None
+
+    def series_fixes(self) -> dict[str, int]:
+        """Listed patch name -> its fix."""
+        out = {}
+        for name in self.listed():
+            path = self.series_dir / name
+            if path.exists():
+                fix = self.fix_of(path.read_bytes())
+                if fix is not None:
+                    out[name] = fix
+        return out
+
+    def stopped(self) -> dict | None:
+        path = self.root / ".patchforge" / "rebase" / "journal.json"
+        if not path.exists():
+            return None
+        return json.loads(path.read_text()).get("stopped")
+
+    def pin(self) -> str:
+        return json.loads((self.root / "upstream.lock").read_text())["upstreams"]["up"]["commit"]
+
+    def find_in_worktree(self, slot: str) -> Path | None:
+        for path in sorted(self.work.rglob("*.py")):
+            if f"def {slot}():".encode() in path.read_bytes():
+                return path
+        return None
+
+    # --- the user's steps -------------------------------------------------------------------
+    @initialize(data=st.data(), count=st.integers(2, 4))
+    def a_few_fixes(self, data, count) -> None:
+        for _ in range(count):
+            self.new_fix(data)
+
+    @rule(data=st.data())
+    def new_fix(self, data) -> None:
+        owned = set(self.slot.values())
+        pinned = {slot for path in SLOTS for slot in SLOTS[path]}
+        free = sorted(pinned - owned)
+        if not free:
+            return
+        slot = data.draw(st.sampled_from(free))
+        fix = self.next_fix
+        pinned = subprocess.run(["git", "ls-tree", "-r", "--name-only", self.pin()],
+                                cwd=self.up.path, capture_output=True, text=True).stdout.split()
+        result = self.cli("new", f"fix{fix}", *[f"--file={p}" for p in pinned])
+        self.allowed(result, 0, 2)
+        if result.rc != 0:
+            return
+        self.next_fix += 1
+        target = self.find_in_worktree(slot)
+        if target is None or b"# FIX" in target.read_bytes().split(f"def {slot}():".encode())[1][:60]:
+            # The slot is gone upstream, or carries a landed fix: the empty patch is dropped.
+            self.ok("delete", f"fix{fix}")
+            return
+        target.write_bytes(with_token(target.read_bytes(), slot, f"# FIX{fix} v0".encode()))
+        self.ok("refresh")
+        self.version[fix], self.slot[fix] = 0, slot
+        # The edit stays open (refreshed), as a user leaves it.
+
+    @rule(data=st.data(), refresh=st.booleans())
+    def edit_fix(self, data, refresh) -> None:
+        fixes = self.series_fixes()
+        if not fixes:
+            return
+        name = data.draw(st.sampled_from(sorted(fixes)))
+        fix = fixes[name]
+        result = self.cli("edit", name)
+        self.allowed(result, 0, 2)
+        if result.rc != 0:
+            return
+        target = self.find_in_worktree(self.slot[fix])
+        assert target is not None
+        new_version = self.version[fix] + 1
+        target.write_bytes(with_token(target.read_bytes(), self.slot[fix],
+                                      f"# FIX{fix} v{new_version}".encode()))
+        if refresh:
+            self.ok("refresh")
+            self.version[fix] = new_version
+        # else: the edit stays open with a change not refreshed; nothing may reset it, and
+        # the model's version stays the refreshed one.
+
+    @rule()
+    def refresh_open_edit(self) -> None:
+        state = self.root / ".patchforge" / "work" / "up.json"
+        if not state.exists():
+            return
+        name = json.loads(state.read_text())["patch"]
+        self.allowed(self.cli("refresh"), 0, 1)
+        data = (self.series_dir / name).read_bytes()
+        fix = self.fix_of(data)
+        if fix is not None:
+            self.version[fix] = int(PLUS_TOKEN.findall(data)[0][1])
+
+    @rule()
+    def give_up_an_open_edit(self) -> None:
+        # Changes never refreshed are the user's to throw away; fixes stay where they are.
+        self.allowed(self.cli("edit", "--close", "--discard"), 0, 2)
+
+    @rule(data=st.data())
+    def delete_fix(self, data) -> None:
+        fixes = self.series_fixes()
+        if fixes:
+            self.allowed(self.cli("delete", data.draw(st.sampled_from(sorted(fixes)))), 0, 2)
+
+    @rule(data=st.data())
+    def rename_fix(self, data) -> None:
+        fixes = self.series_fixes()
+        if fixes:
+            name = data.draw(st.sampled_from(sorted(fixes)))
+            self.allowed(self.cli("rename", name, f"r{len(name)}-{name}"), 0, 2)
+
+    @rule(data=st.data())
+    def move_fix(self, data) -> None:
+        fixes = self.series_fixes()
+        if len(fixes) > 1:
+            name = data.draw(st.sampled_from(sorted(fixes)))
+            self.allowed(self.cli("move", name, "--first"), 0, 1, 2)
+
+    @rule(data=st.data(), kind=st.sampled_from(["conflict", "landed", "rename", "delete",
+                                                  "unrelated"]))
+    def upstream_moves_then_rebase(self, data, kind) -> None:
+        path = data.draw(st.sampled_from(sorted(self.head_files)))
+        content = self.head_files[path]
+        slots = [s for s in re.findall(rb"def (\w+)\(\):", content)]
+        changes: dict[str, bytes | None] = {}
+        renames: dict[str, str] = {}
+        if kind == "conflict" and slots:
+            # Mostly on a line a fix of the series changes: that is what stops a rebase.
+            fixed = sorted(s.encode() for f, s in self.slot.items()
+                           if f in set(self.series_fixes().values()) and s.encode() in slots)
+            slot = data.draw(st.sampled_from(fixed or slots)).decode()
+            changes[path] = re.sub(rb"(def " + slot.encode() + rb"\(\):\n    x = 0\n    return \d+)",
+                                   lambda m: m.group(1) + b"7", content, count=1)
+        elif kind == "landed":
+            owned = {fix: slot for fix, slot in self.slot.items()
+                     if f"def {slot}():".encode() in content}
+            in_series = set(self.series_fixes().values())
+            candidates = sorted(f for f in owned if f in in_series)
+            if not candidates:
+                return
+            fix = data.draw(st.sampled_from(candidates))
+            changes[path] = with_token(content, self.slot[fix],
+                                       f"# FIX{fix} v{self.version[fix]}".encode())
+        elif kind == "rename":
+            self.renamed += 1
+            new_path = f"{path[:-3]}_{self.renamed}.py"
+            renames[path] = new_path
+            self.head_files[new_path] = self.head_files.pop(path)
+            path = new_path
+        elif kind == "delete" and len(self.head_files) > 1:
+            changes[path] = None
+        else:
+            changes[path] = b"# upstream note\n" + content
+        self.up.commit(changes, kind, renames)
+        for changed, new in changes.items():
+            if new is None:
+                self.head_files.pop(changed, None)
+            else:
+                self.head_files[changed] = new
+        result = self.cli("rebase", "--to", f"up={self.up.head()}")
+        self.allowed(result, 0, 2, 3)
+
+    @rule()
+    def resolve_and_continue(self) -> None:
+        stopped = self.stopped()
+        if not stopped:
+            return
+        patch = self.series_dir / stopped["name"]
+        fix = self.fix_of(patch.read_bytes())
+        if fix is None or stopped["kind"] != "conflict":
+            return
+        target = self.find_in_worktree(self.slot[fix])
+        if target is None:
+            return
+        resolved = with_token(take_upstream_side(target.read_bytes()), self.slot[fix],
+                              f"# FIX{fix} v{self.version[fix]}".encode())
+        target.write_bytes(resolved)
+        self.allowed(self.cli("rebase", "--continue"), 0, 3)
+
+    @rule()
+    def skip(self) -> None:
+        self.allowed(self.cli("rebase", "--skip"), 0, 2, 3)
+
+    @rule()
+    def abort(self) -> None:
+        self.allowed(self.cli("rebase", "--abort"), 0, 2)
+
+    @rule()
+    def continue_as_is(self) -> None:
+        # Continuing a stop nobody resolved is refused (markers) or takes the file as it is.
+        self.allowed(self.cli("rebase", "--continue"), 0, 2, 3)
+
+    @rule(data=st.data())
+    def bring_back(self, data) -> None:
+        skipped = sorted(p.name for p in (self.series_dir / "skipped").glob("*.patch")) \
+            if (self.series_dir / "skipped").is_dir() else []
+        if not skipped:
+            return
+        name = data.draw(st.sampled_from(skipped))
+        result = self.cli("bring-back", name)
+        self.allowed(result, 0, 2, 3)
+        if result.rc == 3:  # a stop in an edit: resolve it the simple way, or leave it open
+            state = json.loads((self.root / ".patchforge" / "work" / "up.json").read_text())
+            data_ = (self.root / state["bring_back"]).read_bytes()  # still in skipped/
+            fix = self.fix_of(data_)
+            target = self.find_in_worktree(self.slot[fix]) if fix is not None else None
+            if target is not None:
+                target.write_bytes(with_token(take_upstream_side(target.read_bytes()),
+                                              self.slot[fix],
+                                              f"# FIX{fix} v{self.version[fix]}".encode()))
+                self.ok("refresh")
+
+    @rule()
+    def read_only_checks(self) -> None:
+        result = self.cli("status")
+        skipped = (self.series_dir / "skipped").is_dir() and \
+            any((self.series_dir / "skipped").glob("*.patch"))
+        if skipped or self.stopped() is not None or \
+                (self.root / ".patchforge" / "rebase" / "journal.json").exists():
+            assert result.rc == 1, "status must report a skipped fix or a rebase in progress\n" \
+                + result.text
+        self.allowed(self.cli("list"), 0)
+
+    @rule(data=st.data(), how=st.sampled_from(["interrupt", "kill"]),
+          step=st.sampled_from(["write", "fsync", "rename"]), nth=st.integers(1, 6))
+    def cut_short(self, data, how, step, nth) -> None:
+        """A real SIGINT (Ctrl-C), or an exit without cleanup (kill -9), at the nth write step
+        of a command that changes the project."""
+        fixes = sorted(self.series_fixes())
+        choices = [("rebase", "--continue"), ("rebase", "--skip"), ("rebase", "--abort")]
+        if fixes:
+            name = data.draw(st.sampled_from(fixes))
+            choices += [("delete", name), ("rename", name, f"k-{name}"), ("move", name, "--first")]
+        if self.up.head() != self.pin():
+            choices.append(("rebase", "--to", f"up={self.up.head()}"))
+        command = data.draw(st.sampled_from(choices))
+        env = {**os.environ, "PATCHFORGE_FAULT": f"{step}:{nth}",
+               "PATCHFORGE_FAULT_MODE": "interrupt" if how == "interrupt" else ""}
+        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(self.root),
+                               *command], capture_output=True, env=env)
+        event(f"{how} {command[0]} -> {proc.returncode}")
+        if proc.returncode in (130, 137):
+            self.cut_short = True
+            if proc.returncode == 130:
+                assert b"interrupted" in proc.stderr
+        else:
+            assert proc.returncode in (0, 1, 2, 3), proc.stderr.decode()
+
+    # --- the invariant ----------------------------------------------------------------------
+    @invariant()
+    def no_fix_is_lost(self) -> None:
+        places: dict[int, list[tuple[str, int]]] = {fix: [] for fix in self.version}
+        listed = self.listed()
+        assert len(listed) == len(set(listed)), f"a patch listed twice: {listed}"
+        for name in listed:
+            path = self.series_dir / name
+            assert path.exists(), f"{name} is listed but missing"
+            for fix, version in PLUS_TOKEN.findall(path.read_bytes()):
+                places.setdefault(int(fix), []).append(("series", int(version)))
+        for where in PLACES:
+            for path in sorted((self.series_dir / where).glob("*.patch")) \
+                    if (self.series_dir / where).is_dir() else []:
+                for fix, version in PLUS_TOKEN.findall(path.read_bytes()):
+                    places.setdefault(int(fix), []).append((where, int(version)))
+        for fix, found in places.items():
+            if fix not in self.version:
+                continue
+            assert found, f"FIX{fix} is lost: in neither the series nor " + ", ".join(PLACES)
+            if not self.cut_short:
+                assert len(found) == 1, f"FIX{fix} is in several places: {found}"
+            current = [v for _, v in found]
+            assert self.version[fix] in current, \
+                f"FIX{fix}: the last refreshed version is v{self.version[fix]}, found {found}"
+
+    @invariant()
+    def the_series_gives_what_was_refreshed(self) -> None:
+        """The series, applied with git apply on the pinned upstream, gives the pinned files
+        with exactly the series' fixes in them (the version last refreshed)."""
+        pin = self.pin()
+        tree = self.tmp / "apply"
+        shutil.rmtree(tree, ignore_errors=True)
+        tree.mkdir()
+        archive = subprocess.run(["git", "archive", pin], cwd=self.up.path, check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        pinned = {p.relative_to(tree).as_posix(): p.read_bytes() for p in tree.rglob("*.py")}
+        expected = dict(pinned)
+        for name in self.listed():
+            data = (self.series_dir / name).read_bytes()
+            proc = subprocess.run(["git", "apply", "-"], cwd=tree, input=data,
+                                  capture_output=True)
+            assert proc.returncode == 0, f"{name} does not apply on the pin: {proc.stderr!r}"
+            fix = self.fix_of(data)
+            if fix is None:
+                continue
+            for path, content in expected.items():
+                if f"def {self.slot[fix]}():".encode() in content:
+                    expected[path] = with_token(content, self.slot[fix],
+                                                f"# FIX{fix} v{self.version[fix]}".encode())
+        got = {p.relative_to(tree).as_posix(): p.read_bytes() for p in tree.rglob("*.py")}
+        assert got == expected, "applying the series does not give what was refreshed"
+
+
+StackModel.TestCase.settings = settings(
+    max_examples=int(os.environ.get("PATCHFORGE_MODEL_EXAMPLES", "10")),
+    stateful_step_count=16, deadline=None, derandomize=False,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+test_no_fix_is_lost_whatever_the_order = StackModel.TestCase

@@ -1,0 +1,214 @@
+"""The states of a project (idle, editing NAME, rebase stopped at NAME) and what each command may
+do in each: run as a user would, in orders that used to lose a fix, on a real git upstream."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import run_cli
+from helpers.upstream import Upstream
+
+LINES = [f"def f{i}():\n    return {i}\n\n".encode() for i in range(20)]
+BASE = b"".join(LINES)
+
+
+def text(replacements: dict[int, bytes]) -> bytes:
+    return b"".join(replacements.get(i, line) for i, line in enumerate(LINES))
+
+
+class Project:
+    def __init__(self, tmp_path: Path) -> None:
+        self.up = Upstream(tmp_path / "up", {"pkg/mod.py": BASE, "pkg/other.py": b"x = 1\n"})
+        self.root = tmp_path / "project"
+        self.root.mkdir()
+        self.cli("init", "--standalone", str(self.root))
+        self.cli("upstream", "add", "up", "--git", str(self.up.path), "--at", self.up.base,
+                 "--install-root", "/opt/site")
+
+    def cli(self, *args: str, expect: int | None = 0) -> tuple[int, str, str]:
+        result = run_cli(self.root, *args)
+        code, out, err = result.rc, result.out, result.err
+        if expect is not None:
+            assert code == expect, f"patchforge {' '.join(args)} -> {code}\n{out}\n{err}"
+        return code, out, err
+
+    @property
+    def work(self) -> Path:
+        return self.root / ".patchforge" / "work" / "up"
+
+    def fix(self, name: str, files: dict[str, bytes]) -> None:
+        """A new patch made the quilt way: new, change the worktree, refresh."""
+        self.cli("new", name, *[f"--file={rel}" for rel in files])
+        for rel, data in files.items():
+            (self.work / rel).write_bytes(data)
+        self.cli("refresh")
+
+    def patch(self, name: str, where: str = "") -> bytes:
+        sub = f"{where}/" if where else ""
+        return (self.root / "series" / "up" / f"{sub}{name}.patch").read_bytes()
+
+    def series(self) -> list[str]:
+        path = self.root / "series" / "up" / "series"
+        return path.read_text().split() if path.exists() else []
+
+
+@pytest.fixture
+def project(tmp_path):
+    return Project(tmp_path)
+
+
+def stopped_on_a(project: Project) -> str:
+    """fix-a and fix-b, then upstream changes fix-a's line: the rebase stops at fix-a."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.fix("fix-b", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n",
+                                              12: b"def f12():\n    return -12\n\n"})})
+    target = project.up.commit({"pkg/mod.py": text({3: b"def f3():\n    return 33\n\n"})})
+    _, _, err = project.cli("rebase", "--to", f"up={target}", expect=3)
+    assert "fix-a.patch" in err
+    return target
+
+
+def test_edit_of_another_patch_during_a_stop_is_refused_and_the_resolution_survives(project):
+    stopped_on_a(project)
+    resolved = text({3: b"def f3():\n    return -33\n\n"})
+    (project.work / "pkg/mod.py").write_bytes(resolved)
+    code, _, err = project.cli("edit", "fix-b", expect=2)
+    assert "stopped at fix-a.patch" in err and "rebase --continue" in err
+    assert (project.work / "pkg/mod.py").read_bytes() == resolved
+    for refused in (("new", "fix-c"), ("delete", "fix-b"), ("move", "fix-b", "--first"),
+                    ("refresh",), ("overlays",), ("upstream", "pin", "up", "--at",
+                                                  project.up.base)):
+        code, _, err = project.cli(*refused, expect=2)
+        assert "stopped at fix-a.patch" in err, refused
+    assert (project.work / "pkg/mod.py").read_bytes() == resolved
+    project.cli("rebase", "--continue", expect=None)
+    assert b"+    return -33" in project.patch("fix-a")
+    assert project.series() == ["fix-a.patch", "fix-b.patch"]
+
+
+def test_no_patch_can_be_added_to_a_series_a_rebase_is_moving(project, tmp_path):
+    stopped_on_a(project)
+    overlay = tmp_path / "other.py"
+    overlay.write_bytes(b"x = 2\n")
+    project.cli("import", "overlay", str(overlay), "--upstream", "up", "--path",
+                "pkg/other.py", "--name", "overlay-fix", expect=2)
+    project.cli("new", "fix-c", expect=2)
+    project.cli("rebase", "--skip", expect=None)
+    listed = set(project.series())
+    on_disk = {p.name for p in (project.root / "series" / "up").glob("*.patch")}
+    assert on_disk == listed  # nothing unlisted left behind
+    assert (project.root / "series" / "up" / "skipped" / "fix-a.patch").exists()
+
+
+def test_read_only_commands_announce_a_stop(project):
+    stopped_on_a(project)
+    code, _, err = project.cli("status", expect=1)
+    assert "note: up: a rebase is stopped at fix-a.patch" in err
+    assert "rebase --continue" in err
+    _, _, err = project.cli("list")
+    assert "stopped at fix-a.patch" in err
+    _, _, err = project.cli("lint", "--no-forge", expect=1)
+    assert "stopped at fix-a.patch" in err
+    _, _, err = project.cli("overlays", "--check", expect=1)
+    assert "stopped at fix-a.patch" in err
+    project.cli("rebase", "--abort")
+    _, _, err = project.cli("list")
+    assert "note:" not in err
+
+
+def test_an_open_edit_with_unrefreshed_changes_is_never_reset(project):
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.fix("fix-b", {"pkg/other.py": b"x = 2\n"})
+    project.cli("edit", "fix-a")
+    changed = text({3: b"def f3():\n    return -300\n\n"})
+    (project.work / "pkg/mod.py").write_bytes(changed)
+    _, _, err = project.cli("status")
+    assert "fix-a.patch is being edited" in err
+    for refused in (("edit", "fix-a"), ("edit", "fix-b"), ("new", "fix-c"), ("edit", "--close"),
+                    ("move", "fix-b", "--first"), ("delete", "fix-a")):
+        _, _, err = project.cli(*refused, expect=2)
+        assert "not refreshed" in err, refused
+        assert (project.work / "pkg/mod.py").read_bytes() == changed, refused
+    project.cli("refresh")
+    assert b"+    return -300" in project.patch("fix-a")
+    # Refreshed: moving a patch before the edited one ends the edit (its worktree was made on
+    # the old order); nothing is lost, it is all in the patch.
+    project.cli("move", "fix-b", "--first")
+    assert not (project.root / ".patchforge" / "work" / "up.json").exists()
+    project.cli("edit", "fix-a")
+    (project.work / "pkg/mod.py").write_bytes(BASE)
+    project.cli("edit", "--close", "--discard")
+    assert b"+    return -300" in project.patch("fix-a")
+
+
+def test_import_overlay_refuses_a_path_the_upstream_does_not_have(project, tmp_path):
+    overlay = tmp_path / "mod.py"
+    overlay.write_bytes(text({3: b"def f3():\n    return -3\n\n"}))
+    _, _, err = project.cli("import", "overlay", str(overlay), "--upstream", "up", "--path",
+                            "mod.py", "--name", "typo", expect=2)
+    assert "mod.py does not exist in up" in err and "did you mean pkg/mod.py" in err
+    assert project.series() == []
+    project.cli("import", "overlay", str(overlay), "--upstream", "up", "--path", "pkg/mod.py",
+                "--name", "fix")
+    project.cli("import", "overlay", str(overlay), "--upstream", "up", "--path", "pkg/new.py",
+                "--name", "new-file", "--create")
+    assert b"new file mode" in project.patch("new-file")
+
+
+def test_ctrl_c_exits_130_and_names_the_journal_it_left(project):
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    target = project.up.commit({"pkg/other.py": b"x = 3\n"})
+    # A real SIGINT at the rebase's second durable write (after its journal exists).
+    env = {**os.environ, "PATCHFORGE_FAULT": "rename:2", "PATCHFORGE_FAULT_MODE": "interrupt"}
+    proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                           "rebase", "--to", f"up={target}"], capture_output=True, env=env)
+    err = proc.stderr.decode()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "journal" in err and "rebase --continue" in err
+    _, _, err = project.cli("status", expect=1)
+    assert "a rebase is in progress" in err
+    project.cli("rebase", "--continue")
+    assert project.cli("status")[0] == 0
+    assert f"Base: {target}".encode() in project.patch("fix-a")
+
+
+def test_a_skipped_fix_is_brought_back_through_the_three_way_merge(project):
+    stopped_on_a(project)
+    skipped = project.patch("fix-a")
+    project.cli("rebase", "--skip")
+    assert project.series() == ["fix-b.patch"]
+    assert project.patch("fix-a", "skipped") == skipped  # its last good diff, byte for byte
+    code, _, err = project.cli("status", expect=1)
+    assert "fix-a.patch was set aside" in err
+    # It still conflicts with the new base: refused, the fix staying in skipped/.
+    _, _, err = project.cli("bring-back", "fix-a", expect=3)
+    assert "does not move" in err and "stays in skipped/" in err
+    assert project.series() == ["fix-b.patch"]
+    assert project.patch("fix-a", "skipped") == skipped
+
+
+def test_a_skipped_fix_that_moves_cleanly_comes_back_without_a_stop(project):
+    stopped_on_a(project)
+    project.cli("rebase", "--skip")
+    # Upstream reverts the change that made fix-a conflict: its last good diff applies again.
+    later = project.up.commit({"pkg/mod.py": BASE}, "revert f3")
+    project.cli("rebase", "--to", f"up={later}")
+    _, out, _ = project.cli("bring-back", "fix-a")
+    assert "is back at the end of the series (applied exactly)" in out
+    assert project.series() == ["fix-b.patch", "fix-a.patch"]
+    assert f"Base: {later}".encode() in project.patch("fix-a")
+    assert b"+    return -3" in project.patch("fix-a")
+    assert project.cli("status")[0] == 0
+
+
+def test_a_skipped_fix_can_be_dropped_for_good(project):
+    stopped_on_a(project)
+    project.cli("rebase", "--skip")
+    original = project.patch("fix-a", "skipped")
+    project.cli("delete", "fix-a")
+    assert project.patch("fix-a", "deleted") == original
+    assert project.cli("status")[0] == 0
