@@ -289,22 +289,37 @@ class StackModel(RuleBasedStateMachine):
         result = self.cli("rebase", "--to", f"up={self.up.head()}")
         self.allowed(result, 0, 2, 3)
 
-    @rule()
-    def resolve_and_continue(self) -> None:
+    def resolve(self) -> bool:
+        """Resolve a stop the way a user would: upstream's side, then the fix's change again."""
         stopped = self.stopped()
-        if not stopped:
-            return
-        patch = self.series_dir / stopped["name"]
-        fix = self.fix_of(patch.read_bytes())
+        if not stopped or not (self.series_dir / stopped["name"]).exists():
+            return False
+        fix = self.fix_of((self.series_dir / stopped["name"]).read_bytes())
         if fix is None or stopped["kind"] != "conflict":
-            return
+            return False
         target = self.find_in_worktree(self.slot[fix])
         if target is None:
-            return
-        resolved = with_token(take_upstream_side(target.read_bytes()), self.slot[fix],
-                              f"# FIX{fix} v{self.version[fix]}".encode())
-        target.write_bytes(resolved)
-        self.allowed(self.cli("rebase", "--continue"), 0, 3)
+            return False
+        target.write_bytes(with_token(take_upstream_side(target.read_bytes()), self.slot[fix],
+                                      f"# FIX{fix} v{self.version[fix]}".encode()))
+        return True
+
+    @rule()
+    def resolve_and_continue(self) -> None:
+        if self.resolve():
+            self.allowed(self.cli("rebase", "--continue"), 0, 3)
+
+    @rule()
+    def resolve_only(self) -> None:
+        # ... and do something else before --continue (another rule).
+        self.resolve()
+
+    @rule()
+    def scratch_file_in_the_worktree(self) -> None:
+        # A note left beside a stop's files: never part of the fix. (In an edit, a new file is
+        # how a fix adds one: refresh takes it.)
+        if self.stopped() and self.work.is_dir():
+            (self.work / "notes.txt").write_bytes(b"ask upstream about this\n")
 
     @rule()
     def skip(self) -> None:
@@ -412,7 +427,8 @@ class StackModel(RuleBasedStateMachine):
         archive = subprocess.run(["git", "archive", pin], cwd=self.up.path, check=True,
                                  capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-        pinned = {p.relative_to(tree).as_posix(): p.read_bytes() for p in tree.rglob("*.py")}
+        pinned = {p.relative_to(tree).as_posix(): p.read_bytes() for p in tree.rglob("*")
+                  if p.is_file()}
         expected = dict(pinned)
         for name in self.listed():
             data = (self.series_dir / name).read_bytes()
@@ -426,7 +442,8 @@ class StackModel(RuleBasedStateMachine):
                 if f"def {self.slot[fix]}():".encode() in content:
                     expected[path] = with_token(content, self.slot[fix],
                                                 f"# FIX{fix} v{self.version[fix]}".encode())
-        got = {p.relative_to(tree).as_posix(): p.read_bytes() for p in tree.rglob("*.py")}
+        got = {p.relative_to(tree).as_posix(): p.read_bytes() for p in tree.rglob("*")
+               if p.is_file()}
         assert got == expected, "applying the series does not give what was refreshed"
 
 
