@@ -104,6 +104,7 @@ def refresh(project, store, name: str | None = None) -> dict:
     then removed (everything in it is in the patch; `edit` makes it again in a moment)."""
     upstream, file_name = _edited_patch(project, name)
     state = editing(project, upstream)
+    _require_listed(project, upstream, state)
     diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
     if state.get("conflicts"):
         marked = [p for p, _, new, _, _ in changes
@@ -210,6 +211,17 @@ def _edited_patch(project, name: str | None) -> tuple[str, str]:
         raise UsageError("several patches are being edited: " +
                          ", ".join(f"{u}/{s['patch']}" for u, s in active) + "; name one")
     return active[0][0], active[0][1]["patch"]
+
+
+def _require_listed(project, upstream: str, state: dict) -> None:
+    """An edit whose patch left the series (a rename or delete cut short before it updated the
+    edit) can no longer be refreshed into it: say so, rather than fail reading the patch."""
+    if state.get("bring_back") or state["patch"] in project.patch_names(upstream):
+        return
+    raise UsageError(f"{upstream}/{state['patch']} is no longer in the series (renamed or "
+                     "deleted while it was being edited)",
+                     hint="`patchforge edit --close` ends this edit (add --discard to drop "
+                          "changes that were not refreshed); then `patchforge edit NAME`")
 
 
 def check_later_patches(project, store, upstream: str, file_name: str) -> list[str]:
