@@ -56,3 +56,14 @@ def refuse_symlinked_paths(store, commit: str, patches) -> None:
                     f"patch {name}: {path} {what} in the upstream; a patch may only "
                     "touch regular files inside its upstream",
                     path=getattr(patch, "source", name), line=fp.line_no)
+
+
+def aside_name(directory, name: str, data: bytes) -> str:
+    """`name`, or `name` with a number when an earlier, different fix of that name is already
+    kept in `directory` (deleted/, skipped/, upstreamed/): it must never be overwritten."""
+    stem = name[:-len(".patch")] if name.endswith(".patch") else name
+    candidate, number = name, 1
+    while (directory / candidate).exists() and (directory / candidate).read_bytes() != data:
+        number += 1
+        candidate = f"{stem}.{number}.patch"
+    return candidate

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchforge.apply.series import apply_series
-from patchforge.stack import series_changed
+from patchforge.stack import aside_name, series_changed
 from patchforge.errors import UsageError
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
@@ -299,7 +299,7 @@ def delete_patch(project, name: str, *, store=None) -> Path:
     source = project.patch_path(upstream, file_name)
     data = source.read_bytes()
     with RepoLock(project.state_dir):
-        kept = project.series_dir(upstream) / "deleted" / _aside_name(
+        kept = project.series_dir(upstream) / "deleted" / aside_name(
             project.series_dir(upstream) / "deleted", file_name, data)
         # Copy first, then unlist, then remove: a kill at any point loses nothing.
         atomic_write(kept, data)
@@ -317,22 +317,11 @@ def _delete_skipped(project, fix) -> Path:
     data = fix.path.read_bytes()
     directory = project.series_dir(fix.upstream) / "deleted"
     with RepoLock(project.state_dir):
-        kept = directory / _aside_name(directory, fix.name, data)
+        kept = directory / aside_name(directory, fix.name, data)
         atomic_write(kept, data)
         atomic_delete(fix.path)
         series_changed(project)
     return kept
-
-
-def _aside_name(directory: Path, name: str, data: bytes) -> str:
-    """`name`, or `name` with a number when an earlier, different fix of that name is already
-    kept in `directory` (it must not be overwritten)."""
-    stem = name[:-len(".patch")] if name.endswith(".patch") else name
-    candidate, number = name, 1
-    while (directory / candidate).exists() and (directory / candidate).read_bytes() != data:
-        number += 1
-        candidate = f"{stem}.{number}.patch"
-    return candidate
 
 
 def rename_patch(project, old: str, new: str) -> tuple[str, str]:
@@ -441,13 +430,13 @@ def bring_back(project, store, name: str) -> dict:
         if judgement.outcome == "landed":
             kept = patch.with_field("Applied-Upstream", pin.label)
             directory = project.series_dir(upstream) / "upstreamed"
-            aside = _aside_name(directory, fix.name, kept.to_bytes())
+            aside = aside_name(directory, fix.name, kept.to_bytes())
             atomic_write(directory / aside, kept.to_bytes())
             atomic_delete(fix.path)
             series_changed(project)
             result["path"] = (directory / aside).relative_to(project.root).as_posix()
             return result
-        file_name = _aside_name(project.series_dir(upstream), fix.name, b"") \
+        file_name = aside_name(project.series_dir(upstream), fix.name, b"") \
             if (project.patch_path(upstream, fix.name).exists()
                 or fix.name in series.names) else fix.name
         result["name"] = file_name

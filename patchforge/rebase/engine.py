@@ -596,13 +596,9 @@ class Rebase:
     def _free_name(self, upstream: str, destination: str, name: str, data: bytes) -> str:
         """`name`, or `name` with a number when an earlier, different fix of that name is already
         set aside there (it must not be overwritten)."""
-        directory = self.project.series_dir(upstream) / destination
-        stem = name[:-len(".patch")] if name.endswith(".patch") else name
-        candidate, number = name, 1
-        while (directory / candidate).exists() and (directory / candidate).read_bytes() != data:
-            number += 1
-            candidate = f"{stem}.{number}.patch"
-        return candidate
+        from patchforge.stack import aside_name
+
+        return aside_name(self.project.series_dir(upstream) / destination, name, data)
 
     def _write_out(self, range_diff: "Background | None" = None) -> dict:
         project, journal = self.project, self.journal
