@@ -17,7 +17,11 @@ A fix is a token `# FIX<k> v<n>` appended to the `return` line of a function onl
 its content and version can be read from any patch file, and the expected result of the series
 computed from the pinned files alone.
 
-Cost: PATCHFORGE_MODEL_EXAMPLES examples (default 10) of up to 14 steps; no deadline.
+It can fail: on the code before the state model, the skipped-fix reporting and the one judge,
+it finds a fix created while a rebase is stopped and then lost by `--skip` (its patch file left
+unlisted), and `status` saying "all patches apply" with a fix set aside under skipped/.
+
+Cost: PATCHFORGE_MODEL_EXAMPLES examples (default 10) of up to 16 steps; no deadline.
 """
 from __future__ import annotations
 
