@@ -212,3 +212,20 @@ def test_corrupt_layer_is_an_error_not_a_verdict(images, tmp_path):
     server.blobs[new_digest] = server.blobs[new_digest][:-1] + b"\0"
     result = run_cli(images["root"], "verify", "--image", f"{images['host']}/{REPO}:good")
     assert result.rc == 2 and new_digest in result.err, result.err
+
+
+def test_layers_redirected_to_a_storage_host_get_no_token(images, tmp_path):
+    """Registries send blob downloads to a storage host: the bearer token stays behind."""
+    from helpers.servers import StorageServer
+    storage = StorageServer()
+    try:
+        images["server"].blob_storage = storage
+        result = verify_image(Project.discover(images["root"]),
+                              f"{images['host']}/{REPO}:good", registry=_registry(tmp_path))
+        # The config blob and the two layers read.
+        assert result.ok and len(storage.requests) == result.layers_read + 1 == 3
+        assert all(r.header("authorization") is None for r in storage.requests)
+        assert any((r.header("authorization") or "").startswith("Bearer ")
+                   for r in images["server"].requests if "/blobs/" in r.path)
+    finally:
+        storage.close()

@@ -291,6 +291,20 @@ class TokenServer(TestServer):
         return _json(200, {"token": token, "expires_in": 300})
 
 
+class StorageServer(TestServer):
+    """Where a registry redirects blob downloads (another host): serves what it was handed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blobs: dict[str, bytes] = {}
+
+    def route(self, method: str, path: str, query: dict[str, list[str]], req: Recorded) -> Answer:
+        data = self.blobs.get(path.rsplit("/", 1)[-1])
+        if data is None or "X-Signature" not in query:
+            return Answer(403, b"<Error>AccessDenied</Error>")
+        return Answer(200, data, {"Content-Type": "application/octet-stream"})
+
+
 class RegistryServer(TestServer):
     """A small OCI distribution registry: /v2/<name>/manifests/<ref>, /v2/<name>/blobs/<digest>
     and /v2/<name>/tags/list (paginated as the distribution spec says: `n`, `last`, and a
@@ -298,6 +312,8 @@ class RegistryServer(TestServer):
 
     `push_image(...)` builds config blob -> manifest -> (optional) index and tags it. With
     `auth_required` every /v2/ request needs a bearer token from `token_server` (another port).
+    With `blob_storage` (a StorageServer), blob GETs are redirected there, as registries send
+    layers to a storage host or CDN with a signed URL.
     """
 
     def __init__(self) -> None:
@@ -311,6 +327,7 @@ class RegistryServer(TestServer):
         self.tags_page_size = 3  # the server's own cap on `n`
         self.tags_link = True
         self.extra_tags: dict[str, list[str]] = {}  # tags listed without a manifest behind them
+        self.blob_storage: StorageServer | None = None
 
     def close(self) -> None:
         super().close()
@@ -390,6 +407,10 @@ class RegistryServer(TestServer):
             data = self.blobs.get(ref)
             if data is None:
                 return _json(404, {"errors": [{"code": "BLOB_UNKNOWN"}]})
+            if self.blob_storage is not None and method == "GET":
+                self.blob_storage.blobs[ref] = data
+                return Answer(307, b"", {"Location": f"{self.blob_storage.url}/blobs/{ref}"
+                                                     "?X-Signature=signed-url"})
             return Answer(200, data, {"Content-Type": "application/octet-stream",
                                       "Docker-Content-Digest": ref})
         digest = ref if ref.startswith("sha256:") else self.tags.get((repo, ref))
