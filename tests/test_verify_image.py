@@ -198,6 +198,12 @@ def test_pinned_digest_is_read_even_when_the_tag_moved(images, tmp_path):
     try:
         result = verify_image(Project.discover(root), ref, registry=_registry(tmp_path))
         assert result.pinned and result.ok and result.digest == images["good"]["digest"]
+        # `--image` without REF: the pinned image.
+        pinned = run_cli(root, "verify", "--image", "--profile", "gfx942", "--json")
+        assert pinned.rc == 0, pinned.err
+        doc = json.loads(pinned.out)
+        assert doc["pinned"] and doc["digest"] == images["good"]["digest"]
+        assert doc["resolved"] == f"{images['host']}/{REPO}@{images['good']['digest']}"
         unpinned = verify_image(Project.discover(root), f"{images['host']}/{REPO}:moved",
                                 registry=_registry(tmp_path))
         assert not unpinned.pinned and not unpinned.ok

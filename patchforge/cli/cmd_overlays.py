@@ -11,6 +11,8 @@ from patchforge.cli.github import format_option
 from patchforge.cli.output import STATE_COLORS, announce_state, emit_json, table
 from patchforge.errors import EXIT_ATTENTION
 
+PINNED_IMAGE = "@pinned"  # `--image` without a value: the image upstream.lock pins
+
 
 @click.command()
 @click.option("--profile", "profiles", multiple=True, metavar="P",
@@ -106,10 +108,11 @@ def overlays(app, profiles, check, as_json, output_format):
 @click.command()
 @click.option("--installed", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Also check that DIR (an image's site-packages) holds the recorded pre-images.")
-@click.option("--image", "image", metavar="REF", default=None,
+@click.option("--image", "image", metavar="[REF]", default=None, is_flag=False,
+              flag_value=PINNED_IMAGE,
               help="Check the pre-images inside an image's layers, read through its registry "
                    "(REF: repo:tag or repo@sha256:...; the digest pinned in upstream.lock is "
-                   "used when REF is the pinned image).")
+                   "used when REF is the pinned image; without REF, the pinned image).")
 @click.option("--profile", metavar="P", default=None,
               help="Only the overlays of this profile (what one deployment mounts).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
@@ -145,7 +148,8 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
     from patchforge.ops.deploy import verify_image
 
     with Progress("reading layer") as progress:
-        result = verify_image(app.project(), image, profile=profile,
+        result = verify_image(app.project(), None if image == PINNED_IMAGE else image,
+                              profile=profile,
                               on_layer=lambda digest: progress.advance(digest[:19]))
     if as_json:
         emit_json(result.to_json(), "verify-image")
