@@ -311,8 +311,6 @@ def describe_event(event: dict) -> str:
 
 def _set_aside(project, upstream: str) -> list[tuple[str, str, object]]:
     """(kind, file name, PatchFile or None) of set-aside patches, sorted."""
-    from patchforge.formats.patchfile import parse_patch_file
-
     out = []
     for directory, _ in SET_ASIDE:
         folder = project.series_dir(upstream) / directory
@@ -320,7 +318,7 @@ def _set_aside(project, upstream: str) -> list[tuple[str, str, object]]:
             continue
         for path in sorted(folder.glob("*.patch")):
             try:
-                patch = parse_patch_file(path.read_bytes(), str(path))
+                patch = project.parse_patch(path.read_bytes(), str(path))
             except PatchforgeError:
                 patch = None
             out.append((directory, path.name, patch))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchforge.errors import ConfigError, UsageError
 from patchforge.formats.config import PYPROJECT, STANDALONE, find_config_table, load_config
@@ -16,6 +17,9 @@ from patchforge.formats.lockfile import read_lock
 from patchforge.formats.series import SeriesFile, parse_series
 from patchforge.model.config import Config
 from patchforge.model.lock import Lock
+
+if TYPE_CHECKING:
+    from patchforge.formats.patchfile import PatchFile
 
 PATCH_SUFFIX = ".patch"
 
@@ -50,6 +54,11 @@ class Project:
     # Who hears about long work in the store (a store.gitstore.TransferProgress, e.g. a wheel's
     # download and import); the command line sets it, open_store hands it to the store.
     progress: object | None = field(default=None, repr=False, compare=False)
+    # Parsed patch files by (source, bytes), for as long as this object lives (one command): a
+    # command meets the same patch several times (status then lint, a rebase's judge,
+    # range-diff and ledger), and PatchFile is immutable, so one parse is shared. Keyed by the
+    # bytes, so a file rewritten in between is never served stale.
+    _parsed: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def discover(cls, root: Path | None = None, *, offline: bool = False) -> "Project":
@@ -129,14 +138,34 @@ class Project:
             raise ConfigError(f"patch {patch_file_name(name)} is listed in the series but the "
                               "file is missing", path=str(self.series_path(upstream))) from None
 
-    def read_patch(self, upstream: str, name: str):
-        """The parsed patch file. Parsed once per content: commands read the same patches
-        several times (overlays per profile, status then lint), and keying by the bytes read
-        now means a file rewritten in between is never served stale."""
+    def read_patch(self, upstream: str, name: str) -> PatchFile:
+        """The parsed patch file (parsed once per content, see parse_patch)."""
+        return self.parse_patch(self.read_patch_bytes(upstream, name),
+                                str(self.patch_path(upstream, name)))
+
+    def parse_patch(self, data: bytes, source: str) -> PatchFile:
+        """parse_patch_file(data, source), once per (source, bytes) for this project."""
         from patchforge.formats.patchfile import parse_patch_file
 
-        return parse_patch_file(self.read_patch_bytes(upstream, name),
-                                str(self.patch_path(upstream, name)))
+        found = self._parsed.get((source, data))
+        return found if found is not None else \
+            self._keep_parse(source, data, parse_patch_file(data, source))
+
+    def remember_patch(self, patch: PatchFile, source: str) -> bytes:
+        """The bytes of a patch this command made, to be written at `source`; reading them back
+        (the ledger after a rebase) then finds this parse. Returns the bytes."""
+        from patchforge.formats.patchfile import renamed
+
+        named = renamed(patch, source)
+        data = named.to_bytes()
+        self._keep_parse(source, data, named)
+        return data
+
+    def _keep_parse(self, source: str, data: bytes, patch: PatchFile) -> PatchFile:
+        if len(self._parsed) >= 4096:  # bounds a command that reads many different files
+            self._parsed.clear()
+        self._parsed[(source, data)] = patch
+        return patch
 
     def all_patches(self) -> list[tuple[str, str]]:
         """(upstream, patch file name) for every listed patch, upstreams in config order."""

@@ -245,9 +245,6 @@ def quote_diff_like(text: bytes) -> bytes:
     return b"".join(out)
 
 
-_PARSED: dict[tuple[str, bytes], PatchFile] = {}
-
-
 def _keep_parse(old: PatchFile, new: PatchFile) -> PatchFile:
     """`new` with `old`'s parsed diff when that parse is also new's: same diff bytes starting on
     the same line of the file (the parse holds line numbers for error messages)."""
@@ -257,36 +254,15 @@ def _keep_parse(old: PatchFile, new: PatchFile) -> PatchFile:
     return new
 
 
-def remember(patch: PatchFile, source: str) -> bytes:
-    """Let parse_patch_file(patch's bytes, source) return `patch` (named `source`) without
-    parsing: a command that writes a patch it built (a rebase) and then reads it back (the
-    ledger) parses it once. Returns the bytes."""
-    named = patch if patch.source == source else _keep_parse(patch, replace(patch, source=source))
-    data = named.to_bytes()
-    _remember_parse((source, data), named)
-    return data
-
-
-def _remember_parse(key: tuple[str, bytes], patch: PatchFile) -> PatchFile:
-    if len(_PARSED) >= 4096:  # bounds a process that reads many different files
-        _PARSED.clear()
-    _PARSED[key] = patch
-    return patch
+def renamed(patch: PatchFile, source: str) -> PatchFile:
+    """`patch` named `source`, keeping its parsed diff."""
+    return patch if patch.source == source else _keep_parse(patch, replace(patch, source=source))
 
 
 def parse_patch_file(data: bytes, source: str = "<patch>") -> PatchFile:
     """Split a patch file into its parts; raises InputError(path=source, line=N) when it is
-    malformed or hostile. A file with no diff at all is a valid (empty) patch.
-
-    Parsed once per (source, bytes) in a process: a command meets the same patch several times
-    (status then lint, a rebase's judge, range-diff and ledger). PatchFile is immutable, so the
-    one parse (its diff parsed on first use too) is shared."""
-    found = _PARSED.get((source, data))
-    return found if found is not None else \
-        _remember_parse((source, data), _parse_patch_file(data, source))
-
-
-def _parse_patch_file(data: bytes, source: str) -> PatchFile:
+    malformed or hostile. A file with no diff at all is a valid (empty) patch. (A command
+    parses each patch once through Project.parse_patch, which keeps the parses it made.)"""
     lines = split_lines(data)
     start = _diff_start(lines)
     head = lines if start is None else lines[:start]

@@ -26,7 +26,6 @@ from patchforge.apply.hunks import apply_file_patch
 from patchforge.apply.series import SeriesState, apply_series
 from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
 from patchforge.formats.lockfile import lock_from_json, lock_to_json
-from patchforge.formats.patchfile import parse_patch_file
 from patchforge.background import Background
 from patchforge.detect import created_identically
 from patchforge.judge import LazyHistory, SeriesJudge, Target, where_landed
@@ -489,9 +488,7 @@ class Rebase:
     def _remembered(self, rel: str, patch) -> bytes:
         """The bytes of a patch this run made, to be written at series/<rel>; the parse is kept
         for whoever reads that file back in this process (the ledger)."""
-        from patchforge.formats.patchfile import remember
-
-        return remember(patch, str(self.project.series_root / rel))
+        return self.project.remember_patch(patch, str(self.project.series_root / rel))
 
     def _stage(self, rel: str, data: bytes) -> str | None:
         if self.journal.data.get("dry_run"):
@@ -699,8 +696,8 @@ class Rebase:
         return str(self.project.patch_path(upstream, name))
 
     def _staged_patch(self, upstream: str, result: dict):
-        return parse_patch_file(self.journal.staged_bytes(result["staged"]),
-                                self._source(upstream, result["name"]))
+        return self.project.parse_patch(self.journal.staged_bytes(result["staged"]),
+                                        self._source(upstream, result["name"]))
 
     def _new_sources(self) -> dict:
         """{upstream: [(name, PatchFile, bytes)]} of the new series, for build_overlays."""
@@ -713,7 +710,7 @@ class Rebase:
             else:
                 raw = [(n, self.project.read_patch_bytes(upstream, n))
                        for n in self.project.patch_names(upstream)]
-            sources[upstream] = [(n, parse_patch_file(b, self._source(upstream, n)), b)
+            sources[upstream] = [(n, self.project.parse_patch(b, self._source(upstream, n)), b)
                                  for n, b in raw]
         return sources
 
@@ -793,7 +790,8 @@ class Rebase:
                     rel = self.project.patch_path(upstream, name).relative_to(
                         self.project.root).as_posix()
                     saved = originals.get(rel)
-                    old_patches.append((name, parse_patch_file(saved, self._source(upstream, name))
+                    old_patches.append((name, self.project.parse_patch(saved,
+                                                                       self._source(upstream, name))
                                         if saved is not None else self._old_patch(upstream, name)))
                 old = ("patches", entry["from"]["commit"], old_patches)
                 new = ("patches", entry["to"]["commit"],
