@@ -19,8 +19,9 @@ _SIMPLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # A compose service name (compose-spec: `^[a-zA-Z0-9._-]+$`), kept to the same safe start.
 _SERVICE_NAME = _SIMPLE_NAME
 # Patch names: one line of a quilt series file each, and a file name under series/<upstream>/.
-# quilt reads `#` as a comment and whitespace as the end of the name; `/` would make a directory.
-_PATCH_NAME = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9._+@%=,-]{0,199}")
+# quilt reads `#` as a comment and whitespace as the end of the name (or an option after it);
+# `/` and `\` would make a directory; quotes and `$` break the shell lines users copy.
+_PATCH_NAME_BAD = re.compile(r"[\s#/\\'\"`$\x00-\x1f\x7f\x85\u2028\u2029]")
 
 
 def check_simple_name(value: object, what: str) -> str:
@@ -41,10 +42,11 @@ def check_service_name(value: object) -> str:
 def check_patch_name(value: object) -> str:
     """A patch name a series file and a directory can hold: no whitespace, `#`, `/`, quotes or
     control characters; not starting with `.` or `-`."""
-    if not isinstance(value, str) or not _PATCH_NAME.fullmatch(value) or ".." in value:
-        raise ValueError(f"patch name {value!r} cannot be written to a series file (use "
-                         "letters, digits and . _ - + @ % = , ; no spaces, '#' or '/'; "
-                         "not starting with '.' or '-')")
+    if not isinstance(value, str) or not value or _PATCH_NAME_BAD.search(value) \
+            or value.startswith((".", "-")) or len(value.encode("utf-8", "surrogateescape")) > 200:
+        raise ValueError(f"patch name {value!r} cannot be written to a series file (no "
+                         "whitespace, '#', '/', '\\', quotes, '$' or control characters; not "
+                         "starting with '.' or '-'; at most 200 bytes)")
     return value
 
 

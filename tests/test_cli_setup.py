@@ -335,7 +335,7 @@ def test_bad_configuration_names_file_and_line(tmp_path):
     assert run.rc == 2
     assert "pyproject.toml:" in run.err and "tool.patchforge.upstreams.up.kind" in run.err
     line = int(run.err.split("pyproject.toml:")[1].split(":")[0])
-    assert "[tool.patchforge.upstreams.up]" in (root / "pyproject.toml").read_text().splitlines()[line - 1]
+    assert 'kind = "svn"' in (root / "pyproject.toml").read_text().splitlines()[line - 1]
 
 
 def test_init_writes_gitattributes_that_git_merges_history_by_union(tmp_path):

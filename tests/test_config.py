@@ -56,7 +56,7 @@ def test_pyproject_without_table_is_not_a_config(tmp_path):
 
 @pytest.mark.parametrize("old, new, key, line_text", [
     (b'kind = "git"', b'kind = "svn"', "tool.patchforge.upstreams.aiter.kind",
-     "[tool.patchforge.upstreams.aiter]"),
+     'kind = "svn"'),
     (b'url = "https://github.com/ROCm/aiter"\n', b"", "tool.patchforge.upstreams.aiter.url",
      "[tool.patchforge.upstreams.aiter]"),
     (b'gfx942 = "MI300X"', b"gfx942 = 3", "tool.patchforge.profiles.gfx942", "gfx942 = 3"),

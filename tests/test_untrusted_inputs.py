@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import ok, run_cli
-from helpers.project import lock_doc
+from helpers.project import git_project, lock_doc
+from helpers.snapshot import tree_bytes
 from helpers.upstream import build_wheel
 
 # --------------------------------------------------------------------------------------------
@@ -378,3 +379,56 @@ def test_a_tampered_wheel_sha256_is_refused_with_a_warm_store(tmp_path, monkeypa
     for command in (["fetch"], ["status"]):
         run = run_cli(tmp_path, *command)
         assert run.rc == 2 and "is not the import of" in run.err, run.err
+
+
+# --------------------------------------------------------------------------------------------
+# The configuration: validated against the published schema, with the offending key's line
+
+@pytest.mark.parametrize("old, new, key, message", [
+    ("[tool.patchforge.profiles]\n", '[tool.patchforge.profiles]\n"../../../x" = "escapes"\n',
+     "profiles.../../../x", "is not a valid name"),
+    ("[tool.patchforge]\n", '[tool.patchforge]\n'
+     'compose-service = "inference\\n  evil:\\n    privileged: true"\n',
+     "compose-service", "is not a valid compose-service"),
+    ('api-url = "https://api.github.com"', "api-url = 5", "forge.api-url",
+     "is not of type 'string'"),
+    ('kind = "git"', 'kind = "git"\nsignoff = "false"', "upstreams.up.signoff",
+     "is not of type 'boolean'"),
+    ('kind = "git"', 'kind = "git"\ninstal-root = "/srv"', "upstreams.up.instal-root",
+     "unknown key 'instal-root'"),
+    ('kind = "git"', 'kind = "git"\npackage = "x @ file:///tmp/x"', "upstreams.up.package",
+     "is not a valid package"),
+    ("[tool.patchforge]\n", '[tool.patchforge]\ncolour = "always"\n', "colour",
+     "unknown key 'colour'"),
+])
+def test_a_bad_configuration_is_refused_with_its_key_and_line(tmp_path, old, new, key, message):
+    root, _ = git_project(tmp_path)
+    config = root / "pyproject.toml"
+    text = config.read_text()
+    assert old in text
+    text = text.replace(old, new, 1)
+    config.write_text(text)
+    before = sorted(p for p in tmp_path.rglob("*"))
+    for command in (["overlays"], ["status"], ["list"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2, run.err
+        assert f"tool.patchforge.{key}: " in run.err and message in run.err, run.err
+        line = int(run.err.split("pyproject.toml:")[1].split(":")[0])
+        offending = key.rsplit(".", 1)[-1]
+        assert offending.strip('"') in text.splitlines()[line - 1], (line, run.err)
+    assert sorted(p for p in tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("name", ["a#b", "a b", "a\nb", "tab\there", "-rf", ".hidden",
+                                  "dir/x", "quote'd", "nul\x00x", "esc\x1b]0;t\x07"])
+def test_a_patch_name_the_series_file_cannot_hold_is_refused(tmp_path, name):
+
+    root, _ = git_project(tmp_path)
+    ok(root, "new", "good")
+    before = tree_bytes(root)
+    run = run_cli(root, "new", "--", name)
+    assert run.rc == 2 and "cannot be written to a series file" in run.err, run.err
+    run = run_cli(root, "rename", "good", "--", name)
+    assert run.rc == 2 and "cannot be written to a series file" in run.err, run.err
+    assert tree_bytes(root) == before
+    assert "up/good.patch" in ok(root, "list").out

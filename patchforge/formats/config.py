@@ -50,12 +50,82 @@ def find_config_table(path: Path) -> tuple[dict, str] | None:
     return table, "tool.patchforge."
 
 
+def validate_config_table(table: dict, text: str, source: str, prefix: str) -> None:
+    """The table against the published schema (formats/schemas/config.schema.json): types,
+    names, unknown keys; ConfigError names the key and its line.
+
+    jsonschema costs a third of a second to import, so a configuration that passed once is
+    remembered by the digest of its text and the schema (a marker file in the cache): every
+    later command on the same text skips the import."""
+    import hashlib
+    from importlib import resources
+
+    schema = resources.files("patchforge.formats").joinpath("schemas/config.schema.json")
+    digest = hashlib.sha256(schema.read_bytes() + b"\0" + prefix.encode() + b"\0"
+                            + text.encode("utf-8", "surrogateescape")).hexdigest()
+    from patchforge.store.gitstore import cache_dir
+
+    marker = cache_dir() / "validated-config" / digest
+    if marker.exists():
+        return
+    from patchforge.formats.schemas import dotted, first_violation
+
+    found = first_violation(table, "config")
+    if found is not None:
+        where, message = found
+        key = dotted(where) if where else ""
+        raise ConfigError(f"{prefix}{key}: {message}" if key else message, path=source,
+                          line=toml_key_line(text, prefix,
+                                             [p for p in where if isinstance(p, str)]))
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass  # a read-only cache only costs the next command the validation again
+
+
+def toml_key_line(text: str, prefix: str, where: list[str]) -> int | None:
+    """The line where the key at `where` (a path inside the patchforge table) is written: under
+    the longest table header that names a prefix of the path, the first `key =` line (or the
+    header itself when the path ends there)."""
+    lines = text.splitlines()
+
+    def header_line(parts: list[str]) -> int | None:
+        name = re.escape(prefix + ".".join(parts)) if parts else re.escape(prefix.rstrip("."))
+        if not name:
+            return None
+        for number, line in enumerate(lines):
+            if re.match(rf"^\s*\[\s*{name}\s*\]\s*(#.*)?$", line):
+                return number
+        return None
+
+    start, rest, header = 0, list(where), None
+    for size in range(len(where), -1, -1):
+        found = header_line(where[:size])
+        if found is not None:
+            if size == len(where):
+                return found + 1
+            start, rest, header = found + 1, where[size:], found + 1
+            break
+    if not rest:
+        return None
+    key = re.escape(rest[0])
+    for number in range(start, len(lines)):
+        if number > start and re.match(r"^\s*\[", lines[number]):
+            break
+        if re.match(rf"^\s*(\"{key}\"|'{key}'|{key})\s*[=.]", lines[number]):
+            return number + 1
+    # A missing key: the line of the table it belongs in.
+    return header if header is not None else _line_of(text, rest[0])
+
+
 def load_config(path: Path) -> Config:
     found = find_config_table(path)
     if found is None:
         raise ConfigError("no [tool.patchforge] table", path=str(path))
     table, prefix = found
     text = path.read_text("utf-8")
+    validate_config_table(table, text, str(path), prefix)
 
     def fail(key: str, message: str, needle: str | None = None):
         raise ConfigError(f"{prefix}{key}: {message}", path=str(path),

@@ -11,9 +11,9 @@ from importlib import resources
 
 from patchforge.errors import InputError
 
-SCHEMA_NAMES = ("lock", "manifest", "status", "rebase", "list", "show", "verify", "verify-image",
-                "lint", "overlays", "journal", "bump", "fetch", "upstreams", "pin", "check",
-                "ledger", "refresh", "pr")
+SCHEMA_NAMES = ("config", "lock", "manifest", "status", "rebase", "list", "show", "verify",
+                "verify-image", "lint", "overlays", "journal", "bump", "fetch", "upstreams", "pin",
+                "check", "ledger", "refresh", "pr")
 
 
 @lru_cache(maxsize=None)
@@ -37,6 +37,41 @@ def validation_errors(instance, name: str) -> list[str]:
     validator = validator_cls(load_schema(name), format_checker=validator_cls.FORMAT_CHECKER)
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(e.absolute_path), e.message))
     return [f"{dotted(e.absolute_path)}: {e.message}" for e in errors]
+
+
+def first_violation(instance, name: str) -> tuple[list, str] | None:
+    """The first schema violation as (path to the offending key or value, message), or None.
+
+    The path ends at the offending key itself where jsonschema reports its parent (an unknown
+    key, a bad key name), so that a caller can point at the key's line."""
+    import re
+
+    import jsonschema
+
+    validator_cls = jsonschema.validators.validator_for(load_schema(name))
+    validator = validator_cls(load_schema(name))
+    errors = sorted(validator.iter_errors(instance), key=lambda e: (list(e.absolute_path), e.message))
+    if not errors:
+        return None
+    error = errors[0]
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties":
+        unexpected = re.findall(r"'([^']*)'", error.message.partition("(")[2])
+        known = sorted(error.schema.get("properties", {}))
+        if unexpected:
+            return path + [unexpected[0]], (f"unknown key {unexpected[0]!r}"
+                                             + (f" (known: {', '.join(known)})" if known else ""))
+    if error.validator == "required":
+        missing = re.match(r"'([^']*)' is a required property", error.message)
+        if missing:
+            return path + [missing.group(1)], "missing (required here)"
+    if "propertyNames" in error.schema_path:
+        return path + [error.instance], (f"{error.instance!r} is not a valid name (letters, "
+                                         "digits, '.', '_', '-'; starting with a letter or digit)")
+    if error.validator in ("pattern", "not", "minLength"):
+        what = path[-1] if path else "value"
+        return path, f"{error.instance!r} is not a valid {what}"
+    return path, error.message
 
 
 def validate(instance, name: str, *, source: str) -> None:

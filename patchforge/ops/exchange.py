@@ -37,7 +37,10 @@ def _refuse_binary(patch, source: str) -> None:
 
 
 def _check_new_name(project, upstream: str, file_name: str) -> None:
+    from patchforge.ops.series import checked_patch_name
     from patchforge.state import require
+
+    checked_patch_name(file_name)
 
     # Never while a rebase of this upstream is stopped or in progress: its write-out replaces
     # the series file, and a patch added now would be left unlisted.

@@ -240,6 +240,16 @@ def check_later_patches(project, store, upstream: str, file_name: str) -> list[s
 
 # --- series edits -----------------------------------------------------------------------------
 
+def checked_patch_name(name: str) -> str:
+    """`name` when a series file and a directory can hold it; UsageError otherwise."""
+    from patchforge.names import check_patch_name
+
+    try:
+        return check_patch_name(name)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def new_patch(project, name: str, *, upstream: str | None = None, after: str | None = None,
               description: str | None = None, profiles: str | None = None,
               store=None) -> tuple[str, str]:
@@ -252,9 +262,7 @@ def new_patch(project, name: str, *, upstream: str | None = None, after: str | N
             raise UsageError("several upstreams are configured; say which with --upstream")
         upstream = upstreams[0]
     project.config.upstream(upstream)
-    file_name = patch_file_name(name)
-    if "/" in name or name.startswith((".", "-")):
-        raise UsageError(f"bad patch name {name!r}")
+    file_name = patch_file_name(checked_patch_name(name))
     require_state(project, "new", [upstream], store=store)
     if any(n == file_name for _, n in project.all_patches()) or \
             project.patch_path(upstream, file_name).exists():
@@ -326,9 +334,7 @@ def _delete_skipped(project, fix) -> Path:
 
 def rename_patch(project, old: str, new: str) -> tuple[str, str]:
     upstream, old_file = project.find_patch(old)
-    new_file = patch_file_name(new)
-    if "/" in new or new.startswith((".", "-")):
-        raise UsageError(f"bad patch name {new!r}")
+    new_file = patch_file_name(checked_patch_name(new))
     require_state(project, "rename", [upstream])
     if project.patch_path(upstream, new_file).exists():
         raise UsageError(f"{new_file} already exists")

@@ -74,11 +74,18 @@ def _check_appended(path: Path, data: bytes) -> None:
     `tool` is an inline table cannot take a `[tool.patchforge]` section)."""
     import tomllib
 
+    from patchforge.formats.config import validate_config_table
+
     try:
-        tomllib.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        doc = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot add the patchforge table to this file: {exc}",
                           path=str(path), hint="add the table by hand") from None
+    if path.name == STANDALONE:
+        validate_config_table(doc, text, str(path), "")
+    elif isinstance(doc.get("tool"), dict) and isinstance(doc["tool"].get("patchforge"), dict):
+        validate_config_table(doc["tool"]["patchforge"], text, str(path), "tool.patchforge.")
 
 
 def add_upstream(project, upstream: UpstreamConfig, spec: str) -> object:
@@ -88,8 +95,12 @@ def add_upstream(project, upstream: UpstreamConfig, spec: str) -> object:
     if upstream.name in project.config.upstreams:
         raise UsageError(f"upstream {upstream.name!r} is already configured",
                          hint="use `patchforge rebase --to` to move it")
-    if not upstream.name.replace("-", "").replace("_", "").isalnum():
-        raise UsageError(f"bad upstream name {upstream.name!r}: use letters, digits, - and _")
+    from patchforge.names import check_simple_name
+
+    try:
+        check_simple_name(upstream.name, "upstream")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     with RepoLock(project.state_dir), open_store(project) as store:
         pin = pin_for_spec(project, store, upstream, spec)
         found = find_config_table(project.config_path)
