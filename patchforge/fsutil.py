@@ -140,69 +140,67 @@ def atomic_delete_many(paths: list[Path]) -> None:
         fsync_dir(directory)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class RepoLock:
-    """An exclusive lock on one patchforge repository (`.patchforge/lock`, holding our PID).
+    """An exclusive lock on one patchforge repository: a kernel lock (`fcntl.flock`) on
+    `.patchforge/lock`, which also holds the holder's PID for the message a second process gives.
 
-    A lock whose PID is dead is stale and taken over. With `wait` > 0 the second process waits up
-    to that many seconds, then refuses with LockedError; it never corrupts the first one's work.
+    The kernel releases the lock when its holder exits, however it exits, so a killed process
+    never leaves a lock behind and two processes can never both hold it (a PID file cannot
+    promise either: a stale one must be guessed at and taken over, and an empty one says
+    nothing). With `wait` > 0 the second process waits up to that many seconds, then refuses
+    with LockedError; it never corrupts the first one's work. The file itself stays: removing
+    it would let a third process lock a new file while the second holds the old one.
     """
 
     def __init__(self, state_dir: Path, *, wait: float = 0.0) -> None:
         self.path = Path(state_dir) / "lock"
         self.wait = wait
-        self._held = False
+        self._fd: int | None = None
 
     def acquire(self) -> None:
+        import fcntl
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_CREAT | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o644)
         deadline = time.monotonic() + self.wait
         while True:
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = self._holder()
-                if holder is not None and not _pid_alive(holder):
-                    # Stale: the holder died (kill -9). Remove and retry; O_EXCL keeps it a race
-                    # that only one process can win.
-                    try:
-                        os.unlink(self.path)
-                    except FileNotFoundError:
-                        pass
-                    continue
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
                 if time.monotonic() >= deadline:
+                    holder = self._holder()
+                    os.close(fd)
                     raise LockedError(
-                        f"another patchforge process (pid {holder}) is working on this repository",
-                        path=str(self.path),
-                        hint="wait for it to finish; if it is gone, remove the lock file")
+                        "another patchforge process "
+                        + (f"(pid {holder}) " if holder else "")
+                        + "is working on this repository",
+                        path=str(self.path), hint="wait for it to finish") from None
                 time.sleep(0.05)
-                continue
-            with os.fdopen(fd, "w") as handle:
-                handle.write(f"{os.getpid()}\n")
-            self._held = True
-            return
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError:
+            pass  # the PID is only for messages; the kernel lock is what counts
+        self._fd = fd
 
     def _holder(self) -> int | None:
         try:
             return int(self.path.read_text().strip() or "0") or None
-        except (FileNotFoundError, ValueError):
+        except (OSError, ValueError):
             return None
 
     def release(self) -> None:
-        if self._held:
+        if self._fd is not None:
+            import fcntl
+
             try:
-                os.unlink(self.path)
-            except FileNotFoundError:
+                os.ftruncate(self._fd, 0)
+            except OSError:
                 pass
-            self._held = False
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> "RepoLock":
         self.acquire()

@@ -321,8 +321,9 @@ def test_stale_lock_of_a_dead_process_does_not_block(stack, upstream):
     stack.rebase_json("--to", f"up={new_commit}")
     assert stack.lock()["upstreams"]["up"]["commit"] == new_commit
     # A live holder blocks (this test process itself).
-    (stack.root / ".patchforge" / "lock").write_text(f"{os.getpid()}\n")
-    _, _, err = stack.cli("rebase", "--to", f"up={upstream.base}", expect=2)
+    from patchforge.fsutil import RepoLock
+    with RepoLock(stack.root / ".patchforge"):
+        _, _, err = stack.cli("rebase", "--to", f"up={upstream.base}", expect=2)
     assert "another patchforge process" in err
 
 

@@ -432,3 +432,287 @@ def test_a_patch_name_the_series_file_cannot_hold_is_refused(tmp_path, name):
     assert run.rc == 2 and "cannot be written to a series file" in run.err, run.err
     assert tree_bytes(root) == before
     assert "up/good.patch" in ok(root, "list").out
+
+
+# --------------------------------------------------------------------------------------------
+# The network: every answer bounded in time and size; tokens only over https, only to their host
+
+def _raw_server(serve) -> tuple[str, list[bytes]]:
+    """A one-connection-at-a-time TCP server on 127.0.0.1 whose `serve(conn)` writes whatever
+    bytes it likes (to misbehave below the level of an HTTP library). Returns (url, requests)."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    seen: list[bytes] = []
+
+    def loop() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                seen.append(conn.recv(65536))
+                try:
+                    serve(conn)
+                except OSError:
+                    pass
+
+    threading.Thread(target=loop, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}", seen
+
+
+def test_an_answer_dripping_a_byte_at_a_time_is_cut_at_the_deadline(tmp_path):
+    import time
+
+    from patchforge.errors import NetworkError
+    from patchforge.net.http import HttpClient
+
+    def drip(conn) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+        for _ in range(1000):
+            conn.sendall(b"x")
+            time.sleep(0.2)
+
+    url, _ = _raw_server(drip)
+    client = HttpClient(tmp_path / "cache", deadline=1.5, max_retries=0)
+    started = time.monotonic()
+    with pytest.raises(NetworkError, match="took longer than 2 s"):
+        client.get(url + "/slow")
+    # The per-read timeout (30 s) never fires on a drip: only the overall deadline does.
+    assert time.monotonic() - started < 5
+
+
+def test_a_huge_answer_is_refused_in_bounded_memory(tmp_path):
+    import resource
+
+    from patchforge.errors import NetworkError
+    from patchforge.net.http import HttpClient
+
+    def flood(conn) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3000000000\r\n\r\n")
+        block = b"\0" * (1 << 20)
+        for _ in range(3000):
+            conn.sendall(block)
+
+    url, _ = _raw_server(flood)
+    client = HttpClient(tmp_path / "cache", max_body=8 << 20, max_retries=0)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(NetworkError, match="larger than 8 MiB"):
+        client.get(url + "/huge")
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mib < 64
+
+
+@pytest.mark.parametrize("url", ["http://forge.example/api/repos/o/r/pulls/1",
+                                 "http://10.0.0.8:8080/repos/o/r/pulls/1"])
+def test_a_token_never_goes_over_plain_http_off_this_machine(tmp_path, url):
+    from patchforge.errors import NetworkError
+    from patchforge.net.http import HttpClient, host_of
+
+    client = HttpClient(tmp_path / "cache", token="ghp_secret", token_host=host_of(url),
+                        max_retries=0)
+    with pytest.raises(NetworkError, match="refusing to send a token over plain http") as info:
+        client.get(url)
+    assert "ghp_secret" not in str(info.value)
+    # A token passed by a caller (a registry's bearer token) obeys the same rule.
+    with pytest.raises(NetworkError, match="refusing to send a token"):
+        HttpClient(tmp_path / "cache").get(url, headers={"Authorization": "Bearer tok"})
+
+
+def test_a_token_to_loopback_over_http_never_goes_through_a_proxy(tmp_path, monkeypatch,
+                                                                 forge_server):
+    from patchforge.net.http import HttpClient
+
+    proxy_url, proxied = _raw_server(lambda conn: conn.sendall(
+        b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n"))
+    monkeypatch.setenv("http_proxy", proxy_url)
+    monkeypatch.setenv("HTTP_PROXY", proxy_url)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    forge_server.add_pull("o/r", 1)
+    client = HttpClient(tmp_path / "cache", token="ghp_secret", token_host=forge_server.host,
+                        max_retries=0)
+    assert client.get(f"{forge_server.url}/repos/o/r/pulls/1").status == 200
+    assert forge_server.requests[-1].header("authorization") == "Bearer ghp_secret"
+    assert proxied == []
+    # Without a token the machine's proxy settings apply as usual (this proxy answers 502).
+    from patchforge.errors import NetworkError
+    with pytest.raises(NetworkError, match="502"):
+        HttpClient(tmp_path / "cache", max_retries=0).get(
+            f"{forge_server.url}/repos/o/r/pulls/1", use_cache=False)
+    assert len(proxied) == 1 and b"ghp_secret" not in proxied[0]
+
+
+def test_registry_credentials_go_only_to_the_registrys_own_realm(tmp_path, registry_server):
+    from patchforge.errors import NetworkError
+    from patchforge.net.http import HttpClient
+    from patchforge.net.registry import RegistryClient
+
+    registry_server.push_image("team/img", "t", {"x": "y"})
+    registry_server.auth_required = True
+    # The registry names a realm on another host (here: `localhost` for the registry's
+    # 127.0.0.1): the user's secret must not go there.
+    registry_server.realm_url = f"http://localhost:{registry_server.token_server.port}/token"
+    env = {"PATCHFORGE_REGISTRY_TOKEN": "pat-secret", "PATCHFORGE_REGISTRY_USER": "me"}
+    client = RegistryClient.from_env(HttpClient(tmp_path / "c1", max_retries=0), env)
+    client.resolve_image(f"{registry_server.host}/team/img:t")  # anonymous token: allowed
+    realm = registry_server.token_server.requests
+    assert realm and all(r.header("authorization") is None for r in realm)
+    registry_server.token_server.credentials = "Basic bWU6cGF0LXNlY3JldA=="  # me:pat-secret
+    with pytest.raises(NetworkError, match="answered 401") as info:
+        RegistryClient.from_env(HttpClient(tmp_path / "c2", max_retries=0), env) \
+            .resolve_image(f"{registry_server.host}/team/img:t")
+    assert "PATCHFORGE_REGISTRY_REALMS" in (info.value.hint or "")
+    # Named by the user: trusted.
+    trusted = dict(env, PATCHFORGE_REGISTRY_REALMS="localhost")
+    RegistryClient.from_env(HttpClient(tmp_path / "c3", max_retries=0), trusted) \
+        .resolve_image(f"{registry_server.host}/team/img:t")
+    assert realm[-1].header("authorization") == "Basic bWU6cGF0LXNlY3JldA=="
+
+
+# --------------------------------------------------------------------------------------------
+# State files: a kernel lock, a journal that always leaves a way out, confined to the project
+
+def test_sixteen_contenders_never_hold_the_lock_together(tmp_path):
+    """Every contender records when it holds the lock; with a stale PID file left by a killed
+    process to start from, no two holding intervals ever overlap."""
+    import subprocess
+    import sys
+
+    state = tmp_path / ".patchforge"
+    state.mkdir()
+    (state / "lock").write_text("999999\n")  # a dead holder's PID: means nothing to flock
+    log = tmp_path / "log"
+    script = ("import os, sys, time\nfrom patchforge.fsutil import RepoLock\n"
+              f"with RepoLock({str(state)!r}, wait=60):\n"
+              f"    with open({str(log)!r}, 'a') as out:\n"
+              "        out.write(f'in {os.getpid()}\\n'); out.flush()\n"
+              "        time.sleep(0.01)\n"
+              "        out.write(f'out {os.getpid()}\\n'); out.flush()\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script]) for _ in range(16)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    lines = log.read_text().splitlines()
+    assert len(lines) == 32
+    for enter, leave in zip(lines[::2], lines[1::2]):
+        assert enter.startswith("in ") and leave == "out " + enter[3:]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "empty", "garbage", "not-an-object"])
+def test_a_damaged_journal_can_always_be_aborted(tmp_path, damage):
+    from helpers.project import add_patch_file
+    from helpers.snapshot import tree_bytes
+
+    root, _ = git_project(tmp_path, {"a.py": b"one\ntwo\n"})
+    add_patch_file(root, "up", "fix.patch", FIX)
+    ok(root, "overlays")
+    before = tree_bytes(root)
+    journal = root / ".patchforge" / "rebase" / "journal.json"
+    journal.parent.mkdir(parents=True)
+    text = json.dumps({"version": 1, "phase": "running", "order": ["up"], "upstreams": {}})
+    journal.write_text({"truncate": text[:20], "empty": "", "garbage": "\xff\xfe{",
+                        "not-an-object": "[1, 2]"}[damage])
+    (root / ".patchforge" / "work" / "up").mkdir(parents=True)
+    for args in (["rebase", "--continue"], ["rebase", "--to", "up=main"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2, run.err
+        assert "--abort" in run.err
+    run = run_cli(root, "rebase", "--abort")
+    assert run.rc == 0, run.err
+    assert not journal.exists() and not (root / ".patchforge" / "work" / "up").exists()
+    assert {k: v for k, v in tree_bytes(root).items() if not k.startswith(".patchforge")} == \
+        {k: v for k, v in before.items() if not k.startswith(".patchforge")}
+    ok(root, "status")
+
+
+def test_journal_paths_never_leave_the_project(tmp_path):
+    """A journal is a file like any other: names and paths in it that lead outside the project
+    are never written or removed, even by --abort."""
+    import base64
+
+    from helpers.git import git
+    from helpers.project import add_patch_file
+    from patchforge.errors import UsageError
+    from patchforge.rebase.journal import confined
+
+    root, _ = git_project(tmp_path, {"a.py": b"one\ntwo\n"})
+    add_patch_file(root, "up", "fix.patch", FIX)
+    upstream = tmp_path / "up-upstream"
+    (upstream / "a.py").write_bytes(b"uno\ntwo\n")
+    git(upstream, "commit", "-qam", "conflicts with the fix")
+    assert run_cli(root, "rebase", "--to", "up=main").rc == 3  # stopped on the conflict
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"keep me\n")
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "data").write_bytes(b"keep\n")
+    state = root / ".patchforge" / "rebase"
+    doc = json.loads((state / "journal.json").read_text())
+    doc["phase"] = "committing"
+    doc["upstreams"]["../../../victim"] = {}
+    (state / "journal.json").write_text(json.dumps(doc))
+    (state / "originals.json").write_text(json.dumps({
+        "../outside.txt": base64.b64encode(b"overwritten\n").decode(),
+        "series/up/../../../outside.txt": None}))
+    run = run_cli(root, "rebase", "--abort")
+    assert run.rc == 0, run.err
+    assert outside.read_bytes() == b"keep me\n"
+    assert (victim / "data").read_bytes() == b"keep\n"
+    assert not (state / "journal.json").exists()
+    for rel in ("../x", "/etc/passwd", "a/../../x", ".git/config", "series/./x", ""):
+        with pytest.raises(UsageError, match="not a path inside the project"):
+            confined(root, rel)
+    (root / "series" / "link").symlink_to(tmp_path)
+    with pytest.raises(UsageError, match="through a symlink"):
+        confined(root, "series/link/outside.txt")
+    assert confined(root, "series/up/fix.patch") == root / "series/up/fix.patch"
+
+
+def test_scratch_left_by_kills_is_removed(tmp_path, monkeypatch):
+    import os
+    import tempfile
+    import time
+
+    from patchforge.store.gitstore import UpstreamStore
+
+    root, _ = git_project(tmp_path)
+    with UpstreamStore.open() as store:
+        pack = store.git_dir / "objects" / "pack"
+        old = time.time() - 2 * 3600
+        stale = [pack / "tmp_pack_AbC123", Path(tempfile.gettempdir()) / "patchforge-rangediff-x1"]
+        stale[0].write_bytes(b"half a pack")
+        stale[1].mkdir()
+        (stale[1] / "scratch.git").mkdir()
+        fresh = pack / "tmp_pack_running"
+        fresh.write_bytes(b"a fetch in progress")
+        for path in stale:
+            os.utime(path, (old, old))
+    ok(root, "status")  # any command that opens the store cleans up when it closes it
+    assert not any(p.exists() for p in stale)
+    assert fresh.exists()
+
+
+# --------------------------------------------------------------------------------------------
+# Output: names and descriptions from files never drive the terminal
+
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\x9b31m"
+
+
+def test_terminal_escapes_in_a_patch_are_shown_not_obeyed(tmp_path):
+    from helpers.cli import run_subprocess
+    from helpers.project import add_patch_file
+
+    root, _ = git_project(tmp_path, {"a.py": b"one\ntwo\n"})
+    add_patch_file(root, "up", "fix.patch", FIX.replace(
+        b"Description: fix", ("Description: fix " + ESCAPES).encode()))
+    for args in (["list"], ["show", "fix"], ["status"], ["lint"]):
+        proc = run_subprocess(root, *args)
+        out = proc.stdout.decode("utf-8", "replace") + proc.stderr.decode("utf-8", "replace")
+        assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out, (args, out)
+    assert "\\x1b]0;owned\\x07" in run_subprocess(root, "show", "fix").stdout.decode()
+    # An error message quoting a hostile name is neutralized too.
+    proc = run_subprocess(root, "show", "x" + ESCAPES)
+    assert proc.returncode == 2 and b"\x1b" not in proc.stderr and b"\\x1b" in proc.stderr

@@ -131,12 +131,23 @@ def main(argv: list[str] | None = None) -> None:
     global _PROJECT
     _PROJECT = None
     verbose = any(a in ("-v", "--verbose", "-vv") for a in (argv or sys.argv[1:]))
+    from patchforge.cli.output import SafeTerminalStream, neutralize
+
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeTerminalStream(sys.stdout), SafeTerminalStream(sys.stderr)
+    try:
+        _main(argv, verbose, neutralize)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
     try:
         rc = cli.main(args=argv, prog_name="patchforge", standalone_mode=False)
     except PatchforgeError as exc:
-        click.echo(f"patchforge: error: {exc}", err=True)
+        click.echo(f"patchforge: error: {neutralize(str(exc))}", err=True)
         if exc.hint:
-            click.echo(f"hint: {exc.hint}", err=True)
+            click.echo(f"hint: {neutralize(exc.hint)}", err=True)
         if verbose:
             import traceback
             traceback.print_exc()

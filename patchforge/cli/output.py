@@ -2,10 +2,50 @@
 tables, and a progress indicator on stderr that is silent when stderr is not a terminal."""
 from __future__ import annotations
 
+import re
 import sys
 import time
 
 import click
+
+# Control characters a terminal acts on: C0 (but newline and tab), DEL and C1 (U+009B is a
+# one-character CSI on some terminals). A name or description from a patch, a config or the
+# network could otherwise set the window title, clear the screen or rewrite earlier lines.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# What patchforge itself writes to a terminal: colours (SGR) and the progress line's reset.
+_OWN_ESCAPE = re.compile(r"\x1b\[[0-9;]*m|\r\x1b\[K")
+
+
+def neutralize(text: str) -> str:
+    """`text` with every terminal control character shown as a visible escape (`\x1b`)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class SafeTerminalStream:
+    """stdout/stderr as the commands see them: every control character in what is written is
+    made visible, except the colours and progress resets patchforge itself writes when the
+    stream is a terminal. Bytes written to `.buffer` (`show --raw`) pass unchanged."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self._own = stream.isatty() if hasattr(stream, "isatty") else False
+
+    def write(self, text: str) -> int:
+        if self._own:
+            parts, last = [], 0
+            for match in _OWN_ESCAPE.finditer(text):
+                parts.append(neutralize(text[last:match.start()]))
+                parts.append(match.group())
+                last = match.end()
+            parts.append(neutralize(text[last:]))
+            self._stream.write("".join(parts))
+        else:
+            self._stream.write(neutralize(text))
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
 
 STATE_COLORS = {"applies": "green", "offset": "green", "fuzz": "yellow", "conflict": "red", "merges": "yellow",
                 "upstreamed": "cyan", "partial": "yellow", "obsolete": "red", "unsure": "magenta",
@@ -84,6 +124,7 @@ def table(rows: list[list[str]], header: list[str] | None = None, *, colors=None
     all_rows = ([header] if header else []) + rows
     if not all_rows:
         return ""
+    all_rows = [[neutralize(cell) for cell in row] for row in all_rows]
     widths = [max(len(r[i]) for r in all_rows) for i in range(len(all_rows[0]))]
     out = []
     for index, row in enumerate(all_rows):

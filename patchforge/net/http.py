@@ -49,6 +49,22 @@ def _requests():
     return requests
 
 
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def is_loopback(host: str | None) -> bool:
+    """127.0.0.0/8, ::1 or localhost: this machine (a local test server or proxy)."""
+    host = (host or "").lower().strip("[]")
+    return host in LOOPBACK_HOSTS or host.startswith("127.")
+
+
+def may_carry_secret(url: str) -> bool:
+    """Whether a token may travel to `url`: only over https, or plain http to this machine."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme == "https" or (scheme == "http" and is_loopback(parts.hostname))
+
+
 def host_of(url: str) -> str:
     """`host[:port]` of a URL, lowercased: what a token is bound to."""
     parts = urlsplit(url)
@@ -142,11 +158,13 @@ class StreamedResponse:
     Use as a context manager; `read(n)` gives at most n bytes of the body, b"" at its end.
     """
 
-    def __init__(self, url: str, status: int, headers: Mapping[str, str], raw: Any) -> None:
+    def __init__(self, url: str, status: int, headers: Mapping[str, str], raw: Any, *,
+                 deadline: float | None = None) -> None:
         self.url = url
         self.status = status
         self.headers = headers
         self._raw = raw
+        self._deadline = deadline  # time.monotonic() past which reading stops
 
     @property
     def ok(self) -> bool:
@@ -156,6 +174,8 @@ class StreamedResponse:
         return self.headers.get(name.lower())
 
     def read(self, size: int = 1 << 20) -> bytes:
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            raise NetworkError(f"GET {self.url}: the answer is taking too long; stopped reading")
         try:
             return self._raw.raw.read(size, decode_content=True) or b""
         except Exception as exc:  # urllib3's protocol and timeout errors: the body broke off
@@ -177,6 +197,10 @@ class StreamedResponse:
         self.close()
 
 
+class _BodyBroken(Exception):
+    """Reading a body failed part way (a read timeout, a connection cut)."""
+
+
 @dataclass
 class _Attempt:
     """What went wrong with one attempt, and how long the server asked us to wait (if it did)."""
@@ -194,6 +218,12 @@ class HttpClient:
     `token` (or the environment variable `token_env`) is sent as `Authorization: <auth_scheme>
     <token>` only to `token_host` (`host[:port]`); requests drops it on a redirect to another host.
     `max_wait` caps the total time spent sleeping between attempts of one request.
+
+    Every answer is bounded: `max_body` bytes (after decompression) and `deadline` seconds from
+    the request to the last byte of the body, however slowly a server sends it (the per-read
+    `timeout` alone lets a server that sends a byte every few seconds hold a command forever).
+    A token (own or in a passed `Authorization` header) goes only over https, or plain http to
+    loopback, and then never through a proxy.
     """
 
     cache_dir: Path
@@ -212,6 +242,9 @@ class HttpClient:
     clock: Callable[[], float] = time.time
     rng: Callable[[], float] = random.random
     user_agent: str = "patchforge"
+    max_body: int = 64 << 20
+    deadline: float = 120.0
+    stream_deadline: float = 3600.0  # a streamed body (a registry layer) may be gigabytes
     _session: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -301,9 +334,7 @@ class HttpClient:
             send_headers.update(headers)
         if cached is not None and cached.header("etag"):
             send_headers["If-None-Match"] = cached.header("etag") or ""
-        if self.token and self.token_host and host_of(url) == self.token_host \
-                and not any(k.lower() == "authorization" for k in send_headers):
-            send_headers["Authorization"] = f"{self.auth_scheme} {self.token}"
+        self._add_token(method, url, send_headers)
         if json_body is not None:
             data = json.dumps(json_body).encode()
             send_headers["Content-Type"] = "application/json"
@@ -329,22 +360,22 @@ class HttpClient:
             send_headers["Accept"] = accept
         if headers:
             send_headers.update(headers)
-        if self.token and self.token_host and host_of(url) == self.token_host \
-                and not any(k.lower() == "authorization" for k in send_headers):
-            send_headers["Authorization"] = f"{self.auth_scheme} {self.token}"
+        self._add_token("GET", url, send_headers)
         exc_types = _requests().exceptions
         waited = 0.0
         for number in range(1, self.max_retries + 2):
             try:
                 raw = self._get_session().get(url, headers=send_headers, timeout=self.timeout,
-                                              stream=True, allow_redirects=True)
+                                              stream=True, allow_redirects=True,
+                                              **self._proxies(url, send_headers))
             except (exc_types.ConnectionError, exc_types.Timeout):
                 problem, asked = f"cannot connect to {host_of(url)}", None
             except exc_types.RequestException as exc:
                 raise NetworkError(f"GET {url}: {self._scrub(type(exc).__name__)}") from None
             else:
                 headers_seen = {k.lower(): v for k, v in raw.headers.items()}
-                answer = StreamedResponse(raw.url or url, raw.status_code, headers_seen, raw)
+                answer = StreamedResponse(raw.url or url, raw.status_code, headers_seen, raw,
+                                          deadline=time.monotonic() + self.stream_deadline)
                 if raw.status_code not in RETRY_STATUS_IDEMPOTENT:
                     return answer
                 probe = Response("GET", answer.url, answer.status, headers_seen, b"")
@@ -394,9 +425,14 @@ class HttpClient:
                    data: bytes | None) -> Response | _Attempt:
         requests = _requests()
         exc_types = requests.exceptions
+        started = time.monotonic()
         try:
             raw = self._get_session().request(method, url, headers=headers, data=data,
-                                              timeout=self.timeout, allow_redirects=True)
+                                              timeout=self.timeout, allow_redirects=True,
+                                              stream=True, **self._proxies(url, headers))
+            body = self._read_body(method, url, raw, started)
+        except _BodyBroken as exc:
+            return self._not_retried(method, url, str(exc), None)
         except exc_types.ConnectTimeout:
             return _Attempt(f"timed out connecting to {host_of(url)}", unreachable=True)
         except exc_types.ReadTimeout as exc:
@@ -413,7 +449,7 @@ class HttpClient:
             raise NetworkError(f"{method} {url}: {self._scrub(type(exc).__name__)}: "
                                f"{self._scrub(str(exc))}") from None
         resp = Response(method, raw.url or url, raw.status_code,
-                        {k.lower(): v for k, v in raw.headers.items()}, raw.content or b"")
+                        {k.lower(): v for k, v in raw.headers.items()}, body)
         log.debug("%s %s -> %d", method, url, resp.status)
         truncated = _truncation(resp, raw.headers.get("Content-Encoding"))
         if truncated:
@@ -444,6 +480,60 @@ class HttpClient:
             except ValueError:
                 return None
         return None
+
+    def _add_token(self, method: str, url: str, send_headers: dict[str, str]) -> None:
+        """This client's token for its own host; and no token at all in clear text."""
+        passed = any(k.lower() == "authorization" for k in send_headers)
+        own = bool(self.token and self.token_host and host_of(url) == self.token_host)
+        if (passed or own) and not may_carry_secret(url):
+            raise NetworkError(f"{method} {url}: refusing to send a token over plain http to "
+                               f"{host_of(url)}",
+                               hint="use an https:// URL (plain http is only for this machine)")
+        if own and not passed:
+            send_headers["Authorization"] = f"{self.auth_scheme} {self.token}"
+
+    @staticmethod
+    def _proxies(url: str, send_headers: Mapping[str, str]) -> dict[str, Any]:
+        """A request carrying a token over plain http (to loopback) never goes through a proxy,
+        which would see it in clear text."""
+        if urlsplit(url).scheme.lower() == "http" and \
+                any(k.lower() == "authorization" for k in send_headers):
+            return {"proxies": {"http": None, "https": None, "all": None}}
+        return {}
+
+    def _read_body(self, method: str, url: str, raw: Any, started: float) -> bytes:
+        """The whole body, within `max_body` bytes and `deadline` seconds from `started`."""
+        stream = raw.raw
+        read = getattr(stream, "read1", None)
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            while True:
+                if time.monotonic() - started > self.deadline:
+                    raise NetworkError(f"{method} {url}: the answer took longer than "
+                                       f"{self.deadline:.0f} s", hint="the server is too slow "
+                                       "or stalled; try again later")
+                # read1 returns what one read of the socket gave (at most 64 KiB), so the
+                # deadline is looked at between every few bytes a slow server sends.
+                chunk = read(1 << 16, decode_content=True) if read else \
+                    stream.read(1 << 12, decode_content=True)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > self.max_body:
+                    raise NetworkError(f"{method} {url}: the answer is larger than "
+                                       f"{self.max_body >> 20} MiB; refusing to read more")
+                chunks.append(chunk)
+        except NetworkError:
+            raise
+        except Exception as exc:  # urllib3's read timeout and protocol errors, raw
+            if "timeout" in type(exc).__name__.lower():
+                raise _BodyBroken(f"no answer from {host_of(url)} within "
+                                  f"{self.timeout[1]} s") from None
+            raise _BodyBroken("the answer was cut short (truncated body)") from None
+        finally:
+            raw.close()
+        return b"".join(chunks)
 
     def _get_session(self) -> Any:
         if self._session is None:

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from patchforge.errors import NetworkError, UsageError
-from patchforge.net.http import HttpClient, Response, host_of
+from patchforge.net.http import HttpClient, Response, host_of, may_carry_secret
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -33,6 +33,8 @@ INDEX_TYPES = frozenset({OCI_INDEX, DOCKER_LIST})
 DOCKER_HUB = "registry-1.docker.io"
 _DOCKER_HUB_ALIASES = frozenset({"docker.io", "index.docker.io", DOCKER_HUB})
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+# Token realms that serve a registry from another host.
+_KNOWN_REALMS = {"registry-1.docker.io": frozenset({"auth.docker.io"})}
 
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 # The distribution spec's grammar: path components of lowercase alphanumerics and separators.
@@ -153,8 +155,11 @@ class RegistryClient:
                  credentials: Mapping[str, RegistryCredentials] | None = None,
                  platform: tuple[str, str] = ("linux", "amd64"),
                  insecure_registries: tuple[str, ...] = (),
-                 docker_logins: Any = None) -> None:
+                 docker_logins: Any = None,
+                 trusted_realms: tuple[str, ...] = ()) -> None:
         self.http = http
+        # Token realm hosts (besides the registry's own) that may receive credentials.
+        self.trusted_realms = frozenset(h.strip().lower() for h in trusted_realms if h.strip())
         self.credentials = dict(credentials or {})
         self.docker_logins = docker_logins  # `docker login`'s, asked when a realm wants some
         self.platform = platform
@@ -165,7 +170,8 @@ class RegistryClient:
     def from_env(cls, http: HttpClient, env: Mapping[str, str] | None = None,
                  **kw: Any) -> "RegistryClient":
         """Credentials from PATCHFORGE_REGISTRY_TOKEN (+ _USER), bound to PATCHFORGE_REGISTRY_HOST;
-        for any other registry, what `docker login` stored (net.credentials.DockerCredentials)."""
+        for any other registry, what `docker login` stored (net.credentials.DockerCredentials).
+        PATCHFORGE_REGISTRY_REALMS names other token realm hosts trusted with them."""
         from patchforge.net.credentials import DockerCredentials
 
         env = os.environ if env is None else env
@@ -176,6 +182,8 @@ class RegistryClient:
             host = env.get("PATCHFORGE_REGISTRY_HOST") or "*"
             creds[host.lower()] = RegistryCredentials(env.get("PATCHFORGE_REGISTRY_USER")
                                                       or "patchforge", secret)
+        realms = tuple((env.get("PATCHFORGE_REGISTRY_REALMS") or "").split(","))
+        kw.setdefault("trusted_realms", realms)
         return cls(http, credentials=creds, **kw)
 
     def __repr__(self) -> str:
@@ -358,6 +366,11 @@ class RegistryClient:
         token = self._tokens.get(key)
         return {"Authorization": f"Bearer {token}"} if token else {}
 
+    def _realm_trusted(self, registry: str, realm_host: str) -> bool:
+        registry_host = (urlsplit("//" + registry).hostname or registry).lower()
+        return realm_host == registry_host or realm_host in _KNOWN_REALMS.get(registry, ()) \
+            or realm_host in self.trusted_realms
+
     def _credentials_for(self, registry: str) -> RegistryCredentials | None:
         found = self.credentials.get(registry) or self.credentials.get("*")
         if found is None and self.docker_logins is not None:
@@ -380,9 +393,13 @@ class RegistryClient:
         headers = {}
         creds = self._credentials_for(image.registry)
         realm_host = (realm_parts.hostname or "").lower()
-        # Credentials only to the realm this registry named, and never in clear text over the
-        # network (a loopback realm is a local test or proxy).
-        if creds and (realm_parts.scheme == "https" or realm_host in _LOOPBACK):
+        # Credentials only to a realm on the registry's own host, a realm known to serve it
+        # (Docker Hub's auth.docker.io) or one the user named, and never in clear text over the
+        # network (a loopback realm is a local test or proxy): a registry cannot send them to
+        # whatever host it likes.
+        trusted = self._realm_trusted(image.registry, realm_host)
+        withheld = bool(creds) and not trusted
+        if creds and trusted and may_carry_secret(realm):
             pair = f"{creds.username}:{creds.secret}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
         # use_cache=False: a token must never land in the on-disk cache.
@@ -391,8 +408,11 @@ class RegistryClient:
         if not resp.ok:
             raise NetworkError(f"token realm {host_of(realm)} answered {resp.error_detail()} "
                                f"for {image.repository}",
-                               hint="`docker login` to the registry, or set "
-                                    "PATCHFORGE_REGISTRY_TOKEN (and _USER), for a private image")
+                               hint=(f"the credentials were not sent: {realm_host} is not "
+                                     f"{image.registry}'s own host; if you trust it, add it to "
+                                     "PATCHFORGE_REGISTRY_REALMS") if withheld else
+                               "`docker login` to the registry, or set "
+                               "PATCHFORGE_REGISTRY_TOKEN (and _USER), for a private image")
         doc = resp.json()
         token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
         if not isinstance(token, str) or not token:

@@ -30,7 +30,7 @@ from patchforge.background import Background
 from patchforge.detect import created_identically
 from patchforge.judge import LazyHistory, SeriesJudge, Target, where_landed
 from patchforge.model.lock import ImagePin, UpstreamPin
-from patchforge.rebase.journal import Journal
+from patchforge.rebase.journal import CorruptJournal, Journal, confined, is_confined
 from patchforge.store.diff import merge_file
 
 _CONFLICT_MARKER = re.compile(rb"^(<<<<<<<|>>>>>>>)( |$)", re.M)
@@ -178,17 +178,44 @@ class Rebase:
         """Put the project back as it was before the rebase; returns the files restored."""
         if not self.journal.exists():
             raise UsageError("no rebase in progress")
-        data = self.journal.load()
+        try:
+            data = self.journal.load()
+        except CorruptJournal:
+            return self._abort_damaged()
         restored = []
         if data.get("phase") == "committing":
             from patchforge.overlay import recover_overlays
 
-            self._clean_temp_files(self.journal.originals())
+            self._clean_temp_files([rel for rel in self.journal.originals()
+                                    if is_confined(self.project.root, rel)])
             restored = self.journal.restore_originals(self.project.root)
             recover_overlays(self.project)
             if self.journal.restore_tree("overlays", self.project.overlays_dir):
                 restored.append("overlays/")
         for upstream in data["upstreams"]:
+            self._remove_worktree(upstream)
+        self.journal.remove()
+        return restored
+
+    def _abort_damaged(self) -> list[str]:
+        """--abort with a journal that cannot be read (truncated by a full disk, damaged): put
+        back whatever it saved that can still be read, then remove it, so there is always a way
+        out. The project files are only ever changed after originals.json is whole."""
+        from patchforge.overlay import recover_overlays
+
+        restored: list[str] = []
+        try:
+            originals = self.journal.originals()
+        except CorruptJournal:
+            originals = {}
+        if originals:
+            self._clean_temp_files([rel for rel in originals
+                                    if is_confined(self.project.root, rel)])
+            restored = self.journal.restore_originals(self.project.root)
+            recover_overlays(self.project)
+            if self.journal.restore_tree("overlays", self.project.overlays_dir):
+                restored.append("overlays/")
+        for upstream in self.project.upstream_names():
             self._remove_worktree(upstream)
         self.journal.remove()
         return restored
@@ -508,6 +535,12 @@ class Rebase:
     def _remove_worktree(self, upstream: str) -> None:
         from patchforge.worktree import Worktree
 
+        from patchforge.names import check_simple_name
+
+        try:
+            check_simple_name(upstream, "upstream")  # a name from the journal: never `../x`
+        except ValueError:
+            return
         Worktree(self.project.work_dir(upstream)).remove()
 
     def _take_resolution(self, stopped: dict) -> dict[str, bytes | None]:
@@ -641,12 +674,13 @@ class Rebase:
 
         project, journal = self.project, self.journal
         data = journal.data
-        self._clean_temp_files(journal.originals())
+        self._clean_temp_files([rel for rel in journal.originals()
+                                 if is_confined(project.root, rel)])
         # The plan puts every removal after every write (a fix moved to upstreamed/ exists
         # there before it leaves the series); each group syncs its directories once.
         writes, removals = [], []
         for step in data["plan"]:
-            target = project.root / step["path"]
+            target = confined(project.root, step["path"])
             if step["staged"]:
                 writes.append((target, journal.staged_bytes(step["staged"])))
             elif step["inline"] is not None:

@@ -24,6 +24,37 @@ from patchforge.fsutil import atomic_delete, atomic_write, fsync_dir
 JOURNAL_VERSION = 1
 
 
+class CorruptJournal(UsageError):
+    """The journal is truncated or damaged: `rebase --abort` is the way out."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, hint="`patchforge rebase --abort` puts back the project files "
+                                       "the journal saved (if any) and removes it")
+
+
+def confined(root: Path, rel: object) -> Path:
+    """`root / rel` for a path the journal names, when it stays inside the project (and out
+    of .git); UsageError otherwise: a journal is a file on disk like any other input."""
+    parts = rel.split("/") if isinstance(rel, str) else []
+    if not parts or rel.startswith("/") or "\0" in rel or \
+            any(p in ("", ".", "..") or p.lower() == ".git" for p in parts):
+        raise UsageError(f"the rebase journal names {rel!r}, which is not a path inside the "
+                         "project", hint="`patchforge rebase --abort`")
+    target = Path(root) / rel
+    if not target.parent.resolve().is_relative_to(Path(root).resolve()):
+        raise UsageError(f"the rebase journal names {rel!r}, which leads outside the project "
+                         "(through a symlink)", hint="`patchforge rebase --abort`")
+    return target
+
+
+def is_confined(root: Path, rel: object) -> bool:
+    try:
+        confined(root, rel)
+    except UsageError:
+        return False
+    return True
+
+
 class Journal:
     def __init__(self, state_dir: Path) -> None:
         self.dir = Path(state_dir) / "rebase"
@@ -42,7 +73,15 @@ class Journal:
         self._saved = None
 
     def load(self) -> dict:
-        data = json.loads(self.path.read_text("utf-8"))
+        try:
+            data = json.loads(self.path.read_text("utf-8"))
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError too
+            raise CorruptJournal(f"{self.path}: the rebase journal cannot be read "
+                                 f"({type(exc).__name__}: {exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("upstreams"), dict) \
+                or not isinstance(data.get("order"), list):
+            raise CorruptJournal(f"{self.path}: the rebase journal is not a journal this "
+                                 "patchforge wrote (missing upstreams or order)")
         if data.get("version") != JOURNAL_VERSION:
             raise UsageError(f"{self.path}: a rebase journal of version {data.get('version')} "
                              f"(this patchforge reads version {JOURNAL_VERSION})",
@@ -108,12 +147,21 @@ class Journal:
         path = self.dir / "originals.json"
         if not path.exists():
             return {}
-        return {rel: None if data is None else base64.b64decode(data)
-                for rel, data in json.loads(path.read_bytes()).items()}
+        try:
+            doc = json.loads(path.read_bytes())
+            if not isinstance(doc, dict):
+                raise ValueError("not an object")
+            return {rel: None if data is None else base64.b64decode(data, validate=True)
+                    for rel, data in doc.items()}
+        except (ValueError, TypeError) as exc:
+            raise CorruptJournal(f"{path}: the saved project files cannot be read ({exc})") \
+                from None
 
     def restore_originals(self, root: Path) -> list[str]:
         restored = []
         for rel, data in sorted(self.originals().items()):
+            if not is_confined(root, rel):
+                continue  # never written: a journal cannot send --abort outside the project
             target = Path(root) / rel
             if data is not None:
                 if not target.exists() or target.read_bytes() != data:

@@ -141,10 +141,47 @@ class UpstreamStore:
     # git process opens each pack's index, so its start-up grows with the number of packs.
     MAX_PACKS = 64
 
+    # Scratch files a killed process leaves are removed once they are this old (seconds): a
+    # running fetch keeps writing its tmp_pack_*, a running range-diff lasts seconds.
+    STALE_SCRATCH_AGE = 3600
+
+    def remove_stale_scratch(self, now: float | None = None) -> list[Path]:
+        """Remove what kills left behind: git's `tmp_pack_*`/`tmp_idx_*` in the store,
+        half-created stores beside it and `patchforge-rangediff-*` directories in the temporary
+        directory. Returns what it removed."""
+        import time
+
+        now = time.time() if now is None else now
+        places = [(self.git_dir / "objects" / "pack", ("tmp_pack_", "tmp_idx_", "tmp_rev_")),
+                  (self.git_dir.parent, (".store.git.",)),
+                  (Path(tempfile.gettempdir()), ("patchforge-rangediff-",))]
+        removed = []
+        for directory, prefixes in places:
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+            for entry in entries:
+                if not entry.name.startswith(prefixes):
+                    continue
+                try:
+                    if now - entry.stat(follow_symlinks=False).st_mtime < self.STALE_SCRATCH_AGE:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path)
+                    else:
+                        os.unlink(entry.path)
+                    removed.append(Path(entry.path))
+                except OSError:
+                    pass  # another user's, or gone meanwhile
+        return removed
+
     def maintain(self) -> bool:
         """Repack into one pack (plus one for promised objects) when there are too many packs.
         No delta search (`--window=0`): a wheel's binaries would cost minutes for little gain,
-        and deltas git already has are kept. True when it repacked."""
+        and deltas git already has are kept. True when it repacked. Stale scratch files of
+        killed processes go first."""
+        self.remove_stale_scratch()
         try:
             packs = sum(1 for name in os.listdir(self.git_dir / "objects" / "pack")
                         if name.endswith(".pack"))

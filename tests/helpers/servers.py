@@ -323,6 +323,7 @@ class RegistryServer(TestServer):
         self.tags: dict[tuple[str, str], str] = {}
         self.token_server = TokenServer()
         self.auth_required = False
+        self.realm_url: str | None = None  # the realm the challenge names (default: token_server)
         self.wrong_digest_header = False
         self.tags_page_size = 3  # the server's own cap on `n`
         self.tags_link = True
@@ -382,7 +383,7 @@ class RegistryServer(TestServer):
         return out
 
     def _challenge(self, repo: str) -> Answer:
-        realm = f"{self.token_server.url}/token"
+        realm = self.realm_url or f"{self.token_server.url}/token"
         return _json(401, {"errors": [{"code": "UNAUTHORIZED"}]}, {
             "WWW-Authenticate": f'Bearer realm="{realm}",service="test-registry",'
                                 f'scope="repository:{repo}:pull"'})
