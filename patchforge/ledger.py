@@ -181,7 +181,9 @@ def departures(project) -> dict[str, dict]:
 def _cell(text) -> str:
     text = "" if text is None else str(text)
     text = " ".join(text.split())
-    return text.replace("|", "\\|") or "-"
+    from patchforge.formats.markdown import escape_html
+
+    return escape_html(text).replace("|", "\\|") or "-"
 
 
 def _code(text: str) -> str:
@@ -386,7 +388,8 @@ def render_ledger(project, *, history: list[dict] | None = None) -> bytes:
             when = str(event.get("time") or "")[:10] or "-"
             who = f"{event.get('upstream')}/{event.get('patch')}" if event.get("patch") \
                 else (event.get("upstream") or "-")
-            out.append(f"| {_cell(when)} | {_cell(who)} | {describe_event(event)} |")
+            out.append(f"| {_cell(when)} | {_cell(who)} | "
+                       f"{_cell(describe_event(event)) if event else '-'} |")
     else:
         out.append(f"Nothing recorded yet; commands append to series/{HISTORY_NAME}.")
     out.append("")

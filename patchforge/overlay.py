@@ -20,7 +20,7 @@ from typing import Any
 from patchforge.apply.series import applies_to_profile, apply_series
 from patchforge.errors import ApplyError, ConfigError, InputError, UsageError
 from patchforge.formats.lockfile import dump_json
-from patchforge.stack import refuse_symlinked_paths
+from patchforge.stack import refuse_creation_collisions, refuse_symlinked_paths
 from patchforge.fsutil import fault_point, fsync_dir
 
 MANIFEST_VERSION = 1
@@ -92,6 +92,7 @@ def build_overlays(project, store, *, lock=None, patch_sources=None) -> OverlayS
         install_root = config.upstreams[upstream].install_root
         # A mount through an upstream symlink would cover a file outside the upstream's tree.
         refuse_symlinked_paths(store, pin.commit, [(n, p) for n, p, _ in patches])
+        refuse_creation_collisions(store, pin.commit, [(n, p) for n, p, _ in patches])
 
         def read_base(paths, commit=pin.commit):
             return store.read_blobs(commit, paths)

@@ -67,3 +67,49 @@ def aside_name(directory, name: str, data: bytes) -> str:
         number += 1
         candidate = f"{stem}.{number}.patch"
     return candidate
+
+
+def refuse_creation_collisions(store, commit: str, patches) -> None:
+    """Refuse a patch that creates a path the upstream at `commit` already fills: a new file
+    (or the target of a copy or rename) where the upstream has a file with other content, or a
+    directory; or a path under one of the upstream's files. `git apply` refuses all of these;
+    applied in memory they would silently replace the upstream's file or fail with an OSError
+    half way through a write. A creation whose content is byte for byte the file the upstream
+    already has is no collision (the fix is already there). `patches` is [(name, PatchFile)]."""
+    from patchforge.apply.hunks import apply_file_patch
+    from patchforge.errors import InputError
+
+    creations = [(name, patch, fp) for name, patch in patches for fp in patch.file_patches
+                 if fp.new_path and (fp.is_new or (fp.is_copy or fp.is_rename)
+                                     and fp.new_path != fp.old_path)]
+    if not creations:
+        return
+
+    def prefixes(path):
+        parts = path.split("/")
+        return ["/".join(parts[:depth]) for depth in range(1, len(parts))]
+
+    entries = store.entries(commit, sorted({p for _, _, fp in creations
+                                            for p in [fp.new_path, *prefixes(fp.new_path)]}),
+                            directories=True)
+    for name, patch, fp in creations:
+        where = {"path": getattr(patch, "source", name), "line": fp.line_no}
+        for prefix in prefixes(fp.new_path):
+            entry = entries[prefix]
+            if entry is not None and entry[0] != "040000":
+                raise InputError(f"patch {name}: creates {fp.new_path}, but {prefix} is a file "
+                                 "in the upstream", **where)
+        entry = entries[fp.new_path]
+        if entry is None:
+            continue
+        verb = "copies to" if fp.is_copy else "renames to" if fp.is_rename else "creates"
+        if entry[0] == "040000":
+            raise InputError(f"patch {name}: {verb} {fp.new_path}, which is a directory in the "
+                             "upstream", **where)
+        existing = store.read_blob(commit, fp.new_path)
+        old = None if fp.is_new else store.read_blob(commit, fp.old_path)
+        made = apply_file_patch(old, fp)
+        if not (made.ok and made.content == existing):
+            raise InputError(f"patch {name}: {verb} {fp.new_path}, which the upstream already "
+                             "has (with other content)", **where,
+                             hint="make the patch modify the existing file instead")

@@ -26,7 +26,7 @@ from pathlib import Path
 from patchforge.apply.series import apply_series
 from patchforge.errors import ApplyError, InputError, UsageError
 from patchforge.fsutil import atomic_delete, atomic_write
-from patchforge.stack import refuse_symlinked_paths
+from patchforge.stack import refuse_creation_collisions, refuse_symlinked_paths
 from patchforge.store.diff import FileChange, make_diff
 
 # Build products made while testing a fix (python -m py_compile, pytest) are not part of it.
@@ -239,6 +239,7 @@ def open_worktree(project, store, name: str, *, files=()) -> Path:
     patch = project.read_patch(upstream, file_name)
     # The worktree is written on disk: nothing may go through an upstream symlink.
     refuse_symlinked_paths(store, pin.commit, prefix + [(file_name, patch)])
+    refuse_creation_collisions(store, pin.commit, prefix + [(file_name, patch)])
     before = apply_series(read_base, prefix, strict=True)
     modes = {fp.new_path: fp.new_mode for _, p in prefix for fp in p.file_patches
              if fp.new_path and fp.new_mode and before.current.get(fp.new_path) is not None}

@@ -716,3 +716,99 @@ def test_terminal_escapes_in_a_patch_are_shown_not_obeyed(tmp_path):
     # An error message quoting a hostile name is neutralized too.
     proc = run_subprocess(root, "show", "x" + ESCAPES)
     assert proc.returncode == 2 and b"\x1b" not in proc.stderr and b"\\x1b" in proc.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# Patches that create what the upstream already has
+
+def _creation(path: str, content: bytes) -> bytes:
+    lines = content.splitlines(keepends=True)
+    return (f"Description: adds {path}\n\n---\ndiff --git a/{path} b/{path}\nnew file mode 100644\n"
+            f"--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n").encode() + \
+        b"".join(b"+" + line for line in lines)
+
+
+@pytest.mark.parametrize("patch, message", [
+    (_creation("a.py", b"replaced\n"), "creates a.py, which the upstream already has"),
+    (_creation("pkg", b"x\n"), "creates pkg, which is a directory in the upstream"),
+    (_creation("a.py/inner.py", b"x\n"), "creates a.py/inner.py, but a.py is a file"),
+    (b"Description: copy\n\n---\ndiff --git a/a.py b/pkg/b.py\nsimilarity index 100%\n"
+     b"copy from a.py\ncopy to pkg/b.py\n", "copies to pkg/b.py, which the upstream already has"),
+])
+def test_a_patch_creating_what_the_upstream_has_is_refused(tmp_path, patch, message):
+    from helpers.project import add_patch_file
+    from helpers.snapshot import tree_bytes
+
+    root, _ = git_project(tmp_path, {"a.py": b"one\ntwo\n", "pkg/b.py": b"b\n"})
+    add_patch_file(root, "up", "new.patch", patch)
+    before = tree_bytes(root)
+    for args in (["overlays"], ["edit", "new"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2, run.err
+        assert message in run.err and "new.patch:4:" in run.err, run.err
+    assert tree_bytes(root) == before
+    if "already has" in message:  # git apply refuses the same patch on the same tree
+        import subprocess
+        proc = subprocess.run(["git", "apply", "--check", str(root / "series/up/new.patch")],
+                              cwd=tmp_path / "up-upstream", capture_output=True)
+        assert proc.returncode != 0 and b"already exists" in proc.stderr
+
+
+def test_creating_a_file_the_upstream_has_byte_for_byte_is_no_collision(tmp_path):
+    from helpers.project import add_patch_file
+
+    root, _ = git_project(tmp_path, {"a.py": b"one\ntwo\n"})
+    add_patch_file(root, "up", "same.patch", _creation("a.py", b"one\ntwo\n"))
+    ok(root, "overlays")
+
+
+# --------------------------------------------------------------------------------------------
+# Mail headers and Markdown: a header value never starts a header, text never becomes HTML
+
+def test_export_mbox_never_lets_a_header_value_start_a_header(tmp_path):
+    import mailbox
+
+    from helpers.project import add_patch_file
+
+    root, _ = git_project(tmp_path, {"a.py": b"one\ntwo\n"})
+    add_patch_file(root, "up", "fix.patch", FIX.replace(
+        b"Author: A <a@example.com>\n",
+        b"Author: A <a@example.com>\n Bcc: victim@example.com\n"
+        b"Description2: x\r\nX-Injected: 1\n").replace(
+        b"\n\n---\n", b"\n\nFrom 0000 Mon Sep 17 00:00:00 2001\nFrom: evil <e@x>\n\n---\n"))
+    out = tmp_path / "out.mbox"
+    ok(root, "export", "--mbox", str(out))
+    messages = list(mailbox.mbox(str(out)))
+    assert len(messages) == 1
+    message = messages[0]
+    assert message["Bcc"] is None and message["X-Injected"] is None
+    assert "victim@example.com" in message["From"]  # kept, on the From line where it was
+    # git am takes it as one patch, the From line in the description staying in the message.
+    from helpers.git import git
+    upstream = tmp_path / "up-upstream"
+    before = int(git(upstream, "rev-list", "--count", "HEAD"))
+    git(upstream, "am", str(out))
+    assert int(git(upstream, "rev-list", "--count", "HEAD")) == before + 1
+    assert (upstream / "a.py").read_bytes() == b"ONE\ntwo\n"
+    assert ">From 0000" in git(upstream, "log", "-1", "--format=%B")
+
+
+def test_patches_md_and_pr_md_never_carry_raw_html(tmp_path):
+    from helpers.project import add_patch_file
+
+    hostile = b"fix <!-- the rest is hidden --> <img src=x onerror=alert(1)>"
+    root, _ = git_project(tmp_path, {"a.py": b"one\ntwo\n"})
+    add_patch_file(root, "up", "fix.patch", FIX.replace(b"Description: fix", b"Description: "
+                                                        + hostile).replace(
+        b"\n---\n", b"\nWhy: <details><summary>x</summary>\nsee <https://example.org/ok>\n"
+                    b"```\nkept <raw> in code\n```\n---\n", 1))
+    ok(root, "ledger")
+    ledger = (root / "series" / "PATCHES.md").read_text()
+    body_lines = ledger.split("\n", 1)[1]  # the first line is patchforge's own comment
+    assert "<!--" not in body_lines and "<img" not in body_lines
+    assert "&lt;!-- the rest is hidden --&gt;" in body_lines or \
+        "&lt;!-- the rest is hidden -->" in body_lines
+    run = ok(root, "pr", "fix", "--json", "--out", str(tmp_path / "pr"))
+    body = Path(json.loads(run.out)["written"]["body"]).read_text()
+    assert "<!--" not in body and "<img" not in body and "<details>" not in body
+    assert "<https://example.org/ok>" in body or "https://example.org/ok" in body

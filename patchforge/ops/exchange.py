@@ -246,10 +246,16 @@ def export_quilt(project, directory: Path) -> list[Path]:
     return written
 
 
+def _header_value(value: str) -> str:
+    """One line of a mail header: a folded or hostile value (`A <a@x>\\n Bcc: y`) can never
+    start a header of its own, and control characters become spaces."""
+    return " ".join(re.sub(r"[\x00-\x1f\x7f]", " ", value).split())
+
+
 def mbox_message(patch, raw_diff: bytes, index: int, total: int, base: str) -> bytes:
     """One `git am`-ready message for a patch (deterministic: the date comes from Last-Update)."""
-    author = patch.get("Author") or "Unknown <unknown@localhost>"
-    subject = (patch.subject or "patchforge patch").replace("\n", " ")
+    author = _header_value(patch.get("Author") or "") or "Unknown <unknown@localhost>"
+    subject = _header_value(patch.subject or "") or "patchforge patch"
     last = patch.get("Last-Update") or "1970-01-01"
     try:
         import datetime as _dt
@@ -262,6 +268,8 @@ def mbox_message(patch, raw_diff: bytes, index: int, total: int, base: str) -> b
     long_desc = (patch.get("Description") or "").split("\n", 1)
     body = (long_desc[1].strip() + "\n\n").encode() if len(long_desc) > 1 else b""
     body += (description + b"\n") if description else b""
+    # A body line that reads as an mbox separator would start a message of its own.
+    body = re.sub(rb"(?m)^(>*From )", rb">\1", body)
     return (f"From {base} Mon Sep 17 00:00:00 2001\nFrom: {author}\nDate: {date}\n"
             f"Subject: {number}{subject}\n\n").encode("utf-8", "surrogateescape") + \
         body + b"---\n" + raw_diff + (b"" if raw_diff.endswith(b"\n") else b"\n") + b"\n"

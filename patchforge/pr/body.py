@@ -279,11 +279,16 @@ def _insert_at(lines: list[str]) -> int:
 
 
 def _section_texts(facts: Facts) -> dict[str, tuple[str, bool]]:
-    return {"purpose": (purpose_text(facts), True),
-            "plan": plan_text(facts),
-            "result": result_text(facts),
-            "docs": (docs_text(facts), True),
-            "links": (links_text(facts) or "None recorded in the patch.", bool(links_text(facts)))}
+    """Each section's text (from the patch: never raw HTML, see formats.markdown)."""
+    from patchforge.formats.markdown import escape_html
+
+    plan, result = plan_text(facts), result_text(facts)
+    return {"purpose": (escape_html(purpose_text(facts)), True),
+            "plan": (escape_html(plan[0]), plan[1]),
+            "result": (escape_html(result[0]), result[1]),
+            "docs": (escape_html(docs_text(facts)), True),
+            "links": (escape_html(links_text(facts)) or "None recorded in the patch.",
+                      bool(links_text(facts)))}
 
 
 def fill_template(template: str, path: str, facts: Facts) -> Body:
@@ -314,7 +319,7 @@ def fill_template(template: str, path: str, facts: Facts) -> Body:
     if "purpose" not in used:
         # A template without a purpose-like section (e.g. "FILL IN THE PR DESCRIPTION HERE"):
         # the purpose goes first, the template's own text follows.
-        out = purpose_text(facts).split("\n") + [""] + out
+        out = texts["purpose"][0].split("\n") + [""] + out
         body.filled.insert(0, "(description)")
     text = "\n".join(out)
     text = re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"

@@ -263,8 +263,10 @@ class UpstreamStore:
         """(mode, blob id) of a file at `rev`, None when absent or a directory."""
         return self.entries(rev, [path])[path]
 
-    def entries(self, rev: str, paths: list[str]) -> dict[str, tuple[str, str] | None]:
-        """entry() of several paths, their directories asked of cat-file in one round."""
+    def entries(self, rev: str, paths: list[str], *,
+                directories: bool = False) -> dict[str, tuple[str, str] | None]:
+        """entry() of several paths, their directories asked of cat-file in one round. With
+        `directories`, a directory is an entry too (mode 040000) instead of None."""
         split: dict[str, tuple[str, bytes]] = {}
         for path in paths:
             raw_parent, _, name = check_path(path).rpartition(b"/")
@@ -274,6 +276,9 @@ class UpstreamStore:
         for path, (parent, name) in split.items():
             tree = trees[parent]
             hit = self._tree_cache[tree].get(name) if tree is not None else None
+            if directories and hit is not None and hit[0] == "40000":
+                found[path] = ("040000", hit[1])
+                continue
             found[path] = None if hit is None or hit[0] in ("40000", "160000") else \
                 (hit[0].rjust(6, "0"), hit[1])
         return found

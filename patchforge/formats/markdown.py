@@ -1,0 +1,52 @@
+"""Text from patches and files made safe to place in the Markdown patchforge writes
+(series/PATCHES.md, a pull request's PR.md).
+
+GitHub renders raw HTML in Markdown: a description holding `<!--` hides everything after it, a
+`<details>` or `<img>` changes the page. `escape_html` turns every `<` that would open a tag or
+a comment into `&lt;` (which renders as `<`), outside code: fenced blocks and inline code spans
+show their text literally and are left alone, and so are autolinks (`<https://...>`).
+"""
+from __future__ import annotations
+
+import re
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_AUTOLINK = re.compile(r"<(https?|mailto):[^\s<>]*>", re.I)
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
+
+
+def escape_html(text: str) -> str:
+    out, fence = [], None
+    for line in text.split("\n"):
+        match = _FENCE.match(line)
+        if fence is not None:
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
+                fence = None
+            out.append(line)
+            continue
+        if match:
+            fence = match.group(1)
+            out.append(line)
+            continue
+        out.append(_escape_line(line))
+    return "\n".join(out)
+
+
+def _escape_line(line: str) -> str:
+    parts, last = [], 0
+    for span in _CODE_SPAN.finditer(line):
+        parts.append(_escape_plain(line[last:span.start()]))
+        parts.append(span.group())
+        last = span.end()
+    parts.append(_escape_plain(line[last:]))
+    return "".join(parts)
+
+
+def _escape_plain(text: str) -> str:
+    parts, last = [], 0
+    for link in _AUTOLINK.finditer(text):
+        parts.append(text[last:link.start()].replace("<", "&lt;"))
+        parts.append(link.group())
+        last = link.end()
+    parts.append(text[last:].replace("<", "&lt;"))
+    return "".join(parts)
