@@ -55,7 +55,8 @@ def stack_repo_name(project, root: Path, remote: str) -> str:
     """owner/name of the stack repository: `[forge] repo`, else read from the remote's URL."""
     if project.config.forge.repo:
         return project.config.forge.repo
-    url = _git(root, "remote", "get-url", remote, what=f"reading the URL of remote {remote}")
+    url = _git(root, "remote", "get-url", "--", remote,
+               what=f"reading the URL of remote {remote}")
     match = _REMOTE_REPO.search(url)
     if not match or "://" not in url and "@" not in url:
         raise UsageError(f"cannot tell the forge repository of remote {remote}",
@@ -98,7 +99,7 @@ def open_stack_pull(project, forge, *, tag: str, title: str, body: str, remote: 
     commit, base = commit_bump(project, f"{title}\n\n{body}")
     if commit is None:
         return StackPullRequest("nothing", branch, repo, base, title)
-    _git(root, "push", "--quiet", "--no-verify", "--force", remote,
+    _git(root, "push", "--quiet", "--no-verify", "--force", "--", remote,
          f"{commit}:refs/heads/{branch}", what=f"pushing {branch} to {remote}")
     owner = repo.split("/")[0]
     existing = forge.find_open_pull(repo, f"{owner}:{branch}")
