@@ -65,7 +65,10 @@ def show(app, name, as_json, raw, stat_only, no_pager):
         lines.append("\n" + info["description"].rstrip())
     lines.append("")
     lines += [f"  {f['path']} | +{f['added']} -{f['removed']}" for f in info["files"]]
-    text = ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
+    # The header and description are shown, never obeyed by the terminal (the diff below is
+    # the patch's own bytes, as `git show` gives them).
+    from patchforge.cli.output import neutralize
+    text = (neutralize("\n".join(lines)) + "\n").encode("utf-8", "surrogateescape")
     if not stat_only:
         text += b"\n" + color_diff(diff, app.color)
     page(text, enabled=not no_pager)
