@@ -601,7 +601,8 @@ def test_sixteen_contenders_never_hold_the_lock_together(tmp_path):
         assert enter.startswith("in ") and leave == "out " + enter[3:]
 
 
-@pytest.mark.parametrize("damage", ["truncate", "empty", "garbage", "not-an-object"])
+@pytest.mark.parametrize("damage", ["truncate", "empty", "garbage", "not-an-object",
+                                    "missing-fields"])
 def test_a_damaged_journal_can_always_be_aborted(tmp_path, damage):
     from helpers.project import add_patch_file
     from helpers.snapshot import tree_bytes
@@ -614,7 +615,9 @@ def test_a_damaged_journal_can_always_be_aborted(tmp_path, damage):
     journal.parent.mkdir(parents=True)
     text = json.dumps({"version": 1, "phase": "running", "order": ["up"], "upstreams": {}})
     journal.write_text({"truncate": text[:20], "empty": "", "garbage": "\xff\xfe{",
-                        "not-an-object": "[1, 2]"}[damage])
+                        "not-an-object": "[1, 2]",
+                        "missing-fields": json.dumps({"version": 1, "order": ["up"],
+                                                      "upstreams": {"up": {}}})}[damage])
     (root / ".patchforge" / "work" / "up").mkdir(parents=True)
     for args in (["rebase", "--continue"], ["rebase", "--to", "up=main"]):
         run = run_cli(root, *args)

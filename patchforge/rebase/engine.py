@@ -152,6 +152,15 @@ class Rebase:
         if not self.journal.exists():
             raise UsageError("no rebase in progress")
         data = self.journal.load()
+        try:
+            return self._resume(data, skip=skip)
+        except (KeyError, TypeError) as exc:
+            # A journal that parses but lacks what this run wrote into it (edited by hand, or
+            # written by a damaged disk) is damaged like a truncated one: --abort is the way out.
+            raise CorruptJournal(f"{self.journal.path}: the rebase journal lacks what a "
+                                 f"resumed run needs ({type(exc).__name__}: {exc})") from exc
+
+    def _resume(self, data: dict, *, skip: bool) -> dict:
         if data["phase"] == "committing":
             if skip:
                 raise UsageError("the rebase is writing out its result; --continue or --abort")
