@@ -20,7 +20,8 @@ from helpers.cli import run_cli
 from helpers.env import REPO_ROOT
 from helpers.git import git
 from helpers.snapshot import tree_bytes
-from helpers.upstream import Upstream
+from helpers.upstream import (AITER, ATTENTION, BLOCK, CLAMP, INDPTR, Upstream, changed,
+                              dep3_patch)
 from patchforge.formats.schemas import validation_errors
 from patchforge.store.diff import make_file_diff
 
@@ -30,51 +31,10 @@ OTHER = "pkg/other.py"
 REPO = "rocm/vllm-dev"
 UPSTREAM_PR = "https://github.com/vllm-project/vllm/pull/{}"
 
-BASE = b'''"""Attention helpers."""
-import os
-
-import torch
-
-
-def block_size(config):
-    size = config.block_size or 16
-    return size
-
-
-def fill_indptr(indptr, lengths):
-    total = 0
-    for i, n in enumerate(lengths):
-        indptr[i] = total
-        total += n
-    indptr[len(lengths)] = total
-    return indptr
-
-
-def use_aiter_kernel(device):
-    if device.type != "cuda":
-        return False
-    return os.environ.get("VLLM_USE_AITER", "0") == "1"
-
-
-def row_offset(row, stride, limit):
-    return row * stride
-
-
-def scale_for(dtype):
-    if dtype == "fp8":
-        return 448.0
-    return 1.0
-'''
+BASE = ATTENTION
 OTHER_BASE = b"VALUE = 1\n\n\ndef other():\n    return VALUE\n"
 
-# (old, new) of each fix, all in the files above.
-INDPTR = (b"    indptr[len(lengths)] = total\n",
-          b"    indptr[len(lengths):].fill_(total)  # padding lanes must not read garbage\n")
-CLAMP = (b"    return row * stride\n",
-         b"    return torch.clamp(row.to(torch.int64) * stride, min=0, max=limit)\n")
-AITER = (b'    if device.type != "cuda":\n', b'    if device.type not in ("cuda", "hip"):\n')
 VALUE = (b"VALUE = 1\n", b"VALUE = 2  # compressed\n")
-BLOCK = (b"    size = config.block_size or 16\n", b"    size = config.block_size or 32\n")
 HEADER = b'# Copyright the upstream authors.\n# SPDX-License-Identifier: Apache-2.0\n'
 
 
@@ -98,17 +58,8 @@ def layer(files: dict[str, bytes]) -> tuple[bytes, str, str]:
             "sha256:" + hashlib.sha256(tar).hexdigest())
 
 
-def changed(text: bytes, *fixes) -> bytes:
-    for old, new in fixes:
-        assert old in text
-        text = text.replace(old, new)
-    return text
-
-
 def patch_file(path: str, old: bytes, new: bytes, description: str, extra: str = "") -> bytes:
-    head = (f"Description: {description}\nAuthor: Test Author <author@example.com>\n"
-            f"Upstream-Status: Pending\n{extra}")
-    return head.encode() + b"\n---\n" + make_file_diff(path, path, old, new)
+    return dep3_patch(make_file_diff(path, path, old, new), description=description, extra=extra)
 
 
 class Scenario:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cli import run_on_pty
+from helpers.cli import run_on_pty, run_subprocess
 from helpers.deploy import check_mounts, compose_config
-from helpers.env import isolate
+from helpers.env import isolate, need_tool
+from helpers.snapshot import tree_bytes, write_tree
 
 BASE = {
     "calc.py": b"def add(a, b):\n    return a + b\n\n\ndef div(a, b):\n    return a / b\n",
@@ -40,32 +41,19 @@ SUBJECTS = ["calc: guard div by zero", "calc: add mul; touch odd files", "drop t
 
 
 def run(cmd, cwd, check=True, env=None, **kw) -> subprocess.CompletedProcess:
+    """A standard tool (git, patch, quilt, sha256sum) run on our output."""
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, env=env, timeout=120, **kw)
     if check:
         assert proc.returncode == 0, (cmd, proc.stdout, proc.stderr)
     return proc
 
 
-def pf(cwd, *args):
-    return run([sys.executable, "-m", "patchforge", *args], cwd)
-
-
-def need(tool: str) -> None:
-    if shutil.which(tool) is None:
-        pytest.skip(f"{tool} is not installed (apt-get install -y {tool})")
-
-
-def write_tree(root: Path, files: dict[str, bytes]) -> None:
-    for path, data in files.items():
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+def pf(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return run_subprocess(None, *args, cwd=cwd, expect=0)
 
 
 def read_tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and ".git" not in p.relative_to(root).parts
-            and ".pc" not in p.relative_to(root).parts}
+    return tree_bytes(root, skip=(".git", ".pc"))
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +124,7 @@ def series_files(proj: Path) -> list[Path]:
 
 
 def test_patch_p1_applies_the_series_as_is(built, v1_tree):
-    need("patch")
+    need_tool("patch")
     _, proj, _ = built
     for patch in series_files(proj):
         out = run(["patch", "-p1", "--batch", "--forward", "--no-backup-if-mismatch",
@@ -154,7 +142,7 @@ def test_git_apply_applies_the_series_as_is(built, v1_tree):
 
 
 def test_quilt_push_takes_the_exported_series(built, v1_tree, tmp_path):
-    need("quilt")
+    need_tool("quilt")
     _, proj, _ = built
     patches = tmp_path / "quilt-patches"
     pf(proj, "export", "--quilt", str(patches))
@@ -190,7 +178,7 @@ def test_git_am_takes_the_exported_mbox(built, tmp_path):
 
 
 def test_sha256sums_pass_sha256sum_strict(built):
-    need("sha256sum")
+    need_tool("sha256sum")
     _, _, proj = built
     overlays = proj / "overlays"
     sums = (overlays / "SHA256SUMS").read_bytes()

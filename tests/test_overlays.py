@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from helpers.cli import ok, run_cli
+from helpers.deploy import A_DIFF, B_DIFF, NEW_DIFF
 from helpers.project import UPSTREAM_FILES, git_project
 from helpers.schemas import schema_errors
 from helpers.snapshot import tree_bytes
@@ -33,14 +34,6 @@ def write_patch(root: Path, name: str, diff: bytes, *, profiles: str | None = No
     (root / "series/up" / f"{name}.patch").write_bytes(header + diff)
     series = root / "series/up/series"
     series.write_bytes((series.read_bytes() if series.exists() else b"") + f"{name}.patch\n".encode())
-
-
-A_DIFF = (b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -2,3 +2,3 @@\n"
-          b" line2\n-line3\n+LINE3 gfx942\n line4\n")
-B_DIFF = (b"diff --git a/pkg/b.py b/pkg/b.py\n--- a/pkg/b.py\n+++ b/pkg/b.py\n@@ -1,3 +1,3 @@\n"
-          b" x = 1\n-y = 2\n+y = 22\n z = 3\n")
-NEW_DIFF = (b"diff --git a/pkg/new.py b/pkg/new.py\nnew file mode 100644\n--- /dev/null\n"
-            b"+++ b/pkg/new.py\n@@ -0,0 +1 @@\n+created = True\n")
 
 
 @pytest.fixture

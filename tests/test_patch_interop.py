@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from helpers.env import need_tool
 from helpers.git import git
+from helpers.snapshot import tree_bytes, write_tree
 
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
@@ -34,28 +36,6 @@ NEW = {
     "src/new_name.py": b"".join(b"value_%d = %d\n" % (k, k * (k != 7)) for k in range(15)),
     "src/empty.txt": b"now filled\n",
 }
-
-
-def need(tool: str) -> None:
-    if shutil.which(tool) is None:
-        pytest.skip(f"{tool} is not installed (apt-get install {tool})")
-
-
-def write_tree(root: Path, files: dict[str, bytes]) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    for name, data in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-
-
-def read_tree(root: Path, skip: tuple[str, ...] = ()) -> dict[str, bytes]:
-    out = {}
-    for path in root.rglob("*"):
-        rel = path.relative_to(root).as_posix()
-        if path.is_file() and not rel.startswith(skip):
-            out[rel] = path.read_bytes()
-    return out
 
 
 @pytest.fixture
@@ -91,18 +71,18 @@ def test_ours_gives_the_new_tree(rendered):
 
 
 def test_git_apply_accepts_it(rendered, tmp_path):
-    need("git")
+    need_tool("git")
     work = tmp_path / "tree"
     write_tree(work, BASE)
     subprocess.run(["git", "apply", "--check", "-"], cwd=work, input=rendered, check=True,
                    capture_output=True)
     subprocess.run(["git", "apply", "-"], cwd=work, input=rendered, check=True,
                    capture_output=True)
-    assert read_tree(work) == NEW
+    assert tree_bytes(work) == NEW
 
 
 def test_gnu_patch_accepts_it(rendered, tmp_path):
-    need("patch")
+    need_tool("patch")
     work = tmp_path / "tree"
     write_tree(work, BASE)
     for extra in (["--dry-run"], []):
@@ -111,11 +91,11 @@ def test_gnu_patch_accepts_it(rendered, tmp_path):
         assert out.returncode == 0, out.stdout.decode(errors="replace")
         assert b"fuzz" not in out.stdout and b"offset" not in out.stdout
     # GNU patch leaves an emptied file in place unless told otherwise; nothing is emptied here.
-    assert read_tree(work) == NEW
+    assert tree_bytes(work) == NEW
 
 
 def test_quilt_push_accepts_it(rendered, tmp_path, monkeypatch):
-    need("quilt")
+    need_tool("quilt")
     work = tmp_path / "tree"
     write_tree(work, BASE)
     (work / "patches").mkdir()
@@ -125,12 +105,12 @@ def test_quilt_push_accepts_it(rendered, tmp_path, monkeypatch):
     monkeypatch.setenv("QUILTRC", "/dev/null")
     out = subprocess.run(["quilt", "push", "-a", "--fuzz=0"], cwd=work, capture_output=True)
     assert out.returncode == 0, out.stdout.decode(errors="replace") + out.stderr.decode()
-    assert read_tree(work, skip=("patches", ".pc")) == NEW
+    assert tree_bytes(work, skip=("patches", ".pc")) == NEW
     # And quilt can take it back off, byte for byte -- except that quilt stores "did not exist"
     # as an empty backup, so an originally empty file is removed on pop (quilt's convention).
     out = subprocess.run(["quilt", "pop", "-a"], cwd=work, capture_output=True)
     assert out.returncode == 0, out.stdout.decode(errors="replace")
-    assert read_tree(work, skip=("patches", ".pc")) == {k: v for k, v in BASE.items() if v}
+    assert tree_bytes(work, skip=("patches", ".pc")) == {k: v for k, v in BASE.items() if v}
 
 
 def test_dep3_sample_accepted_by_all_tools(tmp_path, monkeypatch):
@@ -140,12 +120,12 @@ def test_dep3_sample_accepted_by_all_tools(tmp_path, monkeypatch):
     target = "vllm/model_executor/layers/fp8_utils.py"
     runs = [("git", ["git", "apply", "-"]), ("patch", ["patch", "-p1", "--batch", "-F0"])]
     for tool, cmd in runs:
-        need(tool)
+        need_tool(tool)
         work = tmp_path / tool
         write_tree(work, {target: orig})
         subprocess.run(cmd, cwd=work, input=data, check=True, capture_output=True)
         assert (work / target).read_bytes() == patched, tool
-    need("quilt")
+    need_tool("quilt")
     work = tmp_path / "quilt"
     write_tree(work, {target: orig, "patches/series": b"debian-dep3.patch\n",
                       "patches/debian-dep3.patch": data})

@@ -9,12 +9,13 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 import zlib
 from pathlib import Path
 
 import pytest
 
+from helpers.cli import run_subprocess
+from helpers.git import git
 from patchforge.project import Project
 from patchforge.report import render_html_report
 
@@ -44,17 +45,9 @@ CONF_V2 = b"TIMEOUT = 30\nRETRIES = 4  # v2 default\nBACKOFF = 2\n"
 HOSTILE = '<script>alert("x")</script> & <b>bold</b>'
 
 
-def git(cwd, *args) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
-def pf(project: Path, *args, check: int | None = 0) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "patchforge", *args], cwd=project,
-                          capture_output=True, text=True, timeout=300)
-    if check is not None:
-        assert proc.returncode == check, (args, proc.stdout, proc.stderr)
-    return proc
+def pf(project: Path, *args: str, check: int = 0) -> subprocess.CompletedProcess:
+    """patchforge ARGS in a process of its own, run in `project`, exiting with `check`."""
+    return run_subprocess(None, *args, cwd=project, expect=check)
 
 
 @pytest.fixture
@@ -73,7 +66,7 @@ def project(tmp_path, forge_server):
     (up / "conf.py").write_bytes(CONF_V2)
     git(up, "commit", "-q", "-am", "v2: guard div by zero (#7)")
     git(up, "tag", "v2")
-    v2 = git(up, "rev-parse", "v2")
+    v2 = git(up, "rev-parse", "v2").strip()
 
     proj = tmp_path / "proj"
     proj.mkdir()
@@ -139,7 +132,7 @@ def render_in_chromium(html_path: Path, tmp_path: Path) -> tuple[bytes, str]:
 def test_status_html_report_for_a_newer_release(project, tmp_path, forge_server):
     report = tmp_path / "out" / "report.html"
     proc = pf(project, "status", "--against", "v2", "--html", str(report), check=1)
-    assert "div-by-zero.patch" in proc.stdout  # the terminal table is printed as well
+    assert b"div-by-zero.patch" in proc.stdout  # the terminal table is printed as well
     page = report.read_text("utf-8")
 
     # self-contained: no script, no external resource, a CSP that forbids fetching anything
@@ -183,7 +176,7 @@ def test_report_renders_in_headless_chromium(project, tmp_path):
 @needs_chromium
 def test_report_shows_the_range_diff_of_the_last_rebase(project, tmp_path):
     stop = pf(project, "rebase", "--to", "v2", check=3)
-    assert "more-retries" in stop.stderr
+    assert b"more-retries" in stop.stderr
     conf = project / ".patchforge" / "work" / "calc" / "conf.py"
     assert b"<<<<<<<" in conf.read_bytes()
     conf.write_bytes(b"TIMEOUT = 30\nRETRIES = 5  # v2 default, five for us\nBACKOFF = 2\n")
@@ -202,7 +195,7 @@ def test_report_shows_the_range_diff_of_the_last_rebase(project, tmp_path):
     assert "Range-diff" not in page
     assert "History" in page and "calc/more-retries.patch" in page
     # With the summary of the last rebase (as `rebase --json` prints it), the range-diff too.
-    saved.write_text(done.stdout)
+    saved.write_bytes(done.stdout)
 
     report = tmp_path / "after.html"
     pf(project, "status", "--html", str(report))

@@ -22,53 +22,14 @@ from helpers.cli import run_subprocess
 from helpers.env import REPO_ROOT, shared_example_releases
 from helpers.git import git
 from helpers.project import add_git_upstream, make_project
-from helpers.upstream import Upstream
+from helpers.upstream import ATTENTION, CLAMP, INDPTR, Upstream, dep3_patch
 
 MAIN = "pkg/attn.py"
 
-# The upstream file the fixes are made against. Functions are far enough apart that each fix is
-# its own hunk.
-BASE = b'''"""Attention helpers."""
-import os
-
-import torch
-
-
-def block_size(config):
-    size = config.block_size or 16
-    return size
-
-
-def fill_indptr(indptr, lengths):
-    total = 0
-    for i, n in enumerate(lengths):
-        indptr[i] = total
-        total += n
-    indptr[len(lengths)] = total
-    return indptr
-
-
-def use_aiter_kernel(device):
-    if device.type != "cuda":
-        return False
-    return os.environ.get("VLLM_USE_AITER", "0") == "1"
-
-
-def row_offset(row, stride, limit):
-    return row * stride
-
-
-def scale_for(dtype):
-    if dtype == "fp8":
-        return 448.0
-    return 1.0
-'''
-
 # The fix: two hunks. Hunk 1 fills the padding tail of indptr, hunk 2 widens the row offset.
-FIX1_OLD = b"    indptr[len(lengths)] = total\n"
-FIX1_NEW = b"    indptr[len(lengths):].fill_(total)  # padding lanes must not read garbage\n"
-FIX2_OLD = b"    return row * stride\n"
-FIX2_NEW = b"    return torch.clamp(row.to(torch.int64) * stride, min=0, max=limit)\n"
+BASE = ATTENTION
+FIX1_OLD, FIX1_NEW = INDPTR
+FIX2_OLD, FIX2_NEW = CLAMP
 FIXED = BASE.replace(FIX1_OLD, FIX1_NEW).replace(FIX2_OLD, FIX2_NEW)
 
 
@@ -80,12 +41,6 @@ def fixed(text: bytes, *, hunk1: bool = True, hunk2: bool = True) -> bytes:
         assert FIX2_OLD in text
         text = text.replace(FIX2_OLD, FIX2_NEW)
     return text
-
-
-def patch_bytes(diff: bytes, *, description: str = "A fix", extra: str = "") -> bytes:
-    head = (f"Description: {description}\nAuthor: Test Author <author@example.com>\n"
-            f"Upstream-Status: Pending\n{extra}")
-    return head.encode() + b"\n---\n" + diff
 
 
 def file_diff(path: str, old: bytes | None, new: bytes | None) -> bytes:
@@ -105,7 +60,7 @@ class Stack:
     def add(self, name: str, diff: bytes, **kw) -> None:
         directory = self.root / "series" / "up"
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / name).write_bytes(patch_bytes(diff, **kw))
+        (directory / name).write_bytes(dep3_patch(diff, **kw))
         self.names.append(name)
         (directory / "series").write_text("".join(n + "\n" for n in self.names))
 

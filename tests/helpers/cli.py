@@ -67,11 +67,18 @@ def ok(root: Path | None, *args: str, cwd: Path | None = None) -> CliResult:
 
 
 def run_subprocess(root: Path | None, *args: str, env: dict[str, str] | None = None,
-                   cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """`python -m patchforge [--root ROOT] ARGS` in a new process (output as bytes)."""
+                   cwd: Path | None = None, timeout: float = 300,
+                   expect: int | None = None) -> subprocess.CompletedProcess:
+    """`python -m patchforge [--root ROOT] ARGS` in a new process (output as bytes); with
+    `expect`, the exit code must be that."""
     argv = (["--root", str(root)] if root is not None else []) + [str(a) for a in args]
-    return subprocess.run([sys.executable, "-m", "patchforge", *argv], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "patchforge", *argv], capture_output=True,
                           env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout)
+    if expect is not None:
+        assert proc.returncode == expect, \
+            (argv, proc.returncode, proc.stdout.decode(errors="replace"),
+             proc.stderr.decode(errors="replace"))
+    return proc
 
 
 def run_on_pty(cmd, cwd, env) -> tuple[int, bytes]:

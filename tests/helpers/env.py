@@ -135,3 +135,11 @@ def shared_example_releases() -> None:
     for upstream, pin in lock["upstreams"].items():
         shared_release(upstream, pin["source"]["package"], pin["version"])
     shared_release("vllm", "vllm", "0.33.0")
+
+
+def need_tool(tool: str) -> None:
+    """Skip the test when the standard tool it checks our output with is not installed."""
+    import shutil
+
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed (apt-get install -y {tool})")

@@ -1,5 +1,6 @@
 """Whole trees captured to compare before and after: `snapshot` for "nothing changed"
-(every entry: bytes and mode of files, symlink targets, directories), `tree_bytes` for contents."""
+(every entry: bytes and mode of files, symlink targets, directories), `tree_bytes` for contents;
+`write_tree` lays a tree of files down."""
 from __future__ import annotations
 
 import os
@@ -29,7 +30,21 @@ def snapshot(root: Path, *, skip_state: bool = False, dirs: bool = True) -> dict
     return out
 
 
-def tree_bytes(directory: Path) -> dict[str, bytes]:
-    """Every file under `directory` (relative path -> bytes), to compare whole trees' contents."""
-    return {p.relative_to(directory).as_posix(): p.read_bytes()
-            for p in sorted(directory.rglob("*")) if p.is_file()}
+def tree_bytes(directory: Path, *, skip: tuple[str, ...] = ()) -> dict[str, bytes]:
+    """Every file under `directory` (relative path -> bytes), to compare whole trees' contents;
+    files below a directory named in `skip` (`.git`, quilt's `.pc`) are left out."""
+    out = {}
+    for path in sorted(directory.rglob("*")):
+        rel = path.relative_to(directory)
+        if path.is_file() and not set(rel.parts[:-1]) & set(skip):
+            out[rel.as_posix()] = path.read_bytes()
+    return out
+
+
+def write_tree(root: Path, files: dict[str, bytes]) -> None:
+    """Write `files` (relative path -> bytes) under `root`, making directories as needed."""
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, data in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)

@@ -14,6 +14,68 @@ BASE_LINES = [f"def f{i}():\n    return {i}\n\n".encode() for i in range(30)]
 BASE = b"".join(BASE_LINES)
 
 
+# An upstream source file in the shape of vLLM's attention helpers, which the fixes of status and
+# bump tests are made against. Functions are far enough apart that each fix is its own hunk.
+ATTENTION = b'''"""Attention helpers."""
+import os
+
+import torch
+
+
+def block_size(config):
+    size = config.block_size or 16
+    return size
+
+
+def fill_indptr(indptr, lengths):
+    total = 0
+    for i, n in enumerate(lengths):
+        indptr[i] = total
+        total += n
+    indptr[len(lengths)] = total
+    return indptr
+
+
+def use_aiter_kernel(device):
+    if device.type != "cuda":
+        return False
+    return os.environ.get("VLLM_USE_AITER", "0") == "1"
+
+
+def row_offset(row, stride, limit):
+    return row * stride
+
+
+def scale_for(dtype):
+    if dtype == "fp8":
+        return 448.0
+    return 1.0
+'''
+
+# (old, new) of the fixes made to ATTENTION, each inside one of its functions.
+INDPTR = (b"    indptr[len(lengths)] = total\n",
+          b"    indptr[len(lengths):].fill_(total)  # padding lanes must not read garbage\n")
+CLAMP = (b"    return row * stride\n",
+         b"    return torch.clamp(row.to(torch.int64) * stride, min=0, max=limit)\n")
+AITER = (b'    if device.type != "cuda":\n', b'    if device.type not in ("cuda", "hip"):\n')
+BLOCK = (b"    size = config.block_size or 16\n", b"    size = config.block_size or 32\n")
+
+
+def changed(text: bytes, *fixes: tuple[bytes, bytes]) -> bytes:
+    """`text` with each (old, new) of `fixes` made; every `old` must be there."""
+    for old, new in fixes:
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+def dep3_patch(diff: bytes, *, description: str = "A fix", extra: str = "") -> bytes:
+    """A patch file with a short DEP-3 header (and `extra` header lines) over `diff`."""
+    head = (f"Description: {description}\nAuthor: Test Author <author@example.com>\n"
+            f"Upstream-Status: Pending\n{extra}")
+    return head.encode() + b"\n---\n" + diff
+
+
 def with_lines(replacements: dict[int, bytes], lines: list[bytes] = BASE_LINES) -> bytes:
     """BASE with function i replaced by `replacements[i]`."""
     return b"".join(replacements.get(i, line) for i, line in enumerate(lines))
