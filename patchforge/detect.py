@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import line_content, line_kind, reverse_hunk
 from patchforge.apply.hunks import apply_file_patch, apply_hunks, lines_of
-from patchforge.store.diff import merge_file
+from patchforge.store.diff import NULL_OID, blob_oid, merge_file
 
 if TYPE_CHECKING:
     from patchforge.apply.hunks import FileApplication
@@ -210,7 +210,33 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True) 
 
 def created_file(fp) -> bytes:
     """The content of the file a creation patch makes."""
+    if fp.binary is not None:
+        return fp.binary.forward.apply(b"")
     return b"".join(line for h in fp.hunks for line in h.new_lines())
+
+
+def assess_binary_file(fp, current: bytes | None) -> FileVerdict:
+    """A `GIT binary patch` is judged by blob id alone, as one change: the target's blob at the
+    path is the patch's post-image (landed, certain), its pre-image (applies, exact), or
+    anything else (a conflict: binary content is never merged or fuzzed)."""
+    verdict = FileVerdict(path=fp.path, target_path=fp.path)
+    verdict.applied = apply_file_patch(current, fp)
+    binary = fp.binary
+    have = blob_oid(current) if current is not None else NULL_OID
+    if have == binary.new_oid:
+        hv = HunkVerdict(0, "failed", "certain",
+                         [f"blob id is the patch's post-image ({have})"])
+    elif have == binary.old_oid and verdict.applied.ok:
+        hv = HunkVerdict(0, "exact")
+    elif have == binary.old_oid:
+        hv = HunkVerdict(0, "failed", None, [f"binary: {verdict.applied.error}"])
+    else:
+        what = "the file is absent" if current is None else f"the file is blob {have}"
+        hv = HunkVerdict(0, "failed", None,
+                         [f"binary: {what}, neither the pre-image ({binary.old_oid}) nor the "
+                          f"post-image ({binary.new_oid})"])
+    verdict.hunks.append(hv)
+    return verdict
 
 
 def created_identically(fp, existing: bytes | None) -> bool:
@@ -317,12 +343,6 @@ def assess_patch(name: str, patch, *, read_base, read_current, exists_in_target,
     renames: dict[str, str] = {}
     evidence: list[str] = []
     for fp in patch.file_patches:
-        if fp.is_binary:
-            from patchforge.errors import InputError
-            raise InputError(f"patch {name}: {fp.path} is a binary patch; patchforge carries "
-                             "text fixes only", path=getattr(patch, "source", name),
-                             line=fp.line_no)
-    for fp in patch.file_patches:
         path = fp.old_path if fp.old_path is not None else fp.new_path
         target_path = path
         if not fp.is_new and not exists_in_target(path):
@@ -341,8 +361,11 @@ def assess_patch(name: str, patch, *, read_base, read_current, exists_in_target,
             evidence.append(f"{path} was renamed upstream to {moved}")
             fp = replace(fp, old_path=moved, new_path=moved if fp.new_path == path
                          else fp.new_path)
-        verdict = assess_file(fp, read_base(path) if not fp.is_new else None,
-                              read_current(target_path))
+        if fp.binary is not None:
+            verdict = assess_binary_file(fp, read_current(target_path))
+        else:
+            verdict = assess_file(fp, read_base(path) if not fp.is_new else None,
+                                  read_current(target_path))
         verdict.path = path
         verdict.target_path = target_path
         files.append(verdict)

@@ -67,6 +67,30 @@ _MOVING_STATE = {"applies": "applies", "offset": "offset", "fuzz": "fuzz", "unsu
                  "partial": "partial", "conflict": "merges"}
 
 
+def binary_move(fp_target, verdict, current: bytes | None,
+                before: bytes | None) -> tuple[bool, bytes | None]:
+    """A binary file patch on the target, judged by blob id: (True, the file after it) when the
+    pre-image is there (it applies exactly) or the post-image is (nothing to do); (False, the
+    target's file) when neither is: binary content is never merged, a human puts the file
+    wanted in place."""
+    application = apply_file_patch(current, fp_target)
+    if application.ok:
+        return True, application.content
+    if verdict.hunks and verdict.hunks[0].landed:
+        return True, before
+    return False, current
+
+
+def binary_stop_note(paths: list[str]) -> str:
+    """What a stop on binary files adds to its message: why there are no conflict markers and
+    how to go on."""
+    if not paths:
+        return ""
+    return (f" ({', '.join(paths)}: binary, not merged: the target has neither the pre-image "
+            "nor the post-image the binary patch records; put the file you want in the "
+            "worktree and --continue, or --skip)")
+
+
 class SeriesJudge:
     """The one judge of a series on a target, used by `status`, `rebase` and `pr`.
 
@@ -186,6 +210,7 @@ class SeriesJudge:
         copies: set[str] = set()
         unchanged = True  # every pre-image and path as in the old series: keep the diff's bytes
         conflicts: list[str] = []
+        binary_stops: list[str] = []
         merged_any = False
         forward = verdict.state in ("applies", "offset") or (
             verdict.state == "unsure" and all(f.applied is not None and f.applied.ok
@@ -224,6 +249,13 @@ class SeriesJudge:
                     continue
             # 3-way: ours = the target as it stands, base = the old series state before this
             # patch, theirs = that plus the patch.
+            if fp.binary is not None:
+                moves, after[path_after] = binary_move(fp_target, fv, current,
+                                                       before[path_after])
+                if not moves:
+                    conflicts.append(path_after)
+                    binary_stops.append(path_after)
+                continue
             theirs = apply_file_patch(None if fp.is_new else base, fp, max_fuzz=2)
             if not theirs.ok or theirs.content is None or current is None:
                 conflicts.append(path_after)
@@ -239,7 +271,8 @@ class SeriesJudge:
         if conflicts:
             return Judgement(name, "stop", "conflict", verdict, stop_kind="conflict",
                              files=conflicts, before=before, after=after, evidence=evidence,
-                             message=f"conflict in {', '.join(conflicts)}")
+                             message=f"conflict in {', '.join(conflicts)}"
+                             + binary_stop_note(binary_stops))
         changes = self._changes(before, after, modes, sources, copies)
         if not changes:
             if verdict.state == "unsure":

@@ -212,18 +212,25 @@ def test_zero_context_hunks_are_flagged():
     assert not top.has_zero_context
 
 
-def test_binary_patches_are_marked(make_git_repo):
+def test_binary_patches_are_read_and_applied_by_blob_id(make_git_repo):
     repo, _ = make_git_repo({"blob.bin": b"\0\1\2"})
     (repo / "blob.bin").write_bytes(b"\0\1\3")
     (repo / "t.txt").write_bytes(b"t\n")
     git(repo, "add", "-A")
-    for extra in (["--binary"], []):
-        out = subprocess.run(["git", "diff", "--cached", *extra], cwd=repo, capture_output=True,
-                             check=True).stdout
-        files = by_path(parse_diff(out))
-        assert files["blob.bin"].is_binary and not files["t.txt"].is_binary
-        with pytest.raises(Exception, match="binary"):
-            apply_file_patch(b"\0\1\2", files["blob.bin"])
+    out = subprocess.run(["git", "diff", "--cached", "--binary"], cwd=repo, capture_output=True,
+                         check=True).stdout
+    files = by_path(parse_diff(out))
+    assert files["blob.bin"].is_binary and not files["t.txt"].is_binary
+    assert apply_file_patch(b"\0\1\2", files["blob.bin"]).content == b"\0\1\3"
+    refused = apply_file_patch(b"\0\1\4", files["blob.bin"])
+    assert not refused.ok and "blob" in refused.error
+    # Without its data a binary change cannot be carried: refused at its line.
+    out = subprocess.run(["git", "diff", "--cached"], cwd=repo, capture_output=True,
+                         check=True).stdout
+    with pytest.raises(InputError, match="without its data") as info:
+        parse_diff(out, source="d.patch")
+    assert info.value.line == out.split(b"\n").index(b"Binary files a/blob.bin and b/blob.bin "
+                                                      b"differ") + 1
 
 
 def test_empty_input_is_an_empty_diff():

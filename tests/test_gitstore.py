@@ -448,9 +448,20 @@ def test_paths_needing_quotes_are_quoted_like_git(tmp_path):
     assert repo_files["dir/caf\u00e9.py"] == b"2\n"
 
 
-def test_binary_content_is_refused():
-    with pytest.raises(StoreError, match="binary"):
-        make_file_diff("x.bin", "x.bin", b"a\0b", b"a\0c")
+def test_binary_content_gets_a_git_binary_patch_git_applies(tmp_path):
+    import random
+
+    rng = random.Random(17)
+    old = bytes(rng.randrange(256) for _ in range(30000))
+    new = old[:100] + b"\0patched\0" + old[110:]
+    # A NUL past git's 8000-byte look is binary to patchforge too (never a text diff with NUL).
+    late = b"x\n" * 5000
+    diff = make_diff([FileChange.at("k.co", old, new), FileChange.at("late.bin", late, late + b"\0"),
+                      FileChange.at("t.csv", b"a,b\r\n", b"a,c\r\n")])
+    assert diff.count(b"GIT binary patch\n") == 2 and b"@@ -1 +1 @@" in diff
+    assert b"delta " in diff  # a small change to a large file: git's delta is the smaller
+    files = _apply_in_repo(tmp_path, {"k.co": old, "late.bin": late, "t.csv": b"a,b\r\n"}, diff)
+    assert files == {"k.co": new, "late.bin": late + b"\0", "t.csv": b"a,c\r\n"}
 
 
 def test_make_diff_is_one_process_for_many_files(monkeypatch):

@@ -191,7 +191,7 @@ def test_fuzz_and_failure_per_profile(env, tmp_path, monkeypatch):
     assert "pkg/mod.py hunk #1" in broken[0]["message"]
 
 
-def test_zero_context_and_binary_hunks(env, tmp_path, monkeypatch):
+def test_zero_context_hunks_and_binary_changes_without_data(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
     add_patch_file(root, "up", "u0.patch", patch(FIELDS, b"diff --git a/a.txt b/a.txt\n--- a/a.txt\n"
                                               b"+++ b/a.txt\n@@ -5 +5 @@\n-line5\n+LINE5\n"))
@@ -201,7 +201,9 @@ def test_zero_context_and_binary_hunks(env, tmp_path, monkeypatch):
     rc, doc = lint_json(root, "--no-forge")
     assert rc == 1
     assert "line 9 of the patch file" in findings(doc, "zero-context", "u0.patch")[0]["message"]
-    assert "x.bin: binary change" in findings(doc, "binary", "bin.patch")[0]["message"]
+    # A binary change without its data cannot be carried: the file is not a valid patch.
+    assert "x.bin: a binary change without its data" in \
+        findings(doc, "parse", "bin.patch")[0]["message"]
 
 
 def test_keeps_invariant_broken_by_a_later_patch(env, tmp_path, monkeypatch):

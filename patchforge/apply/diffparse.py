@@ -16,6 +16,9 @@ import re
 from functools import cached_property
 from dataclasses import dataclass, replace
 
+from patchforge.apply.gitbinary import (NULL_OID, BinaryFormatError, BinaryPatch,
+                                        is_abbreviated_index, parse_binary_blocks,
+                                        parse_index_ids, render_binary)
 from patchforge.errors import InputError, UnsafePathError
 
 NO_NEWLINE_MARKER = b"\\ No newline at end of file\n"
@@ -127,6 +130,8 @@ class FilePatch:
     hunks: tuple[Hunk, ...]
     raw: bytes
     line_no: int
+    # A `GIT binary patch` (is_binary is then True): blob ids and the inflated blocks.
+    binary: BinaryPatch | None = None
 
     @property
     def path(self) -> str:
@@ -409,6 +414,9 @@ class _Parser:
         old_mode = new_mode = None
         is_new = is_delete = is_rename = is_copy = is_binary = False
         similarity = None
+        index_value: bytes | None = None
+        index_line = start
+        binary = None
         i += 1
         n = len(lines)
         while i < n:
@@ -434,6 +442,8 @@ class _Parser:
                 if not m:
                     raise self.err(i, f"bad {key.decode().strip()} line")
                 similarity = int(m.group(1))
+            elif key == b"index ":
+                index_value, index_line = value, i
             i += 1
         hunks: tuple[Hunk, ...] = ()
         if i < n and lines[i].startswith(b"--- "):
@@ -454,10 +464,13 @@ class _Parser:
                 raise self.err(i, "file header with no hunks after it")
         elif i < n and lines[i].startswith(b"GIT binary patch"):
             is_binary = True
-            i = self.skip_binary(i)
+            binary, i = self.binary(i, new_path or old_path or "?", index_value, index_line,
+                                    is_new, is_delete)
         elif i < n and lines[i].startswith(b"Binary files "):
-            is_binary = True
-            i += 1
+            raise self.err(i, f"{new_path or old_path}: a binary change without its data "
+                              "(`Binary files ... differ`): it cannot be carried",
+                           hint="make the diff with `git diff --binary` (or `git format-patch "
+                                "--binary`), which writes a `GIT binary patch`")
         if is_new:
             old_path = None
         if is_delete:
@@ -468,7 +481,7 @@ class _Parser:
             raise self.err(start, "a file section that neither creates, changes nor deletes a file")
         self.check_sides(hunks, is_new, is_delete, start)
         fp = FilePatch(old_path, new_path, old_mode, new_mode, is_rename, is_copy, is_binary,
-                       similarity, hunks, b"", self.lineno(start))
+                       similarity, hunks, b"", self.lineno(start), binary)
         return fp, i
 
     def plain_section(self, i: int) -> tuple[FilePatch, int]:
@@ -538,17 +551,30 @@ class _Parser:
             return rest[:spaces[0]], rest[spaces[0] + 1:]
         return None, None
 
-    def skip_binary(self, i: int) -> int:
-        """Step over a `GIT binary patch` block: one or two literal/delta chunks, each ended by an
-        empty line."""
-        i += 1
-        n = len(self.lines)
-        while i < n and self.lines[i].startswith((b"literal ", b"delta ")):
-            i += 1
-            while i < n and self.lines[i] not in (b"\n", b"\r\n"):
-                i += 1
-            i += 1 if i < n else 0
-        return i
+    def binary(self, i: int, path: str, index_value: bytes | None, index_line: int,
+               is_new: bool, is_delete: bool) -> tuple[BinaryPatch, int]:
+        """Read a `GIT binary patch` (apply/gitbinary.py) at lines[i]; its `index` line must give
+        full blob ids, which are what a binary change is checked by."""
+        if self.lines[i] != b"GIT binary patch\n":
+            raise self.err(i, "malformed `GIT binary patch` line")
+        ids = parse_index_ids(index_value) if index_value is not None else None
+        if ids is None:
+            where = index_line if index_value is not None else i
+            why = ("abbreviated blob ids in its `index` line" if index_value is not None
+                   and is_abbreviated_index(index_value) else "no `index <old>..<new>` line")
+            raise self.err(where, f"{path}: a binary patch with {why}: it cannot be checked",
+                           hint="make the diff with `git diff --binary --full-index`")
+        old_oid, new_oid = ids
+        if is_new != (old_oid.strip("0") == "") or is_delete != (new_oid.strip("0") == ""):
+            raise self.err(index_line, f"{path}: the `index` line's blob ids do not match the "
+                                       "file's creation or deletion")
+        try:
+            forward, reverse, j = parse_binary_blocks(self.lines, i + 1,
+                                                      first_line=self.first_line)
+        except BinaryFormatError as exc:
+            raise self.err(exc.index, f"{path}: {exc}") from None
+        return BinaryPatch(NULL_OID if is_new else old_oid, NULL_OID if is_delete else new_oid,
+                           forward, reverse, self.lineno(index_line)), j
 
     def hunks(self, i: int) -> tuple[tuple[Hunk, ...], int]:
         out: list[Hunk] = []
@@ -707,6 +733,8 @@ def format_file_patch(fp: FilePatch) -> bytes:
             out.append(b"similarity index %d%%\n" % fp.similarity)
         word = b"copy" if fp.is_copy else b"rename"
         out.append(word + b" from " + enc("", a) + b"\n" + word + b" to " + enc("", b) + b"\n")
+    if fp.binary is not None:
+        out.append(render_binary(fp.binary))
     if fp.hunks:
         out.append(b"--- " + (enc("a/", a) if not fp.is_new else b"/dev/null") + b"\n")
         out.append(b"+++ " + (enc("b/", b) if not fp.is_delete else b"/dev/null") + b"\n")
@@ -724,7 +752,13 @@ def reverse_hunk(h: Hunk) -> Hunk:
 
 def reverse_file_patch(fp: FilePatch) -> FilePatch:
     """The patch that undoes `fp` (old and new swapped); its `raw` is freshly rendered."""
+    binary = None
+    if fp.binary is not None:
+        if fp.binary.reverse is None:
+            raise ValueError(f"{fp.path}: the binary patch has no reverse block")
+        binary = BinaryPatch(fp.binary.new_oid, fp.binary.old_oid, fp.binary.reverse,
+                             fp.binary.forward, fp.binary.index_line)
     rev = FilePatch(fp.new_path, fp.old_path, fp.new_mode, fp.old_mode, fp.is_rename, fp.is_copy,
                     fp.is_binary, fp.similarity, tuple(reverse_hunk(h) for h in fp.hunks), b"",
-                    fp.line_no)
+                    fp.line_no, binary)
     return replace(rev, raw=format_file_patch(rev))

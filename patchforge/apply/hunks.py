@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from patchforge.apply.diffparse import FilePatch, Hunk, reverse_file_patch, split_lines
+from patchforge.apply.gitbinary import NULL_OID, BinaryPatch, apply_binary
 from patchforge.errors import ApplyError
 
 _RANK = {"exact": 0, "offset": 1, "fuzz": 2, "failed": 3}
@@ -181,13 +182,33 @@ def _all_failed(fp: FilePatch, error: str) -> FileApplication:
                                  for k in range(len(fp.hunks))), error)
 
 
+def _apply_binary(old: bytes | None, fp: FilePatch, reverse: bool) -> FileApplication:
+    """A `GIT binary patch`: exact, judged by blob id, or failed (never offset, never fuzz)."""
+    binary = fp.binary
+    assert binary is not None
+    old_path, new_path = (fp.new_path, fp.old_path) if reverse else (fp.old_path, fp.new_path)
+    if reverse:
+        if binary.reverse is None and binary.old_oid != NULL_OID:
+            return FileApplication(old_path, new_path, None,
+                                   (HunkOutcome(0, "failed", 0, 0, None),),
+                                   f"{fp.path}: the binary patch has no reverse block")
+        binary = BinaryPatch(binary.new_oid, binary.old_oid,
+                             binary.reverse or binary.forward, binary.forward, binary.index_line)
+    content, why = apply_binary(old, binary)
+    if why is not None:
+        return FileApplication(old_path, new_path, None, (HunkOutcome(0, "failed", 0, 0, None),),
+                               f"{fp.path}: {why}")
+    return FileApplication(old_path, new_path, content, (HunkOutcome(0, "exact", 0, 0, 1),))
+
+
 def apply_file_patch(old: bytes | None, fp: FilePatch, *, max_fuzz: int = 2,
                      reverse: bool = False) -> FileApplication:
     """Apply `fp` to the old content (None: the file does not exist). With reverse=True the
     inverse is applied, which is how "already applied" is detected."""
-    if fp.is_binary:
-        raise ApplyError(f"{fp.path}: binary patches are not supported",
-                         hint="keep binary files out of the patch series")
+    if fp.binary is not None:
+        return _apply_binary(old, fp, reverse)
+    if fp.is_binary:  # the parser never makes one without data; kept for hand-made FilePatches
+        raise ApplyError(f"{fp.path}: a binary change without its data cannot be applied")
     if reverse:
         fp = reverse_file_patch(fp)
     if fp.is_new:

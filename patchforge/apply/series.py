@@ -59,7 +59,8 @@ def describe_failure(name: str, application) -> str:
     failed = [h for h in application.hunks if h.status == "failed"]
     path = application.new_path or application.old_path
     hunks = ", ".join(f"#{h.index + 1}" for h in failed) or "?"
-    return f"patch {name}: hunk {hunks} of {path} does not apply"
+    why = f" ({application.error})" if application.error else ""
+    return f"patch {name}: hunk {hunks} of {path} does not apply{why}"
 
 
 def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
@@ -82,9 +83,6 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
         outcome = PatchOutcome(name)
         for fp in patch.file_patches:
             source_file = getattr(patch, "source", name)
-            if fp.is_binary:
-                raise InputError(f"patch {name}: {fp.path} is a binary patch; patchforge carries "
-                                 "text fixes only", path=source_file, line=fp.line_no)
             if fp.has_zero_context and not allow_zero_context:
                 # Without context a hunk can land anywhere; GNU patch and git apply refuse such
                 # hunks unless told otherwise, and so do we.
@@ -103,6 +101,10 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
             application = apply_file_patch(old, fp, max_fuzz=max_fuzz)
             outcome.files.append(application)
             if not application.ok:
+                if strict and fp.binary is not None:
+                    # A binary change applies exactly or not at all: say where it is.
+                    raise ApplyError(describe_failure(name, application), path=source_file,
+                                     line=fp.binary.index_line)
                 if strict:
                     raise ApplyError(describe_failure(name, application))
                 continue

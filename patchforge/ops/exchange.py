@@ -28,14 +28,6 @@ def slugify(text: str, limit: int = 52) -> str:
     return _SLUG.sub("-", text).strip("-.").lower()[:limit].rstrip("-.") or "patch"
 
 
-def _refuse_binary(patch, source: str) -> None:
-    """Imports refuse binary patches up front rather than letting the first apply trip on them."""
-    for fp in patch.file_patches:
-        if fp.is_binary:
-            raise InputError(f"{fp.path}: a binary patch; patchforge carries text fixes only",
-                             path=source, line=fp.line_no)
-
-
 def _check_new_name(project, upstream: str, file_name: str) -> None:
     from patchforge.ops.series import checked_patch_name
     from patchforge.state import require
@@ -167,7 +159,6 @@ def import_quilt(project, directory: Path, *, upstream: str) -> list[str]:
             raise InputError(f"{entry} is listed but missing", path=str(series_path))
         data = source.read_bytes()
         patch = parse_patch_file(data, str(source))
-        _refuse_binary(patch, str(source))
         if patch.get("Upstream") is None:
             patch = patch.with_field("Upstream", upstream)
         if patch.get("Base") is None:
@@ -212,12 +203,10 @@ def import_mbox(project, store, mbox: Path, *, upstream: str) -> list[str]:
                       ("Origin", f"vendor, {Path(mbox).name}"), ("Upstream-Status", "Pending"),
                       ("Upstream", upstream), ("Base", pin.commit), ("Last-Update", when)]
             # Parse the diff first, under the mbox's name, so that an error points into it.
+            # A binary change must carry its data (`GIT binary patch`, as format-patch
+            # --binary writes); parse_diff refuses `Binary files ... differ` with its line.
             from patchforge.apply.diffparse import parse_diff
-            for fp in parse_diff(diff, source=f"{mbox} (message {int(message.name)})"):
-                if fp.is_binary:
-                    raise InputError(f"{fp.path}: a binary patch; patchforge carries text "
-                                     "fixes only", path=f"{mbox} (message {int(message.name)})",
-                                     line=fp.line_no)
+            parse_diff(diff, source=f"{mbox} (message {int(message.name)})")
             body = quote_diff_like(msg_file.read_bytes().strip())
             data = render_patch_file(fields, body + b"\n" if body else b"", diff)
             file_name = patch_file_name(slugify(subject))

@@ -5,8 +5,8 @@ said by Upstream-Status, the OpenEmbedded convention, or by DEP-3's Forwarded/Ap
 the forms of DEP-3's fields; Description, Origin or Author, Upstream, Base), series/files consistency
 (listed but missing, on disk but unlisted, the same change twice), byte-stability (parse then write
 gives the file back; regenerating the diff with patchforge's fixed options gives the same bytes),
-application on the locked base for every profile (no failure, no fuzz, no zero-context hunks, no
-binary changes), `Keeps:` invariants, `Submitted` fixes whose pull request was closed unmerged,
+application on the locked base for every profile (no failure, no fuzz, no zero-context hunks; a
+binary change only exactly, by blob id), `Keeps:` invariants, `Submitted` fixes whose pull request was closed unmerged,
 `Drop-When` conditions already true, and committed overlays that the series no longer generates.
 
 Severity: an `error` is something that is wrong (exit 1); a `warning` is worth a look but the
@@ -66,8 +66,7 @@ def lint(project, store, *, forge=None) -> list[Finding]:
                     findings.append(Finding(label, "series", f"the same diff as {seen_diffs[digest]}"
                                                              ": a duplicate patch"))
                 seen_diffs.setdefault(digest, label)
-            if not any(fp.is_binary for fp in patch.file_patches):
-                parsed.append((name, patch, raw))
+            parsed.append((name, patch, raw))
         if pin is None:
             if names:
                 findings.append(Finding(upstream, "series", "the upstream has patches but no pin "
@@ -233,12 +232,9 @@ def _headers(label: str, patch, upstream: str, pin) -> list[Finding]:
 
 
 def _diff_shape(label: str, patch) -> list[Finding]:
-    """What no locked base can make right: binary changes and hunks anchored by line number only."""
+    """What no locked base can make right: hunks anchored by line number only."""
     out = []
     for fp in patch.file_patches:
-        if fp.is_binary:
-            out.append(Finding(label, "binary", f"{fp.path}: binary change (patchforge carries "
-                                                "text fixes only)"))
         for hunk in fp.hunks:
             if hunk.zero_context:
                 out.append(Finding(label, "zero-context",
@@ -337,11 +333,18 @@ def _fuzzed_hunks(outcome) -> str:
     return "; ".join(parts)
 
 
+# A binary section's data: from `GIT binary patch` to the next file section or the end.
+_BINARY_DATA = re.compile(rb"(?ms)^GIT binary patch\n.*?(?=^diff --git |\Z)")
+
+
 def _first_difference(stored: bytes, regenerated: bytes) -> tuple[str, bool]:
     """Where the stored diff and the regenerated one part, and whether they differ only in their
-    `index` lines (absent, or blob ids abbreviated by another tool): cosmetic, since `git apply`
-    and `patch` take either and the hunks are the same."""
+    `index` lines (absent, or blob ids abbreviated by another tool) or in the encoding of a
+    `GIT binary patch` (another deflate level, delta instead of literal: the patch applied, so
+    its blob ids are those of the regenerated one): cosmetic, since `git apply` and `patch`
+    take either and the changes are the same."""
     def hunks_only(diff: bytes) -> list[bytes]:
+        diff = _BINARY_DATA.sub(b"GIT binary patch\n", diff)
         return [line for line in diff.split(b"\n") if not line.startswith(b"index ")]
 
     cosmetic = hunks_only(stored) == hunks_only(regenerated)

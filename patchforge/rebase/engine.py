@@ -28,7 +28,8 @@ from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageEr
 from patchforge.formats.lockfile import lock_from_json, lock_to_json
 from patchforge.background import Background
 from patchforge.detect import created_identically
-from patchforge.judge import LazyHistory, SeriesJudge, Target, where_landed
+from patchforge.judge import (LazyHistory, SeriesJudge, Target, binary_move, binary_stop_note,
+                              where_landed)
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.rebase.journal import CorruptJournal, Journal, confined, is_confined
 from patchforge.store.diff import merge_file
@@ -419,6 +420,7 @@ class Rebase:
         after: dict[str, bytes | None] = {}
         unchanged = True  # every pre-image and path as in the old series: keep the diff's bytes
         conflicts: list[str] = []
+        binary_stops: list[str] = []
         merged_any = False
         forward = verdict.state in ("applies", "offset") or (
             verdict.state == "unsure" and all(f.applied is not None and f.applied.ok
@@ -453,6 +455,13 @@ class Rebase:
                     continue
             # 3-way: ours = the new base as it stands, base = the old series state before this
             # patch, theirs = that plus the patch.
+            if fp.binary is not None:
+                moves, after[path_after] = binary_move(fp_target, fv, current,
+                                                       before[path_after])
+                if not moves:
+                    conflicts.append(path_after)
+                    binary_stops.append(path_after)
+                continue
             theirs = apply_file_patch(None if fp.is_new else base, fp, max_fuzz=2)
             if not theirs.ok or theirs.content is None or current is None:
                 conflicts.append(path_after)
@@ -466,7 +475,8 @@ class Rebase:
         if conflicts:
             return None, {"kind": "conflict", "files": conflicts, "evidence": verdict.evidence,
                           "contents": after,
-                          "message": f"conflict in {', '.join(conflicts)}"}
+                          "message": f"conflict in {', '.join(conflicts)}"
+                                     + binary_stop_note(binary_stops)}
         changes = []
         for path, new_content in after.items():
             old_content = before.get(path)

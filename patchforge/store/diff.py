@@ -106,7 +106,9 @@ def make_file_diff(old_path: str | None, new_path: str | None, old: bytes | None
     mode lines, `rename from/to` (no `similarity index` line: it is a heuristic score, not part
     of the change), and `index <old>..<new>[ <mode>]` with full 40-hex blob ids, so the preimage
     can be found in the store by id and the bytes never depend on abbreviation lengths.
-    Returns b"" when nothing changes. Raises StoreError for binary (NUL-containing) content.
+    Returns b"" when nothing changes. Binary content (a NUL byte on either side, see
+    `is_binary`) gets git's `GIT binary patch` (literal or delta, whichever git finds smaller,
+    with the reverse block), which `git apply` and `git am` take.
     """
     return make_diff([FileChange(old_path, new_path, old, new, old_mode, new_mode)])
 
@@ -133,7 +135,7 @@ def make_diffs(groups: Iterable[Iterable[FileChange]]) -> list[bytes]:
     for items in sorted_groups:
         mine = hunks[at:at + len(items)]
         at += len(items)
-        out.append(b"".join(_diff_header(c, bool(mine[i])) + mine[i]
+        out.append(b"".join(_diff_header(c, mine[i].startswith(b"@@")) + mine[i]
                             for i, c in enumerate(items)
                             if c.old != c.new or c.old_path != c.new_path or _mode_changed(c)))
     return out
@@ -144,10 +146,6 @@ def _check_change(c: FileChange) -> None:
         raise StoreError("a diff side needs both a path and content, or neither")
     if c.old is None and c.new is None:
         raise StoreError("a diff needs at least one side")
-    for side in (c.old, c.new):
-        if side is not None and b"\0" in side:
-            raise StoreError(f"{c.new_path or c.old_path}: binary content (NUL byte) "
-                             "cannot be carried in a text patch")
     for mode in (c.old_mode, c.new_mode):
         if mode not in ("100644", "100755", "120000"):
             raise StoreError(f"unsupported file mode {mode}")
@@ -215,11 +213,21 @@ def _unprefixed(raw: bytes) -> bytes:
     return raw
 
 
+def is_binary(data: bytes | None) -> bool:
+    """Content patchforge carries as a `GIT binary patch`: any NUL byte. (git itself looks at
+    the first 8000 bytes only; a NUL further in would give a text diff no tool applies right.)
+    A CSV or JSON file, CRLF or not, UTF-8 or not, is text."""
+    return data is not None and b"\0" in data
+
+
 def _git_hunks(pairs: list[tuple[bytes | None, bytes | None]]) -> list[bytes]:
-    """The hunk part (from the first `@@`) of git's diff of each (old, new) pair.
+    """The hunk part (from the first `@@`, or the `GIT binary patch` line) of git's diff of each
+    (old, new) pair.
 
     One `git diff --no-index` over two temporary directories whose files are named by the pair's
-    number, so a 300-file diff costs one process, not 300.
+    number, so a 300-file diff costs one process, not 300. Pairs with binary content are marked
+    `binary` in an attributes file for that process, so git writes them as binary patches
+    whatever its own heuristic says; deflate runs at the fixed level 9.
     """
     result = [b""] * len(pairs)
     todo = [i for i, (o, n) in enumerate(pairs) if o != n]
@@ -229,13 +237,20 @@ def _git_hunks(pairs: list[tuple[bytes | None, bytes | None]]) -> list[bytes]:
         root = Path(tmp)
         for side in ("o", "n"):
             (root / side).mkdir()
+        binary = []
         for i in todo:
             old, new = pairs[i]
             if old is not None:
                 (root / "o" / str(i)).write_bytes(old)
             if new is not None:
                 (root / "n" / str(i)).write_bytes(new)
-        proc = run_git("diff", "--no-index", *DIFF_OPTIONS, "--", "o", "n", cwd=root, ok=(0, 1))
+            if is_binary(old) or is_binary(new):
+                binary.append(i)
+        attributes = root / "attributes"
+        attributes.write_bytes(b"".join(b"o/%d binary\nn/%d binary\n" % (i, i) for i in binary))
+        proc = run_git("-c", f"core.attributesFile={attributes}", "-c", "core.compression=9",
+                       "diff", "--no-index", *DIFF_OPTIONS, "--binary", "--", "o", "n",
+                       cwd=root, ok=(0, 1))
     out = proc.stdout
     # No line of a hunk starts with "diff --git " (every hunk line starts with ' ', '+', '-' or
     # '\'), so splitting on it is exact.
@@ -247,8 +262,10 @@ def _git_hunks(pairs: list[tuple[bytes | None, bytes | None]]) -> list[bytes]:
             raise StoreError("unexpected git diff output: " + chunk[:80].decode("utf-8", "replace"))
         at = chunk.find(b"\n@@ ")
         if at < 0:
+            at = chunk.find(b"\nGIT binary patch\n")
+        if at < 0:
             if b"\nBinary files " in chunk:
-                raise StoreError("binary content cannot be carried in a text patch")
+                raise StoreError("git wrote a binary change without its data")
             continue
         result[int(m.group(1))] = chunk[at + 1:]
     return result
