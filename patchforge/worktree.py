@@ -28,10 +28,12 @@ from patchforge.errors import ApplyError, InputError, UsageError
 from patchforge.fsutil import atomic_delete, atomic_write
 from patchforge.stack import refuse_creation_collisions, refuse_symlinked_paths
 from patchforge.store.diff import FileChange, make_diff
+from patchforge.store.objects import (EMPTY_TREE, commit_bytes, edit_tree, object_id,
+                                      write_small_pack)
 
 # Build products made while testing a fix (python -m py_compile, pytest) are not part of it.
 _EXCLUDE = b"__pycache__/\n*.pyc\n.pytest_cache/\n"
-_BASE_MESSAGE = b"patchforge: the files before the patch\n"
+_BASE_MESSAGE = "patchforge: the files before the patch\n"
 
 
 @dataclass(frozen=True)
@@ -54,27 +56,44 @@ class Worktree:
     @classmethod
     def create(cls, path: Path, before: dict[str, tuple[str, bytes]],
                after: dict[str, bytes | None], modes: dict[str, str] | None = None) -> "Worktree":
-        """A new worktree at `path` (whatever was there is removed): HEAD holds `before`
-        (path -> (mode, content), the files as they are before the patch), the working files
-        then take `after` (path -> content, None to delete) with `modes` (path -> mode)."""
+        """A worktree at `path` holding only these files (whatever else was there is removed):
+        HEAD holds `before` (path -> (mode, content), the files as they are before the patch),
+        the working files then take `after` (path -> content, None to delete) with `modes`
+        (path -> mode).
+
+        The repository of a worktree already there is reused (its working files go, its
+        objects stay): a rebase that stops many times makes one repository, not one per stop
+        (creating and removing one was most of a stop's file system work). HEAD's commit is
+        made here (store/objects.py), and one `git reset --hard` sets HEAD, the index and the
+        `before` files."""
+        from patchforge.store.git import IMPORT_IDENT
+
         for rel in (*before, *after):
             _check_rel(rel)
         work = cls(path)
-        if work.path.exists() or work.path.is_symlink():
-            shutil.rmtree(work.path) if work.path.is_dir() and not work.path.is_symlink() \
-                else work.path.unlink()
-        work.path.mkdir(parents=True)
-        work._git("init", "-q", "--template=")
-        info = work.path / ".git" / "info"
-        info.mkdir(parents=True, exist_ok=True)
-        (info / "exclude").write_bytes(_EXCLUDE)
-        for rel, (mode, content) in before.items():
-            work._write(rel, content, mode)
-        if before:
-            # -f: a tracked file stays tracked even if it looks like a build product.
-            work._git("add", "-f", "--", *before)
-        work._git("commit", "-q", "--no-verify", "--allow-empty", "-F", "-",
-                  input=_BASE_MESSAGE)
+        work._clear()
+        if not (work.path / ".git" / "HEAD").is_file():
+            work._git("init", "-q", "--template=")
+            info = work.path / ".git" / "info"
+            info.mkdir(parents=True, exist_ok=True)
+            (info / "exclude").write_bytes(_EXCLUDE)
+        # HEAD's objects go into one pack: loose objects would make a directory each, and on
+        # some disks removing a directory costs milliseconds.
+        objects: dict[str, tuple[bytes, bytes]] = {}
+
+        def write(kind: bytes, data: bytes) -> str:
+            oid = object_id(kind, data)
+            objects[oid] = (kind, data)
+            return oid
+
+        tree = edit_tree(EMPTY_TREE, {os.fsencode(rel): (mode, write(b"blob", content))
+                                      for rel, (mode, content) in before.items()},
+                         lambda oid: {}, write)
+        raw = commit_bytes(tree, [], IMPORT_IDENT, _BASE_MESSAGE)
+        assert raw is not None  # a fixed identity and message git takes as they are
+        head = write(b"commit", raw)
+        write_small_pack(work.path / ".git", objects)
+        work._git("reset", "-q", "--hard", head)
         for rel, new in after.items():
             if new is None:
                 target = work.path / rel
@@ -92,6 +111,26 @@ class Worktree:
         if created:
             work._git("add", "-f", "-N", "--", *created)
         return work
+
+    def _clear(self) -> None:
+        """Remove everything at the worktree's place but a repository of ours (`.git`, a
+        directory with an `info/exclude`): another stop's files, and whatever a user left."""
+        if self.path.is_symlink() or (self.path.exists() and not self.path.is_dir()):
+            self.path.unlink()
+        self.path.mkdir(parents=True, exist_ok=True)
+        for entry in os.scandir(self.path):
+            if entry.name == ".git" and entry.is_dir(follow_symlinks=False) and \
+                    (Path(entry.path) / "info" / "exclude").is_file():
+                # The packs of earlier stops' HEADs: nothing will point at them again.
+                packs = Path(entry.path) / "objects" / "pack"
+                for pack in (packs.iterdir() if packs.is_dir() else ()):
+                    pack.unlink()
+                Path(entry.path, "ORIG_HEAD").unlink(missing_ok=True)
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
 
     def add(self, rel: str, base: tuple[str, bytes] | None) -> bool:
         """Track `rel` (`patchforge add`, `edit --file`): its base (mode, content), if the
@@ -114,7 +153,7 @@ class Worktree:
                 tree = self._git("write-tree", env=env).decode().strip()
             finally:
                 index.unlink(missing_ok=True)
-            commit = self._git("commit-tree", tree, input=_BASE_MESSAGE).decode().strip()
+            commit = self._git("commit-tree", tree, input=_BASE_MESSAGE.encode()).decode().strip()
             self._git("update-ref", "HEAD", commit)
             self._git("update-index", "--add", "--cacheinfo", f"{mode},{oid},{rel}")
             if not (target.exists() or target.is_symlink()):
@@ -184,7 +223,10 @@ class Worktree:
              env: dict[str, str] | None = None) -> bytes:
         from patchforge.store.git import run_git
 
-        proc = run_git("-c", "core.autocrlf=false", "-c", "core.fileMode=true", *args,
+        # No reflogs: nobody goes back in a worktree's history, and each would be more files
+        # (and directories) to write and remove.
+        proc = run_git("-c", "core.autocrlf=false", "-c", "core.fileMode=true",
+                       "-c", "core.logAllRefUpdates=false", *args,
                        cwd=self.path, input=input, env=env, ok=None)
         if proc.returncode != 0:
             raise UsageError(f"git {' '.join(args[:2])} failed in {self.path}: "

@@ -339,6 +339,74 @@ def test_commit_files_is_deterministic_and_keeps_modes(store, wheel_commit, tmp_
         assert other.commit_files(base, changes, message="fix\n", author=author) == commit
 
 
+def _commit_with_git_index(store, base: str, changes: dict, modes: dict, message: str) -> str:
+    """What git's own index makes of the same change: read-tree, update-index --index-info
+    (in path order), write-tree, commit-tree, with the store's fixed identity."""
+    env = {**git_env(), "GIT_INDEX_FILE": str(store.git_dir / "reference-index")}
+    def run(*args, input=None):
+        return subprocess.run(["git", "--git-dir", str(store.git_dir), *args], input=input,
+                              env=env, capture_output=True, check=True).stdout
+    run("read-tree", base + "^{tree}")
+    lines = b""
+    for path in sorted(changes):
+        data = changes[path]
+        if data is None:
+            lines += b"0 " + b"0" * 40 + b"\t" + path.encode() + b"\0"
+            continue
+        oid = run("hash-object", "-w", "--stdin", input=data).strip()
+        mode = modes.get(path) or (store.entry(base, path) or ("100644",))[0]
+        lines += mode.encode() + b" " + oid + b"\t" + path.encode() + b"\0"
+    run("update-index", "-z", "--index-info", input=lines)
+    tree = run("write-tree").decode().strip()
+    (store.git_dir / "reference-index").unlink()
+    return run("commit-tree", tree, "-p", base, input=message.encode()).decode().strip()
+
+
+@pytest.mark.parametrize("changes,modes", [
+    ({"pkg/mod.py": b"changed\n"}, {}),
+    ({"pkg/deep/new/dir/file.py": b"new\n", "top.txt": b"root level\n"}, {}),
+    ({"pkg/data/latin1.txt": None}, {}),  # the directory it leaves empty disappears
+    ({"pkg/bin/tool.sh": None, "pkg/data/latin1.txt": None, "pkg/mod.py": None,
+      "pkg/__init__.py": None}, {}),  # every file of pkg/: the directory goes too
+    ({"pkg/data": b"a file where a directory was\n"}, {}),
+    ({"pkg/mod.py/inner.py": b"a directory where a file was\n"}, {}),
+    ({"pkg/mod.py": b"now executable\n", "pkg/run.sh": b"#!/bin/sh\n"},
+     {"pkg/mod.py": "100755", "pkg/run.sh": "100755"}),
+    ({"pkg/absent.py": None, "pkg/data": None}, {}),  # nothing there / a directory: kept
+    ({"pkg/mod.py": WHEEL_FILES["pkg/mod.py"]}, {}),  # the same bytes: the same tree
+])
+def test_commit_files_makes_the_commit_git_index_makes(store, wheel_commit, changes, modes):
+    """The commit is written without git (the trees on the changed paths only): its id, and so
+    every object in it, is the one git's own index plumbing makes of the same change."""
+    base = wheel_commit.commit
+    ours = store.commit_files(base, changes, modes=modes, message="series so far\n")
+    assert ours == _commit_with_git_index(store, base, changes, modes, "series so far\n")
+    subprocess.run(["git", "--git-dir", str(store.git_dir), "fsck", "--strict", "--no-dangling"],
+                   env=git_env(), check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("author,message", [
+    (("Dev One", "dev@example.com", "1700000000 +0100"), "fix\n\nbody\n"),
+    (("Dév Ōne", "", "0 -0530"), "no newline at the end"),
+    ((" Dev, ", "<dev@example.com>", "1700000000 +0100"), "crud git strips\n"),
+    (("Dev", "dev@example.com", "2023-11-14T22:13:20Z"), "a date git parses\n"),
+    (("Dev", "dev@example.com", "1700000000 +0100"), "a non-character \ufffe git rewrites\n"),
+])
+def test_commit_tree_is_the_commit_git_makes(store, wheel_commit, author, message):
+    """Written without git when nothing would change on the way, by git otherwise: the same
+    commit either way."""
+    tree = store.tree_id(wheel_commit.commit)
+    name, email, date = author
+    date = "@" + date if date[0].isdigit() and " " in date else date
+    env = {**git_env(), "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
+           "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email,
+           "GIT_COMMITTER_DATE": date}
+    expected = subprocess.run(["git", "--git-dir", str(store.git_dir), "commit-tree", tree, "-p",
+                               wheel_commit.commit], input=message.encode(), env=env,
+                              capture_output=True, check=True).stdout.decode().strip()
+    assert store.commit_tree(tree, [wheel_commit.commit], message, author=author) == expected
+
+
 # ---- merges
 
 

@@ -33,7 +33,7 @@ def all_bytes(root: Path) -> list[bytes]:
         for path in (root / top).rglob("*"):
             if path.is_file():
                 out.append(path.read_bytes())
-                if path.name in ("originals.json", "staged.json"):
+                if path.name == "originals.json" or path.name.startswith("staged"):
                     out += [base64.b64decode(v) for v in json.loads(out[-1]).values() if v]
     return out
 

@@ -181,7 +181,11 @@ class Rebase:
                     "base": stopped["base"], "old_base": stopped["old_base"], "changes": changes}
             data["stopped"] = None
             self.journal.save()
+            # The worktree stays until the run goes through: the next stop reuses its
+            # repository (worktree.Worktree.create).
+            result = self._run()
             self._remove_worktree(stopped["upstream"])
+            return result
         return self._run()
 
     def abort(self) -> list[str]:

@@ -3,8 +3,11 @@
 It lives in `.patchforge/rebase/`:
 - `journal.json`: where the run stands, rewritten atomically after every step. Its presence is
   what "a rebase is in progress" means: it is the first file written and the first removed.
-- `staged.json`: the new patch files (name -> base64), written before the journal names them,
-  in one file: one durable write per save rather than one per patch.
+- `staged-<n>.json`: the new patch files (name -> base64), written before the journal names
+  them: each save adds one file with what was staged since the last one (one durable write per
+  save rather than one per patch; rewriting all of them at every stop made a series with many
+  stops quadratic). A later file overrides an earlier one. (`staged.json`, the one file of
+  journals written before, is read as the first.)
 - `originals.json` and `orig-overlays/`: once the write-out begins, the project files it
   replaces and the whole overlays/ tree as they were, for a byte-for-byte `--abort`.
 
@@ -115,21 +118,36 @@ class Journal:
                              "not there", hint="`patchforge rebase --abort`")
         return saved[staged]
 
+    def _staged_files(self) -> list[Path]:
+        """The staged files in the order they were written."""
+        numbered = []
+        for path in self.dir.glob("staged-*.json"):
+            number = path.name[len("staged-"):-len(".json")]
+            if number.isdigit():
+                numbered.append((int(number), path))
+        legacy = self.dir / "staged.json"
+        return ([legacy] if legacy.exists() else []) + [path for _, path in sorted(numbered)]
+
     def _load_saved(self) -> dict[str, bytes]:
         if self._saved is None:
-            path = self.dir / "staged.json"
-            self._saved = {name: base64.b64decode(data) for name, data in
-                           json.loads(path.read_bytes()).items()} if path.exists() else {}
+            self._saved = {}
+            for path in self._staged_files():
+                self._saved.update({name: base64.b64decode(data) for name, data in
+                                    json.loads(path.read_bytes()).items()})
         return self._saved
 
     def flush_staged(self) -> None:
+        """Make the pending staged bytes durable: one new file with them alone."""
         if not self._pending:
             return
-        everything = {**self._load_saved(), **self._pending}
-        atomic_write(self.dir / "staged.json", json.dumps(
-            {name: base64.b64encode(data).decode() for name, data in sorted(everything.items())}
+        files = self._staged_files()
+        last = files[-1].name[len("staged-"):-len(".json")] if files else ""
+        number = int(last) + 1 if last.isdigit() else 1
+        atomic_write(self.dir / f"staged-{number}.json", json.dumps(
+            {name: base64.b64encode(data).decode() for name, data in sorted(self._pending.items())}
         ).encode())
-        self._saved = everything
+        if self._saved is not None:
+            self._saved.update(self._pending)
         self._pending = {}
 
     def save_originals(self, root: Path, rels: list[str]) -> None:

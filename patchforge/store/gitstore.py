@@ -22,11 +22,12 @@ from pathlib import Path
 
 from patchforge.errors import StoreError
 from patchforge.store.catfile import CatFile, parse_tree
-from patchforge.store.diff import NULL_OID, blob_oid, check_path, decode_path
+from patchforge.store.diff import check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, check_label, check_upstream_name, run_git,
                                   scratch_dir)
 from patchforge.store.giturl import check_git_url, is_local_git_url
 from patchforge.store.imports import ImportResult, import_directory, import_wheel
+from patchforge.store.objects import commit_bytes, edit_tree, write_loose
 from patchforge.store.rangediff import RangeDiffImport
 
 
@@ -548,31 +549,25 @@ class UpstreamStore:
         """
         base_commit = self.resolve(base)
         parents = [self.resolve(p) for p in (parents if parents is not None else [base_commit])]
-        name, email, date = author or IMPORT_IDENT
-        index_lines = []
-        blobs = self._write_blobs([data for data in changes.values() if data is not None])
-        for path in sorted(changes):
+        entries = self.entries(base_commit, [p for p in changes
+                                             if changes[p] is not None and p not in (modes or {})])
+        edits: dict[bytes, tuple[str, str] | None] = {}
+        for path, data in changes.items():
             raw = check_path(path)
-            data = changes[path]
             if data is None:
-                index_lines.append(b"0 " + NULL_OID.encode() + b"\t" + raw)
+                edits[raw] = None
                 continue
-            mode = (modes or {}).get(path)
-            if mode is None:
-                existing = self.entry(base_commit, path)
-                mode = existing[0] if existing else "100644"
-            index_lines.append(f"{mode} {blobs[blob_oid(data)]}\t".encode() + raw)
-        with tempfile.TemporaryDirectory(prefix="patchforge-index-") as tmp:
-            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-            self._run("read-tree", base_commit + "^{tree}", env=env)
-            self._run("update-index", "-z", "--index-info",
-                      input=b"".join(line + b"\0" for line in index_lines), env=env)
-            tree = self._out("write-tree", env=env).strip()
-        return self.commit_tree(tree, parents, message, author=(name, email, date))
+            mode = (modes or {}).get(path) or (entries[path] or ("100644",))[0]
+            edits[raw] = (mode, self._write_object(b"blob", data))
+        tree = edit_tree(self.tree_id(base_commit), edits, self._read_tree, self._write_object)
+        return self.commit_tree(tree, parents, message, author=author)
 
     def commit_tree(self, tree: str, parents: list[str], message: str, *,
                     author: tuple[str, str, str] | None = None) -> str:
         name, email, date = author or IMPORT_IDENT
+        raw = commit_bytes(tree, parents, (name, email, date), message)
+        if raw is not None:
+            return self._write_object(b"commit", raw)
         if re.fullmatch(r"\d+ [+-]\d{4}", date):
             # git's raw form; the '@' makes git read it as seconds even when small (epoch 0).
             date = "@" + date
@@ -584,23 +579,18 @@ class UpstreamStore:
             args += ["-p", parent]
         return self._out(*args, input=message.encode("utf-8"), env=ident).strip()
 
-    def _write_blobs(self, contents: list[bytes]) -> dict[str, str]:
-        """Write blobs with one `git hash-object -w --stdin-paths`; returns id -> id."""
-        if not contents:
-            return {}
-        with tempfile.TemporaryDirectory(prefix="patchforge-blobs-", dir=scratch_dir()) as tmp:
-            paths = []
-            for i, data in enumerate(contents):
-                p = Path(tmp) / str(i)
-                p.write_bytes(data)
-                paths.append(str(p))
-            out = self._out("hash-object", "-w", "--no-filters", "--stdin-paths",
-                            input="".join(p + "\n" for p in paths).encode())
-        ids = out.split()
-        for data, oid in zip(contents, ids):
-            if blob_oid(data) != oid:
-                raise StoreError("git wrote a blob whose id differs from its content's")
-        return {oid: oid for oid in ids}
+    def _write_object(self, kind: bytes, data: bytes) -> str:
+        """One object into the store, as a loose object (store/objects.py), without git."""
+        return write_loose(self.git_dir, kind, data)
+
+    def _read_tree(self, tree: str) -> dict[bytes, tuple[str, str]]:
+        """The parsed tree `tree` (a full id), read once per process."""
+        if tree not in self._tree_cache:
+            got = self._cat.query([tree])[0]
+            if got is None or got[1] != "tree":
+                raise StoreError(f"tree {tree} is not in the upstream store")
+            self._tree_cache[tree] = parse_tree(got[2])
+        return self._tree_cache[tree]
 
     # ---- merges
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from patchforge.errors import StoreError
+from patchforge.store.objects import pack_index, pack_object_header
 
 _DEFLATED = 8
 _ZLIB_HEADER = b"\x78\x01"  # deflate, 32 KiB window, "fastest" level: a valid zlib header
@@ -175,19 +176,6 @@ def _hash_member(fd: int, wheel: Path, member: PackMember) -> None:
         member.recompressed = zlib.compress(content, 1)
 
 
-def _object_header(kind: int, size: int) -> bytes:
-    # Type and size: 3 bits of type and 4 of size in the first byte, then 7 bits per byte.
-    out = bytearray()
-    byte = (kind << 4) | (size & 0x0F)
-    size >>= 4
-    while size:
-        out.append(byte | 0x80)
-        byte = size & 0x7F
-        size >>= 7
-    out.append(byte)
-    return bytes(out)
-
-
 def write_pack(git_dir: Path, wheel: Path, members: list[PackMember]) -> str | None:
     """Write the hashed members as one pack in `git_dir` (a blob that two members share, once):
     the pack's name, or None when there is nothing to write."""
@@ -211,7 +199,7 @@ def write_pack(git_dir: Path, wheel: Path, members: list[PackMember]) -> str | N
             emit(b"PACK" + struct.pack(">II", 2, len(unique)))
             offset = 12
             for oid, member in unique.items():
-                head = _object_header(_OBJ_BLOB, member.file_size)
+                head = pack_object_header(_OBJ_BLOB, member.file_size)
                 crc = zlib.crc32(head)
                 emit(head)
                 length = len(head)
@@ -245,7 +233,7 @@ def write_pack(git_dir: Path, wheel: Path, members: list[PackMember]) -> str | N
         entries.sort()
         fd, tmp_idx = _temp(pack_dir, "tmp_idx_")
         with os.fdopen(fd, "wb") as out:
-            out.write(_index_bytes(entries, checksum))
+            out.write(pack_index(entries, checksum))
             out.flush()
             os.fsync(out.fileno())
         name = f"pack-{checksum.hex()}"
@@ -267,31 +255,6 @@ def write_pack(git_dir: Path, wheel: Path, members: list[PackMember]) -> str | N
                 except FileNotFoundError:
                     pass
         raise
-
-
-def _index_bytes(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes:
-    """A version 2 pack index of sorted (id, crc, offset) entries."""
-    fanout = [0] * 256
-    for oid, _, _ in entries:
-        fanout[oid[0]] += 1
-    running = 0
-    for i in range(256):
-        running += fanout[i]
-        fanout[i] = running
-    large: list[int] = []
-    offsets = bytearray()
-    for _, _, offset in entries:
-        if offset < 0x80000000:
-            offsets += struct.pack(">I", offset)
-        else:
-            offsets += struct.pack(">I", 0x80000000 | len(large))
-            large.append(offset)
-    body = b"".join([
-        b"\xfftOc", struct.pack(">I", 2), struct.pack(">256I", *fanout),
-        b"".join(oid for oid, _, _ in entries),
-        b"".join(struct.pack(">I", crc) for _, crc, _ in entries),
-        bytes(offsets), b"".join(struct.pack(">Q", o) for o in large), pack_checksum])
-    return body + hashlib.sha1(body).digest()
 
 
 def _temp(directory: Path, prefix: str) -> tuple[int, str]:
