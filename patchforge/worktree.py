@@ -258,10 +258,57 @@ def editing(project, upstream: str) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def _series_prefix(project, upstream: str, file_name: str):
+class _FilePatches:
+    """Some of a patch's file patches, with its source: what apply_series and the path checks
+    read of a patch."""
+
+    def __init__(self, file_patches: tuple, source: str) -> None:
+        self.file_patches = file_patches
+        self.source = source
+
+
+def _series_prefix(project, upstream: str, file_name: str, paths) -> tuple[list, set[str]]:
+    """What the patches before FILE_NAME do to `paths`: [(name, their file patches on those
+    paths)], in series order, and the paths that involves (renames and copies followed back to
+    their sources). Only the patches whose text names one of the paths are parsed: an edit of a
+    patch deep in a long series costs what its files went through, not the whole series."""
     names = project.patch_names(upstream)
-    index = names.index(file_name)
-    return [(n, project.read_patch(upstream, n)) for n in names[:index]]
+    wanted = set(paths)
+    picked = []
+    for name in reversed(names[:names.index(file_name)]):
+        if not any(_may_name(path, project.read_patch_bytes(upstream, name)) for path in wanted):
+            continue
+        patch = project.read_patch(upstream, name)
+        mine = tuple(fp for fp in patch.file_patches
+                     if fp.old_path in wanted or fp.new_path in wanted)
+        if mine:
+            wanted.update(p for fp in mine for p in (fp.old_path, fp.new_path) if p)
+            picked.append((name, _FilePatches(mine, patch.source)))
+    picked.reverse()
+    return picked, wanted
+
+
+def _may_name(path: str, text: bytes) -> bool:
+    """False only when `text` (a patch file) cannot touch `path`: a diff names each path it
+    touches, as it is unless git quotes it (then the patch is parsed to know)."""
+    raw = os.fsencode(path)
+    if any(b < 0x20 or b >= 0x7f or b in (0x22, 0x5c) for b in raw):
+        return True
+    return raw in text
+
+
+def series_paths_state(project, store, upstream: str, file_name: str, pin: str, paths):
+    """(the state the series before FILE_NAME leaves `paths` in, on store commit `pin`
+    (apply_series' SeriesState), the prefix applied, the paths involved)."""
+    prefix, involved = _series_prefix(project, upstream, file_name, paths)
+    refuse_symlinked_paths(store, pin, prefix)
+    refuse_creation_collisions(store, pin, prefix)
+    before = apply_series(lambda wanted: store.read_blobs(pin, wanted), prefix, strict=True)
+    missing = sorted(set(paths) - set(before.current))
+    if missing:
+        for path, data in store.read_blobs(pin, missing).items():
+            before.base[path] = before.current[path] = data
+    return before, prefix, involved
 
 
 def open_worktree(project, store, name: str, *, files=()) -> Path:
@@ -277,12 +324,17 @@ def open_worktree(project, store, name: str, *, files=()) -> Path:
     def read_base(paths):
         return store.read_blobs(pin.commit, paths)
 
-    prefix = _series_prefix(project, upstream, file_name)
     patch = project.read_patch(upstream, file_name)
+    paths = sorted({p for fp in patch.file_patches for p in (fp.old_path, fp.new_path) if p})
+    files = [_worktree_relative(work, f) for f in files]
     # The worktree is written on disk: nothing may go through an upstream symlink.
-    refuse_symlinked_paths(store, pin.commit, prefix + [(file_name, patch)])
-    refuse_creation_collisions(store, pin.commit, prefix + [(file_name, patch)])
-    before = apply_series(read_base, prefix, strict=True)
+    refuse_symlinked_paths(store, pin.commit, [(file_name, patch)])
+    refuse_creation_collisions(store, pin.commit, [(file_name, patch)])
+    # Only the files the worktree holds are taken through the series before NAME: its base
+    # commit has the series' changes to those (`series_paths` of the state); `add` takes a
+    # later file through the series when it comes.
+    before, prefix, involved = series_paths_state(project, store, upstream, file_name,
+                                                  pin.commit, [*paths, *files])
     modes = {fp.new_path: fp.new_mode for _, p in prefix for fp in p.file_patches
              if fp.new_path and fp.new_mode and before.current.get(fp.new_path) is not None}
     before_commit = store.commit_files(pin.commit, dict(before.current), modes=modes,
@@ -292,12 +344,12 @@ def open_worktree(project, store, name: str, *, files=()) -> Path:
                  if fp.new_path and fp.new_mode}
     through = apply_series(read_base, [(file_name, patch)], strict=False, state=before)
     failed = [o for o in through.outcomes[-1:] if not o.ok]
-    paths = sorted({p for fp in patch.file_patches for p in (fp.old_path, fp.new_path) if p})
     Worktree.create(work, files_at(store, before_commit, paths),
                     {p: through.current.get(p) for p in paths
                      if through.current.get(p) != before_files.get(p, through.base.get(p))},
                     modes=new_modes)
-    state = {"patch": file_name, "base": before_commit, "pin": pin.commit}
+    state = {"patch": file_name, "base": before_commit, "pin": pin.commit,
+             "series_paths": sorted(involved | set(before.current))}
     atomic_write(state_file(project, upstream), (json.dumps(state, indent=2) + "\n").encode())
     add_files(store, Worktree(work), before_commit, files)
     if failed:
@@ -360,7 +412,34 @@ def add_to_worktree(project, store, paths, *, upstream: str | None = None,
         raise UsageError("several worktrees are open: " + ", ".join(sorted(open_ones)),
                          hint="say which with --upstream")
     work = Worktree(project.work_dir(chosen))
-    return work.path, add_files(store, work, open_ones[chosen], paths)
+    base = open_ones[chosen]
+    state = editing(project, chosen) if not (stopped and stopped["upstream"] == chosen) else None
+    if state is not None and "series_paths" in state:
+        base = _through_series(project, store, chosen, state,
+                               [_worktree_relative(work.path, p) for p in paths])
+    return work.path, add_files(store, work, base, paths)
+
+
+def _through_series(project, store, upstream: str, state: dict, paths: list[str]) -> str:
+    """An edit's base commit holds the series' changes to the files its worktree was made with
+    (`series_paths`): take the series before the edited patch through `paths` too, and return
+    the base that holds them (recorded in the editing state)."""
+    new = sorted(set(paths) - set(state["series_paths"]))
+    if not new:
+        return state["base"]
+    before, prefix, involved = series_paths_state(project, store, upstream, state["patch"],
+                                                  state["pin"], new)
+    changed = {p: c for p, c in before.current.items() if c != before.base.get(p)}
+    modes = {fp.new_path: fp.new_mode for _, p in prefix for fp in p.file_patches
+             if fp.new_path and fp.new_mode and fp.new_path in changed}
+    base = state["base"]
+    if changed:
+        base = store.commit_files(base, changed, modes=modes,
+                                  message=f"{upstream}: series before {state['patch']}")
+    updated = {**state, "base": base,
+               "series_paths": sorted({*state["series_paths"], *involved, *before.current})}
+    atomic_write(state_file(project, upstream), (json.dumps(updated, indent=2) + "\n").encode())
+    return base
 
 
 def _worktree_relative(work: Path, path: str) -> str:

@@ -108,6 +108,33 @@ def test_new_edit_refresh_makes_git_s_diff(project, tmp_path):
     assert patch_bytes(root, "fix-crlf") == data
 
 
+def test_a_file_added_to_an_edit_arrives_as_the_series_before_the_patch_leaves_it(project,
+                                                                                  tmp_path):
+    """An edit takes only its own files through the series before it; a file added later
+    (`add`, `edit --file`) is taken through it then: earlier patches' changes are there, and
+    the refreshed patch applies with git on top of them."""
+    root = project
+    make_patch(root, "first", {"a.py": (b"line2", b"line2 from first")})
+    make_patch(root, "second", {"pkg/crlf.txt": (b"two\r\n", b"two, second\r\n")})
+    make_patch(root, "third", {"pkg/nofinal.txt": (b"gamma", b"GAMMA")})
+    # a.py went through `first` only; `third`'s worktree holds its own file and nothing else.
+    ok(root, "edit", "third")
+    assert sorted(p.relative_to(work(root)).as_posix() for p in work(root).rglob("*")
+                  if p.is_file() and ".git" not in p.parts) == ["pkg/nofinal.txt"]
+    ok(root, "add", "a.py")
+    assert b"line2 from first" in (work(root) / "a.py").read_bytes()
+    replace_in(work(root) / "a.py", b"line2 from first", b"line2 from first and third")
+    ok(root, "refresh")
+    data = patch_bytes(root, "third")
+    assert b"-line2 from first\n+line2 from first and third\n" in data
+    # `edit --file` does the same for the patch in the middle.
+    ok(root, "edit", "second", "--file", "a.py")
+    assert b"line2 from first" in (work(root) / "a.py").read_bytes()
+    assert "unchanged" in ok(root, "refresh").text
+    checkout = apply_in_checkout(tmp_path, root, ["first", "second", "third"])
+    assert b"line2 from first and third" in (checkout / "a.py").read_bytes()
+
+
 def test_refresh_keeps_the_header_byte_for_byte_except_last_update(project, monkeypatch):
     root = project
     ok(root, "new", "hand", "--no-edit")
