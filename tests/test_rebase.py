@@ -387,6 +387,22 @@ def test_new_file_upstream_added_with_identical_bytes_merges_cleanly(stack, upst
     git(checkout, "apply", "--check", "fix.patch")
 
 
+def test_a_new_file_moves_with_a_patch_that_needs_the_three_way_merge(stack, upstream):
+    """A fix that creates a file the upstream does not have, and changes a file the upstream
+    changed next to its hunk (a 3-way merge): no stop; the file is created as `git rebase`
+    creates it."""
+    stack.add_upstream("up", upstream)
+    helper = b"def helper():\n    return 'added by the fix'\n"
+    fixed = b"def f10():\n    return -10\n\n"
+    stack.add_patch("up", "fix", {"pkg/helper.py": helper, "pkg/mod.py": with_lines({10: fixed})})
+    theirs = with_lines({9: b"def f9():\n    return 9  # upstream\n\n"})
+    new_commit = upstream.commit({"pkg/mod.py": theirs}, "touch f9")
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    assert [p["action"] for p in summary["patches"]] == ["merged"], summary["patches"]
+    files = apply_with_git(upstream, new_commit, stack.patch("up", "fix"))
+    assert files == {"pkg/helper.py": helper, "pkg/mod.py": theirs.replace(BASE_LINES[10], fixed)}
+
+
 def test_file_deleted_upstream_stops_instead_of_dropping(stack, upstream):
     stack.add_upstream("up", upstream)
     original = stack.add_patch("up", "other-fix", {"pkg/other.py": b"x = 42\n"})

@@ -467,6 +467,11 @@ class Rebase:
                     binary_stops.append(path_after)
                 continue
             theirs = apply_file_patch(None if fp.is_new else base, fp, max_fuzz=2)
+            if fp.is_new and theirs.ok and before[path_after] is None:
+                # A file only the patch creates: nothing to merge it with (the patch's other
+                # files may need the 3-way merge; git's merge takes such a file as it is too).
+                after[path_after] = theirs.content
+                continue
             if not theirs.ok or theirs.content is None or current is None:
                 conflicts.append(path_after)
                 after[path_after] = current
