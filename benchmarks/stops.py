@@ -2,7 +2,7 @@
 """Where users wait on a stop: a real AITER series that stops many times, next to `git rebase`.
 
     python3 benchmarks/stops.py [--repo DIR] [--branch zxe/fused_dispatch_gemm1_gfx1250] \
-        [--target COMMIT] [--runs 3] [--vllm]
+        [--target COMMIT] [--runs 3] [--vllm] [--other DIR]
 
 The series is a real one, built once (cached under `<bench>/aiter-stops-*`): an AITER work
 branch's history since it left the main branch, one patch per first-parent commit (a merge into
@@ -21,13 +21,18 @@ Timed, side by side in one run (median of --runs):
 With --vllm, `edit` and `new` are also timed on a wheel upstream made of the vllm 0.32.0 wheel
 (5,444 files, 824 MB). The repository is a local clone of github.com/ROCm/aiter (`--repo`, or
 PATCHFORGE_BENCH_AITER); nothing is fetched from the network except the wheel, when missing.
-The code measured is the patchforge beside this script (PYTHONPATH), not whatever is installed.
+The code measured is the patchforge beside this script (PYTHONPATH), not whatever is installed;
+`--other DIR` times a second source tree the same way in the same run (e.g. an earlier commit,
+`git archive REV | tar -x -C DIR`), for before/after figures taken side by side. Each row gives
+the wall time and the CPU time (user + system of the command and its children), which a loaded
+machine disturbs less.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -50,8 +55,8 @@ def default_repo() -> Path | None:
     return mirror if mirror.is_dir() else None
 
 
-def pf_env(cache: Path) -> dict[str, str]:
-    env = git_env({"PATCHFORGE_CACHE": str(cache), "NO_COLOR": "1", "PYTHONPATH": str(REPO),
+def pf_env(cache: Path, code: Path = REPO) -> dict[str, str]:
+    env = git_env({"PATCHFORGE_CACHE": str(cache), "NO_COLOR": "1", "PYTHONPATH": str(code),
                    "PATCHFORGE_DATE": "2026-01-01"})
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(bench_dir() / "pycache")
@@ -62,8 +67,10 @@ def pf_env(cache: Path) -> dict[str, str]:
 
 
 def pf(root: Path, env: dict, *args: str, ok=(0,)) -> subprocess.CompletedProcess:
+    # From the project: `python -m` puts the working directory first on sys.path, and a
+    # patchforge source tree there would win over the one PYTHONPATH names.
     proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), *args],
-                          env=env, capture_output=True)
+                          env=env, capture_output=True, cwd=root)
     if proc.returncode not in ok:
         raise RuntimeError(f"patchforge {' '.join(args)} -> {proc.returncode}\n"
                            + proc.stderr.decode("utf-8", "replace")[-3000:])
@@ -145,50 +152,64 @@ def _fresh_copy(template: Path, where: Path) -> None:
     shutil.copytree(template, where, symlinks=True)
 
 
-def time_git(work: Path, target: str) -> tuple[float, int]:
-    """(whole run, stops) of git rebase TARGET with --skip at each stop."""
+class Clock:
+    """Wall and CPU time (user + system of the children this process waited for) since start."""
+
+    def __init__(self) -> None:
+        self.wall = time.perf_counter()
+        self.cpu = _children_cpu()
+
+    def read(self) -> tuple[float, float]:
+        return time.perf_counter() - self.wall, _children_cpu() - self.cpu
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_git(work: Path, target: str) -> tuple[tuple[float, float], list[tuple[float, float]], int]:
+    """((wall, cpu) of the whole run, (wall, cpu) of each --skip, stops) of git rebase TARGET
+    with --skip at each stop."""
     checkout = work / "checkout"
     info = json.loads((work / "done.json").read_text())
     git(checkout, "checkout", "-q", "-f", "-B", "bench-run", info["tip"])
-    stops = 0
-    start = time.perf_counter()
+    skips = []
+    whole = Clock()
     proc = subprocess.run(["git", "rebase", target], cwd=checkout, capture_output=True,
                           env=git_env())
     while proc.returncode != 0:
-        stops += 1
+        one = Clock()
         proc = subprocess.run(["git", "rebase", "--skip"], cwd=checkout, capture_output=True,
                               env=git_env())
-    return time.perf_counter() - start, stops
+        skips.append(one.read())
+    return whole.read(), skips, len(skips)
 
 
-def time_patchforge(work: Path, target: str, scratch: Path) -> tuple[float, list[float], int]:
-    """(whole run, each --skip's time, stops)."""
+def time_patchforge(work: Path, target: str, scratch: Path, code: Path = REPO):
+    """((wall, cpu) of the whole run, (wall, cpu) of each --skip, stops)."""
     project = scratch / "pf-run"
     _fresh_copy(work / "pf-template", project)
-    env = pf_env(work / "pf-cache")
+    env = pf_env(work / "pf-cache", code)
     skips = []
-    start = time.perf_counter()
+    whole = Clock()
     proc = pf(project, env, "rebase", "--to", target, ok=(0, 3))
     while proc.returncode == 3:
-        one = time.perf_counter()
+        one = Clock()
         proc = pf(project, env, "rebase", "--skip", ok=(0, 3))
-        skips.append(time.perf_counter() - one)
-    total = time.perf_counter() - start
-    return total, skips, len(skips)
+        skips.append(one.read())
+    return whole.read(), skips, len(skips)
 
 
-def time_one(project: Path, env: dict, *args: str, ok=(0,), after=None) -> float:
-    start = time.perf_counter()
+def time_one(project: Path, env: dict, *args: str, ok=(0,)) -> tuple[float, float]:
+    clock = Clock()
     pf(project, env, *args, ok=ok)
-    elapsed = time.perf_counter() - start
-    if after is not None:
-        after()
-    return elapsed
+    return clock.read()
 
 
-def edit_and_new(project: Path, env: dict, name: str, runs: int) -> dict[str, float]:
-    """Median times of `edit NAME`, `refresh` (unchanged) and `new` (then deleted again)."""
-    times: dict[str, list[float]] = {"edit": [], "refresh": [], "new": []}
+def edit_and_new(project: Path, env: dict, name: str, runs: int) -> dict[str, list]:
+    """(wall, cpu) of each `edit NAME`, `refresh` (unchanged) and `new` (then deleted again)."""
+    times: dict[str, list] = {"edit": [], "refresh": [], "new": []}
     for run in range(runs):
         times["edit"].append(time_one(project, env, "edit", name))
         times["refresh"].append(time_one(project, env, "refresh"))
@@ -196,14 +217,20 @@ def edit_and_new(project: Path, env: dict, name: str, runs: int) -> dict[str, fl
         times["new"].append(time_one(project, env, "new", new_name))
         pf(project, env, "refresh", ok=(0, 1, 2))
         pf(project, env, "delete", new_name, ok=(0, 1, 2))
-    return {k: statistics.median(v) for k, v in times.items() if v}
+    return times
 
 
-def vllm_project(scratch: Path) -> tuple[Path, dict, str]:
+def median_pair(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+    if not pairs:
+        return float("nan"), float("nan")
+    return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+
+
+def vllm_project(scratch: Path, code: Path = REPO) -> tuple[Path, dict, str]:
     """A project on the vllm 0.32.0 wheel with one real-sized patch (a line added to a file)."""
     cache = bench_dir() / "pf-cache-vllm-stops"
-    env = pf_env(cache)
-    root = scratch / "pf-vllm"
+    env = pf_env(cache, code)
+    root = scratch / f"pf-vllm-{code.name}"
     root.mkdir()
     pf(root, env, "init", "--standalone")
     pf(root, env, "upstream", "add", "vllm", "--wheel", "vllm", "--at", "0.32.0")
@@ -226,6 +253,8 @@ def main(argv=None) -> int:
                         help="default: three commits of the main branch after the series' base")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--vllm", action="store_true", help="also edit/new on the vllm wheel")
+    parser.add_argument("--other", type=Path, action="append", default=[],
+                        help="another patchforge source tree to time side by side")
     args = parser.parse_args(argv)
     if args.repo is None or not Path(args.repo).is_dir():
         raise SystemExit("no AITER repository: pass --repo (a clone of github.com/ROCm/aiter)")
@@ -235,43 +264,56 @@ def main(argv=None) -> int:
     scratch = work / "scratch"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir()
+    codes = [("", REPO)] + [(f" [{d.name}]", d.resolve()) for d in args.other]
     print(f"AITER {args.branch}: {info['patches']} patches on {info['base'][:10]}, rebased onto "
-          f"{target[:10]}; {args.runs} runs; nproc {os.cpu_count()}", flush=True)
-    git_times, pf_times, skip_times, pf_stops, git_stops = [], [], [], 0, 0
-    for _ in range(args.runs):
-        elapsed, git_stops = time_git(work, target)
-        git_times.append(elapsed)
-        total, skips, pf_stops = time_patchforge(work, target, scratch)
-        pf_times.append(total)
-        skip_times += skips
+          f"{target[:10]}; {args.runs} runs; nproc {os.cpu_count()}; load average at the start "
+          f"{os.getloadavg()[0]:.1f}", flush=True)
+    git_runs, git_skips, git_stops = [], [], 0
+    pf_runs: dict[str, list] = {label: [] for label, _ in codes}
+    pf_skips: dict[str, list] = {label: [] for label, _ in codes}
+    pf_stops: dict[str, int] = {}
+    for _ in range(args.runs):  # the tools take turns, so that a change of load hits them all
+        whole, skips, git_stops = time_git(work, target)
+        git_runs.append(whole)
+        git_skips += skips
+        for label, code in codes:
+            whole, skips, pf_stops[label] = time_patchforge(work, target, scratch, code)
+            pf_runs[label].append(whole)
+            pf_skips[label] += skips
     rows = [("series", f"git rebase + --skip at each stop ({git_stops} stops)",
-             statistics.median(git_times), None),
-            ("series", f"patchforge rebase + --skip at each stop ({pf_stops} stops)",
-             statistics.median(pf_times), None),
-            ("one", "patchforge rebase --skip (median of all skips)",
-             statistics.median(skip_times) if skip_times else float("nan"), 0.3)]
-    project = scratch / "pf-edit"
-    _fresh_copy(work / "pf-template", project)
-    env = pf_env(work / "pf-cache")
-    one = edit_and_new(project, env, info["names"][len(info["names"]) // 2], args.runs)
-    rows += [("one", f"patchforge {k} (AITER)", v, 0.3) for k, v in one.items()]
+             median_pair(git_runs), None),
+            ("one", "git rebase --skip (median of all skips)", median_pair(git_skips), None)]
+    for label, _ in codes:
+        rows += [("series", f"patchforge rebase + --skip at each stop ({pf_stops[label]} stops)"
+                  f"{label}", median_pair(pf_runs[label]), None),
+                 ("one", f"patchforge rebase --skip (median of all skips){label}",
+                  median_pair(pf_skips[label]), 0.3)]
+    name = info["names"][len(info["names"]) // 2]
+    for label, code in codes:
+        project = scratch / f"pf-edit-{code.name}"
+        _fresh_copy(work / "pf-template", project)
+        one = edit_and_new(project, pf_env(work / "pf-cache", code), name, args.runs)
+        rows += [("one", f"patchforge {k} (AITER){label}", median_pair(v), 0.3)
+                 for k, v in one.items()]
     if args.vllm:
-        root, venv, name = vllm_project(scratch)
-        one = edit_and_new(root, venv, name, args.runs)
-        rows += [("one", f"patchforge {k} (vllm wheel)", v, 0.3) for k, v in one.items()]
-    reference = rows[0][2]
+        for label, code in codes:
+            root, venv, vname = vllm_project(scratch, code)
+            one = edit_and_new(root, venv, vname, args.runs)
+            rows += [("one", f"patchforge {k} (vllm wheel){label}", median_pair(v), 0.3)
+                     for k, v in one.items()]
+    reference = rows[0][2][0]
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}\n")
-    print("| work | command | wall (median) | vs git rebase | target |")
-    print("|---|---|---:|---:|---|")
-    for kind, label, median, limit in rows:
-        ratio = f"{median / reference:.2f}x" if kind == "series" else ""
+    print("| work | command | wall (median) | CPU (median) | wall vs git rebase | target |")
+    print("|---|---|---:|---:|---:|---|")
+    for kind, label, (wall, cpu), limit in rows:
+        ratio = f"{wall / reference:.2f}x" if kind == "series" else ""
         if kind == "series" and "patchforge" in label:
-            target = f"<= 2x: {'met' if median <= 2 * reference else 'MISSED'}"
+            verdict = f"<= 2x: {'met' if wall <= 2 * reference else 'MISSED'}"
         elif limit is not None:
-            target = f"< {limit} s: {'met' if median < limit else 'MISSED'}"
+            verdict = f"< {limit} s: {'met' if wall < limit else 'MISSED'}"
         else:
-            target = ""
-        print(f"| {kind} | `{label}` | {median:.3f} s | {ratio} | {target} |")
+            verdict = ""
+        print(f"| {kind} | `{label}` | {wall:.3f} s | {cpu:.3f} s | {ratio} | {verdict} |")
     return 0
 
 
