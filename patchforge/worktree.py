@@ -388,17 +388,18 @@ def add_files(store, work: Worktree, base: str, paths) -> list[str]:
 
 
 def add_to_worktree(project, store, paths, *, upstream: str | None = None,
-                    stopped: dict | None = None) -> tuple[Path, list[str]]:
+                    stopped_at: tuple[str, str] | None = None) -> tuple[Path, list[str]]:
     """`patchforge add PATH...`: make upstream files part of the open worktree (an edit's, or
-    the stop of a rebase, `stopped` being the journal's record of it), so that refresh or
-    `rebase --continue` takes their changes. Returns the worktree and the paths newly tracked."""
+    that of a stopped rebase, `stopped_at` being its upstream and base commit), so that refresh
+    or `rebase --continue` takes their changes. Returns the worktree and the paths newly
+    tracked."""
     open_ones = {}
     for name in project.upstream_names():
         state = editing(project, name)
         if state and project.work_dir(name).is_dir():
             open_ones[name] = state["base"]
-    if stopped and project.work_dir(stopped["upstream"]).is_dir():
-        open_ones[stopped["upstream"]] = stopped["base"]
+    if stopped_at is not None and project.work_dir(stopped_at[0]).is_dir():
+        open_ones[stopped_at[0]] = stopped_at[1]
     if upstream is not None:
         if upstream not in open_ones:
             raise UsageError(f"no worktree is open for {upstream}",
@@ -413,7 +414,7 @@ def add_to_worktree(project, store, paths, *, upstream: str | None = None,
                          hint="say which with --upstream")
     work = Worktree(project.work_dir(chosen))
     base = open_ones[chosen]
-    state = editing(project, chosen) if not (stopped and stopped["upstream"] == chosen) else None
+    state = editing(project, chosen) if not (stopped_at and stopped_at[0] == chosen) else None
     if state is not None and "series_paths" in state:
         base = _through_series(project, store, chosen, state,
                                [_worktree_relative(work.path, p) for p in paths])

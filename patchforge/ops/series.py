@@ -95,15 +95,15 @@ def add_to_open_worktree(project, store, paths, *, upstream: str | None = None):
     from patchforge.worktree import add_to_worktree
 
     journal = Journal(project.state_dir)
-    stopped = journal.load().get("stopped") if journal.exists() else None
-    return add_to_worktree(project, store, paths, upstream=upstream, stopped=stopped)
+    stop = journal.load().stopped if journal.exists() else None
+    return add_to_worktree(project, store, paths, upstream=upstream,
+                           stopped_at=(stop.upstream, stop.base) if stop is not None else None)
 
 
 def refresh(project, store, name: str | None = None) -> dict:
     """Write the worktree's change back into the patch, keeping its header; the worktree is
     then removed (everything in it is in the patch; `edit` makes it again in a moment)."""
-    upstream, file_name = _edited_patch(project, name)
-    state = editing(project, upstream)
+    upstream, file_name, state = _edited_patch(project, name)
     _require_listed(project, upstream, state)
     diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
     if state.get("conflicts"):
@@ -165,7 +165,7 @@ def _finish_bring_back(project, store, upstream, file_name, state, diff, changes
 
 def close_open_edit(project, store, name: str | None = None, *, discard: bool = False) -> dict:
     """`edit --close [--discard]`: end the open edit (of NAME's upstream, or the only one)."""
-    upstream, file_name = _edited_patch(project, name)
+    upstream, file_name, _ = _edited_patch(project, name)
     close_edit(project, store, upstream, discard=discard)
     return {"upstream": upstream, "name": file_name, "discarded": discard}
 
@@ -189,7 +189,9 @@ def _same_change(store, base: str, patch, changes) -> bool:
     return got == {path: new for path, _, new, _, _ in changes}
 
 
-def _edited_patch(project, name: str | None) -> tuple[str, str]:
+def _edited_patch(project, name: str | None) -> tuple[str, str, dict]:
+    """(upstream, patch file name, editing state) of the patch being edited (NAME, or the only
+    one)."""
     from patchforge.state import REBASING, STOPPED, read_states
 
     if name:
@@ -198,9 +200,8 @@ def _edited_patch(project, name: str | None) -> tuple[str, str]:
         state = editing(project, upstream)
         if not state or state["patch"] != file_name:
             raise UsageError(f"{file_name} is not being edited", hint=f"run `patchforge edit {name}`")
-        return upstream, file_name
-    active = [(u, editing(project, u)) for u in project.upstream_names()]
-    active = [(u, s) for u, s in active if s]
+        return upstream, file_name, state
+    active = [(u, s) for u in project.upstream_names() if (s := editing(project, u))]
     if not active:
         busy = [s for s in read_states(project).values() if s.kind in (STOPPED, REBASING)]
         if busy:
@@ -210,7 +211,7 @@ def _edited_patch(project, name: str | None) -> tuple[str, str]:
     if len(active) > 1:
         raise UsageError("several patches are being edited: " +
                          ", ".join(f"{u}/{s['patch']}" for u, s in active) + "; name one")
-    return active[0][0], active[0][1]["patch"]
+    return active[0][0], active[0][1]["patch"], active[0][1]
 
 
 def _require_listed(project, upstream: str, state: dict) -> None:

@@ -19,7 +19,7 @@ import base64
 import os
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from patchforge.apply.hunks import apply_file_patch
@@ -30,49 +30,23 @@ from patchforge.background import Background
 from patchforge.detect import created_identically
 from patchforge.judge import (LazyHistory, SeriesJudge, Target, binary_move, binary_stop_note,
                               where_landed)
-from patchforge.model.lock import ImagePin, UpstreamPin
-from patchforge.rebase.journal import CorruptJournal, Journal, confined, is_confined
+from patchforge.model.lock import UpstreamPin
+from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
+                                       PlanStep, RebaseRun, Stop, UpstreamRun, confined,
+                                       is_confined)
 from patchforge.store.diff import merge_file
 
 _CONFLICT_MARKER = re.compile(rb"^(<<<<<<<|>>>>>>>)( |$)", re.M)
-ACTIONS = ("clean", "offset", "merged", "resolved", "dropped", "skipped", "conflict")
 
 
 @dataclass
-class PatchResult:
-    upstream: str
-    name: str
-    action: str  # one of ACTIONS
-    detail: str = ""
-    evidence: list[str] = field(default_factory=list)
-    landed_in: str | None = None
-    destination: str = "series"  # series | upstreamed | skipped
-    staged: str | None = None  # the journal's name for the new (or set-aside) patch bytes
-    # A moved patch's new file contents and the paths its new diff names (range-diff chains;
-    # not part of the journal).
-    changed: dict | None = field(default=None, repr=False, compare=False)
-    changed_paths: tuple[str, ...] = field(default=(), repr=False, compare=False)
-
-    def to_json(self) -> dict:
-        return {"upstream": self.upstream, "name": self.name, "action": self.action,
-                "detail": self.detail, "evidence": self.evidence, "landed_in": self.landed_in,
-                "destination": self.destination, "staged": self.staged}
-
-
-def _pin_doc(pin: UpstreamPin) -> dict:
-    doc = {"kind": pin.kind, "commit": pin.commit, "tree": pin.tree, "label": pin.label,
-           "source": pin.source, "version": pin.version}
-    if pin.image is not None:
-        doc["image"] = {"reference": pin.image.reference, "tag": pin.image.tag,
-                        "digest": pin.image.digest}
-    return doc
-
-
-def _pin_from_doc(doc: dict) -> UpstreamPin:
-    image = ImagePin(**doc["image"]) if doc.get("image") else None
-    return UpstreamPin(kind=doc["kind"], commit=doc["commit"], tree=doc["tree"],
-                       label=doc["label"], source=doc["source"], version=doc.get("version"),
-                       image=image)
+class _Resumed:
+    """Where a resumed stop left an upstream: the stop's two states as store commits (`base`:
+    the new base with the series so far; `old_base`: the old series through the stopped
+    patch) and the files the resolution changed."""
+    base: str
+    old_base: str
+    changes: dict[str, bytes | None]
 
 
 def _reads(store, commit: str):
@@ -89,11 +63,9 @@ class Rebase:
         self._deferred: list = []  # (staged rel, patch, changes) whose diff is not made yet
         self._histories: dict = {}  # upstream -> judge.HistoryIndex, read once
         self._read_patches: dict = {}  # (upstream, name) -> PatchFile of the old series
-        self._chains: dict = {}  # upstream -> _Chains of this run, None when it was resumed
-        # upstream -> where a resumed stop left it: the stop's two states as store commits
-        # ("base": the new base with the series so far; "old_base": the old series through the
-        # stopped patch) and the files a resolution changed.
-        self._resumed: dict[str, dict] = {}
+        # upstream -> _Chains of this run, None when it was resumed
+        self._chains: dict[str, _Chains | None] = {}
+        self._resumed: dict[str, _Resumed] = {}  # upstream -> where a resumed stop left it
         # Called with (upstream, patch name) before each patch: the CLI's progress indicator.
         self.on_patch = on_patch or (lambda upstream, name: None)
 
@@ -139,11 +111,8 @@ class Rebase:
                 self.project, self.store, self.project.config.upstream(upstream), specs[upstream])
             refuse_symlinked_paths(self.store, new.commit,
                                    self._old_series(upstream, self.project.patch_names(upstream)))
-            plan[upstream] = {"from": _pin_doc(old), "to": _pin_doc(new),
-                              "names": self.project.patch_names(upstream), "position": 0,
-                              "results": []}
-        self.journal.data = {"phase": "running", "upstreams": plan, "order": list(plan),
-                             "dry_run": dry_run, "stopped": None}
+            plan[upstream] = UpstreamRun(old, new, self.project.patch_names(upstream))
+        self.journal.run = RebaseRun(plan, list(plan), dry_run=dry_run)
         if not dry_run:
             self.journal.begin()
             self.journal.save()
@@ -152,21 +121,12 @@ class Rebase:
     def resume(self, *, skip: bool = False) -> dict:
         if not self.journal.exists():
             raise UsageError("no rebase in progress")
-        data = self.journal.load()
-        try:
-            return self._resume(data, skip=skip)
-        except (KeyError, TypeError) as exc:
-            # A journal that parses but lacks what this run wrote into it (edited by hand, or
-            # written by a damaged disk) is damaged like a truncated one: --abort is the way out.
-            raise CorruptJournal(f"{self.journal.path}: the rebase journal lacks what a "
-                                 f"resumed run needs ({type(exc).__name__}: {exc})") from exc
-
-    def _resume(self, data: dict, *, skip: bool) -> dict:
-        if data["phase"] == "committing":
+        run = self.journal.load()
+        if run.phase == "committing":
             if skip:
                 raise UsageError("the rebase is writing out its result; --continue or --abort")
             return self._write_out()
-        stopped = data.get("stopped")
+        stopped = run.stopped
         if skip and not stopped:
             raise UsageError("the rebase is not stopped on a patch; nothing to skip",
                              hint="`patchforge rebase --continue` finishes it")
@@ -176,15 +136,15 @@ class Rebase:
                 changes = {}
             else:
                 changes = self._take_resolution(stopped)
-            if stopped.get("old_base"):
-                self._resumed[stopped["upstream"]] = {
-                    "base": stopped["base"], "old_base": stopped["old_base"], "changes": changes}
-            data["stopped"] = None
+            if stopped.old_base:
+                self._resumed[stopped.upstream] = _Resumed(stopped.base, stopped.old_base,
+                                                           changes)
+            run.stopped = None
             self.journal.save()
             # The worktree stays until the run goes through: the next stop reuses its
             # repository (worktree.Worktree.create).
             result = self._run()
-            self._remove_worktree(stopped["upstream"])
+            self._remove_worktree(stopped.upstream)
             return result
         return self._run()
 
@@ -193,11 +153,11 @@ class Rebase:
         if not self.journal.exists():
             raise UsageError("no rebase in progress")
         try:
-            data = self.journal.load()
+            run = self.journal.load()
         except CorruptJournal:
             return self._abort_damaged()
         restored = []
-        if data.get("phase") == "committing":
+        if run.phase == "committing":
             from patchforge.overlay import recover_overlays
 
             self._clean_temp_files([rel for rel in self.journal.originals()
@@ -206,7 +166,7 @@ class Rebase:
             recover_overlays(self.project)
             if self.journal.restore_tree("overlays", self.project.overlays_dir):
                 restored.append("overlays/")
-        for upstream in data["upstreams"]:
+        for upstream in run.upstreams:
             self._remove_worktree(upstream)
         self.journal.remove()
         return restored
@@ -235,17 +195,22 @@ class Rebase:
         return restored
 
     # --- moving patches -----------------------------------------------------------------------
+    @property
+    def _run_record(self) -> RebaseRun:
+        assert self.journal.run is not None, "started or resumed"
+        return self.journal.run
+
     def _run(self) -> dict:
-        data = self.journal.data
+        run = self._run_record
         try:
-            for upstream in data["order"]:
-                entry = data["upstreams"][upstream]
-                if entry["position"] < len(entry["names"]):
+            for upstream in run.order:
+                entry = run.upstreams[upstream]
+                if entry.position < len(entry.names):
                     self._run_upstream(upstream, entry)
         except BaseException:  # a stop (ConflictStop) or an error: no range-diff is made
             self._close_chains()
             raise
-        if data["dry_run"]:
+        if run.dry_run:
             return self._summary(written=False)
         # With the chains this run recorded, the range-diff needs nothing more: a second thread
         # makes it (mostly git fast-import and git range-diff, the GIL free) while this one
@@ -264,7 +229,7 @@ class Rebase:
         """Stage `patch` with a new diff made from `changes`, later: the diffs of every moved
         patch are made together by one git process (`_flush_deferred`); a dry run, which writes
         nothing, never makes them. Returns the staged name."""
-        if self.journal.data.get("dry_run"):
+        if self._run_record.dry_run:
             return None
         self._deferred.append((rel, patch, changes))
         return f"staged/{rel}"
@@ -280,30 +245,30 @@ class Rebase:
             self.journal.stage(rel, self._remembered(rel, patch.with_diff(diff)))
         self._deferred.clear()
 
-    def _target(self, upstream: str, entry: dict) -> Target:
-        new = _pin_from_doc(entry["to"])
-        return Target(upstream, entry["from"]["commit"], new.commit, new.label, new.version)
+    def _target(self, upstream: str, entry: UpstreamRun) -> Target:
+        new = entry.new
+        return Target(upstream, entry.old.commit, new.commit, new.label, new.version)
 
-    def _judge(self, upstream: str, entry: dict) -> SeriesJudge:
+    def _judge(self, upstream: str, entry: UpstreamRun) -> SeriesJudge:
         """A judge on the new base with the patches moved so far applied (they were made against
         exactly that state, so they replay without fuzz)."""
         target = self._target(upstream, entry)
         judge = SeriesJudge(self.store, target, history=LazyHistory(
             lambda: self._history_index(upstream, target),
-            self._old_series(upstream, entry["names"]),
+            self._old_series(upstream, entry.names),
             lambda paths: self.store.read_blobs(target.base_commit, paths)))
-        moved = [(r["name"], self._staged_patch(upstream, r))
-                 for r in entry["results"] if r["destination"] == "series" and r["staged"]]
+        moved = [(r.name, self._staged_patch(upstream, r))
+                 for r in entry.results if r.destination == "series" and r.staged]
         if moved:
             state = apply_series(_reads(self.store, target.commit), moved, max_fuzz=0)
             judge.current.update(state.current)
         return judge
 
-    def _run_upstream(self, upstream: str, entry: dict) -> None:
-        dry = self.journal.data["dry_run"]
-        names = entry["names"]
+    def _run_upstream(self, upstream: str, entry: UpstreamRun) -> None:
+        dry = self._run_record.dry_run
+        names = entry.names
         target = self._target(upstream, entry)
-        start = entry["position"]
+        start = entry.position
         resumed = self._resumed.pop(upstream, None)
         if resumed is not None:
             # Going on after a stop: the stop recorded both states as commits in the store, so
@@ -311,9 +276,9 @@ class Rebase:
             # stops was quadratic). Each later patch is read when its turn comes (the next stop
             # may be near), and nothing is prefetched: the run that started the rebase
             # brought every file of the series into the store.
-            judge = SeriesJudge(self.store, target, read_commit=resumed["base"])
-            judge.current.update(resumed["changes"])
-            old_commit = resumed["old_base"]
+            judge = SeriesJudge(self.store, target, read_commit=resumed.base)
+            judge.current.update(resumed.changes)
+            old_commit = resumed.old_base
             patches = None
         else:
             judge = self._judge(upstream, entry)
@@ -327,35 +292,36 @@ class Rebase:
         # contents sent to `git fast-import` as they are made; only for a run that goes through
         # the whole series in this process (a resumed one rebuilds the chains from the files).
         chains = self._chains[upstream] = _Chains(self.store) \
-            if entry["position"] == 0 and not dry else None
-        for position in range(entry["position"], len(names)):
+            if entry.position == 0 and not dry else None
+        for position in range(entry.position, len(names)):
             name, patch = patches[position] if patches is not None else \
                 (names[position], self._old_patch(upstream, names[position]))
             self.on_patch(upstream, name)
             result, stop = self._rebase_one(upstream, name, patch, judge, old_state, target,
                                             old_commit)
-            before = dict(old_state.current) if chains is not None else None
+            before = dict(old_state.current) if chains is not None else {}
             apply_series(read_old, [(name, patch)], strict=False, state=old_state)
             if chains is not None:
                 chains.add_old(name, _changed(before, old_state.current), patch.paths)
                 if result is not None and result.destination == "series" and result.changed:
                     chains.add_new(name, result.changed, result.changed_paths)
             if stop is not None and dry:
-                result = PatchResult(upstream, name, "conflict", stop["message"],
-                                     stop["evidence"])
+                result = PatchResult(upstream, name, "conflict", stop.message, stop.evidence)
             elif stop is not None:
                 self._stop(upstream, name, stop, judge, target,
                            old_base=self.store.commit_files(
                                old_commit, dict(old_state.current),
                                message="patchforge rebase: old series so far\n")
                            if old_state.current else old_commit)
-            entry["results"].append(result.to_json())
-            entry["position"] = position + 1
+            assert result is not None, "a patch moves, is dropped, or stops"
+            entry.results.append(result)
+            entry.position = position + 1
             # No journal write per patch: until the write-out nothing in the project changes,
             # so a kill here only loses work a resumed run recomputes. Saving the whole journal
             # after every patch made a long series quadratic.
 
-    def _stop(self, upstream: str, name: str, stop: dict, judge, target, *, old_base: str) -> None:
+    def _stop(self, upstream: str, name: str, stop: Blocked, judge, target, *,
+              old_base: str) -> None:
         """Record the stop (with `old_base`, the old series through this patch, for going
         on), give the user a worktree, raise ConflictStop (exit 3)."""
         self._flush_deferred()
@@ -364,13 +330,13 @@ class Rebase:
             base = self.store.commit_files(judge.read_commit, dict(judge.current),
                                            message="patchforge rebase: series so far\n")
         work = self.project.work_dir(upstream)
-        self._open_worktree(upstream, base, stop.pop("contents"))
-        self.journal.data["stopped"] = {"upstream": upstream, "name": name, "base": base,
-                                        "old_base": old_base, "worktree": str(work), **stop}
+        self._open_worktree(upstream, base, stop.contents)
+        self._run_record.stopped = Stop(upstream, name, stop.kind, stop.files, stop.evidence,
+                                        stop.message, base, old_base, str(work))
         self.journal.save()
         raise ConflictStop(
-            f"{upstream}/{name}: {stop['message']}",
-            hint=f"edit {', '.join(stop['files']) or 'the files'} in {work}, then "
+            f"{upstream}/{name}: {stop.message}",
+            hint=f"edit {', '.join(stop.files) or 'the files'} in {work}, then "
                  "`patchforge rebase --continue`; or `--skip` to set the patch aside "
                  f"(kept in series/{upstream}/skipped/), `--abort` to go back")
 
@@ -395,7 +361,7 @@ class Rebase:
         if upstream not in self._histories:
             index = None
             if _history(self.store, target):
-                names = self.journal.data["upstreams"][upstream]["names"]
+                names = self._run_record.upstreams[upstream].names
                 series_paths = sorted({p for n in names
                                        for p in self._old_patch(upstream, n).paths})
                 index = HistoryIndex(self.store, target, series_paths)
@@ -403,7 +369,7 @@ class Rebase:
         return self._histories[upstream]
 
     def _rebase_one(self, upstream, name, patch, judge, old_state: SeriesState, target,
-                    old_commit: str):
+                    old_commit: str) -> tuple[PatchResult, None] | tuple[None, Blocked]:
         """(result, None) when the patch moved or was dropped; (None, stop) when it cannot.
         `old_state` holds what the old series changed on top of store commit `old_commit`."""
         verdict = judge.assess(name, patch)
@@ -416,10 +382,9 @@ class Rebase:
                                  verdict.evidence + more), None
         if verdict.state == "obsolete":
             gone = [f.path for f in verdict.files if f.target_path is None]
-            return None, {"kind": "obsolete", "files": gone, "evidence": verdict.evidence,
-                          "contents": {},
-                          "message": f"{', '.join(gone)} is gone upstream (deleted, not renamed): "
-                                     "re-create the fix in the worktree, or --skip it"}
+            return None, Blocked("obsolete", gone, verdict.evidence,
+                                 f"{', '.join(gone)} is gone upstream (deleted, not renamed): "
+                                 "re-create the fix in the worktree, or --skip it")
         before: dict[str, bytes | None] = {}  # the new base (plus earlier patches), per path
         after: dict[str, bytes | None] = {}
         unchanged = True  # every pre-image and path as in the old series: keep the diff's bytes
@@ -482,10 +447,9 @@ class Rebase:
             if not clean:
                 conflicts.append(path_after)
         if conflicts:
-            return None, {"kind": "conflict", "files": conflicts, "evidence": verdict.evidence,
-                          "contents": after,
-                          "message": f"conflict in {', '.join(conflicts)}"
-                                     + binary_stop_note(binary_stops)}
+            return None, Blocked("conflict", conflicts, verdict.evidence,
+                                 f"conflict in {', '.join(conflicts)}"
+                                 + binary_stop_note(binary_stops), after)
         changes = []
         for path, new_content in after.items():
             old_content = before.get(path)
@@ -503,8 +467,8 @@ class Rebase:
                                  verdict.evidence + ["merge result empty"]), None
         violations = self._check_keeps(patch, {**before, **after}, judge)
         if violations:
-            return None, {"kind": "invariant", "files": sorted(after), "evidence": violations,
-                          "contents": after, "message": "; ".join(violations)}
+            return None, Blocked("invariant", sorted(after), violations, "; ".join(violations),
+                                 after)
         for path, content in before.items():
             judge.current[path] = after.get(path)
         # Unchanged pre-images: the old diff is still exact, byte for byte (its index lines too).
@@ -546,12 +510,13 @@ class Rebase:
         return self.project.remember_patch(patch, str(self.project.series_root / rel))
 
     def _stage(self, rel: str, data: bytes) -> str | None:
-        if self.journal.data.get("dry_run"):
+        if self._run_record.dry_run:
             return None
         return self.journal.stage(rel, data)
 
     # --- stops --------------------------------------------------------------------------------
-    def _open_worktree(self, upstream: str, commit: str, contents: dict) -> None:
+    def _open_worktree(self, upstream: str, commit: str,
+                       contents: dict[str, bytes | None]) -> None:
         """`.patchforge/work/<upstream>` (patchforge.worktree) with the stopped patch's files:
         as they are at `commit` (the new base with the series so far) in its HEAD, and as far
         as the patch got in the working files (conflict markers where git could not merge)."""
@@ -571,19 +536,19 @@ class Rebase:
             return
         Worktree(self.project.work_dir(upstream)).remove()
 
-    def _take_resolution(self, stopped: dict) -> dict[str, bytes | None]:
+    def _take_resolution(self, stopped: Stop) -> dict[str, bytes | None]:
         """--continue: the worktree's difference from the stop's base becomes the patch.
         Returns the files it changes (path -> content, None when deleted)."""
         from patchforge.worktree import worktree_diff
 
-        upstream, name = stopped["upstream"], stopped["name"]
-        entry = self.journal.data["upstreams"][upstream]
+        upstream, name = stopped.upstream, stopped.name
+        entry = self._run_record.upstreams[upstream]
         work = self.project.work_dir(upstream)
         if not work.is_dir():
             raise UsageError(f"the conflict worktree {work} is gone",
                              hint="`patchforge rebase --skip` or `--abort`")
         diff, changes = worktree_diff(self.project, self.store, upstream,
-                                       {"base": stopped["base"]}, with_changes=True)
+                                       {"base": stopped.base}, with_changes=True)
         marked = [path for path, _, new, _, _ in changes
                   if new is not None and _CONFLICT_MARKER.search(new)]
         if marked:
@@ -593,32 +558,32 @@ class Rebase:
         files = {p: n for p, _, n, _, _ in changes}
         if not changes:
             result = PatchResult(upstream, name, "skipped", "resolved to no change; set aside",
-                                 stopped.get("evidence", []), destination="skipped",
+                                 stopped.evidence, destination="skipped",
                                  staged=self._stage(f"{upstream}/skipped/{name}",
                                                     self.project.read_patch_bytes(upstream, name)))
         else:
             target = self._target(upstream, entry)
             new_patch = patch.with_diff(diff).with_field("Base", target.commit)
             violations = self._check_keeps(
-                new_patch, files, SeriesJudge(self.store, target, read_commit=stopped["base"]))
+                new_patch, files, SeriesJudge(self.store, target, read_commit=stopped.base))
             if violations:
                 raise UsageError("; ".join(violations),
                                  hint="the resolution breaks the patch's Keeps: invariant")
-            result = PatchResult(upstream, name, "resolved", f"{stopped['kind']} resolved by hand",
+            result = PatchResult(upstream, name, "resolved", f"{stopped.kind} resolved by hand",
                                  staged=self._stage(f"{upstream}/{name}", new_patch.to_bytes()))
-        entry["results"].append(result.to_json())
-        entry["position"] += 1
+        entry.results.append(result)
+        entry.position += 1
         return files
 
-    def _skip_stopped(self, stopped: dict) -> None:
-        upstream, name = stopped["upstream"], stopped["name"]
-        entry = self.journal.data["upstreams"][upstream]
-        result = PatchResult(upstream, name, "skipped", f"skipped at {stopped['kind']}",
-                             stopped.get("evidence", []), destination="skipped",
+    def _skip_stopped(self, stopped: Stop) -> None:
+        upstream, name = stopped.upstream, stopped.name
+        entry = self._run_record.upstreams[upstream]
+        result = PatchResult(upstream, name, "skipped", f"skipped at {stopped.kind}",
+                             stopped.evidence, destination="skipped",
                              staged=self._stage(f"{upstream}/skipped/{name}",
                                                 self.project.read_patch_bytes(upstream, name)))
-        entry["results"].append(result.to_json())
-        entry["position"] += 1
+        entry.results.append(result)
+        entry.position += 1
 
     # --- the write-out ------------------------------------------------------------------------
     def _plan(self) -> list[tuple[str, bytes | None, str | None]]:
@@ -631,24 +596,24 @@ class Rebase:
         writes: list[tuple[str, bytes | None, str | None]] = []
         removals: list[tuple[str, None, None]] = []
         series_writes: list[tuple[str, bytes, None]] = []
-        for upstream, entry in self.journal.data["upstreams"].items():
+        for upstream, entry in self._run_record.upstreams.items():
             kept = []
-            for result in entry["results"]:
-                name, staged = result["name"], result["staged"]
+            for result in entry.results:
+                name, staged = result.name, result.staged
+                assert staged is not None, "a run that writes stages every result"
                 data = self.journal.staged_bytes(staged)
-                if result["destination"] == "series":
+                if result.destination == "series":
                     kept.append(name)
                     if data != project.read_patch_bytes(upstream, name):
                         writes.append((f"series/{upstream}/{name}", data, staged))
                     continue
-                aside = self._free_name(upstream, result["destination"], name, data)
-                writes.append((f"series/{upstream}/{result['destination']}/{aside}", data,
-                               staged))
+                aside = self._free_name(upstream, result.destination, name, data)
+                writes.append((f"series/{upstream}/{result.destination}/{aside}", data, staged))
                 removals.append((f"series/{upstream}/{name}", None, None))
             series = project.read_series(upstream).replaced_names(kept).to_bytes()
             if series != project.read_series(upstream).to_bytes():
                 series_writes.append((f"series/{upstream}/series", series, None))
-            lock = lock.with_pin(upstream, _pin_from_doc(entry["to"]))
+            lock = lock.with_pin(upstream, entry.new)
         return writes + series_writes + [("upstream.lock", lock_to_json(lock), None)] + removals
 
     def _free_name(self, upstream: str, destination: str, name: str, data: bytes) -> str:
@@ -660,9 +625,9 @@ class Rebase:
 
     def _write_out(self, range_diff: "Background | None" = None) -> dict:
         project, journal = self.project, self.journal
-        data = journal.data
+        run = self._run_record
         overlays = None
-        if data["phase"] != "committing":
+        if run.phase != "committing":
             writes = self._plan()
             if project.overlays_dir.exists():
                 from patchforge.overlay import build_overlays
@@ -673,14 +638,13 @@ class Rebase:
                                           patch_sources=self._new_sources())
             summary = self._summary(written=True)
             # The plan names staged patch files; the series and lock (small) travel inline.
-            plan = []
-            for rel, content, staged in writes:
-                plan.append({"path": rel, "staged": staged, "inline": None if staged or content
-                             is None else base64.b64encode(content).decode()})
+            plan = [PlanStep(rel, staged, None if staged or content is None
+                             else base64.b64encode(content).decode())
+                    for rel, content, staged in writes]
             journal.save_originals(project.root, [rel for rel, _, _ in writes] + [
                 path.relative_to(project.root).as_posix() for path in _ledger_paths(project)])
-            data["overlays_saved"] = journal.save_tree("overlays", project.overlays_dir)
-            data.update(phase="committing", plan=plan, summary=summary)
+            run.overlays_saved = journal.save_tree("overlays", project.overlays_dir)
+            run.phase, run.plan, run.summary = "committing", plan, summary
             journal.save()
         # The range-diff (git fast-import and git range-diff, a good part of a long run) is
         # made by a second thread while this one writes the files; the old series is read
@@ -693,7 +657,7 @@ class Rebase:
             range_diff.wait()  # its scratch repository is removed before the error goes on
             raise
         journal.remove()
-        return data["summary"]
+        return run.summary
 
     def _commit_files(self, range_diff: "Background", overlays) -> None:
         """The write-out proper: the plan's files, the overlays (`overlays` when built before
@@ -701,23 +665,23 @@ class Rebase:
         from patchforge.fsutil import atomic_delete_many, atomic_write, atomic_write_many
 
         project, journal = self.project, self.journal
-        data = journal.data
+        run = self._run_record
         self._clean_temp_files([rel for rel in journal.originals()
                                  if is_confined(project.root, rel)])
         # The plan puts every removal after every write (a fix moved to upstreamed/ exists
         # there before it leaves the series); each group syncs its directories once.
         writes, removals = [], []
-        for step in data["plan"]:
-            target = confined(project.root, step["path"])
-            if step["staged"]:
-                writes.append((target, journal.staged_bytes(step["staged"])))
-            elif step["inline"] is not None:
-                writes.append((target, base64.b64decode(step["inline"])))
+        for step in run.plan:
+            target = confined(project.root, step.path)
+            if step.staged:
+                writes.append((target, journal.staged_bytes(step.staged)))
+            elif step.inline is not None:
+                writes.append((target, base64.b64decode(step.inline)))
             else:
                 removals.append(target)
         atomic_write_many(writes)
         atomic_delete_many(removals)
-        if data.get("overlays_saved"):
+        if run.overlays_saved:
             from patchforge.overlay import build_overlays, write_overlays
 
             if overlays is None:  # resumed after a kill: the new state is on disk now
@@ -726,19 +690,19 @@ class Rebase:
         ledger = _ledger()
         if ledger is not None:
             # The history records the run; a resumed write-out records it once (run ids).
-            ledger.record_rebase(project, data["summary"])
-        for upstream in data["upstreams"]:
+            ledger.record_rebase(project, run.summary)
+        for upstream in run.upstreams:
             self._remove_worktree(upstream)
         try:
-            data["summary"]["range_diff"] = range_diff.result()
+            run.summary["range_diff"] = range_diff.result()
         except StoreError as exc:
             # The range-diff reports on the run; git failing to make it (a full /tmp, say)
             # must not fail a rebase whose files are written.
-            data["summary"]["range_diff"] = f"(no range-diff: {exc})\n"
+            run.summary["range_diff"] = f"(no range-diff: {exc})\n"
         # Kept for `status --html` (the last rebase and its range-diff); written while the
         # journal still stands, so a kill here is finished by --continue like any other step.
         atomic_write(project.state_dir / "last-rebase.json",
-                     (json.dumps(data["summary"], sort_keys=True) + "\n").encode())
+                     (json.dumps(run.summary, sort_keys=True) + "\n").encode())
 
     def _old_patch(self, upstream: str, name: str):
         """A patch of the series being moved, read once: its file does not change before the
@@ -757,18 +721,19 @@ class Rebase:
         does, so that one parse serves the judge, the range-diff and the ledger."""
         return str(self.project.patch_path(upstream, name))
 
-    def _staged_patch(self, upstream: str, result: dict):
-        return self.project.parse_patch(self.journal.staged_bytes(result["staged"]),
-                                        self._source(upstream, result["name"]))
+    def _staged_patch(self, upstream: str, result: PatchResult):
+        assert result.staged is not None, "a run that writes stages every result"
+        return self.project.parse_patch(self.journal.staged_bytes(result.staged),
+                                        self._source(upstream, result.name))
 
     def _new_sources(self) -> dict:
         """{upstream: [(name, PatchFile, bytes)]} of the new series, for build_overlays."""
         sources = {}
         for upstream in self.project.upstream_names():
-            entry = self.journal.data["upstreams"].get(upstream)
+            entry = self._run_record.upstreams.get(upstream)
             if entry is not None:
-                raw = [(r["name"], self.journal.staged_bytes(r["staged"]))
-                       for r in entry["results"] if r["destination"] == "series"]
+                raw = [(r.name, self.journal.staged_bytes(r.staged))
+                       for r in entry.results if r.destination == "series" and r.staged]
             else:
                 raw = [(n, self.project.read_patch_bytes(upstream, n))
                        for n in self.project.patch_names(upstream)]
@@ -795,18 +760,19 @@ class Rebase:
 
     # --- reporting ----------------------------------------------------------------------------
     def _summary(self, *, written: bool) -> dict:
-        data = self.journal.data
-        results = [r for entry in data["upstreams"].values() for r in entry["results"]]
+        run = self._run_record
+        results = [r for entry in run.upstreams.values() for r in entry.results]
         counts = {action: 0 for action in ACTIONS}
         for r in results:
-            counts[r["action"]] += 1
+            counts[r.action] += 1
         return {
-            "dry_run": bool(data.get("dry_run")),
+            "dry_run": run.dry_run,
             "written": written,
-            "upstreams": {u: {"from": e["from"]["label"], "from_commit": e["from"]["commit"],
-                              "to": e["to"]["label"], "to_commit": e["to"]["commit"]}
-                          for u, e in data["upstreams"].items()},
-            "patches": [{k: v for k, v in r.items() if k != "staged"} for r in results],
+            "upstreams": {u: {"from": e.old.label, "from_commit": e.old.commit,
+                              "to": e.new.label, "to_commit": e.new.commit}
+                          for u, e in run.upstreams.items()},
+            "patches": [{k: v for k, v in r.to_json().items() if k != "staged"}
+                        for r in results],
             "counts": counts,
             "range_diff": "",
             "stopped": None,
@@ -815,7 +781,8 @@ class Rebase:
     def stop_document(self, message: str) -> dict:
         """The `--json` document of a run that stopped: the summary so far and the stop."""
         summary = self._summary(written=False)
-        stopped = dict(self.journal.data.get("stopped") or {})
+        stop = self._run_record.stopped
+        stopped = stop.to_json() if stop is not None else {}
         stopped["message"] = message
         summary["stopped"] = stopped
         return summary
@@ -826,23 +793,22 @@ class Rebase:
             if chains is not None and chains.importer is not None:
                 chains.importer.close()
 
-    def _range_diff_inputs(self, *, recorded_only: bool = False):
-        """Per upstream: (name, old names, new names, old chain, new chain). A chain is
-        ("steps", base, paths, steps) when this run recorded it, else ("patches", base,
-        [(name, PatchFile)]) to be applied. The old patch files come from the journal's
-        originals when the write-out has begun (they may be replaced on disk already).
-        With recorded_only, None unless every chain was recorded."""
+    def _range_diff_inputs(self, *, recorded_only: bool = False) -> list[_RangeDiffInput] | None:
+        """Per upstream, the old and the new chain: the steps this run recorded, else the
+        patch files to apply. The old patch files come from the journal's originals when the
+        write-out has begun (they may be replaced on disk already). With recorded_only, None
+        unless every chain was recorded."""
         inputs = []
-        for upstream, entry in self.journal.data["upstreams"].items():
-            old_names = list(entry["names"])
-            new_results = [r for r in entry["results"] if r["destination"] == "series"]
-            new_names = [r["name"] for r in new_results]
+        for upstream, entry in self._run_record.upstreams.items():
+            old_names = list(entry.names)
+            new_results = [r for r in entry.results if r.destination == "series"]
+            new_names = [r.name for r in new_results]
             chains = self._chains.get(upstream)
             recorded = chains is not None and not chains.broken and \
                 len(chains.old) == len(old_names) and [n for n, _ in chains.new] == new_names
-            if recorded:
-                old = ("steps", entry["from"]["commit"], sorted(chains.old_paths), chains.old)
-                new = ("steps", entry["to"]["commit"], sorted(chains.new_paths), chains.new)
+            if chains is not None and recorded:
+                old = _Chain(entry.old.commit, steps=(sorted(chains.old_paths), chains.old))
+                new = _Chain(entry.new.commit, steps=(sorted(chains.new_paths), chains.new))
             elif recorded_only:
                 return None
             else:
@@ -855,22 +821,23 @@ class Rebase:
                     old_patches.append((name, self.project.parse_patch(saved,
                                                                        self._source(upstream, name))
                                         if saved is not None else self._old_patch(upstream, name)))
-                old = ("patches", entry["from"]["commit"], old_patches)
-                new = ("patches", entry["to"]["commit"],
-                       [(r["name"], self._staged_patch(upstream, r)) for r in new_results])
-            inputs.append((upstream, old_names, new_names, old, new))
+                old = _Chain(entry.old.commit, patches=old_patches)
+                new = _Chain(entry.new.commit, patches=[(r.name, self._staged_patch(upstream, r))
+                                                        for r in new_results])
+            inputs.append(_RangeDiffInput(upstream, old_names, new_names, old, new))
         return inputs
 
-    def _range_diff(self, inputs) -> str:
+    def _range_diff(self, inputs: list[_RangeDiffInput]) -> str:
         """`git range-diff` of the old series (on the old base) against the new one (on the new
         base), per upstream. Each series becomes a chain of commits over a tree holding only the
         files the series touch, written by one `git fast-import` (store.RangeDiffImport)."""
         try:
-            return "".join(self._range_diff_of(*one) for one in inputs)
+            return "".join(self._range_diff_of(one) for one in inputs)
         finally:
             self._close_chains()
 
-    def _range_diff_of(self, upstream: str, old_names, new_names, old, new) -> str:
+    def _range_diff_of(self, one: _RangeDiffInput) -> str:
+        upstream, old_names, new_names = one.upstream, one.old_names, one.new_names
         if not old_names or not new_names:
             # git refuses an empty range; what range-diff would say is plain here.
             width = len(str(max(len(old_names), len(new_names))))
@@ -879,15 +846,36 @@ class Rebase:
             lines += [f"{'-':>{width}}:  ------- > {i:>{width}}:  ------- {n}\n"
                       for i, n in enumerate(new_names, 1)]
             return f"{upstream}:\n" + "".join(lines)
-        if old[0] == "steps":
-            importer = self._chains[upstream].importer
-            chains = [old[1:], new[1:]]
+        recorded = self._chains.get(upstream)
+        if one.old.steps is not None and one.new.steps is not None and recorded is not None:
+            importer = recorded.importer
+            chains = [(chain.base, *chain.steps) for chain in (one.old, one.new)
+                      if chain.steps is not None]
         else:  # a resumed run: the chains come from applying the patch files
-            chains = [(chain[1], *_chain_steps(self.store, chain[1], chain[2]))
-                      for chain in (old, new)]
+            chains = [(chain.base, *_chain_steps(self.store, chain.base, chain.patches or []))
+                      for chain in (one.old, one.new)]
             importer = self.store.range_diff_import()
         out = importer.range_diff(chains)
         return f"{upstream}:\n" + out.decode("utf-8", "replace")
+
+
+@dataclass
+class _Chain:
+    """One side of a range-diff: a series over its base, as the run recorded it (the paths it
+    touches and per patch the files it changes, marked in the run's import), or as the patch
+    files, to be applied."""
+    base: str
+    steps: tuple[list[str], list] | None = None
+    patches: list | None = None
+
+
+@dataclass
+class _RangeDiffInput:
+    upstream: str
+    old_names: list[str]
+    new_names: list[str]
+    old: _Chain
+    new: _Chain
 
 
 def _ledger():

@@ -1,8 +1,11 @@
 """The rebase journal: everything a stopped or killed rebase needs to go on or go back.
 
 It lives in `.patchforge/rebase/`:
-- `journal.json`: where the run stands, rewritten atomically after every step. Its presence is
-  what "a rebase is in progress" means: it is the first file written and the first removed.
+- `journal.json`: where the run stands (`RebaseRun`: per upstream an `UpstreamRun` with its
+  `PatchResult`s, the `Stop` it is stopped at, the write-out's `PlanStep`s), written atomically
+  at the start, at a stop and when the write-out begins. Its presence is what "a rebase is in
+  progress" means: it is the first file written and the first removed. The records are typed;
+  JSON exists only where this module reads and writes them.
 - `staged-<n>.json`: the new patch files (name -> base64), written before the journal names
   them: each save adds one file with what was staged since the last one (one durable write per
   save rather than one per patch; rewriting all of them at every stop made a series with many
@@ -19,10 +22,13 @@ import base64
 import json
 import os
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchforge.errors import UsageError
 from patchforge.fsutil import atomic_delete, atomic_write, fsync_dir
+from patchforge.model.lock import ImagePin, UpstreamPin
 
 JOURNAL_VERSION = 1
 
@@ -38,7 +44,10 @@ class CorruptJournal(UsageError):
 def confined(root: Path, rel: object) -> Path:
     """`root / rel` for a path the journal names, when it stays inside the project (and out
     of .git); UsageError otherwise: a journal is a file on disk like any other input."""
-    parts = rel.split("/") if isinstance(rel, str) else []
+    if not isinstance(rel, str):
+        raise UsageError(f"the rebase journal names {rel!r}, which is not a path inside the "
+                         "project", hint="`patchforge rebase --abort`")
+    parts = rel.split("/")
     if not parts or rel.startswith("/") or "\0" in rel or \
             any(p in ("", ".", "..") or p.lower() == ".git" for p in parts):
         raise UsageError(f"the rebase journal names {rel!r}, which is not a path inside the "
@@ -62,7 +71,7 @@ class Journal:
     def __init__(self, state_dir: Path) -> None:
         self.dir = Path(state_dir) / "rebase"
         self.path = self.dir / "journal.json"
-        self.data: dict = {}
+        self.run: RebaseRun | None = None  # what load() read, or what the run keeps in it
         self._pending: dict[str, bytes] = {}  # staged name -> bytes not yet on disk
         self._saved: dict[str, bytes] | None = None  # what staged.json holds, once read
 
@@ -75,7 +84,7 @@ class Journal:
             shutil.rmtree(self.dir)
         self._saved = None
 
-    def load(self) -> dict:
+    def load(self) -> RebaseRun:
         try:
             data = json.loads(self.path.read_text("utf-8"))
         except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError too
@@ -89,15 +98,21 @@ class Journal:
             raise UsageError(f"{self.path}: a rebase journal of version {data.get('version')} "
                              f"(this patchforge reads version {JOURNAL_VERSION})",
                              hint="finish or abort it with the patchforge that started it")
-        self.data = data
-        return data
+        try:
+            self.run = RebaseRun.from_json(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            # Parsed, but lacking what this run wrote into it (edited by hand, or written by a
+            # damaged disk): damaged like a truncated one, and --abort is the way out.
+            raise CorruptJournal(f"{self.path}: the rebase journal lacks what a resumed run "
+                                 f"needs ({type(exc).__name__}: {exc})") from None
+        return self.run
 
     def save(self) -> None:
         """Write the journal; staged bytes it names are made durable first."""
+        assert self.run is not None, "a run is recorded before it is saved"
         self.flush_staged()
-        self.data["version"] = JOURNAL_VERSION
         # No indent: json's C encoder only runs without one, and a long series' journal is big.
-        atomic_write(self.path, (json.dumps(self.data, sort_keys=True) + "\n").encode())
+        atomic_write(self.path, (json.dumps(self.run.to_json(), sort_keys=True) + "\n").encode())
 
     def stage(self, rel: str, data: bytes) -> str:
         """Keep new bytes for a project file until the write-out; returns the staged name.
@@ -233,3 +248,219 @@ def _same_tree(a: Path, b: Path) -> bool:
         return out
 
     return b.is_dir() and listing(a) == listing(b)
+
+
+# --- the records ------------------------------------------------------------------------------
+# The run is typed in memory; JSON exists only here, where the journal is read and written. The
+# format on disk is the one every earlier version wrote (JOURNAL_VERSION 1).
+
+ACTIONS = ("clean", "offset", "merged", "resolved", "dropped", "skipped", "conflict")
+DESTINATIONS = ("series", "upstreamed", "skipped")
+STOP_KINDS = ("conflict", "obsolete", "invariant")
+
+
+def _object(doc: object, what: str) -> dict[str, Any]:
+    if not isinstance(doc, dict):
+        raise TypeError(f"{what} is {type(doc).__name__}, not an object")
+    return doc
+
+
+def _want(doc: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    """doc[key], which must be of `kind`: a journal is a file on disk like any other input."""
+    value = doc[key]
+    if not isinstance(value, kind):
+        raise TypeError(f"{key!r} is {type(value).__name__}")
+    return value
+
+
+def _strings(doc: dict[str, Any], key: str) -> list[str]:
+    values = _want(doc, key, list)
+    if not all(isinstance(v, str) for v in values):
+        raise TypeError(f"{key!r} is not a list of strings")
+    return list(values)
+
+
+_OPTIONAL_STR = (str, type(None))
+
+
+def pin_to_json(pin: UpstreamPin) -> dict[str, Any]:
+    doc: dict[str, Any] = {"kind": pin.kind, "commit": pin.commit, "tree": pin.tree,
+                           "label": pin.label, "source": pin.source, "version": pin.version}
+    if pin.image is not None:
+        doc["image"] = {"reference": pin.image.reference, "tag": pin.image.tag,
+                        "digest": pin.image.digest}
+    return doc
+
+
+def pin_from_json(doc: object) -> UpstreamPin:
+    pin = _object(doc, "a pin")
+    image = _object(pin["image"], "an image pin") if pin.get("image") else None
+    return UpstreamPin(kind=_want(pin, "kind", str), commit=_want(pin, "commit", str),
+                       tree=_want(pin, "tree", str), label=_want(pin, "label", str),
+                       source=_want(pin, "source", dict),
+                       version=_want(pin, "version", _OPTIONAL_STR) if "version" in pin else None,
+                       image=ImagePin(_want(image, "reference", str),
+                                      _want(image, "tag", _OPTIONAL_STR),
+                                      _want(image, "digest", _OPTIONAL_STR)) if image else None)
+
+
+@dataclass
+class PatchResult:
+    """What the run did with one patch (one of ACTIONS) and where its new bytes are staged."""
+    upstream: str
+    name: str
+    action: str  # one of ACTIONS
+    detail: str = ""
+    evidence: list[str] = field(default_factory=list)
+    landed_in: str | None = None
+    destination: str = "series"  # one of DESTINATIONS
+    staged: str | None = None  # the journal's name for the new (or set-aside) patch bytes
+    # A moved patch's new file contents and the paths its new diff names (range-diff chains;
+    # not part of the journal).
+    changed: dict[str, bytes | None] | None = field(default=None, repr=False, compare=False)
+    changed_paths: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"upstream": self.upstream, "name": self.name, "action": self.action,
+                "detail": self.detail, "evidence": self.evidence, "landed_in": self.landed_in,
+                "destination": self.destination, "staged": self.staged}
+
+    @classmethod
+    def from_json(cls, doc: object) -> PatchResult:
+        result = _object(doc, "a patch result")
+        action, destination = _want(result, "action", str), _want(result, "destination", str)
+        if action not in ACTIONS or destination not in DESTINATIONS:
+            raise ValueError(f"a patch result of action {action!r} to {destination!r}")
+        return cls(_want(result, "upstream", str), _want(result, "name", str), action,
+                   _want(result, "detail", str), _strings(result, "evidence"),
+                   _want(result, "landed_in", _OPTIONAL_STR), destination,
+                   _want(result, "staged", _OPTIONAL_STR))
+
+
+@dataclass
+class Blocked:
+    """Why a patch cannot move by itself: a conflict, a file gone upstream (obsolete) or a
+    broken `Keeps:` invariant. `contents` are its files as far as it got (conflict markers
+    where git could not merge), for the worktree; they are not journaled."""
+    kind: str  # one of STOP_KINDS
+    files: list[str]
+    evidence: list[str]
+    message: str
+    contents: dict[str, bytes | None] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class Stop:
+    """A run stopped on a patch: what blocked it, where its worktree is, and the two states
+    going on needs, as store commits (`base`: the new base with the series so far; `old_base`:
+    the old series through the stopped patch, None in a journal that did not record it)."""
+    upstream: str
+    name: str
+    kind: str
+    files: list[str]
+    evidence: list[str]
+    message: str
+    base: str
+    old_base: str | None
+    worktree: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"upstream": self.upstream, "name": self.name, "kind": self.kind,
+                "files": self.files, "evidence": self.evidence, "message": self.message,
+                "base": self.base, "old_base": self.old_base, "worktree": self.worktree}
+
+    @classmethod
+    def from_json(cls, doc: object) -> Stop:
+        stop = _object(doc, "the stop")
+        old_base = stop.get("old_base")
+        return cls(_want(stop, "upstream", str), _want(stop, "name", str),
+                   _want(stop, "kind", str), _strings(stop, "files"),
+                   _strings(stop, "evidence"), _want(stop, "message", str),
+                   _want(stop, "base", str), old_base if isinstance(old_base, str) else None,
+                   _want(stop, "worktree", str))
+
+
+@dataclass
+class UpstreamRun:
+    """One upstream's part of the run: from which pin to which, the old series' names, how far
+    the run got and what it did with each patch so far."""
+    old: UpstreamPin
+    new: UpstreamPin
+    names: list[str]
+    position: int = 0
+    results: list[PatchResult] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"from": pin_to_json(self.old), "to": pin_to_json(self.new), "names": self.names,
+                "position": self.position, "results": [r.to_json() for r in self.results]}
+
+    @classmethod
+    def from_json(cls, doc: object) -> UpstreamRun:
+        entry = _object(doc, "an upstream's run")
+        names, position = _strings(entry, "names"), _want(entry, "position", int)
+        if not 0 <= position <= len(names):
+            raise ValueError(f"position {position} in a series of {len(names)}")
+        return cls(pin_from_json(entry["from"]), pin_from_json(entry["to"]), names, position,
+                   [PatchResult.from_json(r) for r in _want(entry, "results", list)])
+
+
+@dataclass
+class PlanStep:
+    """One project file the write-out changes: to new bytes staged in the journal (`staged`)
+    or carried inline (base64, the small series and lock files), or, with neither, removed."""
+    path: str
+    staged: str | None
+    inline: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "staged": self.staged, "inline": self.inline}
+
+    @classmethod
+    def from_json(cls, doc: object) -> PlanStep:
+        step = _object(doc, "a plan step")
+        return cls(_want(step, "path", str), _want(step, "staged", _OPTIONAL_STR),
+                   _want(step, "inline", _OPTIONAL_STR))
+
+
+@dataclass
+class RebaseRun:
+    """The whole run as the journal keeps it. `phase` is "running" while patches move and
+    "committing" once the write-out's plan is recorded (`plan` and `summary` set then)."""
+    upstreams: dict[str, UpstreamRun]
+    order: list[str]
+    dry_run: bool = False
+    phase: str = "running"
+    stopped: Stop | None = None
+    plan: list[PlanStep] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    overlays_saved: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "version": JOURNAL_VERSION, "phase": self.phase, "order": self.order,
+            "dry_run": self.dry_run,
+            "upstreams": {u: entry.to_json() for u, entry in self.upstreams.items()},
+            "stopped": self.stopped.to_json() if self.stopped is not None else None}
+        if self.phase == "committing":
+            doc.update(plan=[step.to_json() for step in self.plan], summary=self.summary,
+                       overlays_saved=self.overlays_saved)
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: object) -> RebaseRun:
+        data = _object(doc, "the journal")
+        upstreams = {name: UpstreamRun.from_json(entry)
+                     for name, entry in _want(data, "upstreams", dict).items()}
+        order = _strings(data, "order")
+        if sorted(order) != sorted(upstreams):
+            raise ValueError(f"its order {order} is not its upstreams {sorted(upstreams)}")
+        phase = _want(data, "phase", str)
+        if phase not in ("running", "committing"):
+            raise ValueError(f"phase {phase!r}")
+        run = cls(upstreams, order, _want(data, "dry_run", bool), phase,
+                  Stop.from_json(data["stopped"]) if data.get("stopped") else None)
+        if phase == "committing":
+            run.plan = [PlanStep.from_json(step) for step in _want(data, "plan", list)]
+            run.summary = _want(data, "summary", dict)
+            run.overlays_saved = _want(data, "overlays_saved", bool)
+        return run
