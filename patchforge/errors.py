@@ -63,6 +63,7 @@ class NetworkError(PatchforgeError):
     """An HTTP service failed after retries, or `--offline` has no cached answer."""
 
     exit_code = EXIT_BAD_INPUT
+    unreachable = False  # no connection could be made at all: callers stop asking that host
 
 
 class ResolutionError(PatchforgeError):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from patchforge.errors import EXIT_ATTENTION, InputError, PatchforgeError
 
@@ -99,8 +100,8 @@ def parse_invariants(patch, source: str | None = None) -> list[Invariant]:
     out = []
     for index, value in enumerate(patch.get_all("Keeps")):
         for offset, line in enumerate(value.split("\n")):
-            where = {"path": source, "line": field_lines[index] + offset
-                     if index in field_lines else None}
+            where_line = field_lines[index] + offset if index in field_lines else None
+            where: dict[str, Any] = {"path": source, "line": where_line}
             line = line.strip()
             if not line:
                 continue
@@ -111,7 +112,7 @@ def parse_invariants(patch, source: str | None = None) -> list[Invariant]:
             path = path.strip()
             # The path is only ever looked up in the patched result, never opened on disk;
             # still, a path that could not be in the upstream is a mistake worth naming.
-            validate_path(path, source=where["path"], line=where["line"])
+            validate_path(path, source=source, line=where_line)
             text = text.strip()
             regex = text.startswith("re:")
             if regex:
@@ -178,7 +179,8 @@ def check_overlay_invariants(project, overlay_set, *, store=None,
                             if store is None and opened is None:
                                 from patchforge.store.gitstore import UpstreamStore
                                 opened = UpstreamStore.open()
-                            reader = store or opened
+                            reader = store if store is not None else opened
+                            assert reader is not None  # opened just above
                             commit = base_commit or project.lock.pin(upstream).commit
                             content = reader.read_blob(commit, inv.path)
                         if inv.holds(content):

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from patchforge.apply.hunks import apply_file_patch
-from patchforge.detect import assess_patch
+from patchforge.detect import PatchVerdict, assess_patch
 from patchforge.history import combine, combine_series
 
 # The content states in which the history is asked whether the patch landed: its pre-image is
@@ -44,7 +44,7 @@ class Judgement:
     name: str
     outcome: str  # landed | applies | stop
     state: str  # the status word: applies offset fuzz merges conflict upstreamed partial ...
-    verdict: object  # detect.PatchVerdict: per-hunk evidence
+    verdict: PatchVerdict  # per-hunk evidence
     how: str | None = None  # applies: clean | offset | merged
     stop_kind: str | None = None  # stop: conflict | obsolete | unsure | invariant
     files: list[str] = field(default_factory=list)  # stop: the files the stop is about

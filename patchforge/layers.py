@@ -19,7 +19,7 @@ import posixpath
 import tarfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from patchforge.errors import NetworkError
 
@@ -230,18 +230,19 @@ class _Peek:
 
 
 def _open_tar(blob: Any, layer: Any) -> tarfile.TarFile:
-    stream = _Peek(blob)
+    peek = _Peek(blob)
+    stream = cast(BinaryIO, peek)  # read as a stream ("r|"): read() is all tarfile calls
     media_type = layer.media_type or ""
-    if stream.head.startswith(_ZSTD_MAGIC) or media_type.endswith("zstd"):
+    if peek.head.startswith(_ZSTD_MAGIC) or media_type.endswith("zstd"):
         return tarfile.open(fileobj=_zstd_reader(stream), mode="r|")
-    if stream.head.startswith(_GZIP_MAGIC) or media_type.endswith(("gzip", ".gz")):
+    if peek.head.startswith(_GZIP_MAGIC) or media_type.endswith(("gzip", ".gz")):
         return tarfile.open(fileobj=stream, mode="r|gz")
     return tarfile.open(fileobj=stream, mode="r|")
 
 
 def _zstd_reader(stream: Any) -> Any:
     try:
-        from compression import zstd  # type: ignore[import-not-found]  # Python 3.14+
+        from compression import zstd  # Python 3.14+
         return zstd.ZstdFile(stream, mode="rb")
     except ImportError:
         pass

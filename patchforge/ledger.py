@@ -18,9 +18,13 @@ import json
 import os
 import re
 import time
+from typing import TYPE_CHECKING
 
 from patchforge.errors import InputError, PatchforgeError
 from patchforge.fsutil import atomic_write
+
+if TYPE_CHECKING:
+    from patchforge.formats.patchfile import PatchFile
 
 HISTORY_VERSION = 1
 LEDGER_NAME = "PATCHES.md"
@@ -166,7 +170,7 @@ def departures(project) -> dict[str, dict]:
     for event in read_history(project):
         if event.get("upstream") and event.get("patch"):
             latest[f"{event['upstream']}/{event['patch']}"] = event
-    current = set()
+    current: set[str] = set()
     for upstream in project.upstream_names():
         try:
             current.update(f"{upstream}/{n}" for n in project.patch_names(upstream))
@@ -311,7 +315,7 @@ def describe_event(event: dict) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def _set_aside(project, upstream: str) -> list[tuple[str, str, object]]:
+def _set_aside(project, upstream: str) -> list[tuple[str, str, PatchFile | None]]:
     """(kind, file name, PatchFile or None) of set-aside patches, sorted."""
     out = []
     for directory, _ in SET_ASIDE:

@@ -20,6 +20,7 @@ from typing import Any
 from patchforge.apply.series import applies_to_profile, apply_series
 from patchforge.errors import ApplyError, ConfigError, InputError, UsageError
 from patchforge.formats.lockfile import dump_json
+from patchforge.model.lock import ImagePin
 from patchforge.stack import refuse_creation_collisions, refuse_symlinked_paths
 from patchforge.fsutil import fault_point, fsync_dir
 
@@ -58,7 +59,7 @@ class OverlaySet:
     artifacts: list[tuple[str, str]] = field(default_factory=list)  # (path rel. to root, sha256)
     artifact_files: dict[str, bytes] = field(default_factory=dict)  # rel under overlays/ -> bytes
     sources: dict[str, dict] = field(default_factory=dict)  # upstream -> the lock's source entry
-    image: object = None  # the lock's ImagePin, if the stack pins an image
+    image: ImagePin | None = None  # the lock's image pin, if the stack pins one
     outputs: dict[str, bytes] = field(default_factory=dict)  # rel path under overlays/ -> bytes
     warnings: list[str] = field(default_factory=list)
 
@@ -159,7 +160,7 @@ def render_metadata(project, overlays: OverlaySet) -> dict[str, bytes]:
             raise InputError(f"cannot list {rel!r} in SHA256SUMS (newline or backslash in name)")
     outputs = {"SHA256SUMS": "".join(f"{d}  {r}\n" for d, r in sorted(sums, key=lambda x: x[1]))
                .encode("utf-8", "surrogateescape")}
-    manifest = {
+    manifest: dict[str, Any] = {
         "version": MANIFEST_VERSION,
         "generator": "patchforge",
         "upstreams": {},
@@ -242,7 +243,7 @@ def render_dockerfile(profile: str | None, files: list[OverlayFile], image) -> b
     if not files:
         return ("\n".join(lines) + "\n").encode("utf-8")
     pre = [f"{f.base_sha256}  {f.target}" for f in files if f.base_sha256]
-    absent = [f.target for f in files if f.base_sha256 is None]
+    absent = [f.target for f in files if f.base_sha256 is None and f.target]
     checks = []
     if pre:
         checks.append("printf '%s\\n' \\\n" + "".join(f"      {_sh(line)} \\\n" for line in pre)

@@ -68,6 +68,7 @@ def pin_for_spec(project, store, upstream, spec: str) -> UpstreamPin:
             # An image whose labels name the version (e.g. vllm.version): that wheel.
             resolved, wheel, version = targets.resolve_wheel_target(project, store, upstream,
                                                                     spec)
+            assert resolved.commit is not None and resolved.tree is not None  # or it raised
             commit, tree = resolved.commit, resolved.tree
             if resolved.image is not None:
                 from patchforge.model.lock import ImagePin
@@ -88,6 +89,7 @@ def pin_for_spec(project, store, upstream, spec: str) -> UpstreamPin:
                            source={"path": upstream.path}, version=None)
     resolved = targets.resolve_git_target(
         project, store, replace(upstream, url=git_url_for(project, upstream.url)), spec)
+    assert resolved.commit is not None  # resolve_git_target raises otherwise
     commit = resolved.commit
     image = None
     if resolved.image is not None:

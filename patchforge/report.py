@@ -96,6 +96,13 @@ footer{color:var(--muted);font-size:12px;margin-top:36px}
 """
 
 
+def _object_at(doc: dict, key: str) -> dict:
+    """doc[key] when it is an object, else an empty one: the documents read here may be stale
+    or damaged, and a part that is missing is left out of the page."""
+    value = doc.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def write_html_report(project, path, status_document: dict) -> None:
     """Write the report for `status_document` (the `status --json` document) to `path`."""
     atomic_write(Path(path), render_html_report(project, status_document).encode("utf-8"))
@@ -105,7 +112,7 @@ def render_html_report(project, status_document: dict) -> str:
     """The page as text. Pure apart from reading patch headers and the last-rebase record."""
     doc = status_document if isinstance(status_document, dict) else {}
     patches = [p for p in doc.get("patches") or [] if isinstance(p, dict)]
-    targets = doc.get("targets") if isinstance(doc.get("targets"), dict) else {}
+    targets = _object_at(doc, "targets")
     headers = {(p.get("upstream"), p.get("name")): _read_header(project, p) for p in patches}
     rebase = load_last_rebase(project)
     history = load_history(project)
@@ -174,8 +181,8 @@ def _summary_of_run(history: list[dict], run) -> dict:
         if record.get("run") != run:
             continue
         upstream = str(record.get("upstream") or "")
-        start = record.get("from") if isinstance(record.get("from"), dict) else {}
-        end = record.get("to") if isinstance(record.get("to"), dict) else {}
+        start = _object_at(record, "from")
+        end = _object_at(record, "to")
         summary["upstreams"].setdefault(upstream, {
             "from": start.get("label") or "", "from_commit": start.get("commit") or "",
             "to": end.get("label") or "", "to_commit": end.get("commit") or ""})
@@ -299,7 +306,7 @@ def _series_tables(patches: list[dict], headers: dict) -> str:
         for position, (index, p) in enumerate(items, 1):
             header = headers.get((p.get("upstream"), p.get("name"))) or {}
             fields = header.get("fields", {})
-            hunks = p.get("hunks") if isinstance(p.get("hunks"), dict) else {}
+            hunks = _object_at(p, "hunks")
             subject = header.get("subject")
             out.append(
                 f"<tr><td class=\"num\">{position}</td><td><a href=\"#patch-{index}\">"
@@ -331,8 +338,9 @@ def _patch_section(index: int, p: dict, header: dict | None) -> str:
         facts.append(("Confidence", _e(p["confidence"])))
     dw = p.get("drop_when")
     if isinstance(dw, dict):
-        verdict = {True: "true: drop it", False: "false: keep it"}.get(dw.get("true"),
-                                                                      "undecided")
+        decided = dw.get("true")
+        verdict = "true: drop it" if decided is True else \
+            "false: keep it" if decided is False else "undecided"
         reason = f" ({dw['reason']})" if dw.get("reason") else ""
         facts.append(("Drop-When", f"<code>{_e(dw.get('condition'))}</code>: "
                                    f"{_e(verdict + reason)}"))
@@ -384,7 +392,7 @@ def _rebase_section(summary: dict | None) -> str:
     if not summary:
         return ""
     out = ["<h2 id=\"last-rebase\">Last rebase</h2>\n"]
-    ups = summary.get("upstreams") if isinstance(summary.get("upstreams"), dict) else {}
+    ups = _object_at(summary, "upstreams")
     rows = []
     for name, info in sorted(ups.items()):
         if isinstance(info, dict):
@@ -476,7 +484,7 @@ def _badge(state: str) -> str:
 
 def _state_badge(p: dict) -> str:
     state = str(p.get("state", "?"))
-    hunks = p.get("hunks") if isinstance(p.get("hunks"), dict) else {}
+    hunks = _object_at(p, "hunks")
     label = state
     if state == "partial" and hunks:
         label = f"partial {hunks.get('landed')}/{hunks.get('total')}"

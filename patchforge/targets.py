@@ -296,7 +296,9 @@ def resolve_target(spec: str, upstream_config: Any, *, store_resolver: StoreReso
     label = spec
 
     if kind is SpecKind.nightly:
-        hint = _NIGHTLY_RE.match(spec).group(1)
+        nightly = _NIGHTLY_RE.match(spec)
+        assert nightly is not None, "a nightly SPEC is one that matches"
+        hint = nightly.group(1)
         if image_repository:
             image = res.image(registry, f"{image_repository}:{spec}", "tag")
             if image is not None:
@@ -334,6 +336,7 @@ def resolve_target(spec: str, upstream_config: Any, *, store_resolver: StoreReso
         # A release version of a git upstream: its tag, with or without the customary "v". A
         # tag fetched before settles it without the network (asking the remote about "0.33.0"
         # first, when the tag is "v0.33.0", cost a round trip on every status and rebase).
+        assert version is not None, "set from the SPEC above"
         candidates = list(dict.fromkeys([spec, f"v{version}", version]))
         commit = next(filter(None, (res.known_tag(c) for c in candidates)), None)
         for candidate in candidates if commit is None else ():

@@ -1,6 +1,6 @@
 """The package's structure, as docs/architecture.md states it, checked on this source tree: the
 import-linter contracts in pyproject.toml (layers that import down only, no cycles between sibling
-modules) and mypy on the modules `[tool.mypy] files` lists."""
+modules) and mypy on the whole package (`[tool.mypy]`)."""
 from __future__ import annotations
 
 import os
@@ -20,7 +20,7 @@ def test_imports_keep_the_layers():
     assert "0 broken" in proc.stdout
 
 
-def test_the_typed_modules_type_check():
+def test_the_package_type_checks():
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     proc = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", os.devnull], cwd=REPO_ROOT,
                           env=env, capture_output=True, text=True)

@@ -17,6 +17,7 @@ import logging
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -45,24 +46,24 @@ def forge_web_host(api_url: str) -> str:
     return "github.com" if host in ("api.github.com", "github.com") else host
 
 
-def forge_token(api_url: str, env: dict[str, str] | None = None, *,
+def forge_token(api_url: str, env: Mapping[str, str] | None = None, *,
                 offline: bool = False) -> Token | None:
     """The token for the forge at `api_url`: the environment first, then the GitHub CLI."""
-    env = os.environ if env is None else env
+    environ: Mapping[str, str] = os.environ if env is None else env
     for name in FORGE_TOKEN_VARIABLES:
-        value = (env.get(name) or "").strip()
+        value = (environ.get(name) or "").strip()
         if value:
             return Token(value, f"${name}")
     if offline:
         return None
-    gh = shutil.which("gh", path=env.get("PATH"))
+    gh = shutil.which("gh", path=environ.get("PATH"))
     if gh is None:
         return None
     host = forge_web_host(api_url)
     try:
         proc = subprocess.run([gh, "auth", "token", "--hostname", host], capture_output=True,
                               timeout=_HELPER_TIMEOUT, stdin=subprocess.DEVNULL,
-                              env={**env, "GH_PROMPT_DISABLED": "1", "NO_COLOR": "1"})
+                              env={**environ, "GH_PROMPT_DISABLED": "1", "NO_COLOR": "1"})
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.debug("gh auth token: %s", type(exc).__name__)
         return None
@@ -74,10 +75,10 @@ def forge_token(api_url: str, env: dict[str, str] | None = None, *,
     return Token(value, f"`gh auth token --hostname {host}`")
 
 
-def docker_config_path(env: dict[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    base = env.get("DOCKER_CONFIG")
-    return Path(base) / "config.json" if base else Path(env.get("HOME", "~")).expanduser() \
+def docker_config_path(env: Mapping[str, str] | None = None) -> Path:
+    environ: Mapping[str, str] = os.environ if env is None else env
+    base = environ.get("DOCKER_CONFIG")
+    return Path(base) / "config.json" if base else Path(environ.get("HOME", "~")).expanduser() \
         / ".docker" / "config.json"
 
 
@@ -118,11 +119,13 @@ class DockerCredentials:
     def _lookup(self, registry: str) -> tuple[str, str] | None:
         config = self._load()
         keys = self._keys(registry)
-        helpers = config.get("credHelpers") if isinstance(config.get("credHelpers"), dict) else {}
+        found = config.get("credHelpers")
+        helpers: dict = found if isinstance(found, dict) else {}
         for key in keys:
             if isinstance(helpers.get(key), str):
                 return self._ask_helper(helpers[key], keys[0])
-        auths = config.get("auths") if isinstance(config.get("auths"), dict) else {}
+        found = config.get("auths")
+        auths: dict = found if isinstance(found, dict) else {}
         for key in keys:
             entry = auths.get(key)
             if isinstance(entry, dict) and isinstance(entry.get("auth"), str) and entry["auth"]:

@@ -269,7 +269,7 @@ def lookup_pulls(forge, refs: list[PullRef], *, deadline: float = LOOKUP_DEADLIN
                 answer = exc
             with done:
                 answers[ref] = answer
-                if getattr(answer, "unreachable", False) and not unreachable:
+                if isinstance(answer, NetworkError) and answer.unreachable and not unreachable:
                     unreachable.append(str(answer))
                 done.notify_all()
 

@@ -400,6 +400,7 @@ class HttpClient:
             outcome = self._send_once(method, url, headers, data)
             if isinstance(outcome, Response):
                 return outcome
+            attempt = outcome
             if number == attempts:
                 break
             if outcome.asked_wait is not None:
@@ -417,8 +418,8 @@ class HttpClient:
             if delay > 0:
                 self.sleep(delay)
                 waited += delay
-        error = NetworkError(f"{method} {url}: {outcome.problem} (gave up after {attempts} attempts)")
-        error.unreachable = outcome.unreachable  # callers stop asking this host (net.forge)
+        error = NetworkError(f"{method} {url}: {attempt.problem} (gave up after {attempts} attempts)")
+        error.unreachable = attempt.unreachable  # callers stop asking this host (net.forge)
         raise error
 
     def _send_once(self, method: str, url: str, headers: dict[str, str],

@@ -202,7 +202,9 @@ def named_candidate(project, upstream, spec: str, registry, repository: str | No
     candidate = Candidate(spec=spec, tag=None, commit=None)
     if kind is SpecKind.nightly:
         candidate.tag = spec
-        candidate.commit = NIGHTLY_TAG.match(spec).group(1)
+        nightly = NIGHTLY_TAG.match(spec)
+        assert nightly is not None, "a nightly SPEC is one that matches"
+        candidate.commit = nightly.group(1)
         candidate.reference = f"{repository}:{spec}" if repository else None
     elif kind is SpecKind.image:
         ref = parse_image_ref(spec)
@@ -305,7 +307,7 @@ def landing_pull_request(store, upstream, commit: str, forwarded: dict | None) -
 
 def _fix_entry(store, upstream, status, result: dict | None, target_label: str) -> dict:
     """One fix's outcome with its evidence: the judge's, the rebase's, its pull request's."""
-    action = result["action"] if result else None
+    action: str = result["action"] if result else ""
     evidence = list(status.evidence) if status is not None else []
     if result:
         for line in [result.get("detail") or "", *result.get("evidence", [])]:
@@ -414,6 +416,7 @@ def bump(project, store, upstream_name: str | None, *, spec: str | None = None,
     repository = image_repository(project, image)
     search = None
     notes: list[str] = []
+    candidate: Candidate | None
     if spec is not None:
         candidate = named_candidate(project, upstream, spec, registry, repository)
     else:

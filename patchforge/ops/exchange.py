@@ -109,13 +109,12 @@ def import_git(project, store, rev_range: str, *, repo: Path, upstream: str) -> 
     from patchforge.store.userrepo import read_commits
 
     imported = []
-    pending = []
+    pending: list[tuple[str, bytes]] = []
     for commit in read_commits(Path(repo), rev_range):
         sha, subject, body = commit.sha, commit.subject, commit.body
         name, mail, date = commit.author_name, commit.author_email, commit.date
-        changes = [(d.new_path or d.old_path, d.old, d.new, d.old_mode, d.new_mode)
-                   for d in commit.deltas]
-        diff = make_diff(FileChange.at(*change) for change in changes)
+        diff = make_diff(FileChange.at(d.path, d.old, d.new, d.old_mode, d.new_mode)
+                         for d in commit.deltas)
         file_name = patch_file_name(slugify(subject))
         _check_new_name(project, upstream, file_name)
         if any(file_name == p[0] for p in pending):

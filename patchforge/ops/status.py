@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from patchforge.background import Background
 from patchforge.forwarded import drop_when, forwarded_info, lookup_forwarded
 from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _history_index,
                               _patch_paths, where_landed)
+
+if TYPE_CHECKING:
+    from patchforge.detect import PatchVerdict
+    from patchforge.formats.patchfile import PatchFile
 
 log = logging.getLogger("patchforge.status")
 
@@ -34,7 +39,7 @@ class PatchStatus:
     forwarded: dict | None = None
     drop_when: dict | None = None
     attention: bool = False
-    verdict: object = field(default=None, repr=False)
+    verdict: PatchVerdict | None = field(default=None, repr=False)
     rebase: str | None = None  # what a rebase onto this target does: drop | move | stop
 
     def to_json(self) -> dict:
@@ -59,8 +64,9 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
         target = targets[upstream]
         log.info("%s: judging %d patch(es) against %s", upstream, len(series[upstream]),
                  target.label)
-        names = {upstream, getattr(project.config.upstreams.get(upstream), "package", None)}
-        landed: list[tuple[PatchStatus, object]] = []
+        package = getattr(project.config.upstreams.get(upstream), "package", None)
+        names = {upstream} | ({package} if package else set())
+        landed: list[tuple[PatchStatus, PatchFile]] = []
         patches = series[upstream]
         # The history between base and target (git processes, the GIL free) is read by a second
         # thread while this one judges the patches; only landed patches, and those the content

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from patchforge.errors import StoreError, UsageError
 from patchforge.pr.body import Body, Facts, find_template, make_body
@@ -71,8 +72,14 @@ class Draft:
     def patch_file_name(self) -> str:
         return f"0001-{self.stem}.patch"
 
+    @property
+    def body_text(self) -> str:
+        """PR.md: a draft that carries its patch has one."""
+        assert self.body is not None, "a carried draft has its body"
+        return self.body.text
+
     def to_json(self) -> dict:
-        doc = {"upstream": self.upstream, "patch": self.name, "state": self.state,
+        doc: dict[str, Any] = {"upstream": self.upstream, "patch": self.name, "state": self.state,
                "onto": {"url": _redact(self.target.url), "ref": self.target.ref,
                         "branch": self.target.branch, "commit": self.target.commit,
                         "forge_repo": self.target.forge_repo},
@@ -191,6 +198,7 @@ def carry_onto(store, upstream: str, name: str, patch, *, pin_commit: str, head:
         state = "obsolete" if judgement.stop_kind == "obsolete" else "conflict"
         return Carried(state, detail=judgement.message, evidence=judgement.evidence,
                        files=judgement.files)
+    assert judgement.how is not None, "a patch that applies says how"
     how = {"merged": "merged", "offset": "offset", "clean": "applies"}[judgement.how]
     detail = {"merged": "3-way merged", "offset": "applies with offset",
               "applies": "applies exactly"}[how]

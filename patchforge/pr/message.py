@@ -96,8 +96,9 @@ def commit_date(patch, *, today: _dt.date | None = None) -> tuple[str, str]:
             when = parsedate_to_datetime(date.replace("\n", " "))
         except (TypeError, ValueError):
             when = None
-        if when is not None and when.tzinfo is not None:
-            offset = int(when.utcoffset().total_seconds() // 60)
+        utcoffset = when.utcoffset() if when is not None else None
+        if when is not None and utcoffset is not None:
+            offset = int(utcoffset.total_seconds() // 60)
             sign = "+" if offset >= 0 else "-"
             return (f"{int(when.timestamp())} {sign}{abs(offset) // 60:02d}{abs(offset) % 60:02d}",
                     "Date")

@@ -59,7 +59,7 @@ def write_out(out_dir: Path, draft: Draft) -> dict[str, str]:
     paths = out_paths(out_dir, draft)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     atomic_write(paths["patch"], draft.format_patch)
-    atomic_write(paths["body"], draft.body.text.encode("utf-8"))
+    atomic_write(paths["body"], draft.body_text.encode("utf-8"))
     return paths
 
 
@@ -135,7 +135,7 @@ def open_or_update(forge, draft: Draft, owner: str, existing=NOT_ASKED) -> Opene
     `existing` is check_forge()'s answer when it was asked before the push."""
     repo = _forge_repo(draft)
     head = f"{owner}:{draft.branch}"
-    body = draft.body.text
+    body = draft.body_text
     if existing is NOT_ASKED:
         existing = forge.find_open_pull(repo, head)
     if existing is not None:

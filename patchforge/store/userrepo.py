@@ -22,6 +22,13 @@ class FileDelta:
     old_mode: str
     new_mode: str
 
+    @property
+    def path(self) -> str:
+        """The file's path: the new one, or the old one of a deleted file."""
+        path = self.new_path or self.old_path
+        assert path is not None, "a delta has a path on at least one side"
+        return path
+
 
 @dataclass(frozen=True)
 class CommitInfo:
