@@ -7,6 +7,7 @@ applied, exactly as a rebase would meet them. Nothing is checked out.
 from __future__ import annotations
 
 import logging
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -60,76 +61,76 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
                          for name in project.patch_names(upstream)] for upstream in chosen}
     lookups = lookup_forwarded(project, forge,
                                [patch for patches in series.values() for _, patch in patches])
-    for upstream in chosen:
-        target = targets[upstream]
-        log.info("%s: judging %d patch(es) against %s", upstream, len(series[upstream]),
-                 target.label)
-        package = getattr(project.config.upstreams.get(upstream), "package", None)
-        names = {upstream} | ({package} if package else set())
-        landed: list[tuple[PatchStatus, PatchFile]] = []
-        patches = series[upstream]
-        # The history between base and target (git processes, the GIL free) is read by a second
-        # thread while this one judges the patches; only landed patches, and those the content
-        # checks cannot decide, will need it.
-        series_paths = sorted({p for _, patch in patches for p in patch.paths})
-        history = Background(_history_index, store, target, series_paths) \
-            if target.base_commit != target.commit and series_paths else None
-        judge = SeriesJudge(store, target,
-                            history=LazyHistory(history.result, patches,
-                                                lambda paths: store.read_blobs(
-                                                    target.base_commit, paths))
-                            if history is not None else None)
-        judge.prefetch(patches)
-        for name, patch in patches:
-            judgement = judge.judge(name, patch)
-            verdict = judgement.verdict
-            status = PatchStatus(
-                upstream=upstream, name=name, state=judgement.state,
-                confidence=verdict.confidence if judgement.outcome == "landed" else None,
-                hunks_total=verdict.hunks_total,
-                hunks_landed=verdict.hunks_landed, evidence=judgement.evidence,
-                files=[{"path": f.path, "target_path": f.target_path,
-                        "hunks": [{"index": h.index + 1, "forward": h.forward,
-                                   "landed": h.landed} for h in f.hunks]}
-                       for f in verdict.files],
-                decided_by=verdict.decided_by, verdict=verdict, rebase=judgement.rebase_action)
-            if judgement.outcome == "landed" and verdict.state != "upstreamed":
-                # git's merge found it all there where the hunk checks could not say.
-                status.confidence = "high"
-                status.hunks_landed = verdict.hunks_total
-            if judgement.state in ("upstreamed", "partial"):
-                landed.append((status, patch))
-            status.forwarded = forwarded_info(project, store, patch, target, forge, lookups)
-            if status.forwarded and status.forwarded.get("merged") and \
-                    status.forwarded.get("included"):
-                status.evidence.append(f"forwarded PR merged ({status.forwarded['url']}) and "
-                                       "included in the target")
-            status.drop_when = drop_when(patch, target, status.forwarded, store=store,
-                                         forge=forge, names=names, lookups=lookups)
-            broken = judgement.stop_kind == "invariant"
-            status.attention = judgement.state in ATTENTION_STATES or broken or \
-                bool(status.drop_when and status.drop_when.get("true"))
-            out.append(status)
-        index = None
-        if history is not None and landed:
-            index = history.result()
-        elif history is not None:
-            history.wait()  # nothing landed: its answer is not needed, but no thread outlives us
-        if index is not None:
-            # Where the landed fixes came from: one read of the history for the whole series
-            # (again for the paths of a patch that followed a rename, outside the series').
-            needed = {p for status, _ in landed for p in _patch_paths(status.verdict)}
-            if not needed <= set(index.paths):
-                index = HistoryIndex(store, target, sorted(needed))
-            matches = index.patch_id_matches([(id(status), patch.diff,
-                                               _patch_paths(status.verdict))
-                                              for status, patch in landed])
-            for status, patch in landed:
-                status.landed_in, more = where_landed(store, target, patch, status.verdict,
-                                                      index)
-                status.evidence.extend(more)
-                for commit in matches.get(id(status), []):
-                    status.evidence.append(f"patch-id matches upstream commit {commit}")
+    # The threads reading histories are joined when the block is left, by an error too.
+    with ExitStack() as threads:
+        for upstream in chosen:
+            target = targets[upstream]
+            log.info("%s: judging %d patch(es) against %s", upstream, len(series[upstream]),
+                     target.label)
+            package = getattr(project.config.upstreams.get(upstream), "package", None)
+            names = {upstream} | ({package} if package else set())
+            landed: list[tuple[PatchStatus, PatchFile]] = []
+            patches = series[upstream]
+            # The history between base and target (git processes, the GIL free) is read by a
+            # second thread while this one judges the patches; only landed patches, and those
+            # the content checks cannot decide, will need it.
+            series_paths = sorted({p for _, patch in patches for p in patch.paths})
+            history = threads.enter_context(
+                Background(_history_index, store, target, series_paths)) \
+                if target.base_commit != target.commit and series_paths else None
+            judge = SeriesJudge(store, target,
+                                history=LazyHistory(history.result, patches,
+                                                    lambda paths: store.read_blobs(
+                                                        target.base_commit, paths))
+                                if history is not None else None)
+            judge.prefetch(patches)
+            for name, patch in patches:
+                judgement = judge.judge(name, patch)
+                verdict = judgement.verdict
+                status = PatchStatus(
+                    upstream=upstream, name=name, state=judgement.state,
+                    confidence=verdict.confidence if judgement.outcome == "landed" else None,
+                    hunks_total=verdict.hunks_total,
+                    hunks_landed=verdict.hunks_landed, evidence=judgement.evidence,
+                    files=[{"path": f.path, "target_path": f.target_path,
+                            "hunks": [{"index": h.index + 1, "forward": h.forward,
+                                       "landed": h.landed} for h in f.hunks]}
+                           for f in verdict.files],
+                    decided_by=verdict.decided_by, verdict=verdict, rebase=judgement.rebase_action)
+                if judgement.outcome == "landed" and verdict.state != "upstreamed":
+                    # git's merge found it all there where the hunk checks could not say.
+                    status.confidence = "high"
+                    status.hunks_landed = verdict.hunks_total
+                if judgement.state in ("upstreamed", "partial"):
+                    landed.append((status, patch))
+                status.forwarded = forwarded_info(project, store, patch, target, forge, lookups)
+                if status.forwarded and status.forwarded.get("merged") and \
+                        status.forwarded.get("included"):
+                    status.evidence.append(f"forwarded PR merged ({status.forwarded['url']}) and "
+                                           "included in the target")
+                status.drop_when = drop_when(patch, target, status.forwarded, store=store,
+                                             forge=forge, names=names, lookups=lookups)
+                broken = judgement.stop_kind == "invariant"
+                status.attention = judgement.state in ATTENTION_STATES or broken or \
+                    bool(status.drop_when and status.drop_when.get("true"))
+                out.append(status)
+            # Nothing landed: the history's answer is not needed (the thread ends with the block).
+            index = history.result() if history is not None and landed else None
+            if index is not None:
+                # Where the landed fixes came from: one read of the history for the whole series
+                # (again for the paths of a patch that followed a rename, outside the series').
+                needed = {p for status, _ in landed for p in _patch_paths(status.verdict)}
+                if not needed <= set(index.paths):
+                    index = HistoryIndex(store, target, sorted(needed))
+                matches = index.patch_id_matches([(id(status), patch.diff,
+                                                   _patch_paths(status.verdict))
+                                                  for status, patch in landed])
+                for status, patch in landed:
+                    status.landed_in, more = where_landed(store, target, patch, status.verdict,
+                                                          index)
+                    status.evidence.extend(more)
+                    for commit in matches.get(id(status), []):
+                        status.evidence.append(f"patch-id matches upstream commit {commit}")
     return out
 
 

@@ -216,14 +216,14 @@ class Rebase:
         # makes it (mostly git fast-import and git range-diff, the GIL free) while this one
         # makes the new diffs and writes the files.
         inputs = self._range_diff_inputs(recorded_only=True)
-        early = Background(self._range_diff, inputs) if inputs is not None else None
-        try:
+        if inputs is None:
+            self._flush_deferred()
+            return self._write_out()
+        # Left by an error too, the block waits for the thread: its scratch repository is
+        # removed before the error goes on.
+        with Background(self._range_diff, inputs) as early:
             self._flush_deferred()
             return self._write_out(early)
-        except BaseException:
-            if early is not None:
-                early.wait()  # its scratch repository is removed before the error goes on
-            raise
 
     def _defer_diff(self, rel: str, patch, changes) -> str | None:
         """Stage `patch` with a new diff made from `changes`, later: the diffs of every moved
@@ -649,13 +649,8 @@ class Rebase:
         # The range-diff (git fast-import and git range-diff, a good part of a long run) is
         # made by a second thread while this one writes the files; the old series is read
         # here, before any write (on a resumed write-out, from the journal's originals).
-        if range_diff is None:
-            range_diff = Background(self._range_diff, self._range_diff_inputs())
-        try:
-            self._commit_files(range_diff, overlays)
-        except BaseException:
-            range_diff.wait()  # its scratch repository is removed before the error goes on
-            raise
+        with range_diff or Background(self._range_diff, self._range_diff_inputs()) as made:
+            self._commit_files(made, overlays)
         journal.remove()
         return run.summary
 

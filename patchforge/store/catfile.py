@@ -81,6 +81,12 @@ class CatFile:
         self._stderr.seek(0)
         return self._stderr.read().decode("utf-8", "replace").strip()[-2000:] or "unknown error"
 
+    def restart(self) -> None:
+        """End the running process once no query is using it: the next query starts a new one,
+        which reads the repository's configuration afresh."""
+        with self.lock:
+            self.close()
+
     def close(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:

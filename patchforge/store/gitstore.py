@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 from patchforge.errors import StoreError
@@ -77,7 +78,14 @@ class TransferProgress:
 
 
 class UpstreamStore:
-    """The bare repository `<cache>/store.git`. Not thread-safe beyond the cat-file reader."""
+    """The bare repository `<cache>/store.git`.
+
+    A second thread of the same command may read from it while the first goes on (the history
+    a status judges against, a range-diff while the rebase writes): what they share in memory,
+    the caches of contents and trees and the cat-file reader, is only touched under `_lock`
+    (reads, prefetches, the reader's restart after a fetch). Git processes run outside it, side
+    by side. Writes (fetches, imports, commits) are made by the command's own thread.
+    """
 
     # zlib level for imported packs: level 1 costs about a third more time than 0 (stored) but
     # halves the disk used by a vLLM wheel (787 MB -> 343 MB); deltas are off (see import_wheel).
@@ -86,6 +94,7 @@ class UpstreamStore:
     def __init__(self, git_dir: Path) -> None:
         self.git_dir = Path(git_dir)
         self._cat = CatFile(self.git_dir)
+        self._lock = threading.RLock()  # the caches below and their reads through self._cat
         self._ancestry: dict[tuple[str, str], bool] = {}
         self._present: set[str] = set()  # blob ids known to be in the store (not promised)
         # Parsed trees (tree id -> {name: (mode, id)}) and, for full commit/tree ids only
@@ -238,6 +247,10 @@ class UpstreamStore:
         rev = self._pin(rev)
         for path in paths:
             check_path(path)
+        with self._lock:
+            return self._read_blobs(rev, paths)
+
+    def _read_blobs(self, rev: str, paths: list[str]) -> dict[str, bytes | None]:
         # Files of a full commit id never change: a series reads the same few files again and
         # again (each patch, the judge, the range-diff), so they are kept for the process.
         cache = self._blobs.setdefault(rev, {}) if _HEX40.fullmatch(rev) else {}
@@ -272,6 +285,11 @@ class UpstreamStore:
         for path in paths:
             raw_parent, _, name = check_path(path).rpartition(b"/")
             split[path] = (decode_path(raw_parent), name)
+        with self._lock:
+            return self._entries(rev, split, directories)
+
+    def _entries(self, rev: str, split: dict[str, tuple[str, bytes]],
+                 directories: bool) -> dict[str, tuple[str, str] | None]:
         trees = self._trees_of(rev, sorted({parent for parent, _ in split.values()}))
         found: dict[str, tuple[str, str] | None] = {}
         for path, (parent, name) in split.items():
@@ -342,10 +360,11 @@ class UpstreamStore:
         """Make sure the files of several revisions, [(rev, paths)], are in the store, with one
         check (and at most one fetch) for all of them; then read_blobs() of them asks nothing
         more of git than the contents."""
-        if self._is_partial():
-            self._fetch_missing({found[1] for rev, paths in wanted
-                                 for found in self.entries(self._pin(rev), paths).values()
-                                 if found is not None and found[1] not in self._present})
+        with self._lock:
+            if self._is_partial():
+                self._fetch_missing({found[1] for rev, paths in wanted
+                                     for found in self.entries(self._pin(rev), paths).values()
+                                     if found is not None and found[1] not in self._present})
 
     def _prefetch(self, rev: str, paths: list[str]) -> None:
         """Bring the missing blobs of `paths` at `rev` with one fetch instead of one per blob."""
@@ -454,8 +473,7 @@ class UpstreamStore:
         # The running `cat-file --batch` read the configuration at start-up: it does not know
         # a promisor remote added since, and would report that remote's blobs as absent
         # instead of fetching them on demand. Start a fresh one.
-        self._cat.close()
-        self._cat = CatFile(self.git_dir)
+        self._cat.restart()
 
     def remote_heads(self, upstream: str, url: str, *, tags: bool = False) -> list[str]:
         """The full branch refs (and with `tags`, tag refs) a git upstream advertises (one
