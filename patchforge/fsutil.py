@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -92,8 +93,6 @@ def atomic_write_many(items: list[tuple[Path, bytes]]) -> None:
         # Several threads: each file's create, fsync and rename wait on the file system with
         # the GIL released, so a long series' files are written faster side by side (measured:
         # docs/performance.md). Plain threads: concurrent.futures would load logging as well.
-        import threading
-
         errors: list[BaseException] = []
 
         def write(chunk):

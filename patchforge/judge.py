@@ -11,7 +11,10 @@ from dataclasses import dataclass, field, replace
 
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.detect import PatchVerdict, assess_patch
-from patchforge.history import combine, combine_series
+from patchforge.errors import StoreError
+from patchforge.history import (MIN_CHANGED_CHARS, blocks_of_git_diff, combine, combine_series,
+                                judge_history, patch_blocks)
+from patchforge.store.diff import FileChange, diff_header, make_diffs, merge_file
 
 # The content states in which the history is asked whether the patch landed: its pre-image is
 # not all in the target, or the checks disagree (history.combine never overturns the rest).
@@ -261,8 +264,6 @@ class SeriesJudge:
                 conflicts.append(path_after)
                 after[path_after] = current
                 continue
-            from patchforge.store.diff import merge_file
-
             clean, merged = merge_file(base or b"", current, theirs.content, self.labels)
             merged_any = True
             after[path_after] = merged
@@ -318,8 +319,6 @@ class SeriesJudge:
 
     @staticmethod
     def _changes(before, after, modes, sources, copies) -> list:
-        from patchforge.store.diff import FileChange
-
         changes = []
         for path, new in after.items():
             source = sources.get(path)
@@ -427,11 +426,6 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
     change (the old series' files before its first patch against after its last, git's diff)
     that commit makes, and no later commit undoes (history.judge_history), landed whole.
     One git process makes every candidate's diff."""
-    from patchforge.apply.hunks import apply_file_patch
-    from patchforge.errors import StoreError
-    from patchforge.history import MIN_CHANGED_CHARS, blocks_of_git_diff
-    from patchforge.store.diff import FileChange, make_diffs
-
     if len(patches) < 2 or not index.log:
         return {}
     paths = sorted({p for _, patch in patches for p in patch.paths})
@@ -559,15 +553,10 @@ class HistoryIndex:
     def landing(self, patch):
         """What the history says of `patch` (history.HistoryLanding), None when it cannot say
         (a file outside the paths read, a binary or rename, too small a change)."""
-        from patchforge.history import patch_blocks
-
         return self.judge_blocks(patch_blocks(patch))
 
     def judge_blocks(self, wanted):
         """history.judge_history of change blocks per path over this history."""
-        from patchforge.history import blocks_of_git_diff, judge_history
-        from patchforge.store.diff import diff_header
-
         if wanted is None or not set(wanted) <= set(self.paths):
             return None
         chunks = self._file_chunks()
@@ -619,8 +608,6 @@ class HistoryIndex:
     def patch_id_matches(self, requests: list[tuple[object, bytes, list[str]]]) -> dict:
         """For each (key, the patch's diff, its paths): the commits whose change to those paths
         has the patch's `git patch-id --stable`, in one patch-id run for the whole series."""
-        from patchforge.store.diff import diff_header
-
         chunks = self._file_chunks()
         feed: list[bytes] = []
         owners: dict[str, tuple[object, str | None]] = {}  # fake id -> (request key, commit)

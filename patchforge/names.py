@@ -16,8 +16,6 @@ from dataclasses import dataclass
 # refs (`refs/patchforge/...`) and YAML keys: letters, digits, `.`, `_`, `-`, starting with a
 # letter or digit (so never `.`, `..`, `-x` or empty).
 _SIMPLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-# A compose service name (compose-spec: `^[a-zA-Z0-9._-]+$`), kept to the same safe start.
-_SERVICE_NAME = _SIMPLE_NAME
 # Patch names: one line of a quilt series file each, and a file name under series/<upstream>/.
 # quilt reads `#` as a comment and whitespace as the end of the name (or an option after it);
 # `/` and `\` would make a directory; quotes and `$` break the shell lines users copy.
@@ -29,13 +27,6 @@ def check_simple_name(value: object, what: str) -> str:
     if not isinstance(value, str) or not _SIMPLE_NAME.fullmatch(value) or ".." in value:
         raise ValueError(f"{what} {value!r} is not a valid name (letters, digits, '.', '_', '-'; "
                          "starting with a letter or digit)")
-    return value
-
-
-def check_service_name(value: object) -> str:
-    if not isinstance(value, str) or not _SERVICE_NAME.fullmatch(value):
-        raise ValueError(f"compose service {value!r} is not a valid service name (letters, "
-                         "digits, '.', '_', '-')")
     return value
 
 

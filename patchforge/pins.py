@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from patchforge.errors import StoreError
-from patchforge.model.lock import UpstreamPin
+from patchforge.model.lock import ImagePin, UpstreamPin
 
 log = logging.getLogger("patchforge.resolve")
 
@@ -71,7 +71,6 @@ def pin_for_spec(project, store, upstream, spec: str) -> UpstreamPin:
             assert resolved.commit is not None and resolved.tree is not None  # or it raised
             commit, tree = resolved.commit, resolved.tree
             if resolved.image is not None:
-                from patchforge.model.lock import ImagePin
                 image = ImagePin(reference=spec, tag=resolved.image.tag,
                                  digest=resolved.image.digest)
         else:
@@ -95,7 +94,6 @@ def pin_for_spec(project, store, upstream, spec: str) -> UpstreamPin:
     if resolved.image is not None:
         # Resolved through an image (a nightly tag, repo:tag, repo@digest): the lock pins the
         # image by digest too, as the seed stack does by hand.
-        from patchforge.model.lock import ImagePin
         image = ImagePin(reference=spec, tag=resolved.image.tag, digest=resolved.image.digest)
     return UpstreamPin(kind="git", commit=commit, tree=store.tree_id(commit), label=spec,
                        source={"url": upstream.url},

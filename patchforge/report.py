@@ -14,6 +14,7 @@ import html
 import json
 from pathlib import Path
 
+from patchforge import __version__
 from patchforge.fsutil import atomic_write
 
 # Display order and colour of states (status states, then rebase actions).
@@ -243,11 +244,7 @@ def _project_name(project) -> str:
 
 
 def _version() -> str:
-    try:
-        from patchforge import __version__
-        return str(__version__)
-    except ImportError:
-        return "?"
+    return __version__
 
 
 # --- sections ---------------------------------------------------------------------------------

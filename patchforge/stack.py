@@ -3,7 +3,9 @@ with its patch file (`add_to_series`), the ledger kept in step (`series_changed`
 no patch may touch (`refuse_symlinked_paths`)."""
 from __future__ import annotations
 
+from patchforge.apply.hunks import apply_file_patch
 from patchforge.apply.series import apply_series
+from patchforge.errors import InputError, UnsafePathError
 from patchforge.fsutil import atomic_write
 
 
@@ -36,8 +38,6 @@ def refuse_symlinked_paths(store, commit: str, patches) -> None:
     """Refuse any patch that touches a path which is, or passes through, a symlink in the
     upstream at `commit`: writing there (an overlay mount, an editing worktree) would land outside
     the upstream's tree. `patches` is [(name, PatchFile)]."""
-    from patchforge.errors import UnsafePathError
-
     def prefixes(path):
         parts = path.split("/")
         return ["/".join(parts[:depth]) for depth in range(1, len(parts) + 1)]
@@ -76,9 +76,6 @@ def refuse_creation_collisions(store, commit: str, patches) -> None:
     applied in memory they would silently replace the upstream's file or fail with an OSError
     half way through a write. A creation whose content is byte for byte the file the upstream
     already has is no collision (the fix is already there). `patches` is [(name, PatchFile)]."""
-    from patchforge.apply.hunks import apply_file_patch
-    from patchforge.errors import InputError
-
     creations = [(name, patch, fp) for name, patch in patches for fp in patch.file_patches
                  if fp.new_path and (fp.is_new or (fp.is_copy or fp.is_rename)
                                      and fp.new_path != fp.old_path)]

@@ -134,10 +134,6 @@ def read_states(project) -> dict[str, UpstreamState]:
     return states
 
 
-def state_of(project, upstream: str) -> UpstreamState:
-    return read_states(project).get(upstream) or UpstreamState(upstream, IDLE)
-
-
 def require(project, command: str, upstreams, *, unrefreshed=None) -> dict[str, UpstreamState]:
     """Refuse `command` (InProgressError, exit 2, with the next step) unless every upstream it
     works on is in a state the command may act in. `unrefreshed(upstream, state)` says whether

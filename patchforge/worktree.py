@@ -25,9 +25,10 @@ from pathlib import Path
 
 from patchforge.apply.series import apply_series
 from patchforge.errors import ApplyError, InputError, UsageError
-from patchforge.fsutil import atomic_delete, atomic_write
+from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.stack import refuse_creation_collisions, refuse_symlinked_paths
 from patchforge.store.diff import FileChange, make_diff
+from patchforge.store.git import IMPORT_IDENT, run_git
 from patchforge.store.objects import (EMPTY_TREE, commit_bytes, edit_tree, object_id,
                                       write_small_pack)
 
@@ -66,8 +67,6 @@ class Worktree:
         (creating and removing one was most of a stop's file system work). HEAD's commit is
         made here (store/objects.py), and one `git reset --hard` sets HEAD, the index and the
         `before` files."""
-        from patchforge.store.git import IMPORT_IDENT
-
         for rel in (*before, *after):
             _check_rel(rel)
         work = cls(path)
@@ -221,8 +220,6 @@ class Worktree:
 
     def _git(self, *args: str, input: bytes | None = None,
              env: dict[str, str] | None = None) -> bytes:
-        from patchforge.store.git import run_git
-
         # No reflogs: nobody goes back in a worktree's history, and each would be more files
         # (and directories) to write and remove.
         proc = run_git("-c", "core.autocrlf=false", "-c", "core.fileMode=true",
@@ -494,8 +491,6 @@ def require_state(project, command: str, upstreams, *, store=None) -> None:
 def close_edit(project, store, upstream: str, *, discard: bool = False) -> None:
     """`edit --close`: end the open edit of `upstream`; refused while its worktree holds
     changes not refreshed, unless `discard`."""
-    from patchforge.fsutil import RepoLock
-
     if not discard:
         require_state(project, "edit --close", [upstream], store=store)
     with RepoLock(project.state_dir):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from patchforge.apply.hunks import apply_file_patch
+from patchforge.apply.hunks import FileApplication, HunkOutcome, apply_file_patch
 from patchforge.errors import ApplyError, InputError
 
 if TYPE_CHECKING:
@@ -120,8 +120,6 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
 
 
 def _missing(fp):
-    from patchforge.apply.hunks import FileApplication, HunkOutcome
-
     return FileApplication(old_path=fp.old_path, new_path=fp.new_path, content=None,
                            hunks=tuple(HunkOutcome(index=i, status="failed", offset=0, fuzz=0,
                                                    at_line=None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -189,8 +190,6 @@ def console_main() -> None:
     every thread joined; tearing down the objects of a long series is a measurable part of a
     short command (docs/performance.md). main() itself exits normally, for callers in the same process.
     """
-    import threading
-
     try:
         main()
     except SystemExit as exc:

@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from patchforge.cli.output import emit_json
+from patchforge.cli.output import Progress, emit_json
+from patchforge.errors import EXIT_ATTENTION
 
 
 @click.command()
@@ -31,13 +32,11 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
     Exit 0 when the stack moved cleanly (or was up to date), 1 when a person is needed (the
     rebase is left stopped; with --dry-run nothing is written), 2 on bad input."""
     from patchforge.cli.cmd_status import make_forge
-    from patchforge.errors import EXIT_ATTENTION
     from patchforge.fsutil import RepoLock, atomic_write
     from patchforge.ops.bump import bump as run_bump
     from patchforge.ops.bump_report import render_markdown, title
     from patchforge.ops.deploy import default_registry
     from patchforge.pins import open_store
-    from patchforge.cli.output import Progress
 
     project = app.project()
     registry = None if project.offline else default_registry(project)

@@ -7,7 +7,7 @@ import click
 
 from patchforge.cli.complete import complete_profile
 from patchforge.cli.output import emit_json, table
-from patchforge.errors import EXIT_ATTENTION
+from patchforge.errors import EXIT_ATTENTION, UsageError
 
 CHECK_COLORS = {"passed": "green", "skipped": "cyan", "failed": "red", "timeout": "red",
                 "error": "red"}
@@ -23,7 +23,6 @@ def check(app, run, profile, as_json):
     """Check every patch's Keeps: invariants on each profile's result; with --run, run the
     configured checks on a tree of the profile's overlays. Nothing from a patch is ever run."""
     from patchforge.checks import load_checks, run_checks
-    from patchforge.errors import UsageError
     from patchforge.invariants import check_overlay_invariants
     from patchforge.pins import ensure_pinned, open_store
     from patchforge.overlay import build_overlays

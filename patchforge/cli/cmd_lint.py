@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from patchforge.cli import github
 from patchforge.cli.github import format_option
 from patchforge.cli.output import announce_state, emit_json, table
 from patchforge.errors import EXIT_ATTENTION
@@ -48,8 +49,6 @@ def lint(app, as_json, no_forge, warnings_fail, output_format):
 
 
 def _github(project, findings, errors: int, warnings: int) -> None:
-    from patchforge.cli import github
-
     github.emit_annotations([(f.severity, f"{f.check}: {f.message}",
                               github.patch_file(project, f.patch), f"patchforge lint: {f.patch}")
                              for f in findings])

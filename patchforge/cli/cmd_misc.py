@@ -6,6 +6,7 @@ the shell asks at completion time is answered by the same command table as `--he
 from __future__ import annotations
 
 import click
+from patchforge.cli import cli
 
 COMPLETE_VAR = "_PATCHFORGE_COMPLETE"
 SHELLS = ("bash", "zsh", "fish")
@@ -23,8 +24,6 @@ def completion(shell):
     fish:  patchforge completion fish > ~/.config/fish/completions/patchforge.fish
     """
     from click.shell_completion import get_completion_class
-
-    from patchforge.cli import cli
 
     comp_cls = get_completion_class(shell)
     if comp_cls is None:  # click without this shell: say so rather than print nothing

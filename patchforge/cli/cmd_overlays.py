@@ -1,15 +1,17 @@
 """`overlays` and `verify`."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import click
 
+from patchforge.cli import github
 from patchforge.cli.complete import complete_profile
 from patchforge.cli.github import format_option
-from patchforge.cli.output import STATE_COLORS, announce_state, emit_json, table
-from patchforge.errors import EXIT_ATTENTION
+from patchforge.cli.output import Progress, STATE_COLORS, announce_state, emit_json, table
+from patchforge.errors import EXIT_ATTENTION, UsageError
 
 PINNED_IMAGE = "@pinned"  # `--image` without a value: the image upstream.lock pins
 
@@ -25,7 +27,6 @@ PINNED_IMAGE = "@pinned"  # `--image` without a value: the image upstream.lock p
 @click.pass_obj
 def overlays(app, profiles, check, as_json, output_format):
     """Regenerate overlays, SHA256SUMS, manifest.json and the compose mounts."""
-    from patchforge.errors import UsageError
     from patchforge.fsutil import RepoLock
     from patchforge.pins import open_store
     from patchforge.overlay import build_overlays, check_overlays, write_overlays
@@ -43,7 +44,6 @@ def overlays(app, profiles, check, as_json, output_format):
     if unknown:
         raise UsageError(f"unknown profile {unknown[0]!r} (configured: "
                          f"{', '.join(project.config.profiles) or 'none'})")
-    from patchforge.cli.output import Progress
     from patchforge.ops.setup import fetch_missing
 
     with open_store(project) as store:
@@ -122,7 +122,6 @@ def verify(app, installed, image, profile, as_json, output_format):
     """Check overlays against SHA256SUMS, and pre-images with --installed or --image."""
     if image is not None:
         if installed is not None:
-            from patchforge.errors import UsageError
             raise UsageError("--image and --installed check different things: give one")
         return _verify_image(app, image, profile, as_json, output_format)
     from patchforge.overlay import verify_overlays
@@ -144,7 +143,6 @@ def verify(app, installed, image, profile, as_json, output_format):
 
 
 def _verify_image(app, image, profile, as_json, output_format="text"):
-    from patchforge.cli.output import Progress
     from patchforge.ops.deploy import verify_image
 
     with Progress("reading layer") as progress:
@@ -165,8 +163,6 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
                    f"({result.layers_read} of {result.layers_total} layers read, "
                    f"{megabytes:.1f} MB)")
     if output_format == "github":
-        from patchforge.cli import github
-
         failed = [f for f in result.files if f.state != "ok"]
         github.emit_annotations([("error", f"{f.target}: {f.state}: {f.detail}", None,
                                   f"patchforge verify --image {result.resolved}") for f in failed])
@@ -183,14 +179,10 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
 def _overlay_file(path: str) -> str | None:
     """A path as verify and the drift report give it (relative to overlays/) from the project
     root; None for a file outside the project (an installed tree)."""
-    import os
-
     return None if os.path.isabs(path) else os.path.normpath(os.path.join("overlays", path))
 
 
 def _github_drift(drifts, total: int) -> None:
-    from patchforge.cli import github
-
     github.emit_annotations([
         ("error", f"{d.kind}" + (f": {d.detail}" if d.detail else "") +
          "; run `patchforge overlays` and commit the result", _overlay_file(d.path),
@@ -203,8 +195,6 @@ def _github_drift(drifts, total: int) -> None:
 
 
 def _github_verify(rows, bad) -> None:
-    from patchforge.cli import github
-
     github.emit_annotations([("error", f"{state}: {detail}", _overlay_file(path.split(" [")[0]),
                               "patchforge verify") for path, state, detail in bad])
     section = f"### patchforge verify: {len(rows) - len(bad)} ok, {len(bad)} failed\n"

@@ -7,7 +7,8 @@ import sys
 import click
 
 from patchforge.cli.complete import complete_spec
-from patchforge.cli.output import emit_json, table
+from patchforge.cli.output import Progress, emit_json, table
+from patchforge.errors import ConflictStop, UsageError
 
 ACTION_COLORS = {"clean": "green", "offset": "green", "merged": "yellow", "resolved": "yellow",
                  "dropped": "cyan", "skipped": "magenta", "conflict": "red"}
@@ -48,7 +49,6 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
     `--to vllm=SPEC aiter=SPEC` moves several upstreams in one run; an upstream not named stays
     where it is."""
     from patchforge.cli.cmd_status import parse_specs
-    from patchforge.errors import ConflictStop, UsageError
     from patchforge.fsutil import RepoLock
     from patchforge.pins import open_store
     from patchforge.rebase.engine import Rebase
@@ -66,8 +66,6 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
     # A dry run writes nothing, not even the lock file (project files are only ever replaced
     # atomically, so it reads whole files).
     lock = contextlib.nullcontext() if dry_run else RepoLock(project.state_dir)
-    from patchforge.cli.output import Progress
-
     progress = Progress("rebasing")
     with lock, open_store(project) as store, progress:
         engine = Rebase(project, store,

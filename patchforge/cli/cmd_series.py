@@ -6,8 +6,8 @@ import sys
 import click
 
 from patchforge.cli.complete import complete_patch, complete_profile, complete_upstream
-from patchforge.cli.output import announce_state, emit_json, table
-from patchforge.errors import EXIT_ATTENTION
+from patchforge.cli.output import announce_state, color_diff, emit_json, neutralize, page, table
+from patchforge.errors import EXIT_ATTENTION, UsageError
 
 
 @click.command("list")
@@ -47,7 +47,6 @@ def _profile_list(field: str | None) -> list[str] | None:
 @click.pass_obj
 def show(app, name, as_json, raw, stat_only, no_pager):
     """A patch: its header, description, stats and diff (paged on a terminal)."""
-    from patchforge.cli.output import color_diff, page
     from patchforge.ops.series import show_patch
 
     info = show_patch(app.project(), name)
@@ -67,7 +66,6 @@ def show(app, name, as_json, raw, stat_only, no_pager):
     lines += [f"  {f['path']} | +{f['added']} -{f['removed']}" for f in info["files"]]
     # The header and description are shown, never obeyed by the terminal (the diff below is
     # the patch's own bytes, as `git show` gives them).
-    from patchforge.cli.output import neutralize
     text = (neutralize("\n".join(lines)) + "\n").encode("utf-8", "surrogateescape")
     if not stat_only:
         text += b"\n" + color_diff(diff, app.color)
@@ -114,7 +112,6 @@ def new(app, name, upstream, after, description, profiles, no_edit, files):
 @click.pass_obj
 def edit(app, name, files, close, discard):
     """Open .patchforge/work/<upstream> with NAME's files, the series applied through NAME."""
-    from patchforge.errors import UsageError
     from patchforge.ops.series import close_open_edit
     from patchforge.pins import open_store
     from patchforge.worktree import open_worktree

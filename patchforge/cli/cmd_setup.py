@@ -1,12 +1,14 @@
 """`init`, `upstream add`, `fetch`."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from patchforge.cli.complete import complete_upstream
 from patchforge.cli.output import emit_json, table
+from patchforge.errors import UsageError
 
 
 @click.command()
@@ -41,7 +43,6 @@ def upstream():
 @click.pass_obj
 def upstream_add(app, name, git_url, package, directory, spec, install_root, follow, as_json):
     """Add upstream NAME to the configuration and pin it in upstream.lock."""
-    from patchforge.errors import UsageError
     from patchforge.model.config import UpstreamConfig
     from patchforge.ops.setup import add_upstream
 
@@ -75,8 +76,6 @@ def git_url_for_local(url: str | None) -> bool:
 
 
 def _from_root(project, path: str) -> str:
-    import os
-
     if Path(path).is_absolute():
         return path
     return Path(os.path.relpath(Path(path).resolve(), project.root)).as_posix()

@@ -5,10 +5,11 @@ import sys
 
 import click
 
+from patchforge.cli import github
 from patchforge.cli.complete import complete_spec
 from patchforge.cli.github import format_option
 from patchforge.cli.output import STATE_COLORS, announce_state, emit_json, paint, table
-from patchforge.errors import EXIT_ATTENTION
+from patchforge.errors import EXIT_ATTENTION, PatchforgeError, UsageError
 
 
 def make_forge(project):
@@ -35,7 +36,6 @@ class _LazyForge:
 
 def departed_fixes(project) -> list[dict]:
     """When and why fixes left the series (the ledger's history), for the status report."""
-    from patchforge.errors import PatchforgeError
     from patchforge.ledger import departures, describe_event
 
     out = []
@@ -70,7 +70,6 @@ def parse_specs(project, specs):
 @click.pass_obj
 def status(app, specs, strict, as_json, html_out, more_specs, output_format):
     """Per patch: applies, offset, fuzz, conflict, upstreamed, partial or obsolete."""
-    from patchforge.errors import UsageError
     from patchforge.pins import open_store
     from patchforge.ops.status import resolve_targets, series_status
     from patchforge.state import announcements, skipped_fixes
@@ -149,8 +148,6 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
 
 
 def _github(project, targets, results) -> None:
-    from patchforge.cli import github
-
     items = []
     for r in results:
         if not r.attention:

@@ -2,7 +2,9 @@
 tables, and a progress indicator on stderr that is silent when stderr is not a terminal."""
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import sys
 import time
 
@@ -178,8 +180,6 @@ def page(data: bytes, *, enabled: bool = True) -> None:
     """Write `data` to stdout, through a pager when stdout is a terminal (as git does):
     $PATCHFORGE_PAGER, else $PAGER, else `less` with LESS=FRX (quit when it fits one screen,
     keep colours, leave the text on the screen). Bytes go through unchanged."""
-    import os
-    import shutil
     import subprocess
 
     pager = os.environ.get("PATCHFORGE_PAGER") or os.environ.get("PAGER") or \

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from importlib import resources
 from pathlib import Path
 
 from patchforge.errors import ConfigError
@@ -58,7 +59,6 @@ def validate_config_table(table: dict, text: str, source: str, prefix: str) -> N
     remembered by the digest of its text and the schema (a marker file in the cache): every
     later command on the same text skips the import."""
     import hashlib
-    from importlib import resources
 
     schema = resources.files("patchforge.formats").joinpath("schemas/config.schema.json")
     digest = hashlib.sha256(schema.read_bytes() + b"\0" + prefix.encode() + b"\0"

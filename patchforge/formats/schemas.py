@@ -6,6 +6,7 @@ hot read paths use typed getters and the schemas guard every write and every `--
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from importlib import resources
 
@@ -44,8 +45,6 @@ def first_violation(instance, name: str) -> tuple[list, str] | None:
 
     The path ends at the offending key itself where jsonschema reports its parent (an unknown
     key, a bad key name), so that a caller can point at the key's line."""
-    import re
-
     import jsonschema
 
     validator_cls = jsonschema.validators.validator_for(load_schema(name))

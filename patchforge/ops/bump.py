@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from patchforge.errors import ConflictStop, PatchforgeError, UsageError
+from patchforge.errors import (ConflictStop, InProgressError, NetworkError, PatchforgeError,
+                               UsageError)
 
 BUMP_DOCUMENT_VERSION = 1
 NIGHTLY_TAG = re.compile(r"^nightly-([0-9a-f]{40})$")
@@ -365,7 +366,6 @@ def verify_against_image(project, reference: str, registry) -> dict:
     """The new overlays' pre-images inside the candidate image (`ops.deploy.verify_image`:
     its layers read through the registry), as the report's verification section. An image the
     registry cannot serve is "unreachable", not a failure: the move itself is still sound."""
-    from patchforge.errors import NetworkError
     from patchforge.ops.deploy import verify_image
 
     if registry is None:
@@ -398,7 +398,6 @@ def bump(project, store, upstream_name: str | None, *, spec: str | None = None,
     answers pull request states. A conflict leaves the rebase stopped (resumable with
     `rebase --continue`) and the document says so; it is not raised.
     """
-    from patchforge.errors import InProgressError
     from patchforge.judge import Target
     from patchforge.ops.status import series_status
     from patchforge.rebase.engine import Rebase

@@ -9,7 +9,6 @@ needs only the committed manifest, so it runs on a deployment host with `overlay
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from patchforge.errors import ConfigError, InputError, UsageError

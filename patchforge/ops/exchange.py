@@ -6,11 +6,13 @@ that quilt and `git am` take as they are.
 """
 from __future__ import annotations
 
+import datetime as _dt
 import email.utils
 import re
 import tempfile
 from pathlib import Path
 
+from patchforge.apply.diffparse import parse_diff, validate_path
 from patchforge.errors import InputError, UsageError
 from patchforge.formats.patchfile import parse_patch_file, quote_diff_like, render_patch_file
 from patchforge.formats.series import parse_series
@@ -18,7 +20,7 @@ from patchforge.fsutil import RepoLock, atomic_write
 from patchforge.stack import add_to_series, series_changed, series_state
 from patchforge.store.diff import FileChange, make_diff
 from patchforge.store.git import run_git
-from patchforge.ops.series import default_author, today
+from patchforge.ops.series import checked_patch_name, default_author, today
 from patchforge.project import patch_file_name
 
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
@@ -29,7 +31,6 @@ def slugify(text: str, limit: int = 52) -> str:
 
 
 def _check_new_name(project, upstream: str, file_name: str) -> None:
-    from patchforge.ops.series import checked_patch_name
     from patchforge.state import require
 
     checked_patch_name(file_name)
@@ -50,8 +51,6 @@ def import_overlay(project, store, overlay: Path, *, upstream: str, path: str, n
     A `path` the upstream does not have (a typo, a directory left out) is refused unless
     `create` says the overlay is a new file: patching a file that is not there would never
     patch the real one."""
-    from patchforge.apply.diffparse import validate_path
-
     project.config.upstream(upstream)
     pin = project.lock.pin(upstream)
     validate_path(path, source=str(overlay))
@@ -204,7 +203,6 @@ def import_mbox(project, store, mbox: Path, *, upstream: str) -> list[str]:
             # Parse the diff first, under the mbox's name, so that an error points into it.
             # A binary change must carry its data (`GIT binary patch`, as format-patch
             # --binary writes); parse_diff refuses `Binary files ... differ` with its line.
-            from patchforge.apply.diffparse import parse_diff
             parse_diff(diff, source=f"{mbox} (message {int(message.name)})")
             body = quote_diff_like(msg_file.read_bytes().strip())
             data = render_patch_file(fields, body + b"\n" if body else b"", diff)
@@ -246,7 +244,6 @@ def mbox_message(patch, raw_diff: bytes, index: int, total: int, base: str) -> b
     subject = _header_value(patch.subject or "") or "patchforge patch"
     last = patch.get("Last-Update") or "1970-01-01"
     try:
-        import datetime as _dt
         day = _dt.datetime.fromisoformat(last.strip()).replace(tzinfo=_dt.timezone.utc)
         date = email.utils.format_datetime(day)
     except ValueError:

@@ -17,8 +17,9 @@ from __future__ import annotations
 import hashlib
 import re
 
-from patchforge.apply.series import applies_to_profile, apply_series
+from patchforge.apply.series import SeriesState, applies_to_profile, apply_series
 from patchforge.errors import InputError, PatchforgeError
+from patchforge.ledger import ledger_findings
 from patchforge.model.findings import Finding
 
 _STATUS_WORDS = ("Pending", "Accepted", "Submitted", "Backport", "Denied", "Inappropriate",
@@ -76,7 +77,7 @@ def lint(project, store, *, forge=None) -> list[Finding]:
             continue
         findings += _apply_checks(project, store, upstream, pin, parsed)
         findings += _drop_and_forward(project, store, upstream, pin, parsed, forge)
-    findings += _ledger(project)
+    findings += ledger_findings(project)
     if not any(f.check in ("apply", "parse") and f.severity == "error" for f in findings):
         findings += _stale_overlays(project, store)
     return findings
@@ -245,7 +246,6 @@ def _diff_shape(label: str, patch) -> list[Finding]:
 
 
 def _apply_checks(project, store, upstream, pin, parsed) -> list[Finding]:
-    from patchforge.apply.series import SeriesState
     from patchforge.invariants import check_patch_invariants
     from patchforge.store.diff import FileChange, make_diff
 
@@ -390,10 +390,3 @@ def _drop_and_forward(project, store, upstream, pin, parsed, forge) -> list[Find
                                                    f"for {pin.label}: remove the fix"))
     return out
 
-
-def _ledger(project) -> list[Finding]:
-    try:
-        from patchforge.ledger import ledger_findings
-    except ImportError:
-        return []
-    return ledger_findings(project)

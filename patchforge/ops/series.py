@@ -13,14 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchforge.apply.series import apply_series
-from patchforge.stack import aside_name, series_changed
-from patchforge.errors import UsageError
+from patchforge.names import check_patch_name
+from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
+from patchforge.errors import ConflictStop, PatchforgeError, UsageError
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.project import patch_file_name
+from patchforge.store.diff import make_diffs
 from patchforge.store.git import run_git
-from patchforge.worktree import (close_edit, close_edit_if_moved, close_worktree, editing,
-                                 require_state, state_file, worktree_diff)
+from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
+                                 editing, require_state, state_file, worktree_diff)
 
 _CONFLICT_MARKER = __import__("re").compile(rb"^(<<<<<<<|>>>>>>>)( |$)", __import__("re").M)
 
@@ -92,7 +94,6 @@ def add_to_open_worktree(project, store, paths, *, upstream: str | None = None):
     """`patchforge add PATH...` into the open worktree (an edit's or a stopped rebase's):
     (the worktree, the paths newly tracked)."""
     from patchforge.rebase.journal import Journal
-    from patchforge.worktree import add_to_worktree
 
     journal = Journal(project.state_dir)
     stop = journal.load().stopped if journal.exists() else None
@@ -173,8 +174,6 @@ def close_open_edit(project, store, name: str | None = None, *, discard: bool = 
 def _same_change(store, base: str, patch, changes) -> bool:
     """True when `patch` applies exactly on `base` and gives the worktree's files (same paths,
     same bytes, no mode change)."""
-    from patchforge.errors import PatchforgeError
-
     if any(old_mode != new_mode for _, old, new, old_mode, new_mode in changes
            if old is not None and new is not None):
         return False
@@ -243,8 +242,6 @@ def check_later_patches(project, store, upstream: str, file_name: str) -> list[s
 
 def checked_patch_name(name: str) -> str:
     """`name` when a series file and a directory can hold it; UsageError otherwise."""
-    from patchforge.names import check_patch_name
-
     try:
         return check_patch_name(name)
     except ValueError as exc:
@@ -409,10 +406,7 @@ def bring_back(project, store, name: str) -> dict:
     with the files as far as the merge got (conflict markers): resolve, then `refresh`.
 
     The fix is written into the series before it leaves skipped/, so a kill never loses it."""
-    from patchforge.errors import ConflictStop
     from patchforge.judge import SeriesJudge, Target
-    from patchforge.stack import refuse_symlinked_paths, series_state
-    from patchforge.store.diff import make_diffs
 
     fix = find_skipped(project, name)
     upstream = fix.upstream

@@ -1,15 +1,18 @@
 """`init`, `upstream add` and `fetch`: starting a project and pinning its upstreams."""
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
-from patchforge.errors import ConfigError, UsageError
+from patchforge.errors import ConfigError, StoreError, UsageError
 from patchforge.formats.config import (PYPROJECT, STANDALONE, find_config_table,
-                                       starting_config_text, upstream_table_text)
+                                       starting_config_text, upstream_table_text,
+                                       validate_config_table)
 from patchforge.formats.lockfile import write_lock
 from patchforge.fsutil import RepoLock, atomic_write
 from patchforge.model.config import UpstreamConfig
 from patchforge.model.lock import Lock
+from patchforge.names import check_simple_name
 
 GITIGNORE_LINES = ("/.patchforge/", "/.overlays.new/", "/.overlays.old/")
 # The history is append-only JSON lines, so two branches that each appended merge by keeping both
@@ -72,10 +75,6 @@ def _add_missing_lines(path: Path, lines: tuple[str, ...]) -> bool:
 def _check_appended(path: Path, data: bytes) -> None:
     """Refuse to write a configuration that would no longer parse (e.g. a pyproject.toml whose
     `tool` is an inline table cannot take a `[tool.patchforge]` section)."""
-    import tomllib
-
-    from patchforge.formats.config import validate_config_table
-
     try:
         text = data.decode("utf-8")
         doc = tomllib.loads(text)
@@ -95,8 +94,6 @@ def add_upstream(project, upstream: UpstreamConfig, spec: str) -> object:
     if upstream.name in project.config.upstreams:
         raise UsageError(f"upstream {upstream.name!r} is already configured",
                          hint="use `patchforge rebase --to` to move it")
-    from patchforge.names import check_simple_name
-
     try:
         check_simple_name(upstream.name, "upstream")
     except ValueError as exc:
@@ -144,7 +141,6 @@ def fetch_missing(project, store, *, on_upstream=None) -> list[str]:
 
     Offline, a missing revision is an error that names the command that brings it.
     """
-    from patchforge.errors import StoreError
     from patchforge.pins import ensure_pinned
 
     lock = project.lock

@@ -19,6 +19,7 @@ from typing import Any
 from patchforge.errors import StoreError, UsageError
 from patchforge.pr.body import Body, Facts, find_template, make_body
 from patchforge.pr.message import CommitSpec, bug_links, build_commit_spec, description_text
+from patchforge.store.giturl import is_plain_path, redact, store_namespace
 
 BRANCH_PREFIX = "patchforge/"
 # A DCO file at the top of the upstream means it checks Signed-off-by (vLLM has one).
@@ -100,8 +101,6 @@ class Draft:
 
 def _redact(url: str) -> str:
     """A URL without any user:password part (a token pasted into a remote URL stays secret)."""
-    from patchforge.store.giturl import redact
-
     return redact(url)
 
 
@@ -118,8 +117,6 @@ def pr_git_url(project, upstream: str) -> str:
         url = url.strip()
         # A relative local path is relative to the project root (where the configuration that
         # names it lives), not to wherever patchforge was started.
-        from patchforge.store.giturl import is_plain_path
-
         if is_plain_path(url) and not url.startswith("/"):
             url = str((project.root / url).resolve())
         return url
@@ -150,7 +147,6 @@ def resolve_pr_target(project, store, upstream: str, onto: str | None = None) ->
     branch = follow
     if onto:
         try:
-            from patchforge.store.giturl import store_namespace
             namespace = store_namespace(upstream, url)
             store.resolve(f"refs/patchforge/remotes/{namespace}/heads/{onto}")
             branch = onto  # --onto names a branch: the pull request is against that branch

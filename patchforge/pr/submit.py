@@ -19,6 +19,7 @@ from patchforge.errors import StoreError, UsageError
 from patchforge.fsutil import RepoLock, atomic_write
 from patchforge.pr.draft import Draft, _redact
 from patchforge.store.git import run_git
+from patchforge.store.giturl import check_git_url, is_plain_path
 
 # owner of a fork URL: https://host/OWNER/repo(.git), ssh://[user@]host[:port]/OWNER/repo,
 # user@host:OWNER/repo.
@@ -80,8 +81,6 @@ def push_branch(store, draft: Draft, remote: str) -> Pushed:
     """Force-push the draft's commit to `refs/heads/patchforge/<name>` of `remote`."""
     if draft.commit is None:
         raise UsageError(f"{draft.name}: nothing to push ({draft.state})")
-    from patchforge.store.giturl import check_git_url, is_plain_path
-
     try:
         check_git_url(remote, "push remote")
     except ValueError as exc:

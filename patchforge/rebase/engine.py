@@ -26,15 +26,18 @@ from patchforge.apply.hunks import apply_file_patch
 from patchforge.apply.series import SeriesState, apply_series
 from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
 from patchforge.formats.lockfile import lock_from_json, lock_to_json
+from patchforge import ledger
 from patchforge.background import Background
 from patchforge.detect import created_identically
-from patchforge.judge import (LazyHistory, SeriesJudge, Target, binary_move, binary_stop_note,
-                              where_landed)
+from patchforge.fsutil import atomic_delete_many, atomic_write, atomic_write_many
+from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _history,
+                              _patch_paths, binary_move, binary_stop_note, where_landed)
 from patchforge.model.lock import UpstreamPin
+from patchforge.names import check_simple_name
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
                                        PlanStep, RebaseRun, Stop, UpstreamRun, confined,
                                        is_confined)
-from patchforge.store.diff import merge_file
+from patchforge.store.diff import FileChange, make_diffs, merge_file
 
 _CONFLICT_MARKER = re.compile(rb"^(<<<<<<<|>>>>>>>)( |$)", re.M)
 
@@ -237,8 +240,6 @@ class Rebase:
     def _flush_deferred(self) -> None:
         if not self._deferred:
             return
-        from patchforge.store.diff import FileChange, make_diffs
-
         diffs = make_diffs([[FileChange.at(*change) for change in changes]
                             for _, _, changes in self._deferred])
         for (rel, patch, _), diff in zip(self._deferred, diffs):
@@ -343,8 +344,6 @@ class Rebase:
     def _commits_touching(self, upstream: str, target, verdict) -> list[str] | None:
         """The upstream commits touching a verdict's files, from one history read per upstream
         (a git process per dropped patch was most of a long rebase); None without history."""
-        from patchforge.judge import _patch_paths
-
         index = self._history_index(upstream, target)
         if index is None:
             return None
@@ -356,8 +355,6 @@ class Rebase:
     def _history_index(self, upstream: str, target):
         """The history between the upstream's old base and the target, for the series' files
         (judge.HistoryIndex, read once per upstream); None without history."""
-        from patchforge.judge import HistoryIndex, _history
-
         if upstream not in self._histories:
             index = None
             if _history(self.store, target):
@@ -528,8 +525,6 @@ class Rebase:
     def _remove_worktree(self, upstream: str) -> None:
         from patchforge.worktree import Worktree
 
-        from patchforge.names import check_simple_name
-
         try:
             check_simple_name(upstream, "upstream")  # a name from the journal: never `../x`
         except ValueError:
@@ -657,8 +652,6 @@ class Rebase:
     def _commit_files(self, range_diff: "Background", overlays) -> None:
         """The write-out proper: the plan's files, the overlays (`overlays` when built before
         the journal was saved), the ledger, last-rebase.json."""
-        from patchforge.fsutil import atomic_delete_many, atomic_write, atomic_write_many
-
         project, journal = self.project, self.journal
         run = self._run_record
         self._clean_temp_files([rel for rel in journal.originals()
@@ -682,10 +675,8 @@ class Rebase:
             if overlays is None:  # resumed after a kill: the new state is on disk now
                 overlays = build_overlays(project, self.store)
             write_overlays(project, overlays)
-        ledger = _ledger()
-        if ledger is not None:
-            # The history records the run; a resumed write-out records it once (run ids).
-            ledger.record_rebase(project, run.summary)
+        # The history records the run; a resumed write-out records it once (run ids).
+        ledger.record_rebase(project, run.summary)
         for upstream in run.upstreams:
             self._remove_worktree(upstream)
         try:
@@ -873,18 +864,9 @@ class _RangeDiffInput:
     new: _Chain
 
 
-def _ledger():
-    """patchforge.ledger (series/PATCHES.md and series/history.jsonl), where it is installed."""
-    try:
-        from patchforge import ledger
-    except ImportError:
-        return None
-    return ledger
-
-
 def _ledger_paths(project) -> list[Path]:
-    ledger = _ledger()
-    return [] if ledger is None else [ledger.ledger_path(project), ledger.history_path(project)]
+    """series/PATCHES.md and series/history.jsonl, which the write-out changes too."""
+    return [ledger.ledger_path(project), ledger.history_path(project)]
 
 
 def _lock_of(writes):

@@ -4,6 +4,7 @@ contents in memory; paths checked and quoted as git quotes them.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tempfile
@@ -65,8 +66,6 @@ def diff_header(path: str) -> bytes:
 
 def blob_oid(data: bytes) -> str:
     """The git blob id (SHA-1) of `data`, computed without git."""
-    import hashlib  # here, not at import: few commands hash, and loading OpenSSL is not free
-
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 

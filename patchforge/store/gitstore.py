@@ -19,13 +19,13 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from patchforge.errors import StoreError
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
-from patchforge.store.git import (IMPORT_IDENT, check_label, check_upstream_name, run_git,
-                                  scratch_dir)
+from patchforge.store.git import IMPORT_IDENT, check_label, check_upstream_name, run_git
 from patchforge.store.giturl import check_git_url, is_local_git_url
 from patchforge.store.imports import ImportResult, import_directory, import_wheel
 from patchforge.store.objects import commit_bytes, edit_tree, write_loose
@@ -159,8 +159,6 @@ class UpstreamStore:
         """Remove what kills left behind: git's `tmp_pack_*`/`tmp_idx_*` in the store,
         half-created stores beside it and `patchforge-rangediff-*` directories in the temporary
         directory. Returns what it removed."""
-        import time
-
         now = time.time() if now is None else now
         places = [(self.git_dir / "objects" / "pack", ("tmp_pack_", "tmp_idx_", "tmp_rev_")),
                   (self.git_dir.parent, (".store.git.",)),

@@ -9,6 +9,7 @@ import os
 import stat
 import subprocess
 import threading
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +37,6 @@ def import_wheel(store: UpstreamStore, wheel: Path, upstream: str, label: str, *
     The commit is kept at refs/patchforge/imports/<upstream>/<label>. Same wheel, upstream,
     label (and sha256 note) give the same commit id in any store.
     """
-    import zipfile  # only wheel imports read zips
-
     wheel = Path(wheel)
     try:
         archive = zipfile.ZipFile(wheel)

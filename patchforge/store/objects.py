@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import os
 import re
+import struct
+import tempfile
+import zlib
 from pathlib import Path
 from typing import Callable
 
@@ -37,8 +40,6 @@ def write_loose(git_dir: Path, kind: bytes, data: bytes) -> str:
     returns its id. Written under a temporary name and renamed, as git does: a reader sees the
     whole object or none."""
     import hashlib
-    import tempfile
-    import zlib
 
     body = b"%s %d\0" % (kind, len(data)) + data
     oid = hashlib.sha1(body).hexdigest()
@@ -182,9 +183,6 @@ def write_small_pack(git_dir: Path, objects: dict[str, tuple[bytes, bytes]]) -> 
     scratch repositories (the editing worktree), whose content is derived state. Returns the
     pack's name, None when there is nothing to write."""
     import hashlib
-    import struct
-    import tempfile
-    import zlib
 
     if not objects:
         return None
@@ -225,7 +223,6 @@ def pack_object_header(kind: int, size: int) -> bytes:
 def pack_index(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes:
     """A version 2 pack index of sorted (id, crc, offset) entries."""
     import hashlib
-    import struct
 
     fanout = [0] * 256
     for oid, _, _ in entries:

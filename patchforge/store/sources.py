@@ -8,14 +8,21 @@
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchforge.errors import StoreError
-from patchforge.store.gitstore import TransferProgress, UpstreamStore, wheels_dir
+from patchforge.store.gitstore import TransferProgress, UpstreamStore, cache_dir, wheels_dir
 from patchforge.store.giturl import redact, store_namespace
 
 
@@ -39,8 +46,6 @@ def _normalize_version(version: str) -> str:
 
 def file_sha256(path: Path) -> str:
     with open(path, "rb") as handle:
-        import hashlib  # here: only wheel pins are hashed, and loading OpenSSL is not free
-
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
@@ -51,7 +56,6 @@ def wheel_sha256(path: Path) -> str:
     import json
 
     from patchforge.fsutil import atomic_write
-    from patchforge.store.gitstore import cache_dir
 
     stat = path.stat()
     key = str(path.resolve())
@@ -157,9 +161,6 @@ def _checked_wheel_request(package: str, version: str,
 def pip_command() -> list[str]:
     """How to run pip: this interpreter's own (`python -m pip`) when it has one, else a `pip` on
     PATH, else `python3 -m pip` (an environment made by uv has no pip of its own)."""
-    import importlib.util
-    import shutil
-
     if importlib.util.find_spec("pip") is not None:
         return [sys.executable, "-m", "pip"]
     for name in ("pip3", "pip"):
@@ -216,10 +217,6 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
     """Download one wheel with pip as configured on this machine, into a scratch directory
     beside the cache; the file enters the cache only when it is a wheel of `package`==`version`
     (and, when recorded, the very `filename` with the `sha256`)."""
-    import os
-    import shutil
-    import tempfile
-
     directory.mkdir(parents=True, exist_ok=True)
     _remove_stale_downloads(directory)
     scratch = Path(tempfile.mkdtemp(prefix=".download-", dir=directory))
@@ -276,9 +273,6 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
 
 def _remove_stale_downloads(directory: Path, max_age: float = 24 * 3600) -> None:
     """Scratch directories of downloads a kill interrupted (a running download is younger)."""
-    import shutil
-    import time
-
     for path in directory.glob(".download-*"):
         try:
             if time.time() - path.stat().st_mtime > max_age:
@@ -296,8 +290,6 @@ class _DownloadWatch:
     """
 
     def __init__(self, scratch: Path, progress: TransferProgress | None) -> None:
-        import threading
-
         self.scratch = scratch
         self.stopped = threading.Event()
         self.thread = None if progress is None else \
@@ -306,15 +298,11 @@ class _DownloadWatch:
     def __enter__(self) -> dict[str, str] | None:
         if self.thread is None:
             return None
-        import os
-
         self.scratch.mkdir(parents=True, exist_ok=True)
         self.thread.start()
         return {**os.environ, "TMPDIR": str(self.scratch)}
 
     def _watch(self, progress: TransferProgress) -> None:
-        import os
-
         while not self.stopped.wait(0.2):
             size = 0
             for root, _, names in os.walk(self.scratch):

@@ -4,7 +4,8 @@ A wheel is a zip whose members are (almost always) raw deflate streams, and a gi
 each object as a zlib stream: a deflate stream between a two-byte header and the Adler-32 of the
 content. So a member's compressed bytes can go into a pack unchanged. Importing a 330 MB vLLM
 wheel then costs one inflate of each member (for the blob id, the Adler-32 and the zip's CRC
-check), not a second compression of 800 MB by `git fast-import` (25-30 s on two cores before).
+check), not a second compression of 800 MB by `git fast-import` (docs/performance.md has
+the figures).
 
 This module writes the pack and its index (formats from git's gitformat-pack documentation,
 version 2 of both) into the store's `objects/pack/`, each file complete and synced before the
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+import tempfile
 import threading
 import zlib
 from dataclasses import dataclass
@@ -258,6 +260,4 @@ def write_pack(git_dir: Path, wheel: Path, members: list[PackMember]) -> str | N
 
 
 def _temp(directory: Path, prefix: str) -> tuple[int, str]:
-    import tempfile
-
     return tempfile.mkstemp(prefix=prefix, dir=directory)
