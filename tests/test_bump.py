@@ -205,7 +205,7 @@ def cli_in_process(root: Path, *args: str) -> tuple[int, str, str]:
 
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every file of the stack, its own git repository left out."""
-    return {p: b for p, b in tree_bytes(root).items() if not p.startswith(".git/")}
+    return tree_bytes(root, skip=(".git",))
 
 
 @pytest.fixture(autouse=True)

@@ -11,11 +11,15 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from patchforge import __version__
 from patchforge.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, PatchforgeError
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
 
 # command name -> (module, attribute). Modules are imported only when their command runs (or when
 # its own --help is asked for), so `patchforge --help` loads no command's dependencies.
@@ -60,9 +64,9 @@ class AppContext:
         self.offline = offline
         self.verbosity = verbosity
         self.color = color
-        self._project = None
+        self._project: Project | None = None
 
-    def project(self):
+    def project(self) -> Project:
         global _PROJECT
         if self._project is None:
             from patchforge.cli.output import TransferDisplay

@@ -38,7 +38,7 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
     from patchforge.pr import submit
 
     project = app.project()
-    owner = None
+    owner = ""  # the fork's owner, for --open
     if project.offline and (remote or open_pr):
         raise UsageError("--offline: --push and --open would leave this machine",
                          hint="drop --offline, or draft without --push/--open")
@@ -46,7 +46,7 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
         if not remote:
             raise UsageError("--open needs --push REMOTE: the pull request is opened from the "
                              "branch pushed to your fork")
-        owner = fork_owner or submit.fork_owner(remote)
+        owner = fork_owner or submit.fork_owner(remote) or ""
         if not owner:
             raise UsageError(f"cannot tell the fork's owner from {remote!r}",
                              hint="pass --fork-owner OWNER")

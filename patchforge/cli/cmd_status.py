@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -10,6 +11,9 @@ from patchforge.cli.complete import complete_spec
 from patchforge.cli.github import format_option
 from patchforge.cli.output import STATE_COLORS, announce_state, emit_json, paint, table
 from patchforge.errors import EXIT_ATTENTION, PatchforgeError, UsageError
+
+if TYPE_CHECKING:
+    from patchforge.net.forge import GitHubForge
 
 
 def make_forge(project):
@@ -22,7 +26,7 @@ def make_forge(project):
 class _LazyForge:
     def __init__(self, project) -> None:
         self._project = project
-        self._forge = None
+        self._forge: GitHubForge | None = None
 
     def __getattr__(self, name):
         if self._forge is None:
@@ -84,7 +88,7 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
     with open_store(project) as store:
         targets = resolve_targets(project, store, specs)
         results = series_status(project, store, targets, forge=make_forge(project))
-    document = {
+    document: dict[str, Any] = {
         "targets": {name: {"base": t.base_commit, "commit": t.commit, "label": t.label,
                            "version": t.version} for name, t in targets.items()},
         "patches": [r.to_json() for r in results],

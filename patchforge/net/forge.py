@@ -248,8 +248,9 @@ def lookup_pulls(forge, refs: list[PullRef], *, deadline: float = LOOKUP_DEADLIN
     """Ask the forge about every pull request at once, within one overall deadline.
 
     The first connection failure ends the wait: the forge is unreachable, and the lookups not yet
-    answered are marked so instead of each waiting out its own retries. The worker threads are
-    daemons, so one stuck on a dead connection never holds the command's exit.
+    answered are marked so instead of each waiting out its own retries. The worker threads belong
+    to this call: at its end they take no more lookups, and they are daemons, so one still on a
+    slow connection never holds the command's exit.
     """
     pending = list(dict.fromkeys(refs))
     answers: dict[PullRef, PullRequest | PatchforgeError] = {}
@@ -282,6 +283,9 @@ def lookup_pulls(forge, refs: list[PullRef], *, deadline: float = LOOKUP_DEADLIN
             if left <= 0:
                 break
             done.wait(left)
+        # Past the deadline the workers ask nothing more: one with a request in flight ends
+        # with it (the HTTP client bounds how long), and no worker outlives that.
+        queue.clear()
         for ref in pending:
             if ref not in answers:
                 answers[ref] = NetworkError(

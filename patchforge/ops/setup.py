@@ -11,7 +11,7 @@ from patchforge.formats.config import (PYPROJECT, STANDALONE, find_config_table,
 from patchforge.formats.lockfile import write_lock
 from patchforge.fsutil import RepoLock, atomic_write
 from patchforge.model.config import UpstreamConfig
-from patchforge.model.lock import Lock
+from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.names import check_simple_name
 
 GITIGNORE_LINES = ("/.patchforge/", "/.overlays.new/", "/.overlays.old/")
@@ -87,7 +87,7 @@ def _check_appended(path: Path, data: bytes) -> None:
         validate_config_table(doc["tool"]["patchforge"], text, str(path), "tool.patchforge.")
 
 
-def add_upstream(project, upstream: UpstreamConfig, spec: str) -> object:
+def add_upstream(project, upstream: UpstreamConfig, spec: str) -> UpstreamPin:
     """Append the upstream to the configuration and pin SPEC in the lock. Returns the pin."""
     from patchforge.pins import open_store, pin_for_spec
 
