@@ -459,6 +459,11 @@ class RebaseRun:
             raise ValueError(f"phase {phase!r}")
         run = cls(upstreams, order, _want(data, "dry_run", bool), phase,
                   Stop.from_json(data["stopped"]) if data.get("stopped") else None)
+        stop = run.stopped
+        if stop is not None and (stop.upstream not in upstreams or
+                                 stop.name not in upstreams[stop.upstream].names):
+            raise ValueError(f"it is stopped at {stop.upstream}/{stop.name}, which it does not "
+                             "move")
         if phase == "committing":
             run.plan = [PlanStep.from_json(step) for step in _want(data, "plan", list)]
             run.summary = _want(data, "summary", dict)
