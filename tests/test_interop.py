@@ -14,7 +14,7 @@ import pytest
 
 from helpers.cli import run_on_pty, run_subprocess
 from helpers.deploy import check_mounts, compose_config
-from helpers.env import isolate, need_tool
+from helpers.env import isolated, need_tool
 from helpers.snapshot import tree_bytes, write_tree
 
 BASE = {
@@ -60,9 +60,7 @@ def read_tree(root: Path) -> dict[str, bytes]:
 def built(tmp_path_factory):
     """(upstream repo, project) with three patches, overlays generated. Built once per module;
     the environment is isolated the way conftest does it for each test."""
-    mp = pytest.MonkeyPatch()
-    isolate(mp, tmp_path_factory.mktemp("interop-home"))
-    try:
+    with isolated(tmp_path_factory.mktemp("interop-home")):
         tmp = tmp_path_factory.mktemp("interop")
         up = tmp / "up"
         write_tree(up, BASE)
@@ -106,8 +104,6 @@ def built(tmp_path_factory):
         pf(with_overlays, "delete", "drop-readme")
         pf(with_overlays, "overlays")
         yield up, proj, with_overlays
-    finally:
-        mp.undo()
 
 
 @pytest.fixture
