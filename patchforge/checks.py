@@ -30,8 +30,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from patchforge.errors import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
 
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 24 * 3600.0
@@ -89,7 +94,7 @@ class CheckResult:
 
 # --- configuration ----------------------------------------------------------------------------
 
-def load_checks(project) -> list[CheckSpec]:
+def load_checks(project: Project) -> list[CheckSpec]:
     """The declared checks, in configuration order; ConfigError names the file, key and line."""
     config = project.config
     path = config.source
@@ -99,7 +104,7 @@ def load_checks(project) -> list[CheckSpec]:
         text = ""
     prefix = "" if Path(path).name == "patchforge.toml" else "tool.patchforge."
 
-    def fail(name: str, key: str | None, message: str):
+    def fail(name: str, key: str | None, message: str) -> NoReturn:
         line = None
         for needle in ([f"{key} ", f"{key}="] if key else []) + [f"checks.{name}]",
                                                                  f"checks.{name}"]:
@@ -179,7 +184,8 @@ class _Tree:
     # tree-relative path -> (upstream, ("upstream/patch", ...))
 
 
-def _build_tree(project, store, overlay_set, profile, spec: CheckSpec, workdir: Path) -> _Tree:
+def _build_tree(project: Project, store: UpstreamStore, overlay_set, profile, spec: CheckSpec,
+                workdir: Path) -> _Tree:
     upstreams = [spec.upstream] if spec.upstream else project.upstream_names()
     root = Path(tempfile.mkdtemp(prefix=f"{spec.tree}-", dir=workdir))
     tree = _Tree(root)
@@ -289,17 +295,18 @@ def _blame(tree: _Tree, files: list[str], output: str) -> tuple[list[str], list[
     return named, patches
 
 
-def _profiles(project, overlay_set, profile) -> list[str | None]:
+def _profiles(project: Project, overlay_set, profile) -> list[str | None]:
     configured = list(project.config.profiles)
     if profile is not None:
         if profile not in configured:
             raise UsageError(f"unknown profile {profile!r} (configured: "
                              f"{', '.join(configured) or 'none'})")
         return [profile]
-    return configured or [None]
+    return list(configured) or [None]
 
 
-def run_checks(project, store, overlay_set=None, profile: str | None = None) -> list[CheckResult]:
+def run_checks(project: Project, store: UpstreamStore, overlay_set=None,
+               profile: str | None = None) -> list[CheckResult]:
     """Run every declared check on every (or the one) profile's patched files.
 
     `overlay_set` is what `overlay.build_overlays` returns (built here when None). Results come
@@ -323,8 +330,8 @@ def run_checks(project, store, overlay_set=None, profile: str | None = None) -> 
     return results
 
 
-def _run_spec(project, store, overlay_set, profile, spec: CheckSpec, workdir: Path,
-              env: dict) -> list[CheckResult]:
+def _run_spec(project: Project, store: UpstreamStore, overlay_set, profile, spec: CheckSpec,
+              workdir: Path, env: dict) -> list[CheckResult]:
     upstreams = [spec.upstream] if spec.upstream else project.upstream_names()
     matched = sorted({f.path for f in overlay_set.files if f.profile == profile
                       and f.upstream in upstreams and spec.matches(f.path)})

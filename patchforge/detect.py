@@ -28,6 +28,7 @@ from patchforge.store.diff import NULL_OID, blob_oid, merge_file
 
 if TYPE_CHECKING:
     from patchforge.apply.hunks import FileApplication
+    from patchforge.formats.patchfile import PatchFile
 
 # Added code shorter than this (whitespace removed) is too generic to prove anything by containment
 # ("return None", "pass", "}").
@@ -331,7 +332,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
     return verdict
 
 
-def assess_patch(name: str, patch, *, read_base, read_current, exists_in_target,
+def assess_patch(name: str, patch: PatchFile, *, read_base, read_current, exists_in_target,
                  find_rename) -> PatchVerdict:
     """Judge one patch against the target.
 
@@ -343,7 +344,7 @@ def assess_patch(name: str, patch, *, read_base, read_current, exists_in_target,
     renames: dict[str, str] = {}
     evidence: list[str] = []
     for fp in patch.file_patches:
-        path = fp.old_path if fp.old_path is not None else fp.new_path
+        path = fp.source_path
         target_path = path
         if not fp.is_new and not exists_in_target(path):
             moved = find_rename(path)

@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import TYPE_CHECKING
 
 from patchforge.errors import NetworkError, PatchforgeError, UsageError
 from patchforge.judge import Target
+
+if TYPE_CHECKING:
+    from patchforge.formats.patchfile import PatchFile
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
 
 log = logging.getLogger("patchforge.forwarded")
 
 _SUBMITTED = re.compile(r"^Submitted\s*\[(?P<url>[^\]]+)\]", re.I)
 
 
-def _pr_url(patch) -> str | None:
+def _pr_url(patch: PatchFile) -> str | None:
     for value in (patch.get("Forwarded"), patch.get("Upstream-Status")):
         if not value:
             continue
@@ -25,7 +31,7 @@ def _pr_url(patch) -> str | None:
     return None
 
 
-def pull_request_info(store, target: Target, url: str, forge, lookups=None) -> dict:
+def pull_request_info(store: UpstreamStore, target: Target, url: str, forge, lookups=None) -> dict:
     """A pull request's state from the forge, and for a merged one whether the target includes
     its merge commit. Counts read as in seed 000: the target is `ahead_by` commits ahead of, and
     `behind_by` behind, the merge commit; included when behind by 0. Computed locally when the
@@ -74,7 +80,8 @@ def pull_request_info(store, target: Target, url: str, forge, lookups=None) -> d
     return info
 
 
-def forwarded_info(project, store, patch, target: Target, forge, lookups=None) -> dict | None:
+def forwarded_info(project: Project, store: UpstreamStore, patch: PatchFile, target: Target, forge,
+                   lookups=None) -> dict | None:
     """The Forwarded (or Submitted [url]) pull request: its state and whether the target has it."""
     url = _pr_url(patch)
     if url is None:
@@ -82,7 +89,7 @@ def forwarded_info(project, store, patch, target: Target, forge, lookups=None) -
     return pull_request_info(store, target, url, forge, lookups)
 
 
-def lookup_forwarded(project, forge, patches):
+def lookup_forwarded(project: Project, forge, patches):
     """Every Forwarded pull request of `patches` asked at once: net.forge.lookup_pulls's
     PullLookups, or None when there is nothing to ask. Says once, as a warning, when the forge
     cannot be reached."""
@@ -111,8 +118,9 @@ def lookup_forwarded(project, forge, patches):
     return lookups
 
 
-def drop_when(patch, target: Target, forwarded: dict | None, *, store=None,
-              forge=None, names: set[str] | None = None, lookups=None) -> dict | None:
+def drop_when(patch: PatchFile, target: Target, forwarded: dict | None, *,
+              store: UpstreamStore | None = None, forge=None, names: set[str] | None = None,
+              lookups=None) -> dict | None:
     """Evaluate `Drop-When`: a packaging specifier on the target's version
     (`vllm>=0.34`), or `merged <PR url>` (true once the PR is merged AND the target includes
     its merge commit; a merged PR the target does not have yet is not a reason to drop)."""

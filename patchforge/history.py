@@ -21,6 +21,10 @@ a patch costs no git process.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from patchforge.formats.patchfile import PatchFile
 
 # Too little changed code (whitespace removed) to prove anything by history: `+pass`,
 # `-}` could be any commit's change.
@@ -115,7 +119,7 @@ class HistoryLanding:
                 f"change ({how})" for commit, what, how in self.events]
 
 
-def patch_blocks(patch) -> dict[str, Blocks] | None:
+def patch_blocks(patch: PatchFile) -> dict[str, Blocks] | None:
     """The patch's change blocks per path, or None when history cannot judge it (a binary or
     mode-only file, a rename, or too little changed code)."""
     found: dict[str, Blocks] = {}
@@ -126,7 +130,7 @@ def patch_blocks(patch) -> dict[str, Blocks] | None:
         blocks = blocks_of_file_patch(fp)
         if not blocks:
             return None
-        found[fp.new_path if fp.new_path is not None else fp.old_path] = blocks
+        found[fp.path] = blocks
     if not found or _size(tuple(b for bs in found.values() for b in bs)) < MIN_CHANGED_CHARS:
         return None
     return found

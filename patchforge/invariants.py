@@ -15,9 +15,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from patchforge.errors import EXIT_ATTENTION, InputError, PatchforgeError
+
+if TYPE_CHECKING:
+    from patchforge.formats.patchfile import PatchFile
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
 
 # Bounded so that a hostile pattern cannot make a check run away on a large file.
 MAX_PATTERN = 512
@@ -78,7 +83,7 @@ class InvariantsBroken(PatchforgeError):
         self.violations = list(violations)
 
 
-def _field_lines(patch) -> dict[int, int]:
+def _field_lines(patch: PatchFile) -> dict[int, int]:
     """Index of each Keeps field among the Keeps fields -> its first line in the patch file."""
     lines = {}
     line = 1 + getattr(patch, "preamble", b"").count(b"\n")
@@ -91,7 +96,7 @@ def _field_lines(patch) -> dict[int, int]:
     return lines
 
 
-def parse_invariants(patch, source: str | None = None) -> list[Invariant]:
+def parse_invariants(patch: PatchFile, source: str | None = None) -> list[Invariant]:
     """The patch's Keeps lines. Errors name the patch file and the line of the Keeps field."""
     from patchforge.apply.diffparse import validate_path
 
@@ -129,7 +134,7 @@ def parse_invariants(patch, source: str | None = None) -> list[Invariant]:
     return out
 
 
-def check_patch_invariants(patch, read) -> list[str]:
+def check_patch_invariants(patch: PatchFile, read) -> list[str]:
     """Violations (as messages) of the patch's Keeps: lines; `read(path)` gives patched bytes."""
     problems = []
     for inv in parse_invariants(patch):
@@ -138,7 +143,7 @@ def check_patch_invariants(patch, read) -> list[str]:
     return problems
 
 
-def check_overlay_invariants(project, overlay_set, *, store=None,
+def check_overlay_invariants(project: Project, overlay_set, *, store: UpstreamStore | None = None,
                              patch_sources=None) -> list[InvariantViolation]:
     """Every Keeps invariant of every patch in every profile, checked on that profile's result.
 
@@ -194,7 +199,8 @@ def check_overlay_invariants(project, overlay_set, *, store=None,
     return violations
 
 
-def require_overlay_invariants(project, overlay_set, *, store=None, patch_sources=None) -> None:
+def require_overlay_invariants(project: Project, overlay_set, *, store: UpstreamStore | None = None,
+                               patch_sources=None) -> None:
     """`check_overlay_invariants`, raising InvariantsBroken (exit 1) when any is broken: for
     commands that must not write overlays that lose a fix."""
     violations = check_overlay_invariants(project, overlay_set, store=store,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.detect import PatchVerdict, assess_patch
@@ -15,6 +16,9 @@ from patchforge.errors import StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, blocks_of_git_diff, combine, combine_series,
                                 judge_history, patch_blocks)
 from patchforge.store.diff import FileChange, diff_header, make_diffs, merge_file
+
+if TYPE_CHECKING:
+    from patchforge.store.gitstore import UpstreamStore
 
 # The content states in which the history is asked whether the patch landed: its pre-image is
 # not all in the target, or the checks disagree (history.combine never overturns the rest).
@@ -102,7 +106,7 @@ class SeriesJudge:
     merge base of each patch's 3-way merge, as `git rebase` uses), so each patch meets exactly
     what a rebase would give it. `judge()` decides landed / applies / stop."""
 
-    def __init__(self, store, target: Target, *, read_commit: str | None = None,
+    def __init__(self, store: UpstreamStore, target: Target, *, read_commit: str | None = None,
                  history=None,
                  labels: tuple[str, str, str] = ("upstream", "base", "patch")) -> None:
         from patchforge.apply.series import SeriesState
@@ -333,7 +337,7 @@ class SeriesJudge:
         return changes
 
 
-def _history_index(store, target: Target, paths: list[str]) -> "HistoryIndex | None":
+def _history_index(store: UpstreamStore, target: Target, paths: list[str]) -> "HistoryIndex | None":
     """HistoryIndex of `paths` with their diffs read, or None without history."""
     if not _history(store, target):
         return None
@@ -342,7 +346,7 @@ def _history_index(store, target: Target, paths: list[str]) -> "HistoryIndex | N
     return index
 
 
-def _history(store, target: Target) -> bool:
+def _history(store: UpstreamStore, target: Target) -> bool:
     """Whether the store has the upstream's history from base to target (git upstreams; wheel
     and directory imports are root commits with none)."""
     return target.base_commit != target.commit and store.is_ancestor(target.base_commit,
@@ -354,7 +358,7 @@ def _patch_paths(verdict) -> list[str]:
                   | {f.target_path for f in verdict.files if f.target_path})
 
 
-def landed_in(store, target: Target, patch, verdict, *,
+def landed_in(store: UpstreamStore, target: Target, patch, verdict, *,
               commits: list[str] | None = None) -> str | None:
     """The upstream commit that introduced the change: the first commit touching the patch's
     files (between base and target) at which every hunk the target has is already there (for a
@@ -458,8 +462,8 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
         before.append(mine_before)
         after.append(mine_after)
     runs: set[tuple[int, int]] = set()
-    for _, changed in index.log:
-        changed = set(changed)
+    for _, touched in index.log:
+        changed = set(touched)
         inside = [i for i, b in enumerate(before) if b is not None and set(b) <= changed]
         start = 0
         while start < len(inside):
@@ -509,7 +513,7 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
     return found
 
 
-def where_landed(store, target: Target, patch, verdict, index: "HistoryIndex | None",
+def where_landed(store: UpstreamStore, target: Target, patch, verdict, index: "HistoryIndex | None",
                  commits: list[str] | None = None) -> tuple[str | None, list[str]]:
     """(landed_in, history evidence to add) for a landed or partly landed patch: the commit the
     history says landed it, else the bisection of `commits` (default: those touching its files)
@@ -537,7 +541,7 @@ class HistoryIndex:
     any set of files (one `git log -p`, one `git patch-id`). Status asks both for every landed
     patch; asked per patch, they were three git processes each."""
 
-    def __init__(self, store, target: Target, paths: list[str]) -> None:
+    def __init__(self, store: UpstreamStore, target: Target, paths: list[str]) -> None:
         self.store = store
         self.target = target
         self.log = store.touching_log(target.base_commit, target.commit, paths) if paths else []

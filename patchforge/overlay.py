@@ -15,7 +15,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from patchforge.apply.series import applies_to_profile, apply_series
 from patchforge.errors import ApplyError, ConfigError, InputError, UsageError
@@ -23,6 +23,10 @@ from patchforge.formats.lockfile import dump_json
 from patchforge.model.lock import ImagePin
 from patchforge.stack import refuse_creation_collisions, refuse_symlinked_paths
 from patchforge.fsutil import fault_point, fsync_dir
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
 
 MANIFEST_VERSION = 1
 GENERATED_NAMES = ("SHA256SUMS", "manifest.json")
@@ -71,7 +75,8 @@ def _profile_names(config) -> list[str | None]:
     return list(config.profiles) or [None]
 
 
-def build_overlays(project, store, *, lock=None, patch_sources=None) -> OverlaySet:
+def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
+                   patch_sources=None) -> OverlaySet:
     """Compute every overlay and metadata file in memory.
 
     `lock` and `patch_sources` ({upstream: [(name, PatchFile, raw bytes)]}) let a rebase build
@@ -137,9 +142,9 @@ def build_overlays(project, store, *, lock=None, patch_sources=None) -> OverlayS
         if not parts or PurePosixPath(artifact).is_absolute() or ".." in parts or "\\" in artifact:
             raise ConfigError(f"artifacts: {artifact!r} must be a path inside the project",
                               path=str(project.config_path))
-        path = project.root / artifact
+        source = project.root / artifact
         try:
-            data = path.read_bytes()
+            data = source.read_bytes()
         except (FileNotFoundError, IsADirectoryError):
             raise ConfigError(f"artifacts: {artifact} does not exist",
                               path=str(project.config_path)) from None
@@ -150,7 +155,7 @@ def build_overlays(project, store, *, lock=None, patch_sources=None) -> OverlayS
     return result
 
 
-def render_metadata(project, overlays: OverlaySet) -> dict[str, bytes]:
+def render_metadata(project: Project, overlays: OverlaySet) -> dict[str, bytes]:
     """SHA256SUMS, manifest.json, the compose override files and Dockerfiles, as bytes keyed by
     path under overlays/."""
     sums = [(f.sha256, f.rel) for f in overlays.files]
@@ -281,7 +286,7 @@ class Drift:
     detail: str = ""
 
 
-def check_overlays(project, overlays: OverlaySet) -> list[Drift]:
+def check_overlays(project: Project, overlays: OverlaySet) -> list[Drift]:
     """What differs between the regenerated set and what is on disk (committed).
 
     Metadata files are compared byte for byte; overlay files where they exist on disk (they are
@@ -300,13 +305,13 @@ def check_overlays(project, overlays: OverlaySet) -> list[Drift]:
         if path.exists() and sha256(path.read_bytes()) != f.sha256:
             drifts.append(Drift(f.rel, "changed", "overlay file differs from the regenerated one"))
     for rel, data in sorted(overlays.artifact_files.items()):
-        path = root / rel
-        if path.exists() and path.read_bytes() != data:
+        copy = root / rel
+        if copy.exists() and copy.read_bytes() != data:
             drifts.append(Drift(rel, "changed", "the copy differs from the artifact"))
     known = set(planned_tree(overlays))
-    for path in sorted(_generated_files(root)):
-        if path not in known:
-            drifts.append(Drift(path, "extra", "no longer generated"))
+    for generated in sorted(_generated_files(root)):
+        if generated not in known:
+            drifts.append(Drift(generated, "extra", "no longer generated"))
     return drifts
 
 
@@ -332,7 +337,8 @@ def _generated_files(root: Path) -> list[str]:
     return out
 
 
-def write_overlays(project, overlays: OverlaySet, *, profiles: list[str] | None = None) -> None:
+def write_overlays(project: Project, overlays: OverlaySet, *,
+                   profiles: list[str] | None = None) -> None:
     """Replace overlays/ with the new set in one step.
 
     The new tree is built beside the old one and swapped in with two renames; `recover_overlays`
@@ -376,7 +382,7 @@ def write_overlays(project, overlays: OverlaySet, *, profiles: list[str] | None 
         shutil.rmtree(old)
 
 
-def recover_overlays(project) -> None:
+def recover_overlays(project: Project) -> None:
     """Finish (or undo) an overlay swap interrupted by a kill."""
     root = project.overlays_dir
     old = root.parent / ".overlays.old"
@@ -389,7 +395,7 @@ def recover_overlays(project) -> None:
         shutil.rmtree(staging)
 
 
-def verify_overlays(project, *, installed: Path | None = None,
+def verify_overlays(project: Project, *, installed: Path | None = None,
                     profile: str | None = None) -> list[tuple[str, str, str]]:
     """Check SHA256SUMS like `sha256sum -c` and, with `installed`, the pre-images in that tree.
 

@@ -10,13 +10,18 @@ import logging
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchforge.errors import StoreError
 from patchforge.model.lock import ImagePin, UpstreamPin
 
+if TYPE_CHECKING:
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
+
 log = logging.getLogger("patchforge.resolve")
 
-def git_url_for(project, url: str) -> str:
+def git_url_for(project: Project, url: str) -> str:
     """The URL git is given: a relative local path is relative to the project root (where the
     configuration that names it lives), not to wherever patchforge was started."""
     from patchforge.store.giturl import is_plain_path
@@ -27,7 +32,7 @@ def git_url_for(project, url: str) -> str:
 
 
 @contextmanager
-def open_store(project):
+def open_store(project: Project):
     from patchforge.store.gitstore import UpstreamStore
 
     store = UpstreamStore.open()
@@ -44,7 +49,7 @@ def _wheel_version(spec: str) -> str:
     return spec[1:] if spec.startswith("v") and spec[1:2].isdigit() else spec
 
 
-def pin_for_spec(project, store, upstream, spec: str) -> UpstreamPin:
+def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) -> UpstreamPin:
     """Resolve SPEC for `upstream` (an UpstreamConfig) into a pin stored in `store`."""
     log.info("%s: resolving %s", upstream.name, spec)
     from patchforge import targets
@@ -100,7 +105,7 @@ def pin_for_spec(project, store, upstream, spec: str) -> UpstreamPin:
                        version=resolved.version or targets.version_from_spec(spec), image=image)
 
 
-def ensure_pinned(project, store, name: str, pin: UpstreamPin) -> str:
+def ensure_pinned(project: Project, store: UpstreamStore, name: str, pin: UpstreamPin) -> str:
     """Make sure the pinned commit is in the store and comes from the pin's source. Returns
     "present", "fetched" or "imported".
 
@@ -119,7 +124,7 @@ def ensure_pinned(project, store, name: str, pin: UpstreamPin) -> str:
         raise
 
 
-def _bring_pinned(project, store, name: str, pin: UpstreamPin) -> str:
+def _bring_pinned(project: Project, store: UpstreamStore, name: str, pin: UpstreamPin) -> str:
     from patchforge.store import sources
 
     upstream = project.config.upstream(name)
@@ -147,7 +152,8 @@ def _bring_pinned(project, store, name: str, pin: UpstreamPin) -> str:
     return what
 
 
-def _ensure_git_pin(project, store, name: str, upstream, pin: UpstreamPin) -> str:
+def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
+                    pin: UpstreamPin) -> str:
     from patchforge.store import sources
     from patchforge.store.giturl import redact
 
@@ -165,7 +171,7 @@ def _ensure_git_pin(project, store, name: str, upstream, pin: UpstreamPin) -> st
     return "present" if present else "fetched"
 
 
-def _check_wheel_import(store, name: str, pin: UpstreamPin) -> None:
+def _check_wheel_import(store: UpstreamStore, name: str, pin: UpstreamPin) -> None:
     """The stored import of a wheel pin records the file and digest the lock names: a lock
     whose sha256 was changed is refused even when the store already holds its commit."""
     message = store.commit_message(pin.commit)

@@ -20,6 +20,7 @@ from patchforge.model.lock import Lock
 
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
+    from patchforge.store.gitstore import TransferProgress
 
 PATCH_SUFFIX = ".patch"
 
@@ -51,9 +52,9 @@ class Project:
     # Paths are pure functions of the root and names; pathlib makes each in microseconds that
     # add up over the thousands of lookups a long series makes.
     _patch_paths: dict = field(default_factory=dict, repr=False, compare=False)
-    # Who hears about long work in the store (a store.gitstore.TransferProgress, e.g. a wheel's
-    # download and import); the command line sets it, open_store hands it to the store.
-    progress: object | None = field(default=None, repr=False, compare=False)
+    # Who hears about long work in the store (e.g. a wheel's download and import); the command
+    # line sets it, open_store hands it to the store.
+    progress: TransferProgress | None = field(default=None, repr=False, compare=False)
     # Parsed patch files by (source, bytes), for as long as this object lives (one command): a
     # command meets the same patch several times (status then lint, a rebase's judge,
     # range-diff and ledger), and PatchFile is immutable, so one parse is shared. Keyed by the

@@ -13,9 +13,13 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchforge import __version__
 from patchforge.fsutil import atomic_write
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
 
 # Display order and colour of states (status states, then rebase actions).
 STATE_ORDER = ("conflict", "obsolete", "partial", "fuzz", "unsure", "upstreamed", "offset",
@@ -104,12 +108,12 @@ def _object_at(doc: dict, key: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def write_html_report(project, path, status_document: dict) -> None:
+def write_html_report(project: Project, path, status_document: dict) -> None:
     """Write the report for `status_document` (the `status --json` document) to `path`."""
     atomic_write(Path(path), render_html_report(project, status_document).encode("utf-8"))
 
 
-def render_html_report(project, status_document: dict) -> str:
+def render_html_report(project: Project, status_document: dict) -> str:
     """The page as text. Pure apart from reading patch headers and the last-rebase record."""
     doc = status_document if isinstance(status_document, dict) else {}
     patches = [p for p in doc.get("patches") or [] if isinstance(p, dict)]
@@ -155,7 +159,7 @@ def render_html_report(project, status_document: dict) -> str:
 
 # --- sources, read tolerantly -----------------------------------------------------------------
 
-def load_last_rebase(project) -> dict | None:
+def load_last_rebase(project: Project) -> dict | None:
     """The last completed rebase, as a `rebase --json`-shaped summary: the saved summary
     `.patchforge/last-rebase.json` when it is there, else rebuilt from `series/history.jsonl`
     (the ledger's per-patch events of the last rebase run; they carry no range-diff). None when
@@ -195,7 +199,7 @@ def _summary_of_run(history: list[dict], run) -> dict:
     return summary
 
 
-def load_history(project, *, limit: int | None = HISTORY_ROWS) -> list[dict]:
+def load_history(project: Project, *, limit: int | None = HISTORY_ROWS) -> list[dict]:
     """The JSON-lines history of the series (oldest first); unreadable lines are left out."""
     path = Path(getattr(project, "root", ".")) / "series" / "history.jsonl"
     try:
@@ -220,7 +224,7 @@ def _read_json(path: Path):
         return None
 
 
-def _read_header(project, patch: dict) -> dict:
+def _read_header(project: Project, patch: dict) -> dict:
     """Header fields, subject and description of a patch file still in the series; {} otherwise
     (the series may have moved on since the status document was made)."""
     try:
@@ -238,7 +242,7 @@ def _read_header(project, patch: dict) -> dict:
             "diff": diff}
 
 
-def _project_name(project) -> str:
+def _project_name(project: Project) -> str:
     root = getattr(project, "root", None)
     return Path(root).name if root else "project"
 

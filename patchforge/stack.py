@@ -3,14 +3,20 @@ with its patch file (`add_to_series`), the ledger kept in step (`series_changed`
 no patch may touch (`refuse_symlinked_paths`)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.apply.series import apply_series
 from patchforge.errors import InputError, UnsafePathError
 from patchforge.fsutil import atomic_write
 
+if TYPE_CHECKING:
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
 
-def series_state(project, store, upstream: str, *, upto: int | None = None, commit=None,
-                 strict: bool = True):
+
+def series_state(project: Project, store: UpstreamStore, upstream: str, *, upto: int | None = None,
+                 commit=None, strict: bool = True):
     """The upstream's touched files with its series (or its first `upto` patches) applied."""
     commit = commit or project.lock.pin(upstream).commit
     names = project.patch_names(upstream)
@@ -20,21 +26,21 @@ def series_state(project, store, upstream: str, *, upto: int | None = None, comm
     return apply_series(lambda paths: store.read_blobs(commit, paths), patches, strict=strict)
 
 
-def add_to_series(project, upstream: str, file_name: str, data: bytes) -> None:
+def add_to_series(project: Project, upstream: str, file_name: str, data: bytes) -> None:
     """Write a new patch file, then list it (the order means a kill never lists a missing file)."""
     atomic_write(project.patch_path(upstream, file_name), data)
     series = project.read_series(upstream)
     atomic_write(project.series_path(upstream), series.inserted(file_name).to_bytes())
 
 
-def series_changed(project) -> None:
+def series_changed(project: Project) -> None:
     """Keep the generated ledger (series/PATCHES.md) in step after a command changed the series."""
     from patchforge.ledger import update_ledger
 
     update_ledger(project)
 
 
-def refuse_symlinked_paths(store, commit: str, patches) -> None:
+def refuse_symlinked_paths(store: UpstreamStore, commit: str, patches) -> None:
     """Refuse any patch that touches a path which is, or passes through, a symlink in the
     upstream at `commit`: writing there (an overlay mount, an editing worktree) would land outside
     the upstream's tree. `patches` is [(name, PatchFile)]."""
@@ -69,7 +75,7 @@ def aside_name(directory, name: str, data: bytes) -> str:
     return candidate
 
 
-def refuse_creation_collisions(store, commit: str, patches) -> None:
+def refuse_creation_collisions(store: UpstreamStore, commit: str, patches) -> None:
     """Refuse a patch that creates a path the upstream at `commit` already fills: a new file
     (or the target of a copy or rename) where the upstream has a file with other content, or a
     directory; or a path under one of the upstream's files. `git apply` refuses all of these;

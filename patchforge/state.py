@@ -19,8 +19,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchforge.errors import InProgressError
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
 
 IDLE, EDITING, STOPPED, REBASING = "idle", "editing", "stopped", "rebasing"
 
@@ -80,15 +84,15 @@ class UpstreamState:
         return ""
 
 
-def journal_path(project) -> Path:
+def journal_path(project: Project) -> Path:
     return project.state_dir / "rebase" / "journal.json"
 
 
-def editing_path(project, upstream: str) -> Path:
+def editing_path(project: Project, upstream: str) -> Path:
     return project.state_dir / "work" / f"{upstream}.json"
 
 
-def _read_journal(project) -> dict | None:
+def _read_journal(project: Project) -> dict | None:
     path = journal_path(project)
     try:
         data = json.loads(path.read_text("utf-8"))
@@ -99,7 +103,7 @@ def _read_journal(project) -> dict | None:
     return data if isinstance(data, dict) else {"unreadable": True}
 
 
-def read_states(project) -> dict[str, UpstreamState]:
+def read_states(project: Project) -> dict[str, UpstreamState]:
     """The state of every configured upstream (and of any upstream a rebase journal names)."""
     states: dict[str, UpstreamState] = {}
     journal = _read_journal(project)
@@ -134,7 +138,8 @@ def read_states(project) -> dict[str, UpstreamState]:
     return states
 
 
-def require(project, command: str, upstreams, *, unrefreshed=None) -> dict[str, UpstreamState]:
+def require(project: Project, command: str, upstreams, *,
+            unrefreshed=None) -> dict[str, UpstreamState]:
     """Refuse `command` (InProgressError, exit 2, with the next step) unless every upstream it
     works on is in a state the command may act in. `unrefreshed(upstream, state)` says whether
     an open edit holds changes not refreshed (needed where the table says "refreshed").
@@ -172,7 +177,7 @@ class SkippedFix:
     name: str
     path: Path
 
-    def describe(self, project) -> str:
+    def describe(self, project: Project) -> str:
         rel = self.path.relative_to(project.root).as_posix()
         stem = self.name[:-len(".patch")] if self.name.endswith(".patch") else self.name
         return (f"{self.upstream}/{self.name} was set aside by a rebase ({rel}); "
@@ -180,7 +185,7 @@ class SkippedFix:
                 f"`patchforge delete {stem}` drops it (kept under deleted/)")
 
 
-def skipped_fixes(project) -> list[SkippedFix]:
+def skipped_fixes(project: Project) -> list[SkippedFix]:
     out = []
     for upstream in project.upstream_names():
         directory = project.series_dir(upstream) / "skipped"
@@ -190,7 +195,7 @@ def skipped_fixes(project) -> list[SkippedFix]:
     return out
 
 
-def announcements(project) -> list[str]:
+def announcements(project: Project) -> list[str]:
     """What a read-only command says before its answer: every stop, rebase in progress and
     open edit, each with the next step, and every skipped fix."""
     lines = []
@@ -201,14 +206,14 @@ def announcements(project) -> list[str]:
     return lines
 
 
-def needs_attention(project) -> bool:
+def needs_attention(project: Project) -> bool:
     """A rebase is stopped or in progress, or a fix is set aside under skipped/: read-only
     checks report it (exit 1)."""
     return any(s.kind in (STOPPED, REBASING) for s in read_states(project).values()) or \
         bool(skipped_fixes(project))
 
 
-def interrupted_report(project) -> list[str]:
+def interrupted_report(project: Project) -> list[str]:
     """What an interrupted command (Ctrl-C) left behind, and how to go on from it."""
     try:
         states = read_states(project)

@@ -22,6 +22,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchforge.apply.series import apply_series
 from patchforge.errors import ApplyError, InputError, UsageError
@@ -31,6 +32,10 @@ from patchforge.store.diff import FileChange, make_diff
 from patchforge.store.git import IMPORT_IDENT, run_git
 from patchforge.store.objects import (EMPTY_TREE, commit_bytes, edit_tree, object_id,
                                       write_small_pack)
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
 
 # Build products made while testing a fix (python -m py_compile, pytest) are not part of it.
 _EXCLUDE = b"__pycache__/\n*.pyc\n.pytest_cache/\n"
@@ -246,11 +251,11 @@ def _decode(raw: bytes) -> str:
 
 # ---- the editing state and the operations on it
 
-def state_file(project, upstream: str) -> Path:
+def state_file(project: Project, upstream: str) -> Path:
     return project.state_dir / "work" / f"{upstream}.json"
 
 
-def editing(project, upstream: str) -> dict | None:
+def editing(project: Project, upstream: str) -> dict | None:
     path = state_file(project, upstream)
     return json.loads(path.read_text()) if path.exists() else None
 
@@ -264,7 +269,7 @@ class _FilePatches:
         self.source = source
 
 
-def _series_prefix(project, upstream: str, file_name: str, paths) -> tuple[list, set[str]]:
+def _series_prefix(project: Project, upstream: str, file_name: str, paths) -> tuple[list, set[str]]:
     """What the patches before FILE_NAME do to `paths`: [(name, their file patches on those
     paths)], in series order, and the paths that involves (renames and copies followed back to
     their sources). Only the patches whose text names one of the paths are parsed: an edit of a
@@ -294,7 +299,8 @@ def _may_name(path: str, text: bytes) -> bool:
     return raw in text
 
 
-def series_paths_state(project, store, upstream: str, file_name: str, pin: str, paths):
+def series_paths_state(project: Project, store: UpstreamStore, upstream: str, file_name: str,
+                       pin: str, paths):
     """(the state the series before FILE_NAME leaves `paths` in, on store commit `pin`
     (apply_series' SeriesState), the prefix applied, the paths involved)."""
     prefix, involved = _series_prefix(project, upstream, file_name, paths)
@@ -308,7 +314,7 @@ def series_paths_state(project, store, upstream: str, file_name: str, pin: str, 
     return before, prefix, involved
 
 
-def open_worktree(project, store, name: str, *, files=()) -> Path:
+def open_worktree(project: Project, store: UpstreamStore, name: str, *, files=()) -> Path:
     """The editing worktree for NAME: NAME's files as the series before it leaves them, then
     NAME applied; `files` are more upstream files to have there."""
     upstream, file_name = project.find_patch(name)
@@ -366,15 +372,15 @@ def open_worktree(project, store, name: str, *, files=()) -> Path:
     return work
 
 
-def files_at(store, commit: str, paths: list[str]) -> dict[str, tuple[str, bytes]]:
+def files_at(store: UpstreamStore, commit: str, paths: list[str]) -> dict[str, tuple[str, bytes]]:
     """path -> (mode, content) of those of `paths` that are files at store commit `commit`."""
     contents = store.read_blobs(commit, paths)
     entries = store.entries(commit, paths)
-    return {p: (entries[p][0], contents[p]) for p in paths
-            if contents[p] is not None and entries[p] is not None}
+    return {p: (entry[0], content) for p in paths
+            if (content := contents[p]) is not None and (entry := entries[p]) is not None}
 
 
-def add_files(store, work: Worktree, base: str, paths) -> list[str]:
+def add_files(store: UpstreamStore, work: Worktree, base: str, paths) -> list[str]:
     """Track upstream `paths` in `work`, whose files are based on store commit `base`: the ones
     the upstream has arrive as they are there. Returns those that were not tracked yet."""
     paths = [_worktree_relative(work.path, p) for p in paths]
@@ -384,7 +390,7 @@ def add_files(store, work: Worktree, base: str, paths) -> list[str]:
     return [p for p in paths if work.add(p, base_files.get(p))]
 
 
-def add_to_worktree(project, store, paths, *, upstream: str | None = None,
+def add_to_worktree(project: Project, store: UpstreamStore, paths, *, upstream: str | None = None,
                     stopped_at: tuple[str, str] | None = None) -> tuple[Path, list[str]]:
     """`patchforge add PATH...`: make upstream files part of the open worktree (an edit's, or
     that of a stopped rebase, `stopped_at` being its upstream and base commit), so that refresh
@@ -418,7 +424,8 @@ def add_to_worktree(project, store, paths, *, upstream: str | None = None,
     return work.path, add_files(store, work, base, paths)
 
 
-def _through_series(project, store, upstream: str, state: dict, paths: list[str]) -> str:
+def _through_series(project: Project, store: UpstreamStore, upstream: str, state: dict,
+                    paths: list[str]) -> str:
     """An edit's base commit holds the series' changes to the files its worktree was made with
     (`series_paths`): take the series before the edited patch through `paths` too, and return
     the base that holds them (recorded in the editing state)."""
@@ -453,13 +460,13 @@ def _worktree_relative(work: Path, path: str) -> str:
     return given.as_posix()
 
 
-def close_worktree(project, upstream: str) -> None:
+def close_worktree(project: Project, upstream: str) -> None:
     """Forget the editing worktree of `upstream` (its state file first, then the files)."""
     atomic_delete(state_file(project, upstream))
     Worktree(project.work_dir(upstream)).remove()
 
 
-def unrefreshed(project, store, upstream: str, state: dict) -> bool:
+def unrefreshed(project: Project, store: UpstreamStore, upstream: str, state: dict) -> bool:
     """True when the worktree holds edits that its patch file does not have yet (a file
     nobody added counts: it would be lost)."""
     if state.get("bring_back"):
@@ -475,7 +482,8 @@ def unrefreshed(project, store, upstream: str, state: dict) -> bool:
         project.read_patch(upstream, state["patch"]).diff
 
 
-def require_state(project, command: str, upstreams, *, store=None) -> None:
+def require_state(project: Project, command: str, upstreams, *,
+                  store: UpstreamStore | None = None) -> None:
     """patchforge.state.require, with the check of an open edit's unrefreshed changes."""
     from patchforge.state import require
 
@@ -488,7 +496,8 @@ def require_state(project, command: str, upstreams, *, store=None) -> None:
     require(project, command, upstreams, unrefreshed=has_unrefreshed)
 
 
-def close_edit(project, store, upstream: str, *, discard: bool = False) -> None:
+def close_edit(project: Project, store: UpstreamStore, upstream: str, *,
+               discard: bool = False) -> None:
     """`edit --close`: end the open edit of `upstream`; refused while its worktree holds
     changes not refreshed, unless `discard`."""
     if not discard:
@@ -497,7 +506,8 @@ def close_edit(project, store, upstream: str, *, discard: bool = False) -> None:
         close_worktree(project, upstream)
 
 
-def close_edit_if_moved(project, upstream: str, before: list[str], after: list[str]) -> str | None:
+def close_edit_if_moved(project: Project, upstream: str, before: list[str],
+                        after: list[str]) -> str | None:
     """After a series change: an open edit whose patch now sits on a different series (patches
     before it added, removed or reordered, or itself gone) is closed, its worktree being made
     on the old one (require_state made sure everything in it was refreshed). Returns the
@@ -513,7 +523,8 @@ def close_edit_if_moved(project, upstream: str, before: list[str], after: list[s
     return name
 
 
-def worktree_diff(project, store, upstream: str, state: dict, *, with_changes=False):
+def worktree_diff(project: Project, store: UpstreamStore, upstream: str, state: dict, *,
+                  with_changes=False):
     """git's diff from the worktree's base commit (`state["base"]`, in the store) to its
     working files: the tracked files that changed. A file nobody asked for is refused, never
     folded into the patch."""
@@ -530,9 +541,10 @@ def worktree_diff(project, store, upstream: str, state: dict, *, with_changes=Fa
     for path in found.changed:
         old = olds[path]
         new, mode_new = work.read(path)
+        entry = entries[path]
         if new is None:
-            mode_new = entries[path][0] if entries[path] else "100644"
-        mode_old = entries[path][0] if old is not None and entries[path] else mode_new
+            mode_new = entry[0] if entry else "100644"
+        mode_old = entry[0] if old is not None and entry else mode_new
         if old == new and mode_old == mode_new:
             continue  # e.g. added, then left as it was
         changes.append((path, old, new, mode_old, mode_new))

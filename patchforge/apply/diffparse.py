@@ -133,9 +133,16 @@ class FilePatch:
     # A `GIT binary patch` (is_binary is then True): blob ids and the inflated blocks.
     binary: BinaryPatch | None = None
 
+    # Every file patch names a path on at least one side (the parser refuses one that does not).
     @property
     def path(self) -> str:
+        """The file's path after the patch: the new one, or the old one of a deleted file."""
         return self.new_path if self.new_path is not None else self.old_path  # type: ignore[return-value]
+
+    @property
+    def source_path(self) -> str:
+        """The file's path before the patch: the old one, or the new one of a created file."""
+        return self.old_path if self.old_path is not None else self.new_path  # type: ignore[return-value]
 
     @property
     def is_new(self) -> bool:
@@ -675,7 +682,8 @@ def parse_diff_full(data: bytes, *, source: str = "<diff>", first_line: int = 1)
     return _Parser(data, source, first_line).parse()
 
 
-def parse_diff(data: bytes, *, source: str = "<diff>", first_line: int = 1) -> tuple[FilePatch, ...]:
+def parse_diff(data: bytes, *, source: str = "<diff>",
+               first_line: int = 1) -> tuple[FilePatch, ...]:
     """Parse a git-style or plain unified diff into its file sections; raises InputError (or
     UnsafePathError) naming `source` and the 1-based line (counted from `first_line`)."""
     return parse_diff_full(data, source=source, first_line=first_line).files

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
 
 
-def patch_profiles(patch) -> tuple[str, ...]:
+def patch_profiles(patch: PatchFile) -> tuple[str, ...]:
     """The profiles a patch lists (`Profiles: gfx942, gfx950`); empty means all profiles."""
     value = patch.get("Profiles")
     if not value:
@@ -23,7 +23,7 @@ def patch_profiles(patch) -> tuple[str, ...]:
     return tuple(p for p in value.replace(",", " ").split() if p)
 
 
-def applies_to_profile(patch, profile: str | None) -> bool:
+def applies_to_profile(patch: PatchFile, profile: str | None) -> bool:
     wanted = patch_profiles(patch)
     return profile is None or not wanted or profile in wanted
 

@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from patchforge.cli.output import Progress, emit_json
 from patchforge.errors import EXIT_ATTENTION
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
 
 
 @click.command()
@@ -73,7 +77,7 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
         sys.exit(EXIT_ATTENTION)
 
 
-def _open_pr(project, forge, document, markdown, remote, dry_run) -> dict | None:
+def _open_pr(project: Project, forge, document, markdown, remote, dry_run) -> dict | None:
     from patchforge.ops.bump_report import title
     from patchforge.pr.stack import open_stack_pull
 

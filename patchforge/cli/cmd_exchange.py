@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from patchforge.cli.complete import complete_upstream
 from patchforge.errors import UsageError
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
 
 
 @click.group("import")
@@ -90,7 +94,7 @@ def import_mbox(app, file, upstream):
         _report(do_import(project, store, file, upstream=upstream), upstream)
 
 
-def _only_upstream(project) -> str:
+def _only_upstream(project: Project) -> str:
     names = project.upstream_names()
     if len(names) != 1:
         raise UsageError("several upstreams are configured; say which with --upstream")

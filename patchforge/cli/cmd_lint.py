@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -9,6 +10,9 @@ from patchforge.cli import github
 from patchforge.cli.github import format_option
 from patchforge.cli.output import announce_state, emit_json, table
 from patchforge.errors import EXIT_ATTENTION
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
 
 
 @click.command()
@@ -48,7 +52,7 @@ def lint(app, as_json, no_forge, warnings_fail, output_format):
         sys.exit(EXIT_ATTENTION)
 
 
-def _github(project, findings, errors: int, warnings: int) -> None:
+def _github(project: Project, findings, errors: int, warnings: int) -> None:
     github.emit_annotations([(f.severity, f"{f.check}: {f.message}",
                               github.patch_file(project, f.patch), f"patchforge lint: {f.patch}")
                              for f in findings])

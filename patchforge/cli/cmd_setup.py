@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from patchforge.cli.complete import complete_upstream
 from patchforge.cli.output import emit_json, table
 from patchforge.errors import UsageError
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
 
 
 @click.command()
@@ -75,7 +79,7 @@ def git_url_for_local(url: str | None) -> bool:
     return url is not None and url != "" and is_plain_path(url) and Path(url).exists()
 
 
-def _from_root(project, path: str) -> str:
+def _from_root(project: Project, path: str) -> str:
     if Path(path).is_absolute():
         return path
     return Path(os.path.relpath(Path(path).resolve(), project.root)).as_posix()

@@ -14,9 +14,10 @@ from patchforge.errors import EXIT_ATTENTION, PatchforgeError, UsageError
 
 if TYPE_CHECKING:
     from patchforge.net.forge import GitHubForge
+    from patchforge.project import Project
 
 
-def make_forge(project):
+def make_forge(project: Project):
     """The forge client from the configuration (token from GITHUB_TOKEN, cache in the store dir).
 
     Built on first use: most series name no pull request, and the HTTP stack is slow to load."""
@@ -24,7 +25,7 @@ def make_forge(project):
 
 
 class _LazyForge:
-    def __init__(self, project) -> None:
+    def __init__(self, project: Project) -> None:
         self._project = project
         self._forge: GitHubForge | None = None
 
@@ -38,7 +39,7 @@ class _LazyForge:
         return getattr(self._forge, name)
 
 
-def departed_fixes(project) -> list[dict]:
+def departed_fixes(project: Project) -> list[dict]:
     """When and why fixes left the series (the ledger's history), for the status report."""
     from patchforge.ledger import departures, describe_event
 
@@ -56,7 +57,7 @@ def departed_fixes(project) -> list[dict]:
     return out
 
 
-def parse_specs(project, specs):
+def parse_specs(project: Project, specs):
     from patchforge.targets import parse_target_specs
 
     return parse_target_specs(tuple(specs), project.upstream_names()) if specs else None
@@ -151,7 +152,7 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
         sys.exit(EXIT_ATTENTION)
 
 
-def _github(project, targets, results) -> None:
+def _github(project: Project, targets, results) -> None:
     items = []
     for r in results:
         if not r.attention:

@@ -7,6 +7,11 @@ nothing instead of failing: a completion must never print an error into the user
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
+
 
 def _project(ctx):
     from patchforge.project import Project
@@ -30,7 +35,7 @@ def _safely(build):
     return complete
 
 
-def _patch_items(project, incomplete: str) -> list[tuple[str, ...]]:
+def _patch_items(project: Project, incomplete: str) -> list[tuple[str, ...]]:
     """Patch names without `.patch`, as commands take them; `upstream/name` when the stem is in
     several series or when the user started typing an upstream."""
     stems: dict[str, list[str]] = {}
@@ -47,16 +52,16 @@ def _patch_items(project, incomplete: str) -> list[tuple[str, ...]]:
     return items
 
 
-def _upstream_items(project, incomplete: str) -> list[tuple[str, ...]]:
+def _upstream_items(project: Project, incomplete: str) -> list[tuple[str, ...]]:
     return [(u,) for u in project.upstream_names() if u.startswith(incomplete)]
 
 
-def _profile_items(project, incomplete: str) -> list[tuple[str, ...]]:
+def _profile_items(project: Project, incomplete: str) -> list[tuple[str, ...]]:
     return [(name, "plain", str(text)) for name, text in project.config.profiles.items()
             if name.startswith(incomplete)]
 
 
-def _spec_items(project, incomplete: str) -> list[tuple[str, ...]]:
+def _spec_items(project: Project, incomplete: str) -> list[tuple[str, ...]]:
     """`vllm=` for each upstream: the SPEC after `=` is the user's to type."""
     if "=" in incomplete:
         return []

@@ -9,8 +9,12 @@ own section, so a job that runs lint, overlays --check and status shows all thre
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
 
 FORMATS = ("text", "github")
 format_option = click.option(
@@ -68,7 +72,7 @@ def append_summary(markdown: str) -> bool:
     return True
 
 
-def patch_file(project, label: str) -> str | None:
+def patch_file(project: Project, label: str) -> str | None:
     """`upstream/name.patch` (a finding's label) -> its path from the project root, when it is
     a patch of the series; a label that is already a project file is returned as it is."""
     upstream, sep, name = label.partition("/")

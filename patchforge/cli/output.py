@@ -7,8 +7,12 @@ import re
 import shutil
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
 
 # Control characters a terminal acts on: C0 (but newline and tab), DEL and C1 (U+009B is a
 # one-character CSI on some terminals). A name or description from a patch, a config or the
@@ -54,7 +58,7 @@ STATE_COLORS = {"applies": "green", "offset": "green", "fuzz": "yellow", "confli
                 "ok": "green", "drift": "red", "missing": "red", "mismatch": "red"}
 
 
-def announce_state(project, *, as_json: bool = False) -> bool:
+def announce_state(project: Project, *, as_json: bool = False) -> bool:
     """What a read-only command says first (on stderr): a stopped or interrupted rebase, an open
     edit, a skipped fix, each with its next step (with --json the document carries it instead:
     a terminal mixes stderr into the one document stdout must be). True when something needs

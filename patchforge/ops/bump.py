@@ -21,9 +21,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from patchforge.errors import (ConflictStop, InProgressError, NetworkError, PatchforgeError,
                                UsageError)
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
 
 BUMP_DOCUMENT_VERSION = 1
 NIGHTLY_TAG = re.compile(r"^nightly-([0-9a-f]{40})$")
@@ -79,7 +84,7 @@ class Search:
 
 # --- finding the candidate ----------------------------------------------------------------------
 
-def image_repository(project, given: str | None) -> str | None:
+def image_repository(project: Project, given: str | None) -> str | None:
     """`--image REPO`, else the repository of the configured `image`; None when neither."""
     from patchforge.targets import image_repository_of
 
@@ -104,7 +109,7 @@ def history_source(upstream) -> str:
     return url
 
 
-def _fetch_tip(project, store, upstream) -> tuple[str, str]:
+def _fetch_tip(project: Project, store: UpstreamStore, upstream) -> tuple[str, str]:
     """(branch followed, its commit) of the upstream's history, fetched into the store."""
     from patchforge.pins import git_url_for
     from patchforge.store import sources
@@ -131,8 +136,8 @@ def _describe_image(candidate: Candidate, info) -> None:
     candidate.published = info.created
 
 
-def find_newest(project, store, upstream, pin, registry, repository: str) -> tuple[
-        Candidate | None, Search]:
+def find_newest(project: Project, store: UpstreamStore, upstream, pin, registry,
+                repository: str) -> tuple[ Candidate | None, Search]:
     """The newest nightly of `repository` on the upstream's history, newer than `pin`."""
     search = Search(repository)
     tags = registry.list_tags(repository)
@@ -180,7 +185,7 @@ def find_newest(project, store, upstream, pin, registry, repository: str) -> tup
     return None, search
 
 
-def _known_base(store, project, upstream, pin, tip: str) -> str | None:
+def _known_base(store: UpstreamStore, project: Project, upstream, pin, tip: str) -> str | None:
     """The commit of the upstream's history the stack is on: the pin itself for a git upstream,
     else the commit a nightly image pin names; None when unknown (every nightly is a candidate)."""
     known = pin.commit if pin.kind == "git" else None
@@ -193,7 +198,8 @@ def _known_base(store, project, upstream, pin, tip: str) -> str | None:
     return None
 
 
-def named_candidate(project, upstream, spec: str, registry, repository: str | None) -> Candidate:
+def named_candidate(project: Project, upstream, spec: str, registry,
+                    repository: str | None) -> Candidate:
     """The candidate `--to SPEC` names: a nightly tag (its image looked up in `repository`), an
     image reference, or any other SPEC (no image then)."""
     from patchforge.net.registry import parse_image_ref
@@ -235,7 +241,7 @@ def named_candidate(project, upstream, spec: str, registry, repository: str | No
     return candidate
 
 
-def pin_for_candidate(project, store, upstream, candidate: Candidate):
+def pin_for_candidate(project: Project, store: UpstreamStore, upstream, candidate: Candidate):
     """The lock pin of the candidate. A git upstream's nightly is its commit, fetched, with the
     image pinned by digest; anything else goes through the SPEC resolution `rebase` uses."""
     from patchforge.model.lock import ImagePin, UpstreamPin
@@ -284,7 +290,8 @@ def pull_request_sentence(info: dict, target_label: str) -> str:
             f"of, and {info['behind_by']} behind, its merge commit, {verdict}")
 
 
-def landing_pull_request(store, upstream, commit: str, forwarded: dict | None) -> str | None:
+def landing_pull_request(store: UpstreamStore, upstream, commit: str,
+                         forwarded: dict | None) -> str | None:
     """The pull request a landing came through: the fix's own PR when it merged and the target
     includes its merge commit, else the one the commit's subject names (squash or merge)."""
     if forwarded and forwarded.get("merged") and (forwarded.get("included")
@@ -306,7 +313,8 @@ def landing_pull_request(store, upstream, commit: str, forwarded: dict | None) -
     return f"#{number}"
 
 
-def _fix_entry(store, upstream, status, result: dict | None, target_label: str) -> dict:
+def _fix_entry(store: UpstreamStore, upstream, status, result: dict | None,
+               target_label: str) -> dict:
     """One fix's outcome with its evidence: the judge's, the rebase's, its pull request's."""
     action: str = result["action"] if result else ""
     evidence = list(status.evidence) if status is not None else []
@@ -343,7 +351,7 @@ def _fix_entry(store, upstream, status, result: dict | None, target_label: str) 
     return entry
 
 
-def _checks(project, store) -> dict:
+def _checks(project: Project, store: UpstreamStore) -> dict:
     """Keeps invariants and declared checks on the new overlays (built from the written state)."""
     from patchforge.checks import run_checks
     from patchforge.invariants import check_overlay_invariants
@@ -362,7 +370,7 @@ def _not_run(reason: str) -> dict:
     return {"ran": False, "reason": reason, "invariants": [], "results": [], "ok": None}
 
 
-def verify_against_image(project, reference: str, registry) -> dict:
+def verify_against_image(project: Project, reference: str, registry) -> dict:
     """The new overlays' pre-images inside the candidate image (`ops.deploy.verify_image`:
     its layers read through the registry), as the report's verification section. An image the
     registry cannot serve is "unreachable", not a failure: the move itself is still sound."""
@@ -389,9 +397,9 @@ def verify_against_image(project, reference: str, registry) -> dict:
             "files": files, "detail": detail}
 
 
-def bump(project, store, upstream_name: str | None, *, spec: str | None = None,
-         image: str | None = None, dry_run: bool = False, registry=None, forge=None,
-         on_patch=None) -> dict:
+def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
+         spec: str | None = None, image: str | None = None, dry_run: bool = False, registry=None,
+         forge=None, on_patch=None) -> dict:
     """Find the candidate, judge, rebase, check, verify; the report document.
 
     `registry` lists tags and resolves images (None: no registry, e.g. --offline); `forge`
@@ -479,7 +487,7 @@ def _pinned_reference(candidate: Candidate) -> str | None:
     return f"{base}@{candidate.digest}" if candidate.digest else base
 
 
-def _which_upstream(project, name: str | None) -> str:
+def _which_upstream(project: Project, name: str | None) -> str:
     names = project.upstream_names()
     if name is not None:
         project.config.upstream(name)  # a UsageError naming the known ones
@@ -490,7 +498,7 @@ def _which_upstream(project, name: str | None) -> str:
     return names[0]
 
 
-def _document(project, name, old, candidate, search, *, dry_run, outcome, fixes, rebase,
+def _document(project: Project, name, old, candidate, search, *, dry_run, outcome, fixes, rebase,
               checks, verification, notes, stopped=None) -> dict:
     rebase_part = None
     if rebase is not None:

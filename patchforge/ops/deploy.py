@@ -9,10 +9,13 @@ needs only the committed manifest, so it runs on a deployment host with `overlay
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from patchforge.errors import ConfigError, InputError, UsageError
 from patchforge.overlay import overlay_entries, read_manifest
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class ImageCheck:
         }
 
 
-def image_reference(project, ref: str | None) -> tuple[str, bool]:
+def image_reference(project: Project, ref: str | None) -> tuple[str, bool]:
     """What to read: REF, or the pinned digest of REF when upstream.lock pins that image.
 
     Returns (reference, pinned). Without REF: the lock's image pin, else the configured image.
@@ -97,7 +100,7 @@ def _with_digest(reference: str, digest: str) -> str:
     return f"{image.registry}/{image.repository}@{digest}"
 
 
-def default_registry(project):
+def default_registry(project: Project):
     from patchforge.net.http import HttpClient
     from patchforge.net.registry import RegistryClient
     from patchforge.store.gitstore import cache_dir
@@ -105,7 +108,7 @@ def default_registry(project):
     return RegistryClient.from_env(HttpClient(cache_dir(), offline=project.offline))
 
 
-def verify_image(project, ref: str | None = None, *, profile: str | None = None,
+def verify_image(project: Project, ref: str | None = None, *, profile: str | None = None,
                  registry=None, on_layer=None) -> ImageCheck:
     """Check every overlay's pre-image inside the image REF names (see the module docstring).
 

@@ -11,6 +11,7 @@ import email.utils
 import re
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import parse_diff, validate_path
 from patchforge.errors import InputError, UsageError
@@ -23,6 +24,11 @@ from patchforge.store.git import run_git
 from patchforge.ops.series import checked_patch_name, default_author, today
 from patchforge.project import patch_file_name
 
+if TYPE_CHECKING:
+    from patchforge.formats.patchfile import PatchFile
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
+
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -30,7 +36,7 @@ def slugify(text: str, limit: int = 52) -> str:
     return _SLUG.sub("-", text).strip("-.").lower()[:limit].rstrip("-.") or "patch"
 
 
-def _check_new_name(project, upstream: str, file_name: str) -> None:
+def _check_new_name(project: Project, upstream: str, file_name: str) -> None:
     from patchforge.state import require
 
     checked_patch_name(file_name)
@@ -42,9 +48,9 @@ def _check_new_name(project, upstream: str, file_name: str) -> None:
         raise UsageError(f"a patch named {file_name} already exists in the {upstream} series")
 
 
-def import_overlay(project, store, overlay: Path, *, upstream: str, path: str, name: str,
-                   description: str | None = None, profiles: str | None = None,
-                   create: bool = False) -> str:
+def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, upstream: str,
+                   path: str, name: str, description: str | None = None,
+                   profiles: str | None = None, create: bool = False) -> str:
     """A full-file overlay becomes a patch: the diff from the file as the series leaves it at the
     locked revision (the upstream base file when no patch touches it) to the overlay's bytes.
 
@@ -81,7 +87,7 @@ def import_overlay(project, store, overlay: Path, *, upstream: str, path: str, n
     return file_name
 
 
-def _near_paths(store, commit: str, path: str) -> str:
+def _near_paths(store: UpstreamStore, commit: str, path: str) -> str:
     """' (did you mean ...?)' with upstream files of the same name, for a mistyped --path."""
     base = path.rsplit("/", 1)[-1]
     try:
@@ -101,7 +107,8 @@ def _git(*args: str, cwd=None, input: bytes | None = None) -> bytes:
     return proc.stdout
 
 
-def import_git(project, store, rev_range: str, *, repo: Path, upstream: str) -> list[str]:
+def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: Path,
+               upstream: str) -> list[str]:
     """One patch per commit of RANGE in REPO (oldest first), header from the commit."""
     project.config.upstream(upstream)
     pin = project.lock.pin(upstream)
@@ -137,7 +144,7 @@ def import_git(project, store, rev_range: str, *, repo: Path, upstream: str) -> 
     return imported
 
 
-def import_quilt(project, directory: Path, *, upstream: str) -> list[str]:
+def import_quilt(project: Project, directory: Path, *, upstream: str) -> list[str]:
     """A quilt patches directory (its `series` file and patches) joins the series, bytes kept;
     patches without a DEP-3 header get the fields patchforge needs."""
     project.config.upstream(upstream)
@@ -173,7 +180,7 @@ def import_quilt(project, directory: Path, *, upstream: str) -> list[str]:
     return [n for n, _ in pending]
 
 
-def import_mbox(project, store, mbox: Path, *, upstream: str) -> list[str]:
+def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream: str) -> list[str]:
     """Each message of an mbox (git format-patch / send-email output) becomes a patch; git's own
     mailsplit and mailinfo take it apart."""
     project.config.upstream(upstream)
@@ -217,7 +224,7 @@ def import_mbox(project, store, mbox: Path, *, upstream: str) -> list[str]:
     return [n for n, _ in pending]
 
 
-def export_quilt(project, directory: Path) -> list[Path]:
+def export_quilt(project: Project, directory: Path) -> list[Path]:
     """quilt's layout: DIR/series and the patch files (DIR/<upstream>/ when there are several)."""
     written = []
     upstreams = [u for u in project.upstream_names() if project.patch_names(u)]
@@ -238,7 +245,7 @@ def _header_value(value: str) -> str:
     return " ".join(re.sub(r"[\x00-\x1f\x7f]", " ", value).split())
 
 
-def mbox_message(patch, raw_diff: bytes, index: int, total: int, base: str) -> bytes:
+def mbox_message(patch: PatchFile, raw_diff: bytes, index: int, total: int, base: str) -> bytes:
     """One `git am`-ready message for a patch (deterministic: the date comes from Last-Update)."""
     author = _header_value(patch.get("Author") or "") or "Unknown <unknown@localhost>"
     subject = _header_value(patch.subject or "") or "patchforge patch"
@@ -260,7 +267,7 @@ def mbox_message(patch, raw_diff: bytes, index: int, total: int, base: str) -> b
         body + b"---\n" + raw_diff + (b"" if raw_diff.endswith(b"\n") else b"\n") + b"\n"
 
 
-def export_mbox(project, out: Path) -> int:
+def export_mbox(project: Project, out: Path) -> int:
     entries = project.all_patches()
     chunks = []
     for index, (upstream, name) in enumerate(entries, 1):

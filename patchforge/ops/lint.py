@@ -16,11 +16,17 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import TYPE_CHECKING
 
 from patchforge.apply.series import SeriesState, applies_to_profile, apply_series
 from patchforge.errors import InputError, PatchforgeError
 from patchforge.ledger import ledger_findings
 from patchforge.model.findings import Finding
+
+if TYPE_CHECKING:
+    from patchforge.formats.patchfile import PatchFile
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
 
 _STATUS_WORDS = ("Pending", "Accepted", "Submitted", "Backport", "Denied", "Inappropriate",
                  "Inactive-Upstream")
@@ -32,7 +38,7 @@ _NOTE_WANTED = {"submitted": "the pull request or mailing-list URL",
                 "inappropriate": "the reason"}
 
 
-def lint(project, store, *, forge=None) -> list[Finding]:
+def lint(project: Project, store: UpstreamStore, *, forge=None) -> list[Finding]:
     findings: list[Finding] = []
     lock = project.lock
     seen_diffs: dict[str, str] = {}  # sha256 of a diff -> the first patch that has it
@@ -83,7 +89,7 @@ def lint(project, store, *, forge=None) -> list[Finding]:
     return findings
 
 
-def _stale_overlays(project, store) -> list[Finding]:
+def _stale_overlays(project: Project, store: UpstreamStore) -> list[Finding]:
     """The committed overlays/ metadata (SHA256SUMS, manifest, mounts) no longer what the series
     generates: what `overlays --check` says, so that lint (and its pre-commit hook) catches a
     patch edited without regenerating. Only for a stack that commits overlays/ (it has a
@@ -101,7 +107,7 @@ def _stale_overlays(project, store) -> list[Finding]:
                     + "; run `patchforge overlays` and commit the result") for d in drifts]
 
 
-def _series_consistency(project, upstream: str) -> list[Finding]:
+def _series_consistency(project: Project, upstream: str) -> list[Finding]:
     out = []
     directory = project.series_dir(upstream)
     try:
@@ -128,7 +134,7 @@ _VERSION_RE = re.compile(r"^v?\d+(\.\w+)*([.+-]\w+)*$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-def _dep3_fields(label: str, patch) -> list[Finding]:
+def _dep3_fields(label: str, patch: PatchFile) -> list[Finding]:
     """The forms DEP-3 gives its fields: Origin `[category, ]URL|commit:ID|text`, Forwarded
     `no|not-needed|yes|URL`, Applied-Upstream `version|URL|commit:ID` (or two of them, comma
     separated), Bug `URL`, Last-Update `YYYY-MM-DD`."""
@@ -179,7 +185,7 @@ def _dep3_fields(label: str, patch) -> list[Finding]:
     status = (patch.get("Upstream-Status") or "").strip().lower()
     if forwarded.lower() in ("no", "not-needed") and status.startswith(("submitted", "accepted")):
         finding(f"Forwarded: {forwarded} contradicts Upstream-Status: "
-                f"{patch.get('Upstream-Status').strip()}")
+                f"{(patch.get('Upstream-Status') or '').strip()}")
     return out
 
 
@@ -195,7 +201,7 @@ def _valid_date(text: str) -> bool:
     return True
 
 
-def _headers(label: str, patch, upstream: str, pin) -> list[Finding]:
+def _headers(label: str, patch: PatchFile, upstream: str, pin) -> list[Finding]:
     out = _dep3_fields(label, patch)
     status = patch.get("Upstream-Status")
     match = STATUS_RE.match(status.strip()) if status else None
@@ -232,7 +238,7 @@ def _headers(label: str, patch, upstream: str, pin) -> list[Finding]:
     return out
 
 
-def _diff_shape(label: str, patch) -> list[Finding]:
+def _diff_shape(label: str, patch: PatchFile) -> list[Finding]:
     """What no locked base can make right: hunks anchored by line number only."""
     out = []
     for fp in patch.file_patches:
@@ -245,12 +251,12 @@ def _diff_shape(label: str, patch) -> list[Finding]:
     return out
 
 
-def _apply_checks(project, store, upstream, pin, parsed) -> list[Finding]:
+def _apply_checks(project: Project, store: UpstreamStore, upstream, pin, parsed) -> list[Finding]:
     from patchforge.invariants import check_patch_invariants
     from patchforge.store.diff import FileChange, make_diff
 
     out = []
-    profiles = list(project.config.profiles) or [None]
+    profiles: list[str | None] = list(project.config.profiles) or [None]
 
     def read_base(paths):
         return store.read_blobs(pin.commit, paths)
@@ -359,7 +365,8 @@ def _first_difference(stored: bytes, regenerated: bytes) -> tuple[str, bool]:
     return ("same lines, different line endings", False)
 
 
-def _drop_and_forward(project, store, upstream, pin, parsed, forge) -> list[Finding]:
+def _drop_and_forward(project: Project, store: UpstreamStore, upstream, pin, parsed,
+                      forge) -> list[Finding]:
     from patchforge.forwarded import drop_when, forwarded_info, lookup_forwarded
     from patchforge.judge import Target
 

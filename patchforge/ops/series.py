@@ -11,6 +11,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchforge.apply.series import apply_series
 from patchforge.names import check_patch_name
@@ -23,6 +24,11 @@ from patchforge.store.diff import make_diffs
 from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
                                  editing, require_state, state_file, worktree_diff)
+
+if TYPE_CHECKING:
+    from patchforge.formats.patchfile import PatchFile
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
 
 _CONFLICT_MARKER = __import__("re").compile(rb"^(<<<<<<<|>>>>>>>)( |$)", __import__("re").M)
 
@@ -56,7 +62,7 @@ class PatchSummary:
     removed: int
 
 
-def list_series(project) -> list[PatchSummary]:
+def list_series(project: Project) -> list[PatchSummary]:
     from patchforge.apply.stats import diffstat
 
     out = []
@@ -71,7 +77,7 @@ def list_series(project) -> list[PatchSummary]:
     return out
 
 
-def show_patch(project, name: str) -> dict:
+def show_patch(project: Project, name: str) -> dict:
     from patchforge.apply.stats import diffstat
 
     upstream, file_name = project.find_patch(name)
@@ -90,7 +96,8 @@ def show_patch(project, name: str) -> dict:
     }
 
 
-def add_to_open_worktree(project, store, paths, *, upstream: str | None = None):
+def add_to_open_worktree(project: Project, store: UpstreamStore, paths, *,
+                         upstream: str | None = None):
     """`patchforge add PATH...` into the open worktree (an edit's or a stopped rebase's):
     (the worktree, the paths newly tracked)."""
     from patchforge.rebase.journal import Journal
@@ -101,7 +108,7 @@ def add_to_open_worktree(project, store, paths, *, upstream: str | None = None):
                            stopped_at=(stop.upstream, stop.base) if stop is not None else None)
 
 
-def refresh(project, store, name: str | None = None) -> dict:
+def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> dict:
     """Write the worktree's change back into the patch, keeping its header; the worktree is
     then removed (everything in it is in the patch; `edit` makes it again in a moment)."""
     upstream, file_name, state = _edited_patch(project, name)
@@ -138,7 +145,8 @@ def refresh(project, store, name: str | None = None) -> dict:
             "files": [c[0] for c in changes], "later_failing": later}
 
 
-def _finish_bring_back(project, store, upstream, file_name, state, diff, changes) -> dict:
+def _finish_bring_back(project: Project, store: UpstreamStore, upstream, file_name, state, diff,
+                       changes) -> dict:
     """The refresh that ends a bring-back stopped on a conflict: the resolution becomes the
     fix's diff on the current base, the fix joins the end of the series and then leaves
     skipped/ (a kill in between leaves it in both, never in neither)."""
@@ -164,14 +172,15 @@ def _finish_bring_back(project, store, upstream, file_name, state, diff, changes
             "files": [c[0] for c in changes], "later_failing": []}
 
 
-def close_open_edit(project, store, name: str | None = None, *, discard: bool = False) -> dict:
+def close_open_edit(project: Project, store: UpstreamStore, name: str | None = None, *,
+                    discard: bool = False) -> dict:
     """`edit --close [--discard]`: end the open edit (of NAME's upstream, or the only one)."""
     upstream, file_name, _ = _edited_patch(project, name)
     close_edit(project, store, upstream, discard=discard)
     return {"upstream": upstream, "name": file_name, "discarded": discard}
 
 
-def _same_change(store, base: str, patch, changes) -> bool:
+def _same_change(store: UpstreamStore, base: str, patch: PatchFile, changes) -> bool:
     """True when `patch` applies exactly on `base` and gives the worktree's files (same paths,
     same bytes, no mode change)."""
     if any(old_mode != new_mode for _, old, new, old_mode, new_mode in changes
@@ -188,7 +197,7 @@ def _same_change(store, base: str, patch, changes) -> bool:
     return got == {path: new for path, _, new, _, _ in changes}
 
 
-def _edited_patch(project, name: str | None) -> tuple[str, str, dict]:
+def _edited_patch(project: Project, name: str | None) -> tuple[str, str, dict]:
     """(upstream, patch file name, editing state) of the patch being edited (NAME, or the only
     one)."""
     from patchforge.state import REBASING, STOPPED, read_states
@@ -213,7 +222,7 @@ def _edited_patch(project, name: str | None) -> tuple[str, str, dict]:
     return active[0][0], active[0][1]["patch"], active[0][1]
 
 
-def _require_listed(project, upstream: str, state: dict) -> None:
+def _require_listed(project: Project, upstream: str, state: dict) -> None:
     """An edit whose patch left the series (a rename or delete cut short before it updated the
     edit) can no longer be refreshed into it: say so, rather than fail reading the patch."""
     if state.get("bring_back") or state["patch"] in project.patch_names(upstream):
@@ -224,7 +233,8 @@ def _require_listed(project, upstream: str, state: dict) -> None:
                           "changes that were not refreshed); then `patchforge edit NAME`")
 
 
-def check_later_patches(project, store, upstream: str, file_name: str) -> list[str]:
+def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
+                        file_name: str) -> list[str]:
     """Names of patches after `file_name` that no longer apply on the series before them."""
     pin = project.lock.pin(upstream)
     names = project.patch_names(upstream)
@@ -248,9 +258,9 @@ def checked_patch_name(name: str) -> str:
         raise UsageError(str(exc)) from None
 
 
-def new_patch(project, name: str, *, upstream: str | None = None, after: str | None = None,
+def new_patch(project: Project, name: str, *, upstream: str | None = None, after: str | None = None,
               description: str | None = None, profiles: str | None = None,
-              store=None) -> tuple[str, str]:
+              store: UpstreamStore | None = None) -> tuple[str, str]:
     upstreams = project.upstream_names()
     if upstream is None:
         if not upstreams:
@@ -289,7 +299,7 @@ def new_patch(project, name: str, *, upstream: str | None = None, after: str | N
     return upstream, file_name
 
 
-def delete_patch(project, name: str, *, store=None) -> Path:
+def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = None) -> Path:
     """Take a patch out of the series (or a fix out of skipped/); the file is kept under
     series/<upstream>/deleted/."""
     try:
@@ -318,7 +328,7 @@ def delete_patch(project, name: str, *, store=None) -> Path:
     return kept
 
 
-def _delete_skipped(project, fix) -> Path:
+def _delete_skipped(project: Project, fix) -> Path:
     """A skipped fix dropped for good: kept under deleted/ (copied first, then removed)."""
     data = fix.path.read_bytes()
     directory = project.series_dir(fix.upstream) / "deleted"
@@ -330,7 +340,7 @@ def _delete_skipped(project, fix) -> Path:
     return kept
 
 
-def rename_patch(project, old: str, new: str) -> tuple[str, str]:
+def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
     upstream, old_file = project.find_patch(old)
     new_file = patch_file_name(checked_patch_name(new))
     require_state(project, "rename", [upstream])
@@ -351,7 +361,7 @@ def rename_patch(project, old: str, new: str) -> tuple[str, str]:
     return upstream, new_file
 
 
-def move_patch(project, store, name: str, *, after: str | None = None,
+def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str | None = None,
                first: bool = False) -> list[str]:
     """Move NAME after X (or first). Returns patches that no longer apply after the move."""
     upstream, file_name = project.find_patch(name)
@@ -380,7 +390,7 @@ def move_patch(project, store, name: str, *, after: str | None = None,
 
 # --- skipped fixes ----------------------------------------------------------------------------
 
-def find_skipped(project, name: str):
+def find_skipped(project: Project, name: str):
     """The skipped fix NAME (`fix`, `fix.patch` or `upstream/fix`): a state.SkippedFix."""
     from patchforge.state import skipped_fixes
 
@@ -399,7 +409,7 @@ def find_skipped(project, name: str):
     return matches[0]
 
 
-def bring_back(project, store, name: str) -> dict:
+def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     """Put a skipped fix back at the end of its series, moved onto the current base by the one
     judge (the same 3-way path a rebase takes). Landed meanwhile: it goes to upstreamed/. When it
     cannot be moved cleanly, it is listed with its last good diff and an edit is opened on it

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchforge.errors import ConfigError, StoreError, UsageError
 from patchforge.formats.config import (PYPROJECT, STANDALONE, find_config_table,
@@ -13,6 +14,10 @@ from patchforge.fsutil import RepoLock, atomic_write
 from patchforge.model.config import UpstreamConfig
 from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.names import check_simple_name
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
 
 GITIGNORE_LINES = ("/.patchforge/", "/.overlays.new/", "/.overlays.old/")
 # The history is append-only JSON lines, so two branches that each appended merge by keeping both
@@ -87,7 +92,7 @@ def _check_appended(path: Path, data: bytes) -> None:
         validate_config_table(doc["tool"]["patchforge"], text, str(path), "tool.patchforge.")
 
 
-def add_upstream(project, upstream: UpstreamConfig, spec: str) -> UpstreamPin:
+def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> UpstreamPin:
     """Append the upstream to the configuration and pin SPEC in the lock. Returns the pin."""
     from patchforge.pins import open_store, pin_for_spec
 
@@ -117,7 +122,8 @@ def add_upstream(project, upstream: UpstreamConfig, spec: str) -> UpstreamPin:
     return pin
 
 
-def fetch(project, names: list[str] | None = None, *, on_upstream=None) -> list[tuple[str, str, str]]:
+def fetch(project: Project, names: list[str] | None = None, *,
+          on_upstream=None) -> list[tuple[str, str, str]]:
     """Bring the locked revisions into the store. Returns (upstream, commit, what happened).
     `on_upstream(name, label)` is called before each (the CLI's progress indicator)."""
     from patchforge.pins import ensure_pinned, open_store
@@ -135,7 +141,7 @@ def fetch(project, names: list[str] | None = None, *, on_upstream=None) -> list[
     return out
 
 
-def fetch_missing(project, store, *, on_upstream=None) -> list[str]:
+def fetch_missing(project: Project, store: UpstreamStore, *, on_upstream=None) -> list[str]:
     """Bring into `store` the locked revision of every upstream that has patches, where it is
     missing (a fresh clone before `patchforge fetch`). Returns the upstreams fetched.
 
@@ -162,7 +168,7 @@ def fetch_missing(project, store, *, on_upstream=None) -> list[str]:
     return fetched
 
 
-def pin_upstream(project, name: str, spec: str, *, force: bool = False):
+def pin_upstream(project: Project, name: str, spec: str, *, force: bool = False):
     """Pin an upstream that the configuration already names (the user wrote its table)."""
     from patchforge.pins import open_store, pin_for_spec
 

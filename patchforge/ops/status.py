@@ -19,6 +19,8 @@ from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _h
 if TYPE_CHECKING:
     from patchforge.detect import PatchVerdict
     from patchforge.formats.patchfile import PatchFile
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
 
 log = logging.getLogger("patchforge.status")
 
@@ -53,7 +55,7 @@ class PatchStatus:
                 "needs_attention": self.attention, "rebase": self.rebase}
 
 
-def series_status(project, store, targets: dict[str, Target], *, forge=None,
+def series_status(project: Project, store: UpstreamStore, targets: dict[str, Target], *, forge=None,
                   upstreams: list[str] | None = None) -> list[PatchStatus]:
     out: list[PatchStatus] = []
     chosen = [u for u in (upstreams or project.upstream_names()) if u in targets]
@@ -134,7 +136,8 @@ def series_status(project, store, targets: dict[str, Target], *, forge=None,
     return out
 
 
-def resolve_targets(project, store, specs: dict[str, str] | None) -> dict[str, Target]:
+def resolve_targets(project: Project, store: UpstreamStore,
+                    specs: dict[str, str] | None) -> dict[str, Target]:
     """Targets per upstream: the locked pins, or what `--against` names (resolved into the store)."""
     from patchforge.pins import ensure_pinned, pin_for_spec
 

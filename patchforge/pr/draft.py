@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from patchforge.errors import StoreError, UsageError
 from patchforge.pr.body import Body, Facts, find_template, make_body
 from patchforge.pr.message import CommitSpec, bug_links, build_commit_spec, description_text
 from patchforge.store.giturl import is_plain_path, redact, store_namespace
+
+if TYPE_CHECKING:
+    from patchforge.formats.patchfile import PatchFile
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
 
 BRANCH_PREFIX = "patchforge/"
 # A DCO file at the top of the upstream means it checks Signed-off-by (vLLM has one).
@@ -110,7 +115,7 @@ def forge_repo_of(url: str) -> str | None:
     return f"{match['owner']}/{match['name']}" if match else None
 
 
-def pr_git_url(project, upstream: str) -> str:
+def pr_git_url(project: Project, upstream: str) -> str:
     config = project.config.upstream(upstream)
     url = config.url if config.kind == "git" else config.git_url
     if isinstance(url, str) and url.strip():
@@ -127,12 +132,13 @@ def pr_git_url(project, upstream: str) -> str:
              f"[tool.patchforge.upstreams.{upstream}]")
 
 
-def _remote_head_branch(store, url: str) -> str | None:
+def _remote_head_branch(store: UpstreamStore, url: str) -> str | None:
     """The branch a remote's HEAD points to (`git ls-remote --symref URL HEAD`)."""
     return store.remote_head_branch(url, what=f"asking {_redact(url)} for its HEAD")
 
 
-def resolve_pr_target(project, store, upstream: str, onto: str | None = None) -> PrTarget:
+def resolve_pr_target(project: Project, store: UpstreamStore, upstream: str,
+                      onto: str | None = None) -> PrTarget:
     """Fetch the development head (or `onto`) of the upstream's git repository into the store."""
     from patchforge.store.sources import fetch_git_upstream
 
@@ -170,8 +176,8 @@ class Carried:
     landed_in: str | None = None
 
 
-def carry_onto(store, upstream: str, name: str, patch, *, pin_commit: str, head: str,
-               label: str, base_files: dict[str, bytes | None]) -> Carried:
+def carry_onto(store: UpstreamStore, upstream: str, name: str, patch: PatchFile, *, pin_commit: str,
+               head: str, label: str, base_files: dict[str, bytes | None]) -> Carried:
     """The patch alone on `head`, as file contents; `base_files` is the series state just
     before the patch on the pin (the merge base a 3-way merge needs). The decision is the one
     judge's (`judge.SeriesJudge`), the same `status` and `rebase` use."""
@@ -217,7 +223,7 @@ def carry_onto(store, upstream: str, name: str, patch, *, pin_commit: str, head:
 
 # ---- the draft -------------------------------------------------------------------------------
 
-def signoff_reason(project, store, upstream: str, head: str,
+def signoff_reason(project: Project, store: UpstreamStore, upstream: str, head: str,
                    template: tuple[str, str] | None) -> str | None:
     """Why the commit carries Signed-off-by (None: it does not)."""
     if project.config.upstream(upstream).signoff:
@@ -230,12 +236,12 @@ def signoff_reason(project, store, upstream: str, head: str,
     return None
 
 
-def format_patch(store, commit: str) -> bytes:
+def format_patch(store: UpstreamStore, commit: str) -> bytes:
     """`git format-patch` of one commit (fixed options: see UpstreamStore.format_patch)."""
     return store.format_patch(commit)
 
 
-def _profile_facts(project, patch) -> tuple[tuple[tuple[str, str], ...], bool]:
+def _profile_facts(project: Project, patch: PatchFile) -> tuple[tuple[tuple[str, str], ...], bool]:
     configured = project.config.profiles
     named = [p for value in patch.get_all("Profiles") for p in re.split(r"[\s,]+", value) if p]
     if not named:
@@ -243,7 +249,8 @@ def _profile_facts(project, patch) -> tuple[tuple[tuple[str, str], ...], bool]:
     return tuple((p, configured.get(p, "")) for p in named), False
 
 
-def draft_pr(project, store, name: str, *, onto: str | None = None, today=None) -> Draft:
+def draft_pr(project: Project, store: UpstreamStore, name: str, *, onto: str | None = None,
+             today=None) -> Draft:
     """Carry patch NAME onto the upstream's head and build its commit, format-patch and body.
 
     Writes nothing but objects in the store; `patchforge.pr.submit` writes, pushes and opens.

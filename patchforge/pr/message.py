@@ -13,9 +13,13 @@ import datetime as _dt
 import re
 from dataclasses import dataclass
 from email.utils import getaddresses, parsedate_to_datetime
+from typing import TYPE_CHECKING
 
 from patchforge.errors import InputError
 from patchforge.store.git import run_git
+
+if TYPE_CHECKING:
+    from patchforge.formats.patchfile import PatchFile
 
 _URL = re.compile(r"https?://\S+")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
@@ -59,7 +63,7 @@ def _people(values: list[str], field: str, source: str) -> list[Person]:
     return people
 
 
-def authors(patch) -> tuple[Person, list[Person]]:
+def authors(patch: PatchFile) -> tuple[Person, list[Person]]:
     """(the author, the co-authors): the first Author/From is the author; further Author/From
     people and every `Co-authored-by` are co-authors."""
     named = _people(patch.get_all("Author"), "Author", patch.source)
@@ -74,7 +78,7 @@ def authors(patch) -> tuple[Person, list[Person]]:
     return named[0], co
 
 
-def commit_date(patch, *, today: _dt.date | None = None) -> tuple[str, str]:
+def commit_date(patch: PatchFile, *, today: _dt.date | None = None) -> tuple[str, str]:
     """(git raw date, where it came from). `Last-Update: YYYY-MM-DD` is midnight UTC that day,
     so the same patch always gives the same commit; without it an email `Date:` field, and only
     then today (which changes the commit id from one day to the next)."""
@@ -110,7 +114,7 @@ def _epoch(day: _dt.date) -> str:
     return f"{int(moment.timestamp())} +0000"
 
 
-def description_text(patch) -> str:
+def description_text(patch: PatchFile) -> str:
     """The description as text: the Description field's continuation lines, then the free text
     between the header and the diff (blank lines at either end dropped)."""
     parts: list[str] = []
@@ -126,7 +130,7 @@ def description_text(patch) -> str:
     return "\n\n".join(parts)
 
 
-def bug_links(patch) -> list[str]:
+def bug_links(patch: PatchFile) -> list[str]:
     """The URLs in `Bug` (and vendor `Bug-*`) fields, in header order."""
     links: list[str] = []
     for f in patch.fields:
@@ -139,7 +143,7 @@ def bug_links(patch) -> list[str]:
     return links
 
 
-def build_commit_spec(patch, *, name: str, signoff: bool,
+def build_commit_spec(patch: PatchFile, *, name: str, signoff: bool,
                       today: _dt.date | None = None) -> CommitSpec:
     author, co_authors = authors(patch)
     date, date_source = commit_date(patch, today=today)

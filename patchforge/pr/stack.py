@@ -13,9 +13,13 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchforge.errors import StoreError, UsageError
 from patchforge.store.git import run_git
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
 
 _REMOTE_REPO = re.compile(r"(?:[:/])(?P<owner>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
 
@@ -51,7 +55,7 @@ def _git(root: Path, *args: str, env: dict | None = None, what: str) -> str:
     return proc.stdout.decode("utf-8", "surrogateescape").strip()
 
 
-def stack_repo_name(project, root: Path, remote: str) -> str:
+def stack_repo_name(project: Project, root: Path, remote: str) -> str:
     """owner/name of the stack repository: `[forge] repo`, else read from the remote's URL."""
     if project.config.forge.repo:
         return project.config.forge.repo
@@ -64,7 +68,7 @@ def stack_repo_name(project, root: Path, remote: str) -> str:
     return f"{match['owner']}/{match['name']}"
 
 
-def commit_bump(project, message: str) -> tuple[str | None, str]:
+def commit_bump(project: Project, message: str) -> tuple[str | None, str]:
     """(commit, base branch): the bump's files committed on top of HEAD without touching the
     checkout; commit is None when they are what HEAD has already."""
     root = Path(_git(project.root, "rev-parse", "--show-toplevel",
@@ -85,8 +89,8 @@ def commit_bump(project, message: str) -> tuple[str | None, str]:
     return commit, base
 
 
-def open_stack_pull(project, forge, *, tag: str, title: str, body: str, remote: str = "origin",
-                    dry_run: bool = False) -> StackPullRequest:
+def open_stack_pull(project: Project, forge, *, tag: str, title: str, body: str,
+                    remote: str = "origin", dry_run: bool = False) -> StackPullRequest:
     """Commit, push and open (or update) the bump's pull request; with `dry_run` only say what
     would be done (nothing is committed, pushed or sent)."""
     branch = branch_for(tag)

@@ -14,12 +14,17 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchforge.errors import StoreError, UsageError
 from patchforge.fsutil import RepoLock, atomic_write
 from patchforge.pr.draft import Draft, _redact
 from patchforge.store.git import run_git
 from patchforge.store.giturl import check_git_url, is_plain_path
+
+if TYPE_CHECKING:
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
 
 # owner of a fork URL: https://host/OWNER/repo(.git), ssh://[user@]host[:port]/OWNER/repo,
 # user@host:OWNER/repo.
@@ -44,7 +49,7 @@ class Opened:
     base: str
 
 
-def default_out_dir(project, draft: Draft) -> Path:
+def default_out_dir(project: Project, draft: Draft) -> Path:
     return project.state_dir / "pr" / draft.stem
 
 
@@ -77,7 +82,7 @@ def fork_owner(remote: str) -> str | None:
     return match["owner"]
 
 
-def push_branch(store, draft: Draft, remote: str) -> Pushed:
+def push_branch(store: UpstreamStore, draft: Draft, remote: str) -> Pushed:
     """Force-push the draft's commit to `refs/heads/patchforge/<name>` of `remote`."""
     if draft.commit is None:
         raise UsageError(f"{draft.name}: nothing to push ({draft.state})")
@@ -147,7 +152,7 @@ def open_or_update(forge, draft: Draft, owner: str, existing=NOT_ASKED) -> Opene
     return Opened(action, pull.number, url, repo, head, draft.target.branch)
 
 
-def record_submission(project, upstream: str, file_name: str, url: str) -> bool:
+def record_submission(project: Project, upstream: str, file_name: str, url: str) -> bool:
     """Write `Forwarded: url` and `Upstream-Status: Submitted [url]` into the patch; True when
     the file changed. The file is read again under the lock, so a concurrent edit is not lost."""
     from patchforge.formats.patchfile import parse_patch_file

@@ -21,6 +21,7 @@ import json
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.apply.series import SeriesState, apply_series
@@ -39,6 +40,11 @@ from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal
                                        is_confined)
 from patchforge.store.diff import FileChange, make_diffs, merge_file
 
+if TYPE_CHECKING:
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
+    from patchforge.store.rangediff import RangeDiffImport
+
 _CONFLICT_MARKER = re.compile(rb"^(<<<<<<<|>>>>>>>)( |$)", re.M)
 
 
@@ -52,14 +58,14 @@ class _Resumed:
     changes: dict[str, bytes | None]
 
 
-def _reads(store, commit: str):
+def _reads(store: UpstreamStore, commit: str):
     return lambda paths: store.read_blobs(commit, paths)
 
 
 class Rebase:
     """One rebase run over the journal; the CLI drives start / resume / abort."""
 
-    def __init__(self, project, store, *, on_patch=None) -> None:
+    def __init__(self, project: Project, store: UpstreamStore, *, on_patch=None) -> None:
         self.project = project
         self.store = store
         self.journal = Journal(project.state_dir)
@@ -833,7 +839,8 @@ class Rebase:
                       for i, n in enumerate(new_names, 1)]
             return f"{upstream}:\n" + "".join(lines)
         recorded = self._chains.get(upstream)
-        if one.old.steps is not None and one.new.steps is not None and recorded is not None:
+        if one.old.steps is not None and one.new.steps is not None and recorded is not None \
+                and recorded.importer is not None:
             importer = recorded.importer
             chains = [(chain.base, *chain.steps) for chain in (one.old, one.new)
                       if chain.steps is not None]
@@ -864,7 +871,7 @@ class _RangeDiffInput:
     new: _Chain
 
 
-def _ledger_paths(project) -> list[Path]:
+def _ledger_paths(project: Project) -> list[Path]:
     """series/PATCHES.md and series/history.jsonl, which the write-out changes too."""
     return [ledger.ledger_path(project), ledger.history_path(project)]
 
@@ -874,7 +881,7 @@ def _lock_of(writes):
                           "upstream.lock")
 
 
-def _chain_steps(store, base: str, patches) -> tuple[list[str], list]:
+def _chain_steps(store: UpstreamStore, base: str, patches) -> tuple[list[str], list]:
     """The paths a series touches and, per patch, the files it changes ({path: bytes, None when
     deleted}), by applying it over `base`: the range-diff chain of a series the run did not
     walk itself (a resumed rebase)."""
@@ -900,8 +907,9 @@ class _Chains:
     series over the old base and in the new series over the new base. Contents go to the
     store's RangeDiffImport at once; the chains keep their marks."""
 
-    def __init__(self, store) -> None:
+    def __init__(self, store: UpstreamStore) -> None:
         self.broken = False  # the import failed: the range-diff is made from the files instead
+        self.importer: RangeDiffImport | None
         try:
             self.importer = store.range_diff_import()
         except StoreError:
@@ -912,7 +920,7 @@ class _Chains:
         self.new_paths: set[str] = set()
 
     def _marked(self, files: dict) -> dict | None:
-        if self.broken:
+        if self.broken or self.importer is None:
             return None
         try:
             return {path: None if content is None else self.importer.blob(content)

@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Protocol
 
 from patchforge.errors import StoreError
 from patchforge.store.catfile import CatFile, parse_tree
@@ -63,8 +64,8 @@ _HEXABBREV = re.compile(r"[0-9a-fA-F]{4,40}")
 _BLOB_CACHE_BYTES = 256 << 20
 
 
-class TransferProgress:
-    """What UpstreamStore.progress is told about long work; this base hears nothing."""
+class TransferProgress(Protocol):
+    """What UpstreamStore.progress is told about long work (the command line's display is one)."""
 
     def step(self, text: str) -> None:
         """A phase starts (`text` says which: downloading X, importing Y)."""
