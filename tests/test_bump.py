@@ -3,8 +3,8 @@ upstream with pull-request merge commits, the test forge for PR states and the s
 own pull request, and a series with landed, moved, PR-dependent and conflicting fixes.
 
 Commit dates are fixed, so every commit id (and so the report) is the same on every run; the
-report of the real run is compared with tests/data/bump/report.md (the registry's port is the
-only part that varies, and is replaced by REGISTRY).
+report of the real run is compared with the golden file tests/golden/bump-report.md (the
+registry's port is the only part that varies, and is replaced by REGISTRY).
 """
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ import pytest
 from helpers.cli import run_cli
 from helpers.env import REPO_ROOT
 from helpers.git import git
+from helpers.golden import check_golden
 from helpers.snapshot import tree_bytes
 from helpers.upstream import (AITER, ATTENTION, BLOCK, CLAMP, INDPTR, Upstream, changed,
                               dep3_patch)
 from patchforge.formats.schemas import validation_errors
 from patchforge.store.diff import make_file_diff
 
-GOLDEN = Path(__file__).parent / "data" / "bump" / "report.md"
 ATTN = "pkg/attn.py"
 OTHER = "pkg/other.py"
 REPO = "rocm/vllm-dev"
@@ -337,7 +337,7 @@ def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean)
     assert sent["head"] == branch and sent["base"] == "main" and sent["body"] == report
     assert sent["title"] == f"Bump vllm to nightly-{clean.c3} (2 landed)"
     # The report, against the golden file.
-    assert normalized(report, clean) == GOLDEN.read_text()
+    check_golden("bump-report.md", normalized(report, clean))
     assert out == report
     doc = json.loads(after[".patchforge/bump/report.json"])
     assert validation_errors(doc, "bump") == []
@@ -454,6 +454,6 @@ def test_the_reusable_action_runs_bump_and_reports_as_github_actions_expects(cle
     assert outputs["exit-code"] == "0"
     report = Path(outputs["report"]).read_text()
     assert summary.read_text() == report
-    assert normalized(report, clean) == GOLDEN.read_text()  # the same report as the CLI's
+    check_golden("bump-report.md", normalized(report, clean))  # the same report as the CLI's
     doc = json.loads(Path(outputs["json"]).read_text())
     assert doc["pull_request"]["action"] == "opened"

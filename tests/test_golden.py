@@ -7,23 +7,11 @@ compared, commit ids included. After an intended change of an output, regenerate
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
+from helpers.golden import check_golden
 from helpers.project import Stack
 from helpers.upstream import BASE, Upstream, with_lines
-
-GOLDEN = Path(__file__).parent / "golden"
-
-
-def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("PATCHFORGE_UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert path.exists(), f"{path} is missing: run with PATCHFORGE_UPDATE_GOLDEN=1 to make it"
-    assert text == path.read_text(), f"{name} changed (PATCHFORGE_UPDATE_GOLDEN=1 to accept)"
 
 
 @pytest.fixture
