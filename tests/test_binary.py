@@ -117,6 +117,18 @@ def test_imported_binary_fix_is_carried_exactly(stack, tmp_path):
     assert entry["state"] == "applies"
 
 
+def test_pr_carries_a_binary_fix_that_git_am_applies(stack, tmp_path):
+    name = _import_fix(tmp_path, stack)
+    head = stack.commit({"aiter/other.py": b"x = 1\n"}, "upstream moves on")
+    document = stack.json("pr", name.removesuffix(".patch"), "--onto", head)
+    mail = Path(document["written"]["patch"]).read_bytes()
+    assert mail.count(b"GIT binary patch\n") == 4
+    clone = _clone_at(tmp_path, stack, head, "pr-clone")
+    git(clone, "-c", "user.name=t", "-c", "user.email=t@example.com", "am", "-q", "--keep-cr",
+        str(document["written"]["patch"]))
+    assert _files(clone) == _expected(_expected(UPSTREAM, {"aiter/other.py": b"x = 1\n"}), FIX)
+
+
 def test_format_patch_mbox_with_binary_changes_imports_and_overlays(stack, tmp_path):
     fix = {k: v for k, v in FIX.items() if k != GONE}
     work = _clone_at(tmp_path, stack, stack.base, "mail-repo")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Finding:
     patch: str  # "upstream/name", or a project file relative to the root
-    check: str  # header | series | parse | byte-stable | apply | fuzz | zero-context | binary
+    check: str  # header | series | parse | byte-stable | apply | fuzz | zero-context
     #             | keeps | forwarded | drop-when | ledger | overlays | skipped
     message: str
     severity: str = "error"  # error | warning

@@ -720,8 +720,11 @@ class UpstreamStore:
     def format_patch(self, commit: str) -> bytes:
         """`git format-patch` of one commit, with options fixed so that the bytes never depend
         on the git version or the machine (no version signature, full index lines)."""
-        return self._run("format-patch", "-1", commit, "--stdout", "--no-signature",
-                         "--full-index", "--no-numbered", "--subject-prefix=PATCH",
+        # Binary files as `GIT binary patch` (git am needs their data), deflated at the level
+        # store/diff.py uses.
+        return self._run("-c", "core.compression=9", "format-patch", "-1", commit, "--stdout",
+                         "--no-signature", "--binary", "--full-index", "--no-numbered",
+                         "--subject-prefix=PATCH",
                          "--no-thread", "--encode-email-headers", "--stat=80", "--no-color",
                          what="git format-patch").stdout
 
