@@ -361,3 +361,49 @@ def test_binary_patch_for_another_pre_image_is_refused_never_fuzzed(stack, tmp_p
     assert snapshot(tmp_path) == before
     document = json.loads(run_cli(stack.root, "status", "--json").stdout)
     assert document["patches"][0]["state"] == "conflict"
+
+
+def test_git_deltas_with_full_size_copies_apply_like_git(tmp_path):
+    """git writes a copy of 0x10000 bytes with no size byte (size 0 means 0x10000), and copy
+    offsets of up to 4 bytes: a 300 KB blob changed in two places has both."""
+    from patchforge.apply.diffparse import parse_diff
+    from patchforge.apply.hunks import apply_file_patch
+    from patchforge.store.diff import FileChange, make_diff
+
+    old = _blob(300_000)
+    new = old[:70_000] + b"\x00kernel\x00" + old[70_008:250_000] + b"tail" + old[250_004:]
+    (fp,) = parse_diff(make_diff([FileChange.at(KERNEL, old, new)]))
+    delta = fp.binary.forward.data
+    assert fp.binary.forward.method == "delta"
+    assert 0x10000 in _copy_sizes(delta)
+    assert apply_file_patch(old, fp).content == new
+    assert apply_file_patch(new, fp, reverse=True).content == old
+    # The same bytes git apply makes from the same patch.
+    (tmp_path / "k.co").write_bytes(old)
+    (tmp_path / "p.diff").write_bytes(make_diff([FileChange.at("k.co", old, new)]))
+    subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True)
+    assert (tmp_path / "k.co").read_bytes() == new
+
+
+def _copy_sizes(delta: bytes) -> list[int]:
+    """The sizes of a git delta's copy opcodes (patch-delta.c's reading, written out here)."""
+    at = 0
+    for _ in range(2):  # the source and result sizes
+        while delta[at] & 0x80:
+            at += 1
+        at += 1
+    sizes = []
+    while at < len(delta):
+        cmd = delta[at]
+        at += 1
+        if cmd & 0x80:
+            at += bin(cmd & 0x0F).count("1")
+            size = 0
+            for bit, shift in ((0x10, 0), (0x20, 8), (0x40, 16)):
+                if cmd & bit:
+                    size |= delta[at] << shift
+                    at += 1
+            sizes.append(size or 0x10000)
+        else:
+            at += cmd
+    return sizes

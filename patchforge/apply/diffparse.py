@@ -12,6 +12,7 @@ the input.
 from __future__ import annotations
 
 import io
+import itertools
 import re
 from functools import cached_property
 from dataclasses import dataclass, replace
@@ -312,9 +313,7 @@ class _Parser:
         self.source = source
         self.first_line = first_line
         # Byte offset of each line, so sections can be cut out of `data` exactly.
-        self.offsets = [0]
-        for line in self.lines:
-            self.offsets.append(self.offsets[-1] + len(line))
+        self.offsets = list(itertools.accumulate(map(len, self.lines), initial=0))
 
     def err(self, i: int, message: str, *, hint: str | None = None) -> InputError:
         return InputError(message, path=self.source, line=self.first_line + i, hint=hint)

@@ -23,6 +23,7 @@ block is bounded (`MAX_BINARY_SIZE`), and inflation never produces more than was
 from __future__ import annotations
 
 import base64
+import operator
 import re
 import zlib
 from dataclasses import dataclass
@@ -174,61 +175,107 @@ def _block(lines: list[bytes], i: int, first_line: int) -> tuple[BinaryBlock | N
         raise BinaryFormatError(f"binary block declares {size} bytes, more than the "
                                 f"{MAX_BINARY_SIZE} patchforge accepts for one file", i)
     start = i
-    i += 1
-    encoded: list[bytes] = []
-    lengths: list[int] = []
-    while True:
-        if i >= len(lines):
-            raise BinaryFormatError("binary block ends without its empty line", i - 1)
-        line = lines[i]
-        if line == b"\n":
-            i += 1
-            break
-        n = len(line)
-        # As git: at least "A00000\n", and a whole number of 5-character groups.
-        if not line.endswith(b"\n") or n < 7 or (n - 2) % 5:
-            raise BinaryFormatError("corrupt binary line (bad length)", i)
-        c = line[0]
-        if 0x41 <= c <= 0x5A:
-            count = c - 0x41 + 1
-        elif 0x61 <= c <= 0x7A:
-            count = c - 0x61 + 27
-        else:
-            raise BinaryFormatError("corrupt binary line (bad length character)", i)
-        most = (n - 2) // 5 * 4
-        # The last group may hold up to 3 filler bytes, never more.
-        if count > most or count <= most - 4:
-            raise BinaryFormatError("corrupt binary line (length character does not match "
-                                    "the line)", i)
-        encoded.append(line[1:-1])
-        lengths.append(count)
-        i += 1
-    deflated = _decode85(encoded, lengths, start + 1)
+    try:
+        end = lines.index(b"\n", i + 1)  # the empty line that closes the block
+    except ValueError:
+        raise BinaryFormatError("binary block ends without its empty line",
+                                len(lines) - 1) from None
+    body = lines[i + 1:end]
+    deflated = _decode_lines(body, start + 1)
     data = _inflate(deflated, size, start)
     block = BinaryBlock(method, data, first_line + start)
     if method == "delta":
         source_size, result_size = check_delta(data, start)
         block = BinaryBlock(method, data, first_line + start, source_size, result_size)
-    return block, i
+    return block, end + 1
 
 
-def _decode85(encoded: list[bytes], lengths: list[int], first: int) -> bytes:
-    """The bytes of the data lines (`first` is the index of the first one)."""
-    try:
-        whole = base64.b85decode(b"".join(encoded))
-    except ValueError:
-        for k, body in enumerate(encoded):  # find the line to name
-            try:
-                base64.b85decode(body)
-            except ValueError as exc:
-                raise BinaryFormatError(f"corrupt binary line (base85: {exc})", first + k) \
-                    from None
-        raise BinaryFormatError("corrupt base85 data", first) from None
+def _line_count(line: bytes, index: int) -> int:
+    """How many bytes a data line holds, after git's checks of its length and first character."""
+    n = len(line)
+    # As git: at least "A00000\n", and a whole number of 5-character groups.
+    if not line.endswith(b"\n") or n < 7 or (n - 2) % 5:
+        raise BinaryFormatError("corrupt binary line (bad length)", index)
+    c = line[0]
+    if 0x41 <= c <= 0x5A:
+        count = c - 0x41 + 1
+    elif 0x61 <= c <= 0x7A:
+        count = c - 0x61 + 27
+    else:
+        raise BinaryFormatError("corrupt binary line (bad length character)", index)
+    most = (n - 2) // 5 * 4
+    # The last group may hold up to 3 filler bytes, never more.
+    if count > most or count <= most - 4:
+        raise BinaryFormatError("corrupt binary line (length character does not match the "
+                                "line)", index)
+    return count
+
+
+_FULL_LINE = 67  # "z" + 13 groups of 5 + "\n": 52 bytes, as git writes every line but the last
+
+
+def _decode_lines(body: list[bytes], first: int) -> bytes:
+    """The bytes the data lines hold (`first`: the index of the first one). git writes full
+    52-byte lines but the last; those are checked and decoded in bulk, anything else line by
+    line (the per-line loop costs ten times more on a large literal)."""
+    if not body:
+        return b""
+    head = body[:-1]
+    if set(map(len, head)) <= {_FULL_LINE} and set(map(_first_byte, head)) <= {0x7A}:
+        counts = None
+        last = _line_count(body[-1], first + len(body) - 1)
+    else:
+        counts = [_line_count(line, first + k) for k, line in enumerate(body)]
+        last = counts[-1]
+    whole = _b85decode(b"".join(map(_strip_line, body)), body, first)
+    if counts is None:
+        filler = (len(body[-1]) - 2) // 5 * 4 - last
+        return whole[:len(whole) - filler]
     out = bytearray()
     at = 0
-    for body, count in zip(encoded, lengths):
+    for line, count in zip(body, counts):
         out += whole[at:at + count]
-        at += len(body) // 5 * 4
+        at += (len(line) - 2) // 5 * 4
+    return bytes(out)
+
+
+_first_byte = operator.itemgetter(0)
+_strip_line = operator.itemgetter(slice(1, -1))
+# git's base85 alphabet (base85.c), which is Python's b85 alphabet.
+_ALPHABET = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~"
+_DIGITS = bytes.maketrans(_ALPHABET, bytes(range(85)))
+
+
+def _b85decode(text: bytes, body: list[bytes], first: int) -> bytes:
+    """Decode groups of five base85 characters (most significant first) into 4 bytes each, the
+    way base85.c does, with every step a C-level operation on the whole block: the groups' k-th
+    digits become one big integer with a 40-bit slot per group, and Horner's rule over the five
+    of them makes each slot's value (below 85^5 < 2^40: no slot overflows into the next). A
+    character outside the alphabet or a group above 2^32 - 1 is named by its line."""
+    if text.translate(None, _ALPHABET):
+        for k, line in enumerate(body):
+            bad = line[1:-1].translate(None, _ALPHABET)
+            if bad:
+                raise BinaryFormatError(f"corrupt binary line (base85: {chr(bad[0])!r} is not "
+                                        "in the alphabet)", first + k)
+    groups = len(text) // 5
+    digits = text.translate(_DIGITS)
+    slots = bytearray(5 * groups)
+    total = 0
+    for place in range(5):
+        slots[4::5] = digits[place::5]
+        total = total * 85 + int.from_bytes(slots, "big")
+    wide = total.to_bytes(5 * groups, "big")
+    if wide[0::5].strip(b"\0"):
+        group = next(k for k, top in enumerate(wide[0::5]) if top)
+        for k, line in enumerate(body):
+            group -= (len(line) - 2) // 5
+            if group < 0:
+                raise BinaryFormatError("corrupt binary line (base85 group larger than 32 "
+                                        "bits)", first + k)
+    out = bytearray(4 * groups)
+    for byte in range(4):
+        out[byte::4] = wide[byte + 1::5]
     return bytes(out)
 
 
