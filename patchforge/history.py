@@ -20,6 +20,7 @@ a patch costs no git process.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -73,11 +74,27 @@ def blocks_of_file_patch(fp) -> Blocks:
 
 
 def blocks_of_git_diff(chunk: bytes) -> Blocks:
-    """Change blocks of one file's `git diff` (its `diff --git` header and all)."""
+    """Change blocks of one file's `git diff` (its `diff --git` header and all); a binary
+    file's change is its one blob-id block (`binary_block`), read from the `index` line that
+    `--full-index` writes."""
     body = chunk.split(b"\n@@", 1)
     if len(body) < 2:
+        binary = _BINARY_INDEX.search(chunk)
+        if binary and (b"\nBinary files " in chunk or b"\nGIT binary patch\n" in chunk):
+            return binary_block(binary[1].decode(), binary[2].decode())
         return ()
     return blocks_of_lines((b"@@" + body[1]).split(b"\n"))
+
+
+_BINARY_INDEX = re.compile(rb"\nindex ([0-9a-f]{40})\.\.([0-9a-f]{40})")
+
+
+def binary_block(old_oid: str, new_oid: str) -> Blocks:
+    """A binary file's change as one block: the pre-image blob id removed, the post-image's
+    added. A later commit making the reverse block (the post-image back to the pre-image)
+    undoes it; one replacing the post-image by a third blob supersedes it, like a rewrite of
+    added lines."""
+    return (((b"blob:" + old_oid.encode(),), (b"blob:" + new_oid.encode(),)),)
 
 
 def reverse(blocks: Blocks) -> Blocks:
@@ -120,14 +137,14 @@ class HistoryLanding:
 
 
 def patch_blocks(patch: PatchFile) -> dict[str, Blocks] | None:
-    """The patch's change blocks per path, or None when history cannot judge it (a binary or
-    mode-only file, a rename, or too little changed code)."""
+    """The patch's change blocks per path, or None when history cannot judge it (a mode-only
+    file, a rename, or too little changed code). A binary file's block is its blob ids."""
     found: dict[str, Blocks] = {}
     for fp in patch.file_patches:
-        if getattr(fp, "is_binary", False) or fp.old_path != fp.new_path and \
-                fp.old_path is not None and fp.new_path is not None:
+        if fp.old_path != fp.new_path and fp.old_path is not None and fp.new_path is not None:
             return None
-        blocks = blocks_of_file_patch(fp)
+        blocks = binary_block(fp.binary.old_oid, fp.binary.new_oid) if fp.binary is not None \
+            else blocks_of_file_patch(fp)
         if not blocks:
             return None
         found[fp.path] = blocks

@@ -193,6 +193,25 @@ def test_status_and_rebase_judge_binary_changes_by_blob_id(stack, tmp_path):
     assert b"GIT binary patch" in kept and b"Applied-Upstream:" in kept
 
 
+def test_a_kernel_landed_then_rebuilt_upstream_is_landed_by_history(stack, tmp_path):
+    """The fix's exact kernel landed in one commit and a later commit rebuilt it: the target
+    has neither image, the history knows (the same blob transition). A kernel put back to the
+    pre-image afterwards is not landed: the content (the pre-image is there) keeps the fix."""
+    fix = {KERNEL: FIX[KERNEL]}
+    work = _clone_at(tmp_path, stack, stack.base, "kernel-repo")
+    commit_files(work, fix, "Retune fmha kernel")
+    ok(stack.root, "import", "git", "HEAD~1..HEAD", "--repo", str(work), "--upstream", "up")
+    rebuilt = UPSTREAM[KERNEL][:30_000] + b"\x00rebuilt\x00" + UPSTREAM[KERNEL][30_009:]
+    landing = stack.commit(fix, "land the fmha retune")
+    later = stack.commit({KERNEL: rebuilt}, "rebuild fmha kernels")
+    (entry,) = stack.json("status", "--against", f"up={later}", expect=1)["patches"]
+    assert entry["state"] == "upstreamed" and entry["decided_by"] == "history", entry
+    assert entry["landed_in"] == landing
+    reverted = stack.commit({KERNEL: UPSTREAM[KERNEL]}, "back to the old kernel")
+    (entry,) = stack.json("status", "--against", f"up={reverted}")["patches"]
+    assert entry["state"] == "applies", entry
+
+
 def test_rebase_moves_a_binary_patch_whose_pre_image_is_still_there(stack, tmp_path):
     name = _import_fix(tmp_path, stack)
     before = (stack.root / "series" / "up" / name).read_bytes()

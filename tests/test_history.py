@@ -48,6 +48,33 @@ def test_made_undone_and_made_again():
     assert again.landed_by == "c" and again.last_undo == "b"
 
 
-def test_too_small_or_binary_is_not_judged_by_history():
+def test_too_small_is_not_judged_by_history():
     tiny = make_file_diff("m.py", "m.py", b"a\nb\n", b"a\nc\n")
     assert patch_blocks(_Patch(tiny)) is None
+
+
+def test_binary_changes_are_judged_by_blob_ids(tmp_path):
+    """A binary file's change is its blob ids: git's own log (`Binary files ... differ` with a
+    full index line) gives the patch's block; a rebuild after it supersedes, a return to the
+    pre-image undoes."""
+    import subprocess
+
+    old, new, rebuilt = b"\0kernel v1" * 50, b"\0kernel v2" * 50, b"\0kernel v3" * 50
+
+    def upstream_chunk(a: bytes, b: bytes) -> bytes:  # as `git log -p --full-index` shows it
+        (tmp_path / "a").write_bytes(a)
+        (tmp_path / "b").write_bytes(b)
+        out = subprocess.run(["git", "diff", "--no-index", "--full-index", "a", "b"],
+                             cwd=tmp_path, capture_output=True).stdout
+        assert b"Binary files" in out
+        return out
+
+    wanted = patch_blocks(_Patch(make_file_diff("k.co", "k.co", old, new)))
+    assert wanted is not None
+    made = {"k.co": blocks_of_git_diff(upstream_chunk(old, new))}
+    assert made == wanted
+    superseded = {"k.co": blocks_of_git_diff(upstream_chunk(new, rebuilt))}
+    undone = {"k.co": blocks_of_git_diff(upstream_chunk(new, old))}
+    assert judge_history(wanted, [("a", made), ("b", superseded)]).landed_by == "a"
+    assert judge_history(wanted, [("a", made), ("b", undone)]).landed_by is None
+    assert judge_history(wanted, [("b", superseded)]).landed_by is None
