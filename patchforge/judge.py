@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from patchforge.apply.hunks import apply_file_patch
+from patchforge.apply.series import git_mode
 from patchforge.detect import PatchVerdict, assess_patch
 from patchforge.errors import StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, blocks_of_git_diff, combine, combine_series,
@@ -58,6 +59,7 @@ class Judgement:
     before: dict = field(default_factory=dict)  # path -> content on the target before it
     after: dict = field(default_factory=dict)  # path -> content after it (stop: markers)
     changes: list = field(default_factory=list)  # applies: [store.gitstore.FileChange]
+    modes: dict = field(default_factory=dict)  # path -> the mode it has after the patch
     unchanged: bool = False  # pre-images and paths as in the old series: its diff still holds
     evidence: list[str] = field(default_factory=list)
     message: str = ""
@@ -120,6 +122,9 @@ class SeriesJudge:
         # resumes) a commit holding the target plus the series rebased so far.
         self.read_commit = read_commit or target.commit
         self.current: dict[str, bytes | None] = {}
+        # The modes the moved patches gave (path -> mode); other files have the mode they
+        # have where the judge reads (`read_mode`).
+        self.current_modes: dict[str, str] = {}
         self._read: dict[str, bytes | None] = {}
         self.old = SeriesState()
         self.labels = labels
@@ -140,6 +145,35 @@ class SeriesJudge:
         if path not in self._read:
             self._read[path] = self.store.read_blob(self.read_commit, path)
         return self._read[path]
+
+    def start_after(self, state) -> None:
+        """Judge what comes after `state` (an apply.series.SeriesState of earlier patches on
+        the commit the judge reads): their files and the modes they gave."""
+        self.current.update(state.current)
+
+        def mode_at(path):
+            found = self.store.entry(self.read_commit, path)
+            return found[0] if found else None
+
+        self.current_modes.update(state.given_modes(mode_at))
+
+    def read_mode(self, path: str) -> str | None:
+        """The mode of `path` where the next patch meets it (None: no such file)."""
+        if path in self.current:
+            if self.current[path] is None:
+                return None
+            if path in self.current_modes:
+                return self.current_modes[path]
+        found = self.store.entry(self.read_commit, path)
+        return found[0] if found else None
+
+    def old_mode(self, path: str) -> str | None:
+        """The mode of `path` in the old series before the patch being judged."""
+        def base_mode(p):
+            found = self.store.entry(self.target.base_commit, p)
+            return found[0] if found else None
+
+        return self.old.mode(path, base_mode)
 
     def exists(self, path: str) -> bool:
         return self.read_current(path) is not None
@@ -196,6 +230,12 @@ class SeriesJudge:
         if judgement.outcome == "applies":
             for path, content in judgement.before.items():
                 self.current[path] = judgement.after.get(path)
+            for change in judgement.changes:
+                if change.old_path is not None and change.old_path != change.new_path \
+                        and not change.copy:
+                    self.current_modes.pop(change.old_path, None)
+                if change.new_path is not None:
+                    self.current_modes[change.new_path] = change.new_mode
         return judgement
 
     def decide(self, name: str, patch) -> Judgement:
@@ -213,7 +253,8 @@ class SeriesJudge:
         before: dict[str, bytes | None] = {}  # the target (plus earlier patches), per path
         after: dict[str, bytes | None] = {}
         modes: dict[str, tuple[str, str]] = {}
-        sources: dict[str, str] = {}  # path after -> path before (a rename or copy)
+        # path after -> (path before, its content): a rename or a copy
+        sources: dict[str, tuple[str, bytes | None]] = {}
         copies: set[str] = set()
         unchanged = True  # every pre-image and path as in the old series: keep the diff's bytes
         conflicts: list[str] = []
@@ -238,13 +279,18 @@ class SeriesJudge:
                 else self.store.read_blob(self.target.base_commit, source)
             before[path_after] = self.read_current(path_after)
             if fp_target.old_path and fp_target.old_path != path_after:
-                sources[path_after] = fp_target.old_path
+                sources[path_after] = (fp_target.old_path, current)
                 if fp.is_copy:
                     copies.add(path_after)
                 else:
                     before[fp_target.old_path] = current
+                    # The source goes: a stop's worktree then holds its deletion too.
+                    after.setdefault(fp_target.old_path, None)
             modes[path_after] = self._modes(fp, moved)
-            unchanged = unchanged and moved == source and current == base
+            # The diff's bytes hold only where the file is as the patch found it: content,
+            # place and mode (a mode upstream changed makes the `index`/mode lines stale).
+            unchanged = unchanged and moved == source and current == base and \
+                (fp.is_new or modes[path_after][0] == git_mode(self.old_mode(source)))
             if forward:
                 # Landed detection applied this very file patch to this very content already;
                 # without fuzz, the result is the same: reuse it.
@@ -273,10 +319,12 @@ class SeriesJudge:
             after[path_after] = merged
             if not clean:
                 conflicts.append(path_after)
+        new_modes = {path: mode for path, (_, mode) in modes.items()
+                     if after.get(path) is not None}
         if conflicts:
             return Judgement(name, "stop", "conflict", verdict, stop_kind="conflict",
                              files=conflicts, before=before, after=after, evidence=evidence,
-                             message=f"conflict in {', '.join(conflicts)}"
+                             modes=new_modes, message=f"conflict in {', '.join(conflicts)}"
                              + binary_stop_note(binary_stops))
         changes = self._changes(before, after, modes, sources, copies)
         if not changes:
@@ -284,6 +332,7 @@ class SeriesJudge:
                 # The checks disagree and the merge changes nothing: never dropped on its own.
                 return Judgement(name, "stop", "unsure", verdict, stop_kind="unsure",
                                  files=sorted(after), before=before, after=after,
+                                 modes=new_modes,
                                  evidence=evidence + ["merge result empty"],
                                  message="landed detection is unsure and the 3-way merge "
                                          "leaves nothing to change: decide by hand")
@@ -293,6 +342,7 @@ class SeriesJudge:
         how = "merged" if merged_any else ("offset" if verdict.state == "offset" else "clean")
         judgement = Judgement(name, "applies", _MOVING_STATE.get(verdict.state, verdict.state),
                               verdict, how=how, before=before, after=after, changes=changes,
+                              modes=new_modes,
                               unchanged=unchanged and not merged_any, evidence=evidence,
                               message={"merged": "3-way merged cleanly",
                                        "offset": "applied with offset",
@@ -313,21 +363,23 @@ class SeriesJudge:
 
     def _modes(self, fp, moved: str) -> tuple[str, str]:
         """(old, new) mode of a file the patch changes: the target's mode, changed the way the
-        patch changes it (a new executable script stays executable, a mode change stays)."""
+        patch changes it (a new executable script stays executable, a mode change stays, a
+        rename or copy keeps its source's mode)."""
         if fp.is_new:
-            return (fp.new_mode or "100644",) * 2
-        found = self.store.entry(self.read_commit, moved)
-        old = found[0] if found else (fp.old_mode or "100644")
-        new = fp.new_mode if fp.new_mode and fp.old_mode and fp.new_mode != fp.old_mode else old
-        return old, new
+            return (git_mode(fp.new_mode) or "100644",) * 2
+        old = self.read_mode(moved) or git_mode(fp.old_mode) or "100644"
+        changes_mode = fp.new_mode is not None and fp.old_mode is not None and \
+            git_mode(fp.new_mode) != git_mode(fp.old_mode)
+        return old, (git_mode(fp.new_mode) or old) if changes_mode else old
 
     @staticmethod
     def _changes(before, after, modes, sources, copies) -> list:
         changes = []
+        renamed_away = {old for path, (old, _) in sources.items() if path not in copies}
         for path, new in after.items():
-            source = sources.get(path)
-            old_path = source if source is not None else path
-            old = before.get(old_path) if source is not None else before.get(path)
+            if path in renamed_away and new is None:
+                continue  # the rename's own entry says it
+            old_path, old = sources.get(path, (path, before.get(path)))
             old_mode, new_mode = modes.get(path, ("100644", "100644"))
             if old == new and old_path == path and old_mode == new_mode:
                 continue

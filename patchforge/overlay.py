@@ -113,8 +113,13 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                     result.warnings.append(f"{upstream}/{outcome.name}: applies only with fuzz"
                                            + (f" (profile {profile})" if profile else ""))
             digests = {n: sha256(raw) for n, _, raw in patches}
-            modes = store.entries(pin.commit, sorted(p for p in state.current
-                                                     if state.base.get(p) is not None))
+            # The mode each file has after the series: the one a patch gives (a new script,
+            # a mode change, a renamed executable), else the upstream's.
+            entries = store.entries(pin.commit, sorted({state.origins.get(p, p)
+                                                        for p in state.current}))
+
+            def base_mode(path, entries=entries):
+                return (entries.get(path) or (None,))[0]
             for path in sorted(state.current):
                 content = state.current[path]
                 if content is None:
@@ -132,7 +137,7 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                     base_commit=pin.commit, base_label=pin.label,
                     patches=tuple((n, digests[n]) for n in state.touched_by.get(path, [])),
                     target=str(PurePosixPath(install_root) / path) if install_root else None,
-                    mode="100755" if (modes.get(path) or ("",))[0] == "100755" else "100644"))
+                    mode="100755" if state.mode(path, base_mode) == "100755" else "100644"))
     if config.artifacts and ARTIFACTS_DIR in {*config.profiles, *project.upstream_names()}:
         raise ConfigError(f"a profile or upstream named {ARTIFACTS_DIR!r} would share "
                           f"overlays/{ARTIFACTS_DIR}/ with the artifacts; rename it",
@@ -304,6 +309,9 @@ def check_overlays(project: Project, overlays: OverlaySet) -> list[Drift]:
         path = root / f.rel
         if path.exists() and sha256(path.read_bytes()) != f.sha256:
             drifts.append(Drift(f.rel, "changed", "overlay file differs from the regenerated one"))
+        elif path.exists() and os.access(path, os.X_OK) != (f.mode == "100755"):
+            drifts.append(Drift(f.rel, "changed", "overlay file should be "
+                                + ("executable" if f.mode == "100755" else "not executable")))
     for rel, data in sorted(overlays.artifact_files.items()):
         copy = root / rel
         if copy.exists() and copy.read_bytes() != data:
@@ -361,6 +369,9 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
     for name in KEEP_NAMES:
         if (root / name).exists():
             tree[name] = (root / name).read_bytes()
+    executable = {f.rel for f in overlays.files if f.mode == "100755"}
+    if profiles is not None:
+        executable |= {rel for rel in keep if os.access(root / rel, os.X_OK)}
     for rel, data in sorted(tree.items()):
         target = staging / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -370,6 +381,9 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
             handle.flush()
             fault_point("fsync")
             os.fsync(handle.fileno())
+        # The file's mode is the one it has in the upstream with the series (an executable
+        # stays executable in the container), whatever the umask says.
+        os.chmod(target, 0o755 if rel in executable else 0o644)
     fsync_dir(staging)
     old = root.parent / ".overlays.old"
     if root.exists():

@@ -338,14 +338,19 @@ def open_worktree(project: Project, store: UpstreamStore, name: str, *, files=()
     # later file through the series when it comes.
     before, prefix, involved = series_paths_state(project, store, upstream, file_name,
                                                   pin.commit, [*paths, *files])
-    modes = {fp.new_path: fp.new_mode for _, p in prefix for fp in p.file_patches
-             if fp.new_path and fp.new_mode and before.current.get(fp.new_path) is not None}
-    before_commit = store.commit_files(pin.commit, dict(before.current), modes=modes,
+
+    def base_mode(path):
+        found = store.entry(pin.commit, path)
+        return found[0] if found else None
+
+    # The files with the modes the series gives them (a script it creates is executable).
+    before_commit = store.commit_files(pin.commit, dict(before.current),
+                                       modes=before.given_modes(base_mode),
                                        message=f"{upstream}: series before {file_name}")
     before_files = dict(before.current)  # apply_series below extends `before` in place
-    new_modes = {fp.new_path: fp.new_mode for fp in patch.file_patches
-                 if fp.new_path and fp.new_mode}
     through = apply_series(read_base, [(file_name, patch)], strict=False, state=before)
+    new_modes = {p: m for p, m in through.given_modes(base_mode).items()
+                 if p in patch.paths}
     failed = [o for o in through.outcomes[-1:] if not o.ok]
     Worktree.create(work, files_at(store, before_commit, paths),
                     {p: through.current.get(p) for p in paths
@@ -435,8 +440,12 @@ def _through_series(project: Project, store: UpstreamStore, upstream: str, state
     before, prefix, involved = series_paths_state(project, store, upstream, state["patch"],
                                                   state["pin"], new)
     changed = {p: c for p, c in before.current.items() if c != before.base.get(p)}
-    modes = {fp.new_path: fp.new_mode for _, p in prefix for fp in p.file_patches
-             if fp.new_path and fp.new_mode and fp.new_path in changed}
+
+    def base_mode(path):
+        found = store.entry(state["pin"], path)
+        return found[0] if found else None
+
+    modes = {p: m for p, m in before.given_modes(base_mode).items() if p in changed}
     base = state["base"]
     if changed:
         base = store.commit_files(base, changed, modes=modes,
@@ -524,10 +533,16 @@ def close_edit_if_moved(project: Project, upstream: str, before: list[str],
 
 
 def worktree_diff(project: Project, store: UpstreamStore, upstream: str, state: dict, *,
-                  with_changes=False):
+                  with_changes=False, pairs: dict[str, tuple[str, bool]] | None = None):
     """git's diff from the worktree's base commit (`state["base"]`, in the store) to its
     working files: the tracked files that changed. A file nobody asked for is refused, never
-    folded into the patch."""
+    folded into the patch.
+
+    The diff keeps the patch's own extended headers: a file whose mode changed gets its mode
+    lines, and a file the patch renames or copies (`pairs`: new path -> (old path, copy?), by
+    default the renames and copies of the edited patch, `state["patch"]`) stays a rename or a
+    copy instead of coming back as a deletion and a new file. `with_changes` also returns the
+    files that changed, as (path, old, new, old mode, new mode)."""
     work = Worktree(project.work_dir(upstream))
     base = state["base"]
     found = work.changes()
@@ -535,8 +550,12 @@ def worktree_diff(project: Project, store: UpstreamStore, upstream: str, state: 
         listed = ", ".join(found.untracked[:10]) + (" ..." if len(found.untracked) > 10 else "")
         raise UsageError(f"files in {work.path} that are not part of the patch: {listed}",
                          hint="`patchforge add PATH` to make one part of it, or remove it")
-    olds = store.read_blobs(base, list(found.changed))
-    entries = store.entries(base, list(found.changed))
+    if pairs is None:
+        pairs = _edited_pairs(project, upstream, state)
+    sources = sorted({old for old, _ in pairs.values()} - set(found.changed))
+    wanted = [*found.changed, *sources]
+    olds = store.read_blobs(base, wanted)
+    entries = store.entries(base, wanted)
     changes = []
     for path in found.changed:
         old = olds[path]
@@ -548,5 +567,55 @@ def worktree_diff(project: Project, store: UpstreamStore, upstream: str, state: 
         if old == new and mode_old == mode_new:
             continue  # e.g. added, then left as it was
         changes.append((path, old, new, mode_old, mode_new))
-    diff = make_diff(FileChange.at(*change) for change in changes)
+    diff = make_diff(_paired(changes, pairs, olds, entries))
     return (diff, changes) if with_changes else diff
+
+
+def patch_pairs(project, upstream: str, name: str | None) -> dict[str, tuple[str, bool]]:
+    """new path -> (old path, is a copy) of every rename and copy the series' patch `name`
+    makes."""
+    if not name or name not in project.patch_names(upstream):
+        return {}
+    return _pairs_of(project.read_patch(upstream, name))
+
+
+def _edited_pairs(project, upstream: str, state: dict) -> dict[str, tuple[str, bool]]:
+    if state.get("bring_back"):  # the fix is still in skipped/ until the refresh
+        from patchforge.formats.patchfile import parse_patch_file
+
+        path = project.root / state["bring_back"]
+        return _pairs_of(parse_patch_file(path.read_bytes(), str(path))) \
+            if path.is_file() else {}
+    return patch_pairs(project, upstream, state.get("patch"))
+
+
+def _pairs_of(patch) -> dict[str, tuple[str, bool]]:
+    return {fp.new_path: (fp.old_path, fp.is_copy) for fp in patch.file_patches
+            if fp.old_path and fp.new_path and fp.old_path != fp.new_path}
+
+
+def _paired(changes, pairs, olds, entries) -> list[FileChange]:
+    """The worktree's changes as diff entries, a created file that the patch renames or copies
+    from another joined with its source: a rename takes the source's deletion in, a copy reads
+    the source as it is in the base."""
+    by_path = {c[0]: c for c in changes}
+    joined: dict[str, FileChange] = {}
+    consumed: set[str] = set()
+    for new_path, (old_path, copy) in sorted(pairs.items()):
+        made = by_path.get(new_path)
+        if made is None or made[1] is not None or made[2] is None:
+            continue  # not created in the worktree (left out, or already there)
+        if copy:
+            if olds.get(old_path) is None or entries.get(old_path) is None:
+                continue
+            old, old_mode = olds[old_path], entries[old_path][0]
+        else:
+            gone = by_path.get(old_path)
+            if gone is None or gone[1] is None or gone[2] is not None or old_path in consumed:
+                continue  # the source is not deleted: a new file, not a rename
+            old, old_mode = gone[1], gone[3]
+            consumed.add(old_path)
+        joined[new_path] = FileChange(old_path, new_path, old, made[2], old_mode, made[4],
+                                      copy=copy)
+    return [joined[path] if path in joined else FileChange.at(*change)
+            for change in changes for path in (change[0],) if path not in consumed]

@@ -487,10 +487,12 @@ def test_creation_deletion_and_rename(tmp_path):
     deleted = make_file_diff("old.py", None, b"bye\n", None)
     assert b"deleted file mode 100644\n" in deleted and b"+++ /dev/null\n" in deleted
     renamed = make_file_diff("a/old.py", "b/new.py", b"1\n2\n3\n", b"1\n2\nthree\n")
-    assert renamed.startswith(b"diff --git a/a/old.py b/b/new.py\nrename from a/old.py\n"
-                              b"rename to b/new.py\nindex ")
+    # The similarity score is git's own (`git diff -M1%` says 40% for these two).
+    assert renamed.startswith(b"diff --git a/a/old.py b/b/new.py\nsimilarity index 40%\n"
+                              b"rename from a/old.py\nrename to b/new.py\nindex ")
     pure = make_file_diff("same.py", "moved.py", b"x\n", b"x\n")
-    assert pure == b"diff --git a/same.py b/moved.py\nrename from same.py\nrename to moved.py\n"
+    assert pure == b"diff --git a/same.py b/moved.py\nsimilarity index 100%\n" \
+        b"rename from same.py\nrename to moved.py\n"
     mode = make_file_diff("run", "run", b"x\n", b"x\n", new_mode="100755")
     assert mode == b"diff --git a/run b/run\nold mode 100644\nnew mode 100755\n"
     assert make_file_diff("same.py", "same.py", b"x\n", b"x\n") == b""

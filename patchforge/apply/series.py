@@ -53,6 +53,32 @@ class SeriesState:
     current: dict[str, bytes | None] = field(default_factory=dict)
     touched_by: dict[str, list[str]] = field(default_factory=dict)  # path -> patch names
     outcomes: list[PatchOutcome] = field(default_factory=list)
+    # The file modes the patches give: path -> the mode a patch set (`new file mode`, `new
+    # mode`), or carried along by a rename or copy of a file that had one. A file without an
+    # entry keeps the mode of `origins.get(path, path)` in the base (read from the store).
+    modes: dict[str, str] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)  # renamed/copied path -> base path
+
+    def mode(self, path: str, base_mode: Callable[[str], str | None]) -> str:
+        """The mode `path` has after the patches: the one a patch set, else its base file's
+        (`base_mode(base path)`, None when the base has no such file: 100644)."""
+        if path in self.modes:
+            return self.modes[path]
+        return base_mode(self.origins.get(path, path)) or "100644"
+
+    def given_modes(self, base_mode: Callable[[str], str | None]) -> dict[str, str]:
+        """path -> mode of every existing file whose mode the patches decide (set, or carried
+        by a rename or copy): what a commit of `current` on the base needs to be told."""
+        return {path: self.mode(path, base_mode) for path in {*self.modes, *self.origins}
+                if self.current.get(path) is not None}
+
+
+def git_mode(mode: str | None) -> str | None:
+    """A mode as git writes it in a diff: a regular file is 100644 or 100755 (git's own
+    canonical modes; 100664 from old tools reads as 100644)."""
+    if mode is None or mode in ("100755", "120000"):
+        return mode
+    return "100644"
 
 
 def describe_failure(name: str, application) -> str:
@@ -108,15 +134,38 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
                 if strict:
                     raise ApplyError(describe_failure(name, application))
                 continue
+            target = fp.new_path if fp.new_path is not None else source
+            _carry_mode(state, fp, source, target)
             if fp.is_rename and fp.old_path is not None and fp.old_path != fp.new_path:
                 state.current[fp.old_path] = None
                 state.touched_by.setdefault(fp.old_path, []).append(name)
-            target = fp.new_path if fp.new_path is not None else source
             state.base.setdefault(target, None)
             state.current[target] = application.content
             state.touched_by.setdefault(target, []).append(name)
         state.outcomes.append(outcome)
     return state
+
+
+def _carry_mode(state: SeriesState, fp, source: str, target: str) -> None:
+    """Record the mode `target` has after `fp` (SeriesState.modes/origins)."""
+    if fp.new_path is None:  # deleted
+        state.modes.pop(target, None)
+        state.origins.pop(target, None)
+        return
+    new_mode = git_mode(fp.new_mode)
+    if source != target:  # renamed or copied: the new path starts with its source's mode
+        state.modes.pop(target, None)
+        state.origins.pop(target, None)
+        if source in state.modes:
+            state.modes[target] = state.modes[source]
+        else:
+            state.origins[target] = state.origins.get(source, source)
+    if new_mode is not None:
+        state.modes[target] = new_mode
+        state.origins.pop(target, None)
+    if fp.is_rename and source != target:
+        state.modes.pop(source, None)
+        state.origins.pop(source, None)
 
 
 def _missing(fp):

@@ -181,11 +181,8 @@ def close_open_edit(project: Project, store: UpstreamStore, name: str | None = N
 
 
 def _same_change(store: UpstreamStore, base: str, patch: PatchFile, changes) -> bool:
-    """True when `patch` applies exactly on `base` and gives the worktree's files (same paths,
-    same bytes, no mode change)."""
-    if any(old_mode != new_mode for _, old, new, old_mode, new_mode in changes
-           if old is not None and new is not None):
-        return False
+    """True when `patch` applies exactly on `base` and gives the worktree's files: same paths,
+    same bytes, same modes."""
     try:
         applied = apply_series(lambda paths: store.read_blobs(base, paths), [("patch", patch)],
                                strict=True, max_fuzz=0)
@@ -193,8 +190,19 @@ def _same_change(store: UpstreamStore, base: str, patch: PatchFile, changes) -> 
         return False
     if applied.outcomes and applied.outcomes[0].worst != "exact":
         return False
-    got = {p: c for p, c in applied.current.items() if c != applied.base.get(p)}
-    return got == {path: new for path, _, new, _, _ in changes}
+
+    def base_mode(path):
+        found = store.entry(base, path)
+        return found[0] if found else None
+
+    got = {}
+    for path, content in applied.current.items():
+        mode = applied.mode(path, base_mode) if content is not None else None
+        if content != applied.base.get(path) or \
+                (content is not None and mode != base_mode(path)):
+            got[path] = (content, mode)
+    return got == {path: (new, mode if new is not None else None)
+                   for path, _, new, _, mode in changes}
 
 
 def _edited_patch(project: Project, name: str | None) -> tuple[str, str, dict]:
@@ -432,7 +440,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     judge = SeriesJudge(store, Target(upstream, base, pin.commit, pin.label, pin.version),
                         labels=("series", "base", f"skipped {fix.name}"))
     before = series_state(project, store, upstream, strict=False)
-    judge.current.update(before.current)
+    judge.start_after(before)
     judgement = judge.decide(fix.name, patch)
     series = project.read_series(upstream)
     result = {"upstream": upstream, "name": fix.name, "outcome": judgement.outcome,

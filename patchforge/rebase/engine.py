@@ -19,7 +19,7 @@ import base64
 import os
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,6 +56,7 @@ class _Resumed:
     base: str
     old_base: str
     changes: dict[str, bytes | None]
+    modes: dict[str, str] = field(default_factory=dict)  # the modes the resolution gave
 
 
 def _reads(store: UpstreamStore, commit: str):
@@ -140,14 +141,15 @@ class Rebase:
             raise UsageError("the rebase is not stopped on a patch; nothing to skip",
                              hint="`patchforge rebase --continue` finishes it")
         if stopped:
+            changes: dict[str, bytes | None] = {}
+            modes: dict[str, str] = {}
             if skip:
                 self._skip_stopped(stopped)
-                changes = {}
             else:
-                changes = self._take_resolution(stopped)
+                changes, modes = self._take_resolution(stopped)
             if stopped.old_base:
                 self._resumed[stopped.upstream] = _Resumed(stopped.base, stopped.old_base,
-                                                           changes)
+                                                           changes, modes)
             run.stopped = None
             self.journal.save()
             # The worktree stays until the run goes through: the next stop reuses its
@@ -246,8 +248,8 @@ class Rebase:
     def _flush_deferred(self) -> None:
         if not self._deferred:
             return
-        diffs = make_diffs([[FileChange.at(*change) for change in changes]
-                            for _, _, changes in self._deferred])
+        diffs = make_diffs([[c if isinstance(c, FileChange) else FileChange.at(*c)
+                             for c in changes] for _, _, changes in self._deferred])
         for (rel, patch, _), diff in zip(self._deferred, diffs):
             self.journal.stage(rel, self._remembered(rel, patch.with_diff(diff)))
         self._deferred.clear()
@@ -268,7 +270,7 @@ class Rebase:
                  for r in entry.results if r.destination == "series" and r.staged]
         if moved:
             state = apply_series(_reads(self.store, target.commit), moved, max_fuzz=0)
-            judge.current.update(state.current)
+            judge.start_after(state)
         return judge
 
     def _run_upstream(self, upstream: str, entry: UpstreamRun) -> None:
@@ -285,6 +287,7 @@ class Rebase:
             # brought every file of the series into the store.
             judge = SeriesJudge(self.store, target, read_commit=resumed.base)
             judge.current.update(resumed.changes)
+            judge.current_modes.update(resumed.modes)
             old_commit = resumed.old_base
             patches = None
         else:
@@ -334,10 +337,12 @@ class Rebase:
         self._flush_deferred()
         base = judge.read_commit
         if judge.current:
+            # With the modes the series gave: the worktree and a resumed run read them there.
             base = self.store.commit_files(judge.read_commit, dict(judge.current),
+                                           modes=dict(judge.current_modes),
                                            message="patchforge rebase: series so far\n")
         work = self.project.work_dir(upstream)
-        self._open_worktree(upstream, base, stop.contents)
+        self._open_worktree(upstream, base, stop.contents, stop.modes)
         self._run_record.stopped = Stop(upstream, name, stop.kind, stop.files, stop.evidence,
                                         stop.message, base, old_base, str(work))
         self.journal.save()
@@ -518,15 +523,16 @@ class Rebase:
         return self.journal.stage(rel, data)
 
     # --- stops --------------------------------------------------------------------------------
-    def _open_worktree(self, upstream: str, commit: str,
-                       contents: dict[str, bytes | None]) -> None:
+    def _open_worktree(self, upstream: str, commit: str, contents: dict[str, bytes | None],
+                       modes: dict[str, str] | None = None) -> None:
         """`.patchforge/work/<upstream>` (patchforge.worktree) with the stopped patch's files:
         as they are at `commit` (the new base with the series so far) in its HEAD, and as far
-        as the patch got in the working files (conflict markers where git could not merge)."""
+        as the patch got in the working files (conflict markers where git could not merge),
+        with the modes the patch gives them."""
         from patchforge.worktree import Worktree, files_at
 
         Worktree.create(self.project.work_dir(upstream),
-                        files_at(self.store, commit, sorted(contents)), contents)
+                        files_at(self.store, commit, sorted(contents)), contents, modes=modes)
 
     def _remove_worktree(self, upstream: str) -> None:
         from patchforge.worktree import Worktree
@@ -537,10 +543,10 @@ class Rebase:
             return
         Worktree(self.project.work_dir(upstream)).remove()
 
-    def _take_resolution(self, stopped: Stop) -> dict[str, bytes | None]:
+    def _take_resolution(self, stopped: Stop) -> tuple[dict[str, bytes | None], dict[str, str]]:
         """--continue: the worktree's difference from the stop's base becomes the patch.
-        Returns the files it changes (path -> content, None when deleted)."""
-        from patchforge.worktree import worktree_diff
+        Returns the files it changes (path -> content, None when deleted) and their modes."""
+        from patchforge.worktree import patch_pairs, worktree_diff
 
         upstream, name = stopped.upstream, stopped.name
         entry = self._run_record.upstreams[upstream]
@@ -548,8 +554,18 @@ class Rebase:
         if not work.is_dir():
             raise UsageError(f"the conflict worktree {work} is gone",
                              hint="`patchforge rebase --skip` or `--abort`")
+        # The patch's renames and copies stay so, from where upstream moved their sources.
+        target = self._target(upstream, entry)
+        pairs = patch_pairs(self.project, upstream, name)
+        for new_path, (old_path, copy) in list(pairs.items()):
+            if self.store.entry(stopped.base, old_path) is None and \
+                    target.base_commit != target.commit:
+                moved = self.store.renames(target.base_commit, target.commit, [old_path])
+                if moved.get(old_path):
+                    pairs[new_path] = (moved[old_path], copy)
         diff, changes = worktree_diff(self.project, self.store, upstream,
-                                       {"base": stopped.base}, with_changes=True)
+                                       {"base": stopped.base}, with_changes=True,
+                                       pairs=pairs)
         marked = [path for path, _, new, _, _ in changes
                   if new is not None and _CONFLICT_MARKER.search(new)]
         if marked:
@@ -557,6 +573,7 @@ class Rebase:
                              hint="resolve them, then run `patchforge rebase --continue`")
         patch = self.project.read_patch(upstream, name)
         files = {p: n for p, _, n, _, _ in changes}
+        modes = {p: mode for p, _, n, _, mode in changes if n is not None}
         if not changes:
             result = PatchResult(upstream, name, "skipped", "resolved to no change; set aside",
                                  stopped.evidence, destination="skipped",
@@ -574,7 +591,7 @@ class Rebase:
                                  staged=self._stage(f"{upstream}/{name}", new_patch.to_bytes()))
         entry.results.append(result)
         entry.position += 1
-        return files
+        return files, modes
 
     def _skip_stopped(self, stopped: Stop) -> None:
         upstream, name = stopped.upstream, stopped.name

@@ -347,6 +347,7 @@ class Blocked:
     evidence: list[str]
     message: str
     contents: dict[str, bytes | None] = field(default_factory=dict, repr=False)
+    modes: dict[str, str] = field(default_factory=dict, repr=False)  # the modes it gives them
 
 
 @dataclass

@@ -102,10 +102,10 @@ def make_file_diff(old_path: str | None, new_path: str | None, old: bytes | None
 
     `old`/`old_path` None means a creation, `new`/`new_path` None a deletion; different paths a
     rename. The hunks are git's own (fixed options, see DIFF_OPTIONS); the header is written here:
-    mode lines, `rename from/to` (no `similarity index` line: it is a heuristic score, not part
-    of the change), and `index <old>..<new>[ <mode>]` with full 40-hex blob ids, so the preimage
-    can be found in the store by id and the bytes never depend on abbreviation lengths.
-    Returns b"" when nothing changes. Binary content (a NUL byte on either side, see
+    mode lines, `similarity index` and `rename from/to` (or `copy from/to`) as git writes them
+    (the score is git's own), and `index <old>..<new>[ <mode>]` with full 40-hex blob ids, so
+    the preimage can be found in the store by id and the bytes never depend on abbreviation
+    lengths. Returns b"" when nothing changes. Binary content (a NUL byte on either side, see
     `is_binary`) gets git's `GIT binary patch` (literal or delta, whichever git finds smaller,
     with the reverse block), which `git apply` and `git am` take.
     """
@@ -130,14 +130,47 @@ def make_diffs(groups: Iterable[Iterable[FileChange]]) -> list[bytes]:
         sorted_groups.append(items)
     flat = [c for items in sorted_groups for c in items]
     hunks = _git_hunks([(c.old, c.new) for c in flat]) if flat else []
+    scores = _similarities([(c.old, c.new) for c in flat if _moved(c)])
     out, at = [], 0
     for items in sorted_groups:
         mine = hunks[at:at + len(items)]
         at += len(items)
-        out.append(b"".join(_diff_header(c, mine[i].startswith(b"@@")) + mine[i]
+        out.append(b"".join(_diff_header(c, mine[i].startswith(b"@@"), scores) + mine[i]
                             for i, c in enumerate(items)
                             if c.old != c.new or c.old_path != c.new_path or _mode_changed(c)))
     return out
+
+
+def _moved(c: FileChange) -> bool:
+    """A rename or a copy: both sides, under two names."""
+    return c.old is not None and c.new is not None and c.old_path != c.new_path
+
+
+def _similarities(pairs: list[tuple[bytes | None, bytes | None]]) -> dict:
+    """(old, new) -> git's similarity score (percent) of the two contents, as `git diff -M`
+    writes it in `similarity index`; None when git sees no likeness at all. Renames are few, and
+    git pairs files by likeness across everything it is given, so each pair of differing
+    contents gets a process of its own (identical contents are 100%)."""
+    scores: dict = {}
+    for old, new in pairs:
+        if (old, new) in scores:
+            continue
+        if old == new:
+            scores[(old, new)] = 100
+            continue
+        assert old is not None and new is not None
+        with tempfile.TemporaryDirectory(prefix="patchforge-score-", dir=scratch_dir()) as tmp:
+            root = Path(tmp)
+            (root / "o").mkdir()
+            (root / "n").mkdir()
+            (root / "o" / "f").write_bytes(old)
+            (root / "n" / "g").write_bytes(new)
+            proc = run_git("diff", "--no-index", "--no-color", "--no-ext-diff", "--no-textconv",
+                           "-M1%", "--summary", "--", "o", "n", cwd=root,
+                           ok=(0, 1))
+        found = re.search(rb"^ rename .* \((\d+)%\)$", proc.stdout, re.M)
+        scores[(old, new)] = int(found.group(1)) if found else None
+    return scores
 
 
 def _check_change(c: FileChange) -> None:
@@ -172,7 +205,7 @@ def _mode_changed(c: FileChange) -> bool:
     return c.old is not None and c.new is not None and c.old_mode != c.new_mode
 
 
-def _diff_header(c: FileChange, has_hunks: bool) -> bytes:
+def _diff_header(c: FileChange, has_hunks: bool, scores: dict | None = None) -> bytes:
     old_raw = check_path(c.old_path) if c.old_path is not None else None
     new_raw = check_path(c.new_path) if c.new_path is not None else None
     either = old_raw if old_raw is not None else new_raw
@@ -190,6 +223,9 @@ def _diff_header(c: FileChange, has_hunks: bool) -> bytes:
         if old_raw != new_raw:
             assert old_raw is not None and new_raw is not None  # both sides exist here
             kind = b"copy" if c.copy else b"rename"
+            score = (scores or {}).get((c.old, c.new))
+            if score is not None:
+                lines.append(b"similarity index %d%%" % score)
             lines += [kind + b" from " + _unprefixed(old_raw),
                       kind + b" to " + _unprefixed(new_raw)]
     if c.old != c.new:
