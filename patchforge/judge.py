@@ -286,7 +286,7 @@ class SeriesJudge:
                     before[fp_target.old_path] = current
                     # The source goes: a stop's worktree then holds its deletion too.
                     after.setdefault(fp_target.old_path, None)
-            modes[path_after] = self._modes(fp, moved)
+            modes[path_after] = self.modes_of(fp, moved)
             # The diff's bytes hold only where the file is as the patch found it: content,
             # place and mode (a mode upstream changed makes the `index`/mode lines stale).
             unchanged = unchanged and moved == source and current == base and \
@@ -326,7 +326,7 @@ class SeriesJudge:
                              files=conflicts, before=before, after=after, evidence=evidence,
                              modes=new_modes, message=f"conflict in {', '.join(conflicts)}"
                              + binary_stop_note(binary_stops))
-        changes = self._changes(before, after, modes, sources, copies)
+        changes = self.file_changes(before, after, modes, sources, copies)
         if not changes:
             if verdict.state == "unsure":
                 # The checks disagree and the merge changes nothing: never dropped on its own.
@@ -361,7 +361,7 @@ class SeriesJudge:
                 judgement.message = "; ".join(broken)
         return judgement
 
-    def _modes(self, fp, moved: str) -> tuple[str, str]:
+    def modes_of(self, fp, moved: str) -> tuple[str, str]:
         """(old, new) mode of a file the patch changes: the target's mode, changed the way the
         patch changes it (a new executable script stays executable, a mode change stays, a
         rename or copy keeps its source's mode)."""
@@ -373,7 +373,10 @@ class SeriesJudge:
         return old, (git_mode(fp.new_mode) or old) if changes_mode else old
 
     @staticmethod
-    def _changes(before, after, modes, sources, copies) -> list:
+    def file_changes(before, after, modes, sources, copies) -> list:
+        """The diff entries (store.diff.FileChange) of a patch judged to move: `before`/`after`
+        its files on the target, `modes` each file's (old, new) mode, `sources` the renames and
+        copies (path after -> (source, its content)), `copies` which of them are copies."""
         changes = []
         renamed_away = {old for path, (old, _) in sources.items() if path not in copies}
         for path, new in after.items():

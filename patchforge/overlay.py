@@ -128,6 +128,11 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                             f"{upstream}: the series deletes {path}; an overlay cannot delete a "
                             "file in the image", hint="keep the file and empty it, or drop the patch")
                     continue
+                if state.mode(path, base_mode) == "120000":
+                    raise ApplyError(
+                        f"{upstream}: the series makes {path} a symlink; an overlay file is "
+                        "mounted or copied as a file, never as a link",
+                        hint="make the link in the image, or drop the patch from this profile")
                 prefix = f"{profile}/" if profile else ""
                 base = state.base.get(path)
                 result.files.append(OverlayFile(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from patchforge.apply.diffparse import SYMLINK
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.apply.series import apply_series
 from patchforge.errors import InputError, UnsafePathError
@@ -42,8 +43,10 @@ def series_changed(project: Project) -> None:
 
 def refuse_symlinked_paths(store: UpstreamStore, commit: str, patches) -> None:
     """Refuse any patch that touches a path which is, or passes through, a symlink in the
-    upstream at `commit`: writing there (an overlay mount, an editing worktree) would land outside
-    the upstream's tree. `patches` is [(name, PatchFile)]."""
+    upstream at `commit` or one an earlier patch of `patches` makes: writing there (an overlay
+    mount, an editing worktree) would land outside the upstream's tree. A section that says the
+    path is a link (mode 120000: the link itself deleted or retargeted) may touch the link.
+    `patches` is [(name, PatchFile)]."""
     def prefixes(path):
         parts = path.split("/")
         return ["/".join(parts[:depth]) for depth in range(1, len(parts) + 1)]
@@ -52,16 +55,24 @@ def refuse_symlinked_paths(store: UpstreamStore, commit: str, patches) -> None:
                for path in {p for p in (fp.old_path, fp.new_path) if p}]
     # One batched lookup of every prefix: a series is hundreds of paths in a few directories.
     entries = store.entries(commit, sorted({pre for *_, path in touched for pre in prefixes(path)}))
+    links = {pre for pre, entry in entries.items() if entry is not None and entry[0] == SYMLINK}
     for name, patch, fp, path in touched:
         for prefix in prefixes(path):
-            entry = entries[prefix]
-            if entry is not None and entry[0] == "120000":
-                what = "is a symlink" if prefix == path else \
-                    f"goes through the symlink {prefix}"
-                raise UnsafePathError(
-                    f"patch {name}: {path} {what} in the upstream; a patch may only "
-                    "touch regular files inside its upstream",
-                    path=getattr(patch, "source", name), line=fp.line_no)
+            if prefix not in links or (prefix == path and SYMLINK in (fp.old_mode, fp.new_mode)):
+                continue
+            what = "is a symlink" if prefix == path else f"goes through the symlink {prefix}"
+            where = "in the upstream" if (entries.get(prefix) or ("",))[0] == SYMLINK \
+                else "the series makes"
+            raise UnsafePathError(
+                f"patch {name}: {path} {what} {where}; a patch may only touch regular files "
+                "inside its upstream", path=getattr(patch, "source", name), line=fp.line_no)
+        # What the series makes a link (or no longer one) for the patches after this one.
+        if fp.old_path is not None and fp.old_path != fp.new_path and fp.is_rename:
+            links.discard(fp.old_path)
+        if fp.new_path is not None:
+            (links.add if fp.new_mode == SYMLINK else links.discard)(fp.new_path)
+        elif fp.old_path is not None:
+            links.discard(fp.old_path)
 
 
 def aside_name(directory, name: str, data: bytes) -> str:

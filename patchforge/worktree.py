@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.apply.series import apply_series
-from patchforge.errors import ApplyError, InputError, UsageError
+from patchforge.errors import ApplyError, UsageError
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.stack import refuse_creation_collisions, refuse_symlinked_paths
 from patchforge.store.diff import FileChange, make_diff
@@ -194,12 +194,12 @@ class Worktree:
         return Changes(tuple(sorted(changed)), tuple(sorted(untracked)))
 
     def read(self, rel: str) -> tuple[bytes | None, str]:
-        """(content, mode) of a working file; (None, "") when it is gone. A symlink is refused:
-        patches carry files."""
+        """(content, mode) of a working file; (None, "") when it is gone. A symlink is read as
+        git stores one: its target, mode 120000 (the target is checked when the patch made
+        from it is read back)."""
         disk = self.path / rel
         if disk.is_symlink():
-            raise InputError(f"{rel} is a symlink in the worktree; patches carry files only",
-                             path=str(disk))
+            return os.fsencode(os.readlink(disk)), "120000"
         if not disk.is_file():
             return None, ""
         return disk.read_bytes(), "100755" if os.access(disk, os.X_OK) else "100644"
@@ -212,9 +212,18 @@ class Worktree:
 
     def _write(self, rel: str, content: bytes, mode: str) -> None:
         target = self.path / rel
+        # Never through a link: a directory on the way that is a symlink (one a patch makes)
+        # would take the write outside the worktree.
+        for parent in Path(rel).parents:
+            if str(parent) != "." and (self.path / parent).is_symlink():
+                raise UsageError(f"refusing to write {rel} through the symlink {parent} in "
+                                 f"{self.path}")
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink():
+        if target.is_symlink() or (mode == "120000" and target.exists()):
             target.unlink()
+        if mode == "120000":  # a link is made as a link, its content the target
+            os.symlink(os.fsdecode(content), target)
+            return
         target.write_bytes(content)
         self._write_mode(rel, mode)
 

@@ -296,9 +296,38 @@ def test_rename_into_git_dir_refused():
             4, error=UnsafePathError)
 
 
+def link(path: bytes, target: bytes, *, header: bytes = b"new file mode 120000\n") -> bytes:
+    return (b"diff --git a/" + path + b" b/" + path + b"\n" + header + b"--- /dev/null\n+++ b/"
+            + path + b"\n@@ -0,0 +1 @@\n+" + target + b"\n\\ No newline at end of file\n")
+
+
 def test_symlink_mode_refused():
-    refused(b"diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n"
-            b"@@ -0,0 +1 @@\n+/etc\n\\ No newline at end of file\n", 2,
+    refused(link(b"l", b"/etc"), 2, error=UnsafePathError, match="symlink")
+
+
+@pytest.mark.parametrize("path,target", [
+    (b"l", b"/etc/passwd"), (b"l", b".."), (b"d/l", b"../../x"), (b"l", b"../up/x"),
+    (b"l", b".git/config"), (b"d/l", b"../.GIT/hooks"), (b"l", b"."), (b"l", b"C:/x"),
+    (b"l", b"a\\..\\..\\x")])
+def test_symlink_leaving_the_upstream_refused(path, target):
+    refused(link(path, target), 2, error=UnsafePathError, match="symlink")
+
+
+def test_symlink_inside_the_upstream_is_a_link():
+    fp, = parse_diff(link(b"pkg/l", b"../other/x.py"), source="ok.patch")
+    assert (fp.new_path, fp.new_mode) == ("pkg/l", "120000")
+    # Retargeted: git writes only an index line with the mode.
+    fp, = parse_diff(b"diff --git a/l b/l\nindex 1234567..89abcde 120000\n--- a/l\n+++ b/l\n"
+                     b"@@ -1 +1 @@\n-a.txt\n\\ No newline at end of file\n+b.txt\n"
+                     b"\\ No newline at end of file\n", source="ok.patch")
+    assert (fp.old_mode, fp.new_mode) == ("120000", "120000")
+    refused(b"diff --git a/l b/l\nindex 1234567..89abcde 120000\n--- a/l\n+++ b/l\n"
+            b"@@ -1 +1 @@\n-a.txt\n\\ No newline at end of file\n+/etc\n"
+            b"\\ No newline at end of file\n", 2, error=UnsafePathError, match="symlink")
+
+
+def test_file_turning_into_a_symlink_refused():
+    refused(b"diff --git a/a b/a\nold mode 100644\nnew mode 120000\n", 3,
             error=UnsafePathError, match="symlink")
 
 

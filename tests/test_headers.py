@@ -34,7 +34,8 @@ V1 = {"a.txt": lines("a"), "b.txt": lines("b"), "c.txt": lines("c"), "d.txt": li
 EXECUTABLE_V1 = {"tool.sh"}
 
 # Each patch, made by git at v1: the change in a checkout (shell-free: paths and contents).
-KINDS = ["exec", "modeonly", "editexec", "editm", "renameedit", "purerename", "copy", "delete"]
+KINDS = ["exec", "modeonly", "editexec", "editm", "renameedit", "purerename", "copy", "delete",
+         "symlink"]
 NEW_SH = b"#!/bin/sh\necho new\n"
 
 
@@ -57,6 +58,8 @@ def _make_change(work: Path, kind: str) -> None:
         (work / "d2.txt").write_bytes(lines("d", changed={10: "d10 copied"}))
     elif kind == "delete":
         git(work, "rm", "-q", "a.txt")
+    elif kind == "symlink":
+        os.symlink("d.txt", work / "link")
 
 
 HEADER_OF = {  # what each kind's patch must say, before and after any regeneration
@@ -68,6 +71,7 @@ HEADER_OF = {  # what each kind's patch must say, before and after any regenerat
     "purerename": [b"rename from c.txt\nrename to c2.txt\n"],
     "copy": [b"copy from d.txt\ncopy to d2.txt\n"],
     "delete": [b"deleted file mode 100644"],
+    "symlink": [b"new file mode 120000"],
 }
 
 
@@ -211,6 +215,20 @@ def working_tree(work: Path) -> dict[str, tuple[str, bytes]]:
     return out
 
 
+def headers_of(diff: bytes) -> list[bytes]:
+    """The extended header lines of each file of a diff (`diff --git` up to `---` or the next
+    file), in order."""
+    out, inside = [], False
+    for line in diff.splitlines(keepends=True):
+        if line.startswith(b"diff --git "):
+            inside = True
+        elif line.startswith((b"--- ", b"@@ ")):
+            inside = False
+        if inside:
+            out.append(line)
+    return out
+
+
 def index_tree(work: Path) -> dict[str, str]:
     """path -> mode as git's index has it (`git ls-files -s`)."""
     out = {}
@@ -240,6 +258,28 @@ def commit_v2(s: Scenario, tag: str = "v2") -> str:
                     f"upstream {tag}", tag, chmod={"m.txt": 0o755, "tool.sh": 0o755})
 
 
+def test_clean_rebase_keeps_modes_renames_copies_and_deletions(tmp_path):
+    s = Scenario(tmp_path)
+    commit_v2(s)
+    document = s.stack.rebase_json("--to", "v2")
+    assert {r["name"]: r["action"] for r in document["patches"]} == \
+        {f"{k}.patch": "clean" for k in KINDS}, document
+    assert_headers(s)
+    # The index line of a file upstream made executable says so.
+    assert b" 100755\n" in s.stack.patch("up", "editm")
+    s.assert_series_gives(s.git_rebase_tree("v2", "rebase-v2"), "v2", "v2")
+    # Each regenerated header is the one git itself writes for that change (`git diff -M -C`
+    # of the patch applied at v2): mode lines, similarity index, rename/copy, index.
+    for kind in ("renameedit", "purerename", "copy", "modeonly", "editm", "exec", "delete"):
+        data = s.stack.patch("up", kind)
+        work = s.clone_at("v2", f"by-git-{kind}")
+        subprocess.run(["git", "apply", "--index", "-"], cwd=work, input=data, check=True)
+        by_git = subprocess.run(["git", "diff", "--cached", "-M", "-C", "--find-copies-harder",
+                                 "--full-index"], cwd=work, check=True,
+                                capture_output=True).stdout
+        assert headers_of(data) == headers_of(by_git), kind
+
+
 CONFLICTS_V3 = {  # upstream changes the very lines the patches change
     "a.txt": lines("a", changed={5: "a5 up"}),
     "b.txt": lines("b", changed={10: "b10 up", 28: "b28 up"}),
@@ -252,6 +292,32 @@ RESOLVED = {"b2.txt": lines("b", changed={10: "b10 up and fixed", 28: "b28 up"})
             "d2.txt": lines("d", changed={10: "d10 copied"}),
             "tool.sh": lines("t", changed={5: "t5 up and fixed", 28: "t28 up"}),
             "m.txt": lines("m", changed={5: "m5 up and fixed", 28: "m28 up"})}
+
+
+def test_rebase_through_conflicts_resolved_by_continue_keeps_headers(tmp_path):
+    s = Scenario(tmp_path)
+    commit_v2(s)
+    s.commit(CONFLICTS_V3, "upstream v3: the same lines", "v3")
+    work = s.stack.root / ".patchforge" / "work" / "up"
+    rc, out, err = s.stack.cli("rebase", "--to", "v3", expect=3)
+    stops = 0
+    while rc == 3:
+        stops += 1
+        assert stops <= len(KINDS), err
+        for rel, data in RESOLVED.items():
+            target = work / rel
+            if data is None:
+                if target.exists():
+                    target.unlink()
+            elif target.exists():
+                mode = os.stat(target).st_mode
+                target.write_bytes(data)
+                assert os.stat(target).st_mode == mode
+        rc, out, err = s.stack.cli("rebase", "--continue", expect=None)
+    assert rc == 0, out + err
+    assert stops == 5, out + err
+    assert_headers(s)
+    s.assert_series_gives(s.git_rebase_tree("v3", "rebase-v3", resolutions=RESOLVED), "v3", "v3")
 
 
 def test_edit_and_refresh_keep_headers_and_take_a_mode_change(tmp_path):
@@ -279,9 +345,17 @@ def test_edit_and_refresh_keep_headers_and_take_a_mode_change(tmp_path):
     s.stack.cli("refresh")
     data = s.stack.patch("up", "renameedit")
     assert b"old mode 100644\nnew mode 100755\n" in data and b"rename from b.txt\n" in data
+    # A link pointed elsewhere in the worktree: still a link, to the new target.
+    s.stack.cli("edit", "symlink")
+    os.unlink(work / "link")
+    os.symlink("tool.sh", work / "link")
+    s.stack.cli("refresh")
+    assert b"new file mode 120000\n" in s.stack.patch("up", "symlink")
     expected = working_tree(s.clone_at("v1", "expected"))
     expected.pop("a.txt"), expected.pop("b.txt"), expected.pop("c.txt")
-    expected.update({"new.sh": ("100755", edits["exec"][1]), "b2.txt": ("100755", edits["renameedit"][1]),
+    expected.update({"new.sh": ("100755", edits["exec"][1]),
+                     "b2.txt": ("100755", edits["renameedit"][1]),
+                     "link": ("120000", b"tool.sh"),
                      "c2.txt": ("100644", lines("c")), "d2.txt": ("100644", edits["copy"][1]),
                      "tool.sh": ("100755", edits["editexec"][1]),
                      "m.txt": ("100644", lines("m", changed={5: "m5 fixed"})),
@@ -293,8 +367,8 @@ def test_skipped_fixes_brought_back_keep_headers(tmp_path):
     s = Scenario(tmp_path)
     commit_v2(s)
     # v3 stops every patch: the lines they change, their files gone or already there.
-    s.commit({**CONFLICTS_V3, "c.txt": None, "run.sh": None, "new.sh": b"#!/bin/sh\nother\n"},
-             "upstream v3", "v3")
+    s.commit({**CONFLICTS_V3, "c.txt": None, "run.sh": None, "new.sh": b"#!/bin/sh\nother\n",
+              "link": b"a file, not a link\n"}, "upstream v3", "v3")
     rc, out, err = s.stack.cli("rebase", "--to", "v3", expect=None)
     skips = 0
     while rc == 3:
@@ -306,8 +380,9 @@ def test_skipped_fixes_brought_back_keep_headers(tmp_path):
     # v4 undoes v3: each fix applies again, on files that differ from v1 (a new diff is made).
     v2 = {rel: s.up.joinpath(rel) for rel in V1}
     git(s.up, "checkout", "-q", "v2", "--", ".")
-    git(s.up, "rm", "-q", "--cached", "new.sh")
-    (s.up / "new.sh").unlink()
+    for rel in ("new.sh", "link"):
+        git(s.up, "rm", "-q", "--cached", rel)
+        (s.up / rel).unlink()
     assert v2
     s.commit({"v4.txt": b"v4\n"}, "upstream v4: v3 undone", "v4")
     s.stack.cli("rebase", "--to", "v4")
@@ -332,3 +407,28 @@ def test_overlays_get_the_mode_the_series_gives(tmp_path):
     os.chmod(overlays / "new.sh", 0o644)
     rc, out, _ = s.stack.cli("overlays", "--check", expect=1)
     assert "new.sh" in out and "executable" in out
+
+
+def test_a_path_through_a_link_the_series_makes_is_refused(tmp_path):
+    # A link inside the upstream is fine; a later patch writing through it (into the place the
+    # link names, wherever that is) is refused before anything is written, as for an upstream
+    # link.
+    s = Scenario(tmp_path, kinds=["symlink"])
+    s.stack.cli("status")
+    through = (b"diff --git a/link/evil b/link/evil\nnew file mode 100644\nindex "
+               + b"0" * 40 + b"..ce013625030ba8dba906f756967f9e9ca394464a\n--- /dev/null\n"
+               b"+++ b/link/evil\n@@ -0,0 +1 @@\n+hello\n")
+    add_patch_file(s.stack.root, "up", "through.patch",
+                   s._patch("symlink").split(b"---\n", 1)[0] + b"---\n" + through)
+    before = working_tree(s.stack.root)
+    for command in (["overlays"], ["rebase", "--to", "v1"]):
+        rc, out, err = s.stack.cli(*command, expect=2)
+        assert "goes through the symlink link the series makes" in err, (command, err)
+        assert working_tree(s.stack.root) == before, command
+
+
+def test_overlays_refuse_to_make_a_link(tmp_path):
+    # An overlay is mounted or copied as a file: a link would be followed, not made.
+    s = Scenario(tmp_path, kinds=["symlink"])
+    rc, out, err = s.stack.cli("overlays", expect=2)
+    assert "makes link a symlink" in err and not (s.stack.root / "overlays" / "up").exists()

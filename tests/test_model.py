@@ -15,11 +15,17 @@ one, and the version in the series (or the only place) is intact", never "none".
 
 A fix is a token `# FIX<k> v<n>` appended to the `return` line of a function only it touches, so
 its content and version can be read from any patch file, and the expected result of the series
-computed from the pinned files alone.
+computed from the pinned files alone. Some fixes also add an executable script of their own
+(`bin/fix<k>.sh`, mode 100755, the token in it too), and upstream sometimes makes one of its
+files executable: the series applied with `git apply` must then also give every file the mode it
+should have (a script stays executable through every rebase, refresh and bring-back; a file
+upstream made executable stays so under the fixes that change it).
 
 It can fail: on the code before the state model, the skipped-fix reporting and the one judge,
 it finds a fix created while a rebase is stopped and then lost by `--skip` (its patch file left
-unlisted), and `status` saying "all patches apply" with a fix set aside under skipped/.
+unlisted), and `status` saying "all patches apply" with a fix set aside under skipped/. On the
+rebase before it kept the patches' modes, it finds a fix's script coming back `100644` after an
+unrelated upstream change (`a_few_fixes` with a script, then `upstream_moves_then_rebase`).
 
 Cost: PATCHFORGE_MODEL_EXAMPLES examples (default 10) of up to 16 steps; no deadline. The
 examples are derandomized so that every run of the suite checks the same sequences; to explore
@@ -97,6 +103,7 @@ class StackModel(RuleBasedStateMachine):
         self.cut_short = False  # a command was interrupted or killed at some point
         self.head_files = {path: initial_file(names) for path, names in SLOTS.items()}
         self.renamed = 0
+        self.scripts: set[int] = set()  # fixes that add an executable script of their own
 
     def teardown(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -164,12 +171,12 @@ class StackModel(RuleBasedStateMachine):
     @initialize(data=st.data(), count=st.integers(2, 4), stop=st.booleans())
     def a_few_fixes(self, data, count, stop) -> None:
         for _ in range(count):
-            self.new_fix(data)
+            self.new_fix(data, data.draw(st.booleans()))
         if stop:  # half the runs start from a rebase stopped on a conflict: orders matter most there
             self.upstream_moves_then_rebase(data, "conflict")
 
-    @rule(data=st.data())
-    def new_fix(self, data) -> None:
+    @rule(data=st.data(), script=st.booleans())
+    def new_fix(self, data, script) -> None:
         owned = set(self.slot.values())
         pinned = {slot for path in SLOTS for slot in SLOTS[path]}
         free = sorted(pinned - owned)
@@ -190,6 +197,14 @@ class StackModel(RuleBasedStateMachine):
             self.ok("delete", f"fix{fix}")
             return
         target.write_bytes(with_token(target.read_bytes(), slot, f"# FIX{fix} v0".encode()))
+        if script:
+            # The fix also adds a script of its own: made in the worktree, chmod +x, added.
+            path = self.work / script_path(fix)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(script_of(fix, 0))
+            os.chmod(path, 0o755)
+            self.ok("add", script_path(fix))
+            self.scripts.add(fix)
         self.ok("refresh")
         self.version[fix], self.slot[fix] = 0, slot
         # The edit stays open (refreshed), as a user leaves it.
@@ -208,8 +223,7 @@ class StackModel(RuleBasedStateMachine):
         target = self.find_in_worktree(self.slot[fix])
         assert target is not None
         new_version = self.version[fix] + 1
-        target.write_bytes(with_token(target.read_bytes(), self.slot[fix],
-                                      f"# FIX{fix} v{new_version}".encode()))
+        self.write_fix(target, fix, new_version)
         if refresh:
             self.ok("refresh")
             self.version[fix] = new_version
@@ -258,8 +272,19 @@ class StackModel(RuleBasedStateMachine):
             name = data.draw(st.sampled_from(sorted(fixes)))
             self.allowed(self.cli("move", name, "--first"), 0, 1, 2)
 
+    def write_fix(self, target: Path, fix: int, version: int, *, resolve: bool = False) -> None:
+        """FIX<fix> at `version` in the worktree: in `target` (the file of its function; with
+        `resolve`, upstream's side of each conflict first), and in its script if it has one."""
+        content = target.read_bytes()
+        if resolve:
+            content = take_upstream_side(content)
+        target.write_bytes(with_token(content, self.slot[fix], f"# FIX{fix} v{version}".encode()))
+        script = self.work / script_path(fix)
+        if fix in self.scripts and script.is_file():
+            script.write_bytes(script_of(fix, version))
+
     @rule(data=st.data(), kind=st.sampled_from(["conflict", "landed", "rename", "delete",
-                                                  "unrelated"]))
+                                                  "unrelated", "chmod"]))
     def upstream_moves_then_rebase(self, data, kind) -> None:
         path = data.draw(st.sampled_from(sorted(self.head_files)))
         content = self.head_files[path]
@@ -291,6 +316,10 @@ class StackModel(RuleBasedStateMachine):
             path = new_path
         elif kind == "delete" and len(self.head_files) > 1:
             changes[path] = None
+        elif kind == "chmod":
+            # Upstream makes the file executable (and changes it, away from any fix).
+            changes[path] = content + b"# upstream: now a script\n"
+            os.chmod(self.up.path / path, 0o755)
         else:
             changes[path] = b"# upstream note\n" + content
         self.up.commit(changes, kind, renames)
@@ -313,8 +342,7 @@ class StackModel(RuleBasedStateMachine):
         target = self.find_in_worktree(self.slot[fix])
         if target is None:
             return False
-        target.write_bytes(with_token(take_upstream_side(target.read_bytes()), self.slot[fix],
-                                      f"# FIX{fix} v{self.version[fix]}".encode()))
+        self.write_fix(target, fix, self.version[fix], resolve=True)
         return True
 
     @rule()
@@ -368,9 +396,7 @@ class StackModel(RuleBasedStateMachine):
             fix = self.fix_of(data_)
             target = self.find_in_worktree(self.slot[fix]) if fix is not None else None
             if target is not None:
-                target.write_bytes(with_token(take_upstream_side(target.read_bytes()),
-                                              self.slot[fix],
-                                              f"# FIX{fix} v{self.version[fix]}".encode()))
+                self.write_fix(target, fix, self.version[fix], resolve=True)
                 self.ok("refresh")
 
     @rule()
@@ -418,12 +444,12 @@ class StackModel(RuleBasedStateMachine):
         for name in listed:
             path = self.series_dir / name
             assert path.exists(), f"{name} is listed but missing"
-            for fix, version in PLUS_TOKEN.findall(path.read_bytes()):
+            for fix, version in sorted(set(PLUS_TOKEN.findall(path.read_bytes()))):
                 places.setdefault(int(fix), []).append(("series", int(version)))
         for where in PLACES:
             for path in sorted((self.series_dir / where).glob("*.patch")) \
                     if (self.series_dir / where).is_dir() else []:
-                for fix, version in PLUS_TOKEN.findall(path.read_bytes()):
+                for fix, version in sorted(set(PLUS_TOKEN.findall(path.read_bytes()))):
                     places.setdefault(int(fix), []).append((where, int(version)))
         for fix, found in places.items():
             if fix not in self.version:
@@ -449,6 +475,7 @@ class StackModel(RuleBasedStateMachine):
         pinned = {p.relative_to(tree).as_posix(): p.read_bytes() for p in tree.rglob("*")
                   if p.is_file()}
         expected = dict(pinned)
+        modes = {p: mode(tree / p) for p in pinned}
         for name in self.listed():
             data = (self.series_dir / name).read_bytes()
             proc = subprocess.run(["git", "apply", "-"], cwd=tree, input=data,
@@ -457,6 +484,9 @@ class StackModel(RuleBasedStateMachine):
             fix = self.fix_of(data)
             if fix is None:
                 continue
+            if fix in self.scripts:
+                expected[script_path(fix)] = script_of(fix, self.version[fix])
+                modes[script_path(fix)] = "100755"
             for path, content in expected.items():
                 if f"def {self.slot[fix]}():".encode() in content:
                     expected[path] = with_token(content, self.slot[fix],
@@ -464,6 +494,20 @@ class StackModel(RuleBasedStateMachine):
         got = {p.relative_to(tree).as_posix(): p.read_bytes() for p in tree.rglob("*")
                if p.is_file()}
         assert got == expected, "applying the series does not give what was refreshed"
+        got_modes = {p: mode(tree / p) for p in got}
+        assert got_modes == modes, "applying the series does not give the files their modes"
+
+
+def script_path(fix: int) -> str:
+    return f"bin/fix{fix}.sh"
+
+
+def script_of(fix: int, version: int) -> bytes:
+    return f"#!/bin/sh\necho fixed  # FIX{fix} v{version}\n".encode()
+
+
+def mode(path: Path) -> str:
+    return "100755" if os.stat(path).st_mode & 0o100 else "100644"
 
 
 StackModel.TestCase.settings = settings(

@@ -36,9 +36,10 @@ _GIT_HEADER_KEYS = (b"old mode ", b"new mode ", b"deleted file mode ", b"new fil
                     b"rename old ", b"rename new ", b"similarity index ",
                     b"dissimilarity index ", b"index ")
 _MODE_RE = re.compile(r"^[0-7]{6}$")
-# Regular files only: a symlink (120000) could let a later patch write outside the upstream, and a
+# Regular files and symlinks whose target stays inside the upstream (check_link_target); a
 # gitlink (160000) is not file content at all.
-_ALLOWED_MODES = {"100644", "100755", "100664"}
+_ALLOWED_MODES = {"100644", "100755", "100664", "120000"}
+SYMLINK = "120000"
 # Line numbers beyond this are not a real upstream file; refusing them bounds the work done.
 _MAX_LINE_NO = 1 << 31
 # Characters HFS+ ignores when comparing names: ".g\u200cit" is ".git" there (git refuses them too).
@@ -262,6 +263,37 @@ def _take_name(text: bytes) -> tuple[bytes, bytes]:
     return text, b""
 
 
+def check_link_target(link: str, target: bytes, *, source: str, line: int | None) -> str:
+    """The path inside the upstream that the symlink `link` with content `target` names;
+    UnsafePathError when it names nothing, an absolute path, a place outside the upstream, or
+    git's own data."""
+    def bad(why: str) -> UnsafePathError:
+        return UnsafePathError(f"symlink {link!r} -> {target!r}: {why}", path=source, line=line,
+                               hint="a patch may only make links that stay inside its upstream")
+    if not target or b"\0" in target or b"\n" in target:
+        raise bad("an empty target, or one with NUL or newline")
+    text = _decode(target)
+    if text.startswith("/") or "\\" in text or re.match(r"^[A-Za-z]:", text):
+        raise bad("an absolute target")
+    parts = link.split("/")[:-1]
+    for comp in text.split("/"):
+        if comp in ("", "."):
+            continue
+        if comp == "..":
+            if not parts:
+                raise bad("a target outside the upstream")
+            parts.pop()
+        else:
+            parts.append(comp)
+    if not parts:
+        raise bad("a target that is the upstream's root")
+    resolved = "/".join(parts)
+    try:
+        return check_path(resolved, source=source, line=line)
+    except UnsafePathError as exc:
+        raise bad(str(exc)) from None
+
+
 def check_path(path: str, *, source: str, line: int | None) -> str:
     """Refuse any path that could leave the upstream tree or reach into git's own data."""
     def bad(why: str) -> UnsafePathError:
@@ -422,6 +454,7 @@ class _Parser:
         similarity = None
         index_value: bytes | None = None
         index_line = start
+        link_line: int | None = None  # the mode line saying 120000
         binary = None
         i += 1
         n = len(lines)
@@ -450,6 +483,9 @@ class _Parser:
                 similarity = int(m.group(1))
             elif key == b"index ":
                 index_value, index_line = value, i
+            if key in (b"old mode ", b"deleted file mode ", b"new mode ", b"new file mode ") \
+                    and value == SYMLINK.encode():
+                link_line = i
             i += 1
         hunks: tuple[Hunk, ...] = ()
         if i < n and lines[i].startswith(b"--- "):
@@ -486,9 +522,38 @@ class _Parser:
                 raise self.err(start, "cannot tell the file names apart in this `diff --git` line")
             raise self.err(start, "a file section that neither creates, changes nor deletes a file")
         self.check_sides(hunks, is_new, is_delete, start)
+        if index_value is not None and index_value.endswith(b" " + SYMLINK.encode()) and \
+                old_mode is None and new_mode is None:
+            old_mode = new_mode = SYMLINK  # a link whose target changes: the index line says so
+            link_line = index_line
+        if SYMLINK in (old_mode, new_mode):
+            assert link_line is not None
+            self.check_symlink(old_mode, new_mode, new_path, hunks, is_binary, link_line)
         fp = FilePatch(old_path, new_path, old_mode, new_mode, is_rename, is_copy, is_binary,
                        similarity, hunks, b"", self.lineno(start), binary)
         return fp, i
+
+    def check_symlink(self, old_mode: str | None, new_mode: str | None, new_path: str | None,
+                      hunks: tuple[Hunk, ...], is_binary: bool, i: int) -> None:
+        """A symlink section: created, deleted or retargeted, never a file turning into a link
+        (or back), and its new target inside the upstream."""
+        def refuse(why: str) -> UnsafePathError:
+            return UnsafePathError(f"symlink {new_path or ''}: {why}".replace("  ", " "),
+                                   path=self.source, line=self.lineno(i),
+                                   hint="a patch may only make links that stay inside its "
+                                        "upstream")
+        if old_mode is not None and new_mode is not None and old_mode != new_mode:
+            raise refuse(f"mode {old_mode} -> {new_mode}: a file turning into a symlink (or "
+                         "back) is not supported")
+        if is_binary:
+            raise refuse("a binary section for a symlink")
+        if new_path is None:
+            return  # a link deleted: nothing is written
+        # A link's content is its target, one line without a newline: the one hunk gives all.
+        if len(hunks) != 1 or hunks[0].new_start not in (0, 1) or hunks[0].old_start > 1:
+            raise refuse("its target must be given whole (one hunk from the first line)")
+        target = b"".join(hunks[0].new_lines())
+        check_link_target(new_path, target, source=self.source, line=self.lineno(i))
 
     def plain_section(self, i: int) -> tuple[FilePatch, int]:
         start = i

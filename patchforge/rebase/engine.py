@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.apply.hunks import apply_file_patch
-from patchforge.apply.series import SeriesState, apply_series
+from patchforge.apply.series import SeriesState, apply_series, git_mode
 from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
 from patchforge.formats.lockfile import lock_from_json, lock_to_json
 from patchforge import ledger
@@ -395,6 +395,11 @@ class Rebase:
                                  "re-create the fix in the worktree, or --skip it")
         before: dict[str, bytes | None] = {}  # the new base (plus earlier patches), per path
         after: dict[str, bytes | None] = {}
+        # The patch's extended headers, as the judge keeps them (SeriesJudge.file_changes): each
+        # file's (old, new) mode, and renames and copies (path after -> (source, its content)).
+        modes: dict[str, tuple[str, str]] = {}
+        sources: dict[str, tuple[str, bytes | None]] = {}
+        copies: set[str] = set()
         unchanged = True  # every pre-image and path as in the old series: keep the diff's bytes
         conflicts: list[str] = []
         binary_stops: list[str] = []
@@ -416,8 +421,16 @@ class Rebase:
                 else self.store.read_blob(old_commit, source)
             before[path_after] = judge.read_current(path_after)
             if fp_target.old_path and fp_target.old_path != path_after:
-                before[fp_target.old_path] = current
-            unchanged = unchanged and moved == source and current == base
+                sources[path_after] = (fp_target.old_path, current)
+                if fp.is_copy:
+                    copies.add(path_after)
+                else:
+                    before[fp_target.old_path] = current
+                    after.setdefault(fp_target.old_path, None)  # a stop's worktree deletes it
+            modes[path_after] = judge.modes_of(fp, moved)
+            unchanged = unchanged and moved == source and current == base and \
+                (fp.is_new or modes[path_after][0] == git_mode(old_state.mode(
+                    source, lambda p: (self.store.entry(old_commit, p) or (None,))[0])))
             if created_identically(fp, before[path_after]):
                 after[path_after] = before[path_after]  # upstream added this very file
                 continue
@@ -454,21 +467,13 @@ class Rebase:
             after[path_after] = merged
             if not clean:
                 conflicts.append(path_after)
+        new_modes = {path: mode for path, (_, mode) in modes.items()
+                     if after.get(path) is not None}
         if conflicts:
             return None, Blocked("conflict", conflicts, verdict.evidence,
                                  f"conflict in {', '.join(conflicts)}"
-                                 + binary_stop_note(binary_stops), after)
-        changes = []
-        for path, new_content in after.items():
-            old_content = before.get(path)
-            if old_content == new_content:
-                continue
-            found = self.store.entry(target.commit, path) if old_content is not None else None
-            mode = found[0] if found else "100644"
-            changes.append((path, old_content, new_content, mode, mode))
-        for path in before:
-            if path not in after and before[path] is not None:  # renamed away by the patch
-                changes.append((path, before[path], None, "100644", "100644"))
+                                 + binary_stop_note(binary_stops), after, new_modes)
+        changes = SeriesJudge.file_changes(before, after, modes, sources, copies)
         if not changes:
             return self._dropped(upstream, name, patch, target, None,
                                  "the 3-way merge leaves nothing to change (landed upstream)",
@@ -476,9 +481,15 @@ class Rebase:
         violations = self._check_keeps(patch, {**before, **after}, judge)
         if violations:
             return None, Blocked("invariant", sorted(after), violations, "; ".join(violations),
-                                 after)
+                                 after, new_modes)
         for path, content in before.items():
             judge.current[path] = after.get(path)
+        for change in changes:
+            if change.old_path is not None and change.old_path != change.new_path \
+                    and not change.copy:
+                judge.current_modes.pop(change.old_path, None)
+            if change.new_path is not None:
+                judge.current_modes[change.new_path] = change.new_mode
         # Unchanged pre-images: the old diff is still exact, byte for byte (its index lines too).
         new_diff_needed = not (unchanged and not merged_any)
         new_patch = patch.with_field("Base", target.commit)
@@ -492,10 +503,18 @@ class Rebase:
         rel = f"{upstream}/{name}"
         staged = self._defer_diff(rel, new_patch, changes) if new_diff_needed else \
             self._stage(rel, self._remembered(rel, new_patch))
+        changed: dict[str, bytes | None] = {}
+        for change in changes:
+            if change.old_path is not None and change.old_path != change.new_path \
+                    and not change.copy:
+                changed[change.old_path] = None  # renamed away
+            if change.new_path is not None:
+                changed[change.new_path] = change.new
+            elif change.old_path is not None:
+                changed[change.old_path] = None  # deleted
         return PatchResult(upstream, name, action, detail,
                            verdict.evidence if verdict.state != "applies" else [],
-                           staged=staged, changed={c[0]: c[2] for c in changes},
-                           changed_paths=tuple(c[0] for c in changes)), None
+                           staged=staged, changed=changed, changed_paths=tuple(changed)), None
 
     def _dropped(self, upstream, name, patch, target, where, detail, evidence) -> PatchResult:
         applied = target.label + (f", commit {where}" if where else "")

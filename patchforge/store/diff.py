@@ -148,10 +148,13 @@ def _moved(c: FileChange) -> bool:
 
 def _similarities(pairs: list[tuple[bytes | None, bytes | None]]) -> dict:
     """(old, new) -> git's similarity score (percent) of the two contents, as `git diff -M`
-    writes it in `similarity index`; None when git sees no likeness at all. Renames are few, and
-    git pairs files by likeness across everything it is given, so each pair of differing
-    contents gets a process of its own (identical contents are 100%)."""
+    writes it in `similarity index`; None when git sees no likeness at all.
+
+    One `git diff --no-index -M` over every pair (`o/<i>` against `n/<i>.r`): git scores each
+    source against each destination the same way whatever else it is given, but pairs them by
+    best score, so a pair git matched otherwise is scored again on its own."""
     scores: dict = {}
+    todo = []
     for old, new in pairs:
         if (old, new) in scores:
             continue
@@ -159,18 +162,44 @@ def _similarities(pairs: list[tuple[bytes | None, bytes | None]]) -> dict:
             scores[(old, new)] = 100
             continue
         assert old is not None and new is not None
-        with tempfile.TemporaryDirectory(prefix="patchforge-score-", dir=scratch_dir()) as tmp:
-            root = Path(tmp)
-            (root / "o").mkdir()
-            (root / "n").mkdir()
-            (root / "o" / "f").write_bytes(old)
-            (root / "n" / "g").write_bytes(new)
-            proc = run_git("diff", "--no-index", "--no-color", "--no-ext-diff", "--no-textconv",
-                           "-M1%", "--summary", "--", "o", "n", cwd=root,
-                           ok=(0, 1))
-        found = re.search(rb"^ rename .* \((\d+)%\)$", proc.stdout, re.M)
-        scores[(old, new)] = int(found.group(1)) if found else None
+        scores[(old, new)] = None
+        todo.append((old, new))
+    found = _git_scores(todo)
+    alone = [i for i in range(len(todo)) if i not in found]
+    if len(todo) > 1:
+        for i in alone:
+            found.update({i: score for _, score in _git_scores([todo[i]]).items()})
+    for i, score in found.items():
+        scores[todo[i]] = score
     return scores
+
+
+def _git_scores(todo: list[tuple[bytes, bytes]]) -> dict[int, int]:
+    """i -> git's rename score of todo[i], for the pairs git matched with each other."""
+    if not todo:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="patchforge-score-", dir=scratch_dir()) as tmp:
+        root = Path(tmp)
+        (root / "o").mkdir()
+        (root / "n").mkdir()
+        for i, (old, new) in enumerate(todo):
+            (root / "o" / str(i)).write_bytes(old)
+            (root / "n" / f"{i}.r").write_bytes(new)
+        proc = run_git("diff", "--no-index", "--no-color", "--no-ext-diff", "--no-textconv",
+                       "-M1%", "--raw", "-z", "--", "o", "n", cwd=root, ok=(0, 1))
+    found = {}
+    fields = proc.stdout.split(b"\0")
+    at = 0
+    while at < len(fields) - 1:
+        status = fields[at].rsplit(b" ", 1)[-1]
+        if status[:1] == b"R":
+            source, dest = fields[at + 1], fields[at + 2]
+            if source[2:] + b".r" == dest[2:]:
+                found[int(source[2:])] = int(status[1:])
+            at += 3
+        else:
+            at += 2
+    return found
 
 
 def _check_change(c: FileChange) -> None:
