@@ -359,7 +359,9 @@ def _first_difference(stored: bytes, regenerated: bytes) -> tuple[str, bool]:
         x = a[k] if k < len(a) else b"(end)"
         y = b[k] if k < len(b) else b"(end)"
         if x != y:
-            what = "only index lines differ" if cosmetic else "diff"
+            what = ("only index lines or binary encoding differ" if cosmetic
+                    and _BINARY_DATA.search(stored) else "only index lines differ" if cosmetic
+                    else "diff")
             return (f"{what}: line {k + 1} of the diff is {x.decode('utf-8', 'replace')[:48]!r}, "
                     f"regenerated {y.decode('utf-8', 'replace')[:48]!r}", cosmetic)
     return ("same lines, different line endings", False)
