@@ -280,6 +280,25 @@ def test_clean_rebase_keeps_modes_renames_copies_and_deletions(tmp_path):
         assert headers_of(data) == headers_of(by_git), kind
 
 
+def test_rebase_through_clean_3_way_merges_keeps_headers(tmp_path):
+    # Upstream changes a line inside each fix's context (two lines from the fix): the hunk no
+    # longer applies as it is, git's 3-way merge takes both changes, and the patch written from
+    # the merge keeps its headers.
+    s = Scenario(tmp_path)
+    near = {"b.txt": lines("b", changed={8: "b8 up"}), "d.txt": lines("d", changed={8: "d8 up"}),
+            "tool.sh": lines("t", changed={3: "t3 up"}), "m.txt": lines("m", changed={3: "m3 up"})}
+    s.commit(near, "upstream v2: next to the fixes", "v2", chmod={"m.txt": 0o755})
+    document = s.stack.rebase_json("--to", "v2")
+    actions = {r["name"]: r["action"] for r in document["patches"]}
+    assert {actions[f"{k}.patch"] for k in ("renameedit", "copy", "editexec", "editm")} == \
+        {"merged"}, actions
+    assert_headers(s)
+    expected = s.git_rebase_tree("v2", "merge-v2", kinds=[k for k in KINDS if k != "copy"])
+    # The copy is of d.txt as it is at v2, changed as the patch changes it.
+    expected["d2.txt"] = ("100644", lines("d", changed={8: "d8 up", 10: "d10 copied"}))
+    s.assert_series_gives(expected, "v2", "merge-v2")
+
+
 CONFLICTS_V3 = {  # upstream changes the very lines the patches change
     "a.txt": lines("a", changed={5: "a5 up"}),
     "b.txt": lines("b", changed={10: "b10 up", 28: "b28 up"}),
