@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.apply.series import git_mode
-from patchforge.detect import PatchVerdict, assess_patch
+from patchforge.detect import PatchVerdict, assess_patch, created_identically
 from patchforge.errors import StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, blocks_of_git_diff, combine, combine_series,
                                 judge_history, patch_blocks)
@@ -109,7 +109,7 @@ class SeriesJudge:
     what a rebase would give it. `judge()` decides landed / applies / stop."""
 
     def __init__(self, store: UpstreamStore, target: Target, *, read_commit: str | None = None,
-                 history=None,
+                 old_commit: str | None = None, history=None,
                  labels: tuple[str, str, str] = ("upstream", "base", "patch")) -> None:
         from patchforge.apply.series import SeriesState
 
@@ -121,6 +121,9 @@ class SeriesJudge:
         # Where files not yet touched are read from: the target itself, or (when a rebase
         # resumes) a commit holding the target plus the series rebased so far.
         self.read_commit = read_commit or target.commit
+        # Where the old series' files not yet touched are read from: the base, or (when a
+        # rebase resumes) a commit holding the old series through the stopped patch.
+        self.old_commit = old_commit or target.base_commit
         self.current: dict[str, bytes | None] = {}
         # The modes the moved patches gave (path -> mode); other files have the mode they
         # have where the judge reads (`read_mode`).
@@ -170,7 +173,7 @@ class SeriesJudge:
     def old_mode(self, path: str) -> str | None:
         """The mode of `path` in the old series before the patch being judged."""
         def base_mode(p):
-            found = self.store.entry(self.target.base_commit, p)
+            found = self.store.entry(self.old_commit, p)
             return found[0] if found else None
 
         return self.old.mode(path, base_mode)
@@ -218,7 +221,7 @@ class SeriesJudge:
         apply_series(self._read_base, list(patches), strict=False, state=self.old)
 
     def _read_base(self, paths):
-        return self.store.read_blobs(self.target.base_commit, paths)
+        return self.store.read_blobs(self.old_commit, paths)
 
     def judge(self, name: str, patch) -> Judgement:
         """Decide the patch, then move on: a patch that applies is applied to `current` (the
@@ -276,7 +279,7 @@ class SeriesJudge:
                 else fp_target.old_path
             current = None if fp.is_new else self.read_current(moved)
             base = self.old.current[source] if source in self.old.current \
-                else self.store.read_blob(self.target.base_commit, source)
+                else self.store.read_blob(self.old_commit, source)
             before[path_after] = self.read_current(path_after)
             if fp_target.old_path and fp_target.old_path != path_after:
                 sources[path_after] = (fp_target.old_path, current)
@@ -291,6 +294,12 @@ class SeriesJudge:
             # place and mode (a mode upstream changed makes the `index`/mode lines stale).
             unchanged = unchanged and moved == source and current == base and \
                 (fp.is_new or modes[path_after][0] == git_mode(self.old_mode(source)))
+            if created_identically(fp, before[path_after]):
+                # Upstream added this very file: the creation drops out of the patch (so its
+                # diff is made again), the rest of it moves.
+                after[path_after] = before[path_after]
+                unchanged = False
+                continue
             if forward:
                 # Landed detection applied this very file patch to this very content already;
                 # without fuzz, the result is the same: reuse it.
@@ -310,6 +319,9 @@ class SeriesJudge:
                     binary_stops.append(path_after)
                 continue
             theirs = apply_file_patch(None if fp.is_new else base, fp, max_fuzz=2)
+            if fp.is_new and before[path_after] is None and theirs.ok:
+                after[path_after] = theirs.content  # a creation where the target has nothing
+                continue
             if not theirs.ok or theirs.content is None or current is None:
                 conflicts.append(path_after)
                 after[path_after] = current

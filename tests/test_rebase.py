@@ -547,3 +547,104 @@ def test_status_and_rebase_agree_patch_by_patch(stack, tmp_path):
     word = {"clean": "move", "offset": "move", "merged": "move", "dropped": "drop"}
     for name, action in did.items():
         assert status[name]["rebase"] == word[action], name
+
+
+def _unsure_shape() -> tuple[bytes, tuple[bytes, bytes], dict[str, bytes]]:
+    """(base file, the file in two upstream commits, the patch's files) in the shape met on AITER's history: the
+    upstream made the fix, and also copied the unfixed block elsewhere; one hunk of the patch
+    is then both there and still applicable (detection: `unsure`), another landed with its
+    context changed (no longer applies), and git's 3-way merge leaves nothing to change."""
+    region = (b"# ---- setup section ----\n"
+              b"def alpha():\n"
+              b"    setup_value = compute_setup()\n"
+              b"    return setup_value\n"
+              b"# ---- end of setup ----\n\n")
+    fixed = region.replace(b"compute_setup()\n",
+                           b"compute_setup()\n    validate_setup(setup_value, strict=True)\n")
+    beta = (b"def beta():\n"
+            b"    other_value = compute_other_value(1)\n"
+            b"    middle = 0\n"
+            b"    return other_value\n\n")
+    beta_fixed = beta.replace(b"(1)", b"(2222)")
+    filler = b"".join(f"def filler{i}():\n    return {i}\n\n".encode() for i in range(12))
+    base = region + filler + beta + filler
+    patched = fixed + filler + beta_fixed + filler
+    # Made in two upstream commits: no one commit of the history makes the patch's change.
+    halfway = fixed + filler + beta + filler + region  # the fix, and the unfixed block copied
+    target = fixed + filler + beta_fixed.replace(b"return other_value",
+                                                 b"return other_value  # upstream") \
+        + filler + region
+    return base, (halfway, target), {"pkg/dup.py": patched}
+
+
+def test_status_and_rebase_agree_on_every_kind_of_judgement(stack, tmp_path):
+    """Each judgement status can give, and what rebase --to the same target then does, patch by
+    patch (dry run and real run): applies, offset, merges, landed, a creation upstream made
+    identically, a fix with fuzz that creates files, conflict, a file gone upstream, and
+    `unsure` with a merge that changes nothing, which both must stop on (a rebase used to drop
+    it; and status called the fix that creates files a conflict while the rebase merged it)."""
+    base_dup, (halfway_dup, target_dup), unsure_files = _unsure_shape()
+    lines = [f"def f{i}():\n    x = {i}\n    y = {i}\n    return x + y\n\n".encode()
+             for i in range(30)]
+
+    def text(replacements):
+        return b"".join(replacements.get(i, line) for i, line in enumerate(lines))
+
+    up = Upstream(tmp_path / "judged", {"pkg/mod.py": text({}), "pkg/dup.py": base_dup,
+                                        "pkg/gone.py": b"value = 1\n"})
+    stack.add_upstream("up", up)
+    stack.add_patch("up", "clean", {"pkg/mod.py": text({5: lines[5].replace(b"x = 5", b"x = 500")})})
+    stack.add_patch("up", "landed", {"pkg/mod.py": text({10: lines[10].replace(b"y = 10", b"y = 1000")})})
+    stack.add_patch("up", "merges", {"pkg/mod.py": text({
+        20: lines[20].replace(b"x = 20", b"x = 2000"), 21: lines[21].replace(b"x = 21", b"x = 2100")})})
+    stack.add_patch("up", "clash", {"pkg/mod.py": text({25: lines[25].replace(b"x = 25", b"x = 2500")})})
+    stack.add_patch("up", "unsure", unsure_files)
+    stack.add_patch("up", "created", {"pkg/new_helper.py": b"def helper():\n    return 'same'\n",
+                                      "pkg/other_new.py": b"value = 'only in the fix'\n"})
+    stack.add_patch("up", "obsolete", {"pkg/gone.py": b"value = 2\n"})
+    # The shape of add-flydsl-blockscale-bpreshuffle-gemm on a real AITER work branch: a file
+    # that only applies with fuzz, and new files; status called it a conflict while the
+    # rebase merged it.
+    stack.add_patch("up", "creates", {
+        "pkg/mod.py": text({15: lines[15].replace(b"y = 15", b"y = 1500")}),
+        "pkg/brand_new.py": b"def kernel():\n    return 'tuned'\n"})
+    up.commit({"pkg/dup.py": halfway_dup}, "the setup is checked, and copied")
+    target = up.commit({
+        "pkg/mod.py": text({
+            0: b"# a new first line moves everything\n" + lines[0],
+            10: lines[10].replace(b"y = 10", b"y = 1000"),
+            20: lines[20].replace(b"return x + y", b"return x + y  # upstream"),
+            16: lines[16].replace(b"def f16():", b"def f16():  # upstream"),
+            25: lines[25].replace(b"x = 25", b"x = 25  # upstream")}),
+        "pkg/dup.py": target_dup,
+        "pkg/new_helper.py": b"def helper():\n    return 'same'\n",
+        "pkg/gone.py": None}, "upstream moves on")
+    expected = {"clean.patch": ("offset", "move"), "landed.patch": ("upstreamed", "drop"),
+                "merges.patch": ("merges", "move"), "clash.patch": ("conflict", "stop"),
+                "unsure.patch": ("unsure", "stop"), "created.patch": ("partial", "move"),
+                "obsolete.patch": ("obsolete", "stop"), "creates.patch": ("fuzz", "move")}
+    _, out, _ = stack.cli("status", "--against", f"up={target}", "--json", expect=1)
+    status = {p["name"]: (p["state"], p["rebase"]) for p in json.loads(out)["patches"]}
+    assert status == expected
+    word = {"clean": "move", "offset": "move", "merged": "move", "dropped": "drop",
+            "conflict": "stop"}
+    dry = stack.rebase_json("--to", f"up={target}", "--dry-run", expect=1)
+    assert {p["name"]: word[p["action"]] for p in dry["patches"]} == \
+        {name: how for name, (_, how) in expected.items()}
+    # The real run stops where status said it would, and moves or drops the rest as it said.
+    stops = []
+    document = stack.rebase_json("--to", f"up={target}", expect=3)
+    while True:
+        stops.append(document["stopped"]["name"])
+        document = stack.json("rebase", "--skip", expect=None)
+        if "stopped" not in document or not document["stopped"]:
+            break
+    assert stops == [n for n, (_, how) in expected.items() if how == "stop"]
+    did = {p["name"]: p["action"] for p in document["patches"]}
+    assert {n: word.get(a, "stop") for n, a in did.items()} == \
+        {name: how for name, (_, how) in expected.items()}
+    assert (stack.root / "series" / "up" / "skipped" / "unsure.patch").is_file()
+    moved = stack.patch("up", "created")
+    assert b"new_helper.py" not in moved and b"other_new.py" in moved
+    assert did["creates.patch"] == "merged"
+    assert b"+++ b/pkg/brand_new.py" in stack.patch("up", "creates")

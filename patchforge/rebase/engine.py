@@ -1,11 +1,12 @@
 """The rebase transaction: move each upstream's series onto a new revision, patch by patch.
 
-Per patch, in series order: landed detection (`judge.SeriesJudge`, i.e. patchforge.detect)
-drops what upstream took; a patch that applies exactly or with an offset is re-emitted against the
-new base; anything else goes through git's 3-way merge (`git merge-file`, merge base = the old
-series state before the patch, as `git rebase` does), with upstream renames followed. A conflict,
-a file gone upstream or a broken `Keeps:` invariant stops the run with a worktree and a journal;
-`--continue`, `--skip` and `--abort` go on from there.
+Per patch, in series order, the one judge (`judge.SeriesJudge.judge`, which `status` asks too)
+decides: landed (dropped to upstreamed/), applies (re-emitted against the new base: exactly, with
+an offset, or through git's 3-way merge, merge base = the old series state before the patch, as
+`git rebase` does, upstream renames followed) or stop. A conflict, a file gone upstream, a broken
+`Keeps:` invariant or a judgement the checks cannot make (unsure, and the merge changes nothing)
+stops the run with a worktree and a journal; `--continue`, `--skip` and `--abort` go on from
+there. This module only turns judgements into results, stops and files.
 
 Nothing under the project is written while patches are being moved: results are staged in the
 journal. The write-out is the last phase. It first stages every new project file and saves every
@@ -19,26 +20,24 @@ import base64
 import os
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.apply.hunks import apply_file_patch
-from patchforge.apply.series import SeriesState, apply_series, git_mode
+from patchforge.apply.series import SeriesState, apply_series
 from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
 from patchforge.formats.lockfile import lock_from_json, lock_to_json
 from patchforge import ledger
 from patchforge.background import Background
-from patchforge.detect import created_identically
 from patchforge.fsutil import atomic_delete_many, atomic_write, atomic_write_many
 from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _history,
-                              _patch_paths, binary_move, binary_stop_note, where_landed)
+                              _patch_paths, where_landed)
 from patchforge.model.lock import UpstreamPin
 from patchforge.names import check_simple_name
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
                                        PlanStep, RebaseRun, Stop, UpstreamRun, confined,
                                        is_confined)
-from patchforge.store.diff import FileChange, make_diffs, merge_file
+from patchforge.store.diff import make_diffs
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -248,8 +247,7 @@ class Rebase:
     def _flush_deferred(self) -> None:
         if not self._deferred:
             return
-        diffs = make_diffs([[c if isinstance(c, FileChange) else FileChange.at(*c)
-                             for c in changes] for _, _, changes in self._deferred])
+        diffs = make_diffs([list(changes) for _, _, changes in self._deferred])
         for (rel, patch, _), diff in zip(self._deferred, diffs):
             self.journal.stage(rel, self._remembered(rel, patch.with_diff(diff)))
         self._deferred.clear()
@@ -285,19 +283,17 @@ class Rebase:
             # stops was quadratic). Each later patch is read when its turn comes (the next stop
             # may be near), and nothing is prefetched: the run that started the rebase
             # brought every file of the series into the store.
-            judge = SeriesJudge(self.store, target, read_commit=resumed.base)
+            judge = SeriesJudge(self.store, target, read_commit=resumed.base,
+                                old_commit=resumed.old_base)
             judge.current.update(resumed.changes)
             judge.current_modes.update(resumed.modes)
-            old_commit = resumed.old_base
             patches = None
         else:
             judge = self._judge(upstream, entry)
-            old_commit = target.base_commit
             patches = self._old_series(upstream, names)
             judge.prefetch(patches)
-        # The old series state before each patch: the merge base of its 3-way merge.
-        read_old = _reads(self.store, old_commit)
-        old_state = apply_series(read_old, patches[:start] if patches else [], strict=False)
+            # The old series before the first patch to judge: the merge base of its 3-way merge.
+            judge.pass_old(patches[:start])
         # What each patch changes, old series and new, for the range-diff's commit chains, the
         # contents sent to `git fast-import` as they are made; only for a run that goes through
         # the whole series in this process (a resumed one rebuilds the chains from the files).
@@ -307,22 +303,21 @@ class Rebase:
             name, patch = patches[position] if patches is not None else \
                 (names[position], self._old_patch(upstream, names[position]))
             self.on_patch(upstream, name)
-            result, stop = self._rebase_one(upstream, name, patch, judge, old_state, target,
-                                            old_commit)
-            before = dict(old_state.current) if chains is not None else {}
-            apply_series(read_old, [(name, patch)], strict=False, state=old_state)
+            before = dict(judge.old.current) if chains is not None else {}
+            result, stop = self._rebase_one(upstream, name, patch, judge, target)
             if chains is not None:
-                chains.add_old(name, _changed(before, old_state.current), patch.paths)
+                chains.add_old(name, _changed(before, judge.old.current), patch.paths)
                 if result is not None and result.destination == "series" and result.changed:
                     chains.add_new(name, result.changed, result.changed_paths)
             if stop is not None and dry:
                 result = PatchResult(upstream, name, "conflict", stop.message, stop.evidence)
             elif stop is not None:
+                # The old series through this patch (the judge moved past it), for going on.
                 self._stop(upstream, name, stop, judge, target,
                            old_base=self.store.commit_files(
-                               old_commit, dict(old_state.current),
+                               judge.old_commit, dict(judge.old.current),
                                message="patchforge rebase: old series so far\n")
-                           if old_state.current else old_commit)
+                           if judge.old.current else judge.old_commit)
             assert result is not None, "a patch moves, is dropped, or stops"
             entry.results.append(result)
             entry.position = position + 1
@@ -376,142 +371,52 @@ class Rebase:
             self._histories[upstream] = index
         return self._histories[upstream]
 
-    def _rebase_one(self, upstream, name, patch, judge, old_state: SeriesState, target,
-                    old_commit: str) -> tuple[PatchResult, None] | tuple[None, Blocked]:
+    def _rebase_one(self, upstream, name, patch, judge: SeriesJudge,
+                    target) -> tuple[PatchResult, None] | tuple[None, Blocked]:
         """(result, None) when the patch moved or was dropped; (None, stop) when it cannot.
-        `old_state` holds what the old series changed on top of store commit `old_commit`."""
-        verdict = judge.assess(name, patch)
-        if verdict.state == "upstreamed":
-            where, more = where_landed(self.store, target, patch, verdict,
-                                       self._history_index(upstream, target),
-                                       self._commits_touching(upstream, target, verdict))
-            return self._dropped(upstream, name, patch, target, where,
-                                 f"landed upstream ({verdict.confidence} confidence)",
-                                 verdict.evidence + more), None
-        if verdict.state == "obsolete":
-            gone = [f.path for f in verdict.files if f.target_path is None]
-            return None, Blocked("obsolete", gone, verdict.evidence,
-                                 f"{', '.join(gone)} is gone upstream (deleted, not renamed): "
-                                 "re-create the fix in the worktree, or --skip it")
-        before: dict[str, bytes | None] = {}  # the new base (plus earlier patches), per path
-        after: dict[str, bytes | None] = {}
-        # The patch's extended headers, as the judge keeps them (SeriesJudge.file_changes): each
-        # file's (old, new) mode, and renames and copies (path after -> (source, its content)).
-        modes: dict[str, tuple[str, str]] = {}
-        sources: dict[str, tuple[str, bytes | None]] = {}
-        copies: set[str] = set()
-        unchanged = True  # every pre-image and path as in the old series: keep the diff's bytes
-        conflicts: list[str] = []
-        binary_stops: list[str] = []
-        merged_any = False
-        forward = verdict.state in ("applies", "offset") or (
-            verdict.state == "unsure" and all(f.applied is not None and f.applied.ok
-                                              and f.applied.worst in ("exact", "offset")
-                                              for f in verdict.files))
-        for fp, fv in zip(patch.file_patches, verdict.files):
-            source = fp.old_path if fp.old_path is not None else fp.new_path
-            moved = fv.target_path
-            fp_target = fp if moved == source else replace(
-                fp, old_path=moved if fp.old_path else None,
-                new_path=moved if fp.new_path == source else fp.new_path)
-            path_after = fp_target.new_path if fp_target.new_path is not None \
-                else fp_target.old_path
-            current = None if fp.is_new else judge.read_current(moved)
-            base = old_state.current[source] if source in old_state.current \
-                else self.store.read_blob(old_commit, source)
-            before[path_after] = judge.read_current(path_after)
-            if fp_target.old_path and fp_target.old_path != path_after:
-                sources[path_after] = (fp_target.old_path, current)
-                if fp.is_copy:
-                    copies.add(path_after)
-                else:
-                    before[fp_target.old_path] = current
-                    after.setdefault(fp_target.old_path, None)  # a stop's worktree deletes it
-            modes[path_after] = judge.modes_of(fp, moved)
-            unchanged = unchanged and moved == source and current == base and \
-                (fp.is_new or modes[path_after][0] == git_mode(old_state.mode(
-                    source, lambda p: (self.store.entry(old_commit, p) or (None,))[0])))
-            if created_identically(fp, before[path_after]):
-                after[path_after] = before[path_after]  # upstream added this very file
-                continue
-            if forward:
-                # Landed detection applied this very file patch to this very content already;
-                # without fuzz, the result is the same: reuse it.
-                application = fv.applied if fv.applied is not None and fv.applied.ok and \
-                    fv.applied.worst in ("exact", "offset") else \
-                    apply_file_patch(current, fp_target, max_fuzz=0)
-                if application.ok:
-                    after[path_after] = application.content
-                    continue
-            # 3-way: ours = the new base as it stands, base = the old series state before this
-            # patch, theirs = that plus the patch.
-            if fp.binary is not None:
-                moves, after[path_after] = binary_move(fp_target, fv, current,
-                                                       before[path_after])
-                if not moves:
-                    conflicts.append(path_after)
-                    binary_stops.append(path_after)
-                continue
-            theirs = apply_file_patch(None if fp.is_new else base, fp, max_fuzz=2)
-            if fp.is_new and theirs.ok and before[path_after] is None:
-                # A file only the patch creates: nothing to merge it with (the patch's other
-                # files may need the 3-way merge; git's merge takes such a file as it is too).
-                after[path_after] = theirs.content
-                continue
-            if not theirs.ok or theirs.content is None or current is None:
-                conflicts.append(path_after)
-                after[path_after] = current
-                continue
-            clean, merged = merge_file(base or b"", current, theirs.content)
-            merged_any = True
-            after[path_after] = merged
-            if not clean:
-                conflicts.append(path_after)
-        new_modes = {path: mode for path, (_, mode) in modes.items()
-                     if after.get(path) is not None}
-        if conflicts:
-            return None, Blocked("conflict", conflicts, verdict.evidence,
-                                 f"conflict in {', '.join(conflicts)}"
-                                 + binary_stop_note(binary_stops), after, new_modes)
-        changes = SeriesJudge.file_changes(before, after, modes, sources, copies)
-        if not changes:
-            return self._dropped(upstream, name, patch, target, None,
-                                 "the 3-way merge leaves nothing to change (landed upstream)",
-                                 verdict.evidence + ["merge result empty"]), None
-        violations = self._check_keeps(patch, {**before, **after}, judge)
-        if violations:
-            return None, Blocked("invariant", sorted(after), violations, "; ".join(violations),
-                                 after, new_modes)
-        for path, content in before.items():
-            judge.current[path] = after.get(path)
-        for change in changes:
-            if change.old_path is not None and change.old_path != change.new_path \
-                    and not change.copy:
-                judge.current_modes.pop(change.old_path, None)
-            if change.new_path is not None:
-                judge.current_modes[change.new_path] = change.new_mode
-        # Unchanged pre-images: the old diff is still exact, byte for byte (its index lines too).
-        new_diff_needed = not (unchanged and not merged_any)
+        The one judge decides (`SeriesJudge.judge`, as `status` does for the same target):
+        this only turns its judgement into a result or a stop."""
+        judgement = judge.judge(name, patch)
+        verdict = judgement.verdict
+        if judgement.outcome == "landed":
+            if verdict.state == "upstreamed":
+                where, more = where_landed(self.store, target, patch, verdict,
+                                           self._history_index(upstream, target),
+                                           self._commits_touching(upstream, target, verdict))
+                return self._dropped(upstream, name, patch, target, where, judgement.message,
+                                     judgement.evidence + more), None
+            return self._dropped(upstream, name, patch, target, None, judgement.message,
+                                 judgement.evidence), None
+        if judgement.outcome == "stop":
+            kind = judgement.stop_kind or "conflict"
+            message = judgement.message
+            if kind == "obsolete":
+                message += ": re-create the fix in the worktree, or --skip it"
+            elif kind == "unsure":
+                message += ": if the target has the fix, `--skip` sets the patch aside; " \
+                    "if not, make its change in the worktree and --continue"
+            return None, Blocked(kind, judgement.files, judgement.evidence, message,
+                                 {} if kind == "obsolete" else dict(judgement.after),
+                                 dict(judgement.modes))
+        changes = judgement.changes
         new_patch = patch.with_field("Base", target.commit)
-        action = "merged" if merged_any else ("offset" if verdict.state == "offset" else "clean")
-        detail = {"merged": "3-way merged cleanly", "offset": "applied with offset",
-                  "clean": "applied exactly"}[action]
+        action = judgement.how or "clean"
+        detail = judgement.message
         if verdict.state == "unsure":
             detail += "; landed detection unsure: review"
         if verdict.renames:
             detail += "; follows " + ", ".join(f"{a} -> {b}" for a, b in verdict.renames.items())
         rel = f"{upstream}/{name}"
-        staged = self._defer_diff(rel, new_patch, changes) if new_diff_needed else \
-            self._stage(rel, self._remembered(rel, new_patch))
+        # Unchanged pre-images: the old diff is still exact, byte for byte (its index lines too).
+        staged = self._stage(rel, self._remembered(rel, new_patch)) if judgement.unchanged \
+            else self._defer_diff(rel, new_patch, changes)
         changed: dict[str, bytes | None] = {}
         for change in changes:
             if change.old_path is not None and change.old_path != change.new_path \
                     and not change.copy:
-                changed[change.old_path] = None  # renamed away
+                changed[change.old_path] = None  # renamed away, or deleted
             if change.new_path is not None:
                 changed[change.new_path] = change.new
-            elif change.old_path is not None:
-                changed[change.old_path] = None  # deleted
         return PatchResult(upstream, name, action, detail,
                            verdict.evidence if verdict.state != "applies" else [],
                            staged=staged, changed=changed, changed_paths=tuple(changed)), None

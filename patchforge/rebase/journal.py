@@ -256,7 +256,7 @@ def _same_tree(a: Path, b: Path) -> bool:
 
 ACTIONS = ("clean", "offset", "merged", "resolved", "dropped", "skipped", "conflict")
 DESTINATIONS = ("series", "upstreamed", "skipped")
-STOP_KINDS = ("conflict", "obsolete", "invariant")
+STOP_KINDS = ("conflict", "obsolete", "invariant", "unsure")
 
 
 def _object(doc: object, what: str) -> dict[str, Any]:
@@ -339,8 +339,8 @@ class PatchResult:
 
 @dataclass
 class Blocked:
-    """Why a patch cannot move by itself: a conflict, a file gone upstream (obsolete) or a
-    broken `Keeps:` invariant. `contents` are its files as far as it got (conflict markers
+    """Why a patch cannot move by itself: a conflict, a file gone upstream (obsolete), a
+    broken `Keeps:` invariant, or a judgement the checks cannot make (unsure). `contents` are its files as far as it got (conflict markers
     where git could not merge), for the worktree; they are not journaled."""
     kind: str  # one of STOP_KINDS
     files: list[str]
