@@ -6,7 +6,10 @@ Per upstream, a project is:
 - `stopped at NAME`: a rebase stopped on NAME (a conflict, a file gone upstream, a broken
   invariant, an unsure judgement) and waits in `.patchforge/work/<upstream>` for the user;
 - `rebasing`: a rebase of this upstream is in progress but not stopped on a patch (it was
-  interrupted or killed while it ran, or is stopped on another upstream of the same run).
+  interrupted or killed while it ran, or is stopped on another upstream of the same run);
+- `bringing back NAME`: `bring-back NAME` stopped on a conflict (or another stop) and waits in
+  `.patchforge/work/<upstream>` for the user; the fix stays in skipped/ until
+  `bring-back --continue` puts the resolution at the end of the series (`--abort` gives up).
 
 The rebase journal (`.patchforge/rebase/journal.json`) and the editing state files
 (`.patchforge/work/<upstream>.json`) are the only sources; this module reads them and never
@@ -26,7 +29,8 @@ from patchforge.errors import InProgressError
 if TYPE_CHECKING:
     from patchforge.project import Project
 
-IDLE, EDITING, STOPPED, REBASING = "idle", "editing", "stopped", "rebasing"
+IDLE, EDITING, STOPPED, REBASING, BRINGING = \
+    "idle", "editing", "stopped", "rebasing", "bringing-back"
 
 # What a command may do in each state: "yes"; "refreshed" (only when the open edit has nothing
 # that is not refreshed: the edit is then derived state, and the command may close it); absent:
@@ -37,14 +41,17 @@ COMMANDS: dict[str, dict[str, str]] = {
     "edit": {IDLE: "yes", EDITING: "refreshed"},
     "refresh": {EDITING: "yes"},
     "edit --close": {EDITING: "refreshed"},
+    "edit --close --discard": {EDITING: "yes"},
     "delete": {IDLE: "yes", EDITING: "refreshed"},
     "rename": {IDLE: "yes", EDITING: "yes"},
     "move": {IDLE: "yes", EDITING: "refreshed"},
     "import": {IDLE: "yes", EDITING: "yes"},
     "bring-back": {IDLE: "yes", EDITING: "refreshed"},
+    "bring-back --continue": {BRINGING: "yes"},
+    "bring-back --abort": {BRINGING: "yes"},
     "upstream pin": {IDLE: "yes"},
-    "overlays": {IDLE: "yes", EDITING: "yes"},
-    "pr --push": {IDLE: "yes", EDITING: "yes"},
+    "overlays": {IDLE: "yes", EDITING: "yes", BRINGING: "yes"},
+    "pr --push": {IDLE: "yes", EDITING: "yes", BRINGING: "yes"},
     "rebase --to": {IDLE: "yes", EDITING: "refreshed"},
     "rebase --continue": {STOPPED: "yes", REBASING: "yes"},
     "rebase --skip": {STOPPED: "yes"},
@@ -55,7 +62,7 @@ COMMANDS: dict[str, dict[str, str]] = {
 @dataclass(frozen=True)
 class UpstreamState:
     upstream: str
-    kind: str  # idle | editing | stopped | rebasing
+    kind: str  # idle | editing | stopped | rebasing | bringing-back
     patch: str | None = None  # the edited patch, or the one the rebase stopped at
     worktree: Path | None = None
     detail: str = ""  # for a stop: its message; for a rebase in progress: its phase
@@ -69,6 +76,10 @@ class UpstreamState:
             return f"{self.upstream}: a rebase is stopped at {self.patch}{why}{where}"
         if self.kind == REBASING:
             return f"{self.upstream}: a rebase is in progress ({self.detail or 'interrupted'})"
+        if self.kind == BRINGING:
+            why = f": {self.detail}" if self.detail else ""
+            return (f"{self.upstream}: bringing back {self.patch} is stopped{why} (the fix "
+                    f"stays in skipped/ until it is finished){where}")
         return f"{self.upstream}: idle"
 
     def next_step(self) -> str:
@@ -81,6 +92,9 @@ class UpstreamState:
                     "`patchforge rebase --abort`")
         if self.kind == REBASING:
             return "`patchforge rebase --continue` finishes it, `patchforge rebase --abort` undoes it"
+        if self.kind == BRINGING:
+            return ("fix the files in the worktree, then `patchforge bring-back --continue`; "
+                    "or `patchforge bring-back --abort` (the fix stays in skipped/)")
         return ""
 
 
@@ -130,7 +144,11 @@ def read_states(project: Project) -> dict[str, UpstreamState]:
             edit = json.loads(path.read_text("utf-8"))
         except (OSError, ValueError):
             edit = None
-        if isinstance(edit, dict) and edit.get("patch"):
+        if isinstance(edit, dict) and edit.get("patch") and edit.get("bring_back"):
+            states[upstream] = UpstreamState(upstream, BRINGING, edit["patch"],
+                                             project.work_dir(upstream),
+                                             str(edit.get("message") or ""))
+        elif isinstance(edit, dict) and edit.get("patch"):
             states[upstream] = UpstreamState(upstream, EDITING, edit["patch"],
                                              project.work_dir(upstream))
         else:
@@ -209,8 +227,8 @@ def announcements(project: Project) -> list[str]:
 def needs_attention(project: Project) -> bool:
     """A rebase is stopped or in progress, or a fix is set aside under skipped/: read-only
     checks report it (exit 1)."""
-    return any(s.kind in (STOPPED, REBASING) for s in read_states(project).values()) or \
-        bool(skipped_fixes(project))
+    return any(s.kind in (STOPPED, REBASING, BRINGING)
+               for s in read_states(project).values()) or bool(skipped_fixes(project))
 
 
 def interrupted_report(project: Project) -> list[str]:
@@ -226,7 +244,7 @@ def interrupted_report(project: Project) -> list[str]:
                      "`patchforge rebase --continue` goes on, `patchforge rebase --abort` "
                      "puts everything back")
     for state in states.values():
-        if state.kind == EDITING:
+        if state.kind in (EDITING, BRINGING):
             lines.append(f"{state.describe()}: {state.next_step()}")
     if not lines:
         lines.append("nothing was left half-written (every write is atomic); run the command "

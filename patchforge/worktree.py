@@ -5,8 +5,11 @@ rebase use it.
 A worktree is a small git repository of its own. Its one commit (HEAD) holds the files as they
 are before the patch (the series before it, or the new base with the series so far); the working
 files carry the patch, or the conflict. So `git diff` and `git status` in it show exactly the
-user's change, and `Worktree.changes()` tells refresh and `rebase --continue` which tracked files
-differ and which files nobody asked for (refused, never folded in). A file the patch does not
+user's change, and `Worktree.changes()` tells refresh and `rebase --continue` which of the
+patch's files differ and which files nobody asked for (refused, never folded in). Which files
+are the patch's, and which commit is the base, patchforge records itself (`.git/patchforge.json`):
+a file the user stages or commits with git in there is still not part of the patch, and a
+resolution committed with git is still the resolution. A file the patch does not
 touch gets in only when the user asks (`edit NAME --file PATH`, `patchforge add PATH`). Making one
 costs what the patch touches: a stop on a vLLM wheel writes a few files, not the 800 MB of the
 whole tree. The repository has no link to the store (no alternates, no promisor): it holds its
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
 # Build products made while testing a fix (python -m py_compile, pytest) are not part of it.
 _EXCLUDE = b"__pycache__/\n*.pyc\n.pytest_cache/\n"
 _BASE_MESSAGE = "patchforge: the files before the patch\n"
+_RECORD = "patchforge.json"  # under .git/: {"base": commit, "files": [the patch's paths]}
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ class Changes:
     mode) differs from HEAD, or is gone; `untracked` files nobody asked for."""
 
     changed: tuple[str, ...]
-    untracked: tuple[str, ...]
+    untracked: tuple[str, ...]  # anything else that changed: never part of the patch
 
 
 class Worktree:
@@ -98,6 +102,7 @@ class Worktree:
         head = write(b"commit", raw)
         write_small_pack(work.path / ".git", objects)
         work._git("reset", "-q", "--hard", head)
+        files = set(before) | {rel for rel, new in after.items() if new is not None}
         for rel, new in after.items():
             if new is None:
                 target = work.path / rel
@@ -114,6 +119,7 @@ class Worktree:
         created = [rel for rel, content in after.items() if content is not None and rel not in before]
         if created:
             work._git("add", "-f", "-N", "--", *created)
+        work._record(head, sorted(files | set(after)))
         return work
 
     def _clear(self) -> None:
@@ -143,6 +149,7 @@ class Worktree:
         _check_rel(rel)
         if rel in self.tracked():
             return False
+        record = self._read_record()
         target = self.path / rel
         if base is not None:
             mode, content = base
@@ -152,13 +159,14 @@ class Worktree:
             index = self.path / ".git" / "patchforge-add-index"
             env = {"GIT_INDEX_FILE": str(index)}
             try:
-                self._git("read-tree", "HEAD", env=env)
+                self._git("read-tree", record["base"], env=env)
                 self._git("update-index", "--add", "--cacheinfo", f"{mode},{oid},{rel}", env=env)
                 tree = self._git("write-tree", env=env).decode().strip()
             finally:
                 index.unlink(missing_ok=True)
             commit = self._git("commit-tree", tree, input=_BASE_MESSAGE.encode()).decode().strip()
             self._git("update-ref", "HEAD", commit)
+            record["base"] = commit
             self._git("update-index", "--add", "--cacheinfo", f"{mode},{oid},{rel}")
             if not (target.exists() or target.is_symlink()):
                 self._write(rel, content, mode)
@@ -167,6 +175,7 @@ class Worktree:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(b"")
             self._git("add", "-f", "-N", "--", rel)
+        self._record(record["base"], sorted({*record["files"], rel}))
         return True
 
     # ---- reading one
@@ -175,23 +184,32 @@ class Worktree:
         return (self.path / ".git").is_dir()
 
     def tracked(self) -> list[str]:
-        """Every path HEAD or the index knows (the files the patch touches, and those added)."""
-        out = self._git("ls-files", "-z", "--cached")
-        return sorted({_decode(p) for p in out.split(b"\0") if p})
+        """The patch's files: those it touches, and those added (`patchforge add`)."""
+        return list(self._read_record()["files"])
 
     def changes(self) -> Changes:
-        """Tracked files that differ from HEAD (content, mode, deletion), and untracked files.
-        One `git status`: it compares stat data first and hashes only what changed."""
+        """The patch's files that differ from the base (content, mode, deletion), and every
+        other file that is there or changed: untracked, or staged or committed with git by
+        hand. One `git status` (it compares stat data first and hashes only what changed);
+        a second look, from the base, only when someone moved HEAD."""
+        record = self._read_record()
         out = self._git("status", "--porcelain=v1", "-z", "--untracked-files=all",
                         "--no-renames", "--ignore-submodules")
         changed: set[str] = set()
         untracked: set[str] = set()
-        for record in out.split(b"\0"):
-            if len(record) < 4:
+        for entry in out.split(b"\0"):
+            if len(entry) < 4:
                 continue
-            state, rel = record[:2], _decode(record[3:])
+            state, rel = entry[:2], _decode(entry[3:])
             (untracked if state == b"??" else changed).add(rel)
-        return Changes(tuple(sorted(changed)), tuple(sorted(untracked)))
+        if self._head() != record["base"]:
+            # A `git commit` in here: what changed is what differs from patchforge's base.
+            out = self._git("diff", "--name-only", "-z", "--no-renames", "--ignore-submodules",
+                            record["base"], "--")
+            changed.update(_decode(p) for p in out.split(b"\0") if p)
+        mine = set(record["files"])
+        untracked |= changed - mine
+        return Changes(tuple(sorted(changed & mine)), tuple(sorted(untracked)))
 
     def read(self, rel: str) -> tuple[bytes | None, str]:
         """(content, mode) of a working file; (None, "") when it is gone. A symlink is read as
@@ -209,6 +227,26 @@ class Worktree:
             shutil.rmtree(self.path)
 
     # ---- helpers
+
+    def _head(self) -> str:
+        return self._git("rev-parse", "--verify", "HEAD").decode().strip()
+
+    def _record(self, base: str, files: list[str]) -> None:
+        atomic_write(self.path / ".git" / _RECORD,
+                     (json.dumps({"base": base, "files": files}, indent=1) + "\n").encode())
+
+    def _read_record(self) -> dict:
+        """What patchforge recorded; for a worktree made before it recorded anything, HEAD and
+        what HEAD and the index know."""
+        try:
+            record = json.loads((self.path / ".git" / _RECORD).read_text("utf-8"))
+            if isinstance(record, dict) and isinstance(record.get("base"), str) and \
+                    isinstance(record.get("files"), list):
+                return record
+        except (OSError, ValueError):
+            pass
+        out = self._git("ls-files", "-z", "--cached")
+        return {"base": self._head(), "files": sorted({_decode(p) for p in out.split(b"\0") if p})}
 
     def _write(self, rel: str, content: bytes, mode: str) -> None:
         target = self.path / rel
@@ -518,8 +556,8 @@ def close_edit(project: Project, store: UpstreamStore, upstream: str, *,
                discard: bool = False) -> None:
     """`edit --close`: end the open edit of `upstream`; refused while its worktree holds
     changes not refreshed, unless `discard`."""
-    if not discard:
-        require_state(project, "edit --close", [upstream], store=store)
+    require_state(project, "edit --close --discard" if discard else "edit --close", [upstream],
+                  store=store)
     with RepoLock(project.state_dir):
         close_worktree(project, upstream)
 
@@ -558,7 +596,8 @@ def worktree_diff(project: Project, store: UpstreamStore, upstream: str, state: 
     if found.untracked:
         listed = ", ".join(found.untracked[:10]) + (" ..." if len(found.untracked) > 10 else "")
         raise UsageError(f"files in {work.path} that are not part of the patch: {listed}",
-                         hint="`patchforge add PATH` to make one part of it, or remove it")
+                         hint="`patchforge add PATH` to make one part of it, or remove it (a "
+                              "file you staged with git: `git rm --cached` it, then remove it)")
     if pairs is None:
         pairs = _edited_pairs(project, upstream, state)
     sources = sorted({old for old, _ in pairs.values()} - set(found.changed))

@@ -8,7 +8,8 @@ stack, on a real small git upstream, with the invariant checked after every step
 Steps: new, edit + change + refresh, an edit left with unrefreshed changes, delete, rename, move,
 upstream commits (a conflict on a fix's line, the fix landing verbatim, a rename, a deletion, an
 unrelated change) followed by rebase --to, resolving a stop, --continue, --skip, --abort,
-bring-back, the read-only checks, and a real SIGINT (Ctrl-C) or kill -9 of a command at a random
+bring-back (and a bring-back that stops: resolved and --continue, --abort, or left open while
+other steps run), the read-only checks, and a real SIGINT (Ctrl-C) or kill -9 of a command at a random
 write. After an interrupted or killed command, a fix may be left in two places by the step
 that was cut short (a delete copies before it unlists): then "exactly one" relaxes to "at least
 one, and the version in the series (or the only place) is intact", never "none".
@@ -168,12 +169,17 @@ class StackModel(RuleBasedStateMachine):
         return None
 
     # --- the user's steps -------------------------------------------------------------------
-    @initialize(data=st.data(), count=st.integers(2, 4), stop=st.booleans())
-    def a_few_fixes(self, data, count, stop) -> None:
+    @initialize(data=st.data(), count=st.integers(2, 4),
+                start=st.sampled_from(["idle", "stopped", "skipped"]))
+    def a_few_fixes(self, data, count, start) -> None:
         for _ in range(count):
             self.new_fix(data, data.draw(st.booleans()))
-        if stop:  # half the runs start from a rebase stopped on a conflict: orders matter most there
+        if start != "idle":
+            # Most runs start from a rebase stopped on a conflict (orders matter most there),
+            # or from a fix it set aside (which a bring-back then meets in conflict).
             self.upstream_moves_then_rebase(data, "conflict")
+            if start == "skipped":
+                self.skip()
 
     @rule(data=st.data(), script=st.booleans())
     def new_fix(self, data, script) -> None:
@@ -360,7 +366,7 @@ class StackModel(RuleBasedStateMachine):
     def scratch_file_in_the_worktree(self) -> None:
         # A note left beside a stop's files: never part of the fix. (In an edit, a new file is
         # how a fix adds one: refresh takes it.)
-        if self.stopped() and self.work.is_dir():
+        if (self.stopped() or self.bringing_back()) and self.work.is_dir():
             (self.work / "notes.txt").write_bytes(b"ask upstream about this\n")
 
     @rule()
@@ -376,35 +382,62 @@ class StackModel(RuleBasedStateMachine):
         # Continuing a stop nobody resolved is refused (markers) or takes the file as it is.
         self.allowed(self.cli("rebase", "--continue"), 0, 2, 3)
 
-    @rule(data=st.data())
-    def bring_back(self, data) -> None:
-        skipped = sorted(p.name for p in (self.series_dir / "skipped").glob("*.patch")) \
-            if (self.series_dir / "skipped").is_dir() else []
+    def skipped(self) -> list[str]:
+        directory = self.series_dir / "skipped"
+        return sorted(p.name for p in directory.glob("*.patch")) if directory.is_dir() else []
+
+    def bringing_back(self) -> dict | None:
+        """The state of a stopped bring-back, None when there is none."""
+        path = self.root / ".patchforge" / "work" / "up.json"
+        state = json.loads(path.read_text()) if path.exists() else None
+        return state if state and state.get("bring_back") else None
+
+    @rule(data=st.data(), then=st.sampled_from(["resolve", "abort", "leave"]))
+    def bring_back(self, data, then) -> None:
+        skipped = self.skipped()
         if not skipped:
             return
         name = data.draw(st.sampled_from(skipped))
         result = self.cli("bring-back", name)
         self.allowed(result, 0, 2, 3)
-        worktree_state = self.root / ".patchforge" / "work" / "up.json"
-        if result.rc == 3 and not worktree_state.exists():
-            # A conflict with no edit opened: the fix must stay where it was, in skipped/.
-            assert (self.series_dir / "skipped" / name).exists(), result.err
+        if result.rc != 3:
             return
-        if result.rc == 3:  # a stop in an edit: resolve it the simple way, or leave it open
-            state = json.loads(worktree_state.read_text())
-            data_ = (self.root / state["bring_back"]).read_bytes()  # still in skipped/
-            fix = self.fix_of(data_)
-            target = self.find_in_worktree(self.slot[fix]) if fix is not None else None
-            if target is not None:
-                self.write_fix(target, fix, self.version[fix], resolve=True)
-                self.ok("refresh")
+        # A stop like a rebase's: the fix stays in skipped/ until the bring-back is finished.
+        state = self.bringing_back()
+        assert state is not None, result.text
+        assert (self.root / state["bring_back"]).exists(), result.text
+        if then == "abort":
+            self.ok("bring-back", "--abort")
+            assert self.bringing_back() is None
+        elif then == "resolve":
+            self.resolve_bring_back()
+        # "leave": other steps run while it is stopped; finish_bring_back may end it later.
+
+    def resolve_bring_back(self) -> None:
+        """Make the fix again in the stopped bring-back's worktree (upstream's side of any
+        conflict, then the fix's change), then --continue."""
+        state = self.bringing_back()
+        if state is None or not (self.root / state["bring_back"]).exists():
+            return
+        fix = self.fix_of((self.root / state["bring_back"]).read_bytes())
+        target = self.find_in_worktree(self.slot[fix]) if fix is not None else None
+        if target is None:  # the fix's file is gone upstream: nothing to resolve it in
+            self.ok("bring-back", "--abort")
+            return
+        self.write_fix(target, fix, self.version[fix], resolve=True)
+        # 2: a scratch file is in the worktree (listed and refused, never taken).
+        self.allowed(self.cli("bring-back", "--continue"), 0, 2)
+
+    @rule()
+    def finish_bring_back(self) -> None:
+        self.resolve_bring_back()
 
     @rule()
     def read_only_checks(self) -> None:
         result = self.cli("status")
         skipped = (self.series_dir / "skipped").is_dir() and \
             any((self.series_dir / "skipped").glob("*.patch"))
-        if skipped or self.stopped() is not None or \
+        if skipped or self.stopped() is not None or self.bringing_back() is not None or \
                 (self.root / ".patchforge" / "rebase" / "journal.json").exists():
             assert result.rc == 1, "status must report a skipped fix or a rebase in progress\n" \
                 + result.text
@@ -417,6 +450,10 @@ class StackModel(RuleBasedStateMachine):
         of a command that changes the project."""
         fixes = sorted(self.series_fixes())
         choices = [("rebase", "--continue"), ("rebase", "--skip"), ("rebase", "--abort")]
+        if self.bringing_back():
+            choices += [("bring-back", "--continue"), ("bring-back", "--abort")]
+        elif self.skipped():
+            choices.append(("bring-back", data.draw(st.sampled_from(self.skipped()))))
         if fixes:
             name = data.draw(st.sampled_from(fixes))
             choices += [("delete", name), ("rename", name, f"k-{name}"), ("move", name, "--first")]

@@ -90,6 +90,46 @@ def test_edit_of_another_patch_during_a_stop_is_refused_and_the_resolution_survi
     assert project.series() == ["fix-a.patch", "fix-b.patch"]
 
 
+def test_continue_takes_the_stops_files_and_what_the_user_adds_nothing_else(project):
+    """`rebase --continue` takes the stopped patch's files plus what `patchforge add` named; a
+    file staged or committed with git inside the worktree is listed and refused, and a
+    resolution committed with git there is still the resolution (it was set aside as 'resolved
+    to no change', and a staged notes.txt was folded into the fix)."""
+    stopped_on_a(project)
+    resolved = text({3: b"def f3():\n    return -33\n\n"})
+    (project.work / "pkg/mod.py").write_bytes(resolved)
+    user = ["-c", "user.name=u", "-c", "user.email=u@example.org"]
+    subprocess.run(["git", *user, "commit", "-qam", "my resolution"], cwd=project.work, check=True)
+    (project.work / "notes.txt").write_bytes(b"ask upstream about f3\n")
+    subprocess.run(["git", "add", "notes.txt"], cwd=project.work, check=True)
+    _, _, err = project.cli("rebase", "--continue", expect=2)
+    assert "not part of the patch: notes.txt" in err and "patchforge add" in err
+    subprocess.run(["git", *user, "commit", "-qm", "notes"], cwd=project.work, check=True)
+    _, _, err = project.cli("rebase", "--continue", expect=2)  # committed: still not the fix's
+    assert "notes.txt" in err
+    # Named with `patchforge add`, a file is part of the fix (an upstream file here).
+    project.cli("add", "pkg/other.py")
+    (project.work / "pkg/other.py").write_bytes(b"x = 2\n")
+    subprocess.run(["git", "rm", "-q", "--cached", "notes.txt"], cwd=project.work, check=True)
+    (project.work / "notes.txt").unlink()
+    project.cli("rebase", "--continue")
+    fix = project.patch("fix-a")
+    assert b"+    return -33" in fix and b"+x = 2" in fix and b"notes" not in fix
+    assert not (project.root / "series" / "up" / "skipped").exists()
+
+
+def test_refresh_refuses_a_file_staged_with_git_in_the_worktree(project):
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    (project.work / "scratch.py").write_bytes(b"print('debugging')\n")
+    subprocess.run(["git", "add", "scratch.py"], cwd=project.work, check=True)
+    _, _, err = project.cli("refresh", expect=2)
+    assert "scratch.py" in err
+    project.cli("add", "scratch.py")  # asked for: a new file of the fix
+    project.cli("refresh")
+    assert b"+++ b/scratch.py" in project.patch("fix-a")
+
+
 def test_no_patch_can_be_added_to_a_series_a_rebase_is_moving(project, tmp_path):
     stopped_on_a(project)
     overlay = tmp_path / "other.py"
@@ -184,11 +224,67 @@ def test_a_skipped_fix_is_brought_back_through_the_three_way_merge(project):
     assert project.patch("fix-a", "skipped") == skipped  # its last good diff, byte for byte
     code, _, err = project.cli("status", expect=1)
     assert "fix-a.patch was set aside" in err
-    # It still conflicts with the new base: refused, the fix staying in skipped/.
+    # It still conflicts with the new base: it stops like a rebase, with conflict markers in
+    # the worktree, the fix staying in skipped/ until the bring-back is finished.
     _, _, err = project.cli("bring-back", "fix-a", expect=3)
     assert "does not move" in err and "stays in skipped/" in err
+    assert "bring-back --continue" in err and "bring-back --abort" in err
     assert project.series() == ["fix-b.patch"]
     assert project.patch("fix-a", "skipped") == skipped
+    marked = (project.work / "pkg/mod.py").read_bytes()
+    assert b"<<<<<<< series" in marked and b">>>>>>> skipped fix-a.patch" in marked
+    # Every other command sees the stop; nothing may change the series under it.
+    _, _, err = project.cli("status", expect=1)
+    assert "bringing back fix-a.patch is stopped" in err and "bring-back --continue" in err
+    _, _, err = project.cli("edit", "fix-b", expect=2)
+    assert "bring-back --continue" in err
+    project.cli("new", "other", expect=2)
+    project.cli("refresh", expect=2)
+    project.cli("rebase", "--to", f"up={project.up.head()}", expect=2)
+    project.cli("bring-back", "--continue", expect=2)  # the markers are still there
+    # --abort gives up: the fix is where it was.
+    _, out, _ = project.cli("bring-back", "--abort")
+    assert "stays in series/up/skipped/fix-a.patch" in out
+    assert not project.work.exists() and project.patch("fix-a", "skipped") == skipped
+    # Again, resolved this time: a scratch file is refused, then the fix joins the series.
+    project.cli("bring-back", "fix-a", expect=3)
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -333\n\n",
+                                                    12: b"def f12():\n    return -12\n\n"}))
+    (project.work / "notes.txt").write_bytes(b"ask upstream\n")
+    _, _, err = project.cli("bring-back", "--continue", expect=2)
+    assert "notes.txt" in err and project.patch("fix-a", "skipped") == skipped
+    (project.work / "notes.txt").unlink()
+    _, out, _ = project.cli("bring-back", "--continue")
+    assert "is back at the end of the series" in out
+    assert project.series() == ["fix-b.patch", "fix-a.patch"]
+    assert not (project.root / "series" / "up" / "skipped" / "fix-a.patch").exists()
+    back = project.patch("fix-a")
+    assert b"+    return -333" in back and b"notes.txt" not in back
+    assert project.cli("status")[0] == 0
+
+
+@pytest.mark.parametrize("nth", [1, 2, 3])
+def test_a_bring_back_continue_killed_at_a_write_is_finished_by_running_it_again(tmp_path, nth):
+    """kill -9 at the nth rename of `bring-back --continue` (the fix's file, the series, the
+    ledger): the fix is in the series or still in skipped/, never neither, and --continue run
+    again ends with it in the series once, resolved."""
+    project = Project(tmp_path)
+    stopped_on_a(project)
+    project.cli("rebase", "--skip")
+    project.cli("bring-back", "fix-a", expect=3)
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -333\n\n",
+                                                    12: b"def f12():\n    return -12\n\n"}))
+    env = {**os.environ, "PATCHFORGE_FAULT": f"rename:{nth}", "PATCHFORGE_FAULT_MODE": ""}
+    proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                           "bring-back", "--continue"], capture_output=True, env=env)
+    assert proc.returncode == 137, proc.stderr.decode()
+    skipped = project.root / "series" / "up" / "skipped" / "fix-a.patch"
+    assert skipped.exists() or "fix-a.patch" in project.series()
+    project.cli("status", expect=1)  # the stop (or the fix in skipped/) still needs attention
+    project.cli("bring-back", "--continue")
+    assert project.series() == ["fix-b.patch", "fix-a.patch"] and not skipped.exists()
+    assert b"+    return -333" in project.patch("fix-a")
+    assert project.cli("status")[0] == 0 and not project.work.exists()
 
 
 def test_a_skipped_fix_that_moves_cleanly_comes_back_without_a_stop(project):

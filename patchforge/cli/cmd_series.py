@@ -221,19 +221,42 @@ def move(app, name, after, first):
 
 
 @click.command("bring-back")
-@click.argument("name")
+@click.argument("name", required=False)
+@click.option("--continue", "cont", is_flag=True,
+              help="Finish a bring-back that stopped: the worktree's resolution becomes the fix.")
+@click.option("--abort", is_flag=True,
+              help="Give up a bring-back that stopped: the fix stays in skipped/.")
+@click.option("--upstream", shell_complete=complete_upstream,
+              help="With --continue/--abort: whose bring-back (needed when several stopped).")
 @click.pass_obj
-def bring_back(app, name):
+def bring_back(app, name, cont, abort, upstream):
     """Put the skipped fix NAME back at the end of its series, on the current base.
 
-    It goes through the same 3-way merge as a rebase; when that does not go cleanly, the fix
-    is listed with its last good diff and an edit is opened on it with conflict markers (exit 3):
-    resolve, `patchforge refresh`, `patchforge edit --close`."""
+    It goes through the same judge and 3-way merge as a rebase. When that does not go
+    cleanly, it stops like a rebase (exit 3): the worktree has the fix's files with conflict
+    markers, the fix stays in skipped/; resolve, then `patchforge bring-back --continue`
+    (or `--abort`)."""
+    from patchforge.errors import UsageError
     from patchforge.pins import open_store
-    from patchforge.ops.series import bring_back as do_bring_back
+    from patchforge.ops.series import bring_back as do_bring_back, bring_back_abort, \
+        bring_back_continue
 
     project = app.project()
+    if sum(map(bool, (name, cont, abort))) != 1:
+        raise UsageError("give exactly one of NAME, --continue, --abort")
+    if upstream and name:
+        raise UsageError("--upstream goes with --continue or --abort (NAME may be UPSTREAM/NAME)")
+    if abort:
+        result = bring_back_abort(project, upstream)
+        click.echo(f"bring-back of {result['upstream']}/{result['name']} given up; the fix "
+                   f"stays in {result['path']}")
+        return
     with open_store(project) as store:
+        if cont:
+            result = bring_back_continue(project, store, upstream)
+            click.echo(f"{result['upstream']}/{result['name']} is back at the end of the "
+                       "series (resolved by hand)")
+            return
         result = do_bring_back(project, store, name)
     if result["outcome"] == "landed":
         click.echo(f"{result['upstream']}/{result['name']} has landed upstream meanwhile; "

@@ -94,7 +94,11 @@ def _near_paths(store: UpstreamStore, commit: str, path: str) -> str:
         names = store.list_paths(commit)
     except Exception:  # noqa: BLE001 - only a suggestion; the refusal stands without it
         return ""
-    near = sorted(p for p in names if p.rsplit("/", 1)[-1] == base)[:3]
+    # Nearest first: a directory left out or mistyped is one small edit of the whole path.
+    from difflib import SequenceMatcher
+
+    same_name = [p for p in names if p.rsplit("/", 1)[-1] == base]
+    near = sorted(same_name, key=lambda p: (-SequenceMatcher(None, path, p).ratio(), p))[:3]
     return f" (did you mean {', '.join(near)}?)" if near else ""
 
 

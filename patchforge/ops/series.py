@@ -112,6 +112,7 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
     """Write the worktree's change back into the patch, keeping its header; the worktree is
     then removed (everything in it is in the patch; `edit` makes it again in a moment)."""
     upstream, file_name, state = _edited_patch(project, name)
+    require_state(project, "refresh", [upstream])
     _require_listed(project, upstream, state)
     diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
     if state.get("conflicts"):
@@ -121,8 +122,6 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
             raise UsageError(f"conflict markers left in {', '.join(marked)} "
                              f"(in {project.work_dir(upstream)})",
                              hint="resolve them, then `patchforge refresh`")
-    if state.get("bring_back"):
-        return _finish_bring_back(project, store, upstream, file_name, state, diff, changes)
     path = project.patch_path(upstream, file_name)
     patch = project.read_patch(upstream, file_name)
     if _same_change(store, state["base"], patch, changes):
@@ -143,33 +142,6 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
     later = check_later_patches(project, store, upstream, file_name)
     return {"upstream": upstream, "name": file_name, "changed": changed,
             "files": [c[0] for c in changes], "later_failing": later}
-
-
-def _finish_bring_back(project: Project, store: UpstreamStore, upstream, file_name, state, diff,
-                       changes) -> dict:
-    """The refresh that ends a bring-back stopped on a conflict: the resolution becomes the
-    fix's diff on the current base, the fix joins the end of the series and then leaves
-    skipped/ (a kill in between leaves it in both, never in neither)."""
-    skipped = project.root / state["bring_back"]
-    if not changes:
-        raise UsageError(f"the worktree {project.work_dir(upstream)} holds no change: nothing "
-                         "to bring back", hint="`patchforge edit --close --discard` leaves "
-                         f"{file_name} in skipped/")
-    patch = parse_patch_file(skipped.read_bytes(), str(skipped))
-    new_patch = patch.with_diff(diff).with_field("Base", state["pin"])
-    data = new_patch.to_bytes()
-    parse_patch_file(data, str(project.patch_path(upstream, file_name)))
-    with RepoLock(project.state_dir):
-        series = project.read_series(upstream)
-        atomic_write(project.patch_path(upstream, file_name), data)
-        atomic_write(project.series_path(upstream), series.inserted(file_name).to_bytes())
-        atomic_delete(skipped)
-        edit_state = {k: v for k, v in state.items() if k not in ("bring_back", "conflicts")}
-        atomic_write(state_file(project, upstream),
-                     (json.dumps(edit_state, indent=2) + "\n").encode())
-        series_changed(project)
-    return {"upstream": upstream, "name": file_name, "changed": True,
-            "files": [c[0] for c in changes], "later_failing": []}
 
 
 def close_open_edit(project: Project, store: UpstreamStore, name: str | None = None, *,
@@ -318,6 +290,7 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
         except UsageError:
             raise UsageError(f"no patch named {name!r} in the series or under skipped/",
                              hint="`patchforge list` shows the series") from None
+        require_state(project, "delete", [fix.upstream], store=store)
         return _delete_skipped(project, fix)
     require_state(project, "delete", [upstream], store=store)
     source = project.patch_path(upstream, file_name)
@@ -420,8 +393,9 @@ def find_skipped(project: Project, name: str):
 def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     """Put a skipped fix back at the end of its series, moved onto the current base by the one
     judge (the same 3-way path a rebase takes). Landed meanwhile: it goes to upstreamed/. When it
-    cannot be moved cleanly, it is listed with its last good diff and an edit is opened on it
-    with the files as far as the merge got (conflict markers): resolve, then `refresh`.
+    cannot be moved cleanly, it stops the way a rebase does: a worktree with the files as far as
+    the merge got (conflict markers), the fix staying in skipped/ until `bring-back --continue`
+    takes the resolution (`bring_back_continue`) or `--abort` gives up (exit 3, ConflictStop).
 
     The fix is written into the series before it leaves skipped/, so a kill never loses it."""
     from patchforge.judge import SeriesJudge, Target
@@ -471,8 +445,155 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
             atomic_delete(fix.path)
             series_changed(project)
             return result
+        work = _open_bring_back_stop(project, store, upstream, fix, file_name, judgement,
+                                     before, pin.commit)
+    files = ", ".join(judgement.files) or "the fix's files"
     raise ConflictStop(
         f"{upstream}/{fix.name} does not move onto {pin.label} cleanly: {judgement.message}; "
-        "it stays in skipped/",
-        hint=f"make the fix again by hand (`patchforge new NAME`, then the change of "
-             f"{fix.path.relative_to(project.root)}), then `patchforge delete {fix.name}`")
+        f"it stays in skipped/ until the bring-back is finished",
+        hint=f"make the fix in {files} in {work} (`patchforge add PATH` brings more), then "
+             "`patchforge bring-back --continue`; `patchforge bring-back --abort` gives up "
+             "(the fix stays in skipped/)")
+
+
+def _open_bring_back_stop(project, store, upstream: str, fix, file_name: str, judgement,
+                          before, pin: str) -> Path:
+    """The worktree of a bring-back that stopped: HEAD holds the fix's files as the series
+    leaves them on the pin, the working files the merge's result (conflict markers where git
+    could not merge). The state file says which skipped fix it brings back, as what."""
+    from patchforge.worktree import Worktree, files_at
+
+    def base_mode(path: str) -> str | None:
+        found = store.entry(pin, path)
+        return found[0] if found else None
+
+    series_commit = store.commit_files(pin, dict(before.current),
+                                       modes=before.given_modes(base_mode),
+                                       message=f"{upstream}: the series before {file_name}")
+    paths = sorted(set(judgement.before) | set(judgement.after) | set(fix_paths(judgement)))
+    work = project.work_dir(upstream)
+    # An open edit here was refreshed (require_state said so): derived state, closed.
+    close_worktree(project, upstream)
+    Worktree.create(work, files_at(store, series_commit, paths),
+                    {p: c for p, c in judgement.after.items() if c != judgement.before.get(p)},
+                    modes=dict(judgement.modes))
+    state = {"patch": file_name, "base": series_commit, "pin": pin,
+             "bring_back": fix.path.relative_to(project.root).as_posix(),
+             "conflicts": list(judgement.files), "kind": judgement.stop_kind,
+             "message": judgement.message}
+    atomic_write(state_file(project, upstream), (json.dumps(state, indent=2) + "\n").encode())
+    return work
+
+
+def fix_paths(judgement) -> list[str]:
+    """The paths of the target a stopped judgement's patch touches (its files, renamed ones
+    where upstream renamed them); a file gone upstream has none."""
+    return [f.target_path for f in judgement.verdict.files if f.target_path]
+
+
+def _bringing_back(project: Project, upstream: str | None) -> tuple[str, dict]:
+    """The upstream whose bring-back is stopped (the one named, or the only one) and its state."""
+    found = [(u, state) for u in project.upstream_names() if upstream in (None, u)
+             if (state := editing(project, u)) and state.get("bring_back")]
+    if not found:
+        from patchforge.state import read_states
+
+        busy = [s for s in read_states(project).values() if s.kind != "idle"
+                and upstream in (None, s.upstream)]
+        raise UsageError("no bring-back is stopped" + (f": {busy[0].describe()}" if busy else ""),
+                         hint=busy[0].next_step() if busy else
+                         "`patchforge status` lists the skipped fixes")
+    if len(found) > 1:
+        raise UsageError("bring-backs are stopped in several series: "
+                         + ", ".join(u for u, _ in found), hint="say which with --upstream")
+    return found[0]
+
+
+def _skipped_path(project, upstream: str, state: dict) -> Path:
+    """The skipped fix a bring-back state names: only ever a file of series/<upstream>/skipped/
+    (the state file is read back, and never leads elsewhere)."""
+    rel = str(state.get("bring_back") or "")
+    directory = project.series_dir(upstream) / "skipped"
+    path = project.root / rel
+    if path.parent != directory or not path.name.endswith(".patch") or "/" in path.name:
+        raise UsageError(f"{state_file(project, upstream)}: a bring-back of {rel!r}, which is "
+                         f"not a fix under {directory.relative_to(project.root)}",
+                         hint="`patchforge bring-back --abort`")
+    return path
+
+
+def bring_back_continue(project, store, upstream: str | None = None) -> dict:
+    """`bring-back --continue`: the stopped bring-back's resolution (the worktree's tracked
+    files; a file nobody added is refused, conflict markers are refused) becomes the fix's diff
+    on the current base; the fix joins the end of the series, then leaves skipped/, then the
+    worktree goes. Run again after a kill, it finishes what is left."""
+    upstream, state = _bringing_back(project, upstream)
+    require_state(project, "bring-back --continue", [upstream])
+    skipped = _skipped_path(project, upstream, state)
+    file_name = patch_file_name(checked_patch_name(str(state["patch"])))
+    work = project.work_dir(upstream)
+    series = project.read_series(upstream)
+    if not skipped.exists():
+        if file_name in series.names:  # a kill after the fix left skipped/: only the end is left
+            with RepoLock(project.state_dir):
+                series_changed(project)
+                close_worktree(project, upstream)
+            return {"upstream": upstream, "name": file_name, "files": []}
+        raise UsageError(f"{skipped.relative_to(project.root)} is gone, and the series does "
+                         f"not list {file_name}", hint="`patchforge bring-back --abort`")
+    if not work.is_dir():
+        raise UsageError(f"the bring-back's worktree {work} is gone",
+                         hint="`patchforge bring-back --abort` (the fix stays in skipped/), "
+                              "then `patchforge bring-back` again")
+    diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
+    marked = [p for p, _, new, _, _ in changes if new is not None and _CONFLICT_MARKER.search(new)]
+    if marked:
+        raise UsageError(f"conflict markers left in {', '.join(marked)} (in {work})",
+                         hint="resolve them, then `patchforge bring-back --continue`")
+    if not changes:
+        raise UsageError(f"the worktree {work} holds no change: nothing to bring back",
+                         hint=f"make the fix there; or `patchforge bring-back --abort` (it stays "
+                              f"in skipped/), `patchforge delete {file_name[:-len('.patch')]}` "
+                              "drops it")
+    patch = parse_patch_file(skipped.read_bytes(), str(skipped))
+    new_patch = patch.with_diff(diff).with_field("Base", state["pin"])
+    if patch.get_all("Keeps"):
+        from patchforge.invariants import check_patch_invariants
+
+        files = {p: new for p, _, new, _, _ in changes}
+        broken = check_patch_invariants(new_patch, lambda path: files[path] if path in files
+                                        else store.read_blob(state["base"], path))
+        if broken:
+            raise UsageError("; ".join(broken),
+                             hint="the resolution breaks the fix's Keeps: invariant")
+    data = new_patch.to_bytes()
+    target = project.patch_path(upstream, file_name)
+    parse_patch_file(data, str(target))
+    with RepoLock(project.state_dir):
+        series = project.read_series(upstream)
+        if file_name in series.names and target.is_file() and target.read_bytes() != data:
+            # Listed by a --continue cut short, then the resolution changed: never overwrite.
+            raise UsageError(f"{upstream}/{file_name} is in the series already, with another "
+                             f"diff than the worktree's; the fix is still in "
+                             f"{skipped.relative_to(project.root)}",
+                             hint=f"`patchforge bring-back --abort`, then compare the two "
+                                  f"(`patchforge delete {file_name[:-len('.patch')]}` sets one "
+                                  "aside)")
+        # In the series first, out of skipped/ next: a kill in between leaves it in both.
+        atomic_write(target, data)
+        if file_name not in series.names:
+            atomic_write(project.series_path(upstream), series.inserted(file_name).to_bytes())
+        atomic_delete(skipped)
+        series_changed(project)
+        close_worktree(project, upstream)  # last: until then, --continue again finishes it
+    return {"upstream": upstream, "name": file_name, "files": [c[0] for c in changes]}
+
+
+def bring_back_abort(project, upstream: str | None = None) -> dict:
+    """`bring-back --abort`: the worktree goes, the fix stays in skipped/ as it was."""
+    upstream, state = _bringing_back(project, upstream)
+    skipped = _skipped_path(project, upstream, state)
+    with RepoLock(project.state_dir):
+        close_worktree(project, upstream)
+    return {"upstream": upstream, "name": skipped.name,
+            "path": skipped.relative_to(project.root).as_posix()}

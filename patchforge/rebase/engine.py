@@ -93,6 +93,12 @@ class Rebase:
         unknown = set(specs) - set(self.project.upstream_names())
         if unknown:
             raise UsageError(f"unknown upstream(s): {', '.join(sorted(unknown))}")
+        if not dry_run:
+            from patchforge.state import require
+
+            # A stopped bring-back waits on the series as it is (an open edit is looked at
+            # below: a refreshed one is closed, one with unrefreshed changes refused).
+            require(self.project, "rebase --to", list(specs), unrefreshed=lambda *_: False)
         lock = self.project.lock
         plan = {}
         for upstream in self.project.upstream_names():
@@ -129,7 +135,7 @@ class Rebase:
 
     def resume(self, *, skip: bool = False) -> dict:
         if not self.journal.exists():
-            raise UsageError("no rebase in progress")
+            self._no_rebase()
         run = self.journal.load()
         if run.phase == "committing":
             if skip:
@@ -161,7 +167,7 @@ class Rebase:
     def abort(self) -> list[str]:
         """Put the project back as it was before the rebase; returns the files restored."""
         if not self.journal.exists():
-            raise UsageError("no rebase in progress")
+            self._no_rebase()
         try:
             run = self.journal.load()
         except CorruptJournal:
@@ -203,6 +209,17 @@ class Rebase:
             self._remove_worktree(upstream)
         self.journal.remove()
         return restored
+
+    def _no_rebase(self) -> None:
+        """Refuse --continue/--skip/--abort without a rebase, naming what is open instead (a
+        stopped bring-back is continued by `bring-back --continue`)."""
+        from patchforge.state import BRINGING, read_states
+
+        open_ = [s for s in read_states(self.project).values() if s.kind == BRINGING]
+        if open_:
+            raise UsageError(f"no rebase in progress; {open_[0].describe()}",
+                             hint=open_[0].next_step())
+        raise UsageError("no rebase in progress")
 
     # --- moving patches -----------------------------------------------------------------------
     @property
