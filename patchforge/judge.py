@@ -294,7 +294,7 @@ class SeriesJudge:
             # place and mode (a mode upstream changed makes the `index`/mode lines stale).
             unchanged = unchanged and moved == source and current == base and \
                 (fp.is_new or modes[path_after][0] == git_mode(self.old_mode(source)))
-            if created_identically(fp, before[path_after]):
+            if fp.binary is None and created_identically(fp, before[path_after]):
                 # Upstream added this very file: the creation drops out of the patch (so its
                 # diff is made again), the rest of it moves.
                 after[path_after] = before[path_after]
