@@ -195,6 +195,14 @@ class Project:
         matches = [(u, n) for u, n in self.all_patches()
                    if n == file_name and (wanted_upstream is None or u == wanted_upstream)]
         if not matches:
+            aside = [u for u in self.upstream_names() if wanted_upstream in (None, u)
+                     and (self.series_dir(u) / "skipped" / file_name).is_file()]
+            if aside:
+                # Set aside by a rebase: not in the series, but not gone either.
+                raise UsageError(f"{aside[0]}/{file_name} is not in the series: a rebase set it "
+                                 f"aside (series/{aside[0]}/skipped/{file_name})",
+                                 hint=f"`patchforge bring-back {name}` puts it back onto the "
+                                      "current base")
             raise UsageError(f"no patch named {name!r} in the series",
                              hint=self._did_you_mean(wanted_upstream, name))
         if len(matches) > 1:

@@ -305,6 +305,8 @@ def test_a_skipped_fix_can_be_dropped_for_good(project):
     stopped_on_a(project)
     project.cli("rebase", "--skip")
     original = project.patch("fix-a", "skipped")
+    _, _, err = project.cli("edit", "fix-a", expect=2)  # not in the series, but not gone
+    assert "a rebase set it aside" in err and "bring-back fix-a" in err
     project.cli("delete", "fix-a")
     assert project.patch("fix-a", "deleted") == original
     assert project.cli("status")[0] == 0
