@@ -307,6 +307,7 @@ def test_a_skipped_fix_can_be_dropped_for_good(project):
     original = project.patch("fix-a", "skipped")
     _, _, err = project.cli("edit", "fix-a", expect=2)  # not in the series, but not gone
     assert "a rebase set it aside" in err and "bring-back fix-a" in err
-    project.cli("delete", "fix-a")
+    _, out, _ = project.cli("delete", "fix-a")
+    assert "removed fix-a from skipped/" in out
     assert project.patch("fix-a", "deleted") == original
     assert project.cli("status")[0] == 0

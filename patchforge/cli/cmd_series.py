@@ -181,10 +181,17 @@ def delete(app, name):
     from patchforge.pins import open_store
     from patchforge.ops.series import delete_patch
 
+    from patchforge.errors import UsageError
+
     project = app.project()
+    try:
+        project.find_patch(name)
+        where = "the series"
+    except UsageError:
+        where = "skipped/"  # (or nowhere: delete_patch says so)
     with open_store(project) as store:
         kept = delete_patch(project, name, store=store)
-    click.echo(f"removed {name} from the series; kept as {kept}")
+    click.echo(f"removed {name} from {where}; kept as {kept}")
 
 
 @click.command()

@@ -360,7 +360,8 @@ class Rebase:
         self.journal.save()
         raise ConflictStop(
             f"{upstream}/{name}: {stop.message}",
-            hint=f"edit {', '.join(stop.files) or 'the files'} in {work}, then "
+            hint=f"edit {', '.join(stop.files) or 'the files'} in {work} (`patchforge add "
+                 "PATH` makes another file part of the fix), then "
                  "`patchforge rebase --continue`; or `--skip` to set the patch aside "
                  f"(kept in series/{upstream}/skipped/), `--abort` to go back")
 
