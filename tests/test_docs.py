@@ -1,6 +1,6 @@
 """The documentation as a user meets it: every install instruction installs this project, and
 every fenced shell command of the tutorial, the reference and the example-stack page runs as
-written on a fresh clone, exiting as the page says."""
+written on a fresh clone, exiting as the page says and printing the output the page shows."""
 from __future__ import annotations
 
 import os
@@ -90,6 +90,42 @@ def doc_commands(path: Path) -> list[DocCommand]:
     return commands
 
 
+def shown_but_not_printed(shown: list[str], output: str) -> list[str]:
+    """The lines a page shows under a command that the command did not print, in order.
+
+    Each shown line must be one line of the output, in the page's order; lines in between may be
+    left out. A `…` in a shown line stands for text trimmed there (any characters, within the
+    line); a line that is only `…` stands for lines left out. Column alignment is not compared
+    (a run of spaces is two spaces): a table's widths follow the paths of the machine it ran on."""
+    def columns(line: str) -> str:
+        return re.sub(r"  +", "  ", line.rstrip())
+
+    printed = [columns(line) for line in output.splitlines()]
+    missing = []
+    position = 0
+    for line in shown:
+        line = columns(line)
+        if line.strip() in ("", "…"):
+            continue
+        pattern = re.compile(".*".join(re.escape(piece) for piece in line.split("…")))
+        found = next((i for i in range(position, len(printed)) if pattern.fullmatch(printed[i])),
+                     None)
+        if found is None:
+            missing.append(line)
+        else:
+            position = found + 1
+    return missing
+
+
+def test_shown_output_is_matched_line_by_line():
+    output = "a  b\nskipped\nlong line with detail\nlast\n"
+    assert shown_but_not_printed(["a  b", "…", "long …detail", "last"], output) == []
+    assert shown_but_not_printed(["last", "a  b"], output) == ["a  b"]  # order matters
+    assert shown_but_not_printed(["a b"], output) == ["a b"]  # so does a column break
+    assert shown_but_not_printed(["a      b"], output) == []  # not the column's width
+    assert shown_but_not_printed(["long line"], output) == ["long line"]  # whole lines
+
+
 def test_doc_commands_are_found():
     commands = doc_commands(REPO_ROOT / "docs/tutorial.md")
     assert len(commands) > 40
@@ -122,10 +158,14 @@ def test_every_documented_command_runs_as_written(tmp_path, shared_cache):
     commands = [c for doc in RUN_DOCS for c in doc_commands(REPO_ROOT / doc)]
     script = [f"exec 3>{outputs / 'rc'}", f"cd {scratch}"]
     expected: list[int | None] = []
-    for index, command in enumerate(commands):
+
+    def here(text: str) -> str:
         # /tmp/ first: the checkout itself may live under /tmp.
-        text = command.text.replace("/tmp/", f"{scratch}/").replace("/path/to/patchforge",
-                                                                    str(REPO_ROOT))
+        return text.replace("/tmp/", f"{scratch}/").replace("/path/to/patchforge",
+                                                            str(REPO_ROOT))
+
+    for index, command in enumerate(commands):
+        text = here(command.text)
         skipped = next((reason for prefix, reason in SKIP.items() if text.startswith(prefix)),
                        None)
         following = commands[index + 1] if index + 1 < len(commands) else None
@@ -157,4 +197,8 @@ def test_every_documented_command_runs_as_written(tmp_path, shared_cache):
         elif int(code) != want:
             failures.append(f"{command.doc}:{command.line}: `{command.text}` exited {code}, "
                             f"the page says {want}\n{output[-800:]}")
+        elif missing := shown_but_not_printed([here(line) for line in command.shown], output):
+            failures.append(f"{command.doc}:{command.line}: `{command.text}` did not print "
+                            "what the page shows:\n" + "\n".join(missing)
+                            + f"\n--- it printed:\n{output[-1500:]}")
     assert not failures, "\n\n".join(failures)
