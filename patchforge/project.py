@@ -136,8 +136,11 @@ class Project:
         try:
             return path.read_bytes()
         except FileNotFoundError:
+            series = self.read_series(upstream)
             raise ConfigError(f"patch {patch_file_name(name)} is listed in the series but the "
-                              "file is missing", path=str(self.series_path(upstream))) from None
+                              "file is missing", path=series.source,
+                              line=series.line_of(name) or series.line_of(patch_file_name(name))
+                              ) from None
 
     def read_patch(self, upstream: str, name: str) -> PatchFile:
         """The parsed patch file (parsed once per content, see parse_patch)."""

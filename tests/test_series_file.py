@@ -47,3 +47,14 @@ def test_errors_name_the_line(data, line, message):
         parse_series(data, "series/up/series")
     assert info.value.path == "series/up/series" and info.value.line == line
     assert message in str(info.value)
+
+
+def test_a_listed_patch_without_its_file_is_named_by_its_series_line(tmp_path):
+    from helpers.project import OneUpstreamStack
+
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": b"a = 1\n"})
+    stack.add_patch("up", "fix", {"pkg/a.py": b"a = 2\n"})
+    series = stack.root / "series" / "up" / "series"
+    series.write_bytes(b"# the fixes\nfix.patch\ngone.patch\n")
+    _, _, err = stack.cli("list", expect=2)
+    assert f"{series}:3: patch gone.patch is listed in the series but the file is missing" in err

@@ -45,6 +45,10 @@ class SeriesFile:
             seen[name] = index
         return out
 
+    def line_of(self, name: str) -> int | None:
+        """The 1-based line that lists `name`, or None."""
+        return next((index + 1 for entry, index in self._entries() if entry == name), None)
+
     def to_bytes(self) -> bytes:
         return b"".join(self.lines)
 
