@@ -54,6 +54,37 @@ def test_every_subcommand_help(words):
     assert run.text.startswith("Usage: patchforge " + " ".join(words))
 
 
+def _command(words: tuple[str, ...]):
+    import click
+
+    module, attribute, _ = LAZY_COMMANDS[words[0]]
+    command = getattr(importlib.import_module(module), attribute)
+    return command.commands[words[1]] if isinstance(command, click.Group) else command
+
+
+REFERENCE_ROWS = [line.split(" | ")[0] for line in
+                  (REPO_ROOT / "docs" / "reference.md").read_text().splitlines()
+                  if line.startswith("| `")]
+
+
+@pytest.mark.parametrize("words", [w for w in SUBCOMMANDS if w[0] not in ("upstream", "import")]
+                         + [w for w in SUBCOMMANDS if len(w) == 2], ids=lambda w: " ".join(w))
+def test_every_option_has_help_and_is_in_the_reference(words):
+    """`--help` explains every option, and docs/reference.md's table of commands names it in the
+    command's row."""
+    import click
+
+    name = " ".join(words)
+    rows = " ".join(row for row in REFERENCE_ROWS if row.startswith(f"| `{name}")
+                    and not row[len(name) + 3:len(name) + 4].isalnum())
+    assert rows, f"docs/reference.md has no row for `{name}`"
+    for param in _command(words).params:
+        if isinstance(param, click.Option) and param.name != "help":
+            assert param.help, f"patchforge {name} {param.opts[0]} has no help text"
+            assert any(opt in rows for opt in param.opts), \
+                f"docs/reference.md's row for `{name}` does not name {param.opts[0]}"
+
+
 # --------------------------------------------------------------------------------------------
 # init
 

@@ -32,6 +32,22 @@ def test_every_pip_install_names_this_project():
     assert seen >= 3
 
 
+def test_every_configuration_key_is_in_the_reference():
+    """docs/reference.md's configuration table names every key the schema accepts."""
+    import json
+
+    schema = json.loads((REPO_ROOT / "patchforge/formats/schemas/config.schema.json").read_text())
+    keys = [*schema["properties"],
+            *(f"forge.{key}" for key in schema["properties"]["forge"]["properties"]),
+            *(f"upstreams.<name>.{key}" for key in schema["$defs"]["upstream"]["properties"])]
+    table = [line.split(" | ")[0].removeprefix("| ") for line in
+             (REPO_ROOT / "docs/reference.md").read_text().splitlines() if line.startswith("| `")]
+    documented = {key for cell in table for key in re.findall(r"`([^`]+)`", cell)}
+    missing = [key for key in keys if key not in documented
+               and not any(d.startswith(f"{key}.") for d in documented)]
+    assert not missing, f"docs/reference.md's configuration table lacks {missing}"
+
+
 # --------------------------------------------------------------------------------------------
 # Every fenced shell command of the documentation, run as written, in order, on a fresh clone.
 

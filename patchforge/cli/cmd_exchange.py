@@ -27,7 +27,8 @@ def _report(names, upstream):
 
 @import_.command("overlay")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--upstream", required=True, shell_complete=complete_upstream)
+@click.option("--upstream", required=True, shell_complete=complete_upstream,
+              help="Which upstream's series the patch joins.")
 @click.option("--path", "upstream_path", required=True, help="The file's path in the upstream.")
 @click.option("--name", required=True, help="The new patch's name.")
 @click.option("-m", "--description", help="The Description header.")
@@ -51,8 +52,10 @@ def import_overlay(app, file, upstream, upstream_path, name, description, profil
 @import_.command("git")
 @click.argument("rev_range", metavar="RANGE")
 @click.option("--repo", required=True,
-              type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--upstream", required=True, shell_complete=complete_upstream)
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The git repository whose commits RANGE names.")
+@click.option("--upstream", required=True, shell_complete=complete_upstream,
+              help="Which upstream's series the patches join.")
 @click.pass_obj
 def import_git(app, rev_range, repo, upstream):
     """One patch per commit of RANGE in REPO, header from the commit."""

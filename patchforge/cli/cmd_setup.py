@@ -101,7 +101,7 @@ def upstream_pin(app, name, spec, force):
 
 
 @upstream.command("list")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def upstream_list(app, as_json):
     """The configured upstreams and their pins."""

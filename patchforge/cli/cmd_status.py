@@ -74,7 +74,8 @@ def parse_specs(project: Project, specs):
 @format_option
 @click.pass_obj
 def status(app, specs, strict, as_json, html_out, more_specs, output_format):
-    """Per patch: applies, offset, fuzz, conflict, upstreamed, partial or obsolete."""
+    """Per patch: applies, offset, fuzz, merges, conflict, upstreamed, partial, obsolete or
+    unsure, with the evidence and where it landed."""
     from patchforge.pins import open_store
     from patchforge.ops.status import resolve_targets, series_status
     from patchforge.state import announcements, skipped_fixes
