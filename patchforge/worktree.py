@@ -442,6 +442,19 @@ def add_files(store: UpstreamStore, work: Worktree, base: str, paths) -> list[st
     return [p for p in paths if work.add(p, base_files.get(p))]
 
 
+def new_empty_files(work: Path, paths) -> list[str]:
+    """Of `paths` (as `add` and `--file` take them), those the worktree's base does not have
+    and that are still empty there: tracked as new files, which the patch creates unless they
+    are deleted before `refresh` (a mistyped path becomes one)."""
+    rels = [_worktree_relative(work, p) for p in paths]
+    if not rels:
+        return []
+    out = Worktree(work)._git("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *rels)
+    present = {_decode(p) for p in out.split(b"\0") if p}
+    return [rel for rel in dict.fromkeys(rels) if rel not in present
+            and (work / rel).is_file() and (work / rel).stat().st_size == 0]
+
+
 def add_to_worktree(project: Project, store: UpstreamStore, paths, *, upstream: str | None = None,
                     stopped_at: tuple[str, str] | None = None) -> tuple[Path, list[str]]:
     """`patchforge add PATH...`: make upstream files part of the open worktree (an edit's, or

@@ -135,6 +135,24 @@ def test_a_file_added_to_an_edit_arrives_as_the_series_before_the_patch_leaves_i
     assert b"line2 from first and third" in (checkout / "a.py").read_bytes()
 
 
+def test_a_path_the_upstream_lacks_is_said_to_become_a_new_file(project):
+    """`add` (and `--file`) of a path the upstream does not have tracks a new, empty file, as
+    `quilt add` does: a warning names it, and deleting it before refresh leaves it out."""
+    root = project
+    run = ok(root, "new", "typo", "--file", "a.py", "--file", "nosuch.py")
+    assert "warning: up has no file nosuch.py: it is a new, empty file" in run.err
+    assert "a.py:" not in run.err
+    run = ok(root, "add", "pkg/nosuch2.py")
+    assert "warning: up has no file pkg/nosuch2.py" in run.err
+    (work(root) / "nosuch.py").write_bytes(b"meant = True\n")  # meant: no warning once written
+    assert "nosuch.py" not in ok(root, "add", "nosuch.py").err
+    (work(root) / "pkg" / "nosuch2.py").unlink()
+    replace_in(work(root) / "a.py", b"line2", b"line2 changed")
+    ok(root, "refresh")
+    data = patch_bytes(root, "typo")
+    assert b"b/nosuch.py\nnew file mode" in data and b"nosuch2" not in data
+
+
 def test_refresh_keeps_the_header_byte_for_byte_except_last_update(project, monkeypatch):
     root = project
     ok(root, "new", "hand", "--no-edit")

@@ -100,6 +100,7 @@ def new(app, name, upstream, after, description, profiles, no_edit, files):
             work = open_worktree(project, store, f"{up}/{file_name}", files=files)
         click.echo(f"edit files in {work} (`patchforge add PATH` brings more), then run "
                    "`patchforge refresh`")
+        _warn_new_files(work, files)
 
 
 @click.command()
@@ -131,6 +132,7 @@ def edit(app, name, files, close, discard):
         work = open_worktree(project, store, name, files=files)
     click.echo(f"{work}: the files of {name}, the series applied through it; edit them "
                "(`patchforge add PATH` brings more), then `patchforge refresh`")
+    _warn_new_files(work, files)
 
 
 @click.command()
@@ -147,6 +149,18 @@ def add(app, paths, upstream):
         work, added = add_to_open_worktree(project, store, paths, upstream=upstream)
     for path in added:
         click.echo(f"{work / path}")
+    _warn_new_files(work, paths)
+
+
+def _warn_new_files(work, paths) -> None:
+    """A path the upstream does not have becomes a new, empty file of the patch: say so, since
+    a mistyped path would otherwise join the patch silently."""
+    from patchforge.worktree import new_empty_files
+
+    for path in new_empty_files(work, paths):
+        click.echo(f"warning: {work.name} has no file {path}: it is a new, empty file in the "
+                   "worktree, which the patch creates (delete it there before `patchforge "
+                   "refresh` if that is not what you meant)", err=True)
 
 
 @click.command()
