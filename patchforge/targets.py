@@ -96,6 +96,10 @@ def parse_target_specs(args: tuple[str, ...], upstream_names: list[str]) -> dict
         else:
             bare.append(arg.strip())
     if bare:
+        if len(upstream_names) == 1 and (len(bare) > 1 or specs):
+            given = ", ".join(repr(arg) for arg in args)
+            raise UsageError(f"{len(args)} SPECs for the one upstream {upstream_names[0]!r}: "
+                             f"{given}", hint="give one SPEC")
         if len(bare) > 1 or specs or len(upstream_names) != 1:
             names = " ".join(f"{n}=SPEC" for n in sorted(upstream_names)) or "NAME=SPEC"
             raise UsageError(f"a bare SPEC ({bare[0]!r}) is only allowed with exactly one "

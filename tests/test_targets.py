@@ -58,7 +58,9 @@ def test_bare_spec_with_one_upstream():
 @pytest.mark.parametrize("args,names,message", [
     ((NIGHTLY,), ["vllm", "aiter"], "only allowed with exactly one upstream; name each: "
                                     "aiter=SPEC vllm=SPEC"),
-    (("vllm=a", "main"), ["vllm"], "bare SPEC"),
+    (("vllm=a", "main"), ["vllm"], "2 SPECs for the one upstream 'vllm': 'vllm=a', 'main'"),
+    (("a", "b"), ["vllm"], "2 SPECs for the one upstream 'vllm'"),
+    (("vllm=a", "main"), ["vllm", "aiter"], "bare SPEC"),
     (("torch=2.5",), ["vllm"], "unknown upstream 'torch'"),
     (("vllm=",), ["vllm"], "empty SPEC"),
     (("vllm=a", "vllm=b"), ["vllm"], "named twice"),
