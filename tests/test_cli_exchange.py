@@ -193,9 +193,18 @@ def test_import_quilt_adds_missing_fields_and_refuses_missing_files(project, tmp
     data = (root / "series/up/plain.patch").read_bytes()
     assert b"Upstream: up\n" in data and f"Base: {_base(root)}\n".encode() in data
     assert overlay_tree(root) == {"pkg/b.py": b"x = 1\ny = 20\nz = 3\n"}
-    (quilt_dir / "series").write_bytes(b"missing.patch\n")
+    (quilt_dir / "series").write_bytes(b"# one is gone\nmissing.patch\n")
     run = run_cli(root, "import", "quilt", str(quilt_dir))
-    assert run.rc == 2 and "missing" in run.err
+    assert run.rc == 2 and f"{quilt_dir / 'series'}:2: missing.patch is listed but missing" \
+        in run.err
+
+
+def test_import_mbox_refuses_a_file_that_is_not_an_mbox_by_its_name(project, tmp_path):
+    mbox = tmp_path / "notes.txt"
+    mbox.write_bytes(b"From nobody\nnot a mailbox\n")
+    run = run_cli(project, "import", "mbox", str(mbox))
+    assert run.rc == 2 and f"{mbox}: not an mbox git can split" in run.err, run.err
+    assert "patchforge-mbox-" not in run.err  # no scratch directory in the message
 
 
 def test_export_mbox_is_taken_by_git_am(project, tmp_path):

@@ -165,7 +165,8 @@ def import_quilt(project: Project, directory: Path, *, upstream: str) -> list[st
     for entry in series.names:
         source = directory / entry
         if not source.is_file():
-            raise InputError(f"{entry} is listed but missing", path=str(series_path))
+            raise InputError(f"{entry} is listed but missing", path=str(series_path),
+                             line=series.line_of(entry))
         data = source.read_bytes()
         patch = parse_patch_file(data, str(source))
         if patch.get("Upstream") is None:
@@ -192,7 +193,11 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
     pending = []
     with tempfile.TemporaryDirectory(prefix="patchforge-mbox-") as tmp:
         tmp_path = Path(tmp)
-        _git("mailsplit", "-o" + str(tmp_path), "--keep-cr", str(mbox))
+        split = run_git("mailsplit", "-o" + str(tmp_path), "--keep-cr", str(mbox), ok=None)
+        if split.returncode != 0:
+            reason = split.stderr.decode("utf-8", "replace").strip() or "unreadable"
+            raise InputError(f"not an mbox git can split: {reason}", path=str(mbox),
+                             hint="`git format-patch` output is an mbox")
         for message in sorted(p for p in tmp_path.iterdir() if p.name.isdigit()):
             msg_file, patch_file = tmp_path / f"{message.name}.msg", tmp_path / f"{message.name}.diff"
             info = _git("mailinfo", "--scissors", str(msg_file), str(patch_file),
