@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TYPE_CHECKING
 
-from patchforge.apply.series import applies_to_profile, apply_series
+from patchforge.apply.series import applies_to_profile, apply_series, refuse_unknown_profiles
 from patchforge.errors import ApplyError, ConfigError, InputError, UsageError
 from patchforge.formats.lockfile import dump_json
 from patchforge.model.lock import ImagePin
@@ -103,6 +103,8 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
         def read_base(paths, commit=pin.commit):
             return store.read_blobs(commit, paths)
 
+        for _, patch, _ in patches:
+            refuse_unknown_profiles(patch, list(config.profiles))
         for profile in _profile_names(config):
             selected = [(n, p) for n, p, _ in patches if applies_to_profile(p, profile)]
             if not selected:

@@ -52,6 +52,28 @@ def stack(tmp_path):
     return root
 
 
+def test_a_profile_the_configuration_does_not_declare_is_refused_with_its_line(stack):
+    """`Profiles: gfx924` (a typo) would leave the fix out of every profile's overlays: overlays
+    refuses it, naming the patch file and the line; lint reports it; `new --profiles` and
+    `import overlay --profiles` refuse such a name before writing anything."""
+    root = stack
+    ok(root, "overlays")
+    before = tree_bytes(root / "overlays")
+    patch = root / "series/up/fnuz.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"Profiles: gfx942\n", b"Profiles: gfx924\n"))
+    for args in (["overlays"], ["overlays", "--check"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2, run.text
+        assert f"{patch}:6: Profiles names 'gfx924', which is not a configured profile " \
+               "(configured: gfx942, gfx950)" in run.err
+    assert tree_bytes(root / "overlays") == before
+    run = run_cli(root, "lint", "--no-forge")
+    assert run.rc == 1 and "Profiles names 'gfx924'" in run.out
+    run = run_cli(root, "new", "typo", "--profiles", "gfx942,gfx95O", "--no-edit")
+    assert run.rc == 2 and "unknown profile 'gfx95O'" in run.err
+    assert not (root / "series/up/typo.patch").exists()
+
+
 def test_overlays_content_profiles_and_sums(stack):
     root = stack
     run = ok(root, "overlays")

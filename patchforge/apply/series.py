@@ -17,10 +17,37 @@ if TYPE_CHECKING:
 
 def patch_profiles(patch: PatchFile) -> tuple[str, ...]:
     """The profiles a patch lists (`Profiles: gfx942, gfx950`); empty means all profiles."""
-    value = patch.get("Profiles")
+    return patch_profiles_of(patch.get("Profiles"))
+
+
+def patch_profiles_of(value: str | None) -> tuple[str, ...]:
+    """The profiles a Profiles value lists (comma- or space-separated)."""
     if not value:
         return ()
     return tuple(p for p in value.replace(",", " ").split() if p)
+
+
+def unknown_profiles(listed, configured) -> list[str]:
+    """Of the profiles a patch lists, those the configuration does not declare. A stack that
+    declares none has one layout, and a Profiles field there limits nothing: nothing is
+    unknown. Otherwise a name that is not declared (a typo) would leave the fix out of every
+    profile, silently."""
+    return [p for p in listed if p not in configured] if configured else []
+
+
+def refuse_unknown_profiles(patch: PatchFile, configured) -> None:
+    """InputError, naming the patch file and its Profiles line, when it lists a profile the
+    configuration does not declare."""
+    unknown = unknown_profiles(patch_profiles(patch), configured)
+    if unknown:
+        line = patch.preamble.count(b"\n") + 1
+        for header in patch.fields:
+            if header.name.lower() == "profiles":
+                break
+            line += header.raw.count(b"\n")
+        raise InputError(f"Profiles names {unknown[0]!r}, which is not a configured profile "
+                         f"(configured: {', '.join(configured)})", path=patch.source, line=line,
+                         hint="fix the name, or declare the profile under [profiles]")
 
 
 def applies_to_profile(patch: PatchFile, profile: str | None) -> bool:

@@ -21,7 +21,7 @@ from patchforge.fsutil import RepoLock, atomic_write
 from patchforge.stack import add_to_series, series_changed, series_state
 from patchforge.store.diff import FileChange, make_diff
 from patchforge.store.git import run_git
-from patchforge.ops.series import checked_patch_name, default_author, today
+from patchforge.ops.series import check_profiles, checked_patch_name, default_author, today
 from patchforge.project import patch_file_name
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
               ("Author", default_author()), ("Origin", f"vendor, overlay {Path(overlay).name}"),
               ("Upstream-Status", "Pending"), ("Upstream", upstream), ("Base", pin.commit)]
     if profiles:
+        check_profiles(project, profiles)
         fields.append(("Profiles", profiles))
     fields.append(("Last-Update", today()))
     with RepoLock(project.state_dir):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.apply.series import apply_series
+from patchforge.apply.series import apply_series, patch_profiles_of, unknown_profiles
 from patchforge.names import check_patch_name
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
 from patchforge.errors import ConflictStop, PatchforgeError, UsageError
@@ -238,6 +238,14 @@ def checked_patch_name(name: str) -> str:
         raise UsageError(str(exc)) from None
 
 
+def check_profiles(project: Project, profiles: str) -> None:
+    """`--profiles` of `new` and `import overlay`: every name a declared profile."""
+    unknown = unknown_profiles(patch_profiles_of(profiles), list(project.config.profiles))
+    if unknown:
+        raise UsageError(f"unknown profile {unknown[0]!r} (configured: "
+                         f"{', '.join(project.config.profiles)})")
+
+
 def new_patch(project: Project, name: str, *, upstream: str | None = None, after: str | None = None,
               description: str | None = None, profiles: str | None = None,
               store: UpstreamStore | None = None) -> tuple[str, str]:
@@ -259,6 +267,7 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
     fields = [("Description", description or name), ("Author", default_author()),
               ("Upstream-Status", "Pending"), ("Upstream", upstream), ("Base", pin.commit)]
     if profiles:
+        check_profiles(project, profiles)
         fields.append(("Profiles", profiles))
     fields.append(("Last-Update", today()))
     data = render_patch_file(fields, b"", b"")
