@@ -264,6 +264,18 @@ def test_drop_when_already_true(env, tmp_path, monkeypatch, forge_server):
     assert "is true" in findings(doc, "drop-when", "fix.patch")[0]["message"], doc
 
 
+def test_drop_when_that_is_not_a_requirement_is_a_finding(env, tmp_path, monkeypatch):
+    """A malformed Drop-When is never true, so it would never say to drop the fix: lint says so
+    instead of ignoring it."""
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS + b"Drop-When: up>=>1.0\n"))
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 1
+    (found,) = findings(doc, "drop-when", "fix.patch")
+    assert found["message"].startswith("Drop-When 'up>=>1.0' is not a requirement: ")
+    assert "\n" not in found["message"]
+
+
 def test_text_output_lists_findings_and_exits_1(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
     add_patch_file(root, "up", "fix.patch", patch(b"Description: x\n" + AUTHOR))

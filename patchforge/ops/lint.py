@@ -402,5 +402,10 @@ def _drop_and_forward(project: Project, store: UpstreamStore, upstream, pin, par
         if condition and condition.get("true"):
             out.append(Finding(label, "drop-when", f"Drop-When {condition['condition']} is true "
                                                    f"for {pin.label}: remove the fix"))
+        elif condition and condition.get("reason", "").startswith("not a requirement"):
+            # Never true, so never a reason to drop the fix: say so rather than ignore it.
+            out.append(Finding(label, "drop-when", f"Drop-When {condition['condition']!r} is "
+                                                   f"{condition['reason'].splitlines()[0]} (`{upstream}>=1.2` "
+                                                   "or `merged <pull request URL>`)"))
     return out
 
