@@ -269,8 +269,9 @@ def test_move_after_and_first_and_failing_orders(project):
     run = run_cli(root, "move", "four", "--first")
     assert run.rc == 1 and "four.patch does not apply in the new order" in run.err
     assert series(root) == b"four.patch\none.patch\nthree.patch\ntwo.patch\n"
-    for bad in (["--after", "nope"], ["--after", "four"], []):
+    for bad in (["--after", "nope"], ["--after", "four"], [], ["--first", "--after", "two"]):
         assert run_cli(root, "move", "four", *bad).rc == 2
+    assert series(root) == b"four.patch\none.patch\nthree.patch\ntwo.patch\n"
 
 
 def test_list_and_show_json(project):

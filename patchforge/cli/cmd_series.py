@@ -231,6 +231,8 @@ def move(app, name, after, first):
     from patchforge.pins import open_store
     from patchforge.ops.series import move_patch
 
+    if after and first:
+        raise UsageError("give one of --after X or --first")
     project = app.project()
     with open_store(project) as store:
         failing = move_patch(project, store, name, after=after, first=first)
