@@ -13,7 +13,7 @@ from helpers.env import SHARED_WHEELS
 from helpers.git import git
 from patchforge.errors import StoreError
 from patchforge.store.git import git_env
-from patchforge.store.diff import FileChange, blob_oid, make_diff, make_file_diff
+from patchforge.store.diff import FileChange, blob_oid, make_diff, make_file_diff, merge_file
 from patchforge.store.gitstore import UpstreamStore, cache_dir, wheels_dir
 
 
@@ -408,6 +408,27 @@ def test_commit_tree_is_the_commit_git_makes(store, wheel_commit, author, messag
 
 
 # ---- merges
+
+
+@pytest.mark.parametrize("base,changed", [
+    (b"a\nb\nc\n", b"a\nB\nc\n"),
+    (b"a\r\nb", b"a\r\nb\nno newline at the end before\n"),
+    (b"", b"created\n"),
+    (b"caf\xe9\n\x00binary-ish\n", b"caf\xe9\n"),
+])
+def test_merge_with_one_side_unchanged_is_what_git_merge_file_gives(tmp_path, base, changed):
+    """The merge is made without git when one side is the base: the very bytes git gives."""
+    for ours, theirs in ((base, changed), (changed, base)):
+        for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+            (tmp_path / name).write_bytes(data)
+        proc = subprocess.run(["git", "merge-file", "-p", "-L", "upstream", "-L", "base", "-L",
+                               "patch", "ours", "base", "theirs"], cwd=tmp_path,
+                              capture_output=True, env=git_env())
+        if proc.returncode > 127:  # git refuses binary content: so does merge_file
+            with pytest.raises(StoreError):
+                merge_file(base, ours, theirs)
+            continue
+        assert merge_file(base, ours, theirs) == (proc.returncode == 0, proc.stdout)
 
 
 @pytest.fixture

@@ -48,7 +48,6 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
 
     `--to vllm=SPEC aiter=SPEC` moves several upstreams in one run; an upstream not named stays
     where it is."""
-    from patchforge.cli.cmd_status import parse_specs
     from patchforge.fsutil import RepoLock
     from patchforge.pins import open_store
     from patchforge.rebase.engine import Rebase
@@ -79,6 +78,8 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
             return
         try:
             if specs:
+                from patchforge.cli.cmd_status import parse_specs
+
                 summary = engine.start(parse_specs(project, specs), dry_run=dry_run)
             else:
                 summary = engine.resume(skip=skip)

@@ -215,7 +215,16 @@ def _check_change(c: FileChange) -> None:
 def merge_file(base: bytes, ours: bytes, theirs: bytes,
                labels: tuple[str, str, str] = ("upstream", "base", "patch")) -> tuple[bool, bytes]:
     """git merge-file on three versions of one file: (clean, the merge, with conflict markers
-    where it is not clean). The one place patchforge runs git's file-level 3-way merge."""
+    where it is not clean). The one place patchforge runs git's file-level 3-way merge.
+
+    When one side is the base byte for byte, the merge is the other side: git's own merge
+    (xdiff's xdl_merge) returns it as it is, and it is returned here without a git process (a
+    patch whose files are merged because one of them conflicts merges the rest this way)."""
+    if not any(b"\0" in side[:8000] for side in (base, ours, theirs)):  # git's binary test
+        if ours == base:
+            return True, theirs
+        if theirs == base:
+            return True, ours
     with tempfile.TemporaryDirectory(prefix="patchforge-merge-", dir=scratch_dir()) as tmp:
         paths = []
         for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):

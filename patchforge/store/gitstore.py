@@ -598,7 +598,9 @@ class UpstreamStore:
 
     def _write_object(self, kind: bytes, data: bytes) -> str:
         """One object into the store, as a loose object (store/objects.py), without git."""
-        return write_loose(self.git_dir, kind, data)
+        oid = write_loose(self.git_dir, kind, data)
+        self._present.add(oid)  # reading it back asks no presence check of git
+        return oid
 
     def _read_tree(self, tree: str) -> dict[bytes, tuple[str, str]]:
         """The parsed tree `tree` (a full id), read once per process."""
