@@ -8,7 +8,6 @@ one machine whose upstreams share a name but not a source never see each other's
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 
@@ -94,6 +93,8 @@ def store_namespace(upstream: str, url: str) -> str:
     """The name a git upstream's refs and remote have in the shared store: the upstream's name
     (readable) with a digest of its source identity (two `vllm`s from different sources are two
     namespaces)."""
+    import hashlib  # here: every git process's set-up imports this module, few need a digest
+
     digest = hashlib.sha256(source_identity(url).encode("utf-8", "surrogateescape")).hexdigest()
     return f"{upstream}.{digest[:12]}"
 
