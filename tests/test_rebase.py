@@ -287,6 +287,30 @@ def test_conflict_then_skip_keeps_the_patch_aside(stack, upstream):
     assert [f["check"] for f in json.loads(out)["findings"]] == ["skipped"]
 
 
+def test_stop_after_stop_reuses_the_worktree_and_holds_only_the_new_stop(stack, upstream):
+    """Two stops in a row: the second stop's worktree holds its own patch's files only (the
+    first stop's files, and what a user left there, are gone), git there shows the new conflict,
+    and once the run goes through the worktree is removed."""
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "one", {"pkg/mod.py": with_lines({10: b"def f10():\n    return -10\n\n"})})
+    stack.add_patch("up", "two", {"pkg/other.py": b"x = 2\n"})
+    stack.add_patch("up", "three", {"pkg/other.py": b"x = 2\ny = 3\n"})
+    new_commit = upstream.commit({"pkg/mod.py": with_lines({10: b"def f10():\n    return 100\n\n"}),
+                                  "pkg/other.py": b"x = 20\n"}, "both files change")
+    stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
+    work = stack.root / ".patchforge" / "work" / "up"
+    (work / "scratch.txt").write_bytes(b"a note left at the first stop\n")
+    stack.cli("rebase", "--skip", expect=3)
+    assert sorted(p.relative_to(work).as_posix() for p in work.rglob("*")
+                  if p.is_file() and ".git" not in p.parts) == ["pkg/other.py"]
+    assert git(work, "status", "--porcelain").split() == ["M", "pkg/other.py"]
+    assert git(work, "show", "HEAD:pkg/other.py") == "x = 20\n"
+    stack.cli("rebase", "--skip", expect=3)
+    summary = stack.rebase_json("--skip")
+    assert [p["action"] for p in summary["patches"]] == ["skipped"] * 3
+    assert not work.exists()
+
+
 def test_conflict_then_abort_restores_every_byte(stack, upstream):
     new_commit = conflict_stack(stack, upstream)
     before = stack.snapshot()

@@ -137,6 +137,14 @@ class Rebase:
         if not self.journal.exists():
             self._no_rebase()
         run = self.journal.load()
+        result = self._resume(run, skip=skip)
+        # The run went through: no stop is left to resolve. The worktree stayed from stop to
+        # stop (the next stop reuses its repository); it goes now.
+        for upstream in run.upstreams:
+            self._remove_worktree(upstream)
+        return result
+
+    def _resume(self, run: RebaseRun, *, skip: bool) -> dict:
         if run.phase == "committing":
             if skip:
                 raise UsageError("the rebase is writing out its result; --continue or --abort")
@@ -157,11 +165,8 @@ class Rebase:
                                                            changes, modes)
             run.stopped = None
             self.journal.save()
-            # The worktree stays until the run goes through: the next stop reuses its
-            # repository (worktree.Worktree.create).
-            result = self._run()
-            self._remove_worktree(stopped.upstream)
-            return result
+            # The worktree stays until the run goes through (resume() removes it then): the
+            # next stop reuses its repository (worktree.Worktree.create).
         return self._run()
 
     def abort(self) -> list[str]:
