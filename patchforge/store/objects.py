@@ -1,5 +1,5 @@
-"""Git objects made without git: object ids, raw trees and commits, loose objects written into a
-git directory, and a tree edited along the paths that change.
+"""Git objects made without git: object ids, raw trees and commits, loose objects and small packs
+written into a git directory, and a tree edited along the paths that change.
 
 A commit of "this tree with these few files changed" (a rebase stop, an edit's base) used to take
 five git processes, one of which read the whole upstream tree into an index (5,000 files for
