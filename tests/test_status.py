@@ -360,6 +360,38 @@ def test_landed_in_does_not_bisect_across_a_revert(stack, upstream):
     assert status.landed_in == again
 
 
+def test_landed_in_follows_ancestry_not_commit_dates(stack, upstream, monkeypatch):
+    """Landed, reverted, landed again, with a skewed clock: the revert claims a date before
+    the landing it reverts, and a merged side branch makes git's date-ordered walk list it
+    first. The history is walked by ancestry, so the revert comes after the first landing and
+    landed_in is the second landing (walked by date, it was the first)."""
+    def at(when: int) -> None:
+        stamp = f"{1_700_000_000 + when} +0000"
+        monkeypatch.setenv("GIT_COMMITTER_DATE", stamp)
+        monkeypatch.setenv("GIT_AUTHOR_DATE", stamp)
+
+    at(1000)
+    first = upstream.commit({MAIN: fixed(upstream.read(MAIN))}, "the fix")
+    at(2000)
+    fork = upstream.commit({"pkg/other.py": b"VALUE = 2\n"}, "other")
+    git(upstream.path, "checkout", "-q", "-b", "side")
+    at(3000)
+    upstream.commit({"README.md": b"side\n"}, "side work")
+    git(upstream.path, "checkout", "-q", "main")
+    at(-5000)  # a clock far behind
+    upstream.commit({MAIN: BASE}, f'Revert "the fix"\n\nThis reverts commit {first}.')
+    at(4000)
+    again = upstream.commit({MAIN: fixed(upstream.read(MAIN))}, "the fix, again")
+    at(6000)
+    git(upstream.path, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    target = upstream.head()
+    assert fork in git(upstream.path, "rev-parse", f"{target}^2~1")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "upstreamed", status.evidence
+    assert status.landed_in == again, status.evidence
+
+
 def test_status_at_the_pin_with_code_present_twice_applies(tmp_path):
     """At the pin a patch meets the file it was made from: a pre-image and post-image that
     both occur in the file (the same code twice) do not make it `unsure`."""

@@ -651,7 +651,10 @@ class UpstreamStore:
         """Commits after `old` up to `new` that change `paths`, oldest first; [] without history."""
         if not paths:
             return []
-        out = self._out("rev-list", "--reverse", "--ancestry-path", f"{old}..{new}", "--", *paths)
+        # --topo-order: by ancestry, never by commit date (a skewed clock must not put a
+        # revert before what it reverts).
+        out = self._out("rev-list", "--reverse", "--topo-order", "--ancestry-path",
+                        f"{old}..{new}", "--", *paths)
         return out.split()
 
     def is_ancestor(self, a: str, b: str) -> bool:
@@ -680,7 +683,8 @@ class UpstreamStore:
         one git process: what `commits_touching` answers for many path sets at once."""
         if not paths:
             return []
-        out = self._out("log", "--reverse", "--ancestry-path", "--no-renames", "--name-only",
+        out = self._out("log", "--reverse", "--topo-order", "--ancestry-path", "--no-renames",
+                        "--name-only",
                         "-z", "--format=%x01%H", f"{old}..{new}", "--", *paths)
         # Each commit: "\x01<sha>\0\n<path>\0<path>\0..."
         result = []
@@ -696,7 +700,7 @@ class UpstreamStore:
         # `diff --git` line), says which commits a revert reverts.
         return self._run("log", "-p", "--no-color", "--no-ext-diff", "--no-textconv",
                          "--no-renames", "--full-index", "--format=commit %H%n%w(0,4,4)%B",
-                         "--ancestry-path",
+                         "--ancestry-path", "--topo-order",
                          f"{old}..{new}", "--", *paths, what="reading upstream history").stdout
 
     def ahead_behind(self, a: str, b: str) -> tuple[int, int]:
