@@ -33,7 +33,7 @@ MIN_CHANGED_CHARS = 24
 # A block reversed later counts as undoing the change when it says something (a blank line
 # or a lone `)` moved back proves nothing).
 MIN_UNDO_CHARS = 8
-_WS = b" \t\n\r\x0b\x0c"
+WHITESPACE = b" \t\n\r\x0b\x0c"
 
 Block = tuple[tuple[bytes, ...], tuple[bytes, ...]]  # (removed lines, added lines)
 Blocks = tuple[Block, ...]
@@ -54,9 +54,9 @@ def blocks_of_lines(lines) -> Blocks:
     for line in lines:
         kind = line[:1]
         if kind == b"-":
-            removed.append(line[1:].translate(None, _WS))
+            removed.append(line[1:].translate(None, WHITESPACE))
         elif kind == b"+":
-            added.append(line[1:].translate(None, _WS))
+            added.append(line[1:].translate(None, WHITESPACE))
         elif kind == b"\\":
             continue  # "\ No newline at end of file": not a line of either side
         else:

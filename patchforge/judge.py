@@ -14,8 +14,8 @@ from patchforge.apply.hunks import apply_file_patch
 from patchforge.apply.series import git_mode
 from patchforge.detect import PatchVerdict, assess_patch, created_identically
 from patchforge.errors import StoreError
-from patchforge.history import (MIN_CHANGED_CHARS, blocks_of_git_diff, combine, combine_series,
-                                judge_history, patch_blocks)
+from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_git_diff, combine,
+                                combine_series, judge_history, patch_blocks)
 from patchforge.store.diff import FileChange, diff_header, make_diffs, merge_file
 
 if TYPE_CHECKING:
@@ -528,8 +528,8 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
         state.update(mine_after)
         before.append(mine_before)
         after.append(mine_after)
-    runs: set[tuple[int, int]] = set()
-    for _, touched in index.log:
+    runs: dict[tuple[int, int], list[str]] = {}  # run -> the commits that could have made it
+    for commit, touched in index.log:
         changed = set(touched)
         inside = [i for i, b in enumerate(before) if b is not None and set(b) <= changed]
         start = 0
@@ -539,24 +539,50 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
                 end += 1
             for i in range(inside[start], inside[end]):
                 for j in range(i + 1, min(inside[end], i + MAX_SERIES_RUN - 1) + 1):
-                    runs.add((i, j))
+                    runs.setdefault((i, j), []).append(commit)
             start = end + 1
-    if not runs:
-        return {}
-    ordered = sorted(runs)
+    lines: dict[tuple[int, str, bool], frozenset[bytes]] = {}
+
+    def line_set(k: int, path: str, was: bool) -> frozenset[bytes]:
+        """Patch k's file before (was) or after it, as a set of lines, whitespace removed."""
+        key = (k, path, was)
+        if key not in lines:
+            files = before[k] if was else after[k]
+            assert files is not None
+            content = files.get(path)
+            lines[key] = frozenset(line.translate(None, WHITESPACE)
+                                   for line in content.split(b"\n")) if content else frozenset()
+        return lines[key]
+
+    # A run is diffed only when some commit adds every line its cumulative change can add (the
+    # lines of the run's result that are nowhere in the file before it): set operations instead
+    # of a diff for each of the hundreds of runs a long series on the same files makes.
+    ordered = []
     groups = []
-    for i, j in ordered:
+    for (i, j), commits in sorted(runs.items()):
         first: dict[str, bytes | None] = {}
         last: dict[str, bytes | None] = {}
+        first_at: dict[str, int] = {}
+        last_at: dict[str, int] = {}
         for k in range(i, j + 1):
             was, now = before[k], after[k]
             assert was is not None and now is not None  # runs are made of usable patches only
             for path, content in was.items():
                 first.setdefault(path, content)
+                first_at.setdefault(path, k)
             last.update(now)
+            last_at.update(dict.fromkeys(now, k))
+        new_lines = {path: line_set(last_at[path], path, False)
+                     - line_set(first_at[path], path, True) - {b""} for path in first}
+        if not any(all(new_lines[path] <= index.added_lines(commit, path) for path in first)
+                   for commit in commits):
+            continue
+        ordered.append((i, j))
         groups.append([FileChange(p if first[p] is not None else None,
                                   p if last[p] is not None else None, first[p], last[p])
                        for p in first])
+    if not groups:
+        return {}
     try:
         diffs = make_diffs(groups)
     except StoreError:  # binary content somewhere: no cumulative diff to compare
@@ -616,10 +642,23 @@ class HistoryIndex:
         self._chunks: dict[str, dict[bytes, bytes]] | None = None
         self._blocks: dict[tuple[str, bytes], tuple] = {}  # (commit, diff header) -> blocks
         self._reverts: dict[str, list[str]] = {}  # commit -> the commits its message reverts
+        self._added: dict[tuple[str, str], frozenset[bytes]] = {}
 
     def commits_touching(self, paths: list[str]) -> list[str]:
         wanted = set(paths)
         return [commit for commit, changed in self.log if wanted.intersection(changed)]
+
+    def added_lines(self, commit: str, path: str) -> frozenset[bytes]:
+        """The lines `commit` adds to `path`, whitespace removed."""
+        from patchforge.store.diff import diff_header
+
+        key = (commit, path)
+        if key not in self._added:
+            chunk = self._file_chunks().get(commit, {}).get(diff_header(path), b"")
+            self._added[key] = frozenset(
+                line[1:].translate(None, WHITESPACE) for line in chunk.split(b"\n")
+                if line.startswith(b"+") and not line.startswith(b"+++ "))
+        return self._added[key]
 
     def landing(self, patch):
         """What the history says of `patch` (history.HistoryLanding), None when it cannot say

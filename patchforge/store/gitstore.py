@@ -97,6 +97,7 @@ class UpstreamStore:
         self._cat = CatFile(self.git_dir)
         self._lock = threading.RLock()  # the caches below and their reads through self._cat
         self._ancestry: dict[tuple[str, str], bool] = {}
+        self._renames: dict[tuple[str, str], dict[str, str]] = {}  # (old, new) -> src -> dst
         self._present: set[str] = set()  # blob ids known to be in the store (not promised)
         # Parsed trees (tree id -> {name: (mode, id)}) and, for full commit/tree ids only
         # (a ref can move), which tree a directory is: a series keeps asking about the same
@@ -624,28 +625,34 @@ class UpstreamStore:
 
     def renames(self, old: str, new: str, paths: list[str]) -> dict[str, str]:
         """For those of `paths` that `new` renamed: path in old -> path in new."""
-        if not paths:
-            return {}
-        # Cheap first: only paths that are gone in `new` can have been renamed.
-        gone = [p for p in self.changed_paths(old, new, paths)
-                if self.entry(old, p) is not None and self.entry(new, p) is None]
+        # Cheap first: only paths that are gone in `new` can have been renamed (read from the
+        # trees the store already parses, no git process).
+        before, after = self.entries(old, paths), self.entries(new, paths)
+        gone = [p for p in paths if before[p] is not None and after[p] is None]
         if not gone:
             return {}
-        out = self._run("diff-tree", "-r", "-z", "-M", "--name-status", "--diff-filter=R",
-                        old, new, what="finding renames").stdout
-        fields = out.split(b"\0")
-        found: dict[str, str] = {}
-        wanted = set(gone)
-        i = 0
-        while i + 2 < len(fields) + 1 and i < len(fields) and fields[i]:
-            if fields[i].startswith(b"R"):
-                src, dst = decode_path(fields[i + 1]), decode_path(fields[i + 2])
-                if src in wanted:
-                    found[src] = dst
-                i += 3
-            else:
-                i += 2
-        return found
+        found = self._rename_map(old, new)
+        return {p: found[p] for p in gone if p in found}
+
+    def _rename_map(self, old: str, new: str) -> dict[str, str]:
+        """Every rename from `old` to `new` (git's -M): one diff-tree per pair of commits, kept
+        for the command (a series asks once per renamed file, and the answer for two commit
+        ids never changes)."""
+        key = (old, new)
+        if key not in self._renames or not (_HEX40.fullmatch(old) and _HEX40.fullmatch(new)):
+            out = self._run("diff-tree", "-r", "-z", "-M", "--name-status", "--diff-filter=R",
+                            old, new, what="finding renames").stdout
+            fields = out.split(b"\0")
+            found: dict[str, str] = {}
+            i = 0
+            while i < len(fields) and fields[i]:
+                if fields[i].startswith(b"R") and i + 2 < len(fields):
+                    found[decode_path(fields[i + 1])] = decode_path(fields[i + 2])
+                    i += 3
+                else:
+                    i += 2
+            self._renames[key] = found
+        return self._renames[key]
 
     def commits_touching(self, old: str, new: str, paths: list[str]) -> list[str]:
         """Commits after `old` up to `new` that change `paths`, oldest first; [] without history."""

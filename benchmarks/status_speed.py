@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""`status --against` on a long real history, next to `git cherry` on the same question.
+
+    python3 benchmarks/status_speed.py [--repo DIR] [--branch zxe/fused_dispatch_gemm1_gfx1250]
+        [--targets v0.1.18,v0.1.20,main] [--runs 5]
+
+The series is the real 93-patch AITER work branch benchmarks/stops.py builds (cached under
+`<bench>/aiter-stops-*`, built on first use): a patchforge project whose `git` upstream is the
+AITER repository, pinned where the branch left the main branch, and the same commits on a
+clone. For every target both tools answer "which of these patches are already upstream":
+
+  patchforge   patchforge status --against TARGET --json   (the whole command, every patch judged)
+  git cherry   git cherry TARGET <series tip> <base>        (patch-id equality only)
+
+Each is run --runs times, alternating, after one untimed run of each (the store has the target's
+history, the page cache is warm); the table gives the median wall-clock time, the median CPU
+time (user + system of the process and its children: what the command costs when the machine
+is shared), and patchforge's ratio to git. The target of the speed work is a ratio of 3 or less.
+The code measured is the patchforge beside this script (PYTHONPATH), with its bytecode cached
+the way an installed package has it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+from scenario import git, git_env, log  # noqa: E402
+from stops import build, default_repo, pf_env  # noqa: E402
+
+
+def timed(argv: list[str], **kw) -> tuple[float, float, subprocess.CompletedProcess]:
+    """(wall seconds, CPU seconds of the process and its children, the result)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, **kw)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, proc
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", type=Path, default=default_repo())
+    parser.add_argument("--branch", default="zxe/fused_dispatch_gemm1_gfx1250")
+    parser.add_argument("--targets", default="v0.1.18,v0.1.20,main")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args(argv)
+    if args.repo is None:
+        parser.error("--repo DIR (a clone of github.com/ROCm/aiter) or PATCHFORGE_BENCH_AITER")
+    work = build(args.repo.resolve(), args.branch)
+    info = json.loads((work / "done.json").read_text())
+    checkout = work / "checkout"
+    project = work / "status-speed"
+    if not project.is_dir():
+        shutil.copytree(work / "pf-template", project, symlinks=True)
+    env = pf_env(work / "pf-cache")
+    rows = []
+    for target in args.targets.split(","):
+        commit = git(args.repo, "rev-parse", f"{target}^{{commit}}").decode().strip()
+        behind = git(args.repo, "rev-list", "--count",
+                     f"{info['base']}..{commit}").decode().strip()
+        pf_argv = [sys.executable, "-m", "patchforge", "--root", str(project), "status",
+                   "--against", commit, "--json"]
+        git_argv = ["git", "cherry", commit, info["tip"], info["base"]]
+        pf_wall, pf_cpu, git_wall, git_cpu = [], [], [], []
+        landed = cherry = None
+        for run in range(args.runs + 1):
+            wall, cpu, proc = timed(pf_argv, env=env)
+            if proc.returncode not in (0, 1):
+                raise RuntimeError(proc.stderr.decode(errors="replace")[-2000:])
+            if run:
+                pf_wall.append(wall)
+                pf_cpu.append(cpu)
+            landed = sum(p["state"] == "upstreamed" for p in json.loads(proc.stdout)["patches"])
+            wall, cpu, proc = timed(git_argv, cwd=checkout, env=git_env())
+            if run:
+                git_wall.append(wall)
+                git_cpu.append(cpu)
+            cherry = sum(line.startswith("-") for line in proc.stdout.decode().splitlines())
+        row = {"target": target, "commits": int(behind), "patches": info["patches"],
+               "pf_landed": landed, "git_landed": cherry,
+               "pf_wall": statistics.median(pf_wall), "pf_cpu": statistics.median(pf_cpu),
+               "git_wall": statistics.median(git_wall), "git_cpu": statistics.median(git_cpu)}
+        rows.append(row)
+        log(f"{target}: done")
+    print(f"status --against on a {info['patches']}-patch AITER series "
+          f"({info['branch']}, base {info['base'][:10]}), median of {args.runs} runs")
+    print("| target | commits base..target | patchforge wall | git cherry wall | ratio | "
+          "patchforge CPU | git cherry CPU | CPU ratio | landed (patchforge / git) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['target']} | {r['commits']} | {r['pf_wall']:.3f} s | {r['git_wall']:.3f} s | "
+              f"{r['pf_wall'] / r['git_wall']:.1f}x | {r['pf_cpu']:.3f} s | {r['git_cpu']:.3f} s | "
+              f"{r['pf_cpu'] / max(r['git_cpu'], 1e-3):.1f}x | "
+              f"{r['pf_landed']} / {r['git_landed']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
