@@ -11,8 +11,10 @@ between context lines, whitespace removed (so a reformatted or re-indented backp
 context that drifted, still match). A commit of base..target:
 - makes the change when, for every file of the patch, the commit's blocks there are the
   patch's blocks or contain them in order (a squash commit with more in the same file);
-- undoes it when its blocks are (or contain) the reverse of the patch's blocks: `git revert`,
-  or a hand-made revert of the same lines.
+- undoes it when its message reverts a commit that made it (`git revert`), or when it reverses
+  a block of it that puts old code back, or reverses the whole change (a hand-made revert). A
+  commit that only takes out lines the patch added (a lint pass moving an import, a guard a
+  later design no longer needs) supersedes the change; it does not undo it.
 Walking the commits oldest first, the patch landed when the last such event made the change;
 `landed_in` is the commit that made it after the last undoing (never a revert). Everything
 is computed from one `git log -p` of the series' files (ops.status.HistoryIndex), so judging
@@ -178,9 +180,16 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
         if named:
             events.append((commit, "undid", f"its message reverts {named[-1]}"))
             continue
+        whole = all(changed.get(path) is not None and _contains(changed[path], reverse(blocks))
+                    for path, blocks in wanted.items())
         for path, blocks in wanted.items():
+            # A reversed block undoes the change when it puts old code back. One that only
+            # takes out lines the patch added (its old side empty) is upstream moving or
+            # rewriting the fix's code (a lint pass moving an import, a guard a later design
+            # no longer needs): superseded, not undone, unless the commit reverses the whole
+            # change.
             undone = [b for b in reverse(blocks) if b in changed.get(path, ())
-                      and _size((b,)) >= MIN_UNDO_CHARS]
+                      and _size((b,)) >= MIN_UNDO_CHARS and (b[1] or whole)]
             if undone:
                 events.append((commit, "undid", "the same change reversed"
                                if changed.get(path) == reverse(blocks) and len(wanted) == 1

@@ -345,6 +345,49 @@ def test_reverted_landing_is_not_upstreamed_even_in_part(stack, upstream):
     assert f"history: commit {upstream.head()}" not in evidence_text(status)
 
 
+def test_landing_whose_added_line_upstream_moved_is_upstreamed(stack, upstream):
+    """The fix adds an import and changes a line; a later lint commit moves the import: the
+    import's hunk no longer reverse-applies (and would apply again where it was), but the
+    history made the change and only moved a line it added."""
+    with_import = fixed(BASE, hunk1=False).replace(b"import os\n", b"import os\nimport math\n")
+    stack.add("fix.patch", file_diff(MAIN, BASE, with_import))
+    upstream.commit({"README.md": b"# upstream\nunrelated\n"}, "docs")
+    landed = upstream.commit({MAIN: with_import}, "the fix, verbatim")
+    linted = with_import.replace(b"import os\nimport math\n", b"import os\n").replace(
+        b"import torch\n", b"import torch\nimport math\n")
+    target = upstream.commit({MAIN: linted}, "lint: sort imports")
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "upstreamed" and status.decided_by == "history", status.evidence
+    assert status.landed_in == landed
+
+
+def test_landing_whose_guard_upstream_removed_is_superseded(stack, upstream):
+    """The fix adds a guard and changes a line; a later commit removes the guard (a new design
+    no longer needs it) and keeps the change: superseded, so upstreamed by history."""
+    guard = b"    assert lengths is not None, 'lengths must be given'\n"
+    with_guard = fixed(BASE, hunk1=False).replace(
+        b"    total = 0\n", b"    total = 0\n" + guard)
+    stack.add("fix.patch", file_diff(MAIN, BASE, with_guard))
+    landed = upstream.commit({MAIN: with_guard}, "the fix, verbatim")
+    target = upstream.commit({MAIN: with_guard.replace(guard, b"")}, "lengths are always given")
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "upstreamed" and status.decided_by == "history", status.evidence
+    assert status.landed_in == landed
+
+
+def test_landing_whose_old_line_a_later_commit_puts_back_is_not_upstreamed(stack, upstream):
+    """A later refactor (no revert message) puts one replaced line back as it was: the target
+    has the old code again, so the fix is kept."""
+    history_around(upstream, {MAIN: fixed}, "the fix, verbatim")
+    refactor = upstream.read(MAIN).replace(FIX2_NEW, FIX2_OLD).replace(
+        b"def scale_for(dtype):", b"def scale_for(dtype):  # refactored")
+    target = upstream.commit({MAIN: refactor}, "refactor")
+    stack.add("fix.patch", the_fix())
+    status = stack.status(target)["fix.patch"]
+    assert status.state != "upstreamed", status.evidence
+    assert any("undoes this change" in line for line in status.evidence), status.evidence
+
+
 def test_landed_in_does_not_bisect_across_a_revert(stack, upstream):
     """Landed, reverted, landed again: landed_in is the second landing, never the revert."""
     first, _ = history_around(upstream, {MAIN: fixed}, "the fix")
