@@ -27,6 +27,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from patchforge.formats.patchfile import PatchFile
 
 # Too little changed code (whitespace removed) to prove anything by history: `+pass`,
@@ -138,13 +140,38 @@ class HistoryLanding:
                 f"change ({how})" for commit, what, how in self.events]
 
 
-def patch_blocks(patch: PatchFile) -> dict[str, Blocks] | None:
+def _whole_file(content: bytes, sign: bytes) -> Blocks:
+    """The blocks of a diff that creates (`+`) or deletes (`-`) a file of `content`, as git
+    shows them without rename detection."""
+    lines = content.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return blocks_of_lines([sign + line for line in lines])
+
+
+def patch_blocks(patch: PatchFile,
+                 read_old: Callable[[str], bytes | None] | None = None
+                 ) -> dict[str, Blocks] | None:
     """The patch's change blocks per path, or None when history cannot judge it (a mode-only
-    file, a rename, or too little changed code). A binary file's block is its blob ids."""
+    file, a copy, a binary rename, or too little changed code). A binary file's block is its
+    blob ids. A rename is judged as git's history shows it without rename detection, the old
+    file deleted and the new one created: that needs `read_old(path)`, the file before the
+    patch (without it, a rename is not judged)."""
+    from patchforge.apply.hunks import apply_file_patch
+
     found: dict[str, Blocks] = {}
     for fp in patch.file_patches:
         if fp.old_path != fp.new_path and fp.old_path is not None and fp.new_path is not None:
-            return None
+            old = read_old(fp.old_path) if read_old is not None and not fp.is_copy \
+                and fp.binary is None else None
+            if old is None:
+                return None
+            new = apply_file_patch(old, fp, max_fuzz=0)
+            if not new.ok or new.content is None:
+                return None
+            found[fp.old_path] = _whole_file(old, b"-")
+            found[fp.new_path] = _whole_file(new.content, b"+")
+            continue
         blocks = binary_block(fp.binary.old_oid, fp.binary.new_oid) if fp.binary is not None \
             else blocks_of_file_patch(fp)
         if not blocks:

@@ -663,7 +663,8 @@ class HistoryIndex:
     def landing(self, patch):
         """What the history says of `patch` (history.HistoryLanding), None when it cannot say
         (a file outside the paths read, a binary or rename, too small a change)."""
-        return self.judge_blocks(patch_blocks(patch))
+        return self.judge_blocks(patch_blocks(
+            patch, lambda path: self.store.read_blob(self.target.base_commit, path)))
 
     def judge_blocks(self, wanted):
         """history.judge_history of change blocks per path over this history."""

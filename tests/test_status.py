@@ -388,6 +388,20 @@ def test_landing_whose_old_line_a_later_commit_puts_back_is_not_upstreamed(stack
     assert any("undoes this change" in line for line in status.evidence), status.evidence
 
 
+def test_landed_rename_patch_later_edited_is_upstreamed_by_history(stack, upstream):
+    """A patch that moves the file and fixes it, landed verbatim; upstream later rewrote one
+    fixed line. The history (without rename detection: the old file deleted, the new one
+    created) made the change, so the rename patch is upstreamed."""
+    new_path = "pkg/attention/helpers.py"
+    stack.add("move.patch", make_file_diff(MAIN, new_path, BASE, FIXED))
+    landed = upstream.commit({new_path: FIXED}, "move attn.py and fix it", renames={MAIN: new_path})
+    later = FIXED.replace(FIX2_NEW, b"    return (row * stride).clamp(0, limit)\n")
+    target = upstream.commit({new_path: later}, "simpler clamp")
+    status = stack.status(target)["move.patch"]
+    assert status.state == "upstreamed" and status.decided_by == "history", status.evidence
+    assert status.landed_in == landed
+
+
 def test_landed_in_does_not_bisect_across_a_revert(stack, upstream):
     """Landed, reverted, landed again: landed_in is the second landing, never the revert."""
     first, _ = history_around(upstream, {MAIN: fixed}, "the fix")
