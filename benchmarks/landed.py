@@ -20,6 +20,12 @@ TARGET (a newer upstream that is a descendant of BASE), and builds cases from th
              change the same files with the same removed and added lines; the patch-ids differ
              by context, as the squash was applied where the mainline had moved on): every commit
              of the series is landed. The series is carried onto the branch's own fork point.
+  undone     (from the three kinds above) a landing that a later commit of BASE..TARGET undid in
+             part without a revert message: it reverses one of the landing's hunks exactly
+             (what was added taken out, what was removed put back), and TARGET's file has
+             the old lines and not the new ones (the old code is back). NOT
+             landed: a tool that drops the fix loses that part. Decided when the report is
+             made, from the history (`undone_by`).
   unmerged   a commit of a branch that is not in TARGET, has no counterpart there, and whose
              change git's 3-way merge onto TARGET does not find already made: NOT landed.
 
@@ -382,6 +388,62 @@ def build_cases(src: Git, scratch: Git, hist: History, args, tmp: Path) -> list[
     return cases
 
 
+def landing_of(src: Git, case: Case) -> str | None:
+    """The mainline commit a landed case's change arrived in."""
+    if case.kind == "exact":
+        return case.commits[0]
+    found = re.search(r"(?:original|->) ([0-9a-f]{10})", case.note)
+    return src.out("rev-parse", found.group(1)).strip() if found else None
+
+
+def _hunk_lines(diff: str) -> dict[str, list[tuple[set[str], set[str]]]]:
+    """path -> [(lines removed, lines added)] per hunk of a `-U0` diff, whitespace removed,
+    lines shorter than 8 characters left out (a brace or a blank line proves nothing)."""
+    found: dict[str, list[tuple[set[str], set[str]]]] = {}
+    path = None
+    for line in diff.split("\n"):
+        if line.startswith("diff --git "):
+            path = line.split(" b/", 1)[-1]
+            found.setdefault(path, [])
+        elif line.startswith("@@") and path is not None:
+            found[path].append((set(), set()))
+        elif path is not None and found[path] and line[:1] in "+-" \
+                and not line.startswith(("+++ ", "--- ")):
+            text = "".join(line[1:].split())
+            if len(text) >= 8:
+                found[path][-1][0 if line[0] == "-" else 1].add(text)
+    return found
+
+
+def undone_by(src: Git, original: str, target: str) -> str | None:
+    """A later commit of ORIGINAL..TARGET that reverses one of ORIGINAL's hunks exactly (takes
+    out what it added and puts back what it removed, both non-empty) while TARGET's file has
+    the old lines again: the old code is back, so the change is no longer whole in TARGET,
+    whatever a patch-id says. Truth from the history, without a revert message."""
+    mine = _hunk_lines(src.out("diff-tree", "-p", "-U0", "--no-renames", f"{original}^",
+                               original))
+    reversed_hunks = {p: {(frozenset(a), frozenset(r)) for r, a in hunks if r and a}
+                      for p, hunks in mine.items()}
+    reversed_hunks = {p: h for p, h in reversed_hunks.items() if h}
+    if not reversed_hunks:
+        return None
+    log_text = src.out("log", "-p", "-U0", "--no-renames", "--topo-order", "--reverse",
+                       "--ancestry-path", "--format=%x01%H", f"{original}..{target}", "--",
+                       *reversed_hunks)
+    for chunk in log_text.split("\x01")[1:]:
+        commit, _, diff = chunk.partition("\n")
+        for path, hunks in _hunk_lines(diff).items():
+            for minus, plus in hunks:
+                if (frozenset(minus), frozenset(plus)) not in reversed_hunks.get(path, ()):
+                    continue
+                got = src.run("show", f"{target}:{path}", check=False)
+                now = {"".join(line.split())
+                       for line in got.stdout.decode("utf-8", "replace").split("\n")}
+                if plus <= now and not minus & now:
+                    return commit.strip()
+    return None
+
+
 def spread(items: list, count: int) -> list:
     """`count` items evenly spread over `items` (all of them when there are fewer)."""
     if len(items) <= count:
@@ -396,6 +458,9 @@ def spread(items: list, count: int) -> list:
 def pf_env(cache: Path) -> dict:
     env = scenario.git_env({"PATCHFORGE_CACHE": str(cache), "NO_COLOR": "1"})
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    # Bytecode cached, as an installed package has it (not compiled again on every run).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(scenario.bench_dir() / "pycache")
     return env
 
 
@@ -504,6 +569,13 @@ def main(argv: list[str] | None = None) -> int:
                                     indent=1))
         log(f"  {len(cases)} cases in {time.perf_counter() - started:.0f} s")
     cases = [Case(**c) for c in json.loads(stamp.read_text())["cases"]]
+    for case in cases:
+        if case.kind in ("exact", "backport", "squash") and all(case.truth):
+            original = landing_of(src, case)
+            undoer = undone_by(src, original, target) if original else None
+            if undoer:
+                case.kind, case.truth = "undone", [False] * len(case.truth)
+                case.note = f"{case.note[:40]} (undone in part by {undoer[:10]})"
     if args.kinds:
         cases = [c for c in cases if c.kind in args.kinds.split(",")]
 
@@ -536,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(results: list[dict], args, source: Path, base: str, target: str) -> int:
-    kinds = ["exact", "backport", "squash", "reverted", "unmerged"]
+    kinds = ["exact", "backport", "squash", "undone", "reverted", "unmerged"]
     table: dict[str, dict] = {k: {"cases": 0, "patches": 0, "landed": 0, "pf_tp": 0,
                                   "pf_fp": 0, "pf_partial": 0, "git_tp": 0, "git_fp": 0}
                               for k in kinds}
