@@ -174,8 +174,10 @@ def patch_blocks(patch: PatchFile,
             continue
         blocks = binary_block(fp.binary.old_oid, fp.binary.new_oid) if fp.binary is not None \
             else blocks_of_file_patch(fp)
-        if not blocks:
-            return None
+        if not blocks and not (fp.is_new or fp.is_delete):
+            return None  # a mode change alone: nothing a commit's lines can show
+        # (An empty file created or deleted has no blocks: a commit makes that part when it
+        # creates or deletes the file, empty, too.)
         found[fp.path] = blocks
     if not found or _size(tuple(b for bs in found.values() for b in bs)) < MIN_CHANGED_CHARS:
         return None

@@ -393,8 +393,11 @@ def test_landed_rename_patch_later_edited_is_upstreamed_by_history(stack, upstre
     fixed line. The history (without rename detection: the old file deleted, the new one
     created) made the change, so the rename patch is upstreamed."""
     new_path = "pkg/attention/helpers.py"
-    stack.add("move.patch", make_file_diff(MAIN, new_path, BASE, FIXED))
-    landed = upstream.commit({new_path: FIXED}, "move attn.py and fix it", renames={MAIN: new_path})
+    init = "pkg/attention/__init__.py"  # created empty: no lines, still part of the change
+    stack.add("move.patch", make_file_diff(MAIN, new_path, BASE, FIXED)
+              + file_diff(init, None, b""))
+    landed = upstream.commit({new_path: FIXED, init: b""}, "move attn.py and fix it",
+                             renames={MAIN: new_path})
     later = FIXED.replace(FIX2_NEW, b"    return (row * stride).clamp(0, limit)\n")
     target = upstream.commit({new_path: later}, "simpler clamp")
     status = stack.status(target)["move.patch"]
