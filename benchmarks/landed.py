@@ -26,6 +26,9 @@ TARGET (a newer upstream that is a descendant of BASE), and builds cases from th
              the old lines and not the new ones (the old code is back). NOT
              landed: a tool that drops the fix loses that part. Decided when the report is
              made, from the history (`undone_by`).
+  later      (--split-files) one file's change of a mainline commit after TARGET, carried
+             onto BASE, that TARGET does not already have (a 3-way merge onto TARGET still
+             changes something): NOT landed.
   unmerged   a commit of a branch that is not in TARGET, has no counterpart there, and whose
              change git's 3-way merge onto TARGET does not find already made: NOT landed.
 
@@ -105,6 +108,7 @@ class Case:
     tip: str = ""                 # the series' last commit in the scratch repository
     binary: bool = False
     base: str = ""                # where the series is carried (BASE unless said here)
+    paths: list[str] = field(default_factory=list)  # only these files of the commits (split)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -180,11 +184,13 @@ def is_ancestor(repo: Git, a: str, b: str) -> bool:
 # ----------------------------------------------------------------------------------------------
 # Making the series: a commit's own diff applied onto another commit, without a checkout
 
-def carry(scratch: Git, commit: str, onto: str, tmp: Path) -> tuple[str | None, bool]:
-    """`commit`'s change applied onto `onto` (a new commit with its author and message), or
-    None when git apply cannot place it; and whether the change has binary content."""
+def carry(scratch: Git, commit: str, onto: str, tmp: Path,
+          paths: list[str] | None = None) -> tuple[str | None, bool]:
+    """`commit`'s change (to `paths` only, when given) applied onto `onto` (a new commit with
+    its author and message), or None when git apply cannot place it; and whether the change
+    has binary content."""
     got = scratch.run("diff-tree", "-p", "--binary", "--full-index", "--no-renames",
-                      f"{commit}^", commit, check=False)
+                      f"{commit}^", commit, *(["--", *paths] if paths else []), check=False)
     diff = got.stdout
     if got.returncode != 0 or not diff.strip():
         return None, False
@@ -192,7 +198,7 @@ def carry(scratch: Git, commit: str, onto: str, tmp: Path) -> tuple[str | None, 
     if re.search(rb"(?m)^(?:new file |deleted file |new |old )?mode 160000|^index \S+ 160000",
                  diff):
         return None, binary  # a submodule's pointer: not a file a patch carries
-    index = tmp / f"index-{commit}"
+    index = tmp / f"index-{commit}-{len(paths or ())}"
     env = {"GIT_INDEX_FILE": str(index)}
     scratch.run("read-tree", onto, env=env)
     done = scratch.run("apply", "--cached", env=env, input=diff, check=False).returncode == 0
@@ -243,8 +249,25 @@ def build_cases(src: Git, scratch: Git, hist: History, args, tmp: Path) -> list[
     dead = [c for c in hist.mainline if not hist.alive[c]]
     reverting = {c for c in hist.mainline if _REVERTS_RE.search(hist.bodies.get(c, ""))}
     picked = [c for c in alive if c not in reverting]
+    if args.split_files:
+        # A history of few, large commits (one per release): each changed file of a commit is
+        # a case of its own, and a change from after TARGET is a case that has not landed.
+        later = src.out("rev-list", "--first-parent", "--reverse", "--no-merges",
+                        f"{target}..{args.mainline}").split()
+        for commit, kind, truth in [*((c, "exact", True) for c in picked),
+                                    *((c, "later", False) for c in later)]:
+            names = [n for n in src.out("diff-tree", "-r", "--name-only", "--no-renames",
+                                        "--diff-filter=M", f"{commit}^", commit).split("\n")
+                     if n.endswith(".py")]
+            for path in spread(names, args.split_files):
+                tip, binary = carry(scratch, commit, base, tmp, [path])
+                if tip is None or (not truth and not merge_changes(scratch, target, tip)):
+                    continue
+                cases.append(Case(f"{kind}-{commit[:10]}-{len(cases)}", kind, [commit],
+                                  [truth], f"{hist.subjects.get(commit, commit[:10])}: {path}",
+                                  tip, binary, paths=[path]))
     for commit in spread(picked, len(picked)):
-        if sum(c.kind == "exact" for c in cases) >= args.max_exact:
+        if args.split_files or sum(c.kind == "exact" for c in cases) >= args.max_exact:
             break
         one("exact", commit, True, hist.subjects[commit])
     for commit in dead:
@@ -415,13 +438,14 @@ def _hunk_lines(diff: str) -> dict[str, list[tuple[set[str], set[str]]]]:
     return found
 
 
-def undone_by(src: Git, original: str, target: str) -> str | None:
+def undone_by(src: Git, original: str, target: str, paths: list[str]) -> str | None:
     """A later commit of ORIGINAL..TARGET that reverses one of ORIGINAL's hunks exactly (takes
     out what it added and puts back what it removed, both non-empty) while TARGET's file has
     the old lines again: the old code is back, so the change is no longer whole in TARGET,
-    whatever a patch-id says. Truth from the history, without a revert message."""
+    whatever a patch-id says. Truth from the history, without a revert message. `paths`: only
+    those files of ORIGINAL (a case that carries part of it), or all when empty."""
     mine = _hunk_lines(src.out("diff-tree", "-p", "-U0", "--no-renames", f"{original}^",
-                               original))
+                               original, "--", *paths))
     reversed_hunks = {p: {(frozenset(a), frozenset(r)) for r, a in hunks if r and a}
                       for p, hunks in mine.items()}
     reversed_hunks = {p: h for p, h in reversed_hunks.items() if h}
@@ -525,6 +549,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="glob of release branches (default: release/*)")
     parser.add_argument("--max-exact", type=int, default=40)
     parser.add_argument("--max-unmerged", type=int, default=30)
+    parser.add_argument("--split-files", type=int, default=0, metavar="N",
+                        help="a history of few large commits (releases): up to N changed .py "
+                             "files of each commit as cases of their own (exact), and of "
+                             "each commit after TARGET on --mainline (later: not landed)")
     parser.add_argument("--kinds", default="", help="only these kinds (comma-separated)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--rebuild", action="store_true")
@@ -547,7 +575,8 @@ def main(argv: list[str] | None = None) -> int:
     stamp = work / "cases.json"
     want = {"format": CASES_FORMAT, "base": base, "target": target, "mainline": args.mainline,
             "branches": args.branches, "max_exact": args.max_exact,
-            "max_unmerged": args.max_unmerged}
+            "max_unmerged": args.max_unmerged,
+            **({"split_files": args.split_files} if args.split_files else {})}
     scratch_dir = work / "cases.git"
     scratch = Git(scratch_dir)
     if args.rebuild or not stamp.is_file() or json.loads(stamp.read_text())["want"] != want:
@@ -572,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
     for case in cases:
         if case.kind in ("exact", "backport", "squash") and all(case.truth):
             original = landing_of(src, case)
-            undoer = undone_by(src, original, target) if original else None
+            undoer = undone_by(src, original, target, case.paths) if original else None
             if undoer:
                 case.kind, case.truth = "undone", [False] * len(case.truth)
                 case.note = f"{case.note[:40]} (undone in part by {undoer[:10]})"
@@ -608,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(results: list[dict], args, source: Path, base: str, target: str) -> int:
-    kinds = ["exact", "backport", "squash", "undone", "reverted", "unmerged"]
+    kinds = ["exact", "backport", "squash", "undone", "reverted", "unmerged", "later"]
     table: dict[str, dict] = {k: {"cases": 0, "patches": 0, "landed": 0, "pf_tp": 0,
                                   "pf_fp": 0, "pf_partial": 0, "git_tp": 0, "git_fp": 0}
                               for k in kinds}
