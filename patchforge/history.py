@@ -111,6 +111,13 @@ def _contains(big: Blocks, small: Blocks) -> bool:
     return all(any(block == other for other in it) for block in small)
 
 
+def _blob_back(undo: Block, theirs: Blocks) -> bool:
+    """Whether a commit writes a binary file's old blob again (`undo` is the reverse of a
+    binary_block), whatever blob it replaced (the kernel rebuilt, then put back)."""
+    return bool(undo[1]) and undo[1][0].startswith(b"blob:") and \
+        any(added == undo[1] for _, added in theirs)
+
+
 def _size(blocks: Blocks) -> int:
     return sum(len(line) for removed, added in blocks for line in (*removed, *added))
 
@@ -217,7 +224,8 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
             # rewriting the fix's code (a lint pass moving an import, a guard a later design
             # no longer needs): superseded, not undone, unless the commit reverses the whole
             # change.
-            undone = [b for b in reverse(blocks) if b in changed.get(path, ())
+            theirs = changed.get(path, ())
+            undone = [b for b in reverse(blocks) if (b in theirs or _blob_back(b, theirs))
                       and _size((b,)) >= MIN_UNDO_CHARS and (b[1] or whole)]
             if undone:
                 events.append((commit, "undid", "the same change reversed"

@@ -405,6 +405,33 @@ def test_landed_rename_patch_later_edited_is_upstreamed_by_history(stack, upstre
     assert status.landed_in == landed
 
 
+KERNEL = "hsa/kernel.co"
+
+
+def kernel(n: int) -> bytes:
+    """A compiled kernel's bytes (NULs: git and patchforge take it as binary)."""
+    return bytes(range(256)) * 8 + b"\0build %d\0" % n
+
+
+def test_landed_binary_kernel_later_rebuilt_is_upstreamed_by_history(tmp_path):
+    """A fix that ships a rebuilt kernel with its code change, landed verbatim; upstream later
+    rebuilt the kernel again (a third blob) and rewrote the fixed line. Judged by blob ids in
+    the history: the landing wrote the patch's blob over the patch's base blob, and nothing
+    put the old blob back. With the old kernel put back afterwards, it is not upstreamed."""
+    upstream = Upstream(tmp_path / "upstream", {MAIN: BASE, KERNEL: kernel(1)})
+    stack = Stack(tmp_path / "project", upstream)
+    stack.add("fix.patch", file_diff(KERNEL, kernel(1), kernel(2)) + the_fix())
+    landed = upstream.commit({KERNEL: kernel(2), MAIN: FIXED}, "the fix, with its kernel")
+    later = FIXED.replace(FIX2_NEW, b"    return (row * stride).clamp(0, limit)\n")
+    target = upstream.commit({KERNEL: kernel(3), MAIN: later}, "faster kernel, simpler clamp")
+    status = stack.status(target)["fix.patch"]
+    assert status.state == "upstreamed" and status.decided_by == "history", status.evidence
+    assert status.landed_in == landed
+    restored = upstream.commit({KERNEL: kernel(1)}, "go back to the old kernel")
+    status = stack.status(restored)["fix.patch"]
+    assert status.state != "upstreamed", status.evidence
+
+
 def test_landed_in_does_not_bisect_across_a_revert(stack, upstream):
     """Landed, reverted, landed again: landed_in is the second landing, never the revert."""
     first, _ = history_around(upstream, {MAIN: fixed}, "the fix")
