@@ -438,21 +438,23 @@ def _hunk_lines(diff: str) -> dict[str, list[tuple[set[str], set[str]]]]:
     return found
 
 
-def undone_by(src: Git, original: str, target: str, paths: list[str]) -> str | None:
-    """A later commit of ORIGINAL..TARGET that reverses one of ORIGINAL's hunks exactly (takes
-    out what it added and puts back what it removed, both non-empty) while TARGET's file has
-    the old lines again: the old code is back, so the change is no longer whole in TARGET,
-    whatever a patch-id says. Truth from the history, without a revert message. `paths`: only
-    those files of ORIGINAL (a case that carries part of it), or all when empty."""
-    mine = _hunk_lines(src.out("diff-tree", "-p", "-U0", "--no-renames", f"{original}^",
-                               original, "--", *paths))
+def undone_by(src: Git, change: str, landing: str, target: str,
+              paths: list[str]) -> str | None:
+    """A commit of LANDING..TARGET that reverses one of CHANGE's hunks exactly (takes out what
+    it added and puts back what it removed, both non-empty) while TARGET's file has the old
+    lines again: the old code is back, so the change is no longer whole in TARGET, whatever a
+    patch-id says. Truth from the history, without a revert message. CHANGE is the landing
+    itself, or one commit of a branch squashed into it; `paths`: only those files of CHANGE
+    (a case that carries part of it), or all when empty."""
+    mine = _hunk_lines(src.out("diff-tree", "-p", "-U0", "--no-renames", f"{change}^",
+                               change, "--", *paths))
     reversed_hunks = {p: {(frozenset(a), frozenset(r)) for r, a in hunks if r and a}
                       for p, hunks in mine.items()}
     reversed_hunks = {p: h for p, h in reversed_hunks.items() if h}
     if not reversed_hunks:
         return None
     log_text = src.out("log", "-p", "-U0", "--no-renames", "--topo-order", "--reverse",
-                       "--ancestry-path", "--format=%x01%H", f"{original}..{target}", "--",
+                       "--ancestry-path", "--format=%x01%H", f"{landing}..{target}", "--",
                        *reversed_hunks)
     for chunk in log_text.split("\x01")[1:]:
         commit, _, diff = chunk.partition("\n")
@@ -599,12 +601,21 @@ def main(argv: list[str] | None = None) -> int:
         log(f"  {len(cases)} cases in {time.perf_counter() - started:.0f} s")
     cases = [Case(**c) for c in json.loads(stamp.read_text())["cases"]]
     for case in cases:
-        if case.kind in ("exact", "backport", "squash") and all(case.truth):
+        if case.kind in ("exact", "backport") and all(case.truth):
             original = landing_of(src, case)
-            undoer = undone_by(src, original, target, case.paths) if original else None
+            undoer = undone_by(src, original, original, target, case.paths) if original else None
             if undoer:
                 case.kind, case.truth = "undone", [False] * len(case.truth)
                 case.note = f"{case.note[:40]} (undone in part by {undoer[:10]})"
+        elif case.kind == "squash" and all(case.truth):
+            # Patch by patch: a hunk of the branch commit itself reversed after the squash.
+            squash = landing_of(src, case)
+            undoers = [undone_by(src, commit, squash, target, []) if squash else None
+                       for commit in case.commits]
+            case.truth = [not u for u in undoers]
+            if any(undoers):
+                case.note = f"{case.note[:40]} (in part undone by " \
+                    f"{', '.join(sorted({u[:10] for u in undoers if u}))})"
     if args.kinds:
         cases = [c for c in cases if c.kind in args.kinds.split(",")]
 
