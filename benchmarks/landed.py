@@ -47,6 +47,7 @@ their own); later runs only run the two tools. The source repository is never wr
 from __future__ import annotations
 
 import argparse
+import atexit
 import concurrent.futures
 import fnmatch
 import json
@@ -79,6 +80,13 @@ def log(msg: str) -> None:
     print(f"[{time.monotonic() - _STARTED:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
 
+# git runs in an empty directory of its own: with GIT_DIR set, the current directory is the
+# work tree, and `git apply --3way` writes the files of a conflicted case there (it wrote
+# upstream files into whatever directory the script was started from).
+_NOWHERE = tempfile.mkdtemp(prefix="landed-cwd-")
+atexit.register(shutil.rmtree, _NOWHERE, True)
+
+
 class Git:
     """git in one repository (GIT_DIR), with the bench's isolated environment."""
 
@@ -88,7 +96,7 @@ class Git:
 
     def run(self, *args: str, input: bytes | None = None, check: bool = True,
             env: dict | None = None) -> subprocess.CompletedProcess:
-        proc = subprocess.run(["git", *args], input=input, capture_output=True,
+        proc = subprocess.run(["git", *args], input=input, capture_output=True, cwd=_NOWHERE,
                               env={**self.env, **(env or {})})
         if check and proc.returncode != 0:
             raise RuntimeError(f"git {' '.join(args)}: {proc.stderr.decode(errors='replace')}")
