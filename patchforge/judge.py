@@ -408,9 +408,7 @@ def _history_index(store: UpstreamStore, target: Target, paths: list[str]) -> "H
     """HistoryIndex of `paths` with their diffs read, or None without history."""
     if not _history(store, target):
         return None
-    index = HistoryIndex(store, target, paths)
-    index.read_diffs()
-    return index
+    return HistoryIndex(store, target, paths)
 
 
 def _history(store: UpstreamStore, target: Target) -> bool:
@@ -542,6 +540,10 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
                     runs.setdefault((i, j), []).append(commit)
             start = end + 1
     lines: dict[tuple[int, str, bool], frozenset[bytes]] = {}
+    added = [{fp.new_path or fp.old_path: {line[1:].translate(None, WHITESPACE)
+                                           for hunk in fp.hunks for line in hunk.lines
+                                           if line[:1] == b"+"}
+              for fp in patch.file_patches} for _, patch in patches]
 
     def line_set(k: int, path: str, was: bool) -> frozenset[bytes]:
         """Patch k's file before (was) or after it, as a set of lines, whitespace removed."""
@@ -572,8 +574,12 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
                 first_at.setdefault(path, k)
             last.update(now)
             last_at.update(dict.fromkeys(now, k))
-        new_lines = {path: line_set(last_at[path], path, False)
-                     - line_set(first_at[path], path, True) - {b""} for path in first}
+        # A line of the result that is not in the file before the run came from one of the
+        # run's `+` lines: only those are looked up (not every line of a large file).
+        new_lines = {path: {line for k in range(i, j + 1) for line in added[k].get(path, ())
+                            if line and line in line_set(last_at[path], path, False)
+                            and line not in line_set(first_at[path], path, True)}
+                     for path in first}
         if not any(all(new_lines[path] <= index.added_lines(commit, path) for path in first)
                    for commit in commits):
             continue
@@ -629,20 +635,28 @@ def where_landed(store: UpstreamStore, target: Target, patch, verdict, index: "H
 
 
 class HistoryIndex:
-    """The upstream history between a base and a target, read once per series: which commits
-    touch which files (one `git log --name-only`), and the patch-ids of those commits limited to
-    any set of files (one `git log -p`, one `git patch-id`). Status asks both for every landed
-    patch; asked per patch, they were three git processes each."""
+    """The upstream history between a base and a target, read once per series in one
+    `git log -p` of the series' files: which commits touch which files (`log`, oldest first by
+    ancestry), each commit's diff of each file, and which commits a revert's message names.
+    Change blocks, landed_in's candidates and patch-ids (one `git patch-id` for the whole
+    series) all come from it; asked per patch, they were three git processes each."""
 
     def __init__(self, store: UpstreamStore, target: Target, paths: list[str]) -> None:
         self.store = store
         self.target = target
-        self.log = store.touching_log(target.base_commit, target.commit, paths) if paths else []
         self.paths = paths
         self._chunks: dict[str, dict[bytes, bytes]] | None = None
+        self._order: list[str] = []  # commits as `git log` gave them, newest first
         self._blocks: dict[tuple[str, bytes], tuple] = {}  # (commit, diff header) -> blocks
         self._reverts: dict[str, list[str]] = {}  # commit -> the commits its message reverts
         self._added: dict[tuple[str, str], frozenset[bytes]] = {}
+        # Which of the paths each commit changes: the file sections of its diff (one git walk
+        # over the history instead of a second, `--name-only` one).
+        chunks = self._file_chunks() if paths else {}
+        headers = [(path, diff_header(path)) for path in paths]
+        self.log: list[tuple[str, list[str]]] = [
+            (commit, [path for path, header in headers if header in chunks[commit]])
+            for commit in reversed(self._order)]
 
     def commits_touching(self, paths: list[str]) -> list[str]:
         wanted = set(paths)
@@ -685,15 +699,11 @@ class HistoryIndex:
             commits.append((commit, changed))
         return judge_history(wanted, commits, self._reverts)
 
-    def read_diffs(self) -> None:
-        """Read the commits' diffs now (patch_id_matches needs them)."""
-        self._file_chunks()
-
     def _file_chunks(self) -> dict[str, dict[bytes, bytes]]:
         """commit -> {its `diff --git` line: that file's diff}, from one `git log -p`."""
         if self._chunks is None:
             chunks: dict[str, dict[bytes, list[bytes]]] = {}
-            if self.log:
+            if self.paths:
                 text = self.store.log_patches(self.target.base_commit, self.target.commit,
                                               self.paths)
                 files: dict[bytes, list[bytes]] = {}
@@ -702,6 +712,7 @@ class HistoryIndex:
                     if line.startswith(b"commit ") and len(line.strip()) == 47:
                         commit = line.split()[1].decode()
                         files = chunks.setdefault(commit, {})
+                        self._order.append(commit)
                         header = None
                     elif header is None and line.startswith(b"    This reverts commit "):
                         found = _REVERTS.match(line)

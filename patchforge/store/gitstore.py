@@ -685,24 +685,10 @@ class UpstreamStore:
             args += ["--not", after]
         return [c for c in self._out(*args, what="ordering commits").split() if c in wanted]
 
-    def touching_log(self, old: str, new: str, paths: list[str]) -> list[tuple[str, list[str]]]:
-        """[(commit, paths it changes among `paths`)] after `old` up to `new`, oldest first, in
-        one git process: what `commits_touching` answers for many path sets at once."""
-        if not paths:
-            return []
-        out = self._out("log", "--reverse", "--topo-order", "--ancestry-path", "--no-renames",
-                        "--name-only",
-                        "-z", "--format=%x01%H", f"{old}..{new}", "--", *paths)
-        # Each commit: "\x01<sha>\0\n<path>\0<path>\0..."
-        result = []
-        for chunk in out.split("\x01")[1:]:
-            commit, _, names = chunk.partition("\0")
-            result.append((commit.strip(), [n for n in names.lstrip("\n").split("\0") if n]))
-        return result
-
     def log_patches(self, old: str, new: str, paths: list[str]) -> bytes:
         """`git log -p` (fixed options) of the commits after `old` up to `new` touching
-        `paths`, limited to them: the input patch-id evidence is computed from."""
+        `paths`, limited to them, newest first by ancestry: what the history evidence (and
+        which commits touch which file) is read from."""
         # The message, indented four spaces (no line of it can pass for a `commit` or
         # `diff --git` line), says which commits a revert reverts.
         return self._run("log", "-p", "--no-color", "--no-ext-diff", "--no-textconv",
