@@ -664,8 +664,6 @@ class HistoryIndex:
 
     def added_lines(self, commit: str, path: str) -> frozenset[bytes]:
         """The lines `commit` adds to `path`, whitespace removed."""
-        from patchforge.store.diff import diff_header
-
         key = (commit, path)
         if key not in self._added:
             chunk = self._file_chunks().get(commit, {}).get(diff_header(path), b"")
