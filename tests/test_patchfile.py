@@ -264,3 +264,19 @@ def test_rendered_values_read_back(fields):
                                 for k, ln in enumerate(v.split("\n"))))
                   for n, v in fields)
     assert got == want
+
+
+def test_header_cut_short_does_not_strand_the_profiles_field():
+    """A first line that lost its colon turns the whole header into description; Profiles
+    there would be ignored and a one-profile fix deployed everywhere. Refused, naming the line."""
+    good = (b"Description: fix the thing\nAuthor: A <a@example.com>\nProfiles: gfx942\n\n"
+            b"Why.\n---\n")
+    assert parse_patch_file(good, "p.patch").fields[2].name == "Profiles"
+    broken = good.replace(b"Description:", b"Description", 1)
+    with pytest.raises(InputError) as info:
+        parse_patch_file(broken, "p.patch")
+    assert info.value.path == "p.patch" and info.value.line == 3
+    assert "Profiles:" in str(info.value)
+    # The same words in a description paragraph of their own are prose, not a header.
+    prose = b"Description: fix\n\nProfiles: this fix touches no profile list.\n---\n"
+    assert parse_patch_file(prose, "p.patch").description.startswith(b"Profiles:")

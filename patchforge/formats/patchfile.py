@@ -293,6 +293,7 @@ def parse_patch_file(data: bytes, source: str = "<patch>") -> PatchFile:
     # the separator only ever holds " path | n +-" lines, so it is checked the same way.
     first = 1 + (preamble + b"".join(f.raw for f in fields) + gap).count(b"\n")
     _check_description(description + separator, source, first)
+    _check_no_stranded_field(description, gap, source, first)
     pf = PatchFile(preamble, tuple(fields), description, separator, diff, gap, source)
     if diff:
         pf.file_patches  # validate now: a malformed diff is an input error at load time
@@ -312,7 +313,29 @@ def _check_description(text: bytes, source: str, first_line: int) -> None:
         if _BINARY_MARK_RE.match(bare):
             # A binary change without a `diff --git` header would otherwise pass for text and
             # make an empty patch: refuse it as the binary patch it is.
-            raise InputError("a binary patch; patchforge carries text fixes only", path=source,
+            raise InputError("a binary patch outside any `diff --git` section (no file to "
+                             "carry it to)", path=source, line=first_line + k)
+
+
+# Fields that decide where a fix goes or when it leaves. One of them stranded in the description
+# (the header ended early because a line above it lost its colon) would silently change what is
+# deployed: a gfx942-only fix would reach every profile.
+_DECIDING_FIELDS = {b"profiles", b"drop-when", b"keeps", b"base", b"upstream"}
+
+
+def _check_no_stranded_field(description: bytes, gap: bytes, source: str, first_line: int) -> None:
+    """Refuse a deciding field in the description's first paragraph when no blank line separates
+    it from where the header ended: the header was cut short, not written that way."""
+    if gap:
+        return
+    for k, line in enumerate(split_lines(description)):
+        if not line.strip():
+            return
+        m = _FIELD_RE.match(line)
+        if m and m.group(1).lower() in _DECIDING_FIELDS:
+            raise InputError(f"'{m.group(1).decode('ascii')}:' is read as description, not as a "
+                             f"header field: the header ends at line {first_line} (a line "
+                             "there is not 'Name: value'); fix that line", path=source,
                              line=first_line + k)
 
 
