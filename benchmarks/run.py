@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""patchforge against git rebase, StGit and quilt on a real vLLM history (issue 9).
+"""patchforge against git rebase, StGit and quilt on a real vLLM history.
 
     python3 benchmarks/run.py [--patches 30|300] [--seed 1] [--quick] [--runs N] [--json FILE]
 
