@@ -32,6 +32,10 @@ MANIFEST_VERSION = 1
 GENERATED_NAMES = ("SHA256SUMS", "manifest.json")
 ARTIFACTS_DIR = "artifacts"  # overlays/artifacts/<path>: copies of the declared artifacts
 KEEP_NAMES = {"README.md", ".gitignore"}  # user files that live in overlays/ and survive regeneration
+# The baked form is a build output like the overlay files it copies: everything in it follows
+# from the committed SHA256SUMS and manifest.json, so it is checked where it exists and not
+# required to be committed.
+BUILD_OUTPUT_NAMES = {"Dockerfile"}
 
 
 def sha256(data: bytes) -> str:
@@ -302,14 +306,16 @@ def check_overlays(project: Project, overlays: OverlaySet) -> list[Drift]:
     """What differs between the regenerated set and what is on disk (committed).
 
     Metadata files are compared byte for byte; overlay files where they exist on disk (they are
-    build outputs, usually git-ignored) and otherwise through the committed SHA256SUMS.
+    build outputs, usually git-ignored) and otherwise through the committed SHA256SUMS; a
+    Dockerfile (a build output too) where it exists.
     """
     root = project.overlays_dir
     drifts: list[Drift] = []
     for rel, data in sorted(overlays.outputs.items()):
         path = root / rel
         if not path.exists():
-            drifts.append(Drift(rel, "missing", "not generated yet"))
+            if PurePosixPath(rel).name not in BUILD_OUTPUT_NAMES:
+                drifts.append(Drift(rel, "missing", "not generated yet"))
         elif path.read_bytes() != data:
             drifts.append(Drift(rel, "changed", _first_difference(path.read_bytes(), data)))
     for f in overlays.files:

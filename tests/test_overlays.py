@@ -179,6 +179,17 @@ def test_check_reports_drift_and_passes_when_clean(stack):
     assert ok(root, "overlays", "--check").rc == 0
     ok(root, "overlays")
     assert tree_bytes(root / "overlays") == clean
+    # So are the Dockerfiles that bake them: absent is fine, present must be what is generated.
+    for profile in ("gfx942", "gfx950"):
+        (root / "overlays" / profile / "Dockerfile").unlink()
+    assert ok(root, "overlays", "--check").rc == 0
+    ok(root, "overlays")
+    assert tree_bytes(root / "overlays") == clean
+    dockerfile = root / "overlays/gfx942/Dockerfile"
+    dockerfile.write_bytes(dockerfile.read_bytes().replace(b"sha256sum -c", b"true ||", 1))
+    run = run_cli(root, "overlays", "--check")
+    assert run.rc == 1 and "changed  gfx942/Dockerfile" in run.text
+    ok(root, "overlays")
     # Tampered SHA256SUMS.
     sums = root / "overlays/SHA256SUMS"
     sums.write_bytes(sums.read_bytes().replace(b"  gfx942/up/a.py", b"  gfx942/up/a.py").replace(
