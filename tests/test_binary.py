@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
 import subprocess
 import zlib
@@ -115,6 +116,26 @@ def test_imported_binary_fix_is_carried_exactly(stack, tmp_path):
     document = stack.json("status")
     (entry,) = document["patches"]
     assert entry["state"] == "applies"
+
+
+def test_export_quilt_names_each_binary_section_quilt_cannot_apply(stack, tmp_path):
+    name = _import_fix(tmp_path, stack)
+    out = tmp_path / "quilt"
+    result = ok(stack.root, "export", "--quilt", str(out))
+    # The series is written whole, bytes kept; each binary section is named with its line.
+    assert (out / name).read_bytes() == (stack.root / "series" / "up" / name).read_bytes()
+    patch_lines = (out / name).read_bytes().split(b"\n")
+    warned = [line for line in result.err.splitlines() if line.startswith("warning: ")]
+    assert len(warned) == 4, result.err
+    for line in warned:
+        where, lineno, path = line.removeprefix("warning: ").split(":")[:3]
+        assert where.endswith(name)
+        assert patch_lines[int(lineno) - 1].startswith(b"diff --git a/" + path.strip().encode())
+    # ...and it is true: real quilt stops on the patch (GNU patch cannot apply binary data).
+    tree = _clone_at(tmp_path, stack, stack.base, "quilt-tree")
+    pushed = subprocess.run(["quilt", "push", "-a"], cwd=tree, capture_output=True,
+                            env={**os.environ, "QUILT_PATCHES": str(out)})
+    assert pushed.returncode != 0
 
 
 def test_pr_carries_a_binary_fix_that_git_am_applies(stack, tmp_path):

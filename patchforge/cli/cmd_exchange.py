@@ -118,8 +118,11 @@ def export(app, quilt_dir, mbox_file):
         raise UsageError("say where: --quilt DIR and/or --mbox FILE")
     project = app.project()
     if quilt_dir:
-        written = export_quilt(project, quilt_dir)
+        written, binary_sections = export_quilt(project, quilt_dir)
         click.echo(f"wrote {len(written)} files to {quilt_dir}")
+        for where in binary_sections:
+            click.echo(f"warning: {where}: a GIT binary patch, which quilt and GNU patch cannot "
+                       "apply (git apply and git am can)", err=True)
     if mbox_file:
         count = export_mbox(project, mbox_file)
         click.echo(f"wrote {count} messages to {mbox_file}")

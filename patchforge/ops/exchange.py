@@ -234,19 +234,27 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
     return [n for n, _ in pending]
 
 
-def export_quilt(project: Project, directory: Path) -> list[Path]:
-    """quilt's layout: DIR/series and the patch files (DIR/<upstream>/ when there are several)."""
+def export_quilt(project: Project, directory: Path) -> tuple[list[Path], list[str]]:
+    """quilt's layout: DIR/series and the patch files (DIR/<upstream>/ when there are several).
+
+    Returns the files written and, for each binary section the series carries, a line naming
+    the patch and the file: quilt and GNU patch cannot apply `GIT binary patch` data, so the
+    exported series is complete for `git apply`/`git am` but not for `quilt push`."""
     written = []
+    binary_sections = []
     upstreams = [u for u in project.upstream_names() if project.patch_names(u)]
     for upstream in upstreams:
         target = Path(directory) / upstream if len(upstreams) > 1 else Path(directory)
         names = project.patch_names(upstream)
         for name in names:
+            patch = project.read_patch(upstream, name)
+            binary_sections += [f"{patch.source}:{file.line_no}: {file.path}"
+                                for file in patch.file_patches if file.is_binary]
             atomic_write(target / name, project.read_patch_bytes(upstream, name))
             written.append(target / name)
         atomic_write(target / "series", "".join(f"{n}\n" for n in names).encode())
         written.append(target / "series")
-    return written
+    return written, binary_sections
 
 
 def _header_value(value: str) -> str:
