@@ -31,7 +31,7 @@ from patchforge.apply.series import apply_series
 from patchforge.errors import ApplyError, UsageError
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.stack import refuse_creation_collisions, refuse_symlinked_paths
-from patchforge.store.diff import FileChange, make_diff
+from patchforge.store.diff import FileChange, find_renames, make_diff
 from patchforge.store.git import IMPORT_IDENT, run_git
 from patchforge.store.objects import (EMPTY_TREE, commit_bytes, edit_tree, object_id,
                                       write_small_pack)
@@ -593,7 +593,8 @@ def close_edit_if_moved(project: Project, upstream: str, before: list[str],
 
 
 def worktree_diff(project: Project, store: UpstreamStore, upstream: str, state: dict, *,
-                  with_changes=False, pairs: dict[str, tuple[str, bool]] | None = None):
+                  with_changes=False, pairs: dict[str, tuple[str, bool]] | None = None,
+                  patch_paths: set[str] | None = None):
     """git's diff from the worktree's base commit (`state["base"]`, in the store) to its
     working files: the tracked files that changed. A file nobody asked for is refused, never
     folded into the patch.
@@ -601,8 +602,10 @@ def worktree_diff(project: Project, store: UpstreamStore, upstream: str, state: 
     The diff keeps the patch's own extended headers: a file whose mode changed gets its mode
     lines, and a file the patch renames or copies (`pairs`: new path -> (old path, copy?), by
     default the renames and copies of the edited patch, `state["patch"]`) stays a rename or a
-    copy instead of coming back as a deletion and a new file. `with_changes` also returns the
-    files that changed, as (path, old, new, old mode, new mode)."""
+    copy instead of coming back as a deletion and a new file. A file the user moved in the
+    worktree (`git mv`), both names outside the patch's own paths (`patch_paths`, by default
+    those of the edited patch), becomes a rename where `git diff -M` would call it one.
+    `with_changes` also returns the files that changed, as (path, old, new, old mode, new mode)."""
     work = Worktree(project.work_dir(upstream))
     base = state["base"]
     found = work.changes()
@@ -611,8 +614,12 @@ def worktree_diff(project: Project, store: UpstreamStore, upstream: str, state: 
         raise UsageError(f"files in {work.path} that are not part of the patch: {listed}",
                          hint="`patchforge add PATH` to make one part of it, or remove it (a "
                               "file you staged with git: `git rm --cached` it, then remove it)")
-    if pairs is None:
-        pairs = _edited_pairs(project, upstream, state)
+    if pairs is None or patch_paths is None:
+        edited = _edited_patch(project, upstream, state)
+        if pairs is None:
+            pairs = _pairs_of(edited) if edited is not None else {}
+        if patch_paths is None:
+            patch_paths = set(edited.paths) if edited is not None else set()
     sources = sorted({old for old, _ in pairs.values()} - set(found.changed))
     wanted = [*found.changed, *sources]
     olds = store.read_blobs(base, wanted)
@@ -628,7 +635,7 @@ def worktree_diff(project: Project, store: UpstreamStore, upstream: str, state: 
         if old == new and mode_old == mode_new:
             continue  # e.g. added, then left as it was
         changes.append((path, old, new, mode_old, mode_new))
-    diff = make_diff(_paired(changes, pairs, olds, entries))
+    diff = make_diff(_paired(changes, pairs, olds, entries, patch_paths))
     return (diff, changes) if with_changes else diff
 
 
@@ -640,14 +647,24 @@ def patch_pairs(project, upstream: str, name: str | None) -> dict[str, tuple[str
     return _pairs_of(project.read_patch(upstream, name))
 
 
-def _edited_pairs(project, upstream: str, state: dict) -> dict[str, tuple[str, bool]]:
+def patch_paths(project, upstream: str, name: str | None) -> set[str]:
+    """Every path the series' patch `name` touches (empty for a name not in the series)."""
+    if not name or name not in project.patch_names(upstream):
+        return set()
+    return set(project.read_patch(upstream, name).paths)
+
+
+def _edited_patch(project, upstream: str, state: dict):
+    """The patch file the worktree edits (None for a new one, or when there is none)."""
     if state.get("bring_back"):  # the fix is still in skipped/ until the refresh
         from patchforge.formats.patchfile import parse_patch_file
 
         path = project.root / state["bring_back"]
-        return _pairs_of(parse_patch_file(path.read_bytes(), str(path))) \
-            if path.is_file() else {}
-    return patch_pairs(project, upstream, state.get("patch"))
+        return parse_patch_file(path.read_bytes(), str(path)) if path.is_file() else None
+    name = state.get("patch")
+    if not name or name not in project.patch_names(upstream):
+        return None
+    return project.read_patch(upstream, name)
 
 
 def _pairs_of(patch) -> dict[str, tuple[str, bool]]:
@@ -655,7 +672,7 @@ def _pairs_of(patch) -> dict[str, tuple[str, bool]]:
             if fp.old_path and fp.new_path and fp.old_path != fp.new_path}
 
 
-def _paired(changes, pairs, olds, entries) -> list[FileChange]:
+def _paired(changes, pairs, olds, entries, patch_paths: set[str]) -> list[FileChange]:
     """The worktree's changes as diff entries, a created file that the patch renames or copies
     from another joined with its source: a rename takes the source's deletion in, a copy reads
     the source as it is in the base."""
@@ -678,5 +695,17 @@ def _paired(changes, pairs, olds, entries) -> list[FileChange]:
             consumed.add(old_path)
         joined[new_path] = FileChange(old_path, new_path, old, made[2], old_mode, made[4],
                                       copy=copy)
+    # A file the user moved in the worktree (`git mv`), which the patch did not rename: paired
+    # the way `git diff -M` pairs it, so it stays a rename.
+    # A deletion and a creation the patch itself makes stay apart: a refresh of an unchanged
+    # patch gives back its bytes.
+    deleted = [(c[0], c[1]) for c in changes if c[1] is not None and c[2] is None
+               and c[0] not in consumed and c[0] not in patch_paths]
+    created = [(c[0], c[2]) for c in changes if c[1] is None and c[2] is not None
+               and c[0] not in joined and c[0] not in patch_paths]
+    for new_path, old_path in find_renames(deleted, created).items():
+        gone, made = by_path[old_path], by_path[new_path]
+        joined[new_path] = FileChange(old_path, new_path, gone[1], made[2], gone[3], made[4])
+        consumed.add(old_path)
     return [joined[path] if path in joined else FileChange.at(*change)
             for change in changes for path in (change[0],) if path not in consumed]

@@ -451,3 +451,47 @@ def test_overlays_refuse_to_make_a_link(tmp_path):
     s = Scenario(tmp_path, kinds=["symlink"])
     rc, out, err = s.stack.cli("overlays", expect=2)
     assert "makes link a symlink" in err and not (s.stack.root / "overlays" / "up").exists()
+
+
+def test_a_file_moved_in_the_worktree_is_refreshed_as_a_rename(tmp_path):
+    s = Scenario(tmp_path, kinds=["editm"])
+    work = s.stack.root / ".patchforge" / "work" / "up"
+    s.stack.cli("edit", "editm")
+    s.stack.cli("add", "d.txt")
+    git(work, "mv", "d.txt", "d3.txt")
+    (work / "d3.txt").write_bytes(lines("d", changed={12: "d12 moved and fixed"}))
+    s.stack.cli("add", "d3.txt")
+    s.stack.cli("refresh")
+    data = s.stack.patch("up", "editm")
+    # What `git diff -M` writes for the same move: a rename with git's similarity score.
+    check = s.clone_at("v1", "git-mv")
+    git(check, "mv", "d.txt", "d3.txt")
+    (check / "d3.txt").write_bytes(lines("d", changed={12: "d12 moved and fixed"}))
+    git(check, "add", "-A")
+    expected_header = subprocess.run(["git", "diff", "--cached", "-M", "--", "d.txt", "d3.txt"],
+                                     cwd=check, check=True, capture_output=True).stdout
+    assert b"rename from d.txt\nrename to d3.txt\n" in data
+    assert expected_header.split(b"\n")[1] in data  # the same `similarity index NN%`
+    expected = working_tree(s.clone_at("v1", "expected"))
+    expected.pop("d.txt")
+    expected["d3.txt"] = ("100644", lines("d", changed={12: "d12 moved and fixed"}))
+    expected["m.txt"] = ("100644", lines("m", changed={5: "m5 fixed"}))
+    s.assert_series_gives(expected, "v1", "moved")
+
+
+def test_a_patch_that_deletes_and_creates_without_renaming_keeps_its_bytes(tmp_path):
+    # Made by a tool that writes no renames (quilt, `git diff --no-renames`): the deletion and
+    # the creation of a near copy stay two sections through edit + refresh.
+    s = Scenario(tmp_path, kinds=["editm"])
+    work = s.clone_at("v1", "no-renames")
+    git(work, "mv", "d.txt", "d4.txt")
+    git(work, "add", "-A")
+    diff = subprocess.run(["git", "diff", "--cached", "--no-renames", "--full-index"], cwd=work,
+                          check=True, capture_output=True).stdout
+    assert b"deleted file mode" in diff and b"rename" not in diff
+    add_patch_file(s.stack.root, "up", "apart.patch",
+                   f"Description: apart\nBase: {s.v1}\n---\n".encode() + diff)
+    before = s.stack.patch("up", "apart")
+    s.stack.cli("edit", "apart")
+    s.stack.cli("refresh")
+    assert s.stack.patch("up", "apart") == before

@@ -493,7 +493,7 @@ class Rebase:
     def _take_resolution(self, stopped: Stop) -> tuple[dict[str, bytes | None], dict[str, str]]:
         """--continue: the worktree's difference from the stop's base becomes the patch.
         Returns the files it changes (path -> content, None when deleted) and their modes."""
-        from patchforge.worktree import patch_pairs, worktree_diff
+        from patchforge.worktree import patch_pairs, patch_paths, worktree_diff
 
         upstream, name = stopped.upstream, stopped.name
         entry = self._run_record.upstreams[upstream]
@@ -512,7 +512,8 @@ class Rebase:
                     pairs[new_path] = (moved[old_path], copy)
         diff, changes = worktree_diff(self.project, self.store, upstream,
                                        {"base": stopped.base}, with_changes=True,
-                                       pairs=pairs)
+                                       pairs=pairs,
+                                       patch_paths=patch_paths(self.project, upstream, name))
         marked = [path for path, _, new, _, _ in changes
                   if new is not None and _CONFLICT_MARKER.search(new)]
         if marked:

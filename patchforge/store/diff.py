@@ -202,6 +202,41 @@ def _git_scores(todo: list[tuple[bytes, bytes]]) -> dict[int, int]:
     return found
 
 
+def find_renames(deleted: list[tuple[str, bytes]],
+                 created: list[tuple[str, bytes]]) -> dict[str, str]:
+    """created path -> deleted path, for the pairs `git diff -M` would call a rename (git's own
+    pairing and its default 50% similarity), so a file the user moved with `git mv` comes back
+    as a rename rather than as a deletion and a new file. One git process, none when either
+    side is empty."""
+    if not deleted or not created:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="patchforge-renames-", dir=scratch_dir()) as tmp:
+        root = Path(tmp)
+        (root / "o").mkdir()
+        (root / "n").mkdir()
+        for i, (_, data) in enumerate(deleted):
+            (root / "o" / str(i)).write_bytes(data)
+        # `.r`: no created file may share a name with a deleted one, or git would pair them
+        # as the same file changed instead of scoring them.
+        for i, (_, data) in enumerate(created):
+            (root / "n" / f"{i}.r").write_bytes(data)
+        proc = run_git("diff", "--no-index", "--no-color", "--no-ext-diff", "--no-textconv",
+                       "-M", "--raw", "-z", "--", "o", "n", cwd=root, ok=(0, 1))
+    found = {}
+    fields = proc.stdout.split(b"\0")
+    at = 0
+    while at < len(fields) - 1:
+        status = fields[at].rsplit(b" ", 1)[-1]
+        if status[:1] in (b"R", b"C"):
+            if status[:1] == b"R":
+                source, dest = fields[at + 1], fields[at + 2]
+                found[created[int(dest[2:-2])][0]] = deleted[int(source[2:])][0]
+            at += 3
+        else:
+            at += 2
+    return found
+
+
 def _check_change(c: FileChange) -> None:
     if (c.old is None) != (c.old_path is None) or (c.new is None) != (c.new_path is None):
         raise StoreError("a diff side needs both a path and content, or neither")
