@@ -10,6 +10,7 @@ gives at the new base, since a commit records no copy for `git rebase` to follow
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -495,3 +496,23 @@ def test_a_patch_that_deletes_and_creates_without_renaming_keeps_its_bytes(tmp_p
     s.stack.cli("edit", "apart")
     s.stack.cli("refresh")
     assert s.stack.patch("up", "apart") == before
+
+
+def test_lint_checks_renames_and_copies_are_byte_stable(tmp_path):
+    s = Scenario(tmp_path)
+    rc, out, err = s.stack.cli("lint", "--no-forge", "--json", expect=None)
+    stable = [f for f in json.loads(out)["findings"] if f["check"] == "byte-stable"]
+    assert stable == [], stable  # git made them: canonical, renames and copies included
+    # A rename whose diff was made with other options (-U1) is found like any other patch.
+    data = s.stack.patch("up", "renameedit")
+    work = s.clone_at("v1", "u1")
+    _make_change(work, "renameedit")
+    git(work, "add", "-A")
+    other = subprocess.run(["git", "diff", "--cached", "-M", "-U1", "--full-index"], cwd=work,
+                           check=True, capture_output=True).stdout
+    assert b"rename from b.txt" in other
+    head = data[:data.index(b"diff --git")]
+    (s.stack.root / "series" / "up" / "renameedit.patch").write_bytes(head + other)
+    rc, out, err = s.stack.cli("lint", "--no-forge", "--json", expect=None)
+    (found,) = [f for f in json.loads(out)["findings"] if f["check"] == "byte-stable"]
+    assert "renameedit" in found["patch"] and found["severity"] == "error", found

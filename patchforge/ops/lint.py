@@ -294,20 +294,20 @@ def _apply_checks(project: Project, store: UpstreamStore, upstream, pin, parsed)
         before = dict(state.current)
         apply_series(read_base, [(name, patch)], strict=False, state=state,
                      allow_zero_context=True)
-        if not state.outcomes[-1].ok or any(fp.is_rename or fp.is_copy
-                                            for fp in patch.file_patches):
-            continue  # a failure is reported above; renames are regenerated without -M
+        if not state.outcomes[-1].ok:
+            continue  # reported above
         changes = []
         for fp in patch.file_patches:
-            path = fp.new_path or fp.old_path
             old = before.get(fp.old_path, state.base.get(fp.old_path)) if fp.old_path else None
-            new = state.current.get(path) if fp.new_path else None
+            new = state.current.get(fp.new_path) if fp.new_path else None
             entry = store.entry(pin.commit, fp.old_path) if fp.old_path else None
             mode_old = fp.old_mode or (entry[0] if entry else "100644")
             mode_new = fp.new_mode or mode_old
-            changes.append((path, old, new, mode_old, mode_new))
+            # A rename or copy is regenerated as one, with git's similarity score.
+            changes.append(FileChange(fp.old_path, fp.new_path, old, new, mode_old, mode_new,
+                                      copy=fp.is_copy))
         try:
-            regenerated = make_diff(FileChange.at(*change) for change in changes)
+            regenerated = make_diff(changes)
         except PatchforgeError:
             continue
         if regenerated != patch.diff:
