@@ -337,6 +337,32 @@ def _series_prefix(project: Project, upstream: str, file_name: str, paths) -> tu
     return picked, wanted
 
 
+def series_on_paths(project: Project, upstream: str, paths) -> list:
+    """The whole series restricted to what it does to `paths` and to every file those are
+    renamed or copied to or from, anywhere in it: [(name, its file patches on those files)], in
+    series order, for apply_series. A file's state through a series depends only on the file
+    patches that touch it and on the sources it is renamed or copied from, so the restricted
+    series gives those files exactly as the whole one does. Only patches whose text names one
+    of the files are parsed."""
+    names = project.patch_names(upstream)
+    wanted = set(paths)
+    while True:  # until no rename or copy brings in another file (once, mostly)
+        size = len(wanted)
+        picked = []
+        for name in names:
+            data = project.read_patch_bytes(upstream, name)
+            if not any(_may_name(path, data) for path in wanted):
+                continue
+            patch = project.read_patch(upstream, name)
+            mine = tuple(fp for fp in patch.file_patches
+                         if fp.old_path in wanted or fp.new_path in wanted)
+            if mine:
+                wanted.update(p for fp in mine for p in (fp.old_path, fp.new_path) if p)
+                picked.append((name, _FilePatches(mine, patch.source)))
+        if len(wanted) == size:
+            return picked
+
+
 def _may_name(path: str, text: bytes) -> bool:
     """False only when `text` (a patch file) cannot touch `path`: a diff names each path it
     touches, as it is unless git quotes it (then the patch is parsed to know)."""

@@ -211,6 +211,31 @@ def test_edit_in_the_middle_keeps_later_patches_or_names_them(project):
     assert result.rc == 2 and "three.patch" in result.err and "hunk #1" in result.err
 
 
+def test_refresh_names_later_patches_through_renames_and_dropped_changes(project):
+    """refresh takes only the edited patch's files through the series, and the files they are
+    renamed to later: a later patch on the renamed file is named, and so is one that needed a
+    change the edit took out of the patch; a patch on other files is not looked at."""
+    root = project
+    make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n"), "pkg/b.py": (b"y = 2\n", b"y = 3\n")})
+    ok(root, "new", "mover")
+    ok(root, "edit", "--close")
+    path = root / "series" / "up" / "mover.patch"
+    path.write_bytes(path.read_bytes() + b"diff --git a/a.py b/moved.py\nsimilarity index 100%\n"
+                     b"rename from a.py\nrename to moved.py\n")
+    make_patch(root, "on-moved", {"moved.py": (b"LINE2\n", b"LINE2 # kept\n")})
+    make_patch(root, "on-b", {"pkg/b.py": (b"y = 3\n", b"y = 4\n")})
+    make_patch(root, "other", {"pkg/crlf.txt": (b"two\r\n", b"TWO\r\n")})
+    ok(root, "edit", "one")
+    replace_in(work(root) / "a.py", b"LINE2\n", b"LINE2 changed\n")
+    replace_in(work(root) / "pkg/b.py", b"y = 3\n", b"y = 2\n")  # back as upstream has it
+    run = run_cli(root, "refresh", "--json")
+    assert run.rc == 1
+    assert json.loads(run.out)["later_failing"] == ["on-moved.patch", "on-b.patch"]
+    # The whole series applied says the same.
+    run = run_cli(root, "overlays")
+    assert run.rc == 2 and "on-moved.patch" in run.err
+
+
 def test_edit_refuses_to_drop_unrefreshed_changes(project):
     root = project
     make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})

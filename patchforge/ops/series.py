@@ -23,7 +23,8 @@ from patchforge.project import patch_file_name
 from patchforge.store.diff import make_diffs
 from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
-                                 editing, require_state, state_file, worktree_diff)
+                                 editing, require_state, series_on_paths, state_file,
+                                 worktree_diff)
 
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
@@ -139,7 +140,10 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
             atomic_write(path, data)
         series_changed(project)
         close_worktree(project, upstream)
-    later = check_later_patches(project, store, upstream, file_name)
+    # The files the patch touched before or touches now: only those changed for the patches
+    # after it.
+    later = check_later_patches(project, store, upstream, file_name,
+                                {*patch.paths, *new_patch.paths})
     return {"upstream": upstream, "name": file_name, "changed": changed,
             "files": [c[0] for c in changes], "later_failing": later}
 
@@ -214,18 +218,19 @@ def _require_listed(project: Project, upstream: str, state: dict) -> None:
 
 
 def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
-                        file_name: str) -> list[str]:
-    """Names of patches after `file_name` that no longer apply on the series before them."""
-    pin = project.lock.pin(upstream)
+                        file_name: str, paths) -> list[str]:
+    """Names of the patches after `file_name` that do not apply on the series before them to
+    `paths` (the files a change of `file_name` touched, before or after it) or to a file they
+    are renamed or copied to or from. Only those files are taken through the series: a later
+    patch's other files are as the change found them, and `status`/`lint` judge those."""
     names = project.patch_names(upstream)
-    patches = [(n, project.read_patch(upstream, n)) for n in names]
-
-    def read_base(paths):
-        return store.read_blobs(pin.commit, paths)
-
-    state = apply_series(read_base, patches, strict=False)
-    index = names.index(file_name)
-    return [o.name for o in state.outcomes[index + 1:] if not o.ok]
+    if file_name not in names:
+        return []
+    pin = project.lock.pin(upstream)
+    state = apply_series(lambda wanted: store.read_blobs(pin.commit, wanted),
+                         series_on_paths(project, upstream, paths), strict=False)
+    later = set(names[names.index(file_name) + 1:])
+    return [o.name for o in state.outcomes if o.name in later and not o.ok]
 
 
 # --- series edits -----------------------------------------------------------------------------
