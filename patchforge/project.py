@@ -55,10 +55,10 @@ class Project:
     # Who hears about long work in the store (e.g. a wheel's download and import); the command
     # line sets it, open_store hands it to the store.
     progress: TransferProgress | None = field(default=None, repr=False, compare=False)
-    # Parsed patch files by (source, bytes), for as long as this object lives (one command): a
+    # Parsed patch files by their bytes, for as long as this object lives (one command): a
     # command meets the same patch several times (status then lint, a rebase's judge,
-    # range-diff and ledger), and PatchFile is immutable, so one parse is shared. Keyed by the
-    # bytes, so a file rewritten in between is never served stale.
+    # range-diff and ledger, a fix and its set-aside copy), and PatchFile is immutable, so one
+    # parse is shared. Keyed by the bytes, so a file rewritten in between is never served stale.
     _parsed: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -148,12 +148,15 @@ class Project:
                                 str(self.patch_path(upstream, name)))
 
     def parse_patch(self, data: bytes, source: str) -> PatchFile:
-        """parse_patch_file(data, source), once per (source, bytes) for this project."""
-        from patchforge.formats.patchfile import parse_patch_file
+        """parse_patch_file(data, source), once per content for this project: the same bytes
+        under another name (a fix set aside in skipped/ is its series file's bytes) share the
+        parse, named `source` (the name is all a parse takes from where it was read)."""
+        from patchforge.formats.patchfile import parse_patch_file, renamed
 
-        found = self._parsed.get((source, data))
-        return found if found is not None else \
-            self._keep_parse(source, data, parse_patch_file(data, source))
+        found = self._parsed.get(data)
+        if found is None:
+            return self._keep_parse(data, parse_patch_file(data, source))
+        return renamed(found, source)
 
     def remember_patch(self, patch: PatchFile, source: str) -> bytes:
         """The bytes of a patch this command made, to be written at `source`; reading them back
@@ -162,13 +165,13 @@ class Project:
 
         named = renamed(patch, source)
         data = named.to_bytes()
-        self._keep_parse(source, data, named)
+        self._keep_parse(data, named)
         return data
 
-    def _keep_parse(self, source: str, data: bytes, patch: PatchFile) -> PatchFile:
+    def _keep_parse(self, data: bytes, patch: PatchFile) -> PatchFile:
         if len(self._parsed) >= 4096:  # bounds a command that reads many different files
             self._parsed.clear()
-        self._parsed[(source, data)] = patch
+        self._parsed[data] = patch
         return patch
 
     def all_patches(self) -> list[tuple[str, str]]:
