@@ -6,12 +6,12 @@ that the result is the very commit the lock names.
 """
 from __future__ import annotations
 
-import logging
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchforge import logs
 from patchforge.errors import StoreError
 from patchforge.model.lock import ImagePin, UpstreamPin
 
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from patchforge.project import Project
     from patchforge.store.gitstore import UpstreamStore
 
-log = logging.getLogger("patchforge.resolve")
 
 def git_url_for(project: Project, url: str) -> str:
     """The URL git is given: a relative local path is relative to the project root (where the
@@ -51,7 +50,7 @@ def _wheel_version(spec: str) -> str:
 
 def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) -> UpstreamPin:
     """Resolve SPEC for `upstream` (an UpstreamConfig) into a pin stored in `store`."""
-    log.info("%s: resolving %s", upstream.name, spec)
+    logs.info("patchforge.resolve", "%s: resolving %s", upstream.name, spec)
     from patchforge import targets
     from patchforge.store import sources
 
@@ -115,7 +114,7 @@ def ensure_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
     """
     try:
         what = _bring_pinned(project, store, name, pin)
-        log.info("%s: %s %s (%s)", name, pin.label, what, pin.commit[:12])
+        logs.info("patchforge.resolve", "%s: %s %s (%s)", name, pin.label, what, pin.commit[:12])
         return what
     except StoreError as exc:
         if project.offline and not exc.hint:

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 from patchforge.apply.series import SeriesState, apply_series
 from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
 from patchforge.formats.lockfile import lock_from_json, lock_to_json
-from patchforge import ledger
 from patchforge.background import Background
 from patchforge.fsutil import atomic_delete_many, atomic_write, atomic_write_many
 from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _history,
@@ -647,6 +646,8 @@ class Rebase:
                 overlays = build_overlays(project, self.store)
             write_overlays(project, overlays)
         # The history records the run; a resumed write-out records it once (run ids).
+        from patchforge import ledger  # the write-out only: not loaded at each stop
+
         ledger.record_rebase(project, run.summary)
         for upstream in run.upstreams:
             self._remove_worktree(upstream)
@@ -838,6 +839,8 @@ class _RangeDiffInput:
 
 def _ledger_paths(project: Project) -> list[Path]:
     """series/PATCHES.md and series/history.jsonl, which the write-out changes too."""
+    from patchforge import ledger
+
     return [ledger.ledger_path(project), ledger.history_path(project)]
 
 

@@ -5,7 +5,6 @@ identity, no pager or colour, only safe transports); `end_process` ends a long-l
 """
 from __future__ import annotations
 
-import logging
 import os
 import re
 import subprocess
@@ -13,10 +12,9 @@ import time
 from pathlib import Path
 from typing import IO
 
+from patchforge import logs
 from patchforge.errors import StoreError
 from patchforge.store.giturl import ALLOWED_PROTOCOLS
-
-log = logging.getLogger("patchforge.git")
 
 # Fixed identity and date for everything patchforge itself creates: the same input gives the
 # same object ids on every machine.
@@ -107,7 +105,7 @@ def run_git(*args: str, git_dir: Path | None = None, cwd: Path | str | None = No
     started = time.monotonic()
     proc = subprocess.run(git_command(*args, git_dir=git_dir), cwd=cwd, input=input,
                           capture_output=True, env=_environment(env, user_config))
-    log.debug("git %s: exit %d in %.0f ms", " ".join(args)[:160], proc.returncode,
+    logs.debug("patchforge.git", "git %s: exit %d in %.0f ms", " ".join(args)[:160], proc.returncode,
               (time.monotonic() - started) * 1000)
     if ok is not None and proc.returncode not in ok:
         err = proc.stderr.decode("utf-8", "replace").strip()

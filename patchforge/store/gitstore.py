@@ -21,16 +21,18 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from patchforge.errors import StoreError
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
 from patchforge.store.git import IMPORT_IDENT, check_label, check_upstream_name, run_git
 from patchforge.store.giturl import check_git_url, is_local_git_url
-from patchforge.store.imports import ImportResult, import_directory, import_wheel
 from patchforge.store.objects import commit_bytes, edit_tree, write_loose
 from patchforge.store.rangediff import RangeDiffImport
+
+if TYPE_CHECKING:
+    from patchforge.store.imports import ImportResult
 
 
 # --------------------------------------------------------------------------------------------
@@ -411,10 +413,14 @@ class UpstreamStore:
     def import_wheel(self, wheel: Path, upstream: str, label: str, *,
                      sha256: str | None = None) -> ImportResult:
         """Import every file of a wheel as a deterministic root commit (store/imports.py)."""
+        from patchforge.store.imports import import_wheel  # zipfile, threads: imports only
+
         return import_wheel(self, wheel, upstream, label, sha256=sha256)
 
     def import_directory(self, path: Path, upstream: str, label: str) -> ImportResult:
         """Import a directory tree as a deterministic root commit (store/imports.py)."""
+        from patchforge.store.imports import import_directory
+
         return import_directory(self, path, upstream, label)
 
     def import_ref(self, upstream: str, label: str) -> str | None:
