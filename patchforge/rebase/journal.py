@@ -44,19 +44,35 @@ class CorruptJournal(UsageError):
 def confined(root: Path, rel: object) -> Path:
     """`root / rel` for a path the journal names, when it stays inside the project (and out
     of .git); UsageError otherwise: a journal is a file on disk like any other input."""
-    if not isinstance(rel, str):
-        raise UsageError(f"the rebase journal names {rel!r}, which is not a path inside the "
-                         "project", hint="`patchforge rebase --abort`")
-    parts = rel.split("/")
-    if not parts or rel.startswith("/") or "\0" in rel or \
-            any(p in ("", ".", "..") or p.lower() == ".git" for p in parts):
-        raise UsageError(f"the rebase journal names {rel!r}, which is not a path inside the "
-                         "project", hint="`patchforge rebase --abort`")
-    target = Path(root) / rel
-    if not target.parent.resolve().is_relative_to(Path(root).resolve()):
-        raise UsageError(f"the rebase journal names {rel!r}, which leads outside the project "
-                         "(through a symlink)", hint="`patchforge rebase --abort`")
-    return target
+    return confined_all(root, [rel])[0]
+
+
+def confined_all(root: Path, rels) -> list[Path]:
+    """confined() of each of `rels`, in order. Each directory is resolved once: a write-out
+    names hundreds of files in a few directories, and resolving each file's directory (a
+    system call per path component) was a measurable part of a long rebase."""
+    base = Path(root)
+    resolved_root = base.resolve()
+    inside: dict[str, bool] = {}  # parent directory (from the root) -> it resolves inside
+    targets = []
+    for rel in rels:
+        if not isinstance(rel, str):
+            raise UsageError(f"the rebase journal names {rel!r}, which is not a path inside the "
+                             "project", hint="`patchforge rebase --abort`")
+        parts = rel.split("/")
+        if not parts or rel.startswith("/") or "\0" in rel or \
+                any(p in ("", ".", "..") or p.lower() == ".git" for p in parts):
+            raise UsageError(f"the rebase journal names {rel!r}, which is not a path inside the "
+                             "project", hint="`patchforge rebase --abort`")
+        target = base / rel
+        parent = rel.rpartition("/")[0]
+        if parent not in inside:
+            inside[parent] = target.parent.resolve().is_relative_to(resolved_root)
+        if not inside[parent]:
+            raise UsageError(f"the rebase journal names {rel!r}, which leads outside the project "
+                             "(through a symlink)", hint="`patchforge rebase --abort`")
+        targets.append(target)
+    return targets
 
 
 def is_confined(root: Path, rel: object) -> bool:
@@ -65,6 +81,16 @@ def is_confined(root: Path, rel: object) -> bool:
     except UsageError:
         return False
     return True
+
+
+def confined_only(root: Path, rels) -> list:
+    """The `rels` that are confined() (in order): the others are never touched."""
+    rels = list(rels)
+    try:
+        confined_all(root, rels)
+        return rels
+    except UsageError:  # one of them is not: sort them out one by one (a damaged journal)
+        return [rel for rel in rels if is_confined(root, rel)]
 
 
 class Journal:
@@ -192,9 +218,10 @@ class Journal:
 
     def restore_originals(self, root: Path) -> list[str]:
         restored = []
-        for rel, data in sorted(self.originals().items()):
-            if not is_confined(root, rel):
-                continue  # never written: a journal cannot send --abort outside the project
+        originals = self.originals()
+        # Only confined paths: a journal cannot send --abort outside the project.
+        for rel in confined_only(root, sorted(originals)):
+            data = originals[rel]
             target = Path(root) / rel
             if data is not None:
                 if not target.exists() or target.read_bytes() != data:
