@@ -16,6 +16,8 @@ _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
 
 
 def escape_html(text: str) -> str:
+    if "<" not in text:
+        return text  # only a `<` is ever escaped (most text from patches has none)
     out, fence = [], None
     for line in text.split("\n"):
         match = _FENCE.match(line)
