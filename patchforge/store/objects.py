@@ -32,7 +32,9 @@ _RAW_DATE = re.compile(r"(\d{1,15}) ([+-])(\d\d)(\d\d)")
 def object_id(kind: bytes, data: bytes) -> str:
     import hashlib  # here, not at import: loading OpenSSL is not free, and few commands hash
 
-    return hashlib.sha1(b"%s %d\0" % (kind, len(data)) + data).hexdigest()
+    digest = hashlib.sha1(b"%s %d\0" % (kind, len(data)))
+    digest.update(data)  # not concatenated: that copies the content
+    return digest.hexdigest()
 
 
 def write_loose(git_dir: Path, kind: bytes, data: bytes) -> str:
@@ -177,30 +179,41 @@ def _tree_id(entries, old: str | None, read_tree, write) -> str:
 _PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3}
 
 
-def write_small_pack(git_dir: Path, objects: dict[str, tuple[bytes, bytes]]) -> str | None:
-    """A few objects (id -> (kind, data)) as one pack of `git_dir`, each object whole (no
-    deltas): two files where loose objects would spread over a directory each. Not synced: for
-    scratch repositories (the editing worktree), whose content is derived state. Returns the
-    pack's name, None when there is nothing to write."""
+def write_small_pack(git_dir: Path, objects: dict[str, tuple[bytes, bytes]], *,
+                     level: int = 1) -> str | None:
+    """Objects (id -> (kind, data)) as one pack of `git_dir`, each object whole (no deltas):
+    two files where loose objects would spread over a directory each. Not synced: for scratch
+    repositories (the editing worktree, a range-diff's chains), whose content is derived state.
+    `level` is zlib's (0: stored, for a pack that lives for one command). Returns the pack's
+    name, None when there is nothing to write."""
     import hashlib
 
     if not objects:
         return None
-    body = bytearray(b"PACK" + struct.pack(">II", 2, len(objects)))
+    # Hashed and written piece by piece: a range-diff's pack holds megabytes, and growing one
+    # buffer copied them several times.
+    head = b"PACK" + struct.pack(">II", 2, len(objects))
+    digest = hashlib.sha1(head)
+    parts = [head]
+    offset = len(head)
     entries = []
     for oid, (kind, data) in objects.items():
-        packed = pack_object_header(_PACK_TYPES[kind], len(data)) + zlib.compress(data, 1)
-        entries.append((bytes.fromhex(oid), zlib.crc32(packed), len(body)))
-        body += packed
-    checksum = hashlib.sha1(body).digest()
-    body += checksum
+        header = pack_object_header(_PACK_TYPES[kind], len(data))
+        deflated = zlib.compress(data, level)
+        entries.append((bytes.fromhex(oid), zlib.crc32(deflated, zlib.crc32(header)), offset))
+        digest.update(header)
+        digest.update(deflated)
+        parts += (header, deflated)
+        offset += len(header) + len(deflated)
+    checksum = digest.digest()
+    parts.append(checksum)
     pack_dir = Path(git_dir) / "objects" / "pack"
     pack_dir.mkdir(parents=True, exist_ok=True)
     name = f"pack-{checksum.hex()}"
-    for suffix, data in ((".pack", bytes(body)), (".idx", pack_index(sorted(entries), checksum))):
+    for suffix, chunks in ((".pack", parts), (".idx", [pack_index(sorted(entries), checksum)])):
         fd, tmp = tempfile.mkstemp(prefix="tmp_", dir=pack_dir)
         with os.fdopen(fd, "wb") as out:
-            out.write(data)
+            out.writelines(chunks)
         os.chmod(tmp, 0o444)
         os.replace(tmp, pack_dir / (name + suffix))  # the index last: then git sees the pack
     return name

@@ -24,21 +24,25 @@ def quote_fastimport(raw: bytes) -> bytes:
 
 
 class RangeDiffImport:
-    """`git range-diff` of two commit chains, built by one `git fast-import` that is fed while
-    the caller works: file contents (blob()) as they are made, then the two chains' commits
-    (range_diff()). It runs in a scratch repository that borrows the store's objects
-    (alternates) and is removed afterwards: a report must not leave a pack and refs in the
-    store on every run (hundreds of packs slow every later git process).
+    """`git range-diff` of two commit chains: file contents handed over while the caller works
+    (blob()), then the two chains' commits (range_diff()). It runs in a scratch repository
+    that borrows the store's objects (alternates) and is removed afterwards: a report must not
+    leave a pack and refs in the store on every run (hundreds of packs slow every later git
+    process).
 
-    The process reads from a pipe as the caller writes, on the other core; the contents are
-    stored, not compressed, and get no delta search: the pack lives for one command. close()
-    (also done by range_diff()) ends the process and removes the repository; a caller that
-    stops early must call it.
+    The contents become one pack written here (objects.write_small_pack: stored, not
+    compressed, no deltas; the pack lives for one command), and one `git fast-import` makes
+    only the trees and commits, naming the blobs by id. Streaming every content through
+    fast-import instead cost more than the rest of the range-diff: git hashes with its
+    collision-detecting SHA-1, twice per byte (the object and the pack), where hashlib's is
+    several times faster. close() (also done by range_diff()) ends the process and removes the
+    repository; a caller that stops early must call it.
     """
 
     def __init__(self, store: "UpstreamStore") -> None:
         self._store = store
         self._tmp: Path | None = None
+        self._blobs: list[bytes] = []  # the contents by mark (mark n is _blobs[n - 1])
         self._mark = 0
         self._proc: subprocess.Popen | None = None
         try:
@@ -62,10 +66,28 @@ class RangeDiffImport:
             raise
 
     def blob(self, data: bytes) -> int:
-        """Send one file content; returns its mark, for range_diff()'s chains."""
-        self._mark += 1
-        self._write(b"blob\nmark :%d\ndata %d\n" % (self._mark, len(data)), data, b"\n")
-        return self._mark
+        """Hand over one file content; returns its mark, for range_diff()'s chains."""
+        if self._proc is None:
+            raise StoreError("git fast-import stopped: the range-diff import is closed")
+        return self._keep(data)
+
+    def _keep(self, data: bytes) -> int:
+        self._blobs.append(data)
+        return len(self._blobs)
+
+    def _write_blobs(self) -> list[str]:
+        """Write every content handed over as one pack of the scratch repository (before any
+        commit names them: fast-import then finds them by id); returns their ids by mark - 1."""
+        from patchforge.store.objects import object_id, write_small_pack
+
+        ids = [object_id(b"blob", data) for data in self._blobs]
+        objects = {oid: (b"blob", data) for oid, data in zip(ids, self._blobs)}
+        try:
+            write_small_pack(self._scratch, objects, level=0)
+        except OSError as exc:
+            raise StoreError(f"cannot write the range-diff's contents: {exc}") from exc
+        self._blobs = []
+        return ids
 
     def _write(self, *parts: bytes) -> None:
         try:
@@ -80,8 +102,16 @@ class RangeDiffImport:
     def range_diff(self, chains: list[tuple[str, list[str], list]]) -> bytes:
         """`git range-diff` of two chains, each (base commit, paths, steps): a root commit holding
         the base's versions of `paths`, then a commit per step (name, {path: content}), where a
-        content is bytes, a blob() mark, or None for a deleted file. Closes the import."""
+        content is bytes, a blob() mark, a blob id in the store (str), or None for a deleted
+        file. Closes the import."""
         try:
+            # Inline contents (a chain made from the patch files) join the pack as well.
+            chains = [(base, paths, [(name, {path: self._keep(content)
+                                             if isinstance(content, bytes) else content
+                                             for path, content in files.items()})
+                                     for name, files in steps])
+                      for base, paths, steps in chains]
+            blob_ids = self._write_blobs()
             ident = f"{IMPORT_IDENT[0]} <{IMPORT_IDENT[1]}> {IMPORT_IDENT[2]}\n".encode()
             ranges = []
             for index, (base, paths, steps) in enumerate(chains):
@@ -101,13 +131,9 @@ class RangeDiffImport:
                         content = files[path]
                         if content is None:
                             lines.append(b"D " + raw + b"\n")
-                        elif isinstance(content, int):
-                            lines.append(b"M 100644 :%d %s\n" % (content, raw))
-                        elif isinstance(content, str):  # a blob id in the store
-                            lines.append(b"M 100644 %s %s\n" % (content.encode(), raw))
-                        else:
-                            lines.append(b"M 100644 inline " + raw + b"\ndata %d\n"
-                                         % len(content) + content + b"\n")
+                        else:  # a mark of blob(), or a blob id in the store
+                            oid = blob_ids[content - 1] if isinstance(content, int) else content
+                            lines.append(b"M 100644 %s %s\n" % (oid.encode(), raw))
                     self._write(*lines)
                 ranges.append((commits[0], commits[-1]))
             self._write(b"done\n")
