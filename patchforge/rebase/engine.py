@@ -17,6 +17,7 @@ during the write-out is finished by `--continue` (the plan is replayed) or undon
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import json
 import re
@@ -34,8 +35,8 @@ from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _h
 from patchforge.model.lock import UpstreamPin
 from patchforge.names import check_simple_name
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
-                                       PlanStep, RebaseRun, Stop, UpstreamRun, confined,
-                                       is_confined)
+                                       PlanStep, RebaseRun, Stop, UpstreamRun, confined_all,
+                                       confined_only)
 from patchforge.store.diff import make_diffs
 
 if TYPE_CHECKING:
@@ -180,8 +181,7 @@ class Rebase:
         if run.phase == "committing":
             from patchforge.overlay import recover_overlays
 
-            self._clean_temp_files([rel for rel in self.journal.originals()
-                                    if is_confined(self.project.root, rel)])
+            self._clean_temp_files(confined_only(self.project.root, self.journal.originals()))
             restored = self.journal.restore_originals(self.project.root)
             recover_overlays(self.project)
             if self.journal.restore_tree("overlays", self.project.overlays_dir):
@@ -203,8 +203,7 @@ class Rebase:
         except CorruptJournal:
             originals = {}
         if originals:
-            self._clean_temp_files([rel for rel in originals
-                                    if is_confined(self.project.root, rel)])
+            self._clean_temp_files(confined_only(self.project.root, originals))
             restored = self.journal.restore_originals(self.project.root)
             recover_overlays(self.project)
             if self.journal.restore_tree("overlays", self.project.overlays_dir):
@@ -237,7 +236,10 @@ class Rebase:
             for upstream in run.order:
                 entry = run.upstreams[upstream]
                 if entry.position < len(entry.names):
-                    self._run_upstream(upstream, entry)
+                    # The history is read (git log -p) on a second thread while this one
+                    # reads the files and judges the first patches; the block joins it.
+                    with self._history_reading(upstream, entry):
+                        self._run_upstream(upstream, entry)
         except BaseException:  # a stop (ConflictStop) or an error: no range-diff is made
             self._close_chains()
             raise
@@ -384,14 +386,27 @@ class Rebase:
         """The history between the upstream's old base and the target, for the series' files
         (judge.HistoryIndex, read once per upstream); None without history."""
         if upstream not in self._histories:
-            index = None
-            if _history(self.store, target):
-                names = self._run_record.upstreams[upstream].names
-                series_paths = sorted({p for n in names
-                                       for p in self._old_patch(upstream, n).paths})
-                index = HistoryIndex(self.store, target, series_paths)
-            self._histories[upstream] = index
-        return self._histories[upstream]
+            self._histories[upstream] = HistoryIndex(self.store, target,
+                                                     self._series_paths(upstream)) \
+                if _history(self.store, target) else None
+        found = self._histories[upstream]
+        return found.result() if isinstance(found, Background) else found
+
+    def _series_paths(self, upstream: str) -> list[str]:
+        names = self._run_record.upstreams[upstream].names
+        return sorted({p for n in names for p in self._old_patch(upstream, n).paths})
+
+    def _history_reading(self, upstream: str, entry: UpstreamRun):
+        """A run that starts from the first patch reads the history on a second thread (a
+        Background, to be entered by the caller's block); otherwise it is read when a patch
+        first needs it (a resumed run may need none)."""
+        target = self._target(upstream, entry)
+        if entry.position != 0 or upstream in self._histories or \
+                upstream in self._resumed or not _history(self.store, target):
+            return contextlib.nullcontext()
+        reading = Background(HistoryIndex, self.store, target, self._series_paths(upstream))
+        self._histories[upstream] = reading
+        return reading
 
     def _rebase_one(self, upstream, name, patch, judge: SeriesJudge,
                     target) -> tuple[PatchResult, None] | tuple[None, Blocked]:
@@ -624,13 +639,12 @@ class Rebase:
         the journal was saved), the ledger, last-rebase.json."""
         project, journal = self.project, self.journal
         run = self._run_record
-        self._clean_temp_files([rel for rel in journal.originals()
-                                 if is_confined(project.root, rel)])
+        self._clean_temp_files(confined_only(project.root, journal.originals()))
         # The plan puts every removal after every write (a fix moved to upstreamed/ exists
         # there before it leaves the series); each group syncs its directories once.
         writes, removals = [], []
-        for step in run.plan:
-            target = confined(project.root, step.path)
+        for step, target in zip(run.plan, confined_all(project.root,
+                                                       [step.path for step in run.plan])):
             if step.staged:
                 writes.append((target, journal.staged_bytes(step.staged)))
             elif step.inline is not None:
