@@ -590,7 +590,7 @@ def test_range_diff_of_imported_chains_leaves_the_store_alone(store, merge_base)
     a = store.read_blob(merge_base, "m/a.py")
     before = _packs_and_refs(store)
     importer = store.range_diff_import()
-    one = importer.blob(_edit(a, 7, b"x\n"))  # sent while the caller works, by mark
+    one = importer.blob(_edit(a, 7, b"x\n"))  # handed over while the caller works, by mark
     out = importer.range_diff([
         (merge_base, ["m/a.py"], [("fix", {"m/a.py": one})]),
         (merge_base, ["m/a.py"], [("fix", {"m/a.py": _edit(a, 7, b"y\n")})]),  # or inline
@@ -612,7 +612,7 @@ def test_range_diff_import_that_cannot_start_is_a_store_error(store, monkeypatch
         raise OSError(11, "Resource temporarily unavailable")
     monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
     monkeypatch.setattr(subprocess, "Popen", no_fork)
-    with pytest.raises(StoreError, match="cannot start git fast-import"):
+    with pytest.raises(StoreError, match="cannot make the range-diff's scratch repository"):
         store.range_diff_import()
     assert made and not any(Path(p).exists() for p in made)
 
@@ -620,9 +620,10 @@ def test_range_diff_import_that_cannot_start_is_a_store_error(store, monkeypatch
 def test_range_diff_import_closed_early_leaves_nothing(store, merge_base):
     importer = store.range_diff_import()
     importer.blob(b"half a series\n")
-    process = importer._proc
     importer.close()
-    assert process.poll() is not None and not importer._tmp.exists()
+    assert not importer._tmp.exists()
+    with pytest.raises(StoreError):
+        importer.blob(b"the rest\n")
 
 
 def test_maintain_repacks_a_store_of_many_packs(store, merge_base, monkeypatch):

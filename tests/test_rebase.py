@@ -161,7 +161,7 @@ def test_range_diff_from_the_run_equals_the_one_from_the_patch_files(stack, upst
 
 
 def test_a_failing_range_diff_import_does_not_fail_the_rebase(stack, upstream, monkeypatch):
-    """The range-diff is a report: git fast-import dying during the run makes the end of the
+    """The range-diff is a report: its import failing during the run makes the end of the
     run build it from the files instead, and git failing at the end leaves a note in its place;
     the rebase itself goes through either way."""
     from patchforge.errors import StoreError
@@ -176,7 +176,7 @@ def test_a_failing_range_diff_import_does_not_fail_the_rebase(stack, upstream, m
     reference = stack.rebase_json("--to", f"up={new_commit}")
 
     def broken_pipe(self, data):
-        raise StoreError("git fast-import stopped: broken pipe (test)")
+        raise StoreError("the range-diff import failed (test)")
     monkeypatch.setattr(rangediff.RangeDiffImport, "blob", broken_pipe)
     result = run_cli(copy, "rebase", "--to", f"up={new_commit}", "--json")
     assert result.rc == 0, result.err
@@ -188,7 +188,7 @@ def test_a_failing_range_diff_import_does_not_fail_the_rebase(stack, upstream, m
         self.close()
         raise StoreError("git range-diff failed: test")
     def cannot_start(self, store):
-        raise StoreError("cannot start git fast-import for the range-diff: test")
+        raise StoreError("cannot make the range-diff's scratch repository: test")
     # Nor can the import even start (no room for its scratch repository): the same.
     monkeypatch.setattr(rangediff.RangeDiffImport, "__init__", cannot_start)
     monkeypatch.setattr(rangediff.RangeDiffImport, "range_diff", failing)
@@ -196,7 +196,7 @@ def test_a_failing_range_diff_import_does_not_fail_the_rebase(stack, upstream, m
     assert result.rc == 0, result.err
     assert (again / "series" / "up" / "far.patch").read_bytes() == stack.patch("up", "far")
     assert json.loads(result.out)["range_diff"] == \
-        "(no range-diff: cannot start git fast-import for the range-diff: test)\n"
+        "(no range-diff: cannot make the range-diff's scratch repository: test)\n"
 
 
 # ------------------------------------------------------------------------------------------------

@@ -246,7 +246,7 @@ class Rebase:
         if run.dry_run:
             return self._summary(written=False)
         # With the chains this run recorded, the range-diff needs nothing more: a second thread
-        # makes it (mostly git fast-import and git range-diff, the GIL free) while this one
+        # makes it (hashing its objects and git range-diff, the GIL mostly free) while this one
         # makes the new diffs and writes the files.
         inputs = self._range_diff_inputs(recorded_only=True)
         if inputs is None:
@@ -318,7 +318,7 @@ class Rebase:
             # The old series before the first patch to judge: the merge base of its 3-way merge.
             judge.pass_old(patches[:start])
         # What each patch changes, old series and new, for the range-diff's commit chains, the
-        # contents sent to `git fast-import` as they are made; only for a run that goes through
+        # contents handed to the range-diff's import as they are made; only for a run that goes through
         # the whole series in this process (a resumed one rebuilds the chains from the files).
         chains = self._chains[upstream] = _Chains(self.store) \
             if entry.position == 0 and not dry else None
@@ -626,7 +626,7 @@ class Rebase:
             run.overlays_saved = journal.save_tree("overlays", project.overlays_dir)
             run.phase, run.plan, run.summary = "committing", plan, summary
             journal.save()
-        # The range-diff (git fast-import and git range-diff, a good part of a long run) is
+        # The range-diff (its objects and git range-diff, a good part of a long run) is
         # made by a second thread while this one writes the files; the old series is read
         # here, before any write (on a resumed write-out, from the journal's originals).
         with range_diff or Background(self._range_diff, self._range_diff_inputs()) as made:
@@ -802,7 +802,7 @@ class Rebase:
     def _range_diff(self, inputs: list[_RangeDiffInput]) -> str:
         """`git range-diff` of the old series (on the old base) against the new one (on the new
         base), per upstream. Each series becomes a chain of commits over a tree holding only the
-        files the series touch, written by one `git fast-import` (store.RangeDiffImport)."""
+        files the series touch, written as one pack (store.RangeDiffImport)."""
         try:
             return "".join(self._range_diff_of(one) for one in inputs)
         finally:
