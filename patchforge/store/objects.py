@@ -183,37 +183,57 @@ def write_small_pack(git_dir: Path, objects: dict[str, tuple[bytes, bytes]], *,
                      level: int = 1) -> str | None:
     """Objects (id -> (kind, data)) as one pack of `git_dir`, each object whole (no deltas):
     two files where loose objects would spread over a directory each. Not synced: for scratch
-    repositories (the editing worktree, a range-diff's chains), whose content is derived state.
-    `level` is zlib's (0: stored, for a pack that lives for one command). Returns the pack's
+    repositories (the editing worktree), whose content is derived state. Returns the pack's
     name, None when there is nothing to write."""
+    return write_pack(git_dir, {oid: pack_entry(kind, data, level=level)
+                                for oid, (kind, data) in objects.items()})
+
+
+def pack_entry(kind: bytes, data: bytes, *, level: int = 1) -> tuple[bytes, int]:
+    """One object as a pack holds it (its header, then its content deflated at zlib `level`;
+    0: stored, made here without zlib's deflate) and the CRC-32 the index keeps of it."""
+    header = pack_object_header(_PACK_TYPES[kind], len(data))
+    deflated = _stored(data) if level == 0 else zlib.compress(data, level)
+    return header + deflated, zlib.crc32(deflated, zlib.crc32(header))
+
+
+def _stored(data: bytes) -> bytes:
+    """A zlib stream of `data` in stored (not compressed) blocks of up to 65,535 bytes. Made
+    here rather than by zlib.compress(data, 0), which sets up a compressor (hundreds of KB)
+    for each of the thousands of small trees a range-diff writes, and lets other threads run
+    (and wait for its turn again) around each call."""
+    parts = [b"\x78\x01"]
+    for start in range(0, max(len(data), 1), 65535):
+        chunk = data[start:start + 65535]
+        final = start + 65535 >= len(data)
+        parts += (struct.pack("<BHH", final, len(chunk), len(chunk) ^ 0xFFFF), chunk)
+    parts.append(struct.pack(">I", zlib.adler32(data)))
+    return b"".join(parts)
+
+
+def write_pack(git_dir: Path, entries: dict[str, tuple[bytes, int]]) -> str | None:
+    """A pack of `git_dir` made of pack_entry()s (id -> (entry, crc)), and its index. Not
+    synced (see write_small_pack). Returns the pack's name, None when there is nothing."""
     import hashlib
 
-    if not objects:
+    if not entries:
         return None
-    # Hashed and written piece by piece: a range-diff's pack holds megabytes, and growing one
-    # buffer copied them several times.
-    head = b"PACK" + struct.pack(">II", 2, len(objects))
-    digest = hashlib.sha1(head)
-    parts = [head]
-    offset = len(head)
-    entries = []
-    for oid, (kind, data) in objects.items():
-        header = pack_object_header(_PACK_TYPES[kind], len(data))
-        deflated = zlib.compress(data, level)
-        entries.append((bytes.fromhex(oid), zlib.crc32(deflated, zlib.crc32(header)), offset))
-        digest.update(header)
-        digest.update(deflated)
-        parts += (header, deflated)
-        offset += len(header) + len(deflated)
-    checksum = digest.digest()
-    parts.append(checksum)
+    parts = [b"PACK" + struct.pack(">II", 2, len(entries))]
+    index = []
+    offset = len(parts[0])
+    for oid, (entry, crc) in entries.items():
+        index.append((bytes.fromhex(oid), crc, offset))
+        parts.append(entry)
+        offset += len(entry)
+    body = b"".join(parts)
+    checksum = hashlib.sha1(body).digest()
     pack_dir = Path(git_dir) / "objects" / "pack"
     pack_dir.mkdir(parents=True, exist_ok=True)
     name = f"pack-{checksum.hex()}"
-    for suffix, chunks in ((".pack", parts), (".idx", [pack_index(sorted(entries), checksum)])):
+    for suffix, data in ((".pack", body + checksum), (".idx", pack_index(sorted(index), checksum))):
         fd, tmp = tempfile.mkstemp(prefix="tmp_", dir=pack_dir)
         with os.fdopen(fd, "wb") as out:
-            out.writelines(chunks)
+            out.write(data)
         os.chmod(tmp, 0o444)
         os.replace(tmp, pack_dir / (name + suffix))  # the index last: then git sees the pack
     return name

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from patchforge.errors import StoreError
 from patchforge.store.diff import quote_c_path
 from patchforge.store.git import IMPORT_IDENT, run_git
-from patchforge.store.objects import TREE_MODE, object_id, tree_bytes, write_small_pack
+from patchforge.store.objects import TREE_MODE, object_id, pack_entry, write_pack
 
 if TYPE_CHECKING:
     from patchforge.store.gitstore import UpstreamStore
@@ -25,31 +25,33 @@ def quote_fastimport(raw: bytes) -> bytes:
 
 class _Trees:
     """A tree of files (path -> blob id) changed a few paths at a time: after each change only
-    the directories on the changed paths are made again (git's tree format, objects.tree_bytes).
-    New trees go into `objects` (id -> (kind, raw))."""
+    the directories on the changed paths are made again, in git's tree format (as
+    objects.tree_bytes: entries sorted by name, a directory's as if it ended in '/'). New trees
+    go into `objects` (id -> objects.pack_entry)."""
 
-    def __init__(self, objects: dict[str, tuple[bytes, bytes]]) -> None:
+    def __init__(self, objects: dict[str, tuple[bytes, int]]) -> None:
         self.objects = objects
-        self.files: dict[bytes, dict[bytes, str]] = {b"": {}}  # directory -> file name -> id
+        # directory ("" or "a/b/") -> name -> (sort key, raw entry), for its files
+        self.files: dict[bytes, dict[bytes, tuple[bytes, bytes]]] = {b"": {}}
         self.subdirs: dict[bytes, set[bytes]] = {b"": set()}  # directory -> subdirectory names
-        self.ids: dict[bytes, str] = {}  # directory -> its tree id, while it is unchanged
+        self.ids: dict[bytes, str | None] = {}  # directory -> its tree id, while unchanged
 
     def set(self, path: bytes, oid: str | None) -> None:
         """Put blob `oid` at `path` (None: remove it)."""
         directory, _, name = path.rpartition(b"/")
         parent = b""
+        self.ids.pop(parent, None)
         for part in directory.split(b"/") if directory else ():
             here = parent + part + b"/"
             if here not in self.files:
                 self.files[here], self.subdirs[here] = {}, set()
             self.subdirs[parent].add(part)
-            self.ids.pop(parent, None)
+            self.ids.pop(here, None)
             parent = here
         if oid is None:
             self.files[parent].pop(name, None)
         else:
-            self.files[parent][name] = oid
-        self.ids.pop(parent, None)
+            self.files[parent][name] = (name, b"100644 %s\0" % name + bytes.fromhex(oid))
 
     def root(self) -> str:
         """The id of the whole tree (empty directories left out, as git does)."""
@@ -58,16 +60,18 @@ class _Trees:
     def _tree(self, directory: bytes) -> str | None:
         if directory in self.ids:
             return self.ids[directory]
-        entries = {name: ("100644", oid) for name, oid in self.files[directory].items()}
+        entries = list(self.files[directory].values())
         for name in self.subdirs[directory]:
             child = self._tree(directory + name + b"/")
             if child is not None:
-                entries[name] = (TREE_MODE, child)
+                entries.append((name + b"/", b"%s %s\0" % (TREE_MODE.encode(), name)
+                                + bytes.fromhex(child)))
         oid = None
         if entries:
-            raw = tree_bytes(entries)
+            entries.sort()
+            raw = b"".join(entry for _, entry in entries)
             oid = object_id(b"tree", raw)
-            self.objects[oid] = (b"tree", raw)
+            self.objects[oid] = pack_entry(b"tree", raw, level=0)
         self.ids[directory] = oid
         return oid
 
@@ -79,9 +83,11 @@ class RangeDiffImport:
     and refs in the store on every run (hundreds of packs slow every later git process).
 
     Every object of the chains (contents, trees, commits: the ones `git fast-import` made
-    before, id for id) is made here and written as one pack (objects.write_small_pack:
-    stored, not compressed, no deltas; the pack lives for one command), so `git range-diff`
-    is the one git process. Streaming the contents through fast-import cost git more than the
+    before, id for id) is made here and written as one pack (objects.write_pack: stored, not
+    compressed, no deltas; the pack lives for one command), so `git range-diff` is the one
+    git process. A content is hashed and packed when it is handed over, on the caller's
+    thread: range_diff() runs on a second thread, where each call that lets go of the GIL
+    waits to get it back from the busy first one. Streaming the contents through fast-import cost git more than the
     rest of the range-diff: it hashes each byte twice (object and pack) with its
     collision-detecting SHA-1, and set up zlib again for each of thousands of small trees.
     close() (also done by range_diff()) removes the repository; a caller that stops early must
@@ -91,7 +97,8 @@ class RangeDiffImport:
     def __init__(self, store: "UpstreamStore") -> None:
         self._store = store
         self._tmp: Path | None = None
-        self._blobs: list[bytes] = []  # the contents by mark (mark n is _blobs[n - 1])
+        self._blobs: list[str] = []  # the contents' ids by mark (mark n is _blobs[n - 1])
+        self._objects: dict[str, tuple[bytes, int]] = {}  # id -> objects.pack_entry
         self._closed = False
         try:
             self._tmp = Path(tempfile.mkdtemp(prefix="patchforge-rangediff-"))
@@ -112,11 +119,17 @@ class RangeDiffImport:
         """Hand over one file content; returns its mark, for range_diff()'s chains."""
         if self._closed:
             raise StoreError("the range-diff import is closed")
-        return self._keep(data)
-
-    def _keep(self, data: bytes) -> int:
-        self._blobs.append(data)
+        self._keep(data)
         return len(self._blobs)
+
+    def _keep(self, data: bytes) -> str:
+        """The content's id; it goes into the pack (hashed and made a pack entry here, on the
+        caller's thread, where the few GIL-releasing calls per content cost nothing)."""
+        oid = object_id(b"blob", data)
+        if oid not in self._objects:
+            self._objects[oid] = pack_entry(b"blob", data, level=0)
+        self._blobs.append(oid)
+        return oid
 
     def range_diff(self, chains: list[tuple[str, list[str], list]]) -> bytes:
         """`git range-diff` of two chains, each (base commit, paths, steps): a root commit holding
@@ -126,11 +139,8 @@ class RangeDiffImport:
         try:
             if self._closed:
                 raise StoreError("the range-diff import is closed")
-            objects: dict[str, tuple[bytes, bytes]] = {}
-            blob_ids = []
-            for data in self._blobs:
-                blob_ids.append(object_id(b"blob", data))
-                objects[blob_ids[-1]] = (b"blob", data)
+            objects = self._objects
+            blob_ids = self._blobs
             ident = "%s <%s> %s" % IMPORT_IDENT
             ranges = []
             for base, paths, steps in chains:
@@ -142,8 +152,7 @@ class RangeDiffImport:
                 for name, files in [("base", base_files), *steps]:
                     for path, content in files.items():
                         if isinstance(content, bytes):  # inline (a chain from the patch files)
-                            oid = object_id(b"blob", content)
-                            objects[oid] = (b"blob", content)
+                            oid = self._keep(content)
                         elif isinstance(content, int):
                             oid = blob_ids[content - 1]
                         else:
@@ -155,12 +164,11 @@ class RangeDiffImport:
                            + f"author {ident}\ncommitter {ident}\n\n").encode() \
                         + f"{name}\n".encode("utf-8", "surrogateescape")
                     parent = object_id(b"commit", raw)
-                    objects[parent] = (b"commit", raw)
+                    objects[parent] = pack_entry(b"commit", raw, level=0)
                     first = first or parent
                 ranges.append((first, parent))
-            self._blobs = []
             try:
-                write_small_pack(self._scratch, objects, level=0)
+                write_pack(self._scratch, objects)
             except OSError as exc:
                 raise StoreError(f"cannot write the range-diff's objects: {exc}") from exc
             return run_git("range-diff", "--no-color", *(f"{a}..{b}" for a, b in ranges),
@@ -170,6 +178,6 @@ class RangeDiffImport:
 
     def close(self) -> None:
         self._closed = True
-        self._blobs = []
+        self._blobs, self._objects = [], {}
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
