@@ -108,6 +108,7 @@ class UpstreamStore:
         self._dir_trees: dict[tuple[str, str], str | None] = {}
         self._partial = False
         self._blobs: dict[str, dict[str, bytes | None]] = {}  # commit -> path -> content
+        self._blob_ids: dict[str, bytes] = {}  # blob id -> content, for the same reads
         self._blob_bytes = 0
         # Who hears about long work (a wheel's download and import): None, or a
         # TransferProgress. The command line sets it; the store never prints.
@@ -257,18 +258,33 @@ class UpstreamStore:
         # again (each patch, the judge, the range-diff), so they are kept for the process.
         cache = self._blobs.setdefault(rev, {}) if _HEX40.fullmatch(rev) else {}
         asked = [p for p in dict.fromkeys(paths) if p not in cache]
-        if asked:
+        if asked and _HEX40.fullmatch(rev):
+            # By blob id, each content once: a rebase reads every file of the series at the
+            # base and at the target, and the files upstream did not change between the two
+            # (often most of them) are the same blobs. The trees say which blob a path is.
+            self._prefetch(rev, asked)
+            entries = self._entries(rev, {p: self._split(p) for p in asked}, False)
+            wanted = sorted({e[1] for e in entries.values()
+                             if e is not None and e[1] not in self._blob_ids})
+            for oid, answer in zip(wanted, self._cat.query(wanted)):
+                if answer is not None and answer[1] == "blob":
+                    self._blob_ids[oid] = answer[2]
+                    self._blob_bytes += len(answer[2])
+            for path, entry in entries.items():
+                cache[path] = self._blob_ids.get(entry[1]) if entry is not None else None
+        elif asked:
             self._prefetch(rev, asked)
             got = self._cat.query([f"{rev}:{p}" for p in asked])
             for path, answer in zip(asked, got):
                 content = answer[2] if answer is not None and answer[1] == "blob" else None
                 cache[path] = content
                 self._blob_bytes += len(content or b"")
-            if self._blob_bytes > _BLOB_CACHE_BYTES:
-                found = {p: cache[p] for p in paths}
-                self._blobs.clear()
-                self._blob_bytes = 0
-                return found
+        if asked and self._blob_bytes > _BLOB_CACHE_BYTES:
+            found = {p: cache[p] for p in paths}
+            self._blobs.clear()
+            self._blob_ids.clear()
+            self._blob_bytes = 0
+            return found
         return {p: cache[p] for p in paths}
 
     def blob_id(self, rev: str, path: str) -> str | None:
@@ -283,12 +299,15 @@ class UpstreamStore:
                 directories: bool = False) -> dict[str, tuple[str, str] | None]:
         """entry() of several paths, their directories asked of cat-file in one round. With
         `directories`, a directory is an entry too (mode 040000) instead of None."""
-        split: dict[str, tuple[str, bytes]] = {}
-        for path in paths:
-            raw_parent, _, name = check_path(path).rpartition(b"/")
-            split[path] = (decode_path(raw_parent), name)
+        split = {path: self._split(path) for path in paths}
         with self._lock:
             return self._entries(rev, split, directories)
+
+    @staticmethod
+    def _split(path: str) -> tuple[str, bytes]:
+        """(directory, name) of a checked path, as _entries takes it."""
+        raw_parent, _, name = check_path(path).rpartition(b"/")
+        return decode_path(raw_parent), name
 
     def _entries(self, rev: str, split: dict[str, tuple[str, bytes]],
                  directories: bool) -> dict[str, tuple[str, str] | None]:
