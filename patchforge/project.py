@@ -60,6 +60,9 @@ class Project:
     # range-diff and ledger, a fix and its set-aside copy), and PatchFile is immutable, so one
     # parse is shared. Keyed by the bytes, so a file rewritten in between is never served stale.
     _parsed: dict = field(default_factory=dict, repr=False, compare=False)
+    # Their parsed diffs by (diff bytes, first line): a patch rewritten with another Base field
+    # (a rebase's new series) has the same diff, whose parse is most of a patch's.
+    _diffs: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def discover(cls, root: Path | None = None, *, offline: bool = False) -> "Project":
@@ -155,7 +158,7 @@ class Project:
 
         found = self._parsed.get(data)
         if found is None:
-            return self._keep_parse(data, parse_patch_file(data, source))
+            return self._keep_parse(data, parse_patch_file(data, source, diffs=self._diffs))
         return renamed(found, source)
 
     def remember_patch(self, patch: PatchFile, source: str) -> bytes:
@@ -171,6 +174,7 @@ class Project:
     def _keep_parse(self, data: bytes, patch: PatchFile) -> PatchFile:
         if len(self._parsed) >= 4096:  # bounds a command that reads many different files
             self._parsed.clear()
+            self._diffs.clear()
         self._parsed[data] = patch
         return patch
 

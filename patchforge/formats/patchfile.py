@@ -259,10 +259,15 @@ def renamed(patch: PatchFile, source: str) -> PatchFile:
     return patch if patch.source == source else _keep_parse(patch, replace(patch, source=source))
 
 
-def parse_patch_file(data: bytes, source: str = "<patch>") -> PatchFile:
+def parse_patch_file(data: bytes, source: str = "<patch>", *,
+                     diffs: dict | None = None) -> PatchFile:
     """Split a patch file into its parts; raises InputError(path=source, line=N) when it is
     malformed or hostile. A file with no diff at all is a valid (empty) patch. (A command
-    parses each patch once through Project.parse_patch, which keeps the parses it made.)"""
+    parses each patch once through Project.parse_patch, which keeps the parses it made.)
+
+    `diffs` keeps parsed diffs by (diff bytes, first line): a patch whose diff is one already
+    parsed there (a rebase changes only the Base field of most patches) takes that parse, which
+    is exactly what parsing it again would give (the name is only used in error messages)."""
     lines = split_lines(data)
     start = _diff_start(lines)
     head = lines if start is None else lines[:start]
@@ -296,7 +301,14 @@ def parse_patch_file(data: bytes, source: str = "<patch>") -> PatchFile:
     _check_no_stranded_field(description, gap, source, first)
     pf = PatchFile(preamble, tuple(fields), description, separator, diff, gap, source)
     if diff:
-        pf.file_patches  # validate now: a malformed diff is an input error at load time
+        key = (diff, pf.diff_first_line)
+        known = diffs.get(key) if diffs is not None else None
+        if known is not None:
+            pf.__dict__["file_patches"] = known  # what the cached property would compute
+        elif diffs is not None:  # validate now: a malformed diff is an input error at load time
+            diffs[key] = pf.file_patches
+        else:
+            pf.file_patches
     if pf.to_bytes() != data:  # a bug, not bad input: the parts must always add up
         raise AssertionError("patch file split is not byte-exact")
     return pf
