@@ -1,4 +1,8 @@
 """`python -m patchforge` runs the command line."""
-from patchforge.cli import console_main
+import gc
+
+gc.set_threshold(50_000, 10, 10)  # before the imports: cli.fewer_collections says why
+
+from patchforge.cli import console_main  # noqa: E402
 
 console_main()

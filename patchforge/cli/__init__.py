@@ -191,6 +191,17 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
+def fewer_collections() -> None:
+    """Let the cycle collector wait for 50,000 new objects instead of 700: a command's start-up
+    (its imports, its dataclasses) makes tens of thousands of objects that live as long as the
+    process, and collecting after every 700 of them cost a short command 5 ms (20 ms at the end
+    of a rebase). Cyclic garbage is still collected; a command is short-lived. The command's
+    entry points call this; main() leaves the collector of a program that calls it alone."""
+    import gc
+
+    gc.set_threshold(50_000, 10, 10)
+
+
 def console_main() -> None:
     """The `patchforge` command: main(), then an exit without the interpreter's teardown.
 
@@ -198,6 +209,7 @@ def console_main() -> None:
     every thread joined; tearing down the objects of a long series is a measurable part of a
     short command (docs/performance.md). main() itself exits normally, for callers in the same process.
     """
+    fewer_collections()
     try:
         main()
     except SystemExit as exc:
