@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import ConfigError, UsageError
-from patchforge.formats.config import PYPROJECT, STANDALONE, find_config_table, load_config
-from patchforge.formats.lockfile import read_lock
-from patchforge.formats.series import SeriesFile, parse_series
-from patchforge.model.config import Config
-from patchforge.model.lock import Lock
+from patchforge.formats.config import PYPROJECT, STANDALONE, find_config_table
 
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
+    from patchforge.formats.series import SeriesFile
+    from patchforge.model.config import Config
+    from patchforge.model.lock import Lock
     from patchforge.store.gitstore import TransferProgress
 
 PATCH_SUFFIX = ".patch"
@@ -113,12 +112,16 @@ class Project:
     # --- reading ----------------------------------------------------------------------------
     @cached_property
     def config(self) -> Config:
+        from patchforge.formats.config import load_config
+
         return load_config(self.config_path)
 
     @property
     def lock(self) -> Lock:
         if self._lock_override is not None:
             return self._lock_override
+        from patchforge.formats.lockfile import read_lock
+
         return read_lock(self.lock_path)
 
     def upstream_names(self) -> list[str]:
@@ -126,6 +129,8 @@ class Project:
         return list(self.config.upstreams)
 
     def read_series(self, upstream: str) -> SeriesFile:
+        from patchforge.formats.series import SeriesFile, parse_series
+
         path = self.series_path(upstream)
         if not path.exists():
             return SeriesFile((), str(path))

@@ -1,17 +1,20 @@
 """Reading the user's configuration: `[tool.patchforge]` in pyproject.toml, or patchforge.toml.
 
 The configuration is the intent and belongs to the user: patchforge reads it with tomllib and only
-ever appends to it (`init`, `upstream add`), never reformats what is there.
+ever appends to it (`init`, `upstream add`), never reformats what is there. tomllib and the
+configuration model are imported when a configuration is read: a command that needs none (a
+rebase's `--skip` or `--continue`, which go on from the journal) does not pay for them.
 """
 from __future__ import annotations
 
 import re
-import tomllib
-from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchforge.errors import ConfigError
-from patchforge.model.config import UPSTREAM_KINDS, Config, ForgeConfig, UpstreamConfig
+
+if TYPE_CHECKING:
+    from patchforge.model.config import Config, UpstreamConfig
 
 PYPROJECT = "pyproject.toml"
 STANDALONE = "patchforge.toml"
@@ -37,6 +40,8 @@ def toml_error_line(exc: Exception) -> int | None:
 
 def find_config_table(path: Path) -> tuple[dict, str] | None:
     """The patchforge table of `path` and its dotted prefix, or None if the file has none."""
+    import tomllib
+
     data = path.read_bytes()
     try:
         doc = tomllib.loads(data.decode("utf-8"))
@@ -59,6 +64,7 @@ def validate_config_table(table: dict, text: str, source: str, prefix: str) -> N
     remembered by the digest of its text and the schema (a marker file in the cache): every
     later command on the same text skips the import."""
     import hashlib
+    from importlib import resources
 
     schema = resources.files("patchforge.formats").joinpath("schemas/config.schema.json")
     digest = hashlib.sha256(schema.read_bytes() + b"\0" + prefix.encode() + b"\0"
@@ -120,6 +126,8 @@ def toml_key_line(text: str, prefix: str, where: list[str]) -> int | None:
 
 
 def load_config(path: Path) -> Config:
+    from patchforge.model.config import UPSTREAM_KINDS, Config, ForgeConfig, UpstreamConfig
+
     found = find_config_table(path)
     if found is None:
         raise ConfigError("no [tool.patchforge] table", path=str(path))

@@ -27,13 +27,11 @@ from typing import TYPE_CHECKING
 
 from patchforge.apply.series import SeriesState, apply_series
 from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
-from patchforge.formats.lockfile import lock_from_json, lock_to_json
 from patchforge.background import Background
 from patchforge.fsutil import atomic_delete_many, atomic_write, atomic_write_many
 from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _history,
                               _patch_paths, where_landed)
 from patchforge.model.lock import UpstreamPin
-from patchforge.names import check_simple_name
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
                                        PlanStep, RebaseRun, Stop, UpstreamRun, confined_all,
                                        confined_only)
@@ -498,6 +496,8 @@ class Rebase:
     def _remove_worktree(self, upstream: str) -> None:
         from patchforge.worktree import Worktree
 
+        from patchforge.names import check_simple_name
+
         try:
             check_simple_name(upstream, "upstream")  # a name from the journal: never `../x`
         except ValueError:
@@ -571,6 +571,8 @@ class Rebase:
         or None to delete, the staged name of those bytes). Set-aside copies come before the
         series stops listing a patch and the old files go last, so no prefix of the plan ever
         loses a patch."""
+        from patchforge.formats.lockfile import lock_to_json  # the write-out only
+
         project = self.project
         lock = project.lock
         writes: list[tuple[str, bytes | None, str | None]] = []
@@ -859,6 +861,8 @@ def _ledger_paths(project: Project) -> list[Path]:
 
 
 def _lock_of(writes):
+    from patchforge.formats.lockfile import lock_from_json
+
     return lock_from_json({rel: content for rel, content, _ in writes}["upstream.lock"],
                           "upstream.lock")
 
