@@ -16,11 +16,14 @@ import itertools
 import re
 from functools import cached_property
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from patchforge.apply.gitbinary import (NULL_OID, BinaryFormatError, BinaryPatch,
-                                        is_abbreviated_index, parse_binary_blocks,
-                                        parse_index_ids, render_binary)
 from patchforge.errors import InputError, UnsafePathError
+
+# apply/gitbinary.py is imported where a `GIT binary patch` is met: most series have none, and
+# every command that reads a patch would load it otherwise.
+if TYPE_CHECKING:
+    from patchforge.apply.gitbinary import BinaryPatch
 
 NO_NEWLINE_MARKER = b"\\ No newline at end of file\n"
 
@@ -626,6 +629,10 @@ class _Parser:
                is_new: bool, is_delete: bool) -> tuple[BinaryPatch, int]:
         """Read a `GIT binary patch` (apply/gitbinary.py) at lines[i]; its `index` line must give
         full blob ids, which are what a binary change is checked by."""
+        from patchforge.apply.gitbinary import (NULL_OID, BinaryFormatError, BinaryPatch,
+                                                is_abbreviated_index, parse_binary_blocks,
+                                                parse_index_ids)
+
         if self.lines[i] != b"GIT binary patch\n":
             raise self.err(i, "malformed `GIT binary patch` line")
         ids = parse_index_ids(index_value) if index_value is not None else None
@@ -806,6 +813,8 @@ def format_file_patch(fp: FilePatch) -> bytes:
         word = b"copy" if fp.is_copy else b"rename"
         out.append(word + b" from " + enc("", a) + b"\n" + word + b" to " + enc("", b) + b"\n")
     if fp.binary is not None:
+        from patchforge.apply.gitbinary import render_binary
+
         out.append(render_binary(fp.binary))
     if fp.hunks:
         out.append(b"--- " + (enc("a/", a) if not fp.is_new else b"/dev/null") + b"\n")
@@ -828,6 +837,8 @@ def reverse_file_patch(fp: FilePatch) -> FilePatch:
     if fp.binary is not None:
         if fp.binary.reverse is None:
             raise ValueError(f"{fp.path}: the binary patch has no reverse block")
+        from patchforge.apply.gitbinary import BinaryPatch
+
         binary = BinaryPatch(fp.binary.new_oid, fp.binary.old_oid, fp.binary.reverse,
                              fp.binary.forward, fp.binary.index_line)
     rev = FilePatch(fp.new_path, fp.old_path, fp.new_mode, fp.old_mode, fp.is_rename, fp.is_copy,

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from patchforge.apply.diffparse import FilePatch, Hunk, reverse_file_patch, split_lines
-from patchforge.apply.gitbinary import NULL_OID, BinaryPatch, apply_binary
 from patchforge.errors import ApplyError
 
 _RANK = {"exact": 0, "offset": 1, "fuzz": 2, "failed": 3}
@@ -184,6 +183,8 @@ def _all_failed(fp: FilePatch, error: str) -> FileApplication:
 
 def _apply_binary(old: bytes | None, fp: FilePatch, reverse: bool) -> FileApplication:
     """A `GIT binary patch`: exact, judged by blob id, or failed (never offset, never fuzz)."""
+    from patchforge.apply.gitbinary import NULL_OID, BinaryPatch, apply_binary
+
     binary = fp.binary
     assert binary is not None
     old_path, new_path = (fp.new_path, fp.old_path) if reverse else (fp.old_path, fp.new_path)
