@@ -63,18 +63,22 @@ def _locate(lines: list[bytes], want: list[bytes], expected: int, lo: int) -> in
     expected = min(max(expected, lo), hi)
     if not want or _matches(lines, expected, want):
         return expected
-    # Only positions whose first line matches can match at all: find those with the C-level
-    # list.index instead of comparing a slice at every distance (a vLLM file has thousands of
-    # lines, a status run searches hundreds of hunks).
-    first = want[0]
+    # Only positions where one chosen line of `want` is in its place can match at all: find
+    # those with the C-level list.index instead of comparing a slice at every distance (a vLLM
+    # file has thousands of lines, a status run searches hundreds of hunks). The chosen line is
+    # the longest, not the first: a first line that is blank or a lone bracket is found
+    # hundreds of times, the longest line rarely more than once. Any line gives the same set of
+    # matching positions, so the same answer.
+    anchor = max(range(len(want)), key=lambda k: len(want[k]))
+    line = want[anchor]
     candidates = []
-    pos = lo
+    pos = lo + anchor
     while True:
         try:
-            pos = lines.index(first, pos, hi + 1)
+            pos = lines.index(line, pos, hi + anchor + 1)
         except ValueError:
             break
-        candidates.append(pos)
+        candidates.append(pos - anchor)
         pos += 1
     # Nearest to `expected` first; at equal distance the later one (GNU patch tries +n first).
     for pos in sorted(candidates, key=lambda p: (abs(p - expected), -p)):
