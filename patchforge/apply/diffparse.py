@@ -349,6 +349,9 @@ class _Parser:
         self.first_line = first_line
         # Byte offset of each line, so sections can be cut out of `data` exactly.
         self.offsets = list(itertools.accumulate(map(len, self.lines), initial=0))
+        # Paths already checked in this diff: a file's path is named on its `diff --git`,
+        # `---` and `+++` lines (and a/ b/ prefixes), and each check is a dozen string passes.
+        self.checked: set[str] = set()
 
     def err(self, i: int, message: str, *, hint: str | None = None) -> InputError:
         return InputError(message, path=self.source, line=self.first_line + i, hint=hint)
@@ -374,8 +377,11 @@ class _Parser:
                 raise self.err(i, f"cannot strip the leading directory (p1) from {text!r}",
                                hint="paths must look like a/<path> and b/<path>")
             prefix, text = text.split("/", 1)
-            check_path(prefix, source=self.source, line=self.lineno(i)) if prefix else None
-        return check_path(text, source=self.source, line=self.lineno(i))
+            if prefix and prefix not in self.checked:
+                self.checked.add(check_path(prefix, source=self.source, line=self.lineno(i)))
+        if text not in self.checked:
+            self.checked.add(check_path(text, source=self.source, line=self.lineno(i)))
+        return text
 
     def header_name(self, rest: bytes, i: int) -> bytes:
         """The name on a ---/+++ line: quoted, or up to a tab (timestamps follow a tab)."""
