@@ -600,6 +600,56 @@ def test_range_diff_of_imported_chains_leaves_the_store_alone(store, merge_base)
     assert not importer._tmp.exists()  # the scratch repository is gone
 
 
+def test_range_diff_chains_are_the_commits_git_fast_import_makes(store, merge_base, tmp_path):
+    """The chains' objects are made without git: each commit id must be the one `git
+    fast-import` gives the same branch (a reset, then commits given only a committer), across
+    nested and sibling directories git sorts by their '/', a directory emptied and removed, a
+    file put back, and contents given by mark, inline or by store blob id."""
+    from patchforge.store.git import IMPORT_IDENT
+    from patchforge.store.rangediff import quote_fastimport
+
+    a = store.read_blob(merge_base, "m/a.py")
+    b_id = store.entry(merge_base, "m/b.py")[1]
+    importer = store.range_diff_import()
+    steps = [
+        ("one", {"m/a.py": importer.blob(_edit(a, 3, b"x\n")), "m.py": b"top\n",
+                 "m-x/n.py": b"dash\n", "m/sub/deep/c.py": b"deep\n"}),
+        ("two", {"m/sub/deep/c.py": None, "m/b.py": None, "m/a.py": b"only\n"}),
+        ("three", {"m/b.py": b_id, "m/sub/e.py": importer.blob(b"again\n")}),
+        ("four", {"m/a.py": None, "m/b.py": None, "m/sub/e.py": None, "m.py": None,
+                  "m-x/n.py": None}),
+    ]
+    ours = importer.chain(merge_base, ["m/a.py", "m/b.py"], steps)
+    importer.close()
+
+    scratch = tmp_path / "fi.git"
+    git(tmp_path, "init", "-q", "--bare", str(scratch))
+    (scratch / "objects" / "info" / "alternates").write_text(
+        str((store.git_dir / "objects").resolve()) + "\n")
+    ident = "%s <%s> %s" % IMPORT_IDENT
+    stream = [b"reset refs/heads/c\n"]
+    base = {"m/a.py": store.entry(merge_base, "m/a.py")[1], "m/b.py": b_id}
+    for mark, (name, files) in enumerate([("base", base), *steps], 1):
+        stream.append(b"commit refs/heads/c\nmark :%d\ncommitter %s\ndata %d\n%s\n"
+                      % (mark, ident.encode(), len(name) + 1, name.encode()))
+        for path in sorted(files):
+            raw, content = quote_fastimport(path.encode()), files[path]
+            if content is None:
+                stream.append(b"D " + raw + b"\n")
+            elif isinstance(content, str):
+                stream.append(b"M 100644 %s %s\n" % (content.encode(), raw))
+            else:
+                data = content if isinstance(content, bytes) else \
+                    {1: _edit(a, 3, b"x\n"), 2: b"again\n"}[content]
+                stream.append(b"M 100644 inline %s\ndata %d\n%s\n" % (raw, len(data), data))
+    marks = tmp_path / "marks"
+    subprocess.run(["git", "--git-dir", str(scratch), "fast-import", "--quiet",
+                    f"--export-marks={marks}"], input=b"".join(stream), check=True,
+                   env=git_env())
+    ids = dict(line.split(" ") for line in marks.read_text().split("\n") if line)
+    assert ours == (ids[":1"], ids[f":{len(steps) + 1}"])
+
+
 def test_range_diff_import_that_cannot_start_is_a_store_error(store, monkeypatch):
     made = []
     real_mkdtemp = tempfile.mkdtemp

@@ -137,44 +137,44 @@ class RangeDiffImport:
         content is bytes, a blob() mark, a blob id in the store (str), or None for a deleted
         file. Every file has mode 100644. Closes the import."""
         try:
-            if self._closed:
-                raise StoreError("the range-diff import is closed")
-            objects = self._objects
-            blob_ids = self._blobs
-            ident = "%s <%s> %s" % IMPORT_IDENT
-            ranges = []
-            for base, paths, steps in chains:
-                base_files = {p: found[1] for p, found in self._store.entries(base, paths).items()
-                              if found is not None}
-                trees = _Trees(objects)
-                parent = None
-                first = None
-                for name, files in [("base", base_files), *steps]:
-                    for path, content in files.items():
-                        if isinstance(content, bytes):  # inline (a chain from the patch files)
-                            oid = self._keep(content)
-                        elif isinstance(content, int):
-                            oid = blob_ids[content - 1]
-                        else:
-                            oid = content
-                        trees.set(path.encode("utf-8", "surrogateescape"), oid)
-                    # As `git fast-import` writes a commit given only a committer.
-                    raw = (f"tree {trees.root()}\n"
-                           + (f"parent {parent}\n" if parent else "")
-                           + f"author {ident}\ncommitter {ident}\n\n").encode() \
-                        + f"{name}\n".encode("utf-8", "surrogateescape")
-                    parent = object_id(b"commit", raw)
-                    objects[parent] = pack_entry(b"commit", raw, level=0)
-                    first = first or parent
-                ranges.append((first, parent))
+            ranges = [self.chain(*one) for one in chains]
             try:
-                write_pack(self._scratch, objects)
+                write_pack(self._scratch, self._objects)
             except OSError as exc:
                 raise StoreError(f"cannot write the range-diff's objects: {exc}") from exc
             return run_git("range-diff", "--no-color", *(f"{a}..{b}" for a, b in ranges),
                            git_dir=self._scratch).stdout
         finally:
             self.close()
+
+    def chain(self, base: str, paths: list[str], steps: list) -> tuple[str, str]:
+        """The commits of one chain (see range_diff), made as `git fast-import` makes them from a
+        branch reset, then a commit per step given only a committer and its `M`/`D` lines:
+        (the first commit, the last). Its objects wait for range_diff()'s pack."""
+        if self._closed:
+            raise StoreError("the range-diff import is closed")
+        ident = "%s <%s> %s" % IMPORT_IDENT
+        base_files = {p: found[1] for p, found in self._store.entries(base, paths).items()
+                      if found is not None}
+        trees = _Trees(self._objects)
+        first = parent = None
+        for name, files in [("base", base_files), *steps]:
+            for path, content in files.items():
+                if isinstance(content, bytes):  # inline (a chain from the patch files)
+                    oid = self._keep(content)
+                elif isinstance(content, int):
+                    oid = self._blobs[content - 1]
+                else:
+                    oid = content
+                trees.set(path.encode("utf-8", "surrogateescape"), oid)
+            raw = (f"tree {trees.root()}\n" + (f"parent {parent}\n" if parent else "")
+                   + f"author {ident}\ncommitter {ident}\n\n").encode() \
+                + f"{name}\n".encode("utf-8", "surrogateescape")
+            parent = object_id(b"commit", raw)
+            self._objects[parent] = pack_entry(b"commit", raw, level=0)
+            first = first or parent
+        assert first is not None and parent is not None  # the base commit at least
+        return first, parent
 
     def close(self) -> None:
         self._closed = True
