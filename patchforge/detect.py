@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import line_content, line_kind, reverse_hunk
 from patchforge.apply.hunks import apply_file_patch, apply_hunks, lines_of
-from patchforge.store.diff import NULL_OID, blob_oid, merge_file
+from patchforge.store.diff import NULL_OID, blob_oid, merge_can_give_ours, merge_file
 
 if TYPE_CHECKING:
     from patchforge.apply.hunks import FileApplication
@@ -321,7 +321,10 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
         # patch still changes anything. An empty result proves every hunk is there, and turns
         # "likely" into "certain".
         patched = apply_file_patch(base, fp, max_fuzz=0)
-        if patched.ok and patched.content is not None:
+        # Only an empty result counts here: the merge runs (a git process) only when a line
+        # check does not already rule that out.
+        if patched.ok and patched.content is not None and \
+                merge_can_give_ours(base, current, patched.content):
             clean, merged = merge_file(base, current, patched.content)
             if clean and merged == current:
                 verdict.merged_empty = True

@@ -110,7 +110,8 @@ class SeriesJudge:
 
     def __init__(self, store: UpstreamStore, target: Target, *, read_commit: str | None = None,
                  old_commit: str | None = None, history=None,
-                 labels: tuple[str, str, str] = ("upstream", "base", "patch")) -> None:
+                 labels: tuple[str, str, str] = ("upstream", "base", "patch"),
+                 stop_files: bool = True) -> None:
         from patchforge.apply.series import SeriesState
 
         self.store = store
@@ -131,6 +132,11 @@ class SeriesJudge:
         self._read: dict[str, bytes | None] = {}
         self.old = SeriesState()
         self.labels = labels
+        # Whether a conflict stop carries every file of the patch, merged with conflict markers
+        # (what a rebase puts in the worktree), or ends at the first file that conflicts: the
+        # outcome is the same, and a caller that only reports it (status) is spared the
+        # remaining 3-way merges, one git process each.
+        self.stop_files = stop_files
 
     def prefetch(self, patches) -> None:
         """Read every file the patches touch, on the base and where the judge reads, in one
@@ -268,6 +274,8 @@ class SeriesJudge:
                                               and f.applied.worst in ("exact", "offset")
                                               for f in verdict.files))
         for fp, fv in zip(patch.file_patches, verdict.files):
+            if conflicts and not self.stop_files:
+                break
             source = fp.old_path if fp.old_path is not None else fp.new_path
             moved = fv.target_path
             if moved is None:  # a deletion of a file upstream deleted too: nothing left to do
@@ -576,10 +584,12 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
             last_at.update(dict.fromkeys(now, k))
         # A line of the result that is not in the file before the run came from one of the
         # run's `+` lines: only those are looked up (not every line of a large file).
-        new_lines = {path: {line for k in range(i, j + 1) for line in added[k].get(path, ())
-                            if line and line in line_set(last_at[path], path, False)
-                            and line not in line_set(first_at[path], path, True)}
-                     for path in first}
+        new_lines: dict[str, set[bytes]] = {}
+        for path in first:
+            result, earlier = line_set(last_at[path], path, False), \
+                line_set(first_at[path], path, True)
+            new_lines[path] = {line for k in range(i, j + 1) for line in added[k].get(path, ())
+                               if line and line in result and line not in earlier}
         if not any(all(new_lines[path] <= index.added_lines(commit, path) for path in first)
                    for commit in commits):
             continue

@@ -13,7 +13,8 @@ from helpers.env import SHARED_WHEELS
 from helpers.git import git
 from patchforge.errors import StoreError
 from patchforge.store.git import git_env
-from patchforge.store.diff import FileChange, blob_oid, make_diff, make_file_diff, merge_file
+from patchforge.store.diff import (FileChange, blob_oid, make_diff, make_file_diff,
+                                   merge_can_give_ours, merge_file)
 from patchforge.store.gitstore import UpstreamStore, cache_dir, wheels_dir
 
 
@@ -429,6 +430,49 @@ def test_merge_with_one_side_unchanged_is_what_git_merge_file_gives(tmp_path, ba
                 merge_file(base, ours, theirs)
             continue
         assert merge_file(base, ours, theirs) == (proc.returncode == 0, proc.stdout)
+
+
+def test_the_line_check_never_rules_out_a_merge_that_gives_ours_back(tmp_path):
+    """merge_can_give_ours says False only where git merge-file cannot give `ours` back cleanly:
+    checked against git on edits of a small file drawn at random (few distinct lines, so the two
+    sides' changes overlap, repeat lines and touch the ends)."""
+    import random
+
+    rng = random.Random(19)
+    words = [b"a", b"b", b"c", b"d", b"e", b"", b"  a"]
+
+    def edit(lines):
+        out = list(lines)
+        for _ in range(rng.randint(0, 3)):
+            at = rng.randint(0, len(out))
+            kind = rng.random()
+            if kind < 0.4 and at < len(out):
+                del out[at]
+            elif kind < 0.7 and at < len(out):
+                out[at] = rng.choice(words)
+            else:
+                out.insert(at, rng.choice(words))
+        return out
+
+    checked = ruled_out = 0
+    for case in range(150):
+        base = [rng.choice(words) for _ in range(rng.randint(0, 6))]
+        ours = edit(base)
+        # A third of the cases: theirs makes a change ours already has, so a clean merge
+        # giving ours back is common and the check must let it through.
+        theirs = ours if case % 3 == 0 else edit(base)
+        end = b"" if rng.random() < 0.2 else b"\n"
+        sides = [b"\n".join(lines) + (end if lines else b"") for lines in (base, ours, theirs)]
+        for name, data in zip(("base", "ours", "theirs"), sides):
+            (tmp_path / name).write_bytes(data)
+        proc = subprocess.run(["git", "merge-file", "-p", "ours", "base", "theirs"],
+                              cwd=tmp_path, capture_output=True, env=git_env())
+        gives_ours = proc.returncode == 0 and proc.stdout == sides[1]
+        if not merge_can_give_ours(*sides):
+            ruled_out += 1
+            assert not gives_ours, sides
+        checked += gives_ours
+    assert checked and ruled_out  # both kinds of case came up
 
 
 @pytest.fixture

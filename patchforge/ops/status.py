@@ -80,7 +80,8 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
             history = threads.enter_context(
                 Background(_history_index, store, target, series_paths)) \
                 if target.base_commit != target.commit and series_paths else None
-            judge = SeriesJudge(store, target,
+            # A stop is reported, not put in a worktree: its first conflicting file decides it.
+            judge = SeriesJudge(store, target, stop_files=False,
                                 history=LazyHistory(history.result, patches,
                                                     lambda paths: store.read_blobs(
                                                         target.base_commit, paths))

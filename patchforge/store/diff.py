@@ -274,6 +274,25 @@ def merge_file(base: bytes, ours: bytes, theirs: bytes,
     return proc.returncode == 0, proc.stdout
 
 
+def merge_can_give_ours(base: bytes, ours: bytes, theirs: bytes) -> bool:
+    """False when git's 3-way merge of these three versions cannot be clean with `ours` as its
+    result: a line of `theirs` that is nowhere in `base` is missing from `ours`.
+
+    Why that is enough: a line of `theirs` outside the regions where git's diff sees `theirs`
+    changed matches a line of `base`. A line inside such a region reaches a clean result
+    whatever the alignment: `ours` left the region alone (theirs is taken), or made the
+    identical change there (taken once); any other overlap is a conflict. So a clean merge
+    that gives `ours` back has every new line of `theirs` in `ours`. Lines are compared
+    without their end of line, which only lets more cases through to the merge itself.
+    True says nothing: only `merge_file` tells."""
+    seen = set(base.split(b"\n"))
+    new_lines = [line for line in theirs.split(b"\n") if line not in seen]
+    if not new_lines:
+        return True
+    have = set(ours.split(b"\n"))
+    return all(line in have for line in new_lines)
+
+
 def _mode_changed(c: FileChange) -> bool:
     return c.old is not None and c.new is not None and c.old_mode != c.new_mode
 
