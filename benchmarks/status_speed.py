@@ -2,7 +2,7 @@
 """`status --against` on a long real history, next to `git cherry` on the same question.
 
     python3 benchmarks/status_speed.py [--repo DIR] [--branch zxe/fused_dispatch_gemm1_gfx1250]
-        [--targets v0.1.18,v0.1.20,main] [--runs 5]
+        [--targets v0.1.18,v0.1.20,main] [--runs 5] [--other DIR]
 
 The series is the real 93-patch AITER work branch benchmarks/stops.py builds (cached under
 `<bench>/aiter-stops-*`, built on first use): a patchforge project whose `git` upstream is the
@@ -17,7 +17,9 @@ history, the page cache is warm); the table gives the median wall-clock time, th
 time (user + system of the process and its children: what the command costs when the machine
 is shared), and patchforge's ratio to git. The target of the speed work is a ratio of 3 or less.
 The code measured is the patchforge beside this script (PYTHONPATH), with its bytecode cached
-the way an installed package has it.
+the way an installed package has it; `--other DIR` times a second source tree the same way in
+the same run (e.g. an earlier commit, `git archive REV | tar -x -C DIR`), alternating with the
+first, for before/after figures taken side by side. Both must give the same answer.
 """
 from __future__ import annotations
 
@@ -54,6 +56,8 @@ def main(argv=None) -> int:
     parser.add_argument("--branch", default="zxe/fused_dispatch_gemm1_gfx1250")
     parser.add_argument("--targets", default="v0.1.18,v0.1.20,main")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--other", type=Path, action="append", default=[],
+                        help="another patchforge source tree to time side by side")
     args = parser.parse_args(argv)
     if args.repo is None:
         parser.error("--repo DIR (a clone of github.com/ROCm/aiter) or PATCHFORGE_BENCH_AITER")
@@ -63,7 +67,8 @@ def main(argv=None) -> int:
     project = work / "status-speed"
     if not project.is_dir():
         shutil.copytree(work / "pf-template", project, symlinks=True)
-    env = pf_env(work / "pf-cache")
+    codes = [("patchforge", ROOT)] + [(f"patchforge [{d.name}]", d.resolve()) for d in args.other]
+    envs = {label: pf_env(work / "pf-cache", code) for label, code in codes}
     rows = []
     for target in args.targets.split(","):
         commit = git(args.repo, "rev-parse", f"{target}^{{commit}}").decode().strip()
@@ -72,35 +77,46 @@ def main(argv=None) -> int:
         pf_argv = [sys.executable, "-m", "patchforge", "--root", str(project), "status",
                    "--against", commit, "--json"]
         git_argv = ["git", "cherry", commit, info["tip"], info["base"]]
-        pf_wall, pf_cpu, git_wall, git_cpu = [], [], [], []
-        landed = cherry = None
+        walls: dict[str, list[float]] = {label: [] for label, _ in codes + [("git", None)]}
+        cpus: dict[str, list[float]] = {label: [] for label in walls}
+        landed: dict[str, int] = {}
+        answers: dict[str, bytes] = {}
         for run in range(args.runs + 1):
-            wall, cpu, proc = timed(pf_argv, env=env)
-            if proc.returncode not in (0, 1):
-                raise RuntimeError(proc.stderr.decode(errors="replace")[-2000:])
-            if run:
-                pf_wall.append(wall)
-                pf_cpu.append(cpu)
-            landed = sum(p["state"] == "upstreamed" for p in json.loads(proc.stdout)["patches"])
+            for label, _ in codes:
+                wall, cpu, proc = timed(pf_argv, env=envs[label])
+                if proc.returncode not in (0, 1):
+                    raise RuntimeError(proc.stderr.decode(errors="replace")[-2000:])
+                if run:
+                    walls[label].append(wall)
+                    cpus[label].append(cpu)
+                patches = json.loads(proc.stdout)["patches"]
+                landed[label] = sum(p["state"] == "upstreamed" for p in patches)
+                answers[label] = json.dumps([(p["name"], p["state"], p["rebase"])
+                                             for p in patches]).encode()
             wall, cpu, proc = timed(git_argv, cwd=checkout, env=git_env())
             if run:
-                git_wall.append(wall)
-                git_cpu.append(cpu)
-            cherry = sum(line.startswith("-") for line in proc.stdout.decode().splitlines())
-        row = {"target": target, "commits": int(behind), "patches": info["patches"],
-               "pf_landed": landed, "git_landed": cherry,
-               "pf_wall": statistics.median(pf_wall), "pf_cpu": statistics.median(pf_cpu),
-               "git_wall": statistics.median(git_wall), "git_cpu": statistics.median(git_cpu)}
-        rows.append(row)
+                walls["git"].append(wall)
+                cpus["git"].append(cpu)
+            landed["git"] = sum(line.startswith("-") for line in proc.stdout.decode().splitlines())
+        if len(set(answers.values())) > 1:
+            raise RuntimeError(f"{target}: the source trees disagree on the patches' states")
+        for label, _ in codes:
+            rows.append({"target": target, "code": label, "commits": int(behind),
+                         "pf_landed": landed[label], "git_landed": landed["git"],
+                         "pf_wall": statistics.median(walls[label]),
+                         "pf_cpu": statistics.median(cpus[label]),
+                         "git_wall": statistics.median(walls["git"]),
+                         "git_cpu": statistics.median(cpus["git"])})
         log(f"{target}: done")
     print(f"status --against on a {info['patches']}-patch AITER series "
           f"({info['branch']}, base {info['base'][:10]}), median of {args.runs} runs")
-    print("| target | commits base..target | patchforge wall | git cherry wall | ratio | "
+    print("| target | commits base..target | code | patchforge wall | git cherry wall | ratio | "
           "patchforge CPU | git cherry CPU | CPU ratio | landed (patchforge / git) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['target']} | {r['commits']} | {r['pf_wall']:.3f} s | {r['git_wall']:.3f} s | "
-              f"{r['pf_wall'] / r['git_wall']:.1f}x | {r['pf_cpu']:.3f} s | {r['git_cpu']:.3f} s | "
+        print(f"| {r['target']} | {r['commits']} | {r['code']} | {r['pf_wall']:.3f} s | "
+              f"{r['git_wall']:.3f} s | {r['pf_wall'] / r['git_wall']:.1f}x | "
+              f"{r['pf_cpu']:.3f} s | {r['git_cpu']:.3f} s | "
               f"{r['pf_cpu'] / max(r['git_cpu'], 1e-3):.1f}x | "
               f"{r['pf_landed']} / {r['git_landed']} |")
     return 0
