@@ -3,6 +3,7 @@
 
     python3 benchmarks/status_speed.py [--repo DIR] [--branch zxe/fused_dispatch_gemm1_gfx1250]
         [--targets v0.1.18,v0.1.20,main] [--runs 5] [--other DIR]
+        [--long] [--long-branch refs/tags/archive/felix/mla_debug_dsread]
 
 The series is the real 93-patch AITER work branch benchmarks/stops.py builds (cached under
 `<bench>/aiter-stops-*`, built on first use): a patchforge project whose `git` upstream is the
@@ -11,6 +12,12 @@ clone. For every target both tools answer "which of these patches are already up
 
   patchforge   patchforge status --against TARGET --json   (the whole command, every patch judged)
   git cherry   git cherry TARGET <series tip> <base>        (patch-id equality only)
+
+`--long` adds the question over the longest real history the AITER repository offers (its main
+branch holds 2,830 commits; no branch of it left earlier than 1,341 commits before its tip):
+a 67-commit branch of the history main had before it was rewritten (same trees, other commit
+ids), replayed the same way onto the main commit with the tree it left from, 2.5k commits
+before main's tip, and asked against main.
 
 Each is run --runs times, alternating, after one untimed run of each (the store has the target's
 history, the page cache is warm); the table gives the median wall-clock time, the median CPU
@@ -50,18 +57,9 @@ def timed(argv: list[str], **kw) -> tuple[float, float, subprocess.CompletedProc
     return wall, cpu, proc
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repo", type=Path, default=default_repo())
-    parser.add_argument("--branch", default="zxe/fused_dispatch_gemm1_gfx1250")
-    parser.add_argument("--targets", default="v0.1.18,v0.1.20,main")
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--other", type=Path, action="append", default=[],
-                        help="another patchforge source tree to time side by side")
-    args = parser.parse_args(argv)
-    if args.repo is None:
-        parser.error("--repo DIR (a clone of github.com/ROCm/aiter) or PATCHFORGE_BENCH_AITER")
-    work = build(args.repo.resolve(), args.branch)
+def measure(args, work: Path, targets: list[str]) -> list[dict]:
+    """The table's rows for one series (a directory `build` made): each target, each source
+    tree."""
     info = json.loads((work / "done.json").read_text())
     checkout = work / "checkout"
     project = work / "status-speed"
@@ -70,7 +68,7 @@ def main(argv=None) -> int:
     codes = [("patchforge", ROOT)] + [(f"patchforge [{d.name}]", d.resolve()) for d in args.other]
     envs = {label: pf_env(work / "pf-cache", code) for label, code in codes}
     rows = []
-    for target in args.targets.split(","):
+    for target in targets:
         commit = git(args.repo, "rev-parse", f"{target}^{{commit}}").decode().strip()
         behind = git(args.repo, "rev-list", "--count",
                      f"{info['base']}..{commit}").decode().strip()
@@ -101,21 +99,45 @@ def main(argv=None) -> int:
         if len(set(answers.values())) > 1:
             raise RuntimeError(f"{target}: the source trees disagree on the patches' states")
         for label, _ in codes:
-            rows.append({"target": target, "code": label, "commits": int(behind),
+            rows.append({"series": f"{info['patches']} patches of {info['branch']}",
+                         "target": target, "code": label, "commits": int(behind),
                          "pf_landed": landed[label], "git_landed": landed["git"],
                          "pf_wall": statistics.median(walls[label]),
                          "pf_cpu": statistics.median(cpus[label]),
                          "git_wall": statistics.median(walls["git"]),
                          "git_cpu": statistics.median(cpus["git"])})
         log(f"{target}: done")
-    print(f"status --against on a {info['patches']}-patch AITER series "
-          f"({info['branch']}, base {info['base'][:10]}), median of {args.runs} runs")
-    print("| target | commits base..target | code | patchforge wall | git cherry wall | ratio | "
-          "patchforge CPU | git cherry CPU | CPU ratio | landed (patchforge / git) |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", type=Path, default=default_repo())
+    parser.add_argument("--branch", default="zxe/fused_dispatch_gemm1_gfx1250")
+    parser.add_argument("--targets", default="v0.1.18,v0.1.20,main")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--other", type=Path, action="append", default=[],
+                        help="another patchforge source tree to time side by side")
+    parser.add_argument("--long", action="store_true",
+                        help="add the series of --long-branch against main (2.5k commits)")
+    parser.add_argument("--long-branch", default="refs/tags/archive/felix/mla_debug_dsread")
+    args = parser.parse_args(argv)
+    if args.repo is None:
+        parser.error("--repo DIR (a clone of github.com/ROCm/aiter) or PATCHFORGE_BENCH_AITER")
+    series = [(args.branch, args.targets.split(","))]
+    if args.long:
+        series.append((args.long_branch, ["main"]))
+    rows = []
+    for branch, targets in series:
+        rows += measure(args, build(args.repo.resolve(), branch), targets)
+    print(f"status --against next to git cherry, median of {args.runs} runs")
+    print("| series | target | commits base..target | code | patchforge wall | git cherry wall | "
+          "ratio | patchforge CPU | git cherry CPU | CPU ratio | landed (patchforge / git) |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['target']} | {r['commits']} | {r['code']} | {r['pf_wall']:.3f} s | "
-              f"{r['git_wall']:.3f} s | {r['pf_wall'] / r['git_wall']:.1f}x | "
+        print(f"| {r['series']} | {r['target']} | {r['commits']} | {r['code']} | "
+              f"{r['pf_wall']:.3f} s | {r['git_wall']:.3f} s | "
+              f"{r['pf_wall'] / r['git_wall']:.1f}x | "
               f"{r['pf_cpu']:.3f} s | {r['git_cpu']:.3f} s | "
               f"{r['pf_cpu'] / max(r['git_cpu'], 1e-3):.1f}x | "
               f"{r['pf_landed']} / {r['git_landed']} |")

@@ -91,7 +91,13 @@ def _replay(checkout: Path, base: str, commits: list[str]) -> list[str]:
         numstat = git(checkout, "diff", "--numstat", "--no-renames", "-z", f"{commit}^1", commit)
         binary = [record.split(b"\t", 2)[2].decode("utf-8", "surrogateescape")
                   for record in numstat.split(b"\0") if record.startswith(b"-\t-\t")]
-        excludes = [f":(exclude,literal){path}" for path in binary]
+        # Nor a submodule's commit (mode 160000): the series leaves it as upstream has it too.
+        raw = git(checkout, "diff", "--raw", "--no-renames", "-z", f"{commit}^1", commit)
+        fields = raw.split(b"\0")
+        gitlinks = [path.decode("utf-8", "surrogateescape")
+                    for meta, path in zip(fields[::2], fields[1::2])
+                    if b"160000" in meta.lstrip(b":").split(b" ")[:2]]
+        excludes = [f":(exclude,literal){path}" for path in binary + gitlinks]
         diff = git(checkout, "diff", "--binary", "--no-renames", f"{commit}^1", commit, "--",
                    ".", *excludes)
         if diff.strip():
@@ -106,13 +112,35 @@ def _replay(checkout: Path, base: str, commits: list[str]) -> list[str]:
     return picked
 
 
+def _same_tree_fork(repo: Path, tip: str, head: str) -> tuple[str, str]:
+    """(the first first-parent ancestor of `tip` whose tree a commit of `head` has, that commit
+    of `head`): where a branch of a rewritten history left it."""
+    trees: dict[str, str] = {}
+    for line in git(repo, "log", "--format=%T %H", head).decode().splitlines():
+        tree, commit = line.split()
+        trees.setdefault(tree, commit)
+    for line in git(repo, "log", "--first-parent", "--format=%T %H", tip).decode().splitlines():
+        tree, commit = line.split()
+        if tree in trees:
+            return commit, trees[tree]
+    raise RuntimeError(f"{tip} shares no tree with {head}")
+
+
 def build(repo: Path, branch: str) -> Path:
     """The series: `branch`'s first-parent history since it left the default branch, one
     patch per commit (a merge into the branch is one patch of what it brought); cached by the
     ids involved."""
     head = git(repo, "rev-parse", "HEAD").decode().strip()
     tip = git(repo, "rev-parse", branch + "^{commit}").decode().strip()
-    base_id = git(repo, "merge-base", tip, head).decode().strip()
+    fork = subprocess.run(["git", "-C", str(repo), "merge-base", tip, head], capture_output=True,
+                          env=git_env())
+    base_id = fork.stdout.decode().strip() if fork.returncode == 0 else None
+    # A branch of the history AITER's main branch had before it was rewritten (the same trees
+    # under other commit ids) has no merge base: it left the branch where its first-parent
+    # chain reaches a tree the branch has, and is replayed onto that commit.
+    old_fork = None
+    if base_id is None:
+        old_fork, base_id = _same_tree_fork(repo, tip, head)
     work = bench_dir() / f"aiter-stops-{tip[:10]}-f{SERIES_FORMAT}"
     if (work / "done.json").is_file():
         return work
@@ -122,10 +150,12 @@ def build(repo: Path, branch: str) -> Path:
     log(f"cloning {repo} for the series")
     subprocess.run(["git", "clone", "-q", "--no-checkout", str(repo), str(checkout)], check=True,
                    env=git_env())
-    chain = git(repo, "rev-list", "--reverse", "--first-parent", f"{base_id}..{tip}").decode().split()
-    # The series starts where the chain does (the first commit's parent): from there every
-    # commit replays exactly.
-    base_id = git(repo, "rev-parse", chain[0] + "^1").decode().strip()
+    chain = git(repo, "rev-list", "--reverse", "--first-parent",
+                f"{old_fork or base_id}..{tip}").decode().split()
+    if old_fork is None:
+        # The series starts where the chain does (the first commit's parent): from there
+        # every commit replays exactly.
+        base_id = git(repo, "rev-parse", chain[0] + "^1").decode().strip()
     series = _replay(checkout, base_id, chain)
     log(f"{branch}: {len(series)} commits on {base_id[:10]}")
     git(checkout, "update-ref", "refs/bench/series", series[-1])
