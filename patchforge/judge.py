@@ -6,6 +6,7 @@ between base and target). `status`, `rebase`, `pr` and `bring-back` all decide w
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -16,7 +17,8 @@ from patchforge.detect import PatchVerdict, assess_patch, created_identically
 from patchforge.errors import StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_git_diff, combine,
                                 combine_series, judge_history, patch_blocks)
-from patchforge.store.diff import FileChange, diff_header, make_diffs, merge_file
+from patchforge.store.diff import (FileChange, diff_header, make_diffs, merge_file,
+                                   quote_c_path)
 
 if TYPE_CHECKING:
     from patchforge.store.gitstore import UpstreamStore
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 # not all in the target, or the checks disagree (history.combine never overturns the rest).
 HISTORY_DECIDES = {"fuzz", "conflict", "partial", "unsure"}
 _REVERTS = re.compile(rb"^    This reverts commit ([0-9a-f]{7,40})")
+_COMMIT_LINE = re.compile(rb"[0-9a-f]{40}\n")  # a commit's id before its diff (diff-tree --stdin)
 
 
 @dataclass
@@ -651,27 +654,37 @@ def where_landed(store: UpstreamStore, target: Target, patch, verdict, index: "H
 
 
 class HistoryIndex:
-    """The upstream history between a base and a target, read once per series in one
-    `git log -p` of the series' files: which commits touch which files (`log`, oldest first by
-    ancestry), each commit's diff of each file, and which commits a revert's message names.
-    Change blocks, landed_in's candidates and patch-ids (one `git patch-id` for the whole
-    series) all come from it; asked per patch, they were three git processes each."""
+    """The upstream history between a base and a target, read once per series: which commits
+    touch which of the series' files (`log`, oldest first by ancestry), each commit's diff of
+    each file, and which commits a revert's message names. Change blocks, landed_in's
+    candidates and patch-ids (one `git patch-id` for the whole series) all come from it.
+
+    What it holds is what `git log -p --ancestry-path --topo-order BASE..TARGET -- <paths>`
+    shows. With `--ancestry-path` git does not simplify the history: it shows every commit of
+    the range that changes the paths (a merge when it differs from a parent in them, without
+    a diff), in the order of the same walk without a pathspec. So the commits come from that
+    walk with `--raw` (matching hundreds of paths against every commit's trees is most of the
+    `git log -p`'s cost), and each file's diffs are read only when a question needs them (one
+    `git diff-tree` for the paths asked, never again). A history with a merge from outside the
+    range is read with that `git log -p` itself.
+    Any other history is read with that `git log -p` itself."""
 
     def __init__(self, store: UpstreamStore, target: Target, paths: list[str]) -> None:
         self.store = store
         self.target = target
         self.paths = paths
-        self._chunks: dict[str, dict[bytes, bytes]] | None = None
-        self._order: list[str] = []  # commits as `git log` gave them, newest first
+        # commit -> {its `diff --git` line: that file's diff}, for the paths in `_loaded`.
+        self._chunks: dict[str, dict[bytes, bytes]] = {}
+        self._loaded: set[str] = set()
+        self._order: list[str] = []  # commits as `git log` gives them, newest first
         self._blocks: dict[tuple[str, bytes], tuple] = {}  # (commit, diff header) -> blocks
         self._reverts: dict[str, list[str]] = {}  # commit -> the commits its message reverts
         self._added: dict[tuple[str, str], frozenset[bytes]] = {}
-        # Which of the paths each commit changes: the file sections of its diff (one git walk
-        # over the history instead of a second, `--name-only` one).
-        chunks = self._file_chunks() if paths else {}
-        headers = [(path, diff_header(path)) for path in paths]
+        touched = self._walk_without_pathspec() if paths else {}
+        if touched is None:
+            touched = self._read_log_patches()
         self.log: list[tuple[str, list[str]]] = [
-            (commit, [path for path, header in headers if header in chunks[commit]])
+            (commit, [path for path in paths if path in touched[commit]])
             for commit in reversed(self._order)]
 
     def commits_touching(self, paths: list[str]) -> list[str]:
@@ -682,7 +695,7 @@ class HistoryIndex:
         """The lines `commit` adds to `path`, whitespace removed."""
         key = (commit, path)
         if key not in self._added:
-            chunk = self._file_chunks().get(commit, {}).get(diff_header(path), b"")
+            chunk = self.diffs([path]).get(commit, {}).get(diff_header(path), b"")
             self._added[key] = frozenset(
                 line[1:].translate(None, WHITESPACE) for line in chunk.split(b"\n")
                 if line.startswith(b"+") and not line.startswith(b"+++ "))
@@ -698,7 +711,7 @@ class HistoryIndex:
         """history.judge_history of change blocks per path over this history."""
         if wanted is None or not set(wanted) <= set(self.paths):
             return None
-        chunks = self._file_chunks()
+        chunks = self.diffs(list(wanted))
         headers = {path: diff_header(path) for path in wanted}
         commits = []
         for commit in self.commits_touching(list(wanted)):
@@ -713,38 +726,105 @@ class HistoryIndex:
             commits.append((commit, changed))
         return judge_history(wanted, commits, self._reverts)
 
-    def _file_chunks(self) -> dict[str, dict[bytes, bytes]]:
-        """commit -> {its `diff --git` line: that file's diff}, from one `git log -p`."""
-        if self._chunks is None:
-            chunks: dict[str, dict[bytes, list[bytes]]] = {}
-            if self.paths:
-                text = self.store.log_patches(self.target.base_commit, self.target.commit,
-                                              self.paths)
-                files: dict[bytes, list[bytes]] = {}
-                header = None
-                for line in text.splitlines(keepends=True):
-                    if line.startswith(b"commit ") and len(line.strip()) == 47:
-                        commit = line.split()[1].decode()
-                        files = chunks.setdefault(commit, {})
-                        self._order.append(commit)
-                        header = None
-                    elif header is None and line.startswith(b"    This reverts commit "):
-                        found = _REVERTS.match(line)
-                        if found:
-                            self._reverts.setdefault(commit, []).append(found[1].decode())
-                    elif line.startswith(b"diff --git "):
-                        header = line.rstrip(b"\n")
-                        files[header] = [line]
-                    elif header is not None:
-                        files[header].append(line)
-            self._chunks = {c: {h: b"".join(lines) for h, lines in f.items()}
-                            for c, f in chunks.items()}
+    def diffs(self, paths: list[str]) -> dict[str, dict[bytes, bytes]]:
+        """commit -> {its `diff --git` line: that file's diff}, with `paths` (of this index's)
+        among them: those not read yet are read now, in one git process."""
+        missing = sorted(set(paths) & set(self.paths) - self._loaded)
+        commits = self.commits_touching(missing) if missing else []
+        if commits:
+            self._add_chunks(self.store.commit_patches(commits, missing), first_parent=True)
+        self._loaded.update(missing)
         return self._chunks
+
+    def _walk_without_pathspec(self) -> dict[str, set[str]] | None:
+        """The commits `git log -p -- <paths>` shows (newest first into `_order`, reverts into
+        `_reverts`) with the paths each changes, from the same walk without a pathspec; None
+        when a merge has a parent outside the range (where git's rule for showing it depends
+        on more than the paths it changes)."""
+        raw_names = {}
+        for path in self.paths:
+            raw = os.fsencode(path)
+            needs_quotes = any(b < 0x20 or b >= 0x7f or b in (34, 92) for b in raw)
+            raw_names[quote_c_path(raw) if needs_quotes else raw] = path
+        walk: dict[str, tuple[list[str], set[str]]] = {}  # in git's order, newest first
+        reverts: dict[str, list[str]] = {}
+        commit, again = "", False
+        for line in self.store.range_changes(self.target.base_commit,
+                                             self.target.commit).splitlines():
+            if line.startswith(b"commit "):
+                commit, *parents = line[7:].decode().split()
+                again = commit in walk  # a merge again, against its next parent
+                if not again:
+                    walk[commit] = (parents, set())
+            elif line.startswith(b":"):
+                name = raw_names.get(line.split(b"\t", 1)[1])
+                if name is not None:
+                    walk[commit][1].add(name)
+            elif not again and line.startswith(b"    This reverts commit "):
+                found = _REVERTS.match(line)
+                if found:
+                    reverts.setdefault(commit, []).append(found[1].decode())
+        touched: dict[str, set[str]] = {}
+        for commit, (parents, paths) in walk.items():
+            if len(parents) > 1:
+                if any(parent not in walk for parent in parents):
+                    return None
+                if paths:
+                    # Shown, without a diff: it differs from a parent in the paths.
+                    self._order.append(commit)
+                    touched[commit] = set()
+            elif paths:
+                self._order.append(commit)
+                touched[commit] = paths
+            if commit in touched and commit in reverts:
+                self._reverts[commit] = reverts[commit]
+        return touched
+
+    def _read_log_patches(self) -> dict[str, set[str]]:
+        """Every diff of the paths from one `git log -p` (newest first into `_order`): the
+        paths each commit changes."""
+        self._add_chunks(self.store.log_patches(self.target.base_commit, self.target.commit,
+                                                self.paths), first_parent=False)
+        self._loaded.update(self.paths)
+        headers = {diff_header(path): path for path in self.paths}
+        return {commit: {headers[h] for h in files if h in headers}
+                for commit, files in self._chunks.items()}
+
+    def _add_chunks(self, text: bytes, *, first_parent: bool) -> None:
+        """File sections of `git log -p` (first_parent False: also the order and the reverts)
+        or `git diff-tree --stdin -p` output into `_chunks`."""
+        chunks: dict[str, dict[bytes, list[bytes]]] = {}
+        files: dict[bytes, list[bytes]] = {}
+        header = None
+        for line in text.splitlines(keepends=True):
+            if first_parent and len(line) == 41 and _COMMIT_LINE.fullmatch(line):
+                commit = line[:40].decode()
+                files = chunks.setdefault(commit, {})
+                header = None
+            elif not first_parent and line.startswith(b"commit ") and len(line.strip()) == 47:
+                commit = line.split()[1].decode()
+                files = chunks.setdefault(commit, {})
+                self._order.append(commit)
+                header = None
+            elif not first_parent and header is None and \
+                    line.startswith(b"    This reverts commit "):
+                found = _REVERTS.match(line)
+                if found:
+                    self._reverts.setdefault(commit, []).append(found[1].decode())
+            elif line.startswith(b"diff --git "):
+                header = line.rstrip(b"\n")
+                files[header] = [line]
+            elif header is not None:
+                files[header].append(line)
+        for commit, sections in chunks.items():
+            mine = self._chunks.setdefault(commit, {})
+            for h, lines in sections.items():
+                mine[h] = b"".join(lines)
 
     def patch_id_matches(self, requests: list[tuple[object, bytes, list[str]]]) -> dict:
         """For each (key, the patch's diff, its paths): the commits whose change to those paths
         has the patch's `git patch-id --stable`, in one patch-id run for the whole series."""
-        chunks = self._file_chunks()
+        chunks = self.diffs(sorted({p for _, _, paths in requests for p in paths}))
         feed: list[bytes] = []
         owners: dict[str, tuple[object, str | None]] = {}  # fake id -> (request key, commit)
         for key, diff, paths in requests:

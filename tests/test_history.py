@@ -78,3 +78,85 @@ def test_binary_changes_are_judged_by_blob_ids(tmp_path):
     assert judge_history(wanted, [("a", made), ("b", superseded)]).landed_by == "a"
     assert judge_history(wanted, [("a", made), ("b", undone)]).landed_by is None
     assert judge_history(wanted, [("b", superseded)]).landed_by is None
+
+
+# ---- the history index: read without a pathspec, as git log -p with one reads it
+
+def _index_both_ways(repo, base, tip, paths):
+    """HistoryIndex of base..tip read from the walk without a pathspec, and from git log -p."""
+    from patchforge.judge import HistoryIndex, Target
+    from patchforge.store.gitstore import UpstreamStore
+
+    store = UpstreamStore(repo / ".git")
+    try:
+        target = Target("up", base, tip, tip, None)
+        fast = HistoryIndex(store, target, paths)
+        walked = bool(fast._order) and not fast._loaded
+        fast.diffs(paths)
+        slow = HistoryIndex.__new__(HistoryIndex)
+        slow._walk_without_pathspec = lambda: None  # what git log -p -- <paths> gives
+        HistoryIndex.__init__(slow, store, target, paths)
+        return fast, slow, walked
+    finally:
+        store.close()
+
+
+def test_history_read_without_a_pathspec_is_what_git_log_p_shows(tmp_path):
+    """On real repositories of every shape the walk meets (a line, side branches that change
+    the paths and come back to them, merges like and unlike a parent, reverts, a quoted path,
+    a merge of a branch from before the base), the index holds the same commits, order,
+    reverts and diffs as one read with `git log -p --ancestry-path -- <paths>`."""
+    from helpers.git import commit_files, git
+
+    repo = tmp_path / "up"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    lines = [b"line %d\n" % i for i in range(40)]
+    odd = "dir/caf\u00e9 \"q\".py"
+    root = commit_files(repo, {"a.py": b"".join(lines), "b.py": b"b\n", odd: b"o\n"}, "root")
+    git(repo, "branch", "old-side", root)
+    base = commit_files(repo, {"other.txt": b"x\n"}, "base")
+    commit_files(repo, {"a.py": b"".join(lines[:5] + [b"changed\n"] + lines[6:])}, "one")
+    one = git(repo, "rev-parse", "HEAD").strip()
+    commit_files(repo, {"other.txt": b"y\n"}, "not the paths")
+    commit_files(repo, {odd: b"o2\n"}, "quoted")
+    commit_files(repo, {"a.py": b"".join(lines)},
+                 f"Revert \"one\"\n\nThis reverts commit {one}.\n")
+    line_tip = git(repo, "rev-parse", "HEAD").strip()
+    # A side branch that changes a path and puts it back; main changes something else.
+    git(repo, "checkout", "-q", "-b", "side")
+    commit_files(repo, {"b.py": b"b2\n"}, "side b2")
+    commit_files(repo, {"b.py": b"b\n"}, "side b back")
+    commit_files(repo, {"other.txt": b"z\n"}, "side other")
+    git(repo, "checkout", "-q", "main")
+    commit_files(repo, {"main.txt": b"m\n"}, "main other first")
+    git(repo, "merge", "-q", "--no-ff", "side", "-m", "merge like both parents in the paths")
+    commit_files(repo, {"a.py": b"".join(lines[:30] + [b"main\n"] + lines[31:])}, "main a")
+    # A side branch whose change the merge keeps: the merge differs from its first parent.
+    git(repo, "checkout", "-q", "-b", "side2")
+    commit_files(repo, {"b.py": b"b3\n"}, "side2 b3")
+    git(repo, "checkout", "-q", "main")
+    commit_files(repo, {"other.txt": b"w\n"}, "main other")
+    git(repo, "merge", "-q", "--no-ff", "side2", "-m", "merge taking b3")
+    merges_tip = git(repo, "rev-parse", "HEAD").strip()
+    # A merge of a branch that left before the base.
+    git(repo, "checkout", "-q", "old-side")
+    commit_files(repo, {"c.py": b"c\n"}, "old side")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-ff", "old-side", "-m", "merge an old branch")
+    old_tip = git(repo, "rev-parse", "HEAD").strip()
+
+    paths = sorted(["a.py", "b.py", odd])
+    for tip, expect_walk in ((line_tip, True), (merges_tip, True), (old_tip, False)):
+        fast, slow, walked = _index_both_ways(repo, base, tip, paths)
+        assert walked == expect_walk
+        assert fast._order == slow._order and fast.log == slow.log
+        assert fast._reverts == slow._reverts
+        assert {c: f for c, f in fast._chunks.items() if f} == \
+            {c: f for c, f in slow._chunks.items() if f}
+        assert fast.log and any(c for c, _ in fast.log)
+    # The side branches' commits and the merge that kept b3 are there, as git shows them.
+    subjects = {git(repo, "log", "-1", "--format=%s", c).strip() for c in fast._order}
+    assert {"side b2", "side b back", "side2 b3", "merge taking b3", "quoted", "one"} <= subjects
+    assert "merge like both parents in the paths" not in subjects
+    assert list(fast._reverts.values()) == [[one]]

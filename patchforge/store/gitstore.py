@@ -721,6 +721,24 @@ class UpstreamStore:
                          "--ancestry-path", "--topo-order",
                          f"{old}..{new}", "--", *paths, what="reading upstream history").stdout
 
+    def range_changes(self, old: str, new: str) -> bytes:
+        """`git log --raw -m` of the commits after `old` up to `new` (`log_patches`' walk and
+        order, no path limit, no diffs): each commit with its parents and its message (indented
+        four spaces), then the paths it changes against its parent; a merge once per parent.
+        Listing every changed path costs git far less than matching a long pathspec against
+        every commit's trees."""
+        return self._run("log", "--raw", "-m", "--no-renames", "--no-abbrev",
+                         "--format=commit %H %P%n%w(0,4,4)%B", "--ancestry-path",
+                         "--topo-order", f"{old}..{new}", what="reading upstream history").stdout
+
+    def commit_patches(self, commits: list[str], paths: list[str]) -> bytes:
+        """What `log_patches` gives of these (non-merge) commits, limited to `paths`: each
+        commit's id on a line, then its diff against its parent, in one `git diff-tree`."""
+        return self._run("diff-tree", "--stdin", "-p", "--no-color", "--no-ext-diff",
+                         "--no-textconv", "--no-renames", "--full-index", "--", *paths,
+                         input="".join(f"{c}\n" for c in commits).encode(),
+                         what="reading upstream history").stdout
+
     def ahead_behind(self, a: str, b: str) -> tuple[int, int]:
         """(commits in `a` not in `b`, commits in `b` not in `a`), like `git status` of a vs b."""
         left, right = self._out("rev-list", "--left-right", "--count", f"{a}...{b}").split()
