@@ -81,7 +81,9 @@ def measure(args, work: Path, targets: list[str]) -> list[dict]:
         answers: dict[str, bytes] = {}
         for run in range(args.runs + 1):
             for label, _ in codes:
-                wall, cpu, proc = timed(pf_argv, env=envs[label])
+                # From the project: `python -m` puts the working directory first on sys.path,
+                # where a patchforge source tree would win over the one PYTHONPATH names.
+                wall, cpu, proc = timed(pf_argv, env=envs[label], cwd=project)
                 if proc.returncode not in (0, 1):
                     raise RuntimeError(proc.stderr.decode(errors="replace")[-2000:])
                 if run:
