@@ -292,7 +292,8 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
         # context too when the hunk removes code (that code is still there). A pure addition
         # "applies with fuzz" wherever its outer context lines are, which proves nothing.
         pre_image_there = hv.forward in ("exact", "offset") or (removes and hv.forward == "fuzz")
-        _, backward = apply_hunks(lines, (reverse_hunk(hunk),), max_fuzz=0, build=False)
+        _, backward = apply_hunks(lines, (reverse_hunk(hunk, render=False),), max_fuzz=0,
+                                  build=False)
         if backward[0].status in ("exact", "offset"):
             if pre_image_there:
                 hv.ambiguous = True

@@ -499,6 +499,27 @@ class LazyHistory:
 MAX_SERIES_RUN = 12
 
 
+def _candidate_runs(files: list, log: list[tuple[str, list[str]]]) -> dict[tuple[int, int],
+                                                                           list[str]]:
+    """(first, last) position of each run of consecutive patches (2 to MAX_SERIES_RUN) whose
+    files (`files[k]`: a collection of paths, None for a patch no run goes through) some commit
+    of `log` all touches -> those commits."""
+    runs: dict[tuple[int, int], list[str]] = {}
+    for commit, touched in log:
+        changed = set(touched)
+        inside = [i for i, b in enumerate(files) if b is not None and set(b) <= changed]
+        start = 0
+        while start < len(inside):
+            end = start
+            while end + 1 < len(inside) and inside[end + 1] == inside[end] + 1:
+                end += 1
+            for i in range(inside[start], inside[end]):
+                for j in range(i + 1, min(inside[end], i + MAX_SERIES_RUN - 1) + 1):
+                    runs.setdefault((i, j), []).append(commit)
+            start = end + 1
+    return runs
+
+
 def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tuple[str, int, int]]:
     """Patches that landed as part of one upstream commit with their neighbours: a branch of
     several commits squash-merged upstream. For every commit of the history, the runs of
@@ -507,6 +528,14 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
     that commit makes, and no later commit undoes (history.judge_history), landed whole.
     One git process makes every candidate's diff."""
     if len(patches) < 2 or not index.log:
+        return {}
+    # The runs' candidates by the patches' paths alone, before any patch is applied: a patch
+    # that does not apply only takes runs away, so with none here there is none at all.
+    if not _candidate_runs([None if any(fp.is_binary or (fp.old_path and fp.new_path and
+                                                         fp.old_path != fp.new_path)
+                                        for fp in patch.file_patches)
+                            else {fp.new_path or fp.old_path for fp in patch.file_patches}
+                            for _, patch in patches], index.log):
         return {}
     paths = sorted({p for _, patch in patches for p in patch.paths})
     state = dict(read_base(paths))
@@ -537,19 +566,7 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
         state.update(mine_after)
         before.append(mine_before)
         after.append(mine_after)
-    runs: dict[tuple[int, int], list[str]] = {}  # run -> the commits that could have made it
-    for commit, touched in index.log:
-        changed = set(touched)
-        inside = [i for i, b in enumerate(before) if b is not None and set(b) <= changed]
-        start = 0
-        while start < len(inside):
-            end = start
-            while end + 1 < len(inside) and inside[end + 1] == inside[end] + 1:
-                end += 1
-            for i in range(inside[start], inside[end]):
-                for j in range(i + 1, min(inside[end], i + MAX_SERIES_RUN - 1) + 1):
-                    runs.setdefault((i, j), []).append(commit)
-            start = end + 1
+    runs = _candidate_runs(before, index.log)
     lines: dict[bytes, frozenset[bytes]] = {}  # a file's content -> line_set
     added = [{fp.new_path or fp.old_path: {line[1:].translate(None, WHITESPACE)
                                            for hunk in fp.hunks for line in hunk.lines
@@ -578,6 +595,9 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
     # of a diff for each of the hundreds of runs a long series on the same files makes.
     ordered = []
     groups = []
+    # The diffs of every file a candidate run touches, read in one go (not file by file).
+    index.diffs(sorted({path for i, j in runs for k in range(i, j + 1)
+                        for path in before[k] or ()}))
     for (i, j), commits in sorted(runs.items()):
         first: dict[str, bytes | None] = {}
         last: dict[str, bytes | None] = {}

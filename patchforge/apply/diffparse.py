@@ -829,12 +829,14 @@ def format_file_patch(fp: FilePatch) -> bytes:
     return b"".join(out)
 
 
-def reverse_hunk(h: Hunk) -> Hunk:
+def reverse_hunk(h: Hunk, *, render: bool = True) -> Hunk:
+    """The hunk that undoes `h`; its `raw` rendered unless `render` is False (a hunk only
+    applied, never written, needs no bytes)."""
     flip = {b"-": b"+", b"+": b"-"}
     lines = tuple(flip[line_kind(x)] + x[1:] if line_kind(x) in flip else x for x in h.lines)
     rev = Hunk(h.new_start, h.new_count, h.old_start, h.old_count, h.section, lines,
                h.new_no_newline, h.old_no_newline, h.line_no)
-    return replace(rev, raw=format_hunk(rev))
+    return replace(rev, raw=format_hunk(rev)) if render else rev
 
 
 def reverse_file_patch(fp: FilePatch) -> FilePatch:
