@@ -316,8 +316,9 @@ class Rebase:
             # The old series before the first patch to judge: the merge base of its 3-way merge.
             judge.pass_old(patches[:start])
         # What each patch changes, old series and new, for the range-diff's commit chains, the
-        # contents handed to the range-diff's import as they are made; only for a run that goes through
-        # the whole series in this process (a resumed one rebuilds the chains from the files).
+        # contents handed to the range-diff's import as they are made; only for a run that goes
+        # through the whole series in this process (a resumed one rebuilds the chains from the
+        # files).
         chains = self._chains[upstream] = _Chains(self.store) \
             if entry.position == 0 and not dry else None
         for position in range(entry.position, len(names)):

@@ -85,13 +85,13 @@ class RangeDiffImport:
     Every object of the chains (contents, trees, commits: the ones `git fast-import` made
     before, id for id) is made here and written as one pack (objects.write_pack: stored, not
     compressed, no deltas; the pack lives for one command), so `git range-diff` is the one
-    git process. A content is hashed and packed when it is handed over, on the caller's
-    thread: range_diff() runs on a second thread, where each call that lets go of the GIL
-    waits to get it back from the busy first one. Streaming the contents through fast-import cost git more than the
-    rest of the range-diff: it hashes each byte twice (object and pack) with its
-    collision-detecting SHA-1, and set up zlib again for each of thousands of small trees.
-    close() (also done by range_diff()) removes the repository; a caller that stops early must
-    call it.
+    git process. Streaming the contents through fast-import cost git more than the rest of
+    the range-diff: it hashes each byte twice (object and pack) with its collision-detecting
+    SHA-1, and set up zlib again for each of thousands of small trees. A content is hashed and
+    packed when it is handed over, on the caller's thread: range_diff() runs on a second
+    thread, where each call that lets go of the GIL waits to get it back from the busy first
+    one. close() (also done by range_diff()) removes the repository; a caller that stops early
+    must call it.
     """
 
     def __init__(self, store: "UpstreamStore") -> None:
