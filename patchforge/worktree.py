@@ -100,7 +100,9 @@ class Worktree:
         raw = commit_bytes(tree, [], IMPORT_IDENT, _BASE_MESSAGE)
         assert raw is not None  # a fixed identity and message git takes as they are
         head = write(b"commit", raw)
-        write_small_pack(work.path / ".git", objects)
+        # Stored, not deflated: the pack lives until the next stop or the refresh, and deflating
+        # a stop's files (a merge touching a hundred tuning tables) was most of making it.
+        write_small_pack(work.path / ".git", objects, level=0)
         work._git("reset", "-q", "--hard", head)
         files = set(before) | {rel for rel, new in after.items() if new is not None}
         for rel, new in after.items():
