@@ -79,7 +79,11 @@ class Worktree:
         for rel in (*before, *after):
             _check_rel(rel)
         work = cls(path)
-        work._clear()
+        # The directories of these files stay (only what is in them goes): removing a directory
+        # and making it again costs more than the file in it on some disks, and consecutive
+        # stops of a series are mostly in the same directories.
+        work._clear({parent for rel in (*before, *after)
+                     for parent in _parents(rel)})
         if not (work.path / ".git" / "HEAD").is_file():
             work._git("init", "-q", "--template=")
             info = work.path / ".git" / "info"
@@ -124,9 +128,11 @@ class Worktree:
         work._record(head, sorted(files | set(after)))
         return work
 
-    def _clear(self) -> None:
+    def _clear(self, keep: set[str] | frozenset[str] = frozenset()) -> None:
         """Remove everything at the worktree's place but a repository of ours (`.git`, a
-        directory with an `info/exclude`): another stop's files, and whatever a user left."""
+        directory with an `info/exclude`): another stop's files, and whatever a user left.
+        The directories in `keep` (paths relative to the worktree, with all their parents)
+        stay, emptied of everything not in `keep`."""
         if self.path.is_symlink() or (self.path.exists() and not self.path.is_dir()):
             self.path.unlink()
         self.path.mkdir(parents=True, exist_ok=True)
@@ -139,10 +145,7 @@ class Worktree:
                     pack.unlink()
                 Path(entry.path, "ORIG_HEAD").unlink(missing_ok=True)
                 continue
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
+            _remove_except(entry, entry.name, keep)
 
     def add(self, rel: str, base: tuple[str, bytes] | None) -> bool:
         """Track `rel` (`patchforge add`, `edit --file`): its base (mode, content), if the
@@ -283,6 +286,25 @@ class Worktree:
             raise UsageError(f"git {' '.join(args[:2])} failed in {self.path}: "
                              f"{proc.stderr.decode('utf-8', 'replace').strip()}")
         return proc.stdout
+
+
+def _parents(rel: str) -> list[str]:
+    """The directories `rel` is in, outermost first: `a/b/c` -> [`a`, `a/b`]."""
+    parts = rel.split("/")[:-1]
+    return ["/".join(parts[:k]) for k in range(1, len(parts) + 1)]
+
+
+def _remove_except(entry: os.DirEntry, rel: str, keep) -> None:
+    """Remove `entry` (at `rel` in a worktree), but for a directory in `keep`, only what is in
+    it and not in `keep`. Links are removed, never followed."""
+    if not entry.is_dir(follow_symlinks=False):
+        os.unlink(entry.path)
+    elif rel not in keep:
+        shutil.rmtree(entry.path)
+    else:
+        with os.scandir(entry.path) as inside:
+            for inner in inside:
+                _remove_except(inner, f"{rel}/{inner.name}", keep)
 
 
 def _check_rel(rel: str) -> None:

@@ -300,9 +300,19 @@ def test_stop_after_stop_reuses_the_worktree_and_holds_only_the_new_stop(stack, 
     stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
     work = stack.root / ".patchforge" / "work" / "up"
     (work / "scratch.txt").write_bytes(b"a note left at the first stop\n")
+    # In pkg/, which the next stop needs too (it stays, emptied): a note, a directory, a link
+    # out of the worktree (removed, never followed).
+    (work / "pkg" / "notes.txt").write_bytes(b"a note\n")
+    (work / "pkg" / "sub").mkdir()
+    (work / "pkg" / "sub" / "more.txt").write_bytes(b"more\n")
+    outside = stack.root.parent / "outside"
+    outside.mkdir()
+    (outside / "kept.txt").write_bytes(b"not the worktree's\n")
+    (work / "pkg" / "link").symlink_to(outside)
     stack.cli("rebase", "--skip", expect=3)
     assert sorted(p.relative_to(work).as_posix() for p in work.rglob("*")
-                  if p.is_file() and ".git" not in p.parts) == ["pkg/other.py"]
+                  if ".git" not in p.parts) == ["pkg", "pkg/other.py"]
+    assert (outside / "kept.txt").read_bytes() == b"not the worktree's\n"
     assert git(work, "status", "--porcelain").split() == ["M", "pkg/other.py"]
     assert git(work, "show", "HEAD:pkg/other.py") == "x = 20\n"
     stack.cli("rebase", "--skip", expect=3)
