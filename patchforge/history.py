@@ -17,8 +17,9 @@ context that drifted, still match). A commit of base..target:
   later design no longer needs) supersedes the change; it does not undo it.
 Walking the commits oldest first, the patch landed when the last such event made the change;
 `landed_in` is the commit that made it after the last undoing (never a revert). Everything
-is computed from one `git log -p` of the series' files (ops.status.HistoryIndex), so judging
-a patch costs no git process.
+is computed from one walk of the history between pin and target (judge.HistoryIndex: which
+commits change the series' files, and their diffs of a file once a patch asks about it), so
+judging a patch costs at most one git process for the files it is the first to ask about.
 """
 from __future__ import annotations
 

@@ -234,7 +234,7 @@ class Rebase:
             for upstream in run.order:
                 entry = run.upstreams[upstream]
                 if entry.position < len(entry.names):
-                    # The history is read (git log -p) on a second thread while this one
+                    # The history is walked on a second thread while this one
                     # reads the files and judges the first patches; the block joins it.
                     with self._history_reading(upstream, entry):
                         self._run_upstream(upstream, entry)

@@ -713,7 +713,7 @@ class UpstreamStore:
     def log_patches(self, old: str, new: str, paths: list[str]) -> bytes:
         """`git log -p` (fixed options) of the commits after `old` up to `new` touching
         `paths`, limited to them, newest first by ancestry: what the history evidence (and
-        which commits touch which file) is read from."""
+        which commits touch which file) is read from where `range_changes` cannot stand in."""
         # The message, indented four spaces (no line of it can pass for a `commit` or
         # `diff --git` line), says which commits a revert reverts.
         return self._run("log", "-p", "--no-color", "--no-ext-diff", "--no-textconv",
