@@ -287,6 +287,32 @@ def test_conflict_then_skip_keeps_the_patch_aside(stack, upstream):
     assert [f["check"] for f in json.loads(out)["findings"]] == ["skipped"]
 
 
+def test_a_series_edited_while_stopped_is_refused_not_overwritten(stack, upstream):
+    """The write-out replaces the series file and the patch files with what the run made of
+    them as they were when it began: a fix edited by hand, or a patch added to the series,
+    while the rebase is stopped would be lost. --skip and --continue refuse, name the file and
+    change nothing; once it is put back the rebase goes on."""
+    new_commit = conflict_stack(stack, upstream)
+    stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
+    first = stack.root / "series" / "up" / "first.patch"
+    original = first.read_bytes()
+    first.write_bytes(original.replace(b"\n---\n", b"\nA note added while stopped.\n---\n", 1))
+    before = stack.snapshot()
+    _, _, err = stack.cli("rebase", "--skip", expect=2)
+    assert "series/up/first.patch changed while the rebase was stopped" in err
+    assert stack.snapshot() == before
+    first.write_bytes(original)
+    series = stack.root / "series" / "up" / "series"
+    listed = series.read_bytes()
+    (stack.root / "series" / "up" / "extra.patch").write_bytes(stack.patch("up", "last"))
+    series.write_bytes(listed + b"extra.patch\n")
+    _, _, err = stack.cli("rebase", "--continue", expect=2)
+    assert "series/up/series changed" in err
+    series.write_bytes(listed)
+    summary = stack.rebase_json("--skip")
+    assert [p["action"] for p in summary["patches"]] == ["clean", "skipped", "clean"]
+
+
 def test_stop_after_stop_reuses_the_worktree_and_holds_only_the_new_stop(stack, upstream):
     """Two stops in a row: the second stop's worktree holds its own patch's files only (the
     first stop's files, and what a user left there, are gone), git there shows the new conflict,

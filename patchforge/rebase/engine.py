@@ -124,7 +124,9 @@ class Rebase:
                 self.project, self.store, self.project.config.upstream(upstream), specs[upstream])
             refuse_symlinked_paths(self.store, new.commit,
                                    self._old_series(upstream, self.project.patch_names(upstream)))
-            plan[upstream] = UpstreamRun(old, new, self.project.patch_names(upstream))
+            names = self.project.patch_names(upstream)
+            plan[upstream] = UpstreamRun(old, new, names, digests={} if dry_run else
+                                         self._series_digests(upstream, names))
         self.journal.run = RebaseRun(plan, list(plan), dry_run=dry_run)
         if not dry_run:
             self.journal.begin()
@@ -147,6 +149,7 @@ class Rebase:
             if skip:
                 raise UsageError("the rebase is writing out its result; --continue or --abort")
             return self._write_out()
+        self._refuse_changed_series(run)
         stopped = run.stopped
         if skip and not stopped:
             raise UsageError("the rebase is not stopped on a patch; nothing to skip",
@@ -166,6 +169,39 @@ class Rebase:
             # The worktree stays until the run goes through (resume() removes it then): the
             # next stop reuses its repository (worktree.Worktree.create).
         return self._run()
+
+    def _series_digests(self, upstream: str, names: list[str]) -> dict[str, str]:
+        """sha256 of the series file and of each patch file of `names`, by file name in the
+        series directory ("" for a file that is not there)."""
+        import hashlib
+
+        paths = [self.project.series_path(upstream),
+                 *(self.project.patch_path(upstream, name) for name in names)]
+        digests = {}
+        for path in paths:
+            try:
+                digests[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+            except FileNotFoundError:
+                digests[path.name] = ""
+        return digests
+
+    def _refuse_changed_series(self, run: RebaseRun) -> None:
+        """Refuse to go on when the series file or a patch file of the old series changed since
+        the run began: the write-out replaces them with what the run made of the old bytes,
+        and the change (a fix edited by hand while the rebase was stopped) would be lost."""
+        for upstream, entry in run.upstreams.items():
+            if not entry.digests:
+                continue
+            now = self._series_digests(upstream, entry.names)
+            for file, digest in entry.digests.items():
+                if now.get(file) != digest:
+                    rel = f"series/{upstream}/{file}"
+                    raise UsageError(
+                        f"{rel} changed while the rebase was stopped; the rebase writes the "
+                        "series from the files as they were when it began, and would lose "
+                        "that change",
+                        hint=f"put {rel} back as it was and make the change after the rebase, "
+                             "or `patchforge rebase --abort` and start it again")
 
     def abort(self) -> list[str]:
         """Put the project back as it was before the rebase; returns the files restored."""

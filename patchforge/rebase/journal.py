@@ -411,16 +411,23 @@ class Stop:
 @dataclass
 class UpstreamRun:
     """One upstream's part of the run: from which pin to which, the old series' names, how far
-    the run got and what it did with each patch so far."""
+    the run got and what it did with each patch so far. `digests` holds the sha256 of the series
+    file and of each patch file of the old series when the run began (by file name in the
+    series directory): a resume checks that nobody changed them in between, since the
+    write-out replaces them (a journal written without them is not checked)."""
     old: UpstreamPin
     new: UpstreamPin
     names: list[str]
     position: int = 0
     results: list[PatchResult] = field(default_factory=list)
+    digests: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"from": pin_to_json(self.old), "to": pin_to_json(self.new), "names": self.names,
-                "position": self.position, "results": [r.to_json() for r in self.results]}
+        doc = {"from": pin_to_json(self.old), "to": pin_to_json(self.new), "names": self.names,
+               "position": self.position, "results": [r.to_json() for r in self.results]}
+        if self.digests:
+            doc["digests"] = self.digests
+        return doc
 
     @classmethod
     def from_json(cls, doc: object) -> UpstreamRun:
@@ -428,8 +435,12 @@ class UpstreamRun:
         names, position = _strings(entry, "names"), _want(entry, "position", int)
         if not 0 <= position <= len(names):
             raise ValueError(f"position {position} in a series of {len(names)}")
+        digests = _object(entry.get("digests", {}), "the series' digests")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in digests.items()):
+            raise TypeError("'digests' is not an object of strings")
         return cls(pin_from_json(entry["from"]), pin_from_json(entry["to"]), names, position,
-                   [PatchResult.from_json(r) for r in _want(entry, "results", list)])
+                   [PatchResult.from_json(r) for r in _want(entry, "results", list)],
+                   dict(digests))
 
 
 @dataclass
