@@ -2,6 +2,9 @@
 walk over the history is revert-aware. (End to end through `status` in test_status.py.)"""
 from __future__ import annotations
 
+import os
+import subprocess
+
 from patchforge.apply.diffparse import parse_diff
 from patchforge.history import (blocks_of_file_patch, blocks_of_git_diff, judge_history,
                                 patch_blocks, reverse)
@@ -160,3 +163,45 @@ def test_history_read_without_a_pathspec_is_what_git_log_p_shows(tmp_path):
     assert {"side b2", "side b back", "side2 b3", "merge taking b3", "quoted", "one"} <= subjects
     assert "merge like both parents in the paths" not in subjects
     assert list(fast._reverts.values()) == [[one]]
+
+
+def test_history_read_without_a_pathspec_on_odd_paths_and_changes(tmp_path):
+    """The walk matches git's `--raw` names to the series' paths by git's own quoting: a DEL, a
+    byte that is not UTF-8 and a tab in a name; and it sees the changes a content diff does not
+    show as lines: a file deleted then added again, a mode-only change, a file turned into a
+    symlink, a rename (without rename detection: a deletion and an addition), and a merge whose
+    result differs from both parents. The index is the one `git log -p -- <paths>` gives."""
+    from helpers.git import commit_files, git
+
+    repo = tmp_path / "up"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    odd = ["del\x7fx.py", os.fsdecode(b"raw\xff.py"), "tab\tname.py"]
+    base = commit_files(repo, {**{name: b"v1\n" for name in odd}, "a.py": b"a\n",
+                               "gone.py": b"g\n", "m.py": b"m\n", "mv.py": b"mv\n",
+                               "ln.py": b"l\n"}, "base")
+    for name in odd:
+        commit_files(repo, {name: b"v2\n"}, f"change {name!r}")
+    commit_files(repo, {"gone.py": None}, "delete")
+    commit_files(repo, {"gone.py": b"g again\n"}, "add again")
+    os.chmod(repo / "m.py", 0o755)
+    commit_files(repo, {}, "mode only")
+    commit_files(repo, {}, "rename", moves={"mv.py": "moved.py"})
+    (repo / "ln.py").unlink()
+    os.symlink("a.py", repo / "ln.py")
+    commit_files(repo, {}, "file to symlink")
+    git(repo, "checkout", "-q", "-b", "side")
+    commit_files(repo, {"a.py": b"side\n"}, "side a")
+    git(repo, "checkout", "-q", "main")
+    commit_files(repo, {"a.py": b"main\n"}, "main a")
+    subprocess.run(["git", "merge", "-q", "side", "-m", "conflicted"], cwd=repo,
+                   capture_output=True)
+    tip = commit_files(repo, {"a.py": b"neither\n"}, "merge unlike both parents")
+    paths = sorted([*odd, "a.py", "gone.py", "m.py", "mv.py", "moved.py", "ln.py"])
+    fast, slow, walked = _index_both_ways(repo, base, tip, paths)
+    assert walked
+    assert fast._order == slow._order and fast.log == slow.log
+    assert {c: f for c, f in fast._chunks.items() if f} == \
+        {c: f for c, f in slow._chunks.items() if f}
+    touched = {path for _, changed in fast.log for path in changed}
+    assert touched == set(paths)  # each of them, in a commit the walk found
