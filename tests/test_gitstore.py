@@ -648,7 +648,8 @@ def test_range_diff_chains_are_the_commits_git_fast_import_makes(store, merge_ba
     """The chains' objects are made without git: each commit id must be the one `git
     fast-import` gives the same branch (a reset, then commits given only a committer), across
     nested and sibling directories git sorts by their '/', a directory emptied and removed, a
-    file put back, and contents given by mark, inline or by store blob id."""
+    file put back, contents given by mark, inline or by store blob id, names that are not UTF-8
+    or need quoting, an empty file, and a file replaced by a directory."""
     from patchforge.store.git import IMPORT_IDENT
     from patchforge.store.rangediff import quote_fastimport
 
@@ -662,6 +663,12 @@ def test_range_diff_chains_are_the_commits_git_fast_import_makes(store, merge_ba
         ("three", {"m/b.py": b_id, "m/sub/e.py": importer.blob(b"again\n")}),
         ("four", {"m/a.py": None, "m/b.py": None, "m/sub/e.py": None, "m.py": None,
                   "m-x/n.py": None}),
+        # Names git sorts by their bytes (a byte that is not UTF-8 before 'é' and U+E000), one
+        # fast-import must quote, an empty file, then a file that becomes a directory.
+        ("five", {**{name: name.encode("utf-8", "surrogateescape") + b"\n" for name in (
+            os.fsdecode(b"m/\x80raw.py"), "m/\u00e9.py", "m/\ue000.py", "m/sp ace.py",
+            'm/"q.py', "m/nl\nx.py")}, "m/empty.py": b"", "m/f": b"file\n"}),
+        ("six", {"m/f": None, "m/f/deep.py": b"deep\n"}),
     ]
     ours = importer.chain(merge_base, ["m/a.py", "m/b.py"], steps)
     importer.close()
@@ -677,7 +684,8 @@ def test_range_diff_chains_are_the_commits_git_fast_import_makes(store, merge_ba
         stream.append(b"commit refs/heads/c\nmark :%d\ncommitter %s\ndata %d\n%s\n"
                       % (mark, ident.encode(), len(name) + 1, name.encode()))
         for path in sorted(files):
-            raw, content = quote_fastimport(path.encode()), files[path]
+            raw = quote_fastimport(path.encode("utf-8", "surrogateescape"))
+            content = files[path]
             if content is None:
                 stream.append(b"D " + raw + b"\n")
             elif isinstance(content, str):
