@@ -769,8 +769,11 @@ class HistoryIndex:
         walk: dict[str, tuple[list[str], set[str]]] = {}  # in git's order, newest first
         reverts: dict[str, list[str]] = {}
         commit, again = "", False
+        # Split at LF only: git indents each line of a message, but a bare CR inside one (an old
+        # tool's line end) is no line end to git, and splitlines() would make the text after it
+        # a line of its own (a `commit` or `:` line).
         for line in self.store.range_changes(self.target.base_commit,
-                                             self.target.commit).splitlines():
+                                             self.target.commit).split(b"\n"):
             if line.startswith(b"commit "):
                 commit, *parents = line[7:].decode().split()
                 again = commit in walk  # a merge again, against its next parent

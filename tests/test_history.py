@@ -170,7 +170,8 @@ def test_history_read_without_a_pathspec_on_odd_paths_and_changes(tmp_path):
     byte that is not UTF-8 and a tab in a name; and it sees the changes a content diff does not
     show as lines: a file deleted then added again, a mode-only change, a file turned into a
     symlink, a rename (without rename detection: a deletion and an addition), and a merge whose
-    result differs from both parents. The index is the one `git log -p -- <paths>` gives."""
+    result differs from both parents; a message with bare CRs is read as git splits it. The
+    index is the one `git log -p -- <paths>` gives."""
     from helpers.git import commit_files, git
 
     repo = tmp_path / "up"
@@ -186,6 +187,11 @@ def test_history_read_without_a_pathspec_on_odd_paths_and_changes(tmp_path):
     commit_files(repo, {"gone.py": b"g again\n"}, "add again")
     os.chmod(repo / "m.py", 0o755)
     commit_files(repo, {}, "mode only")
+    # A message with bare CRs (an old tool's line ends): no line end to git.
+    (repo / "a.py").write_bytes(b"a2\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--cleanup=verbatim", "-F", "-",
+        input=b"subject\n\nwritten by\rcommit message\r:100644 tool\n")
     commit_files(repo, {}, "rename", moves={"mv.py": "moved.py"})
     (repo / "ln.py").unlink()
     os.symlink("a.py", repo / "ln.py")
