@@ -6,6 +6,7 @@ between base and target). `status`, `rebase`, `pr` and `bring-back` all decide w
 """
 from __future__ import annotations
 
+import io
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -819,7 +820,10 @@ class HistoryIndex:
         chunks: dict[str, dict[bytes, list[bytes]]] = {}
         files: dict[bytes, list[bytes]] = {}
         header = None
-        for line in text.splitlines(keepends=True):
+        # Lines end at LF only (BytesIO's): a bare CR in a file's content or a message is no
+        # line end to git, and splitlines() would make what follows it (forty hex digits, say)
+        # a line of its own.
+        for line in io.BytesIO(text):
             if first_parent and len(line) == 41 and _COMMIT_LINE.fullmatch(line):
                 commit = line[:40].decode()
                 files = chunks.setdefault(commit, {})

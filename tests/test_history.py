@@ -170,7 +170,8 @@ def test_history_read_without_a_pathspec_on_odd_paths_and_changes(tmp_path):
     byte that is not UTF-8 and a tab in a name; and it sees the changes a content diff does not
     show as lines: a file deleted then added again, a mode-only change, a file turned into a
     symlink, a rename (without rename detection: a deletion and an addition), and a merge whose
-    result differs from both parents; a message with bare CRs is read as git splits it. The
+    result differs from both parents; a message and a file with bare CRs are read as git splits
+    them. The
     index is the one `git log -p -- <paths>` gives."""
     from helpers.git import commit_files, git
 
@@ -192,6 +193,7 @@ def test_history_read_without_a_pathspec_on_odd_paths_and_changes(tmp_path):
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "--cleanup=verbatim", "-F", "-",
         input=b"subject\n\nwritten by\rcommit message\r:100644 tool\n")
+    commit_files(repo, {"sums.txt": b"old mac line ends\r" + b"0" * 40 + b"\n"}, "CR content")
     commit_files(repo, {}, "rename", moves={"mv.py": "moved.py"})
     (repo / "ln.py").unlink()
     os.symlink("a.py", repo / "ln.py")
@@ -203,7 +205,7 @@ def test_history_read_without_a_pathspec_on_odd_paths_and_changes(tmp_path):
     subprocess.run(["git", "merge", "-q", "side", "-m", "conflicted"], cwd=repo,
                    capture_output=True)
     tip = commit_files(repo, {"a.py": b"neither\n"}, "merge unlike both parents")
-    paths = sorted([*odd, "a.py", "gone.py", "m.py", "mv.py", "moved.py", "ln.py"])
+    paths = sorted([*odd, "a.py", "gone.py", "m.py", "mv.py", "moved.py", "ln.py", "sums.txt"])
     fast, slow, walked = _index_both_ways(repo, base, tip, paths)
     assert walked
     assert fast._order == slow._order and fast.log == slow.log
