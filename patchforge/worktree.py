@@ -349,14 +349,9 @@ def _series_prefix(project: Project, upstream: str, file_name: str, paths) -> tu
     wanted = set(paths)
     picked = []
     for name in reversed(names[:names.index(file_name)]):
-        if not any(_may_name(path, project.read_patch_bytes(upstream, name)) for path in wanted):
-            continue
-        patch = project.read_patch(upstream, name)
-        mine = tuple(fp for fp in patch.file_patches
-                     if fp.old_path in wanted or fp.new_path in wanted)
-        if mine:
-            wanted.update(p for fp in mine for p in (fp.old_path, fp.new_path) if p)
-            picked.append((name, _FilePatches(mine, patch.source)))
+        mine = _file_patches_on(project, upstream, name, wanted)
+        if mine is not None:
+            picked.append((name, mine))
     picked.reverse()
     return picked, wanted
 
@@ -374,17 +369,28 @@ def series_on_paths(project: Project, upstream: str, paths) -> list:
         size = len(wanted)
         picked = []
         for name in names:
-            data = project.read_patch_bytes(upstream, name)
-            if not any(_may_name(path, data) for path in wanted):
-                continue
-            patch = project.read_patch(upstream, name)
-            mine = tuple(fp for fp in patch.file_patches
-                         if fp.old_path in wanted or fp.new_path in wanted)
-            if mine:
-                wanted.update(p for fp in mine for p in (fp.old_path, fp.new_path) if p)
-                picked.append((name, _FilePatches(mine, patch.source)))
+            mine = _file_patches_on(project, upstream, name, wanted)
+            if mine is not None:
+                picked.append((name, mine))
         if len(wanted) == size:
             return picked
+
+
+def _file_patches_on(project: Project, upstream: str, name: str,
+                     wanted: set[str]) -> _FilePatches | None:
+    """What patch `name` does to the files in `wanted` (None: nothing), adding to `wanted` the
+    other side of each of its renames and copies among them. Only a patch whose text names one
+    of the files is parsed."""
+    data = project.read_patch_bytes(upstream, name)
+    if not any(_may_name(path, data) for path in wanted):
+        return None
+    patch = project.read_patch(upstream, name)
+    mine = tuple(fp for fp in patch.file_patches
+                 if fp.old_path in wanted or fp.new_path in wanted)
+    if not mine:
+        return None
+    wanted.update(p for fp in mine for p in (fp.old_path, fp.new_path) if p)
+    return _FilePatches(mine, patch.source)
 
 
 def _may_name(path: str, text: bytes) -> bool:
@@ -667,7 +673,7 @@ def worktree_diff(project: Project, store: UpstreamStore, upstream: str, state: 
     if pairs is None or patch_paths is None:
         edited = _edited_patch(project, upstream, state)
         if pairs is None:
-            pairs = _pairs_of(edited) if edited is not None else {}
+            pairs = renames_and_copies(edited)
         if patch_paths is None:
             patch_paths = set(edited.paths) if edited is not None else set()
     sources = sorted({old for old, _ in pairs.values()} - set(found.changed))
@@ -689,19 +695,11 @@ def worktree_diff(project: Project, store: UpstreamStore, upstream: str, state: 
     return (diff, changes) if with_changes else diff
 
 
-def patch_pairs(project, upstream: str, name: str | None) -> dict[str, tuple[str, bool]]:
-    """new path -> (old path, is a copy) of every rename and copy the series' patch `name`
-    makes."""
+def series_patch(project, upstream: str, name: str | None):
+    """The series' patch `name`, parsed (None for a name not in the series)."""
     if not name or name not in project.patch_names(upstream):
-        return {}
-    return _pairs_of(project.read_patch(upstream, name))
-
-
-def patch_paths(project, upstream: str, name: str | None) -> set[str]:
-    """Every path the series' patch `name` touches (empty for a name not in the series)."""
-    if not name or name not in project.patch_names(upstream):
-        return set()
-    return set(project.read_patch(upstream, name).paths)
+        return None
+    return project.read_patch(upstream, name)
 
 
 def _edited_patch(project, upstream: str, state: dict):
@@ -711,13 +709,13 @@ def _edited_patch(project, upstream: str, state: dict):
 
         path = project.root / state["bring_back"]
         return parse_patch_file(path.read_bytes(), str(path)) if path.is_file() else None
-    name = state.get("patch")
-    if not name or name not in project.patch_names(upstream):
-        return None
-    return project.read_patch(upstream, name)
+    return series_patch(project, upstream, state.get("patch"))
 
 
-def _pairs_of(patch) -> dict[str, tuple[str, bool]]:
+def renames_and_copies(patch) -> dict[str, tuple[str, bool]]:
+    """new path -> (old path, is a copy) of every rename and copy `patch` makes ({} for None)."""
+    if patch is None:
+        return {}
     return {fp.new_path: (fp.old_path, fp.is_copy) for fp in patch.file_patches
             if fp.old_path and fp.new_path and fp.old_path != fp.new_path}
 

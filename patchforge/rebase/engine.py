@@ -195,7 +195,8 @@ class Rebase:
             now = self._series_digests(upstream, entry.names)
             for file, digest in entry.digests.items():
                 if now.get(file) != digest:
-                    rel = f"series/{upstream}/{file}"
+                    rel = (self.project.series_dir(upstream) / file).relative_to(
+                        self.project.root).as_posix()
                     raise UsageError(
                         f"{rel} changed while the rebase was stopped; the rebase writes the "
                         "series from the files as they were when it began, and would lose "
@@ -544,7 +545,7 @@ class Rebase:
     def _take_resolution(self, stopped: Stop) -> tuple[dict[str, bytes | None], dict[str, str]]:
         """--continue: the worktree's difference from the stop's base becomes the patch.
         Returns the files it changes (path -> content, None when deleted) and their modes."""
-        from patchforge.worktree import patch_pairs, patch_paths, worktree_diff
+        from patchforge.worktree import renames_and_copies, series_patch, worktree_diff
 
         upstream, name = stopped.upstream, stopped.name
         entry = self._run_record.upstreams[upstream]
@@ -554,7 +555,8 @@ class Rebase:
                              hint="`patchforge rebase --skip` or `--abort`")
         # The patch's renames and copies stay so, from where upstream moved their sources.
         target = self._target(upstream, entry)
-        pairs = patch_pairs(self.project, upstream, name)
+        patch = series_patch(self.project, upstream, name)
+        pairs = renames_and_copies(patch)
         for new_path, (old_path, copy) in list(pairs.items()):
             if self.store.entry(stopped.base, old_path) is None and \
                     target.base_commit != target.commit:
@@ -564,7 +566,7 @@ class Rebase:
         diff, changes = worktree_diff(self.project, self.store, upstream,
                                        {"base": stopped.base}, with_changes=True,
                                        pairs=pairs,
-                                       patch_paths=patch_paths(self.project, upstream, name))
+                                       patch_paths=set(patch.paths) if patch else set())
         marked = [path for path, _, new, _, _ in changes
                   if new is not None and _CONFLICT_MARKER.search(new)]
         if marked:

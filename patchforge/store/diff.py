@@ -176,30 +176,8 @@ def _similarities(pairs: list[tuple[bytes | None, bytes | None]]) -> dict:
 
 def _git_scores(todo: list[tuple[bytes, bytes]]) -> dict[int, int]:
     """i -> git's rename score of todo[i], for the pairs git matched with each other."""
-    if not todo:
-        return {}
-    with tempfile.TemporaryDirectory(prefix="patchforge-score-", dir=scratch_dir()) as tmp:
-        root = Path(tmp)
-        (root / "o").mkdir()
-        (root / "n").mkdir()
-        for i, (old, new) in enumerate(todo):
-            (root / "o" / str(i)).write_bytes(old)
-            (root / "n" / f"{i}.r").write_bytes(new)
-        proc = run_git("diff", "--no-index", "--no-color", "--no-ext-diff", "--no-textconv",
-                       "-M1%", "--raw", "-z", "--", "o", "n", cwd=root, ok=(0, 1))
-    found = {}
-    fields = proc.stdout.split(b"\0")
-    at = 0
-    while at < len(fields) - 1:
-        status = fields[at].rsplit(b" ", 1)[-1]
-        if status[:1] == b"R":
-            source, dest = fields[at + 1], fields[at + 2]
-            if source[2:] + b".r" == dest[2:]:
-                found[int(source[2:])] = int(status[1:])
-            at += 3
-        else:
-            at += 2
-    return found
+    found = _git_renames([old for old, _ in todo], [new for _, new in todo], "-M1%")
+    return {i: score for i, j, score in found if i == j}
 
 
 def find_renames(deleted: list[tuple[str, bytes]],
@@ -208,29 +186,38 @@ def find_renames(deleted: list[tuple[str, bytes]],
     pairing and its default 50% similarity), so a file the user moved with `git mv` comes back
     as a rename rather than as a deletion and a new file. One git process, none when either
     side is empty."""
-    if not deleted or not created:
-        return {}
+    found = _git_renames([data for _, data in deleted], [data for _, data in created], "-M")
+    return {created[j][0]: deleted[i][0] for i, j, _ in found}
+
+
+def _git_renames(olds: list[bytes], news: list[bytes], option: str) -> list[tuple[int, int, int]]:
+    """(i, j, score) for each rename git's `diff -M` finds from olds[i] to news[j], as it pairs
+    them (`option`: -M with the threshold). One `git diff --no-index` over the contents alone,
+    none when either side is empty."""
+    if not olds or not news:
+        return []
     with tempfile.TemporaryDirectory(prefix="patchforge-renames-", dir=scratch_dir()) as tmp:
         root = Path(tmp)
         (root / "o").mkdir()
         (root / "n").mkdir()
-        for i, (_, data) in enumerate(deleted):
+        for i, data in enumerate(olds):
             (root / "o" / str(i)).write_bytes(data)
-        # `.r`: no created file may share a name with a deleted one, or git would pair them
-        # as the same file changed instead of scoring them.
-        for i, (_, data) in enumerate(created):
-            (root / "n" / f"{i}.r").write_bytes(data)
+        # `.r`: no new file may share a name with an old one, or git would take them for the
+        # same file changed instead of scoring them.
+        for j, data in enumerate(news):
+            (root / "n" / f"{j}.r").write_bytes(data)
         proc = run_git("diff", "--no-index", "--no-color", "--no-ext-diff", "--no-textconv",
-                       "-M", "--raw", "-z", "--", "o", "n", cwd=root, ok=(0, 1))
-    found = {}
+                       option, "--raw", "-z", "--", "o", "n", cwd=root, ok=(0, 1))
+    found = []
     fields = proc.stdout.split(b"\0")
     at = 0
     while at < len(fields) - 1:
         status = fields[at].rsplit(b" ", 1)[-1]
-        if status[:1] in (b"R", b"C"):
+        if status[:1] in (b"R", b"C"):  # a rename or copy names two paths
             if status[:1] == b"R":
                 source, dest = fields[at + 1], fields[at + 2]
-                found[created[int(dest[2:-2])][0]] = deleted[int(source[2:])][0]
+                found.append((int(source[2:]), int(dest[2:].removesuffix(b".r")),
+                              int(status[1:])))
             at += 3
         else:
             at += 2
