@@ -480,12 +480,14 @@ def test_a_file_moved_in_the_worktree_is_refreshed_as_a_rename(tmp_path):
     s.assert_series_gives(expected, "v1", "moved")
 
 
-def test_a_patch_that_deletes_and_creates_without_renaming_keeps_its_bytes(tmp_path):
+def test_a_patch_that_deletes_and_creates_without_renaming_stays_so(tmp_path):
     # Made by a tool that writes no renames (quilt, `git diff --no-renames`): the deletion and
-    # the creation of a near copy stay two sections through edit + refresh.
+    # the creation of a near copy stay two sections through edit + refresh, also when the
+    # refresh makes the diff again for a change to another of its files.
     s = Scenario(tmp_path, kinds=["editm"])
     work = s.clone_at("v1", "no-renames")
     git(work, "mv", "d.txt", "d4.txt")
+    (work / "a.txt").write_bytes(lines("a", changed={3: "a3 fixed"}))
     git(work, "add", "-A")
     diff = subprocess.run(["git", "diff", "--cached", "--no-renames", "--full-index"], cwd=work,
                           check=True, capture_output=True).stdout
@@ -496,6 +498,14 @@ def test_a_patch_that_deletes_and_creates_without_renaming_keeps_its_bytes(tmp_p
     s.stack.cli("edit", "apart")
     s.stack.cli("refresh")
     assert s.stack.patch("up", "apart") == before
+    s.stack.cli("edit", "apart")
+    tree = s.stack.root / ".patchforge" / "work" / "up"
+    (tree / "a.txt").write_bytes(lines("a", changed={3: "a3 fixed", 20: "a20 too"}))
+    s.stack.cli("refresh")
+    after = s.stack.patch("up", "apart")
+    assert after != before and b"+a20 too\n" in after
+    assert b"rename" not in after and b"deleted file mode 100644" in after
+    assert b"new file mode 100644" in after
 
 
 def test_lint_checks_renames_and_copies_are_byte_stable(tmp_path):
