@@ -68,6 +68,9 @@ class Rebase:
         self.store = store
         self.journal = Journal(project.state_dir)
         self._deferred: list = []  # (staged rel, patch, changes) whose diff is not made yet
+        # (result, patch, verdict, target) of landed patches whose landing commit is not
+        # looked up yet (`_find_landings`)
+        self._landings: list = []
         self._histories: dict = {}  # upstream -> judge.HistoryIndex, read once
         self._read_patches: dict = {}  # (upstream, name) -> PatchFile of the old series
         # upstream -> _Chains of this run, None when it was resumed
@@ -383,11 +386,13 @@ class Rebase:
             # No journal write per patch: until the write-out nothing in the project changes,
             # so a kill here only loses work a resumed run recomputes. Saving the whole journal
             # after every patch made a long series quadratic.
+        self._find_landings()
 
     def _stop(self, upstream: str, name: str, stop: Blocked, judge, target, *,
               old_base: str) -> None:
         """Record the stop (with `old_base`, the old series through this patch, for going
         on), give the user a worktree, raise ConflictStop (exit 3)."""
+        self._find_landings()
         self._flush_deferred()
         base = judge.read_commit
         if judge.current:
@@ -452,14 +457,15 @@ class Rebase:
         judgement = judge.judge(name, patch)
         verdict = judgement.verdict
         if judgement.outcome == "landed":
+            result = PatchResult(upstream, name, "dropped", judgement.message,
+                                 list(judgement.evidence), None, "upstreamed")
             if verdict.state == "upstreamed":
-                where, more = where_landed(self.store, target, patch, verdict,
-                                           self._history_index(upstream, target),
-                                           self._commits_touching(upstream, target, verdict))
-                return self._dropped(upstream, name, patch, target, where, judgement.message,
-                                     judgement.evidence + more), None
-            return self._dropped(upstream, name, patch, target, None, judgement.message,
-                                 judgement.evidence), None
+                # Which commit landed it is looked up after the walk, for every landed patch
+                # at once (`_find_landings`); nothing later in the walk depends on it.
+                self._landings.append((result, patch, verdict, target))
+            else:
+                self._set_aside(result, patch, target)
+            return result, None
         if judgement.outcome == "stop":
             kind = judgement.stop_kind or "conflict"
             message = judgement.message
@@ -494,12 +500,37 @@ class Rebase:
                            verdict.evidence if verdict.state != "applies" else [],
                            staged=staged, changed=changed, changed_paths=tuple(changed)), None
 
-    def _dropped(self, upstream, name, patch, target, where, detail, evidence) -> PatchResult:
-        applied = target.label + (f", commit {where}" if where else "")
-        kept = patch.with_field("Applied-Upstream", applied)
-        return PatchResult(upstream, name, "dropped", detail, evidence, where, "upstreamed",
-                           self._stage(f"{upstream}/upstreamed/{name}",
-                                       self._remembered(f"{upstream}/upstreamed/{name}", kept)))
+    def _set_aside(self, result: PatchResult, patch, target) -> None:
+        """Stage a dropped patch for upstreamed/, with `Applied-Upstream:` naming the target
+        (and the commit that landed it, when `result` has one)."""
+        where = result.landed_in
+        kept = patch.with_field("Applied-Upstream",
+                                target.label + (f", commit {where}" if where else ""))
+        rel = f"{result.upstream}/upstreamed/{result.name}"
+        result.staged = self._stage(rel, self._remembered(rel, kept))
+
+    def _find_landings(self) -> None:
+        """The upstream commit each landed patch of the walk so far came from
+        (judge.where_landed), its history evidence, and its staged file. The history's diffs
+        of all their files are read first, by one git process: looked up patch by patch, each
+        landed patch cost a `git diff-tree` of its own (most of a long clean rebase's git
+        processes)."""
+        pending, self._landings = self._landings, []
+        paths: dict[str, set[str]] = {}
+        targets = {}
+        for result, patch, verdict, target in pending:
+            paths.setdefault(result.upstream, set()).update(patch.paths, _patch_paths(verdict))
+            targets[result.upstream] = target
+        for upstream, wanted in paths.items():
+            index = self._history_index(upstream, targets[upstream])
+            if index is not None:
+                index.diffs(sorted(wanted))  # the index keeps them; it reads only its paths
+        for result, patch, verdict, target in pending:
+            result.landed_in, more = where_landed(
+                self.store, target, patch, verdict, self._history_index(result.upstream, target),
+                self._commits_touching(result.upstream, target, verdict))
+            result.evidence.extend(more)
+            self._set_aside(result, patch, target)
 
     def _check_keeps(self, patch, files: dict, judge) -> list[str]:
         if not patch.get_all("Keeps"):
