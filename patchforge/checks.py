@@ -28,11 +28,11 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from patchforge.errors import ConfigError, UsageError
+from patchforge.model.record import field, record
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -46,7 +46,7 @@ TREES = ("overlays", "full")
 _KEYS = {"command", "files", "timeout", "profiles", "tree", "upstream", "description"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CheckSpec:
     name: str
     command: tuple[str, ...]
@@ -65,7 +65,7 @@ class CheckSpec:
         return not self.files or any(fnmatch.fnmatchcase(path, g) for g in self.files)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CheckResult:
     """One run of one check in one profile (one per file for a `{file}` command)."""
 
@@ -177,7 +177,7 @@ def _line_after(text: str, section: str, needle: str) -> int | None:
 
 # --- running ----------------------------------------------------------------------------------
 
-@dataclass
+@record
 class _Tree:
     root: Path
     files: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)

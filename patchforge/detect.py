@@ -18,12 +18,12 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import line_content, line_kind, reverse_hunk
 from patchforge.apply.hunks import apply_file_patch, apply_hunks, lines_of
+from patchforge.model.record import field, record, replace
 from patchforge.store.diff import NULL_OID, blob_oid, merge_can_give_ours, merge_file
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def _strip_ws(data: bytes) -> bytes:
 _WORD = re.compile(rb"[A-Za-z0-9_]")
 
 
-@dataclass
+@record
 class HunkVerdict:
     index: int
     forward: str  # how it applies forward: exact | offset | fuzz | failed
@@ -57,7 +57,7 @@ class HunkVerdict:
     ambiguous: bool = False  # the checks disagree: landed and still applicable
 
 
-@dataclass
+@record
 class FileVerdict:
     path: str  # path in the patch
     target_path: str | None  # where it is in the target (renamed), None when gone
@@ -66,7 +66,7 @@ class FileVerdict:
     merged_empty: bool = False
 
 
-@dataclass
+@record
 class PatchVerdict:
     name: str
     state: str  # applies | offset | fuzz | conflict | upstreamed | partial | obsolete | unsure

@@ -24,8 +24,9 @@ judging a patch costs at most one git process for the files it is the first to a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
+
+from patchforge.model.record import field, record, replace
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -123,7 +124,7 @@ def _size(blocks: Blocks) -> int:
     return sum(len(line) for removed, added in blocks for line in (*removed, *added))
 
 
-@dataclass
+@record
 class HistoryLanding:
     """What the history says of one patch: the commit that made its change last (None when no
     commit did, or the last event undid it), and every event, oldest first."""

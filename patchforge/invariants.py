@@ -14,10 +14,10 @@ and lint), and checking a whole overlay set per profile (`check_overlay_invarian
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, TYPE_CHECKING
 
 from patchforge.errors import EXIT_ATTENTION, InputError, PatchforgeError
+from patchforge.model.record import record
 
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 MAX_PATTERN = 512
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Invariant:
     path: str
     text: str
@@ -46,7 +46,7 @@ class Invariant:
         return self.text in haystack
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class InvariantViolation:
     """One broken invariant of one patch in one profile's result."""
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import os
 import re
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from patchforge.apply.hunks import apply_file_patch
@@ -18,6 +17,7 @@ from patchforge.detect import PatchVerdict, assess_patch, created_identically
 from patchforge.errors import StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_git_diff, combine,
                                 combine_series, judge_history, patch_blocks)
+from patchforge.model.record import field, record, replace
 from patchforge.store.diff import (FileChange, diff_header, make_diffs, merge_file,
                                    quote_c_path)
 
@@ -31,7 +31,7 @@ _REVERTS = re.compile(rb"^    This reverts commit ([0-9a-f]{7,40})")
 _COMMIT_LINE = re.compile(rb"[0-9a-f]{40}\n")  # a commit's id before its diff (diff-tree --stdin)
 
 
-@dataclass
+@record
 class Target:
     """Where an upstream is judged: the base pin and the target commit (and its version)."""
 
@@ -42,7 +42,7 @@ class Target:
     version: str | None
 
 
-@dataclass
+@record
 class Judgement:
     """The one judge's answer for one patch on a target: what `status` reports, what `rebase`
     does and what `pr` carries, decided in one place so that they never disagree.

@@ -18,10 +18,10 @@ import hashlib
 import posixpath
 import tarfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, BinaryIO, cast
 
 from patchforge.errors import NetworkError
+from patchforge.model.record import record
 
 OPAQUE = ".wh..wh..opq"
 WHITEOUT = ".wh."
@@ -30,7 +30,7 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _CHUNK = 1 << 20
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FoundFile:
     """What an image holds at one path. `kind`: "file", "absent", "symlink", "directory", "other".
 
@@ -48,7 +48,7 @@ class FoundFile:
     detail: str = ""
 
 
-@dataclass
+@record
 class ReadStats:
     layers_total: int = 0
     layers_read: int = 0
@@ -68,7 +68,7 @@ def _ancestors(path: str) -> list[str]:
     return out
 
 
-@dataclass
+@record
 class _LayerFindings:
     entries: dict[str, FoundFile]  # wanted path -> what this layer puts there (last entry wins)
     deleted: dict[str, str]  # wanted path or ancestor -> "whiteout" / "not a directory" detail

@@ -10,7 +10,8 @@ packaging is imported here for distribution names, versions and wheel file names
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from patchforge.model.record import record
 
 # Upstream and profile names become directories (`series/<upstream>/`, `overlays/<profile>/`),
 # refs (`refs/patchforge/...`) and YAML keys: letters, digits, `.`, `_`, `-`, starting with a
@@ -66,7 +67,7 @@ def check_version(version: object) -> str:
         raise ValueError(f"{version!r} is not a valid PEP 440 version") from None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WheelName:
     """A wheel file name, parsed: the distribution, version and the tags it is built for."""
 

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TYPE_CHECKING
 
@@ -21,6 +20,7 @@ from patchforge.apply.series import applies_to_profile, apply_series, refuse_unk
 from patchforge.errors import ApplyError, ConfigError, InputError, UsageError
 from patchforge.formats.lockfile import dump_json
 from patchforge.model.lock import ImagePin
+from patchforge.model.record import field, record
 from patchforge.stack import refuse_creation_collisions, refuse_symlinked_paths
 from patchforge.fsutil import fault_point, fsync_dir
 
@@ -42,7 +42,7 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OverlayFile:
     profile: str | None
     upstream: str
@@ -61,7 +61,7 @@ class OverlayFile:
         return sha256(self.content)
 
 
-@dataclass
+@record
 class OverlaySet:
     files: list[OverlayFile] = field(default_factory=list)
     artifacts: list[tuple[str, str]] = field(default_factory=list)  # (path rel. to root, sha256)
@@ -295,7 +295,7 @@ def planned_tree(overlays: OverlaySet) -> dict[str, bytes]:
     return tree
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Drift:
     path: str
     kind: str  # "changed" | "missing" | "extra"

@@ -7,13 +7,13 @@ that the result is the very commit the lock names.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge import logs
 from patchforge.errors import StoreError
 from patchforge.model.lock import ImagePin, UpstreamPin
+from patchforge.model.record import replace
 
 if TYPE_CHECKING:
     from patchforge.project import Project

@@ -6,13 +6,13 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import ConfigError, UsageError
 from patchforge.formats.config import PYPROJECT, STANDALONE, find_config_table
+from patchforge.model.record import field, record
 
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
@@ -42,7 +42,7 @@ def patch_file_name(name: str) -> str:
     return name if name.endswith(PATCH_SUFFIX) else name + PATCH_SUFFIX
 
 
-@dataclass
+@record
 class Project:
     root: Path
     config_path: Path

@@ -20,11 +20,11 @@ commands say about a stop or an open edit.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import InProgressError
+from patchforge.model.record import record
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -59,7 +59,7 @@ COMMANDS: dict[str, dict[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UpstreamState:
     upstream: str
     kind: str  # idle | editing | stopped | rebasing | bringing-back
@@ -185,7 +185,7 @@ def require(project: Project, command: str, upstreams, *,
     return states
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SkippedFix:
     """A fix a rebase set aside (`--skip`, or a resolution to no change): kept under
     series/<upstream>/skipped/ with its last good diff (and the Base it applies to) until it is

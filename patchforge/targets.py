@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
 from packaging.version import InvalidVersion, Version
 
 from patchforge.errors import PatchforgeError, ResolutionError, UsageError
+from patchforge.model.record import field, record
 
 _NIGHTLY_RE = re.compile(r"^nightly-([0-9a-f]{40})$")
 _SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
@@ -61,7 +61,7 @@ class ImageResolver(Protocol):
     def resolve_image(self, ref: str) -> Any: ...
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ResolvedTarget:
     """One SPEC resolved for one upstream. `commit` (and `tree` for imports) is what patches are
     based on; `commit_hint` is the upstream's own history commit the SPEC names, where known."""

@@ -23,13 +23,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.apply.series import apply_series
 from patchforge.errors import ApplyError, UsageError
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
+from patchforge.model.record import record
 from patchforge.stack import refuse_creation_collisions, refuse_symlinked_paths
 from patchforge.store.diff import FileChange, find_renames, make_diff
 from patchforge.store.git import IMPORT_IDENT, run_git
@@ -46,7 +46,7 @@ _BASE_MESSAGE = "patchforge: the files before the patch\n"
 _RECORD = "patchforge.json"  # under .git/: {"base": commit, "files": [the patch's paths]}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Changes:
     """What a worktree holds beyond its base: `changed` tracked paths whose working file (or
     mode) differs from HEAD, or is gone; `untracked` files nobody asked for."""

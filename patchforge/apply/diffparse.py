@@ -15,10 +15,10 @@ import io
 import itertools
 import re
 from functools import cached_property
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from patchforge.errors import InputError, UnsafePathError
+from patchforge.model.record import record, replace
 
 # apply/gitbinary.py is imported where a `GIT binary patch` is met: most series have none, and
 # every command that reads a patch would load it otherwise.
@@ -52,7 +52,7 @@ _C_ESCAPES = {ord("a"): 7, ord("b"): 8, ord("t"): 9, ord("n"): 10, ord("v"): 11,
               ord("r"): 13, ord('"'): 34, ord("\\"): 92}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Hunk:
     """One `@@` hunk. `lines` are the raw body lines (with their ' ', '-' or '+' and line ending);
     the "\\ No newline at end of file" markers are folded into the two flags and kept in `raw`."""
@@ -120,7 +120,7 @@ class Hunk:
         return self.old_start > 1
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FilePatch:
     """The changes to one file. Paths are p1-stripped, UTF-8 with surrogateescape; None is /dev/null."""
 
@@ -162,7 +162,7 @@ class FilePatch:
         return any(h.zero_context for h in self.hunks)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ParsedDiff:
     """A whole diff: its file sections and the bytes after the last one (e.g. a format-patch
     signature). Any text before a section's header belongs to that section's `raw`."""

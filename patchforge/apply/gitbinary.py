@@ -26,7 +26,8 @@ import base64
 import operator
 import re
 import zlib
-from dataclasses import dataclass
+
+from patchforge.model.record import record
 
 # One binary file carried by a patch may not exceed this, before or after applying: a compiled
 # kernel or a tuned-config table is a few MB, and the bound keeps a lying header or a deflate
@@ -48,7 +49,7 @@ class BinaryFormatError(ValueError):
         self.index = index
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BinaryBlock:
     """One `literal`/`delta` block, inflated. For a delta, `source_size`/`result_size` are the
     sizes its header declares (checked against the data when it is read)."""
@@ -66,7 +67,7 @@ class BinaryBlock:
         return patch_delta(source, self.data)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BinaryPatch:
     """A file's `GIT binary patch`: the blob ids of its `index` line (full, as git apply
     requires) and its forward and (optional) reverse blocks."""

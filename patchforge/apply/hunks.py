@@ -6,16 +6,16 @@ reporting how every hunk applied. A failed hunk is skipped, never half-applied; 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
 from patchforge.apply.diffparse import FilePatch, Hunk, reverse_file_patch, split_lines
 from patchforge.errors import ApplyError
+from patchforge.model.record import record
 
 _RANK = {"exact": 0, "offset": 1, "fuzz": 2, "failed": 3}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HunkOutcome:
     """How hunk `index` (0-based) applied. `offset` is in lines, relative to the line number in the
     hunk header; `at_line` is the 1-based line of the input where the hunk's pre-image (with the
@@ -28,7 +28,7 @@ class HunkOutcome:
     at_line: int | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileApplication:
     """The result for one file. `content` is the post-image, None when the file is deleted (or
     when nothing could be applied at all, see `error`)."""

@@ -5,11 +5,11 @@ are read from the store by revision, results stay in memory as bytes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.hunks import FileApplication, HunkOutcome, apply_file_patch
 from patchforge.errors import ApplyError, InputError
+from patchforge.model.record import field, record
 
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
@@ -55,7 +55,7 @@ def applies_to_profile(patch: PatchFile, profile: str | None) -> bool:
     return profile is None or not wanted or profile in wanted
 
 
-@dataclass
+@record
 class PatchOutcome:
     """How one patch applied: per file, the FileApplication from apply.hunks."""
 
@@ -72,7 +72,7 @@ class PatchOutcome:
         return max((f.worst for f in self.files), key=order.index, default="exact")
 
 
-@dataclass
+@record
 class SeriesState:
     """Touched files after applying patches: path -> bytes (None: deleted), with their bases."""
 

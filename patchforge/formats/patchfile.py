@@ -9,11 +9,11 @@ diff may look like a diff, a hunk or an ed script to `git apply`, `patch -p1` or
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from patchforge.apply.diffparse import FilePatch, parse_diff, split_lines
 from patchforge.errors import InputError
+from patchforge.model.record import field, record, replace
 
 CANONICAL_ORDER = ("Description", "Author", "Origin", "Bug", "Forwarded", "Applied-Upstream",
                    "Upstream-Status", "Upstream", "Base", "Profiles", "Drop-When", "Keeps",
@@ -50,7 +50,7 @@ def _canon(name: str) -> str:
     return _ALIASES.get(low, low)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HeaderField:
     """One header field. `value` is unfolded (continuation lines joined with "\\n", " ." an empty
     line); `raw` is the exact bytes, continuation lines and line endings included."""
@@ -60,7 +60,7 @@ class HeaderField:
     raw: bytes
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PatchFile:
     """A parsed patch file; the parts concatenate back to the input:
     preamble + fields + gap + description + separator + diff.

@@ -4,12 +4,11 @@ Kept byte for byte: comments and blank lines survive every edit; only entries ar
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from patchforge.errors import InputError
+from patchforge.model.record import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SeriesFile:
     lines: tuple[bytes, ...]  # raw lines, each with its line ending (the last may lack one)
     source: str = "series"

@@ -1,12 +1,12 @@
 """The configuration model: what the user wrote in `[tool.patchforge]` (the intent)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from patchforge.model.record import field, record
 
 UPSTREAM_KINDS = ("git", "wheel", "dir")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UpstreamConfig:
     """One upstream: where its content comes from and where its files live in the image."""
 
@@ -23,13 +23,13 @@ class UpstreamConfig:
     git_url: str | None = None  # wheel/dir upstreams: the git repository PRs go to
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ForgeConfig:
     api_url: str = "https://api.github.com"
     repo: str | None = None  # "owner/name" of the stack repository itself (bump --open-pr)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Config:
     """The whole `[tool.patchforge]` table. `source` is the file it was read from."""
 

@@ -1,10 +1,10 @@
 """A finding of `lint` (and of the ledger's own checks): which patch or file, which check, what."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from patchforge.model.record import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     patch: str  # "upstream/name", or a project file relative to the root
     check: str  # header | series | parse | byte-stable | apply | fuzz | zero-context

@@ -1,12 +1,12 @@
 """The lock model: the exact upstream revisions the series is based on (the resolution)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from patchforge.model.record import field, record, replace
 
 LOCK_VERSION = 1
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UpstreamPin:
     """One upstream's exact revision. `source` depends on the kind:
     git: {"url"}; wheel: {"package", "version", "filename", "sha256"}; dir: {"path"}."""
@@ -22,14 +22,14 @@ class UpstreamPin:
     image: "ImagePin | None" = field(default=None, compare=False)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ImagePin:
     reference: str
     tag: str | None = None
     digest: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Lock:
     upstreams: dict[str, UpstreamPin] = field(default_factory=dict)
     image: ImagePin | None = None

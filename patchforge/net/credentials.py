@@ -18,9 +18,10 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from patchforge.model.record import field, record
 
 log = logging.getLogger("patchforge.net")
 
@@ -32,7 +33,7 @@ _DOCKER_HUB_KEYS = ("https://index.docker.io/v1/", "index.docker.io", "docker.io
 _DOCKER_HUB_HOSTS = frozenset({"registry-1.docker.io", "docker.io", "index.docker.io"})
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Token:
     """A secret and where it came from (the source is safe to show, the value never is)."""
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote
 
 from patchforge.errors import NetworkError, PatchforgeError, UsageError
+from patchforge.model.record import record
 from patchforge.net.http import HttpClient, Response, host_of
 
 GITHUB_ACCEPT = "application/vnd.github+json"
@@ -31,7 +31,7 @@ _PR_SHORT_RE = re.compile(r"^(?P<owner>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+)#(?P
 _REPO_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PullRef:
     """Where a pull request lives: `host` is the web host (github.com), `repo` is owner/name."""
 
@@ -44,7 +44,7 @@ class PullRef:
         return f"https://{self.host}/{self.repo}/pull/{self.number}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PullRequest:
     number: int
     url: str  # the API URL
@@ -59,7 +59,7 @@ class PullRequest:
     draft: bool
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Comparison:
     """`head` compared with `base`: status is "ahead", "behind", "identical" or "diverged"."""
 
@@ -234,7 +234,7 @@ LOOKUP_DEADLINE = 20.0
 LOOKUP_WORKERS = 8
 
 
-@dataclass
+@record
 class PullLookups:
     """The answers of lookup_pulls: per PullRef a PullRequest or the error it gave, and, when the
     forge could not be reached at all, why (`unreachable`: the first connection failure)."""

@@ -16,11 +16,11 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from patchforge.errors import NetworkError, UsageError
+from patchforge.model.record import field, record
 from patchforge.net.http import HttpClient, Response, host_of, may_carry_secret
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -43,7 +43,7 @@ _TAG_RE = re.compile(r"^[\w][\w.-]{0,127}$")
 _CHALLENGE_PARAM_RE = re.compile(r'(\w+)\s*=\s*(?:"([^"]*)"|([^\s,]+))')
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ImageRef:
     """A parsed image reference: `registry` is host[:port]; `tag` and/or `digest` name the image."""
 
@@ -66,7 +66,7 @@ class ImageRef:
         return text
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LayerRef:
     """One layer of an image, as its manifest lists it (bottom layer first)."""
 
@@ -75,7 +75,7 @@ class LayerRef:
     size: int | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ImageInfo:
     """A resolved image: `digest` is what the reference points at (index or manifest), the one to pin."""
 
@@ -91,7 +91,7 @@ class ImageInfo:
     layers: tuple[LayerRef, ...] = ()  # bottom first, as the manifest lists them
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RegistryCredentials:
     """A user name and secret sent as HTTP Basic to a token realm; the secret is never shown."""
 

@@ -20,11 +20,11 @@ prints nothing and decides no exit code beyond saying whether a person is needed
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from patchforge.errors import (ConflictStop, InProgressError, NetworkError, PatchforgeError,
                                UsageError)
+from patchforge.model.record import field, record
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -48,7 +48,7 @@ OUTCOMES = {
 }
 
 
-@dataclass
+@record
 class Candidate:
     """The nightly (or SPEC) the stack moves to, with what the registry said about its image."""
 
@@ -66,7 +66,7 @@ class Candidate:
                 "published": self.published}
 
 
-@dataclass
+@record
 class Search:
     """How the candidate was found among the repository's tags (None with --to)."""
 

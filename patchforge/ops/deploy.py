@@ -8,17 +8,17 @@ needs only the committed manifest, so it runs on a deployment host with `overlay
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, TYPE_CHECKING
 
 from patchforge.errors import ConfigError, InputError, UsageError
+from patchforge.model.record import field, record
 from patchforge.overlay import overlay_entries, read_manifest
 
 if TYPE_CHECKING:
     from patchforge.project import Project
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ImageFileCheck:
     """One overlaid file against the image. `state`: "ok", "mismatch" or "missing"."""
 
@@ -33,7 +33,7 @@ class ImageFileCheck:
     detail: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ImageCheck:
     """The result of `verify_image`; `ok` when every overlaid file matches its pre-image."""
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.apply.series import apply_series, patch_profiles_of, unknown_profiles
+from patchforge.model.record import record
 from patchforge.names import check_patch_name
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
 from patchforge.errors import ConflictStop, PatchforgeError, UsageError
@@ -51,7 +51,7 @@ def default_author() -> str:
     return f"{name} <{email}>"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PatchSummary:
     upstream: str
     name: str

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import logging
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from patchforge.background import Background
 from patchforge.forwarded import drop_when, forwarded_info, lookup_forwarded
 from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _history_index,
                               _patch_paths, where_landed)
+from patchforge.model.record import field, record
 
 if TYPE_CHECKING:
     from patchforge.detect import PatchVerdict
@@ -27,7 +27,7 @@ log = logging.getLogger("patchforge.status")
 ATTENTION_STATES = {"fuzz", "merges", "conflict", "upstreamed", "partial", "obsolete", "unsure"}
 
 
-@dataclass
+@record
 class PatchStatus:
     upstream: str
     name: str

@@ -12,7 +12,8 @@ holds are kept as they are.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+from patchforge.model.record import field, record
 
 # Where GitHub looks for a pull-request template, in its order (the names are case-insensitive
 # on GitHub; these are the spellings in use).
@@ -54,7 +55,7 @@ _VALIDATION = re.compile(r"\b(tested|validated|validation|verified|pytest|lm_eva
 _DOC_PATH = re.compile(r"(^|/)(docs?|documentation)/|\.(md|rst)$", re.I)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Facts:
     """What the patch and the project record, as the body uses it."""
 
@@ -72,7 +73,7 @@ class Facts:
     how: str  # applies exactly | applies with offset | 3-way merged
 
 
-@dataclass
+@record
 class Body:
     text: str
     template: str | None  # the template's path in the upstream, or None
@@ -226,7 +227,7 @@ def docs_text(facts: Facts) -> str:
 
 # ---- filling ----------------------------------------------------------------------------------
 
-@dataclass
+@record
 class _Section:
     heading: str | None  # the heading line, None for the text before the first heading
     title: str

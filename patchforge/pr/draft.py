@@ -13,10 +13,10 @@ landed, or that conflicts with the head, gives a draft in state "upstreamed", "c
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, TYPE_CHECKING
 
 from patchforge.errors import StoreError, UsageError
+from patchforge.model.record import field, record
 from patchforge.pr.body import Body, Facts, find_template, make_body
 from patchforge.pr.message import CommitSpec, bug_links, build_commit_spec, description_text
 from patchforge.store.giturl import is_plain_path, redact, store_namespace
@@ -33,7 +33,7 @@ _GITHUB_URL = re.compile(r"^(?:https?://|ssh://(?:[^@/]+@)?|[^@/\s]+@)(?:www\.)?
                          r"(?P<owner>[^/\s]+)/(?P<name>[^/\s]+?)(?:\.git)?/?$", re.I)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PrTarget:
     """Where the pull request goes: the upstream's git repository and the head it is based on."""
 
@@ -45,7 +45,7 @@ class PrTarget:
     forge_repo: str | None
 
 
-@dataclass
+@record
 class Draft:
     upstream: str
     name: str  # patch file name
@@ -164,7 +164,7 @@ def resolve_pr_target(project: Project, store: UpstreamStore, upstream: str,
 
 # ---- carrying the patch onto the head --------------------------------------------------------
 
-@dataclass
+@record
 class Carried:
     state: str  # ready | upstreamed | conflict | obsolete
     how: str = ""

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from dataclasses import dataclass
 from email.utils import getaddresses, parsedate_to_datetime
 from typing import TYPE_CHECKING
 
 from patchforge.errors import InputError
+from patchforge.model.record import record
 from patchforge.store.git import run_git
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ _URL = re.compile(r"https?://\S+")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Person:
     name: str
     email: str
@@ -34,7 +34,7 @@ class Person:
         return f"{self.name} <{self.email}>"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CommitSpec:
     """What the PR commit is made of; `date` is git's raw form ("<epoch> +0000")."""
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import StoreError, UsageError
+from patchforge.model.record import record
 from patchforge.store.git import run_git
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 _REMOTE_REPO = re.compile(r"(?:[:/])(?P<owner>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
 
 
-@dataclass
+@record
 class StackPullRequest:
     action: str  # opened | updated | planned | nothing
     branch: str

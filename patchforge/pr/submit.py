@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import StoreError, UsageError
 from patchforge.fsutil import RepoLock, atomic_write
+from patchforge.model.record import record
 from patchforge.pr.draft import Draft, _redact
 from patchforge.store.git import run_git
 from patchforge.store.giturl import check_git_url, is_plain_path
@@ -32,14 +32,14 @@ _FORK_OWNER = re.compile(r"^(?:[a-z][a-z0-9+.-]*://(?:[^/@]*@)?[^/]+/|[^@/\s]+@[
                          r"(?P<owner>[^/\s]+)/[^/\s]+?/?$", re.I)
 
 
-@dataclass
+@record
 class Pushed:
     remote: str  # redacted
     branch: str
     commit: str
 
 
-@dataclass
+@record
 class Opened:
     action: str  # opened | updated
     number: int

@@ -21,7 +21,6 @@ import contextlib
 import os
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +31,7 @@ from patchforge.fsutil import atomic_delete_many, atomic_write, atomic_write_man
 from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _history,
                               _patch_paths, where_landed)
 from patchforge.model.lock import UpstreamPin
+from patchforge.model.record import field, record
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
                                        PlanStep, RebaseRun, Stop, UpstreamRun, confined_all,
                                        confined_only)
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 _CONFLICT_MARKER = re.compile(rb"^(<<<<<<<|>>>>>>>)( |$)", re.M)
 
 
-@dataclass
+@record
 class _Resumed:
     """Where a resumed stop left an upstream: the stop's two states as store commits (`base`:
     the new base with the series so far; `old_base`: the old series through the stopped
@@ -904,7 +904,7 @@ class Rebase:
         return f"{upstream}:\n" + out.decode("utf-8", "replace")
 
 
-@dataclass
+@record
 class _Chain:
     """One side of a range-diff: a series over its base, as the run recorded it (the paths it
     touches and per patch the files it changes, marked in the run's import), or as the patch
@@ -914,7 +914,7 @@ class _Chain:
     patches: list | None = None
 
 
-@dataclass
+@record
 class _RangeDiffInput:
     upstream: str
     old_names: list[str]

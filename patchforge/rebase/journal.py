@@ -22,13 +22,13 @@ import base64
 import json
 import os
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from patchforge.errors import UsageError
 from patchforge.fsutil import atomic_delete, atomic_write, fsync_dir
 from patchforge.model.lock import ImagePin, UpstreamPin
+from patchforge.model.record import field, record
 
 JOURNAL_VERSION = 1
 
@@ -331,7 +331,7 @@ def pin_from_json(doc: object) -> UpstreamPin:
                                       _want(image, "digest", _OPTIONAL_STR)) if image else None)
 
 
-@dataclass
+@record
 class PatchResult:
     """What the run did with one patch (one of ACTIONS) and where its new bytes are staged."""
     upstream: str
@@ -364,7 +364,7 @@ class PatchResult:
                    _want(result, "staged", _OPTIONAL_STR))
 
 
-@dataclass
+@record
 class Blocked:
     """Why a patch cannot move by itself: a conflict, a file gone upstream (obsolete), a
     broken `Keeps:` invariant, or a judgement the checks cannot make (unsure). `contents` are its files as far as it got (conflict markers
@@ -377,7 +377,7 @@ class Blocked:
     modes: dict[str, str] = field(default_factory=dict, repr=False)  # the modes it gives them
 
 
-@dataclass
+@record
 class Stop:
     """A run stopped on a patch: what blocked it, where its worktree is, and the two states
     going on needs, as store commits (`base`: the new base with the series so far; `old_base`:
@@ -408,7 +408,7 @@ class Stop:
                    _want(stop, "worktree", str))
 
 
-@dataclass
+@record
 class UpstreamRun:
     """One upstream's part of the run: from which pin to which, the old series' names, how far
     the run got and what it did with each patch so far. `digests` holds the sha256 of the series
@@ -443,7 +443,7 @@ class UpstreamRun:
                    dict(digests))
 
 
-@dataclass
+@record
 class PlanStep:
     """One project file the write-out changes: to new bytes staged in the journal (`staged`)
     or carried inline (base64, the small series and lock files), or, with neither, removed."""
@@ -461,7 +461,7 @@ class PlanStep:
                    _want(step, "inline", _OPTIONAL_STR))
 
 
-@dataclass
+@record
 class RebaseRun:
     """The whole run as the journal keeps it. `phase` is "running" while patches move and
     "committing" once the write-out's plan is recorded (`plan` and `summary` set then)."""

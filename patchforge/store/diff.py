@@ -9,10 +9,10 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from patchforge.errors import StoreError
+from patchforge.model.record import record
 from patchforge.store.git import run_git, scratch_dir
 
 NULL_OID = "0" * 40
@@ -69,7 +69,7 @@ def blob_oid(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileChange:
     """One file of a diff: paths (None for creation/deletion), contents and modes."""
     old_path: str | None

@@ -11,11 +11,11 @@ import subprocess
 import threading
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from patchforge.errors import StoreError
+from patchforge.model.record import record
 from patchforge.store.diff import check_path, decode_path
 from patchforge.store.git import IMPORT_IDENT, check_label, check_upstream_name, start_git
 from patchforge.store.rangediff import quote_fastimport
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from patchforge.store.gitstore import UpstreamStore
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ImportResult:
     commit: str
     tree: str

@@ -18,15 +18,15 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from patchforge.errors import StoreError
+from patchforge.model.record import record
 from patchforge.store.gitstore import TransferProgress, UpstreamStore, cache_dir, wheels_dir
 from patchforge.store.giturl import redact, store_namespace
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WheelFile:
     path: Path
     filename: str

@@ -7,13 +7,13 @@ with blob contents) is exactly what is needed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from patchforge.errors import UsageError
+from patchforge.model.record import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileDelta:
     old_path: str | None
     new_path: str | None
@@ -30,7 +30,7 @@ class FileDelta:
         return path
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CommitInfo:
     sha: str
     author_name: str

@@ -21,11 +21,11 @@ import struct
 import tempfile
 import threading
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
 from patchforge.errors import StoreError
+from patchforge.model.record import record
 from patchforge.store.objects import pack_index, pack_object_header
 
 _DEFLATED = 8
@@ -37,7 +37,7 @@ _OBJ_BLOB = 3
 ProgressCallback = Callable[[int, int], None]
 
 
-@dataclass
+@record
 class PackMember:
     """One wheel member on its way into the pack."""
 
