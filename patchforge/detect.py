@@ -279,11 +279,15 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
         return verdict
     lines = lines_of(current)
     whole = verdict.applied.hunks
+    placed = False  # whether the whole-file application has placed a hunk before this one
     for index, hunk in enumerate(fp.hunks):
-        if index < len(whole) and whole[index].status == "exact":
+        if index < len(whole) and (whole[index].status == "exact" or not placed):
             # Exact in the whole-file application means exact on its own too (found at its
-            # own line, nothing moved before it): no second search.
-            hv = HunkVerdict(index, "exact")
+            # own line, nothing moved before it): no second search. So does any outcome
+            # before the first hunk placed: the search on its own starts from the same line
+            # and the same lower bound, the file's top (on a target far from the patch's base
+            # every hunk of most files fails, each search a scan of the file per fuzz level).
+            hv = HunkVerdict(index, whole[index].status)
         else:
             _, forward = apply_hunks(lines, (hunk,), max_fuzz=2, build=False)
             hv = HunkVerdict(index, forward[0].status)
@@ -315,6 +319,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
                     hv.landed = "likely"
                     hv.evidence.append(why)
         verdict.hunks.append(hv)
+        placed = placed or (index < len(whole) and whole[index].status != "failed")
     if base is not None and any(h.landed != "certain" and not h.ambiguous
                                 and h.forward not in ("exact", "offset")
                                 for h in verdict.hunks):

@@ -150,3 +150,45 @@ def test_added_lines_split_by_context_are_found_as_one_block():
     half = (head + b"    first_value = compute_something_long( 1 )\n"
             b"    total_value = sum(values) * scale\n" + tail)
     assert not contained(fp.hunks[0], NormalizedText(half))[0]
+
+
+def test_each_hunk_is_placed_on_its_own_as_a_search_for_it_alone_places_it():
+    """A hunk's own forward state is where a search for it alone puts it, whatever the
+    whole-file application did around it (the hunks before the first one placed take the
+    whole-file outcome, the search being the same): on random targets where hunks are gone,
+    moved, fuzzed or in place."""
+    import random
+
+    from patchforge.apply.hunks import apply_hunks, lines_of
+
+    rng = random.Random(19)
+    words = [b"alpha\n", b"beta\n", b"{\n", b"}\n", b"\n", b"return x\n"]
+    differ = 0
+    for _ in range(300):
+        # Few distinct lines: contexts match in several places, as braces and blank lines do.
+        old = [rng.choice(words) if rng.random() < 0.7 else b"line %d\n" % i for i in range(50)]
+        new = list(old)
+        for i in sorted(rng.sample(range(50), 5), reverse=True):
+            new[i] = b"fixed %d\n" % i
+        fp = file_patch(b"".join(old), b"".join(new))
+        target = list(old)
+        for _ in range(rng.randrange(0, 6)):  # upstream: edits, insertions, moved blocks
+            i = rng.randrange(len(target))
+            what = rng.randrange(3)
+            if what == 0:
+                target[i] = b"upstream %d\n" % rng.randrange(1000)
+            elif what == 1:
+                target[i:i] = [rng.choice(words) for _ in range(rng.randrange(1, 4))]
+            else:
+                block = target[i:i + rng.randrange(3, 12)]
+                del target[i:i + len(block)]
+                j = rng.randrange(len(target) + 1)
+                target[j:j] = block
+        current = b"".join(target)
+        verdict = assess_file(fp, b"".join(old), current)
+        alone = [apply_hunks(lines_of(current), (h,), max_fuzz=2, build=False)[1][0].status
+                 for h in fp.hunks]
+        assert [h.forward for h in verdict.hunks] == alone
+        whole = apply_hunks(lines_of(current), fp.hunks, max_fuzz=2, build=False)[1]
+        differ += [o.status for o in whole] != alone
+    assert differ  # cases where the whole-file application places a hunk elsewhere
