@@ -436,11 +436,15 @@ def _patch_paths(verdict) -> list[str]:
 
 
 def landed_in(store: UpstreamStore, target: Target, patch, verdict, *,
-              commits: list[str] | None = None) -> str | None:
+              commits: list[str] | None = None, holds_at: str | None = None) -> str | None:
     """The upstream commit that introduced the change: the first commit touching the patch's
     files (between base and target) at which every hunk the target has is already there (for a
     partial landing: as many hunks as in the target). Binary search over only those commits
-    keeps it fast on long histories; each probe judges the patch alone on that commit."""
+    keeps it fast on long histories; each probe judges the patch alone on that commit.
+
+    `holds_at`: a commit at which `verdict` is already the patch's own judgement by content (the
+    target, when the judge met the patch's files as the target has them): not probed again.
+    A release-to-release upstream, one commit from base to target, then needs no probe."""
     if verdict.hunks_landed == 0 or not _history(store, target):
         return None
     if commits is None:
@@ -451,6 +455,8 @@ def landed_in(store: UpstreamStore, target: Target, patch, verdict, *,
     want_all = verdict.state == "upstreamed"
 
     def landed_at(commit: str) -> bool:
+        if commit == holds_at:
+            return True
         probe = SeriesJudge(store, Target(target.upstream, target.base_commit, commit,
                                           commit, None))
         found = probe.assess("probe", patch)
@@ -653,11 +659,12 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
 
 
 def where_landed(store: UpstreamStore, target: Target, patch, verdict, index: "HistoryIndex | None",
-                 commits: list[str] | None = None) -> tuple[str | None, list[str]]:
+                 commits: list[str] | None = None, *,
+                 holds_at: str | None = None) -> tuple[str | None, list[str]]:
     """(landed_in, history evidence to add) for a landed or partly landed patch: the commit the
     history says landed it, else the bisection of `commits` (default: those touching its files)
     after the last commit that undid the change (across a revert "landed" is not monotonic, and
-    the search could end on the revert itself)."""
+    the search could end on the revert itself). `holds_at`: see landed_in."""
     landing = index.landing(patch) if index is not None else None
     # For a landing the content decided, the history adds news only when something undid it
     # on the way (a patch-id match already names a verbatim landing).
@@ -671,7 +678,8 @@ def where_landed(store: UpstreamStore, target: Target, patch, verdict, index: "H
     undo = landing.last_undo if landing is not None else None
     if commits is not None and undo in commits:
         commits = commits[commits.index(undo) + 1:]
-    return landed_in(store, target, patch, verdict, commits=commits), evidence
+    return landed_in(store, target, patch, verdict, commits=commits,
+                     holds_at=holds_at), evidence
 
 
 class HistoryIndex:

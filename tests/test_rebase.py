@@ -411,6 +411,24 @@ def test_landed_patch_is_dropped_to_upstreamed(stack, upstream):
     assert not (stack.root / "series" / "up" / "landed.patch").exists()
 
 
+def test_a_change_an_earlier_patch_made_names_no_landing_commit(stack, upstream):
+    """A patch whose change an earlier patch of the series already made meets it as landed,
+    but no upstream commit made it: no landing commit is named, though the target's commit
+    touches the file (the landing search asks the target again for that patch, rather than
+    reusing a verdict the earlier patch's change decided)."""
+    stack.add_upstream("up", upstream)
+    fixed = with_lines({7: b"def f7():\n    return 'seven, fixed in the series'\n\n"})
+    stack.add_patch("up", "first", {"pkg/mod.py": fixed})
+    stack.add_patch("up", "again", {"pkg/mod.py": fixed})
+    new_commit = upstream.commit({"pkg/mod.py": with_lines({20: b"def f20():\n    pass\n\n"})},
+                                 "upstream changes the same file elsewhere")
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    assert [(p["name"], p["action"], p["landed_in"]) for p in summary["patches"]] == [
+        ("first.patch", "clean", None), ("again.patch", "dropped", None)]
+    applied = f"Applied-Upstream: {new_commit}\n".encode()
+    assert applied in stack.patch("up", "again", "upstreamed")
+
+
 def test_superseded_landing_is_dropped_on_the_history_word(stack, upstream):
     """The judge status uses: a fix upstream landed and then rewrote again is dropped (its
     landing commit named), not stopped as a conflict."""

@@ -68,8 +68,8 @@ class Rebase:
         self.store = store
         self.journal = Journal(project.state_dir)
         self._deferred: list = []  # (staged rel, patch, changes) whose diff is not made yet
-        # (result, patch, verdict, target) of landed patches whose landing commit is not
-        # looked up yet (`_find_landings`)
+        # (result, patch, verdict, target, a commit the verdict holds at) of landed patches
+        # whose landing commit is not looked up yet (`_find_landings`)
         self._landings: list = []
         self._histories: dict = {}  # upstream -> judge.HistoryIndex, read once
         self._read_patches: dict = {}  # (upstream, name) -> PatchFile of the old series
@@ -282,17 +282,21 @@ class Rebase:
             self._close_chains()
             raise
         if run.dry_run:
+            self._find_landings()
             return self._summary(written=False)
-        # With the chains this run recorded, the range-diff needs nothing more: a second thread
-        # makes it (hashing its objects and git range-diff, the GIL mostly free) while this one
-        # makes the new diffs and writes the files.
+        # With the chains this run recorded, the range-diff needs nothing more (not even where
+        # the dropped patches landed): a second thread makes it (hashing its objects and git
+        # range-diff, the GIL mostly free) while this one finds the landing commits, makes the
+        # new diffs and writes the files.
         inputs = self._range_diff_inputs(recorded_only=True)
         if inputs is None:
+            self._find_landings()
             self._flush_deferred()
             return self._write_out()
         # Left by an error too, the block waits for the thread: its scratch repository is
         # removed before the error goes on.
         with Background(self._range_diff, inputs) as early:
+            self._find_landings()
             self._flush_deferred()
             return self._write_out(early)
 
@@ -365,7 +369,7 @@ class Rebase:
             name, patch = patches[position] if patches is not None else \
                 (names[position], self._old_patch(upstream, names[position]))
             self.on_patch(upstream, name)
-            before = dict(judge.old.current) if chains is not None else {}
+            before = _contents(judge.old.current, patch.paths) if chains is not None else {}
             result, stop = self._rebase_one(upstream, name, patch, judge, target)
             if chains is not None:
                 chains.add_old(name, _changed(before, judge.old.current), patch.paths)
@@ -386,7 +390,6 @@ class Rebase:
             # No journal write per patch: until the write-out nothing in the project changes,
             # so a kill here only loses work a resumed run recomputes. Saving the whole journal
             # after every patch made a long series quadratic.
-        self._find_landings()
 
     def _stop(self, upstream: str, name: str, stop: Blocked, judge, target, *,
               old_base: str) -> None:
@@ -461,8 +464,14 @@ class Rebase:
                                  list(judgement.evidence), None, "upstreamed")
             if verdict.state == "upstreamed":
                 # Which commit landed it is looked up after the walk, for every landed patch
-                # at once (`_find_landings`); nothing later in the walk depends on it.
-                self._landings.append((result, patch, verdict, target))
+                # at once (`_find_landings`); nothing later in the walk depends on it. Judged
+                # by content on the target's own files (no earlier patch changed them), the
+                # verdict is what landed_in's probe at the target would find.
+                alone = verdict.decided_by == "content" and \
+                    judge.read_commit == target.commit and \
+                    not any(path in judge.current for path in _patch_paths(verdict))
+                self._landings.append((result, patch, verdict, target,
+                                       target.commit if alone else None))
             else:
                 self._set_aside(result, patch, target)
             return result, None
@@ -511,24 +520,25 @@ class Rebase:
 
     def _find_landings(self) -> None:
         """The upstream commit each landed patch of the walk so far came from
-        (judge.where_landed), its history evidence, and its staged file. The history's diffs
+        (judge.where_landed), its history evidence, and its staged file: after the walk (every
+        upstream's) or before a stop saves the journal. The history's diffs
         of all their files are read first, by one git process: looked up patch by patch, each
         landed patch cost a `git diff-tree` of its own (most of a long clean rebase's git
         processes)."""
         pending, self._landings = self._landings, []
         paths: dict[str, set[str]] = {}
         targets = {}
-        for result, patch, verdict, target in pending:
+        for result, patch, verdict, target, _ in pending:
             paths.setdefault(result.upstream, set()).update(patch.paths, _patch_paths(verdict))
             targets[result.upstream] = target
         for upstream, wanted in paths.items():
             index = self._history_index(upstream, targets[upstream])
             if index is not None:
                 index.diffs(sorted(wanted))  # the index keeps them; it reads only its paths
-        for result, patch, verdict, target in pending:
+        for result, patch, verdict, target, holds_at in pending:
             result.landed_in, more = where_landed(
                 self.store, target, patch, verdict, self._history_index(result.upstream, target),
-                self._commits_touching(result.upstream, target, verdict))
+                self._commits_touching(result.upstream, target, verdict), holds_at=holds_at)
             result.evidence.extend(more)
             self._set_aside(result, patch, target)
 
@@ -947,15 +957,23 @@ def _chain_steps(store: UpstreamStore, base: str, patches) -> tuple[list[str], l
     state.base.update(state.current)
     steps = []
     for name, patch in patches:
-        before = dict(state.current)
+        before = _contents(state.current, patch.paths)
         apply_series(_reads(store, base), [(name, patch)], strict=False, state=state)
         steps.append((name, _changed(before, state.current)))
     return paths, steps
 
 
+def _contents(files: dict, paths) -> dict:
+    """`files`' contents at `paths` (None where it has none): what a patch may change of them,
+    kept before it is applied. Applying a patch changes only the paths it names, so the whole
+    series' files are not copied for each patch (quadratic in a long series)."""
+    return {path: files.get(path) for path in paths}
+
+
 def _changed(before: dict, after: dict) -> dict:
-    """The files of `after` whose content differs from `before` (None: deleted)."""
-    return {path: content for path, content in after.items() if before.get(path) != content}
+    """The files of `before` (see _contents) whose content in `after` differs (None: deleted)."""
+    return {path: after[path] for path, content in before.items()
+            if path in after and after[path] != content}
 
 
 class _Chains:
