@@ -9,9 +9,9 @@ from __future__ import annotations
 import io
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
-from patchforge.apply.hunks import apply_file_patch
+from patchforge.apply.hunks import FileApplication, PatchApplications, apply_file_patch
 from patchforge.apply.series import git_mode
 from patchforge.detect import PatchVerdict, assess_patch, created_identically
 from patchforge.errors import StoreError
@@ -120,9 +120,15 @@ class SeriesJudge:
 
         self.store = store
         self.target = target
+        # The old series' file applications, made once for the walk: the squash check's replay
+        # of the old series, the walk's own (pass_old) and each 3-way merge's patched side are
+        # the same applications of the same patches to the same contents.
+        self.applications = PatchApplications()
         # Where the history's word on a landing comes from (an object with landing(patch) ->
         # history.HistoryLanding | None), None for content evidence alone (landed_in's probes).
         self.history = history
+        if isinstance(history, LazyHistory):
+            history.applications = self.applications
         # Where files not yet touched are read from: the target itself, or (when a rebase
         # resumes) a commit holding the target plus the series rebased so far.
         self.read_commit = read_commit or target.commit
@@ -228,7 +234,8 @@ class SeriesJudge:
         them)."""
         from patchforge.apply.series import apply_series
 
-        apply_series(self._read_base, list(patches), strict=False, state=self.old)
+        apply_series(self._read_base, list(patches), strict=False, state=self.old,
+                     apply=self.applications)
 
     def _read_base(self, paths):
         return self.store.read_blobs(self.old_commit, paths)
@@ -330,7 +337,7 @@ class SeriesJudge:
                     conflicts.append(path_after)
                     binary_stops.append(path_after)
                 continue
-            theirs = apply_file_patch(None if fp.is_new else base, fp, max_fuzz=2)
+            theirs = self.applications(None if fp.is_new else base, fp, max_fuzz=2)
             if fp.is_new and before[path_after] is None and theirs.ok:
                 after[path_after] = theirs.content  # a creation where the target has nothing
                 continue
@@ -487,6 +494,10 @@ class LazyHistory:
         self._patches = patches
         self._read_base = read_base
         self._series: dict[str, tuple[str, int, int]] | None = None
+        # How the squash check applies a patch to a file: the judge's remembered applications
+        # when a SeriesJudge walks with this history (its own walk of the old series then
+        # finds them made).
+        self.applications: Callable[..., FileApplication] = apply_file_patch
 
     def landing(self, patch):
         index = self._get_index()
@@ -497,7 +508,8 @@ class LazyHistory:
         change that commit made, when `name` belongs to one."""
         if self._series is None:
             index = self._get_index()
-            self._series = series_landings(self._patches or [], index, self._read_base) \
+            self._series = series_landings(self._patches or [], index, self._read_base,
+                                           self.applications) \
                 if index is not None and self._read_base is not None else {}
         return self._series.get(name)
 
@@ -527,7 +539,8 @@ def _candidate_runs(files: list, log: list[tuple[str, list[str]]]) -> dict[tuple
     return runs
 
 
-def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tuple[str, int, int]]:
+def series_landings(patches, index: "HistoryIndex", read_base,
+                    apply=apply_file_patch) -> dict[str, tuple[str, int, int]]:
     """Patches that landed as part of one upstream commit with their neighbours: a branch of
     several commits squash-merged upstream. For every commit of the history, the runs of
     consecutive patches that touch only files it touches are candidates; a run whose cumulative
@@ -560,7 +573,7 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
                 break
             path = fp.new_path or fp.old_path
             old = state.get(path) if not fp.is_new else None
-            applied = apply_file_patch(old, fp, max_fuzz=0)
+            applied = apply(old, fp, max_fuzz=0)
             if not applied.ok:
                 usable = False
                 break
@@ -575,10 +588,12 @@ def series_landings(patches, index: "HistoryIndex", read_base) -> dict[str, tupl
         after.append(mine_after)
     runs = _candidate_runs(before, index.log)
     lines: dict[bytes, frozenset[bytes]] = {}  # a file's content -> line_set
-    added = [{fp.new_path or fp.old_path: {line[1:].translate(None, WHITESPACE)
-                                           for hunk in fp.hunks for line in hunk.lines
-                                           if line[:1] == b"+"}
-              for fp in patch.file_patches} for _, patch in patches]
+    # The `+` lines of each patch of a candidate run, whitespace removed, per path.
+    added = {k: {fp.new_path or fp.old_path: {line[1:].translate(None, WHITESPACE)
+                                              for hunk in fp.hunks for line in hunk.lines
+                                              if line[:1] == b"+"}
+                 for fp in patches[k][1].file_patches}
+             for k in {k for i, j in runs for k in range(i, j + 1)}}
 
     # Whitespace but the line ends: taken out of a whole file at once, it leaves the same lines
     # as taking it out of each line (a C loop instead of one per line).

@@ -285,3 +285,22 @@ def test_hunk_at_file_start_stays_anchored_like_gnu_patch(tmp_path):
     (tail,) = parse_diff(git_diff(base, tail_new))
     assert not apply_file_patch(base + b"more\n", tail).ok
     assert apply_file_patch(base, tail).content == tail_new
+
+
+def test_remembered_applications_answer_as_apply_file_patch_does():
+    """A walk's remembered applications give what apply_file_patch gives for every fuzz limit:
+    one made without fuzz is the answer for any limit, one that needed fuzz (or failed) only
+    for its own."""
+    from patchforge.apply.hunks import PatchApplications
+
+    new = edit(BASE, b"line 15\n", b"line fifteen\n")
+    (fp,) = parse_diff(git_diff(BASE, new))
+    drifted = edit(BASE, b"line 12\n", b"line twelve\n")
+    moved = b"top\n" + BASE
+    applications = PatchApplications()
+    for content in (BASE, moved, drifted, drifted, moved, BASE):
+        for fuzz in (0, 2, 1, 0):
+            assert applications(content, fp, max_fuzz=fuzz) == \
+                apply_file_patch(content, fp, max_fuzz=fuzz)
+    exact = applications(BASE, fp, max_fuzz=0)
+    assert applications(BASE, fp, max_fuzz=2) is exact  # made once

@@ -236,3 +236,32 @@ def apply_file_patch(old: bytes | None, fp: FilePatch, *, max_fuzz: int = 2,
                                      for k in range(len(fp.hunks))))
     content, outcomes = apply_hunks_to_bytes(old, fp.hunks, max_fuzz=max_fuzz)
     return FileApplication(fp.old_path, fp.new_path, content, outcomes)
+
+
+class PatchApplications:
+    """apply_file_patch, each (file patch, content) applied once for one walk of a series.
+
+    A judge walks the old series more than once: the squash check replays it on the base
+    before the first patch is judged, the judge's own old series (the 3-way merges' base)
+    advances patch by patch, and each merge applies the patch to that base again; on a series
+    that applies without fuzz the three are the same applications of the same patches to the
+    same contents. The results are kept per file patch object and content for as long as the
+    walk (the object that owns this) lives. An application that placed every hunk without fuzz
+    is the answer for any fuzz limit (the search tries no fuzz first, and then never gets
+    further), so the squash check's (no fuzz allowed) serves the judge's (up to 2)."""
+
+    def __init__(self) -> None:
+        # (id of the file patch, content) -> (the file patch, max_fuzz, the result); the file
+        # patch is kept so that its id is not reused by another object meanwhile.
+        self._done: dict[tuple[int, bytes | None], tuple[FilePatch, int, FileApplication]] = {}
+
+    def __call__(self, old: bytes | None, fp: FilePatch, *, max_fuzz: int = 2) -> FileApplication:
+        key = (id(fp), old)
+        found = self._done.get(key)
+        if found is not None and found[0] is fp and (
+                found[1] == max_fuzz or (found[2].error is None and all(
+                    h.status in ("exact", "offset") for h in found[2].hunks))):
+            return found[2]
+        result = apply_file_patch(old, fp, max_fuzz=max_fuzz)
+        self._done[key] = (fp, max_fuzz, result)
+        return result

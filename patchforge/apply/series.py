@@ -119,11 +119,13 @@ def describe_failure(name: str, application) -> str:
 def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
                  patches: list[tuple[str, PatchFile]], *, max_fuzz: int = 2,
                  strict: bool = True, state: SeriesState | None = None,
-                 allow_zero_context: bool = False) -> SeriesState:
+                 allow_zero_context: bool = False,
+                 apply: Callable[..., FileApplication] = apply_file_patch) -> SeriesState:
     """Apply `patches` ((name, PatchFile), in order) on top of base files read by `read_base`.
 
     With `strict`, a hunk that fails raises ApplyError naming the patch and hunk; otherwise the
-    failure is recorded in the outcome and that file keeps its previous content.
+    failure is recorded in the outcome and that file keeps its previous content. `apply` is
+    apply_file_patch, or a walk's remembered applications (apply.hunks.PatchApplications).
     """
     state = state or SeriesState()
     wanted = sorted({p for _, patch in patches for fp in patch.file_patches
@@ -151,7 +153,7 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
                     raise ApplyError(f"patch {name}: {source} does not exist in the upstream")
                 outcome.files.append(_missing(fp))
                 continue
-            application = apply_file_patch(old, fp, max_fuzz=max_fuzz)
+            application = apply(old, fp, max_fuzz=max_fuzz)
             outcome.files.append(application)
             if not application.ok:
                 if strict and fp.binary is not None:
