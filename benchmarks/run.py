@@ -2,6 +2,7 @@
 """patchforge against git rebase, StGit and quilt on a real vLLM history.
 
     python3 benchmarks/run.py [--patches 30|300] [--seed 1] [--quick] [--runs N] [--json FILE]
+                              [--other DIR]...
 
 Builds (once, cached under `<patchforge cache>/bench/`) the history of the vllm 0.30.0-0.33.0
 Python sources and a seeded series on 0.32.0 (see scenario.py), then times, with hyperfine when
@@ -17,6 +18,9 @@ it is installed (else time.perf_counter around subprocess runs), the median of s
 
 and prints a table with each time as a ratio to `git rebase`'s, then the landed-detection
 quality of patchforge, git cherry, git rebase and stg next to the generated ground truth.
+`--other DIR` adds a `patchforge rebase` row for another source tree (an earlier commit,
+`git archive REV | tar -x -C DIR`), run from DIR through PYTHONPATH: a change measured against
+the same `git rebase` in one run.
 Nothing is asserted: a benchmark reports, it does not fail.
 """
 from __future__ import annotations
@@ -238,7 +242,8 @@ def time_command(key: str, label: str, command: str, *, cwd: Path, env: dict, ru
                   len(times), sorted(set(codes)), statistics.mean(cpus))
 
 
-def measure(work: Work, runs: int, include: set[str], variants: bool = True) -> list[Timing]:
+def measure(work: Work, runs: int, include: set[str], variants: bool = True,
+            others: list[Path] | None = None) -> list[Timing]:
     q = shlex.quote
     pfx = " ".join(q(a) for a in patchforge_exe())
     env = pf_env(work)
@@ -257,6 +262,12 @@ def measure(work: Work, runs: int, include: set[str], variants: bool = True) -> 
             f"{pfx} --root {q(str(project))} rebase --to {TARGET}",
             cwd=scratch, env=env, runs=runs,
             prepare=f"rm -rf {q(str(project))} && cp -a {q(str(work.pf_clean))} {q(str(project))}"))
+        for number, other in enumerate(others or [], 1):
+            results.append(time_command(
+                f"pf-rebase-other{number}", f"patchforge rebase --to 0.33.0 ({other})",
+                f"{pfx} --root {q(str(project))} rebase --to {TARGET}",
+                cwd=scratch, env={**env, "PYTHONPATH": str(other)}, runs=runs,
+                prepare=f"rm -rf {q(str(project))} && cp -a {q(str(work.pf_clean))} {q(str(project))}"))
         if variants:
             results.append(time_command(
                 "pf-rebase-offline", "patchforge --offline rebase --to 0.33.0",
@@ -518,10 +529,13 @@ def table(results: list[Timing], count: int) -> str:
               "git-cherry": "status", "pf-overlays": "overlays", "pf-overlays-check": "overlays",
               "pf-help": "start-up", "pf-help-path": "start-up", "pf-help-nopyc": "start-up", "python-pass": "start-up", "git-help": "start-up"}
     for r in results:
+        if r.key.startswith("pf-rebase-other"):
+            groups[r.key] = "rebase"
         ratio = f"{r.median / ref.median:.2f}x" if ref else "-"
         cpu_ratio = f"{r.cpu / ref.cpu:.2f}x" if ref and ref.cpu else "-"
         target = ""
-        if r.key in ("pf-rebase", "pf-status", "pf-rebase-offline", "pf-status-offline") and ref:
+        if (r.key in ("pf-rebase", "pf-status", "pf-rebase-offline", "pf-status-offline")
+                or r.key.startswith("pf-rebase-other")) and ref:
             share = rebase_target(count) if r.key.startswith("pf-rebase") else 0.25
             wall_ok = r.median <= share * ref.median
             cpu_ok = bool(ref.cpu) and r.cpu <= share * ref.cpu
@@ -556,6 +570,8 @@ def main(argv=None) -> int:
     parser.add_argument("--reformatted", type=int, default=0, metavar="K",
                         help="add K landed patches written unformatted (see scenario.py); they "
                              "stop git rebase and StGit, so use with --only detection")
+    parser.add_argument("--other", type=Path, action="append", default=[], metavar="DIR",
+                        help="also time `patchforge rebase` from this source tree (repeatable)")
     args = parser.parse_args(argv)
     runs = args.runs or (3 if args.quick else 5)
     include = set(args.only.split(","))
@@ -564,7 +580,8 @@ def main(argv=None) -> int:
     counts = {k: sum(1 for v in work.kinds.values() if v == k)
               for k in ("landed", "landed-reformatted", "clean", "conflict")}
     log(f"series: {args.patches} patches ({counts}); work dir {work.root}")
-    results = measure(work, runs, include, variants=not args.quick)
+    results = measure(work, runs, include, variants=not args.quick,
+                      others=[p.resolve() for p in args.other])
     quality = detection(work) if "detection" in include else {}
     info = machine()
     if info["patchforge"] != revision_at_start:
