@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,8 +34,8 @@ from patchforge.model.record import record
 from patchforge.stack import refuse_creation_collisions, refuse_symlinked_paths
 from patchforge.store.diff import FileChange, find_renames, make_diff
 from patchforge.store.git import IMPORT_IDENT, run_git
-from patchforge.store.objects import (EMPTY_TREE, commit_bytes, edit_tree, object_id,
-                                      write_small_pack)
+from patchforge.store.objects import (EMPTY_TREE, commit_bytes, edit_tree, index_bytes,
+                                      object_id, write_small_pack)
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -44,6 +45,10 @@ if TYPE_CHECKING:
 _EXCLUDE = b"__pycache__/\n*.pyc\n.pytest_cache/\n"
 _BASE_MESSAGE = "patchforge: the files before the patch\n"
 _RECORD = "patchforge.json"  # under .git/: {"base": commit, "files": [the patch's paths]}
+_BRANCH_STATE = ("ORIG_HEAD", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "AUTO_MERGE",
+                 "CHERRY_PICK_HEAD", "REVERT_HEAD", "SQUASH_MSG")
+# The branch a new worktree's HEAD names (`git init`'s default); any other HEAD is moved by git.
+_BRANCH = re.compile(rb"(master|main)")
 
 
 @record(frozen=True)
@@ -98,33 +103,47 @@ class Worktree:
             objects[oid] = (kind, data)
             return oid
 
-        tree = edit_tree(EMPTY_TREE, {os.fsencode(rel): (mode, write(b"blob", content))
-                                      for rel, (mode, content) in before.items()},
+        blobs = {rel: (mode, write(b"blob", content)) for rel, (mode, content) in before.items()}
+        tree = edit_tree(EMPTY_TREE, {os.fsencode(rel): entry for rel, entry in blobs.items()},
                          lambda oid: {}, write)
         raw = commit_bytes(tree, [], IMPORT_IDENT, _BASE_MESSAGE)
         assert raw is not None  # a fixed identity and message git takes as they are
         head = write(b"commit", raw)
+        # Files the patch creates are tracked from the start (intent to add, as `git add -N`
+        # records them, with the empty blob it writes), so that they are part of the change
+        # without anybody asking.
+        created = [rel for rel, content in after.items() if content is not None and rel not in before]
+        if created:
+            write(b"blob", b"")
         # Stored, not deflated: the pack lives until the next stop or the refresh, and deflating
         # a stop's files (a merge touching a hundred tuning tables) was most of making it.
         write_small_pack(work.path / ".git", objects, level=0)
-        work._git("reset", "-q", "--hard", head)
         files = set(before) | {rel for rel, new in after.items() if new is not None}
+        # _clear left no file: the working files are `before`'s (what `git reset --hard` wrote),
+        # then the patch's.
+        for rel, (mode, content) in before.items():
+            if rel not in after:
+                work._write(rel, content, mode)
         for rel, new in after.items():
-            if new is None:
-                target = work.path / rel
-                if target.is_file() or target.is_symlink():
-                    target.unlink()
-            else:
+            if new is not None:
                 work._write(rel, new, (modes or {}).get(rel) or
                             (before[rel][0] if rel in before else "100644"))
         for rel, mode in (modes or {}).items():
             if rel not in after:
                 work._write_mode(rel, mode)
-        # Files the patch creates are tracked from the start (intent to add), so that they
-        # are part of the change without anybody asking.
-        created = [rel for rel, content in after.items() if content is not None and rel not in before]
-        if created:
-            work._git("add", "-f", "-N", "--", *created)
+        # HEAD and the index as `git reset --hard HEAD-commit` and `git add -N` left them, made
+        # here (two git processes a stop were a good part of its time): the index holds the
+        # base's files, with the stat data of those whose working file is the base's as it is
+        # (as a refresh records it), without for the others (git then looks at their content),
+        # and the created files as intent to add.
+        index = {}
+        for rel, (mode, oid) in blobs.items():
+            same = after.get(rel, before[rel][1]) == before[rel][1] and \
+                ((modes or {}).get(rel) or mode) == mode
+            index[os.fsencode(rel)] = (mode, oid, os.lstat(work.path / rel) if same else None)
+        work._write_index(index_bytes(index, [(os.fsencode(rel), (modes or {}).get(rel) or
+                                               "100644") for rel in created]))
+        work._set_head(head)
         work._record(head, sorted(files | set(after)))
         return work
 
@@ -143,7 +162,10 @@ class Worktree:
                 packs = Path(entry.path) / "objects" / "pack"
                 for pack in (packs.iterdir() if packs.is_dir() else ()):
                     pack.unlink()
-                Path(entry.path, "ORIG_HEAD").unlink(missing_ok=True)
+                # What `git reset --hard` removes (a merge or cherry-pick someone began in
+                # here), and the ORIG_HEAD an older patchforge's reset left.
+                for state in _BRANCH_STATE:
+                    Path(entry.path, state).unlink(missing_ok=True)
                 continue
             _remove_except(entry, entry.name, keep)
 
@@ -253,6 +275,23 @@ class Worktree:
         out = self._git("ls-files", "-z", "--cached")
         return {"base": self._head(), "files": sorted({_decode(p) for p in out.split(b"\0") if p})}
 
+    def _write_index(self, data: bytes) -> None:
+        """Replace the index (under another name, then renamed, as git does; not synced: the
+        worktree is derived state)."""
+        _replace_file(self.path / ".git" / "index", data)
+
+    def _set_head(self, commit: str) -> None:
+        """Point HEAD at `commit`: the branch HEAD names, as `git reset` moves it (its file
+        written here), or HEAD itself when someone made it anything else."""
+        head = (self.path / ".git" / "HEAD").read_bytes()
+        branch = head[len(b"ref: refs/heads/"):].rstrip(b"\n") \
+            if head.startswith(b"ref: refs/heads/") else b""
+        if _BRANCH.fullmatch(branch):
+            _replace_file(self.path / ".git" / "refs" / "heads" / os.fsdecode(branch),
+                          commit.encode() + b"\n")
+        else:
+            self._git("update-ref", "HEAD", commit)
+
     def _write(self, rel: str, content: bytes, mode: str) -> None:
         target = self.path / rel
         # Never through a link: a directory on the way that is a symlink (one a patch makes)
@@ -286,6 +325,13 @@ class Worktree:
             raise UsageError(f"git {' '.join(args[:2])} failed in {self.path}: "
                              f"{proc.stderr.decode('utf-8', 'replace').strip()}")
         return proc.stdout
+
+
+def _replace_file(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".patchforge-tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
 def _parents(rel: str) -> list[str]:

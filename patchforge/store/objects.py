@@ -174,6 +174,46 @@ def _tree_id(entries, old: str | None, read_tree, write) -> str:
     return write(b"tree", tree_bytes(entries))
 
 
+# ---- the index (gitformat-index: versions 2 and 3)
+
+EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+_INDEX_MODES = {"100644": 0o100644, "100755": 0o100755, "120000": 0o120000}
+
+
+def index_bytes(entries: dict[bytes, tuple[str, str, os.stat_result | None]],
+                intent_to_add: list[tuple[bytes, str]] | None = None) -> bytes:
+    """A git index holding `entries` (raw path -> (mode, blob id, the working file's lstat when
+    it holds exactly that blob, else None)) at stage 0, and the paths of `intent_to_add` (raw
+    path, mode) as `git add -N` records them: the empty blob, flagged (version 3 of the format
+    then, as git writes it). An entry without stat data is one `git read-tree` leaves: git looks
+    at the file's content before it calls it changed or unchanged; one with it is one a refresh
+    leaves. The caller writes the empty blob's object when it needs one (git add -N does)."""
+    import hashlib
+
+    rows = [(path, mode, oid, st, False) for path, (mode, oid, st) in entries.items()]
+    rows += [(path, mode, EMPTY_BLOB, None, True) for path, mode in intent_to_add or ()]
+    rows.sort(key=lambda row: row[0])  # git's order: the raw paths, byte by byte
+    parts = [b"DIRC" + struct.pack(">II", 3 if intent_to_add else 2, len(rows))]
+    for path, mode, oid, st, ita in rows:
+        # ctime and mtime (seconds, nanoseconds), dev, ino, mode, uid, gid, size, each
+        # truncated to 32 bits as git stores them; then the id and the flags: the name's length,
+        # and for an intent-to-add entry the bit saying a second flags word follows, holding
+        # CE_INTENT_TO_ADD.
+        stat = (0, 0, 0, 0, 0, 0) if st is None else (
+            st.st_ctime_ns // 10**9, st.st_ctime_ns % 10**9, st.st_mtime_ns // 10**9,
+            st.st_mtime_ns % 10**9, st.st_dev, st.st_ino)
+        owner = (0, 0, 0) if st is None else (st.st_uid, st.st_gid, st.st_size)
+        flags = min(len(path), 0xFFF) | (0x4000 if ita else 0)
+        entry = struct.pack(">10I", *(v & 0xFFFFFFFF for v in (
+            *stat, _INDEX_MODES[mode], *owner))) + bytes.fromhex(oid) + struct.pack(">H", flags)
+        if ita:
+            entry += struct.pack(">H", 0x2000)
+        entry += path
+        parts.append(entry + b"\0" * (8 - len(entry) % 8))  # 1 to 8 NULs, to a multiple of 8
+    body = b"".join(parts)
+    return body + hashlib.sha1(body).digest()
+
+
 # ---- packs (gitformat-pack: version 2 of the pack and of its index)
 
 _PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3}
