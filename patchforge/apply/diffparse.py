@@ -111,13 +111,11 @@ class Hunk:
         Such a hunk applies only by line number: callers refuse it unless explicitly allowed. A hunk
         at the very start of a file, or one that creates or empties a file, is anchored anyway.
         """
-        if any(line_kind(line) == b" " for line in self.lines):
+        # The same conditions, the ones that read no line first: a hunk at the start of a
+        # file (a created file's, say) is answered without going through its lines.
+        if self.old_start <= 1 or (self.new_count == 0 and self.new_start == 0):
             return False
-        if self.old_count == 0 and self.old_start == 0:
-            return False
-        if self.new_count == 0 and self.new_start == 0:
-            return False
-        return self.old_start > 1
+        return not any(line_kind(line) == b" " for line in self.lines)
 
 
 @record(frozen=True)

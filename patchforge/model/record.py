@@ -89,6 +89,19 @@ class _Spec:
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     spec: _Spec = type(self).__record__
     names = spec.names
+    # Straight into the instance's dictionary (a frozen record refuses setattr); every field
+    # given by position, the rest by default, is the common case and the quick one.
+    if not kwargs and len(args) <= len(names):
+        fields = self.__dict__
+        fields.update(zip(names, args))
+        for name in names[len(args):]:
+            if name in spec.defaults:
+                fields[name] = spec.defaults[name]
+            elif name in spec.factories:
+                fields[name] = spec.factories[name]()
+            else:
+                raise TypeError(f"{type(self).__name__}() missing argument {name!r}")
+        return
     if len(args) > len(names):
         raise TypeError(f"{type(self).__name__}() takes {len(names)} arguments but "
                         f"{len(args)} were given")
@@ -108,7 +121,6 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
                 values[name] = spec.factories[name]()
             else:
                 raise TypeError(f"{type(self).__name__}() missing argument {name!r}")
-    # Straight into the instance's dictionary: a frozen record refuses setattr.
     self.__dict__.update(values)
 
 
