@@ -115,7 +115,7 @@ class SeriesJudge:
     def __init__(self, store: UpstreamStore, target: Target, *, read_commit: str | None = None,
                  old_commit: str | None = None, history=None,
                  labels: tuple[str, str, str] = ("upstream", "base", "patch"),
-                 stop_files: bool = True) -> None:
+                 stop_files: bool = True, fetched: bool = False) -> None:
         from patchforge.apply.series import SeriesState
 
         self.store = store
@@ -147,16 +147,23 @@ class SeriesJudge:
         # outcome is the same, and a caller that only reports it (status) is spared the
         # remaining 3-way merges, one git process each.
         self.stop_files = stop_files
+        # Whether the files it reads are in the store already (a resumed rebase: the run that
+        # started it brought in every file of the series), so that reading several at once
+        # needs no check for missing ones first (a git process each time).
+        self.fetched = fetched
 
     def prefetch(self, patches) -> None:
-        """Read every file the patches touch, on the base and where the judge reads, in one
-        round each (the store keeps them): one pipelined cat-file exchange instead of one per
-        file and patch."""
+        """Read every file the patches touch, on the base, on the old series' side (the same
+        commit unless a rebase resumed) and where the judge reads, in one round each (the
+        store keeps them): one pipelined cat-file exchange instead of one per file and patch."""
         paths = sorted({p for _, patch in patches for p in patch.paths})
         if paths:
-            self.store.prefetch([(self.target.base_commit, paths), (self.read_commit, paths)])
-            self.store.read_blobs(self.target.base_commit, paths)
-            self.store.read_blobs(self.read_commit, paths)
+            revs = list(dict.fromkeys([self.target.base_commit, self.old_commit,
+                                       self.read_commit]))
+            if not self.fetched:
+                self.store.prefetch([(rev, paths) for rev in revs])
+            for rev in revs:
+                self.store.read_blobs(rev, paths, fetch_together=not self.fetched)
 
     def read_current(self, path: str) -> bytes | None:
         if path in self.current:
@@ -238,7 +245,7 @@ class SeriesJudge:
                      apply=self.applications)
 
     def _read_base(self, paths):
-        return self.store.read_blobs(self.old_commit, paths)
+        return self.store.read_blobs(self.old_commit, paths, fetch_together=not self.fetched)
 
     def judge(self, name: str, patch) -> Judgement:
         """Decide the patch, then move on: a patch that applies is applied to `current` (the

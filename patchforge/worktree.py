@@ -526,9 +526,11 @@ def open_worktree(project: Project, store: UpstreamStore, name: str, *, files=()
     return work
 
 
-def files_at(store: UpstreamStore, commit: str, paths: list[str]) -> dict[str, tuple[str, bytes]]:
-    """path -> (mode, content) of those of `paths` that are files at store commit `commit`."""
-    contents = store.read_blobs(commit, paths)
+def files_at(store: UpstreamStore, commit: str, paths: list[str], *,
+             fetch_together: bool = True) -> dict[str, tuple[str, bytes]]:
+    """path -> (mode, content) of those of `paths` that are files at store commit `commit`
+    (`fetch_together` as UpstreamStore.read_blobs takes it)."""
+    contents = store.read_blobs(commit, paths, fetch_together=fetch_together)
     entries = store.entries(commit, paths)
     return {p: (entry[0], content) for p in paths
             if (content := contents[p]) is not None and (entry := entries[p]) is not None}

@@ -346,10 +346,11 @@ class Rebase:
             # Going on after a stop: the stop recorded both states as commits in the store, so
             # nothing before it is read, parsed or applied again (a long series with many
             # stops was quadratic). Each later patch is read when its turn comes (the next stop
-            # may be near), and nothing is prefetched: the run that started the rebase
-            # brought every file of the series into the store.
+            # may be near), and nothing is fetched: the run that started the rebase brought
+            # every file of the series into the store, so the judge reads a patch's files
+            # together without asking git which are missing first (`fetched`).
             judge = SeriesJudge(self.store, target, read_commit=resumed.base,
-                                old_commit=resumed.old_base)
+                                old_commit=resumed.old_base, fetched=True)
             judge.current.update(resumed.changes)
             judge.current_modes.update(resumed.modes)
             patches = None
@@ -366,8 +367,13 @@ class Rebase:
         chains = self._chains[upstream] = _Chains(self.store) \
             if entry.position == 0 and not dry else None
         for position in range(entry.position, len(names)):
-            name, patch = patches[position] if patches is not None else \
-                (names[position], self._old_patch(upstream, names[position]))
+            if patches is not None:
+                name, patch = patches[position]
+            else:
+                name, patch = names[position], self._old_patch(upstream, names[position])
+                # Its files where the judge reads them, in one exchange per commit, not one
+                # (or two) per file.
+                judge.prefetch([(name, patch)])
             self.on_patch(upstream, name)
             before = _contents(judge.old.current, patch.paths) if chains is not None else {}
             result, stop = self._rebase_one(upstream, name, patch, judge, target)
@@ -569,8 +575,10 @@ class Rebase:
         with the modes the patch gives them."""
         from patchforge.worktree import Worktree, files_at
 
+        # The run brought the series' files into the store: no check for missing ones.
         Worktree.create(self.project.work_dir(upstream),
-                        files_at(self.store, commit, sorted(contents)), contents, modes=modes)
+                        files_at(self.store, commit, sorted(contents), fetch_together=False),
+                        contents, modes=modes)
 
     def _remove_worktree(self, upstream: str) -> None:
         from patchforge.worktree import Worktree

@@ -245,15 +245,20 @@ class UpstreamStore:
         """The content of `path` at `rev`, None when the path is absent (or not a file)."""
         return self.read_blobs(rev, [path])[path]
 
-    def read_blobs(self, rev: str, paths: list[str]) -> dict[str, bytes | None]:
-        """Several files of one revision through one round of requests."""
+    def read_blobs(self, rev: str, paths: list[str], *,
+                   fetch_together: bool = True) -> dict[str, bytes | None]:
+        """Several files of one revision through one round of requests. In a partial store,
+        the missing ones are first fetched together (a check that costs a git process);
+        `fetch_together=False` leaves a missing one to git's own fetch on demand, for a caller
+        whose files a run has brought in already (a resumed rebase's)."""
         rev = self._pin(rev)
         for path in paths:
             check_path(path)
         with self._lock:
-            return self._read_blobs(rev, paths)
+            return self._read_blobs(rev, paths, fetch_together)
 
-    def _read_blobs(self, rev: str, paths: list[str]) -> dict[str, bytes | None]:
+    def _read_blobs(self, rev: str, paths: list[str],
+                    fetch_together: bool = True) -> dict[str, bytes | None]:
         # Files of a full commit id never change: a series reads the same few files again and
         # again (each patch, the judge, the range-diff), so they are kept for the process.
         cache = self._blobs.setdefault(rev, {}) if _HEX40.fullmatch(rev) else {}
@@ -262,7 +267,8 @@ class UpstreamStore:
             # By blob id, each content once: a rebase reads every file of the series at the
             # base and at the target, and the files upstream did not change between the two
             # (often most of them) are the same blobs. The trees say which blob a path is.
-            self._prefetch(rev, asked)
+            if fetch_together:
+                self._prefetch(rev, asked)
             entries = self._entries(rev, {p: self._split(p) for p in asked}, False)
             wanted = sorted({e[1] for e in entries.values()
                              if e is not None and e[1] not in self._blob_ids})
@@ -273,7 +279,8 @@ class UpstreamStore:
             for path, entry in entries.items():
                 cache[path] = self._blob_ids.get(entry[1]) if entry is not None else None
         elif asked:
-            self._prefetch(rev, asked)
+            if fetch_together:
+                self._prefetch(rev, asked)
             got = self._cat.query([f"{rev}:{p}" for p in asked])
             for path, answer in zip(asked, got):
                 content = answer[2] if answer is not None and answer[1] == "blob" else None
