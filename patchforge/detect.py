@@ -248,10 +248,12 @@ def created_identically(fp, existing: bytes | None) -> bool:
     return fp.is_new and existing is not None and created_file(fp) == existing
 
 
-def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
-    """Judge every hunk of one file patch against the target's current content."""
+def assess_file(fp, base: bytes | None, current: bytes | None, *,
+                apply=apply_file_patch) -> FileVerdict:
+    """Judge every hunk of one file patch against the target's current content. `apply` is
+    apply_file_patch, or a walk's remembered applications (apply.hunks.PatchApplications)."""
     verdict = FileVerdict(path=fp.path, target_path=fp.path)
-    verdict.applied = apply_file_patch(current, fp, max_fuzz=2)
+    verdict.applied = apply(current, fp, max_fuzz=2)
     if current is None or fp.is_new or fp.is_delete:
         # Whole-file cases: creation landed when the target has exactly the new file.
         if fp.is_new and current is not None:
@@ -342,12 +344,13 @@ def assess_file(fp, base: bytes | None, current: bytes | None) -> FileVerdict:
 
 
 def assess_patch(name: str, patch: PatchFile, *, read_base, read_current, exists_in_target,
-                 find_rename) -> PatchVerdict:
+                 find_rename, apply=apply_file_patch) -> PatchVerdict:
     """Judge one patch against the target.
 
     read_base(path) -> bytes|None: the file at the patch's base; read_current(path): the file in
     the target with the earlier patches of the series applied; exists_in_target(path) -> bool;
-    find_rename(path) -> new path | None (rename detection between base and target).
+    find_rename(path) -> new path | None (rename detection between base and target); apply:
+    how a whole file patch is applied (see assess_file).
     """
     files: list[FileVerdict] = []
     renames: dict[str, str] = {}
@@ -375,7 +378,7 @@ def assess_patch(name: str, patch: PatchFile, *, read_base, read_current, exists
             verdict = assess_binary_file(fp, read_current(target_path))
         else:
             verdict = assess_file(fp, read_base(path) if not fp.is_new else None,
-                                  read_current(target_path))
+                                  read_current(target_path), apply=apply)
         verdict.path = path
         verdict.target_path = target_path
         files.append(verdict)

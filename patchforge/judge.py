@@ -120,9 +120,11 @@ class SeriesJudge:
 
         self.store = store
         self.target = target
-        # The old series' file applications, made once for the walk: the squash check's replay
-        # of the old series, the walk's own (pass_old) and each 3-way merge's patched side are
-        # the same applications of the same patches to the same contents.
+        # The file applications, made once for the walk: the squash check's replay of the old
+        # series, the walk's own (pass_old) and each 3-way merge's patched side are the same
+        # applications of the same patches to the same contents; so is landed detection's
+        # whole-file application wherever the patch meets the file as the old series had it
+        # (upstream and the earlier patches left it alone: most files of a clean rebase).
         self.applications = PatchApplications()
         # Where the history's word on a landing comes from (an object with landing(patch) ->
         # history.HistoryLanding | None), None for content evidence alone (landed_in's probes).
@@ -224,7 +226,7 @@ class SeriesJudge:
         verdict = assess_patch(
             name, patch, read_base=read_base,
             read_current=self.read_current, exists_in_target=self.exists,
-            find_rename=self.find_rename)
+            find_rename=self.find_rename, apply=self.applications)
         if self.history is not None and verdict.state in HISTORY_DECIDES:
             verdict = combine(verdict, self.history.landing(patch))
             run = self.history.series_landing(name) if not verdict.landed and \

@@ -113,6 +113,31 @@ def test_fuzz_goes_through_the_three_way_merge(stack, upstream):
                    check=True)
 
 
+def test_a_patch_after_a_merged_one_is_diffed_on_the_merge(stack, upstream):
+    """The walk remembers each file patch's application by content: landed detection's on the
+    target (fuzz) and the old series' on the base (exact) are two applications, and the next
+    patch of the file meets the merged content, not the old series', so its diff is made again
+    on the target (its `index` line names the merged file)."""
+    stack.add_upstream("up", upstream)
+    fixed = b"def f10():\n    return -10\n\n"
+    stack.add_patch("up", "fix-f10", {"pkg/mod.py": with_lines({10: fixed})})
+    stack.add_patch("up", "fix-f20", {"pkg/mod.py": with_lines({20: b"def f20():\n    pass\n\n"})})
+    theirs = with_lines({9: b"def f9():\n    return 9  # upstream\n\n"})
+    new_commit = upstream.commit({"pkg/mod.py": theirs}, "touch f9")
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    assert [p["action"] for p in summary["patches"]] == ["merged", "clean"]
+    merged = apply_with_git(upstream, new_commit, stack.patch("up", "fix-f10"))["pkg/mod.py"]
+    assert merged == theirs.replace(BASE_LINES[10], fixed)
+    final = merged.replace(BASE_LINES[20], b"def f20():\n    pass\n\n")
+
+    def blob(data):
+        return subprocess.run(["git", "hash-object", "--stdin"], input=data, capture_output=True,
+                              check=True).stdout.decode().strip()
+
+    assert f"\nindex {blob(merged)}..{blob(final)} 100644\n".encode() in \
+        stack.patch("up", "fix-f20")
+
+
 def test_fix_follows_a_file_renamed_upstream(stack, upstream):
     stack.add_upstream("up", upstream)
     fixed = b"def f5():\n    return -5\n\n"
