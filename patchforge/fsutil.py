@@ -52,36 +52,8 @@ def fsync_dir(directory: Path) -> None:
 def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> None:
     """Replace `path` with `data` atomically (same-directory temp file, fsync, rename)."""
     path = Path(path)
-    _replace_with(path, data, mode)
+    _replace_batch([(path, data, mode)])
     fsync_dir(path.parent)
-
-
-def _replace_with(path: Path, data: bytes, mode: int | None) -> None:
-    """The temp file, its fsync and the rename of an atomic write (the directory's fsync is the
-    caller's)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if mode is None:
-        try:
-            mode = os.stat(path).st_mode & 0o7777
-        except FileNotFoundError:
-            mode = 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            fault_point("write")
-            handle.write(data)
-            handle.flush()
-            fault_point("fsync")
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        fault_point("rename")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 # How many files atomic_write_many() has open at once (a batch): well under any limit on open
@@ -96,28 +68,32 @@ def atomic_write_many(items: list[tuple[Path, bytes]]) -> None:
     their data together: the first fsync does most of the work and the rest find little left
     (on ext4, 290 patch files took 140-160 ms written one after another, or side by side on
     eight threads, and 60-90 ms this way). The directories are synced once each at the end."""
-    items = [(Path(path), data) for path, data in items]
-    for start in range(0, len(items), _WRITE_BATCH):
-        _replace_batch(items[start:start + _WRITE_BATCH])
-    for directory in dict.fromkeys(path.parent for path, _ in items):
+    writes: list[tuple[Path, bytes, int | None]] = [(Path(path), data, None)
+                                                    for path, data in items]
+    for start in range(0, len(writes), _WRITE_BATCH):
+        _replace_batch(writes[start:start + _WRITE_BATCH])
+    for directory in dict.fromkeys(path.parent for path, _, _ in writes):
         fsync_dir(directory)
 
 
-def _replace_batch(items: list[tuple[Path, bytes]]) -> None:
-    """_replace_with() of several files, step by step: every temporary file written, then
-    each synced, then each renamed over its target (the directories' fsync is the caller's)."""
+def _replace_batch(items: list[tuple[Path, bytes, int | None]]) -> None:
+    """The temporary files, their fsyncs and the renames of atomic writes of (path, data, mode:
+    None keeps the file's own, 0o644 for a new one), step by step: every temporary file
+    written, then each synced, then each renamed over its target (the directories' fsync is
+    the caller's). A failure removes the temporary files not renamed yet."""
     made: list[tuple[BinaryIO, str, Path, int]] = []  # (open temp file, its path, target, mode)
     renamed = 0
     directories: set[Path] = set()
     try:
-        for path, data in items:
+        for path, data, mode in items:
             if path.parent not in directories:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 directories.add(path.parent)
-            try:
-                mode = os.stat(path).st_mode & 0o7777
-            except FileNotFoundError:
-                mode = 0o644
+            if mode is None:
+                try:
+                    mode = os.stat(path).st_mode & 0o7777
+                except FileNotFoundError:
+                    mode = 0o644
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
             temp = os.fdopen(fd, "wb")
             made.append((temp, tmp, path, mode))

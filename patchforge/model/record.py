@@ -95,12 +95,7 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
         fields = self.__dict__
         fields.update(zip(names, args))
         for name in names[len(args):]:
-            if name in spec.defaults:
-                fields[name] = spec.defaults[name]
-            elif name in spec.factories:
-                fields[name] = spec.factories[name]()
-            else:
-                raise TypeError(f"{type(self).__name__}() missing argument {name!r}")
+            fields[name] = _default(self, spec, name)
         return
     if len(args) > len(names):
         raise TypeError(f"{type(self).__name__}() takes {len(names)} arguments but "
@@ -113,15 +108,19 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     values.update(kwargs)
     if len(values) < len(names):
         for name in names:
-            if name in values:
-                continue
-            if name in spec.defaults:
-                values[name] = spec.defaults[name]
-            elif name in spec.factories:
-                values[name] = spec.factories[name]()
-            else:
-                raise TypeError(f"{type(self).__name__}() missing argument {name!r}")
+            if name not in values:
+                values[name] = _default(self, spec, name)
     self.__dict__.update(values)
+
+
+def _default(self: Any, spec: _Spec, name: str) -> Any:
+    """The value of field `name` when the caller gives none: its default, or a new one from
+    its factory; a TypeError for a field without either."""
+    if name in spec.defaults:
+        return spec.defaults[name]
+    if name in spec.factories:
+        return spec.factories[name]()
+    raise TypeError(f"{type(self).__name__}() missing argument {name!r}")
 
 
 def _repr(self: Any) -> str:
