@@ -328,7 +328,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
         # Upstream changed the region around the fix: let git's 3-way merge say whether the
         # patch still changes anything. An empty result proves every hunk is there, and turns
         # "likely" into "certain".
-        patched = apply_file_patch(base, fp, max_fuzz=0)
+        patched = apply(base, fp, max_fuzz=0)
         # Only an empty result counts here: the merge runs (a git process) only when a line
         # check does not already rule that out.
         if patched.ok and patched.content is not None and \

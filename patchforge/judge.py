@@ -18,8 +18,8 @@ from patchforge.errors import StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_git_diff, combine,
                                 combine_series, judge_history, patch_blocks)
 from patchforge.model.record import field, record, replace
-from patchforge.store.diff import (FileChange, diff_header, make_diffs, merge_file,
-                                   quote_c_path)
+from patchforge.store.diff import (FileChange, diff_header, git_output_path, make_diffs,
+                                   merge_file)
 
 if TYPE_CHECKING:
     from patchforge.store.gitstore import UpstreamStore
@@ -548,6 +548,15 @@ def _candidate_runs(files: list, log: list[tuple[str, list[str]]]) -> dict[tuple
     return runs
 
 
+def _run_paths(patch) -> set[str] | None:
+    """The files of `patch` a run of the squash check goes through; None for a patch with a
+    binary file, a rename or a copy (no run goes through it)."""
+    if any(fp.is_binary or (fp.old_path and fp.new_path and fp.old_path != fp.new_path)
+           for fp in patch.file_patches):
+        return None
+    return {fp.new_path or fp.old_path for fp in patch.file_patches}
+
+
 def series_landings(patches, index: "HistoryIndex", read_base,
                     apply=apply_file_patch) -> dict[str, tuple[str, int, int]]:
     """Patches that landed as part of one upstream commit with their neighbours: a branch of
@@ -560,11 +569,7 @@ def series_landings(patches, index: "HistoryIndex", read_base,
         return {}
     # The runs' candidates by the patches' paths alone, before any patch is applied: a patch
     # that does not apply only takes runs away, so with none here there is none at all.
-    if not _candidate_runs([None if any(fp.is_binary or (fp.old_path and fp.new_path and
-                                                         fp.old_path != fp.new_path)
-                                        for fp in patch.file_patches)
-                            else {fp.new_path or fp.old_path for fp in patch.file_patches}
-                            for _, patch in patches], index.log):
+    if not _candidate_runs([_run_paths(patch) for _, patch in patches], index.log):
         return {}
     paths = sorted({p for _, patch in patches for p in patch.paths})
     state = dict(read_base(paths))
@@ -575,11 +580,8 @@ def series_landings(patches, index: "HistoryIndex", read_base,
     for _, patch in patches:
         mine_before: dict[str, bytes | None] = {}
         mine_after: dict[str, bytes | None] = {}
-        usable = True
-        for fp in patch.file_patches:
-            if fp.is_binary or (fp.old_path and fp.new_path and fp.old_path != fp.new_path):
-                usable = False
-                break
+        usable = _run_paths(patch) is not None
+        for fp in patch.file_patches if usable else ():
             path = fp.new_path or fp.old_path
             old = state.get(path) if not fp.is_new else None
             applied = apply(old, fp, max_fuzz=0)
@@ -719,8 +721,7 @@ class HistoryIndex:
     walk with `--raw` (matching hundreds of paths against every commit's trees is most of the
     `git log -p`'s cost), and each file's diffs are read only when a question needs them (one
     `git diff-tree` for the paths asked, never again). A history with a merge from outside the
-    range is read with that `git log -p` itself.
-    Any other history is read with that `git log -p` itself."""
+    range is read with that `git log -p` itself."""
 
     def __init__(self, store: UpstreamStore, target: Target, paths: list[str]) -> None:
         self.store = store
@@ -785,7 +786,7 @@ class HistoryIndex:
         missing = sorted(set(paths) & set(self.paths) - self._loaded)
         commits = self.commits_touching(missing) if missing else []
         if commits:
-            self._add_chunks(self.store.commit_patches(commits, missing), first_parent=True)
+            self._add_chunks(self.store.commit_patches(commits, missing), from_log=False)
         self._loaded.update(missing)
         return self._chunks
 
@@ -794,11 +795,7 @@ class HistoryIndex:
         `_reverts`) with the paths each changes, from the same walk without a pathspec; None
         when a merge has a parent outside the range (where git's rule for showing it depends
         on more than the paths it changes)."""
-        raw_names = {}
-        for path in self.paths:
-            raw = os.fsencode(path)
-            needs_quotes = any(b < 0x20 or b >= 0x7f or b in (34, 92) for b in raw)
-            raw_names[quote_c_path(raw) if needs_quotes else raw] = path
+        raw_names = {git_output_path(os.fsencode(path)): path for path in self.paths}
         walk: dict[str, tuple[list[str], set[str]]] = {}  # in git's order, newest first
         reverts: dict[str, list[str]] = {}
         commit, again = "", False
@@ -840,15 +837,15 @@ class HistoryIndex:
         """Every diff of the paths from one `git log -p` (newest first into `_order`): the
         paths each commit changes."""
         self._add_chunks(self.store.log_patches(self.target.base_commit, self.target.commit,
-                                                self.paths), first_parent=False)
+                                                self.paths), from_log=True)
         self._loaded.update(self.paths)
         headers = {diff_header(path): path for path in self.paths}
         return {commit: {headers[h] for h in files if h in headers}
                 for commit, files in self._chunks.items()}
 
-    def _add_chunks(self, text: bytes, *, first_parent: bool) -> None:
-        """File sections of `git log -p` (first_parent False: also the order and the reverts)
-        or `git diff-tree --stdin -p` output into `_chunks`."""
+    def _add_chunks(self, text: bytes, *, from_log: bool) -> None:
+        """File sections of `git log -p` output (from_log: also the order and the reverts) or
+        of `git diff-tree --stdin -p` output (each commit's id on a line) into `_chunks`."""
         chunks: dict[str, dict[bytes, list[bytes]]] = {}
         files: dict[bytes, list[bytes]] = {}
         header = None
@@ -856,16 +853,16 @@ class HistoryIndex:
         # line end to git, and splitlines() would make what follows it (forty hex digits, say)
         # a line of its own.
         for line in io.BytesIO(text):
-            if first_parent and len(line) == 41 and _COMMIT_LINE.fullmatch(line):
+            if not from_log and len(line) == 41 and _COMMIT_LINE.fullmatch(line):
                 commit = line[:40].decode()
                 files = chunks.setdefault(commit, {})
                 header = None
-            elif not first_parent and line.startswith(b"commit ") and len(line.strip()) == 47:
+            elif from_log and line.startswith(b"commit ") and len(line.strip()) == 47:
                 commit = line.split()[1].decode()
                 files = chunks.setdefault(commit, {})
                 self._order.append(commit)
                 header = None
-            elif not first_parent and header is None and \
+            elif from_log and header is None and \
                     line.startswith(b"    This reverts commit "):
                 found = _REVERTS.match(line)
                 if found:

@@ -32,7 +32,7 @@ from patchforge.errors import ApplyError, UsageError
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.model.record import record
 from patchforge.stack import refuse_creation_collisions, refuse_symlinked_paths
-from patchforge.store.diff import FileChange, find_renames, make_diff
+from patchforge.store.diff import FileChange, find_renames, make_diff, needs_c_quotes
 from patchforge.store.git import IMPORT_IDENT, run_git
 from patchforge.store.objects import (EMPTY_TREE, commit_bytes, edit_tree, index_bytes,
                                       object_id, write_small_pack)
@@ -443,9 +443,7 @@ def _may_name(path: str, text: bytes) -> bool:
     """False only when `text` (a patch file) cannot touch `path`: a diff names each path it
     touches, as it is unless git quotes it (then the patch is parsed to know)."""
     raw = os.fsencode(path)
-    if any(b < 0x20 or b >= 0x7f or b in (0x22, 0x5c) for b in raw):
-        return True
-    return raw in text
+    return needs_c_quotes(raw) or raw in text
 
 
 def series_paths_state(project: Project, store: UpstreamStore, upstream: str, file_name: str,

@@ -581,9 +581,8 @@ class Rebase:
                         contents, modes=modes)
 
     def _remove_worktree(self, upstream: str) -> None:
-        from patchforge.worktree import Worktree
-
         from patchforge.names import check_simple_name
+        from patchforge.worktree import Worktree
 
         try:
             check_simple_name(upstream, "upstream")  # a name from the journal: never `../x`

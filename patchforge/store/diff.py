@@ -50,12 +50,21 @@ def quote_c_path(raw: bytes, *, quote_high: bool = True) -> bytes:
     return bytes(out)
 
 
+def needs_c_quotes(raw: bytes) -> bool:
+    """Whether git's output (core.quotePath=true) quotes this path."""
+    return any(b < 0x20 or b >= 0x7f or b in (34, 92) for b in raw)
+
+
+def git_output_path(raw: bytes) -> bytes:
+    """A path as git's output names it (`git log --raw`, `rename from`): C-quoted when it
+    needs quotes, else as it is."""
+    return quote_c_path(raw) if needs_c_quotes(raw) else raw
+
+
 def _diff_path(prefix: bytes, raw: bytes) -> bytes:
     # git quotes the whole "a/<path>" when the path needs quoting.
     full = prefix + raw
-    if any(b < 0x20 or b >= 0x7f or b in (34, 92) for b in raw):
-        return quote_c_path(full)
-    return full
+    return quote_c_path(full) if needs_c_quotes(raw) else full
 
 
 def diff_header(path: str) -> bytes:
@@ -305,8 +314,8 @@ def _diff_header(c: FileChange, has_hunks: bool, scores: dict | None = None) -> 
             score = (scores or {}).get((c.old, c.new))
             if score is not None:
                 lines.append(b"similarity index %d%%" % score)
-            lines += [kind + b" from " + _unprefixed(old_raw),
-                      kind + b" to " + _unprefixed(new_raw)]
+            lines += [kind + b" from " + git_output_path(old_raw),
+                      kind + b" to " + git_output_path(new_raw)]
     if c.old != c.new:
         old_id = blob_oid(c.old) if c.old is not None else NULL_OID
         new_id = blob_oid(c.new) if c.new is not None else NULL_OID
@@ -319,12 +328,6 @@ def _diff_header(c: FileChange, has_hunks: bool, scores: dict | None = None) -> 
         lines.append(b"--- " + (a if c.old is not None else b"/dev/null"))
         lines.append(b"+++ " + (b if c.new is not None else b"/dev/null"))
     return b"".join(line + b"\n" for line in lines)
-
-
-def _unprefixed(raw: bytes) -> bytes:
-    if any(b < 0x20 or b >= 0x7f or b in (34, 92) for b in raw):
-        return quote_c_path(raw)
-    return raw
 
 
 def is_binary(data: bytes | None) -> bool:
