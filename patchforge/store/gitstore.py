@@ -258,12 +258,13 @@ class UpstreamStore:
             return self._read_blobs(rev, paths, fetch_together)
 
     def _read_blobs(self, rev: str, paths: list[str],
-                    fetch_together: bool = True) -> dict[str, bytes | None]:
-        # Files of a full commit id never change: a series reads the same few files again and
-        # again (each patch, the judge, the range-diff), so they are kept for the process.
-        cache = self._blobs.setdefault(rev, {}) if _HEX40.fullmatch(rev) else {}
+                    fetch_together: bool) -> dict[str, bytes | None]:
+        # Files of a full commit id (`rev` is pinned to one) never change: a series reads the
+        # same few files again and again (each patch, the judge, the range-diff), so they are
+        # kept for the process.
+        cache = self._blobs.setdefault(rev, {})
         asked = [p for p in dict.fromkeys(paths) if p not in cache]
-        if asked and _HEX40.fullmatch(rev):
+        if asked:
             # By blob id, each content once: a rebase reads every file of the series at the
             # base and at the target, and the files upstream did not change between the two
             # (often most of them) are the same blobs. The trees say which blob a path is.
@@ -278,14 +279,6 @@ class UpstreamStore:
                     self._blob_bytes += len(answer[2])
             for path, entry in entries.items():
                 cache[path] = self._blob_ids.get(entry[1]) if entry is not None else None
-        elif asked:
-            if fetch_together:
-                self._prefetch(rev, asked)
-            got = self._cat.query([f"{rev}:{p}" for p in asked])
-            for path, answer in zip(asked, got):
-                content = answer[2] if answer is not None and answer[1] == "blob" else None
-                cache[path] = content
-                self._blob_bytes += len(content or b"")
         if asked and self._blob_bytes > _BLOB_CACHE_BYTES:
             found = {p: cache[p] for p in paths}
             self._blobs.clear()
