@@ -39,6 +39,19 @@ def test_top_level_help_imports_no_heavy_library():
     assert "Commands:" in out and "overlays" in out
 
 
+@pytest.mark.parametrize("words", [(), ("upstream",), ("import",)], ids=lambda w: " ".join(w) or "-")
+def test_a_command_group_named_alone_prints_its_help_and_exits_0(tmp_path, words):
+    """`patchforge` (or `patchforge import`) on its own, as a newcomer first types it, outside
+    any project: the usage on stdout, nothing on stderr, exit 0 (as quilt and stg do), whatever
+    click version is installed."""
+    run = subprocess.run([sys.executable, "-m", "patchforge", *words], capture_output=True,
+                         text=True, cwd=tmp_path,
+                         env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+    assert (run.returncode, run.stderr) == (0, "")
+    assert run.stdout.startswith("Usage: patchforge " + " ".join(words))
+    assert "Commands:" in run.stdout
+
+
 SUBCOMMANDS = [(name,) for name in LAZY_COMMANDS] + [
     ("upstream", "add"), ("upstream", "pin"), ("upstream", "list"),
     ("import", "overlay"), ("import", "git"), ("import", "quilt"), ("import", "mbox")]

@@ -93,7 +93,20 @@ def _interrupted() -> None:
     sys.exit(EXIT_INTERRUPTED)
 
 
-class LazyGroup(click.Group):
+class HelpGroup(click.Group):
+    """A group that, named without a command (`patchforge`, `patchforge import`), prints its help
+    on stdout and exits 0, as `quilt` and `stg` do: asking what there is to run is not an error.
+    click's own answer changed between versions (help on stdout and 0 before 8.2, on stderr and
+    2 since), so it is made here once for every version."""
+
+    def parse_args(self, ctx, args):
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            click.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
+
+class LazyGroup(HelpGroup):
     def list_commands(self, ctx):
         return list(LAZY_COMMANDS)
 

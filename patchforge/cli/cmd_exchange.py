@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from patchforge.cli import HelpGroup
 from patchforge.cli.complete import complete_upstream
 from patchforge.errors import UsageError
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from patchforge.project import Project
 
 
-@click.group("import")
+@click.group("import", cls=HelpGroup)
 def import_():
     """Bring existing fixes in as patches."""
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from patchforge.cli import HelpGroup
 from patchforge.cli.complete import complete_upstream
 from patchforge.cli.output import emit_json, table
 from patchforge.errors import UsageError
@@ -29,7 +30,7 @@ def init(app, standalone, directory):
     click.echo(f"initialized patchforge in {target}: " + ", ".join(written))
 
 
-@click.group()
+@click.group(cls=HelpGroup)
 def upstream():
     """Add and inspect upstreams."""
 
