@@ -20,6 +20,7 @@ import pytest
 from helpers.cli import run_cli
 from helpers.git import git
 from helpers.project import Stack
+from helpers.snapshot import snapshot
 from helpers.upstream import BASE, BASE_LINES, Upstream, with_lines
 from patchforge.formats.schemas import validation_errors
 
@@ -310,6 +311,36 @@ def test_conflict_then_skip_keeps_the_patch_aside(stack, upstream):
                                            "path": "series/up/skipped/middle.patch"}]
     _, out, _ = stack.cli("lint", "--json", "--no-forge", expect=1)
     assert [f["check"] for f in json.loads(out)["findings"]] == ["skipped"]
+
+
+@pytest.mark.parametrize("how", ["--skip", "--continue"])
+def test_a_skip_or_continue_that_fails_afterwards_leaves_the_rebase_stopped(stack, upstream, how):
+    """`--skip` (or `--continue`) that fails after taking the stopped patch (here: the
+    configuration was broken while the rebase was stopped, and is only read on the way to the
+    write-out) leaves the rebase stopped on that patch, journal and worktree as they were; once
+    the cause is fixed, the same command does what it was asked. Before, the skip was recorded
+    by the failed command and the second `--skip` answered "nothing to skip"."""
+    new_commit = conflict_stack(stack, upstream)
+    stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
+    work = stack.root / ".patchforge" / "work" / "up"
+    if how == "--continue":
+        (work / "pkg" / "mod.py").write_bytes(with_lines({2: b"def f2():\n    return -2\n\n",
+                                                          10: b"def f10():\n    return -100\n\n"}))
+    config = stack.root / "patchforge.toml"
+    good = config.read_bytes()
+    config.write_bytes(good + b"\n[profiles\n")
+    state = stack.root / ".patchforge"
+    before = stack.snapshot(), snapshot(state, dirs=False)
+    _, _, err = stack.cli("rebase", how, expect=2)
+    assert "patchforge.toml:" in err and "not valid TOML" in err
+    assert (stack.snapshot(), snapshot(state, dirs=False)) == before
+    config.write_bytes(good)
+    _, _, err = stack.cli("status", expect=1)
+    assert "middle.patch" in err
+    summary = stack.rebase_json(how)
+    assert [(p["name"], p["action"]) for p in summary["patches"]] == [
+        ("first.patch", "clean"),
+        ("middle.patch", "skipped" if how == "--skip" else "resolved"), ("last.patch", "clean")]
 
 
 def test_a_series_edited_while_stopped_is_refused_not_overwritten(stack, upstream):

@@ -76,6 +76,7 @@ class Rebase:
         # upstream -> _Chains of this run, None when it was resumed
         self._chains: dict[str, _Chains | None] = {}
         self._resumed: dict[str, _Resumed] = {}  # upstream -> where a resumed stop left it
+        self._worktree_opened = False  # a stop's worktree was (re)made by this process
         # Called with (upstream, patch name) before each patch: the CLI's progress indicator.
         self.on_patch = on_patch or (lambda upstream, name: None)
 
@@ -140,7 +141,21 @@ class Rebase:
         if not self.journal.exists():
             self._no_rebase()
         run = self.journal.load()
-        result = self._resume(run, skip=skip)
+        checkpoint = self.journal.checkpoint()
+        try:
+            result = self._resume(run, skip=skip)
+        except ConflictStop:  # the next stop: the skip or resolution is part of it
+            raise
+        except Exception:
+            # A command that fails leaves the rebase where it found it: stopped on the same
+            # patch, so that the same --skip or --continue, once the cause is fixed (a broken
+            # configuration, a declared artifact gone), does what it was asked. The skip or the
+            # resolution was saved before going on (the next stop clears the worktree that
+            # holds a resolution); it is taken back while nothing else depends on it: no
+            # worktree was touched since, and the write-out has not begun.
+            if run.phase != "committing" and not self._worktree_opened:
+                self.journal.rollback(checkpoint)
+            raise
         # The run went through: no stop is left to resolve. The worktree stayed from stop to
         # stop (the next stop reuses its repository); it goes now.
         for upstream in run.upstreams:
@@ -575,6 +590,7 @@ class Rebase:
         with the modes the patch gives them."""
         from patchforge.worktree import Worktree, files_at
 
+        self._worktree_opened = True
         # The run brought the series' files into the store: no check for missing ones.
         Worktree.create(self.project.work_dir(upstream),
                         files_at(self.store, commit, sorted(contents), fetch_together=False),

@@ -177,6 +177,20 @@ class Journal:
                                     json.loads(path.read_bytes()).items()})
         return self._saved
 
+    def checkpoint(self) -> tuple[bytes, list[Path]]:
+        """The journal as it is on disk, for `rollback`."""
+        return self.path.read_bytes(), self._staged_files()
+
+    def rollback(self, checkpoint: tuple[bytes, list[Path]]) -> None:
+        """Put the journal back as `checkpoint` found it: its file, and no staged file that
+        was made since (they hold what only the newer journal named)."""
+        recorded, staged = checkpoint
+        atomic_write(self.path, recorded)
+        for path in self._staged_files():
+            if path not in staged:
+                path.unlink(missing_ok=True)
+        self._pending, self._saved = {}, None
+
     def flush_staged(self) -> None:
         """Make the pending staged bytes durable: one new file with them alone."""
         if not self._pending:
