@@ -26,54 +26,53 @@ def quote_fastimport(raw: bytes) -> bytes:
 class _Trees:
     """A tree of files (path -> blob id) changed a few paths at a time: after each change only
     the directories on the changed paths are made again, in git's tree format (as
-    objects.tree_bytes: entries sorted by name, a directory's as if it ended in '/'). New trees
-    go into `objects` (id -> objects.pack_entry)."""
+    objects.tree_bytes: entries sorted by name, a directory's as if it ended in '/'), each
+    from its own entries (a child directory's entry holds the child's last id, so an unchanged
+    subtree is never visited). New trees go into `objects` (id -> objects.pack_entry)."""
 
     def __init__(self, objects: dict[str, tuple[bytes, int]]) -> None:
         self.objects = objects
-        # directory ("" or "a/b/") -> name -> (sort key, raw entry), for its files
-        self.files: dict[bytes, dict[bytes, tuple[bytes, bytes]]] = {b"": {}}
-        self.subdirs: dict[bytes, set[bytes]] = {b"": set()}  # directory -> subdirectory names
-        self.ids: dict[bytes, str | None] = {}  # directory -> its tree id, while unchanged
+        # directory ("" or "a/b/") -> sort key -> raw entry, for its files and (as "name/")
+        # its non-empty subdirectories
+        self.entries: dict[bytes, dict[bytes, bytes]] = {b"": {}}
+        self.ids: dict[bytes, str | None] = {}  # directory -> its tree id, None when empty
+        self.dirty: set[bytes] = set()  # directories whose id must be made again
 
     def set(self, path: bytes, oid: str | None) -> None:
         """Put blob `oid` at `path` (None: remove it)."""
         directory, _, name = path.rpartition(b"/")
         parent = b""
-        self.ids.pop(parent, None)
+        self.dirty.add(parent)
         for part in directory.split(b"/") if directory else ():
-            here = parent + part + b"/"
-            if here not in self.files:
-                self.files[here], self.subdirs[here] = {}, set()
-            self.subdirs[parent].add(part)
-            self.ids.pop(here, None)
-            parent = here
+            parent += part + b"/"
+            self.entries.setdefault(parent, {})
+            self.dirty.add(parent)
         if oid is None:
-            self.files[parent].pop(name, None)
+            self.entries[parent].pop(name, None)
         else:
-            self.files[parent][name] = (name, b"100644 %s\0" % name + bytes.fromhex(oid))
+            self.entries[parent][name] = b"100644 %s\0" % name + bytes.fromhex(oid)
 
     def root(self) -> str:
         """The id of the whole tree (empty directories left out, as git does)."""
-        return self._tree(b"") or object_id(b"tree", b"")
-
-    def _tree(self, directory: bytes) -> str | None:
-        if directory in self.ids:
-            return self.ids[directory]
-        entries = list(self.files[directory].values())
-        for name in self.subdirs[directory]:
-            child = self._tree(directory + name + b"/")
-            if child is not None:
-                entries.append((name + b"/", b"%s %s\0" % (TREE_MODE.encode(), name)
-                                + bytes.fromhex(child)))
-        oid = None
-        if entries:
-            entries.sort()
-            raw = b"".join(entry for _, entry in entries)
-            oid = object_id(b"tree", raw)
-            self.objects[oid] = pack_entry(b"tree", raw, level=0)
-        self.ids[directory] = oid
-        return oid
+        # The deepest first: each directory's id goes into its parent's entries.
+        for directory in sorted(self.dirty, key=lambda d: d.count(b"/"), reverse=True):
+            entries = self.entries[directory]
+            oid = None
+            if entries:
+                raw = b"".join(entries[key] for key in sorted(entries))
+                oid = object_id(b"tree", raw)
+                self.objects[oid] = pack_entry(b"tree", raw, level=0)
+            self.ids[directory] = oid
+            if directory:
+                parent, _, name = directory[:-1].rpartition(b"/")
+                siblings = self.entries[parent + b"/" if parent else b""]
+                if oid is None:
+                    siblings.pop(name + b"/", None)
+                else:
+                    siblings[name + b"/"] = b"%s %s\0" % (TREE_MODE.encode(), name) \
+                        + bytes.fromhex(oid)
+        self.dirty.clear()
+        return self.ids.get(b"") or object_id(b"tree", b"")
 
 
 class RangeDiffImport:
