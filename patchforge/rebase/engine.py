@@ -309,10 +309,13 @@ class Rebase:
             self._flush_deferred()
             return self._write_out()
         # Left by an error too, the block waits for the thread: its scratch repository is
-        # removed before the error goes on.
+        # removed before the error goes on. The moved patches' new diffs (one git process) are
+        # made on a third thread while this one finds the landing commits (another git
+        # process): neither needs the other, and each mostly waits on its git.
         with Background(self._range_diff, inputs) as early:
-            self._find_landings()
-            self._flush_deferred()
+            with Background(self._new_diffs) as diffs:
+                self._find_landings()
+            self._stage_diffs(diffs.result())
             return self._write_out(early)
 
     def _defer_diff(self, rel: str, patch, changes) -> str | None:
@@ -325,10 +328,17 @@ class Rebase:
         return f"staged/{rel}"
 
     def _flush_deferred(self) -> None:
+        self._stage_diffs(self._new_diffs())
+
+    def _new_diffs(self) -> list[bytes]:
+        """The new diffs of the deferred patches, in their order (one git process)."""
         if not self._deferred:
-            return
-        diffs = make_diffs([list(changes) for _, _, changes in self._deferred])
-        for (rel, patch, _), diff in zip(self._deferred, diffs):
+            return []
+        return make_diffs([list(changes) for _, _, changes in self._deferred])
+
+    def _stage_diffs(self, diffs: list[bytes]) -> None:
+        """Stage the deferred patches with their new diffs (`_new_diffs`)."""
+        for (rel, patch, _), diff in zip(self._deferred, diffs, strict=True):
             self.journal.stage(rel, self._remembered(rel, patch.with_diff(diff)))
         self._deferred.clear()
 
