@@ -38,6 +38,10 @@ class Background:
     def wait(self) -> None:
         self._thread.join()
 
+    def done(self) -> bool:
+        """Whether the function has returned (result() then does not wait)."""
+        return not self._thread.is_alive()
+
     def result(self) -> Any:
         self._thread.join()
         if self._error is not None:

@@ -783,12 +783,23 @@ class HistoryIndex:
     def diffs(self, paths: list[str]) -> dict[str, dict[bytes, bytes]]:
         """commit -> {its `diff --git` line: that file's diff}, with `paths` (of this index's)
         among them: those not read yet are read now, in one git process."""
-        missing = sorted(set(paths) & set(self.paths) - self._loaded)
-        commits = self.commits_touching(missing) if missing else []
-        if commits:
-            self._add_chunks(self.store.commit_patches(commits, missing), from_log=False)
-        self._loaded.update(missing)
+        missing, commits = self.unread(paths)
+        self.add_read(missing, self.store.commit_patches(commits, missing) if commits else b"")
         return self._chunks
+
+    def unread(self, paths) -> tuple[list[str], list[str]]:
+        """(those of `paths`, of this index's, whose diffs are not read yet; the commits
+        touching them): `store.commit_patches` of the two is what `add_read` takes, read on
+        any thread (it is only a git process)."""
+        missing = sorted(set(paths) & set(self.paths) - self._loaded)
+        return missing, self.commits_touching(missing) if missing else []
+
+    def add_read(self, paths: list[str], text: bytes) -> None:
+        """The diffs of `paths` (see unread), read as `git diff-tree` gives them, into the
+        index. A file section read twice is the same bytes both times."""
+        if text:
+            self._add_chunks(text, from_log=False)
+        self._loaded.update(paths)
 
     def _walk_without_pathspec(self) -> dict[str, set[str]] | None:
         """The commits `git log -p -- <paths>` shows (newest first into `_order`, reverts into

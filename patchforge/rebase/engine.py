@@ -391,36 +391,40 @@ class Rebase:
         # files).
         chains = self._chains[upstream] = _Chains(self.store) \
             if entry.position == 0 and not dry else None
-        for position in range(entry.position, len(names)):
-            if patches is not None:
-                name, patch = patches[position]
-            else:
-                name, patch = names[position], self._old_patch(upstream, names[position])
-                # Its files where the judge reads them, in one exchange per commit, not one
-                # (or two) per file.
-                judge.prefetch([(name, patch)])
-            self.on_patch(upstream, name)
-            before = _contents(judge.old.current, patch.paths) if chains is not None else {}
-            result, stop = self._rebase_one(upstream, name, patch, judge, target)
-            if chains is not None:
-                chains.add_old(name, _changed(before, judge.old.current), patch.paths)
-                if result is not None and result.destination == "series" and result.changed:
-                    chains.add_new(name, result.changed, result.changed_paths)
-            if stop is not None and dry:
-                result = PatchResult(upstream, name, "conflict", stop.message, stop.evidence)
-            elif stop is not None:
-                # The old series through this patch (the judge moved past it), for going on.
-                self._stop(upstream, name, stop, judge, target,
-                           old_base=self.store.commit_files(
-                               judge.old_commit, dict(judge.old.current),
-                               message="patchforge rebase: old series so far\n")
-                           if judge.old.current else judge.old_commit)
-            assert result is not None, "a patch moves, is dropped, or stops"
-            entry.results.append(result)
-            entry.position = position + 1
-            # No journal write per patch: until the write-out nothing in the project changes,
-            # so a kill here only loses work a resumed run recomputes. Saving the whole journal
-            # after every patch made a long series quadratic.
+        # The landing commits are looked up after the walk (`_find_landings`); the history's
+        # diffs they need are read meanwhile, a batch of the landed patches' files at a time.
+        with _LandingReads(self, upstream, target) as reads:
+            for position in range(entry.position, len(names)):
+                if patches is not None:
+                    name, patch = patches[position]
+                else:
+                    name, patch = names[position], self._old_patch(upstream, names[position])
+                    # Its files where the judge reads them, in one exchange per commit, not one
+                    # (or two) per file.
+                    judge.prefetch([(name, patch)])
+                self.on_patch(upstream, name)
+                before = _contents(judge.old.current, patch.paths) if chains is not None else {}
+                result, stop = self._rebase_one(upstream, name, patch, judge, target)
+                if chains is not None:
+                    chains.add_old(name, _changed(before, judge.old.current), patch.paths)
+                    if result is not None and result.destination == "series" and result.changed:
+                        chains.add_new(name, result.changed, result.changed_paths)
+                if stop is not None and dry:
+                    result = PatchResult(upstream, name, "conflict", stop.message, stop.evidence)
+                elif stop is not None:
+                    # The old series through this patch (the judge moved past it), for going on.
+                    self._stop(upstream, name, stop, judge, target,
+                               old_base=self.store.commit_files(
+                                   judge.old_commit, dict(judge.old.current),
+                                   message="patchforge rebase: old series so far\n")
+                               if judge.old.current else judge.old_commit)
+                assert result is not None, "a patch moves, is dropped, or stops"
+                entry.results.append(result)
+                entry.position = position + 1
+                reads.step()
+                # No journal write per patch: until the write-out nothing in the project changes,
+                # so a kill here only loses work a resumed run recomputes. Saving the whole journal
+                # after every patch made a long series quadratic.
 
     def _stop(self, upstream: str, name: str, stop: Blocked, judge, target, *,
               old_base: str) -> None:
@@ -945,6 +949,68 @@ class Rebase:
             importer = self.store.range_diff_import()
         out = importer.range_diff(chains)
         return f"{upstream}:\n" + out.decode("utf-8", "replace")
+
+
+class _LandingReads:
+    """The history's diffs of the landed patches' files (what `_find_landings` asks the
+    HistoryIndex after the walk), read while the walk goes on: once the walk has dropped
+    patches with BATCH files not read yet, one `git diff-tree` of them runs on a second
+    thread, and the next batch waits until it is in. What a read brings is what the lookup
+    after the walk would read (a file's diffs do not depend on the files read with it); the
+    files of the last patches are left to it. A context manager: the read under way is joined
+    when the walk ends, by an error too."""
+
+    # Files per read: a git process costs a few milliseconds to start, the diffs of 32 files
+    # take it several times that.
+    BATCH = 32
+
+    def __init__(self, rebase: Rebase, upstream: str, target: Target) -> None:
+        self._rebase, self._upstream, self._target = rebase, upstream, target
+        self._seen = 0  # landings of rebase._landings looked at
+        self._waiting: set[str] = set()  # their files, not asked for yet
+        self._asked: set[str] = set()
+        self._reading: tuple[Background, HistoryIndex, list[str]] | None = None
+
+    def __enter__(self) -> _LandingReads:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        if self._reading is not None:
+            background, index, paths = self._reading
+            self._reading = None
+            if kind is None:
+                index.add_read(paths, background.result())
+            else:
+                background.wait()
+
+    def step(self) -> None:
+        """After each patch: take in a read that is done; start the next when there is a
+        batch to read and none is under way."""
+        landings = self._rebase._landings
+        for result, patch, verdict, _, _ in landings[self._seen:]:
+            if result.upstream == self._upstream:
+                self._waiting.update(patch.paths, _patch_paths(verdict))
+        self._seen = len(landings)
+        if self._reading is not None:
+            background, index, paths = self._reading
+            if not background.done():
+                return
+            self._reading = None
+            index.add_read(paths, background.result())
+        self._waiting -= self._asked
+        if len(self._waiting) < self.BATCH:
+            return
+        index = self._rebase._history_index(self._upstream, self._target)
+        if index is None:
+            return
+        missing, commits = index.unread(self._waiting)
+        self._asked.update(self._waiting)
+        self._waiting.clear()
+        if commits:
+            self._reading = (Background(self._rebase.store.commit_patches, commits, missing),
+                             index, missing)
+        else:
+            index.add_read(missing, b"")
 
 
 @record
