@@ -9,10 +9,12 @@ from __future__ import annotations
 import io
 import os
 import re
+import threading
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.hunks import FileApplication, PatchApplications, apply_file_patch
 from patchforge.apply.series import git_mode
+from patchforge.background import Background
 from patchforge.detect import PatchVerdict, assess_patch, created_identically
 from patchforge.errors import StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_git_diff, combine,
@@ -104,6 +106,40 @@ def binary_stop_note(paths: list[str]) -> str:
             "worktree and --continue, or --skip)")
 
 
+class ReadAhead:
+    """The contents of `paths` at each of `revs` read into the store (which keeps them) on a
+    second thread, READ_AHEAD paths at a time in the order given, the store's lock let go
+    between rounds so that the thread walking the series reads what it needs meanwhile.
+    Leaving the block stops the reading after the round under way and joins the thread."""
+
+    # Paths per round: a round holds the store's reader (two or three revisions' contents of
+    # that many files); the walk, which reads each patch's files as it meets them, waits for
+    # at most one round.
+    READ_AHEAD = 16
+
+    def __init__(self, store: UpstreamStore, revs: list[str], paths: list[str]) -> None:
+        self._enough = threading.Event()
+        self._reading = Background(self._read, store, revs, paths) if paths else None
+
+    def _read(self, store: UpstreamStore, revs: list[str], paths: list[str]) -> None:
+        for start in range(0, len(paths), self.READ_AHEAD):
+            if self._enough.is_set():
+                return
+            for rev in revs:
+                # The files are in the store (reading_ahead fetched the missing ones).
+                store.read_blobs(rev, paths[start:start + self.READ_AHEAD],
+                                 fetch_together=False)
+
+    def __enter__(self) -> ReadAhead:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        # Its errors are the walk's to meet: the walk reads any file it lacks itself.
+        self._enough.set()
+        if self._reading is not None:
+            self._reading.wait()
+
+
 class SeriesJudge:
     """The one judge of a series on a target, used by `status`, `rebase` and `pr`.
 
@@ -166,6 +202,17 @@ class SeriesJudge:
                 self.store.prefetch([(rev, paths) for rev in revs])
             for rev in revs:
                 self.store.read_blobs(rev, paths, fetch_together=not self.fetched)
+
+    def reading_ahead(self, patches) -> ReadAhead:
+        """prefetch() of a walk over `patches` that starts at once: the missing files are
+        fetched first, then their contents are read on a second thread, a few patches at a
+        time in series order, while this one judges (each file the walk reaches is then there,
+        or read by the walk itself). A context manager: the reading ends with the block."""
+        paths = list(dict.fromkeys(p for _, patch in patches for p in patch.paths))
+        revs = list(dict.fromkeys([self.target.base_commit, self.old_commit, self.read_commit]))
+        if paths and not self.fetched:
+            self.store.prefetch([(rev, paths) for rev in revs])
+        return ReadAhead(self.store, revs, paths)
 
     def read_current(self, path: str) -> bytes | None:
         if path in self.current:

@@ -367,6 +367,12 @@ class Rebase:
         target = self._target(upstream, entry)
         start = entry.position
         resumed = self._resumed.pop(upstream, None)
+        # What each patch changes, old series and new, for the range-diff's commit chains, the
+        # contents handed to the range-diff's import as they are made; only for a run that goes
+        # through the whole series in this process (a resumed one rebuilds the chains from the
+        # files).
+        chains = self._chains[upstream] = _Chains(self.store) \
+            if entry.position == 0 and not dry else None
         if resumed is not None:
             # Going on after a stop: the stop recorded both states as commits in the store, so
             # nothing before it is read, parsed or applied again (a long series with many
@@ -379,21 +385,19 @@ class Rebase:
             judge.current.update(resumed.changes)
             judge.current_modes.update(resumed.modes)
             patches = None
+            ahead: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
         else:
             judge = self._judge(upstream, entry)
             patches = self._old_series(upstream, names)
-            judge.prefetch(patches)
-            # The old series before the first patch to judge: the merge base of its 3-way merge.
-            judge.pass_old(patches[:start])
-        # What each patch changes, old series and new, for the range-diff's commit chains, the
-        # contents handed to the range-diff's import as they are made; only for a run that goes
-        # through the whole series in this process (a resumed one rebuilds the chains from the
-        # files).
-        chains = self._chains[upstream] = _Chains(self.store) \
-            if entry.position == 0 and not dry else None
+            # Every file of the series, read on a second thread while the walk goes on.
+            ahead = judge.reading_ahead(patches)
         # The landing commits are looked up after the walk (`_find_landings`); the history's
         # diffs they need are read meanwhile, a batch of the landed patches' files at a time.
-        with _LandingReads(self, upstream, target) as reads:
+        with ahead, _LandingReads(self, upstream, target) as reads:
+            if patches is not None:
+                # The old series before the first patch to judge: the merge base of its 3-way
+                # merge.
+                judge.pass_old(patches[:start])
             for position in range(entry.position, len(names)):
                 if patches is not None:
                     name, patch = patches[position]
