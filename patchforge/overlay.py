@@ -102,7 +102,6 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
         install_root = config.upstreams[upstream].install_root
         # A mount through an upstream symlink would cover a file outside the upstream's tree.
         refuse_symlinked_paths(store, pin.commit, [(n, p) for n, p, _ in patches])
-        refuse_creation_collisions(store, pin.commit, [(n, p) for n, p, _ in patches])
 
         def read_base(paths, commit=pin.commit):
             return store.read_blobs(commit, paths)
@@ -113,6 +112,8 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
             selected = [(n, p) for n, p, _ in patches if applies_to_profile(p, profile)]
             if not selected:
                 continue
+            # Per profile: two fixes for different profiles may each create the same file.
+            refuse_creation_collisions(store, pin.commit, selected)
             state = apply_series(read_base, selected, strict=True)
             for outcome in state.outcomes:
                 if outcome.worst == "fuzz":

@@ -1,6 +1,7 @@
 """A series as the operations handle it: applied on a pin (`series_state`), a new entry written
-with its patch file (`add_to_series`), the ledger kept in step (`series_changed`), and the paths
-no patch may touch (`refuse_symlinked_paths`)."""
+with its patch file (`add_to_series`), the ledger kept in step (`series_changed`), the paths
+no patch may touch (`refuse_symlinked_paths`) and the creations that meet a filled path
+(`creation_collisions`)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -86,44 +87,85 @@ def aside_name(directory, name: str, data: bytes) -> str:
     return candidate
 
 
-def refuse_creation_collisions(store: UpstreamStore, commit: str, patches) -> None:
-    """Refuse a patch that creates a path the upstream at `commit` already fills: a new file
-    (or the target of a copy or rename) where the upstream has a file with other content, or a
-    directory; or a path under one of the upstream's files. `git apply` refuses all of these;
-    applied in memory they would silently replace the upstream's file or fail with an OSError
-    half way through a write. A creation whose content is byte for byte the file the upstream
-    already has is no collision (the fix is already there). `patches` is [(name, PatchFile)]."""
-    creations = [(name, patch, fp) for name, patch in patches for fp in patch.file_patches
-                 if fp.new_path and (fp.is_new or (fp.is_copy or fp.is_rename)
-                                     and fp.new_path != fp.old_path)]
+def _creates(fp) -> bool:
+    """True when a file patch makes a path: a new file, or the target of a copy or rename."""
+    return fp.new_path is not None and (fp.is_new or (fp.is_copy or fp.is_rename)
+                                        and fp.new_path != fp.old_path)
+
+
+def _prefixes(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:depth]) for depth in range(1, len(parts))]
+
+
+def creation_collisions(store: UpstreamStore, commit: str, patches) -> list[tuple]:
+    """Every creation of `patches` ([(name, PatchFile)], in series order) that meets a path
+    already filled where it lands, as `git apply` of the series would find it: a file the
+    upstream at `commit` has with other content (or a directory there), or a path under one of
+    its files, unless an earlier patch deleted or renamed that file away; a file an earlier
+    patch made (and did not take away), a path under one, or a path under which an earlier
+    patch made files. A creation whose content is byte for byte the file the upstream already
+    has is no collision (the fix is already there). Returns [(name, patch, file patch,
+    message, hint)]; applied in memory these would silently replace a file or fail with an
+    OSError half way through a write."""
+    creations = [fp for _, patch in patches for fp in patch.file_patches if _creates(fp)]
     if not creations:
-        return
-
-    def prefixes(path):
-        parts = path.split("/")
-        return ["/".join(parts[:depth]) for depth in range(1, len(parts))]
-
-    entries = store.entries(commit, sorted({p for _, _, fp in creations
-                                            for p in [fp.new_path, *prefixes(fp.new_path)]}),
+        return []
+    entries = store.entries(commit, sorted({p for fp in creations
+                                            for p in [fp.new_path, *_prefixes(fp.new_path)]}),
                             directories=True)
-    for name, patch, fp in creations:
-        where = {"path": getattr(patch, "source", name), "line": fp.line_no}
-        for prefix in prefixes(fp.new_path):
-            entry = entries[prefix]
-            if entry is not None and entry[0] != "040000":
-                raise InputError(f"patch {name}: creates {fp.new_path}, but {prefix} is a file "
-                                 "in the upstream", **where)
-        entry = entries[fp.new_path]
-        if entry is None:
-            continue
-        verb = "copies to" if fp.is_copy else "renames to" if fp.is_rename else "creates"
-        if entry[0] == "040000":
-            raise InputError(f"patch {name}: {verb} {fp.new_path}, which is a directory in the "
-                             "upstream", **where)
-        existing = store.read_blob(commit, fp.new_path)
-        old = None if fp.is_new else store.read_blob(commit, fp.old_path)
-        made = apply_file_patch(old, fp)
-        if not (made.ok and made.content == existing):
-            raise InputError(f"patch {name}: {verb} {fp.new_path}, which the upstream already "
-                             "has (with other content)", **where,
-                             hint="make the patch modify the existing file instead")
+    made: dict[str, str] = {}  # path -> the patch that made the file there
+    gone: set[str] = set()  # upstream paths an earlier patch deleted or renamed away
+    found = []
+    for name, patch in patches:
+        for fp in patch.file_patches:
+            if _creates(fp):
+                problem = _collision(store, commit, entries, made, gone, fp)
+                if problem:
+                    found.append((name, patch, fp, *problem))
+        for fp in patch.file_patches:
+            if fp.old_path is not None and (fp.is_delete or fp.is_rename
+                                            and fp.old_path != fp.new_path):
+                made.pop(fp.old_path, None)
+                gone.add(fp.old_path)
+            if _creates(fp):
+                made[fp.new_path] = name
+    return found
+
+
+def _collision(store, commit, entries, made, gone, fp) -> tuple[str, str | None] | None:
+    """(message, hint) when the creation `fp` meets a filled path (creation_collisions)."""
+    path = fp.new_path
+    verb = "copies to" if fp.is_copy else "renames to" if fp.is_rename else "creates"
+    for prefix in _prefixes(path):
+        if prefix in made:
+            return f"{verb} {path}, but {prefix} is a file {made[prefix]} creates", None
+        entry = entries[prefix]
+        if entry is not None and entry[0] != "040000" and prefix not in gone:
+            return f"{verb} {path}, but {prefix} is a file in the upstream", None
+    if path in made:
+        return (f"{verb} {path}, which {made[path]} already creates",
+                f"make the patch modify the {path} that {made[path]} creates instead")
+    under = next((other for other in made if other.startswith(path + "/")), None)
+    if under is not None:
+        return f"{verb} {path}, but {made[under]} creates {under} under it", None
+    entry = entries[path]
+    if entry is None or path in gone:
+        return None
+    if entry[0] == "040000":
+        return f"{verb} {path}, which is a directory in the upstream", None
+    existing = store.read_blob(commit, path)
+    old = None if fp.is_new else store.read_blob(commit, fp.old_path)
+    made_here = apply_file_patch(old, fp)
+    if made_here.ok and made_here.content == existing:
+        return None
+    return (f"{verb} {path}, which the upstream already has (with other content)",
+            "make the patch modify the existing file instead")
+
+
+def refuse_creation_collisions(store: UpstreamStore, commit: str, patches) -> None:
+    """Refuse, with the patch file and line, the first creation of `patches` that meets a
+    filled path (creation_collisions): `git apply` refuses all of these."""
+    for name, patch, fp, message, hint in creation_collisions(store, commit, patches):
+        raise InputError(f"patch {name}: {message}", path=getattr(patch, "source", name),
+                         line=fp.line_no, hint=hint)

@@ -236,6 +236,101 @@ def test_refresh_names_later_patches_through_renames_and_dropped_changes(project
     assert run.rc == 2 and "on-moved.patch" in run.err
 
 
+def _creating_patch(root: Path, name: str, path: str, data: bytes) -> None:
+    """new NAME, then `patchforge add PATH` (a file the upstream does not have) filled with
+    `data`, refreshed: a patch that creates PATH."""
+    ok(root, "new", name)
+    ok(root, "add", path)
+    (work(root) / path).write_bytes(data)
+    ok(root, "refresh")
+
+
+def _delete(root):
+    (work(root) / "a.py").unlink()
+
+
+def _rename(root):
+    git(work(root), "mv", "a.py", "moved.py")
+    ok(root, "add", "moved.py")
+
+
+def _create(path):
+    def change(root):
+        ok(root, "add", path)
+        (work(root) / path).write_bytes(b"made by one\n")
+    return change
+
+
+def _undelete(root):
+    git(work(root), "checkout", "--", "a.py")
+
+
+LATER_BROKEN_BY = {
+    # the edit deletes, or renames away, the file a later patch modifies
+    "deletes": (None, lambda root: make_patch(root, "two", {"a.py": (b"line10\n", b"LINE10\n")}),
+                _delete),
+    "renames": (None, lambda root: make_patch(root, "two", {"a.py": (b"line10\n", b"LINE10\n")}),
+                _rename),
+    # the edit creates the file a later patch creates
+    "creates the same file": (None, lambda root: _creating_patch(root, "two", "new.py", b"two\n"),
+                              _create("new.py")),
+    # the edit creates a file where a later patch needs a directory, and the reverse
+    "creates a file over a directory": (
+        None, lambda root: _creating_patch(root, "two", "d/x.py", b"two\n"), _create("d")),
+    "creates under a file": (None, lambda root: _creating_patch(root, "two", "d", b"two\n"),
+                             _create("d/x.py")),
+    # the edit no longer deletes the upstream file a later patch creates again
+    "no longer deletes": ("delete", lambda root: _creating_patch(root, "two", "a.py", b"two\n"),
+                          _undelete),
+}
+
+
+@pytest.mark.parametrize("case", LATER_BROKEN_BY)
+def test_refresh_names_a_later_patch_broken_by_a_file_made_or_taken_away(project, case):
+    """An edit can break a later patch that shares no file with it, or whose shared file is
+    only created: `refresh` names it (exit 1), as the whole series applied (`overlays`, exit 2
+    with the later patch's file and line) and `git apply` of the series say. Before, only a
+    later patch whose hunks failed on a file the edit touched was named."""
+    root = project
+    first, make_two, change = LATER_BROKEN_BY[case]
+    if first == "delete":
+        ok(root, "new", "one", "--file", "a.py")
+        (work(root) / "a.py").unlink()
+        ok(root, "refresh")
+    else:
+        make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
+    make_two(root)
+    make_patch(root, "three", {"pkg/b.py": (b"y = 2\n", b"y = 5\n")})
+    ok(root, "overlays")
+    ok(root, "edit", "one")
+    change(root)
+    run = run_cli(root, "refresh", "--json")
+    assert (run.rc, json.loads(run.out)["later_failing"]) == (1, ["two.patch"]), run.err
+    before = tree_bytes(root / "overlays")
+    run = run_cli(root, "overlays")
+    assert run.rc == 2 and "series/up/two.patch:" in run.err, run.err
+    assert tree_bytes(root / "overlays") == before
+    # git apply of the series on the upstream refuses it too.
+    checkout = root.parent / "checkout"
+    git(root.parent, "clone", "-q", str(root.parent / "up-upstream"), str(checkout))
+    git(checkout, "apply", "--index", "--allow-empty", str(root / "series/up/one.patch"))
+    refused = subprocess.run(["git", "apply", "--index", str(root / "series/up/two.patch")],
+                             cwd=checkout, capture_output=True, text=True)
+    assert refused.returncode != 0
+
+
+def test_a_series_that_deletes_then_creates_a_file_is_no_collision(project):
+    """A patch that creates a file an earlier patch deleted (as `git apply` of the series takes
+    it) is not refused as a collision with the upstream's file."""
+    root = project
+    ok(root, "new", "one", "--file", "a.py")
+    (work(root) / "a.py").unlink()
+    ok(root, "refresh")
+    _creating_patch(root, "two", "a.py", b"two\n")
+    ok(root, "overlays")
+    assert (root / "overlays/up/a.py").read_bytes() == b"two\n"
+
+
 def test_edit_refuses_to_drop_unrefreshed_changes(project):
     root = project
     make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})

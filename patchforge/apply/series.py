@@ -150,7 +150,9 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
             old = None if fp.is_new else state.current.get(source)
             if old is None and not fp.is_new:
                 if strict:
-                    raise ApplyError(f"patch {name}: {source} does not exist in the upstream")
+                    raise ApplyError(f"patch {name}: {source} does not exist (not in the "
+                                     "upstream, or an earlier patch deleted or renamed it)",
+                                     path=source_file, line=fp.line_no)
                 outcome.files.append(_missing(fp))
                 continue
             application = apply(old, fp, max_fuzz=max_fuzz)

@@ -143,7 +143,9 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
     # The files the patch touched before or touches now: only those changed for the patches
     # after it.
     later = check_later_patches(project, store, upstream, file_name,
-                                {*patch.paths, *new_patch.paths})
+                                {*patch.paths, *new_patch.paths},
+                                moves_files=any(_moves_a_file(fp) for fp in
+                                                (*patch.file_patches, *new_patch.file_patches)))
     return {"upstream": upstream, "name": file_name, "changed": changed,
             "files": [c[0] for c in changes], "later_failing": later}
 
@@ -218,11 +220,17 @@ def _require_listed(project: Project, upstream: str, state: dict) -> None:
 
 
 def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
-                        file_name: str, paths) -> list[str]:
+                        file_name: str, paths, *, moves_files: bool = False) -> list[str]:
     """Names of the patches after `file_name` that do not apply on the series before them to
     `paths` (the files a change of `file_name` touched, before or after it) or to a file they
     are renamed or copied to or from. Only those files are taken through the series: a later
-    patch's other files are as the change found them, and `status`/`lint` judge those."""
+    patch's other files are as the change found them, and `status`/`lint` judge those.
+
+    `moves_files`: the change (before or after it) creates, deletes, renames or copies a file.
+    A later patch can then also meet a path it creates already filled (the change now creates
+    the same file, or no longer deletes the upstream's), or a file where it needs a directory
+    (or the reverse: `d` against `d/x`), which no file of `paths` names: the whole series is
+    walked for creations that collide at, above or below `paths`, profile by profile."""
     names = project.patch_names(upstream)
     if file_name not in names:
         return []
@@ -230,7 +238,36 @@ def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
     state = apply_series(lambda wanted: store.read_blobs(pin.commit, wanted),
                          series_on_paths(project, upstream, paths), strict=False)
     later = set(names[names.index(file_name) + 1:])
-    return [o.name for o in state.outcomes if o.name in later and not o.ok]
+    failing = {o.name for o in state.outcomes if o.name in later and not o.ok}
+    if moves_files:
+        failing |= _later_collisions(project, store, upstream, pin.commit, later, set(paths))
+    return [name for name in names if name in failing]
+
+
+def _moves_a_file(fp) -> bool:
+    """True when a file patch creates, deletes, renames or copies a file."""
+    return fp.is_new or fp.is_delete or ((fp.is_rename or fp.is_copy)
+                                         and fp.old_path != fp.new_path)
+
+
+def _later_collisions(project: Project, store: UpstreamStore, upstream: str, commit: str,
+                      later: set[str], paths: set[str]) -> set[str]:
+    """The patches of `later` whose creation collides (stack.creation_collisions), in some
+    profile's series, at a path of `paths`, under one, or above one."""
+    from patchforge.apply.series import applies_to_profile
+    from patchforge.stack import creation_collisions
+
+    def related(path: str) -> bool:
+        return any(path == p or path.startswith(p + "/") or p.startswith(path + "/")
+                   for p in paths)
+
+    patches = [(n, project.read_patch(upstream, n)) for n in project.patch_names(upstream)]
+    found: set[str] = set()
+    for profile in list(project.config.profiles) or [None]:
+        selected = [(n, p) for n, p in patches if applies_to_profile(p, profile)]
+        found |= {name for name, _, fp, *_ in creation_collisions(store, commit, selected)
+                  if name in later and related(fp.new_path)}
+    return found
 
 
 # --- series edits -----------------------------------------------------------------------------
