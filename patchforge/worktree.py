@@ -402,35 +402,38 @@ def _series_prefix(project: Project, upstream: str, file_name: str, paths) -> tu
     return picked, wanted
 
 
-def series_on_paths(project: Project, upstream: str, paths) -> list:
+def series_on_paths(project: Project, upstream: str, paths, *,
+                    edited: tuple[str, bytes, object] | None = None) -> list:
     """The whole series restricted to what it does to `paths` and to every file those are
     renamed or copied to or from, anywhere in it: [(name, its file patches on those files)], in
     series order, for apply_series. A file's state through a series depends only on the file
     patches that touch it and on the sources it is renamed or copied from, so the restricted
     series gives those files exactly as the whole one does. Only patches whose text names one
-    of the files are parsed."""
+    of the files are parsed. `edited` (name, bytes, PatchFile) stands for that patch's file:
+    the series as it is once a refresh has written it."""
     names = project.patch_names(upstream)
     wanted = set(paths)
     while True:  # until no rename or copy brings in another file (once, mostly)
         size = len(wanted)
         picked = []
         for name in names:
-            mine = _file_patches_on(project, upstream, name, wanted)
+            mine = _file_patches_on(project, upstream, name, wanted,
+                                    edited[1:] if edited and edited[0] == name else None)
             if mine is not None:
                 picked.append((name, mine))
         if len(wanted) == size:
             return picked
 
 
-def _file_patches_on(project: Project, upstream: str, name: str,
-                     wanted: set[str]) -> _FilePatches | None:
+def _file_patches_on(project: Project, upstream: str, name: str, wanted: set[str],
+                     edited: tuple[bytes, object] | None = None) -> _FilePatches | None:
     """What patch `name` does to the files in `wanted` (None: nothing), adding to `wanted` the
     other side of each of its renames and copies among them. Only a patch whose text names one
     of the files is parsed."""
-    data = project.read_patch_bytes(upstream, name)
+    data = edited[0] if edited else project.read_patch_bytes(upstream, name)
     if not any(_may_name(path, data) for path in wanted):
         return None
-    patch = project.read_patch(upstream, name)
+    patch = edited[1] if edited else project.read_patch(upstream, name)
     mine = tuple(fp for fp in patch.file_patches
                  if fp.old_path in wanted or fp.new_path in wanted)
     if not mine:

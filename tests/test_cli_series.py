@@ -331,6 +331,30 @@ def test_a_series_that_deletes_then_creates_a_file_is_no_collision(project):
     assert (root / "overlays/up/a.py").read_bytes() == b"two\n"
 
 
+def test_a_refresh_that_fails_on_a_later_patch_changes_nothing(project):
+    """refresh asks which later patches the change breaks before it writes: a later patch file
+    that cannot be read fails the refresh (exit 2, its file and line) with the patch, the
+    series and the open edit as they were. Before, the patch was written and the worktree
+    removed, then the command failed."""
+    from helpers.snapshot import snapshot
+
+    root = project
+    make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
+    make_patch(root, "two", {"a.py": (b"line10\n", b"LINE10\n")})
+    ok(root, "edit", "one")
+    replace_in(work(root) / "a.py", b"line3\n", b"LINE3\n")
+    two = root / "series" / "up" / "two.patch"
+    good = two.read_bytes()
+    two.write_bytes(good.replace(b"@@ -7,7 ", b"@@ -7,99 "))
+    before = snapshot(root, dirs=False)
+    run = run_cli(root, "refresh")
+    assert run.rc == 2 and "series/up/two.patch:13:" in run.err, run.err
+    assert snapshot(root, dirs=False) == before
+    two.write_bytes(good)
+    ok(root, "refresh")
+    assert b"+LINE3\n" in patch_bytes(root, "one")
+
+
 def test_edit_refuses_to_drop_unrefreshed_changes(project):
     root = project
     make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})

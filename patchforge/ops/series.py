@@ -133,19 +133,21 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
     if new_patch.diff != patch.diff:
         new_patch = new_patch.with_field("Last-Update", today())
     data = new_patch.to_bytes()
-    parse_patch_file(data, str(path))  # never write what we could not read back
+    written = parse_patch_file(data, str(path))  # never write what we could not read back
     changed = data != project.read_patch_bytes(upstream, file_name)
+    # The files the patch touched before or touches now: only those changed for the patches
+    # after it. Asked before anything is written, of the series as the write leaves it: a
+    # later patch that cannot be read fails the refresh here, with nothing changed.
+    later = check_later_patches(project, store, upstream, file_name,
+                                {*patch.paths, *new_patch.paths},
+                                moves_files=any(_moves_a_file(fp) for fp in
+                                                (*patch.file_patches, *new_patch.file_patches)),
+                                edited=(data, written))
     with RepoLock(project.state_dir):
         if changed:
             atomic_write(path, data)
         series_changed(project)
         close_worktree(project, upstream)
-    # The files the patch touched before or touches now: only those changed for the patches
-    # after it.
-    later = check_later_patches(project, store, upstream, file_name,
-                                {*patch.paths, *new_patch.paths},
-                                moves_files=any(_moves_a_file(fp) for fp in
-                                                (*patch.file_patches, *new_patch.file_patches)))
     return {"upstream": upstream, "name": file_name, "changed": changed,
             "files": [c[0] for c in changes], "later_failing": later}
 
@@ -220,7 +222,8 @@ def _require_listed(project: Project, upstream: str, state: dict) -> None:
 
 
 def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
-                        file_name: str, paths, *, moves_files: bool = False) -> list[str]:
+                        file_name: str, paths, *, moves_files: bool = False,
+                        edited: tuple[bytes, PatchFile] | None = None) -> list[str]:
     """Names of the patches after `file_name` that do not apply on the series before them to
     `paths` (the files a change of `file_name` touched, before or after it) or to a file they
     are renamed or copied to or from. Only those files are taken through the series: a later
@@ -230,17 +233,22 @@ def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
     A later patch can then also meet a path it creates already filled (the change now creates
     the same file, or no longer deletes the upstream's), or a file where it needs a directory
     (or the reverse: `d` against `d/x`), which no file of `paths` names: the whole series is
-    walked for creations that collide at, above or below `paths`, profile by profile."""
+    walked for creations that collide at, above or below `paths`, profile by profile.
+    `edited` (bytes, PatchFile) stands for `file_name`'s file: the series as a refresh leaves
+    it, asked before the refresh writes."""
     names = project.patch_names(upstream)
     if file_name not in names:
         return []
     pin = project.lock.pin(upstream)
     state = apply_series(lambda wanted: store.read_blobs(pin.commit, wanted),
-                         series_on_paths(project, upstream, paths), strict=False)
+                         series_on_paths(project, upstream, paths,
+                                         edited=(file_name, *edited) if edited else None),
+                         strict=False)
     later = set(names[names.index(file_name) + 1:])
     failing = {o.name for o in state.outcomes if o.name in later and not o.ok}
     if moves_files:
-        failing |= _later_collisions(project, store, upstream, pin.commit, later, set(paths))
+        failing |= _later_collisions(project, store, upstream, pin.commit, later, set(paths),
+                                     {file_name: edited[1]} if edited else {})
     return [name for name in names if name in failing]
 
 
@@ -251,7 +259,7 @@ def _moves_a_file(fp) -> bool:
 
 
 def _later_collisions(project: Project, store: UpstreamStore, upstream: str, commit: str,
-                      later: set[str], paths: set[str]) -> set[str]:
+                      later: set[str], paths: set[str], edited: dict) -> set[str]:
     """The patches of `later` whose creation collides (stack.creation_collisions), in some
     profile's series, at a path of `paths`, under one, or above one."""
     from patchforge.apply.series import applies_to_profile
@@ -261,7 +269,8 @@ def _later_collisions(project: Project, store: UpstreamStore, upstream: str, com
         return any(path == p or path.startswith(p + "/") or p.startswith(path + "/")
                    for p in paths)
 
-    patches = [(n, project.read_patch(upstream, n)) for n in project.patch_names(upstream)]
+    patches = [(n, edited.get(n) or project.read_patch(upstream, n))
+               for n in project.patch_names(upstream)]
     found: set[str] = set()
     for profile in list(project.config.profiles) or [None]:
         selected = [(n, p) for n, p in patches if applies_to_profile(p, profile)]
