@@ -38,6 +38,7 @@ from patchforge.store.objects import (EMPTY_TREE, commit_bytes, edit_tree, index
                                       object_id, write_small_pack)
 
 if TYPE_CHECKING:
+    from patchforge.formats.patchfile import PatchFile
     from patchforge.project import Project
     from patchforge.store.gitstore import UpstreamStore
 
@@ -403,7 +404,7 @@ def _series_prefix(project: Project, upstream: str, file_name: str, paths) -> tu
 
 
 def series_on_paths(project: Project, upstream: str, paths, *,
-                    edited: tuple[str, bytes, object] | None = None) -> list:
+                    edited: tuple[str, bytes, PatchFile] | None = None) -> list:
     """The whole series restricted to what it does to `paths` and to every file those are
     renamed or copied to or from, anywhere in it: [(name, its file patches on those files)], in
     series order, for apply_series. A file's state through a series depends only on the file
@@ -426,7 +427,7 @@ def series_on_paths(project: Project, upstream: str, paths, *,
 
 
 def _file_patches_on(project: Project, upstream: str, name: str, wanted: set[str],
-                     edited: tuple[bytes, object] | None = None) -> _FilePatches | None:
+                     edited: tuple[bytes, PatchFile] | None = None) -> _FilePatches | None:
     """What patch `name` does to the files in `wanted` (None: nothing), adding to `wanted` the
     other side of each of its renames and copies among them. Only a patch whose text names one
     of the files is parsed."""

@@ -272,7 +272,8 @@ def _later_collisions(project: Project, store: UpstreamStore, upstream: str, com
     patches = [(n, edited.get(n) or project.read_patch(upstream, n))
                for n in project.patch_names(upstream)]
     found: set[str] = set()
-    for profile in list(project.config.profiles) or [None]:
+    profiles: list[str | None] = [*project.config.profiles] or [None]
+    for profile in profiles:
         selected = [(n, p) for n, p in patches if applies_to_profile(p, profile)]
         found |= {name for name, _, fp, *_ in creation_collisions(store, commit, selected)
                   if name in later and related(fp.new_path)}
