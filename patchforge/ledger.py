@@ -414,6 +414,14 @@ def write_ledger(project: Project) -> bool:
     return True
 
 
+def record_series_event(project: Project, event: dict) -> None:
+    """For commands that change the series (`delete`): append `event` to the history and
+    regenerate the ledger, in a stack that keeps one. A stack without PATCHES.md gets no
+    history from such a command: a history without its ledger is a lint error."""
+    if ledger_path(project).exists():
+        record_event(project, event)
+
+
 def update_ledger(project: Project) -> bool:
     """For commands that change the series (new, delete, rename, import...): regenerate the
     ledger if the stack keeps one. True if it changed."""

@@ -35,11 +35,15 @@ def add_to_series(project: Project, upstream: str, file_name: str, data: bytes) 
     atomic_write(project.series_path(upstream), series.inserted(file_name).to_bytes())
 
 
-def series_changed(project: Project) -> None:
-    """Keep the generated ledger (series/PATCHES.md) in step after a command changed the series."""
-    from patchforge.ledger import update_ledger
+def series_changed(project: Project, event: dict | None = None) -> None:
+    """Keep the generated ledger (series/PATCHES.md) in step after a command changed the series;
+    `event` (a fix deleted) goes into its history first."""
+    from patchforge.ledger import record_series_event, update_ledger
 
-    update_ledger(project)
+    if event is not None:
+        record_series_event(project, event)
+    else:
+        update_ledger(project)
 
 
 def refuse_symlinked_paths(store: UpstreamStore, commit: str, patches) -> None:

@@ -355,6 +355,17 @@ def test_a_refresh_that_fails_on_a_later_patch_changes_nothing(project):
     assert b"+LINE3\n" in patch_bytes(root, "one")
 
 
+def test_show_keeps_a_folded_field_under_its_value(project):
+    """A Description folded over several lines (as DEP-3 writes it) is shown with its
+    continuation lines under the value, not at the left margin among the description."""
+    root = project
+    make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
+    path = root / "series" / "up" / "one.patch"
+    replace_in(path, b"Description: one\n", b"Description: one\n More about one.\n")
+    run = ok(root, "show", "one", "--stat")
+    assert "  Description: one\n               More about one.\n" in run.out, run.out
+
+
 def test_edit_refuses_to_drop_unrefreshed_changes(project):
     root = project
     make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})

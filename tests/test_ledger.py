@@ -197,3 +197,26 @@ def test_record_rebase_is_idempotent_for_a_resumed_write_out(tmp_path):
     assert departures(project) == {}
     (stack.root / "series/up/series").write_text("a-sign.patch\nnew-file.patch\n")
     assert list(departures(project)) == ["up/b-sign.patch"]
+
+
+def test_delete_records_the_fix_leaving_in_a_stack_that_keeps_a_ledger(tmp_path):
+    """`delete` in a stack with PATCHES.md appends a `deleted` event, so the ledger's history
+    and `status` say when the fix left the series and where it is kept; a stack without a ledger
+    gets no history from it (a history without its ledger is a lint error)."""
+    stack = make_stack(tmp_path)
+    stack.cli("delete", "new-file")
+    assert not (stack.root / "series/history.jsonl").exists()
+    stack.cli("lint", "--no-forge", expect=None)
+    stack.cli("ledger")
+    stack.cli("delete", "b-sign")
+    [event] = read_history(stack.project())
+    assert {k: event[k] for k in ("event", "upstream", "patch", "destination", "detail")} == {
+        "event": "deleted", "upstream": "up", "patch": "b-sign.patch",
+        "destination": "deleted", "detail": "kept as series/up/deleted/b-sign.patch"}
+    _, out, _ = stack.cli("status", "--json", expect=None)
+    assert json.loads(out)["departed"] == [{
+        "patch": "up/b-sign.patch", "event": "deleted",
+        "description": "deleted: kept as series/up/deleted/b-sign.patch"}]
+    stack.cli("ledger", "--check")
+    assert "kept as series/up/deleted/b-sign.patch" in (
+        stack.root / "series/PATCHES.md").read_text()

@@ -59,7 +59,9 @@ def show(app, name, as_json, raw, stat_only, no_pager):
         emit_json(info, "show")
         return
     lines = [f"{info['upstream']}/{info['name']}  ({info['path']}, sha256 {info['sha256'][:16]})"]
-    lines += [f"  {field['name']}: {field['value']}" for field in info["header"]]
+    # A folded field (a Description's continuation lines) keeps its lines under its value.
+    lines += ["  {0}: {1}".format(field["name"], field["value"].replace(
+        "\n", "\n" + " " * (len(field["name"]) + 4))) for field in info["header"]]
     if info["description"].strip():
         lines.append("\n" + info["description"].rstrip())
     lines.append("")

@@ -366,8 +366,13 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
         atomic_write(project.series_path(upstream), remaining.to_bytes())
         atomic_delete(source)
         close_edit_if_moved(project, upstream, series.names, remaining.names)
-        series_changed(project)
+        series_changed(project, _deleted_event(project, upstream, file_name, kept))
     return kept
+
+
+def _deleted_event(project: Project, upstream: str, name: str, kept: Path) -> dict:
+    return {"event": "deleted", "upstream": upstream, "patch": name, "destination": "deleted",
+            "detail": f"kept as {kept.relative_to(project.root).as_posix()}"}
 
 
 def _delete_skipped(project: Project, fix) -> Path:
@@ -378,7 +383,7 @@ def _delete_skipped(project: Project, fix) -> Path:
         kept = directory / aside_name(directory, fix.name, data)
         atomic_write(kept, data)
         atomic_delete(fix.path)
-        series_changed(project)
+        series_changed(project, _deleted_event(project, fix.upstream, fix.name, kept))
     return kept
 
 
