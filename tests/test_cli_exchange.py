@@ -226,3 +226,28 @@ def test_export_mbox_is_taken_by_git_am(project, tmp_path):
     assert log == ["Other Person <other@example.com>|Second fix: CRLF file and a new module",
                    "Test Author <author@example.com>|Fix line three"]
     assert run_cli(root, "export").rc == 2
+
+
+@pytest.mark.parametrize("upstreams", [0, 2])
+def test_import_without_upstream_says_what_is_configured(tmp_path, upstreams):
+    """`import quilt DIR` (or mbox, or `new`) without --upstream, in a project with no upstream
+    or with several: the message says which, and how to go on (it said "several upstreams"
+    for none)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    ok(None, "init", cwd=root)
+    for index in range(upstreams):
+        source = tmp_path / f"site{index}"
+        (source / "pkg").mkdir(parents=True)
+        (source / "pkg" / "a.py").write_bytes(b"a = 1\n")
+        ok(root, "upstream", "add", f"site{index}", "--dir", str(source), "--at", "v1")
+    quilt = tmp_path / "patches"
+    quilt.mkdir()
+    (quilt / "series").write_bytes(b"")
+    for args in (("import", "quilt", str(quilt)), ("new", "fix")):
+        run = run_cli(root, *args)
+        assert run.rc == 2
+        if upstreams:
+            assert "several upstreams are configured (site0, site1)" in run.err, run.err
+        else:
+            assert "no upstream is configured" in run.err and "upstream add" in run.err, run.err

@@ -99,10 +99,9 @@ def import_mbox(app, file, upstream):
 
 
 def _only_upstream(project: Project) -> str:
-    names = project.upstream_names()
-    if len(names) != 1:
-        raise UsageError("several upstreams are configured; say which with --upstream")
-    return names[0]
+    from patchforge.ops.series import only_upstream
+
+    return only_upstream(project)
 
 
 @click.command()

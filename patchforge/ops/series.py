@@ -298,17 +298,24 @@ def check_profiles(project: Project, profiles: str) -> None:
                          f"{', '.join(project.config.profiles)})")
 
 
+def only_upstream(project: Project) -> str:
+    """The one configured upstream, for a command given no --upstream; else a UsageError that
+    says what there is."""
+    upstreams = project.upstream_names()
+    if not upstreams:
+        raise UsageError("no upstream is configured",
+                         hint="run `patchforge upstream add NAME ... --at SPEC` first")
+    if len(upstreams) != 1:
+        raise UsageError(f"several upstreams are configured ({', '.join(upstreams)}); say which "
+                         "with --upstream")
+    return upstreams[0]
+
+
 def new_patch(project: Project, name: str, *, upstream: str | None = None, after: str | None = None,
               description: str | None = None, profiles: str | None = None,
               store: UpstreamStore | None = None) -> tuple[str, str]:
-    upstreams = project.upstream_names()
     if upstream is None:
-        if not upstreams:
-            raise UsageError("no upstream is configured",
-                             hint="run `patchforge upstream add NAME ... --at SPEC` first")
-        if len(upstreams) != 1:
-            raise UsageError("several upstreams are configured; say which with --upstream")
-        upstream = upstreams[0]
+        upstream = only_upstream(project)
     project.config.upstream(upstream)
     file_name = patch_file_name(checked_patch_name(name))
     require_state(project, "new", [upstream], store=store)
