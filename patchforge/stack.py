@@ -35,6 +35,21 @@ def add_to_series(project: Project, upstream: str, file_name: str, data: bytes) 
     atomic_write(project.series_path(upstream), series.inserted(file_name).to_bytes())
 
 
+# The commands whose writes end with series_changed (the ledger regenerated from the history).
+LEDGER_WRITERS = frozenset({"new", "refresh", "delete", "rename", "move", "import",
+                            "bring-back", "bring-back --continue"})
+
+
+def require_readable_history(project: Project) -> None:
+    """Before a command changes the series: in a stack that keeps a ledger, the history it is
+    regenerated from must read (a malformed line is an InputError naming it), so that the
+    command fails before its first write rather than after its last."""
+    from patchforge.ledger import ledger_path, read_history
+
+    if ledger_path(project).exists():
+        read_history(project)
+
+
 def series_changed(project: Project, event: dict | None = None) -> None:
     """Keep the generated ledger (series/PATCHES.md) in step after a command changed the series;
     `event` (a fix deleted) goes into its history first."""

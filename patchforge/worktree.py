@@ -31,7 +31,8 @@ from patchforge.apply.series import apply_series
 from patchforge.errors import ApplyError, UsageError
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.model.record import record
-from patchforge.stack import refuse_creation_collisions, refuse_symlinked_paths
+from patchforge.stack import (LEDGER_WRITERS, refuse_creation_collisions, refuse_symlinked_paths,
+                              require_readable_history)
 from patchforge.store.diff import FileChange, find_renames, make_diff, needs_c_quotes
 from patchforge.store.git import IMPORT_IDENT, run_git
 from patchforge.store.objects import (EMPTY_TREE, commit_bytes, edit_tree, index_bytes,
@@ -669,6 +670,8 @@ def require_state(project: Project, command: str, upstreams, *,
         return unrefreshed(project, store, upstream, current)
 
     require(project, command, upstreams, unrefreshed=has_unrefreshed)
+    if command in LEDGER_WRITERS:
+        require_readable_history(project)
 
 
 def close_edit(project: Project, store: UpstreamStore, upstream: str, *,

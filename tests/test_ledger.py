@@ -220,3 +220,21 @@ def test_delete_records_the_fix_leaving_in_a_stack_that_keeps_a_ledger(tmp_path)
     stack.cli("ledger", "--check")
     assert "kept as series/up/deleted/b-sign.patch" in (
         stack.root / "series/PATCHES.md").read_text()
+
+
+@pytest.mark.parametrize("command", [("delete", "b-sign"), ("rename", "b-sign", "b-sign2"),
+                                     ("move", "b-sign", "--first")])
+def test_a_malformed_history_stops_a_series_command_before_it_writes(tmp_path, command):
+    """A series command in a stack that keeps a ledger regenerates it from the history: a
+    malformed history line fails the command (exit 2, the file and line) before anything is
+    written. Before, `delete` took the fix out of the series, then failed."""
+    from helpers.snapshot import snapshot
+
+    stack = make_stack(tmp_path)
+    stack.cli("ledger")
+    history = stack.root / "series/history.jsonl"
+    history.write_bytes(b'{"v": 1, "event": "added"}\n{"v": 1, broken\n')
+    before = snapshot(stack.root, dirs=False)
+    _, _, err = stack.cli(*command, expect=2)
+    assert "series/history.jsonl:2:" in err, err
+    assert snapshot(stack.root, dirs=False) == before

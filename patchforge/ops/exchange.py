@@ -18,7 +18,8 @@ from patchforge.errors import InputError, UsageError
 from patchforge.formats.patchfile import parse_patch_file, quote_diff_like, render_patch_file
 from patchforge.formats.series import parse_series
 from patchforge.fsutil import RepoLock, atomic_write
-from patchforge.stack import add_to_series, series_changed, series_state
+from patchforge.stack import (add_to_series, require_readable_history, series_changed,
+                              series_state)
 from patchforge.store.diff import FileChange, make_diff
 from patchforge.store.git import run_git
 from patchforge.ops.series import check_profiles, checked_patch_name, default_author, today
@@ -44,6 +45,7 @@ def _check_new_name(project: Project, upstream: str, file_name: str) -> None:
     # Never while a rebase of this upstream is stopped or in progress: its write-out replaces
     # the series file, and a patch added now would be left unlisted.
     require(project, "import", [upstream])
+    require_readable_history(project)
     if file_name in project.patch_names(upstream) or project.patch_path(upstream, file_name).exists():
         raise UsageError(f"a patch named {file_name} already exists in the {upstream} series")
 
