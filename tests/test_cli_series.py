@@ -366,6 +366,34 @@ def test_show_keeps_a_folded_field_under_its_value(project):
     assert "  Description: one\n               More about one.\n" in run.out, run.out
 
 
+def test_move_names_a_patch_whose_creation_the_new_order_breaks(project):
+    """A patch that creates a file the upstream has, moved before the patch that deletes it,
+    no longer applies (git apply of the series refuses it): `move` names it, and the deletion
+    after it, exit 1. Before, a creation over an existing file was not looked at."""
+    root = project
+    ok(root, "new", "drop-a", "--file", "a.py")
+    (work(root) / "a.py").unlink()
+    ok(root, "refresh")
+    _creating_patch(root, "new-a", "a.py", b"new\n")
+    run = run_cli(root, "move", "new-a", "--first")
+    assert run.rc == 1 and "new-a.patch" in run.err and "drop-a.patch" in run.err, run.err
+    assert series(root) == b"new-a.patch\ndrop-a.patch\n"
+    run = run_cli(root, "overlays")
+    assert run.rc == 2 and "series/up/new-a.patch:" in run.err, run.err
+
+
+def test_a_move_that_fails_on_a_patch_file_changes_nothing(project):
+    """`move` reads the series it checks before it writes the new order: a patch file that
+    cannot be read fails it (exit 2, its file and line) with the series as it was."""
+    root = project
+    make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
+    make_patch(root, "two", {"a.py": (b"line10\n", b"LINE10\n")})
+    replace_in(root / "series/up/two.patch", b"@@ -7,7 ", b"@@ -7,99 ")
+    run = run_cli(root, "move", "two", "--first")
+    assert run.rc == 2 and "series/up/two.patch:13:" in run.err, run.err
+    assert series(root) == b"one.patch\ntwo.patch\n"
+
+
 def test_edit_refuses_to_drop_unrefreshed_changes(project):
     root = project
     make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})

@@ -430,16 +430,33 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
     elif not first:
         raise UsageError("say where: --after X or --first")
     moved = series.removed(file_name).inserted(file_name, after=after, first=first)
+    # Which patches the new order breaks, asked before anything is written: a patch file that
+    # cannot be read fails the move with the series as it was.
+    failing = _not_applying(project, store, upstream, moved.names) if store is not None else []
     with RepoLock(project.state_dir):
         atomic_write(project.series_path(upstream), moved.to_bytes())
         close_edit_if_moved(project, upstream, series.names, moved.names)
         series_changed(project)
-    if store is None:
-        return []
+    return failing
+
+
+def _not_applying(project: Project, store: UpstreamStore, upstream: str,
+                  names: list[str]) -> list[str]:
+    """The patches of the series `names` (in that order) that do not apply on the pin: a hunk
+    fails, a file it changes is not there, or (in some profile's series) it creates a path
+    already filled (stack.creation_collisions)."""
+    from patchforge.apply.series import applies_to_profile
+    from patchforge.stack import creation_collisions
+
     pin = project.lock.pin(upstream)
-    patches = [(n, project.read_patch(upstream, n)) for n in moved.names]
+    patches = [(n, project.read_patch(upstream, n)) for n in names]
     state = apply_series(lambda paths: store.read_blobs(pin.commit, paths), patches, strict=False)
-    return [o.name for o in state.outcomes if not o.ok]
+    failing = {o.name for o in state.outcomes if not o.ok}
+    profiles: list[str | None] = [*project.config.profiles] or [None]
+    for profile in profiles:
+        selected = [(n, p) for n, p in patches if applies_to_profile(p, profile)]
+        failing |= {name for name, *_ in creation_collisions(store, pin.commit, selected)}
+    return [name for name in names if name in failing]
 
 
 # --- skipped fixes ----------------------------------------------------------------------------
