@@ -52,6 +52,22 @@ def test_a_command_group_named_alone_prints_its_help_and_exits_0(tmp_path, words
     assert "Commands:" in run.stdout
 
 
+@pytest.mark.parametrize("words", [(), ("rebase",), ("import", "overlay")],
+                         ids=lambda w: " ".join(w) or "-")
+def test_help_names_a_command_as_git_help_does(tmp_path, words):
+    """`patchforge help [COMMAND]`, as a git or StGit user types it: the same text as
+    `patchforge [COMMAND] --help`, exit 0; an unknown command is bad usage (exit 2)."""
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "patchforge", *args], capture_output=True,
+                              text=True, cwd=tmp_path,
+                              env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+
+    asked, expected = run("help", *words), run(*words, "--help")
+    assert (asked.returncode, asked.stderr, asked.stdout) == (0, "", expected.stdout)
+    wrong = run("help", *words, "nope")
+    assert wrong.returncode == 2 and "no command" in wrong.stderr and "nope" in wrong.stderr
+
+
 SUBCOMMANDS = [(name,) for name in LAZY_COMMANDS] + [
     ("upstream", "add"), ("upstream", "pin"), ("upstream", "list"),
     ("import", "overlay"), ("import", "git"), ("import", "quilt"), ("import", "mbox")]

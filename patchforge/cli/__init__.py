@@ -49,6 +49,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "check": ("patchforge.cli.cmd_check", "check", "Keeps: invariants and the configured checks."),
     "ledger": ("patchforge.cli.cmd_check", "ledger", "Regenerate series/PATCHES.md, the series ledger."),
     "completion": ("patchforge.cli.cmd_misc", "completion", "Print a shell completion script."),
+    "help": ("patchforge.cli.cmd_misc", "help_", "The help of a command (patchforge help rebase)."),
 }
 
 

@@ -1,4 +1,4 @@
-"""`completion`: print the shell completion script for bash, zsh or fish.
+"""`completion`: print the shell completion script for bash, zsh or fish. `help [COMMAND]`.
 
 The script is click's own (the `_PATCHFORGE_COMPLETE=<shell>_source patchforge` protocol), so what
 the shell asks at completion time is answered by the same command table as `--help`, lazily.
@@ -33,3 +33,20 @@ def completion(shell):
     except RuntimeError as exc:  # click refuses bash older than 4.4
         raise click.UsageError(str(exc)) from None
     click.echo(source)
+
+
+@click.command("help")
+@click.argument("words", nargs=-1, metavar="[COMMAND]...")
+@click.pass_context
+def help_(ctx, words):
+    """The help of COMMAND, as `patchforge COMMAND --help` gives it (`patchforge help rebase`,
+    `patchforge help import overlay`); without one, patchforge's own."""
+    current = ctx.find_root()
+    for word in words:
+        group = current.command
+        found = group.get_command(current, word) if isinstance(group, click.Group) else None
+        if found is None:
+            raise click.UsageError(f"no command {' '.join([*current.command_path.split()[1:], word])!r}"
+                                   "; `patchforge --help` lists them")
+        current = click.Context(found, info_name=word, parent=current)
+    click.echo(current.get_help(), color=ctx.color)
