@@ -151,7 +151,8 @@ class SeriesJudge:
     def __init__(self, store: UpstreamStore, target: Target, *, read_commit: str | None = None,
                  old_commit: str | None = None, history=None,
                  labels: tuple[str, str, str] = ("upstream", "base", "patch"),
-                 stop_files: bool = True, fetched: bool = False) -> None:
+                 stop_files: bool = True, fetched: bool = False,
+                 renames: tuple[set[str], Callable[[], dict[str, str]]] | None = None) -> None:
         from patchforge.apply.series import SeriesState
 
         self.store = store
@@ -189,6 +190,10 @@ class SeriesJudge:
         # started it brought in every file of the series), so that reading several at once
         # needs no check for missing ones first (a git process each time).
         self.fetched = fetched
+        # (paths, get): the renames base..target of those paths, `store.renames` asked once for
+        # all of them (by a second thread, while this one judges), instead of for each path
+        # when a patch first meets it gone.
+        self.renames = renames
 
     def prefetch(self, patches) -> None:
         """Read every file the patches touch, on the base, on the old series' side (the same
@@ -256,6 +261,8 @@ class SeriesJudge:
     def find_rename(self, path: str) -> str | None:
         if self.target.base_commit == self.target.commit:
             return None
+        if self.renames is not None and path in self.renames[0]:
+            return self.renames[1]().get(path)
         found = self.store.renames(self.target.base_commit, self.target.commit, [path])
         return found.get(path)
 
@@ -479,11 +486,27 @@ class SeriesJudge:
         return changes
 
 
-def _history_index(store: UpstreamStore, target: Target, paths: list[str]) -> "HistoryIndex | None":
-    """HistoryIndex of `paths` with their diffs read, or None without history."""
+def read_history(store: UpstreamStore, target: Target) -> bytes | None:
+    """The walk of the history from base to target a HistoryIndex is made from
+    (`store.range_changes`, no path limit), None without history. It needs no patch: a caller
+    can start it on a second thread before the series is even parsed."""
     if not _history(store, target):
         return None
-    return HistoryIndex(store, target, paths)
+    return store.range_changes(target.base_commit, target.commit)
+
+
+def series_history_index(store: UpstreamStore, target: Target, walk: Callable[[], bytes | None],
+                         patches) -> "HistoryIndex | None":
+    """HistoryIndex of the series' files from the history `walk()` returns (read_history's),
+    None without history; with the diffs the squash check (series_landings) asks for read
+    already, so that a second thread can make them while the first judges."""
+    changes = walk()
+    if changes is None:
+        return None
+    index = HistoryIndex(store, target, sorted({p for _, patch in patches for p in patch.paths}),
+                         changes=changes)
+    index.diffs(_squash_candidate_paths(patches, index))
+    return index
 
 
 def _history(store: UpstreamStore, target: Target) -> bool:
@@ -604,6 +627,14 @@ def _run_paths(patch) -> set[str] | None:
     return {fp.new_path or fp.old_path for fp in patch.file_patches}
 
 
+def _squash_candidate_paths(patches, index: "HistoryIndex") -> list[str]:
+    """The files of the patches in series_landings' candidate runs by their paths alone (no
+    patch applied): every file whose diffs it may read, and none when it has no run."""
+    files = [_run_paths(patch) for _, patch in patches]
+    runs = _candidate_runs(files, index.log) if len(patches) >= 2 else {}
+    return sorted({path for i, j in runs for k in range(i, j + 1) for path in files[k] or ()})
+
+
 def series_landings(patches, index: "HistoryIndex", read_base,
                     apply=apply_file_patch) -> dict[str, tuple[str, int, int]]:
     """Patches that landed as part of one upstream commit with their neighbours: a branch of
@@ -616,7 +647,7 @@ def series_landings(patches, index: "HistoryIndex", read_base,
         return {}
     # The runs' candidates by the patches' paths alone, before any patch is applied: a patch
     # that does not apply only takes runs away, so with none here there is none at all.
-    if not _candidate_runs([_run_paths(patch) for _, patch in patches], index.log):
+    if not _squash_candidate_paths(patches, index):
         return {}
     paths = sorted({p for _, patch in patches for p in patch.paths})
     state = dict(read_base(paths))
@@ -770,7 +801,9 @@ class HistoryIndex:
     `git diff-tree` for the paths asked, never again). A history with a merge from outside the
     range is read with that `git log -p` itself."""
 
-    def __init__(self, store: UpstreamStore, target: Target, paths: list[str]) -> None:
+    def __init__(self, store: UpstreamStore, target: Target, paths: list[str], *,
+                 changes: bytes | None = None) -> None:
+        """`changes`: read_history's walk of base..target when the caller has it already."""
         self.store = store
         self.target = target
         self.paths = paths
@@ -781,7 +814,7 @@ class HistoryIndex:
         self._blocks: dict[tuple[str, bytes], tuple] = {}  # (commit, diff header) -> blocks
         self._reverts: dict[str, list[str]] = {}  # commit -> the commits its message reverts
         self._added: dict[tuple[str, str], frozenset[bytes]] = {}
-        touched = self._walk_without_pathspec() if paths else {}
+        touched = self._walk_without_pathspec(changes) if paths else {}
         if touched is None:
             touched = self._read_log_patches()
         self.log: list[tuple[str, list[str]]] = [
@@ -848,7 +881,7 @@ class HistoryIndex:
             self._add_chunks(text, from_log=False)
         self._loaded.update(paths)
 
-    def _walk_without_pathspec(self) -> dict[str, set[str]] | None:
+    def _walk_without_pathspec(self, changes: bytes | None) -> dict[str, set[str]] | None:
         """The commits `git log -p -- <paths>` shows (newest first into `_order`, reverts into
         `_reverts`) with the paths each changes, from the same walk without a pathspec; None
         when a merge has a parent outside the range (where git's rule for showing it depends
@@ -860,8 +893,9 @@ class HistoryIndex:
         # Split at LF only: git indents each line of a message, but a bare CR inside one (an old
         # tool's line end) is no line end to git, and splitlines() would make the text after it
         # a line of its own (a `commit` or `:` line).
-        for line in self.store.range_changes(self.target.base_commit,
-                                             self.target.commit).split(b"\n"):
+        if changes is None:
+            changes = self.store.range_changes(self.target.base_commit, self.target.commit)
+        for line in changes.split(b"\n"):
             if line.startswith(b"commit "):
                 commit, *parents = line[7:].decode().split()
                 again = commit in walk  # a merge again, against its next parent

@@ -97,7 +97,7 @@ def _index_both_ways(repo, base, tip, paths):
         walked = bool(fast._order) and not fast._loaded
         fast.diffs(paths)
         slow = HistoryIndex.__new__(HistoryIndex)
-        slow._walk_without_pathspec = lambda: None  # what git log -p -- <paths> gives
+        slow._walk_without_pathspec = lambda changes: None  # what git log -p -- <paths> gives
         HistoryIndex.__init__(slow, store, target, paths)
         return fast, slow, walked
     finally:

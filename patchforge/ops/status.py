@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from patchforge.background import Background
 from patchforge.forwarded import drop_when, forwarded_info, lookup_forwarded
-from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _history_index,
-                              _patch_paths, where_landed)
+from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
+                              read_history, series_history_index, where_landed)
 from patchforge.model.record import field, record
 
 if TYPE_CHECKING:
@@ -59,12 +59,21 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                   upstreams: list[str] | None = None) -> list[PatchStatus]:
     out: list[PatchStatus] = []
     chosen = [u for u in (upstreams or project.upstream_names()) if u in targets]
-    series = {upstream: [(name, project.read_patch(upstream, name))
-                         for name in project.patch_names(upstream)] for upstream in chosen}
-    lookups = lookup_forwarded(project, forge,
-                               [patch for patches in series.values() for _, patch in patches])
+    patch_names = {upstream: project.patch_names(upstream) for upstream in chosen}
     # The threads reading histories are joined when the block is left, by an error too.
     with ExitStack() as threads:
+        # The history between base and target (a git process, the GIL free) is walked by a
+        # second thread from now on: the walk needs no patch, so it runs while this thread
+        # parses the series and judges the patches; only landed patches, and those the content
+        # checks cannot decide, will need it.
+        walks = {upstream: threads.enter_context(Background(read_history, store,
+                                                            targets[upstream]))
+                 for upstream in chosen if patch_names[upstream] and
+                 targets[upstream].base_commit != targets[upstream].commit}
+        series = {upstream: [(name, project.read_patch(upstream, name))
+                             for name in patch_names[upstream]] for upstream in chosen}
+        lookups = lookup_forwarded(project, forge,
+                                   [patch for patches in series.values() for _, patch in patches])
         for upstream in chosen:
             target = targets[upstream]
             log.info("%s: judging %d patch(es) against %s", upstream, len(series[upstream]),
@@ -73,19 +82,28 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
             names = {upstream} | ({package} if package else set())
             landed: list[tuple[PatchStatus, PatchFile]] = []
             patches = series[upstream]
-            # The history between base and target (git processes, the GIL free) is read by a
-            # second thread while this one judges the patches; only landed patches, and those
-            # the content checks cannot decide, will need it.
-            series_paths = sorted({p for _, patch in patches for p in patch.paths})
+            # The index of that history (and the diffs the squash check reads) is made on the
+            # second thread too.
             history = threads.enter_context(
-                Background(_history_index, store, target, series_paths)) \
-                if target.base_commit != target.commit and series_paths else None
+                Background(series_history_index, store, target, walks[upstream].result,
+                           patches)) \
+                if upstream in walks and any(patch.paths for _, patch in patches) else None
+            # Which of the series' files upstream renamed (git's rename detection over the
+            # whole tree, a git process) is asked on the second thread too, once for all of
+            # them: only a file gone from the target asks, and the answer waits there.
+            paths = sorted({fp.source_path for _, patch in patches for fp in patch.file_patches
+                            if not fp.is_new})
+            renames = threads.enter_context(
+                Background(store.renames, target.base_commit, target.commit, paths)) \
+                if target.base_commit != target.commit and paths else None
             # A stop is reported, not put in a worktree: its first conflicting file decides it.
             judge = SeriesJudge(store, target, stop_files=False,
                                 history=LazyHistory(history.result, patches,
                                                     lambda paths: store.read_blobs(
                                                         target.base_commit, paths))
-                                if history is not None else None)
+                                if history is not None else None,
+                                renames=(set(paths), renames.result)
+                                if renames is not None else None)
             judge.prefetch(patches)
             for name, patch in patches:
                 judgement = judge.judge(name, patch)
