@@ -20,8 +20,8 @@ from patchforge.errors import StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_git_diff, combine,
                                 combine_series, judge_history, patch_blocks)
 from patchforge.model.record import field, record, replace
-from patchforge.store.diff import (FileChange, diff_header, git_output_path, make_diffs,
-                                   merge_file)
+from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, diff_header,
+                                   git_output_path, make_diffs, merge_file)
 
 if TYPE_CHECKING:
     from patchforge.store.gitstore import UpstreamStore
@@ -150,7 +150,7 @@ class SeriesJudge:
 
     def __init__(self, store: UpstreamStore, target: Target, *, read_commit: str | None = None,
                  old_commit: str | None = None, history=None,
-                 labels: tuple[str, str, str] = ("upstream", "base", "patch"),
+                 labels: tuple[str, str, str] = DEFAULT_LABELS,
                  stop_files: bool = True, fetched: bool = False,
                  renames: tuple[set[str], Callable[[], dict[str, str]]] | None = None) -> None:
         from patchforge.apply.series import SeriesState
@@ -323,6 +323,54 @@ class SeriesJudge:
 
     def decide(self, name: str, patch) -> Judgement:
         """landed / applies / stop for one patch on the current state, changing nothing."""
+        early = self._start_merges(patch)
+        try:
+            return self._decide(name, patch, early)
+        finally:
+            for merge in early.values():
+                merge.close()
+
+    def _start_merges(self, patch) -> dict[tuple[bytes, bytes, bytes], FileMerge]:
+        """The 3-way merges `_decide` will run for `patch` when its files do not all apply,
+        their git processes started now (so that they run while landed detection works), keyed
+        by their inputs: the old series' file before the patch, the file where the patch meets
+        it, and that old file plus the patch. For files the patch meets under their own paths
+        (none when a file is gone: the patch is obsolete, or meets it renamed, which only
+        landed detection finds), in order up to the first one that does not apply when a stop
+        ends at its first conflict (nothing after it is merged then). `_decide` takes a merge
+        whose inputs it meets; one it does not need after all (the patch landed) is ended."""
+        if any(not fp.is_new and self.read_current(fp.source_path) is None
+               for fp in patch.file_patches):
+            return {}
+        moves = []
+        fails = False
+        for fp in patch.file_patches:
+            if fp.is_new or fp.binary is not None:
+                continue  # no merge
+            moves.append(fp)
+            forward = self.applications(self.read_current(fp.source_path), fp, max_fuzz=2)
+            if not (forward.ok and forward.worst in ("exact", "offset")):
+                fails = True
+                if not self.stop_files:
+                    break
+        if not fails:
+            return {}  # every file applies: nothing to merge, most likely
+        early: dict[tuple[bytes, bytes, bytes], FileMerge] = {}
+        for fp in moves:
+            source = fp.source_path
+            current = self.read_current(source)
+            assert current is not None
+            base = self.old.current[source] if source in self.old.current \
+                else self.store.read_blob(self.old_commit, source)
+            theirs = self.applications(base, fp, max_fuzz=2)
+            if theirs.ok and theirs.content is not None:
+                key = (base or b"", current, theirs.content)
+                if key not in early:
+                    early[key] = FileMerge(*key, self.labels)
+        return early
+
+    def _decide(self, name: str, patch, early: dict[tuple[bytes, bytes, bytes], FileMerge]
+                ) -> Judgement:
         verdict = self.assess(name, patch)
         evidence = list(verdict.evidence)
         if verdict.state == "upstreamed":
@@ -408,7 +456,9 @@ class SeriesJudge:
                 conflicts.append(path_after)
                 after[path_after] = current
                 continue
-            clean, merged = merge_file(base or b"", current, theirs.content, self.labels)
+            started = early.get((base or b"", current, theirs.content))
+            clean, merged = started.result() if started is not None else \
+                merge_file(base or b"", current, theirs.content, self.labels)
             merged_any = True
             after[path_after] = merged
             if not clean:

@@ -14,7 +14,7 @@ from helpers.git import git
 from patchforge.errors import StoreError
 from patchforge.store.git import git_env
 from patchforge.store.diff import (FileChange, blob_oid, make_diff, make_file_diff,
-                                   merge_can_give_ours, merge_file)
+                                   FileMerge, merge_can_give_ours, merge_file)
 from patchforge.store.gitstore import UpstreamStore, cache_dir, wheels_dir
 
 
@@ -430,6 +430,31 @@ def test_merge_with_one_side_unchanged_is_what_git_merge_file_gives(tmp_path, ba
                 merge_file(base, ours, theirs)
             continue
         assert merge_file(base, ours, theirs) == (proc.returncode == 0, proc.stdout)
+
+
+def test_a_merge_started_early_gives_git_merge_file_s_answer_and_leaves_nothing(tmp_path):
+    """FileMerge: the git process starts when it is made; its answer, read later, is git
+    merge-file's (clean and conflicting, labels included); one closed unread is ended and
+    leaves no file behind."""
+    base = b"".join(b"line %d\n" % i for i in range(200))
+    ours = base.replace(b"line 100\n", b"line 100 ours\n")
+    cases = [(ours, base.replace(b"line 10\n", b"line 10 theirs\n")),   # clean
+             (ours, base.replace(b"line 100\n", b"line 100 theirs\n"))]  # a conflict
+    for ours, theirs in cases:
+        for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+            (tmp_path / name).write_bytes(data)
+        proc = subprocess.run(["git", "merge-file", "-p", "-L", "a", "-L", "b", "-L", "c",
+                               "ours", "base", "theirs"], cwd=tmp_path, capture_output=True,
+                              env=git_env())
+        merge = FileMerge(base, ours, theirs, ("a", "b", "c"))
+        assert merge.result() == (proc.returncode == 0, proc.stdout)
+        merge.close()
+        assert merge_file(base, ours, theirs, ("a", "b", "c")) == merge.result()
+    unread = FileMerge(base, *cases[1])
+    scratch = unread._tmp
+    assert scratch is not None and os.path.isdir(scratch)
+    unread.close()
+    assert not os.path.exists(scratch)
 
 
 def test_the_line_check_never_rules_out_a_merge_that_gives_ours_back(tmp_path):

@@ -7,13 +7,15 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from patchforge.errors import StoreError
 from patchforge.model.record import record
-from patchforge.store.git import run_git, scratch_dir
+from patchforge.store.git import run_git, scratch_dir, start_git
 
 NULL_OID = "0" * 40
 
@@ -243,31 +245,83 @@ def _check_change(c: FileChange) -> None:
             raise StoreError(f"unsupported file mode {mode}")
 
 
+# The conflict markers' labels of a merge: the target, the base, the patch.
+DEFAULT_LABELS = ("upstream", "base", "patch")
+
+
 def merge_file(base: bytes, ours: bytes, theirs: bytes,
-               labels: tuple[str, str, str] = ("upstream", "base", "patch")) -> tuple[bool, bytes]:
+               labels: tuple[str, str, str] = DEFAULT_LABELS) -> tuple[bool, bytes]:
     """git merge-file on three versions of one file: (clean, the merge, with conflict markers
     where it is not clean). The one place patchforge runs git's file-level 3-way merge.
 
     When one side is the base byte for byte, the merge is the other side: git's own merge
     (xdiff's xdl_merge) returns it as it is, and it is returned here without a git process (a
     patch whose files are merged because one of them conflicts merges the rest this way)."""
-    if not any(b"\0" in side[:8000] for side in (base, ours, theirs)):  # git's binary test
-        if ours == base:
-            return True, theirs
-        if theirs == base:
-            return True, ours
-    with tempfile.TemporaryDirectory(prefix="patchforge-merge-", dir=scratch_dir()) as tmp:
-        paths = []
-        for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
-            path = Path(tmp) / name
-            path.write_bytes(data)
-            paths.append(str(path))
-        # merge-file exits with the number of conflicts (up to 127), negative on an error.
-        proc = run_git("merge-file", "-p", "-L", labels[0], "-L", labels[1], "-L", labels[2],
-                       *paths, ok=None)
-    if proc.returncode < 0 or proc.returncode > 127:
-        raise StoreError(f"git merge-file failed: {proc.stderr.decode(errors='replace')}")
-    return proc.returncode == 0, proc.stdout
+    merge = FileMerge(base, ours, theirs, labels)
+    try:
+        return merge.result()
+    finally:
+        merge.close()
+
+
+class FileMerge:
+    """merge_file's answer for three contents, its git process started when the object is made
+    and read by `result()`: a caller that knows a merge's inputs before it needs the answer
+    starts it first and does its own work meanwhile. `close()` ends the process (when the
+    answer is not wanted after all) and removes its files; the answer never depends on when
+    it is read."""
+
+    def __init__(self, base: bytes, ours: bytes, theirs: bytes,
+                 labels: tuple[str, str, str] = DEFAULT_LABELS) -> None:
+        self._answer: tuple[bool, bytes] | None = None
+        self._proc: subprocess.Popen | None = None
+        self._tmp: str | None = None
+        if not any(b"\0" in side[:8000] for side in (base, ours, theirs)):  # git's binary test
+            if ours == base:
+                self._answer = (True, theirs)
+                return
+            if theirs == base:
+                self._answer = (True, ours)
+                return
+        self._tmp = tempfile.mkdtemp(prefix="patchforge-merge-", dir=scratch_dir())
+        try:
+            paths = []
+            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+                path = os.path.join(self._tmp, name)
+                with open(path, "wb") as f:
+                    f.write(data)
+                paths.append(path)
+            # The merge goes to a file, not a pipe: a pipe's buffer would hold the process up
+            # until the answer is read.
+            with open(os.path.join(self._tmp, "merged"), "wb") as out:
+                self._proc = start_git("merge-file", "-p", "-L", labels[0], "-L", labels[1],
+                                       "-L", labels[2], *paths, stdin=subprocess.DEVNULL,
+                                       stdout=out)
+        except BaseException:
+            self.close()
+            raise
+
+    def result(self) -> tuple[bool, bytes]:
+        if self._answer is None:
+            assert self._proc is not None and self._tmp is not None
+            _, err = self._proc.communicate()
+            code = self._proc.returncode
+            # merge-file exits with the number of conflicts (up to 127), negative on an error.
+            if code < 0 or code > 127:
+                raise StoreError(f"git merge-file failed: {err.decode(errors='replace')}")
+            with open(os.path.join(self._tmp, "merged"), "rb") as f:
+                self._answer = (code == 0, f.read())
+        return self._answer
+
+    def close(self) -> None:
+        if self._proc is not None:
+            if self._proc.returncode is None:
+                self._proc.kill()
+                self._proc.communicate()
+            self._proc = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
 
 
 def merge_can_give_ours(base: bytes, ours: bytes, theirs: bytes) -> bool:

@@ -115,10 +115,11 @@ def run_git(*args: str, git_dir: Path | None = None, cwd: Path | str | None = No
 
 
 def start_git(*args: str, git_dir: Path | None = None, stdout: int | IO[bytes] = subprocess.PIPE,
-              stderr: int | IO[bytes] = subprocess.PIPE) -> subprocess.Popen:
-    """Start a long-lived git process fed through its stdin (cat-file, fast-import); end it
-    with `end_process`."""
-    return subprocess.Popen(git_command(*args, git_dir=git_dir), stdin=subprocess.PIPE,
+              stderr: int | IO[bytes] = subprocess.PIPE,
+              stdin: int | IO[bytes] = subprocess.PIPE) -> subprocess.Popen:
+    """Start a long-lived git process fed through its stdin (cat-file, fast-import; end it
+    with `end_process`), or one whose answer is read later (`stdin=subprocess.DEVNULL`)."""
+    return subprocess.Popen(git_command(*args, git_dir=git_dir), stdin=stdin,
                             stdout=stdout, stderr=stderr, env=git_env())
 
 
