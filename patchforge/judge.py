@@ -778,8 +778,9 @@ def series_landings(patches, index: "HistoryIndex", read_base,
         for path in first:
             result, earlier = line_set(last_at[path], path, False), \
                 line_set(first_at[path], path, True)
-            new_lines[path] = {line for k in range(i, j + 1) for line in added[k].get(path, ())
-                               if line and line in result and line not in earlier}
+            # Set operations (C loops), not a test per line: hundreds of runs share patches.
+            new_lines[path] = set().union(*(added[k].get(path, ()) for k in range(i, j + 1))) \
+                .intersection(result).difference(earlier, (b"",))
         if not any(all(new_lines[path] <= index.added_lines(commit, path) for path in first)
                    for commit in commits):
             continue
