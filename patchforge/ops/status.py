@@ -104,7 +104,9 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                                 if history is not None else None,
                                 renames=(set(paths), renames.result)
                                 if renames is not None else None)
-            judge.prefetch(patches)
+            # The series' files are read by a second thread too, in series order, while this
+            # one judges (the missing ones fetched first, all together).
+            threads.enter_context(judge.reading_ahead(patches))
             for name, patch in patches:
                 judgement = judge.judge(name, patch)
                 verdict = judgement.verdict
