@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import IO
@@ -94,17 +95,30 @@ def _environment(extra: dict[str, str] | None, user_config: bool) -> dict[str, s
 def run_git(*args: str, git_dir: Path | None = None, cwd: Path | str | None = None,
             input: bytes | None = None, env: dict[str, str] | None = None,
             user_config: bool = False, ok: tuple[int, ...] | None = (0,),
-            what: str | None = None) -> subprocess.CompletedProcess:
+            what: str | None = None, spool: bool = False) -> subprocess.CompletedProcess:
     """Run git to the end and return the finished process (stdout and stderr as bytes).
 
     An exit code outside `ok` raises StoreError naming `what` (default `git <command>`) with
     git's message; `ok=None` leaves the exit code to the caller. `env` adds variables;
     `user_config` lets git read the user's own configuration: for every command that reaches a
     remote (fetch, ls-remote, push: credential helpers, `url.*.insteadOf`, proxies) and for the
-    user's identity. Each command is logged at debug level (-vv) with its time."""
+    user's identity. Each command is logged at debug level (-vv) with its time.
+
+    `spool`: git's output goes to a temporary file, read once git has ended, instead of a
+    pipe read 32 KB at a time. For a long output read on a second thread: each read of a pipe
+    needs the interpreter's lock back, which a busy first thread gives up only every few
+    milliseconds, and git waits on the full pipe meanwhile."""
     started = time.monotonic()
-    proc = subprocess.run(git_command(*args, git_dir=git_dir), cwd=cwd, input=input,
-                          capture_output=True, env=_environment(env, user_config))
+    command = git_command(*args, git_dir=git_dir)
+    if spool:
+        with tempfile.TemporaryFile(dir=scratch_dir()) as out:
+            proc = subprocess.run(command, cwd=cwd, input=input, stdout=out,
+                                  stderr=subprocess.PIPE, env=_environment(env, user_config))
+            out.seek(0)
+            proc.stdout = out.read()
+    else:
+        proc = subprocess.run(command, cwd=cwd, input=input, capture_output=True,
+                              env=_environment(env, user_config))
     logs.debug("patchforge.git", "git %s: exit %d in %.0f ms", " ".join(args)[:160], proc.returncode,
               (time.monotonic() - started) * 1000)
     if ok is not None and proc.returncode not in ok:

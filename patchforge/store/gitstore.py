@@ -216,11 +216,11 @@ class UpstreamStore:
 
     def _run(self, *args: str, input: bytes | None = None, ok: tuple[int, ...] = (0,),
              env: dict[str, str] | None = None, what: str | None = None,
-             network: bool = False) -> subprocess.CompletedProcess:
+             network: bool = False, spool: bool = False) -> subprocess.CompletedProcess:
         """git in the store; `network` for a command that reaches a remote: it reads the user's
         git configuration (store.git.run_git's user_config)."""
         return run_git(*args, git_dir=self.git_dir, input=input, env=env, ok=ok, what=what,
-                       user_config=network)
+                       user_config=network, spool=spool)
 
     def _out(self, *args: str, **kw) -> str:
         return self._run(*args, **kw).stdout.decode("utf-8", "surrogateescape")
@@ -719,7 +719,8 @@ class UpstreamStore:
         return self._run("log", "-p", "--no-color", "--no-ext-diff", "--no-textconv",
                          "--no-renames", "--full-index", "--format=commit %H%n%w(0,4,4)%B",
                          "--ancestry-path", "--topo-order",
-                         f"{old}..{new}", "--", *paths, what="reading upstream history").stdout
+                         f"{old}..{new}", "--", *paths, what="reading upstream history",
+                         spool=True).stdout
 
     def range_changes(self, old: str, new: str) -> bytes:
         """`git log --raw -m` of the commits after `old` up to `new` (`log_patches`' walk and
@@ -729,7 +730,8 @@ class UpstreamStore:
         every commit's trees."""
         return self._run("log", "--raw", "-m", "--no-renames", "--no-abbrev",
                          "--format=commit %H %P%n%w(0,4,4)%B", "--ancestry-path",
-                         "--topo-order", f"{old}..{new}", what="reading upstream history").stdout
+                         "--topo-order", f"{old}..{new}", what="reading upstream history",
+                         spool=True).stdout
 
     def commit_patches(self, commits: list[str], paths: list[str]) -> bytes:
         """What `log_patches` gives of these (non-merge) commits, limited to `paths`: each
@@ -737,7 +739,7 @@ class UpstreamStore:
         return self._run("diff-tree", "--stdin", "-p", "--no-color", "--no-ext-diff",
                          "--no-textconv", "--no-renames", "--full-index", "--", *paths,
                          input="".join(f"{c}\n" for c in commits).encode(),
-                         what="reading upstream history").stdout
+                         what="reading upstream history", spool=True).stdout
 
     def ahead_behind(self, a: str, b: str) -> tuple[int, int]:
         """(commits in `a` not in `b`, commits in `b` not in `a`), like `git status` of a vs b."""
