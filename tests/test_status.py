@@ -140,6 +140,24 @@ def test_conflict(stack, upstream):
     assert status.landed_in is None
 
 
+def test_the_merges_started_for_a_patch_end_with_its_decision(stack, upstream, tmp_path,
+                                                              monkeypatch):
+    """The 3-way merge a conflict comes from is started before landed detection runs
+    (SeriesJudge._start_merges) and ends with the patch's decision: no process or file of it
+    is left, whether its answer was read or not."""
+    import patchforge.store.diff as diff
+
+    text = BASE.replace(FIX2_OLD, b"    return row * stride + 0  # differs upstream\n")
+    target = upstream.commit({MAIN: text}, "rewrite row_offset")
+    stack.add("fix.patch", the_fix())
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    started = []
+    monkeypatch.setattr(diff, "scratch_dir", lambda: started.append(1) or str(scratch))
+    assert stack.status(target)["fix.patch"].state == "conflict"
+    assert started and not list(scratch.iterdir())
+
+
 # -- landing patterns ---------------------------------------------------------------------------
 
 def history_around(upstream: Upstream, landing: dict[str, bytes | None], message: str,
