@@ -356,17 +356,24 @@ class SeriesJudge:
         if not fails:
             return {}  # every file applies: nothing to merge, most likely
         early: dict[tuple[bytes, bytes, bytes], FileMerge] = {}
-        for fp in moves:
-            source = fp.source_path
-            current = self.read_current(source)
-            assert current is not None
-            base = self.old.current[source] if source in self.old.current \
-                else self.store.read_blob(self.old_commit, source)
-            theirs = self.applications(base, fp, max_fuzz=2)
-            if theirs.ok and theirs.content is not None:
-                key = (base or b"", current, theirs.content)
-                if key not in early:
-                    early[key] = FileMerge(*key, self.labels)
+        try:
+            for fp in moves:
+                source = fp.source_path
+                current = self.read_current(source)
+                assert current is not None
+                base = self.old.current[source] if source in self.old.current \
+                    else self.store.read_blob(self.old_commit, source)
+                theirs = self.applications(base, fp, max_fuzz=2)
+                if theirs.ok and theirs.content is not None:
+                    key = (base or b"", current, theirs.content)
+                    if key not in early:
+                        early[key] = FileMerge(*key, self.labels)
+        except BaseException:
+            # A read or a start that fails (or Ctrl-C) ends the merges started before it:
+            # `decide` only ends those it was handed.
+            for merge in early.values():
+                merge.close()
+            raise
         return early
 
     def _decide(self, name: str, patch, early: dict[tuple[bytes, bytes, bytes], FileMerge]

@@ -158,6 +158,29 @@ def test_the_merges_started_for_a_patch_end_with_its_decision(stack, upstream, t
     assert started and not list(scratch.iterdir())
 
 
+def test_a_merge_that_cannot_start_ends_the_ones_started_before_it(stack, upstream, tmp_path,
+                                                                    monkeypatch):
+    """When the judge cannot start a patch's second 3-way merge (here: its scratch directory
+    is gone), the error goes on and the first merge's process and files are ended with it."""
+    import patchforge.store.diff as diff
+
+    text = BASE.replace(FIX2_OLD, b"    return row * stride + 0  # differs upstream\n")
+    # pkg/other.py applies at an offset (a merge of its own), then the main file conflicts.
+    target = upstream.commit({MAIN: text, "pkg/other.py": b"import os\nVALUE = 1\n"},
+                             "rewrite row_offset")
+    stack.add("fix.patch", file_diff("pkg/other.py", b"VALUE = 1\n", b"VALUE = 2\n")
+              + the_fix())
+    scratch, gone = tmp_path / "scratch", tmp_path / "gone"
+    scratch.mkdir()
+    started = []
+    # A second merge while one is under way finds no scratch directory.
+    monkeypatch.setattr(diff, "scratch_dir", lambda: started.append(1) or
+                        str(gone if list(scratch.iterdir()) else scratch))
+    with pytest.raises(FileNotFoundError):
+        stack.status(target)
+    assert len(started) == 2 and not list(scratch.iterdir())
+
+
 # -- landing patterns ---------------------------------------------------------------------------
 
 def history_around(upstream: Upstream, landing: dict[str, bytes | None], message: str,
