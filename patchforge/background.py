@@ -19,6 +19,10 @@ class Background:
     def __init__(self, function: Callable[..., Any], *args: Any) -> None:
         self._value: Any = None
         self._error: BaseException | None = None
+        # Set when the function has returned. Waited on instead of the thread's join: a join
+        # interrupted by Ctrl-C marks the thread as ended though it runs on (CPython 3.11),
+        # and a second join returns at once.
+        self._over = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(function, args), daemon=True)
         self._thread.start()
 
@@ -27,6 +31,8 @@ class Background:
             self._value = function(*args)
         except BaseException as exc:  # handed to the caller of result()
             self._error = exc
+        finally:
+            self._over.set()
 
     def __enter__(self) -> Background:
         return self
@@ -36,14 +42,23 @@ class Background:
         self.wait()
 
     def wait(self) -> None:
-        self._thread.join()
+        try:
+            self._over.wait()
+        except KeyboardInterrupt:
+            # Ctrl-C while waiting (the wait itself is interruptible): the thread goes on, and
+            # leaving now would let the interpreter's exit freeze it mid-step, its git process
+            # left running and its temporary files (in /dev/shm) left behind. Its git got the
+            # signal too (same process group) and ends; wait for the thread, then go on with
+            # the interrupt. A second Ctrl-C does not wait.
+            self._over.wait()
+            raise
 
     def done(self) -> bool:
         """Whether the function has returned (result() then does not wait)."""
-        return not self._thread.is_alive()
+        return self._over.is_set()
 
     def result(self) -> Any:
-        self._thread.join()
+        self.wait()
         if self._error is not None:
             raise self._error
         return self._value
