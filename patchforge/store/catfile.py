@@ -56,6 +56,12 @@ class CatFile:
                 except (BrokenPipeError, OSError, ValueError) as exc:
                     self.close()
                     raise StoreError(f"git cat-file stopped: {self._error_text()}") from exc
+                except BaseException:
+                    # Interrupted mid-answer (Ctrl-C): the answers left in the pipe would be
+                    # read as the next query's (a second thread's, while the command ends).
+                    # The next query starts a new process.
+                    self._kill()
+                    raise
                 start = end
         return results
 
@@ -86,6 +92,21 @@ class CatFile:
         which reads the repository's configuration afresh."""
         with self.lock:
             self.close()
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    try:
+                        pipe.close()
+                    except OSError:
+                        pass
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
