@@ -148,6 +148,12 @@ class SeriesJudge:
     merge base of each patch's 3-way merge, as `git rebase` uses), so each patch meets exactly
     what a rebase would give it. `judge()` decides landed / applies / stop."""
 
+    # 3-way merges of a patch started before its landed detection (`_start_merges`), at most:
+    # each holds a git process and a pipe until the decision, and a patch of a thousand files
+    # upstream changed would run out of file descriptors (a soft limit of 1024, 256 on macOS);
+    # a merge beyond these runs when the decision reaches it.
+    EARLY_MERGES = 16
+
     def __init__(self, store: UpstreamStore, target: Target, *, read_commit: str | None = None,
                  old_commit: str | None = None, history=None,
                  labels: tuple[str, str, str] = DEFAULT_LABELS,
@@ -368,6 +374,8 @@ class SeriesJudge:
                     key = (base or b"", current, theirs.content)
                     if key not in early:
                         early[key] = FileMerge(*key, self.labels)
+                        if len(early) == self.EARLY_MERGES:
+                            break
         except BaseException:
             # A read or a start that fails (or Ctrl-C) ends the merges started before it:
             # `decide` only ends those it was handed.

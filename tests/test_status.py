@@ -181,6 +181,35 @@ def test_a_merge_that_cannot_start_ends_the_ones_started_before_it(stack, upstre
     assert len(started) == 2 and not list(scratch.iterdir())
 
 
+def test_a_patch_of_many_files_upstream_changed_is_judged_within_a_low_file_limit(tmp_path):
+    """The merges started before a patch's landed detection are a few at a time: a patch of 100
+    files upstream changed, one of them in conflict, is judged by a process allowed 64 open
+    files (each merge under way holds a pipe; the rest run when the decision reaches them)."""
+    import resource
+
+    files = {f"pkg/m{i}.py": "".join(f"line{k} = {k}  # {i}\n" for k in range(30)).encode()
+             for i in range(100)}
+    up = Upstream(tmp_path / "upstream", files)
+    changed = {path: b"import os\n" + text for path, text in files.items()}
+    changed["pkg/m99.py"] = files["pkg/m99.py"].replace(b"line15 = 15", b"line15 = 'up'")
+    target = up.commit(changed, "upstream edits every file")
+    stack = Stack(tmp_path / "project", up)
+    stack.add("big.patch", b"".join(
+        file_diff(f"pkg/m{i}.py", files[f"pkg/m{i}.py"],
+                  files[f"pkg/m{i}.py"].replace(b"line15 = 15", b"line15 = 'mine'"))
+        for i in range(100)))
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(
+            resource.RLIMIT_NOFILE)[1]))
+
+    proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(stack.root),
+                           "status", "--against", target], capture_output=True,
+                          preexec_fn=low_limit, timeout=120)
+    assert proc.returncode == 1, proc.stderr.decode(errors="replace")
+    assert b"big.patch" in proc.stdout and b"conflict" in proc.stdout
+
+
 # -- landing patterns ---------------------------------------------------------------------------
 
 def history_around(upstream: Upstream, landing: dict[str, bytes | None], message: str,
