@@ -522,6 +522,9 @@ def test_landing_commits_are_the_same_whatever_the_history_read_during_the_walk(
     again = upstream.commit({"pkg/mod.py": with_lines({7: f7, 12: f12})}, "and makes it again")
     other = tmp_path / "other"
     shutil.copytree(stack.root, other, symlinks=True)
+    # Both runs write history.jsonl, whose events carry the time: one clock for both, or two
+    # runs on either side of a second would differ there.
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
     monkeypatch.setattr(engine._LandingReads, "BATCH", 1)
     summary = stack.rebase_json("--to", f"up={again}")
     assert [(p["name"], p["action"], p["landed_in"]) for p in summary["patches"]] == [
