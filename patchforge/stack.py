@@ -1,14 +1,14 @@
 """A series as the operations handle it: applied on a pin (`series_state`), a new entry written
 with its patch file (`add_to_series`), the ledger kept in step (`series_changed`), the paths
 no patch may touch (`refuse_symlinked_paths`) and the creations that meet a filled path
-(`creation_collisions`)."""
+(`creation_collisions`, `profile_collisions`)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import SYMLINK
 from patchforge.apply.hunks import apply_file_patch
-from patchforge.apply.series import apply_series
+from patchforge.apply.series import applies_to_profile, apply_series
 from patchforge.errors import InputError, UnsafePathError
 from patchforge.fsutil import atomic_write
 
@@ -149,6 +149,18 @@ def creation_collisions(store: UpstreamStore, commit: str, patches) -> list[tupl
                 gone.add(fp.old_path)
             if _creates(fp):
                 made[fp.new_path] = name
+    return found
+
+
+def profile_collisions(project: Project, store: UpstreamStore, commit: str,
+                       patches) -> list[tuple]:
+    """creation_collisions of the series each profile applies (the whole series when the
+    stack has no profiles): two fixes for different profiles may each create the same file."""
+    found = []
+    profiles: list[str | None] = [*project.config.profiles] or [None]
+    for profile in profiles:
+        selected = [(n, p) for n, p in patches if applies_to_profile(p, profile)]
+        found += creation_collisions(store, commit, selected)
     return found
 
 

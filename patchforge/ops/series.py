@@ -262,8 +262,7 @@ def _later_collisions(project: Project, store: UpstreamStore, upstream: str, com
                       later: set[str], paths: set[str], edited: dict) -> set[str]:
     """The patches of `later` whose creation collides (stack.creation_collisions), in some
     profile's series, at a path of `paths`, under one, or above one."""
-    from patchforge.apply.series import applies_to_profile
-    from patchforge.stack import creation_collisions
+    from patchforge.stack import profile_collisions
 
     def related(path: str) -> bool:
         return any(path == p or path.startswith(p + "/") or p.startswith(path + "/")
@@ -271,13 +270,8 @@ def _later_collisions(project: Project, store: UpstreamStore, upstream: str, com
 
     patches = [(n, edited.get(n) or project.read_patch(upstream, n))
                for n in project.patch_names(upstream)]
-    found: set[str] = set()
-    profiles: list[str | None] = [*project.config.profiles] or [None]
-    for profile in profiles:
-        selected = [(n, p) for n, p in patches if applies_to_profile(p, profile)]
-        found |= {name for name, _, fp, *_ in creation_collisions(store, commit, selected)
-                  if name in later and related(fp.new_path)}
-    return found
+    return {name for name, _, fp, *_ in profile_collisions(project, store, commit, patches)
+            if name in later and related(fp.new_path)}
 
 
 # --- series edits -----------------------------------------------------------------------------
@@ -445,17 +439,13 @@ def _not_applying(project: Project, store: UpstreamStore, upstream: str,
     """The patches of the series `names` (in that order) that do not apply on the pin: a hunk
     fails, a file it changes is not there, or (in some profile's series) it creates a path
     already filled (stack.creation_collisions)."""
-    from patchforge.apply.series import applies_to_profile
-    from patchforge.stack import creation_collisions
+    from patchforge.stack import profile_collisions
 
     pin = project.lock.pin(upstream)
     patches = [(n, project.read_patch(upstream, n)) for n in names]
     state = apply_series(lambda paths: store.read_blobs(pin.commit, paths), patches, strict=False)
     failing = {o.name for o in state.outcomes if not o.ok}
-    profiles: list[str | None] = [*project.config.profiles] or [None]
-    for profile in profiles:
-        selected = [(n, p) for n, p in patches if applies_to_profile(p, profile)]
-        failing |= {name for name, *_ in creation_collisions(store, pin.commit, selected)}
+    failing |= {name for name, *_ in profile_collisions(project, store, pin.commit, patches)}
     return [name for name in names if name in failing]
 
 

@@ -107,11 +107,13 @@ def run_git(*args: str, git_dir: Path | None = None, cwd: Path | str | None = No
     `spool`: git's output goes to a temporary file, read once git has ended, instead of a
     pipe read 32 KB at a time. For a long output read on a second thread: each read of a pipe
     needs the interpreter's lock back, which a busy first thread gives up only every few
-    milliseconds, and git waits on the full pipe meanwhile."""
+    milliseconds, and git waits on the full pipe meanwhile. The file goes to the system's
+    temporary directory, not to scratch_dir's tmpfs: a history's output can be far larger than
+    a container's /dev/shm (64 MB by default), and is written and read once."""
     started = time.monotonic()
     command = git_command(*args, git_dir=git_dir)
     if spool:
-        with tempfile.TemporaryFile(dir=scratch_dir()) as out:
+        with tempfile.TemporaryFile() as out:
             proc = subprocess.run(command, cwd=cwd, input=input, stdout=out,
                                   stderr=subprocess.PIPE, env=_environment(env, user_config))
             out.seek(0)
