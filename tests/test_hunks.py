@@ -304,3 +304,27 @@ def test_remembered_applications_answer_as_apply_file_patch_does():
                 apply_file_patch(content, fp, max_fuzz=fuzz)
     exact = applications(BASE, fp, max_fuzz=0)
     assert applications(BASE, fp, max_fuzz=2) is exact  # made once
+
+
+def test_hunk_search_finds_the_nearest_match_a_scan_finds():
+    """The search looks a hunk's lines up in the file's line index (first and last place of
+    each line) instead of comparing at every position: on random files of few distinct lines
+    (many repeats, lines missing), it gives the position a scan of every offset gives."""
+    import random
+
+    from patchforge.apply.hunks import _locate, lines_of
+
+    rng = random.Random(7)
+    words = [b"a\n", b"b\n", b"c\n", b"d\n", b"e\n", b"}\n"]
+    for _ in range(3000):
+        lines = lines_of(b"".join(rng.choice(words) for _ in range(rng.randrange(0, 40))))
+        want = [rng.choice(words + [b"z\n"]) for _ in range(rng.randrange(0, 4))]
+        expected, lo = rng.randrange(-3, 45), rng.randrange(0, 10)
+        hi = len(lines) - len(want)
+        at = min(max(expected, lo), hi)
+        matches = [p for p in range(lo, hi + 1) if lines[p:p + len(want)] == want]
+        if not want and hi >= lo:
+            wanted = at
+        else:
+            wanted = min(matches, key=lambda p: (abs(p - at), -p), default=None)
+        assert _locate(lines, want, expected, lo) == wanted, (lines, want, expected, lo)

@@ -54,7 +54,32 @@ def _matches(lines: list[bytes], pos: int, want: list[bytes]) -> bool:
     return lines[pos:pos + len(want)] == want
 
 
-def _locate(lines: list[bytes], want: list[bytes], expected: int, lo: int) -> int | None:
+class Lines(list):
+    """A file's lines (`split_lines`), which also say where each distinct line first and last
+    is: the hunk search looks a hunk's lines up there instead of scanning the file for them.
+
+    Most searches of a status run fail (on a target far from the series' base, a hunk's lines
+    are often nowhere in the file), and a line that is in the file nowhere rules a search out
+    at once; a line that is there once gives the one place to compare. The two maps are made on
+    the first search that gets past the expected position (two C-level dict builds), and
+    belong to the content: callers must not modify the list."""
+
+    __slots__ = ("_first", "_last")
+    _first: dict[bytes, int]
+    _last: dict[bytes, int]
+
+    def where(self) -> tuple[dict[bytes, int], dict[bytes, int]]:
+        """(line -> its first index, line -> its last index)."""
+        try:
+            return self._first, self._last
+        except AttributeError:
+            count = len(self)
+            self._first = dict(zip(reversed(self), range(count - 1, -1, -1)))
+            self._last = dict(zip(self, range(count)))
+            return self._first, self._last
+
+
+def _locate(lines: Lines, want: list[bytes], expected: int, lo: int) -> int | None:
     """The position nearest to `expected` (ties: later first, as GNU patch tries +n before -n)
     in [lo, len(lines) - len(want)] where `want` matches."""
     hi = len(lines) - len(want)
@@ -63,19 +88,28 @@ def _locate(lines: list[bytes], want: list[bytes], expected: int, lo: int) -> in
     expected = min(max(expected, lo), hi)
     if not want or _matches(lines, expected, want):
         return expected
-    # Only positions where one chosen line of `want` is in its place can match at all: find
-    # those with the C-level list.index instead of comparing a slice at every distance (a vLLM
-    # file has thousands of lines, a status run searches hundreds of hunks). The chosen line is
-    # the longest, not the first: a first line that is blank or a lone bracket is found
-    # hundreds of times, the longest line rarely more than once. Any line gives the same set of
+    # Only positions where one chosen line of `want` is in its place can match at all. The
+    # chosen line is the one whose occurrences in the file span the fewest lines (a line the
+    # file has once: one place to compare; a line it lacks: no match at all), found between
+    # its first and last index with the C-level list.index. Any line gives the same set of
     # matching positions, so the same answer.
-    anchor = max(range(len(want)), key=lambda k: len(want[k]))
+    first, last = lines.where()
+    anchor, start, end = -1, 0, -1
+    for k, line in enumerate(want):
+        at = first.get(line)
+        if at is None:
+            return None
+        until = last[line]
+        if anchor < 0 or until - at < end - start:
+            anchor, start, end = k, at, until
     line = want[anchor]
+    start = max(start, lo + anchor)
+    end = min(end, hi + anchor)
     candidates = []
-    pos = lo + anchor
-    while True:
+    pos = start
+    while pos <= end:
         try:
-            pos = lines.index(line, pos, hi + anchor + 1)
+            pos = lines.index(line, pos, end + 1)
         except ValueError:
             break
         candidates.append(pos - anchor)
@@ -118,6 +152,8 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk, ...], *, max_fuzz: int = 
     """Apply hunks in order to a list of lines (split with `split_lines`); failed hunks are
     skipped. Returns the new lines and one outcome per hunk; with build=False only the outcomes
     (the lines come back empty): landed detection asks where hunks go, many times per file."""
+    if not isinstance(lines, Lines):
+        lines = Lines(lines)
     out: list[bytes] = []
     outcomes: list[HunkOutcome] = []
     done = 0  # lines of the input already copied or replaced: later hunks cannot go back
@@ -151,7 +187,7 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk, ...], *, max_fuzz: int = 
     return out, tuple(outcomes)
 
 
-def _place(lines: list[bytes], pre: list[bytes], expected: int, lo: int,
+def _place(lines: Lines, pre: list[bytes], expected: int, lo: int,
            anchor: str | None) -> int | None:
     if not pre:
         # Zero-context insertion: only the line number says where.
@@ -172,11 +208,11 @@ def apply_hunks_to_bytes(old: bytes, hunks: tuple[Hunk, ...], *,
 
 
 @lru_cache(maxsize=32)
-def lines_of(content: bytes) -> list[bytes]:
+def lines_of(content: bytes) -> Lines:
     """split_lines(content), remembered for the few files a series keeps coming back to (each
     patch on a file, forward and reverse, splits it again otherwise). Callers must not modify
     the list."""
-    return split_lines(content)
+    return Lines(split_lines(content))
 
 
 def _all_failed(fp: FilePatch, error: str) -> FileApplication:
