@@ -668,9 +668,24 @@ def _candidate_runs(files: list, log: list[tuple[str, list[str]]]) -> dict[tuple
     files (`files[k]`: a collection of paths, None for a patch no run goes through) some commit
     of `log` all touches -> those commits."""
     runs: dict[tuple[int, int], list[str]] = {}
+    # A patch is inside a commit when the commit touches each of its files: counted from the
+    # commit's few paths through the patches on each path, not by testing every patch of the
+    # series against every commit of a history of thousands.
+    size: dict[int, int] = {}
+    on_path: dict[str, list[int]] = {}
+    for i, b in enumerate(files):
+        if b is not None:
+            paths = set(b)
+            size[i] = len(paths)
+            for path in paths:
+                on_path.setdefault(path, []).append(i)
+    always = [i for i, n in size.items() if n == 0]
     for commit, touched in log:
-        changed = set(touched)
-        inside = [i for i, b in enumerate(files) if b is not None and set(b) <= changed]
+        count: dict[int, int] = {}
+        for path in set(touched):
+            for i in on_path.get(path, ()):
+                count[i] = count.get(i, 0) + 1
+        inside = sorted(always + [i for i, n in count.items() if n == size[i]])
         start = 0
         while start < len(inside):
             end = start
@@ -883,8 +898,11 @@ class HistoryIndex:
         touched = self._walk_without_pathspec(changes) if paths else {}
         if touched is None:
             touched = self._read_log_patches()
+        # Each commit's paths in the order of `paths`: the few a commit touches sorted, not
+        # each of the hundreds of paths tested against each of the thousands of commits.
+        rank = {path: k for k, path in enumerate(paths)}
         self.log: list[tuple[str, list[str]]] = [
-            (commit, [path for path in paths if path in touched[commit]])
+            (commit, sorted(touched[commit], key=rank.__getitem__))
             for commit in reversed(self._order)]
 
     def commits_touching(self, paths: list[str]) -> list[str]:

@@ -213,3 +213,29 @@ def test_history_read_without_a_pathspec_on_odd_paths_and_changes(tmp_path):
         {c: f for c, f in slow._chunks.items() if f}
     touched = {path for _, changed in fast.log for path in changed}
     assert touched == set(paths)  # each of them, in a commit the walk found
+
+
+def test_squash_candidate_runs_are_those_of_patches_inside_a_commit():
+    """The squash check's candidate runs (judge._candidate_runs), counted through the patches
+    on each path a commit touches, are the runs of consecutive patches whose files that
+    commit all touches: checked on random series against that definition."""
+    import random
+
+    from patchforge.judge import MAX_SERIES_RUN, _candidate_runs
+
+    rng = random.Random(5)
+    names = ["a", "b", "c", "d", "e"]
+    for _ in range(300):
+        files = [None if rng.random() < 0.1 else
+                 (set(rng.sample(names, rng.randrange(0, 3))) if rng.random() < 0.5 else
+                  dict.fromkeys(rng.sample(names, rng.randrange(1, 3))))
+                 for _ in range(rng.randrange(0, 20))]
+        log = [(f"c{k}", rng.sample(names, rng.randrange(0, 5))) for k in range(rng.randrange(0, 6))]
+        wanted: dict = {}
+        for commit, touched in log:
+            inside = [b is not None and set(b) <= set(touched) for b in files]
+            for i in range(len(files)):
+                for j in range(i + 1, min(len(files), i + MAX_SERIES_RUN)):
+                    if all(inside[i:j + 1]):
+                        wanted.setdefault((i, j), []).append(commit)
+        assert _candidate_runs(files, log) == wanted
