@@ -21,8 +21,8 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from patchforge.apply.diffparse import line_content, line_kind, reverse_hunk
-from patchforge.apply.hunks import apply_file_patch, apply_hunks, lines_of
+from patchforge.apply.diffparse import line_content, line_kind
+from patchforge.apply.hunks import ReversedHunk, apply_file_patch, apply_hunks, lines_of
 from patchforge.model.record import field, record, replace
 from patchforge.store.diff import NULL_OID, blob_oid, merge_can_give_ours, merge_file
 
@@ -301,7 +301,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
         # context too when the hunk removes code (that code is still there). A pure addition
         # "applies with fuzz" wherever its outer context lines are, which proves nothing.
         pre_image_there = hv.forward in ("exact", "offset") or (removes and hv.forward == "fuzz")
-        _, backward = apply_hunks(lines, (reverse_hunk(hunk, render=False),), max_fuzz=0,
+        _, backward = apply_hunks(lines, (ReversedHunk(hunk),), max_fuzz=0,
                                   build=False)
         if backward[0].status in ("exact", "offset"):
             if pre_image_there:

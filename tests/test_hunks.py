@@ -328,3 +328,28 @@ def test_hunk_search_finds_the_nearest_match_a_scan_finds():
         else:
             wanted = min(matches, key=lambda p: (abs(p - at), -p), default=None)
         assert _locate(lines, want, expected, lo) == wanted, (lines, want, expected, lo)
+
+
+def test_a_hunk_searched_in_reverse_is_found_where_its_reverse_hunk_is():
+    """apply_hunks with ReversedHunk(h) (landed detection's reverse search, made of h's own
+    views) gives what it gives with the rendered reverse hunk, at every fuzz level."""
+    import random
+
+    from patchforge.apply.diffparse import reverse_hunk
+    from patchforge.apply.hunks import ReversedHunk, apply_hunks, lines_of
+
+    rng = random.Random(11)
+    words = [b"alpha\n", b"beta\n", b"gamma\n", b"delta\n", b"eps\n"]
+    for _ in range(150):
+        old = b"".join(rng.choice(words) for _ in range(rng.randrange(1, 25)))
+        new = b"".join(rng.choice(words) if rng.random() < 0.2 else line
+                       for line in lines_of(old)) + (b"tail" if rng.random() < 0.2 else b"")
+        if new == old:
+            continue
+        (fp,) = parse_diff(git_diff(old, new, context=rng.randrange(0, 4)))
+        for content in (old, new, new[len(new) // 3:], b"beta\n" + new):
+            for fuzz in (0, 1, 2):
+                for h in fp.hunks:
+                    assert apply_hunks(lines_of(content), (ReversedHunk(h),), max_fuzz=fuzz) == \
+                        apply_hunks(lines_of(content), (reverse_hunk(h, render=False),),
+                                    max_fuzz=fuzz)

@@ -121,7 +121,29 @@ def _locate(lines: Lines, want: list[bytes], expected: int, lo: int) -> int | No
     return None
 
 
-def _fuzzed(h: Hunk, fuzz: int) -> tuple[int, list[bytes], list[bytes], str | None] | None:
+class ReversedHunk:
+    """The hunk that undoes `hunk` (diffparse.reverse_hunk) as apply_hunks sees it, made of
+    `hunk`'s own views: the same context, the two sides swapped. Landed detection searches
+    every hunk in reverse; making each reverse hunk's lines again was a third of that."""
+
+    __slots__ = ("old_start", "old_count", "leading_context", "trailing_context", "_hunk")
+
+    def __init__(self, hunk: Hunk) -> None:
+        self.old_start, self.old_count = hunk.new_start, hunk.new_count
+        # Swapping `+` and `-` leaves the context lines where they are.
+        self.leading_context = hunk.leading_context
+        self.trailing_context = hunk.trailing_context
+        self._hunk = hunk
+
+    def old_lines(self) -> list[bytes]:
+        return self._hunk.new_lines()
+
+    def new_lines(self) -> list[bytes]:
+        return self._hunk.old_lines()
+
+
+def _fuzzed(h: Hunk | ReversedHunk,
+            fuzz: int) -> tuple[int, list[bytes], list[bytes], str | None] | None:
     """The hunk at fuzz level `fuzz`, the way GNU patch reduces it: (lines dropped at the top,
     pre-image, post-image, anchor). None when this level adds nothing or leaves nothing to match.
 
@@ -147,7 +169,8 @@ def _fuzzed(h: Hunk, fuzz: int) -> tuple[int, list[bytes], list[bytes], str | No
     return top, pre, post, anchor
 
 
-def apply_hunks(lines: list[bytes], hunks: tuple[Hunk, ...], *, max_fuzz: int = 2,
+def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
+                max_fuzz: int = 2,
                 build: bool = True) -> tuple[list[bytes], tuple[HunkOutcome, ...]]:
     """Apply hunks in order to a list of lines (split with `split_lines`); failed hunks are
     skipped. Returns the new lines and one outcome per hunk; with build=False only the outcomes
