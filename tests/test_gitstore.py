@@ -727,7 +727,9 @@ def test_range_diff_chains_are_the_commits_git_fast_import_makes(store, merge_ba
     assert ours == (ids[":1"], ids[f":{len(steps) + 1}"])
 
 
-def test_range_diff_import_that_cannot_start_is_a_store_error(store, monkeypatch):
+def test_range_diff_import_that_cannot_start_is_a_store_error(store, merge_base, monkeypatch):
+    """No room for the scratch repository, or no git process to be had: a StoreError, and no
+    scratch directory left behind."""
     made = []
     real_mkdtemp = tempfile.mkdtemp
 
@@ -735,13 +737,41 @@ def test_range_diff_import_that_cannot_start_is_a_store_error(store, monkeypatch
         made.append(real_mkdtemp(**kw))
         return made[-1]
 
+    def no_room(*args, **kw):
+        raise OSError(28, "No space left on device")
+
     def no_fork(*args, **kw):
         raise OSError(11, "Resource temporarily unavailable")
     monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    with monkeypatch.context() as patched:
+        patched.setattr(Path, "write_bytes", no_room)
+        with pytest.raises(StoreError, match="cannot make the range-diff's scratch repository"):
+            store.range_diff_import()
+    importer = store.range_diff_import()
+    one = importer.blob(b"a fix\n")
     monkeypatch.setattr(subprocess, "Popen", no_fork)
-    with pytest.raises(StoreError, match="cannot make the range-diff's scratch repository"):
-        store.range_diff_import()
-    assert made and not any(Path(p).exists() for p in made)
+    with pytest.raises(StoreError, match="cannot start the range-diff"):
+        importer.range_diff([(merge_base, ["m/a.py"], [("fix", {"m/a.py": one})])] * 2)
+    assert len(made) == 2 and not any(Path(p).exists() for p in made)
+
+
+def test_range_diff_started_then_closed_ends_git_and_leaves_nothing(store, merge_base):
+    """A range-diff runs while the caller goes on (start); a caller that fails meanwhile closes
+    it: git is ended and the scratch repository removed. One that waits gets the text that
+    range_diff() gives."""
+    a = store.read_blob(merge_base, "m/a.py")
+    chains = [(merge_base, ["m/a.py"], [("fix", {"m/a.py": _edit(a, 7, b"x\n")})]),
+              (merge_base, ["m/a.py"], [("fix", {"m/a.py": _edit(a, 7, b"y\n")})])]
+    expected = store.range_diff_import().range_diff(chains)
+    importer = store.range_diff_import()
+    run = importer.start(chains)
+    run.close()
+    assert importer._proc.returncode is not None and not importer._tmp.exists()
+    with pytest.raises(StoreError):
+        run.result()
+    importer = store.range_diff_import()
+    assert importer.start(chains).result() == expected
+    assert not importer._tmp.exists()
 
 
 def test_range_diff_import_closed_early_leaves_nothing(store, merge_base):

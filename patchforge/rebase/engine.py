@@ -300,22 +300,19 @@ class Rebase:
             self._find_landings()
             return self._summary(written=False)
         # With the chains this run recorded, the range-diff needs nothing more (not even where
-        # the dropped patches landed): a second thread makes it (hashing its objects and git
-        # range-diff, the GIL mostly free) while this one finds the landing commits, makes the
-        # new diffs and writes the files.
+        # the dropped patches landed): its objects are written and `git range-diff` started
+        # now, and it runs (on the other core) while this process finds the landing commits,
+        # makes the new diffs and writes the files.
         inputs = self._range_diff_inputs(recorded_only=True)
         if inputs is None:
             self._find_landings()
             self._flush_deferred()
             return self._write_out()
-        # Left by an error too, the block waits for the thread: its scratch repository is
-        # removed before the error goes on. The moved patches' new diffs (one git process) are
-        # made on a third thread while this one finds the landing commits (another git
-        # process): neither needs the other, and each mostly waits on its git.
-        with Background(self._range_diff, inputs) as early:
-            with Background(self._new_diffs) as diffs:
-                self._find_landings()
-            self._stage_diffs(diffs.result())
+        # Left by an error too, the block ends the range-diff and removes its scratch
+        # repository before the error goes on.
+        with self._start_range_diffs(inputs) as early:
+            self._find_landings()
+            self._flush_deferred()
             return self._write_out(early)
 
     def _defer_diff(self, rel: str, patch, changes) -> str | None:
@@ -328,16 +325,10 @@ class Rebase:
         return f"staged/{rel}"
 
     def _flush_deferred(self) -> None:
-        self._stage_diffs(self._new_diffs())
-
-    def _new_diffs(self) -> list[bytes]:
-        """The new diffs of the deferred patches, in their order (one git process)."""
+        """Stage the deferred patches with their new diffs, made by one git process."""
         if not self._deferred:
-            return []
-        return make_diffs([list(changes) for _, _, changes in self._deferred])
-
-    def _stage_diffs(self, diffs: list[bytes]) -> None:
-        """Stage the deferred patches with their new diffs (`_new_diffs`)."""
+            return
+        diffs = make_diffs([list(changes) for _, _, changes in self._deferred])
         for (rel, patch, _), diff in zip(self._deferred, diffs, strict=True):
             self.journal.stage(rel, self._remembered(rel, patch.with_diff(diff)))
         self._deferred.clear()
@@ -385,50 +376,44 @@ class Rebase:
             judge.current.update(resumed.changes)
             judge.current_modes.update(resumed.modes)
             patches = None
-            ahead: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
         else:
             judge = self._judge(upstream, entry)
             patches = self._old_series(upstream, names)
-            # Every file of the series, read on a second thread while the walk goes on.
-            ahead = judge.reading_ahead(patches)
-        # The landing commits are looked up after the walk (`_find_landings`); the history's
-        # diffs they need are read meanwhile, a batch of the landed patches' files at a time.
-        with ahead, _LandingReads(self, upstream, target) as reads:
+            # Every file of the series, in one cat-file exchange per commit.
+            judge.prefetch(patches)
+            # The old series before the first patch to judge: the merge base of its 3-way
+            # merge.
+            judge.pass_old(patches[:start])
+        for position in range(entry.position, len(names)):
             if patches is not None:
-                # The old series before the first patch to judge: the merge base of its 3-way
-                # merge.
-                judge.pass_old(patches[:start])
-            for position in range(entry.position, len(names)):
-                if patches is not None:
-                    name, patch = patches[position]
-                else:
-                    name, patch = names[position], self._old_patch(upstream, names[position])
-                    # Its files where the judge reads them, in one exchange per commit, not one
-                    # (or two) per file.
-                    judge.prefetch([(name, patch)])
-                self.on_patch(upstream, name)
-                before = _contents(judge.old.current, patch.paths) if chains is not None else {}
-                result, stop = self._rebase_one(upstream, name, patch, judge, target)
-                if chains is not None:
-                    chains.add_old(name, _changed(before, judge.old.current), patch.paths)
-                    if result is not None and result.destination == "series" and result.changed:
-                        chains.add_new(name, result.changed, result.changed_paths)
-                if stop is not None and dry:
-                    result = PatchResult(upstream, name, "conflict", stop.message, stop.evidence)
-                elif stop is not None:
-                    # The old series through this patch (the judge moved past it), for going on.
-                    self._stop(upstream, name, stop, judge, target,
-                               old_base=self.store.commit_files(
-                                   judge.old_commit, dict(judge.old.current),
-                                   message="patchforge rebase: old series so far\n")
-                               if judge.old.current else judge.old_commit)
-                assert result is not None, "a patch moves, is dropped, or stops"
-                entry.results.append(result)
-                entry.position = position + 1
-                reads.step()
-                # No journal write per patch: until the write-out nothing in the project changes,
-                # so a kill here only loses work a resumed run recomputes. Saving the whole journal
-                # after every patch made a long series quadratic.
+                name, patch = patches[position]
+            else:
+                name, patch = names[position], self._old_patch(upstream, names[position])
+                # Its files where the judge reads them, in one exchange per commit, not one
+                # (or two) per file.
+                judge.prefetch([(name, patch)])
+            self.on_patch(upstream, name)
+            before = _contents(judge.old.current, patch.paths) if chains is not None else {}
+            result, stop = self._rebase_one(upstream, name, patch, judge, target)
+            if chains is not None:
+                chains.add_old(name, _changed(before, judge.old.current), patch.paths)
+                if result is not None and result.destination == "series" and result.changed:
+                    chains.add_new(name, result.changed, result.changed_paths)
+            if stop is not None and dry:
+                result = PatchResult(upstream, name, "conflict", stop.message, stop.evidence)
+            elif stop is not None:
+                # The old series through this patch (the judge moved past it), for going on.
+                self._stop(upstream, name, stop, judge, target,
+                           old_base=self.store.commit_files(
+                               judge.old_commit, dict(judge.old.current),
+                               message="patchforge rebase: old series so far\n")
+                           if judge.old.current else judge.old_commit)
+            assert result is not None, "a patch moves, is dropped, or stops"
+            entry.results.append(result)
+            entry.position = position + 1
+            # No journal write per patch: until the write-out nothing in the project changes,
+            # so a kill here only loses work a resumed run recomputes. Saving the whole journal
+            # after every patch made a long series quadratic.
 
     def _stop(self, upstream: str, name: str, stop: Blocked, judge, target, *,
               old_base: str) -> None:
@@ -726,7 +711,7 @@ class Rebase:
 
         return aside_name(self.project.series_dir(upstream) / destination, name, data)
 
-    def _write_out(self, range_diff: "Background | None" = None) -> dict:
+    def _write_out(self, range_diff: _RangeDiffs | None = None) -> dict:
         project, journal = self.project, self.journal
         run = self._run_record
         overlays = None
@@ -749,15 +734,19 @@ class Rebase:
             run.overlays_saved = journal.save_tree("overlays", project.overlays_dir)
             run.phase, run.plan, run.summary = "committing", plan, summary
             journal.save()
-        # The range-diff (its objects and git range-diff, a good part of a long run) is
-        # made by a second thread while this one writes the files; the old series is read
-        # here, before any write (on a resumed write-out, from the journal's originals).
-        with range_diff or Background(self._range_diff, self._range_diff_inputs()) as made:
+        # git range-diff (a good part of a long run) runs while this process writes the
+        # files; the old series is read here, before any write (on a resumed write-out, from
+        # the journal's originals).
+        if range_diff is None:
+            inputs = self._range_diff_inputs()
+            assert inputs is not None, "None only for recorded_only"
+            range_diff = self._start_range_diffs(inputs)
+        with range_diff as made:
             self._commit_files(made, overlays)
         journal.remove()
         return run.summary
 
-    def _commit_files(self, range_diff: "Background", overlays) -> None:
+    def _commit_files(self, range_diff: _RangeDiffs, overlays) -> None:
         """The write-out proper: the plan's files, the overlays (`overlays` when built before
         the journal was saved), the ledger, last-rebase.json."""
         project, journal = self.project, self.journal
@@ -922,16 +911,17 @@ class Rebase:
             inputs.append(_RangeDiffInput(upstream, old_names, new_names, old, new))
         return inputs
 
-    def _range_diff(self, inputs: list[_RangeDiffInput]) -> str:
+    def _start_range_diffs(self, inputs: list[_RangeDiffInput]) -> _RangeDiffs:
         """`git range-diff` of the old series (on the old base) against the new one (on the new
-        base), per upstream. Each series becomes a chain of commits over a tree holding only the
-        files the series touch, written as one pack (store.RangeDiffImport)."""
-        try:
-            return "".join(self._range_diff_of(one) for one in inputs)
-        finally:
-            self._close_chains()
+        base), per upstream, started: each series becomes a chain of commits over a tree
+        holding only the files the series touch, written as one pack (store.RangeDiffImport),
+        and git runs while the caller goes on. A context manager: leaving it ends them."""
+        return _RangeDiffs([self._start_range_diff(one) for one in inputs],
+                           self._close_chains)
 
-    def _range_diff_of(self, one: _RangeDiffInput) -> str:
+    def _start_range_diff(self, one: _RangeDiffInput):
+        """The range-diff of one upstream: its text (prefixed by the upstream's name), a
+        RangeDiffRun under way, or the StoreError that kept it from starting."""
         upstream, old_names, new_names = one.upstream, one.old_names, one.new_names
         if not old_names or not new_names:
             # git refuses an empty range; what range-diff would say is plain here.
@@ -941,6 +931,13 @@ class Rebase:
             lines += [f"{'-':>{width}}:  ------- > {i:>{width}}:  ------- {n}\n"
                       for i, n in enumerate(new_names, 1)]
             return f"{upstream}:\n" + "".join(lines)
+        try:
+            return upstream, self._range_diff_run(one)
+        except StoreError as exc:
+            return exc
+
+    def _range_diff_run(self, one: _RangeDiffInput):
+        upstream = one.upstream
         recorded = self._chains.get(upstream)
         if one.old.steps is not None and one.new.steps is not None and recorded is not None \
                 and recorded.importer is not None:
@@ -951,70 +948,38 @@ class Rebase:
             chains = [(chain.base, *_chain_steps(self.store, chain.base, chain.patches or []))
                       for chain in (one.old, one.new)]
             importer = self.store.range_diff_import()
-        out = importer.range_diff(chains)
-        return f"{upstream}:\n" + out.decode("utf-8", "replace")
+        return importer.start(chains)
 
 
-class _LandingReads:
-    """The history's diffs of the landed patches' files (what `_find_landings` asks the
-    HistoryIndex after the walk), read while the walk goes on: once the walk has dropped
-    patches with BATCH files not read yet, one `git diff-tree` of them runs on a second
-    thread, and the next batch waits until it is in. What a read brings is what the lookup
-    after the walk would read (a file's diffs do not depend on the files read with it); the
-    files of the last patches are left to it. A context manager: the read under way is joined
-    when the walk ends, by an error too."""
+class _RangeDiffs:
+    """The range-diffs of a run, per upstream, as `Rebase._start_range_diffs` started them;
+    result() waits for their text. A context manager: leaving it ends those still running and
+    the run's range-diff imports (`end`)."""
 
-    # Files per read: a git process costs a few milliseconds to start, the diffs of 32 files
-    # take it several times that.
-    BATCH = 32
+    def __init__(self, parts: list, end) -> None:
+        self._parts = parts  # text, (upstream, RangeDiffRun), or the StoreError of a start
+        self._end = end
 
-    def __init__(self, rebase: Rebase, upstream: str, target: Target) -> None:
-        self._rebase, self._upstream, self._target = rebase, upstream, target
-        self._seen = 0  # landings of rebase._landings looked at
-        self._waiting: set[str] = set()  # their files, not asked for yet
-        self._asked: set[str] = set()
-        self._reading: tuple[Background, HistoryIndex, list[str]] | None = None
-
-    def __enter__(self) -> _LandingReads:
+    def __enter__(self) -> _RangeDiffs:
         return self
 
-    def __exit__(self, kind, error, traceback) -> None:
-        if self._reading is not None:
-            background, index, paths = self._reading
-            self._reading = None
-            if kind is None:
-                index.add_read(paths, background.result())
-            else:
-                background.wait()
+    def __exit__(self, *exc) -> None:
+        for part in self._parts:
+            if isinstance(part, tuple):
+                part[1].close()
+        self._end()
 
-    def step(self) -> None:
-        """After each patch: take in a read that is done; start the next when there is a
-        batch to read and none is under way."""
-        landings = self._rebase._landings
-        for result, patch, verdict, _, _ in landings[self._seen:]:
-            if result.upstream == self._upstream:
-                self._waiting.update(patch.paths, _patch_paths(verdict))
-        self._seen = len(landings)
-        if self._reading is not None:
-            background, index, paths = self._reading
-            if not background.done():
-                return
-            self._reading = None
-            index.add_read(paths, background.result())
-        self._waiting -= self._asked
-        if len(self._waiting) < self.BATCH:
-            return
-        index = self._rebase._history_index(self._upstream, self._target)
-        if index is None:
-            return
-        missing, commits = index.unread(self._waiting)
-        self._asked.update(self._waiting)
-        self._waiting.clear()
-        if commits:
-            self._reading = (Background(self._rebase.store.commit_patches, commits, missing),
-                             index, missing)
-        else:
-            index.add_read(missing, b"")
+    def result(self) -> str:
+        """The whole text; the first StoreError met when git could not make one."""
+        texts = []
+        for part in self._parts:
+            if isinstance(part, StoreError):
+                raise part
+            if isinstance(part, tuple):
+                upstream, run = part
+                part = f"{upstream}:\n" + run.result().decode("utf-8", "replace")
+            texts.append(part)
+        return "".join(texts)
 
 
 @record

@@ -258,24 +258,36 @@ def write_pack(git_dir: Path, entries: dict[str, tuple[bytes, int]]) -> str | No
 
     if not entries:
         return None
-    parts = [b"PACK" + struct.pack(">II", 2, len(entries))]
-    index = []
-    offset = len(parts[0])
-    for oid, (entry, crc) in entries.items():
-        index.append((bytes.fromhex(oid), crc, offset))
-        parts.append(entry)
-        offset += len(entry)
-    body = b"".join(parts)
-    checksum = hashlib.sha1(body).digest()
     pack_dir = Path(git_dir) / "objects" / "pack"
     pack_dir.mkdir(parents=True, exist_ok=True)
-    name = f"pack-{checksum.hex()}"
-    for suffix, data in ((".pack", body + checksum), (".idx", pack_index(sorted(index), checksum))):
-        fd, tmp = tempfile.mkstemp(prefix="tmp_", dir=pack_dir)
+    # Entry by entry into the file and the checksum: a range-diff's pack is about 10 MB, and
+    # joining it (and adding the checksum to it) copied all of it twice.
+    head = b"PACK" + struct.pack(">II", 2, len(entries))
+    digest = hashlib.sha1(head)
+    index = []
+    offset = len(head)
+    fd, pack_tmp = tempfile.mkstemp(prefix="tmp_", dir=pack_dir)
+    try:
         with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.chmod(tmp, 0o444)
-        os.replace(tmp, pack_dir / (name + suffix))  # the index last: then git sees the pack
+            out.write(head)
+            for oid, (entry, crc) in entries.items():
+                index.append((bytes.fromhex(oid), crc, offset))
+                digest.update(entry)
+                out.write(entry)
+                offset += len(entry)
+            checksum = digest.digest()
+            out.write(checksum)
+        name = f"pack-{checksum.hex()}"
+        os.chmod(pack_tmp, 0o444)
+        os.replace(pack_tmp, pack_dir / (name + ".pack"))
+    except BaseException:
+        Path(pack_tmp).unlink(missing_ok=True)
+        raise
+    fd, tmp = tempfile.mkstemp(prefix="tmp_", dir=pack_dir)
+    with os.fdopen(fd, "wb") as out:
+        out.write(pack_index(sorted(index), checksum))
+    os.chmod(tmp, 0o444)
+    os.replace(tmp, pack_dir / (name + ".idx"))  # the index last: then git sees the pack
     return name
 
 

@@ -3,13 +3,14 @@ borrows the store's objects (`RangeDiffImport`)."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import StoreError
 from patchforge.store.diff import quote_c_path
-from patchforge.store.git import IMPORT_IDENT, run_git
+from patchforge.store.git import IMPORT_IDENT, start_git
 from patchforge.store.objects import TREE_MODE, object_id, pack_entry, write_pack
 
 if TYPE_CHECKING:
@@ -99,11 +100,17 @@ class RangeDiffImport:
         self._blobs: list[str] = []  # the contents' ids by mark (mark n is _blobs[n - 1])
         self._objects: dict[str, tuple[bytes, int]] = {}  # id -> objects.pack_entry
         self._closed = False
+        self._proc: subprocess.Popen | None = None  # git range-diff, once started
         try:
             self._tmp = Path(tempfile.mkdtemp(prefix="patchforge-rangediff-"))
+            # A bare repository is these few files (`git init --bare` without its templates,
+            # made here: a git process less before the walk).
             scratch = self._tmp / "scratch.git"
-            run_git("init", "-q", "--bare", "--template=", str(scratch))
-            (scratch / "objects" / "info").mkdir(parents=True, exist_ok=True)
+            for directory in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
+                (scratch / directory).mkdir(parents=True)
+            (scratch / "HEAD").write_bytes(b"ref: refs/heads/master\n")
+            (scratch / "config").write_bytes(b"[core]\n\trepositoryformatversion = 0\n"
+                                             b"\tbare = true\n")
             (scratch / "objects" / "info" / "alternates").write_text(
                 str((store.git_dir / "objects").resolve()) + "\n")
             self._scratch = scratch
@@ -135,16 +142,30 @@ class RangeDiffImport:
         the base's versions of `paths`, then a commit per step (name, {path: content}), where a
         content is bytes, a blob() mark, a blob id in the store (str), or None for a deleted
         file. Every file has mode 100644. Closes the import."""
+        return self.start(chains).result()
+
+    def start(self, chains: list[tuple[str, list[str], list]]) -> RangeDiffRun:
+        """range_diff() begun: the objects written and `git range-diff` started, its output
+        going to a file of the scratch repository (a pipe nobody reads while the caller works
+        would stop git once full); the RangeDiffRun's result() waits for it. The caller goes on
+        (git runs on another core) and must end it: result(), or close() (which ends git)."""
         try:
             ranges = [self.chain(*one) for one in chains]
+            assert self._tmp is not None, "made in __init__"
             try:
                 write_pack(self._scratch, self._objects)
+                self._objects = {}
+                with open(self._tmp / "out", "wb") as out, \
+                        open(self._tmp / "err", "wb") as err:
+                    self._proc = start_git(
+                        "range-diff", "--no-color", *(f"{a}..{b}" for a, b in ranges),
+                        git_dir=self._scratch, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
             except OSError as exc:
-                raise StoreError(f"cannot write the range-diff's objects: {exc}") from exc
-            return run_git("range-diff", "--no-color", *(f"{a}..{b}" for a, b in ranges),
-                           git_dir=self._scratch).stdout
-        finally:
+                raise StoreError(f"cannot start the range-diff: {exc}") from exc
+        except BaseException:
             self.close()
+            raise
+        return RangeDiffRun(self)
 
     def chain(self, base: str, paths: list[str], steps: list) -> tuple[str, str]:
         """The commits of one chain (see range_diff), made as `git fast-import` makes them from a
@@ -155,6 +176,12 @@ class RangeDiffImport:
         ident = "%s <%s> %s" % IMPORT_IDENT
         base_files = {p: found[1] for p, found in self._store.entries(base, paths).items()
                       if found is not None}
+        # The base's contents go into the pack too (the walk read them: the store has them):
+        # read from the store, most are deltas in a compressed pack, and git range-diff spent a
+        # third of its time undoing those (177 -> 124 ms for a 300-patch series).
+        for oid, data in self._store.blobs_by_id(list(base_files.values())).items():
+            if oid not in self._objects:
+                self._objects[oid] = pack_entry(b"blob", data, level=0)
         trees = _Trees(self._objects)
         first = parent = None
         for name, files in [("base", base_files), *steps]:
@@ -176,7 +203,39 @@ class RangeDiffImport:
         return first, parent
 
     def close(self) -> None:
+        """End the import: a range-diff still running is ended, the scratch repository
+        removed."""
         self._closed = True
         self._blobs, self._objects = [], {}
+        if self._proc is not None and self._proc.returncode is None:
+            self._proc.kill()
+            self._proc.wait()
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+class RangeDiffRun:
+    """A `git range-diff` under way (RangeDiffImport.start): result() waits for its text."""
+
+    def __init__(self, importer: RangeDiffImport) -> None:
+        self._importer = importer
+
+    def result(self) -> bytes:
+        """The range-diff's text; a StoreError when git failed. Closes the import."""
+        importer = self._importer
+        try:
+            if importer._closed or importer._proc is None or importer._tmp is None:
+                raise StoreError("the range-diff import is closed")
+            importer._proc.wait()
+            if importer._proc.returncode != 0:
+                err = (importer._tmp / "err").read_bytes().decode("utf-8", "replace").strip()
+                raise StoreError(f"git range-diff failed: "
+                                 f"{err or 'exit ' + str(importer._proc.returncode)}")
+            return (importer._tmp / "out").read_bytes()
+        except OSError as exc:
+            raise StoreError(f"cannot read the range-diff: {exc}") from exc
+        finally:
+            importer.close()
+
+    def close(self) -> None:
+        self._importer.close()
