@@ -21,7 +21,7 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from patchforge.apply.diffparse import line_content, line_kind
+from patchforge.apply.diffparse import line_content
 from patchforge.apply.hunks import ReversedHunk, apply_file_patch, apply_hunks, lines_of
 from patchforge.model.record import field, record, replace
 from patchforge.store.diff import NULL_OID, blob_oid, merge_can_give_ours, merge_file
@@ -89,19 +89,32 @@ class PatchVerdict:
 
 
 def _normalized(lines: list[bytes]) -> bytes:
-    return b"".join(_strip_ws(line) for line in lines)
+    # Removing whitespace from the joined lines is removing it from each line (one C call).
+    return b"".join(lines).translate(None, _WS_BYTES)
 
 
-def _changed_side(hunk, kind: bytes) -> list[bytes]:
+def _kinds(hunk) -> list[bytes]:
+    """line_kind() of each body line of `hunk`, written out (no call per line): landed
+    detection runs it over every line of every hunk it judges."""
+    return [line[:1] if line not in (b"\n", b"") else b" " for line in hunk.lines]
+
+
+def _changed_side(hunk, kind: bytes, kinds: list[bytes]) -> bytes:
     """One side's changed lines, from its first changed line to its last with the context lines
-    between them: added lines split by a context line are one block in the file, and searching
-    for them joined without that line would never find them."""
-    kinds = [line_kind(line) for line in hunk.lines]
-    changed = [i for i, k in enumerate(kinds) if k == kind]
-    if not changed:
-        return []
-    return [line_content(hunk.lines[i]) for i in range(changed[0], changed[-1] + 1)
-            if kinds[i] in (kind, b" ")]
+    between them, whitespace removed (`kinds`: _kinds(hunk)): added lines split by a context
+    line are one block in the file, and searching for them joined without that line would
+    never find them. Taken from the hunk's side (Hunk.new_lines/old_lines: its context and
+    `kind` lines, which applying it made already), not from a pass over its lines."""
+    if kind not in kinds:
+        return b""
+    first = kinds.index(kind)
+    last = len(kinds) - 1 - kinds[::-1].index(kind)
+    side = hunk.new_lines() if kind == b"+" else hunk.old_lines()
+    # Where the side's lines from first to last are in it: the context and `kind` lines
+    # before them (the side holds those and no other).
+    start = kinds[:first].count(b" ")
+    between = kinds[first:last + 1]
+    return _normalized(side[start:start + between.count(b" ") + between.count(kind)])
 
 
 class NormalizedText:
@@ -140,10 +153,9 @@ def normalized_text(content: bytes) -> NormalizedText:
     return NormalizedText(content)
 
 
-def _anchors(hunk) -> tuple[list[bytes], list[bytes]]:
+def _anchors(hunk, kinds: list[bytes]) -> tuple[list[bytes], list[bytes]]:
     """The context lines before the first change and after the last one that say something,
-    nearest to the change first."""
-    kinds = [line_kind(line) for line in hunk.lines]
+    nearest to the change first. `kinds`: _kinds(hunk)."""
     changed = [i for i, k in enumerate(kinds) if k in (b"+", b"-")]
     if not changed:
         return [], []
@@ -174,8 +186,9 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True) 
     """
     if isinstance(target, bytes):
         target = normalized_text(target)
-    added = _normalized(_changed_side(hunk, b"+"))
-    removed = _normalized(_changed_side(hunk, b"-"))
+    kinds = _kinds(hunk)
+    added = _changed_side(hunk, b"+", kinds)
+    removed = _changed_side(hunk, b"-", kinds)
     if len(added) < MIN_CONTAINED_CHARS:
         return False, "too little added code to judge by containment"
     hits = target.find_all(added)
@@ -187,7 +200,7 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True) 
             return False, "the removed code is still in the file"
     if not anchored:
         return True, "post-image containment (whitespace-insensitive)"
-    before, after = _anchors(hunk)
+    before, after = _anchors(hunk, kinds)
     if not before and not after:
         return False, "added code found, but the hunk has no context to anchor it"
     why = "added code found, but not next to the hunk's context"
@@ -296,7 +309,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
         else:
             _, forward = apply_hunks(lines, (hunk,), max_fuzz=2, build=False)
             hv = HunkVerdict(index, forward[0].status)
-        removes = any(line_kind(line) == b"-" for line in hunk.lines)
+        removes = b"-" in _kinds(hunk)
         # The hunk's pre-image is still in the file: clean forward for any hunk; with reduced
         # context too when the hunk removes code (that code is still there). A pure addition
         # "applies with fuzz" wherever its outer context lines are, which proves nothing.

@@ -895,6 +895,7 @@ class HistoryIndex:
         self._blocks: dict[tuple[str, bytes], tuple] = {}  # (commit, diff header) -> blocks
         self._reverts: dict[str, list[str]] = {}  # commit -> the commits its message reverts
         self._added: dict[tuple[str, str], frozenset[bytes]] = {}
+        self._at: dict[str, list[int]] | None = None  # path -> its places in `log`
         touched = self._walk_without_pathspec(changes) if paths else {}
         if touched is None:
             touched = self._read_log_patches()
@@ -906,8 +907,16 @@ class HistoryIndex:
             for commit in reversed(self._order)]
 
     def commits_touching(self, paths: list[str]) -> list[str]:
-        wanted = set(paths)
-        return [commit for commit, changed in self.log if wanted.intersection(changed)]
+        """The commits of `log` that touch any of `paths`, in its order."""
+        if self._at is None:
+            # Where each path is in the log: each question looks up its few paths instead of
+            # walking the log (thousands of commits on a long history, a question per patch).
+            self._at = {}
+            for k, (_, changed) in enumerate(self.log):
+                for path in changed:
+                    self._at.setdefault(path, []).append(k)
+        found = sorted({k for path in set(paths) for k in self._at.get(path, ())})
+        return [self.log[k][0] for k in found]
 
     def added_lines(self, commit: str, path: str) -> frozenset[bytes]:
         """The lines `commit` adds to `path`, whitespace removed."""

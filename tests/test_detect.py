@@ -192,3 +192,30 @@ def test_each_hunk_is_placed_on_its_own_as_a_search_for_it_alone_places_it():
         whole = apply_hunks(lines_of(current), fp.hunks, max_fuzz=2, build=False)[1]
         differ += [o.status for o in whole] != alone
     assert differ  # cases where the whole-file application places a hunk elsewhere
+
+
+def test_changed_sides_written_out_are_line_kind_and_line_content():
+    """_kinds spells out diffparse.line_kind for speed, and _changed_side takes a side's
+    changed lines from the hunk's side: on hunks with empty and bare-newline context lines,
+    CRs and missing newlines they give what a pass over the lines with line_kind and
+    line_content gives, whitespace removed from each line."""
+    import random
+
+    from patchforge.apply.diffparse import Hunk, line_content, line_kind
+    from patchforge.detect import _changed_side, _kinds, _normalized, _strip_ws
+
+    rng = random.Random(3)
+    pieces = [b" a b\n", b"+x  y\n", b"-z\t\n", b"\n", b"", b"+\n", b"- \r\n", b" }\n",
+              b"+q", b"-r", b" s"]
+    for _ in range(500):
+        lines = tuple(rng.choice(pieces) for _ in range(rng.randrange(0, 12)))
+        hunk = Hunk(1, 1, 1, 1, b"", lines, rng.random() < 0.5, rng.random() < 0.5, 1)
+        kinds = [line_kind(line) for line in lines]
+        assert _kinds(hunk) == kinds
+        for kind in (b"+", b"-"):
+            changed = [i for i, k in enumerate(kinds) if k == kind]
+            wanted = [line_content(lines[i]) for i in range(changed[0], changed[-1] + 1)
+                      if kinds[i] in (kind, b" ")] if changed else []
+            assert _changed_side(hunk, kind, kinds) == \
+                b"".join(_strip_ws(line) for line in wanted)
+            assert _normalized(wanted) == b"".join(_strip_ws(line) for line in wanted)

@@ -158,6 +158,9 @@ def test_history_read_without_a_pathspec_is_what_git_log_p_shows(tmp_path):
         assert {c: f for c, f in fast._chunks.items() if f} == \
             {c: f for c, f in slow._chunks.items() if f}
         assert fast.log and any(c for c, _ in fast.log)
+        for wanted in ([], ["a.py"], ["b.py", odd], paths, ["a.py", "nowhere.py"]):
+            assert fast.commits_touching(wanted) == \
+                [c for c, changed in fast.log if set(wanted) & set(changed)]
     # The side branches' commits and the merge that kept b3 are there, as git shows them.
     subjects = {git(repo, "log", "-1", "--format=%s", c).strip() for c in fast._order}
     assert {"side b2", "side b back", "side2 b3", "merge taking b3", "quoted", "one"} <= subjects
