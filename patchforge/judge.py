@@ -10,6 +10,7 @@ import io
 import os
 import re
 import threading
+from collections import Counter
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.hunks import FileApplication, PatchApplications, apply_file_patch
@@ -756,30 +757,26 @@ def series_landings(patches, index: "HistoryIndex", read_base,
         before.append(mine_before)
         after.append(mine_after)
     runs = _candidate_runs(before, index.log)
-    lines: dict[bytes, frozenset[bytes]] = {}  # a file's content -> line_set
+    in_runs = {k for i, j in runs for k in range(i, j + 1)}
     # The `+` lines of each patch of a candidate run, whitespace removed, per path.
     added = {k: {fp.new_path or fp.old_path: {line[1:].translate(None, WHITESPACE)
                                               for hunk in fp.hunks for line in hunk.lines
                                               if line[:1] == b"+"}
                  for fp in patches[k][1].file_patches}
-             for k in {k for i, j in runs for k in range(i, j + 1)}}
-
-    # Whitespace but the line ends: taken out of a whole file at once, it leaves the same lines
-    # as taking it out of each line (a C loop instead of one per line).
-    inside_lines = WHITESPACE.replace(b"\n", b"")
+             for k in in_runs}
+    # Which of the runs' `+` lines each file has before and after each patch: the only lines
+    # the check below looks up.
+    universe: dict[str, set[bytes]] = {}
+    for k in in_runs:
+        for path, lines in added[k].items():
+            universe.setdefault(path, set()).update(lines)
+    for lines in universe.values():
+        lines.discard(b"")  # never a new line (taken out below)
+    sets = _line_sets(patches, before, after, universe)
 
     def line_set(k: int, path: str, was: bool) -> frozenset[bytes]:
-        """Patch k's file before (was) or after it, as a set of lines, whitespace removed."""
-        files = before[k] if was else after[k]
-        assert files is not None
-        content = files.get(path)
-        if not content:
-            return frozenset()
-        # By content: a patch's file after it is the next one's before it, the same bytes.
-        found = lines.get(content)
-        if found is None:
-            found = lines[content] = frozenset(content.translate(None, inside_lines).split(b"\n"))
-        return found
+        """Which of the runs' `+` lines patch k's file has before (was) or after it."""
+        return sets.get((k, path, was), frozenset())
 
     # A run is diffed only when some commit adds every line its cumulative change can add (the
     # lines of the run's result that are nowhere in the file before it): set operations instead
@@ -841,6 +838,61 @@ def series_landings(patches, index: "HistoryIndex", read_base,
                 if known is None or known[2] - known[1] < j - i:  # the longest run wins
                     found[patches[k][0]] = (landing.landed_by, i + 1, j + 1)
     return found
+
+
+def _line_sets(patches, before: list, after: list,
+               wanted: dict[str, set[bytes]]) -> dict[tuple[int, str, bool], frozenset[bytes]]:
+    """(k, path, True/False) -> which of the lines `wanted[path]` (whitespace removed) patch
+    k's file has before/after it in the old series (series_landings' `before` and `after`),
+    for each patch k that changes a path of `wanted`.
+
+    Counted along the series: a file's lines are counted once, then each patch changes the
+    counts by its hunks' lines (it applied without fuzz, so its pre-image lines are what went
+    and its post-image lines what came). Before, every version of a large file was split and
+    all its lines hashed (on 93 patches to a few large files: 117 versions). A patch with two
+    sections for one file, or one creating it, is counted from its contents."""
+    inside_lines = WHITESPACE.replace(b"\n", b"")  # a whole file's, its line ends kept
+
+    def counted(content: bytes | None, lines: set[bytes]) -> Counter:
+        if not content:
+            return Counter()
+        return Counter(filter(lines.__contains__,
+                              content.translate(None, inside_lines).split(b"\n")))
+
+    counts: dict[str, Counter] = {}
+    sets: dict[tuple[int, str, bool], frozenset[bytes]] = {}
+    for k, (_, patch) in enumerate(patches):
+        if after[k] is None:
+            continue  # the old series' walk left it out: it changed nothing
+        sections: dict[str, list] = {}
+        for fp in patch.file_patches:
+            sections.setdefault(fp.new_path or fp.old_path, []).append(fp)
+        for path, fps in sections.items():
+            lines = wanted.get(path)
+            if not lines:
+                continue
+            count = counts.get(path)
+            alone = len(fps) == 1 and not fps[0].is_new
+            if count is None or not alone:
+                count = counted(before[k][path], lines)
+            sets[k, path, True] = frozenset(count)
+            if alone:
+                for hunk in fps[0].hunks:
+                    for line in hunk.old_lines():
+                        line = line.translate(None, WHITESPACE)
+                        if line in lines:
+                            count[line] -= 1
+                            if count[line] <= 0:
+                                del count[line]
+                    for line in hunk.new_lines():
+                        line = line.translate(None, WHITESPACE)
+                        if line in lines:
+                            count[line] += 1
+            else:
+                count = counted(after[k][path], lines)
+            counts[path] = count
+            sets[k, path, False] = frozenset(count)
+    return sets
 
 
 def where_landed(store: UpstreamStore, target: Target, patch, verdict, index: "HistoryIndex | None",

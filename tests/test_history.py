@@ -242,3 +242,62 @@ def test_squash_candidate_runs_are_those_of_patches_inside_a_commit():
                     if all(inside[i:j + 1]):
                         wanted.setdefault((i, j), []).append(commit)
         assert _candidate_runs(files, log) == wanted
+
+
+def test_squash_check_line_sets_counted_along_the_series_are_those_of_each_version():
+    """The squash check's line sets (judge._line_sets) come from counting a file's lines once
+    and changing the counts by each patch's hunks: on a random series of edits, creations and
+    deletions (blank lines, repeated lines, whitespace changes, no final newline), each set is
+    the lines wanted that the file's version before and after the patch has."""
+    import random
+
+    from patchforge.apply.hunks import apply_file_patch
+    from patchforge.history import WHITESPACE
+    from patchforge.judge import _line_sets
+
+    rng = random.Random(9)
+    words = [b"alpha\n", b"  alpha\n", b"beta gamma\n", b"\n", b"}\n", b"delta\n", b"eps\n"]
+
+    def normalized(content):
+        return {line.translate(None, WHITESPACE) for line in content.split(b"\n")} \
+            if content else set()
+
+    for _ in range(25):
+        versions = {"f": b"".join(rng.choice(words) for _ in range(12)), "g": None}
+        patches, before, after = [], [], []
+        for _ in range(8):
+            path = rng.choice(["f", "f", "g"])
+            old = versions[path]
+            if old is None or rng.random() < 0.1:
+                new = b"".join(rng.choice(words) for _ in range(rng.randrange(1, 8)))
+                if old is not None:
+                    new = None  # a deletion
+            else:
+                lines = old.splitlines(keepends=True)
+                for _ in range(rng.randrange(1, 4)):
+                    at = rng.randrange(0, len(lines) + 1)
+                    if rng.random() < 0.5 and at < len(lines):
+                        del lines[at]
+                    else:
+                        lines.insert(at, rng.choice(words))
+                new = b"".join(lines) + (b"tail" if rng.random() < 0.2 else b"")
+            if rng.random() < 0.1 and new is not None:
+                old = None  # created where the series' state has the file (the walk allows it)
+            if new == old:
+                continue
+            diff = make_file_diff(path if old is not None else None,
+                                  path if new is not None else None, old, new)
+            (fp,) = parse_diff(diff, source="<test>")
+            application = apply_file_patch(old if not fp.is_new else None, fp, max_fuzz=0)
+            assert application.ok and application.content == new
+            patches.append((f"p{len(patches)}", _Patch(diff)))
+            before.append({path: old})
+            after.append({path: new})
+            versions[path] = new
+        wanted = {path: {w.translate(None, WHITESPACE) for w in words[:rng.randrange(2, 7)]}
+                  - {b""} for path in ("f", "g")}
+        sets = _line_sets(patches, before, after, wanted)
+        for k in range(len(patches)):
+            for path in before[k]:
+                assert sets[k, path, True] == normalized(before[k][path]) & wanted[path]
+                assert sets[k, path, False] == normalized(after[k][path]) & wanted[path]
