@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 from patchforge.apply.diffparse import line_content
 from patchforge.apply.hunks import ReversedHunk, apply_file_patch, apply_hunks, lines_of
 from patchforge.model.record import field, record, replace
-from patchforge.store.diff import NULL_OID, blob_oid, merge_can_give_ours, merge_file
+from patchforge.store.diff import (NULL_OID, FileMerge, blob_oid, merge_can_give_ours,
+                                   merge_file)
 
 if TYPE_CHECKING:
     from patchforge.apply.hunks import FileApplication
@@ -265,9 +266,12 @@ def created_identically(fp, existing: bytes | None) -> bool:
 
 
 def assess_file(fp, base: bytes | None, current: bytes | None, *,
-                apply=apply_file_patch) -> FileVerdict:
+                apply=apply_file_patch, merges: list | None = None) -> FileVerdict:
     """Judge every hunk of one file patch against the target's current content. `apply` is
-    apply_file_patch, or a walk's remembered applications (apply.hunks.PatchApplications)."""
+    apply_file_patch, or a walk's remembered applications (apply.hunks.PatchApplications).
+    `merges`: a list the git merge this may need is added to, started (store.diff.FileMerge),
+    for `_finish_merges` to end, instead of run and waited for here: assess_patch runs a
+    patch's merges side by side."""
     verdict = FileVerdict(path=fp.path, target_path=fp.path)
     verdict.applied = apply(current, fp, max_fuzz=2)
     if current is None or fp.is_new or fp.is_delete:
@@ -349,14 +353,37 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
         # check does not already rule that out.
         if patched.ok and patched.content is not None and \
                 merge_can_give_ours(base, current, patched.content):
-            clean, merged = merge_file(base, current, patched.content)
-            if clean and merged == current:
-                verdict.merged_empty = True
-                for hv in verdict.hunks:
-                    if hv.landed != "certain" and not hv.ambiguous:
-                        hv.landed = "certain"
-                        hv.evidence.append("merge result empty (git merge-file)")
+            if merges is None:
+                _take_merge(verdict, current, *merge_file(base, current, patched.content))
+            else:
+                merges.append((verdict, current, FileMerge(base, current, patched.content)))
     return verdict
+
+
+def _take_merge(verdict: FileVerdict, current: bytes, clean: bool, merged: bytes) -> None:
+    """The end of assess_file: git's merge of the patch onto the file gave `merged`."""
+    if clean and merged == current:
+        verdict.merged_empty = True
+        for hv in verdict.hunks:
+            if hv.landed != "certain" and not hv.ambiguous:
+                hv.landed = "certain"
+                hv.evidence.append("merge result empty (git merge-file)")
+
+
+# The merges of assess_file that assess_patch runs at once, at most: each holds a git process
+# and a pipe until its answer is read (see judge.SeriesJudge.EARLY_MERGES).
+MERGES_AT_ONCE = 16
+
+
+def _finish_merges(merges: list) -> None:
+    """assess_file's merges started meanwhile (`merges` argument), their answers taken."""
+    try:
+        for verdict, current, merge in merges:
+            _take_merge(verdict, current, *merge.result())
+    finally:
+        for _, _, merge in merges:
+            merge.close()
+        merges.clear()
 
 
 def assess_patch(name: str, patch: PatchFile, *, read_base, read_current, exists_in_target,
@@ -371,33 +398,43 @@ def assess_patch(name: str, patch: PatchFile, *, read_base, read_current, exists
     files: list[FileVerdict] = []
     renames: dict[str, str] = {}
     evidence: list[str] = []
-    for fp in patch.file_patches:
-        path = fp.source_path
-        target_path = path
-        if not fp.is_new and not exists_in_target(path):
-            moved = find_rename(path)
-            if moved is None:
-                if fp.is_delete:
-                    files.append(FileVerdict(path, None, [HunkVerdict(0, "failed", "certain",
-                                                                      ["file deleted upstream"])]))
+    # The git merges assess_file needs, started as it finds them and finished together (at
+    # most MERGES_AT_ONCE at a time): each runs while the next files are judged.
+    merges: list = []
+    try:
+        for fp in patch.file_patches:
+            path = fp.source_path
+            target_path = path
+            if not fp.is_new and not exists_in_target(path):
+                moved = find_rename(path)
+                if moved is None:
+                    if fp.is_delete:
+                        files.append(FileVerdict(path, None, [HunkVerdict(
+                            0, "failed", "certain", ["file deleted upstream"])]))
+                        continue
+                    verdict = FileVerdict(path, None)
+                    files.append(verdict)
+                    evidence.append(f"{path} is gone upstream (deleted, not renamed)")
                     continue
-                verdict = FileVerdict(path, None)
-                files.append(verdict)
-                evidence.append(f"{path} is gone upstream (deleted, not renamed)")
-                continue
-            renames[path] = moved
-            target_path = moved
-            evidence.append(f"{path} was renamed upstream to {moved}")
-            fp = replace(fp, old_path=moved, new_path=moved if fp.new_path == path
-                         else fp.new_path)
-        if fp.binary is not None:
-            verdict = assess_binary_file(fp, read_current(target_path))
-        else:
-            verdict = assess_file(fp, read_base(path) if not fp.is_new else None,
-                                  read_current(target_path), apply=apply)
-        verdict.path = path
-        verdict.target_path = target_path
-        files.append(verdict)
+                renames[path] = moved
+                target_path = moved
+                evidence.append(f"{path} was renamed upstream to {moved}")
+                fp = replace(fp, old_path=moved, new_path=moved if fp.new_path == path
+                             else fp.new_path)
+            if fp.binary is not None:
+                verdict = assess_binary_file(fp, read_current(target_path))
+            else:
+                verdict = assess_file(fp, read_base(path) if not fp.is_new else None,
+                                      read_current(target_path), apply=apply, merges=merges)
+                if len(merges) >= MERGES_AT_ONCE:
+                    _finish_merges(merges)
+            verdict.path = path
+            verdict.target_path = target_path
+            files.append(verdict)
+        _finish_merges(merges)
+    finally:
+        for _, _, merge in merges:  # an error, or Ctrl-C: the merges started end
+            merge.close()
     total = sum(len(f.hunks) for f in files)
     landed = [h for f in files for h in f.hunks if h.landed]
     for f in files:

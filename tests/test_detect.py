@@ -219,3 +219,26 @@ def test_changed_sides_written_out_are_line_kind_and_line_content():
             assert _changed_side(hunk, kind, kinds) == \
                 b"".join(_strip_ws(line) for line in wanted)
             assert _normalized(wanted) == b"".join(_strip_ws(line) for line in wanted)
+
+
+def test_a_patch_merges_its_files_side_by_side_with_the_same_verdicts():
+    """assess_patch starts the merges of its files' checks as it meets them and finishes them
+    MERGES_AT_ONCE at a time: on a patch of more files than that, landed by an empty merge or
+    not, every file's verdict is the one assess_file gives the file alone."""
+    from types import SimpleNamespace
+
+    from patchforge.detect import MERGES_AT_ONCE, assess_patch
+
+    around = FIXED.replace(b"    workers = config.workers\n",
+                           b"    workers = max(1, config.workers)\n")
+    other = BASE.replace(FIX_OLD, FIX_NEW.replace(b"(timeout)", b"(timeout * 2)"))
+    targets = {f"f{k}.py": (around, other, FIXED)[k % 3] for k in range(MERGES_AT_ONCE + 7)}
+    patch = SimpleNamespace(file_patches=[file_patch(BASE, FIXED, path) for path in targets])
+    verdict = assess_patch("p", patch, read_base=lambda path: BASE,
+                           read_current=targets.get, exists_in_target=targets.__contains__,
+                           find_rename=lambda path: None)
+    assert [f.path for f in verdict.files] == list(targets)
+    for fp, got in zip(patch.file_patches, verdict.files):
+        alone = assess_file(fp, BASE, targets[fp.path])
+        assert (got.merged_empty, got.hunks) == (alone.merged_empty, alone.hunks)
+    assert sum(f.merged_empty for f in verdict.files) == len(range(0, len(targets), 3))
