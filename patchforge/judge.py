@@ -10,7 +10,6 @@ import io
 import os
 import re
 import threading
-from collections import Counter
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.hunks import FileApplication, PatchApplications, apply_file_patch
@@ -31,6 +30,8 @@ if TYPE_CHECKING:
 # not all in the target, or the checks disagree (history.combine never overturns the rest).
 HISTORY_DECIDES = {"fuzz", "conflict", "partial", "unsure"}
 _REVERTS = re.compile(rb"^    This reverts commit ([0-9a-f]{7,40})")
+# A diff's `+` line (not its `+++ ` header line): what it adds, without the `+`.
+_ADDED_LINE = re.compile(rb"^\+(?!\+\+ )([^\n]*)", re.M)
 _COMMIT_LINE = re.compile(rb"[0-9a-f]{40}\n")  # a commit's id before its diff (diff-tree --stdin)
 
 
@@ -732,6 +733,7 @@ def series_landings(patches, index: "HistoryIndex", read_base,
         return {}
     paths = sorted({p for _, patch in patches for p in patch.paths})
     state = dict(read_base(paths))
+    base_files = dict(state)
     # Per patch: its files in the old series before and after it (None: a binary or renaming
     # patch, or one that does not apply exactly there; no run goes through it).
     before: list[dict[str, bytes | None] | None] = []
@@ -756,27 +758,30 @@ def series_landings(patches, index: "HistoryIndex", read_base,
         state.update(mine_after)
         before.append(mine_before)
         after.append(mine_after)
-    runs = _candidate_runs(before, index.log)
-    in_runs = {k for i, j in runs for k in range(i, j + 1)}
-    # The `+` lines of each patch of a candidate run, whitespace removed, per path.
+    # The `+` lines of each patch the walk applied, whitespace removed, per path.
     added = {k: {fp.new_path or fp.old_path: {line[1:].translate(None, WHITESPACE)
                                               for hunk in fp.hunks for line in hunk.lines
                                               if line[:1] == b"+"}
                  for fp in patches[k][1].file_patches}
-             for k in in_runs}
-    # Which of the runs' `+` lines each file has before and after each patch: the only lines
-    # the check below looks up.
-    universe: dict[str, set[bytes]] = {}
-    for k in in_runs:
-        for path, lines in added[k].items():
-            universe.setdefault(path, set()).update(lines)
-    for lines in universe.values():
-        lines.discard(b"")  # never a new line (taken out below)
-    sets = _line_sets(patches, before, after, universe)
+             for k, was in enumerate(before) if was is not None}
+    runs = _runs_that_can_land(_candidate_runs(before, index.log), added, base_files, index)
+    lines: dict[bytes, frozenset[bytes]] = {}  # a file's content -> line_set
+    # Whitespace but the line ends: taken out of a whole file at once, it leaves the same lines
+    # as taking it out of each line (a C loop instead of one per line).
+    inside_lines = WHITESPACE.replace(b"\n", b"")
 
     def line_set(k: int, path: str, was: bool) -> frozenset[bytes]:
-        """Which of the runs' `+` lines patch k's file has before (was) or after it."""
-        return sets.get((k, path, was), frozenset())
+        """Patch k's file before (was) or after it, as a set of lines, whitespace removed."""
+        files = before[k] if was else after[k]
+        assert files is not None
+        content = files.get(path)
+        if not content:
+            return frozenset()
+        # By content: a patch's file after it is the next one's before it, the same bytes.
+        found = lines.get(content)
+        if found is None:
+            found = lines[content] = frozenset(content.translate(None, inside_lines).split(b"\n"))
+        return found
 
     # A run is diffed only when some commit adds every line its cumulative change can add (the
     # lines of the run's result that are nowhere in the file before it): set operations instead
@@ -840,59 +845,44 @@ def series_landings(patches, index: "HistoryIndex", read_base,
     return found
 
 
-def _line_sets(patches, before: list, after: list,
-               wanted: dict[str, set[bytes]]) -> dict[tuple[int, str, bool], frozenset[bytes]]:
-    """(k, path, True/False) -> which of the lines `wanted[path]` (whitespace removed) patch
-    k's file has before/after it in the old series (series_landings' `before` and `after`),
-    for each patch k that changes a path of `wanted`.
+def _runs_that_can_land(runs: dict[tuple[int, int], list[str]], added: dict,
+                        base_files: dict[str, bytes | None],
+                        index: "HistoryIndex") -> dict[tuple[int, int], list[str]]:
+    """The candidate runs (series_landings') that one of their commits can have made, by a
+    necessary condition on lines alone, before any file's lines are counted.
 
-    Counted along the series: a file's lines are counted once, then each patch changes the
-    counts by its hunks' lines (it applied without fuzz, so its pre-image lines are what went
-    and its post-image lines what came). Before, every version of a large file was split and
-    all its lines hashed (on 93 patches to a few large files: 117 versions). A patch with two
-    sections for one file, or one creating it, is counted from its contents."""
-    inside_lines = WHITESPACE.replace(b"\n", b"")  # a whole file's, its line ends kept
+    The `+` lines of the last patch of a run on a file are in the file after the run (the walk
+    applied it without fuzz). Those of them that are neither a line of the base's file nor a
+    `+` line of an earlier patch on it cannot be in the file before the run: they are lines
+    the run adds, and the commit must add each of them. `added`: the `+` lines (whitespace
+    removed) of each patch the walk applied, per path; `base_files`: the files at the base."""
+    inside_lines = WHITESPACE.replace(b"\n", b"")
+    base_lines: dict[str, frozenset[bytes]] = {}  # path -> the base file's lines
+    first_added: dict[str, dict[bytes, int]] = {}  # path -> line -> the first patch adding it
+    for k in sorted(added):
+        for path, lines in added[k].items():
+            first = first_added.setdefault(path, {})
+            for line in lines:
+                first.setdefault(line, k)
 
-    def counted(content: bytes | None, lines: set[bytes]) -> Counter:
-        if not content:
-            return Counter()
-        return Counter(filter(lines.__contains__,
-                              content.translate(None, inside_lines).split(b"\n")))
-
-    counts: dict[str, Counter] = {}
-    sets: dict[tuple[int, str, bool], frozenset[bytes]] = {}
-    for k, (_, patch) in enumerate(patches):
-        if after[k] is None:
-            continue  # the old series' walk left it out: it changed nothing
-        sections: dict[str, list] = {}
-        for fp in patch.file_patches:
-            sections.setdefault(fp.new_path or fp.old_path, []).append(fp)
-        for path, fps in sections.items():
-            lines = wanted.get(path)
-            if not lines:
-                continue
-            count = counts.get(path)
-            alone = len(fps) == 1 and not fps[0].is_new
-            if count is None or not alone:
-                count = counted(before[k][path], lines)
-            sets[k, path, True] = frozenset(count)
-            if alone:
-                for hunk in fps[0].hunks:
-                    for line in hunk.old_lines():
-                        line = line.translate(None, WHITESPACE)
-                        if line in lines:
-                            count[line] -= 1
-                            if count[line] <= 0:
-                                del count[line]
-                    for line in hunk.new_lines():
-                        line = line.translate(None, WHITESPACE)
-                        if line in lines:
-                            count[line] += 1
-            else:
-                count = counted(after[k][path], lines)
-            counts[path] = count
-            sets[k, path, False] = frozenset(count)
-    return sets
+    kept = {}
+    for (i, j), commits in runs.items():
+        fresh: dict[str, set[bytes]] = {}
+        for k in range(j, i - 1, -1):  # the last patch of the run on each file first
+            for path, lines in added[k].items():
+                if path not in fresh:
+                    if path not in base_lines:
+                        content = base_files.get(path)
+                        base_lines[path] = frozenset(
+                            content.translate(None, inside_lines).split(b"\n") if content
+                            else ())
+                    base, first = base_lines[path], first_added[path]
+                    fresh[path] = {line for line in lines
+                                   if line not in base and first[line] >= i and line}
+        if any(all(lines <= index.added_lines(commit, path) for path, lines in fresh.items())
+               for commit in commits):
+            kept[i, j] = commits
+    return kept
 
 
 def where_landed(store: UpstreamStore, target: Target, patch, verdict, index: "HistoryIndex | None",
@@ -917,6 +907,17 @@ def where_landed(store: UpstreamStore, target: Target, patch, verdict, index: "H
         commits = commits[commits.index(undo) + 1:]
     return landed_in(store, target, patch, verdict, commits=commits,
                      holds_at=holds_at), evidence
+
+
+def added_lines_of(diff: bytes) -> frozenset[bytes]:
+    """The lines a file's diff adds (its `+` lines but the `+++ ` header), whitespace removed.
+    Found and stripped by C loops (a regular expression, one translate over all of them), not
+    a test per line of the diff: the squash check reads this of every candidate commit."""
+    added = _ADDED_LINE.findall(diff)
+    if not added:
+        return frozenset()
+    return frozenset(b"\n".join(added).translate(None, WHITESPACE.replace(b"\n", b""))
+                     .split(b"\n"))
 
 
 class HistoryIndex:
@@ -975,9 +976,7 @@ class HistoryIndex:
         key = (commit, path)
         if key not in self._added:
             chunk = self.diffs([path]).get(commit, {}).get(diff_header(path), b"")
-            self._added[key] = frozenset(
-                line[1:].translate(None, WHITESPACE) for line in chunk.split(b"\n")
-                if line.startswith(b"+") and not line.startswith(b"+++ "))
+            self._added[key] = added_lines_of(chunk)
         return self._added[key]
 
     def landing(self, patch):

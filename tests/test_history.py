@@ -233,7 +233,8 @@ def test_squash_candidate_runs_are_those_of_patches_inside_a_commit():
                  (set(rng.sample(names, rng.randrange(0, 3))) if rng.random() < 0.5 else
                   dict.fromkeys(rng.sample(names, rng.randrange(1, 3))))
                  for _ in range(rng.randrange(0, 20))]
-        log = [(f"c{k}", rng.sample(names, rng.randrange(0, 5))) for k in range(rng.randrange(0, 6))]
+        log = [(f"c{k}", rng.sample(names, rng.randrange(0, 5)))
+               for k in range(rng.randrange(0, 6))]
         wanted: dict = {}
         for commit, touched in log:
             inside = [b is not None and set(b) <= set(touched) for b in files]
@@ -244,60 +245,95 @@ def test_squash_candidate_runs_are_those_of_patches_inside_a_commit():
         assert _candidate_runs(files, log) == wanted
 
 
-def test_squash_check_line_sets_counted_along_the_series_are_those_of_each_version():
-    """The squash check's line sets (judge._line_sets) come from counting a file's lines once
-    and changing the counts by each patch's hunks: on a random series of edits, creations and
-    deletions (blank lines, repeated lines, whitespace changes, no final newline), each set is
-    the lines wanted that the file's version before and after the patch has."""
+def test_a_diffs_added_lines_are_its_plus_lines_whitespace_removed():
+    """judge.added_lines_of (a regular expression and one translate) gives each `+` line but
+    the `+++ ` header, whitespace removed, as a test of each line of the diff does: on random
+    diffs of `+`, `++`, `+++ ` starts, CRs, tabs and empty `+` lines."""
     import random
+
+    from patchforge.history import WHITESPACE
+    from patchforge.judge import added_lines_of
+
+    rng = random.Random(1)
+    parts = [b"+", b"++", b"+++ ", b"+++", b" ", b"-", b"\r", b"\t", b"a", b"\n", b"\n", b"x y",
+             b"@@", b"\x0b", b"\x0c"]
+    for _ in range(20000):
+        diff = b"".join(rng.choice(parts) for _ in range(rng.randrange(0, 14)))
+        assert added_lines_of(diff) == frozenset(
+            line[1:].translate(None, WHITESPACE) for line in diff.split(b"\n")
+            if line.startswith(b"+") and not line.startswith(b"+++ ")), diff
+
+
+def test_squash_runs_left_out_by_their_lines_are_runs_no_commit_made():
+    """judge._runs_that_can_land leaves a candidate run out only when no commit of it adds
+    every line the run adds (the full check of series_landings, from the files' contents):
+    on random series of edits, creations and deletions and random commits' added lines,
+    every run the full check keeps is kept, and most others are left out."""
+    import random
+    from types import SimpleNamespace
 
     from patchforge.apply.hunks import apply_file_patch
     from patchforge.history import WHITESPACE
-    from patchforge.judge import _line_sets
+    from patchforge.judge import _runs_that_can_land
 
     rng = random.Random(9)
-    words = [b"alpha\n", b"  alpha\n", b"beta gamma\n", b"\n", b"}\n", b"delta\n", b"eps\n"]
+    words = [b"alpha\n", b"  alpha\n", b"beta gamma\n", b"\n", b"}\n", b"delta\n", b"eps\n",
+             b"zeta\n", b"eta theta\n"]
 
-    def normalized(content):
+    def line_set(content):
         return {line.translate(None, WHITESPACE) for line in content.split(b"\n")} \
             if content else set()
 
-    for _ in range(25):
-        versions = {"f": b"".join(rng.choice(words) for _ in range(12)), "g": None}
+    left_out = 0
+    for _ in range(40):
+        base = {"f": b"".join(rng.choice(words[:5]) for _ in range(8)), "g": None}
+        versions = dict(base)
         patches, before, after = [], [], []
-        for _ in range(8):
+        for _ in range(7):
             path = rng.choice(["f", "f", "g"])
             old = versions[path]
-            if old is None or rng.random() < 0.1:
-                new = b"".join(rng.choice(words) for _ in range(rng.randrange(1, 8)))
-                if old is not None:
-                    new = None  # a deletion
+            if old is None:
+                new = b"".join(rng.choice(words) for _ in range(rng.randrange(1, 5)))
             else:
                 lines = old.splitlines(keepends=True)
                 for _ in range(rng.randrange(1, 4)):
                     at = rng.randrange(0, len(lines) + 1)
-                    if rng.random() < 0.5 and at < len(lines):
+                    if rng.random() < 0.4 and at < len(lines):
                         del lines[at]
                     else:
                         lines.insert(at, rng.choice(words))
-                new = b"".join(lines) + (b"tail" if rng.random() < 0.2 else b"")
-            if rng.random() < 0.1 and new is not None:
-                old = None  # created where the series' state has the file (the walk allows it)
+                new = b"".join(lines) or None  # all lines gone: a deletion
             if new == old:
                 continue
             diff = make_file_diff(path if old is not None else None,
                                   path if new is not None else None, old, new)
             (fp,) = parse_diff(diff, source="<test>")
-            application = apply_file_patch(old if not fp.is_new else None, fp, max_fuzz=0)
-            assert application.ok and application.content == new
+            assert apply_file_patch(old, fp, max_fuzz=0).content == new
             patches.append((f"p{len(patches)}", _Patch(diff)))
             before.append({path: old})
             after.append({path: new})
             versions[path] = new
-        wanted = {path: {w.translate(None, WHITESPACE) for w in words[:rng.randrange(2, 7)]}
-                  - {b""} for path in ("f", "g")}
-        sets = _line_sets(patches, before, after, wanted)
-        for k in range(len(patches)):
-            for path in before[k]:
-                assert sets[k, path, True] == normalized(before[k][path]) & wanted[path]
-                assert sets[k, path, False] == normalized(after[k][path]) & wanted[path]
+        added = {k: {fp.new_path or fp.old_path: {line[1:].translate(None, WHITESPACE)
+                                                  for h in fp.hunks for line in h.lines
+                                                  if line[:1] == b"+"}
+                     for fp in patch.file_patches} for k, (_, patch) in enumerate(patches)}
+        every = {w.translate(None, WHITESPACE) for w in words}
+        commits = {f"c{n}": {p: frozenset(rng.sample(sorted(every),
+                                                     rng.randrange(len(every) + 1)))
+                             for p in ("f", "g")} for n in range(4)}
+        index = SimpleNamespace(added_lines=lambda commit, path: commits[commit][path])
+        runs = {(i, j): sorted(commits) for i in range(len(patches))
+                for j in range(i + 1, len(patches))}
+        kept = _runs_that_can_land(runs, added, base, index)
+        for (i, j) in runs:
+            first, last = {}, {}
+            for k in range(i, j + 1):
+                for path, content in before[k].items():
+                    first.setdefault(path, content)
+                last.update(after[k])
+            new_lines = {p: set().union(*(added[k].get(p, ()) for k in range(i, j + 1)))
+                         & line_set(last[p]) - line_set(first[p]) - {b""} for p in first}
+            made = any(all(new_lines[p] <= commits[c][p] for p in first) for c in commits)
+            assert not made or (i, j) in kept, (i, j)
+            left_out += (i, j) not in kept
+    assert left_out > 100
