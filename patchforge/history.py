@@ -204,6 +204,11 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
     when it reverses any one block of it (a partial or hand-edited revert)."""
     events: list[tuple[str, str, str]] = []
     made: list[str] = []
+    # What undoing each file's change looks like, and the blocks of it large enough to count,
+    # made once, not for each commit of the history.
+    undo = {path: reverse(blocks) for path, blocks in wanted.items()}
+    large = {path: [b for b in blocks if _size((b,)) >= MIN_UNDO_CHARS]
+             for path, blocks in undo.items()}
     for commit, changed in commits:
         if all(path in changed for path in wanted):
             if all(changed[path] == wanted[path] for path in wanted):
@@ -218,20 +223,20 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
         if named:
             events.append((commit, "undid", f"its message reverts {named[-1]}"))
             continue
-        whole = all(changed.get(path) is not None and _contains(changed[path], reverse(blocks))
-                    for path, blocks in wanted.items())
-        for path, blocks in wanted.items():
+        whole = all(changed.get(path) is not None and _contains(changed[path], undo[path])
+                    for path in wanted)
+        for path in wanted:
             # A reversed block undoes the change when it puts old code back. One that only
             # takes out lines the patch added (its old side empty) is upstream moving or
             # rewriting the fix's code (a lint pass moving an import, a guard a later design
             # no longer needs): superseded, not undone, unless the commit reverses the whole
             # change.
             theirs = changed.get(path, ())
-            undone = [b for b in reverse(blocks) if (b in theirs or _blob_back(b, theirs))
-                      and _size((b,)) >= MIN_UNDO_CHARS and (b[1] or whole)]
+            undone = theirs and [b for b in large[path] if (b[1] or whole)
+                                 and (b in theirs or _blob_back(b, theirs))]
             if undone:
                 events.append((commit, "undid", "the same change reversed"
-                               if changed.get(path) == reverse(blocks) and len(wanted) == 1
+                               if changed.get(path) == undo[path] and len(wanted) == 1
                                else f"reverses part of it in {path}"))
                 break
     landed_by = None

@@ -758,13 +758,16 @@ def series_landings(patches, index: "HistoryIndex", read_base,
         state.update(mine_after)
         before.append(mine_before)
         after.append(mine_after)
-    # The `+` lines of each patch the walk applied, whitespace removed, per path.
+    runs = _candidate_runs(before, index.log)
+    run_paths = {path for i, j in runs for k in range(i, j + 1) for path in before[k] or ()}
+    # The `+` lines of each patch the walk applied, whitespace removed, on the runs' files.
     added = {k: {fp.new_path or fp.old_path: {line[1:].translate(None, WHITESPACE)
                                               for hunk in fp.hunks for line in hunk.lines
                                               if line[:1] == b"+"}
-                 for fp in patches[k][1].file_patches}
+                 for fp in patches[k][1].file_patches
+                 if (fp.new_path or fp.old_path) in run_paths}
              for k, was in enumerate(before) if was is not None}
-    runs = _runs_that_can_land(_candidate_runs(before, index.log), added, base_files, index)
+    runs = _runs_that_can_land(runs, added, base_files, index)
     lines: dict[bytes, frozenset[bytes]] = {}  # a file's content -> line_set
     # Whitespace but the line ends: taken out of a whole file at once, it leaves the same lines
     # as taking it out of each line (a C loop instead of one per line).
