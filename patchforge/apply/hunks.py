@@ -227,6 +227,8 @@ def apply_hunks_to_bytes(old: bytes, hunks: tuple[Hunk, ...], *,
                          max_fuzz: int = 2) -> tuple[bytes, tuple[HunkOutcome, ...]]:
     """`apply_hunks` on file content."""
     new_lines, outcomes = apply_hunks(lines_of(old), hunks, max_fuzz=max_fuzz)
+    if all(outcome.status == "failed" for outcome in outcomes):
+        return old, outcomes  # nothing placed: the lines joined again are `old` itself
     return b"".join(new_lines), outcomes
 
 
