@@ -124,11 +124,19 @@ class NormalizedText:
 
     def __init__(self, content: bytes) -> None:
         # Built with C-level loops (translate, accumulate): it runs over every touched file.
-        # The whole file loses its whitespace but its line ends in one call, then is split
-        # into lines (each line's own translate: hundreds of calls a file).
-        parts = content.translate(None, _WS_BUT_LF).split(b"\n")
-        self.line_start: list[int] = [0, *itertools.accumulate(map(len, parts))]
-        self.text = b"".join(parts)
+        self._content = content
+        self.text = content.translate(None, _WS_BYTES)
+        self._line_start: list[int] | None = None
+
+    @property
+    def line_start(self) -> list[int]:
+        """Where each line starts in `text`: made when a search found something (most find
+        nothing). The whole file loses its whitespace but its line ends in one call, then is
+        split into lines (each line's own translate: hundreds of calls a file)."""
+        if self._line_start is None:
+            parts = self._content.translate(None, _WS_BUT_LF).split(b"\n")
+            self._line_start = [0, *itertools.accumulate(map(len, parts))]
+        return self._line_start
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_start, offset) - 1
