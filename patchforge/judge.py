@@ -635,27 +635,39 @@ class LazyHistory:
     (`patches`, in order, and `read_base(paths)` for the base's files) it also answers for runs
     of consecutive patches (series_landings), computed once, on the first question."""
 
-    def __init__(self, get_index, patches=None, read_base=None) -> None:
+    def __init__(self, get_index, patches=None, read_base=None, ready=None) -> None:
         self._get_index = get_index
         self._patches = patches
         self._read_base = read_base
+        # ready() -> whether get_index() would answer at once (the index is read on another
+        # thread): until then, a question walks the old series the squash check needs
+        # (old_series_walk) instead of waiting idle.
+        self._ready = ready
+        self._walked: tuple[dict, list, list] | None = None
         self._series: dict[str, tuple[str, int, int]] | None = None
         # How the squash check applies a patch to a file: the judge's remembered applications
         # when a SeriesJudge walks with this history (its own walk of the old series then
         # finds them made).
         self.applications: Callable[..., FileApplication] = apply_file_patch
 
+    def _index(self):
+        if self._ready is not None and self._walked is None and not self._ready() and \
+                self._read_base is not None and len(self._patches or []) >= 2:
+            # Its applications are the judge's own walk's (remembered): none is wasted.
+            self._walked = old_series_walk(self._patches, self._read_base, self.applications)
+        return self._get_index()
+
     def landing(self, patch):
-        index = self._get_index()
+        index = self._index()
         return index.landing(patch) if index is not None else None
 
     def series_landing(self, name: str) -> tuple[str, int, int] | None:
         """(commit, first, last): the run of the series (positions, 1-based) whose cumulative
         change that commit made, when `name` belongs to one."""
         if self._series is None:
-            index = self._get_index()
+            index = self._index()
             self._series = series_landings(self._patches or [], index, self._read_base,
-                                           self.applications) \
+                                           self.applications, walked=self._walked) \
                 if index is not None and self._read_base is not None else {}
         return self._series.get(name)
 
@@ -717,25 +729,15 @@ def _squash_candidate_paths(patches, index: "HistoryIndex") -> list[str]:
     return sorted({path for i, j in runs for k in range(i, j + 1) for path in files[k] or ()})
 
 
-def series_landings(patches, index: "HistoryIndex", read_base,
-                    apply=apply_file_patch) -> dict[str, tuple[str, int, int]]:
-    """Patches that landed as part of one upstream commit with their neighbours: a branch of
-    several commits squash-merged upstream. For every commit of the history, the runs of
-    consecutive patches that touch only files it touches are candidates; a run whose cumulative
-    change (the old series' files before its first patch against after its last, git's diff)
-    that commit makes, and no later commit undoes (history.judge_history), landed whole.
-    One git process makes every candidate's diff."""
-    if len(patches) < 2 or not index.log:
-        return {}
-    # The runs' candidates by the patches' paths alone, before any patch is applied: a patch
-    # that does not apply only takes runs away, so with none here there is none at all.
-    if not _squash_candidate_paths(patches, index):
-        return {}
+def old_series_walk(patches, read_base, apply=apply_file_patch) -> tuple[dict, list, list]:
+    """The old series as series_landings walks it, without fuzz on the base (`read_base(paths)`
+    gives the base's files): (the base's files, each patch's files before it, after it), a
+    patch's entries None when it is binary or renaming, or does not apply exactly there (no
+    run of the squash check goes through it). It needs no history: a caller waiting for the
+    history walks it meanwhile."""
     paths = sorted({p for _, patch in patches for p in patch.paths})
     state = dict(read_base(paths))
     base_files = dict(state)
-    # Per patch: its files in the old series before and after it (None: a binary or renaming
-    # patch, or one that does not apply exactly there; no run goes through it).
     before: list[dict[str, bytes | None] | None] = []
     after: list[dict[str, bytes | None] | None] = []
     for _, patch in patches:
@@ -758,6 +760,27 @@ def series_landings(patches, index: "HistoryIndex", read_base,
         state.update(mine_after)
         before.append(mine_before)
         after.append(mine_after)
+    return base_files, before, after
+
+
+def series_landings(patches, index: "HistoryIndex", read_base, apply=apply_file_patch, *,
+                    walked: tuple[dict, list, list] | None = None
+                    ) -> dict[str, tuple[str, int, int]]:
+    """Patches that landed as part of one upstream commit with their neighbours: a branch of
+    several commits squash-merged upstream. For every commit of the history, the runs of
+    consecutive patches that touch only files it touches are candidates; a run whose cumulative
+    change (the old series' files before its first patch against after its last, git's diff)
+    that commit makes, and no later commit undoes (history.judge_history), landed whole.
+    One git process makes every candidate's diff. `walked`: old_series_walk's answer, when the
+    caller has it already."""
+    if len(patches) < 2 or not index.log:
+        return {}
+    # The runs' candidates by the patches' paths alone, before any patch is applied: a patch
+    # that does not apply only takes runs away, so with none here there is none at all.
+    if not _squash_candidate_paths(patches, index):
+        return {}
+    base_files, before, after = walked if walked is not None else \
+        old_series_walk(patches, read_base, apply)
     runs = _candidate_runs(before, index.log)
     run_paths = {path for i, j in runs for k in range(i, j + 1) for path in before[k] or ()}
     # The `+` lines of each patch the walk applied, whitespace removed, on the runs' files.

@@ -776,9 +776,22 @@ def test_real_example_stack_against_vllm_0_33_0(tmp_path, shared_cache):
             assert p["hunks"]["landed"] == 0
 
 
-def test_squash_merged_series_is_upstreamed_whole(stack, upstream):
+@pytest.mark.parametrize("history_read", [True, False], ids=["history-read", "history-late"])
+def test_squash_merged_series_is_upstreamed_whole(stack, upstream, monkeypatch, history_read):
     """Two patches of one branch that landed as one squash commit, where the second rewrote a
-    line the first added: neither alone is the commit's change, their sum is."""
+    line the first added: neither alone is the commit's change, their sum is. The same when
+    the history's second thread has not answered yet at the first question (the judge then
+    walks the old series the squash check needs while it waits)."""
+    import patchforge.judge as judge
+
+    walks = []
+    real_walk = judge.old_series_walk
+    monkeypatch.setattr(judge, "old_series_walk",
+                        lambda *args: walks.append(1) or real_walk(*args))
+    if not history_read:
+        from patchforge.background import Background
+
+        monkeypatch.setattr(Background, "done", lambda self: False)
     step1 = BASE.replace(FIX1_OLD, FIX1_NEW)
     step2 = step1.replace(FIX1_NEW, b"    indptr[len(lengths):].fill_(total)  # padding lanes "
                                     b"must read the total, never garbage\n") \
@@ -796,3 +809,4 @@ def test_squash_merged_series_is_upstreamed_whole(stack, upstream):
     assert found["one.patch"].decided_by == "series history"
     assert found["one.patch"].landed_in == squash
     assert "cumulative change of patches 1-2" in evidence_text(found["one.patch"])
+    assert len(walks) == 1  # walked once, early or late

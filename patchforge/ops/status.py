@@ -100,7 +100,8 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
             judge = SeriesJudge(store, target, stop_files=False,
                                 history=LazyHistory(history.result, patches,
                                                     lambda paths: store.read_blobs(
-                                                        target.base_commit, paths))
+                                                        target.base_commit, paths),
+                                                    ready=history.done)
                                 if history is not None else None,
                                 renames=(set(paths), renames.result)
                                 if renames is not None else None)
