@@ -153,6 +153,8 @@ def test_import_mbox_from_git_format_patch(project, tmp_path):
               json.loads(ok(root, "show", names[1], "--json").out)["header"]}
     assert second["Author"] == "Other Person <other@example.com>"
     assert second["Last-Update"] == "2023-02-03"
+    # One `---` before the diff (mailinfo's own, with git's diffstat, is not kept twice).
+    assert b"\n---\ndiff --git " in (root / "series/up" / names[1]).read_bytes()
     assert overlay_tree(root) == {p: (fork / p).read_bytes()
                                   for p in ("a.py", "pkg/crlf.txt", "pkg/added.py")}
 
@@ -251,3 +253,96 @@ def test_import_without_upstream_says_what_is_configured(tmp_path, upstreams):
             assert "several upstreams are configured (site0, site1)" in run.err, run.err
         else:
             assert "no upstream is configured" in run.err and "upstream add" in run.err, run.err
+
+
+def _diff_of(upstream: Path, rel: str, new: bytes) -> bytes:
+    """`git diff` of one file of the test upstream changed to `new`."""
+    (upstream / rel).write_bytes(new)
+    diff = subprocess.run(["git", "diff", "--", rel], cwd=upstream, check=True,
+                          capture_output=True).stdout
+    git(upstream, "checkout", "--", rel)
+    return diff
+
+
+def test_export_mbox_then_import_mbox_keeps_every_field_byte_for_byte(project, tmp_path):
+    """A series through `export --mbox` and `import mbox` comes back as the same patch files:
+    every DEP-3 field (multi-line Description, Bug, Forwarded, Keeps, an unknown field, CRLF
+    and trailing blanks), the free text (a `From ` line in it included), the diffstat and the
+    names; a patch without a header gets what `import quilt` gives it. And `git am` still takes
+    the mbox: each patch a commit with its author and subject."""
+    from helpers.project import add_patch_file
+
+    root = project
+    upstream = tmp_path / "up-upstream"
+    base = _base(root)
+    one = (b"Description: Fix line three\n the long part  \n .\n second paragraph\n"
+           b"Author: Dev <dev@example.com>\nOrigin: vendor, https://example.com/a\n"
+           b"Bug: https://bugs.example.com/1\r\nForwarded: https://github.com/o/r/pull/3\n"
+           b"Upstream-Status: Submitted [https://github.com/o/r/pull/3]\nUpstream: up\n"
+           b"Base: " + base.encode() + b"\nKeeps: a.py: LINE3\nX-Team-Ticket: T-9  \n"
+           b"Last-Update: 2024-02-03\n\nFree text, \xe9t\xe9.\nFrom the start of a line.\n"
+           b">From a quoted line.\n-- >8 --\n---\n a.py | 2 +-\n 1 file changed\n\n"
+           + _diff_of(upstream, "a.py", UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n")))
+    two = (b"From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n"
+           b"From: Other Person <other@example.com>\nDate: Fri, 2 Feb 2024 10:00:00 +0100\n"
+           b"Subject: [PATCH] Second fix\nUpstream: up\nBase: " + base.encode() + b"\n"
+           b"Upstream-Status: Pending\n\nWhy, in a line.\n---\n"
+           + _diff_of(upstream, "pkg/b.py", b"x = 1\ny = 20\nz = 3\n"))
+    three = (b"A patch with no header at all.\n---\n"
+             + _diff_of(upstream, "pkg/crlf.txt", b"one\r\nTWO\r\nthree\r\n"))
+    for name, data in (("fix-three.patch", one), ("second.patch", two), ("bare.patch", three)):
+        add_patch_file(root, "up", name, data)
+    mbox, quilt_dir = tmp_path / "out.mbox", tmp_path / "quilt"
+    ok(root, "export", "--mbox", str(mbox))
+    ok(root, "export", "--quilt", str(quilt_dir))
+
+    via_mbox, mbox_base = git_project(tmp_path / "via-mbox")
+    assert ok(via_mbox, "import", "mbox", str(mbox)).text.split() == [
+        "imported", "up/fix-three.patch", "imported", "up/second.patch", "imported",
+        "up/bare.patch"]
+    via_quilt, quilt_base = git_project(tmp_path / "via-quilt")
+    ok(via_quilt, "import", "quilt", str(quilt_dir))
+    assert (via_mbox / "series/up/series").read_bytes() == (root / "series/up/series").read_bytes()
+    for name, data in (("fix-three.patch", one), ("second.patch", two)):
+        assert (via_mbox / "series/up" / name).read_bytes() == data, name
+    assert (via_mbox / "series/up/bare.patch").read_bytes() == \
+        (via_quilt / "series/up/bare.patch").read_bytes().replace(quilt_base.encode(),
+                                                                  mbox_base.encode())
+    assert overlay_tree(via_mbox) == overlay_tree(root)
+
+    # Into a project whose upstream has another name: the Upstream field follows the series,
+    # every other byte is the fix's (from an mbox as from a quilt directory).
+    other, _ = git_project(tmp_path / "other", name="other")
+    ok(other, "import", "mbox", str(mbox))
+    assert (other / "series/other/fix-three.patch").read_bytes() == \
+        one.replace(b"Upstream: up\n", b"Upstream: other\n")
+    other_quilt, _ = git_project(tmp_path / "other-quilt", name="other")
+    ok(other_quilt, "import", "quilt", str(quilt_dir))
+    assert (other_quilt / "series/other/fix-three.patch").read_bytes() == \
+        one.replace(b"Upstream: up\n", b"Upstream: other\n")
+
+    # git am takes the same mbox: three commits, authors and subjects from the mail headers.
+    checkout = upstream_checkout(tmp_path, "am-checkout")
+    proc = subprocess.run(["git", "am", "-q", "--keep-cr", "--patch-format=mboxrd", str(mbox)],
+                          cwd=checkout, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    assert git(checkout, "log", "--format=%an|%s", "-3").splitlines() == [
+        "Unknown|patchforge patch", "Other Person|Second fix",
+        "Dev|Fix line three"]
+    assert {p: (checkout / p).read_bytes() for p in ("a.py", "pkg/b.py", "pkg/crlf.txt")} == \
+        overlay_tree(root)
+
+    # And those commits, brought in with `import git`, give the fields back as fields (git am
+    # trims trailing blanks, makes the text UTF-8 and takes a `From:`/`Subject:` first line
+    # for the commit itself).
+    via_git, _ = git_project(tmp_path / "via-git")
+    ok(via_git, "import", "git", "HEAD~3..HEAD", "--repo", str(checkout), "--upstream", "up")
+    names = (via_git / "series/up/series").read_text().split()
+    assert names == ["fix-line-three.patch", "second-fix.patch", "patchforge-patch.patch"]
+    first = (via_git / "series/up/fix-line-three.patch").read_bytes()
+    assert first.partition(b"\n---\n")[0] == one.partition(b"\n---\n")[0].replace(
+        b"  \n", b"\n").replace(b"\r\n", b"\n").replace(b"\xe9", "\xe9".encode()), first
+    second = (via_git / "series/up/second-fix.patch").read_bytes()
+    origin = f"Origin: vendor, commit {git(checkout, 'rev-parse', 'HEAD~1').strip()}\n"
+    assert second.partition(b"\n---\n")[0] == two.partition(b"\n---\n")[0].replace(
+        b"Pending\n\n", b"Pending\n" + origin.encode() + b"\n")

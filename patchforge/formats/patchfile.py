@@ -45,6 +45,9 @@ def _diff_start(lines: list[bytes]) -> int | None:
     return None
 
 
+diff_start = _diff_start  # for readers of other wrappings of a patch (what mailinfo gives)
+
+
 def _canon(name: str) -> str:
     low = name.lower()
     return _ALIASES.get(low, low)

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import parse_diff, validate_path
 from patchforge.errors import InputError, UsageError
-from patchforge.formats.patchfile import parse_patch_file, quote_diff_like, render_patch_file
+from patchforge.formats.patchfile import (CANONICAL_ORDER, parse_patch_file, quote_diff_like,
+                                          render_patch_file)
 from patchforge.formats.series import parse_series
 from patchforge.fsutil import RepoLock, atomic_write
 from patchforge.stack import (add_to_series, require_readable_history, series_changed,
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
     from patchforge.store.gitstore import UpstreamStore
 
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+# Header fields that mark the start of a commit message as a patch header (DEP-3's, ours, and
+# the git-am spellings DEP-3 allows).
+KNOWN_FIELDS = frozenset(n.lower() for n in CANONICAL_ORDER) | {"subject", "from"}
 
 
 def slugify(text: str, limit: int = 52) -> str:
@@ -132,6 +136,14 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
         _check_new_name(project, upstream, file_name)
         if any(file_name == p[0] for p in pending):
             file_name = patch_file_name(slugify(subject) + "-" + sha[:8])
+        # A message that begins with a patch header (`git am` of `export --mbox`) gives its
+        # fields back; the commit fills only what it lacks.
+        carried = _carried_header(body, diff, f"{repo}: commit {sha}")
+        if carried is not None:
+            pending.append((file_name, _adopted(carried, upstream, pin.commit, (
+                ("Description", subject), ("Author", f"{name} <{mail}>"),
+                ("Origin", f"vendor, commit {sha}"))).to_bytes()))
+            continue
         # A Markdown `---` (vLLM's pull-request template) or a quoted diff in a real commit
         # message is quoted, never a reason to refuse the commit.
         subject = quote_diff_like(subject.encode("utf-8", "surrogateescape")).decode(
@@ -153,7 +165,7 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
 
 def import_quilt(project: Project, directory: Path, *, upstream: str) -> list[str]:
     """A quilt patches directory (its `series` file and patches) joins the series, bytes kept;
-    patches without a DEP-3 header get the fields patchforge needs."""
+    patches without a DEP-3 header get the fields patchforge needs (`_adopted`)."""
     project.config.upstream(upstream)
     pin = project.lock.pin(upstream)
     directory = Path(directory)
@@ -171,13 +183,7 @@ def import_quilt(project: Project, directory: Path, *, upstream: str) -> list[st
             raise InputError(f"{entry} is listed but missing", path=str(series_path),
                              line=series.line_of(entry))
         data = source.read_bytes()
-        patch = parse_patch_file(data, str(source))
-        if patch.get("Upstream") is None:
-            patch = patch.with_field("Upstream", upstream)
-        if patch.get("Base") is None:
-            patch = patch.with_field("Base", pin.commit)
-        if patch.get("Upstream-Status") is None:
-            patch = patch.with_field("Upstream-Status", "Pending")
+        patch = _adopted(parse_patch_file(data, str(source)), upstream, pin.commit)
         file_name = patch_file_name(Path(entry).name.removesuffix(".patch").removesuffix(".diff"))
         _check_new_name(project, upstream, file_name)
         pending.append((file_name, patch.to_bytes()))
@@ -190,7 +196,8 @@ def import_quilt(project: Project, directory: Path, *, upstream: str) -> list[st
 
 def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream: str) -> list[str]:
     """Each message of an mbox (git format-patch / send-email output) becomes a patch; git's own
-    mailsplit and mailinfo take it apart."""
+    mailsplit and mailinfo take it apart. A message `export --mbox` wrote comes back as the
+    patch file it was, every field and its name kept (`_exported_patch`)."""
     project.config.upstream(upstream)
     pin = project.lock.pin(upstream)
     pending = []
@@ -202,11 +209,18 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             raise InputError(f"not an mbox git can split: {reason}", path=str(mbox),
                              hint="`git format-patch` output is an mbox")
         for message in sorted(p for p in tmp_path.iterdir() if p.name.isdigit()):
+            source = f"{mbox} (message {int(message.name)})"
+            exported = _exported_patch(message, source, upstream, pin.commit)
+            if exported is not None:
+                file_name, data = exported
+                _check_new_name(project, upstream, file_name)
+                pending.append((file_name, data))
+                continue
             msg_file, patch_file = tmp_path / f"{message.name}.msg", tmp_path / f"{message.name}.diff"
             info = _git("mailinfo", "--scissors", str(msg_file), str(patch_file),
                         input=message.read_bytes()).decode("utf-8", "surrogateescape")
             headers = dict(line.split(": ", 1) for line in info.splitlines() if ": " in line)
-            diff = patch_file.read_bytes()
+            diff = _strip_separator(patch_file.read_bytes())
             if not diff.strip():
                 continue
             subject = headers.get("Subject", message.name)
@@ -222,7 +236,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             # Parse the diff first, under the mbox's name, so that an error points into it.
             # A binary change must carry its data (`GIT binary patch`, as format-patch
             # --binary writes); parse_diff refuses `Binary files ... differ` with its line.
-            parse_diff(diff, source=f"{mbox} (message {int(message.name)})")
+            parse_diff(diff, source=source)
             body = quote_diff_like(msg_file.read_bytes().strip())
             data = render_patch_file(fields, body + b"\n" if body else b"", diff)
             file_name = patch_file_name(slugify(subject))
@@ -234,6 +248,80 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             add_to_series(project, upstream, file_name, data)
         series_changed(project)
     return [n for n, _ in pending]
+
+
+def _strip_separator(patch_part: bytes) -> bytes:
+    """The diff of what mailinfo puts after a message: without the `---` line and diffstat
+    before it (render_patch_file writes its own `---`)."""
+    from patchforge.apply.diffparse import split_lines
+    from patchforge.formats.patchfile import diff_start
+
+    lines = split_lines(patch_part)
+    start = diff_start(lines)
+    return b"".join(lines[start:]) if start else patch_part
+
+
+def _exported_patch(message: Path, source: str, upstream: str,
+                    base: str) -> tuple[str, bytes] | None:
+    """(file name, patch file bytes) of a message `export --mbox` wrote, or None for any other.
+
+    Its body is the patch file up to its diff, so the file is the body (mboxrd quoting undone)
+    followed by what mailinfo gives as the patch, less the blank line that ends the message.
+    mailinfo still decodes what a mail system may have done to the message (quoted-printable,
+    base64), and `--no-inbody-headers` keeps a `From:` or `Subject:` field where it stands."""
+    from email.parser import BytesHeaderParser
+
+    raw = message.read_bytes()
+    name = BytesHeaderParser().parsebytes(raw).get(PATCH_MARK)
+    if name is None:
+        return None
+    name = patch_file_name(" ".join(str(name).split()))
+    try:
+        checked_patch_name(name)
+    except UsageError as exc:
+        raise InputError(f"{PATCH_MARK}: {exc}", path=source) from None
+    msg_file, patch_file = message.with_suffix(".msg"), message.with_suffix(".diff")
+    _git("mailinfo", "--no-inbody-headers", str(msg_file), str(patch_file), input=raw)
+    head = _MBOXRD_UNQUOTE.sub(rb"\1", msg_file.read_bytes())
+    rest = patch_file.read_bytes()
+    if rest.endswith(b"\n\n"):
+        rest = rest[:-1]  # the blank line export writes between messages
+    return name, _adopted(parse_patch_file(head + rest, source), upstream, base).to_bytes()
+
+
+def _adopted(patch: PatchFile, upstream: str, base: str,
+             missing: tuple[tuple[str, str], ...] = ()) -> PatchFile:
+    """A fix brought in with its own header, as the series it joins needs it: its Upstream
+    field names that series; Base, Upstream-Status and `missing` fill only what it lacks.
+    Every other field stays as it was, in its place, byte for byte."""
+    if (patch.get("Upstream") or "").strip() != upstream:
+        patch = patch.with_field("Upstream", upstream)
+    for name, value in [("Base", base), ("Upstream-Status", "Pending"), *missing]:
+        if patch.get(name) is None:
+            patch = patch.with_field(name, value)
+    return patch
+
+
+def _carried_header(body: str, diff: bytes, source: str) -> PatchFile | None:
+    """The patch a commit message carries as a DEP-3 header (what `git am` of `export --mbox`
+    makes: the subject, then the patch's fields, a blank line and its free text), with `diff`;
+    None when the message does not begin with a patch header field.
+
+    Only a message whose first line after the subject is a field patchforge knows counts: a
+    free-text body that happens to start `Note: ...` stays free text."""
+    data = body.encode("utf-8", "surrogateescape")
+    # A patch file in format-patch's shape begins with its mbox line.
+    fields_start = data.split(b"\n", 1)[-1] if data.startswith(b"From ") else data
+    first = fields_start.split(b":", 1)[0].strip().lower().decode("ascii", "replace")
+    if not data or first not in KNOWN_FIELDS:
+        return None
+    try:
+        head = parse_patch_file(data + b"\n", source)
+    except InputError:
+        return None
+    if not head.fields or head.diff or head.separator:
+        return None
+    return head.with_diff(diff)
 
 
 def export_quilt(project: Project, directory: Path) -> tuple[list[Path], list[str]]:
@@ -265,8 +353,26 @@ def _header_value(value: str) -> str:
     return " ".join(re.sub(r"[\x00-\x1f\x7f]", " ", value).split())
 
 
-def mbox_message(patch: PatchFile, raw_diff: bytes, index: int, total: int, base: str) -> bytes:
-    """One `git am`-ready message for a patch (deterministic: the date comes from Last-Update)."""
+# The mail header that marks a message `export --mbox` wrote: its value is the patch's file name,
+# and the message body is the patch file's own header and description, verbatim (mboxrd-quoted),
+# so that `import mbox` gives back every field byte for byte while `git am` takes the message as
+# any other (the fields stay in the commit message, the diff is the commit).
+PATCH_MARK = "X-Patchforge-Patch"
+
+# A body line that reads as an mbox separator would start a message of its own: mboxrd quoting
+# (one more `>` before `From `, every depth) can be undone exactly on the way back.
+_MBOXRD_QUOTE = re.compile(rb"(?m)^(>*From )")
+_MBOXRD_UNQUOTE = re.compile(rb"(?m)^>(>*From )")
+
+
+def mbox_message(patch: PatchFile, raw_diff: bytes, index: int, total: int, base: str,
+                 name: str | None = None) -> bytes:
+    """One `git am`-ready message for a patch (deterministic: the date comes from Last-Update).
+
+    The body is the patch file as it stands before its diff (any mbox line, every header
+    field, the blank line, the free-text description, the `---` line and diffstat), so no field
+    is lost on the way through a mailbox; From, Date and Subject repeat Author, Last-Update and
+    Description for `git am`."""
     author = _header_value(patch.get("Author") or "") or "Unknown <unknown@localhost>"
     subject = _header_value(patch.subject or "") or "patchforge patch"
     last = patch.get("Last-Update") or "1970-01-01"
@@ -276,15 +382,12 @@ def mbox_message(patch: PatchFile, raw_diff: bytes, index: int, total: int, base
     except ValueError:
         date = "Thu, 01 Jan 1970 00:00:00 +0000"
     number = f"[PATCH {index}/{total}] " if total > 1 else "[PATCH] "
-    description = patch.description.strip()
-    long_desc = (patch.get("Description") or "").split("\n", 1)
-    body = (long_desc[1].strip() + "\n\n").encode() if len(long_desc) > 1 else b""
-    body += (description + b"\n") if description else b""
-    # A body line that reads as an mbox separator would start a message of its own.
-    body = re.sub(rb"(?m)^(>*From )", rb">\1", body)
+    mark = f"{PATCH_MARK}: {name}\n" if name else ""
+    head = patch.preamble + b"".join(f.raw for f in patch.fields) + patch.gap + patch.description
+    body = _MBOXRD_QUOTE.sub(rb">\1", head)
     return (f"From {base} Mon Sep 17 00:00:00 2001\nFrom: {author}\nDate: {date}\n"
-            f"Subject: {number}{subject}\n\n").encode("utf-8", "surrogateescape") + \
-        body + b"---\n" + raw_diff + (b"" if raw_diff.endswith(b"\n") else b"\n") + b"\n"
+            f"Subject: {number}{subject}\n{mark}\n").encode("utf-8", "surrogateescape") + \
+        body + patch.separator + raw_diff + (b"" if raw_diff.endswith(b"\n") else b"\n") + b"\n"
 
 
 def export_mbox(project: Project, out: Path) -> int:
@@ -293,6 +396,6 @@ def export_mbox(project: Project, out: Path) -> int:
     for index, (upstream, name) in enumerate(entries, 1):
         patch = project.read_patch(upstream, name)
         chunks.append(mbox_message(patch, patch.diff, index, len(entries),
-                                   patch.get("Base") or "0" * 40))
+                                   patch.get("Base") or "0" * 40, name))
     atomic_write(Path(out), b"".join(chunks))
     return len(entries)
