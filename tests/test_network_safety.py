@@ -126,3 +126,96 @@ def test_offline_status_answers_from_cache_without_the_network(env, project, tmp
     assert json.loads(r.out)["patches"][0]["forwarded"]["state"] == "open"
     assert len(forge_server.requests) == asked
     _no_token_anywhere(env, r, tmp_path)
+
+
+def test_offline_never_reaches_a_git_remote_and_names_what_the_cache_lacks(tmp_path):
+    """A git upstream served over smart HTTP on 127.0.0.1 (git's own http-backend, every request
+    recorded). After one `fetch` with the network, `--offline` overlays, status, lint, fetch and
+    a rebase dry run make no request at all: `fetch` brought the files the series touches
+    (the store is a blob-less partial clone, which otherwise fetches a file when first read,
+    offline or not). A file or a revision the cache lacks fails with exit 2 naming it, still
+    without a request, and nothing is written."""
+    import os
+    import shutil
+
+    from helpers.git import git
+    from helpers.project import UPSTREAM_FILES, add_git_upstream, make_project, patch_bytes
+    from helpers.servers import GitHttpServer
+    from helpers.upstream import Upstream
+
+    upstream = Upstream(tmp_path / "up-upstream", UPSTREAM_FILES, message="upstream: initial")
+    server = GitHttpServer(upstream.path)
+    try:
+        root = make_project(tmp_path / "project", pyproject=True)
+        add_git_upstream(root, "up", server.repo_url, "main")
+        base = upstream.base
+
+        def fix(name: str, rel: str, new: bytes) -> None:
+            (upstream.path / rel).write_bytes(new)
+            diff = git(upstream.path, "diff", "--", rel).encode()
+            git(upstream.path, "checkout", "--", rel)
+            add_patch_file(root, "up", name, patch_bytes("up", base, name, diff))
+
+        fix("a.patch", "a.py", UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+        fix("b.patch", "pkg/b.py", b"x = 1\ny = 20\nz = 3\n")
+        shutil.rmtree(os.environ["PATCHFORGE_CACHE"])  # a fresh clone's first fetch
+        assert run_cli(root, "fetch").rc == 0
+        assert server.requests, "the fetch did not go through the server"
+        server.requests.clear()
+        for args in (["overlays"], ["overlays", "--check"], ["status"], ["lint"], ["fetch"],
+                     ["rebase", "--to", f"up={base}", "--dry-run"]):
+            run = run_cli(root, "--offline", *args)
+            assert run.rc in (0, 1), (args, run.text)
+            assert server.paths() == [], (args, server.paths())
+
+        # A fix of a file no command has read yet: offline, it is named, not fetched.
+        fix("c.patch", "pkg/crlf.txt", b"one\r\nTWO\r\nthree\r\n")
+        before = snapshot(root)
+        run = run_cli(root, "--offline", "overlays")
+        assert run.rc == 2 and "offline" in run.err and "pkg/crlf.txt" in run.err, run.text
+        assert snapshot(root) == before and server.paths() == []
+        # A revision the cache lacks: the same, naming the command that brings it.
+        shutil.rmtree(os.environ["PATCHFORGE_CACHE"])
+        for args in (["status"], ["overlays"]):
+            run = run_cli(root, "--offline", *args)
+            assert run.rc == 2 and "patchforge fetch" in run.err, (args, run.text)
+        assert snapshot(root) == before and server.paths() == []
+        # With the network, the same commands go on.
+        assert run_cli(root, "overlays").rc == 0 and server.paths()
+    finally:
+        server.close()
+
+
+def test_offline_with_a_cached_wheel_asks_no_index(tmp_path, monkeypatch, other_server):
+    """A wheel upstream whose wheel is in the cache, the store fresh (a new clone of the stack):
+    `--offline` overlays, status, lint, fetch and a rebase dry run import it from the cache and
+    ask the package index (a server on 127.0.0.1 recording requests) nothing. Without the wheel,
+    they fail naming it, still asking nothing."""
+    import os
+    import shutil
+
+    from helpers.project import make_project
+    from helpers.upstream import build_wheel
+
+    wheels = tmp_path / "wheels"
+    wheel = build_wheel(wheels, "tinypkg", "1.2.0", {"tinypkg/mod.py": b"A = 1\nB = 2\n"})
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    monkeypatch.setenv("PIP_INDEX_URL", f"{other_server.url}/simple")
+    root = make_project(tmp_path / "project")
+    assert run_cli(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.2.0",
+                   "--install-root", "/opt/site").rc == 0
+    add_patch_file(root, "tiny", "fix.patch", (
+        b"Description: fix\nAuthor: A <a@example.com>\nUpstream-Status: Pending\n\n---\n"
+        b"diff --git a/tinypkg/mod.py b/tinypkg/mod.py\n--- a/tinypkg/mod.py\n"
+        b"+++ b/tinypkg/mod.py\n@@ -1,2 +1,2 @@\n A = 1\n-B = 2\n+B = 20\n"))
+    shutil.rmtree(os.environ["PATCHFORGE_CACHE"])
+    for args in (["overlays"], ["status"], ["lint"], ["fetch"],
+                 ["rebase", "--to", "tiny=1.2.0", "--dry-run"]):
+        run = run_cli(root, "--offline", *args)
+        assert run.rc in (0, 1), (args, run.text)
+    assert other_server.paths() == []
+    shutil.rmtree(os.environ["PATCHFORGE_CACHE"])
+    wheel.unlink()
+    run = run_cli(root, "--offline", "overlays")
+    assert run.rc == 2 and wheel.name in run.err and "offline" in run.err, run.text
+    assert other_server.paths() == []

@@ -143,6 +143,9 @@ def cli(ctx, root, offline, verbose, quiet, no_color):
     color = (not no_color and not os.environ.get("NO_COLOR")
              and sys.stdout.isatty() and os.environ.get("TERM") != "dumb")
     ctx.obj = AppContext(root=root, offline=offline, verbosity=verbose - quiet, color=color)
+    if offline:
+        from patchforge.store.git import set_offline
+        set_offline(True)
     # Logging is set up only when asked for (or already loaded, e.g. by an earlier main() in the
     # same process): importing it costs every start-up, `--help` included, several milliseconds.
     if verbose or quiet or "logging" in sys.modules:
@@ -162,6 +165,9 @@ def main(argv: list[str] | None = None) -> None:
         _main(argv, verbose, neutralize)
     finally:
         sys.stdout, sys.stderr = streams
+        if "patchforge.store.git" in sys.modules:  # `--offline` lasts one command
+            from patchforge.store.git import set_offline
+            set_offline(False)
 
 
 def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:

@@ -137,8 +137,27 @@ def fetch(project: Project, names: list[str] | None = None, *,
             if on_upstream:
                 on_upstream(name, pin.label)
             what = ensure_pinned(project, store, name, pin)
+            if pin.kind == "git":
+                _bring_series_files(project, store, name, pin.commit)
             out.append((name, pin.commit, what))
     return out
+
+
+def _bring_series_files(project: Project, store: UpstreamStore, name: str, commit: str) -> None:
+    """The files the series touches, at the pin, into a partial store in one fetch: a git
+    upstream's blobs otherwise come when first read, and an `--offline` command (a pre-commit
+    hook's) after `fetch` would find them missing. A patch that does not parse is left to
+    `lint`: it touches no file anyone can read yet."""
+    from patchforge.errors import PatchforgeError
+
+    paths: dict[str, None] = {}
+    for patch_name in project.patch_names(name):
+        try:
+            paths.update(dict.fromkeys(project.read_patch(name, patch_name).paths))
+        except (PatchforgeError, OSError):
+            continue
+    if paths:
+        store.prefetch([(commit, list(paths))])
 
 
 def fetch_missing(project: Project, store: UpstreamStore, *, on_upstream=None) -> list[str]:
@@ -157,13 +176,18 @@ def fetch_missing(project: Project, store: UpstreamStore, *, on_upstream=None) -
         pin = lock.pin(name)
         if store.has_object(pin.commit):
             continue
-        if project.offline:
-            raise StoreError(f"upstream {name}: the pinned {pin.label} ({pin.commit[:12]}) is not "
-                             "in the cache", hint=f"run `patchforge fetch {name}` (it needs the "
-                                                  "network once)")
         if on_upstream:
             on_upstream(name, pin.label)
-        ensure_pinned(project, store, name, pin)
+        try:
+            # Offline too: a cached wheel or a local directory is imported without the network.
+            ensure_pinned(project, store, name, pin)
+        except StoreError as exc:
+            if not project.offline:
+                raise
+            raise StoreError(f"upstream {name}: the pinned {pin.label} ({pin.commit[:12]}) is "
+                             f"not in the cache ({exc.message})",
+                             hint=f"run `patchforge fetch {name}` (it needs the network once)"
+                             ) from None
         fetched.append(name)
     return fetched
 

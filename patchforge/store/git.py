@@ -46,6 +46,22 @@ BASE_CONFIG = (
 )
 
 
+# `--offline` (set once per command by the command line): every git process is then allowed no
+# transport at all, so neither a fetch nor a partial clone's on-demand fetch of a missing blob
+# can reach a remote (git refuses before it connects; from git 2.45 GIT_NO_LAZY_FETCH also
+# stops the on-demand fetch itself). What the store lacks then fails, and says so.
+_offline = False
+
+
+def set_offline(offline: bool) -> None:
+    global _offline
+    _offline = offline
+
+
+def is_offline() -> bool:
+    return _offline
+
+
 def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of every git process: the caller's, minus what could change git's output."""
     env = {k: v for k, v in os.environ.items()
@@ -68,6 +84,9 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "GIT_COMMITTER_NAME": IMPORT_IDENT[0], "GIT_COMMITTER_EMAIL": IMPORT_IDENT[1],
         "GIT_COMMITTER_DATE": "@0 +0000",
     })
+    if _offline:
+        env["GIT_ALLOW_PROTOCOL"] = "none"  # no transport has that name
+        env["GIT_NO_LAZY_FETCH"] = "1"
     if extra:
         env.update(extra)
     return env

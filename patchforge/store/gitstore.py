@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Protocol
 from patchforge.errors import StoreError
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
-from patchforge.store.git import IMPORT_IDENT, check_label, check_upstream_name, run_git
+from patchforge.store.git import (IMPORT_IDENT, check_label, check_upstream_name, is_offline,
+                                  run_git)
 from patchforge.store.giturl import check_git_url, is_local_git_url
 from patchforge.store.objects import commit_bytes, edit_tree, write_loose
 from patchforge.store.rangediff import RangeDiffImport
@@ -218,7 +219,11 @@ class UpstreamStore:
              env: dict[str, str] | None = None, what: str | None = None,
              network: bool = False, spool: bool = False) -> subprocess.CompletedProcess:
         """git in the store; `network` for a command that reaches a remote: it reads the user's
-        git configuration (store.git.run_git's user_config)."""
+        git configuration (store.git.run_git's user_config). Offline, such a command is
+        refused before git starts (each caller that can do without says so first)."""
+        if network and is_offline():
+            raise StoreError(f"offline: {what or 'git ' + args[0]} needs the network",
+                             hint="run the command without --offline")
         return run_git(*args, git_dir=self.git_dir, input=input, env=env, ok=ok, what=what,
                        user_config=network, spool=spool)
 
@@ -394,19 +399,31 @@ class UpstreamStore:
         more of git than the contents."""
         with self._lock:
             if self._is_partial():
-                self._fetch_missing({found[1] for rev, paths in wanted
-                                     for found in self.entries(self._pin(rev), paths).values()
-                                     if found is not None and found[1] not in self._present})
+                where = {found[1]: (rev, path) for rev, paths in wanted
+                         for path, found in self.entries(self._pin(rev), paths).items()
+                         if found is not None and found[1] not in self._present}
+                self._fetch_missing(set(where), where)
 
     def _prefetch(self, rev: str, paths: list[str]) -> None:
-        """Bring the missing blobs of `paths` at `rev` with one fetch instead of one per blob."""
-        if len(paths) >= 2:
+        """Bring the missing blobs of `paths` at `rev` with one fetch instead of one per blob.
+        Offline, a single file is checked too: git's own fetch on demand is refused then, and
+        cat-file would report the file's blob as missing, as if the file were not there."""
+        if len(paths) >= 2 or is_offline():
             self.prefetch([(rev, paths)])
 
-    def _fetch_missing(self, wanted: set[str]) -> None:
+    def _fetch_missing(self, wanted: set[str],
+                       where: dict[str, tuple[str, str]] | None = None) -> None:
         if not wanted:
             return
         missing = self._missing(sorted(wanted))
+        if missing and is_offline():
+            named = sorted(f"{where[m][1]} at {where[m][0][:12]}" if where and m in where else m
+                           for m in missing)
+            more = f" and {len(named) - 3} more" if len(named) > 3 else ""
+            raise StoreError(f"offline: the store does not hold {', '.join(named[:3])}{more} "
+                             "(a partial clone brings files when they are first read)",
+                             hint="run the command once without --offline, or `patchforge "
+                                  "fetch` (it brings the files the series touches)")
         for remote in self._promisor_remotes() if missing else ():
             if not missing:
                 break

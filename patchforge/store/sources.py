@@ -120,8 +120,9 @@ def fetch_wheel(package: str, version: str, *, pin_sha256: str | None = None,
         candidates = cached_wheels(package, version, directory)
     if not candidates:
         if offline:
-            raise StoreError(f"{package} {version}: no cached wheel in {directory} and "
-                             "--offline forbids downloading it")
+            wanted = filename or "no cached wheel"
+            raise StoreError(f"{package} {version}: {wanted} {'is not ' if filename else ''}in "
+                             f"{directory} and --offline forbids downloading it")
         candidates = [_pip_download(package, version, directory, filename=filename, sha256=pin,
                                     progress=progress)]
     digests = [(path, wheel_sha256(path)) for path in candidates]

@@ -1,4 +1,5 @@
-"""Real HTTP servers on 127.0.0.1 for the tests: a small GitHub-like forge and a small OCI registry.
+"""Real HTTP servers on 127.0.0.1 for the tests: a small GitHub-like forge, a small OCI registry,
+and git's own smart HTTP (`GitHttpServer`: `git http-backend` serving a real repository).
 
 Each runs `http.server` in a thread on an ephemeral port, records every request it receives
 (method, path, headers, body) and misbehaves on demand through `server.misbehave(...)`: a status
@@ -13,6 +14,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -440,6 +442,49 @@ class RegistryServer(TestServer):
         if more and self.tags_link:
             headers["Link"] = f'</v2/{repo}/tags/list?n={size}&last={page[-1]}>; rel="next"'
         return _json(200, {"name": repo, "tags": page}, headers)
+
+
+class GitHttpServer(TestServer):
+    """A git repository served over smart HTTP by `git http-backend` (git's own CGI), so that a
+    partial clone, its filters and its on-demand blob fetches work as against any forge. Every
+    request is recorded: a test proves that a command reached the remote, or that it did not.
+    The URL of the repository is `url` + "/repo.git"."""
+
+    def __init__(self, repo: Path) -> None:
+        import subprocess
+        self.repo = Path(repo)
+        for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
+            subprocess.run(["git", "-C", str(self.repo), "config", key, "true"], check=True)
+        super().__init__()
+        self.repo_url = f"{self.url}/repo.git"
+
+    def route(self, method: str, path: str, query: dict[str, list[str]], req: Recorded) -> Answer:
+        import os
+        import subprocess
+        from urllib.parse import urlencode
+        if not path.startswith("/repo.git"):
+            return Answer(404)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        env.update({
+            "GIT_PROJECT_ROOT": str(self.repo.parent), "GIT_HTTP_EXPORT_ALL": "1",
+            "PATH_INFO": "/" + self.repo.name + path[len("/repo.git"):],
+            "REQUEST_METHOD": method, "QUERY_STRING": urlencode(query, doseq=True),
+            "CONTENT_TYPE": req.header("content-type") or "",
+            "CONTENT_LENGTH": str(len(req.body)),
+            "GIT_PROTOCOL": req.header("git-protocol") or "",
+            "HTTP_CONTENT_ENCODING": req.header("content-encoding") or "",
+            "REMOTE_ADDR": "127.0.0.1"})
+        out = subprocess.run(["git", "http-backend"], input=req.body, env=env,
+                             capture_output=True).stdout
+        head, _, body = out.partition(b"\r\n\r\n")
+        status, headers = 200, {}
+        for line in head.decode("latin-1").split("\r\n"):
+            name, _, value = line.partition(": ")
+            if name.lower() == "status":
+                status = int(value.split()[0])
+            elif name:
+                headers[name] = value
+        return Answer(status, body, headers)
 
 
 @pytest.fixture
