@@ -287,6 +287,76 @@ def test_a_bring_back_continue_killed_at_a_write_is_finished_by_running_it_again
     assert project.cli("status")[0] == 0 and not project.work.exists()
 
 
+@pytest.mark.parametrize("step", ["write", "fsync", "rename"])
+def test_a_bring_back_continue_that_fails_at_a_write_leaves_everything_as_it_was(tmp_path, step):
+    """`bring-back --continue` failing (EIO) at each of its writes in turn (the fix's file, the
+    series, the ledger, the end of the stop): the project is as it was before the command, files,
+    stop and worktree byte for byte, so the fix is in skipped/ and nowhere else; the next run
+    finishes the job in one go. (A kill may still leave the documented intermediate, which
+    --continue finishes: the test above.)"""
+    from helpers.snapshot import snapshot
+
+    project = Project(tmp_path)
+    stopped_on_a(project)
+    project.cli("rebase", "--skip")
+    project.cli("ledger")  # the stack keeps series/PATCHES.md: one more file to write
+    project.cli("bring-back", "fix-a", expect=3)
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -333\n\n",
+                                                    12: b"def f12():\n    return -12\n\n"}))
+
+    def state() -> dict:
+        return {k: v for k, v in snapshot(project.root).items()
+                if k != ".patchforge/lock" and not k.startswith(".patchforge/work/up/.git/")}
+
+    before = state()
+    for nth in range(1, 20):
+        env = {**os.environ, "PATCHFORGE_FAULT": f"{step}:{nth}", "PATCHFORGE_FAULT_MODE": "raise"}
+        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                               "bring-back", "--continue"], capture_output=True, env=env)
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == 2 and "injected fault" in proc.stderr.decode(), proc.stderr
+        after = state()
+        assert after == before, (nth, sorted(k for k in set(after) | set(before)
+                                             if after.get(k) != before.get(k)))
+    else:
+        pytest.fail(f"the fault {step} never stopped firing")
+    assert nth > 1  # at least one write failed
+    skipped = project.root / "series" / "up" / "skipped" / "fix-a.patch"
+    assert project.series() == ["fix-b.patch", "fix-a.patch"] and not skipped.exists()
+    assert b"+    return -333" in project.patch("fix-a") and not project.work.exists()
+    assert project.cli("status")[0] == 0 and project.cli("lint")[0] == 0
+
+
+def test_a_bring_back_that_fails_at_a_write_leaves_the_fix_in_skipped(tmp_path):
+    """A bring-back that moves cleanly, failing (EIO) at each of its writes in turn: the
+    project is as it was (the fix in skipped/, nowhere else); the next run brings it back."""
+    from helpers.snapshot import snapshot
+
+    project = Project(tmp_path)
+    stopped_on_a(project)
+    project.cli("rebase", "--skip")
+    project.cli("ledger")
+    later = project.up.commit({"pkg/mod.py": BASE}, "revert f3")
+    project.cli("rebase", "--to", f"up={later}")
+
+    def state() -> dict:
+        return {k: v for k, v in snapshot(project.root).items() if k != ".patchforge/lock"}
+
+    before = state()
+    for nth in range(1, 20):
+        env = {**os.environ, "PATCHFORGE_FAULT": f"write:{nth}", "PATCHFORGE_FAULT_MODE": "raise"}
+        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                               "bring-back", "fix-a"], capture_output=True, env=env)
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == 2 and "injected fault" in proc.stderr.decode(), proc.stderr
+        assert state() == before, nth
+    assert nth > 1
+    assert project.series() == ["fix-b.patch", "fix-a.patch"]
+    assert not (project.root / "series" / "up" / "skipped" / "fix-a.patch").exists()
+
+
 def test_a_skipped_fix_that_moves_cleanly_comes_back_without_a_stop(project):
     stopped_on_a(project)
     project.cli("rebase", "--skip")

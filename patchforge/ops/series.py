@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -504,9 +505,10 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
             kept = patch.with_field("Applied-Upstream", pin.label)
             directory = project.series_dir(upstream) / "upstreamed"
             aside = aside_name(directory, fix.name, kept.to_bytes())
-            atomic_write(directory / aside, kept.to_bytes())
-            atomic_delete(fix.path)
-            series_changed(project)
+            with _all_or_nothing(project, upstream, [directory / aside, fix.path]):
+                atomic_write(directory / aside, kept.to_bytes())
+                atomic_delete(fix.path)
+                series_changed(project)
             result["path"] = (directory / aside).relative_to(project.root).as_posix()
             return result
         file_name = aside_name(project.series_dir(upstream), fix.name, b"") \
@@ -519,11 +521,14 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
             new = patch if judgement.unchanged and base == pin.commit else \
                 patch.with_diff(make_diffs([judgement.changes])[0]).with_field("Base", pin.commit)
             # The fix joins the series before it leaves skipped/: a kill in between leaves it
-            # in both places, never in neither.
-            atomic_write(project.patch_path(upstream, file_name), new.to_bytes())
-            atomic_write(project.series_path(upstream), series.inserted(file_name).to_bytes())
-            atomic_delete(fix.path)
-            series_changed(project)
+            # in both places, never in neither; a failure leaves it where it was.
+            target = project.patch_path(upstream, file_name)
+            with _all_or_nothing(project, upstream, [target, fix.path]):
+                atomic_write(target, new.to_bytes())
+                atomic_write(project.series_path(upstream),
+                             series.inserted(file_name).to_bytes())
+                atomic_delete(fix.path)
+                series_changed(project)
             return result
         work = _open_bring_back_stop(project, store, upstream, fix, file_name, judgement,
                                      before, pin.commit)
@@ -659,14 +664,47 @@ def bring_back_continue(project, store, upstream: str | None = None) -> dict:
                              hint=f"`patchforge bring-back --abort`, then compare the two "
                                   f"(`patchforge delete {file_name[:-len('.patch')]}` sets one "
                                   "aside)")
-        # In the series first, out of skipped/ next: a kill in between leaves it in both.
-        atomic_write(target, data)
-        if file_name not in series.names:
-            atomic_write(project.series_path(upstream), series.inserted(file_name).to_bytes())
-        atomic_delete(skipped)
-        series_changed(project)
-        close_worktree(project, upstream)  # last: until then, --continue again finishes it
+        # In the series first, out of skipped/ next: a kill in between leaves it in both. A
+        # failure (a full disk, EIO) puts every file back, the stop included: the project is
+        # as it was, and the next --continue does the whole job.
+        with _all_or_nothing(project, upstream, [target, skipped, state_file(project, upstream)]):
+            atomic_write(target, data)
+            if file_name not in series.names:
+                atomic_write(project.series_path(upstream),
+                             series.inserted(file_name).to_bytes())
+            atomic_delete(skipped)
+            series_changed(project)
+            # Last, and the end of the stop: until then, --continue again finishes it.
+            atomic_delete(state_file(project, upstream))
+        close_worktree(project, upstream)
     return {"upstream": upstream, "name": file_name, "files": [c[0] for c in changes]}
+
+
+@contextmanager
+def _all_or_nothing(project: Project, upstream: str, paths: list[Path]):
+    """Run the block's writes of `paths`, the upstream's series file and the ledger all or not
+    at all when it fails: each file it changed is put back (its bytes, or its absence) before
+    the error goes on. A kill cannot be undone; a command's order of writes is chosen so
+    that a kill loses nothing, and running it again finishes it."""
+    from patchforge.ledger import ledger_path
+
+    saved = {path: path.read_bytes() if path.is_file() else None
+             for path in [*paths, project.series_path(upstream), ledger_path(project)]}
+    try:
+        yield
+    except BaseException:
+        for path, data in saved.items():
+            try:
+                now = path.read_bytes() if path.is_file() else None
+                if now == data:
+                    continue
+                if data is None:
+                    atomic_delete(path)
+                else:
+                    atomic_write(path, data)
+            except OSError:
+                continue  # put back what can be; the error that stopped the block goes on
+        raise
 
 
 def bring_back_abort(project, upstream: str | None = None) -> dict:
