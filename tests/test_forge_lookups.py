@@ -35,6 +35,9 @@ def test_unreachable_forge_is_said_once(tmp_path):
 
 def test_quiet_and_verbose_levels(tmp_path):
     root = stack_with_forwarded(tmp_path, "http://127.0.0.1:9", count=1)
+    # The patches were put there by hand: `fetch` brings the files they touch, which an
+    # --offline command reads from the store and never from the upstream.
+    assert run_cli(root, "-q", "fetch").rc == 0
     quiet = run_cli(root, "-q", "--offline", "status")
     assert quiet.rc == 0 and quiet.err == ""
     verbose = run_cli(root, "-v", "--offline", "status")

@@ -321,6 +321,8 @@ def _carried_header(body: str, diff: bytes, source: str) -> PatchFile | None:
         return None
     if not head.fields or head.diff or head.separator:
         return None
+    if not head.gap and not head.description:
+        head = parse_patch_file(data + b"\n\n", source)  # the blank line that ends a header
     return head.with_diff(diff)
 
 
