@@ -1,8 +1,10 @@
 """Model-based test (Hypothesis stateful testing) of the series commands and the ways a series
-goes out and comes back: random sequences of `new` + refresh, `edit` + refresh, `delete`,
-`rename`, `move` (first, or after another), `export --mbox` / `export --quilt` and their
-`import mbox` / `import quilt` (back into the project after its fixes were deleted, or into a
-second project), on a real small git upstream. After every step:
+goes out and comes back: random sequences of `new` + refresh, `import overlay`, `edit` +
+refresh, `delete`, `rename` (to a new name, or to the name of a deleted fix), `move` (first, or
+after another), `export --mbox` / `export --quilt` and their `import mbox` / `import quilt`
+(back into the project after its fixes were deleted, or into a second project), and
+`export --mbox` through `git am` then `import git` into a second project, on a real small git
+upstream. After every step:
 
   the series lists exactly the fixes the model holds, in its order, each once, no patch file
   lies in the series directory unlisted, each patch carries the version last refreshed and the
@@ -10,7 +12,8 @@ second project), on a real small git upstream. After every step:
   finds no error, and the series applied with `git apply` on the pin gives the pinned files
   with exactly those fixes.
 
-And a round trip (export then import) gives back every patch file byte for byte.
+And a round trip (export then import) gives back every patch file byte for byte; through
+`git am` and `import git`, every header field (git am trims trailing blanks).
 
 A fix is a token `# FIX<k> v<n>` on the return line of a function only it touches (as in
 tests/test_model.py, which covers rebases, stops and kills). Cost: PATCHFORGE_MODEL_EXAMPLES
@@ -186,6 +189,77 @@ class SeriesModel(RuleBasedStateMachine):
         self.ok(target, "import", how, str(out), "--upstream", "up")
         assert self.listed(target) == self.order
         assert self.patch_files(target) == before
+
+    @rule(data=st.data())
+    def import_overlay(self, data) -> None:
+        """A full-file overlay of a file as the series leaves it, with one more fix in it."""
+        free = sorted({s for names in SLOTS.values() for s in names} - set(self.slot.values()))
+        if not free:
+            return
+        slot = data.draw(st.sampled_from(free))
+        fix, name = self.next_fix, f"fix{self.next_fix}"
+        self.next_fix += 1
+        path = self.file_of(slot)
+        content = initial_file(SLOTS[path])
+        for other in self.order:
+            f = self.fix[other]
+            if self.file_of(self.slot[f]) == path:
+                content = with_token(content, self.slot[f], f"# FIX{f} v{self.version[f]}".encode())
+        overlay = self.tmp / f"overlay-{fix}.py"
+        overlay.write_bytes(with_token(content, slot, f"# FIX{fix} v0".encode()))
+        self.ok(self.root, "import", "overlay", str(overlay), "--upstream", "up", "--path", path,
+                "--name", name)
+        patch = self.series_dir() / f"{name}.patch"
+        head, sep, rest = patch.read_bytes().partition(b"\n\n")
+        patch.write_bytes(head + f"\nBug: https://bugs.example.com/{fix}  \nKeeps: {path}: "
+                                 f"# FIX{fix}".encode() + sep + rest)
+        self.order.append(f"{name}.patch")
+        self.fix[f"{name}.patch"], self.version[fix], self.slot[fix] = fix, 0, slot
+
+    @precondition(lambda self: self.order)
+    @rule()
+    def through_git_am_and_import_git(self) -> None:
+        """export --mbox, `git am` onto the pin, `import git` of those commits into a second
+        project: the same fixes, in order, each with its header fields (git am trims trailing
+        blanks)."""
+        self.exports += 1
+        mbox = self.tmp / f"am-{self.exports}.mbox"
+        self.ok(self.root, "export", "--mbox", str(mbox))
+        checkout = self.tmp / f"am-{self.exports}"
+        subprocess.run(["git", "clone", "-q", str(self.up.path), str(checkout)], check=True)
+        pin = json.loads((self.root / "upstream.lock").read_text())["upstreams"]["up"]["commit"]
+        subprocess.run(["git", "checkout", "-q", pin], cwd=checkout, check=True)
+        proc = subprocess.run(["git", "am", "-q", "--patch-format=mboxrd", str(mbox)],
+                              cwd=checkout, capture_output=True)
+        assert proc.returncode == 0, proc.stderr
+        other = self.project(self.tmp / f"from-git-{self.exports}")
+        self.ok(other, "import", "git", f"{pin}..HEAD", "--repo", str(checkout), "--upstream", "up")
+        got = self.patch_files(other)
+        assert len(got) == len(self.order)
+
+        def fields(data: bytes) -> list[bytes]:
+            header = data.partition(b"\n\n")[0].splitlines()
+            return [line.rstrip() for line in header
+                    if not line.startswith((b"Origin:", b"Base:"))]
+
+        for data, name in zip(got.values(), self.order):
+            want = (self.series_dir() / name).read_bytes()
+            assert fields(data) == fields(want), (name, data, want)
+            assert TOKEN.findall(data) == TOKEN.findall(want)
+
+    @precondition(lambda self: self.order)
+    @rule(data=st.data())
+    def rename_to_a_deleted_name(self, data) -> None:
+        deleted = self.series_dir() / "deleted"
+        names = sorted(p.name for p in deleted.glob("*.patch")) if deleted.is_dir() else []
+        names = [n for n in names if n not in self.order]
+        if not names:
+            return
+        new = data.draw(st.sampled_from(names))
+        name = data.draw(st.sampled_from(self.order))
+        self.ok(self.root, "rename", name[:-len(".patch")], new[:-len(".patch")])
+        self.order[self.order.index(name)] = new
+        self.fix[new] = self.fix.pop(name)
 
     # --- what must hold after every step ------------------------------------------------------
     @invariant()
