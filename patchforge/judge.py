@@ -142,6 +142,18 @@ class ReadAhead:
             self._reading.wait()
 
 
+def _post_image_there(fp, current: bytes | None) -> bool:
+    """Whether every hunk of `fp` reverse-applies to `current` without fuzz: the file has the
+    patch's result (a cheap sign, not landed detection's verdict)."""
+    from patchforge.apply.hunks import ReversedHunk, apply_hunks, lines_of
+
+    if current is None or not fp.hunks:
+        return False
+    _, outcomes = apply_hunks(lines_of(current), tuple(ReversedHunk(h) for h in fp.hunks),
+                              max_fuzz=0, build=False)
+    return all(o.status in ("exact", "offset") for o in outcomes)
+
+
 class SeriesJudge:
     """The one judge of a series on a target, used by `status`, `rebase` and `pr`.
 
@@ -351,18 +363,24 @@ class SeriesJudge:
                for fp in patch.file_patches):
             return {}
         moves = []
-        fails = False
+        fails = landed = False
         for fp in patch.file_patches:
             if fp.is_new or fp.binary is not None:
                 continue  # no merge
             moves.append(fp)
-            forward = self.applications(self.read_current(fp.source_path), fp, max_fuzz=2)
+            current = self.read_current(fp.source_path)
+            forward = self.applications(current, fp, max_fuzz=2)
             if not (forward.ok and forward.worst in ("exact", "offset")):
                 fails = True
+                landed = landed or _post_image_there(fp, current)
                 if not self.stop_files:
                     break
-        if not fails:
-            return {}  # every file applies: nothing to merge, most likely
+        if not fails or landed:
+            # Every file applies: nothing to merge, most likely. Or a file that does not apply
+            # has the patch's post-image: the patch most likely landed, and landed detection
+            # will say so without a merge (in a clean rebase, every patch that does not apply
+            # is such a one: a merge started for each was a git process thrown away).
+            return {}
         early: dict[tuple[bytes, bytes, bytes], FileMerge] = {}
         try:
             for fp in moves:

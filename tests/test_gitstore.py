@@ -626,13 +626,13 @@ def test_binary_content_gets_a_git_binary_patch_git_applies(tmp_path):
 
 def test_make_diff_is_one_process_for_many_files(monkeypatch):
     calls = []
-    real_run = subprocess.run
 
-    def counting_run(args, *a, **kw):
-        calls.append(args)
-        return real_run(args, *a, **kw)
+    class Counting(subprocess.Popen):
+        def __init__(self, args, *a, **kw):
+            calls.append(args)
+            super().__init__(args, *a, **kw)
 
-    monkeypatch.setattr(subprocess, "run", counting_run)
+    monkeypatch.setattr(subprocess, "Popen", Counting)
     changes = [FileChange(f"f{i}.py", f"f{i}.py", b"a\nb\n", b"a\nB%d\n" % i) for i in range(50)]
     diff = make_diff(changes)
     assert diff.count(b"diff --git ") == 50 and len(calls) == 1

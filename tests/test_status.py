@@ -158,6 +158,31 @@ def test_the_merges_started_for_a_patch_end_with_its_decision(stack, upstream, t
     assert started and not list(scratch.iterdir())
 
 
+def test_a_patch_whose_result_is_upstream_starts_no_merge(stack, upstream, monkeypatch):
+    """A patch that does not apply because upstream made its change (its post-image is in the
+    file) is landed, and landed detection says so without a 3-way merge: none is started for
+    it before the decision (SeriesJudge._start_merges), where each was a git process thrown
+    away; a conflicting patch still has its merge started."""
+    import patchforge.judge as judge
+
+    made = []
+    real = judge.FileMerge
+
+    def counting(*args, **kw):
+        made.append(args)
+        return real(*args, **kw)
+    monkeypatch.setattr(judge, "FileMerge", counting)
+    landed = upstream.commit({MAIN: FIXED}, "upstream takes the fix")
+    stack.add("fix.patch", the_fix())
+    assert stack.status(landed)["fix.patch"].state == "upstreamed"
+    assert made == []
+    conflict = upstream.commit(
+        {MAIN: BASE.replace(FIX2_OLD, b"    return row * stride + 0  # differs upstream\n")},
+        "rewrite row_offset")
+    assert stack.status(conflict)["fix.patch"].state == "conflict"
+    assert len(made) == 1
+
+
 def test_a_merge_that_cannot_start_ends_the_ones_started_before_it(stack, upstream, tmp_path,
                                                                     monkeypatch):
     """When the judge cannot start a patch's second 3-way merge (here: its scratch directory

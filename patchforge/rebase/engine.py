@@ -35,7 +35,7 @@ from patchforge.model.record import field, record
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
                                        PlanStep, RebaseRun, Stop, UpstreamRun, confined_all,
                                        confined_only)
-from patchforge.store.diff import make_diffs
+from patchforge.store.diff import StartedDiffs
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -308,11 +308,16 @@ class Rebase:
             self._find_landings()
             self._flush_deferred()
             return self._write_out()
-        # Left by an error too, the block ends the range-diff and removes its scratch
-        # repository before the error goes on.
-        with self._start_range_diffs(inputs) as early:
-            self._find_landings()
-            self._flush_deferred()
+        # Three git processes run from here beside this process's own work: the history diffs
+        # the landing lookup reads, the moved patches' new diffs, and the range-diff (whose
+        # objects are made here first). Left by an error too, the block ends them and removes
+        # their scratch files before the error goes on.
+        with contextlib.ExitStack() as started:
+            landings = self._start_landing_reads(started)
+            diffs = self._start_diffs(started)
+            early = started.enter_context(self._start_range_diffs(inputs))
+            self._find_landings(landings)
+            self._stage_diffs(diffs)
             return self._write_out(early)
 
     def _defer_diff(self, rel: str, patch, changes) -> str | None:
@@ -326,10 +331,22 @@ class Rebase:
 
     def _flush_deferred(self) -> None:
         """Stage the deferred patches with their new diffs, made by one git process."""
+        with contextlib.ExitStack() as started:
+            self._stage_diffs(self._start_diffs(started))
+
+    def _start_diffs(self, started: contextlib.ExitStack) -> StartedDiffs | None:
+        """The new diffs of the deferred patches, git started (and ended with `started`)."""
         if not self._deferred:
+            return None
+        diffs = StartedDiffs([list(changes) for _, _, changes in self._deferred])
+        started.callback(diffs.close)
+        return diffs
+
+    def _stage_diffs(self, diffs: StartedDiffs | None) -> None:
+        """Stage the deferred patches with their new diffs (`_start_diffs`)."""
+        if diffs is None:
             return
-        diffs = make_diffs([list(changes) for _, _, changes in self._deferred])
-        for (rel, patch, _), diff in zip(self._deferred, diffs, strict=True):
+        for (rel, patch, _), diff in zip(self._deferred, diffs.result(), strict=True):
             self.journal.stage(rel, self._remembered(rel, patch.with_diff(diff)))
         self._deferred.clear()
 
@@ -542,23 +559,44 @@ class Rebase:
         rel = f"{result.upstream}/upstreamed/{result.name}"
         result.staged = self._stage(rel, self._remembered(rel, kept))
 
-    def _find_landings(self) -> None:
+    def _start_landing_reads(self, started: contextlib.ExitStack) -> list:
+        """The history's diffs of the landed patches' files, which `_find_landings` reads:
+        per upstream one `git diff-tree` of the files not read yet, started (and ended with
+        `started`). [(HistoryIndex, paths, StartedGit)]"""
+        paths: dict[str, set[str]] = {}
+        targets = {}
+        for result, patch, verdict, target, _ in self._landings:
+            paths.setdefault(result.upstream, set()).update(patch.paths, _patch_paths(verdict))
+            targets[result.upstream] = target
+        reads = []
+        for upstream, wanted in paths.items():
+            index = self._history_index(upstream, targets[upstream])
+            if index is None:
+                continue
+            # The index reads only its own paths, each once.
+            missing, commits = index.unread(sorted(wanted))
+            if commits:
+                git = self.store.start_commit_patches(commits, missing)
+                started.callback(git.close)
+                reads.append((index, missing, git))
+            elif missing:
+                index.add_read(missing, b"")
+        return reads
+
+    def _find_landings(self, reads: list | None = None) -> None:
         """The upstream commit each landed patch of the walk so far came from
         (judge.where_landed), its history evidence, and its staged file: after the walk (every
         upstream's) or before a stop saves the journal. The history's diffs
-        of all their files are read first, by one git process: looked up patch by patch, each
-        landed patch cost a `git diff-tree` of its own (most of a long clean rebase's git
-        processes)."""
+        of all their files are read first, by one git process (`reads`, when the caller
+        started it): looked up patch by patch, each landed patch cost a `git diff-tree` of its
+        own (most of a long clean rebase's git processes)."""
+        if reads is None:
+            with contextlib.ExitStack() as started:
+                self._find_landings(self._start_landing_reads(started))
+            return
+        for index, paths, git in reads:
+            index.add_read(paths, git.result())
         pending, self._landings = self._landings, []
-        paths: dict[str, set[str]] = {}
-        targets = {}
-        for result, patch, verdict, target, _ in pending:
-            paths.setdefault(result.upstream, set()).update(patch.paths, _patch_paths(verdict))
-            targets[result.upstream] = target
-        for upstream, wanted in paths.items():
-            index = self._history_index(upstream, targets[upstream])
-            if index is not None:
-                index.diffs(sorted(wanted))  # the index keeps them; it reads only its paths
         for result, patch, verdict, target, holds_at in pending:
             result.landed_in, more = where_landed(
                 self.store, target, patch, verdict, self._history_index(result.upstream, target),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from patchforge.errors import StoreError
 from patchforge.model.record import record
-from patchforge.store.git import run_git, scratch_dir, start_git
+from patchforge.store.git import StartedGit, run_git, scratch_dir, start_git
 
 NULL_OID = "0" * 40
 
@@ -131,25 +131,41 @@ def make_diff(changes: Iterable[FileChange]) -> bytes:
 def make_diffs(groups: Iterable[Iterable[FileChange]]) -> list[bytes]:
     """make_diff for many patches at once, still one git process: a rebase re-emits every patch
     of a series, and starting a process per patch would dominate its time."""
-    sorted_groups = []
-    for changes in groups:
-        items = list(changes)
-        for c in items:
-            _check_change(c)
-        items.sort(key=lambda c: (os.fsencode(c.new_path or c.old_path or ""),
-                                  os.fsencode(c.old_path or "")))
-        sorted_groups.append(items)
-    flat = [c for items in sorted_groups for c in items]
-    hunks = _git_hunks([(c.old, c.new) for c in flat]) if flat else []
-    scores = _similarities([(c.old, c.new) for c in flat if _moved(c)])
-    out, at = [], 0
-    for items in sorted_groups:
-        mine = hunks[at:at + len(items)]
-        at += len(items)
-        out.append(b"".join(_diff_header(c, mine[i].startswith(b"@@"), scores) + mine[i]
-                            for i, c in enumerate(items)
-                            if c.old != c.new or c.old_path != c.new_path or _mode_changed(c)))
-    return out
+    return StartedDiffs(groups).result()
+
+
+class StartedDiffs:
+    """make_diffs() begun: the contents written and git started now, the diffs made by
+    result() (which waits for git); close() ends it unread. git runs while the caller goes on."""
+
+    def __init__(self, groups: Iterable[Iterable[FileChange]]) -> None:
+        self._groups = []
+        for changes in groups:
+            items = list(changes)
+            for c in items:
+                _check_change(c)
+            items.sort(key=lambda c: (os.fsencode(c.new_path or c.old_path or ""),
+                                      os.fsencode(c.old_path or "")))
+            self._groups.append(items)
+        flat = [c for items in self._groups for c in items]
+        self._hunks = _GitHunks([(c.old, c.new) for c in flat])
+
+    def result(self) -> list[bytes]:
+        hunks = self._hunks.result()
+        flat = [c for items in self._groups for c in items]
+        scores = _similarities([(c.old, c.new) for c in flat if _moved(c)])
+        out, at = [], 0
+        for items in self._groups:
+            mine = hunks[at:at + len(items)]
+            at += len(items)
+            out.append(b"".join(_diff_header(c, mine[i].startswith(b"@@"), scores) + mine[i]
+                                for i, c in enumerate(items)
+                                if c.old != c.new or c.old_path != c.new_path
+                                or _mode_changed(c)))
+        return out
+
+    def close(self) -> None:
+        self._hunks.close()
 
 
 def _moved(c: FileChange) -> bool:
@@ -391,52 +407,78 @@ def is_binary(data: bytes | None) -> bool:
     return data is not None and b"\0" in data
 
 
-def _git_hunks(pairs: list[tuple[bytes | None, bytes | None]]) -> list[bytes]:
+class _GitHunks:
     """The hunk part (from the first `@@`, or the `GIT binary patch` line) of git's diff of each
-    (old, new) pair.
+    (old, new) pair: started when made, read by result().
 
     One `git diff --no-index` over two temporary directories whose files are named by the pair's
     number, so a 300-file diff costs one process, not 300. Pairs with binary content are marked
     `binary` in an attributes file for that process, so git writes them as binary patches
     whatever its own heuristic says; deflate runs at the fixed level 9.
     """
-    result = [b""] * len(pairs)
-    todo = [i for i, (o, n) in enumerate(pairs) if o != n]
-    if not todo:
+
+    def __init__(self, pairs: list[tuple[bytes | None, bytes | None]]) -> None:
+        self._count = len(pairs)
+        self._tmp: tempfile.TemporaryDirectory | None = None
+        self._git: StartedGit | None = None
+        todo = [i for i, (o, n) in enumerate(pairs) if o != n]
+        if not todo:
+            return
+        self._tmp = tempfile.TemporaryDirectory(prefix="patchforge-diff-", dir=scratch_dir())
+        try:
+            root = Path(self._tmp.name)
+            for side in ("o", "n"):
+                (root / side).mkdir()
+            binary = []
+            for i in todo:
+                old, new = pairs[i]
+                if old is not None:
+                    (root / "o" / str(i)).write_bytes(old)
+                if new is not None:
+                    (root / "n" / str(i)).write_bytes(new)
+                if is_binary(old) or is_binary(new):
+                    binary.append(i)
+            attributes = root / "attributes"
+            attributes.write_bytes(b"".join(b"o/%d binary\nn/%d binary\n" % (i, i)
+                                            for i in binary))
+            self._git = StartedGit("-c", f"core.attributesFile={attributes}",
+                                   "-c", "core.compression=9", "diff", "--no-index",
+                                   *DIFF_OPTIONS, "--binary", "--", "o", "n",
+                                   cwd=root, ok=(0, 1))
+        except BaseException:
+            self.close()
+            raise
+
+    def result(self) -> list[bytes]:
+        result = [b""] * self._count
+        if self._git is None:
+            return result
+        try:
+            out = self._git.result()
+        finally:
+            self.close()
+        # No line of a hunk starts with "diff --git " (every hunk line starts with ' ', '+',
+        # '-' or '\'), so splitting on it is exact.
+        for chunk in re.split(rb"(?m)^(?=diff --git )", out):
+            if not chunk:
+                continue
+            m = re.match(rb"diff --git (?:a/o|a/n)/(\d+) b/[on]/(\d+)\n", chunk)
+            if not m:
+                raise StoreError("unexpected git diff output: "
+                                 + chunk[:80].decode("utf-8", "replace"))
+            at = chunk.find(b"\n@@ ")
+            if at < 0:
+                at = chunk.find(b"\nGIT binary patch\n")
+            if at < 0:
+                if b"\nBinary files " in chunk:
+                    raise StoreError("git wrote a binary change without its data")
+                continue
+            result[int(m.group(1))] = chunk[at + 1:]
         return result
-    with tempfile.TemporaryDirectory(prefix="patchforge-diff-", dir=scratch_dir()) as tmp:
-        root = Path(tmp)
-        for side in ("o", "n"):
-            (root / side).mkdir()
-        binary = []
-        for i in todo:
-            old, new = pairs[i]
-            if old is not None:
-                (root / "o" / str(i)).write_bytes(old)
-            if new is not None:
-                (root / "n" / str(i)).write_bytes(new)
-            if is_binary(old) or is_binary(new):
-                binary.append(i)
-        attributes = root / "attributes"
-        attributes.write_bytes(b"".join(b"o/%d binary\nn/%d binary\n" % (i, i) for i in binary))
-        proc = run_git("-c", f"core.attributesFile={attributes}", "-c", "core.compression=9",
-                       "diff", "--no-index", *DIFF_OPTIONS, "--binary", "--", "o", "n",
-                       cwd=root, ok=(0, 1))
-    out = proc.stdout
-    # No line of a hunk starts with "diff --git " (every hunk line starts with ' ', '+', '-' or
-    # '\'), so splitting on it is exact.
-    for chunk in re.split(rb"(?m)^(?=diff --git )", out):
-        if not chunk:
-            continue
-        m = re.match(rb"diff --git (?:a/o|a/n)/(\d+) b/[on]/(\d+)\n", chunk)
-        if not m:
-            raise StoreError("unexpected git diff output: " + chunk[:80].decode("utf-8", "replace"))
-        at = chunk.find(b"\n@@ ")
-        if at < 0:
-            at = chunk.find(b"\nGIT binary patch\n")
-        if at < 0:
-            if b"\nBinary files " in chunk:
-                raise StoreError("git wrote a binary change without its data")
-            continue
-        result[int(m.group(1))] = chunk[at + 1:]
-    return result
+
+    def close(self) -> None:
+        if self._git is not None:
+            self._git.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None

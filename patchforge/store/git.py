@@ -158,6 +158,58 @@ def start_git(*args: str, git_dir: Path | None = None, stdout: int | IO[bytes] =
                             stdout=stdout, stderr=stderr, env=git_env())
 
 
+class StartedGit:
+    """A git process started now and read later (`result`): its input and output are temporary
+    files, so git never waits on a pipe while the caller does other work, and no thread reads
+    it. `close` (also done by `result`) ends it if it still runs. For a git step whose answer
+    is needed a little later: it runs on another core meanwhile."""
+
+    def __init__(self, *args: str, git_dir: Path | None = None, cwd: Path | str | None = None,
+                 input: bytes = b"", what: str | None = None, ok: tuple[int, ...] = (0,)) -> None:
+        self._what = what or f"git {args[0]}"
+        self._ok = ok
+        self._args = args
+        self._out = tempfile.TemporaryFile()
+        self._err = tempfile.TemporaryFile()
+        self._proc: subprocess.Popen | None = None
+        self._started = time.monotonic()
+        try:
+            with tempfile.TemporaryFile() as stdin:
+                stdin.write(input)
+                stdin.seek(0)
+                self._proc = subprocess.Popen(git_command(*args, git_dir=git_dir), cwd=cwd,
+                                              stdin=stdin, stdout=self._out, stderr=self._err,
+                                              env=git_env())
+        except BaseException:
+            self.close()
+            raise
+
+    def result(self) -> bytes:
+        """git's output once it has ended; a StoreError (naming `what`) for an exit code
+        outside `ok`."""
+        try:
+            assert self._proc is not None, "started"
+            code = self._proc.wait()
+            logs.debug("patchforge.git", "git %s: exit %d in %.0f ms (started early)",
+                       " ".join(self._args)[:160], code,
+                       (time.monotonic() - self._started) * 1000)
+            if code not in self._ok:
+                self._err.seek(0)
+                err = self._err.read().decode("utf-8", "replace").strip()
+                raise StoreError(f"{self._what} failed: {err or 'exit ' + str(code)}")
+            self._out.seek(0)
+            return self._out.read()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.returncode is None:
+            self._proc.kill()
+            self._proc.wait()
+        self._out.close()
+        self._err.close()
+
+
 def scratch_dir() -> str | None:
     # Short-lived temporary files (diff sides, blobs to hash) go to memory when the system has a
     # tmpfs: creating 600 files on a disk-backed /tmp cost ten times more than git's diff itself.

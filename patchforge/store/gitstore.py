@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Protocol
 from patchforge.errors import StoreError
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
-from patchforge.store.git import (IMPORT_IDENT, check_label, check_upstream_name, is_offline,
-                                  run_git)
+from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
+                                  is_offline, run_git)
 from patchforge.store.giturl import check_git_url, is_local_git_url
 from patchforge.store.objects import commit_bytes, edit_tree, write_loose
 from patchforge.store.rangediff import RangeDiffImport
@@ -764,10 +764,15 @@ class UpstreamStore:
     def commit_patches(self, commits: list[str], paths: list[str]) -> bytes:
         """What `log_patches` gives of these (non-merge) commits, limited to `paths`: each
         commit's id on a line, then its diff against its parent, in one `git diff-tree`."""
-        return self._run("diff-tree", "--stdin", "-p", "--no-color", "--no-ext-diff",
-                         "--no-textconv", "--no-renames", "--full-index", "--", *paths,
-                         input="".join(f"{c}\n" for c in commits).encode(),
-                         what="reading upstream history", spool=True).stdout
+        return self.start_commit_patches(commits, paths).result()
+
+    def start_commit_patches(self, commits: list[str], paths: list[str]) -> StartedGit:
+        """commit_patches() started: its result() is the same text, read when needed."""
+        return StartedGit("diff-tree", "--stdin", "-p", "--no-color", "--no-ext-diff",
+                          "--no-textconv", "--no-renames", "--full-index", "--", *paths,
+                          git_dir=self.git_dir,
+                          input="".join(f"{c}\n" for c in commits).encode(),
+                          what="reading upstream history")
 
     def ahead_behind(self, a: str, b: str) -> tuple[int, int]:
         """(commits in `a` not in `b`, commits in `b` not in `a`), like `git status` of a vs b."""
