@@ -95,6 +95,16 @@ class SeriesModel(RuleBasedStateMachine):
     def file_of(self, slot: str) -> str:
         return next(path for path, names in SLOTS.items() if slot in names)
 
+    def claim_slot(self, data):
+        """A free slot for one more fix: (slot, fix number, fix name, its file), or None."""
+        free = sorted({s for names in SLOTS.values() for s in names} - set(self.slot.values()))
+        if not free:
+            return None
+        slot = data.draw(st.sampled_from(free))
+        fix, name = self.next_fix, f"fix{self.next_fix}"
+        self.next_fix += 1
+        return slot, fix, name, self.file_of(slot)
+
     # --- the user's steps -------------------------------------------------------------------
     @initialize(data=st.data(), count=st.integers(1, 3))
     def a_few_fixes(self, data, count) -> None:
@@ -103,13 +113,10 @@ class SeriesModel(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def new_fix(self, data) -> None:
-        free = sorted({s for names in SLOTS.values() for s in names} - set(self.slot.values()))
-        if not free:
+        claimed = self.claim_slot(data)
+        if claimed is None:
             return
-        slot = data.draw(st.sampled_from(free))
-        fix, name = self.next_fix, f"fix{self.next_fix}"
-        self.next_fix += 1
-        path = self.file_of(slot)
+        slot, fix, name, path = claimed
         self.ok(self.root, "new", name, f"--file={path}")
         work = self.root / ".patchforge" / "work" / "up" / path
         work.write_bytes(with_token(work.read_bytes(), slot, f"# FIX{fix} v0".encode()))
@@ -193,13 +200,10 @@ class SeriesModel(RuleBasedStateMachine):
     @rule(data=st.data())
     def import_overlay(self, data) -> None:
         """A full-file overlay of a file as the series leaves it, with one more fix in it."""
-        free = sorted({s for names in SLOTS.values() for s in names} - set(self.slot.values()))
-        if not free:
+        claimed = self.claim_slot(data)
+        if claimed is None:
             return
-        slot = data.draw(st.sampled_from(free))
-        fix, name = self.next_fix, f"fix{self.next_fix}"
-        self.next_fix += 1
-        path = self.file_of(slot)
+        slot, fix, name, path = claimed
         content = initial_file(SLOTS[path])
         for other in self.order:
             f = self.fix[other]

@@ -287,6 +287,24 @@ def test_a_bring_back_continue_killed_at_a_write_is_finished_by_running_it_again
     assert project.cli("status")[0] == 0 and not project.work.exists()
 
 
+def fail_each_step_in_turn(project, state, step: str, *args: str) -> int:
+    """Run `patchforge ARGS` with an error injected at its 1st, 2nd, ... `step` (write, fsync,
+    rename) until a run passes every one; after each failed run the project (`state()`) must be
+    as before the first. Returns the run that passed (1: nothing was ever failed)."""
+    before = state()
+    for nth in range(1, 20):
+        env = {**os.environ, "PATCHFORGE_FAULT": f"{step}:{nth}", "PATCHFORGE_FAULT_MODE": "raise"}
+        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                               *args], capture_output=True, env=env)
+        if proc.returncode == 0:
+            return nth
+        assert proc.returncode == 2 and "injected fault" in proc.stderr.decode(), proc.stderr
+        after = state()
+        assert after == before, (nth, sorted(k for k in set(after) | set(before)
+                                             if after.get(k) != before.get(k)))
+    pytest.fail(f"the fault {step} never stopped firing")
+
+
 @pytest.mark.parametrize("step", ["write", "fsync", "rename"])
 def test_a_bring_back_continue_that_fails_at_a_write_leaves_everything_as_it_was(tmp_path, step):
     """`bring-back --continue` failing (EIO) at each of its writes in turn (the fix's file, the
@@ -308,20 +326,7 @@ def test_a_bring_back_continue_that_fails_at_a_write_leaves_everything_as_it_was
         return {k: v for k, v in snapshot(project.root).items()
                 if k != ".patchforge/lock" and not k.startswith(".patchforge/work/up/.git/")}
 
-    before = state()
-    for nth in range(1, 20):
-        env = {**os.environ, "PATCHFORGE_FAULT": f"{step}:{nth}", "PATCHFORGE_FAULT_MODE": "raise"}
-        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(project.root),
-                               "bring-back", "--continue"], capture_output=True, env=env)
-        if proc.returncode == 0:
-            break
-        assert proc.returncode == 2 and "injected fault" in proc.stderr.decode(), proc.stderr
-        after = state()
-        assert after == before, (nth, sorted(k for k in set(after) | set(before)
-                                             if after.get(k) != before.get(k)))
-    else:
-        pytest.fail(f"the fault {step} never stopped firing")
-    assert nth > 1  # at least one write failed
+    assert fail_each_step_in_turn(project, state, step, "bring-back", "--continue") > 1
     skipped = project.root / "series" / "up" / "skipped" / "fix-a.patch"
     assert project.series() == ["fix-b.patch", "fix-a.patch"] and not skipped.exists()
     assert b"+    return -333" in project.patch("fix-a") and not project.work.exists()
@@ -343,16 +348,7 @@ def test_a_bring_back_that_fails_at_a_write_leaves_the_fix_in_skipped(tmp_path):
     def state() -> dict:
         return {k: v for k, v in snapshot(project.root).items() if k != ".patchforge/lock"}
 
-    before = state()
-    for nth in range(1, 20):
-        env = {**os.environ, "PATCHFORGE_FAULT": f"write:{nth}", "PATCHFORGE_FAULT_MODE": "raise"}
-        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(project.root),
-                               "bring-back", "fix-a"], capture_output=True, env=env)
-        if proc.returncode == 0:
-            break
-        assert proc.returncode == 2 and "injected fault" in proc.stderr.decode(), proc.stderr
-        assert state() == before, nth
-    assert nth > 1
+    assert fail_each_step_in_turn(project, state, "write", "bring-back", "fix-a") > 1
     assert project.series() == ["fix-b.patch", "fix-a.patch"]
     assert not (project.root / "series" / "up" / "skipped" / "fix-a.patch").exists()
 
