@@ -346,3 +346,34 @@ def test_export_mbox_then_import_mbox_keeps_every_field_byte_for_byte(project, t
     origin = f"Origin: vendor, commit {git(checkout, 'rev-parse', 'HEAD~1').strip()}\n"
     assert second.partition(b"\n---\n")[0] == two.partition(b"\n---\n")[0].replace(
         b"Pending\n\n", b"Pending\n" + origin.encode() + b"\n")
+
+
+def test_imports_never_give_two_fixes_one_name(project, tmp_path):
+    """Two commits with one subject (a common "Fix typo") are two fixes: `import mbox` names the
+    second `<subject>-2`; quilt's `fix.patch` and `fix.diff` (both `fix.patch` here) are refused
+    naming the series line. Before, each wrote the second over the first, listed the name twice
+    (every later command refused the series) and exited 0: the first fix was gone."""
+    root = project
+    fork = upstream_checkout(tmp_path, "fork")
+    for old, new in ((b"line3\n", b"LINE3\n"), (b"line9\n", b"LINE9\n")):
+        (fork / "a.py").write_bytes((fork / "a.py").read_bytes().replace(old, new))
+        git(fork, "commit", "-qam", "Fix typo")
+    mbox = tmp_path / "fixes.mbox"
+    mbox.write_bytes(subprocess.run(["git", "format-patch", "--stdout", "-2"], cwd=fork,
+                                    check=True, capture_output=True).stdout)
+    ok(root, "import", "mbox", str(mbox))
+    assert (root / "series/up/series").read_text().split() == ["fix-typo.patch", "fix-typo-2.patch"]
+    assert overlay_tree(root) == {"a.py": (fork / "a.py").read_bytes()}
+
+    quilt_dir = tmp_path / "patches"
+    quilt_dir.mkdir()
+    (quilt_dir / "series").write_bytes(b"fix.patch\nfix.diff\n")
+    for name, (old, new) in (("fix.patch", (b"x = 1", b"x = 10")), ("fix.diff", (b"z = 3", b"z = 30"))):
+        (quilt_dir / name).write_bytes(
+            b"--- a/pkg/b.py\n+++ b/pkg/b.py\n@@ -1,3 +1,3 @@\n"
+            + b"".join((b" " if line != old else b"-") + line + b"\n" + (b"+" + new + b"\n" if line == old else b"")
+                       for line in (b"x = 1", b"y = 2", b"z = 3")))
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "quilt", str(quilt_dir))
+    assert run.rc == 2 and f"{quilt_dir / 'series'}:2: would be imported as fix.patch" in run.err, run.err
+    assert tree_bytes(root / "series") == before

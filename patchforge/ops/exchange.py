@@ -54,6 +54,28 @@ def _check_new_name(project: Project, upstream: str, file_name: str) -> None:
         raise UsageError(f"a patch named {file_name} already exists in the {upstream} series")
 
 
+def _free_name(project: Project, upstream: str, stem: str, taken: set[str]) -> str:
+    """A file name for a patch named after its subject: `stem`.patch, or `stem`-2.patch, -3...
+    when an earlier patch of the same import (or of the series) already has it. Two commits or
+    messages with one subject are two fixes; the second must never overwrite the first."""
+    file_name = patch_file_name(stem)
+    number = 1
+    while file_name in taken or file_name in project.patch_names(upstream) \
+            or project.patch_path(upstream, file_name).exists():
+        number += 1
+        file_name = patch_file_name(f"{stem}-{number}")
+    return file_name
+
+
+def _refuse_taken(file_name: str, taken: set[str], source: str, line: int | None = None) -> None:
+    """A name the import already gives to an earlier patch (quilt's `fix.patch` and `fix.diff`,
+    two exported series' patches of one name): refused, since writing both would keep one."""
+    if file_name in taken:
+        raise InputError(f"would be imported as {file_name}, the name of an earlier patch of "
+                         "this import", path=source, line=line,
+                         hint="rename one of them before importing")
+
+
 def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, upstream: str,
                    path: str, name: str, description: str | None = None,
                    profiles: str | None = None, create: bool = False) -> str:
@@ -135,7 +157,8 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
         file_name = patch_file_name(slugify(subject))
         _check_new_name(project, upstream, file_name)
         if any(file_name == p[0] for p in pending):
-            file_name = patch_file_name(slugify(subject) + "-" + sha[:8])
+            file_name = _free_name(project, upstream, slugify(subject) + "-" + sha[:8],
+                                   {p[0] for p in pending})
         # A message that begins with a patch header (`git am` of `export --mbox`) gives its
         # fields back; the commit fills only what it lacks.
         carried = _carried_header(body, diff, f"{repo}: commit {sha}")
@@ -176,7 +199,7 @@ def import_quilt(project: Project, directory: Path, *, upstream: str) -> list[st
     if not series_path.exists():
         raise UsageError(f"no quilt series file in {directory}")
     series = parse_series(series_path.read_bytes(), str(series_path))
-    pending = []
+    pending: list[tuple[str, bytes]] = []
     for entry in series.names:
         source = directory / entry
         if not source.is_file():
@@ -186,6 +209,8 @@ def import_quilt(project: Project, directory: Path, *, upstream: str) -> list[st
         patch = _adopted(parse_patch_file(data, str(source)), upstream, pin.commit)
         file_name = patch_file_name(Path(entry).name.removesuffix(".patch").removesuffix(".diff"))
         _check_new_name(project, upstream, file_name)
+        _refuse_taken(file_name, {n for n, _ in pending}, str(series_path),
+                      series.line_of(entry))
         pending.append((file_name, patch.to_bytes()))
     with RepoLock(project.state_dir):
         for file_name, data in pending:
@@ -200,7 +225,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
     patch file it was, every field and its name kept (`_exported_patch`)."""
     project.config.upstream(upstream)
     pin = project.lock.pin(upstream)
-    pending = []
+    pending: list[tuple[str, bytes]] = []
     with tempfile.TemporaryDirectory(prefix="patchforge-mbox-") as tmp:
         tmp_path = Path(tmp)
         split = run_git("mailsplit", "-o" + str(tmp_path), "--keep-cr", str(mbox), ok=None)
@@ -214,6 +239,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             if exported is not None:
                 file_name, data = exported
                 _check_new_name(project, upstream, file_name)
+                _refuse_taken(file_name, {n for n, _ in pending}, source)
                 pending.append((file_name, data))
                 continue
             msg_file, patch_file = tmp_path / f"{message.name}.msg", tmp_path / f"{message.name}.diff"
@@ -241,6 +267,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             data = render_patch_file(fields, body + b"\n" if body else b"", diff)
             file_name = patch_file_name(slugify(subject))
             _check_new_name(project, upstream, file_name)
+            file_name = _free_name(project, upstream, slugify(subject), {n for n, _ in pending})
             parse_patch_file(data, f"{mbox} message {message.name}")
             pending.append((file_name, data))
     with RepoLock(project.state_dir):
