@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.apply.series import apply_series
-from patchforge.errors import ApplyError, UsageError
+from patchforge.errors import ApplyError, PatchforgeError, UsageError
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.model.record import record
 from patchforge.stack import (LEDGER_WRITERS, refuse_creation_collisions, refuse_symlinked_paths,
@@ -647,15 +647,36 @@ def unrefreshed(project: Project, store: UpstreamStore, upstream: str, state: di
     nobody added counts: it would be lost)."""
     if state.get("bring_back"):
         return True  # the fix is back only once its resolution is refreshed
-    if state["patch"] not in project.patch_names(upstream):
-        return False
     work = Worktree(project.work_dir(upstream))
     if not work.exists():
         return False
     if work.changes().untracked:
         return True
-    return worktree_diff(project, store, upstream, state) != \
-        project.read_patch(upstream, state["patch"]).diff
+    diff = worktree_diff(project, store, upstream, state)
+    if state["patch"] in project.patch_names(upstream):
+        return diff != project.read_patch(upstream, state["patch"]).diff
+    # The patch left the series behind the edit's back (renamed or unlisted by hand, a rename
+    # or delete cut short): the worktree's change is refreshed only where some patch file
+    # still holds exactly that diff; anything else would be thrown away by closing the edit.
+    return bool(diff) and diff not in _kept_diffs(project, upstream, state["patch"])
+
+
+def _kept_diffs(project: Project, upstream: str, name: str) -> list[bytes]:
+    """The diffs of the patch files an edited patch's change may still be in: the file of its
+    old name, the series' patches, and those `delete` kept under deleted/."""
+    from patchforge.formats.patchfile import parse_patch_file
+
+    directory = project.series_dir(upstream)
+    paths = [project.patch_path(upstream, name),
+             *(project.patch_path(upstream, listed) for listed in project.patch_names(upstream)),
+             *sorted((directory / "deleted").glob("*.patch"))]
+    diffs = []
+    for path in paths:
+        try:
+            diffs.append(parse_patch_file(path.read_bytes(), str(path)).diff)
+        except (OSError, PatchforgeError):
+            continue  # missing or unreadable: it holds nothing to compare with
+    return diffs
 
 
 def require_state(project: Project, command: str, upstreams, *,

@@ -377,3 +377,35 @@ def test_a_skipped_fix_can_be_dropped_for_good(project):
     assert "removed fix-a from skipped/" in out
     assert project.patch("fix-a", "deleted") == original
     assert project.cli("status")[0] == 0
+
+
+@pytest.mark.parametrize("by_hand", ["rename", "unlist"])
+def test_an_edit_whose_patch_left_the_series_by_hand_keeps_its_unrefreshed_change(project, by_hand):
+    """A patch renamed on disk (or taken out of the series file) while its edit holds a change
+    not refreshed: refresh says the patch is gone and points at `edit --close`, which must not
+    then throw the change away. Before, `edit --close` (and `edit`, `new` of another patch)
+    reset the worktree as if everything were refreshed: the change was lost without --discard."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    changed = text({3: b"def f3():\n    return -300\n\n"})
+    (project.work / "pkg/mod.py").write_bytes(changed)
+    series_dir = project.root / "series" / "up"
+    if by_hand == "rename":
+        (series_dir / "fix-a.patch").rename(series_dir / "fix-b.patch")
+        (series_dir / "series").write_text("fix-b.patch\n")
+    else:
+        (series_dir / "series").write_text("")
+    _, _, err = project.cli("refresh", expect=2)
+    assert "no longer in the series" in err
+    for refused in (("edit", "--close"), ("new", "fix-c")):
+        _, _, err = project.cli(*refused, expect=2)
+        assert "not refreshed" in err, refused
+        assert (project.work / "pkg/mod.py").read_bytes() == changed, refused
+    project.cli("edit", "--close", "--discard")
+    # A change that was refreshed before the patch left is in a patch file: nothing to refuse.
+    name = "fix-b" if by_hand == "rename" else "fix-a"
+    (series_dir / "series").write_text(f"{name}.patch\n")
+    project.cli("edit", name)
+    (series_dir / f"{name}.patch").rename(series_dir / "fix-z.patch")
+    (series_dir / "series").write_text("fix-z.patch\n")
+    project.cli("edit", "--close")
