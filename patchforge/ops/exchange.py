@@ -41,7 +41,8 @@ def slugify(text: str, limit: int = 52) -> str:
     return _SLUG.sub("-", text).strip("-.").lower()[:limit].rstrip("-.") or "patch"
 
 
-def _check_new_name(project: Project, upstream: str, file_name: str) -> None:
+def _check_import_allowed(project: Project, upstream: str, file_name: str) -> None:
+    """A patch name a series can hold, in a state that allows imports, in a readable history."""
     from patchforge.state import require
 
     checked_patch_name(file_name)
@@ -50,18 +51,59 @@ def _check_new_name(project: Project, upstream: str, file_name: str) -> None:
     # the series file, and a patch added now would be left unlisted.
     require(project, "import", [upstream])
     require_readable_history(project)
-    if file_name in project.patch_names(upstream) or project.patch_path(upstream, file_name).exists():
+
+
+def _check_new_name(project: Project, upstream: str, file_name: str,
+                    data: bytes | None = None) -> None:
+    """Refuse a name the import cannot take: not a patch name, a state that forbids imports,
+    or a patch of that name already there, unless it is byte for byte `data` (what this
+    import writes: the rest of an import a kill cut short, which running it again finishes)."""
+    _check_import_allowed(project, upstream, file_name)
+    if not _name_taken(project, upstream, file_name, data):
+        return
+    if file_name in project.patch_names(upstream):
         raise UsageError(f"a patch named {file_name} already exists in the {upstream} series")
+    raise UsageError(f"a patch file named {file_name} is already there, not listed in the series: "
+                     f"{project.patch_path(upstream, file_name)}",
+                     hint="list it in the series or remove it, then import again")
 
 
-def _free_name(project: Project, upstream: str, stem: str, taken: set[str]) -> str:
+def _name_taken(project: Project, upstream: str, file_name: str, data: bytes | None) -> bool:
+    """True when the series has `file_name`, or its directory a file of that name, other than
+    exactly `data`."""
+    path = project.patch_path(upstream, file_name)
+    if file_name not in project.patch_names(upstream) and not path.exists():
+        return False
+    try:
+        return data is None or path.read_bytes() != data
+    except OSError:
+        return True
+
+
+def _refuse_repeat(project: Project, upstream: str, pending: list[tuple[str, bytes]]) -> None:
+    """An import whose every patch is already listed, byte for byte, was done before: refused
+    as it always was. One that finds only some of them there finishes what a kill cut short."""
+    listed = project.patch_names(upstream)
+    if pending and all(name in listed for name, _ in pending):
+        raise UsageError(f"a patch named {pending[0][0]} already exists in the {upstream} series",
+                         hint="this import was done before; nothing to do")
+
+
+def _list_imported(project: Project, upstream: str, file_name: str, data: bytes) -> None:
+    """Write and list one imported patch; one that an earlier run cut short already wrote
+    (the same bytes, _check_new_name made sure) is only listed, if it is not yet."""
+    if file_name not in project.patch_names(upstream):
+        add_to_series(project, upstream, file_name, data)
+
+
+def _free_name(project: Project, upstream: str, stem: str, taken: set[str],
+               data: bytes) -> str:
     """A file name for a patch named after its subject: `stem`.patch, or `stem`-2.patch, -3...
     when an earlier patch of the same import (or of the series) already has it. Two commits or
     messages with one subject are two fixes; the second must never overwrite the first."""
     file_name = patch_file_name(stem)
     number = 1
-    while file_name in taken or file_name in project.patch_names(upstream) \
-            or project.patch_path(upstream, file_name).exists():
+    while file_name in taken or _name_taken(project, upstream, file_name, data):
         number += 1
         file_name = patch_file_name(f"{stem}-{number}")
     return file_name
@@ -89,7 +131,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     pin = project.lock.pin(upstream)
     validate_path(path, source=str(overlay))
     file_name = patch_file_name(name)
-    _check_new_name(project, upstream, file_name)
+    _check_import_allowed(project, upstream, file_name)
     state = series_state(project, store, upstream)
     old = state.current[path] if path in state.current else store.read_blob(pin.commit, path)
     if old is None and not create:
@@ -110,8 +152,11 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
         check_profiles(project, profiles)
         fields.append(("Profiles", profiles))
     fields.append(("Last-Update", today()))
+    data = render_patch_file(fields, b"", diff)
+    _check_new_name(project, upstream, file_name, data)
+    _refuse_repeat(project, upstream, [(file_name, data)])
     with RepoLock(project.state_dir):
-        add_to_series(project, upstream, file_name, render_patch_file(fields, b"", diff))
+        _list_imported(project, upstream, file_name, data)
         series_changed(project)
     return file_name
 
@@ -154,33 +199,35 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
         name, mail, date = commit.author_name, commit.author_email, commit.date
         diff = make_diff(FileChange.at(d.path, d.old, d.new, d.old_mode, d.new_mode)
                          for d in commit.deltas)
-        file_name = patch_file_name(slugify(subject))
-        _check_new_name(project, upstream, file_name)
-        if any(file_name == p[0] for p in pending):
-            file_name = _free_name(project, upstream, slugify(subject) + "-" + sha[:8],
-                                   {p[0] for p in pending})
         # A message that begins with a patch header (`git am` of `export --mbox`) gives its
         # fields back; the commit fills only what it lacks.
         carried = _carried_header(body, diff, f"{repo}: commit {sha}")
         if carried is not None:
-            pending.append((file_name, _adopted(carried, upstream, pin.commit, (
+            data = _adopted(carried, upstream, pin.commit, (
                 ("Description", subject), ("Author", f"{name} <{mail}>"),
-                ("Origin", f"vendor, commit {sha}"))).to_bytes()))
-            continue
-        # A Markdown `---` (vLLM's pull-request template) or a quoted diff in a real commit
-        # message is quoted, never a reason to refuse the commit.
-        subject = quote_diff_like(subject.encode("utf-8", "surrogateescape")).decode(
-            "utf-8", "surrogateescape")
-        fields = [("Description", subject), ("Author", f"{name} <{mail}>"),
-                  ("Origin", f"vendor, commit {sha}"), ("Upstream-Status", "Pending"),
-                  ("Upstream", upstream), ("Base", pin.commit), ("Last-Update", date)]
-        description = quote_diff_like(body.strip().encode("utf-8", "surrogateescape"))
-        pending.append((file_name, render_patch_file(fields, description + b"\n"
-                                                     if description else b"", diff)))
+                ("Origin", f"vendor, commit {sha}"))).to_bytes()
+        else:
+            # A Markdown `---` (vLLM's pull-request template) or a quoted diff in a real
+            # commit message is quoted, never a reason to refuse the commit.
+            quoted = quote_diff_like(subject.encode("utf-8", "surrogateescape")).decode(
+                "utf-8", "surrogateescape")
+            fields = [("Description", quoted), ("Author", f"{name} <{mail}>"),
+                      ("Origin", f"vendor, commit {sha}"), ("Upstream-Status", "Pending"),
+                      ("Upstream", upstream), ("Base", pin.commit), ("Last-Update", date)]
+            description = quote_diff_like(body.strip().encode("utf-8", "surrogateescape"))
+            data = render_patch_file(fields, description + b"\n" if description else b"", diff)
+        file_name = patch_file_name(slugify(subject))
+        if any(file_name == p[0] for p in pending):
+            file_name = _free_name(project, upstream, slugify(subject) + "-" + sha[:8],
+                                   {p[0] for p in pending}, data)
+        else:
+            _check_new_name(project, upstream, file_name, data)
+        pending.append((file_name, data))
+    _refuse_repeat(project, upstream, pending)
     with RepoLock(project.state_dir):
         for file_name, data in pending:
             parse_patch_file(data, file_name)
-            add_to_series(project, upstream, file_name, data)
+            _list_imported(project, upstream, file_name, data)
             imported.append(file_name)
         series_changed(project)
     return imported
@@ -208,13 +255,15 @@ def import_quilt(project: Project, directory: Path, *, upstream: str) -> list[st
         data = source.read_bytes()
         patch = _adopted(parse_patch_file(data, str(source)), upstream, pin.commit)
         file_name = patch_file_name(Path(entry).name.removesuffix(".patch").removesuffix(".diff"))
-        _check_new_name(project, upstream, file_name)
+        data = patch.to_bytes()
+        _check_new_name(project, upstream, file_name, data)
         _refuse_taken(file_name, {n for n, _ in pending}, str(series_path),
                       series.line_of(entry))
-        pending.append((file_name, patch.to_bytes()))
+        pending.append((file_name, data))
+    _refuse_repeat(project, upstream, pending)
     with RepoLock(project.state_dir):
         for file_name, data in pending:
-            add_to_series(project, upstream, file_name, data)
+            _list_imported(project, upstream, file_name, data)
         series_changed(project)
     return [n for n, _ in pending]
 
@@ -238,7 +287,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             exported = _exported_patch(message, source, upstream, pin.commit)
             if exported is not None:
                 file_name, data = exported
-                _check_new_name(project, upstream, file_name)
+                _check_new_name(project, upstream, file_name, data)
                 _refuse_taken(file_name, {n for n, _ in pending}, source)
                 pending.append((file_name, data))
                 continue
@@ -266,13 +315,17 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             body = quote_diff_like(msg_file.read_bytes().strip())
             data = render_patch_file(fields, body + b"\n" if body else b"", diff)
             file_name = patch_file_name(slugify(subject))
-            _check_new_name(project, upstream, file_name)
-            file_name = _free_name(project, upstream, slugify(subject), {n for n, _ in pending})
+            if any(file_name == n for n, _ in pending):
+                file_name = _free_name(project, upstream, slugify(subject),
+                                       {n for n, _ in pending}, data)
+            else:
+                _check_new_name(project, upstream, file_name, data)
             parse_patch_file(data, f"{mbox} message {message.name}")
             pending.append((file_name, data))
+    _refuse_repeat(project, upstream, pending)
     with RepoLock(project.state_dir):
         for file_name, data in pending:
-            add_to_series(project, upstream, file_name, data)
+            _list_imported(project, upstream, file_name, data)
         series_changed(project)
     return [n for n, _ in pending]
 
