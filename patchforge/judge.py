@@ -32,7 +32,15 @@ HISTORY_DECIDES = {"fuzz", "conflict", "partial", "unsure"}
 _REVERTS = re.compile(rb"^    This reverts commit ([0-9a-f]{7,40})")
 # A diff's `+` line (not its `+++ ` header line): what it adds, without the `+`.
 _ADDED_LINE = re.compile(rb"^\+(?!\+\+ )([^\n]*)", re.M)
-_COMMIT_LINE = re.compile(rb"[0-9a-f]{40}\n")  # a commit's id before its diff (diff-tree --stdin)
+# Where a commit's id on a line (`git diff-tree --stdin`) or a file's section starts, each
+# after a line end: no line of a hunk is either (each starts with ' ', '+', '-' or '\\'), nor
+# is a header line of git's. The line end leads the pattern: a pattern with a literal first is
+# searched for by a fast scan, one that starts with `^` is tried at every byte.
+_COMMITS_AND_FILES = re.compile(rb"\n(?:([0-9a-f]{40})(?=\n)|diff --git )")
+# In `store.range_changes`: a changed path (after the tab of ":<modes> <ids> <status>\t<path>")
+# and a revert's message line (messages are indented).
+_RAW_PATHS = re.compile(rb"\t([^\n]*)")
+_REVERT_LINES = re.compile(rb"\n    This reverts commit ([0-9a-f]{7,40})")
 
 
 @record
@@ -1077,26 +1085,32 @@ class HistoryIndex:
         raw_names = {git_output_path(os.fsencode(path)): path for path in self.paths}
         walk: dict[str, tuple[list[str], set[str]]] = {}  # in git's order, newest first
         reverts: dict[str, list[str]] = {}
-        commit, again = "", False
-        # Split at LF only: git indents each line of a message, but a bare CR inside one (an old
-        # tool's line end) is no line end to git, and splitlines() would make the text after it
-        # a line of its own (a `commit` or `:` line).
         if changes is None:
             changes = self.store.range_changes(self.target.base_commit, self.target.commit)
-        for line in changes.split(b"\n"):
-            if line.startswith(b"commit "):
-                commit, *parents = line[7:].decode().split()
-                again = commit in walk  # a merge again, against its next parent
-                if not again:
-                    walk[commit] = (parents, set())
-            elif line.startswith(b":"):
-                name = raw_names.get(line.split(b"\t", 1)[1])
-                if name is not None:
-                    walk[commit][1].add(name)
-            elif not again and line.startswith(b"    This reverts commit "):
-                found = _REVERTS.match(line)
-                if found:
-                    reverts.setdefault(commit, []).append(found[1].decode())
+        # Commit by commit, each one's lines searched by C loops (bytes.split, find, regular
+        # expressions): a long history lists tens of thousands of paths and message lines,
+        # and a test of each line in Python was most of the index's time. Lines end at LF
+        # only: git indents each line of a message, but a bare CR inside one (an old tool's
+        # line end) is no line end to git, and splitlines() would make the text after it a
+        # line of its own (a `commit` or `:` line).
+        for part in (b"\n" + changes).split(b"\ncommit ")[1:]:
+            end = part.find(b"\n")  # none: a commit without a message or a change listed
+            commit, *parents = (part[:end] if end >= 0 else part).decode().split()
+            if commit in walk:  # a merge again, against its next parent
+                changed = walk[commit][1]
+            else:
+                changed = set()
+                walk[commit] = (parents, changed)
+                named = _REVERT_LINES.findall(part) \
+                    if b"\n    This reverts commit " in part else []
+                if named:
+                    reverts[commit] = [found.decode() for found in named]
+            # The paths: after the tab of each line from the first `:` line on (the message
+            # comes first, then the commit's `:` lines, one per path; a tab in a name is quoted).
+            raw = part.find(b"\n:")
+            if raw >= 0:
+                changed.update(raw_names[name] for name in
+                               raw_names.keys() & _RAW_PATHS.findall(part, raw))
         touched: dict[str, set[str]] = {}
         for commit, (parents, paths) in walk.items():
             if len(parents) > 1:
@@ -1126,6 +1140,21 @@ class HistoryIndex:
     def _add_chunks(self, text: bytes, *, from_log: bool) -> None:
         """File sections of `git log -p` output (from_log: also the order and the reverts) or
         of `git diff-tree --stdin -p` output (each commit's id on a line) into `_chunks`."""
+        if not from_log:
+            # `git diff-tree --stdin` output (megabytes on a long history): cut at its commit
+            # lines and file headers by regular expressions, not read line by line.
+            text = b"\n" + text
+            starts = [(found.start() + 1, found[1]) for found in _COMMITS_AND_FILES.finditer(text)]
+            starts.append((len(text), None))
+            mine: dict[bytes, bytes] | None = None  # the sections of the commit they follow
+            for (start, commit_id), (end, _) in zip(starts, starts[1:]):
+                if commit_id is not None:
+                    mine = self._chunks.setdefault(commit_id.decode(), {})
+                elif mine is not None:
+                    section = text[start:end]
+                    line_end = section.find(b"\n")
+                    mine[section[:line_end] if line_end >= 0 else section] = section
+            return
         chunks: dict[str, dict[bytes, list[bytes]]] = {}
         files: dict[bytes, list[bytes]] = {}
         header = None
@@ -1133,17 +1162,12 @@ class HistoryIndex:
         # line end to git, and splitlines() would make what follows it (forty hex digits, say)
         # a line of its own.
         for line in io.BytesIO(text):
-            if not from_log and len(line) == 41 and _COMMIT_LINE.fullmatch(line):
-                commit = line[:40].decode()
-                files = chunks.setdefault(commit, {})
-                header = None
-            elif from_log and line.startswith(b"commit ") and len(line.strip()) == 47:
+            if line.startswith(b"commit ") and len(line.strip()) == 47:
                 commit = line.split()[1].decode()
                 files = chunks.setdefault(commit, {})
                 self._order.append(commit)
                 header = None
-            elif from_log and header is None and \
-                    line.startswith(b"    This reverts commit "):
+            elif header is None and line.startswith(b"    This reverts commit "):
                 found = _REVERTS.match(line)
                 if found:
                     self._reverts.setdefault(commit, []).append(found[1].decode())

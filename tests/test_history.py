@@ -337,3 +337,120 @@ def test_squash_runs_left_out_by_their_lines_are_runs_no_commit_made():
             assert not made or (i, j) in kept, (i, j)
             left_out += (i, j) not in kept
     assert left_out > 100
+
+
+def _reference_sections(text: bytes) -> dict[str, dict[bytes, bytes]]:
+    """`git diff-tree --stdin -p` output read line by line (at LF only): a commit's id alone on
+    a line starts its sections, a `diff --git ` line starts a file's section; what comes before
+    a commit's first file section is nobody's, a header met again replaces the earlier one."""
+    import io
+    import re
+
+    chunks: dict[str, dict[bytes, list[bytes]]] = {}
+    files: dict[bytes, list[bytes]] = {}
+    header = None
+    for line in io.BytesIO(text):
+        if re.fullmatch(rb"[0-9a-f]{40}\n", line):
+            files = chunks.setdefault(line[:40].decode(), {})
+            header = None
+        elif line.startswith(b"diff --git "):
+            header = line.rstrip(b"\n")
+            files[header] = [line]
+        elif header is not None:
+            files[header].append(line)
+    return {commit: {h: b"".join(lines) for h, lines in sections.items()}
+            for commit, sections in chunks.items()}
+
+
+def _reference_walk(changes: bytes, raw_names: dict[bytes, str]):
+    """`store.range_changes` output read line by line: (commit -> (parents, series paths it
+    changes), commit -> the commits its message reverts); a merge's later listings (against
+    its next parents) add paths, not reverts."""
+    import re
+
+    walk: dict[str, tuple[list[str], set[str]]] = {}
+    reverts: dict[str, list[str]] = {}
+    commit, again = "", False
+    for line in changes.split(b"\n"):
+        if line.startswith(b"commit "):
+            commit, *parents = line[7:].decode().split()
+            again = commit in walk
+            if not again:
+                walk[commit] = (parents, set())
+        elif line.startswith(b":"):
+            name = raw_names.get(line.split(b"\t", 1)[1])
+            if name is not None:
+                walk[commit][1].add(name)
+        elif not again and line.startswith(b"    This reverts commit "):
+            found = re.match(rb"^    This reverts commit ([0-9a-f]{7,40})", line)
+            if found:
+                reverts.setdefault(commit, []).append(found[1].decode())
+    return walk, reverts
+
+
+def test_history_outputs_are_cut_as_a_reading_line_by_line_does():
+    """HistoryIndex cuts git's outputs by regular expressions (C loops over megabytes): the
+    diffs of `git diff-tree --stdin` into commits and file sections, the walk of
+    `store.range_changes` into commits, the series' paths each changes and the reverts its
+    message names. On random outputs of every line git writes there (ids, headers met twice,
+    commits without sections, `+` lines of forty hex digits, bare CRs, no final line end, a
+    merge listed once per parent, revert lines with short and bad ids), the same as reading
+    them line by line."""
+    import random
+
+    from patchforge.judge import HistoryIndex, Target
+
+    rng = random.Random(7)
+    ids = [f"{rng.getrandbits(160):040x}" for _ in range(6)]
+    paths = ["a.py", "b c.py", '"q\\303\\251.py"', "d.py"]
+    names = {b"a.py": "a.py", b"b c.py": "b c.py", b'"q\\303\\251.py"': "q\u00e9.py"}
+    body = [b"+" + ids[0].encode(), b" context", b"-old\r", b"+new\rline", b"\\ No newline",
+            b"@@ -1,2 +1,2 @@", b"index 1234567..89abcde 100644", b"--- a/a.py", b"+++ b/a.py",
+            b"+diff --git inside", b" " + ids[1].encode(), b"", b"Binary files a/x and b/x differ"]
+    for _ in range(3000):
+        lines = []
+        for _ in range(rng.randrange(0, 12)):
+            kind = rng.random()
+            if kind < 0.25:
+                lines.append(rng.choice(ids).encode())
+            elif kind < 0.45:
+                path = rng.choice(paths).encode()
+                lines.append(b"diff --git a/" + path + b" b/" + path)
+            else:
+                lines.append(rng.choice(body))
+        text = b"\n".join(lines) + (b"\n" if rng.random() < 0.8 else b"")
+        index = HistoryIndex.__new__(HistoryIndex)
+        index._chunks = {}
+        index._add_chunks(text, from_log=False)
+        assert index._chunks == _reference_sections(text), text
+
+        lines = []
+        for _ in range(rng.randrange(0, 10)):
+            commit = rng.choice(ids)
+            lines.append(f"commit {commit} {' '.join(rng.sample(ids, rng.randrange(0, 3)))}"
+                         .encode())
+            lines += rng.sample([b"    subject", b"    ", b"    This reverts commit "
+                                 + rng.choice(ids).encode() + b".", b"    This reverts commit "
+                                 + rng.choice(ids)[:9].encode(), b"    This reverts commit xyz",
+                                 b"    body\r:100644 x\tb c.py", b""], rng.randrange(0, 4))
+            for _ in range(rng.randrange(0, 4)):
+                lines.append(b":100644 100644 " + ids[0].encode() + b" " + ids[1].encode()
+                             + b" M\t" + rng.choice(paths + ["other.py"]).encode())
+        changes = b"\n".join(lines) + (b"\n" if rng.random() < 0.8 else b"")
+        index = HistoryIndex.__new__(HistoryIndex)
+        index.paths = list(names.values())
+        index.target = Target("up", "base", "tip", "tip", None)
+        index._order, index._reverts = [], {}
+        walk, reverts = _reference_walk(changes, names)
+        touched = index._walk_without_pathspec(changes)
+        if any(len(parents) > 1 and any(p not in walk for p in parents)
+               for parents, _ in walk.values()):
+            assert touched is None
+            continue
+        assert touched is not None
+        assert set(touched) == set(index._order) == {
+            c for c, (parents, found) in walk.items() if found}
+        for commit in index._order:
+            parents, found = walk[commit]
+            assert touched[commit] == (set() if len(parents) > 1 else found)
+        assert index._reverts == {c: r for c, r in reverts.items() if c in touched}
