@@ -416,6 +416,11 @@ class SeriesJudge:
                 ) -> Judgement:
         verdict = self.assess(name, patch)
         evidence = list(verdict.evidence)
+        if not patch.file_patches:
+            # An empty patch (`new`, never refreshed with a change) has nothing that could
+            # have landed: it moves as it is, never recorded as landed upstream.
+            return Judgement(name, "applies", "applies", verdict, how="clean", unchanged=True,
+                             evidence=evidence, message="empty patch: nothing to apply")
         if verdict.state == "upstreamed":
             return Judgement(name, "landed", "upstreamed", verdict, evidence=evidence,
                              message=f"landed upstream ({verdict.confidence} confidence)")

@@ -769,3 +769,24 @@ def test_status_and_rebase_agree_on_every_kind_of_judgement(stack, tmp_path):
     assert b"new_helper.py" not in moved and b"other_new.py" in moved
     assert did["creates.patch"] == "merged"
     assert b"+++ b/pkg/brand_new.py" in stack.patch("up", "creates")
+
+
+def test_an_empty_patch_is_never_reported_or_recorded_as_landed(tmp_path):
+    """A fix begun with `new` and never refreshed with a change has nothing that could have
+    landed. Before, status called it `upstreamed` (even at the pin) and a rebase moved it to
+    upstreamed/ with `Applied-Upstream: <target>` filled in, a landing that never happened.
+    Now it is `applies` and moves with the series."""
+    from helpers.project import OneUpstreamStack
+
+    stack = OneUpstreamStack(tmp_path, {"a.py": b"".join(b"line%d\n" % i for i in range(20))})
+    stack.cli("new", "placeholder")
+    stack.cli("edit", "--close")
+    stack.add_fix("real", "a.py", b"".join(b"line%d\n" % i for i in range(20)),
+                  b"".join(b"line%d\n" % i for i in range(20)).replace(b"line3\n", b"LINE3\n"))
+    states = {p["name"]: p["state"] for p in stack.json("status")["patches"]}
+    assert states == {"placeholder.patch": "applies", "real.patch": "applies"}, states
+    target = stack.commit({"b.py": b"new upstream file\n"}, "v2")
+    stack.rebase_json("--to", f"up={target}")
+    assert stack.series("up") == ["placeholder.patch", "real.patch"]
+    assert not (stack.root / "series/up/upstreamed").exists()
+    assert b"Applied-Upstream" not in stack.patch("up", "placeholder")
