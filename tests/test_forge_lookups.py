@@ -48,3 +48,22 @@ def test_quiet_and_verbose_levels(tmp_path):
     plain = run_cli(root, "--offline", "status")
     assert "judging" not in plain.err and "patchforge.git" not in plain.err
     assert plain.out == quiet.out == verbose.out == debug.out
+
+
+def test_a_forge_answer_with_an_odd_merge_commit_is_reported_not_believed(tmp_path, forge_server):
+    """A merged pull request whose merge_commit_sha is a number, a list or a name (`HEAD`,
+    `main~1`) instead of a commit id: before, a number or list crashed status (exit 70, an
+    internal error) and a name was handed to the forge's compare, which would count whether the
+    target includes the PR from wherever that name points. Now the answer is refused as
+    unexpected, per patch, and the series is judged anyway."""
+    odd = [12345, ["x"], "HEAD", "main~1"]
+    for number, sha in enumerate(odd, 1):
+        forge_server.add_pull("acme/up", number, state="closed", merged=True, merge_commit_sha=sha)
+    root = stack_with_forwarded(tmp_path, forge_server.url, count=len(odd))
+    run = run_cli(root, "status", "--json")
+    assert run.rc == 0, run.err
+    doc = json.loads(run.out)
+    for patch in doc["patches"]:
+        assert patch["state"] == "applies"
+        assert "is not a commit id" in patch["forwarded"]["error"], patch["forwarded"]
+    assert not [r.path for r in forge_server.requests if "/compare/" in r.path]

@@ -29,6 +29,8 @@ _PR_URL_RE = re.compile(r"^https?://(?P<host>[^/\s]+)/(?P<owner>[^/\s]+)/(?P<nam
 # vllm-project/vllm#56503, as people write it in commit messages and PR bodies.
 _PR_SHORT_RE = re.compile(r"^(?P<owner>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+)#(?P<number>[0-9]+)$")
 _REPO_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+# A full commit id: SHA-1 (40 hex) or SHA-256 (64 hex).
+_COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 @record(frozen=True)
@@ -215,15 +217,22 @@ def _json_list(resp: Response) -> list[dict[str, Any]]:
 def _pull_from_json(doc: Any, url: str) -> PullRequest:
     try:
         merged = bool(doc.get("merged") or doc.get("merged_at"))
+        # For an unmerged PR GitHub reports a throwaway test-merge commit: not a landing.
+        merge_commit = (doc.get("merge_commit_sha") or None) if merged else None
+        if merge_commit is not None and not (isinstance(merge_commit, str)
+                                             and _COMMIT_ID.fullmatch(merge_commit)):
+            # Whether the target includes the PR is counted from this commit: a name
+            # (`HEAD`, a branch) or anything but a full commit id would count from elsewhere.
+            raise NetworkError(f"{url}: unexpected pull request answer (merge_commit_sha "
+                               f"{str(merge_commit)[:60]!r} is not a commit id)")
         return PullRequest(
             number=int(doc["number"]), url=str(doc.get("url") or url),
             html_url=str(doc.get("html_url") or ""), state=str(doc["state"]), merged=merged,
-            # For an unmerged PR GitHub reports a throwaway test-merge commit: not a landing.
-            merge_commit_sha=(doc.get("merge_commit_sha") or None) if merged else None,
+            merge_commit_sha=merge_commit,
             head_ref=str(doc["head"]["ref"]), head_sha=str(doc["head"]["sha"]),
             base_ref=str(doc["base"]["ref"]), title=str(doc.get("title") or ""),
             draft=bool(doc.get("draft")))
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise NetworkError(f"{url}: unexpected pull request answer (missing {exc})") from None
 
 
