@@ -196,3 +196,22 @@ def test_parse_challenge():
     assert scheme == "bearer"
     assert params == {"realm": "https://auth.docker.io/token", "service": "registry.docker.io",
                       "scope": "repository:library/ubuntu:pull"}
+
+
+@pytest.mark.parametrize("labels, message", [
+    (["org.opencontainers.image.revision"], "has Labels that are not a map"),
+    ({"org.opencontainers.image.revision": {"sha": "x"}, "vllm.version": 7}, "names a commit"),
+])
+def test_an_image_configuration_of_odd_labels_is_a_clear_refusal(tmp_path, registry_server,
+                                                                 labels, message):
+    """Labels that are a list made `status --against IMAGE` crash (exit 70, an internal
+    error); a label whose value is an object was read as its Python repr. Now the first is
+    refused naming the configuration blob, and a label that is not text names nothing."""
+    from helpers.cli import run_cli
+    from helpers.project import git_project
+
+    root, _ = git_project(tmp_path)
+    registry_server.push_image(REPO, "odd", labels)
+    run = run_cli(root, "status", "--against", f"up={registry_server.host}/{REPO}:odd")
+    assert run.rc == 2 and message in run.err, run.err
+    assert "{'sha'" not in run.err

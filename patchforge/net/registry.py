@@ -221,10 +221,15 @@ class RegistryClient:
         config = blob.json()
         inner = config.get("config") if isinstance(config, dict) else None
         labels = (inner.get("Labels") if isinstance(inner, dict) else None) or {}  # may be null
+        if not isinstance(labels, dict):
+            raise NetworkError(f"{ref}: the image configuration {config_digest} has Labels that "
+                               f"are not a map of names to values ({type(labels).__name__})")
+        created = config.get("created") if isinstance(config, dict) else None
         return ImageInfo(reference=ref.strip(), repository=image.repository, tag=image.tag,
                          digest=top_digest, config_digest=config_digest,
-                         labels={str(k): str(v) for k, v in labels.items()},
-                         created=config.get("created") if isinstance(config, dict) else None,
+                         # A label whose value is not text names nothing (never its repr).
+                         labels={str(k): v for k, v in labels.items() if isinstance(v, str)},
+                         created=created if isinstance(created, str) else None,
                          registry=image.registry, manifest_digest=manifest_digest,
                          layers=_layers_of(manifest, ref))
 
