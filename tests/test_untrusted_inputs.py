@@ -347,6 +347,52 @@ def test_two_projects_sharing_a_cache_never_pin_each_others_tags(tmp_path):
         assert (root / "overlays" / "vllm" / "a.py").read_bytes() == content + b"added\n"
 
 
+def test_two_projects_sharing_a_cache_fetch_one_upstream_at_the_same_time(tmp_path):
+    """Two projects on one upstream and one cache, each asking for its moving branch at the
+    same moment (two CI jobs, two terminals). Before, git refused one of the fetches' ref
+    updates ('cannot lock ref ...: is at X but expected Y') and that command failed with exit
+    2. The store's writes now take turns on a kernel lock (store.git/patchforge.lock): a fetch
+    waits while another process holds it, and every concurrent command succeeds."""
+    import fcntl
+    import subprocess
+    import sys
+    import time
+
+    from helpers.git import commit_files
+
+    upstream = tmp_path / "up"
+    _tagged_repo(upstream, b"base\n")
+    roots = [tmp_path / "a", tmp_path / "b"]
+    for root in roots:
+        _git_stack(root, str(upstream))
+
+    def start(root):
+        return subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(root),
+                                 "status", "--against", "vllm=main"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    for round_ in range(1):
+        commit_files(upstream, {"a.py": b"round %d\n" % round_}, f"round {round_}")
+        procs = [start(root) for root in roots * 2]
+        for proc in procs:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode in (0, 1), err.decode()
+    # The lock is what orders them: held here, a fetch waits for it.
+    commit_files(upstream, {"a.py": b"held\n"}, "held")
+    lock = os.open(os.environ["PATCHFORGE_CACHE"] + "/store.git/patchforge.lock",
+                   os.O_CREAT | os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        proc = start(roots[0])
+        time.sleep(2)
+        assert proc.poll() is None, proc.communicate()
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        os.close(lock)
+    proc.communicate(timeout=120)
+    assert proc.returncode in (0, 1)
+
+
 def test_a_git_pin_must_be_a_commit_of_its_own_source(tmp_path):
     fork = _tagged_repo(tmp_path / "fork", b"fork\n")
     _tagged_repo(tmp_path / "other", b"other\n")

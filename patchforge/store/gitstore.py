@@ -13,6 +13,7 @@ Refs it writes, all under `refs/patchforge/`:
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -114,6 +115,40 @@ class UpstreamStore:
         # Who hears about long work (a wheel's download and import): None, or a
         # TransferProgress. The command line sets it; the store never prints.
         self.progress: TransferProgress | None = None
+        self._write_lock = threading.RLock()  # see writing()
+        self._writers = 0  # depth of the holding thread's hold on the store's write lock
+
+    @contextlib.contextmanager
+    def writing(self):
+        """Hold the store's write lock: a kernel lock (`flock`) on `store.git/patchforge.lock`,
+        waited for. The cache is shared by every project of the user, and two of them fetching
+        one upstream at once had git refuse the second ref update ('cannot lock ref ...: is at
+        X but expected Y') or the second configuration write; holding this around the
+        remote's configuration, fetches, ref updates and repacks makes them take turns. The
+        kernel releases it however its holder exits. Re-entrant within a thread; the threads
+        of one process take turns on `_write_lock`."""
+        with self._write_lock:
+            if self._writers:
+                self._writers += 1
+                try:
+                    yield
+                finally:
+                    self._writers -= 1
+                return
+            import fcntl
+
+            fd = os.open(self.git_dir / "patchforge.lock",
+                         os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                self._writers = 1
+                try:
+                    yield
+                finally:
+                    self._writers = 0
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
 
     # ---- opening
 
@@ -203,8 +238,9 @@ class UpstreamStore:
             return False
         if packs <= self.MAX_PACKS:
             return False
-        self._run("-c", "repack.writeBitmaps=false", "repack", "-a", "-d", "-q", "--window=0",
-                  what="repacking the store")
+        with self.writing():
+            self._run("-c", "repack.writeBitmaps=false", "repack", "-a", "-d", "-q",
+                      "--window=0", what="repacking the store")
         return True
 
     def __enter__(self) -> "UpstreamStore":
@@ -493,6 +529,10 @@ class UpstreamStore:
         caller's ssh/askpass/proxy variables and their git configuration (git_network_env).
         """
         check_upstream_name(upstream)
+        with self.writing():
+            self._fetch_git(upstream, url, refs)
+
+    def _fetch_git(self, upstream: str, url: str, refs: list[str]) -> None:
         self._configure_remote(upstream, url)
         want_ids = [r for r in refs if _HEX40.fullmatch(r)]
         names = [r for r in refs if not _HEX40.fullmatch(r)]
@@ -532,7 +572,8 @@ class UpstreamStore:
         """The full branch refs (and with `tags`, tag refs) a git upstream advertises (one
         ls-remote)."""
         check_upstream_name(upstream)
-        self._configure_remote(upstream, url)
+        with self.writing():
+            self._configure_remote(upstream, url)
         out = self._out("ls-remote", "--heads", *(["--tags"] if tags else []), "--", upstream,
                         what=f"listing refs of {url}", network=True)
         return sorted(line.split("\t", 1)[1] for line in out.splitlines()
@@ -601,7 +642,8 @@ class UpstreamStore:
                 if contained.strip():
                     if got[0] == spec:
                         # Remembered: the next check of this pin is one ref lookup, not a walk.
-                        self._run("update-ref", f"{base}/commits/{spec}", spec)
+                        with self.writing():
+                            self._run("update-ref", f"{base}/commits/{spec}", spec)
                     return got[0]
         raise StoreError(f"{upstream}: {spec!r} is not a known branch, tag, label or commit",
                          hint="fetch the upstream first")
