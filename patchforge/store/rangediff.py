@@ -99,6 +99,11 @@ class RangeDiffImport:
         self._tmp: Path | None = None
         self._blobs: list[str] = []  # the contents' ids by mark (mark n is _blobs[n - 1])
         self._objects: dict[str, tuple[bytes, int]] = {}  # id -> objects.pack_entry
+        # id(content) -> (content, its blob id), for contents handed over more than once: a
+        # patch that meets its files as the old series had them gives the new chain the very
+        # bytes object the old chain got (the walk's applications are shared), so it is not
+        # hashed again. The content is kept with its id, so no other object can take that id.
+        self._known: dict[int, tuple[bytes, str]] = {}
         self._closed = False
         self._proc: subprocess.Popen | None = None  # git range-diff, once started
         try:
@@ -131,7 +136,12 @@ class RangeDiffImport:
     def _keep(self, data: bytes) -> str:
         """The content's id; it goes into the pack (hashed and made a pack entry here, on the
         caller's thread, where the few GIL-releasing calls per content cost nothing)."""
+        known = self._known.get(id(data))
+        if known is not None and known[0] is data:
+            self._blobs.append(known[1])
+            return known[1]
         oid = object_id(b"blob", data)
+        self._known[id(data)] = (data, oid)
         if oid not in self._objects:
             self._objects[oid] = pack_entry(b"blob", data, level=0)
         self._blobs.append(oid)
@@ -206,7 +216,7 @@ class RangeDiffImport:
         """End the import: a range-diff still running is ended, the scratch repository
         removed."""
         self._closed = True
-        self._blobs, self._objects = [], {}
+        self._blobs, self._objects, self._known = [], {}, {}
         if self._proc is not None and self._proc.returncode is None:
             self._proc.kill()
             self._proc.wait()
