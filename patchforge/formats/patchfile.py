@@ -93,8 +93,17 @@ class PatchFile:
         return values[0] if values else None
 
     def get_all(self, name: str) -> list[str]:
-        key = _canon(name)
-        return [f.value for f in self.fields if _canon(f.name) == key]
+        return list(self._values.get(_canon(name), ()))
+
+    @cached_property
+    def _values(self) -> dict[str, list[str]]:
+        """Each field's values by its canonical name, in order: a command asks every patch of a
+        long series for several fields (the judge, the ledger's columns), and folding each
+        field's name again for each question added up."""
+        values: dict[str, list[str]] = {}
+        for f in self.fields:
+            values.setdefault(_canon(f.name), []).append(f.value)
+        return values
 
     @property
     def _eol(self) -> bytes:
