@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 import time
 from pathlib import Path
-from typing import BinaryIO
 
 from patchforge.errors import LockedError
 
@@ -80,9 +78,13 @@ def _replace_batch(items: list[tuple[Path, bytes, int | None]]) -> None:
     """The temporary files, their fsyncs and the renames of atomic writes of (path, data, mode:
     None keeps the file's own, 0o644 for a new one), step by step: every temporary file
     written, then each synced, then each renamed over its target (the directories' fsync is
-    the caller's). A failure removes the temporary files not renamed yet."""
-    made: list[tuple[BinaryIO, str, Path, int]] = []  # (open temp file, its path, target, mode)
-    renamed = 0
+    the caller's). A failure removes the temporary files not renamed yet.
+
+    Plain descriptors, not file objects: a long series writes hundreds of files, and the
+    buffered writer, tempfile's name generator and a chmod by path were a fifth of the
+    batch's CPU (the kernel's work is the rest)."""
+    made: list[tuple[int, str, Path]] = []  # (open temporary file, its path, target)
+    closed = renamed = 0
     directories: set[Path] = set()
     try:
         for path, data, mode in items:
@@ -94,25 +96,28 @@ def _replace_batch(items: list[tuple[Path, bytes, int | None]]) -> None:
                     mode = os.stat(path).st_mode & 0o7777
                 except FileNotFoundError:
                     mode = 0o644
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            temp = os.fdopen(fd, "wb")
-            made.append((temp, tmp, path, mode))
+            fd, tmp = _temporary(path)
+            made.append((fd, tmp, path))
+            os.fchmod(fd, mode)
             fault_point("write")
-            temp.write(data)
-            temp.flush()
-        _start_writeback(made)
-        for handle, _, _, _ in made:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        _start_writeback([fd for fd, _, _ in made])
+        for fd, _, _ in made:
             fault_point("fsync")
-            os.fsync(handle.fileno())
-            handle.close()
-        for _, tmp, path, mode in made:
-            os.chmod(tmp, mode)
+            os.fsync(fd)
+        for fd, _, _ in made:
+            os.close(fd)
+            closed += 1
+        for _, tmp, path in made:
             fault_point("rename")
             os.replace(tmp, path)
             renamed += 1
     except BaseException:
-        for handle, tmp, _, _ in made[renamed:]:
-            handle.close()
+        for fd, _, _ in made[closed:]:
+            os.close(fd)
+        for _, tmp, _ in made[renamed:]:
             try:
                 os.unlink(tmp)
             except FileNotFoundError:
@@ -120,7 +125,23 @@ def _replace_batch(items: list[tuple[Path, bytes, int | None]]) -> None:
         raise
 
 
-def _start_writeback(made: list[tuple[BinaryIO, str, Path, int]]) -> None:
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) \
+    | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _temporary(path: Path) -> tuple[int, str]:
+    """A new file beside `path`, named `.NAME.XXXXXXXX.tmp` (as tempfile.mkstemp would: created
+    exclusively, mode 0600 until the caller sets the target's): its descriptor and path."""
+    directory, name = os.fspath(path.parent), path.name
+    while True:
+        tmp = os.path.join(directory, f".{name}.{os.urandom(5).hex()}.tmp")
+        try:
+            return os.open(tmp, _TEMP_FLAGS, 0o600), tmp
+        except FileExistsError:
+            continue
+
+
+def _start_writeback(fds: list[int]) -> None:
     """Ask the kernel to start writing every temporary file of a batch before the first fsync
     waits (posix_fadvise DONTNEED starts the writeback of a file's dirty pages and drops none
     of them while they are being written). The first fsync's journal commit then carries the
@@ -130,9 +151,9 @@ def _start_writeback(made: list[tuple[BinaryIO, str, Path, int]]) -> None:
     advise = getattr(os, "posix_fadvise", None)
     if advise is None:
         return
-    for handle, _, _, _ in made:
+    for fd in fds:
         try:
-            advise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+            advise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         except OSError:
             return  # a file system that takes no advice: the fsyncs do the work
 
