@@ -416,3 +416,27 @@ def test_an_import_killed_at_any_write_is_finished_by_running_it_again(project, 
     else:
         raise AssertionError("the import never ran to its end")
     assert nth > 3
+
+
+def test_import_git_refuses_a_range_with_a_merge_commit(project, tmp_path):
+    """A merge in RANGE (a branch that merged another, with a conflict resolved in the merge)
+    was skipped without a word: the resolution's changes were in no patch, and the series
+    imported did not give the branch's files. Now the range is refused naming the merge,
+    nothing written."""
+    root = project
+    fork = upstream_checkout(tmp_path, "fork")
+    git(fork, "checkout", "-q", "-b", "fixes")
+    (fork / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+    git(fork, "commit", "-qam", "Fix line three")
+    git(fork, "checkout", "-q", "-b", "side", "main")
+    (fork / "pkg" / "b.py").write_bytes(b"x = 1\ny = 20\nz = 3\n")
+    git(fork, "commit", "-qam", "Side fix")
+    git(fork, "checkout", "-q", "fixes")
+    git(fork, "merge", "-q", "--no-commit", "--no-ff", "side")
+    (fork / "pkg" / "b.py").write_bytes(b"x = 1\ny = 21\nz = 3\n")  # changed in the merge
+    git(fork, "commit", "-qam", "Merge side")
+    merge = git(fork, "rev-parse", "HEAD").strip()
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    assert run.rc == 2 and f"merge commit {merge[:12]}" in run.err, run.err
+    assert tree_bytes(root / "series") == before

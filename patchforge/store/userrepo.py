@@ -46,7 +46,8 @@ def _mode(blob) -> str:
 
 
 def read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
-    """The non-merge commits of RANGE in REPO_DIR, oldest first, with their file contents.
+    """The commits of RANGE in REPO_DIR, oldest first, with their file contents (a range with
+    a merge commit is refused).
 
     Renames are reported as a deletion plus an addition (rename detection off), so that the
     patch made from them never depends on a similarity heuristic.
@@ -58,10 +59,24 @@ def read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise UsageError(f"{repo_dir} is not a git repository") from None
     try:
-        commits = list(repo.iter_commits(rev_range, reverse=True, no_merges=True))
+        commits = list(repo.iter_commits(rev_range, reverse=True))
     except git.GitCommandError as exc:
         raise UsageError(f"cannot read {rev_range!r} in {repo_dir}: "
                          f"{(exc.stderr or '').strip()}") from None
+    merges = [c for c in commits if len(c.parents) > 1]
+    if merges:
+        summary = merges[0].summary
+        if isinstance(summary, bytes):
+            summary = summary.decode("utf-8", "replace")
+        # A merge has no one diff to carry: what it changes (a conflict resolved, an edit made
+        # in it) would be in no patch, and the commits it brings in from the other side would
+        # be imported as fixes. The series is a line; so must the range be.
+        raise UsageError(f"{rev_range} in {repo_dir} holds merge commit "
+                         f"{merges[0].hexsha[:12]} ({summary})"
+                         + (f" and {len(merges) - 1} more" if len(merges) > 1 else "")
+                         + ": a series is a line of fixes",
+                         hint="linearize the branch first (`git rebase` onto the range's start), "
+                              "or name a range without merges")
     out = []
     for commit in commits:
         parent = commit.parents[0] if commit.parents else git.NULL_TREE
