@@ -529,3 +529,16 @@ def test_malformed_patch_names_file_and_line(project):
     (root / "series/up/one.patch").write_bytes(evil)
     run = run_cli(root, "list")
     assert run.rc == 2 and "one.patch:" in run.err
+
+
+@pytest.mark.parametrize("value", ["2024-13-45", "2024-01-01\nBcc: someone", "yesterday"])
+def test_a_patchforge_date_that_is_not_a_date_is_refused_before_anything_is_written(
+        project, monkeypatch, value):
+    """PATCHFORGE_DATE goes into Last-Update as it is: before, `new` wrote `2024-13-45`, or a
+    second header line from a value with a newline, into the patch file. Now it is refused,
+    exit 2, naming the variable, and nothing is written."""
+    monkeypatch.setenv("PATCHFORGE_DATE", value)
+    before = tree_bytes(project / "series")
+    run = run_cli(project, "new", "fix-date")
+    assert run.rc == 2 and "PATCHFORGE_DATE=" in run.err and "is not a date" in run.err, run.err
+    assert tree_bytes(project / "series") == before

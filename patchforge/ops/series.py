@@ -36,8 +36,18 @@ _CONFLICT_MARKER = __import__("re").compile(rb"^(<<<<<<<|>>>>>>>)( |$)", __impor
 
 
 def today() -> str:
-    fixed = os.environ.get("PATCHFORGE_DATE")  # reproducible output in tests and golden files
-    return fixed or _dt.date.today().isoformat()
+    """The Last-Update date: `$PATCHFORGE_DATE` (reproducible output in tests and golden
+    files), checked, since it is written into patch headers as it is; else today."""
+    fixed = os.environ.get("PATCHFORGE_DATE")
+    if not fixed:
+        return _dt.date.today().isoformat()
+    try:
+        if len(fixed) == 10 and _dt.date.fromisoformat(fixed).isoformat() == fixed:
+            return fixed
+    except ValueError:
+        pass
+    raise UsageError(f"PATCHFORGE_DATE={fixed!r} is not a date (YYYY-MM-DD)",
+                     hint="unset it to use today's date")
 
 
 def default_author() -> str:
