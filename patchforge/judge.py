@@ -162,6 +162,16 @@ def _post_image_there(fp, current: bytes | None) -> bool:
     return all(o.status in ("exact", "offset") for o in outcomes)
 
 
+class _FilePatches:
+    """Some of a patch's file patches, as apply_series walks a patch (`file_patches`, the patch
+    file's `source` for its messages): the old series brought up to date for one file."""
+
+    def __init__(self, position: int, name: str, patch, file_patches: list) -> None:
+        self.position = position
+        self.file_patches = file_patches
+        self.source = getattr(patch, "source", name)
+
+
 class SeriesJudge:
     """The one judge of a series on a target, used by `status`, `rebase` and `pr`.
 
@@ -180,7 +190,8 @@ class SeriesJudge:
                  old_commit: str | None = None, history=None,
                  labels: tuple[str, str, str] = DEFAULT_LABELS,
                  stop_files: bool = True, fetched: bool = False,
-                 renames: tuple[set[str], Callable[[], dict[str, str]]] | None = None) -> None:
+                 renames: tuple[set[str], Callable[[], dict[str, str]]] | None = None,
+                 lazy_old: bool = False) -> None:
         from patchforge.apply.series import SeriesState
 
         self.store = store
@@ -222,6 +233,15 @@ class SeriesJudge:
         # all of them (by a second thread, while this one judges), instead of for each path
         # when a patch first meets it gone.
         self.renames = renames
+        # Whether the old series is brought up to date file by file, when a file of it is
+        # asked for (`old_file`, `old_mode`: a 3-way merge's base), instead of every file at
+        # every patch: a caller that only reads the judgements (status) merges a few files of
+        # the series, and a rebase reads `old` whole. (path -> the patches passed that touch
+        # it, in order, with their position; path -> how many of those `old` holds.)
+        self.lazy_old = lazy_old
+        self._old_pending: dict[str, list[tuple[int, str, object, object]]] = {}
+        self._old_done: dict[str, int] = {}
+        self._old_passed = 0
 
     def prefetch(self, patches) -> None:
         """Read every file the patches touch, on the base, on the old series' side (the same
@@ -281,7 +301,15 @@ class SeriesJudge:
             found = self.store.entry(self.old_commit, p)
             return found[0] if found else None
 
+        self._old_catch_up(path)
         return self.old.mode(path, base_mode)
+
+    def old_file(self, path: str) -> bytes | None:
+        """The file at `path` in the old series before the patch being judged."""
+        self._old_catch_up(path)
+        if path in self.old.current:
+            return self.old.current[path]
+        return self.store.read_blob(self.old_commit, path)
 
     def exists(self, path: str) -> bool:
         return self.read_current(path) is not None
@@ -323,9 +351,48 @@ class SeriesJudge:
     def pass_old(self, patches) -> None:
         """Walk the old series over `patches` without judging them (a rebase resuming after
         them)."""
+        from patchforge.apply.series import apply_series, refuse_zero_context
+
+        patches = list(patches)
+        if self.lazy_old and any(fp.old_path != fp.new_path and None not in (fp.old_path,
+                                                                             fp.new_path)
+                                 for _, patch in patches for fp in patch.file_patches):
+            # A rename or a copy carries a file's content to another path: from here on the
+            # whole old series is walked at each patch, every file brought up to date first.
+            for path in list(self._old_pending):
+                self._old_catch_up(path)
+            self.lazy_old = False
+        if not self.lazy_old:
+            apply_series(self._read_base, patches, strict=False, state=self.old,
+                         apply=self.applications)
+            return
+        for name, patch in patches:
+            for fp in patch.file_patches:
+                # Refused as the walk would refuse it, when the patch is passed.
+                refuse_zero_context(name, patch, fp)
+                for path in {fp.old_path, fp.new_path} - {None}:
+                    self._old_pending.setdefault(path, []).append(
+                        (self._old_passed, name, patch, fp))
+            self._old_passed += 1
+
+    def _old_catch_up(self, path: str) -> None:
+        """`old` at `path` brought up to date (lazy_old): the file patches passed since that
+        touch it, applied in order as apply_series would (without a rename or a copy, what
+        one file becomes depends on its own file patches alone)."""
         from patchforge.apply.series import apply_series
 
-        apply_series(self._read_base, list(patches), strict=False, state=self.old,
+        pending = self._old_pending.get(path, [])
+        done = self._old_done.get(path, 0)
+        if done == len(pending):
+            return
+        self._old_done[path] = len(pending)
+        parts: list = []  # (name, _FilePatches): what apply_series reads of a PatchFile
+        for position, name, patch, fp in pending[done:]:
+            if parts and parts[-1][1].position == position:
+                parts[-1][1].file_patches.append(fp)
+            else:
+                parts.append((name, _FilePatches(position, name, patch, [fp])))
+        apply_series(self._read_base, parts, strict=False, state=self.old,
                      apply=self.applications)
 
     def _read_base(self, paths):
@@ -395,8 +462,7 @@ class SeriesJudge:
                 source = fp.source_path
                 current = self.read_current(source)
                 assert current is not None
-                base = self.old.current[source] if source in self.old.current \
-                    else self.store.read_blob(self.old_commit, source)
+                base = self.old_file(source)
                 theirs = self.applications(base, fp, max_fuzz=2)
                 if theirs.ok and theirs.content is not None:
                     key = (base or b"", current, theirs.content)
@@ -456,8 +522,7 @@ class SeriesJudge:
             path_after = fp_target.new_path if fp_target.new_path is not None \
                 else fp_target.old_path
             current = None if fp.is_new else self.read_current(moved)
-            base = self.old.current[source] if source in self.old.current \
-                else self.store.read_blob(self.old_commit, source)
+            base = self.old_file(source)
             before[path_after] = self.read_current(path_after)
             if fp_target.old_path and fp_target.old_path != path_after:
                 sources[path_after] = (fp_target.old_path, current)
@@ -594,17 +659,48 @@ def read_history(store: UpstreamStore, target: Target) -> bytes | None:
 
 
 def series_history_index(store: UpstreamStore, target: Target, walk: Callable[[], bytes | None],
-                         patches) -> "HistoryIndex | None":
+                         patches, squash: SquashPaths | None = None) -> "HistoryIndex | None":
     """HistoryIndex of the series' files from the history `walk()` returns (read_history's),
     None without history; with the diffs the squash check (series_landings) asks for read
-    already, so that a second thread can make them while the first judges."""
-    changes = walk()
-    if changes is None:
-        return None
-    index = HistoryIndex(store, target, sorted({p for _, patch in patches for p in patch.paths}),
-                         changes=changes)
-    index.diffs(_squash_candidate_paths(patches, index))
+    already, so that a second thread can make them while the first judges. `squash` is told
+    the squash check's files as soon as they are known, before those diffs are read."""
+    try:
+        changes = walk()
+        if changes is None:
+            return None
+        index = HistoryIndex(store, target,
+                             sorted({p for _, patch in patches for p in patch.paths}),
+                             changes=changes)
+        paths = _squash_candidate_paths(patches, index)
+        if squash is not None:
+            squash.found(paths)
+    finally:
+        if squash is not None:
+            squash.found(None)  # no history, or an error: nothing is known (the first word stays)
+    index.diffs(paths)
     return index
+
+
+class SquashPaths:
+    """The files of the squash check's candidate runs (`_squash_candidate_paths`), told by the
+    thread that reads the history (series_history_index) once the log is read, before their
+    diffs are: the thread judging waits for that word (`wait()`), not for the diffs, to know
+    whether an old series walk for the squash check is worth making meanwhile."""
+
+    def __init__(self) -> None:
+        self._paths: list[str] | None = None
+        self._told = threading.Event()
+
+    def found(self, paths: list[str] | None) -> None:
+        """`paths`, or None when nothing is known (no history, an error): the first word
+        counts."""
+        if not self._told.is_set():
+            self._paths = paths
+            self._told.set()
+
+    def wait(self) -> list[str] | None:
+        self._told.wait()
+        return self._paths
 
 
 def _history(store: UpstreamStore, target: Target) -> bool:
@@ -666,14 +762,17 @@ class LazyHistory:
     (`patches`, in order, and `read_base(paths)` for the base's files) it also answers for runs
     of consecutive patches (series_landings), computed once, on the first question."""
 
-    def __init__(self, get_index, patches=None, read_base=None, ready=None) -> None:
+    def __init__(self, get_index, patches=None, read_base=None, ready=None,
+                 squash: SquashPaths | None = None) -> None:
         self._get_index = get_index
         self._patches = patches
         self._read_base = read_base
         # ready() -> whether get_index() would answer at once (the index is read on another
         # thread): until then, a question walks the old series the squash check needs
-        # (old_series_walk) instead of waiting idle.
+        # (old_series_walk) instead of waiting idle; unless `squash` (a SquashPaths) says that
+        # the check has no run of patches to look at (it says so before the diffs are read).
         self._ready = ready
+        self._squash = squash
         self._walked: tuple[dict, list, list] | None = None
         self._series: dict[str, tuple[str, int, int]] | None = None
         # How the squash check applies a patch to a file: the judge's remembered applications
@@ -683,7 +782,8 @@ class LazyHistory:
 
     def _index(self):
         if self._ready is not None and self._walked is None and not self._ready() and \
-                self._read_base is not None and len(self._patches or []) >= 2:
+                self._read_base is not None and len(self._patches or []) >= 2 and \
+                (self._squash is None or self._squash.wait() != []):
             # Its applications are the judge's own walk's (remembered): none is wasted.
             self._walked = old_series_walk(self._patches, self._read_base, self.applications)
         return self._get_index()

@@ -835,3 +835,79 @@ def test_squash_merged_series_is_upstreamed_whole(stack, upstream, monkeypatch, 
     assert found["one.patch"].landed_in == squash
     assert "cumulative change of patches 1-2" in evidence_text(found["one.patch"])
     assert len(walks) == 1  # walked once, early or late
+
+
+def test_the_old_series_walked_file_by_file_is_the_whole_walk(tmp_path):
+    """status walks the old series (the 3-way merges' base) only for the files a merge asks
+    for, when it asks (SeriesJudge lazy_old): on random series of edits, creations,
+    deletions, mode changes and file patches that no longer apply, each file and mode the
+    judge asks for at random times, and every one after the last patch, is what the walk of
+    every file at every patch gives; so after a rename, from which the whole series is
+    walked."""
+    import random
+
+    from helpers.git import commit_files
+
+    from patchforge.apply.diffparse import parse_diff
+    from patchforge.judge import SeriesJudge, Target
+    from patchforge.store.diff import FileChange, make_diff
+    from patchforge.store.gitstore import UpstreamStore
+
+    class Patch:
+        def __init__(self, diff: bytes) -> None:
+            self.file_patches = parse_diff(diff, source="<test>")
+            self.source = "<test>"
+
+    rng = random.Random(3)
+    names = ["a.py", "b.py", "c.py", "d.py"]
+
+    def text() -> bytes:
+        return b"".join(b"line %d\n" % rng.randrange(30) for _ in range(rng.randrange(4, 12)))
+
+    repo = tmp_path / "up"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    base = commit_files(repo, {name: text() for name in names[:3]}, "base")
+    store = UpstreamStore(repo / ".git")
+    try:
+        renamed = 0
+        for rounds in range(40):
+            files = {name: store.read_blob(base, name) for name in names}
+            modes = dict.fromkeys(names, "100644")
+            series = []
+            for k in range(rng.randrange(1, 9) if rounds % 3 != 2 else 6):
+                changes = []
+                for name in rng.sample(names, rng.randrange(1, 3)):
+                    old, new = files[name], text() if rng.random() < 0.8 else None
+                    if old is None and new is None:
+                        continue
+                    mode = "100755" if rng.random() < 0.2 and new is not None else modes[name]
+                    stale = old is not None and new is not None and rng.random() < 0.2
+                    changes.append(FileChange(name if old is not None else None,
+                                              name if new is not None else None,
+                                              text() if stale else old, new,
+                                              modes[name], mode))
+                    if not stale:
+                        files[name], modes[name] = new, mode
+                if rounds % 3 == 2 and k == 2 and files["a.py"] is not None \
+                        and files["d.py"] is None:
+                    changes = [FileChange("a.py", "d.py", files["a.py"], files["a.py"])]
+                    files["d.py"], files["a.py"] = files["a.py"], None
+                    renamed += 1
+                if changes:
+                    series.append((f"p{k}", Patch(make_diff(changes))))
+            target = Target("up", base, base, base, None)
+            whole = SeriesJudge(store, target)
+            lazy = SeriesJudge(store, target, lazy_old=True)
+            for name, patch in series:
+                whole.pass_old([(name, patch)])
+                lazy.pass_old([(name, patch)])
+                for path in rng.sample(names, rng.randrange(0, 3)):
+                    assert lazy.old_file(path) == whole.old_file(path), (rounds, name, path)
+                    assert lazy.old_mode(path) == whole.old_mode(path), (rounds, name, path)
+            for path in names:
+                assert lazy.old_file(path) == whole.old_file(path), (rounds, path)
+                assert lazy.old_mode(path) == whole.old_mode(path), (rounds, path)
+        assert renamed >= 3  # (the seed gives 3)
+    finally:
+        store.close()

@@ -138,13 +138,8 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
         outcome = PatchOutcome(name)
         for fp in patch.file_patches:
             source_file = getattr(patch, "source", name)
-            if fp.has_zero_context and not allow_zero_context:
-                # Without context a hunk can land anywhere; GNU patch and git apply refuse such
-                # hunks unless told otherwise, and so do we.
-                hunk = next(h for h in fp.hunks if h.zero_context)
-                raise InputError(f"patch {name}: a hunk of {fp.path} has no context lines",
-                                 path=source_file, line=hunk.line_no,
-                                 hint="regenerate the diff with context (git diff -U3)")
+            if not allow_zero_context:
+                refuse_zero_context(name, patch, fp)
             source = fp.old_path if fp.old_path is not None else fp.new_path
             assert source is not None  # a file patch has at least one side
             old = None if fp.is_new else state.current.get(source)
@@ -175,6 +170,17 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
             state.touched_by.setdefault(target, []).append(name)
         state.outcomes.append(outcome)
     return state
+
+
+def refuse_zero_context(name: str, patch, fp) -> None:
+    """InputError, naming the patch file and the hunk's line, for a file patch with a hunk
+    without context: it can land anywhere, and GNU patch and git apply refuse such hunks
+    unless told otherwise, and so do we."""
+    if fp.has_zero_context:
+        hunk = next(h for h in fp.hunks if h.zero_context)
+        raise InputError(f"patch {name}: a hunk of {fp.path} has no context lines",
+                         path=getattr(patch, "source", name), line=hunk.line_no,
+                         hint="regenerate the diff with context (git diff -U3)")
 
 
 def _carry_mode(state: SeriesState, fp, source: str, target: str) -> None:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from patchforge.background import Background
 from patchforge.forwarded import drop_when, forwarded_info, lookup_forwarded
-from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
-                              read_history, series_history_index, where_landed)
+from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, SquashPaths, Target,
+                              _patch_paths, read_history, series_history_index, where_landed)
 from patchforge.model.record import field, record
 
 if TYPE_CHECKING:
@@ -84,9 +84,10 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
             patches = series[upstream]
             # The index of that history (and the diffs the squash check reads) is made on the
             # second thread too.
+            squash = SquashPaths()
             history = threads.enter_context(
                 Background(series_history_index, store, target, walks[upstream].result,
-                           patches)) \
+                           patches, squash)) \
                 if upstream in walks and any(patch.paths for _, patch in patches) else None
             # Which of the series' files upstream renamed (git's rename detection over the
             # whole tree, a git process) is asked on the second thread too, once for all of
@@ -97,14 +98,15 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                 Background(store.renames, target.base_commit, target.commit, paths)) \
                 if target.base_commit != target.commit and paths else None
             # A stop is reported, not put in a worktree: its first conflicting file decides it.
+            # Only the files a 3-way merge needs of the old series are walked (lazy_old).
             judge = SeriesJudge(store, target, stop_files=False,
                                 history=LazyHistory(history.result, patches,
                                                     lambda paths: store.read_blobs(
                                                         target.base_commit, paths),
-                                                    ready=history.done)
+                                                    ready=history.done, squash=squash)
                                 if history is not None else None,
                                 renames=(set(paths), renames.result)
-                                if renames is not None else None)
+                                if renames is not None else None, lazy_old=True)
             # The series' files are read by a second thread too, in series order, while this
             # one judges (the missing ones fetched first, all together).
             threads.enter_context(judge.reading_ahead(patches))
