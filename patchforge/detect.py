@@ -96,8 +96,13 @@ def _normalized(lines: list[bytes]) -> bytes:
 
 def _kinds(hunk) -> list[bytes]:
     """line_kind() of each body line of `hunk`, written out (no call per line): landed
-    detection runs it over every line of every hunk it judges."""
-    return [line[:1] if line not in (b"\n", b"") else b" " for line in hunk.lines]
+    detection runs it over every line of every hunk it judges, twice (assess_file, contained).
+    Kept in the hunk's __dict__, as Hunk.old_lines is; callers must not modify the list."""
+    found = hunk.__dict__.get("_kinds")
+    if found is None:
+        found = hunk.__dict__["_kinds"] = [line[:1] if line not in (b"\n", b"") else b" "
+                                           for line in hunk.lines]
+    return found
 
 
 def _changed_side(hunk, kind: bytes, kinds: list[bytes]) -> bytes:

@@ -1023,19 +1023,25 @@ def _runs_that_can_land(runs: dict[tuple[int, int], list[str]], added: dict,
                 first.setdefault(line, k)
 
     kept = {}
+    made: dict[tuple[int, str, int], set[bytes]] = {}  # (k, path, i) -> fresh[path]
     for (i, j), commits in runs.items():
         fresh: dict[str, set[bytes]] = {}
         for k in range(j, i - 1, -1):  # the last patch of the run on each file first
             for path, lines in added[k].items():
                 if path not in fresh:
-                    if path not in base_lines:
-                        content = base_files.get(path)
-                        base_lines[path] = frozenset(
-                            content.translate(None, inside_lines).split(b"\n") if content
-                            else ())
-                    base, first = base_lines[path], first_added[path]
-                    fresh[path] = {line for line in lines
-                                   if line not in base and first[line] >= i and line}
+                    # The same for every run from i whose last patch on the file is k (runs
+                    # from one patch end at up to MAX_SERIES_RUN places): made once.
+                    found = made.get((k, path, i))
+                    if found is None:
+                        if path not in base_lines:
+                            content = base_files.get(path)
+                            base_lines[path] = frozenset(
+                                content.translate(None, inside_lines).split(b"\n") if content
+                                else ())
+                        base, first = base_lines[path], first_added[path]
+                        found = made[k, path, i] = {line for line in lines if line not in base
+                                                    and first[line] >= i and line}
+                    fresh[path] = found
         if any(all(lines <= index.added_lines(commit, path) for path, lines in fresh.items())
                for commit in commits):
             kept[i, j] = commits

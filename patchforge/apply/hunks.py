@@ -142,8 +142,10 @@ class ReversedHunk:
         return self._hunk.old_lines()
 
 
-def _fuzzed(h: Hunk | ReversedHunk,
-            fuzz: int) -> tuple[int, list[bytes], list[bytes], str | None] | None:
+_Cut = tuple[int, list[bytes], list[bytes], str | None]
+
+
+def _fuzzed(h: Hunk | ReversedHunk, fuzz: int) -> _Cut | None:
     """The hunk at fuzz level `fuzz`, the way GNU patch reduces it: (lines dropped at the top,
     pre-image, post-image, anchor). None when this level adds nothing or leaves nothing to match.
 
@@ -151,7 +153,19 @@ def _fuzzed(h: Hunk | ReversedHunk,
     file there; GNU patch then only matches at that end ("start", "end", or "whole" for both),
     until the fuzz level makes up the difference. Doing the same keeps a hunk written for the top
     of a file from landing on a look-alike further down.
+
+    Kept per hunk and level in the hunk's __dict__ (a reversed hunk's in its hunk's, under
+    another key), as Hunk.old_lines is: a series' walks apply each hunk many times, at each
+    level. Callers must not modify the lists.
     """
+    owner, key = (h._hunk, "_reverse_cuts") if isinstance(h, ReversedHunk) else (h, "_cuts")
+    cuts: dict[int, _Cut | None] = owner.__dict__.setdefault(key, {})
+    if fuzz not in cuts:
+        cuts[fuzz] = _cut(h, fuzz)
+    return cuts[fuzz]
+
+
+def _cut(h: Hunk | ReversedHunk, fuzz: int) -> _Cut | None:
     lead, trail = h.leading_context, h.trailing_context
     context = max(lead, trail)
     if fuzz > context:

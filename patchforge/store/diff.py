@@ -351,12 +351,14 @@ def merge_can_give_ours(base: bytes, ours: bytes, theirs: bytes) -> bool:
     that gives `ours` back has every new line of `theirs` in `ours`. Lines are compared
     without their end of line, which only lets more cases through to the merge itself.
     True says nothing: only `merge_file` tells."""
-    seen = set(base.split(b"\n"))
-    new_lines = [line for line in theirs.split(b"\n") if line not in seen]
+    # Set operations (C loops), not a test per line: this runs for every file landed
+    # detection may merge, and files of a few thousand lines are common.
+    new_lines = set(theirs.split(b"\n"))
+    new_lines.difference_update(base.split(b"\n"))
     if not new_lines:
         return True
-    have = set(ours.split(b"\n"))
-    return all(line in have for line in new_lines)
+    new_lines.difference_update(ours.split(b"\n"))
+    return not new_lines
 
 
 def _mode_changed(c: FileChange) -> bool:
