@@ -710,11 +710,13 @@ class Rebase:
         entry.position += 1
 
     # --- the write-out ------------------------------------------------------------------------
-    def _plan(self) -> list[tuple[str, bytes | None, str | None]]:
+    def _plan(self, read: dict[str, bytes] | None = None) -> list[tuple[str, bytes | None,
+                                                                       str | None]]:
         """Every project file the rebase changes, in write order: (path from the root, new bytes
         or None to delete, the staged name of those bytes). Set-aside copies come before the
         series stops listing a patch and the old files go last, so no prefix of the plan ever
-        loses a patch."""
+        loses a patch. The patch files read to compare go into `read` (path -> bytes): the
+        journal keeps those as the originals without reading them again."""
         from patchforge.formats.lockfile import lock_to_json  # the write-out only
 
         project = self.project
@@ -730,8 +732,12 @@ class Rebase:
                 data = self.journal.staged_bytes(staged)
                 if result.destination == "series":
                     kept.append(name)
-                    if data != project.read_patch_bytes(upstream, name):
-                        writes.append((f"series/{upstream}/{name}", data, staged))
+                    rel = f"series/{upstream}/{name}"
+                    current = project.read_patch_bytes(upstream, name)
+                    if read is not None:
+                        read[rel] = current
+                    if data != current:
+                        writes.append((rel, data, staged))
                     continue
                 aside = self._free_name(upstream, result.destination, name, data)
                 writes.append((f"series/{upstream}/{result.destination}/{aside}", data, staged))
@@ -754,7 +760,8 @@ class Rebase:
         run = self._run_record
         overlays = None
         if run.phase != "committing":
-            writes = self._plan()
+            read: dict[str, bytes] = {}
+            writes = self._plan(read)
             if project.overlays_dir.exists():
                 from patchforge.overlay import build_overlays
 
@@ -768,7 +775,8 @@ class Rebase:
                              else base64.b64encode(content).decode())
                     for rel, content, staged in writes]
             journal.save_originals(project.root, [rel for rel, _, _ in writes] + [
-                path.relative_to(project.root).as_posix() for path in _ledger_paths(project)])
+                path.relative_to(project.root).as_posix() for path in _ledger_paths(project)],
+                read=read)
             run.overlays_saved = journal.save_tree("overlays", project.overlays_dir)
             run.phase, run.plan, run.summary = "committing", plan, summary
             journal.save()

@@ -205,14 +205,18 @@ class Journal:
             self._saved.update(self._pending)
         self._pending = {}
 
-    def save_originals(self, root: Path, rels: list[str]) -> None:
+    def save_originals(self, root: Path, rels: list[str], *,
+                       read: dict[str, bytes] | None = None) -> None:
         """Keep the project files the write-out will change (or their absence), all in one
-        atomic write: `originals.json`, path -> base64 of the bytes or null."""
+        atomic write: `originals.json`, path -> base64 of the bytes or null. `read` holds
+        those the caller has just read (path -> bytes): they are not read again."""
         originals = {}
         for rel in rels:
-            source = Path(root) / rel
-            originals[rel] = base64.b64encode(source.read_bytes()).decode() \
-                if source.exists() else None
+            data = (read or {}).get(rel)
+            if data is None:
+                source = Path(root) / rel
+                data = source.read_bytes() if source.exists() else None
+            originals[rel] = base64.b64encode(data).decode() if data is not None else None
         atomic_write(self.dir / "originals.json",
                      (json.dumps(originals, sort_keys=True) + "\n").encode())
 
