@@ -69,6 +69,8 @@ class UpstreamState:
 
     def describe(self) -> str:
         where = f" (worktree {self.worktree})" if self.worktree is not None else ""
+        if self.kind == EDITING and self.patch is None:
+            return f"{self.upstream}: a patch is being edited, but {self.detail}{where}"
         if self.kind == EDITING:
             return f"{self.upstream}: {self.patch} is being edited{where}"
         if self.kind == STOPPED:
@@ -83,6 +85,8 @@ class UpstreamState:
         return f"{self.upstream}: idle"
 
     def next_step(self) -> str:
+        if self.kind == EDITING and self.patch is None:
+            return UNREADABLE_EDIT_HINT
         if self.kind == EDITING:
             return (f"`patchforge refresh` writes the change into {self.patch}; "
                     "`patchforge edit --close` then ends the edit")
@@ -96,6 +100,22 @@ class UpstreamState:
             return ("fix the files in the worktree, then `patchforge bring-back --continue`; "
                     "or `patchforge bring-back --abort` (the fix stays in skipped/)")
         return ""
+
+
+# The way out of an edit whose state file cannot be read.
+UNREADABLE_EDIT_HINT = ("`patchforge edit --close --discard` ends the edit (copy anything you "
+                        "still need out of its worktree first)")
+
+
+def _patch_name(value: object) -> bool:
+    """Whether a state file's `patch` is a name a series can hold."""
+    from patchforge.names import check_patch_name
+
+    try:
+        check_patch_name(value)
+    except ValueError:
+        return False
+    return True
 
 
 def journal_path(project: Project) -> Path:
@@ -142,9 +162,16 @@ def read_states(project: Project) -> dict[str, UpstreamState]:
         path = editing_path(project, upstream)
         try:
             edit = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError):
+        except FileNotFoundError:
             edit = None
-        if isinstance(edit, dict) and edit.get("patch") and edit.get("bring_back"):
+        except (OSError, ValueError):
+            edit = {}
+        if edit is not None and not (isinstance(edit, dict) and _patch_name(edit.get("patch"))):
+            # An edit is open, but its state file cannot be read: never taken for idle (a
+            # rebase or a new edit would take its worktree); `edit --close --discard` ends it.
+            states[upstream] = UpstreamState(upstream, EDITING, None, project.work_dir(upstream),
+                                             f"its state file {path} cannot be read")
+        elif isinstance(edit, dict) and edit.get("bring_back"):
             states[upstream] = UpstreamState(upstream, BRINGING, edit["patch"],
                                              project.work_dir(upstream),
                                              str(edit.get("message") or ""))

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.apply.series import apply_series
-from patchforge.errors import ApplyError, PatchforgeError, UsageError
+from patchforge.errors import ApplyError, InputError, PatchforgeError, UsageError
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.model.record import record
 from patchforge.stack import (LEDGER_WRITERS, refuse_creation_collisions, refuse_symlinked_paths,
@@ -375,8 +375,29 @@ def state_file(project: Project, upstream: str) -> Path:
 
 
 def editing(project: Project, upstream: str) -> dict | None:
+    """The open edit's state ({"patch", "base", ...}), None when nothing is edited. A state
+    file that cannot be read (cut short, edited by hand, naming a patch no series can hold)
+    is an InputError naming it, whose way out, `edit --close --discard`, never reads it."""
+    from patchforge.names import check_patch_name
+    from patchforge.state import UNREADABLE_EDIT_HINT
+
     path = state_file(project, upstream)
-    return json.loads(path.read_text()) if path.exists() else None
+    try:
+        state = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        state = None
+    try:
+        if isinstance(state, dict) and isinstance(state.get("base"), str) \
+                and isinstance(state.get("patch"), str):
+            check_patch_name(state["patch"])
+            return state
+    except ValueError:
+        pass
+    raise InputError("the open edit's state cannot be read", path=str(path),
+                     hint=UNREADABLE_EDIT_HINT)
+
 
 
 class _FilePatches:

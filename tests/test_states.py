@@ -409,3 +409,26 @@ def test_an_edit_whose_patch_left_the_series_by_hand_keeps_its_unrefreshed_chang
     (series_dir / f"{name}.patch").rename(series_dir / "fix-z.patch")
     (series_dir / "series").write_text("fix-z.patch\n")
     project.cli("edit", "--close")
+
+
+@pytest.mark.parametrize("damage", [b'{"patch": ', b"[]", b'{"patch": "../../x.patch", "base": "0"}'])
+def test_a_damaged_edit_state_is_a_clear_error_and_discarding_always_works(project, damage):
+    """The open edit's state file (.patchforge/work/<upstream>.json) cut short or edited by
+    hand: before, refresh, edit and even `edit --close --discard` ended in an internal error
+    (exit 70) with no way out but deleting files by hand, while the project counted as idle, so
+    `rebase --to` would take the worktree. Now every command names the file (exit 2), the
+    project counts as editing, and `edit --close --discard` ends the edit."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -30\n\n"}))
+    state = project.root / ".patchforge" / "work" / "up.json"
+    state.write_bytes(damage)
+    for command in (("refresh",), ("edit", "fix-a"), ("edit", "--close"),
+                    ("rebase", "--to", f"up={project.up.base}")):
+        code, _, err = project.cli(*command, expect=None)
+        assert code == 2 and str(state) in err, (command, code, err)
+    _, _, err = project.cli("status")
+    assert "being edited" in err
+    project.cli("edit", "--close", "--discard")
+    assert not state.exists() and not project.work.exists()
+    project.cli("edit", "fix-a")

@@ -17,7 +17,7 @@ from patchforge.apply.series import apply_series, patch_profiles_of, unknown_pro
 from patchforge.model.record import record
 from patchforge.names import check_patch_name
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
-from patchforge.errors import ConflictStop, PatchforgeError, UsageError
+from patchforge.errors import ConflictStop, InputError, PatchforgeError, UsageError
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.project import patch_file_name
@@ -165,8 +165,18 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
 
 def close_open_edit(project: Project, store: UpstreamStore, name: str | None = None, *,
                     discard: bool = False) -> dict:
-    """`edit --close [--discard]`: end the open edit (of NAME's upstream, or the only one)."""
-    upstream, file_name, _ = _edited_patch(project, name)
+    """`edit --close [--discard]`: end the open edit (of NAME's upstream, or the only one).
+    Discarding also ends an edit whose state file cannot be read, without reading it."""
+    try:
+        upstream, file_name, _ = _edited_patch(project, name)
+    except InputError:
+        from patchforge.state import EDITING, read_states
+
+        unreadable = [s.upstream for s in read_states(project).values()
+                      if s.kind == EDITING and s.patch is None]
+        if not discard or len(unreadable) != 1:
+            raise
+        upstream, file_name = unreadable[0], "(its state file could not be read)"
     close_edit(project, store, upstream, discard=discard)
     return {"upstream": upstream, "name": file_name, "discarded": discard}
 
