@@ -219,6 +219,40 @@ def _overlay_states(env, tmp_path, monkeypatch):
     return prepared, old_overlays, new_overlays
 
 
+@pytest.mark.parametrize("step", STEPS)
+def test_a_batch_of_atomic_writes_keeps_modes_and_fails_whole(tmp_path, monkeypatch, step):
+    """atomic_write_many: each file replaced keeps its own mode (a new one gets 0644, whatever
+    the umask), the bytes are the new ones, and nothing else is left in the directory; a write
+    step that fails (EIO) leaves every file as it was and removes the temporary files."""
+    from patchforge.fsutil import atomic_write_many
+
+    old = {"run.sh": (b"echo old\n", 0o755), "secret.txt": (b"s0\n", 0o600)}
+    for name, (data, mode) in old.items():
+        (tmp_path / name).write_bytes(data)
+        os.chmod(tmp_path / name, mode)
+    new = {"run.sh": b"echo new\n", "secret.txt": b"s1\n", "fresh.patch": b"x" * 70000}
+    monkeypatch.setenv("PATCHFORGE_FAULT", f"{step}:2")
+    monkeypatch.setenv("PATCHFORGE_FAULT_MODE", "raise")
+    with pytest.raises(OSError, match="injected fault"):
+        atomic_write_many([(tmp_path / name, data) for name, data in new.items()])
+    assert sorted(os.listdir(tmp_path)) == sorted(old)
+    for name, (data, mode) in old.items():  # a rename that failed: the first is new, whole
+        got = (tmp_path / name).read_bytes()
+        assert got == data or (step == "rename" and got == new[name])
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+    monkeypatch.delenv("PATCHFORGE_FAULT")
+    old_umask = os.umask(0o077)
+    try:
+        atomic_write_many([(tmp_path / name, data) for name, data in new.items()])
+    finally:
+        os.umask(old_umask)
+    assert sorted(os.listdir(tmp_path)) == sorted(new)
+    for name, data in new.items():
+        assert (tmp_path / name).read_bytes() == data
+    modes = {name: (tmp_path / name).stat().st_mode & 0o7777 for name in new}
+    assert modes == {"run.sh": 0o755, "secret.txt": 0o600, "fresh.patch": 0o644}
+
+
 @pytest.mark.parametrize("kill_point", ["staging-partial", "between-renames", "before-cleanup"])
 def test_overlays_swap_interrupted_is_recovered(env, tmp_path, monkeypatch, kill_point):
     prepared, old_overlays, new_overlays = _overlay_states(env, tmp_path, monkeypatch)

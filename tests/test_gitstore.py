@@ -669,6 +669,20 @@ def test_range_diff_of_imported_chains_leaves_the_store_alone(store, merge_base)
     assert not importer._tmp.exists()  # the scratch repository is gone
 
 
+def test_a_content_handed_over_twice_is_one_blob(store, merge_base, tmp_path):
+    """The same bytes object handed over twice (the old chain's and the new chain's content of
+    a patch that met its file unchanged) and an equal copy are one blob, git's id for it."""
+    data = _edit(store.read_blob(merge_base, "m/a.py"), 7, b"x\n")
+    (tmp_path / "a.py").write_bytes(data)
+    expected = git(tmp_path, "hash-object", "a.py").strip()
+    importer = store.range_diff_import()
+    marks = [importer.blob(data), importer.blob(data), importer.blob(bytes(bytearray(data)))]
+    assert [importer._blobs[mark - 1] for mark in marks] == [expected] * 3
+    out = importer.range_diff([(merge_base, ["m/a.py"], [("fix", {"m/a.py": marks[0]})]),
+                               (merge_base, ["m/a.py"], [("fix", {"m/a.py": marks[1]})])])
+    assert b" = " in out and b"fix" in out
+
+
 def test_range_diff_chains_are_the_commits_git_fast_import_makes(store, merge_base, tmp_path):
     """The chains' objects are made without git: each commit id must be the one `git
     fast-import` gives the same branch (a reset, then commits given only a committer), across
