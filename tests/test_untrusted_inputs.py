@@ -393,6 +393,26 @@ def test_two_projects_sharing_a_cache_fetch_one_upstream_at_the_same_time(tmp_pa
     assert proc.returncode in (0, 1)
 
 
+def test_a_lock_key_written_twice_is_refused_naming_its_line(tmp_path):
+    """A lock that arrives by pull request with the pin's commit written twice in one object:
+    a reviewer reads the first, while json kept the last and the project was built from it
+    without a word. Now the lock is refused, exit 2, naming the key and the line of the
+    second."""
+    _tagged_repo(tmp_path / "up", b"released\n")
+    root = tmp_path / "a"
+    pin = _git_stack(root, str(tmp_path / "up"))
+    text = (root / "upstream.lock").read_text()
+    commit_line = f'      "commit": "{pin["commit"]}",\n'
+    assert commit_line in text
+    text = text.replace(commit_line, commit_line + '      "commit": "' + "1" * 40 + '",\n')
+    (root / "upstream.lock").write_text(text)
+    line = text.splitlines().index('      "commit": "' + "1" * 40 + '",') + 1
+    for command in (["status"], ["fetch"], ["overlays"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2 and f"upstream.lock:{line}: " in run.err \
+            and '"commit" is written twice' in run.err, (command, run.err)
+
+
 def test_a_git_pin_must_be_a_commit_of_its_own_source(tmp_path):
     fork = _tagged_repo(tmp_path / "fork", b"fork\n")
     _tagged_repo(tmp_path / "other", b"other\n")

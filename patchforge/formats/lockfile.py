@@ -58,14 +58,37 @@ class _Reader:
         return value
 
 
+class _DuplicateKey(Exception):
+    pass
+
+
+def _refuse_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    """json's object hook: a key written twice in one object is refused. json would keep the
+    last one silently, while a reviewer reading the lock in a pull request sees the first."""
+    seen: dict[str, object] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
 def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
     try:
         text = data.decode("utf-8")
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_refuse_duplicates)
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8: {exc}", path=source) from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not valid JSON: {exc.msg}", path=source, line=exc.lineno) from None
+    except _DuplicateKey as exc:
+        key = str(exc.args[0])
+        quoted = json.dumps(key)
+        lines = [n for n, line in enumerate(text.splitlines(), 1) if f"{quoted}:" in line
+                 or f"{quoted} :" in line]
+        raise ConfigError(f"the key {quoted} is written twice in one object (JSON readers "
+                          "disagree on which one counts)", path=source,
+                          line=lines[-1] if lines else None) from None
     r = _Reader(source, text)
     if not isinstance(doc, dict):
         r.fail("(top level)", "must be an object")
