@@ -83,6 +83,10 @@ def _write(path: Path, data: bytes) -> Path:
     (b"Description: x\n" + AUTHOR + b"Upstream-Status: Inappropriate\n", "without the reason",
      "warning"),
     (FIELDS + b"Base: " + b"0" * 40 + b"\n", "is not the locked revision", "warning"),
+    # A second value of a one-value field: a reviewer may read it, patchforge reads the first.
+    (FIELDS + b"Upstream-Status: Submitted [https://x/pull/1]\n",
+     "Upstream-Status is written 2 times", "error"),
+    (FIELDS + b"Upstream: up\nUpstream: other\n", "Upstream is written 2 times", "error"),
 ])
 def test_header_findings(env, tmp_path, monkeypatch, fields, expected, severity):
     root = env.fresh(tmp_path, monkeypatch)

@@ -206,8 +206,21 @@ def _valid_date(text: str) -> bool:
     return True
 
 
+# Fields that hold one value: patchforge reads the first of them (PatchFile.get), so a second
+# one (a reviewer may read that) is never what it acts on. Author, Bug, Reviewed-by and Keeps
+# may repeat.
+_SINGLE_FIELDS = ("Description", "Origin", "Forwarded", "Applied-Upstream", "Upstream-Status",
+                  "Last-Update", "Upstream", "Base", "Profiles", "Drop-When")
+
+
 def _headers(label: str, patch: PatchFile, upstream: str, pin) -> list[Finding]:
     out = _dep3_fields(label, patch)
+    for name in _SINGLE_FIELDS:
+        values = patch.get_all(name)
+        if len(values) > 1:
+            out.append(Finding(label, "header", f"{name} is written {len(values)} times: only "
+                                                f"the first ({values[0].strip()[:60]!r}) counts; "
+                                                "keep one"))
     status = patch.get("Upstream-Status")
     match = STATUS_RE.match(status.strip()) if status else None
     # DEP-3's own fields say where the fix stands upstream as well as Upstream-Status does.
