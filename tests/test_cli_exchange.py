@@ -440,3 +440,18 @@ def test_import_git_refuses_a_range_with_a_merge_commit(project, tmp_path):
     run = run_cli(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
     assert run.rc == 2 and f"merge commit {merge[:12]}" in run.err, run.err
     assert tree_bytes(root / "series") == before
+
+
+def test_import_mbox_of_an_mbox_saved_with_crlf_lines(project, tmp_path):
+    """format-patch output saved by a mail client (or an editor on Windows) with CRLF line
+    ends: before, every diff line kept the transport's CR, so each imported fix was a conflict
+    against its own upstream. Now the CRs of a converted mbox are dropped as `git am` drops
+    them, and a file's own CRLF lines (pkg/crlf.txt) come through as they were."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    mbox = tmp_path / "saved.mbox"
+    mbox.write_bytes(subprocess.run(["git", "format-patch", "--stdout", "main..fixes"], cwd=fork,
+                                    check=True, capture_output=True).stdout.replace(b"\n", b"\r\n"))
+    ok(root, "import", "mbox", str(mbox))
+    assert overlay_tree(root) == {p: (fork / p).read_bytes()
+                                  for p in ("a.py", "pkg/crlf.txt", "pkg/added.py")}

@@ -277,7 +277,13 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
     pending: list[tuple[str, bytes]] = []
     with tempfile.TemporaryDirectory(prefix="patchforge-mbox-") as tmp:
         tmp_path = Path(tmp)
-        split = run_git("mailsplit", "-o" + str(tmp_path), "--keep-cr", str(mbox), ok=None)
+        # A CR of a file's own CRLF lines is kept (--keep-cr), unless the mbox's own first
+        # line (`From <commit> <date>`) ends in CRLF: then a mail client or a Windows editor
+        # converted every line, and the CRs are the transport's, dropped as `git am` drops them.
+        with open(mbox, "rb") as handle:
+            converted = handle.readline().endswith(b"\r\n")
+        split = run_git("mailsplit", "-o" + str(tmp_path),
+                        *([] if converted else ["--keep-cr"]), str(mbox), ok=None)
         if split.returncode != 0:
             reason = split.stderr.decode("utf-8", "replace").strip() or "unreadable"
             raise InputError(f"not an mbox git can split: {reason}", path=str(mbox),
