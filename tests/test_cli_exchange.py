@@ -455,3 +455,28 @@ def test_import_mbox_of_an_mbox_saved_with_crlf_lines(project, tmp_path):
     ok(root, "import", "mbox", str(mbox))
     assert overlay_tree(root) == {p: (fork / p).read_bytes()
                                   for p in ("a.py", "pkg/crlf.txt", "pkg/added.py")}
+
+
+@pytest.mark.parametrize("encoded", [False, True])
+def test_export_mbox_then_import_mbox_keeps_a_non_ascii_patch_name(project, tmp_path, encoded):
+    """A fix named `fix-é` went out through export --mbox and came back as `fix-��`: the mail
+    header parser read the name's UTF-8 bytes as U+FFFD, and the import wrote the fix under that
+    other name, exit 0. Now the name comes back as it was, also when a mail system encoded the
+    header (RFC 2047)."""
+    root = project
+    overlay = tmp_path / "b.py"
+    overlay.write_bytes(b"x = 1\ny = 2000\nz = 3\n")
+    ok(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", "pkg/b.py",
+       "--name", "fix-é")
+    original = (root / "series/up/fix-é.patch").read_bytes()
+    mbox = tmp_path / "out.mbox"
+    ok(root, "export", "--mbox", str(mbox))
+    if encoded:
+        data = mbox.read_bytes()
+        assert "X-Patchforge-Patch: fix-é.patch\n".encode() in data
+        mbox.write_bytes(data.replace("X-Patchforge-Patch: fix-é.patch\n".encode(),
+                                      b"X-Patchforge-Patch: =?utf-8?q?fix-=C3=A9=2Epatch?=\n"))
+    ok(root, "delete", "fix-é")
+    ok(root, "import", "mbox", str(mbox))
+    assert (root / "series/up/series").read_bytes() == "fix-é.patch\n".encode()
+    assert (root / "series/up/fix-é.patch").read_bytes() == original

@@ -355,13 +355,11 @@ def _exported_patch(message: Path, source: str, upstream: str,
     followed by what mailinfo gives as the patch, less the blank line that ends the message.
     mailinfo still decodes what a mail system may have done to the message (quoted-printable,
     base64), and `--no-inbody-headers` keeps a `From:` or `Subject:` field where it stands."""
-    from email.parser import BytesHeaderParser
-
     raw = message.read_bytes()
-    name = BytesHeaderParser().parsebytes(raw).get(PATCH_MARK)
+    name = _patch_mark(raw)
     if name is None:
         return None
-    name = patch_file_name(" ".join(str(name).split()))
+    name = patch_file_name(" ".join(name.split()))
     try:
         checked_patch_name(name)
     except UsageError as exc:
@@ -373,6 +371,25 @@ def _exported_patch(message: Path, source: str, upstream: str,
     if rest.endswith(b"\n\n"):
         rest = rest[:-1]  # the blank line export writes between messages
     return name, _adopted(parse_patch_file(head + rest, source), upstream, base).to_bytes()
+
+
+def _patch_mark(raw: bytes) -> str | None:
+    """The value of the message's PATCH_MARK header (the patch's name), None without one.
+
+    Read from the bytes: export writes a name as it is (UTF-8), and email's parser gives
+    8-bit header bytes back as U+FFFD, which changed `fix-é` into another name on the way
+    back. A value a mail system encoded (`=?utf-8?q?...?=`) is decoded."""
+    end = re.search(rb"\r?\n\r?\n", raw)
+    head = re.sub(rb"\r?\n[ \t]+", b" ", raw[:end.start()] if end else raw)  # unfolded
+    found = re.search(rb"(?im)^" + re.escape(PATCH_MARK.encode()) + rb":[ \t]*(.*?)\r?$", head)
+    if found is None:
+        return None
+    value = found.group(1).decode("utf-8", "surrogateescape").strip()
+    if "=?" in value:
+        from email.header import decode_header, make_header
+
+        value = str(make_header(decode_header(value)))
+    return value
 
 
 def _adopted(patch: PatchFile, upstream: str, base: str,
