@@ -74,3 +74,25 @@ def test_documents_validate_against_their_schemas(tmp_path):
     ok(root, "edit", "fix")
     run = run_cli(root, "refresh", "--json")
     assert validation_errors(json.loads(run.out), "refresh") == []
+
+
+def test_documents_are_utf_8_json_whatever_bytes_a_patch_holds(tmp_path):
+    """A patch whose header holds a byte that is not UTF-8 (a Latin-1 `é`): `show --json` and
+    `list --json` printed that raw byte inside a JSON string, so the document was not UTF-8 and
+    json.loads (and jq) refused it. Now such a byte is written as its \\\\udcXX escape: the
+    document is UTF-8, and the value encodes back (surrogateescape) to the patch's own bytes."""
+    root, base = git_project(tmp_path)
+    diff = (b"diff --git a/pkg/b.py b/pkg/b.py\n--- a/pkg/b.py\n+++ b/pkg/b.py\n"
+            b"@@ -1,3 +1,3 @@\n x = 1\n-y = 2\n+y = 20\n z = 3\n")
+    (root / "series/up").mkdir(parents=True, exist_ok=True)
+    (root / "series/up/fix.patch").write_bytes(
+        b"Description: Corrig\xe9\nAuthor: Ren\xe9 <r@example.com>\nUpstream-Status: Pending\n"
+        b"Upstream: up\nBase: " + base.encode() + b"\n\n---\n" + diff)
+    (root / "series/up/series").write_bytes(b"fix.patch\n")
+    for command in (("show", "fix"), ("list",)):
+        run = run_cli(root, *command, "--json")
+        assert run.rc == 0, run.err
+        document = json.loads(run.stdout.decode("utf-8"))
+        text = json.dumps(document, ensure_ascii=False)
+        assert "Corrig\udce9".encode("utf-8", "surrogateescape") == b"Corrig\xe9"
+        assert "Corrig\udce9" in text, command

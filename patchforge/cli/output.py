@@ -111,11 +111,17 @@ JSON_SCHEMA_VERSION = 1
 
 
 def emit_json(document: dict, schema: str) -> None:
-    """Exactly one JSON document on stdout, carrying `schema_version` (see formats/schemas/)."""
-    import json
+    """Exactly one JSON document on stdout, carrying `schema_version` (see formats/schemas/).
 
-    click.echo(json.dumps({"schema_version": JSON_SCHEMA_VERSION, **document}, indent=2,
-                          sort_keys=True, ensure_ascii=False))
+    The document is UTF-8 whatever bytes a patch holds: a byte that is not UTF-8 (read with
+    surrogateescape) is written as its `\\udcXX` escape, never raw, which no JSON reader
+    would take; surrogateescape encoding of the value gives the byte back."""
+    import json
+    import re
+
+    text = json.dumps({"schema_version": JSON_SCHEMA_VERSION, **document}, indent=2,
+                      sort_keys=True, ensure_ascii=False)
+    click.echo(re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 def paint(text: str, color: str | None, enabled: bool, bold: bool = False) -> str:
