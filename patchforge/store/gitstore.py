@@ -137,18 +137,30 @@ class UpstreamStore:
                 return
             import fcntl
 
-            fd = os.open(self.git_dir / "patchforge.lock",
-                         os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                fd = os.open(self.git_dir / "patchforge.lock",
+                             os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o644)
+            except OSError:
+                fd = None  # a read-only cache: nothing of ours will be written to it anyway
+            try:
+                if fd is not None:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX)
+                    except OSError:
+                        # A file system without locks (some network mounts): the writes go
+                        # on unordered, as they did before there was a lock.
+                        os.close(fd)
+                        fd = None
                 self._writers = 1
                 try:
                     yield
                 finally:
                     self._writers = 0
-                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    if fd is not None:
+                        fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
-                os.close(fd)
+                if fd is not None:
+                    os.close(fd)
 
     # ---- opening
 
