@@ -467,6 +467,29 @@ def test_landed_patch_is_dropped_to_upstreamed(stack, upstream):
     assert not (stack.root / "series" / "up" / "landed.patch").exists()
 
 
+def test_a_series_entry_without_the_patch_suffix_is_rebased_in_its_own_file(stack, upstream):
+    """A series line may name a patch without `.patch` (the file is NAME.patch): the rebase
+    writes the moved patch there, not to a new file NAME beside it (the series read the old
+    NAME.patch, unmoved), and sets a landed one aside as NAME.patch, removing its file."""
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "landed", {"pkg/other.py": b"x = 3\n"})
+    old = stack.add_patch("up", "fix-f20", {"pkg/mod.py": with_lines({20: b"def f20():\n    return -20\n\n"})})
+    series = stack.root / "series" / "up" / "series"
+    series.write_bytes(b"landed\nfix-f20\n")
+    upstream.commit({"pkg/other.py": b"x = 3\n"}, "upstream takes the fix")
+    new_commit = upstream.commit({"pkg/mod.py": b"# a\n# b\n# c\n" + BASE}, "header comment")
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    assert [(p["name"], p["destination"]) for p in summary["patches"]] == [
+        ("landed", "upstreamed"), ("fix-f20", "series")]
+    assert sorted(p.name for p in series.parent.iterdir()) == ["fix-f20.patch", "series",
+                                                               "upstreamed"]
+    assert series.read_bytes() == b"fix-f20\n"
+    new = stack.patch("up", "fix-f20")
+    assert new != old and f"Base: {new_commit}\n".encode() in new
+    assert [p.name for p in (series.parent / "upstreamed").iterdir()] == ["landed.patch"]
+    stack.cli("status")  # the series, as written, applies at the new pin
+
+
 def test_a_change_an_earlier_patch_made_names_no_landing_commit(stack, upstream):
     """A patch whose change an earlier patch of the series already made meets it as landed,
     but no upstream commit made it: no landing commit is named, though the target's commit

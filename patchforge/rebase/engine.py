@@ -721,6 +721,11 @@ class Rebase:
 
         project = self.project
         lock = project.lock
+
+        def patch_rel(upstream: str, name: str) -> str:
+            # The patch's own file: a series line may name it without `.patch`.
+            return project.patch_path(upstream, name).relative_to(project.root).as_posix()
+
         writes: list[tuple[str, bytes | None, str | None]] = []
         removals: list[tuple[str, None, None]] = []
         series_writes: list[tuple[str, bytes, None]] = []
@@ -732,16 +737,17 @@ class Rebase:
                 data = self.journal.staged_bytes(staged)
                 if result.destination == "series":
                     kept.append(name)
-                    rel = f"series/{upstream}/{name}"
+                    rel = patch_rel(upstream, name)
                     current = project.read_patch_bytes(upstream, name)
                     if read is not None:
                         read[rel] = current
                     if data != current:
                         writes.append((rel, data, staged))
                     continue
-                aside = self._free_name(upstream, result.destination, name, data)
+                aside = self._free_name(upstream, result.destination,
+                                        project.patch_path(upstream, name).name, data)
                 writes.append((f"series/{upstream}/{result.destination}/{aside}", data, staged))
-                removals.append((f"series/{upstream}/{name}", None, None))
+                removals.append((patch_rel(upstream, name), None, None))
             series = project.read_series(upstream).replaced_names(kept).to_bytes()
             if series != project.read_series(upstream).to_bytes():
                 series_writes.append((f"series/{upstream}/series", series, None))
