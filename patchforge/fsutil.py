@@ -108,15 +108,21 @@ def _replace_batch(items: list[tuple[Path, bytes, int | None]]) -> None:
             fault_point("fsync")
             os.fsync(fd)
         for fd, _, _ in made:
-            os.close(fd)
+            # Counted first: a close that reports an error (a deferred write error) has
+            # released the descriptor all the same, and its number may be another thread's
+            # file by the time the cleanup below runs.
             closed += 1
+            os.close(fd)
         for _, tmp, path in made:
             fault_point("rename")
             os.replace(tmp, path)
             renamed += 1
     except BaseException:
         for fd, _, _ in made[closed:]:
-            os.close(fd)
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # released anyway; the first error is the one to report
         for _, tmp, _ in made[renamed:]:
             try:
                 os.unlink(tmp)

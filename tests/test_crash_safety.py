@@ -15,6 +15,7 @@ set.
 """
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -251,6 +252,33 @@ def test_a_batch_of_atomic_writes_keeps_modes_and_fails_whole(tmp_path, monkeypa
         assert (tmp_path / name).read_bytes() == data
     modes = {name: (tmp_path / name).stat().st_mode & 0o7777 for name in new}
     assert modes == {"run.sh": 0o755, "secret.txt": 0o600, "fresh.patch": 0o644}
+
+
+def test_a_close_that_reports_an_error_fails_the_batch_cleanly(tmp_path, monkeypatch):
+    """A close may report a deferred write error (NFS, a full disk) after releasing the
+    descriptor: the batch fails with that error, every file as it was and no temporary file
+    left, and no descriptor is closed twice (its number may be another thread's file by then)."""
+    from patchforge.fsutil import atomic_write_many
+
+    for name in ("a.patch", "b.patch", "c.patch"):
+        (tmp_path / name).write_bytes(b"old\n")
+    real_close, calls = os.close, []
+
+    def close_reporting_an_error(fd):
+        calls.append(fd)
+        real_close(fd)
+        if len(calls) == 2:
+            raise OSError(errno.EIO, "deferred write error")
+
+    monkeypatch.setattr(os, "close", close_reporting_an_error)
+    with pytest.raises(OSError) as raised:
+        atomic_write_many([(tmp_path / name, b"new\n") for name in ("a.patch", "b.patch",
+                                                                    "c.patch")])
+    monkeypatch.undo()
+    assert raised.value.errno == errno.EIO
+    assert len(calls) == len(set(calls)) == 3
+    assert sorted(os.listdir(tmp_path)) == ["a.patch", "b.patch", "c.patch"]
+    assert {(tmp_path / n).read_bytes() for n in os.listdir(tmp_path)} == {b"old\n"}
 
 
 @pytest.mark.parametrize("kill_point", ["staging-partial", "between-renames", "before-cleanup"])
