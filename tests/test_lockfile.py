@@ -72,3 +72,19 @@ def test_not_utf8_and_not_an_object():
         lock_from_json(b'{"version": 1, "x": "\xff"}')
     with pytest.raises(ConfigError, match="must be an object"):
         lock_from_json(b"[]\n")
+
+
+def test_a_key_written_twice_is_named_at_its_own_second_line():
+    """The line named is the duplicate's, in its own object: a "commit" written twice in the
+    first upstream's pin is not reported at the next upstream's (single) "commit" line, nor is
+    the same key in a sibling object taken for a duplicate."""
+    lines = lock_to_json(sample()).decode().splitlines()
+    first = next(n for n, line in enumerate(lines) if '"commit":' in line)
+    lines.insert(first + 1, '      "commit": "' + "1" * 40 + '",')
+    with pytest.raises(ConfigError, match='"commit" is written twice') as info:
+        lock_from_json(("\n".join(lines) + "\n").encode(), "upstream.lock")
+    assert info.value.line == first + 2
+    nested = '{"a": {"k": 1, "s": ["k", {"k": 2}], "k\\"": 0},\n "b": {"k": 3,\n "k": 4}}'
+    with pytest.raises(ConfigError, match='"k" is written twice') as info:
+        lock_from_json(nested.encode(), "upstream.lock")
+    assert info.value.line == 3

@@ -73,6 +73,44 @@ def _refuse_duplicates(pairs: list[tuple[str, object]]) -> dict:
     return seen
 
 
+def _second_key_line(text: str) -> int | None:
+    """The line of the first key written again in its own object, in JSON text that parses
+    but for that. Found by walking the text's objects, since the same key stands in many
+    objects (every pin has a "commit"): the last line that merely holds it can be another
+    pin's."""
+    keys: list[set[str] | None] = []  # per open object its keys so far; None for an array
+    expect_key = False
+    at = 0
+    while at < len(text):
+        char = text[at]
+        if char == '"':
+            end = at + 1
+            while text[end] != '"':
+                end += 2 if text[end] == "\\" else 1  # an escape is two characters or more
+            end += 1
+            value = json.loads(text[at:end])
+            if expect_key:
+                seen = keys[-1]
+                assert seen is not None
+                if value in seen:
+                    return text.count("\n", 0, at) + 1
+                seen.add(value)
+            expect_key = False
+            at = end
+            continue
+        if char == "{":
+            keys.append(set())
+            expect_key = True
+        elif char == "[":
+            keys.append(None)
+        elif char in "}]":
+            keys.pop()
+        elif char == ",":
+            expect_key = bool(keys) and keys[-1] is not None
+        at += 1
+    return None
+
+
 def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
     try:
         text = data.decode("utf-8")
@@ -82,13 +120,10 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not valid JSON: {exc.msg}", path=source, line=exc.lineno) from None
     except _DuplicateKey as exc:
-        key = str(exc.args[0])
-        quoted = json.dumps(key)
-        lines = [n for n, line in enumerate(text.splitlines(), 1) if f"{quoted}:" in line
-                 or f"{quoted} :" in line]
+        quoted = json.dumps(str(exc.args[0]), ensure_ascii=False)
         raise ConfigError(f"the key {quoted} is written twice in one object (JSON readers "
                           "disagree on which one counts)", path=source,
-                          line=lines[-1] if lines else None) from None
+                          line=_second_key_line(text)) from None
     r = _Reader(source, text)
     if not isinstance(doc, dict):
         r.fail("(top level)", "must be an object")
