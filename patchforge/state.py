@@ -107,12 +107,18 @@ UNREADABLE_EDIT_HINT = ("`patchforge edit --close --discard` ends the edit (copy
                         "still need out of its worktree first)")
 
 
-def _patch_name(value: object) -> bool:
-    """Whether a state file's `patch` is a name a series can hold."""
+def readable_edit(state: object) -> bool:
+    """Whether an open edit's state (.patchforge/work/<upstream>.json, parsed) can be acted
+    on: an object naming a patch a series can hold and the commit its worktree started from.
+    One rule for the state table and for the commands (worktree.editing): a state the
+    commands refuse must count as unreadable here, or `edit --close --discard`, its way out,
+    would refuse it too."""
     from patchforge.names import check_patch_name
 
+    if not (isinstance(state, dict) and isinstance(state.get("base"), str)):
+        return False
     try:
-        check_patch_name(value)
+        check_patch_name(state.get("patch"))
     except ValueError:
         return False
     return True
@@ -166,7 +172,7 @@ def read_states(project: Project) -> dict[str, UpstreamState]:
             edit = None
         except (OSError, ValueError):
             edit = {}
-        if edit is not None and not (isinstance(edit, dict) and _patch_name(edit.get("patch"))):
+        if edit is not None and not readable_edit(edit):
             # An edit is open, but its state file cannot be read: never taken for idle (a
             # rebase or a new edit would take its worktree); `edit --close --discard` ends it.
             states[upstream] = UpstreamState(upstream, EDITING, None, project.work_dir(upstream),

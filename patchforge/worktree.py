@@ -378,8 +378,7 @@ def editing(project: Project, upstream: str) -> dict | None:
     """The open edit's state ({"patch", "base", ...}), None when nothing is edited. A state
     file that cannot be read (cut short, edited by hand, naming a patch no series can hold)
     is an InputError naming it, whose way out, `edit --close --discard`, never reads it."""
-    from patchforge.names import check_patch_name
-    from patchforge.state import UNREADABLE_EDIT_HINT
+    from patchforge.state import UNREADABLE_EDIT_HINT, readable_edit
 
     path = state_file(project, upstream)
     try:
@@ -388,13 +387,8 @@ def editing(project: Project, upstream: str) -> dict | None:
         return None
     except (OSError, ValueError):
         state = None
-    try:
-        if isinstance(state, dict) and isinstance(state.get("base"), str) \
-                and isinstance(state.get("patch"), str):
-            check_patch_name(state["patch"])
-            return state
-    except ValueError:
-        pass
+    if readable_edit(state):
+        return state
     raise InputError("the open edit's state cannot be read", path=str(path),
                      hint=UNREADABLE_EDIT_HINT)
 

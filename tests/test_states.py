@@ -411,7 +411,9 @@ def test_an_edit_whose_patch_left_the_series_by_hand_keeps_its_unrefreshed_chang
     project.cli("edit", "--close")
 
 
-@pytest.mark.parametrize("damage", [b'{"patch": ', b"[]", b'{"patch": "../../x.patch", "base": "0"}'])
+@pytest.mark.parametrize("damage", [b'{"patch": ', b"[]", b'{"patch": "../../x.patch", "base": "0"}',
+                                    b'{"patch": "fix-a.patch"}',
+                                    b'{"patch": "fix-a.patch", "base": 7}'])
 def test_a_damaged_edit_state_is_a_clear_error_and_discarding_always_works(project, damage):
     """The open edit's state file (.patchforge/work/<upstream>.json) cut short or edited by
     hand: before, refresh, edit and even `edit --close --discard` ended in an internal error
