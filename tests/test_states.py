@@ -434,3 +434,31 @@ def test_a_damaged_edit_state_is_a_clear_error_and_discarding_always_works(proje
     project.cli("edit", "--close", "--discard")
     assert not state.exists() and not project.work.exists()
     project.cli("edit", "fix-a")
+
+
+def test_continue_takes_a_file_whose_own_lines_look_like_conflict_markers(tmp_path):
+    """A file that has conflict-marker lines of its own (a document about merges, a test
+    fixture) and a real conflict elsewhere: once the conflict is resolved, `--continue` took
+    the file's own `<<<<<<< ours` lines for markers left behind and refused it forever (the only
+    way on was --skip). Markers the file already had upstream are now its own."""
+    from helpers.project import OneUpstreamStack
+
+    own = b"Example:\n<<<<<<< ours\nmine\n=======\nyours\n>>>>>>> theirs\n"
+    lines = b"".join(b"line %d\n" % i for i in range(20))
+    stack = OneUpstreamStack(tmp_path, {"doc/merging.txt": own + lines})
+    stack.add_fix("fix-a", "doc/merging.txt", own + lines,
+                  own + lines.replace(b"line 15\n", b"line 15 fixed\n"))
+    target = stack.commit({"doc/merging.txt": own + lines.replace(b"line 15\n", b"line 15 up\n")},
+                          "v2")
+    stack.cli("rebase", "--to", f"up={target}", expect=3)
+    work = stack.root / ".patchforge/work/up/doc/merging.txt"
+    assert work.read_bytes().count(b"<<<<<<< ") == 2
+    work.write_bytes(own + lines.replace(b"line 15\n", b"line 15 up, fixed\n"))
+    stack.cli("rebase", "--continue")
+    assert b"+line 15 up, fixed\n" in stack.patch("up", "fix-a")
+    # A marker the merge wrote is still refused.
+    target = stack.commit({"doc/merging.txt": own + lines.replace(b"line 15\n", b"line 15 v3\n")},
+                          "v3")
+    stack.cli("rebase", "--to", f"up={target}", expect=3)
+    _, _, err = stack.cli("rebase", "--continue", expect=2)
+    assert "conflict markers left in doc/merging.txt" in err

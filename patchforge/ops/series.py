@@ -21,7 +21,7 @@ from patchforge.errors import ConflictStop, InputError, PatchforgeError, UsageEr
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.project import patch_file_name
-from patchforge.store.diff import make_diffs
+from patchforge.store.diff import conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
                                  editing, require_state, series_on_paths, state_file,
@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
     from patchforge.project import Project
     from patchforge.store.gitstore import UpstreamStore
-
-_CONFLICT_MARKER = __import__("re").compile(rb"^(<<<<<<<|>>>>>>>)( |$)", __import__("re").M)
 
 
 def today() -> str:
@@ -128,8 +126,9 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
     _require_listed(project, upstream, state)
     diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
     if state.get("conflicts"):
-        marked = [p for p, _, new, _, _ in changes
-                  if p in state["conflicts"] and new is not None and _CONFLICT_MARKER.search(new)]
+        marked = [p for p, old, new, _, _ in changes
+                  if p in state["conflicts"] and new is not None
+                  and conflict_markers_left(old, new)]
         if marked:
             raise UsageError(f"conflict markers left in {', '.join(marked)} "
                              f"(in {project.work_dir(upstream)})",
@@ -651,7 +650,8 @@ def bring_back_continue(project, store, upstream: str | None = None) -> dict:
                          hint="`patchforge bring-back --abort` (the fix stays in skipped/), "
                               "then `patchforge bring-back` again")
     diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
-    marked = [p for p, _, new, _, _ in changes if new is not None and _CONFLICT_MARKER.search(new)]
+    marked = [p for p, old, new, _, _ in changes
+              if new is not None and conflict_markers_left(old, new)]
     if marked:
         raise UsageError(f"conflict markers left in {', '.join(marked)} (in {work})",
                          hint="resolve them, then `patchforge bring-back --continue`")

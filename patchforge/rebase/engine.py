@@ -20,7 +20,6 @@ import base64
 import contextlib
 import os
 import json
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,15 +34,12 @@ from patchforge.model.record import field, record
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
                                        PlanStep, RebaseRun, Stop, UpstreamRun, confined_all,
                                        confined_only)
-from patchforge.store.diff import StartedDiffs
+from patchforge.store.diff import StartedDiffs, conflict_markers_left
 
 if TYPE_CHECKING:
     from patchforge.project import Project
     from patchforge.store.gitstore import UpstreamStore
     from patchforge.store.rangediff import RangeDiffImport
-
-_CONFLICT_MARKER = re.compile(rb"^(<<<<<<<|>>>>>>>)( |$)", re.M)
-
 
 @record
 class _Resumed:
@@ -672,8 +668,8 @@ class Rebase:
                                        {"base": stopped.base}, with_changes=True,
                                        pairs=pairs,
                                        patch_paths=set(patch.paths) if patch else set())
-        marked = [path for path, _, new, _, _ in changes
-                  if new is not None and _CONFLICT_MARKER.search(new)]
+        marked = [path for path, old, new, _, _ in changes
+                  if new is not None and conflict_markers_left(old, new)]
         if marked:
             raise UsageError(f"conflict markers left in {', '.join(marked)} (in {work})",
                              hint="resolve them, then run `patchforge rebase --continue`")

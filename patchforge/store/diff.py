@@ -484,3 +484,18 @@ class _GitHunks:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+
+# A conflict marker line as git merge-file writes one (`<<<<<<< ours`, `>>>>>>> theirs`).
+_CONFLICT_MARKER = re.compile(rb"^(?:<<<<<<<|>>>>>>>)(?: [^\n]*|\r?)$", re.M)
+
+
+def conflict_markers_left(old: bytes | None, new: bytes) -> bool:
+    """Whether `new` (a file as the user resolved it) still holds a conflict marker line that
+    `old` (the file before the merge) does not have: a file with such lines of its own (a test
+    fixture of merges, a document about them) can be resolved with its own lines kept."""
+    if b"<<<<<<<" not in new and b">>>>>>>" not in new:
+        return False
+    own = {m.group(0) for m in _CONFLICT_MARKER.finditer(old)} if old else set()
+    return any(m.group(0) not in own for m in _CONFLICT_MARKER.finditer(new))
+
