@@ -17,7 +17,7 @@ import pytest
 
 from helpers.cli import ok, run_cli
 from helpers.env import REPO_ROOT
-from helpers.git import git
+from helpers.git import git, git_bytes
 from helpers.project import UPSTREAM_FILES, git_project, lock_doc
 from helpers.schemas import schema_errors
 from helpers.snapshot import tree_bytes
@@ -497,3 +497,37 @@ def test_fetch_shows_download_then_import_progress_on_a_terminal_only(tmp_path, 
               "patchforge: importing tiny 1.2.0: 5 files, 0 MB"]
     assert [line for line in lines if line in phases] == phases, lines
     assert all(line.startswith("patchforge: ") for line in lines), lines
+
+
+def test_a_stack_repository_keeps_its_patch_bytes_through_git_autocrlf(tmp_path):
+    """A stack committed on a machine with core.autocrlf=true (Git for Windows' default) and
+    cloned on one: git converted the patch files' line ends both ways, so a fix of a CRLF file
+    lost its CRs in the commit (the fix silently changed), and in the clone every patch line
+    ended in CRLF (every fix a conflict). The .gitattributes `init` writes now keep the patch
+    files, the lock and the generated files byte for byte (`-text`)."""
+    from helpers.upstream import Upstream
+
+    up = Upstream(tmp_path / "up", {"crlf.txt": b"one\r\ntwo\r\nthree\r\n",
+                                    "lf.py": b"a = 1\nb = 2\nc = 3\n"})
+    root = tmp_path / "stack"
+    root.mkdir()
+    ok(None, "init", "--standalone", cwd=root)
+    ok(root, "upstream", "add", "up", "--git", str(up.path), "--at", up.base)
+    ok(root, "new", "fix", "--file", "crlf.txt", "--file", "lf.py")
+    work = root / ".patchforge" / "work" / "up"
+    (work / "crlf.txt").write_bytes(b"one\r\nTWO\r\nthree\r\n")
+    (work / "lf.py").write_bytes(b"a = 1\nb = 20\nc = 3\n")
+    ok(root, "refresh")
+    patch = (root / "series/up/fix.patch").read_bytes()
+    assert b"+TWO\r\n" in patch
+    git(root, "init", "-q")
+    git(root, "-c", "core.autocrlf=true", "add", "-A")
+    git(root, "-c", "core.autocrlf=true", "commit", "-q", "-m", "stack")
+    assert git_bytes(root, "show", "HEAD:series/up/fix.patch") == patch
+    clone = tmp_path / "clone"
+    git(tmp_path, "-c", "core.autocrlf=true", "clone", "-q", str(root), str(clone))
+    assert (clone / "series/up/fix.patch").read_bytes() == patch
+    status = json.loads(ok(clone, "status", "--json").out)
+    assert [p["state"] for p in status["patches"]] == ["applies"]
+    ok(clone, "overlays")
+    assert (clone / "overlays/up/crlf.txt").read_bytes() == b"one\r\nTWO\r\nthree\r\n"

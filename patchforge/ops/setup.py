@@ -22,12 +22,19 @@ if TYPE_CHECKING:
 GITIGNORE_LINES = ("/.patchforge/", "/.overlays.new/", "/.overlays.old/")
 # The history is append-only JSON lines, so two branches that each appended merge by keeping both
 # sides' lines; the generated files are folded away in GitHub's diffs and language statistics.
+# Patch files, the lock and the generated files are kept byte for byte (`-text`): with
+# core.autocrlf (Git for Windows' default) git would strip the CRs of a CRLF file's diff lines
+# when committing a patch, and give every line of every patch a CR in a checkout.
 GITATTRIBUTES_LINES = (
     "/series/history.jsonl merge=union",
     "/series/PATCHES.md linguist-generated",
     "/overlays/**/SHA256SUMS linguist-generated",
     "/overlays/**/manifest.json linguist-generated",
     "/overlays/**/compose*.yaml linguist-generated",
+    "/series/**/*.patch -text",
+    "/series/**/series -text",
+    "/upstream.lock -text",
+    "/overlays/** -text",
 )
 
 
