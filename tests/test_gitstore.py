@@ -831,3 +831,28 @@ def test_materialize_whole_tree_and_some_paths(store, wheel_commit, tmp_path):
     some = tmp_path / "some"
     store.materialize(wheel_commit.commit, some, ["pkg/mod.py"])
     assert [str(p.relative_to(some)) for p in some.rglob("*") if p.is_file()] == ["pkg/mod.py"]
+
+
+def test_an_import_stays_readable_after_another_takes_its_label_and_the_store_repacks(
+        store, tmp_path, monkeypatch):
+    """Two projects sharing one cache, each with a directory upstream named `site` labelled
+    `v1` but different files: the second import takes the label's ref. The first project's
+    lock still pins the first commit, and its directory may have changed since, so the store
+    must never drop that commit (a repack drops what no ref reaches)."""
+    first_dir, second_dir = tmp_path / "a", tmp_path / "b"
+    for root, text in ((first_dir, b"first\n"), (second_dir, b"second\n")):
+        root.mkdir()
+        (root / "f.py").write_bytes(text)
+    monkeypatch.setattr(UpstreamStore, "MAX_PACKS", -1)  # repack whatever there is
+    first = store.import_directory(first_dir, "site", "v1")
+    assert store.maintain() is True  # packed, as a wheel's import is
+    second = store.import_directory(second_dir, "site", "v1")
+    assert first.commit != second.commit
+    assert store.import_ref("site", "v1") == second.commit
+    assert store.maintain() is True
+    fresh = UpstreamStore(store.git_dir)
+    try:
+        assert fresh.read_blob(first.commit, "f.py") == b"first\n"
+        assert fresh.read_blob(second.commit, "f.py") == b"second\n"
+    finally:
+        fresh.close()

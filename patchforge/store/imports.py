@@ -214,6 +214,12 @@ def _fast_import(store: UpstreamStore, write_files: Callable[[IO[bytes]], None],
         err = b"".join(stderr_chunks).decode("utf-8", "replace").strip()
         raise StoreError(f"importing {upstream} {label} failed: {err[-2000:]}")
     commit, tree = store._out("rev-parse", ref, ref + "^{tree}").split()
+    # The label's ref moves when another import takes the label (another project sharing the
+    # cache, with a directory upstream of the same name and other files); a lock may still
+    # pin this commit, and a repack drops what no ref reaches. A directory cannot be fetched
+    # again as it was, so every import's commit keeps a ref named by its own id.
+    store._run("update-ref", f"refs/patchforge/kept/{commit}", commit,
+               what=f"keeping the import of {upstream} {label}")
     return ImportResult(commit, tree)
 
 
