@@ -114,6 +114,24 @@ def test_import_git_range_one_patch_per_commit(project, tmp_path):
     assert bad.rc == 2
 
 
+def test_import_git_reads_the_named_repository_when_a_hook_sets_git_dir(project, tmp_path,
+                                                                       monkeypatch):
+    """Run from a git hook, GIT_DIR and GIT_WORK_TREE name the hook's own repository (and a
+    pre-receive hook's GIT_OBJECT_DIRECTORY its quarantine); `--repo` must still be the
+    repository read. GitPython copes with GIT_DIR alone, not with the object directory."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    git(tmp_path, "init", "-q", str(elsewhere))
+    monkeypatch.setenv("GIT_DIR", str(elsewhere / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(elsewhere))
+    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(elsewhere / ".git" / "objects"))
+    run = ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    assert run.text.splitlines() == ["imported up/fix-line-three.patch",
+                                     "imported up/second-fix-crlf-file-and-a-new-module.patch"]
+    assert os.environ["GIT_DIR"] == str(elsewhere / ".git")  # given back to the process
+
+
 def test_import_git_quotes_diff_like_lines_of_a_real_commit_message(project, tmp_path):
     """vLLM's pull-request template leaves Markdown `---` rules (and people paste diffs) in
     commit messages: the commit is imported, those lines quoted, and the patch file still goes

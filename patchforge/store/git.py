@@ -62,10 +62,16 @@ def is_offline() -> bool:
     return _offline
 
 
+def redirecting_git_vars() -> list[str]:
+    """The caller's GIT_* variables that could redirect or change what git does (GIT_DIR set
+    by a hook, GIT_INDEX_FILE...): all but those a fetch needs and git's tracing."""
+    return [k for k in os.environ if k.startswith("GIT_") and not _KEPT_GIT_VARS.match(k)]
+
+
 def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of every git process: the caller's, minus what could change git's output."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("GIT_") or _KEPT_GIT_VARS.match(k)}
+    dropped = set(redirecting_git_vars())
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update({
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",

@@ -7,9 +7,13 @@ with blob contents) is exactly what is needed.
 """
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from patchforge.errors import UsageError
+from patchforge.store.git import redirecting_git_vars
 from patchforge.model.record import record
 
 
@@ -45,6 +49,23 @@ def _mode(blob) -> str:
     return f"{blob.mode:06o}" if blob is not None else "100644"
 
 
+@contextlib.contextmanager
+def _without_redirecting_git_vars() -> Iterator[None]:
+    """The process environment without the GIT_* variables that would point git elsewhere.
+
+    GitPython's git processes inherit the process environment, and git takes what a hook
+    sets (GIT_DIR, a pre-receive hook's GIT_OBJECT_DIRECTORY for its quarantine,
+    GIT_INDEX_FILE...) over the repository it is pointed at: `--repo DIR` would read the
+    hook's objects instead. This module's reads run with them removed, and the environment
+    is given back after.
+    """
+    saved = {k: os.environ.pop(k) for k in redirecting_git_vars()}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
 def read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
     """The commits of RANGE in REPO_DIR, oldest first, with their file contents (a range with
     a merge commit is refused).
@@ -52,6 +73,11 @@ def read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
     Renames are reported as a deletion plus an addition (rename detection off), so that the
     patch made from them never depends on a similarity heuristic.
     """
+    with _without_redirecting_git_vars():
+        return _read_commits(repo_dir, rev_range)
+
+
+def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
     import git  # GitPython: imported only when a user repository is read
 
     try:
