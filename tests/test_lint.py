@@ -67,6 +67,28 @@ def test_clean_series_passes(env, tmp_path, monkeypatch):
     assert not findings(doc, "byte-stable")  # made by patchforge: canonical
 
 
+def test_a_stack_without_the_text_attributes_is_warned(env, tmp_path, monkeypatch):
+    """A stack made before init wrote the `-text` attributes: core.autocrlf would change its
+    patches' line ends. lint names the lines missing (a warning) and is quiet once they are in."""
+    root = env.fresh(tmp_path, monkeypatch)
+    attributes = root / ".gitattributes"
+    written = attributes.read_bytes() if attributes.exists() else b""
+    attributes.write_bytes(b"".join(line + b"\n" for line in written.split(b"\n")
+                                    if line and not line.endswith(b" -text")))
+    rc, doc = lint_json(root, "--no-forge")
+    assert not findings(doc, "attributes")  # no patches yet: nothing to keep
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS))
+    rc, doc = lint_json(root, "--no-forge")
+    [warning] = [f for f in doc["findings"] if f["check"] == "attributes"]
+    assert warning["patch"] == ".gitattributes" and warning["severity"] == "warning"
+    assert "`/series/**/*.patch -text`" in warning["message"]
+    assert "`/upstream.lock -text`" in warning["message"]
+    attributes.write_bytes(attributes.read_bytes() + b"/series/**/*.patch -text\n"
+                           b"/series/**/series -text\n/upstream.lock -text\n/overlays/** -text\n")
+    rc, doc = lint_json(root, "--no-forge")
+    assert not [f for f in doc["findings"] if f["check"] == "attributes"]
+
+
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path

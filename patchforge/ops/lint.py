@@ -6,7 +6,8 @@ the forms of DEP-3's fields; Description, Origin or Author, Upstream, Base), ser
 (listed but missing, on disk but unlisted, the same change twice), byte-stability (parse then write
 gives the file back; regenerating the diff with patchforge's fixed options gives the same bytes),
 application on the locked base for every profile (no failure, no fuzz, no zero-context hunks; a
-binary change only exactly, by blob id), `Keeps:` invariants, `Submitted` fixes whose pull request was closed unmerged,
+binary change only exactly, by blob id), `Keeps:` invariants, the `-text` attributes that keep
+patch files byte for byte in git, `Submitted` fixes whose pull request was closed unmerged,
 `Drop-When` conditions already true, and committed overlays that the series no longer generates.
 
 Severity: an `error` is something that is wrong (exit 1); a `warning` is worth a look but the
@@ -89,9 +90,39 @@ def lint(project: Project, store: UpstreamStore, *, forge=None) -> list[Finding]
         findings += _apply_checks(project, store, upstream, pin, parsed)
         findings += _drop_and_forward(project, store, upstream, pin, parsed, forge)
     findings += ledger_findings(project)
+    findings += _line_end_attributes(project)
     if not any(f.check in ("apply", "parse") and f.severity == "error" for f in findings):
         findings += _stale_overlays(project, store)
     return findings
+
+
+def _line_end_attributes(project: Project) -> list[Finding]:
+    """A stack made before `init` wrote the `-text` attributes: with core.autocrlf (Git for
+    Windows' default) git strips the CRs of a CRLF file's diff lines when a patch is committed,
+    and gives every line of every patch a CR in a checkout. Only once there are patches."""
+    from patchforge.ops.setup import GITATTRIBUTES_LINES
+
+    def has_patches(upstream: str) -> bool:
+        try:
+            return bool(project.patch_names(upstream))
+        except InputError:  # a series file lint reports itself: it has patches
+            return True
+
+    if not any(has_patches(upstream) for upstream in project.upstream_names()):
+        return []
+    path = project.root / ".gitattributes"
+    try:
+        have = path.read_bytes().split(b"\n")
+    except FileNotFoundError:
+        have = []
+    missing = [line for line in GITATTRIBUTES_LINES
+               if line.endswith(" -text") and line.encode() not in have]
+    if not missing:
+        return []
+    return [Finding(".gitattributes", "attributes",
+                    "lacks " + ", ".join(f"`{line}`" for line in missing) + ": with "
+                    "core.autocrlf git changes the patches' line ends on commit and checkout; "
+                    "add these lines", severity="warning")]
 
 
 def _stale_overlays(project: Project, store: UpstreamStore) -> list[Finding]:
