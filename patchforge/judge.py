@@ -162,16 +162,6 @@ def _post_image_there(fp, current: bytes | None) -> bool:
     return all(o.status in ("exact", "offset") for o in outcomes)
 
 
-class _FilePatches:
-    """Some of a patch's file patches, as apply_series walks a patch (`file_patches`, the patch
-    file's `source` for its messages): the old series brought up to date for one file."""
-
-    def __init__(self, position: int, name: str, patch, file_patches: list) -> None:
-        self.position = position
-        self.file_patches = file_patches
-        self.source = getattr(patch, "source", name)
-
-
 class SeriesJudge:
     """The one judge of a series on a target, used by `status`, `rebase` and `pr`.
 
@@ -379,19 +369,21 @@ class SeriesJudge:
         """`old` at `path` brought up to date (lazy_old): the file patches passed since that
         touch it, applied in order as apply_series would (without a rename or a copy, what
         one file becomes depends on its own file patches alone)."""
-        from patchforge.apply.series import apply_series
+        from patchforge.apply.series import PatchPart, apply_series
 
         pending = self._old_pending.get(path, [])
         done = self._old_done.get(path, 0)
         if done == len(pending):
             return
         self._old_done[path] = len(pending)
-        parts: list = []  # (name, _FilePatches): what apply_series reads of a PatchFile
+        parts: list[tuple[str, PatchPart]] = []
+        last = None  # the position of the patch parts[-1] is of
         for position, name, patch, fp in pending[done:]:
-            if parts and parts[-1][1].position == position:
+            if position == last:
                 parts[-1][1].file_patches.append(fp)
             else:
-                parts.append((name, _FilePatches(position, name, patch, [fp])))
+                parts.append((name, PatchPart([fp], getattr(patch, "source", name))))
+                last = position
         apply_series(self._read_base, parts, strict=False, state=self.old,
                      apply=self.applications)
 

@@ -27,7 +27,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.apply.series import apply_series
+from patchforge.apply.series import PatchPart, apply_series
 from patchforge.errors import ApplyError, InputError, PatchforgeError, UsageError
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.model.record import record
@@ -394,15 +394,6 @@ def editing(project: Project, upstream: str) -> dict | None:
 
 
 
-class _FilePatches:
-    """Some of a patch's file patches, with its source: what apply_series and the path checks
-    read of a patch."""
-
-    def __init__(self, file_patches: tuple, source: str) -> None:
-        self.file_patches = file_patches
-        self.source = source
-
-
 def _series_prefix(project: Project, upstream: str, file_name: str, paths) -> tuple[list, set[str]]:
     """What the patches before FILE_NAME do to `paths`: [(name, their file patches on those
     paths)], in series order, and the paths that involves (renames and copies followed back to
@@ -443,7 +434,7 @@ def series_on_paths(project: Project, upstream: str, paths, *,
 
 
 def _file_patches_on(project: Project, upstream: str, name: str, wanted: set[str],
-                     edited: tuple[bytes, PatchFile] | None = None) -> _FilePatches | None:
+                     edited: tuple[bytes, PatchFile] | None = None) -> PatchPart | None:
     """What patch `name` does to the files in `wanted` (None: nothing), adding to `wanted` the
     other side of each of its renames and copies among them. Only a patch whose text names one
     of the files is parsed."""
@@ -451,12 +442,11 @@ def _file_patches_on(project: Project, upstream: str, name: str, wanted: set[str
     if not any(_may_name(path, data) for path in wanted):
         return None
     patch = edited[1] if edited else project.read_patch(upstream, name)
-    mine = tuple(fp for fp in patch.file_patches
-                 if fp.old_path in wanted or fp.new_path in wanted)
+    mine = [fp for fp in patch.file_patches if fp.old_path in wanted or fp.new_path in wanted]
     if not mine:
         return None
     wanted.update(p for fp in mine for p in (fp.old_path, fp.new_path) if p)
-    return _FilePatches(mine, patch.source)
+    return PatchPart(mine, patch.source)
 
 
 def _may_name(path: str, text: bytes) -> bool:

@@ -5,7 +5,7 @@ are read from the store by revision, results stay in memory as bytes.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from patchforge.apply.hunks import FileApplication, HunkOutcome, apply_file_patch
 from patchforge.errors import ApplyError, InputError
@@ -100,6 +100,16 @@ class SeriesState:
                 if self.current.get(path) is not None}
 
 
+class PatchPart:
+    """Some of a patch's file patches, with the patch file's `source` (for messages): what
+    apply_series reads of a PatchFile, for a walk over only some of the patch's files (the
+    worktree of an edit, the old series brought up to date one file at a time)."""
+
+    def __init__(self, file_patches: list, source: str) -> None:
+        self.file_patches = file_patches
+        self.source = source
+
+
 def git_mode(mode: str | None) -> str | None:
     """A mode as git writes it in a diff: a regular file is 100644 or 100755 (git's own
     canonical modes; 100664 from old tools reads as 100644)."""
@@ -117,11 +127,12 @@ def describe_failure(name: str, application) -> str:
 
 
 def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
-                 patches: list[tuple[str, PatchFile]], *, max_fuzz: int = 2,
+                 patches: Sequence[tuple[str, PatchFile | PatchPart]], *, max_fuzz: int = 2,
                  strict: bool = True, state: SeriesState | None = None,
                  allow_zero_context: bool = False,
                  apply: Callable[..., FileApplication] = apply_file_patch) -> SeriesState:
-    """Apply `patches` ((name, PatchFile), in order) on top of base files read by `read_base`.
+    """Apply `patches` ((name, PatchFile or PatchPart), in order) on top of base files read by
+    `read_base`.
 
     With `strict`, a hunk that fails raises ApplyError naming the patch and hunk; otherwise the
     failure is recorded in the outcome and that file keeps its previous content. `apply` is
