@@ -103,7 +103,8 @@ class UpstreamState:
 
 
 # The way out of an edit whose state file cannot be read.
-UNREADABLE_EDIT_HINT = ("`patchforge edit --close --discard` ends the edit (copy anything you "
+UNREADABLE_EDIT_HINT = ("`patchforge edit --close --discard` ends the edit (`... --discard NAME`, "
+                        "NAME a patch of its upstream, when several are open; copy anything you "
                         "still need out of its worktree first)")
 
 

@@ -813,3 +813,24 @@ def test_an_empty_patch_is_never_reported_or_recorded_as_landed(tmp_path):
     assert stack.series("up") == ["placeholder.patch", "real.patch"]
     assert not (stack.root / "series/up/upstreamed").exists()
     assert b"Applied-Upstream" not in stack.patch("up", "placeholder")
+
+
+def test_two_damaged_edit_states_are_each_discarded_by_a_patch_of_their_upstream(stack, tmp_path):
+    """Two upstreams whose open edits' state files both cannot be read: `edit --close
+    --discard` with no name cannot tell which to end and says so; naming a patch of one of them
+    ends that one's edit (the way out the error names), then the other's."""
+    for name in ("a", "b"):
+        up = Upstream(tmp_path / name, {f"{name}.py": BASE})
+        stack.add_upstream(name, up)
+        stack.add_patch(name, f"fix-{name}", {f"{name}.py": with_lines({4: b"def f4():\n    pass\n\n"})})
+        stack.cli("edit", f"fix-{name}")
+    states = [stack.root / ".patchforge" / "work" / f"{name}.json" for name in ("a", "b")]
+    for state in states:
+        state.write_bytes(b'{"patch": ')
+    _, _, err = stack.cli("edit", "--close", "--discard", expect=2)
+    assert str(states[0]) in err or str(states[1]) in err
+    stack.cli("edit", "--close", "--discard", "fix-b")
+    assert states[0].exists() and not states[1].exists()
+    stack.cli("edit", "--close", "--discard")
+    assert not states[0].exists()
+    stack.cli("status")

@@ -173,6 +173,10 @@ def close_open_edit(project: Project, store: UpstreamStore, name: str | None = N
 
         unreadable = [s.upstream for s in read_states(project).values()
                       if s.kind == EDITING and s.patch is None]
+        if name and discard:
+            # NAME says which upstream's edit to end, when several cannot be read.
+            named = project.find_patch(name)[0]
+            unreadable = [upstream for upstream in unreadable if upstream == named]
         if not discard or len(unreadable) != 1:
             raise
         upstream, file_name = unreadable[0], "(its state file could not be read)"
