@@ -125,8 +125,8 @@ class UpstreamStore:
         waited for. The cache is shared by every project of the user, and two of them fetching
         one upstream at once had git refuse the second ref update ('cannot lock ref ...: is at
         X but expected Y') or the second configuration write; holding this around the
-        remote's configuration, fetches, ref updates and repacks makes them take turns. The
-        kernel releases it however its holder exits. Re-entrant within a thread; the threads
+        remote's configuration, fetches, imports, ref updates and repacks makes them take
+        turns. The kernel releases it however its holder exits. Re-entrant within a thread; the threads
         of one process take turns on `_write_lock`."""
         with self._write_lock:
             if self._writers:
@@ -511,13 +511,17 @@ class UpstreamStore:
         """Import every file of a wheel as a deterministic root commit (store/imports.py)."""
         from patchforge.store.imports import import_wheel  # zipfile, threads: imports only
 
-        return import_wheel(self, wheel, upstream, label, sha256=sha256)
+        # Under the write lock from the blobs' pack to the kept ref: a repack by another
+        # project meanwhile would drop the blobs and the commit no ref reaches yet.
+        with self.writing():
+            return import_wheel(self, wheel, upstream, label, sha256=sha256)
 
     def import_directory(self, path: Path, upstream: str, label: str) -> ImportResult:
         """Import a directory tree as a deterministic root commit (store/imports.py)."""
         from patchforge.store.imports import import_directory
 
-        return import_directory(self, path, upstream, label)
+        with self.writing():  # as import_wheel
+            return import_directory(self, path, upstream, label)
 
     def import_ref(self, upstream: str, label: str) -> str | None:
         """The commit of an earlier import, None if there was none."""
