@@ -89,11 +89,18 @@ def _refuse_repeat(project: Project, upstream: str, pending: list[tuple[str, byt
                          hint="this import was done before; nothing to do")
 
 
-def _list_imported(project: Project, upstream: str, file_name: str, data: bytes) -> None:
-    """Write and list one imported patch; one that an earlier run cut short already wrote
-    (the same bytes, _check_new_name made sure) is only listed, if it is not yet."""
-    if file_name not in project.patch_names(upstream):
-        add_to_series(project, upstream, file_name, data)
+def _write_imported(project: Project, upstream: str, pending: list[tuple[str, bytes]]) -> None:
+    """Write and list an import's patches, each checked before the first is written (a
+    repeated import is refused). One that an earlier run cut short already wrote (the same
+    bytes: _check_new_name made sure) is only listed, if it is not yet."""
+    _refuse_repeat(project, upstream, pending)
+    for file_name, data in pending:
+        parse_patch_file(data, file_name)
+    with RepoLock(project.state_dir):
+        for file_name, data in pending:
+            if file_name not in project.patch_names(upstream):
+                add_to_series(project, upstream, file_name, data)
+        series_changed(project)
 
 
 def _free_name(project: Project, upstream: str, stem: str, taken: set[str],
@@ -154,10 +161,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     fields.append(("Last-Update", today()))
     data = render_patch_file(fields, b"", diff)
     _check_new_name(project, upstream, file_name, data)
-    _refuse_repeat(project, upstream, [(file_name, data)])
-    with RepoLock(project.state_dir):
-        _list_imported(project, upstream, file_name, data)
-        series_changed(project)
+    _write_imported(project, upstream, [(file_name, data)])
     return file_name
 
 
@@ -192,7 +196,6 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
     pin = project.lock.pin(upstream)
     from patchforge.store.userrepo import read_commits
 
-    imported = []
     pending: list[tuple[str, bytes]] = []
     for commit in read_commits(Path(repo), rev_range):
         sha, subject, body = commit.sha, commit.subject, commit.body
@@ -223,14 +226,8 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
         else:
             _check_new_name(project, upstream, file_name, data)
         pending.append((file_name, data))
-    _refuse_repeat(project, upstream, pending)
-    with RepoLock(project.state_dir):
-        for file_name, data in pending:
-            parse_patch_file(data, file_name)
-            _list_imported(project, upstream, file_name, data)
-            imported.append(file_name)
-        series_changed(project)
-    return imported
+    _write_imported(project, upstream, pending)
+    return [n for n, _ in pending]
 
 
 def import_quilt(project: Project, directory: Path, *, upstream: str) -> list[str]:
@@ -260,11 +257,7 @@ def import_quilt(project: Project, directory: Path, *, upstream: str) -> list[st
         _refuse_taken(file_name, {n for n, _ in pending}, str(series_path),
                       series.line_of(entry))
         pending.append((file_name, data))
-    _refuse_repeat(project, upstream, pending)
-    with RepoLock(project.state_dir):
-        for file_name, data in pending:
-            _list_imported(project, upstream, file_name, data)
-        series_changed(project)
+    _write_imported(project, upstream, pending)
     return [n for n, _ in pending]
 
 
@@ -328,11 +321,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
                 _check_new_name(project, upstream, file_name, data)
             parse_patch_file(data, f"{mbox} message {message.name}")
             pending.append((file_name, data))
-    _refuse_repeat(project, upstream, pending)
-    with RepoLock(project.state_dir):
-        for file_name, data in pending:
-            _list_imported(project, upstream, file_name, data)
-        series_changed(project)
+    _write_imported(project, upstream, pending)
     return [n for n, _ in pending]
 
 
