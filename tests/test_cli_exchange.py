@@ -498,3 +498,33 @@ def test_export_mbox_then_import_mbox_keeps_a_non_ascii_patch_name(project, tmp_
     ok(root, "import", "mbox", str(mbox))
     assert (root / "series/up/series").read_bytes() == "fix-é.patch\n".encode()
     assert (root / "series/up/fix-é.patch").read_bytes() == original
+
+
+def test_export_never_writes_over_the_project_and_refuses_a_missing_directory(project, tmp_path):
+    """`export --mbox series/up/NAME.patch` replaced the fix with a mailbox (its header fields
+    gone: exit 0), `--mbox upstream.lock` the lock, `--quilt series/up` rewrote the series file
+    without its comments, and `--mbox` into a directory that does not exist made it. Each is
+    refused (exit 2) with the project as it was; a patch that does not parse fails `--quilt`
+    before any file of it is written."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    series = root / "series" / "up" / "series"
+    series.write_bytes(b"# carried fixes\n" + series.read_bytes())
+    first = sorted((root / "series" / "up").glob("*.patch"))[0]
+    before = tree_bytes(root)
+    for args in (["--mbox", str(first)], ["--mbox", str(root / "upstream.lock")],
+                 ["--mbox", "series/up/new.mbox"], ["--quilt", "series/up"],
+                 ["--quilt", str(root)], ["--quilt", str(root / ".patchforge" / "q")],
+                 ["--quilt", str(tmp_path / "q"), "--mbox", str(tmp_path / "nowhere" / "x.mbox")]):
+        run = run_cli(root, "export", *args, cwd=root)
+        assert run.rc == 2, (args, run.text)
+        assert "Traceback" not in run.text
+        assert tree_bytes(root) == before, args
+    assert "nowhere" in run.err and "does not exist" in run.err, run.err
+    assert not (tmp_path / "nowhere").exists() and not (tmp_path / "q").exists()
+    # A patch that does not parse: nothing of the quilt directory is written.
+    first.write_bytes(first.read_bytes().replace(b"@@ -1,", b"@@ -x,", 1))
+    run = run_cli(root, "export", "--quilt", str(tmp_path / "q2"))
+    assert run.rc == 2 and str(first.name) in run.err, run.text
+    assert not (tmp_path / "q2").exists()

@@ -141,8 +141,12 @@ def test_delete_at_every_write_point(env, tmp_path, monkeypatch, mode):
     assert run_with_faults(prepared, tmp_path, ("delete", "fix"), check, mode=mode) >= 6
 
 
-@pytest.mark.parametrize("mode", ["kill"])
+@pytest.mark.parametrize("mode", ["kill", "raise"])
 def test_rename_at_every_write_point(env, tmp_path, monkeypatch, mode):
+    """Killed at each write, or failing there (EIO: a full disk): every listed patch exists.
+    A failure leaves the project as it was (it left the new file unlisted, and the same rename
+    run again refused: "better.patch already exists"); after a kill, the same rename run again
+    finishes it (it refused, or answered "no patch named 'fix'" with fix.patch left over)."""
     prepared = _prepared(env, tmp_path, monkeypatch)
     data = (prepared / "series" / "up" / "fix.patch").read_bytes()
     old = project_files(prepared)
@@ -161,6 +165,10 @@ def test_rename_at_every_write_point(env, tmp_path, monkeypatch, mode):
         assert b"other.patch" in series and (b"fix.patch" in series or b"better.patch" in series)
         assert data in ((root / "series/up/fix.patch").read_bytes()
                         if b"fix.patch" in series else (root / "series/up/better.patch").read_bytes())
+        if mode == "raise":
+            assert state in (old, new), phase
+        again = run_cli(root, "rename", "fix", "better")
+        assert again.rc == 0 and project_files(root) == new, (phase, again.text)
 
     assert run_with_faults(prepared, tmp_path, ("rename", "fix", "better"), check,
                            mode=mode) >= 6

@@ -141,3 +141,38 @@ def test_kill_during_continue_after_a_conflict(tmp_path, monkeypatch):
         shutil.rmtree(root)
     else:
         pytest.fail("the run never completed")
+
+
+def test_a_write_that_fails_says_what_the_rebase_left(tmp_path, monkeypatch):
+    """An I/O error (EIO: a full disk) at each rename of a run: a run that failed in its
+    write-out, some files already replaced, said "nothing was half-written; run the command
+    again", and running it again was refused (a rebase in progress). The hint now names the
+    journal and `rebase --continue`, which finishes the run to the bytes of an uncut one; a
+    failure before the journal leaves the project as it was and says so."""
+    stack, args = build(tmp_path, monkeypatch)
+    before = stack.snapshot()
+    after = reference(stack, args, tmp_path)
+    seen = set()
+    for n in range(1, 200):
+        root = tmp_path / f"eio-{n}"
+        shutil.copytree(stack.root, root, symlinks=True)
+        proc = run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"rename:{n}",
+                                                "PATCHFORGE_FAULT_MODE": "raise"})
+        err = proc.stderr.decode()
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == 2 and "injected fault" in err, err
+        if (root / ".patchforge" / "rebase" / "journal.json").exists():
+            seen.add("journal")
+            assert "rebase --continue" in err and "run the command again" not in err, err
+            result = run_cli(root, "rebase", "--continue")
+            assert result.rc == 0, result.text
+            assert snapshot(root, skip_state=True, dirs=False) == after, n
+        else:
+            seen.add("old")
+            assert "nothing was left half-written" in err, err
+            assert snapshot(root, skip_state=True, dirs=False) == before, n
+        shutil.rmtree(root)
+    else:
+        pytest.fail("the run never completed")
+    assert seen == {"old", "journal"}

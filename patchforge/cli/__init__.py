@@ -83,15 +83,22 @@ _PROJECT = None
 
 def _interrupted() -> None:
     """Ctrl-C: exit 130, saying what the command left behind and how to go on from it."""
-    global _PROJECT
     click.echo("\npatchforge: interrupted", err=True)
-    if _PROJECT is not None:
-        from patchforge.state import interrupted_report
-
-        for line in interrupted_report(_PROJECT):
-            click.echo(f"hint: {line}", err=True)
-    _PROJECT = None
+    for line in _left_behind():
+        click.echo(f"hint: {line}", err=True)
     sys.exit(EXIT_INTERRUPTED)
+
+
+def _left_behind() -> list[str]:
+    """What a command cut short (Ctrl-C, a failed write) left, and how to go on from it."""
+    global _PROJECT
+    project, _PROJECT = _PROJECT, None
+    if project is None:
+        return ["nothing was left half-written (every write is atomic); fix the cause and run "
+                "the command again"]
+    from patchforge.state import interrupted_report
+
+    return interrupted_report(project)
 
 
 class HelpGroup(click.Group):
@@ -198,8 +205,10 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
     except OSError as exc:  # the machine, not patchforge: a full disk, a read-only mount, EIO
         where = f": {exc.filename}" if exc.filename else ""
         click.echo(f"patchforge: error: {exc.strerror or exc}{where}", err=True)
-        click.echo("hint: nothing was half-written (every write is atomic); fix the cause and "
-                   "run the command again", err=True)
+        # What the command left, as for Ctrl-C: a rebase whose write-out failed half-way is
+        # finished by --continue (or undone by --abort), never by running it again.
+        for line in _left_behind():
+            click.echo(f"hint: {line}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     except Exception as exc:  # a bug: short report, traceback only on request
         click.echo(f"patchforge: internal error: {type(exc).__name__}: {exc}", err=True)

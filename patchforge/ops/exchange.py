@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import email.utils
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -424,9 +425,11 @@ def export_quilt(project: Project, directory: Path) -> tuple[list[Path], list[st
     Returns the files written and, for each binary section the series carries, a line naming
     the patch and the file: quilt and GNU patch cannot apply `GIT binary patch` data, so the
     exported series is complete for `git apply`/`git am` but not for `quilt push`."""
-    written = []
+    files: list[tuple[Path, bytes]] = []
     binary_sections = []
     upstreams = [u for u in project.upstream_names() if project.patch_names(u)]
+    # Every patch is read (and parsed) before the first file is written: a patch that does
+    # not parse fails the export with nothing of it half-written.
     for upstream in upstreams:
         target = Path(directory) / upstream if len(upstreams) > 1 else Path(directory)
         names = project.patch_names(upstream)
@@ -434,11 +437,34 @@ def export_quilt(project: Project, directory: Path) -> tuple[list[Path], list[st
             patch = project.read_patch(upstream, name)
             binary_sections += [f"{patch.source}:{file.line_no}: {file.path}"
                                 for file in patch.file_patches if file.is_binary]
-            atomic_write(target / name, project.read_patch_bytes(upstream, name))
-            written.append(target / name)
-        atomic_write(target / "series", "".join(f"{n}\n" for n in names).encode())
-        written.append(target / "series")
-    return written, binary_sections
+            files.append((target / name, project.read_patch_bytes(upstream, name)))
+        files.append((target / "series", "".join(f"{n}\n" for n in names).encode()))
+    for path, _ in files:
+        refuse_project_destination(project, path)
+    for path, data in files:
+        atomic_write(path, data)
+    return [path for path, _ in files], binary_sections
+
+
+def refuse_project_destination(project: Project, out: Path) -> None:
+    """An export never writes over the project's own files: `export --mbox
+    series/up/fix.patch` replaced the fix with a mailbox, and `--quilt series/up` rewrote the
+    series file without its comments. Refused (exit 2) for the series directory, overlays/,
+    .patchforge/, upstream.lock and the configuration, and anything inside them."""
+    target = Path(os.path.abspath(out))
+    try:
+        target = target.resolve()
+    except OSError:
+        pass
+    owned = [project.series_root, project.overlays_dir, project.state_dir,
+             project.lock_path, Path(project.config_path)]
+    for path in owned:
+        path = Path(os.path.abspath(path)).resolve()
+        if target == path or path in target.parents:
+            owned_name = os.path.relpath(path, project.root)
+            raise UsageError(f"{out}: an export never writes into the project's own "
+                             f"{owned_name}",
+                             hint="export to a path outside series/, overlays/ and .patchforge/")
 
 
 def _header_value(value: str) -> str:
@@ -485,6 +511,7 @@ def mbox_message(patch: PatchFile, raw_diff: bytes, index: int, total: int, base
 
 
 def export_mbox(project: Project, out: Path) -> int:
+    check_mbox_destination(project, out)
     entries = project.all_patches()
     chunks = []
     for index, (upstream, name) in enumerate(entries, 1):
@@ -493,3 +520,13 @@ def export_mbox(project: Project, out: Path) -> int:
                                    patch.get("Base") or "0" * 40, name))
     atomic_write(Path(out), b"".join(chunks))
     return len(entries)
+
+
+def check_mbox_destination(project: Project, out: Path) -> None:
+    """Before anything is read: the mbox goes into a directory that exists (a mistyped
+    directory is an error, not a new directory) and is not one of the project's files."""
+    refuse_project_destination(project, Path(out))
+    parent = Path(os.path.abspath(out)).parent
+    if not parent.is_dir():
+        raise UsageError(f"cannot write {out}: the directory {parent} does not exist",
+                         hint="create it first, or name another file")

@@ -413,24 +413,71 @@ def _delete_skipped(project: Project, fix) -> Path:
 
 
 def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
-    upstream, old_file = project.find_patch(old)
+    """Write NEW, list it in OLD's place, remove OLD. A write that fails before the series
+    names NEW takes NEW away again (the project is as it was); a kill leaves NEW unlisted
+    beside OLD, or OLD unlisted beside NEW, both the same bytes, and running the same rename
+    again finishes it."""
     new_file = patch_file_name(checked_patch_name(new))
+    try:
+        upstream, old_file = project.find_patch(old)
+    except UsageError:
+        finished = _finish_cut_rename(project, old, new_file)
+        if finished is None:
+            raise
+        return finished
     require_state(project, "rename", [upstream])
-    if project.patch_path(upstream, new_file).exists():
-        raise UsageError(f"{new_file} already exists")
+    new_path = project.patch_path(upstream, new_file)
     data = project.read_patch_bytes(upstream, old_file)
     with RepoLock(project.state_dir):
-        atomic_write(project.patch_path(upstream, new_file), data)
-        atomic_write(project.series_path(upstream),
-                     project.read_series(upstream).renamed(old_file, new_file).to_bytes())
-        atomic_delete(project.patch_path(upstream, old_file))
-        state = editing(project, upstream)
-        if state and state["patch"] == old_file:
-            state["patch"] = new_file
-            atomic_write(state_file(project, upstream),
-                         (json.dumps(state, indent=2) + "\n").encode())
-        series_changed(project)
+        # NEW may be there only as the unlisted copy an earlier run of this rename wrote.
+        if new_file == old_file or new_file in project.patch_names(upstream) or \
+                (new_path.exists() and _file_bytes(new_path) != data):
+            raise UsageError(f"{new_file} already exists")
+        atomic_write(new_path, data)
+        try:
+            atomic_write(project.series_path(upstream),
+                         project.read_series(upstream).renamed(old_file, new_file).to_bytes())
+        except BaseException:
+            new_path.unlink(missing_ok=True)  # the series still lists OLD, which is whole
+            raise
+        _end_rename(project, upstream, old_file, new_file)
     return upstream, new_file
+
+
+def _file_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _finish_cut_rename(project: Project, old: str, new_file: str) -> tuple[str, str] | None:
+    """A rename a kill cut short after the series named NEW: OLD's file is still there, the
+    same bytes as NEW's. Its removal (and the open edit's state) finishes it."""
+    wanted, _, name = old.rpartition("/")
+    old_file = patch_file_name(name)
+    for upstream in project.upstream_names():
+        if wanted not in ("", upstream) or old_file == new_file or \
+                new_file not in project.patch_names(upstream):
+            continue
+        old_path = project.patch_path(upstream, old_file)
+        if old_path.is_file() and _file_bytes(old_path) == \
+                _file_bytes(project.patch_path(upstream, new_file)):
+            require_state(project, "rename", [upstream])
+            with RepoLock(project.state_dir):
+                _end_rename(project, upstream, old_file, new_file)
+            return upstream, new_file
+    return None
+
+
+def _end_rename(project: Project, upstream: str, old_file: str, new_file: str) -> None:
+    atomic_delete(project.patch_path(upstream, old_file))
+    state = editing(project, upstream)
+    if state and state["patch"] == old_file:
+        state["patch"] = new_file
+        atomic_write(state_file(project, upstream),
+                     (json.dumps(state, indent=2) + "\n").encode())
+    series_changed(project)
 
 
 def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str | None = None,
