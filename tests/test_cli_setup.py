@@ -307,6 +307,25 @@ def test_fetch_git_after_the_cache_is_gone(tmp_path):
     assert unknown.rc == 2 and "'nope' is not pinned" in unknown.err
 
 
+def test_a_relative_cache_is_refused_and_a_relative_xdg_cache_ignored(tmp_path, monkeypatch):
+    """PATCHFORGE_CACHE=relc was taken from the current directory: run from the project, each
+    command made (and fetched into) a store inside it, one more per directory it ran from.
+    Refused now, before anything is read or written; a relative XDG_CACHE_HOME is ignored, as
+    the XDG base directory specification says (~/.cache is used)."""
+    root, _ = git_project(tmp_path)
+    shutil.rmtree(os.environ["PATCHFORGE_CACHE"])
+    before = tree_bytes(root)
+    monkeypatch.setenv("PATCHFORGE_CACHE", "relc")
+    run = run_cli(root, "fetch", cwd=root)
+    assert run.rc == 2 and "PATCHFORGE_CACHE=relc is a relative path" in run.err, run.text
+    assert tree_bytes(root) == before and not (root / "relc").exists()
+    monkeypatch.delenv("PATCHFORGE_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relc")
+    ok(root, "fetch", cwd=root)
+    assert not (root / "relc").exists()
+    assert (Path(os.environ["HOME"]) / ".cache" / "patchforge" / "store.git").is_dir()
+
+
 def test_fetch_refuses_a_rewritten_git_upstream(tmp_path):
     root, commit = git_project(tmp_path)
     upstream = tmp_path / "up-upstream"

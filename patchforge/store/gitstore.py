@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from patchforge.errors import StoreError
+from patchforge.errors import StoreError, UsageError
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
@@ -42,18 +42,33 @@ if TYPE_CHECKING:
 # Cache location
 
 def cache_dir() -> Path:
-    """`$PATCHFORGE_CACHE`, else `$XDG_CACHE_HOME/patchforge`, else `~/.cache/patchforge`."""
-    explicit = os.environ.get("PATCHFORGE_CACHE")
+    """`$PATCHFORGE_CACHE`, else `$XDG_CACHE_HOME/patchforge`, else `~/.cache/patchforge`.
+
+    A relative PATCHFORGE_CACHE is refused: taken from the current directory, it made a second
+    cache (a fetch, a store) inside whatever directory a command ran from, the project's own
+    included. A relative XDG_CACHE_HOME is ignored, as the XDG base directory specification
+    says."""
+    explicit = _absolute_setting("PATCHFORGE_CACHE")
     if explicit:
-        return Path(explicit)
+        return explicit
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "patchforge"
+    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "patchforge"
 
 
 def wheels_dir() -> Path:
     """`$PATCHFORGE_WHEELS`, else `<cache>/wheels`: shared by the tool, the tests, the benchmarks."""
-    explicit = os.environ.get("PATCHFORGE_WHEELS")
-    return Path(explicit) if explicit else cache_dir() / "wheels"
+    return _absolute_setting("PATCHFORGE_WHEELS") or cache_dir() / "wheels"
+
+
+def _absolute_setting(variable: str) -> Path | None:
+    value = os.environ.get(variable)
+    if not value:
+        return None
+    if not os.path.isabs(value):
+        raise UsageError(f"{variable}={value} is a relative path: it would name another "
+                         "directory from each directory a command runs in",
+                         hint=f"give an absolute path (e.g. {variable}=\"$PWD/{value}\")")
+    return Path(value)
 
 
 _HEX40 = re.compile(r"[0-9a-f]{40}")
