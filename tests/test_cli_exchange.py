@@ -528,3 +528,30 @@ def test_export_never_writes_over_the_project_and_refuses_a_missing_directory(pr
     run = run_cli(root, "export", "--quilt", str(tmp_path / "q2"))
     assert run.rc == 2 and str(first.name) in run.err, run.text
     assert not (tmp_path / "q2").exists()
+
+
+def test_an_import_overlay_killed_is_finished_on_a_later_day(project, tmp_path, monkeypatch):
+    """An `import overlay` killed after writing its patch file, before listing it, run again the
+    next day: the patch it would write carries another Last-Update, and the rerun was refused
+    ("a patch file named fix-a.patch is already there"). The rerun now lists the file the first
+    run wrote, as it was; a file there that differs in more than its date is still refused."""
+    from helpers.cli import run_subprocess
+
+    overlay = tmp_path / "a.py.overlay"
+    overlay.write_bytes(UPSTREAM_FILES["a.py"].replace(b"line7\n", b"line7 fixed\n"))
+    args = ("import", "overlay", str(overlay), "--upstream", "up", "--path", "a.py",
+            "--name", "fix-a")
+    killed = run_subprocess(project, *args, env={"PATCHFORGE_FAULT": "rename:2"})
+    assert killed.returncode == 137
+    written = (project / "series/up/fix-a.patch").read_bytes()
+    assert b"Last-Update: 2024-05-01\n" in written
+    series = project / "series/up/series"
+    assert not series.exists() or b"fix-a" not in series.read_bytes()
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-02")
+    other = tmp_path / "other.overlay"
+    other.write_bytes(overlay.read_bytes().replace(b"line9\n", b"line9 too\n"))
+    run = run_cli(project, "import", "overlay", str(other), *args[3:])
+    assert run.rc == 2 and "already there" in run.err, run.text
+    ok(project, *args)
+    assert (project / "series/up/fix-a.patch").read_bytes() == written
+    assert (project / "series/up/series").read_bytes().count(b"fix-a.patch\n") == 1

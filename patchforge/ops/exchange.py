@@ -160,10 +160,28 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
         check_profiles(project, profiles)
         fields.append(("Profiles", profiles))
     fields.append(("Last-Update", today()))
-    data = render_patch_file(fields, b"", diff)
+    data = _as_written_before(project, upstream, file_name, render_patch_file(fields, b"", diff))
     _check_new_name(project, upstream, file_name, data)
     _write_imported(project, upstream, [(file_name, data)])
     return file_name
+
+
+def _as_written_before(project: Project, upstream: str, file_name: str, data: bytes) -> bytes:
+    """The bytes an earlier run of this import wrote, when a kill left them unlisted and they
+    differ from `data` only by their Last-Update (the import run again on a later day, which
+    was refused as "a patch file is already there"); otherwise `data`."""
+    path = project.patch_path(upstream, file_name)
+    if file_name in project.patch_names(upstream) or not path.is_file():
+        return data
+    try:
+        earlier = path.read_bytes()
+        date = parse_patch_file(earlier, str(path)).get("Last-Update")
+        if date and parse_patch_file(data, str(path)).with_field(
+                "Last-Update", date).to_bytes() == earlier:
+            return earlier
+    except (OSError, InputError):
+        pass  # not that import's file: _check_new_name refuses it
+    return data
 
 
 def _near_paths(store: UpstreamStore, commit: str, path: str) -> str:
