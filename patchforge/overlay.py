@@ -156,20 +156,41 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                           path=str(project.config_path))
     for artifact in config.artifacts:
         parts = PurePosixPath(artifact).parts
+        where = {"path": str(project.config_path), "line": _artifact_line(project, artifact)}
         if not parts or PurePosixPath(artifact).is_absolute() or ".." in parts or "\\" in artifact:
             raise ConfigError(f"artifacts: {artifact!r} must be a path inside the project",
-                              path=str(project.config_path))
+                              **where)
+        # Copied into overlays/ and so into every deployment and CI artifact: never git's own
+        # files (a remote URL may carry a token), patchforge's output or state, nor a file a
+        # symlink brings in from outside the project (a key in the home directory).
+        if any(part.lower().rstrip(". ") == ".git" for part in parts) or \
+                parts[0] in ("overlays", ".patchforge"):
+            raise ConfigError(f"artifacts: {artifact!r} is not a file of the stack "
+                              "(.git, overlays/ and .patchforge/ cannot be artifacts)", **where)
         source = project.root / artifact
+        real = source.resolve()
+        if real != project.root.resolve() and project.root.resolve() not in real.parents:
+            raise ConfigError(f"artifacts: {artifact} is a symlink to {real}, outside the project",
+                              hint="copy the file into the project", **where)
         try:
             data = source.read_bytes()
         except (FileNotFoundError, IsADirectoryError):
-            raise ConfigError(f"artifacts: {artifact} does not exist",
-                              path=str(project.config_path)) from None
+            raise ConfigError(f"artifacts: {artifact} does not exist", **where) from None
         result.artifacts.append((artifact, sha256(data)))
         result.artifact_files[f"{ARTIFACTS_DIR}/{PurePosixPath(*parts).as_posix()}"] = data
     result.files.sort(key=lambda f: f.rel)
     result.outputs = render_metadata(project, result)
     return result
+
+
+def _artifact_line(project: Project, artifact: str) -> int | None:
+    """The configuration's line naming `artifact` (for the error's file:line)."""
+    try:
+        lines = Path(project.config_path).read_bytes().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    quoted = (f'"{artifact}"', f"'{artifact}'")
+    return next((n for n, line in enumerate(lines, 1) if any(q in line for q in quoted)), None)
 
 
 def render_metadata(project: Project, overlays: OverlaySet) -> dict[str, bytes]:

@@ -226,6 +226,37 @@ def test_artifacts_are_pinned(stack):
     assert run.rc == 2 and "entrypoint.sh does not exist" in run.err
 
 
+def test_an_artifact_never_brings_in_a_file_from_outside_the_stack(stack, tmp_path):
+    """The configuration arrives by pull request: `artifacts = ["key"]` with `key` a symlink to
+    a file outside the project copied that file into overlays/ (and so into every deployment
+    and CI upload), `.git/config` (a remote URL may hold a token) was copied too, and an
+    artifact under overlays/ pinned patchforge's own output. Each is refused with the
+    configuration's file and line, overlays/ untouched; a link inside the project is a file."""
+    root = stack
+    ok(root, "overlays")
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"a private key\n")
+    (root / "key").symlink_to(secret)
+    (root / "inside").symlink_to("entrypoint.sh")
+    (root / ".git").mkdir(exist_ok=True)
+    (root / ".git" / "config").write_bytes(b"[remote]\n")
+    config = root / "pyproject.toml"
+    text = config.read_text()
+    before = tree_bytes(root / "overlays")
+    for artifact, message in (("key", "outside the project"), (".git/config", "not a file"),
+                              ("overlays/SHA256SUMS", "not a file")):
+        config.write_text(text.replace('artifacts = ["entrypoint.sh"]',
+                                       f'artifacts = ["entrypoint.sh", "{artifact}"]'))
+        run = run_cli(root, "overlays")
+        assert run.rc == 2 and message in run.err, run.text
+        line = next(n for n, l in enumerate(config.read_text().splitlines(), 1) if artifact in l)
+        assert f"pyproject.toml:{line}: " in run.err, run.err
+        assert tree_bytes(root / "overlays") == before
+    config.write_text(text.replace('artifacts = ["entrypoint.sh"]', 'artifacts = ["inside"]'))
+    ok(root, "overlays")
+    assert (root / "overlays/artifacts/inside").read_bytes() == (root / "entrypoint.sh").read_bytes()
+
+
 def test_verify_and_installed_pre_images(stack, tmp_path):
     root = stack
     ok(root, "overlays")
