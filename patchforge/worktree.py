@@ -654,7 +654,10 @@ def unrefreshed(project: Project, store: UpstreamStore, upstream: str, state: di
         return True  # the fix is back only once its resolution is refreshed
     work = Worktree(project.work_dir(upstream))
     if not work.exists():
-        return False
+        # Its .git removed by hand: the files cannot be compared with the base any more, so
+        # any file there counts as a change (`edit --close` deleted them, edits and all).
+        return work.path.is_dir() and any(path.is_file() or path.is_symlink()
+                                          for path in work.path.rglob("*"))
     if work.changes().untracked:
         return True
     diff = worktree_diff(project, store, upstream, state)

@@ -185,6 +185,34 @@ def test_an_open_edit_with_unrefreshed_changes_is_never_reset(project):
     assert b"+    return -300" in project.patch("fix-a")
 
 
+def test_an_edit_whose_worktree_lost_its_git_keeps_its_files(project):
+    """The worktree's .git removed by hand (taken for clutter): its files could no longer be
+    compared with the base, so they counted as refreshed and `edit --close` (or `edit`,
+    `new`) deleted them, the unrefreshed change with them; `refresh` failed with git's "not a
+    git repository". They count as changes now, and `refresh` says what to do; a worktree
+    removed whole is a clear error too, and `edit --close` ends that edit."""
+    import shutil
+
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    changed = text({3: b"def f3():\n    return -300\n\n"})
+    (project.work / "pkg/mod.py").write_bytes(changed)
+    shutil.rmtree(project.work / ".git")
+    for refused in (("edit", "--close"), ("edit", "fix-a"), ("new", "fix-b")):
+        _, _, err = project.cli(*refused, expect=2)
+        assert "not refreshed" in err, refused
+        assert (project.work / "pkg/mod.py").read_bytes() == changed, refused
+    _, _, err = project.cli("refresh", expect=2)
+    assert "lost its .git" in err and "--discard" in err, err
+    project.cli("edit", "--close", "--discard")
+    project.cli("edit", "fix-a")
+    shutil.rmtree(project.work)
+    _, _, err = project.cli("refresh", expect=2)
+    assert "is gone" in err and "edit --close" in err, err
+    project.cli("edit", "--close")
+    assert b"+    return -3\n" in project.patch("fix-a")
+
+
 def test_import_overlay_refuses_a_path_the_upstream_does_not_have(project, tmp_path):
     overlay = tmp_path / "mod.py"
     overlay.write_bytes(text({3: b"def f3():\n    return -3\n\n"}))

@@ -124,6 +124,19 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
     upstream, file_name, state = _edited_patch(project, name)
     require_state(project, "refresh", [upstream])
     _require_listed(project, upstream, state)
+    work = project.work_dir(upstream)
+    if not work.is_dir():
+        # Removed by hand (or by a clean-up): refresh said "No such file or directory" and
+        # pointed back at refresh.
+        raise UsageError(f"the worktree of the edit of {upstream}/{file_name} is gone "
+                         f"({work}): there is no change to write",
+                         hint=f"`patchforge edit --close` ends the edit ({file_name} stays as it "
+                              f"is); `patchforge edit {file_name}` opens a new one")
+    if not (work / ".git").is_dir():
+        raise UsageError(f"the worktree {work} has lost its .git, where patchforge records the "
+                         "base: its change cannot be told apart from the base",
+                         hint="copy the changed files elsewhere, `patchforge edit --close "
+                              f"--discard`, `patchforge edit {file_name}`, then copy them back")
     diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
     if state.get("conflicts"):
         marked = [p for p, old, new, _, _ in changes
