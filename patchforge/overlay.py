@@ -156,26 +156,28 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                           path=str(project.config_path))
     for artifact in config.artifacts:
         parts = PurePosixPath(artifact).parts
-        where = {"path": str(project.config_path), "line": _artifact_line(project, artifact)}
+        config_file, line = str(project.config_path), _artifact_line(project, artifact)
         if not parts or PurePosixPath(artifact).is_absolute() or ".." in parts or "\\" in artifact:
             raise ConfigError(f"artifacts: {artifact!r} must be a path inside the project",
-                              **where)
+                              path=config_file, line=line)
         # Copied into overlays/ and so into every deployment and CI artifact: never git's own
         # files (a remote URL may carry a token), patchforge's output or state, nor a file a
         # symlink brings in from outside the project (a key in the home directory).
         if any(part.lower().rstrip(". ") == ".git" for part in parts) or \
                 parts[0] in ("overlays", ".patchforge"):
             raise ConfigError(f"artifacts: {artifact!r} is not a file of the stack "
-                              "(.git, overlays/ and .patchforge/ cannot be artifacts)", **where)
+                              "(.git, overlays/ and .patchforge/ cannot be artifacts)",
+                              path=config_file, line=line)
         source = project.root / artifact
         real = source.resolve()
         if real != project.root.resolve() and project.root.resolve() not in real.parents:
             raise ConfigError(f"artifacts: {artifact} is a symlink to {real}, outside the project",
-                              hint="copy the file into the project", **where)
+                              hint="copy the file into the project", path=config_file, line=line)
         try:
             data = source.read_bytes()
         except (FileNotFoundError, IsADirectoryError):
-            raise ConfigError(f"artifacts: {artifact} does not exist", **where) from None
+            raise ConfigError(f"artifacts: {artifact} does not exist", path=config_file,
+                              line=line) from None
         result.artifacts.append((artifact, sha256(data)))
         result.artifact_files[f"{ARTIFACTS_DIR}/{PurePosixPath(*parts).as_posix()}"] = data
     result.files.sort(key=lambda f: f.rel)
