@@ -644,10 +644,16 @@ class SeriesJudge:
 def read_history(store: UpstreamStore, target: Target) -> bytes | None:
     """The walk of the history from base to target a HistoryIndex is made from
     (`store.range_changes`, no path limit), None without history. It needs no patch: a caller
-    can start it on a second thread before the series is even parsed."""
-    if not _history(store, target):
+    can start it on a second thread before the series is even parsed.
+
+    The walk runs first: it tells whether the base is an ancestor of the target (`_history`)
+    by itself (range_changes), which a git process before it asked at the cost of a walk of
+    its own. When it is not (a target on another branch, a wheel's root commit), the walk
+    listed nothing and is dropped."""
+    if target.base_commit == target.commit:
         return None
-    return store.range_changes(target.base_commit, target.commit)
+    changes = store.range_changes(target.base_commit, target.commit)
+    return changes if _history(store, target) else None
 
 
 def series_history_index(store: UpstreamStore, target: Target, walk: Callable[[], bytes | None],

@@ -168,6 +168,49 @@ def test_history_read_without_a_pathspec_is_what_git_log_p_shows(tmp_path):
     assert list(fast._reverts.values()) == [[one]]
 
 
+def test_the_walk_says_whether_the_base_is_an_ancestor_as_git_merge_base_does(tmp_path):
+    """read_history takes "is the base an ancestor of the target" from its own walk instead of
+    a `git merge-base --is-ancestor` before it: on a repository with a merge of a side branch,
+    a branch beside the target, a second root and a merge of it, the answer (and whether a
+    walk comes back) is git's for every pair of commits."""
+    from helpers.git import commit_files, git
+    from patchforge.judge import Target, read_history
+    from patchforge.store.gitstore import UpstreamStore
+
+    repo = tmp_path / "up"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    commits = [commit_files(repo, {"a.py": b"a\n"}, "root")]
+    commits.append(commit_files(repo, {"a.py": b"a2\n"}, "two"))
+    git(repo, "checkout", "-q", "-b", "side")
+    commits.append(commit_files(repo, {"b.py": b"b\n"}, "side"))
+    git(repo, "checkout", "-q", "main")
+    commits.append(commit_files(repo, {"c.py": b"c\n"}, "main"))
+    git(repo, "merge", "-q", "--no-ff", "side", "-m", "merge side")
+    commits.append(git(repo, "rev-parse", "HEAD").strip())
+    git(repo, "checkout", "-q", "--orphan", "other")
+    git(repo, "rm", "-q", "-rf", ".")
+    commits.append(commit_files(repo, {"o.py": b"o\n"}, "another root"))
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--allow-unrelated-histories", "other", "-m", "merge roots")
+    commits.append(git(repo, "rev-parse", "HEAD").strip())
+
+    for base in commits:
+        for tip in commits:
+            if base == tip:
+                continue
+            expected = subprocess.run(["git", "merge-base", "--is-ancestor", base, tip],
+                                      cwd=repo).returncode == 0
+            store = UpstreamStore(repo / ".git")
+            try:
+                walk = read_history(store, Target("up", base, tip, tip, None))
+                assert (walk is not None) == expected, (base, tip)
+                assert store._ancestry[(base, tip)] == expected
+                assert store.is_ancestor(base, tip) == expected
+            finally:
+                store.close()
+
+
 def test_history_read_without_a_pathspec_on_odd_paths_and_changes(tmp_path):
     """The walk matches git's `--raw` names to the series' paths by git's own quoting: a DEL, a
     byte that is not UTF-8 and a tab in a name; and it sees the changes a content diff does not
