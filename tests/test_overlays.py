@@ -257,6 +257,29 @@ def test_an_artifact_never_brings_in_a_file_from_outside_the_stack(stack, tmp_pa
     assert (root / "overlays/artifacts/inside").read_bytes() == (root / "entrypoint.sh").read_bytes()
 
 
+def test_a_symlink_in_place_of_overlays_is_refused_and_nothing_written_through_it(stack,
+                                                                                   tmp_path):
+    """overlays/ committed as a symlink (to a directory elsewhere): `overlays` replaced the link,
+    then failed on the link it had set aside ("Cannot call rmtree on a symbolic link", exit 2)
+    at that run and every later one, and a rebase failed the same way in its write-out. Both
+    refuse it now, naming the link, before anything is written (no rebase journal)."""
+    root = stack
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_bytes(b"not patchforge's\n")
+    (root / "overlays").symlink_to(elsewhere)
+    before = tree_bytes(root)
+    commit = json.loads((root / "upstream.lock").read_bytes())["upstreams"]["up"]["commit"]
+    for args in (["overlays"], ["overlays", "--check"], ["rebase", "--to", f"up={commit}"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2 and "overlays is a symlink" in run.err, (args, run.text)
+        assert not (root / ".patchforge" / "rebase").exists()
+        assert tree_bytes(root) == before and tree_bytes(elsewhere) == {"keep": b"not patchforge's\n"}
+    (root / "overlays").unlink()
+    ok(root, "overlays")
+    assert (root / "overlays" / "SHA256SUMS").is_file()
+
+
 def test_verify_and_installed_pre_images(stack, tmp_path):
     root = stack
     ok(root, "overlays")

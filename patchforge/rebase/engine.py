@@ -97,6 +97,10 @@ class Rebase:
             # A stopped bring-back waits on the series as it is (an open edit is looked at
             # below: a refreshed one is closed, one with unrefreshed changes refused).
             require(self.project, "rebase --to", list(specs), unrefreshed=lambda *_: False)
+        if not dry_run:
+            from patchforge.overlay import refuse_linked_overlays
+
+            refuse_linked_overlays(self.project)  # before the journal, not at its write-out
         lock = self.project.lock
         plan = {}
         for upstream in self.project.upstream_names():
