@@ -109,6 +109,28 @@ class Project:
     def work_dir(self, upstream: str) -> Path:
         return self.state_dir / "work" / upstream
 
+    def refuse_own_destination(self, out: Path | str, *, new_directory: bool = False) -> None:
+        """A file a command writes where the user says (`export`, `status --html`) is never one
+        of the project's own: `export --mbox series/up/fix.patch` replaced the fix with a
+        mailbox, `status --html upstream.lock` the lock. Refused (exit 2) for the series
+        directory, overlays/, .patchforge/, the lock and the configuration and anything inside
+        them; and, unless `new_directory` allows it, a directory that does not exist (a typo is
+        an error, not a new directory)."""
+        import os
+
+        target = Path(os.path.abspath(out))
+        resolved = target.resolve()
+        for owned in (self.series_root, self.overlays_dir, self.state_dir, self.lock_path,
+                      Path(self.config_path)):
+            owned = owned.resolve()
+            if resolved == owned or owned in resolved.parents:
+                raise UsageError(f"{out}: the project's own {os.path.relpath(owned, self.root)} "
+                                 "is never written by this command",
+                                 hint="name a file outside series/, overlays/ and .patchforge/")
+        if not new_directory and not target.parent.is_dir():
+            raise UsageError(f"cannot write {out}: the directory {target.parent} does not exist",
+                             hint="create it first, or name another file")
+
     # --- reading ----------------------------------------------------------------------------
     @cached_property
     def config(self) -> Config:

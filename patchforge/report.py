@@ -110,6 +110,7 @@ def _object_at(doc: dict, key: str) -> dict:
 
 def write_html_report(project: Project, path, status_document: dict) -> None:
     """Write the report for `status_document` (the `status --json` document) to `path`."""
+    project.refuse_own_destination(path, new_directory=True)  # a reports/ directory is made
     atomic_write(Path(path), render_html_report(project, status_document).encode("utf-8"))
 
 

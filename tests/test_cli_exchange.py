@@ -503,9 +503,9 @@ def test_export_mbox_then_import_mbox_keeps_a_non_ascii_patch_name(project, tmp_
 def test_export_never_writes_over_the_project_and_refuses_a_missing_directory(project, tmp_path):
     """`export --mbox series/up/NAME.patch` replaced the fix with a mailbox (its header fields
     gone: exit 0), `--mbox upstream.lock` the lock, `--quilt series/up` rewrote the series file
-    without its comments, and `--mbox` into a directory that does not exist made it. Each is
-    refused (exit 2) with the project as it was; a patch that does not parse fails `--quilt`
-    before any file of it is written."""
+    without its comments, `--mbox` into a directory that does not exist made it, and `status
+    --html` wrote its page over the fix. Each is refused (exit 2) with the project as it was; a patch that does
+    not parse fails `--quilt` before any file of it is written."""
     root = project
     fork = fork_with_commits(tmp_path)
     ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
@@ -523,6 +523,11 @@ def test_export_never_writes_over_the_project_and_refuses_a_missing_directory(pr
         assert tree_bytes(root) == before, args
     assert "nowhere" in run.err and "does not exist" in run.err, run.err
     assert not (tmp_path / "nowhere").exists() and not (tmp_path / "q").exists()
+    # `status --html` the same (it wrote its page over the fix).
+    for out in (first, root / "upstream.lock", root / "overlays" / "report.html"):
+        run = run_cli(root, "status", "--html", str(out))
+        assert run.rc == 2 and "never written" in run.err, (out, run.text)
+        assert tree_bytes(root) == before, out
     # A patch that does not parse: nothing of the quilt directory is written.
     first.write_bytes(first.read_bytes().replace(b"@@ -1,", b"@@ -x,", 1))
     run = run_cli(root, "export", "--quilt", str(tmp_path / "q2"))

@@ -112,13 +112,13 @@ def _only_upstream(project: Project) -> str:
 @click.pass_obj
 def export(app, quilt_dir, mbox_file):
     """Hand the series to quilt or git am."""
-    from patchforge.ops.exchange import check_mbox_destination, export_mbox, export_quilt
+    from patchforge.ops.exchange import export_mbox, export_quilt
 
     if not quilt_dir and not mbox_file:
         raise UsageError("say where: --quilt DIR and/or --mbox FILE")
     project = app.project()
     if mbox_file:
-        check_mbox_destination(project, mbox_file)  # before the quilt directory is written
+        project.refuse_own_destination(mbox_file)  # before the quilt directory is written
     if quilt_dir:
         written, binary_sections = export_quilt(project, quilt_dir)
         click.echo(f"wrote {len(written)} files to {quilt_dir}")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import email.utils
-import os
 import re
 import tempfile
 from pathlib import Path
@@ -458,31 +457,10 @@ def export_quilt(project: Project, directory: Path) -> tuple[list[Path], list[st
             files.append((target / name, project.read_patch_bytes(upstream, name)))
         files.append((target / "series", "".join(f"{n}\n" for n in names).encode()))
     for path, _ in files:
-        refuse_project_destination(project, path)
+        project.refuse_own_destination(path, new_directory=True)
     for path, data in files:
         atomic_write(path, data)
     return [path for path, _ in files], binary_sections
-
-
-def refuse_project_destination(project: Project, out: Path) -> None:
-    """An export never writes over the project's own files: `export --mbox
-    series/up/fix.patch` replaced the fix with a mailbox, and `--quilt series/up` rewrote the
-    series file without its comments. Refused (exit 2) for the series directory, overlays/,
-    .patchforge/, upstream.lock and the configuration, and anything inside them."""
-    target = Path(os.path.abspath(out))
-    try:
-        target = target.resolve()
-    except OSError:
-        pass
-    owned = [project.series_root, project.overlays_dir, project.state_dir,
-             project.lock_path, Path(project.config_path)]
-    for path in owned:
-        path = Path(os.path.abspath(path)).resolve()
-        if target == path or path in target.parents:
-            owned_name = os.path.relpath(path, project.root)
-            raise UsageError(f"{out}: an export never writes into the project's own "
-                             f"{owned_name}",
-                             hint="export to a path outside series/, overlays/ and .patchforge/")
 
 
 def _header_value(value: str) -> str:
@@ -529,7 +507,7 @@ def mbox_message(patch: PatchFile, raw_diff: bytes, index: int, total: int, base
 
 
 def export_mbox(project: Project, out: Path) -> int:
-    check_mbox_destination(project, out)
+    project.refuse_own_destination(out)
     entries = project.all_patches()
     chunks = []
     for index, (upstream, name) in enumerate(entries, 1):
@@ -538,13 +516,3 @@ def export_mbox(project: Project, out: Path) -> int:
                                    patch.get("Base") or "0" * 40, name))
     atomic_write(Path(out), b"".join(chunks))
     return len(entries)
-
-
-def check_mbox_destination(project: Project, out: Path) -> None:
-    """Before anything is read: the mbox goes into a directory that exists (a mistyped
-    directory is an error, not a new directory) and is not one of the project's files."""
-    refuse_project_destination(project, Path(out))
-    parent = Path(os.path.abspath(out)).parent
-    if not parent.is_dir():
-        raise UsageError(f"cannot write {out}: the directory {parent} does not exist",
-                         hint="create it first, or name another file")
