@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from patchforge.errors import LockedError
+from patchforge.errors import LockedError, UsageError
 
 # Fault injection for the crash-safety tests: PATCHFORGE_FAULT="name:N" makes the N-th (1-based)
 # call of the write step `name` ("write", "fsync", "rename") kill the process, or raise with
@@ -187,6 +187,23 @@ def atomic_delete_many(paths: list[Path]) -> None:
         fsync_dir(directory)
 
 
+def refuse_linked_state(state_dir: Path) -> None:
+    """The local state directory (.patchforge/) and what lies directly in it are patchforge's
+    own: a symlink there (committed in a pull request: .gitignore does not stop `git add -f`)
+    would have every writing command write through it, truncating a `lock` file elsewhere,
+    making worktrees and journals outside the project. Refused before anything is written."""
+    links = [state_dir] if state_dir.is_symlink() else []
+    if not links:
+        try:
+            links = [Path(entry.path) for entry in os.scandir(state_dir) if entry.is_symlink()]
+        except FileNotFoundError:
+            pass
+    if links:
+        raise UsageError(f"{links[0]} is a symlink (to {os.readlink(links[0])}): patchforge keeps "
+                         "its local state there, in a directory of its own",
+                         hint=f"remove the link (`rm {links[0]}`); patchforge makes it again")
+
+
 class RepoLock:
     """An exclusive lock on one patchforge repository: a kernel lock (`fcntl.flock`) on
     `.patchforge/lock`, which also holds the holder's PID for the message a second process gives.
@@ -207,6 +224,7 @@ class RepoLock:
     def acquire(self) -> None:
         import fcntl
 
+        refuse_linked_state(self.path.parent)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_CREAT | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o644)
         deadline = time.monotonic() + self.wait

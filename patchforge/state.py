@@ -196,6 +196,9 @@ def require(project: Project, command: str, upstreams, *,
     works on is in a state the command may act in. `unrefreshed(upstream, state)` says whether
     an open edit holds changes not refreshed (needed where the table says "refreshed").
     Returns the states, for the command to act on (e.g. close a refreshed edit)."""
+    from patchforge.fsutil import refuse_linked_state
+
+    refuse_linked_state(project.state_dir)  # every command that writes asks here first
     allowed = COMMANDS[command]
     states = read_states(project)
     for upstream in upstreams:

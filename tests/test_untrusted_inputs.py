@@ -881,3 +881,31 @@ def test_patches_md_and_pr_md_never_carry_raw_html(tmp_path):
     body = Path(json.loads(run.out)["written"]["body"]).read_text()
     assert "<!--" not in body and "<img" not in body and "<details>" not in body
     assert "<https://example.org/ok>" in body or "https://example.org/ok" in body
+
+
+def test_a_symlinked_state_directory_is_never_written_through(tmp_path):
+    """.patchforge/ committed as a symlink (`git add -f` passes .gitignore), or a link inside
+    it: `overlays` truncated the `lock` file of the directory it named, and `edit` made its
+    worktree there. Every writing command now refuses it (exit 2) naming the link, and the
+    directory it names is untouched; read-only commands still run."""
+    root, _ = git_project(tmp_path)
+    patch = ("Description: d\nAuthor: a <a@b>\nUpstream-Status: Pending\nUpstream: up\n\n---\n"
+             "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n line1\n-line2\n"
+             "+LINE2\n line3\n")
+    (root / "series" / "up").mkdir(parents=True, exist_ok=True)
+    (root / "series" / "up" / "fix.patch").write_text(patch)
+    (root / "series" / "up" / "series").write_text("fix.patch\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "lock").write_bytes(b"someone else's\n")
+    shutil.rmtree(root / ".patchforge", ignore_errors=True)
+    for link in (root / ".patchforge", root / ".patchforge" / "work"):
+        link.parent.mkdir(exist_ok=True)
+        link.symlink_to(elsewhere)
+        for args in (["overlays"], ["edit", "fix"], ["new", "other"], ["rename", "fix", "b"]):
+            run = run_cli(root, *args)
+            assert run.rc == 2 and f"{link} is a symlink" in run.err, (link, args, run.text)
+            assert tree_bytes(elsewhere) == {"lock": b"someone else's\n"}, (link, args)
+        ok(root, "list")
+        link.unlink()
+    ok(root, "edit", "fix")
