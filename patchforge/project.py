@@ -6,11 +6,13 @@
 """
 from __future__ import annotations
 
+import errno
+import os
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.errors import ConfigError, UsageError
+from patchforge.errors import ConfigError, InputError, UsageError
 from patchforge.formats.config import PYPROJECT, STANDALONE, find_config_table
 from patchforge.model.record import field, record
 
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
     from patchforge.store.gitstore import TransferProgress
 
 PATCH_SUFFIX = ".patch"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def find_root(start: Path) -> tuple[Path, Path]:
@@ -62,6 +65,8 @@ class Project:
     # Their parsed diffs by (diff bytes, first line): a patch rewritten with another Base field
     # (a rebase's new series) has the same diff, whose parse is most of a patch's.
     _diffs: dict = field(default_factory=dict, repr=False, compare=False)
+    # The upstreams whose series directories were found to be the project's own (not links).
+    _own_dirs: set = field(default_factory=set, repr=False, compare=False)
 
     @classmethod
     def discover(cls, root: Path | None = None, *, offline: bool = False) -> "Project":
@@ -116,8 +121,6 @@ class Project:
         directory, overlays/, .patchforge/, the lock and the configuration and anything inside
         them; and, unless `new_directory` allows it, a directory that does not exist (a typo is
         an error, not a new directory)."""
-        import os
-
         target = Path(os.path.abspath(out))
         resolved = target.resolve()
         for owned in (self.series_root, self.overlays_dir, self.state_dir, self.lock_path,
@@ -154,17 +157,43 @@ class Project:
         from patchforge.formats.series import SeriesFile, parse_series
 
         path = self.series_path(upstream)
-        if not path.exists():
+        try:
+            data = self._read_own(upstream, path)
+        except FileNotFoundError:
             return SeriesFile((), str(path))
-        return parse_series(path.read_bytes(), str(path))
+        return parse_series(data, str(path))
 
     def patch_names(self, upstream: str) -> list[str]:
         return self.read_series(upstream).names
 
+    def _read_own(self, upstream: str, path: Path) -> bytes:
+        """A series or patch file of the project, never one a symlink brings in: a pull request
+        can commit `series/up/series` as a link to /proc/self/environ or a key, and `lint` or
+        `status` in its CI then printed the lines as patch names ("SECRET=... is listed but
+        missing"), `show` and the ledger the text as a description. The file itself is opened
+        without following a link; its directories are looked at once per upstream."""
+        if upstream not in self._own_dirs:
+            for directory in (self.series_root, self.series_dir(upstream)):
+                if directory.is_symlink():
+                    raise InputError(f"{directory} is a symlink: patchforge reads the series "
+                                     "from the project's own files only",
+                                     hint="replace the link with the directory it names")
+            self._own_dirs.add(upstream)
+        try:
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise InputError(f"{path} is a symlink: patchforge reads the series from the "
+                                 "project's own files only",
+                                 hint="replace the link with the file it names") from None
+            raise
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read()
+
     def read_patch_bytes(self, upstream: str, name: str) -> bytes:
         path = self.patch_path(upstream, name)
         try:
-            return path.read_bytes()
+            return self._read_own(upstream, path)
         except FileNotFoundError:
             series = self.read_series(upstream)
             raise ConfigError(f"patch {patch_file_name(name)} is listed in the series but the "

@@ -909,3 +909,29 @@ def test_a_symlinked_state_directory_is_never_written_through(tmp_path):
         ok(root, "list")
         link.unlink()
     ok(root, "edit", "fix")
+
+
+def test_a_series_or_patch_file_that_is_a_symlink_is_never_read(tmp_path):
+    """A pull request commits `series/up/series` as a link to a file of the machine that runs
+    its CI (/proc/self/environ, a key): `lint` printed its lines as patch names ("up/SECRET=...
+    listed in the series but missing"), and a patch file linked the same way was shown and
+    exported as a description. Each is refused, naming the link; nothing of the file shows."""
+    root, _ = git_project(tmp_path)
+    secret = tmp_path / "environ"
+    secret.write_bytes(b"SECRET_TOKEN=ghp_0123456789\n")
+    up = root / "series" / "up"
+    up.mkdir(parents=True, exist_ok=True)
+    (up / "series").symlink_to(secret)
+    for args in (["lint", "--no-forge"], ["status"], ["list"]):
+        run = run_cli(root, *args)
+        assert run.rc in (1, 2) and "ghp_" not in run.text, (args, run.text)
+        assert f"{up / 'series'} is a symlink" in run.text, (args, run.text)
+    (up / "series").unlink()
+    (up / "series").write_bytes(b"leak.patch\n")
+    (up / "leak.patch").symlink_to(secret)
+    for args in (["lint", "--no-forge"], ["status"], ["show", "leak", "--no-pager"],
+                 ["export", "--mbox", str(tmp_path / "out.mbox")]):
+        run = run_cli(root, *args)
+        assert run.rc in (1, 2) and "ghp_" not in run.text, (args, run.text)
+        assert "leak.patch is a symlink" in run.text, (args, run.text)
+    assert not (tmp_path / "out.mbox").exists()
