@@ -330,6 +330,42 @@ def test_hunk_search_finds_the_nearest_match_a_scan_finds():
         assert _locate(lines, want, expected, lo) == wanted, (lines, want, expected, lo)
 
 
+def test_hunk_search_by_scanned_lines_and_by_the_index_agree_with_a_scan():
+    """A content searched a few times is searched by the places of one line of the hunk
+    (scanned for and kept per line), one searched for many lines by the index of every line:
+    on random files of few distinct lines of different lengths (repeats, lines missing), both
+    give, search after search on the same content, the position a scan of every offset gives,
+    before and after the content changes from scanning to the index."""
+    import random
+
+    from patchforge.apply.hunks import Lines, _locate
+
+    rng = random.Random(11)
+    words = [b"a\n", b"bb\n", b"ccc\n", b"d\n", b"eeee\n", b"}\n", b"\n", b"ff\n", b"g\n",
+             b"hhh\n", b"ii\n", b"jjjjj\n", b"x"]
+    switched = 0
+    for _ in range(400):
+        content = [rng.choice(words[:-1]) for _ in range(rng.randrange(0, 40))]
+        if rng.random() < 0.2:
+            content.append(b"x")  # a last line without its line end
+        scanned, indexed = Lines(content), Lines(content)
+        indexed.where()
+        for _ in range(2 * Lines.SCANS_BEFORE_INDEX + 4):
+            want = [rng.choice(words + [b"zzzzzz\n"]) for _ in range(rng.randrange(0, 5))]
+            expected, lo = rng.randrange(-3, 45), rng.randrange(0, 10)
+            hi = len(content) - len(want)
+            at = min(max(expected, lo), hi)
+            matches = [p for p in range(lo, hi + 1) if content[p:p + len(want)] == want]
+            if not want and hi >= lo:
+                wanted = at
+            else:
+                wanted = min(matches, key=lambda p: (abs(p - at), -p), default=None)
+            assert _locate(scanned, want, expected, lo) == wanted, (content, want, expected, lo)
+            assert _locate(indexed, want, expected, lo) == wanted, (content, want, expected, lo)
+        switched += scanned.indexed()
+    assert 20 < switched < 380  # both ways, and the change between them, were met
+
+
 def test_a_hunk_searched_in_reverse_is_found_where_its_reverse_hunk_is():
     """apply_hunks with ReversedHunk(h) (landed detection's reverse search, made of h's own
     views) gives what it gives with the rendered reverse hunk, at every fuzz level."""

@@ -55,18 +55,25 @@ def _matches(lines: list[bytes], pos: int, want: list[bytes]) -> bool:
 
 
 class Lines(list):
-    """A file's lines (`split_lines`), which also say where each distinct line first and last
-    is: the hunk search looks a hunk's lines up there instead of scanning the file for them.
+    """A file's lines (`split_lines`), which also say where a line is: the hunk search looks a
+    line of the hunk up instead of comparing the hunk at every position.
 
-    Most searches of a status run fail (on a target far from the series' base, a hunk's lines
-    are often nowhere in the file), and a line that is in the file nowhere rules a search out
-    at once; a line that is there once gives the one place to compare. The two maps are made on
-    the first search that gets past the expected position (two C-level dict builds), and
-    belong to the content: callers must not modify the list."""
+    Most contents are searched a few times (a rebase applies a patch to a file once, and landed
+    detection searches it forward and in reverse): for those, the places of one line of the
+    hunk are found by the C-level list.index over the file and kept per line
+    (`positions`). A content searched for many distinct lines (status over a long history,
+    where most searches fail) gets the index of every line instead (`where`: two C-level dict
+    builds over the whole file, about eight scans' worth), which then answers any line at once.
+    Both belong to the content: callers must not modify the list."""
 
-    __slots__ = ("_first", "_last")
+    __slots__ = ("_first", "_last", "_positions")
     _first: dict[bytes, int]
     _last: dict[bytes, int]
+    _positions: dict[bytes, list[int]]
+
+    # Distinct lines scanned for before the whole index is made (each scan costs about an
+    # eighth of the index).
+    SCANS_BEFORE_INDEX = 8
 
     def where(self) -> tuple[dict[bytes, int], dict[bytes, int]]:
         """(line -> its first index, line -> its last index)."""
@@ -78,6 +85,36 @@ class Lines(list):
             self._last = dict(zip(self, range(count)))
             return self._first, self._last
 
+    def indexed(self) -> bool:
+        """Whether the whole index (`where`) is made, or should be by now."""
+        if hasattr(self, "_first"):
+            return True
+        try:
+            scanned = len(self._positions)
+        except AttributeError:
+            return False
+        return scanned >= self.SCANS_BEFORE_INDEX
+
+    def positions(self, line: bytes) -> list[int]:
+        """Every index of `line`, ascending (one scan of the file, kept)."""
+        try:
+            known = self._positions
+        except AttributeError:
+            known = self._positions = {}
+        found = known.get(line)
+        if found is None:
+            found = known[line] = []
+            index = self.index
+            pos = 0
+            try:
+                while True:
+                    pos = index(line, pos)
+                    found.append(pos)
+                    pos += 1
+            except ValueError:
+                pass
+        return found
+
 
 def _locate(lines: Lines, want: list[bytes], expected: int, lo: int) -> int | None:
     """The position nearest to `expected` (ties: later first, as GNU patch tries +n before -n)
@@ -88,17 +125,30 @@ def _locate(lines: Lines, want: list[bytes], expected: int, lo: int) -> int | No
     expected = min(max(expected, lo), hi)
     if not want or _matches(lines, expected, want):
         return expected
-    # Only positions where one chosen line of `want` is in its place can match at all. The
-    # chosen line is the one whose occurrences in the file span the fewest lines (a line the
-    # file has once: one place to compare; a line it lacks: no match at all), found between
-    # its first and last index with the C-level list.index. Any line gives the same set of
-    # matching positions, so the same answer.
+    # Only positions where one chosen line of `want` is in its place can match at all, and
+    # any line gives the same set of matching positions, so the same answer; the choice only
+    # decides how many places are compared.
+    if lines.indexed():
+        candidates = _candidates_indexed(lines, want, lo, hi)
+    else:
+        candidates = _candidates_scanned(lines, want, lo, hi)
+    # Nearest to `expected` first; at equal distance the later one (GNU patch tries +n first).
+    for pos in sorted(candidates, key=lambda p: (abs(p - expected), -p)):
+        if _matches(lines, pos, want):
+            return pos
+    return None
+
+
+def _candidates_indexed(lines: Lines, want: list[bytes], lo: int, hi: int) -> list[int]:
+    """Where `want` may start, by the whole index: the line of `want` whose occurrences in the
+    file span the fewest lines (a line the file has once: one place to compare; a line it
+    lacks: none), found between its first and last index with the C-level list.index."""
     first, last = lines.where()
     anchor, start, end = -1, 0, -1
     for k, line in enumerate(want):
         at = first.get(line)
         if at is None:
-            return None
+            return []
         until = last[line]
         if anchor < 0 or until - at < end - start:
             anchor, start, end = k, at, until
@@ -114,11 +164,28 @@ def _locate(lines: Lines, want: list[bytes], expected: int, lo: int) -> int | No
             break
         candidates.append(pos - anchor)
         pos += 1
-    # Nearest to `expected` first; at equal distance the later one (GNU patch tries +n first).
-    for pos in sorted(candidates, key=lambda p: (abs(p - expected), -p)):
-        if _matches(lines, pos, want):
-            return pos
-    return None
+    return candidates
+
+
+def _candidates_scanned(lines: Lines, want: list[bytes], lo: int, hi: int) -> list[int]:
+    """Where `want` may start, by the places of one of its lines (Lines.positions): a line
+    already looked up that the file lacks rules the search out, one looked up with few places
+    is taken next, else the longest line of `want` (the most telling: a blank line or a lone
+    brace is everywhere), scanned for now."""
+    known = lines._positions if hasattr(lines, "_positions") else {}
+    anchor, fewest = -1, -1
+    for k, line in enumerate(want):
+        found = known.get(line)
+        if found is not None and (anchor < 0 or len(found) < fewest):
+            anchor, fewest = k, len(found)
+            if not found:
+                return []
+    if anchor < 0 or fewest > 8:
+        longest = max(range(len(want)), key=lambda k: len(want[k]))
+        if anchor < 0 or len(lines.positions(want[longest])) < fewest:
+            anchor = longest
+    return [pos - anchor for pos in lines.positions(want[anchor])
+            if lo + anchor <= pos <= hi + anchor]
 
 
 class ReversedHunk:
