@@ -2,6 +2,7 @@
 borrows the store's objects (`RangeDiffImport`)."""
 from __future__ import annotations
 
+import bisect
 import shutil
 import subprocess
 import tempfile
@@ -29,15 +30,28 @@ class _Trees:
     the directories on the changed paths are made again, in git's tree format (as
     objects.tree_bytes: entries sorted by name, a directory's as if it ended in '/'), each
     from its own entries (a child directory's entry holds the child's last id, so an unchanged
-    subtree is never visited). New trees go into `objects` (id -> objects.pack_entry)."""
+    subtree is never visited) in the order each directory keeps (a name is put in its place
+    when it comes, not the whole directory sorted again for every commit). New trees go into
+    `objects` (id -> objects.pack_entry)."""
 
     def __init__(self, objects: dict[str, tuple[bytes, int]]) -> None:
         self.objects = objects
         # directory ("" or "a/b/") -> sort key -> raw entry, for its files and (as "name/")
-        # its non-empty subdirectories
+        # its non-empty subdirectories; and the directory's sort keys, in order
         self.entries: dict[bytes, dict[bytes, bytes]] = {b"": {}}
+        self.order: dict[bytes, list[bytes]] = {b"": []}
         self.ids: dict[bytes, str | None] = {}  # directory -> its tree id, None when empty
         self.dirty: set[bytes] = set()  # directories whose id must be made again
+
+    def _put(self, directory: bytes, key: bytes, raw: bytes) -> None:
+        entries = self.entries[directory]
+        if key not in entries:
+            bisect.insort(self.order[directory], key)
+        entries[key] = raw
+
+    def _drop(self, directory: bytes, key: bytes) -> None:
+        if self.entries[directory].pop(key, None) is not None:
+            self.order[directory].remove(key)
 
     def set(self, path: bytes, oid: str | None) -> None:
         """Put blob `oid` at `path` (None: remove it)."""
@@ -46,34 +60,38 @@ class _Trees:
         self.dirty.add(parent)
         for part in directory.split(b"/") if directory else ():
             parent += part + b"/"
-            self.entries.setdefault(parent, {})
+            if parent not in self.entries:
+                self.entries[parent], self.order[parent] = {}, []
             self.dirty.add(parent)
         if oid is None:
-            self.entries[parent].pop(name, None)
+            self._drop(parent, name)
         else:
-            self.entries[parent][name] = b"100644 %s\0" % name + bytes.fromhex(oid)
+            self._put(parent, name, b"100644 %s\0" % name + bytes.fromhex(oid))
 
     def root(self) -> str:
         """The id of the whole tree (empty directories left out, as git does)."""
         # The deepest first: each directory's id goes into its parent's entries.
         for directory in sorted(self.dirty, key=lambda d: d.count(b"/"), reverse=True):
-            entries = self.entries[directory]
+            order = self.order[directory]
             oid = None
-            if entries:
-                raw = b"".join(entries[key] for key in sorted(entries))
+            if order:
+                raw = b"".join(map(self.entries[directory].__getitem__, order))
                 oid = object_id(b"tree", raw)
                 self.objects[oid] = pack_entry(b"tree", raw, level=0)
             self.ids[directory] = oid
             if directory:
                 parent, _, name = directory[:-1].rpartition(b"/")
-                siblings = self.entries[parent + b"/" if parent else b""]
+                parent = parent + b"/" if parent else b""
                 if oid is None:
-                    siblings.pop(name + b"/", None)
+                    self._drop(parent, name + b"/")
                 else:
-                    siblings[name + b"/"] = b"%s %s\0" % (TREE_MODE.encode(), name) \
-                        + bytes.fromhex(oid)
+                    self._put(parent, name + b"/", b"%s %s\0" % (_TREE_MODE, name)
+                              + bytes.fromhex(oid))
         self.dirty.clear()
         return self.ids.get(b"") or object_id(b"tree", b"")
+
+
+_TREE_MODE = TREE_MODE.encode()
 
 
 class RangeDiffImport:
