@@ -159,7 +159,9 @@ def record_rebase(project: Project, summary: dict) -> list[dict]:
         }))
     if events:
         _append(project, events)
-    write_ledger(project)
+    # The history as now written, without reading and parsing it again (a long-lived stack's
+    # history grows by a line per patch and rebase).
+    write_ledger(project, history=history + events)
     return events
 
 
@@ -401,9 +403,10 @@ def render_ledger(project: Project, *, history: list[dict] | None = None) -> byt
     return "\n".join(out).encode("utf-8", "surrogateescape")
 
 
-def write_ledger(project: Project) -> bool:
-    """Regenerate series/PATCHES.md; True if its bytes changed."""
-    data = render_ledger(project)
+def write_ledger(project: Project, *, history: list[dict] | None = None) -> bool:
+    """Regenerate series/PATCHES.md (from `history` when the caller has the whole history at
+    hand); True if its bytes changed."""
+    data = render_ledger(project, history=history)
     path = ledger_path(project)
     try:
         if path.read_bytes() == data:

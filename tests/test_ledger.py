@@ -197,6 +197,14 @@ def test_record_rebase_is_idempotent_for_a_resumed_write_out(tmp_path):
     assert departures(project) == {}
     (stack.root / "series/up/series").write_text("a-sign.patch\nnew-file.patch\n")
     assert list(departures(project)) == ["up/b-sign.patch"]
+    # The ledger written from the history the run had at hand is the one the history on disk
+    # gives, after a second run's events too (a detail that is not ASCII, evidence lines).
+    second = {**summary, "upstreams": {"up": {"from": "v2", "from_commit": "2" * 40,
+                                               "to": "v3", "to_commit": "3" * 40}},
+              "patches": [{**summary["patches"][0], "action": "clean", "destination": "series",
+                           "detail": "applied exactly \u00e9", "evidence": ["x", "y"]}]}
+    assert len(record_rebase(project, second)) == 1
+    assert (stack.root / "series/PATCHES.md").read_bytes() == render_ledger(project)
 
 
 def test_delete_records_the_fix_leaving_in_a_stack_that_keeps_a_ledger(tmp_path):
