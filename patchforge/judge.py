@@ -234,17 +234,18 @@ class SeriesJudge:
         self._old_passed = 0
 
     def prefetch(self, patches) -> None:
-        """Read every file the patches touch, on the base, on the old series' side (the same
-        commit unless a rebase resumed) and where the judge reads, in one round each (the
-        store keeps them): one pipelined cat-file exchange instead of one per file and patch."""
-        paths = sorted({p for _, patch in patches for p in patch.paths})
+        """Ask for every file the patches touch, on the base, on the old series' side (the same
+        commit unless a rebase resumed) and where the judge reads, in the order the walk meets
+        them (the store keeps them): git reads them, one pipelined cat-file exchange, while
+        the walk judges the first patches, instead of one round per file and patch. A partial
+        store's missing files are fetched first, with one check for all of them."""
+        paths = list(dict.fromkeys(p for _, patch in patches for p in patch.paths))
         if paths:
             revs = list(dict.fromkeys([self.target.base_commit, self.old_commit,
                                        self.read_commit]))
             if not self.fetched:
                 self.store.prefetch([(rev, paths) for rev in revs])
-            for rev in revs:
-                self.store.read_blobs(rev, paths, fetch_together=not self.fetched)
+            self.store.read_ahead([(rev, path) for path in paths for rev in revs])
 
     def reading_ahead(self, patches) -> ReadAhead:
         """prefetch() of a walk over `patches` that starts at once: the missing files are

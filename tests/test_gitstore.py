@@ -886,3 +886,49 @@ def test_stored_pack_entries_are_what_git_reads_at_every_size(tmp_path):
                              check=True, env=git_env(), capture_output=True).stdout
         assert out == data
 
+
+def test_cat_file_read_ahead_gives_what_a_query_gives(tmp_path):
+    """Names asked ahead are read as git gives them: many more than are ever outstanding, more
+    bytes than git's pipe holds (no side waits on the other), a missing one and repeats among
+    them, taken in another order than asked, with queries in between (each gets its own
+    answers) and git started again midway (what is not read yet is asked again)."""
+    from patchforge.store.catfile import CatFile
+    from patchforge.store.objects import write_loose
+
+    repo = tmp_path / "r.git"
+    git(tmp_path, "init", "-q", "--bare", str(repo))
+    # More requests than the pipe to git holds (41 bytes each), more answers than the pipe
+    # from it: asked all at once, each side would wait for the other.
+    blobs = [b"%d\n" % i * (8000 if i < 200 else 20) for i in range(2000)]
+    assert sum(map(len, blobs[:200])) > 2 * CatFile.PIPE_BYTES and 1800 * 41 > 65536
+    ids = [write_loose(repo, b"blob", data) for data in blobs]
+    missing = "0" * 40
+    cat = CatFile(repo)
+    try:
+        cat.ahead([*ids, missing, *ids[:5]])
+        assert cat.query([ids[600], "HEAD"]) == [(ids[600], "blob", blobs[600]), None]
+        order = [*range(300, len(ids)), *range(300)]
+        for k in order[:1500]:
+            assert cat.answer(ids[k]) == (ids[k], "blob", blobs[k])
+            assert not cat.asked(ids[k])
+        assert cat.answer(missing) is None
+        cat.restart()
+        for k in order[1500:]:
+            assert cat.answer(ids[k]) == (ids[k], "blob", blobs[k])
+        assert cat.answer(ids[0]) == (ids[0], "blob", blobs[0])  # taken already: asked again
+    finally:
+        cat.close()
+
+
+def test_files_read_ahead_are_the_files_read(store, merge_base):
+    """read_ahead() changes when git reads a file, never what the store gives for it: a path
+    absent at its revision, one asked at two revisions, and a path asked for later alone."""
+    second = store.commit_files(merge_base, {"m/a.py": b"other\n", "m/c.py": b"c\n"},
+                                message="two\n")
+    files = [(merge_base, "m/a.py"), (second, "m/a.py"), (merge_base, "m/c.py"),
+             (second, "m/c.py"), (second, "m/b.py")]
+    with UpstreamStore.open() as fresh:
+        expected = {(rev, path): fresh.read_blob(rev, path) for rev, path in files}
+    store.read_ahead(files)
+    assert {(rev, path): store.read_blob(rev, path) for rev, path in reversed(files)} == expected
+    assert expected[(merge_base, "m/c.py")] is None and expected[(second, "m/c.py")] == b"c\n"

@@ -1,6 +1,8 @@
 """Reading objects through one persistent `git cat-file --batch` (`CatFile`), and raw trees."""
 from __future__ import annotations
 
+import collections
+import fcntl
 import os
 import subprocess
 import tempfile
@@ -18,18 +20,113 @@ class CatFile:
     In a partial clone, a missing blob is fetched on demand by git itself (promisor remote).
     """
 
+    # Names asked ahead (`ahead`) whose answers git may be writing, at most: their requests
+    # (about 10 KB) always fit the pipe to git, so writing one never waits for git, which may
+    # itself wait for room to write its answers.
+    AHEAD_OUTSTANDING = 256
+    # The pipe git writes its answers into, asked for this size (Linux; the system's 64 KB
+    # otherwise): how far git can read ahead of the caller.
+    PIPE_BYTES = 1 << 20
+
     def __init__(self, git_dir: Path) -> None:
         self._git_dir = git_dir
         self._proc: subprocess.Popen | None = None
         self._stderr: IO[bytes] | None = None
         self.lock = threading.Lock()
+        # Reading ahead (`ahead`, `answer`): names not written to git yet, names written whose
+        # answers are unread (in git's order), and answers read before they were asked for.
+        self._queued: collections.deque[str] = collections.deque()
+        self._outstanding: collections.deque[str] = collections.deque()
+        self._asked: set[str] = set()  # the names in either
+        self._early: dict[str, tuple[str, str, bytes] | None] = {}
 
     def _start(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
+            self._forget_ahead()
             self._stderr = tempfile.TemporaryFile()
             self._proc = start_git("cat-file", "--batch", git_dir=self._git_dir,
                                    stderr=self._stderr)
+            if self._proc.stdout is not None and hasattr(fcntl, "F_SETPIPE_SZ"):
+                try:
+                    fcntl.fcntl(self._proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, self.PIPE_BYTES)
+                except OSError:
+                    pass  # above the system's limit: the default size reads less far ahead
         return self._proc
+
+    def _forget_ahead(self) -> None:
+        self._asked.clear()
+        self._queued.clear()
+        self._outstanding.clear()
+        self._early.clear()
+
+    def ahead(self, names: list[str]) -> None:
+        """Ask for `names` now and read their answers later (`answer`), in this order: git reads
+        them (inflating each blob) while the caller works, as far ahead as the pipe holds. A
+        query() meanwhile waits only for the answers git is writing then."""
+        for name in names:
+            if "\n" in name or not name:
+                raise StoreError(f"invalid object name {name!r}")
+        with self.lock:
+            self._start()
+            for name in names:
+                if name not in self._asked and name not in self._early:
+                    self._asked.add(name)
+                    self._queued.append(name)
+            self._guarded(self._top_up)
+
+    def answer(self, name: str) -> tuple[str, str, bytes] | None:
+        """The answer to a name asked ahead (read now if git has not given it yet); a name not
+        asked ahead, or asked before git was started again, is asked now."""
+        with self.lock:
+            if name in self._asked:
+                self._guarded(lambda: self._read_ahead(until=name))
+            if name in self._early:
+                return self._early.pop(name)
+        return self.query([name])[0]
+
+    def asked(self, name: str) -> bool:
+        """Whether `name` was asked ahead and its answer not taken yet."""
+        return name in self._asked or name in self._early
+
+    def _top_up(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None  # started with stdin=PIPE
+        sent: list[str] = []
+        while self._queued and len(self._outstanding) + len(sent) < self.AHEAD_OUTSTANDING:
+            sent.append(self._queued.popleft())
+        if sent:
+            proc.stdin.write(b"".join(os.fsencode(n) + b"\n" for n in sent))
+            proc.stdin.flush()
+            self._outstanding.extend(sent)
+
+    def _read_ahead(self, until: str | None) -> None:
+        """Read answers of names asked ahead into `_early`: up to `until`'s, or (None) those git
+        is writing now."""
+        proc = self._proc
+        assert proc is not None
+        if until is not None:
+            self._top_up()
+        while self._outstanding:
+            name = self._outstanding[0]
+            self._early[name] = self._read_one(proc)
+            self._outstanding.popleft()
+            self._asked.discard(name)
+            if until is None:
+                continue
+            self._top_up()
+            if name == until:
+                return
+
+    def _guarded(self, step) -> None:
+        """`step` on the running process; a failure or an interruption ends it (see query)."""
+        try:
+            step()
+        except (BrokenPipeError, OSError, ValueError) as exc:
+            self.close()
+            raise StoreError(f"git cat-file stopped: {self._error_text()}") from exc
+        except BaseException:
+            self._kill()
+            raise
 
     def query(self, names: list[str]) -> list[tuple[str, str, bytes] | None]:
         """(oid, type, content) for each name, None when missing or ambiguous."""
@@ -39,6 +136,10 @@ class CatFile:
         results: list[tuple[str, str, bytes] | None] = []
         with self.lock:
             proc = self._start()
+            if self._outstanding:
+                # Git answers in order: the answers it is writing for names asked ahead come
+                # first (kept for answer()); the names not written yet wait for this query.
+                self._guarded(lambda: self._read_ahead(until=None))
             # Requests are written in chunks that fit the pipe, then every answer is read: git
             # flushes after each object, so neither side can block on a full pipe.
             start = 0
@@ -63,6 +164,8 @@ class CatFile:
                     self._kill()
                     raise
                 start = end
+            if self._queued:
+                self._guarded(self._top_up)
         return results
 
     def _read_one(self, proc: subprocess.Popen) -> tuple[str, str, bytes] | None:
@@ -94,6 +197,7 @@ class CatFile:
             self.close()
 
     def _kill(self) -> None:
+        self._forget_ahead()
         proc, self._proc = self._proc, None
         if proc is not None:
             proc.kill()
@@ -109,6 +213,7 @@ class CatFile:
             self._stderr = None
 
     def close(self) -> None:
+        self._forget_ahead()
         proc, self._proc = self._proc, None
         if proc is not None:
             end_process(proc, grace=5)

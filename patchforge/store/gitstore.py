@@ -360,7 +360,12 @@ class UpstreamStore:
             entries = self._entries(rev, {p: self._split(p) for p in asked}, False)
             wanted = sorted({e[1] for e in entries.values()
                              if e is not None and e[1] not in self._blob_ids})
-            for oid, answer in zip(wanted, self._cat.query(wanted)):
+            # Those asked ahead (read_ahead) are taken as git gives them; the others asked now.
+            ahead = [oid for oid in wanted if self._cat.asked(oid)]
+            now = [oid for oid in wanted if not self._cat.asked(oid)] if ahead else wanted
+            answers = [*zip(ahead, map(self._cat.answer, ahead)),
+                       *zip(now, self._cat.query(now) if now else [])]
+            for oid, answer in answers:
                 if answer is not None and answer[1] == "blob":
                     self._blob_ids[oid] = answer[2]
                     self._blob_bytes += len(answer[2])
@@ -373,6 +378,22 @@ class UpstreamStore:
             self._blob_bytes = 0
             return found
         return {p: cache[p] for p in paths}
+
+    def read_ahead(self, files: list[tuple[str, str]]) -> None:
+        """Ask git now for the contents of `files` ((rev, path), in the order the caller will
+        read them with read_blobs): git reads them (inflating the store's deltas) while the
+        caller works, instead of while it waits for a round of requests. The files must be in
+        the store (prefetch() brings a partial store's missing ones first); a path absent at
+        its revision is left out."""
+        by_rev: dict[str, list[str]] = {}
+        for rev, path in files:
+            by_rev.setdefault(self._pin(rev), []).append(path)
+        with self._lock:
+            found = {rev: self._entries(rev, {p: self._split(p) for p in paths}, False)
+                     for rev, paths in by_rev.items()}
+            oids = [found[self._pin(rev)][path] for rev, path in files]
+            self._cat.ahead(list(dict.fromkeys(
+                entry[1] for entry in oids if entry is not None and entry[1] not in self._blob_ids)))
 
     def blob_id(self, rev: str, path: str) -> str | None:
         found = self.entry(rev, path)
