@@ -446,3 +446,20 @@ def test_any_input_is_parsed_exactly_or_refused_cleanly(pieces):
         if not fp.is_binary:
             old = b"".join(x for h in fp.hunks for x in h.old_lines()) if not fp.is_new else None
             apply_file_patch(old, fp)  # must not raise
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab/ ", max_size=16), st.text(alphabet="ab/ ", max_size=16))
+def test_a_diff_git_line_splits_where_both_names_are_the_same_file(a, b):
+    """The names of an unquoted `diff --git` line: the first space where both sides name the
+    same file (git's rule for names holding spaces), else the only space, else neither;
+    whatever the spaces, as a split tried at every space of the line gives them."""
+    from patchforge.apply.diffparse import _Parser
+
+    rest = f"a/{a} b/{b}".encode()
+    spaces = [k for k in range(len(rest)) if rest[k] == 0x20]
+    wanted = next(((rest[:k], rest[k + 1:]) for k in spaces
+                   if b"/" in rest[:k] and b"/" in rest[k + 1:]
+                   and rest[:k].split(b"/", 1)[1] == rest[k + 1:].split(b"/", 1)[1]),
+                  (rest[:spaces[0]], rest[spaces[0] + 1:]) if len(spaces) == 1 else (None, None))
+    assert _Parser(b"", "p", 1).split_git_names(rest, 0) == wanted

@@ -624,7 +624,11 @@ class _Parser:
                 return rest[:k], _take_name(rest[k + 1:])[0]
         except ValueError as exc:
             raise self.err(i, f"bad quoted file name: {exc}") from None
-        spaces = [k for k in range(len(rest)) if rest[k] == 0x20]
+        spaces = []
+        k = rest.find(b" ")
+        while k >= 0:  # by the C-level find, not a Python loop over every byte of the line
+            spaces.append(k)
+            k = rest.find(b" ", k + 1)
         for k in spaces:
             a, b = rest[:k], rest[k + 1:]
             if b"/" in a and b"/" in b and a.split(b"/", 1)[1] == b.split(b"/", 1)[1]:
