@@ -892,6 +892,9 @@ def test_cat_file_read_ahead_gives_what_a_query_gives(tmp_path):
     bytes than git's pipe holds (no side waits on the other), a missing one and repeats among
     them, taken in another order than asked, with queries in between (each gets its own
     answers) and git started again midway (what is not read yet is asked again)."""
+    import signal
+    import time
+
     from patchforge.store.catfile import CatFile
     from patchforge.store.objects import write_loose
 
@@ -916,6 +919,18 @@ def test_cat_file_read_ahead_gives_what_a_query_gives(tmp_path):
         for k in order[1500:]:
             assert cat.answer(ids[k]) == (ids[k], "blob", blobs[k])
         assert cat.answer(ids[0]) == (ids[0], "blob", blobs[0])  # taken already: asked again
+        # Closed with answers outstanding (git waiting for room in the pipe, never reading
+        # the end of its input): git is ended at once, not waited for.
+        cat.ahead(ids)
+        proc = cat._proc
+        began = time.monotonic()
+        cat.close()
+        assert proc is not None and proc.returncode == -signal.SIGKILL
+        assert time.monotonic() - began < 2.5  # not the 5 s a process is given to end
+        cat.query([ids[0]])
+        proc = cat._proc
+        cat.close()  # nothing outstanding: git ends on its own
+        assert proc is not None and proc.returncode == 0
     finally:
         cat.close()
 

@@ -213,6 +213,12 @@ class CatFile:
             self._stderr = None
 
     def close(self) -> None:
+        if self._outstanding:
+            # Answers asked ahead and not read: git may be waiting for room in the pipe to
+            # write them, and would never see its input end. They are not needed: git only
+            # reads here, so it is ended at once.
+            self._kill()
+            return
         self._forget_ahead()
         proc, self._proc = self._proc, None
         if proc is not None:
