@@ -17,7 +17,7 @@ import re
 from typing import Any, TYPE_CHECKING
 
 from patchforge.errors import EXIT_ATTENTION, InputError, PatchforgeError
-from patchforge.model.record import record
+from patchforge.model.record import field, record
 
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
@@ -26,6 +26,37 @@ if TYPE_CHECKING:
 
 # Bounded so that a hostile pattern cannot make a check run away on a large file.
 MAX_PATTERN = 512
+# A pattern's size does not bound its time: `(a|aa)*$` backtracks exponentially (40 letters: some
+# seconds; 60: hours), and a pull request's patch brings both the pattern and the text, holding
+# its CI until the job's time limit. Each search gets this long, then is an error.
+REGEX_SECONDS = 5.0
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+def _bounded_search(pattern: str, haystack: str) -> re.Match | None:
+    """re.search(pattern, haystack, re.M), given up after REGEX_SECONDS: the regex engine
+    checks for signals as it goes, so a timer's signal stops it (in the main thread, where
+    Python runs signal handlers; elsewhere the search runs unbounded)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or \
+            not hasattr(signal, "setitimer"):
+        return re.search(pattern, haystack, re.M)
+
+    def out_of_time(signum, frame):
+        raise _OutOfTime()
+
+    previous = signal.signal(signal.SIGALRM, out_of_time)
+    signal.setitimer(signal.ITIMER_REAL, REGEX_SECONDS)
+    try:
+        return re.search(pattern, haystack, re.M)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @record(frozen=True)
@@ -33,6 +64,9 @@ class Invariant:
     path: str
     text: str
     regex: bool
+    # Where the Keeps line is written, for the error of a pattern that runs out of time.
+    source: str | None = field(default=None, compare=False)
+    line: int | None = field(default=None, compare=False)
 
     def describe(self) -> str:
         return f"{self.path}: {'re:' if self.regex else ''}{self.text}"
@@ -42,7 +76,14 @@ class Invariant:
             return False
         haystack = content.decode("utf-8", "surrogateescape")
         if self.regex:
-            return re.search(self.text, haystack, re.M) is not None
+            try:
+                return _bounded_search(self.text, haystack) is not None
+            except _OutOfTime:
+                raise InputError(f"Keeps: re:{self.text} found no answer in {REGEX_SECONDS:g} s "
+                                 f"on {self.path}: the pattern backtracks without end",
+                                 path=self.source, line=self.line,
+                                 hint="avoid nested repetition such as (a|aa)* or (a+)+"
+                                 ) from None
         return self.text in haystack
 
 
@@ -130,7 +171,7 @@ def parse_invariants(patch: PatchFile, source: str | None = None) -> list[Invari
                 except re.error as exc:
                     raise InputError(f"Keeps: bad regular expression {text!r}: {exc}",
                                      **where) from None
-            out.append(Invariant(path, text, regex))
+            out.append(Invariant(path, text, regex, source=source, line=where_line))
     return out
 
 

@@ -212,3 +212,25 @@ def test_require_overlay_invariants_refuses_with_every_violation(tmp_path):
     assert info.value.exit_code == EXIT_ATTENTION
     assert [v.patch for v in info.value.violations] == ["shared-fix.patch"]
     assert "up/shared-fix.patch: Keeps invariant broken: pkg/ops.py: return 224.0" in str(info.value)
+
+
+def test_a_keeps_pattern_that_backtracks_without_end_is_an_error_not_a_hang(tmp_path,
+                                                                             monkeypatch):
+    """`Keeps: pkg/ops.py: re:^(a|aa)*$` with a line of 64 letters the patch adds: the search
+    backtracks exponentially (hours), and lint, overlays and a rebase held CI until its time
+    limit. Each search now has a time budget (here 0.3 s): exit 2 naming the patch file and
+    the Keeps line, and a rebase says it stays in progress (`--abort` goes back)."""
+    import patchforge.invariants
+
+    monkeypatch.setattr(patchforge.invariants, "REGEX_SECONDS", 0.3)
+    stack = OneUpstreamStack(tmp_path, {"pkg/ops.py": V1, "pkg/other.py": b"x = 1\n"})
+    stack.add_fix("letters", "pkg/ops.py", V1, V1 + b"#" + b"a" * 64 + b"!\n",
+                  fields="Keeps: pkg/ops.py: re:^#(a|aa)*$\n")
+    stack.commit({"pkg/other.py": b"x = 2\n"}, "v2: elsewhere", tag="v2")
+    before = stack.snapshot()
+    for args in (("lint", "--no-forge"), ("overlays",), ("rebase", "--to", "v2")):
+        code, out, err = stack.cli(*args, expect=2)
+        assert "series/up/letters.patch:" in err and "found no answer in 0.3 s" in err, err
+    assert "rebase --abort" in err
+    stack.cli("rebase", "--abort")
+    assert stack.snapshot() == before

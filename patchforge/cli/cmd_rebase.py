@@ -8,7 +8,7 @@ import click
 
 from patchforge.cli.complete import complete_spec
 from patchforge.cli.output import Progress, emit_json, table
-from patchforge.errors import ConflictStop, UsageError
+from patchforge.errors import ConflictStop, InProgressError, PatchforgeError, UsageError
 
 ACTION_COLORS = {"clean": "green", "offset": "green", "merged": "yellow", "resolved": "yellow",
                  "dropped": "cyan", "skipped": "magenta", "conflict": "red"}
@@ -86,6 +86,16 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
         except ConflictStop as stop:
             if as_json:
                 emit_json(engine.stop_document(stop.message), "rebase")
+            raise
+        except PatchforgeError as exc:
+            # Failed on its way (a patch's bad Keeps pattern, the store): the run's journal
+            # stays, and the message must say how to go on from it.
+            if specs and not dry_run and not isinstance(exc, InProgressError) and \
+                    engine.journal.exists():
+                exc.hint = "; ".join(filter(None, [
+                    exc.hint, "the rebase stays in progress: `patchforge rebase --continue` "
+                    "goes on once that is fixed, `patchforge rebase --abort` puts everything "
+                    "back"]))
             raise
     if as_json:
         emit_json(summary, "rebase")
