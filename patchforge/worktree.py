@@ -486,7 +486,7 @@ def open_worktree(project: Project, store: UpstreamStore, name: str, *, files=()
 
     patch = project.read_patch(upstream, file_name)
     paths = sorted({p for fp in patch.file_patches for p in (fp.old_path, fp.new_path) if p})
-    files = [_worktree_relative(work, f) for f in files]
+    files = worktree_files(work, files)
     # The worktree is written on disk: nothing may go through an upstream symlink.
     refuse_symlinked_paths(store, pin.commit, [(file_name, patch)])
     refuse_creation_collisions(store, pin.commit, [(file_name, patch)])
@@ -626,6 +626,15 @@ def _through_series(project: Project, store: UpstreamStore, upstream: str, state
                "series_paths": sorted({*state["series_paths"], *involved, *before.current})}
     atomic_write(state_file(project, upstream), (json.dumps(updated, indent=2) + "\n").encode())
     return base
+
+
+def worktree_files(work: Path, files) -> list[str]:
+    """The upstream paths of `--file` arguments, each checked as a patch's path is (no `..`,
+    absolute path outside the worktree or `.git`): `new --file ../../etc/passwd` wrote and
+    listed the new patch, then failed on the path."""
+    from patchforge.apply.diffparse import validate_path
+
+    return [validate_path(_worktree_relative(work, f), source="--file") for f in files]
 
 
 def _worktree_relative(work: Path, path: str) -> str:

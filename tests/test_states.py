@@ -213,6 +213,19 @@ def test_an_edit_whose_worktree_lost_its_git_keeps_its_files(project):
     assert b"+    return -3\n" in project.patch("fix-a")
 
 
+def test_new_with_a_bad_file_path_writes_nothing(project):
+    """`new NAME --file ../../etc/passwd` wrote NAME.patch and listed it ("created up/x.patch"),
+    then failed on the path, exit 2: a patch nobody meant to make was left in the series. The
+    paths are checked first now; a good one still opens the worktree."""
+    before = sorted(p.name for p in (project.root / "series").rglob("*"))
+    for bad in ("../../etc/passwd", ".git/config", "/etc/passwd"):
+        _, _, err = project.cli("new", "x", "--file", bad, expect=2)
+        assert "created" not in err, err
+        assert sorted(p.name for p in (project.root / "series").rglob("*")) == before, bad
+    project.cli("new", "x", "--file", "pkg/mod.py")
+    assert project.series() == ["x.patch"] and (project.work / "pkg/mod.py").is_file()
+
+
 def test_import_overlay_refuses_a_path_the_upstream_does_not_have(project, tmp_path):
     overlay = tmp_path / "mod.py"
     overlay.write_bytes(text({3: b"def f3():\n    return -3\n\n"}))

@@ -94,6 +94,12 @@ def new(app, name, upstream, after, description, profiles, no_edit, files):
     from patchforge.worktree import open_worktree
 
     project = app.project()
+    if files and not no_edit:
+        from patchforge.ops.series import only_upstream
+        from patchforge.worktree import worktree_files
+
+        # Checked before the patch is written: a bad path must not leave it behind.
+        worktree_files(project.work_dir(upstream or only_upstream(project)), files)
     up, file_name = new_patch(project, name, upstream=upstream, after=after,
                               description=description, profiles=profiles)
     click.echo(f"created {up}/{file_name}")
