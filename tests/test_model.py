@@ -239,8 +239,8 @@ class StackModel(RuleBasedStateMachine):
     @rule()
     def refresh_open_edit(self) -> None:
         state = self.root / ".patchforge" / "work" / "up.json"
-        if not state.exists():
-            return
+        if not state.exists() or self.bringing_back():
+            return  # (a stopped bring-back's state is no edit: `bring-back --continue` takes it)
         name = json.loads(state.read_text())["patch"]
         result = self.cli("refresh")
         if result.rc == 2 and self.cut_short and "no longer in the series" in result.err:
@@ -447,11 +447,11 @@ class StackModel(RuleBasedStateMachine):
                 + result.text
         self.allowed(self.cli("list"), 0)
 
-    @rule(data=st.data(), how=st.sampled_from(["interrupt", "kill"]),
+    @rule(data=st.data(), how=st.sampled_from(["interrupt", "kill", "eio"]),
           step=st.sampled_from(["write", "fsync", "rename"]), nth=st.integers(1, 6))
     def cut_short(self, data, how, step, nth) -> None:
-        """A real SIGINT (Ctrl-C), or an exit without cleanup (kill -9), at the nth write step
-        of a command that changes the project."""
+        """A real SIGINT (Ctrl-C), an exit without cleanup (kill -9), or an I/O error (EIO, a
+        full disk) at the nth write step of a command that changes the project."""
         fixes = sorted(self.series_fixes())
         choices = [("rebase", "--continue"), ("rebase", "--skip"), ("rebase", "--abort")]
         if self.bringing_back():
@@ -465,11 +465,17 @@ class StackModel(RuleBasedStateMachine):
             choices.append(("rebase", "--to", f"up={self.up.head()}"))
         command = data.draw(st.sampled_from(choices))
         env = {**os.environ, "PATCHFORGE_FAULT": f"{step}:{nth}",
-               "PATCHFORGE_FAULT_MODE": "interrupt" if how == "interrupt" else ""}
+               "PATCHFORGE_FAULT_MODE": {"interrupt": "interrupt", "eio": "raise"}.get(how, "")}
         proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(self.root),
                                *command], capture_output=True, env=env)
         event(f"{how} {command[0]} -> {proc.returncode}")
-        if proc.returncode in (130, 137):
+        if how == "eio" and b"injected fault" in proc.stderr:
+            self.cut_short = True
+            # What the message says was left is what was left.
+            journal = (self.root / ".patchforge" / "rebase" / "journal.json").exists()
+            assert proc.returncode == 2 and (b"rebase --continue" in proc.stderr) == journal, \
+                proc.stderr.decode()
+        elif proc.returncode in (130, 137):
             self.cut_short = True
             if proc.returncode == 130:
                 assert b"interrupted" in proc.stderr
