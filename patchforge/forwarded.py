@@ -3,10 +3,10 @@
 `Drop-When:` condition evaluated on a target."""
 from __future__ import annotations
 
-import logging
 import re
 from typing import TYPE_CHECKING
 
+from patchforge import logs
 from patchforge.errors import NetworkError, PatchforgeError, UsageError
 from patchforge.judge import Target
 
@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from patchforge.project import Project
     from patchforge.store.gitstore import UpstreamStore
 
-log = logging.getLogger("patchforge.forwarded")
 
 _SUBMITTED = re.compile(r"^Submitted\s*\[(?P<url>[^\]]+)\]", re.I)
 
@@ -112,14 +111,18 @@ def lookup_forwarded(project: Project, forge, patches):
             continue
     if not refs:
         return None
-    log.info("asking the forge about %d pull request(s)", len(refs))
+    logs.info("patchforge.forwarded", "asking the forge about %d pull request(s)", len(refs))
     lookups = lookup_pulls(forge, refs)
     if lookups.unreachable:
+        # A warning is shown without -v (logging's last resort prints it): only this rare
+        # path loads `logging` (see patchforge.logs).
+        import logging
+
         offline = getattr(project, "offline", False)
-        log.warning("warning: the forge is unreachable (%s): the state of %d forwarded pull "
-                    "request(s) is unknown%s", lookups.unreachable, len(refs),
-                    "" if offline else "; try --offline to use the answers cached by an "
-                                       "earlier run")
+        logging.getLogger("patchforge.forwarded").warning(
+            "warning: the forge is unreachable (%s): the state of %d forwarded pull request(s) "
+            "is unknown%s", lookups.unreachable, len(refs),
+            "" if offline else "; try --offline to use the answers cached by an earlier run")
     return lookups
 
 

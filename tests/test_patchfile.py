@@ -243,6 +243,26 @@ def test_any_accepted_input_round_trips(head, with_diff, tail):
         assert pf.with_field("Last-Update", "2026-01-01").file_patches[0].path == "f.txt"
 
 
+DIFF_LINES = [b"diff --git a/f b/f\n", b"Index: f\n", b"--- a/f\n", b"+++ b/f\n", b"--- \n",
+              b"+++\n", b"@@ -1 +1 @@\n", b"text\n", b"--- a/f\r\n", b"\n", b"x\r", b"no end"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(DIFF_LINES + PIECES), max_size=10))
+def test_the_diff_is_cut_off_where_its_first_line_is(pieces):
+    """parse_patch_file takes the diff from where diff_start finds it without splitting the
+    diff into lines (_split_at_diff): the same lines before it, the same bytes from it on."""
+    from patchforge.apply.diffparse import split_lines
+    from patchforge.formats.patchfile import _split_at_diff, diff_start
+
+    data = b"".join(pieces)
+    lines = split_lines(data)
+    start = diff_start(lines)
+    head, diff = _split_at_diff(data)
+    assert head == (lines if start is None else lines[:start])
+    assert diff == (b"" if start is None else b"".join(lines[start:]))
+
+
 text_st = st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=20)
 
 

@@ -8,6 +8,7 @@ diff may look like a diff, a hunk or an ed script to `git apply`, `patch -p1` or
 """
 from __future__ import annotations
 
+import io
 import re
 from functools import cached_property
 
@@ -46,6 +47,26 @@ def _diff_start(lines: list[bytes]) -> int | None:
 
 
 diff_start = _diff_start  # for readers of other wrappings of a patch (what mailinfo gives)
+
+
+def _split_at_diff(data: bytes) -> tuple[list[bytes], bytes]:
+    """(the lines before the diff, the diff from its first line on, b"" without one): where
+    _diff_start finds the start, without splitting the diff into lines and joining them again
+    (a merge's patch of megabytes; the diff parser splits it once itself)."""
+    head: list[bytes] = []
+    reader = io.BytesIO(data)  # lines end at b"\n" only, as split_lines splits
+    offset = 0
+    line = reader.readline()
+    while line:
+        if line.startswith((b"diff --git ", b"Index: ")):
+            return head, data[offset:]
+        following = reader.readline()
+        if line.startswith(b"--- ") and following.startswith(b"+++ "):
+            return head, data[offset:]
+        head.append(line)
+        offset += len(line)
+        line = following
+    return head, b""
 
 
 def _canon(name: str) -> str:
@@ -280,9 +301,7 @@ def parse_patch_file(data: bytes, source: str = "<patch>", *,
     `diffs` keeps parsed diffs by (diff bytes, first line): a patch whose diff is one already
     parsed there (a rebase changes only the Base field of most patches) takes that parse, which
     is exactly what parsing it again would give (the name is only used in error messages)."""
-    lines = split_lines(data)
-    start = _diff_start(lines)
-    head = lines if start is None else lines[:start]
+    head, diff = _split_at_diff(data)
     i = 0
     preamble = b""
     if head and _MBOX_FROM_RE.match(head[0]) and not _FIELD_RE.match(head[0]):
@@ -305,7 +324,6 @@ def parse_patch_file(data: bytes, source: str = "<patch>", *,
     sep = next((k for k in range(i, len(head)) if head[k].rstrip(b"\r\n") == b"---"), len(head))
     description = b"".join(head[i:sep])
     separator = b"".join(head[sep:])
-    diff = b"" if start is None else b"".join(lines[start:])
     # Lines before the diff: nothing there may look like a hunk or an ed script. A diffstat in
     # the separator only ever holds " path | n +-" lines, so it is checked the same way.
     first = 1 + (preamble + b"".join(f.raw for f in fields) + gap).count(b"\n")

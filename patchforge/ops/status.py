@@ -6,10 +6,10 @@ applied, exactly as a rebase would meet them. Nothing is checked out.
 """
 from __future__ import annotations
 
-import logging
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
+from patchforge import logs
 from patchforge.background import Background
 from patchforge.forwarded import drop_when, forwarded_info, lookup_forwarded
 from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, SquashPaths, Target,
@@ -21,8 +21,6 @@ if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
     from patchforge.project import Project
     from patchforge.store.gitstore import UpstreamStore
-
-log = logging.getLogger("patchforge.status")
 
 ATTENTION_STATES = {"fuzz", "merges", "conflict", "upstreamed", "partial", "obsolete", "unsure"}
 
@@ -76,8 +74,8 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                                    [patch for patches in series.values() for _, patch in patches])
         for upstream in chosen:
             target = targets[upstream]
-            log.info("%s: judging %d patch(es) against %s", upstream, len(series[upstream]),
-                     target.label)
+            logs.info("patchforge.status", "%s: judging %d patch(es) against %s", upstream,
+                      len(series[upstream]), target.label)
             package = getattr(project.config.upstreams.get(upstream), "package", None)
             names = {upstream} | ({package} if package else set())
             landed: list[tuple[PatchStatus, PatchFile]] = []

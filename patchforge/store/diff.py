@@ -4,7 +4,6 @@ contents in memory; paths checked and quoted as git quotes them.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -77,6 +76,8 @@ def diff_header(path: str) -> bytes:
 
 def blob_oid(data: bytes) -> str:
     """The git blob id (SHA-1) of `data`, computed without git."""
+    import hashlib  # here, not at import: loading OpenSSL is not free, and few commands hash
+
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
