@@ -382,6 +382,80 @@ def test_squash_runs_left_out_by_their_lines_are_runs_no_commit_made():
     assert left_out > 100
 
 
+def test_squash_check_walks_only_up_to_the_runs_its_lines_leave():
+    """series_landings without a walk given leaves out, before walking the old series, the
+    runs no commit can have made by the lines of every patch, and walks only up to the last
+    patch of the runs left (none left: no walk): on random series of one- and two-file
+    patches, some of which do not apply in the old series, and random histories, it finds
+    exactly what it finds from the whole walk."""
+    import random
+    from types import SimpleNamespace
+
+    import patchforge.judge as judge
+    from patchforge.apply.hunks import apply_file_patch
+
+    rng = random.Random(5)
+    words = [b"alpha beta gamma\n", b"  alpha beta gamma\n", b"delta epsilon zeta\n", b"\n",
+             b"}\n", b"eta theta iota kappa\n", b"lambda mu nu xi omicron\n"]
+    paths = ["f.py", "g.py", "h.py"]
+    walks = []
+    real_walk = judge.old_series_walk
+
+    def walk(*args):
+        walks.append(args[3] if len(args) > 3 else None)
+        return real_walk(*args)
+
+    judge.old_series_walk = walk
+    compared = found_any = fewer = 0
+    try:
+        for _ in range(60):
+            base = {p: b"".join(rng.choice(words) for _ in range(6)) for p in paths}
+            versions = dict(base)
+            patches = []
+            for n in range(rng.randrange(3, 9)):
+                diff = b""
+                for path in rng.sample(paths, rng.choice([1, 1, 2])):
+                    old = versions[path]
+                    lines = old.splitlines(keepends=True)
+                    for _ in range(rng.randrange(1, 3)):
+                        lines.insert(rng.randrange(len(lines) + 1), rng.choice(words))
+                    new = b"".join(lines)
+                    if rng.random() < 0.15:  # made against other content: does not apply
+                        diff += make_file_diff(path, path, b"other\n" + old, b"other\n" + new)
+                    else:
+                        diff += make_file_diff(path, path, old, new)
+                        versions[path] = new
+                if diff:
+                    patch = _Patch(diff)
+                    patch.paths = tuple(fp.path for fp in patch.file_patches)
+                    patches.append((f"p{n}", patch))
+            every = {w.translate(None, judge.WHITESPACE) for w in words}
+            log = [(f"c{n}", sorted(rng.sample(paths, rng.randrange(1, 4)))) for n in range(5)]
+            added = {(c, p): frozenset(rng.sample(sorted(every), rng.randrange(len(every) + 1)))
+                     for c, _ in log for p in paths}
+            index = SimpleNamespace(
+                log=log, diffs=lambda wanted: {},
+                added_lines=lambda commit, path: added[commit, path],
+                judge_blocks=lambda wanted: SimpleNamespace(
+                    landed_by=log[hash(repr(sorted(wanted.items()))) % len(log)][0]))
+
+            def read_base(wanted):
+                return {p: base[p] for p in wanted}
+
+            walks.clear()
+            whole = judge.series_landings(
+                patches, index, read_base,
+                walked=real_walk(patches, read_base, apply_file_patch))
+            alone = judge.series_landings(patches, index, read_base)
+            assert alone == whole, (alone, whole)
+            compared += 1
+            found_any += bool(whole)
+            fewer += not walks or walks[0] is not None and walks[0] < len(patches) - 1
+    finally:
+        judge.old_series_walk = real_walk
+    assert compared == 60 and found_any > 5 and fewer > 5, (found_any, fewer)
+
+
 def _reference_sections(text: bytes) -> dict[str, dict[bytes, bytes]]:
     """`git diff-tree --stdin -p` output read line by line (at LF only): a commit's id alone on
     a line starts its sections, a `diff --git ` line starts a file's section; what comes before
