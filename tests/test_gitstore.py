@@ -947,3 +947,17 @@ def test_files_read_ahead_are_the_files_read(store, merge_base):
     store.read_ahead(files)
     assert {(rev, path): store.read_blob(rev, path) for rev, path in reversed(files)} == expected
     assert expected[(merge_base, "m/c.py")] is None and expected[(second, "m/c.py")] == b"c\n"
+    # A blob git did not have when it was asked ahead (a partial store fetches it before the
+    # read) is asked again when it is read.
+    from patchforge.store.objects import object_id, write_loose
+
+    data = b"fetched later\n"
+    oid = object_id(b"blob", data)
+    third = store.commit_files(merge_base, {"m/d.py": data}, message="three\n")
+    loose = store.git_dir / "objects" / oid[:2] / oid[2:]
+    loose.unlink()
+    with UpstreamStore.open() as later:
+        later.read_ahead([(third, "m/d.py")])
+        later.read_blob(merge_base, "m/a.py")  # a query meanwhile reads git's "missing"
+        write_loose(later.git_dir, b"blob", data)
+        assert later.read_blob(third, "m/d.py") == data

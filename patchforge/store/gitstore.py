@@ -360,11 +360,14 @@ class UpstreamStore:
             entries = self._entries(rev, {p: self._split(p) for p in asked}, False)
             wanted = sorted({e[1] for e in entries.values()
                              if e is not None and e[1] not in self._blob_ids})
-            # Those asked ahead (read_ahead) are taken as git gives them; the others asked now.
+            # Those asked ahead (read_ahead) are taken as git gives them; the others asked now,
+            # with any that git called missing when asked ahead (a partial store has fetched
+            # it since, above).
             ahead = [oid for oid in wanted if self._cat.asked(oid)]
-            now = [oid for oid in wanted if not self._cat.asked(oid)] if ahead else wanted
-            answers = [*zip(ahead, map(self._cat.answer, ahead)),
-                       *zip(now, self._cat.query(now) if now else [])]
+            early = [(oid, self._cat.answer(oid)) for oid in ahead]
+            now = [oid for oid in wanted if oid not in set(ahead)] if ahead else wanted
+            now += [oid for oid, answer in early if answer is None]
+            answers = [*early, *zip(now, self._cat.query(now) if now else [])]
             for oid, answer in answers:
                 if answer is not None and answer[1] == "blob":
                     self._blob_ids[oid] = answer[2]
@@ -385,13 +388,14 @@ class UpstreamStore:
         caller works, instead of while it waits for a round of requests. The files must be in
         the store (prefetch() brings a partial store's missing ones first); a path absent at
         its revision is left out."""
+        pinned = {rev: self._pin(rev) for rev in dict.fromkeys(rev for rev, _ in files)}
         by_rev: dict[str, list[str]] = {}
         for rev, path in files:
-            by_rev.setdefault(self._pin(rev), []).append(path)
+            by_rev.setdefault(pinned[rev], []).append(path)
         with self._lock:
             found = {rev: self._entries(rev, {p: self._split(p) for p in paths}, False)
                      for rev, paths in by_rev.items()}
-            oids = [found[self._pin(rev)][path] for rev, path in files]
+            oids = [found[pinned[rev]][path] for rev, path in files]
             self._cat.ahead(list(dict.fromkeys(
                 entry[1] for entry in oids if entry is not None and entry[1] not in self._blob_ids)))
 
