@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.errors import InputError, PatchforgeError
 from patchforge.fsutil import atomic_write
+from patchforge.project import read_no_link
 
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
@@ -327,7 +328,7 @@ def _set_aside(project: Project, upstream: str) -> list[tuple[str, str, PatchFil
             continue
         for path in sorted(folder.glob("*.patch")):
             try:
-                patch = project.parse_patch(path.read_bytes(), str(path))
+                patch = project.parse_patch(read_no_link(path), str(path))
             except PatchforgeError:
                 patch = None
             out.append((directory, path.name, patch))

@@ -41,6 +41,21 @@ def find_root(start: Path) -> tuple[Path, Path]:
                      hint="run `patchforge init` to start one, or pass --root DIR")
 
 
+def read_no_link(path: Path) -> bytes:
+    """A file of the series (a patch, a series file, a fix set aside), opened without following
+    a link: one a pull request links to a secret of the machine is refused, naming the link."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(f"{path} is a symlink: patchforge reads the series from the "
+                             "project's own files only",
+                             hint="replace the link with the file it names") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
 def patch_file_name(name: str) -> str:
     return name if name.endswith(PATCH_SUFFIX) else name + PATCH_SUFFIX
 
@@ -179,16 +194,7 @@ class Project:
                                      "from the project's own files only",
                                      hint="replace the link with the directory it names")
             self._own_dirs.add(upstream)
-        try:
-            fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise InputError(f"{path} is a symlink: patchforge reads the series from the "
-                                 "project's own files only",
-                                 hint="replace the link with the file it names") from None
-            raise
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read()
+        return read_no_link(path)
 
     def read_patch_bytes(self, upstream: str, name: str) -> bytes:
         path = self.patch_path(upstream, name)

@@ -935,3 +935,16 @@ def test_a_series_or_patch_file_that_is_a_symlink_is_never_read(tmp_path):
         assert run.rc in (1, 2) and "ghp_" not in run.text, (args, run.text)
         assert "leak.patch is a symlink" in run.text, (args, run.text)
     assert not (tmp_path / "out.mbox").exists()
+    # Set aside (skipped/, upstreamed/): the ledger put the linked file's first line in
+    # series/PATCHES.md as the fix's subject, for `bump --open-pr` to push.
+    (up / "leak.patch").unlink()
+    (up / "series").write_bytes(b"")
+    secret.write_bytes(b"Description: SECRET_TOKEN=ghp_0123456789\n\nx\n")
+    for aside in ("skipped", "upstreamed"):
+        (up / aside).mkdir()
+        (up / aside / "leak.patch").symlink_to(secret)
+    ok(root, "ledger")
+    assert b"ghp_" not in (root / "series" / "PATCHES.md").read_bytes()
+    for args in (["bring-back", "leak"], ["delete", "leak"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2 and "leak.patch is a symlink" in run.err, (args, run.text)

@@ -20,7 +20,7 @@ from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed,
 from patchforge.errors import ConflictStop, InputError, PatchforgeError, UsageError
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
-from patchforge.project import patch_file_name
+from patchforge.project import patch_file_name, read_no_link
 from patchforge.store.diff import conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
@@ -415,7 +415,7 @@ def _deleted_event(project: Project, upstream: str, name: str, kept: Path) -> di
 
 def _delete_skipped(project: Project, fix) -> Path:
     """A skipped fix dropped for good: kept under deleted/ (copied first, then removed)."""
-    data = fix.path.read_bytes()
+    data = read_no_link(fix.path)
     directory = project.series_dir(fix.upstream) / "deleted"
     with RepoLock(project.state_dir):
         kept = directory / aside_name(directory, fix.name, data)
@@ -567,7 +567,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     fix = find_skipped(project, name)
     upstream = fix.upstream
     require_state(project, "bring-back", [upstream], store=store)
-    raw = fix.path.read_bytes()
+    raw = read_no_link(fix.path)
     patch = parse_patch_file(raw, str(fix.path))
     pin = project.lock.pin(upstream)
     base = (patch.get("Base") or "").strip()
