@@ -226,6 +226,27 @@ def test_new_with_a_bad_file_path_writes_nothing(project):
     assert project.series() == ["x.patch"] and (project.work / "pkg/mod.py").is_file()
 
 
+def test_a_stop_whose_worktree_lost_its_git_says_how_to_go_on(project):
+    """The worktree of a rebase stop (or of a stopped bring-back) with its .git removed by hand:
+    `--continue` failed with git's own "not a git repository". It now says what is lost and
+    the ways on; `--skip` keeps the fix in skipped/ and `bring-back --abort` leaves it there."""
+    import shutil
+
+    stopped_on_a(project)
+    shutil.rmtree(project.work / ".git")
+    _, _, err = project.cli("rebase", "--continue", expect=2)
+    assert "lost its .git" in err and "rebase --skip" in err, err
+    skipped = project.patch("fix-a")
+    project.cli("rebase", "--skip")
+    assert project.patch("fix-a", "skipped") == skipped
+    project.cli("bring-back", "fix-a", expect=3)
+    shutil.rmtree(project.work / ".git")
+    _, _, err = project.cli("bring-back", "--continue", expect=2)
+    assert "lost its .git" in err and "bring-back --abort" in err, err
+    project.cli("bring-back", "--abort")
+    assert project.patch("fix-a", "skipped") == skipped
+
+
 def test_import_overlay_refuses_a_path_the_upstream_does_not_have(project, tmp_path):
     overlay = tmp_path / "mod.py"
     overlay.write_bytes(text({3: b"def f3():\n    return -3\n\n"}))

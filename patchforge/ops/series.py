@@ -713,6 +713,12 @@ def bring_back_continue(project, store, upstream: str | None = None) -> dict:
         raise UsageError(f"the bring-back's worktree {work} is gone",
                          hint="`patchforge bring-back --abort` (the fix stays in skipped/), "
                               "then `patchforge bring-back` again")
+    if not (work / ".git").is_dir():
+        raise UsageError(f"the bring-back's worktree {work} has lost its .git, where patchforge "
+                         "records the base: the resolution cannot be read",
+                         hint="copy the resolved files elsewhere, `patchforge bring-back "
+                              "--abort` (the fix stays in skipped/), `patchforge bring-back` "
+                              "again, then copy them back")
     diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
     marked = [p for p, old, new, _, _ in changes
               if new is not None and conflict_markers_left(old, new)]

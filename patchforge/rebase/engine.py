@@ -658,6 +658,13 @@ class Rebase:
         if not work.is_dir():
             raise UsageError(f"the conflict worktree {work} is gone",
                              hint="`patchforge rebase --skip` or `--abort`")
+        if not (work / ".git").is_dir():
+            # Removed by hand: --continue failed with git's "not a git repository".
+            raise UsageError(f"the conflict worktree {work} has lost its .git, where patchforge "
+                             "records the stop's base: the resolution cannot be read",
+                             hint="copy the resolved files elsewhere, then `patchforge rebase "
+                                  "--skip` (the fix is kept in skipped/; `patchforge bring-back "
+                                  f"{name}` stops on it again) or `--abort`")
         # The patch's renames and copies stay so, from where upstream moved their sources.
         target = self._target(upstream, entry)
         patch = series_patch(self.project, upstream, name)
