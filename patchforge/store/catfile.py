@@ -118,7 +118,10 @@ class CatFile:
                 return
 
     def _guarded(self, step) -> None:
-        """`step` on the running process; a failure or an interruption ends it (see query)."""
+        """`step` on the running process. A failure ends the process with a StoreError; an
+        interruption (Ctrl-C) mid-answer kills it, since the answers left in the pipe would be
+        read as the next query's (a second thread's, while the command ends): the next query
+        starts a new process."""
         try:
             step()
         except (BrokenPipeError, OSError, ValueError) as exc:
@@ -127,6 +130,15 @@ class CatFile:
         except BaseException:
             self._kill()
             raise
+
+    def _ask(self, proc: subprocess.Popen, names: list[str],
+             results: list[tuple[str, str, bytes] | None]) -> None:
+        """Write `names` as one request and append their answers to `results`."""
+        assert proc.stdin is not None  # started with stdin=PIPE
+        proc.stdin.write(b"".join(os.fsencode(n) + b"\n" for n in names))
+        proc.stdin.flush()
+        for _ in names:
+            results.append(self._read_one(proc))
 
     def query(self, names: list[str]) -> list[tuple[str, str, bytes] | None]:
         """(oid, type, content) for each name, None when missing or ambiguous."""
@@ -148,21 +160,8 @@ class CatFile:
                 while end < len(names) and (end == start or size < 16384):
                     size += len(os.fsencode(names[end])) + 1
                     end += 1
-                try:
-                    assert proc.stdin is not None  # started with stdin=PIPE
-                    proc.stdin.write(b"".join(os.fsencode(n) + b"\n" for n in names[start:end]))
-                    proc.stdin.flush()
-                    for _ in range(start, end):
-                        results.append(self._read_one(proc))
-                except (BrokenPipeError, OSError, ValueError) as exc:
-                    self.close()
-                    raise StoreError(f"git cat-file stopped: {self._error_text()}") from exc
-                except BaseException:
-                    # Interrupted mid-answer (Ctrl-C): the answers left in the pipe would be
-                    # read as the next query's (a second thread's, while the command ends).
-                    # The next query starts a new process.
-                    self._kill()
-                    raise
+                self._guarded(lambda first=start, last=end: self._ask(proc, names[first:last],
+                                                                      results))
                 start = end
             if self._queued:
                 self._guarded(self._top_up)
