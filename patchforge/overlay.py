@@ -155,35 +155,44 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
         raise ConfigError(f"a profile or upstream named {ARTIFACTS_DIR!r} would share "
                           f"overlays/{ARTIFACTS_DIR}/ with the artifacts; rename it",
                           path=str(project.config_path))
+    root = project.root.resolve()
     for artifact in config.artifacts:
         parts = PurePosixPath(artifact).parts
-        config_file, line = str(project.config_path), _artifact_line(project, artifact)
         if not parts or PurePosixPath(artifact).is_absolute() or ".." in parts or "\\" in artifact:
-            raise ConfigError(f"artifacts: {artifact!r} must be a path inside the project",
-                              path=config_file, line=line)
+            raise _artifact_error(project, artifact,
+                                  f"artifacts: {artifact!r} must be a path inside the project")
         # Copied into overlays/ and so into every deployment and CI artifact: never git's own
         # files (a remote URL may carry a token), patchforge's output or state, nor a file a
         # symlink brings in from outside the project (a key in the home directory).
         if any(part.lower().rstrip(". ") == ".git" for part in parts) or \
                 parts[0] in ("overlays", ".patchforge"):
-            raise ConfigError(f"artifacts: {artifact!r} is not a file of the stack "
-                              "(.git, overlays/ and .patchforge/ cannot be artifacts)",
-                              path=config_file, line=line)
+            raise _artifact_error(project, artifact,
+                                  f"artifacts: {artifact!r} is not a file of the stack "
+                                  "(.git, overlays/ and .patchforge/ cannot be artifacts)")
         source = project.root / artifact
         real = source.resolve()
-        if real != project.root.resolve() and project.root.resolve() not in real.parents:
-            raise ConfigError(f"artifacts: {artifact} is a symlink to {real}, outside the project",
-                              hint="copy the file into the project", path=config_file, line=line)
+        if real != root and root not in real.parents:
+            raise _artifact_error(project, artifact,
+                                  f"artifacts: {artifact} is a symlink to {real}, outside the "
+                                  "project", hint="copy the file into the project")
         try:
             data = source.read_bytes()
         except (FileNotFoundError, IsADirectoryError):
-            raise ConfigError(f"artifacts: {artifact} does not exist", path=config_file,
-                              line=line) from None
+            raise _artifact_error(project, artifact,
+                                  f"artifacts: {artifact} does not exist") from None
         result.artifacts.append((artifact, sha256(data)))
         result.artifact_files[f"{ARTIFACTS_DIR}/{PurePosixPath(*parts).as_posix()}"] = data
     result.files.sort(key=lambda f: f.rel)
     result.outputs = render_metadata(project, result)
     return result
+
+
+def _artifact_error(project: Project, artifact: str, message: str, *,
+                    hint: str | None = None) -> ConfigError:
+    """The error of a bad `artifacts` entry, naming the configuration and its line (looked up
+    only then: a valid stack never reads its configuration again for it)."""
+    return ConfigError(message, hint=hint, path=str(project.config_path),
+                       line=_artifact_line(project, artifact))
 
 
 def _artifact_line(project: Project, artifact: str) -> int | None:

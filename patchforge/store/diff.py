@@ -499,4 +499,3 @@ def conflict_markers_left(old: bytes | None, new: bytes) -> bool:
         return False
     own = {m.group(0) for m in _CONFLICT_MARKER.finditer(old)} if old else set()
     return any(m.group(0) not in own for m in _CONFLICT_MARKER.finditer(new))
-

@@ -365,7 +365,8 @@ class UpstreamStore:
             # it since, above).
             ahead = [oid for oid in wanted if self._cat.asked(oid)]
             early = [(oid, self._cat.answer(oid)) for oid in ahead]
-            now = [oid for oid in wanted if oid not in set(ahead)] if ahead else wanted
+            asked_ahead = set(ahead)
+            now = [oid for oid in wanted if oid not in asked_ahead]
             now += [oid for oid, answer in early if answer is None]
             answers = [*early, *zip(now, self._cat.query(now) if now else [])]
             for oid, answer in answers:
