@@ -306,6 +306,18 @@ def test_remembered_applications_answer_as_apply_file_patch_does():
     assert applications(BASE, fp, max_fuzz=2) is exact  # made once
 
 
+def _found_by_scanning(lines: list[bytes], want: list[bytes], expected: int, lo: int):
+    """Where the hunk search must find `want` in `lines`, by comparing at every offset from
+    `lo` on: the match nearest to `expected` (ties: the later one), `expected` itself for an
+    empty hunk, None without a match."""
+    hi = len(lines) - len(want)
+    at = min(max(expected, lo), hi)
+    if not want and hi >= lo:
+        return at
+    matches = [p for p in range(lo, hi + 1) if lines[p:p + len(want)] == want]
+    return min(matches, key=lambda p: (abs(p - at), -p), default=None)
+
+
 def test_hunk_search_finds_the_nearest_match_a_scan_finds():
     """The search looks a hunk's lines up in the file's line index (first and last place of
     each line) instead of comparing at every position: on random files of few distinct lines
@@ -320,13 +332,7 @@ def test_hunk_search_finds_the_nearest_match_a_scan_finds():
         lines = lines_of(b"".join(rng.choice(words) for _ in range(rng.randrange(0, 40))))
         want = [rng.choice(words + [b"z\n"]) for _ in range(rng.randrange(0, 4))]
         expected, lo = rng.randrange(-3, 45), rng.randrange(0, 10)
-        hi = len(lines) - len(want)
-        at = min(max(expected, lo), hi)
-        matches = [p for p in range(lo, hi + 1) if lines[p:p + len(want)] == want]
-        if not want and hi >= lo:
-            wanted = at
-        else:
-            wanted = min(matches, key=lambda p: (abs(p - at), -p), default=None)
+        wanted = _found_by_scanning(lines, want, expected, lo)
         assert _locate(lines, want, expected, lo) == wanted, (lines, want, expected, lo)
 
 
@@ -353,13 +359,7 @@ def test_hunk_search_by_scanned_lines_and_by_the_index_agree_with_a_scan():
         for _ in range(2 * Lines.SCANS_BEFORE_INDEX + 4):
             want = [rng.choice(words + [b"zzzzzz\n"]) for _ in range(rng.randrange(0, 5))]
             expected, lo = rng.randrange(-3, 45), rng.randrange(0, 10)
-            hi = len(content) - len(want)
-            at = min(max(expected, lo), hi)
-            matches = [p for p in range(lo, hi + 1) if content[p:p + len(want)] == want]
-            if not want and hi >= lo:
-                wanted = at
-            else:
-                wanted = min(matches, key=lambda p: (abs(p - at), -p), default=None)
+            wanted = _found_by_scanning(content, want, expected, lo)
             assert _locate(scanned, want, expected, lo) == wanted, (content, want, expected, lo)
             assert _locate(indexed, want, expected, lo) == wanted, (content, want, expected, lo)
         switched += scanned.indexed()
