@@ -129,15 +129,22 @@ class Project:
     def work_dir(self, upstream: str) -> Path:
         return self.state_dir / "work" / upstream
 
-    def refuse_own_destination(self, out: Path | str, *, new_directory: bool = False) -> None:
-        """A file a command writes where the user says (`export`, `status --html`) is never one
-        of the project's own: `export --mbox series/up/fix.patch` replaced the fix with a
-        mailbox, `status --html upstream.lock` the lock. Refused (exit 2) for the series
-        directory, overlays/, .patchforge/, the lock and the configuration and anything inside
-        them; and, unless `new_directory` allows it, a directory that does not exist (a typo is
-        an error, not a new directory)."""
+    def refuse_own_destination(self, out: Path | str, *, new_directory: bool = False,
+                               allowed: Path | None = None) -> None:
+        """A file a command writes where the user says (`export`, `status --html`, `pr --out`)
+        is never one of the project's own: `export --mbox series/up/fix.patch` replaced the fix
+        with a mailbox, `status --html upstream.lock` the lock, `pr --out series/up` a patch
+        named like its format-patch file. Refused (exit 2) for the series directory,
+        overlays/, .patchforge/, the lock and the configuration and anything inside them, but
+        inside `allowed` (the command's own directory under .patchforge/); and, unless
+        `new_directory` allows it, a directory that does not exist (a typo is an error, not a
+        new directory)."""
         target = Path(os.path.abspath(out))
         resolved = target.resolve()
+        if allowed is not None:
+            allowed = Path(os.path.abspath(allowed)).resolve()
+            if resolved == allowed or allowed in resolved.parents:
+                return
         for owned in (self.series_root, self.overlays_dir, self.state_dir, self.lock_path,
                       Path(self.config_path)):
             owned = owned.resolve()

@@ -475,3 +475,22 @@ def test_open_checks_the_forge_before_pushing(stack, monkeypatch):
     assert result.rc == 2, result.text
     assert "cannot connect to 127.0.0.1:9" in result.err
     assert fork_branches(stack["fork"]) == {}
+
+
+def test_out_never_writes_into_the_projects_own_files(stack, tmp_path):
+    """`--out` names a directory for three files: series/, overlays/, .patchforge/ (but its
+    pr/ drafts) and the lock or configuration are refused before anything is drafted."""
+    root = stack["root"]
+    (root / "series" / "up" / "0001-ck-a8w4-gfx950.patch").write_bytes(b"a fix kept here\n")
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    for out in ("series/up", "series", "overlays/x", ".patchforge/work/up", "upstream.lock"):
+        result = run_pr(stack, "ck-a8w4-gfx950", "--out", str(root / out))
+        assert result.rc == 2, (out, result.text)
+        assert ("is never written by this command" in result.err or "is a file" in result.err) \
+            and "Traceback" not in result.err
+        assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+    # Its own drafts directory and a directory elsewhere are fine.
+    for out in (root / ".patchforge" / "pr" / "mine", tmp_path / "drafts"):
+        result = run_pr(stack, "ck-a8w4-gfx950", "--out", str(out))
+        assert result.rc == 0, result.text
+        assert (out / "PR.md").is_file()

@@ -50,6 +50,11 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
         if not owner:
             raise UsageError(f"cannot tell the fork's owner from {remote!r}",
                              hint="pass --fork-owner OWNER")
+    if out_dir is not None:
+        # Its drafts go under .patchforge/pr/ by default; anywhere else of the project's own
+        # (series/up/ holds a patch named like the format-patch file) is refused.
+        project.refuse_own_destination(out_dir, new_directory=True,
+                                       allowed=project.state_dir / "pr")
     if remote or open_pr:
         from patchforge.state import require
 
