@@ -473,7 +473,51 @@ def series_paths_state(project: Project, store: UpstreamStore, upstream: str, fi
 
 def open_worktree(project: Project, store: UpstreamStore, name: str, *, files=()) -> Path:
     """The editing worktree for NAME: NAME's files as the series before it leaves them, then
-    NAME applied; `files` are more upstream files to have there."""
+    NAME applied; `files` are more upstream files to have there.
+
+    Under the project lock, the state check included: a rebase running beside it could
+    otherwise pass its own check, stop, and have its conflict worktree replaced by this one
+    (its `--continue` then taking the old base's files as the resolution)."""
+    with RepoLock(project.state_dir):
+        return _open_worktree(project, store, name, files=files)
+
+
+def edited_diff_id(diff: bytes) -> str:
+    """What an edit records of its patch's diff when it opens, for refresh to tell whether the
+    patch changed behind its back."""
+    import hashlib
+
+    return hashlib.sha256(diff).hexdigest()
+
+
+def refuse_changed_since_edit(project: Project, upstream: str, file_name: str,
+                              state: dict) -> None:
+    """Refresh writes the worktree's change over the patch's diff: refused (UsageError) when
+    the patch's diff or the upstream's pin is no longer what the edit was opened on (a
+    `git pull` or `git checkout` of the stack, another tool), since that change would be
+    silently reverted. Edits opened before this was recorded are not checked."""
+    work = project.work_dir(upstream)
+    path = project.patch_path(upstream, file_name)
+    hint = (f"nothing of yours is lost yet: copy what you changed out of {work}, then "
+            f"`patchforge edit --close --discard`, `patchforge edit {file_name}` (made on the "
+            "patch as it is now), make the change again and `patchforge refresh`")
+    recorded = state.get("diff_sha256")
+    if recorded is not None:
+        current = project.read_patch(upstream, file_name).diff
+        if edited_diff_id(current) != recorded:
+            raise UsageError(f"{path.relative_to(project.root)} changed since `edit` opened it "
+                             "(its diff is not the one the worktree was made from): refreshing "
+                             "would overwrite that change", hint=hint)
+    pin = state.get("pin")
+    if recorded is not None and pin is not None:
+        now = project.lock.pin(upstream).commit
+        if now != pin:
+            raise UsageError(f"{upstream} is pinned at {now[:12]} in upstream.lock, but the "
+                             f"edit of {file_name} was opened on {pin[:12]}: its change is "
+                             "against the old upstream", hint=hint)
+
+
+def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=()) -> Path:
     upstream, file_name = project.find_patch(name)
     # Never over a rebase's stop (its worktree holds the resolution) nor over changes of an
     # open edit that are not refreshed yet (reopening resets the worktree).
@@ -514,7 +558,8 @@ def open_worktree(project: Project, store: UpstreamStore, name: str, *, files=()
                      if through.current.get(p) != before_files.get(p, through.base.get(p))},
                     modes=new_modes)
     state = {"patch": file_name, "base": before_commit, "pin": pin.commit,
-             "series_paths": sorted(involved | set(before.current))}
+             "series_paths": sorted(involved | set(before.current)),
+             "diff_sha256": edited_diff_id(patch.diff)}
     atomic_write(state_file(project, upstream), (json.dumps(state, indent=2) + "\n").encode())
     add_files(store, Worktree(work), before_commit, files)
     if failed:

@@ -524,3 +524,49 @@ def test_continue_takes_a_file_whose_own_lines_look_like_conflict_markers(tmp_pa
     stack.cli("rebase", "--to", f"up={target}", expect=3)
     _, _, err = stack.cli("rebase", "--continue", expect=2)
     assert "conflict markers left in doc/merging.txt" in err
+
+
+def test_refresh_never_reverts_a_patch_changed_since_the_edit_opened(project):
+    """The stack is a git repository: a `git pull` while an edit is open brings a teammate's
+    version of the patch. Refresh wrote the worktree's diff (made from the old version) over
+    it, silently reverting the teammate's hunk; it is refused, and the way out keeps both."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    mine = text({3: b"def f3():\n    return -300\n\n"})
+    (project.work / "pkg/mod.py").write_bytes(mine)
+    patch_path = project.root / "series" / "up" / "fix-a.patch"
+    theirs = patch_path.read_bytes() + (b"@@ -44,7 +44,7 @@ def f14():\n     return 14\n \n def f15():\n"
+                       b"-    return 15\n+    return -15\n \n def f16():\n     return 16\n")
+    patch_path.write_bytes(theirs)  # what the pull brings
+    code, _, err = project.cli("refresh", expect=2)
+    assert "changed since `edit` opened it" in err and "series/up/fix-a.patch" in err
+    assert patch_path.read_bytes() == theirs
+    assert (project.work / "pkg/mod.py").read_bytes() == mine
+    # The way out the message gives.
+    project.cli("edit", "--close", "--discard")
+    project.cli("edit", "fix-a")
+    assert b"return -15" in (project.work / "pkg/mod.py").read_bytes()
+    (project.work / "pkg/mod.py").write_bytes(
+        (project.work / "pkg/mod.py").read_bytes().replace(b"return -3\n", b"return -300\n"))
+    project.cli("refresh")
+    assert b"+    return -15" in project.patch("fix-a") and b"+    return -300" in project.patch("fix-a")
+
+
+def test_edit_waits_for_no_one_while_another_command_holds_the_project(project):
+    """`edit` took no lock: beside a running rebase (which holds it until it stops) it could
+    replace the rebase's conflict worktree. It is refused while another process works."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from patchforge.fsutil import RepoLock\n"
+         "with RepoLock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)",
+         str(project.root / ".patchforge")], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    try:
+        assert holder.stdout.readline() == "held\n"
+        _, _, err = project.cli("edit", "fix-a", expect=2)
+        assert "another patchforge process" in err and f"pid {holder.pid}" in err
+        assert not project.work.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    project.cli("edit", "fix-a")

@@ -24,6 +24,7 @@ from patchforge.project import patch_file_name, read_no_link
 from patchforge.store.diff import conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
+                                 refuse_changed_since_edit,
                                  editing, require_state, series_on_paths, state_file,
                                  worktree_diff)
 
@@ -124,6 +125,7 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
     upstream, file_name, state = _edited_patch(project, name)
     require_state(project, "refresh", [upstream])
     _require_listed(project, upstream, state)
+    refuse_changed_since_edit(project, upstream, file_name, state)
     work = project.work_dir(upstream)
     if not work.is_dir():
         # Removed by hand (or by a clean-up): refresh said "No such file or directory" and
@@ -147,7 +149,8 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
                              f"(in {project.work_dir(upstream)})",
                              hint="resolve them, then `patchforge refresh`")
     path = project.patch_path(upstream, file_name)
-    patch = project.read_patch(upstream, file_name)
+    read = project.read_patch_bytes(upstream, file_name)
+    patch = project.parse_patch(read, str(path))
     if _same_change(store, state["base"], patch, changes):
         # The worktree holds exactly what the patch already does: keep its bytes (it may have
         # been written by another tool, with abbreviated index lines or other context).
@@ -157,7 +160,7 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
         new_patch = new_patch.with_field("Last-Update", today())
     data = new_patch.to_bytes()
     written = parse_patch_file(data, str(path))  # never write what we could not read back
-    changed = data != project.read_patch_bytes(upstream, file_name)
+    changed = data != read
     # The files the patch touched before or touches now: only those changed for the patches
     # after it. Asked before anything is written, of the series as the write leaves it: a
     # later patch that cannot be read fails the refresh here, with nothing changed.
@@ -167,6 +170,10 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
                                                 (*patch.file_patches, *new_patch.file_patches)),
                                 edited=(data, written))
     with RepoLock(project.state_dir):
+        # Asked again under the lock: nothing may have changed the patch since it was read.
+        if project.read_patch_bytes(upstream, file_name) != read:
+            raise UsageError(f"{path.relative_to(project.root)} changed while refresh ran",
+                             hint="run `patchforge refresh` again")
         if changed:
             atomic_write(path, data)
         series_changed(project)
