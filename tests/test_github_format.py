@@ -133,3 +133,15 @@ def test_reusable_action_runs_each_command_with_annotations(tmp_path, monkeypatc
            "with 1" in proc.stdout
     assert any(a[1].get("file") == "series/up/bare.patch" for a in annotations(proc.stdout.encode()))
     assert summary.read_text().count("### patchforge ") == 2
+
+
+def test_a_summary_file_that_cannot_be_written_is_named_as_such(tmp_path, monkeypatch):
+    """GITHUB_STEP_SUMMARY naming a directory (or a missing one) said only "Is a directory:
+    PATH" and "run the command again"; it names the variable and what to do, exit 2."""
+    root, _ = git_project(tmp_path)
+    for bad in (tmp_path, tmp_path / "missing" / "summary.md"):
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(bad))
+        lint = run_cli(root, "lint", "--no-forge", "--format", "github")
+        assert lint.rc == 2, lint.text
+        assert f"GITHUB_STEP_SUMMARY={bad}: cannot append the summary" in lint.err, lint.err
+        assert "unset it" in lint.err and "run the command again" not in lint.err

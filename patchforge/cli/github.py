@@ -67,8 +67,18 @@ def append_summary(markdown: str) -> bool:
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:
         return False
-    with open(path, "a", encoding="utf-8") as out:
-        out.write(markdown.rstrip("\n") + "\n\n")
+    try:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(markdown.rstrip("\n") + "\n\n")
+    except OSError as exc:
+        # A path the runner did not make (a directory, a missing one, set by hand): the
+        # machine's bare "Is a directory: PATH" and "run the command again" pointed nowhere.
+        from patchforge.errors import UsageError
+
+        raise UsageError(f"GITHUB_STEP_SUMMARY={path}: cannot append the summary there "
+                         f"({exc.strerror or exc}); the findings above were printed",
+                         hint="point GITHUB_STEP_SUMMARY at a file you can write (the runner "
+                              "sets it), or unset it to print no summary") from None
     return True
 
 
