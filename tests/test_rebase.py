@@ -550,6 +550,52 @@ def test_landing_commits_and_the_history_evidence_of_an_undone_landing(stack, up
             (stack.root / "series" / "up" / "upstreamed" / name).read_bytes()
 
 
+def test_git_work_started_during_the_walk_gives_what_it_gives_after_it(stack, upstream,
+                                                                         monkeypatch):
+    """The moved patches' new diffs and the landed files' history diffs are made by git
+    processes started while the walk goes on, a batch at a time: made one patch (one file)
+    per process, or all after the walk, every file the rebase writes and its report are the
+    same bytes. Offset patches on several files, landings from several commits, one undone
+    upstream and made again (its evidence comes from those history diffs)."""
+    from patchforge.rebase import engine
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    b_fix = b"x = 'b, a fix long enough for the history to judge it'\n"
+    names = [f"pkg/m{k}.py" for k in range(6)]
+    start = upstream.commit({name: BASE for name in names}, "more modules")
+    stack.add_upstream("up", upstream, at=start)
+    fix = {k: with_lines({k + 3: b"def f%d():\n    return 'fixed %d'\n\n" % (k + 3, k)})
+           for k in range(6)}
+    for k, name in enumerate(names):
+        stack.add_patch("up", f"moved{k}", {name: fix[k]})
+    stack.add_patch("up", "landed-a", {"pkg/mod.py": with_lines({7: b"def f7():\n    return 'a'\n\n"})})
+    stack.add_patch("up", "landed-b", {"pkg/other.py": b_fix})
+    stack.add_patch("up", "landed-c", {"README": b"upstream, fixed\n"})
+    pushed = {name: b"# a header upstream added\n" * 3 + BASE for name in names}
+    upstream.commit({**pushed, "pkg/mod.py": with_lines({7: b"def f7():\n    return 'a'\n\n"})},
+                    "upstream takes fix a and moves the modules' code down")
+    upstream.commit({"pkg/other.py": b_fix}, "upstream takes fix b")
+    upstream.commit({"pkg/other.py": b"x = 1\n"}, "upstream undoes it")
+    upstream.commit({"pkg/other.py": b_fix}, "and makes it again")
+    target = upstream.commit({"README": b"upstream, fixed\n"}, "upstream takes fix c")
+    results = {}
+    for batch in (1, 10**6):
+        copy = stack.root.parent / f"copy-{batch}"
+        shutil.copytree(stack.root, copy, symlinks=True)
+        monkeypatch.setattr(engine, "_EARLY_BATCH", batch)
+        result = run_cli(copy, "rebase", "--to", f"up={target}", "--json")
+        assert result.rc == 0, result.err
+        results[batch] = (json.loads(result.out), snapshot(copy, skip_state=True, dirs=False))
+    summary = results[1][0]
+    assert sorted((p["name"], p["action"]) for p in summary["patches"]) == sorted(
+        [(f"moved{k}.patch", "offset") for k in range(6)]
+        + [(f"landed-{x}.patch", "dropped") for x in "abc"])
+    assert all(p["landed_in"] for p in summary["patches"] if p["action"] == "dropped")
+    assert any("undoes this change" in line for p in summary["patches"]
+               for line in p["evidence"])
+    assert results[1] == results[10**6]
+
+
 def test_new_file_upstream_added_with_identical_bytes_merges_cleanly(stack, upstream):
     """A fix that creates a file upstream has since added byte for byte (and changes another
     file) moves like `git rebase` moves it: the creation drops out, the rest stays."""

@@ -38,8 +38,15 @@ from patchforge.store.diff import StartedDiffs, conflict_markers_left
 
 if TYPE_CHECKING:
     from patchforge.project import Project
+    from patchforge.store.git import StartedGit
     from patchforge.store.gitstore import UpstreamStore
     from patchforge.store.rangediff import RangeDiffImport
+
+# How many moved patches' new diffs (and how many landed files' history diffs) one git process
+# makes while the walk goes on: started as the walk reaches them, they run on the other core
+# (which the walk leaves mostly idle) instead of after the walk, beside the range-diff's objects.
+_EARLY_BATCH = 16
+
 
 @record
 class _Resumed:
@@ -64,10 +71,20 @@ class Rebase:
         self.store = store
         self.journal = Journal(project.state_dir)
         self._deferred: list = []  # (staged rel, patch, changes) whose diff is not made yet
+        # The git processes making the deferred patches' diffs, in order: (how many of them
+        # each makes, the process); the deferred patches after the last have none yet.
+        self._diff_batches: list[tuple[int, StartedDiffs]] = []
+        self._batched = 0
         # (result, patch, verdict, target, a commit the verdict holds at) of landed patches
         # whose landing commit is not looked up yet (`_find_landings`)
         self._landings: list = []
         self._histories: dict = {}  # upstream -> judge.HistoryIndex, read once
+        # The landed patches' files whose history diffs no git process reads yet (upstream ->
+        # paths), those asked for (upstream -> paths), and the processes reading them, started
+        # while the walk went on: [(HistoryIndex, paths, StartedGit)]
+        self._landed_unasked: dict[str, set[str]] = {}
+        self._landed_asked: dict[str, set[str]] = {}
+        self._landing_reads: list[tuple[HistoryIndex, list[str], StartedGit]] = []
         self._read_patches: dict = {}  # (upstream, name) -> PatchFile of the old series
         # upstream -> _Chains of this run, None when it was resumed
         self._chains: dict[str, _Chains | None] = {}
@@ -295,6 +312,7 @@ class Rebase:
                         self._run_upstream(upstream, entry)
         except BaseException:  # a stop (ConflictStop) or an error: no range-diff is made
             self._close_chains()
+            self._close_early()
             raise
         if run.dry_run:
             self._find_landings()
@@ -321,34 +339,59 @@ class Rebase:
             return self._write_out(early)
 
     def _defer_diff(self, rel: str, patch, changes) -> str | None:
-        """Stage `patch` with a new diff made from `changes`, later: the diffs of every moved
-        patch are made together by one git process (`_flush_deferred`); a dry run, which writes
+        """Stage `patch` with a new diff made from `changes`, later: the diffs of the moved
+        patches are made by a git process per _EARLY_BATCH of them, each started as the walk
+        reaches its last patch (`_flush_deferred` stages them); a dry run, which writes
         nothing, never makes them. Returns the staged name."""
         if self._run_record.dry_run:
             return None
         self._deferred.append((rel, patch, changes))
+        if len(self._deferred) - self._batched >= _EARLY_BATCH:
+            self._start_diff_batch()
         return f"staged/{rel}"
 
+    def _start_diff_batch(self) -> None:
+        """Start git on the new diffs of the deferred patches that have no process yet. A
+        diff depends on its own file's two contents only (no renames are looked for), so
+        made in batches it is the same bytes as made all at once."""
+        todo = self._deferred[self._batched:]
+        if todo:
+            self._diff_batches.append(
+                (len(todo), StartedDiffs([list(changes) for _, _, changes in todo])))
+            self._batched = len(self._deferred)
+
     def _flush_deferred(self) -> None:
-        """Stage the deferred patches with their new diffs, made by one git process."""
+        """Stage the deferred patches with their new diffs."""
         with contextlib.ExitStack() as started:
             self._stage_diffs(self._start_diffs(started))
 
-    def _start_diffs(self, started: contextlib.ExitStack) -> StartedDiffs | None:
-        """The new diffs of the deferred patches, git started (and ended with `started`)."""
-        if not self._deferred:
-            return None
-        diffs = StartedDiffs([list(changes) for _, _, changes in self._deferred])
-        started.callback(diffs.close)
-        return diffs
+    def _start_diffs(self, started: contextlib.ExitStack) -> list[tuple[int, StartedDiffs]]:
+        """The git processes making the deferred patches' new diffs, the last one started now
+        (all of them ended with `started`)."""
+        self._start_diff_batch()
+        batches, self._diff_batches = self._diff_batches, []
+        for _, diffs in batches:
+            started.callback(diffs.close)
+        return batches
 
-    def _stage_diffs(self, diffs: StartedDiffs | None) -> None:
+    def _stage_diffs(self, batches: list[tuple[int, StartedDiffs]]) -> None:
         """Stage the deferred patches with their new diffs (`_start_diffs`)."""
-        if diffs is None:
+        if not batches:
             return
-        for (rel, patch, _), diff in zip(self._deferred, diffs.result(), strict=True):
+        made = [diff for _, diffs in batches for diff in diffs.result()]
+        for (rel, patch, _), diff in zip(self._deferred, made, strict=True):
             self.journal.stage(rel, self._remembered(rel, patch.with_diff(diff)))
         self._deferred.clear()
+        self._batched = 0
+
+    def _close_early(self) -> None:
+        """End the git processes the walk started for later (a stop or an error ended it)."""
+        batches, self._diff_batches = self._diff_batches, []
+        for _, diffs in batches:
+            diffs.close()
+        reads, self._landing_reads = self._landing_reads, []
+        for _, _, git in reads:
+            git.close()
 
     def _target(self, upstream: str, entry: UpstreamRun) -> Target:
         new = entry.new
@@ -513,6 +556,7 @@ class Rebase:
                     not any(path in judge.current for path in _patch_paths(verdict))
                 self._landings.append((result, patch, verdict, target,
                                        target.commit if alone else None))
+                self._landed_files(upstream, target, [*patch.paths, *_patch_paths(verdict)])
             else:
                 self._set_aside(result, patch, target)
             return result, None
@@ -559,28 +603,46 @@ class Rebase:
         rel = f"{result.upstream}/upstreamed/{result.name}"
         result.staged = self._stage(rel, self._remembered(rel, kept))
 
+    def _landed_files(self, upstream: str, target, paths: list[str]) -> None:
+        """Note a landed patch's files, whose history diffs `_find_landings` reads: once
+        _EARLY_BATCH of them are not asked for, and the history has been walked, one
+        `git diff-tree` is started for them (it runs while the walk goes on)."""
+        asked = self._landed_asked.get(upstream, set())
+        unasked = self._landed_unasked.setdefault(upstream, set())
+        unasked.update(path for path in paths if path not in asked)
+        reading = self._histories.get(upstream)
+        if len(unasked) >= _EARLY_BATCH and reading is not None and \
+                (not isinstance(reading, Background) or reading.done()):
+            self._ask_landed_files(upstream, target)
+
+    def _ask_landed_files(self, upstream: str, target) -> None:
+        """Start the `git diff-tree` of the landed files of `upstream` not asked for yet (a
+        file's diffs do not depend on the files read with it)."""
+        paths = sorted(self._landed_unasked.pop(upstream, set()))
+        index = self._history_index(upstream, target)
+        if index is None or not paths:
+            return
+        self._landed_asked.setdefault(upstream, set()).update(paths)
+        # The index reads only its own paths, each once.
+        missing, commits = index.unread(paths)
+        if commits:
+            self._landing_reads.append(
+                (index, missing, self.store.start_commit_patches(commits, missing)))
+        elif missing:
+            index.add_read(missing, b"")
+
     def _start_landing_reads(self, started: contextlib.ExitStack) -> list:
         """The history's diffs of the landed patches' files, which `_find_landings` reads:
-        per upstream one `git diff-tree` of the files not read yet, started (and ended with
-        `started`). [(HistoryIndex, paths, StartedGit)]"""
-        paths: dict[str, set[str]] = {}
-        targets = {}
-        for result, patch, verdict, target, _ in self._landings:
-            paths.setdefault(result.upstream, set()).update(patch.paths, _patch_paths(verdict))
-            targets[result.upstream] = target
-        reads = []
-        for upstream, wanted in paths.items():
-            index = self._history_index(upstream, targets[upstream])
-            if index is None:
-                continue
-            # The index reads only its own paths, each once.
-            missing, commits = index.unread(sorted(wanted))
-            if commits:
-                git = self.store.start_commit_patches(commits, missing)
-                started.callback(git.close)
-                reads.append((index, missing, git))
-            elif missing:
-                index.add_read(missing, b"")
+        the `git diff-tree` processes started during the walk and one per upstream for the
+        files not asked for yet, started now (all of them ended with `started`).
+        [(HistoryIndex, paths, StartedGit)]"""
+        targets = {result.upstream: target for result, _, _, target, _ in self._landings}
+        for upstream in list(self._landed_unasked):
+            if upstream in targets:
+                self._ask_landed_files(upstream, targets[upstream])
+        reads, self._landing_reads = self._landing_reads, []
+        for _, _, git in reads:
+            started.callback(git.close)
         return reads
 
     def _find_landings(self, reads: list | None = None) -> None:
