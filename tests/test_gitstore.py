@@ -961,3 +961,50 @@ def test_files_read_ahead_are_the_files_read(store, merge_base):
         later.read_blob(merge_base, "m/a.py")  # a query meanwhile reads git's "missing"
         write_loose(later.git_dir, b"blob", data)
         assert later.read_blob(third, "m/d.py") == data
+
+
+def test_files_read_already_are_answered_while_another_thread_holds_the_store(store, merge_base,
+                                                                             monkeypatch):
+    """A file read before is given from what the store keeps without its lock (a thread
+    reading ahead holds the lock while git inflates a round); a file not read yet waits for
+    the lock and is read then, never answered from a cache that lacks it. The same when the
+    store drops what it keeps (its size limit), between the reads."""
+    import threading
+
+    from patchforge.store import gitstore
+
+    second = store.commit_files(merge_base, {"m/a.py": b"other\n"}, message="two\n")
+    with UpstreamStore.open() as fresh:
+        expected = {(rev, path): fresh.read_blob(rev, path)
+                    for rev in (merge_base, second) for path in ("m/a.py", "m/b.py", "m/c.py")}
+    assert store.read_blobs(merge_base, ["m/a.py", "m/c.py"]) == {
+        "m/a.py": expected[(merge_base, "m/a.py")], "m/c.py": None}
+    got: dict = {}
+
+    def read(rev, paths):
+        got[(rev, tuple(paths))] = store.read_blobs(rev, paths)
+
+    with store._lock:  # another thread's round under way
+        kept = threading.Thread(target=read, args=(merge_base, ["m/c.py", "m/a.py"]))
+        kept.start()
+        kept.join(timeout=30)
+        assert not kept.is_alive()  # answered without the lock
+        assert got[(merge_base, ("m/c.py", "m/a.py"))] == {
+            "m/c.py": None, "m/a.py": expected[(merge_base, "m/a.py")]}
+        # One path of the two not read yet: the whole request waits for the lock.
+        waiting = threading.Thread(target=read, args=(merge_base, ["m/a.py", "m/b.py"]))
+        other_rev = threading.Thread(target=read, args=(second, ["m/a.py"]))
+        waiting.start()
+        other_rev.start()
+        waiting.join(timeout=0.2)
+        other_rev.join(timeout=0.2)
+        assert waiting.is_alive() and other_rev.is_alive()
+    waiting.join(timeout=30)
+    other_rev.join(timeout=30)
+    assert got[(merge_base, ("m/a.py", "m/b.py"))] == {
+        "m/a.py": expected[(merge_base, "m/a.py")], "m/b.py": expected[(merge_base, "m/b.py")]}
+    assert got[(second, ("m/a.py",))] == {"m/a.py": b"other\n"}
+    # Over the size limit the store starts again from nothing: the next reads read again.
+    monkeypatch.setattr(gitstore, "_BLOB_CACHE_BYTES", 1)
+    assert store.read_blobs(second, ["m/b.py"]) == {"m/b.py": expected[(second, "m/b.py")]}
+    assert {(rev, path): store.read_blob(rev, path) for rev, path in expected} == expected

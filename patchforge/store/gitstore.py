@@ -341,6 +341,16 @@ class UpstreamStore:
         rev = self._pin(rev)
         for path in paths:
             check_path(path)
+        # Files read already are answered without the lock: a thread reading ahead holds it
+        # while git inflates its next round, and the walk would wait for that round to take
+        # what the cache has. (Each lookup is one dictionary access, atomic; the cache only
+        # ever gains entries or is replaced whole, never changed in place.)
+        cache = self._blobs.get(rev)
+        if cache is not None:
+            try:
+                return {p: cache[p] for p in paths}
+            except KeyError:
+                pass
         with self._lock:
             return self._read_blobs(rev, paths, fetch_together)
 
