@@ -24,6 +24,7 @@ from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, diff_h
                                    git_output_path, make_diffs, merge_file)
 
 if TYPE_CHECKING:
+    from patchforge.store.git import StartedGit
     from patchforge.store.gitstore import UpstreamStore
 
 # The content states in which the history is asked whether the patch landed: its pre-image is
@@ -230,6 +231,10 @@ class SeriesJudge:
         # it, in order, with their position; path -> how many of those `old` holds.)
         self.lazy_old = lazy_old
         self._old_pending: dict[str, list[tuple[int, str, object, object]]] = {}
+        # id of a judgement judge(defer_history=True) gave -> (name, patch, its content
+        # verdict, the judgement): those whose history question waits for settle().
+        self._deferred: dict[int, tuple[str, object, PatchVerdict, Judgement]] = {}
+        self._unread: list = []  # their patches whose diffs are not started yet (_start_reads)
         self._old_done: dict[str, int] = {}
         self._old_passed = 0
 
@@ -314,8 +319,14 @@ class SeriesJudge:
         return found.get(path)
 
     def assess(self, name: str, patch):
-        """Landed detection alone (detect.assess_patch) on the current state: the evidence
-        `judge()` starts from, and the probe `landed_in` bisects with."""
+        """Landed detection alone (detect.assess_patch) on the current state, with the
+        history's word where the content cannot decide: the evidence `judge()` starts from,
+        and the probe `landed_in` bisects with."""
+        return self.with_history(name, patch, self.content_verdict(name, patch))
+
+    def content_verdict(self, name: str, patch):
+        """detect.assess_patch of `patch` on the current state: what the files say, before
+        the history is asked (`with_history`)."""
         base = self.target.base_commit
         if self.target.commit == base:
             # At the pin the series is what each patch was made against: a patch meets the
@@ -324,10 +335,15 @@ class SeriesJudge:
         else:
             def read_base(path):
                 return self.store.read_blob(base, path)
-        verdict = assess_patch(
+        return assess_patch(
             name, patch, read_base=read_base,
             read_current=self.read_current, exists_in_target=self.exists,
             find_rename=self.find_rename, apply=self.applications)
+
+    def with_history(self, name: str, patch, verdict):
+        """`verdict` (content_verdict's) with the history's word when it is undecided
+        (HISTORY_DECIDES): history.combine and combine_series leave its state as it is or make
+        it `upstreamed`, and never change its files."""
         if self.history is not None and verdict.state in HISTORY_DECIDES:
             verdict = combine(verdict, self.history.landing(patch))
             run = self.history.series_landing(name) if not verdict.landed and \
@@ -391,11 +407,16 @@ class SeriesJudge:
     def _read_base(self, paths):
         return self.store.read_blobs(self.old_commit, paths, fetch_together=not self.fetched)
 
-    def judge(self, name: str, patch) -> Judgement:
+    def judge(self, name: str, patch, *, defer_history: bool = False) -> Judgement:
         """Decide the patch, then move on: a patch that applies is applied to `current` (the
-        next patch meets it), and the old series advances past it either way."""
+        next patch meets it), and the old series advances past it either way.
+
+        `defer_history`: a patch the content checks and the 3-way merges stop as a conflict
+        is given that stop for now, its history question left for `settle()`, whose answer
+        (landed, or the same conflict) changes nothing the next patches meet; the history's
+        diffs for it are read by a git process meanwhile (`LazyHistory.start_landing`)."""
         try:
-            judgement = self.decide(name, patch)
+            judgement = self.decide(name, patch, defer_history=defer_history)
         finally:
             self.pass_old([(name, patch)])
         if judgement.outcome == "applies":
@@ -409,14 +430,43 @@ class SeriesJudge:
                     self.current_modes[change.new_path] = change.new_mode
         return judgement
 
-    def decide(self, name: str, patch) -> Judgement:
-        """landed / applies / stop for one patch on the current state, changing nothing."""
+    def decide(self, name: str, patch, *, defer_history: bool = False) -> Judgement:
+        """landed / applies / stop for one patch on the current state, changing nothing
+        (`defer_history`: see judge())."""
+        self._start_reads()
         early = self._start_merges(patch)
         try:
-            return self._decide(name, patch, early)
+            return self._decide(name, patch, early, defer_history)
         finally:
             for merge in early.values():
                 merge.close()
+
+    def _start_reads(self) -> None:
+        """The history's diffs of the deferred conflicts, started (LazyHistory.start_landing)
+        once the history's index is there, in series order."""
+        while self._unread:
+            if not self.history.start_landing(self._unread[0]):
+                return
+            self._unread.pop(0)
+
+    def settle(self, judgement: Judgement) -> Judgement:
+        """The final judgement of one that judge(defer_history=True) gave: itself, or for a
+        patch whose history question waited, the landing the history proves, or the same
+        judgement with the history's word in its verdict and evidence. Why that is what
+        judge() decides at once: the history only makes an undecided verdict `upstreamed`
+        (a landing, decided before any file is looked at) or leaves its state and its files
+        (all _conclude reads of it) as they are, adding evidence; _conclude's judgement holds
+        the verdict's evidence first, then its own."""
+        deferred = self._deferred.pop(id(judgement), None)
+        if deferred is None:
+            return judgement
+        name, patch, verdict, _ = deferred
+        final = self.with_history(name, patch, verdict)
+        if final.state == "upstreamed":
+            return self._conclude(name, patch, final, {})
+        assert final.state == verdict.state and final.files is verdict.files
+        own = judgement.evidence[len(verdict.evidence):]
+        return replace(judgement, verdict=final, evidence=list(final.evidence) + own)
 
     def _start_merges(self, patch) -> dict[tuple[bytes, bytes, bytes], FileMerge]:
         """The 3-way merges `_decide` will run for `patch` when its files do not all apply,
@@ -471,9 +521,34 @@ class SeriesJudge:
             raise
         return early
 
-    def _decide(self, name: str, patch, early: dict[tuple[bytes, bytes, bytes], FileMerge]
-                ) -> Judgement:
-        verdict = self.assess(name, patch)
+    def _decide(self, name: str, patch, early: dict[tuple[bytes, bytes, bytes], FileMerge],
+                defer_history: bool = False) -> Judgement:
+        verdict = self.content_verdict(name, patch)
+        if not (defer_history and self.history is not None and verdict.state in HISTORY_DECIDES):
+            return self._conclude(name, patch, self.with_history(name, patch, verdict), early)
+        # The content cannot decide: the history will make the verdict `upstreamed` or leave
+        # its state and files, all that the merges look at, as they are (settle). Unless the
+        # patch moves, neither answer changes what the next patch meets: the question waits.
+        answers: dict[tuple[bytes, bytes, bytes], tuple[bool, bytes]] = {}
+        judgement = self._conclude(name, patch, verdict, early, answers)
+        if judgement.outcome != "applies":
+            self._deferred[id(judgement)] = (name, patch, verdict, judgement)
+            if hasattr(self.history, "start_landing"):
+                self._unread.append(patch)
+            return judgement
+        # It moves unless the history says it landed: asked now. The merges are taken again
+        # (those started early, and `answers`), the applications are remembered.
+        return self._conclude(name, patch, self.with_history(name, patch, verdict), early,
+                              answers)
+
+    def _conclude(self, name: str, patch, verdict,
+                  early: dict[tuple[bytes, bytes, bytes], FileMerge],
+                  answers: dict[tuple[bytes, bytes, bytes], tuple[bool, bytes]] | None = None
+                  ) -> Judgement:
+        """The judgement of `patch` by `verdict` (the history's word in it, or not yet: see
+        _decide): landed, obsolete, or its files moved, merged where they do not apply.
+        `answers`: the merges run here that were not started early, kept by their inputs for
+        a second _conclude of the same patch."""
         evidence = list(verdict.evidence)
         if not patch.file_patches:
             # An empty patch (`new`, never refreshed with a change) has nothing that could
@@ -562,9 +637,16 @@ class SeriesJudge:
                 conflicts.append(path_after)
                 after[path_after] = current
                 continue
-            started = early.get((base or b"", current, theirs.content))
-            clean, merged = started.result() if started is not None else \
-                merge_file(base or b"", current, theirs.content, self.labels)
+            key = (base or b"", current, theirs.content)
+            started = early.get(key)
+            if started is not None:
+                clean, merged = started.result()
+            elif answers is not None and key in answers:
+                clean, merged = answers[key]
+            else:
+                clean, merged = merge_file(*key, self.labels)
+                if answers is not None:
+                    answers[key] = clean, merged
             merged_any = True
             after[path_after] = merged
             if not clean:
@@ -795,6 +877,27 @@ class LazyHistory:
     def landing(self, patch):
         index = self._index()
         return index.landing(patch) if index is not None else None
+
+    def start_landing(self, patch) -> bool:
+        """The diffs landing(patch) will read, started now in a git process of their own
+        when the index is there already (HistoryIndex.start_landing), so that they are read
+        while the judge goes on. False (nothing done) while the index is still being made."""
+        if self._ready is not None and not self._ready():
+            return False
+        index = self._get_index()
+        if index is not None:
+            index.start_landing(patch)
+        return True
+
+    def close(self) -> None:
+        """Ends the diffs started and not taken (an error before settle)."""
+        if self._ready is None or self._ready():
+            try:
+                index = self._get_index()
+            except Exception:  # the second thread's error is its caller's to report
+                return
+            if index is not None:
+                index.close()
 
     def series_landing(self, name: str) -> tuple[str, int, int] | None:
         """(commit, first, last): the run of the series (positions, 1-based) whose cumulative
@@ -1147,6 +1250,10 @@ class HistoryIndex:
         self._reverts: dict[str, list[str]] = {}  # commit -> the commits its message reverts
         self._added: dict[tuple[str, str], frozenset[bytes]] = {}
         self._at: dict[str, list[int]] | None = None  # path -> its places in `log`
+        # The diffs start_landing asked for and no question has taken yet: (paths, the git
+        # process reading them), and those paths.
+        self._started: list[tuple[list[str], StartedGit]] = []
+        self._starting: set[str] = set()
         touched = self._walk_without_pathspec(changes) if paths else {}
         if touched is None:
             touched = self._read_log_patches()
@@ -1180,8 +1287,29 @@ class HistoryIndex:
     def landing(self, patch):
         """What the history says of `patch` (history.HistoryLanding), None when it cannot say
         (a file outside the paths read, a binary or rename, too small a change)."""
-        return self.judge_blocks(patch_blocks(
-            patch, lambda path: self.store.read_blob(self.target.base_commit, path)))
+        return self.judge_blocks(self._blocks_of(patch))
+
+    def _blocks_of(self, patch):
+        return patch_blocks(patch, lambda path: self.store.read_blob(self.target.base_commit,
+                                                                      path))
+
+    def start_landing(self, patch) -> None:
+        """The diffs landing(patch) reads that are not read yet, asked of git now and taken
+        when a question first needs them (`diffs`): the same text, read meanwhile."""
+        wanted = self._blocks_of(patch)
+        if wanted is None or not set(wanted) <= set(self.paths):
+            return
+        missing, commits = self.unread(list(wanted))
+        if missing and commits:
+            self._started.append((missing, self.store.start_commit_patches(commits, missing)))
+            self._starting.update(missing)
+
+    def close(self) -> None:
+        """Ends the reads start_landing started that no question took."""
+        started, self._started = self._started, []
+        self._starting.clear()
+        for _, read in started:
+            read.close()
 
     def judge_blocks(self, wanted):
         """history.judge_history of change blocks per path over this history."""
@@ -1204,16 +1332,32 @@ class HistoryIndex:
 
     def diffs(self, paths: list[str]) -> dict[str, dict[bytes, bytes]]:
         """commit -> {its `diff --git` line: that file's diff}, with `paths` (of this index's)
-        among them: those not read yet are read now, in one git process."""
+        among them: those not read yet are read now, in one git process (those start_landing
+        started are taken first)."""
+        if self._started and not self._starting.isdisjoint(paths):
+            self.take_started()
         missing, commits = self.unread(paths)
         self.add_read(missing, self.store.commit_patches(commits, missing) if commits else b"")
         return self._chunks
 
+    def take_started(self) -> None:
+        """The reads start_landing started, taken into the index (each waited for)."""
+        started, self._started = self._started, []
+        self._starting.clear()
+        try:
+            while started:
+                paths, read = started[0]
+                self.add_read(paths, read.result())
+                started.pop(0)
+        finally:
+            for _, read in started:
+                read.close()
+
     def unread(self, paths) -> tuple[list[str], list[str]]:
-        """(those of `paths`, of this index's, whose diffs are not read yet; the commits
-        touching them): `store.commit_patches` of the two is what `add_read` takes, read on
-        any thread (it is only a git process)."""
-        missing = sorted(set(paths) & set(self.paths) - self._loaded)
+        """(those of `paths`, of this index's, whose diffs are not read yet nor being read;
+        the commits touching them): `store.commit_patches` of the two is what `add_read`
+        takes, read on any thread (it is only a git process)."""
+        missing = sorted(set(paths) & set(self.paths) - self._loaded - self._starting)
         return missing, self.commits_touching(missing) if missing else []
 
     def add_read(self, paths: list[str], text: bytes) -> None:

@@ -911,3 +911,169 @@ def test_the_old_series_walked_file_by_file_is_the_whole_walk(tmp_path):
         assert renamed >= 3  # (the seed gives 3)
     finally:
         store.close()
+
+
+def _judgement_fields(judgement) -> tuple:
+    v = judgement.verdict
+    return (judgement.name, judgement.outcome, judgement.state, judgement.how,
+            judgement.stop_kind, judgement.files, judgement.before, judgement.after,
+            [(c.old_path, c.new_path, c.old, c.new) for c in judgement.changes],
+            judgement.modes, judgement.unchanged, judgement.evidence, judgement.message,
+            v.state, v.confidence, v.hunks_total, v.hunks_landed, v.evidence,
+            v.decided_by, v.landed_commit,
+            [(f.path, f.target_path, [(h.forward, h.landed, h.evidence) for h in f.hunks])
+             for f in v.files])
+
+
+def _judged_both_ways(store, base: str, tip: str, series: list, paths: list[str]):
+    """The series judged as status walks it (history questions left for settle) and with
+    each question asked at once: (the judgements asked at once, the settled ones, how many
+    waited)."""
+    from patchforge.judge import HistoryIndex, LazyHistory, SeriesJudge, Target
+
+    target = Target("up", base, tip, tip, None)
+    index = HistoryIndex(store, target, sorted(paths))
+
+    def judge() -> SeriesJudge:
+        history = LazyHistory(lambda: index, series, lambda wanted: store.read_blobs(base, wanted))
+        return SeriesJudge(store, target, history=history, stop_files=False, lazy_old=True)
+
+    try:
+        at_once, later = judge(), judge()
+        immediate = [at_once.judge(name, patch) for name, patch in series]
+        provisional = [later.judge(name, patch, defer_history=True) for name, patch in series]
+        waited = len(later._deferred)
+        return immediate, [later.settle(j) for j in provisional], waited
+    finally:
+        index.close()
+
+
+def test_a_patch_that_moves_unless_the_history_landed_it_is_asked_at_once(stack, upstream):
+    """A fix whose import upstream moved after landing it: by content partial, and its 3-way
+    merge is clean (it would move, adding the import again), but the history landed it. Its
+    question cannot wait: the next patch on the file must meet the target's file, not the
+    merge's."""
+    from patchforge.formats.patchfile import parse_patch_file
+    from patchforge.store.gitstore import UpstreamStore
+
+    with_import = fixed(BASE, hunk1=False).replace(b"import os\n", b"import os\nimport math\n")
+    base = upstream.head()
+    upstream.commit({"README.md": b"# upstream\nunrelated\n"}, "docs")
+    upstream.commit({MAIN: with_import}, "the fix, verbatim")
+    linted = with_import.replace(b"import os\nimport math\n", b"import os\n").replace(
+        b"import torch\n", b"import torch\nimport math\n")
+    target = upstream.commit({MAIN: linted}, "lint: sort imports")
+    later = with_import.replace(b"return 448.0", b"return 240.0")
+    series = [("fix.patch", parse_patch_file(file_diff(MAIN, BASE, with_import), "fix.patch")),
+              ("next.patch", parse_patch_file(file_diff(MAIN, with_import, later), "next.patch"))]
+    store = UpstreamStore(upstream.path / ".git")
+    try:
+        immediate, settled, _ = _judged_both_ways(store, base, target, series, [MAIN])
+    finally:
+        store.close()
+    assert immediate[0].outcome == "landed" and immediate[0].verdict.decided_by == "history"
+    assert [_judgement_fields(j) for j in settled] == [_judgement_fields(j) for j in immediate]
+
+
+def test_a_history_question_left_for_later_gives_the_judgement_asked_at_once(tmp_path):
+    """status judges a patch the content checks cannot decide without its history question
+    when the judgement does not move the patch (SeriesJudge.judge(defer_history=True)), and
+    asks it after the walk (settle): the history only makes such a verdict upstreamed or
+    leaves its state and files, so the next patches meet the same files and the settled
+    judgement is the one asked at once. On random series over random histories that land
+    patches verbatim, rewrite what they added, revert and edit around them, every settled
+    judgement is the immediate one, field by field."""
+    import random
+
+    from helpers.git import commit_files
+
+    from patchforge.apply.hunks import apply_file_patch
+    from patchforge.formats.patchfile import parse_patch_file
+    from patchforge.store.diff import FileChange, make_diff
+    from patchforge.store.gitstore import UpstreamStore
+
+    rng = random.Random(7)
+    names = ["a.py", "b.py"]
+    words = [b"alpha", b"beta", b"gamma", b"delta", b"omega", b"sigma", b"kappa"]
+
+    def line() -> bytes:
+        return b"    value = compute_%s(%d, %s)\n" % (rng.choice(words), rng.randrange(50),
+                                                      rng.choice(words))
+
+    def edit(text: bytes) -> bytes:
+        lines = text.splitlines(keepends=True)
+        for _ in range(rng.randrange(1, 3)):
+            at = rng.randrange(len(lines))
+            if rng.random() < 0.7:
+                lines[at] = line()
+            else:
+                lines.insert(at, line())
+        return b"".join(lines)
+
+    deferred = asked = landed = undone = 0
+    for rounds in range(16):
+        repo = tmp_path / f"up{rounds}"
+        repo.mkdir()
+        subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+        start = {name: b"".join(line() for _ in range(24)) for name in names}
+        base = commit_files(repo, start, "base")
+        # The series, each patch on the old series' files.
+        old = dict(start)
+        series = []
+        for k in range(rng.randrange(3, 7)):
+            changes = []
+            for name in rng.sample(names, rng.randrange(1, 3)):
+                new = edit(old[name])
+                changes.append(FileChange(name, name, old[name], new))
+                old[name] = new
+            series.append((f"p{k}.patch", parse_patch_file(make_diff(changes), f"p{k}.patch")))
+        # The history: some patches land verbatim (where they apply), then what they added is
+        # rewritten, reverted or edited around; unrelated edits between.
+        current = dict(start)
+        for name_k, patch in series:
+            if rng.random() < 0.5:
+                moved = {}
+                for fp in patch.file_patches:
+                    done = apply_file_patch(current[fp.path], fp, max_fuzz=0)
+                    if done.ok:
+                        moved[fp.path] = done.content
+                if moved:
+                    before = dict(current)
+                    current.update(moved)
+                    made = commit_files(repo, moved, f"land {name_k}")
+                    if rng.random() < 0.3:  # reverted, then edited where it was
+                        current.update({name: before[name] for name in moved})
+                        commit_files(repo, {name: before[name] for name in moved},
+                                     f'Revert "land {name_k}"\n\nThis reverts commit {made}.')
+                        name = rng.choice(sorted(moved))
+                        current[name] = edit(current[name])
+                        commit_files(repo, {name: current[name]}, "edit after the revert")
+                    elif rng.random() < 0.7:  # a line it added, rewritten later
+                        name = rng.choice(sorted(moved))
+                        lines = current[name].splitlines(keepends=True)
+                        added = [i for i, text in enumerate(lines)
+                                 if text not in before[name].splitlines(keepends=True)]
+                        if added:
+                            lines[rng.choice(added)] = line()
+                            current[name] = b"".join(lines)
+                            commit_files(repo, {name: current[name]}, "rewrite")
+            if rng.random() < 0.6:
+                name = rng.choice(names)
+                current[name] = edit(current[name])
+                commit_files(repo, {name: current[name]}, "edit")
+        tip = commit_files(repo, {"README": b"end\n"}, "end")
+        store = UpstreamStore(repo / ".git")
+        try:
+            immediate, settled, waited = _judged_both_ways(store, base, tip, series, names)
+        finally:
+            store.close()
+        deferred += waited
+        for now, then in zip(immediate, settled):
+            assert _judgement_fields(then) == _judgement_fields(now), (rounds, now.name)
+            asked += now.verdict.decided_by in ("history", "series history")
+            landed += now.outcome == "landed"
+            undone += now.outcome != "landed" and any(
+                line.startswith("history:") for line in now.verdict.evidence)
+    # The seed gives series where questions waited, and landings the history decided.
+    assert deferred >= 10 and asked >= 2 and landed >= 3 and undone >= 1, \
+        (deferred, asked, landed, undone)

@@ -97,19 +97,25 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                 if target.base_commit != target.commit and paths else None
             # A stop is reported, not put in a worktree: its first conflicting file decides it.
             # Only the files a 3-way merge needs of the old series are walked (lazy_old).
-            judge = SeriesJudge(store, target, stop_files=False,
-                                history=LazyHistory(history.result, patches,
-                                                    lambda paths: store.read_blobs(
-                                                        target.base_commit, paths),
-                                                    ready=history.done, squash=squash)
-                                if history is not None else None,
+            lazy = LazyHistory(history.result, patches,
+                               lambda paths: store.read_blobs(target.base_commit, paths),
+                               ready=history.done, squash=squash) \
+                if history is not None else None
+            judge = SeriesJudge(store, target, stop_files=False, history=lazy,
                                 renames=(set(paths), renames.result)
                                 if renames is not None else None, lazy_old=True)
+            if lazy is not None:
+                threads.callback(lazy.close)  # the diffs started and not taken (an error)
             # The series' files are read by a second thread too, in series order, while this
             # one judges (the missing ones fetched first, all together).
-            threads.enter_context(judge.reading_ahead(patches))
-            for name, patch in patches:
-                judgement = judge.judge(name, patch)
+            with judge.reading_ahead(patches):
+                # A conflict's history question waits until the walk is over (settle): its
+                # answer changes nothing the next patches meet, and its diffs are read by git
+                # meanwhile, where the walk would have waited for them.
+                judged = [judge.judge(name, patch, defer_history=True)
+                          for name, patch in patches]
+            for (name, patch), judgement in zip(patches, judged):
+                judgement = judge.settle(judgement)
                 verdict = judgement.verdict
                 status = PatchStatus(
                     upstream=upstream, name=name, state=judgement.state,
