@@ -553,10 +553,11 @@ def test_landing_commits_and_the_history_evidence_of_an_undone_landing(stack, up
 def test_git_work_started_during_the_walk_gives_what_it_gives_after_it(stack, upstream,
                                                                          monkeypatch):
     """The moved patches' new diffs and the landed files' history diffs are made by git
-    processes started while the walk goes on, a batch at a time: made one patch (one file)
-    per process, or all after the walk, every file the rebase writes and its report are the
-    same bytes. Offset patches on several files, landings from several commits, one undone
-    upstream and made again (its evidence comes from those history diffs)."""
+    processes started while the walk goes on, for each part of the series it has judged:
+    made after every patch, or all after the walk, every file the rebase writes and its
+    report are the same bytes. Offset patches on several files, landings from several
+    commits, one undone upstream and made again (its evidence comes from those history
+    diffs)."""
     from patchforge.rebase import engine
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
@@ -579,21 +580,22 @@ def test_git_work_started_during_the_walk_gives_what_it_gives_after_it(stack, up
     upstream.commit({"pkg/other.py": b_fix}, "and makes it again")
     target = upstream.commit({"README": b"upstream, fixed\n"}, "upstream takes fix c")
     results = {}
-    for batch in (1, 10**6):
-        copy = stack.root.parent / f"copy-{batch}"
+    for parts in (10**6, 1):
+        copy = stack.root.parent / f"copy-{parts}"
         shutil.copytree(stack.root, copy, symlinks=True)
-        monkeypatch.setattr(engine, "_EARLY_BATCH", batch)
+        monkeypatch.setattr(engine, "_EARLY_PARTS", parts)
+        monkeypatch.setattr(engine, "_EARLY_MIN", 1)
         result = run_cli(copy, "rebase", "--to", f"up={target}", "--json")
         assert result.rc == 0, result.err
-        results[batch] = (json.loads(result.out), snapshot(copy, skip_state=True, dirs=False))
-    summary = results[1][0]
+        results[parts] = (json.loads(result.out), snapshot(copy, skip_state=True, dirs=False))
+    summary = results[10**6][0]
     assert sorted((p["name"], p["action"]) for p in summary["patches"]) == sorted(
         [(f"moved{k}.patch", "offset") for k in range(6)]
         + [(f"landed-{x}.patch", "dropped") for x in "abc"])
     assert all(p["landed_in"] for p in summary["patches"] if p["action"] == "dropped")
     assert any("undoes this change" in line for p in summary["patches"]
                for line in p["evidence"])
-    assert results[1] == results[10**6]
+    assert results[10**6] == results[1]
 
 
 def test_new_file_upstream_added_with_identical_bytes_merges_cleanly(stack, upstream):

@@ -42,10 +42,13 @@ if TYPE_CHECKING:
     from patchforge.store.gitstore import UpstreamStore
     from patchforge.store.rangediff import RangeDiffImport
 
-# How many moved patches' new diffs (and how many landed files' history diffs) one git process
-# makes while the walk goes on: started as the walk reaches them, they run on the other core
-# (which the walk leaves mostly idle) instead of after the walk, beside the range-diff's objects.
-_EARLY_BATCH = 16
+# The moved patches' new diffs and the landed files' history diffs of each 1/_EARLY_PARTS of
+# the series are made by git processes started when the walk has judged it: they run on the
+# other core while the walk goes on (its reads ahead are done by then), not all of them after
+# the walk, beside the range-diff's objects (three processes on two cores). Fewer than
+# _EARLY_MIN patches (files) wait for the end of the walk: a process more is not worth it.
+_EARLY_PARTS = 2
+_EARLY_MIN = 8
 
 
 @record
@@ -340,14 +343,12 @@ class Rebase:
 
     def _defer_diff(self, rel: str, patch, changes) -> str | None:
         """Stage `patch` with a new diff made from `changes`, later: the diffs of the moved
-        patches are made by a git process per _EARLY_BATCH of them, each started as the walk
-        reaches its last patch (`_flush_deferred` stages them); a dry run, which writes
-        nothing, never makes them. Returns the staged name."""
+        patches are made by git processes started during the walk (`_start_early`) and after
+        it (`_flush_deferred` stages them); a dry run, which writes nothing, never makes them.
+        Returns the staged name."""
         if self._run_record.dry_run:
             return None
         self._deferred.append((rel, patch, changes))
-        if len(self._deferred) - self._batched >= _EARLY_BATCH:
-            self._start_diff_batch()
         return f"staged/{rel}"
 
     def _start_diff_batch(self) -> None:
@@ -471,6 +472,10 @@ class Rebase:
             assert result is not None, "a patch moves, is dropped, or stops"
             entry.results.append(result)
             entry.position = position + 1
+            if entry.position < len(names) and \
+                    entry.position * _EARLY_PARTS // len(names) > \
+                    position * _EARLY_PARTS // len(names):
+                self._start_early(upstream, target)  # another part of the series judged
             # No journal write per patch: until the write-out nothing in the project changes,
             # so a kill here only loses work a resumed run recomputes. Saving the whole journal
             # after every patch made a long series quadratic.
@@ -556,7 +561,7 @@ class Rebase:
                     not any(path in judge.current for path in _patch_paths(verdict))
                 self._landings.append((result, patch, verdict, target,
                                        target.commit if alone else None))
-                self._landed_files(upstream, target, [*patch.paths, *_patch_paths(verdict)])
+                self._landed_files(upstream, [*patch.paths, *_patch_paths(verdict)])
             else:
                 self._set_aside(result, patch, target)
             return result, None
@@ -603,16 +608,22 @@ class Rebase:
         rel = f"{result.upstream}/upstreamed/{result.name}"
         result.staged = self._stage(rel, self._remembered(rel, kept))
 
-    def _landed_files(self, upstream: str, target, paths: list[str]) -> None:
-        """Note a landed patch's files, whose history diffs `_find_landings` reads: once
-        _EARLY_BATCH of them are not asked for, and the history has been walked, one
-        `git diff-tree` is started for them (it runs while the walk goes on)."""
+    def _landed_files(self, upstream: str, paths: list[str]) -> None:
+        """Note a landed patch's files, whose history diffs `_find_landings` reads (a git
+        process started by `_start_early` or `_start_landing_reads`)."""
         asked = self._landed_asked.get(upstream, set())
-        unasked = self._landed_unasked.setdefault(upstream, set())
-        unasked.update(path for path in paths if path not in asked)
+        self._landed_unasked.setdefault(upstream, set()).update(
+            path for path in paths if path not in asked)
+
+    def _start_early(self, upstream: str, target) -> None:
+        """Start git on the new diffs of the patches moved so far and on the history diffs
+        of the files landed so far (once the history has been walked): they run while the
+        walk goes on."""
+        if len(self._deferred) - self._batched >= _EARLY_MIN:
+            self._start_diff_batch()
         reading = self._histories.get(upstream)
-        if len(unasked) >= _EARLY_BATCH and reading is not None and \
-                (not isinstance(reading, Background) or reading.done()):
+        if len(self._landed_unasked.get(upstream, ())) >= _EARLY_MIN and reading is not None \
+                and (not isinstance(reading, Background) or reading.done()):
             self._ask_landed_files(upstream, target)
 
     def _ask_landed_files(self, upstream: str, target) -> None:
