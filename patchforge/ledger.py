@@ -21,6 +21,7 @@ import time
 from typing import TYPE_CHECKING
 
 from patchforge.errors import InputError, PatchforgeError
+from patchforge.formats.markdown import escape_html
 from patchforge.fsutil import atomic_write
 from patchforge.project import read_no_link
 
@@ -141,11 +142,16 @@ def record_rebase(project: Project, summary: dict) -> list[dict]:
         write_ledger(project)
         return []
     events = []
+    # One time for the run's events, and no check that each is JSON (what `_complete` does
+    # for an event a caller makes): they hold the summary's strings, lists and None only, and
+    # a long series' hundreds of events were each serialized twice and stamped one by one.
+    stamp = {"v": HISTORY_VERSION, "time": _now()}
     for result in summary.get("patches", []):
         upstream = result.get("upstream")
         info = summary.get("upstreams", {}).get(upstream, {})
         action = result.get("action", "")
-        events.append(_complete({
+        events.append({
+            **stamp,
             "event": _REBASE_EVENTS.get(action, action or "rebased"),
             "action": action,
             "upstream": upstream,
@@ -157,7 +163,7 @@ def record_rebase(project: Project, summary: dict) -> list[dict]:
             "landed_in": result.get("landed_in"),
             "destination": result.get("destination", "series"),
             "run": run,
-        }))
+        })
     if events:
         _append(project, events)
     # The history as now written, without reading and parsing it again (a long-lived stack's
@@ -187,11 +193,10 @@ def departures(project: Project) -> dict[str, dict]:
 # --- rendering --------------------------------------------------------------------------------
 
 def _cell(text) -> str:
+    # Imported with the module, not here: a rebase's ledger renders thousands of cells, and
+    # the import statement was most of each one's time.
     text = "" if text is None else str(text)
-    text = " ".join(text.split())
-    from patchforge.formats.markdown import escape_html
-
-    return escape_html(text).replace("|", "\\|") or "-"
+    return escape_html(" ".join(text.split())).replace("|", "\\|") or "-"
 
 
 def _code(text: str) -> str:
