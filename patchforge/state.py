@@ -250,6 +250,27 @@ def skipped_fixes(project: Project) -> list[SkippedFix]:
     return out
 
 
+def unlisted_fixes(project: Project) -> list[tuple[str, str, Path]]:
+    """(upstream, file name, path) of each patch file in a series directory that its series
+    file does not list (a series merged by hand that lost an entry, a file added but never
+    listed): the fix is in no overlay and no rebase, though it looks kept. A series file that
+    cannot be read is reported by the commands that read it, not here."""
+    from patchforge.errors import PatchforgeError
+
+    out = []
+    for upstream in project.upstream_names():
+        directory = project.series_dir(upstream)
+        if not directory.is_dir():
+            continue
+        try:
+            listed = set(project.patch_names(upstream))
+        except PatchforgeError:
+            continue
+        out += [(upstream, path.name, path) for path in sorted(directory.glob("*.patch"))
+                if path.name not in listed and path.is_file()]
+    return out
+
+
 def announcements(project: Project) -> list[str]:
     """What a read-only command says before its answer: every stop, rebase in progress and
     open edit, each with the next step, and every skipped fix."""

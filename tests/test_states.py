@@ -570,3 +570,22 @@ def test_edit_waits_for_no_one_while_another_command_holds_the_project(project):
         holder.kill()
         holder.wait()
     project.cli("edit", "fix-a")
+
+
+def test_status_never_says_all_apply_over_a_patch_file_its_series_does_not_list(project):
+    """A `git merge` of the stack whose series file took one side lost fix-b's entry: its
+    file stays, in no overlay and no rebase, and status said "all 1 patches apply"."""
+    import json
+
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.fix("fix-b", {"pkg/other.py": b"x = 2\n"})
+    (project.root / "series" / "up" / "series").write_bytes(b"fix-a.patch\n")
+    _, out, _ = project.cli("status", expect=1)
+    assert "not in the series (needs attention): series/up/fix-b.patch" in out
+    _, out, _ = project.cli("status", "--json", expect=1)
+    doc = json.loads(out)
+    assert doc["needs_attention"] is True
+    assert doc["unlisted"] == [{"upstream": "up", "name": "fix-b.patch",
+                                "path": "series/up/fix-b.patch"}]
+    (project.root / "series" / "up" / "series").write_bytes(b"fix-a.patch\nfix-b.patch\n")
+    assert project.cli("status")[0] == 0

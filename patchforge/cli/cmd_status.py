@@ -78,7 +78,7 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
     unsure, with the evidence and where it landed."""
     from patchforge.pins import open_store
     from patchforge.ops.status import resolve_targets, series_status
-    from patchforge.state import announcements, skipped_fixes
+    from patchforge.state import announcements, skipped_fixes, unlisted_fixes
 
     # `--against vllm=X aiter=Y`: click gives the option one value; the rest arrive here.
     if more_specs and not specs:
@@ -100,7 +100,12 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
         "skipped": [{"upstream": fix.upstream, "name": fix.name,
                      "path": fix.path.relative_to(project.root).as_posix()}
                     for fix in skipped_fixes(project)],
+        # A patch file its series does not list is in no overlay: "all apply" would hide it.
+        "unlisted": [{"upstream": upstream, "name": name,
+                      "path": path.relative_to(project.root).as_posix()}
+                     for upstream, name, path in unlisted_fixes(project)],
     }
+    busy = busy or bool(document["unlisted"])
     document["needs_attention"] = document["needs_attention"] or busy
     if html_out:
         from patchforge.report import write_html_report
@@ -143,7 +148,12 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
         for fix in document["skipped"]:
             click.echo(paint(f"skipped (needs attention): {fix['upstream']}/{fix['name']}",
                              "yellow", app.color))
-        attention = sum(1 for r in results if r.attention) + len(document["skipped"])
+        for fix in document["unlisted"]:
+            click.echo(paint(f"not in the series (needs attention): {fix['path']}: list it in "
+                             f"series/{fix['upstream']}/series, or move it to "
+                             f"series/{fix['upstream']}/deleted/", "yellow", app.color))
+        attention = sum(1 for r in results if r.attention) + len(document["skipped"]) + \
+            len(document["unlisted"])
         click.echo(paint(f"{attention} patch(es) need attention", "yellow", app.color)
                    if attention else f"all {len(results)} patches apply and are still needed")
     if output_format == "github":
