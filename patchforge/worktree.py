@@ -491,11 +491,13 @@ def edited_diff_id(diff: bytes) -> str:
 
 
 def refuse_changed_since_edit(project: Project, upstream: str, file_name: str,
-                              state: dict) -> None:
-    """Refresh writes the worktree's change over the patch's diff: refused (UsageError) when
-    the patch's diff or the upstream's pin is no longer what the edit was opened on (a
-    `git pull` or `git checkout` of the stack, another tool), since that change would be
-    silently reverted. Edits opened before this was recorded are not checked."""
+                              state: dict, new_diff: bytes) -> None:
+    """Refresh writes the worktree's change (`new_diff`) over the patch's diff: refused
+    (UsageError) when the patch's diff or the upstream's pin is no longer what the edit was
+    opened on (a `git pull` or `git checkout` of the stack, another tool), since that change
+    would be silently reverted. A patch that already holds `new_diff` (a refresh killed after
+    it wrote the patch, run again) is not refused: nothing would be overwritten. Edits opened
+    before this was recorded are not checked."""
     work = project.work_dir(upstream)
     path = project.patch_path(upstream, file_name)
     hint = (f"nothing of yours is lost yet: copy what you changed out of {work}, then "
@@ -504,6 +506,8 @@ def refuse_changed_since_edit(project: Project, upstream: str, file_name: str,
     recorded = state.get("diff_sha256")
     if recorded is not None:
         current = project.read_patch(upstream, file_name).diff
+        if current == new_diff:
+            return
         if edited_diff_id(current) != recorded:
             raise UsageError(f"{path.relative_to(project.root)} changed since `edit` opened it "
                              "(its diff is not the one the worktree was made from): refreshing "

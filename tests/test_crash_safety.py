@@ -103,6 +103,9 @@ def _after(prepared: Path, tmp_path: Path, *args: str) -> dict:
 @pytest.mark.parametrize("mode", ["kill", "raise"])
 def test_refresh_at_every_write_point(env, tmp_path, monkeypatch, mode):
     prepared = _prepared(env, tmp_path, monkeypatch)
+    # With a ledger (series/PATCHES.md), refresh writes it after the patch: a kill there
+    # leaves the patch written and the edit open.
+    assert run_cli(prepared, "ledger").rc == 0
     assert run_cli(prepared, "edit", "fix").rc == 0
     work = prepared / ".patchforge" / "work" / "up" / "a.txt"
     work.write_bytes(work.read_bytes().replace(b"line5\n", b"LINE5\r\n"))
@@ -110,9 +113,16 @@ def test_refresh_at_every_write_point(env, tmp_path, monkeypatch, mode):
     new = _after(prepared, tmp_path, "refresh")
     assert new != old
 
+    # Documented intermediate: the patch written, the ledger (derived from it) not yet.
+    written = {**old, "series/up/fix.patch": new["series/up/fix.patch"]}
+
     def check(root, phase):
         state = project_files(root)
-        assert state in (old, new), phase
+        assert state in (old, written, new), phase
+        # Running it again finishes it (a kill after the patch was written leaves the edit
+        # open on a patch that now holds the worktree's change: not a change to refuse).
+        again = run_cli(root, "refresh")
+        assert again.rc == 0 and project_files(root) == new, (phase, again.text)
 
     assert run_with_faults(prepared, tmp_path, ("refresh",), check, mode=mode) >= 3
 

@@ -125,7 +125,6 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
     upstream, file_name, state = _edited_patch(project, name)
     require_state(project, "refresh", [upstream])
     _require_listed(project, upstream, state)
-    refuse_changed_since_edit(project, upstream, file_name, state)
     work = project.work_dir(upstream)
     if not work.is_dir():
         # Removed by hand (or by a clean-up): refresh said "No such file or directory" and
@@ -140,6 +139,7 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
                          hint="copy the changed files elsewhere, `patchforge edit --close "
                               f"--discard`, `patchforge edit {file_name}`, then copy them back")
     diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
+    refuse_changed_since_edit(project, upstream, file_name, state, diff)
     if state.get("conflicts"):
         marked = [p for p, old, new, _, _ in changes
                   if p in state["conflicts"] and new is not None
