@@ -263,7 +263,9 @@ def unlisted_fixes(project: Project) -> list[tuple[str, str, Path]]:
         if not directory.is_dir():
             continue
         try:
-            listed = set(project.patch_names(upstream))
+            # A series line may name a patch without `.patch`: compare the files they name.
+            listed = {project.patch_path(upstream, name).name
+                      for name in project.patch_names(upstream)}
         except PatchforgeError:
             continue
         out += [(upstream, path.name, path) for path in sorted(directory.glob("*.patch"))

@@ -488,6 +488,9 @@ def test_a_series_entry_without_the_patch_suffix_is_rebased_in_its_own_file(stac
     assert new != old and f"Base: {new_commit}\n".encode() in new
     assert [p.name for p in (series.parent / "upstreamed").iterdir()] == ["landed.patch"]
     stack.cli("status")  # the series, as written, applies at the new pin
+    # ... and lint takes NAME as listing NAME.patch (it said "patch file not listed").
+    code, out, _ = stack.cli("lint", "--no-forge", expect=None)
+    assert "not listed in the series" not in out
 
 
 def test_a_change_an_earlier_patch_made_names_no_landing_commit(stack, upstream):

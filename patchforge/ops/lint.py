@@ -155,7 +155,9 @@ def _series_consistency(project: Project, upstream: str) -> list[Finding]:
     for name in names:
         if not project.patch_path(upstream, name).is_file():
             out.append(Finding(f"{upstream}/{name}", "series", "listed in the series but missing"))
-    for name in sorted(on_disk - set(names)):
+    # A series line may name a patch without `.patch` (the file is NAME.patch).
+    listed = {project.patch_path(upstream, name).name for name in names}
+    for name in sorted(on_disk - listed):
         out.append(Finding(f"{upstream}/{name}", "series",
                            "patch file not listed in the series (add it, or move it to deleted/)"))
     return out
