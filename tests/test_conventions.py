@@ -93,3 +93,14 @@ def test_show_pages_its_diff_on_a_terminal_only(stack, tmp_path):
     assert piped.rc == 0
     assert b"-line14\n+line14 # fixed\n" in piped.stdout and b"\x1b[" not in piped.stdout
     assert run_cli(stack, "show", "moe-mask", "--stat").stdout.count(b"diff --git") == 0
+
+
+def test_a_pager_that_cannot_be_run_does_not_swallow_the_patch(stack):
+    """PAGER naming a command that is not there: the shell said "not found", the patch was not
+    shown, and `show` exited 0. It is shown without a pager, with a warning naming it."""
+    env = dict(os.environ, PAGER="no-such-pager-here", TERM="xterm")
+    env.pop("PATCHFORGE_PAGER", None)
+    code, shown = run_on_pty([sys.executable, "-m", "patchforge", "show", "moe-mask"], stack, env)
+    assert code == 0
+    assert b"diff --git a/a.py b/a.py" in shown
+    assert b"the pager 'no-such-pager-here' could not be run (from PAGER)" in shown

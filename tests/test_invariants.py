@@ -228,7 +228,10 @@ def test_a_keeps_pattern_that_backtracks_without_end_is_an_error_not_a_hang(tmp_
                   fields="Keeps: pkg/ops.py: re:^#(a|aa)*$\n")
     stack.commit({"pkg/other.py": b"x = 2\n"}, "v2: elsewhere", tag="v2")
     before = stack.snapshot()
-    for args in (("lint", "--no-forge"), ("overlays",), ("rebase", "--to", "v2")):
+    # The time limit is a SIGALRM timer, which works on the main thread only: every command
+    # that judges Keeps (status and check too) must do it there, or the search runs unbounded.
+    for args in (("lint", "--no-forge"), ("overlays",), ("status", "--against", "v2"),
+                 ("check",), ("rebase", "--to", "v2")):
         code, out, err = stack.cli(*args, expect=2)
         assert "series/up/letters.patch:" in err and "found no answer in 0.3 s" in err, err
     assert "rebase --abort" in err

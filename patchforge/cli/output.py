@@ -213,7 +213,14 @@ def page(data: bytes, *, enabled: bool = True) -> None:
         proc.stdin.close()
     except BrokenPipeError:  # the user quit the pager early
         pass
-    proc.wait()
+    if proc.wait() in (126, 127):
+        # The shell could not run it (not found, not executable): nothing was shown, and
+        # the command would end with exit 0 and a bare "not found". Show it without a pager.
+        click.echo(f"patchforge: warning: the pager {pager!r} could not be run (from "
+                   f"{'PATCHFORGE_PAGER' if os.environ.get('PATCHFORGE_PAGER') else 'PAGER'}); "
+                   "showing without a pager", err=True)
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
 
 
 DIFF_COLORS = ((b"+++", None), (b"---", None), (b"+", "green"), (b"-", "red"), (b"@@", "cyan"),
