@@ -15,7 +15,9 @@ from patchforge.errors import LockedError, UsageError
 # Fault injection for the crash-safety tests: PATCHFORGE_FAULT="name:N" makes the N-th (1-based)
 # call of the write step `name` ("write", "fsync", "rename") kill the process, or raise with
 # PATCHFORGE_FAULT_MODE=raise, or send the process a real SIGINT (Ctrl-C) with
-# PATCHFORGE_FAULT_MODE=interrupt. Never set in normal use.
+# PATCHFORGE_FAULT_MODE=interrupt, or stop it (SIGSTOP, until a SIGCONT) with
+# PATCHFORGE_FAULT_MODE=stop: "lock:N" stops it just before its N-th take of the project lock,
+# so a test can run a second command in between. Never set in normal use.
 _FAULT_COUNTS: dict[str, int] = {}
 
 
@@ -31,6 +33,11 @@ def fault_point(step: str) -> None:
         mode = os.environ.get("PATCHFORGE_FAULT_MODE")
         if mode == "raise":
             raise OSError(errno.EIO, f"injected fault at {step} #{nth}")
+        if mode == "stop":
+            import signal
+
+            os.kill(os.getpid(), signal.SIGSTOP)  # a test runs another command, then SIGCONT
+            return
         if mode == "interrupt":
             import signal
 
@@ -224,6 +231,7 @@ class RepoLock:
     def acquire(self) -> None:
         import fcntl
 
+        fault_point("lock")
         refuse_linked_state(self.path.parent)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_CREAT | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o644)

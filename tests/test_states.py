@@ -3,8 +3,10 @@ do in each: run as a user would, in orders that used to lose a fix, on a real gi
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -589,3 +591,61 @@ def test_status_never_says_all_apply_over_a_patch_file_its_series_does_not_list(
                                 "path": "series/up/fix-b.patch"}]
     (project.root / "series" / "up" / "series").write_bytes(b"fix-a.patch\nfix-b.patch\n")
     assert project.cli("status")[0] == 0
+
+
+def _paused_at_the_lock(project: Project, *args: str) -> subprocess.Popen:
+    """Run `patchforge ARGS` in a process of its own that stops itself (SIGSTOP) just before it
+    takes the project lock (PATCHFORGE_FAULT=lock:1, mode stop): what it read before is what
+    a second command may change meanwhile."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+           "PATCHFORGE_FAULT": "lock:1", "PATCHFORGE_FAULT_MODE": "stop"}
+    proc = subprocess.Popen([sys.executable, "-m", "patchforge", *args], cwd=project.root,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stat = Path(f"/proc/{proc.pid}/stat")
+    for _ in range(600):
+        if stat.read_text().rsplit(")", 1)[1].split()[0] == "T":
+            return proc
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError(f"patchforge {' '.join(args)} never reached the lock")
+
+
+def _go_on(proc: subprocess.Popen) -> tuple[int, str]:
+    os.kill(proc.pid, signal.SIGCONT)
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, err.decode()
+
+
+def test_a_rename_never_writes_what_it_read_before_a_refresh_beside_it(project):
+    """`rename` (allowed while an edit is open) read the patch before it took the lock: a
+    `refresh` in between wrote the change, then the rename wrote the old bytes under the new
+    name and removed the refreshed file: the change was lost."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -300\n\n"}))
+    renaming = _paused_at_the_lock(project, "rename", "fix-a", "fix-z")
+    try:
+        project.cli("refresh")
+    finally:
+        code, err = _go_on(renaming)
+    assert code == 0, err
+    assert project.series() == ["fix-z.patch"]
+    assert b"+    return -300" in project.patch("fix-z")
+
+
+def test_a_move_never_writes_a_series_read_before_a_new_patch_joined_it(project):
+    """`move` read the series, judged the new order (the long part), then wrote it: a `new`
+    in between lost its entry (its file left unlisted, in no overlay)."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.fix("fix-b", {"pkg/other.py": b"x = 2\n"})
+    moving = _paused_at_the_lock(project, "move", "fix-b", "--first")
+    try:
+        project.cli("new", "fix-c", "--no-edit")
+    finally:
+        code, err = _go_on(moving)
+    assert "fix-c.patch" in project.series()
+    if code == 0:
+        assert project.series() == ["fix-b.patch", "fix-a.patch", "fix-c.patch"]
+    else:
+        assert code == 2 and "changed while" in err, err

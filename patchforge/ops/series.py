@@ -400,8 +400,8 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
         return _delete_skipped(project, fix)
     require_state(project, "delete", [upstream], store=store)
     source = project.patch_path(upstream, file_name)
-    data = source.read_bytes()
     with RepoLock(project.state_dir):
+        data = source.read_bytes()  # under the lock: a refresh may have written it meanwhile
         kept = project.series_dir(upstream) / "deleted" / aside_name(
             project.series_dir(upstream) / "deleted", file_name, data)
         # Copy first, then unlist, then remove: a kill at any point loses nothing.
@@ -422,9 +422,9 @@ def _deleted_event(project: Project, upstream: str, name: str, kept: Path) -> di
 
 def _delete_skipped(project: Project, fix) -> Path:
     """A skipped fix dropped for good: kept under deleted/ (copied first, then removed)."""
-    data = read_no_link(fix.path)
     directory = project.series_dir(fix.upstream) / "deleted"
     with RepoLock(project.state_dir):
+        data = read_no_link(fix.path)
         kept = directory / aside_name(directory, fix.name, data)
         atomic_write(kept, data)
         atomic_delete(fix.path)
@@ -447,8 +447,9 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
         return finished
     require_state(project, "rename", [upstream])
     new_path = project.patch_path(upstream, new_file)
-    data = project.read_patch_bytes(upstream, old_file)
     with RepoLock(project.state_dir):
+        # Read under the lock: a refresh (an edit may be open) may have written it meanwhile.
+        data = project.read_patch_bytes(upstream, old_file)
         # NEW may be there only as the unlisted copy an earlier run of this rename wrote.
         if new_file == old_file or new_file in project.patch_names(upstream) or \
                 (new_path.exists() and _file_bytes(new_path) != data):
@@ -519,6 +520,11 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
     # cannot be read fails the move with the series as it was.
     failing = _not_applying(project, store, upstream, moved.names) if store is not None else []
     with RepoLock(project.state_dir):
+        # The order was judged on the series as read above: one changed since (a `new` beside
+        # this command) would lose its change if the old one were written.
+        if project.read_series(upstream).names != series.names:
+            raise UsageError(f"the {upstream} series changed while the move was being checked "
+                             "(another patchforge command)", hint="run the move again")
         atomic_write(project.series_path(upstream), moved.to_bytes())
         close_edit_if_moved(project, upstream, series.names, moved.names)
         series_changed(project)
