@@ -649,3 +649,23 @@ def test_a_move_never_writes_a_series_read_before_a_new_patch_joined_it(project)
         assert project.series() == ["fix-b.patch", "fix-a.patch", "fix-c.patch"]
     else:
         assert code == 2 and "changed while" in err, err
+
+
+def test_a_bring_back_never_writes_a_series_read_before_a_new_patch_joined_it(project):
+    """`bring-back` judged the fix on the series as it read it, then wrote that series with
+    the fix added: a `new` in between lost its entry."""
+    stopped_on_a(project)
+    project.cli("rebase", "--skip")
+    later = project.up.commit({"pkg/mod.py": BASE}, "revert f3")
+    project.cli("rebase", "--to", f"up={later}")
+    bringing = _paused_at_the_lock(project, "bring-back", "fix-a")
+    try:
+        project.cli("new", "fix-c", "--no-edit")
+    finally:
+        code, err = _go_on(bringing)
+    assert "fix-c.patch" in project.series()
+    if code == 0:
+        assert project.series() == ["fix-b.patch", "fix-c.patch", "fix-a.patch"]
+    else:
+        assert code == 2 and "changed while" in err, err
+        assert (project.root / "series" / "up" / "skipped" / "fix-a.patch").exists()

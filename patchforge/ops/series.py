@@ -586,7 +586,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     base = (patch.get("Base") or "").strip()
     if not base or not store.has_object(base):
         base = pin.commit  # its own base is unknown here: judge it as made on the pin
-    prefix = [(n, project.read_patch(upstream, n)) for n in project.patch_names(upstream)]
+    judged_names = project.patch_names(upstream)
+    prefix = [(n, project.read_patch(upstream, n)) for n in judged_names]
     refuse_symlinked_paths(store, pin.commit, prefix + [(fix.name, patch)])
     judge = SeriesJudge(store, Target(upstream, base, pin.commit, pin.label, pin.version),
                         labels=("series", "base", f"skipped {fix.name}"))
@@ -597,6 +598,13 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     result = {"upstream": upstream, "name": fix.name, "outcome": judgement.outcome,
               "state": judgement.state, "detail": judgement.message, "files": judgement.files}
     with RepoLock(project.state_dir):
+        # Judged on the series and pin as read above: a series changed since (a `new` beside
+        # this command) would lose its entry if the old one were written with the fix added.
+        series = project.read_series(upstream)
+        if series.names != judged_names or project.lock.pin(upstream).commit != pin.commit:
+            raise UsageError(f"the {upstream} series changed while {fix.name} was being "
+                             "judged (another patchforge command); it stays in skipped/",
+                             hint=f"run `patchforge bring-back {fix.name}` again")
         if judgement.outcome == "landed":
             kept = patch.with_field("Applied-Upstream", pin.label)
             directory = project.series_dir(upstream) / "upstreamed"
