@@ -669,3 +669,32 @@ def test_a_bring_back_never_writes_a_series_read_before_a_new_patch_joined_it(pr
     else:
         assert code == 2 and "changed while" in err, err
         assert (project.root / "series" / "up" / "skipped" / "fix-a.patch").exists()
+
+
+def test_an_import_never_reports_done_over_a_patch_of_its_name_made_beside_it(project, tmp_path):
+    """`import overlay --name fix-c` found the name free, then a `new fix-c` took it: the
+    import skipped writing (the name was listed) and said "imported", its change lost."""
+    overlay = tmp_path / "mod.py"
+    overlay.write_bytes(text({7: b"def f7():\n    return -7\n\n"}))
+    importing = _paused_at_the_lock(project, "import", "overlay", str(overlay), "--upstream",
+                                    "up", "--path", "pkg/mod.py", "--name", "fix-c")
+    try:
+        project.cli("new", "fix-c", "--no-edit")
+    finally:
+        code, err = _go_on(importing)
+    assert code == 2 and "appeared in the up series while the import ran" in err, err
+    assert b"return -7" not in project.patch("fix-c")  # new's patch, untouched
+    assert project.series() == ["fix-c.patch"]
+
+
+def test_a_rename_of_a_patch_deleted_beside_it_says_so(project):
+    """`rename` found fix-a, then a `delete` took it: the rename said "listed in the series
+    but the file is missing" of a patch no longer listed. It says what happened."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    renaming = _paused_at_the_lock(project, "rename", "fix-a", "fix-z")
+    try:
+        project.cli("delete", "fix-a")
+    finally:
+        code, err = _go_on(renaming)
+    assert code == 2 and "fix-a.patch left the up series while this command waited" in err, err
+    assert project.series() == [] and not (project.root / "series/up/fix-z.patch").exists()

@@ -97,6 +97,13 @@ def _write_imported(project: Project, upstream: str, pending: list[tuple[str, by
     for file_name, data in pending:
         parse_patch_file(data, file_name)
     with RepoLock(project.state_dir):
+        # The names were found free before the lock: a `new` of the same name beside this
+        # command would otherwise keep its file and take the import for done ("imported").
+        for file_name, data in pending:
+            if _name_taken(project, upstream, file_name, data):
+                raise UsageError(f"a patch named {file_name} appeared in the {upstream} series "
+                                 "while the import ran (another patchforge command); nothing "
+                                 "was imported", hint="rename one of them, then import again")
         for file_name, data in pending:
             if file_name not in project.patch_names(upstream):
                 add_to_series(project, upstream, file_name, data)

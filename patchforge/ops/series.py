@@ -401,6 +401,7 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
     require_state(project, "delete", [upstream], store=store)
     source = project.patch_path(upstream, file_name)
     with RepoLock(project.state_dir):
+        _refuse_gone(project, upstream, file_name)
         data = source.read_bytes()  # under the lock: a refresh may have written it meanwhile
         kept = project.series_dir(upstream) / "deleted" / aside_name(
             project.series_dir(upstream) / "deleted", file_name, data)
@@ -448,6 +449,7 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
     require_state(project, "rename", [upstream])
     new_path = project.patch_path(upstream, new_file)
     with RepoLock(project.state_dir):
+        _refuse_gone(project, upstream, old_file)
         # Read under the lock: a refresh (an edit may be open) may have written it meanwhile.
         data = project.read_patch_bytes(upstream, old_file)
         # NEW may be there only as the unlisted copy an earlier run of this rename wrote.
@@ -463,6 +465,15 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
             raise
         _end_rename(project, upstream, old_file, new_file)
     return upstream, new_file
+
+
+def _refuse_gone(project: Project, upstream: str, file_name: str) -> None:
+    """Under the lock: the patch found before it was taken must still be listed (a `delete` or
+    `rename` beside this command may have taken it); otherwise the read below said it was
+    "listed in the series but the file is missing", or the OS error alone."""
+    if file_name not in project.patch_names(upstream):
+        raise UsageError(f"{file_name} left the {upstream} series while this command waited "
+                         "(another patchforge command)", hint="`patchforge list` shows the series")
 
 
 def _file_bytes(path: Path) -> bytes | None:
