@@ -966,9 +966,10 @@ def test_files_read_ahead_are_the_files_read(store, merge_base):
 def test_files_read_already_are_answered_while_another_thread_holds_the_store(store, merge_base,
                                                                              monkeypatch):
     """A file read before is given from what the store keeps without its lock (a thread
-    reading ahead holds the lock while git inflates a round); a file not read yet waits for
-    the lock and is read then, never answered from a cache that lacks it. The same when the
-    store drops what it keeps (its size limit), between the reads."""
+    reading ahead holds the lock while git inflates a round), and so is the entry (mode, blob
+    id) of a path whose directory was read; a file or a directory not read yet waits for the
+    lock and is read then, never answered from a cache that lacks it. The same when the store
+    drops the files it keeps (its size limit), between the reads."""
     import threading
 
     from patchforge.store import gitstore
@@ -984,13 +985,28 @@ def test_files_read_already_are_answered_while_another_thread_holds_the_store(st
     def read(rev, paths):
         got[(rev, tuple(paths))] = store.read_blobs(rev, paths)
 
+    entries = {path: store.entry(merge_base, path) for path in ("m/a.py", "m/c.py", "m")}
+    third = store.commit_files(merge_base, {"n/e.py": b"e\n"}, message="three\n")
+
+    def entry(rev, path):
+        got[(rev, path)] = store.entry(rev, path)
+
     with store._lock:  # another thread's round under way
         kept = threading.Thread(target=read, args=(merge_base, ["m/c.py", "m/a.py"]))
-        kept.start()
-        kept.join(timeout=30)
-        assert not kept.is_alive()  # answered without the lock
+        known = [threading.Thread(target=entry, args=(merge_base, path)) for path in entries]
+        for thread in (kept, *known):
+            thread.start()
+            thread.join(timeout=30)
+            assert not thread.is_alive()  # answered without the lock
         assert got[(merge_base, ("m/c.py", "m/a.py"))] == {
             "m/c.py": None, "m/a.py": expected[(merge_base, "m/a.py")]}
+        assert {path: got[(merge_base, path)] for path in entries} == entries
+        assert entries["m/a.py"] is not None and entries["m/c.py"] is None
+        # A directory not read yet at that commit: the entry waits for the lock.
+        unread = threading.Thread(target=entry, args=(third, "n/e.py"))
+        unread.start()
+        unread.join(timeout=0.2)
+        assert unread.is_alive()
         # One path of the two not read yet: the whole request waits for the lock.
         waiting = threading.Thread(target=read, args=(merge_base, ["m/a.py", "m/b.py"]))
         other_rev = threading.Thread(target=read, args=(second, ["m/a.py"]))
@@ -1001,6 +1017,8 @@ def test_files_read_already_are_answered_while_another_thread_holds_the_store(st
         assert waiting.is_alive() and other_rev.is_alive()
     waiting.join(timeout=30)
     other_rev.join(timeout=30)
+    unread.join(timeout=30)
+    assert got[(third, "n/e.py")] is not None and got[(third, "n/e.py")][0] == "100644"
     assert got[(merge_base, ("m/a.py", "m/b.py"))] == {
         "m/a.py": expected[(merge_base, "m/a.py")], "m/b.py": expected[(merge_base, "m/b.py")]}
     assert got[(second, ("m/a.py",))] == {"m/a.py": b"other\n"}

@@ -423,6 +423,16 @@ class UpstreamStore:
         """entry() of several paths, their directories asked of cat-file in one round. With
         `directories`, a directory is an entry too (mode 040000) instead of None."""
         split = {path: self._split(path) for path in paths}
+        if _HEX40.fullmatch(rev):
+            # Directories read already are answered without the lock, as read_blobs answers
+            # files (the thread reading ahead holds it while git answers): a directory's tree
+            # is kept before its id is, and neither is ever dropped.
+            try:
+                trees = {parent: self._dir_trees[(rev, parent)] for parent, _ in split.values()}
+            except KeyError:
+                pass
+            else:
+                return self._entries_in(trees, split, directories)
         with self._lock:
             return self._entries(rev, split, directories)
 
@@ -434,7 +444,13 @@ class UpstreamStore:
 
     def _entries(self, rev: str, split: dict[str, tuple[str, bytes]],
                  directories: bool) -> dict[str, tuple[str, str] | None]:
-        trees = self._trees_of(rev, sorted({parent for parent, _ in split.values()}))
+        return self._entries_in(self._trees_of(rev, sorted({parent for parent, _ in
+                                                            split.values()})),
+                                split, directories)
+
+    def _entries_in(self, trees: dict[str, str | None], split: dict[str, tuple[str, bytes]],
+                    directories: bool) -> dict[str, tuple[str, str] | None]:
+        """_entries' answer from the trees of the paths' directories (directory -> tree id)."""
         found: dict[str, tuple[str, str] | None] = {}
         for path, (parent, name) in split.items():
             tree = trees[parent]
