@@ -9,7 +9,8 @@ Steps: new, edit + change + refresh, an edit left with unrefreshed changes, dele
 upstream commits (a conflict on a fix's line, the fix landing verbatim, a rename, a deletion, an
 unrelated change) followed by rebase --to, resolving a stop, --continue, --skip, --abort,
 bring-back (and a bring-back that stops: resolved and --continue, --abort, or left open while
-other steps run), the read-only checks, and a real SIGINT (Ctrl-C) or kill -9 of a command at a random
+other steps run), a `git pull` of the stack bringing a teammate's version of a fix while an
+edit of it is open (refresh must refuse to write the older change over it), the read-only checks, and a real SIGINT (Ctrl-C) or kill -9 of a command at a random
 write. After an interrupted or killed command, a fix may be left in two places by the step
 that was cut short (a delete copies before it unlists): then "exactly one" relaxes to "at least
 one, and the version in the series (or the only place) is intact", never "none".
@@ -27,6 +28,8 @@ it finds a fix created while a rebase is stopped and then lost by `--skip` (its 
 unlisted), and `status` saying "all patches apply" with a fix set aside under skipped/. On the
 rebase before it kept the patches' modes, it finds a fix's script coming back `100644` after an
 unrelated upstream change (`a_few_fixes` with a script, then `upstream_moves_then_rebase`).
+On the refresh before it checked its patch against the one the edit was opened on, it finds
+the pulled version silently reverted (`pull_a_teammates_version_while_editing`).
 
 Cost: PATCHFORGE_MODEL_EXAMPLES examples (default 10) of up to 16 steps; no deadline. The
 examples are derandomized so that every run of the suite checks the same sequences; to explore
@@ -256,6 +259,34 @@ class StackModel(RuleBasedStateMachine):
         fix = self.fix_of(data)
         if fix is not None:
             self.version[fix] = int(PLUS_TOKEN.findall(data)[0][1])
+
+    @rule(data=st.data())
+    def pull_a_teammates_version_while_editing(self, data) -> None:
+        """An edit of a fix is open with a change; `git pull` of the stack brings a teammate's
+        version of that fix (FIX<k> v<n+50>). Refresh must not write the edit's change, made
+        on the older version, over it: refused; the user throws the edit away, as told, and
+        the pulled version is the fix's."""
+        fixes = self.series_fixes()
+        if not fixes or self.bringing_back():
+            return
+        name = data.draw(st.sampled_from(sorted(fixes)))
+        fix = fixes[name]
+        result = self.cli("edit", name)
+        self.allowed(result, 0, 2)
+        if result.rc != 0:
+            return
+        target = self.find_in_worktree(self.slot[fix])
+        assert target is not None
+        self.write_fix(target, fix, self.version[fix] + 1)
+        path = self.series_dir / name
+        version = self.version[fix] + 50
+        pulled = re.sub(rb"# FIX%d v\d+" % fix, b"# FIX%d v%d" % (fix, version), path.read_bytes())
+        path.write_bytes(pulled)  # what the pull brings
+        event("a fix pulled while its edit is open")
+        self.version[fix] = version
+        result = self.cli("refresh")
+        assert result.rc == 2 and "changed since `edit` opened it" in result.err, result.text
+        self.ok("edit", "--close", "--discard")
 
     @rule()
     def give_up_an_open_edit(self) -> None:
