@@ -698,3 +698,26 @@ def test_a_rename_of_a_patch_deleted_beside_it_says_so(project):
         code, err = _go_on(renaming)
     assert code == 2 and "fix-a.patch left the up series while this command waited" in err, err
     assert project.series() == [] and not (project.root / "series/up/fix-z.patch").exists()
+
+
+def test_refresh_never_writes_an_edit_opened_on_another_pin(project):
+    """A `git checkout` of the stack moved upstream.lock to another pin while an edit was open
+    (the patch's diff unchanged): the worktree's change is against the old upstream, and
+    refresh wrote it as the patch of the new one. Refused, naming both pins."""
+    import json
+
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -300\n\n"}))
+    newer = project.up.commit({"pkg/other.py": b"x = 5\n"})
+    lock_path = project.root / "upstream.lock"
+    lock = json.loads(lock_path.read_text())
+    old = lock["upstreams"]["up"]["commit"]
+    tree = subprocess.run(["git", "rev-parse", f"{newer}^{{tree}}"], cwd=project.up.path,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    lock["upstreams"]["up"].update(commit=newer, tree=tree)
+    lock_path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    before = project.patch("fix-a")
+    _, _, err = project.cli("refresh", expect=2)
+    assert f"pinned at {newer[:12]}" in err and f"opened on {old[:12]}" in err, err
+    assert project.patch("fix-a") == before
