@@ -1296,6 +1296,11 @@ class HistoryIndex:
     def start_landing(self, patch) -> None:
         """The diffs landing(patch) reads that are not read yet, asked of git now and taken
         when a question first needs them (`diffs`): the same text, read meanwhile."""
+        # Every file it can ask about read or being read (its blocks name its paths only):
+        # nothing to start, and its blocks are not worth making.
+        if not set(patch.paths).intersection(self.paths).difference(self._loaded,
+                                                                     self._starting):
+            return
         wanted = self._blocks_of(patch)
         if wanted is None or not set(wanted) <= set(self.paths):
             return
