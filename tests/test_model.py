@@ -218,21 +218,30 @@ class StackModel(RuleBasedStateMachine):
         self.version[fix], self.slot[fix] = 0, slot
         # The edit stays open (refreshed), as a user leaves it.
 
-    @rule(data=st.data(), refresh=st.booleans())
-    def edit_fix(self, data, refresh) -> None:
-        fixes = self.series_fixes()
-        if not fixes:
-            return
+    def edit_with_change(self, data, fixes) -> tuple[str, int] | None:
+        """`edit` of a fix drawn from `fixes`, its next version written in the worktree:
+        (its patch name, the fix), or None when the edit was refused."""
         name = data.draw(st.sampled_from(sorted(fixes)))
         fix = fixes[name]
         result = self.cli("edit", name)
         self.allowed(result, 0, 2)
         if result.rc != 0:
-            return
+            return None
         target = self.find_in_worktree(self.slot[fix])
         assert target is not None
+        self.write_fix(target, fix, self.version[fix] + 1)
+        return name, fix
+
+    @rule(data=st.data(), refresh=st.booleans())
+    def edit_fix(self, data, refresh) -> None:
+        fixes = self.series_fixes()
+        if not fixes:
+            return
+        edited = self.edit_with_change(data, fixes)
+        if edited is None:
+            return
+        _, fix = edited
         new_version = self.version[fix] + 1
-        self.write_fix(target, fix, new_version)
         if refresh:
             self.ok("refresh")
             self.version[fix] = new_version
@@ -269,15 +278,10 @@ class StackModel(RuleBasedStateMachine):
         fixes = self.series_fixes()
         if not fixes or self.bringing_back():
             return
-        name = data.draw(st.sampled_from(sorted(fixes)))
-        fix = fixes[name]
-        result = self.cli("edit", name)
-        self.allowed(result, 0, 2)
-        if result.rc != 0:
+        edited = self.edit_with_change(data, fixes)
+        if edited is None:
             return
-        target = self.find_in_worktree(self.slot[fix])
-        assert target is not None
-        self.write_fix(target, fix, self.version[fix] + 1)
+        name, fix = edited
         path = self.series_dir / name
         version = self.version[fix] + 50
         pulled = re.sub(rb"# FIX%d v\d+" % fix, b"# FIX%d v%d" % (fix, version), path.read_bytes())
