@@ -560,3 +560,36 @@ def test_an_import_overlay_killed_is_finished_on_a_later_day(project, tmp_path, 
     ok(project, *args)
     assert (project / "series/up/fix-a.patch").read_bytes() == written
     assert (project / "series/up/series").read_bytes().count(b"fix-a.patch\n") == 1
+
+
+def test_export_quilt_never_unlists_another_stacks_patches(project, tmp_path):
+    """`export --quilt DIR` over a directory of another quilt stack replaced its series file,
+    leaving that stack's patch there and unlisted without a word. Refused, naming the line,
+    with nothing written; an earlier export of this series (a patch since renamed or deleted)
+    is still replaced, and quilt takes the result."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    names = (root / "series/up/series").read_text().split()
+    exported = tmp_path / "quilt-patches"
+    exported.mkdir()
+    (exported / "theirs.patch").write_bytes(b"--- a/x\n+++ b/x\n@@ -0,0 +1 @@\n+x\n")
+    (exported / "series").write_bytes(b"# their stack\ntheirs.patch -p1\n")
+    refused = run_cli(root, "export", "--quilt", str(exported))
+    assert refused.rc == 2
+    assert f"{exported / 'series'}:2: lists theirs.patch" in refused.err
+    assert sorted(p.name for p in exported.iterdir()) == ["series", "theirs.patch"]
+    assert (exported / "series").read_bytes() == b"# their stack\ntheirs.patch -p1\n"
+    # This series' own earlier export: a patch renamed since, another deleted since.
+    (exported / "series").unlink()
+    (exported / "theirs.patch").unlink()
+    ok(root, "export", "--quilt", str(exported))
+    ok(root, "rename", names[0], "renamed")
+    ok(root, "delete", names[1])
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / "series").read_text().split() == \
+        (root / "series/up/series").read_text().split()
+    checkout = upstream_checkout(tmp_path, "quilt-checkout")
+    env = dict(os.environ, QUILT_PATCHES=str(exported), QUILTRC="/dev/null")
+    proc = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

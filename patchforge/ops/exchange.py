@@ -463,11 +463,46 @@ def export_quilt(project: Project, directory: Path) -> tuple[list[Path], list[st
                                 for file in patch.file_patches if file.is_binary]
             files.append((target / name, project.read_patch_bytes(upstream, name)))
         files.append((target / "series", "".join(f"{n}\n" for n in names).encode()))
+        _refuse_unlisting_others(project, upstream, target,
+                                 {data for path, data in files if path.parent == target})
     for path, _ in files:
         project.refuse_own_destination(path, new_directory=True)
     for path, data in files:
         atomic_write(path, data)
     return [path for path, _ in files], binary_sections
+
+
+def _refuse_unlisting_others(project: Project, upstream: str, target: Path,
+                             written: set[bytes]) -> None:
+    """`export --quilt DIR` replaces DIR/series: refused (UsageError naming its line) when that
+    file lists a patch that is there in DIR and is none of this project's, since the new series
+    would unlist it without a word (DIR held another quilt stack). A patch is this project's when
+    its name is one the upstream's series directory has anywhere (listed, deleted/, upstreamed/,
+    skipped/: an earlier export of a patch since dropped) or its bytes are a patch this export
+    writes (an earlier export of a patch since renamed)."""
+    series = target / "series"
+    try:
+        lines = series.read_bytes().splitlines()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageError(f"{series}: cannot read it to replace it ({exc.strerror or exc})") \
+            from None
+    ours = {path.name for path in project.series_dir(upstream).rglob("*") if path.is_file()}
+    for line_no, line in enumerate(lines, 1):
+        words = line.split(b"#", 1)[0].split()
+        if not words:
+            continue
+        name = words[0].decode("utf-8", "surrogateescape")
+        kept = target / name
+        if name in ours or name.startswith("/") or ".." in name.split("/") or not kept.is_file():
+            continue
+        if kept.read_bytes() not in written:
+            raise UsageError(f"{series}:{line_no}: lists {name}, a patch of no series here, "
+                             f"which the exported series would leave unlisted in {target} "
+                             "(a directory of another quilt stack?); nothing was written",
+                             hint="export into a directory of its own, or move "
+                                  f"{series} away if {name} is not needed")
 
 
 def _header_value(value: str) -> str:
