@@ -491,8 +491,9 @@ def edited_diff_id(diff: bytes) -> str:
 
 
 def refuse_changed_since_edit(project: Project, upstream: str, file_name: str,
-                              state: dict, new_diff: bytes) -> None:
-    """Refresh writes the worktree's change (`new_diff`) over the patch's diff: refused
+                              state: dict, new_diff: bytes, current: bytes) -> None:
+    """Refresh writes the worktree's change (`new_diff`) over the patch's diff (`current`,
+    as refresh read it): refused
     (UsageError) when the patch's diff or the upstream's pin is no longer what the edit was
     opened on (a `git pull` or `git checkout` of the stack, another tool), since that change
     would be silently reverted. A patch that already holds `new_diff` (a refresh killed after
@@ -505,7 +506,6 @@ def refuse_changed_since_edit(project: Project, upstream: str, file_name: str,
             "patch as it is now), make the change again and `patchforge refresh`")
     recorded = state.get("diff_sha256")
     if recorded is not None:
-        current = project.read_patch(upstream, file_name).diff
         if current == new_diff:
             return
         if edited_diff_id(current) != recorded:

@@ -139,7 +139,10 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
                          hint="copy the changed files elsewhere, `patchforge edit --close "
                               f"--discard`, `patchforge edit {file_name}`, then copy them back")
     diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
-    refuse_changed_since_edit(project, upstream, file_name, state, diff)
+    path = project.patch_path(upstream, file_name)
+    read = project.read_patch_bytes(upstream, file_name)
+    patch = project.parse_patch(read, str(path))
+    refuse_changed_since_edit(project, upstream, file_name, state, diff, patch.diff)
     if state.get("conflicts"):
         marked = [p for p, old, new, _, _ in changes
                   if p in state["conflicts"] and new is not None
@@ -148,9 +151,6 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
             raise UsageError(f"conflict markers left in {', '.join(marked)} "
                              f"(in {project.work_dir(upstream)})",
                              hint="resolve them, then `patchforge refresh`")
-    path = project.patch_path(upstream, file_name)
-    read = project.read_patch_bytes(upstream, file_name)
-    patch = project.parse_patch(read, str(path))
     if _same_change(store, state["base"], patch, changes):
         # The worktree holds exactly what the patch already does: keep its bytes (it may have
         # been written by another tool, with abbreviated index lines or other context).
