@@ -593,3 +593,49 @@ def test_export_quilt_never_unlists_another_stacks_patches(project, tmp_path):
     env = dict(os.environ, QUILT_PATCHES=str(exported), QUILTRC="/dev/null")
     proc = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_export_quilt_again_after_a_patch_was_refreshed_and_renamed(project, tmp_path):
+    """A patch refreshed and renamed since the last `export --quilt DIR` matched neither by name
+    nor by bytes, so the ordinary re-export was refused as if DIR were another stack's. The
+    export's record (DIR/.patchforge-export) knows it; a patch changed in DIR since the export
+    wrote it (a `quilt refresh` there) is still never overwritten nor unlisted: refused, naming
+    the file, nothing written."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    first, second = (root / "series/up/series").read_text().split()
+    exported = tmp_path / "quilt-patches"
+    ok(root, "export", "--quilt", str(exported))
+    ok(root, "edit", first)
+    work = root / ".patchforge/work/up/a.py"
+    work.write_bytes(work.read_bytes().replace(b"line5\n", b"LINE5\n"))
+    ok(root, "refresh")
+    ok(root, "rename", first, "renamed")
+    run = ok(root, "export", "--quilt", str(exported))
+    assert "wrote 3 files" in run.out
+    assert (exported / "series").read_bytes() == (root / "series/up/series").read_bytes()
+    assert (exported / "renamed.patch").read_bytes() == \
+        (root / "series/up/renamed.patch").read_bytes()
+    checkout = upstream_checkout(tmp_path, "quilt-checkout")
+    env = dict(os.environ, QUILT_PATCHES=str(exported), QUILTRC="/dev/null")
+    proc = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert b"LINE5" in (checkout / "a.py").read_bytes()
+    # A change made in DIR since the export: replacing the file would lose it.
+    quilt_made = (exported / second).read_bytes() + b"\n"
+    (exported / second).write_bytes(quilt_made)
+    before = tree_bytes(exported)
+    refused = run_cli(root, "export", "--quilt", str(exported))
+    assert refused.rc == 2 and f"{exported / second}: changed since patchforge exported it" \
+        in refused.err, refused.err
+    assert tree_bytes(exported) == before
+    # Or leaving it unlisted, once its patch is deleted from the project.
+    ok(root, "delete", second)
+    refused = run_cli(root, "export", "--quilt", str(exported))
+    assert refused.rc == 2 and f"{exported / 'series'}:2: lists {second}" in refused.err, \
+        refused.err
+    assert tree_bytes(exported) == before
+    (exported / second).unlink()
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / "series").read_text().split() == ["renamed.patch"]

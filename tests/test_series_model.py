@@ -197,6 +197,19 @@ class SeriesModel(RuleBasedStateMachine):
         assert self.listed(target) == self.order
         assert self.patch_files(target) == before
 
+    @precondition(lambda self: self.order)
+    @rule()
+    def export_quilt_again(self) -> None:
+        """`export --quilt` into one directory, again and again whatever happened to the series
+        in between (patches refreshed, renamed, deleted, moved): always taken, and DIR's series
+        and patch files are then the project's."""
+        out = self.tmp / "quilt-again"
+        self.ok(self.root, "export", "--quilt", str(out))
+        listed = (out / "series").read_text().split()
+        assert listed == self.order
+        for name in listed:
+            assert (out / name).read_bytes() == (self.series_dir() / name).read_bytes()
+
     @rule(data=st.data())
     def import_overlay(self, data) -> None:
         """A full-file overlay of a file as the series leaves it, with one more fix in it."""

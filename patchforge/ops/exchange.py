@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import email.utils
+import hashlib
+import json
 import re
 import tempfile
 from pathlib import Path
@@ -448,8 +450,13 @@ def export_quilt(project: Project, directory: Path) -> tuple[list[Path], list[st
 
     Returns the files written and, for each binary section the series carries, a line naming
     the patch and the file: quilt and GNU patch cannot apply `GIT binary patch` data, so the
-    exported series is complete for `git apply`/`git am` but not for `quilt push`."""
+    exported series is complete for `git apply`/`git am` but not for `quilt push`.
+
+    Beside them goes `EXPORT_RECORD`, what this export wrote (each patch's name and sha256), so
+    that the next export into DIR knows its own files from anyone else's (see
+    `_refuse_losing_others`)."""
     files: list[tuple[Path, bytes]] = []
+    records: list[tuple[Path, dict[str, list[str]], dict[str, list[str]]]] = []
     binary_sections = []
     upstreams = [u for u in project.upstream_names() if project.patch_names(u)]
     # Every patch is read (and parsed) before the first file is written: a patch that does
@@ -457,29 +464,111 @@ def export_quilt(project: Project, directory: Path) -> tuple[list[Path], list[st
     for upstream in upstreams:
         target = Path(directory) / upstream if len(upstreams) > 1 else Path(directory)
         names = project.patch_names(upstream)
+        patches = []
         for name in names:
             patch = project.read_patch(upstream, name)
             binary_sections += [f"{patch.source}:{file.line_no}: {file.path}"
                                 for file in patch.file_patches if file.is_binary]
-            files.append((target / name, project.read_patch_bytes(upstream, name)))
+            patches.append((target / name, project.read_patch_bytes(upstream, name)))
+        earlier = _read_export_record(target)
+        _refuse_losing_others(project, upstream, target, patches, earlier)
+        files += patches
         files.append((target / "series", "".join(f"{n}\n" for n in names).encode()))
-        _refuse_unlisting_others(project, upstream, target,
-                                 {data for path, data in files if path.parent == target})
+        now = {path.name: [_sha256(data)] for path, data in patches}
+        # Until every file is written, the record names both versions of a patch it replaces:
+        # an export cut short is still recognised as this project's by the next one.
+        during = {name: sorted(set(hashes) | set((earlier or {}).get(name, [])))
+                  for name, hashes in now.items()}
+        records.append((target / EXPORT_RECORD, during, now))
     for path, _ in files:
         project.refuse_own_destination(path, new_directory=True)
+    for path, during, _ in records:
+        project.refuse_own_destination(path, new_directory=True)
+        atomic_write(path, _record_bytes(during))
     for path, data in files:
         atomic_write(path, data)
+    for path, _, now in records:
+        atomic_write(path, _record_bytes(now))
     return [path for path, _ in files], binary_sections
 
 
-def _refuse_unlisting_others(project: Project, upstream: str, target: Path,
-                             written: set[bytes]) -> None:
-    """`export --quilt DIR` replaces DIR/series: refused (UsageError naming its line) when that
-    file lists a patch that is there in DIR and is none of this project's, since the new series
-    would unlist it without a word (DIR held another quilt stack). A patch is this project's when
-    its name is one the upstream's series directory has anywhere (listed, deleted/, upstreamed/,
-    skipped/: an earlier export of a patch since dropped) or its bytes are a patch this export
-    writes (an earlier export of a patch since renamed)."""
+# What `export --quilt` wrote into a directory: {"version": 1, "patches": {name: [sha256]}}.
+# quilt reads only `series` and the files it lists, so the record travels with the directory
+# without being in anyone's way.
+EXPORT_RECORD = ".patchforge-export"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _record_bytes(patches: dict[str, list[str]]) -> bytes:
+    return (json.dumps({"version": 1, "patches": patches}, indent=2, sort_keys=True)
+            + "\n").encode()
+
+
+def _read_export_record(target: Path) -> dict[str, list[str]] | None:
+    """The record of the last export into `target`, None when there is none (no export wrote
+    there, or one made before exports kept a record)."""
+    path = target / EXPORT_RECORD
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        record = json.loads(data)
+        patches = record["patches"]
+        if record.get("version") != 1 or not isinstance(patches, dict) or not all(
+                isinstance(h, list) and all(isinstance(x, str) for x in h)
+                for h in patches.values()):
+            raise ValueError
+    except (ValueError, TypeError, KeyError, AttributeError):
+        raise UsageError(f"{path}: not the record `patchforge export --quilt` writes of what it "
+                         "exported there; nothing was written",
+                         hint=f"move {path} away, or export into a directory of its own") \
+            from None
+    return patches
+
+
+def _refuse_losing_others(project: Project, upstream: str, target: Path,
+                          patches: list[tuple[Path, bytes]],
+                          earlier: dict[str, list[str]] | None) -> None:
+    """`export --quilt DIR` replaces DIR/series and the patch files of its names. Refused
+    (UsageError naming the file, and the series line) when that would lose a patch that is not
+    this project's, or not as the last export wrote it:
+
+    - a patch file it would replace whose bytes changed since the last export wrote it (a
+      `quilt refresh` in DIR: the change would be overwritten);
+    - a patch DIR/series lists that the new series would leave unlisted (DIR held another quilt
+      stack), unless it is this project's: as the last export recorded it (a patch since renamed,
+      refreshed or deleted), or the bytes of a patch this export writes.
+
+    Without a record (DIR was never exported to, or by an earlier version), a listed patch is
+    this project's when its name is one the upstream's series directory has anywhere (listed,
+    deleted/, upstreamed/, skipped/) or its bytes are written now, and the files of this
+    export's names are replaced as before."""
+    def recorded(name: str, data: bytes) -> bool:
+        return earlier is not None and _sha256(data) in earlier.get(name, [])
+
+    for path, data in patches:
+        if earlier is None:
+            break
+        try:
+            there = path.read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read it to replace it ({exc.strerror or exc})") \
+                from None
+        if there != data and not recorded(path.name, there):
+            raise UsageError(f"{path}: changed since patchforge exported it (by quilt refresh, "
+                             "an editor?); the export would overwrite that change, so nothing "
+                             "was written",
+                             hint=f"to keep the change, copy it over "
+                                  f"{project.patch_path(upstream, path.name)}; to drop it, "
+                                  f"remove {path}; then export again")
     series = target / "series"
     try:
         lines = series.read_bytes().splitlines()
@@ -488,19 +577,27 @@ def _refuse_unlisting_others(project: Project, upstream: str, target: Path,
     except OSError as exc:
         raise UsageError(f"{series}: cannot read it to replace it ({exc.strerror or exc})") \
             from None
-    ours = {path.name for path in project.series_dir(upstream).rglob("*") if path.is_file()}
+    written = {data for _, data in patches}
+    exported = {path.name for path, _ in patches}
+    ours = set() if earlier is not None else \
+        {path.name for path in project.series_dir(upstream).rglob("*") if path.is_file()}
     for line_no, line in enumerate(lines, 1):
         words = line.split(b"#", 1)[0].split()
         if not words:
             continue
         name = words[0].decode("utf-8", "surrogateescape")
         kept = target / name
-        if name in ours or name.startswith("/") or ".." in name.split("/") or not kept.is_file():
+        if name in exported or name in ours or name.startswith("/") \
+                or ".." in name.split("/") or not kept.is_file():
             continue
-        if kept.read_bytes() not in written:
-            raise UsageError(f"{series}:{line_no}: lists {name}, a patch of no series here, "
-                             f"which the exported series would leave unlisted in {target} "
-                             "(a directory of another quilt stack?); nothing was written",
+        there = kept.read_bytes()
+        if there not in written and not recorded(name, there):
+            changed = " (changed since patchforge exported it)" \
+                if earlier is not None and name in earlier else ""
+            raise UsageError(f"{series}:{line_no}: lists {name}, a patch of no series here"
+                             f"{changed}, which the exported series would leave unlisted in "
+                             f"{target} (a directory of another quilt stack?); nothing was "
+                             "written",
                              hint="export into a directory of its own, or move "
                                   f"{series} away if {name} is not needed")
 
