@@ -291,3 +291,35 @@ def test_commitish_with_ancestry_suffixes_walks_the_store_history(make_git_repo)
             resolve_git_spec(project, store, upstream, head + "~5")
     finally:
         store.close()
+
+
+def test_head_and_full_ref_names_of_a_git_upstream(tmp_path):
+    """`--at HEAD`, `--against HEAD~1`, `--to refs/heads/main`: what a git user types. HEAD was
+    refused ("has no branch or tag 'HEAD'") and `refs/heads/main` was fetched but never found.
+    HEAD is the upstream's own (what a clone of it checks out, fetched again on every use like a
+    branch), never the store's or another upstream's; an upstream with no HEAD says so."""
+    import json as _json
+
+    from helpers.cli import ok, run_cli
+    from helpers.project import OneUpstreamStack
+
+    stack = OneUpstreamStack(tmp_path, {"a.py": b"x = 1\n"})
+    first = stack.base
+    second = stack.commit({"a.py": b"x = 2\n"}, "two")
+    ok(stack.root, "upstream", "pin", "up", "--at", "HEAD")
+    assert stack.lock()["upstreams"]["up"]["commit"] == second
+    ok(stack.root, "upstream", "pin", "up", "--at", "refs/tags/v1")
+    assert stack.lock()["upstreams"]["up"]["commit"] == first
+    third = stack.commit({"a.py": b"x = 3\n"}, "three")
+    for spec, commit in (("HEAD", third), ("HEAD~1", second), ("refs/heads/main", third),
+                         ("refs/heads/main^^", first)):
+        status = _json.loads(ok(stack.root, "status", "--against", spec, "--json").out)
+        assert status["targets"]["up"]["commit"] == commit, spec
+    # Offline, HEAD is the one fetched last.
+    status = _json.loads(ok(stack.root, "--offline", "status", "--against", "HEAD", "--json").out)
+    assert status["targets"]["up"]["commit"] == third
+    # A repository whose HEAD names a branch it does not have.
+    from helpers.git import git
+    git(stack.up, "symbolic-ref", "HEAD", "refs/heads/gone")
+    refused = run_cli(stack.root, "status", "--against", "HEAD")
+    assert refused.rc == 2 and "has no HEAD" in refused.err, refused.err

@@ -642,7 +642,7 @@ class UpstreamStore:
         if names:
             patterns = []
             for name in names:
-                if name.startswith("refs/"):
+                if name.startswith("refs/") or name == "HEAD":
                     patterns.append(name)
                 else:
                     patterns += [f"refs/heads/{name}", f"refs/tags/{name}"]
@@ -650,9 +650,12 @@ class UpstreamStore:
                             what=f"listing refs of {url}", network=True)
             advertised = {line.split("\t", 1)[1] for line in out.splitlines() if "\t" in line}
             for name in names:
-                candidates = [name] if name.startswith("refs/") else \
+                candidates = [name] if name.startswith("refs/") or name == "HEAD" else \
                     [f"refs/heads/{name}", f"refs/tags/{name}"]
                 hits = [c for c in candidates if c in advertised]
+                if not hits and name == "HEAD":
+                    raise StoreError(f"{upstream}: {url} has no HEAD (no default branch checked "
+                                     "out there)", hint="name a branch, tag or commit")
                 if not hits:
                     raise StoreError(f"{upstream}: {url} has no branch or tag {name!r}")
                 for hit in hits:
@@ -683,6 +686,8 @@ class UpstreamStore:
 
     @staticmethod
     def _tracking_ref(upstream: str, ref: str) -> str:
+        if ref == "HEAD":  # the remote's HEAD: what a clone of it checks out
+            return f"refs/patchforge/remotes/{upstream}/HEAD"
         if ref.startswith("refs/heads/"):
             return f"refs/patchforge/remotes/{upstream}/heads/{ref[len('refs/heads/'):]}"
         if ref.startswith("refs/tags/"):
@@ -729,8 +734,10 @@ class UpstreamStore:
                       f"refs/patchforge/imports/{upstream}/{spec}"]
         if _HEX40.fullmatch(spec):
             candidates.append(f"{base}/commits/{spec}")
-        if spec.startswith("refs/"):
-            candidates.insert(0, spec)
+        if spec.startswith("refs/") or spec == "HEAD":
+            # A full ref name (`refs/heads/main`) or HEAD is the remote's, as fetch_git tracks
+            # it under this upstream: never a ref of the store itself or of another upstream.
+            candidates = [self._tracking_ref(upstream, spec)]
         if "\n" not in spec:
             for found in self._cat.query([f"{c}^{{commit}}" for c in candidates]):
                 if found is not None:
