@@ -139,10 +139,21 @@ def classify_spec(spec: str) -> SpecKind:
         return SpecKind.nightly
     if _SHA_RE.match(spec):
         return SpecKind.commit
-    if ":" in spec or "@" in spec:
-        # A git ref name cannot hold ":", so this is an image reference or nothing.
-        from patchforge.net.registry import parse_image_ref  # light: no requests import
-        parse_image_ref(spec)
+    if ":" in spec:
+        # A git ref name cannot hold ":", so this is an image reference or nothing (a digest,
+        # `@sha256:...`, has one too; a branch may hold "@": `fix@2`).
+        from patchforge.net.registry import DOCKER_HUB, parse_image_ref  # light: no requests
+        ref = parse_image_ref(spec)
+        if ref.registry == DOCKER_HUB and "/" not in spec.partition("@")[0]:
+            # One name and a tag (`main:foo`) would be Docker Hub's official `library/` image,
+            # which no one but Docker publishes, so never an upstream's build: most likely a
+            # typo of a ref. Said now, instead of asking the registry (and retrying) first.
+            raise UsageError(f"not a valid SPEC: {spec!r} is no branch, tag or commit (they "
+                             f"cannot hold ':'), and as an image reference it would be Docker "
+                             f"Hub's official image {ref.repository}, which is no upstream's "
+                             "build",
+                             hint="name an image with its repository (OWNER/REPO:TAG or "
+                                  "REGISTRY/REPO:TAG), or check the branch, tag or commit")
         return SpecKind.image
     if spec[0].isdigit() or (spec[0] == "v" and spec[1:2].isdigit()):
         try:

@@ -88,6 +88,8 @@ def test_bad_spec_arguments(args, names, message):
     ("124154a88~2", SpecKind.commit),
     ("main^2~1", SpecKind.ref),
     ("v0.9.0^", SpecKind.version),
+    ("fix@2", SpecKind.ref),
+    ("docker.io/library/ubuntu:22.04", SpecKind.image),
 ])
 def test_classify(spec, kind):
     assert classify_spec(spec) is kind
@@ -323,3 +325,25 @@ def test_head_and_full_ref_names_of_a_git_upstream(tmp_path):
     git(stack.up, "symbolic-ref", "HEAD", "refs/heads/gone")
     refused = run_cli(stack.root, "status", "--against", "HEAD")
     assert refused.rc == 2 and "has no HEAD" in refused.err, refused.err
+
+
+@pytest.mark.parametrize("spec", ["main:foo", "v1.2:rc1", "main@sha256:" + "9" * 64])
+def test_a_ref_typo_with_a_colon_is_refused_before_any_registry_is_asked(tmp_path, spec):
+    """`main:foo` was taken for Docker Hub's official image `library/main` and asked for (five
+    times, with backoff, when the registry could not be reached) before failing. No upstream is
+    built as an official `library/` image: the SPEC is refused at once, saying what it was
+    taken for, exit 2, for any upstream kind."""
+    from helpers.cli import run_cli
+    from helpers.project import OneUpstreamStack
+
+    with pytest.raises(UsageError, match="official image library/"):
+        classify_spec(spec)
+    stack = OneUpstreamStack(tmp_path, {"a.py": b"x = 1\n"})
+    before = stack.snapshot()
+    for args in (("status", "--against", spec), ("rebase", "--to", spec),
+                 ("upstream", "pin", "up", "--at", spec)):
+        refused = run_cli(stack.root, *args)
+        assert refused.rc == 2, refused.err
+        assert f"not a valid SPEC: {spec!r} is no branch, tag or commit" in refused.err
+        assert "tried image" not in refused.err
+    assert stack.snapshot() == before
