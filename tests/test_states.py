@@ -700,6 +700,30 @@ def test_a_rename_of_a_patch_deleted_beside_it_says_so(project):
     assert project.series() == [] and not (project.root / "series/up/fix-z.patch").exists()
 
 
+def test_a_skipped_fix_taken_beside_a_delete_or_bring_back_is_said_so(project):
+    """A `delete` of a skipped fix that another `delete` took meanwhile failed with the bare
+    "No such file or directory" (and "run the command again", which could only fail again);
+    a `bring-back` whose fix a `delete` took while it judged listed it again, undoing the
+    delete with exit 0. Both say what happened, exit 2, and change nothing."""
+    stopped_on_a(project)
+    project.cli("rebase", "--skip")
+    skipped = project.root / "series" / "up" / "skipped" / "fix-a.patch"
+    for command in (("delete", "fix-a"), ("bring-back", "fix-a")):
+        if not skipped.exists():
+            (project.root / "series/up/deleted/fix-a.patch").rename(skipped)
+        waiting = _paused_at_the_lock(project, *command)
+        try:
+            project.cli("delete", "fix-a")
+        finally:
+            code, err = _go_on(waiting)
+        assert code == 2 and "up/fix-a.patch left skipped/ while this command waited" in err, \
+            (command, err)
+        assert project.series() == ["fix-b.patch"]
+        assert sorted(p.name for p in (project.root / "series/up/deleted").iterdir()) == \
+            ["fix-a.patch"]
+        assert not skipped.exists()
+
+
 def test_refresh_never_writes_an_edit_opened_on_another_pin(project):
     """A `git checkout` of the stack moved upstream.lock to another pin while an edit was open
     (the patch's diff unchanged): the worktree's change is against the old upstream, and

@@ -421,11 +421,24 @@ def _deleted_event(project: Project, upstream: str, name: str, kept: Path) -> di
             "detail": f"kept as {kept.relative_to(project.root).as_posix()}"}
 
 
+def _still_skipped(fix) -> bytes:
+    """Under the lock: the skipped fix found before it was taken, as it is now. A `delete` or
+    `bring-back` beside this command may have taken it: said so, instead of the OS error (or,
+    for a bring-back, listing again a fix that was just deleted)."""
+    try:
+        return read_no_link(fix.path)
+    except FileNotFoundError:
+        raise UsageError(f"{fix.upstream}/{fix.name} left skipped/ while this command waited "
+                         "(another patchforge command: a delete or bring-back)",
+                         hint="`patchforge status` lists the skipped fixes; the deleted ones "
+                              f"are under series/{fix.upstream}/deleted/") from None
+
+
 def _delete_skipped(project: Project, fix) -> Path:
     """A skipped fix dropped for good: kept under deleted/ (copied first, then removed)."""
     directory = project.series_dir(fix.upstream) / "deleted"
     with RepoLock(project.state_dir):
-        data = read_no_link(fix.path)
+        data = _still_skipped(fix)
         kept = directory / aside_name(directory, fix.name, data)
         atomic_write(kept, data)
         atomic_delete(fix.path)
@@ -616,6 +629,10 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
             raise UsageError(f"the {upstream} series changed while {fix.name} was being "
                              "judged (another patchforge command); it stays in skipped/",
                              hint=f"run `patchforge bring-back {fix.name}` again")
+        if _still_skipped(fix) != raw:
+            # Changed by hand meanwhile: the version judged is not the one there now.
+            raise UsageError(f"{fix.path} changed while it was being judged; it stays in "
+                             "skipped/", hint=f"run `patchforge bring-back {fix.name}` again")
         if judgement.outcome == "landed":
             kept = patch.with_field("Applied-Upstream", pin.label)
             directory = project.series_dir(upstream) / "upstreamed"
