@@ -887,6 +887,40 @@ def test_stored_pack_entries_are_what_git_reads_at_every_size(tmp_path):
         assert out == data
 
 
+def test_pack_of_stored_parts_is_the_pack_git_indexes(tmp_path, monkeypatch):
+    """The range-diff's pack is written from each object's parts (the content not copied into
+    its entry) with an index of version 1, which keeps no CRC-32: at every size of object, the
+    pack and its index must be the bytes `git index-pack --index-version=1` makes of the same
+    objects (so git reads them as its own), and a pack past version 1's 32-bit offsets gets
+    git's version 2 index, CRCs and all."""
+    from patchforge.store import objects
+    from patchforge.store.objects import object_id, stored_parts, write_parts_pack
+
+    contents = [b"", b"x", b"y" * 4095, b"z" * 4096, b"a\n" * 32767 + b"b", b"c" * 65536,
+                bytes(range(256)) * 800]
+    for version, limit in ((1, objects._V1_OFFSETS), (2, 100)):
+        monkeypatch.setattr(objects, "_V1_OFFSETS", limit)
+        repo = tmp_path / f"v{version}.git"
+        git(tmp_path, "init", "-q", "--bare", str(repo))
+        entries = {object_id(b"blob", data): stored_parts(b"blob", data) for data in contents}
+        entries[object_id(b"tree", b"")] = stored_parts(b"tree", b"")
+        name = write_parts_pack(repo, entries)
+        pack = repo / "objects" / "pack" / f"{name}.pack"
+        copy = tmp_path / f"copy{version}.pack"
+        copy.write_bytes(pack.read_bytes())
+        git(tmp_path, "index-pack", f"--index-version={version}", "-o",
+            str(tmp_path / f"copy{version}.idx"), str(copy))
+        assert (tmp_path / f"copy{version}.idx").read_bytes() == \
+            pack.with_suffix(".idx").read_bytes()
+        subprocess.run(["git", "verify-pack", str(pack.with_suffix(".idx"))], check=True,
+                       env=git_env(), capture_output=True)
+        for data in contents:
+            out = subprocess.run(["git", "--git-dir", str(repo), "cat-file", "blob",
+                                  object_id(b"blob", data)],
+                                 check=True, env=git_env(), capture_output=True).stdout
+            assert out == data
+
+
 def test_cat_file_read_ahead_gives_what_a_query_gives(tmp_path):
     """Names asked ahead are read as git gives them: many more than are ever outstanding, more
     bytes than git's pipe holds (no side waits on the other), a missing one and repeats among

@@ -214,7 +214,8 @@ def index_bytes(entries: dict[bytes, tuple[str, str, os.stat_result | None]],
     return body + hashlib.sha1(body).digest()
 
 
-# ---- packs (gitformat-pack: version 2 of the pack and of its index)
+# ---- packs (gitformat-pack: version 2 of the pack; version 2 of its index, or 1 for a pack of
+# stored parts)
 
 _PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3}
 
@@ -299,6 +300,126 @@ def write_pack(git_dir: Path, entries: dict[str, tuple[bytes, int]]) -> str | No
     os.chmod(tmp, 0o444)
     os.replace(tmp, pack_dir / (name + ".idx"))  # the index last: then git sees the pack
     return name
+
+
+def stored_parts(kind: bytes, data: bytes) -> tuple[bytes | memoryview, ...]:
+    """One object as a pack holds it, its content in zlib's stored (not compressed) format, as
+    the parts to write one after the other (`write_parts_pack`): a content of 4 KB or more is
+    one of them as it is, not copied into the entry. A range-diff's pack is 10-20 MB of such
+    contents, each of which the joined entry (`pack_entry`) copied once more."""
+    size = len(data)
+    head = pack_object_header(_PACK_TYPES[kind], size) + b"\x78\x01"
+    adler = _ADLER.pack(zlib.adler32(data))
+    if size <= 65535:
+        block = _BLOCK.pack(1, size, size ^ 0xFFFF)
+        if size < 4096:  # trees, commits, small files: one part
+            return (b"".join((head, block, data, adler)),)
+        return (head + block, data, adler)
+    parts: list[bytes | memoryview] = [head]
+    view = memoryview(data)
+    for start in range(0, size, 65535):
+        chunk = view[start:start + 65535]
+        parts += (_BLOCK.pack(start + 65535 >= size, len(chunk), len(chunk) ^ 0xFFFF), chunk)
+    parts.append(adler)
+    return tuple(parts)
+
+
+def write_parts_pack(git_dir: Path, entries: dict[str, tuple[bytes | memoryview, ...]]
+                     ) -> str | None:
+    """A pack of `git_dir` made of stored_parts() (id -> parts), written with writev (the parts
+    are not joined), and its index: version 1, which holds no CRC-32 of each entry (git reads
+    objects without it; version 2's CRCs cost a pass over every byte of the pack), unless the
+    pack is too large for version 1's 32-bit offsets. Not synced (see write_small_pack).
+    Returns the pack's name, None when there is nothing."""
+    import hashlib
+
+    if not entries:
+        return None
+    pack_dir = Path(git_dir) / "objects" / "pack"
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    head = b"PACK" + struct.pack(">II", 2, len(entries))
+    digest = hashlib.sha1(head)
+    offsets: list[tuple[bytes, int]] = []
+    offset = len(head)
+    fd, pack_tmp = tempfile.mkstemp(prefix="tmp_", dir=pack_dir)
+    try:
+        try:
+            pending: list[bytes | memoryview] = [head]
+            for oid, parts in entries.items():
+                offsets.append((bytes.fromhex(oid), offset))
+                for part in parts:
+                    digest.update(part)
+                    offset += len(part)
+                pending += parts
+                if len(pending) >= _WRITEV_PARTS:
+                    _write_all(fd, pending)
+                    pending = []
+            checksum = digest.digest()
+            pending.append(checksum)
+            _write_all(fd, pending)
+        finally:
+            os.close(fd)
+        name = f"pack-{checksum.hex()}"
+        os.chmod(pack_tmp, 0o444)
+        os.replace(pack_tmp, pack_dir / (name + ".pack"))
+    except BaseException:
+        Path(pack_tmp).unlink(missing_ok=True)
+        raise
+    if offset <= _V1_OFFSETS:
+        index = pack_index_v1(sorted(offsets), checksum)
+    else:
+        crcs = {oid: _crc_of(parts) for oid, parts in entries.items()}
+        index = pack_index(sorted((oid, crcs[oid.hex()], at) for oid, at in offsets), checksum)
+    fd, tmp = tempfile.mkstemp(prefix="tmp_", dir=pack_dir)
+    with os.fdopen(fd, "wb") as out:
+        out.write(index)
+    os.chmod(tmp, 0o444)
+    os.replace(tmp, pack_dir / (name + ".idx"))  # the index last: then git sees the pack
+    return name
+
+
+# The largest offset a version 1 pack index can hold.
+_V1_OFFSETS = 0xFFFFFFFF
+
+# How many parts one writev takes (Linux's IOV_MAX is 1024).
+_WRITEV_PARTS = 512
+
+
+def _write_all(fd: int, parts: list[bytes | memoryview]) -> None:
+    """Write `parts` in order (os.writev, again for what a short write left)."""
+    first = 0
+    while first < len(parts):
+        written = os.writev(fd, parts[first:first + 1024])
+        while first < len(parts) and written >= len(parts[first]):
+            written -= len(parts[first])
+            first += 1
+        if written:  # a short write inside a part: the rest of that part next
+            parts[first] = memoryview(parts[first])[written:]
+
+
+def _crc_of(parts) -> int:
+    crc = 0
+    for part in parts:
+        crc = zlib.crc32(part, crc)
+    return crc
+
+
+def pack_index_v1(entries: list[tuple[bytes, int]], pack_checksum: bytes) -> bytes:
+    """A version 1 pack index of sorted (id, offset) entries (every offset below 2**32): the
+    fan-out table, then each offset and id, then the pack's checksum and the index's own."""
+    import hashlib
+
+    fanout = [0] * 256
+    for oid, _ in entries:
+        fanout[oid[0]] += 1
+    running = 0
+    for i in range(256):
+        running += fanout[i]
+        fanout[i] = running
+    body = b"".join([struct.pack(">256I", *fanout),
+                     b"".join(struct.pack(">I", offset) + oid for oid, offset in entries),
+                     pack_checksum])
+    return body + hashlib.sha1(body).digest()
 
 
 def pack_object_header(kind: int, size: int) -> bytes:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from patchforge.errors import StoreError
 from patchforge.store.diff import quote_c_path
 from patchforge.store.git import IMPORT_IDENT, start_git
-from patchforge.store.objects import TREE_MODE, object_id, pack_entry, write_pack
+from patchforge.store.objects import TREE_MODE, object_id, stored_parts, write_parts_pack
 
 if TYPE_CHECKING:
     from patchforge.store.gitstore import UpstreamStore
@@ -32,9 +32,9 @@ class _Trees:
     from its own entries (a child directory's entry holds the child's last id, so an unchanged
     subtree is never visited) in the order each directory keeps (a name is put in its place
     when it comes, not the whole directory sorted again for every commit). New trees go into
-    `objects` (id -> objects.pack_entry)."""
+    `objects` (id -> objects.stored_parts)."""
 
-    def __init__(self, objects: dict[str, tuple[bytes, int]]) -> None:
+    def __init__(self, objects: dict[str, tuple]) -> None:
         self.objects = objects
         # directory ("" or "a/b/") -> sort key -> raw entry, for its files and (as "name/")
         # its non-empty subdirectories; and the directory's sort keys, in order
@@ -77,7 +77,7 @@ class _Trees:
             if order:
                 raw = b"".join(map(self.entries[directory].__getitem__, order))
                 oid = object_id(b"tree", raw)
-                self.objects[oid] = pack_entry(b"tree", raw, level=0)
+                self.objects[oid] = stored_parts(b"tree", raw)
             self.ids[directory] = oid
             if directory:
                 parent, _, name = directory[:-1].rpartition(b"/")
@@ -101,8 +101,9 @@ class RangeDiffImport:
     and refs in the store on every run (hundreds of packs slow every later git process).
 
     Every object of the chains (contents, trees, commits: the ones `git fast-import` made
-    before, id for id) is made here and written as one pack (objects.write_pack: stored, not
-    compressed, no deltas; the pack lives for one command), so `git range-diff` is the one
+    before, id for id) is made here and written as one pack (objects.write_parts_pack: stored,
+    not compressed, no deltas, the contents not copied into it, an index without CRCs; the pack
+    lives for one command), so `git range-diff` is the one
     git process. Streaming the contents through fast-import cost git more than the rest of
     the range-diff: it hashes each byte twice (object and pack) with its collision-detecting
     SHA-1, and set up zlib again for each of thousands of small trees. A content is hashed and
@@ -116,7 +117,7 @@ class RangeDiffImport:
         self._store = store
         self._tmp: Path | None = None
         self._blobs: list[str] = []  # the contents' ids by mark (mark n is _blobs[n - 1])
-        self._objects: dict[str, tuple[bytes, int]] = {}  # id -> objects.pack_entry
+        self._objects: dict[str, tuple] = {}  # id -> objects.stored_parts
         # id(content) -> (content, its blob id), for contents handed over more than once: a
         # patch that meets its files as the old series had them gives the new chain the very
         # bytes object the old chain got (the walk's applications are shared), so it is not
@@ -161,7 +162,7 @@ class RangeDiffImport:
         oid = object_id(b"blob", data)
         self._known[id(data)] = (data, oid)
         if oid not in self._objects:
-            self._objects[oid] = pack_entry(b"blob", data, level=0)
+            self._objects[oid] = stored_parts(b"blob", data)
         self._blobs.append(oid)
         return oid
 
@@ -181,7 +182,7 @@ class RangeDiffImport:
             ranges = [self.chain(*one) for one in chains]
             assert self._tmp is not None, "made in __init__"
             try:
-                write_pack(self._scratch, self._objects)
+                write_parts_pack(self._scratch, self._objects)
                 self._objects = {}
                 with open(self._tmp / "out", "wb") as out, \
                         open(self._tmp / "err", "wb") as err:
@@ -209,7 +210,7 @@ class RangeDiffImport:
         # third of its time undoing those (177 -> 124 ms for a 300-patch series).
         for oid, data in self._store.blobs_by_id(list(base_files.values())).items():
             if oid not in self._objects:
-                self._objects[oid] = pack_entry(b"blob", data, level=0)
+                self._objects[oid] = stored_parts(b"blob", data)
         trees = _Trees(self._objects)
         first = parent = None
         for name, files in [("base", base_files), *steps]:
@@ -225,7 +226,7 @@ class RangeDiffImport:
                    + f"author {ident}\ncommitter {ident}\n\n").encode() \
                 + f"{name}\n".encode("utf-8", "surrogateescape")
             parent = object_id(b"commit", raw)
-            self._objects[parent] = pack_entry(b"commit", raw, level=0)
+            self._objects[parent] = stored_parts(b"commit", raw)
             first = first or parent
         assert first is not None and parent is not None  # the base commit at least
         return first, parent
