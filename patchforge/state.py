@@ -222,6 +222,30 @@ def require(project: Project, command: str, upstreams, *,
     return states
 
 
+def refuse_half_written(project: Project, command: str) -> None:
+    """Refuse `command` (InProgressError, exit 2) while a rebase's write-out is half done: its
+    plan is in the journal (phase "committing") and the project's files, each whole, are part
+    the old series and part the new one, which a command handing out the whole series
+    (`export`) would hand out as one. Before the write-out (a stop, an interrupted run) the
+    files are the old series, untouched; a journal that cannot be read may be either."""
+    journal = _read_journal(project)
+    if journal is None:
+        return
+    path = journal_path(project)
+    if journal.get("unreadable"):
+        why = f"the rebase journal {path} cannot be read, so the series files may be half written"
+    elif journal.get("phase") == "committing":
+        why = (f"a rebase was cut short while writing out its result ({path}): the series "
+               "files are part the old series, part the new one")
+    else:
+        return
+    raise InProgressError(f"`{command}` refused: {why}, and this would hand out that mixture; "
+                          "nothing was written",
+                          hint="`patchforge rebase --continue` finishes the write-out, "
+                               "`patchforge rebase --abort` puts the old series back; then "
+                               f"run `patchforge {command}` again")
+
+
 @record(frozen=True)
 class SkippedFix:
     """A fix a rebase set aside (`--skip`, or a resolution to no change): kept under

@@ -176,3 +176,34 @@ def test_a_write_that_fails_says_what_the_rebase_left(tmp_path, monkeypatch):
     else:
         pytest.fail("the run never completed")
     assert seen == {"old", "journal"}
+
+
+def test_export_never_hands_out_a_half_written_series(tmp_path, monkeypatch):
+    """A rebase killed in its write-out left some patch files new and some old; `export` wrote
+    that mixture (patches against two bases) with exit 0. It is refused (exit 2, naming
+    `rebase --continue`, nothing written) until the write-out is finished or undone."""
+    stack, args = build(tmp_path, monkeypatch)
+    before = stack.snapshot()
+    after = reference(stack, args, tmp_path)
+    for n in range(1, 200):
+        root = tmp_path / f"kill-{n}"
+        shutil.copytree(stack.root, root, symlinks=True)
+        proc = run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"rename:{n}"})
+        assert proc.returncode == KILLED, "the write-out was never cut half-way"
+        now = snapshot(root, skip_state=True, dirs=False)
+        if now != before and now != after:
+            break
+        shutil.rmtree(root)
+    quilt, mbox = tmp_path / "quilt", tmp_path / "out.mbox"
+    for how in (["--quilt", str(quilt)], ["--mbox", str(mbox)]):
+        refused = run_cli(root, "export", *how)
+        assert refused.rc == 2, refused.text
+        assert "cut short while writing out its result" in refused.err
+        assert "rebase --continue" in refused.err
+    assert not quilt.exists() and not mbox.exists()
+    assert run_cli(root, "rebase", "--continue").rc == 0
+    exported = run_cli(root, "export", "--quilt", str(quilt))
+    assert exported.rc == 0, exported.text
+    for rel, entry in after.items():
+        if rel.startswith("series/up/") and rel.count("/") == 2 and rel.endswith(".patch"):
+            assert (quilt / rel.rsplit("/", 1)[1]).read_bytes() == entry[1]

@@ -157,6 +157,11 @@ def test_read_only_commands_announce_a_stop(project):
     assert "stopped at fix-a.patch" in err
     _, _, err = project.cli("overlays", "--check", expect=1)
     assert "stopped at fix-a.patch" in err
+    # Nothing of the series is written before the rebase's write-out: an export during a
+    # stop hands out the series as it was, and says the rebase is stopped.
+    _, _, err = project.cli("export", "--quilt", str(project.root.parent / "q"))
+    assert "stopped at fix-a.patch" in err
+    assert (project.root.parent / "q" / "fix-a.patch").read_bytes() == project.patch("fix-a")
     project.cli("rebase", "--abort")
     _, _, err = project.cli("list")
     assert "note:" not in err

@@ -114,9 +114,14 @@ def export(app, quilt_dir, mbox_file):
     """Hand the series to quilt or git am."""
     from patchforge.ops.exchange import export_mbox, export_quilt
 
+    from patchforge.cli.output import announce_state
+    from patchforge.state import refuse_half_written
+
     if not quilt_dir and not mbox_file:
         raise UsageError("say where: --quilt DIR and/or --mbox FILE")
     project = app.project()
+    refuse_half_written(project, "export")
+    announce_state(project)  # a stop or an open edit: the series exported is as it stands
     if mbox_file:
         project.refuse_own_destination(mbox_file)  # before the quilt directory is written
     if quilt_dir:
