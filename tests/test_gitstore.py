@@ -91,6 +91,29 @@ def test_git_environment_is_isolated(monkeypatch):
 
 
 
+def test_git_is_started_by_the_file_path_finds_and_follows_a_change_of_path(monkeypatch, tmp_path):
+    """git_command names git by the file PATH finds (the child does not search PATH at each
+    start), and a PATH changed since is looked up again: the same program as by name."""
+    import shutil
+
+    from patchforge.store.git import git_command, run_git
+
+    real = shutil.which("git")
+    assert real is not None and git_command("version")[0] == real
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    marker = tmp_path / "started"
+    wrapper = bindir / "git"
+    wrapper.write_text(f"#!/bin/sh\necho \"$@\" >> {marker}\nexec {real} \"$@\"\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    assert git_command("version")[0] == str(wrapper)
+    assert run_git("version").stdout.startswith(b"git version")
+    assert marker.read_text().strip().endswith("version")
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert git_command("version")[0] == "git"  # none on PATH: started by name, failing as before
+
+
 # ---- imports and reading
 
 
