@@ -360,10 +360,12 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
                                 for h in verdict.hunks):
         # Upstream changed the region around the fix: let git's 3-way merge say whether the
         # patch still changes anything. An empty result proves every hunk is there, and turns
-        # "likely" into "certain".
+        # "likely" into "certain". Only an empty result counts here: the merge runs (a git
+        # process) only when a line check does not already rule that out, asked first of the
+        # patch's own lines (no application, no file split into lines).
+        if _adds_a_line_neither_has(fp, base, current):
+            return verdict
         patched = apply(base, fp, max_fuzz=0)
-        # Only an empty result counts here: the merge runs (a git process) only when a line
-        # check does not already rule that out.
         if patched.ok and patched.content is not None and \
                 merge_can_give_ours(base, current, patched.content):
             if merges is None:
@@ -371,6 +373,39 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
             else:
                 merges.append((verdict, current, FileMerge(base, current, patched.content)))
     return verdict
+
+
+# The `+` lines _adds_a_line_neither_has looks up, at most: each is a search of two files (a
+# patch that adds hundreds of lines the files have is left to merge_can_give_ours' line sets).
+_LINES_LOOKED_UP = 8
+
+
+def _adds_a_line_neither_has(fp, base: bytes, current: bytes) -> bool:
+    """Whether one of the first `+` lines of `fp` is a line neither of `base` nor of `current`
+    (store.diff.merge_can_give_ours then says False for `fp` applied to `base`, without fuzz).
+
+    Why: applied without fuzz, `fp` turns `base` into a file whose lines are lines of `base`
+    (its context among them) and its `+` lines; so a `+` line `base` lacks is one of the lines
+    merge_can_give_ours finds new in that file, and `current` lacks it too. A line of a file
+    (merge_can_give_ours splits at each LF) is the text between two LFs, or the file's start
+    or end: what is found between two LFs once the file is put between two."""
+    looked_up: set[bytes] = set()
+    padded_base = padded_current = b""
+    for hunk in fp.hunks:
+        for line in hunk.lines:
+            if line[:1] != b"+":
+                continue
+            needle = b"\n" + line[1:] if line.endswith(b"\n") else b"\n" + line[1:] + b"\n"
+            if needle in looked_up:
+                continue
+            if not looked_up:
+                padded_base, padded_current = b"\n" + base + b"\n", b"\n" + current + b"\n"
+            if needle not in padded_base and needle not in padded_current:
+                return True
+            looked_up.add(needle)
+            if len(looked_up) == _LINES_LOOKED_UP:
+                return False
+    return False
 
 
 def _take_merge(verdict: FileVerdict, current: bytes, clean: bool, merged: bytes) -> None:

@@ -242,3 +242,49 @@ def test_a_patch_merges_its_files_side_by_side_with_the_same_verdicts():
         alone = assess_file(fp, BASE, targets[fp.path])
         assert (got.merged_empty, got.hunks) == (alone.merged_empty, alone.hunks)
     assert sum(f.merged_empty for f in verdict.files) == len(range(0, len(targets), 3))
+
+
+def test_a_line_the_patch_adds_that_neither_file_has_is_what_the_line_sets_find():
+    """detect._adds_a_line_neither_has (asked before applying the patch to the base) says True
+    only where merge_can_give_ours of that application says False: on random edits of small
+    files of few distinct lines (blank lines, CR line ends, no LF at the end, empty files), and
+    it says so for most of the cases the line sets rule out that it looks at."""
+    import random
+
+    from patchforge.apply.hunks import apply_file_patch
+    from patchforge.detect import _adds_a_line_neither_has
+    from patchforge.store.diff import merge_can_give_ours
+
+    rng = random.Random(23)
+    words = [b"a\n", b"b\n", b"c c\n", b"\n", b"d\r\n", b"  a\n", b"e\n"]
+
+    def edit(lines):
+        out = list(lines)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randint(0, len(out))
+            if rng.random() < 0.3 and at < len(out):
+                del out[at]
+            else:
+                out.insert(at, rng.choice(words + [b"new %d\n" % rng.randint(0, 3)]))
+        return out
+
+    def content(lines):
+        data = b"".join(lines)
+        return data[:-1] if data and rng.random() < 0.2 else data  # no LF at the end
+
+    said = ruled_out = 0
+    for _ in range(500):
+        base = content([rng.choice(words) for _ in range(rng.randint(0, 7))])
+        new = content(edit(base.splitlines(keepends=True)))
+        current = content(edit(base.splitlines(keepends=True)))
+        if new == base or not base:
+            continue
+        fp = file_patch(base, new)
+        patched = apply_file_patch(base, fp, max_fuzz=0)
+        assert patched.ok and patched.content == new
+        cannot = not merge_can_give_ours(base, current, patched.content)
+        if _adds_a_line_neither_has(fp, base, current):
+            assert cannot, (base, new, current)
+            said += 1
+        ruled_out += cannot
+    assert said > 150 and said >= ruled_out * 9 // 10, (said, ruled_out)
