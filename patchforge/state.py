@@ -277,8 +277,9 @@ def skipped_fixes(project: Project) -> list[SkippedFix]:
 def unlisted_fixes(project: Project) -> list[tuple[str, str, Path]]:
     """(upstream, file name, path) of each patch file in a series directory that its series
     file does not list (a series merged by hand that lost an entry, a file added but never
-    listed): the fix is in no overlay and no rebase, though it looks kept. A series file that
-    cannot be read is reported by the commands that read it, not here."""
+    listed), or of a series directory that no configured upstream names
+    (`unconfigured_series`): the fix is in no overlay and no rebase, though it looks kept. A
+    series file that cannot be read is reported by the commands that read it, not here."""
     from patchforge.errors import PatchforgeError
 
     out = []
@@ -294,7 +295,48 @@ def unlisted_fixes(project: Project) -> list[tuple[str, str, Path]]:
             continue
         out += [(upstream, path.name, path) for path in sorted(directory.glob("*.patch"))
                 if path.name not in listed and path.is_file()]
+    for upstream, files in unconfigured_series(project):
+        out += [(upstream, path.name, path) for path in files]
     return out
+
+
+def unconfigured_series(project: Project) -> list[tuple[str, list[Path]]]:
+    """(name, patch files) of each `series/<name>/` holding patch files whose name is no
+    configured upstream: an upstream renamed or removed in the configuration by hand (or a
+    merge of the stack that lost its table) takes its whole series out of every overlay, status
+    and rebase, which would otherwise say "all 0 patches apply" over it."""
+    configured = set(project.upstream_names())
+    root = project.series_root
+    try:
+        directories = sorted(root.iterdir()) if root.is_dir() else []
+    except OSError:
+        return []
+    out = []
+    for directory in directories:
+        if directory.name in configured or directory.is_symlink() or not directory.is_dir():
+            continue
+        files = sorted(path for path in directory.glob("*.patch") if path.is_file())
+        if files:
+            out.append((directory.name, files))
+    return out
+
+
+def unconfigured_message(project: Project, name: str, files: list[Path]) -> str:
+    names = ", ".join(path.name for path in files[:3]) + (", ..." if len(files) > 3 else "")
+    return (f"series/{name}/ holds {len(files)} patch file(s) ({names}) of upstream {name!r}, "
+            f"which {Path(project.config_path).name} does not configure (renamed or removed?): "
+            "they are in no overlay, status or rebase")
+
+
+def refuse_unconfigured_series(project: Project) -> None:
+    """Refuse (UsageError, exit 2, nothing written) a command whose answer would silently
+    leave out the fixes of a series no configured upstream names (`overlays`)."""
+    from patchforge.errors import UsageError
+
+    for name, files in unconfigured_series(project):
+        raise UsageError(unconfigured_message(project, name, files),
+                         hint=f"configure upstream {name!r} again (its table under upstreams), "
+                              f"or move series/{name}/ out of series/ if those fixes are dropped")
 
 
 def announcements(project: Project) -> list[str]:

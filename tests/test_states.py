@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import run_cli
+from helpers.snapshot import snapshot
 from helpers.upstream import Upstream
 
 LINES = [f"def f{i}():\n    return {i}\n\n".encode() for i in range(20)]
@@ -596,6 +597,38 @@ def test_status_never_says_all_apply_over_a_patch_file_its_series_does_not_list(
                                 "path": "series/up/fix-b.patch"}]
     (project.root / "series" / "up" / "series").write_bytes(b"fix-a.patch\nfix-b.patch\n")
     assert project.cli("status")[0] == 0
+
+
+def test_an_upstream_renamed_in_the_configuration_never_hides_its_series(project):
+    """`[upstreams.up]` renamed to `[upstreams.vllm]` by hand (or lost in a merge of the
+    stack): series/up/ was read by nothing, so status said "all 0 patches apply" (exit 0) and
+    overlays wrote an overlay set without the fix (exit 0), and lint failed with "unknown
+    upstream 'up'" naming no file. status names the series (exit 1), overlays refuses (exit 2,
+    nothing written), lint reports the series and the lock's pin."""
+    import json
+
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("overlays")
+    config = project.root / "patchforge.toml"
+    config.write_text(config.read_text().replace("[upstreams.up]", "[upstreams.vllm]"))
+    _, out, _ = project.cli("status", expect=1)
+    assert "not in any series (needs attention): series/up/fix-a.patch: 'up' is no " \
+        "configured upstream" in out, out
+    doc = json.loads(project.cli("status", "--json", expect=1)[1])
+    assert doc["needs_attention"] is True and doc["unlisted"] == [
+        {"upstream": "up", "name": "fix-a.patch", "path": "series/up/fix-a.patch"}]
+    before = snapshot(project.root / "overlays")
+    for args in (("overlays",), ("overlays", "--check")):
+        _, _, err = project.cli(*args, expect=2)
+        assert "series/up/ holds 1 patch file(s) (fix-a.patch) of upstream 'up', which " \
+            "patchforge.toml does not configure" in err, err
+    assert snapshot(project.root / "overlays") == before
+    doc = json.loads(project.cli("lint", "--no-forge", "--json", expect=1)[1])
+    assert {("series/up", "series"), ("upstream.lock", "lock")} <= \
+        {(f["patch"], f["check"]) for f in doc["findings"] if f["severity"] == "error"}, doc
+    config.write_text(config.read_text().replace("[upstreams.vllm]", "[upstreams.up]"))
+    project.cli("status")
+    project.cli("overlays", "--check")
 
 
 def _paused_at_the_lock(project: Project, *args: str) -> subprocess.Popen:

@@ -40,6 +40,10 @@ def overlays(app, profiles, check, as_json, output_format):
         # A rebase in progress writes the overlays of its new series at its end (and --abort
         # puts the old ones back): overlays written now would be of neither.
         require(project, "overlays", project.upstream_names())
+    from patchforge.state import refuse_unconfigured_series
+
+    # A series no configured upstream names would be left out of the overlays without a word.
+    refuse_unconfigured_series(project)
     unknown = [p for p in profiles if p not in project.config.profiles]
     if unknown:
         raise UsageError(f"unknown profile {unknown[0]!r} (configured: "

@@ -148,7 +148,14 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
         for fix in document["skipped"]:
             click.echo(paint(f"skipped (needs attention): {fix['upstream']}/{fix['name']}",
                              "yellow", app.color))
+        configured = set(project.upstream_names())
         for fix in document["unlisted"]:
+            if fix["upstream"] not in configured:
+                click.echo(paint(f"not in any series (needs attention): {fix['path']}: "
+                                 f"{fix['upstream']!r} is no configured upstream; configure it "
+                                 f"again, or move series/{fix['upstream']}/ away", "yellow",
+                                 app.color))
+                continue
             click.echo(paint(f"not in the series (needs attention): {fix['path']}: list it in "
                              f"series/{fix['upstream']}/series, or move it to "
                              f"series/{fix['upstream']}/deleted/", "yellow", app.color))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series,
@@ -44,10 +45,18 @@ def lint(project: Project, store: UpstreamStore, *, forge=None) -> list[Finding]
     findings: list[Finding] = []
     lock = project.lock
     seen_diffs: dict[str, str] = {}  # sha256 of a diff -> the first patch that has it
-    from patchforge.state import skipped_fixes
+    from patchforge.state import skipped_fixes, unconfigured_message, unconfigured_series
 
     for fix in skipped_fixes(project):
         findings.append(Finding(f"{fix.upstream}/{fix.name}", "skipped", fix.describe(project)))
+    for name, files in unconfigured_series(project):
+        findings.append(Finding(f"series/{name}", "series",
+                                unconfigured_message(project, name, files)))
+    for name in sorted(set(lock.upstreams) - set(project.config.upstreams)):
+        findings.append(Finding(project.lock_path.name, "lock",
+                                f"pins upstream {name!r}, which "
+                                f"{Path(project.config_path).name} does not configure "
+                                "(renamed or removed?)"))
     for upstream in project.upstream_names():
         findings += _series_consistency(project, upstream)
         try:
