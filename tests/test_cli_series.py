@@ -542,3 +542,24 @@ def test_a_patchforge_date_that_is_not_a_date_is_refused_before_anything_is_writ
     run = run_cli(project, "new", "fix-date")
     assert run.rc == 2 and "PATCHFORGE_DATE=" in run.err and "is not a date" in run.err, run.err
     assert tree_bytes(project / "series") == before
+
+
+def test_delete_says_which_later_patches_no_longer_apply(project):
+    """Deleting a fix that a later one is built on (the later one changes a line it made)
+    said "removed" with exit 0, and the next overlays failed on the later patch. Like `move`,
+    delete now names each patch that applied before and no longer does (exit 1); the delete
+    itself is done, the fix kept under deleted/. A patch that did not apply before is not
+    blamed on the delete."""
+    root = project
+    make_patch(root, "base-fix", {"a.py": (b"line3\n", b"line3 fixed\n")})
+    make_patch(root, "built-on-it", {"a.py": (b"line3 fixed\n", b"line3 fixed twice\n")})
+    make_patch(root, "apart", {"pkg/b.py": (b"y = 2\n", b"y = 20\n")})
+    run = run_cli(root, "delete", "base-fix")
+    assert run.rc == 1, run.text
+    assert "warning: built-on-it.patch no longer applies without base-fix" in run.err
+    assert "apart" not in run.err
+    assert series(root) == b"built-on-it.patch\napart.patch\n"
+    assert (root / "series/up/deleted/base-fix.patch").exists()
+    # Already broken before: the delete of another patch says nothing of it.
+    run = run_cli(root, "delete", "apart")
+    assert run.rc == 0 and "warning" not in run.err, run.text

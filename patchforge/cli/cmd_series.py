@@ -212,8 +212,12 @@ def delete(app, name):
     except UsageError:
         where = "skipped/"  # (or nowhere: delete_patch says so)
     with open_store(project) as store:
-        kept = delete_patch(project, name, store=store)
+        kept, failing = delete_patch(project, name, store=store)
     click.echo(f"removed {name} from {where}; kept as {kept}")
+    for other in failing:
+        click.echo(f"warning: {other} no longer applies without {name}", err=True)
+    if failing:
+        sys.exit(EXIT_ATTENTION)
 
 
 @click.command()

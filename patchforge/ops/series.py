@@ -385,9 +385,12 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
     return upstream, file_name
 
 
-def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = None) -> Path:
+def delete_patch(project: Project, name: str, *,
+                 store: UpstreamStore | None = None) -> tuple[Path, list[str]]:
     """Take a patch out of the series (or a fix out of skipped/); the file is kept under
-    series/<upstream>/deleted/."""
+    series/<upstream>/deleted/. Returns where it is kept and the patches of the series that
+    applied with it and no longer apply without it (a later fix built on its lines), as `move`
+    says of a new order."""
     try:
         upstream, file_name = project.find_patch(name)
     except UsageError:
@@ -397,23 +400,51 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
             raise UsageError(f"no patch named {name!r} in the series or under skipped/",
                              hint="`patchforge list` shows the series") from None
         require_state(project, "delete", [fix.upstream], store=store)
-        return _delete_skipped(project, fix)
+        return _delete_skipped(project, fix), []
     require_state(project, "delete", [upstream], store=store)
     source = project.patch_path(upstream, file_name)
     with RepoLock(project.state_dir):
         _refuse_gone(project, upstream, file_name)
         data = source.read_bytes()  # under the lock: a refresh may have written it meanwhile
+        series = project.read_series(upstream)
+        before = _readable_patches(project, upstream, series.names)
         kept = project.series_dir(upstream) / "deleted" / aside_name(
             project.series_dir(upstream) / "deleted", file_name, data)
         # Copy first, then unlist, then remove: a kill at any point loses nothing.
         atomic_write(kept, data)
-        series = project.read_series(upstream)
         remaining = series.removed(file_name)
         atomic_write(project.series_path(upstream), remaining.to_bytes())
         atomic_delete(source)
         close_edit_if_moved(project, upstream, series.names, remaining.names)
         series_changed(project, _deleted_event(project, upstream, file_name, kept))
-    return kept
+    return kept, _broken_by_removal(project, store, upstream, before, file_name)
+
+
+def _readable_patches(project: Project, upstream: str, names: list[str]):
+    """The series' patches parsed, or None when one cannot be read (see _broken_by_removal)."""
+    try:
+        return [(n, project.read_patch(upstream, n)) for n in names]
+    except PatchforgeError:
+        return None
+
+
+def _broken_by_removal(project: Project, store: UpstreamStore | None, upstream: str,
+                       before, removed: str) -> list[str]:
+    """The patches that applied in the series `before` and no longer apply without `removed`.
+    Asked once the removal is written: a series that cannot be read or applied (a broken
+    patch, the delete's very reason maybe) is what `status` reports, never a reason to keep a
+    patch the user removed."""
+    after = [(n, patch) for n, patch in before or () if n != removed]
+    if store is None or not after:
+        return []
+    try:
+        failing = _failing(project, store, upstream, after)
+        if failing:
+            already = set(_failing(project, store, upstream, before))
+            failing = [name for name in failing if name not in already]
+    except PatchforgeError:
+        return []
+    return failing
 
 
 def _deleted_event(project: Project, upstream: str, name: str, kept: Path) -> dict:
@@ -560,10 +591,15 @@ def _not_applying(project: Project, store: UpstreamStore, upstream: str,
     """The patches of the series `names` (in that order) that do not apply on the pin: a hunk
     fails, a file it changes is not there, or (in some profile's series) it creates a path
     already filled (stack.creation_collisions)."""
+    return _failing(project, store, upstream,
+                    [(n, project.read_patch(upstream, n)) for n in names])
+
+
+def _failing(project: Project, store: UpstreamStore, upstream: str, patches) -> list[str]:
     from patchforge.stack import profile_collisions
 
+    names = [name for name, _ in patches]
     pin = project.lock.pin(upstream)
-    patches = [(n, project.read_patch(upstream, n)) for n in names]
     state = apply_series(lambda paths: store.read_blobs(pin.commit, paths), patches, strict=False)
     failing = {o.name for o in state.outcomes if not o.ok}
     failing |= {name for name, *_ in profile_collisions(project, store, pin.commit, patches)}
