@@ -20,7 +20,11 @@ _SIMPLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # Patch names: one line of a quilt series file each, and a file name under series/<upstream>/.
 # quilt reads `#` as a comment and whitespace as the end of the name (or an option after it);
 # `/` and `\` would make a directory; quotes and `$` break the shell lines users copy.
-_PATCH_NAME_BAD = re.compile(r"[\s#/\\'\"`$\x00-\x1f\x7f\x85\u2028\u2029]")
+# Characters that change how a name reads without being seen (zero-width, bidirectional
+# overrides and isolates: `fix\u202etxt.patch` shows as another name in a terminal or a review).
+INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+_PATCH_NAME_BAD = re.compile(r"[\s#/\\'\"`$\x00-\x1f\x7f\x85\u2028\u2029"
+                             r"\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 
 
 def check_simple_name(value: object, what: str) -> str:
@@ -37,8 +41,9 @@ def check_patch_name(value: object) -> str:
     if not isinstance(value, str) or not value or _PATCH_NAME_BAD.search(value) \
             or value.startswith((".", "-")) or len(value.encode("utf-8", "surrogateescape")) > 200:
         raise ValueError(f"patch name {value!r} cannot be written to a series file (no "
-                         "whitespace, '#', '/', '\\', quotes, '$' or control characters; not "
-                         "starting with '.' or '-'; at most 200 bytes)")
+                         "whitespace, '#', '/', '\\', quotes, '$', control characters or "
+                         "invisible ones (zero-width, bidirectional); not starting with '.' or "
+                         "'-'; at most 200 bytes)")
     return value
 
 

@@ -486,7 +486,8 @@ def test_a_bad_configuration_is_refused_with_its_key_and_line(tmp_path, old, new
 
 
 @pytest.mark.parametrize("name", ["a#b", "a b", "a\nb", "tab\there", "-rf", ".hidden",
-                                  "dir/x", "quote'd", "nul\x00x", "esc\x1b]0;t\x07"])
+                                  "dir/x", "quote'd", "nul\x00x", "esc\x1b]0;t\x07",
+                                  "fix\u202etxt.patch", "zero\u200bwidth", "iso\u2066late"])
 def test_a_patch_name_the_series_file_cannot_hold_is_refused(tmp_path, name):
 
     root, _ = git_project(tmp_path)
@@ -498,6 +499,26 @@ def test_a_patch_name_the_series_file_cannot_hold_is_refused(tmp_path, name):
     assert run.rc == 2 and "cannot be written to a series file" in run.err, run.err
     assert tree_bytes(root) == before
     assert "up/good.patch" in ok(root, "list").out
+
+
+def test_a_series_line_whose_name_reads_as_another_is_refused(tmp_path):
+    """A series file (a pull request to the stack) listing `fix\u202etxt.patch`: a
+    right-to-left override makes it read as another name in a terminal or a review, and every
+    command took it. Refused with the series file and line, exit 2, nothing written."""
+    root, _ = git_project(tmp_path)
+    ok(root, "new", "good")
+    directory = root / "series" / "up"
+    hidden = "evil\u202etxt.patch"
+    (directory / hidden).write_bytes((directory / "good.patch").read_bytes())
+    (directory / "series").write_bytes(f"good.patch\n{hidden}\n".encode())
+    before = tree_bytes(root)
+    for command in (["status"], ["overlays"], ["list"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.text)
+        assert "series/up/series:2: bad patch name 'evil\\u202etxt.patch'" in run.err, run.err
+    run = run_cli(root, "lint", "--no-forge")  # a finding of its own
+    assert run.rc == 1 and "series/up/series:2: bad patch name" in run.out, run.text
+    assert tree_bytes(root) == before
 
 
 # --------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ Kept byte for byte: comments and blank lines survive every edit; only entries ar
 from __future__ import annotations
 
 from patchforge.errors import InputError
+from patchforge.names import INVISIBLE
 from patchforge.model.record import record
 
 
@@ -35,6 +36,10 @@ class SeriesFile:
                                      path=self.source, line=index + 1)
             if "/" in name or name in (".", "..") or name.startswith("-"):
                 raise InputError(f"bad patch name {name!r}", path=self.source, line=index + 1)
+            if INVISIBLE.search(name):
+                raise InputError(f"bad patch name {name!r}: it holds a character that is not "
+                                 "seen but changes how the name reads (zero-width or "
+                                 "bidirectional)", path=self.source, line=index + 1)
             out.append((name, index))
         seen: dict[str, int] = {}
         for name, index in out:
