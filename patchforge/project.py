@@ -215,9 +215,29 @@ class Project:
                               ) from None
 
     def read_patch(self, upstream: str, name: str) -> PatchFile:
-        """The parsed patch file (parsed once per content, see parse_patch)."""
-        return self.parse_patch(self.read_patch_bytes(upstream, name),
-                                str(self.patch_path(upstream, name)))
+        """The parsed patch file (parsed once per content, see parse_patch).
+
+        An empty file is refused, and one with neither a header nor a diff: patchforge writes
+        every patch with at least its header (an empty patch of `new` too), so such a file lost
+        its content (a checkout or merge gone wrong, a Git LFS pointer), and taken as a patch
+        that changes nothing it would leave the fix out of every overlay while `status` said it
+        applies."""
+        data = self.read_patch_bytes(upstream, name)
+        path = self.patch_path(upstream, name)
+        if not data:
+            raise InputError(f"{path}: an empty file, not a patch: its fix would be in no overlay",
+                             hint="restore it from the stack's history (`git log -p -- "
+                                  f"{path.relative_to(self.root)}`), or `patchforge delete "
+                                  f"{upstream}/{name.removesuffix('.patch')}` if the fix is gone")
+        patch = self.parse_patch(data, str(path))
+        if not patch.fields and not patch.diff.strip():
+            # No header and no diff: text that is no patch (a Git LFS pointer, a note).
+            raise InputError(f"{path}: neither a patch header nor a diff: not a patch, so its "
+                             "fix would be in no overlay (a Git LFS pointer?)",
+                             hint="restore the patch file itself from the stack's history, or "
+                                  f"`patchforge delete {upstream}/{name.removesuffix('.patch')}`"
+                                  " if the fix is gone")
+        return patch
 
     def parse_patch(self, data: bytes, source: str) -> PatchFile:
         """parse_patch_file(data, source), once per content for this project: the same bytes

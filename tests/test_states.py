@@ -599,6 +599,31 @@ def test_status_never_says_all_apply_over_a_patch_file_its_series_does_not_list(
     assert project.cli("status")[0] == 0
 
 
+def test_a_patch_file_emptied_is_never_taken_for_a_patch_that_changes_nothing(project, tmp_path):
+    """A patch file of no bytes (a checkout or merge that lost its content) was read as a
+    patch that changes nothing: status said "all 1 patches apply" (exit 0) and overlays wrote
+    an overlay set without the fix. Every command that reads it refuses it, naming the file;
+    `delete` still takes it out."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("overlays")
+    path = project.root / "series" / "up" / "fix-a.patch"
+    path.write_bytes(b"")
+    before = snapshot(project.root)
+    for args in (("status",), ("overlays",), ("overlays", "--check"),
+                 ("export", "--quilt", str(tmp_path / "q"))):
+        _, _, err = project.cli(*args, expect=2)
+        assert f"{path}: an empty file, not a patch" in err, (args, err)
+    assert snapshot(project.root) == before and not (tmp_path / "q").exists()
+    # A Git LFS pointer in its place: no header, no diff.
+    path.write_bytes(b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"1" * 64
+                     + b"\nsize 812\n")
+    for args in (("status",), ("overlays",)):
+        _, _, err = project.cli(*args, expect=2)
+        assert f"{path}: neither a patch header nor a diff" in err, (args, err)
+    project.cli("delete", "fix-a")
+    assert project.series() == []
+
+
 def test_an_upstream_renamed_in_the_configuration_never_hides_its_series(project):
     """`[upstreams.up]` renamed to `[upstreams.vllm]` by hand (or lost in a merge of the
     stack): series/up/ was read by nothing, so status said "all 0 patches apply" (exit 0) and
