@@ -482,6 +482,31 @@ class StackModel(RuleBasedStateMachine):
                 + result.text
         self.allowed(self.cli("list"), 0)
 
+    @rule()
+    def export_the_series(self) -> None:
+        """`export --quilt` into one directory at any moment: the series as it stands (during
+        a stop or an open edit too), or, while a rebase's write-out is half done, refused with
+        nothing written (the series files are then part old, part new)."""
+        out = self.tmp / "exported"
+        before = sorted((p.name, p.read_bytes()) for p in out.iterdir()) if out.is_dir() else []
+        result = self.cli("export", "--quilt", str(out))
+        journal = self.root / ".patchforge" / "rebase" / "journal.json"
+        try:
+            half_written = json.loads(journal.read_bytes()).get("phase") == "committing"
+        except (FileNotFoundError, ValueError):
+            half_written = journal.exists()
+        if half_written:
+            assert result.rc == 2 and "rebase --continue" in result.err, result.text
+            assert (sorted((p.name, p.read_bytes()) for p in out.iterdir())
+                    if out.is_dir() else []) == before
+            return
+        self.allowed(result, 0)
+        listed = self.listed()
+        if listed:
+            assert (out / "series").read_text().split() == listed
+            for name in listed:
+                assert (out / name).read_bytes() == (self.series_dir / name).read_bytes()
+
     @rule(data=st.data(), how=st.sampled_from(["interrupt", "kill", "eio"]),
           step=st.sampled_from(["write", "fsync", "rename"]), nth=st.integers(1, 6))
     def cut_short(self, data, how, step, nth) -> None:
