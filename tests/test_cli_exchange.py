@@ -639,3 +639,23 @@ def test_export_quilt_again_after_a_patch_was_refreshed_and_renamed(project, tmp
     (exported / second).unlink()
     ok(root, "export", "--quilt", str(exported))
     assert (exported / "series").read_text().split() == ["renamed.patch"]
+
+
+def test_export_quilt_never_reads_a_record_that_is_no_export_record(project, tmp_path):
+    """DIR/.patchforge-export that is not what an export wrote (a link to /dev/zero, which
+    reading would never end; a file of other JSON): refused, naming it, nothing written."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    exported = tmp_path / "quilt-patches"
+    exported.mkdir()
+    record = exported / ".patchforge-export"
+    for make in (lambda: record.symlink_to("/dev/zero"),
+                 lambda: record.write_bytes(b'{"version": 1, "patches": {"a": "b"}}\n')):
+        record.unlink(missing_ok=True)
+        make()
+        refused = run_cli(root, "export", "--quilt", str(exported))
+        assert refused.rc == 2 and f"{record}: not the record" in refused.err, refused.err
+        assert [p.name for p in exported.iterdir()] == [".patchforge-export"]
+    record.unlink()
+    ok(root, "export", "--quilt", str(exported))

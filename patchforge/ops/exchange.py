@@ -11,6 +11,7 @@ import email.utils
 import hashlib
 import json
 import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -512,11 +513,18 @@ def _read_export_record(target: Path) -> dict[str, list[str]] | None:
     there, or one made before exports kept a record)."""
     path = target / EXPORT_RECORD
     try:
+        info = path.lstat()
+        # A record is a small file the export wrote: a link, a device or a FIFO there (a
+        # directory not one's own) is never read, nor a file that could not be one.
+        if not stat.S_ISREG(info.st_mode) or info.st_size > 16 << 20:
+            raise ValueError
         data = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except ValueError:
+        data = b""
     try:
         record = json.loads(data)
         patches = record["patches"]
