@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge import logs
-from patchforge.errors import StoreError
+from patchforge.errors import ConfigError, StoreError
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.model.record import replace
 
@@ -123,10 +123,26 @@ def ensure_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
         raise
 
 
+def refuse_pin_of_another_kind(project: Project, name: str, pin: UpstreamPin) -> None:
+    """A pin is checked as its kind's (a git pin's commit must be one of the configured URL's,
+    a wheel pin's the import of its file): a lock that says `dir` for a git upstream would
+    have any commit of the store taken. Refused (exit 2) naming the lock's line."""
+    upstream = project.config.upstream(name)
+    if pin.kind == upstream.kind:
+        return
+    from patchforge.formats.lockfile import lock_line_of
+    raise ConfigError(f"upstreams.{name}.kind: {name} is pinned as a {pin.kind} upstream, but "
+                      f"{Path(project.config_path).name} configures it as {upstream.kind}",
+                      path=str(project.lock_path),
+                      line=lock_line_of(project.lock_path, f"upstreams.{name}.kind"),
+                      hint=f"re-pin it: `patchforge upstream pin {name} --at SPEC --force`")
+
+
 def _bring_pinned(project: Project, store: UpstreamStore, name: str, pin: UpstreamPin) -> str:
     from patchforge.store import sources
 
     upstream = project.config.upstream(name)
+    refuse_pin_of_another_kind(project, name, pin)
     if pin.kind == "git":
         return _ensure_git_pin(project, store, name, upstream, pin)
     if store.has_object(pin.commit):

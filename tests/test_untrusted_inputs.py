@@ -432,6 +432,31 @@ def test_a_git_pin_must_be_a_commit_of_its_own_source(tmp_path):
     assert "does not exist" not in run.err
 
 
+def test_a_pin_of_another_kind_than_the_configured_upstream_is_refused(tmp_path):
+    """B's lock edited to say its git upstream is a `dir` pinned at A's commit (which the
+    shared store holds): a dir pin's commit was taken as it was, so status judged and overlays
+    built B's fixes on another project's tree, exit 0. Refused, naming the lock's line."""
+    fork = _tagged_repo(tmp_path / "fork", b"fork\n")
+    _tagged_repo(tmp_path / "other", b"other\n")
+    _git_stack(tmp_path / "a", str(tmp_path / "fork"))
+    b = tmp_path / "b"
+    _git_stack(b, str(tmp_path / "other"))
+    ok(b, "new", "fix", "--file", "a.py")
+    (b / ".patchforge/work/vllm/a.py").write_bytes(b"other, fixed\n")
+    ok(b, "refresh")
+    doc = lock_doc(b)
+    doc["upstreams"]["vllm"].update(commit=fork, kind="dir", source={"path": "elsewhere"})
+    (b / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    line = (b / "upstream.lock").read_text().splitlines().index('      "kind": "dir",') + 1
+    before = tree_bytes(b)
+    for command in (["status"], ["overlays"], ["fetch"], ["lint", "--no-forge"]):
+        run = run_cli(b, *command)
+        assert run.rc == 2, (command, run.text)
+        assert f"upstream.lock:{line}: upstreams.vllm.kind: vllm is pinned as a dir upstream, " \
+            "but patchforge.toml configures it as git" in run.err, (command, run.err)
+    assert tree_bytes(b) == before
+
+
 def test_a_tampered_wheel_sha256_is_refused_with_a_warm_store(tmp_path, monkeypatch):
     monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
     build_wheel(tmp_path / "wheels", "tinypkg", "1.0", {"tinypkg/__init__.py": b"V = 1\n"})

@@ -21,6 +21,16 @@ SOURCE_KEYS = {"git": ("url",), "wheel": ("package", "version", "filename", "sha
                "dir": ("path",)}
 
 
+def lock_line_of(path: Path | str, where: str) -> int | None:
+    """The line of the value at dotted path `where` in the lock file at `path` (for a message
+    about a value that is well-formed but disagrees with something else)."""
+    try:
+        text = Path(path).read_text("utf-8", "surrogateescape")
+    except OSError:
+        return None
+    return _Reader(str(path), text).line_of(where)
+
+
 class _Reader:
     def __init__(self, source: str, text: str) -> None:
         self.source = source

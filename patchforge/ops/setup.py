@@ -173,7 +173,7 @@ def fetch_missing(project: Project, store: UpstreamStore, *, on_upstream=None) -
 
     Offline, a missing revision is an error that names the command that brings it.
     """
-    from patchforge.pins import ensure_pinned
+    from patchforge.pins import ensure_pinned, refuse_pin_of_another_kind
 
     lock = project.lock
     fetched = []
@@ -181,6 +181,7 @@ def fetch_missing(project: Project, store: UpstreamStore, *, on_upstream=None) -
         if name not in lock.upstreams or not project.patch_names(name):
             continue
         pin = lock.pin(name)
+        refuse_pin_of_another_kind(project, name, pin)
         if store.has_object(pin.commit):
             continue
         if on_upstream:
