@@ -207,3 +207,51 @@ def test_export_never_hands_out_a_half_written_series(tmp_path, monkeypatch):
     for rel, entry in after.items():
         if rel.startswith("series/up/") and rel.count("/") == 2 and rel.endswith(".patch"):
             assert (quilt / rel.rsplit("/", 1)[1]).read_bytes() == entry[1]
+
+
+def test_export_beside_a_rebase_writing_out_waits_for_it(tmp_path, monkeypatch):
+    """`export` beside a rebase in the middle of its write-out (held there, SIGSTOP, with some
+    patch files new and some old) read the series as it was then and wrote that mixture. It
+    takes the project lock (waiting, as overlays does), so it exports the series the rebase
+    wrote."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    stack, args = build(tmp_path, monkeypatch)
+    before = stack.snapshot()
+    after = reference(stack, args, tmp_path)
+    for n in range(1, 200):  # the first rename with the series half written
+        root = tmp_path / f"kill-{n}"
+        shutil.copytree(stack.root, root, symlinks=True)
+        run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"rename:{n}"}, expect=KILLED)
+        now = snapshot(root, skip_state=True, dirs=False)
+        shutil.rmtree(root)
+        if now != before and now != after:
+            break
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    rebase = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(stack.root),
+                               *args], env={**env, "PATCHFORGE_FAULT": f"rename:{n + 1}",
+                                            "PATCHFORGE_FAULT_MODE": "stop"},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stat = Path(f"/proc/{rebase.pid}/stat")
+    while stat.read_text().rsplit(")", 1)[1].split()[0] != "T":
+        assert rebase.poll() is None, rebase.communicate()
+        time.sleep(0.05)
+    quilt = tmp_path / "quilt"
+    export = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(stack.root),
+                               "export", "--quilt", str(quilt)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for _ in range(100):  # it ends at once when it does not wait for the lock
+        if export.poll() is not None:
+            break
+        time.sleep(0.05)
+    os.kill(rebase.pid, signal.SIGCONT)
+    assert rebase.wait(timeout=120) == 0, rebase.communicate()
+    _, err = export.communicate(timeout=120)
+    assert export.returncode == 0, err.decode()
+    for rel, entry in after.items():
+        if rel.startswith("series/up/") and rel.count("/") == 2 and rel.endswith(".patch"):
+            assert (quilt / rel.rsplit("/", 1)[1]).read_bytes() == entry[1], rel

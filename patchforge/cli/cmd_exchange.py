@@ -115,21 +115,25 @@ def export(app, quilt_dir, mbox_file):
     from patchforge.ops.exchange import export_mbox, export_quilt
 
     from patchforge.cli.output import announce_state
+    from patchforge.fsutil import RepoLock
     from patchforge.state import refuse_half_written
 
     if not quilt_dir and not mbox_file:
         raise UsageError("say where: --quilt DIR and/or --mbox FILE")
     project = app.project()
-    refuse_half_written(project, "export")
-    announce_state(project)  # a stop or an open edit: the series exported is as it stands
-    if mbox_file:
-        project.refuse_own_destination(mbox_file)  # before the quilt directory is written
-    if quilt_dir:
-        written, binary_sections = export_quilt(project, quilt_dir)
-        click.echo(f"wrote {len(written)} files to {quilt_dir}")
-        for where in binary_sections:
-            click.echo(f"warning: {where}: a GIT binary patch, which quilt and GNU patch cannot "
-                       "apply (git apply and git am can)", err=True)
-    if mbox_file:
-        count = export_mbox(project, mbox_file)
-        click.echo(f"wrote {count} messages to {mbox_file}")
+    # Under the project lock (waiting for a command that holds it, as overlays does): a
+    # rebase's write-out beside the export would otherwise change the series while it is read.
+    with RepoLock(project.state_dir, wait=30):
+        refuse_half_written(project, "export")
+        announce_state(project)  # a stop or an open edit: the series exported as it stands
+        if mbox_file:
+            project.refuse_own_destination(mbox_file)  # before the quilt directory is written
+        if quilt_dir:
+            written, binary_sections = export_quilt(project, quilt_dir)
+            click.echo(f"wrote {len(written)} files to {quilt_dir}")
+            for where in binary_sections:
+                click.echo(f"warning: {where}: a GIT binary patch, which quilt and GNU patch "
+                           "cannot apply (git apply and git am can)", err=True)
+        if mbox_file:
+            count = export_mbox(project, mbox_file)
+            click.echo(f"wrote {count} messages to {mbox_file}")
