@@ -10,6 +10,7 @@ Refs it writes, all under `refs/patchforge/`:
   imports/<upstream>/<label>         a wheel or directory import (a root commit)
   remotes/<upstream>/heads|tags/<n>  remote-tracking refs of a git upstream
   remotes/<upstream>/commits/<sha>   a commit fetched by id, kept reachable
+  remotes/<upstream>/HEAD            the upstream's HEAD (a SPEC of `HEAD`); other/<ref> a full ref name
   kept/<sha>                         every import's commit, kept reachable when its label moves
 """
 from __future__ import annotations
