@@ -302,6 +302,30 @@ def test_drop_when_that_is_not_a_requirement_is_a_finding(env, tmp_path, monkeyp
     assert "\n" not in found["message"]
 
 
+def test_drop_when_that_cannot_be_evaluated_is_a_warning(env, tmp_path, monkeypatch):
+    """`Drop-When: up>=1.0` on an upstream whose pin has no version (a git commit, a branch) or
+    one that is not PEP 440 is never true, so the fix would stay after the release that makes
+    it unneeded: lint said nothing. A warning says it cannot be evaluated."""
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS + b"Drop-When: up>=1.0\n"))
+    lock = json.loads((root / "upstream.lock").read_text())
+    for version, reason in ((None, "the target's version is unknown"),
+                            ("nightly", "the target's version 'nightly' is not PEP 440")):
+        lock["upstreams"]["up"].pop("version", None)
+        if version:
+            lock["upstreams"]["up"]["version"] = version
+        (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+        _, doc = lint_json(root, "--no-forge")
+        (found,) = findings(doc, "drop-when", "fix.patch")
+        assert found["severity"] == "warning"
+        assert found["message"].startswith("Drop-When 'up>=1.0' cannot be evaluated for ")
+        assert found["message"].endswith(reason), found
+    lock["upstreams"]["up"]["version"] = "0.5"
+    (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    _, doc = lint_json(root, "--no-forge")
+    assert findings(doc, "drop-when", "fix.patch") == []
+
+
 def test_text_output_lists_findings_and_exits_1(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
     add_patch_file(root, "up", "fix.patch", patch(b"Description: x\n" + AUTHOR))

@@ -53,6 +53,11 @@ def test_write_refuses_what_the_schema_refuses(tmp_path):
      "upstreams.vllm.source.filename: missing"),
     (lambda d: d.update(version=7), "version: 7 is too new"),
     (lambda d: d.update(upstreams=[]), "upstreams: must be dict"),
+    # A newline or an escape sequence would forge a line of status's output or drive the terminal.
+    (lambda d: d["upstreams"]["site"].update(label="v1\nall 3 patches apply"),
+     "upstreams.site.label: 'v1\\nall 3 patches apply' is empty or holds a control character"),
+    (lambda d: d["upstreams"]["vllm"].update(version="0.1\x1b[2J"),
+     "upstreams.vllm.version: '0.1\\x1b[2J' is empty or holds a control character"),
 ])
 def test_errors_name_path_and_line(edit, message):
     doc = json.loads(lock_to_json(sample()))

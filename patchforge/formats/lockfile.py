@@ -17,6 +17,7 @@ from patchforge.model.lock import LOCK_VERSION, ImagePin, Lock, UpstreamPin
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 SOURCE_KEYS = {"git": ("url",), "wheel": ("package", "version", "filename", "sha256"),
                "dir": ("path",)}
 
@@ -168,6 +169,11 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
         if kind == "wheel":
             _check_wheel_source(r, f"{where}.source", source_obj)
         version_str = r.get(entry, "version", str, where, required=False)
+        # Printed as they are by status and the reports: a newline or an escape sequence in a
+        # lock (a pull request) would forge an output line or drive the terminal.
+        for key, value in (("label", label), ("version", version_str)):
+            if value is not None and (not value or _CONTROL.search(value)):
+                r.fail(f"{where}.{key}", f"{value!r} is empty or holds a control character")
         pins[name] = UpstreamPin(kind=kind, commit=commit, tree=tree, label=label,
                                  source=dict(source_obj), version=version_str)
     image = None

@@ -457,6 +457,12 @@ def _drop_and_forward(project: Project, store: UpstreamStore, upstream, pin, par
         if condition and condition.get("true"):
             out.append(Finding(label, "drop-when", f"Drop-When {condition['condition']} is true "
                                                    f"for {pin.label}: remove the fix"))
+        elif condition and condition.get("reason", "").startswith("the target's version"):
+            # A version condition that cannot be evaluated is never true: the fix would stay
+            # after the release that makes it unneeded, without a word.
+            out.append(Finding(label, "drop-when", f"Drop-When {condition['condition']!r} "
+                                                   f"cannot be evaluated for {pin.label}: "
+                                                   f"{condition['reason']}", "warning"))
         elif condition and condition.get("reason", "").startswith("not a requirement"):
             # Never true, so never a reason to drop the fix: say so rather than ignore it.
             out.append(Finding(label, "drop-when", f"Drop-When {condition['condition']!r} is "
