@@ -697,6 +697,31 @@ def test_a_rename_never_writes_what_it_read_before_a_refresh_beside_it(project):
     assert b"+    return -300" in project.patch("fix-z")
 
 
+@pytest.mark.parametrize("beside", [("rename", "fix-a", "fix-z"),
+                                    ("edit", "--close", "--discard")])
+def test_a_refresh_whose_edit_changed_beside_it_says_so(project, beside):
+    """`refresh` read the edit, then a `rename` of the edited patch ran beside it: the refresh
+    failed with "fix-a.patch is listed in the series but the file is missing" (it is not
+    listed). After an `edit --close --discard` beside it, it wrote the change the user had
+    just thrown away. Both say what happened, exit 2, nothing written; after the rename the
+    worktree is kept and `refresh` again writes the change into the renamed patch."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -300\n\n"}))
+    refreshing = _paused_at_the_lock(project, "refresh")
+    try:
+        project.cli(*beside)
+    finally:
+        code, err = _go_on(refreshing)
+    assert code == 2 and "while refresh waited" in err, err
+    assert all(b"-300" not in path.read_bytes()
+               for path in (project.root / "series" / "up").glob("*.patch"))
+    if beside[0] == "rename":
+        assert "renamed to fix-z.patch" in err
+        project.cli("refresh")
+        assert b"+    return -300" in project.patch("fix-z")
+
+
 def test_a_move_never_writes_a_series_read_before_a_new_patch_joined_it(project):
     """`move` read the series, judged the new order (the long part), then wrote it: a `new`
     in between lost its entry (its file left unlisted, in no overlay)."""

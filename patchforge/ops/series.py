@@ -170,7 +170,18 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
                                                 (*patch.file_patches, *new_patch.file_patches)),
                                 edited=(data, written))
     with RepoLock(project.state_dir):
-        # Asked again under the lock: nothing may have changed the patch since it was read.
+        # Asked again under the lock: the edit is still this one (a `rename` beside this
+        # command renamed its patch, an `edit --close` ended it), and nothing changed the patch
+        # since it was read.
+        now = editing(project, upstream)
+        if not now or now.get("patch") != state.get("patch") or \
+                now.get("base") != state.get("base"):
+            what = f"renamed to {now['patch']}" if now and now.get("patch") != file_name \
+                else "closed or opened again"
+            raise UsageError(f"the edit of {upstream}/{file_name} was {what} while refresh "
+                             "waited (another patchforge command); nothing was written",
+                             hint="run `patchforge refresh` again" if now else
+                             "`patchforge edit` opens a new one")
         if project.read_patch_bytes(upstream, file_name) != read:
             raise UsageError(f"{path.relative_to(project.root)} changed while refresh ran",
                              hint="run `patchforge refresh` again")
