@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.errors import InputError, PatchforgeError
 from patchforge.formats.markdown import escape_html
-from patchforge.fsutil import atomic_write
+from patchforge.fsutil import atomic_write, atomic_write_many
 from patchforge.project import read_no_link
 
 if TYPE_CHECKING:
@@ -92,14 +92,18 @@ def _line(event: dict) -> bytes:
 
 def _append(project: Project, events: list[dict]) -> None:
     """Read + append + atomic write: a kill leaves the old history or the new, never half."""
-    path = history_path(project)
+    atomic_write(history_path(project), _appended(project, events))
+
+
+def _appended(project: Project, events: list[dict]) -> bytes:
+    """The history file's bytes with `events` appended."""
     try:
-        old = path.read_bytes()
+        old = history_path(project).read_bytes()
     except FileNotFoundError:
         old = b""
     if old and not old.endswith(b"\n"):
         old += b"\n"
-    atomic_write(path, old + b"".join(_line(e) for e in events))
+    return old + b"".join(_line(e) for e in events)
 
 
 def _complete(event: dict) -> dict:
@@ -164,11 +168,16 @@ def record_rebase(project: Project, summary: dict) -> list[dict]:
             "destination": result.get("destination", "series"),
             "run": run,
         })
-    if events:
-        _append(project, events)
-    # The history as now written, without reading and parsing it again (a long-lived stack's
-    # history grows by a line per patch and rebase).
-    write_ledger(project, history=history + events)
+    # The ledger from the history as it will be, without reading and parsing it again (a
+    # long-lived stack's history grows by a line per patch and rebase); both files in one
+    # batch of atomic writes (each file synced, both renamed, the directory synced once). A
+    # kill between the renames is finished by --continue, which records the run again: the
+    # run id makes that append nothing, and the ledger is written again.
+    writes = [(history_path(project), _appended(project, events))] if events else []
+    ledger = _changed_ledger(project, history + events)
+    if ledger is not None:
+        writes.append((ledger_path(project), ledger))
+    atomic_write_many(writes)
     return events
 
 
@@ -412,15 +421,22 @@ def render_ledger(project: Project, *, history: list[dict] | None = None) -> byt
 def write_ledger(project: Project, *, history: list[dict] | None = None) -> bool:
     """Regenerate series/PATCHES.md (from `history` when the caller has the whole history at
     hand); True if its bytes changed."""
+    data = _changed_ledger(project, history)
+    if data is None:
+        return False
+    atomic_write(ledger_path(project), data)
+    return True
+
+
+def _changed_ledger(project: Project, history: list[dict] | None) -> bytes | None:
+    """The ledger's bytes (render_ledger), None when series/PATCHES.md holds them already."""
     data = render_ledger(project, history=history)
-    path = ledger_path(project)
     try:
-        if path.read_bytes() == data:
-            return False
+        if ledger_path(project).read_bytes() == data:
+            return None
     except FileNotFoundError:
         pass
-    atomic_write(path, data)
-    return True
+    return data
 
 
 def record_series_event(project: Project, event: dict) -> None:

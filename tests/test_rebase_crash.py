@@ -111,6 +111,30 @@ def test_kill_at_every_write_point_of_a_rebase(step, tmp_path, monkeypatch):
     assert len(seen) >= 10
 
 
+def test_write_out_syncs_each_directory_only_where_the_order_needs_it(tmp_path, monkeypatch):
+    """What the journal names at the write-out (the staged patches, the saved originals) is
+    made durable as one batch, the journal's directory synced once for them and once for the
+    journal that names them; the history and the ledger are one batch too (a kill between
+    their renames is what --continue finishes, as the kills above check). Each directory sync
+    waits for the disk: a clean rebase of 30 patches made about twenty of them."""
+    from patchforge import fsutil
+
+    stack, args = build(tmp_path, monkeypatch)
+    after = reference(stack, args, tmp_path)
+    synced: list[str] = []
+    real = fsutil.fsync_dir
+
+    def fsync_dir(directory):
+        synced.append(Path(directory).relative_to(stack.root).as_posix())
+        real(directory)
+    monkeypatch.setattr(fsutil, "fsync_dir", fsync_dir)
+    assert run_cli(stack.root, *args).rc == 0
+    assert snapshot(stack.root, skip_state=True, dirs=False) == after
+    # At the start, at the write-out (originals and staged, then the journal), at its removal.
+    assert synced.count(".patchforge/rebase") == 4
+    assert synced.count("series") == 1  # series/history.jsonl and series/PATCHES.md
+
+
 def test_kill_during_continue_after_a_conflict(tmp_path, monkeypatch):
     """Killed at every write point of `--continue` (resolution staged, write-out): the journal
     still finishes or aborts to the right bytes."""

@@ -860,12 +860,13 @@ class Rebase:
             plan = [PlanStep(rel, staged, None if staged or content is None
                              else base64.b64encode(content).decode())
                     for rel, content, staged in writes]
-            journal.save_originals(project.root, [rel for rel, _, _ in writes] + [
+            originals = journal.read_originals(project.root, [rel for rel, _, _ in writes] + [
                 path.relative_to(project.root).as_posix() for path in _ledger_paths(project)],
                 read=read)
             run.overlays_saved = journal.save_tree("overlays", project.overlays_dir)
             run.phase, run.plan, run.summary = "committing", plan, summary
-            journal.save()
+            # originals.json with the staged patches, then the journal naming them.
+            journal.save(originals=originals)
         # git range-diff (a good part of a long run) runs while this process writes the
         # files; the old series is read here, before any write (on a resumed write-out, from
         # the journal's originals).

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from patchforge.errors import UsageError
-from patchforge.fsutil import atomic_delete, atomic_write, fsync_dir
+from patchforge.fsutil import atomic_delete, atomic_write, atomic_write_many, fsync_dir
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.model.record import field, record
 
@@ -133,10 +133,22 @@ class Journal:
                                  f"needs ({type(exc).__name__}: {exc})") from None
         return self.run
 
-    def save(self) -> None:
-        """Write the journal; staged bytes it names are made durable first."""
+    def save(self, *, originals: dict[str, bytes | None] | None = None) -> None:
+        """Write the journal. The files it names are made durable first, as one batch (their
+        temporary files synced, renamed, the directory synced once): the staged bytes not on
+        disk yet and, when the write-out begins, `originals` (see `read_originals`) as
+        originals.json. Then journal.json replaces the journal, so a reader (or a run after a
+        kill) finds the journal before or after, never one naming a file that is not there."""
         assert self.run is not None, "a run is recorded before it is saved"
-        self.flush_staged()
+        files = [] if originals is None else [(self.dir / "originals.json", (json.dumps(
+            {rel: None if data is None else base64.b64encode(data).decode()
+             for rel, data in originals.items()}, sort_keys=True) + "\n").encode())]
+        staged = self._staged_batch()
+        if staged is not None:
+            files.append(staged)
+        if files:
+            atomic_write_many(files)
+        self._staged_written()
         # No indent: json's C encoder only runs without one, and a long series' journal is big.
         atomic_write(self.path, (json.dumps(self.run.to_json(), sort_keys=True) + "\n").encode())
 
@@ -191,34 +203,37 @@ class Journal:
                 path.unlink(missing_ok=True)
         self._pending, self._saved = {}, None
 
-    def flush_staged(self) -> None:
-        """Make the pending staged bytes durable: one new file with them alone."""
+    def _staged_batch(self) -> tuple[Path, bytes] | None:
+        """The pending staged bytes as the next staged-<n>.json (path, bytes), None when none
+        are pending; `_staged_written` once that file is durable."""
         if not self._pending:
-            return
+            return None
         files = self._staged_files()
         last = files[-1].name[len("staged-"):-len(".json")] if files else ""
         number = int(last) + 1 if last.isdigit() else 1
-        atomic_write(self.dir / f"staged-{number}.json", json.dumps(
+        return self.dir / f"staged-{number}.json", json.dumps(
             {name: base64.b64encode(data).decode() for name, data in sorted(self._pending.items())}
-        ).encode())
+        ).encode()
+
+    def _staged_written(self) -> None:
         if self._saved is not None:
             self._saved.update(self._pending)
         self._pending = {}
 
-    def save_originals(self, root: Path, rels: list[str], *,
-                       read: dict[str, bytes] | None = None) -> None:
-        """Keep the project files the write-out will change (or their absence), all in one
-        atomic write: `originals.json`, path -> base64 of the bytes or null. `read` holds
-        those the caller has just read (path -> bytes): they are not read again."""
-        originals = {}
+    @staticmethod
+    def read_originals(root: Path, rels: list[str], *,
+                       read: dict[str, bytes] | None = None) -> dict[str, bytes | None]:
+        """The project files the write-out will change, as they are (None: not there), for
+        save(originals=...). `read` holds those the caller has just read (path -> bytes): they
+        are not read again."""
+        originals: dict[str, bytes | None] = {}
         for rel in rels:
             data = (read or {}).get(rel)
             if data is None:
                 source = Path(root) / rel
                 data = source.read_bytes() if source.exists() else None
-            originals[rel] = base64.b64encode(data).decode() if data is not None else None
-        atomic_write(self.dir / "originals.json",
-                     (json.dumps(originals, sort_keys=True) + "\n").encode())
+            originals[rel] = data
+        return originals
 
     def originals(self) -> dict[str, bytes | None]:
         path = self.dir / "originals.json"
