@@ -467,6 +467,49 @@ def test_landed_patch_is_dropped_to_upstreamed(stack, upstream):
     assert not (stack.root / "series" / "up" / "landed.patch").exists()
 
 
+def test_whether_there_is_a_history_is_asked_beside_the_walk(stack, upstream, monkeypatch):
+    """The walk's own thread waits for no `git merge-base` before its first patch: whether the
+    upstream has a history from the base to the target is asked on the thread that reads that
+    history. The answers are those of a run that asks first: the landing commit of a git
+    upstream's history, and none for a directory upstream (a root commit per import)."""
+    import threading
+
+    from patchforge.store.gitstore import UpstreamStore
+
+    asked = []
+    real = UpstreamStore._run
+
+    def run(self, *args, **kw):
+        if "merge-base" in args:
+            asked.append(threading.current_thread() is threading.main_thread())
+        return real(self, *args, **kw)
+    monkeypatch.setattr(UpstreamStore, "_run", run)
+    stack.add_upstream("up", upstream)
+    fixed = with_lines({7: b"def f7():\n    return 'seven, fixed upstream as well'\n\n"})
+    stack.add_patch("up", "landed", {"pkg/mod.py": fixed})
+    landing = upstream.commit({"pkg/mod.py": fixed}, "upstream takes the fix")
+    new_commit = upstream.commit({"README": b"later\n"}, "later work")
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    assert summary["patches"][0]["landed_in"] == landing
+    assert asked == [False]
+
+    from helpers.project import add_patch_file, patch_bytes
+
+    tree = stack.root.parent / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "mod.py").write_bytes(BASE)
+    directory = Stack(stack.root.parent / "dir-project")
+    assert run_cli(directory.root, "upstream", "add", "d", "--dir", str(tree), "--at", "one").rc == 0
+    add_patch_file(directory.root, "d", "landed.patch", patch_bytes(
+        "d", directory.lock()["upstreams"]["d"]["commit"], "fix f7",
+        upstream.diff({"pkg/mod.py": fixed}, upstream.base)))
+    (tree / "pkg" / "mod.py").write_bytes(fixed)
+    asked.clear()
+    summary = directory.rebase_json("--to", "d=two")
+    assert [(p["action"], p["landed_in"]) for p in summary["patches"]] == [("dropped", None)]
+    assert asked == [False]
+
+
 def test_a_series_entry_without_the_patch_suffix_is_rebased_in_its_own_file(stack, upstream):
     """A series line may name a patch without `.patch` (the file is NAME.patch): the rebase
     writes the moved patch there, not to a new file NAME beside it (the series read the old

@@ -519,9 +519,8 @@ class Rebase:
         """The history between the upstream's old base and the target, for the series' files
         (judge.HistoryIndex, read once per upstream); None without history."""
         if upstream not in self._histories:
-            self._histories[upstream] = HistoryIndex(self.store, target,
-                                                     self._series_paths(upstream)) \
-                if _history(self.store, target) else None
+            self._histories[upstream] = _history_index(self.store, target,
+                                                       self._series_paths(upstream))
         found = self._histories[upstream]
         return found.result() if isinstance(found, Background) else found
 
@@ -532,12 +531,14 @@ class Rebase:
     def _history_reading(self, upstream: str, entry: UpstreamRun):
         """A run that starts from the first patch reads the history on a second thread (a
         Background, to be entered by the caller's block); otherwise it is read when a patch
-        first needs it (a resumed run may need none)."""
+        first needs it (a resumed run may need none). Whether there is a history at all (a
+        `git merge-base` for a git upstream's commits) is asked on that thread too: the walk
+        does not wait for a git process before its first patch."""
         target = self._target(upstream, entry)
         if entry.position != 0 or upstream in self._histories or \
-                upstream in self._resumed or not _history(self.store, target):
+                upstream in self._resumed or target.base_commit == target.commit:
             return contextlib.nullcontext()
-        reading = Background(HistoryIndex, self.store, target, self._series_paths(upstream))
+        reading = Background(_history_index, self.store, target, self._series_paths(upstream))
         self._histories[upstream] = reading
         return reading
 
@@ -1132,6 +1133,12 @@ class _RangeDiffInput:
     new_names: list[str]
     old: _Chain
     new: _Chain
+
+
+def _history_index(store: UpstreamStore, target: Target, paths: list[str]) -> HistoryIndex | None:
+    """The history between the target's base and the target, for `paths` (judge.HistoryIndex);
+    None without one (a wheel or directory upstream's imports are unrelated root commits)."""
+    return HistoryIndex(store, target, paths) if _history(store, target) else None
 
 
 def _ledger_paths(project: Project) -> list[Path]:
