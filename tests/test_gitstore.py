@@ -678,6 +678,21 @@ def _packs_and_refs(store) -> tuple[list[str], str]:
             git(store.git_dir, "for-each-ref"))
 
 
+def test_checked_paths_are_remembered_and_refusals_are_not():
+    """check_path is asked about the same paths thousands of times in a rebase and remembers
+    its answers: each is what the check itself gives, and a path it refuses is refused again
+    every time it is asked."""
+    from patchforge.store.diff import check_path
+
+    for path in ("a.py", "m/sub/é.py", os.fsdecode(b"m/\x80raw.py"), "a b/c"):
+        assert check_path(path) == check_path(path) == check_path.__wrapped__(path) == \
+            os.fsencode(path)
+    for bad in ("", "/abs", "a/../b", "a//b", "./a", ".git/config", "a\nb", "a/.git"):
+        for _ in range(2):
+            with pytest.raises(StoreError, match="invalid path"):
+                check_path(bad)
+
+
 def test_range_diff_of_imported_chains_leaves_the_store_alone(store, merge_base):
     a = store.read_blob(merge_base, "m/a.py")
     before = _packs_and_refs(store)

@@ -136,6 +136,18 @@ def test_with_description_and_with_diff():
     assert info.value.line == 5
 
 
+def test_paths_are_each_patch_files_own():
+    """A patch's paths are made once (the judge asks for them at every read): a patch made
+    from another (a new field, a new diff) has its own, never the one it came from."""
+    pf = parse_patch_file(b"Description: x\n\n---\n" + SIMPLE_DIFF, "p")
+    assert pf.paths == tuple(fp.path for fp in pf.file_patches)
+    renamed = SIMPLE_DIFF.replace(b"f.txt", b"y")
+    moved = pf.with_diff(renamed)
+    assert moved.paths == ("y",) != pf.paths
+    assert pf.with_field("Base", "abc").paths == pf.paths
+    assert moved.with_field("Base", "abc").paths == ("y",)
+
+
 @pytest.mark.parametrize("subject, expected", [
     ("[PATCH] Fix it", "Fix it"),
     ("[PATCH v2 3/7] Fix it", "Fix it"),

