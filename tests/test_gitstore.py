@@ -308,6 +308,46 @@ def test_partial_fetch_brings_blobs_on_demand(store, upstream_repo):
     assert store.read_blob(first, "src/a.py") == b"a = 1\n"
 
 
+def test_presence_check_started_ahead_gives_the_prefetch_its_answer(store, upstream_repo,
+                                                                    monkeypatch):
+    """A rebase starts the partial store's check for missing files before it writes its
+    journal; the prefetch after it takes that answer (no `git rev-list` of its own) and
+    fetches what was missing, with one fetch. A check that did not ask about every file the
+    prefetch wants is not taken, and a store closed with a check unread ends it."""
+    repo, first, second = upstream_repo
+    store.fetch_git("aiter", str(repo), ["main"])
+    wanted = [(first, ["src/a.py", "src/b.py"]), (second, ["src/a.py", "src/b.py"])]
+    before = _missing_objects(store, second) | _missing_objects(store, first)
+    assert before  # blob-less
+    store.start_presence_check(wanted)
+    ran = []
+    real = UpstreamStore._run
+
+    def run(self, *args, **kw):
+        ran.append("fetch" if "fetch" in args else args[0])
+        return real(self, *args, **kw)
+    monkeypatch.setattr(UpstreamStore, "_run", run)
+    store.prefetch(wanted)
+    # The one rev-list is the check after the fetch, of what it brought.
+    assert ran.count("fetch") == 1 and "rev-list" not in ran[:ran.index("fetch")]
+    assert ran.count("rev-list") == 1
+    blobs = {git(repo, "rev-parse", f"{rev}:{path}").strip() for rev, paths in wanted
+             for path in paths}
+    assert blobs <= before and not blobs & _missing_objects(store, second) and \
+        not blobs & _missing_objects(store, first) and not store._checks
+    assert store.read_blobs(first, ["src/a.py", "src/b.py"]) == {"src/a.py": b"a = 1\n",
+                                                                 "src/b.py": b"b = 1\n"}
+    # An answer about fewer files is not taken; one never taken is ended with the store.
+    readme = git(repo, "rev-parse", f"{second}:README").strip()
+    store.start_presence_check([(second, ["README"])])
+    ran.clear()
+    assert store._missing([readme, "0" * 40]) == [readme, "0" * 40]
+    assert ran == ["rev-list"] and len(store._checks) == 1
+    started = store._checks[0][1]
+    store.close()
+    assert started._proc.returncode is not None and not store._checks
+
+
 def test_fetch_by_commit_id_and_unknown_names(store, upstream_repo):
     repo, first, _ = upstream_repo
     store.fetch_git("aiter", str(repo), [first])

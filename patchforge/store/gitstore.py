@@ -138,6 +138,9 @@ class UpstreamStore:
         self._ancestry: dict[tuple[str, str], bool] = {}
         self._renames: dict[tuple[str, str], dict[str, str]] = {}  # (old, new) -> src -> dst
         self._present: set[str] = set()  # blob ids known to be in the store (not promised)
+        # Presence checks started ahead (start_presence_check): (the blob ids asked, the
+        # `git rev-list` answering), each taken by the first _missing() it covers.
+        self._checks: list[tuple[frozenset[str], StartedGit]] = []
         # Parsed trees (tree id -> {name: (mode, id)}) and, for full commit/tree ids only
         # (a ref can move), which tree a directory is: a series keeps asking about the same
         # few directories, and each question is otherwise a cat-file round trip plus a parse.
@@ -232,6 +235,9 @@ class UpstreamStore:
 
     def close(self) -> None:
         self._cat.close()
+        checks, self._checks = self._checks, []
+        for _, check in checks:
+            check.close()
         self.maintain()
 
     # Above this many packs the store is repacked (every fetch and import adds one; git itself
@@ -539,6 +545,20 @@ class UpstreamStore:
                          if found is not None and found[1] not in self._present}
                 self._fetch_missing(set(where), where)
 
+    def start_presence_check(self, wanted: list[tuple[str, list[str]]]) -> None:
+        """prefetch()'s check of a partial store for the missing files of several revisions,
+        [(rev, paths)], begun now in a git process that runs while the caller goes on: the
+        prefetch() of those files takes its answer instead of starting the check then and
+        waiting for it. Nothing is fetched here (prefetch does that)."""
+        with self._lock:
+            if not self._is_partial():
+                return
+            oids = sorted({found[1] for rev, paths in wanted
+                           for found in self.entries(self._pin(rev), paths).values()
+                           if found is not None and found[1] not in self._present})
+            if oids:
+                self._checks.append((frozenset(oids), self._start_missing(oids)))
+
     def _prefetch(self, rev: str, paths: list[str]) -> None:
         """Bring the missing blobs of `paths` at `rev` with one fetch instead of one per blob.
         Offline, a single file is checked too: git's own fetch on demand is refused then, and
@@ -583,12 +603,27 @@ class UpstreamStore:
         """Those of `oids` not in the store, asked without triggering a lazy fetch.
 
         rev-list with --missing never fetches; --ignore-missing drops absent tips silently, so
-        what it prints is what is present.
+        what it prints is what is present. A check started ahead that asked about all of
+        `oids` answers instead (objects never leave the store: what it found is still there).
         """
-        out = self._out("rev-list", "--objects", "--no-walk", "--missing=print",
-                        "--ignore-missing", "--stdin", input="".join(o + "\n" for o in oids).encode())
+        for k, (asked, started) in enumerate(self._checks):
+            if asked.issuperset(oids):
+                del self._checks[k]
+                out = started.result().decode("ascii", "replace")
+                break
+        else:
+            out = self._out("rev-list", "--objects", "--no-walk", "--missing=print",
+                            "--ignore-missing", "--stdin",
+                            input="".join(o + "\n" for o in oids).encode())
         present = {line[:40] for line in out.splitlines() if not line.startswith("?")}
         return [o for o in oids if o not in present]
+
+    def _start_missing(self, oids: list[str]) -> StartedGit:
+        """_missing()'s `git rev-list`, started (its answer read by _missing)."""
+        return StartedGit("rev-list", "--objects", "--no-walk", "--missing=print",
+                          "--ignore-missing", "--stdin", git_dir=self.git_dir,
+                          input="".join(o + "\n" for o in oids).encode(),
+                          what="git rev-list (which files the store holds)")
 
     # ---- imports
 
