@@ -425,6 +425,13 @@ def test_a_git_pin_must_be_a_commit_of_its_own_source(tmp_path):
     (b / "upstream.lock").write_text(json.dumps(doc))
     run = run_cli(b, "fetch")
     assert run.rc == 2 and f"the locked commit {fork} is not a commit of" in run.err
+    # overlays too, which took a commit the store held without asking whose it was.
+    ok(b, "new", "fix", "--file", "a.py")
+    (b / ".patchforge/work/vllm/a.py").write_bytes(b"other, fixed\n")
+    ok(b, "refresh")
+    run = run_cli(b, "overlays")
+    assert run.rc == 2 and f"the locked commit {fork} is not a commit of" in run.err, run.err
+    assert not (b / "overlays").exists()
     doc["upstreams"]["vllm"]["commit"] = "0123456789" * 4
     (b / "upstream.lock").write_text(json.dumps(doc))
     run = run_cli(b, "status")

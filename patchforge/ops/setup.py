@@ -169,7 +169,8 @@ def _bring_series_files(project: Project, store: UpstreamStore, name: str, commi
 
 def fetch_missing(project: Project, store: UpstreamStore, *, on_upstream=None) -> list[str]:
     """Bring into `store` the locked revision of every upstream that has patches, where it is
-    missing (a fresh clone before `patchforge fetch`). Returns the upstreams fetched.
+    missing (a fresh clone before `patchforge fetch`), and check the others against their
+    source. Returns the upstreams fetched.
 
     Offline, a missing revision is an error that names the command that brings it.
     """
@@ -183,6 +184,9 @@ def fetch_missing(project: Project, store: UpstreamStore, *, on_upstream=None) -
         pin = lock.pin(name)
         refuse_pin_of_another_kind(project, name, pin)
         if store.has_object(pin.commit):
+            # Held by the shared store, but maybe as another project's: checked against this
+            # pin's source as status checks it (a ref lookup once it was), never taken as is.
+            ensure_pinned(project, store, name, pin)
             continue
         if on_upstream:
             on_upstream(name, pin.label)
