@@ -624,6 +624,22 @@ def test_a_patch_file_emptied_is_never_taken_for_a_patch_that_changes_nothing(pr
     assert project.series() == []
 
 
+def test_an_upstream_with_patches_and_no_pin_is_never_left_out_of_status(project):
+    """upstream.lock lost (a merge, never committed): status skipped every upstream without a
+    pin and said "all 0 patches apply" (exit 0) over the series. It refuses, naming the
+    upstream and how to pin it again; overlays too."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    lock = project.root / "upstream.lock"
+    saved = lock.read_bytes()
+    lock.unlink()
+    for args in (("status",), ("overlays",)):
+        _, _, err = project.cli(*args, expect=2)
+        assert "upstream 'up' is not pinned in upstream.lock" in err, err
+        assert "`patchforge upstream pin up --at SPEC`" in err, err
+    lock.write_bytes(saved)
+    project.cli("status")
+
+
 def test_an_upstream_renamed_in_the_configuration_never_hides_its_series(project):
     """`[upstreams.up]` renamed to `[upstreams.vllm]` by hand (or lost in a merge of the
     stack): series/up/ was read by nothing, so status said "all 0 patches apply" (exit 0) and

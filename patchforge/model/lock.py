@@ -41,7 +41,8 @@ class Lock:
             return self.upstreams[name]
         except KeyError:
             raise UsageError(f"upstream {name!r} is not pinned in upstream.lock",
-                             hint=f"run: patchforge upstream add {name} ... --at SPEC") from None
+                             hint="restore upstream.lock from the stack's history, or pin it: "
+                                  f"`patchforge upstream pin {name} --at SPEC`") from None
 
     def with_pin(self, name: str, pin: UpstreamPin) -> "Lock":
         """The lock with `name` pinned; an image the pin was resolved through becomes the

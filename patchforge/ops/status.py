@@ -172,9 +172,11 @@ def resolve_targets(project: Project, store: UpstreamStore,
     lock = project.lock
     targets: dict[str, Target] = {}
     for upstream in project.upstream_names():
-        if upstream not in lock.upstreams:
+        if upstream not in lock.upstreams and not project.patch_names(upstream):
             continue
-        pin = lock.upstreams[upstream]
+        # An upstream with patches and no pin (upstream.lock lost in a merge, never committed)
+        # cannot be judged: refused, never left out of an "all patches apply".
+        pin = lock.pin(upstream)
         ensure_pinned(project, store, upstream, pin)
         if specs and upstream in specs:
             new_pin = pin_for_spec(project, store, project.config.upstream(upstream),
