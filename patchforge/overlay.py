@@ -267,11 +267,43 @@ def render_compose(service: str, profile: str | None, files: list[OverlayFile],
              f"# or, in .env: COMPOSE_FILE=compose.yaml:{fragment}",
              "services:", f"  {service}:", "    volumes:"]
     for f in files:
-        lines += ["      - type: bind", f"        source: {json.dumps('./' + overlays_rel + '/' + f.rel)}",
-                  f"        target: {json.dumps(f.target)}", "        read_only: true"]
+        if f.target is None:  # no install root: nothing to mount it at
+            continue
+        lines += ["      - type: bind",
+                  f"        source: {_compose_string('./' + overlays_rel + '/' + f.rel)}",
+                  f"        target: {_compose_string(f.target)}", "        read_only: true"]
     if not files:
         lines[-1] = "    volumes: []"
     return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _compose_string(text: str) -> str:
+    """`text` as a YAML double-quoted scalar that compose reads back as exactly `text`.
+
+    Compose interpolates `$VAR` and `${VAR}` in every value, so a `$` is doubled (a file
+    `a$b.py` was mounted from and to `a.py`). Characters outside YAML's printable set are
+    escaped (and the line and paragraph separators, line breaks to YAML 1.1), and a character
+    beyond U+FFFF is written as itself: JSON's surrogate pair
+    (`\\ud83d\\ude00`) is an error to a YAML parser, and compose refused the whole file. A name
+    that is not UTF-8 has no spelling in YAML at all.
+    """
+    out = []
+    for char in text:
+        code = ord(char)
+        if 0xD800 <= code <= 0xDFFF:
+            raise InputError(f"cannot mount {text.encode('utf-8', 'surrogateescape')!r} with "
+                             "compose: the name is not UTF-8",
+                             hint="rename the file in the upstream, or drop the patch")
+        if char in '"\\':
+            out.append("\\" + char)
+        elif char == "$":
+            out.append("$$")
+        elif 0x20 <= code <= 0x7E or code > 0xFFFF or \
+                (0xA0 <= code <= 0xFFFD and code not in (0xFEFF, 0x2028, 0x2029)):
+            out.append(char)
+        else:
+            out.append(f"\\u{code:04x}")
+    return '"' + "".join(out) + '"'
 
 
 def render_dockerfile(profile: str | None, files: list[OverlayFile], image) -> bytes:

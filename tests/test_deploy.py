@@ -19,7 +19,7 @@ from helpers.cli import ok, run_cli
 from helpers.deploy import (DEPLOY_ROOT, check_mounts, compose_config, deploy_stack,
                             example_stack, read_sums)
 from helpers.env import REPO_ROOT
-from helpers.project import UPSTREAM_FILES
+from helpers.project import UPSTREAM_FILES, add_patch_file, git_project, patch_bytes
 
 INSTALL_ROOT = DEPLOY_ROOT
 
@@ -182,3 +182,27 @@ def test_overlays_on_a_fresh_clone_fetches_first(stack, tmp_path, monkeypatch):
     run = ok(root, "overlays")
     assert "fetched up main into the cache" in run.err
     assert "wrote 5 overlay files" in run.text
+
+
+def test_compose_mounts_names_compose_would_otherwise_rewrite(tmp_path):
+    """Upstream files whose names hold `$` (compose interpolates `$VAR`, `${VAR}`), a character
+    beyond U+FFFF, a quote, a space, a line separator: compose mounts each from its overlay file
+    at its own path. Before, `a$b.py` was mounted from and to `a.py` (with a warning that `b` is
+    not set), `c${HOME}.py` at `c/root.py`, and the emoji made compose refuse the whole file."""
+    names = ["pkg/a$b.py", "pkg/c${HOME}.py", "pkg/d$$.py", "pkg/smile\U0001F600.py",
+             'pkg/q"uote.py', "pkg/sp ace.py", "pkg/l\u2028s.py", "pkg/\u00fcber.py"]
+    files = dict(UPSTREAM_FILES, **{name: b"x = 1\n" for name in names})
+    root, base = git_project(tmp_path, files, install_root=INSTALL_ROOT)
+    for number, name in enumerate(names):
+        diff = (f"diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n"
+                "@@ -1 +1 @@\n-x = 1\n+x = 2\n").encode()
+        add_patch_file(root, "up", f"p{number}.patch", patch_bytes("up", base, f"p{number}", diff))
+    ok(root, "overlays")
+    (root / "compose.yaml").write_text("services:\n  inference:\n    image: busybox\n")
+    proc = compose_config(root, "compose.yaml", "overlays/compose.yaml", env={"b": "", "HOME": "/root"})
+    assert "variable is not set" not in proc.stderr
+    # `config` prints a compose file again, so it writes each literal `$` of the model as `$$`.
+    model = json.loads(proc.stdout.replace("$$", "$"))
+    mounted = check_mounts(model, "inference", root / "overlays", None,
+                           {"up": INSTALL_ROOT})
+    assert mounted == {f"{INSTALL_ROOT}/{name}" for name in names}

@@ -51,7 +51,7 @@ def compose_config(cwd: Path, *files: str, env: dict[str, str] | None = None,
 
 def read_sums(overlays: Path) -> dict[Path, str]:
     sums = {}
-    for line in (overlays / "SHA256SUMS").read_text().splitlines():
+    for line in (overlays / "SHA256SUMS").read_text().split("\n")[:-1]:  # names may hold U+2028
         digest, _, rel = line.partition("  ")
         sums[(overlays / rel).resolve()] = digest
     return sums
