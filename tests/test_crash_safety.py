@@ -272,6 +272,62 @@ def test_a_batch_of_atomic_writes_keeps_modes_and_fails_whole(tmp_path, monkeypa
     assert modes == {"run.sh": 0o755, "secret.txt": 0o600, "fresh.patch": 0o644}
 
 
+def test_a_batchs_syncs_wait_together_and_all_come_before_any_rename(tmp_path, monkeypatch):
+    """atomic_write_many syncs a batch's temporary files several at once (the file system
+    commits syncs that wait together in one journal commit), each exactly once, and renames
+    none before every one is synced; an fsync that fails on one of those threads fails the
+    batch like any other step: every file as it was, no temporary file, no descriptor left."""
+    import threading
+
+    from patchforge.fsutil import atomic_write_many
+
+    names = [f"p{k:02d}.patch" for k in range(16)]
+    for name in names:
+        (tmp_path / name).write_bytes(b"old\n")
+    events: list[tuple[str, object]] = []
+    lock = threading.Lock()
+    meet = threading.Barrier(2, timeout=30)  # broken if no two syncs ever wait at once
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        with lock:
+            first_two = sum(kind == "fsync" for kind, _ in events) < 2
+            events.append(("fsync", fd))
+        if first_two:
+            meet.wait()
+        return real_fsync(fd)
+
+    def replace(src, dst):
+        with lock:
+            events.append(("rename", dst))
+        return real_replace(src, dst)
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    atomic_write_many([(tmp_path / name, name.encode()) for name in names])
+    kinds = [kind for kind, _ in events]
+    assert kinds == ["fsync"] * 16 + ["rename"] * 16 + ["fsync"]  # the directory's, last
+    assert len({fd for _, fd in events[:16]}) == 16
+    assert all((tmp_path / name).read_bytes() == name.encode() for name in names)
+
+    def failing(fd):
+        if fd == failing.fd:
+            raise OSError(errno.EIO, "fsync failed")
+        return real_fsync(fd)
+    before = set(os.listdir("/proc/self/fd"))
+    failing.fd = None
+
+    def first_fsync(fd):
+        if failing.fd is None:
+            failing.fd = fd
+        return failing(fd)
+    monkeypatch.setattr(os, "fsync", first_fsync)
+    with pytest.raises(OSError, match="fsync failed"):
+        atomic_write_many([(tmp_path / name, b"new\n") for name in names])
+    assert sorted(os.listdir(tmp_path)) == names
+    assert all((tmp_path / name).read_bytes() == name.encode() for name in names)
+    assert set(os.listdir("/proc/self/fd")) == before
+
+
 def test_a_close_that_reports_an_error_fails_the_batch_cleanly(tmp_path, monkeypatch):
     """A close may report a deferred write error (NFS, a full disk) after releasing the
     descriptor: the batch fails with that error, every file as it was and no temporary file
