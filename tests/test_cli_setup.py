@@ -326,6 +326,24 @@ def test_a_relative_cache_is_refused_and_a_relative_xdg_cache_ignored(tmp_path, 
     assert (Path(os.environ["HOME"]) / ".cache" / "patchforge" / "store.git").is_dir()
 
 
+def test_a_cache_that_names_a_file_is_named_in_the_error(tmp_path, monkeypatch):
+    """PATCHFORGE_CACHE naming a file (or a path under one): the command failed with the bare
+    "File exists: ..." and "run the command again", which fails the same way. The error names
+    the setting and what is wrong, exit 2, and nothing is written."""
+    root, _ = git_project(tmp_path)
+    afile = tmp_path / "a-file"
+    afile.write_bytes(b"not a directory\n")
+    before = tree_bytes(root)
+    for cache, why in ((afile, "File exists"), (afile / "sub", "Not a directory")):
+        monkeypatch.setenv("PATCHFORGE_CACHE", str(cache))
+        run = run_cli(root, "status")
+        assert run.rc == 2, run.text
+        assert f"PATCHFORGE_CACHE {cache}: cannot make the store there ({why})" in run.err, \
+            run.err
+        assert "run the command again" not in run.err
+    assert tree_bytes(root) == before and afile.read_bytes() == b"not a directory\n"
+
+
 def test_fetch_refuses_a_rewritten_git_upstream(tmp_path):
     root, commit = git_project(tmp_path)
     upstream = tmp_path / "up-upstream"

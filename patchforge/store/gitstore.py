@@ -207,9 +207,20 @@ class UpstreamStore:
         """Open `<cache>/store.git`, creating it (bare) on first use."""
         git_dir = Path(cache if cache is not None else cache_dir()) / "store.git"
         if not (git_dir / "HEAD").is_file():
-            git_dir.parent.mkdir(parents=True, exist_ok=True)
-            # A temp name then a rename: two processes creating the store at once both succeed.
-            tmp = Path(tempfile.mkdtemp(prefix=".store.git.", dir=git_dir.parent))
+            try:
+                git_dir.parent.mkdir(parents=True, exist_ok=True)
+                # A temp name then a rename: two processes creating the store at once both
+                # succeed.
+                tmp = Path(tempfile.mkdtemp(prefix=".store.git.", dir=git_dir.parent))
+            except OSError as exc:
+                # A cache that names a file, or a place that cannot be written: said with the
+                # setting that names it (an OS error alone said "run the command again").
+                where = "PATCHFORGE_CACHE" if cache is None and os.environ.get(
+                    "PATCHFORGE_CACHE") else "the cache directory"
+                raise UsageError(f"{where} {git_dir.parent}: cannot make the store there "
+                                 f"({exc.strerror or exc})",
+                                 hint="point PATCHFORGE_CACHE at a directory patchforge may "
+                                      "write") from None
             try:
                 run_git("init", "-q", "--bare", "--template=", str(tmp))
                 settings = [
