@@ -37,6 +37,8 @@ def test_empty_series():
 
 @pytest.mark.parametrize("data, line, message", [
     (b"a.patch\nb.patch\na.patch\n", 3, "listed twice (first on line 1)"),
+    # One file by two spellings: applied twice, the second a conflict with the first.
+    (b"a\nb.patch\na.patch\n", 3, "'a.patch' is listed twice (first on line 1 as 'a')"),
     (b"# c\na.patch -p0\n", 2, "-p1"),
     (b"a.patch -R\n", 1, "unsupported series option"),
     (b"\n\nsub/a.patch\n", 3, "bad patch name"),

@@ -41,12 +41,16 @@ class SeriesFile:
                                  "seen but changes how the name reads (zero-width or "
                                  "bidirectional)", path=self.source, line=index + 1)
             out.append((name, index))
-        seen: dict[str, int] = {}
+        # `fix` and `fix.patch` name one file (a line may leave the suffix out): listed twice.
+        seen: dict[str, tuple[str, int]] = {}
         for name, index in out:
-            if name in seen:
-                raise InputError(f"patch {name!r} is listed twice (first on line {seen[name] + 1})",
-                                 path=self.source, line=index + 1)
-            seen[name] = index
+            file_name = name if name.endswith(".patch") else f"{name}.patch"
+            if file_name in seen:
+                first, at = seen[file_name]
+                also = "" if first == name else f" as {first!r}"
+                raise InputError(f"patch {name!r} is listed twice (first on line {at + 1}"
+                                 f"{also})", path=self.source, line=index + 1)
+            seen[file_name] = (name, index)
         return out
 
     def line_of(self, name: str) -> int | None:
