@@ -639,6 +639,11 @@ def test_export_quilt_again_after_a_patch_was_refreshed_and_renamed(project, tmp
     (exported / second).unlink()
     ok(root, "export", "--quilt", str(exported))
     assert (exported / "series").read_text().split() == ["renamed.patch"]
+    # Every fix deleted: the export says so (an empty series), instead of writing nothing and
+    # leaving the earlier series there with exit 0.
+    ok(root, "delete", "renamed")
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / "series").read_bytes() == b""
 
 
 def test_export_quilt_never_reads_a_record_that_is_no_export_record(project, tmp_path):

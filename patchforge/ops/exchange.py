@@ -460,6 +460,10 @@ def export_quilt(project: Project, directory: Path) -> tuple[list[Path], list[st
     records: list[tuple[Path, dict[str, list[str]], dict[str, list[str]]]] = []
     binary_sections = []
     upstreams = [u for u in project.upstream_names() if project.patch_names(u)]
+    if not upstreams and len(project.upstream_names()) == 1:
+        # The one series is empty (every fix deleted): exported as such, or an earlier export
+        # into DIR would stay there, its series listing fixes the project no longer carries.
+        upstreams = project.upstream_names()
     # Every patch is read (and parsed) before the first file is written: a patch that does
     # not parse fails the export with nothing of it half-written.
     for upstream in upstreams:
