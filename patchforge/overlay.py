@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path, PurePosixPath
 from typing import Any, TYPE_CHECKING
@@ -526,11 +527,15 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
     if profile is not None and profile not in profiles:
         raise UsageError(f"unknown profile {profile!r} (configured: "
                          f"{', '.join(sorted(profiles)) or 'none'})")
+    # Read once and schema-checked before any row: a manifest left with merge-conflict markers
+    # is bad input naming the file, not an internal error halfway through.
+    manifest = read_manifest(root) if manifest_path.exists() or installed is not None else None
     for number, line in enumerate(sums_path.read_bytes().split(b"\n"), 1):
         if not line:
             continue
         digest, sep, rel = line.partition(b"  ")
-        if not sep or len(digest) != 64:
+        # As `sha256sum -c --strict` reads it: 64 hexadecimal digits, in either case.
+        if not sep or not re.fullmatch(rb"[0-9a-fA-F]{64}", digest):
             raise InputError("malformed SHA256SUMS line", path=str(sums_path), line=number)
         rel_text = rel.decode("utf-8", "surrogateescape")
         first = rel_text.split("/", 1)[0]
@@ -539,19 +544,18 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
         path = root / rel_text
         if not path.exists():
             rows.append((rel_text, "missing", "file not found"))
-        elif sha256(path.read_bytes()) != digest.decode():
+        elif sha256(path.read_bytes()) != digest.decode().lower():
             rows.append((rel_text, "mismatch", "sha256 differs"))
         else:
             rows.append((rel_text, "ok", ""))
     # The artifacts themselves (what compose.yaml mounts from the project) against their pins.
-    if manifest_path.exists():
-        for artifact in json.loads(manifest_path.read_bytes()).get("artifacts", []):
+    if manifest is not None:
+        for artifact in manifest["artifacts"]:
             source = project.root / artifact["path"]
             if source.is_file() and sha256(source.read_bytes()) != artifact["sha256"]:
                 rows.append((artifact["path"], "mismatch",
                              "changed since `patchforge overlays` pinned it"))
-    if installed is not None:
-        manifest = json.loads(manifest_path.read_bytes())
+    if installed is not None and manifest is not None:
         for entry in overlay_entries(manifest, profile, str(manifest_path)):
             target = entry.get("target")
             rel_in_image = entry["path"]

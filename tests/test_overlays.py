@@ -353,3 +353,37 @@ def test_verify_one_profile_checks_only_what_that_deployment_mounts(stack, tmp_p
     assert ok(root, "verify", "--profile", "gfx950")
     unknown = run_cli(root, "verify", "--profile", "gfx1100")
     assert unknown.rc == 2 and "unknown profile" in unknown.err
+
+
+def test_verify_names_a_damaged_manifest_and_reads_sums_as_sha256sum_does(stack, tmp_path):
+    """A manifest.json left with merge-conflict markers, or of another shape, is bad input
+    naming the file (exit 2), for `verify` and `verify --installed`; before, both ended in an
+    internal error (exit 70: JSONDecodeError, TypeError, AttributeError). SHA256SUMS is read as
+    `sha256sum -c --strict` reads it: a digest in capitals is the same digest, and one that is not
+    hexadecimal names its line."""
+    root = stack
+    ok(root, "overlays")
+    manifest = root / "overlays/manifest.json"
+    good = manifest.read_bytes()
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    for damaged in (b"<<<<<<< HEAD\n" + good + b"=======\n" + good + b">>>>>>> theirs\n",
+                    b'{"artifacts": [{"path": 5}]}\n', b"[1]\n"):
+        manifest.write_bytes(damaged)
+        for args in (["verify"], ["verify", "--installed", str(site)]):
+            run = run_cli(root, *args)
+            assert run.rc == 2, run.text
+            assert str(manifest) in run.err and "internal error" not in run.err
+    manifest.write_bytes(good)
+    sums = root / "overlays/SHA256SUMS"
+    right = sums.read_bytes()
+    sums.write_bytes(b"".join(line[:64].upper() + line[64:] + b"\n"
+                              for line in right.splitlines()))
+    assert subprocess.run(["sha256sum", "-c", "--strict", "--quiet", "SHA256SUMS"],
+                          cwd=root / "overlays").returncode == 0
+    assert ok(root, "verify").rc == 0
+    lines = right.splitlines()
+    lines[1] = "\u00e9".encode() * 32 + lines[1][64:]
+    sums.write_bytes(b"\n".join(lines) + b"\n")
+    run = run_cli(root, "verify")
+    assert run.rc == 2 and f"{sums}:2:" in run.err and "internal error" not in run.err
