@@ -494,3 +494,25 @@ def test_out_never_writes_into_the_projects_own_files(stack, tmp_path):
         result = run_pr(stack, "ck-a8w4-gfx950", "--out", str(out))
         assert result.rc == 0, result.text
         assert (out / "PR.md").is_file()
+
+
+def test_a_description_git_am_would_read_as_a_mail_header_is_refused(stack, tmp_path):
+    """A description whose first line begins `From:` (or Subject:, Date:) is an in-body header
+    to `git am`: the format-patch file gave another author, or none ('empty ident name'), and
+    the line was gone from the message. pr refuses it, naming the patch file, and writes
+    nothing; the patch as it was drafts and applies with git am, as before."""
+    patch = stack["patch"]
+    patch.write_bytes(PATCH.replace(
+        b" On gfx950 the backend fell through to the generic CK kernel.\n",
+        b" From: the crash report in acme/up#77, the kernel falls through on gfx950.\n"))
+    result = run_pr(stack, "ck-a8w4-gfx950")
+    assert result.rc == 2, result.text
+    assert str(patch) in result.err and "git am" in result.err
+    assert "'From: the crash report in acme/up#77" in result.err
+    assert not (stack["root"] / ".patchforge" / "pr").exists()
+    patch.write_bytes(PATCH)
+    assert run_pr(stack, "ck-a8w4-gfx950").rc == 0
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(stack["upstream"]), str(clone))
+    git(clone, "am", "-q", str(stack["root"] / ".patchforge/pr/ck-a8w4-gfx950"
+                                / "0001-ck-a8w4-gfx950.patch"))

@@ -18,7 +18,8 @@ from typing import Any, TYPE_CHECKING
 from patchforge.errors import StoreError, UsageError
 from patchforge.model.record import field, record
 from patchforge.pr.body import Body, Facts, find_template, make_body
-from patchforge.pr.message import CommitSpec, bug_links, build_commit_spec, description_text
+from patchforge.pr.message import (CommitSpec, bug_links, build_commit_spec, check_mail_reading,
+                                   description_text)
 from patchforge.store.giturl import is_plain_path, redact, store_namespace
 
 if TYPE_CHECKING:
@@ -280,6 +281,8 @@ def draft_pr(project: Project, store: UpstreamStore, name: str, *, onto: str | N
         target.commit, carried.changes, message=spec.message,
         author=(spec.author.name, spec.author.email, spec.date), modes=carried.modes)
     draft.format_patch = format_patch(store, draft.commit)
+    check_mail_reading(draft.format_patch, spec.message,
+                       str(project.patch_path(upstream, file_name)))
     profiles, profiles_all = _profile_facts(project, patch)
     version = pin.version or pin.label
     if re.fullmatch(r"[0-9a-f]{40}", version):

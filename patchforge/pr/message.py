@@ -4,14 +4,17 @@ Owns: reading the people a DEP-3 header names (`Author`/`From`, repeated or fold
 `Co-authored-by`), the commit date (`Last-Update`, else an email `Date`), the message (subject,
 then the Description's continuation lines and the free-text description), and the trailers an
 upstream wants (`Fixes:` from `Bug`, `Co-authored-by:` for the other authors, `Signed-off-by:`
-when it asks for a DCO sign-off). The trailers are added by `git interpret-trailers`, so a
-description that already ends in a trailer block gets them exactly as `git commit -s` would.
+when it asks for a DCO sign-off), and that `git am` reads the format-patch file's message as it
+is. The trailers are added by `git interpret-trailers`, so a description that already ends in a
+trailer block gets them exactly as `git commit -s` would.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import re
+import tempfile
 from email.utils import getaddresses, parsedate_to_datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import InputError
@@ -170,3 +173,43 @@ def add_trailers(message: str, trailers: list[tuple[str, str]]) -> str:
         command += ["--trailer", f"{key}: {value}"]
     return run_git(*command, input=message.encode("utf-8"),
                    what="git interpret-trailers").stdout.decode("utf-8")
+
+
+def check_mail_reading(mail: bytes, message: str, source: str) -> None:
+    """Refuse a format-patch file that `git am` would read another message from.
+
+    git's mail reader takes `From:`, `Subject:` or `Date:` at the start of a message's body for
+    a header of the mail (an in-body header, as a forwarded patch carries it): a description
+    that begins `From: the crash report ...` gave `git am` another author or none ("empty ident
+    name"), and the line was gone from the message. `git mailinfo` (what `git am` runs) reads
+    the file here, and its message must be the commit's (whitespace at line ends aside).
+    """
+    with tempfile.TemporaryDirectory(prefix="patchforge-mailinfo-") as scratch:
+        msg, patch = Path(scratch, "msg"), Path(scratch, "patch")
+        run_git("mailinfo", "-u", str(msg), str(patch), input=mail, what="git mailinfo")
+        read = _lines(msg.read_bytes().decode("utf-8", "replace"))
+    meant = _lines(message.split("\n", 1)[1] if "\n" in message else "")
+    if read == meant:
+        return
+    first = meant[0] if meant else ""
+    if _INBODY_HEADER.match(first):
+        why = (f"git's mail reader takes the description's first line {first[:80]!r} for a "
+               "header of the mail (From:, Subject:, Date:), not for the message")
+    else:
+        number = next((k for k, (a, b) in enumerate(zip(meant, read)) if a != b),
+                      min(len(meant), len(read)))
+        why = (f"line {number + 1} of the message body, "
+               f"{(meant[number] if number < len(meant) else '')[:80]!r}, is read as "
+               f"{(read[number] if number < len(read) else '')[:80]!r}")
+    raise InputError(f"`git am` would not read this fix's message as written: {why}",
+                     path=source, hint="begin the description with another line, then run "
+                                       "`pr` again")
+
+
+# What git mailinfo reads as an in-body header at the start of a body (case-insensitively).
+_INBODY_HEADER = re.compile(r"(?i)^(from|subject|date):")
+
+
+def _lines(text: str) -> list[str]:
+    """A message body as lines, without blank lines at either end or spaces at line ends."""
+    return [line.rstrip() for line in text.strip("\n").split("\n")] if text.strip() else []
