@@ -430,28 +430,22 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
     """Replace overlays/ with the new set in one step.
 
     The new tree is built beside the old one and swapped in with two renames; `recover_overlays`
-    finishes a swap that a kill interrupted. With `profiles`, only those profiles' overlay files
-    are rewritten and the rest is kept as it is (metadata always covers everything).
+    finishes a swap that a kill interrupted. With `profiles`, the other profiles' overlay files
+    must be what the series generates already (metadata always covers everything).
     """
     root = project.overlays_dir
     refuse_linked_overlays(project)
+    if profiles is not None:
+        refuse_stale_profiles(project, overlays, profiles)
     recover_overlays(project)
     staging = root.parent / ".overlays.new"
     _remove(staging)
     staging.mkdir()
     tree = planned_tree(overlays)
-    if profiles is not None:
-        keep = {f.rel for f in overlays.files if f.profile not in profiles}
-        for rel in keep:
-            existing = root / rel
-            if existing.exists():
-                tree[rel] = existing.read_bytes()
     for name in KEEP_NAMES:
         if (root / name).exists():
             tree[name] = (root / name).read_bytes()
     executable = {f.rel for f in overlays.files if f.mode == "100755"}
-    if profiles is not None:
-        executable |= {rel for rel in keep if os.access(root / rel, os.X_OK)}
     for rel, data in sorted(tree.items()):
         target = staging / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -473,6 +467,24 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
     os.replace(staging, root)
     fsync_dir(root.parent)
     _remove(old)
+
+
+def refuse_stale_profiles(project: Project, overlays: OverlaySet, profiles: list[str]) -> None:
+    """`overlays --profile P` leaves the other profiles' overlay files as they are, but
+    SHA256SUMS and manifest.json always cover every profile: an overlay file of another profile
+    that the series now generates differently would be listed with a hash it does not have
+    (`sha256sum -c` and `verify` failed, its compose file mounted the stale file). Such a run is
+    refused before anything is written."""
+    stale = []
+    for f in overlays.files:
+        path = project.overlays_dir / f.rel
+        if f.profile not in profiles and path.is_file() and path.read_bytes() != f.content:
+            stale.append(f.rel)
+    if stale:
+        more = f" and {len(stale) - 1} more" if len(stale) > 1 else ""
+        raise InputError(f"overlays/{stale[0]}{more}: the series changed the overlays of other "
+                         "profiles too, and SHA256SUMS and manifest.json cover every profile",
+                         hint="run `patchforge overlays` without --profile")
 
 
 def refuse_linked_overlays(project: Project) -> None:

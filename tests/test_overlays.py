@@ -387,3 +387,27 @@ def test_verify_names_a_damaged_manifest_and_reads_sums_as_sha256sum_does(stack,
     sums.write_bytes(b"\n".join(lines) + b"\n")
     run = run_cli(root, "verify")
     assert run.rc == 2 and f"{sums}:2:" in run.err and "internal error" not in run.err
+
+
+def test_overlays_for_one_profile_when_the_series_changed_another(stack):
+    """`overlays --profile gfx942` keeps the other profiles' overlay files, but SHA256SUMS and
+    manifest.json cover every profile. After a change to a fix of both profiles it exited 0 and
+    listed gfx950/up/pkg/b.py with the new hash beside the stale file: `sha256sum -c` and
+    `verify` failed, and gfx950's compose file mounted the stale file. Now it is refused, naming
+    the file, with overlays/ as it was; a change to gfx942's own fix regenerates as asked."""
+    root = stack
+    ok(root, "overlays")
+    before = tree_bytes(root / "overlays")
+    both = root / "series/up/all-b.patch"
+    both.write_bytes(both.read_bytes().replace(b"+y = 22\n", b"+y = 33\n"))
+    run = run_cli(root, "overlays", "--profile", "gfx942")
+    assert run.rc == 2 and "overlays/gfx950/up/pkg/b.py" in run.err, run.text
+    assert tree_bytes(root / "overlays") == before
+    ok(root, "overlays")
+    own = root / "series/up/fnuz.patch"
+    own.write_bytes(own.read_bytes().replace(b"+LINE3 gfx942\n", b"+LINE3 gfx942 again\n"))
+    ok(root, "overlays", "--profile", "gfx942")
+    assert (root / "overlays/gfx942/up/a.py").read_bytes().count(b"LINE3 gfx942 again") == 1
+    assert subprocess.run(["sha256sum", "-c", "--strict", "--quiet", "SHA256SUMS"],
+                          cwd=root / "overlays").returncode == 0
+    ok(root, "verify")
