@@ -135,3 +135,21 @@ def test_pip_is_asked_for_a_python_the_recorded_wheel_runs_on():
     assert _python_version_for("cp", "310", [("cp310", "cp310", "linux_x86_64")]) == "310"
     later = f"{sys.version_info.major}{sys.version_info.minor + 1}"
     assert _python_version_for("cp", later, [(f"cp{later}", "abi3", "any")]) == later
+
+
+@pytest.mark.skipif(subprocess.run([sys.executable, "-m", "pip", "--version"],
+                                   capture_output=True).returncode != 0, reason="no pip")
+@pytest.mark.skipif(sys.prefix != sys.base_prefix,
+                    reason="in a virtual environment pip's require-virtualenv is met anyway")
+def test_fetch_wheel_outside_a_virtualenv_with_pip_requiring_one(wheels, tmp_path, monkeypatch):
+    """PIP_REQUIRE_VIRTUALENV (a safeguard against installing outside a virtual environment)
+    made every wheel fetch fail: 'pip download ... failed: ERROR: Could not find an activated
+    virtualenv (required)', with a hint about the package name and the index. A download into
+    the cache installs nothing: it is fetched."""
+    index = tmp_path / "index"
+    source = build_wheel(index, "demo-pkg", "2.0", {"demo_pkg/__init__.py": b"v = 2\n"})
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    monkeypatch.setenv("PIP_REQUIRE_VIRTUALENV", "1")
+    got = fetch_wheel("demo-pkg", "2.0", pin_sha256=sha256(source))
+    assert got.path.read_bytes() == source.read_bytes()

@@ -237,7 +237,12 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
         if progress is not None:
             progress.step(f"downloading {package} {version} with pip")
         try:
-            with _DownloadWatch(scratch / "tmp", progress) as env:
+            with _DownloadWatch(scratch / "tmp", progress) as watched:
+                # pip's configuration is the user's (index, proxy, certificates), but
+                # require-virtualenv guards installs: a download into our cache installs
+                # nothing, and with PIP_REQUIRE_VIRTUALENV set (a common safeguard) every fetch
+                # outside a virtual environment failed.
+                env = {**(watched or os.environ), "PIP_REQUIRE_VIRTUALENV": "0"}
                 proc = subprocess.run(command, capture_output=True, stdin=subprocess.DEVNULL,
                                       env=env)
         except OSError as exc:
