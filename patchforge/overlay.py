@@ -522,7 +522,8 @@ def recover_overlays(project: Project) -> None:
 
 def verify_overlays(project: Project, *, installed: Path | None = None,
                     profile: str | None = None) -> list[tuple[str, str, str]]:
-    """Check SHA256SUMS like `sha256sum -c` and, with `installed`, the pre-images in that tree.
+    """Check SHA256SUMS like `sha256sum -c`, that manifest.json pins the same files with the
+    same hashes, and, with `installed`, the pre-images in that tree.
 
     With `profile`, only that profile's overlay files (and the artifacts every profile ships).
 
@@ -542,6 +543,11 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
     # Read once and schema-checked before any row: a manifest left with merge-conflict markers
     # is bad input naming the file, not an internal error halfway through.
     manifest = read_manifest(root) if manifest_path.exists() or installed is not None else None
+
+    def shipped(rel_text: str) -> bool:  # in the profile's deployment (every file without one)
+        first = rel_text.split("/", 1)[0]
+        return profile is None or first not in profiles or first == profile
+    listed: dict[str, str] = {}
     for number, line in enumerate(sums_path.read_bytes().split(b"\n"), 1):
         if not line:
             continue
@@ -550,8 +556,8 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
         if not sep or not re.fullmatch(rb"[0-9a-fA-F]{64}", digest):
             raise InputError("malformed SHA256SUMS line", path=str(sums_path), line=number)
         rel_text = rel.decode("utf-8", "surrogateescape")
-        first = rel_text.split("/", 1)[0]
-        if profile is not None and first in profiles and first != profile:
+        listed[rel_text] = digest.decode().lower()
+        if not shipped(rel_text):
             continue
         path = root / rel_text
         if not path.exists():
@@ -560,8 +566,23 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
             rows.append((rel_text, "mismatch", "sha256 differs"))
         else:
             rows.append((rel_text, "ok", ""))
-    # The artifacts themselves (what compose.yaml mounts from the project) against their pins.
     if manifest is not None:
+        # The manifest pins each file for verify --image, the Dockerfile and its reader: the
+        # very bytes SHA256SUMS pins. A merge can resolve the two files differently, and a
+        # manifest that disagreed passed as "ok".
+        pinned = {e["file"]: e["sha256"] for e in manifest["overlays"]}
+        pinned.update({a["file"]: a["sha256"] for a in manifest["artifacts"] if a.get("file")})
+        for rel_text in sorted({*listed, *pinned}):
+            if not shipped(rel_text) or listed.get(rel_text) == pinned.get(rel_text):
+                continue
+            if rel_text not in pinned:
+                rows.append((rel_text, "mismatch", "SHA256SUMS lists it, manifest.json does not"))
+            elif rel_text not in listed:
+                rows.append((rel_text, "missing", "manifest.json lists it, SHA256SUMS does not"))
+            else:
+                rows.append((rel_text, "mismatch",
+                             "manifest.json pins another sha256 than SHA256SUMS"))
+        # The artifacts themselves (what compose.yaml mounts from the project) against their pins.
         for artifact in manifest["artifacts"]:
             source = project.root / artifact["path"]
             if source.is_file() and sha256(source.read_bytes()) != artifact["sha256"]:

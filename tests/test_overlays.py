@@ -411,3 +411,30 @@ def test_overlays_for_one_profile_when_the_series_changed_another(stack):
     assert subprocess.run(["sha256sum", "-c", "--strict", "--quiet", "SHA256SUMS"],
                           cwd=root / "overlays").returncode == 0
     ok(root, "verify")
+
+
+def test_verify_reports_a_manifest_that_disagrees_with_sha256sums(stack):
+    """manifest.json pins each overlay file for verify --image, the Dockerfile and its reader;
+    one that pins another hash than SHA256SUMS (two files a merge resolved differently), or
+    lacks a file SHA256SUMS lists, passed `verify` as ok. It is a mismatch naming the file
+    (exit 1), within the profile asked for."""
+    root = stack
+    ok(root, "overlays")
+    manifest = root / "overlays/manifest.json"
+    good = json.loads(manifest.read_bytes())
+    doc = json.loads(manifest.read_bytes())
+    (entry,) = [e for e in doc["overlays"] if e["file"] == "gfx942/up/a.py"]
+    entry["sha256"] = "0" * 64
+    manifest.write_text(json.dumps(doc, indent=2) + "\n")
+    assert subprocess.run(["sha256sum", "-c", "--strict", "--quiet", "SHA256SUMS"],
+                          cwd=root / "overlays").returncode == 0
+    run = run_cli(root, "verify")
+    assert run.rc == 1, run.text
+    assert "gfx942/up/a.py" in run.out and "manifest.json pins another sha256" in run.out
+    assert ok(root, "verify", "--profile", "gfx950").rc == 0
+    doc = dict(good, overlays=[e for e in good["overlays"] if e["file"] != "gfx950/up/pkg/b.py"])
+    manifest.write_text(json.dumps(doc, indent=2) + "\n")
+    run = run_cli(root, "verify", "--profile", "gfx950")
+    assert run.rc == 1 and "SHA256SUMS lists it, manifest.json does not" in run.out, run.text
+    manifest.write_text(json.dumps(good, indent=2) + "\n")
+    assert ok(root, "verify").rc == 0
