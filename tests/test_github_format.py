@@ -145,3 +145,28 @@ def test_a_summary_file_that_cannot_be_written_is_named_as_such(tmp_path, monkey
         assert lint.rc == 2, lint.text
         assert f"GITHUB_STEP_SUMMARY={bad}: cannot append the summary" in lint.err, lint.err
         assert "unset it" in lint.err and "run the command again" not in lint.err
+
+
+def test_the_summary_shows_what_patches_hold_and_obeys_no_html_in_it(tmp_path, monkeypatch):
+    """lint's findings quote header values into the job summary, which GitHub renders with its
+    raw HTML: a `Forwarded: <img src=...>` put an image (a request to any host) into the
+    summary, and a `<!--` ... `-->` hid the rest of the cell. They are shown as text now, as in
+    series/PATCHES.md and PR.md."""
+    from markdown_it import MarkdownIt
+
+    summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    root, _ = git_project(tmp_path)
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "odd.patch").write_bytes(plain_patch(
+        1, 4, b"Author: A <a@example.com>\nForwarded: <img src=https://tracker.example/p.png>\n"
+              b"Upstream-Status: Submitted <!-- hidden --> [x]\n"))
+    (series / "series").write_text("odd.patch\n")
+    assert run_cli(root, "lint", "--no-forge", "--format", "github").rc == 1
+    page = MarkdownIt("commonmark", {"html": True}).enable("table").render(summary.read_text())
+    assert "<table>" in page
+    assert "<img" not in page and "<!--" not in page
+    assert "&lt;img src=https://tracker.example/p.png&gt;" in page or \
+        "&lt;img src=https://tracker.example/p.png>" in page
+    assert "&lt;!-- hidden --&gt;" in page or "&lt;!-- hidden -->" in page

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from patchforge.formats.markdown import escape_html
+
 if TYPE_CHECKING:
     from patchforge.project import Project
 
@@ -52,7 +54,10 @@ def emit_annotations(items: list[tuple[str, str, str | None, str]]) -> None:
 
 
 def markdown_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """`text` as one cell of a summary table. Findings quote what patches hold (header values,
+    names): GitHub renders raw HTML in the summary, so a `<` that would open a tag or a comment
+    is shown, not obeyed, as in series/PATCHES.md and PR.md."""
+    return escape_html(text).replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
