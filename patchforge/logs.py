@@ -24,5 +24,9 @@ def info(name: str, message: str, *args: object) -> None:
 
 def _log(level: int, name: str, message: str, args: tuple) -> None:
     logging = sys.modules.get("logging")
-    if logging is not None:
+    # Not loaded, or being loaded by another thread right now (a library imported by one of
+    # the forge lookup's workers): its module is in sys.modules before its body has run, and
+    # nothing can have configured a handler yet either way.
+    if logging is not None and not getattr(getattr(logging, "__spec__", None),
+                                           "_initializing", False):
         logging.getLogger(name).log(level, message, *args)

@@ -81,3 +81,21 @@ def test_wheel_upstream_moves_to_the_version_an_image_names(tmp_path, monkeypatc
     assert lock["upstreams"]["tiny"]["source"]["filename"] == "tinypkg-1.1-py3-none-any.whl"
     assert lock["image"]["digest"] == pushed["digest"]
     assert b"b = 22" in (project / "series" / "tiny" / "fix.patch").read_bytes()
+
+
+def test_a_record_sent_while_another_thread_imports_logging_is_dropped(monkeypatch):
+    """A worker thread (a forge lookup's) importing a library that imports `logging` puts the
+    module in sys.modules before its body has run; a record sent meanwhile from another thread
+    failed with "partially initialized module 'logging' has no attribute 'getLogger'" (an
+    internal error, exit 70, of `status --against` with forwarded pull requests). Nothing can
+    have configured a handler before `logging` is loaded: the record is dropped."""
+    import sys
+    import types
+
+    from patchforge import logs
+
+    half = types.ModuleType("logging")
+    half.__spec__ = types.SimpleNamespace(_initializing=True)
+    monkeypatch.setitem(sys.modules, "logging", half)
+    logs.debug("patchforge.test", "a record during the import: %s", "dropped")
+    logs.info("patchforge.test", "and another")
