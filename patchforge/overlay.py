@@ -152,6 +152,14 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                     patches=tuple((n, digests[n]) for n in state.touched_by.get(path, [])),
                     target=str(PurePosixPath(install_root) / path) if install_root else None,
                     mode="100755" if state.mode(path, base_mode) == "100755" else "100644"))
+        if not install_root and any(f.upstream == upstream for f in result.files):
+            # The files are written and pinned, but nothing says where they go in the image:
+            # without a word, a deployment through compose.yaml or the Dockerfile would run
+            # without these fixes.
+            result.warnings.append(
+                f"{upstream}: no install-root is configured, so compose.yaml does not mount "
+                f"its overlay files and the Dockerfile does not copy them (set "
+                f"upstreams.{upstream}.install-root)")
     if config.artifacts and ARTIFACTS_DIR in {*config.profiles, *project.upstream_names()}:
         raise ConfigError(f"a profile or upstream named {ARTIFACTS_DIR!r} would share "
                           f"overlays/{ARTIFACTS_DIR}/ with the artifacts; rename it",

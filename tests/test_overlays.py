@@ -438,3 +438,29 @@ def test_verify_reports_a_manifest_that_disagrees_with_sha256sums(stack):
     assert run.rc == 1 and "SHA256SUMS lists it, manifest.json does not" in run.out, run.text
     manifest.write_text(json.dumps(good, indent=2) + "\n")
     assert ok(root, "verify").rc == 0
+
+
+def test_an_upstream_without_install_root_is_said_to_be_in_no_mount(tmp_path):
+    """Without `install-root` nothing says where an upstream's files go in the image, so the
+    compose file mounts none of its overlay files and the Dockerfile copies none: overlays
+    writes and pins them all the same, and says that a deployment would run without them."""
+    root, _ = git_project(tmp_path, install_root=None)
+    write_patch(root, "all-b", B_DIFF)
+    run = ok(root, "overlays")
+    assert "warning: up: no install-root is configured, so compose.yaml does not mount its " \
+           "overlay files and the Dockerfile does not copy them (set " \
+           "upstreams.up.install-root)" in run.err
+    assert (root / "overlays/up/pkg/b.py").is_file()
+    compose = yaml.safe_load((root / "overlays/compose.yaml").read_bytes())
+    (service,) = compose["services"].values()
+    assert service["volumes"] == []
+    # With an install root the warning is gone and the file is mounted.
+    config = root / "pyproject.toml"
+    config.write_text(config.read_text().replace(
+        "[tool.patchforge.upstreams.up]\n",
+        f'[tool.patchforge.upstreams.up]\ninstall-root = "{INSTALL_ROOT}"\n'))
+    run = ok(root, "overlays")
+    assert "install-root" not in run.err
+    compose = yaml.safe_load((root / "overlays/compose.yaml").read_bytes())
+    (service,) = compose["services"].values()
+    assert [v["target"] for v in service["volumes"]] == [f"{INSTALL_ROOT}/pkg/b.py"]
