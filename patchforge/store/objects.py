@@ -288,18 +288,33 @@ def write_pack(git_dir: Path, entries: dict[str, tuple[bytes, int]]) -> str | No
                 offset += len(entry)
             checksum = digest.digest()
             out.write(checksum)
-        name = f"pack-{checksum.hex()}"
-        os.chmod(pack_tmp, 0o444)
-        os.replace(pack_tmp, pack_dir / (name + ".pack"))
+        name = _install(pack_tmp, pack_dir, checksum, ".pack")
     except BaseException:
         Path(pack_tmp).unlink(missing_ok=True)
         raise
-    fd, tmp = tempfile.mkstemp(prefix="tmp_", dir=pack_dir)
-    with os.fdopen(fd, "wb") as out:
-        out.write(pack_index(sorted(index), checksum))
-    os.chmod(tmp, 0o444)
-    os.replace(tmp, pack_dir / (name + ".idx"))  # the index last: then git sees the pack
+    _write_index(pack_dir, checksum, pack_index(sorted(index), checksum))
     return name
+
+
+def _install(tmp: str, pack_dir: Path, checksum: bytes, suffix: str) -> str:
+    """Give a written pack file (or its index) its name from the pack's checksum, read-only as
+    git keeps them. Returns the pack's name (`pack-<checksum>`)."""
+    name = f"pack-{checksum.hex()}"
+    os.chmod(tmp, 0o444)
+    os.replace(tmp, pack_dir / (name + suffix))
+    return name
+
+
+def _write_index(pack_dir: Path, checksum: bytes, index: bytes) -> None:
+    """Write a pack's index beside it, after the pack: git sees a pack once its index is there."""
+    fd, tmp = tempfile.mkstemp(prefix="tmp_", dir=pack_dir)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(index)
+        _install(tmp, pack_dir, checksum, ".idx")
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def stored_parts(kind: bytes, data: bytes) -> tuple[bytes | memoryview, ...]:
@@ -359,9 +374,7 @@ def write_parts_pack(git_dir: Path, entries: dict[str, tuple[bytes | memoryview,
             _write_all(fd, pending)
         finally:
             os.close(fd)
-        name = f"pack-{checksum.hex()}"
-        os.chmod(pack_tmp, 0o444)
-        os.replace(pack_tmp, pack_dir / (name + ".pack"))
+        name = _install(pack_tmp, pack_dir, checksum, ".pack")
     except BaseException:
         Path(pack_tmp).unlink(missing_ok=True)
         raise
@@ -370,11 +383,7 @@ def write_parts_pack(git_dir: Path, entries: dict[str, tuple[bytes | memoryview,
     else:
         crcs = {oid: _crc_of(parts) for oid, parts in entries.items()}
         index = pack_index(sorted((oid, crcs[oid.hex()], at) for oid, at in offsets), checksum)
-    fd, tmp = tempfile.mkstemp(prefix="tmp_", dir=pack_dir)
-    with os.fdopen(fd, "wb") as out:
-        out.write(index)
-    os.chmod(tmp, 0o444)
-    os.replace(tmp, pack_dir / (name + ".idx"))  # the index last: then git sees the pack
+    _write_index(pack_dir, checksum, index)
     return name
 
 
