@@ -169,51 +169,35 @@ def _sync_all(fds: list[int]) -> None:
         for fd in fds:
             os.fsync(fd)
         return
-    import threading
+    from patchforge.background import Background
 
     pending = list(reversed(fds))  # taken from the end: in the batch's order
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-    done = threading.Event()
-    workers = min(_SYNC_THREADS, len(fds))
-    running = [workers]
 
-    def work() -> None:
-        try:
-            while True:
-                with lock:
-                    if not pending or errors:
-                        return
-                    fd = pending.pop()
-                os.fsync(fd)
-        except BaseException as exc:  # handed to the caller below
-            with lock:
-                errors.append(exc)
-        finally:
-            with lock:
-                running[0] -= 1
-                if not running[0]:
-                    done.set()
+    def drain() -> None:
+        while True:
+            try:
+                fd = pending.pop()  # atomic: each descriptor goes to one thread
+            except IndexError:
+                return
+            os.fsync(fd)
 
-    started = 0
+    workers: list[Background] = []
     try:
-        for _ in range(workers):
-            threading.Thread(target=work, daemon=True).start()
-            started += 1
+        for _ in range(min(_SYNC_THREADS, len(fds))):
+            workers.append(Background(drain))
     finally:
-        with lock:
-            running[0] -= workers - started
-            if not running[0]:
-                done.set()
         # The caller closes the descriptors once this returns (or raises): only after every
-        # thread is done with them, a Ctrl-C meanwhile included.
-        try:
-            done.wait()
-        except KeyboardInterrupt:
-            done.wait()
-            raise
-    if errors:
-        raise errors[0]
+        # thread is done with them, a Ctrl-C meanwhile included (Background.wait waits on).
+        interrupted = None
+        for worker in workers:
+            try:
+                worker.wait()
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+        if interrupted is not None:
+            raise interrupted
+    for worker in workers:
+        worker.result()  # the first error, once all are done
 
 
 def _start_writeback(fds: list[int]) -> None:
