@@ -263,37 +263,11 @@ def _stored(data: bytes) -> bytes:
 
 
 def write_pack(git_dir: Path, entries: dict[str, tuple[bytes, int]]) -> str | None:
-    """A pack of `git_dir` made of pack_entry()s (id -> (entry, crc)), and its index. Not
-    synced (see write_small_pack). Returns the pack's name, None when there is nothing."""
-    import hashlib
-
-    if not entries:
-        return None
-    pack_dir = Path(git_dir) / "objects" / "pack"
-    pack_dir.mkdir(parents=True, exist_ok=True)
-    # Entry by entry into the file and the checksum: a range-diff's pack is about 10 MB, and
-    # joining it (and adding the checksum to it) copied all of it twice.
-    head = b"PACK" + struct.pack(">II", 2, len(entries))
-    digest = hashlib.sha1(head)
-    index = []
-    offset = len(head)
-    fd, pack_tmp = tempfile.mkstemp(prefix="tmp_", dir=pack_dir)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(head)
-            for oid, (entry, crc) in entries.items():
-                index.append((bytes.fromhex(oid), crc, offset))
-                digest.update(entry)
-                out.write(entry)
-                offset += len(entry)
-            checksum = digest.digest()
-            out.write(checksum)
-        name = _install(pack_tmp, pack_dir, checksum, ".pack")
-    except BaseException:
-        Path(pack_tmp).unlink(missing_ok=True)
-        raise
-    _write_index(pack_dir, checksum, pack_index(sorted(index), checksum))
-    return name
+    """A pack of `git_dir` made of pack_entry()s (id -> (entry, crc)), and its version 2 index
+    (with those CRCs). Not synced (see write_small_pack). Returns the pack's name, None when
+    there is nothing."""
+    return write_parts_pack(git_dir, {oid: (entry,) for oid, (entry, _) in entries.items()},
+                            crcs={oid: crc for oid, (_, crc) in entries.items()})
 
 
 def _install(tmp: str, pack_dir: Path, checksum: bytes, suffix: str) -> str:
@@ -339,13 +313,13 @@ def stored_parts(kind: bytes, data: bytes) -> tuple[bytes | memoryview, ...]:
     return tuple(parts)
 
 
-def write_parts_pack(git_dir: Path, entries: dict[str, tuple[bytes | memoryview, ...]]
-                     ) -> str | None:
+def write_parts_pack(git_dir: Path, entries: dict[str, tuple[bytes | memoryview, ...]], *,
+                     crcs: dict[str, int] | None = None) -> str | None:
     """A pack of `git_dir` made of stored_parts() (id -> parts), written with writev (the parts
     are not joined), and its index: version 1, which holds no CRC-32 of each entry (git reads
     objects without it; version 2's CRCs cost a pass over every byte of the pack), unless the
-    pack is too large for version 1's 32-bit offsets. Not synced (see write_small_pack).
-    Returns the pack's name, None when there is nothing."""
+    entries' `crcs` are given or the pack is too large for version 1's 32-bit offsets. Not
+    synced (see write_small_pack). Returns the pack's name, None when there is nothing."""
     import hashlib
 
     if not entries:
@@ -378,10 +352,11 @@ def write_parts_pack(git_dir: Path, entries: dict[str, tuple[bytes | memoryview,
     except BaseException:
         Path(pack_tmp).unlink(missing_ok=True)
         raise
-    if offset <= _V1_OFFSETS:
+    if crcs is None and offset <= _V1_OFFSETS:
         index = pack_index_v1(sorted(offsets), checksum)
     else:
-        crcs = {oid: _crc_of(parts) for oid, parts in entries.items()}
+        if crcs is None:
+            crcs = {oid: _crc_of(parts) for oid, parts in entries.items()}
         index = pack_index(sorted((oid, crcs[oid.hex()], at) for oid, at in offsets), checksum)
     _write_index(pack_dir, checksum, index)
     return name
