@@ -348,14 +348,38 @@ def render_dockerfile(profile: str | None, files: list[OverlayFile], image) -> b
     lines.append("# The image must hold the files these overlays were made for.")
     lines.append("RUN " + " \\\n && ".join(checks))
     for f in files:
+        if f.target is None:  # no install root: nothing to copy it to
+            continue
         mode = "0755" if f.mode == "100755" else "0644"
-        lines.append(f"COPY --chmod={mode} {json.dumps([f.rel, f.target])}")
+        lines.append(f"COPY --chmod={mode} "
+                     f"{json.dumps([_copy_word(_copy_source(f.rel)), _copy_word(f.target)])}")
     installed = "".join(f"      {_sh(f'{f.sha256}  {f.target}')} \\\n" for f in files)
     lines += ["# The context is what SHA256SUMS pins, and the image now holds exactly the overlays.",
               "RUN --mount=type=bind,target=/run/patchforge-overlays \\",
               "    cd /run/patchforge-overlays && sha256sum -c --strict --quiet SHA256SUMS \\",
               " && printf '%s\\n' \\\n" + installed + "    | sha256sum -c --strict --quiet -"]
     return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _copy_word(text: str) -> str:
+    """`text` escaped for BuildKit's shell lexer, which every COPY word goes through, the JSON
+    form's too (`frontend/dockerfile/shell/lex.go`): `\\X` is X outside quotes, so `$` (a
+    variable of the image or the build: `a$b.py` was copied from and to `a.py`), quotes and
+    the backslash itself are each written after one."""
+    return re.sub(r"""([\\$'"])""", r"\\\1", text)
+
+
+def _copy_source(rel: str) -> str:
+    """`rel` as a COPY source that names that one file. BuildKit takes a source with `*`, `?`
+    or `[` in a component as a wildcard (`fsutil/copy`, `ResolveWildcards`): the components
+    before the first such one literally, that one and the rest with Go's `filepath.Match`, and
+    a pattern that matches nothing copies nothing, without an error. So from the first such
+    component on, each of the three is written as a class holding only it (`[[]`); an escape
+    (`\\[`) would hide the wildcard, and the name would be looked up with the backslash in it."""
+    parts = rel.split("/")
+    first = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), len(parts))
+    parts[first:] = [re.sub(r"([*?\[])", r"[\1]", part) for part in parts[first:]]
+    return "/".join(parts)
 
 
 def _sh(text: str) -> str:

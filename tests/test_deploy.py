@@ -18,6 +18,7 @@ import pytest
 from helpers.cli import ok, run_cli
 from helpers.deploy import (DEPLOY_ROOT, check_mounts, compose_config, deploy_stack,
                             example_stack, read_sums)
+from helpers.dockerfile import copy_steps
 from helpers.env import REPO_ROOT
 from helpers.project import UPSTREAM_FILES, add_patch_file, git_project, patch_bytes
 
@@ -206,3 +207,33 @@ def test_compose_mounts_names_compose_would_otherwise_rewrite(tmp_path):
     mounted = check_mounts(model, "inference", root / "overlays", None,
                            {"up": INSTALL_ROOT})
     assert mounted == {f"{INSTALL_ROOT}/{name}" for name in names}
+
+
+def test_dockerfile_copies_names_buildkit_would_otherwise_rewrite(tmp_path):
+    """BuildKit runs every COPY word, the JSON form's too, through its shell lexer (`$b`
+    expands, quotes are removed) and takes a source with `*`, `?` or `[` as a wildcard that may
+    match nothing, silently. Read back by those rules (`helpers.dockerfile`), each COPY copies
+    exactly its overlay file to its own path. Before, `a$b.py` was copied from and to `a.py`,
+    `q'uote.py` was a lexer error, and `g[1].py` copied nothing."""
+    names = ["pkg/a$b.py", "pkg/c${HOME}.py", "pkg/d$$.py", "pkg/q'uote.py", 'pkg/q"uote2.py',
+             "pkg/sp ace.py", "pkg/g[1].py", "pkg/st*r.py", "pkg/wh?t.py", "pkg/x[y/z[1]*.py",
+             "pkg/<<EOF.py", "pkg/\u00fcber.py"]
+    files = dict(UPSTREAM_FILES, **{name: b"x = 1\n" for name in names})
+    files.update({"pkg/a.py": b"x = 1\n", "pkg/g1.py": b"x = 1\n", "pkg/x[y/z1.py": b"x = 1\n"})
+    root, base = git_project(tmp_path, files, install_root=INSTALL_ROOT)
+    for number, name in enumerate(names):
+        diff = (f"diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n"
+                "@@ -1 +1 @@\n-x = 1\n+x = 2\n").encode()
+        add_patch_file(root, "up", f"p{number}.patch", patch_bytes("up", base, f"p{number}", diff))
+    ok(root, "overlays")
+    overlays = root / "overlays"
+    manifest = json.loads((overlays / "manifest.json").read_bytes())
+    expected = {o["file"]: o["target"] for o in manifest["overlays"]}
+    assert len(expected) == len(names)
+    env = {"HOME": "/root", "PATH": "/usr/bin:/bin", "b": "-b-"}
+    copied = {}
+    for flags, sources, dest in copy_steps(overlays / "Dockerfile", overlays, env):
+        assert flags == {"chmod": "0644"}
+        assert len(sources) == 1, (sources, dest)
+        copied[sources[0]] = dest
+    assert copied == expected
