@@ -29,6 +29,10 @@ _UPSTREAM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _BAD_REF_RE = re.compile(r"(^-)|(\.\.)|([\x00-\x20\x7f~^:?*\[\\])|(@\{)|(/\.)|(^\.)|(\.lock$)|(/$)")
 # git's ancestry suffixes after a commit-ish: `abc123^`, `v1.0~3`, `main^2~1`.
 _ANCESTRY_RE = re.compile(r"(?:[~^][0-9]*)+$")
+# A version an image label names goes into upstream.lock, which refuses a control character
+# (a newline would forge a line of status's output, an escape sequence drive the terminal):
+# such a label names no version, rather than a lock no command could read again.
+_VERSION_LABEL_RE = re.compile(r"^[^\s\x00-\x1f\x7f-\x9f]+$")
 
 DEFAULT_VERSION_LABELS = ("org.opencontainers.image.version",)
 
@@ -272,7 +276,8 @@ class _Resolution:
         self.attempts.append(f"{what} {ref}: digest {info.digest}")
         return info
 
-    def label(self, info: Any, keys: Sequence[str], pattern: re.Pattern[str]) -> str | None:
+    def label(self, info: Any, keys: Sequence[str], pattern: re.Pattern[str],
+              what: str = "a commit") -> str | None:
         for key in keys:
             value = (info.labels or {}).get(key)
             if value is None:
@@ -280,7 +285,7 @@ class _Resolution:
             value = value.strip()
             if pattern.match(value):
                 return value
-            self.attempts.append(f"label {key}={value!r}: not a commit")
+            self.attempts.append(f"label {key}={value!r}: not {what}")
         return None
 
 
@@ -323,12 +328,12 @@ def resolve_target(spec: str, upstream_config: Any, *, store_resolver: StoreReso
                                         f"not {hint}; not pinning that image")
                     image = None
                 else:
-                    version = res.label(image, version_keys, re.compile(r"^\S+$"))
+                    version = res.label(image, version_keys, _VERSION_LABEL_RE, "a version")
     elif kind is SpecKind.image:
         image = res.image(registry, spec, "image")
         if image is not None:
             hint = res.label(image, keys, _SHA_RE)
-            version = res.label(image, version_keys, re.compile(r"^\S+$"))
+            version = res.label(image, version_keys, _VERSION_LABEL_RE, "a version")
             if hint is None:
                 res.attempts.append(f"image {spec}: none of the labels {', '.join(keys)} "
                                     f"names a commit")

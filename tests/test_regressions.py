@@ -99,3 +99,39 @@ def test_a_record_sent_while_another_thread_imports_logging_is_dropped(monkeypat
     monkeypatch.setitem(sys.modules, "logging", half)
     logs.debug("patchforge.test", "a record during the import: %s", "dropped")
     logs.info("patchforge.test", "and another")
+
+
+def test_an_image_label_the_lock_cannot_hold_never_reaches_it(tmp_path, make_git_repo,
+                                                              registry_server):
+    """An image whose version label holds an escape sequence (a registry is input like a
+    pull request): the rebase to it pinned that version, then could not read the lock it had
+    just written (a control character), and stopped half way through its write-out, every
+    later command refusing the lock. The label now names no version, the attempt is said with
+    the value escaped, and the rebase completes with a lock the next command reads."""
+    import json
+
+    upstream, first = make_git_repo({"calc.py": b"a = 1\nb = 2\nc = 3\n"})
+    (upstream / "other.py").write_bytes(b"x = 1\n")
+    git(upstream, "add", "-A")
+    git(upstream, "commit", "-q", "-m", "second")
+    second = git(upstream, "rev-parse", "HEAD").strip()
+    registry_server.push_image("vllm/vllm-openai-rocm", "nightly-test",
+                               {"org.opencontainers.image.revision": second,
+                                "org.opencontainers.image.version": "1.0\x1b]0;pwned\x07"})
+    project = tmp_path / "proj"
+    assert run_subprocess(project, "init", str(project)).returncode == 0
+    assert run_subprocess(project, "upstream", "add", "up", "--git", str(upstream), "--at",
+                          first).returncode == 0
+    overlay = tmp_path / "calc.py"
+    overlay.write_bytes(b"a = 1\nb = 22\nc = 3\n")
+    assert run_subprocess(project, "import", "overlay", str(overlay), "--upstream", "up",
+                          "--path", "calc.py", "--name", "fix").returncode == 0
+    ref = f"{registry_server.host}/vllm/vllm-openai-rocm:nightly-test"
+    moved = run_subprocess(project, "rebase", "--to", f"up={ref}")
+    assert moved.returncode == 0, moved.stdout + moved.stderr
+    assert b"\x1b" not in moved.stdout + moved.stderr
+    lock = json.loads((project / "upstream.lock").read_text())
+    assert lock["upstreams"]["up"]["commit"] == second and "version" not in lock["upstreams"]["up"]
+    assert not (project / ".patchforge" / "rebase" / "journal.json").exists()
+    status = run_subprocess(project, "status")
+    assert status.returncode == 0, status.stdout + status.stderr

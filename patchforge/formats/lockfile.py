@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from patchforge import names
-from patchforge.errors import ConfigError
+from patchforge.errors import ConfigError, InputError
 from patchforge.fsutil import atomic_write
 from patchforge.model.lock import LOCK_VERSION, ImagePin, Lock, UpstreamPin
 
@@ -206,6 +206,12 @@ def _check_wheel_source(r: _Reader, where: str, source: dict) -> None:
 def lock_to_document(lock: Lock) -> dict:
     doc: dict = {"version": lock.version, "upstreams": {}}
     for name, pin in lock.upstreams.items():
+        # The lock is written only as it can be read back: a label or version that the reader
+        # refuses (from an image label, say) would leave a lock no command reads.
+        for key, value in (("label", pin.label), ("version", pin.version)):
+            if value is not None and (not value or _CONTROL.search(value)):
+                raise InputError(f"upstream.lock: upstreams.{name}.{key} {value!r} is empty or "
+                                 "holds a control character; nothing was written")
         entry = {"kind": pin.kind, "commit": pin.commit, "tree": pin.tree, "label": pin.label,
                  "source": dict(pin.source)}
         if pin.version is not None:
