@@ -516,3 +516,24 @@ def test_a_description_git_am_would_read_as_a_mail_header_is_refused(stack, tmp_
     git(tmp_path, "clone", "-q", str(stack["upstream"]), str(clone))
     git(clone, "am", "-q", str(stack["root"] / ".patchforge/pr/ck-a8w4-gfx950"
                                 / "0001-ck-a8w4-gfx950.patch"))
+
+
+def test_open_never_takes_another_branchs_pull_request_for_its_own(stack, monkeypatch):
+    """The forge lists open pull requests by `head` (`owner:branch`), but GitHub answers a head
+    whose owner it does not know with every open pull request, unfiltered. `pr --open` took
+    the first one, someone else's, for its own: it rewrote that pull request's title and body
+    and recorded its URL in the patch. Only a pull request from the pushed branch is taken."""
+    forge = stack["forge"]
+    forge.ignore_head_filter = True
+    forge.add_pull("acme/up", 1, head_ref="feature", head_label="mallory:feature",
+                   title="Someone else's change")
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                    "--fork-owner", "ada", "--json")
+    assert result.rc == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["pull"]["action"] == "opened" and doc["pull"]["number"] == 2
+    assert [r.method for r in forge.requests if r.method != "GET"] == ["POST"]
+    assert forge.pulls[("acme/up", 1)]["title"] == "Someone else's change"
+    url = "https://github.com/acme/up/pull/2"
+    assert f"Forwarded: {url}\n".encode() in stack["patch"].read_bytes()

@@ -161,12 +161,22 @@ class GitHubForge:
                                f"(no status/ahead_by/behind_by)") from None
 
     def find_open_pull(self, repo: str, head: str) -> PullRequest | None:
-        """The open pull request from `head` ("user:branch"), or None."""
+        """The open pull request from `head` ("user:branch"), or None.
+
+        The listing is filtered by `head`, but GitHub answers a head whose owner it does not
+        know with every open pull request, unfiltered: only one whose own head is `head` is
+        taken (the first listed was someone else's, whose title and body were then rewritten
+        and whose URL was recorded in the patch)."""
         url = (f"{self.api_url}/repos/{_check_repo(repo)}/pulls?state=open"
                f"&head={quote(head, safe=':')}&per_page=100")
+        owner, _, branch = head.partition(":")
         for page in self.http.paginate(url, accept=GITHUB_ACCEPT, headers=self._headers()):
             for doc in _json_list(page):
-                return _pull_from_json(doc, page.url)
+                label = doc.get("head", {}).get("label") if isinstance(doc, dict) and \
+                    isinstance(doc.get("head"), dict) else None
+                their_owner, _, their_branch = str(label or "").partition(":")
+                if their_owner.lower() == owner.lower() and their_branch == branch:
+                    return _pull_from_json(doc, page.url)
         return None
 
     # -- writes ---------------------------------------------------------------------------------
