@@ -468,10 +468,11 @@ def test_landed_patch_is_dropped_to_upstreamed(stack, upstream):
 
 
 def test_whether_there_is_a_history_is_asked_beside_the_walk(stack, upstream, monkeypatch):
-    """The walk's own thread waits for no `git merge-base` before its first patch: whether the
-    upstream has a history from the base to the target is asked on the thread that reads that
-    history. The answers are those of a run that asks first: the landing commit of a git
-    upstream's history, and none for a directory upstream (a root commit per import)."""
+    """The walk's own thread waits for no `git merge-base` before its first patch, and the
+    thread that reads the history asks none either: the history's walk says whether the
+    upstream has a history from the base to the target. The answers are those of a run that
+    asks first: the landing commit of a git upstream's history, and none for a directory
+    upstream (a root commit per import)."""
     import threading
 
     from patchforge.store.gitstore import UpstreamStore
@@ -491,7 +492,7 @@ def test_whether_there_is_a_history_is_asked_beside_the_walk(stack, upstream, mo
     new_commit = upstream.commit({"README": b"later\n"}, "later work")
     summary = stack.rebase_json("--to", f"up={new_commit}")
     assert summary["patches"][0]["landed_in"] == landing
-    assert asked == [False]
+    assert asked == []
 
     from helpers.project import add_patch_file, patch_bytes
 
@@ -507,7 +508,7 @@ def test_whether_there_is_a_history_is_asked_beside_the_walk(stack, upstream, mo
     asked.clear()
     summary = directory.rebase_json("--to", "d=two")
     assert [(p["action"], p["landed_in"]) for p in summary["patches"]] == [("dropped", None)]
-    assert asked == [False]
+    assert asked == []
 
 
 def test_a_series_entry_without_the_patch_suffix_is_rebased_in_its_own_file(stack, upstream):

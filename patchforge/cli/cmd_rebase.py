@@ -78,9 +78,10 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
             return
         try:
             if specs:
-                from patchforge.cli.cmd_status import parse_specs
+                from patchforge.targets import parse_target_specs
 
-                summary = engine.start(parse_specs(project, specs), dry_run=dry_run)
+                summary = engine.start(parse_target_specs(specs, project.upstream_names()),
+                                       dry_run=dry_run)
             else:
                 summary = engine.resume(skip=skip)
         except ConflictStop as stop:

@@ -27,8 +27,8 @@ from patchforge.apply.series import SeriesState, apply_series
 from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
 from patchforge.background import Background
 from patchforge.fsutil import atomic_delete_many, atomic_write, atomic_write_many
-from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _history,
-                              _patch_paths, where_landed)
+from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
+                              read_history, where_landed)
 from patchforge.model.lock import UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
@@ -535,9 +535,9 @@ class Rebase:
     def _history_reading(self, upstream: str, entry: UpstreamRun):
         """A run that starts from the first patch reads the history on a second thread (a
         Background, to be entered by the caller's block); otherwise it is read when a patch
-        first needs it (a resumed run may need none). Whether there is a history at all (a
-        `git merge-base` for a git upstream's commits) is asked on that thread too: the walk
-        does not wait for a git process before its first patch."""
+        first needs it (a resumed run may need none). Whether there is a history at all (the
+        history's walk tells) is learnt on that thread too: the walk of the series does not
+        wait for a git process before its first patch."""
         target = self._target(upstream, entry)
         if entry.position != 0 or upstream in self._histories or \
                 upstream in self._resumed or target.base_commit == target.commit:
@@ -717,13 +717,16 @@ class Rebase:
 
     def _remove_worktree(self, upstream: str) -> None:
         from patchforge.names import check_simple_name
-        from patchforge.worktree import Worktree
 
         try:
             check_simple_name(upstream, "upstream")  # a name from the journal: never `../x`
         except ValueError:
             return
-        Worktree(self.project.work_dir(upstream)).remove()
+        work = self.project.work_dir(upstream)
+        if work.exists():  # a run that never stopped made none: the module need not load
+            from patchforge.worktree import Worktree
+
+            Worktree(work).remove()
 
     def _take_resolution(self, stopped: Stop) -> tuple[dict[str, bytes | None], dict[str, str]]:
         """--continue: the worktree's difference from the stop's base becomes the patch.
@@ -1141,8 +1144,11 @@ class _RangeDiffInput:
 
 def _history_index(store: UpstreamStore, target: Target, paths: list[str]) -> HistoryIndex | None:
     """The history between the target's base and the target, for `paths` (judge.HistoryIndex);
-    None without one (a wheel or directory upstream's imports are unrelated root commits)."""
-    return HistoryIndex(store, target, paths) if _history(store, target) else None
+    None without one (a wheel or directory upstream's imports are unrelated root commits). The
+    walk comes first and also says whether there is one (judge.read_history), as for `status`:
+    a `git merge-base` before it was a process more."""
+    changes = read_history(store, target)
+    return HistoryIndex(store, target, paths, changes=changes) if changes is not None else None
 
 
 def _ledger_paths(project: Project) -> list[Path]:
