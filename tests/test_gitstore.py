@@ -348,6 +348,26 @@ def test_presence_check_started_ahead_gives_the_prefetch_its_answer(store, upstr
     assert started._proc.returncode is not None and not store._checks
 
 
+def test_a_commands_store_starts_its_reader_when_opened(tmp_path, upstream_repo):
+    """The store a command opens (pins.open_store) starts its `git cat-file` at once, so git
+    has opened the store by the first read; that process answers the reads, as one started by
+    the first read would, and ends with the store."""
+    from types import SimpleNamespace
+
+    from patchforge.pins import open_store
+
+    repo, first, _ = upstream_repo
+    with UpstreamStore.open() as store:
+        store.fetch_git("aiter", str(repo), ["main"])
+    with open_store(SimpleNamespace(progress=None)) as store:
+        started = store._cat._proc
+        assert started is not None and started.poll() is None
+        assert store.read_blobs(first, ["src/a.py", "src/b.py"]) == {"src/a.py": b"a = 1\n",
+                                                                     "src/b.py": b"b = 1\n"}
+        assert store._cat._proc is started
+    assert started.returncode is not None
+
+
 def test_fetch_by_commit_id_and_unknown_names(store, upstream_repo):
     repo, first, _ = upstream_repo
     store.fetch_git("aiter", str(repo), [first])

@@ -40,6 +40,12 @@ class CatFile:
         self._asked: set[str] = set()  # the names in either
         self._early: dict[str, tuple[str, str, bytes] | None] = {}
 
+    def start(self) -> None:
+        """Start git now rather than at the first question: it opens the store's packs and
+        indexes while the caller goes on."""
+        with self.lock:
+            self._start()
+
     def _start(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
             self._forget_ahead()

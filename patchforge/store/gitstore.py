@@ -244,6 +244,10 @@ class UpstreamStore:
                     raise
         return cls(git_dir)
 
+    def start_reading(self) -> None:
+        """Start the persistent `git cat-file` now instead of at the first read."""
+        self._cat.start()
+
     def close(self) -> None:
         self._cat.close()
         checks, self._checks = self._checks, []
