@@ -70,6 +70,36 @@ def test_import_overlay_regenerates_the_overlay_byte_exact(project, tmp_path):
     assert b"-line1\n+LINE1\n" in (root / "series/up/fix-a2.patch").read_bytes()
 
 
+def test_import_overlay_made_from_the_upstream_file_never_undoes_the_series(project, tmp_path):
+    """An overlay made from the upstream's file, of a file a patch of the series already
+    changes: its diff from the series' file undid that patch's change, so the overlays and every
+    deployment went without the first fix while `status` said both patches apply. It is now
+    merged onto the series' file (the first fix kept, said so), and one that changes the same
+    lines as the patch is refused with nothing written."""
+    root = project
+    first = tmp_path / "first.py"
+    first.write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 first fix\n"))
+    ok(root, "import", "overlay", str(first), "--upstream", "up", "--path", "a.py",
+       "--name", "first")
+    second = tmp_path / "second.py"  # made from the upstream's a.py, as a colleague would
+    second.write_bytes(UPSTREAM_FILES["a.py"].replace(b"line20\n", b"line20 second fix\n"))
+    run = ok(root, "import", "overlay", str(second), "--upstream", "up", "--path", "a.py",
+             "--name", "second")
+    assert "lacked the changes that first.patch make to a.py" in run.err
+    patch = (root / "series/up/second.patch").read_bytes()
+    assert b"+line20 second fix\n" in patch and b"first fix" not in patch
+    both = UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 first fix\n") \
+        .replace(b"line20\n", b"line20 second fix\n")
+    assert overlay_tree(root) == {"a.py": both}
+    clash = tmp_path / "clash.py"
+    clash.write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 another fix\n"))
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "overlay", str(clash), "--upstream", "up", "--path", "a.py",
+                  "--name", "clash")
+    assert run.rc == 2 and "would undo them" in run.err and "first.patch, second.patch" in run.err
+    assert tree_bytes(root / "series") == before
+
+
 def test_import_overlay_refusals_write_nothing(project, tmp_path):
     root = project
     same = tmp_path / "same.py"

@@ -44,10 +44,12 @@ def import_overlay(app, file, upstream, upstream_path, name, description, profil
 
     project = app.project()
     with open_store(project) as store:
-        created = do_import(project, store, file, upstream=upstream, path=upstream_path,
-                            name=name, description=description, profiles=profiles,
-                            create=create)
+        created, note = do_import(project, store, file, upstream=upstream, path=upstream_path,
+                                  name=name, description=description, profiles=profiles,
+                                  create=create)
     _report([created], upstream)
+    if note:
+        click.echo(f"note: {note}", err=True)
 
 
 @import_.command("git")

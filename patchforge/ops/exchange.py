@@ -24,7 +24,7 @@ from patchforge.formats.series import parse_series
 from patchforge.fsutil import RepoLock, atomic_write
 from patchforge.stack import (add_to_series, require_readable_history, series_changed,
                               series_state)
-from patchforge.store.diff import FileChange, make_diff
+from patchforge.store.diff import FileChange, make_diff, merge_file
 from patchforge.store.git import run_git
 from patchforge.ops.series import check_profiles, checked_patch_name, default_author, today
 from patchforge.project import patch_file_name
@@ -137,13 +137,21 @@ def _refuse_taken(file_name: str, taken: set[str], source: str, line: int | None
 
 def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, upstream: str,
                    path: str, name: str, description: str | None = None,
-                   profiles: str | None = None, create: bool = False) -> str:
+                   profiles: str | None = None, create: bool = False) -> tuple[str, str | None]:
     """A full-file overlay becomes a patch: the diff from the file as the series leaves it at the
     locked revision (the upstream base file when no patch touches it) to the overlay's bytes.
+    Returns the patch file's name and a note when the overlay was taken onto the series'
+    file (below).
 
     A `path` the upstream does not have (a typo, a directory left out) is refused unless
     `create` says the overlay is a new file: patching a file that is not there would never
-    patch the real one."""
+    patch the real one.
+
+    An overlay made from the upstream's file, where patches of the series already change it,
+    lacks their changes: its diff from the series' file undid them, and every later overlay
+    and deployment went without those fixes while each patch still "applied". Such an overlay
+    is merged onto the series' file (git's 3-way merge, with the upstream's file as the base),
+    so the new patch holds only its own change; one whose change overlaps theirs is refused."""
     project.config.upstream(upstream)
     pin = project.lock.pin(upstream)
     validate_path(path, source=str(overlay))
@@ -156,9 +164,28 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
                          + _near_paths(store, pin.commit, path),
                          hint="check --path; `--create` makes the overlay a new file instead")
     new = Path(overlay).read_bytes()
+    note = None
+    base = store.read_blob(pin.commit, path) if path in state.current else old
+    if base is not None and old is not None and old != base:
+        clean, merged = merge_file(base, old, new, labels=("upstream", "series", "overlay"))
+        if merged != new:
+            earlier = ", ".join(n for n in project.patch_names(upstream)
+                                if path in project.read_patch(upstream, n).paths)
+            if not clean:
+                raise UsageError(
+                    f"{overlay} lacks the changes that {earlier} make to {path}, and changes "
+                    "the same lines: imported as it is, it would undo them; nothing was written",
+                    hint=f"make the change on the series' {path} (`patchforge overlays` writes "
+                         f"it under overlays/), or open it with `patchforge new {name} "
+                         f"--file {path}`")
+            new = merged
+            note = (f"{overlay} lacked the changes that {earlier} make to {path} (it was made "
+                    "from the upstream's file): they are kept, and the new patch holds only the "
+                    "overlay's own change")
     if old == new:
-        raise UsageError(f"{overlay} is identical to {path} at {pin.label}: nothing to import "
-                         "(the fix may have landed upstream)")
+        raise UsageError(f"{overlay} is identical to {path} at {pin.label}"
+                         + (" with the series applied" if note else "")
+                         + ": nothing to import (the fix may have landed upstream)")
     entry = store.entry(pin.commit, path)
     mode = entry[0] if entry else "100644"
     diff = make_diff([FileChange.at(path, old, new, mode, mode)])
@@ -172,7 +199,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     data = _as_written_before(project, upstream, file_name, render_patch_file(fields, b"", diff))
     _check_new_name(project, upstream, file_name, data)
     _write_imported(project, upstream, [(file_name, data)])
-    return file_name
+    return file_name, note
 
 
 def _as_written_before(project: Project, upstream: str, file_name: str, data: bytes) -> bytes:
