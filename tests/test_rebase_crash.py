@@ -279,3 +279,26 @@ def test_export_beside_a_rebase_writing_out_waits_for_it(tmp_path, monkeypatch):
     for rel, entry in after.items():
         if rel.startswith("series/up/") and rel.count("/") == 2 and rel.endswith(".patch"):
             assert (quilt / rel.rsplit("/", 1)[1]).read_bytes() == entry[1], rel
+
+
+def test_a_journal_hands_back_what_it_saved_without_reading_it_again(tmp_path):
+    """The write-out asks the journal for every staged patch and for the paths of the saved
+    originals right after saving them: the bytes it wrote are handed back from memory (a long
+    series' staged file and originals.json are megabytes of base64), the same as a journal
+    loaded from disk gives."""
+    from patchforge.rebase.journal import Journal, RebaseRun
+
+    journal = Journal(tmp_path)
+    journal.run = RebaseRun({}, [])
+    journal.begin()
+    staged = journal.stage("up/a.patch", b"new a\n")
+    journal.save(originals={"series/up/a.patch": b"old a\n", "upstream.lock": None})
+    loaded = Journal(tmp_path)
+    loaded.load()
+    assert loaded.staged_bytes(staged) == b"new a\n"
+    assert loaded.original_paths() == ["series/up/a.patch", "upstream.lock"]
+    for path in journal.dir.glob("*.json"):
+        if path.name != "journal.json":
+            path.unlink()  # what a read would find now: nothing
+    assert journal.staged_bytes(staged) == b"new a\n"
+    assert journal.original_paths() == ["series/up/a.patch", "upstream.lock"]

@@ -892,7 +892,7 @@ class Rebase:
         the journal was saved), the ledger, last-rebase.json."""
         project, journal = self.project, self.journal
         run = self._run_record
-        self._clean_temp_files(confined_only(project.root, journal.originals()))
+        self._clean_temp_files(confined_only(project.root, journal.original_paths()))
         # The plan puts every removal after every write (a fix moved to upstreamed/ exists
         # there before it leaves the series); each group syncs its directories once.
         writes, removals = [], []

@@ -99,7 +99,11 @@ class Journal:
         self.path = self.dir / "journal.json"
         self.run: RebaseRun | None = None  # what load() read, or what the run keeps in it
         self._pending: dict[str, bytes] = {}  # staged name -> bytes not yet on disk
+        # staged name -> bytes this process wrote to disk (staged_bytes() reads no file back
+        # for them: a long series' staged file is megabytes of base64)
+        self._written: dict[str, bytes] = {}
         self._saved: dict[str, bytes] | None = None  # what staged.json holds, once read
+        self._original_paths: list[str] | None = None  # originals.json's, when saved here
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -108,7 +112,8 @@ class Journal:
         """Clear what an earlier run that was killed while cleaning up may have left."""
         if self.dir.exists():
             shutil.rmtree(self.dir)
-        self._saved = None
+        self._saved = self._original_paths = None
+        self._written = {}
 
     def load(self) -> RebaseRun:
         try:
@@ -143,6 +148,8 @@ class Journal:
         files = [] if originals is None else [(self.dir / "originals.json", (json.dumps(
             {rel: None if data is None else base64.b64encode(data).decode()
              for rel, data in originals.items()}, sort_keys=True) + "\n").encode())]
+        if originals is not None:
+            self._original_paths = sorted(originals)
         staged = self._staged_batch()
         if staged is not None:
             files.append(staged)
@@ -165,6 +172,8 @@ class Journal:
     def staged_bytes(self, staged: str) -> bytes:
         if staged in self._pending:
             return self._pending[staged]
+        if staged in self._written:
+            return self._written[staged]
         saved = self._load_saved()
         if staged not in saved:
             raise UsageError(f"{self.dir / 'staged.json'}: the journal names {staged}, which is "
@@ -201,7 +210,7 @@ class Journal:
         for path in self._staged_files():
             if path not in staged:
                 path.unlink(missing_ok=True)
-        self._pending, self._saved = {}, None
+        self._pending, self._written, self._saved = {}, {}, None
 
     def _staged_batch(self) -> tuple[Path, bytes] | None:
         """The pending staged bytes as the next staged-<n>.json (path, bytes), None when none
@@ -218,6 +227,7 @@ class Journal:
     def _staged_written(self) -> None:
         if self._saved is not None:
             self._saved.update(self._pending)
+        self._written.update(self._pending)
         self._pending = {}
 
     @staticmethod
@@ -234,6 +244,13 @@ class Journal:
                 data = source.read_bytes() if source.exists() else None
             originals[rel] = data
         return originals
+
+    def original_paths(self) -> list[str]:
+        """The paths originals() holds, sorted: those this journal saved, without reading their
+        bytes back (a long series' originals.json is megabytes of base64), or else the file's."""
+        if self._original_paths is not None:
+            return list(self._original_paths)
+        return sorted(self.originals())
 
     def originals(self) -> dict[str, bytes | None]:
         path = self.dir / "originals.json"
