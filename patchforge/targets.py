@@ -15,14 +15,16 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any, Protocol
 
-from packaging.version import InvalidVersion, Version
-
 from patchforge.errors import PatchforgeError, ResolutionError, UsageError
 from patchforge.model.record import field, record
 
 _NIGHTLY_RE = re.compile(r"^nightly-([0-9a-f]{40})$")
 _SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
 _LOCAL_COMMIT_RE = re.compile(r"^g([0-9a-f]{7,40})$")
+# A release of digits and dots (`0.33.0`, `v1.2`), the usual SPEC, which PEP 440 accepts as it
+# is: classified without packaging, whose import (its version pattern compiled) a rebase paid
+# for this one answer.
+_RELEASE_RE = re.compile(r"v?[0-9]+(?:\.[0-9]+)*")
 _UPSTREAM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # What git refuses in a ref name (git-check-ref-format), plus a leading "-", which would make
 # the SPEC an option of the git command it is passed to.
@@ -159,7 +161,11 @@ def classify_spec(spec: str) -> SpecKind:
                              hint="name an image with its repository (OWNER/REPO:TAG or "
                                   "REGISTRY/REPO:TAG), or check the branch, tag or commit")
         return SpecKind.image
+    if _RELEASE_RE.fullmatch(spec):
+        return SpecKind.version
     if spec[0].isdigit() or (spec[0] == "v" and spec[1:2].isdigit()):
+        from packaging.version import InvalidVersion, Version
+
         try:
             Version(spec)
             return SpecKind.version
@@ -173,6 +179,10 @@ def classify_spec(spec: str) -> SpecKind:
 
 def commit_from_version(spec: str) -> str | None:
     """`0.26.1rc1.dev229+g124154a88.rocm723` -> `124154a88` (the `+g<hex>` local part)."""
+    if _RELEASE_RE.fullmatch(spec):
+        return None  # a release has no local part
+    from packaging.version import InvalidVersion, Version
+
     try:
         local = Version(spec).local
     except InvalidVersion:

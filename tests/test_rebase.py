@@ -78,6 +78,26 @@ def test_clean_patch_changes_only_base(stack, upstream):
     assert not (stack.root / ".patchforge" / "rebase").exists()
 
 
+def test_a_clean_rebase_to_a_release_loads_only_what_it_uses(stack, upstream):
+    """`rebase --to up=1.1` that goes through imports neither packaging (a release of digits
+    and dots is a PEP 440 version as it is), nor the editing worktree's module (no stop made
+    one), nor status's command module: start-up every such rebase paid for nothing."""
+    from helpers.env import REPO_ROOT
+
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "fix-f3", {"pkg/mod.py": with_lines({3: b"def f3():\n    return -3\n\n"})})
+    new_commit = upstream.commit({"pkg/other.py": b"x = 2\n"}, "unrelated change", tag="v1.1")
+    code = ("import sys\nfrom patchforge.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    rc = e.code\n"
+            "print('LOADED', [m for m in ('packaging', 'patchforge.worktree', "
+            "'patchforge.cli.cmd_status') if m in sys.modules], rc)\n")
+    run = subprocess.run([sys.executable, "-c", code, "--root", str(stack.root), "rebase",
+                          "--to", "up=1.1"], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+    assert "LOADED [] 0" in run.stdout, run.stdout + run.stderr
+    assert stack.lock()["upstreams"]["up"]["commit"] == new_commit
+
+
 def test_offset_patch_gets_new_line_numbers(stack, upstream):
     stack.add_upstream("up", upstream)
     fixed = b"def f20():\n    return -20\n\n"

@@ -1,6 +1,8 @@
 """SPEC parsing, classification and resolution, with an in-memory store and the test registry."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from patchforge.errors import ResolutionError, StoreError, UsageError
@@ -94,6 +96,40 @@ def test_bad_spec_arguments(args, names, message):
 def test_classify(spec, kind):
     assert classify_spec(spec) is kind
     assert kind.name == kind.value
+
+
+@pytest.mark.parametrize("spec", ["0", "0.33.0", "v0.33.0", "01.002", "1.2.3.4.5", "1234567",
+                                  "12345678901", "1.", ".1", "1..2", "v", "v.1", "V1.2", "1.2a1",
+                                  "1.2.post1", "1!2.0", "1.2+g124154a88", "1.2-3", "\u0661.\u0662",
+                                  " 1.2 ", "1.2\n", "0.26.1rc1.dev229+g124154a88.rocm723"])
+def test_a_release_is_a_version_as_packaging_says(spec):
+    """A SPEC of digits and dots is taken for a version without loading packaging: the kind and
+    the commit of its local part are those packaging's parse gives, for near misses too."""
+    from packaging.version import InvalidVersion, Version
+
+    def by_packaging():
+        stem = spec.strip()
+        if re.fullmatch(r"[0-9a-f]{7,40}", stem):
+            return SpecKind.commit, None
+        if stem[:1].isdigit() or (stem[:1] == "v" and stem[1:2].isdigit()):
+            try:
+                local = Version(stem).local or ""
+            except InvalidVersion:
+                return None, None
+            found = [part[1:] for part in local.split(".") if re.fullmatch(r"g[0-9a-f]{7,40}", part)]
+            return SpecKind.version, (found[0] if found else None)
+        return None, None
+
+    kind, commit = by_packaging()
+    try:
+        got = classify_spec(spec)
+    except UsageError:
+        got = None
+    assert (got is SpecKind.version) == (kind is SpecKind.version)
+    if kind is SpecKind.commit:
+        assert got is SpecKind.commit
+    if kind is SpecKind.version:
+        assert commit_from_version(spec.strip()) == commit
 
 
 @pytest.mark.parametrize("spec", ["", "--upload-pack=x", "a..b", "bad name", "UPPER:tag",
