@@ -211,6 +211,7 @@ class Journal:
             if path not in staged:
                 path.unlink(missing_ok=True)
         self._pending, self._written, self._saved = {}, {}, None
+        self._original_paths = None
 
     def _staged_batch(self) -> tuple[Path, bytes] | None:
         """The pending staged bytes as the next staged-<n>.json (path, bytes), None when none
