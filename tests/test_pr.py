@@ -537,3 +537,40 @@ def test_open_never_takes_another_branchs_pull_request_for_its_own(stack, monkey
     assert forge.pulls[("acme/up", 1)]["title"] == "Someone else's change"
     url = "https://github.com/acme/up/pull/2"
     assert f"Forwarded: {url}\n".encode() in stack["patch"].read_bytes()
+
+
+def test_open_never_records_an_address_that_is_not_the_pull_request(stack, monkeypatch):
+    """The forge's answer names the pull request's web address: one of another repository (or
+    number) was written into Forwarded, and status then followed that other pull request (and
+    said it merged). It is refused, naming it, and the patch is left as it was."""
+    forge = stack["forge"]
+    forge.html_url_template = "https://github.com/mallory/elsewhere/pull/{number}"
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                    "--fork-owner", "ada")
+    assert result.rc == 2, result.output
+    assert "https://github.com/mallory/elsewhere/pull/1" in result.err
+    assert "not recorded in up/ck-a8w4-gfx950" in result.err
+    assert stack["patch"].read_bytes() == PATCH
+
+
+@pytest.mark.parametrize("url, api_url, fine", [
+    ("https://github.com/acme/up/pull/7", "https://api.github.com", True),
+    ("https://github.com/acme/up/pull/7#top", "https://api.github.com", True),
+    ("https://evil.example/acme/up/pull/7", "https://api.github.com", False),
+    ("http://github.com/acme/up/pull/7", "https://api.github.com", False),
+    ("https://github.com/acme/up/pull/8", "https://api.github.com", False),
+    ("https://github.com/acme/other/pull/7", "https://api.github.com", False),
+    ("https://api.github.com/repos/acme/up/pulls/7", "https://api.github.com", False),
+    ("https://ghe.example.com/acme/up/pull/7", "https://ghe.example.com/api/v3", True),
+    ("https://github.com/acme/up/pull/7", "https://ghe.example.com/api/v3", False),
+])
+def test_the_recorded_address_is_the_pull_request_on_the_forges_own_host(url, api_url, fine):
+    from patchforge.errors import NetworkError
+    from patchforge.pr.submit import check_pull_url
+
+    if fine:
+        check_pull_url(url, "acme/up", 7, api_url, "up/fix")
+    else:
+        with pytest.raises(NetworkError):
+            check_pull_url(url, "acme/up", 7, api_url, "up/fix")

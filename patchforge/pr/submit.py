@@ -149,7 +149,38 @@ def open_or_update(forge, draft: Draft, owner: str, existing=NOT_ASKED) -> Opene
         pull = forge.create_pull(repo, draft.title, body, head, draft.target.branch, draft=True)
         action = "opened"
     url = pull.html_url or pull.url
+    check_pull_url(url, repo, pull.number, getattr(forge, "api_url", None),
+                   f"{draft.upstream}/{draft.name}")
     return Opened(action, pull.number, url, repo, head, draft.target.branch)
+
+
+def check_pull_url(url: str, repo: str, number: int, api_url: str | None, patch: str) -> None:
+    """Refuse (NetworkError, exit 2, before the patch is written) a pull request URL from the
+    forge's answer that is not the pull request it answered about: another repository or number
+    (status would then follow that other pull request and say it merged), not https, or a host
+    other than the web host of the forge's API (github.com for api.github.com, H for GitHub
+    Enterprise's https://H/api/v3; any host for an API elsewhere)."""
+    from urllib.parse import urlsplit
+
+    from patchforge.errors import NetworkError
+    from patchforge.net.forge import parse_pr_url
+
+    try:
+        ref = parse_pr_url(url)
+    except UsageError:
+        ref = None
+    api = urlsplit(api_url or "")
+    hosts = {"github.com", "www.github.com"} if api.hostname == "api.github.com" else \
+        ({api.netloc.lower()} if api.path.rstrip("/").endswith("/api/v3") else None)
+    if ref is None or not url.startswith("https://") or ref.repo.lower() != repo.lower() \
+            or ref.number != number or (hosts is not None and ref.host not in hosts):
+        expected = f"https://{sorted(hosts)[0]}/{repo}/pull/{number}" if hosts else None
+        raise NetworkError(
+            f"pull request {repo}#{number} is open, but the forge gave its address as {url!r}, "
+            f"which is not that pull request: not recorded in {patch}",
+            hint=(f"record `Forwarded: {expected}` by hand once you have checked it"
+                  if expected else "record its address in Forwarded by hand once you have "
+                  "checked it"))
 
 
 def record_submission(project: Project, upstream: str, file_name: str, url: str) -> bool:

@@ -180,6 +180,7 @@ class ForgeServer(TestServer):
         # GitHub answers a `head` filter whose owner it does not know with every pull request
         # of the repository, as if there were no filter.
         self.ignore_head_filter = False
+        self.html_url_template = "https://github.com/{repo}/pull/{number}"
 
     def add_pull(self, repo: str, number: int, *, state: str = "open", merged: bool = False,
                  merge_commit_sha: str | None = None, head_ref: str = "fix",
@@ -188,7 +189,7 @@ class ForgeServer(TestServer):
         pull = {
             "number": number,
             "url": f"{self.url}/repos/{repo}/pulls/{number}",
-            "html_url": f"https://github.com/{repo}/pull/{number}",
+            "html_url": self.html_url_template.format(repo=repo, number=number),
             "state": state, "merged": merged, "merge_commit_sha": merge_commit_sha,
             "title": title, "draft": draft,
             "head": {"ref": head_ref, "sha": head_sha,
