@@ -237,3 +237,19 @@ def test_dockerfile_copies_names_buildkit_would_otherwise_rewrite(tmp_path):
         assert len(sources) == 1, (sources, dest)
         copied[sources[0]] = dest
     assert copied == expected
+
+
+def test_an_image_pin_never_adds_a_step_to_the_dockerfile(stack):
+    """upstream.lock arrives by pull request like a patch. Its image digest was written into the
+    Dockerfile's FROM line as it was: `sha256:...\\nRUN ...` added a step that every build of the
+    Dockerfile ran. The lock is refused, naming the file and line, and nothing is written."""
+    root = stack
+    lock = json.loads((root / "upstream.lock").read_text())
+    lock["image"] = {"reference": "registry.example.com/rocm/vllm:nightly", "tag": "nightly",
+                     "digest": "sha256:" + "ab" * 32 + "\nRUN touch /tmp/pwned"}
+    text = json.dumps(lock, indent=2, sort_keys=True) + "\n"
+    (root / "upstream.lock").write_text(text)
+    run = run_cli(root, "overlays")
+    line = next(n for n, ln in enumerate(text.splitlines(), 1) if '"digest"' in ln)
+    assert run.rc == 2 and f"upstream.lock:{line}: image.digest" in run.err, run.err
+    assert not (root / "overlays").exists()

@@ -58,6 +58,12 @@ def test_write_refuses_what_the_schema_refuses(tmp_path):
      "upstreams.site.label: 'v1\\nall 3 patches apply' is empty or holds a control character"),
     (lambda d: d["upstreams"]["vllm"].update(version="0.1\x1b[2J"),
      "upstreams.vllm.version: '0.1\\x1b[2J' is empty or holds a control character"),
+    # The image pin goes into the generated Dockerfile's FROM line: a newline would add a step.
+    (lambda d: d["image"].update(digest="sha256:" + "d" * 64 + "\nRUN curl x | sh"),
+     "image.digest: 'sha256:" + "d" * 64 + "\\nRUN curl x | sh' is not sha256:"),
+    (lambda d: d["image"].update(tag="nightly\nRUN x"), "image.tag: 'nightly\\nRUN x' is not"),
+    (lambda d: d["image"].update(reference="evil$x.example.com/rocm/vllm:nightly"),
+     "image.reference: 'evil$x.example.com/rocm/vllm:nightly' is not an image reference"),
 ])
 def test_errors_name_path_and_line(edit, message):
     doc = json.loads(lock_to_json(sample()))

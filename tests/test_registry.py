@@ -177,13 +177,18 @@ def test_missing_platform_lists_what_there_is(client, registry_server):
     ("localhost/a:t", ImageRef("localhost", "a", "t", None)),
     ("ghcr.io/o/img@sha256:" + "a" * 64, ImageRef("ghcr.io", "o/img", None, "sha256:" + "a" * 64)),
     ("ghcr.io/o/img:t@sha256:" + "b" * 64, ImageRef("ghcr.io", "o/img", "t", "sha256:" + "b" * 64)),
+    ("[::1]:5000/a:t", ImageRef("[::1]:5000", "a", "t", None)),
 ])
 def test_parse_image_ref(text, ref):
     assert parse_image_ref(text) == ref
 
 
 @pytest.mark.parametrize("text", ["UPPER/case:t", "repo@sha256:short", "repo", "a/b:bad tag",
-                                  "host:5000/:t"])
+                                  "host:5000/:t",
+                                  # The host goes into a Dockerfile's FROM line, which BuildKit
+                                  # expands: `$x` would name another registry.
+                                  "evil$x.example.com/a/b:t", "re g.example.com/a:t",
+                                  "host.example.com:port/a:t"])
 def test_parse_image_ref_refuses(text):
     with pytest.raises(UsageError):
         parse_image_ref(text)

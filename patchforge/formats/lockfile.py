@@ -18,6 +18,11 @@ from patchforge.model.lock import LOCK_VERSION, ImagePin, Lock, UpstreamPin
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# The image pin's parts, in the characters the OCI distribution spec's grammar allows (a
+# reference is parsed fully by net.registry where it is used).
+_IMAGE_REFERENCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*")
+_IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
+_IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 SOURCE_KEYS = {"git": ("url",), "wheel": ("package", "version", "filename", "sha256"),
                "dir": ("path",)}
 
@@ -182,6 +187,14 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
         image = ImagePin(reference=r.get(img, "reference", str, "image"),
                          tag=r.get(img, "tag", str, "image", required=False),
                          digest=r.get(img, "digest", str, "image", required=False))
+        # The image pin is written into the generated Dockerfile's FROM line: a newline there
+        # (`sha256:...\nRUN curl ... | sh`) would add a step every build of it runs.
+        for key, value, pattern, what in (
+                ("reference", image.reference, _IMAGE_REFERENCE, "an image reference"),
+                ("tag", image.tag, _IMAGE_TAG, "an image tag"),
+                ("digest", image.digest, _IMAGE_DIGEST, "sha256: and 64 lowercase hex")):
+            if value is not None and not pattern.fullmatch(value):
+                r.fail(f"image.{key}", f"{value!r} is not {what}")
     return Lock(upstreams=pins, image=image, version=version)
 
 

@@ -40,6 +40,11 @@ DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 # The distribution spec's grammar: path components of lowercase alphanumerics and separators.
 _REPO_COMPONENT_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
 _TAG_RE = re.compile(r"^[\w][\w.-]{0,127}$")
+# A registry host as a reference names it: DNS labels or an IPv4 address, or an IPv6 address in
+# brackets, with an optional port. It is written into the generated Dockerfile's FROM line,
+# which BuildKit runs through its shell lexer: `evil$x.example.com` would name another host.
+_REGISTRY_RE = re.compile(r"^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*"
+                          r"|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?$")
 _CHALLENGE_PARAM_RE = re.compile(r'(\w+)\s*=\s*(?:"([^"]*)"|([^\s,]+))')
 
 
@@ -118,6 +123,9 @@ def parse_image_ref(text: str, *, need_tag: bool = True) -> ImageRef:
     first, sep, rest = name.partition("/")
     if sep and ("." in first or ":" in first or first == "localhost"):
         registry, repository = first.lower(), rest
+        if not _REGISTRY_RE.match(registry):
+            raise UsageError(f"bad image registry {first!r} in {original!r}",
+                             hint="expected [REGISTRY/]REPOSITORY[:TAG][@sha256:DIGEST]")
     else:
         registry, repository = DOCKER_HUB, name
     if registry in _DOCKER_HUB_ALIASES:
