@@ -35,7 +35,7 @@ def pull_request_info(store: UpstreamStore, target: Target, url: str, forge, loo
     its merge commit. Counts read as in seed 000: the target is `ahead_by` commits ahead of, and
     `behind_by` behind, the merge commit; included when behind by 0. Computed locally when the
     store has both commits, else with the forge's compare API."""
-    from patchforge.net.forge import parse_pr_url
+    from patchforge.net.forge import answers_for, parse_pr_url, web_hosts
 
     info: dict = {"url": url}
     try:
@@ -45,6 +45,13 @@ def pull_request_info(store: UpstreamStore, target: Target, url: str, forge, loo
         return info
     if forge is None:
         info["error"] = "no forge client"
+        return info
+    if not answers_for(forge, ref):
+        # Asked by its owner/name and number, the configured forge would answer about another
+        # pull request (merged, perhaps: a fix dropped for a change that is not its own).
+        hosts = ", ".join(sorted(web_hosts(forge.api_url) or ()))
+        info["error"] = (f"{ref.host} is not the host of the configured forge ({hosts}): "
+                         "not asked")
         return info
     answer = lookups.answers.get(ref) if lookups is not None else None
     if answer is None:
@@ -101,14 +108,16 @@ def lookup_forwarded(project: Project, forge, patches):
         return None
     # The HTTP stack is loaded only for a series that names a pull request: it takes about
     # 20 ms of a command's start.
-    from patchforge.net.forge import lookup_pulls, parse_pr_url
+    from patchforge.net.forge import answers_for, lookup_pulls, parse_pr_url
 
     refs = []
     for url in urls:
         try:
-            refs.append(parse_pr_url(url))
+            ref = parse_pr_url(url)
         except UsageError:
             continue
+        if answers_for(forge, ref):
+            refs.append(ref)
     if not refs:
         return None
     logs.info("patchforge.forwarded", "asking the forge about %d pull request(s)", len(refs))

@@ -1077,3 +1077,29 @@ def test_a_history_question_left_for_later_gives_the_judgement_asked_at_once(tmp
     # The seed gives series where questions waited, and landings the history decided.
     assert deferred >= 10 and asked >= 2 and landed >= 3 and undone >= 1, \
         (deferred, asked, landed, undone)
+
+
+def test_a_pull_request_of_another_forge_is_never_asked_of_this_one(tmp_path, upstream,
+                                                                   forge_server):
+    """The forge is asked about a Forwarded pull request by its owner/name and number only: one
+    on another host (a github.com PR, with the stack's forge a GitHub Enterprise) was answered
+    about this forge's o/r#7, another change, which merged: status called the fix landed and
+    its Drop-When true. It is reported as not asked, and nothing is asked about it."""
+    merge = upstream.commit({"pkg/other.py": b"VALUE = 2\n"}, "Merge pull request #7")
+    target = upstream.commit({"README.md": b"nightly\n"}, "nightly")
+    forge_server.add_pull("o/r", 7, state="closed", merged=True, merge_commit_sha=merge)
+    api_url = f"{forge_server.url}/api/v3"  # a GitHub Enterprise: its web host is this server's
+    stack = Stack(tmp_path / "project", upstream, api_url=api_url)
+    here = f"https://{forge_server.url.split('://', 1)[1]}/o/r/pull/7"
+    stack.add("elsewhere.patch", the_fix(),
+              extra=f"Forwarded: {PR_URL}\nDrop-When: merged {PR_URL}\n")
+    stack.add("here.patch", file_diff("pkg/other.py", b"VALUE = 1\n", b"VALUE = 3\n"),
+              extra=f"Forwarded: {here}\n")
+    proc = stack.cli("status", "--against", f"up={target}", "--json")
+    patches = {p["name"]: p for p in json.loads(proc.stdout)["patches"]}
+    elsewhere = patches["elsewhere.patch"]
+    assert "merged" not in elsewhere["forwarded"], elsewhere["forwarded"]
+    assert "github.com is not the host of the configured forge" in elsewhere["forwarded"]["error"]
+    assert elsewhere["drop_when"]["true"] is None
+    assert patches["here.patch"]["forwarded"]["merged"] is True
+    assert [p for p in forge_server.paths() if "/pulls/" in p] == ["/api/v3/repos/o/r/pulls/7"]

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from patchforge.errors import NetworkError, PatchforgeError, UsageError
 from patchforge.model.record import record
@@ -110,6 +110,25 @@ def api_url_for_host(host: str) -> str:
     """The REST API base of a forge web host: api.github.com, or GitHub Enterprise's /api/v3."""
     host = host.lower()
     return DEFAULT_API_URL if host in ("github.com", "www.github.com") else f"https://{host}/api/v3"
+
+
+def web_hosts(api_url: str | None) -> frozenset[str] | None:
+    """The web hosts whose pull requests the forge API at `api_url` answers for: github.com
+    for api.github.com, H for GitHub Enterprise's https://H/api/v3; None for an API elsewhere
+    (a proxy, a test server), which is taken to answer for any host."""
+    parts = urlsplit(api_url or "")
+    if (parts.hostname or "") == "api.github.com":
+        return frozenset({"github.com", "www.github.com"})
+    if parts.netloc and parts.path.rstrip("/").endswith("/api/v3"):
+        return frozenset({parts.netloc.lower()})
+    return None
+
+
+def answers_for(forge: Any, ref: PullRef) -> bool:
+    """Whether `forge` is the one to ask about `ref`: a pull request of another host is
+    another forge's (its owner/name and number there name another pull request here)."""
+    hosts = web_hosts(getattr(forge, "api_url", None))
+    return hosts is None or ref.host in hosts
 
 
 def _check_repo(repo: str) -> str:

@@ -160,18 +160,14 @@ def check_pull_url(url: str, repo: str, number: int, api_url: str | None, patch:
     (status would then follow that other pull request and say it merged), not https, or a host
     other than the web host of the forge's API (github.com for api.github.com, H for GitHub
     Enterprise's https://H/api/v3; any host for an API elsewhere)."""
-    from urllib.parse import urlsplit
-
     from patchforge.errors import NetworkError
-    from patchforge.net.forge import parse_pr_url
+    from patchforge.net.forge import parse_pr_url, web_hosts
 
     try:
         ref = parse_pr_url(url)
     except UsageError:
         ref = None
-    api = urlsplit(api_url or "")
-    hosts = {"github.com", "www.github.com"} if api.hostname == "api.github.com" else \
-        ({api.netloc.lower()} if api.path.rstrip("/").endswith("/api/v3") else None)
+    hosts = web_hosts(api_url)
     if ref is None or not url.startswith("https://") or ref.repo.lower() != repo.lower() \
             or ref.number != number or (hosts is not None and ref.host not in hosts):
         expected = f"https://{sorted(hosts)[0]}/{repo}/pull/{number}" if hosts else None

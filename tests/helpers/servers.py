@@ -202,7 +202,8 @@ class ForgeServer(TestServer):
     def route(self, method: str, path: str, query: dict[str, list[str]], req: Recorded) -> Answer:
         if self.require_token and req.header("authorization") != f"Bearer {self.require_token}":
             return _json(401, {"message": "Requires authentication"})
-        parts = path.strip("/").split("/")
+        # Served at the root, as api.github.com is, and under /api/v3, as GitHub Enterprise is.
+        parts = path.strip("/").removeprefix("api/v3/").split("/")
         if len(parts) >= 4 and parts[0] == "repos":
             repo = f"{parts[1]}/{parts[2]}"
             rest = parts[3:]
