@@ -11,7 +11,10 @@ unrelated change) followed by rebase --to, resolving a stop, --continue, --skip,
 bring-back (and a bring-back that stops: resolved and --continue, --abort, or left open while
 other steps run), a `git pull` of the stack bringing a teammate's version of a fix while an
 edit of it is open (refresh must refuse to write the older change over it), the read-only checks, and a real SIGINT (Ctrl-C) or kill -9 of a command at a random
-write. After an interrupted or killed command, a fix may be left in two places by the step
+write. A fix also comes in by `import overlay` (of the pinned file with the fix made in it:
+refused during a stop, taken beside an open edit), and a second stack shares the cache
+(PATCHFORGE_CACHE), on the same upstream or on another repository also called `up`: what it
+does (pins, imports, rebases, overlays) must not change the first stack's `status --json`. After an interrupted or killed command, a fix may be left in two places by the step
 that was cut short (a delete copies before it unlists): then "exactly one" relaxes to "at least
 one, and the version in the series (or the only place) is intact", never "none".
 
@@ -23,7 +26,9 @@ files executable: the series applied with `git apply` must then also give every 
 should have (a script stays executable through every rebase, refresh and bring-back; a file
 upstream made executable stays so under the fixes that change it).
 
-It can fail: on the code before the state model, the skipped-fix reporting and the one judge,
+It can fail: on the `import overlay` before it merged an overlay onto the series' file, it
+finds a fix imported from the pinned file undoing the fixes already there
+(`import_a_fix_as_an_overlay`). On the code before the state model, the skipped-fix reporting and the one judge,
 it finds a fix created while a rebase is stopped and then lost by `--skip` (its patch file left
 unlisted), and `status` saying "all patches apply" with a fix set aside under skipped/. On the
 rebase before it kept the patches' modes, it finds a fix's script coming back `100644` after an
@@ -108,6 +113,7 @@ class StackModel(RuleBasedStateMachine):
         self.head_files = {path: initial_file(names) for path, names in SLOTS.items()}
         self.renamed = 0
         self.scripts: set[int] = set()  # fixes that add an executable script of their own
+        self.other: tuple[Path, Upstream] | None = None  # a second stack on the same cache
 
     def teardown(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -228,7 +234,12 @@ class StackModel(RuleBasedStateMachine):
         if result.rc != 0:
             return None
         target = self.find_in_worktree(self.slot[fix])
-        assert target is not None
+        if target is None:
+            # The fix's change to its function landed upstream, its script did not: the rebase
+            # kept the script alone (a partial landing). Nothing of the model's to edit.
+            assert fix in self.scripts, f"{name}: the worktree has no {self.slot[fix]}()"
+            self.ok("edit", "--close")
+            return None
         self.write_fix(target, fix, self.version[fix] + 1)
         return name, fix
 
@@ -291,6 +302,78 @@ class StackModel(RuleBasedStateMachine):
         result = self.cli("refresh")
         assert result.rc == 2 and "changed since `edit` opened it" in result.err, result.text
         self.ok("edit", "--close", "--discard")
+
+    @rule(data=st.data())
+    def import_a_fix_as_an_overlay(self, data) -> None:
+        """A fix brought in as a full-file overlay (`import overlay`) whatever is open: refused
+        during a stop or a bring-back, taken beside an open edit (the new patch goes last)."""
+        pin = self.pin()
+        owned = set(self.slot.values())
+        free = []
+        for path in sorted(self.head_files):
+            shown = subprocess.run(["git", "show", f"{pin}:{path}"], cwd=self.up.path,
+                                   capture_output=True)
+            if shown.returncode != 0:
+                continue
+            free += [(path, shown.stdout, slot.decode())
+                     for slot in re.findall(rb"def (\w+)\(\):", shown.stdout)
+                     if slot.decode() not in owned and slot.decode() in self.all_slots
+                     and b"# FIX" not in shown.stdout.split(b"def " + slot + b"():")[1][:60]]
+        if not free:
+            return
+        path, content, slot = data.draw(st.sampled_from(free))
+        fix = self.next_fix
+        overlay = self.tmp / f"overlay-{fix}.py"
+        overlay.write_bytes(with_token(content, slot, f"# FIX{fix} v0".encode()))
+        result = self.cli("import", "overlay", str(overlay), "--upstream", "up", "--path", path,
+                          "--name", f"fix{fix}")
+        self.allowed(result, 0, 2)
+        if result.rc == 0:
+            self.next_fix += 1
+            self.version[fix], self.slot[fix] = 0, slot
+
+    @property
+    def all_slots(self) -> set[str]:
+        return {slot for names in SLOTS.values() for slot in names}
+
+    @rule(data=st.data(), fork=st.booleans())
+    def another_stack_on_the_same_cache(self, data, fork) -> None:
+        """A second stack shares the cache (PATCHFORGE_CACHE): on the same upstream, or on
+        another repository also called `up` whose files differ. It pins a commit, takes a fix,
+        rebases to its upstream's head and builds its overlays. Nothing it does may change what
+        the first stack's commands say: its `status --json` is the same before and after."""
+        before = self.cli("status", "--json")
+        if self.other is None:
+            source = Upstream(self.tmp / "fork", {path: initial_file(names[::-1])
+                                                  for path, names in SLOTS.items()}) \
+                if fork else self.up
+            self.other = (self.tmp / "second", source)
+            self.ok("init", "--standalone", str(self.other[0]))
+            run = run_cli(self.other[0], "upstream", "add", "up", "--git", str(source.path),
+                          "--at", source.base)
+            assert run.rc == 0, run.text
+        root, source = self.other
+        files = subprocess.run(["git", "ls-tree", "-r", "--name-only", "HEAD"], cwd=source.path,
+                               capture_output=True, text=True, check=True).stdout.split()
+        path = data.draw(st.sampled_from(sorted(f for f in files if f.endswith(".py"))))
+        if source is not self.up or data.draw(st.booleans()):
+            content = b"# moved on\n" + source.read(path)
+            source.commit({path: content}, "the second stack's upstream moves")
+            if source is self.up:
+                self.head_files[path] = content
+        overlay = self.tmp / "second-overlay.py"
+        overlay.write_bytes(b"# the second stack's fix\n" + source.read(path))
+        run_cli(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", path,
+                "--name", f"second{len(list((root / 'series').rglob('*.patch')))}")
+        for args in (("rebase", "--to", f"up={source.head()}"), ("overlays",), ("status",)):
+            run = run_cli(root, *args)
+            if args[0] == "rebase" and run.rc == 3:
+                self.allowed(run_cli(root, "rebase", "--abort"), 0)
+            else:
+                assert run.rc in (0, 1, 2), f"second stack: {args} -> {run.rc}\n{run.text}"
+        after = self.cli("status", "--json")
+        assert (after.rc, after.stdout) == (before.rc, before.stdout), \
+            "the second stack changed what the first one's status says\n" + after.text
 
     @rule()
     def give_up_an_open_edit(self) -> None:
