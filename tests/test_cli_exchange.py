@@ -144,6 +144,20 @@ def test_import_git_range_one_patch_per_commit(project, tmp_path):
     assert bad.rc == 2
 
 
+def test_import_git_refuses_a_range_git_would_take_for_an_option(project, tmp_path):
+    """A RANGE beginning with `-` went to `git rev-list` as an option: `--output=FILE` ended in
+    an internal error (GitPython refused it), `--all` imported every branch of the repository.
+    It is refused, exit 2, with nothing written."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    before = tree_bytes(root / "series")
+    for bad in (f"--output={tmp_path / 'written'}", "--all", "-n1"):
+        run = run_cli(root, "import", "git", "--repo", str(fork), "--upstream", "up", "--", bad)
+        assert run.rc == 2 and "begins with '-'" in run.err, (bad, run.rc, run.err)
+    assert not (tmp_path / "written").exists()
+    assert tree_bytes(root / "series") == before
+
+
 def test_import_git_reads_the_named_repository_when_a_hook_sets_git_dir(project, tmp_path,
                                                                        monkeypatch):
     """Run from a git hook, GIT_DIR and GIT_WORK_TREE name the hook's own repository (and a

@@ -73,6 +73,11 @@ def read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
     Renames are reported as a deletion plus an addition (rename detection off), so that the
     patch made from them never depends on a similarity heuristic.
     """
+    if rev_range.startswith("-"):
+        # `git rev-list` would take it for an option (`--output=FILE` writes a file, `--all`
+        # brings every branch in).
+        raise UsageError(f"RANGE {rev_range!r} begins with '-': git would take it for an "
+                         "option", hint="name the commits to import, e.g. BASE..TIP")
     with _without_redirecting_git_vars():
         return _read_commits(repo_dir, rev_range)
 
