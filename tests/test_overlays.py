@@ -14,7 +14,7 @@ import yaml
 
 from helpers.cli import ok, run_cli
 from helpers.deploy import A_DIFF, B_DIFF, NEW_DIFF
-from helpers.project import UPSTREAM_FILES, git_project
+from helpers.project import UPSTREAM_FILES, add_patch_file, git_project, patch_bytes
 from helpers.schemas import schema_errors
 from helpers.snapshot import tree_bytes
 
@@ -464,3 +464,19 @@ def test_an_upstream_without_install_root_is_said_to_be_in_no_mount(tmp_path):
     compose = yaml.safe_load((root / "overlays/compose.yaml").read_bytes())
     (service,) = compose["services"].values()
     assert [v["target"] for v in service["volumes"]] == [f"{INSTALL_ROOT}/pkg/b.py"]
+
+
+@pytest.mark.parametrize("name", ["Dockerfile", "SHA256SUMS"])
+def test_an_upstream_named_like_a_file_of_overlays_is_refused_by_name(tmp_path, name):
+    """overlays/<upstream>/ beside the files patchforge writes there: an upstream (or profile)
+    named `Dockerfile` or `SHA256SUMS` was both, and `overlays` failed with "Not a directory:
+    .../.overlays.new/Dockerfile/pkg". The configuration is named, with the clash."""
+    root, base = git_project(tmp_path, name=name)
+    diff = (b"diff --git a/pkg/b.py b/pkg/b.py\n--- a/pkg/b.py\n+++ b/pkg/b.py\n"
+            b"@@ -1,3 +1,3 @@\n-x = 1\n+x = 2\n y = 2\n z = 3\n")
+    add_patch_file(root, name, "p.patch", patch_bytes(name, base, "p", diff))
+    run = run_cli(root, "overlays")
+    assert run.rc == 2 and "pyproject.toml" in run.err, run.err
+    assert f"or upstream named {name!r} would be a directory where overlays/ holds its file" \
+        in run.err
+    assert not (root / "overlays").exists()
