@@ -593,12 +593,33 @@ def files_at(store: UpstreamStore, commit: str, paths: list[str], *,
             if (content := contents[p]) is not None and (entry := entries[p]) is not None}
 
 
+def refuse_non_files(store: UpstreamStore, commit: str, paths: list[str]) -> None:
+    """UsageError unless each of `paths` (relative to the upstream) is a file at store commit
+    `commit` or a new one: a directory there was tracked as a new empty file of its name, and
+    `refresh` wrote a patch creating it, which no overlay or `git apply` takes (a path under
+    one of its files failed with "File exists")."""
+    parents = {p.rsplit("/", k)[0] for p in paths for k in range(1, p.count("/") + 1)}
+    entries = store.entries(commit, sorted(set(paths) | parents), directories=True)
+    for path in paths:
+        entry = entries.get(path)
+        if entry is not None and entry[0] == "040000":
+            raise UsageError(f"{path} is a directory in the upstream, not a file",
+                             hint=f"name the files in it (e.g. `patchforge add {path}/NAME`)")
+        for k in range(1, path.count("/") + 1):
+            parent = path.rsplit("/", k)[0]
+            found = entries.get(parent)
+            if found is not None and found[0] != "040000":
+                raise UsageError(f"{path}: {parent} is a file in the upstream, not a directory",
+                                 hint="check the path")
+
+
 def add_files(store: UpstreamStore, work: Worktree, base: str, paths) -> list[str]:
     """Track upstream `paths` in `work`, whose files are based on store commit `base`: the ones
     the upstream has arrive as they are there. Returns those that were not tracked yet."""
     paths = [_worktree_relative(work.path, p) for p in paths]
     if not paths:
         return []
+    refuse_non_files(store, base, paths)
     base_files = files_at(store, base, paths)
     return [p for p in paths if work.add(p, base_files.get(p))]
 

@@ -563,3 +563,22 @@ def test_delete_says_which_later_patches_no_longer_apply(project):
     # Already broken before: the delete of another patch says nothing of it.
     run = run_cli(root, "delete", "apart")
     assert run.rc == 0 and "warning" not in run.err, run.text
+
+
+def test_a_directory_of_the_upstream_is_never_taken_for_a_new_file(tmp_path):
+    """`new NAME --file pkg` (or `add pkg`), pkg a directory of the upstream: an empty file
+    `pkg` was tracked as new, `refresh` wrote a patch creating it, and every overlay then
+    refused the series (`status` still said it applied). A path under a file (`a.py/x`)
+    failed with "File exists". Both are refused, exit 2, with nothing written."""
+    root, _ = git_project(tmp_path)
+    before = tree_bytes(root / "series")
+    for path, message in (("pkg", "pkg is a directory in the upstream, not a file"),
+                          ("a.py/x", "a.py/x: a.py is a file in the upstream")):
+        run = run_cli(root, "new", "fix", "--file", path)
+        assert run.rc == 2 and message in run.err, (path, run.err)
+    assert tree_bytes(root / "series") == before
+    ok(root, "new", "fix", "--file", "pkg/b.py")
+    run = run_cli(root, "add", "pkg")
+    assert run.rc == 2 and "pkg is a directory in the upstream" in run.err, run.err
+    ok(root, "refresh")
+    assert b"diff --git" not in (root / "series/up/fix.patch").read_bytes()

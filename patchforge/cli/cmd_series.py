@@ -99,7 +99,12 @@ def new(app, name, upstream, after, description, profiles, no_edit, files):
         from patchforge.worktree import worktree_files
 
         # Checked before the patch is written: a bad path must not leave it behind.
-        worktree_files(project.work_dir(upstream or only_upstream(project)), files)
+        rels = worktree_files(project.work_dir(upstream or only_upstream(project)), files)
+        with open_store(project) as store:
+            from patchforge.worktree import refuse_non_files
+
+            refuse_non_files(store, project.lock.pin(upstream or only_upstream(project)).commit,
+                             rels)
     up, file_name = new_patch(project, name, upstream=upstream, after=after,
                               description=description, profiles=profiles)
     click.echo(f"created {up}/{file_name}")
