@@ -100,6 +100,23 @@ def test_import_overlay_made_from_the_upstream_file_never_undoes_the_series(proj
     assert tree_bytes(root / "series") == before
 
 
+def test_import_overlay_never_makes_a_file_of_a_directory(project, tmp_path):
+    """`import overlay --path pkg --create`, pkg a directory of the upstream (or `a.py/x`, under
+    a file): the patch written created a file there, which every overlay then refused. Refused
+    by name, exit 2, nothing written (without --create it said pkg did not exist)."""
+    root = project
+    overlay = tmp_path / "new.py"
+    overlay.write_bytes(b"new = 1\n")
+    before = tree_bytes(root / "series")
+    for path, create, message in (("pkg", [], "pkg is a directory in the upstream"),
+                                  ("pkg", ["--create"], "pkg is a directory in the upstream"),
+                                  ("a.py/x", ["--create"], "a.py is a file in the upstream")):
+        run = run_cli(root, "import", "overlay", str(overlay), "--upstream", "up", "--path",
+                      path, "--name", "n", *create)
+        assert run.rc == 2 and message in run.err, (path, create, run.err)
+    assert tree_bytes(root / "series") == before
+
+
 def test_import_overlay_refusals_write_nothing(project, tmp_path):
     root = project
     same = tmp_path / "same.py"
