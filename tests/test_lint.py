@@ -435,3 +435,18 @@ def test_pre_commit_hooks_are_offline_and_catch_stale_overlays(env, tmp_path, mo
     cold = _run_hook(hooks["patchforge-lint"], root)
     assert cold.returncode == 2
     assert "run `patchforge fetch` once" in cold.stderr, cold.stderr
+
+
+def test_a_creation_git_apply_refuses_is_an_error(env, tmp_path, monkeypatch):
+    """A patch creating `pkg` where the upstream has a directory (imported from a quilt stack,
+    say) applied in memory: lint found no error and status said it applies, while `git apply`
+    of the series and `overlays` refused it. Lint names it as an apply error."""
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch_file(root, "up", "makes-pkg.patch", patch(FIELDS, (
+        b"diff --git a/pkg b/pkg\nnew file mode 100644\n--- /dev/null\n+++ b/pkg\n"
+        b"@@ -0,0 +1 @@\n+hi\n")))
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 1
+    found = findings(doc, "apply", "makes-pkg.patch")
+    assert found and "creates pkg, which is a directory in the upstream" in found[0]["message"]
+    assert found[0]["severity"] == "error"

@@ -334,6 +334,15 @@ def _apply_checks(project: Project, store: UpstreamStore, upstream, pin, parsed)
             elif outcome.worst == "fuzz":
                 out.append(Finding(label, "fuzz", f"applies only with fuzz{where}: "
                                                   f"{_fuzzed_hunks(outcome)}"))
+        # A creation onto a filled path (a directory or file of the upstream, a file an earlier
+        # patch made) applies in memory, but `git apply` of the series refuses it and so does
+        # `overlays`: lint passed such a series with no error.
+        from patchforge.stack import creation_collisions
+        for name, _, _, message, _ in creation_collisions(store, pin.commit, selected):
+            key = (name, message)
+            if key not in reported:
+                reported.add(key)
+                out.append(Finding(f"{upstream}/{name}", "apply", message + where))
         # Keeps: invariants on this profile's result.
         for name, patch in selected:
             for problem in check_patch_invariants(patch, lambda path: state.current.get(path)
