@@ -1103,3 +1103,19 @@ def test_a_pull_request_of_another_forge_is_never_asked_of_this_one(tmp_path, up
     assert elsewhere["drop_when"]["true"] is None
     assert patches["here.patch"]["forwarded"]["merged"] is True
     assert [p for p in forge_server.paths() if "/pulls/" in p] == ["/api/v3/repos/o/r/pulls/7"]
+
+
+def test_a_creation_onto_a_directory_of_the_upstream_never_applies(stack):
+    """A patch creating `pkg` where the upstream has a directory (imported from a quilt stack,
+    say) applied in memory: status said "all patches apply" (exit 0) while `git apply` of the
+    series and `overlays` refused it. At the pin it is a conflict, with the reason."""
+    stack.add("fix.patch", the_fix())
+    stack.add("makes-pkg.patch", b"diff --git a/pkg b/pkg\nnew file mode 100644\n"
+                                 b"--- /dev/null\n+++ b/pkg\n@@ -0,0 +1 @@\n+hi\n")
+    statuses = stack.status()
+    assert statuses["fix.patch"].state == "applies"
+    found = statuses["makes-pkg.patch"]
+    assert found.state == "conflict" and found.attention
+    assert any("creates pkg, which is a directory in the upstream" in e for e in found.evidence)
+    proc = stack.cli("status")
+    assert proc.returncode == 1 and b"all 2 patches apply" not in proc.stdout

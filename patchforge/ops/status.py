@@ -144,6 +144,19 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                 status.attention = judgement.state in ATTENTION_STATES or broken or \
                     bool(status.drop_when and status.drop_when.get("true"))
                 out.append(status)
+            if target.base_commit == target.commit and \
+                    any(fp.is_new or fp.is_rename or fp.is_copy
+                        for _, patch in patches for fp in patch.file_patches):
+                # At the pin, a creation onto a filled path (a directory or file of the
+                # upstream, a file an earlier patch made) applies in memory, but `git apply`
+                # of the series and `overlays` refuse it: never "applies".
+                from patchforge.stack import profile_collisions
+                by_name = {s.name: s for s in out if s.upstream == upstream}
+                for name, _, _, message, _ in profile_collisions(project, store, target.commit,
+                                                                 patches):
+                    found = by_name[name]
+                    found.state, found.attention = "conflict", True
+                    found.evidence.append(f"{message}: `git apply` and `overlays` refuse it")
             # Nothing landed: the history's answer is not needed (the thread ends with the block).
             index = history.result() if history is not None and landed else None
             if index is not None:
