@@ -839,6 +839,18 @@ def test_range_diff_chains_are_the_commits_git_fast_import_makes(store, merge_ba
     assert ours == (ids[":1"], ids[f":{len(steps) + 1}"])
 
 
+def test_range_diff_scratch_repository_is_made_in_the_temporary_directory(store, tmp_path,
+                                                                        monkeypatch):
+    """A rebase killed before its end leaves the range-diff's scratch repository (its pack is
+    megabytes for a long series) where the caller's temporary files go, never in memory."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    importer = store.range_diff_import()
+    try:
+        assert importer._tmp.parent == tmp_path
+    finally:
+        importer.close()
+
+
 def test_range_diff_import_that_cannot_start_is_a_store_error(store, merge_base, monkeypatch):
     """No room for the scratch repository, or no git process to be had: a StoreError, and no
     scratch directory left behind."""

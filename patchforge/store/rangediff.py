@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.errors import StoreError
 from patchforge.store.diff import quote_c_path
-from patchforge.store.git import IMPORT_IDENT, scratch_dir, start_git
+from patchforge.store.git import IMPORT_IDENT, start_git
 from patchforge.store.objects import TREE_MODE, object_id, stored_parts, write_parts_pack
 
 if TYPE_CHECKING:
@@ -126,10 +126,10 @@ class RangeDiffImport:
         self._closed = False
         self._proc: subprocess.Popen | None = None  # git range-diff, once started
         try:
-            # In memory where the system has a tmpfs, as the diff sides are: the pack lives for
-            # one command, and removing 17 MB from a disk-backed /tmp (a 300-patch series) took
-            # 3-5 ms at the end of the rebase.
-            self._tmp = Path(tempfile.mkdtemp(prefix="patchforge-rangediff-", dir=scratch_dir()))
+            # In the temporary directory (TMPDIR), not scratch_dir's tmpfs: a run killed before
+            # the end leaves the repository behind, and a pack of a long series (17 MB at 300
+            # patches) would hold that much memory until the machine restarts.
+            self._tmp = Path(tempfile.mkdtemp(prefix="patchforge-rangediff-"))
             # A bare repository is these few files (`git init --bare` without its templates,
             # made here: a git process less before the walk).
             scratch = self._tmp / "scratch.git"
