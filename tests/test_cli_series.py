@@ -582,3 +582,24 @@ def test_a_directory_of_the_upstream_is_never_taken_for_a_new_file(tmp_path):
     assert run.rc == 2 and "pkg is a directory in the upstream" in run.err, run.err
     ok(root, "refresh")
     assert b"diff --git" not in (root / "series/up/fix.patch").read_bytes()
+
+
+def test_each_refusal_and_refresh_names_the_next_command(project):
+    """A newcomer from quilt or `git rebase` is told what to run next: after `refresh` (which,
+    unlike `quilt refresh`, ends the edit), when a rebase meets an edit with changes not
+    refreshed, and on `rebase --continue` with no rebase stopped."""
+    root = project
+    ok(root, "new", "one", "--file", "a.py")
+    replace_in(work(root) / "a.py", b"line2\n", b"LINE2\n")
+    refreshed = ok(root, "refresh").text
+    assert "`patchforge edit one` opens it again" in refreshed
+    ok(root, "edit", "one")  # ... and it does
+    replace_in(work(root) / "a.py", b"line3\n", b"LINE3\n")
+    refused = run_cli(root, "rebase", "--to", "up=main")
+    assert refused.rc == 2 and "`patchforge edit --close --discard`" in refused.err
+    ok(root, "edit", "--close", "--discard")
+    assert b"LINE3" not in patch_bytes(root, "one")
+    ok(root, "rebase", "--to", "up=main")
+    nothing = run_cli(root, "rebase", "--continue")
+    assert nothing.rc == 2 and "no rebase in progress" in nothing.err
+    assert "`patchforge rebase --to UPSTREAM=SPEC`" in nothing.err

@@ -192,8 +192,10 @@ def refresh(app, name, as_json):
         emit_json(result, "refresh")
     else:
         state = "refreshed" if result["changed"] else "unchanged"
+        # Unlike `quilt refresh`, the edit ends here: say how to go on editing.
         click.echo(f"{result['upstream']}/{result['name']}: {state} "
-                   f"({len(result['files'])} file(s))")
+                   f"({len(result['files'])} file(s)); the worktree is closed "
+                   f"(`patchforge edit {result['name'].removesuffix('.patch')}` opens it again)")
         for later in result["later_failing"]:
             click.echo(f"warning: {later} no longer applies after this change", err=True)
     if result["later_failing"]:

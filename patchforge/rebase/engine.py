@@ -138,7 +138,8 @@ class Rebase:
                     raise InProgressError(
                         f"{upstream}/{state['patch']} is being edited in "
                         f"{self.project.work_dir(upstream)} and has changes not refreshed",
-                        hint="`patchforge refresh` (or throw the edit away) before rebasing")
+                        hint="`patchforge refresh` before rebasing, or throw the change away with "
+                             "`patchforge edit --close --discard`")
                 # Everything in the worktree is in the patch already: it is derived state,
                 # and the rebase needs the place for its own stops.
                 close_worktree(self.project, upstream)
@@ -299,7 +300,9 @@ class Rebase:
         if open_:
             raise UsageError(f"no rebase in progress; {open_[0].describe()}",
                              hint=open_[0].next_step())
-        raise UsageError("no rebase in progress")
+        raise UsageError("no rebase in progress",
+                         hint="`patchforge status` says where the series stands; "
+                              "`patchforge rebase --to UPSTREAM=SPEC` starts a rebase")
 
     # --- moving patches -----------------------------------------------------------------------
     @property
