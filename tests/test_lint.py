@@ -450,3 +450,27 @@ def test_a_creation_git_apply_refuses_is_an_error(env, tmp_path, monkeypatch):
     found = findings(doc, "apply", "makes-pkg.patch")
     assert found and "creates pkg, which is a directory in the upstream" in found[0]["message"]
     assert found[0]["severity"] == "error"
+
+
+def test_a_patch_file_saved_with_crlf_line_ends_is_named(env, tmp_path, monkeypatch):
+    """An editor that saves with CRLF line ends makes every hunk fail on the LF upstream file;
+    lint says so, with the file's line and the way back, and the converted-back file is clean."""
+    root = env.fresh(tmp_path, monkeypatch)
+    r = run_cli(root, "import", "overlay", str(_write(tmp_path / "o", b"line1\nLINE2\nline3\n"
+                                                      b"line4\nline5\nline6\nline7\nline8\n")),
+                "--upstream", "up", "--path", "a.txt", "--name", "good")
+    assert r.rc == 0, r.text
+    path = root / "series/up/good.patch"
+    original = path.read_bytes()
+    path.write_bytes(original.replace(b"\n", b"\r\n"))
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 1
+    [converted] = findings(doc, "line-ends", "good.patch")
+    diff_line = original.split(b"\n").index(next(line for line in original.split(b"\n")
+                                                 if line.startswith(b"diff --git "))) + 1
+    assert f"line {diff_line} of the patch file ends in CRLF" in converted["message"]
+    assert "sed -i 's/\\r$//' FILE" in converted["message"]
+    subprocess.run(["sed", "-i", r"s/\r$//", str(path)], check=True)
+    assert path.read_bytes() == original
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 0 and not findings(doc, "line-ends"), doc

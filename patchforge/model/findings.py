@@ -9,7 +9,7 @@ class Finding:
     patch: str  # "upstream/name", or a project file relative to the root
     check: str  # header | series | parse | byte-stable | apply | fuzz | zero-context
     #             | keeps | forwarded | drop-when | ledger | overlays | skipped
-    #             | attributes
+    #             | attributes | line-ends
     message: str
     severity: str = "error"  # error | warning
 
