@@ -69,8 +69,8 @@ def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) ->
             except StoreError as exc:
                 full = targets.full_release_version(spec)
                 if full:  # pip takes 0.33 for 0.33.0, but the wheel and the pin say 0.33.0
-                    exc.hint = f"a wheel version is named in full: did you mean " \
-                               f"{upstream.name}={full}?"
+                    # Both `--against NAME=SPEC` and `upstream add --at SPEC` come here.
+                    exc.hint = f"a wheel version is named in full: {full}, not {spec}"
                 raise
         elif kind.name == "image":
             # An image whose labels name the version (e.g. vllm.version): that wheel.

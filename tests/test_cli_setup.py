@@ -473,10 +473,15 @@ def test_short_wheel_version_suggests_the_full_one(tmp_path, monkeypatch):
     ok(tmp_path, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.2.0")
     run = run_cli(tmp_path, "--offline", "status", "--against", "tiny=1.2")
     assert run.rc == 2
-    assert "hint: a wheel version is named in full: did you mean tiny=1.2.0?" in run.err
+    assert "hint: a wheel version is named in full: 1.2.0, not 1.2" in run.err
+    # `upstream add` takes the version with --at: the hint names no NAME=SPEC form.
+    run = run_cli(tmp_path, "--offline", "upstream", "add", "tiny2", "--wheel", "tinypkg",
+                  "--at", "1.2")
+    assert run.rc == 2
+    assert "hint: a wheel version is named in full: 1.2.0, not 1.2" in run.err
     # A full version gets no such suggestion.
     run = run_cli(tmp_path, "--offline", "status", "--against", "tiny=1.3.0")
-    assert run.rc == 2 and "did you mean" not in run.err
+    assert run.rc == 2 and "named in full" not in run.err
 
 
 def _fetch_in_a_new_cache(root: Path, index: Path, *args: str, terminal: bool) -> tuple[int, str]:

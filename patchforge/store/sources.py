@@ -264,7 +264,7 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
             _checked_wheel_request(package, version, path.name)
         except StoreError:
             raise StoreError(f"pip download {package}=={version} gave {path.name}, "
-                             "which is not a wheel of it") from None
+                             f"not a wheel of {package} {version}") from None
         digest = file_sha256(path)
         if sha256 is not None and digest != sha256:
             raise StoreError(f"{package} {version}: the downloaded {path.name} has sha256 "
