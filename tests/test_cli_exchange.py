@@ -133,6 +133,23 @@ def test_import_overlay_refusals_write_nothing(project, tmp_path):
     assert tree_bytes(root / "series") == before
 
 
+def test_import_of_an_overlay_the_series_already_makes_names_its_patch(project, tmp_path):
+    """The overlay a deployment mounts, imported again, is what the series already gives: the
+    refusal names the patch that makes the change, not a landing upstream."""
+    root = project
+    overlay = tmp_path / "a.py.overlay"
+    overlay.write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 fixed\n"))
+    ok(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", "a.py",
+       "--name", "fix-a")
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", "a.py",
+                  "--name", "again")
+    assert run.rc == 2 and "with the series applied: nothing to import" in run.err
+    assert "(the change is in the series already: fix-a.patch)" in run.err
+    assert "landed upstream" not in run.err
+    assert tree_bytes(root / "series") == before
+
+
 def test_import_git_range_one_patch_per_commit(project, tmp_path):
     root = project
     fork = fork_with_commits(tmp_path)

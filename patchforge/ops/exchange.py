@@ -187,9 +187,13 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
                     "from the upstream's file): they are kept, and the new patch holds only the "
                     "overlay's own change")
     if old == new:
-        raise UsageError(f"{overlay} is identical to {path} at {pin.label}"
-                         + (" with the series applied" if note else "")
-                         + ": nothing to import (the fix may have landed upstream)")
+        if path in state.current:  # the series changes the file: its patches already do this
+            earlier = ", ".join(n for n in project.patch_names(upstream)
+                                if path in project.read_patch(upstream, n).paths)
+            raise UsageError(f"{overlay} is identical to {path} at {pin.label} with the series "
+                             f"applied: nothing to import (the change is in the series already: {earlier})")
+        raise UsageError(f"{overlay} is identical to {path} at {pin.label}: nothing to import "
+                         "(the fix may have landed upstream)")
     entry = store.entry(pin.commit, path)
     mode = entry[0] if entry else "100644"
     diff = make_diff([FileChange.at(path, old, new, mode, mode)])
