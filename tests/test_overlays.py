@@ -322,6 +322,19 @@ def test_verify_without_overlays_and_with_a_malformed_sums_file(stack):
     assert f"SHA256SUMS:{len(sums.read_bytes().splitlines())}:" in run.err
 
 
+def test_verify_of_a_clone_without_the_overlay_files_names_the_command_that_writes_them(stack):
+    """A stack that keeps its overlay files out of git: a clone has SHA256SUMS and the
+    manifest, not the files; verify says which command writes them."""
+    root = stack
+    ok(root, "overlays")
+    (root / "overlays/gfx942/up/a.py").unlink()
+    run = run_cli(root, "verify")
+    assert run.rc == 1 and "gfx942/up/a.py" in run.out and "file not found" in run.out
+    assert "hint: `patchforge overlays` writes the missing overlay files" in run.err
+    ok(root, "overlays")
+    assert "hint" not in ok(root, "verify").err
+
+
 def test_no_profiles_means_no_profile_directories(tmp_path):
     root, _ = git_project(tmp_path)
     write_patch(root, "all-b", B_DIFF)

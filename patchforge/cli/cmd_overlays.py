@@ -140,6 +140,10 @@ def verify(app, installed, image, profile, as_json, output_format):
         click.echo(table([[s, p, d] for p, s, d in shown], ["state", "path", "detail"],
                          colors={0: lambda c: STATE_COLORS.get(c)}, enabled=app.color))
         click.echo(f"{len(rows) - len(bad)} ok, {len(bad)} failed")
+        if any(detail == "file not found" for _, _, detail in bad):
+            # A clone of a stack that keeps its overlay files out of git (as build outputs)
+            # has SHA256SUMS but not the files.
+            click.echo("hint: `patchforge overlays` writes the missing overlay files", err=True)
     if output_format == "github":
         _github_verify(rows, bad)
     if bad:
