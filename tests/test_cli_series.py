@@ -603,3 +603,20 @@ def test_each_refusal_and_refresh_names_the_next_command(project):
     nothing = run_cli(root, "rebase", "--continue")
     assert nothing.rc == 2 and "no rebase in progress" in nothing.err
     assert "`patchforge rebase --to UPSTREAM=SPEC`" in nothing.err
+
+
+def test_a_hand_edited_hunk_with_stale_counts_names_its_at_at_line(project):
+    """A line added to a patch's hunk by hand, its @@ counts left as they were: the error names
+    the line where the body and counts part, and the hint the @@ line to correct."""
+    root = project
+    make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
+    path = root / "series/up/one.patch"
+    lines = path.read_bytes().split(b"\n")
+    at = next(k for k, line in enumerate(lines) if line.startswith(b"@@ "))
+    added = next(k for k, line in enumerate(lines) if line == b"+LINE2")
+    lines.insert(added + 1, b"+# added by hand")
+    path.write_bytes(b"\n".join(lines))
+    run = run_cli(root, "status")
+    assert run.rc == 2 and "hunk body does not match its @@ counts" in run.err
+    assert "series/up/one.patch:" in run.err
+    assert f"hint: the hunk's @@ line is line {at + 1}: after a hand edit" in run.err

@@ -361,6 +361,12 @@ class _Parser:
     def lineno(self, i: int) -> int:
         return self.first_line + i
 
+    def counts_hint(self, header: int) -> str:
+        """What to do about a hunk whose body and @@ counts disagree: most often a hand edit."""
+        return (f"the hunk's @@ line is line {self.lineno(header)}: after a hand edit of the "
+                "diff, correct its counts there (or put the file back and make the change with "
+                "`patchforge edit NAME` and `patchforge refresh`, which write the diff)")
+
     def path(self, name: bytes, i: int, *, strip: bool) -> str | None:
         """A header name -> a checked, p1-stripped path (None for /dev/null)."""
         if name == b"/dev/null":
@@ -737,7 +743,8 @@ class _Parser:
         old_nonl = new_nonl = False
         while old_rem > 0 or new_rem > 0 or (i < n and lines[i].startswith(b"\\")):
             if i >= n:
-                raise self.err(header, "hunk ends before its @@ counts are used up")
+                raise self.err(header, "hunk ends before its @@ counts are used up",
+                               hint=self.counts_hint(header))
             line = lines[i]
             kind = line_kind(line)
             if kind == b"\\":
@@ -767,9 +774,11 @@ class _Parser:
                 new_rem -= 1
             else:
                 raise self.err(i, "hunk body shorter than its @@ counts say "
-                                  "(this line is not a ' ', '-' or '+' line)")
+                                  "(this line is not a ' ', '-' or '+' line)",
+                               hint=self.counts_hint(header))
             if old_rem < 0 or new_rem < 0:
-                raise self.err(i, "hunk body does not match its @@ counts")
+                raise self.err(i, "hunk body does not match its @@ counts",
+                               hint=self.counts_hint(header))
             if (old_nonl and kind in (b" ", b"-")) or (new_nonl and kind in (b" ", b"+")):
                 raise self.err(i, "line after a '\\ No newline at end of file' marker")
             body.append(line)
