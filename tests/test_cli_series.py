@@ -595,10 +595,13 @@ def test_each_refusal_and_refresh_names_the_next_command(project):
     assert "`patchforge edit one` opens it again" in refreshed
     ok(root, "edit", "one")  # ... and it does
     replace_in(work(root) / "a.py", b"line3\n", b"LINE3\n")
+    dry = ok(root, "rebase", "--to", "up=main", "--dry-run")  # says the real run is refused
+    assert "note: up/one.patch is being edited and has changes not refreshed" in dry.err
     refused = run_cli(root, "rebase", "--to", "up=main")
     assert refused.rc == 2 and "`patchforge edit --close --discard`" in refused.err
     ok(root, "edit", "--close", "--discard")
     assert b"LINE3" not in patch_bytes(root, "one")
+    assert "note:" not in ok(root, "rebase", "--to", "up=main", "--dry-run").err
     ok(root, "rebase", "--to", "up=main")
     nothing = run_cli(root, "rebase", "--continue")
     assert nothing.rc == 2 and "no rebase in progress" in nothing.err

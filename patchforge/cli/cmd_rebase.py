@@ -33,6 +33,22 @@ def render_summary(summary: dict, app) -> None:
         click.echo("(dry run: nothing was written)")
 
 
+def _note_unrefreshed_edits(project, store, summary) -> None:
+    """A dry run reads the patch files; the real run refuses an edit whose changes are not in
+    its patch yet. Say so before the dry run's table is taken for what the rebase will do."""
+    if not (project.state_dir / "work").is_dir():
+        return  # nothing is being edited (and the worktree module need not be loaded)
+    from patchforge.worktree import editing, unrefreshed
+
+    for upstream in summary["upstreams"]:
+        state = editing(project, upstream)
+        if state and unrefreshed(project, store, upstream, state):
+            click.echo(f"note: {upstream}/{state['patch']} is being edited and has changes not "
+                       "refreshed: this dry run used its patch file, and the rebase is refused "
+                       "until `patchforge refresh` (or `patchforge edit --close --discard`)",
+                       err=True)
+
+
 @click.command()
 @click.option("--to", "specs", multiple=True, metavar="SPEC", shell_complete=complete_spec,
               help="The new upstream revision (vllm=SPEC aiter=SPEC, or one SPEC).")
@@ -82,6 +98,8 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
 
                 summary = engine.start(parse_target_specs(specs, project.upstream_names()),
                                        dry_run=dry_run)
+                if dry_run and not as_json:
+                    _note_unrefreshed_edits(project, store, summary)
             else:
                 summary = engine.resume(skip=skip)
         except ConflictStop as stop:
