@@ -140,6 +140,21 @@ def test_init_appends_to_pyproject_byte_for_byte(tmp_path):
     assert tree_bytes(tmp_path) == before
 
 
+def test_init_in_a_subdirectory_of_a_project_is_refused_unless_named(tmp_path):
+    """`init` run from a project's series/ started a second project there, which every command
+    run from there then took for the project. It is refused, with nothing written, naming the
+    project; `init .` (a directory named on purpose) still starts one."""
+    ok(None, "init", cwd=tmp_path)
+    inside = tmp_path / "series"
+    before = tree_bytes(tmp_path)
+    run = run_cli(None, "init", cwd=inside)
+    assert run.rc == 2 and f"is inside the patchforge project at {tmp_path.resolve()}" in run.err
+    assert "`patchforge init .`" in run.err
+    assert tree_bytes(tmp_path) == before
+    ok(None, "init", ".", cwd=inside)
+    assert (inside / "patchforge.toml").is_file()
+
+
 def test_init_standalone_leaves_pyproject_alone(tmp_path):
     (tmp_path / "pyproject.toml").write_bytes(b'[project]\nname = "x"\n')
     ok(None, "init", "--standalone", cwd=tmp_path)

@@ -25,9 +25,27 @@ def init(app, standalone, directory):
     """Write a starting configuration, an empty series and an empty upstream.lock."""
     from patchforge.ops.setup import init_project
 
+    if directory is None and app.root is None:
+        _refuse_inside_a_project(Path.cwd())
     target = directory or app.root or Path.cwd()
     written = init_project(target, standalone=standalone)
     click.echo(f"initialized patchforge in {target}: " + ", ".join(written))
+
+
+def _refuse_inside_a_project(here: Path) -> None:
+    """A bare `init` in a subdirectory of a project (its series/, say) started a second
+    project there, and every command run from there then found that one instead."""
+    from patchforge.project import find_root
+
+    try:
+        root, _ = find_root(here)
+    except UsageError:
+        return  # no project here or above: the usual case
+    if root != here.resolve():
+        raise UsageError(f"{here} is inside the patchforge project at {root}: `init` would "
+                         "start another project in it",
+                         hint=f"run `patchforge` commands from anywhere in {root}; "
+                              "`patchforge init .` starts a separate project here all the same")
 
 
 @click.group(cls=HelpGroup)
