@@ -78,6 +78,18 @@ def test_mistyped_patch_name_gets_a_suggestion(stack):
     assert far.rc == 2 and "`patchforge list` shows the series" in far.err
 
 
+def test_mistyped_command_gets_a_suggestion(stack):
+    """As git answers `git rebse`: the closest command names, at the top level and in a group;
+    a name close to none gets none. Exit 2, as for any bad usage."""
+    for args, suggestion in ((["rebse"], "Did you mean 'rebase'?"),
+                             (["upstream", "ad"], "Did you mean 'add'?"),
+                             (["import", "quit"], "Did you mean 'quilt'?")):
+        run = run_cli(stack, *args)
+        assert run.rc == 2 and f"No such command {args[-1]!r}. {suggestion}" in run.err, run.err
+    run = run_cli(stack, "xyzzy")
+    assert run.rc == 2 and "No such command 'xyzzy'." in run.err and "Did you mean" not in run.err
+
+
 def test_show_pages_its_diff_on_a_terminal_only(stack, tmp_path):
     paged = tmp_path / "paged"
     env = dict(os.environ, PAGER=f"cat > {paged}", TERM="xterm")

@@ -113,6 +113,20 @@ class HelpGroup(click.Group):
             ctx.exit(0)
         return super().parse_args(ctx, args)
 
+    def resolve_command(self, ctx, args):
+        # A mistyped command (`patchforge rebse`) is answered with the closest names, as click
+        # answers a mistyped option; click's own answer names none.
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None \
+                and not ctx.resilient_parsing:
+            import difflib
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=2, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {name!r}. Did you mean "
+                         + " or ".join(repr(c) for c in close) + "?")
+        return super().resolve_command(ctx, args)
+
 
 class LazyGroup(HelpGroup):
     def list_commands(self, ctx):
