@@ -470,7 +470,12 @@ def test_a_patch_file_saved_with_crlf_line_ends_is_named(env, tmp_path, monkeypa
                                                  if line.startswith(b"diff --git "))) + 1
     assert f"line {diff_line} of the patch file ends in CRLF" in converted["message"]
     assert "sed -i 's/\\r$//' FILE" in converted["message"]
+    # status at the pin, which shows a conflict with no evidence, sends the reader to lint.
+    at_pin = run_cli(root, "status")
+    assert at_pin.rc == 1 and "conflict" in at_pin.out
+    assert "hint: `patchforge lint` says why a patch does not apply at its pin" in at_pin.err
     subprocess.run(["sed", "-i", r"s/\r$//", str(path)], check=True)
     assert path.read_bytes() == original
     rc, doc = lint_json(root, "--no-forge")
     assert rc == 0 and not findings(doc, "line-ends"), doc
+    assert "hint" not in run_cli(root, "status").err

@@ -163,6 +163,12 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
             len(document["unlisted"])
         click.echo(paint(f"{attention} patch(es) need attention", "yellow", app.color)
                    if attention else f"all {len(results)} patches apply and are still needed")
+        # At its own pin a patch conflicts only after a hand edit (of the patch file, or of the
+        # pin): the table gives no evidence for a conflict, lint names the hunks.
+        at_pin = {name for name, t in targets.items() if t.base_commit == t.commit}
+        if any(r.state == "conflict" and r.upstream in at_pin for r in results):
+            click.echo("hint: `patchforge lint` says why a patch does not apply at its pin (the "
+                       "failing hunks; a patch file saved with CRLF line ends)", err=True)
     if output_format == "github":
         _github(project, targets, results)
     if busy or any(r.attention for r in results) or \
