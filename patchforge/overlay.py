@@ -23,7 +23,7 @@ from patchforge.formats.lockfile import dump_json
 from patchforge.model.lock import ImagePin
 from patchforge.model.record import field, record
 from patchforge.stack import refuse_creation_collisions, refuse_symlinked_paths
-from patchforge.fsutil import fault_point, fsync_dir
+from patchforge.fsutil import atomic_write, fault_point, fsync_dir
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -37,6 +37,10 @@ KEEP_NAMES = {"README.md", ".gitignore"}  # user files that live in overlays/ an
 # from the committed SHA256SUMS and manifest.json, so it is checked where it exists and not
 # required to be committed.
 BUILD_OUTPUT_NAMES = {"Dockerfile"}
+# What the last write of overlays/ in this checkout wrote (`sha256  path`, as SHA256SUMS), kept
+# under .patchforge/: the committed SHA256SUMS alone cannot tell a file changed by hand from
+# one written before a `git pull` brought newer sums.
+WRITTEN_RECORD = "overlays-written.sha256"
 
 
 def sha256(data: bytes) -> str:
@@ -465,8 +469,11 @@ def _generated_files(root: Path) -> list[str]:
 
 
 def write_overlays(project: Project, overlays: OverlaySet, *,
-                   profiles: list[str] | None = None) -> None:
-    """Replace overlays/ with the new set in one step.
+                   profiles: list[str] | None = None, check_hand_edits: bool = True) -> None:
+    """Replace overlays/ with the new set in one step; refused, nothing written, when an
+    overlay file there was edited by hand (`refuse_changed_by_hand`; a rebase's write-out
+    checks that before it begins, `check_hand_edits=False`), and the files written are
+    recorded (WRITTEN_RECORD).
 
     The new tree is built beside the old one and swapped in with two renames; `recover_overlays`
     finishes a swap that a kill interrupted. With `profiles`, the other profiles' overlay files
@@ -476,6 +483,8 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
     refuse_linked_overlays(project)
     if profiles is not None:
         refuse_stale_profiles(project, overlays, profiles)
+    if check_hand_edits:
+        refuse_changed_by_hand(project, overlays)
     recover_overlays(project)
     staging = root.parent / ".overlays.new"
     _remove(staging)
@@ -506,6 +515,71 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
     os.replace(staging, root)
     fsync_dir(root.parent)
     _remove(old)
+    atomic_write(project.state_dir / WRITTEN_RECORD,
+                 "".join(f"{digest}  {rel}\n" for rel, digest in _digests(overlays).items())
+                 .encode("utf-8", "surrogateescape"))
+
+
+def _digests(overlays: OverlaySet) -> dict[str, str]:
+    """path under overlays/ -> sha256 of each overlay file and artifact copy, as SHA256SUMS."""
+    return {**{f.rel: f.sha256 for f in overlays.files},
+            **{rel: sha256(data) for rel, data in overlays.artifact_files.items()}}
+
+
+def _read_sums(path: Path) -> dict[str, str]:
+    """path -> sha256 of a SHA256SUMS-style file; {} when there is none. A line that is not
+    `<64 hex>  <path>` is passed over here (`verify` names it)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return {}
+    sums = {}
+    for line in data.decode("utf-8", "surrogateescape").splitlines():
+        digest, sep, rel = line.partition("  ")
+        if sep and len(digest) == 64:
+            sums[rel.lstrip("*")] = digest.lower()
+    return sums
+
+
+def changed_by_hand(project: Project, overlays: OverlaySet) -> list[str]:
+    """The overlay files in overlays/ that hold what none of the following says they hold:
+    patchforge's record of its last write here, the SHA256SUMS beside them, the set about to be
+    written. Such a file was edited by hand (a habit of stacks that kept overlays by hand):
+    regenerating overlays/ would throw the change away without a word."""
+    root = project.overlays_dir
+    written = _read_sums(project.state_dir / WRITTEN_RECORD)
+    listed = _read_sums(root / "SHA256SUMS")
+    new = _digests(overlays)
+    changed = []
+    for rel in sorted({*written, *listed}):
+        path = root / rel
+        if not path.is_file() or path.is_symlink():
+            continue
+        digest = sha256(path.read_bytes())
+        if digest not in (written.get(rel), listed.get(rel), new.get(rel)):
+            changed.append(rel)
+    return changed
+
+
+def refuse_changed_by_hand(project: Project, overlays: OverlaySet) -> None:
+    """InputError (nothing written) when an overlay file was edited by hand since patchforge
+    wrote it (`changed_by_hand`): the change belongs in a patch."""
+    changed = changed_by_hand(project, overlays)
+    if not changed:
+        return
+    first = changed[0]
+    more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+    parts = PurePosixPath(first).parts
+    upstreams = set(project.upstream_names())
+    # overlays/[<profile>/]<upstream>/<path>: name the upstream and path for the import.
+    at = next((i for i, part in enumerate(parts[:2]) if part in upstreams), None)
+    hint = ("make the change a patch, then regenerate: "
+            + (f"`patchforge import overlay overlays/{first} --upstream {parts[at]} --path "
+               f"{'/'.join(parts[at + 1:])} --name NAME`" if at is not None else
+               "`patchforge import overlay FILE --upstream U --path P --name NAME`")
+            + "; or remove the file to let the change go")
+    raise InputError(f"overlays/{first}{more} changed since patchforge wrote it: regenerating "
+                     "overlays/ would throw that change away; nothing was written", hint=hint)
 
 
 def refuse_stale_profiles(project: Project, overlays: OverlaySet, profiles: list[str]) -> None:

@@ -300,7 +300,8 @@ def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean)
     assert {p for p in added if p.startswith(".patchforge/")} >= {
         ".patchforge/bump/report.md", ".patchforge/bump/report.json"}
     # The fixes that stay moved (upstream added a header above them): re-made at new lines.
-    assert modified == ["overlays/Dockerfile", "overlays/SHA256SUMS", "overlays/compose.yaml",
+    # (Besides .patchforge/overlays-written.sha256, the record of what overlays/ holds now.)
+    assert modified == [".patchforge/overlays-written.sha256", "overlays/Dockerfile", "overlays/SHA256SUMS", "overlays/compose.yaml",
                         "overlays/manifest.json",
                         "overlays/vllm/pkg/attn.py", series + "aiter-on-hip.patch",
                         series + "clamp-offset.patch", series + "scale.patch",

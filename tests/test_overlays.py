@@ -205,7 +205,9 @@ def test_check_reports_drift_and_passes_when_clean(stack):
     assert schema_errors(doc, "overlays") == []
     assert doc["drift"] == [{"path": "gfx950/up/pkg/b.py", "kind": "changed",
                              "detail": "overlay file differs from the regenerated one"}]
-    # A patch changed since the overlays were made: the manifest drifts.
+    # A patch changed since the overlays were made: the manifest drifts. (The tampered file
+    # goes first: `overlays` never overwrites a file changed by hand.)
+    (root / "overlays/gfx950/up/pkg/b.py").unlink()
     ok(root, "overlays")
     patch = root / "series/up/all-b.patch"
     patch.write_bytes(patch.read_bytes().replace(b"y = 22", b"y = 23"))
@@ -289,6 +291,7 @@ def test_verify_and_installed_pre_images(stack, tmp_path):
     (root / "overlays/gfx942/up/a.py").write_bytes(b"tampered\n")
     run = run_cli(root, "verify")
     assert run.rc == 1 and "gfx942/up/a.py" in run.text and "mismatch" in run.text
+    (root / "overlays/gfx942/up/a.py").unlink()  # `overlays` never overwrites a hand edit
     ok(root, "overlays")
     # An image's site-packages with the right pre-images.
     site = tmp_path / "site-packages"
@@ -493,3 +496,50 @@ def test_an_upstream_named_like_a_file_of_overlays_is_refused_by_name(tmp_path, 
     assert f"or upstream named {name!r} would be a directory where overlays/ holds its file" \
         in run.err
     assert not (root / "overlays").exists()
+
+
+def test_an_overlay_file_edited_by_hand_is_never_thrown_away(stack, tmp_path):
+    """A stack that kept overlays by hand edits the files under overlays/. `overlays` (and a
+    rebase's write-out) replaced such a file with the regenerated one, exit 0, the change gone
+    without a word. Now both refuse, naming the file and the `import overlay` that makes the
+    change a patch, and write nothing. Files written before a `git pull` brought newer
+    SHA256SUMS are no hand edits: patchforge's record of its own last write tells them apart."""
+    root = stack
+    ok(root, "overlays")
+    # A teammate's regeneration arrives by `git pull`: newer sums and patch, the old files.
+    theirs = tmp_path / "theirs"
+    shutil.copytree(root, theirs, ignore=shutil.ignore_patterns(".patchforge"))
+    patch = theirs / "series/up/all-b.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"+y = 22\n", b"+y = 33\n"))
+    ok(theirs, "overlays")
+    for rel in ("series/up/all-b.patch", "overlays/SHA256SUMS", "overlays/manifest.json"):
+        (root / rel).write_bytes((theirs / rel).read_bytes())
+    ok(root, "overlays")
+    assert b"y = 33" in (root / "overlays/gfx950/up/pkg/b.py").read_bytes()
+    # A fix made in the overlay file itself.
+    overlay = root / "overlays/gfx942/up/a.py"
+    edited = overlay.read_bytes() + b"hand fix\n"
+    overlay.write_bytes(edited)
+    before = tree_bytes(root / "overlays")
+    run = run_cli(root, "overlays")
+    assert run.rc == 2 and "overlays/gfx942/up/a.py changed since patchforge wrote it" in run.err
+    assert ("patchforge import overlay overlays/gfx942/up/a.py --upstream up --path a.py"
+            in run.err), run.text
+    assert tree_bytes(root / "overlays") == before
+    # So does a rebase, before its write-out begins: the series and the lock stay as they were.
+    upstream = tmp_path / "up-upstream"
+    (upstream / "pkg/crlf.txt").write_bytes(b"one\r\ntwo\r\nthree\r\nfour\r\n")
+    subprocess.run(["git", "commit", "-qam", "upstream: more"], cwd=upstream, check=True)
+    lock = (root / "upstream.lock").read_bytes()
+    run = run_cli(root, "rebase", "--to", "up=main")
+    assert run.rc == 2 and "overlays/gfx942/up/a.py changed since" in run.err, run.text
+    assert tree_bytes(root / "overlays") == before
+    assert (root / "upstream.lock").read_bytes() == lock
+    ok(root, "rebase", "--abort")
+    # The way out the message gives: the change becomes a patch of the profile's series.
+    ok(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", "a.py",
+       "--name", "hand-fix", "--profiles", "gfx942")
+    ok(root, "overlays")
+    assert overlay.read_bytes() == edited
+    ok(root, "rebase", "--to", "up=main")
+    assert overlay.read_bytes() == edited

@@ -860,12 +860,14 @@ class Rebase:
             read: dict[str, bytes] = {}
             writes = self._plan(read)
             if project.overlays_dir.exists():
-                from patchforge.overlay import build_overlays
+                from patchforge.overlay import build_overlays, refuse_changed_by_hand
 
                 # Built now, in memory, so that a series the overlays cannot take stops the run
-                # before any project file is touched.
+                # before any project file is touched; so does an overlay file edited by hand,
+                # which the write-out would replace.
                 overlays = build_overlays(project, self.store, lock=_lock_of(writes),
                                           patch_sources=self._new_sources())
+                refuse_changed_by_hand(project, overlays)
             summary = self._summary(written=True)
             # The plan names staged patch files; the series and lock (small) travel inline.
             plan = [PlanStep(rel, staged, None if staged or content is None
@@ -914,7 +916,7 @@ class Rebase:
 
             if overlays is None:  # resumed after a kill: the new state is on disk now
                 overlays = build_overlays(project, self.store)
-            write_overlays(project, overlays)
+            write_overlays(project, overlays, check_hand_edits=False)  # checked before
         # The history records the run; a resumed write-out records it once (run ids).
         from patchforge import ledger  # the write-out only: not loaded at each stop
 
