@@ -185,6 +185,20 @@ def test_overlays_on_a_fresh_clone_fetches_first(stack, tmp_path, monkeypatch):
     assert "wrote 5 overlay files" in run.text
 
 
+
+def _overlays_of_named_files(tmp_path: Path, names: list[str], also: list[str] = ()) -> Path:
+    """A project whose upstream has the files `names` (and `also`), each `x = 1`, and a patch
+    per name making it `x = 2`, with its overlays written: the project's root."""
+    files = dict(UPSTREAM_FILES, **{name: b"x = 1\n" for name in [*names, *also]})
+    root, base = git_project(tmp_path, files, install_root=INSTALL_ROOT)
+    for number, name in enumerate(names):
+        diff = (f"diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n"
+                "@@ -1 +1 @@\n-x = 1\n+x = 2\n").encode()
+        add_patch_file(root, "up", f"p{number}.patch", patch_bytes("up", base, f"p{number}", diff))
+    ok(root, "overlays")
+    return root
+
+
 def test_compose_mounts_names_compose_would_otherwise_rewrite(tmp_path):
     """Upstream files whose names hold `$` (compose interpolates `$VAR`, `${VAR}`), a character
     beyond U+FFFF, a quote, a space, a line separator: compose mounts each from its overlay file
@@ -192,13 +206,7 @@ def test_compose_mounts_names_compose_would_otherwise_rewrite(tmp_path):
     not set), `c${HOME}.py` at `c/root.py`, and the emoji made compose refuse the whole file."""
     names = ["pkg/a$b.py", "pkg/c${HOME}.py", "pkg/d$$.py", "pkg/smile\U0001F600.py",
              'pkg/q"uote.py', "pkg/sp ace.py", "pkg/l\u2028s.py", "pkg/\u00fcber.py"]
-    files = dict(UPSTREAM_FILES, **{name: b"x = 1\n" for name in names})
-    root, base = git_project(tmp_path, files, install_root=INSTALL_ROOT)
-    for number, name in enumerate(names):
-        diff = (f"diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n"
-                "@@ -1 +1 @@\n-x = 1\n+x = 2\n").encode()
-        add_patch_file(root, "up", f"p{number}.patch", patch_bytes("up", base, f"p{number}", diff))
-    ok(root, "overlays")
+    root = _overlays_of_named_files(tmp_path, names)
     (root / "compose.yaml").write_text("services:\n  inference:\n    image: busybox\n")
     proc = compose_config(root, "compose.yaml", "overlays/compose.yaml", env={"b": "", "HOME": "/root"})
     assert "variable is not set" not in proc.stderr
@@ -218,14 +226,9 @@ def test_dockerfile_copies_names_buildkit_would_otherwise_rewrite(tmp_path):
     names = ["pkg/a$b.py", "pkg/c${HOME}.py", "pkg/d$$.py", "pkg/q'uote.py", 'pkg/q"uote2.py',
              "pkg/sp ace.py", "pkg/g[1].py", "pkg/st*r.py", "pkg/wh?t.py", "pkg/x[y/z[1]*.py",
              "pkg/<<EOF.py", "pkg/\u00fcber.py"]
-    files = dict(UPSTREAM_FILES, **{name: b"x = 1\n" for name in names})
-    files.update({"pkg/a.py": b"x = 1\n", "pkg/g1.py": b"x = 1\n", "pkg/x[y/z1.py": b"x = 1\n"})
-    root, base = git_project(tmp_path, files, install_root=INSTALL_ROOT)
-    for number, name in enumerate(names):
-        diff = (f"diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n"
-                "@@ -1 +1 @@\n-x = 1\n+x = 2\n").encode()
-        add_patch_file(root, "up", f"p{number}.patch", patch_bytes("up", base, f"p{number}", diff))
-    ok(root, "overlays")
+    # Files a wrong reading would pick instead: `a$b.py` read as `a.py`, `g[1].py` as `g1.py`.
+    root = _overlays_of_named_files(tmp_path, names,
+                                    also=["pkg/a.py", "pkg/g1.py", "pkg/x[y/z1.py"])
     overlays = root / "overlays"
     manifest = json.loads((overlays / "manifest.json").read_bytes())
     expected = {o["file"]: o["target"] for o in manifest["overlays"]}

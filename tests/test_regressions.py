@@ -26,28 +26,35 @@ def test_status_on_a_fresh_cache_fetches_blobs_of_a_git_upstream(tmp_path, make_
     assert b"applies" in status.stdout and b"obsolete" not in status.stdout
 
 
-def test_rebase_to_an_image_pins_the_image_digest_in_the_lock(tmp_path, make_git_repo,
-                                                               registry_server):
-    """`rebase --to registry/repo:tag`: the image's labels name the upstream commit, and the lock
-    records the image by digest (seed 000: a nightly pinned by tag and digest)."""
-    import json
-
+def _project_and_nightly_image(tmp_path, make_git_repo, registry_server, labels: dict):
+    """A project with one fix on a git upstream's first commit, and a nightly image in the
+    registry whose labels name the second (and `labels`): (project, second, image ref, pushed)."""
     upstream, first = make_git_repo({"calc.py": b"a = 1\nb = 2\nc = 3\n"})
     (upstream / "other.py").write_bytes(b"x = 1\n")
     git(upstream, "add", "-A")
     git(upstream, "commit", "-q", "-m", "second")
     second = git(upstream, "rev-parse", "HEAD").strip()
     pushed = registry_server.push_image("vllm/vllm-openai-rocm", "nightly-test",
-                                        {"org.opencontainers.image.revision": second})
+                                        {"org.opencontainers.image.revision": second, **labels})
     project = tmp_path / "proj"
     assert run_subprocess(project, "init", str(project)).returncode == 0
     assert run_subprocess(project, "upstream", "add", "up", "--git", str(upstream), "--at",
-               first).returncode == 0
+                          first).returncode == 0
     overlay = tmp_path / "calc.py"
     overlay.write_bytes(b"a = 1\nb = 22\nc = 3\n")
-    assert run_subprocess(project, "import", "overlay", str(overlay), "--upstream", "up", "--path",
-               "calc.py", "--name", "fix").returncode == 0
-    ref = f"{registry_server.host}/vllm/vllm-openai-rocm:nightly-test"
+    assert run_subprocess(project, "import", "overlay", str(overlay), "--upstream", "up",
+                          "--path", "calc.py", "--name", "fix").returncode == 0
+    return project, second, f"{registry_server.host}/vllm/vllm-openai-rocm:nightly-test", pushed
+
+
+def test_rebase_to_an_image_pins_the_image_digest_in_the_lock(tmp_path, make_git_repo,
+                                                               registry_server):
+    """`rebase --to registry/repo:tag`: the image's labels name the upstream commit, and the lock
+    records the image by digest (seed 000: a nightly pinned by tag and digest)."""
+    import json
+
+    project, second, ref, pushed = _project_and_nightly_image(tmp_path, make_git_repo,
+                                                             registry_server, {})
     moved = run_subprocess(project, "rebase", "--to", f"up={ref}")
     assert moved.returncode == 0, moved.stdout + moved.stderr
     lock = json.loads((project / "upstream.lock").read_text())
@@ -110,23 +117,9 @@ def test_an_image_label_the_lock_cannot_hold_never_reaches_it(tmp_path, make_git
     the value escaped, and the rebase completes with a lock the next command reads."""
     import json
 
-    upstream, first = make_git_repo({"calc.py": b"a = 1\nb = 2\nc = 3\n"})
-    (upstream / "other.py").write_bytes(b"x = 1\n")
-    git(upstream, "add", "-A")
-    git(upstream, "commit", "-q", "-m", "second")
-    second = git(upstream, "rev-parse", "HEAD").strip()
-    registry_server.push_image("vllm/vllm-openai-rocm", "nightly-test",
-                               {"org.opencontainers.image.revision": second,
-                                "org.opencontainers.image.version": "1.0\x1b]0;pwned\x07"})
-    project = tmp_path / "proj"
-    assert run_subprocess(project, "init", str(project)).returncode == 0
-    assert run_subprocess(project, "upstream", "add", "up", "--git", str(upstream), "--at",
-                          first).returncode == 0
-    overlay = tmp_path / "calc.py"
-    overlay.write_bytes(b"a = 1\nb = 22\nc = 3\n")
-    assert run_subprocess(project, "import", "overlay", str(overlay), "--upstream", "up",
-                          "--path", "calc.py", "--name", "fix").returncode == 0
-    ref = f"{registry_server.host}/vllm/vllm-openai-rocm:nightly-test"
+    project, second, ref, _ = _project_and_nightly_image(
+        tmp_path, make_git_repo, registry_server,
+        {"org.opencontainers.image.version": "1.0\x1b]0;pwned\x07"})
     moved = run_subprocess(project, "rebase", "--to", f"up={ref}")
     assert moved.returncode == 0, moved.stdout + moved.stderr
     assert b"\x1b" not in moved.stdout + moved.stderr

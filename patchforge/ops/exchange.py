@@ -158,6 +158,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     # A directory of the upstream, or a path under one of its files, is no file an overlay
     # can be (`--create` wrote a patch creating it, which every overlay then refused).
     from patchforge.worktree import refuse_non_files
+
     refuse_non_files(store, pin.commit, [path])
     file_name = patch_file_name(name)
     _check_import_allowed(project, upstream, file_name)

@@ -356,6 +356,7 @@ def _apply_checks(project: Project, store: UpstreamStore, upstream, pin, parsed)
         # patch made) applies in memory, but `git apply` of the series refuses it and so does
         # `overlays`: lint passed such a series with no error.
         from patchforge.stack import creation_collisions
+
         for name, _, _, message, _ in creation_collisions(store, pin.commit, selected):
             key = (name, message)
             if key not in reported:
