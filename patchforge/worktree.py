@@ -726,6 +726,33 @@ def close_worktree(project: Project, upstream: str) -> None:
     Worktree(project.work_dir(upstream)).remove()
 
 
+def keep_unadded(project: Project, upstream: str) -> tuple[Path, list[str]] | None:
+    """Copy the files someone made in `upstream`'s worktree without `patchforge add` (and any
+    other file git shows there beside the patch's own) to `.patchforge/left-behind/<upstream>-N/`
+    before the worktree goes (`rebase --skip`, `--abort`): `git rebase` keeps such files, and
+    one may be the start of a fix. Returns (that directory, the files), None when there are
+    none. Links and anything but regular files are not copied."""
+    work = Worktree(project.work_dir(upstream))
+    if not work.exists():
+        return None
+    try:
+        unadded = work.changes().untracked
+    except PatchforgeError:
+        return None  # not a readable worktree: nothing can be told apart in it
+    files = [rel for rel in unadded
+             if (work.path / rel).is_file() and not (work.path / rel).is_symlink()]
+    if not files:
+        return None
+    base = project.state_dir / "left-behind"
+    number = 1
+    while (base / f"{upstream}-{number}").exists():
+        number += 1
+    kept = base / f"{upstream}-{number}"
+    for rel in files:
+        atomic_write(kept / rel, (work.path / rel).read_bytes())
+    return kept, files
+
+
 def unrefreshed(project: Project, store: UpstreamStore, upstream: str, state: dict) -> bool:
     """True when the worktree holds edits that its patch file does not have yet (a file
     nobody added counts: it would be lost)."""

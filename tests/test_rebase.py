@@ -333,6 +333,30 @@ def test_conflict_then_skip_keeps_the_patch_aside(stack, upstream):
     assert [f["check"] for f in json.loads(out)["findings"]] == ["skipped"]
 
 
+@pytest.mark.parametrize("how", ["--skip", "--abort"])
+def test_skip_and_abort_keep_the_files_made_in_the_worktree_that_nobody_added(stack, upstream,
+                                                                              how):
+    """`git rebase --skip` and `--abort` leave untracked files where they are; patchforge's
+    stop worktree goes, and a file made there without `patchforge add` (notes, the start of a
+    new module for the fix) went with it. It is now copied under .patchforge/left-behind/ first,
+    byte for byte, and the command says where; the patch's own files (the partial resolution)
+    are not: they are the patch's, and stay where --skip and --abort put the patch."""
+    new_commit = conflict_stack(stack, upstream)
+    stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
+    work = stack.root / ".patchforge" / "work" / "up"
+    (work / "pkg" / "helper.py").write_bytes(b"def helper():\r\n    return 1")
+    (work / "notes.txt").write_bytes(b"\xff remember MI300X\n")
+    (work / "pkg" / "mod.py").write_bytes(b"half resolved\n")
+    _, _, err = stack.cli("rebase", how)
+    kept = stack.root / ".patchforge" / "left-behind" / "up-1"
+    assert "2 file(s) made in the worktree but not part of the fix" in err, err
+    assert ".patchforge/left-behind/up-1" in err
+    assert (kept / "pkg" / "helper.py").read_bytes() == b"def helper():\r\n    return 1"
+    assert (kept / "notes.txt").read_bytes() == b"\xff remember MI300X\n"
+    assert not (kept / "pkg" / "mod.py").exists()
+    assert not work.exists()
+
+
 @pytest.mark.parametrize("how", ["--skip", "--continue"])
 def test_a_skip_or_continue_that_fails_afterwards_leaves_the_rebase_stopped(stack, upstream, how):
     """`--skip` (or `--continue`) that fails after taking the stopped patch (here: the

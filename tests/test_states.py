@@ -255,6 +255,18 @@ def test_a_stop_whose_worktree_lost_its_git_says_how_to_go_on(project):
     assert project.patch("fix-a", "skipped") == skipped
 
 
+def test_bring_back_abort_keeps_the_files_made_in_its_worktree_that_nobody_added(project):
+    """As `rebase --skip` and `--abort` do: the stopped bring-back's worktree goes, a file made
+    there without `patchforge add` is copied under .patchforge/left-behind/ first."""
+    stopped_on_a(project)
+    project.cli("rebase", "--skip")
+    project.cli("bring-back", "fix-a", expect=3)
+    (project.work / "idea.py").write_bytes(b"x = 1\n")
+    _, _, err = project.cli("bring-back", "--abort")
+    assert "kept in .patchforge/left-behind/up-1" in err, err
+    assert (project.root / ".patchforge/left-behind/up-1/idea.py").read_bytes() == b"x = 1\n"
+
+
 def test_import_overlay_refuses_a_path_the_upstream_does_not_have(project, tmp_path):
     overlay = tmp_path / "mod.py"
     overlay.write_bytes(text({3: b"def f3():\n    return -3\n\n"}))

@@ -49,6 +49,15 @@ def _note_unrefreshed_edits(project, store, summary) -> None:
                        err=True)
 
 
+def _say_left_behind(project, engine) -> None:
+    """Where `--skip` or `--abort` kept the files made in a stop's worktree that nobody added
+    (stderr: stdout may be a JSON document)."""
+    for directory, files in engine.left_behind:
+        shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+        click.echo(f"note: {len(files)} file(s) made in the worktree but not part of the fix "
+                   f"({shown}) are kept in {directory.relative_to(project.root)}", err=True)
+
+
 @click.command()
 @click.option("--to", "specs", multiple=True, metavar="SPEC", shell_complete=complete_spec,
               help="The new upstream revision (vllm=SPEC aiter=SPEC, or one SPEC).")
@@ -87,6 +96,7 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
                         on_patch=lambda upstream, name: progress.advance(f"{upstream}/{name}"))
         if abort:
             restored = engine.abort()
+            _say_left_behind(project, engine)
             if as_json:
                 emit_json({"aborted": True, "restored": restored}, "rebase")
             else:
@@ -101,7 +111,10 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
                 if dry_run and not as_json:
                     _note_unrefreshed_edits(project, store, summary)
             else:
-                summary = engine.resume(skip=skip)
+                try:
+                    summary = engine.resume(skip=skip)
+                finally:
+                    _say_left_behind(project, engine)
         except ConflictStop as stop:
             if as_json:
                 emit_json(engine.stop_document(stop.message), "rebase")

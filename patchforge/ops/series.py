@@ -24,7 +24,7 @@ from patchforge.project import patch_file_name, read_no_link
 from patchforge.store.diff import conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
-                                 refuse_changed_since_edit,
+                                 keep_unadded, refuse_changed_since_edit,
                                  editing, require_state, series_on_paths, state_file,
                                  worktree_diff)
 
@@ -898,6 +898,7 @@ def bring_back_abort(project, upstream: str | None = None) -> dict:
     upstream, state = _bringing_back(project, upstream)
     skipped = _skipped_path(project, upstream, state)
     with RepoLock(project.state_dir):
+        kept = keep_unadded(project, upstream)  # files made there that nobody added
         close_worktree(project, upstream)
     return {"upstream": upstream, "name": skipped.name,
-            "path": skipped.relative_to(project.root).as_posix()}
+            "path": skipped.relative_to(project.root).as_posix(), "left_behind": kept}

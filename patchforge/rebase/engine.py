@@ -93,6 +93,9 @@ class Rebase:
         self._chains: dict[str, _Chains | None] = {}
         self._resumed: dict[str, _Resumed] = {}  # upstream -> where a resumed stop left it
         self._worktree_opened = False  # a stop's worktree was (re)made by this process
+        # (directory, files) of what --skip or --abort copied from a worktree before it went:
+        # files made there that nobody added (`_keep_unadded`); the CLI says where they are.
+        self.left_behind: list[tuple[Path, list[str]]] = []
         # Called with (upstream, patch name) before each patch: the CLI's progress indicator.
         self.on_patch = on_patch or (lambda upstream, name: None)
 
@@ -167,6 +170,9 @@ class Rebase:
             self._no_rebase()
         run = self.journal.load()
         checkpoint = self.journal.checkpoint()
+        if skip and run.stopped:
+            # The skipped patch's worktree is cleared for the next stop or removed at the end.
+            self._keep_unadded(run.stopped.upstream)
         try:
             result = self._resume(run, skip=skip)
         except ConflictStop:  # the next stop: the skip or resolution is part of it
@@ -265,6 +271,7 @@ class Rebase:
             if self.journal.restore_tree("overlays", self.project.overlays_dir):
                 restored.append("overlays/")
         for upstream in run.upstreams:
+            self._keep_unadded(upstream)
             self._remove_worktree(upstream)
         self.journal.remove()
         return restored
@@ -287,6 +294,7 @@ class Rebase:
             if self.journal.restore_tree("overlays", self.project.overlays_dir):
                 restored.append("overlays/")
         for upstream in self.project.upstream_names():
+            self._keep_unadded(upstream)
             self._remove_worktree(upstream)
         self.journal.remove()
         return restored
@@ -717,6 +725,23 @@ class Rebase:
         Worktree.create(self.project.work_dir(upstream),
                         files_at(self.store, commit, sorted(contents), fetch_together=False),
                         contents, modes=modes)
+
+    def _keep_unadded(self, upstream: str) -> None:
+        """Before a stop's worktree goes: the files made there that nobody added are copied
+        under .patchforge/left-behind/ (worktree.keep_unadded), and `left_behind` says where."""
+        from patchforge.names import check_simple_name
+
+        try:
+            check_simple_name(upstream, "upstream")  # a name from the journal: never `../x`
+        except ValueError:
+            return
+        if not self.project.work_dir(upstream).exists():
+            return  # a run that never stopped made none: the module need not load
+        from patchforge.worktree import keep_unadded
+
+        kept = keep_unadded(self.project, upstream)
+        if kept is not None:
+            self.left_behind.append(kept)
 
     def _remove_worktree(self, upstream: str) -> None:
         from patchforge.names import check_simple_name
