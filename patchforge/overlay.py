@@ -551,9 +551,15 @@ def changed_by_hand(project: Project, overlays: OverlaySet) -> list[str]:
     listed = _read_sums(root / "SHA256SUMS")
     new = _digests(overlays)
     changed = []
+    inside = root.resolve()
     for rel in sorted({*written, *listed}):
         path = root / rel
-        if not path.is_file() or path.is_symlink():
+        # Only files of overlays/ itself: a SHA256SUMS from a pull request naming
+        # `../pyproject.toml` must not make the project's own files look like overlays (and the
+        # hint say to remove them).
+        if PurePosixPath(rel).is_absolute() or ".." in PurePosixPath(rel).parts or \
+                not path.is_file() or path.is_symlink() or \
+                not path.resolve().is_relative_to(inside):
             continue
         digest = sha256(path.read_bytes())
         if digest not in (written.get(rel), listed.get(rel), new.get(rel)):

@@ -543,3 +543,9 @@ def test_an_overlay_file_edited_by_hand_is_never_thrown_away(stack, tmp_path):
     assert overlay.read_bytes() == edited
     ok(root, "rebase", "--to", "up=main")
     assert overlay.read_bytes() == edited
+    # A SHA256SUMS (from a pull request, say) naming files outside overlays/ makes none of them
+    # an overlay changed by hand.
+    sums = root / "overlays/SHA256SUMS"
+    sums.write_bytes(sums.read_bytes() + f"{'0' * 64}  ../pyproject.toml\n".encode()
+                     + f"{'0' * 64}  {root / 'upstream.lock'}\n".encode())
+    assert ok(root, "overlays").rc == 0

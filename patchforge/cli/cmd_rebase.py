@@ -50,12 +50,10 @@ def _note_unrefreshed_edits(project, store, summary) -> None:
 
 
 def _say_left_behind(project, engine) -> None:
-    """Where `--skip` or `--abort` kept the files made in a stop's worktree that nobody added
-    (stderr: stdout may be a JSON document)."""
+    from patchforge.cli.output import say_left_behind
+
     for directory, files in engine.left_behind:
-        shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-        click.echo(f"note: {len(files)} file(s) made in the worktree but not part of the fix "
-                   f"({shown}) are kept in {directory.relative_to(project.root)}", err=True)
+        say_left_behind(project, directory, files)
 
 
 @click.command()

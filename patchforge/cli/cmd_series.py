@@ -293,9 +293,9 @@ def bring_back(app, name, cont, abort, upstream):
         click.echo(f"bring-back of {result['upstream']}/{result['name']} given up; the fix "
                    f"stays in {result['path']}")
         if result["left_behind"]:
-            directory, files = result["left_behind"]
-            click.echo(f"note: {len(files)} file(s) made in the worktree but not part of the "
-                       f"fix are kept in {directory.relative_to(project.root)}", err=True)
+            from patchforge.cli.output import say_left_behind
+
+            say_left_behind(project, *result["left_behind"])
         return
     with open_store(project) as store:
         if cont:

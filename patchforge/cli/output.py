@@ -72,6 +72,14 @@ def announce_state(project: Project, *, as_json: bool = False) -> bool:
     return needs_attention(project)
 
 
+def say_left_behind(project: Project, directory, files: list[str]) -> None:
+    """Where `rebase --skip/--abort` or `bring-back --abort` kept the files made in a stop's
+    worktree that nobody added (stderr: stdout may be a JSON document)."""
+    shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+    click.echo(f"note: {len(files)} file(s) made in the worktree but not part of the fix "
+               f"({shown}) are kept in {directory.relative_to(project.root)}", err=True)
+
+
 def configure_logging(verbosity: int) -> None:
     """-q: errors only; default: warnings; -v: phase lines (what is being done, with timings);
     -vv: debug (every HTTP request, every git command with its time). All on stderr, so stdout

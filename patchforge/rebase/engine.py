@@ -726,32 +726,32 @@ class Rebase:
                         files_at(self.store, commit, sorted(contents), fetch_together=False),
                         contents, modes=modes)
 
+    def _existing_worktree(self, upstream: str) -> Path | None:
+        """`upstream`'s worktree directory when there is one; None for a name from the journal
+        that is not a plain upstream name (never `../x`) and for a run that never stopped (it
+        made none, and the worktree module need not load)."""
+        from patchforge.names import check_simple_name
+
+        try:
+            check_simple_name(upstream, "upstream")
+        except ValueError:
+            return None
+        work = self.project.work_dir(upstream)
+        return work if work.exists() else None
+
     def _keep_unadded(self, upstream: str) -> None:
         """Before a stop's worktree goes: the files made there that nobody added are copied
         under .patchforge/left-behind/ (worktree.keep_unadded), and `left_behind` says where."""
-        from patchforge.names import check_simple_name
+        if self._existing_worktree(upstream) is not None:
+            from patchforge.worktree import keep_unadded
 
-        try:
-            check_simple_name(upstream, "upstream")  # a name from the journal: never `../x`
-        except ValueError:
-            return
-        if not self.project.work_dir(upstream).exists():
-            return  # a run that never stopped made none: the module need not load
-        from patchforge.worktree import keep_unadded
-
-        kept = keep_unadded(self.project, upstream)
-        if kept is not None:
-            self.left_behind.append(kept)
+            kept = keep_unadded(self.project, upstream)
+            if kept is not None:
+                self.left_behind.append(kept)
 
     def _remove_worktree(self, upstream: str) -> None:
-        from patchforge.names import check_simple_name
-
-        try:
-            check_simple_name(upstream, "upstream")  # a name from the journal: never `../x`
-        except ValueError:
-            return
-        work = self.project.work_dir(upstream)
-        if work.exists():  # a run that never stopped made none: the module need not load
+        work = self._existing_worktree(upstream)
+        if work is not None:
             from patchforge.worktree import Worktree
 
             Worktree(work).remove()
