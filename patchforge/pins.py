@@ -31,7 +31,11 @@ def git_url_for(project: Project, url: str) -> str:
 
 
 @contextmanager
-def open_store(project: Project):
+def open_store(project: Project, *, bring_pins: bool = False):
+    """The store for one command. With `bring_pins`, every locked revision the store lacks (a
+    fresh clone, a new cache) is brought in first, as `overlays` and `status` do: a command
+    that reads the pinned files (edit, new, add, refresh, move, delete, imports) must never
+    take a revision it does not have for one without files."""
     from patchforge.store.gitstore import UpstreamStore
 
     store = UpstreamStore.open()
@@ -41,11 +45,27 @@ def open_store(project: Project):
     # read waited 1-2 ms for git to start).
     store.start_reading()
     try:
+        if bring_pins:
+            bring_missing_pins(project, store)
         yield store
     finally:
         if store.progress is not None:
             store.progress.done()
         store.close()
+
+
+def bring_missing_pins(project: Project, store: UpstreamStore) -> list[str]:
+    """Bring into `store` the locked revision of every configured upstream where it is
+    missing (ensure_pinned: fetched, or the wheel or directory imported; offline, an error
+    naming `patchforge fetch`). Returns the upstreams brought in. One present costs one
+    cat-file lookup."""
+    lock = project.lock
+    pinned = [name for name in project.upstream_names() if name in lock.upstreams]
+    missing = set(store.missing_objects([lock.pin(name).commit for name in pinned]))
+    brought = [name for name in pinned if lock.pin(name).commit in missing]
+    for name in brought:
+        ensure_pinned(project, store, name, lock.pin(name))
+    return brought
 
 
 def _wheel_version(spec: str) -> str:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import ok, run_cli
-from helpers.git import git
+from helpers.git import git, git_bytes
 from helpers.project import UPSTREAM_FILES, git_project
-from helpers.snapshot import tree_bytes
+from helpers.snapshot import snapshot, tree_bytes
 
 
 @pytest.fixture
@@ -742,3 +742,52 @@ def test_export_quilt_never_reads_a_record_that_is_no_export_record(project, tmp
         assert [p.name for p in exported.iterdir()] == [".patchforge-export"]
     record.unlink()
     ok(root, "export", "--quilt", str(exported))
+
+
+@pytest.mark.parametrize("how", ["quilt", "mbox", "git"])
+def test_an_import_that_creates_a_file_the_upstream_has_is_refused(project, tmp_path, how):
+    """A fix made on a fork where pkg/b.py did not exist yet creates it; the pin has its own
+    pkg/b.py. `git apply` and `quilt push` refuse such a patch, and so did `overlays`, but the
+    import took it and listed it, exit 0, and only `status` and `lint` said so afterwards. It is
+    refused now, naming the patch and the path, with nothing written; a creation of a new path
+    beside it in the same import is not written either."""
+    root = project
+    fork = upstream_checkout(tmp_path, "fork")
+    git(fork, "rm", "-q", "pkg/b.py")
+    git(fork, "commit", "-qm", "Before b existed")
+    (fork / "pkg" / "b.py").write_bytes(b"b = 'ours'\n")
+    git(fork, "add", "pkg/b.py")
+    git(fork, "commit", "-qm", "Add our b")
+    (fork / "pkg" / "c.py").write_bytes(b"c = 1\n")
+    git(fork, "add", "pkg/c.py")
+    git(fork, "commit", "-qm", "Add c")
+    mail = subprocess.run(["git", "format-patch", "--stdout", "HEAD~2"], cwd=fork, check=True,
+                          capture_output=True).stdout
+    # The ordinary tools refuse the creating patch on the upstream as pinned.
+    checkout = upstream_checkout(tmp_path, "checkout")
+    first = mail.split(b"\nFrom ", 1)[0] + b"\n"
+    refused = subprocess.run(["git", "apply", "--check", "-"], cwd=checkout, input=first,
+                             capture_output=True)
+    assert refused.returncode != 0 and b"pkg/b.py: already exists" in refused.stderr
+    if how == "quilt":
+        quilt_dir = tmp_path / "patches"
+        quilt_dir.mkdir()
+        (quilt_dir / "series").write_bytes(b"add-c.patch\nadd-our-b.patch\n")
+        (quilt_dir / "add-c.patch").write_bytes(git_bytes(fork, "diff", "HEAD~1", "HEAD"))
+        (quilt_dir / "add-our-b.patch").write_bytes(
+            b"Description: Add our b\n\n" + git_bytes(fork, "diff", "HEAD~2", "HEAD~1"))
+        args, where = ["quilt", str(quilt_dir)], f"{quilt_dir / 'add-our-b.patch'}:3:"
+    elif how == "mbox":
+        mbox = tmp_path / "fixes.mbox"
+        mbox.write_bytes(mail)
+        args, where = ["mbox", str(mbox)], f"{mbox} (message 1):"
+    else:
+        sha = git(fork, "rev-parse", "HEAD~1").strip()
+        args, where = ["git", "HEAD~2..HEAD", "--repo", str(fork), "--upstream", "up"], \
+            f"{fork}: commit {sha}:"
+    before = snapshot(root)
+    run = run_cli(root, "import", *args)
+    assert run.rc == 2, run.text
+    assert where in run.err and "add-our-b.patch: creates pkg/b.py, which the upstream " \
+        "already has" in run.err and "nothing was imported" in run.err, run.err
+    assert snapshot(root) == before

@@ -128,3 +128,40 @@ def test_an_image_label_the_lock_cannot_hold_never_reaches_it(tmp_path, make_git
     assert not (project / ".patchforge" / "rebase" / "journal.json").exists()
     status = run_subprocess(project, "status")
     assert status.returncode == 0, status.stdout + status.stderr
+
+
+def test_commands_on_a_cache_without_the_pin_never_take_its_files_for_absent(tmp_path,
+                                                                             monkeypatch):
+    """A clone of the stack on a machine whose cache lacks the pinned revision (no `patchforge
+    fetch` yet, or a cache emptied): the store read the missing commit as a tree without files.
+    `import overlay` of a fix to calc.py said "calc.py does not exist" (and with `--create`
+    would have made a patch creating a file the upstream has), `move` moved and warned that
+    every patch "does not apply in the new order" (exit 1). Now the pin is brought in first,
+    as `overlays` and `status` do; offline, where it cannot be, the command says so (exit 2)
+    instead of answering."""
+    from helpers.cli import run_cli
+    from helpers.project import OneUpstreamStack
+
+    calc = b"".join(b"v%d = %d\n" % (i, i) for i in range(12))
+    stack = OneUpstreamStack(tmp_path, {"calc.py": calc, "other.py": b"x = 1\n"})
+    stack.add_fix("one", "calc.py", calc, calc.replace(b"v1 = 1\n", b"v1 = 10\n"))
+    stack.add_fix("two", "other.py", b"x = 1\n", b"x = 10\n")
+    overlay = tmp_path / "calc.py"
+    overlay.write_bytes(calc.replace(b"v1 = 1\n", b"v1 = 10\n").replace(b"v11 = 11\n", b"v11 = 0\n"))
+
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "offline-cache"))
+    offline = run_cli(stack.root, "--offline", "move", "two", "--first")
+    assert offline.rc == 2 and "patchforge fetch" in offline.err, offline.text
+    assert stack.series("up") == ["one.patch", "two.patch"]
+
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-cache"))
+    moved = run_cli(stack.root, "move", "two", "--first")
+    assert moved.rc == 0 and "does not apply" not in moved.err, moved.text
+    assert stack.series("up") == ["two.patch", "one.patch"]
+
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "another-fresh-cache"))
+    imported = run_cli(stack.root, "import", "overlay", str(overlay), "--upstream", "up",
+                       "--path", "calc.py", "--name", "three")
+    assert imported.rc == 0, imported.text
+    patch = stack.patch("up", "three")
+    assert b"new file" not in patch and b"-v11 = 11\n+v11 = 0\n" in patch

@@ -100,7 +100,7 @@ def new(app, name, upstream, after, description, profiles, no_edit, files):
 
         # Checked before the patch is written: a bad path must not leave it behind.
         rels = worktree_files(project.work_dir(upstream or only_upstream(project)), files)
-        with open_store(project) as store:
+        with open_store(project, bring_pins=True) as store:
             from patchforge.worktree import refuse_non_files
 
             refuse_non_files(store, project.lock.pin(upstream or only_upstream(project)).commit,
@@ -109,7 +109,7 @@ def new(app, name, upstream, after, description, profiles, no_edit, files):
                               description=description, profiles=profiles)
     click.echo(f"created {up}/{file_name}")
     if not no_edit:
-        with open_store(project) as store:
+        with open_store(project, bring_pins=True) as store:
             work = open_worktree(project, store, f"{up}/{file_name}", files=files)
         click.echo(f"edit files in {work} (`patchforge add PATH` brings more), then run "
                    "`patchforge refresh`")
@@ -134,14 +134,14 @@ def edit(app, name, files, close, discard):
     if discard and not close:
         raise UsageError("--discard goes with --close")
     if close:
-        with open_store(project) as store:
+        with open_store(project, bring_pins=True) as store:
             closed = close_open_edit(project, store, name, discard=discard)
         click.echo(f"closed the edit of {closed['upstream']}/{closed['name']}"
                    + (" (unrefreshed changes discarded)" if discard else ""))
         return
     if not name:
         raise UsageError("name the patch to edit (or --close)")
-    with open_store(project) as store:
+    with open_store(project, bring_pins=True) as store:
         work = open_worktree(project, store, name, files=files)
     click.echo(f"{work}: the files of {name}, the series applied through it; edit them "
                "(`patchforge add PATH` brings more), then `patchforge refresh`")
@@ -158,7 +158,7 @@ def add(app, paths, upstream):
     from patchforge.pins import open_store
 
     project = app.project()
-    with open_store(project) as store:
+    with open_store(project, bring_pins=True) as store:
         work, added = add_to_open_worktree(project, store, paths, upstream=upstream)
     for path in added:
         click.echo(f"{work / path}")
@@ -186,7 +186,7 @@ def refresh(app, name, as_json):
     from patchforge.ops.series import refresh as do_refresh
 
     project = app.project()
-    with open_store(project) as store:
+    with open_store(project, bring_pins=True) as store:
         result = do_refresh(project, store, name)
     if as_json:
         emit_json(result, "refresh")
@@ -218,7 +218,7 @@ def delete(app, name):
         where = "the series"
     except UsageError:
         where = "skipped/"  # (or nowhere: delete_patch says so)
-    with open_store(project) as store:
+    with open_store(project, bring_pins=True) as store:
         kept, failing = delete_patch(project, name, store=store)
     click.echo(f"removed {name} from {where}; kept as {kept}")
     for other in failing:
@@ -253,7 +253,7 @@ def move(app, name, after, first):
     if after and first:
         raise UsageError("give one of --after X or --first")
     project = app.project()
-    with open_store(project) as store:
+    with open_store(project, bring_pins=True) as store:
         failing = move_patch(project, store, name, after=after, first=first)
     click.echo(f"moved {name}")
     for other in failing:
@@ -297,7 +297,7 @@ def bring_back(app, name, cont, abort, upstream):
 
             say_left_behind(project, *result["left_behind"])
         return
-    with open_store(project) as store:
+    with open_store(project, bring_pins=True) as store:
         if cont:
             result = bring_back_continue(project, store, upstream)
             click.echo(f"{result['upstream']}/{result['name']} is back at the end of the "

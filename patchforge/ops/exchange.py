@@ -92,13 +92,18 @@ def _refuse_repeat(project: Project, upstream: str, pending: list[tuple[str, byt
                          hint="this import was done before; nothing to do")
 
 
-def _write_imported(project: Project, upstream: str, pending: list[tuple[str, bytes]]) -> None:
+def _write_imported(project: Project, store: UpstreamStore, upstream: str,
+                    pending: list[tuple[str, bytes]],
+                    sources: dict[str, tuple[str, bytes | None]] | None = None) -> None:
     """Write and list an import's patches, each checked before the first is written (a
-    repeated import is refused). One that an earlier run cut short already wrote (the same
-    bytes: _check_new_name made sure) is only listed, if it is not yet."""
+    repeated import is refused, and so is one that creates a path already there). One that an
+    earlier run cut short already wrote (the same bytes: _check_new_name made sure) is only
+    listed, if it is not yet. `sources` names where each patch came from (a quilt patch file,
+    an mbox message, a commit) and, for a file, its bytes as they were read there."""
     _refuse_repeat(project, upstream, pending)
     for file_name, data in pending:
         parse_patch_file(data, file_name)
+    _refuse_collisions(project, store, upstream, pending, sources or {})
     with RepoLock(project.state_dir):
         # The names were found free before the lock: a `new` of the same name beside this
         # command would otherwise keep its file and take the import for done ("imported").
@@ -111,6 +116,44 @@ def _write_imported(project: Project, upstream: str, pending: list[tuple[str, by
             if file_name not in project.patch_names(upstream):
                 add_to_series(project, upstream, file_name, data)
         series_changed(project)
+
+
+def _refuse_collisions(project: Project, store: UpstreamStore, upstream: str,
+                       pending: list[tuple[str, bytes]],
+                       sources: dict[str, tuple[str, bytes | None]]) -> None:
+    """Refuse an import of which a patch creates (renames or copies to) a path already filled
+    at the pin: a file the upstream has with other content, a file an earlier patch makes, a
+    path under a file (stack.creation_collisions, in every profile's series). `git apply`,
+    `quilt push` and `overlays` refuse such a patch; imported, it was listed and only `status`
+    and `lint` said so afterwards. Nothing is written."""
+    from patchforge.stack import profile_collisions
+
+    parsed = {name: parse_patch_file(data, sources.get(name, (name, None))[0])
+              for name, data in pending}
+    listed = project.patch_names(upstream)
+    patches = [(n, parsed.get(n) or project.read_patch(upstream, n)) for n in listed]
+    patches += [(n, patch) for n, patch in parsed.items() if n not in listed]
+    commit = project.lock.pin(upstream).commit
+    for name, _, fp, message, hint in profile_collisions(project, store, commit, patches):
+        if name not in parsed:
+            continue  # an earlier patch of the series: lint's to report, not this import's
+        where, original = sources.get(name, (name, None))
+        raise InputError(f"patch {name}: {message}; nothing was imported",
+                         path=where, line=_line_of(original, where, fp.new_path),
+                         hint=(hint + ", or leave this patch out of the import") if hint else
+                         "leave this patch out of the import, or change what it creates")
+
+
+def _line_of(original: bytes | None, source: str, path: str | None) -> int | None:
+    """The line of `path`'s file section in the patch file as it was read (before the import
+    added fields to its header), or None when there is no such file."""
+    if original is None:
+        return None
+    try:
+        sections = parse_patch_file(original, source).file_patches
+    except InputError:
+        return None
+    return next((fp.line_no for fp in sections if fp.new_path == path), None)
 
 
 def _free_name(project: Project, upstream: str, stem: str, taken: set[str],
@@ -207,7 +250,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     fields.append(("Last-Update", today()))
     data = _as_written_before(project, upstream, file_name, render_patch_file(fields, b"", diff))
     _check_new_name(project, upstream, file_name, data)
-    _write_imported(project, upstream, [(file_name, data)])
+    _write_imported(project, store, upstream, [(file_name, data)])
     return file_name, note
 
 
@@ -261,6 +304,7 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
     from patchforge.store.userrepo import read_commits
 
     pending: list[tuple[str, bytes]] = []
+    sources: dict[str, tuple[str, bytes | None]] = {}
     for commit in read_commits(Path(repo), rev_range):
         sha, subject, body = commit.sha, commit.subject, commit.body
         name, mail, date = commit.author_name, commit.author_email, commit.date
@@ -290,11 +334,13 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
         else:
             _check_new_name(project, upstream, file_name, data)
         pending.append((file_name, data))
-    _write_imported(project, upstream, pending)
+        sources[file_name] = (f"{repo}: commit {sha}", None)
+    _write_imported(project, store, upstream, pending, sources)
     return [n for n, _ in pending]
 
 
-def import_quilt(project: Project, directory: Path, *, upstream: str) -> list[str]:
+def import_quilt(project: Project, store: UpstreamStore, directory: Path, *,
+                 upstream: str) -> list[str]:
     """A quilt patches directory (its `series` file and patches) joins the series, bytes kept;
     patches without a DEP-3 header get the fields patchforge needs (`_adopted`)."""
     project.config.upstream(upstream)
@@ -308,20 +354,22 @@ def import_quilt(project: Project, directory: Path, *, upstream: str) -> list[st
         raise UsageError(f"no quilt series file in {directory}")
     series = parse_series(series_path.read_bytes(), str(series_path))
     pending: list[tuple[str, bytes]] = []
+    sources: dict[str, tuple[str, bytes | None]] = {}
     for entry in series.names:
         source = directory / entry
         if not source.is_file():
             raise InputError(f"{entry} is listed but missing", path=str(series_path),
                              line=series.line_of(entry))
-        data = source.read_bytes()
-        patch = _adopted(parse_patch_file(data, str(source)), upstream, pin.commit)
+        original = source.read_bytes()
+        patch = _adopted(parse_patch_file(original, str(source)), upstream, pin.commit)
         file_name = patch_file_name(Path(entry).name.removesuffix(".patch").removesuffix(".diff"))
         data = patch.to_bytes()
         _check_new_name(project, upstream, file_name, data)
         _refuse_taken(file_name, {n for n, _ in pending}, str(series_path),
                       series.line_of(entry))
         pending.append((file_name, data))
-    _write_imported(project, upstream, pending)
+        sources[file_name] = (str(source), original)
+    _write_imported(project, store, upstream, pending, sources)
     return [n for n, _ in pending]
 
 
@@ -332,6 +380,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
     project.config.upstream(upstream)
     pin = project.lock.pin(upstream)
     pending: list[tuple[str, bytes]] = []
+    sources: dict[str, tuple[str, bytes | None]] = {}
     with tempfile.TemporaryDirectory(prefix="patchforge-mbox-") as tmp:
         tmp_path = Path(tmp)
         # A CR of a file's own CRLF lines is kept (--keep-cr), unless the mbox's own first
@@ -353,6 +402,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
                 _check_new_name(project, upstream, file_name, data)
                 _refuse_taken(file_name, {n for n, _ in pending}, source)
                 pending.append((file_name, data))
+                sources[file_name] = (source, None)
                 continue
             msg_file, patch_file = tmp_path / f"{message.name}.msg", tmp_path / f"{message.name}.diff"
             info = _git("mailinfo", "--scissors", str(msg_file), str(patch_file),
@@ -385,7 +435,8 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
                 _check_new_name(project, upstream, file_name, data)
             parse_patch_file(data, f"{mbox} message {message.name}")
             pending.append((file_name, data))
-    _write_imported(project, upstream, pending)
+            sources[file_name] = (source, None)
+    _write_imported(project, store, upstream, pending, sources)
     return [n for n, _ in pending]
 
 

@@ -500,7 +500,22 @@ class UpstreamStore:
                 result[directory] = tree
                 if cacheable:
                     self._dir_trees[(rev, directory)] = tree
+            if None in result.values() and not (cacheable and self._dir_trees.get((rev, ""))):
+                self._require_revision(rev)
         return result
+
+    def _require_revision(self, rev: str) -> None:
+        """StoreError when `rev` itself is not in the store: its paths are then unknown, not
+        absent (a pin before `patchforge fetch` read as an empty tree made every file of it
+        "not in the upstream")."""
+        got = self._cat.query([f"{rev}^{{tree}}"])[0]
+        if got is None or got[1] != "tree":
+            raise StoreError(f"unknown revision {rev!r} in the upstream store",
+                             hint="fetch or import the upstream first (`patchforge fetch`)")
+        if _HEX40.fullmatch(rev):
+            self._dir_trees[(rev, "")] = got[0]
+            if got[0] not in self._tree_cache:
+                self._tree_cache[got[0]] = parse_tree(got[2])
 
     def blobs_by_id(self, oids: list[str]) -> dict[str, bytes]:
         """The contents of blobs by id (full ids), those read before taken from what the store
@@ -518,6 +533,12 @@ class UpstreamStore:
         if got is None or got[1] != "blob":
             raise StoreError(f"blob {oid} is not in the upstream store")
         return got[2]
+
+    def missing_objects(self, oids: list[str]) -> list[str]:
+        """Those of `oids` the store does not have, asked of cat-file in one round."""
+        asked = [oid for oid in dict.fromkeys(oids) if _HEXABBREV.fullmatch(oid)]
+        answers = dict(zip(asked, self._cat.query(asked) if asked else []))
+        return [oid for oid in dict.fromkeys(oids) if answers.get(oid) is None]
 
     def has_object(self, oid: str) -> bool:
         """Whether `oid` exists (in a partial clone, a promisor may be asked for it)."""
