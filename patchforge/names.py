@@ -35,6 +35,35 @@ def check_simple_name(value: object, what: str) -> str:
     return value
 
 
+# The files patchforge writes beside the directories named after upstreams and profiles
+# (overlays/SHA256SUMS beside overlays/<upstream>/, overlays/<profile>/compose.yaml beside
+# overlays/<profile>/<upstream>/, series/PATCHES.md beside series/<upstream>/): a name spelled
+# like one would be a directory where the file goes. Compared without case, as a checkout on a
+# case-insensitive file system (macOS, Windows) would meet them.
+RESERVED_DIRECTORY_NAMES = {name.lower(): where for name, where in (
+    ("SHA256SUMS", "overlays/SHA256SUMS"), ("manifest.json", "overlays/manifest.json"),
+    ("compose.yaml", "overlays/compose.yaml"), ("Dockerfile", "overlays/Dockerfile"),
+    ("README.md", "overlays/README.md"), ("artifacts", "overlays/artifacts/"),
+    ("PATCHES.md", "series/PATCHES.md"), ("history.jsonl", "series/history.jsonl"))}
+
+
+def check_directory_name(value: object, what: str) -> str:
+    """An upstream or profile name (check_simple_name) that can also be a directory beside the
+    files patchforge writes, and a component of a git ref (an upstream's imports and fetches
+    are kept under refs/patchforge/.../<name>/): not one of RESERVED_DIRECTORY_NAMES, not
+    ending in `.` or `.lock`."""
+    check_simple_name(value, what)
+    assert isinstance(value, str)
+    where = RESERVED_DIRECTORY_NAMES.get(value.lower())
+    if where is not None:
+        raise ValueError(f"{what} {value!r} is named like {where}, a file patchforge writes "
+                         "beside the directory of that name; choose another name")
+    if value.endswith((".", ".lock")):
+        raise ValueError(f"{what} {value!r} cannot end in '.' or '.lock' (git refuses such a "
+                         "name in the refs patchforge keeps for it); choose another name")
+    return value
+
+
 def check_patch_name(value: object) -> str:
     """A patch name a series file and a directory can hold: no whitespace, `#`, `/`, quotes or
     control characters; not starting with `.` or `-`."""

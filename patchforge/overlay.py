@@ -164,17 +164,8 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                 f"{upstream}: no install-root is configured, so compose.yaml does not mount "
                 f"its overlay files and the Dockerfile does not copy them (set "
                 f"upstreams.{upstream}.install-root)")
-    # overlays/[<profile>/]<upstream>/: a profile or upstream named like a file patchforge
-    # writes (or keeps) beside those directories would be both a file and a directory there.
-    own = {*GENERATED_NAMES, *BUILD_OUTPUT_NAMES, *KEEP_NAMES, "compose.yaml"}
-    for name in sorted(own & {*config.profiles, *project.upstream_names()}):
-        raise ConfigError(f"a profile or upstream named {name!r} would be a directory where "
-                          f"overlays/ holds its file {name}; rename it",
-                          path=str(project.config_path))
-    if config.artifacts and ARTIFACTS_DIR in {*config.profiles, *project.upstream_names()}:
-        raise ConfigError(f"a profile or upstream named {ARTIFACTS_DIR!r} would share "
-                          f"overlays/{ARTIFACTS_DIR}/ with the artifacts; rename it",
-                          path=str(project.config_path))
+    # (A profile or upstream named like a file written beside overlays/<name>/ is refused
+    # where the configuration is read: names.RESERVED_DIRECTORY_NAMES.)
     root = project.root.resolve()
     for artifact in config.artifacts:
         parts = PurePosixPath(artifact).parts

@@ -588,3 +588,23 @@ def test_a_stack_repository_keeps_its_patch_bytes_through_git_autocrlf(tmp_path)
     assert [p["state"] for p in status["patches"]] == ["applies"]
     ok(clone, "overlays")
     assert (clone / "overlays/up/crlf.txt").read_bytes() == b"one\r\nTWO\r\nthree\r\n"
+
+
+def test_upstream_add_of_a_name_with_a_dot_writes_a_table_toml_reads_back(tmp_path):
+    """Names may hold `.` (`vllm.rocm`): `upstream add` wrote `[upstreams.vllm.rocm]`, which
+    TOML reads as a table `rocm` inside a table `vllm`, and refused its own text ("upstreams.vllm.kind:
+    missing"). The key is quoted now. A name git cannot keep a ref for (`up.lock`, `up.`) is
+    refused by name, nothing written, instead of failing in the store with a derived name."""
+    upstream = Upstream(tmp_path / "up", {"a.py": b"a = 1\n"})
+    root, _ = git_project(tmp_path / "p")
+    ok(root, "upstream", "add", "vllm.rocm", "--git", str(upstream.path), "--at", "main")
+    listed = json.loads(ok(root, "upstream", "list", "--json").out)
+    assert "vllm.rocm" in [u["upstream"] for u in listed["upstreams"]]
+    config = tomllib.loads((root / "pyproject.toml").read_text())
+    assert config["tool"]["patchforge"]["upstreams"]["vllm.rocm"]["kind"] == "git"
+    before = tree_bytes(root)
+    for name in ("up.lock", "up."):
+        run = run_cli(root, "upstream", "add", name, "--git", str(upstream.path), "--at", "main")
+        assert run.rc == 2 and f"upstream {name!r} cannot end in '.' or '.lock'" in run.err, \
+            run.text
+    assert tree_bytes(root) == before

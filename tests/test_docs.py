@@ -48,6 +48,53 @@ def test_every_configuration_key_is_in_the_reference():
     assert not missing, f"docs/reference.md's configuration table lacks {missing}"
 
 
+# The programs any system with a shell has (POSIX utilities and coreutils), and the ones the
+# README names as what patchforge needs. Any other program a page runs must be named on that
+# page with where it comes from.
+BASE_PROGRAMS = {"cat", "cd", "cmp", "cp", "echo", "grep", "head", "mkdir", "sed", "sha256sum",
+                 "tail", "git", "python3", "patchforge"}
+_SHELL_SEPARATORS = {";", "|", "&&", "||", "(", ")", "{", "}", "do", "then", "else", "!", "&"}
+
+
+def programs_run(command: str) -> list[str]:
+    """The programs a shell command line starts (the first word of each simple command)."""
+    import shlex
+
+    lexer = shlex.shlex(command.replace("\\\n", " ").replace("\n", " ; "), posix=True,
+                        punctuation_chars=True)
+    lexer.whitespace_split = True
+    found, start = [], True
+    for token in lexer:
+        if token in _SHELL_SEPARATORS or set(token) <= set(";|&()"):
+            start = True
+        elif start and token in ("for", "while", "if", "in", "done", "fi"):
+            start = token in ("while", "if", "done", "fi")
+        elif start and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", token):
+            found.append(token)
+            start = False
+    return found
+
+
+def test_every_program_a_page_runs_is_there_or_said_where_it_comes_from():
+    """The tutorial's step 5 ran `unzip` without a word that it must be installed, and a
+    minimal Debian or a container image has none: the reader met "unzip: command not found".
+    Every program a page's commands start is on every system, or named in the README's
+    requirements, or named on the page with how to install it."""
+    assert programs_run("for s in a b; do\n  unzip -q x 'y/*' -d $s; done") == ["unzip"]
+    assert programs_run("X=1 cd /tmp && (cd o && sha256sum -c S | tail -3)") == \
+        ["cd", "cd", "sha256sum", "tail"]
+    missing = []
+    for page in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
+        text = page.read_text()
+        for command in doc_commands(page):
+            for program in set(programs_run(command.text)) - BASE_PROGRAMS:
+                said = re.search(rf"(apt-get install|install it)[^\n]*\b{re.escape(program)}\b"
+                                 rf"|\b{re.escape(program)}\b[^\n]*\binstall", text)
+                if not said:
+                    missing.append(f"{command.doc}:{command.line}: {program}")
+    assert not missing, f"programs run without a word on where they come from: {missing}"
+
+
 # --------------------------------------------------------------------------------------------
 # Every fenced shell command of the documentation, run as written, in order, on a fresh clone.
 

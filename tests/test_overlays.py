@@ -14,9 +14,11 @@ import yaml
 
 from helpers.cli import ok, run_cli
 from helpers.deploy import A_DIFF, B_DIFF, NEW_DIFF
-from helpers.project import UPSTREAM_FILES, add_patch_file, git_project, patch_bytes
+from helpers.project import (UPSTREAM_FILES, add_git_upstream, add_patch_file, git_project,
+                             make_project, patch_bytes)
 from helpers.schemas import schema_errors
-from helpers.snapshot import tree_bytes
+from helpers.snapshot import snapshot, tree_bytes
+from helpers.upstream import Upstream
 
 INSTALL_ROOT = "/usr/local/lib/python3.12/dist-packages"
 
@@ -482,20 +484,41 @@ def test_an_upstream_without_install_root_is_said_to_be_in_no_mount(tmp_path):
     assert [v["target"] for v in service["volumes"]] == [f"{INSTALL_ROOT}/pkg/b.py"]
 
 
-@pytest.mark.parametrize("name", ["Dockerfile", "SHA256SUMS"])
-def test_an_upstream_named_like_a_file_of_overlays_is_refused_by_name(tmp_path, name):
-    """overlays/<upstream>/ beside the files patchforge writes there: an upstream (or profile)
-    named `Dockerfile` or `SHA256SUMS` was both, and `overlays` failed with "Not a directory:
-    .../.overlays.new/Dockerfile/pkg". The configuration is named, with the clash."""
-    root, base = git_project(tmp_path, name=name)
-    diff = (b"diff --git a/pkg/b.py b/pkg/b.py\n--- a/pkg/b.py\n+++ b/pkg/b.py\n"
-            b"@@ -1,3 +1,3 @@\n-x = 1\n+x = 2\n y = 2\n z = 3\n")
-    add_patch_file(root, name, "p.patch", patch_bytes(name, base, "p", diff))
-    run = run_cli(root, "overlays")
-    assert run.rc == 2 and "pyproject.toml" in run.err, run.err
-    assert f"or upstream named {name!r} would be a directory where overlays/ holds its file" \
-        in run.err
+@pytest.mark.parametrize("name", ["Dockerfile", "SHA256SUMS", "compose.yaml", "PATCHES.md"])
+def test_an_upstream_or_profile_named_like_a_file_patchforge_writes_is_refused(tmp_path, name):
+    """overlays/<upstream>/ and series/<upstream>/ beside the files patchforge writes there:
+    `upstream add Dockerfile` was taken (config and lock written, exit 0) and only `overlays`
+    failed later. It is refused now with nothing written; a profile of such a name written
+    into the configuration by hand (in any case: a checkout on macOS folds it) is refused by
+    every command, naming the configuration's file and line."""
+    upstream = Upstream(tmp_path / "up", {"pkg/b.py": b"x = 1\n"})
+    root = make_project(tmp_path / "project", pyproject=True)
+    before = snapshot(root)
+    run = run_cli(root, "upstream", "add", name, "--git", str(upstream.path), "--at", "main")
+    assert run.rc == 2 and f"upstream {name!r} is named like" in run.err, run.text
+    assert snapshot(root) == before
+    add_git_upstream(root, "up", upstream.path, "main")
+    config = root / "pyproject.toml"
+    text = config.read_text().replace("[tool.patchforge.profiles]\n",
+                                      f'[tool.patchforge.profiles]\n"{name.lower()}" = "x"\n')
+    config.write_text(text)
+    line = text.splitlines().index(f'"{name.lower()}" = "x"') + 1
+    for command in (["overlays"], ["status"], ["list"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2 and f"{config}:{line}: " in run.err \
+            and f"profile {name.lower()!r} is named like" in run.err, (command, run.text)
     assert not (root / "overlays").exists()
+
+
+def test_the_names_overlays_writes_beside_a_profile_or_upstream_are_all_reserved():
+    """Every file overlays/ holds beside the directories named after profiles and upstreams
+    is a name the configuration refuses for them."""
+    from patchforge import overlay
+    from patchforge.names import RESERVED_DIRECTORY_NAMES
+
+    own = {*overlay.GENERATED_NAMES, *overlay.BUILD_OUTPUT_NAMES, *overlay.KEEP_NAMES,
+           "compose.yaml", overlay.ARTIFACTS_DIR}
+    assert {n.lower() for n in own if not n.startswith(".")} <= set(RESERVED_DIRECTORY_NAMES)
 
 
 def test_an_overlay_file_edited_by_hand_is_never_thrown_away(stack, tmp_path):

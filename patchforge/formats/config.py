@@ -97,7 +97,9 @@ def toml_key_line(text: str, prefix: str, where: list[str]) -> int | None:
     lines = text.splitlines()
 
     def header_line(parts: list[str]) -> int | None:
-        name = re.escape(prefix + ".".join(parts)) if parts else re.escape(prefix.rstrip("."))
+        # A part with a `.` is quoted in the header (`[upstreams."vllm.rocm"]`).
+        name = re.escape(prefix + ".".join(toml_key(p) for p in parts)) if parts \
+            else re.escape(prefix.rstrip("."))
         if not name:
             return None
         for number, line in enumerate(lines):
@@ -144,8 +146,18 @@ def load_config(path: Path) -> Config:
             fail(key, f"must be a {kind.__name__ if isinstance(kind, type) else 'value'}")
         return value
 
+    def check_name(section: str, name: str) -> None:
+        from patchforge.names import check_directory_name
+
+        try:
+            check_directory_name(name, section.rstrip("s"))
+        except ValueError as exc:
+            raise ConfigError(f"{prefix}{section}.{toml_key(name)}: {exc}", path=str(path),
+                              line=toml_key_line(text, prefix, [section, name])) from None
+
     upstreams: dict[str, UpstreamConfig] = {}
     for name, spec in expect(table.get("upstreams", {}), dict, "upstreams").items():
+        check_name("upstreams", name)
         key = f"upstreams.{name}"
         expect(spec, dict, key)
         kind = spec.get("kind")
@@ -167,6 +179,7 @@ def load_config(path: Path) -> Config:
 
     profiles = expect(table.get("profiles", {}), dict, "profiles")
     for pname, desc in profiles.items():
+        check_name("profiles", pname)
         if not isinstance(desc, str):
             fail(f"profiles.{pname}", "must be a string describing the profile")
     artifacts = expect(table.get("artifacts", []), list, "artifacts")
@@ -195,9 +208,16 @@ def _toml_str(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def toml_key(name: str) -> str:
+    """`name` as a TOML key: bare when it can be, quoted otherwise (a `.` in a bare key would
+    make `[upstreams.vllm.rocm]` a table `rocm` inside a table `vllm`)."""
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else _toml_str(name)
+
+
 def upstream_table_text(prefix: str, upstream: UpstreamConfig) -> str:
     """The TOML text for one upstream, appended by `upstream add`."""
-    lines = [f"[{prefix}upstreams.{upstream.name}]", f"kind = {_toml_str(upstream.kind)}"]
+    lines = [f"[{prefix}upstreams.{toml_key(upstream.name)}]",
+             f"kind = {_toml_str(upstream.kind)}"]
     for key, value in (("url", upstream.url), ("follow", upstream.follow),
                        ("package", upstream.package), ("path", upstream.path),
                        ("install-root", upstream.install_root)):

@@ -13,7 +13,7 @@ from patchforge.formats.lockfile import write_lock
 from patchforge.fsutil import RepoLock, atomic_write
 from patchforge.model.config import UpstreamConfig
 from patchforge.model.lock import Lock, UpstreamPin
-from patchforge.names import check_simple_name
+from patchforge.names import check_directory_name
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -107,7 +107,7 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
         raise UsageError(f"upstream {upstream.name!r} is already configured",
                          hint="use `patchforge rebase --to` to move it")
     try:
-        check_simple_name(upstream.name, "upstream")
+        check_directory_name(upstream.name, "upstream")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     with RepoLock(project.state_dir), open_store(project) as store:
