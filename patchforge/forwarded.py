@@ -49,9 +49,10 @@ def pull_request_info(store: UpstreamStore, target: Target, url: str, forge, loo
     if not answers_for(forge, ref):
         # Asked by its owner/name and number, the configured forge would answer about another
         # pull request (merged, perhaps: a fix dropped for a change that is not its own).
-        hosts = ", ".join(sorted(web_hosts(forge.api_url) or ()))
+        hosts = ", ".join(sorted(web_hosts(forge.api_url, getattr(forge, "web_host", None))))
         info["error"] = (f"{ref.host} is not the host of the configured forge ({hosts}): "
-                         "not asked")
+                         "not asked (a forge.api-url in front of that host names it with "
+                         "forge.web-host)")
         return info
     answer = lookups.answers.get(ref) if lookups is not None else None
     if answer is None:

@@ -1105,6 +1105,41 @@ def test_a_pull_request_of_another_forge_is_never_asked_of_this_one(tmp_path, up
     assert [p for p in forge_server.paths() if "/pulls/" in p] == ["/api/v3/repos/o/r/pulls/7"]
 
 
+@pytest.mark.parametrize("web_host", [None, "ghe.example.com"])
+def test_a_proxy_forge_is_asked_only_about_the_pull_requests_of_its_web_host(
+        tmp_path, upstream, forge_server, web_host):
+    """A forge.api-url that is neither api.github.com nor https://H/api/v3 (a proxy in front of
+    github.com, here a real server on 127.0.0.1) was asked about every pull request, of any
+    host: a GitHub Enterprise fix's o/r#7 was answered with github.com's o/r#7, which merged,
+    and status called that fix landed and its Drop-When true. Such an API answers for
+    github.com, or for the host `forge.web-host` names; the others are reported as not asked,
+    with the key that names the host."""
+    merge = upstream.commit({"pkg/other.py": b"VALUE = 2\n"}, "Merge pull request #7")
+    target = upstream.commit({"README.md": b"nightly\n"}, "nightly")
+    forge_server.add_pull("o/r", 7, state="closed", merged=True, merge_commit_sha=merge)
+    stack = Stack(tmp_path / "project", upstream, api_url=forge_server.url)
+    if web_host:
+        config = stack.root / "patchforge.toml"
+        config.write_text(config.read_text().replace(
+            "[forge]\n", f'[forge]\nweb-host = "{web_host}"\n'))
+    enterprise = "https://ghe.example.com/o/r/pull/7"
+    stack.add("enterprise.patch", the_fix(),
+              extra=f"Forwarded: {enterprise}\nDrop-When: merged {enterprise}\n")
+    stack.add("public.patch", file_diff("pkg/other.py", b"VALUE = 1\n", b"VALUE = 3\n"),
+              extra=f"Forwarded: {PR_URL}\n")
+    proc = stack.cli("status", "--against", f"up={target}", "--json")
+    patches = {p["name"]: p for p in json.loads(proc.stdout)["patches"]}
+    asked, other = ("enterprise.patch", "public.patch") if web_host else \
+        ("public.patch", "enterprise.patch")
+    assert patches[asked]["forwarded"]["merged"] is True, patches[asked]["forwarded"]
+    assert "merged" not in patches[other]["forwarded"], patches[other]["forwarded"]
+    assert "is not the host of the configured forge" in patches[other]["forwarded"]["error"]
+    assert "forge.web-host" in patches[other]["forwarded"]["error"]
+    if not web_host:
+        assert patches["enterprise.patch"]["drop_when"]["true"] is None
+    assert [p for p in forge_server.paths() if "/pulls/" in p] == ["/repos/o/r/pulls/7"]
+
+
 def test_a_creation_onto_a_directory_of_the_upstream_never_applies(stack):
     """A patch creating `pkg` where the upstream has a directory (imported from a quilt stack,
     say) applied in memory: status said "all patches apply" (exit 0) while `git apply` of the

@@ -34,8 +34,10 @@ class _LazyForge:
             from patchforge.net.forge import GitHubForge
             from patchforge.store.gitstore import cache_dir
 
-            self._forge = GitHubForge.from_config(self._project.config.forge.api_url,
-                                                  cache_dir(), offline=self._project.offline)
+            forge = self._project.config.forge
+            self._forge = GitHubForge.from_config(forge.api_url, cache_dir(),
+                                                  offline=self._project.offline,
+                                                  web_host=forge.web_host)
         return getattr(self._forge, name)
 
 

@@ -199,7 +199,7 @@ def load_config(path: Path) -> Config:
     return Config(source=str(path), upstreams=upstreams, profiles=dict(profiles),
                   artifacts=tuple(artifacts),
                   forge=ForgeConfig(api_url=forge.get("api-url", ForgeConfig.api_url),
-                                    repo=forge_repo),
+                                    repo=forge_repo, web_host=forge.get("web-host")),
                   checks=checks, image=image,
                   compose_service=str(table.get("compose-service", "inference")))
 

@@ -27,6 +27,9 @@ class UpstreamConfig:
 class ForgeConfig:
     api_url: str = "https://api.github.com"
     repo: str | None = None  # "owner/name" of the stack repository itself (bump --open-pr)
+    # The web host whose pull requests the API answers for, when the API's address does not
+    # say (a proxy in front of github.com or a GitHub Enterprise): net.forge.web_hosts.
+    web_host: str | None = None
 
 
 @record(frozen=True)

@@ -112,23 +112,32 @@ def api_url_for_host(host: str) -> str:
     return DEFAULT_API_URL if host in ("github.com", "www.github.com") else f"https://{host}/api/v3"
 
 
-def web_hosts(api_url: str | None) -> frozenset[str] | None:
-    """The web hosts whose pull requests the forge API at `api_url` answers for: github.com
-    for api.github.com, H for GitHub Enterprise's https://H/api/v3; None for an API elsewhere
-    (a proxy, a test server), which is taken to answer for any host."""
+GITHUB_WEB_HOSTS = frozenset({"github.com", "www.github.com"})
+
+
+def web_hosts(api_url: str | None, web_host: str | None = None) -> frozenset[str]:
+    """The web hosts whose pull requests the forge API at `api_url` answers for: `web_host`
+    when the configuration names one (`forge.web-host`); else github.com for api.github.com,
+    H for GitHub Enterprise's https://H/api/v3, and github.com for an API elsewhere (a proxy
+    in front of it, the usual case; one in front of a GitHub Enterprise names its host).
+
+    An API elsewhere was taken to answer for any host: a GitHub Enterprise pull request was
+    asked of a github.com proxy by its owner/name and number, and the answer was about another
+    pull request."""
+    if web_host:
+        host = web_host.lower()
+        return GITHUB_WEB_HOSTS if host in GITHUB_WEB_HOSTS else frozenset({host})
     parts = urlsplit(api_url or "")
-    if (parts.hostname or "") == "api.github.com":
-        return frozenset({"github.com", "www.github.com"})
-    if parts.netloc and parts.path.rstrip("/").endswith("/api/v3"):
+    if parts.netloc and parts.hostname != "api.github.com" \
+            and parts.path.rstrip("/").endswith("/api/v3"):
         return frozenset({parts.netloc.lower()})
-    return None
+    return GITHUB_WEB_HOSTS
 
 
 def answers_for(forge: Any, ref: PullRef) -> bool:
     """Whether `forge` is the one to ask about `ref`: a pull request of another host is
     another forge's (its owner/name and number there name another pull request here)."""
-    hosts = web_hosts(getattr(forge, "api_url", None))
-    return hosts is None or ref.host in hosts
+    return ref.host in web_hosts(getattr(forge, "api_url", None), getattr(forge, "web_host", None))
 
 
 def _check_repo(repo: str) -> str:
@@ -140,13 +149,15 @@ def _check_repo(repo: str) -> str:
 class GitHubForge:
     """The GitHub REST API (api.github.com or GitHub Enterprise) through an HttpClient."""
 
-    def __init__(self, api_url: str, http: HttpClient) -> None:
+    def __init__(self, api_url: str, http: HttpClient, web_host: str | None = None) -> None:
         self.api_url = api_url.rstrip("/")
         self.http = http
+        self.web_host = web_host  # forge.web-host: see web_hosts
 
     @classmethod
     def from_config(cls, api_url: str, cache_dir: Path, *, offline: bool = False,
-                    token_env: str | None = None, **http_options: Any) -> "GitHubForge":
+                    token_env: str | None = None, web_host: str | None = None,
+                    **http_options: Any) -> "GitHubForge":
         """A forge whose token is bound to the API host and nowhere else: from `token_env` when
         given, else GH_TOKEN, GITHUB_TOKEN or `gh auth token` (net.credentials.forge_token)."""
         if token_env is None and "token" not in http_options:
@@ -156,7 +167,7 @@ class GitHubForge:
                 http_options["token"] = found.value
         http = HttpClient(cache_dir, offline=offline, token_env=token_env,
                           token_host=host_of(api_url), **http_options)
-        return cls(api_url, http)
+        return cls(api_url, http, web_host)
 
     def __repr__(self) -> str:
         return f"GitHubForge({self.api_url!r})"

@@ -150,16 +150,17 @@ def open_or_update(forge, draft: Draft, owner: str, existing=NOT_ASKED) -> Opene
         action = "opened"
     url = pull.html_url or pull.url
     check_pull_url(url, repo, pull.number, getattr(forge, "api_url", None),
-                   f"{draft.upstream}/{draft.name}")
+                   f"{draft.upstream}/{draft.name}", getattr(forge, "web_host", None))
     return Opened(action, pull.number, url, repo, head, draft.target.branch)
 
 
-def check_pull_url(url: str, repo: str, number: int, api_url: str | None, patch: str) -> None:
+def check_pull_url(url: str, repo: str, number: int, api_url: str | None, patch: str,
+                   web_host: str | None = None) -> None:
     """Refuse (NetworkError, exit 2, before the patch is written) a pull request URL from the
     forge's answer that is not the pull request it answered about: another repository or number
     (status would then follow that other pull request and say it merged), not https, or a host
-    other than the web host of the forge's API (github.com for api.github.com, H for GitHub
-    Enterprise's https://H/api/v3; any host for an API elsewhere)."""
+    other than the web host of the forge's API (net.forge.web_hosts: github.com for
+    api.github.com, H for GitHub Enterprise's https://H/api/v3, `web_host` when configured)."""
     from patchforge.errors import NetworkError
     from patchforge.net.forge import parse_pr_url, web_hosts
 
@@ -167,16 +168,14 @@ def check_pull_url(url: str, repo: str, number: int, api_url: str | None, patch:
         ref = parse_pr_url(url)
     except UsageError:
         ref = None
-    hosts = web_hosts(api_url)
+    hosts = web_hosts(api_url, web_host)
     if ref is None or not url.startswith("https://") or ref.repo.lower() != repo.lower() \
-            or ref.number != number or (hosts is not None and ref.host not in hosts):
-        expected = f"https://{sorted(hosts)[0]}/{repo}/pull/{number}" if hosts else None
+            or ref.number != number or ref.host not in hosts:
+        expected = f"https://{sorted(hosts)[0]}/{repo}/pull/{number}"
         raise NetworkError(
             f"pull request {repo}#{number} is open, but the forge gave its address as {url!r}, "
             f"which is not that pull request: not recorded in {patch}",
-            hint=(f"record `Forwarded: {expected}` by hand once you have checked it"
-                  if expected else "record its address in Forwarded by hand once you have "
-                  "checked it"))
+            hint=f"record `Forwarded: {expected}` by hand once you have checked it")
 
 
 def record_submission(project: Project, upstream: str, file_name: str, url: str) -> bool:
