@@ -11,6 +11,7 @@ EXIT_BAD_INPUT = 2  # bad usage or bad input; the message names the file and lin
 EXIT_CONFLICT = 3  # a rebase stopped on a conflict and can be resumed
 EXIT_INTERNAL = 70  # a bug
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
+EXIT_TERMINATED = 143  # SIGTERM (128 + SIGTERM), as shells report a process it ended
 
 
 class PatchforgeError(Exception):

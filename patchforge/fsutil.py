@@ -15,7 +15,8 @@ from patchforge.errors import LockedError, UsageError
 # Fault injection for the crash-safety tests: PATCHFORGE_FAULT="name:N" makes the N-th (1-based)
 # call of the write step `name` ("write", "fsync", "rename") kill the process, or raise with
 # PATCHFORGE_FAULT_MODE=raise, or send the process a real SIGINT (Ctrl-C) with
-# PATCHFORGE_FAULT_MODE=interrupt, or stop it (SIGSTOP, until a SIGCONT) with
+# PATCHFORGE_FAULT_MODE=interrupt (a SIGTERM with PATCHFORGE_FAULT_MODE=terminate), or stop it
+# (SIGSTOP, until a SIGCONT) with
 # PATCHFORGE_FAULT_MODE=stop: "lock:N" stops it just before its N-th take of the project lock,
 # so a test can run a second command in between. Never set in normal use.
 _FAULT_COUNTS: dict[str, int] = {}
@@ -38,10 +39,11 @@ def fault_point(step: str) -> None:
 
             os.kill(os.getpid(), signal.SIGSTOP)  # a test runs another command, then SIGCONT
             return
-        if mode == "interrupt":
+        if mode in ("interrupt", "terminate"):
             import signal
 
-            os.kill(os.getpid(), signal.SIGINT)  # Python raises KeyboardInterrupt right here
+            # Python raises KeyboardInterrupt (the CLI's handler, Terminated) right here.
+            os.kill(os.getpid(), signal.SIGINT if mode == "interrupt" else signal.SIGTERM)
             return
         os._exit(137)
 

@@ -590,11 +590,12 @@ class StackModel(RuleBasedStateMachine):
             for name in listed:
                 assert (out / name).read_bytes() == (self.series_dir / name).read_bytes()
 
-    @rule(data=st.data(), how=st.sampled_from(["interrupt", "kill", "eio"]),
+    @rule(data=st.data(), how=st.sampled_from(["interrupt", "terminate", "kill", "eio"]),
           step=st.sampled_from(["write", "fsync", "rename"]), nth=st.integers(1, 6))
     def cut_short(self, data, how, step, nth) -> None:
-        """A real SIGINT (Ctrl-C), an exit without cleanup (kill -9), or an I/O error (EIO, a
-        full disk) at the nth write step of a command that changes the project."""
+        """A real SIGINT (Ctrl-C), a SIGTERM (a CI job cancelled), an exit without cleanup
+        (kill -9), or an I/O error (EIO, a full disk) at the nth write step of a command that
+        changes the project."""
         fixes = sorted(self.series_fixes())
         choices = [("rebase", "--continue"), ("rebase", "--skip"), ("rebase", "--abort")]
         if self.bringing_back():
@@ -608,7 +609,8 @@ class StackModel(RuleBasedStateMachine):
             choices.append(("rebase", "--to", f"up={self.up.head()}"))
         command = data.draw(st.sampled_from(choices))
         env = {**os.environ, "PATCHFORGE_FAULT": f"{step}:{nth}",
-               "PATCHFORGE_FAULT_MODE": {"interrupt": "interrupt", "eio": "raise"}.get(how, "")}
+               "PATCHFORGE_FAULT_MODE": {"interrupt": "interrupt", "terminate": "terminate",
+                                         "eio": "raise"}.get(how, "")}
         proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(self.root),
                                *command], capture_output=True, env=env)
         event(f"{how} {command[0]} -> {proc.returncode}")
@@ -618,10 +620,16 @@ class StackModel(RuleBasedStateMachine):
             journal = (self.root / ".patchforge" / "rebase" / "journal.json").exists()
             assert proc.returncode == 2 and (b"rebase --continue" in proc.stderr) == journal, \
                 proc.stderr.decode()
-        elif proc.returncode in (130, 137):
+        elif proc.returncode in (130, 137, 143):
             self.cut_short = True
             if proc.returncode == 130:
                 assert b"interrupted" in proc.stderr
+            if proc.returncode == 143:
+                assert how == "terminate" and b"terminated" in proc.stderr, proc.stderr
+            if proc.returncode != 137:  # a cleanup ran: no temporary file is left behind
+                assert not [p for p in self.root.rglob("*.tmp")
+                            if ".patchforge" not in p.relative_to(self.root).parts], \
+                    proc.stderr.decode()
         else:
             assert proc.returncode in (0, 1, 2, 3), proc.stderr.decode()
 

@@ -298,6 +298,40 @@ def test_ctrl_c_exits_130_and_names_the_journal_it_left(project):
     assert f"Base: {target}".encode() in project.patch("fix-a")
 
 
+def test_sigterm_exits_143_names_the_journal_and_leaves_no_temporary_file(project):
+    """A CI job cancelled (or `timeout`) sends SIGTERM. Without a handler the rebase ended
+    where it stood, with no word of the journal it left, and the temporary file of the write
+    in progress stayed in series/. It is taken as Ctrl-C is: the cleanup runs and the report
+    names the journal and `rebase --continue`, exit 143."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    target = project.up.commit({"pkg/other.py": b"x = 3\n"})
+    # Stopped at the rebase's second durable write (after its journal exists), then SIGTERM
+    # from outside, as a job runner sends it.
+    env = {**os.environ, "PATCHFORGE_FAULT": "rename:2", "PATCHFORGE_FAULT_MODE": "stop"}
+    proc = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                             "rebase", "--to", f"up={target}"], stderr=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, env=env)
+    while not _stopped(proc.pid):
+        if proc.poll() is not None:
+            raise AssertionError(proc.stderr.read().decode())
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGTERM)
+    os.kill(proc.pid, signal.SIGCONT)
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 143, err
+    assert "terminated" in err and "journal" in err and "rebase --continue" in err, err
+    assert not [p for p in project.root.rglob("*.tmp")
+                if ".patchforge" not in p.relative_to(project.root).parts]
+    project.cli("rebase", "--continue")
+    assert f"Base: {target}".encode() in project.patch("fix-a")
+
+
+def _stopped(pid: int) -> bool:
+    """True once the process `pid` is stopped (SIGSTOP): its state in /proc is T."""
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        return stat.read().rsplit(b")", 1)[1].split()[0] == b"T"
+
+
 def test_a_skipped_fix_is_brought_back_through_the_three_way_merge(project):
     stopped_on_a(project)
     skipped = project.patch("fix-a")

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 import click
 
 from patchforge import __version__
-from patchforge.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, PatchforgeError
+from patchforge.errors import (EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED,
+                               PatchforgeError)
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -81,12 +82,24 @@ class AppContext:
 _PROJECT = None
 
 
-def _interrupted() -> None:
-    """Ctrl-C: exit 130, saying what the command left behind and how to go on from it."""
-    click.echo("\npatchforge: interrupted", err=True)
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job cancelled, `timeout`, a service stopped), raised where the command
+    is, as Ctrl-C raises KeyboardInterrupt: the same cleanup runs (temporary files removed,
+    worktrees and scratch directories ended) and the same report says what was left."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
+
+
+def _interrupted(exc: BaseException | None = None) -> None:
+    """Ctrl-C (exit 130) or SIGTERM (exit 143): saying what the command left behind and how
+    to go on from it."""
+    terminated = isinstance(exc, Terminated)
+    click.echo(f"\npatchforge: {'terminated' if terminated else 'interrupted'}", err=True)
     for line in _left_behind():
         click.echo(f"hint: {line}", err=True)
-    sys.exit(EXIT_INTERRUPTED)
+    sys.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
 
 
 def _left_behind() -> list[str]:
@@ -204,7 +217,7 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort as exc:
         if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
-            _interrupted()
+            _interrupted(exc.__cause__)
         click.echo("patchforge: aborted", err=True)
         sys.exit(EXIT_BAD_INPUT)
     except click.ClickException as exc:
@@ -212,8 +225,8 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
         sys.exit(EXIT_BAD_INPUT if exc.exit_code == 2 else exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        _interrupted()
+    except KeyboardInterrupt as exc:
+        _interrupted(exc)
     except BrokenPipeError:
         sys.exit(0)
     except OSError as exc:  # the machine, not patchforge: a full disk, a read-only mount, EIO
@@ -254,6 +267,11 @@ def console_main() -> None:
     short command (docs/performance.md). main() itself exits normally, for callers in the same process.
     """
     fewer_collections()
+    import signal
+
+    # Without a handler, SIGTERM ended the process where it stood: no word of what was left,
+    # and the temporary file of a write in progress stayed in the project.
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         main()
     except SystemExit as exc:
