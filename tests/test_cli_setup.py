@@ -339,6 +339,11 @@ def test_a_relative_cache_is_refused_and_a_relative_xdg_cache_ignored(tmp_path, 
     ok(root, "fetch", cwd=root)
     assert not (root / "relc").exists()
     assert (Path(os.environ["HOME"]) / ".cache" / "patchforge" / "store.git").is_dir()
+    # A relative HOME (the default cache is ~/.cache/patchforge) is refused the same way.
+    monkeypatch.setenv("HOME", "relhome")
+    run = run_cli(root, "fetch", cwd=root)
+    assert run.rc == 2 and "HOME=relhome is a relative path" in run.err, run.text
+    assert tree_bytes(root) == before and not (root / "relhome").exists()
 
 
 def test_a_cache_that_names_a_file_is_named_in_the_error(tmp_path, monkeypatch):

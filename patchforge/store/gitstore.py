@@ -53,7 +53,15 @@ def cache_dir() -> Path:
     if explicit:
         return explicit
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "patchforge"
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "patchforge"
+    home = Path.home()
+    if not home.is_absolute():
+        # As a relative PATCHFORGE_CACHE: a store made inside each directory a command runs in.
+        raise UsageError(f"HOME={os.environ.get('HOME')} is a relative path, and the cache "
+                         "(~/.cache/patchforge) would be made inside each directory a command "
+                         "runs in", hint="set HOME, or PATCHFORGE_CACHE, to an absolute path")
+    return home / ".cache" / "patchforge"
 
 
 def wheels_dir() -> Path:
