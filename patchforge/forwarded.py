@@ -20,14 +20,27 @@ _SUBMITTED = re.compile(r"^Submitted\s*\[(?P<url>[^\]]+)\]", re.I)
 
 
 def _pr_url(patch: PatchFile) -> str | None:
+    """The pull request a patch was forwarded as (Forwarded, else Submitted [url]), or what
+    looks like one (then `status` and `lint` say why it cannot be followed); None for a fix
+    sent elsewhere (a mailing list's archive)."""
     for value in (patch.get("Forwarded"), patch.get("Upstream-Status")):
         if not value:
             continue
         match = _SUBMITTED.match(value)
         candidate = (match["url"] if match else value).strip()
-        if "/pull/" in candidate or "#" in candidate:
+        if _names_a_pull(candidate):
             return candidate
     return None
+
+
+def _names_a_pull(candidate: str) -> bool:
+    """A URL with a /pull path (`/pull/N`, and the `/pulls/N` of an API address pasted by
+    mistake, which status would otherwise never follow), or `OWNER/REPO#N`. A fragment of
+    another URL (a mail archive's `msg.html#m1`) is no pull request: it was reported as one
+    that "is not a pull request URL" on every status."""
+    if "://" in candidate:
+        return "/pull" in candidate.split("#", 1)[0]
+    return "#" in candidate
 
 
 def pull_request_info(store: UpstreamStore, target: Target, url: str, forge, lookups=None) -> dict:

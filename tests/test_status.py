@@ -1140,6 +1140,28 @@ def test_a_proxy_forge_is_asked_only_about_the_pull_requests_of_its_web_host(
     assert [p for p in forge_server.paths() if "/pulls/" in p] == ["/repos/o/r/pulls/7"]
 
 
+def test_a_fix_sent_to_a_mail_archive_is_no_pull_request_and_a_pulls_url_is_one(
+        tmp_path, upstream, forge_server):
+    """`Forwarded:` is where a fix was sent (DEP-3): a mail archive's `msg.html#m1` was taken
+    for a pull request (its `#`), and every status and lint said it "is not a pull request URL".
+    A pull request's address pasted with the API's `/pulls/7` was taken for no pull request at
+    all: status never followed it and nobody said so. Now the first is left alone and the
+    second is reported."""
+    stack = Stack(tmp_path / "project", upstream, api_url=forge_server.url)
+    mail = "https://lists.example.org/archives/msg123.html#m1"
+    stack.add("mailed.patch", the_fix(), extra=f"Forwarded: {mail}\n")
+    stack.add("pulls.patch", file_diff("pkg/other.py", b"VALUE = 1\n", b"VALUE = 3\n"),
+              extra="Forwarded: https://github.com/o/r/pulls/7\n")
+    proc = stack.cli("status", "--json")
+    patches = {p["name"]: p for p in json.loads(proc.stdout)["patches"]}
+    assert patches["mailed.patch"]["forwarded"] is None, patches["mailed.patch"]
+    assert "not a pull request URL" in patches["pulls.patch"]["forwarded"]["error"]
+    lint = json.loads(stack.cli("lint", "--json").stdout)
+    forwarded = [(f["patch"], f["message"]) for f in lint["findings"] if f["check"] == "forwarded"]
+    assert [patch for patch, _ in forwarded] == ["up/pulls.patch"], forwarded
+    assert not [p for p in forge_server.paths() if "/pulls/" in p]
+
+
 def test_a_creation_onto_a_directory_of_the_upstream_never_applies(stack):
     """A patch creating `pkg` where the upstream has a directory (imported from a quilt stack,
     say) applied in memory: status said "all patches apply" (exit 0) while `git apply` of the
