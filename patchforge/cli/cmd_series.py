@@ -134,7 +134,8 @@ def edit(app, name, files, close, discard):
     if discard and not close:
         raise UsageError("--discard goes with --close")
     if close:
-        with open_store(project, bring_pins=True) as store:
+        # (No pin brought in: `--close --discard` reads none, and ends an edit offline too.)
+        with open_store(project) as store:
             closed = close_open_edit(project, store, name, discard=discard)
         click.echo(f"closed the edit of {closed['upstream']}/{closed['name']}"
                    + (" (unrefreshed changes discarded)" if discard else ""))
