@@ -84,8 +84,16 @@ def pull_request_info(store: UpstreamStore, target: Target, url: str, forge, loo
         if store.has_object(merge) and store.has_object(target.commit):
             # ahead_behind(a, b) = (in a not in b, in b not in a).
             behind, ahead = store.ahead_behind(merge, target.commit)
-            info.update({"included": behind == 0, "ahead_by": ahead, "behind_by": behind,
-                         "source": "local history"})
+            if behind and not store.share_history(merge, target.commit):
+                # A wheel's or a directory's import is a commit without history: that it is
+                # no descendant of the merge commit says nothing about whether it holds the
+                # change. (A target that includes it shares its history: asked only here.)
+                info["included"] = None
+                info["error"] = ("the target has no history that could hold the merge commit "
+                                 "(an import of a wheel or a directory): not compared")
+            else:
+                info.update({"included": behind == 0, "ahead_by": ahead, "behind_by": behind,
+                             "source": "local history"})
         elif lookups is not None and lookups.unreachable:
             info["included"] = None
             info["error"] = "the forge is unreachable: not compared"

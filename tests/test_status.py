@@ -1162,6 +1162,39 @@ def test_a_fix_sent_to_a_mail_archive_is_no_pull_request_and_a_pulls_url_is_one(
     assert not [p for p in forge_server.paths() if "/pulls/" in p]
 
 
+def test_a_merged_pull_request_is_never_called_missing_from_a_target_without_history(
+        tmp_path, upstream, forge_server):
+    """A `dir` (or wheel) upstream is imported as a commit without history. When the shared
+    cache also holds the upstream's git history (another stack, or `pr` with `git-url`), the
+    merge commit of a fix's pull request was compared with that import: unrelated histories,
+    so "the target is 0 commits ahead of, and N behind, the merge commit" and Drop-When
+    `merged` false, for a directory copied from the very commit that merged it. Whether such
+    a target includes the merge commit is unknown, and said so."""
+    merge = upstream.commit({MAIN: FIXED}, "Merge pull request #7")
+    forge_server.add_pull("o/r", 7, state="closed", merged=True, merge_commit_sha=merge)
+    copy = tmp_path / "site"  # the upstream as installed at the merge commit
+    git(tmp_path, "clone", "-q", str(upstream.path), str(copy))
+    shutil.rmtree(copy / ".git")
+    root = make_project(tmp_path / "project", api_url=forge_server.url)
+    run_subprocess(root, "upstream", "add", "up", "--dir", str(copy), "--at", "merged",
+                   expect=0)
+    # The same cache holds the upstream's history: a second stack follows it with git.
+    other = make_project(tmp_path / "other")
+    add_git_upstream(other, "up", upstream.path, merge, install_root=None)
+    series = root / "series" / "up"
+    series.mkdir(parents=True)
+    (series / "fix.patch").write_bytes(dep3_patch(
+        file_diff("pkg/other.py", b"VALUE = 1\n", b"VALUE = 3\n"),
+        extra=f"Forwarded: {PR_URL}\nDrop-When: merged {PR_URL}\nUpstream: up\n"))
+    (series / "series").write_bytes(b"fix.patch\n")
+    proc = run_subprocess(root, "status", "--json")
+    fix = json.loads(proc.stdout)["patches"][0]
+    assert fix["forwarded"]["merged"] is True, fix["forwarded"]
+    assert fix["forwarded"]["included"] is None, fix["forwarded"]
+    assert "behind_by" not in fix["forwarded"]
+    assert fix["drop_when"]["true"] is None, fix["drop_when"]
+
+
 def test_a_creation_onto_a_directory_of_the_upstream_never_applies(stack):
     """A patch creating `pkg` where the upstream has a directory (imported from a quilt stack,
     say) applied in memory: status said "all patches apply" (exit 0) while `git apply` of the

@@ -1015,6 +1015,11 @@ class UpstreamStore:
                           input="".join(f"{c}\n" for c in commits).encode(),
                           what="reading upstream history")
 
+    def share_history(self, a: str, b: str) -> bool:
+        """Whether commits `a` and `b` have a common ancestor (`git merge-base`): an import of
+        a wheel or a directory has none with the upstream's history."""
+        return self._run("merge-base", a, b, ok=(0, 1)).returncode == 0
+
     def ahead_behind(self, a: str, b: str) -> tuple[int, int]:
         """(commits in `a` not in `b`, commits in `b` not in `a`), like `git status` of a vs b."""
         left, right = self._out("rev-list", "--left-right", "--count", f"{a}...{b}").split()
