@@ -280,6 +280,31 @@ def test_dry_run_writes_nothing_and_plans_the_move(clean):
     assert [r.method for r in clean.forge.requests if r.method != "GET"] == []
 
 
+@pytest.mark.parametrize("url, opened", [
+    ("git@github.com:team/stack.git", True),
+    ("ssh://git@ssh.github.com:443/team/stack.git", True),
+    ("git@ghe.example.com:team/stack.git", False),
+    ("https://ghe.example.com/team/stack", False),
+])
+def test_the_stack_repository_read_from_a_remote_of_another_forge_is_refused(clean, url,
+                                                                             opened):
+    """Without forge.repo, `bump --open-pr` reads OWNER/NAME from the remote's URL, and asked
+    the configured forge about it whatever host the remote is on: a stack kept on a GitHub
+    Enterprise would have had its pull request opened on github.com's team/stack, another
+    repository. A remote on a host the forge does not answer for is refused, naming both."""
+    config = clean.root / "patchforge.toml"
+    config.write_text(config.read_text().replace('repo = "team/stack"\n', ""))
+    git(clean.root, "remote", "set-url", "origin", url)
+    code, out, err = clean.bump("--dry-run", "--open-pr", "--json")
+    if opened:
+        assert code == 0, err
+        assert json.loads(out)["pull_request"]["repo"] == "team/stack"
+    else:
+        assert code == 2, (out, err)
+        assert "remote origin is on ghe.example.com" in err and "github.com" in err, err
+    assert [r.method for r in clean.forge.requests if r.method != "GET"] == []
+
+
 def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean):
     before = snapshot(clean.root)
     head = git(clean.root, "rev-parse", "HEAD").strip()

@@ -65,7 +65,35 @@ def stack_repo_name(project: Project, root: Path, remote: str) -> str:
     if not match or "://" not in url and "@" not in url:
         raise UsageError(f"cannot tell the forge repository of remote {remote}",
                          hint="set `repo = \"OWNER/NAME\"` under [tool.patchforge.forge]")
+    # OWNER/NAME names a repository on the remote's host only: asked of a forge that answers
+    # for another host, it is another repository (or none), and the pull request would be
+    # opened there.
+    from patchforge.net.forge import web_hosts
+
+    forge = project.config.forge
+    host = _remote_host(url)
+    hosts = web_hosts(forge.api_url, forge.web_host)
+    if host is not None and host not in {h.rsplit(":", 1)[0] for h in hosts}:
+        raise UsageError(f"remote {remote} is on {host}, but the configured forge "
+                         f"({forge.api_url}) answers for {', '.join(sorted(hosts))}: its "
+                         f"{match['owner']}/{match['name']} would be another repository",
+                         hint="point forge.api-url (and forge.web-host, for a proxy) at the "
+                              "remote's forge, or name the repository with forge.repo")
     return f"{match['owner']}/{match['name']}"
+
+
+def _remote_host(url: str) -> str | None:
+    """The host of a git remote URL (`https://H/...`, `ssh://git@H:port/...`, scp-like
+    `git@H:owner/name`), lower case and without a port; None when there is none."""
+    from urllib.parse import urlsplit
+
+    if "://" in url:
+        host = (urlsplit(url).hostname or "").lower() or None
+    else:
+        scp = re.match(r"^(?:[^@/]+@)?(?P<host>[^:/]+):", url)
+        host = scp["host"].lower() if scp else None
+    # GitHub's SSH over port 443 is github.com's.
+    return "github.com" if host == "ssh.github.com" else host
 
 
 def commit_bump(project: Project, message: str) -> tuple[str | None, str]:
