@@ -973,3 +973,27 @@ def test_two_damaged_edit_states_are_each_discarded_by_a_patch_of_their_upstream
     stack.cli("edit", "--close", "--discard")
     assert not states[0].exists()
     stack.cli("status")
+
+
+def test_a_rebase_continued_on_a_cache_that_lost_its_revisions_keeps_the_fix(tmp_path,
+                                                                            monkeypatch):
+    """A rebase stopped on a conflict; meanwhile the cache was emptied (or the next shell has
+    another PATCHFORGE_CACHE). `rebase --continue` read the target as a tree without files and
+    wrote the resolution as a patch creating calc.py, which the upstream has: the fix no longer
+    applied anywhere, exit 0. The run's revisions are brought back first now, and the fix is
+    the change it was."""
+    from helpers.project import OneUpstreamStack
+
+    calc = b"a = 1\nb = 2\nc = 3\n"
+    stack = OneUpstreamStack(tmp_path, {"calc.py": calc})
+    stack.add_fix("fix", "calc.py", calc, calc.replace(b"b = 2", b"b = 20"))
+    target = stack.commit({"calc.py": calc.replace(b"b = 2", b"b = 200")}, "upstream moves")
+    stack.cli("rebase", "--to", f"up={target}", expect=3)
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "emptied-cache"))
+    (stack.root / ".patchforge/work/up/calc.py").write_bytes(b"a = 1\nb = 2000\nc = 3\n")
+    stack.cli("rebase", "--continue")
+    patch = stack.patch("up", "fix")
+    assert b"new file" not in patch and b"-b = 200\n+b = 2000\n" in patch, patch.decode()
+    checkout = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", str(stack.up), str(checkout))
+    subprocess.run(["git", "apply", "--check", "-"], cwd=checkout, input=patch, check=True)

@@ -174,6 +174,7 @@ class Rebase:
             # The skipped patch's worktree is cleared for the next stop or removed at the end.
             self._keep_unadded(run.stopped.upstream)
         try:
+            self._bring_run_pins(run)
             result = self._resume(run, skip=skip)
         except ConflictStop:  # the next stop: the skip or resolution is part of it
             raise
@@ -192,6 +193,20 @@ class Rebase:
         for upstream in run.upstreams:
             self._remove_worktree(upstream)
         return result
+
+    def _bring_run_pins(self, run: RebaseRun) -> None:
+        """The revisions the run moves from and to, brought into the store where it lacks them
+        (the cache emptied, or another PATCHFORGE_CACHE, while the rebase was stopped): read
+        as trees without files, a resolution was written as a patch creating its files."""
+        from patchforge.pins import ensure_pinned
+
+        pins = [(upstream, pin) for upstream, entry in run.upstreams.items()
+                for pin in (entry.old, entry.new)]
+        missing = set(self.store.missing_objects([pin.commit for _, pin in pins]))
+        for upstream, pin in pins:
+            if pin.commit in missing:
+                ensure_pinned(self.project, self.store, upstream, pin)
+                missing.discard(pin.commit)
 
     def _resume(self, run: RebaseRun, *, skip: bool) -> dict:
         if run.phase == "committing":
