@@ -791,3 +791,31 @@ def test_an_import_that_creates_a_file_the_upstream_has_is_refused(project, tmp_
     assert where in run.err and "add-our-b.patch: creates pkg/b.py, which the upstream " \
         "already has" in run.err and "nothing was imported" in run.err, run.err
     assert snapshot(root) == before
+
+
+def test_a_profile_no_one_declared_is_refused_at_import_and_named_by_status(tmp_path):
+    """A quilt patch listing `Profiles: gfx94` (gfx942 mistyped) in a stack that declares
+    gfx942 and gfx950 is in no profile: every overlay goes without the fix. The import took it
+    (exit 0) and status said "all patches apply", exit 0; only `overlays` refused. The import is
+    refused now, naming the patch file's Profiles line, and status names the patch (exit 1)
+    when such a file comes in otherwise (a teammate's commit)."""
+    from helpers.project import add_patch_file
+
+    root, _ = git_project(tmp_path, profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
+    quilt_dir = tmp_path / "patches"
+    quilt_dir.mkdir()
+    patch = (b"Description: Fix b\nProfiles: gfx94\n---\n--- a/pkg/b.py\n+++ b/pkg/b.py\n"
+             b"@@ -1,3 +1,3 @@\n x = 1\n-y = 2\n+y = 20\n z = 3\n")
+    (quilt_dir / "fix-b.patch").write_bytes(patch)
+    (quilt_dir / "series").write_bytes(b"fix-b.patch\n")
+    before = snapshot(root)
+    run = run_cli(root, "import", "quilt", str(quilt_dir))
+    assert run.rc == 2 and f"{quilt_dir / 'fix-b.patch'}:2: patch fix-b.patch: Profiles names " \
+        "'gfx94', which is not a configured profile" in run.err, run.text
+    assert snapshot(root) == before
+    add_patch_file(root, "up", "fix-b.patch", patch)
+    status = run_cli(root, "status")
+    assert status.rc == 1 and "Profiles names 'gfx94', not a configured profile" in status.out, \
+        status.text
+    assert json.loads(run_cli(root, "status", "--json").out)["patches"][0]["needs_attention"]
+    assert run_cli(root, "overlays").rc == 2

@@ -139,7 +139,10 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
                     notes.append(f"PR: {fw['error'][:60]}")
             if r.drop_when and r.drop_when.get("true"):
                 notes.append(f"Drop-When {r.drop_when['condition']} is true")
-            if r.evidence and r.state not in ("applies",):
+            if r.evidence and (r.state not in ("applies",) or r.attention
+                               and not (r.drop_when and r.drop_when.get("true"))):
+                # (A patch that applies and still needs attention says why: a Profiles
+                # field naming no configured profile.)
                 notes.append(r.evidence[0][:90])
             rows.append([f"{r.upstream}/{r.name}", state, "; ".join(notes)])
         click.echo(table(rows, ["patch", "state", "evidence"],

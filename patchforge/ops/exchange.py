@@ -103,6 +103,7 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
     _refuse_repeat(project, upstream, pending)
     for file_name, data in pending:
         parse_patch_file(data, file_name)
+    _refuse_unknown_profiles(project, pending, sources or {})
     _refuse_collisions(project, store, upstream, pending, sources or {})
     with RepoLock(project.state_dir):
         # The names were found free before the lock: a `new` of the same name beside this
@@ -116,6 +117,25 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
             if file_name not in project.patch_names(upstream):
                 add_to_series(project, upstream, file_name, data)
         series_changed(project)
+
+
+def _refuse_unknown_profiles(project: Project, pending: list[tuple[str, bytes]],
+                             sources: dict[str, tuple[str, bytes | None]]) -> None:
+    """Refuse an import of which a patch lists a profile the configuration does not declare
+    (a typo): the fix would be in no profile's overlays. Named in the file it came from (its
+    Profiles line in a quilt patch file), nothing written."""
+    from patchforge.apply.series import refuse_unknown_profiles
+
+    configured = list(project.config.profiles)
+    for name, data in pending:
+        where, original = sources.get(name, (name, None))
+        try:
+            refuse_unknown_profiles(parse_patch_file(original if original is not None
+                                                     else data, where), configured)
+        except InputError as exc:
+            raise InputError(f"patch {name}: {exc.message}; nothing was imported", path=where,
+                             line=exc.line if original is not None else None,
+                             hint=exc.hint) from None
 
 
 def _refuse_collisions(project: Project, store: UpstreamStore, upstream: str,

@@ -55,7 +55,10 @@ class PatchStatus:
 
 def series_status(project: Project, store: UpstreamStore, targets: dict[str, Target], *, forge=None,
                   upstreams: list[str] | None = None) -> list[PatchStatus]:
+    from patchforge.apply.series import patch_profiles, unknown_profiles
+
     out: list[PatchStatus] = []
+    configured_profiles = list(project.config.profiles)
     chosen = [u for u in (upstreams or project.upstream_names()) if u in targets]
     patch_names = {upstream: project.patch_names(upstream) for upstream in chosen}
     # The threads reading histories are joined when the block is left, by an error too.
@@ -143,6 +146,14 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                 broken = judgement.stop_kind == "invariant"
                 status.attention = judgement.state in ATTENTION_STATES or broken or \
                     bool(status.drop_when and status.drop_when.get("true"))
+                unknown = unknown_profiles(patch_profiles(patch), configured_profiles)
+                if unknown:
+                    # A typo in Profiles puts the fix in no profile: every overlay and
+                    # deployment goes without it while the patch "applies".
+                    status.attention = True
+                    status.evidence.insert(0, 
+                        f"Profiles names {unknown[0]!r}, not a configured profile: the fix is "
+                        "in no profile's overlays (`overlays` refuses it)")
                 out.append(status)
             if target.base_commit == target.commit and \
                     any(fp.is_new or fp.is_rename or fp.is_copy
