@@ -22,7 +22,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import line_content
-from patchforge.apply.hunks import ReversedHunk, apply_file_patch, apply_hunks, lines_of
+from patchforge.apply.hunks import (HunkOutcome, ReversedHunk, apply_file_patch, apply_hunks,
+                                    lines_of, place_in_place)
 from patchforge.model.record import field, record, replace
 from patchforge.store.diff import (NULL_OID, FileMerge, blob_oid, merge_can_give_ours,
                                    merge_file)
@@ -312,7 +313,18 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
         # landed in it, and code that merely appears twice in the file proves nothing.
         verdict.hunks = [HunkVerdict(o.index, o.status) for o in verdict.applied.hunks]
         return verdict
-    lines = lines_of(current)
+    searched: bytes = current
+    lines = None  # the file's lines, split only for a search its bytes do not decide
+
+    def search(hunk, max_fuzz: int) -> HunkOutcome:
+        nonlocal lines
+        placed = place_in_place(searched, (hunk,), max_fuzz=max_fuzz, build=False)
+        if placed is not None:
+            return placed[1][0]
+        if lines is None:
+            lines = lines_of(searched)
+        return apply_hunks(lines, (hunk,), max_fuzz=max_fuzz, build=False)[1][0]
+
     whole = verdict.applied.hunks
     placed = False  # whether the whole-file application has placed a hunk before this one
     for index, hunk in enumerate(fp.hunks):
@@ -324,24 +336,22 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
             # every hunk of most files fails, each search a scan of the file per fuzz level).
             hv = HunkVerdict(index, whole[index].status)
         else:
-            _, forward = apply_hunks(lines, (hunk,), max_fuzz=2, build=False)
-            hv = HunkVerdict(index, forward[0].status)
+            hv = HunkVerdict(index, search(hunk, 2).status)
         removes = b"-" in _kinds(hunk)
         # The hunk's pre-image is still in the file: clean forward for any hunk; with reduced
         # context too when the hunk removes code (that code is still there). A pure addition
         # "applies with fuzz" wherever its outer context lines are, which proves nothing.
         pre_image_there = hv.forward in ("exact", "offset") or (removes and hv.forward == "fuzz")
-        _, backward = apply_hunks(lines, (ReversedHunk(hunk),), max_fuzz=0,
-                                  build=False)
-        if backward[0].status in ("exact", "offset"):
+        backward = search(ReversedHunk(hunk), 0)
+        if backward.status in ("exact", "offset"):
             if pre_image_there:
                 hv.ambiguous = True
                 hv.evidence.append(f"reverse-apply and forward-apply ({hv.forward}) both "
                                    "succeed: ambiguous")
             else:
                 hv.landed = "certain"
-                hv.evidence.append("reverse-apply" + (f" (offset {backward[0].offset})"
-                                                      if backward[0].offset else ""))
+                hv.evidence.append("reverse-apply" + (f" (offset {backward.offset})"
+                                                      if backward.offset else ""))
         if hv.landed is None and not hv.ambiguous:
             # Normalizing the file is the costly part: only for hunks the patch tools could not
             # place (contained() keeps the result for the next hunk on the same file).

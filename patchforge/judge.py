@@ -154,12 +154,14 @@ class ReadAhead:
 def _post_image_there(fp, current: bytes | None) -> bool:
     """Whether every hunk of `fp` reverse-applies to `current` without fuzz: the file has the
     patch's result (a cheap sign, not landed detection's verdict)."""
-    from patchforge.apply.hunks import ReversedHunk, apply_hunks, lines_of
+    from patchforge.apply.hunks import ReversedHunk, apply_hunks, lines_of, place_in_place
 
     if current is None or not fp.hunks:
         return False
-    _, outcomes = apply_hunks(lines_of(current), tuple(ReversedHunk(h) for h in fp.hunks),
-                              max_fuzz=0, build=False)
+    reverse = tuple(ReversedHunk(h) for h in fp.hunks)
+    placed = place_in_place(current, reverse, max_fuzz=0, build=False)
+    outcomes = placed[1] if placed is not None else \
+        apply_hunks(lines_of(current), reverse, max_fuzz=0, build=False)[1]
     return all(o.status in ("exact", "offset") for o in outcomes)
 
 

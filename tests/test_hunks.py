@@ -389,3 +389,92 @@ def test_a_hunk_searched_in_reverse_is_found_where_its_reverse_hunk_is():
                     assert apply_hunks(lines_of(content), (ReversedHunk(h),), max_fuzz=fuzz) == \
                         apply_hunks(lines_of(content), (reverse_hunk(h, render=False),),
                                     max_fuzz=fuzz)
+
+
+def _unified(old: bytes, new: bytes, context: int) -> bytes:
+    """A diff of path f made by difflib (files ending in a line end), as the parser reads it."""
+    import difflib
+
+    body = b"".join(difflib.diff_bytes(difflib.unified_diff, old.splitlines(True),
+                                       new.splitlines(True), b"a/f", b"b/f", n=context))
+    return b"diff --git a/f b/f\n" + body
+
+
+def test_hunks_placed_on_the_bytes_are_where_the_line_search_places_them():
+    """A file patch is applied on the file's bytes, without splitting it into lines, when the
+    bytes decide (`placed_on_bytes`: each pre-image, at each fuzz level, found in the bytes).
+    On random files of a few repeated lines (each pre-image in several places), with lines
+    added and removed before, between and after the hunks, CRLF, a last line without its line
+    end, hunks in the wrong order and reversed (landed detection's reverse search), at every
+    fuzz limit, it gives the content and the outcomes the line search gives (exact, offset,
+    fuzz, anchored to an end of the file, failed), or leaves the file to the line search (a
+    hunk without context placed by its line number). Both ways are met."""
+    import random
+
+    from patchforge.apply.hunks import ReversedHunk, apply_hunks, lines_of, placed_on_bytes
+
+    rng = random.Random(19)
+    words = [b"a\n", b"bb\n", b"{\n", b"}\n", b"\n", b"x = 1\n", b"return x\n", b"a\r\n",
+             b"def f():\n", b"  pass\n"]
+    placed = left = 0
+    met: set[str] = set()  # the outcomes compared
+    for _ in range(600):
+        old = b"".join(rng.choice(words) for _ in range(rng.randrange(1, 60)))
+        new = b"".join(line if rng.random() > 0.15 else rng.choice(words + [b"new\n", b""])
+                       for line in old.splitlines(True))
+        if new == old:
+            continue
+        hunks = parse_diff(_unified(old, new, rng.choice((0, 1, 3))))[0].hunks
+        # The file the patch meets: lines added or removed anywhere, the end cut away.
+        target = []
+        for line in old.splitlines(True):
+            if rng.random() < 0.08:
+                continue
+            target.append(line)
+            if rng.random() < 0.08:
+                target.append(rng.choice(words))
+        if rng.random() < 0.2 and target:
+            target[-1] = target[-1].rstrip(b"\n")
+        meets = b"".join(target)
+        for order in (hunks, tuple(reversed(hunks)), tuple(ReversedHunk(h) for h in hunks)):
+            for max_fuzz, build in ((2, True), (0, True), (0, False), (1, False)):
+                by_lines, outcomes = apply_hunks(lines_of(meets), order, max_fuzz=max_fuzz,
+                                                 build=build)
+                found = placed_on_bytes(meets, order, max_fuzz=max_fuzz, build=build)
+                if found is None:
+                    left += 1
+                    continue
+                placed += 1
+                met.update(o.status for o in outcomes)
+                assert found == (b"".join(by_lines) if build else None, outcomes), \
+                    (meets, order, max_fuzz)
+    # A pre-image whose last line has no line end is found only at the end of the file
+    # (with fuzz, its shorter cut elsewhere).
+    content = b"a\nb\nc\nd\ne"
+    (fp,) = parse_diff(git_diff(content, b"a\nb\nC\nd\ne", context=2))
+    (top,) = parse_diff(git_diff(b"a\nb", b"A\nb", context=1))  # anchored at the start
+    for hunks, meets in [(fp.hunks, content), (fp.hunks, content + b"e"),
+                         (fp.hunks, b"x\n" + content + b"e"), (top.hunks, b"a\nb"),
+                         (top.hunks, b"a\nbc\n"), (top.hunks, b"a\nb\n")]:
+        for max_fuzz in (0, 1, 2):
+            by_lines, outcomes = apply_hunks(lines_of(meets), hunks, max_fuzz=max_fuzz)
+            assert placed_on_bytes(meets, hunks, max_fuzz=max_fuzz) == \
+                (b"".join(by_lines), outcomes), (meets, max_fuzz)
+    assert placed > 3000 and left > 200, (placed, left)
+    assert met == {"exact", "offset", "fuzz", "failed"}
+
+
+def test_a_content_searched_often_is_searched_by_its_lines():
+    """The first searches of a content are made on its bytes, the later ones by its lines
+    (split once, with their index): status searches some contents dozens of times."""
+    from patchforge.apply.hunks import _BYTE_SEARCHES, place_in_place
+
+    new = edit(BASE, b"line 15\n", b"line fifteen\n")
+    (fp,) = parse_diff(git_diff(BASE, new))
+    content = b"top\n" + BASE
+    expected = apply_file_patch(b"top\n" + BASE, fp)  # an equal content, another object
+    answers = [place_in_place(content, fp.hunks) for _ in range(_BYTE_SEARCHES + 2)]
+    assert answers[:_BYTE_SEARCHES] == [(expected.content, expected.hunks)] * _BYTE_SEARCHES
+    assert answers[_BYTE_SEARCHES:] == [None, None]
+    assert apply_file_patch(content, fp) == expected  # by its lines now
+    assert place_in_place(bytes(bytearray(content)), fp.hunks) is not None  # another object

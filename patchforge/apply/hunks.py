@@ -7,6 +7,7 @@ reporting how every hunk applied. A failed hunk is skipped, never half-applied; 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from patchforge.apply.diffparse import FilePatch, Hunk, reverse_file_patch, split_lines
 from patchforge.errors import ApplyError
@@ -306,11 +307,163 @@ def _place(lines: Lines, pre: list[bytes], expected: int, lo: int,
 
 def apply_hunks_to_bytes(old: bytes, hunks: tuple[Hunk, ...], *,
                          max_fuzz: int = 2) -> tuple[bytes, tuple[HunkOutcome, ...]]:
-    """`apply_hunks` on file content."""
+    """`apply_hunks` on file content: on the bytes themselves when they decide
+    (`place_in_place`), else on its lines."""
+    placed = place_in_place(old, hunks, max_fuzz=max_fuzz)
+    if placed is not None:
+        content, outcomes = placed
+        assert content is not None, "built"
+        if all(outcome.status == "failed" for outcome in outcomes):
+            return old, outcomes
+        return content, outcomes
     new_lines, outcomes = apply_hunks(lines_of(old), hunks, max_fuzz=max_fuzz)
     if all(outcome.status == "failed" for outcome in outcomes):
         return old, outcomes  # nothing placed: the lines joined again are `old` itself
     return b"".join(new_lines), outcomes
+
+
+# Places of a hunk's pre-image in the file that are not at the start of a line, looked at
+# before the search is left to the line search (a very short pre-image can be everywhere).
+_IN_PLACE_MISSES = 64
+
+
+def _cut_sides(h: Hunk | ReversedHunk, fuzz: int, cut: _Cut) -> tuple[bytes, bytes]:
+    """The pre-image and post-image of `cut` (the hunk at fuzz level `fuzz`) as bytes, kept
+    per level in the hunk's __dict__ as its cuts are (a reversed hunk's in its hunk's)."""
+    owner, key = (h._hunk, "_reverse_cut_sides") if isinstance(h, ReversedHunk) \
+        else (h, "_cut_sides")
+    sides: dict[int, tuple[bytes, bytes]] = owner.__dict__.setdefault(key, {})
+    found = sides.get(fuzz)
+    if found is None:
+        found = sides[fuzz] = (b"".join(cut[1]), b"".join(cut[2]))
+    return found
+
+
+# How many searches of one content are made on its bytes before it is split into lines
+# (`place_in_place`), and how many contents are counted. A search of the bytes scans the file
+# (about as long as splitting it); a search of its lines looks the hunk's lines up in the
+# file's index (`Lines`), made once: a rebase searches most contents once or twice, status
+# on a long history some dozens of times (timed over every search of both: 4 is the best
+# of 1 to 8 for both).
+_BYTE_SEARCHES = 4
+_COUNTED = 64
+# id(content) -> (content, searches made on its bytes); the content is kept so that its id
+# is not another's meanwhile (hashing a content to key it would cost as much as a search).
+_byte_searches: dict[int, tuple[bytes, int]] = {}
+
+
+def place_in_place(old: bytes | None, hunks: tuple[Hunk | ReversedHunk, ...], *,
+                   max_fuzz: int = 2, build: bool = True
+                   ) -> tuple[bytes | None, tuple[HunkOutcome, ...]] | None:
+    """apply_hunks on `old` without splitting it into lines (`placed_on_bytes`), for the
+    first few searches of a content; None when the line search is to decide."""
+    if not old or not hunks:
+        return None
+    known = _byte_searches.get(id(old))
+    count = known[1] if known is not None and known[0] is old else 0
+    if count >= _BYTE_SEARCHES:
+        return None
+    if not count and len(_byte_searches) >= _COUNTED:
+        del _byte_searches[next(iter(_byte_searches))]  # the oldest
+    _byte_searches[id(old)] = (old, count + 1)
+    return placed_on_bytes(old, hunks, max_fuzz=max_fuzz, build=build)
+
+
+def placed_on_bytes(old: bytes, hunks: tuple[Hunk | ReversedHunk, ...], *,
+                    max_fuzz: int = 2, build: bool = True
+                    ) -> tuple[bytes | None, tuple[HunkOutcome, ...]] | None:
+    """apply_hunks on `old` without splitting it into lines: each hunk's pre-image, at each
+    fuzz level up to `max_fuzz`, found in the file's bytes (`_found_whole`) where the line
+    search finds it in its lines, so the outcomes and the content are the line search's.
+    None, and the line search decides, for a hunk without a pre-image (placed by its line
+    number alone) or one whose pre-image is in too many places inside lines. Returns (the
+    new content, None with build=False; the outcomes). A rebase's applications and landed
+    detection's searches were mostly this: splitting a file into a list of lines, and
+    joining them again, was most of their cost (and the lists most of the memory a walk
+    touches). Lines end at b"\\n" alone, as split_lines says."""
+    if not old or not hunks:
+        return None
+    pieces: list[bytes] = []
+    outcomes: list[HunkOutcome] = []
+    done = done_at = 0  # the line, and its first byte, where the next hunk may start
+    last_offset = 0
+    for index, h in enumerate(hunks):
+        base = h.old_start - 1 if h.old_count else h.old_start
+        found = None
+        for fuzz in range(max_fuzz + 1):
+            cut = _fuzzed(h, fuzz)
+            if cut is None:
+                continue
+            top, pre_lines, _, anchor = cut
+            pre, post = _cut_sides(h, fuzz, cut)
+            if not pre:
+                return None  # placed by its line number alone
+            place = _found_whole(old, pre, base + top + last_offset, done, done_at, anchor)
+            if place is _UNDECIDED:
+                return None
+            if place is not None:
+                found = (place, fuzz, top, len(pre_lines), pre, post)
+                break
+        if found is None:
+            outcomes.append(HunkOutcome(index, "failed", 0, 0, None))
+            continue
+        (line, pos), fuzz, top, count, pre, post = found
+        offset = last_offset = line - top - base
+        if build:
+            pieces += (old[done_at:pos], post)
+        done, done_at = line + count, pos + len(pre)
+        outcomes.append(HunkOutcome(index, "fuzz" if fuzz else "offset" if offset else "exact",
+                                    offset, fuzz, line + 1))
+    if not build:
+        return None, tuple(outcomes)
+    pieces.append(old[done_at:])
+    return b"".join(pieces), tuple(outcomes)
+
+
+_UNDECIDED: Any = object()
+
+
+def _found_whole(old: bytes, pre: bytes, expected: int, done: int, done_at: int,
+                 anchor: str | None) -> tuple[int, int] | None:
+    """Where `_place` places a pre-image in the file's lines, found in its bytes: (line,
+    byte) of its place from line `done` (byte `done_at`) on, None when there is none,
+    _UNDECIDED when it is in too many places inside lines to look at. Unanchored: the place
+    nearest to `expected`, the later at equal distance (_locate also clamps `expected` to the
+    last line the hunk can start at, which changes no choice: a place past it cannot be found,
+    and of places before it the nearest is the last either way); anchored: only at the start,
+    the end, or the whole of the file."""
+    if anchor == "whole":
+        return (0, 0) if done == 0 and old == pre else None
+    ends_line = pre.endswith(b"\n")  # else its last line must end the file
+    if anchor == "start":
+        return (0, 0) if done == 0 and old.startswith(pre) and \
+            (ends_line or len(pre) == len(old)) else None
+    if anchor == "end":
+        start = len(old) - len(pre)
+        if start < done_at or not old.endswith(pre) or (start and old[start - 1] != 10):
+            return None
+        return done + old.count(b"\n", done_at, start), start
+    before = after = None  # the nearest places before and from `expected`
+    line, counted, search, misses = done, done_at, done_at, 0
+    while True:
+        pos = old.find(pre, search)
+        if pos < 0:
+            break
+        search = pos + 1
+        if (pos and old[pos - 1] != 10) or (not ends_line and pos + len(pre) != len(old)):
+            misses += 1  # not where a whole line starts (or ends the file)
+            if misses > _IN_PLACE_MISSES:
+                return _UNDECIDED
+            continue
+        line += old.count(b"\n", counted, pos)
+        counted = pos
+        if line >= expected:
+            after = (line, pos)
+            break
+        before = (line, pos)
+    if before is None or (after is not None and after[0] - expected <= expected - before[0]):
+        return after
+    return before
 
 
 @lru_cache(maxsize=32)
