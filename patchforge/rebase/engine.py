@@ -158,7 +158,7 @@ class Rebase:
             self.store.start_presence_check([(old.commit, paths), (new.commit, paths)])
             names = self.project.patch_names(upstream)
             plan[upstream] = UpstreamRun(old, new, names, digests={} if dry_run else
-                                         self._series_digests(upstream, names))
+                                         self._series_digests(upstream, names, read=True))
         self.journal.run = RebaseRun(plan, list(plan), dry_run=dry_run)
         if not dry_run:
             self.journal.begin()
@@ -234,19 +234,25 @@ class Rebase:
             # next stop reuses its repository (worktree.Worktree.create).
         return self._run()
 
-    def _series_digests(self, upstream: str, names: list[str]) -> dict[str, str]:
+    def _series_digests(self, upstream: str, names: list[str], *,
+                        read: bool = False) -> dict[str, str]:
         """sha256 of the series file and of each patch file of `names`, by file name in the
-        series directory ("" for a file that is not there)."""
+        series directory ("" for a file that is not there). `read`: the patches this run has
+        read already (`_old_patch`) are hashed from what was read (a parse gives its bytes back
+        exactly), not read from the disk a second time."""
         import hashlib
 
-        paths = [self.project.series_path(upstream),
-                 *(self.project.patch_path(upstream, name) for name in names)]
         digests = {}
-        for path in paths:
+        for name in [None, *names]:
+            path = self.project.series_path(upstream) if name is None else \
+                self.project.patch_path(upstream, name)
+            known = self._read_patches.get((upstream, name)) if read else None
             try:
-                digests[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+                data = known.to_bytes() if known is not None else path.read_bytes()
             except FileNotFoundError:
                 digests[path.name] = ""
+                continue
+            digests[path.name] = hashlib.sha256(data).hexdigest()
         return digests
 
     def _refuse_changed_series(self, run: RebaseRun) -> None:
