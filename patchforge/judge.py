@@ -487,10 +487,14 @@ class SeriesJudge:
         for fp in patch.file_patches:
             if fp.is_new or fp.binary is not None:
                 continue  # no merge
-            moves.append(fp)
             current = self.read_current(fp.source_path)
             forward = self.applications(current, fp, max_fuzz=2)
-            if not (forward.ok and forward.worst in ("exact", "offset")):
+            applies = forward.ok and forward.worst in ("exact", "offset")
+            if self.stop_files or not applies:
+                # A stop that ends at its first conflict asks the files that do not apply
+                # first (`_failing_file_that_conflicts`): the others' merges wait for them.
+                moves.append(fp)
+            if not applies:
                 fails = True
                 landed = landed or _post_image_there(fp, current)
                 if not self.stop_files:
@@ -579,7 +583,18 @@ class SeriesJudge:
             verdict.state == "unsure" and all(f.applied is not None and f.applied.ok
                                               and f.applied.worst in ("exact", "offset")
                                               for f in verdict.files))
-        for fp, fv in zip(patch.file_patches, verdict.files):
+        files = list(zip(patch.file_patches, verdict.files))
+        known: dict[tuple[bytes, bytes, bytes], tuple[bool, bytes]] = {}
+        if not forward and not self.stop_files:
+            # A stop that ends at its first conflicting file (status) asks first the merges of
+            # the files that do not apply: one of them conflicts, as a rule, and then the merges
+            # of the files that do (clean, as a rule) are not needed, since a stop changes
+            # nothing the next patch meets. Any order gives the same outcome: the patch stops
+            # when any file conflicts, and moves with every file merged otherwise.
+            conflicting = self._failing_file_that_conflicts(files, early, answers, known)
+            if conflicting is not None:
+                files = [conflicting]
+        for fp, fv in files:
             if conflicts and not self.stop_files:
                 break
             source = fp.old_path if fp.old_path is not None else fp.new_path
@@ -645,6 +660,8 @@ class SeriesJudge:
                 clean, merged = started.result()
             elif answers is not None and key in answers:
                 clean, merged = answers[key]
+            elif key in known:
+                clean, merged = known[key]
             else:
                 clean, merged = merge_file(*key, self.labels)
                 if answers is not None:
@@ -694,6 +711,39 @@ class SeriesJudge:
                 judgement.evidence.extend(broken)
                 judgement.message = "; ".join(broken)
         return judgement
+
+    def _failing_file_that_conflicts(self, files, early, answers, known):
+        """The first (file patch, file verdict) of `files` that does not apply forward and
+        whose 3-way merge conflicts, None when there is none; each merge's answer is kept in
+        `known` by its inputs (the key `_conclude` looks merges up by) for the walk over the
+        files after it. Only plain text changes of a file the target has are asked here (a
+        creation, a binary file, a file gone or a patch that does not apply to its base are
+        left to `_conclude`)."""
+        for fp, fv in files:
+            applied = fv.applied
+            if applied is not None and applied.ok and applied.worst in ("exact", "offset"):
+                continue
+            moved = fv.target_path
+            if moved is None or fp.is_new or fp.binary is not None:
+                continue
+            current = self.read_current(moved)
+            base = self.old_file(fp.old_path if fp.old_path is not None else fp.new_path)
+            theirs = self.applications(base, fp, max_fuzz=2)
+            if current is None or not theirs.ok or theirs.content is None:
+                continue
+            key = (base or b"", current, theirs.content)
+            started = early.get(key)
+            if started is not None:
+                known[key] = started.result()
+            elif answers is not None and key in answers:
+                known[key] = answers[key]
+            elif key not in known:
+                known[key] = merge_file(*key, self.labels)
+                if answers is not None:
+                    answers[key] = known[key]
+            if not known[key][0]:
+                return fp, fv
+        return None
 
     def modes_of(self, fp, moved: str) -> tuple[str, str]:
         """(old, new) mode of a file the patch changes: the target's mode, changed the way the

@@ -183,18 +183,23 @@ def test_a_patch_whose_result_is_upstream_starts_no_merge(stack, upstream, monke
     assert len(made) == 1
 
 
-def test_a_merge_that_cannot_start_ends_the_ones_started_before_it(stack, upstream, tmp_path,
-                                                                    monkeypatch):
+def test_a_merge_that_cannot_start_ends_the_ones_started_before_it(tmp_path, monkeypatch):
     """When the judge cannot start a patch's second 3-way merge (here: its scratch directory
     is gone), the error goes on and the first merge's process and files are ended with it."""
     import patchforge.store.diff as diff
 
     text = BASE.replace(FIX2_OLD, b"    return row * stride + 0  # differs upstream\n")
-    # pkg/other.py applies at an offset (a merge of its own), then the main file conflicts.
-    target = upstream.commit({MAIN: text, "pkg/other.py": b"import os\nVALUE = 1\n"},
+    # pkg/other.py applies only with fuzz (its merge, clean, comes first), then the main
+    # file conflicts.
+    other = b"".join(b"line %d\n" % k for k in range(1, 4)) + b"VALUE = 1\n" + \
+        b"".join(b"line %d\n" % k for k in range(5, 8))
+    upstream = Upstream(tmp_path / "upstream", {MAIN: BASE, "pkg/other.py": other})
+    stack = Stack(tmp_path / "project", upstream)
+    target = upstream.commit({MAIN: text,
+                              "pkg/other.py": other.replace(b"line 2\n", b"line two\n")},
                              "rewrite row_offset")
-    stack.add("fix.patch", file_diff("pkg/other.py", b"VALUE = 1\n", b"VALUE = 2\n")
-              + the_fix())
+    stack.add("fix.patch", file_diff("pkg/other.py", other,
+                                     other.replace(b"VALUE = 1", b"VALUE = 2")) + the_fix())
     scratch, gone = tmp_path / "scratch", tmp_path / "gone"
     scratch.mkdir()
     started = []
@@ -204,6 +209,31 @@ def test_a_merge_that_cannot_start_ends_the_ones_started_before_it(stack, upstre
     with pytest.raises(FileNotFoundError):
         stack.status(target)
     assert len(started) == 2 and not list(scratch.iterdir())
+
+
+def test_a_stop_asks_the_merges_of_the_files_that_do_not_apply_first(stack, upstream,
+                                                                   tmp_path, monkeypatch):
+    """status reports a conflict without merging the files of the patch that still apply: the
+    merge of the file that does not apply conflicts, and the patch stops whatever the others
+    give. A rebase, which puts every file of the stop in the worktree, merges them all; both
+    say the same of the patch (the rebase's dry run here)."""
+    import patchforge.store.diff as diff
+
+    text = BASE.replace(FIX2_OLD, b"    return row * stride + 0  # differs upstream\n")
+    # pkg/other.py applies at an offset (upstream changed the file above it), the main file
+    # conflicts.
+    target = upstream.commit({MAIN: text, "pkg/other.py": b"import os\nVALUE = 1\n"},
+                             "rewrite row_offset")
+    stack.add("fix.patch", file_diff("pkg/other.py", b"VALUE = 1\n", b"VALUE = 2\n")
+              + the_fix())
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    started = []
+    monkeypatch.setattr(diff, "scratch_dir", lambda: started.append(1) or str(scratch))
+    assert stack.status(target)["fix.patch"].state == "conflict"
+    assert len(started) == 1 and not list(scratch.iterdir())
+    dry = json.loads(stack.cli("rebase", "--to", f"up={target}", "--dry-run", "--json").stdout)
+    assert [(p["name"], p["action"]) for p in dry["patches"]] == [("fix.patch", "conflict")]
 
 
 def test_a_patch_of_many_files_upstream_changed_is_judged_within_a_low_file_limit(tmp_path):
