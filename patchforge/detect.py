@@ -26,7 +26,7 @@ from patchforge.apply.hunks import (HunkOutcome, ReversedHunk, apply_file_patch,
                                     lines_of, place_in_place)
 from patchforge.model.record import field, record, replace
 from patchforge.store.diff import (NULL_OID, FileMerge, blob_oid, merge_can_give_ours,
-                                   merge_file)
+                                   merge_file, new_runs_are_in_ours)
 
 if TYPE_CHECKING:
     from patchforge.apply.hunks import FileApplication
@@ -377,7 +377,8 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
             return verdict
         patched = apply(base, fp, max_fuzz=0)
         if patched.ok and patched.content is not None and \
-                merge_can_give_ours(base, current, patched.content):
+                merge_can_give_ours(base, current, patched.content) and \
+                new_runs_are_in_ours(base, current, patched.content):
             if merges is None:
                 _take_merge(verdict, current, *merge_file(base, current, patched.content))
             else:

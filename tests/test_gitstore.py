@@ -14,7 +14,8 @@ from helpers.git import git
 from patchforge.errors import StoreError
 from patchforge.store.git import git_env
 from patchforge.store.diff import (FileChange, blob_oid, make_diff, make_file_diff,
-                                   FileMerge, merge_can_give_ours, merge_file)
+                                   FileMerge, merge_can_give_ours, merge_file,
+                                   new_runs_are_in_ours)
 from patchforge.store.gitstore import UpstreamStore, cache_dir, wheels_dir
 
 
@@ -581,6 +582,65 @@ def test_the_line_check_never_rules_out_a_merge_that_gives_ours_back(tmp_path):
             assert not gives_ours, sides
         checked += gives_ours
     assert checked and ruled_out  # both kinds of case came up
+
+
+def test_the_run_check_never_rules_out_a_merge_that_gives_ours_back(tmp_path):
+    """new_runs_are_in_ours says False only where git merge-file cannot give `ours` back
+    cleanly: checked against git on random edits of small files of few distinct lines (blank
+    lines, a lone brace, no LF at the end, empty files), with theirs' change already in ours
+    in part of the cases; and it rules out cases that merge_can_give_ours' line sets let
+    through (a new line of theirs that ours has elsewhere)."""
+    import random
+
+    rng = random.Random(12)
+    vocabularies = [[b"a", b"b", b"c", b"d", b"e", b"", b"  a"], [b"a", b"b", b""],
+                    [b"x%d" % k for k in range(10)] + [b"", b"}"]]
+
+    def edit(lines, words):
+        out = list(lines)
+        for _ in range(rng.randint(0, 4)):
+            at = rng.randint(0, len(out))
+            kind = rng.random()
+            if kind < 0.35 and at < len(out):
+                del out[at]
+            elif kind < 0.6 and at < len(out):
+                out[at] = rng.choice(words)
+            else:
+                out[at:at] = rng.sample(words, rng.randint(1, 3))
+        return out
+
+    gives = ruled_out = beyond_line_sets = 0
+    for case in range(600):
+        words = rng.choice(vocabularies)
+        base = [rng.choice(words) for _ in range(rng.randint(0, 9))]
+        theirs = edit(base, words)
+        ours = {0: lambda: theirs, 1: lambda: edit(theirs, words),
+                2: lambda: edit(base, words)}[case % 3]()
+        sides = [b"\n".join(lines) + (b"" if not lines or rng.random() < 0.2 else b"\n")
+                 for lines in (base, ours, theirs)]
+        for name, data in zip(("base", "ours", "theirs"), sides):
+            (tmp_path / name).write_bytes(data)
+        proc = subprocess.run(["git", "merge-file", "-p", "ours", "base", "theirs"],
+                              cwd=tmp_path, capture_output=True, env=git_env())
+        gives_ours = proc.returncode == 0 and proc.stdout == sides[1]
+        gives += gives_ours
+        if not new_runs_are_in_ours(*sides):
+            ruled_out += 1
+            assert not gives_ours, sides
+            beyond_line_sets += merge_can_give_ours(*sides)
+    assert gives > 100 and ruled_out > 100 and beyond_line_sets > 20, \
+        (gives, ruled_out, beyond_line_sets)
+
+
+def test_the_run_check_rules_out_a_new_line_ours_has_elsewhere():
+    """Theirs adds `X` after `a`; ours has `X` too, but at the top: git merges both in (clean,
+    not ours), and so says the run check, where the line sets cannot."""
+    base, ours, theirs = b"a\nb\nc\n", b"X\na\nb\nc\n", b"a\nX\nb\nc\n"
+    assert merge_file(base, ours, theirs) == (True, b"X\na\nX\nb\nc\n")
+    assert merge_can_give_ours(base, ours, theirs)
+    assert not new_runs_are_in_ours(base, ours, theirs)
+    # At the top in both: the run starts both files, and the merge gives ours back.
+    assert new_runs_are_in_ours(base, ours, ours) and merge_file(base, ours, ours) == (True, ours)
 
 
 @pytest.fixture

@@ -367,6 +367,56 @@ def merge_can_give_ours(base: bytes, ours: bytes, theirs: bytes) -> bool:
     return not new_lines
 
 
+def new_runs_are_in_ours(base: bytes, ours: bytes, theirs: bytes) -> bool:
+    """False when git's 3-way merge of these three versions cannot be clean with `ours` as its
+    result, by where the new lines of `theirs` are: a run of consecutive lines of `theirs`
+    that are nowhere in `base`, with the line of `theirs` before it and the one after it (or
+    the file's start or end), is not consecutive lines of `ours`. A stronger test than
+    merge_can_give_ours (which asks each new line alone), asked after it.
+
+    Why that is enough (git's xdiff, `xdl_merge`): such a run is inside one change of the
+    base -> theirs diff (a change is a longest run of changed lines, and a line the base
+    lacks is changed in any alignment). A clean merge whose result is `ours` takes theirs'
+    text nowhere but where it equals ours' (a change of theirs alone replaces ours' text,
+    which there is the base's, by theirs', which holds lines the base lacks: never equal).
+    So the change is one that ours made identically, or part of an overlap whose two sides
+    are identical (else a conflict remains). Either is bordered, on both sides, by text the
+    two sides share (lines neither diff changed, or changes both made identically), in the
+    same order: the border lines of theirs are those of ours, or both are at the file's start
+    or end. Lines are compared without their line end (a last line without LF matches one
+    with), which only lets more cases through to the merge. True says nothing: only
+    `merge_file` tells."""
+    known = set(base.split(b"\n"))
+    lines = theirs.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the text after the last LF: no line
+    new = [k for k, line in enumerate(lines) if line not in known]
+    if not new:
+        return True
+    padded = b"\n" + ours + (b"\n" if ours and not ours.endswith(b"\n") else b"")
+    at = 0
+    while at < len(new):
+        first = last = new[at]
+        at += 1
+        while at < len(new) and new[at] == last + 1:
+            last = new[at]
+            at += 1
+        # The run with the line before and after it, as consecutive lines of `ours`; at the
+        # file's start (end) the run starts (ends) `ours` too.
+        window = b"\n" + b"\n".join(lines[max(first - 1, 0):last + 2]) + b"\n"
+        if first == 0 and last == len(lines) - 1:
+            found = padded == window
+        elif first == 0:
+            found = padded.startswith(window)
+        elif last == len(lines) - 1:
+            found = padded.endswith(window)
+        else:
+            found = window in padded
+        if not found:
+            return False
+    return True
+
+
 def _mode_changed(c: FileChange) -> bool:
     return c.old is not None and c.new is not None and c.old_mode != c.new_mode
 
