@@ -168,7 +168,8 @@ def load_last_rebase(project: Project) -> dict | None:
     root = Path(getattr(project, "root", "."))
     candidate = _read_json(root / ".patchforge" / "last-rebase.json")
     if isinstance(candidate, dict) and (candidate.get("patches") or candidate.get("range_diff")
-                                        or candidate.get("upstreams")):
+                                        or candidate.get("upstreams")) \
+            and _moved_to_the_lock(project, candidate):
         return candidate
     history = load_history(project, limit=None)
     for record in reversed(history):
@@ -179,6 +180,26 @@ def load_last_rebase(project: Project) -> dict | None:
         if record.get("run"):
             return _summary_of_run(history, record["run"])
     return None
+
+
+def _moved_to_the_lock(project: Project, summary: dict) -> bool:
+    """Whether a saved summary's rebase is the one this checkout is at: every upstream it moved
+    is pinned where it moved it. The summary is local state (.patchforge/), and outlives a
+    `git pull` of a teammate's later rebase or a checkout of an older commit of the stack: the
+    report then showed a rebase the reviewed series had not had."""
+    upstreams = summary.get("upstreams")
+    if not isinstance(upstreams, dict):
+        return True
+    try:
+        pins = project.lock.upstreams
+    except Exception:  # noqa: BLE001 - a report reads tolerantly; status reports the lock
+        return True
+    for name, moved in upstreams.items():
+        to = moved.get("to_commit") if isinstance(moved, dict) else None
+        pin = pins.get(name)
+        if to and (pin is None or pin.commit != to):
+            return False
+    return True
 
 
 def _summary_of_run(history: list[dict], run) -> dict:

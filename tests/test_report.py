@@ -256,3 +256,31 @@ def test_report_overwrites_atomically_and_needs_no_network(project, tmp_path, mo
 def html_escaped(text: str) -> str:
     import html
     return html.escape(text, quote=True)
+
+
+@needs_chromium
+def test_the_report_never_shows_a_rebase_the_checkout_has_not_had(project, tmp_path):
+    """The last rebase's summary is local state (.patchforge/last-rebase.json): it outlived a
+    checkout of the stack as it was before that rebase (or a `git pull` of a teammate's later
+    one), and the report for reviewers showed "Last rebase v1 -> v2" and its range-diff over
+    a series still pinned at v1. A summary is shown only when the lock is where it moved the
+    series; otherwise the report goes by the checkout's own history."""
+    import shutil
+
+    before = tmp_path / "before"
+    shutil.copytree(project / "series", before / "series")
+    shutil.copy2(project / "upstream.lock", before / "upstream.lock")
+    pf(project, "rebase", "--to", "v2", check=3)
+    conf = project / ".patchforge" / "work" / "calc" / "conf.py"
+    conf.write_bytes(b"TIMEOUT = 30\nRETRIES = 5  # v2 default, five for us\nBACKOFF = 2\n")
+    pf(project, "rebase", "--continue")
+    assert (project / ".patchforge" / "last-rebase.json").exists()
+    # `git checkout` of the stack before the rebase: its series and lock come back.
+    shutil.rmtree(project / "series")
+    shutil.copytree(before / "series", project / "series")
+    shutil.copy2(before / "upstream.lock", project / "upstream.lock")
+    report = tmp_path / "checked-out.html"
+    pf(project, "status", "--html", str(report))
+    _, dom = render_in_chromium(report, tmp_path)
+    assert "calc/div-by-zero.patch" in dom
+    assert "Range-diff" not in dom and "Last rebase" not in dom, dom
