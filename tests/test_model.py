@@ -14,7 +14,9 @@ edit of it is open (refresh must refuse to write the older change over it), the 
 write. A fix also comes in by `import overlay` (of the pinned file with the fix made in it:
 refused during a stop, taken beside an open edit), and a second stack shares the cache
 (PATCHFORGE_CACHE), on the same upstream or on another repository also called `up`: what it
-does (pins, imports, rebases, overlays) must not change the first stack's `status --json`. After an interrupted or killed command, a fix may be left in two places by the step
+does (pins, imports, rebases, overlays) must not change the first stack's `status --json`. The
+cache also goes at any moment, a stop or an open edit included (the commands after it bring
+back what they read). After an interrupted or killed command, a fix may be left in two places by the step
 that was cut short (a delete copies before it unlists): then "exactly one" relaxes to "at least
 one, and the version in the series (or the only place) is intact", never "none".
 
@@ -376,6 +378,16 @@ class StackModel(RuleBasedStateMachine):
             "the second stack changed what the first one's status says\n" + after.text
 
     @rule()
+    def the_cache_goes(self) -> None:
+        """The cache is emptied, or the next shell has another PATCHFORGE_CACHE (a new CI
+        runner, `rm -rf ~/.cache/patchforge`), at any moment: a rebase or bring-back stopped
+        and an edit open included. Every command after it must bring back the revisions it
+        reads, never take one the store lacks for one without files (`rebase --continue` once
+        wrote a resolution as a patch creating its file, which the upstream has)."""
+        self.caches = getattr(self, "caches", 0) + 1
+        os.environ["PATCHFORGE_CACHE"] = str(self.tmp / f"cache-{self.caches}")
+
+    @rule()
     def give_up_an_open_edit(self) -> None:
         # Changes never refreshed are the user's to throw away; fixes stay where they are.
         self.allowed(self.cli("edit", "--close", "--discard"), 0, 2)
@@ -611,6 +623,7 @@ class StackModel(RuleBasedStateMachine):
         env = {**os.environ, "PATCHFORGE_FAULT": f"{step}:{nth}",
                "PATCHFORGE_FAULT_MODE": {"interrupt": "interrupt", "terminate": "terminate",
                                          "eio": "raise"}.get(how, "")}
+        earlier = self.temporary_files()  # (a kill -9 before may have left some)
         proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(self.root),
                                *command], capture_output=True, env=env)
         event(f"{how} {command[0]} -> {proc.returncode}")
@@ -626,12 +639,15 @@ class StackModel(RuleBasedStateMachine):
                 assert b"interrupted" in proc.stderr
             if proc.returncode == 143:
                 assert how == "terminate" and b"terminated" in proc.stderr, proc.stderr
-            if proc.returncode != 137:  # a cleanup ran: no temporary file is left behind
-                assert not [p for p in self.root.rglob("*.tmp")
-                            if ".patchforge" not in p.relative_to(self.root).parts], \
-                    proc.stderr.decode()
+            if proc.returncode != 137:  # a cleanup ran: it left no temporary file behind
+                assert self.temporary_files() <= earlier, proc.stderr.decode()
         else:
             assert proc.returncode in (0, 1, 2, 3), proc.stderr.decode()
+
+    def temporary_files(self) -> set[Path]:
+        """The temporary files of atomic writes in the project (outside .patchforge/)."""
+        return {p for p in self.root.rglob("*.tmp")
+                if ".patchforge" not in p.relative_to(self.root).parts}
 
     # --- the invariant ----------------------------------------------------------------------
     @invariant()
