@@ -43,8 +43,13 @@ if TYPE_CHECKING:
     from patchforge.project import Project
     from patchforge.store.gitstore import UpstreamStore
 
-# Build products made while testing a fix (python -m py_compile, pytest) are not part of it.
-_EXCLUDE = b"__pycache__/\n*.pyc\n.pytest_cache/\n"
+# Build products made while testing a fix (python -m py_compile, pytest) are not part of it,
+# nor what an editor keeps beside a file it has open (vim's swap files, backups `x~`, Emacs's
+# lock and autosave files, macOS's .DS_Store): they were refused by name, so `refresh` failed
+# while the editor was open. (A user's own global ignore file is not read: git runs isolated.)
+# A file named so is still taken when `patchforge add` names it.
+_EXCLUDE = (b"__pycache__/\n*.pyc\n.pytest_cache/\n"
+            b"*.swp\n*.swo\n*~\n.#*\n\\#*#\n.DS_Store\n")
 _BASE_MESSAGE = "patchforge: the files before the patch\n"
 _RECORD = "patchforge.json"  # under .git/: {"base": commit, "files": [the patch's paths]}
 _BRANCH_STATE = ("ORIG_HEAD", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "AUTO_MERGE",

@@ -121,6 +121,27 @@ def test_continue_takes_the_stops_files_and_what_the_user_adds_nothing_else(proj
     assert not (project.root / "series" / "up" / "skipped").exists()
 
 
+def test_refresh_with_the_editor_still_open_takes_the_change_and_no_editor_file(project):
+    """vim keeps `.mod.py.swp` beside a file it has open (Emacs `.#mod.py` and `#mod.py#`, a
+    backup `mod.py~`, macOS `.DS_Store`): refresh refused them by name, so it failed until the
+    editor was closed, and an edit with such a file left could not be closed without
+    --discard. They are no part of a fix: ignored, as build products are; one that
+    `patchforge add` names is still taken."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -30\n\n"}))
+    for name in (".mod.py.swp", "mod.py~", ".#mod.py", "#mod.py#", ".DS_Store"):
+        (project.work / "pkg" / name).write_bytes(b"editor state\n")
+    project.cli("refresh")
+    fix = project.patch("fix-a")
+    assert b"+    return -30" in fix and b"editor state" not in fix
+    project.cli("edit", "fix-a")
+    project.cli("add", "pkg/keep~")
+    (project.work / "pkg/keep~").write_bytes(b"kept on purpose\n")
+    project.cli("refresh")
+    assert b"+kept on purpose" in project.patch("fix-a")
+
+
 def test_refresh_refuses_a_file_staged_with_git_in_the_worktree(project):
     project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
     project.cli("edit", "fix-a")
