@@ -562,15 +562,25 @@ def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(
     new_modes = {p: m for p, m in through.given_modes(base_mode).items()
                  if p in patch.paths}
     failed = [o for o in through.outcomes[-1:] if not o.ok]
-    Worktree.create(work, files_at(store, before_commit, paths),
-                    {p: through.current.get(p) for p in paths
-                     if through.current.get(p) != before_files.get(p, through.base.get(p))},
-                    modes=new_modes)
-    state = {"patch": file_name, "base": before_commit, "pin": pin.commit,
-             "series_paths": sorted(involved | set(before.current)),
-             "diff_sha256": edited_diff_id(patch.diff)}
-    atomic_write(state_file(project, upstream), (json.dumps(state, indent=2) + "\n").encode())
-    add_files(store, Worktree(work), before_commit, files)
+    try:
+        Worktree.create(work, files_at(store, before_commit, paths),
+                        {p: through.current.get(p) for p in paths
+                         if through.current.get(p) != before_files.get(p, through.base.get(p))},
+                        modes=new_modes)
+        state = {"patch": file_name, "base": before_commit, "pin": pin.commit,
+                 "series_paths": sorted(involved | set(before.current)),
+                 "diff_sha256": edited_diff_id(patch.diff)}
+        atomic_write(state_file(project, upstream),
+                     (json.dumps(state, indent=2) + "\n").encode())
+        add_files(store, Worktree(work), before_commit, files)
+    except BaseException:
+        # Cut short (Ctrl-C, SIGTERM, a failed write): the worktree half made holds nothing of
+        # the user's (require_state refused unrefreshed changes), but it read as an edit with
+        # changes not refreshed, and every command refused until `edit --close --discard`.
+        # It goes, with its state: running the command again makes it.
+        state_file(project, upstream).unlink(missing_ok=True)
+        Worktree(work).remove()
+        raise
     if failed:
         # Say exactly what the worktree holds: a file patch that fails is not applied at all
         # (none of its hunks), the others are.

@@ -121,6 +121,53 @@ def test_continue_takes_the_stops_files_and_what_the_user_adds_nothing_else(proj
     assert not (project.root / "series" / "up" / "skipped").exists()
 
 
+def test_new_beside_an_edit_left_unchanged_is_not_refused(project):
+    """`new fix-a --file pkg/mod.py`, nothing changed yet, then `new fix-b` (quilt new; quilt
+    new): refused with "fix-a.patch is being edited and has changes that are not refreshed",
+    which it had not (`new` looked without the store, and assumed the worst); `edit --close`
+    closed it without a word. Now `new` looks as `edit --close` does."""
+    project.cli("new", "fix-a", "--file", "pkg/mod.py")
+    project.cli("new", "fix-b", "--no-edit")
+    project.cli("new", "fix-c", "--file", "pkg/other.py")
+    assert project.series() == ["fix-a.patch", "fix-b.patch", "fix-c.patch"]
+    (project.work / "pkg/other.py").write_bytes(b"x = 2\n")
+    _, _, err = project.cli("new", "fix-d", expect=2)  # a change not refreshed: refused
+    assert "fix-c.patch is being edited" in err and "not refreshed" in err
+
+
+def test_new_cut_short_at_any_write_is_finished_by_running_it_again(project, tmp_path):
+    """Ctrl-C at each write of `new fix-a --file pkg/mod.py` in turn; the report says nothing
+    was half-written and to run it again. Cut between writing the patch and listing it, the
+    run again said "a patch named fix-a.patch already exists" (it was not in the series, and
+    status reported it unlisted); cut while the worktree was made, every command after took
+    the half-made worktree for an edit with changes not refreshed. Running it again now ends
+    where an uncut run ends."""
+    import shutil
+
+    pristine = tmp_path / "pristine"
+    shutil.copytree(project.root, pristine, symlinks=True)
+    args = ["new", "fix-a", "-m", "fix a", "--file", "pkg/mod.py"]
+    project.cli(*args)
+    done = snapshot(project.root, skip_state=True)
+    for nth in range(1, 30):
+        shutil.rmtree(project.root)
+        shutil.copytree(pristine, project.root, symlinks=True)
+        env = {**os.environ, "PATCHFORGE_FAULT": f"write:{nth}",
+               "PATCHFORGE_FAULT_MODE": "interrupt"}
+        cut = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                              *args], capture_output=True, env=env)
+        if cut.returncode == 0:
+            break
+        assert cut.returncode == 130 and b"run the command again" in cut.stderr, cut.stderr
+        project.cli(*args)
+        assert snapshot(project.root, skip_state=True) == done, nth
+        assert (project.work / "pkg/mod.py").read_bytes() == BASE
+        project.cli("status")
+    else:
+        raise AssertionError("new never ran to its end")
+    assert nth > 3
+
+
 def test_refresh_with_the_editor_still_open_takes_the_change_and_no_editor_file(project):
     """vim keeps `.mod.py.swp` beside a file it has open (Emacs `.#mod.py` and `#mod.py#`, a
     backup `mod.py~`, macOS `.DS_Store`): refresh refused them by name, so it failed until the

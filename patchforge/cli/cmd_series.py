@@ -94,26 +94,27 @@ def new(app, name, upstream, after, description, profiles, no_edit, files):
     from patchforge.worktree import open_worktree
 
     project = app.project()
-    if files and not no_edit:
-        from patchforge.ops.series import only_upstream
-        from patchforge.worktree import worktree_files
+    # One store for the whole command: `new` looks at an open edit's changes with it (without
+    # one, an edit opened and left unchanged was taken for one with changes not refreshed,
+    # and `new` refused), and the worktree is made from it.
+    with open_store(project, bring_pins=True) as store:
+        if files and not no_edit:
+            from patchforge.ops.series import only_upstream
+            from patchforge.worktree import refuse_non_files, worktree_files
 
-        # Checked before the patch is written: a bad path must not leave it behind.
-        rels = worktree_files(project.work_dir(upstream or only_upstream(project)), files)
-        with open_store(project, bring_pins=True) as store:
-            from patchforge.worktree import refuse_non_files
-
+            # Checked before the patch is written: a bad path must not leave it behind.
+            rels = worktree_files(project.work_dir(upstream or only_upstream(project)), files)
             refuse_non_files(store, project.lock.pin(upstream or only_upstream(project)).commit,
                              rels)
-    up, file_name = new_patch(project, name, upstream=upstream, after=after,
-                              description=description, profiles=profiles)
-    click.echo(f"created {up}/{file_name}")
-    if not no_edit:
-        with open_store(project, bring_pins=True) as store:
-            work = open_worktree(project, store, f"{up}/{file_name}", files=files)
-        click.echo(f"edit files in {work} (`patchforge add PATH` brings more), then run "
-                   "`patchforge refresh`")
-        _warn_new_files(work, files)
+        up, file_name = new_patch(project, name, upstream=upstream, after=after,
+                                  description=description, profiles=profiles, store=store)
+        click.echo(f"created {up}/{file_name}")
+        if no_edit:
+            return
+        work = open_worktree(project, store, f"{up}/{file_name}", files=files)
+    click.echo(f"edit files in {work} (`patchforge add PATH` brings more), then run "
+               "`patchforge refresh`")
+    _warn_new_files(work, files)
 
 
 @click.command()

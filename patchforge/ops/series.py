@@ -368,9 +368,6 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
     project.config.upstream(upstream)
     file_name = patch_file_name(checked_patch_name(name))
     require_state(project, "new", [upstream], store=store)
-    if any(n == file_name for _, n in project.all_patches()) or \
-            project.patch_path(upstream, file_name).exists():
-        raise UsageError(f"a patch named {file_name} already exists")
     pin = project.lock.pin(upstream)
     fields = [("Description", description or name), ("Author", default_author()),
               ("Upstream-Status", "Pending"), ("Upstream", upstream), ("Base", pin.commit)]
@@ -379,6 +376,15 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
         fields.append(("Profiles", profiles))
     fields.append(("Last-Update", today()))
     data = render_patch_file(fields, b"", b"")
+    if _made_by_this_new(project, upstream, file_name, data):
+        # The same `new` cut short once its patch was listed (Ctrl-C said to run it again):
+        # what is left is the ledger and the worktree.
+        with RepoLock(project.state_dir, wait=10):
+            series_changed(project)
+        return upstream, file_name
+    if any(n == file_name for _, n in project.all_patches()):
+        raise UsageError(f"a patch named {file_name} already exists")
+    _refuse_unlisted_fix(project, upstream, file_name)
     with RepoLock(project.state_dir, wait=10):
         # Read the series under the lock: two `new` at once must not lose an entry.
         series = project.read_series(upstream)
@@ -386,14 +392,44 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
             after = patch_file_name(after)
             if after not in series.names:
                 raise UsageError(f"no patch named {after} in the {upstream} series")
-        if file_name in series.names or project.patch_path(upstream, file_name).exists():
+        if file_name in series.names:
             raise UsageError(f"a patch named {file_name} already exists")
+        _refuse_unlisted_fix(project, upstream, file_name)
         new_series = series.inserted(file_name, after=after)
         atomic_write(project.patch_path(upstream, file_name), data)
         atomic_write(project.series_path(upstream), new_series.to_bytes())
         close_edit_if_moved(project, upstream, series.names, new_series.names)
         series_changed(project)
     return upstream, file_name
+
+
+def _made_by_this_new(project: Project, upstream: str, file_name: str, data: bytes) -> bool:
+    """True when the series lists `file_name` with exactly the empty patch `new` writes now."""
+    if file_name not in project.patch_names(upstream):
+        return False
+    try:
+        return project.patch_path(upstream, file_name).read_bytes() == data
+    except OSError:
+        return False
+
+
+def _refuse_unlisted_fix(project: Project, upstream: str, file_name: str) -> None:
+    """`new` of a name whose patch file is there but not listed: a file without any change (a
+    `new` cut short between writing its patch and listing it, whose Ctrl-C said to run it
+    again) is taken over; one that holds a change is a fix, refused by name (it said "already
+    exists", of a patch the series did not have)."""
+    path = project.patch_path(upstream, file_name)
+    if not path.exists():
+        return
+    try:
+        empty = not parse_patch_file(path.read_bytes(), str(path)).file_patches
+    except (InputError, OSError):
+        empty = False
+    if not empty:
+        raise UsageError(f"a patch file named {file_name} is already there, not listed in the "
+                         f"{upstream} series: {path}",
+                         hint=f"list it in {project.series_path(upstream)} (it is a fix), or move "
+                              "it away, then run `new` again")
 
 
 def delete_patch(project: Project, name: str, *,
