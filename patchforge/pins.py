@@ -31,11 +31,12 @@ def git_url_for(project: Project, url: str) -> str:
 
 
 @contextmanager
-def open_store(project: Project, *, bring_pins: bool = False):
-    """The store for one command. With `bring_pins`, every locked revision the store lacks (a
-    fresh clone, a new cache) is brought in first, as `overlays` and `status` do: a command
-    that reads the pinned files (edit, new, add, refresh, move, delete, imports) must never
-    take a revision it does not have for one without files."""
+def open_store(project: Project, *, bring_pins: bool | list[str] = False):
+    """The store for one command. With `bring_pins` (True: every upstream; or the names of
+    those the command reads), each locked revision the store lacks (a fresh clone, a new
+    cache) is brought in first, as `overlays` and `status` do: a command that reads the pinned
+    files (edit, new, add, refresh, move, delete, imports) must never take a revision it does
+    not have for one without files."""
     from patchforge.store.gitstore import UpstreamStore
 
     store = UpstreamStore.open()
@@ -46,7 +47,8 @@ def open_store(project: Project, *, bring_pins: bool = False):
     store.start_reading()
     try:
         if bring_pins:
-            bring_missing_pins(project, store)
+            bring_missing_pins(project, store,
+                               None if bring_pins is True else list(bring_pins))
         yield store
     finally:
         if store.progress is not None:
@@ -54,13 +56,15 @@ def open_store(project: Project, *, bring_pins: bool = False):
         store.close()
 
 
-def bring_missing_pins(project: Project, store: UpstreamStore) -> list[str]:
-    """Bring into `store` the locked revision of every configured upstream where it is
-    missing (ensure_pinned: fetched, or the wheel or directory imported; offline, an error
-    naming `patchforge fetch`). Returns the upstreams brought in. One present costs one
-    cat-file lookup."""
+def bring_missing_pins(project: Project, store: UpstreamStore,
+                       names: list[str] | None = None) -> list[str]:
+    """Bring into `store` the locked revision of every configured upstream (of `names`) where
+    it is missing (ensure_pinned: fetched, or the wheel or directory imported; offline, an
+    error naming `patchforge fetch`). Returns the upstreams brought in. Those present cost one
+    cat-file lookup together."""
     lock = project.lock
-    pinned = [name for name in project.upstream_names() if name in lock.upstreams]
+    pinned = [name for name in project.upstream_names()
+              if name in lock.upstreams and (names is None or name in names)]
     missing = set(store.missing_objects([lock.pin(name).commit for name in pinned]))
     brought = [name for name in pinned if lock.pin(name).commit in missing]
     for name in brought:

@@ -43,7 +43,7 @@ def import_overlay(app, file, upstream, upstream_path, name, description, profil
     from patchforge.pins import open_store
 
     project = app.project()
-    with open_store(project, bring_pins=True) as store:
+    with open_store(project, bring_pins=[upstream]) as store:
         created, note = do_import(project, store, file, upstream=upstream, path=upstream_path,
                                   name=name, description=description, profiles=profiles,
                                   create=create)
@@ -66,7 +66,7 @@ def import_git(app, rev_range, repo, upstream):
     from patchforge.pins import open_store
 
     project = app.project()
-    with open_store(project, bring_pins=True) as store:
+    with open_store(project, bring_pins=[upstream]) as store:
         _report(do_import(project, store, rev_range, repo=repo, upstream=upstream), upstream)
 
 
@@ -83,7 +83,7 @@ def import_quilt(app, directory, upstream):
 
     project = app.project()
     upstream = upstream or _only_upstream(project)
-    with open_store(project, bring_pins=True) as store:
+    with open_store(project, bring_pins=[upstream]) as store:
         _report(do_import(project, store, directory, upstream=upstream), upstream)
 
 
@@ -99,7 +99,7 @@ def import_mbox(app, file, upstream):
 
     project = app.project()
     upstream = upstream or _only_upstream(project)
-    with open_store(project, bring_pins=True) as store:
+    with open_store(project, bring_pins=[upstream]) as store:
         _report(do_import(project, store, file, upstream=upstream), upstream)
 
 
