@@ -168,6 +168,29 @@ def test_new_cut_short_at_any_write_is_finished_by_running_it_again(project, tmp
     assert nth > 3
 
 
+def test_a_patch_name_that_differs_only_in_case_from_another_is_refused(project, tmp_path):
+    """fix-a.patch and Fix-A.patch are two files here, and one on the macOS laptop or Windows
+    machine the stack is also checked out on: one fix overwrites the other there. `new`,
+    `rename` and the imports refuse such a name, nothing written; renaming a patch to its own
+    name in another case is still a rename."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("new", "fix-b", "--no-edit")
+    before = snapshot(project.root, skip_state=True)
+    _, _, err = project.cli("new", "Fix-A", "--no-edit", expect=2)
+    assert "Fix-A.patch differs only in case from fix-a.patch" in err, err
+    _, _, err = project.cli("rename", "fix-b", "FIX-A", expect=2)
+    assert "FIX-A.patch differs only in case from fix-a.patch" in err, err
+    quilt = tmp_path / "quilt"
+    quilt.mkdir()
+    (quilt / "series").write_bytes(b"Fix-a.patch\n")
+    (quilt / "Fix-a.patch").write_bytes(project.patch("fix-a").replace(b"-33", b"-44"))
+    _, _, err = project.cli("import", "quilt", str(quilt), expect=2)
+    assert "Fix-a.patch differs only in case from fix-a.patch" in err, err
+    assert snapshot(project.root, skip_state=True) == before
+    project.cli("rename", "fix-a", "Fix-A")
+    assert project.series() == ["Fix-A.patch", "fix-b.patch"]
+
+
 def test_refresh_with_the_editor_still_open_takes_the_change_and_no_editor_file(project):
     """vim keeps `.mod.py.swp` beside a file it has open (Emacs `.#mod.py` and `#mod.py#`, a
     backup `mod.py~`, macOS `.DS_Store`): refresh refused them by name, so it failed until the

@@ -26,7 +26,8 @@ from patchforge.stack import (add_to_series, require_readable_history, series_ch
                               series_state)
 from patchforge.store.diff import FileChange, make_diff, merge_file
 from patchforge.store.git import run_git
-from patchforge.ops.series import check_profiles, checked_patch_name, default_author, today
+from patchforge.ops.series import (check_profiles, checked_patch_name, default_author,
+                                   refuse_case_twin, today)
 from patchforge.project import patch_file_name
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ def _check_new_name(project: Project, upstream: str, file_name: str,
     or a patch of that name already there, unless it is byte for byte `data` (what this
     import writes: the rest of an import a kill cut short, which running it again finishes)."""
     _check_import_allowed(project, upstream, file_name)
+    refuse_case_twin(project, upstream, file_name)
     if not _name_taken(project, upstream, file_name, data):
         return
     if file_name in project.patch_names(upstream):
@@ -192,10 +194,12 @@ def _free_name(project: Project, upstream: str, stem: str, taken: set[str],
 def _refuse_taken(file_name: str, taken: set[str], source: str, line: int | None = None) -> None:
     """A name the import already gives to an earlier patch (quilt's `fix.patch` and `fix.diff`,
     two exported series' patches of one name): refused, since writing both would keep one."""
-    if file_name in taken:
+    twin = next((name for name in taken if name.casefold() == file_name.casefold()), None)
+    if twin is not None:
         raise InputError(f"would be imported as {file_name}, the name of an earlier patch of "
-                         "this import", path=source, line=line,
-                         hint="rename one of them before importing")
+                         "this import" + (f" but for case ({twin}: one file on macOS or "
+                                          "Windows)" if twin != file_name else ""),
+                         path=source, line=line, hint="rename one of them before importing")
 
 
 def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, upstream: str,

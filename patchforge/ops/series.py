@@ -19,7 +19,7 @@ from patchforge.names import check_patch_name
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
 from patchforge.errors import ConflictStop, InputError, PatchforgeError, UsageError
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
-from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
+from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, fsync_dir
 from patchforge.project import patch_file_name, read_no_link
 from patchforge.store.diff import conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
@@ -339,6 +339,27 @@ def checked_patch_name(name: str) -> str:
         raise UsageError(str(exc)) from None
 
 
+def refuse_case_twin(project: Project, upstream: str, file_name: str,
+                     also: set[str] | frozenset[str] = frozenset(),
+                     same: str | None = None) -> None:
+    """UsageError when `file_name` differs only in case from a patch file of the upstream's
+    series directory (or from a name of `also`, an import's earlier patches), other than
+    `same` (the patch being renamed): a checkout on a case-insensitive file system (macOS,
+    Windows) has one file for the two names, and one fix overwrites the other."""
+    folded = file_name.casefold()
+    directory = project.series_dir(upstream)
+    names = set(also) | set(project.patch_names(upstream))
+    try:
+        names |= {entry.name for entry in os.scandir(directory) if entry.name.endswith(".patch")}
+    except OSError:
+        pass
+    for other in sorted(names):
+        if other != file_name and other != same and other.casefold() == folded:
+            raise UsageError(f"{file_name} differs only in case from {other} (series/{upstream}/"
+                             f"): a checkout on macOS or Windows has one file for the two, and "
+                             "one fix would overwrite the other", hint="choose another name")
+
+
 def check_profiles(project: Project, profiles: str) -> None:
     """`--profiles` of `new` and `import overlay`: every name a declared profile."""
     unknown = unknown_profiles(patch_profiles_of(profiles), list(project.config.profiles))
@@ -385,6 +406,7 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
     if any(n == file_name for _, n in project.all_patches()):
         raise UsageError(f"a patch named {file_name} already exists")
     _refuse_unlisted_fix(project, upstream, file_name)
+    refuse_case_twin(project, upstream, file_name)
     with RepoLock(project.state_dir, wait=10):
         # Read the series under the lock: two `new` at once must not lose an entry.
         series = project.read_series(upstream)
@@ -547,6 +569,7 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
         if new_file == old_file or new_file in project.patch_names(upstream) or \
                 (new_path.exists() and _file_bytes(new_path) != data):
             raise UsageError(f"{new_file} already exists")
+        refuse_case_twin(project, upstream, new_file, same=old_file)
         atomic_write(new_path, data)
         try:
             atomic_write(project.series_path(upstream),
@@ -594,7 +617,19 @@ def _finish_cut_rename(project: Project, old: str, new_file: str) -> tuple[str, 
 
 
 def _end_rename(project: Project, upstream: str, old_file: str, new_file: str) -> None:
-    atomic_delete(project.patch_path(upstream, old_file))
+    old_path, new_path = project.patch_path(upstream, old_file), project.patch_path(upstream,
+                                                                                    new_file)
+    try:
+        one_file = os.path.samefile(old_path, new_path)
+    except OSError:
+        one_file = False
+    if one_file:
+        # A rename in case only, on a case-insensitive file system: NEW is OLD's file, and
+        # deleting OLD deleted the fix. The entry takes the new spelling instead.
+        os.rename(old_path, new_path)
+        fsync_dir(old_path.parent)
+    else:
+        atomic_delete(old_path)
     state = editing(project, upstream)
     if state and state["patch"] == old_file:
         state["patch"] = new_file
