@@ -33,12 +33,39 @@ def find_root(start: Path) -> tuple[Path, Path]:
     for directory in (start, *start.parents):
         standalone = directory / STANDALONE
         if standalone.is_file():
+            refuse_second_config(directory)
             return directory, standalone
         pyproject = directory / PYPROJECT
         if pyproject.is_file() and find_config_table(pyproject) is not None:
             return directory, pyproject
     raise UsageError(f"no patchforge configuration in {start} or any parent",
                      hint="run `patchforge init` to start one, or pass --root DIR")
+
+
+def refuse_second_config(directory: Path) -> None:
+    """ConfigError when `directory` has a patchforge.toml (the one read) and a pyproject.toml
+    with a [tool.patchforge] table too: what the user wrote there (a profile, an upstream)
+    was silently ignored. Only a pyproject.toml that names the table is parsed."""
+    pyproject = directory / PYPROJECT
+    try:
+        data = pyproject.read_bytes()
+    except OSError:
+        return
+    if b"patchforge" not in data:
+        return
+    try:
+        found = find_config_table(pyproject)
+    except ConfigError:
+        return  # not valid TOML: it is not read, and the configuration is patchforge.toml
+    if found is None:
+        return
+    line = next((n for n, text in enumerate(data.splitlines(), 1)
+                 if b"patchforge" in text and text.strip().startswith(b"[")), None)
+    raise ConfigError(f"{directory / STANDALONE} and this [tool.patchforge] table both "
+                      "configure patchforge here; only patchforge.toml is read, and this "
+                      "table would be ignored", path=str(pyproject), line=line,
+                      hint="move what the table says into patchforge.toml and remove it, or "
+                           "remove patchforge.toml")
 
 
 def read_no_link(path: Path) -> bytes:
@@ -90,6 +117,8 @@ class Project:
             for candidate in (root / STANDALONE, root / PYPROJECT):
                 if candidate.is_file() and (candidate.name == STANDALONE
                                             or find_config_table(candidate) is not None):
+                    if candidate.name == STANDALONE:
+                        refuse_second_config(root)
                     return cls(root.resolve(), candidate.resolve(), offline)
             raise UsageError(f"no patchforge configuration in {root}",
                              hint="run `patchforge init` there first")

@@ -613,3 +613,25 @@ def test_upstream_add_of_a_name_with_a_dot_writes_a_table_toml_reads_back(tmp_pa
         assert run.rc == 2 and f"upstream {name!r} cannot end in '.' or '.lock'" in run.err, \
             run.text
     assert tree_bytes(root) == before
+
+
+def test_a_pyproject_table_beside_patchforge_toml_is_never_ignored_silently(tmp_path):
+    """A stack configured by patchforge.toml, and someone adds `[tool.patchforge.profiles]` to
+    the pyproject.toml beside it (where the reference also says configuration goes): only
+    patchforge.toml was read, and the profiles, upstreams or checks written in pyproject.toml
+    did nothing, without a word. Every command now names the table's line and says which file
+    is read."""
+    root, _ = git_project(tmp_path / "p")  # [tool.patchforge] in pyproject.toml
+    config = root / "pyproject.toml"
+    text = config.read_text()
+    start = text.index("[tool.patchforge]")
+    (root / "patchforge.toml").write_text(text[start:].replace("tool.patchforge.", "")
+                                          .replace("[tool.patchforge]\n", ""))
+    config.write_text(text[:start])
+    ok(root, "upstream", "list")
+    config.write_text(text[:start] + '[tool.patchforge.profiles]\ngfx942 = "MI300X"\n')
+    line = config.read_text().splitlines().index("[tool.patchforge.profiles]") + 1
+    for args in (["list"], ["status"], ["--root", str(root), "upstream", "list"]):
+        run = run_cli(None, *args, cwd=root)
+        assert run.rc == 2 and f"pyproject.toml:{line}: " in run.err \
+            and "only patchforge.toml is read" in run.err, (args, run.text)
