@@ -181,6 +181,24 @@ def test_byte_stability_other_diff_options_are_an_error(env, tmp_path, monkeypat
     assert rc == 1
 
 
+def test_git_diff_of_a_name_with_a_space_is_byte_stable(env, tmp_path, monkeypatch):
+    """git ends a `---`/`+++` name that holds a space with a tab (GNU patch reads a name up to
+    a tab). patchforge's own diffs left it out: lint called git's own `git diff --full-index`
+    not byte-stable (an error), and `refresh` rewrote it into lines that `patch` and
+    `quilt push` cut at the space. The file is created, so the test needs no upstream file."""
+    root = env.fresh(tmp_path, monkeypatch)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(env.upstream), str(clone)], check=True)
+    (clone / "new file.txt").write_bytes(b"created\n")
+    subprocess.run(["git", "add", "-A"], cwd=clone, check=True)
+    diff = subprocess.run(["git", "diff", "--cached", "--full-index"], cwd=clone,
+                          capture_output=True, check=True).stdout
+    assert b"+++ b/new file.txt\t\n" in diff
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS, diff))
+    rc, doc = lint_json(root, "--no-forge")
+    assert findings(doc, "byte-stable", "fix.patch") == [] and rc == 0, doc
+
+
 def _with_profiles(root: Path) -> None:
     config = root / "patchforge.toml"
     text = config.read_bytes()

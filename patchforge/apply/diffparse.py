@@ -858,8 +858,11 @@ def format_file_patch(fp: FilePatch) -> bytes:
 
         out.append(render_binary(fp.binary))
     if fp.hunks:
-        out.append(b"--- " + (enc("a/", a) if not fp.is_new else b"/dev/null") + b"\n")
-        out.append(b"+++ " + (enc("b/", b) if not fp.is_delete else b"/dev/null") + b"\n")
+        # As git: a tab after a name with a space, where GNU patch ends the name.
+        old_label = enc("a/", a) if not fp.is_new else b"/dev/null"
+        new_label = enc("b/", b) if not fp.is_delete else b"/dev/null"
+        out.append(b"--- " + old_label + (b"\t" if b" " in old_label else b"") + b"\n")
+        out.append(b"+++ " + new_label + (b"\t" if b" " in new_label else b"") + b"\n")
         out.extend(format_hunk(h) for h in fp.hunks)
     return b"".join(out)
 

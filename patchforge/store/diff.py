@@ -73,6 +73,13 @@ def _diff_path(prefix: bytes, raw: bytes) -> bytes:
     return quote_c_path(full) if needs_c_quotes(raw) else full
 
 
+def file_label(name: bytes) -> bytes:
+    """A `---`/`+++` line's name as git writes it: a tab after a name holding a space, so that
+    GNU patch (and quilt), which ends the name at a tab, takes the whole name and not its first
+    word (git's diff.c, `emit_diff_symbol`)."""
+    return name + b"\t" if b" " in name else name
+
+
 def diff_header(path: str) -> bytes:
     """The `diff --git a/<path> b/<path>` line git writes for an unrenamed path (no newline)."""
     raw = os.fsencode(path)
@@ -453,8 +460,8 @@ def _diff_header(c: FileChange, has_hunks: bool, scores: dict | None = None) -> 
         lines.append(index)
     # As git: no ---/+++ lines without hunks (an empty file created or deleted).
     if has_hunks:
-        lines.append(b"--- " + (a if c.old is not None else b"/dev/null"))
-        lines.append(b"+++ " + (b if c.new is not None else b"/dev/null"))
+        lines.append(b"--- " + file_label(a if c.old is not None else b"/dev/null"))
+        lines.append(b"+++ " + file_label(b if c.new is not None else b"/dev/null"))
     return b"".join(line + b"\n" for line in lines)
 
 
