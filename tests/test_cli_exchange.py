@@ -11,7 +11,7 @@ import pytest
 
 from helpers.cli import ok, run_cli
 from helpers.git import git, git_bytes
-from helpers.project import UPSTREAM_FILES, git_project
+from helpers.project import UPSTREAM_FILES, add_git_upstream, git_project, make_project
 from helpers.snapshot import snapshot, tree_bytes
 
 
@@ -270,6 +270,47 @@ def test_export_quilt_is_taken_by_quilt_push_and_imports_back(project, tmp_path)
         assert (checkout / rel).read_bytes() == (fork / rel).read_bytes()
     # And a quilt directory comes back in byte for byte.
     other, _ = git_project(tmp_path / "second")
+    ok(other, "import", "quilt", str(exported))
+    for name in (root / "series/up/series").read_text().split():
+        assert (other / "series/up" / name).read_bytes() == (root / "series/up" / name).read_bytes()
+
+
+def test_export_quilt_names_with_a_space_in_sections_of_headers_only(project, tmp_path):
+    """git writes `diff --git a/my file.py b/my file.py` unquoted; a section of headers only (a
+    mode change, a pure rename, an empty file created or deleted) has no `---`/`+++` lines,
+    and GNU patch cut such a name at its space: `quilt push` refused the exported series
+    ("Cannot rename file without two valid file names", "can't find file to patch"), as it did
+    the `---` lines patchforge wrote without git's tab after such a name. The export quotes
+    those names, quilt gives the upstream's tree (modes too), and `import quilt` gives each
+    patch back byte for byte."""
+    root = project
+    upstream = tmp_path / "up-upstream"
+    (upstream / "pkg/mode me.sh").write_bytes(b"echo 1\n")
+    (upstream / "pkg/old name.py").write_bytes(b"kept = 1\n")
+    (upstream / "pkg/empty gone.py").write_bytes(b"")
+    git(upstream, "add", "-A")
+    git(upstream, "commit", "-qm", "files with spaces")
+    ok(root, "upstream", "pin", "up", "--at", "main")
+    base = git(upstream, "rev-parse", "HEAD").strip()
+    fork = upstream_checkout(tmp_path, "fork")
+    os.chmod(fork / "pkg/mode me.sh", 0o755)
+    git(fork, "mv", "pkg/old name.py", "pkg/new name.py")
+    git(fork, "rm", "-q", "pkg/empty gone.py")
+    (fork / "pkg/empty new.py").write_bytes(b"")
+    git(fork, "add", "-A")
+    git(fork, "commit", "-qm", "headers only")
+    ok(root, "import", "git", f"{base}..HEAD", "--repo", str(fork), "--upstream", "up")
+    exported = tmp_path / "quilt-patches"
+    ok(root, "export", "--quilt", str(exported))
+    checkout = upstream_checkout(tmp_path, "quilt-checkout")
+    git(checkout, "checkout", "-q", base)
+    env = dict(os.environ, QUILT_PATCHES=str(exported), QUILTRC="/dev/null")
+    proc = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert tree_bytes(checkout, skip=(".git", ".pc")) == tree_bytes(fork, skip=(".git",))
+    assert os.stat(checkout / "pkg/mode me.sh").st_mode & 0o111
+    other = make_project(tmp_path / "second")
+    add_git_upstream(other, "up", upstream, base)
     ok(other, "import", "quilt", str(exported))
     for name in (root / "series/up/series").read_text().split():
         assert (other / "series/up" / name).read_bytes() == (root / "series/up" / name).read_bytes()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import parse_diff, validate_path
+from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch
 from patchforge.errors import InputError, UsageError
 from patchforge.formats.patchfile import (CANONICAL_ORDER, parse_patch_file, quote_diff_like,
                                           render_patch_file)
@@ -385,7 +386,12 @@ def import_quilt(project: Project, store: UpstreamStore, directory: Path, *,
             raise InputError(f"{entry} is listed but missing", path=str(series_path),
                              line=series.line_of(entry))
         original = source.read_bytes()
-        patch = _adopted(parse_patch_file(original, str(source)), upstream, pin.commit)
+        parsed = parse_patch_file(original, str(source))
+        diff = as_git_writes(parsed.diff)  # the names `export --quilt` quoted, as git writes them
+        if diff != parsed.diff:
+            parsed = parse_patch_file(original[:len(original) - len(parsed.diff)] + diff,
+                                      str(source))
+        patch = _adopted(parsed, upstream, pin.commit)
         file_name = patch_file_name(Path(entry).name.removesuffix(".patch").removesuffix(".diff"))
         data = patch.to_bytes()
         _check_new_name(project, upstream, file_name, data)
@@ -585,7 +591,10 @@ def export_quilt(project: Project, directory: Path) -> tuple[list[Path], list[st
             patch = project.read_patch(upstream, name)
             binary_sections += [f"{patch.source}:{file.line_no}: {file.path}"
                                 for file in patch.file_patches if file.is_binary]
-            patches.append((target / name, project.read_patch_bytes(upstream, name)))
+            data = project.read_patch_bytes(upstream, name)
+            # GNU patch cuts a name with a space in a section of headers only: quoted here.
+            patches.append((target / name,
+                            data[:len(data) - len(patch.diff)] + for_gnu_patch(patch.diff)))
         earlier = _read_export_record(target)
         _refuse_losing_others(project, upstream, target, patches, earlier)
         files += patches
