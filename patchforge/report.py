@@ -136,10 +136,20 @@ def render_html_report(project: Project, status_document: dict) -> str:
       f"<div class=\"sub\">{_e(_target_line(targets))}</div></header>\n<main>\n")
 
     attention = [p for p in patches if p.get("needs_attention")]
+    # What the text output prints as `note:` lines (a rebase stopped, an open edit, a fix set
+    # aside in skipped/, a patch file the series does not list) needs attention as much as a
+    # patch: without it the page called a project with a stopped rebase all well.
+    notes = [n for n in doc.get("notes") or [] if isinstance(n, str)]
+    unlisted = [u for u in doc.get("unlisted") or [] if isinstance(u, dict)]
+    for note in notes:
+        w(f"<div class=\"banner bad\">{_e(note)}</div>\n")
+    for entry in unlisted:
+        w(f"<div class=\"banner bad\">{_e(entry.get('path'))}: a patch file the series does "
+          "not list (in no overlay and no rebase)</div>\n")
     if attention:
         w(f"<div class=\"banner bad\">{len(attention)} of {len(patches)} patch(es) need "
           "attention</div>\n")
-    elif patches:
+    elif patches and not notes and not unlisted and not doc.get("needs_attention"):
         w(f"<div class=\"banner ok\">All {len(patches)} patches apply and are still needed"
           "</div>\n")
     w(_state_cards(patches))

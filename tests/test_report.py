@@ -210,6 +210,25 @@ def test_report_shows_the_range_diff_of_the_last_rebase(project, tmp_path):
     assert "more-retries.patch" in dom and "five for us" in dom and "Range-diff" in dom
 
 
+@needs_chromium
+def test_report_says_a_rebase_is_stopped_and_a_fix_is_set_aside(project, tmp_path):
+    """`status` exits 1 and prints a `note:` while a rebase is stopped or a fix waits in
+    skipped/; the page left the document's notes out and greeted the user with "All 3 patches
+    apply and are still needed" in green. The browser now shows each note, and no such banner."""
+    pf(project, "rebase", "--to", "v2", check=3)
+    stopped = tmp_path / "stopped.html"
+    pf(project, "status", "--html", str(stopped), check=1)
+    _, dom = render_in_chromium(stopped, tmp_path)
+    assert "a rebase is stopped at more-retries.patch" in dom
+    assert "patches apply and are still needed" not in dom
+    pf(project, "rebase", "--skip")
+    skipped = tmp_path / "skipped.html"
+    pf(project, "status", "--html", str(skipped), check=1)
+    _, dom = render_in_chromium(skipped, tmp_path)
+    assert "more-retries.patch" in dom and "bring-back" in dom
+    assert "patches apply and are still needed" not in dom
+
+
 def test_report_tolerates_missing_and_broken_sources(project, tmp_path):
     """A stale status document, a malformed last-rebase.json and a history with junk lines:
     each leaves its part out or shows what it can, and the page is still written."""
