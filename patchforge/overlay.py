@@ -43,6 +43,30 @@ BUILD_OUTPUT_NAMES = {"Dockerfile"}
 WRITTEN_RECORD = "overlays-written.sha256"
 
 
+def sums_line(digest: str, rel: str) -> str:
+    """One line of SHA256SUMS as GNU sha256sum itself writes it: a name holding a backslash or
+    a newline is escaped (`\\\\`, `\\n`) behind a backslash that begins the line, which is
+    how `sha256sum -c` knows to undo it (a newline has no other spelling)."""
+    if "\\" not in rel and "\n" not in rel:
+        return f"{digest}  {rel}\n"
+    return f"\\{digest}  " + rel.replace("\\", "\\\\").replace("\n", "\\n") + "\n"
+
+
+def parse_sums_line(line: bytes) -> tuple[bytes, bytes] | None:
+    """(digest, name) of a SHA256SUMS line as `sha256sum -c` reads it (an escaped name undone),
+    or None for a line that is not `<digest>  <name>`."""
+    escaped = line.startswith(b"\\")
+    digest, sep, rel = line[escaped:].partition(b"  ")
+    if not sep:
+        return None
+    if escaped:
+        parts = rel.split(b"\\\\")
+        if any(re.search(rb"\\(?!n)", part) for part in parts):
+            return None  # an escape sha256sum does not write
+        rel = b"\\".join(part.replace(b"\\n", b"\n") for part in parts)
+    return digest, rel
+
+
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -169,7 +193,7 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
     root = project.root.resolve()
     for artifact in config.artifacts:
         parts = PurePosixPath(artifact).parts
-        if not parts or PurePosixPath(artifact).is_absolute() or ".." in parts or "\\" in artifact:
+        if not parts or PurePosixPath(artifact).is_absolute() or ".." in parts:
             raise _artifact_error(project, artifact,
                                   f"artifacts: {artifact!r} must be a path inside the project")
         # Copied into overlays/ and so into every deployment and CI artifact: never git's own
@@ -221,10 +245,7 @@ def render_metadata(project: Project, overlays: OverlaySet) -> dict[str, bytes]:
     path under overlays/."""
     sums = [(f.sha256, f.rel) for f in overlays.files]
     sums += [(sha256(data), rel) for rel, data in overlays.artifact_files.items()]
-    for _, rel in sums:
-        if "\n" in rel or "\\" in rel:
-            raise InputError(f"cannot list {rel!r} in SHA256SUMS (newline or backslash in name)")
-    outputs = {"SHA256SUMS": "".join(f"{d}  {r}\n" for d, r in sorted(sums, key=lambda x: x[1]))
+    outputs = {"SHA256SUMS": "".join(sums_line(d, r) for d, r in sorted(sums, key=lambda x: x[1]))
                .encode("utf-8", "surrogateescape")}
     manifest: dict[str, Any] = {
         "version": MANIFEST_VERSION,
@@ -507,7 +528,7 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
     fsync_dir(root.parent)
     _remove(old)
     atomic_write(project.state_dir / WRITTEN_RECORD,
-                 "".join(f"{digest}  {rel}\n" for rel, digest in _digests(overlays).items())
+                 "".join(sums_line(digest, rel) for rel, digest in _digests(overlays).items())
                  .encode("utf-8", "surrogateescape"))
 
 
@@ -525,10 +546,11 @@ def _read_sums(path: Path) -> dict[str, str]:
     except OSError:
         return {}
     sums = {}
-    for line in data.decode("utf-8", "surrogateescape").splitlines():
-        digest, sep, rel = line.partition("  ")
-        if sep and len(digest) == 64:
-            sums[rel.lstrip("*")] = digest.lower()
+    for line in data.split(b"\n"):
+        listed = parse_sums_line(line)
+        if listed is not None and len(listed[0]) == 64:
+            sums[listed[1].decode("utf-8", "surrogateescape")] = \
+                listed[0].decode("ascii", "replace").lower()
     return sums
 
 
@@ -661,10 +683,11 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
     for number, line in enumerate(sums_path.read_bytes().split(b"\n"), 1):
         if not line:
             continue
-        digest, sep, rel = line.partition(b"  ")
+        sums_entry = parse_sums_line(line)
         # As `sha256sum -c --strict` reads it: 64 hexadecimal digits, in either case.
-        if not sep or not re.fullmatch(rb"[0-9a-fA-F]{64}", digest):
+        if sums_entry is None or not re.fullmatch(rb"[0-9a-fA-F]{64}", sums_entry[0]):
             raise InputError("malformed SHA256SUMS line", path=str(sums_path), line=number)
+        digest, rel = sums_entry
         rel_text = rel.decode("utf-8", "surrogateescape")
         listed[rel_text] = digest.decode().lower()
         if not shipped(rel_text):

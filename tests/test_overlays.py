@@ -572,3 +572,31 @@ def test_an_overlay_file_edited_by_hand_is_never_thrown_away(stack, tmp_path):
     sums.write_bytes(sums.read_bytes() + f"{'0' * 64}  ../pyproject.toml\n".encode()
                      + f"{'0' * 64}  {root / 'upstream.lock'}\n".encode())
     assert ok(root, "overlays").rc == 0
+
+
+def test_an_artifact_named_with_a_backslash_is_listed_as_sha256sum_writes_it(stack):
+    """`tuning\\MI300X.csv` is a file name like any other on Linux. overlays refused it ("must
+    be a path inside the project", then "cannot list it in SHA256SUMS"); its line is now written
+    as GNU sha256sum writes it (a backslash begins the line, the name's `\\` doubled), so the
+    real `sha256sum -c --strict` checks it with every other file and nothing else, and `verify`
+    and `overlays --check` read it back."""
+    root = stack
+    text = (root / "pyproject.toml").read_text()
+    (root / "pyproject.toml").write_text(text.replace(
+        'artifacts = ["entrypoint.sh"]', 'artifacts = ["entrypoint.sh", \'tuning\\MI300X.csv\']'))
+    (root / "tuning\\MI300X.csv").write_bytes(b"m,n,k\n1,2,3\n")
+    ok(root, "overlays")
+    overlays = root / "overlays"
+    proc = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=overlays,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checked = sorted(line.rsplit(": ", 1)[0] for line in proc.stdout.splitlines())
+    on_disk = sorted(p.relative_to(overlays).as_posix() for p in overlays.rglob("*")
+                     if p.is_file() and p.name not in ("SHA256SUMS", "manifest.json",
+                                                        "compose.yaml", "Dockerfile"))
+    assert checked == on_disk and "artifacts/tuning\\MI300X.csv" in checked
+    ok(root, "verify")
+    ok(root, "overlays", "--check")
+    (overlays / "artifacts/tuning\\MI300X.csv").write_bytes(b"tampered\n")
+    run = run_cli(root, "verify")
+    assert run.rc == 1 and "artifacts/tuning\\MI300X.csv" in run.text
