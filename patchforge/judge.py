@@ -21,7 +21,7 @@ from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_git_dif
                                 combine_series, judge_history, patch_blocks)
 from patchforge.model.record import field, record, replace
 from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, diff_header,
-                                   git_output_path, make_diffs, merge_file)
+                                   git_output_path, make_diffs, merge_file, merges_as_binary)
 
 if TYPE_CHECKING:
     from patchforge.store.git import StartedGit
@@ -115,6 +115,16 @@ def binary_stop_note(paths: list[str]) -> str:
     return (f" ({', '.join(paths)}: binary, not merged: the target has neither the pre-image "
             "nor the post-image the binary patch records; put the file you want in the "
             "worktree and --continue, or --skip)")
+
+
+def unmergeable_note(paths: list[str]) -> str:
+    """What a stop adds for text patches on files git takes for binary (a NUL byte near the
+    start): no 3-way merge was possible, so no conflict markers."""
+    if not paths:
+        return ""
+    return (f" ({', '.join(paths)}: git takes the file for binary and cannot merge it: the "
+            "worktree has the target's file; make the patch's change in it and --continue, "
+            "or --skip)")
 
 
 class ReadAhead:
@@ -578,6 +588,7 @@ class SeriesJudge:
         unchanged = True  # every pre-image and path as in the old series: keep the diff's bytes
         conflicts: list[str] = []
         binary_stops: list[str] = []
+        unmergeable: list[str] = []  # text patches on files git takes for binary
         merged_any = False
         forward = verdict.state in ("applies", "offset") or (
             verdict.state == "unsure" and all(f.applied is not None and f.applied.ok
@@ -670,13 +681,15 @@ class SeriesJudge:
             after[path_after] = merged
             if not clean:
                 conflicts.append(path_after)
+                if merges_as_binary(*key):
+                    unmergeable.append(path_after)
         new_modes = {path: mode for path, (_, mode) in modes.items()
                      if after.get(path) is not None}
         if conflicts:
             return Judgement(name, "stop", "conflict", verdict, stop_kind="conflict",
                              files=conflicts, before=before, after=after, evidence=evidence,
                              modes=new_modes, message=f"conflict in {', '.join(conflicts)}"
-                             + binary_stop_note(binary_stops))
+                             + binary_stop_note(binary_stops) + unmergeable_note(unmergeable))
         changes = self.file_changes(before, after, modes, sources, copies)
         if not changes:
             if verdict.state == "unsure":

@@ -509,11 +509,39 @@ def test_merge_with_one_side_unchanged_is_what_git_merge_file_gives(tmp_path, ba
         proc = subprocess.run(["git", "merge-file", "-p", "-L", "upstream", "-L", "base", "-L",
                                "patch", "ours", "base", "theirs"], cwd=tmp_path,
                               capture_output=True, env=git_env())
-        if proc.returncode > 127:  # git refuses binary content: so does merge_file
-            with pytest.raises(StoreError):
-                merge_file(base, ours, theirs)
+        if proc.returncode > 127:
+            # git merge-file refuses content it takes for binary; git's own merges (merge-ort)
+            # take the changed side when the other is the base, as merge_file does.
+            assert merge_file(base, ours, theirs) == (True, changed)
             continue
         assert merge_file(base, ours, theirs) == (proc.returncode == 0, proc.stdout)
+
+
+def test_binary_content_changed_on_both_sides_conflicts_keeping_ours_as_git_merge_does(
+        tmp_path):
+    """Content git takes for binary (a NUL in its first 8,000 bytes), changed on both sides:
+    `git merge-file` refuses it; `git merge` reports a conflict and keeps our side, and so
+    does merge_file."""
+    base, ours, theirs = b"\x00a\nb\n", b"\x00a\nB\n", b"\x00A\nb\n"
+    repo = tmp_path / "repo"
+    env = git_env()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True, env=env)
+
+    def commit(data: bytes, message: str) -> None:
+        (repo / "f.bin").write_bytes(data)
+        subprocess.run(["git", "add", "f.bin"], cwd=repo, check=True, env=env)
+        subprocess.run(["git", "commit", "-q", "-m", message], cwd=repo, check=True, env=env)
+
+    commit(base, "base")
+    subprocess.run(["git", "checkout", "-q", "-b", "theirs"], cwd=repo, check=True, env=env)
+    commit(theirs, "theirs")
+    subprocess.run(["git", "checkout", "-q", "main"], cwd=repo, check=True, env=env)
+    commit(ours, "ours")
+    merge = subprocess.run(["git", "merge", "-q", "theirs"], cwd=repo, capture_output=True,
+                           env=env)
+    assert merge.returncode == 1 and b"binary" in merge.stdout + merge.stderr
+    assert merge_file(base, ours, theirs) == (False, (repo / "f.bin").read_bytes()) \
+        == (False, ours)
 
 
 def test_a_merge_started_early_gives_git_merge_file_s_answer_and_leaves_nothing(tmp_path):

@@ -236,6 +236,32 @@ def test_a_stop_asks_the_merges_of_the_files_that_do_not_apply_first(stack, upst
     assert [(p["name"], p["action"]) for p in dry["patches"]] == [("fix.patch", "conflict")]
 
 
+def test_a_text_patch_on_a_file_git_takes_for_binary_is_a_conflict_not_an_error(stack,
+                                                                                 upstream):
+    """Upstream's new version of the file has a NUL byte near the top (git takes it for binary)
+    and changed the patch's lines: `git merge-file` refuses it, which ended status and the
+    rebase with an error (the rebase could only be aborted). It is a conflict, as in git's own
+    merges: status reports it, the rebase stops with the target's file in the worktree and
+    says why there are no markers, and the change made there again goes on."""
+    changed = b"    return row * stride + 0  # differs upstream\n"
+    text = b"# \0 marker\n" + BASE.replace(FIX2_OLD, changed)
+    target = upstream.commit({MAIN: text}, "a NUL byte, and row_offset rewritten")
+    stack.add("fix.patch", the_fix())
+    status = stack.cli("status", "--against", f"up={target}")
+    assert status.returncode == 1, status.stderr
+    assert b"up/fix.patch  conflict" in status.stdout
+    stop = stack.cli("rebase", "--to", f"up={target}")
+    assert stop.returncode == 3, stop.stderr
+    assert b"git takes the file for binary and cannot merge it" in stop.stderr
+    work = stack.root / ".patchforge" / "work" / "up" / MAIN
+    assert work.read_bytes() == text  # the target's file, no conflict markers
+    work.write_bytes(text.replace(FIX1_OLD, FIX1_NEW).replace(changed, FIX2_NEW))
+    done = stack.cli("rebase", "--continue")
+    assert done.returncode == 0, done.stderr
+    after = stack.status()
+    assert after["fix.patch"].state == "applies", after["fix.patch"]
+
+
 def test_a_patch_of_many_files_upstream_changed_is_judged_within_a_low_file_limit(tmp_path):
     """The merges started before a patch's landed detection are a few at a time: a patch of 100
     files upstream changed, one of them in conflict, is judged by a process allowed 64 open

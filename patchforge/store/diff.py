@@ -278,6 +278,12 @@ def _check_change(c: FileChange) -> None:
 DEFAULT_LABELS = ("upstream", "base", "patch")
 
 
+def merges_as_binary(*sides: bytes) -> bool:
+    """Whether git takes one of these contents for binary and will not merge them as text: a
+    NUL byte in its first 8,000 bytes (git's `buffer_is_binary`)."""
+    return any(b"\0" in side[:8000] for side in sides)
+
+
 def merge_file(base: bytes, ours: bytes, theirs: bytes,
                labels: tuple[str, str, str] = DEFAULT_LABELS) -> tuple[bool, bytes]:
     """git merge-file on three versions of one file: (clean, the merge, with conflict markers
@@ -285,7 +291,9 @@ def merge_file(base: bytes, ours: bytes, theirs: bytes,
 
     When one side is the base byte for byte, the merge is the other side: git's own merge
     (xdiff's xdl_merge) returns it as it is, and it is returned here without a git process (a
-    patch whose files are merged because one of them conflicts merges the rest this way)."""
+    patch whose files are merged because one of them conflicts merges the rest this way).
+    Contents git takes for binary (`merges_as_binary`) are otherwise a conflict that keeps
+    `ours`, as in git's own merges."""
     merge = FileMerge(base, ours, theirs, labels)
     try:
         return merge.result()
@@ -305,13 +313,18 @@ class FileMerge:
         self._answer: tuple[bool, bytes] | None = None
         self._proc: subprocess.Popen | None = None
         self._tmp: str | None = None
-        if not any(b"\0" in side[:8000] for side in (base, ours, theirs)):  # git's binary test
-            if ours == base:
-                self._answer = (True, theirs)
-                return
-            if theirs == base:
-                self._answer = (True, ours)
-                return
+        if ours == base:
+            self._answer = (True, theirs)
+            return
+        if theirs == base:
+            self._answer = (True, ours)
+            return
+        if merges_as_binary(base, ours, theirs):
+            # `git merge-file` refuses such a file ("Cannot merge binary files"), which ended
+            # the whole status or rebase. A rebase meets it as git's merge does: a conflict
+            # that keeps our side (the target's file), without markers.
+            self._answer = (False, ours)
+            return
         self._tmp = tempfile.mkdtemp(prefix="patchforge-merge-", dir=scratch_dir())
         try:
             paths = []
