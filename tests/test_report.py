@@ -214,10 +214,13 @@ def test_report_shows_the_range_diff_of_the_last_rebase(project, tmp_path):
 def test_report_says_a_rebase_is_stopped_and_a_fix_is_set_aside(project, tmp_path):
     """`status` exits 1 and prints a `note:` while a rebase is stopped or a fix waits in
     skipped/; the page left the document's notes out and greeted the user with "All 3 patches
-    apply and are still needed" in green. The browser now shows each note, and no such banner."""
+    apply and are still needed" in green (and the text output ended with those words while a
+    rebase was stopped). The browser now shows each note, and no such banner."""
     pf(project, "rebase", "--to", "v2", check=3)
     stopped = tmp_path / "stopped.html"
-    pf(project, "status", "--html", str(stopped), check=1)
+    text = pf(project, "status", "--html", str(stopped), check=1)
+    # The text output's last line did not say all was well either.
+    assert b"still needed" not in text.stdout and b"needs attention" in text.stdout
     _, dom = render_in_chromium(stopped, tmp_path)
     assert "a rebase is stopped at more-retries.patch" in dom
     assert "patches apply and are still needed" not in dom

@@ -166,8 +166,13 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
                              f"series/{fix['upstream']}/deleted/", "yellow", app.color))
         attention = sum(1 for r in results if r.attention) + len(document["skipped"]) + \
             len(document["unlisted"])
-        click.echo(paint(f"{attention} patch(es) need attention", "yellow", app.color)
-                   if attention else f"all {len(results)} patches apply and are still needed")
+        if attention:
+            click.echo(paint(f"{attention} patch(es) need attention", "yellow", app.color))
+        elif busy:  # a rebase stopped or in progress: the note above says where it stands
+            click.echo(paint(f"all {len(results)} patches apply at the pin, but the project "
+                             "needs attention (see the note above)", "yellow", app.color))
+        else:
+            click.echo(f"all {len(results)} patches apply and are still needed")
         # At its own pin a patch conflicts only after a hand edit (of the patch file, or of the
         # pin): the table gives no evidence for a conflict, lint names the hunks.
         at_pin = {name for name, t in targets.items() if t.base_commit == t.commit}
