@@ -54,7 +54,8 @@ def pull_request_info(store: UpstreamStore, target: Target, url: str, forge, loo
     try:
         ref = parse_pr_url(url)
     except UsageError as exc:
-        info["error"] = exc.message
+        # With the form expected: a /pulls/7 pasted from the API is one letter from right.
+        info["error"] = exc.message + (f" ({exc.hint})" if exc.hint else "")
         return info
     if forge is None:
         info["error"] = "no forge client"

@@ -746,7 +746,8 @@ def keep_unadded(project: Project, upstream: str) -> tuple[Path, list[str]] | No
     other file git shows there beside the patch's own) to `.patchforge/left-behind/<upstream>-N/`
     before the worktree goes (`rebase --skip`, `--abort`): `git rebase` keeps such files, and
     one may be the start of a fix. Returns (that directory, the files), None when there are
-    none. Links and anything but regular files are not copied."""
+    none. A symlink made there is kept as a link to the same target (never followed: it was
+    dropped without a word); anything but files and links is not copied."""
     work = Worktree(project.work_dir(upstream))
     if not work.exists():
         return None
@@ -755,7 +756,7 @@ def keep_unadded(project: Project, upstream: str) -> tuple[Path, list[str]] | No
     except PatchforgeError:
         return None  # not a readable worktree: nothing can be told apart in it
     files = [rel for rel in unadded
-             if (work.path / rel).is_file() and not (work.path / rel).is_symlink()]
+             if (work.path / rel).is_symlink() or (work.path / rel).is_file()]
     if not files:
         return None
     base = project.state_dir / "left-behind"
@@ -764,7 +765,12 @@ def keep_unadded(project: Project, upstream: str) -> tuple[Path, list[str]] | No
         number += 1
     kept = base / f"{upstream}-{number}"
     for rel in files:
-        atomic_write(kept / rel, (work.path / rel).read_bytes())
+        source = work.path / rel
+        if source.is_symlink():
+            (kept / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(source), kept / rel)
+        else:
+            atomic_write(kept / rel, source.read_bytes())
     return kept, files
 
 

@@ -346,10 +346,14 @@ def test_skip_and_abort_keep_the_files_made_in_the_worktree_that_nobody_added(st
     work = stack.root / ".patchforge" / "work" / "up"
     (work / "pkg" / "helper.py").write_bytes(b"def helper():\r\n    return 1")
     (work / "notes.txt").write_bytes(b"\xff remember MI300X\n")
+    # A link made there is kept as the link it is (it was dropped without a word), never
+    # followed: its target, a directory outside, is not copied.
+    os.symlink("/etc", work / "pkg" / "etc-link")
     (work / "pkg" / "mod.py").write_bytes(b"half resolved\n")
     _, _, err = stack.cli("rebase", how)
     kept = stack.root / ".patchforge" / "left-behind" / "up-1"
-    assert "2 file(s) made in the worktree but not part of the fix" in err, err
+    assert "3 file(s) made in the worktree but not part of the fix" in err, err
+    assert os.readlink(kept / "pkg" / "etc-link") == "/etc"
     assert ".patchforge/left-behind/up-1" in err
     assert (kept / "pkg" / "helper.py").read_bytes() == b"def helper():\r\n    return 1"
     assert (kept / "notes.txt").read_bytes() == b"\xff remember MI300X\n"

@@ -1212,6 +1212,8 @@ def test_a_fix_sent_to_a_mail_archive_is_no_pull_request_and_a_pulls_url_is_one(
     patches = {p["name"]: p for p in json.loads(proc.stdout)["patches"]}
     assert patches["mailed.patch"]["forwarded"] is None, patches["mailed.patch"]
     assert "not a pull request URL" in patches["pulls.patch"]["forwarded"]["error"]
+    assert "expected https://github.com/OWNER/REPO/pull/NUMBER" in \
+        patches["pulls.patch"]["forwarded"]["error"]
     lint = json.loads(stack.cli("lint", "--json").stdout)
     forwarded = [(f["patch"], f["message"]) for f in lint["findings"] if f["check"] == "forwarded"]
     assert [patch for patch, _ in forwarded] == ["up/pulls.patch"], forwarded
