@@ -478,3 +478,25 @@ def test_a_content_searched_often_is_searched_by_its_lines():
     assert answers[_BYTE_SEARCHES:] == [None, None]
     assert apply_file_patch(content, fp) == expected  # by its lines now
     assert place_in_place(bytes(bytearray(content)), fp.hunks) is not None  # another object
+
+
+@pytest.mark.parametrize("current", [b"", b"other\n", b"new\n", b"new\nother\n"])
+@pytest.mark.parametrize("before,after", [(b"", b"new\n"), (b"new\n", b"")])
+def test_a_patch_filling_or_emptying_a_file_applies_where_git_apply_applies_it(
+        tmp_path, current, before, after):
+    """`@@ -0,0 +1 @@` of a file that was empty, `@@ -1 +0,0 @@` of one left empty (the
+    `index` line says so): git apply takes them, forward and in reverse, only where the file
+    is all the hunk expects; so does apply_file_patch (it put the lines at the top of any
+    file, or took them out of a longer one). A `diff -U0` insertion at the top of a file reads
+    the same but for that line, and is still placed by its line number (the round trip
+    above)."""
+    diff = git_diff(before, after)
+    assert re.search(rb"\nindex [0-9a-f]+\.\.", diff)
+    (fp,) = parse_diff(diff)
+    (tmp_path / "f").write_bytes(current)
+    (tmp_path / "p.diff").write_bytes(diff)
+    for reverse in (False, True):
+        ours = apply_file_patch(current, fp, max_fuzz=0, reverse=reverse)
+        git = subprocess.run(["git", "apply", "--check", *(["-R"] if reverse else []),
+                              "p.diff"], cwd=tmp_path, capture_output=True)
+        assert ours.ok == (git.returncode == 0), (reverse, git.stderr)

@@ -262,6 +262,24 @@ def test_a_text_patch_on_a_file_git_takes_for_binary_is_a_conflict_not_an_error(
     assert after["fix.patch"].state == "applies", after["fix.patch"]
 
 
+@pytest.mark.parametrize("upstream_fills,state", [(b"VALUE = 2\n", "upstreamed"),
+                                                  (b"OTHER = 1\n", "conflict")])
+def test_a_patch_filling_an_empty_file_meets_the_file_upstream_filled_as_git_does(
+        tmp_path, upstream_fills, state):
+    """A patch that puts lines into an empty upstream file (`@@ -0,0 +1 @@`, no context):
+    git apply takes it only on an empty file. Upstream filling the file with the same line
+    (the fix landed) was judged unsure, the hunk applying both ways, and a rebase stopped on
+    it; with other lines it "applied exactly" above them, where git's merge conflicts."""
+    upstream = Upstream(tmp_path / "upstream", {MAIN: BASE, "pkg/empty.py": b""})
+    stack = Stack(tmp_path / "project", upstream)
+    stack.add("fill.patch", file_diff("pkg/empty.py", b"", b"VALUE = 2\n"))
+    target = upstream.commit({"pkg/empty.py": upstream_fills}, "fill pkg/empty.py")
+    assert stack.status(target)["fill.patch"].state == state
+    dry = json.loads(stack.cli("rebase", "--to", f"up={target}", "--dry-run", "--json").stdout)
+    assert [p["action"] for p in dry["patches"]] == \
+        [{"upstreamed": "dropped", "conflict": "conflict"}[state]]
+
+
 def test_a_patch_of_many_files_upstream_changed_is_judged_within_a_low_file_limit(tmp_path):
     """The merges started before a patch's landed detection are a few at a time: a patch of 100
     files upstream changed, one of them in conflict, is judged by a process allowed 64 open

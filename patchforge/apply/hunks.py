@@ -6,6 +6,7 @@ reporting how every hunk applied. A failed hunk is skipped, never half-applied; 
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -509,6 +510,8 @@ def apply_file_patch(old: bytes | None, fp: FilePatch, *, max_fuzz: int = 2,
         return _apply_binary(old, fp, reverse)
     if fp.is_binary:  # the parser never makes one without data; kept for hand-made FilePatches
         raise ApplyError(f"{fp.path}: a binary change without its data cannot be applied")
+    # (Read from the patch as written: a reversed patch is rendered without an `index` line.)
+    empty_before, empty_after = _empty_sides(fp, reverse) if old is not None else (False, False)
     if reverse:
         fp = reverse_file_patch(fp)
     if fp.is_new:
@@ -529,8 +532,38 @@ def apply_file_patch(old: bytes | None, fp: FilePatch, *, max_fuzz: int = 2,
         return FileApplication(fp.old_path, None, None,
                                tuple(HunkOutcome(k, "exact", 0, 0, 1)
                                      for k in range(len(fp.hunks))))
+    # A patch that fills an empty file (`@@ -0,0 +1,N @@`) or empties one (`@@ -1,N +0,0 @@`)
+    # has a hunk without context, which git apply matches at both ends of the file. Placed by
+    # its lines alone, it "applied exactly" to a file upstream had filled since (the lines put
+    # at its top, doubled when the fix had landed), where git's merge conflicts.
+    if empty_before and old:
+        return _all_failed(fp, f"{fp.old_path} is not empty: the patch fills an empty file")
+    if empty_after and old != b"".join(line for h in fp.hunks for line in h.old_lines()):
+        return _all_failed(fp, f"{fp.old_path} is not what the patch empties")
     content, outcomes = apply_hunks_to_bytes(old, fp.hunks, max_fuzz=max_fuzz)
     return FileApplication(fp.old_path, fp.new_path, content, outcomes)
+
+
+# A git diff's `index` line: the pre-image's and the post-image's blob ids.
+_INDEX_LINE = re.compile(rb"\nindex ([0-9a-f]{4,64})\.\.([0-9a-f]{4,64})")
+# The empty blob, in SHA-1 and SHA-256 repositories.
+_EMPTY_BLOBS = (b"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+                b"473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813")
+
+
+def _empty_sides(fp: FilePatch, reverse: bool) -> tuple[bool, bool]:
+    """Whether the patch's `index` line says the file is empty before it applies and after
+    (in the direction it is applied). A `diff -U0` hunk that inserts at the top of a file
+    reads as one that fills an empty file, so a patch without that line is placed by its
+    lines and numbers."""
+    if not fp.hunks or (fp.hunks[0].old_start and fp.hunks[0].new_start):
+        return False, False  # both sides have lines before the first hunk
+    found = _INDEX_LINE.search(fp.raw)
+    if found is None:
+        return False, False
+    pre, post = (any(blob.startswith(side) for blob in _EMPTY_BLOBS)
+                 for side in found.group(1, 2))
+    return (post, pre) if reverse else (pre, post)
 
 
 class PatchApplications:
