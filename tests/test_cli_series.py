@@ -623,3 +623,21 @@ def test_a_hand_edited_hunk_with_stale_counts_names_its_at_at_line(project):
     assert run.rc == 2 and "hunk body does not match its @@ counts" in run.err
     assert "series/up/one.patch:" in run.err
     assert f"hint: the hunk's @@ line is line {at + 1}: after a hand edit" in run.err
+
+
+def test_new_without_a_file_says_the_worktree_is_empty_and_how_files_come(project):
+    """`new NAME` alone opens an empty worktree: its message said "edit files in DIR (`add`
+    brings more)", and the newcomer's first edit met no file there. It says the worktree
+    holds none yet and that `add PATH` brings the upstream's file in; `add` then does."""
+    root = project
+    run = ok(root, "new", "empty-start", "-m", "A fix begun without --file")
+    assert f"{work(root)} holds no file yet" in run.text
+    assert "`patchforge add PATH` brings in the upstream file" in run.text
+    assert "brings more" not in run.text
+    assert [p for p in work(root).rglob("*") if ".git" not in p.parts] == []
+    ok(root, "add", "a.py")
+    assert (work(root) / "a.py").read_bytes() == UPSTREAM_FILES["a.py"]
+    # With --file the worktree holds it, and the message says so as before.
+    ok(root, "edit", "--close")
+    with_file = ok(root, "new", "with-file", "--file", "a.py")
+    assert f"edit files in {work(root)}" in with_file.text and "no file yet" not in with_file.text

@@ -112,8 +112,15 @@ def new(app, name, upstream, after, description, profiles, no_edit, files):
         if no_edit:
             return
         work = open_worktree(project, store, f"{up}/{file_name}", files=files)
-    click.echo(f"edit files in {work} (`patchforge add PATH` brings more), then run "
-               "`patchforge refresh`")
+    if files:
+        click.echo(f"edit files in {work} (`patchforge add PATH` brings more), then run "
+                   "`patchforge refresh`")
+    else:
+        # The worktree holds only the files asked for: with none, the first edit would meet
+        # an empty directory, so say how the files get there.
+        click.echo(f"{work} holds no file yet: `patchforge add PATH` brings in the upstream "
+                   "file the fix changes (PATH relative to the upstream's root), edit it "
+                   "there, then run `patchforge refresh`")
     _warn_new_files(work, files)
 
 
