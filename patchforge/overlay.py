@@ -737,7 +737,8 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                 rows.append((label, "missing", f"pre-image for {target or rel_in_image} not found"))
             elif sha256(candidate.read_bytes()) != entry["base_sha256"]:
                 rows.append((label, "mismatch",
-                             "installed file is not the pre-image this overlay was made for"))
+                             "installed file is not the pre-image this overlay was made for"
+                             f" ({made_for(manifest, entry)})"))
             else:
                 rows.append((label, "ok", "pre-image matches"))
     return rows
@@ -757,6 +758,14 @@ def read_manifest(overlays_dir: Path) -> dict[str, Any]:
         raise InputError(f"not valid JSON ({exc})", path=str(path)) from None
     validate(doc, "manifest", source=str(path))
     return doc
+
+
+def made_for(manifest: dict[str, Any], entry: dict[str, Any]) -> str:
+    """The upstream revision an overlay was made from, as a reader names it ("vllm 0.33.0"):
+    what a mismatched install must run for the overlay to fit it."""
+    name = entry["upstream"]
+    pin = manifest["upstreams"].get(name, {})
+    return f"{name} {pin.get('label') or entry['base_commit'][:12]}"
 
 
 def overlay_entries(manifest: dict[str, Any], profile: str | None,

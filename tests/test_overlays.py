@@ -315,6 +315,29 @@ def test_verify_and_installed_pre_images(stack, tmp_path):
     assert run.rc == 1 and "pkg/new.py" in run.text
 
 
+def test_an_install_of_another_version_is_told_which_one_the_overlays_need(stack, tmp_path):
+    """`verify --installed` on another version's files said only "installed file is not the
+    pre-image this overlay was made for", and nothing of what to do. Each row names the
+    upstream revision the overlay was made from, and a hint the two ways out."""
+    root = stack
+    ok(root, "overlays")
+    manifest = json.loads((root / "overlays/manifest.json").read_bytes())
+    want = {f"({e['upstream']} {manifest['upstreams'][e['upstream']]['label']})"
+            for e in manifest["overlays"] if e["base_sha256"] is not None}
+    site = tmp_path / "site-packages"
+    for rel in ("a.py", "pkg/b.py"):
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_bytes(b"another version\n")
+    run = run_cli(root, "verify", "--installed", str(site))
+    assert run.rc == 1
+    mismatched = [line for line in run.out.splitlines() if line.startswith("mismatch")]
+    assert mismatched and all(any(w in line for w in want) for line in mismatched), run.out
+    assert "deploy the upstream version each overlay names" in run.err
+    assert "`patchforge rebase --to UPSTREAM=VERSION`" in run.err
+    doc = json.loads(run_cli(root, "verify", "--installed", str(site), "--json").out)
+    assert schema_errors(doc, "verify") == []
+
+
 def test_verify_without_overlays_and_with_a_malformed_sums_file(stack):
     root = stack
     run = run_cli(root, "verify")

@@ -144,6 +144,13 @@ def verify(app, installed, image, profile, as_json, output_format):
             # A clone of a stack that keeps its overlay files out of git (as build outputs)
             # has SHA256SUMS but not the files.
             click.echo("hint: `patchforge overlays` writes the missing overlay files", err=True)
+        if any(detail.startswith("installed file is not the pre-image") for _, _, detail in bad):
+            # Mounted anyway, such an overlay silently reverts the installed version's own
+            # changes to the file: say the two ways to make overlays and install agree.
+            click.echo("hint: mounted there, an overlay would undo the installed version's "
+                       "changes to its file: deploy the upstream version each overlay names, or "
+                       "move the series to the installed one (`patchforge rebase --to "
+                       "UPSTREAM=VERSION`, which regenerates them)", err=True)
     if output_format == "github":
         _github_verify(rows, bad)
     if bad:
