@@ -641,3 +641,21 @@ def test_new_without_a_file_says_the_worktree_is_empty_and_how_files_come(projec
     ok(root, "edit", "--close")
     with_file = ok(root, "new", "with-file", "--file", "a.py")
     assert f"edit files in {work(root)}" in with_file.text and "no file yet" not in with_file.text
+
+
+def test_status_against_a_new_target_names_the_rebase_that_moves_the_series(project, tmp_path):
+    """`status --against` ended with "1 patch(es) need attention" and no word of what to do
+    about it; the command that says what a move does, and the move, are named, with the
+    SPECs as given. At the pin (nothing to move) no such hint is printed."""
+    root = project
+    ok(root, "new", "one", "--file", "a.py")
+    replace_in(work(root) / "a.py", b"line2\n", b"LINE2\n")
+    ok(root, "refresh")
+    assert "rebase --to" not in ok(root, "status").err
+    upstream = tmp_path / "up-upstream"
+    replace_in(upstream / "a.py", b"line2\n", b"LINE2\n")  # the fix lands upstream
+    git(upstream, "commit", "-qam", "land the fix")
+    run = run_cli(root, "status", "--against", "up=main")
+    assert run.rc == 1 and "upstreamed" in run.out, run.text
+    assert "hint: `patchforge rebase --to up=main --dry-run` shows what a rebase" in run.err
+    ok(root, "rebase", "--to", "up=main", "--dry-run")  # the command named runs as given

@@ -86,6 +86,7 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
     if more_specs and not specs:
         raise UsageError(f"unexpected argument {more_specs[0]!r}: SPECs follow --against")
     specs = (*specs, *more_specs)
+    given = specs
     project = app.project()
     busy = announce_state(project, as_json=as_json)
     specs = parse_specs(project, specs)
@@ -179,6 +180,15 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
         if any(r.state == "conflict" and r.upstream in at_pin for r in results):
             click.echo("hint: `patchforge lint` says why a patch does not apply at its pin (the "
                        "failing hunks; a patch file saved with CRLF line ends)", err=True)
+        # Against a new target, what the states mean for the series is what a rebase does:
+        # say how to see that, and how to make the move.
+        if any(r.attention and r.upstream not in at_pin for r in results):
+            import shlex
+
+            to = " ".join(shlex.quote(spec) for spec in given)
+            click.echo(f"hint: `patchforge rebase --to {to} --dry-run` shows what a rebase onto "
+                       "the target does with each patch (drop, move or stop); without "
+                       "`--dry-run` it moves the series", err=True)
     if output_format == "github":
         _github(project, targets, results)
     if busy or any(r.attention for r in results) or \
