@@ -171,6 +171,9 @@ def test_init_without_pyproject_writes_patchforge_toml(tmp_path):
     ok(None, "init", str(tmp_path / "new"))
     assert (tmp_path / "new" / "patchforge.toml").is_file()
     assert not (tmp_path / "new" / "pyproject.toml").exists()
+    # ... as `init --help` says (it read as if only --standalone wrote patchforge.toml).
+    assert "without one, patchforge.toml is written anyway" in \
+        " ".join(ok(None, "init", "--help").text.split())
 
 
 def test_init_refuses_a_bad_pyproject_naming_the_line(tmp_path):

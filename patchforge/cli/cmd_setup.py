@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.option("--standalone", is_flag=True,
-              help="Write patchforge.toml instead of a [tool.patchforge] table in pyproject.toml.")
+              help="Write patchforge.toml even where a pyproject.toml could hold the "
+                   "[tool.patchforge] table (without one, patchforge.toml is written anyway).")
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.pass_obj
 def init(app, standalone, directory):
