@@ -638,3 +638,26 @@ def test_a_pyproject_table_beside_patchforge_toml_is_never_ignored_silently(tmp_
         run = run_cli(None, *args, cwd=root)
         assert run.rc == 2 and f"pyproject.toml:{line}: " in run.err \
             and "only patchforge.toml is read" in run.err, (args, run.text)
+
+
+def test_a_branch_the_upstream_lacks_is_answered_with_the_branches_it_has(tmp_path):
+    """`upstream add lib --git DIR --at main` on a repository `git init` made with `master`:
+    the error read "lib.<hash>: DIR has no branch or tag 'main'" (the store's own name for the
+    remote) and "check the name". It names the branches the repository has; nothing is
+    written."""
+    upstream = tmp_path / "lib"
+    upstream.mkdir()
+    git(upstream, "init", "-q", "-b", "master")
+    (upstream / "m.py").write_bytes(b"a = 1\n")
+    git(upstream, "add", "m.py")
+    git(upstream, "-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "-qm", "one")
+    git(upstream, "branch", "release-1")
+    root = tmp_path / "stack"
+    ok(None, "init", str(root))
+    config = {name: (root / name).read_bytes() for name in ("patchforge.toml", "upstream.lock")}
+    run = run_cli(root, "upstream", "add", "lib", "--git", str(upstream), "--at", "main")
+    assert run.rc == 2, run.text
+    assert f"{upstream} has no branch or tag 'main' (its branches: master, release-1)" in run.err
+    assert "lib." not in run.err.replace(f"{upstream}", "")
+    assert {name: (root / name).read_bytes() for name in config} == config
+    ok(root, "upstream", "add", "lib", "--git", str(upstream), "--at", "master")

@@ -31,7 +31,7 @@ from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
                                   is_offline, run_git)
-from patchforge.store.giturl import check_git_url, is_local_git_url
+from patchforge.store.giturl import check_git_url, is_local_git_url, redact
 from patchforge.store.objects import commit_bytes, edit_tree, write_loose
 from patchforge.store.rangediff import RangeDiffImport
 
@@ -737,7 +737,11 @@ class UpstreamStore:
                     raise StoreError(f"{upstream}: {url} has no HEAD (no default branch checked "
                                      "out there)", hint="name a branch, tag or commit")
                 if not hits:
-                    raise StoreError(f"{upstream}: {url} has no branch or tag {name!r}")
+                    # (Not the store's remote name, which means nothing to the reader.) Its
+                    # branches say what to name instead: a repository made by `git init`
+                    # may have `master` where `main` was expected.
+                    raise StoreError(f"{redact(url)} has no branch or tag {name!r}"
+                                     f"{self._branches_said(upstream, url)}")
                 for hit in hits:
                     refspecs.append(f"+{hit}:{self._tracking_ref(upstream, hit)}")
         for oid in want_ids:
@@ -763,6 +767,17 @@ class UpstreamStore:
                         what=f"listing refs of {url}", network=True)
         return sorted(line.split("\t", 1)[1] for line in out.splitlines()
                       if "\t" in line and not line.endswith("^{}"))
+
+    def _branches_said(self, upstream: str, url: str) -> str:
+        """" (its branches: main, release)" for an error naming a ref the remote lacks."""
+        out = self._out("ls-remote", "--heads", "--", upstream,
+                        what=f"listing branches of {redact(url)}", network=True)
+        heads = sorted(line.split("\t", 1)[1].removeprefix("refs/heads/")
+                       for line in out.splitlines() if "\t" in line)
+        if not heads:
+            return " (it has no branch)"
+        shown = ", ".join(heads[:10]) + (f", ... ({len(heads)} in all)" if len(heads) > 10 else "")
+        return f" (its branches: {shown})"
 
     @staticmethod
     def _tracking_ref(upstream: str, ref: str) -> str:
