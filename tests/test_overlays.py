@@ -623,3 +623,16 @@ def test_an_artifact_named_with_a_backslash_is_listed_as_sha256sum_writes_it(sta
     (overlays / "artifacts/tuning\\MI300X.csv").write_bytes(b"tampered\n")
     run = run_cli(root, "verify")
     assert run.rc == 1 and "artifacts/tuning\\MI300X.csv" in run.text
+
+
+def test_overlays_of_a_stack_without_profiles_are_counted_plainly(tmp_path):
+    """A stack with no profiles was told "wrote 1 overlay files ((all): 1)": an internal
+    placeholder for "no profile" and a wrong plural. One overlay is "1 overlay file"."""
+    root, _ = git_project(tmp_path)
+    ok(root, "new", "fix", "--file", "a.py")
+    work = root / ".patchforge/work/up/a.py"
+    work.write_bytes(work.read_bytes().replace(b"line2", b"line2 fixed"))
+    ok(root, "refresh")
+    run = ok(root, "overlays")
+    assert run.out.startswith("wrote 1 overlay file, SHA256SUMS, manifest.json"), run.out
+    assert "(all)" not in run.out

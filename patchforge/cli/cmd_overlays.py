@@ -102,8 +102,11 @@ def overlays(app, profiles, check, as_json, output_format):
     for f in result.files:
         by_profile.setdefault(f.profile or "(all)", 0)
         by_profile[f.profile or "(all)"] += 1
-    summary = ", ".join(f"{p}: {n}" for p, n in by_profile.items()) or "none"
-    click.echo(f"wrote {len(result.files)} overlay files ({summary}), SHA256SUMS, "
+    # Per profile when there are profiles; a stack without any has one set of overlays.
+    summary = "" if set(by_profile) == {"(all)"} else \
+        " (" + (", ".join(f"{p}: {n}" for p, n in by_profile.items()) or "none") + ")"
+    files = "overlay file" if len(result.files) == 1 else "overlay files"
+    click.echo(f"wrote {len(result.files)} {files}{summary}, SHA256SUMS, "
                "manifest.json and compose mounts under overlays/")
     if skipped:
         sys.exit(EXIT_ATTENTION)
