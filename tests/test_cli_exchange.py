@@ -860,3 +860,20 @@ def test_a_profile_no_one_declared_is_refused_at_import_and_named_by_status(tmp_
         status.text
     assert json.loads(run_cli(root, "status", "--json").out)["patches"][0]["needs_attention"]
     assert run_cli(root, "overlays").rc == 2
+
+
+def test_an_import_meeting_a_name_in_use_says_how_to_free_it(project, tmp_path):
+    """An import whose patch takes the name of another fix of the series was refused with
+    "a patch named X already exists" and nothing more; it says nothing was imported and how
+    the name is freed. Renaming the fix in the way lets the same import through."""
+    root = project
+    ok(root, "new", "fix-line-three", "--no-edit", "-m", "another fix of the same name")
+    fork = fork_with_commits(tmp_path)
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    assert run.rc == 2 and "a patch named fix-line-three.patch already exists" in run.err
+    assert "hint: nothing was imported: `patchforge rename` or `patchforge delete` frees the " \
+        "name" in run.err
+    assert tree_bytes(root / "series") == before
+    ok(root, "rename", "fix-line-three", "older-fix")
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")

@@ -68,7 +68,10 @@ def _check_new_name(project: Project, upstream: str, file_name: str,
     if not _name_taken(project, upstream, file_name, data):
         return
     if file_name in project.patch_names(upstream):
-        raise UsageError(f"a patch named {file_name} already exists in the {upstream} series")
+        raise UsageError(f"a patch named {file_name} already exists in the {upstream} series",
+                         hint="nothing was imported: `patchforge rename` or `patchforge delete` "
+                              "frees the name (a deleted fix is kept under deleted/), or leave "
+                              "that patch out of what you import")
     raise UsageError(f"a patch file named {file_name} is already there, not listed in the series: "
                      f"{project.patch_path(upstream, file_name)}",
                      hint="list it in the series or remove it, then import again")
