@@ -569,6 +569,26 @@ def test_a_merge_started_early_gives_git_merge_file_s_answer_and_leaves_nothing(
     assert not os.path.exists(scratch)
 
 
+def random_edit(rng, lines: list[bytes], words: list[bytes], *, edits: int, deleted: float,
+                replaced: float, run: int) -> list[bytes]:
+    """`lines` after up to `edits` changes drawn by `rng` (the random merge checks below): a
+    line deleted (with chance `deleted`), replaced by one of `words` (up to `replaced`), or up
+    to `run` lines of `words` inserted."""
+    out = list(lines)
+    for _ in range(rng.randint(0, edits)):
+        at = rng.randint(0, len(out))
+        kind = rng.random()
+        if kind < deleted and at < len(out):
+            del out[at]
+        elif kind < replaced and at < len(out):
+            out[at] = rng.choice(words)
+        elif run == 1:
+            out.insert(at, rng.choice(words))
+        else:
+            out[at:at] = rng.sample(words, rng.randint(1, run))
+    return out
+
+
 def test_the_line_check_never_rules_out_a_merge_that_gives_ours_back(tmp_path):
     """merge_can_give_ours says False only where git merge-file cannot give `ours` back cleanly:
     checked against git on edits of a small file drawn at random (few distinct lines, so the two
@@ -579,17 +599,7 @@ def test_the_line_check_never_rules_out_a_merge_that_gives_ours_back(tmp_path):
     words = [b"a", b"b", b"c", b"d", b"e", b"", b"  a"]
 
     def edit(lines):
-        out = list(lines)
-        for _ in range(rng.randint(0, 3)):
-            at = rng.randint(0, len(out))
-            kind = rng.random()
-            if kind < 0.4 and at < len(out):
-                del out[at]
-            elif kind < 0.7 and at < len(out):
-                out[at] = rng.choice(words)
-            else:
-                out.insert(at, rng.choice(words))
-        return out
+        return random_edit(rng, lines, words, edits=3, deleted=0.4, replaced=0.7, run=1)
 
     checked = ruled_out = 0
     for case in range(150):
@@ -625,17 +635,7 @@ def test_the_run_check_never_rules_out_a_merge_that_gives_ours_back(tmp_path):
                     [b"x%d" % k for k in range(10)] + [b"", b"}"]]
 
     def edit(lines, words):
-        out = list(lines)
-        for _ in range(rng.randint(0, 4)):
-            at = rng.randint(0, len(out))
-            kind = rng.random()
-            if kind < 0.35 and at < len(out):
-                del out[at]
-            elif kind < 0.6 and at < len(out):
-                out[at] = rng.choice(words)
-            else:
-                out[at:at] = rng.sample(words, rng.randint(1, 3))
-        return out
+        return random_edit(rng, lines, words, edits=4, deleted=0.35, replaced=0.6, run=3)
 
     gives = ruled_out = beyond_line_sets = 0
     for case in range(600):
