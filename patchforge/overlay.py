@@ -243,9 +243,8 @@ def _artifact_line(project: Project, artifact: str) -> int | None:
 def render_metadata(project: Project, overlays: OverlaySet) -> dict[str, bytes]:
     """SHA256SUMS, manifest.json, the compose override files and Dockerfiles, as bytes keyed by
     path under overlays/."""
-    sums = [(f.sha256, f.rel) for f in overlays.files]
-    sums += [(sha256(data), rel) for rel, data in overlays.artifact_files.items()]
-    outputs = {"SHA256SUMS": "".join(sums_line(d, r) for d, r in sorted(sums, key=lambda x: x[1]))
+    sums = sorted(_digests(overlays).items())
+    outputs = {"SHA256SUMS": "".join(sums_line(d, r) for r, d in sums)
                .encode("utf-8", "surrogateescape")}
     manifest: dict[str, Any] = {
         "version": MANIFEST_VERSION,

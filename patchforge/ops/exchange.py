@@ -107,10 +107,9 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
     listed, if it is not yet. `sources` names where each patch came from (a quilt patch file,
     an mbox message, a commit) and, for a file, its bytes as they were read there."""
     _refuse_repeat(project, upstream, pending)
-    for file_name, data in pending:
-        parse_patch_file(data, file_name)
-    _refuse_unknown_profiles(project, pending, sources or {})
-    _refuse_collisions(project, store, upstream, pending, sources or {})
+    parsed = {file_name: parse_patch_file(data, file_name) for file_name, data in pending}
+    _refuse_unknown_profiles(project, parsed, sources or {})
+    _refuse_collisions(project, store, upstream, parsed, sources or {})
     with RepoLock(project.state_dir):
         # The names were found free before the lock: a `new` of the same name beside this
         # command would otherwise keep its file and take the import for done ("imported").
@@ -125,7 +124,7 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
         series_changed(project)
 
 
-def _refuse_unknown_profiles(project: Project, pending: list[tuple[str, bytes]],
+def _refuse_unknown_profiles(project: Project, parsed: dict[str, PatchFile],
                              sources: dict[str, tuple[str, bytes | None]]) -> None:
     """Refuse an import of which a patch lists a profile the configuration does not declare
     (a typo): the fix would be in no profile's overlays. Named in the file it came from (its
@@ -133,11 +132,12 @@ def _refuse_unknown_profiles(project: Project, pending: list[tuple[str, bytes]],
     from patchforge.apply.series import refuse_unknown_profiles
 
     configured = list(project.config.profiles)
-    for name, data in pending:
+    for name, patch in parsed.items():
         where, original = sources.get(name, (name, None))
         try:
-            refuse_unknown_profiles(parse_patch_file(original if original is not None
-                                                     else data, where), configured)
+            # (The file as it was read, when there is one: its line numbers.)
+            refuse_unknown_profiles(parse_patch_file(original, where) if original is not None
+                                    else patch, configured)
         except InputError as exc:
             raise InputError(f"patch {name}: {exc.message}; nothing was imported", path=where,
                              line=exc.line if original is not None else None,
@@ -145,7 +145,7 @@ def _refuse_unknown_profiles(project: Project, pending: list[tuple[str, bytes]],
 
 
 def _refuse_collisions(project: Project, store: UpstreamStore, upstream: str,
-                       pending: list[tuple[str, bytes]],
+                       parsed: dict[str, PatchFile],
                        sources: dict[str, tuple[str, bytes | None]]) -> None:
     """Refuse an import of which a patch creates (renames or copies to) a path already filled
     at the pin: a file the upstream has with other content, a file an earlier patch makes, a
@@ -154,8 +154,6 @@ def _refuse_collisions(project: Project, store: UpstreamStore, upstream: str,
     and `lint` said so afterwards. Nothing is written."""
     from patchforge.stack import profile_collisions
 
-    parsed = {name: parse_patch_file(data, sources.get(name, (name, None))[0])
-              for name, data in pending}
     listed = project.patch_names(upstream)
     patches = [(n, parsed.get(n) or project.read_patch(upstream, n)) for n in listed]
     patches += [(n, patch) for n, patch in parsed.items() if n not in listed]
