@@ -65,10 +65,21 @@ def bring_missing_pins(project: Project, store: UpstreamStore,
     lock = project.lock
     pinned = [name for name in project.upstream_names()
               if name in lock.upstreams and (names is None or name in names)]
-    missing = set(store.missing_objects([lock.pin(name).commit for name in pinned]))
-    brought = [name for name in pinned if lock.pin(name).commit in missing]
-    for name in brought:
-        ensure_pinned(project, store, name, lock.pin(name))
+    return bring_pins(project, store, [(name, lock.pin(name)) for name in pinned])
+
+
+def bring_pins(project: Project, store: UpstreamStore,
+               pins: list[tuple[str, UpstreamPin]]) -> list[str]:
+    """Bring each (upstream, pin) whose revision `store` lacks into it (ensure_pinned), a
+    revision named twice once; those present cost one cat-file lookup together. Returns the
+    upstreams brought in."""
+    missing = set(store.missing_objects([pin.commit for _, pin in pins]))
+    brought = []
+    for upstream, pin in pins:
+        if pin.commit in missing:
+            ensure_pinned(project, store, upstream, pin)
+            missing.discard(pin.commit)
+            brought.append(upstream)
     return brought
 
 

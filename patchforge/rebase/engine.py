@@ -198,15 +198,11 @@ class Rebase:
         """The revisions the run moves from and to, brought into the store where it lacks them
         (the cache emptied, or another PATCHFORGE_CACHE, while the rebase was stopped): read
         as trees without files, a resolution was written as a patch creating its files."""
-        from patchforge.pins import ensure_pinned
+        from patchforge.pins import bring_pins
 
-        pins = [(upstream, pin) for upstream, entry in run.upstreams.items()
-                for pin in (entry.old, entry.new)]
-        missing = set(self.store.missing_objects([pin.commit for _, pin in pins]))
-        for upstream, pin in pins:
-            if pin.commit in missing:
-                ensure_pinned(self.project, self.store, upstream, pin)
-                missing.discard(pin.commit)
+        bring_pins(self.project, self.store, [(upstream, pin)
+                                              for upstream, entry in run.upstreams.items()
+                                              for pin in (entry.old, entry.new)])
 
     def _resume(self, run: RebaseRun, *, skip: bool) -> dict:
         if run.phase == "committing":
