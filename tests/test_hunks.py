@@ -500,3 +500,46 @@ def test_a_patch_filling_or_emptying_a_file_applies_where_git_apply_applies_it(
         git = subprocess.run(["git", "apply", "--check", *(["-R"] if reverse else []),
                               "p.diff"], cwd=tmp_path, capture_output=True)
         assert ours.ok == (git.returncode == 0), (reverse, git.stderr)
+
+
+@pytest.mark.parametrize("current", [b"a\n", b"b\n", b"x\na\ny\n", b"a\nmore\n", b"top\na\n",
+                                     b"x\nb\ny\n"])
+@pytest.mark.parametrize("with_index", [True, False])
+def test_a_hunk_without_context_replacing_a_whole_file_is_anchored_at_both_ends(
+        tmp_path, current, with_index):
+    """`@@ -1 +1 @@` without context, the whole of a one-line file replaced (`diff -U0`, or
+    `git diff -U0` with its `index` line): git apply (without --unidiff-zero) takes it only
+    where the file is all of the hunk's old lines (forward; its new lines in reverse). So does
+    apply_file_patch: it placed the line wherever it found it (`x\\na\\ny\\n` became
+    `x\\nb\\ny\\n`), as `git apply --unidiff-zero` and GNU patch do."""
+    diff = git_diff(b"a\n", b"b\n", context=0)
+    assert re.search(rb"\nindex [0-9a-f]+\.\.", diff)
+    if not with_index:
+        diff = re.sub(rb"index [^\n]*\n", b"", diff)
+    (fp,) = parse_diff(diff)
+    (tmp_path / "f").write_bytes(current)
+    (tmp_path / "p.diff").write_bytes(diff)
+    for reverse in (False, True):
+        ours = apply_file_patch(current, fp, max_fuzz=2, reverse=reverse)
+        git = subprocess.run(["git", "apply", "--check", *(["-R"] if reverse else []),
+                              "p.diff"], cwd=tmp_path, capture_output=True)
+        assert ours.ok == (git.returncode == 0), (reverse, git.stderr)
+        if not ours.ok:
+            assert "whole file" in ours.error
+
+
+def test_a_hunk_without_context_at_line_one_of_a_longer_file_is_placed_by_its_line(tmp_path):
+    """`git diff -U0` of a change to line 1 of a longer file reads like a whole-file
+    replacement but for its `index` line, whose pre-image is not the hunk's old lines: it is
+    placed by its line number, where `git apply --unidiff-zero` and GNU patch place it."""
+    new = edit(BASE, b"line 01\n", b"LINE 01\n")
+    diff = git_diff(BASE, new, context=0)
+    (fp,) = parse_diff(diff)
+    (tmp_path / "p.diff").write_bytes(diff)
+    for current in (BASE, b"top\n" + BASE):
+        (tmp_path / "f").write_bytes(current)
+        ours = apply_file_patch(current, fp)
+        git = subprocess.run(["git", "apply", "--unidiff-zero", "p.diff"], cwd=tmp_path,
+                             capture_output=True)
+        assert git.returncode == 0, git.stderr
+        assert ours.content == (tmp_path / "f").read_bytes()

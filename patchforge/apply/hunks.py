@@ -6,11 +6,13 @@ reporting how every hunk applied. A failed hunk is skipped, never half-applied; 
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from functools import lru_cache
 from typing import Any
 
-from patchforge.apply.diffparse import FilePatch, Hunk, reverse_file_patch, split_lines
+from patchforge.apply.diffparse import (FilePatch, Hunk, line_kind, reverse_file_patch,
+                                        split_lines)
 from patchforge.errors import ApplyError
 from patchforge.model.record import record
 
@@ -511,7 +513,7 @@ def apply_file_patch(old: bytes | None, fp: FilePatch, *, max_fuzz: int = 2,
     if fp.is_binary:  # the parser never makes one without data; kept for hand-made FilePatches
         raise ApplyError(f"{fp.path}: a binary change without its data cannot be applied")
     # (Read from the patch as written: a reversed patch is rendered without an `index` line.)
-    empty_before, empty_after = _empty_sides(fp, reverse) if old is not None else (False, False)
+    whole = _whole_file(fp, reverse) if old is not None else None
     if reverse:
         fp = reverse_file_patch(fp)
     if fp.is_new:
@@ -532,38 +534,54 @@ def apply_file_patch(old: bytes | None, fp: FilePatch, *, max_fuzz: int = 2,
         return FileApplication(fp.old_path, None, None,
                                tuple(HunkOutcome(k, "exact", 0, 0, 1)
                                      for k in range(len(fp.hunks))))
-    # A patch that fills an empty file (`@@ -0,0 +1,N @@`) or empties one (`@@ -1,N +0,0 @@`)
-    # has a hunk without context, which git apply matches at both ends of the file. Placed by
-    # its lines alone, it "applied exactly" to a file upstream had filled since (the lines put
-    # at its top, doubled when the fix had landed), where git's merge conflicts.
-    if empty_before and old:
-        return _all_failed(fp, f"{fp.old_path} is not empty: the patch fills an empty file")
-    if empty_after and old != b"".join(line for h in fp.hunks for line in h.old_lines()):
-        return _all_failed(fp, f"{fp.old_path} is not what the patch empties")
+    # A hunk without context at the top of the file (`@@ -0,0 +1,N @@` filling an empty file,
+    # `@@ -1,N +0,0 @@` emptying one, `@@ -1 +1 @@` replacing a one-line file) is matched by
+    # git apply at both ends of the file. Placed by its lines alone, it "applied" to a file
+    # upstream had filled or grown since (`x\na\ny\n` became `x\nb\ny\n`), where git apply
+    # refuses it and git's merge conflicts.
+    if whole is not None and old != whole:
+        return _all_failed(fp, f"{fp.old_path} is not the whole file the patch replaces (a hunk "
+                               "without context at the top of a file is matched at both ends, "
+                               "as git apply matches it)")
     content, outcomes = apply_hunks_to_bytes(old, fp.hunks, max_fuzz=max_fuzz)
     return FileApplication(fp.old_path, fp.new_path, content, outcomes)
 
 
 # A git diff's `index` line: the pre-image's and the post-image's blob ids.
 _INDEX_LINE = re.compile(rb"\nindex ([0-9a-f]{4,64})\.\.([0-9a-f]{4,64})")
-# The empty blob, in SHA-1 and SHA-256 repositories.
-_EMPTY_BLOBS = (b"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
-                b"473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813")
 
 
-def _empty_sides(fp: FilePatch, reverse: bool) -> tuple[bool, bool]:
-    """Whether the patch's `index` line says the file is empty before it applies and after
-    (in the direction it is applied). A `diff -U0` hunk that inserts at the top of a file
-    reads as one that fills an empty file, so a patch without that line is placed by its
-    lines and numbers."""
-    if not fp.hunks or (fp.hunks[0].old_start and fp.hunks[0].new_start):
-        return False, False  # both sides have lines before the first hunk
+def _blob_id(content: bytes, length: int) -> bytes:
+    """The git blob id of `content`, SHA-1 or (for a 64-digit id) SHA-256."""
+    digest = hashlib.sha256 if length > 40 else hashlib.sha1
+    return digest(b"blob %d\0" % len(content) + content).hexdigest().encode()
+
+
+def _whole_file(fp: FilePatch, reverse: bool) -> bytes | None:
+    """The whole file a patch of one hunk without context at the top of the file must meet
+    (in the direction it is applied), or None when the hunk is placed by its lines and number.
+
+    Such a hunk (`@@ -1 +1 @@`, `@@ -0,0 +1,N @@`, `@@ -1,N +0,0 @@`) reads the same whether it
+    replaces the whole file or changes the top of a longer one: git apply (without
+    --unidiff-zero) takes the first reading and matches it at both ends of the file,
+    `git apply --unidiff-zero` and GNU patch the second and place it by its line number. The
+    `index` line decides when there is one: the hunk's side is the whole file when its blob id
+    is the one recorded there. Without one, the reading git apply gives is taken: at worst a
+    patch is refused that GNU patch would place by its line number, never the other way.
+    """
+    if len(fp.hunks) != 1:
+        return None  # a diff -U0 of several hunks changes a longer file (and is refused)
+    (hunk,) = fp.hunks
+    start = hunk.new_start if reverse else hunk.old_start
+    if start > 1 or hunk.leading_context or hunk.trailing_context or any(
+            line_kind(line) == b" " for line in hunk.lines):
+        return None
+    side = b"".join(hunk.new_lines() if reverse else hunk.old_lines())
     found = _INDEX_LINE.search(fp.raw)
     if found is None:
-        return False, False
-    pre, post = (any(blob.startswith(side) for blob in _EMPTY_BLOBS)
-                 for side in found.group(1, 2))
-    return (post, pre) if reverse else (pre, post)
+        return side
+    recorded = found.group(2 if reverse else 1)
+    return side if _blob_id(side, len(recorded)).startswith(recorded) else None
 
 
 class PatchApplications:
