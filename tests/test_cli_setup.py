@@ -228,6 +228,10 @@ def test_upstream_add_git_pins_the_commit_and_appends_the_table(tmp_path):
     again = run_cli(root, "upstream", "add", "vllm", "--git", str(upstream), "--at", "main")
     assert again.rc == 2 and "already configured" in again.err
     assert tree_bytes(root) == snapshot
+    # So is a name that differs only in case: series/VLLM is series/vllm on macOS or Windows.
+    twin = run_cli(root, "upstream", "add", "VLLM", "--git", str(upstream), "--at", "main")
+    assert twin.rc == 2 and "only in case" in twin.err, twin.err
+    assert tree_bytes(root) == snapshot
 
 
 def test_upstream_add_needs_exactly_one_kind(tmp_path):

@@ -92,3 +92,60 @@ def test_generated_text_parses_and_round_trips(tmp_path):
         assert table["upstreams"]["v"] == {"kind": "dir", "path": 'we"ird\\path',
                                            "install-root": "/opt"}
         assert table["profiles"] == {}
+
+
+NAMES = ["vllm", "aiter", "a", "A.b_c-9", "x" * 100, "x" * 101, "vllm.rocm", "a..b", ".x", "-x",
+         "_x", "", "a b", "é", "SHA256SUMS", "sha256sums", "Sha256Sums", "manifest.json",
+         "Manifest.JSON", "manifestxjson", "compose.yaml", "Dockerfile", "dockerfile",
+         "README.md", "readme.MD", "artifacts", "ARTIFACTS", "artifacts2", "PATCHES.md",
+         "history.jsonl", "History.Jsonl", "x.", "x.lock", "lock", "x.lockx", "x.LOCK",
+         "SHA256SUMS.d", "compose.yml"]
+
+
+@pytest.mark.parametrize("section", ["upstreams", "profiles"])
+def test_the_schema_and_the_code_refuse_the_same_upstream_and_profile_names(tmp_path, section):
+    """config.schema.json is what an editor checks the table against: every upstream or
+    profile name the code refuses (names.check_directory_name: a file patchforge writes in any
+    case, a `.`/`.lock` end, the character rules) the schema refuses, and no other; the
+    command refuses it naming the key's line."""
+    from patchforge.formats.schemas import first_violation
+    from patchforge.names import check_directory_name
+
+    for name in NAMES:
+        table = {section: {name: {"kind": "dir", "path": "/src"} if section == "upstreams"
+                           else "a profile"}}
+        try:
+            check_directory_name(name, section.rstrip("s"))
+            code_refuses = False
+        except ValueError:
+            code_refuses = True
+        schema_refuses = first_violation(table, "config") is not None
+        assert schema_refuses == code_refuses, name
+    for name in ("sha256sums", "x.lock", "Manifest.JSON"):
+        path = tmp_path / "patchforge.toml"
+        entry = '\nkind = "dir"\npath = "/src"\n' if section == "upstreams" else '\n'
+        body = (f'[{section}."{name}"]{entry}' if section == "upstreams"
+                else f'[profiles]\nok = "x"\n"{name}" = "y"\n')
+        path.write_text("# the stack\n" + body)
+        with pytest.raises(ConfigError) as err:
+            load_config(path)
+        line = 2 if section == "upstreams" else 4
+        assert err.value.line == line and name in str(err.value), str(err.value)
+        assert "patchforge writes" in str(err.value) or ".lock" in str(err.value)
+
+
+@pytest.mark.parametrize("section", ["upstreams", "profiles"])
+def test_names_that_differ_only_in_case_are_refused(tmp_path, section):
+    """`vllm` and `VLLM` are one directory on macOS or Windows (series/vllm, overlays/a):
+    two upstreams' patches, or two profiles' overlay files, would land in one. The second is
+    refused naming its line (JSON Schema cannot state this rule; its description says it)."""
+    path = tmp_path / "patchforge.toml"
+    if section == "upstreams":
+        path.write_text('[upstreams.vllm]\nkind = "dir"\npath = "/a"\n\n'
+                        '[upstreams.VLLM]\nkind = "dir"\npath = "/b"\n')
+    else:
+        path.write_text('[profiles]\ngfx942 = "MI300X"\nGFX942 = "the same"\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.line == (5 if section == "upstreams" else 3), str(err.value)
+    assert "only in case" in str(err.value)

@@ -79,6 +79,8 @@ def validate_config_table(table: dict, text: str, source: str, prefix: str) -> N
     found = first_violation(table, "config")
     if found is not None:
         where, message = found
+        if len(where) == 2 and where[0] in ("upstreams", "profiles"):
+            message = directory_name_problem(where[1], where[0]) or message
         key = dotted(where) if where else ""
         raise ConfigError(f"{prefix}{key}: {message}" if key else message, path=source,
                           line=toml_key_line(text, prefix,
@@ -88,6 +90,34 @@ def validate_config_table(table: dict, text: str, source: str, prefix: str) -> N
         marker.touch()
     except OSError:
         pass  # a read-only cache only costs the next command the validation again
+
+
+def directory_name_problem(name: object, section: str) -> str | None:
+    """Why `name` cannot be an upstream (`section` "upstreams") or profile ("profiles") name,
+    or None: names.check_directory_name, the rule config.schema.json's `directory-name` states
+    too (tests/test_config.py feeds both the same names)."""
+    from patchforge.names import check_directory_name
+
+    try:
+        check_directory_name(name, section.rstrip("s"))
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def case_twin_problem(name: str, section: str, names) -> str | None:
+    """Why `name` cannot join `names` (the section's names, `name` among them or not), or
+    None: a name that differs from an earlier one only in case is the same directory on a
+    case-insensitive file system (macOS, Windows), where two upstreams' series (or two
+    profiles' overlays) would be one. JSON Schema cannot state this rule."""
+    for other in names:
+        if other == name:
+            return None  # only a later twin is refused, naming the first
+        if other.lower() == name.lower():
+            where = "series/" if section == "upstreams" else "overlays/"
+            return (f"{section.rstrip('s')} {name!r} differs from {other!r} only in case: "
+                    f"one directory ({where}{other}) on macOS or Windows; choose another name")
+    return None
 
 
 def toml_key_line(text: str, prefix: str, where: list[str]) -> int | None:
@@ -147,13 +177,12 @@ def load_config(path: Path) -> Config:
         return value
 
     def check_name(section: str, name: str) -> None:
-        from patchforge.names import check_directory_name
-
-        try:
-            check_directory_name(name, section.rstrip("s"))
-        except ValueError as exc:
-            raise ConfigError(f"{prefix}{section}.{toml_key(name)}: {exc}", path=str(path),
-                              line=toml_key_line(text, prefix, [section, name])) from None
+        problem = directory_name_problem(name, section)
+        if problem is None:
+            problem = case_twin_problem(name, section, table.get(section, {}))
+        if problem is not None:
+            raise ConfigError(f"{prefix}{section}.{toml_key(name)}: {problem}", path=str(path),
+                              line=toml_key_line(text, prefix, [section, name]))
 
     upstreams: dict[str, UpstreamConfig] = {}
     for name, spec in expect(table.get("upstreams", {}), dict, "upstreams").items():

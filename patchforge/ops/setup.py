@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import ConfigError, StoreError, UsageError
-from patchforge.formats.config import (PYPROJECT, STANDALONE, find_config_table,
-                                       starting_config_text, upstream_table_text,
+from patchforge.formats.config import (PYPROJECT, STANDALONE, case_twin_problem,
+                                       find_config_table, starting_config_text, upstream_table_text,
                                        validate_config_table)
 from patchforge.formats.lockfile import write_lock
 from patchforge.fsutil import RepoLock, atomic_write
@@ -110,6 +110,10 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
         check_directory_name(upstream.name, "upstream")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    twin = case_twin_problem(upstream.name, "upstreams", [*project.config.upstreams,
+                                                          upstream.name])
+    if twin is not None:
+        raise UsageError(twin)
     with RepoLock(project.state_dir), open_store(project) as store:
         pin = pin_for_spec(project, store, upstream, spec)
         found = find_config_table(project.config_path)
