@@ -721,19 +721,26 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                 rows.append((artifact["path"], "mismatch",
                              "changed since `patchforge overlays` pinned it"))
     if installed is not None and manifest is not None:
-        for entry in overlay_entries(manifest, profile, str(manifest_path)):
+        entries = overlay_entries(manifest, profile, str(manifest_path))
+        at_targets = _upstreams_at_their_targets(Path(installed), entries)
+        for entry in entries:
             target = entry.get("target")
-            rel_in_image = entry["path"]
-            candidate = Path(installed) / rel_in_image
-            label = f"{installed}/{rel_in_image}" + (f" [{entry['profile']}]"
-                                                    if entry.get("profile") else "")
+            in_root = bool(target) and entry["upstream"] in at_targets
+            rel_in_dir = (target or "").lstrip("/") if in_root else entry["path"]
+            candidate = Path(installed) / rel_in_dir
+            label = os.path.join(str(installed), rel_in_dir) + (
+                f" [{entry['profile']}]" if entry.get("profile") else "")
             if entry["base_sha256"] is None:
                 if candidate.exists():
                     rows.append((label, "mismatch", "the overlay creates this file, but it exists"))
                 else:
                     rows.append((label, "ok", "created by the overlay"))
             elif not candidate.exists():
-                rows.append((label, "missing", f"pre-image for {target or rel_in_image} not found"))
+                looked = "" if in_root or not target else \
+                    f" (nor at {os.path.join(str(installed), target.lstrip('/'))}, as in a root " \
+                    "file system)"
+                rows.append((label, "missing",
+                             f"pre-image for {target or entry['path']} not found{looked}"))
             elif sha256(candidate.read_bytes()) != entry["base_sha256"]:
                 rows.append((label, "mismatch",
                              "installed file is not the pre-image this overlay was made for"
@@ -741,6 +748,18 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
             else:
                 rows.append((label, "ok", "pre-image matches"))
     return rows
+
+
+def _upstreams_at_their_targets(installed: Path, entries: list[dict[str, Any]]) -> set[str]:
+    """The upstreams whose files `verify --installed DIR` looks for at their targets under DIR
+    (install-root + path: DIR is an image's root file system, `docker export` unpacked or `/`
+    inside the container), rather than at their paths (DIR is the upstream's install root,
+    site-packages). Upstreams installed at different roots can only be checked in the first
+    way. Decided per upstream, by whether any of its pre-images is there: a file the overlay
+    creates is looked for where its upstream's others are found."""
+    return {entry["upstream"] for entry in entries
+            if entry.get("target") and entry["base_sha256"] is not None
+            and (installed / entry["target"].lstrip("/")).is_file()}
 
 
 def read_manifest(overlays_dir: Path) -> dict[str, Any]:

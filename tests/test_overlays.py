@@ -338,6 +338,45 @@ def test_an_install_of_another_version_is_told_which_one_the_overlays_need(stack
     assert schema_errors(doc, "verify") == []
 
 
+def test_verify_installed_finds_upstreams_at_different_install_roots(tmp_path):
+    """vllm in site-packages, another upstream under /opt: no one install root holds both, so
+    DIR is the image's root filesystem (`docker export` unpacked, or `/` inside the
+    container), where each file is at its target (install-root + path). verify --installed
+    reported every file of such a DIR missing (it looked for DIR/<path> only); a DIR that
+    is one upstream's install root still works, and the other upstream's files, which it
+    cannot hold, are named with where they were looked for."""
+    root, _ = git_project(tmp_path, install_root=INSTALL_ROOT)
+    other = Upstream(tmp_path / "other-upstream", {"tool/run.py": b"print(1)\nprint(2)\n"})
+    add_git_upstream(root, "other", other.path, "main", install_root="/opt/other")
+    write_patch(root, "all-b", B_DIFF)
+    other_diff = other.diff({"tool/run.py": b"print(1)\nprint(3)\n"}, other.base)
+    base = json.loads((root / "upstream.lock").read_text())["upstreams"]["other"]["commit"]
+    add_patch_file(root, "other", "run.patch", patch_bytes("other", base, "fix run", other_diff))
+    ok(root, "overlays")
+    image = tmp_path / "rootfs"
+    for rel, data in ((f"{INSTALL_ROOT}/pkg/b.py", UPSTREAM_FILES["pkg/b.py"]),
+                      ("/opt/other/tool/run.py", b"print(1)\nprint(2)\n")):
+        (image / rel.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (image / rel.lstrip("/")).write_bytes(data)
+    run = ok(root, "verify", "--installed", str(image), "--json")
+    results = json.loads(run.out)["results"]
+    assert {r["path"] for r in results if r["detail"] == "pre-image matches"} == {
+        f"{image}{INSTALL_ROOT}/pkg/b.py", f"{image}/opt/other/tool/run.py"}, results
+    # A wrong pre-image there is still a mismatch, named at its place in the image.
+    (image / "opt/other/tool/run.py").write_bytes(b"print(0)\n")
+    run = run_cli(root, "verify", "--installed", str(image))
+    assert run.rc == 1 and f"{image}/opt/other/tool/run.py" in run.out and "mismatch" in run.out
+    # One upstream's site-packages: its files are found; the other's are missing, and the
+    # row says the file is looked for at its target too.
+    site = image / INSTALL_ROOT.lstrip("/")
+    run = run_cli(root, "verify", "--installed", str(site), "--json")
+    assert run.rc == 1
+    rows = {r["path"]: r for r in json.loads(run.out)["results"]}
+    assert rows[f"{site}/pkg/b.py"]["state"] == "ok", run.out
+    assert rows[f"{site}/tool/run.py"]["state"] == "missing", run.out
+    assert f"{site}/opt/other/tool/run.py" in rows[f"{site}/tool/run.py"]["detail"], run.out
+
+
 def test_verify_without_overlays_and_with_a_malformed_sums_file(stack):
     root = stack
     run = run_cli(root, "verify")

@@ -114,7 +114,8 @@ def overlays(app, profiles, check, as_json, output_format):
 
 @click.command()
 @click.option("--installed", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Also check that DIR (an image's site-packages) holds the recorded pre-images.")
+              help="Also check that DIR holds the recorded pre-images: an upstream's install "
+                   "root (an image's site-packages) or an image's root file system.")
 @click.option("--image", "image", metavar="[REF]", default=None, is_flag=False,
               flag_value=PINNED_IMAGE,
               help="Check the pre-images inside an image's layers, read through its registry "
