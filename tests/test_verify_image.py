@@ -175,6 +175,13 @@ def test_moved_image_reports_the_changed_file_and_exits_1(images):
     result = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:moved",
                      "--profile", "gfx950")
     assert result.rc == 1 and "mismatch" in result.out and "rocm.py" in result.out
+    # What next, as verify --installed says it: deploy the pinned image, or move the series.
+    resolved = f"{images['host']}/{REPO}@{images['moved']['digest']}"
+    assert "hint: mounted on this image, an overlay would undo the image's changes" in result.err
+    assert f"`patchforge rebase --to vllm={resolved}`" in result.err, result.err
+    result = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:deleted")
+    assert result.rc == 1 and "hint: the image has no file where an overlay is mounted" \
+        in result.err, result.err
 
 
 @pytest.mark.parametrize("tag, detail", [("deleted", "whiteout"), ("hidden", "opaque")])

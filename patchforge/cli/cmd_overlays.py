@@ -181,6 +181,8 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
         click.echo(f"{result.resolved}: {len(result.files) - bad} ok, {bad} failed "
                    f"({result.layers_read} of {result.layers_total} layers read, "
                    f"{megabytes:.1f} MB)")
+        for hint in _image_hints(result):
+            click.echo(f"hint: {hint}", err=True)
     if output_format == "github":
         failed = [f for f in result.files if f.state != "ok"]
         github.emit_annotations([("error", f"{f.target}: {f.state}: {f.detail}", None,
@@ -193,6 +195,26 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
         github.append_summary(section)
     if not result.ok:
         sys.exit(EXIT_ATTENTION)
+
+
+def _image_hints(result) -> list[str]:
+    """What to do about `verify --image`'s failed rows, as `verify --installed` says it."""
+    states = {f.state for f in result.files}
+    upstreams = sorted({f.upstream for f in result.files if f.state != "ok"})
+    move = " ".join(f"--to {u}={result.resolved}" for u in upstreams)
+    hints = []
+    if "mismatch" in states:
+        # Mounted anyway, such an overlay silently reverts the image's own changes to the file.
+        hints.append("mounted on this image, an overlay would undo the image's changes to its "
+                     "file: deploy the image the overlays were made for (the one upstream.lock "
+                     f"pins), or move the series to this one (`patchforge rebase {move}`, which "
+                     "regenerates them)")
+    if "missing" in states:
+        hints.append("the image has no file where an overlay is mounted: check each upstream's "
+                     "install-root against where the image installs it, or move the series to "
+                     f"this image (`patchforge rebase {move}`: a fix of a file gone upstream "
+                     "stops there)")
+    return hints
 
 
 def _overlay_file(path: str) -> str | None:
