@@ -312,3 +312,28 @@ def test_header_cut_short_does_not_strand_the_profiles_field():
     # The same words in a description paragraph of their own are prose, not a header.
     prose = b"Description: fix\n\nProfiles: this fix touches no profile list.\n---\n"
     assert parse_patch_file(prose, "p.patch").description.startswith(b"Profiles:")
+
+
+@pytest.mark.parametrize("line, meant", [
+    (b"Profile: gfx942", "Profiles"), (b"profile: gfx942", "Profiles"),
+    (b"Profiles : gfx942", "Profiles"), (b"Profiles= gfx942", "Profiles"),
+    (b"Drop_When: vllm>=0.34", "Drop-When"), (b"DropWhen: vllm>=0.34", "Drop-When"),
+    (b"Keep: a.py: text", "Keeps"), (b"Upstreams: up", "Upstream")])
+def test_a_deciding_field_spelled_nearly_right_is_refused(line, meant):
+    """`Profile: gfx942` was kept as an unknown field and `Profiles : gfx942` ended the header
+    as description: either way the fix reached every profile, and no command or lint said a
+    word (a misspelled Drop-When was never evaluated, a Keep never checked). Refused by
+    every command that reads the patch, naming the line and the field meant."""
+    data = (b"Description: fix the thing\nAuthor: A <a@example.com>\n" + line
+            + b"\n\nWhy.\n---\n")
+    with pytest.raises(InputError) as info:
+        parse_patch_file(data, "p.patch")
+    assert info.value.path == "p.patch" and info.value.line == 3, str(info.value)
+    assert meant in str(info.value) + (info.value.hint or "")
+    # Spelled right, and in a description paragraph of its own, it is what it always was.
+    right = data.replace(line, line.replace(line.split(b":")[0].split(b"=")[0],
+                                            meant.encode()).replace(b" :", b":")
+                         .replace(b"=", b":"))
+    assert parse_patch_file(right, "p.patch").get(meant) is not None, right
+    prose = b"Description: fix\n\n" + line + b"\n---\n"
+    assert parse_patch_file(prose, "p.patch").description.startswith(line)

@@ -329,6 +329,7 @@ def parse_patch_file(data: bytes, source: str = "<patch>", *,
     # the separator only ever holds " path | n +-" lines, so it is checked the same way.
     first = 1 + (preamble + b"".join(f.raw for f in fields) + gap).count(b"\n")
     _check_description(description + separator, source, first)
+    _check_deciding_spellings(fields, source, 1 + preamble.count(b"\n"))
     _check_no_stranded_field(description, gap, source, first)
     pf = PatchFile(preamble, tuple(fields), description, separator, diff, gap, source)
     if diff:
@@ -366,9 +367,44 @@ def _check_description(text: bytes, source: str, first_line: int) -> None:
 _DECIDING_FIELDS = {b"profiles", b"drop-when", b"keeps", b"base", b"upstream"}
 
 
+# The deciding fields by a spelling that forgives case, `-`/`_`/space and a plural `s`: what
+# a hand-written near miss (`Profile:`, `Drop_When:`, `Keep:`, `Profiles :`) comes down to.
+_DECIDING_SPELLED = {"profile": "Profiles", "dropwhen": "Drop-When", "keep": "Keeps",
+                     "base": "Base", "upstream": "Upstream"}
+_NEAR_MISS_CONSEQUENCE = {
+    "Profiles": "the fix would reach every profile",
+    "Drop-When": "its condition would never be evaluated",
+    "Keeps": "its invariant would never be checked",
+    "Base": "the base would not be recorded", "Upstream": "the upstream would not be checked"}
+# A line that may be meant as a field: a name (letters, digits, `-`, `_`, spaces), then `:` or
+# `=`, with blanks around either.
+_LOOSE_FIELD_RE = re.compile(rb"^[ \t]*([A-Za-z][A-Za-z0-9_ -]*?)[ \t]*[:=]")
+
+
+def _deciding_field_meant(name: bytes | str) -> str | None:
+    """The deciding field a field name is a spelling of (`Profile` -> `Profiles`), or None."""
+    text = name.decode("ascii", "replace") if isinstance(name, bytes) else name
+    key = re.sub(r"[-_ \t]", "", text.lower())
+    return _DECIDING_SPELLED.get(key[:-1] if key.endswith("s") else key)
+
+
+def _check_deciding_spellings(fields: list[HeaderField], source: str, first_line: int) -> None:
+    """Refuse a header field spelled nearly like a deciding one (`Profile: gfx942`): kept as an
+    unknown field, it would be ignored, and a one-profile fix deployed everywhere."""
+    line = first_line
+    for f in fields:
+        meant = _deciding_field_meant(f.name)
+        if meant is not None and f.name.lower() != meant.lower():
+            raise InputError(f"'{f.name}:' is not a field patchforge reads: "
+                             f"{_NEAR_MISS_CONSEQUENCE[meant]}", path=source, line=line,
+                             hint=f"write it as '{meant}:'")
+        line += f.raw.count(b"\n")
+
+
 def _check_no_stranded_field(description: bytes, gap: bytes, source: str, first_line: int) -> None:
     """Refuse a deciding field in the description's first paragraph when no blank line separates
-    it from where the header ended: the header was cut short, not written that way."""
+    it from where the header ended: the header was cut short, not written that way (a line
+    above lost its colon, or the field itself is misspelled: `Profiles : gfx942`)."""
     if gap:
         return
     for k, line in enumerate(split_lines(description)):
@@ -380,6 +416,13 @@ def _check_no_stranded_field(description: bytes, gap: bytes, source: str, first_
                              f"header field: the header ends at line {first_line} (a line "
                              "there is not 'Name: value'); fix that line", path=source,
                              line=first_line + k)
+        loose = _LOOSE_FIELD_RE.match(line)
+        meant = _deciding_field_meant(loose.group(1)) if loose else None
+        if meant is not None:
+            raise InputError(f"{line.strip().decode('utf-8', 'replace')[:60]!r} is read as "
+                             f"description, not as the header field '{meant}': "
+                             f"{_NEAR_MISS_CONSEQUENCE[meant]}", path=source,
+                             line=first_line + k, hint=f"write it as '{meant}: ...'")
 
 
 def render_patch_file(fields: list[tuple[str, str]], description: bytes, diff: bytes) -> bytes:
