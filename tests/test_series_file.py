@@ -43,6 +43,10 @@ def test_empty_series():
     (b"a.patch -R\n", 1, "unsupported series option"),
     (b"\n\nsub/a.patch\n", 3, "bad patch name"),
     (b"-a.patch\n", 1, "bad patch name"),
+    # A NUL byte (a corrupted file, a bad merge tool) was an internal error, exit 70.
+    (b"a.patch\n\x00\n", 2, "control character"),
+    (b"a.patch\nb\x00c.patch\n", 2, "control character"),
+    (b"a\x1b[31m.patch\n", 1, "control character"),
 ])
 def test_errors_name_the_line(data, line, message):
     with pytest.raises(InputError) as info:

@@ -36,6 +36,11 @@ class SeriesFile:
                                      path=self.source, line=index + 1)
             if "/" in name or name in (".", "..") or name.startswith("-"):
                 raise InputError(f"bad patch name {name!r}", path=self.source, line=index + 1)
+            if any(c < " " or c == "\x7f" for c in name):
+                # A NUL in a name reached the file system's calls as an internal error.
+                raise InputError(f"bad patch name {name!r}: it holds a control character (a "
+                                 "file name cannot, or should not)", path=self.source,
+                                 line=index + 1)
             if INVISIBLE.search(name):
                 raise InputError(f"bad patch name {name!r}: it holds a character that is not "
                                  "seen but changes how the name reads (zero-width or "
