@@ -320,6 +320,19 @@ def test_drop_when_that_is_not_a_requirement_is_a_finding(env, tmp_path, monkeyp
     assert "\n" not in found["message"]
 
 
+def test_drop_when_on_another_name_is_a_finding(env, tmp_path, monkeypatch):
+    """`Drop-When: upp>=1.0` (a typo of the upstream's name) is a valid requirement on another
+    package: never evaluated, so the fix would stay after the release that makes it unneeded,
+    and lint said nothing. It is an error naming the names that are evaluated."""
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS + b"Drop-When: upp>=1.0\n"))
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 1
+    (found,) = findings(doc, "drop-when", "fix.patch")
+    assert found["severity"] == "error"
+    assert found["message"].startswith("Drop-When 'upp>=1.0': upp is not this upstream (up)")
+
+
 def test_drop_when_that_cannot_be_evaluated_is_a_warning(env, tmp_path, monkeypatch):
     """`Drop-When: up>=1.0` on an upstream whose pin has no version (a git commit, a branch) or
     one that is not PEP 440 is never true, so the fix would stay after the release that makes

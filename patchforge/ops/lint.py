@@ -491,6 +491,12 @@ def _drop_and_forward(project: Project, store: UpstreamStore, upstream, pin, par
             out.append(Finding(label, "drop-when", f"Drop-When {condition['condition']!r} "
                                                    f"cannot be evaluated for {pin.label}: "
                                                    f"{condition['reason']}", "warning"))
+        elif condition and condition.get("reason", "").endswith("cannot evaluate"):
+            # A requirement on another name (`vlm>=0.34` for vllm, a typo) is never evaluated,
+            # so never a reason to drop the fix: lint passed it without a word.
+            out.append(Finding(label, "drop-when", f"Drop-When {condition['condition']!r}: "
+                                                   f"{condition['reason']} (`{upstream}>=1.2` "
+                                                   "or `merged <pull request URL>`)"))
         elif condition and condition.get("reason", "").startswith("not a requirement"):
             # Never true, so never a reason to drop the fix: say so rather than ignore it.
             out.append(Finding(label, "drop-when", f"Drop-When {condition['condition']!r} is "
