@@ -325,8 +325,13 @@ def test_fetch_git_after_the_cache_is_gone(tmp_path):
     # The files are readable again (edit materializes them from the store).
     ok(root, "new", "fix", "--file", "a.py")
     assert (root / ".patchforge/work/up/a.py").read_bytes() == UPSTREAM_FILES["a.py"]
+    # An upstream the configuration does not name was "not pinned: pin it with `upstream pin
+    # nope`", a command that refuses it; a SPEC (`up=v2`) got the same answer.
     unknown = run_cli(root, "fetch", "nope")
-    assert unknown.rc == 2 and "'nope' is not pinned" in unknown.err
+    assert unknown.rc == 2 and "unknown upstream 'nope' (known: up)" in unknown.err, unknown.err
+    spec = run_cli(root, "fetch", "up=v2")
+    assert spec.rc == 2 and "fetch takes upstream names, not SPECs" in spec.err, spec.err
+    assert "`patchforge rebase --to up=v2`" in spec.err
 
 
 def test_a_relative_cache_is_refused_and_a_relative_xdg_cache_ignored(tmp_path, monkeypatch):

@@ -140,6 +140,16 @@ def fetch(project: Project, names: list[str] | None = None, *,
     from patchforge.pins import ensure_pinned, open_store
 
     lock = project.lock
+    for name in names or ():
+        if "=" in name:
+            # `fetch up=v2` reads like a SPEC: fetch brings the locked revisions only, and its
+            # answer, "not pinned: pin it with `upstream pin up=v2`", named no real command.
+            upstream, _, spec = name.partition("=")
+            raise UsageError(f"fetch takes upstream names, not SPECs ({name!r}): it brings the "
+                             "revisions upstream.lock pins",
+                             hint=f"to move {upstream} to {spec}: `patchforge rebase --to "
+                                  f"{name}` (`patchforge status --against {name}` first)")
+        project.config.upstream(name)  # unknown: named with the configured ones
     names = names or [u for u in project.upstream_names() if u in lock.upstreams]
     out = []
     with open_store(project) as store:
