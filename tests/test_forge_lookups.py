@@ -67,3 +67,30 @@ def test_a_forge_answer_with_an_odd_merge_commit_is_reported_not_believed(tmp_pa
         assert patch["state"] == "applies"
         assert "is not a commit id" in patch["forwarded"]["error"], patch["forwarded"]
     assert not [r.path for r in forge_server.requests if "/compare/" in r.path]
+
+
+def test_a_forge_answer_about_another_pull_request_or_of_the_wrong_types_is_not_believed(
+        tmp_path, forge_server):
+    """What a proxy or cache in front of the forge may answer for `pulls/N`: another pull
+    request (merged), `"merged": "false"` (a string), a state that is neither open nor closed.
+    Before, status reported the first two as merged and "included in the target" (the string
+    "false" is true), the evidence a reader takes for the fix having landed. Now each is an
+    unexpected answer, reported per patch, and the series is judged anyway."""
+    merge = "c" * 40
+    forge_server.add_pull("acme/up", 9, state="closed", merged=True, merge_commit_sha=merge)
+    forge_server.pulls[("acme/up", 1)] = forge_server.pulls[("acme/up", 9)]
+    forge_server.add_pull("acme/up", 2, state="closed", merge_commit_sha=merge)
+    forge_server.pulls[("acme/up", 2)]["merged"] = "false"
+    forge_server.add_pull("acme/up", 3, state="merged", merged=True, merge_commit_sha=merge)
+    root = stack_with_forwarded(tmp_path, forge_server.url, count=3)
+    run = run_cli(root, "status", "--json")
+    assert run.rc == 0, run.err
+    doc = json.loads(run.out)
+    errors = [p["forwarded"].get("error", "") for p in doc["patches"]]
+    assert "answered about pull request #9, not #1" in errors[0], errors
+    assert "merged 'false' is not true or false" in errors[1], errors
+    assert "state 'merged' is neither open nor closed" in errors[2], errors
+    for patch in doc["patches"]:
+        assert patch["state"] == "applies"
+        assert "merged" not in patch["forwarded"], patch["forwarded"]
+        assert not any("merged" in e for e in patch["evidence"]), patch["evidence"]

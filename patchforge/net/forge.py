@@ -176,7 +176,7 @@ class GitHubForge:
     def pull_request(self, repo: str, number: int) -> PullRequest:
         resp = self._call("GET", f"/repos/{_check_repo(repo)}/pulls/{int(number)}",
                           what=f"pull request {repo}#{number}")
-        return _pull_from_json(resp.json(), resp.url)
+        return _pull_from_json(resp.json(), resp.url, number=int(number))
 
     def compare(self, repo: str, base: str, head: str) -> Comparison:
         # per_page=1: we want the counts, not the commit list (up to 250 commits otherwise).
@@ -225,7 +225,7 @@ class GitHubForge:
                                      ("state", state)) if v is not None}
         resp = self._call("PATCH", f"/repos/{_check_repo(repo)}/pulls/{int(number)}",
                           what=f"updating pull request {repo}#{number}", json_body=changes)
-        return _pull_from_json(resp.json(), resp.url)
+        return _pull_from_json(resp.json(), resp.url, number=int(number))
 
     # -- plumbing -------------------------------------------------------------------------------
     def _headers(self) -> dict[str, str]:
@@ -254,9 +254,28 @@ def _json_list(resp: Response) -> list[dict[str, Any]]:
     return doc
 
 
-def _pull_from_json(doc: Any, url: str) -> PullRequest:
+def _pull_from_json(doc: Any, url: str, *, number: int | None = None) -> PullRequest:
+    """A pull request from the forge's JSON. Only what GitHub sends is believed: `merged` a
+    boolean (the string "false" was taken for true), `state` open or closed, and, when a given
+    pull request was asked for, an answer about that one (a proxy or cache in front of the forge
+    that answers about another pull request had its merge taken for this one's)."""
     try:
-        merged = bool(doc.get("merged") or doc.get("merged_at"))
+        if not isinstance(doc, dict):
+            raise TypeError(f"a JSON {type(doc).__name__}, not an object")
+        answered = doc["number"]
+        if isinstance(answered, bool) or not isinstance(answered, int):
+            raise TypeError(f"number {str(answered)[:20]!r} is not a number")
+        if number is not None and answered != number:
+            raise NetworkError(f"{url}: the forge answered about pull request #{answered}, "
+                               f"not #{number}; not believed")
+        if doc.get("state") not in ("open", "closed"):
+            raise TypeError(f"state {str(doc.get('state'))[:20]!r} is neither open nor closed")
+        flag, merged_at = doc.get("merged"), doc.get("merged_at")
+        if flag is not None and not isinstance(flag, bool):
+            raise TypeError(f"merged {str(flag)[:20]!r} is not true or false")
+        if merged_at is not None and not isinstance(merged_at, str):
+            raise TypeError(f"merged_at {str(merged_at)[:20]!r} is not a time")
+        merged = bool(flag or merged_at)
         # For an unmerged PR GitHub reports a throwaway test-merge commit: not a landing.
         merge_commit = (doc.get("merge_commit_sha") or None) if merged else None
         if merge_commit is not None and not (isinstance(merge_commit, str)
@@ -266,14 +285,15 @@ def _pull_from_json(doc: Any, url: str) -> PullRequest:
             raise NetworkError(f"{url}: unexpected pull request answer (merge_commit_sha "
                                f"{str(merge_commit)[:60]!r} is not a commit id)")
         return PullRequest(
-            number=int(doc["number"]), url=str(doc.get("url") or url),
-            html_url=str(doc.get("html_url") or ""), state=str(doc["state"]), merged=merged,
+            number=answered, url=str(doc.get("url") or url),
+            html_url=str(doc.get("html_url") or ""), state=doc["state"], merged=merged,
             merge_commit_sha=merge_commit,
             head_ref=str(doc["head"]["ref"]), head_sha=str(doc["head"]["sha"]),
             base_ref=str(doc["base"]["ref"]), title=str(doc.get("title") or ""),
             draft=bool(doc.get("draft")))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise NetworkError(f"{url}: unexpected pull request answer (missing {exc})") from None
+        what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise NetworkError(f"{url}: unexpected pull request answer ({what})") from None
 
 
 
