@@ -483,3 +483,21 @@ def test_the_reusable_action_runs_bump_and_reports_as_github_actions_expects(cle
     check_golden("bump-report.md", normalized(report, clean))  # the same report as the CLI's
     doc = json.loads(Path(outputs["json"]).read_text())
     assert doc["pull_request"]["action"] == "opened"
+
+
+@pytest.mark.parametrize("manifests", [["sha256:" + "0" * 64], 7, [{"platform": ["linux"]}]])
+def test_a_nightly_whose_image_index_is_malformed_is_skipped_not_a_crash(clean, manifests):
+    """The newest nightly's image index lists its manifests as strings, a number, or with a
+    platform that is not an object. Before, `bump` ended with an internal error (exit 70) on
+    that one image; now it is skipped with the reason, and the next nightly is the target."""
+    from helpers.servers import OCI_INDEX
+
+    newest = f"nightly-{clean.c3}"
+    clean.registry.tags[(REPO, newest)] = clean.registry._put_manifest(
+        OCI_INDEX, {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": manifests})
+    code, out, err = clean.bump("--dry-run", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["target"]["tag"] == f"nightly-{clean.older}"
+    (reason,) = [s["reason"] for s in doc["search"]["skipped"] if s["tag"] == newest]
+    assert reason.startswith("its image does not resolve: ") and "image index" in reason, reason

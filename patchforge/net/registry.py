@@ -341,8 +341,17 @@ class RegistryClient:
     def _pick_platform(self, image: ImageRef, index: dict[str, Any], ref: str) -> str:
         want_os, want_arch = self.platform
         seen = []
-        for entry in index.get("manifests") or []:
-            plat = entry.get("platform") or {}
+        entries = index.get("manifests") or []
+        if not isinstance(entries, list):
+            raise NetworkError(f"{ref}: the image index's manifests are not a list "
+                               f"({type(entries).__name__})")
+        for entry in entries:
+            # Each entry an object with a platform object, or the index names no image (a
+            # string or number here was an internal error that ended `bump` on one nightly).
+            plat = entry.get("platform") if isinstance(entry, dict) else None
+            if not isinstance(plat, dict):
+                raise NetworkError(f"{ref}: an entry of the image index is not a manifest "
+                                   f"with a platform ({str(entry)[:60]!r})")
             seen.append(f"{plat.get('os')}/{plat.get('architecture')}")
             if plat.get("os") == want_os and plat.get("architecture") == want_arch:
                 digest = entry.get("digest")
