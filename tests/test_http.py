@@ -256,3 +256,21 @@ def test_token_is_trimmed_and_checked(tmp_path, monkeypatch):
     with pytest.raises(NetworkError, match=r"\$GITHUB_TOKEN contains characters") as err:
         HttpClient(tmp_path, token_env="GITHUB_TOKEN")
     assert "abc" not in str(err.value)
+
+
+@pytest.mark.parametrize("head", [b"[]", b"5", b'"text"',
+                                  b'{"format": 1, "method": "GET", "url": "u", "status": 200, '
+                                  b'"headers": {"etag": 5}}',
+                                  b'{"format": 1, "method": "GET", "url": "u", "status": 200, '
+                                  b'"headers": [["etag", "x"]]}'])
+def test_a_cache_entry_of_the_wrong_shape_is_a_miss(make_client, forge_server, pull_url, head):
+    """A cache file whose first line is JSON but not the entry's object (another tool's file,
+    a damaged one): before, an AttributeError (exit 70) or a header sent as a number; now it
+    is a miss, the server is asked, and the entry is written again."""
+    make_client().get(pull_url)
+    (entry,) = [p for p in (make_client().cache_dir / "http").rglob("*") if p.is_file()]
+    entry.write_bytes(head + b"\n{}")
+    answer = make_client().get(pull_url)
+    assert answer.json()["number"] == 1 and not answer.from_cache
+    assert forge_server.requests[-1].header("if-none-match") is None
+    assert make_client(offline=True).get(pull_url).json()["number"] == 1

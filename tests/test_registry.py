@@ -220,3 +220,32 @@ def test_an_image_configuration_of_odd_labels_is_a_clear_refusal(tmp_path, regis
     run = run_cli(root, "status", "--against", f"up={registry_server.host}/{REPO}:odd")
     assert run.rc == 2 and message in run.err, run.err
     assert "{'sha'" not in run.err
+
+
+@pytest.mark.parametrize("damage", ["flipped", "truncated"])
+def test_a_damaged_cache_entry_is_asked_again_not_blamed_on_the_registry(
+        client, registry_server, tmp_path, damage):
+    """A cached answer to a blob or manifest by digest is served without asking the registry
+    (it cannot change). When the cache file is damaged on disk (a byte flipped, the file cut
+    short), its body no longer has that digest: before, every later run failed with "registry
+    ... sent the wrong digest", blaming the registry for the cache's damage, until someone
+    found and removed the file. Now the entry is dropped and asked again."""
+    pushed = registry_server.push_image(REPO, "t", LABELS)
+    ref = f"{registry_server.host}/{REPO}:t"
+    client().resolve_image(ref)
+    entries = [p for p in (tmp_path / "cache" / "http").rglob("*") if p.is_file()]
+    damaged = 0
+    for path in entries:
+        data = path.read_bytes()
+        if b"architecture" in data or b'"layers"' in data:  # config blob, manifests
+            path.write_bytes(data[:-3] + b"xyz" if damage == "flipped" else data[:-40])
+            damaged += 1
+    assert damaged >= 2
+    info = client().resolve_image(ref)
+    assert info.labels == LABELS and info.digest == pushed["digest"]
+    asked = [p for p in registry_server.paths("GET") if pushed["config"] in p]
+    assert len(asked) == 2, registry_server.paths("GET")
+    # The entries are whole again: offline, they serve without a request.
+    seen = len(registry_server.requests)
+    assert client(offline=True).resolve_image(ref).labels == LABELS
+    assert len(registry_server.requests) == seen

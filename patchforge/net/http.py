@@ -556,6 +556,18 @@ class HttpClient:
         key = hashlib.sha256(f"{method}\n{url}\n{accept or ''}".encode()).hexdigest()
         return self.cache_dir / "http" / key[:2] / key
 
+    def forget(self, method: str, url: str, accept: str | None = None) -> None:
+        """Drop the cached answer to `method url` (one found damaged by its reader)."""
+        path = self._cache_path(method.upper(), url, accept)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise NetworkError(f"the cached answer to {method} {url} is damaged and cannot be "
+                               f"removed: {path}: {exc.strerror}",
+                               hint=f"remove {path} by hand") from None
+
     def _cache_read(self, path: Path) -> Response | None:
         try:
             raw = path.read_bytes()
@@ -564,10 +576,14 @@ class HttpClient:
         head, sep, body = raw.partition(b"\n")
         try:
             meta = json.loads(head)
-            if not sep or meta.get("format") != _CACHE_FORMAT:
+            if not sep or not isinstance(meta, dict) or meta.get("format") != _CACHE_FORMAT:
                 return None
-            return Response(meta["method"], meta["url"], int(meta["status"]),
-                            dict(meta["headers"]), body, from_cache=True)
+            headers = meta["headers"]
+            if not isinstance(headers, dict) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+                return None
+            return Response(str(meta["method"]), str(meta["url"]), int(meta["status"]),
+                            headers, body, from_cache=True)
         except (ValueError, KeyError, TypeError):
             return None  # a damaged entry is a miss, not an error
 

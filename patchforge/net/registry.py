@@ -224,7 +224,8 @@ class RegistryClient:
         config_digest = config_desc.get("digest") if isinstance(config_desc, dict) else None
         if not isinstance(config_digest, str) or not DIGEST_RE.match(config_digest):
             raise NetworkError(f"{ref}: manifest {manifest_digest} names no sha256 config blob")
-        blob = self._call(image, "GET", "blobs", config_digest, accept="*/*", immutable=True)
+        blob = self._call(image, "GET", "blobs", config_digest, accept="*/*", immutable=True,
+                          digest=config_digest)
         self._check_digest(image, blob, config_digest)
         config = blob.json()
         inner = config.get("config") if isinstance(config, dict) else None
@@ -317,7 +318,7 @@ class RegistryClient:
     def _manifest(self, image: ImageRef, ref: str, expected: str | None, *,
                   immutable: bool) -> tuple[Any, str, str]:
         resp = self._call(image, "GET", "manifests", ref, accept=MANIFEST_ACCEPT,
-                          immutable=immutable)
+                          immutable=immutable, digest=expected)
         digest = self._check_digest(image, resp, expected)
         doc = resp.json()
         if not isinstance(doc, dict):
@@ -367,12 +368,20 @@ class RegistryClient:
         return f"{'http' if plain else 'https'}://{registry}"
 
     def _call(self, image: ImageRef, method: str, kind: str, ref: str, *, accept: str,
-              immutable: bool = False) -> Response:
+              immutable: bool = False, digest: str | None = None) -> Response:
+        """One registry request, answering a bearer challenge once. With `digest`, an answer
+        from the HTTP cache whose body is not that digest (the cache file damaged on disk) is
+        dropped from the cache and asked again: a registry never lied there, and the cached
+        copy would have failed every later run the same way."""
         path = f"/v2/{image.repository}/{kind}/{ref}"
         url = self._base_url(image.registry) + path
         key = (image.registry, image.repository)
         resp = self.http.request(method, url, accept=accept, headers=self._auth(key),
                                  immutable=immutable)
+        if digest and resp.from_cache and method == "GET" and sha256_of(resp.body) != digest:
+            self.http.forget(method, url, accept)
+            resp = self.http.request(method, url, accept=accept, headers=self._auth(key),
+                                     immutable=immutable)
         if resp.status == 401 and not resp.from_cache:
             challenge = resp.header("www-authenticate")
             if challenge:
