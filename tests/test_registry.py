@@ -99,6 +99,23 @@ def test_bearer_challenge_fetches_a_token_from_the_realm(client, registry_server
     assert registry_server.requests[-1].header("authorization") == "Bearer tok-1"
 
 
+@pytest.mark.parametrize("token", ["s3cret-realm-token\n", "s3cret realm token", "s3cret\u00e9token"])
+def test_a_realm_token_a_header_cannot_carry_is_refused_without_showing_it(client, registry_server,
+                                                                           token):
+    """A token realm answering a token with a newline, a space or a non-ASCII letter: before,
+    the request failed with requests' InvalidHeader, whose message (printed by the command)
+    quoted the header, token and all. Now the answer is refused and the token not shown."""
+    import json
+
+    registry_server.push_image(REPO, "t", LABELS)
+    registry_server.auth_required = True
+    registry_server.token_server.route = lambda *a: Answer(
+        200, json.dumps({"token": token}).encode(), {"Content-Type": "application/json"})
+    with pytest.raises(NetworkError) as err:
+        client().resolve_image(f"{registry_server.host}/{REPO}:t")
+    assert "s3cret" not in str(err.value) and "a header cannot carry" in str(err.value)
+
+
 def test_credentials_go_only_to_the_realm(client, registry_server):
     registry_server.push_image(REPO, "t", LABELS)
     registry_server.auth_required = True

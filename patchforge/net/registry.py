@@ -448,6 +448,10 @@ class RegistryClient:
         token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
         if not isinstance(token, str) or not token:
             raise NetworkError(f"token realm {host_of(realm)} answered without a token")
+        if not all(33 <= ord(c) < 127 for c in token):
+            # requests would refuse the header with an error that quotes it, token and all.
+            raise NetworkError(f"token realm {host_of(realm)} answered a token with characters "
+                               "a header cannot carry (not shown)")
         self._tokens[(image.registry, image.repository)] = token
 
 
