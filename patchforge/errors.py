@@ -60,6 +60,11 @@ class StoreError(PatchforgeError):
     exit_code = EXIT_BAD_INPUT
 
 
+class StoreDamaged(StoreError):
+    """A file of the cache's git store is damaged (a disk or copy error): git named it. Nothing
+    of the project is wrong, and no pin should change because of it."""
+
+
 class NetworkError(PatchforgeError):
     """An HTTP service failed after retries, or `--offline` has no cached answer."""
 

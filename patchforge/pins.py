@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge import logs
-from patchforge.errors import ConfigError, StoreError
+from patchforge.errors import ConfigError, StoreDamaged, StoreError
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.model.record import replace
 
@@ -216,7 +216,7 @@ def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
     try:
         sources.fetch_git_upstream(store, name, url, pin.commit, offline=project.offline)
     except StoreError as exc:
-        if project.offline:
+        if project.offline or isinstance(exc, StoreDamaged):
             raise
         raise StoreError(f"upstream {name}: the locked commit {pin.commit} is not a commit of "
                          f"{redact(url)} ({exc.message})",

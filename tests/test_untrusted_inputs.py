@@ -439,6 +439,53 @@ def test_a_git_pin_must_be_a_commit_of_its_own_source(tmp_path):
     assert "does not exist" not in run.err
 
 
+def _damage_store(store: Path, damage: str) -> None:
+    packs = sorted((store / "objects" / "pack").glob("*.pack"))
+    assert packs
+    for pack in packs:
+        data = bytearray(pack.read_bytes())
+        if damage == "pack-cut-short":
+            pack.write_bytes(bytes(data[:len(data) // 2]))
+        elif damage == "byte-flipped":
+            data[len(data) // 2] ^= 0xFF
+            pack.write_bytes(bytes(data))
+        else:
+            pack.with_suffix(".idx").write_bytes(b"")
+
+
+@pytest.mark.parametrize("damage", ["pack-cut-short", "byte-flipped", "index-emptied"])
+def test_a_damaged_store_is_named_as_such_never_as_a_pin_to_change(tmp_path, damage):
+    """A pack of the cache's store cut short, a byte of it changed, its index emptied (a disk
+    or a copy of the cache gone wrong). Before, every command failed with screenfuls of git's
+    messages and "the locked commit ... is not a commit of <url>: re-pin it (`upstream pin
+    --force` or `rebase --to`)", advice that changes a correct lock; a changed byte gave "git
+    cat-file stopped: unknown error"; `fetch` could not repair it. Now the message says the
+    store is damaged, names the file, and says that moving the store aside is the cure; the
+    project is not touched; once moved aside, the next command brings the pin back."""
+    root, commit = git_project(tmp_path)
+    ok(root, "new", "fix", "--file", "a.py")
+    (root / ".patchforge/work/up/a.py").write_bytes(b"fixed\n")
+    ok(root, "refresh")
+    ok(root, "overlays")
+    store = Path(os.environ["PATCHFORGE_CACHE"]) / "store.git"
+    _damage_store(store, damage)
+    before = tree_bytes(root)
+    for command in (("status",), ("overlays",), ("fetch",), ("--offline", "status")):
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.text)
+        assert f"the cache's git store {store} is damaged" in run.err, (command, run.err)
+        assert "re-pin" not in run.err and "not a commit of" not in run.err, run.err
+        assert f"move {store} aside" in run.err
+        assert len(run.err.splitlines()) <= 3, run.err  # not git's every complaint
+    if damage != "byte-flipped":
+        assert "/objects/pack/pack-" in run.err  # the damaged file itself is named
+    assert tree_bytes(root) == before
+    store.rename(store.with_name("store.git.damaged"))
+    assert run_cli(root, "status").rc == 0
+    assert run_cli(root, "overlays", "--check").rc == 0
+    assert lock_doc(root)["upstreams"]["up"]["commit"] == commit
+
+
 def test_a_pin_of_another_kind_than_the_configured_upstream_is_refused(tmp_path):
     """B's lock edited to say its git upstream is a `dir` pinned at A's commit (which the
     shared store holds): a dir pin's commit was taken as it was, so status judged and overlays

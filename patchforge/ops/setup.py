@@ -5,7 +5,7 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.errors import ConfigError, StoreError, UsageError
+from patchforge.errors import ConfigError, StoreDamaged, StoreError, UsageError
 from patchforge.formats.config import (PYPROJECT, STANDALONE, case_twin_problem,
                                        find_config_table, starting_config_text, upstream_table_text,
                                        validate_config_table)
@@ -208,7 +208,7 @@ def fetch_missing(project: Project, store: UpstreamStore, *, on_upstream=None) -
             # Offline too: a cached wheel or a local directory is imported without the network.
             ensure_pinned(project, store, name, pin)
         except StoreError as exc:
-            if not project.offline:
+            if not project.offline or isinstance(exc, StoreDamaged):
                 raise
             raise StoreError(f"upstream {name}: the pinned {pin.label} ({pin.commit[:12]}) is "
                              f"not in the cache ({exc.message})",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO
 
 from patchforge.errors import StoreError
-from patchforge.store.git import end_process, start_git
+from patchforge.store.git import damage_error, end_process, start_git
 
 
 class CatFile:
@@ -87,7 +87,10 @@ class CatFile:
             if name in self._asked:
                 self._guarded(lambda: self._read_ahead(until=name))
             if name in self._early:
-                return self._early.pop(name)
+                found = self._early.pop(name)
+                if found is None:
+                    self._refuse_damage()
+                return found
         return self.query([name])[0]
 
     def asked(self, name: str) -> bool:
@@ -131,8 +134,13 @@ class CatFile:
         try:
             step()
         except (BrokenPipeError, OSError, ValueError) as exc:
+            # git's message is read before close() lets its file go ("unknown error" before).
+            text = self._error_text()
             self.close()
-            raise StoreError(f"git cat-file stopped: {self._error_text()}") from exc
+            damaged = damage_error(text, self._git_dir)
+            if damaged is not None:
+                raise damaged from None
+            raise StoreError(f"git cat-file stopped: {text}") from exc
         except BaseException:
             self._kill()
             raise
@@ -171,7 +179,19 @@ class CatFile:
                 start = end
             if self._queued:
                 self._guarded(self._top_up)
+            if None in results:
+                self._refuse_damage()
         return results
+
+    def _refuse_damage(self) -> None:
+        """A damaged pack index makes git answer "missing" for what the pack holds, saying
+        why only on its stderr: an answer read as "not in the store" would have the command
+        take a locked revision for one its source lacks. Raise StoreDamaged when git said so."""
+        if self._stderr is None or os.fstat(self._stderr.fileno()).st_size == 0:
+            return
+        damaged = damage_error(self._error_text(), self._git_dir)
+        if damaged is not None:
+            raise damaged
 
     def _read_one(self, proc: subprocess.Popen) -> tuple[str, str, bytes] | None:
         assert proc.stdout is not None  # started with stdout=PIPE

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO
 
 from patchforge import logs
-from patchforge.errors import StoreError
+from patchforge.errors import StoreDamaged, StoreError
 from patchforge.store.giturl import ALLOWED_PROTOCOLS
 
 # Fixed identity and date for everything patchforge itself creates: the same input gives the
@@ -140,6 +140,39 @@ def _environment(extra: dict[str, str] | None, user_config: bool) -> dict[str, s
     return env
 
 
+# What git says when a file of a repository is damaged (a truncated pack or index, a flipped
+# byte, an emptied loose object), with the file it names where it names one.
+_DAMAGE = re.compile(
+    r"(?:packfile|index file|file) (?P<pack>\S+) (?:does not match index|is too small"
+    r"|is far too short to be a packfile|is not a GIT packfile|claims to have)"
+    r"|\(stored in (?P<stored>\S+)\) is corrupt"
+    r"|object file (?P<loose>\S+) is empty"
+    r"|non-monotonic index (?P<index>\S+)"
+    r"|inflate: data stream error|bad packed object CRC|unable to unpack \S+ header"
+    r"|corrupt packed object")
+
+
+def damage_error(stderr: str, git_dir: Path | str | None) -> StoreDamaged | None:
+    """A StoreDamaged naming the damaged file (and the store to move aside) when git's
+    message says a file of the repository is damaged; None for any other failure. Without
+    this a damaged pack read as a revision missing from its source: `the lock names a
+    revision its source does not have: re-pin it`, advice that changes a correct lock."""
+    matches = list(_DAMAGE.finditer(stderr))
+    if not matches:
+        return None
+    # The line that names the file, when one does (an inflate error's next line names it).
+    match = next((m for m in matches if any(m.groupdict().values())), matches[0])
+    named = next((v for v in match.groupdict().values() if v), None)
+    store = named.split("/objects/")[0] if named and "/objects/" in named else \
+        (str(git_dir) if git_dir is not None else "the store")
+    line = next((ln.strip() for ln in stderr.splitlines() if match.group(0) in ln), match.group(0))
+    line = re.sub(r"^(?:error|fatal): ", "", line)
+    return StoreDamaged(f"the cache's git store {store} is damaged: {line}",
+                        hint=f"nothing in the project is wrong and no pin needs to change: move "
+                             f"{store} aside (or remove it), and the next command fetches and "
+                             f"imports the pinned revisions again")
+
+
 def run_git(*args: str, git_dir: Path | None = None, cwd: Path | str | None = None,
             input: bytes | None = None, env: dict[str, str] | None = None,
             user_config: bool = False, ok: tuple[int, ...] | None = (0,),
@@ -173,6 +206,9 @@ def run_git(*args: str, git_dir: Path | None = None, cwd: Path | str | None = No
               (time.monotonic() - started) * 1000)
     if ok is not None and proc.returncode not in ok:
         err = proc.stderr.decode("utf-8", "replace").strip()
+        damaged = damage_error(err, git_dir)
+        if damaged is not None:
+            raise damaged
         raise StoreError(f"{what or 'git ' + args[0]} failed: "
                          f"{err or 'exit ' + str(proc.returncode)}")
     return proc
@@ -196,6 +232,7 @@ class StartedGit:
     def __init__(self, *args: str, git_dir: Path | None = None, cwd: Path | str | None = None,
                  input: bytes = b"", what: str | None = None, ok: tuple[int, ...] = (0,)) -> None:
         self._what = what or f"git {args[0]}"
+        self._git_dir = git_dir
         self._ok = ok
         self._args = args
         self._out = tempfile.TemporaryFile()
@@ -225,6 +262,9 @@ class StartedGit:
             if code not in self._ok:
                 self._err.seek(0)
                 err = self._err.read().decode("utf-8", "replace").strip()
+                damaged = damage_error(err, self._git_dir)
+                if damaged is not None:
+                    raise damaged
                 raise StoreError(f"{self._what} failed: {err or 'exit ' + str(code)}")
             self._out.seek(0)
             return self._out.read()

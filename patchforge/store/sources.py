@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from patchforge.errors import StoreError
+from patchforge.errors import StoreDamaged, StoreError
 from patchforge.model.record import record
 from patchforge.store.gitstore import TransferProgress, UpstreamStore, cache_dir, wheels_dir
 from patchforge.store.giturl import redact, store_namespace
@@ -371,6 +371,8 @@ def fetch_git_upstream(store: UpstreamStore, name: str, url: str, spec: str, *,
     if is_id or offline:
         try:
             return store.resolve_in(name, spec)
+        except StoreDamaged:
+            raise
         except StoreError:
             if offline:
                 raise StoreError(f"{upstream}: {spec!r} is not in the store as a revision of "
@@ -387,6 +389,8 @@ def fetch_git_upstream(store: UpstreamStore, name: str, url: str, spec: str, *,
         store.fetch_git(name, url, [spec.lower() if is_id else spec])
     try:
         return store.resolve_in(name, spec)
+    except StoreDamaged:
+        raise
     except StoreError:
         raise StoreError(f"{upstream}: {spec!r} is not a known commit, branch or tag of "
                          f"{redact(url)}",
