@@ -219,3 +219,16 @@ def test_offline_with_a_cached_wheel_asks_no_index(tmp_path, monkeypatch, other_
     run = run_cli(root, "--offline", "overlays")
     assert run.rc == 2 and wheel.name in run.err and "offline" in run.err, run.text
     assert other_server.paths() == []
+
+
+def test_a_token_the_forge_echoes_in_an_answer_is_never_shown_or_cached(env, project, tmp_path,
+                                                                         forge_server):
+    """A proxy or forge that echoes the request's headers into a successful answer (a debug
+    endpoint, a title built from them): before, the token was printed by `status --json` (the
+    pull request's title) and written into the HTTP cache under the user's cache directory,
+    which CI jobs save and restore. Now the answer's copy of the token is masked as it is read."""
+    forge_server.pulls[("o/r", 5)]["title"] = f"Echo: Bearer {TOKEN}"
+    r = run_cli(project, "status", "--json")
+    assert r.rc in (0, 1), r.text
+    assert json.loads(r.out)["patches"][0]["forwarded"]["title"] == "Echo: Bearer ***"
+    _no_token_anywhere(env, r, tmp_path)

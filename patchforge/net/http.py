@@ -453,6 +453,11 @@ class HttpClient:
                         {k.lower(): v for k, v in raw.headers.items()}, body)
         log.debug("%s %s -> %d", method, url, resp.status)
         truncated = _truncation(resp, raw.headers.get("Content-Encoding"))
+        if self.token and self.token.encode() in body:
+            # A server that echoes the request's headers (a debug endpoint, a proxy) would have
+            # the token printed with the answer's fields and written into the HTTP cache.
+            resp = Response(resp.method, resp.url, resp.status, resp.headers,
+                            body.replace(self.token.encode(), b"***"))
         if truncated:
             return self._not_retried(method, url, truncated, None)
         retry_set = RETRY_STATUS_IDEMPOTENT if method in IDEMPOTENT else RETRY_STATUS_OTHER
