@@ -781,6 +781,30 @@ def test_forwarded_pr_included_via_forge_compare(tmp_path, upstream, forge_serve
                for p in forge_server.paths())
 
 
+@pytest.mark.parametrize("answer", [("diverged", 3, False), ("behind", 0, "0"),
+                                    ("diverged", 4, 0), ("ahead", -2, 0)])
+def test_a_compare_answer_of_the_wrong_types_never_makes_a_merge_included(tmp_path, upstream,
+                                                                         forge_server, answer):
+    """The forge's compare counts whether the target includes a pull request's merge commit
+    (behind_by 0). An answer with `false` or "0" for behind_by, counts that contradict the
+    status ("diverged" with nothing behind), or a negative count: before, each read as
+    included, so `Drop-When: merged PR` came out true and status asked for the fix to be
+    dropped while the target does not have the merge. Now it is an unexpected answer: whether
+    the target includes it is unknown, and Drop-When is not true."""
+    target = upstream.commit({"README.md": b"nightly\n"}, "nightly")
+    merge = "c" * 40  # a merge commit the store has never seen
+    forge_server.add_pull("o/r", 7, state="closed", merged=True, merge_commit_sha=merge)
+    forge_server.comparisons[("o/r", merge, target)] = answer
+    stack = Stack(tmp_path / "project", upstream, api_url=forge_server.url)
+    stack.add("fix.patch", the_fix(), extra=f"Forwarded: {PR_URL}\nDrop-When: merged {PR_URL}\n")
+    status = stack.status(target, forge=forge_client(forge_server))["fix.patch"]
+    fw = status.forwarded
+    assert fw["merged"] and fw["included"] is None, fw
+    assert "unexpected compare answer" in fw["error"], fw
+    assert status.drop_when["true"] is None
+    assert status.state == "applies" and not status.attention
+
+
 def test_forwarded_pr_open(tmp_path, upstream, forge_server):
     forge_server.add_pull("o/r", 7, state="open")
     stack = Stack(tmp_path / "project", upstream, api_url=forge_server.url)

@@ -184,11 +184,24 @@ class GitHubForge:
                 f"{quote(head, safe='')}?per_page=1")
         resp = self._call("GET", path, what=f"comparison of {base}...{head} in {repo}")
         doc = resp.json()
-        try:
-            return Comparison(str(doc["status"]), int(doc["ahead_by"]), int(doc["behind_by"]))
-        except (KeyError, TypeError, ValueError):
-            raise NetworkError(f"GET {resp.url}: unexpected compare answer "
-                               f"(no status/ahead_by/behind_by)") from None
+        fields: dict[str, Any] = doc if isinstance(doc, dict) else {}
+        status: Any = fields.get("status")
+        ahead: Any = fields.get("ahead_by")
+        behind: Any = fields.get("behind_by")
+        # Whether a target includes a merge is read from behind_by alone: only counts that
+        # are numbers, and agree with the status, are believed (`false` and "0" counted as 0,
+        # an included merge; "diverged" with nothing behind is no answer GitHub gives).
+        counts = all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                     for n in (ahead, behind))
+        agrees = counts and {"identical": ahead == 0 and behind == 0,
+                             "ahead": ahead > 0 and behind == 0,
+                             "behind": ahead == 0 and behind > 0,
+                             "diverged": ahead > 0 and behind > 0}.get(status, False)
+        if not agrees:
+            raise NetworkError(f"GET {resp.url}: unexpected compare answer (status "
+                               f"{str(status)[:20]!r}, ahead_by {str(ahead)[:20]!r}, behind_by "
+                               f"{str(behind)[:20]!r})")
+        return Comparison(status, ahead, behind)
 
     def find_open_pull(self, repo: str, head: str) -> PullRequest | None:
         """The open pull request from `head` ("user:branch"), or None.
