@@ -274,3 +274,20 @@ def test_a_cache_entry_of_the_wrong_shape_is_a_miss(make_client, forge_server, p
     assert answer.json()["number"] == 1 and not answer.from_cache
     assert forge_server.requests[-1].header("if-none-match") is None
     assert make_client(offline=True).get(pull_url).json()["number"] == 1
+
+
+def test_pagination_never_follows_a_next_page_on_another_host(make_client, forge_server,
+                                                              other_server):
+    """A listing whose Link header sends the next page to another host: before, it was
+    followed, and that host's answer taken for the forge's (`pr --open` takes an open pull
+    request it finds there by its number, and updates that number on the forge). Now the
+    listing fails naming the link, and the other host gets no request."""
+    for n in range(1, 4):
+        forge_server.add_pull("o/r", n)
+    forge_server.misbehave("status", path="/repos/o/r/pulls", status=200, body=b"[]",
+                           headers={"Content-Type": "application/json",
+                                    "Link": f'<{other_server.url}/repos/o/r/pulls?page=2>; '
+                                            'rel="next"'})
+    with pytest.raises(NetworkError, match="the next page is on another host"):
+        make_client().get_all(f"{forge_server.url}/repos/o/r/pulls?state=open")
+    assert other_server.requests == []

@@ -286,12 +286,18 @@ class HttpClient:
 
     def paginate(self, url: str, *, accept: str = "application/json",
                  headers: Mapping[str, str] | None = None, max_pages: int = 100) -> Iterator[Response]:
-        """Yield each page of a listing, following `Link: rel="next"` (bounded, loop-safe)."""
+        """Yield each page of a listing, following `Link: rel="next"` (bounded, loop-safe, and
+        on the listing's own scheme and host: a page of another host would be taken for the
+        forge's answer, a pull request there for one of the forge's)."""
         seen: set[str] = set()
         next_url: str | None = url
+        origin = _origin(url)
         while next_url:
             if next_url in seen or len(seen) >= max_pages:
                 raise NetworkError(f"GET {url}: pagination did not end after {len(seen)} pages")
+            if _origin(next_url) != origin:
+                raise NetworkError(f"GET {url}: the next page is on another host "
+                                   f"({next_url[:200]!r}); not followed")
             seen.add(next_url)
             page = self.get(next_url, accept=accept, headers=headers).raise_for_status()
             yield page
@@ -601,6 +607,11 @@ class HttpClient:
             atomic_write(path, json.dumps(meta, sort_keys=True).encode() + b"\n" + resp.body)
         except OSError as exc:
             log.debug("cannot write HTTP cache entry %s: %s", path, exc)
+
+
+def _origin(url: str) -> tuple[str, str]:
+    """(scheme, host[:port]) of a URL."""
+    return urlsplit(url).scheme.lower(), host_of(url)
 
 
 def _is_rate_limited_403(resp: Response) -> bool:
