@@ -176,6 +176,38 @@ def test_a_pinned_cached_wheel_with_another_digest_is_refused(evil):
     assert run.rc == 2 and "does not match the pinned sha256" in run.err
 
 
+def test_a_cached_wheel_cut_short_is_downloaded_again_and_named_offline(evil, monkeypatch):
+    """The wheel cache holds the lock's file name with other bytes (a copy cut short, a cache
+    restored from elsewhere). Before, every `fetch` refused it ("the upstream.lock pin or the
+    cached file is wrong", naming neither path) and never downloaded it again, though the lock
+    is right. Now, with the network, pip downloads the pinned file (its digest checked) and it
+    replaces the cached one; offline the message names the cached file to remove."""
+    root, index, _, marker = evil
+    filename = "evilpkg-1.0-py3-none-any.whl"
+    wanted = _foreign_wheel(index, filename, b"RIGHT = True\n")
+    elsewhere = root / "other-cache"
+    elsewhere.mkdir()
+    shutil.copy(wanted, elsewhere / filename)
+    with monkeypatch.context() as there:
+        there.setenv("PATCHFORGE_WHEELS", str(elsewhere))
+        there.setenv("PATCHFORGE_CACHE", str(root / "other-store"))
+        ok(root, "--offline", "upstream", "add", "w", "--wheel", "evilpkg", "--at", "1.0",
+           "--install-root", "/srv")
+    cached = root / "wheels" / filename
+    cached.parent.mkdir(exist_ok=True)
+    cached.write_bytes(wanted.read_bytes()[:100])
+    before = tree_bytes(root, skip=("wheels",))
+    offline = run_cli(root, "--offline", "fetch")
+    assert offline.rc == 2 and str(cached) in offline.err, offline.err
+    assert "--offline" in offline.err
+    run = run_cli(root, "fetch", "--json")
+    assert run.rc == 0, run.err
+    assert json.loads(run.out)["fetched"][0]["result"] == "imported"
+    assert cached.read_bytes() == wanted.read_bytes()
+    assert tree_bytes(root, skip=("wheels",)) == before
+    assert not marker.exists()
+
+
 def _python_without_pip(tmp_path: Path) -> tuple[list[str], dict]:
     """This interpreter as an environment without pip would run it (as `uv venv` makes them):
     no site, and every installed package but pip reachable on PYTHONPATH."""

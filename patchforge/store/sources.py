@@ -118,6 +118,7 @@ def fetch_wheel(package: str, version: str, *, pin_sha256: str | None = None,
         candidates = [directory / filename] if (directory / filename).is_file() else []
     else:
         candidates = cached_wheels(package, version, directory)
+    downloaded = False
     if not candidates:
         if offline:
             wanted = filename or "no cached wheel"
@@ -125,14 +126,30 @@ def fetch_wheel(package: str, version: str, *, pin_sha256: str | None = None,
                              f"{directory} and --offline forbids downloading it")
         candidates = [_pip_download(package, version, directory, filename=filename, sha256=pin,
                                     progress=progress)]
+        downloaded = True
     digests = [(path, wheel_sha256(path)) for path in candidates]
     if pin is not None:
         for path, digest in digests:
             if digest == pin:
                 return WheelFile(path, path.name, digest)
-        got = ", ".join(f"{p.name} sha256 {d}" for p, d in digests)
-        raise StoreError(f"{package} {version}: wheel does not match the pinned sha256 {pin} "
-                         f"({got})", hint="the upstream.lock pin or the cached file is wrong")
+        got = ", ".join(f"{p} has sha256 {d}" for p, d in digests)
+        mismatch = f"{package} {version}: the cached wheel does not match the pinned sha256 " \
+                   f"{pin}: {got}"
+        if filename is not None and not offline and not downloaded:
+            # The cache holds the lock's file name with other bytes (a copy cut short, a cache
+            # restored from elsewhere): the lock is the authority, so the pinned file is
+            # downloaded (pip checks its digest) and replaces the cached one.
+            try:
+                path = _pip_download(package, version, directory, filename=filename,
+                                     sha256=pin, progress=progress)
+            except StoreError as exc:
+                raise StoreError(f"{mismatch}; downloading the pinned file instead failed: "
+                                 f"{exc.message}", hint=exc.hint) from None
+            return WheelFile(path, path.name, wheel_sha256(path))
+        raise StoreError(mismatch,
+                         hint="remove the cached file; `patchforge fetch` without --offline "
+                              "downloads the pinned one" if offline else
+                         "the upstream.lock pin or the cached file is wrong")
     # Several platform builds of one version may be cached; the first by name is the one used,
     # so the choice does not depend on the directory's listing order.
     path, digest = digests[0]
