@@ -14,6 +14,7 @@ TARGET = "eed1f3d0c6043bd494424a22443ee198dd56f657"
 @pytest.fixture
 def forge(forge_server, tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "tok123")
+    monkeypatch.setenv("GITHUB_API_URL", forge_server.url)  # as GitHub Actions names its API
     forge_server.require_token = "tok123"
     return GitHubForge.from_config(forge_server.url, tmp_path / "cache", sleep=lambda s: None)
 

@@ -36,6 +36,7 @@ def project(env, tmp_path, monkeypatch, forge_server):
                                                    forge_server.url.encode()))
     add_patch_file(root, "up", "fix.patch", PATCH)
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("GITHUB_API_URL", forge_server.url)  # as GitHub Actions names its API
     forge_server.add_pull("o/r", 5, state="open")
     return root
 
@@ -232,3 +233,26 @@ def test_a_token_the_forge_echoes_in_an_answer_is_never_shown_or_cached(env, pro
     assert r.rc in (0, 1), r.text
     assert json.loads(r.out)["patches"][0]["forwarded"]["title"] == "Echo: Bearer ***"
     _no_token_anywhere(env, r, tmp_path)
+
+
+def test_an_environment_token_never_goes_to_a_forge_only_the_configuration_names(
+        env, project, tmp_path, forge_server, monkeypatch):
+    """`forge.api-url` is in the stack's configuration, which arrives by pull request: a CI job
+    checking one (`status`, `lint`) sent its GITHUB_TOKEN to whatever host the pull request
+    named. An environment token now goes only to api.github.com and to the API the environment
+    names ($GITHUB_API_URL, which GitHub Actions sets; $GH_HOST, which gh reads): elsewhere the
+    forge is asked without it, and a warning says why."""
+    monkeypatch.delenv("GITHUB_API_URL")
+    r = run_cli(project, "status", "--json")
+    assert r.rc in (0, 1), r.text
+    assert forge_server.requests, "the forge was not asked"
+    assert all(req.header("authorization") is None for req in forge_server.requests)
+    assert f"$GITHUB_TOKEN is not sent to {forge_server.host}" in r.err, r.err
+    assert json.loads(r.out)["patches"][0]["forwarded"]["state"] == "open"
+    _no_token_anywhere(env, r, tmp_path)
+    asked = len(forge_server.requests)
+    monkeypatch.setenv("GH_HOST", forge_server.host)
+    r = run_cli(project, "status", "--json")
+    assert r.rc in (0, 1) and "is not sent" not in r.err, r.text
+    assert forge_server.requests[asked:] and all(
+        req.header("authorization") == f"Bearer {TOKEN}" for req in forge_server.requests[asked:])

@@ -87,7 +87,7 @@ def _commit_all(repo: Path, message: str) -> str:
 
 
 @pytest.fixture
-def stack(tmp_path, make_git_repo, forge_server):
+def stack(tmp_path, make_git_repo, forge_server, monkeypatch):
     """An upstream (pinned at its first commit, moved on since), a project carrying the fix, a
     bare fork, and the test forge as the configured API."""
     upstream, base = make_git_repo({".github/PULL_REQUEST_TEMPLATE.md": TEMPLATE,
@@ -116,6 +116,8 @@ def stack(tmp_path, make_git_repo, forge_server):
     series.mkdir(parents=True, exist_ok=True)
     (series / "ck-a8w4-gfx950.patch").write_bytes(PATCH)
     (series / "series").write_bytes(b"ck-a8w4-gfx950.patch\n")
+    # The API GitHub Actions names: a token from the environment goes there and nowhere else.
+    monkeypatch.setenv("GITHUB_API_URL", forge_server.url)
     return {"root": root, "upstream": upstream, "base": base, "head": head, "fork": fork,
             "forge": forge_server, "patch": series / "ck-a8w4-gfx950.patch"}
 
@@ -470,6 +472,7 @@ def test_open_checks_the_forge_before_pushing(stack, monkeypatch):
     config = stack["root"] / "patchforge.toml"
     dead = "http://127.0.0.1:9"  # the discard port: nothing listens there
     config.write_text(config.read_text().replace(stack["forge"].url, dead))
+    monkeypatch.setenv("GITHUB_API_URL", dead)
     result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
                     "--fork-owner", "ada")
     assert result.rc == 2, result.text

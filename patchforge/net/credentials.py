@@ -47,14 +47,46 @@ def forge_web_host(api_url: str) -> str:
     return "github.com" if host in ("api.github.com", "github.com") else host
 
 
+def _api_host(url: str) -> str:
+    """`host[:port]` of an API URL, lowercased."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+def env_token_hosts(env: Mapping[str, str]) -> frozenset[str]:
+    """The API hosts a GH_TOKEN or GITHUB_TOKEN may go to: api.github.com, the API GitHub
+    Actions names for the server a job runs on (`$GITHUB_API_URL`, GitHub Enterprise Server
+    included), and the host gh is pointed at (`$GH_HOST`, as gh itself reads it)."""
+    hosts = {"api.github.com"}
+    if env.get("GITHUB_API_URL"):
+        hosts.add(_api_host(env["GITHUB_API_URL"].strip()))
+    gh_host = (env.get("GH_HOST") or "").strip().lower()
+    if gh_host and gh_host != "github.com":
+        hosts.add(gh_host)
+    return frozenset(h for h in hosts if h)
+
+
 def forge_token(api_url: str, env: Mapping[str, str] | None = None, *,
                 offline: bool = False) -> Token | None:
-    """The token for the forge at `api_url`: the environment first, then the GitHub CLI."""
+    """The token for the forge at `api_url`: the environment first, then the GitHub CLI.
+
+    An environment token goes only to an API the environment itself names (env_token_hosts):
+    `forge.api-url` comes from the stack's configuration, which arrives by pull request, and a
+    CI job checking such a pull request sent its GITHUB_TOKEN to whatever host it named."""
     environ: Mapping[str, str] = os.environ if env is None else env
+    host = _api_host(api_url)
     for name in FORGE_TOKEN_VARIABLES:
         value = (environ.get(name) or "").strip()
-        if value:
+        if not value:
+            continue
+        allowed = env_token_hosts(environ)
+        if host in allowed:
             return Token(value, f"${name}")
+        log.warning("warning: $%s is not sent to %s, the forge.api-url of the configuration: "
+                    "a token from the environment goes only to %s (set GITHUB_API_URL or "
+                    "GH_HOST to name your forge)", name, host, ", ".join(sorted(allowed)))
+        break
     if offline:
         return None
     gh = shutil.which("gh", path=environ.get("PATH"))
