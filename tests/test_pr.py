@@ -542,6 +542,34 @@ def test_open_never_takes_another_branchs_pull_request_for_its_own(stack, monkey
     assert f"Forwarded: {url}\n".encode() in stack["patch"].read_bytes()
 
 
+def test_open_never_takes_a_redirected_post_for_a_pull_request_it_opened(stack, monkeypatch):
+    """A forge (or a proxy before it) answering the POST that opens the pull request with a
+    302: it was followed as a GET, which answered with an existing pull request (someone
+    else's), and `pr --open` said it had opened it and recorded its address in the patch. Now
+    the command fails saying the POST arrived as a GET, and the patch is left as it was."""
+    from helpers.servers import Answer
+
+    forge = stack["forge"]
+    forge.add_pull("acme/up", 1, head_ref="feature", head_label="mallory:feature",
+                   title="Someone else's change")
+    route = forge.route
+
+    def redirect_posts(method, path, query, req):
+        if method == "POST":
+            return Answer(302, b"", {"Location": f"{forge.url}/repos/acme/up/pulls/1"})
+        return route(method, path, query, req)
+
+    forge.route = redirect_posts
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
+    before = stack["patch"].read_bytes()
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                    "--fork-owner", "ada")
+    assert result.rc == 2, result.text
+    assert "where it arrived as a GET: the POST was not done" in result.err, result.err
+    assert stack["patch"].read_bytes() == before
+    assert forge.pulls[("acme/up", 1)]["title"] == "Someone else's change"
+
+
 def test_open_never_records_an_address_that_is_not_the_pull_request(stack, monkeypatch):
     """The forge's answer names the pull request's web address: one of another repository (or
     number) was written into Forwarded, and status then followed that other pull request (and

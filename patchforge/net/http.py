@@ -437,6 +437,7 @@ class HttpClient:
             raw = self._get_session().request(method, url, headers=headers, data=data,
                                               timeout=self.timeout, allow_redirects=True,
                                               stream=True, **self._proxies(url, headers))
+            self._refuse_changed_method(method, url, raw)
             body = self._read_body(method, url, raw, started)
         except _BodyBroken as exc:
             return self._not_retried(method, url, str(exc), None)
@@ -470,6 +471,20 @@ class HttpClient:
         if resp.status in retry_set or _is_rate_limited_403(resp):
             return _Attempt(f"server answered {resp.error_detail()}", self._asked_wait(resp), resp)
         return resp
+
+    @staticmethod
+    def _refuse_changed_method(method: str, url: str, raw: Any) -> None:
+        """A 301, 302 or 303 answer to a POST or PATCH is followed as a GET (as browsers do):
+        the change was never sent, and the GET's answer (an existing pull request) was taken
+        for what the POST made. Refused, naming where it was sent."""
+        final = getattr(getattr(raw, "request", None), "method", None) or method
+        if final.upper() != method:
+            raw.close()
+            raise NetworkError(f"{method} {url}: the server redirected it to "
+                               f"{raw.url or '?'}, where it arrived as a {final.upper()}: "
+                               f"the {method} was not done",
+                               hint="check the forge's address (forge.api-url): a redirect "
+                                    "from http to https, or to a moved host, drops a POST")
 
     def _not_retried(self, method: str, url: str, problem: str,
                      exc: Exception | None) -> _Attempt:
