@@ -755,7 +755,8 @@ def test_registry_credentials_go_only_to_the_registrys_own_realm(tmp_path, regis
     # The registry names a realm on another host (here: `localhost` for the registry's
     # 127.0.0.1): the user's secret must not go there.
     registry_server.realm_url = f"http://localhost:{registry_server.token_server.port}/token"
-    env = {"PATCHFORGE_REGISTRY_TOKEN": "pat-secret", "PATCHFORGE_REGISTRY_USER": "me"}
+    env = {"PATCHFORGE_REGISTRY_TOKEN": "pat-secret", "PATCHFORGE_REGISTRY_USER": "me",
+           "PATCHFORGE_REGISTRY_HOST": registry_server.host}
     client = RegistryClient.from_env(HttpClient(tmp_path / "c1", max_retries=0), env)
     client.resolve_image(f"{registry_server.host}/team/img:t")  # anonymous token: allowed
     realm = registry_server.token_server.requests
@@ -770,6 +771,37 @@ def test_registry_credentials_go_only_to_the_registrys_own_realm(tmp_path, regis
     RegistryClient.from_env(HttpClient(tmp_path / "c3", max_retries=0), trusted) \
         .resolve_image(f"{registry_server.host}/team/img:t")
     assert realm[-1].header("authorization") == "Basic bWU6cGF0LXNlY3JldA=="
+
+
+def test_a_registry_token_bound_to_no_host_goes_to_no_registry(tmp_path, registry_server):
+    """PATCHFORGE_REGISTRY_TOKEN without PATCHFORGE_REGISTRY_HOST was sent to any registry
+    that asked, through a token realm on that registry's own host: an image reference comes
+    from the configuration (`image`), which a pull request can change, so a CI job checking it
+    (`verify --image`, `bump`) gave the token to whatever registry the pull request named. Now
+    it is bound to no registry; the 401 that follows says so and how to bind it."""
+    from patchforge.errors import NetworkError
+    from patchforge.net.http import HttpClient
+    from patchforge.net.registry import RegistryClient
+
+    registry_server.push_image("team/img", "t", {"x": "y"})
+    registry_server.auth_required = True
+    registry_server.realm_url = f"http://{registry_server.host}/token"  # its own host
+    registry_server.token_server.credentials = "Basic bWU6cGF0LXNlY3JldA=="  # me:pat-secret
+    realm_on_own_host = registry_server.token_server.route
+    registry_server.route = (lambda original: lambda method, path, query, req:
+                             realm_on_own_host(method, path, query, req) if path == "/token"
+                             else original(method, path, query, req))(registry_server.route)
+    env = {"PATCHFORGE_REGISTRY_TOKEN": "pat-secret", "PATCHFORGE_REGISTRY_USER": "me"}
+    with pytest.raises(NetworkError, match="answered 401") as info:
+        RegistryClient.from_env(HttpClient(tmp_path / "c1", max_retries=0), env) \
+            .resolve_image(f"{registry_server.host}/team/img:t")
+    assert "PATCHFORGE_REGISTRY_HOST" in (info.value.hint or "")
+    assert all(r.header("authorization") is None for r in registry_server.requests)
+    bound = dict(env, PATCHFORGE_REGISTRY_HOST=registry_server.host)
+    RegistryClient.from_env(HttpClient(tmp_path / "c2", max_retries=0), bound) \
+        .resolve_image(f"{registry_server.host}/team/img:t")
+    asked = [r for r in registry_server.requests if r.path.startswith("/token")]
+    assert asked[-1].header("authorization") == "Basic bWU6cGF0LXNlY3JldA=="
 
 
 # --------------------------------------------------------------------------------------------

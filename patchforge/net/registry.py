@@ -164,8 +164,10 @@ class RegistryClient:
                  platform: tuple[str, str] = ("linux", "amd64"),
                  insecure_registries: tuple[str, ...] = (),
                  docker_logins: Any = None,
-                 trusted_realms: tuple[str, ...] = ()) -> None:
+                 trusted_realms: tuple[str, ...] = (),
+                 unbound_secret: bool = False) -> None:
         self.http = http
+        self.unbound_secret = unbound_secret  # PATCHFORGE_REGISTRY_TOKEN without its _HOST
         # Token realm hosts (besides the registry's own) that may receive credentials.
         self.trusted_realms = frozenset(h.strip().lower() for h in trusted_realms if h.strip())
         self.credentials = dict(credentials or {})
@@ -177,7 +179,8 @@ class RegistryClient:
     @classmethod
     def from_env(cls, http: HttpClient, env: Mapping[str, str] | None = None,
                  **kw: Any) -> "RegistryClient":
-        """Credentials from PATCHFORGE_REGISTRY_TOKEN (+ _USER), bound to PATCHFORGE_REGISTRY_HOST;
+        """Credentials from PATCHFORGE_REGISTRY_TOKEN (+ _USER), bound to PATCHFORGE_REGISTRY_HOST
+        (without it, to no registry);
         for any other registry, what `docker login` stored (net.credentials.DockerCredentials).
         PATCHFORGE_REGISTRY_REALMS names other token realm hosts trusted with them."""
         from patchforge.net.credentials import DockerCredentials
@@ -186,10 +189,14 @@ class RegistryClient:
         kw.setdefault("docker_logins", DockerCredentials(dict(env)))
         secret = env.get("PATCHFORGE_REGISTRY_TOKEN")
         creds = {}
-        if secret:
-            host = env.get("PATCHFORGE_REGISTRY_HOST") or "*"
-            creds[host.lower()] = RegistryCredentials(env.get("PATCHFORGE_REGISTRY_USER")
-                                                      or "patchforge", secret)
+        host = (env.get("PATCHFORGE_REGISTRY_HOST") or "").strip().lower()
+        if secret and host:
+            creds[host] = RegistryCredentials(env.get("PATCHFORGE_REGISTRY_USER")
+                                              or "patchforge", secret)
+        # Without a host the token is bound to no registry: an image reference comes from the
+        # configuration (which a pull request can change), and any registry it named was sent
+        # the token through a token realm on its own host.
+        kw.setdefault("unbound_secret", bool(secret) and not host)
         realms = tuple((env.get("PATCHFORGE_REGISTRY_REALMS") or "").split(","))
         kw.setdefault("trusted_realms", realms)
         return cls(http, credentials=creds, **kw)
@@ -442,8 +449,13 @@ class RegistryClient:
                                hint=(f"the credentials were not sent: {realm_host} is not "
                                      f"{image.registry}'s own host; if you trust it, add it to "
                                      "PATCHFORGE_REGISTRY_REALMS") if withheld else
+                               (f"PATCHFORGE_REGISTRY_TOKEN was not sent: it goes only to the "
+                                f"registry PATCHFORGE_REGISTRY_HOST names (set it to "
+                                f"{image.registry} if the token is that registry's)")
+                               if self.unbound_secret and creds is None else
                                "`docker login` to the registry, or set "
-                               "PATCHFORGE_REGISTRY_TOKEN (and _USER), for a private image")
+                               "PATCHFORGE_REGISTRY_TOKEN (and _USER, _HOST), for a private "
+                               "image")
         doc = resp.json()
         token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
         if not isinstance(token, str) or not token:
