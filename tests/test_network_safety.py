@@ -54,6 +54,10 @@ MISBEHAVIOURS = {
     "server-error-forever": dict(kind="status", status=502, times=100),
     "not-found": dict(kind="status", status=404, times=100),
     "bad-json": dict(kind="bad_json", times=100),
+    # Before, a RecursionError ended the lookup's thread with a traceback, and status waited
+    # out the lookups' whole deadline (20 s) for its answer.
+    "json-nested-too-deep": dict(kind="status", status=200, times=100,
+                                 body=b"[" * 100_000 + b"]" * 100_000),
     "rate-limited-for-an-hour": dict(kind="status", status=429, headers={"Retry-After": "3600"},
                                      times=100),
     "rate-limit-reset-far": dict(kind="status", status=403, times=100,

@@ -239,6 +239,29 @@ def test_an_image_configuration_of_odd_labels_is_a_clear_refusal(tmp_path, regis
     assert "{'sha'" not in run.err
 
 
+@pytest.mark.parametrize("body,message", [
+    (b'{"schemaVersion": 2, "config": {"digest": "CONFIG"}, "layers": 5}',
+     "the manifest's layers are not a list (int)"),
+    (b"[" * 100_000 + b"]" * 100_000, "the answer is JSON nested deeper than patchforge reads"),
+], ids=["layers-a-number", "json-nested-too-deep"])
+def test_a_manifest_of_the_wrong_shape_is_a_clear_refusal(tmp_path, registry_server, body,
+                                                          message):
+    """A manifest whose layers are a number, or JSON nested a hundred thousand deep (200 KB):
+    before, `status --against IMAGE` ended with an internal error (exit 70: a TypeError, a
+    RecursionError). Now each is refused naming what was wrong."""
+    from helpers.cli import run_cli
+    from helpers.project import git_project
+    from helpers.servers import OCI_MANIFEST, sha256_digest
+
+    root, _ = git_project(tmp_path)
+    pushed = registry_server.push_image(REPO, "odd", LABELS, index=False)
+    data = body.replace(b"CONFIG", pushed["config"].encode())
+    registry_server.manifests[sha256_digest(data)] = (OCI_MANIFEST, data)
+    registry_server.tags[(REPO, "odd")] = sha256_digest(data)
+    run = run_cli(root, "status", "--against", f"up={registry_server.host}/{REPO}:odd")
+    assert run.rc == 2 and message in run.err, run.err
+
+
 @pytest.mark.parametrize("damage", ["flipped", "truncated"])
 def test_a_damaged_cache_entry_is_asked_again_not_blamed_on_the_registry(
         client, registry_server, tmp_path, damage):

@@ -95,6 +95,10 @@ class Response:
             return json.loads(self.body)
         except ValueError as exc:
             raise NetworkError(f"{self.method} {self.url}: the answer is not valid JSON ({exc})") from None
+        except RecursionError:
+            # `[[[[...` a hundred thousand deep (200 KB) exhausts the parser's recursion.
+            raise NetworkError(f"{self.method} {self.url}: the answer is JSON nested deeper "
+                               "than patchforge reads") from None
 
     def links(self) -> dict[str, str]:
         """The `Link` header as {rel: url}."""
@@ -105,7 +109,7 @@ class Response:
         parts: list[str] = []
         try:
             doc = json.loads(self.body)
-        except ValueError:
+        except (ValueError, RecursionError):
             doc = None
         if isinstance(doc, dict):
             # GitHub: {"message", "errors": [{"message"}]}; OCI: {"errors": [{"code", "message"}]}
@@ -610,7 +614,7 @@ class HttpClient:
                 return None
             return Response(str(meta["method"]), str(meta["url"]), int(meta["status"]),
                             headers, body, from_cache=True)
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             return None  # a damaged entry is a miss, not an error
 
     def _cache_write(self, path: Path, resp: Response, accept: str | None) -> None:

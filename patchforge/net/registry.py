@@ -470,6 +470,9 @@ class RegistryClient:
 
 def _layers_of(manifest: Any, ref: str) -> tuple[LayerRef, ...]:
     layers = manifest.get("layers") if isinstance(manifest, dict) else None
+    if layers is not None and not isinstance(layers, list):
+        raise NetworkError(f"{ref}: the manifest's layers are not a list "
+                           f"({type(layers).__name__})")
     out = []
     for number, entry in enumerate(layers or []):
         digest = entry.get("digest") if isinstance(entry, dict) else None
