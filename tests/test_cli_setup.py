@@ -234,6 +234,25 @@ def test_upstream_add_git_pins_the_commit_and_appends_the_table(tmp_path):
     assert tree_bytes(root) == snapshot
 
 
+def test_upstream_add_refuses_a_bad_value_naming_its_option(tmp_path):
+    """A bad --install-root was found only after the upstream was pinned, and the error named
+    a line of the configuration that was never written (`patchforge.toml:19`); one with a
+    newline broke the TOML text and said "add the table by hand". Each is refused naming the
+    option and the value, with nothing written."""
+    upstream = Upstream(tmp_path / "src", UPSTREAM_FILES)
+    root = tmp_path / "stack"
+    root.mkdir()
+    ok(None, "init", "--standalone", cwd=root)
+    before = tree_bytes(root)
+    for value in ("opt/site", "/opt/site:ro", "/opt/si\nte"):
+        run = run_cli(root, "upstream", "add", "up", "--git", str(upstream.path), "--at", "main",
+                      "--install-root", value)
+        assert run.rc == 2 and f"--install-root {value!r}: not a valid install-root" in run.err, \
+            run.err
+        assert "patchforge.toml:" not in run.err
+        assert tree_bytes(root) == before
+
+
 def test_upstream_add_needs_exactly_one_kind(tmp_path):
     ok(None, "init", "--standalone", cwd=tmp_path)
     for args in ([], ["--git", "x", "--wheel", "y"]):

@@ -234,7 +234,10 @@ def load_config(path: Path) -> Config:
 
 
 def _toml_str(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A TOML basic string: `\\`, `"` and control characters escaped (a raw newline in a
+    value would end the string and break the file)."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
 
 
 def toml_key(name: str) -> str:

@@ -84,6 +84,34 @@ def _add_missing_lines(path: Path, lines: tuple[str, ...]) -> bool:
     return True
 
 
+# The option of `upstream add` that gives each key of the table it appends.
+_OPTION_OF_KEY = {"url": "--git", "package": "--wheel", "path": "--dir",
+                  "install-root": "--install-root", "follow": "--follow"}
+
+
+def _refuse_bad_values(upstream: UpstreamConfig) -> None:
+    """The values of the table `upstream add` appends, checked against the configuration's
+    schema before anything is fetched or written: a bad --install-root was found only once the
+    upstream was fetched, and named a line of the configuration that was never written (or, for
+    a newline, said "add the table by hand")."""
+    from patchforge.formats.schemas import first_violation
+
+    table = tomllib.loads(upstream_table_text("", upstream))
+    found = first_violation(table, "config")
+    if found is None:
+        return
+    where, message = found
+    key = next((part for part in reversed(where) if part in _OPTION_OF_KEY), None)
+    value = table["upstreams"][upstream.name].get(key) if key else None
+    if key == "package":  # the distribution rule says why
+        from patchforge.names import check_distribution
+        try:
+            check_distribution(value)
+        except ValueError as exc:
+            raise UsageError(f"--wheel: {exc}") from None
+    raise UsageError(f"{_OPTION_OF_KEY[key]} {value!r}: not a valid {key}" if key else message)
+
+
 def _check_appended(path: Path, data: bytes) -> None:
     """Refuse to write a configuration that would no longer parse (e.g. a pyproject.toml whose
     `tool` is an inline table cannot take a `[tool.patchforge]` section)."""
@@ -114,6 +142,7 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
                                                           upstream.name])
     if twin is not None:
         raise UsageError(twin)
+    _refuse_bad_values(upstream)
     with RepoLock(project.state_dir), open_store(project) as store:
         pin = pin_for_spec(project, store, upstream, spec)
         found = find_config_table(project.config_path)
