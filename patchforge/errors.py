@@ -40,6 +40,11 @@ class UsageError(PatchforgeError):
     exit_code = EXIT_BAD_INPUT
 
 
+class AmbiguousNameError(UsageError):
+    """A patch name that several series hold: the caller must say UPSTREAM/NAME. Never taken
+    for "no such patch" (a command that looks elsewhere next would answer that it is gone)."""
+
+
 class InputError(PatchforgeError):
     """A file given to us is malformed or hostile; `path` and `line` say where."""
 

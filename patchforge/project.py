@@ -12,7 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.errors import ConfigError, InputError, UsageError
+from patchforge.errors import AmbiguousNameError, ConfigError, InputError, UsageError
 from patchforge.formats.config import PYPROJECT, STANDALONE, find_config_table
 from patchforge.model.record import field, record
 
@@ -334,6 +334,6 @@ class Project:
             raise UsageError(f"no patch named {name!r} in the series",
                              hint=self._did_you_mean(wanted_upstream, name))
         if len(matches) > 1:
-            raise UsageError(f"patch {name!r} is in several series "
+            raise AmbiguousNameError(f"patch {name!r} is in several series "
                              f"({', '.join(u for u, _ in matches)}); say UPSTREAM/{name}")
         return matches[0]

@@ -659,3 +659,22 @@ def test_status_against_a_new_target_names_the_rebase_that_moves_the_series(proj
     assert run.rc == 1 and "upstreamed" in run.out, run.text
     assert "hint: `patchforge rebase --to up=main --dry-run` shows what a rebase" in run.err
     ok(root, "rebase", "--to", "up=main", "--dry-run")  # the command named runs as given
+
+
+def test_delete_of_a_name_two_series_hold_asks_which_one(tmp_path):
+    """`delete fix` with up/fix and two/fix listed answered "no patch named 'fix' in the series
+    or under skipped/", as if the fix were gone; every other command says it is in several
+    series and to name UPSTREAM/fix. delete says so too, and deletes nothing."""
+    from helpers.project import Stack
+    from helpers.upstream import Upstream
+
+    stack = Stack(tmp_path / "stack")
+    for name in ("up", "two"):
+        stack.add_upstream(name, Upstream(tmp_path / f"{name}-src", {"a.py": b"a = 1\n"}))
+        stack.add_patch(name, "fix", {"a.py": b"a = 2\n"})
+    before = tree_bytes(stack.root / "series")
+    run = run_cli(stack.root, "delete", "fix")
+    assert run.rc == 2 and "is in several series (up, two); say UPSTREAM/fix" in run.err, run.err
+    assert tree_bytes(stack.root / "series") == before
+    ok(stack.root, "delete", "two/fix")
+    assert stack.series("two") == [] and stack.series("up") == ["fix.patch"]

@@ -17,7 +17,8 @@ from patchforge.apply.series import apply_series, patch_profiles_of, unknown_pro
 from patchforge.model.record import record
 from patchforge.names import check_patch_name
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
-from patchforge.errors import ConflictStop, InputError, PatchforgeError, UsageError
+from patchforge.errors import (AmbiguousNameError, ConflictStop, InputError, PatchforgeError,
+                               UsageError)
 from patchforge.formats.patchfile import parse_patch_file, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, fsync_dir
 from patchforge.project import patch_file_name, read_no_link
@@ -462,6 +463,8 @@ def delete_patch(project: Project, name: str, *,
     says of a new order."""
     try:
         upstream, file_name = project.find_patch(name)
+    except AmbiguousNameError:
+        raise  # listed in several series: not "no patch named NAME"
     except UsageError:
         try:
             fix = find_skipped(project, name)
