@@ -99,7 +99,7 @@ NAMES = ["vllm", "aiter", "a", "A.b_c-9", "x" * 100, "x" * 101, "vllm.rocm", "a.
          "Manifest.JSON", "manifestxjson", "compose.yaml", "Dockerfile", "dockerfile",
          "README.md", "readme.MD", "artifacts", "ARTIFACTS", "artifacts2", "PATCHES.md",
          "history.jsonl", "History.Jsonl", "x.", "x.lock", "lock", "x.lockx", "x.LOCK",
-         "SHA256SUMS.d", "compose.yml"]
+         "SHA256SUMS.d", "compose.yml", "vllm\n", "x.\n"]
 
 
 @pytest.mark.parametrize("section", ["upstreams", "profiles"])
@@ -149,3 +149,28 @@ def test_names_that_differ_only_in_case_are_refused(tmp_path, section):
         load_config(path)
     assert err.value.line == (5 if section == "upstreams" else 3), str(err.value)
     assert "only in case" in str(err.value)
+
+
+@pytest.mark.parametrize("key, value", [
+    ("upstreams.up.install-root", "/opt/site\\n"), ("compose-service", "inference\\n"),
+    ("upstreams.up.url", "../up\\n"), ("forge.api-url", "https://api.github.com\\n"),
+    ("image", "repo/x:1\\n")])
+def test_a_value_ending_in_a_newline_is_refused(tmp_path, key, value):
+    """A pattern's `$` let a final newline through (Python's `$` matches before one; JSON
+    Schema's does not): `install-root = "/opt/site\\n"` (a multi-line TOML string) wrote a
+    mount target `/opt/site\\n/a.py` into compose.yaml and the Dockerfile, and
+    `compose-service = "inference\\n"` a broken service key, with every command at exit 0."""
+    table, _, field = key.rpartition(".")
+    lines = ['[upstreams.up]', 'kind = "git"', 'url = "../up"', 'install-root = "/opt/site"',
+             '[forge]', 'api-url = "https://api.github.com"']
+    text = "\n".join(lines) + "\n"
+    if table:
+        text = text.replace(f'{field} = "', f'{field} = "{value}"  # ', 1) \
+            if f"{field} = " in text else text
+    else:
+        text = f'{field} = "{value}"\n' + text
+    path = tmp_path / "patchforge.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert field in str(err.value), str(err.value)

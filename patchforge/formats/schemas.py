@@ -30,11 +30,37 @@ def dotted(path) -> str:
     return out or "(top level)"
 
 
-def validation_errors(instance, name: str) -> list[str]:
-    """Every schema violation as "dotted.path: message", best first."""
+# What a schema check accepts beyond the schema files themselves (the marker of a configuration
+# that passed includes it): 2, a pattern's `$` is the end of the string.
+VALIDATION_RULES = b"2"
+
+
+@lru_cache(maxsize=None)
+def _end_anchored(pattern: str) -> re.Pattern:
+    """`pattern` as JSON Schema reads it (ECMA-262): its final `$` is the end of the string.
+    Python's `$` also matches before a final newline, so `"/opt/site\n"` passed
+    `^/[^\x00-\x1f]*$` (install-root) and reached compose.yaml and the Dockerfile."""
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern)
+
+
+@lru_cache(maxsize=None)
+def _validator_class(name: str):
+    """The validator of schema `name`, its `pattern` keyword read as JSON Schema reads it."""
     import jsonschema
 
-    validator_cls = jsonschema.validators.validator_for(load_schema(name))
+    base = jsonschema.validators.validator_for(load_schema(name))
+
+    def pattern(validator, wanted, instance, schema):
+        if validator.is_type(instance, "string") and not _end_anchored(wanted).search(instance):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {wanted!r}")
+    return jsonschema.validators.extend(base, {"pattern": pattern})
+
+
+def validation_errors(instance, name: str) -> list[str]:
+    """Every schema violation as "dotted.path: message", best first."""
+    validator_cls = _validator_class(name)
     validator = validator_cls(load_schema(name), format_checker=validator_cls.FORMAT_CHECKER)
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(e.absolute_path), e.message))
     return [f"{dotted(e.absolute_path)}: {e.message}" for e in errors]
@@ -45,10 +71,7 @@ def first_violation(instance, name: str) -> tuple[list, str] | None:
 
     The path ends at the offending key itself where jsonschema reports its parent (an unknown
     key, a bad key name), so that a caller can point at the key's line."""
-    import jsonschema
-
-    validator_cls = jsonschema.validators.validator_for(load_schema(name))
-    validator = validator_cls(load_schema(name))
+    validator = _validator_class(name)(load_schema(name))
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(e.absolute_path), e.message))
     if not errors:
         return None
