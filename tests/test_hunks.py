@@ -408,7 +408,9 @@ def test_hunks_placed_on_the_bytes_are_where_the_line_search_places_them():
     end, hunks in the wrong order and reversed (landed detection's reverse search), at every
     fuzz limit, it gives the content and the outcomes the line search gives (exact, offset,
     fuzz, anchored to an end of the file, failed), or leaves the file to the line search (a
-    hunk without context placed by its line number). Both ways are met."""
+    hunk without context placed by its line number). Both ways are met. The placements it
+    reports (`edits`, from which a range-diff's pack makes the content's delta) make the
+    content from the file's bytes."""
     import random
 
     from patchforge.apply.hunks import ReversedHunk, apply_hunks, lines_of, placed_on_bytes
@@ -440,14 +442,22 @@ def test_hunks_placed_on_the_bytes_are_where_the_line_search_places_them():
             for max_fuzz, build in ((2, True), (0, True), (0, False), (1, False)):
                 by_lines, outcomes = apply_hunks(lines_of(meets), order, max_fuzz=max_fuzz,
                                                  build=build)
-                found = placed_on_bytes(meets, order, max_fuzz=max_fuzz, build=build)
+                edits: list = []
+                found = placed_on_bytes(meets, order, max_fuzz=max_fuzz, build=build,
+                                        edits=edits)
                 if found is None:
+                    assert not edits
                     left += 1
                     continue
                 placed += 1
                 met.update(o.status for o in outcomes)
                 assert found == (b"".join(by_lines) if build else None, outcomes), \
                     (meets, order, max_fuzz)
+                if build:
+                    assert _made_by(meets, edits) == found[0]
+                    assert len(edits) == sum(o.status != "failed" for o in outcomes)
+                else:
+                    assert not edits
     # A pre-image whose last line has no line end is found only at the end of the file
     # (with fuzz, its shorter cut elsewhere).
     content = b"a\nb\nc\nd\ne"
@@ -462,6 +472,40 @@ def test_hunks_placed_on_the_bytes_are_where_the_line_search_places_them():
                 (b"".join(by_lines), outcomes), (meets, max_fuzz)
     assert placed > 3000 and left > 200, (placed, left)
     assert met == {"exact", "offset", "fuzz", "failed"}
+
+
+def _made_by(old: bytes, edits) -> bytes:
+    """`old` with FileApplication.edits made: each (start, end, post) replaces old[start:end]."""
+    pieces, at = [], 0
+    for start, end, post in edits:
+        assert at <= start <= end <= len(old)
+        pieces += (old[at:start], post)
+        at = end
+    return b"".join(pieces) + old[at:]
+
+
+def test_an_application_on_the_bytes_says_how_it_made_its_content():
+    """apply_file_patch's `edits` (where each hunk's pre-image was and what replaced it) make
+    its content from the old one when its hunks were placed on the bytes, are None when it was
+    made otherwise (a new file, the line search), and a walk's remembered applications hand
+    them back for that content object alone (PatchApplications.made_from)."""
+    from patchforge.apply.hunks import PatchApplications, apply_file_patch
+
+    old = b"".join(b"line %d\n" % i for i in range(200))
+    new = old.replace(b"line 5\n", b"five\n").replace(b"line 150\n", b"") + b"end"
+    (fp,) = parse_diff(git_diff(old, new, context=3))
+    result = apply_file_patch(old, fp)
+    assert result.content == new and result.edits is not None
+    assert _made_by(old, result.edits) == new
+    shifted = b"extra\n" * 7 + old  # offset
+    assert _made_by(shifted, apply_file_patch(shifted, fp).edits) == b"extra\n" * 7 + new
+    (created,) = parse_diff(git_diff(b"", b"a\nb\n", context=3))
+    assert apply_file_patch(None, created).edits is None
+    applications = PatchApplications()
+    made = applications(old, fp)
+    assert applications.made_from(made.content) == (old, made.edits)
+    assert applications.made_from(bytes(bytearray(made.content))) is None  # another object
+    assert applications.made_from(old) is None
 
 
 def test_a_content_searched_often_is_searched_by_its_lines():

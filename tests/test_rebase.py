@@ -221,7 +221,7 @@ def test_a_failing_range_diff_import_does_not_fail_the_rebase(stack, upstream, m
     shutil.copytree(stack.root, again, symlinks=True)
     reference = stack.rebase_json("--to", f"up={new_commit}")
 
-    def broken_pipe(self, data):
+    def broken_pipe(self, data, made_from=None):
         raise StoreError("the range-diff import failed (test)")
     monkeypatch.setattr(rangediff.RangeDiffImport, "blob", broken_pipe)
     result = run_cli(copy, "rebase", "--to", f"up={new_commit}", "--json")

@@ -14,7 +14,7 @@ from typing import Any
 from patchforge.apply.diffparse import (FilePatch, Hunk, line_kind, reverse_file_patch,
                                         split_lines)
 from patchforge.errors import ApplyError
-from patchforge.model.record import record
+from patchforge.model.record import field, record
 
 _RANK = {"exact": 0, "offset": 1, "fuzz": 2, "failed": 3}
 
@@ -35,13 +35,19 @@ class HunkOutcome:
 @record(frozen=True)
 class FileApplication:
     """The result for one file. `content` is the post-image, None when the file is deleted (or
-    when nothing could be applied at all, see `error`)."""
+    when nothing could be applied at all, see `error`). `edits` says how the content was made
+    from the old one when its hunks were placed on the bytes (`placed_on_bytes`): per placed
+    hunk (start, end, post), the old bytes [start:end] replaced by `post`, the bytes between
+    copied as they are (a range-diff's pack stores the content as that delta of the old
+    one); None when it was made otherwise."""
 
     old_path: str | None
     new_path: str | None
     content: bytes | None
     hunks: tuple[HunkOutcome, ...]
     error: str | None = None
+    edits: tuple[tuple[int, int, bytes], ...] | None = field(default=None, repr=False,
+                                                             compare=False)
 
     @property
     def ok(self) -> bool:
@@ -308,11 +314,11 @@ def _place(lines: Lines, pre: list[bytes], expected: int, lo: int,
     return pos if pos >= lo and _matches(lines, pos, pre) else None
 
 
-def apply_hunks_to_bytes(old: bytes, hunks: tuple[Hunk, ...], *,
-                         max_fuzz: int = 2) -> tuple[bytes, tuple[HunkOutcome, ...]]:
+def apply_hunks_to_bytes(old: bytes, hunks: tuple[Hunk, ...], *, max_fuzz: int = 2,
+                         edits: list | None = None) -> tuple[bytes, tuple[HunkOutcome, ...]]:
     """`apply_hunks` on file content: on the bytes themselves when they decide
-    (`place_in_place`), else on its lines."""
-    placed = place_in_place(old, hunks, max_fuzz=max_fuzz)
+    (`place_in_place`, which adds its placements to `edits`), else on its lines."""
+    placed = place_in_place(old, hunks, max_fuzz=max_fuzz, edits=edits)
     if placed is not None:
         content, outcomes = placed
         assert content is not None, "built"
@@ -356,7 +362,7 @@ _byte_searches: dict[int, tuple[bytes, int]] = {}
 
 
 def place_in_place(old: bytes | None, hunks: tuple[Hunk | ReversedHunk, ...], *,
-                   max_fuzz: int = 2, build: bool = True
+                   max_fuzz: int = 2, build: bool = True, edits: list | None = None
                    ) -> tuple[bytes | None, tuple[HunkOutcome, ...]] | None:
     """apply_hunks on `old` without splitting it into lines (`placed_on_bytes`), for the
     first few searches of a content; None when the line search is to decide."""
@@ -369,11 +375,11 @@ def place_in_place(old: bytes | None, hunks: tuple[Hunk | ReversedHunk, ...], *,
     if not count and len(_byte_searches) >= _COUNTED:
         del _byte_searches[next(iter(_byte_searches))]  # the oldest
     _byte_searches[id(old)] = (old, count + 1)
-    return placed_on_bytes(old, hunks, max_fuzz=max_fuzz, build=build)
+    return placed_on_bytes(old, hunks, max_fuzz=max_fuzz, build=build, edits=edits)
 
 
 def placed_on_bytes(old: bytes, hunks: tuple[Hunk | ReversedHunk, ...], *,
-                    max_fuzz: int = 2, build: bool = True
+                    max_fuzz: int = 2, build: bool = True, edits: list | None = None
                     ) -> tuple[bytes | None, tuple[HunkOutcome, ...]] | None:
     """apply_hunks on `old` without splitting it into lines: each hunk's pre-image, at each
     fuzz level up to `max_fuzz`, found in the file's bytes (`_found_whole`) where the line
@@ -383,10 +389,13 @@ def placed_on_bytes(old: bytes, hunks: tuple[Hunk | ReversedHunk, ...], *,
     new content, None with build=False; the outcomes). A rebase's applications and landed
     detection's searches were mostly this: splitting a file into a list of lines, and
     joining them again, was most of their cost (and the lists most of the memory a walk
-    touches). Lines end at b"\\n" alone, as split_lines says."""
+    touches). Lines end at b"\\n" alone, as split_lines says. With build, the placements
+    ((start, end, post) per placed hunk: FileApplication.edits) are added to `edits` when
+    given and the content is made."""
     if not old or not hunks:
         return None
     pieces: list[bytes] = []
+    placed: list[tuple[int, int, bytes]] = []
     outcomes: list[HunkOutcome] = []
     done = done_at = 0  # the line, and its first byte, where the next hunk may start
     last_offset = 0
@@ -414,12 +423,15 @@ def placed_on_bytes(old: bytes, hunks: tuple[Hunk | ReversedHunk, ...], *,
         offset = last_offset = line - top - base
         if build:
             pieces += (old[done_at:pos], post)
+            placed.append((pos, pos + len(pre), post))
         done, done_at = line + count, pos + len(pre)
         outcomes.append(HunkOutcome(index, "fuzz" if fuzz else "offset" if offset else "exact",
                                     offset, fuzz, line + 1))
     if not build:
         return None, tuple(outcomes)
     pieces.append(old[done_at:])
+    if edits is not None:
+        edits += placed
     return b"".join(pieces), tuple(outcomes)
 
 
@@ -543,8 +555,10 @@ def apply_file_patch(old: bytes | None, fp: FilePatch, *, max_fuzz: int = 2,
         return _all_failed(fp, f"{fp.old_path} is not the whole file the patch replaces (a hunk "
                                "without context at the top of a file is matched at both ends, "
                                "as git apply matches it)")
-    content, outcomes = apply_hunks_to_bytes(old, fp.hunks, max_fuzz=max_fuzz)
-    return FileApplication(fp.old_path, fp.new_path, content, outcomes)
+    edits: list[tuple[int, int, bytes]] = []
+    content, outcomes = apply_hunks_to_bytes(old, fp.hunks, max_fuzz=max_fuzz, edits=edits)
+    return FileApplication(fp.old_path, fp.new_path, content, outcomes, None,
+                           tuple(edits) if edits else None)  # by position: the quick way
 
 
 # A git diff's `index` line: the pre-image's and the post-image's blob ids.
@@ -600,6 +614,9 @@ class PatchApplications:
         # (id of the file patch, content) -> (the file patch, max_fuzz, the result); the file
         # patch is kept so that its id is not reused by another object meanwhile.
         self._done: dict[tuple[int, bytes | None], tuple[FilePatch, int, FileApplication]] = {}
+        # id(content) -> (the application that made it, the content it was made from), for
+        # contents made by placing hunks on the bytes (`made_from`)
+        self._made: dict[int, tuple[FileApplication, bytes]] = {}
 
     def __call__(self, old: bytes | None, fp: FilePatch, *, max_fuzz: int = 2) -> FileApplication:
         key = (id(fp), old)
@@ -610,4 +627,16 @@ class PatchApplications:
             return found[2]
         result = apply_file_patch(old, fp, max_fuzz=max_fuzz)
         self._done[key] = (fp, max_fuzz, result)
+        if result.edits is not None and old is not None and result.content is not None:
+            self._made[id(result.content)] = (result, old)
         return result
+
+    def made_from(self, content: bytes) -> tuple[bytes, tuple[tuple[int, int, bytes], ...]] | None:
+        """(the old content, FileApplication.edits) when `content` is the post-image of one of
+        these applications made by placing its hunks on the bytes; None otherwise."""
+        found = self._made.get(id(content))
+        if found is None or found[0].content is not content:
+            return None
+        application, old = found
+        assert application.edits is not None
+        return old, application.edits

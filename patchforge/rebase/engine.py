@@ -21,7 +21,7 @@ import contextlib
 import os
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.series import SeriesState, apply_series
 from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
@@ -471,6 +471,10 @@ class Rebase:
             patches = None
         else:
             judge = self._judge(upstream, entry)
+            if chains is not None:
+                # A content the walk made by placing hunks goes into the range-diff's pack as
+                # the delta of the content it was made from.
+                chains.made_from = judge.applications.made_from
             patches = self._old_series(upstream, names)
             # Every file of the series, in one cat-file exchange per commit.
             judge.prefetch(patches)
@@ -1257,12 +1261,16 @@ class _Chains:
         self.new: list[tuple[str, dict]] = []
         self.old_paths: set[str] = set()
         self.new_paths: set[str] = set()
+        # content -> (the content it was made from, the edits), or None: the walk's
+        # (apply.hunks.PatchApplications.made_from)
+        self.made_from: Callable[[bytes], tuple | None] = lambda content: None
 
     def _marked(self, files: dict) -> dict | None:
         if self.broken or self.importer is None:
             return None
         try:
-            return {path: None if content is None else self.importer.blob(content)
+            return {path: None if content is None
+                    else self.importer.blob(content, self.made_from(content))
                     for path, content in files.items()}
         except StoreError:
             # A report must not stop the rebase: the end of the run makes it another way.

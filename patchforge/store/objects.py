@@ -20,6 +20,8 @@ import zlib
 from pathlib import Path
 from typing import Callable
 
+from patchforge.model.record import record
+
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 TREE_MODE = "40000"
 
@@ -313,13 +315,91 @@ def stored_parts(kind: bytes, data: bytes) -> tuple[bytes | memoryview, ...]:
     return tuple(parts)
 
 
-def write_parts_pack(git_dir: Path, entries: dict[str, tuple[bytes | memoryview, ...]], *,
+def git_delta(base_size: int, result_size: int,
+              edits: tuple[tuple[int, int, bytes], ...] | list[tuple[int, int, bytes]]) -> bytes:
+    """Git's delta (Documentation/technical/pack-format.txt, "Deltified representation") that
+    makes a content of `result_size` bytes from a base of `base_size`: per edit (start, end,
+    new bytes), in order and not overlapping, the base's bytes up to `start` copied, `new`
+    inserted and the base's [start:end] left out; the rest of the base copied at the end
+    (apply.hunks.FileApplication.edits)."""
+    out = bytearray(_size_varint(base_size) + _size_varint(result_size))
+    at = 0
+    for start, end, new in edits:
+        _delta_copy(out, at, start - at)
+        for first in range(0, len(new), 0x7F):  # an insert carries up to 127 bytes
+            chunk = new[first:first + 0x7F]
+            out.append(len(chunk))
+            out += chunk
+        at = end
+    _delta_copy(out, at, base_size - at)
+    return bytes(out)
+
+
+def _size_varint(size: int) -> bytes:
+    """A size in a delta's header: 7 bits a byte, the lowest first."""
+    out = bytearray()
+    while size >= 0x80:
+        out.append(0x80 | (size & 0x7F))
+        size >>= 7
+    out.append(size)
+    return bytes(out)
+
+
+def _delta_copy(out: bytearray, offset: int, size: int) -> None:
+    """Copy instructions for the base's [offset:offset + size] (none for an empty range): the
+    offset's and size's non-zero bytes, flagged in the instruction byte."""
+    while size > 0:
+        step = min(size, 0xFFFFFF)  # the most one instruction copies (three size bytes)
+        command, operands = 0x80, bytearray()
+        for shift in range(4):
+            byte = (offset >> (8 * shift)) & 0xFF
+            if byte:
+                command |= 1 << shift
+                operands.append(byte)
+        for shift in range(3):
+            byte = (step >> (8 * shift)) & 0xFF
+            if byte:
+                command |= 0x10 << shift
+                operands.append(byte)
+        out.append(command)
+        out += operands
+        offset += step
+        size -= step
+
+
+@record(frozen=True)
+class DeltaEntry:
+    """A pack entry stored as a delta (git_delta) of `base`, an object written before it in the
+    same pack (write_parts_pack makes it an offset delta)."""
+
+    base: str
+    delta: bytes
+
+
+def _ofs_delta_parts(distance: int, delta: bytes) -> tuple[bytes, ...]:
+    """An offset delta's entry: its header, how far back its base starts, the delta stored."""
+    back = bytearray([distance & 0x7F])
+    distance >>= 7
+    while distance:
+        distance -= 1
+        back.append(0x80 | (distance & 0x7F))
+        distance >>= 7
+    back.reverse()
+    return (pack_object_header(_OFS_DELTA, len(delta)) + bytes(back) + _stored(delta),)
+
+
+_OFS_DELTA = 6
+
+
+def write_parts_pack(git_dir: Path,
+                     entries: dict[str, tuple[bytes | memoryview, ...] | DeltaEntry], *,
                      crcs: dict[str, int] | None = None) -> str | None:
-    """A pack of `git_dir` made of stored_parts() (id -> parts), written with writev (the parts
-    are not joined), and its index: version 1, which holds no CRC-32 of each entry (git reads
-    objects without it; version 2's CRCs cost a pass over every byte of the pack), unless the
-    entries' `crcs` are given or the pack is too large for version 1's 32-bit offsets. Not
-    synced (see write_small_pack). Returns the pack's name, None when there is nothing."""
+    """A pack of `git_dir` made of stored_parts() (id -> parts) and DeltaEntry's (whose base
+    comes before them), written with writev (the parts are not joined), and its index:
+    version 1, which holds no CRC-32 of each entry (git reads objects without it; version 2's
+    CRCs cost a pass over every byte of the pack), unless the entries' `crcs` are given or the
+    pack is too large for version 1's 32-bit offsets. Not synced (see write_small_pack).
+    Returns the pack's name, None when there is nothing."""
     import hashlib
 
     if not entries:
@@ -329,6 +409,8 @@ def write_parts_pack(git_dir: Path, entries: dict[str, tuple[bytes | memoryview,
     head = b"PACK" + struct.pack(">II", 2, len(entries))
     digest = hashlib.sha1(head)
     offsets: list[tuple[bytes, int]] = []
+    placed_at: dict[str, int] = {}  # id -> offset, for the deltas' bases
+    made: dict[str, tuple[bytes, ...]] = {}  # the deltas' entries, as written
     offset = len(head)
     fd, pack_tmp = tempfile.mkstemp(prefix="tmp_", dir=pack_dir)
     try:
@@ -336,6 +418,12 @@ def write_parts_pack(git_dir: Path, entries: dict[str, tuple[bytes | memoryview,
             pending: list[bytes | memoryview] = [head]
             for oid, parts in entries.items():
                 offsets.append((bytes.fromhex(oid), offset))
+                if isinstance(parts, DeltaEntry):
+                    if parts.base not in placed_at:
+                        raise ValueError(f"the delta {oid} comes before its base {parts.base}")
+                    parts = made[oid] = _ofs_delta_parts(offset - placed_at[parts.base],
+                                                         parts.delta)
+                placed_at[oid] = offset
                 for part in parts:
                     digest.update(part)
                     offset += len(part)
@@ -356,7 +444,7 @@ def write_parts_pack(git_dir: Path, entries: dict[str, tuple[bytes | memoryview,
         index = pack_index_v1(sorted(offsets), checksum)
     else:
         if crcs is None:
-            crcs = {oid: _crc_of(parts) for oid, parts in entries.items()}
+            crcs = {oid: _crc_of(made.get(oid, parts)) for oid, parts in entries.items()}
         index = pack_index(sorted((oid, crcs[oid.hex()], at) for oid, at in offsets), checksum)
     _write_index(pack_dir, checksum, index)
     return name

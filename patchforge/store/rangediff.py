@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from patchforge.errors import StoreError
 from patchforge.store.diff import quote_c_path
 from patchforge.store.git import IMPORT_IDENT, start_git
-from patchforge.store.objects import TREE_MODE, object_id, stored_parts, write_parts_pack
+from patchforge.store.objects import (TREE_MODE, DeltaEntry, git_delta, object_id, stored_parts,
+                                      write_parts_pack)
 
 if TYPE_CHECKING:
     from patchforge.store.gitstore import UpstreamStore
@@ -102,22 +103,30 @@ class RangeDiffImport:
 
     Every object of the chains (contents, trees, commits: the ones `git fast-import` made
     before, id for id) is made here and written as one pack (objects.write_parts_pack: stored,
-    not compressed, no deltas, the contents not copied into it, an index without CRCs; the pack
-    lives for one command), so `git range-diff` is the one
-    git process. Streaming the contents through fast-import cost git more than the rest of
-    the range-diff: it hashes each byte twice (object and pack) with its collision-detecting
-    SHA-1, and set up zlib again for each of thousands of small trees. A content is hashed and
-    packed when it is handed over, on the caller's thread: range_diff() runs on a second
-    thread, where each call that lets go of the GIL waits to get it back from the busy first
-    one. close() (also done by range_diff()) removes the repository; a caller that stops early
-    must call it.
+    not compressed, the contents not copied into it, an index without CRCs; the pack lives for
+    one command), so `git range-diff` is the one git process. Streaming the contents through
+    fast-import cost git more than the rest of the range-diff: it hashes each byte twice
+    (object and pack) with its collision-detecting SHA-1, and set up zlib again for each of
+    thousands of small trees. A content handed over with how it was made from another one
+    (blob(made_from=): the hunks a walk placed on the bytes) is packed as git's delta of
+    that one when it is in the pack too: the bases' contents come first, then the contents in
+    the order handed over, so a base is always written before what is made from it, and a
+    series' contents (half the pack) are neither checksummed nor written but as their
+    edits. A content is hashed when it is handed over, on the caller's thread: range_diff()
+    runs on a second thread, where each call that lets go of the GIL waits to get it back
+    from the busy first one. close() (also done by range_diff()) removes the repository; a
+    caller that stops early must call it.
     """
 
     def __init__(self, store: "UpstreamStore") -> None:
         self._store = store
         self._tmp: Path | None = None
         self._blobs: list[str] = []  # the contents' ids by mark (mark n is _blobs[n - 1])
-        self._objects: dict[str, tuple] = {}  # id -> objects.stored_parts
+        # id -> (content, (the content it was made from, its edits) or None), in the order
+        # handed over
+        self._contents: dict[str, tuple[bytes, tuple | None]] = {}
+        self._base_contents: dict[str, bytes] = {}  # the chains' bases' contents, by id
+        self._objects: dict[str, tuple] = {}  # trees and commits: id -> objects.stored_parts
         # id(content) -> (content, its blob id), for contents handed over more than once: a
         # patch that meets its files as the old series had them gives the new chain the very
         # bytes object the old chain got (the walk's applications are shared), so it is not
@@ -148,26 +157,52 @@ class RangeDiffImport:
             self.close()
             raise
 
-    def blob(self, data: bytes) -> int:
-        """Hand over one file content; returns its mark, for range_diff()'s chains."""
+    def blob(self, data: bytes, made_from: tuple | None = None) -> int:
+        """Hand over one file content; returns its mark, for range_diff()'s chains.
+        `made_from`: (another content, the edits that make this one of it), as
+        apply.hunks.PatchApplications.made_from says."""
         if self._closed:
             raise StoreError("the range-diff import is closed")
-        self._keep(data)
+        self._keep(data, made_from)
         return len(self._blobs)
 
-    def _keep(self, data: bytes) -> str:
-        """The content's id; it goes into the pack (hashed and made a pack entry here, on the
-        caller's thread, where the few GIL-releasing calls per content cost nothing)."""
+    def _keep(self, data: bytes, made_from: tuple | None = None) -> str:
+        """The content's id (hashed here, on the caller's thread, where the few GIL-releasing
+        calls per content cost nothing); it goes into the pack."""
         known = self._known.get(id(data))
         if known is not None and known[0] is data:
             self._blobs.append(known[1])
             return known[1]
         oid = object_id(b"blob", data)
         self._known[id(data)] = (data, oid)
-        if oid not in self._objects:
-            self._objects[oid] = stored_parts(b"blob", data)
+        if oid not in self._contents:
+            self._contents[oid] = (data, made_from)
         self._blobs.append(oid)
         return oid
+
+    def _pack_entries(self) -> dict[str, tuple | DeltaEntry]:
+        """Every object of the pack, in the order written: the bases' contents, the contents
+        handed over (a delta of the content it was made from when that one comes before it),
+        the trees and commits."""
+        entries: dict[str, tuple | DeltaEntry] = {}
+        placed: dict[int, str] = {}  # id(content) -> its id, for those in `entries`
+        for oid, data in self._base_contents.items():
+            entries[oid] = stored_parts(b"blob", data)
+            placed[id(data)] = oid
+        for oid, (data, made_from) in self._contents.items():
+            if oid in entries:  # the same as a base's content, or as one before
+                placed[id(data)] = oid
+                continue
+            base = placed.get(id(made_from[0])) if made_from is not None else None
+            if made_from is not None and base is not None:
+                source, edits = made_from
+                entries[oid] = DeltaEntry(base, git_delta(len(source), len(data), edits))
+            else:
+                entries[oid] = stored_parts(b"blob", data)
+            placed[id(data)] = oid
+        for oid, parts in self._objects.items():
+            entries.setdefault(oid, parts)
+        return entries
 
     def range_diff(self, chains: list[tuple[str, list[str], list]]) -> bytes:
         """`git range-diff` of two chains, each (base commit, paths, steps): a root commit holding
@@ -185,8 +220,8 @@ class RangeDiffImport:
             ranges = [self.chain(*one) for one in chains]
             assert self._tmp is not None, "made in __init__"
             try:
-                write_parts_pack(self._scratch, self._objects)
-                self._objects = {}
+                write_parts_pack(self._scratch, self._pack_entries())
+                self._contents, self._base_contents, self._objects = {}, {}, {}
                 with open(self._tmp / "out", "wb") as out, \
                         open(self._tmp / "err", "wb") as err:
                     self._proc = start_git(
@@ -211,9 +246,7 @@ class RangeDiffImport:
         # The base's contents go into the pack too (the walk read them: the store has them):
         # read from the store, most are deltas in a compressed pack, and git range-diff spent a
         # third of its time undoing those (177 -> 124 ms for a 300-patch series).
-        for oid, data in self._store.blobs_by_id(list(base_files.values())).items():
-            if oid not in self._objects:
-                self._objects[oid] = stored_parts(b"blob", data)
+        self._base_contents.update(self._store.blobs_by_id(list(base_files.values())))
         trees = _Trees(self._objects)
         first = parent = None
         for name, files in [("base", base_files), *steps]:
@@ -239,6 +272,7 @@ class RangeDiffImport:
         removed."""
         self._closed = True
         self._blobs, self._objects, self._known = [], {}, {}
+        self._contents, self._base_contents = {}, {}
         if self._proc is not None and self._proc.returncode is None:
             self._proc.kill()
             self._proc.wait()
