@@ -47,6 +47,11 @@ def test_write_refuses_what_the_schema_refuses(tmp_path):
 
 @pytest.mark.parametrize("edit, message", [
     (lambda d: d["upstreams"]["site"].update(commit="A" * 40), "upstreams.site.commit: not 40 hex"),
+    # Python's `$` matches before a final newline: this one reached git as a revision name.
+    (lambda d: d["upstreams"]["site"].update(commit="a" * 40 + "\n"),
+     "upstreams.site.commit: not 40 hex"),
+    (lambda d: d["upstreams"]["vllm"]["source"].update(sha256="c" * 64 + "\n"),
+     "upstreams.vllm.source.sha256: not 64 lowercase hex"),
     (lambda d: d["upstreams"]["vllm"]["source"].update(sha256="xyz"),
      "upstreams.vllm.source.sha256: not 64 lowercase hex"),
     (lambda d: d["upstreams"]["vllm"]["source"].pop("filename"),
@@ -99,3 +104,40 @@ def test_a_key_written_twice_is_named_at_its_own_second_line():
     with pytest.raises(ConfigError, match='"k" is written twice') as info:
         lock_from_json(nested.encode(), "upstream.lock")
     assert info.value.line == 3
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: None,
+    lambda d: d["upstreams"].update({"../x": d["upstreams"]["site"]}),
+    lambda d: d["upstreams"].update({"a..b": d["upstreams"]["site"]}),
+    lambda d: d["upstreams"].update({"ok.name_1": d["upstreams"]["site"]}),
+    lambda d: d["upstreams"].update({"x\n": d["upstreams"]["site"]}),
+    lambda d: d["upstreams"]["site"].update(label=""),
+    lambda d: d["upstreams"]["site"].update(label="v1\n"),
+    lambda d: d["upstreams"]["site"].update(label="v1\x85"),
+    lambda d: d["upstreams"]["site"].update(label="image 2024-06-01 \u00e9"),
+    lambda d: d["upstreams"]["vllm"].update(version=""),
+    lambda d: d["upstreams"]["vllm"].update(version="0.1\u2028"),
+    lambda d: d["upstreams"]["site"].update(commit="a" * 40 + "\n"),
+    lambda d: d["image"].update(reference="rocm/vllm:nightly\n"),
+    lambda d: d["image"].update(reference="rocm/vllm@sha256:" + "d" * 64),
+    lambda d: d["image"].update(reference="evil$x.example.com/rocm/vllm:nightly"),
+    lambda d: d["image"].update(tag="nightly\n"),
+    lambda d: d["image"].update(tag="n" * 129),
+    lambda d: d["image"].update(tag="nightly-" + "a" * 40),
+    lambda d: d["image"].update(digest="sha256:" + "d" * 64 + "\n"),
+])
+def test_the_lock_schema_and_the_reader_refuse_the_same_locks(edit):
+    """lock.schema.json (what an editor, and every write, checks the lock against) refuses
+    what the reader refuses: a name that is no upstream name, an empty label or one with a
+    control character, an image reference or tag that is none; it let each through."""
+    from patchforge.formats.schemas import validation_errors
+
+    doc = json.loads(lock_to_json(sample()))
+    edit(doc)
+    try:
+        lock_from_json(json.dumps(doc).encode())
+        reader_refuses = False
+    except ConfigError:
+        reader_refuses = True
+    assert bool(validation_errors(doc, "lock")) == reader_refuses, validation_errors(doc, "lock")

@@ -162,10 +162,10 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
         if kind not in SOURCE_KEYS:
             r.fail(f"{where}.kind", f"must be git, wheel or dir (got {kind!r})")
         commit = r.get(entry, "commit", str, where)
-        if not HEX40.match(commit):
+        if not HEX40.fullmatch(commit):
             r.fail(f"{where}.commit", "not 40 hex")
         tree = r.get(entry, "tree", str, where)
-        if not HEX40.match(tree):
+        if not HEX40.fullmatch(tree):
             r.fail(f"{where}.tree", "not 40 hex")
         label = r.get(entry, "label", str, where)
         source_obj = r.get(entry, "source", dict, where)
@@ -201,7 +201,7 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
 def _check_wheel_source(r: _Reader, where: str, source: dict) -> None:
     """A wheel pin names a distribution, a version and one wheel file of them, nothing else:
     these values reach `pip download`, so a URL, an option or a requirement line is refused."""
-    if not HEX64.match(source["sha256"]):
+    if not HEX64.fullmatch(source["sha256"]):
         r.fail(f"{where}.sha256", "not 64 lowercase hex")
     for key, check in (("package", names.check_distribution), ("version", names.check_version),
                        ("filename", names.parse_wheel_name)):
