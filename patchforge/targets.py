@@ -25,7 +25,8 @@ _LOCAL_COMMIT_RE = re.compile(r"^g([0-9a-f]{7,40})$")
 # is: classified without packaging, whose import (its version pattern compiled) a rebase paid
 # for this one answer.
 _RELEASE_RE = re.compile(r"v?[0-9]+(?:\.[0-9]+)*")
-_UPSTREAM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# What `NAME=` before a SPEC may be: an upstream name (`--to vllm=0.33.0`); bump reads it too.
+UPSTREAM_NAME_RE = _UPSTREAM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # What git refuses in a ref name (git-check-ref-format), plus a leading "-", which would make
 # the SPEC an option of the git command it is passed to.
 _BAD_REF_RE = re.compile(r"(^-)|(\.\.)|([\x00-\x20\x7f~^:?*\[\\])|(@\{)|(/\.)|(^\.)|(\.lock$)|(/$)")

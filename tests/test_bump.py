@@ -443,6 +443,20 @@ def test_bad_input_exits_2(clean):
     assert code == 2 and "nosuch" in err
 
 
+
+def test_to_takes_the_upstream_prefix_rebase_to_takes(clean):
+    """`bump vllm --to vllm=nightly-<sha>`, the form `rebase --to` takes, was resolved as a ref
+    named `vllm=nightly-<sha>` ("cannot resolve vllm=vllm=..."). It is vllm's SPEC; another
+    upstream's name there is refused naming it."""
+    code, out, err = clean.bump("--to", f"vllm=nightly-{clean.c3}", "--dry-run", "--json")
+    assert code == 0, err
+    assert json.loads(out)["target"]["commit"] == clean.c3
+    before = snapshot(clean.root)
+    code, _, err = clean.bump("--to", f"aiter=nightly-{clean.c3}", "--dry-run")
+    assert code == 2 and "unknown upstream 'aiter'" in err, err
+    assert snapshot(clean.root) == before
+
+
 def test_the_reusable_action_runs_bump_and_reports_as_github_actions_expects(clean, tmp_path):
     """The action's own script, run by bash as a runner would (GITHUB_OUTPUT, the step summary,
     RUNNER_TEMP), on the stack; the documented workflow uses that action."""

@@ -397,6 +397,27 @@ def verify_against_image(project: Project, reference: str, registry) -> dict:
             "files": files, "detail": detail}
 
 
+def _own_spec(project: Project, name: str, spec: str) -> str:
+    """`--to` read as `rebase --to` reads it: `NAME=SPEC` is upstream NAME's SPEC (the one being
+    bumped, or it is refused), anything else the SPEC itself. `bump vllm --to vllm=X` was
+    resolved as a ref named `vllm=X` ("cannot resolve vllm=vllm=X")."""
+    from patchforge.targets import UPSTREAM_NAME_RE
+
+    prefix, sep, rest = spec.partition("=")
+    if not sep or not UPSTREAM_NAME_RE.match(prefix):
+        return spec
+    if prefix != name:
+        known = project.upstream_names()
+        if prefix not in known:
+            raise UsageError(f"unknown upstream {prefix!r} in {spec!r} (known: "
+                             f"{', '.join(sorted(known))})")
+        raise UsageError(f"bump moves {name}, and --to {spec!r} names {prefix}",
+                         hint=f"`patchforge bump {prefix} --to {rest.strip()}`")
+    if not rest.strip():
+        raise UsageError(f"empty SPEC for upstream {name!r}")
+    return rest.strip()
+
+
 def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
          spec: str | None = None, image: str | None = None, dry_run: bool = False, registry=None,
          forge=None, on_patch=None) -> dict:
@@ -425,7 +446,8 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
     notes: list[str] = []
     candidate: Candidate | None
     if spec is not None:
-        candidate = named_candidate(project, upstream, spec, registry, repository)
+        candidate = named_candidate(project, upstream, _own_spec(project, name, spec), registry,
+                                    repository)
     else:
         if repository is None:
             raise UsageError("no image repository to look for nightlies in",
