@@ -174,3 +174,15 @@ def test_a_value_ending_in_a_newline_is_refused(tmp_path, key, value):
     with pytest.raises(ConfigError) as err:
         load_config(path)
     assert field in str(err.value), str(err.value)
+
+
+def test_a_byte_order_mark_is_named(tmp_path):
+    """An editor on Windows saves pyproject.toml with a byte-order mark, which TOML refuses:
+    the error said only "Invalid statement (at line 1, column 1)" about a character no
+    editor shows. It says the mark is there, and how to save the file."""
+    path = tmp_path / "pyproject.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + GOOD)
+    with pytest.raises(ConfigError) as err:
+        find_config_table(path)
+    assert err.value.line == 1 and "byte-order mark" in str(err.value)
+    assert "without a byte-order mark" in err.value.hint

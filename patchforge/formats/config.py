@@ -46,8 +46,12 @@ def find_config_table(path: Path) -> tuple[dict, str] | None:
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"not valid TOML: {exc}", path=str(path), line=toml_error_line(exc)) \
-            from None
+        # A byte-order mark (an editor on Windows) is invisible in the file: say it is there.
+        bom = data.startswith(b"\xef\xbb\xbf")
+        raise ConfigError(f"not valid TOML: {exc}" + (
+            "; the file begins with a byte-order mark (U+FEFF), which TOML does not allow"
+            if bom else ""), path=str(path), line=toml_error_line(exc),
+            hint="save it as UTF-8 without a byte-order mark" if bom else None) from None
     if path.name == STANDALONE:
         return doc, ""
     table = doc.get("tool", {}).get("patchforge")
