@@ -986,3 +986,25 @@ def test_refresh_never_writes_an_edit_opened_on_another_pin(project):
     _, _, err = project.cli("refresh", expect=2)
     assert f"pinned at {newer[:12]}" in err and f"opened on {old[:12]}" in err, err
     assert project.patch("fix-a") == before
+
+
+def test_every_read_only_command_says_what_is_open(project, tmp_path):
+    """The reference's table of states: `show`, `verify`, `check` and `pr` (a draft) answer
+    during a stop and an open edit, and say so, as `status`, `list`, `lint` and `export` do.
+    They answered as if nothing were open: `verify` '2 ok, 0 failed', `check` 'Keeps
+    invariants: all hold', a pull request drafted from a patch whose edit was not refreshed."""
+    project.fix("fix-c", {"pkg/other.py": b"x = 2\n"})
+    project.cli("overlays")
+    stopped_on_a(project)
+    commands = [("show", "fix-a", "--no-pager"), ("verify",), ("check",),
+                ("pr", "fix-c", "--out", str(tmp_path / "pr"))]
+    for argv in commands:
+        code, _, err = project.cli(*argv, expect=None)
+        assert code in (0, 1) and "note: up: a rebase is stopped at fix-a.patch" in err, \
+            (argv, code, err)
+    project.cli("rebase", "--abort")
+    project.cli("edit", "fix-c")
+    (project.work / "pkg" / "other.py").write_bytes(b"x = 3\n")
+    for argv in commands:
+        code, _, err = project.cli(*argv, expect=None)
+        assert code in (0, 1) and "note: up: fix-c.patch is being edited" in err, (argv, code, err)

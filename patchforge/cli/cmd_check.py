@@ -6,7 +6,7 @@ import sys
 import click
 
 from patchforge.cli.complete import complete_profile
-from patchforge.cli.output import emit_json, table
+from patchforge.cli.output import announce_state, emit_json, table
 from patchforge.errors import EXIT_ATTENTION, UsageError
 
 CHECK_COLORS = {"passed": "green", "skipped": "cyan", "failed": "red", "timeout": "red",
@@ -28,6 +28,7 @@ def check(app, run, profile, as_json):
     from patchforge.overlay import build_overlays
 
     project = app.project()
+    announce_state(project, as_json=as_json)
     if profile is not None and profile not in project.config.profiles:
         raise UsageError(f"unknown profile {profile!r} (configured: "
                          f"{', '.join(project.config.profiles) or 'none'})")

@@ -128,6 +128,7 @@ def overlays(app, profiles, check, as_json, output_format):
 @click.pass_obj
 def verify(app, installed, image, profile, as_json, output_format):
     """Check overlays against SHA256SUMS, and pre-images with --installed or --image."""
+    announce_state(app.project(), as_json=as_json)
     if image is not None:
         if installed is not None:
             raise UsageError("--image and --installed check different things: give one")

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from patchforge.cli.complete import complete_patch
-from patchforge.cli.output import emit_json
+from patchforge.cli.output import announce_state, emit_json
 from patchforge.errors import EXIT_ATTENTION, UsageError
 
 
@@ -38,6 +38,7 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
     from patchforge.pr import submit
 
     project = app.project()
+    announce_state(project, as_json=as_json)
     owner = ""  # the fork's owner, for --open
     if project.offline and (remote or open_pr):
         raise UsageError("--offline: --push and --open would leave this machine",

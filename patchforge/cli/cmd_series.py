@@ -49,6 +49,7 @@ def show(app, name, as_json, raw, stat_only, no_pager):
     """A patch: its header, description, stats and diff (paged on a terminal)."""
     from patchforge.ops.series import show_patch
 
+    announce_state(app.project(), as_json=as_json)
     info = show_patch(app.project(), name)
     raw_bytes = info.pop("raw")
     diff = info.pop("diff")
