@@ -608,18 +608,7 @@ class StackModel(RuleBasedStateMachine):
         """A real SIGINT (Ctrl-C), a SIGTERM (a CI job cancelled), an exit without cleanup
         (kill -9), or an I/O error (EIO, a full disk) at the nth write step of a command that
         changes the project."""
-        fixes = sorted(self.series_fixes())
-        choices = [("rebase", "--continue"), ("rebase", "--skip"), ("rebase", "--abort")]
-        if self.bringing_back():
-            choices += [("bring-back", "--continue"), ("bring-back", "--abort")]
-        elif self.skipped():
-            choices.append(("bring-back", data.draw(st.sampled_from(self.skipped()))))
-        if fixes:
-            name = data.draw(st.sampled_from(fixes))
-            choices += [("delete", name), ("rename", name, f"k-{name}"), ("move", name, "--first")]
-        if self.up.head() != self.pin():
-            choices.append(("rebase", "--to", f"up={self.up.head()}"))
-        command = data.draw(st.sampled_from(choices))
+        command = data.draw(st.sampled_from(self.interruptible(data)))
         env = {**os.environ, "PATCHFORGE_FAULT": f"{step}:{nth}",
                "PATCHFORGE_FAULT_MODE": {"interrupt": "interrupt", "terminate": "terminate",
                                          "eio": "raise"}.get(how, "")}
@@ -643,6 +632,25 @@ class StackModel(RuleBasedStateMachine):
                 assert self.temporary_files() <= earlier, proc.stderr.decode()
         else:
             assert proc.returncode in (0, 1, 2, 3), proc.stderr.decode()
+        self.after_cut_short(command)
+
+    def after_cut_short(self, command: tuple[str, ...]) -> None:
+        """What the model learns from a command that was cut short (nothing, here)."""
+
+    def interruptible(self, data) -> list[tuple[str, ...]]:
+        """The commands worth cutting short now."""
+        fixes = sorted(self.series_fixes())
+        choices = [("rebase", "--continue"), ("rebase", "--skip"), ("rebase", "--abort")]
+        if self.bringing_back():
+            choices += [("bring-back", "--continue"), ("bring-back", "--abort")]
+        elif self.skipped():
+            choices.append(("bring-back", data.draw(st.sampled_from(self.skipped()))))
+        if fixes:
+            name = data.draw(st.sampled_from(fixes))
+            choices += [("delete", name), ("rename", name, f"k-{name}"), ("move", name, "--first")]
+        if self.up.head() != self.pin():
+            choices.append(("rebase", "--to", f"up={self.up.head()}"))
+        return choices
 
     def temporary_files(self) -> set[Path]:
         """The temporary files of atomic writes in the project (outside .patchforge/)."""

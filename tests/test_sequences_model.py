@@ -1,0 +1,357 @@
+"""Model-based test (Hypothesis stateful testing) of every command in every state a user meets:
+the steps of tests/test_model.py (fixes made, edited, renamed, moved, deleted; upstream moving and
+rebases stopping; --continue, --skip, --abort; bring-back; interrupts and kills; the cache
+going; a second stack on the same cache), and between them any other command, whatever is open:
+
+- the read-only ones (`status`, `status --json`, `status --against`, `list`, `show`, `lint`,
+  `overlays --check`, `verify`, `check`, `ledger --check`, `upstream list`, `fetch`, `pr`
+  drafting, `export --mbox`/`--quilt`, `rebase --dry-run`, `bump --dry-run`) and the writing
+  ones (`overlays`, `ledger`, `import mbox`/`quilt` of another stack's export);
+- an interrupt (SIGINT, SIGTERM, kill -9, EIO at the nth write) of any command that writes,
+  an open edit's `refresh`, `new`, `edit`, `edit --close`, `overlays` and the imports included;
+- round trips of the series as it stands (a stop or an edit open): `export --mbox` and
+  `--quilt` imported into a new stack on the same pin, and `export --mbox` through `git am`
+  then `import git`, give back the same fixes;
+- the upstream unreachable with an empty cache (a laptop offline after `rm -rf ~/.cache`):
+  every command either works from what it has or says what is missing (exit 2), and the
+  series and any open stop or edit are as they were.
+
+What must hold, besides the invariants of tests/test_model.py (no fix is lost; the series
+gives what was refreshed):
+
+- a command that refuses (exit 2), and a read-only command whatever its answer, changes
+  nothing in the project (series/, the lock, overlays/, an open stop's or edit's worktree,
+  the rebase journal);
+- no command says all is well when it is not: with a rebase stopped or in progress, a
+  bring-back stopped, or a fix set aside in skipped/, `status`, `lint` and `overlays --check`
+  exit 1, and every read-only command the reference lists as saying so prints a `note:`
+  naming the state, an open edit included;
+- a change made in an open edit and not refreshed is never lost without `--discard`: it is
+  in the worktree or in the patch;
+- no command ends in an internal error (exit 70).
+
+Cost: PATCHFORGE_SEQUENCES_EXAMPLES examples (default 6) of up to 16 steps, derandomized; to
+explore, set PATCHFORGE_MODEL_DERANDOMIZE=0 and raise the count.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, event, settings, strategies as st
+from hypothesis.stateful import invariant, rule
+
+from helpers.cli import run_cli
+from test_model import PLUS_TOKEN, TOKEN, StackModel, with_token
+
+# The read-only commands the reference's table of states says speak of a stop, a rebase in
+# progress, a bring-back, an open edit and a skipped fix ("yes, says so").
+SAYS_SO = ("status", "list", "show", "lint", "overlays --check", "verify", "check", "pr",
+           "export")
+# Those that exit 1 while something needs attention (a stop, a rebase in progress, a skipped
+# fix), whatever their own check finds.
+ATTENTION = ("status", "lint", "overlays --check")
+# What no command changes unless it writes: everything in the project but these.
+UNWATCHED = (".patchforge/pr", ".patchforge/lock", ".patchforge/bump")
+
+
+class SequencesModel(StackModel):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: dict[int, int] = {}  # fix -> a version made in an open edit, not refreshed
+        self.imports = 0
+
+    # --- running patchforge -----------------------------------------------------------------
+    def cli(self, *args: str):
+        result = super().cli(*args)
+        assert result.rc != 70, f"internal error: patchforge {' '.join(args)}\n{result.text}"
+        if "--discard" in args and result.rc == 0:
+            self.pending.clear()  # the user threw the unrefreshed change away
+        return result
+
+    def snapshot(self) -> dict[str, tuple[int, bytes]]:
+        """Every file of the project (but UNWATCHED): its mode and a digest of its bytes."""
+        out = {}
+        for path in sorted(self.root.rglob("*")):
+            rel = path.relative_to(self.root).as_posix()
+            if any(rel == u or rel.startswith(u + "/") for u in UNWATCHED):
+                continue
+            if path.is_symlink():
+                out[rel] = (0o120000, os.readlink(path).encode())
+            elif path.is_file():
+                out[rel] = (os.stat(path).st_mode & 0o777,
+                            hashlib.sha256(path.read_bytes()).digest())
+        return out
+
+    def state(self) -> dict:
+        """What is open, as the project's own files say (the model's view of the state)."""
+        journal = self.root / ".patchforge" / "rebase" / "journal.json"
+        edit = self.root / ".patchforge" / "work" / "up.json"
+        try:
+            editing = json.loads(edit.read_text()) if edit.exists() else None
+        except ValueError:
+            editing = {"unreadable": True}
+        return {
+            "rebase": journal.exists(),
+            "bringing": bool(editing and editing.get("bring_back")),
+            "editing": bool(editing and not editing.get("bring_back")),
+            "skipped": bool(self.skipped()),
+        }
+
+    @staticmethod
+    def needs_attention(state: dict) -> bool:
+        return state["rebase"] or state["bringing"] or state["skipped"]
+
+    # --- any command, whatever is open ----------------------------------------------------
+    def catalogue(self, data) -> list[tuple[str, tuple[str, ...], bool]]:
+        """(kind, argv, writes) of every command worth running now."""
+        names = sorted(self.series_fixes()) or ["no-such-fix"]
+        name = data.draw(st.sampled_from(names)).removesuffix(".patch")
+        head = self.up.head()
+        out = self.tmp / "out"
+        out.mkdir(exist_ok=True)
+        commands = [
+            ("status", ("status",), False),
+            ("status", ("status", "--json"), False),
+            ("status", ("status", "--against", f"up={head}"), False),
+            ("list", ("list",), False),
+            ("show", ("show", name, "--no-pager"), False),
+            ("lint", ("lint", "--no-forge"), False),
+            ("lint", ("lint", "--no-forge", "--json"), False),
+            ("overlays --check", ("overlays", "--check"), False),
+            ("verify", ("verify",), False),
+            ("check", ("check",), False),
+            ("ledger --check", ("ledger", "--check"), False),
+            ("upstream list", ("upstream", "list"), False),
+            ("fetch", ("fetch",), False),
+            ("pr", ("pr", name, "--out", str(out / "pr")), False),
+            ("export", ("export", "--mbox", str(out / "series.mbox")), False),
+            ("export", ("export", "--quilt", str(out / "quilt")), False),
+            ("rebase --dry-run", ("rebase", "--to", f"up={head}", "--dry-run"), False),
+            ("bump --dry-run", ("bump", "up", "--to", head, "--dry-run"), False),
+            ("overlays", ("overlays",), True),
+            ("ledger", ("ledger",), True),
+        ]
+        return commands
+
+    @rule(data=st.data(), count=st.integers(1, 3))
+    def any_command(self, data, count) -> None:
+        """A few commands drawn from all of them, in whatever state the project is."""
+        for _ in range(count):
+            kind, argv, writes = data.draw(st.sampled_from(self.catalogue(data)))
+            self.run_and_judge(kind, argv, writes)
+
+    def run_and_judge(self, kind: str, argv: tuple[str, ...], writes: bool, *, why: str = ""):
+        before, state = self.snapshot(), self.state()
+        result = self.cli(*argv)
+        event(f"{kind} while {self.describe(state)}{why} -> {result.rc}")
+        self.allowed(result, 0, 1, 2)
+        if result.rc == 2 or not writes:
+            assert self.snapshot() == before, \
+                f"`{' '.join(argv)}` (exit {result.rc}) changed the project\n{result.text}"
+        as_json = "--json" in argv
+        if kind in ATTENTION and self.needs_attention(state) and result.rc != 2:
+            assert result.rc == 1, \
+                f"`{' '.join(argv)}` says all is well while {self.describe(state)}\n{result.text}"
+        if kind in SAYS_SO and not as_json and result.rc in (0, 1) and \
+                (self.needs_attention(state) or state["editing"]):
+            assert "note: " in result.err, \
+                f"`{' '.join(argv)}` says nothing of what is open ({self.describe(state)})\n" \
+                + result.text
+        return result
+
+    @staticmethod
+    def describe(state: dict) -> str:
+        open_ = [k for k, v in state.items() if v]
+        return "+".join(open_) if open_ else "idle"
+
+    # --- imports from another stack, whatever is open ---------------------------------------
+    @rule(how=st.sampled_from(["mbox", "quilt"]))
+    def import_another_stacks_fix(self, how) -> None:
+        """A teammate's stack on the same upstream and pin exports one fix; it is imported here
+        (refused during a stop or a bring-back, taken beside an open edit or idle)."""
+        pin = self.pin()
+        owned = set(self.slot.values())
+        shown = subprocess.run(["git", "show", f"{pin}:pkg/b.py"], cwd=self.up.path,
+                               capture_output=True)
+        free = [s for s in self.all_slots if s.startswith("b") and s not in owned]
+        if shown.returncode != 0 or not free:
+            return
+        slot = sorted(free)[0]
+        content = shown.stdout
+        if f"def {slot}():".encode() not in content or \
+                b"# FIX" in content.split(f"def {slot}():".encode())[1][:60]:
+            return
+        self.imports += 1
+        other = self.tmp / f"teammate-{self.imports}"
+        fix = self.next_fix
+        made = run_cli(other, "init", "--standalone", str(other))
+        assert made.rc == 0, made.text
+        added = run_cli(other, "upstream", "add", "up", "--git", str(self.up.path), "--at", pin)
+        assert added.rc == 0, added.text
+        overlay = self.tmp / f"teammate-{self.imports}.py"
+        overlay.write_bytes(with_token(content, slot, f"# FIX{fix} v0".encode()))
+        taken = run_cli(other, "import", "overlay", str(overlay), "--upstream", "up", "--path",
+                        "pkg/b.py", "--name", f"fix{fix}")
+        assert taken.rc == 0, taken.text
+        exported = self.tmp / f"teammate-{self.imports}.{how}"
+        done = run_cli(other, "export", f"--{how}", str(exported))
+        assert done.rc == 0, done.text
+        state, before = self.state(), self.snapshot()
+        result = self.cli("import", how, str(exported), "--upstream", "up")
+        self.allowed(result, 0, 2)
+        if result.rc == 0:
+            assert not (state["rebase"] or state["bringing"]), result.text
+            self.next_fix += 1
+            self.version[fix], self.slot[fix] = 0, slot
+            want = (other / "series" / "up" / f"fix{fix}.patch").read_bytes()
+            got = (self.series_dir / f"fix{fix}.patch").read_bytes()
+            assert PLUS_TOKEN.findall(got) == PLUS_TOKEN.findall(want)
+        else:
+            assert self.snapshot() == before, result.text
+
+    # --- round trips of the series as it stands ---------------------------------------------
+    @rule(how=st.sampled_from(["mbox", "quilt", "git"]))
+    def round_trip_into_a_new_stack(self, how) -> None:
+        """The series as it stands (a stop or an edit open too) goes out and into a new stack
+        on the same pin: the same patches, in the same order (through `git am` and
+        `import git`, the same fixes with their header fields)."""
+        state = self.state()
+        journal = self.root / ".patchforge" / "rebase" / "journal.json"
+        if state["rebase"] and journal.exists() and \
+                json.loads(journal.read_text() or "{}").get("phase") == "committing":
+            return  # refused, which export_the_series checks
+        listed = self.listed()
+        if not listed:
+            return
+        self.imports += 1
+        out = self.tmp / f"trip-{self.imports}"
+        arg = "mbox" if how in ("mbox", "git") else "quilt"
+        dest = out.with_suffix(".mbox") if arg == "mbox" else out
+        self.ok("export", f"--{arg}", str(dest))
+        other = self.tmp / f"trip-stack-{self.imports}"
+        assert run_cli(other, "init", "--standalone", str(other)).rc == 0
+        pin = self.pin()
+        made = run_cli(other, "upstream", "add", "up", "--git", str(self.up.path), "--at", pin)
+        assert made.rc == 0, made.text
+        if how == "git":
+            checkout = self.tmp / f"trip-am-{self.imports}"
+            subprocess.run(["git", "clone", "-q", str(self.up.path), str(checkout)], check=True)
+            subprocess.run(["git", "checkout", "-q", pin], cwd=checkout, check=True)
+            proc = subprocess.run(["git", "am", "-q", "--keep-non-patch",
+                                   "--patch-format=mboxrd", str(dest)],
+                                  cwd=checkout, capture_output=True)
+            assert proc.returncode == 0, proc.stderr
+            taken = run_cli(other, "import", "git", f"{pin}..HEAD", "--repo", str(checkout),
+                            "--upstream", "up")
+        else:
+            taken = run_cli(other, "import", arg, str(dest), "--upstream", "up")
+        assert taken.rc == 0, taken.text
+        theirs = (other / "series" / "up" / "series").read_text().split()
+        assert len(theirs) == len(listed), (theirs, listed)
+        for mine, their in zip(listed, theirs):
+            want = (self.series_dir / mine).read_bytes()
+            got = (other / "series" / "up" / their).read_bytes()
+            if how == "git":
+                assert PLUS_TOKEN.findall(got) == PLUS_TOKEN.findall(want), (mine, got, want)
+            else:
+                assert their == mine and got == want, (mine, got, want)
+        applied = self.applied_tree(other)
+        assert applied == self.applied_tree(self.root), \
+            "the round trip's series does not give the same files"
+
+    def applied_tree(self, root: Path) -> dict[str, tuple[str, bytes]]:
+        """The pinned upstream with `root`'s series applied by `git apply`."""
+        tree = self.tmp / "applied"
+        shutil.rmtree(tree, ignore_errors=True)
+        tree.mkdir()
+        archive = subprocess.run(["git", "archive", self.pin()], cwd=self.up.path, check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        listed = (root / "series" / "up" / "series")
+        for name in listed.read_text().split() if listed.exists() else []:
+            proc = subprocess.run(["git", "apply", "-"], cwd=tree, capture_output=True,
+                                  input=(root / "series" / "up" / name).read_bytes())
+            assert proc.returncode == 0, (root, name, proc.stderr)
+        return {p.relative_to(tree).as_posix(): (oct(os.stat(p).st_mode & 0o111), p.read_bytes())
+                for p in tree.rglob("*") if p.is_file()}
+
+    # --- the upstream out of reach ------------------------------------------------------------
+    @rule(data=st.data())
+    def upstream_out_of_reach(self, data) -> None:
+        """The upstream cannot be reached (offline, the remote moved) and the cache is new:
+        a command either answers from what it has or says what is missing (exit 2) and changes
+        nothing; `status` cannot judge without the pinned files, so it never exits 0."""
+        self.caches = getattr(self, "caches", 0) + 1
+        os.environ["PATCHFORGE_CACHE"] = str(self.tmp / f"cache-{self.caches}")
+        kind, argv, writes = data.draw(st.sampled_from(self.catalogue(data)))
+        away = self.up.path.with_name("up-away")
+        self.up.path.rename(away)
+        try:
+            result = self.run_and_judge(kind, argv, writes, why=" (out of reach)")
+            if kind in ("status", "overlays --check", "verify", "check", "fetch", "pr",
+                        "rebase --dry-run", "bump --dry-run"):
+                assert result.rc != 0 or kind in ("verify",), \
+                    f"`{' '.join(argv)}` answered without the upstream\n{result.text}"
+        finally:
+            away.rename(self.up.path)
+
+    # --- interrupts of anything that writes -------------------------------------------------
+    def interruptible(self, data) -> list[tuple[str, ...]]:
+        choices = super().interruptible(data)
+        state = self.state()
+        fixes = sorted(self.series_fixes())
+        if state["editing"]:
+            choices += [("refresh",), ("edit", "--close"), ("edit", "--close", "--discard")]
+        if fixes:
+            name = data.draw(st.sampled_from(fixes)).removesuffix(".patch")
+            choices += [("edit", name), ("new", f"cut{self.next_fix}"), ("overlays",),
+                        ("ledger",)]
+        return choices
+
+    # --- what must hold -----------------------------------------------------------------------
+    def after_cut_short(self, command: tuple[str, ...]) -> None:
+        # A refresh cut short after its patch was written: the change is refreshed.
+        for name, fix in self.series_fixes().items():
+            versions = {int(v) for _, v in PLUS_TOKEN.findall((self.series_dir / name).read_bytes())}
+            if self.pending.get(fix) in versions:
+                self.version[fix] = self.pending.pop(fix)
+        if command[0] == "new" and f"{command[1]}.patch" in self.listed():
+            # Ctrl-C during `new`: the empty patch was made; the user takes it out again.
+            self.allowed(self.cli("edit", "--close"), 0, 2)
+            self.allowed(self.cli("delete", command[1]), 0)
+
+    @invariant()
+    def unrefreshed_work_is_kept(self) -> None:
+        """A change made in an open edit and not refreshed is in the worktree or the patch,
+        until the user discards it."""
+        found: dict[int, set[int]] = {}
+        if self.work.is_dir():
+            for path in self.work.rglob("*"):
+                if path.is_file() and ".git" not in path.relative_to(self.work).parts:
+                    for fix, version in TOKEN.findall(path.read_bytes()):
+                        found.setdefault(int(fix), set()).add(int(version))
+        for fix, version in list(self.pending.items()):
+            if self.version.get(fix) == version:
+                del self.pending[fix]  # refreshed
+                continue
+            assert version in found.get(fix, set()), \
+                f"FIX{fix} v{version}, made in an open edit and never refreshed, is lost"
+        if self.state()["editing"]:
+            for fix, versions in found.items():
+                newer = [v for v in versions if v > self.version.get(fix, -1)]
+                if fix in self.version and newer:
+                    self.pending[fix] = max(newer)
+
+SequencesModel.TestCase.settings = settings(
+    max_examples=int(os.environ.get("PATCHFORGE_SEQUENCES_EXAMPLES", "6")),
+    stateful_step_count=16, deadline=None,
+    derandomize=os.environ.get("PATCHFORGE_MODEL_DERANDOMIZE", "1") != "0",
+    phases=[p for p in Phase if p != Phase.shrink or os.environ.get("PATCHFORGE_MODEL_SHRINK") != "0"],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+test_every_command_in_every_state = SequencesModel.TestCase
