@@ -46,6 +46,11 @@ def open_store(project: Project, *, bring_pins: bool | list[str] = False):
     # read waited 1-2 ms for git to start).
     store.start_reading()
     try:
+        for upstream in project.upstream_names():
+            # An open edit's or stop's base commit, made in a cache that is gone: back first.
+            kept = project.made_objects_path(upstream)
+            if kept.is_file():
+                store.restore_made(kept)
         if bring_pins:
             bring_missing_pins(project, store,
                                None if bring_pins is True else list(bring_pins))

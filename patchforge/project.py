@@ -158,6 +158,12 @@ class Project:
     def work_dir(self, upstream: str) -> Path:
         return self.state_dir / "work" / upstream
 
+    def made_objects_path(self, upstream: str) -> Path:
+        """Where the objects of the worktree's base commit (made in the store: the series so
+        far over the upstream's revision) are kept, in the worktree's own .git, so that a new
+        cache gets them back (UpstreamStore.keep_made, restore_made)."""
+        return self.work_dir(upstream) / ".git" / "patchforge-made"
+
     def refuse_own_destination(self, out: Path | str, *, new_directory: bool = False,
                                allowed: Path | None = None) -> None:
         """A file a command writes where the user says (`export`, `status --html`, `pr --out`)

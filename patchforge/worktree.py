@@ -554,9 +554,11 @@ def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(
         return found[0] if found else None
 
     # The files with the modes the series gives them (a script it creates is executable).
+    made: list[tuple[bytes, bytes]] = []
     before_commit = store.commit_files(pin.commit, dict(before.current),
                                        modes=before.given_modes(base_mode),
-                                       message=f"{upstream}: series before {file_name}")
+                                       message=f"{upstream}: series before {file_name}",
+                                       made=made)
     before_files = dict(before.current)  # apply_series below extends `before` in place
     through = apply_series(read_base, [(file_name, patch)], strict=False, state=before)
     new_modes = {p: m for p, m in through.given_modes(base_mode).items()
@@ -567,6 +569,7 @@ def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(
                         {p: through.current.get(p) for p in paths
                          if through.current.get(p) != before_files.get(p, through.base.get(p))},
                         modes=new_modes)
+        store.keep_made(made, project.made_objects_path(upstream))
         state = {"patch": file_name, "base": before_commit, "pin": pin.commit,
                  "series_paths": sorted(involved | set(before.current)),
                  "diff_sha256": edited_diff_id(patch.diff)}
@@ -705,8 +708,11 @@ def _through_series(project: Project, store: UpstreamStore, upstream: str, state
     modes = {p: m for p, m in before.given_modes(base_mode).items() if p in changed}
     base = state["base"]
     if changed:
+        made: list[tuple[bytes, bytes]] = []
         base = store.commit_files(base, changed, modes=modes,
-                                  message=f"{upstream}: series before {state['patch']}")
+                                  message=f"{upstream}: series before {state['patch']}",
+                                  made=made)
+        store.keep_made(made, project.made_objects_path(upstream), append=True)
     updated = {**state, "base": base,
                "series_paths": sorted({*state["series_paths"], *involved, *before.current})}
     atomic_write(state_file(project, upstream), (json.dumps(updated, indent=2) + "\n").encode())

@@ -1008,3 +1008,36 @@ def test_every_read_only_command_says_what_is_open(project, tmp_path):
     for argv in commands:
         code, _, err = project.cli(*argv, expect=None)
         assert code in (0, 1) and "note: up: fix-c.patch is being edited" in err, (argv, code, err)
+
+
+@pytest.mark.parametrize("open_", ["edit", "rebase stop", "bring-back stop"])
+def test_an_edit_or_a_stop_goes_on_in_a_new_cache(project, tmp_path, monkeypatch, open_):
+    """The cache emptied (or another PATCHFORGE_CACHE: a new shell, a CI runner) while an edit
+    or a stop is open: the worktree's base is a commit patchforge made in the old cache (the
+    series so far over the upstream's revision), which no fetch brings back. `refresh`,
+    `rebase --continue` and `bring-back --continue` failed with "unknown revision ... in the
+    upstream store; fetch the upstream first", and `patchforge fetch` did not help: the change
+    made there could not be written. The base's objects are now kept in the worktree."""
+    three = text({3: b"def f3():\n    return -3\n\n"})
+    project.fix("fix-b", {"pkg/mod.py": text({12: b"def f12():\n    return -12\n\n"})})
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n",
+                                              12: b"def f12():\n    return -12\n\n"})})
+    resolved = text({3: b"def f3():\n    return -333\n\n",
+                     12: b"def f12():\n    return -12\n\n"})
+    if open_ == "edit":
+        project.cli("edit", "fix-a")
+        finish = ("refresh",)
+    else:
+        target = project.up.commit({"pkg/mod.py": text({3: b"def f3():\n    return 33\n\n"})})
+        project.cli("rebase", "--to", f"up={target}", expect=3)  # stopped at fix-a
+        finish = ("rebase", "--continue")
+        if open_ == "bring-back stop":
+            project.cli("rebase", "--skip")
+            project.cli("bring-back", "fix-a", expect=3)
+            finish = ("bring-back", "--continue")
+    assert three != resolved
+    (project.work / "pkg/mod.py").write_bytes(resolved)
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "another-cache"))
+    project.cli(*finish)
+    assert b"+    return -333" in project.patch("fix-a")
+    assert project.cli("status")[0] == 0

@@ -805,9 +805,11 @@ def _open_bring_back_stop(project, store, upstream: str, fix, file_name: str, ju
         found = store.entry(pin, path)
         return found[0] if found else None
 
+    made: list[tuple[bytes, bytes]] = []
     series_commit = store.commit_files(pin, dict(before.current),
                                        modes=before.given_modes(base_mode),
-                                       message=f"{upstream}: the series before {file_name}")
+                                       message=f"{upstream}: the series before {file_name}",
+                                       made=made)
     paths = sorted(set(judgement.before) | set(judgement.after) | set(fix_paths(judgement)))
     work = project.work_dir(upstream)
     # An open edit here was refreshed (require_state said so): derived state, closed.
@@ -815,6 +817,7 @@ def _open_bring_back_stop(project, store, upstream: str, fix, file_name: str, ju
     Worktree.create(work, files_at(store, series_commit, paths),
                     {p: c for p, c in judgement.after.items() if c != judgement.before.get(p)},
                     modes=dict(judgement.modes))
+    store.keep_made(made, project.made_objects_path(upstream))
     state = {"patch": file_name, "base": series_commit, "pin": pin,
              "bring_back": fix.path.relative_to(project.root).as_posix(),
              "conflicts": list(judgement.files), "kind": judgement.stop_kind,

@@ -500,11 +500,12 @@ class Rebase:
                 result = PatchResult(upstream, name, "conflict", stop.message, stop.evidence)
             elif stop is not None:
                 # The old series through this patch (the judge moved past it), for going on.
+                made: list[tuple[bytes, bytes]] = []
                 self._stop(upstream, name, stop, judge, target,
                            old_base=self.store.commit_files(
                                judge.old_commit, dict(judge.old.current),
-                               message="patchforge rebase: old series so far\n")
-                           if judge.old.current else judge.old_commit)
+                               message="patchforge rebase: old series so far\n", made=made)
+                           if judge.old.current else judge.old_commit, made=made)
             assert result is not None, "a patch moves, is dropped, or stops"
             entry.results.append(result)
             entry.position = position + 1
@@ -517,9 +518,10 @@ class Rebase:
             # after every patch made a long series quadratic.
 
     def _stop(self, upstream: str, name: str, stop: Blocked, judge, target, *,
-              old_base: str) -> None:
+              old_base: str, made: list[tuple[bytes, bytes]]) -> None:
         """Record the stop (with `old_base`, the old series through this patch, for going
-        on), give the user a worktree, raise ConflictStop (exit 3)."""
+        on, whose objects are `made`), give the user a worktree, raise ConflictStop (exit 3).
+        The objects of both bases are kept in the worktree: a new cache gets them back."""
         self._find_landings()
         self._flush_deferred()
         base = judge.read_commit
@@ -527,9 +529,11 @@ class Rebase:
             # With the modes the series gave: the worktree and a resumed run read them there.
             base = self.store.commit_files(judge.read_commit, dict(judge.current),
                                            modes=dict(judge.current_modes),
-                                           message="patchforge rebase: series so far\n")
+                                           message="patchforge rebase: series so far\n",
+                                           made=made)
         work = self.project.work_dir(upstream)
         self._open_worktree(upstream, base, stop.contents, stop.modes)
+        self.store.keep_made(made, self.project.made_objects_path(upstream))
         self._run_record.stopped = Stop(upstream, name, stop.kind, stop.files, stop.evidence,
                                         stop.message, base, old_base, str(work))
         self.journal.save()

@@ -857,13 +857,22 @@ class UpstreamStore:
     def commit_files(self, base: str, changes: dict[str, bytes | None], *, message: str,
                      author: tuple[str, str, str] | None = None,
                      parents: list[str] | None = None,
-                     modes: dict[str, str] | None = None) -> str:
+                     modes: dict[str, str] | None = None,
+                     made: list[tuple[bytes, bytes]] | None = None) -> str:
         """A commit of `base`'s tree with `changes` applied (None deletes), no checkout.
 
         `author` is (name, email, date) with date in git's raw form ("<epoch> <tz>") or any date
         git reads; it is also the committer. Without it the fixed patchforge identity at epoch 0
         is used. `parents` default to [base]. A file keeps its mode unless `modes` says otherwise.
+        `made` gets every object of the commit that `base` does not have, as (kind, data): the
+        commit is a worktree's base, kept beside the worktree (`keep_made`) so that it outlives
+        the cache.
         """
+        def write(kind: bytes, data: bytes) -> str:
+            if made is not None:
+                made.append((kind, data))
+            return self._write_object(kind, data)
+
         base_commit = self.resolve(base)
         parents = [self.resolve(p) for p in (parents if parents is not None else [base_commit])]
         entries = self.entries(base_commit, [p for p in changes
@@ -875,9 +884,51 @@ class UpstreamStore:
                 edits[raw] = None
                 continue
             mode = (modes or {}).get(path) or (entries[path] or ("100644",))[0]
-            edits[raw] = (mode, self._write_object(b"blob", data))
-        tree = edit_tree(self.tree_id(base_commit), edits, self._read_tree, self._write_object)
-        return self.commit_tree(tree, parents, message, author=author)
+            edits[raw] = (mode, write(b"blob", data))
+        tree = edit_tree(self.tree_id(base_commit), edits, self._read_tree, write)
+        commit = self.commit_tree(tree, parents, message, author=author)
+        if made is not None:
+            found = self._cat.query([commit])[0]
+            if found is None:
+                raise StoreError(f"commit {commit} was made but cannot be read back")
+            made.append((b"commit", found[2]))
+        return commit
+
+    def keep_made(self, made: list[tuple[bytes, bytes]], path: Path, *,
+                  append: bool = False) -> None:
+        """Write the objects `commit_files(made=...)` collected to `path` (beside the worktree
+        whose base they make), so that `restore_made` can put them back into another store:
+        the cache emptied, or another PATCHFORGE_CACHE, while an edit or a stop is open."""
+        old = path.read_bytes() if append and path.is_file() else b""
+        data = old + b"".join(b"%s %d\n" % (kind, len(body)) + body for kind, body in made)
+        # Replaced whole, as the worktree's own objects are written (not synced: the worktree
+        # beside it is not either, and a torn file restores nothing anyone asks for).
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+    def restore_made(self, path: Path) -> None:
+        """Put the objects `keep_made` kept in `path` back into this store where it lacks them.
+        They are loose objects (made here, on no ref, never packed), so one that is there is
+        found by its file, and the store's remote is never asked for one (it has none of them).
+        An object's id is git's hash of its bytes: a damaged file gives objects no one asks
+        for. A file that cannot be read restores nothing."""
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return
+        at = 0
+        while at < len(data):
+            end = data.find(b"\n", at)
+            kind, _, size = data[at:end].partition(b" ") if end >= 0 else (b"", b"", b"")
+            if not size.isdigit() or kind not in (b"blob", b"tree", b"commit"):
+                return
+            write_loose(self.git_dir, kind, data[end + 1:end + 1 + int(size)])
+            at = end + 1 + int(size)
 
     def commit_tree(self, tree: str, parents: list[str], message: str, *,
                     author: tuple[str, str, str] | None = None) -> str:
