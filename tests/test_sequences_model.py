@@ -136,6 +136,8 @@ class SequencesModel(StackModel):
             ("bump --dry-run", ("bump", "up", "--to", head, "--dry-run"), False),
             ("overlays", ("overlays",), True),
             ("ledger", ("ledger",), True),
+            ("add", ("add", "pkg/a.py"), True),
+            ("upstream pin", ("upstream", "pin", "up", "--at", head), True),
         ]
         return commands
 
@@ -282,24 +284,45 @@ class SequencesModel(StackModel):
                 for p in tree.rglob("*") if p.is_file()}
 
     # --- the upstream out of reach ------------------------------------------------------------
-    @rule(data=st.data())
-    def upstream_out_of_reach(self, data) -> None:
-        """The upstream cannot be reached (offline, the remote moved) and the cache is new:
-        a command either answers from what it has or says what is missing (exit 2) and changes
-        nothing; `status` cannot judge without the pinned files, so it never exits 0."""
+    @rule(data=st.data(), how=st.sampled_from(["gone", "rewritten"]))
+    def upstream_out_of_reach(self, data, how) -> None:
+        """The cache is new and the upstream cannot give the pinned revisions: it cannot be
+        reached (offline, the remote moved), or its history was rewritten (a force-push: the
+        pin and every commit since are no longer on any branch). A command either answers from
+        what it has or says what is missing (exit 2) and changes nothing; `status` cannot
+        judge without the pinned files, so it never exits 0. Then the upstream is back."""
         self.caches = getattr(self, "caches", 0) + 1
         os.environ["PATCHFORGE_CACHE"] = str(self.tmp / f"cache-{self.caches}")
         kind, argv, writes = data.draw(st.sampled_from(self.catalogue(data)))
         away = self.up.path.with_name("up-away")
-        self.up.path.rename(away)
+        head = self.up.head()
+        if how == "gone":
+            self.up.path.rename(away)
+        else:
+            # main now holds one new root commit; the old history stays in the repository
+            # (the model reads the pin from it) under a ref the remote does not advertise.
+            git = ["git", "-C", str(self.up.path)]
+            subprocess.run([*git, "update-ref", "refs/hidden/main", head], check=True)
+            subprocess.run([*git, "config", "uploadpack.hideRefs", "refs/hidden"], check=True)
+            tree = subprocess.run([*git, "mktree"], input=b"", capture_output=True,
+                                  check=True).stdout.decode().strip()
+            root = subprocess.run([*git, "commit-tree", tree, "-m", "rewritten"],
+                                  capture_output=True, check=True).stdout.decode().strip()
+            subprocess.run([*git, "update-ref", "refs/heads/main", root], check=True)
         try:
-            result = self.run_and_judge(kind, argv, writes, why=" (out of reach)")
-            if kind in ("status", "overlays --check", "verify", "check", "fetch", "pr",
-                        "rebase --dry-run", "bump --dry-run"):
-                assert result.rc != 0 or kind in ("verify",), \
+            result = self.run_and_judge(kind, argv, writes, why=f" (upstream {how})")
+            if kind in ("status", "overlays --check", "check", "fetch", "pr",
+                        "rebase --dry-run", "bump --dry-run") and self.listed():
+                assert result.rc != 0, \
                     f"`{' '.join(argv)}` answered without the upstream\n{result.text}"
         finally:
-            away.rename(self.up.path)
+            if how == "gone":
+                away.rename(self.up.path)
+            else:
+                git = ["git", "-C", str(self.up.path)]
+                subprocess.run([*git, "update-ref", "refs/heads/main", head], check=True)
+                subprocess.run([*git, "update-ref", "-d", "refs/hidden/main"], check=True)
+                subprocess.run([*git, "config", "--unset", "uploadpack.hideRefs"], check=True)
 
     # --- interrupts of anything that writes -------------------------------------------------
     def interruptible(self, data) -> list[tuple[str, ...]]:
@@ -316,6 +339,8 @@ class SequencesModel(StackModel):
 
     # --- what must hold -----------------------------------------------------------------------
     def after_cut_short(self, command: tuple[str, ...]) -> None:
+        if "--discard" in command:
+            self.pending.clear()  # thrown away, or about to be: the user asked
         # A refresh cut short after its patch was written: the change is refreshed.
         for name, fix in self.series_fixes().items():
             versions = {int(v) for _, v in PLUS_TOKEN.findall((self.series_dir / name).read_bytes())}
