@@ -65,11 +65,15 @@ class SequencesModel(StackModel):
         super().__init__()
         self.pending: dict[int, int] = {}  # fix -> a version made in an open edit, not refreshed
         self.imports = 0
+        self.out_of_reach = False  # the upstream cannot be reached (upstream_out_of_reach)
 
     # --- running patchforge -----------------------------------------------------------------
     def cli(self, *args: str):
         result = super().cli(*args)
         assert result.rc != 70, f"internal error: patchforge {' '.join(args)}\n{result.text}"
+        # A revision the store lacks is brought in or named with `patchforge fetch`, which
+        # then brings it: never one that no fetch can bring (a commit made in a former cache).
+        assert self.out_of_reach or "unknown revision" not in result.err, result.text
         if "--discard" in args and result.rc == 0:
             self.pending.clear()  # the user threw the unrefreshed change away
         return result
@@ -309,6 +313,7 @@ class SequencesModel(StackModel):
             root = subprocess.run([*git, "commit-tree", tree, "-m", "rewritten"],
                                   capture_output=True, check=True).stdout.decode().strip()
             subprocess.run([*git, "update-ref", "refs/heads/main", root], check=True)
+        self.out_of_reach = True
         try:
             result = self.run_and_judge(kind, argv, writes, why=f" (upstream {how})")
             if kind in ("status", "overlays --check", "check", "fetch", "pr",
@@ -316,6 +321,7 @@ class SequencesModel(StackModel):
                 assert result.rc != 0, \
                     f"`{' '.join(argv)}` answered without the upstream\n{result.text}"
         finally:
+            self.out_of_reach = False
             if how == "gone":
                 away.rename(self.up.path)
             else:
