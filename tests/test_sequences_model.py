@@ -62,10 +62,10 @@ UNWATCHED = (".patchforge/pr", ".patchforge/lock", ".patchforge/bump")
 
 class SequencesModel(StackModel):
     def __init__(self) -> None:
-        super().__init__()
         self.pending: dict[int, int] = {}  # fix -> a version made in an open edit, not refreshed
         self.imports = 0
         self.out_of_reach = False  # the upstream cannot be reached (upstream_out_of_reach)
+        super().__init__()  # (runs commands)
 
     # --- running patchforge -----------------------------------------------------------------
     def cli(self, *args: str):
