@@ -360,7 +360,7 @@ def test_a_commands_store_starts_its_reader_when_opened(tmp_path, upstream_repo)
     repo, first, _ = upstream_repo
     with UpstreamStore.open() as store:
         store.fetch_git("aiter", str(repo), ["main"])
-    with open_store(SimpleNamespace(progress=None)) as store:
+    with open_store(SimpleNamespace(progress=None, upstream_names=lambda: [])) as store:
         started = store._cat._proc
         assert started is not None and started.poll() is None
         assert store.read_blobs(first, ["src/a.py", "src/b.py"]) == {"src/a.py": b"a = 1\n",
