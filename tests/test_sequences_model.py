@@ -47,6 +47,7 @@ from hypothesis import HealthCheck, Phase, event, settings, strategies as st
 from hypothesis.stateful import invariant, rule
 
 from helpers.cli import run_cli
+from helpers.upstream import Upstream
 from test_model import PLUS_TOKEN, TOKEN, StackModel, with_token
 
 # The read-only commands the reference's table of states says speak of a stop, a rebase in
@@ -299,20 +300,11 @@ class SequencesModel(StackModel):
         os.environ["PATCHFORGE_CACHE"] = str(self.tmp / f"cache-{self.caches}")
         kind, argv, writes = data.draw(st.sampled_from(self.catalogue(data)))
         away = self.up.path.with_name("up-away")
-        head = self.up.head()
-        if how == "gone":
-            self.up.path.rename(away)
-        else:
-            # main now holds one new root commit; the old history stays in the repository
-            # (the model reads the pin from it) under a ref the remote does not advertise.
-            git = ["git", "-C", str(self.up.path)]
-            subprocess.run([*git, "update-ref", "refs/hidden/main", head], check=True)
-            subprocess.run([*git, "config", "uploadpack.hideRefs", "refs/hidden"], check=True)
-            tree = subprocess.run([*git, "mktree"], input=b"", capture_output=True,
-                                  check=True).stdout.decode().strip()
-            root = subprocess.run([*git, "commit-tree", tree, "-m", "rewritten"],
-                                  capture_output=True, check=True).stdout.decode().strip()
-            subprocess.run([*git, "update-ref", "refs/heads/main", root], check=True)
+        self.up.path.rename(away)
+        if how == "rewritten":
+            # A repository at the same place whose history is another: one new root commit
+            # (the pin and every commit since are in no branch or tag it has).
+            Upstream(self.up.path, {"README": b"history rewritten\n"})
         self.out_of_reach = True
         try:
             result = self.run_and_judge(kind, argv, writes, why=f" (upstream {how})")
@@ -322,13 +314,8 @@ class SequencesModel(StackModel):
                     f"`{' '.join(argv)}` answered without the upstream\n{result.text}"
         finally:
             self.out_of_reach = False
-            if how == "gone":
-                away.rename(self.up.path)
-            else:
-                git = ["git", "-C", str(self.up.path)]
-                subprocess.run([*git, "update-ref", "refs/heads/main", head], check=True)
-                subprocess.run([*git, "update-ref", "-d", "refs/hidden/main"], check=True)
-                subprocess.run([*git, "config", "--unset", "uploadpack.hideRefs"], check=True)
+            shutil.rmtree(self.up.path, ignore_errors=True)
+            away.rename(self.up.path)
 
     # --- interrupts of anything that writes -------------------------------------------------
     def interruptible(self, data) -> list[tuple[str, ...]]:
