@@ -2,20 +2,17 @@
 
 This package is the one place that prints, and `main` is the one place that maps errors to exit
 codes: PatchforgeError subclasses carry their own code (1, 2, 3); anything else is a bug (70), with
-a short report and the traceback only under -v.
+a short report and the traceback only under -v. The click group is `app.cli`; the `rebase`
+command lines that `direct` reads run without loading click at all.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import click
-
-from patchforge import __version__
 from patchforge.errors import (EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED,
                                PatchforgeError)
 
@@ -82,6 +79,32 @@ class AppContext:
 _PROJECT = None
 
 
+def configure(*, root: Path | None, offline: bool, verbose: int, quiet: int,
+              no_color: bool) -> AppContext:
+    """What the global options say, for the command about to run (the group's callback, and
+    `direct`): colour only on a terminal and never with NO_COLOR, `--offline` for this command,
+    logging only when asked for (or loaded already, e.g. by an earlier main() in the same
+    process): importing it costs every start-up, `--help` included, several milliseconds."""
+    color = (not no_color and not os.environ.get("NO_COLOR")
+             and sys.stdout.isatty() and os.environ.get("TERM") != "dumb")
+    if offline:
+        from patchforge.store.git import set_offline
+        set_offline(True)
+    if verbose or quiet or "logging" in sys.modules:
+        from patchforge.cli.output import configure_logging
+        configure_logging(verbose - quiet)
+    return AppContext(root=root, offline=offline, verbosity=verbose - quiet, color=color)
+
+
+def __getattr__(name: str):
+    # The click group and its classes, loaded (with click) when first asked for.
+    if name in ("cli", "HelpGroup", "LazyGroup"):
+        from patchforge.cli import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM (a CI job cancelled, `timeout`, a service stopped), raised where the command
     is, as Ctrl-C raises KeyboardInterrupt: the same cleanup runs (temporary files removed,
@@ -95,10 +118,12 @@ def _on_sigterm(signum, frame) -> None:
 def _interrupted(exc: BaseException | None = None) -> None:
     """Ctrl-C (exit 130) or SIGTERM (exit 143): saying what the command left behind and how
     to go on from it."""
+    from patchforge.cli.output import echo
+
     terminated = isinstance(exc, Terminated)
-    click.echo(f"\npatchforge: {'terminated' if terminated else 'interrupted'}", err=True)
+    echo(f"\npatchforge: {'terminated' if terminated else 'interrupted'}", err=True)
     for line in _left_behind():
-        click.echo(f"hint: {line}", err=True)
+        echo(f"hint: {line}", err=True)
     sys.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
 
 
@@ -112,79 +137,6 @@ def _left_behind() -> list[str]:
     from patchforge.state import interrupted_report
 
     return interrupted_report(project)
-
-
-class HelpGroup(click.Group):
-    """A group that, named without a command (`patchforge`, `patchforge import`), prints its help
-    on stdout and exits 0, as `quilt` and `stg` do: asking what there is to run is not an error.
-    click's own answer changed between versions (help on stdout and 0 before 8.2, on stderr and
-    2 since), so it is made here once for every version."""
-
-    def parse_args(self, ctx, args):
-        if not args and self.no_args_is_help and not ctx.resilient_parsing:
-            click.echo(ctx.get_help(), color=ctx.color)
-            ctx.exit(0)
-        return super().parse_args(ctx, args)
-
-    def resolve_command(self, ctx, args):
-        # A mistyped command (`patchforge rebse`) is answered with the closest names, as click
-        # answers a mistyped option; click's own answer names none.
-        name = args[0] if args else ""
-        if name and not name.startswith("-") and self.get_command(ctx, name) is None \
-                and not ctx.resilient_parsing:
-            import difflib
-
-            close = difflib.get_close_matches(name, self.list_commands(ctx), n=2, cutoff=0.6)
-            if close:
-                ctx.fail(f"No such command {name!r}. Did you mean "
-                         + " or ".join(repr(c) for c in close) + "?")
-        return super().resolve_command(ctx, args)
-
-
-class LazyGroup(HelpGroup):
-    def list_commands(self, ctx):
-        return list(LAZY_COMMANDS)
-
-    def get_command(self, ctx, name):
-        entry = LAZY_COMMANDS.get(name)
-        if entry is None:
-            return None
-        module = importlib.import_module(entry[0])
-        return getattr(module, entry[1])
-
-    def format_commands(self, ctx, formatter):
-        # Short help from the table, so `--help` imports no command module.
-        rows = [(name, help_text) for name, (_, _, help_text) in LAZY_COMMANDS.items()]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
-             epilog="Exit codes: 0 done, 1 something needs attention, 2 bad usage or input (the "
-                    "message names the file and line), 3 a rebase stopped on a conflict, 70 an "
-                    "internal error, 130 interrupted. `patchforge COMMAND --help` gives a "
-                    "command's options.")
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path),
-              help="The project directory (default: the nearest one with a configuration).")
-@click.option("--offline", is_flag=True, help="Use only the local cache; no network.")
-@click.option("-v", "--verbose", count=True, help="More output (-vv: debug).")
-@click.option("-q", "--quiet", count=True, help="Less output.")
-@click.option("--no-color", is_flag=True, help="No colour (NO_COLOR is honoured too).")
-@click.version_option(__version__, prog_name="patchforge")
-@click.pass_context
-def cli(ctx, root, offline, verbose, quiet, no_color):
-    """patchforge: carry local fixes against pinned upstreams as a patch series."""
-    color = (not no_color and not os.environ.get("NO_COLOR")
-             and sys.stdout.isatty() and os.environ.get("TERM") != "dumb")
-    ctx.obj = AppContext(root=root, offline=offline, verbosity=verbose - quiet, color=color)
-    if offline:
-        from patchforge.store.git import set_offline
-        set_offline(True)
-    # Logging is set up only when asked for (or already loaded, e.g. by an earlier main() in the
-    # same process): importing it costs every start-up, `--help` included, several milliseconds.
-    if verbose or quiet or "logging" in sys.modules:
-        from patchforge.cli.output import configure_logging
-        configure_logging(verbose - quiet)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -205,25 +157,35 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
+    from patchforge.cli.direct import read_direct, run_direct
+    from patchforge.cli.output import echo
+
+    direct = read_direct(sys.argv[1:] if argv is None else argv)
     try:
-        rc = cli.main(args=argv, prog_name="patchforge", standalone_mode=False)
+        rc = None
+        if direct is not None:  # a `rebase` command line read without click
+            run_direct(direct)
+        else:
+            from patchforge.cli.app import cli
+
+            rc = cli.main(args=argv, prog_name="patchforge", standalone_mode=False)
     except PatchforgeError as exc:
-        click.echo(f"patchforge: error: {neutralize(str(exc))}", err=True)
+        echo(f"patchforge: error: {neutralize(str(exc))}", err=True)
         if exc.hint:
-            click.echo(f"hint: {neutralize(exc.hint)}", err=True)
+            echo(f"hint: {neutralize(exc.hint)}", err=True)
         if verbose:
             import traceback
             traceback.print_exc()
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort as exc:
+    except _click_exception("Abort") as exc:
         if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
             _interrupted(exc.__cause__)
-        click.echo("patchforge: aborted", err=True)
+        echo("patchforge: aborted", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    except click.ClickException as exc:
+    except _click_exception("ClickException") as exc:
         exc.show()
         sys.exit(EXIT_BAD_INPUT if exc.exit_code == 2 else exc.exit_code)
-    except click.exceptions.Exit as exc:
+    except _click_exception("Exit") as exc:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt as exc:
         _interrupted(exc)
@@ -231,20 +193,32 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
         sys.exit(0)
     except OSError as exc:  # the machine, not patchforge: a full disk, a read-only mount, EIO
         where = f": {exc.filename}" if exc.filename else ""
-        click.echo(f"patchforge: error: {exc.strerror or exc}{where}", err=True)
+        echo(f"patchforge: error: {exc.strerror or exc}{where}", err=True)
         # What the command left, as for Ctrl-C: a rebase whose write-out failed half-way is
         # finished by --continue (or undone by --abort), never by running it again.
         for line in _left_behind():
-            click.echo(f"hint: {line}", err=True)
+            echo(f"hint: {line}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     except Exception as exc:  # a bug: short report, traceback only on request
-        click.echo(f"patchforge: internal error: {type(exc).__name__}: {exc}", err=True)
-        click.echo("This is a bug in patchforge. Run again with -v for the traceback.", err=True)
+        echo(f"patchforge: internal error: {type(exc).__name__}: {exc}", err=True)
+        echo("This is a bug in patchforge. Run again with -v for the traceback.", err=True)
         if verbose:
             import traceback
             traceback.print_exc()
         sys.exit(EXIT_INTERNAL)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+class _NotRaised(Exception):
+    """Stands for a click exception while click is not loaded: nothing raises it."""
+
+
+def _click_exception(name: str) -> Any:
+    """click's exception `name` (`click.exceptions`) for an `except` clause; while click is
+    not loaded (a command `direct` ran) none of them can have been raised, and `_main`'s
+    clauses must not load it to find that out."""
+    click = sys.modules.get("click")
+    return getattr(click.exceptions, name) if click is not None else _NotRaised
 
 
 def fewer_collections() -> None:

@@ -1,5 +1,9 @@
 """Rendering for the terminal: colour only on a terminal (never with NO_COLOR), JSON documents,
-tables, and a progress indicator on stderr that is silent when stderr is not a terminal."""
+tables, and a progress indicator on stderr that is silent when stderr is not a terminal.
+
+click is imported only where a colour is painted: `echo` writes what click.echo writes, so a
+command run without click (a clean `rebase --to`, `cli.direct`) does not load it for its
+output."""
 from __future__ import annotations
 
 import os
@@ -8,8 +12,6 @@ import shutil
 import sys
 import time
 from typing import TYPE_CHECKING
-
-import click
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -20,6 +22,33 @@ if TYPE_CHECKING:
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # What patchforge itself writes to a terminal: colours (SGR) and the progress line's reset.
 _OWN_ESCAPE = re.compile(r"\x1b\[[0-9;]*m|\r\x1b\[K")
+
+
+# What click.echo removes from the text it writes to a stream that is not a terminal
+# (click's own `strip_ansi`).
+_ANSI_STYLE = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
+
+
+def echo(text: str = "", *, err: bool = False) -> None:
+    """`text` and a newline on stdout (stderr with `err`), flushed: click.echo where click is
+    loaded (every command click parsed), else the bytes click.echo would write (a text line:
+    ANSI styles removed unless the stream is a terminal), without loading click for them."""
+    click = sys.modules.get("click")
+    if click is not None:
+        click.echo(text, err=err)
+    else:
+        write_line(sys.stderr if err else sys.stdout, text)
+
+
+def write_line(stream, text: str) -> None:
+    """What click.echo(text, file=stream) writes: `text` and a newline, ANSI styles removed
+    unless `stream` is a terminal, then a flush."""
+    try:
+        terminal = stream.isatty()
+    except Exception:  # as click asks: a stream that cannot tell is not a terminal
+        terminal = False
+    stream.write(text + "\n" if terminal else _ANSI_STYLE.sub("", text + "\n"))
+    stream.flush()
 
 
 def neutralize(text: str) -> str:
@@ -68,7 +97,7 @@ def announce_state(project: Project, *, as_json: bool = False) -> bool:
 
     if not as_json:
         for line in announcements(project):
-            click.echo(f"note: {line}", err=True)
+            echo(f"note: {line}", err=True)
     return needs_attention(project)
 
 
@@ -76,7 +105,7 @@ def say_left_behind(project: Project, directory, files: list[str]) -> None:
     """Where `rebase --skip/--abort` or `bring-back --abort` kept the files made in a stop's
     worktree that nobody added (stderr: stdout may be a JSON document)."""
     shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-    click.echo(f"note: {len(files)} file(s) made in the worktree but not part of the fix "
+    echo(f"note: {len(files)} file(s) made in the worktree but not part of the fix "
                f"({shown}) are kept in {directory.relative_to(project.root)}", err=True)
 
 
@@ -129,12 +158,14 @@ def emit_json(document: dict, schema: str) -> None:
 
     text = json.dumps({"schema_version": JSON_SCHEMA_VERSION, **document}, indent=2,
                       sort_keys=True, ensure_ascii=False)
-    click.echo(re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text))
+    echo(re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 def paint(text: str, color: str | None, enabled: bool, bold: bool = False) -> str:
     if not enabled or not (color or bold):
         return text
+    import click
+
     return click.style(text, fg=color, bold=bold)
 
 
@@ -224,7 +255,7 @@ def page(data: bytes, *, enabled: bool = True) -> None:
     if proc.wait() in (126, 127):
         # The shell could not run it (not found, not executable): nothing was shown, and
         # the command would end with exit 0 and a bare "not found". Show it without a pager.
-        click.echo(f"patchforge: warning: the pager {pager!r} could not be run (from "
+        echo(f"patchforge: warning: the pager {pager!r} could not be run (from "
                    f"{'PATCHFORGE_PAGER' if os.environ.get('PATCHFORGE_PAGER') else 'PAGER'}); "
                    "showing without a pager", err=True)
         sys.stdout.buffer.write(data)

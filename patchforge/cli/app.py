@@ -1,0 +1,76 @@
+"""The click command group: `patchforge --help`, the global options, and each command's module
+loaded when it runs (`LAZY_COMMANDS`). Every command line but the few `cli.direct` reads
+without click goes through here."""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import click
+
+from patchforge import __version__
+from patchforge.cli import LAZY_COMMANDS, configure
+
+
+class HelpGroup(click.Group):
+    """A group that, named without a command (`patchforge`, `patchforge import`), prints its help
+    on stdout and exits 0, as `quilt` and `stg` do: asking what there is to run is not an error.
+    click's own answer changed between versions (help on stdout and 0 before 8.2, on stderr and
+    2 since), so it is made here once for every version."""
+
+    def parse_args(self, ctx, args):
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            click.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx, args):
+        # A mistyped command (`patchforge rebse`) is answered with the closest names, as click
+        # answers a mistyped option; click's own answer names none.
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None \
+                and not ctx.resilient_parsing:
+            import difflib
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=2, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {name!r}. Did you mean "
+                         + " or ".join(repr(c) for c in close) + "?")
+        return super().resolve_command(ctx, args)
+
+
+class LazyGroup(HelpGroup):
+    def list_commands(self, ctx):
+        return list(LAZY_COMMANDS)
+
+    def get_command(self, ctx, name):
+        entry = LAZY_COMMANDS.get(name)
+        if entry is None:
+            return None
+        module = importlib.import_module(entry[0])
+        return getattr(module, entry[1])
+
+    def format_commands(self, ctx, formatter):
+        # Short help from the table, so `--help` imports no command module.
+        rows = [(name, help_text) for name, (_, _, help_text) in LAZY_COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="Exit codes: 0 done, 1 something needs attention, 2 bad usage or input (the "
+                    "message names the file and line), 3 a rebase stopped on a conflict, 70 an "
+                    "internal error, 130 interrupted. `patchforge COMMAND --help` gives a "
+                    "command's options.")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path),
+              help="The project directory (default: the nearest one with a configuration).")
+@click.option("--offline", is_flag=True, help="Use only the local cache; no network.")
+@click.option("-v", "--verbose", count=True, help="More output (-vv: debug).")
+@click.option("-q", "--quiet", count=True, help="Less output.")
+@click.option("--no-color", is_flag=True, help="No colour (NO_COLOR is honoured too).")
+@click.version_option(__version__, prog_name="patchforge")
+@click.pass_context
+def cli(ctx, root, offline, verbose, quiet, no_color):
+    """patchforge: carry local fixes against pinned upstreams as a patch series."""
+    ctx.obj = configure(root=root, offline=offline, verbose=verbose, quiet=quiet,
+                        no_color=no_color)

@@ -1,0 +1,121 @@
+"""What `patchforge rebase` does once its options are read: by click (`cmd_rebase`), or for the
+command lines `direct` reads without it. Output goes through `output.echo`, never click: a
+clean `rebase --to` never loads click (its import is a tenth of such a run)."""
+from __future__ import annotations
+
+import contextlib
+import sys
+
+from patchforge.cli.output import Progress, echo, emit_json, table
+from patchforge.errors import ConflictStop, InProgressError, PatchforgeError, UsageError
+
+ACTION_COLORS = {"clean": "green", "offset": "green", "merged": "yellow", "resolved": "yellow",
+                 "dropped": "cyan", "skipped": "magenta", "conflict": "red"}
+
+
+def render_summary(summary: dict, app) -> None:
+    for name, info in summary["upstreams"].items():
+        echo(f"{name}: {info['from']} ({info['from_commit'][:12]}) -> {info['to']} "
+             f"({info['to_commit'][:12]})")
+    rows = [[f"{p['upstream']}/{p['name']}", p["action"], p["detail"]]
+            for p in summary["patches"]]
+    if rows:
+        echo(table(rows, ["patch", "result", "detail"],
+                   colors={1: lambda c: ACTION_COLORS.get(c)}, enabled=app.color))
+    counts = summary["counts"]
+    order = ("clean", "offset", "merged", "resolved", "dropped", "skipped", "conflict")
+    echo(", ".join(f"{counts[k]} {k}" for k in order if counts.get(k)) or "nothing to do")
+    if summary.get("range_diff"):
+        echo("\nrange-diff of the old series against the new one:")
+        echo(summary["range_diff"].rstrip())
+    if summary["dry_run"]:
+        echo("(dry run: nothing was written)")
+
+
+def _note_unrefreshed_edits(project, store, summary) -> None:
+    """A dry run reads the patch files; the real run refuses an edit whose changes are not in
+    its patch yet. Say so before the dry run's table is taken for what the rebase will do."""
+    if not (project.state_dir / "work").is_dir():
+        return  # nothing is being edited (and the worktree module need not be loaded)
+    from patchforge.worktree import editing, unrefreshed
+
+    for upstream in summary["upstreams"]:
+        state = editing(project, upstream)
+        if state and unrefreshed(project, store, upstream, state):
+            echo(f"note: {upstream}/{state['patch']} is being edited and has changes not "
+                 "refreshed: this dry run used its patch file, and the rebase is refused "
+                 "until `patchforge refresh` (or `patchforge edit --close --discard`)", err=True)
+
+
+def _say_left_behind(project, engine) -> None:
+    from patchforge.cli.output import say_left_behind
+
+    for directory, files in engine.left_behind:
+        say_left_behind(project, directory, files)
+
+
+def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_run: bool,
+               cont: bool, skip: bool, abort: bool, as_json: bool) -> None:
+    """`rebase --to SPEC [--dry-run] | --continue | --skip | --abort [--json]`."""
+    from patchforge.fsutil import RepoLock
+    from patchforge.pins import open_store
+    from patchforge.rebase.engine import Rebase
+
+    if more_specs and not specs:
+        raise UsageError(f"unexpected argument {more_specs[0]!r}: SPECs follow --to")
+    specs = (*specs, *more_specs)
+    chosen = [flag for flag, on in (("--to", bool(specs)), ("--continue", cont),
+                                    ("--skip", skip), ("--abort", abort)) if on]
+    if len(chosen) != 1:
+        raise UsageError("give exactly one of --to SPEC, --continue, --skip, --abort")
+    if dry_run and not specs:
+        raise UsageError("--dry-run goes with --to")
+    project = app.project()
+    # A dry run writes nothing, not even the lock file (project files are only ever replaced
+    # atomically, so it reads whole files).
+    lock = contextlib.nullcontext() if dry_run else RepoLock(project.state_dir)
+    progress = Progress("rebasing")
+    with lock, open_store(project) as store, progress:
+        engine = Rebase(project, store,
+                        on_patch=lambda upstream, name: progress.advance(f"{upstream}/{name}"))
+        if abort:
+            restored = engine.abort()
+            _say_left_behind(project, engine)
+            if as_json:
+                emit_json({"aborted": True, "restored": restored}, "rebase")
+            else:
+                echo("rebase aborted; the series, lock and overlays are as they were")
+            return
+        try:
+            if specs:
+                from patchforge.targets import parse_target_specs
+
+                summary = engine.start(parse_target_specs(specs, project.upstream_names()),
+                                       dry_run=dry_run)
+                if dry_run and not as_json:
+                    _note_unrefreshed_edits(project, store, summary)
+            else:
+                try:
+                    summary = engine.resume(skip=skip)
+                finally:
+                    _say_left_behind(project, engine)
+        except ConflictStop as stop:
+            if as_json:
+                emit_json(engine.stop_document(stop.message), "rebase")
+            raise
+        except PatchforgeError as exc:
+            # Failed on its way (a patch's bad Keeps pattern, the store): the run's journal
+            # stays, and the message must say how to go on from it.
+            if specs and not dry_run and not isinstance(exc, InProgressError) and \
+                    engine.journal.exists():
+                exc.hint = "; ".join(filter(None, [
+                    exc.hint, "the rebase stays in progress: `patchforge rebase --continue` "
+                    "goes on once that is fixed, `patchforge rebase --abort` puts everything "
+                    "back"]))
+            raise
+    if as_json:
+        emit_json(summary, "rebase")
+    else:
+        render_summary(summary, app)
+    if summary["dry_run"] and summary["counts"].get("conflict"):
+        sys.exit(1)  # the real run would stop: that needs attention
