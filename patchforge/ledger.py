@@ -26,6 +26,8 @@ from patchforge.fsutil import atomic_write, atomic_write_many
 from patchforge.project import read_no_link
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from patchforge.formats.patchfile import PatchFile
     from patchforge.project import Project
 
@@ -132,19 +134,29 @@ def _run_id(summary: dict) -> str:
 
 
 def record_rebase(project: Project, summary: dict) -> list[dict]:
-    """One history event per patch result of a written rebase, then the ledger regenerated.
+    """One history event per patch result of a written rebase, then the ledger regenerated
+    (`rebase_writes`, written as one batch). Returns the events."""
+    events, writes = rebase_writes(project, summary)
+    atomic_write_many(writes)
+    return events
 
-    Called by the rebase engine after its write-out. A kill between this and the end of the
-    rebase makes `--continue` call it again with the same summary: the run id makes that a no-op
-    for the history.
+
+def rebase_writes(project: Project, summary: dict) -> tuple[list[dict], list[tuple[Path, bytes]]]:
+    """What `record_rebase` writes, not written yet: the run's history events, and the new
+    series/history.jsonl and series/PATCHES.md (the ledger when its bytes change). The rebase
+    engine writes them in one batch with its last-rebase.json.
+
+    Made after the write-out's other files are in place (the ledger is rendered from them). A
+    kill between this and the end of the rebase makes `--continue` make them again with the
+    same summary: the run id makes that add no event to the history.
     """
     if summary.get("dry_run") or not summary.get("written", True):
-        return []
+        return [], []
     run = _run_id(summary)
     history = read_history(project)
     if history and history[-1].get("run") == run:
-        write_ledger(project)
-        return []
+        ledger = _changed_ledger(project, None)
+        return [], [] if ledger is None else [(ledger_path(project), ledger)]
     events = []
     # One time for the run's events, and no check that each is JSON (what `_complete` does
     # for an event a caller makes): they hold the summary's strings, lists and None only, and
@@ -177,8 +189,7 @@ def record_rebase(project: Project, summary: dict) -> list[dict]:
     ledger = _changed_ledger(project, history + events)
     if ledger is not None:
         writes.append((ledger_path(project), ledger))
-    atomic_write_many(writes)
-    return events
+    return events, writes
 
 
 def departures(project: Project) -> dict[str, dict]:

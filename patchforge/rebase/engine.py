@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Callable
 from patchforge.apply.series import SeriesState, apply_series
 from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
 from patchforge.background import Background
-from patchforge.fsutil import atomic_delete_many, atomic_write, atomic_write_many
+from patchforge.fsutil import atomic_delete_many, atomic_write_many
 from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
                               read_history, where_landed)
 from patchforge.model.lock import UpstreamPin
@@ -967,10 +967,12 @@ class Rebase:
             if overlays is None:  # resumed after a kill: the new state is on disk now
                 overlays = build_overlays(project, self.store)
             write_overlays(project, overlays, check_hand_edits=False)  # checked before
-        # The history records the run; a resumed write-out records it once (run ids).
+        # The history records the run; a resumed write-out records it once (run ids). Its
+        # files are made while git range-diff may still run, and written with
+        # last-rebase.json, which needs the range-diff's text: one wait for the disk, not two.
         from patchforge import ledger  # the write-out only: not loaded at each stop
 
-        ledger.record_rebase(project, run.summary)
+        _, records = ledger.rebase_writes(project, run.summary)
         for upstream in run.upstreams:
             self._remove_worktree(upstream)
         try:
@@ -979,10 +981,11 @@ class Rebase:
             # The range-diff reports on the run; git failing to make it (a full /tmp, say)
             # must not fail a rebase whose files are written.
             run.summary["range_diff"] = f"(no range-diff: {exc})\n"
-        # Kept for `status --html` (the last rebase and its range-diff); written while the
-        # journal still stands, so a kill here is finished by --continue like any other step.
-        atomic_write(project.state_dir / "last-rebase.json",
-                     (json.dumps(run.summary, sort_keys=True) + "\n").encode())
+        # last-rebase.json is kept for `status --html` (the last rebase and its range-diff);
+        # written while the journal still stands, so a kill here is finished by --continue
+        # like any other step.
+        atomic_write_many([*records, (project.state_dir / "last-rebase.json",
+                                      (json.dumps(run.summary, sort_keys=True) + "\n").encode())])
 
     def _old_patch(self, upstream: str, name: str):
         """A patch of the series being moved, read once: its file does not change before the
