@@ -1335,3 +1335,25 @@ def test_files_read_already_are_answered_while_another_thread_holds_the_store(st
     monkeypatch.setattr(gitstore, "_BLOB_CACHE_BYTES", 1)
     assert store.read_blobs(second, ["m/b.py"]) == {"m/b.py": expected[(second, "m/b.py")]}
     assert {(rev, path): store.read_blob(rev, path) for rev, path in expected} == expected
+
+
+def test_a_file_whose_content_left_the_store_is_an_error_never_an_absent_file(store,
+                                                                            wheel_commit):
+    """The cache emptied while a command runs (another command's cleanup, `rm -rf`): the store
+    keeps the trees it has read, and git, asked for a file's content after, answers "missing".
+    The file was read as absent from the revision: `status` called every fix "obsolete: ... is
+    gone upstream (deleted, not renamed)" and asked for it to be dropped. Now reading it is a
+    StoreError naming the file, and so is a directory its parent lists whose tree is gone."""
+    commit = wheel_commit.commit
+    # The trees of the root and of pkg/ are read (and kept), as a walk of a series reads them.
+    assert store.entries(commit, ["pkg/mod.py", "README"])["pkg/mod.py"] is not None
+    objects = store.git_dir / "objects"
+    objects.rename(store.git_dir / "objects-removed")
+    (objects / "pack").mkdir(parents=True)
+    with pytest.raises(StoreError, match=r"pkg/mod\.py at .*: the store lists it, but does not "
+                                         r"have its content"):
+        store.read_blob(commit, "pkg/mod.py")
+    with pytest.raises(StoreError, match=r"pkg/data at .*: the store lists it"):
+        store.read_blob(commit, "pkg/data/latin1.txt")
+    assert store.read_blob(commit, "pkg/not-there.py") is None  # absent is still absent
+

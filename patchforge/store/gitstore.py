@@ -125,6 +125,16 @@ def _lists_a_child_of(walk: bytes, commit: str) -> bool:
     return False
 
 
+def _lost(rev: str, path: str, oid: str) -> StoreError:
+    """The store's trees list `path` at `rev`, but git does not give its object: read as
+    absent, a file became "gone upstream" (status called every fix obsolete when the cache was
+    emptied while it ran)."""
+    return StoreError(f"{path} at {rev[:12]}: the store lists it, but does not have its "
+                      f"content ({oid[:12]})",
+                      hint="run `patchforge fetch` (with the network) and the command again; "
+                           "a cache removed while a command ran leaves it so")
+
+
 class UpstreamStore:
     """The bare repository `<cache>/store.git`.
 
@@ -414,6 +424,8 @@ class UpstreamStore:
                     self._blob_ids[oid] = answer[2]
                     self._blob_bytes += len(answer[2])
             for path, entry in entries.items():
+                if entry is not None and entry[1] not in self._blob_ids:
+                    raise _lost(rev, path, entry[1])
                 cache[path] = self._blob_ids.get(entry[1]) if entry is not None else None
         if asked and self._blob_bytes > _BLOB_CACHE_BYTES:
             found = {p: cache[p] for p in paths}
@@ -510,6 +522,15 @@ class UpstreamStore:
                     self._dir_trees[(rev, directory)] = tree
             if None in result.values() and not (cacheable and self._dir_trees.get((rev, ""))):
                 self._require_revision(rev)
+            for directory in asked:
+                if result[directory] is None and directory:
+                    # Absent only if its parent's tree, read before, does not list it as a
+                    # directory: one it lists whose tree git cannot give has left the store.
+                    parent, name = self._split(directory)
+                    listed = self._tree_cache.get(self._dir_trees.get((rev, parent)) or "", {})
+                    hit = listed.get(name)
+                    if hit is not None and hit[0] == "40000":
+                        raise _lost(rev, directory, hit[1])
         return result
 
     def _require_revision(self, rev: str) -> None:
