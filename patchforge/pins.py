@@ -223,6 +223,12 @@ def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
     except StoreError as exc:
         if project.offline or isinstance(exc, StoreDamaged):
             raise
+        if not (store.git_dir / "objects").is_dir():
+            # The store went away under the fetch: the lock is not what failed.
+            raise StoreDamaged(f"the cache's git store {store.git_dir} was removed while the "
+                               f"command ran ({exc.message})",
+                               hint="nothing in the project is wrong and no pin needs to "
+                                    "change: run the command again") from None
         raise StoreError(f"upstream {name}: the locked commit {pin.commit} is not a commit of "
                          f"{redact(url)} ({exc.message})",
                          hint="the lock names a revision its source does not have: re-pin it "

@@ -1357,3 +1357,20 @@ def test_a_file_whose_content_left_the_store_is_an_error_never_an_absent_file(st
         store.read_blob(commit, "pkg/data/latin1.txt")
     assert store.read_blob(commit, "pkg/not-there.py") is None  # absent is still absent
 
+
+def test_a_store_removed_under_a_command_is_said_so_never_taken_for_a_missing_revision(
+        tmp_path):
+    """The cache removed while a command ran: git, pointed at the store, says it is no
+    repository. The fetch of a pin then failed as "the locked commit ... is not a commit of
+    <url> ... re-pin it", advice that changes a correct lock. Now a git process on a store that
+    is gone raises StoreDamaged saying so; on any other directory the error is git's own."""
+    from patchforge.errors import StoreDamaged
+    from patchforge.store.git import run_git
+
+    gone = tmp_path / "cache" / "store.git"
+    with pytest.raises(StoreDamaged, match=f"the cache's git store {gone} was removed while "
+                                           "the command ran"):
+        run_git("rev-parse", "HEAD", git_dir=gone)
+    with pytest.raises(StoreError) as other:
+        run_git("rev-parse", "HEAD", git_dir=tmp_path / "work" / ".git")
+    assert not isinstance(other.value, StoreDamaged)

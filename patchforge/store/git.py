@@ -159,7 +159,7 @@ def damage_error(stderr: str, git_dir: Path | str | None) -> StoreDamaged | None
     revision its source does not have: re-pin it`, advice that changes a correct lock."""
     matches = list(_DAMAGE.finditer(stderr))
     if not matches:
-        return None
+        return _store_gone(stderr, git_dir)
     # The line that names the file, when one does (an inflate error's next line names it).
     match = next((m for m in matches if any(m.groupdict().values())), matches[0])
     named = next((v for v in match.groupdict().values() if v), None)
@@ -171,6 +171,26 @@ def damage_error(stderr: str, git_dir: Path | str | None) -> StoreDamaged | None
                         hint=f"nothing in the project is wrong and no pin needs to change: move "
                              f"{store} aside (or remove it), and the next command fetches and "
                              f"imports the pinned revisions again")
+
+
+_GONE = re.compile(r"not a git repository: '(?P<dir>[^']+)'|not in a git directory"
+                   r"|requires a git repository")
+
+
+def _store_gone(stderr: str, git_dir: Path | str | None) -> StoreDamaged | None:
+    """The cache's store (`store.git`, or the one being made) removed while a command ran:
+    git says it is no repository. Said as such, never as a revision its source lacks (whose
+    advice, re-pin, changes a correct lock)."""
+    match = _GONE.search(stderr)
+    where = (match.group("dir") or (str(git_dir) if git_dir is not None else None)) \
+        if match else None
+    if where is None or "store.git" not in os.path.basename(where.rstrip("/")) \
+            or os.path.isdir(os.path.join(where, "objects")):
+        return None
+    return StoreDamaged(f"the cache's git store {where} was removed while the command ran",
+                        hint="nothing in the project is wrong and no pin needs to change: run "
+                             "the command again (the store is made again and the pinned "
+                             "revisions fetched)")
 
 
 def run_git(*args: str, git_dir: Path | None = None, cwd: Path | str | None = None,
