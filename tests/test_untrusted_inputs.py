@@ -208,6 +208,24 @@ def test_a_cached_wheel_cut_short_is_downloaded_again_and_named_offline(evil, mo
     assert not marker.exists()
 
 
+def test_a_wheel_cache_that_is_a_file_is_named_as_such(evil, monkeypatch):
+    """PATCHFORGE_WHEELS naming a file: before, `upstream add --wheel` failed with the OS's
+    "File exists: <path>" and the hint to run the command again, which fails the same way.
+    Now the message names the variable and what is wrong, and nothing is written."""
+    root, index, _, marker = evil
+    _foreign_wheel(index, "evilpkg-1.0-py3-none-any.whl", b"RIGHT = True\n")
+    not_a_directory = root / "wheels-file"
+    not_a_directory.write_bytes(b"x")
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(not_a_directory))
+    before = tree_bytes(root, skip=(".patchforge",))  # its lock file is made, and empty
+    run = run_cli(root, "upstream", "add", "w", "--wheel", "evilpkg", "--at", "1.0.0",
+                  "--install-root", "/srv")
+    assert run.rc == 2, run.text
+    assert f"PATCHFORGE_WHEELS {not_a_directory}: cannot download a wheel there" in run.err
+    assert "run the command again" not in run.err
+    assert tree_bytes(root, skip=(".patchforge",)) == before and not marker.exists()
+
+
 def _python_without_pip(tmp_path: Path) -> tuple[list[str], dict]:
     """This interpreter as an environment without pip would run it (as `uv venv` makes them):
     no site, and every installed package but pip reachable on PYTHONPATH."""

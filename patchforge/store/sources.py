@@ -235,9 +235,18 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
     """Download one wheel with pip as configured on this machine, into a scratch directory
     beside the cache; the file enters the cache only when it is a wheel of `package`==`version`
     (and, when recorded, the very `filename` with the `sha256`)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    _remove_stale_downloads(directory)
-    scratch = Path(tempfile.mkdtemp(prefix=".download-", dir=directory))
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        _remove_stale_downloads(directory)
+        scratch = Path(tempfile.mkdtemp(prefix=".download-", dir=directory))
+    except OSError as exc:
+        # A wheel cache that names a file, or a directory that cannot be written: said with
+        # the setting (an OS error alone, "File exists: ...", said to run the command again).
+        where = "PATCHFORGE_WHEELS" if os.environ.get("PATCHFORGE_WHEELS") else "the wheel cache"
+        raise StoreError(f"{where} {directory}: cannot download a wheel there "
+                         f"({exc.strerror or exc})",
+                         hint="point PATCHFORGE_WHEELS at a directory patchforge may write"
+                         ) from None
     try:
         requirement = f"{package}=={version}"
         if sha256 is not None:
