@@ -260,3 +260,20 @@ def test_an_environment_token_never_goes_to_a_forge_only_the_configuration_names
     assert r.rc in (0, 1) and "is not sent" not in r.err, r.text
     assert forge_server.requests[asked:] and all(
         req.header("authorization") == f"Bearer {TOKEN}" for req in forge_server.requests[asked:])
+
+
+def test_a_forge_message_never_starts_a_line_of_the_output(env, project, tmp_path, forge_server):
+    """A forge's error message is quoted in what patchforge prints (status, lint). One with a
+    newline started a line of its own: `::error file=...::` there is a GitHub Actions workflow
+    command, obeyed by the runner reading a CI job's output (an annotation, a mask, a change
+    of the job's environment on older runners). Now the server's message is quoted on one
+    line. (status shows the first 60 characters of the error, before the message.)"""
+    message = "Not Found\n::error file=series/up/fix.patch::injected by the server\r\nmore"
+    forge_server.misbehave("status", path="/repos/o/r/pulls/5", status=404, times=100,
+                           body=json.dumps({"message": message}).encode())
+    for args in (("lint",), ("lint", "--format", "github")):
+        r = run_cli(project, *args)
+        assert "injected by the server" in r.text, (args, r.text)
+        for line in r.text.splitlines():
+            assert not line.startswith("::error file=series/up/fix.patch::injected"), line
+            assert not line.startswith("more"), line

@@ -119,7 +119,9 @@ class Response:
             if isinstance(errors, list) and errors and isinstance(errors[0], dict):
                 first = errors[0]
                 parts.append(str(first.get("message") or first.get("code") or ""))
-        detail = ": ".join(p for p in parts if p)
+        # The server's words on one line: quoted in what patchforge prints, a newline in them
+        # started a line of its own (`::error ...::` there is a GitHub Actions command).
+        detail = " ".join(": ".join(p for p in parts if p).split())
         try:
             phrase = " " + HTTPStatus(self.status).phrase
         except ValueError:
