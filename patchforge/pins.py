@@ -6,6 +6,8 @@ that the result is the very commit the lock names.
 """
 from __future__ import annotations
 
+import re
+
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -211,6 +213,11 @@ def _bring_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
     return what
 
 
+# What git (or fetch_git_upstream) says when the source was asked and does not have it.
+_SOURCE_LACKS_IT = re.compile(r"not our ref|unadvertised object|couldn't find remote ref"
+                              r"|no such remote ref|is not a known commit")
+
+
 def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
                     pin: UpstreamPin) -> str:
     from patchforge.store import sources
@@ -229,6 +236,14 @@ def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
                                f"command ran ({exc.message})",
                                hint="nothing in the project is wrong and no pin needs to "
                                     "change: run the command again") from None
+        if not _SOURCE_LACKS_IT.search(exc.message):
+            # The source was not reached, or failed on its way (a network error, a stalled
+            # server, a refused login): its silence says nothing about the lock, whose re-pin
+            # the message used to advise.
+            raise StoreError(f"upstream {name}: the locked commit {pin.commit[:12]} could not "
+                             f"be checked against {redact(url)}: {exc.message}",
+                             hint="the lock is not what failed: check the network, the URL "
+                                  "and its credentials, and run the command again") from None
         raise StoreError(f"upstream {name}: the locked commit {pin.commit} is not a commit of "
                          f"{redact(url)} ({exc.message})",
                          hint="the lock names a revision its source does not have: re-pin it "

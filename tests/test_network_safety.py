@@ -277,3 +277,37 @@ def test_a_forge_message_never_starts_a_line_of_the_output(env, project, tmp_pat
         for line in r.text.splitlines():
             assert not line.startswith("::error file=series/up/fix.patch::injected"), line
             assert not line.startswith("more"), line
+
+
+def test_a_git_remote_that_stops_answering_is_given_up_and_never_blamed_on_the_lock(tmp_path):
+    """A git upstream served over http whose server accepts the fetch and then sends nothing
+    (a stalled server, a proxy holding the connection). Before, `fetch` (and every command that
+    brings the pins in) waited for it forever: git sets no limit of its own. Now git gives up
+    when nothing arrives for GIT_HTTP_LOW_SPEED_TIME seconds (120 unless the user sets it, as
+    here), and the message says the locked commit could not be checked, never that the lock
+    names a commit its source lacks (whose advice, re-pin it, changes a correct lock)."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers.env import REPO_ROOT
+    from helpers.project import UPSTREAM_FILES, add_git_upstream, make_project
+    from helpers.servers import GitHttpServer
+    from helpers.upstream import Upstream
+
+    upstream = Upstream(tmp_path / "up-upstream", UPSTREAM_FILES, message="upstream: initial")
+    server = GitHttpServer(upstream.path)
+    try:
+        root = make_project(tmp_path / "project", pyproject=True)
+        add_git_upstream(root, "up", server.repo_url, "main")
+        server.misbehave("slow", path="/repo.git/git-upload-pack", delay=90, times=100)
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), GIT_HTTP_LOW_SPEED_TIME="2",
+                   PATCHFORGE_CACHE=str(tmp_path / "fresh-cache"))
+        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), "fetch"],
+                              capture_output=True, env=env, timeout=60)
+        err = proc.stderr.decode()
+        assert proc.returncode == 2, err
+        assert "could not be checked against" in err and "too slow" in err, err
+        assert "re-pin" not in err and "is not a commit of" not in err, err
+    finally:
+        server.close()

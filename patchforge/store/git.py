@@ -90,6 +90,11 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "GIT_COMMITTER_NAME": IMPORT_IDENT[0], "GIT_COMMITTER_EMAIL": IMPORT_IDENT[1],
         "GIT_COMMITTER_DATE": "@0 +0000",
     })
+    # An http(s) remote that stops sending (a stalled server, a proxy holding the
+    # connection) is given up after two minutes without a byte, as the HTTP client gives up
+    # on any answer; git would wait for it forever. The caller's own values are kept.
+    env.setdefault("GIT_HTTP_LOW_SPEED_LIMIT", "1")
+    env.setdefault("GIT_HTTP_LOW_SPEED_TIME", "120")
     if _offline:
         env["GIT_ALLOW_PROTOCOL"] = "none"  # no transport has that name
         env["GIT_NO_LAZY_FETCH"] = "1"
