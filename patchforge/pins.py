@@ -110,8 +110,12 @@ def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) ->
                     store, upstream.name, upstream.package, version, offline=project.offline)
             except StoreError as exc:
                 full = targets.full_release_version(spec)
-                if full:  # pip takes 0.33 for 0.33.0, but the wheel and the pin say 0.33.0
-                    # Both `--against NAME=SPEC` and `upstream add --at SPEC` come here.
+                # pip takes 0.33 for 0.33.0, but the wheel and the pin say 0.33.0: said when a
+                # wheel of the full version came (or is cached), not when the index has no
+                # such release at all (the hint then sent people after a version that is not
+                # there either). Both `--against NAME=SPEC` and `upstream add --at SPEC` come here.
+                if full and ("not a wheel of" in exc.message
+                             or sources.cached_wheels(upstream.package, full)):
                     exc.hint = f"a wheel version is named in full: {full}, not {spec}"
                 raise
         elif kind.name == "image":

@@ -226,6 +226,20 @@ def test_a_wheel_cache_that_is_a_file_is_named_as_such(evil, monkeypatch):
     assert tree_bytes(root, skip=(".patchforge",)) == before and not marker.exists()
 
 
+def test_a_release_the_index_does_not_have_gets_no_hint_to_name_it_in_full(evil):
+    """`upstream add --wheel evilpkg --at 2.0` where the index has no 2.0 at all: pip's "No
+    matching distribution" came with the hint "a wheel version is named in full: 2.0.0, not
+    2.0", which sends the user after a release that is not there either (pip takes 2.0 for
+    2.0.0). The hint is now given only when a wheel of the full version came or is cached."""
+    root, index, _, marker = evil
+    _foreign_wheel(index, "evilpkg-1.0-py3-none-any.whl", b"ONE = True\n")
+    run = run_cli(root, "upstream", "add", "w", "--wheel", "evilpkg", "--at", "2.0",
+                  "--install-root", "/srv")
+    assert run.rc == 2 and "No matching distribution" in run.err, run.err
+    assert "named in full" not in run.err, run.err
+    assert not marker.exists()
+
+
 def _python_without_pip(tmp_path: Path) -> tuple[list[str], dict]:
     """This interpreter as an environment without pip would run it (as `uv venv` makes them):
     no site, and every installed package but pip reachable on PYTHONPATH."""
