@@ -445,6 +445,11 @@ def _finish_merges(merges: list) -> None:
         merges.clear()
 
 
+# The evidence for a file a patch changes that neither the target nor the patch's base has.
+NOT_AT_BASE = ("is not in the base either (nor made by an earlier patch): the patch does not "
+               "apply where it was made (patches are -p1: a/<path>)")
+
+
 def assess_patch(name: str, patch: PatchFile, *, read_base, read_current, exists_in_target,
                  find_rename, apply=apply_file_patch) -> PatchVerdict:
     """Judge one patch against the target.
@@ -473,7 +478,11 @@ def assess_patch(name: str, patch: PatchFile, *, read_base, read_current, exists
                         continue
                     verdict = FileVerdict(path, None)
                     files.append(verdict)
-                    evidence.append(f"{path} is gone upstream (deleted, not renamed)")
+                    # A file the base did not have either was never there to be deleted: at
+                    # the pin ("gone upstream" told the user the fix was obsolete), or a path
+                    # read with another prefix (a -p0 diff's `pkg/x.py` is `x.py` at -p1).
+                    evidence.append(f"{path} {NOT_AT_BASE}" if read_base(path) is None
+                                    else f"{path} is gone upstream (deleted, not renamed)")
                     continue
                 renames[path] = moved
                 target_path = moved

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable
 from patchforge.apply.hunks import FileApplication, PatchApplications, apply_file_patch
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
-from patchforge.detect import PatchVerdict, assess_patch, created_identically
+from patchforge.detect import NOT_AT_BASE, PatchVerdict, assess_patch, created_identically
 from patchforge.errors import StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_git_diff, combine,
                                 combine_series, judge_history, patch_blocks)
@@ -576,9 +576,11 @@ class SeriesJudge:
                              message=f"landed upstream ({verdict.confidence} confidence)")
         if verdict.state == "obsolete":
             gone = [f.path for f in verdict.files if f.target_path is None]
+            never = [path for path in gone if f"{path} {NOT_AT_BASE}" in evidence]
             return Judgement(name, "stop", "obsolete", verdict, stop_kind="obsolete",
                              files=gone, evidence=evidence,
-                             message=f"{', '.join(gone)} is gone upstream (deleted, not renamed)")
+                             message=f"{', '.join(never)} {NOT_AT_BASE}" if never else
+                             f"{', '.join(gone)} is gone upstream (deleted, not renamed)")
         before: dict[str, bytes | None] = {}  # the target (plus earlier patches), per path
         after: dict[str, bytes | None] = {}
         modes: dict[str, tuple[str, str]] = {}

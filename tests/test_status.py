@@ -659,6 +659,21 @@ def test_status_at_the_pin_with_code_present_twice_applies(tmp_path):
     assert pinned.cli("status").returncode == 0
 
 
+def test_a_file_the_base_never_had_is_not_gone_upstream(stack, upstream):
+    """A patch whose path its base does not have (a -p0 diff: `pkg/attn.py` read at -p1 as
+    `attn.py`) was "obsolete: attn.py is gone upstream (deleted, not renamed)" at the pin
+    itself, where nothing can have gone: the user was told the fix was no longer needed.
+    The evidence says the file was never there and the patch does not apply where it was
+    made; against a target, the same."""
+    stack.add("fix.patch", the_fix().replace(b"a/pkg/attn.py", b"a/attn.py")
+              .replace(b"b/pkg/attn.py", b"b/attn.py"))
+    for target in (None, upstream.commit({"pkg/other.py": b"VALUE = 2\n"}, "other")):
+        status = stack.status(target)["fix.patch"]
+        assert "gone upstream" not in evidence_text(status), status.evidence
+        assert "attn.py is not in the base either" in evidence_text(status), status.evidence
+        assert status.attention
+
+
 def test_deleted_file_is_obsolete(stack, upstream):
     upstream.commit({"pkg/other.py": b"VALUE = 2\n"}, "other")
     target = upstream.commit({MAIN: None}, "remove attn.py")
