@@ -186,39 +186,3 @@ def test_a_byte_order_mark_is_named(tmp_path):
         find_config_table(path)
     assert err.value.line == 1 and "byte-order mark" in str(err.value)
     assert "without a byte-order mark" in err.value.hint
-
-
-def test_a_configuration_read_again_comes_from_its_remembered_table(tmp_path):
-    """Bytes read and checked once are read again from the table kept then, without tomllib,
-    into the same configuration (upstreams in the document's order); an edit (new bytes) or a
-    kept copy that is not whole is read with tomllib again, and a whole copy kept anew."""
-    import os
-    import subprocess
-    import sys
-
-    from helpers.env import REPO_ROOT
-    from patchforge.store.gitstore import cache_dir
-
-    path = tmp_path / "pyproject.toml"
-    path.write_bytes(GOOD)
-    first = load_config(path)
-    kept = list((cache_dir() / "validated-config").glob("*.table"))
-    assert len(kept) == 1
-
-    def read_in_a_new_process() -> str:
-        code = ("import sys\nfrom pathlib import Path\n"
-                "from patchforge.formats.config import load_config\n"
-                "config = load_config(Path(sys.argv[1]))\n"
-                "print(list(config.upstreams), repr(config), 'tomllib' in sys.modules)\n")
-        return subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
-                              text=True, check=True,
-                              env=dict(os.environ, PYTHONPATH=str(REPO_ROOT))).stdout
-
-    assert read_in_a_new_process() == f"['vllm', 'aiter'] {first!r} False\n"
-    assert load_config(path) == first
-    kept[0].write_bytes(kept[0].read_bytes()[:-3])  # cut short
-    assert read_in_a_new_process() == f"['vllm', 'aiter'] {first!r} True\n"
-    assert read_in_a_new_process() == f"['vllm', 'aiter'] {first!r} False\n"  # kept anew
-    path.write_bytes(GOOD.replace(b'gfx942 = "MI300X"', b'gfx942 = "MI300X, CDNA3"'))
-    edited = load_config(path)
-    assert edited.profiles == {"gfx942": "MI300X, CDNA3"} and edited != first

@@ -3,9 +3,7 @@
 The configuration is the intent and belongs to the user: patchforge reads it with tomllib and only
 ever appends to it (`init`, `upstream add`), never reformats what is there. tomllib and the
 configuration model are imported when a configuration is read: a command that needs none (a
-rebase's `--skip` or `--continue`, which go on from the journal) does not pay for them. A
-configuration read and checked once is read again from a copy of its table in the cache, keyed
-by its bytes (`_remembered_table`), without tomllib.
+rebase's `--skip` or `--continue`, which go on from the journal) does not pay for them.
 """
 from __future__ import annotations
 
@@ -42,22 +40,9 @@ def toml_error_line(exc: Exception) -> int | None:
 
 def find_config_table(path: Path) -> tuple[dict, str] | None:
     """The patchforge table of `path` and its dotted prefix, or None if the file has none."""
-    table, prefix, _, _ = _config_table(path)
-    return None if table is None else (table, prefix)
-
-
-def _config_table(path: Path) -> tuple[dict | None, str, bytes, bool]:
-    """find_config_table's table and prefix, the file's bytes, and whether the table is the
-    copy `load_config` kept of these bytes once they passed every check (`_remembered_table`):
-    tomllib, whose import is about 3 ms of CPU (a fortieth of a clean rebase), is loaded only
-    for a configuration not seen before."""
-    data = path.read_bytes()
-    prefix = "" if path.name == STANDALONE else "tool.patchforge."
-    table = _remembered_table(data, prefix)
-    if table is not None:
-        return table, prefix, data, True
     import tomllib
 
+    data = path.read_bytes()
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -68,8 +53,11 @@ def _config_table(path: Path) -> tuple[dict | None, str, bytes, bool]:
             if bom else ""), path=str(path), line=toml_error_line(exc),
             hint="save it as UTF-8 without a byte-order mark" if bom else None) from None
     if path.name == STANDALONE:
-        return doc, prefix, data, False
-    return doc.get("tool", {}).get("patchforge"), prefix, data, False
+        return doc, ""
+    table = doc.get("tool", {}).get("patchforge")
+    if table is None:
+        return None
+    return table, "tool.patchforge."
 
 
 def validate_config_table(table: dict, text: str, source: str, prefix: str) -> None:
@@ -109,73 +97,6 @@ def validate_config_table(table: dict, text: str, source: str, prefix: str) -> N
         marker.touch()
     except OSError:
         pass  # a read-only cache only costs the next command the validation again
-
-
-def _remembered_path(data: bytes, prefix: str) -> Path:
-    """Where the table of a configuration with these bytes is kept once it has been checked:
-    named by the digest of the schema and its reading (`VALIDATION_RULES`), the table's place
-    and the bytes, so an edited file or a new rule is never answered from an old copy."""
-    import hashlib
-    from importlib import resources
-
-    from patchforge.formats.schemas import VALIDATION_RULES
-    from patchforge.store.gitstore import cache_dir
-
-    schema = resources.files("patchforge.formats").joinpath("schemas/config.schema.json")
-    digest = hashlib.sha256(schema.read_bytes() + b"\0" + VALIDATION_RULES + b"\0"
-                            + prefix.encode() + b"\0" + data)
-    return cache_dir() / "validated-config" / f"{digest.hexdigest()}.table"
-
-
-def _remembered_table(data: bytes, prefix: str) -> dict | None:
-    """The table `_remember_table` kept for a configuration of these bytes, or None (none
-    kept, or a copy that is not whole: its first line is the digest of the JSON after it)."""
-    import hashlib
-    import json
-
-    try:
-        kept = _remembered_path(data, prefix).read_bytes()
-    except OSError:
-        return None
-    digest, _, payload = kept.partition(b"\n")
-    if digest != hashlib.sha256(payload).hexdigest().encode():
-        return None
-    try:
-        table = json.loads(payload)
-    except ValueError:
-        return None
-    return table if isinstance(table, dict) else None
-
-
-def _remember_table(data: bytes, prefix: str, table: dict) -> None:
-    """Keep the table of a configuration that passed every check (`load_config`), for
-    `find_config_table` to read next time without tomllib; a table JSON would not give back
-    exactly (a TOML date) is not kept."""
-    import hashlib
-    import json
-
-    try:
-        payload = json.dumps(table).encode()  # in the document's order (upstream_names)
-        if json.loads(payload) != table:
-            return
-    except (TypeError, ValueError):
-        return
-    import os
-
-    # Replaced whole, but not synced (a cache file, not the user's): a copy a crash cut short
-    # fails its digest and is made again. Not through fsutil either, whose write points the
-    # crash tests count as the command's own.
-    path = _remembered_path(data, prefix)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
-        os.replace(temporary, path)
-    except OSError:  # a read-only cache: tomllib again next time
-        try:
-            temporary.unlink()
-        except OSError:
-            pass
 
 
 def directory_name_problem(name: object, section: str) -> str | None:
@@ -246,9 +167,10 @@ def toml_key_line(text: str, prefix: str, where: list[str]) -> int | None:
 def load_config(path: Path) -> Config:
     from patchforge.model.config import UPSTREAM_KINDS, Config, ForgeConfig, UpstreamConfig
 
-    table, prefix, data, remembered = _config_table(path)
-    if table is None:
+    found = find_config_table(path)
+    if found is None:
         raise ConfigError("no [tool.patchforge] table", path=str(path))
+    table, prefix = found
     text = path.read_text("utf-8")
     validate_config_table(table, text, str(path), prefix)
 
@@ -310,15 +232,12 @@ def load_config(path: Path) -> Config:
     image = table.get("image")
     if image is not None and not isinstance(image, str):
         fail("image", "must be an image reference string")
-    config = Config(source=str(path), upstreams=upstreams, profiles=dict(profiles),
-                    artifacts=tuple(artifacts),
-                    forge=ForgeConfig(api_url=forge.get("api-url", ForgeConfig.api_url),
-                                      repo=forge_repo, web_host=forge.get("web-host")),
-                    checks=checks, image=image,
-                    compose_service=str(table.get("compose-service", "inference")))
-    if not remembered:
-        _remember_table(data, prefix, table)
-    return config
+    return Config(source=str(path), upstreams=upstreams, profiles=dict(profiles),
+                  artifacts=tuple(artifacts),
+                  forge=ForgeConfig(api_url=forge.get("api-url", ForgeConfig.api_url),
+                                    repo=forge_repo, web_host=forge.get("web-host")),
+                  checks=checks, image=image,
+                  compose_service=str(table.get("compose-service", "inference")))
 
 
 def _toml_str(value: str) -> str:
