@@ -1170,6 +1170,8 @@ def test_contents_packed_as_deltas_are_what_git_reads_back(tmp_path):
                                                       git_delta(len(big), len(new), edits))
         expected[object_id(b"blob", new)] = new
     assert sum(isinstance(e, DeltaEntry) for e in entries.values()) > 30
+    with pytest.raises(ValueError):  # a copy addresses four bytes of offset: such a content
+        git_delta(2 ** 32, 1, [(0, 2 ** 32, b"x")])  # is packed whole
     repo = tmp_path / "r.git"
     git(tmp_path, "init", "-q", "--bare", str(repo))
     name = write_parts_pack(repo, entries)

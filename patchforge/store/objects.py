@@ -321,7 +321,9 @@ def git_delta(base_size: int, result_size: int,
     makes a content of `result_size` bytes from a base of `base_size`: per edit (start, end,
     new bytes), in order and not overlapping, the base's bytes up to `start` copied, `new`
     inserted and the base's [start:end] left out; the rest of the base copied at the end
-    (apply.hunks.FileApplication.edits)."""
+    (apply.hunks.FileApplication.edits). A ValueError for a base past DELTA_BASE_LIMIT."""
+    if base_size > DELTA_BASE_LIMIT:
+        raise ValueError(f"a delta base of {base_size} bytes is past what a copy can address")
     out = bytearray(_size_varint(base_size) + _size_varint(result_size))
     at = 0
     for start, end, new in edits:
@@ -333,6 +335,10 @@ def git_delta(base_size: int, result_size: int,
         at = end
     _delta_copy(out, at, base_size - at)
     return bytes(out)
+
+
+# The largest base a delta's copy instructions address (four offset bytes).
+DELTA_BASE_LIMIT = 0xFFFFFFFF
 
 
 def _size_varint(size: int) -> bytes:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from patchforge.errors import StoreError
 from patchforge.store.diff import quote_c_path
 from patchforge.store.git import IMPORT_IDENT, start_git
-from patchforge.store.objects import (TREE_MODE, DeltaEntry, git_delta, object_id, stored_parts,
-                                      write_parts_pack)
+from patchforge.store.objects import (DELTA_BASE_LIMIT, TREE_MODE, DeltaEntry, git_delta,
+                                      object_id, stored_parts, write_parts_pack)
 
 if TYPE_CHECKING:
     from patchforge.store.gitstore import UpstreamStore
@@ -194,7 +194,8 @@ class RangeDiffImport:
                 placed[id(data)] = oid
                 continue
             base = placed.get(id(made_from[0])) if made_from is not None else None
-            if made_from is not None and base is not None:
+            if made_from is not None and base is not None and \
+                    len(made_from[0]) <= DELTA_BASE_LIMIT:
                 source, edits = made_from
                 entries[oid] = DeltaEntry(base, git_delta(len(source), len(data), edits))
             else:
