@@ -115,3 +115,33 @@ def test_a_line_written_without_click_is_what_click_echo_writes(terminal):
         write_line(ours, text)
         click.echo(text, file=theirs)
         assert ours.buffer.getvalue() == theirs.buffer.getvalue(), repr(text)
+
+
+def test_the_options_read_without_click_are_the_click_commands_options():
+    """`read_direct` knows the group's and the rebase command's options as click declares
+    them. An option added to either (or one click reads from the environment, or a default
+    changed) fails here until `cli/direct.py` learns it; until then such a command line must
+    go to click."""
+    declared = {(p.name, tuple(p.opts), bool(getattr(p, "is_flag", False)), p.envvar,
+                 p.multiple, _default(p)) for p in (*cli.params, *rebase.params)}
+    assert declared == {
+        ("root", ("--root",), False, None, False, None),
+        ("offline", ("--offline",), True, None, False, False),
+        ("verbose", ("-v", "--verbose"), False, None, False, 0),
+        ("quiet", ("-q", "--quiet"), False, None, False, 0),
+        ("no_color", ("--no-color",), True, None, False, False),
+        ("version", ("--version",), True, None, False, False),
+        ("specs", ("--to",), False, None, True, None),
+        ("dry_run", ("--dry-run",), True, None, False, False),
+        ("cont", ("--continue",), True, None, False, False),
+        ("skip", ("--skip",), True, None, False, False),
+        ("abort", ("--abort",), True, None, False, False),
+        ("as_json", ("--json",), True, None, False, False),
+        ("more_specs", ("more_specs",), False, None, False, None),
+    }
+    assert cli.context_settings.get("auto_envvar_prefix") is None
+
+
+def _default(param):
+    """A parameter's declared default; None for none (click marks that with a sentinel)."""
+    return param.default if isinstance(param.default, (bool, int, str, tuple)) else None
