@@ -205,10 +205,28 @@ def test_parse_image_ref(text, ref):
                                   # The host goes into a Dockerfile's FROM line, which BuildKit
                                   # expands: `$x` would name another registry.
                                   "evil$x.example.com/a/b:t", "re g.example.com/a:t",
-                                  "host.example.com:port/a:t"])
+                                  "host.example.com:port/a:t",
+                                  # A line end inside the reference would break the FROM
+                                  # line in two; Python's `$` matched before it.
+                                  "reg.example.com/a:tag\n@sha256:" + "a" * 64,
+                                  "reg.example.com/a/b\n:t", "reg.example.com:5000\n/a:t",
+                                  # OCI tags are ASCII.
+                                  "reg.example.com/a:t\u00e5g"])
 def test_parse_image_ref_refuses(text):
     with pytest.raises(UsageError):
         parse_image_ref(text)
+
+
+def test_a_digest_or_nightly_tag_from_an_answer_ends_at_its_last_character():
+    """Digests and nightly tags read from a registry's answers (JSON strings may hold a line
+    end) are checked to their end, as the OCI grammar reads them."""
+    from patchforge.net.registry import DIGEST_RE
+    from patchforge.ops.bump import NIGHTLY_TAG
+
+    digest, tag = "sha256:" + "a" * 64, "nightly-" + "b" * 40
+    assert DIGEST_RE.match(digest) and NIGHTLY_TAG.match(tag)
+    assert not DIGEST_RE.match(digest + "\n")
+    assert not NIGHTLY_TAG.match(tag + "\n")
 
 
 def test_parse_challenge():

@@ -36,15 +36,15 @@ _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 # Token realms that serve a registry from another host.
 _KNOWN_REALMS = {"registry-1.docker.io": frozenset({"auth.docker.io"})}
 
-DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}\Z")
 # The distribution spec's grammar: path components of lowercase alphanumerics and separators.
-_REPO_COMPONENT_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
-_TAG_RE = re.compile(r"^[\w][\w.-]{0,127}$")
+_REPO_COMPONENT_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*\Z")
+_TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
 # A registry host as a reference names it: DNS labels or an IPv4 address, or an IPv6 address in
 # brackets, with an optional port. It is written into the generated Dockerfile's FROM line,
 # which BuildKit runs through its shell lexer: `evil$x.example.com` would name another host.
 _REGISTRY_RE = re.compile(r"^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*"
-                          r"|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?$")
+                          r"|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?\Z")
 _CHALLENGE_PARAM_RE = re.compile(r'(\w+)\s*=\s*(?:"([^"]*)"|([^\s,]+))')
 
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from patchforge.store.gitstore import UpstreamStore
 
 BUMP_DOCUMENT_VERSION = 1
-NIGHTLY_TAG = re.compile(r"^nightly-([0-9a-f]{40})$")
+NIGHTLY_TAG = re.compile(r"^nightly-([0-9a-f]{40})\Z")
 # How a landing names its pull request in the commit subject: GitHub's squash merge
 # ("Fix the thing (#56503)") and its merge commit ("Merge pull request #56503 from ...").
 _SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
