@@ -127,6 +127,19 @@ def _foreign_wheel(index: Path, filename: str, body: bytes) -> Path:
     return path
 
 
+def _add_from_another_cache(root: Path, monkeypatch, wheel: Path, machine: str) -> None:
+    """`upstream add w` of `wheel` as another machine ran it: from that machine's own wheel
+    cache and store (`<machine>-cache`, `<machine>-store`), so this project's cache lacks it."""
+    elsewhere = root / f"{machine}-cache"
+    elsewhere.mkdir()
+    shutil.copy(wheel, elsewhere / wheel.name)
+    with monkeypatch.context() as there:
+        there.setenv("PATCHFORGE_WHEELS", str(elsewhere))
+        there.setenv("PATCHFORGE_CACHE", str(root / f"{machine}-store"))
+        ok(root, "--offline", "upstream", "add", "w", "--wheel", "evilpkg", "--at", "1.0",
+           "--install-root", "/srv")
+
+
 def test_fetch_downloads_exactly_the_recorded_wheel_for_its_own_tags(evil, monkeypatch):
     """A lock made on Windows for CPython 3.11 fetches that very file on this Linux machine, even
     with other builds of the version (and the sdist) beside it."""
@@ -136,14 +149,7 @@ def test_fetch_downloads_exactly_the_recorded_wheel_for_its_own_tags(evil, monke
     _foreign_wheel(index, "evilpkg-1.0-py3-none-any.whl", b"ANY = True\n")
     _foreign_wheel(index, "evilpkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl", b"LINUX = True\n")
     # The lock, as the Windows machine wrote it (its own cache held the file).
-    elsewhere = root / "windows-cache"
-    elsewhere.mkdir()
-    shutil.copy(wanted, elsewhere / filename)
-    with monkeypatch.context() as there:
-        there.setenv("PATCHFORGE_WHEELS", str(elsewhere))
-        there.setenv("PATCHFORGE_CACHE", str(root / "windows-store"))
-        ok(root, "--offline", "upstream", "add", "w", "--wheel", "evilpkg", "--at", "1.0",
-           "--install-root", "/srv")
+    _add_from_another_cache(root, monkeypatch, wanted, "windows")
     assert lock_doc(root)["upstreams"]["w"]["source"]["filename"] == filename
     run = ok(root, "fetch", "--json")
     assert json.loads(run.out)["fetched"][0]["result"] == "imported"
@@ -185,14 +191,7 @@ def test_a_cached_wheel_cut_short_is_downloaded_again_and_named_offline(evil, mo
     root, index, _, marker = evil
     filename = "evilpkg-1.0-py3-none-any.whl"
     wanted = _foreign_wheel(index, filename, b"RIGHT = True\n")
-    elsewhere = root / "other-cache"
-    elsewhere.mkdir()
-    shutil.copy(wanted, elsewhere / filename)
-    with monkeypatch.context() as there:
-        there.setenv("PATCHFORGE_WHEELS", str(elsewhere))
-        there.setenv("PATCHFORGE_CACHE", str(root / "other-store"))
-        ok(root, "--offline", "upstream", "add", "w", "--wheel", "evilpkg", "--at", "1.0",
-           "--install-root", "/srv")
+    _add_from_another_cache(root, monkeypatch, wanted, "other")
     cached = root / "wheels" / filename
     cached.parent.mkdir(exist_ok=True)
     cached.write_bytes(wanted.read_bytes()[:100])
