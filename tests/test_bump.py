@@ -368,6 +368,17 @@ def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean)
     doc = json.loads(after[".patchforge/bump/report.json"])
     assert validation_errors(doc, "bump") == []
     assert doc["pull_request"]["action"] == "opened" and doc["checks"]["ok"] is True
+    # What a registry, git or a patch says reaches the pull request's body as text: GitHub
+    # renders raw HTML there, and a `<!--` in a skip reason would hide the rest of the report.
+    from patchforge.ops.bump_report import render_markdown
+    hostile = "<!-- <img src=x> <details>"
+    doc.setdefault("notes", []).append(hostile)
+    doc["fixes"][0]["evidence"].append(hostile)
+    doc["search"] = {"listed": 2, "nightly": 2, "repository": "r", "newer": ["t"],
+                     "not_newer": 0, "skipped": [{"tag": "t", "reason": hostile}]}
+    rendered = render_markdown(doc)
+    assert "<!--" not in rendered and "<img" not in rendered and "<details>" not in rendered
+    assert rendered.count("&lt;!-- &lt;img src=x> &lt;details>") == 3
     # Again, now up to date: the same pull request is updated, not a second one opened.
     code, out, err = clean.bump("--to", f"nightly-{clean.c3}", "--open-pr", "--json")
     assert code == 0, err

@@ -6,6 +6,14 @@ the time or the machine, so the same run gives the same bytes (tests compare a g
 """
 from __future__ import annotations
 
+from patchforge.formats.markdown import escape_html
+
+
+def _text(text) -> str:
+    """Text from patches, git or a registry's answers, placed outside code: GitHub renders raw
+    HTML in a pull request's body, so a `<` that would open a tag or comment is escaped."""
+    return escape_html(str(text))
+
 
 def _code(text) -> str:
     return f"`{text}`" if text else "-"
@@ -80,8 +88,8 @@ def render_markdown(doc: dict) -> str:
                 evidence.append(fix["pull_request"]["sentence"])
             evidence += fix["evidence"]
             outcome = fix["summary"] + (" ⚠" if fix["needs_person"] else "")
-            out.append(f"| {_code(fix['name'])} | {_cell(outcome)} | "
-                       f"{_cell('<br>'.join(evidence) or '-')} |")
+            out.append(f"| {_code(fix['name'])} | {_cell(_text(outcome))} | "
+                       f"{_cell('<br>'.join(map(_text, evidence)) or '-')} |")
         out.append("")
     rebase = doc.get("rebase")
     if rebase and rebase.get("range_diff"):
@@ -90,13 +98,13 @@ def render_markdown(doc: dict) -> str:
     out += ["### Checks", ""]
     checks = doc["checks"]
     if not checks["ran"]:
-        out += [f"Not run: {checks['reason']}.", ""]
+        out += [f"Not run: {_text(checks['reason'])}.", ""]
     else:
         broken = checks["invariants"]
         out.append("- `Keeps:` invariants: " + ("all hold" if not broken else
                                                 f"{len(broken)} broken ⚠"))
         for violation in broken:
-            out.append(f"  - {violation['message']}")
+            out.append(f"  - {_text(violation['message'])}")
         if not checks["results"]:
             out.append("- declared checks: none configured")
         for result in checks["results"]:
@@ -109,7 +117,8 @@ def render_markdown(doc: dict) -> str:
     if verification is not None:
         out += ["### Verification against the image", ""]
         ref = f" ({_code(verification['reference'])})" if verification.get("reference") else ""
-        out.append(f"{verification['status']}{ref}: {verification.get('detail', '')}".rstrip(": "))
+        out.append(f"{verification['status']}{ref}: {_text(verification.get('detail', ''))}"
+                   .rstrip(": "))
         for item in verification.get("files", []):
             out.append(f"- {_code(item.get('path'))}: {item.get('status')}")
         out.append("")
@@ -120,10 +129,10 @@ def render_markdown(doc: dict) -> str:
                 f"of them nightly; {len(search['newer'])} newer than the stack "
                 f"(ordered by the upstream's history), {search['not_newer']} not newer."]
         for skipped in search["skipped"]:
-            out.append(f"- skipped {_code(skipped['tag'])}: {skipped['reason']}")
+            out.append(f"- skipped {_code(skipped['tag'])}: {_text(skipped['reason'])}")
         out.append("")
     for note in doc.get("notes", []):
-        out.append(f"> {note}")
+        out.append(f"> {_text(note)}")
     if doc.get("notes"):
         out.append("")
     out.append("<sub>Made by `patchforge bump`.</sub>")
