@@ -524,6 +524,24 @@ def test_a_content_searched_often_is_searched_by_its_lines():
     assert place_in_place(bytes(bytearray(content)), fp.hunks) is not None  # another object
 
 
+def _applies_as_git_apply_applies_it(tmp_path, current: bytes, diff: bytes, *,
+                                     max_fuzz: int) -> list:
+    """apply_file_patch of the one-file `diff` on `current`, forward and in reverse, each
+    asserted to succeed exactly where `git apply --check` (`-R`) succeeds on the same file;
+    the two applications, for the caller's own checks."""
+    (fp,) = parse_diff(diff)
+    (tmp_path / "f").write_bytes(current)
+    (tmp_path / "p.diff").write_bytes(diff)
+    applications = []
+    for reverse in (False, True):
+        ours = apply_file_patch(current, fp, max_fuzz=max_fuzz, reverse=reverse)
+        git = subprocess.run(["git", "apply", "--check", *(["-R"] if reverse else []),
+                              "p.diff"], cwd=tmp_path, capture_output=True)
+        assert ours.ok == (git.returncode == 0), (reverse, git.stderr)
+        applications.append(ours)
+    return applications
+
+
 @pytest.mark.parametrize("current", [b"", b"other\n", b"new\n", b"new\nother\n"])
 @pytest.mark.parametrize("before,after", [(b"", b"new\n"), (b"new\n", b"")])
 def test_a_patch_filling_or_emptying_a_file_applies_where_git_apply_applies_it(
@@ -536,14 +554,7 @@ def test_a_patch_filling_or_emptying_a_file_applies_where_git_apply_applies_it(
     above)."""
     diff = git_diff(before, after)
     assert re.search(rb"\nindex [0-9a-f]+\.\.", diff)
-    (fp,) = parse_diff(diff)
-    (tmp_path / "f").write_bytes(current)
-    (tmp_path / "p.diff").write_bytes(diff)
-    for reverse in (False, True):
-        ours = apply_file_patch(current, fp, max_fuzz=0, reverse=reverse)
-        git = subprocess.run(["git", "apply", "--check", *(["-R"] if reverse else []),
-                              "p.diff"], cwd=tmp_path, capture_output=True)
-        assert ours.ok == (git.returncode == 0), (reverse, git.stderr)
+    _applies_as_git_apply_applies_it(tmp_path, current, diff, max_fuzz=0)
 
 
 @pytest.mark.parametrize("current", [b"a\n", b"b\n", b"x\na\ny\n", b"a\nmore\n", b"top\na\n",
@@ -560,14 +571,7 @@ def test_a_hunk_without_context_replacing_a_whole_file_is_anchored_at_both_ends(
     assert re.search(rb"\nindex [0-9a-f]+\.\.", diff)
     if not with_index:
         diff = re.sub(rb"index [^\n]*\n", b"", diff)
-    (fp,) = parse_diff(diff)
-    (tmp_path / "f").write_bytes(current)
-    (tmp_path / "p.diff").write_bytes(diff)
-    for reverse in (False, True):
-        ours = apply_file_patch(current, fp, max_fuzz=2, reverse=reverse)
-        git = subprocess.run(["git", "apply", "--check", *(["-R"] if reverse else []),
-                              "p.diff"], cwd=tmp_path, capture_output=True)
-        assert ours.ok == (git.returncode == 0), (reverse, git.stderr)
+    for ours in _applies_as_git_apply_applies_it(tmp_path, current, diff, max_fuzz=2):
         if not ours.ok:
             assert "whole file" in ours.error
 
