@@ -367,6 +367,44 @@ def test_export_mbox_is_taken_by_git_am(project, tmp_path):
     assert run_cli(root, "export").rc == 2
 
 
+def test_export_mbox_of_several_upstreams_says_which_and_git_am_takes_each(project, tmp_path):
+    """With fixes for two upstreams (the example stack's vllm and aiter), `export --mbox`
+    wrote them all into one mailbox: `git am` in one upstream's tree stopped at the first
+    patch of the other, and `import mbox --upstream U` would put the other's fixes into U's
+    series. It is refused, exit 2, naming the upstreams and the way out, nothing written (nor
+    the quilt directory asked for beside it); `--upstream U` exports U's series alone, for
+    `git am` and for quilt."""
+    from helpers.project import add_patch_file, lock_doc, patch_bytes
+    from helpers.upstream import Upstream
+
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    other = Upstream(tmp_path / "other-upstream", {"tool/run.py": b"print(1)\nprint(2)\n"})
+    add_git_upstream(root, "other", other.path, "main", install_root="/opt/other")
+    base = lock_doc(root)["upstreams"]["other"]["commit"]
+    add_patch_file(root, "other", "run.patch", patch_bytes(
+        "other", base, "fix run", other.diff({"tool/run.py": b"print(1)\nprint(3)\n"}, base)))
+    mbox, quilt = tmp_path / "all.mbox", tmp_path / "quilt"
+    for args in (["--mbox", str(mbox)], ["--quilt", str(quilt), "--mbox", str(mbox)]):
+        refused = run_cli(root, "export", *args)
+        assert refused.rc == 2, refused.text
+        assert "2 upstreams (up, other)" in refused.err and "--upstream other" in refused.err
+        assert not mbox.exists() and not quilt.exists()
+    ok(root, "export", "--upstream", "other", "--mbox", str(mbox), "--quilt", str(quilt))
+    assert mbox.read_bytes().count(b"\nX-Patchforge-Patch: ") == 1
+    assert (quilt / "series").read_text() == "run.patch\n"
+    checkout = tmp_path / "other-checkout"
+    git(tmp_path, "clone", "-q", str(other.path), str(checkout))
+    proc = subprocess.run(["git", "am", "-q", str(mbox)], cwd=checkout, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (checkout / "tool/run.py").read_bytes() == b"print(1)\nprint(3)\n"
+    ok(root, "export", "--upstream", "up", "--mbox", str(mbox))
+    assert mbox.read_bytes().count(b"\nX-Patchforge-Patch: ") == 2
+    unknown = run_cli(root, "export", "--upstream", "nope", "--mbox", str(mbox))
+    assert unknown.rc == 2 and "unknown upstream 'nope'" in unknown.err, unknown.text
+
+
 @pytest.mark.parametrize("upstreams", [0, 2])
 def test_import_without_upstream_says_what_is_configured(tmp_path, upstreams):
     """`import quilt DIR` (or mbox, or `new`) without --upstream, in a project with no upstream

@@ -113,11 +113,18 @@ def _only_upstream(project: Project) -> str:
 @click.option("--quilt", "quilt_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write a quilt patches directory (series + patches).")
 @click.option("--mbox", "mbox_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write an mbox that `git am` takes.")
+              help="Write an mbox that `git am` takes (one upstream's patches: with several "
+                   "upstreams, say which with --upstream).")
+@click.option("--upstream", shell_complete=complete_upstream,
+              help="Only this upstream's series (--quilt: as DIR/series).")
 @click.pass_obj
-def export(app, quilt_dir, mbox_file):
-    """Hand the series to quilt or git am."""
-    from patchforge.ops.exchange import export_mbox, export_quilt
+def export(app, quilt_dir, mbox_file, upstream):
+    """Hand the series to quilt or git am.
+
+    --quilt DIR writes one quilt series (DIR/<upstream>/ each when several upstreams have
+    patches); --mbox FILE one upstream's patches as an mbox for `git am` in that upstream's
+    tree."""
+    from patchforge.ops.exchange import export_mbox, export_quilt, mbox_entries
 
     from patchforge.cli.output import announce_state
     from patchforge.fsutil import RepoLock
@@ -132,13 +139,15 @@ def export(app, quilt_dir, mbox_file):
         refuse_half_written(project, "export")
         announce_state(project)  # a stop or an open edit: the series exported as it stands
         if mbox_file:
-            project.refuse_own_destination(mbox_file)  # before the quilt directory is written
+            # Both before the quilt directory is written.
+            project.refuse_own_destination(mbox_file)
+            mbox_entries(project, upstream)
         if quilt_dir:
-            written, binary_sections = export_quilt(project, quilt_dir)
+            written, binary_sections = export_quilt(project, quilt_dir, upstream)
             click.echo(f"wrote {len(written)} files to {quilt_dir}")
             for where in binary_sections:
                 click.echo(f"warning: {where}: a GIT binary patch, which quilt and GNU patch "
                            "cannot apply (git apply and git am can)", err=True)
         if mbox_file:
-            count = export_mbox(project, mbox_file)
+            count = export_mbox(project, mbox_file, upstream)
             click.echo(f"wrote {count} messages to {mbox_file}")

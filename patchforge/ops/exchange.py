@@ -564,8 +564,10 @@ def _carried_header(body: str, diff: bytes, source: str) -> PatchFile | None:
     return head.with_diff(diff)
 
 
-def export_quilt(project: Project, directory: Path) -> tuple[list[Path], list[str]]:
-    """quilt's layout: DIR/series and the patch files (DIR/<upstream>/ when there are several).
+def export_quilt(project: Project, directory: Path,
+                 upstream: str | None = None) -> tuple[list[Path], list[str]]:
+    """quilt's layout: DIR/series and the patch files (DIR/<upstream>/ when there are several;
+    `upstream` names the one series to export, as DIR/series).
 
     Returns the files written and, for each binary section the series carries, a line naming
     the patch and the file: quilt and GNU patch cannot apply `GIT binary patch` data, so the
@@ -578,7 +580,10 @@ def export_quilt(project: Project, directory: Path) -> tuple[list[Path], list[st
     records: list[tuple[Path, dict[str, list[str]], dict[str, list[str]]]] = []
     binary_sections = []
     upstreams = [u for u in project.upstream_names() if project.patch_names(u)]
-    if not upstreams and len(project.upstream_names()) == 1:
+    if upstream is not None:
+        project.config.upstream(upstream)  # a UsageError naming the configured ones
+        upstreams = [upstream]  # exported even when empty, as the one series below
+    elif not upstreams and len(project.upstream_names()) == 1:
         # The one series is empty (every fix deleted): exported as such, or an earlier export
         # into DIR would stay there, its series listing fixes the project no longer carries.
         upstreams = project.upstream_names()
@@ -778,9 +783,28 @@ def mbox_message(patch: PatchFile, raw_diff: bytes, index: int, total: int, base
         body + patch.separator + raw_diff + (b"" if raw_diff.endswith(b"\n") else b"\n") + b"\n"
 
 
-def export_mbox(project: Project, out: Path) -> int:
-    project.refuse_own_destination(out)
+def mbox_entries(project: Project, upstream: str | None = None) -> list[tuple[str, str]]:
+    """(upstream, patch) of what `export --mbox` writes: one upstream's series, since `git am`
+    applies an mbox to one tree. Without `upstream`, the series of the one upstream that has
+    patches; patches of several upstreams are refused (the first patch of the second one would
+    stop `git am`, and `import mbox` would put it into the first one's series)."""
+    if upstream is not None:
+        project.config.upstream(upstream)  # a UsageError naming the configured ones
+        return [(upstream, name) for name in project.patch_names(upstream)]
     entries = project.all_patches()
+    having = list(dict.fromkeys(u for u, _ in entries))
+    if len(having) > 1:
+        raise UsageError(f"the series has patches for {len(having)} upstreams "
+                         f"({', '.join(having)}), and an mbox is applied by `git am` to one "
+                         "upstream's tree",
+                         hint="export one mbox per upstream: " + ", ".join(
+                             f"`patchforge export --upstream {u} --mbox FILE`" for u in having))
+    return entries
+
+
+def export_mbox(project: Project, out: Path, upstream: str | None = None) -> int:
+    project.refuse_own_destination(out)
+    entries = mbox_entries(project, upstream)
     chunks = []
     for index, (upstream, name) in enumerate(entries, 1):
         patch = project.read_patch(upstream, name)
