@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cli import run_cli
+from helpers.cli import ok, run_cli
 from helpers.env import REPO_ROOT
 from helpers.git import git
 from helpers.golden import check_golden
@@ -453,6 +453,29 @@ def test_bad_input_exits_2(clean):
     code, _, err = cli_in_process(clean.root, "bump", "nosuch")
     assert code == 2 and "nosuch" in err
 
+
+
+def test_without_a_history_to_order_nightlies_it_says_so_before_asking_the_registry(
+        tmp_path, registry_server):
+    """A `dir` (or wheel) upstream with no `git-url`: bump found no nightly tag in the
+    registry and said the stack was up to date (exit 0), and with the registry out of reach it
+    said only that, after a minute of retries. The missing history is said first, exit 2,
+    naming the setting, and the registry is not asked."""
+    root = tmp_path / "stack"
+    source = tmp_path / "site"
+    (source / "pkg").mkdir(parents=True)
+    (source / "pkg" / "a.py").write_bytes(b"a = 1\n")
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "site", "--dir", str(source), "--at", "v1")
+    registry_server.push_image(REPO, "latest", {})
+    before = snapshot(root)
+    code, out, err = cli_in_process(root, "bump", "--image", f"{registry_server.host}/{REPO}",
+                                    "--dry-run")
+    assert code == 2, (out, err)
+    assert "upstream site has no git history to order nightlies by" in err
+    assert "`git-url` under [tool.patchforge.upstreams.site]" in err
+    assert not [p for p in registry_server.paths() if "/tags/list" in p]
+    assert snapshot(root) == before
 
 
 def test_to_takes_the_upstream_prefix_rebase_to_takes(clean):

@@ -456,6 +456,9 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
         if registry is None:
             raise UsageError("finding the newest nightly needs the registry",
                              hint="run without --offline, or name the target with --to SPEC")
+        # Before the registry is asked: without the history, whatever it lists cannot be
+        # ordered (and a registry out of reach would hide what is missing).
+        history_source(upstream)
         candidate, search = find_newest(project, store, upstream, old, registry, repository)
         if candidate is None:
             return _document(project, name, old, None, search, dry_run=dry_run,
