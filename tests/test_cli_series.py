@@ -457,6 +457,43 @@ def test_move_after_and_first_and_failing_orders(project):
     assert series(root) == b"four.patch\none.patch\nthree.patch\ntwo.patch\n"
 
 
+def test_each_change_of_the_series_says_the_overlays_lag_until_regenerated(project):
+    """refresh, rename, move and delete change the series without regenerating overlays/
+    (its manifest names each patch of a file, in order, with its bytes), and said nothing of
+    it: the next commit failed CI's `overlays --check`. Each says so, in a project whose
+    overlays are generated; here each change reaches the overlays, and `overlays --check`
+    fails until `patchforge overlays` runs."""
+    root = project
+    make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
+    make_patch(root, "two", {"a.py": (b"line10\n", b"LINE10\n")})
+    ok(root, "overlays")
+    note = "note: the series changed and overlays/ was not regenerated: `patchforge overlays`"
+    changes = [("edit", "one"), None, ("rename", "one", "first"), ("move", "two", "--first"),
+               ("delete", "first")]
+    for args in changes:
+        if args is None:  # the edit opened above: change the file, then refresh
+            replace_in(work(root) / "a.py", b"line3\n", b"LINE3\n")
+            args = ("refresh",)
+        run = ok(root, *args)
+        if args[0] == "edit":
+            assert note not in run.err
+            continue
+        assert note in run.err, (args, run.err)
+        assert run_cli(root, "overlays", "--check").rc == 1, args
+        ok(root, "overlays")
+        assert run_cli(root, "overlays", "--check").rc == 0
+    # An unchanged refresh leaves the overlays as they are, and says nothing of them.
+    ok(root, "edit", "two")
+    assert note not in ok(root, "refresh").err
+
+
+def test_a_project_without_generated_overlays_gets_no_note_of_them(project):
+    root = project
+    run = ok(root, "new", "one", "--file", "a.py")
+    replace_in(work(root) / "a.py", b"line2\n", b"LINE2\n")
+    assert "overlays" not in ok(root, "refresh").err + run.err
+
+
 def test_list_and_show_json(project):
     root = project
     make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\nextra\n")},

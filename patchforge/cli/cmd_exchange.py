@@ -19,11 +19,15 @@ def import_():
     """Bring existing fixes in as patches."""
 
 
-def _report(names, upstream):
+def _report(names, upstream, project: Project):
+    from patchforge.cli.output import say_overlays_lag
+
     for name in names:
         click.echo(f"imported {upstream}/{name}")
     if not names:
         click.echo("nothing to import")
+    else:
+        say_overlays_lag(project)
 
 
 @import_.command("overlay")
@@ -47,7 +51,7 @@ def import_overlay(app, file, upstream, upstream_path, name, description, profil
         created, note = do_import(project, store, file, upstream=upstream, path=upstream_path,
                                   name=name, description=description, profiles=profiles,
                                   create=create)
-    _report([created], upstream)
+    _report([created], upstream, project)
     if note:
         click.echo(f"note: {note}", err=True)
 
@@ -67,7 +71,8 @@ def import_git(app, rev_range, repo, upstream):
 
     project = app.project()
     with open_store(project, bring_pins=[upstream]) as store:
-        _report(do_import(project, store, rev_range, repo=repo, upstream=upstream), upstream)
+        _report(do_import(project, store, rev_range, repo=repo, upstream=upstream), upstream,
+                project)
 
 
 @import_.command("quilt")
@@ -84,7 +89,7 @@ def import_quilt(app, directory, upstream):
     project = app.project()
     upstream = upstream or _only_upstream(project)
     with open_store(project, bring_pins=[upstream]) as store:
-        _report(do_import(project, store, directory, upstream=upstream), upstream)
+        _report(do_import(project, store, directory, upstream=upstream), upstream, project)
 
 
 @import_.command("mbox")
@@ -100,7 +105,7 @@ def import_mbox(app, file, upstream):
     project = app.project()
     upstream = upstream or _only_upstream(project)
     with open_store(project, bring_pins=[upstream]) as store:
-        _report(do_import(project, store, file, upstream=upstream), upstream)
+        _report(do_import(project, store, file, upstream=upstream), upstream, project)
 
 
 def _only_upstream(project: Project) -> str:

@@ -6,7 +6,8 @@ import sys
 import click
 
 from patchforge.cli.complete import complete_patch, complete_profile, complete_upstream
-from patchforge.cli.output import announce_state, color_diff, emit_json, neutralize, page, table
+from patchforge.cli.output import (announce_state, color_diff, emit_json, neutralize, page,
+                                   say_overlays_lag, table)
 from patchforge.errors import EXIT_ATTENTION, UsageError
 
 
@@ -208,6 +209,8 @@ def refresh(app, name, as_json):
                    f"(`patchforge edit {result['name'].removesuffix('.patch')}` opens it again)")
         for later in result["later_failing"]:
             click.echo(f"warning: {later} no longer applies after this change", err=True)
+    if result["changed"]:
+        say_overlays_lag(project)
     if result["later_failing"]:
         sys.exit(EXIT_ATTENTION)
 
@@ -231,6 +234,8 @@ def delete(app, name):
     with open_store(project, bring_pins=True) as store:
         kept, failing = delete_patch(project, name, store=store)
     click.echo(f"removed {name} from {where}; kept as {kept}")
+    if where == "the series":
+        say_overlays_lag(project)
     for other in failing:
         click.echo(f"warning: {other} no longer applies without {name}", err=True)
     if failing:
@@ -245,8 +250,10 @@ def rename(app, old, new):
     """Rename patch OLD to NEW."""
     from patchforge.ops.series import rename_patch
 
-    upstream, new_file = rename_patch(app.project(), old, new)
+    project = app.project()
+    upstream, new_file = rename_patch(project, old, new)
     click.echo(f"renamed to {upstream}/{new_file}")
+    say_overlays_lag(project)
 
 
 @click.command()
@@ -266,6 +273,7 @@ def move(app, name, after, first):
     with open_store(project, bring_pins=True) as store:
         failing = move_patch(project, store, name, after=after, first=first)
     click.echo(f"moved {name}")
+    say_overlays_lag(project)
     for other in failing:
         click.echo(f"warning: {other} does not apply in the new order", err=True)
     if failing:
@@ -312,6 +320,7 @@ def bring_back(app, name, cont, abort, upstream):
             result = bring_back_continue(project, store, upstream)
             click.echo(f"{result['upstream']}/{result['name']} is back at the end of the "
                        "series (resolved by hand)")
+            say_overlays_lag(project)
             return
         result = do_bring_back(project, store, name)
     if result["outcome"] == "landed":
@@ -320,3 +329,4 @@ def bring_back(app, name, cont, abort, upstream):
     else:
         click.echo(f"{result['upstream']}/{result['name']} is back at the end of the series "
                    f"({result['detail']})")
+        say_overlays_lag(project)

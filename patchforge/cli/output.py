@@ -101,6 +101,18 @@ def announce_state(project: Project, *, as_json: bool = False) -> bool:
     return needs_attention(project)
 
 
+def say_overlays_lag(project: Project) -> None:
+    """After a command that changed the series without regenerating the overlays (refresh,
+    delete, rename, move, bring-back, import), in a project whose overlays are generated: the
+    manifest names every patch's bytes, so what is committed under overlays/ no longer matches
+    until `patchforge overlays` runs, whenever the change reaches a file the overlays hold
+    (stderr: stdout may be a JSON document)."""
+    if (project.overlays_dir / "SHA256SUMS").exists():
+        echo("note: the series changed and overlays/ was not regenerated: `patchforge "
+             "overlays` does it (`patchforge overlays --check` says whether it is needed; "
+             "CI's check fails until then)", err=True)
+
+
 def say_left_behind(project: Project, directory, files: list[str]) -> None:
     """Where `rebase --skip/--abort` or `bring-back --abort` kept the files made in a stop's
     worktree that nobody added (stderr: stdout may be a JSON document)."""
