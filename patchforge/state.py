@@ -343,10 +343,15 @@ def announcements(project: Project) -> list[str]:
     """What a read-only command says before its answer: every stop, rebase in progress and
     open edit, each with the next step, and every skipped fix."""
     lines = []
-    for state in read_states(project).values():
+    states = read_states(project).values()
+    for state in states:
         if state.kind != IDLE:
             lines.append(f"{state.describe()}; next: {state.next_step()}")
-    lines += [fix.describe(project) for fix in skipped_fixes(project)]
+    # A fix whose bring-back is stopped is said by that stop: its own note would tell to
+    # run the bring-back being finished again.
+    bringing = {(s.upstream, s.patch) for s in states if s.kind == BRINGING}
+    lines += [fix.describe(project) for fix in skipped_fixes(project)
+              if (fix.upstream, fix.name) not in bringing]
     return lines
 
 

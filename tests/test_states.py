@@ -443,6 +443,9 @@ def test_a_skipped_fix_is_brought_back_through_the_three_way_merge(project):
     # Every other command sees the stop; nothing may change the series under it.
     _, _, err = project.cli("status", expect=1)
     assert "bringing back fix-a.patch is stopped" in err and "bring-back --continue" in err
+    # The note on the skipped fix (`bring-back fix-a` puts it back) is not said beside the
+    # stop: that command is the one being finished, and run again it is refused.
+    assert "fix-a.patch was set aside" not in err and "`patchforge bring-back fix-a`" not in err
     _, _, err = project.cli("edit", "fix-b", expect=2)
     assert "bring-back --continue" in err
     project.cli("new", "other", expect=2)
