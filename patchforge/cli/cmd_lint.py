@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True,
-              help="Print one JSON document (schema: formats/schemas/lint.schema.json).")
+              help="Print one JSON document (schema: "
+                   "patchforge/formats/schemas/lint.schema.json).")
 @click.option("--no-forge", is_flag=True, help="Do not ask the forge about submitted fixes.")
 @click.option("--warnings-fail", is_flag=True, help="Exit 1 on warnings too.")
 @format_option

@@ -22,6 +22,12 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
     """Move the series onto a new upstream revision.
 
     `--to vllm=SPEC aiter=SPEC` moves several upstreams in one run; an upstream not named stays
-    where it is."""
+    where it is. SPEC is a release (0.33.0), a commit, tag or branch, a ROCm nightly tag
+    (nightly-<sha>), a version with a +g<sha> part, or an image reference (pinned by digest).
+    Fixes that landed upstream move to series/<upstream>/upstreamed/; nothing in the project
+    changes until the whole run succeeds (try --dry-run first).
+
+    A conflict stops the rebase, exit 3, with the file in .patchforge/work/<upstream>: fix it
+    there, then --continue; or --skip (the patch is kept in skipped/), or --abort."""
     run_rebase(app, specs=specs, more_specs=more_specs, dry_run=dry_run, cont=cont, skip=skip,
                abort=abort, as_json=as_json)

@@ -67,7 +67,9 @@ def parse_specs(project: Project, specs):
 
 @click.command()
 @click.option("--against", "specs", multiple=True, metavar="SPEC", shell_complete=complete_spec,
-              help="Judge against this target (vllm=SPEC aiter=SPEC, or one SPEC).")
+              help="Judge against this target instead of the pin (vllm=SPEC aiter=SPEC, or "
+                   "one SPEC: a release, commit, tag, nightly-<sha>, +g<sha> version or "
+                   "image).")
 @click.option("--strict", is_flag=True, help="Treat fuzz as an error.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), metavar="FILE",
