@@ -138,6 +138,12 @@ def test_conflict(stack, upstream):
     status = stack.status(target)["fix.patch"]
     assert status.state == "conflict" and status.attention
     assert status.landed_in is None
+    # The table says where: the evidence column was empty for a conflict, at a target as at
+    # the pin, so a reader had to run the rebase to learn which file stops it.
+    proc = stack.cli("status", "--against", f"up={target}")
+    assert proc.returncode == 1, proc.stderr
+    assert f"up/fix.patch  conflict  hunk 2 of 2 fails in {MAIN}\n".encode() in proc.stdout, \
+        proc.stdout
 
 
 def test_the_merges_started_for_a_patch_end_with_its_decision(stack, upstream, tmp_path,

@@ -147,6 +147,8 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
                 # (A patch that applies and still needs attention says why: a Profiles
                 # field naming no configured profile.)
                 notes.append(r.evidence[0][:90])
+            elif r.state == "conflict":
+                notes += _failing_hunks(r.files)
             rows.append([f"{r.upstream}/{r.name}", state, "; ".join(notes)])
         click.echo(table(rows, ["patch", "state", "evidence"],
                          colors={1: lambda c: STATE_COLORS.get(c.split(" ")[0])},
@@ -177,7 +179,7 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
         else:
             click.echo(f"all {len(results)} patches apply and are still needed")
         # At its own pin a patch conflicts only after a hand edit (of the patch file, or of the
-        # pin): the table gives no evidence for a conflict, lint names the hunks.
+        # pin): the table names the failing hunks, lint says more.
         at_pin = {name for name, t in targets.items() if t.base_commit == t.commit}
         if any(r.state == "conflict" and r.upstream in at_pin for r in results):
             click.echo("hint: `patchforge lint` says why a patch does not apply at its pin (the "
@@ -196,6 +198,28 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
     if busy or any(r.attention for r in results) or \
             (strict and any(r.state == "fuzz" for r in results)):
         sys.exit(EXIT_ATTENTION)
+
+
+def _failing_hunks(files: list[dict]) -> list[str]:
+    """Where a conflicting patch fails, per file: `hunks 2, 4-7 of 7 fail in PATH` (the
+    table's evidence, which the judge leaves empty for a conflict)."""
+    out = []
+    for entry in files:
+        hunks = entry.get("hunks") or []
+        failed = [h["index"] for h in hunks if h.get("forward") == "failed"]
+        if not failed:
+            continue
+        runs: list[list[int]] = []
+        for index in failed:
+            if runs and index == runs[-1][-1] + 1:
+                runs[-1].append(index)
+            else:
+                runs.append([index])
+        numbers = ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+        which = f"hunk {numbers} of {len(hunks)} fails" if len(failed) == 1 else \
+            f"hunks {numbers} of {len(hunks)} fail"
+        out.append(f"{which} in {entry.get('target_path') or entry['path']}")
+    return out
 
 
 def _github(project: Project, targets, results) -> None:
