@@ -77,7 +77,8 @@ def test_lint_overlays_status_verify_in_one_job(tmp_path, monkeypatch):
         "### patchforge overlays --check: 1 file(s) differ from what the series generates"
     assert sections[2].startswith("### patchforge verify: ")
     assert sections[3].startswith("### patchforge status against up main (")
-    assert "| up/good.patch | conflict (needs attention) |" in text
+    assert "| up/good.patch | conflict (needs attention) | hunk 1 of 1 fails in a.py |" in text
+    assert "conflict: hunk 1 of 1 fails in a.py" in status.out
     assert "| severity | patch | check | message |" in text
     assert "| error | up/bare.patch | header | no Upstream-Status or Forwarded" in text
 

@@ -228,7 +228,7 @@ def _github(project: Project, targets, results) -> None:
         if not r.attention:
             continue
         level = "error" if r.state in ("conflict", "obsolete") else "warning"
-        evidence = "; ".join(r.evidence[:2])
+        evidence = "; ".join(r.evidence[:2] or _failing_hunks(r.files)[:2])
         items.append((level, f"{r.state}" + (f": {evidence}" if evidence else ""),
                       github.patch_file(project, f"{r.upstream}/{r.name}"),
                       f"patchforge status: {r.upstream}/{r.name}"))
@@ -238,6 +238,6 @@ def _github(project: Project, targets, results) -> None:
     verdict = f"{attention} patch(es) need attention" if attention else \
         f"all {len(results)} patches apply and are still needed"
     rows = [[f"{r.upstream}/{r.name}", r.state + (" (needs attention)" if r.attention else ""),
-             (r.evidence[0] if r.evidence else "")[:120]] for r in results]
+             (r.evidence or _failing_hunks(r.files) or [""])[0][:120]] for r in results]
     github.append_summary(f"### patchforge status against {against}: {verdict}\n\n"
                           + github.markdown_table(["patch", "state", "evidence"], rows))
