@@ -105,13 +105,16 @@ def _from_root(project: Project, path: str) -> str:
     return Path(os.path.relpath(Path(path).resolve(), project.root)).as_posix()
 
 
-@upstream.command("pin")
+@upstream.command("pin", short_help="Pin upstream NAME at SPEC in upstream.lock.")
 @click.argument("name", shell_complete=complete_upstream)
 @click.option("--at", "spec", required=True, metavar="SPEC", help="What to pin.")
 @click.option("--force", is_flag=True, help="Re-pin even though patches are based on the old pin.")
 @click.pass_obj
 def upstream_pin(app, name, spec, force):
-    """Pin upstream NAME (already in the configuration) at SPEC in upstream.lock."""
+    """Pin upstream NAME (already in the configuration) at SPEC in upstream.lock.
+
+    The series is not moved: an upstream with patches is refused (`patchforge rebase --to
+    NAME=SPEC` moves it), unless --force."""
     from patchforge.ops.setup import pin_upstream
     from patchforge.state import require
 
