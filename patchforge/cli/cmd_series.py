@@ -319,7 +319,7 @@ def bring_back(app, name, cont, abort, upstream):
         if cont:
             result = bring_back_continue(project, store, upstream)
             click.echo(f"{result['upstream']}/{result['name']} is back at the end of the "
-                       "series (resolved by hand)")
+                       "series (resolved by hand)" + _elsewhere(result))
             say_overlays_lag(project)
             return
         result = do_bring_back(project, store, name)
@@ -328,5 +328,11 @@ def bring_back(app, name, cont, abort, upstream):
                    f"kept as {result['path']}")
     else:
         click.echo(f"{result['upstream']}/{result['name']} is back at the end of the series "
-                   f"({result['detail']})")
+                   f"({result['detail']})" + _elsewhere(result))
         say_overlays_lag(project)
+
+
+def _elsewhere(result: dict) -> str:
+    """How a fix brought back to the end of its series goes where it was before."""
+    stem = result["name"].removesuffix(".patch")
+    return f"; `patchforge move {stem} --after X` puts it elsewhere"
