@@ -192,6 +192,19 @@ def test_import_git_refuses_a_range_git_would_take_for_an_option(project, tmp_pa
     assert tree_bytes(root / "series") == before
 
 
+def test_import_git_of_a_range_git_cannot_read_says_what_git_said_and_what_to_name(project,
+                                                                                  tmp_path):
+    """A range that names no commits there (a tag of another repository) was refused with
+    GitPython's wrapping of git's words (`stderr: 'fatal: ...\n'`, quotes and line end
+    included) and nothing on what to give instead."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    run = run_cli(root, "import", "git", "v1..v2", "--repo", str(fork), "--upstream", "up")
+    assert run.rc == 2, run.text
+    assert f"cannot read 'v1..v2' in {fork}: fatal: bad revision 'v1..v2'\n" in run.err, run.err
+    assert "stderr:" not in run.err and "hint: name commits of that repository" in run.err
+
+
 def test_import_git_reads_the_named_repository_when_a_hook_sets_git_dir(project, tmp_path,
                                                                        monkeypatch):
     """Run from a git hook, GIT_DIR and GIT_WORK_TREE name the hook's own repository (and a

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -82,6 +83,14 @@ def read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
         return _read_commits(repo_dir, rev_range)
 
 
+def _git_says(exc) -> str:
+    """What git said, as git printed it: GitPython keeps stderr as `stderr: '...'`, with its
+    own quotes and the final newline inside them."""
+    text = (exc.stderr or "").strip()
+    quoted = re.fullmatch(r"stderr: '(.*)'", text, re.S)
+    return " ".join((quoted.group(1) if quoted else text).split())
+
+
 def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
     import git  # GitPython: imported only when a user repository is read
 
@@ -92,8 +101,10 @@ def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
     try:
         commits = list(repo.iter_commits(rev_range, reverse=True))
     except git.GitCommandError as exc:
-        raise UsageError(f"cannot read {rev_range!r} in {repo_dir}: "
-                         f"{(exc.stderr or '').strip()}") from None
+        raise UsageError(f"cannot read {rev_range!r} in {repo_dir}: {_git_says(exc)}",
+                         hint="name commits of that repository, e.g. BASE..TIP (`git log "
+                              "--oneline BASE..TIP` there lists what would be imported)") \
+            from None
     merges = [c for c in commits if len(c.parents) > 1]
     if merges:
         summary = merges[0].summary
