@@ -153,7 +153,9 @@ def test_import_of_an_overlay_the_series_already_makes_names_its_patch(project, 
 def test_import_git_range_one_patch_per_commit(project, tmp_path):
     root = project
     fork = fork_with_commits(tmp_path)
-    run = ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    # With one upstream, --upstream may be left out (as the tutorial's `import git RANGE
+    # --repo DIR`, and as `import quilt` and `import mbox` take it): it was required.
+    run = ok(root, "import", "git", "main..fixes", "--repo", str(fork))
     assert run.text.splitlines() == ["imported up/fix-line-three.patch",
                                      "imported up/second-fix-crlf-file-and-a-new-module.patch"]
     assert (root / "series/up/series").read_bytes() == \
@@ -420,9 +422,10 @@ def test_export_mbox_of_several_upstreams_says_which_and_git_am_takes_each(proje
 
 @pytest.mark.parametrize("upstreams", [0, 2])
 def test_import_without_upstream_says_what_is_configured(tmp_path, upstreams):
-    """`import quilt DIR` (or mbox, or `new`) without --upstream, in a project with no upstream
-    or with several: the message says which, and how to go on (it said "several upstreams"
-    for none)."""
+    """`import quilt DIR` (or mbox, git, overlay, or `new`) without --upstream, in a project
+    with no upstream or with several: the message says which, and how to go on (it said
+    "several upstreams" for none; `import git` and `import overlay` said only that the option
+    is missing, even where there is one upstream to take)."""
     root = tmp_path / "project"
     root.mkdir()
     ok(None, "init", cwd=root)
@@ -434,7 +437,11 @@ def test_import_without_upstream_says_what_is_configured(tmp_path, upstreams):
     quilt = tmp_path / "patches"
     quilt.mkdir()
     (quilt / "series").write_bytes(b"")
-    for args in (("import", "quilt", str(quilt)), ("new", "fix")):
+    overlay = tmp_path / "a.py"
+    overlay.write_bytes(b"a = 2\n")
+    for args in (("import", "quilt", str(quilt)), ("new", "fix"),
+                 ("import", "git", "HEAD~1..HEAD", "--repo", str(tmp_path)),
+                 ("import", "overlay", str(overlay), "--path", "pkg/a.py", "--name", "fix")):
         run = run_cli(root, *args)
         assert run.rc == 2
         if upstreams:

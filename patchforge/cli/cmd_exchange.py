@@ -32,8 +32,8 @@ def _report(names, upstream, project: Project):
 
 @import_.command("overlay")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--upstream", required=True, shell_complete=complete_upstream,
-              help="Which upstream's series the patch joins.")
+@click.option("--upstream", shell_complete=complete_upstream,
+              help="Which upstream's series the patch joins (needed when there are several).")
 @click.option("--path", "upstream_path", required=True, help="The file's path in the upstream.")
 @click.option("--name", required=True, help="The new patch's name.")
 @click.option("-m", "--description", help="The Description header.")
@@ -47,6 +47,7 @@ def import_overlay(app, file, upstream, upstream_path, name, description, profil
     from patchforge.pins import open_store
 
     project = app.project()
+    upstream = upstream or _only_upstream(project)
     with open_store(project, bring_pins=[upstream]) as store:
         created, note = do_import(project, store, file, upstream=upstream, path=upstream_path,
                                   name=name, description=description, profiles=profiles,
@@ -61,8 +62,8 @@ def import_overlay(app, file, upstream, upstream_path, name, description, profil
 @click.option("--repo", required=True,
               type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="The git repository whose commits RANGE names.")
-@click.option("--upstream", required=True, shell_complete=complete_upstream,
-              help="Which upstream's series the patches join.")
+@click.option("--upstream", shell_complete=complete_upstream,
+              help="Which upstream's series the patches join (needed when there are several).")
 @click.pass_obj
 def import_git(app, rev_range, repo, upstream):
     """One patch per commit of RANGE in REPO, header from the commit."""
@@ -70,6 +71,7 @@ def import_git(app, rev_range, repo, upstream):
     from patchforge.pins import open_store
 
     project = app.project()
+    upstream = upstream or _only_upstream(project)
     with open_store(project, bring_pins=[upstream]) as store:
         _report(do_import(project, store, rev_range, repo=repo, upstream=upstream), upstream,
                 project)
