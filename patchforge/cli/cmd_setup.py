@@ -31,6 +31,10 @@ def init(app, standalone, directory):
     target = directory or app.root or Path.cwd()
     written = init_project(target, standalone=standalone)
     click.echo(f"initialized patchforge in {target}: " + ", ".join(written))
+    # What a new project needs first, for someone who has not read the tutorial.
+    click.echo("next: pin an upstream (`patchforge upstream add NAME --wheel PACKAGE --at "
+               "VERSION --install-root DIR`, or `--git URL`, `--dir PATH`), then start a fix "
+               "with `patchforge new NAME` or bring existing ones in with `patchforge import`")
 
 
 def _refuse_inside_a_project(here: Path) -> None:
