@@ -81,8 +81,11 @@ def image_reference(project: Project, ref: str | None) -> tuple[str, bool]:
             return _with_digest(pin.reference, pin.digest), True
         if project.config.image:
             return project.config.image, False
+        # With several upstreams a bare SPEC is refused: the hint names the form that works.
+        names = project.upstream_names()
+        spec = "REPO:TAG" if len(names) == 1 else "UPSTREAM=REPO:TAG"
         raise UsageError("no image to verify against: name one with --image REF",
-                         hint="or pin one: `patchforge rebase --to repo:tag` records it in "
+                         hint=f"or pin one: `patchforge rebase --to {spec}` records it in "
                               "upstream.lock")
     wanted = parse_image_ref(ref)
     if wanted.digest is None and pin is not None and pin.digest:
