@@ -34,7 +34,9 @@ def _report(names, upstream, project: Project):
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--upstream", shell_complete=complete_upstream,
               help="Which upstream's series the patch joins (needed when there are several).")
-@click.option("--path", "upstream_path", required=True, help="The file's path in the upstream.")
+@click.option("--path", "upstream_path", required=True,
+              help="The file's path in the upstream, from its root (for a wheel, as under "
+                   "site-packages: vllm/platforms/rocm.py).")
 @click.option("--name", required=True, help="The new patch's name.")
 @click.option("-m", "--description", help="The Description header.")
 @click.option("--profiles", help="Profiles the patch is for (default: all).")
