@@ -33,6 +33,24 @@ def test_unreachable_forge_is_said_once(tmp_path):
     assert offline.rc == 0 and "try --offline" not in offline.err
 
 
+def test_a_forge_that_refuses_the_lookup_is_said_whole_in_the_table(tmp_path, forge_server):
+    """The table cut the forge's answer at 60 characters, after a `pull request OWNER/REPO#N:`
+    the row already says: `... answered 401` read `answered 4`. The prefix goes, and a cut is
+    made at a word's end and marked."""
+    forge_server.add_pull("acme/up", 1, state="open")
+    forge_server.require_token = "secret"
+    root = stack_with_forwarded(tmp_path, forge_server.url, count=1)
+    run = run_cli(root, "status")
+    assert run.rc == 0, run.err
+    row = next(line for line in run.out.splitlines() if line.startswith("up/fix-1.patch"))
+    assert row.endswith(f"PR: {forge_server.host} answered 401 Unauthorized "
+                        "(Requires authentication)"), row
+    from patchforge.cli.cmd_status import _shortened
+
+    assert _shortened("answered 401 Unauthorized", 14) == "answered 401 …"
+    assert _shortened("answered 401", 14) == "answered 401"
+
+
 def test_quiet_and_verbose_levels(tmp_path):
     root = stack_with_forwarded(tmp_path, "http://127.0.0.1:9", count=1)
     # The patches were put there by hand: `fetch` brings the files they touch, which an

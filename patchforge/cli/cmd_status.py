@@ -1,6 +1,7 @@
 """`status`: per patch, its state, the evidence, and where it landed."""
 from __future__ import annotations
 
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -139,7 +140,7 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
                         if inc else ", not in target")
                     notes.append(f"PR {pr}{extra}")
                 elif fw.get("error"):
-                    notes.append(f"PR: {fw['error'][:60]}")
+                    notes.append(f"PR: {_shortened(_forge_error(fw['error']), 80)}")
             if r.drop_when and r.drop_when.get("true"):
                 notes.append(f"Drop-When {r.drop_when['condition']} is true")
             if r.evidence and (r.state not in ("applies",) or r.attention
@@ -198,6 +199,20 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
     if busy or any(r.attention for r in results) or \
             (strict and any(r.state == "fuzz" for r in results)):
         sys.exit(EXIT_ATTENTION)
+
+
+def _forge_error(error: str) -> str:
+    """A forge error without its `pull request OWNER/REPO#N: ` prefix: the row is that pull
+    request's already, and the room left is for what the forge answered."""
+    return re.sub(r"^pull request \S+#\d+: ", "", error)
+
+
+def _shortened(text: str, width: int) -> str:
+    """`text` cut to `width` at a word's end, marked `…` (a cut in `answered 401` read as
+    `answered 4`)."""
+    if len(text) <= width:
+        return text
+    return text[:width].rsplit(" ", 1)[0] + " …"
 
 
 def _failing_hunks(files: list[dict]) -> list[str]:
