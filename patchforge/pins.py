@@ -128,9 +128,14 @@ def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) ->
                 image = ImagePin(reference=spec, tag=resolved.image.tag,
                                  digest=resolved.image.digest)
         else:
+            # A nightly tag names a commit, which a wheel upstream has no history to find;
+            # the nightly's image says which wheel it holds.
+            hint = (f"a nightly is named by its image: `{upstream.name}=REPO:{spec}` "
+                    "(REPO: the image repository, e.g. vllm/vllm-openai-rocm)"
+                    if kind.name == "nightly" else None)
             raise StoreError(f"upstream {upstream.name} is a wheel: name a version of "
                              f"{upstream.package} or an image whose labels name one "
-                             f"(got {spec!r})")
+                             f"(got {spec!r})", hint=hint)
         return UpstreamPin(kind="wheel", commit=commit, tree=tree, label=version,
                            source={"package": upstream.package, "version": version,
                                    "filename": wheel.filename, "sha256": wheel.sha256},
