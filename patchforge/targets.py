@@ -108,9 +108,14 @@ def parse_target_specs(args: tuple[str, ...], upstream_names: list[str]) -> dict
             raise UsageError(f"{len(args)} SPECs for the one upstream {upstream_names[0]!r}: "
                              f"{given}", hint="give one SPEC")
         if len(bare) > 1 or specs or len(upstream_names) != 1:
-            names = " ".join(f"{n}=SPEC" for n in sorted(upstream_names)) or "NAME=SPEC"
+            # Each SPEC names its upstream; one not named stays at its pin, so "name each"
+            # (every upstream) said more than is needed.
+            spec = bare[0] or "SPEC"
+            names = " or ".join(f"{n}={spec}" for n in sorted(upstream_names)) or \
+                f"NAME={spec}"
             raise UsageError(f"a bare SPEC ({bare[0]!r}) is only allowed with exactly one "
-                             f"upstream; name each: {names}")
+                             f"upstream; name its upstream: {names} (an upstream not named "
+                             "stays at its pin)")
         if not bare[0]:
             raise UsageError("empty SPEC")
         specs[upstream_names[0]] = bare[0]

@@ -58,8 +58,9 @@ def test_bare_spec_with_one_upstream():
 
 
 @pytest.mark.parametrize("args,names,message", [
-    ((NIGHTLY,), ["vllm", "aiter"], "only allowed with exactly one upstream; name each: "
-                                    "aiter=SPEC vllm=SPEC"),
+    ((NIGHTLY,), ["vllm", "aiter"], "only allowed with exactly one upstream; name its "
+                                    f"upstream: aiter={NIGHTLY} or vllm={NIGHTLY} "
+                                    r"\(an upstream not named stays at its pin\)"),
     (("vllm=a", "main"), ["vllm"], "2 SPECs for the one upstream 'vllm': 'vllm=a', 'main'"),
     (("a", "b"), ["vllm"], "2 SPECs for the one upstream 'vllm'"),
     (("vllm=a", "main"), ["vllm", "aiter"], "bare SPEC"),
