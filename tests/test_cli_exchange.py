@@ -542,6 +542,19 @@ def test_export_mbox_then_import_mbox_keeps_every_field_byte_for_byte(project, t
     assert second.partition(b"\n---\n")[0] == two.partition(b"\n---\n")[0].replace(
         b"Pending\n\n", b"Pending\n" + origin.encode() + b"\n")
 
+    # So do those commits as `git format-patch` gives them, through `import mbox`: their
+    # fields were taken for free text under a new header, so a `Profiles:` or `Keeps:` field
+    # limited or checked nothing any more.
+    formatted = tmp_path / "formatted.mbox"
+    formatted.write_bytes(subprocess.run(["git", "format-patch", "--stdout", "HEAD~3..HEAD"],
+                                         cwd=checkout, check=True, capture_output=True).stdout)
+    via_format, _ = git_project(tmp_path / "via-format-patch")
+    ok(via_format, "import", "mbox", str(formatted))
+    # (The second's message begins with its patch file's own `From <sha>` line, which
+    # format-patch does not quote: every mbox reader, `git am` too, starts a message there.)
+    assert (via_format / "series/up/fix-line-three.patch").read_bytes().partition(
+        b"\n---\n")[0] == first.partition(b"\n---\n")[0]
+
 
 def test_imports_never_give_two_fixes_one_name(project, tmp_path):
     """Two commits with one subject (a common "Fix typo") are two fixes: `import mbox` names the

@@ -448,16 +448,31 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             if date:
                 parsed = email.utils.parsedate_to_datetime(date)
                 when = parsed.date().isoformat() if parsed else when
-            fields = [("Description", subject),
-                      ("Author", f"{headers.get('Author', 'Unknown')} <{headers.get('Email', '')}>"),
+            author = f"{headers.get('Author', 'Unknown')} <{headers.get('Email', '')}>"
+            fields = [("Description", subject), ("Author", author),
                       ("Origin", f"vendor, {Path(mbox).name}"), ("Upstream-Status", "Pending"),
                       ("Upstream", upstream), ("Base", pin.commit), ("Last-Update", when)]
             # Parse the diff first, under the mbox's name, so that an error points into it.
             # A binary change must carry its data (`GIT binary patch`, as format-patch
             # --binary writes); parse_diff refuses `Binary files ... differ` with its line.
             parse_diff(diff, source=source)
-            body = quote_diff_like(msg_file.read_bytes().strip())
-            data = render_patch_file(fields, body + b"\n" if body else b"", diff)
+            # A message that begins with a patch header (`git format-patch` of the commits
+            # `git am` made from `export --mbox`) gives its fields back, as `import git` does:
+            # read as free text, a `Profiles: gfx942` fix went into every profile. Its whole
+            # body, as the commit holds it: a `-- >8 --` line in its free text is text there,
+            # not where the message starts, and a `From:` line a field of the patch file.
+            whole = tmp_path / f"{message.name}.whole"
+            _git("mailinfo", "--no-scissors", "--no-inbody-headers", str(whole),
+                 str(whole.with_suffix(".diff2")), input=message.read_bytes())
+            carried = _carried_header(whole.read_bytes().rstrip(b"\n").decode(
+                "utf-8", "surrogateescape"), diff, source)  # (as a commit's body: no final \n)
+            if carried is not None:
+                data = _adopted(carried, upstream, pin.commit, (
+                    ("Description", subject), ("Author", author),
+                    ("Origin", f"vendor, {Path(mbox).name}"))).to_bytes()
+            else:
+                body = quote_diff_like(msg_file.read_bytes().strip())
+                data = render_patch_file(fields, body + b"\n" if body else b"", diff)
             file_name = patch_file_name(slugify(subject))
             if any(file_name == n for n, _ in pending):
                 file_name = _free_name(project, upstream, slugify(subject),
