@@ -715,3 +715,24 @@ def test_delete_of_a_name_two_series_hold_asks_which_one(tmp_path):
     assert tree_bytes(stack.root / "series") == before
     ok(stack.root, "delete", "two/fix")
     assert stack.series("two") == [] and stack.series("up") == ["fix.patch"]
+
+
+def test_move_after_a_patch_of_another_series_says_where_that_one_is(tmp_path):
+    """`move fix --after other` where `other` is another upstream's patch said only that the
+    series has no such patch, as if it were mistyped or gone."""
+    from helpers.project import Stack
+    from helpers.upstream import Upstream
+
+    stack = Stack(tmp_path / "stack")
+    for name, fixes in (("up", ("fix", "more")), ("two", ("other",))):
+        stack.add_upstream(name, Upstream(tmp_path / f"{name}-src", {"a.py": b"a = 1\n",
+                                                                      "b.py": b"b = 1\n"}))
+        for fix, path in zip(fixes, ("a.py", "b.py")):
+            stack.add_patch(name, fix, {path: b"changed = 1\n"})
+    before = tree_bytes(stack.root / "series")
+    for args in (("move", "fix", "--after", "other"),
+                 ("new", "third", "--upstream", "up", "--after", "other", "--no-edit")):
+        run = run_cli(stack.root, *args)
+        assert run.rc == 2, run.text
+        assert "no patch named other.patch in the up series (it is in the two series" in run.err
+    assert tree_bytes(stack.root / "series") == before

@@ -414,7 +414,8 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
         if after is not None:
             after = patch_file_name(after)
             if after not in series.names:
-                raise UsageError(f"no patch named {after} in the {upstream} series")
+                raise UsageError(f"no patch named {after} in the {upstream} series"
+                                 + _in_another_series(project, upstream, after))
         if file_name in series.names:
             raise UsageError(f"a patch named {file_name} already exists")
         _refuse_unlisted_fix(project, upstream, file_name)
@@ -641,6 +642,17 @@ def _end_rename(project: Project, upstream: str, old_file: str, new_file: str) -
     series_changed(project)
 
 
+def _in_another_series(project: Project, upstream: str, file_name: str) -> str:
+    """` (it is in the aiter series: ...)` when another upstream's series holds `file_name`:
+    an order holds within one series, and --after named a patch of another one."""
+    others = [u for u in project.upstream_names()
+              if u != upstream and file_name in project.patch_names(u)]
+    if not others:
+        return ""
+    return (f" (it is in the {others[0]} series: each upstream's series has its own order, "
+            f"so --after names a patch of the {upstream} series)")
+
+
 def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str | None = None,
                first: bool = False) -> list[str]:
     """Move NAME after X (or first). Returns patches that no longer apply after the move."""
@@ -650,7 +662,8 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
     if after is not None:
         after = patch_file_name(after)
         if after not in series.names:
-            raise UsageError(f"no patch named {after} in the {upstream} series")
+            raise UsageError(f"no patch named {after} in the {upstream} series"
+                             + _in_another_series(project, upstream, after))
         if after == file_name:
             raise UsageError("cannot move a patch after itself")
     elif not first:
