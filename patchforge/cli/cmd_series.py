@@ -208,7 +208,9 @@ def refresh(app, name, as_json):
                    f"({len(result['files'])} file(s)); the worktree is closed "
                    f"(`patchforge edit {result['name'].removesuffix('.patch')}` opens it again)")
         for later in result["later_failing"]:
-            click.echo(f"warning: {later} no longer applies after this change", err=True)
+            click.echo(f"warning: {later} no longer applies after this change "
+                       f"(`patchforge edit {later.removesuffix('.patch')}` opens it on the "
+                       "series as it is now, to make its change again)", err=True)
     if result["changed"]:
         say_overlays_lag(project)
     if result["later_failing"]:

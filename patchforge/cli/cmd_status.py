@@ -179,12 +179,14 @@ def status(app, specs, strict, as_json, html_out, more_specs, output_format):
                              "needs attention (see the note above)", "yellow", app.color))
         else:
             click.echo(f"all {len(results)} patches apply and are still needed")
-        # At its own pin a patch conflicts only after a hand edit (of the patch file, or of the
-        # pin): the table names the failing hunks, lint says more.
+        # At its own pin a patch conflicts only after a hand edit (of the patch file, of the
+        # pin, or of a patch before it): the table names the failing hunks, lint says more.
         at_pin = {name for name, t in targets.items() if t.base_commit == t.commit}
         if any(r.state == "conflict" and r.upstream in at_pin for r in results):
             click.echo("hint: `patchforge lint` says why a patch does not apply at its pin (the "
-                       "failing hunks; a patch file saved with CRLF line ends)", err=True)
+                       "failing hunks; a patch file saved with CRLF line ends); `patchforge edit "
+                       "NAME` opens it on the series before it, to make its change again",
+                       err=True)
         # Against a new target, what the states mean for the series is what a rebase does:
         # say how to see that, and how to make the move.
         if any(r.attention and r.upstream not in at_pin for r in results):
