@@ -324,7 +324,7 @@ def test_upstream_add_dir_and_fetch_refuses_a_modified_dir(tmp_path):
     assert pin["source"] == {"path": "../site"}
     shutil.rmtree(os.environ["PATCHFORGE_CACHE"])
     run = ok(root, "fetch")
-    assert f"site: {pin['commit'][:12]} imported" in run.text
+    assert f"site image-2024-06: imported into the cache ({pin['commit'][:12]})" in run.text
     # The directory changes under the pin: fetch refuses clearly.
     shutil.rmtree(os.environ["PATCHFORGE_CACHE"])
     (site / "pkg" / "m.py").write_bytes(b"a = 2\n")
@@ -339,8 +339,8 @@ def test_fetch_git_after_the_cache_is_gone(tmp_path):
     root, commit = git_project(tmp_path)
     shutil.rmtree(os.environ["PATCHFORGE_CACHE"])
     run = ok(root, "fetch")
-    assert run.text.strip() == f"up: {commit[:12]} fetched"
-    assert ok(root, "fetch").text.strip() == f"up: {commit[:12]} present"
+    assert run.text.strip() == f"up main: fetched into the cache ({commit[:12]})"
+    assert ok(root, "fetch").text.strip() == f"up main: already in the cache ({commit[:12]})"
     # The files are readable again (edit materializes them from the store).
     ok(root, "new", "fix", "--file", "a.py")
     assert (root / ".patchforge/work/up/a.py").read_bytes() == UPSTREAM_FILES["a.py"]

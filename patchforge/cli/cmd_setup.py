@@ -165,5 +165,9 @@ def fetch(app, upstreams, as_json):
         emit_json({"fetched": [{"upstream": u, "commit": c, "result": w}
                                for u, c, w in results]}, "fetch")
         return
+    # Said with the pinned label: a bare commit id told a newcomer's first run little.
+    said = {"present": "already in the cache", "fetched": "fetched into the cache",
+            "imported": "imported into the cache"}
     for name, commit, what in results:
-        click.echo(f"{name}: {commit[:12]} {what}")
+        label = project.lock.pin(name).label
+        click.echo(f"{name} {label}: {said.get(what, what)} ({commit[:12]})")
