@@ -948,3 +948,20 @@ def test_an_import_meeting_a_name_in_use_says_how_to_free_it(project, tmp_path):
     assert tree_bytes(root / "series") == before
     ok(root, "rename", "fix-line-three", "older-fix")
     ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+
+
+def test_import_mbox_takes_an_in_body_from_as_the_author_not_as_a_header(project, tmp_path):
+    """`git format-patch --from=SENDER` of another's commit puts `From: AUTHOR` first in the
+    body, for git am: it names the author (as mailinfo reads it), it is no patch header."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    mbox = tmp_path / "sent.mbox"
+    mbox.write_bytes(subprocess.run(
+        ["git", "-c", "user.name=Sender", "-c", "user.email=sender@example.com", "format-patch",
+         "--stdout", "--from=Sender <sender@example.com>", "-1", "fixes"],
+        cwd=fork, check=True, capture_output=True).stdout)
+    assert b"\n\nFrom: Other Person <other@example.com>\n" in mbox.read_bytes()
+    ok(root, "import", "mbox", str(mbox))
+    patch = (root / "series/up/second-fix-crlf-file-and-a-new-module.patch").read_bytes()
+    assert patch.startswith(b"Description: Second fix: CRLF file and a new module\n"
+                            b"Author: Other Person <other@example.com>\n"), patch[:200]

@@ -464,8 +464,12 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             whole = tmp_path / f"{message.name}.whole"
             _git("mailinfo", "--no-scissors", "--no-inbody-headers", str(whole),
                  str(whole.with_suffix(".diff2")), input=message.read_bytes())
-            carried = _carried_header(whole.read_bytes().rstrip(b"\n").decode(
-                "utf-8", "surrogateescape"), diff, source)  # (as a commit's body: no final \n)
+            text = whole.read_bytes().rstrip(b"\n")  # (as a commit's body: no final \n)
+            # An in-body `From:`, `Subject:` or `Date:` (format-patch --from, send-email) is
+            # the mail's own, for git am and mailinfo: not a patch header.
+            inbody = re.match(rb"(?i)(from|subject|date):", text)
+            carried = None if inbody else _carried_header(
+                text.decode("utf-8", "surrogateescape"), diff, source)
             if carried is not None:
                 data = _adopted(carried, upstream, pin.commit, (
                     ("Description", subject), ("Author", author),
