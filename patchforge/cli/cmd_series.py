@@ -164,7 +164,11 @@ def edit(app, name, files, close, discard):
 @click.option("--upstream", help="Whose worktree (needed when several are open).")
 @click.pass_obj
 def add(app, paths, upstream):
-    """Bring upstream files into the open worktree, as part of the patch."""
+    """Bring upstream files into the open worktree, as part of the patch.
+
+    PATHS are relative to the upstream's root, as the worktree (.patchforge/work/<upstream>)
+    lays them out: for a wheel, as under site-packages (vllm/platforms/rocm.py). A path the
+    upstream does not have becomes a new, empty file the patch creates."""
     from patchforge.ops.series import add_to_open_worktree
     from patchforge.pins import open_store
 
