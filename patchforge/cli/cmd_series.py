@@ -167,8 +167,9 @@ def add(app, paths, upstream):
     """Bring upstream files into the open worktree, as part of the patch.
 
     PATHS are relative to the upstream's root, as the worktree (.patchforge/work/<upstream>)
-    lays them out: for a wheel, as under site-packages (vllm/platforms/rocm.py). A path the
-    upstream does not have becomes a new, empty file the patch creates."""
+    lays them out: for a wheel, as under site-packages (vllm/platforms/rocm.py); from inside
+    the worktree, relative to the current directory. A path the upstream does not have
+    becomes a new, empty file the patch creates."""
     from patchforge.ops.series import add_to_open_worktree
     from patchforge.pins import open_store
 
