@@ -96,3 +96,60 @@ def test_documents_are_utf_8_json_whatever_bytes_a_patch_holds(tmp_path):
         text = json.dumps(document, ensure_ascii=False)
         assert "Corrig\udce9".encode("utf-8", "surrogateescape") == b"Corrig\xe9"
         assert "Corrig\udce9" in text, command
+
+
+def _random_value(rng, depth: int):
+    """A JSON-able value of every kind json.dumps treats apart: strings with quotes, escapes,
+    control characters, non-ASCII and lone surrogates, ints and their subclasses (bool,
+    IntEnum), floats with NaN and infinities, None, empty and nested lists, tuples, dicts."""
+    import enum
+
+    class Level(enum.IntEnum):
+        LOW = 1
+
+    kinds = ["str", "int", "float", "none", "bool", "enum"] + (["list", "tuple", "dict"] * 2
+                                                               if depth < 4 else [])
+    kind = rng.choice(kinds)
+    if kind == "str":
+        return "".join(rng.choice(['a', '"', '\\', '\n', '\t', '\x01', '\x7f', 'é', '\u2028',
+                                   '\udce9', '😀', ' ', '/']) for _ in range(rng.randrange(6)))
+    if kind == "int":
+        return rng.choice([0, -1, 7, 2 ** 70, -(2 ** 64)])
+    if kind == "float":
+        return rng.choice([0.0, -0.0, 1.5, 1e300, 1e-7, float("nan"), float("inf"),
+                           float("-inf"), 0.1 + 0.2])
+    if kind == "none":
+        return None
+    if kind == "bool":
+        return rng.choice([True, False])
+    if kind == "enum":
+        return Level.LOW
+    items = [_random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    if kind == "list":
+        return items
+    if kind == "tuple":
+        return tuple(items)
+    return {"".join(rng.choice('ab"é\u2028') for _ in range(rng.randrange(4))): item
+            for item in items}
+
+
+def test_json_text_is_what_json_dumps_writes():
+    """emit_json's encoder (cli.output.json_text) writes each document character for character
+    as json.dumps(indent=2, sort_keys=True, ensure_ascii=False) does, on random documents of
+    every kind of value; a document it does not handle (a key that is not a string, a value
+    json cannot write) goes to json.dumps whole, with its answer or its error."""
+    import random
+
+    import pytest
+
+    from patchforge.cli.output import json_text
+
+    rng = random.Random(19)
+    for _ in range(3000):
+        document = _random_value(rng, 0)
+        assert json_text(document) == json.dumps(document, indent=2, sort_keys=True,
+                                                 ensure_ascii=False), repr(document)
+    mixed = {"a": [1, {2: "int key", 1: None}], "b": ()}
+    assert json_text(mixed) == json.dumps(mixed, indent=2, sort_keys=True, ensure_ascii=False)
+    with pytest.raises(TypeError):
+        json_text({"path": object()})
