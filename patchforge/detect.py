@@ -401,22 +401,28 @@ def _adds_a_line_neither_has(fp, base: bytes, current: bytes) -> bool:
     (merge_can_give_ours splits at each LF) is the text between two LFs, or the file's start
     or end: what is found between two LFs once the file is put between two."""
     looked_up: set[bytes] = set()
-    padded_base = padded_current = b""
     for hunk in fp.hunks:
         for line in hunk.lines:
             if line[:1] != b"+":
                 continue
-            needle = b"\n" + line[1:] if line.endswith(b"\n") else b"\n" + line[1:] + b"\n"
-            if needle in looked_up:
+            text = line[1:-1] if line.endswith(b"\n") else line[1:]
+            if text in looked_up:
                 continue
-            if not looked_up:
-                padded_base, padded_current = b"\n" + base + b"\n", b"\n" + current + b"\n"
-            if needle not in padded_base and needle not in padded_current:
+            if not _is_a_line_of(base, text) and not _is_a_line_of(current, text):
                 return True
-            looked_up.add(needle)
+            looked_up.add(text)
             if len(looked_up) == _LINES_LOOKED_UP:
                 return False
     return False
+
+
+def _is_a_line_of(content: bytes, text: bytes) -> bool:
+    """Whether `text` (no LF in it) is a line of `content` as merge_can_give_ours splits it:
+    `b"\\n" + text + b"\\n"` in `b"\\n" + content + b"\\n"`, asked without copying the file
+    (twice per merge question, files of 100 KB): between two LFs, at the start before one,
+    at the end after one, or the whole file."""
+    return b"\n" + text + b"\n" in content or content.startswith(text + b"\n") or \
+        content.endswith(b"\n" + text) or content == text
 
 
 def _take_merge(verdict: FileVerdict, current: bytes, clean: bool, merged: bytes) -> None:

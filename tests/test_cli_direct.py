@@ -1,5 +1,6 @@
-"""The `rebase` command lines `cli.direct` reads without click: read exactly as click reads
-them (or left to click), and written exactly as click writes them."""
+"""The `rebase` and `status` command lines `cli.direct` reads without click: read exactly as
+click reads them (or left to click), written exactly as click writes them, and a status run so
+says what the click command says."""
 from __future__ import annotations
 
 import io
@@ -8,6 +9,7 @@ import pytest
 
 from patchforge.cli import cli
 from patchforge.cli.cmd_rebase import rebase
+from patchforge.cli.cmd_status import status
 from patchforge.cli.direct import read_direct
 from patchforge.cli.output import write_line
 
@@ -36,29 +38,56 @@ SHAPES = [
     ["-v", "rebase", "--skip"],
     ["--root", "{dir}", "rebase", "--root", "{dir}", "--skip"],
     ["--offline"],
-    ["status", "--against", "1.0"],
     ["--version"],
+    ["status", "--against", "1.0"],
+    ["--root", "{dir}", "status", "--against", "up=1.0", "--json"],
+    ["--root={dir}", "--no-color", "status", "--against=a=1", "--against", "b=2", "--strict"],
+    ["status"],
+    ["status", "--json", "--json", "more", "--against", "x", "last"],
+    ["status", "lone"],
+    ["status", "--against"],
+    ["status", "--against", "--json"],
+    ["status", "--against=-x"],
+    ["status", "--to", "1.0"],
+    ["status", "--html", "{dir}/report.html"],
+    ["status", "--format", "github"],
+    ["status", "--format=text"],
+    ["status", "--help"],
+    ["-q", "status"],
+    ["status", "--", "x"],
+    ["rebase", "--against", "1.0"],
+    ["status", "rebase", "--skip"],
+    ["rebase", "status"],
 ]
+
+# The parameters of each command read here, as its click command names them.
+_COMMANDS = {"rebase": (rebase, ("dry_run", "cont", "skip", "abort", "as_json")),
+             "status": (status, ("strict", "as_json"))}
 
 
 def _click_reads(argv: list[str]) -> dict | None:
-    """What click makes of a `rebase` command line: the global options and the rebase
-    command's parameters, read by click's own parsing (None when click refuses it)."""
+    """What click makes of a `rebase` or `status` command line: the global options and the
+    command's parameters, read by click's own parsing (None when click refuses it, or reads
+    an option `direct` leaves to click with a value other than its default)."""
     import click
 
-    at = argv.index("rebase") if "rebase" in argv else len(argv)
+    at = min([argv.index(name) for name in _COMMANDS if name in argv], default=len(argv))
+    if at == len(argv):
+        return None
+    name = argv[at]
+    command, flags = _COMMANDS[name]
     try:
-        group = cli.make_context("patchforge", argv[:at] + ["rebase"])
-        if at == len(argv):
-            return None
-        command = rebase.make_context("rebase", argv[at + 1:], parent=group)
+        group = cli.make_context("patchforge", argv[:at] + [name])
+        context = command.make_context(name, argv[at + 1:], parent=group)
     except (click.exceptions.ClickException, click.exceptions.Exit):
         return None
-    g, c = group.params, command.params
-    return {"root": g["root"], "offline": g["offline"], "no_color": g["no_color"],
-            "verbosity": g["verbose"] - g["quiet"], "specs": list(c["specs"]),
-            "more_specs": list(c["more_specs"]),
-            "flags": {k: c[k] for k in ("dry_run", "cont", "skip", "abort", "as_json")}}
+    g, c = group.params, context.params
+    if name == "status" and (c["html_out"] is not None or c["output_format"] != "text"):
+        return None
+    return {"command": name, "root": g["root"], "offline": g["offline"],
+            "no_color": g["no_color"], "verbosity": g["verbose"] - g["quiet"],
+            "specs": list(c["specs"]), "more_specs": list(c["more_specs"]),
+            "flags": {k: c[k] for k in flags}}
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: " ".join(s) or "-")
@@ -73,23 +102,26 @@ def test_a_command_line_read_without_click_is_what_click_reads(tmp_path, shape):
     if direct is None:
         return
     assert clicked is not None, f"{argv}: click refuses what was read without it"
-    assert {"root": direct.root, "offline": direct.offline, "no_color": direct.no_color,
-            "verbosity": 0, "specs": direct.specs, "more_specs": direct.more_specs,
-            "flags": direct.flags} == clicked
+    assert {"command": direct.command, "root": direct.root, "offline": direct.offline,
+            "no_color": direct.no_color, "verbosity": 0, "specs": direct.specs,
+            "more_specs": direct.more_specs, "flags": direct.flags} == clicked
 
 
-def test_the_usual_rebase_command_lines_are_read_without_click(tmp_path):
+def test_the_usual_rebase_and_status_command_lines_are_read_without_click(tmp_path):
     """The command lines a user and the benchmarks type are the ones read without click."""
     for argv in (["--root", str(tmp_path), "rebase", "--to", "vllm=0.33.0"],
                  ["rebase", "--to", "0.33.0", "--json"], ["rebase", "--skip"],
                  ["rebase", "--continue"], ["--offline", "rebase", "--abort"],
-                 ["rebase", "--to", "1.0", "--dry-run"]):
+                 ["rebase", "--to", "1.0", "--dry-run"], ["status"], ["status", "--json"],
+                 ["--root", str(tmp_path), "status", "--against", "main", "--json"],
+                 ["status", "--against", "vllm=0.33.0", "--strict"]):
         assert read_direct(argv) is not None, argv
 
 
 def test_shell_completion_is_left_to_click(monkeypatch):
     monkeypatch.setenv("_PATCHFORGE_COMPLETE", "bash_complete")
     assert read_direct(["rebase", "--to", "1.0"]) is None
+    assert read_direct(["status", "--against", "1.0"]) is None
 
 
 class _Terminal(io.TextIOWrapper):
@@ -118,12 +150,21 @@ def test_a_line_written_without_click_is_what_click_echo_writes(terminal):
 
 
 def test_the_options_read_without_click_are_the_click_commands_options():
-    """`read_direct` knows the group's and the rebase command's options as click declares
-    them. An option added to either (or one click reads from the environment, or a default
-    changed) fails here until `cli/direct.py` learns it; until then such a command line must
-    go to click."""
+    """`read_direct` knows the group's and the rebase and status commands' options as click
+    declares them (status's `--html` and `--format` it leaves to click). An option added to
+    any of them (or one click reads from the environment, or a default changed) fails here
+    until `cli/direct.py` learns it; until then such a command line must go to click."""
     declared = {(p.name, tuple(p.opts), bool(getattr(p, "is_flag", False)), p.envvar,
                  p.multiple, _default(p)) for p in (*cli.params, *rebase.params)}
+    assert {(p.name, tuple(p.opts), bool(getattr(p, "is_flag", False)), p.envvar,
+             p.multiple, _default(p)) for p in status.params} == {
+        ("specs", ("--against",), False, None, True, None),
+        ("strict", ("--strict",), True, None, False, False),
+        ("as_json", ("--json",), True, None, False, False),
+        ("html_out", ("--html",), False, None, False, None),
+        ("more_specs", ("more_specs",), False, None, False, None),
+        ("output_format", ("--format",), False, None, False, "text"),
+    }
     assert declared == {
         ("root", ("--root",), False, None, False, None),
         ("offline", ("--offline",), True, None, False, False),
@@ -145,3 +186,47 @@ def test_the_options_read_without_click_are_the_click_commands_options():
 def _default(param):
     """A parameter's declared default; None for none (click marks that with a sentinel)."""
     return param.default if isinstance(param.default, (bool, int, str, tuple)) else None
+
+
+def test_a_status_read_without_click_says_what_the_click_command_says(tmp_path):
+    """`status` from a command line `direct` reads writes the bytes, the stderr and the exit
+    code of the click command (made to read it by `--format text`, its default), as text and
+    as JSON, at the pin and against a later commit where one patch conflicts, one landed and
+    one still applies; and such a process does not import click."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers.cli import run_cli
+    from helpers.env import REPO_ROOT
+    from helpers.project import Stack
+    from helpers.upstream import BASE, Upstream, with_lines
+
+    upstream = Upstream(tmp_path / "up", {"pkg/mod.py": BASE, "pkg/other.py": b"x = 1\n"})
+    stack = Stack(tmp_path / "project")
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "applies", {"pkg/mod.py": with_lines({3: b"def f3():\n    3\n\n"})})
+    stack.add_patch("up", "landed", {"pkg/other.py": b"x = 2\n"})
+    stack.add_patch("up", "conflicts", {"pkg/mod.py": with_lines({20: b"def f20():\n    -20\n\n"})})
+    (stack.root / "series" / "up" / "series").write_text(
+        "applies.patch\nlanded.patch\nconflicts.patch\n")
+    later = upstream.commit({"pkg/other.py": b"x = 2\n",
+                             "pkg/mod.py": with_lines({20: b"def f20():\n    20.5\n\n"})},
+                            "land one, change another")
+    for args in ([], ["--json"], ["--against", later], ["--against", later, "--json"],
+                 ["--against", later, "--strict"]):
+        assert read_direct(["status", *args]) is not None
+        direct = run_cli(stack.root, "status", *args)
+        clicked = run_cli(stack.root, "status", *args, "--format", "text")
+        assert (direct.rc, direct.stdout, direct.err) == (clicked.rc, clicked.stdout,
+                                                          clicked.err), args
+        assert direct.rc == (1 if "--against" in args else 0), direct.text
+    assert "conflict" in direct.out and "upstreamed" in direct.out
+    code = ("import sys\nfrom patchforge.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    rc = e.code\n"
+            "print('LOADED', [m for m in ('click', 'patchforge.cli.cmd_status') "
+            "if m in sys.modules], rc)\n")
+    run = subprocess.run([sys.executable, "-c", code, "--root", str(stack.root), "status",
+                          "--against", later, "--json"], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+    assert "LOADED [] 1" in run.stdout, run.stdout + run.stderr

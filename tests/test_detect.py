@@ -244,6 +244,26 @@ def test_a_patch_merges_its_files_side_by_side_with_the_same_verdicts():
     assert sum(f.merged_empty for f in verdict.files) == len(range(0, len(targets), 3))
 
 
+def test_a_line_is_looked_up_in_a_file_as_between_two_line_ends_of_the_padded_file():
+    """detect._is_a_line_of (asked without copying the file) says what the search of
+    LF + text + LF in LF + file + LF says, on every line of random small files (empty
+    lines, CR, no LF at the end, the empty file) and on texts they do not hold."""
+    import random
+
+    from patchforge.detect import _is_a_line_of
+
+    rng = random.Random(29)
+    words = [b"a", b"b", b"", b"a b", b"b\r", b"ab"]
+    found = 0
+    for _ in range(3000):
+        content = b"\n".join(rng.choice(words) for _ in range(rng.randint(0, 5)))
+        text = rng.choice(words + [b"c"])
+        padded = b"\n" + text + b"\n" in b"\n" + content + b"\n"
+        assert _is_a_line_of(content, text) == padded, (content, text)
+        found += padded
+    assert 500 < found < 2500
+
+
 def test_a_line_the_patch_adds_that_neither_file_has_is_what_the_line_sets_find():
     """detect._adds_a_line_neither_has (asked before applying the patch to the base) says True
     only where merge_can_give_ours of that application says False: on random edits of small

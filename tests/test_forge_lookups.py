@@ -45,7 +45,7 @@ def test_a_forge_that_refuses_the_lookup_is_said_whole_in_the_table(tmp_path, fo
     row = next(line for line in run.out.splitlines() if line.startswith("up/fix-1.patch"))
     assert row.endswith(f"PR: {forge_server.host} answered 401 Unauthorized "
                         "(Requires authentication)"), row
-    from patchforge.cli.cmd_status import _shortened
+    from patchforge.cli.statusing import _shortened
 
     assert _shortened("answered 401 Unauthorized", 14) == "answered 401 …"
     assert _shortened("answered 401", 14) == "answered 401"

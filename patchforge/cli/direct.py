@@ -1,11 +1,13 @@
-"""The `rebase` command lines read without click: `patchforge [--root DIR] [--offline]
-[--no-color] rebase` with `--to SPEC`, SPECs, `--dry-run`, `--continue`, `--skip`, `--abort`,
-`--json`. Importing click (and the standard library modules it loads: inspect, uuid,
-datetime, ...) costs about 13 ms of CPU, a tenth of a clean 30-patch rebase; these command
-lines run `rebasing.run_rebase` as the click command does, with the same options, output and
-exit codes. Any other command line (another word, `--help`, `-v`, `--root` twice, a value
-that looks like an option, shell completion) is left to click, which parses it and reports
-its mistakes as before."""
+"""The `rebase` and `status` command lines read without click: `patchforge [--root DIR]
+[--offline] [--no-color]` then `rebase` with `--to SPEC`, SPECs, `--dry-run`, `--continue`,
+`--skip`, `--abort`, `--json`, or `status` with `--against SPEC`, SPECs, `--strict`, `--json`.
+Importing click (and the standard library modules it loads: inspect, uuid, datetime, ...)
+costs about 13 ms of CPU, a tenth of a clean 30-patch rebase, 2% of a status on the AITER
+series; these command lines run `rebasing.run_rebase` and `statusing.run_status` as the click
+commands do, with the same options, output and exit codes. Any other command line (another
+word, `--help`, `-v`, `--root` twice, a value that looks like an option, `status --html` or
+`--format`, shell completion) is left to click, which parses it and reports its mistakes as
+before."""
 from __future__ import annotations
 
 import errno
@@ -18,31 +20,36 @@ from patchforge.errors import EXIT_BAD_INPUT
 from patchforge.model.record import field, record
 
 _GLOBAL_FLAGS = {"--offline": "offline", "--no-color": "no_color"}
-_REBASE_FLAGS = {"--dry-run": "dry_run", "--continue": "cont", "--skip": "skip",
-                 "--abort": "abort", "--json": "as_json"}
+# Per command read here: its flags (option -> the click command's parameter) and its option
+# taking a SPEC (given any number of times).
+_COMMANDS = {
+    "rebase": ({"--dry-run": "dry_run", "--continue": "cont", "--skip": "skip",
+                "--abort": "abort", "--json": "as_json"}, "--to"),
+    "status": ({"--strict": "strict", "--json": "as_json"}, "--against"),
+}
 
 
 @record
-class RebaseLine:
-    """A `rebase` command line as click would read it: the global options, then the rebase
-    command's (`cmd_rebase.rebase`'s parameters)."""
+class DirectLine:
+    """A `rebase` or `status` command line as click would read it: the global options, then
+    the command's (`cmd_rebase.rebase`'s or `cmd_status.status`'s parameters)."""
+    command: str
     root: Path | None = None
     offline: bool = False
     no_color: bool = False
-    specs: list[str] = field(default_factory=list)  # --to SPEC, in order
+    specs: list[str] = field(default_factory=list)  # --to / --against SPEC, in order
     more_specs: list[str] = field(default_factory=list)  # SPECs after the options
-    flags: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(
-        _REBASE_FLAGS.values(), False))
+    flags: dict[str, bool] = field(default_factory=dict)
 
 
-def read_direct(argv: list[str]) -> RebaseLine | None:
+def read_direct(argv: list[str]) -> DirectLine | None:
     """`argv` read when it is one of the command lines above; None for any other (click reads
     it)."""
     if os.environ.get("_PATCHFORGE_COMPLETE"):  # click's shell completion asks
         return None
-    line = RebaseLine()
+    line = DirectLine("")
     words = list(argv)
-    while words and words[0] != "rebase":
+    while words and words[0] not in _COMMANDS:
         word = words.pop(0)
         if word in _GLOBAL_FLAGS:
             setattr(line, _GLOBAL_FLAGS[word], True)
@@ -58,15 +65,18 @@ def read_direct(argv: list[str]) -> RebaseLine | None:
         line.root = Path(value)
     if not words:
         return None
-    words.pop(0)  # "rebase"
+    line.command = words.pop(0)
+    flags, spec_option = _COMMANDS[line.command]
+    line.flags = dict.fromkeys(flags.values(), False)
     while words:
         word = words.pop(0)
-        if word in _REBASE_FLAGS:
-            line.flags[_REBASE_FLAGS[word]] = True
-        elif word == "--to" and words and not words[0].startswith("-"):
+        if word in flags:
+            line.flags[flags[word]] = True
+        elif word == spec_option and words and not words[0].startswith("-"):
             line.specs.append(words.pop(0))
-        elif word.startswith("--to=") and not word[len("--to="):].startswith("-"):
-            line.specs.append(word[len("--to="):])
+        elif word.startswith(spec_option + "=") and \
+                not word[len(spec_option) + 1:].startswith("-"):
+            line.specs.append(word[len(spec_option) + 1:])
         elif word.startswith("-"):
             return None
         else:
@@ -85,7 +95,7 @@ def _takes_directory(value: str) -> bool:
     return stat.S_ISDIR(mode) and os.access(value, os.R_OK)
 
 
-def run_direct(line: RebaseLine) -> None:
+def run_direct(line: DirectLine) -> None:
     """Run the command of `line` as click's main runs the click command (`standalone_mode=False`,
     which `cli.main` uses), its errors turned as click turns them: Ctrl-C (or SIGTERM) after
     an empty line on stderr, an end of input the same and then an abort (exit 2, as
@@ -94,12 +104,18 @@ def run_direct(line: RebaseLine) -> None:
     from patchforge.cli.output import echo
 
     try:
-        from patchforge.cli.rebasing import run_rebase
-
         app = configure(root=line.root, offline=line.offline, verbose=0, quiet=0,
                         no_color=line.no_color)
-        run_rebase(app, specs=tuple(line.specs), more_specs=tuple(line.more_specs),
-                   **line.flags)
+        if line.command == "status":
+            from patchforge.cli.statusing import run_status
+
+            run_status(app, specs=tuple(line.specs), more_specs=tuple(line.more_specs),
+                       strict=line.flags["strict"], as_json=line.flags["as_json"])
+        else:
+            from patchforge.cli.rebasing import run_rebase
+
+            run_rebase(app, specs=tuple(line.specs), more_specs=tuple(line.more_specs),
+                       **line.flags)
     except KeyboardInterrupt:
         echo(err=True)
         raise

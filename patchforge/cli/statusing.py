@@ -1,0 +1,248 @@
+"""What `patchforge status` does once its options are read: by click (`cmd_status`), or for the
+command lines `direct` reads without it. Output goes through `output.echo`, which writes what
+click.echo writes, so a `status --against SPEC [--json]` never loads click (its import is
+12-15 ms of CPU, 2% of a status on the AITER series)."""
+from __future__ import annotations
+
+import re
+import sys
+from typing import TYPE_CHECKING, Any
+
+from patchforge.cli.output import STATE_COLORS, announce_state, echo, emit_json, paint, table
+from patchforge.errors import EXIT_ATTENTION, PatchforgeError, UsageError
+
+if TYPE_CHECKING:
+    from patchforge.net.forge import GitHubForge
+    from patchforge.project import Project
+
+
+def make_forge(project: Project):
+    """The forge client from the configuration (token from GITHUB_TOKEN, cache in the store dir).
+
+    Built on first use: most series name no pull request, and the HTTP stack is slow to load."""
+    return _LazyForge(project)
+
+
+class _LazyForge:
+    def __init__(self, project: Project) -> None:
+        self._project = project
+        self._forge: GitHubForge | None = None
+
+    def __getattr__(self, name):
+        if self._forge is None:
+            from patchforge.net.forge import GitHubForge
+            from patchforge.store.gitstore import cache_dir
+
+            forge = self._project.config.forge
+            self._forge = GitHubForge.from_config(forge.api_url, cache_dir(),
+                                                  offline=self._project.offline,
+                                                  web_host=forge.web_host)
+        return getattr(self._forge, name)
+
+
+def departed_fixes(project: Project) -> list[dict]:
+    """When and why fixes left the series (the ledger's history), for the status report."""
+    from patchforge.ledger import departures, describe_event
+
+    out = []
+    try:
+        gone = departures(project)
+    except PatchforgeError as exc:
+        # The history is a record, not an input of status: a broken line is reported (lint
+        # fails on it) but does not stop the judgement of the series.
+        echo(f"warning: {exc}", err=True)
+        return []
+    for patch, event in sorted(gone.items()):
+        out.append({"patch": patch, "event": str(event.get("event")),
+                    "description": describe_event(event)})
+    return out
+
+
+def parse_specs(project: Project, specs):
+    from patchforge.targets import parse_target_specs
+
+    return parse_target_specs(tuple(specs), project.upstream_names()) if specs else None
+
+
+def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], strict: bool,
+               as_json: bool, html_out: str | None = None, output_format: str = "text") -> None:
+    """`status [--against SPEC]... [SPEC]... [--strict] [--json] [--html FILE] [--format F]`."""
+    from patchforge.pins import open_store
+    from patchforge.ops.status import resolve_targets, series_status
+    from patchforge.state import announcements, skipped_fixes, unlisted_fixes
+
+    # `--against vllm=X aiter=Y`: click gives the option one value; the rest arrive here.
+    if more_specs and not specs:
+        raise UsageError(f"unexpected argument {more_specs[0]!r}: SPECs follow --against")
+    specs = (*specs, *more_specs)
+    given = specs
+    project = app.project()
+    busy = announce_state(project, as_json=as_json)
+    wanted = parse_specs(project, specs)
+    with open_store(project) as store:
+        targets = resolve_targets(project, store, wanted)
+        results = series_status(project, store, targets, forge=make_forge(project))
+    document: dict[str, Any] = {
+        "targets": {name: {"base": t.base_commit, "commit": t.commit, "label": t.label,
+                           "version": t.version} for name, t in targets.items()},
+        "patches": [r.to_json() for r in results],
+        "needs_attention": any(r.attention for r in results),
+        "departed": departed_fixes(project),
+        "notes": announcements(project),
+        "skipped": [{"upstream": fix.upstream, "name": fix.name,
+                     "path": fix.path.relative_to(project.root).as_posix()}
+                    for fix in skipped_fixes(project)],
+        # A patch file its series does not list is in no overlay: "all apply" would hide it.
+        "unlisted": [{"upstream": upstream, "name": name,
+                      "path": path.relative_to(project.root).as_posix()}
+                     for upstream, name, path in unlisted_fixes(project)],
+    }
+    busy = busy or bool(document["unlisted"])
+    document["needs_attention"] = document["needs_attention"] or busy
+    if html_out:
+        from patchforge.report import write_html_report
+        write_html_report(project, html_out, document)
+    if as_json:
+        emit_json(document, "status")
+    else:
+        for name, t in targets.items():
+            moved = "" if t.base_commit == t.commit else f" (series based on {t.base_commit[:12]})"
+            echo(f"{name}: target {t.label} {t.commit[:12]}{moved}")
+        rows = []
+        for r in results:
+            state = r.state + (f" {r.hunks_landed}/{r.hunks_total}" if r.state == "partial" else "")
+            if r.confidence and r.state == "upstreamed":
+                state += f" ({r.confidence})"
+            notes = []
+            if r.landed_in:
+                notes.append(f"landed in {r.landed_in[:12]}")
+            if r.forwarded:
+                fw = r.forwarded
+                if "merged" in fw:
+                    pr = "merged" if fw["merged"] else fw.get("state", "?")
+                    inc = fw.get("included")
+                    extra = "" if inc is None else (
+                        f", in target ({fw.get('ahead_by')} ahead, {fw.get('behind_by')} behind)"
+                        if inc else ", not in target")
+                    notes.append(f"PR {pr}{extra}")
+                elif fw.get("error"):
+                    notes.append(f"PR: {_shortened(_forge_error(fw['error']), 80)}")
+            if r.drop_when and r.drop_when.get("true"):
+                notes.append(f"Drop-When {r.drop_when['condition']} is true")
+            if r.evidence and (r.state not in ("applies",) or r.attention
+                               and not (r.drop_when and r.drop_when.get("true"))):
+                # (A patch that applies and still needs attention says why: a Profiles
+                # field naming no configured profile.)
+                notes.append(r.evidence[0][:90])
+            elif r.state == "conflict":
+                notes += _failing_hunks(r.files)
+            rows.append([f"{r.upstream}/{r.name}", state, "; ".join(notes)])
+        echo(table(rows, ["patch", "state", "evidence"],
+                   colors={1: lambda c: STATE_COLORS.get(c.split(" ")[0])},
+                   enabled=app.color))
+        for gone in document["departed"]:
+            echo(f"left the series: {gone['patch']}: {gone['description']}")
+        for fix in document["skipped"]:
+            echo(paint(f"skipped (needs attention): {fix['upstream']}/{fix['name']}",
+                       "yellow", app.color))
+        configured = set(project.upstream_names())
+        for fix in document["unlisted"]:
+            if fix["upstream"] not in configured:
+                echo(paint(f"not in any series (needs attention): {fix['path']}: "
+                           f"{fix['upstream']!r} is no configured upstream; configure it "
+                           f"again, or move series/{fix['upstream']}/ away", "yellow",
+                           app.color))
+                continue
+            echo(paint(f"not in the series (needs attention): {fix['path']}: list it in "
+                       f"series/{fix['upstream']}/series, or move it to "
+                       f"series/{fix['upstream']}/deleted/", "yellow", app.color))
+        attention = sum(1 for r in results if r.attention) + len(document["skipped"]) + \
+            len(document["unlisted"])
+        if attention:
+            echo(paint(f"{attention} patch(es) need attention", "yellow", app.color))
+        elif busy:  # a rebase stopped or in progress: the note above says where it stands
+            echo(paint(f"all {len(results)} patches apply at the pin, but the project "
+                       "needs attention (see the note above)", "yellow", app.color))
+        else:
+            echo(f"all {len(results)} patches apply and are still needed")
+        # At its own pin a patch conflicts only after a hand edit (of the patch file, of the
+        # pin, or of a patch before it): the table names the failing hunks, lint says more.
+        at_pin = {name for name, t in targets.items() if t.base_commit == t.commit}
+        if any(r.state == "conflict" and r.upstream in at_pin for r in results):
+            echo("hint: `patchforge lint` says why a patch does not apply at its pin (the "
+                 "failing hunks; a patch file saved with CRLF line ends); `patchforge edit "
+                 "NAME` opens it on the series before it, to make its change again",
+                 err=True)
+        # Against a new target, what the states mean for the series is what a rebase does:
+        # say how to see that, and how to make the move.
+        if any(r.attention and r.upstream not in at_pin for r in results):
+            import shlex
+
+            to = " ".join(shlex.quote(spec) for spec in given)
+            echo(f"hint: `patchforge rebase --to {to} --dry-run` shows what a rebase onto "
+                 "the target does with each patch (drop, move or stop); without "
+                 "`--dry-run` it moves the series", err=True)
+    if output_format == "github":
+        _github(project, targets, results)
+    if busy or any(r.attention for r in results) or \
+            (strict and any(r.state == "fuzz" for r in results)):
+        sys.exit(EXIT_ATTENTION)
+
+
+def _forge_error(error: str) -> str:
+    """A forge error without its `pull request OWNER/REPO#N: ` prefix: the row is that pull
+    request's already, and the room left is for what the forge answered."""
+    return re.sub(r"^pull request \S+#\d+: ", "", error)
+
+
+def _shortened(text: str, width: int) -> str:
+    """`text` cut to `width` at a word's end, marked `…` (a cut in `answered 401` read as
+    `answered 4`)."""
+    if len(text) <= width:
+        return text
+    return text[:width].rsplit(" ", 1)[0] + " …"
+
+
+def _failing_hunks(files: list[dict]) -> list[str]:
+    """Where a conflicting patch fails, per file: `hunks 2, 4-7 of 7 fail in PATH` (the
+    table's evidence, which the judge leaves empty for a conflict)."""
+    out = []
+    for entry in files:
+        hunks = entry.get("hunks") or []
+        failed = [h["index"] for h in hunks if h.get("forward") == "failed"]
+        if not failed:
+            continue
+        runs: list[list[int]] = []
+        for index in failed:
+            if runs and index == runs[-1][-1] + 1:
+                runs[-1].append(index)
+            else:
+                runs.append([index])
+        numbers = ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+        which = f"hunk {numbers} of {len(hunks)} fails" if len(failed) == 1 else \
+            f"hunks {numbers} of {len(hunks)} fail"
+        out.append(f"{which} in {entry.get('target_path') or entry['path']}")
+    return out
+
+
+def _github(project: Project, targets, results) -> None:
+    from patchforge.cli import github
+
+    items = []
+    for r in results:
+        if not r.attention:
+            continue
+        level = "error" if r.state in ("conflict", "obsolete") else "warning"
+        evidence = "; ".join(r.evidence[:2] or _failing_hunks(r.files)[:2])
+        items.append((level, f"{r.state}" + (f": {evidence}" if evidence else ""),
+                      github.patch_file(project, f"{r.upstream}/{r.name}"),
+                      f"patchforge status: {r.upstream}/{r.name}"))
+    github.emit_annotations(items)
+    against = ", ".join(f"{name} {t.label} ({t.commit[:12]})" for name, t in targets.items())
+    attention = sum(1 for r in results if r.attention)
+    verdict = f"{attention} patch(es) need attention" if attention else \
+        f"all {len(results)} patches apply and are still needed"
+    rows = [[f"{r.upstream}/{r.name}", r.state + (" (needs attention)" if r.attention else ""),
+             (r.evidence or _failing_hunks(r.files) or [""])[0][:120]] for r in results]
+    github.append_summary(f"### patchforge status against {against}: {verdict}\n\n"
+                          + github.markdown_table(["patch", "state", "evidence"], rows))
