@@ -508,6 +508,26 @@ def test_an_application_on_the_bytes_says_how_it_made_its_content():
     assert applications.made_from(old) is None
 
 
+def test_a_creation_onto_a_file_that_is_there_fails_without_reading_its_hunks():
+    """A file patch that creates a file, applied to a file that exists, fails whole ("already
+    exists", every hunk failed), as it always did, without going through the lines of its
+    hunks (landed detection asks it of every file a patch creates that the target has); in
+    reverse it is the deletion of that file, and applies to the content it created."""
+    from patchforge.apply.hunks import apply_file_patch
+
+    content = b"".join(b"line %d\n" % i for i in range(300))
+    (created,) = parse_diff(git_diff(None, content))
+    assert created.is_new
+    result = apply_file_patch(b"something else\n", created)
+    assert result.error == "f already exists" and result.content is None
+    assert [(h.index, h.status) for h in result.hunks] == [(0, "failed")]
+    assert "_old_lines" not in created.hunks[0].__dict__
+    assert "_new_lines" not in created.hunks[0].__dict__
+    undone = apply_file_patch(content, created, reverse=True)
+    assert undone.ok and undone.content is None and undone.new_path is None
+    assert apply_file_patch(None, created).content == content
+
+
 def test_a_content_searched_often_is_searched_by_its_lines():
     """The first searches of a content are made on its bytes, the later ones by its lines
     (split once, with their index): status searches some contents dozens of times."""

@@ -524,6 +524,11 @@ def apply_file_patch(old: bytes | None, fp: FilePatch, *, max_fuzz: int = 2,
         return _apply_binary(old, fp, reverse)
     if fp.is_binary:  # the parser never makes one without data; kept for hand-made FilePatches
         raise ApplyError(f"{fp.path}: a binary change without its data cannot be applied")
+    if fp.is_new and old is not None and not reverse:
+        # Refused before _whole_file, which would go through every line of the hunk for its
+        # (empty) old side: landed detection asks this of every file a patch creates that the
+        # target has (114 files on the 2,515-commit AITER row, 8 ms).
+        return _all_failed(fp, f"{fp.path} already exists")
     # (Read from the patch as written: a reversed patch is rendered without an `index` line.)
     whole = _whole_file(fp, reverse) if old is not None else None
     if reverse:
