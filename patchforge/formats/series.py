@@ -19,6 +19,15 @@ class SeriesFile:
         return [name for name, _ in self._entries()]
 
     def _entries(self) -> list[tuple[str, int]]:
+        """(name, line index) of each entry, checked; read once per series (its lines never
+        change): a command asks one series for its names several times. Callers must not
+        change the list."""
+        made = self.__dict__.get("_made_entries")
+        if made is None:
+            made = self.__dict__["_made_entries"] = self._read_entries()
+        return made
+
+    def _read_entries(self) -> list[tuple[str, int]]:
         out = []
         for index, raw in enumerate(self.lines):
             text = raw.split(b"#", 1)[0].strip()

@@ -150,13 +150,13 @@ class Rebase:
             ensure_pinned(self.project, self.store, upstream, old)
             new = (pins or {}).get(upstream) or pin_for_spec(
                 self.project, self.store, self.project.config.upstream(upstream), specs[upstream])
-            series = self._old_series(upstream, self.project.patch_names(upstream))
+            names = self.project.patch_names(upstream)
+            series = self._old_series(upstream, names)
             refuse_symlinked_paths(self.store, new.commit, series)
             # Which of the series' files a partial store lacks is asked of git now, while the
             # journal is written; the walk's prefetch takes the answer (and fetches).
             paths = list(dict.fromkeys(p for _, patch in series for p in patch.paths))
             self.store.start_presence_check([(old.commit, paths), (new.commit, paths)])
-            names = self.project.patch_names(upstream)
             plan[upstream] = UpstreamRun(old, new, names, digests={} if dry_run else
                                          self._series_digests(upstream, names, read=True))
         self.journal.run = RebaseRun(plan, list(plan), dry_run=dry_run)
