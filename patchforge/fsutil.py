@@ -13,7 +13,7 @@ from pathlib import Path
 from patchforge.errors import LockedError, UsageError
 
 # Fault injection for the crash-safety tests: PATCHFORGE_FAULT="name:N" makes the N-th (1-based)
-# call of the write step `name` ("write", "fsync", "rename") kill the process, or raise with
+# call of the write step `name` ("write", "fsync", "rename", "link") kill the process, or raise with
 # PATCHFORGE_FAULT_MODE=raise, or send the process a real SIGINT (Ctrl-C) with
 # PATCHFORGE_FAULT_MODE=interrupt (a SIGTERM with PATCHFORGE_FAULT_MODE=terminate), or stop it
 # (SIGSTOP, until a SIGCONT) with
@@ -56,6 +56,12 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def fsync_dirs(directories) -> None:
+    """fsync_dir() of each directory, once each, in order."""
+    for directory in dict.fromkeys(directories):
+        fsync_dir(directory)
+
+
 def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> None:
     """Replace `path` with `data` atomically (same-directory temp file, fsync, rename)."""
     path = Path(path)
@@ -79,21 +85,62 @@ def atomic_write_many(items: list[tuple[Path, bytes]]) -> None:
                                                     for path, data in items]
     for start in range(0, len(writes), _WRITE_BATCH):
         _replace_batch(writes[start:start + _WRITE_BATCH])
-    for directory in dict.fromkeys(path.parent for path, _, _ in writes):
-        fsync_dir(directory)
+    fsync_dirs(path.parent for path, _, _ in writes)
+
+
+def write_temporaries(items: list[tuple[Path, bytes]]) -> list[str]:
+    """The first half of atomic_write_many(): each (path, data) written to a new temporary file
+    beside `path` (mode: the file's own, 0o644 for a new one), every one synced, none renamed;
+    returns their paths, in order. The caller renames each over its target once something
+    durable names them (the rebase journal: the rename is then the whole commit of a file) and
+    syncs the directories first (a temporary file's name is durable only then). A failure
+    removes the temporary files made."""
+    writes: list[tuple[Path, bytes, int | None]] = [(Path(path), data, None)
+                                                    for path, data in items]
+    made: list[str] = []
+    try:
+        for start in range(0, len(writes), _WRITE_BATCH):
+            made += [tmp for tmp, _ in _write_batch(writes[start:start + _WRITE_BATCH])]
+    except BaseException:
+        for tmp in made:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+        raise
+    return made
 
 
 def _replace_batch(items: list[tuple[Path, bytes, int | None]]) -> None:
     """The temporary files, their fsyncs and the renames of atomic writes of (path, data, mode:
-    None keeps the file's own, 0o644 for a new one), step by step: every temporary file
-    written, then each synced, then each renamed over its target (the directories' fsync is
-    the caller's). A failure removes the temporary files not renamed yet.
+    None keeps the file's own, 0o644 for a new one): every temporary file written and synced
+    (`_write_batch`), then each renamed over its target (the directories' fsync is the
+    caller's). A failure removes the temporary files not renamed yet."""
+    written = _write_batch(items)
+    renamed = 0
+    try:
+        for tmp, path in written:
+            fault_point("rename")
+            os.replace(tmp, path)
+            renamed += 1
+    except BaseException:
+        for tmp, _ in written[renamed:]:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+        raise
+
+
+def _write_batch(items: list[tuple[Path, bytes, int | None]]) -> list[tuple[str, Path]]:
+    """Every temporary file of a batch written, then each synced: (temporary path, target), in
+    order. A failure removes them all.
 
     Plain descriptors, not file objects: a long series writes hundreds of files, and the
     buffered writer, tempfile's name generator and a chmod by path were a fifth of the
     batch's CPU (the kernel's work is the rest)."""
     made: list[tuple[int, str, Path]] = []  # (open temporary file, its path, target)
-    closed = renamed = 0
+    closed = 0
     directories: set[Path] = set()
     try:
         for path, data, mode in items:
@@ -120,22 +167,19 @@ def _replace_batch(items: list[tuple[Path, bytes, int | None]]) -> None:
             # file by the time the cleanup below runs.
             closed += 1
             os.close(fd)
-        for _, tmp, path in made:
-            fault_point("rename")
-            os.replace(tmp, path)
-            renamed += 1
     except BaseException:
         for fd, _, _ in made[closed:]:
             try:
                 os.close(fd)
             except OSError:
                 pass  # released anyway; the first error is the one to report
-        for _, tmp, _ in made[renamed:]:
+        for _, tmp, _ in made:
             try:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
         raise
+    return [(tmp, path) for _, tmp, path in made]
 
 
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) \
@@ -227,19 +271,6 @@ def atomic_delete(path: Path | str) -> None:
     except FileNotFoundError:
         return
     fsync_dir(path.parent)
-
-
-def atomic_delete_many(paths: list[Path]) -> None:
-    """atomic_delete() of several files, each directory synced once."""
-    directories: dict[Path, None] = {}
-    for path in paths:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            continue
-        directories.setdefault(Path(path).parent, None)
-    for directory in directories:
-        fsync_dir(directory)
 
 
 def refuse_linked_state(state_dir: Path) -> None:

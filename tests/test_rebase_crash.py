@@ -26,15 +26,17 @@ KILLED = 137
 
 
 def all_bytes(root: Path) -> list[bytes]:
-    """The contents of every file under series/ and .patchforge/ (the journal included; the
-    saved originals and the staged new patches are kept base64-encoded, one file each)."""
+    """The contents of every file under series/ and .patchforge/ (the journal included: its
+    hard links to the originals, and the staged patches and the originals it keeps
+    base64-encoded, one file each)."""
     out = []
     for top in ("series", ".patchforge"):
         for path in (root / top).rglob("*"):
             if path.is_file():
                 out.append(path.read_bytes())
                 if path.name == "originals.json" or path.name.startswith("staged"):
-                    out += [base64.b64decode(v) for v in json.loads(out[-1]).values() if v]
+                    out += [base64.b64decode(v) for v in json.loads(out[-1]).values()
+                            if isinstance(v, str)]
     return out
 
 
@@ -86,7 +88,7 @@ def check_killed_state(root: Path, before: dict[str, tuple], after: dict[str, tu
     return "journal"
 
 
-@pytest.mark.parametrize("step", ["write", "fsync", "rename"])
+@pytest.mark.parametrize("step", ["write", "fsync", "rename", "link"])
 def test_kill_at_every_write_point_of_a_rebase(step, tmp_path, monkeypatch):
     stack, args = build(tmp_path, monkeypatch)
     before = stack.snapshot()
@@ -106,15 +108,19 @@ def test_kill_at_every_write_point_of_a_rebase(step, tmp_path, monkeypatch):
         shutil.rmtree(root)
     else:
         pytest.fail("the run never completed")
+    if step == "link":  # the write-out keeps each file it changes (and the ledger's) by a link
+        assert seen == ["journal"] * 8
+        return
     # The kills fell before the journal, inside the moving phase and inside the write-out.
     assert seen[0] == "old" and "journal" in seen
     assert len(seen) >= 10
 
 
 def test_write_out_syncs_each_directory_only_where_the_order_needs_it(tmp_path, monkeypatch):
-    """What the journal names at the write-out (the staged patches, the saved originals) is
-    made durable as one batch, the journal's directory synced once for them and once for the
-    journal that names them; the history and the ledger are one batch too (a kill between
+    """What the journal names at the write-out (the new files' temporary files beside their
+    targets, the links to the originals, originals.json) is made durable as one batch, each
+    of their directories synced once before the journal that names them and the project's
+    once more after the renames; the history and the ledger are one batch too (a kill between
     their renames is what --continue finishes, as the kills above check). Each directory sync
     waits for the disk: a clean rebase of 30 patches made about twenty of them."""
     from patchforge import fsutil
@@ -130,8 +136,15 @@ def test_write_out_syncs_each_directory_only_where_the_order_needs_it(tmp_path, 
     monkeypatch.setattr(fsutil, "fsync_dir", fsync_dir)
     assert run_cli(stack.root, *args).rc == 0
     assert snapshot(stack.root, skip_state=True, dirs=False) == after
-    # At the start, at the write-out (originals and staged, then the journal), at its removal.
+    # At the start, at the write-out (what it names, then the journal), at its removal.
     assert synced.count(".patchforge/rebase") == 4
+    write_out = synced.index(".patchforge/rebase", 1)
+    project_dirs = ["series/up", "series/up/upstreamed", "."]  # the patches, lock, fix set aside
+    assert synced[1:write_out + 2] == [*project_dirs, ".patchforge/rebase/orig-files",
+                                       ".patchforge/rebase", ".patchforge/rebase"]
+    # after the renames and the removal (the landed patch leaves series/up), once each
+    assert synced[write_out + 2:write_out + 5] == project_dirs
+    assert synced[write_out + 5] != "series/up"
     assert synced.count("series") == 1  # series/history.jsonl and series/PATCHES.md
 
 
@@ -214,7 +227,10 @@ def test_export_never_hands_out_a_half_written_series(tmp_path, monkeypatch):
         shutil.copytree(stack.root, root, symlinks=True)
         proc = run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"rename:{n}"})
         assert proc.returncode == KILLED, "the write-out was never cut half-way"
-        now = snapshot(root, skip_state=True, dirs=False)
+        # The write-out's new files wait in temporary files beside the patches until the
+        # journal names them: not a patch file changed yet.
+        now = {rel: entry for rel, entry in snapshot(root, skip_state=True, dirs=False).items()
+               if not rel.endswith(".tmp")}
         if now != before and now != after:
             break
         shutil.rmtree(root)
@@ -281,24 +297,127 @@ def test_export_beside_a_rebase_writing_out_waits_for_it(tmp_path, monkeypatch):
             assert (quilt / rel.rsplit("/", 1)[1]).read_bytes() == entry[1], rel
 
 
-def test_a_journal_hands_back_what_it_saved_without_reading_it_again(tmp_path):
-    """The write-out asks the journal for every staged patch and for the paths of the saved
-    originals right after saving them: the bytes it wrote are handed back from memory (a long
-    series' staged file and originals.json are megabytes of base64), the same as a journal
-    loaded from disk gives."""
-    from patchforge.rebase.journal import Journal, RebaseRun
+def test_the_write_out_links_the_originals_and_writes_each_new_file_once(tmp_path):
+    """The save that begins the write-out copies no file: each file the plan changes is kept as
+    a hard link in the journal (no bytes read or written), and each new file's bytes go once
+    to a temporary file beside its target, which the journal's plan names (version 2) and the
+    write-out renames; no staged-<n>.json holds them again. A journal loaded from disk gives
+    the same bytes back: the new ones from the temporary file, or from the target once it is
+    renamed there; the old ones from the links."""
+    import os
 
-    journal = Journal(tmp_path)
+    from patchforge.rebase.journal import Journal, PlanStep, RebaseRun
+
+    root = tmp_path / "project"
+    (root / "series" / "up").mkdir(parents=True)
+    patch = root / "series" / "up" / "a.patch"
+    patch.write_bytes(b"old a\n")
+    journal = Journal(root / ".patchforge", root)
     journal.run = RebaseRun({}, [])
     journal.begin()
     staged = journal.stage("up/a.patch", b"new a\n")
-    journal.save(originals={"series/up/a.patch": b"old a\n", "upstream.lock": None})
-    loaded = Journal(tmp_path)
+    journal.run.phase = "committing"
+    journal.run.plan = [PlanStep("series/up/a.patch", staged, None),
+                        PlanStep("upstream.lock", None, None)]
+    journal.save_write_out(["series/up/a.patch", "upstream.lock"],
+                           {"series/up/a.patch": b"new a\n", "upstream.lock": b"lock\n"})
+    assert sorted(path.name for path in journal.dir.iterdir()) == \
+        ["journal.json", "orig-files", "originals.json"]
+    assert json.loads((journal.dir / "originals.json").read_bytes()) == \
+        {"series/up/a.patch": True, "upstream.lock": None}
+    assert os.path.samefile(journal.dir / "orig-files" / "series%2Fup%2Fa.patch", patch)
+    doc = json.loads(journal.path.read_bytes())
+    assert doc["version"] == 2
+    temps = {step["path"]: step["temp"] for step in doc["plan"]}
+    assert patch.read_bytes() == b"old a\n"
+    assert (patch.parent / temps["series/up/a.patch"]).read_bytes() == b"new a\n"
+    assert (root / temps["upstream.lock"]).read_bytes() == b"lock\n"
+    assert journal.staged_bytes(staged) == b"new a\n"  # from memory
+
+    loaded = Journal(root / ".patchforge", root)
     loaded.load()
     assert loaded.staged_bytes(staged) == b"new a\n"
-    assert loaded.original_paths() == ["series/up/a.patch", "upstream.lock"]
-    for path in journal.dir.glob("*.json"):
-        if path.name != "journal.json":
-            path.unlink()  # what a read would find now: nothing
-    assert journal.staged_bytes(staged) == b"new a\n"
-    assert journal.original_paths() == ["series/up/a.patch", "upstream.lock"]
+    assert loaded.originals() == {"series/up/a.patch": b"old a\n", "upstream.lock": None}
+    os.replace(patch.parent / temps["series/up/a.patch"], patch)  # what the write-out does
+    loaded = Journal(root / ".patchforge", root)
+    loaded.load()
+    assert loaded.staged_bytes(staged) == b"new a\n"
+    assert loaded.originals() == {"series/up/a.patch": b"old a\n", "upstream.lock": None}
+
+
+def killed_once_committing(stack: Stack, args: list[str], tmp_path: Path) -> Path:
+    """A copy of the project whose rebase was killed right after the journal that begins the
+    write-out was saved (its plan recorded, no project file renamed yet)."""
+    for n in range(1, 200):
+        root = tmp_path / f"kill-{n}"
+        shutil.copytree(stack.root, root, symlinks=True)
+        proc = run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"rename:{n}"})
+        assert proc.returncode == KILLED, "the write-out was never reached"
+        journal = root / ".patchforge" / "rebase" / "journal.json"
+        if journal.exists() and json.loads(journal.read_bytes())["phase"] == "committing":
+            return root
+        shutil.rmtree(root)
+    pytest.fail("the write-out was never reached")
+
+
+def finish_and_undo(root: Path, before: dict, after: dict) -> None:
+    for verb, expected in (("--abort", before), ("--continue", after)):
+        copy = root.parent / f"{root.name}{verb}"
+        shutil.copytree(root, copy, symlinks=True)
+        result = run_cli(copy, "rebase", verb)
+        assert result.rc == 0, f"rebase {verb} -> {result.rc}\n{result.text}"
+        assert snapshot(copy, skip_state=True, dirs=False) == expected, verb
+        assert not (copy / ".patchforge" / "rebase").exists()
+
+
+def test_a_write_out_a_journal_of_version_1_began_is_finished_or_undone(tmp_path, monkeypatch):
+    """A journal of version 1 (a write-out killed, then patchforge upgraded) carries the new
+    files in staged-<n>.json or inline and the originals' bytes in originals.json, with no
+    temporary file and no link: --continue finishes it and --abort undoes it all the same."""
+    stack, args = build(tmp_path, monkeypatch)
+    before = stack.snapshot()
+    after = reference(stack, args, tmp_path)
+    root = killed_once_committing(stack, args, tmp_path)
+    state = root / ".patchforge" / "rebase"
+    doc = json.loads((state / "journal.json").read_bytes())
+    assert doc["version"] == 2
+    staged = {}
+    for step in doc["plan"]:
+        temp = step.pop("temp", None)
+        if temp is not None:
+            new = root / step["path"]
+            data = (new.parent / temp).read_bytes()
+            (new.parent / temp).unlink()
+            if step["staged"]:
+                staged[step["staged"]] = base64.b64encode(data).decode()
+            else:
+                step["inline"] = base64.b64encode(data).decode()
+    doc["version"] = 1
+    kept = {rel: base64.b64encode((state / "orig-files" / rel.replace("/", "%2F")).read_bytes())
+            .decode() if saved is True else saved
+            for rel, saved in json.loads((state / "originals.json").read_bytes()).items()}
+    assert kept and all(saved is None or isinstance(saved, str) for saved in kept.values())
+    shutil.rmtree(state / "orig-files")
+    (state / "originals.json").write_text(json.dumps(kept))
+    (state / "staged-9.json").write_text(json.dumps(staged))
+    (state / "journal.json").write_text(json.dumps(doc))
+    finish_and_undo(root, before, after)
+
+
+def test_a_write_out_whose_new_file_is_gone_is_not_finished_without_it(tmp_path, monkeypatch):
+    """The journal names the write-out's new files, which wait beside their targets; one
+    removed by hand after a kill (before its rename) is said to be gone by --continue, which
+    finishes nothing without it, and --abort still puts every file back."""
+    stack, args = build(tmp_path, monkeypatch)
+    before = stack.snapshot()
+    root = killed_once_committing(stack, args, tmp_path)
+    doc = json.loads((root / ".patchforge" / "rebase" / "journal.json").read_bytes())
+    step = next(step for step in doc["plan"] if step["path"].endswith("/clean.patch"))
+    gone = root / step["path"]
+    (gone.parent / step["temp"]).unlink()
+    result = run_cli(root, "rebase", "--continue")
+    assert result.rc != 0
+    assert f"the new {step['path']} that the rebase journal names is gone" in result.err
+    assert gone.read_bytes() == before[step["path"]][1]
+    assert run_cli(root, "rebase", "--abort").rc == 0
+    assert snapshot(root, skip_state=True, dirs=False) == before

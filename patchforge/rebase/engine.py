@@ -20,20 +20,20 @@ import base64
 import contextlib
 import os
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.series import SeriesState, apply_series
 from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
 from patchforge.background import Background
-from patchforge.fsutil import atomic_delete_many, atomic_write_many
+from patchforge.fsutil import atomic_write_many, fault_point, fsync_dirs
 from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
                               read_history, where_landed)
 from patchforge.model.lock import UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
-                                       PlanStep, RebaseRun, Stop, UpstreamRun, confined_all,
-                                       confined_only)
+                                       PlanStep, RebaseRun, Stop, UpstreamRun, confined_all)
 from patchforge.store.diff import StartedDiffs, conflict_markers_left
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class Rebase:
     def __init__(self, project: Project, store: UpstreamStore, *, on_patch=None) -> None:
         self.project = project
         self.store = store
-        self.journal = Journal(project.state_dir)
+        self.journal = Journal(project.state_dir, project.root)
         self._deferred: list = []  # (staged rel, patch, changes) whose diff is not made yet
         # The git processes making the deferred patches' diffs, in order: (how many of them
         # each makes, the process); the deferred patches after the last have none yet.
@@ -279,10 +279,10 @@ class Rebase:
         except CorruptJournal:
             return self._abort_damaged()
         restored = []
+        self._clean_temp_files()  # a write-out's new files, named by its journal or not yet
         if run.phase == "committing":
             from patchforge.overlay import recover_overlays
 
-            self._clean_temp_files(confined_only(self.project.root, self.journal.originals()))
             restored = self.journal.restore_originals(self.project.root)
             recover_overlays(self.project)
             if self.journal.restore_tree("overlays", self.project.overlays_dir):
@@ -304,8 +304,8 @@ class Rebase:
             originals = self.journal.originals()
         except CorruptJournal:
             originals = {}
+        self._clean_temp_files()
         if originals:
-            self._clean_temp_files(confined_only(self.project.root, originals))
             restored = self.journal.restore_originals(self.project.root)
             recover_overlays(self.project)
             if self.journal.restore_tree("overlays", self.project.overlays_dir):
@@ -851,13 +851,11 @@ class Rebase:
         entry.position += 1
 
     # --- the write-out ------------------------------------------------------------------------
-    def _plan(self, read: dict[str, bytes] | None = None) -> list[tuple[str, bytes | None,
-                                                                       str | None]]:
+    def _plan(self) -> list[tuple[str, bytes | None, str | None]]:
         """Every project file the rebase changes, in write order: (path from the root, new bytes
         or None to delete, the staged name of those bytes). Set-aside copies come before the
         series stops listing a patch and the old files go last, so no prefix of the plan ever
-        loses a patch. The patch files read to compare go into `read` (path -> bytes): the
-        journal keeps those as the originals without reading them again."""
+        loses a patch."""
         from patchforge.formats.lockfile import lock_to_json  # the write-out only
 
         project = self.project
@@ -879,10 +877,7 @@ class Rebase:
                 if result.destination == "series":
                     kept.append(name)
                     rel = patch_rel(upstream, name)
-                    current = project.read_patch_bytes(upstream, name)
-                    if read is not None:
-                        read[rel] = current
-                    if data != current:
+                    if data != project.read_patch_bytes(upstream, name):
                         writes.append((rel, data, staged))
                     continue
                 aside = self._free_name(upstream, result.destination,
@@ -906,9 +901,9 @@ class Rebase:
         project, journal = self.project, self.journal
         run = self._run_record
         overlays = None
-        if run.phase != "committing":
-            read: dict[str, bytes] = {}
-            writes = self._plan(read)
+        resumed = run.phase == "committing"
+        if not resumed:
+            writes = self._plan()
             if project.overlays_dir.exists():
                 from patchforge.overlay import build_overlays, refuse_changed_by_hand
 
@@ -919,17 +914,18 @@ class Rebase:
                                           patch_sources=self._new_sources())
                 refuse_changed_by_hand(project, overlays)
             summary = self._summary(written=True)
-            # The plan names staged patch files; the series and lock (small) travel inline.
-            plan = [PlanStep(rel, staged, None if staged or content is None
-                             else base64.b64encode(content).decode())
-                    for rel, content, staged in writes]
-            originals = journal.read_originals(project.root, [rel for rel, _, _ in writes] + [
-                path.relative_to(project.root).as_posix() for path in _ledger_paths(project)],
-                read=read)
+            # Each new file's bytes go to a temporary file beside it, which the plan names.
+            plan = [PlanStep(rel, staged, None) for rel, _, staged in writes]
             run.overlays_saved = journal.save_tree("overlays", project.overlays_dir)
             run.phase, run.plan, run.summary = "committing", plan, summary
-            # originals.json with the staged patches, then the journal naming them.
-            journal.save(originals=originals)
+            # What a killed attempt of this run left beside the files goes first.
+            self._clean_temp_files()
+            # The files the plan changes kept (linked), the new ones written beside them, then
+            # the journal naming both.
+            journal.save_write_out(
+                [rel for rel, _, _ in writes] +
+                [path.relative_to(project.root).as_posix() for path in _ledger_paths(project)],
+                {rel: content for rel, content, _ in writes if content is not None})
         # git range-diff (a good part of a long run) runs while this process writes the
         # files; the old series is read here, before any write (on a resumed write-out, from
         # the journal's originals).
@@ -938,29 +934,41 @@ class Rebase:
             assert inputs is not None, "None only for recorded_only"
             range_diff = self._start_range_diffs(inputs)
         with range_diff as made:
-            self._commit_files(made, overlays)
+            self._commit_files(made, overlays, resumed=resumed)
         journal.remove()
         return run.summary
 
-    def _commit_files(self, range_diff: _RangeDiffs, overlays) -> None:
+    def _commit_files(self, range_diff: _RangeDiffs, overlays, *, resumed: bool) -> None:
         """The write-out proper: the plan's files, the overlays (`overlays` when built before
-        the journal was saved), the ledger, last-rebase.json."""
+        the journal was saved), the ledger, last-rebase.json. `resumed`: the write-out was
+        begun by a run killed since, whose temporary files are removed first (but those its
+        plan renames)."""
         project, journal = self.project, self.journal
         run = self._run_record
-        self._clean_temp_files(confined_only(project.root, journal.original_paths()))
+        if resumed:
+            self._clean_temp_files(keep_planned=True)
         # The plan puts every removal after every write (a fix moved to upstreamed/ exists
-        # there before it leaves the series); each group syncs its directories once.
-        writes, removals = [], []
+        # there before it leaves the series); each group syncs its directories once. The new
+        # files are renamed into place (a journal of version 1 names their bytes instead).
+        writes, renames, removals = [], [], []
         for step, target in zip(run.plan, confined_all(project.root,
                                                        [step.path for step in run.plan])):
-            if step.staged:
+            if step.temp:
+                renames.append((target.parent / step.temp, target, step.path))
+            elif step.staged:  # a journal of version 1: the new bytes are in the journal
                 writes.append((target, journal.staged_bytes(step.staged)))
             elif step.inline is not None:
                 writes.append((target, base64.b64decode(step.inline)))
             else:
                 removals.append(target)
-        atomic_write_many(writes)
-        atomic_delete_many(removals)
+        self._rename_planned(renames)
+        atomic_write_many(writes)  # a journal of version 1
+        for target in removals:
+            target.unlink(missing_ok=True)
+        # Each directory synced once for its renames and removals: until the journal goes,
+        # whatever part of them the disk kept after a crash is finished or undone from it.
+        fsync_dirs([*(target.parent for _, target, _ in renames),
+                    *(target.parent for target in removals)])
         if run.overlays_saved:
             from patchforge.overlay import build_overlays, write_overlays
 
@@ -986,6 +994,25 @@ class Rebase:
         # like any other step.
         atomic_write_many([*records, (project.state_dir / "last-rebase.json",
                                       (json.dumps(run.summary, sort_keys=True) + "\n").encode())])
+
+    def _rename_planned(self, renames: list[tuple[Path, Path, str]]) -> None:
+        """Each new file's temporary file renamed over its target (synced before the journal
+        named it: the rename is the whole commit; the caller syncs the directories). Resumed
+        after a kill, a temporary file already renamed is not there: its target must then hold
+        other bytes than the original's, or the new file is gone (removed by hand) and the
+        run cannot finish it."""
+        originals = None
+        for temporary, target, rel in renames:
+            fault_point("rename")
+            try:
+                os.replace(temporary, target)
+            except FileNotFoundError:
+                if originals is None:
+                    originals = self.journal.originals()
+                if not target.exists() or target.read_bytes() == originals.get(rel):
+                    raise CorruptJournal(
+                        f"{temporary}: the new {rel} that the rebase journal names is gone, "
+                        f"and {rel} is as it was") from None
 
     def _old_patch(self, upstream: str, name: str):
         """A patch of the series being moved, read once: its file does not change before the
@@ -1024,22 +1051,31 @@ class Rebase:
                                  for n, b in raw]
         return sources
 
-    def _clean_temp_files(self, rels) -> None:
-        """Remove temporary files that a killed atomic_write left beside the plan's files."""
-        by_directory: dict[Path, set[str]] = {}
-        for rel in rels:
-            path = self.project.root / rel
-            by_directory.setdefault(path.parent, set()).add(path.name)
-        for directory, names in by_directory.items():
-            # One listing per directory (a glob per file made a long series quadratic).
+    def _clean_temp_files(self, *, keep_planned: bool = False) -> None:
+        """Remove the temporary files of atomic writes (`.NAME.XXXXXXXXXX.tmp`) a killed run
+        left where the write-out writes (the series directories, their set-aside directories,
+        the ledger's, upstream.lock's); with `keep_planned`, not those the journal's plan names
+        (the write-out's new files, which it renames). One listing per directory."""
+        project = self.project
+        keep = set(self.journal.planned_temporaries()) if keep_planned else set()
+        places: dict[Path, tuple[str, ...] | None] = {
+            project.root: ("upstream.lock",),
+            project.series_root: tuple(path.name for path in _ledger_paths(project))}
+        for upstream in project.upstream_names():
+            series = project.series_dir(upstream)
+            places[series] = None  # any name: the patches and the series file
+            for aside in _SET_ASIDE_DIRS:
+                places[series / aside] = None
+        for place, names in places.items():
             try:
-                listing = os.listdir(directory)
-            except FileNotFoundError:
+                listing = os.listdir(place)
+            except (FileNotFoundError, NotADirectoryError):
                 continue
             for entry in listing:
-                if entry.startswith(".") and entry.endswith(".tmp") and \
-                        entry[1:].rsplit(".", 2)[0] in names:
-                    (directory / entry).unlink(missing_ok=True)
+                found = _TEMPORARY.fullmatch(entry)
+                if found and (names is None or found.group(1) in names) and \
+                        place / entry not in keep:
+                    (place / entry).unlink(missing_ok=True)
 
     # --- reporting ----------------------------------------------------------------------------
     def _summary(self, *, written: bool) -> dict:
@@ -1207,6 +1243,12 @@ def _history_index(store: UpstreamStore, target: Target, paths: list[str]) -> Hi
     a `git merge-base` before it was a process more."""
     changes = read_history(store, target)
     return HistoryIndex(store, target, paths, changes=changes) if changes is not None else None
+
+
+# The name fsutil gives an atomic write's temporary file, beside its target NAME.
+_TEMPORARY = re.compile(r"\.(.+)\.[0-9a-f]{10}\.tmp")
+# The directories of a series' set-aside fixes (ledger.SET_ASIDE's), where a run writes too.
+_SET_ASIDE_DIRS = ("upstreamed", "skipped", "deleted")
 
 
 def _ledger_paths(project: Project) -> list[Path]:

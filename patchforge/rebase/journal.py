@@ -11,8 +11,18 @@ It lives in `.patchforge/rebase/`:
   save rather than one per patch; rewriting all of them at every stop made a series with many
   stops quadratic). A later file overrides an earlier one. (`staged.json`, the one file of
   journals written before, is read as the first.)
-- `originals.json` and `orig-overlays/`: once the write-out begins, the project files it
-  replaces and the whole overlays/ tree as they were, for a byte-for-byte `--abort`.
+- `originals.json`, `orig-files/` and `orig-overlays/`: once the write-out begins, the project
+  files it changes and the whole overlays/ tree as they were, for a byte-for-byte `--abort`.
+  Each file is a hard link in orig-files/ (named by its path from the root, quoted to one
+  name: `series%2Fup%2Ffix.patch`): the write-out
+  renames new files over the project's, so the old ones stay as they are under that second
+  name, and keeping them copies no byte. originals.json lists every path: `true` (in
+  orig-files/), null (not there: `--abort` removes it), or its bytes in base64 (where the file
+  system makes no link, and in journals of version 1).
+- The write-out's new files: temporary files beside their targets (`.NAME.XXXXXXXXXX.tmp`),
+  written and synced before journal.json names them in its plan (version 2); the write-out
+  renames each over its target, and that rename is the whole commit of the file. Journals of
+  version 1 carry those bytes in staged-<n>.json (or inline) instead; both are read.
 
 The project's own files are not touched until the write-out, which is the last phase.
 """
@@ -26,11 +36,18 @@ from pathlib import Path
 from typing import Any
 
 from patchforge.errors import UsageError
-from patchforge.fsutil import atomic_delete, atomic_write, atomic_write_many, fsync_dir
+from patchforge.fsutil import (atomic_delete, atomic_write, atomic_write_many, fault_point,
+                               fsync_dir, fsync_dirs, write_temporaries)
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.model.record import field, record
 
-JOURNAL_VERSION = 1
+# Version 2: the write-out's plan names its new files' temporary files (`PlanStep.temp`) and
+# originals.json may say `true` (a hard link in orig-files/). A journal without them (a stop,
+# or a write-out whose files are staged) is written as version 1, which every earlier
+# patchforge reads; both are read.
+JOURNAL_VERSION = 2
+READ_VERSIONS = (1, 2)
+ORIGINALS_DIR = "orig-files"
 
 
 class CorruptJournal(UsageError):
@@ -94,8 +111,9 @@ def confined_only(root: Path, rels) -> list:
 
 
 class Journal:
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, root: Path | None = None) -> None:
         self.dir = Path(state_dir) / "rebase"
+        self.root = Path(root) if root is not None else Path(state_dir).parent  # the project
         self.path = self.dir / "journal.json"
         self.run: RebaseRun | None = None  # what load() read, or what the run keeps in it
         self._pending: dict[str, bytes] = {}  # staged name -> bytes not yet on disk
@@ -103,7 +121,7 @@ class Journal:
         # for them: a long series' staged file is megabytes of base64)
         self._written: dict[str, bytes] = {}
         self._saved: dict[str, bytes] | None = None  # what staged.json holds, once read
-        self._original_paths: list[str] | None = None  # originals.json's, when saved here
+        self._planned: dict[str, tuple[Path, Path]] | None = None  # see _planned_bytes
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -112,7 +130,7 @@ class Journal:
         """Clear what an earlier run that was killed while cleaning up may have left."""
         if self.dir.exists():
             shutil.rmtree(self.dir)
-        self._saved = self._original_paths = None
+        self._saved = None
         self._written = {}
 
     def load(self) -> RebaseRun:
@@ -125,10 +143,12 @@ class Journal:
                 or not isinstance(data.get("order"), list):
             raise CorruptJournal(f"{self.path}: the rebase journal is not a journal this "
                                  "patchforge wrote (missing upstreams or order)")
-        if data.get("version") != JOURNAL_VERSION:
+        if data.get("version") not in READ_VERSIONS:
             raise UsageError(f"{self.path}: a rebase journal of version {data.get('version')} "
-                             f"(this patchforge reads version {JOURNAL_VERSION})",
+                             "(this patchforge reads versions "
+                             f"{', '.join(map(str, READ_VERSIONS))})",
                              hint="finish or abort it with the patchforge that started it")
+        self._planned = None
         try:
             self.run = RebaseRun.from_json(data)
         except (KeyError, TypeError, ValueError) as exc:
@@ -138,26 +158,84 @@ class Journal:
                                  f"needs ({type(exc).__name__}: {exc})") from None
         return self.run
 
-    def save(self, *, originals: dict[str, bytes | None] | None = None) -> None:
-        """Write the journal. The files it names are made durable first, as one batch (their
-        temporary files synced, renamed, the directory synced once): the staged bytes not on
-        disk yet and, when the write-out begins, `originals` (see `read_originals`) as
-        originals.json. Then journal.json replaces the journal, so a reader (or a run after a
-        kill) finds the journal before or after, never one naming a file that is not there."""
+    def save(self) -> None:
+        """Write the journal. The staged bytes not on disk yet are made durable first (their
+        file synced, renamed, the directory synced); then journal.json replaces the journal,
+        so a reader (or a run after a kill) finds the journal before or after, never one naming
+        a file that is not there."""
         assert self.run is not None, "a run is recorded before it is saved"
-        files = [] if originals is None else [(self.dir / "originals.json", (json.dumps(
-            {rel: None if data is None else base64.b64encode(data).decode()
-             for rel, data in originals.items()}, sort_keys=True) + "\n").encode())]
-        if originals is not None:
-            self._original_paths = sorted(originals)
         staged = self._staged_batch()
         if staged is not None:
-            files.append(staged)
-        if files:
-            atomic_write_many(files)
+            atomic_write_many([staged])
         self._staged_written()
         # No indent: json's C encoder only runs without one, and a long series' journal is big.
         atomic_write(self.path, (json.dumps(self.run.to_json(), sort_keys=True) + "\n").encode())
+
+    def save_write_out(self, originals: list[str], new: dict[str, bytes]) -> None:
+        """The save that begins the write-out, once the run's plan is recorded in it (phase
+        "committing"). First every project file the plan changes (`originals`, paths from the
+        root; those not there are noted) is kept: hard-linked into orig-files/, or its bytes
+        into originals.json where no link can be made. Then the plan's new bytes (`new`, path
+        -> bytes) go to temporary files beside their targets, written and synced as one batch
+        with originals.json and any staged bytes no plan step holds, and their directories
+        are synced. Last, journal.json names each temporary file in its plan step: the
+        write-out only renames them (`Rebase._commit_files`). So each new file's bytes reach
+        the disk once, and the old ones are not copied at all."""
+        assert self.run is not None, "a run is recorded before it is saved"
+        kept = self.dir / ORIGINALS_DIR
+        if kept.exists():  # left by a write-out killed before its journal named it
+            shutil.rmtree(kept)
+        kept.mkdir(parents=True)
+        saved: dict[str, bool | str | None] = {}
+        for rel, source in zip(originals, confined_all(self.root, originals)):
+            fault_point("link")
+            try:
+                os.link(source, kept / _kept_name(rel))
+                saved[rel] = True
+            except FileNotFoundError:
+                saved[rel] = None
+            except OSError:  # a file system without hard links here (or across a mount)
+                saved[rel] = base64.b64encode(source.read_bytes()).decode()
+        steps = [step for step in self.run.plan if step.path in new]
+        files = [(target, new[step.path]) for step, target in
+                 zip(steps, confined_all(self.root, [step.path for step in steps]))]
+        held = {step.staged for step in steps if step.staged}
+        journal_files = [(self.dir / "originals.json",
+                          (json.dumps(saved, sort_keys=True) + "\n").encode())]
+        staged = self._staged_batch(leave=held)
+        if staged is not None:
+            journal_files.append(staged)
+        temporaries = write_temporaries(files + journal_files)
+        for step, temporary in zip(steps, temporaries):
+            step.temp = os.path.basename(temporary)
+        self._planned = None
+        try:
+            for temporary, (path, _) in zip(temporaries[len(steps):], journal_files):
+                fault_point("rename")
+                os.replace(temporary, path)
+            # The new names: the temporary files', the links', originals.json's (and
+            # orig-files/).
+            fsync_dirs([*(path.parent for path, _ in files), kept, self.dir])
+            self._staged_written()
+            atomic_write(self.path,
+                         (json.dumps(self.run.to_json(), sort_keys=True) + "\n").encode())
+        except BaseException:
+            # Interrupted (Ctrl-C, SIGTERM, a failing disk) before the journal named them:
+            # nothing will rename the temporary files, so they go now, not left in series/.
+            if not self._write_out_begun():
+                for temporary in temporaries:
+                    try:
+                        os.unlink(temporary)
+                    except FileNotFoundError:
+                        pass
+            raise
+
+    def _write_out_begun(self) -> bool:
+        """Whether journal.json on disk is one whose write-out has begun."""
+        try:
+            return json.loads(self.path.read_bytes()).get("phase") == "committing"
+        except (OSError, ValueError, AttributeError):
+            return False
 
     def stage(self, rel: str, data: bytes) -> str:
         """Keep new bytes for a project file until the write-out; returns the staged name.
@@ -176,9 +254,37 @@ class Journal:
             return self._written[staged]
         saved = self._load_saved()
         if staged not in saved:
+            planned = self._planned_bytes(staged)
+            if planned is not None:
+                return planned
             raise UsageError(f"{self.dir / 'staged.json'}: the journal names {staged}, which is "
                              "not there", hint="`patchforge rebase --abort`")
         return saved[staged]
+
+    def _planned_bytes(self, staged: str) -> bytes | None:
+        """The bytes a version 2 write-out holds for `staged` in a temporary file of its plan:
+        that file, or its target once it was renamed there."""
+        if self._planned is None:  # staged name -> the plan step's (temporary file, target)
+            self._planned = {staged: (target.parent / temp, target)
+                             for staged, temp, target in self._temporaries() if staged}
+        for path in self._planned.get(staged, ()):
+            try:
+                return path.read_bytes()
+            except FileNotFoundError:
+                continue
+        return None
+
+    def planned_temporaries(self) -> list[Path]:
+        """The temporary files the write-out's plan names (version 2)."""
+        return [target.parent / temp for _, temp, target in self._temporaries()]
+
+    def _temporaries(self) -> list[tuple[str | None, str, Path]]:
+        """(staged name, temporary file's name, target) of each plan step with a temporary
+        file."""
+        steps = [(step.staged, step.temp, step.path) for step in
+                 (self.run.plan if self.run is not None else []) if step.temp]
+        return [(staged, temp, target) for (staged, temp, _), target in
+                zip(steps, confined_all(self.root, [path for _, _, path in steps]))]
 
     def _staged_files(self) -> list[Path]:
         """The staged files in the order they were written."""
@@ -211,18 +317,20 @@ class Journal:
             if path not in staged:
                 path.unlink(missing_ok=True)
         self._pending, self._written, self._saved = {}, {}, None
-        self._original_paths = None
 
-    def _staged_batch(self) -> tuple[Path, bytes] | None:
+    def _staged_batch(self, leave: frozenset[str] | set[str] = frozenset()
+                      ) -> tuple[Path, bytes] | None:
         """The pending staged bytes as the next staged-<n>.json (path, bytes), None when none
-        are pending; `_staged_written` once that file is durable."""
-        if not self._pending:
+        are pending (but those in `leave`: the write-out's temporary files hold them);
+        `_staged_written` once that file is durable."""
+        pending = {name: data for name, data in self._pending.items() if name not in leave}
+        if not pending:
             return None
         files = self._staged_files()
         last = files[-1].name[len("staged-"):-len(".json")] if files else ""
         number = int(last) + 1 if last.isdigit() else 1
         return self.dir / f"staged-{number}.json", json.dumps(
-            {name: base64.b64encode(data).decode() for name, data in sorted(self._pending.items())}
+            {name: base64.b64encode(data).decode() for name, data in sorted(pending.items())}
         ).encode()
 
     def _staged_written(self) -> None:
@@ -231,29 +339,9 @@ class Journal:
         self._written.update(self._pending)
         self._pending = {}
 
-    @staticmethod
-    def read_originals(root: Path, rels: list[str], *,
-                       read: dict[str, bytes] | None = None) -> dict[str, bytes | None]:
-        """The project files the write-out will change, as they are (None: not there), for
-        save(originals=...). `read` holds those the caller has just read (path -> bytes): they
-        are not read again."""
-        originals: dict[str, bytes | None] = {}
-        for rel in rels:
-            data = (read or {}).get(rel)
-            if data is None:
-                source = Path(root) / rel
-                data = source.read_bytes() if source.exists() else None
-            originals[rel] = data
-        return originals
-
-    def original_paths(self) -> list[str]:
-        """The paths originals() holds, sorted: those this journal saved, without reading their
-        bytes back (a long series' originals.json is megabytes of base64), or else the file's."""
-        if self._original_paths is not None:
-            return list(self._original_paths)
-        return sorted(self.originals())
-
     def originals(self) -> dict[str, bytes | None]:
+        """The project files as they were before the write-out (path -> bytes, None: not
+        there)."""
         path = self.dir / "originals.json"
         if not path.exists():
             return {}
@@ -261,11 +349,28 @@ class Journal:
             doc = json.loads(path.read_bytes())
             if not isinstance(doc, dict):
                 raise ValueError("not an object")
-            return {rel: None if data is None else base64.b64decode(data, validate=True)
-                    for rel, data in doc.items()}
+            originals: dict[str, bytes | None] = {}
+            for rel, data in doc.items():
+                if data is True:
+                    originals[rel] = self._kept_original(rel)
+                elif data is None or isinstance(data, str):
+                    originals[rel] = None if data is None else base64.b64decode(data, validate=True)
+                else:
+                    raise ValueError(f"{rel!r} is {type(data).__name__}")
+            return originals
         except (ValueError, TypeError) as exc:
             raise CorruptJournal(f"{path}: the saved project files cannot be read ({exc})") \
                 from None
+
+    def _kept_original(self, rel: str) -> bytes:
+        path = self.dir / ORIGINALS_DIR / _kept_name(rel)
+        try:
+            if path.is_symlink():
+                raise OSError(f"{path} is a symlink")
+            return path.read_bytes()
+        except OSError as exc:
+            raise CorruptJournal(f"{self.dir / 'originals.json'}: the saved {rel} cannot be read "
+                                 f"({exc})") from None
 
     def restore_originals(self, root: Path) -> list[str]:
         restored = []
@@ -316,6 +421,11 @@ class Journal:
             shutil.rmtree(self.dir)
 
 
+def _kept_name(rel: str) -> str:
+    """The name of a kept original in orig-files/: its path, quoted to one name (no `/`)."""
+    return rel.replace("%", "%25").replace("/", "%2F")
+
+
 def _same_tree(a: Path, b: Path) -> bool:
     def listing(root: Path) -> dict[str, bytes]:
         out = {}
@@ -330,7 +440,8 @@ def _same_tree(a: Path, b: Path) -> bool:
 
 # --- the records ------------------------------------------------------------------------------
 # The run is typed in memory; JSON exists only here, where the journal is read and written. The
-# format on disk is the one every earlier version wrote (JOURNAL_VERSION 1).
+# format on disk is the one every earlier version wrote (version 1), but for a write-out's plan
+# with temporary files (version 2, see JOURNAL_VERSION).
 
 ACTIONS = ("clean", "offset", "merged", "resolved", "dropped", "skipped", "conflict")
 DESTINATIONS = ("series", "upstreamed", "skipped")
@@ -496,20 +607,30 @@ class UpstreamRun:
 
 @record
 class PlanStep:
-    """One project file the write-out changes: to new bytes staged in the journal (`staged`)
-    or carried inline (base64, the small series and lock files), or, with neither, removed."""
+    """One project file the write-out changes: to new bytes in a temporary file beside it
+    (`temp`, its name, version 2), staged in the journal (`staged`) or carried inline (base64,
+    the small series and lock files; version 1), or, with none of them, removed. `staged`
+    names the patch's new bytes in either version."""
     path: str
     staged: str | None
     inline: str | None
+    temp: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "staged": self.staged, "inline": self.inline}
+        doc = {"path": self.path, "staged": self.staged, "inline": self.inline}
+        if self.temp is not None:
+            doc["temp"] = self.temp
+        return doc
 
     @classmethod
     def from_json(cls, doc: object) -> PlanStep:
         step = _object(doc, "a plan step")
+        temp = _want(step, "temp", str) if "temp" in step else None
+        if temp is not None and not (temp.startswith(".") and temp.endswith(".tmp")
+                                     and "/" not in temp and "\0" not in temp):
+            raise ValueError(f"a plan step's temporary file {temp!r}")
         return cls(_want(step, "path", str), _want(step, "staged", _OPTIONAL_STR),
-                   _want(step, "inline", _OPTIONAL_STR))
+                   _want(step, "inline", _OPTIONAL_STR), temp)
 
 
 @record
@@ -527,7 +648,8 @@ class RebaseRun:
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
-            "version": JOURNAL_VERSION, "phase": self.phase, "order": self.order,
+            "version": JOURNAL_VERSION if any(step.temp for step in self.plan) else 1,
+            "phase": self.phase, "order": self.order,
             "dry_run": self.dry_run,
             "upstreams": {u: entry.to_json() for u, entry in self.upstreams.items()},
             "stopped": self.stopped.to_json() if self.stopped is not None else None}
