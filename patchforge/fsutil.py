@@ -88,19 +88,21 @@ def atomic_write_many(items: list[tuple[Path, bytes]]) -> None:
     fsync_dirs(path.parent for path, _, _ in writes)
 
 
-def write_temporaries(items: list[tuple[Path, bytes]]) -> list[str]:
+def write_temporaries(items: list[tuple[Path, bytes]], *, token: str | None = None) -> list[str]:
     """The first half of atomic_write_many(): each (path, data) written to a new temporary file
     beside `path` (mode: the file's own, 0o644 for a new one), every one synced, none renamed;
     returns their paths, in order. The caller renames each over its target once something
     durable names them (the rebase journal: the rename is then the whole commit of a file) and
-    syncs the directories first (a temporary file's name is durable only then). A failure
-    removes the temporary files made."""
+    syncs the directories first (a temporary file's name is durable only then). With `token`
+    (10 hex digits) each is `.NAME.TOKEN.tmp`, a name the caller knows before they are
+    written; one already there is an error. A failure removes the temporary files made."""
     writes: list[tuple[Path, bytes, int | None]] = [(Path(path), data, None)
                                                     for path, data in items]
     made: list[str] = []
     try:
         for start in range(0, len(writes), _WRITE_BATCH):
-            made += [tmp for tmp, _ in _write_batch(writes[start:start + _WRITE_BATCH])]
+            made += [tmp for tmp, _ in _write_batch(writes[start:start + _WRITE_BATCH],
+                                                    token=token)]
     except BaseException:
         for tmp in made:
             try:
@@ -132,7 +134,8 @@ def _replace_batch(items: list[tuple[Path, bytes, int | None]]) -> None:
         raise
 
 
-def _write_batch(items: list[tuple[Path, bytes, int | None]]) -> list[tuple[str, Path]]:
+def _write_batch(items: list[tuple[Path, bytes, int | None]], *,
+                 token: str | None = None) -> list[tuple[str, Path]]:
     """Every temporary file of a batch written, then each synced: (temporary path, target), in
     order. A failure removes them all.
 
@@ -152,7 +155,7 @@ def _write_batch(items: list[tuple[Path, bytes, int | None]]) -> list[tuple[str,
                     mode = os.stat(path).st_mode & 0o7777
                 except FileNotFoundError:
                     mode = 0o644
-            fd, tmp = _temporary(path)
+            fd, tmp = _temporary(path, token)
             made.append((fd, tmp, path))
             os.fchmod(fd, mode)
             fault_point("write")
@@ -186,15 +189,18 @@ _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     | getattr(os, "O_NOFOLLOW", 0)
 
 
-def _temporary(path: Path) -> tuple[int, str]:
-    """A new file beside `path`, named `.NAME.XXXXXXXX.tmp` (as tempfile.mkstemp would: created
-    exclusively, mode 0600 until the caller sets the target's): its descriptor and path."""
+def _temporary(path: Path, token: str | None = None) -> tuple[int, str]:
+    """A new file beside `path`, named `.NAME.XXXXXXXXXX.tmp` (as tempfile.mkstemp would:
+    created exclusively, mode 0600 until the caller sets the target's): its descriptor and path.
+    With `token`, that is its XXXXXXXXXX, and a file of that name already there is an error."""
     directory, name = os.fspath(path.parent), path.name
     while True:
-        tmp = os.path.join(directory, f".{name}.{os.urandom(5).hex()}.tmp")
+        tmp = os.path.join(directory, f".{name}.{token or os.urandom(5).hex()}.tmp")
         try:
             return os.open(tmp, _TEMP_FLAGS, 0o600), tmp
         except FileExistsError:
+            if token:
+                raise
             continue
 
 

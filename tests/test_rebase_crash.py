@@ -148,6 +148,31 @@ def test_write_out_syncs_each_directory_only_where_the_order_needs_it(tmp_path, 
     assert synced.count("series") == 1  # series/history.jsonl and series/PATCHES.md
 
 
+def test_the_journal_that_begins_the_write_out_is_synced_with_the_files_it_names(
+        tmp_path, monkeypatch):
+    """The journal that begins the write-out names its temporary files before they are made,
+    so it is written and synced in their batch and only renamed into place after their
+    directories are synced: the write-out waits for the disk once for all of them, not once
+    more for the journal."""
+    from patchforge import fsutil
+
+    stack, args = build(tmp_path, monkeypatch)
+    after = reference(stack, args, tmp_path)
+    batches: list[list[str]] = []
+    real = fsutil._write_batch
+
+    def write_batch(items, **options):
+        batches.append([Path(path).relative_to(stack.root).as_posix() for path, _, _ in items])
+        return real(items, **options)
+    monkeypatch.setattr(fsutil, "_write_batch", write_batch)
+    assert run_cli(stack.root, *args).rc == 0
+    assert snapshot(stack.root, skip_state=True, dirs=False) == after
+    journal = ".patchforge/rebase/journal.json"
+    write_out = next(batch for batch in batches if "series/up/clean.patch" in batch)
+    assert journal in write_out and ".patchforge/rebase/originals.json" in write_out
+    assert sum(journal in batch for batch in batches) == 2  # the start's and the write-out's
+
+
 def test_kill_during_continue_after_a_conflict(tmp_path, monkeypatch):
     """Killed at every write point of `--continue` (resolution staged, write-out): the journal
     still finishes or aborts to the right bytes."""

@@ -178,9 +178,12 @@ class Journal:
         into originals.json where no link can be made. Then the plan's new bytes (`new`, path
         -> bytes) go to temporary files beside their targets, written and synced as one batch
         with originals.json and any staged bytes no plan step holds, and their directories
-        are synced. Last, journal.json names each temporary file in its plan step: the
-        write-out only renames them (`Rebase._commit_files`). So each new file's bytes reach
-        the disk once, and the old ones are not copied at all."""
+        are synced. Last, journal.json names each temporary file in its plan step (named before
+        they are written, so it is written and synced in their batch too, and only renamed
+        into place after their directories are synced): the write-out only renames them
+        (`Rebase._commit_files`). So each new file's bytes reach the disk once, the old ones are
+        not copied at all, and the disk is waited for three times (the batch, the directories,
+        the journal's directory)."""
         assert self.run is not None, "a run is recorded before it is saved"
         kept = self.dir / ORIGINALS_DIR
         if kept.exists():  # left by a write-out killed before its journal named it
@@ -199,26 +202,30 @@ class Journal:
         steps = [step for step in self.run.plan if step.path in new]
         files = [(target, new[step.path]) for step, target in
                  zip(steps, confined_all(self.root, [step.path for step in steps]))]
+        token = os.urandom(5).hex()  # the temporary files' names, known before they are made
+        for step, (target, _) in zip(steps, files):
+            step.temp = f".{target.name}.{token}.tmp"
+        self._planned = None
         held = {step.staged for step in steps if step.staged}
         journal_files = [(self.dir / "originals.json",
                           (json.dumps(saved, sort_keys=True) + "\n").encode())]
         staged = self._staged_batch(leave=held)
         if staged is not None:
             journal_files.append(staged)
-        temporaries = write_temporaries(files + journal_files)
-        for step, temporary in zip(steps, temporaries):
-            step.temp = os.path.basename(temporary)
-        self._planned = None
+        journal_files.append((self.path, (json.dumps(self.run.to_json(), sort_keys=True)
+                                          + "\n").encode()))
+        temporaries = write_temporaries(files + journal_files, token=token)
         try:
-            for temporary, (path, _) in zip(temporaries[len(steps):], journal_files):
+            for temporary, (path, _) in zip(temporaries[len(steps):-1], journal_files):
                 fault_point("rename")
                 os.replace(temporary, path)
             # The new names: the temporary files', the links', originals.json's (and
-            # orig-files/).
+            # orig-files/); then the journal that names them.
             fsync_dirs([*(path.parent for path, _ in files), kept, self.dir])
             self._staged_written()
-            atomic_write(self.path,
-                         (json.dumps(self.run.to_json(), sort_keys=True) + "\n").encode())
+            fault_point("rename")
+            os.replace(temporaries[-1], self.path)
+            fsync_dirs([self.dir])
         except BaseException:
             # Interrupted (Ctrl-C, SIGTERM, a failing disk) before the journal named them:
             # nothing will rename the temporary files, so they go now, not left in series/.
