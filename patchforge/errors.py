@@ -70,6 +70,12 @@ class StoreDamaged(StoreError):
     of the project is wrong, and no pin should change because of it."""
 
 
+class CacheUnwritable(StoreDamaged):
+    """The cache cannot be written (a read-only mount, a directory of another user) where a
+    command must add to it. Like damage, nothing of the project is wrong: the message names
+    the cache, and the way out is a writable one, never a change of the project or its pins."""
+
+
 class NetworkError(PatchforgeError):
     """An HTTP service failed after retries, or `--offline` has no cached answer."""
 

@@ -362,8 +362,9 @@ def needs_attention(project: Project) -> bool:
                for s in read_states(project).values()) or bool(skipped_fixes(project))
 
 
-def interrupted_report(project: Project) -> list[str]:
-    """What an interrupted command (Ctrl-C) left behind, and how to go on from it."""
+def interrupted_report(project: Project, *, only_open: bool = False) -> list[str]:
+    """What an interrupted command (Ctrl-C) left behind, and how to go on from it; with
+    `only_open`, nothing when nothing is open."""
     try:
         states = read_states(project)
     except Exception:  # noqa: BLE001 - the report must never hide the interruption itself
@@ -377,7 +378,7 @@ def interrupted_report(project: Project) -> list[str]:
     for state in states.values():
         if state.kind in (EDITING, BRINGING):
             lines.append(f"{state.describe()}: {state.next_step()}")
-    if not lines:
+    if not lines and not only_open:
         lines.append("nothing was left half-written (every write is atomic); run the command "
                      "again")
     return lines

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any, Protocol
 
-from patchforge.errors import PatchforgeError, ResolutionError, UsageError
+from patchforge.errors import PatchforgeError, ResolutionError, StoreDamaged, UsageError
 from patchforge.model.record import field, record
 
 _NIGHTLY_RE = re.compile(r"^nightly-([0-9a-f]{40})$")
@@ -241,6 +241,10 @@ class _Resolution:
     def commitish(self, what: str, value: str) -> str | None:
         try:
             commit = self.store.resolve_commitish(self.upstream, value)
+        except StoreDamaged:
+            # A damaged or unwritable cache says nothing of the SPEC: said as an attempt, it
+            # ended in "check the name".
+            raise
         except PatchforgeError as exc:
             self.attempts.append(f"{what} {value}: {exc.message}")
             return None
@@ -255,6 +259,8 @@ class _Resolution:
             return None
         try:
             found = walk(self.upstream, commit, ancestry)
+        except StoreDamaged:
+            raise
         except PatchforgeError as exc:
             self.attempts.append(f"{commit}{ancestry}: {exc.message}")
             return None
@@ -272,6 +278,8 @@ class _Resolution:
     def wheel(self, version: str) -> tuple[str, str] | None:
         try:
             commit, tree = self.store.import_version(self.upstream, version)
+        except StoreDamaged:
+            raise
         except PatchforgeError as exc:
             self.attempts.append(f"version {version}: {exc.message}")
             return None

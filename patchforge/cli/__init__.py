@@ -127,16 +127,18 @@ def _interrupted(exc: BaseException | None = None) -> None:
     sys.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
 
 
-def _left_behind() -> list[str]:
-    """What a command cut short (Ctrl-C, a failed write) left, and how to go on from it."""
+def _left_behind(*, only_open: bool = False) -> list[str]:
+    """What a command cut short (Ctrl-C, a failed write) left, and how to go on from it;
+    `only_open`: only what is open (a rebase, an edit), not that nothing was."""
     global _PROJECT
     project, _PROJECT = _PROJECT, None
     if project is None:
-        return ["nothing was left half-written (every write is atomic); fix the cause and run "
-                "the command again"]
+        return [] if only_open else [
+            "nothing was left half-written (every write is atomic); fix the cause and run "
+            "the command again"]
     from patchforge.state import interrupted_report
 
-    return interrupted_report(project)
+    return interrupted_report(project, only_open=only_open)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -193,6 +195,18 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
         sys.exit(0)
     except OSError as exc:  # the machine, not patchforge: a full disk, a read-only mount, EIO
         where = f": {exc.filename}" if exc.filename else ""
+        cache = _refusing_cache(exc)
+        if cache is not None:
+            # The cache, not the project: said with what to do about it (alone, the OS's
+            # message and "run the command again" failed the same way each time).
+            from patchforge.store.gitstore import unwritable_cache
+
+            refused = unwritable_cache(cache, f"{exc.strerror}{where}")
+            echo(f"patchforge: error: {neutralize(str(refused))}", err=True)
+            echo(f"hint: {neutralize(refused.hint or '')}", err=True)
+            for line in _left_behind(only_open=True):
+                echo(f"hint: {line}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
         echo(f"patchforge: error: {exc.strerror or exc}{where}", err=True)
         # What the command left, as for Ctrl-C: a rebase whose write-out failed half-way is
         # finished by --continue (or undone by --abort), never by running it again.
@@ -207,6 +221,24 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
             traceback.print_exc()
         sys.exit(EXIT_INTERNAL)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _refusing_cache(exc: OSError) -> Path | None:
+    """The cache directory when `exc` is a write it refused (read-only, not ours), else None."""
+    import errno
+
+    if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM) or not exc.filename:
+        return None
+    try:
+        from patchforge.store.gitstore import cache_dir, wheels_dir
+
+        refused = Path(os.fsdecode(exc.filename)).absolute()
+        for place in (cache_dir(), wheels_dir()):
+            if refused == place or place in refused.parents:
+                return place
+    except Exception:  # noqa: BLE001 - a bad setting is not what this error is about
+        return None
+    return None
 
 
 class _NotRaised(Exception):

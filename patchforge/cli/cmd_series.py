@@ -100,6 +100,10 @@ def new(app, name, upstream, after, description, profiles, no_edit, files):
     # one, an edit opened and left unchanged was taken for one with changes not refreshed,
     # and `new` refused), and the worktree is made from it.
     with open_store(project, bring_pins=True) as store:
+        if not no_edit:
+            # The worktree's commits go into the store: a cache that cannot take them is said
+            # before the patch is written, not after (the patch listed, its worktree not made).
+            store.require_writable()
         if files and not no_edit:
             from patchforge.ops.series import only_upstream
             from patchforge.worktree import refuse_non_files, worktree_files

@@ -16,6 +16,7 @@ Refs it writes, all under `refs/patchforge/`:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -26,7 +27,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from patchforge.errors import StoreError, UsageError
+from patchforge.errors import CacheUnwritable, StoreDamaged, StoreError, UsageError
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
@@ -123,6 +124,31 @@ def _lists_a_child_of(walk: bytes, commit: str) -> bool:
             return True
         at = walk.find(needle, end)
     return False
+
+
+# What git says when it cannot write into the store: a read-only mount, a directory it may not
+# write ("Unable to create temporary file ...", "could not lock config file ...", "unable to
+# create '...lock'", "insufficient permission for adding an object").
+_UNWRITABLE = re.compile(r"Read-only file system|Permission denied|insufficient permission")
+_UNWRITABLE_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def unwritable_cache(cache: Path, detail: str) -> CacheUnwritable:
+    """The error of a write the cache refused, naming the cache and what to do: a read-only
+    cache made `new` and `edit` say "nothing was left half-written; run the command again",
+    which failed the same way however often it was run."""
+    return CacheUnwritable(f"the cache {cache} cannot be written ({detail}), and this "
+                           "command must write to it",
+                           hint=f"nothing in the project is wrong: make {cache} writable, or "
+                                "point PATCHFORGE_CACHE at a directory patchforge may write (a "
+                                "new cache fills itself from the upstreams' sources), then run "
+                                "the command again")
+
+
+def _unwritable_line(message: str) -> str:
+    """The line of git's message that says what could not be written."""
+    line = next((ln for ln in message.splitlines() if _UNWRITABLE.search(ln)), message)
+    return re.sub(r"^.*?(?:error|fatal): ", "", line.strip())
 
 
 def _lost(rev: str, path: str, oid: str) -> StoreError:
@@ -346,8 +372,27 @@ class UpstreamStore:
         if network and is_offline():
             raise StoreError(f"offline: {what or 'git ' + args[0]} needs the network",
                              hint="run the command without --offline")
-        return run_git(*args, git_dir=self.git_dir, input=input, env=env, ok=ok, what=what,
-                       user_config=network, spool=spool)
+        try:
+            return run_git(*args, git_dir=self.git_dir, input=input, env=env, ok=ok, what=what,
+                           user_config=network, spool=spool)
+        except StoreDamaged:
+            raise
+        except StoreError as exc:
+            if _UNWRITABLE.search(exc.message) and not self.writable():
+                raise unwritable_cache(self.git_dir.parent, _unwritable_line(exc.message)) \
+                    from None
+            raise
+
+    def writable(self) -> bool:
+        """Whether this process may add objects and refs to the store (a read-only cache
+        still serves every read)."""
+        return all(os.access(self.git_dir / sub, os.W_OK) for sub in ("objects", "refs", "."))
+
+    def require_writable(self) -> None:
+        """CacheUnwritable, naming the cache, unless the store can be written: asked before a
+        command writes anything of the project that its later writes to the store complete."""
+        if not self.writable():
+            raise unwritable_cache(self.git_dir.parent, f"{self.git_dir} is not writable")
 
     def _out(self, *args: str, **kw) -> str:
         return self._run(*args, **kw).stdout.decode("utf-8", "surrogateescape")
@@ -970,7 +1015,13 @@ class UpstreamStore:
 
     def _write_object(self, kind: bytes, data: bytes) -> str:
         """One object into the store, as a loose object (store/objects.py), without git."""
-        oid = write_loose(self.git_dir, kind, data)
+        try:
+            oid = write_loose(self.git_dir, kind, data)
+        except OSError as exc:
+            if exc.errno not in _UNWRITABLE_ERRNOS:
+                raise
+            raise unwritable_cache(self.git_dir.parent, f"{exc.strerror}: {exc.filename}") \
+                from None
         self._present.add(oid)  # reading it back asks no presence check of git
         return oid
 

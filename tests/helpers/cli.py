@@ -102,3 +102,32 @@ def run_on_pty(cmd, cwd, env) -> tuple[int, bytes]:
         return proc.wait(timeout=120), b"".join(chunks)
     finally:
         os.close(master)
+
+
+def run_with_read_only(directory: Path, root: Path | None, *args: str,
+                       env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`python -m patchforge [--root ROOT] ARGS` in a new process that cannot write
+    `directory`: a read-only bind mount in a mount namespace of its own for root (whom file
+    modes do not stop), the directory's write bits taken away (and given back) for anyone
+    else. Skips the test where neither can be had."""
+    import pytest
+
+    argv = (["--root", str(root)] if root is not None else []) + [str(a) for a in args]
+    command = [sys.executable, "-m", "patchforge", *argv]
+    full_env = {**os.environ, **(env or {})}
+    if os.geteuid() != 0:
+        modes = {p: p.stat().st_mode for p in [directory, *directory.rglob("*")]
+                 if not p.is_symlink()}
+        for path, mode in modes.items():
+            path.chmod(mode & ~0o222)
+        try:
+            return subprocess.run(command, capture_output=True, env=full_env, timeout=300)
+        finally:
+            for path, mode in modes.items():
+                path.chmod(mode)
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("no mount namespace to make a read-only directory in (unshare -m)")
+    script = 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" && shift && exec "$@"'
+    return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(directory), *command],
+                          capture_output=True, env=full_env, timeout=300)
