@@ -80,14 +80,36 @@ def bring_pins(project: Project, store: UpstreamStore,
     """Bring each (upstream, pin) whose revision `store` lacks into it (ensure_pinned), a
     revision named twice once; those present cost one cat-file lookup together. Returns the
     upstreams brought in."""
-    missing = set(store.missing_objects([pin.commit for _, pin in pins]))
+    # One round asks each commit's tree: a missing commit has none, a present one's is
+    # checked against the lock.
+    trees = store.trees_of([pin.commit for _, pin in pins])
     brought = []
     for upstream, pin in pins:
-        if pin.commit in missing:
+        tree = trees.get(pin.commit)
+        if tree is None:
             ensure_pinned(project, store, upstream, pin)
-            missing.discard(pin.commit)
+            trees[pin.commit] = pin.tree
             brought.append(upstream)
+        else:
+            check_locked_tree(project, upstream, pin, tree)
     return brought
+
+
+def check_locked_tree(project: Project, name: str, pin: UpstreamPin, tree: str) -> None:
+    """The lock's `tree` is the tree of the commit beside it, or the lock is refused (exit 2)
+    naming upstream.lock and the line: a lock whose commit was edited (by hand, or a merge that
+    took one side's commit and the other's tree) says two revisions at once, and nothing may
+    pick one of them silently."""
+    if tree == pin.tree:
+        return
+    from patchforge.formats.lockfile import lock_line_of
+
+    raise ConfigError(f"upstreams.{name}.tree: {pin.tree} is not the tree of the locked commit "
+                      f"{pin.commit} (its tree is {tree}): the lock names two revisions",
+                      path=str(project.lock_path),
+                      line=lock_line_of(project.lock_path, f"upstreams.{name}.tree"),
+                      hint=f"restore upstream.lock from version control, or re-pin {name}: "
+                           f"`patchforge upstream pin {name} --at SPEC --force`")
 
 
 def _wheel_version(spec: str) -> str:
@@ -169,6 +191,7 @@ def ensure_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
     """
     try:
         what = _bring_pinned(project, store, name, pin)
+        check_locked_tree(project, name, pin, store.tree_id(pin.commit))
         logs.info("patchforge.resolve", "%s: %s %s (%s)", name, pin.label, what, pin.commit[:12])
         return what
     except StoreError as exc:

@@ -482,9 +482,13 @@ def test_a_git_pin_must_be_a_commit_of_its_own_source(tmp_path):
     _git_stack(tmp_path / "a", str(tmp_path / "fork"))
     b = tmp_path / "b"
     _git_stack(b, str(tmp_path / "other"))
-    # B's lock edited to name A's commit: the store holds it, but not as a commit of B's source.
+    # B's lock edited to name A's commit (and its tree, as a whole pin would): the store holds
+    # it, but not as a commit of B's source.
+    from helpers.git import git
+
     doc = lock_doc(b)
     doc["upstreams"]["vllm"]["commit"] = fork
+    doc["upstreams"]["vllm"]["tree"] = git(tmp_path / "fork", "rev-parse", "HEAD^{tree}").strip()
     (b / "upstream.lock").write_text(json.dumps(doc))
     run = run_cli(b, "fetch")
     assert run.rc == 2 and f"the locked commit {fork} is not a commit of" in run.err
@@ -572,6 +576,45 @@ def test_a_pin_of_another_kind_than_the_configured_upstream_is_refused(tmp_path)
         assert f"upstream.lock:{line}: upstreams.vllm.kind: vllm is pinned as a dir upstream, " \
             "but patchforge.toml configures it as git" in run.err, (command, run.err)
     assert tree_bytes(b) == before
+
+
+@pytest.mark.parametrize("edit", ["tree", "commit"])
+def test_a_lock_whose_tree_is_not_its_commits_is_refused_naming_its_line(tmp_path, edit):
+    """A lock whose `tree` is not the tree of the commit beside it (its tree edited, or its
+    commit moved to another revision of the same source without the tree, as a merge of two
+    re-pins can leave it): the tree was never read, so every command took the commit and
+    said nothing. Refused by every command that reads the pin, exit 2, naming upstream.lock
+    and the tree's line, nothing written; `upstream pin --force` makes it whole."""
+    from helpers.git import commit_files
+
+    upstream = tmp_path / "up"
+    _tagged_repo(upstream, b"released\n")
+    root = tmp_path / "a"
+    pin = _git_stack(root, str(upstream))
+    ok(root, "new", "fix", "--file", "a.py")
+    (root / ".patchforge/work/vllm/a.py").write_bytes(b"released, fixed\n")
+    ok(root, "refresh")
+    ok(root, "overlays")
+    doc = lock_doc(root)
+    if edit == "tree":
+        doc["upstreams"]["vllm"]["tree"] = "1" * 40
+    else:
+        doc["upstreams"]["vllm"]["commit"] = commit_files(upstream, {"a.py": b"later\n"},
+                                                          "later")
+    (root / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    line = next(n for n, text in enumerate((root / "upstream.lock").read_text().splitlines(), 1)
+                if '"tree"' in text)
+    before = tree_bytes(root)
+    for command in (["status"], ["fetch"], ["overlays"], ["overlays", "--check"],
+                    ["edit", "fix"], ["lint", "--no-forge"], ["rebase", "--to", "vllm=v1"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.text)
+        assert f"upstream.lock:{line}: upstreams.vllm.tree: " in run.err, (command, run.err)
+        assert "is not the tree of the locked commit" in run.err, run.err
+    assert tree_bytes(root) == before
+    ok(root, "upstream", "pin", "vllm", "--at", "v1", "--force")
+    assert lock_doc(root)["upstreams"]["vllm"]["tree"] == pin["tree"]
+    ok(root, "overlays", "--check")
 
 
 def test_a_tampered_wheel_sha256_is_refused_with_a_warm_store(tmp_path, monkeypatch):

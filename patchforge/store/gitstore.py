@@ -608,11 +608,14 @@ class UpstreamStore:
             raise StoreError(f"blob {oid} is not in the upstream store")
         return got[2]
 
-    def missing_objects(self, oids: list[str]) -> list[str]:
-        """Those of `oids` the store does not have, asked of cat-file in one round."""
-        asked = [oid for oid in dict.fromkeys(oids) if _HEXABBREV.fullmatch(oid)]
-        answers = dict(zip(asked, self._cat.query(asked) if asked else []))
-        return [oid for oid in dict.fromkeys(oids) if answers.get(oid) is None]
+    def trees_of(self, commits: list[str]) -> dict[str, str | None]:
+        """Each commit's tree id, None for one the store does not have, asked of cat-file in
+        one round."""
+        asked = [c for c in dict.fromkeys(commits) if _HEXABBREV.fullmatch(c)]
+        answers = self._cat.query([f"{c}^{{tree}}" for c in asked]) if asked else []
+        trees: dict[str, str | None] = dict.fromkeys(commits)
+        trees.update((c, got[0] if got is not None else None) for c, got in zip(asked, answers))
+        return trees
 
     def has_object(self, oid: str) -> bool:
         """Whether `oid` exists (in a partial clone, a promisor may be asked for it)."""
