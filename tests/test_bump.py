@@ -379,12 +379,39 @@ def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean)
     rendered = render_markdown(doc)
     assert "<!--" not in rendered and "<img" not in rendered and "<details>" not in rendered
     assert rendered.count("&lt;!-- &lt;img src=x> &lt;details>") == 3
+    # The range-diff's block is closed only after the whole range-diff, whatever runs of
+    # backticks it quotes (a failed range-diff says git's message, a line of its own).
+    text = "(no range-diff: git said\n```\n" + hostile + "\n`````\nand more)"
+    doc["rebase"]["range_diff"] = text + "\n"
+    assert _fenced_blocks(render_markdown(doc)) == [text]
     # Again, now up to date: the same pull request is updated, not a second one opened.
     code, out, err = clean.bump("--to", f"nightly-{clean.c3}", "--open-pr", "--json")
     assert code == 0, err
     again = json.loads(out)
     assert again["outcome"] == "up-to-date" and again["pull_request"]["action"] == "updated"
     assert len([r for r in clean.forge.requests if r.method == "POST"]) == 1
+
+
+def _fenced_blocks(markdown: str) -> list[str]:
+    """The contents of the backtick-fenced code blocks of `markdown`, read as CommonMark reads
+    them: an opening fence of three or more backticks (indented at most three spaces), closed
+    by the first line of at least as many backticks and nothing else."""
+    import re
+
+    blocks, lines, at = [], markdown.split("\n"), 0
+    while at < len(lines):
+        opening = re.fullmatch(r" {0,3}(`{3,})[^`]*", lines[at])
+        at += 1
+        if not opening:
+            continue
+        body = []
+        while at < len(lines) and not re.fullmatch(r" {0,3}`{%d,} *" % len(opening.group(1)),
+                                                   lines[at]):
+            body.append(lines[at])
+            at += 1
+        at += 1
+        blocks.append("\n".join(body))
+    return blocks
 
 
 def test_conflict_leaves_the_rebase_stopped_and_needs_a_person(tmp_path, registry_server,
