@@ -736,3 +736,38 @@ def test_move_after_a_patch_of_another_series_says_where_that_one_is(tmp_path):
         assert run.rc == 2, run.text
         assert "no patch named other.patch in the up series (it is in the two series" in run.err
     assert tree_bytes(stack.root / "series") == before
+
+
+def test_names_as_list_prints_them_are_taken_where_a_patch_is_named(tmp_path):
+    """`list` prints UPSTREAM/NAME.patch, and every command that finds a patch takes it so;
+    `rename OLD up/NEW`, `new up/NAME` and `--after up/X` (of new and move) refused it as a
+    patch name that cannot hold '/'. They take it now, and refuse, nothing written, a prefix
+    that is no configured upstream or another series than the patch's."""
+    from helpers.project import Stack
+    from helpers.upstream import Upstream
+
+    stack = Stack(tmp_path / "stack")
+    for name in ("up", "two"):
+        stack.add_upstream(name, Upstream(tmp_path / f"{name}-src", {"a.py": b"a = 1\n"}))
+    stack.add_patch("up", "fix", {"a.py": b"a = 2\n"})
+    root = stack.root
+    listed = ok(root, "list").out
+    assert "up/fix.patch" in listed
+    ok(root, "rename", "up/fix.patch", "up/renamed.patch")
+    ok(root, "rename", "up/renamed", "up/fix")
+    ok(root, "new", "up/second", "--no-edit")
+    ok(root, "new", "third.patch", "--upstream", "up", "--after", "up/fix.patch", "--no-edit")
+    ok(root, "move", "second", "--after", "up/fix")
+    assert stack.series("up") == ["fix.patch", "second.patch", "third.patch"]
+    before = tree_bytes(root)
+    for args, says in [
+            (["rename", "fix", "two/fix"], "a patch stays in its upstream's series"),
+            (["rename", "fix", "nowhere/fix"], "'nowhere' is no configured upstream (up, two)"),
+            (["new", "two/x", "--upstream", "up", "--no-edit"], "names the two series"),
+            (["new", "nowhere/x", "--no-edit"], "'nowhere' is no configured upstream"),
+            (["move", "third", "--after", "two/fix"], "names the two series"),
+            (["new", "y", "--upstream", "up", "--after", "two/fix", "--no-edit"],
+             "names the two series")]:
+        run = run_cli(root, *args)
+        assert run.rc == 2 and says in run.err, (args, run.err)
+        assert tree_bytes(root) == before, args

@@ -92,10 +92,12 @@ def show(app, name, as_json, raw, stat_only, no_pager):
 def new(app, name, upstream, after, description, profiles, no_edit, files):
     """Start a new, empty patch (and open its worktree)."""
     from patchforge.pins import open_store
-    from patchforge.ops.series import new_patch
+    from patchforge.ops.series import in_series_of, new_patch
     from patchforge.worktree import open_worktree
 
     project = app.project()
+    # `new UP/NAME`, as `list` prints names, is `new NAME --upstream UP`.
+    upstream, name = in_series_of(project, name, upstream, "new")
     # One store for the whole command: `new` looks at an open edit's changes with it (without
     # one, an edit opened and left unchanged was taken for one with changes not refreshed,
     # and `new` refused), and the worktree is made from it.

@@ -369,6 +369,25 @@ def check_profiles(project: Project, profiles: str) -> None:
                          f"{', '.join(project.config.profiles)})")
 
 
+def in_series_of(project: Project, name: str, upstream: str | None,
+                 what: str) -> tuple[str | None, str]:
+    """A patch name as `list` prints it (`UPSTREAM/NAME`) or bare: (the upstream it names, else
+    `upstream`; the bare name). A prefix that is no configured upstream, or another than
+    `upstream`, is refused naming both: the name with its prefix was refused as a patch name
+    that cannot hold '/', though it was the one `list` showed."""
+    prefix, slash, bare = name.partition("/")
+    if not slash:
+        return upstream, name
+    configured = project.upstream_names()
+    if prefix not in configured:
+        raise UsageError(f"{what} {name!r}: {prefix!r} is no configured upstream "
+                         f"({', '.join(configured) or 'none'}), and a patch name holds no '/'")
+    if upstream is not None and prefix != upstream:
+        raise UsageError(f"{what} {name!r} names the {prefix} series, but this is the "
+                         f"{upstream} series: a patch stays in its upstream's series")
+    return prefix, bare
+
+
 def only_upstream(project: Project) -> str:
     """The one configured upstream, for a command given no --upstream; else a UsageError that
     says what there is."""
@@ -385,6 +404,7 @@ def only_upstream(project: Project) -> str:
 def new_patch(project: Project, name: str, *, upstream: str | None = None, after: str | None = None,
               description: str | None = None, profiles: str | None = None,
               store: UpstreamStore | None = None) -> tuple[str, str]:
+    upstream, name = in_series_of(project, name, upstream, "new")
     if upstream is None:
         upstream = only_upstream(project)
     project.config.upstream(upstream)
@@ -412,7 +432,7 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
         # Read the series under the lock: two `new` at once must not lose an entry.
         series = project.read_series(upstream)
         if after is not None:
-            after = patch_file_name(after)
+            after = patch_file_name(in_series_of(project, after, upstream, "--after")[1])
             if after not in series.names:
                 raise UsageError(f"no patch named {after} in the {upstream} series"
                                  + _in_another_series(project, upstream, after))
@@ -555,14 +575,19 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
     names NEW takes NEW away again (the project is as it was); a kill leaves NEW unlisted
     beside OLD, or OLD unlisted beside NEW, both the same bytes, and running the same rename
     again finishes it."""
+    new_upstream, new = in_series_of(project, new, None, "NEW")
     new_file = patch_file_name(checked_patch_name(new))
     try:
         upstream, old_file = project.find_patch(old)
     except UsageError:
-        finished = _finish_cut_rename(project, old, new_file)
+        finished = _finish_cut_rename(project, old, new_file, new_upstream)
         if finished is None:
             raise
         return finished
+    if new_upstream not in (None, upstream):
+        raise UsageError(f"NEW {new_upstream}/{new} names the {new_upstream} series, but "
+                         f"{old_file} is in the {upstream} series: a patch stays in its "
+                         "upstream's series")
     require_state(project, "rename", [upstream])
     new_path = project.patch_path(upstream, new_file)
     with RepoLock(project.state_dir):
@@ -601,13 +626,15 @@ def _file_bytes(path: Path) -> bytes | None:
         return None
 
 
-def _finish_cut_rename(project: Project, old: str, new_file: str) -> tuple[str, str] | None:
+def _finish_cut_rename(project: Project, old: str, new_file: str,
+                       new_upstream: str | None) -> tuple[str, str] | None:
     """A rename a kill cut short after the series named NEW: OLD's file is still there, the
     same bytes as NEW's. Its removal (and the open edit's state) finishes it."""
     wanted, _, name = old.rpartition("/")
     old_file = patch_file_name(name)
     for upstream in project.upstream_names():
-        if wanted not in ("", upstream) or old_file == new_file or \
+        if wanted not in ("", upstream) or new_upstream not in (None, upstream) or \
+                old_file == new_file or \
                 new_file not in project.patch_names(upstream):
             continue
         old_path = project.patch_path(upstream, old_file)
@@ -660,7 +687,7 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
     require_state(project, "move", [upstream], store=store)
     series = project.read_series(upstream)
     if after is not None:
-        after = patch_file_name(after)
+        after = patch_file_name(in_series_of(project, after, upstream, "--after")[1])
         if after not in series.names:
             raise UsageError(f"no patch named {after} in the {upstream} series"
                              + _in_another_series(project, upstream, after))
