@@ -771,3 +771,26 @@ def test_names_as_list_prints_them_are_taken_where_a_patch_is_named(tmp_path):
         run = run_cli(root, *args)
         assert run.rc == 2 and says in run.err, (args, run.err)
         assert tree_bytes(root) == before, args
+
+
+def test_a_fix_whose_profiles_list_is_empty_is_never_taken_for_every_profile(tmp_path):
+    """`new --profiles "$UNSET"` made a fix for every profile, and so did a `Profiles:` line
+    whose names were lost: overlays put a one-profile fix into every profile's tree. Both are
+    refused (exit 2), naming the option or the file and line; nothing is written."""
+    root, _ = git_project(tmp_path, profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
+    make_patch(root, "fix", {"a.py": (b"line2\n", b"LINE2\n")}, extra=["--profiles", "gfx942"])
+    before = tree_bytes(root)
+    for value in ("", " , "):
+        run = run_cli(root, "new", "other", "--profiles", value, "--no-edit")
+        assert run.rc == 2 and "names no profile" in run.err, run.err
+    assert tree_bytes(root) == before
+    path = root / "series/up/fix.patch"
+    replace_in(path, b"Profiles: gfx942\n", b"Profiles:\n")
+    line = path.read_bytes().split(b"\n").index(b"Profiles:") + 1
+    for command in (["overlays"], ["status"], ["list"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2 and f"fix.patch:{line}: 'Profiles:' lists no profile" in run.err, \
+            (command, run.text)
+    assert not (root / "overlays").exists()
+    run = run_cli(root, "lint", "--no-forge")  # a finding of its own
+    assert run.rc == 1 and f"fix.patch:{line}: 'Profiles:' lists no profile" in run.out

@@ -108,7 +108,6 @@ def _write(path: Path, data: bytes) -> Path:
     # A second value of a one-value field: a reviewer may read it, patchforge reads the first.
     (FIELDS + b"Upstream-Status: Submitted [https://x/pull/1]\n",
      "Upstream-Status is written 2 times", "error"),
-    (FIELDS + b"Upstream: up\nUpstream: other\n", "Upstream is written 2 times", "error"),
 ])
 def test_header_findings(env, tmp_path, monkeypatch, fields, expected, severity):
     root = env.fresh(tmp_path, monkeypatch)
@@ -117,6 +116,17 @@ def test_header_findings(env, tmp_path, monkeypatch, fields, expected, severity)
     found = [f for f in findings(doc, "header", "fix.patch") if expected in f["message"]]
     assert found and found[0]["severity"] == severity, doc
     assert rc == (1 if severity == "error" else 0)
+
+
+def test_a_deciding_field_written_twice_is_a_parse_error(env, tmp_path, monkeypatch):
+    """A second Upstream (Base, Profiles, Drop-When) is refused when the patch is read, by
+    every command: lint reports it as the patch's parse error, naming its line."""
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS + b"Upstream: up\nUpstream: other\n"))
+    rc, doc = lint_json(root, "--no-forge")
+    found = [f for f in findings(doc, "parse", "fix.patch")
+             if "'Upstream:' is written twice" in f["message"]]
+    assert found and found[0]["severity"] == "error" and rc == 1, doc
 
 
 def test_origin_without_author_is_enough(env, tmp_path, monkeypatch):

@@ -337,3 +337,32 @@ def test_a_deciding_field_spelled_nearly_right_is_refused(line, meant):
     assert parse_patch_file(right, "p.patch").get(meant) is not None, right
     prose = b"Description: fix\n\n" + line + b"\n---\n"
     assert parse_patch_file(prose, "p.patch").description.startswith(line)
+
+
+@pytest.mark.parametrize("lines, line, says", [
+    (b"Profiles:\n", 3, "lists no profile"),
+    (b"Profiles: , \n", 3, "lists no profile"),
+    (b"Profiles: gfx942\nProfiles: gfx950\n", 4, "'Profiles:' is written twice (first at line 3)"),
+    (b"Drop-When: vllm>=0.34\nDrop-When: merged\n", 4, "'Drop-When:' is written twice"),
+    (b"Base: " + b"1" * 40 + b"\nbase: " + b"2" * 40 + b"\n", 4, "'Base:' is written twice"),
+    (b"Upstream: a\nUpstream: b\n", 4, "'Upstream:' is written twice")])
+def test_an_empty_profiles_field_or_a_deciding_field_written_twice_is_refused(lines, line,
+                                                                             says):
+    """An empty `Profiles:` was read as no field, a fix for every profile: a list whose names
+    an editor or a merge lost deployed a one-profile fix everywhere, without a word. A second
+    `Profiles:` was read by `pr` (both lines) and not by overlays (the first only). Refused by
+    every command that reads the patch, naming the line."""
+    data = b"Description: fix the thing\nAuthor: A <a@example.com>\n" + lines + b"\nWhy.\n---\n"
+    with pytest.raises(InputError) as info:
+        parse_patch_file(data, "p.patch")
+    assert info.value.path == "p.patch" and info.value.line == line, str(info.value)
+    assert says in str(info.value)
+
+
+def test_a_folded_profiles_field_and_several_keeps_lines_are_read_as_before():
+    data = (b"Description: fix\nProfiles:\n gfx942, gfx950\nKeeps: a.py: one\nKeeps: a.py: two\n"
+            b"\nWhy.\n---\n")
+    from patchforge.apply.series import patch_profiles
+
+    patch = parse_patch_file(data, "p.patch")
+    assert patch_profiles(patch) == ("gfx942", "gfx950") and len(patch.get_all("Keeps")) == 2

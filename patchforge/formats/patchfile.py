@@ -330,6 +330,7 @@ def parse_patch_file(data: bytes, source: str = "<patch>", *,
     first = 1 + (preamble + b"".join(f.raw for f in fields) + gap).count(b"\n")
     _check_description(description + separator, source, first)
     _check_deciding_spellings(fields, source, 1 + preamble.count(b"\n"))
+    _check_deciding_values(fields, source, 1 + preamble.count(b"\n"))
     _check_no_stranded_field(description, gap, source, first)
     pf = PatchFile(preamble, tuple(fields), description, separator, diff, gap, source)
     if diff:
@@ -398,6 +399,36 @@ def _check_deciding_spellings(fields: list[HeaderField], source: str, first_line
             raise InputError(f"'{f.name}:' is not a field patchforge reads: "
                              f"{_NEAR_MISS_CONSEQUENCE[meant]}", path=source, line=line,
                              hint=f"write it as '{meant}:'")
+        line += f.raw.count(b"\n")
+
+
+# The deciding fields a patch has one of: a second one was read by some commands and not by
+# others (overlays took a fix to the first `Profiles:` line's profiles, `pr` to both lines').
+_SINGLE_DECIDING = {"profiles": "Profiles", "drop-when": "Drop-When", "base": "Base",
+                    "upstream": "Upstream"}
+
+
+def _check_deciding_values(fields: list[HeaderField], source: str, first_line: int) -> None:
+    """Refuse a deciding field written twice, and a `Profiles:` that lists no profile: a fix
+    without the field is for every profile, and an empty one read the same, so a list whose
+    names were lost (cut by an editor, a merge) deployed a one-profile fix everywhere."""
+    line = first_line
+    seen: dict[str, int] = {}  # field -> the line it was first written on
+    for f in fields:
+        name = f.name.lower()
+        if name in _SINGLE_DECIDING:
+            canon = _SINGLE_DECIDING[name]
+            if name in seen:
+                raise InputError(f"'{canon}:' is written twice (first at line {seen[name]}): "
+                                 "a patch has one, and commands would disagree on which "
+                                 "counts", path=source, line=line,
+                                 hint=f"join them into one '{canon}:' line")
+            seen[name] = line
+            if name == "profiles" and not f.value.replace(",", " ").split():
+                raise InputError("'Profiles:' lists no profile, and would be read as every "
+                                 "profile", path=source, line=line,
+                                 hint="name the profiles the fix is for (`Profiles: gfx942`), or "
+                                      "remove the line: a fix without one is for every profile")
         line += f.raw.count(b"\n")
 
 

@@ -270,7 +270,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     fields = [("Description", description or f"Overlay {Path(overlay).name} for {path}"),
               ("Author", default_author()), ("Origin", f"vendor, overlay {Path(overlay).name}"),
               ("Upstream-Status", "Pending"), ("Upstream", upstream), ("Base", pin.commit)]
-    if profiles:
+    if profiles is not None:
         check_profiles(project, profiles)
         fields.append(("Profiles", profiles))
     fields.append(("Last-Update", today()))

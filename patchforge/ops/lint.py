@@ -251,7 +251,8 @@ def _valid_date(text: str) -> bool:
 
 # Fields that hold one value: patchforge reads the first of them (PatchFile.get), so a second
 # one (a reviewer may read that) is never what it acts on. Author, Bug, Reviewed-by and Keeps
-# may repeat.
+# may repeat. (A second Upstream, Base, Profiles or Drop-When, which decide what is deployed,
+# is refused when the patch is read: formats/patchfile.py.)
 _SINGLE_FIELDS = ("Description", "Origin", "Forwarded", "Applied-Upstream", "Upstream-Status",
                   "Last-Update", "Upstream", "Base", "Profiles", "Drop-When")
 

@@ -362,7 +362,13 @@ def refuse_case_twin(project: Project, upstream: str, file_name: str,
 
 
 def check_profiles(project: Project, profiles: str) -> None:
-    """`--profiles` of `new` and `import overlay`: every name a declared profile."""
+    """`--profiles` of `new` and `import overlay`: every name a declared profile, and one at
+    least (a `Profiles:` field listing none is refused when read: `--profiles "$UNSET"`
+    would have made a fix for every profile)."""
+    if not patch_profiles_of(profiles):
+        raise UsageError(f"--profiles {profiles!r} names no profile",
+                         hint="name the profiles the fix is for, or leave --profiles out: a fix "
+                              "is then for every profile")
     unknown = unknown_profiles(patch_profiles_of(profiles), list(project.config.profiles))
     if unknown:
         raise UsageError(f"unknown profile {unknown[0]!r} (configured: "
@@ -413,7 +419,7 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
     pin = project.lock.pin(upstream)
     fields = [("Description", description or name), ("Author", default_author()),
               ("Upstream-Status", "Pending"), ("Upstream", upstream), ("Base", pin.commit)]
-    if profiles:
+    if profiles is not None:
         check_profiles(project, profiles)
         fields.append(("Profiles", profiles))
     fields.append(("Last-Update", today()))
