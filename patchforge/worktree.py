@@ -821,8 +821,9 @@ def _kept_diffs(project: Project, upstream: str, name: str) -> list[bytes]:
 
 
 def require_state(project: Project, command: str, upstreams, *,
-                  store: UpstreamStore | None = None) -> None:
-    """patchforge.state.require, with the check of an open edit's unrefreshed changes."""
+                  store: UpstreamStore | None = None) -> dict:
+    """patchforge.state.require, with the check of an open edit's unrefreshed changes.
+    Returns the states it allowed (for `require_state_still`)."""
     from patchforge.state import require
 
     def has_unrefreshed(upstream, _state) -> bool:
@@ -831,18 +832,35 @@ def require_state(project: Project, command: str, upstreams, *,
             return current is not None  # without the store, assume the worst
         return unrefreshed(project, store, upstream, current)
 
-    require(project, command, upstreams, unrefreshed=has_unrefreshed)
+    states = require(project, command, upstreams, unrefreshed=has_unrefreshed)
     if command in LEDGER_WRITERS:
         require_readable_history(project)
+    return states
+
+
+def require_state_still(project: Project, command: str, upstreams, allowed: dict, *,
+                        store: UpstreamStore | None = None) -> None:
+    """Under the project lock: the states `require_state` allowed before it (`allowed`) are
+    still the states, or the command is asked again. Checked only before the lock, a rebase
+    run meanwhile (stopped on a conflict) let a `delete` take a patch out of the series the
+    stop's journal holds, and its `--continue` could not go on."""
+    from patchforge.state import IDLE, UpstreamState, read_states
+
+    now = read_states(project)
+    if all(now.get(u, UpstreamState(u, IDLE)) == allowed.get(u, UpstreamState(u, IDLE))
+           for u in upstreams):
+        return
+    require_state(project, command, upstreams, store=store)
 
 
 def close_edit(project: Project, store: UpstreamStore, upstream: str, *,
                discard: bool = False) -> None:
     """`edit --close`: end the open edit of `upstream`; refused while its worktree holds
     changes not refreshed, unless `discard`."""
-    require_state(project, "edit --close --discard" if discard else "edit --close", [upstream],
-                  store=store)
+    command = "edit --close --discard" if discard else "edit --close"
+    allowed = require_state(project, command, [upstream], store=store)
     with RepoLock(project.state_dir):
+        require_state_still(project, command, [upstream], allowed, store=store)
         close_worktree(project, upstream)
 
 

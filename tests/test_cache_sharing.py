@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from helpers.cli import run_subprocess, run_with_read_only
 from helpers.project import OneUpstreamStack
 
@@ -67,3 +69,132 @@ def test_a_read_only_cache_serves_reads_and_names_itself_for_a_fetch(tmp_path):
     _says_the_cache(rebase.stderr)
     assert s.snapshot() == before
     assert not (s.root / ".patchforge" / "rebase").exists()
+
+
+# --------------------------------------------------------------------------------------------
+# Two processes on one cache at the same moment
+
+def _start(root: Path, *args: str):
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(root), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _together(*runs: tuple[Path, tuple[str, ...]]) -> list[tuple[int, bytes, bytes]]:
+    """Each (root, args) started at once, all waited for: (exit code, stdout, stderr) each."""
+    procs = [_start(root, *args) for root, args in runs]
+    out = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=300)
+        out.append((proc.returncode, stdout, stderr))
+    return out
+
+
+def _two_stacks(tmp_path: Path) -> tuple[OneUpstreamStack, OneUpstreamStack]:
+    stacks = []
+    for name in ("a", "b"):
+        s = OneUpstreamStack(tmp_path / name, FILES)
+        s.add_fix("fix", "a.py", FILES["a.py"], FILES["a.py"].replace(b"line 5\n", b"five\n"))
+        s.commit({"a.py": FILES["a.py"].replace(b"line 20\n", b"twenty\n")}, "v2", tag="v2")
+        stacks.append(s)
+    return stacks[0], stacks[1]
+
+
+def test_two_stacks_fetch_into_a_new_cache_at_the_same_moment(tmp_path, monkeypatch):
+    """Two projects of different upstreams (two CI jobs on one runner) fetching into an empty
+    cache at once: the store is made once, each upstream's configuration and refs are its own,
+    and each project's commands then work from it."""
+    a, b = _two_stacks(tmp_path)
+    for round_ in range(3):
+        monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / f"cache-{round_}"))
+        for rc, out, err in _together((a.root, ("fetch",)), (b.root, ("fetch",)),
+                                      (a.root, ("status", "--against", "up=v2")),
+                                      (a.root, ("overlays",)), (b.root, ("overlays",))):
+            assert rc == 0, err.decode()
+        for s in (a, b):
+            run_subprocess(s.root, "status", expect=0)
+            run_subprocess(s.root, "overlays", "--check", expect=0)
+
+
+def test_a_rebase_beside_another_stacks_commands_on_one_cache(tmp_path):
+    """One project rebases onto a new tag while another, on the same cache, fetches the same
+    kind of tag, builds overlays and asks status: each answers what it answers alone."""
+    a, b = _two_stacks(tmp_path)
+    for s in (a, b):
+        run_subprocess(s.root, "overlays", expect=0)
+    alone = run_subprocess(b.root, "status", "--against", "up=v2", "--json", expect=0).stdout
+    results = _together((a.root, ("rebase", "--to", "up=v2")),
+                        (b.root, ("status", "--against", "up=v2", "--json")),
+                        (b.root, ("overlays",)), (a.root, ("status",)))
+    for rc, out, err in results:
+        assert rc == 0, err.decode()
+    assert results[1][1] == alone
+    assert a.lock()["upstreams"]["up"]["label"] == "v2"
+    run_subprocess(a.root, "overlays", "--check", expect=0)
+    run_subprocess(b.root, "overlays", "--check", expect=0)
+
+
+def _stopped_at_first_lock(root: Path, *args: str):
+    """`patchforge ARGS` started and stopped (SIGSTOP) just before it first takes the project
+    lock; returned once it is stopped (waitpid sees it), to be continued with SIGCONT."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PATCHFORGE_FAULT": "lock:1", "PATCHFORGE_FAULT_MODE": "stop"}
+    proc = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(root), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    _, status = os.waitpid(proc.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), proc.communicate()
+    return proc
+
+
+def test_overlays_never_write_the_series_a_rebase_beside_them_replaced(tmp_path):
+    """`overlays` built the overlays of the series and lock as it read them, then took the
+    project lock to write them: a rebase run meanwhile (another terminal, a bump in CI) had
+    written the new series, lock and overlays, and `overlays` wrote the old ones over them.
+    overlays --check then said the stack had drifted, and a deployment got the old base's
+    files. `overlays` now holds the lock from before it reads anything."""
+    import signal
+
+    s, _ = _two_stacks(tmp_path)
+    run_subprocess(s.root, "overlays", expect=0)
+    proc = _stopped_at_first_lock(s.root, "overlays")
+    run_subprocess(s.root, "rebase", "--to", "up=v2", expect=0)
+    os.kill(proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err.decode()
+    assert s.lock()["upstreams"]["up"]["label"] == "v2"
+    run_subprocess(s.root, "overlays", "--check", expect=0)
+
+
+@pytest.mark.parametrize("command", [("delete", "late"), ("rename", "late", "later"),
+                                     ("move", "late", "--first"), ("new", "other", "--no-edit"),
+                                     ("upstream", "pin", "up", "--at", "v2", "--force")])
+def test_a_command_that_waited_for_the_lock_is_refused_by_a_stop_made_meanwhile(tmp_path,
+                                                                                command):
+    """A command asked whether the state allowed it, then took the project lock: a rebase
+    that stopped on a conflict in between (another terminal) left a stop the command may not
+    act in, and it acted all the same (`delete` took a patch out of the series the stop's
+    journal holds, and `rebase --skip` then refused: the patch file changed while stopped).
+    Asked again under the lock, it is refused, exit 2, naming the stop; nothing written, and
+    the stop goes on as if the command had never run."""
+    import signal
+
+    s = OneUpstreamStack(tmp_path, FILES)
+    s.add_fix("fix", "a.py", FILES["a.py"], FILES["a.py"].replace(b"line 15\n", b"fifteen\n"))
+    s.add_fix("late", "a.py", FILES["a.py"], FILES["a.py"].replace(b"line 25\n", b"late\n"))
+    s.commit({"a.py": FILES["a.py"].replace(b"line 15\n", b"FIFTEEN\n")}, "v2", tag="v2")
+    run_subprocess(s.root, "overlays", expect=0)
+    before = s.snapshot()
+    proc = _stopped_at_first_lock(s.root, *command)
+    run_subprocess(s.root, "rebase", "--to", "up=v2", expect=3)
+    stopped = s.snapshot()
+    os.kill(proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, (out + err).decode()
+    assert "refused: up: a rebase is stopped at fix.patch" in err.decode(), err.decode()
+    assert s.snapshot() == stopped
+    run_subprocess(s.root, "rebase", "--abort", expect=0)
+    assert s.snapshot() == before

@@ -1,6 +1,7 @@
 """`overlays` and `verify`."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -28,42 +29,20 @@ PINNED_IMAGE = "@pinned"  # `--image` without a value: the image upstream.lock p
 def overlays(app, profiles, check, as_json, output_format):
     """Regenerate overlays, SHA256SUMS, manifest.json and the compose mounts."""
     from patchforge.fsutil import RepoLock
-    from patchforge.pins import open_store
-    from patchforge.overlay import build_overlays, check_overlays, write_overlays
+    from patchforge.overlay import check_overlays, write_overlays
 
     project = app.project()
-    if check:
-        busy = announce_state(project, as_json=as_json)
-    else:
-        from patchforge.state import require
-
-        # A rebase in progress writes the overlays of its new series at its end (and --abort
-        # puts the old ones back): overlays written now would be of neither.
-        require(project, "overlays", project.upstream_names())
-    from patchforge.state import refuse_unconfigured_series
-
-    # A series no configured upstream names would be left out of the overlays without a word.
-    refuse_unconfigured_series(project)
-    unknown = [p for p in profiles if p not in project.config.profiles]
-    if unknown:
-        raise UsageError(f"unknown profile {unknown[0]!r} (configured: "
-                         f"{', '.join(project.config.profiles) or 'none'})")
-    from patchforge.ops.setup import fetch_missing
-
-    with open_store(project) as store:
-        # A fresh clone: the pinned upstreams are not in the cache yet; bring them first.
-        with Progress("fetching") as progress:
-            fetched = fetch_missing(project, store, on_upstream=lambda name, label:
-                                    progress.advance(f"{name} {label}"))
-        for name in fetched:
-            click.echo(f"fetched {name} {project.lock.pin(name).label} into the cache", err=True)
-        result = build_overlays(project, store)
-        # A fix that still applies can still be neutralised (a later patch undid it, a context
-        # match put it in the wrong function): every Keeps: invariant must hold per profile.
-        from patchforge.invariants import require_overlay_invariants
-        require_overlay_invariants(project, result, store=store)
-    for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+    with contextlib.ExitStack() as held:
+        if not check:
+            # Held from before the series and the lock are read until the overlays are
+            # written: built first and written under the lock, overlays of the series a rebase
+            # beside this command had just replaced were written over its new ones.
+            held.enter_context(RepoLock(project.state_dir, wait=30))
+        result, busy = _built_overlays(project, profiles, check=check, as_json=as_json)
+        for warning in result.warnings:
+            click.echo(f"warning: {warning}", err=True)
+        if not check:
+            write_overlays(project, result, profiles=list(profiles) or None)
     if check:
         drifts = check_overlays(project, result)
         if as_json:
@@ -83,8 +62,6 @@ def overlays(app, profiles, check, as_json, output_format):
         if drifts or busy:
             sys.exit(EXIT_ATTENTION)
         return
-    with RepoLock(project.state_dir, wait=30):
-        write_overlays(project, result, profiles=list(profiles) or None)
     from patchforge.state import skipped_fixes
 
     skipped = skipped_fixes(project)
@@ -110,6 +87,45 @@ def overlays(app, profiles, check, as_json, output_format):
                "manifest.json and compose mounts under overlays/")
     if skipped:
         sys.exit(EXIT_ATTENTION)
+
+
+def _built_overlays(project, profiles, *, check: bool, as_json: bool):
+    """The overlays of the series as it stands, built in memory (with the pins the cache
+    lacks brought in first), and whether a stop, a rebase or an edit is open (`--check`
+    announces it; writing is refused while a rebase is in progress)."""
+    from patchforge.ops.setup import fetch_missing
+    from patchforge.overlay import build_overlays
+    from patchforge.pins import open_store
+    from patchforge.state import refuse_unconfigured_series
+
+    busy = False
+    if check:
+        busy = announce_state(project, as_json=as_json)
+    else:
+        from patchforge.state import require
+
+        # A rebase in progress writes the overlays of its new series at its end (and --abort
+        # puts the old ones back): overlays written now would be of neither.
+        require(project, "overlays", project.upstream_names())
+    # A series no configured upstream names would be left out of the overlays without a word.
+    refuse_unconfigured_series(project)
+    unknown = [p for p in profiles if p not in project.config.profiles]
+    if unknown:
+        raise UsageError(f"unknown profile {unknown[0]!r} (configured: "
+                         f"{', '.join(project.config.profiles) or 'none'})")
+    with open_store(project) as store:
+        # A fresh clone: the pinned upstreams are not in the cache yet; bring them first.
+        with Progress("fetching") as progress:
+            fetched = fetch_missing(project, store, on_upstream=lambda name, label:
+                                    progress.advance(f"{name} {label}"))
+        for name in fetched:
+            click.echo(f"fetched {name} {project.lock.pin(name).label} into the cache", err=True)
+        result = build_overlays(project, store)
+        # A fix that still applies can still be neutralised (a later patch undid it, a context
+        # match put it in the wrong function): every Keeps: invariant must hold per profile.
+        from patchforge.invariants import require_overlay_invariants
+        require_overlay_invariants(project, result, store=store)
+    return result, busy
 
 
 @click.command()

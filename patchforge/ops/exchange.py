@@ -100,17 +100,27 @@ def _refuse_repeat(project: Project, upstream: str, pending: list[tuple[str, byt
 
 def _write_imported(project: Project, store: UpstreamStore, upstream: str,
                     pending: list[tuple[str, bytes]],
-                    sources: dict[str, tuple[str, bytes | None]] | None = None) -> None:
+                    sources: dict[str, tuple[str, bytes | None]] | None = None, *,
+                    pin: str) -> None:
     """Write and list an import's patches, each checked before the first is written (a
     repeated import is refused, and so is one that creates a path already there). One that an
     earlier run cut short already wrote (the same bytes: _check_new_name made sure) is only
     listed, if it is not yet. `sources` names where each patch came from (a quilt patch file,
-    an mbox message, a commit) and, for a file, its bytes as they were read there."""
+    an mbox message, a commit) and, for a file, its bytes as they were read there. `pin` is
+    the commit the import read the upstream at."""
     _refuse_repeat(project, upstream, pending)
     parsed = {file_name: parse_patch_file(data, file_name) for file_name, data in pending}
     _refuse_unknown_profiles(project, parsed, sources or {})
     _refuse_collisions(project, store, upstream, parsed, sources or {})
+    from patchforge.state import require
+
     with RepoLock(project.state_dir):
+        # Asked again under the lock: a rebase run meanwhile (stopped, or its series and pin
+        # written) would have the import's patches left unlisted, or made on the old pin.
+        require(project, "import", [upstream])
+        if project.lock.pin(upstream).commit != pin:
+            raise UsageError(f"the {upstream} pin moved while the import ran (a rebase beside "
+                             "it); nothing was imported", hint="run the import again")
         # The names were found free before the lock: a `new` of the same name beside this
         # command would otherwise keep its file and take the import for done ("imported").
         for file_name, data in pending:
@@ -276,7 +286,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     fields.append(("Last-Update", today()))
     data = _as_written_before(project, upstream, file_name, render_patch_file(fields, b"", diff))
     _check_new_name(project, upstream, file_name, data)
-    _write_imported(project, store, upstream, [(file_name, data)])
+    _write_imported(project, store, upstream, [(file_name, data)], pin=pin.commit)
     return file_name, note
 
 
@@ -361,7 +371,7 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
             _check_new_name(project, upstream, file_name, data)
         pending.append((file_name, data))
         sources[file_name] = (f"{repo}: commit {sha}", None)
-    _write_imported(project, store, upstream, pending, sources)
+    _write_imported(project, store, upstream, pending, sources, pin=pin.commit)
     return [n for n, _ in pending]
 
 
@@ -400,7 +410,7 @@ def import_quilt(project: Project, store: UpstreamStore, directory: Path, *,
                       series.line_of(entry))
         pending.append((file_name, data))
         sources[file_name] = (str(source), original)
-    _write_imported(project, store, upstream, pending, sources)
+    _write_imported(project, store, upstream, pending, sources, pin=pin.commit)
     return [n for n, _ in pending]
 
 
@@ -486,7 +496,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             parse_patch_file(data, f"{mbox} message {message.name}")
             pending.append((file_name, data))
             sources[file_name] = (source, None)
-    _write_imported(project, store, upstream, pending, sources)
+    _write_imported(project, store, upstream, pending, sources, pin=pin.commit)
     return [n for n, _ in pending]
 
 

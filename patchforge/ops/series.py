@@ -26,7 +26,8 @@ from patchforge.store.diff import conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
                                  keep_unadded, refuse_changed_since_edit,
-                                 editing, require_state, series_on_paths, state_file,
+                                 editing, require_state, require_state_still, series_on_paths,
+                                 state_file,
                                  worktree_diff)
 
 if TYPE_CHECKING:
@@ -415,7 +416,7 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
         upstream = only_upstream(project)
     project.config.upstream(upstream)
     file_name = patch_file_name(checked_patch_name(name))
-    require_state(project, "new", [upstream], store=store)
+    allowed = require_state(project, "new", [upstream], store=store)
     pin = project.lock.pin(upstream)
     fields = [("Description", description or name), ("Author", default_author()),
               ("Upstream-Status", "Pending"), ("Upstream", upstream), ("Base", pin.commit)]
@@ -435,6 +436,10 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
     _refuse_unlisted_fix(project, upstream, file_name)
     refuse_case_twin(project, upstream, file_name)
     with RepoLock(project.state_dir, wait=10):
+        require_state_still(project, "new", [upstream], allowed, store=store)
+        if project.lock.pin(upstream).commit != pin.commit:
+            raise UsageError(f"the {upstream} pin moved while `new` ran (a rebase beside it); "
+                             "nothing was written", hint="run `patchforge new` again")
         # Read the series under the lock: two `new` at once must not lose an entry.
         series = project.read_series(upstream)
         if after is not None:
@@ -498,11 +503,12 @@ def delete_patch(project: Project, name: str, *,
         except UsageError:
             raise UsageError(f"no patch named {name!r} in the series or under skipped/",
                              hint="`patchforge list` shows the series") from None
-        require_state(project, "delete", [fix.upstream], store=store)
-        return _delete_skipped(project, fix), []
-    require_state(project, "delete", [upstream], store=store)
+        allowed = require_state(project, "delete", [fix.upstream], store=store)
+        return _delete_skipped(project, fix, allowed, store), []
+    allowed = require_state(project, "delete", [upstream], store=store)
     source = project.patch_path(upstream, file_name)
     with RepoLock(project.state_dir):
+        require_state_still(project, "delete", [upstream], allowed, store=store)
         _refuse_gone(project, upstream, file_name)
         data = source.read_bytes()  # under the lock: a refresh may have written it meanwhile
         series = project.read_series(upstream)
@@ -564,10 +570,12 @@ def _still_skipped(fix) -> bytes:
                               f"are under series/{fix.upstream}/deleted/") from None
 
 
-def _delete_skipped(project: Project, fix) -> Path:
+def _delete_skipped(project: Project, fix, allowed: dict,
+                    store: UpstreamStore | None) -> Path:
     """A skipped fix dropped for good: kept under deleted/ (copied first, then removed)."""
     directory = project.series_dir(fix.upstream) / "deleted"
     with RepoLock(project.state_dir):
+        require_state_still(project, "delete", [fix.upstream], allowed, store=store)
         data = _still_skipped(fix)
         kept = directory / aside_name(directory, fix.name, data)
         atomic_write(kept, data)
@@ -594,9 +602,10 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
         raise UsageError(f"NEW {new_upstream}/{new} names the {new_upstream} series, but "
                          f"{old_file} is in the {upstream} series: a patch stays in its "
                          "upstream's series")
-    require_state(project, "rename", [upstream])
+    allowed = require_state(project, "rename", [upstream])
     new_path = project.patch_path(upstream, new_file)
     with RepoLock(project.state_dir):
+        require_state_still(project, "rename", [upstream], allowed)
         _refuse_gone(project, upstream, old_file)
         # Read under the lock: a refresh (an edit may be open) may have written it meanwhile.
         data = project.read_patch_bytes(upstream, old_file)
@@ -690,7 +699,7 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
                first: bool = False) -> list[str]:
     """Move NAME after X (or first). Returns patches that no longer apply after the move."""
     upstream, file_name = project.find_patch(name)
-    require_state(project, "move", [upstream], store=store)
+    allowed = require_state(project, "move", [upstream], store=store)
     series = project.read_series(upstream)
     if after is not None:
         after = patch_file_name(in_series_of(project, after, upstream, "--after")[1])
@@ -706,6 +715,7 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
     # cannot be read fails the move with the series as it was.
     failing = _not_applying(project, store, upstream, moved.names) if store is not None else []
     with RepoLock(project.state_dir):
+        require_state_still(project, "move", [upstream], allowed, store=store)
         # The order was judged on the series as read above: one changed since (a `new` beside
         # this command) would lose its change if the old one were written.
         if project.read_series(upstream).names != series.names:
@@ -770,7 +780,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
 
     fix = find_skipped(project, name)
     upstream = fix.upstream
-    require_state(project, "bring-back", [upstream], store=store)
+    allowed = require_state(project, "bring-back", [upstream], store=store)
     raw = read_no_link(fix.path)
     patch = parse_patch_file(raw, str(fix.path))
     pin = project.lock.pin(upstream)
@@ -789,6 +799,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     result = {"upstream": upstream, "name": fix.name, "outcome": judgement.outcome,
               "state": judgement.state, "detail": judgement.message, "files": judgement.files}
     with RepoLock(project.state_dir):
+        require_state_still(project, "bring-back", [upstream], allowed, store=store)
         # Judged on the series and pin as read above: a series changed since (a `new` beside
         # this command) would lose its entry if the old one were written with the fix added.
         series = project.read_series(upstream)

@@ -258,6 +258,11 @@ def pin_upstream(project: Project, name: str, spec: str, *, force: bool = False)
                          "patches; moving it is a rebase",
                          hint=f"run `patchforge rebase --to {name}={spec}` (or pin --force)")
     with RepoLock(project.state_dir), open_store(project) as store:
+        from patchforge.state import require
+
+        # Asked again under the lock (the command line asked before it): a rebase stopped
+        # meanwhile by another command holds the old pin in its journal.
+        require(project, "upstream pin", [name])
         pin = pin_for_spec(project, store, upstream, spec)
         write_lock(project.lock_path, project.lock.with_pin(name, pin))
     return pin
