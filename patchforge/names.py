@@ -76,6 +76,16 @@ def check_patch_name(value: object) -> str:
     return value
 
 
+def file_name_key(name: str) -> str:
+    """What a file name comes to where one file holds every spelling of it: case folded and
+    Unicode decomposed (NFD). macOS and Windows keep one file for `Fix.patch` and `fix.patch`,
+    and macOS one for `café.patch` written as one character or as `e` and a combining accent,
+    which look the same everywhere."""
+    import unicodedata
+
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", name).casefold())
+
+
 def check_distribution(name: object) -> str:
     """A distribution name as PEP 508 defines it (never a URL, an option or a requirement)."""
     from packaging.utils import InvalidName, canonicalize_name

@@ -168,6 +168,29 @@ def test_new_cut_short_at_any_write_is_finished_by_running_it_again(project, tmp
     assert nth > 3
 
 
+def test_a_patch_name_that_differs_only_in_unicode_form_from_another_is_refused(project,
+                                                                                tmp_path):
+    """`café` typed on a Linux machine (one composed character) and on a Mac (`e` and a
+    combining accent) made two patch files that print alike everywhere and are one file on
+    macOS: one fix overwrote the other there. `new`, `rename` and the imports refuse it, as a
+    name that differs only in case; nothing written."""
+    composed, decomposed = "caf\u00e9", "cafe\u0301"
+    project.fix(composed, {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("new", "other", "--no-edit")
+    before = snapshot(project.root, skip_state=True)
+    for args in (("new", decomposed, "--no-edit"), ("new", decomposed.upper(), "--no-edit"),
+                 ("rename", "other", decomposed)):
+        _, _, err = project.cli(*args, expect=2)
+        assert f"{composed}.patch (series/up/)" in err and "Unicode" in err, err
+    quilt = tmp_path / "quilt"
+    quilt.mkdir()
+    (quilt / "series").write_bytes(f"{decomposed}.patch\n".encode())
+    (quilt / f"{decomposed}.patch").write_bytes(project.patch(composed).replace(b"-33", b"-44"))
+    _, _, err = project.cli("import", "quilt", str(quilt), expect=2)
+    assert "Unicode" in err, err
+    assert snapshot(project.root, skip_state=True) == before
+
+
 def test_a_patch_name_that_differs_only_in_case_from_another_is_refused(project, tmp_path):
     """fix-a.patch and Fix-A.patch are two files here, and one on the macOS laptop or Windows
     machine the stack is also checked out on: one fix overwrites the other there. `new`,

@@ -206,11 +206,14 @@ def _free_name(project: Project, upstream: str, stem: str, taken: set[str],
 def _refuse_taken(file_name: str, taken: set[str], source: str, line: int | None = None) -> None:
     """A name the import already gives to an earlier patch (quilt's `fix.patch` and `fix.diff`,
     two exported series' patches of one name): refused, since writing both would keep one."""
-    twin = next((name for name in taken if name.casefold() == file_name.casefold()), None)
+    from patchforge.names import file_name_key
+
+    twin = next((name for name in taken if file_name_key(name) == file_name_key(file_name)),
+                None)
     if twin is not None:
         raise InputError(f"would be imported as {file_name}, the name of an earlier patch of "
-                         "this import" + (f" but for case ({twin}: one file on macOS or "
-                                          "Windows)" if twin != file_name else ""),
+                         "this import" + (f" but for case or Unicode form ({twin}: one file "
+                                          "on macOS or Windows)" if twin != file_name else ""),
                          path=source, line=line, hint="rename one of them before importing")
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.apply.series import apply_series, patch_profiles_of, unknown_profiles
 from patchforge.model.record import record
-from patchforge.names import check_patch_name
+from patchforge.names import check_patch_name, file_name_key
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
 from patchforge.errors import (AmbiguousNameError, ConflictStop, InputError, PatchforgeError,
                                UsageError)
@@ -344,11 +344,11 @@ def checked_patch_name(name: str) -> str:
 def refuse_case_twin(project: Project, upstream: str, file_name: str,
                      also: set[str] | frozenset[str] = frozenset(),
                      same: str | None = None) -> None:
-    """UsageError when `file_name` differs only in case from a patch file of the upstream's
-    series directory (or from a name of `also`, an import's earlier patches), other than
-    `same` (the patch being renamed): a checkout on a case-insensitive file system (macOS,
-    Windows) has one file for the two names, and one fix overwrites the other."""
-    folded = file_name.casefold()
+    """UsageError when `file_name` differs only in case (or Unicode form) from a patch file of
+    the upstream's series directory (or from a name of `also`, an import's earlier patches),
+    other than `same` (the patch being renamed): a checkout on a case-insensitive file system
+    (macOS, Windows) has one file for the two names, and one fix overwrites the other."""
+    folded = file_name_key(file_name)
     directory = project.series_dir(upstream)
     names = set(also) | set(project.patch_names(upstream))
     try:
@@ -356,8 +356,10 @@ def refuse_case_twin(project: Project, upstream: str, file_name: str,
     except OSError:
         pass
     for other in sorted(names):
-        if other != file_name and other != same and other.casefold() == folded:
-            raise UsageError(f"{file_name} differs only in case from {other} (series/{upstream}/"
+        if other != file_name and other != same and file_name_key(other) == folded:
+            how = "in case" if other.casefold() == file_name.casefold() else \
+                "in case or in how its letters are encoded (Unicode composed or decomposed)"
+            raise UsageError(f"{file_name} differs only {how} from {other} (series/{upstream}/"
                              f"): a checkout on macOS or Windows has one file for the two, and "
                              "one fix would overwrite the other", hint="choose another name")
 
