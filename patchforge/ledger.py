@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING
 
 from patchforge.errors import InputError, PatchforgeError
-from patchforge.formats.markdown import escape_html
+from patchforge.formats.markdown import code_span, escape_html
 from patchforge.fsutil import atomic_write, atomic_write_many
 from patchforge.project import read_no_link
 
@@ -219,12 +219,6 @@ def _cell(text) -> str:
     return escape_html(" ".join(text.split())).replace("|", "\\|") or "-"
 
 
-def _code(text: str) -> str:
-    ticks = "``" if "`" in text else "`"
-    pad = " " if "`" in text else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
 def _link(url: str) -> str:
     m = _PR_URL.match(url)
     if m:
@@ -243,7 +237,7 @@ def _status_cell(patch: PatchFile) -> str:
         if _URL.fullmatch(arg):
             text = f"{m.group('word')} {_link(arg)}"
         elif m.group("word").lower() == "backport" and re.fullmatch(r"[0-9a-fA-F]{7,40}", arg):
-            text = f"Backport {_code(arg[:12])}"
+            text = f"Backport {code_span(arg[:12])}"
         else:
             text = f"{m.group('word')} ({_cell(arg)})"
     else:
@@ -257,13 +251,13 @@ def _files_cell(patch: PatchFile) -> str:
     parts = []
     for fp in patch.file_patches:
         if fp.is_new:
-            parts.append(f"{_code(fp.path)} (new)")
+            parts.append(f"{code_span(fp.path)} (new)")
         elif fp.is_delete:
-            parts.append(f"{_code(fp.source_path)} (deleted)")
+            parts.append(f"{code_span(fp.source_path)} (deleted)")
         elif fp.old_path != fp.new_path:
-            parts.append(f"{_code(fp.source_path)} -> {_code(fp.path)}")
+            parts.append(f"{code_span(fp.source_path)} -> {code_span(fp.path)}")
         else:
-            parts.append(_code(fp.path))
+            parts.append(code_span(fp.path))
     return "<br>".join(p.replace("|", "\\|") for p in parts) or "-"
 
 
@@ -285,7 +279,7 @@ def _base_cell(patch: PatchFile, pin) -> str:
         return "-"
     if pin is not None and base == pin.commit:
         return _cell(pin.label)
-    return f"{_code(base[:12])} (not the locked base)"
+    return f"{code_span(base[:12])} (not the locked base)"
 
 
 def _pin_line(pin) -> str:
@@ -298,11 +292,11 @@ def _pin_line(pin) -> str:
         origin = f"git {source.get('url')}"
     else:
         origin = f"directory {source.get('path')}"
-    return f"Base: **{_cell(pin.label)}** ({_code(pin.commit[:12])}, {_cell(origin)})."
+    return f"Base: **{_cell(pin.label)}** ({code_span(pin.commit[:12])}, {_cell(origin)})."
 
 
 def _short(commit) -> str:
-    return _code(str(commit)[:12]) if commit else ""
+    return code_span(str(commit)[:12]) if commit else ""
 
 
 def _revision(info) -> str:
@@ -377,7 +371,7 @@ def render_ledger(project: Project, *, history: list[dict] | None = None) -> byt
         pin = lock.upstreams.get(upstream)
         config = project.config.upstreams[upstream]
         out += [f"## {upstream}", "", _pin_line(pin)
-                + (f" Installed under {_code(config.install_root)}." if config.install_root
+                + (f" Installed under {code_span(config.install_root)}." if config.install_root
                    else ""), ""]
         names = project.patch_names(upstream)
         if names:

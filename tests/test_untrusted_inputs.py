@@ -1123,6 +1123,46 @@ def test_patches_md_and_pr_md_never_carry_raw_html(tmp_path):
     assert "<https://example.org/ok>" in body or "https://example.org/ok" in body
 
 
+def _outside_code_spans(line: str) -> str:
+    """`line` without its inline code spans, read as CommonMark reads them: a run of N
+    backticks opens a span that the next run of exactly N backticks closes (a run without
+    one is text)."""
+    import re
+
+    out, at = [], 0
+    runs = list(re.finditer(r"`+", line))
+    k = 0
+    while k < len(runs):
+        opening = runs[k]
+        closing = next((r for r in runs[k + 1:] if len(r.group()) == len(opening.group())), None)
+        if closing is None:
+            k += 1
+            continue
+        out.append(line[at:opening.start()])
+        at = closing.end()
+        k = runs.index(closing) + 1
+    out.append(line[at:])
+    return "".join(out)
+
+
+def test_a_file_name_with_backticks_never_leaves_its_code_span(tmp_path):
+    """A patch creating `docs/x``<img src=y>``.md` (git takes the name): PATCHES.md wrapped
+    it in two backticks, the name's own two ended the span, and `<img src=y>` was raw HTML in
+    the page GitHub renders. The span is now opened by more backticks than the name holds."""
+    from helpers.project import add_patch_file
+    from helpers.upstream import diff_of
+
+    root, base = git_project(tmp_path, {"a.py": b"one\n"})
+    name = "docs/x``<img src=y>``.md"
+    add_patch_file(root, "up", "hostile.patch",
+                   FIX.split(b"diff --git", 1)[0] + diff_of(tmp_path / "d", name, None, b"new\n"))
+    ok(root, "ledger")
+    rows = [line for line in (root / "series" / "PATCHES.md").read_text().splitlines()
+            if "hostile.patch" in line]
+    assert rows and name in rows[0]
+    assert "<img" not in _outside_code_spans(rows[0]), rows[0]
+
+
 def test_a_symlinked_state_directory_is_never_written_through(tmp_path):
     """.patchforge/ committed as a symlink (`git add -f` passes .gitignore), or a link inside
     it: `overlays` truncated the `lock` file of the directory it named, and `edit` made its

@@ -52,3 +52,15 @@ def _escape_plain(text: str) -> str:
         last = link.end()
     parts.append(text[last:].replace("<", "&lt;"))
     return "".join(parts)
+
+
+def code_span(text: str) -> str:
+    """`text` as an inline code span that nothing in it can end early: CommonMark ends a span
+    at the next run of as many backticks as opened it, so it is opened by a run longer than
+    any inside (a path like ``x``<img src=y>``.py`` ended the span at its own backticks and put
+    the rest, HTML included, outside code). A text with a backtick is padded with a space at
+    each end, which CommonMark takes away, so one at either end is shown."""
+    if "`" not in text:
+        return f"`{text}`"
+    ticks = "`" * (max(len(run) for run in re.findall(r"`+", text)) + 1)
+    return f"{ticks} {text} {ticks}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from patchforge.formats.markdown import escape_html
+from patchforge.formats.markdown import code_span, escape_html
 
 
 def _text(text) -> str:
@@ -18,7 +18,7 @@ def _text(text) -> str:
 
 
 def _code(text) -> str:
-    return f"`{text}`" if text else "-"
+    return code_span(str(text)) if text else "-"
 
 
 def _fence(text: str) -> str:
