@@ -129,6 +129,24 @@ def test_a_deciding_field_written_twice_is_a_parse_error(env, tmp_path, monkeypa
     assert found and found[0]["severity"] == "error" and rc == 1, doc
 
 
+@pytest.mark.parametrize("twin", ["FIX.patch", "fi\u0302x.patch"])
+def test_two_patch_files_one_file_system_holds_as_one_are_an_error(env, tmp_path, monkeypatch,
+                                                                   twin):
+    """A merge that brought FIX.patch beside fix.patch (or `f\u00eex` beside `fi` + a
+    combining accent + `x`) into the series: new, rename and the imports refuse such a name,
+    but a pull request asks none of them, and a checkout on macOS or Windows keeps one of the
+    two fixes. lint says so (exit 1), naming both."""
+    root = env.fresh(tmp_path, monkeypatch)
+    first = "f\u00eex.patch" if "\u0302" in twin else "fix.patch"
+    add_patch_file(root, "up", first, patch(FIELDS))
+    add_patch_file(root, "up", twin, patch(FIELDS, MODIFY_MOD))
+    rc, doc = lint_json(root, "--no-forge")
+    found = [f for f in doc["findings"] if f["check"] == "series" and "one file on macOS" in
+             f["message"]]
+    assert rc == 1 and len(found) == 1 and first in found[0]["message"] and \
+        twin in found[0]["message"], doc
+
+
 def test_origin_without_author_is_enough(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
     add_patch_file(root, "up", "fix.patch", patch(b"Description: x\nOrigin: vendor\nUpstream-Status: "

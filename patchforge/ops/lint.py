@@ -25,6 +25,7 @@ from patchforge.apply.series import (SeriesState, applies_to_profile, apply_seri
 from patchforge.errors import InputError, PatchforgeError
 from patchforge.ledger import ledger_findings
 from patchforge.model.findings import Finding
+from patchforge.names import file_name_key
 
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
@@ -170,6 +171,20 @@ def _series_consistency(project: Project, upstream: str) -> list[Finding]:
     for name in sorted(on_disk - listed):
         out.append(Finding(f"{upstream}/{name}", "series",
                            "patch file not listed in the series (add it, or move it to deleted/)"))
+    # Two patch files one file system holds as one (a merge brought `Fix.patch` beside
+    # `fix.patch`, or a name in the other Unicode form): `new`, `rename` and the imports refuse
+    # such a name, but a pull request does not ask them, and a checkout on macOS or Windows
+    # keeps one of the two fixes.
+    seen: dict[str, str] = {}
+    for name in sorted(on_disk | listed):
+        key = file_name_key(name)
+        if key in seen:
+            out.append(Finding(f"{upstream}/{name}", "series",
+                               f"{name} and {seen[key]} are one file on macOS or Windows (they "
+                               "differ only in case or Unicode form): a checkout there keeps one "
+                               "of the two fixes; rename one"))
+        else:
+            seen[key] = name
     return out
 
 
