@@ -250,7 +250,9 @@ def delete(app, name):
     if where == "the series":
         say_overlays_lag(project)
     for other in failing:
-        click.echo(f"warning: {other} no longer applies without {name}", err=True)
+        click.echo(f"warning: {other} no longer applies without {name} (`patchforge edit "
+                   f"{other.removesuffix('.patch')}` opens it on the series as it is now, to make "
+                   f"its change again; the deleted fix is kept as {kept})", err=True)
     if failing:
         sys.exit(EXIT_ATTENTION)
 
