@@ -290,7 +290,10 @@ def move(app, name, after, first):
     click.echo(f"moved {name}")
     say_overlays_lag(project)
     for other in failing:
-        click.echo(f"warning: {other} does not apply in the new order", err=True)
+        click.echo(f"warning: {other} does not apply in the new order (`patchforge move "
+                   f"{name} --after X` puts it elsewhere; `patchforge edit "
+                   f"{other.removesuffix('.patch')}` opens that patch on the series as it is "
+                   "now, to make its change again)", err=True)
     if failing:
         sys.exit(EXIT_ATTENTION)
 

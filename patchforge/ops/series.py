@@ -956,7 +956,8 @@ def bring_back_continue(project, store, upstream: str | None = None) -> dict:
               if new is not None and conflict_markers_left(old, new)]
     if marked:
         raise UsageError(f"conflict markers left in {', '.join(marked)} (in {work})",
-                         hint="resolve them, then `patchforge bring-back --continue`")
+                         hint="resolve them, then `patchforge bring-back --continue`; or "
+                              "`patchforge bring-back --abort` (the fix stays in skipped/)")
     if not changes:
         raise UsageError(f"the worktree {work} holds no change: nothing to bring back",
                          hint=f"make the fix there; or `patchforge bring-back --abort` (it stays "

@@ -817,7 +817,8 @@ class Rebase:
                   if new is not None and conflict_markers_left(old, new)]
         if marked:
             raise UsageError(f"conflict markers left in {', '.join(marked)} (in {work})",
-                             hint="resolve them, then run `patchforge rebase --continue`")
+                             hint="resolve them, then run `patchforge rebase --continue`; or "
+                                  "`--skip` (the patch is kept in skipped/), `--abort`")
         patch = self.project.read_patch(upstream, name)
         files = {p: n for p, _, n, _, _ in changes}
         modes = {p: mode for p, _, n, _, mode in changes if n is not None}
