@@ -116,6 +116,33 @@ def test_kill_at_every_write_point_of_a_rebase(step, tmp_path, monkeypatch):
     assert len(seen) >= 10
 
 
+def test_kill_at_every_rename_of_a_rebase_to_the_pinned_commit(tmp_path, monkeypatch):
+    """A rebase to the commit already pinned leaves upstream.lock's bytes as they are. Its
+    write-out rewrote the lock all the same, and a kill after that rename left a journal
+    that --continue refused for good ("the new upstream.lock ... is gone, and upstream.lock
+    is as it was"): a step renamed into place looked like one whose new file went missing."""
+    stack, _ = build(tmp_path, monkeypatch)
+    pinned = json.loads((stack.root / "upstream.lock").read_text())["upstreams"]["up"]["commit"]
+    args = ["rebase", "--to", f"up={pinned}"]
+    before = stack.snapshot()
+    patches = [entry[1] for rel, entry in before.items() if rel.endswith(".patch")]
+    after = reference(stack, args, tmp_path)
+    seen = []
+    for n in range(1, 100):
+        root = tmp_path / f"kill-{n}"
+        shutil.copytree(stack.root, root, symlinks=True)
+        proc = run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"rename:{n}"})
+        if proc.returncode != KILLED:
+            assert proc.returncode == 0, proc.stderr.decode()
+            assert snapshot(root, skip_state=True, dirs=False) == after
+            break
+        seen.append(check_killed_state(root, before, after, patches, f"rename:{n}"))
+        shutil.rmtree(root)
+    else:
+        pytest.fail("the run never completed")
+    assert "journal" in seen
+
+
 def test_write_out_syncs_each_directory_only_where_the_order_needs_it(tmp_path, monkeypatch):
     """What the journal names at the write-out (the new files' temporary files beside their
     targets, the links to the originals, originals.json) is made durable as one batch, each

@@ -883,13 +883,22 @@ class Rebase:
                     continue
                 aside = self._free_name(upstream, result.destination,
                                         project.patch_path(upstream, name).name, data)
-                writes.append((f"series/{upstream}/{result.destination}/{aside}", data, staged))
+                aside_rel = f"series/{upstream}/{result.destination}/{aside}"
+                if _bytes_of(project.root / aside_rel) != data:
+                    writes.append((aside_rel, data, staged))
                 removals.append((patch_rel(upstream, name), None, None))
             series = project.read_series(upstream).replaced_names(kept).to_bytes()
             if series != project.read_series(upstream).to_bytes():
                 series_writes.append((f"series/{upstream}/series", series, None))
             lock = lock.with_pin(upstream, entry.new)
-        return writes + series_writes + [("upstream.lock", lock_to_json(lock), None)] + removals
+        # No step writes the bytes a file already holds: a resumed write-out tells a step
+        # renamed into place from one whose new file went missing by the target's bytes,
+        # which such a step leaves as they were (a rebase to the pinned commit rewrote the
+        # same lock, and a kill after that rename made --continue refuse for good).
+        lock_bytes = lock_to_json(lock)
+        lock_writes = [] if _bytes_of(project.root / "upstream.lock") == lock_bytes else [
+            ("upstream.lock", lock_bytes, None)]
+        return writes + series_writes + lock_writes + removals
 
     def _free_name(self, upstream: str, destination: str, name: str, data: bytes) -> str:
         """`name`, or `name` with a number when an earlier, different fix of that name is already
@@ -911,7 +920,7 @@ class Rebase:
                 # Built now, in memory, so that a series the overlays cannot take stops the run
                 # before any project file is touched; so does an overlay file edited by hand,
                 # which the write-out would replace.
-                overlays = build_overlays(project, self.store, lock=_lock_of(writes),
+                overlays = build_overlays(project, self.store, lock=_lock_of(writes, project.lock),
                                           patch_sources=self._new_sources())
                 refuse_changed_by_hand(project, overlays)
             summary = self._summary(written=True)
@@ -1259,11 +1268,20 @@ def _ledger_paths(project: Project) -> list[Path]:
     return [ledger.ledger_path(project), ledger.history_path(project)]
 
 
-def _lock_of(writes):
+def _bytes_of(path: Path) -> bytes | None:
+    """A project file's bytes, None when there is none."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _lock_of(writes, unchanged):
+    """The lock the write-out leaves: the plan's, or `unchanged` when the plan keeps it."""
     from patchforge.formats.lockfile import lock_from_json
 
-    return lock_from_json({rel: content for rel, content, _ in writes}["upstream.lock"],
-                          "upstream.lock")
+    written = {rel: content for rel, content, _ in writes}.get("upstream.lock")
+    return unchanged if written is None else lock_from_json(written, "upstream.lock")
 
 
 def _chain_steps(store: UpstreamStore, base: str, patches) -> tuple[list[str], list]:
