@@ -88,13 +88,12 @@ def check_killed_state(root: Path, before: dict[str, tuple], after: dict[str, tu
     return "journal"
 
 
-@pytest.mark.parametrize("step", ["write", "fsync", "rename", "link"])
-def test_kill_at_every_write_point_of_a_rebase(step, tmp_path, monkeypatch):
-    stack, args = build(tmp_path, monkeypatch)
-    before = stack.snapshot()
+def kill_at_each(stack: Stack, args: list[str], step: str, before: dict[str, tuple],
+                 after: dict[str, tuple], tmp_path: Path) -> list[str]:
+    """Run `args` on a fresh copy of the stack killed at the N-th `step`, for N from 1 until a
+    run completes without meeting the fault; check each kill's state (check_killed_state) and
+    return what each left ("old" or "journal")."""
     patches = [entry[1] for rel, entry in before.items() if rel.endswith(".patch")]
-    after = reference(stack, args, tmp_path)
-    assert after != before
     seen = []
     for n in range(1, 200):
         root = tmp_path / f"kill-{n}"
@@ -103,11 +102,19 @@ def test_kill_at_every_write_point_of_a_rebase(step, tmp_path, monkeypatch):
         if proc.returncode != KILLED:
             assert proc.returncode == 0, proc.stderr.decode()
             assert snapshot(root, skip_state=True, dirs=False) == after  # the fault was never reached: a whole run
-            break
+            return seen
         seen.append(check_killed_state(root, before, after, patches, f"{step}:{n}"))
         shutil.rmtree(root)
-    else:
-        pytest.fail("the run never completed")
+    pytest.fail("the run never completed")
+
+
+@pytest.mark.parametrize("step", ["write", "fsync", "rename", "link"])
+def test_kill_at_every_write_point_of_a_rebase(step, tmp_path, monkeypatch):
+    stack, args = build(tmp_path, monkeypatch)
+    before = stack.snapshot()
+    after = reference(stack, args, tmp_path)
+    assert after != before
+    seen = kill_at_each(stack, args, step, before, after, tmp_path)
     if step == "link":  # the write-out keeps each file it changes (and the ledger's) by a link
         assert seen == ["journal"] * 8
         return
@@ -125,22 +132,8 @@ def test_kill_at_every_rename_of_a_rebase_to_the_pinned_commit(tmp_path, monkeyp
     pinned = json.loads((stack.root / "upstream.lock").read_text())["upstreams"]["up"]["commit"]
     args = ["rebase", "--to", f"up={pinned}"]
     before = stack.snapshot()
-    patches = [entry[1] for rel, entry in before.items() if rel.endswith(".patch")]
     after = reference(stack, args, tmp_path)
-    seen = []
-    for n in range(1, 100):
-        root = tmp_path / f"kill-{n}"
-        shutil.copytree(stack.root, root, symlinks=True)
-        proc = run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"rename:{n}"})
-        if proc.returncode != KILLED:
-            assert proc.returncode == 0, proc.stderr.decode()
-            assert snapshot(root, skip_state=True, dirs=False) == after
-            break
-        seen.append(check_killed_state(root, before, after, patches, f"rename:{n}"))
-        shutil.rmtree(root)
-    else:
-        pytest.fail("the run never completed")
-    assert "journal" in seen
+    assert "journal" in kill_at_each(stack, args, "rename", before, after, tmp_path)
 
 
 def test_write_out_syncs_each_directory_only_where_the_order_needs_it(tmp_path, monkeypatch):
