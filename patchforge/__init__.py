@@ -1,3 +1,7 @@
 """patchforge: carry local fixes against pinned upstreams as a quilt-like patch series."""
 
 __version__ = "0.1.0"
+
+# New objects the cycle collector waits for in a patchforge process (cli.fewer_collections):
+# here so that `python -m patchforge` sets it before its first import.
+COLLECT_AFTER = 200_000

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import time
 from pathlib import Path
 
@@ -187,6 +188,10 @@ def _write_batch(items: list[tuple[Path, bytes, int | None]], *,
 
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) \
     | getattr(os, "O_NOFOLLOW", 0)
+
+
+# The name _temporary gives: `.NAME.XXXXXXXXXX.tmp` (NAME the target's).
+TEMPORARY_NAME = re.compile(r"\.(.+)\.[0-9a-f]{10}\.tmp")
 
 
 def _temporary(path: Path, token: str | None = None) -> tuple[int, str]:

@@ -26,7 +26,7 @@ _LOCAL_COMMIT_RE = re.compile(r"^g([0-9a-f]{7,40})$")
 # for this one answer.
 _RELEASE_RE = re.compile(r"v?[0-9]+(?:\.[0-9]+)*")
 # What `NAME=` before a SPEC may be: an upstream name (`--to vllm=0.33.0`); bump reads it too.
-UPSTREAM_NAME_RE = _UPSTREAM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+UPSTREAM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # What git refuses in a ref name (git-check-ref-format), plus a leading "-", which would make
 # the SPEC an option of the git command it is passed to.
 _BAD_REF_RE = re.compile(r"(^-)|(\.\.)|([\x00-\x20\x7f~^:?*\[\\])|(@\{)|(/\.)|(^\.)|(\.lock$)|(/$)")
@@ -91,7 +91,7 @@ def parse_target_specs(args: tuple[str, ...], upstream_names: list[str]) -> dict
     bare: list[str] = []
     for arg in args:
         name, sep, value = arg.partition("=")
-        if sep and _UPSTREAM_NAME_RE.match(name):
+        if sep and UPSTREAM_NAME_RE.match(name):
             if name not in upstream_names:
                 known = ", ".join(sorted(upstream_names)) or "none configured"
                 raise UsageError(f"unknown upstream {name!r} in {arg!r} (known: {known})")

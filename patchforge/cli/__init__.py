@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from patchforge import COLLECT_AFTER
 from patchforge.errors import (EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED,
                                PatchforgeError)
 
@@ -225,9 +226,9 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
 
 def _refusing_cache(exc: OSError) -> Path | None:
     """The cache directory when `exc` is a write it refused (read-only, not ours), else None."""
-    import errno
+    from patchforge.store.gitstore import UNWRITABLE_ERRNOS
 
-    if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM) or not exc.filename:
+    if exc.errno not in UNWRITABLE_ERRNOS or not exc.filename:
         return None
     try:
         from patchforge.store.gitstore import cache_dir, wheels_dir
@@ -251,10 +252,6 @@ def _click_exception(name: str) -> Any:
     clauses must not load it to find that out."""
     click = sys.modules.get("click")
     return getattr(click.exceptions, name) if click is not None else _NotRaised
-
-
-# New objects the cycle collector waits for in a patchforge process (fewer_collections).
-COLLECT_AFTER = 200_000
 
 
 def fewer_collections() -> None:

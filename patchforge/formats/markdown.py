@@ -62,5 +62,17 @@ def code_span(text: str) -> str:
     each end, which CommonMark takes away, so one at either end is shown."""
     if "`" not in text:
         return f"`{text}`"
-    ticks = "`" * (max(len(run) for run in re.findall(r"`+", text)) + 1)
+    ticks = "`" * (_longest_backticks(text) + 1)
     return f"{ticks} {text} {ticks}"
+
+
+def code_fence(text: str) -> str:
+    """A code fence `text` cannot close: longer than any run of backticks in it (CommonMark
+    closes a fence at a line of at least as many). A range-diff quotes patches and git's
+    messages, and a line of three backticks in one ended the block there, the rest of the
+    range-diff rendered as Markdown (and its `<` as HTML) in the pull request's body."""
+    return "`" * max(3, _longest_backticks(text) + 1)
+
+
+def _longest_backticks(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)

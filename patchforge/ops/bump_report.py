@@ -6,9 +6,7 @@ the time or the machine, so the same run gives the same bytes (tests compare a g
 """
 from __future__ import annotations
 
-import re
-
-from patchforge.formats.markdown import code_span, escape_html
+from patchforge.formats.markdown import code_fence, code_span, escape_html
 
 
 def _text(text) -> str:
@@ -19,15 +17,6 @@ def _text(text) -> str:
 
 def _code(text) -> str:
     return code_span(str(text)) if text else "-"
-
-
-def _fence(text: str) -> str:
-    """A code fence `text` cannot close: longer than any run of backticks in it (CommonMark
-    closes a fence at a line of at least as many). A range-diff quotes patches and git's
-    messages, and a line of three backticks in one ended the block there, the rest of the
-    range-diff rendered as Markdown (and its `<` as HTML) in the pull request's body."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    return "`" * max(3, longest + 1)
 
 
 def _cell(text: str) -> str:
@@ -105,7 +94,7 @@ def render_markdown(doc: dict) -> str:
     rebase = doc.get("rebase")
     if rebase and rebase.get("range_diff"):
         text = rebase["range_diff"].rstrip("\n")
-        fence = _fence(text)
+        fence = code_fence(text)
         out += ["### Range-diff of the series", "", fence, text, fence, ""]
     out += ["### Checks", ""]
     checks = doc["checks"]

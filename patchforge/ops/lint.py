@@ -269,7 +269,7 @@ def _valid_date(text: str) -> bool:
 # may repeat. (A second Upstream, Base, Profiles or Drop-When, which decide what is deployed,
 # is refused when the patch is read: formats/patchfile.py.)
 _SINGLE_FIELDS = ("Description", "Origin", "Forwarded", "Applied-Upstream", "Upstream-Status",
-                  "Last-Update", "Upstream", "Base", "Profiles", "Drop-When")
+                  "Last-Update")
 
 
 def _headers(label: str, patch: PatchFile, upstream: str, pin) -> list[Finding]:

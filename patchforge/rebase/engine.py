@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Callable
 from patchforge.apply.series import SeriesState, apply_series
 from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
 from patchforge.background import Background
-from patchforge.fsutil import atomic_write_many, fault_point, fsync_dirs
+from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point, fsync_dirs
 from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
                               read_history, where_landed)
-from patchforge.model.lock import UpstreamPin
+from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
                                        PlanStep, RebaseRun, Stop, UpstreamRun, confined_all)
@@ -852,15 +852,19 @@ class Rebase:
         entry.position += 1
 
     # --- the write-out ------------------------------------------------------------------------
-    def _plan(self) -> list[tuple[str, bytes | None, str | None]]:
+    def _plan(self) -> tuple[list[tuple[str, bytes | None, str | None]], Lock]:
         """Every project file the rebase changes, in write order: (path from the root, new bytes
-        or None to delete, the staged name of those bytes). Set-aside copies come before the
-        series stops listing a patch and the old files go last, so no prefix of the plan ever
-        loses a patch."""
+        or None to delete, the staged name of those bytes); and the lock the write-out leaves.
+        Set-aside copies come before the series stops listing a patch and the old files go
+        last, so no prefix of the plan ever loses a patch."""
         from patchforge.formats.lockfile import lock_to_json  # the write-out only
 
         project = self.project
         lock = project.lock
+        try:
+            lock_raw: bytes | None = project.lock_path.read_bytes()
+        except FileNotFoundError:
+            lock_raw = None
 
         def patch_rel(upstream: str, name: str) -> str:
             # The patch's own file: a series line may name it without `.patch`.
@@ -884,7 +888,8 @@ class Rebase:
                 aside = self._free_name(upstream, result.destination,
                                         project.patch_path(upstream, name).name, data)
                 aside_rel = f"series/{upstream}/{result.destination}/{aside}"
-                if _bytes_of(project.root / aside_rel) != data:
+                # aside_name gives a name that is free or already holds these bytes.
+                if not (project.root / aside_rel).exists():
                     writes.append((aside_rel, data, staged))
                 removals.append((patch_rel(upstream, name), None, None))
             series = project.read_series(upstream).replaced_names(kept).to_bytes()
@@ -896,9 +901,8 @@ class Rebase:
         # which such a step leaves as they were (a rebase to the pinned commit rewrote the
         # same lock, and a kill after that rename made --continue refuse for good).
         lock_bytes = lock_to_json(lock)
-        lock_writes = [] if _bytes_of(project.root / "upstream.lock") == lock_bytes else [
-            ("upstream.lock", lock_bytes, None)]
-        return writes + series_writes + lock_writes + removals
+        lock_writes = [] if lock_bytes == lock_raw else [("upstream.lock", lock_bytes, None)]
+        return writes + series_writes + lock_writes + removals, lock
 
     def _free_name(self, upstream: str, destination: str, name: str, data: bytes) -> str:
         """`name`, or `name` with a number when an earlier, different fix of that name is already
@@ -913,14 +917,14 @@ class Rebase:
         overlays = None
         resumed = run.phase == "committing"
         if not resumed:
-            writes = self._plan()
+            writes, lock = self._plan()
             if project.overlays_dir.exists():
                 from patchforge.overlay import build_overlays, refuse_changed_by_hand
 
                 # Built now, in memory, so that a series the overlays cannot take stops the run
                 # before any project file is touched; so does an overlay file edited by hand,
                 # which the write-out would replace.
-                overlays = build_overlays(project, self.store, lock=_lock_of(writes, project.lock),
+                overlays = build_overlays(project, self.store, lock=lock,
                                           patch_sources=self._new_sources())
                 refuse_changed_by_hand(project, overlays)
             summary = self._summary(written=True)
@@ -1082,7 +1086,7 @@ class Rebase:
             except (FileNotFoundError, NotADirectoryError):
                 continue
             for entry in listing:
-                found = _TEMPORARY.fullmatch(entry)
+                found = TEMPORARY_NAME.fullmatch(entry)
                 if found and (names is None or found.group(1) in names) and \
                         place / entry not in keep:
                     (place / entry).unlink(missing_ok=True)
@@ -1255,8 +1259,6 @@ def _history_index(store: UpstreamStore, target: Target, paths: list[str]) -> Hi
     return HistoryIndex(store, target, paths, changes=changes) if changes is not None else None
 
 
-# The name fsutil gives an atomic write's temporary file, beside its target NAME.
-_TEMPORARY = re.compile(r"\.(.+)\.[0-9a-f]{10}\.tmp")
 # The directories of a series' set-aside fixes (ledger.SET_ASIDE's), where a run writes too.
 _SET_ASIDE_DIRS = ("upstreamed", "skipped", "deleted")
 
@@ -1266,22 +1268,6 @@ def _ledger_paths(project: Project) -> list[Path]:
     from patchforge import ledger
 
     return [ledger.ledger_path(project), ledger.history_path(project)]
-
-
-def _bytes_of(path: Path) -> bytes | None:
-    """A project file's bytes, None when there is none."""
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-
-
-def _lock_of(writes, unchanged):
-    """The lock the write-out leaves: the plan's, or `unchanged` when the plan keeps it."""
-    from patchforge.formats.lockfile import lock_from_json
-
-    written = {rel: content for rel, content, _ in writes}.get("upstream.lock")
-    return unchanged if written is None else lock_from_json(written, "upstream.lock")
 
 
 def _chain_steps(store: UpstreamStore, base: str, patches) -> tuple[list[str], list]:

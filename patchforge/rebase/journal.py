@@ -215,6 +215,7 @@ class Journal:
         journal_files.append((self.path, (json.dumps(self.run.to_json(), sort_keys=True)
                                           + "\n").encode()))
         temporaries = write_temporaries(files + journal_files, token=token)
+        named = False  # journal.json names the temporary files: the write-out has begun
         try:
             for temporary, (path, _) in zip(temporaries[len(steps):-1], journal_files):
                 fault_point("rename")
@@ -225,24 +226,18 @@ class Journal:
             self._staged_written()
             fault_point("rename")
             os.replace(temporaries[-1], self.path)
+            named = True
             fsync_dirs([self.dir])
         except BaseException:
             # Interrupted (Ctrl-C, SIGTERM, a failing disk) before the journal named them:
             # nothing will rename the temporary files, so they go now, not left in series/.
-            if not self._write_out_begun():
+            if not named:
                 for temporary in temporaries:
                     try:
                         os.unlink(temporary)
                     except FileNotFoundError:
                         pass
             raise
-
-    def _write_out_begun(self) -> bool:
-        """Whether journal.json on disk is one whose write-out has begun."""
-        try:
-            return json.loads(self.path.read_bytes()).get("phase") == "committing"
-        except (OSError, ValueError, AttributeError):
-            return False
 
     def stage(self, rel: str, data: bytes) -> str:
         """Keep new bytes for a project file until the write-out; returns the staged name.

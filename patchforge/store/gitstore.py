@@ -130,7 +130,7 @@ def _lists_a_child_of(walk: bytes, commit: str) -> bool:
 # write ("Unable to create temporary file ...", "could not lock config file ...", "unable to
 # create '...lock'", "insufficient permission for adding an object").
 _UNWRITABLE = re.compile(r"Read-only file system|Permission denied|insufficient permission")
-_UNWRITABLE_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM)
+UNWRITABLE_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 def unwritable_cache(cache: Path, detail: str) -> CacheUnwritable:
@@ -1021,7 +1021,7 @@ class UpstreamStore:
         try:
             oid = write_loose(self.git_dir, kind, data)
         except OSError as exc:
-            if exc.errno not in _UNWRITABLE_ERRNOS:
+            if exc.errno not in UNWRITABLE_ERRNOS:
                 raise
             raise unwritable_cache(self.git_dir.parent, f"{exc.strerror}: {exc.filename}") \
                 from None
