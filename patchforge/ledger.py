@@ -6,10 +6,11 @@ what it fixes, its profiles, Upstream-Status (with links), Drop-When and the bas
 the fixes that left the series (upstreamed/, skipped/, deleted/) and the history.
 
 The history is machine-readable JSON lines that commands append to (`record_event`;
-`record_rebase` for the rebase engine): added, rebased from X to Y, dropped as upstreamed in
-commit Z with its evidence, submitted as PR N, skipped. `departures` says when and why a fix
-left the series. Rendering is a pure function of those files: same inputs, same bytes. Callers
-that write (record_*, write_ledger) hold the repository lock; every write is atomic.
+`rebase_writes` for the rebase engine, which writes them with its own files): added, rebased
+from X to Y, dropped as upstreamed in commit Z with its evidence, submitted as PR N, skipped.
+`departures` says when and why a fix left the series. Rendering is a pure function of those
+files: same inputs, same bytes. Callers that write (record_event, write_ledger, the rebase
+engine) hold the repository lock; every write is atomic.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.errors import InputError, PatchforgeError
 from patchforge.formats.markdown import code_span, escape_html
-from patchforge.fsutil import atomic_write, atomic_write_many
+from patchforge.fsutil import atomic_write
 from patchforge.project import read_no_link
 
 if TYPE_CHECKING:
@@ -133,18 +134,10 @@ def _run_id(summary: dict) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def record_rebase(project: Project, summary: dict) -> list[dict]:
-    """One history event per patch result of a written rebase, then the ledger regenerated
-    (`rebase_writes`, written as one batch). Returns the events."""
-    events, writes = rebase_writes(project, summary)
-    atomic_write_many(writes)
-    return events
-
-
 def rebase_writes(project: Project, summary: dict) -> tuple[list[dict], list[tuple[Path, bytes]]]:
-    """What `record_rebase` writes, not written yet: the run's history events, and the new
-    series/history.jsonl and series/PATCHES.md (the ledger when its bytes change). The rebase
-    engine writes them in one batch with its last-rebase.json.
+    """What a written rebase records, not written yet: one history event per patch result, and
+    the new series/history.jsonl and series/PATCHES.md (the ledger when its bytes change). The
+    rebase engine writes them in one batch with its last-rebase.json.
 
     Made after the write-out's other files are in place (the ledger is rendered from them). A
     kill between this and the end of the rebase makes `--continue` make them again with the
@@ -356,8 +349,6 @@ def _set_aside(project: Project, upstream: str) -> list[tuple[str, str, PatchFil
 
 def render_ledger(project: Project, *, history: list[dict] | None = None) -> bytes:
     """The ledger's bytes: a pure function of the configuration, lock, series and history."""
-    from patchforge.apply.series import patch_profiles
-
     history = read_history(project) if history is None else history
     lock = project.lock
     profiles = list(project.config.profiles)
@@ -380,7 +371,7 @@ def render_ledger(project: Project, *, history: list[dict] | None = None) -> byt
             out.append("|---|---|---|---|---|---|---|---|---|")
             for number, name in enumerate(names, 1):
                 patch = project.read_patch(upstream, name)
-                wanted = patch_profiles(patch)
+                wanted = patch.profiles
                 unknown = [p for p in wanted if profiles and p not in profiles]
                 profile_text = ", ".join(wanted) if wanted else "all"
                 if unknown:

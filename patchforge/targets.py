@@ -11,9 +11,9 @@ tested alone. Every attempt is recorded; a failure lists them all, each with its
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from patchforge.errors import PatchforgeError, ResolutionError, StoreDamaged, UsageError
 from patchforge.model.record import field, record
@@ -229,6 +229,9 @@ def label_keys_for(upstream: str, configured: str | None,
     return list(dict.fromkeys([*extra, f"{upstream}.commit", "org.opencontainers.image.revision"]))
 
 
+_T = TypeVar("_T")
+
+
 class _Resolution:
     """The attempts made for one SPEC, in order, each with its outcome."""
 
@@ -238,17 +241,22 @@ class _Resolution:
         self.attempts: list[str] = []
         self.hints: list[str] = []  # the advice of the errors met on the way, in order
 
-    def commitish(self, what: str, value: str) -> str | None:
+    def _asked(self, attempt: str, ask: Callable[..., _T], *args: Any) -> _T | None:
+        """What `ask(self.upstream, *args)` answers; None when it cannot, its error said as
+        `attempt`. A damaged or unwritable cache says nothing of the SPEC (said as an attempt,
+        it ended in "check the name"): its error is raised."""
         try:
-            commit = self.store.resolve_commitish(self.upstream, value)
+            return ask(self.upstream, *args)
         except StoreDamaged:
-            # A damaged or unwritable cache says nothing of the SPEC: said as an attempt, it
-            # ended in "check the name".
             raise
         except PatchforgeError as exc:
-            self.attempts.append(f"{what} {value}: {exc.message}")
+            self.attempts.append(f"{attempt}: {exc.message}")
             return None
-        self.attempts.append(f"{what} {value}: found commit {commit}")
+
+    def commitish(self, what: str, value: str) -> str | None:
+        commit = self._asked(f"{what} {value}", self.store.resolve_commitish, value)
+        if commit is not None:
+            self.attempts.append(f"{what} {value}: found commit {commit}")
         return commit
 
     def ancestor(self, commit: str, ancestry: str) -> str | None:
@@ -257,14 +265,9 @@ class _Resolution:
         if walk is None:
             self.attempts.append(f"{commit}{ancestry}: no history to walk")
             return None
-        try:
-            found = walk(self.upstream, commit, ancestry)
-        except StoreDamaged:
-            raise
-        except PatchforgeError as exc:
-            self.attempts.append(f"{commit}{ancestry}: {exc.message}")
-            return None
-        self.attempts.append(f"{commit}{ancestry}: found commit {found}")
+        found = self._asked(f"{commit}{ancestry}", walk, commit, ancestry)
+        if found is not None:
+            self.attempts.append(f"{commit}{ancestry}: found commit {found}")
         return found
 
     def known_tag(self, value: str) -> str | None:
@@ -276,15 +279,10 @@ class _Resolution:
         return commit
 
     def wheel(self, version: str) -> tuple[str, str] | None:
-        try:
-            commit, tree = self.store.import_version(self.upstream, version)
-        except StoreDamaged:
-            raise
-        except PatchforgeError as exc:
-            self.attempts.append(f"version {version}: {exc.message}")
-            return None
-        self.attempts.append(f"version {version}: imported as commit {commit}")
-        return commit, tree
+        imported = self._asked(f"version {version}", self.store.import_version, version)
+        if imported is not None:
+            self.attempts.append(f"version {version}: imported as commit {imported[0]}")
+        return imported
 
     def image(self, registry: ImageResolver | None, ref: str, what: str) -> Any | None:
         if registry is None:

@@ -514,7 +514,21 @@ def test_to_takes_the_upstream_prefix_rebase_to_takes(clean):
     assert json.loads(out)["target"]["commit"] == clean.c3
     before = snapshot(clean.root)
     code, _, err = clean.bump("--to", f"aiter=nightly-{clean.c3}", "--dry-run")
-    assert code == 2 and "unknown upstream 'aiter'" in err, err
+    assert code == 2 and f"unknown upstream 'aiter' in 'aiter=nightly-{clean.c3}' (known: " \
+        "vllm)" in err, err
+    code, _, err = clean.bump("--to", "vllm= ", "--dry-run")
+    assert code == 2 and "empty SPEC for upstream 'vllm'" in err, err
+    assert snapshot(clean.root) == before
+    # A second upstream configured: naming it is refused, saying how to bump that one.
+    config = clean.root / "patchforge.toml"
+    config.write_text(config.read_text() + f'\n[upstreams.aiter]\nkind = "git"\n'
+                                           f'url = "{clean.upstream.path}"\n')
+    before = snapshot(clean.root)
+    for spec in (f"aiter=nightly-{clean.c3}", "aiter="):
+        code, _, err = cli_in_process(clean.root, "bump", "vllm", "--image", clean.image_repo,
+                                      "--to", spec, "--dry-run")
+        assert code == 2 and f"bump moves vllm, and --to {spec!r} names aiter" in err, err
+        assert f"`patchforge bump aiter --to {spec.partition('=')[2]}`" in err, err
     assert snapshot(clean.root) == before
 
 

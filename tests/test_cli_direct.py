@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from patchforge.cli import cli
+from patchforge.cli.app import cli
 from patchforge.cli.cmd_rebase import rebase
 from patchforge.cli.cmd_status import status
 from patchforge.cli.direct import read_direct

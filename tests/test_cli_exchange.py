@@ -965,3 +965,26 @@ def test_import_mbox_takes_an_in_body_from_as_the_author_not_as_a_header(project
     patch = (root / "series/up/second-fix-crlf-file-and-a-new-module.patch").read_bytes()
     assert patch.startswith(b"Description: Second fix: CRLF file and a new module\n"
                             b"Author: Other Person <other@example.com>\n"), patch[:200]
+
+
+def test_import_mbox_keeps_a_message_that_begins_with_an_in_body_date_as_free_text(project,
+                                                                                   tmp_path):
+    """An in-body `Date:` (send-email, format-patch of a mail-made commit) is the mail's own:
+    what follows it is the message's text, patch fields in it included, not a patch header."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    git(fork, "commit", "-q", "--amend", "-m",
+        "Second fix\n\nDate: Fri, 2 Feb 2024 10:00:00 +0100\nUpstream-Status: Backport\n\n"
+        "Why, in a line.")
+    mbox = tmp_path / "sent.mbox"
+    mbox.write_bytes(subprocess.run(["git", "format-patch", "--stdout", "-1", "fixes"], cwd=fork,
+                                    check=True, capture_output=True).stdout)
+    assert b"\n\nDate: Fri, 2 Feb 2024 10:00:00 +0100\nUpstream-Status: Backport\n" in \
+        mbox.read_bytes()
+    ok(root, "import", "mbox", str(mbox))
+    patch = (root / "series/up/second-fix.patch").read_bytes()
+    assert patch.startswith(b"Description: Second fix\nAuthor: Other Person <other@example.com>\n"
+                            b"Origin: vendor, sent.mbox\nUpstream-Status: Pending\nUpstream: up\n"
+                            ), patch[:300]
+    assert b"\nLast-Update: 2024-02-02\n\nUpstream-Status: Backport\n\nWhy, in a line.\n---\n" \
+        in patch, patch[:400]

@@ -6,7 +6,8 @@ import json
 
 import click
 
-from patchforge.cli import LAZY_COMMANDS, cli
+from patchforge.cli import LAZY_COMMANDS
+from patchforge.cli.app import cli
 from patchforge.formats.schemas import SCHEMA_NAMES, load_schema, validation_errors
 from helpers.cli import ok, run_cli
 from helpers.patches import forwarded_patch

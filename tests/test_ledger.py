@@ -10,8 +10,9 @@ import shutil
 import pytest
 
 from patchforge.errors import InputError
-from patchforge.ledger import (departures, ledger_findings, read_history, record_event,
-                               record_rebase, render_ledger)
+from patchforge.fsutil import atomic_write_many
+from patchforge.ledger import (departures, ledger_findings, read_history, rebase_writes,
+                               record_event, render_ledger)
 from helpers.project import OneUpstreamStack
 
 A = b"".join(f"def a{i}():\n    return {i}\n\n".encode() for i in range(12))
@@ -174,6 +175,13 @@ def test_a_real_rebase_appends_its_history(tmp_path):
     # `status` can say when and why a fix left the series.
     gone = departures(stack.project())
     assert list(gone) == ["up/a-sign.patch"] and gone["up/a-sign.patch"]["landed_in"] == new
+
+
+def record_rebase(project, summary) -> list[dict]:
+    """What a rebase's write-out does with `rebase_writes`: its files written in one batch."""
+    events, writes = rebase_writes(project, summary)
+    atomic_write_many(writes)
+    return events
 
 
 def test_record_rebase_is_idempotent_for_a_resumed_write_out(tmp_path):

@@ -362,7 +362,5 @@ def test_an_empty_profiles_field_or_a_deciding_field_written_twice_is_refused(li
 def test_a_folded_profiles_field_and_several_keeps_lines_are_read_as_before():
     data = (b"Description: fix\nProfiles:\n gfx942, gfx950\nKeeps: a.py: one\nKeeps: a.py: two\n"
             b"\nWhy.\n---\n")
-    from patchforge.apply.series import patch_profiles
-
     patch = parse_patch_file(data, "p.patch")
-    assert patch_profiles(patch) == ("gfx942", "gfx950") and len(patch.get_all("Keeps")) == 2
+    assert patch.profiles == ("gfx942", "gfx950") and len(patch.get_all("Keeps")) == 2

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from patchforge.errors import ResolutionError, StoreError, UsageError
+from patchforge.errors import ResolutionError, StoreDamaged, StoreError, UsageError
 from patchforge.model.config import UpstreamConfig
 from patchforge.net.http import HttpClient
 from patchforge.net.registry import RegistryClient
@@ -232,6 +232,48 @@ def test_failure_lists_every_attempt(registry, registry_server):
     text = str(err.value)
     assert text.startswith(f"cannot resolve vllm={NIGHTLY} (nightly)")
     assert "\n  tried tag " in text and "\n  tried commit " in text
+
+
+class DamagedStore(FakeStore):
+    """A store whose cache broke under the command at one of its asks."""
+
+    def __init__(self, broken: str, **kw) -> None:
+        super().__init__(**kw)
+        self.broken = broken
+
+    def _damaged(self, asked: str) -> None:
+        if asked == self.broken:
+            raise StoreDamaged(f"the cache's git store was removed while {asked} ran")
+
+    def resolve_commitish(self, upstream: str, spec: str) -> str:
+        self._damaged("resolve_commitish")
+        return super().resolve_commitish(upstream, spec)
+
+    def ancestor(self, upstream: str, commit: str, ancestry: str) -> str:
+        self._damaged("ancestor")
+        return "2" * 40
+
+    def import_version(self, upstream: str, version: str) -> tuple[str, str]:
+        self._damaged("import_version")
+        return super().import_version(upstream, version)
+
+
+@pytest.mark.parametrize("broken, spec, upstream", [
+    ("resolve_commitish", "v0.33.0", VLLM_GIT),
+    ("ancestor", "v0.33.0~1", VLLM_GIT),
+    ("import_version", "0.33.0", VLLM_WHEEL),
+])
+def test_a_damaged_store_is_raised_not_taken_for_a_spec_that_names_nothing(broken, spec, upstream):
+    """A broken cache says nothing of the SPEC: its error is raised as it is, never listed as
+    one attempt of a "cannot resolve" that sends people after the name."""
+    store = DamagedStore(broken, refs={"v0.33.0": "1" * 40},
+                         wheels={"0.33.0": ("1" * 40, "3" * 40)})
+    with pytest.raises(StoreDamaged, match=f"while {broken} ran"):
+        resolve_target(spec, upstream, store_resolver=store)
+    # The same store, whole: each ask is answered.
+    target = resolve_target(spec, upstream, store_resolver=DamagedStore(
+        "nothing", refs=store.refs, wheels=store.wheels))
+    assert target.commit == ("2" * 40 if broken == "ancestor" else "1" * 40), target
 
 
 def test_image_reference_resolves_through_labels(registry, registry_server):

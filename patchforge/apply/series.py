@@ -15,18 +15,6 @@ if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
 
 
-def patch_profiles(patch: PatchFile) -> tuple[str, ...]:
-    """The profiles a patch lists (`Profiles: gfx942, gfx950`); empty means all profiles."""
-    return patch_profiles_of(patch.get("Profiles"))
-
-
-def patch_profiles_of(value: str | None) -> tuple[str, ...]:
-    """The profiles a Profiles value lists (comma- or space-separated)."""
-    if not value:
-        return ()
-    return tuple(p for p in value.replace(",", " ").split() if p)
-
-
 def unknown_profiles(listed, configured) -> list[str]:
     """Of the profiles a patch lists, those the configuration does not declare. A stack that
     declares none has one layout, and a Profiles field there limits nothing: nothing is
@@ -38,7 +26,7 @@ def unknown_profiles(listed, configured) -> list[str]:
 def refuse_unknown_profiles(patch: PatchFile, configured) -> None:
     """InputError, naming the patch file and its Profiles line, when it lists a profile the
     configuration does not declare."""
-    unknown = unknown_profiles(patch_profiles(patch), configured)
+    unknown = unknown_profiles(patch.profiles, configured)
     if unknown:
         line = patch.preamble.count(b"\n") + 1
         for header in patch.fields:
@@ -51,7 +39,7 @@ def refuse_unknown_profiles(patch: PatchFile, configured) -> None:
 
 
 def applies_to_profile(patch: PatchFile, profile: str | None) -> bool:
-    wanted = patch_profiles(patch)
+    wanted = patch.profiles
     return profile is None or not wanted or profile in wanted
 
 

@@ -97,15 +97,6 @@ def configure(*, root: Path | None, offline: bool, verbose: int, quiet: int,
     return AppContext(root=root, offline=offline, verbosity=verbose - quiet, color=color)
 
 
-def __getattr__(name: str):
-    # The click group and its classes, loaded (with click) when first asked for.
-    if name in ("cli", "HelpGroup", "LazyGroup"):
-        from patchforge.cli import app
-
-        return getattr(app, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 class Terminated(KeyboardInterrupt):
     """SIGTERM (a CI job cancelled, `timeout`, a service stopped), raised where the command
     is, as Ctrl-C raises KeyboardInterrupt: the same cleanup runs (temporary files removed,

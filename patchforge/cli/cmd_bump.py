@@ -35,8 +35,8 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
 
     Exit 0 when the stack moved cleanly (or was up to date), 1 when a person is needed (the
     rebase is left stopped; with --dry-run nothing is written), 2 on bad input."""
-    from patchforge.cli.statusing import make_forge
     from patchforge.fsutil import RepoLock, atomic_write
+    from patchforge.net import make_forge
     from patchforge.ops.bump import bump as run_bump
     from patchforge.ops.bump_report import render_markdown, title
     from patchforge.ops.deploy import default_registry

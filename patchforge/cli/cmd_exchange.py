@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from patchforge.cli import HelpGroup
+from patchforge.cli.app import HelpGroup
 from patchforge.cli.complete import complete_upstream
 from patchforge.errors import UsageError
 
@@ -150,7 +150,7 @@ def export(app, quilt_dir, mbox_file, upstream):
         if mbox_file:
             # Both before the quilt directory is written.
             project.refuse_own_destination(mbox_file)
-            mbox_entries(project, upstream)
+            entries = mbox_entries(project, upstream)
         if quilt_dir:
             written, binary_sections = export_quilt(project, quilt_dir, upstream)
             click.echo(f"wrote {len(written)} files to {quilt_dir}")
@@ -158,5 +158,5 @@ def export(app, quilt_dir, mbox_file, upstream):
                 click.echo(f"warning: {where}: a GIT binary patch, which quilt and GNU patch "
                            "cannot apply (git apply and git am can)", err=True)
         if mbox_file:
-            count = export_mbox(project, mbox_file, upstream)
+            count = export_mbox(project, mbox_file, entries)
             click.echo(f"wrote {count} messages to {mbox_file}")

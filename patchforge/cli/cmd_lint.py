@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 @click.pass_obj
 def lint(app, as_json, no_forge, warnings_fail, output_format):
     """Headers, series consistency, byte-stability, fuzz, invariants, stale submissions."""
-    from patchforge.cli.statusing import make_forge
+    from patchforge.net import make_forge
     from patchforge.ops.lint import lint as do_lint
     from patchforge.pins import ensure_pinned, open_store
 

@@ -6,7 +6,7 @@ the shell asks at completion time is answered by the same command table as `--he
 from __future__ import annotations
 
 import click
-from patchforge.cli import cli
+from patchforge.cli.app import cli
 
 COMPLETE_VAR = "_PATCHFORGE_COMPLETE"
 SHELLS = ("bash", "zsh", "fish")

@@ -74,7 +74,7 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
         submit.write_record(document["written"]["json"], document)
         existing = submit.NOT_ASKED
         if open_pr:
-            from patchforge.cli.statusing import make_forge
+            from patchforge.net import make_forge
             forge = make_forge(project)
             existing = submit.check_forge(forge, draft, owner)
         if remote:

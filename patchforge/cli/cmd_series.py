@@ -33,10 +33,10 @@ def list_(app, as_json):
 
 
 def _profile_list(field: str | None) -> list[str] | None:
-    """The Profiles field (`gfx942, gfx950`) as a list, split as apply.series does; None: every
-    profile."""
-    names = field.replace(",", " ").split() if field else []
-    return names or None
+    """The Profiles field (`gfx942, gfx950`) as a list; None: every profile."""
+    from patchforge.formats.patchfile import profile_names
+
+    return list(profile_names(field)) or None
 
 
 @click.command()

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from patchforge.cli import HelpGroup
+from patchforge.cli.app import HelpGroup
 from patchforge.cli.complete import complete_upstream
 from patchforge.cli.output import emit_json, table
 from patchforge.errors import UsageError

@@ -12,32 +12,7 @@ from patchforge.cli.output import STATE_COLORS, announce_state, echo, emit_json,
 from patchforge.errors import EXIT_ATTENTION, PatchforgeError, UsageError
 
 if TYPE_CHECKING:
-    from patchforge.net.forge import GitHubForge
     from patchforge.project import Project
-
-
-def make_forge(project: Project):
-    """The forge client from the configuration (token from GITHUB_TOKEN, cache in the store dir).
-
-    Built on first use: most series name no pull request, and the HTTP stack is slow to load."""
-    return _LazyForge(project)
-
-
-class _LazyForge:
-    def __init__(self, project: Project) -> None:
-        self._project = project
-        self._forge: GitHubForge | None = None
-
-    def __getattr__(self, name):
-        if self._forge is None:
-            from patchforge.net.forge import GitHubForge
-            from patchforge.store.gitstore import cache_dir
-
-            forge = self._project.config.forge
-            self._forge = GitHubForge.from_config(forge.api_url, cache_dir(),
-                                                  offline=self._project.offline,
-                                                  web_host=forge.web_host)
-        return getattr(self._forge, name)
 
 
 def departed_fixes(project: Project) -> list[dict]:
@@ -67,6 +42,7 @@ def parse_specs(project: Project, specs):
 def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], strict: bool,
                as_json: bool, html_out: str | None = None, output_format: str = "text") -> None:
     """`status [--against SPEC]... [SPEC]... [--strict] [--json] [--html FILE] [--format F]`."""
+    from patchforge.net import make_forge
     from patchforge.pins import open_store
     from patchforge.ops.status import resolve_targets, series_status
     from patchforge.state import announcements, skipped_fixes, unlisted_fixes
@@ -98,6 +74,7 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                      for upstream, name, path in unlisted_fixes(project)],
     }
     busy = busy or bool(document["unlisted"])
+    # The exit status is this too (1), with --strict also a patch that applies only with fuzz.
     document["needs_attention"] = document["needs_attention"] or busy
     if html_out:
         from patchforge.report import write_html_report
@@ -184,8 +161,7 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                  "`--dry-run` it moves the series", err=True)
     if output_format == "github":
         _github(project, targets, results)
-    if busy or any(r.attention for r in results) or \
-            (strict and any(r.state == "fuzz" for r in results)):
+    if document["needs_attention"] or (strict and any(r.state == "fuzz" for r in results)):
         sys.exit(EXIT_ATTENTION)
 
 

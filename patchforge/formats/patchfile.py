@@ -84,6 +84,11 @@ class HeaderField:
     raw: bytes
 
 
+def profile_names(value: str | None) -> tuple[str, ...]:
+    """The profiles a `Profiles:` value lists (comma- or space-separated)."""
+    return tuple(value.replace(",", " ").split()) if value else ()
+
+
 @record(frozen=True)
 class PatchFile:
     """A parsed patch file; the parts concatenate back to the input:
@@ -183,6 +188,11 @@ class PatchFile:
         if new.diff_first_line == self.diff_first_line:
             new.__dict__["file_patches"] = parsed  # what the cached property would compute
         return new
+
+    @property
+    def profiles(self) -> tuple[str, ...]:
+        """The profiles the patch lists (`Profiles: gfx942, gfx950`); empty means all profiles."""
+        return profile_names(self.get("Profiles"))
 
     @property
     def subject(self) -> str | None:
@@ -424,7 +434,7 @@ def _check_deciding_values(fields: list[HeaderField], source: str, first_line: i
                                  "counts", path=source, line=line,
                                  hint=f"join them into one '{canon}:' line")
             seen[name] = line
-            if name == "profiles" and not f.value.replace(",", " ").split():
+            if name == "profiles" and not profile_names(f.value):
                 raise InputError("'Profiles:' lists no profile, and would be read as every "
                                  "profile", path=source, line=line,
                                  hint="name the profiles the fix is for (`Profiles: gfx942`), or "

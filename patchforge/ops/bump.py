@@ -401,21 +401,17 @@ def _own_spec(project: Project, name: str, spec: str) -> str:
     """`--to` read as `rebase --to` reads it: `NAME=SPEC` is upstream NAME's SPEC (the one being
     bumped, or it is refused), anything else the SPEC itself. `bump vllm --to vllm=X` was
     resolved as a ref named `vllm=X` ("cannot resolve vllm=vllm=X")."""
-    from patchforge.targets import UPSTREAM_NAME_RE
+    from patchforge.targets import UPSTREAM_NAME_RE, parse_target_specs
 
     prefix, sep, rest = spec.partition("=")
     if not sep or not UPSTREAM_NAME_RE.match(prefix):
         return spec
-    if prefix != name:
-        known = project.upstream_names()
-        if prefix not in known:
-            raise UsageError(f"unknown upstream {prefix!r} in {spec!r} (known: "
-                             f"{', '.join(sorted(known))})")
+    known = project.upstream_names()
+    if prefix != name and prefix in known:
         raise UsageError(f"bump moves {name}, and --to {spec!r} names {prefix}",
                          hint=f"`patchforge bump {prefix} --to {rest.strip()}`")
-    if not rest.strip():
-        raise UsageError(f"empty SPEC for upstream {name!r}")
-    return rest.strip()
+    # An unknown upstream and an empty SPEC are refused as `rebase --to` refuses them.
+    return parse_target_specs((spec,), known)[name]
 
 
 def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,

@@ -111,7 +111,7 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
     _refuse_repeat(project, upstream, pending)
     parsed = {file_name: parse_patch_file(data, file_name) for file_name, data in pending}
     _refuse_unknown_profiles(project, parsed, sources or {})
-    _refuse_collisions(project, store, upstream, parsed, sources or {})
+    _refuse_collisions(project, store, upstream, parsed, sources or {}, pin)
     from patchforge.state import require
 
     with RepoLock(project.state_dir):
@@ -156,19 +156,19 @@ def _refuse_unknown_profiles(project: Project, parsed: dict[str, PatchFile],
 
 def _refuse_collisions(project: Project, store: UpstreamStore, upstream: str,
                        parsed: dict[str, PatchFile],
-                       sources: dict[str, tuple[str, bytes | None]]) -> None:
+                       sources: dict[str, tuple[str, bytes | None]], pin: str) -> None:
     """Refuse an import of which a patch creates (renames or copies to) a path already filled
-    at the pin: a file the upstream has with other content, a file an earlier patch makes, a
-    path under a file (stack.creation_collisions, in every profile's series). `git apply`,
-    `quilt push` and `overlays` refuse such a patch; imported, it was listed and only `status`
-    and `lint` said so afterwards. Nothing is written."""
+    at `pin` (the commit the import read the upstream at): a file the upstream has with other
+    content, a file an earlier patch makes, a path under a file (stack.creation_collisions, in
+    every profile's series). `git apply`, `quilt push` and `overlays` refuse such a patch;
+    imported, it was listed and only `status` and `lint` said so afterwards. Nothing is
+    written."""
     from patchforge.stack import profile_collisions
 
     listed = project.patch_names(upstream)
     patches = [(n, parsed.get(n) or project.read_patch(upstream, n)) for n in listed]
     patches += [(n, patch) for n, patch in parsed.items() if n not in listed]
-    commit = project.lock.pin(upstream).commit
-    for name, _, fp, message, hint in profile_collisions(project, store, commit, patches):
+    for name, _, fp, message, hint in profile_collisions(project, store, pin, patches):
         if name not in parsed:
             continue  # an earlier patch of the series: lint's to report, not this import's
         where, original = sources.get(name, (name, None))
@@ -478,9 +478,10 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             _git("mailinfo", "--no-scissors", "--no-inbody-headers", str(whole),
                  str(whole.with_suffix(".diff2")), input=message.read_bytes())
             text = whole.read_bytes().rstrip(b"\n")  # (as a commit's body: no final \n)
-            # An in-body `From:`, `Subject:` or `Date:` (format-patch --from, send-email) is
-            # the mail's own, for git am and mailinfo: not a patch header.
-            inbody = re.match(rb"(?i)(from|subject|date):", text)
+            # An in-body `From:` or `Subject:` (format-patch --from, send-email) is the mail's
+            # own, for git am and mailinfo: not a patch header's Author or Description. (A
+            # `Date:` is no patch field: _carried_header takes no message that begins so.)
+            inbody = re.match(rb"(?i)(from|subject):", text)
             carried = None if inbody else _carried_header(
                 text.decode("utf-8", "surrogateescape"), diff, source)
             if carried is not None:
@@ -834,9 +835,9 @@ def mbox_entries(project: Project, upstream: str | None = None) -> list[tuple[st
     return entries
 
 
-def export_mbox(project: Project, out: Path, upstream: str | None = None) -> int:
-    project.refuse_own_destination(out)
-    entries = mbox_entries(project, upstream)
+def export_mbox(project: Project, out: Path, entries: list[tuple[str, str]]) -> int:
+    """Write the mbox of `entries` (`mbox_entries`, asked with `project.refuse_own_destination`
+    before anything of the export is written) to `out`; returns how many messages."""
     chunks = []
     for index, (upstream, name) in enumerate(entries, 1):
         patch = project.read_patch(upstream, name)

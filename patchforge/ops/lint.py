@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series,
-                                     patch_profiles, unknown_profiles)
+                                     unknown_profiles)
 from patchforge.errors import InputError, PatchforgeError
 from patchforge.ledger import ledger_findings
 from patchforge.model.findings import Finding
@@ -76,7 +76,7 @@ def lint(project: Project, store: UpstreamStore, *, forge=None) -> list[Finding]
                     findings.append(Finding(label, "parse", str(exc)))
                 continue
             findings += _headers(label, patch, upstream, pin)
-            for profile in unknown_profiles(patch_profiles(patch), list(project.config.profiles)):
+            for profile in unknown_profiles(patch.profiles, list(project.config.profiles)):
                 findings.append(Finding(label, "header", f"Profiles names {profile!r}, which is "
                                         "not a configured profile (configured: "
                                         f"{', '.join(project.config.profiles)})"))

@@ -13,13 +13,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.apply.series import apply_series, patch_profiles_of, unknown_profiles
+from patchforge.apply.series import apply_series, unknown_profiles
 from patchforge.model.record import record
 from patchforge.names import check_patch_name, file_name_key
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
 from patchforge.errors import (AmbiguousNameError, ConflictStop, InputError, PatchforgeError,
                                UsageError)
-from patchforge.formats.patchfile import parse_patch_file, render_patch_file
+from patchforge.formats.patchfile import parse_patch_file, profile_names, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, fsync_dir
 from patchforge.project import patch_file_name, read_no_link
 from patchforge.store.diff import conflict_markers_left, make_diffs
@@ -368,11 +368,11 @@ def check_profiles(project: Project, profiles: str) -> None:
     """`--profiles` of `new` and `import overlay`: every name a declared profile, and one at
     least (a `Profiles:` field listing none is refused when read: `--profiles "$UNSET"`
     would have made a fix for every profile)."""
-    if not patch_profiles_of(profiles):
+    if not profile_names(profiles):
         raise UsageError(f"--profiles {profiles!r} names no profile",
                          hint="name the profiles the fix is for, or leave --profiles out: a fix "
                               "is then for every profile")
-    unknown = unknown_profiles(patch_profiles_of(profiles), list(project.config.profiles))
+    unknown = unknown_profiles(profile_names(profiles), list(project.config.profiles))
     if unknown:
         raise UsageError(f"unknown profile {unknown[0]!r} (configured: "
                          f"{', '.join(project.config.profiles)})")

@@ -55,7 +55,7 @@ class PatchStatus:
 
 def series_status(project: Project, store: UpstreamStore, targets: dict[str, Target], *, forge=None,
                   upstreams: list[str] | None = None) -> list[PatchStatus]:
-    from patchforge.apply.series import patch_profiles, unknown_profiles
+    from patchforge.apply.series import unknown_profiles
 
     out: list[PatchStatus] = []
     configured_profiles = list(project.config.profiles)
@@ -146,7 +146,7 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                 broken = judgement.stop_kind == "invariant"
                 status.attention = judgement.state in ATTENTION_STATES or broken or \
                     bool(status.drop_when and status.drop_when.get("true"))
-                unknown = unknown_profiles(patch_profiles(patch), configured_profiles)
+                unknown = unknown_profiles(patch.profiles, configured_profiles)
                 if unknown:
                     # A typo in Profiles puts the fix in no profile: every overlay and
                     # deployment goes without it while the patch "applies".

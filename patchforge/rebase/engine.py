@@ -1070,6 +1070,8 @@ class Rebase:
         left where the write-out writes (the series directories, their set-aside directories,
         the ledger's, upstream.lock's); with `keep_planned`, not those the journal's plan names
         (the write-out's new files, which it renames). One listing per directory."""
+        from patchforge import ledger  # (loaded for _ledger_paths too)
+
         project = self.project
         keep = set(self.journal.planned_temporaries()) if keep_planned else set()
         places: dict[Path, tuple[str, ...] | None] = {
@@ -1078,7 +1080,7 @@ class Rebase:
         for upstream in project.upstream_names():
             series = project.series_dir(upstream)
             places[series] = None  # any name: the patches and the series file
-            for aside in _SET_ASIDE_DIRS:
+            for aside, _ in ledger.SET_ASIDE:
                 places[series / aside] = None
         for place, names in places.items():
             try:
@@ -1257,10 +1259,6 @@ def _history_index(store: UpstreamStore, target: Target, paths: list[str]) -> Hi
     a `git merge-base` before it was a process more."""
     changes = read_history(store, target)
     return HistoryIndex(store, target, paths, changes=changes) if changes is not None else None
-
-
-# The directories of a series' set-aside fixes (ledger.SET_ASIDE's), where a run writes too.
-_SET_ASIDE_DIRS = ("upstreamed", "skipped", "deleted")
 
 
 def _ledger_paths(project: Project) -> list[Path]:
