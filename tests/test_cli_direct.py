@@ -233,3 +233,19 @@ def test_a_status_read_without_click_says_what_the_click_command_says(tmp_path):
                           "--against", later, "--json"], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
     assert "LOADED [] 1" in run.stdout, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("by_click", [False, True], ids=["direct", "click"])
+def test_specs_without_their_option_are_refused_naming_it(tmp_path, by_click):
+    """A SPEC given without `--to` (`--against`) is refused, before the project is read, in
+    the words of the option it follows (read without click, and by click under -q)."""
+    from helpers.cli import run_cli
+
+    quiet = ("-q",) if by_click else ()
+    for command, option in (("rebase", "--to"), ("status", "--against")):
+        run = run_cli(tmp_path, *quiet, command, "vllm=0.33.0", "aiter=main")
+        assert run.rc == 2, run.text
+        assert f"unexpected argument 'vllm=0.33.0': SPECs follow {option}" in run.err, run.err
+        # (The path taken is the one the test names.)
+        assert (read_direct(["--root", str(tmp_path), *quiet, command, "vllm=0.33.0"]) is
+                None) == by_click

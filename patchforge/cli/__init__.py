@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchforge import COLLECT_AFTER
 from patchforge.errors import (EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED,
-                               PatchforgeError)
+                               PatchforgeError, UsageError)
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -95,6 +95,16 @@ def configure(*, root: Path | None, offline: bool, verbose: int, quiet: int,
         from patchforge.cli.output import configure_logging
         configure_logging(verbose - quiet)
     return AppContext(root=root, offline=offline, verbosity=verbose - quiet, color=color)
+
+
+def target_specs(option: str, specs: tuple[str, ...],
+                 more_specs: tuple[str, ...]) -> tuple[str, ...]:
+    """The SPECs of `rebase --to` or `status --against` (`option`): the option's values, then
+    the command's arguments (`--to vllm=X aiter=Y`: click gives the option one value, the rest
+    arrive as arguments). Arguments without the option are refused."""
+    if more_specs and not specs:
+        raise UsageError(f"unexpected argument {more_specs[0]!r}: SPECs follow {option}")
+    return (*specs, *more_specs)
 
 
 class Terminated(KeyboardInterrupt):

@@ -54,13 +54,8 @@ def read_direct(argv: list[str]) -> DirectLine | None:
         if word in _GLOBAL_FLAGS:
             setattr(line, _GLOBAL_FLAGS[word], True)
             continue
-        if word == "--root" and words:
-            value = words.pop(0)
-        elif word.startswith("--root="):
-            value = word[len("--root="):]
-        else:
-            return None
-        if line.root is not None or not _takes_directory(value):
+        value = _option_value("--root", word, words)
+        if value is None or line.root is not None or not _takes_directory(value):
             return None
         line.root = Path(value)
     if not words:
@@ -72,16 +67,25 @@ def read_direct(argv: list[str]) -> DirectLine | None:
         word = words.pop(0)
         if word in flags:
             line.flags[flags[word]] = True
-        elif word == spec_option and words and not words[0].startswith("-"):
-            line.specs.append(words.pop(0))
-        elif word.startswith(spec_option + "=") and \
-                not word[len(spec_option) + 1:].startswith("-"):
-            line.specs.append(word[len(spec_option) + 1:])
+            continue
+        value = _option_value(spec_option, word, words)
+        if value is not None and not value.startswith("-"):
+            line.specs.append(value)
         elif word.startswith("-"):
-            return None
+            return None  # another option, or a SPEC that looks like one: click's to read
         else:
             line.more_specs.append(word)
     return line
+
+
+def _option_value(option: str, word: str, words: list[str]) -> str | None:
+    """The value `word` gives `option`: `--to SPEC` (the next word, taken from `words`) or
+    `--to=SPEC`; None when `word` is not that option, or the line ends after it."""
+    if word == option:
+        return words.pop(0) if words else None
+    if word.startswith(option + "="):
+        return word[len(option) + 1:]
+    return None
 
 
 def _takes_directory(value: str) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
+from patchforge.cli import target_specs
 from patchforge.cli.output import Progress, echo, emit_json, table
 from patchforge.errors import ConflictStop, InProgressError, PatchforgeError, UsageError
 
@@ -61,9 +62,7 @@ def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_
     from patchforge.pins import open_store
     from patchforge.rebase.engine import Rebase
 
-    if more_specs and not specs:
-        raise UsageError(f"unexpected argument {more_specs[0]!r}: SPECs follow --to")
-    specs = (*specs, *more_specs)
+    specs = target_specs("--to", specs, more_specs)
     chosen = [flag for flag, on in (("--to", bool(specs)), ("--continue", cont),
                                     ("--skip", skip), ("--abort", abort)) if on]
     if len(chosen) != 1:

@@ -8,8 +8,9 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any
 
+from patchforge.cli import target_specs
 from patchforge.cli.output import STATE_COLORS, announce_state, echo, emit_json, paint, table
-from patchforge.errors import EXIT_ATTENTION, PatchforgeError, UsageError
+from patchforge.errors import EXIT_ATTENTION, PatchforgeError
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -33,12 +34,6 @@ def departed_fixes(project: Project) -> list[dict]:
     return out
 
 
-def parse_specs(project: Project, specs):
-    from patchforge.targets import parse_target_specs
-
-    return parse_target_specs(tuple(specs), project.upstream_names()) if specs else None
-
-
 def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], strict: bool,
                as_json: bool, html_out: str | None = None, output_format: str = "text") -> None:
     """`status [--against SPEC]... [SPEC]... [--strict] [--json] [--html FILE] [--format F]`."""
@@ -46,15 +41,12 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
     from patchforge.pins import open_store
     from patchforge.ops.status import resolve_targets, series_status
     from patchforge.state import announcements, skipped_fixes, unlisted_fixes
+    from patchforge.targets import parse_target_specs
 
-    # `--against vllm=X aiter=Y`: click gives the option one value; the rest arrive here.
-    if more_specs and not specs:
-        raise UsageError(f"unexpected argument {more_specs[0]!r}: SPECs follow --against")
-    specs = (*specs, *more_specs)
-    given = specs
+    specs = target_specs("--against", specs, more_specs)
     project = app.project()
     busy = announce_state(project, as_json=as_json)
-    wanted = parse_specs(project, specs)
+    wanted = parse_target_specs(specs, project.upstream_names()) if specs else None
     with open_store(project) as store:
         targets = resolve_targets(project, store, wanted)
         results = series_status(project, store, targets, forge=make_forge(project))
@@ -155,7 +147,7 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
         if any(r.attention and r.upstream not in at_pin for r in results):
             import shlex
 
-            to = " ".join(shlex.quote(spec) for spec in given)
+            to = " ".join(shlex.quote(spec) for spec in specs)
             echo(f"hint: `patchforge rebase --to {to} --dry-run` shows what a rebase onto "
                  "the target does with each patch (drop, move or stop); without "
                  "`--dry-run` it moves the series", err=True)

@@ -32,6 +32,7 @@ from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_move
 
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
+    from patchforge.formats.series import SeriesFile
     from patchforge.project import Project
     from patchforge.store.gitstore import UpstreamStore
 
@@ -445,10 +446,7 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
         # Read the series under the lock: two `new` at once must not lose an entry.
         series = project.read_series(upstream)
         if after is not None:
-            after = patch_file_name(in_series_of(project, after, upstream, "--after")[1])
-            if after not in series.names:
-                raise UsageError(f"no patch named {after} in the {upstream} series"
-                                 + _in_another_series(project, upstream, after))
+            after = _listed_after(project, upstream, series, after)
         if file_name in series.names:
             raise UsageError(f"a patch named {file_name} already exists")
         _refuse_unlisted_fix(project, upstream, file_name)
@@ -686,6 +684,16 @@ def _end_rename(project: Project, upstream: str, old_file: str, new_file: str) -
     series_changed(project)
 
 
+def _listed_after(project: Project, upstream: str, series: SeriesFile, after: str) -> str:
+    """The file name of the patch `--after` names, which `series` (the `upstream` one) lists;
+    refused (UsageError) otherwise."""
+    after = patch_file_name(in_series_of(project, after, upstream, "--after")[1])
+    if after not in series.names:
+        raise UsageError(f"no patch named {after} in the {upstream} series"
+                         + _in_another_series(project, upstream, after))
+    return after
+
+
 def _in_another_series(project: Project, upstream: str, file_name: str) -> str:
     """` (it is in the aiter series: ...)` when another upstream's series holds `file_name`:
     an order holds within one series, and --after named a patch of another one."""
@@ -704,10 +712,7 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
     allowed = require_state(project, "move", [upstream], store=store)
     series = project.read_series(upstream)
     if after is not None:
-        after = patch_file_name(in_series_of(project, after, upstream, "--after")[1])
-        if after not in series.names:
-            raise UsageError(f"no patch named {after} in the {upstream} series"
-                             + _in_another_series(project, upstream, after))
+        after = _listed_after(project, upstream, series, after)
         if after == file_name:
             raise UsageError("cannot move a patch after itself")
     elif not first:
