@@ -245,9 +245,10 @@ def _bring_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
     return what
 
 
-# What git (or fetch_git_upstream) says when the source was asked and does not have it.
-_SOURCE_LACKS_IT = re.compile(r"not our ref|unadvertised object|couldn't find remote ref"
-                              r"|no such remote ref|is not a known commit")
+# What git (or fetch_git_upstream) says when the source was asked and does not have it
+# (compiled when a failure is read: store.git._DAMAGE says why).
+_SOURCE_LACKS_IT = (r"not our ref|unadvertised object|couldn't find remote ref"
+                    r"|no such remote ref|is not a known commit")
 
 
 def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
@@ -268,7 +269,7 @@ def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
                                f"command ran ({exc.message})",
                                hint="nothing in the project is wrong and no pin needs to "
                                     "change: run the command again") from None
-        if not _SOURCE_LACKS_IT.search(exc.message):
+        if not re.search(_SOURCE_LACKS_IT, exc.message):
             # The source was not reached, or failed on its way (a network error, a stalled
             # server, a refused login): its silence says nothing about the lock, whose re-pin
             # the message used to advise.

@@ -687,6 +687,35 @@ def _edit(data: bytes, line: int, text: bytes) -> bytes:
 
 
 
+def test_trees_read_ahead_answer_the_lookups_that_follow(store, merge_base):
+    """The trees a rebase reads ahead while it parses its series (every directory on the way
+    to each path, at each commit) answer the lookups after it as a round of requests would,
+    the paths that are not there and the directories that are files among them, and no round
+    of requests is made for them; a path check_path refuses is left to the lookup."""
+    other = store.commit_files(merge_base, {"m/sub/c.py": b"c\n", "m/b.py": None},
+                               message="more\n")
+    paths = ["m/a.py", "m/b.py", "m/sub/c.py", "m/a.py/x", "gone/deep/d.py", "top.py"]
+    fresh = UpstreamStore(store.git_dir)
+    try:
+        expected = {rev: fresh.entries(rev, paths, directories=True)
+                    for rev in (merge_base, other)}
+    finally:
+        fresh.close()
+    store.read_trees_ahead([merge_base, other], [*paths, "a//bad"])
+    asked: list[list[str]] = []
+    real = store._cat.query
+
+    def query(names):
+        asked.append(names)
+        return real(names)
+    store._cat.query = query
+    assert {rev: store.entries(rev, paths, directories=True)
+            for rev in (merge_base, other)} == expected
+    assert asked == []
+    with pytest.raises(StoreError, match="invalid path"):
+        store.entries(merge_base, ["a//bad"])
+
+
 def test_renames_follow_a_rename_on_one_side(store, merge_base):
     a = store.read_blob(merge_base, "m/a.py")
     ours = store.commit_files(merge_base, {"m/a.py": _edit(a, 3, b"fixed\n")}, message="o\n")

@@ -81,8 +81,9 @@ def test_clean_patch_changes_only_base(stack, upstream):
 def test_a_clean_rebase_to_a_release_loads_only_what_it_uses(stack, upstream):
     """`rebase --to up=1.1` that goes through imports neither packaging (a release of digits
     and dots is a PEP 440 version as it is), nor the editing worktree's module (no stop made
-    one), nor status's command module, nor click (the command line is read by `cli.direct`):
-    start-up every such rebase paid for nothing."""
+    one), nor status's command module, nor click (the command line is read by `cli.direct`),
+    nor the overlays' module (a project without overlays/ only has it asked whether
+    overlays/ is a link): start-up every such rebase paid for nothing."""
     from helpers.env import REPO_ROOT
 
     stack.add_upstream("up", upstream)
@@ -91,7 +92,8 @@ def test_a_clean_rebase_to_a_release_loads_only_what_it_uses(stack, upstream):
     code = ("import sys\nfrom patchforge.cli import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    rc = e.code\n"
             "print('LOADED', [m for m in ('packaging', 'patchforge.worktree', "
-            "'patchforge.cli.cmd_status', 'click') if m in sys.modules], rc)\n")
+            "'patchforge.cli.cmd_status', 'click', 'patchforge.overlay') "
+            "if m in sys.modules], rc)\n")
     run = subprocess.run([sys.executable, "-c", code, "--root", str(stack.root), "rebase",
                           "--to", "up=1.1"], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))

@@ -143,8 +143,10 @@ def test_write_out_syncs_each_directory_only_where_the_order_needs_it(tmp_path, 
     """What the journal names at the write-out (the new files' temporary files beside their
     targets, the links to the originals, originals.json) is made durable as one batch, each
     of their directories synced once before the journal that names them and the project's
-    once more after the renames; the history and the ledger are one batch too (a kill between
-    their renames is what --continue finishes, as the kills above check). Each directory sync
+    once more after the renames, with the last files' batch (the history, the ledger and
+    last-rebase.json: a kill between any of those renames is what --continue finishes, as the
+    kills above check). The journal's first save, before any write, waits for no directory
+    sync: lost to a crash, it leaves the project as before the rebase. Each directory sync
     waits for the disk: a clean rebase of 30 patches made about twenty of them."""
     from patchforge import fsutil
 
@@ -159,16 +161,17 @@ def test_write_out_syncs_each_directory_only_where_the_order_needs_it(tmp_path, 
     monkeypatch.setattr(fsutil, "fsync_dir", fsync_dir)
     assert run_cli(stack.root, *args).rc == 0
     assert snapshot(stack.root, skip_state=True, dirs=False) == after
-    # At the start, at the write-out (what it names, then the journal), at its removal.
-    assert synced.count(".patchforge/rebase") == 4
-    write_out = synced.index(".patchforge/rebase", 1)
+    # At the write-out (what it names, then the journal), at its removal; not at the start.
+    assert synced.count(".patchforge/rebase") == 3
+    write_out = synced.index(".patchforge/rebase")
     project_dirs = ["series/up", "series/up/upstreamed", "."]  # the patches, lock, fix set aside
-    assert synced[1:write_out + 2] == [*project_dirs, ".patchforge/rebase/orig-files",
-                                       ".patchforge/rebase", ".patchforge/rebase"]
-    # after the renames and the removal (the landed patch leaves series/up), once each
-    assert synced[write_out + 2:write_out + 5] == project_dirs
-    assert synced[write_out + 5] != "series/up"
-    assert synced.count("series") == 1  # series/history.jsonl and series/PATCHES.md
+    assert synced[:write_out + 2] == [*project_dirs, ".patchforge/rebase/orig-files",
+                                      ".patchforge/rebase", ".patchforge/rebase"]
+    # after the renames and the removal (the landed patch leaves series/up), once each, with
+    # the last files' directories (series/history.jsonl and series/PATCHES.md, then
+    # last-rebase.json's), after the overlays; then the journal's removal
+    assert synced[-6:] == [*project_dirs, "series", ".patchforge", ".patchforge/rebase"]
+    assert synced.count("series/up") == 2 and synced.count("series") == 1
 
 
 def test_the_journal_that_begins_the_write_out_is_synced_with_the_files_it_names(

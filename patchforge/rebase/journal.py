@@ -158,18 +158,23 @@ class Journal:
                                  f"needs ({type(exc).__name__}: {exc})") from None
         return self.run
 
-    def save(self) -> None:
+    def save(self, *, first: bool = False) -> None:
         """Write the journal. The staged bytes not on disk yet are made durable first (their
         file synced, renamed, the directory synced); then journal.json replaces the journal,
         so a reader (or a run after a kill) finds the journal before or after, never one naming
-        a file that is not there."""
+        a file that is not there. The `first` save of a run (`Rebase.start`'s: nothing staged
+        yet) does not wait for its directory's sync: the project is not written before the
+        write-out, whose saves sync it, so a crash that loses that journal leaves the project
+        as it was before the rebase began (its bytes are synced all the same: a crash never
+        leaves a torn journal)."""
         assert self.run is not None, "a run is recorded before it is saved"
         staged = self._staged_batch()
         if staged is not None:
             atomic_write_many([staged])
         self._staged_written()
         # No indent: json's C encoder only runs without one, and a long series' journal is big.
-        atomic_write(self.path, (json.dumps(self.run.to_json(), sort_keys=True) + "\n").encode())
+        atomic_write(self.path, (json.dumps(self.run.to_json(), sort_keys=True) + "\n").encode(),
+                     sync_directory=not first or staged is not None)
 
     def save_write_out(self, originals: list[str], new: dict[str, bytes]) -> None:
         """The save that begins the write-out, once the run's plan is recorded in it (phase

@@ -128,8 +128,9 @@ def _lists_a_child_of(walk: bytes, commit: str) -> bool:
 
 # What git says when it cannot write into the store: a read-only mount, a directory it may not
 # write ("Unable to create temporary file ...", "could not lock config file ...", "unable to
-# create '...lock'", "insufficient permission for adding an object").
-_UNWRITABLE = re.compile(r"Read-only file system|Permission denied|insufficient permission")
+# create '...lock'", "insufficient permission for adding an object"); compiled when a failure
+# is read (store.git._DAMAGE says why).
+_UNWRITABLE = r"Read-only file system|Permission denied|insufficient permission"
 UNWRITABLE_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
@@ -147,7 +148,7 @@ def unwritable_cache(cache: Path, detail: str) -> CacheUnwritable:
 
 def _unwritable_line(message: str) -> str:
     """The line of git's message that says what could not be written."""
-    line = next((ln for ln in message.splitlines() if _UNWRITABLE.search(ln)), message)
+    line = next((ln for ln in message.splitlines() if re.search(_UNWRITABLE, ln)), message)
     return re.sub(r"^.*?(?:error|fatal): ", "", line.strip())
 
 
@@ -293,11 +294,12 @@ class UpstreamStore:
         self._cat.start()
 
     def close(self) -> None:
-        self._cat.close()
         checks, self._checks = self._checks, []
         for _, check in checks:
             check.close()
-        self.maintain()
+        # The upkeep (a listing of the temporary directory and of the packs) runs while
+        # cat-file, its input closed, exits.
+        self._cat.close(meanwhile=self.maintain)
 
     # Above this many packs the store is repacked (every fetch and import adds one; git itself
     # would gc, but the store runs with gc.auto=0 so that no command pauses at random). Every
@@ -378,7 +380,7 @@ class UpstreamStore:
         except StoreDamaged:
             raise
         except StoreError as exc:
-            if _UNWRITABLE.search(exc.message) and not self.writable():
+            if re.search(_UNWRITABLE, exc.message) and not self.writable():
                 raise unwritable_cache(self.git_dir.parent, _unwritable_line(exc.message)) \
                     from None
             raise
@@ -523,6 +525,30 @@ class UpstreamStore:
         with self._lock:
             return self._entries(rev, split, directories)
 
+    def read_trees_ahead(self, revs: list[str], paths) -> None:
+        """Ask git now for the trees entries() will read for `paths` (and every directory on
+        their way) at each of `revs` (full commit ids): git reads them while the caller works
+        (a rebase parses the rest of its series), and the lookups take the answers instead of
+        waiting for a round of requests. Only a read ahead: a path refused by check_path is
+        left to the lookup that refuses it."""
+        directories: set[str] = set()
+        for path in paths:
+            try:
+                parent, _ = self._split(path)
+            except StoreError:
+                continue
+            parts = parent.split("/") if parent else []
+            directories.update("/".join(parts[:depth]) for depth in range(len(parts) + 1))
+        names = [self._tree_name(rev, directory) for rev in revs if _HEX40.fullmatch(rev)
+                 for directory in sorted(directories) if (rev, directory) not in self._dir_trees]
+        if names:
+            self._cat.ahead(names)
+
+    @staticmethod
+    def _tree_name(rev: str, directory: str) -> str:
+        """cat-file's name for the tree of `directory` ("" the root) at `rev`."""
+        return f"{rev}^{{tree}}:{directory}" if directory else f"{rev}^{{tree}}"
+
     @staticmethod
     def _split(path: str) -> tuple[str, bytes]:
         """(directory, name) of a checked path, as _entries takes it."""
@@ -556,8 +582,13 @@ class UpstreamStore:
                   if cacheable and (rev, d) in self._dir_trees}
         asked = [d for d in directories if d not in result]
         if asked:
-            got = self._cat.query([f"{rev}^{{tree}}:{d}" if d else f"{rev}^{{tree}}"
-                                   for d in asked])
+            # Those read ahead (read_trees_ahead) are taken as git gives them, the rest asked
+            # in one round.
+            names = [self._tree_name(rev, d) for d in asked]
+            early = {name: self._cat.answer(name) for name in names if self._cat.asked(name)}
+            now = iter(self._cat.query([name for name in names if name not in early])
+                       if len(early) < len(names) else [])
+            got = [early[name] if name in early else next(now) for name in names]
             for directory, answer in zip(asked, got):
                 tree = answer[0] if answer is not None and answer[1] == "tree" else None
                 if answer is not None and tree is not None and tree not in self._tree_cache:
