@@ -101,7 +101,7 @@ def pull_request_info(store: UpstreamStore, target: Target, url: str, forge, loo
         else:
             try:
                 cmp = forge.compare(ref.repo, merge, target.commit)
-                info.update({"included": cmp.behind_by == 0, "ahead_by": cmp.ahead_by,
+                info.update({"included": cmp.includes_base, "ahead_by": cmp.ahead_by,
                              "behind_by": cmp.behind_by, "source": "forge compare"})
             except (NetworkError, PatchforgeError) as exc:
                 info["included"] = None

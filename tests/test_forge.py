@@ -4,8 +4,7 @@ from __future__ import annotations
 import pytest
 
 from patchforge.errors import NetworkError, UsageError
-from patchforge.net.forge import (Comparison, GitHubForge, PullRef, api_url_for_host,
-                                  parse_pr_url)
+from patchforge.net.forge import Comparison, GitHubForge, PullRef, parse_pr_url
 
 MERGE = "d" * 40
 TARGET = "eed1f3d0c6043bd494424a22443ee198dd56f657"
@@ -106,8 +105,3 @@ def test_parse_pr_url(text, ref):
 def test_parse_pr_url_refuses(text):
     with pytest.raises(UsageError):
         parse_pr_url(text)
-
-
-def test_api_url_for_host():
-    assert api_url_for_host("github.com") == "https://api.github.com"
-    assert api_url_for_host("ghe.example.com") == "https://ghe.example.com/api/v3"

@@ -20,7 +20,6 @@ from patchforge.net.http import HttpClient, Response, host_of
 
 GITHUB_ACCEPT = "application/vnd.github+json"
 GITHUB_API_VERSION = "2022-11-28"
-DEFAULT_API_URL = "https://api.github.com"
 
 # https://github.com/vllm-project/vllm/pull/56503 (any host: GitHub Enterprise too), with an
 # optional trailing /files, /commits, #fragment or query.
@@ -104,12 +103,6 @@ def parse_pr_url(text: str) -> PullRef:
         return PullRef("github.com", f"{match['owner']}/{match['name']}", int(match["number"]))
     raise UsageError(f"not a pull request URL: {text!r}",
                      hint="expected https://github.com/OWNER/REPO/pull/NUMBER or OWNER/REPO#NUMBER")
-
-
-def api_url_for_host(host: str) -> str:
-    """The REST API base of a forge web host: api.github.com, or GitHub Enterprise's /api/v3."""
-    host = host.lower()
-    return DEFAULT_API_URL if host in ("github.com", "www.github.com") else f"https://{host}/api/v3"
 
 
 GITHUB_WEB_HOSTS = frozenset({"github.com", "www.github.com"})
