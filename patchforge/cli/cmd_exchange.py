@@ -19,6 +19,18 @@ def import_():
     """Bring existing fixes in as patches."""
 
 
+def _run_import(app, upstream: str | None, do_import, source, **options) -> None:
+    """`do_import` of `source` into the series of `upstream` (the only one when not named), on
+    a store that holds its pin; then what it imported."""
+    from patchforge.pins import open_store
+
+    project = app.project()
+    upstream = upstream or _only_upstream(project)
+    with open_store(project, bring_pins=[upstream]) as store:
+        _report(do_import(project, store, source, upstream=upstream, **options), upstream,
+                project)
+
+
 def _report(names, upstream, project: Project):
     from patchforge.cli.output import say_overlays_lag
 
@@ -70,13 +82,8 @@ def import_overlay(app, file, upstream, upstream_path, name, description, profil
 def import_git(app, rev_range, repo, upstream):
     """One patch per commit of RANGE in REPO, header from the commit."""
     from patchforge.ops.exchange import import_git as do_import
-    from patchforge.pins import open_store
 
-    project = app.project()
-    upstream = upstream or _only_upstream(project)
-    with open_store(project, bring_pins=[upstream]) as store:
-        _report(do_import(project, store, rev_range, repo=repo, upstream=upstream), upstream,
-                project)
+    _run_import(app, upstream, do_import, rev_range, repo=repo)
 
 
 @import_.command("quilt")
@@ -88,12 +95,7 @@ def import_quilt(app, directory, upstream):
     """A quilt patches directory (series + patches)."""
     from patchforge.ops.exchange import import_quilt as do_import
 
-    from patchforge.pins import open_store
-
-    project = app.project()
-    upstream = upstream or _only_upstream(project)
-    with open_store(project, bring_pins=[upstream]) as store:
-        _report(do_import(project, store, directory, upstream=upstream), upstream, project)
+    _run_import(app, upstream, do_import, directory)
 
 
 @import_.command("mbox")
@@ -104,12 +106,8 @@ def import_quilt(app, directory, upstream):
 def import_mbox(app, file, upstream):
     """An mbox of patches (git format-patch output)."""
     from patchforge.ops.exchange import import_mbox as do_import
-    from patchforge.pins import open_store
 
-    project = app.project()
-    upstream = upstream or _only_upstream(project)
-    with open_store(project, bring_pins=[upstream]) as store:
-        _report(do_import(project, store, file, upstream=upstream), upstream, project)
+    _run_import(app, upstream, do_import, file)
 
 
 def _only_upstream(project: Project) -> str:
