@@ -248,6 +248,40 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
     return HistoryLanding(landed_by, events)
 
 
+def undo_probes(wanted: dict[str, Blocks]) -> dict[str, list[list[bytes]]] | None:
+    """What a commit's diff of each path must hold for judge_history to find that the commit
+    reverses a block of the change (`wanted`), in the diff's text with every whitespace byte
+    taken out (`without_whitespace`): per reversed block large enough to count, each of its
+    removed lines after `-` and each of its added lines after `+` (blocks_of_lines takes the
+    same lines with their whitespace out, past the `-` or `+` this keeps), all of them. None
+    when a block is a binary file's blob ids (judge_history also takes an old blob written
+    back there, which no such text says)."""
+    probes: dict[str, list[list[bytes]]] = {}
+    for path, blocks in wanted.items():
+        found = []
+        for removed, added in reverse(blocks):
+            if _size(((removed, added),)) < MIN_UNDO_CHARS:
+                continue
+            if any(line.startswith(b"blob:") for line in (*removed, *added)):
+                return None
+            found.append([b"-" + line for line in removed] + [b"+" + line for line in added])
+        if found:
+            probes[path] = found
+    return probes
+
+
+def without_whitespace(chunk: bytes) -> bytes:
+    """A diff's text as undo_probes' probes are looked for in it."""
+    return chunk.translate(None, WHITESPACE)
+
+
+def may_reverse(probes: list[list[bytes]], text: bytes) -> bool:
+    """Whether a commit's diff of a path (`text`, without_whitespace) can hold a block that
+    judge_history takes for undoing the change there (`probes`: undo_probes' of that path):
+    False only when, for every such block, one of its lines is not in the text."""
+    return any(all(needle in text for needle in block) for block in probes)
+
+
 def combine_series(verdict, commit: str, first: int, last: int):
     """The verdict of a patch whose run of the series (patches `first`..`last`) landed whole in
     `commit`: upstreamed, decided by the series' history."""

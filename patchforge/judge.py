@@ -18,7 +18,8 @@ from patchforge.background import Background
 from patchforge.detect import NOT_AT_BASE, PatchVerdict, assess_patch, created_identically
 from patchforge.errors import StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_git_diff, combine,
-                                combine_series, judge_history, patch_blocks)
+                                combine_series, judge_history, may_reverse, patch_blocks,
+                                undo_probes, without_whitespace)
 from patchforge.model.record import field, record, replace
 from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, diff_header,
                                    git_output_path, make_diffs, merge_file, merges_as_binary)
@@ -1266,14 +1267,14 @@ def where_landed(store: UpstreamStore, target: Target, patch, verdict, index: "H
     history says landed it, else the bisection of `commits` (default: those touching its files)
     after the last commit that undid the change (across a revert "landed" is not monotonic, and
     the search could end on the revert itself). `holds_at`: see landed_in."""
-    landing = index.landing(patch) if index is not None else None
-    # For a landing the content decided, the history adds news only when something undid it
-    # on the way (a patch-id match already names a verbatim landing).
-    evidence = [line for line in landing.describe() if line not in verdict.evidence] \
-        if landing is not None and landing.last_undo is not None \
-        and verdict.landed_commit is None else []
     if verdict.landed_commit is not None:
-        return verdict.landed_commit, evidence
+        return verdict.landed_commit, []
+    # For a landing the content decided, the history adds news only when something undid it
+    # on the way (a patch-id match already names a verbatim landing); a history in which
+    # nothing can undo it (`may_undo`) is not judged: its blocks are the lookup's most work.
+    landing = index.landing(patch) if index is not None and index.may_undo(patch) else None
+    evidence = [line for line in landing.describe() if line not in verdict.evidence] \
+        if landing is not None and landing.last_undo is not None else []
     if commits is None and index is not None:
         commits = index.commits_touching(_patch_paths(verdict))
     undo = landing.last_undo if landing is not None else None
@@ -1320,6 +1321,8 @@ class HistoryIndex:
         self._loaded: set[str] = set()
         self._order: list[str] = []  # commits as `git log` gives them, newest first
         self._blocks: dict[tuple[str, bytes], tuple] = {}  # (commit, diff header) -> blocks
+        # (commit, diff header) -> that diff without whitespace (may_undo)
+        self._flat: dict[tuple[str, bytes], bytes] = {}
         self._reverts: dict[str, list[str]] = {}  # commit -> the commits its message reverts
         self._added: dict[tuple[str, str], frozenset[bytes]] = {}
         self._at: dict[str, list[int]] | None = None  # path -> its places in `log`
@@ -1361,6 +1364,35 @@ class HistoryIndex:
         """What the history says of `patch` (history.HistoryLanding), None when it cannot say
         (a file outside the paths read, a binary or rename, too small a change)."""
         return self.judge_blocks(self._blocks_of(patch))
+
+    def may_undo(self, patch) -> bool:
+        """Whether a commit of this history can undo `patch`'s change as judge_history judges
+        undoing: False only when landing(patch) finds no commit that undoes it (or gives None),
+        told from the diffs' text (history.undo_probes) without making their blocks. A commit
+        whose message reverts one is not looked into: True."""
+        wanted = self._blocks_of(patch)
+        if wanted is None or not set(wanted) <= set(self.paths):
+            return False  # landing(patch) is None
+        commits = self.commits_touching(list(wanted))
+        probes = undo_probes(wanted)
+        if probes is None or any(commit in self._reverts for commit in commits):
+            return True
+        if not probes:
+            return False
+        chunks = self.diffs(list(probes))
+        for path, wanted_there in probes.items():
+            header = diff_header(path)
+            for commit in commits:
+                chunk = chunks.get(commit, {}).get(header)
+                if chunk is None:
+                    continue
+                key = (commit, header)
+                text = self._flat.get(key)
+                if text is None:
+                    text = self._flat[key] = without_whitespace(chunk)
+                if may_reverse(wanted_there, text):
+                    return True
+        return False
 
     def _blocks_of(self, patch):
         return patch_blocks(patch, lambda path: self.store.read_blob(self.target.base_commit,

@@ -571,3 +571,73 @@ def test_history_outputs_are_cut_as_a_reading_line_by_line_does():
             parents, found = walk[commit]
             assert touched[commit] == (set() if len(parents) > 1 else found)
         assert index._reverts == {c: r for c, r in reverts.items() if c in touched}
+
+
+def test_a_commit_that_undoes_a_change_holds_its_undo_probes():
+    """The landing lookup judges a patch's history only when a commit of it may undo the
+    change (HistoryIndex.may_undo): every commit judge_history finds undoing it holds, in its
+    diff's text without whitespace, each line of a reversed block of the change
+    (history.undo_probes). Random files, patches, and commits that revert them whole, in
+    part, re-indented, or change something else."""
+    import random
+
+    from patchforge.history import may_reverse, undo_probes, without_whitespace
+    from patchforge.store.diff import FileChange, make_diffs
+
+    rng = random.Random(19)
+    words = [b"value = compute(x)", b"  return self.model", b"\tif ready:", b"items[0] += 1",
+             b"call(a, b)", b"# a comment line", b"", b"pass", b"raise Error('no')"]
+
+    def lines(n):
+        return [rng.choice(words) + b" %d" % rng.randrange(4) for _ in range(n)]
+
+    def edit(content: list[bytes]) -> list[bytes]:
+        out = list(content)
+        for _ in range(rng.randrange(1, 4)):
+            at = rng.randrange(len(out) + 1)
+            kind = rng.randrange(3)
+            if kind == 0 and out:
+                del out[min(at, len(out) - 1)]
+            elif kind == 1 and out:
+                out[min(at, len(out) - 1)] = rng.choice(words) + b" changed"
+            else:
+                out[at:at] = lines(rng.randrange(1, 3))
+        return out
+
+    def respace(content: list[bytes]) -> list[bytes]:
+        return [line.replace(b" ", b"  ").replace(b"(", b" (") if rng.random() < 0.5 else line
+                for line in content]
+
+    cases = []
+    for _ in range(400):
+        base = lines(rng.randrange(6, 20))
+        patched = edit(base)
+        way = rng.randrange(5)
+        if way == 0:  # the change reverted whole
+            before, after = patched, base
+        elif way == 1:  # reverted, re-indented
+            before, after = respace(patched), respace(base)
+        elif way == 2:  # a part of it reverted
+            before, after = patched, [line for line in base if rng.random() < 0.7] or base
+        elif way == 3:  # something else changed
+            before, after = patched, edit(patched)
+        else:  # reverted along with another change
+            before, after = patched, edit(base)
+        cases.append((base, patched, before, after))
+    joined = [(b"\n".join(c) + b"\n" if c else b"") for case in cases for c in case]
+    diffs = make_diffs([[FileChange("m.py", "m.py", joined[k], joined[k + 1])]
+                        for k in range(0, len(joined), 2)])
+    undone = 0
+    for k in range(len(cases)):
+        patch, commit = diffs[2 * k], diffs[2 * k + 1]
+        wanted = {"m.py": blocks_of_git_diff(patch)}
+        if not wanted["m.py"] or not commit:
+            continue
+        landing = judge_history(wanted, [("c", {"m.py": blocks_of_git_diff(commit)})])
+        if landing.last_undo is None:
+            continue
+        undone += 1
+        probes = undo_probes(wanted)
+        assert probes is not None and may_reverse(probes.get("m.py", []),
+                                                  without_whitespace(commit)), (patch, commit)
+    assert undone > 100

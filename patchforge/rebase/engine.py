@@ -887,7 +887,7 @@ class Rebase:
                 if result.destination == "series":
                     kept.append(name)
                     rel = patch_rel(upstream, name)
-                    if data != project.read_patch_bytes(upstream, name):
+                    if data != self._old_bytes(upstream, name):
                         writes.append((rel, data, staged))
                     continue
                 aside = self._free_name(upstream, result.destination,
@@ -897,8 +897,9 @@ class Rebase:
                 if not (project.root / aside_rel).exists():
                     writes.append((aside_rel, data, staged))
                 removals.append((patch_rel(upstream, name), None, None))
-            series = project.read_series(upstream).replaced_names(kept).to_bytes()
-            if series != project.read_series(upstream).to_bytes():
+            listed = project.read_series(upstream)
+            series = listed.replaced_names(kept).to_bytes()
+            if series != listed.to_bytes():
                 series_writes.append((f"series/{upstream}/series", series, None))
             lock = lock.with_pin(upstream, entry.new)
         # No step writes the bytes a file already holds: a resumed write-out tells a step
@@ -1044,6 +1045,13 @@ class Rebase:
         if key not in self._read_patches:
             self._read_patches[key] = self.project.read_patch(upstream, name)
         return self._read_patches[key]
+
+    def _old_bytes(self, upstream: str, name: str) -> bytes:
+        """A patch file of the series as the run read it (its parse gives the bytes back
+        exactly), else as it is on disk: the plan tells the files it changes by them."""
+        known = self._read_patches.get((upstream, name))
+        return known.to_bytes() if known is not None else \
+            self.project.read_patch_bytes(upstream, name)
 
     def _old_series(self, upstream: str, names: list[str]) -> list:
         return [(name, self._old_patch(upstream, name)) for name in names]
