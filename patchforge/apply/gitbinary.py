@@ -107,7 +107,9 @@ def blob_id(data: bytes) -> str:
     """The git blob id (SHA-1) of `data`."""
     import hashlib
 
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    digest = hashlib.sha1(b"blob %d\0" % len(data))
+    digest.update(data)  # not concatenated: that copies the content
+    return digest.hexdigest()
 
 
 def apply_binary(old: bytes | None, patch: BinaryPatch) -> tuple[bytes | None, str | None]:

@@ -90,7 +90,9 @@ def blob_oid(data: bytes) -> str:
     """The git blob id (SHA-1) of `data`, computed without git."""
     import hashlib  # here, not at import: loading OpenSSL is not free, and few commands hash
 
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    digest = hashlib.sha1(b"blob %d\0" % len(data))
+    digest.update(data)  # not concatenated: that copies the content
+    return digest.hexdigest()
 
 
 @record(frozen=True)
