@@ -327,7 +327,34 @@ def run_checks(project: Project, store: UpstreamStore, overlay_set=None,
                 if spec.profiles and prof not in spec.profiles:
                     continue
                 results += _run_spec(project, store, overlay_set, prof, spec, workdir, env)
-    return results
+    return _unmatched_globs_are_errors(project, store, overlay_set, specs, results)
+
+
+def _unmatched_globs_are_errors(project: Project, store: UpstreamStore, overlay_set,
+                                specs: list[CheckSpec], results: list[CheckResult]
+                                ) -> list[CheckResult]:
+    """A check skipped everywhere whose `files` match no file at all, neither of its upstreams
+    at their pins nor of any profile's overlays, is a mistyped glob: it ran nothing, so each of
+    its results is an error, never a green run. A glob that names upstream files no fix touches
+    stays an honest skip (there is nothing of the series to check there)."""
+    out = list(results)
+    for spec in specs:
+        mine = [i for i, r in enumerate(out) if r.name == spec.name]
+        if not spec.files or not mine or any(out[i].status != "skipped" for i in mine):
+            continue
+        if any(spec.matches(f.path) for f in overlay_set.files):
+            continue
+        upstreams = [spec.upstream] if spec.upstream else project.upstream_names()
+        if any(spec.matches(path) for upstream in upstreams
+               for path in store.list_paths(project.lock.pin(upstream).commit)):
+            continue
+        detail = (f"files = {', '.join(spec.files)} matches no file of "
+                  f"{', '.join(upstreams)} at the pinned revision, nor any overlay file: "
+                  "nothing was checked (a mistyped glob?)")
+        for i in mine:
+            out[i] = CheckResult(spec.name, out[i].profile, "error", spec.command,
+                                 detail=detail)
+    return out
 
 
 def _run_spec(project: Project, store: UpstreamStore, overlay_set, profile, spec: CheckSpec,

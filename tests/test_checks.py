@@ -149,7 +149,7 @@ profiles = ["gfx950"]
 
 [checks.no-match]
 command = [{PY!r}, "-c", "raise SystemExit(6)"]
-files = "*.rs"
+files = "README"  # an upstream file no fix touches
 """
     stack = make_stack(tmp_path, checks)
     document = stack.json("check", "--run", expect=1)
@@ -226,3 +226,24 @@ tree = "full"
     code, _, err = stack.cli("check", "--run", expect=2)
     assert "symlink" in err or "symbolic link" in err
     assert list(outside.iterdir()) == []
+
+
+def test_a_check_whose_glob_matches_no_file_at_all_is_not_green(tmp_path):
+    """A mistyped `files` glob ran nothing: that is said and is exit 1, never a green run. A glob
+    that matches upstream files no fix touches is an honest skip (nothing of ours to check)."""
+    stack = make_stack(tmp_path, f"""
+[checks.typo]
+command = [{PY!r}, "-m", "py_compile", "{{file}}"]
+files = "pkg/*.pyy"
+""")
+    code, out, _ = stack.cli("check", "--run", expect=1)
+    assert "pkg/*.pyy" in out and "matches no file" in out
+    document = stack.json("check", "--run", expect=1)
+    assert document["ok"] is False
+    assert {(c["profile"], c["status"]) for c in document["checks"]} == {
+        ("gfx942", "error"), ("gfx950", "error")}
+    # Upstream files no fix touches: skipped, and the run stays green.
+    config = stack.root / "patchforge.toml"
+    config.write_text(config.read_text().replace('"pkg/*.pyy"', '"pkg/untouched.py"'))
+    document = stack.json("check", "--run")
+    assert {c["status"] for c in document["checks"]} == {"skipped"}
