@@ -426,3 +426,28 @@ def test_a_ref_typo_with_a_colon_is_refused_before_any_registry_is_asked(tmp_pat
         assert f"not a valid SPEC: {spec!r} is no branch, tag or commit" in refused.err
         assert "tried image" not in refused.err
     assert stack.snapshot() == before
+
+
+def test_a_spec_with_stray_whitespace_means_the_same_to_every_command(tmp_path):
+    """`rebase --to "v2<TAB>"` (a value pasted from a table) strips the whitespace; `upstream
+    pin --at` and `upstream add --at` refused the same value. Every command reads a SPEC alike,
+    and one that is only whitespace is refused as empty by each, with nothing written."""
+    from helpers.cli import ok, run_cli
+    from helpers.project import OneUpstreamStack, add_git_upstream
+
+    stack = OneUpstreamStack(tmp_path, {"a.py": b"x = 1\n"})
+    second = stack.commit({"a.py": b"x = 2\n"}, "two", tag="v2")
+    ok(stack.root, "upstream", "pin", "up", "--at", "v2\t")
+    pin = stack.lock()["upstreams"]["up"]
+    assert pin["commit"] == second and pin["label"] == "v2"
+    ok(stack.root, "upstream", "pin", "up", "--at", " v1 \n")
+    assert stack.lock()["upstreams"]["up"]["label"] == "v1"
+    # `upstream add` too, and the pin's label carries no whitespace.
+    add_git_upstream(stack.root, "other", stack.up, " v2\t")
+    assert stack.lock()["upstreams"]["other"]["label"] == "v2"
+    before = stack.snapshot()
+    for args in (("upstream", "pin", "up", "--at", " \t"),
+                 ("upstream", "add", "third", "--git", str(stack.up), "--at", " ")):
+        refused = run_cli(stack.root, *args)
+        assert refused.rc == 2 and "empty SPEC" in refused.err, refused.err
+    assert stack.snapshot() == before

@@ -127,10 +127,20 @@ def _check_appended(path: Path, data: bytes) -> None:
         validate_config_table(doc["tool"]["patchforge"], text, str(path), "tool.patchforge.")
 
 
+def _given_spec(spec: str) -> str:
+    """SPEC as `rebase --to` and `status --against` read it: surrounding whitespace (a value
+    pasted from a table) is no part of it, and one that is only whitespace names nothing."""
+    spec = spec.strip()
+    if not spec:
+        raise UsageError("empty SPEC")
+    return spec
+
+
 def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> UpstreamPin:
     """Append the upstream to the configuration and pin SPEC in the lock. Returns the pin."""
     from patchforge.pins import open_store, pin_for_spec
 
+    spec = _given_spec(spec)
     if upstream.name in project.config.upstreams:
         raise UsageError(f"upstream {upstream.name!r} is already configured",
                          hint="use `patchforge rebase --to` to move it")
@@ -251,6 +261,7 @@ def pin_upstream(project: Project, name: str, spec: str, *, force: bool = False)
     """Pin an upstream that the configuration already names (the user wrote its table)."""
     from patchforge.pins import open_store, pin_for_spec
 
+    spec = _given_spec(spec)
     upstream = project.config.upstream(name)
     lock = project.lock
     if name in lock.upstreams and project.patch_names(name) and not force:
