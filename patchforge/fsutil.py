@@ -379,3 +379,62 @@ class RepoLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+class WriteOutLock:
+    """A kernel lock (`fcntl.flock`) on the project directory itself that keeps the commands
+    reading a project's files apart from a rebase writing out its result, which replaces
+    several files (patches, series, upstream.lock, overlays) that only make sense together,
+    each whole but one after the other. A reader holds it shared while it reads, the write-out
+    exclusive while it writes: a reader sees the project as it was before the write-out or as
+    it is after, never part of each. Readers never wait for each other, and nothing waits for
+    the rest of a rebase (its walk, its stops), only for the write-out itself.
+
+    The directory always exists, so no file is made for the lock, and a holder's death
+    releases it (a write-out killed half way leaves its journal, which readers announce).
+    `on_wait` is called once when the lock is held by the other side; past `wait` seconds
+    LockedError says who holds it."""
+
+    def __init__(self, root: Path, *, exclusive: bool, wait: float, on_wait=None) -> None:
+        self.root = Path(root)
+        self.exclusive = exclusive
+        self.wait = wait
+        self.on_wait = on_wait
+        self._fd: int | None = None
+
+    def __enter__(self) -> "WriteOutLock":
+        import fcntl
+
+        fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+        kind = fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH
+        deadline = None
+        while True:
+            try:
+                fcntl.flock(fd, kind | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if deadline is None:
+                    deadline = time.monotonic() + self.wait
+                    if self.on_wait is not None:
+                        self.on_wait()
+                elif time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise LockedError(
+                        "commands reading this project still read its files after "
+                        f"{self.wait:g} s; the rebase's result is not written yet"
+                        if self.exclusive else
+                        f"a rebase is still writing out its result after {self.wait:g} s: "
+                        "the project's files are part old, part new until it ends",
+                        path=str(self.root),
+                        hint="`patchforge rebase --continue` writes it out once they end"
+                        if self.exclusive else "run this command again once it has ended"
+                    ) from None
+                time.sleep(0.02)
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the only descriptor releases the lock
+            self._fd = None

@@ -1067,3 +1067,71 @@ def test_an_edit_or_a_stop_goes_on_in_a_new_cache(project, tmp_path, monkeypatch
     project.cli(*finish)
     assert b"+    return -333" in project.patch("fix-a")
     assert project.cli("status")[0] == 0
+
+
+def _stopped_inside_the_write_out(tmp_path: Path):
+    """A clean rebase of two fixes stopped (SIGSTOP) just after the write-out replaced the first
+    of its files: the project then holds the new fix-a.patch beside the old lock and the old
+    fix-b.patch. Returns the project, the stopped process and the rebase's target."""
+    for nth in range(1, 30):
+        project = Project(tmp_path / str(nth))
+        project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+        project.fix("fix-b", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n",
+                                                  12: b"def f12():\n    return -12\n\n"})})
+        target = project.up.commit({"pkg/other.py": b"x = 3\n"})
+        watched = ["series/up/fix-a.patch", "series/up/fix-b.patch", "upstream.lock"]
+        before = {rel: (project.root / rel).read_bytes() for rel in watched}
+        env = {**os.environ, "PATCHFORGE_FAULT": f"rename:{nth}", "PATCHFORGE_FAULT_MODE": "stop"}
+        proc = subprocess.Popen([sys.executable, "-m", "patchforge", "--root",
+                                 str(project.root), "rebase", "--to", f"up={target}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        while proc.poll() is None and not _stopped(proc.pid):
+            time.sleep(0.02)
+        if proc.poll() is not None:
+            raise AssertionError("the rebase ended before its write-out replaced a file")
+        changed = [rel for rel in watched if (project.root / rel).read_bytes() != before[rel]]
+        if changed and len(changed) < len(watched):
+            return project, proc, target
+        os.kill(proc.pid, signal.SIGCONT)
+        proc.wait()
+    raise AssertionError("no stop inside the write-out")
+
+
+def test_status_during_a_rebase_write_out_sees_the_new_series_never_a_mixture(tmp_path):
+    """`status` run while a rebase writes out its result read a series part old, part new (the
+    new fix-a.patch against the old lock) and said a rebase was in progress, exit 1. It waits
+    for the write-out to end, saying so on stderr, then reports the series the rebase left."""
+    project, writer, target = _stopped_inside_the_write_out(tmp_path)
+    reader = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                               "status", "--json"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    try:
+        first = reader.stderr.readline().decode()
+        assert "waiting for the rebase writing out its result" in first, first
+    finally:
+        os.kill(writer.pid, signal.SIGCONT)
+    assert writer.wait() == 0
+    out, err = reader.communicate()
+    assert reader.returncode == 0, err.decode()
+    import json
+    document = json.loads(out)
+    assert document["targets"]["up"]["commit"] == target and document["notes"] == []
+    assert [p["state"] for p in document["patches"]] == ["applies", "applies"]
+
+
+def test_lint_during_a_rebase_write_out_reads_the_finished_project(tmp_path):
+    """`lint` (and `list`, `show`, `verify`, `check`) read the series as `status` does: during
+    a write-out they wait for its end and answer as they do on the finished project."""
+    project, writer, target = _stopped_inside_the_write_out(tmp_path)
+    reader = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                               "lint", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = reader.stderr.readline().decode()
+        assert "waiting for the rebase writing out its result" in first, first
+    finally:
+        os.kill(writer.pid, signal.SIGCONT)
+    assert writer.wait() == 0
+    out, _ = reader.communicate()
+    after = run_cli(project.root, "lint", "--json")
+    assert (reader.returncode, out.decode()) == (after.rc, after.out)
+    assert f"Base: {target}".encode() in project.patch("fix-a")

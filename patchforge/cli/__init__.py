@@ -75,6 +75,24 @@ class AppContext:
             self._project.progress = TransferDisplay(self.verbosity)
         return self._project
 
+    def reading(self):
+        """Held while a command reads the project's files (a context manager): a rebase writing
+        out its result, which replaces several files one after the other, is waited for
+        (said once on stderr), so the command reads the project as it was before or after,
+        never a mixture (`fsutil.WriteOutLock`)."""
+        from patchforge.fsutil import WriteOutLock
+
+        def waiting() -> None:
+            from patchforge.cli.output import echo
+            echo("patchforge: waiting for the rebase writing out its result to end", err=True)
+
+        return WriteOutLock(self.project().root, exclusive=False, wait=READ_WAIT,
+                            on_wait=waiting)
+
+
+# How long a command reading the project waits for a rebase's write-out (which takes well under
+# a second, more on a slow disk) before it refuses, naming it.
+READ_WAIT = 120.0
 
 # The project of the command running in this process, for the report of an interruption.
 _PROJECT = None

@@ -38,13 +38,16 @@ def overlays(app, profiles, check, as_json, output_format):
             # written: built first and written under the lock, overlays of the series a rebase
             # beside this command had just replaced were written over its new ones.
             held.enter_context(RepoLock(project.state_dir, wait=30))
+        else:
+            # Compared whole: never a rebase's half-written series against its overlays.
+            held.enter_context(app.reading())
         result, busy = _built_overlays(project, profiles, check=check, as_json=as_json)
         for warning in result.warnings:
             click.echo(f"warning: {warning}", err=True)
         if not check:
             write_overlays(project, result, profiles=list(profiles) or None)
+        drifts = check_overlays(project, result) if check else []
     if check:
-        drifts = check_overlays(project, result)
         if as_json:
             emit_json({"check": True, "ok": not drifts,
                        "drift": [{"path": d.path, "kind": d.kind, "detail": d.detail}

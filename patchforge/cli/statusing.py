@@ -45,26 +45,28 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
 
     specs = target_specs("--against", specs, more_specs)
     project = app.project()
-    busy = announce_state(project, as_json=as_json)
-    wanted = parse_target_specs(specs, project.upstream_names()) if specs else None
-    with open_store(project) as store:
-        targets = resolve_targets(project, store, wanted)
-        results = series_status(project, store, targets, forge=make_forge(project))
-    document: dict[str, Any] = {
-        "targets": {name: {"base": t.base_commit, "commit": t.commit, "label": t.label,
-                           "version": t.version} for name, t in targets.items()},
-        "patches": [r.to_json() for r in results],
-        "needs_attention": any(r.attention for r in results),
-        "departed": departed_fixes(project),
-        "notes": announcements(project),
-        "skipped": [{"upstream": fix.upstream, "name": fix.name,
-                     "path": fix.path.relative_to(project.root).as_posix()}
-                    for fix in skipped_fixes(project)],
-        # A patch file its series does not list is in no overlay: "all apply" would hide it.
-        "unlisted": [{"upstream": upstream, "name": name,
-                      "path": path.relative_to(project.root).as_posix()}
-                     for upstream, name, path in unlisted_fixes(project)],
-    }
+    # Read whole: a rebase writing out its result is waited for (it replaces several files).
+    with app.reading():
+        busy = announce_state(project, as_json=as_json)
+        wanted = parse_target_specs(specs, project.upstream_names()) if specs else None
+        with open_store(project) as store:
+            targets = resolve_targets(project, store, wanted)
+            results = series_status(project, store, targets, forge=make_forge(project))
+        document: dict[str, Any] = {
+            "targets": {name: {"base": t.base_commit, "commit": t.commit, "label": t.label,
+                               "version": t.version} for name, t in targets.items()},
+            "patches": [r.to_json() for r in results],
+            "needs_attention": any(r.attention for r in results),
+            "departed": departed_fixes(project),
+            "notes": announcements(project),
+            "skipped": [{"upstream": fix.upstream, "name": fix.name,
+                         "path": fix.path.relative_to(project.root).as_posix()}
+                        for fix in skipped_fixes(project)],
+            # A patch file its series does not list is in no overlay: "all apply" would hide it.
+            "unlisted": [{"upstream": upstream, "name": name,
+                          "path": path.relative_to(project.root).as_posix()}
+                         for upstream, name, path in unlisted_fixes(project)],
+        }
     busy = busy or bool(document["unlisted"])
     # The exit status is this too (1), with --strict also a patch that applies only with fuzz.
     document["needs_attention"] = document["needs_attention"] or busy

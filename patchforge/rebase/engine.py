@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 # _EARLY_MIN patches (files) wait for the end of the walk: a process more is not worth it.
 _EARLY_PARTS = 2
 _EARLY_MIN = 8
+# How long a write-out waits for the commands reading the project (a `status` asking a forge
+# is bounded by the network's limits) before it stops, resumable by --continue.
+WRITE_OUT_WAIT = 600.0
 
 
 @record
@@ -286,12 +289,14 @@ class Rebase:
         restored = []
         self._clean_temp_files()  # a write-out's new files, named by its journal or not yet
         if run.phase == "committing":
+            from patchforge.fsutil import WriteOutLock
             from patchforge.overlay import recover_overlays
 
-            restored = self.journal.restore_originals(self.project.root)
-            recover_overlays(self.project)
-            if self.journal.restore_tree("overlays", self.project.overlays_dir):
-                restored.append("overlays/")
+            with WriteOutLock(self.project.root, exclusive=True, wait=WRITE_OUT_WAIT):
+                restored = self.journal.restore_originals(self.project.root)
+                recover_overlays(self.project)
+                if self.journal.restore_tree("overlays", self.project.overlays_dir):
+                    restored.append("overlays/")
         for upstream in run.upstreams:
             self._keep_unadded(upstream)
             self._remove_worktree(upstream)
@@ -918,6 +923,14 @@ class Rebase:
         return aside_name(self.project.series_dir(upstream) / destination, name, data)
 
     def _write_out(self, range_diff: _RangeDiffs | None = None) -> dict:
+        """The run's result written into the project, with every command reading its files
+        kept out until it is whole (`fsutil.WriteOutLock`): they wait, never read a mixture."""
+        from patchforge.fsutil import WriteOutLock
+
+        with WriteOutLock(self.project.root, exclusive=True, wait=WRITE_OUT_WAIT):
+            return self._write_out_now(range_diff)
+
+    def _write_out_now(self, range_diff: _RangeDiffs | None) -> dict:
         project, journal = self.project, self.journal
         run = self._run_record
         overlays = None
