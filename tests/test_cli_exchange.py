@@ -45,14 +45,17 @@ def upstream_checkout(tmp_path: Path, name: str) -> Path:
     return checkout
 
 
-def overlay_tree(root: Path) -> dict[str, bytes]:
+def overlay_tree(root: Path, under: str = "up/") -> dict[str, bytes]:
     ok(root, "overlays")
-    return {rel[len("up/"):]: data for rel, data in tree_bytes(root / "overlays").items()
-            if rel.startswith("up/")}
+    return {rel[len(under):]: data for rel, data in tree_bytes(root / "overlays").items()
+            if rel.startswith(under)}
 
 
 def test_import_overlay_regenerates_the_overlay_byte_exact(project, tmp_path):
     root = project
+    config = root / "pyproject.toml"  # one profile declared: the fix is for it only
+    config.write_text(config.read_text().replace("[tool.patchforge.profiles]\n",
+                                                 '[tool.patchforge.profiles]\ngfx942 = "MI300X"\n'))
     overlay = tmp_path / "a.py.overlay"
     overlay.write_bytes(UPSTREAM_FILES["a.py"].replace(b"line7\n", b"line7 fixed\r\n")
                         .replace(b"line20\n", b"line20"))
@@ -61,12 +64,12 @@ def test_import_overlay_regenerates_the_overlay_byte_exact(project, tmp_path):
     assert "imported up/fix-a.patch" in run.text
     patch = (root / "series/up/fix-a.patch").read_bytes()
     assert b"Profiles: gfx942\n" in patch and b"Origin: vendor, overlay a.py.overlay\n" in patch
-    assert overlay_tree(root) == {"a.py": overlay.read_bytes()}
+    assert overlay_tree(root, "gfx942/up/") == {"a.py": overlay.read_bytes()}
     # A second overlay of a file the series already touches is a diff against the series' result.
     second = tmp_path / "second.py"
     second.write_bytes(overlay.read_bytes().replace(b"line1\n", b"LINE1\n"))
     ok(root, "import", "overlay", str(second), "--upstream", "up", "--path", "a.py", "--name", "fix-a2")
-    assert overlay_tree(root) == {"a.py": second.read_bytes()}
+    assert overlay_tree(root, "gfx942/up/") == {"a.py": second.read_bytes()}
     assert b"-line1\n+LINE1\n" in (root / "series/up/fix-a2.patch").read_bytes()
 
 

@@ -496,6 +496,9 @@ def test_a_project_without_generated_overlays_gets_no_note_of_them(project):
 
 def test_list_and_show_json(project):
     root = project
+    config = root / "pyproject.toml"  # one profile declared: the fix is for it only
+    config.write_text(config.read_text().replace("[tool.patchforge.profiles]\n",
+                                                 '[tool.patchforge.profiles]\ngfx942 = "MI300X"\n'))
     make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\nextra\n")},
                extra=["--profiles", "gfx942", "-m", "First fix"])
     listed = json.loads(ok(root, "list", "--json").out)

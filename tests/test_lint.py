@@ -538,3 +538,21 @@ def test_a_patch_file_saved_with_crlf_line_ends_is_named(env, tmp_path, monkeypa
     rc, doc = lint_json(root, "--no-forge")
     assert rc == 0 and not findings(doc, "line-ends"), doc
     assert "hint" not in run_cli(root, "status").err
+
+
+def test_profiles_in_a_stack_that_declares_none_is_said_never_silently_ignored(tmp_path):
+    """`Profiles: gfx942` in a stack without [profiles] limited nothing, silently: the fix is in
+    the one layout every deployment mounts, gfx950 machines too. `lint` warns, naming the
+    patch; `new --profiles` there is refused until the profiles are declared."""
+    from helpers.project import OneUpstreamStack
+
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": b"x = 1\n"})
+    stack.add_fix("only-942", "pkg/a.py", b"x = 1\n", b"x = 2\n", fields="Profiles: gfx942\n")
+    document = stack.json("lint", "--json")
+    said = [f for f in document["findings"] if f["patch"] == "up/only-942.patch"
+            and "declares no profiles" in f["message"]]
+    assert [f["severity"] for f in said] == ["warning"], document["findings"]
+    before = stack.snapshot()
+    _, _, err = stack.cli("new", "more", "--profiles", "gfx942", expect=2)
+    assert "declares no profiles" in err, err
+    assert stack.snapshot() == before

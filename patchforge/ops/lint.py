@@ -76,6 +76,13 @@ def lint(project: Project, store: UpstreamStore, *, forge=None) -> list[Finding]
                     findings.append(Finding(label, "parse", str(exc)))
                 continue
             findings += _headers(label, patch, upstream, pin)
+            if patch.profiles and not project.config.profiles:
+                findings.append(Finding(label, "header", f"Profiles lists "
+                                        f"{', '.join(patch.profiles)}, but the "
+                                        "configuration declares no profiles: it limits nothing, "
+                                        "the fix is in the one layout every deployment mounts "
+                                        "(declare them under [profiles], or drop the field)",
+                                        "warning"))
             for profile in unknown_profiles(patch.profiles, list(project.config.profiles)):
                 findings.append(Finding(label, "header", f"Profiles names {profile!r}, which is "
                                         "not a configured profile (configured: "

@@ -373,6 +373,10 @@ def check_profiles(project: Project, profiles: str) -> None:
         raise UsageError(f"--profiles {profiles!r} names no profile",
                          hint="name the profiles the fix is for, or leave --profiles out: a fix "
                               "is then for every profile")
+    if not project.config.profiles:
+        raise UsageError(f"--profiles {profiles!r}: the configuration declares no profiles, "
+                         "so a fix cannot be limited to some",
+                         hint="declare them under [profiles] first, or leave --profiles out")
     unknown = unknown_profiles(profile_names(profiles), list(project.config.profiles))
     if unknown:
         raise UsageError(f"unknown profile {unknown[0]!r} (configured: "
