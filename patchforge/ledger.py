@@ -159,9 +159,12 @@ def rebase_writes(project: Project, summary: dict) -> tuple[list[dict], list[tup
         upstream = result.get("upstream")
         info = summary.get("upstreams", {}).get(upstream, {})
         action = result.get("action", "")
+        event = _REBASE_EVENTS.get(action, action or "rebased")
+        if event == "rebased" and info.get("from_commit") == info.get("to_commit"):
+            continue  # the upstream did not move (`--to` the pin): the fix went nowhere
         events.append({
             **stamp,
-            "event": _REBASE_EVENTS.get(action, action or "rebased"),
+            "event": event,
             "action": action,
             "upstream": upstream,
             "patch": result.get("name"),

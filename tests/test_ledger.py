@@ -184,6 +184,25 @@ def record_rebase(project, summary) -> list[dict]:
     return events
 
 
+def test_a_rebase_to_the_pinned_revision_adds_no_history(tmp_path):
+    """`rebase --to` the revision already pinned moves nothing, yet wrote a "rebased from v1 to
+    v1" line per patch into the history and the ledger. It records nothing and rewrites
+    neither; a later real move is recorded as before."""
+    stack = make_stack(tmp_path)
+    stack.cli("ledger")
+    before = stack.snapshot()
+    summary = stack.json("rebase", "--to", "v1")
+    assert {p["action"] for p in summary["patches"]} == {"clean"}
+    after = stack.snapshot()
+    assert {k for k in set(before) | set(after) if before.get(k) != after.get(k)
+            and not k.startswith(".patchforge/")} == set()
+    assert read_history(stack.project()) == []
+    stack.cli("ledger", "--check")
+    stack.commit({"pkg/b.py": b"import os\n\n\n" + B}, "v2", tag="v2")
+    stack.json("rebase", "--to", "v2")
+    assert [e["event"] for e in read_history(stack.project())] == ["rebased"] * 3
+
+
 def test_record_rebase_is_idempotent_for_a_resumed_write_out(tmp_path):
     stack = make_stack(tmp_path)
     project = stack.project()
