@@ -451,3 +451,24 @@ def test_a_spec_with_stray_whitespace_means_the_same_to_every_command(tmp_path):
         refused = run_cli(stack.root, *args)
         assert refused.rc == 2 and "empty SPEC" in refused.err, refused.err
     assert stack.snapshot() == before
+
+
+def test_at_takes_the_upstream_prefix_rebase_to_takes(tmp_path):
+    """`upstream pin up --at up=v2`, the form `rebase --to` takes, was resolved as a ref named
+    `up=v2` ("cannot resolve up=up=v2"). It is up's SPEC, for `upstream add` too; another
+    configured upstream's name there is refused naming it, with nothing written."""
+    from helpers.cli import ok, run_cli
+    from helpers.project import OneUpstreamStack, add_git_upstream
+
+    stack = OneUpstreamStack(tmp_path, {"a.py": b"x = 1\n"})
+    second = stack.commit({"a.py": b"x = 2\n"}, "two", tag="v2")
+    ok(stack.root, "upstream", "pin", "up", "--at", "up=v2")
+    assert stack.lock()["upstreams"]["up"]["commit"] == second
+    add_git_upstream(stack.root, "other", stack.up, "other=v1")
+    assert stack.lock()["upstreams"]["other"]["label"] == "v1"
+    before = stack.snapshot()
+    refused = run_cli(stack.root, "upstream", "pin", "up", "--at", "other=v1")
+    assert refused.rc == 2, refused.err
+    assert "pins up, and --at 'other=v1' names other" in refused.err
+    assert "`patchforge upstream pin other --at v1`" in refused.err
+    assert stack.snapshot() == before

@@ -127,10 +127,21 @@ def _check_appended(path: Path, data: bytes) -> None:
         validate_config_table(doc["tool"]["patchforge"], text, str(path), "tool.patchforge.")
 
 
-def _given_spec(spec: str) -> str:
-    """SPEC as `rebase --to` and `status --against` read it: surrounding whitespace (a value
-    pasted from a table) is no part of it, and one that is only whitespace names nothing."""
+def _given_spec(spec: str, name: str, configured, command: str) -> str:
+    """`--at` SPEC for upstream `name`, read as `rebase --to` and `status --against` read
+    theirs: surrounding whitespace (a value pasted from a table) is no part of it, one that is
+    only whitespace names nothing, and `NAME=SPEC` is `name`'s SPEC (another configured
+    upstream's name there is refused; a ref that merely holds `=` stays as it is)."""
+    from patchforge.targets import UPSTREAM_NAME_RE
+
     spec = spec.strip()
+    prefix, sep, rest = spec.partition("=")
+    if sep and UPSTREAM_NAME_RE.match(prefix):
+        if prefix == name:
+            spec = rest.strip()
+        elif prefix in configured:
+            raise UsageError(f"`{command}` pins {name}, and --at {spec!r} names {prefix}",
+                             hint=f"`patchforge upstream pin {prefix} --at {rest.strip()}`")
     if not spec:
         raise UsageError("empty SPEC")
     return spec
@@ -140,7 +151,7 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
     """Append the upstream to the configuration and pin SPEC in the lock. Returns the pin."""
     from patchforge.pins import open_store, pin_for_spec
 
-    spec = _given_spec(spec)
+    spec = _given_spec(spec, upstream.name, project.config.upstreams, "upstream add")
     if upstream.name in project.config.upstreams:
         raise UsageError(f"upstream {upstream.name!r} is already configured",
                          hint="use `patchforge rebase --to` to move it")
@@ -261,7 +272,7 @@ def pin_upstream(project: Project, name: str, spec: str, *, force: bool = False)
     """Pin an upstream that the configuration already names (the user wrote its table)."""
     from patchforge.pins import open_store, pin_for_spec
 
-    spec = _given_spec(spec)
+    spec = _given_spec(spec, name, project.config.upstreams, "upstream pin")
     upstream = project.config.upstream(name)
     lock = project.lock
     if name in lock.upstreams and project.patch_names(name) and not force:
