@@ -129,7 +129,7 @@ def test_a_rebase_beside_another_stacks_commands_on_one_cache(tmp_path):
                         (b.root, ("status", "--against", "up=v2", "--json")),
                         (b.root, ("overlays",)), (a.root, ("status",)))
     for rc, out, err in results:
-        assert rc == 0, err.decode()
+        assert rc == 0, (out.decode(), err.decode())
     assert results[1][1] == alone
     assert a.lock()["upstreams"]["up"]["label"] == "v2"
     run_subprocess(a.root, "overlays", "--check", expect=0)
