@@ -247,3 +247,17 @@ files = "pkg/*.pyy"
     config.write_text(config.read_text().replace('"pkg/*.pyy"', '"pkg/untouched.py"'))
     document = stack.json("check", "--run")
     assert {c["status"] for c in document["checks"]} == {"skipped"}
+
+
+def test_checks_that_run_on_no_profile_asked_for_are_not_called_unconfigured(tmp_path):
+    """`check --run --profile gfx950` with only a gfx942 check said "no checks configured",
+    sending the user to declare one that is there. It names the checks and their profiles."""
+    stack = make_stack(tmp_path, f"""
+[checks.compile]
+command = [{PY!r}, "-m", "py_compile", "{{file}}"]
+files = "*.py"
+profiles = ["gfx942"]
+""")
+    _, out, _ = stack.cli("check", "--run", "--profile", "gfx950")
+    assert "no checks configured" not in out
+    assert "no declared check runs on profile gfx950 (compile: gfx942)" in out

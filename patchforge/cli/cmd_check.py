@@ -32,8 +32,7 @@ def check(app, run, profile, as_json):
     if profile is not None and profile not in project.config.profiles:
         raise UsageError(f"unknown profile {profile!r} (configured: "
                          f"{', '.join(project.config.profiles) or 'none'})")
-    if run:
-        load_checks(project)  # a bad configuration is reported before any work
+    specs = load_checks(project) if run else []  # a bad configuration: before any work
     with open_store(project) as store:
         for name, pin in project.lock.upstreams.items():
             ensure_pinned(project, store, name, pin)
@@ -57,14 +56,19 @@ def check(app, run, profile, as_json):
         else:
             click.echo("Keeps invariants: all hold")
         if run:
-            _render_results(results, app)
+            _render_results(results, specs, profile, app)
     if not ok:
         sys.exit(EXIT_ATTENTION)
 
 
-def _render_results(results, app) -> None:
+def _render_results(results, specs, profile, app) -> None:
     if not results:
-        click.echo("no checks configured ([tool.patchforge.checks.NAME] with command = [...])")
+        if specs:  # declared, but each for other profiles than the one asked for
+            click.echo(f"no declared check runs on profile {profile} ("
+                       + ", ".join(f"{s.name}: {', '.join(s.profiles)}" for s in specs) + ")")
+        else:
+            click.echo("no checks configured ([tool.patchforge.checks.NAME] with "
+                       "command = [...])")
         return
     rows = [[r.status, r.name, r.profile or "-",
              r.files[0] if len(r.files) == 1 else f"{len(r.files)} files" if r.files else "-",
