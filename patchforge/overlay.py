@@ -109,6 +109,67 @@ def _profile_names(config) -> list[str | None]:
     return list(config.profiles) or [None]
 
 
+def shared_targets(project: Project, series: dict) -> list[tuple[str, str, str]]:
+    """The paths in the image that overlay files of two upstreams would both go to, in one
+    profile: their install roots and paths meet, so compose would mount both files there and
+    the Dockerfile copy one over the other, and one upstream's fix would never be deployed.
+    `series`: {upstream: [(name, PatchFile)]}. Returns (message, the second upstream, the
+    second's patch) for each such path."""
+    config = project.config
+    out = []
+    for profile in _profile_names(config):
+        first: dict[str, tuple[str, str, list[str]]] = {}  # target -> (upstream, path, patches)
+        for upstream, patches in series.items():
+            install_root = config.upstreams[upstream].install_root
+            if not install_root:
+                continue
+            touched: dict[str, list[str]] = {}
+            for name, patch in patches:
+                if not applies_to_profile(patch, profile):
+                    continue
+                for fp in patch.file_patches:
+                    if fp.new_path is not None:
+                        touched.setdefault(fp.new_path, []).append(f"{upstream}/{name}")
+            for path, names in touched.items():
+                target = str(PurePosixPath(install_root) / path)
+                seen = first.setdefault(target, (upstream, path, names))
+                if seen[0] != upstream:
+                    out.append((f"{seen[0]}/{seen[1]} ({', '.join(seen[2])}) and "
+                                f"{upstream}/{path} ({', '.join(names)}) both go to {target} "
+                                "in the image" + (f" (profile {profile})" if profile else "")
+                                + ": one upstream's overlay would hide the other's",
+                                upstream, names[0]))
+    return out
+
+
+def _refuse_shared_targets(project: Project, series: dict) -> None:
+    found = shared_targets(project, series)
+    if found:
+        message, upstream, _ = found[0]
+        raise ConfigError(message, path=str(project.config_path),
+                          line=_install_root_line(project, upstream),
+                          hint="give each upstream the install-root its files have in the "
+                               "image, or keep the change in one upstream's series")
+
+
+def _install_root_line(project: Project, upstream: str) -> int | None:
+    """The configuration's `install-root` line of `upstream`'s table (for the error's line)."""
+    try:
+        lines = Path(project.config_path).read_bytes().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    table = next((n for n, line in enumerate(lines) if line.strip().startswith("[")
+                  and line.strip().rstrip("]").endswith(f"upstreams.{upstream}")), None)
+    if table is None:
+        return None
+    for n in range(table + 1, len(lines)):
+        if lines[n].strip().startswith("["):
+            break
+        if lines[n].strip().startswith("install-root"):
+            return n + 1
+    return table + 1
+
+
 def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                    patch_sources=None) -> OverlaySet:
     """Compute every overlay and metadata file in memory.
@@ -120,6 +181,7 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
     config = project.config
     lock = lock or project.lock
     result = OverlaySet(image=lock.image)
+    series: dict[str, list] = {}
     for upstream in project.upstream_names():
         if patch_sources is not None:
             patches = patch_sources.get(upstream, [])
@@ -128,6 +190,7 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                        for n in project.patch_names(upstream)]
         if not patches:
             continue
+        series[upstream] = [(n, p) for n, p, _ in patches]
         pin = lock.pin(upstream)
         result.sources[upstream] = dict(pin.source)
         install_root = config.upstreams[upstream].install_root
@@ -189,6 +252,8 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                 f"{upstream}: no install-root is configured, so compose.yaml does not mount "
                 f"its overlay files and the Dockerfile does not copy them (set "
                 f"upstreams.{upstream}.install-root)")
+    if len(series) > 1:
+        _refuse_shared_targets(project, series)
     # (A profile or upstream named like a file written beside overlays/<name>/ is refused
     # where the configuration is read: names.RESERVED_DIRECTORY_NAMES.)
     root = project.root.resolve()

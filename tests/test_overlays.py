@@ -675,3 +675,36 @@ def test_overlays_of_a_stack_without_profiles_are_counted_plainly(tmp_path):
     run = ok(root, "overlays")
     assert run.out.startswith("wrote 1 overlay file, SHA256SUMS, manifest.json"), run.out
     assert "(all)" not in run.out
+
+
+def test_two_upstreams_whose_overlays_go_to_one_path_in_the_image_are_refused(tmp_path):
+    """Two upstreams installed at one root, each with a fix to the same path: compose mounted
+    both files at one target and the Dockerfile copied one over the other, so one upstream's
+    fix was never deployed, while overlays, verify and lint were green. `overlays` refuses,
+    naming both files, their patches and the target, with nothing written; `lint` says so."""
+    root, _ = git_project(tmp_path, install_root=INSTALL_ROOT)
+    other = Upstream(tmp_path / "other-upstream", {"pkg/b.py": UPSTREAM_FILES["pkg/b.py"]})
+    add_git_upstream(root, "other", other.path, "main", install_root=INSTALL_ROOT)
+    write_patch(root, "all-b", B_DIFF)
+    other_diff = other.diff({"pkg/b.py": UPSTREAM_FILES["pkg/b.py"] + b"w = 4\n"}, other.base)
+    base = json.loads((root / "upstream.lock").read_text())["upstreams"]["other"]["commit"]
+    add_patch_file(root, "other", "also-b.patch", patch_bytes("other", base, "fix b too",
+                                                              other_diff))
+    before = snapshot(root)
+    run = run_cli(root, "overlays")
+    assert run.rc == 2, run.text
+    assert f"{INSTALL_ROOT}/pkg/b.py" in run.err and "up/all-b.patch" in run.err \
+        and "other/also-b.patch" in run.err, run.err
+    assert "pyproject.toml" in run.err, run.err  # the configuration's install-root, named
+    assert snapshot(root) == before
+    lint = run_cli(root, "lint", "--json")
+    assert lint.rc == 1
+    found = [f for f in json.loads(lint.out)["findings"] if f["check"] == "overlays"]
+    assert found and f"{INSTALL_ROOT}/pkg/b.py" in found[0]["message"], lint.out
+    # Each upstream at its own root: both are deployed.
+    config = root / "pyproject.toml"
+    text = config.read_text()
+    at = text.index("[tool.patchforge.upstreams.other]")
+    config.write_text(text[:at] + text[at:].replace(f'"{INSTALL_ROOT}"', '"/opt/other"', 1))
+    ok(root, "overlays")
+    assert run_cli(root, "lint", "--json").rc == 0

@@ -58,6 +58,7 @@ def lint(project: Project, store: UpstreamStore, *, forge=None) -> list[Finding]
                                 f"pins upstream {name!r}, which "
                                 f"{Path(project.config_path).name} does not configure "
                                 "(renamed or removed?)"))
+    parsed_series: dict[str, list] = {}  # upstream -> [(name, PatchFile)]
     for upstream in project.upstream_names():
         findings += _series_consistency(project, upstream)
         try:
@@ -105,8 +106,14 @@ def lint(project: Project, store: UpstreamStore, *, forge=None) -> list[Finding]
             continue
         if not parsed:
             continue
+        parsed_series[upstream] = [(name, patch) for name, patch, _ in parsed]
         findings += _apply_checks(project, store, upstream, pin, parsed)
         findings += _drop_and_forward(project, store, upstream, pin, parsed, forge)
+    if len(parsed_series) > 1:
+        from patchforge.overlay import shared_targets
+
+        findings += [Finding(f"{upstream}/{name}", "overlays", message)
+                     for message, upstream, name in shared_targets(project, parsed_series)]
     findings += ledger_findings(project)
     findings += _line_end_attributes(project)
     if not any(f.check in ("apply", "parse") and f.severity == "error" for f in findings):
