@@ -339,27 +339,35 @@ def refuse_unconfigured_series(project: Project) -> None:
                               f"or move series/{name}/ out of series/ if those fixes are dropped")
 
 
-def announcements(project: Project) -> list[str]:
-    """What a read-only command says before its answer: every stop, rebase in progress and
-    open edit, each with the next step, and every skipped fix."""
+def state_report(project: Project) -> tuple[list[str], bool, list[SkippedFix]]:
+    """One reading of the project's state, for a read-only command's answer: its notes (every
+    stop, rebase in progress and open edit, each with the next step, and every skipped fix),
+    whether that needs attention (a rebase stopped or in progress, a fix set aside under
+    skipped/: exit 1), and the skipped fixes. Read once: a fix set aside between two readings
+    (a `rebase --skip` in another terminal) gave an exit status no note explained."""
     lines = []
     states = read_states(project).values()
+    skipped = skipped_fixes(project)
     for state in states:
         if state.kind != IDLE:
             lines.append(f"{state.describe()}; next: {state.next_step()}")
     # A fix whose bring-back is stopped is said by that stop: its own note would tell to
     # run the bring-back being finished again.
     bringing = {(s.upstream, s.patch) for s in states if s.kind == BRINGING}
-    lines += [fix.describe(project) for fix in skipped_fixes(project)
+    lines += [fix.describe(project) for fix in skipped
               if (fix.upstream, fix.name) not in bringing]
-    return lines
+    busy = any(s.kind in (STOPPED, REBASING, BRINGING) for s in states) or bool(skipped)
+    return lines, busy, skipped
+
+
+def announcements(project: Project) -> list[str]:
+    """The notes of `state_report`."""
+    return state_report(project)[0]
 
 
 def needs_attention(project: Project) -> bool:
-    """A rebase is stopped or in progress, or a fix is set aside under skipped/: read-only
-    checks report it (exit 1)."""
-    return any(s.kind in (STOPPED, REBASING, BRINGING)
-               for s in read_states(project).values()) or bool(skipped_fixes(project))
+    """Whether `state_report` needs attention."""
+    return state_report(project)[1]
 
 
 def interrupted_report(project: Project, *, only_open: bool = False) -> list[str]:

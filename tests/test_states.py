@@ -1135,3 +1135,43 @@ def test_lint_during_a_rebase_write_out_reads_the_finished_project(tmp_path):
     after = run_cli(project.root, "lint", "--json")
     assert (reader.returncode, out.decode()) == (after.rc, after.out)
     assert f"Base: {target}".encode() in project.patch("fix-a")
+
+
+def test_status_says_one_state_of_the_project_even_while_it_changes(project, tmp_path):
+    """`status` read the project's state (stops, rebases in progress, fixes set aside) several
+    times: for its notes, for its exit status, and for the document. A fix set aside meanwhile
+    (a `rebase --skip` in another terminal) gave `needs_attention` without a note saying why,
+    or a note with exit 0 ("project needs attention (see the note above)" above no note). Each
+    answer now comes from one reading. A process puts a fix into skipped/ and takes it out
+    again, over and over, while status runs: every answer agrees with itself."""
+    import json
+
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    skipped = project.root / "series" / "up" / "skipped"
+    skipped.mkdir()
+    toggler = subprocess.Popen([sys.executable, "-c", f"""
+import os, sys
+path = {str(skipped / "fix-z.patch")!r}
+data = open({str(project.root / "series/up/fix-a.patch")!r}, "rb").read()
+while True:
+    with open(path + ".tmp", "wb") as out:
+        out.write(data)
+    os.replace(path + ".tmp", path)
+    os.unlink(path)
+"""])
+    try:
+        answers = set()
+        for _ in range(12):
+            run = run_cli(project.root, "status", "--json")
+            document = json.loads(run.out)
+            said = (bool(document["notes"]), bool(document["skipped"]),
+                    document["needs_attention"], run.rc == 1)
+            assert len(set(said)) == 1, (said, document)
+            answers.add(said[0])
+            code, out, err = project.cli("status", expect=None)
+            noted = "fix-z.patch was set aside" in err
+            assert noted == (code == 1) == ("set aside" in out or "need attention" in out), \
+                (code, out, err)
+    finally:
+        toggler.kill()
+        toggler.wait()

@@ -93,12 +93,20 @@ def announce_state(project: Project, *, as_json: bool = False) -> bool:
     a terminal mixes stderr into the one document stdout must be). True when something needs
     attention (a rebase in progress, a skipped fix): the command then exits 1 even if its own
     check passes."""
-    from patchforge.state import announcements, needs_attention
+    return announce_state_report(project, as_json=as_json)[1]
 
+
+def announce_state_report(project: Project, *, as_json: bool = False):
+    """`announce_state`, giving the whole `state.state_report` it said (notes, needs
+    attention, skipped fixes): a command that puts them into its document too uses the one
+    reading it announced."""
+    from patchforge.state import state_report
+
+    report = state_report(project)
     if not as_json:
-        for line in announcements(project):
+        for line in report[0]:
             echo(f"note: {line}", err=True)
-    return needs_attention(project)
+    return report
 
 
 def say_overlays_lag(project: Project) -> None:

@@ -9,7 +9,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from patchforge.cli import target_specs
-from patchforge.cli.output import STATE_COLORS, announce_state, echo, emit_json, paint, table
+from patchforge.cli.output import (STATE_COLORS, announce_state_report, echo, emit_json, paint,
+                                   table)
 from patchforge.errors import EXIT_ATTENTION, PatchforgeError
 
 if TYPE_CHECKING:
@@ -40,14 +41,14 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
     from patchforge.net import make_forge
     from patchforge.pins import open_store
     from patchforge.ops.status import resolve_targets, series_status
-    from patchforge.state import announcements, skipped_fixes, unlisted_fixes
+    from patchforge.state import unlisted_fixes
     from patchforge.targets import parse_target_specs
 
     specs = target_specs("--against", specs, more_specs)
     project = app.project()
     # Read whole: a rebase writing out its result is waited for (it replaces several files).
     with app.reading():
-        busy = announce_state(project, as_json=as_json)
+        notes, busy, skipped = announce_state_report(project, as_json=as_json)
         wanted = parse_target_specs(specs, project.upstream_names()) if specs else None
         with open_store(project) as store:
             targets = resolve_targets(project, store, wanted)
@@ -58,10 +59,10 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
             "patches": [r.to_json() for r in results],
             "needs_attention": any(r.attention for r in results),
             "departed": departed_fixes(project),
-            "notes": announcements(project),
+            "notes": notes,
             "skipped": [{"upstream": fix.upstream, "name": fix.name,
                          "path": fix.path.relative_to(project.root).as_posix()}
-                        for fix in skipped_fixes(project)],
+                        for fix in skipped],
             # A patch file its series does not list is in no overlay: "all apply" would hide it.
             "unlisted": [{"upstream": upstream, "name": name,
                           "path": path.relative_to(project.root).as_posix()}
