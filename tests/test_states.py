@@ -1120,7 +1120,7 @@ def test_status_during_a_rebase_write_out_sees_the_new_series_never_a_mixture(tm
 
 
 def test_lint_during_a_rebase_write_out_reads_the_finished_project(tmp_path):
-    """`lint` (and `list`, `show`, `verify`, `check`) read the series as `status` does: during
+    """`lint` (and `list`, `verify`, `check`) read the series as `status` does: during
     a write-out they wait for its end and answer as they do on the finished project."""
     project, writer, target = _stopped_inside_the_write_out(tmp_path)
     reader = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(project.root),

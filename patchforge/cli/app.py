@@ -86,7 +86,9 @@ def cli(ctx, root, offline, verbose, quiet, no_color):
         ctx.with_resource(ctx.obj.reading())
 
 
-# The commands that only read the project's files. None of them takes the project lock
-# (`fsutil.RepoLock`): a rebase holds that one while it waits for its write-out's lock, which
-# such a command would hold meanwhile. (`export` takes it, and waits for a rebase to end.)
-READING_COMMANDS = frozenset({"list", "show", "lint", "verify", "check"})
+# The commands that only read the project's files, from start to end. None of them takes the
+# project lock (`fsutil.RepoLock`): a rebase holds that one while it waits for its write-out's
+# lock, which such a command would hold meanwhile (`export` takes it, and waits for a rebase
+# to end), nor runs for long after reading (`show` pages; `check --run` runs the checks and
+# `verify --image` reads an image's layers: each holds it only while it reads the project).
+READING_COMMANDS = frozenset({"list", "lint"})

@@ -28,17 +28,20 @@ def check(app, run, profile, as_json):
     from patchforge.overlay import build_overlays
 
     project = app.project()
-    announce_state(project, as_json=as_json)
     if profile is not None and profile not in project.config.profiles:
         raise UsageError(f"unknown profile {profile!r} (configured: "
                          f"{', '.join(project.config.profiles) or 'none'})")
     specs = load_checks(project) if run else []  # a bad configuration: before any work
     with open_store(project) as store:
-        for name, pin in project.lock.upstreams.items():
-            ensure_pinned(project, store, name, pin)
-        overlays = build_overlays(project, store)
-        violations = [v for v in check_overlay_invariants(project, overlays, store=store)
-                      if profile is None or v.profile in (profile, None)]
+        # The project read whole (never a rebase's half-written result); the checks then run
+        # on the overlays in memory, however long they take, without holding anyone back.
+        with app.reading():
+            announce_state(project, as_json=as_json)
+            for name, pin in project.lock.upstreams.items():
+                ensure_pinned(project, store, name, pin)
+            overlays = build_overlays(project, store)
+            violations = [v for v in check_overlay_invariants(project, overlays, store=store)
+                          if profile is None or v.profile in (profile, None)]
         results = run_checks(project, store, overlays, profile=profile) if run else []
     failed = [r for r in results if not r.ok]
     ok = not violations and not failed

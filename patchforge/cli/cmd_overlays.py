@@ -147,14 +147,16 @@ def _built_overlays(project, profiles, *, check: bool, as_json: bool):
 @click.pass_obj
 def verify(app, installed, image, profile, as_json, output_format):
     """Check overlays against SHA256SUMS, and pre-images with --installed or --image."""
-    announce_state(app.project(), as_json=as_json)
     if image is not None:
+        announce_state(app.project(), as_json=as_json)
         if installed is not None:
             raise UsageError("--image and --installed check different things: give one")
         return _verify_image(app, image, profile, as_json, output_format)
     from patchforge.overlay import verify_overlays
 
-    rows = verify_overlays(app.project(), installed=installed, profile=profile)
+    with app.reading():  # never a rebase's half-written overlays
+        announce_state(app.project(), as_json=as_json)
+        rows = verify_overlays(app.project(), installed=installed, profile=profile)
     bad = [r for r in rows if r[1] != "ok"]
     if as_json:
         emit_json({"ok": not bad, "results": [{"path": p, "state": s, "detail": d}
