@@ -345,11 +345,13 @@ def _unmatched_globs_are_errors(project: Project, store: UpstreamStore, overlay_
         if any(spec.matches(f.path) for f in overlay_set.files):
             continue
         upstreams = [spec.upstream] if spec.upstream else project.upstream_names()
-        if any(spec.matches(path) for upstream in upstreams
-               for path in store.list_paths(project.lock.pin(upstream).commit)):
+        pins = project.lock.upstreams  # an upstream not pinned yet has no files to match
+        if any(spec.matches(path) for upstream in upstreams if upstream in pins
+               for path in store.list_paths(pins[upstream].commit)):
             continue
         detail = (f"files = {', '.join(spec.files)} matches no file of "
-                  f"{', '.join(upstreams)} at the pinned revision, nor any overlay file: "
+                  f"{', '.join(u for u in upstreams if u in pins) or 'any upstream'} at the "
+                  "pinned revision, nor any overlay file: "
                   "nothing was checked (a mistyped glob?)")
         for i in mine:
             out[i] = CheckResult(spec.name, out[i].profile, "error", spec.command,

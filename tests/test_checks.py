@@ -261,3 +261,20 @@ profiles = ["gfx942"]
     _, out, _ = stack.cli("check", "--run", "--profile", "gfx950")
     assert "no checks configured" not in out
     assert "no declared check runs on profile gfx950 (compile: gfx942)" in out
+
+
+def test_a_mistyped_glob_beside_an_upstream_not_pinned_yet_is_said_as_such(tmp_path):
+    """An upstream configured but not pinned yet has no files a glob could match: the check
+    that matched nothing is the error, not the missing pin of an upstream it does not need."""
+    stack = make_stack(tmp_path, f"""
+[upstreams.later]
+kind = "git"
+url = "{tmp_path / 'nowhere'}"
+install-root = "/opt/later"
+
+[checks.typo]
+command = [{PY!r}, "-m", "py_compile", "{{file}}"]
+files = "pkg/*.pyy"
+""")
+    code, out, err = stack.cli("check", "--run", expect=1)
+    assert "matches no file of up at the pinned revision" in out, (out, err)
