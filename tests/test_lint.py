@@ -488,6 +488,13 @@ def test_pre_commit_hooks_are_offline_and_catch_stale_overlays(env, tmp_path, mo
     lint = _run_hook(hooks["patchforge-lint"], root)
     assert lint.returncode == 1, lint.stdout + lint.stderr
     assert "overlays/SHA256SUMS" in lint.stdout and "run `patchforge overlays`" in lint.stdout
+    # One finding for the overlays, naming the files that differ (`overlays --check` says how
+    # each differs): one per file repeated "run `patchforge overlays`" for each.
+    rc, doc = lint_json(root, "--no-forge")
+    stale = [f for f in doc["findings"] if f["check"] == "overlays"]
+    assert rc == 1 and len(stale) == 1, doc["findings"]
+    assert stale[0]["patch"] == "overlays/" and "overlays/up/a.txt" in stale[0]["message"] \
+        and "overlays/manifest.json" in stale[0]["message"], stale
     assert _run_hook(hooks["patchforge-overlays-check"], root).returncode == 1
     # A cold cache (a fresh clone on another machine): a clear message at once, no download.
     monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "cold-cache"))

@@ -163,9 +163,16 @@ def _stale_overlays(project: Project, store: UpstreamStore) -> list[Finding]:
         drifts = check_overlays(project, build_overlays(project, store))
     except PatchforgeError:  # a patch that does not apply: reported by the apply checks
         return []
-    return [Finding(f"overlays/{d.path}", "overlays",
-                    f"{d.kind}" + (f": {d.detail}" if d.detail else "")
-                    + "; run `patchforge overlays` and commit the result") for d in drifts]
+    if not drifts:
+        return []
+    # One finding: each file repeated the one thing to do (`overlays --check` says how each
+    # file differs).
+    named = [f"overlays/{d.path} ({d.kind})" for d in drifts]
+    shown = ", ".join(named[:8]) + (f" and {len(named) - 8} more" if len(named) > 8 else "")
+    return [Finding("overlays/", "overlays",
+                    f"{len(drifts)} file(s) differ from what the series generates: {shown}; "
+                    "run `patchforge overlays` and commit the result (`patchforge overlays "
+                    "--check` shows each difference)")]
 
 
 def _series_consistency(project: Project, upstream: str) -> list[Finding]:
