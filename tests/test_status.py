@@ -1330,3 +1330,17 @@ def test_a_creation_onto_a_directory_of_the_upstream_never_applies(stack):
     assert any("creates pkg, which is a directory in the upstream" in e for e in found.evidence)
     proc = stack.cli("status")
     assert proc.returncode == 1 and b"all 2 patches apply" not in proc.stdout
+
+
+def test_a_drop_when_status_cannot_evaluate_is_said_in_the_table(tmp_path):
+    """`Drop-When: other>=3` in a patch of `up` (another upstream's name, a condition no
+    version of this one decides): the table said `applies` and nothing more, so the condition
+    the fix should be dropped on was never looked at; only `--json` gave its reason. The row
+    says it cannot be evaluated, and why (lint reports it as an error)."""
+    from helpers.project import OneUpstreamStack
+
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": b"x = 1\ny = 2\n"})
+    stack.add_fix("fa", "pkg/a.py", b"x = 1\ny = 2\n", b"x = 3\ny = 2\n",
+                  fields="Drop-When: other>=3\n")
+    _, out, _ = stack.cli("status")
+    assert "Drop-When other>=3 cannot be evaluated: other is not this upstream" in out, out

@@ -101,6 +101,10 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                     notes.append(f"PR: {_shortened(_forge_error(fw['error']), 80)}")
             if r.drop_when and r.drop_when.get("true"):
                 notes.append(f"Drop-When {r.drop_when['condition']} is true")
+            elif r.drop_when and r.drop_when.get("true") is None and r.drop_when.get("reason"):
+                # Never a silent "applies" over a condition nobody could look at.
+                notes.append(f"Drop-When {r.drop_when['condition']} cannot be evaluated: "
+                             f"{r.drop_when['reason']}")
             if r.evidence and (r.state not in ("applies",) or r.attention
                                and not (r.drop_when and r.drop_when.get("true"))):
                 # (A patch that applies and still needs attention says why: a Profiles
