@@ -405,8 +405,11 @@ class WriteOutLock:
     def __enter__(self) -> "WriteOutLock":
         import fcntl
 
-        fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
-                     | getattr(os, "O_CLOEXEC", 0))
+        try:
+            fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+                         | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return self  # a directory that cannot be opened (no read permission) locks nothing
         kind = fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH
         deadline = None
         while True:
@@ -431,6 +434,11 @@ class WriteOutLock:
                         if self.exclusive else "run this command again once it has ended"
                     ) from None
                 time.sleep(0.02)
+            except OSError:
+                # A file system without kernel locks (some network and FUSE ones): nothing to
+                # coordinate with, and a reader must still read.
+                os.close(fd)
+                return self
         self._fd = fd
         return self
 
