@@ -210,3 +210,53 @@ def resolve_targets(project: Project, store: UpstreamStore,
         else:
             targets[upstream] = Target(upstream, pin.commit, pin.commit, pin.label, pin.version)
     return targets
+
+
+def reverted_fixes(project: Project, store: UpstreamStore,
+                   targets: dict[str, Target]) -> list[tuple[str, str, str]]:
+    """The fixes kept under `series/<upstream>/upstreamed/` whose change the target no longer
+    has (upstream reverted it after it landed): (upstream, file name, what to say). Each is
+    judged alone on the target by the landed-upstream checks; only one whose every hunk is
+    absent and applies again, or some of whose hunks are gone again (`partial`), is named: a
+    reformatted or moved landing stays landed. One that cannot be judged here (no Base, its
+    base not in the store, a file that does not parse) is left to the commands that read it."""
+    from patchforge.detect import assess_patch
+    from patchforge.errors import PatchforgeError
+    from patchforge.formats.patchfile import parse_patch_file
+    from patchforge.project import read_no_link
+
+    out = []
+    for upstream, target in targets.items():
+        directory = project.series_dir(upstream) / "upstreamed"
+        if directory.is_symlink() or not directory.is_dir():
+            continue
+        for path in sorted(directory.glob("*.patch")):
+            try:
+                patch = parse_patch_file(read_no_link(path), str(path))
+            except (PatchforgeError, OSError):
+                continue
+            base = (patch.get("Base") or "").strip()
+            if not patch.file_patches or not base or not store.has_object(base):
+                continue
+            paths = list(patch.paths)
+            present = store.entries(target.commit, paths)
+            try:
+                verdict = assess_patch(
+                    path.name, patch,
+                    read_base=lambda p, base=base: store.read_blob(base, p),
+                    read_current=lambda p: store.read_blob(target.commit, p),
+                    exists_in_target=lambda p: present.get(p) is not None,
+                    find_rename=lambda p: None)
+            except PatchforgeError:
+                continue
+            if verdict.state not in ("applies", "offset", "fuzz", "partial"):
+                continue
+            how = ("part of its change" if verdict.state == "partial" else "its change")
+            rel = path.relative_to(project.root).as_posix()
+            skipped = (project.series_dir(upstream) / "skipped").relative_to(project.root)
+            out.append((upstream, path.name,
+                        f"{upstream}/{path.name} landed upstream but the target no longer has "
+                        f"{how} ({target.label}: reverted?), so the fix is not deployed; move "
+                        f"{rel} into {skipped.as_posix()}/, then `patchforge bring-back "
+                        f"{upstream}/{path.name}` puts it back in the series"))
+    return out
