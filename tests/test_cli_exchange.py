@@ -293,6 +293,22 @@ def test_export_quilt_is_taken_by_quilt_push_and_imports_back(project, tmp_path)
         assert (other / "series/up" / name).read_bytes() == (root / "series/up" / name).read_bytes()
 
 
+def test_export_quilt_into_the_project_itself_says_what_is_in_the_way(project, tmp_path):
+    """`export --quilt .` from the project's root: DIR/series is the project's own series/
+    directory, and the answer was "series: cannot read it to replace it (Is a directory)". It
+    says that export writes DIR/series as quilt's series file, and that this is the project's
+    own series/; nothing is written."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    before = snapshot(root)
+    run = run_cli(root, "export", "--quilt", str(root))
+    assert run.rc == 2, run.text
+    assert "is a directory (the project's own series/)" in run.err \
+        and "writes DIR/series, quilt's series file" in run.err, run.err
+    assert snapshot(root) == before
+
+
 def test_export_quilt_names_with_a_space_in_sections_of_headers_only(project, tmp_path):
     """git writes `diff --git a/my file.py b/my file.py` unquoted; a section of headers only (a
     mode change, a pure rename, an empty file created or deleted) has no `---`/`+++` lines,

@@ -745,6 +745,13 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
         lines = series.read_bytes().splitlines()
     except FileNotFoundError:
         return
+    except IsADirectoryError:
+        own = target.resolve() == project.root.resolve()
+        raise UsageError(f"{series} is a directory" + (" (the project's own series/)" if own
+                                                       else "")
+                         + ": `export --quilt DIR` writes DIR/series, quilt's series file, "
+                         "beside the patches; nothing was written",
+                         hint="name a new directory, or one an earlier export wrote") from None
     except OSError as exc:
         raise UsageError(f"{series}: cannot read it to replace it ({exc.strerror or exc})") \
             from None
