@@ -218,8 +218,9 @@ def reverted_fixes(project: Project, store: UpstreamStore,
     has (upstream reverted it after it landed): (upstream, file name, what to say). Each is
     judged alone on the target by the landed-upstream checks; only one whose every hunk is
     absent and applies again, or some of whose hunks are gone again (`partial`), is named: a
-    reformatted or moved landing stays landed. One that cannot be judged here (no Base, its
-    base not in the store, a file that does not parse) is left to the commands that read it."""
+    reformatted or moved landing stays landed. A fix without its Base (or a Base the store
+    lacks) is judged as made on the target, as `bring-back` judges it; one that does not parse
+    is left to the commands that read it."""
     from patchforge.detect import assess_patch
     from patchforge.errors import PatchforgeError
     from patchforge.formats.patchfile import parse_patch_file
@@ -235,9 +236,11 @@ def reverted_fixes(project: Project, store: UpstreamStore,
                 patch = parse_patch_file(read_no_link(path), str(path))
             except (PatchforgeError, OSError):
                 continue
-            base = (patch.get("Base") or "").strip()
-            if not patch.file_patches or not base or not store.has_object(base):
+            if not patch.file_patches:
                 continue
+            base = (patch.get("Base") or "").strip()
+            if not base or not store.has_object(base):
+                base = target.commit  # its own base unknown here: judged as made on the target
             paths = list(patch.paths)
             present = store.entries(target.commit, paths)
             try:
