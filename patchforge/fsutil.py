@@ -19,7 +19,8 @@ from patchforge.errors import LockedError, UsageError
 # PATCHFORGE_FAULT_MODE=interrupt (a SIGTERM with PATCHFORGE_FAULT_MODE=terminate), or stop it
 # (SIGSTOP, until a SIGCONT) with
 # PATCHFORGE_FAULT_MODE=stop: "lock:N" stops it just before its N-th take of the project lock,
-# so a test can run a second command in between. Never set in normal use.
+# so a test can run a second command in between ("config:N", before the N-th write of a store
+# remote's configuration). Never set in normal use.
 _FAULT_COUNTS: dict[str, int] = {}
 
 

@@ -118,6 +118,45 @@ def test_two_stacks_fetch_into_a_new_cache_at_the_same_moment(tmp_path, monkeypa
             run_subprocess(s.root, "overlays", "--check", expect=0)
 
 
+def test_a_pin_check_beside_another_stacks_remote_configuration_writes_no_config(
+        tmp_path, monkeypatch):
+    """Two projects of different upstreams fetching into one new cache: one failed with git's
+    "could not lock config file .../store.git/config". A pin check (cat-file of a commit the
+    store lacks) makes git fetch it from every promisor remote, and a remote another process
+    had made a promisor but not yet given its filter made that fetch write the filter itself,
+    outside the store's write lock, beside the other process's own configuration writes. At
+    every point of another process's remote configuration, a reader now writes nothing."""
+    import signal
+    import subprocess
+    import sys
+
+    from patchforge.store.gitstore import UpstreamStore
+
+    a, b = _two_stacks(tmp_path)
+    for point in range(1, 6):  # each of the remote's five configuration writes
+        cache = tmp_path / f"cache-{point}"
+        monkeypatch.setenv("PATCHFORGE_CACHE", str(cache))
+        env = {**os.environ, "PATCHFORGE_FAULT": f"config:{point}",
+               "PATCHFORGE_FAULT_MODE": "stop"}
+        proc = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(b.root),
+                                 "fetch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env)
+        _, status = os.waitpid(proc.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status), proc.communicate()
+        config = cache / "store.git" / "config"
+        before = config.read_bytes()
+        with UpstreamStore.open(cache) as store:
+            # a's pin, not in the store (unless b's upstream made the same commit): git asks
+            # every promisor remote for it.
+            store.has_object(a.base)
+        assert config.read_bytes() == before, (point, config.read_bytes().decode())
+        os.kill(proc.pid, signal.SIGCONT)
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err.decode()
+        run_subprocess(b.root, "status", expect=0)
+        run_subprocess(a.root, "status", expect=0)
+
+
 def test_a_rebase_beside_another_stacks_commands_on_one_cache(tmp_path):
     """One project rebases onto a new tag while another, on the same cache, fetches the same
     kind of tag, builds overlays and asks status: each answers what it answers alone."""

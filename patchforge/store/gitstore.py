@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from patchforge.errors import CacheUnwritable, StoreDamaged, StoreError, UsageError
+from patchforge.fsutil import fault_point
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
@@ -897,19 +898,26 @@ class UpstreamStore:
         local = is_local_git_url(url)
         if local and "://" not in url:
             url = str(Path(url).resolve())
-        settings = [("url", url), ("promisor", "true"), ("partialclonefilter", "blob:none"),
+        settings = [("url", url),
                     ("fetch", f"+refs/heads/*:refs/patchforge/remotes/{upstream}/heads/*")]
         if local:
             # A local upstream's own config decides what its upload-pack allows; these make the
             # filtered fetch (and fetching blobs by id later) work without warnings.
             settings.append(("uploadpack", "git -c uploadpack.allowFilter=true "
                              "-c uploadpack.allowAnySHA1InWant=true upload-pack"))
+        # The filter, then `promisor`, last: another process's lazy fetch (git's own, for any
+        # object a reader finds missing: a pin check's cat-file) tries every promisor remote,
+        # and git counts a remote with either setting as one. A promisor without its filter
+        # made that fetch write the filter into store.git/config itself, outside the write
+        # lock, and it or this configuration failed with "could not lock config file".
+        settings += [("partialclonefilter", "blob:none"), ("promisor", "true")]
         current = self._run("config", "--get-regexp", rf"^remote\.{re.escape(upstream)}\.",
                             ok=(0, 1)).stdout.decode("utf-8", "replace")
         have = dict(line.split(" ", 1) for line in current.splitlines() if " " in line)
         for key, value in settings:
             full = f"remote.{upstream}.{key}"
             if have.get(full) != value:
+                fault_point("config")
                 self._run("config", "--", full, value)
         if not local and have.get(f"remote.{upstream}.uploadpack"):
             self._run("config", "--unset", f"remote.{upstream}.uploadpack", ok=(0, 5))
