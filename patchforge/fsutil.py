@@ -64,6 +64,29 @@ def fsync_dirs(directories) -> None:
         fsync_dir(directory)
 
 
+def sync_tree(root: Path) -> None:
+    """Make a directory tree written by plain copies (shutil.copytree) durable: every file's
+    bytes synced, side by side as a batch's are, then every directory, deepest first, so each
+    name is durable once the directory holding it is. root's own name is its parent's: the
+    caller syncs that (or renames root first and syncs the parent then). Symbolic links are
+    names only, durable with their directory."""
+    files: list[str] = []
+    directories: list[str] = []
+    for directory, _, names in os.walk(root):
+        directories.append(directory)
+        files += [os.path.join(directory, name) for name in names
+                  if not os.path.islink(os.path.join(directory, name))]
+    fds: list[int] = []
+    try:
+        for path in files:
+            fds.append(os.open(path, os.O_RDONLY))
+        _sync_all(fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    fsync_dirs(reversed(directories))
+
+
 def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None,
                  sync_directory: bool = True) -> None:
     """Replace `path` with `data` atomically (same-directory temp file, fsync, rename, the

@@ -24,7 +24,7 @@ from patchforge.model.lock import ImagePin
 from patchforge.model.record import field, record
 from patchforge.stack import (refuse_creation_collisions, refuse_linked_overlays,
                               refuse_symlinked_paths)
-from patchforge.fsutil import atomic_write, fault_point, fsync_dir
+from patchforge.fsutil import atomic_write, fault_point, fsync_dir, fsync_dirs
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -583,7 +583,9 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
         # The file's mode is the one it has in the upstream with the series (an executable
         # stays executable in the container), whatever the umask says.
         os.chmod(target, 0o755 if rel in executable else 0o644)
-    fsync_dir(staging)
+    # Every directory of the new tree, deepest first: the files' names are durable before the
+    # swap makes the tree the overlays (and the old one is removed).
+    fsync_dirs(reversed([directory for directory, _, _ in os.walk(staging)]))
     old = root.parent / ".overlays.old"
     if root.exists():
         fault_point("rename")
@@ -699,6 +701,7 @@ def recover_overlays(project: Project) -> None:
     staging = root.parent / ".overlays.new"
     if old.exists() and not root.exists():
         os.replace(old, root)  # the swap was cut between its renames: put the old set back
+        fsync_dir(root.parent)  # before a rebase's --abort removes the journal that needs it
     else:
         _remove(old)
     _remove(staging)

@@ -1405,3 +1405,27 @@ def test_a_store_removed_under_a_command_is_said_so_never_taken_for_a_missing_re
     with pytest.raises(StoreError) as other:
         run_git("rev-parse", "HEAD", git_dir=tmp_path / "work" / ".git")
     assert not isinstance(other.value, StoreDamaged)
+
+
+@pytest.mark.parametrize("path", ["m/a.py", "a.py"])
+def test_trees_read_ahead_before_their_commit_came_in_are_asked_again(store, merge_base, path):
+    """A commit's trees asked ahead while the store lacked it (git answered "missing"), then the
+    commit brought in (as a fetch brings it), then looked up: its files are there. The missing
+    answer was taken as it was, so a file at the top read as absent and one in a directory as a
+    damaged store."""
+    def run(*args, data=None):
+        return subprocess.run(["git", "--git-dir", str(store.git_dir), *args], input=data,
+                              capture_output=True, check=True).stdout.decode().strip()
+
+    tree = run("rev-parse", f"{merge_base}^{{tree}}" if "/" in path else f"{merge_base}:m")
+    body = (f"tree {tree}\nauthor a <a@b> 1700000000 +0000\ncommitter a <a@b> 1700000000 "
+            f"+0000\n\nlater\n").encode()
+    later = run("hash-object", "-t", "commit", "--stdin", data=body)
+    fresh = UpstreamStore(store.git_dir)
+    try:
+        fresh.read_trees_ahead([later], [path])
+        run("hash-object", "-w", "-t", "commit", "--stdin", data=body)
+        found = fresh.entries(later, [path])
+    finally:
+        fresh.close()
+    assert found[path] is not None

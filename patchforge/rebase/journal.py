@@ -37,7 +37,7 @@ from typing import Any
 
 from patchforge.errors import UsageError
 from patchforge.fsutil import (atomic_delete, atomic_write, atomic_write_many, fault_point,
-                               fsync_dir, fsync_dirs, write_temporaries)
+                               fsync_dir, fsync_dirs, sync_tree, write_temporaries)
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.model.record import field, record
 
@@ -396,8 +396,9 @@ class Journal:
         return restored
 
     def save_tree(self, name: str, source: Path) -> bool:
-        """Copy a directory into the journal (copied aside, then renamed into place, so the copy
-        is whole or absent). False when there is no such directory."""
+        """Copy a directory into the journal (copied aside and synced, then renamed into place,
+        so the copy is whole or absent, after a power loss too: the write-out removes the
+        directory it copies). False when there is no such directory."""
         target = self.dir / f"orig-{name}"
         partial = self.dir / f".orig-{name}.partial"
         for stale in (target, partial):
@@ -406,18 +407,22 @@ class Journal:
         if not Path(source).is_dir():
             return False
         shutil.copytree(source, partial, symlinks=True)
+        sync_tree(partial)
         os.replace(partial, target)
         fsync_dir(self.dir)
         return True
 
     def restore_tree(self, name: str, target: Path) -> bool:
-        """Put a saved directory back where it was, unless it is already identical."""
+        """Put a saved directory back where it was, unless it is already identical; durable
+        before it returns (the journal, which could put it back again, goes next)."""
         saved = self.dir / f"orig-{name}"
         if not saved.is_dir() or _same_tree(saved, Path(target)):
             return False
         if Path(target).exists():
             shutil.rmtree(target)
         shutil.copytree(saved, target, symlinks=True)
+        sync_tree(Path(target))
+        fsync_dir(Path(target).parent)
         return True
 
     def remove(self) -> None:

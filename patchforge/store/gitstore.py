@@ -584,9 +584,14 @@ class UpstreamStore:
         asked = [d for d in directories if d not in result]
         if asked:
             # Those read ahead (read_trees_ahead) are taken as git gives them, the rest asked
-            # in one round.
+            # in one round. A directory git called missing when asked ahead is missing, unless
+            # the commit itself was (its root read as missing, or not known then): it may have
+            # come into the store since (a fetch), and its files would read as absent.
             names = [self._tree_name(rev, d) for d in asked]
             early = {name: self._cat.answer(name) for name in names if self._cat.asked(name)}
+            root = self._tree_name(rev, "")
+            if not (early.get(root) or (cacheable and self._dir_trees.get((rev, "")))):
+                early = {name: answer for name, answer in early.items() if answer is not None}
             now = iter(self._cat.query([name for name in names if name not in early])
                        if len(early) < len(names) else [])
             got = [early[name] if name in early else next(now) for name in names]

@@ -1,0 +1,163 @@
+"""A rebase's writes against a power loss, not only a kill: every name change and every file's
+bytes the journal's removal relies on are synced before that removal is.
+
+The model is the strict one (a file system that keeps no order between directories): a new,
+renamed or removed name in directory D is durable once D is fsynced after the change, a file's
+bytes once the file is fsynced after it was written. The real system calls run; each is recorded
+as it returns, and the record is checked against the model.
+"""
+from __future__ import annotations
+
+import builtins
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import run_cli, run_subprocess
+from patchforge.fsutil import TEMPORARY_NAME
+from tests.test_rebase_crash import KILLED, build
+
+
+class SyscallRecord:
+    """The rename, unlink, link, create and fsync calls made in this process, with paths
+    relative to `root`, in the order they returned."""
+
+    def __init__(self, root: Path, monkeypatch):
+        self.root = root.resolve()
+        self.ops: list[tuple[str, ...]] = []
+        real = {name: getattr(os, name) for name in ("replace", "rename", "unlink", "link",
+                                                      "fsync", "open")}
+        real_open = builtins.open
+
+        def record(kind, *paths):
+            self.ops.append((kind, *(self._rel(p) for p in paths)))
+
+        def renamer(name):
+            def call(src, dst, *args, **kwargs):
+                result = real[name](src, dst, *args, **kwargs)
+                record("rename", src, dst)
+                return result
+            return call
+
+        def unlink(path, *args, **kwargs):
+            result = real["unlink"](path, *args, **kwargs)
+            record("unlink", path)
+            return result
+
+        def link(src, dst, *args, **kwargs):
+            result = real["link"](src, dst, *args, **kwargs)
+            record("create", dst)
+            return result
+
+        def fsync(fd):
+            result = real["fsync"](fd)
+            number = fd if isinstance(fd, int) else fd.fileno()
+            record("fsync", os.readlink(f"/proc/self/fd/{number}"))
+            return result
+
+        def open_fd(path, flags, *args, **kwargs):
+            fd = real["open"](path, flags, *args, **kwargs)
+            if flags & os.O_CREAT:
+                record("create", path)
+            return fd
+
+        def open_file(file, mode="r", *args, **kwargs):
+            handle = real_open(file, mode, *args, **kwargs)
+            if isinstance(file, (str, os.PathLike)) and any(c in mode for c in "wax"):
+                record("create", file)
+            return handle
+
+        for name in ("replace", "rename"):
+            monkeypatch.setattr(os, name, renamer(name))
+        monkeypatch.setattr(os, "unlink", unlink)
+        monkeypatch.setattr(os, "link", link)
+        monkeypatch.setattr(os, "fsync", fsync)
+        monkeypatch.setattr(os, "open", open_fd)
+        monkeypatch.setattr(builtins, "open", open_file)
+
+    def _rel(self, path) -> str:
+        absolute = Path(os.path.abspath(path))
+        try:
+            return absolute.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(absolute)
+
+    def journal_removed(self) -> int:
+        """Where journal.json's removal became durable (its directory's fsync after it)."""
+        removal = max(i for i, op in enumerate(self.ops)
+                      if op == ("unlink", ".patchforge/rebase/journal.json"))
+        return next(i for i in range(removal, len(self.ops))
+                    if self.ops[i] == ("fsync", ".patchforge/rebase"))
+
+    def names_not_durable_at(self, index: int, wanted) -> list[tuple[str, ...]]:
+        """Name changes under `wanted` made before ops[index] whose directory was not fsynced
+        between the change and ops[index] (a rename counts in both directories)."""
+        left = []
+        for i, op in enumerate(self.ops[:index]):
+            if op[0] == "fsync":
+                continue
+            for path in op[1:]:
+                if not wanted(path):
+                    continue
+                directory = os.path.dirname(path) or "."
+                if ("fsync", directory) not in self.ops[i + 1:index + 1]:
+                    left.append(op)
+        return left
+
+    def bytes_not_durable_at(self, index: int, wanted) -> list[str]:
+        """Files under `wanted` created before ops[index] and not fsynced after it."""
+        return [op[1] for i, op in enumerate(self.ops[:index])
+                if op[0] == "create" and wanted(op[1])
+                and ("fsync", op[1]) not in self.ops[i + 1:index + 1]]
+
+
+def in_project(path: str) -> bool:
+    """A project file: not a temporary file beside one (a power loss may leave one of those
+    behind; it holds no fix and names none)."""
+    return ((path.startswith("series/") or path == "upstream.lock")
+            and not TEMPORARY_NAME.fullmatch(os.path.basename(path)))
+
+
+def test_a_clean_rebase_makes_its_renames_durable_before_the_journal_goes(tmp_path,
+                                                                          monkeypatch):
+    stack, args = build(tmp_path, monkeypatch)
+    record = SyscallRecord(stack.root, monkeypatch)
+    assert run_cli(stack.root, *args).rc == 0
+    assert record.names_not_durable_at(record.journal_removed(), in_project) == []
+
+
+def test_the_overlays_kept_for_abort_are_durable_before_the_write_out_replaces_them(
+        tmp_path, monkeypatch):
+    """The write-out removes the old overlays once the new ones are in place: the copy
+    `--abort` puts back must not be lost to a power loss from then on."""
+    stack, args = build(tmp_path, monkeypatch)
+    record = SyscallRecord(stack.root, monkeypatch)
+    assert run_cli(stack.root, *args).rc == 0
+    swap = next(i for i, op in enumerate(record.ops) if op[:2] == ("rename", "overlays"))
+    root_synced = next(i for i in range(swap, len(record.ops)) if record.ops[i] == ("fsync", "."))
+    kept = [op for op in record.ops[:swap] if op[0] == "create" and "orig-overlays" in op[1]]
+    assert kept, "the rebase keeps a copy of overlays/"
+    assert record.bytes_not_durable_at(root_synced, lambda p: "orig-overlays" in p) == []
+    assert record.names_not_durable_at(root_synced, lambda p: "orig-overlays/" in p) == []
+
+
+@pytest.mark.parametrize("kill_at", range(1, 12))
+def test_an_abort_after_a_killed_write_out_is_durable_before_the_journal_goes(
+        kill_at, tmp_path, monkeypatch):
+    stack, args = build(tmp_path, monkeypatch)
+    proc = run_subprocess(stack.root, *args, env={"PATCHFORGE_FAULT": f"rename:{kill_at}"})
+    journal = stack.root / ".patchforge/rebase/journal.json"
+    if proc.returncode != KILLED or not journal.exists() \
+            or json.loads(journal.read_text())["phase"] != "committing":
+        pytest.skip("this rename is not one of the write-out's")
+    record = SyscallRecord(stack.root, monkeypatch)
+    assert run_cli(stack.root, "rebase", "--abort").rc == 0
+    removed = record.journal_removed()
+
+    def restored(path: str) -> bool:
+        return in_project(path) or path.startswith("overlays")
+
+    assert record.names_not_durable_at(removed, restored) == []
+    assert record.bytes_not_durable_at(removed, lambda p: p.startswith("overlays")) == []
