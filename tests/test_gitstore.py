@@ -687,6 +687,29 @@ def _edit(data: bytes, line: int, text: bytes) -> bytes:
 
 
 
+def test_small_files_of_git_processes_are_in_memory(store, merge_base):
+    """A git process started for later (a presence check, the landing lookup) has its input
+    and its messages, and the store's cat-file its messages, in files of scratch_dir's memory
+    file system when there is one (each file made and freed on the disk's cost about 0.1 ms,
+    far more while other programs sync); the output of the started process, which can be
+    large, stays in the temporary directory."""
+    from patchforge.store.git import StartedGit, scratch_dir
+
+    if scratch_dir() is None:
+        pytest.skip("no memory file system for scratch files here")
+    memory = os.stat(scratch_dir()).st_dev
+    started = StartedGit("cat-file", "--batch-check", git_dir=store.git_dir,
+                         input=f"{merge_base}\n".encode())
+    try:
+        assert os.fstat(started._err.fileno()).st_dev == memory
+        assert os.fstat(started._out.fileno()).st_dev == os.stat(tempfile.gettempdir()).st_dev
+        assert started.result().startswith(merge_base.encode() + b" commit ")
+    finally:
+        started.close()
+    store.read_blob(merge_base, "m/a.py")
+    assert os.fstat(store._cat._stderr.fileno()).st_dev == memory
+
+
 def test_trees_read_ahead_answer_the_lookups_that_follow(store, merge_base):
     """The trees a rebase reads ahead while it parses its series (every directory on the way
     to each path, at each commit) answer the lookups after it as a round of requests would,
