@@ -1344,37 +1344,3 @@ def test_a_drop_when_status_cannot_evaluate_is_said_in_the_table(tmp_path):
                   fields="Drop-When: other>=3\n")
     _, out, _ = stack.cli("status")
     assert "Drop-When other>=3 cannot be evaluated: other is not this upstream" in out, out
-
-
-def test_a_landed_fix_that_upstream_reverted_is_never_taken_for_landed(tmp_path):
-    """A fix lands upstream (v2: the rebase drops it into upstreamed/), then upstream reverts it
-    (v3). `status --against v3`, the rebase to v3 and `status` after it all said every fix was
-    in place ("all 0 patches apply", exit 0) and lint had no finding: the deployment ran
-    without the fix while it sat in upstreamed/. Status and lint check each upstreamed fix
-    against the target: its change applying there again is said, with the way back."""
-    from helpers.project import OneUpstreamStack
-
-    base = b"".join(b"line %d\n" % i for i in range(1, 21))
-    fixed = base.replace(b"line 5\n", b"five\n")
-    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
-    stack.add_fix("fa", "pkg/a.py", base, fixed)
-    stack.commit({"pkg/a.py": fixed}, "the fix lands", tag="v2")
-    stack.commit({"pkg/a.py": base}, "Revert the fix", tag="v3")
-    stack.cli("rebase", "--to", "v2")
-    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
-    stack.cli("status")  # at v2 the fix is upstream's: nothing to say
-    for args in (("status", "--against", "v3"), None, ("status",)):
-        if args is None:
-            # The rebase onto the revert says it too (its series moves cleanly: exit 0).
-            _, _, err = stack.cli("rebase", "--to", "v3")
-            assert "up/fa.patch landed upstream but the target no longer has" in err, err
-            continue
-        code, out, err = stack.cli(*args, expect=1)
-        assert "up/fa.patch landed upstream but the target no longer has its change" in err, \
-            (out, err)
-        document = stack.json(*args, "--json", expect=1)
-        assert document["needs_attention"] is True
-        assert any("up/fa.patch landed upstream" in note for note in document["notes"])
-    lint = stack.json("lint", expect=1)
-    assert any(f["patch"] == "up/upstreamed/fa.patch" and f["severity"] == "error"
-               and "no longer has its change" in f["message"] for f in lint["findings"]), lint

@@ -55,22 +55,6 @@ def _say_left_behind(project, engine) -> None:
         say_left_behind(project, directory, files)
 
 
-def _reverted(project, store, summary: dict) -> list[str]:
-    """What to say of the fixes kept in upstreamed/ whose change the revision the run moved to
-    no longer has (upstream reverted them): needed again, and not in the series. Only asked
-    where an upstreamed/ directory exists."""
-    moved = {u: info for u, info in (summary.get("upstreams") or {}).items()
-             if info.get("to_commit") and (project.series_dir(u) / "upstreamed").is_dir()}
-    if not moved:
-        return []
-    from patchforge.judge import Target
-    from patchforge.ops.status import reverted_fixes
-
-    targets = {u: Target(u, info["to_commit"], info["to_commit"], info.get("to") or u, None)
-               for u, info in moved.items()}
-    return [message for _, _, message in reverted_fixes(project, store, targets)]
-
-
 def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_run: bool,
                cont: bool, skip: bool, abort: bool, as_json: bool) -> None:
     """`rebase --to SPEC [--dry-run] | --continue | --skip | --abort [--json]`."""
@@ -128,12 +112,9 @@ def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_
                     "goes on once that is fixed, `patchforge rebase --abort` puts everything "
                     "back"]))
             raise
-        reverted = _reverted(project, store, summary)
     if as_json:
         emit_json(summary, "rebase")
     else:
         render_summary(summary, app)
-    for message in reverted:
-        echo(f"note: {message}", err=True)
     if summary["dry_run"] and summary["counts"].get("conflict"):
         sys.exit(1)  # the real run would stop: that needs attention

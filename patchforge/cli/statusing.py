@@ -40,7 +40,7 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
     """`status [--against SPEC]... [SPEC]... [--strict] [--json] [--html FILE] [--format F]`."""
     from patchforge.net import make_forge
     from patchforge.pins import open_store
-    from patchforge.ops.status import resolve_targets, reverted_fixes, series_status
+    from patchforge.ops.status import resolve_targets, series_status
     from patchforge.state import unlisted_fixes
     from patchforge.targets import parse_target_specs
 
@@ -53,12 +53,6 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
         with open_store(project) as store:
             targets = resolve_targets(project, store, wanted)
             results = series_status(project, store, targets, forge=make_forge(project))
-            # A landed fix upstream took back is needed again: never "all apply" over it.
-            reverted = [message for _, _, message in reverted_fixes(project, store, targets)]
-        if not as_json:
-            for message in reverted:
-                echo(f"note: {message}", err=True)
-        notes, busy = notes + reverted, busy or bool(reverted)
         document: dict[str, Any] = {
             "targets": {name: {"base": t.base_commit, "commit": t.commit, "label": t.label,
                                "version": t.version} for name, t in targets.items()},

@@ -467,12 +467,6 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
     label = candidate.tag or new.label
     statuses = {s.name: s for s in series_status(project, store, {name: target}, forge=forge,
                                                  upstreams=[name])}
-    # A fix that landed before and that this nightly reverted is needed again: a person puts
-    # it back (the report never says the stack is sound over it).
-    from patchforge.ops.status import reverted_fixes
-
-    reverted = [message for _, _, message in reverted_fixes(project, store, {name: target})]
-    notes.extend(reverted)
     rebase_doc = None
     stopped = None
     if new.commit == old.commit:
@@ -504,7 +498,7 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
             "detail": "no image to verify against"}
     return _document(project, name, old, candidate, search, dry_run=dry_run, outcome=outcome,
                      fixes=fixes, rebase=rebase_doc, checks=checks, verification=verification,
-                     notes=notes, stopped=stopped, reverted=bool(reverted))
+                     notes=notes, stopped=stopped)
 
 
 def _pinned_reference(candidate: Candidate) -> str | None:
@@ -526,12 +520,12 @@ def _which_upstream(project: Project, name: str | None) -> str:
 
 
 def _document(project: Project, name, old, candidate, search, *, dry_run, outcome, fixes, rebase,
-              checks, verification, notes, stopped=None, reverted=False) -> dict:
+              checks, verification, notes, stopped=None) -> dict:
     rebase_part = None
     if rebase is not None:
         rebase_part = {"counts": rebase.get("counts", {}), "written": bool(rebase.get("written")),
                        "stopped": stopped, "range_diff": rebase.get("range_diff") or ""}
-    needs_person = bool(stopped) or reverted or any(f["needs_person"] for f in fixes) or (
+    needs_person = bool(stopped) or any(f["needs_person"] for f in fixes) or (
         checks.get("ok") is False) or bool(verification and verification.get("status")
                                            == "failed")
     return {

@@ -114,25 +114,11 @@ def lint(project: Project, store: UpstreamStore, *, forge=None) -> list[Finding]
 
         findings += [Finding(f"{upstream}/{name}", "overlays", message)
                      for message, upstream, name in shared_targets(project, parsed_series)]
-    findings += _reverted_upstream(project, store)
     findings += ledger_findings(project)
     findings += _line_end_attributes(project)
     if not any(f.check in ("apply", "parse") and f.severity == "error" for f in findings):
         findings += _stale_overlays(project, store)
     return findings
-
-
-def _reverted_upstream(project: Project, store: UpstreamStore) -> list[Finding]:
-    """A fix kept under upstreamed/ whose change the pinned revision no longer has (upstream
-    reverted it): not deployed, and needed again."""
-    from patchforge.judge import Target
-    from patchforge.ops.status import reverted_fixes
-
-    pins = project.lock.upstreams
-    targets = {u: Target(u, pins[u].commit, pins[u].commit, pins[u].label, pins[u].version)
-               for u in project.upstream_names() if u in pins}
-    return [Finding(f"{upstream}/upstreamed/{name}", "series", message)
-            for upstream, name, message in reverted_fixes(project, store, targets)]
 
 
 def _line_end_attributes(project: Project) -> list[Finding]:
