@@ -76,14 +76,15 @@ def sync_tree(root: Path) -> None:
         directories.append(directory)
         files += [os.path.join(directory, name) for name in names
                   if not os.path.islink(os.path.join(directory, name))]
-    fds: list[int] = []
-    try:
-        for path in files:
-            fds.append(os.open(path, os.O_RDONLY))
-        _sync_all(fds)
-    finally:
-        for fd in fds:
-            os.close(fd)
+    for start in range(0, len(files), _WRITE_BATCH):  # well under any limit on open files
+        fds: list[int] = []
+        try:
+            for path in files[start:start + _WRITE_BATCH]:
+                fds.append(os.open(path, os.O_RDONLY))
+            _sync_all(fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
     fsync_dirs(reversed(directories))
 
 

@@ -138,7 +138,7 @@ def shared_targets(project: Project, series: dict) -> list[tuple[str, str, str]]
                                 f"{upstream}/{path} ({', '.join(names)}) both go to {target} "
                                 "in the image" + (f" (profile {profile})" if profile else "")
                                 + ": one upstream's overlay would hide the other's",
-                                upstream, names[0]))
+                                upstream, names[0].split("/", 1)[1]))
     return out
 
 

@@ -14,7 +14,7 @@ Per upstream, a project is:
 The rebase journal (`.patchforge/rebase/journal.json`) and the editing state files
 (`.patchforge/work/<upstream>.json`) are the only sources; this module reads them and never
 writes. `COMMANDS` is the one table of what each command may do in each state; `require()`
-refuses the rest (exit 2, with the next step to take) and `announcements()` is what read-only
+refuses the rest (exit 2, with the next step to take) and `state_report()` is what read-only
 commands say about a stop or an open edit.
 """
 from __future__ import annotations
@@ -358,16 +358,6 @@ def state_report(project: Project) -> tuple[list[str], bool, list[SkippedFix]]:
               if (fix.upstream, fix.name) not in bringing]
     busy = any(s.kind in (STOPPED, REBASING, BRINGING) for s in states) or bool(skipped)
     return lines, busy, skipped
-
-
-def announcements(project: Project) -> list[str]:
-    """The notes of `state_report`."""
-    return state_report(project)[0]
-
-
-def needs_attention(project: Project) -> bool:
-    """Whether `state_report` needs attention."""
-    return state_report(project)[1]
 
 
 def interrupted_report(project: Project, *, only_open: bool = False) -> list[str]:

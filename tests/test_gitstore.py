@@ -1452,3 +1452,26 @@ def test_trees_read_ahead_before_their_commit_came_in_are_asked_again(store, mer
     finally:
         fresh.close()
     assert found[path] is not None
+
+
+def test_a_commit_asked_for_before_it_came_in_is_read_whole_after(store, merge_base):
+    """A lookup at a commit the store lacks is refused (unknown revision); once the commit comes
+    in (a fetch), the same store reads its files: the directories read as missing at the
+    refused lookup were not kept as missing."""
+    def run(*args, data=None):
+        return subprocess.run(["git", "--git-dir", str(store.git_dir), *args], input=data,
+                              capture_output=True, check=True).stdout.decode().strip()
+
+    tree = run("rev-parse", f"{merge_base}^{{tree}}")
+    body = (f"tree {tree}\nauthor a <a@b> 1700000000 +0000\ncommitter a <a@b> 1700000000 "
+            f"+0000\n\nlater still\n").encode()
+    later = run("hash-object", "-t", "commit", "--stdin", data=body)
+    fresh = UpstreamStore(store.git_dir)
+    try:
+        with pytest.raises(StoreError, match="unknown revision"):
+            fresh.entries(later, ["m/a.py"])
+        run("hash-object", "-w", "-t", "commit", "--stdin", data=body)
+        found = fresh.entries(later, ["m/a.py"])
+    finally:
+        fresh.close()
+    assert found["m/a.py"] is not None

@@ -701,6 +701,7 @@ def test_two_upstreams_whose_overlays_go_to_one_path_in_the_image_are_refused(tm
     assert lint.rc == 1
     found = [f for f in json.loads(lint.out)["findings"] if f["check"] == "overlays"]
     assert found and f"{INSTALL_ROOT}/pkg/b.py" in found[0]["message"], lint.out
+    assert found[0]["patch"] == "other/also-b.patch", found  # a label a CI annotation resolves
     # Each upstream at its own root: both are deployed.
     config = root / "pyproject.toml"
     text = config.read_text()

@@ -28,7 +28,7 @@ class SyscallRecord:
         self.root = root.resolve()
         self.ops: list[tuple[str, ...]] = []
         real = {name: getattr(os, name) for name in ("replace", "rename", "unlink", "link",
-                                                      "fsync", "open")}
+                                                      "fsync", "open", "mkdir")}
         real_open = builtins.open
 
         def record(kind, *paths):
@@ -57,6 +57,11 @@ class SyscallRecord:
             record("fsync", os.readlink(f"/proc/self/fd/{number}"))
             return result
 
+        def mkdir(path, *args, **kwargs):
+            result = real["mkdir"](path, *args, **kwargs)
+            record("create", path)
+            return result
+
         def open_fd(path, flags, *args, **kwargs):
             fd = real["open"](path, flags, *args, **kwargs)
             if flags & os.O_CREAT:
@@ -75,6 +80,7 @@ class SyscallRecord:
         monkeypatch.setattr(os, "link", link)
         monkeypatch.setattr(os, "fsync", fsync)
         monkeypatch.setattr(os, "open", open_fd)
+        monkeypatch.setattr(os, "mkdir", mkdir)
         monkeypatch.setattr(builtins, "open", open_file)
 
     def _rel(self, path) -> str:
@@ -125,7 +131,16 @@ def test_a_clean_rebase_makes_its_renames_durable_before_the_journal_goes(tmp_pa
     stack, args = build(tmp_path, monkeypatch)
     record = SyscallRecord(stack.root, monkeypatch)
     assert run_cli(stack.root, *args).rc == 0
-    assert record.names_not_durable_at(record.journal_removed(), in_project) == []
+    removed = record.journal_removed()
+    assert record.names_not_durable_at(removed, in_project) == []
+    # The new overlays tree: every name in it, its subdirectories' included, and every file's
+    # bytes, before the swap makes it the overlays.
+    swap = next(i for i, op in enumerate(record.ops) if op[:2] == ("rename", ".overlays.new"))
+    assert any(op[0] == "create" and op[1].startswith(".overlays.new/")
+               and "/" in op[1][len(".overlays.new/"):] for op in record.ops[:swap]), \
+        "the overlays tree has a subdirectory"
+    assert record.names_not_durable_at(swap, lambda p: p.startswith(".overlays.new/")) == []
+    assert record.bytes_not_durable_at(swap, lambda p: p.startswith(".overlays.new/")) == []
 
 
 def test_the_overlays_kept_for_abort_are_durable_before_the_write_out_replaces_them(
@@ -140,17 +155,28 @@ def test_the_overlays_kept_for_abort_are_durable_before_the_write_out_replaces_t
     kept = [op for op in record.ops[:swap] if op[0] == "create" and "orig-overlays" in op[1]]
     assert kept, "the rebase keeps a copy of overlays/"
     assert record.bytes_not_durable_at(root_synced, lambda p: "orig-overlays" in p) == []
-    assert record.names_not_durable_at(root_synced, lambda p: "orig-overlays/" in p) == []
+    assert record.names_not_durable_at(root_synced, lambda p: "orig-overlays" in p) == []
+
+
+def _killed_in_the_write_out(stack, args, kill_at: int) -> bool:
+    """Whether a rebase killed at its `kill_at`-th rename leaves a journal in the write-out."""
+    proc = run_subprocess(stack.root, *args, env={"PATCHFORGE_FAULT": f"rename:{kill_at}"})
+    journal = stack.root / ".patchforge/rebase/journal.json"
+    return (proc.returncode == KILLED and journal.exists()
+            and json.loads(journal.read_text())["phase"] == "committing")
+
+
+def test_some_of_the_kills_below_fall_in_the_write_out(tmp_path, monkeypatch):
+    """The cases below skip a kill that falls outside the write-out: at least one must not."""
+    stack, args = build(tmp_path, monkeypatch)
+    assert _killed_in_the_write_out(stack, args, 4)
 
 
 @pytest.mark.parametrize("kill_at", range(1, 12))
 def test_an_abort_after_a_killed_write_out_is_durable_before_the_journal_goes(
         kill_at, tmp_path, monkeypatch):
     stack, args = build(tmp_path, monkeypatch)
-    proc = run_subprocess(stack.root, *args, env={"PATCHFORGE_FAULT": f"rename:{kill_at}"})
-    journal = stack.root / ".patchforge/rebase/journal.json"
-    if proc.returncode != KILLED or not journal.exists() \
-            or json.loads(journal.read_text())["phase"] != "committing":
+    if not _killed_in_the_write_out(stack, args, kill_at):
         pytest.skip("this rename is not one of the write-out's")
     record = SyscallRecord(stack.root, monkeypatch)
     assert run_cli(stack.root, "rebase", "--abort").rc == 0
@@ -161,3 +187,21 @@ def test_an_abort_after_a_killed_write_out_is_durable_before_the_journal_goes(
 
     assert record.names_not_durable_at(removed, restored) == []
     assert record.bytes_not_durable_at(removed, lambda p: p.startswith("overlays")) == []
+
+
+def test_a_stop_makes_the_journal_durable_before_it_opens_the_worktree(tmp_path, monkeypatch):
+    """The journal's first save is not waited for; a stop writes a worktree outside the journal
+    after it, so the journal's name is synced before the worktree's first name: a power loss
+    must not keep an edit open that no rebase owns."""
+    from helpers.project import OneUpstreamStack
+
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "cache"))
+    lines = b"".join(b"line %d\n" % i for i in range(1, 21))
+    stack = OneUpstreamStack(tmp_path, {"a.py": lines})
+    stack.add_fix("fix", "a.py", lines, lines.replace(b"line 5\n", b"mine 5\n"))
+    stack.commit({"a.py": lines.replace(b"line 5\n", b"theirs 5\n")}, "v2", tag="v2")
+    record = SyscallRecord(stack.root, monkeypatch)
+    assert run_cli(stack.root, "rebase", "--to", "up=v2").rc == 3
+    worktree = next(i for i, op in enumerate(record.ops)
+                    if op[0] == "create" and op[1].startswith(".patchforge/work"))
+    assert record.names_not_durable_at(worktree, lambda p: p.endswith("rebase/journal.json")) == []

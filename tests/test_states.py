@@ -1097,14 +1097,11 @@ def _stopped_inside_the_write_out(tmp_path: Path):
     raise AssertionError("no stop inside the write-out")
 
 
-def test_status_during_a_rebase_write_out_sees_the_new_series_never_a_mixture(tmp_path):
-    """`status` run while a rebase writes out its result read a series part old, part new (the
-    new fix-a.patch against the old lock) and said a rebase was in progress, exit 1. It waits
-    for the write-out to end, saying so on stderr, then reports the series the rebase left."""
-    project, writer, target = _stopped_inside_the_write_out(tmp_path)
+def _run_beside_the_write_out(project, writer, *args: str):
+    """`patchforge ARGS` started beside the write-out `writer` stopped inside: it says that it
+    waits, then the write-out goes on and ends; (exit status, stdout, stderr) of the command."""
     reader = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(project.root),
-                               "status", "--json"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
+                               *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         first = reader.stderr.readline().decode()
         assert "waiting for the rebase writing out its result" in first, first
@@ -1112,7 +1109,16 @@ def test_status_during_a_rebase_write_out_sees_the_new_series_never_a_mixture(tm
         os.kill(writer.pid, signal.SIGCONT)
     assert writer.wait() == 0
     out, err = reader.communicate()
-    assert reader.returncode == 0, err.decode()
+    return reader.returncode, out, err
+
+
+def test_status_during_a_rebase_write_out_sees_the_new_series_never_a_mixture(tmp_path):
+    """`status` run while a rebase writes out its result read a series part old, part new (the
+    new fix-a.patch against the old lock) and said a rebase was in progress, exit 1. It waits
+    for the write-out to end, saying so on stderr, then reports the series the rebase left."""
+    project, writer, target = _stopped_inside_the_write_out(tmp_path)
+    rc, out, err = _run_beside_the_write_out(project, writer, "status", "--json")
+    assert rc == 0, err.decode()
     import json
     document = json.loads(out)
     assert document["targets"]["up"]["commit"] == target and document["notes"] == []
@@ -1123,17 +1129,9 @@ def test_lint_during_a_rebase_write_out_reads_the_finished_project(tmp_path):
     """`lint` (and `list`, `verify`, `check`) read the series as `status` does: during
     a write-out they wait for its end and answer as they do on the finished project."""
     project, writer, target = _stopped_inside_the_write_out(tmp_path)
-    reader = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(project.root),
-                               "lint", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        first = reader.stderr.readline().decode()
-        assert "waiting for the rebase writing out its result" in first, first
-    finally:
-        os.kill(writer.pid, signal.SIGCONT)
-    assert writer.wait() == 0
-    out, _ = reader.communicate()
+    rc, out, _ = _run_beside_the_write_out(project, writer, "lint", "--json")
     after = run_cli(project.root, "lint", "--json")
-    assert (reader.returncode, out.decode()) == (after.rc, after.out)
+    assert (rc, out.decode()) == (after.rc, after.out)
     assert f"Base: {target}".encode() in project.patch("fix-a")
 
 

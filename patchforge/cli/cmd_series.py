@@ -50,8 +50,9 @@ def show(app, name, as_json, raw, stat_only, no_pager):
     """A patch: its header, description, stats and diff (paged on a terminal)."""
     from patchforge.ops.series import show_patch
 
-    announce_state(app.project(), as_json=as_json)
-    info = show_patch(app.project(), name)
+    with app.reading():  # not while it pages: a pager left open holds back no rebase
+        announce_state(app.project(), as_json=as_json)
+        info = show_patch(app.project(), name)
     raw_bytes = info.pop("raw")
     diff = info.pop("diff")
     if raw:

@@ -542,6 +542,7 @@ class Rebase:
                                            message="patchforge rebase: series so far\n",
                                            made=made)
         work = self.project.work_dir(upstream)
+        self.journal.settle()
         self._open_worktree(upstream, base, stop.contents, stop.modes)
         self.store.keep_made(made, self.project.made_objects_path(upstream))
         self._run_record.stopped = Stop(upstream, name, stop.kind, stop.files, stop.evidence,
@@ -981,7 +982,8 @@ class Rebase:
         if resumed:
             self._clean_temp_files(keep_planned=True)
         # The plan puts every removal after every write (a fix moved to upstreamed/ exists
-        # there before it leaves the series); each group syncs its directories once. The new
+        # there before it leaves the series); the writes sync their directories, the renames' and
+        # removals' are synced with the last batch, below. The new
         # files are renamed into place (a journal of version 1 names their bytes instead).
         writes, renames, removals = [], [], []
         for step, target in zip(run.plan, confined_all(project.root,

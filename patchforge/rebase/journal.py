@@ -120,6 +120,7 @@ class Journal:
         # staged name -> bytes this process wrote to disk (staged_bytes() reads no file back
         # for them: a long series' staged file is megabytes of base64)
         self._written: dict[str, bytes] = {}
+        self._directory_unsynced = False  # the first save's rename not synced yet (settle)
         self._saved: dict[str, bytes] | None = None  # what staged.json holds, once read
         self._planned: dict[str, tuple[Path, Path]] | None = None  # see _planned_bytes
 
@@ -163,18 +164,28 @@ class Journal:
         file synced, renamed, the directory synced); then journal.json replaces the journal,
         so a reader (or a run after a kill) finds the journal before or after, never one naming
         a file that is not there. The `first` save of a run (`Rebase.start`'s: nothing staged
-        yet) does not wait for its directory's sync: the project is not written before the
-        write-out, whose saves sync it, so a crash that loses that journal leaves the project
-        as it was before the rebase began (its bytes are synced all the same: a crash never
-        leaves a torn journal)."""
+        yet) does not wait for its directory's sync: nothing outside the journal is written
+        before the next save, whose sync covers it, but a stop's worktree, before which `settle`
+        syncs it; so a crash that loses that journal leaves the project as it was before the
+        rebase began (its bytes are synced all the same: a crash never leaves a torn journal)."""
         assert self.run is not None, "a run is recorded before it is saved"
         staged = self._staged_batch()
         if staged is not None:
             atomic_write_many([staged])
         self._staged_written()
         # No indent: json's C encoder only runs without one, and a long series' journal is big.
+        unsynced = first and staged is None
         atomic_write(self.path, (json.dumps(self.run.to_json(), sort_keys=True) + "\n").encode(),
-                     sync_directory=not first or staged is not None)
+                     sync_directory=not unsynced)
+        self._directory_unsynced = unsynced
+
+    def settle(self) -> None:
+        """The first save's directory sync, made before the run writes outside the journal (a
+        stop's worktree): a crash must not keep the worktree and lose the journal, or the next
+        rebase finds an edit open that no rebase owns."""
+        if self._directory_unsynced:
+            fsync_dir(self.dir)
+            self._directory_unsynced = False
 
     def save_write_out(self, originals: list[str], new: dict[str, bytes]) -> None:
         """The save that begins the write-out, once the run's plan is recorded in it (phase
@@ -416,7 +427,12 @@ class Journal:
         """Put a saved directory back where it was, unless it is already identical; durable
         before it returns (the journal, which could put it back again, goes next)."""
         saved = self.dir / f"orig-{name}"
-        if not saved.is_dir() or _same_tree(saved, Path(target)):
+        if not saved.is_dir():
+            return False
+        if _same_tree(saved, Path(target)):
+            # Put back already, maybe by an --abort killed before it synced: synced now.
+            sync_tree(Path(target))
+            fsync_dir(Path(target).parent)
             return False
         if Path(target).exists():
             shutil.rmtree(target)

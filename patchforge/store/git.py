@@ -254,8 +254,8 @@ class StartedGit:
     """A git process started now and read later (`result`): its input and output are temporary
     files, so git never waits on a pipe while the caller does other work, and no thread reads
     it. `close` (also done by `result`) ends it if it still runs. For a git step whose answer
-    is needed a little later: it runs on another core meanwhile. Its input and its messages,
-    a few kilobytes at most, are files of scratch_dir's memory file system: each file made and
+    is needed a little later: it runs on another core meanwhile. Its input (object ids, one a
+    line: tens of kilobytes on a long series) and its messages are files of scratch_dir's memory file system: each file made and
     freed on the disk's cost about 0.1 ms (a journalled inode), and far more while other
     programs sync; its output, which can be large, stays in the temporary directory."""
 

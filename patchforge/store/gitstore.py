@@ -600,10 +600,14 @@ class UpstreamStore:
                 if answer is not None and tree is not None and tree not in self._tree_cache:
                     self._tree_cache[tree] = parse_tree(answer[2])
                 result[directory] = tree
-                if cacheable:
-                    self._dir_trees[(rev, directory)] = tree
-            if None in result.values() and not (cacheable and self._dir_trees.get((rev, ""))):
+            if None in result.values() and not (result.get("") or
+                                                (cacheable and self._dir_trees.get((rev, "")))):
                 self._require_revision(rev)
+            if cacheable:
+                # Only once the commit is known to be here: a directory read as missing while
+                # the commit was not would stay missing after a fetch brings it.
+                for directory in asked:
+                    self._dir_trees[(rev, directory)] = result[directory]
             for directory in asked:
                 if result[directory] is None and directory:
                     # Absent only if its parent's tree, read before, does not list it as a
