@@ -418,13 +418,18 @@ class WriteOutLock:
     The directory always exists, so no file is made for the lock, and a holder's death
     releases it (a write-out killed half way leaves its journal, which readers announce).
     `on_wait` is called once when the lock is held by the other side; past `wait` seconds
-    LockedError says who holds it."""
+    LockedError says who holds it, and for the write-out what is `undone` and the `hint` (by
+    default a rebase's write-out, which `--continue` finishes)."""
 
-    def __init__(self, root: Path, *, exclusive: bool, wait: float, on_wait=None) -> None:
+    def __init__(self, root: Path, *, exclusive: bool, wait: float, on_wait=None,
+                 undone: str = "the rebase's result is not written yet",
+                 hint: str = "`patchforge rebase --continue` writes it out once they end") -> None:
         self.root = Path(root)
         self.exclusive = exclusive
         self.wait = wait
         self.on_wait = on_wait
+        self.undone = undone
+        self.hint = hint
         self._fd: int | None = None
 
     def __enter__(self) -> "WriteOutLock":
@@ -450,13 +455,12 @@ class WriteOutLock:
                     os.close(fd)
                     raise LockedError(
                         "commands reading this project still read its files after "
-                        f"{self.wait:g} s; the rebase's result is not written yet"
+                        f"{self.wait:g} s; {self.undone}"
                         if self.exclusive else
                         f"a rebase is still writing out its result after {self.wait:g} s: "
                         "the project's files are part old, part new until it ends",
                         path=str(self.root),
-                        hint="`patchforge rebase --continue` writes it out once they end"
-                        if self.exclusive else "run this command again once it has ended"
+                        hint=self.hint if self.exclusive else "run this command again once it has ended"
                     ) from None
                 time.sleep(0.02)
             except OSError:

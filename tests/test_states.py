@@ -1173,3 +1173,57 @@ while True:
     finally:
         toggler.kill()
         toggler.wait()
+
+
+def test_a_write_out_that_waits_for_a_reader_says_so(tmp_path):
+    """A rebase's write-out waits for the commands reading the project (they hold its read
+    lock): it says so on stderr, as a reader waiting for it does, instead of hanging without
+    a word; once the reader is done it writes its result out."""
+    import fcntl
+
+    project = Project(tmp_path / "p")
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    target = project.up.commit({"pkg/other.py": b"x = 3\n"})
+    reading = os.open(project.root, os.O_RDONLY)
+    try:
+        fcntl.flock(reading, fcntl.LOCK_SH)  # as `status` holds it while it reads
+        writer = subprocess.Popen([sys.executable, "-m", "patchforge", "--root",
+                                   str(project.root), "rebase", "--to", f"up={target}"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        import select
+
+        said = select.select([writer.stderr], [], [], 60)[0]
+        first = writer.stderr.readline().decode() if said else "(nothing in 60 s)"
+    finally:
+        os.close(reading)  # the reader is done
+    assert "waiting for commands reading this project" in first, first
+    out, err = writer.communicate()
+    assert writer.returncode == 0, err.decode()
+    assert f"Base: {target}".encode() in project.patch("fix-a")
+
+
+def test_a_write_out_lock_that_gives_up_says_what_is_left_and_what_to_run(tmp_path):
+    """Past its wait, the write-out's lock says what is not done and the command that finishes
+    it: --continue for a rebase's write-out, --abort again for an --abort's restore (it gave
+    --continue's hint to an --abort)."""
+    import fcntl
+
+    from patchforge.errors import LockedError
+    from patchforge.fsutil import WriteOutLock
+
+    reading = os.open(tmp_path, os.O_RDONLY)
+    try:
+        fcntl.flock(reading, fcntl.LOCK_SH)
+        with pytest.raises(LockedError) as write_out:
+            with WriteOutLock(tmp_path, exclusive=True, wait=0.05):
+                pass
+        with pytest.raises(LockedError) as abort:
+            with WriteOutLock(tmp_path, exclusive=True, wait=0.05,
+                              undone="the cut-short write-out is not undone yet",
+                              hint="run `patchforge rebase --abort` again once they end"):
+                pass
+    finally:
+        os.close(reading)
+    assert "result is not written yet" in str(write_out.value)
+    assert "--continue" in write_out.value.hint
+    assert "not undone yet" in str(abort.value) and "--abort" in abort.value.hint

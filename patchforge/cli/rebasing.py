@@ -55,6 +55,13 @@ def _say_left_behind(project, engine) -> None:
         say_left_behind(project, directory, files)
 
 
+def _say_waiting_for_readers() -> None:
+    from patchforge.cli.output import echo
+
+    echo("patchforge: waiting for commands reading this project to end before writing out",
+         err=True)
+
+
 def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_run: bool,
                cont: bool, skip: bool, abort: bool, as_json: bool) -> None:
     """`rebase --to SPEC [--dry-run] | --continue | --skip | --abort [--json]`."""
@@ -76,7 +83,8 @@ def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_
     progress = Progress("rebasing")
     with lock, open_store(project) as store, progress:
         engine = Rebase(project, store,
-                        on_patch=lambda upstream, name: progress.advance(f"{upstream}/{name}"))
+                        on_patch=lambda upstream, name: progress.advance(f"{upstream}/{name}"),
+                        on_wait_for_readers=_say_waiting_for_readers)
         if abort:
             restored = engine.abort()
             _say_left_behind(project, engine)

@@ -72,7 +72,8 @@ def _reads(store: UpstreamStore, commit: str):
 class Rebase:
     """One rebase run over the journal; the CLI drives start / resume / abort."""
 
-    def __init__(self, project: Project, store: UpstreamStore, *, on_patch=None) -> None:
+    def __init__(self, project: Project, store: UpstreamStore, *, on_patch=None,
+                 on_wait_for_readers=None) -> None:
         self.project = project
         self.store = store
         self.journal = Journal(project.state_dir, project.root)
@@ -101,6 +102,9 @@ class Rebase:
         self.left_behind: list[tuple[Path, list[str]]] = []
         # Called with (upstream, patch name) before each patch: the CLI's progress indicator.
         self.on_patch = on_patch or (lambda upstream, name: None)
+        # Called once when the write-out (or --abort's restore) waits for commands reading the
+        # project: the CLI says so, as the readers say they wait for it.
+        self.on_wait_for_readers = on_wait_for_readers or (lambda: None)
 
     # --- entry points -------------------------------------------------------------------------
     def start(self, specs: dict[str, str], *, dry_run: bool = False,
@@ -292,7 +296,10 @@ class Rebase:
             from patchforge.fsutil import WriteOutLock
             from patchforge.overlay import recover_overlays
 
-            with WriteOutLock(self.project.root, exclusive=True, wait=WRITE_OUT_WAIT):
+            with WriteOutLock(self.project.root, exclusive=True, wait=WRITE_OUT_WAIT,
+                              on_wait=self.on_wait_for_readers,
+                              undone="the cut-short write-out is not undone yet",
+                              hint="run `patchforge rebase --abort` again once they end"):
                 restored = self.journal.restore_originals(self.project.root)
                 recover_overlays(self.project)
                 if self.journal.restore_tree("overlays", self.project.overlays_dir):
@@ -928,7 +935,8 @@ class Rebase:
         kept out until it is whole (`fsutil.WriteOutLock`): they wait, never read a mixture."""
         from patchforge.fsutil import WriteOutLock
 
-        with WriteOutLock(self.project.root, exclusive=True, wait=WRITE_OUT_WAIT):
+        with WriteOutLock(self.project.root, exclusive=True, wait=WRITE_OUT_WAIT,
+                          on_wait=self.on_wait_for_readers):
             return self._write_out_now(range_diff)
 
     def _write_out_now(self, range_diff: _RangeDiffs | None) -> dict:
