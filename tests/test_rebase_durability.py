@@ -34,32 +34,18 @@ class SyscallRecord:
         def record(kind, *paths):
             self.ops.append((kind, *(self._rel(p) for p in paths)))
 
-        def renamer(name):
-            def call(src, dst, *args, **kwargs):
-                result = real[name](src, dst, *args, **kwargs)
-                record("rename", src, dst)
+        def recorder(name, kind, *positions):
+            """os.`name`, called, then recorded as `kind` of its arguments at `positions`."""
+            def call(*args, **kwargs):
+                result = real[name](*args, **kwargs)
+                record(kind, *(args[i] for i in positions))
                 return result
             return call
-
-        def unlink(path, *args, **kwargs):
-            result = real["unlink"](path, *args, **kwargs)
-            record("unlink", path)
-            return result
-
-        def link(src, dst, *args, **kwargs):
-            result = real["link"](src, dst, *args, **kwargs)
-            record("create", dst)
-            return result
 
         def fsync(fd):
             result = real["fsync"](fd)
             number = fd if isinstance(fd, int) else fd.fileno()
             record("fsync", os.readlink(f"/proc/self/fd/{number}"))
-            return result
-
-        def mkdir(path, *args, **kwargs):
-            result = real["mkdir"](path, *args, **kwargs)
-            record("create", path)
             return result
 
         def open_fd(path, flags, *args, **kwargs):
@@ -74,13 +60,12 @@ class SyscallRecord:
                 record("create", file)
             return handle
 
-        for name in ("replace", "rename"):
-            monkeypatch.setattr(os, name, renamer(name))
-        monkeypatch.setattr(os, "unlink", unlink)
-        monkeypatch.setattr(os, "link", link)
+        for name, kind, positions in (("replace", "rename", (0, 1)), ("rename", "rename", (0, 1)),
+                                      ("unlink", "unlink", (0,)), ("link", "create", (1,)),
+                                      ("mkdir", "create", (0,))):
+            monkeypatch.setattr(os, name, recorder(name, kind, *positions))
         monkeypatch.setattr(os, "fsync", fsync)
         monkeypatch.setattr(os, "open", open_fd)
-        monkeypatch.setattr(os, "mkdir", mkdir)
         monkeypatch.setattr(builtins, "open", open_file)
 
     def _rel(self, path) -> str:
