@@ -1202,6 +1202,55 @@ def test_a_write_out_that_waits_for_a_reader_says_so(tmp_path):
     assert f"Base: {target}".encode() in project.patch("fix-a")
 
 
+def _full_pipe() -> tuple[int, int]:
+    """A pipe whose buffer is full: a process writing to it blocks until it is read, as one
+    whose output waits in a pager (`patchforge list | less` left open)."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    try:
+        while True:
+            os.write(write_end, b"\n" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(write_end, True)
+    return read_end, write_end
+
+
+@pytest.mark.parametrize("reader, answer", [(("list",), b"up/fix-a"),
+                                            (("lint", "--no-forge"), b"\nlint: ")])
+def test_a_reader_left_unread_in_a_pipe_holds_back_no_write_out(tmp_path, reader, answer):
+    """`list` and `lint` held the project's read lock while they printed: their output left
+    unread (a pager, a blocked pipe) held a rebase's write-out back until the write-out gave
+    up. They read under the lock and print after letting it go: while one is blocked on its
+    output, the project can be locked for writing, and a rebase beside it writes out."""
+    import fcntl
+
+    project = Project(tmp_path / "p")
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    target = project.up.commit({"pkg/other.py": b"x = 3\n"})
+    read_end, write_end = _full_pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                             *reader], stdout=write_end, stderr=subprocess.DEVNULL)
+    os.close(write_end)
+    try:
+        # Blocked writing its answer to stdout (system call 1, write, on fd 1).
+        while open(f"/proc/{proc.pid}/syscall").read().split()[:2] != ["1", "0x1"]:
+            assert proc.poll() is None, proc.returncode
+            time.sleep(0.02)
+        directory = os.open(project.root, os.O_RDONLY)
+        try:
+            fcntl.flock(directory, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: held
+        finally:
+            os.close(directory)
+        project.cli("rebase", "--to", f"up={target}")
+        assert f"Base: {target}".encode() in project.patch("fix-a")
+    finally:
+        with os.fdopen(read_end, "rb") as pipe:
+            out = pipe.read()
+        proc.wait()
+    assert proc.returncode == 0 and answer in out, out[-300:]  # what it read, whole
+
+
 def test_a_write_out_lock_that_gives_up_says_what_is_left_and_what_to_run(tmp_path):
     """Past its wait, the write-out's lock says what is not done and the command that finishes
     it: --continue for a rebase's write-out, --abort again for an --abort's restore (it gave

@@ -74,21 +74,3 @@ def cli(ctx, root, offline, verbose, quiet, no_color):
     """patchforge: carry local fixes against pinned upstreams as a patch series."""
     ctx.obj = configure(root=root, offline=offline, verbose=verbose, quiet=quiet,
                         no_color=no_color)
-    if ctx.invoked_subcommand in READING_COMMANDS and not ctx.resilient_parsing:
-        # The whole command reads one state of the project, never a rebase's half-written
-        # result (`status` holds it itself, only while it reads).
-        from patchforge.errors import PatchforgeError
-
-        try:
-            ctx.obj.project()
-        except PatchforgeError:
-            return  # the command says what is wrong with the project, as it would have
-        ctx.with_resource(ctx.obj.reading())
-
-
-# The commands that only read the project's files, from start to end. None of them takes the
-# project lock (`fsutil.RepoLock`): a rebase holds that one while it waits for its write-out's
-# lock, which such a command would hold meanwhile (`export` takes it, and waits for a rebase
-# to end), nor runs for long after reading (`show` pages; `check --run` runs the checks and
-# `verify --image` reads an image's layers: each holds it only while it reads the project).
-READING_COMMANDS = frozenset({"list", "lint"})

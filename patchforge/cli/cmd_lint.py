@@ -8,7 +8,7 @@ import click
 
 from patchforge.cli import github
 from patchforge.cli.github import format_option
-from patchforge.cli.output import announce_state, emit_json, table
+from patchforge.cli.output import emit_json, say_notes, table
 from patchforge.errors import EXIT_ATTENTION
 
 if TYPE_CHECKING:
@@ -28,14 +28,19 @@ def lint(app, as_json, no_forge, warnings_fail, output_format):
     from patchforge.net import make_forge
     from patchforge.ops.lint import lint as do_lint
     from patchforge.pins import ensure_pinned, open_store
+    from patchforge.state import state_report
 
     project = app.project()
-    busy = announce_state(project, as_json=as_json)
-    with open_store(project) as store:
-        for name, pin in project.lock.upstreams.items():
-            if name in project.config.upstreams:  # else a finding of do_lint's
-                ensure_pinned(project, store, name, pin)
-        findings = do_lint(project, store, forge=None if no_forge else make_forge(project))
+    # Read whole (never a rebase's half-written result), then printed once the read lock is
+    # let go: a pager or a pipe left unread holds back no rebase's write-out.
+    with app.reading():
+        notes, busy, _ = state_report(project)
+        with open_store(project) as store:
+            for name, pin in project.lock.upstreams.items():
+                if name in project.config.upstreams:  # else a finding of do_lint's
+                    ensure_pinned(project, store, name, pin)
+            findings = do_lint(project, store, forge=None if no_forge else make_forge(project))
+    say_notes(notes, as_json=as_json)
     errors = sum(f.severity == "error" for f in findings)
     warnings = len(findings) - errors
     failing = errors or (warnings_fail and warnings) or busy

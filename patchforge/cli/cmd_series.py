@@ -7,7 +7,7 @@ import click
 
 from patchforge.cli.complete import complete_patch, complete_profile, complete_upstream
 from patchforge.cli.output import (announce_state, color_diff, emit_json, neutralize, page,
-                                   say_overlays_lag, table)
+                                   say_notes, say_overlays_lag, table)
 from patchforge.errors import EXIT_ATTENTION, UsageError
 
 
@@ -17,9 +17,14 @@ from patchforge.errors import EXIT_ATTENTION, UsageError
 def list_(app, as_json):
     """The series of every upstream, in order."""
     from patchforge.ops.series import list_series
+    from patchforge.state import state_report
 
-    announce_state(app.project(), as_json=as_json)
-    items = list_series(app.project())
+    # Read whole, then printed once the read lock is let go: a pager or a pipe left unread
+    # holds back no rebase's write-out.
+    with app.reading():
+        notes = state_report(app.project())[0]
+        items = list_series(app.project())
+    say_notes(notes, as_json=as_json)
     if as_json:
         emit_json({"patches": [{
             "upstream": p.upstream, "name": p.name, "subject": p.subject, "status": p.status,

@@ -103,10 +103,17 @@ def announce_state_report(project: Project, *, as_json: bool = False):
     from patchforge.state import state_report
 
     report = state_report(project)
-    if not as_json:
-        for line in report[0]:
-            echo(f"note: {line}", err=True)
+    say_notes(report[0], as_json=as_json)
     return report
+
+
+def say_notes(notes: list[str], *, as_json: bool = False) -> None:
+    """The notes of a `state.state_report` on stderr (with --json the document carries them):
+    a command that reads the project under its read lock says them once it has let go, so a
+    terminal or a pipe that does not take them holds back no rebase."""
+    if not as_json:
+        for line in notes:
+            echo(f"note: {line}", err=True)
 
 
 def say_overlays_lag(project: Project) -> None:
