@@ -1202,6 +1202,42 @@ def test_a_write_out_that_waits_for_a_reader_says_so(tmp_path):
     assert f"Base: {target}".encode() in project.patch("fix-a")
 
 
+def test_the_write_out_s_wait_starts_a_line_of_its_own_after_the_progress_line(tmp_path):
+    """On a terminal, the rebase's progress line (`rebasing 1 up/fix-a`, rewritten in place)
+    had the write-out's `waiting for commands reading this project` run on from it. The
+    progress line is ended and the message stands on a line of its own."""
+    import fcntl
+    import pty
+    import select
+
+    project = Project(tmp_path / "p")
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    target = project.up.commit({"pkg/other.py": b"x = 3\n"})
+    terminal, terminal_side = pty.openpty()
+    reading = os.open(project.root, os.O_RDONLY)
+    said = b""
+    try:
+        fcntl.flock(reading, fcntl.LOCK_SH)  # as `status` holds it while it reads
+        writer = subprocess.Popen([sys.executable, "-m", "patchforge", "--root",
+                                   str(project.root), "rebase", "--to", f"up={target}"],
+                                  stdout=subprocess.PIPE, stderr=terminal_side)
+        os.close(terminal_side)
+        while b"waiting for commands reading this project" not in said:
+            assert select.select([terminal], [], [], 60)[0], said
+            said += os.read(terminal, 4096)
+    finally:
+        os.close(reading)
+    try:
+        while select.select([terminal], [], [], 60)[0]:
+            said += os.read(terminal, 4096)
+    except OSError:  # EIO: the rebase closed its terminal
+        pass
+    os.close(terminal)
+    assert writer.wait() == 0, said
+    before, _, _ = said.partition(b"patchforge: waiting for commands reading")
+    assert b"rebasing 1 up/fix-a" in before and before.endswith(b"\n"), said
+
+
 def _full_pipe() -> tuple[int, int]:
     """A pipe whose buffer is full: a process writing to it blocks until it is read, as one
     whose output waits in a pager (`patchforge list | less` left open)."""

@@ -83,8 +83,8 @@ class AppContext:
         from patchforge.fsutil import WriteOutLock
 
         def waiting() -> None:
-            from patchforge.cli.output import echo
-            echo("patchforge: waiting for the rebase writing out its result to end", err=True)
+            from patchforge.cli.output import say_apart
+            say_apart("patchforge: waiting for the rebase writing out its result to end")
 
         return WriteOutLock(self.project().root, exclusive=False, wait=READ_WAIT,
                             on_wait=waiting)

@@ -292,6 +292,29 @@ def table(rows: list[list[str]], header: list[str] | None = None, *, colors=None
     return "\n".join(out)
 
 
+# Whether a progress line (`Progress`, `TransferDisplay`) stands unfinished on stderr, the
+# terminal's cursor at its end: a message written now would run on from it.
+_progress_line_open = False
+
+
+def _progress_line(text: str) -> None:
+    """Write (or rewrite in place) the progress line on the terminal that stderr is."""
+    global _progress_line_open
+    sys.stderr.write(text[:200])
+    sys.stderr.flush()
+    _progress_line_open = text != "\r\x1b[K"
+
+
+def say_apart(text: str) -> None:
+    """`text` as a line of its own on stderr: after a progress line (left standing, ended),
+    not run on from it. For what a command says while it waits in the middle of its work."""
+    global _progress_line_open
+    if _progress_line_open:
+        sys.stderr.write("\n")
+        _progress_line_open = False
+    echo(text, err=True)
+
+
 class Progress:
     """A one-line progress indicator on stderr; silent unless stderr is a terminal."""
 
@@ -311,13 +334,11 @@ class Progress:
             return
         self._last = now
         total = f"/{self.total}" if self.total else ""
-        sys.stderr.write(f"\r\x1b[K{self.label} {self.count}{total} {what}"[:200])
-        sys.stderr.flush()
+        _progress_line(f"\r\x1b[K{self.label} {self.count}{total} {what}")
 
     def done(self) -> None:
         if self.enabled:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
+            _progress_line("\r\x1b[K")
 
     def __enter__(self):
         return self
@@ -406,7 +427,7 @@ class TransferDisplay:
         if self.verbose:
             sys.stderr.write(f"patchforge: {text}\n")
         if self.live:
-            sys.stderr.write(f"\r\x1b[K{text}"[:200])
+            _progress_line(f"\r\x1b[K{text}")
             self._shown = True
         sys.stderr.flush()
         self.text, self._last = text, 0.0
@@ -422,14 +443,12 @@ class TransferDisplay:
             amount = f"{100 * done // total}% ({done / 1e6:.0f} of {total / 1e6:.0f} MB)"
         else:
             amount = f"{done / 1e6:.1f} MB"
-        sys.stderr.write(f"\r\x1b[K{self.text}: {amount}"[:200])
-        sys.stderr.flush()
+        _progress_line(f"\r\x1b[K{self.text}: {amount}")
         self._shown = True
 
     def _clear(self) -> None:
         if self._shown:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
+            _progress_line("\r\x1b[K")
             self._shown = False
 
     def done(self) -> None:

@@ -56,10 +56,9 @@ def _say_left_behind(project, engine) -> None:
 
 
 def _say_waiting_for_readers() -> None:
-    from patchforge.cli.output import echo
+    from patchforge.cli.output import say_apart
 
-    echo("patchforge: waiting for commands reading this project to end before writing out",
-         err=True)
+    say_apart("patchforge: waiting for commands reading this project to end before writing out")
 
 
 def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_run: bool,
