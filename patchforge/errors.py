@@ -45,6 +45,11 @@ class AmbiguousNameError(UsageError):
     for "no such patch" (a command that looks elsewhere next would answer that it is gone)."""
 
 
+class KeptAsideError(UsageError):
+    """A patch name that is not in the series but kept in its upstreamed/ or deleted/: the
+    answer says where, never "no such patch" (which reads as a fix lost)."""
+
+
 class InputError(PatchforgeError):
     """A file given to us is malformed or hostile; `path` and `line` say where."""
 

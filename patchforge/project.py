@@ -12,7 +12,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.errors import AmbiguousNameError, ConfigError, InputError, UsageError
+from patchforge.errors import (AmbiguousNameError, ConfigError, InputError, KeptAsideError,
+                               UsageError)
 from patchforge.formats.config import PYPROJECT, STANDALONE, find_config_table
 from patchforge.model.record import field, record
 
@@ -39,7 +40,9 @@ def find_root(start: Path) -> tuple[Path, Path]:
         if pyproject.is_file() and find_config_table(pyproject) is not None:
             return directory, pyproject
     raise UsageError(f"no patchforge configuration in {start} or any parent",
-                     hint="run `patchforge init` to start one, or pass --root DIR")
+                     hint="cd into the project (the directory with patchforge.toml, or a "
+                          "pyproject.toml with [tool.patchforge]) or pass --root DIR; "
+                          "`patchforge init` starts a new project here")
 
 
 def refuse_second_config(directory: Path) -> None:
@@ -316,6 +319,12 @@ class Project:
         close = difflib.get_close_matches(wanted, list(stems), n=3, cutoff=0.6)
         if not close:
             close = [s for s in stems if wanted and (wanted in s or s in wanted)][:3]
+        if not close and upstream is not None:
+            # `aiter/fix` for a fix of the vllm series: the name is right, the upstream is not.
+            elsewhere = [u for u, n in self.all_patches()
+                         if u != upstream and n == patch_file_name(name)]
+            if elsewhere:
+                return "did you mean " + " or ".join(f"{u}/{wanted}" for u in elsewhere) + "?"
         if not close:
             return "`patchforge list` shows the series"
         return "did you mean " + " or ".join(f"{stems[c]}/{c}" for c in close) + "?"
@@ -337,6 +346,17 @@ class Project:
                                  f"aside (series/{aside[0]}/skipped/{file_name})",
                                  hint=f"`patchforge bring-back {name}` puts it back onto the "
                                       "current base")
+            kept = [(u, place) for u in self.upstream_names() if wanted_upstream in (None, u)
+                    for place in ("upstreamed", "deleted")
+                    if (self.series_dir(u) / place / file_name).is_file()]
+            if kept:
+                # Out of the series but kept: saying "no patch named" of it read as lost.
+                upstream, place = kept[0]
+                why = ("it landed upstream" if place == "upstreamed"
+                       else "`patchforge delete` set it aside")
+                raise KeptAsideError(f"{upstream}/{file_name} is not in the series: {why} "
+                                 f"(series/{upstream}/{place}/{file_name})",
+                                 hint="`patchforge list` shows the series")
             raise UsageError(f"no patch named {name!r} in the series",
                              hint=self._did_you_mean(wanted_upstream, name))
         if len(matches) > 1:

@@ -797,3 +797,70 @@ def test_a_fix_whose_profiles_list_is_empty_is_never_taken_for_every_profile(tmp
     assert not (root / "overlays").exists()
     run = run_cli(root, "lint", "--no-forge")  # a finding of its own
     assert run.rc == 1 and f"fix.patch:{line}: 'Profiles:' lists no profile" in run.out
+
+
+def test_a_fix_kept_aside_is_said_to_be_kept_not_missing(tmp_path):
+    """`show`, `delete` and `bring-back` of a fix in upstreamed/ or deleted/ answered "no
+    patch named ..." (or "no skipped fix named ..."), which reads as a fix lost; each now says
+    where it is kept. `show two/fix` for up's fix names up/fix."""
+    from helpers.project import Stack
+    from helpers.upstream import Upstream
+
+    stack = Stack(tmp_path / "stack")
+    stack.add_upstream("up", Upstream(tmp_path / "up-src", {"a.py": b"a = 1\n", "b.py": b"b\n"}))
+    stack.add_upstream("two", Upstream(tmp_path / "two-src", {"c.py": b"c = 1\n"}))
+    stack.add_patch("up", "fix", {"a.py": b"a = 2\n"})
+    stack.add_patch("up", "gone", {"b.py": b"b2\n"})
+    ok(stack.root, "delete", "gone")
+    landed = stack.root / "series" / "up" / "upstreamed"
+    landed.mkdir()
+    (landed / "old.patch").write_bytes((stack.root / "series" / "up" / "fix.patch").read_bytes())
+    before = tree_bytes(stack.root / "series")
+    for args, where in ((("show", "gone"), "up/gone.patch is not in the series: `patchforge "
+                         "delete` set it aside (series/up/deleted/gone.patch)"),
+                        (("delete", "old"), "up/old.patch is not in the series: it landed "
+                         "upstream (series/up/upstreamed/old.patch)"),
+                        (("bring-back", "gone"), "no skipped fix named 'gone': up/gone.patch is "
+                         "kept in series/up/deleted/"),
+                        (("bring-back", "fix"), "no skipped fix named 'fix': up/fix.patch is in "
+                         "the series")):
+        run = run_cli(stack.root, *args)
+        assert run.rc == 2 and where in run.err, (args, run.text)
+    run = run_cli(stack.root, "show", "two/fix")
+    assert run.rc == 2 and "did you mean up/fix?" in run.err, run.text
+    assert tree_bytes(stack.root / "series") == before
+
+
+@pytest.mark.parametrize("verb,equivalent", [("push", "`patchforge edit NAME`"),
+                                             ("series", "`patchforge list`"),
+                                             ("float", "`patchforge move NAME --after X`")])
+def test_a_quilt_or_stgit_verb_is_answered_with_its_equivalent(tmp_path, verb, equivalent):
+    run = run_cli(tmp_path, verb)
+    assert run.rc == 2 and f"No such command {verb!r}: " in run.err and equivalent in run.err
+    assert "docs/coming-from.md" in run.err
+
+
+def test_exporting_several_series_says_where_quilt_finds_each(tmp_path):
+    """With two upstreams, `export --quilt DIR` writes DIR/up/ and DIR/two/, and
+    `QUILT_PATCHES=DIR quilt push -a` finds no series file: the output says which to use, and
+    quilt pushes the series it names."""
+    import shutil
+
+    from helpers.project import Stack
+    from helpers.upstream import Upstream
+
+    stack = Stack(tmp_path / "stack")
+    stack.add_upstream("up", Upstream(tmp_path / "up-src", {"a.py": b"a = 1\n"}))
+    stack.add_upstream("two", Upstream(tmp_path / "two-src", {"c.py": b"c = 1\n"}))
+    stack.add_patch("up", "fix", {"a.py": b"a = 2\n"})
+    stack.add_patch("two", "other", {"c.py": b"c = 2\n"})
+    out = tmp_path / "q"
+    run = ok(stack.root, "export", "--quilt", str(out))
+    assert f"QUILT_PATCHES={out / 'two'}, QUILT_PATCHES={out / 'up'}" in run.out, run.out
+    if shutil.which("quilt"):
+        checkout = tmp_path / "checkout"
+        shutil.copytree(tmp_path / "up-src", checkout, ignore=shutil.ignore_patterns(".git"))
+        pushed = subprocess.run(["quilt", "push", "-a", "-q"], cwd=checkout, capture_output=True,
+                                env={**os.environ, "QUILT_PATCHES": str(out / "up")})
+        assert pushed.returncode == 0, pushed.stderr
+        assert (checkout / "a.py").read_bytes() == b"a = 2\n"

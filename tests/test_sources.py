@@ -74,6 +74,24 @@ def test_fetch_wheel_downloads_with_pip_as_configured(wheels, tmp_path, monkeypa
         fetch_wheel("demo-pkg", "3.0")
 
 
+@pytest.mark.skipif(subprocess.run([sys.executable, "-m", "pip", "--version"],
+                                   capture_output=True).returncode != 0, reason="no pip")
+def test_a_version_the_index_lacks_names_the_newest_few_not_every_one(wheels, tmp_path,
+                                                                       monkeypatch):
+    """pip's "(from versions: ...)" lists every version the index has (about a hundred for
+    vllm); the message carried them all. It keeps the count and the newest few."""
+    index = tmp_path / "index"
+    for minor in range(12):
+        build_wheel(index, "demo-pkg", f"1.{minor}", {"demo_pkg/__init__.py": b"v = 1\n"})
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    with pytest.raises(StoreError) as raised:
+        fetch_wheel("demo-pkg", "1.99")
+    message = str(raised.value)
+    assert "(from versions: 12 in all, the newest 1.6, 1.7, 1.8, 1.9, 1.10, 1.11)" in message
+    assert "1.0," not in message and "1.5," not in message
+
+
 def test_import_wheel_upstream_is_deterministic_and_reused(wheels, store, tmp_path, monkeypatch):
     wheel = build_wheel(wheels, "demo", "1.0", {"demo/a.py": b"a\r\n", "demo/b.py": b"\xff\n"})
     commit, tree, wf = import_wheel_upstream(store, "demo", "demo", "1.0", sha256(wheel))

@@ -12,6 +12,30 @@ from patchforge import __version__
 from patchforge.cli import LAZY_COMMANDS, configure
 
 
+# quilt's and StGit's verbs that patchforge has no command of that name for, with what does
+# the job here (the tables of docs/coming-from.md). A verb that is a patchforge command too
+# (`new`, `refresh`, `delete`, `rename`, `edit`) is not listed.
+PEER_VERBS = {
+    "push": "nothing is applied to a checkout; `patchforge edit NAME` opens the upstream's files "
+            "with the series applied through NAME, `patchforge status` says whether each applies",
+    "pop": "nothing is applied to a checkout; `patchforge edit --close` ends an edit",
+    "goto": "`patchforge edit NAME` opens the upstream's files with the series applied through "
+            "NAME",
+    "series": "`patchforge list` lists the series",
+    "applied": "`patchforge list` lists the series",
+    "unapplied": "`patchforge list` lists the series",
+    "top": "`patchforge show NAME` shows a patch; `patchforge status` says what is being edited",
+    "diff": "`patchforge show NAME` shows a patch",
+    "files": "`patchforge show NAME` lists the files a patch touches",
+    "remove": "`patchforge delete NAME` takes a patch out of the series",
+    "float": "`patchforge move NAME --after X` (or `--first`) reorders the series",
+    "sink": "`patchforge move NAME --first` (or `--after X`) reorders the series",
+    "pull": "`patchforge rebase --to SPEC` moves the series to a new upstream revision",
+    "mail": "`patchforge pr NAME` drafts an upstream pull request",
+    "header": "the header is the top of the .patch file: edit it there",
+}
+
+
 class HelpGroup(click.Group):
     """A group that, named without a command (`patchforge`, `patchforge import`), prints its help
     on stdout and exits 0, as `quilt` and `stg` do: asking what there is to run is not an error.
@@ -32,6 +56,9 @@ class HelpGroup(click.Group):
                 and not ctx.resilient_parsing:
             import difflib
 
+            if name in PEER_VERBS:
+                ctx.fail(f"No such command {name!r}: {PEER_VERBS[name]} (docs/coming-from.md "
+                         "maps quilt, StGit and git rebase to patchforge)")
             close = difflib.get_close_matches(name, self.list_commands(ctx), n=2, cutoff=0.6)
             if close:
                 ctx.fail(f"No such command {name!r}. Did you mean "

@@ -17,8 +17,8 @@ from patchforge.apply.series import apply_series, unknown_profiles
 from patchforge.model.record import record
 from patchforge.names import check_patch_name, file_name_key
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
-from patchforge.errors import (AmbiguousNameError, ConflictStop, InputError, PatchforgeError,
-                               UsageError)
+from patchforge.errors import (AmbiguousNameError, ConflictStop, InputError, KeptAsideError,
+                               PatchforgeError, UsageError)
 from patchforge.formats.patchfile import parse_patch_file, profile_names, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, fsync_dir
 from patchforge.project import patch_file_name, read_no_link
@@ -501,10 +501,12 @@ def delete_patch(project: Project, name: str, *,
         upstream, file_name = project.find_patch(name)
     except AmbiguousNameError:
         raise  # listed in several series: not "no patch named NAME"
-    except UsageError:
+    except UsageError as not_listed:
         try:
             fix = find_skipped(project, name)
         except UsageError:
+            if isinstance(not_listed, KeptAsideError):
+                raise not_listed from None  # says where it is kept
             raise UsageError(f"no patch named {name!r} in the series or under skipped/",
                              hint="`patchforge list` shows the series") from None
         allowed = require_state(project, "delete", [fix.upstream], store=store)
@@ -771,12 +773,27 @@ def find_skipped(project: Project, name: str):
     matches = [f for f in skipped_fixes(project)
                if f.name == file_name and wanted_upstream in (None, f.upstream)]
     if not matches:
-        raise UsageError(f"no skipped fix named {name!r}",
-                         hint="`patchforge status` lists the skipped fixes")
+        elsewhere = _where_else(project, wanted_upstream, file_name)
+        raise UsageError(f"no skipped fix named {name!r}" + (f": {elsewhere}" if elsewhere else ""),
+                         hint="bring-back takes the fixes a rebase set aside in skipped/; "
+                              "`patchforge status` lists them")
     if len(matches) > 1:
         raise UsageError(f"{name!r} is skipped in several series "
                          f"({', '.join(f.upstream for f in matches)}); say UPSTREAM/{name}")
     return matches[0]
+
+
+def _where_else(project: Project, upstream: str | None, file_name: str) -> str:
+    """Where a fix of that name is when it is not skipped: in a series, or kept aside."""
+    for name in project.upstream_names():
+        if upstream not in (None, name):
+            continue
+        if file_name in project.patch_names(name):
+            return f"{name}/{file_name} is in the series"
+        for place in ("upstreamed", "deleted"):
+            if (project.series_dir(name) / place / file_name).is_file():
+                return f"{name}/{file_name} is kept in series/{name}/{place}/"
+    return ""
 
 
 def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:

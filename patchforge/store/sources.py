@@ -274,7 +274,8 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
         except OSError as exc:
             raise StoreError(f"cannot run pip: {exc}") from exc
         if proc.returncode != 0:
-            err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            err = [_shorter_version_list(line) for line in
+                   proc.stderr.decode("utf-8", "replace").strip().splitlines()]
             raise StoreError(f"pip download {package}=={version} failed: "
                              + ("\n".join(err[-8:]) or f"exit {proc.returncode}"),
                              hint="check the package name, version and pip's index configuration")
@@ -428,3 +429,16 @@ def _fetch_all_heads(store: UpstreamStore, name: str, url: str, *, tags: bool = 
     heads = store.remote_heads(name, url, tags=tags)
     if heads:
         store.fetch_git(name, url, heads)
+
+
+def _shorter_version_list(line: str) -> str:
+    """pip's "(from versions: ...)" lists every version the index has (about a hundred for
+    vllm): the newest few say what a mistyped version should have been."""
+    match = re.search(r"\(from versions: ([^)]*)\)", line)
+    if match is None:
+        return line
+    versions = [v.strip() for v in match.group(1).split(",") if v.strip()]
+    if len(versions) <= 8:
+        return line
+    shown = f"(from versions: {len(versions)} in all, the newest {', '.join(versions[-6:])})"
+    return line[:match.start()] + shown + line[match.end():]
