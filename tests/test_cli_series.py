@@ -416,8 +416,9 @@ def test_delete_keeps_the_file_aside(project):
     assert (root / "series/up/deleted/one.patch").read_bytes() == one
     assert [p["name"] for p in json.loads(ok(root, "list", "--json").out)["patches"]] == \
         ["two.patch"]
-    missing = run_cli(root, "delete", "one")
-    assert missing.rc == 2 and "no patch named 'one'" in missing.err
+    again = run_cli(root, "delete", "one")  # says where it is kept, not that it is missing
+    assert again.rc == 2 and "up/one.patch is not in the series: `patchforge delete` set it " \
+        "aside (series/up/deleted/one.patch)" in again.err, again.err
 
 
 def test_rename_keeps_comments_and_bytes(project):
