@@ -5,8 +5,10 @@
                               [--other DIR]...
 
 Builds (once, cached under `<patchforge cache>/bench/`) the history of the vllm 0.30.0-0.33.0
-Python sources and a seeded series on 0.32.0 (see scenario.py), then times, with hyperfine when
-it is installed (else time.perf_counter around subprocess runs), the median of several runs of:
+Python sources and a seeded series on 0.32.0 (see scenario.py), then times the median of several
+runs of (the rebase rows by time_at_phases, each run settled and started at its own point of a
+second; the others with hyperfine when it is installed, else time.perf_counter around
+subprocess runs):
 
   rebase   patchforge rebase --to 0.33.0 | git rebase v0.33.0 | stg rebase -m v0.33.0 |
            quilt push -a (a functional check: it stops at the first landed patch)
@@ -26,6 +28,7 @@ Nothing is asserted: a benchmark reports, it does not fail.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -75,6 +78,44 @@ def patchforge_exe() -> list[str]:
         return [str(beside)]
     found = shutil.which("patchforge")
     return [found] if found else [sys.executable, "-m", "patchforge"]
+
+
+def measured_source() -> Path:
+    """The source tree of the patchforge this script measures (PYTHONPATH's, else the
+    installed editable checkout)."""
+    import patchforge
+    return Path(patchforge.__file__).resolve().parent.parent
+
+
+def readme_install(source: Path) -> Path | None:
+    """The `patchforge` console script of a virtual environment with `pip install SOURCE` in
+    it, as the README installs patchforge: no editable install's import finder, and none of
+    the `.pth` files of the interpreter's own site-packages (this machine's imports certifi at
+    every start). Built once per content of the package and pyproject.toml, cached under
+    `<bench>/venvs/`; None (the row is left out) when pip cannot build it."""
+    digest = hashlib.sha256()
+    files = [source / "pyproject.toml",
+             *sorted(path for path in (source / "patchforge").rglob("*")
+                     if path.is_file() and "__pycache__" not in path.parts)]
+    for path in files:
+        digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes())
+    venv = scenario.bench_dir() / "venvs" / digest.hexdigest()[:16]
+    script = venv / "bin" / "patchforge"
+    if script.is_file():
+        return script
+    log(f"building {venv}: pip install {source}")
+    shutil.rmtree(venv, ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    for step in ([sys.executable, "-m", "venv", str(venv)],
+                 [str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
+                  "--disable-pip-version-check", str(source)]):
+        proc = subprocess.run(step, capture_output=True, env=env)
+        if proc.returncode != 0:
+            log(f"  {' '.join(step)} failed (exit {proc.returncode}); row left out:\n"
+                + proc.stderr.decode(errors="replace")[-1000:])
+            shutil.rmtree(venv, ignore_errors=True)
+            return None
+    return script
 
 
 def pf_env(work_or_cache) -> dict[str, str]:
@@ -242,8 +283,89 @@ def time_command(key: str, label: str, command: str, *, cwd: Path, env: dict, ru
                   len(times), sorted(set(codes)), statistics.mean(cpus))
 
 
+# A timed rebase starts from a state as a user's would be, for every tool alike. Each prepare
+# (a fresh copy of the starting state) is followed by SETTLE_SECONDS of waiting and the tool's
+# own settling step: git compares a file's modification time with its index's to whole seconds
+# (git is built without USE_NSEC by default), and a file written in the second the index was
+# written is "racily clean": git hashes it again wherever it reads or writes that index. The
+# prepare's checkout writes 1,268 files and the index within one second, so `git rebase` began
+# by hashing them again (25-80 ms and one index write more than a rebase of a checkout made
+# earlier pays); `git update-index --refresh` a second later writes an index newer than every
+# file. (A `sync` after the prepare, so that its dirty pages are not written back during the
+# timed run, made `git rebase` slower under load, not faster: not done.) Each timed run then
+# starts at its own point of the wall-clock second, spread evenly over the runs, the tools
+# taking turns (see time_at_phases).
+SETTLE_SECONDS = 1.05
+GIT_SETTLE = "git update-index -q --refresh"
+
+
+@dataclass
+class PhasedRow:
+    """A command timed by time_at_phases: its untimed prepare (a fresh copy of the starting
+    state) and settling step run in `prepare_cwd` (else `cwd`)."""
+    key: str
+    label: str
+    argv: list
+    cwd: Path
+    env: dict
+    runs: int
+    prepare: str
+    settle: str | None = None
+    prepare_cwd: Path | None = None
+    warmup: int = 1
+
+
+def time_at_phases(rows: list[PhasedRow]) -> list[Timing]:
+    """Each row's median wall time over its runs, the rows taking turns run by run, and run k of
+    a row's N starting at (k + 1/2) / N of a wall-clock second after its prepare has settled.
+
+    `git rebase`'s time depends on where in the second it starts: its own checkout writes the
+    target's files and then each picked commit writes the index; every file written in the
+    second the index is written is hashed again at each index write (git's racy-clean check, to
+    the second), until the clock passes into the next second. Started at 0.4-0.5 of a second its
+    checkout ends near the next one (about 0.8 s for the 30-patch series here), started at
+    0.6-0.7 it pays a whole second of re-hashing (about 1.4 s). A user's rebase starts at any
+    point, so every point counts alike: runs at evenly spread points give the median over the
+    second, the same for every tool timed here (hyperfine's back-to-back runs fall where the
+    previous run ended, so five of them sampled whatever points they met). Taking turns, the
+    tools meet the same load."""
+    for row in rows:
+        log(f"  timing {row.label}: {' '.join(shlex.quote(a) for a in row.argv)} "
+            "(settled, spread over the second, taking turns)")
+    measured: dict[str, tuple[list, list, list]] = {row.key: ([], [], []) for row in rows}
+    for i in range(max(row.warmup + row.runs for row in rows)):
+        for row in rows:
+            if i >= row.warmup + row.runs:
+                continue
+            where = row.prepare_cwd or row.cwd
+            subprocess.run(row.prepare, shell=True, cwd=where, env=row.env, capture_output=True)
+            time.sleep(SETTLE_SECONDS)
+            if row.settle:
+                subprocess.run(row.settle, shell=True, cwd=where, env=row.env,
+                               capture_output=True)
+            phase = ((i - row.warmup) % row.runs + 0.5) / row.runs
+            time.sleep((phase - time.time() % 1) % 1)
+            start = time.perf_counter()
+            proc = subprocess.Popen(row.argv, cwd=row.cwd, env=row.env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            _, status, usage = os.wait4(proc.pid, 0)
+            elapsed = time.perf_counter() - start
+            if i >= row.warmup:
+                times, codes, cpus = measured[row.key]
+                times.append(elapsed)
+                codes.append(os.waitstatus_to_exitcode(status))
+                cpus.append(usage.ru_utime + usage.ru_stime)
+    timings = []
+    for row in rows:
+        times, codes, cpus = measured[row.key]
+        timings.append(Timing(row.key, row.label, " ".join(shlex.quote(a) for a in row.argv),
+                              statistics.median(times), min(times), max(times), len(times),
+                              sorted(set(codes)), statistics.mean(cpus)))
+    return timings
+
+
 def measure(work: Work, runs: int, include: set[str], variants: bool = True,
-            others: list[Path] | None = None) -> list[Timing]:
+            others: list[Path] | None = None, readme: bool = False) -> list[Timing]:
     q = shlex.quote
     pfx = " ".join(q(a) for a in patchforge_exe())
     env = pf_env(work)
@@ -251,36 +373,43 @@ def measure(work: Work, runs: int, include: set[str], variants: bool = True,
     scratch.mkdir(exist_ok=True)
     results: list[Timing] = []
     if "rebase" in include:
-        results.append(time_command(
-            "git-rebase", "git rebase v0.33.0", f"git rebase -q v{TARGET}",
+        rows = [PhasedRow(
+            "git-rebase", "git rebase v0.33.0", ["git", "rebase", "-q", f"v{TARGET}"],
             cwd=work.run_checkout, env=env, runs=runs,
             prepare="git rebase --abort >/dev/null 2>&1; "
-                    "git checkout -q -f -B run refs/bench/clean-orig"))
+                    "git checkout -q -f -B run refs/bench/clean-orig",
+            settle=GIT_SETTLE)]
         project = scratch / "pf-rebase"
-        results.append(time_command(
-            "pf-rebase", "patchforge rebase --to 0.33.0",
-            f"{pfx} --root {q(str(project))} rebase --to {TARGET}",
-            cwd=scratch, env=env, runs=runs,
-            prepare=f"rm -rf {q(str(project))} && cp -a {q(str(work.pf_clean))} {q(str(project))}"))
+        fresh_project = f"rm -rf {q(str(project))} && cp -a {q(str(work.pf_clean))} {q(str(project))}"
+        pf_rebase = [*patchforge_exe(), "--root", str(project), "rebase", "--to", TARGET]
+        rows.append(PhasedRow("pf-rebase", "patchforge rebase --to 0.33.0", pf_rebase,
+                              cwd=scratch, env=env, runs=runs, prepare=fresh_project))
         for number, other in enumerate(others or [], 1):
-            results.append(time_command(
-                f"pf-rebase-other{number}", f"patchforge rebase --to 0.33.0 ({other})",
-                f"{pfx} --root {q(str(project))} rebase --to {TARGET}",
+            rows.append(PhasedRow(
+                f"pf-rebase-other{number}", f"patchforge rebase --to 0.33.0 ({other})", pf_rebase,
                 cwd=scratch, env={**env, "PYTHONPATH": str(other)}, runs=runs,
-                prepare=f"rm -rf {q(str(project))} && cp -a {q(str(work.pf_clean))} {q(str(project))}"))
+                prepare=fresh_project))
+        installed = readme_install(measured_source()) if readme else None
+        if installed is not None:
+            rows.append(PhasedRow(
+                "pf-rebase-venv", "patchforge rebase --to 0.33.0 (pip install . in a venv)",
+                [str(installed), "--root", str(project), "rebase", "--to", TARGET],
+                cwd=scratch, env={k: v for k, v in env.items() if k != "PYTHONPATH"},
+                runs=runs, prepare=fresh_project))
         if variants:
-            results.append(time_command(
+            rows.append(PhasedRow(
                 "pf-rebase-offline", "patchforge --offline rebase --to 0.33.0",
-                f"{pfx} --offline --root {q(str(project))} rebase --to {TARGET}",
-                cwd=scratch, env=env, runs=runs,
-                prepare=f"rm -rf {q(str(project))} && cp -a {q(str(work.pf_clean))} {q(str(project))}"))
+                [*patchforge_exe(), "--offline", "--root", str(project), "rebase", "--to", TARGET],
+                cwd=scratch, env=env, runs=runs, prepare=fresh_project))
         stack = scratch / "stg"
         # StGit takes about half a second per patch here: at 300 patches one run says enough.
         slow = len(work.kinds) > 100
-        results.append(time_command(
-            "stg-rebase", "stg rebase -m v0.33.0", f"cd {q(str(stack))} && stg rebase -m v{TARGET}",
-            cwd=scratch, env=env, runs=1 if slow else runs, warmup=0 if slow else 1,
-            prepare=f"rm -rf {q(str(stack))} && cp -a {q(str(work.stg_template))} {q(str(stack))}"))
+        rows.append(PhasedRow(
+            "stg-rebase", "stg rebase -m v0.33.0", ["stg", "rebase", "-m", f"v{TARGET}"],
+            cwd=stack, env=env, runs=1 if slow else runs, warmup=0 if slow else 1,
+            prepare=f"rm -rf {q(str(stack))} && cp -a {q(str(work.stg_template))} {q(str(stack))}",
+            settle=f"git -C {q(str(stack))} update-index -q --refresh", prepare_cwd=scratch))
+        results.extend(time_at_phases(rows))
     if "status" in include:
         results.append(time_command(
             "pf-status", "patchforge status --against 0.33.0",
@@ -507,8 +636,7 @@ def machine() -> dict:
 
 def _patchforge_revision() -> str:
     """The commit of the patchforge checkout measured (plus "+dirty" for local changes)."""
-    import patchforge
-    root = Path(patchforge.__file__).resolve().parent.parent
+    root = measured_source()
     head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
                           capture_output=True, text=True, env=git_env())
     if head.returncode != 0:
@@ -525,6 +653,7 @@ def table(results: list[Timing], count: int) -> str:
             "wall vs git rebase | CPU vs git rebase | target |",
             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     groups = {"git-rebase": "rebase", "pf-rebase": "rebase", "pf-rebase-offline": "rebase",
+              "pf-rebase-venv": "rebase",
               "stg-rebase": "rebase", "pf-status": "status", "pf-status-offline": "status",
               "git-cherry": "status", "pf-overlays": "overlays", "pf-overlays-check": "overlays",
               "pf-help": "start-up", "pf-help-path": "start-up", "pf-help-nopyc": "start-up", "python-pass": "start-up", "git-help": "start-up"}
@@ -534,7 +663,8 @@ def table(results: list[Timing], count: int) -> str:
         ratio = f"{r.median / ref.median:.2f}x" if ref else "-"
         cpu_ratio = f"{r.cpu / ref.cpu:.2f}x" if ref and ref.cpu else "-"
         target = ""
-        if (r.key in ("pf-rebase", "pf-status", "pf-rebase-offline", "pf-status-offline")
+        if (r.key in ("pf-rebase", "pf-status", "pf-rebase-offline", "pf-status-offline",
+                      "pf-rebase-venv")
                 or r.key.startswith("pf-rebase-other")) and ref:
             share = rebase_target(count) if r.key.startswith("pf-rebase") else 0.25
             wall_ok = r.median <= share * ref.median
@@ -572,6 +702,9 @@ def main(argv=None) -> int:
                              "stop git rebase and StGit, so use with --only detection")
     parser.add_argument("--other", type=Path, action="append", default=[], metavar="DIR",
                         help="also time `patchforge rebase` from this source tree (repeatable)")
+    parser.add_argument("--venv", action="store_true",
+                        help="also time `patchforge rebase` installed as the README installs it: "
+                             "`pip install .` into a virtual environment (built once, cached)")
     args = parser.parse_args(argv)
     runs = args.runs or (3 if args.quick else 5)
     include = set(args.only.split(","))
@@ -581,7 +714,7 @@ def main(argv=None) -> int:
               for k in ("landed", "landed-reformatted", "clean", "conflict")}
     log(f"series: {args.patches} patches ({counts}); work dir {work.root}")
     results = measure(work, runs, include, variants=not args.quick,
-                      others=[p.resolve() for p in args.other])
+                      others=[p.resolve() for p in args.other], readme=args.venv)
     quality = detection(work) if "detection" in include else {}
     info = machine()
     if info["patchforge"] != revision_at_start:
