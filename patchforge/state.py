@@ -66,6 +66,7 @@ class UpstreamState:
     patch: str | None = None  # the edited patch, or the one the rebase stopped at
     worktree: Path | None = None
     detail: str = ""  # for a stop: its message; for a rebase in progress: its phase
+    progress: str = ""  # for a stop: how far the rebase got, and from which pin to which
 
     def describe(self) -> str:
         where = f" (worktree {self.worktree})" if self.worktree is not None else ""
@@ -75,7 +76,8 @@ class UpstreamState:
             return f"{self.upstream}: {self.patch} is being edited{where}"
         if self.kind == STOPPED:
             why = f": {self.detail}" if self.detail else ""
-            return f"{self.upstream}: a rebase is stopped at {self.patch}{why}{where}"
+            progress = f" ({self.progress})" if self.progress else ""
+            return f"{self.upstream}: a rebase is stopped at {self.patch}{progress}{why}{where}"
         if self.kind == REBASING:
             return f"{self.upstream}: a rebase is in progress ({self.detail or 'interrupted'})"
         if self.kind == BRINGING:
@@ -144,6 +146,21 @@ def _read_journal(project: Project) -> dict | None:
     return data if isinstance(data, dict) else {"unreadable": True}
 
 
+def _progress(entry: object) -> str:
+    """"patch 3 of 7, 0.32.0 -> 0.33.0" from a journal's entry for the stopped upstream, as
+    `git status` says how far a rebase got; "" where the entry does not say (the journal's
+    own reader refuses a malformed one where it matters)."""
+    try:
+        names, position = entry["names"], entry["position"]
+        old, new = entry["from"]["label"], entry["to"]["label"]
+    except (TypeError, KeyError):
+        return ""
+    if not (isinstance(names, list) and isinstance(position, int)
+            and 0 <= position < len(names) and isinstance(old, str) and isinstance(new, str)):
+        return ""
+    return f"patch {position + 1} of {len(names)}, {old} -> {new}"
+
+
 def read_states(project: Project) -> dict[str, UpstreamState]:
     """The state of every configured upstream (and of any upstream a rebase journal names)."""
     states: dict[str, UpstreamState] = {}
@@ -160,7 +177,8 @@ def read_states(project: Project) -> dict[str, UpstreamState]:
             if stopped.get("upstream") == upstream:
                 states[upstream] = UpstreamState(
                     upstream, STOPPED, stopped.get("name"), project.work_dir(upstream),
-                    stopped.get("message") or stopped.get("kind") or "")
+                    stopped.get("message") or stopped.get("kind") or "",
+                    _progress((journal.get("upstreams") or {}).get(upstream)))
             else:
                 states[upstream] = UpstreamState(upstream, REBASING, detail=phase)
     for upstream in project.upstream_names():

@@ -2,6 +2,7 @@
 do in each: run as a user would, in orders that used to lose a fix, on a real git upstream."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -262,9 +263,12 @@ def test_no_patch_can_be_added_to_a_series_a_rebase_is_moving(project, tmp_path)
 
 
 def test_read_only_commands_announce_a_stop(project):
-    stopped_on_a(project)
+    target = stopped_on_a(project)
     code, _, err = project.cli("status", expect=1)
     assert "note: up: a rebase is stopped at fix-a.patch" in err
+    # How far it got, and from where to where, as `git status` says of a stopped rebase.
+    pinned = json.loads((project.root / "upstream.lock").read_text())["upstreams"]["up"]["label"]
+    assert f"stopped at fix-a.patch (patch 1 of 2, {pinned} -> {target[:12]}" in err, err
     assert "rebase --continue" in err
     _, _, err = project.cli("list")
     assert "stopped at fix-a.patch" in err
