@@ -150,11 +150,13 @@ def _progress(entry: object) -> str:
     """"patch 3 of 7, 0.32.0 -> 0.33.0" from a journal's entry for the stopped upstream, as
     `git status` says how far a rebase got; "" where the entry does not say (the journal's
     own reader refuses a malformed one where it matters)."""
-    try:
-        names, position = entry["names"], entry["position"]
-        old, new = entry["from"]["label"], entry["to"]["label"]
-    except (TypeError, KeyError):
+    if not isinstance(entry, dict):
         return ""
+    names, position = entry.get("names"), entry.get("position")
+    old_pin, new_pin = entry.get("from"), entry.get("to")
+    if not (isinstance(old_pin, dict) and isinstance(new_pin, dict)):
+        return ""
+    old, new = old_pin.get("label"), new_pin.get("label")
     if not (isinstance(names, list) and isinstance(position, int)
             and 0 <= position < len(names) and isinstance(old, str) and isinstance(new, str)):
         return ""
