@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import errno
+import glob
 import os
 from functools import cached_property
 from pathlib import Path
@@ -329,6 +330,24 @@ class Project:
             return "`patchforge list` shows the series"
         return "did you mean " + " or ".join(f"{stems[c]}/{c}" for c in close) + "?"
 
+    def _kept_aside(self, upstream: str | None, file_name: str) -> list[tuple[str, str, str]]:
+        """(upstream, upstreamed|deleted, file name) of each kept copy of `file_name`: itself
+        and the numbered copies (`fix.2.patch`) a later fix of the same name was kept as."""
+        stem = file_name[:-len(PATCH_SUFFIX)]
+        found = []
+        for name in self.upstream_names():
+            if upstream not in (None, name):
+                continue
+            for place in ("upstreamed", "deleted"):
+                directory = self.series_dir(name) / place
+                numbered = sorted((int(number), path.name)
+                                  for path in directory.glob(f"{glob.escape(stem)}.*.patch")
+                                  if (number := path.name[len(stem) + 1:-len(PATCH_SUFFIX)])
+                                  .isascii() and number.isdigit())
+                names = [file_name] if (directory / file_name).is_file() else []
+                found += [(name, place, kept) for kept in names + [n for _, n in numbered]]
+        return found
+
     def find_patch(self, name: str) -> tuple[str, str]:
         """Resolve NAME (`fix`, `fix.patch` or `upstream/fix`) to (upstream, file name)."""
         wanted_upstream = None
@@ -346,17 +365,20 @@ class Project:
                                  f"aside (series/{aside[0]}/skipped/{file_name})",
                                  hint=f"`patchforge bring-back {name}` puts it back onto the "
                                       "current base")
-            kept = [(u, place) for u in self.upstream_names() if wanted_upstream in (None, u)
-                    for place in ("upstreamed", "deleted")
-                    if (self.series_dir(u) / place / file_name).is_file()]
-            if kept:
+            kept = self._kept_aside(wanted_upstream, file_name)
+            if len(kept) == 1:
                 # Out of the series but kept: saying "no patch named" of it read as lost.
-                upstream, place = kept[0]
+                upstream, place, kept_name = kept[0]
                 why = ("it landed upstream" if place == "upstreamed"
                        else "`patchforge delete` set it aside")
                 raise KeptAsideError(f"{upstream}/{file_name} is not in the series: {why} "
-                                 f"(series/{upstream}/{place}/{file_name})",
-                                 hint="`patchforge list` shows the series")
+                                     f"(series/{upstream}/{place}/{kept_name})",
+                                     hint="`patchforge list` shows the series")
+            if kept:
+                raise KeptAsideError(
+                    f"{file_name} is not in the series; copies are kept aside: "
+                    + ", ".join(f"series/{u}/{place}/{n}" for u, place, n in kept),
+                    hint="`patchforge list` shows the series")
             raise UsageError(f"no patch named {name!r} in the series",
                              hint=self._did_you_mean(wanted_upstream, name))
         if len(matches) > 1:

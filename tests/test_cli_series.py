@@ -830,6 +830,12 @@ def test_a_fix_kept_aside_is_said_to_be_kept_not_missing(tmp_path):
     run = run_cli(stack.root, "show", "two/fix")
     assert run.rc == 2 and "did you mean up/fix?" in run.err, run.text
     assert tree_bytes(stack.root / "series") == before
+    # Deleted twice under one name: the later copy is fix.2.patch, and both are named.
+    stack.add_patch("up", "gone", {"b.py": b"b3\n"})
+    ok(stack.root, "delete", "gone")
+    run = run_cli(stack.root, "show", "up/gone")
+    assert run.rc == 2 and "gone.patch is not in the series; copies are kept aside: " \
+        "series/up/deleted/gone.patch, series/up/deleted/gone.2.patch" in run.err, run.text
 
 
 @pytest.mark.parametrize("verb,equivalent", [("push", "`patchforge edit NAME`"),
@@ -839,6 +845,9 @@ def test_a_quilt_or_stgit_verb_is_answered_with_its_equivalent(tmp_path, verb, e
     run = run_cli(tmp_path, verb)
     assert run.rc == 2 and f"No such command {verb!r}: " in run.err and equivalent in run.err
     assert "docs/coming-from.md" in run.err
+    # Only at the top: `upstream remove` is not a patch's `delete`.
+    run = run_cli(tmp_path, "upstream", "remove", "vllm")
+    assert run.rc == 2 and "No such command 'remove'" in run.err and "delete" not in run.err
 
 
 def test_exporting_several_series_says_where_quilt_finds_each(tmp_path):
@@ -856,8 +865,14 @@ def test_exporting_several_series_says_where_quilt_finds_each(tmp_path):
     stack.add_patch("up", "fix", {"a.py": b"a = 2\n"})
     stack.add_patch("two", "other", {"c.py": b"c = 2\n"})
     out = tmp_path / "q"
-    run = ok(stack.root, "export", "--quilt", str(out))
-    assert f"QUILT_PATCHES={out / 'two'}, QUILT_PATCHES={out / 'up'}" in run.out, run.out
+    # DIR given relative to where export runs; quilt reads QUILT_PATCHES from the tree it
+    # patches, so the paths printed are absolute.
+    exported = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(stack.root),
+                               "export", "--quilt", "q"], cwd=tmp_path, capture_output=True,
+                              text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert exported.returncode == 0, exported.stderr
+    assert f"QUILT_PATCHES={out / 'two'}, QUILT_PATCHES={out / 'up'}" in exported.stdout, \
+        exported.stdout
     if shutil.which("quilt"):
         checkout = tmp_path / "checkout"
         shutil.copytree(tmp_path / "up-src", checkout, ignore=shutil.ignore_patterns(".git"))

@@ -56,7 +56,7 @@ class HelpGroup(click.Group):
                 and not ctx.resilient_parsing:
             import difflib
 
-            if name in PEER_VERBS:
+            if name in PEER_VERBS and ctx.parent is None:  # not `upstream remove`
                 ctx.fail(f"No such command {name!r}: {PEER_VERBS[name]} (docs/coming-from.md "
                          "maps quilt, StGit and git rebase to patchforge)")
             close = difflib.get_close_matches(name, self.list_commands(ctx), n=2, cutoff=0.6)

@@ -1,6 +1,7 @@
 """`import overlay|git|quilt|mbox` and `export --quilt|--mbox`."""
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -154,11 +155,13 @@ def export(app, quilt_dir, mbox_file, upstream):
             click.echo(f"wrote {len(written)} files to {quilt_dir}")
             # With several upstreams each series is a directory of its own: quilt, pointed at
             # DIR itself, finds no series file there.
-            series_dirs = sorted({Path(path).parent for path in written
+            # quilt reads QUILT_PATCHES from the tree it patches, not from here: absolute.
+            series_dirs = sorted({Path(path).parent.resolve() for path in written
                                   if Path(path).name == "series"})
             if len(series_dirs) > 1:
                 click.echo("one quilt series per upstream: "
-                           + ", ".join(f"QUILT_PATCHES={d}" for d in series_dirs))
+                           + ", ".join(f"QUILT_PATCHES={shlex.quote(str(d))}"
+                                       for d in series_dirs))
             for where in binary_sections:
                 click.echo(f"warning: {where}: a GIT binary patch, which quilt and GNU patch "
                            "cannot apply (git apply and git am can)", err=True)
