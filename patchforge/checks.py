@@ -334,25 +334,45 @@ def _unmatched_globs_are_errors(project: Project, store: UpstreamStore, overlay_
                                 specs: list[CheckSpec], results: list[CheckResult]
                                 ) -> list[CheckResult]:
     """A check skipped everywhere whose `files` match no file at all, neither of its upstreams
-    at their pins nor of any profile's overlays, is a mistyped glob: it ran nothing, so each of
-    its results is an error, never a green run. A glob that names upstream files no fix touches
-    stays an honest skip (there is nothing of the series to check there)."""
+    at their pins nor of their overlays, ran nothing: each of its results is an error, never a
+    green run, saying why. Its upstream not pinned yet has no files to match (pin it); else the
+    glob is mistyped. A glob that names upstream files no fix touches stays an honest skip
+    (there is nothing of the series to check there). Each upstream's files are listed once,
+    for every check that asks."""
     out = list(results)
+    pins = project.lock.upstreams
+    listed: dict[str, list[str]] = {}
+
+    def files_of(upstream: str) -> list[str]:
+        if upstream not in listed:
+            listed[upstream] = store.list_paths(pins[upstream].commit)
+        return listed[upstream]
+
     for spec in specs:
         mine = [i for i, r in enumerate(out) if r.name == spec.name]
         if not spec.files or not mine or any(out[i].status != "skipped" for i in mine):
             continue
-        if any(spec.matches(f.path) for f in overlay_set.files):
-            continue
         upstreams = [spec.upstream] if spec.upstream else project.upstream_names()
-        pins = project.lock.upstreams  # an upstream not pinned yet has no files to match
-        if any(spec.matches(path) for upstream in upstreams if upstream in pins
-               for path in store.list_paths(pins[upstream].commit)):
+        if any(f.upstream in upstreams and spec.matches(f.path) for f in overlay_set.files):
             continue
-        detail = (f"files = {', '.join(spec.files)} matches no file of "
-                  f"{', '.join(u for u in upstreams if u in pins) or 'any upstream'} at the "
-                  "pinned revision, nor any overlay file: "
-                  "nothing was checked (a mistyped glob?)")
+        pinned = [u for u in upstreams if u in pins]
+        unpinned = [u for u in upstreams if u not in pins]
+        if any(spec.matches(path) for upstream in pinned for path in files_of(upstream)):
+            continue
+        if not pinned:
+            names = ", ".join(unpinned)
+            detail = (f"nothing was checked: {names} {'is' if len(unpinned) == 1 else 'are'} "
+                      "configured but not pinned in upstream.lock, so there is no file for "
+                      f"files = {', '.join(spec.files)} to match; pin "
+                      + " and ".join(f"`patchforge upstream pin {u} --at SPEC`"
+                                     for u in unpinned))
+        else:
+            detail = (f"files = {', '.join(spec.files)} matches no file of "
+                      f"{', '.join(pinned)} at the pinned revision, nor any of "
+                      f"{'its' if len(pinned) == 1 else 'their'} overlay files: nothing was "
+                      "checked (a mistyped glob?)"
+                      + (f"; {', '.join(unpinned)} not pinned yet: not looked at"
+                         if unpinned else ""))
         for i in mine:
             out[i] = CheckResult(spec.name, out[i].profile, "error", spec.command,
                                  detail=detail)

@@ -278,3 +278,45 @@ files = "pkg/*.pyy"
 """)
     code, out, err = stack.cli("check", "--run", expect=1)
     assert "matches no file of up at the pinned revision" in out, (out, err)
+
+
+def test_a_check_whose_upstream_is_not_pinned_yet_says_so(tmp_path):
+    """A check on an upstream configured but not pinned yet matched no file because there are
+    none to match: it was called a mistyped glob. It says the upstream is not pinned, and how
+    to pin it."""
+    stack = make_stack(tmp_path, f"""
+[upstreams.later]
+kind = "git"
+url = "{tmp_path / 'nowhere'}"
+install-root = "/opt/later"
+
+[checks.later-compile]
+command = [{PY!r}, "-m", "py_compile", "{{file}}"]
+files = "*.py"
+upstream = "later"
+""")
+    _, out, _ = stack.cli("check", "--run", expect=1)
+    assert "later is configured but not pinned in upstream.lock" in out, out
+    assert "patchforge upstream pin later --at SPEC" in out and "mistyped" not in out, out
+
+
+def test_a_glob_matching_only_another_upstreams_overlays_is_a_mistyped_glob(tmp_path):
+    """A check on upstream `up` whose glob matches only an overlay file of upstream `other`
+    ran nothing on `up`, yet passed as an honest skip: the overlay files of every upstream were
+    counted. Only the check's own upstream's are."""
+    from helpers.project import add_git_upstream, add_patch_file, patch_bytes
+    from helpers.upstream import Upstream
+
+    stack = make_stack(tmp_path, f"""
+[checks.cfg]
+command = [{PY!r}, "-c", "pass"]
+files = "conf/*.cfg"
+upstream = "up"
+""")
+    other = Upstream(tmp_path / "other-upstream", {"conf/x.cfg": b"a = 1\n"})
+    add_git_upstream(stack.root, "other", other.path, "main", install_root="/opt/other")
+    base = stack.lock()["upstreams"]["other"]["commit"]
+    add_patch_file(stack.root, "other", "x.patch", patch_bytes(
+        "other", base, "fix x", other.diff({"conf/x.cfg": b"a = 2\n"}, base)))
+    _, out, _ = stack.cli("check", "--run", expect=1)
+    assert "files = conf/*.cfg matches no file of up at the pinned revision" in out, out
