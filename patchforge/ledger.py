@@ -21,7 +21,7 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from patchforge.errors import InputError, PatchforgeError
+from patchforge.errors import InputError, PatchforgeError, UsageError
 from patchforge.formats.markdown import code_span, escape_html
 from patchforge.fsutil import atomic_write
 from patchforge.project import read_no_link
@@ -82,12 +82,35 @@ def read_history(project: Project) -> list[dict]:
     return events
 
 
+def source_date_epoch() -> int | None:
+    """SOURCE_DATE_EPOCH (the reproducible-builds convention), which pins the clock of the
+    history's events for tests and reproducible CI runs: its seconds, None when it is unset
+    or empty. A malformed value is refused (UsageError naming the variable), as the
+    convention asks: taking the real time instead wrote a history that differed from run to
+    run while the variable said it would not."""
+    value = os.environ.get("SOURCE_DATE_EPOCH")
+    if not value:
+        return None
+    problem = None
+    if not re.fullmatch(r"[0-9]+", value):
+        problem = "is not a whole number of seconds since 1970-01-01 00:00:00 UTC"
+    else:
+        try:
+            time.gmtime(int(value))
+        except (OverflowError, OSError, ValueError):
+            problem = "is past any date this system can write"
+    if problem is not None:
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        raise UsageError(f"SOURCE_DATE_EPOCH={shown!r} {problem}",
+                         hint="set it to the output of `date +%s` (or of `git log -1 "
+                              "--format=%ct`), or unset it to use the current time")
+    return int(value)
+
+
 def _now() -> str:
-    # SOURCE_DATE_EPOCH (the reproducible-builds convention) pins the clock for tests and
-    # reproducible CI runs.
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    seconds = int(epoch) if epoch and epoch.isdigit() else int(time.time())
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+    seconds = source_date_epoch()
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                         time.gmtime(int(time.time()) if seconds is None else seconds))
 
 
 def _line(event: dict) -> bytes:

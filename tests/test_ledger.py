@@ -273,3 +273,21 @@ def test_a_malformed_history_stops_a_series_command_before_it_writes(tmp_path, c
     _, _, err = stack.cli(*command, expect=2)
     assert "series/history.jsonl:2:" in err, err
     assert snapshot(stack.root, dirs=False) == before
+
+
+@pytest.mark.parametrize("value", ["yesterday", "1767225600.5", "-5", "\u00b2", "9" * 30])
+def test_a_malformed_source_date_epoch_is_refused_naming_it(tmp_path, monkeypatch, value):
+    """A SOURCE_DATE_EPOCH that is no whole number of seconds was ignored (the history took the
+    real time, so two runs differed while the variable said they would not), or, a digit that
+    is no ASCII digit, ended in a crash. The reproducible-builds convention asks for an error:
+    refused before the rebase touches anything (exit 2), naming the variable."""
+    stack = make_stack(tmp_path)
+    commit = stack.commit({"pkg/b.py": B + b"# more\n"}, "v2", tag="v2")
+    assert commit
+    before = stack.snapshot()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", value)
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=2)
+    assert "SOURCE_DATE_EPOCH=" in err and "unset it" in err, err
+    assert stack.snapshot() == before
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "")  # empty: unset, as the convention's tools read it
+    stack.cli("rebase", "--to", "v2")

@@ -104,6 +104,11 @@ def configure(*, root: Path | None, offline: bool, verbose: int, quiet: int,
     `direct`): colour only on a terminal and never with NO_COLOR, `--offline` for this command,
     logging only when asked for (or loaded already, e.g. by an earlier main() in the same
     process): importing it costs every start-up, `--help` included, several milliseconds."""
+    if os.environ.get("SOURCE_DATE_EPOCH"):
+        # Refused before the command does anything: a rebase's write-out or a submitted pull
+        # request's record would otherwise fail half done.
+        from patchforge.ledger import source_date_epoch
+        source_date_epoch()
     color = (not no_color and not os.environ.get("NO_COLOR")
              and sys.stdout.isatty() and os.environ.get("TERM") != "dumb")
     if offline:
