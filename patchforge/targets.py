@@ -85,6 +85,37 @@ class ResolvedTarget:
     tree: str | None = None
 
 
+def _unknown_upstream(name: str, arg: str, upstream_names) -> UsageError:
+    known = ", ".join(sorted(upstream_names)) or "none configured"
+    return UsageError(f"unknown upstream {name!r} in {arg!r} (known: {known})",
+                      hint="a ref whose name holds `=` is given after its upstream's name "
+                           f"(UPSTREAM={arg.strip()})")
+
+
+def own_spec(spec: str, name: str, upstream_names, *, refusal: str, again: str) -> str:
+    """A SPEC given for the one upstream `name` (`upstream pin|add --at`, `bump --to`), read
+    as parse_target_specs reads `rebase --to`'s: surrounding whitespace is no part of it, and
+    `NAME=SPEC` is upstream NAME's SPEC: `name`'s own is taken, another configured upstream's
+    is refused (`refusal` says what the command does, `again` is the command meant, both
+    formatted with `name`, `spec` (as given), `other` and `rest`), and an unknown name is
+    refused naming the configured ones (`name` among them), as `rebase --to` refuses it."""
+    spec = spec.strip()
+    prefix, sep, rest = spec.partition("=")
+    if sep and UPSTREAM_NAME_RE.match(prefix):
+        rest = rest.strip()
+        if prefix == name:
+            if not rest:
+                raise UsageError(f"empty SPEC for upstream {name!r}")
+            return rest
+        if prefix in upstream_names:
+            fields = {"name": name, "spec": spec, "other": prefix, "rest": rest}
+            raise UsageError(refusal.format(**fields), hint=again.format(**fields))
+        raise _unknown_upstream(prefix, spec, {*upstream_names, name})
+    if not spec:
+        raise UsageError("empty SPEC")
+    return spec
+
+
 def parse_target_specs(args: tuple[str, ...], upstream_names: list[str]) -> dict[str, str]:
     """`("vllm=SPEC", "aiter=SPEC")` or one bare `("SPEC",)` for a single upstream -> {name: SPEC}."""
     specs: dict[str, str] = {}
@@ -93,8 +124,7 @@ def parse_target_specs(args: tuple[str, ...], upstream_names: list[str]) -> dict
         name, sep, value = arg.partition("=")
         if sep and UPSTREAM_NAME_RE.match(name):
             if name not in upstream_names:
-                known = ", ".join(sorted(upstream_names)) or "none configured"
-                raise UsageError(f"unknown upstream {name!r} in {arg!r} (known: {known})")
+                raise _unknown_upstream(name, arg, upstream_names)
             if not value.strip():
                 raise UsageError(f"empty SPEC for upstream {name!r}")
             if name in specs:

@@ -472,3 +472,25 @@ def test_at_takes_the_upstream_prefix_rebase_to_takes(tmp_path):
     assert "pins up, and --at 'other=v1' names other" in refused.err
     assert "`patchforge upstream pin other --at v1`" in refused.err
     assert stack.snapshot() == before
+
+
+def test_at_refuses_an_unknown_upstream_name_as_rebase_to_does(tmp_path):
+    """`upstream pin up --at typo=v2` was resolved as a ref named `typo=v2`, while `rebase --to
+    typo=v2` and `bump --to typo=v2` refuse the unknown upstream: one reading of NAME=SPEC
+    for all of them, naming the configured upstreams (for `upstream add`, the one being added
+    too); a ref holding `=` is still given, after its upstream's name."""
+    from helpers.cli import run_cli
+    from helpers.project import OneUpstreamStack
+
+    stack = OneUpstreamStack(tmp_path, {"a.py": b"x = 1\n"})
+    stack.commit({"a.py": b"x = 2\n"}, "two", tag="v2")
+    before = stack.snapshot()
+    for args, known in ((("upstream", "pin", "up", "--at", "typo=v2"), "up"),
+                        (("rebase", "--to", "typo=v2"), "up"),
+                        (("upstream", "add", "third", "--git", str(stack.up), "--at", "typo=v2"),
+                         "third, up")):
+        refused = run_cli(stack.root, *args)
+        assert refused.rc == 2, refused.text
+        assert f"unknown upstream 'typo' in 'typo=v2' (known: {known})" in refused.err, \
+            (args, refused.err)
+    assert stack.snapshot() == before

@@ -398,20 +398,13 @@ def verify_against_image(project: Project, reference: str, registry) -> dict:
 
 
 def _own_spec(project: Project, name: str, spec: str) -> str:
-    """`--to` read as `rebase --to` reads it: `NAME=SPEC` is upstream NAME's SPEC (the one being
-    bumped, or it is refused), anything else the SPEC itself. `bump vllm --to vllm=X` was
-    resolved as a ref named `vllm=X` ("cannot resolve vllm=vllm=X")."""
-    from patchforge.targets import UPSTREAM_NAME_RE, parse_target_specs
+    """`--to` read as `rebase --to` reads it (targets.own_spec): `NAME=SPEC` is upstream
+    NAME's SPEC, the one being bumped or refused."""
+    from patchforge.targets import own_spec
 
-    prefix, sep, rest = spec.partition("=")
-    if not sep or not UPSTREAM_NAME_RE.match(prefix):
-        return spec
-    known = project.upstream_names()
-    if prefix != name and prefix in known:
-        raise UsageError(f"bump moves {name}, and --to {spec!r} names {prefix}",
-                         hint=f"`patchforge bump {prefix} --to {rest.strip()}`")
-    # An unknown upstream and an empty SPEC are refused as `rebase --to` refuses them.
-    return parse_target_specs((spec,), known)[name]
+    return own_spec(spec, name, project.upstream_names(),
+                    refusal="bump moves {name}, and --to {spec!r} names {other}",
+                    again="`patchforge bump {other} --to {rest}`")
 
 
 def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,

@@ -128,23 +128,13 @@ def _check_appended(path: Path, data: bytes) -> None:
 
 
 def _given_spec(spec: str, name: str, configured, command: str) -> str:
-    """`--at` SPEC for upstream `name`, read as `rebase --to` and `status --against` read
-    theirs: surrounding whitespace (a value pasted from a table) is no part of it, one that is
-    only whitespace names nothing, and `NAME=SPEC` is `name`'s SPEC (another configured
-    upstream's name there is refused; a ref that merely holds `=` stays as it is)."""
-    from patchforge.targets import UPSTREAM_NAME_RE
+    """`--at` SPEC for upstream `name`, read as `rebase --to` reads its SPECs
+    (targets.own_spec)."""
+    from patchforge.targets import own_spec
 
-    spec = spec.strip()
-    prefix, sep, rest = spec.partition("=")
-    if sep and UPSTREAM_NAME_RE.match(prefix):
-        if prefix == name:
-            spec = rest.strip()
-        elif prefix in configured:
-            raise UsageError(f"`{command}` pins {name}, and --at {spec!r} names {prefix}",
-                             hint=f"`patchforge upstream pin {prefix} --at {rest.strip()}`")
-    if not spec:
-        raise UsageError("empty SPEC")
-    return spec
+    return own_spec(spec, name, list(configured), refusal=f"`{command}` pins {{name}}, and "
+                    "--at {spec!r} names {other}",
+                    again="`patchforge upstream pin {other} --at {rest}`")
 
 
 def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> UpstreamPin:
