@@ -153,21 +153,17 @@ def _refuse_shared_targets(project: Project, series: dict) -> None:
 
 
 def _install_root_line(project: Project, upstream: str) -> int | None:
-    """The configuration's `install-root` line of `upstream`'s table (for the error's line)."""
+    """The configuration's `install-root` line of `upstream`'s table (its header when the key
+    is not written there), for the error's line: formats.config.toml_key_line, which reads
+    the headers as TOML keys (`[tool.patchforge.upstreams."vllm"]` too)."""
+    from patchforge.formats.config import STANDALONE, toml_key_line
+
     try:
-        lines = Path(project.config_path).read_bytes().decode("utf-8", "replace").splitlines()
+        text = Path(project.config_path).read_bytes().decode("utf-8", "replace")
     except OSError:
         return None
-    table = next((n for n, line in enumerate(lines) if line.strip().startswith("[")
-                  and line.strip().rstrip("]").endswith(f"upstreams.{upstream}")), None)
-    if table is None:
-        return None
-    for n in range(table + 1, len(lines)):
-        if lines[n].strip().startswith("["):
-            break
-        if lines[n].strip().startswith("install-root"):
-            return n + 1
-    return table + 1
+    prefix = "" if Path(project.config_path).name == STANDALONE else "tool.patchforge."
+    return toml_key_line(text, prefix, ["upstreams", upstream, "install-root"])
 
 
 def build_overlays(project: Project, store: UpstreamStore, *, lock=None,

@@ -709,3 +709,35 @@ def test_two_upstreams_whose_overlays_go_to_one_path_in_the_image_are_refused(tm
     config.write_text(text[:at] + text[at:].replace(f'"{INSTALL_ROOT}"', '"/opt/other"', 1))
     ok(root, "overlays")
     assert run_cli(root, "lint", "--json").rc == 0
+
+
+@pytest.mark.parametrize("header", ['[tool.patchforge.upstreams."other"]',
+                                    "[tool.patchforge.upstreams.'other']",
+                                    "[ tool.patchforge.upstreams . other ]  # the second one"])
+def test_the_install_root_line_is_found_under_a_quoted_table_header(tmp_path, header):
+    """The refusal of two upstreams sharing an overlay target names the configuration's
+    install-root line. A table header written with a quoted key (`[...upstreams."other"]`, as
+    TOML allows and some editors write) was not found: the message named no line, or another
+    table's. The header is read as a TOML key."""
+    root, _ = git_project(tmp_path, install_root=INSTALL_ROOT)
+    other = Upstream(tmp_path / "other-upstream", {"pkg/b.py": UPSTREAM_FILES["pkg/b.py"]})
+    add_git_upstream(root, "other", other.path, "main", install_root=INSTALL_ROOT)
+    write_patch(root, "all-b", B_DIFF)
+    other_diff = other.diff({"pkg/b.py": UPSTREAM_FILES["pkg/b.py"] + b"w = 4\n"}, other.base)
+    base = json.loads((root / "upstream.lock").read_text())["upstreams"]["other"]["commit"]
+    add_patch_file(root, "other", "also-b.patch", patch_bytes("other", base, "fix b too",
+                                                              other_diff))
+    config = root / "pyproject.toml"
+    text = config.read_text().replace("[tool.patchforge.upstreams.other]", header)
+    config.write_text(text)
+    lines = text.splitlines()
+    tables = {name: lines.index(f"[tool.patchforge.upstreams.{name}]") if name == "up"
+              else lines.index(header) for name in ("up", "other")}
+    install_roots = {name: next(n + 1 for n in range(at, len(lines))
+                                if lines[n].startswith("install-root"))
+                     for name, at in tables.items()}
+    run = run_cli(root, "overlays")
+    assert run.rc == 2, run.text
+    named = [name for name in ("up", "other") if f"pyproject.toml:{install_roots[name]}"
+             in run.err]
+    assert named, (install_roots, run.err)

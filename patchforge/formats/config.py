@@ -7,6 +7,7 @@ rebase's `--skip` or `--continue`, which go on from the journal) does not pay fo
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -127,22 +128,60 @@ def case_twin_problem(name: str, section: str, names) -> str | None:
     return None
 
 
+# A TOML key part: bare, or a basic ("...") or literal ('...') string.
+_KEY_PART = re.compile(r"""\s*([A-Za-z0-9_-]+|"(?:[^"\\\n]|\\.)*"|'[^'\n]*')\s*""")
+_TABLE_HEADER = re.compile(r"^\s*\[(?!\[)(.*?)\]\s*(?:#.*)?$")
+
+
+def _dotted_key(text: str) -> list[str] | None:
+    """The parts of a dotted TOML key (`tool.patchforge.upstreams."vllm"` -> ["tool",
+    "patchforge", "upstreams", "vllm"]): quoted parts unquoted, whitespace around the dots
+    allowed; None when `text` is no key."""
+    parts: list[str] = []
+    position = 0
+    while True:
+        found = _KEY_PART.match(text, position)
+        if found is None:
+            return None
+        raw = found[1]
+        if raw.startswith('"'):
+            try:
+                parts.append(json.loads(raw))
+            except ValueError:
+                parts.append(raw[1:-1])
+        elif raw.startswith("'"):
+            parts.append(raw[1:-1])
+        else:
+            parts.append(raw)
+        position = found.end()
+        if position == len(text):
+            return parts
+        if text[position] != ".":
+            return None
+        position += 1
+
+
+def _table_header(line: str) -> list[str] | None:
+    """The key of a `[table]` header line (not an `[[array]]`'s), None for any other line."""
+    found = _TABLE_HEADER.match(line)
+    return _dotted_key(found[1]) if found else None
+
+
 def toml_key_line(text: str, prefix: str, where: list[str]) -> int | None:
-    """The line where the key at `where` (a path inside the patchforge table) is written: under
-    the longest table header that names a prefix of the path, the first `key =` line (or the
-    header itself when the path ends there)."""
+    """The line where the key at `where` (a path inside the patchforge table, `prefix` its
+    dotted name and a `.`, or "" for a patchforge.toml) is written: under the longest table
+    header that names a prefix of the path, the first `key =` line (or the header itself when
+    the path ends there). Headers are read as TOML keys: `[upstreams."vllm"]`,
+    `[upstreams.'vllm']` and `[ upstreams . vllm ]` are all the table `upstreams.vllm`."""
     lines = text.splitlines()
+    headers = [_table_header(line) for line in lines]
+    above = _dotted_key(prefix.rstrip(".")) if prefix else []
 
     def header_line(parts: list[str]) -> int | None:
-        # A part with a `.` is quoted in the header (`[upstreams."vllm.rocm"]`).
-        name = re.escape(prefix + ".".join(toml_key(p) for p in parts)) if parts \
-            else re.escape(prefix.rstrip("."))
-        if not name:
+        wanted = [*(above or []), *parts]
+        if not wanted:
             return None
-        for number, line in enumerate(lines):
-            if re.match(rf"^\s*\[\s*{name}\s*\]\s*(#.*)?$", line):
-                return number
-        return None
+        return next((number for number, key in enumerate(headers) if key == wanted), None)
 
     start, rest, header = 0, list(where), None
     for size in range(len(where), -1, -1):
