@@ -218,6 +218,47 @@ def test_pinned_digest_is_read_even_when_the_tag_moved(images, tmp_path):
         (root / "upstream.lock").write_bytes(saved)
 
 
+def test_the_pin_is_read_as_a_rebase_writing_out_leaves_it(images, tmp_path):
+    """`verify --image` read the manifest and the image pin without the project's read lock:
+    beside a rebase writing out its result it could read the old pin with the new manifest.
+    It waits for the write-out (saying so), reads the pin it left, and reads the image's
+    layers after letting the lock go. Here the test is the write-out: it holds the lock
+    exclusively while it moves the pin from the moved image to the good one."""
+    import fcntl
+    import subprocess
+    import sys
+
+    root = images["root"]
+    ref = f"{images['host']}/{REPO}:nightly"
+    images["server"].tags[(REPO, "nightly")] = images["good"]["digest"]
+    saved = (root / "upstream.lock").read_bytes()
+    lock = json.loads(saved)
+
+    def pin(digest: str) -> None:
+        lock["image"] = {"reference": ref, "tag": "nightly", "digest": digest}
+        (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+
+    pin(images["moved"]["digest"])
+    writing = os.open(root, os.O_RDONLY)
+    try:
+        fcntl.flock(writing, fcntl.LOCK_EX)
+        reader = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(root),
+                                   "verify", "--image", "--profile", "gfx942", "--json"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            first = reader.stderr.readline().decode()
+            pin(images["good"]["digest"])
+        finally:
+            os.close(writing)
+        out, err = reader.communicate(timeout=300)
+        assert "waiting for the rebase writing out its result" in first, first + err.decode()
+        assert reader.returncode == 0, err.decode()
+        doc = json.loads(out)
+        assert doc["pinned"] and doc["digest"] == images["good"]["digest"], doc
+    finally:
+        (root / "upstream.lock").write_bytes(saved)
+
+
 def test_corrupt_layer_is_an_error_not_a_verdict(images, tmp_path):
     project = Project.discover(images["root"])
     server = images["server"]

@@ -148,7 +148,6 @@ def _built_overlays(project, profiles, *, check: bool, as_json: bool):
 def verify(app, installed, image, profile, as_json, output_format):
     """Check overlays against SHA256SUMS, and pre-images with --installed or --image."""
     if image is not None:
-        announce_state(app.project(), as_json=as_json)
         if installed is not None:
             raise UsageError("--image and --installed check different things: give one")
         return _verify_image(app, image, profile, as_json, output_format)
@@ -184,11 +183,21 @@ def verify(app, installed, image, profile, as_json, output_format):
 
 
 def _verify_image(app, image, profile, as_json, output_format="text"):
+    import contextlib
+
     from patchforge.ops.deploy import verify_image
+
+    @contextlib.contextmanager
+    def reading():
+        # The state said and the manifest and the pin read under the read lock (never a
+        # rebase's half-written ones); the registry and the layers then read without it.
+        with app.reading():
+            announce_state(app.project(), as_json=as_json)
+            yield
 
     with Progress("reading layer") as progress:
         result = verify_image(app.project(), None if image == PINNED_IMAGE else image,
-                              profile=profile,
+                              profile=profile, reading=reading(),
                               on_layer=lambda digest: progress.advance(digest[:19]))
     if as_json:
         emit_json(result.to_json(), "verify-image")

@@ -112,13 +112,27 @@ def default_registry(project: Project):
 
 
 def verify_image(project: Project, ref: str | None = None, *, profile: str | None = None,
-                 registry=None, on_layer=None) -> ImageCheck:
+                 registry=None, on_layer=None, reading=None) -> ImageCheck:
     """Check every overlay's pre-image inside the image REF names (see the module docstring).
 
     `registry` is a net.registry.RegistryClient (default: from the environment);
-    `on_layer(digest)` is called before each layer is read (the CLI's progress).
+    `on_layer(digest)` is called before each layer is read (the CLI's progress); `reading`, a
+    context manager held while the project's files (the manifest, the image pin) are read and
+    let go before the registry is asked (the CLI's read lock).
     """
-    from patchforge.layers import ReadStats, find_in_layers, normalize
+    import contextlib
+
+    with reading if reading is not None else contextlib.nullcontext():
+        by_target, profiles = _pre_images(project, profile)
+        reference, pinned = image_reference(project, ref)
+    return _verify_in_image(project, ref, reference, pinned, by_target, profiles,
+                            profile=profile, registry=registry, on_layer=on_layer)
+
+
+def _pre_images(project: Project, profile: str | None):
+    """The manifest's pre-image of each path in the image (normalized), and the profiles
+    that mount an overlay there."""
+    from patchforge.layers import normalize
 
     manifest_source = str(project.overlays_dir / "manifest.json")
     entries = overlay_entries(read_manifest(project.overlays_dir), profile, manifest_source)
@@ -139,7 +153,14 @@ def verify_image(project: Project, ref: str | None = None, *, profile: str | Non
         by_target[key] = entry
         if entry.get("profile"):
             profiles.setdefault(key, []).append(entry["profile"])
-    reference, pinned = image_reference(project, ref)
+    return by_target, profiles
+
+
+def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: bool,
+                     by_target: dict[str, dict[str, Any]], profiles: dict[str, list[str]], *,
+                     profile: str | None, registry, on_layer) -> ImageCheck:
+    from patchforge.layers import ReadStats, find_in_layers
+
     registry = registry if registry is not None else default_registry(project)
     info = registry.resolve_image(reference)
     if not info.layers:
