@@ -373,6 +373,18 @@ class RepoLock:
                         + "is working on this repository",
                         path=str(self.path), hint="wait for it to finish") from None
                 time.sleep(0.05)
+            except OSError as exc:
+                # A file system without kernel locks (ENOLCK: a network one without its lock
+                # service; EOPNOTSUPP: some FUSE ones): nothing would keep two commands
+                # changing the project apart, so none runs (the error said "run it again").
+                os.close(fd)
+                raise LockedError(f"{self.path} cannot be locked ({os.strerror(exc.errno)}): "
+                                  "its file system keeps no kernel locks, so nothing would keep "
+                                  "two commands changing this project apart",
+                                  path=str(self.path),
+                                  hint="keep the project on a file system with locks (a local "
+                                       "disk, or a network one with its lock service running)"
+                                  ) from None
         try:
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
@@ -438,8 +450,9 @@ class WriteOutLock:
         try:
             fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
                          | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            return self  # a directory that cannot be opened (no read permission) locks nothing
+        except OSError as exc:
+            _say_unlockable(self.root, exc)  # a directory without read permission
+            return self
         kind = fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH
         deadline = None
         while True:
@@ -463,10 +476,11 @@ class WriteOutLock:
                         hint=self.hint if self.exclusive else "run this command again once it has ended"
                     ) from None
                 time.sleep(0.02)
-            except OSError:
-                # A file system without kernel locks (some network and FUSE ones): nothing to
-                # coordinate with, and a reader must still read.
+            except OSError as exc:
+                # A file system without kernel locks on directories (some network and FUSE
+                # ones): a reader must still read, and a write-out still write; said once.
                 os.close(fd)
+                _say_unlockable(self.root, exc)
                 return self
         self._fd = fd
         return self
@@ -475,3 +489,20 @@ class WriteOutLock:
         if self._fd is not None:
             os.close(self._fd)  # closing the only descriptor releases the lock
             self._fd = None
+
+
+_said_unlockable: set[str] = set()
+
+
+def _say_unlockable(root: Path, exc: OSError) -> None:
+    """Say once per process, on stderr, that `root` cannot be locked (`WriteOutLock`): the
+    command goes on, but nothing keeps its reads and a rebase's write-out apart."""
+    import sys
+
+    if str(root) in _said_unlockable:
+        return
+    _said_unlockable.add(str(root))
+    sys.stderr.write(f"patchforge: warning: the project directory {root} cannot be locked "
+                     f"({os.strerror(exc.errno) if exc.errno else exc}): commands reading it "
+                     "are not kept apart from a rebase writing out its result\n")
+    sys.stderr.flush()

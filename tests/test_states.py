@@ -1291,6 +1291,35 @@ def test_a_reader_left_unread_in_a_pipe_holds_back_no_write_out(tmp_path, reader
     assert proc.returncode == 0 and answer in out, out[-300:]  # what it read, whole
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.uname().machine != "x86_64",
+                    reason="the file system without locks is made by a seccomp filter for x86-64")
+def test_a_project_on_a_file_system_without_locks_is_said_so(project):
+    """On a file system whose flock(2) fails (ENOLCK: a network one without its lock service),
+    readers went on without a word, though nothing kept them apart from a rebase's write-out,
+    and commands that change the project died on "No locks available", advised to run again.
+    Readers still answer, saying once on stderr that the project directory cannot be locked;
+    a command that changes the project is refused, naming the lock file, nothing written."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    before = snapshot(project.root)
+
+    def without_locks(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(Path(__file__).parent / "helpers/nolocks.py"),
+                               sys.executable, "-m", "patchforge", "--root", str(project.root),
+                               *args], capture_output=True, text=True, timeout=300)
+
+    for reader in ("list", "status", "lint"):
+        run = without_locks(reader, *(["--no-forge"] if reader == "lint" else []))
+        assert run.returncode == run_cli(project.root, reader, *(
+            ["--no-forge"] if reader == "lint" else [])).rc, run.stderr
+        said = run.stderr.count("cannot be locked")
+        assert said == 1 and "the project directory" in run.stderr, run.stderr
+    changing = without_locks("new", "fix-b", "--no-edit")
+    assert changing.returncode == 2, changing.stderr
+    assert ".patchforge/lock cannot be locked" in changing.stderr, changing.stderr
+    assert "run the command again" not in changing.stderr, changing.stderr
+    assert snapshot(project.root) == before
+
+
 def test_a_write_out_lock_that_gives_up_says_what_is_left_and_what_to_run(tmp_path):
     """Past its wait, the write-out's lock says what is not done and the command that finishes
     it: --continue for a rebase's write-out, --abort again for an --abort's restore (it gave
