@@ -427,6 +427,13 @@ class WriteOutLock:
     it is after, never part of each. Readers never wait for each other, and nothing waits for
     the rest of a rebase (its walk, its stops), only for the write-out itself.
 
+    A waiting write-out goes first: readers whose reads overlap (a CI loop, `watch patchforge
+    status`) would otherwise keep the directory shared for ever, and LOCK_EX never be granted.
+    So a writer first takes a second lock, `.patchforge/turnstile`, exclusively, and keeps it
+    until it is done; a reader takes the turnstile shared just until it holds the directory.
+    While a writer waits, no new reader gets in: it waits only for the readers already reading.
+    (The turnstile file is made by the first writer and stays; a reader never makes it.)
+
     The directory always exists, so no file is made for the lock, and a holder's death
     releases it (a write-out killed half way leaves its journal, which readers announce).
     `on_wait` is called once when the lock is held by the other side; past `wait` seconds
@@ -443,6 +450,8 @@ class WriteOutLock:
         self.undone = undone
         self.hint = hint
         self._fd: int | None = None
+        self._turnstile: int | None = None
+        self._deadline: float | None = None
 
     def __enter__(self) -> "WriteOutLock":
         import fcntl
@@ -453,19 +462,53 @@ class WriteOutLock:
         except OSError as exc:
             _say_unlockable(self.root, exc)  # a directory without read permission
             return self
-        kind = fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH
-        deadline = None
+        try:
+            turnstile = self._open_turnstile()
+            if turnstile is not None and not self._take(
+                    turnstile, fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH):
+                os.close(turnstile)
+                turnstile = None
+            self._turnstile = turnstile
+            if not self._take(fd, fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH):
+                os.close(fd)
+                fd = None
+        except BaseException:
+            self._fd = fd
+            self.__exit__()
+            raise
+        self._fd = fd
+        if not self.exclusive and self._turnstile is not None:
+            os.close(self._turnstile)  # in: the next writer may queue up
+            self._turnstile = None
+        return self
+
+    def _open_turnstile(self) -> int | None:
+        state = self.root / ".patchforge"
+        flags = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) \
+            | getattr(os, "O_NONBLOCK", 0)
+        # Open for writing to lock it exclusively: NFS makes flock a POSIX lock, which needs it.
+        flags |= os.O_RDWR | os.O_CREAT if self.exclusive else os.O_RDONLY
+        try:
+            return os.open(state / "turnstile", flags, 0o644)
+        except OSError:
+            # None yet (no writer ever wrote here) or none to be made: the directory's own
+            # lock still keeps readers and writers apart, without a writer's precedence.
+            return None
+
+    def _take(self, fd: int, kind: int) -> bool:
+        """Lock `fd` (waiting as the class says); False on a file system without locks."""
+        import fcntl
+
         while True:
             try:
                 fcntl.flock(fd, kind | fcntl.LOCK_NB)
-                break
+                return True
             except BlockingIOError:
-                if deadline is None:
-                    deadline = time.monotonic() + self.wait
+                if self._deadline is None:
+                    self._deadline = time.monotonic() + self.wait
                     if self.on_wait is not None:
                         self.on_wait()
-                elif time.monotonic() >= deadline:
-                    os.close(fd)
+                elif time.monotonic() >= self._deadline:
                     raise LockedError(
                         "commands reading this project still read its files after "
                         f"{self.wait:g} s; {self.undone}"
@@ -477,18 +520,19 @@ class WriteOutLock:
                     ) from None
                 time.sleep(0.02)
             except OSError as exc:
-                # A file system without kernel locks on directories (some network and FUSE
-                # ones): a reader must still read, and a write-out still write; said once.
-                os.close(fd)
+                # A file system without kernel locks (some network and FUSE ones): a reader
+                # must still read, and a write-out still write; said once.
                 _say_unlockable(self.root, exc)
-                return self
-        self._fd = fd
-        return self
+                return False
 
     def __exit__(self, *exc) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the only descriptor releases the lock
-            self._fd = None
+        # Closing the only descriptor releases its lock: the directory's first, then the
+        # turnstile, so the readers let in next find the write-out whole.
+        for name in ("_fd", "_turnstile"):
+            fd = getattr(self, name)
+            if fd is not None:
+                os.close(fd)
+                setattr(self, name, None)
 
 
 _said_unlockable: set[str] = set()

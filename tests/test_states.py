@@ -1242,6 +1242,43 @@ def test_the_write_out_s_wait_starts_a_line_of_its_own_after_the_progress_line(t
     assert b"rebasing 1 up/fix-a" in before and before.endswith(b"\n"), said
 
 
+def test_readers_coming_one_after_another_never_hold_a_write_out_back(tmp_path):
+    """Readers whose reads overlap (a CI loop, `watch patchforge status`) kept the project
+    directory's lock shared without a gap, so a waiting write-out's exclusive lock was never
+    granted. A waiting write-out now goes first: a reader that comes while it waits waits
+    for it (saying so), and the write-out waits only for the readers already reading. Here
+    one reader holds the lock (the test, as `status` holds it), the rebase's write-out waits
+    for it, and a `status` started meanwhile must not join the first reader."""
+    import fcntl
+    import json
+    import select
+
+    project = Project(tmp_path / "p")
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    target = project.up.commit({"pkg/other.py": b"x = 3\n"})
+    reading = os.open(project.root, os.O_RDONLY)
+    command = [sys.executable, "-m", "patchforge", "--root", str(project.root)]
+    try:
+        fcntl.flock(reading, fcntl.LOCK_SH)
+        writer = subprocess.Popen([*command, "rebase", "--to", f"up={target}"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        said = select.select([writer.stderr], [], [], 60)[0]
+        first = writer.stderr.readline().decode() if said else "(nothing in 60 s)"
+        assert "waiting for commands reading this project" in first, first
+        reader = subprocess.Popen([*command, "status", "--json"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        said = select.select([reader.stderr], [], [], 60)[0]
+        joined = reader.stderr.readline().decode() if said else "(nothing in 60 s)"
+    finally:
+        os.close(reading)  # the first reader is done
+    out, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err.decode()
+    assert "waiting for the rebase writing out its result" in joined, joined
+    out, err = reader.communicate(timeout=300)
+    assert reader.returncode == 0, err.decode()
+    assert json.loads(out)["targets"]["up"]["commit"] == target  # read after the write-out
+
+
 def _full_pipe() -> tuple[int, int]:
     """A pipe whose buffer is full: a process writing to it blocks until it is read, as one
     whose output waits in a pager (`patchforge list | less` left open)."""
