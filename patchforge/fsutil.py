@@ -460,7 +460,7 @@ class WriteOutLock:
             fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
                          | getattr(os, "O_CLOEXEC", 0))
         except OSError as exc:
-            _say_unlockable(self.root, exc)  # a directory without read permission
+            say_unlockable(self.root, exc)  # a directory without read permission
             return self
         try:
             turnstile = self._open_turnstile()
@@ -522,7 +522,7 @@ class WriteOutLock:
             except OSError as exc:
                 # A file system without kernel locks (some network and FUSE ones): a reader
                 # must still read, and a write-out still write; said once.
-                _say_unlockable(self.root, exc)
+                say_unlockable(self.root, exc)
                 return False
 
     def __exit__(self, *exc) -> None:
@@ -535,18 +535,11 @@ class WriteOutLock:
                 setattr(self, name, None)
 
 
-_said_unlockable: set[str] = set()
+def _unsaid(root: Path, exc: OSError) -> None:
+    """A core that is not run from the command line says nothing (it never prints)."""
 
 
-def _say_unlockable(root: Path, exc: OSError) -> None:
-    """Say once per process, on stderr, that `root` cannot be locked (`WriteOutLock`): the
-    command goes on, but nothing keeps its reads and a rebase's write-out apart."""
-    import sys
-
-    if str(root) in _said_unlockable:
-        return
-    _said_unlockable.add(str(root))
-    sys.stderr.write(f"patchforge: warning: the project directory {root} cannot be locked "
-                     f"({os.strerror(exc.errno) if exc.errno else exc}): commands reading it "
-                     "are not kept apart from a rebase writing out its result\n")
-    sys.stderr.flush()
+# Called with the project directory and the error when it cannot be locked (`WriteOutLock`):
+# the command goes on, but nothing keeps its reads and a rebase's write-out apart. The command
+# line sets it to say so once on stderr.
+say_unlockable = _unsaid

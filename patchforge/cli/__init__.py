@@ -117,7 +117,24 @@ def configure(*, root: Path | None, offline: bool, verbose: int, quiet: int,
     if verbose or quiet or "logging" in sys.modules:
         from patchforge.cli.output import configure_logging
         configure_logging(verbose - quiet)
+    from patchforge import fsutil
+    fsutil.say_unlockable = _say_unlockable
     return AppContext(root=root, offline=offline, verbosity=verbose - quiet, color=color)
+
+
+def _say_unlockable(root: Path, exc: OSError) -> None:
+    """Said once per project directory, on stderr, when it cannot be locked (`fsutil`)."""
+    from patchforge.cli.output import say_apart
+
+    if root in _SAID_UNLOCKABLE:
+        return
+    _SAID_UNLOCKABLE.add(root)
+    say_apart(f"patchforge: warning: the project directory {root} cannot be locked "
+              f"({os.strerror(exc.errno) if exc.errno else exc}): commands reading it are "
+              "not kept apart from a rebase writing out its result")
+
+
+_SAID_UNLOCKABLE: set[Path] = set()
 
 
 def target_specs(option: str, specs: tuple[str, ...],
