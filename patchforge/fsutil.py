@@ -446,7 +446,8 @@ class WriteOutLock:
         self.root = Path(root)
         self.exclusive = exclusive
         self.wait = wait
-        self.on_wait = on_wait
+        self.on_wait = on_wait if on_wait is not None or not exclusive else \
+            (lambda: say_waiting_for_readers(self.root))
         self.undone = undone
         self.hint = hint
         self._fd: int | None = None
@@ -456,6 +457,14 @@ class WriteOutLock:
     def __enter__(self) -> "WriteOutLock":
         import fcntl
 
+        self._key = os.path.realpath(self.root)
+        if self._key in _HELD_EXCLUSIVE:
+            # Taken again inside a hold of this process's own (a write phase made of smaller
+            # ones): it holds the project already, and a second lock would wait for itself.
+            _HELD_EXCLUSIVE[self._key] += 1
+            self._nested = True
+            return self
+        self._nested = False
         try:
             fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
                          | getattr(os, "O_CLOEXEC", 0))
@@ -477,7 +486,9 @@ class WriteOutLock:
             self.__exit__()
             raise
         self._fd = fd
-        if not self.exclusive and self._turnstile is not None:
+        if self.exclusive:
+            _HELD_EXCLUSIVE[self._key] = 1
+        elif self._turnstile is not None:
             os.close(self._turnstile)  # in: the next writer may queue up
             self._turnstile = None
         return self
@@ -526,6 +537,11 @@ class WriteOutLock:
                 return False
 
     def __exit__(self, *exc) -> None:
+        if getattr(self, "_nested", False):
+            _HELD_EXCLUSIVE[self._key] -= 1
+            return
+        if self.exclusive:
+            _HELD_EXCLUSIVE.pop(getattr(self, "_key", None), None)
         # Closing the only descriptor releases its lock: the directory's first, then the
         # turnstile, so the readers let in next find the write-out whole.
         for name in ("_fd", "_turnstile"):
@@ -535,7 +551,26 @@ class WriteOutLock:
                 setattr(self, name, None)
 
 
-def _unsaid(root: Path, exc: OSError) -> None:
+# The project directories (real paths) this process holds exclusively (`WriteOutLock`), with
+# how many holds are open: a hold taken inside another is one already.
+_HELD_EXCLUSIVE: dict[str, int] = {}
+
+
+def writing_project(root: Path) -> WriteOutLock:
+    """Held (a context manager) while a command other than a rebase's write-out changes
+    several of a project's files that only make sense together (a patch file and the series
+    that lists it, a fix and skipped/, a pin and the series): the commands reading the project
+    see it before or after, never between. Taken for the writes alone, never while the command
+    waits on the network. Past its wait, nothing is written yet and the command is refused."""
+    return WriteOutLock(root, exclusive=True, wait=WRITE_WAIT, undone="nothing was written",
+                        hint="run the command again once they end")
+
+
+# How long a command changing the project waits for the commands reading it.
+WRITE_WAIT = 600.0
+
+
+def _unsaid(*args) -> None:
     """A core that is not run from the command line says nothing (it never prints)."""
 
 
@@ -543,3 +578,6 @@ def _unsaid(root: Path, exc: OSError) -> None:
 # the command goes on, but nothing keeps its reads and a rebase's write-out apart. The command
 # line sets it to say so once on stderr.
 say_unlockable = _unsaid
+# Called with the project directory when a command changing it waits for the commands reading
+# it (`WriteOutLock` taken exclusively without an `on_wait` of its own): the command line says so.
+say_waiting_for_readers = _unsaid

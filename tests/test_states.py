@@ -1279,6 +1279,63 @@ def test_readers_coming_one_after_another_never_hold_a_write_out_back(tmp_path):
     assert json.loads(out)["targets"]["up"]["commit"] == target  # read after the write-out
 
 
+def _set_up_for(project: Project, command: str) -> tuple[str, ...]:
+    """The project made ready for `command`, and its arguments: each changes several files."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    if command == "refresh":
+        project.cli("edit", "fix-a")
+        (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -30\n\n"}))
+        return ("refresh",)
+    if command in ("move", "bring-back"):
+        project.fix("fix-b", {"pkg/other.py": b"x = 2\n"})
+    if command == "bring-back":  # fix-b set aside in skipped/, as a rebase --skip leaves it
+        skipped = project.root / "series/up/skipped"
+        skipped.mkdir()
+        (skipped / "fix-b.patch").write_bytes(project.patch("fix-b"))
+        project.cli("delete", "fix-b")
+    return {"new": ("new", "fix-n", "--no-edit"), "delete": ("delete", "fix-a"),
+            "rename": ("rename", "fix-a", "fix-z"), "move": ("move", "fix-b", "--first"),
+            "bring-back": ("bring-back", "fix-b")}[command]
+
+
+@pytest.mark.parametrize("command", ["new", "delete", "rename", "move", "refresh", "bring-back"])
+def test_a_command_changing_several_files_waits_for_the_readers(tmp_path, command):
+    """Only a rebase's write-out kept the commands reading the project out while it wrote:
+    `delete` unlisted a patch, then removed its file (`status` read between them named an
+    unlisted patch file, exit 1), `rename` and `new` wrote a patch file its series did not
+    list yet, `refresh` wrote the patch of an edit still open, `bring-back` listed a fix still
+    in skipped/. Each holds the project for writing while it writes: with a reader reading,
+    it says that it waits and changes nothing; once the reader is done, it writes."""
+    import fcntl
+    import select
+
+    project = Project(tmp_path / "p")
+    args = _set_up_for(project, command)
+    before = snapshot(project.root, skip_state=True)
+    reading = os.open(project.root, os.O_RDONLY)
+    try:
+        fcntl.flock(reading, fcntl.LOCK_SH)  # as `status` holds it while it reads
+        writer = subprocess.Popen([sys.executable, "-m", "patchforge", "--root",
+                                   str(project.root), *args],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        said = ""
+        while "waiting for commands reading this project" not in said:
+            if not select.select([writer.stderr], [], [], 60)[0]:
+                break
+            line = writer.stderr.readline().decode()
+            if not line:
+                break  # it ended without waiting
+            said += line
+        held = snapshot(project.root, skip_state=True)
+    finally:
+        os.close(reading)  # the reader is done
+    out, err = writer.communicate(timeout=300)
+    assert "waiting for commands reading this project to end before writing" in said, said
+    assert held == before  # nothing written while the reader read
+    assert writer.returncode == 0, said + err.decode()
+    assert snapshot(project.root, skip_state=True) != before
+
+
 def _full_pipe() -> tuple[int, int]:
     """A pipe whose buffer is full: a process writing to it blocks until it is read, as one
     whose output waits in a pager (`patchforge list | less` left open)."""

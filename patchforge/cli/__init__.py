@@ -119,6 +119,7 @@ def configure(*, root: Path | None, offline: bool, verbose: int, quiet: int,
         configure_logging(verbose - quiet)
     from patchforge import fsutil
     fsutil.say_unlockable = _say_unlockable
+    fsutil.say_waiting_for_readers = _say_waiting_for_readers
     return AppContext(root=root, offline=offline, verbosity=verbose - quiet, color=color)
 
 
@@ -135,6 +136,13 @@ def _say_unlockable(root: Path, exc: OSError) -> None:
 
 
 _SAID_UNLOCKABLE: set[Path] = set()
+
+
+def _say_waiting_for_readers(root: Path) -> None:
+    """Said when a command about to change the project waits for the commands reading it."""
+    from patchforge.cli.output import say_apart
+
+    say_apart("patchforge: waiting for commands reading this project to end before writing")
 
 
 def target_specs(option: str, specs: tuple[str, ...],

@@ -20,7 +20,7 @@ from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed,
 from patchforge.errors import (AmbiguousNameError, ConflictStop, InputError, KeptAsideError,
                                PatchforgeError, UsageError)
 from patchforge.formats.patchfile import parse_patch_file, profile_names, render_patch_file
-from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, fsync_dir
+from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, fsync_dir, writing_project
 from patchforge.project import patch_file_name, read_no_link
 from patchforge.store.diff import conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
@@ -188,10 +188,11 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
         if project.read_patch_bytes(upstream, file_name) != read:
             raise UsageError(f"{path.relative_to(project.root)} changed while refresh ran",
                              hint="run `patchforge refresh` again")
-        if changed:
-            atomic_write(path, data)
-        series_changed(project)
-        close_worktree(project, upstream)
+        with writing_project(project.root):  # the patch and the end of its edit, together
+            if changed:
+                atomic_write(path, data)
+            series_changed(project)
+            close_worktree(project, upstream)
     return {"upstream": upstream, "name": file_name, "changed": changed,
             "files": [c[0] for c in changes], "later_failing": later}
 
@@ -455,10 +456,11 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
             raise UsageError(f"a patch named {file_name} already exists")
         _refuse_unlisted_fix(project, upstream, file_name)
         new_series = series.inserted(file_name, after=after)
-        atomic_write(project.patch_path(upstream, file_name), data)
-        atomic_write(project.series_path(upstream), new_series.to_bytes())
-        close_edit_if_moved(project, upstream, series.names, new_series.names)
-        series_changed(project)
+        with writing_project(project.root):  # never a patch file its series does not list
+            atomic_write(project.patch_path(upstream, file_name), data)
+            atomic_write(project.series_path(upstream), new_series.to_bytes())
+            close_edit_if_moved(project, upstream, series.names, new_series.names)
+            series_changed(project)
     return upstream, file_name
 
 
@@ -521,13 +523,15 @@ def delete_patch(project: Project, name: str, *,
         before = _readable_patches(project, upstream, series.names)
         kept = project.series_dir(upstream) / "deleted" / aside_name(
             project.series_dir(upstream) / "deleted", file_name, data)
-        # Copy first, then unlist, then remove: a kill at any point loses nothing.
-        atomic_write(kept, data)
+        # Copy first, then unlist, then remove: a kill at any point loses nothing. Readers
+        # see none of it or all of it (never the patch file its series no longer lists).
         remaining = series.removed(file_name)
-        atomic_write(project.series_path(upstream), remaining.to_bytes())
-        atomic_delete(source)
-        close_edit_if_moved(project, upstream, series.names, remaining.names)
-        series_changed(project, _deleted_event(project, upstream, file_name, kept))
+        with writing_project(project.root):
+            atomic_write(kept, data)
+            atomic_write(project.series_path(upstream), remaining.to_bytes())
+            atomic_delete(source)
+            close_edit_if_moved(project, upstream, series.names, remaining.names)
+            series_changed(project, _deleted_event(project, upstream, file_name, kept))
     return kept, _broken_by_removal(project, store, upstream, before, file_name)
 
 
@@ -584,9 +588,10 @@ def _delete_skipped(project: Project, fix, allowed: dict,
         require_state_still(project, "delete", [fix.upstream], allowed, store=store)
         data = _still_skipped(fix)
         kept = directory / aside_name(directory, fix.name, data)
-        atomic_write(kept, data)
-        atomic_delete(fix.path)
-        series_changed(project, _deleted_event(project, fix.upstream, fix.name, kept))
+        with writing_project(project.root):
+            atomic_write(kept, data)
+            atomic_delete(fix.path)
+            series_changed(project, _deleted_event(project, fix.upstream, fix.name, kept))
     return kept
 
 
@@ -620,14 +625,15 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
                 (new_path.exists() and _file_bytes(new_path) != data):
             raise UsageError(f"{new_file} already exists")
         refuse_case_twin(project, upstream, new_file, same=old_file)
-        atomic_write(new_path, data)
-        try:
-            atomic_write(project.series_path(upstream),
-                         project.read_series(upstream).renamed(old_file, new_file).to_bytes())
-        except BaseException:
-            new_path.unlink(missing_ok=True)  # the series still lists OLD, which is whole
-            raise
-        _end_rename(project, upstream, old_file, new_file)
+        with writing_project(project.root):  # never NEW or OLD unlisted beside the other
+            atomic_write(new_path, data)
+            try:
+                atomic_write(project.series_path(upstream),
+                             project.read_series(upstream).renamed(old_file, new_file).to_bytes())
+            except BaseException:
+                new_path.unlink(missing_ok=True)  # the series still lists OLD, which is whole
+                raise
+            _end_rename(project, upstream, old_file, new_file)
     return upstream, new_file
 
 
@@ -662,7 +668,7 @@ def _finish_cut_rename(project: Project, old: str, new_file: str,
         if old_path.is_file() and _file_bytes(old_path) == \
                 _file_bytes(project.patch_path(upstream, new_file)):
             require_state(project, "rename", [upstream])
-            with RepoLock(project.state_dir):
+            with RepoLock(project.state_dir), writing_project(project.root):
                 _end_rename(project, upstream, old_file, new_file)
             return upstream, new_file
     return None
@@ -734,9 +740,10 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
         if project.read_series(upstream).names != series.names:
             raise UsageError(f"the {upstream} series changed while the move was being checked "
                              "(another patchforge command)", hint="run the move again")
-        atomic_write(project.series_path(upstream), moved.to_bytes())
-        close_edit_if_moved(project, upstream, series.names, moved.names)
-        series_changed(project)
+        with writing_project(project.root):  # the series and the edit it ends, together
+            atomic_write(project.series_path(upstream), moved.to_bytes())
+            close_edit_if_moved(project, upstream, series.names, moved.names)
+            series_changed(project)
     return failing
 
 
@@ -961,7 +968,7 @@ def bring_back_continue(project, store, upstream: str | None = None) -> dict:
     series = project.read_series(upstream)
     if not skipped.exists():
         if file_name in series.names:  # a kill after the fix left skipped/: only the end is left
-            with RepoLock(project.state_dir):
+            with RepoLock(project.state_dir), writing_project(project.root):
                 series_changed(project)
                 close_worktree(project, upstream)
             return {"upstream": upstream, "name": file_name, "files": []}
@@ -1031,29 +1038,30 @@ def bring_back_continue(project, store, upstream: str | None = None) -> dict:
 
 @contextmanager
 def _all_or_nothing(project: Project, upstream: str, paths: list[Path]):
-    """Run the block's writes of `paths`, the upstream's series file and the ledger all or not
-    at all when it fails: each file it changed is put back (its bytes, or its absence) before
+    """Run the block's writes of `paths`, the upstream's series file and the ledger, with the
+    project held for writing (`fsutil.writing_project`), all or not at all when it fails: each file it changed is put back (its bytes, or its absence) before
     the error goes on. A kill cannot be undone; a command's order of writes is chosen so
     that a kill loses nothing, and running it again finishes it."""
     from patchforge.ledger import ledger_path
 
     saved = {path: path.read_bytes() if path.is_file() else None
              for path in [*paths, project.series_path(upstream), ledger_path(project)]}
-    try:
-        yield
-    except BaseException:
-        for path, data in saved.items():
-            try:
-                now = path.read_bytes() if path.is_file() else None
-                if now == data:
-                    continue
-                if data is None:
-                    atomic_delete(path)
-                else:
-                    atomic_write(path, data)
-            except OSError:
-                continue  # put back what can be; the error that stopped the block goes on
-        raise
+    with writing_project(project.root):  # readers see all of it or none of it
+        try:
+            yield
+        except BaseException:
+            for path, data in saved.items():
+                try:
+                    now = path.read_bytes() if path.is_file() else None
+                    if now == data:
+                        continue
+                    if data is None:
+                        atomic_delete(path)
+                    else:
+                        atomic_write(path, data)
+                except OSError:
+                    continue  # put back what can be; the error that stopped the block goes on
+            raise
 
 
 def bring_back_abort(project, upstream: str | None = None) -> dict:
