@@ -378,7 +378,7 @@ class RepoLock:
                 # service; EOPNOTSUPP: some FUSE ones): nothing would keep two commands
                 # changing the project apart, so none runs (the error said "run it again").
                 os.close(fd)
-                raise LockedError(f"{self.path} cannot be locked ({os.strerror(exc.errno)}): "
+                raise LockedError(f"{self.path} cannot be locked ({exc.strerror or exc}): "
                                   "its file system keeps no kernel locks, so nothing would keep "
                                   "two commands changing this project apart",
                                   path=str(self.path),
@@ -453,6 +453,8 @@ class WriteOutLock:
         self._fd: int | None = None
         self._turnstile: int | None = None
         self._deadline: float | None = None
+        self._key = ""  # the directory's real path, once entered
+        self._nested = False  # entered inside this process's own exclusive hold
 
     def __enter__(self) -> "WriteOutLock":
         import fcntl
@@ -471,21 +473,20 @@ class WriteOutLock:
         except OSError as exc:
             say_unlockable(self.root, exc)  # a directory without read permission
             return self
+        self._fd = fd
+        kind = fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH
         try:
             turnstile = self._open_turnstile()
-            if turnstile is not None and not self._take(
-                    turnstile, fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH):
+            if turnstile is not None and not self._take(turnstile, kind):
                 os.close(turnstile)
                 turnstile = None
             self._turnstile = turnstile
-            if not self._take(fd, fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH):
+            if not self._take(fd, kind):
                 os.close(fd)
-                fd = None
+                self._fd = None
         except BaseException:
-            self._fd = fd
             self.__exit__()
             raise
-        self._fd = fd
         if self.exclusive:
             _HELD_EXCLUSIVE[self._key] = 1
         elif self._turnstile is not None:
@@ -537,11 +538,11 @@ class WriteOutLock:
                 return False
 
     def __exit__(self, *exc) -> None:
-        if getattr(self, "_nested", False):
+        if self._nested:
             _HELD_EXCLUSIVE[self._key] -= 1
             return
         if self.exclusive:
-            _HELD_EXCLUSIVE.pop(getattr(self, "_key", None), None)
+            _HELD_EXCLUSIVE.pop(self._key, None)
         # Closing the only descriptor releases its lock: the directory's first, then the
         # turnstile, so the readers let in next find the write-out whole.
         for name in ("_fd", "_turnstile"):
