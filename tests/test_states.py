@@ -1293,18 +1293,31 @@ def _set_up_for(project: Project, command: str) -> tuple[str, ...]:
         skipped.mkdir()
         (skipped / "fix-b.patch").write_bytes(project.patch("fix-b"))
         project.cli("delete", "fix-b")
+    if command == "import":  # fix-a exported as a quilt series, then taken out
+        project.cli("export", "--quilt", str(project.root.parent / "quilt"))
+        project.cli("delete", "fix-a")
+        return ("import", "quilt", str(project.root.parent / "quilt"))
+    if command == "upstream add":
+        two = Upstream(project.root.parent / "two", {"two.py": b"y = 1\n"})
+        return ("upstream", "add", "two", "--git", str(two.path), "--at", two.base,
+                "--install-root", "/opt/two")
+    if command == "overlays":
+        return ("overlays",)
     return {"new": ("new", "fix-n", "--no-edit"), "delete": ("delete", "fix-a"),
             "rename": ("rename", "fix-a", "fix-z"), "move": ("move", "fix-b", "--first"),
             "bring-back": ("bring-back", "fix-b")}[command]
 
 
-@pytest.mark.parametrize("command", ["new", "delete", "rename", "move", "refresh", "bring-back"])
+@pytest.mark.parametrize("command", ["new", "delete", "rename", "move", "refresh", "bring-back",
+                                     "import", "upstream add", "overlays"])
 def test_a_command_changing_several_files_waits_for_the_readers(tmp_path, command):
     """Only a rebase's write-out kept the commands reading the project out while it wrote:
     `delete` unlisted a patch, then removed its file (`status` read between them named an
     unlisted patch file, exit 1), `rename` and `new` wrote a patch file its series did not
     list yet, `refresh` wrote the patch of an edit still open, `bring-back` listed a fix still
-    in skipped/. Each holds the project for writing while it writes: with a reader reading,
+    in skipped/, an import listed its patches one by one, `upstream add` wrote the pin before
+    the configuration, `overlays` swapped overlays/ in with two renames. Each holds the
+    project for writing while it writes: with a reader reading,
     it says that it waits and changes nothing; once the reader is done, it writes."""
     import fcntl
     import select

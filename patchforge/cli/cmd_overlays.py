@@ -28,7 +28,7 @@ PINNED_IMAGE = "@pinned"  # `--image` without a value: the image upstream.lock p
 @click.pass_obj
 def overlays(app, profiles, check, as_json, output_format):
     """Regenerate overlays, SHA256SUMS, manifest.json and the compose mounts."""
-    from patchforge.fsutil import RepoLock
+    from patchforge.fsutil import RepoLock, writing_project
     from patchforge.overlay import check_overlays, write_overlays
 
     project = app.project()
@@ -45,7 +45,9 @@ def overlays(app, profiles, check, as_json, output_format):
         for warning in result.warnings:
             click.echo(f"warning: {warning}", err=True)
         if not check:
-            write_overlays(project, result, profiles=list(profiles) or None)
+            # Swapped in whole (two renames): readers never see overlays/ between them.
+            with writing_project(project.root):
+                write_overlays(project, result, profiles=list(profiles) or None)
         drifts = check_overlays(project, result) if check else []
     if check:
         if as_json:

@@ -22,7 +22,7 @@ from patchforge.errors import InputError, UsageError
 from patchforge.formats.patchfile import (CANONICAL_ORDER, parse_patch_file, quote_diff_like,
                                           render_patch_file)
 from patchforge.formats.series import parse_series
-from patchforge.fsutil import RepoLock, atomic_write
+from patchforge.fsutil import RepoLock, atomic_write, writing_project
 from patchforge.stack import (add_to_series, require_readable_history, series_changed,
                               series_state)
 from patchforge.store.diff import FileChange, make_diff, merge_file
@@ -128,10 +128,11 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
                 raise UsageError(f"a patch named {file_name} appeared in the {upstream} series "
                                  "while the import ran (another patchforge command); nothing "
                                  "was imported", hint="rename one of them, then import again")
-        for file_name, data in pending:
-            if file_name not in project.patch_names(upstream):
-                add_to_series(project, upstream, file_name, data)
-        series_changed(project)
+        with writing_project(project.root):  # readers see none of the import or all of it
+            for file_name, data in pending:
+                if file_name not in project.patch_names(upstream):
+                    add_to_series(project, upstream, file_name, data)
+            series_changed(project)
 
 
 def _refuse_unknown_profiles(project: Project, parsed: dict[str, PatchFile],

@@ -10,7 +10,7 @@ from patchforge.formats.config import (PYPROJECT, STANDALONE, case_twin_problem,
                                        find_config_table, starting_config_text, upstream_table_text,
                                        validate_config_table)
 from patchforge.formats.lockfile import write_lock
-from patchforge.fsutil import RepoLock, atomic_write
+from patchforge.fsutil import RepoLock, atomic_write, writing_project
 from patchforge.model.config import UpstreamConfig
 from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.names import check_directory_name
@@ -167,8 +167,9 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
         lock = project.lock.with_pin(upstream.name, pin)
         # Lock first: a kill between the two leaves a pin without config, which `add` again
         # simply overwrites; the reverse would leave a configured upstream with no pin.
-        write_lock(project.lock_path, lock)
-        atomic_write(project.config_path, new_config)
+        with writing_project(project.root):  # readers see both files or neither
+            write_lock(project.lock_path, lock)
+            atomic_write(project.config_path, new_config)
         project.__dict__.pop("config", None)
     return pin
 

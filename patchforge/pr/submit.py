@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import StoreError, UsageError
-from patchforge.fsutil import RepoLock, atomic_write
+from patchforge.fsutil import RepoLock, atomic_write, writing_project
 from patchforge.model.record import record
 from patchforge.pr.draft import Draft, _redact
 from patchforge.store.git import run_git
@@ -192,8 +192,10 @@ def record_submission(project: Project, upstream: str, file_name: str, url: str)
         new = updated.to_bytes()
         if new == data:
             return False
-        atomic_write(path, new)
         from patchforge.ledger import record_event
-        record_event(project, {"event": "submitted", "upstream": upstream, "patch": file_name,
-                               "url": url})
+
+        with writing_project(project.root):  # the patch and the history that records it
+            atomic_write(path, new)
+            record_event(project, {"event": "submitted", "upstream": upstream,
+                                   "patch": file_name, "url": url})
         return True

@@ -324,10 +324,17 @@ class Rebase:
             originals = {}
         self._clean_temp_files()
         if originals:
-            restored = self.journal.restore_originals(self.project.root)
-            recover_overlays(self.project)
-            if self.journal.restore_tree("overlays", self.project.overlays_dir):
-                restored.append("overlays/")
+            from patchforge.fsutil import WriteOutLock
+
+            # The readers kept out while it puts the files back, as for a journal it can read.
+            with WriteOutLock(self.project.root, exclusive=True, wait=WRITE_OUT_WAIT,
+                              on_wait=self.on_wait_for_readers,
+                              undone="the cut-short write-out is not undone yet",
+                              hint="run `patchforge rebase --abort` again once they end"):
+                restored = self.journal.restore_originals(self.project.root)
+                recover_overlays(self.project)
+                if self.journal.restore_tree("overlays", self.project.overlays_dir):
+                    restored.append("overlays/")
         for upstream in self.project.upstream_names():
             self._keep_unadded(upstream)
             self._remove_worktree(upstream)
