@@ -1349,6 +1349,36 @@ def test_a_command_changing_several_files_waits_for_the_readers(tmp_path, comman
     assert snapshot(project.root, skip_state=True) != before
 
 
+@pytest.mark.parametrize("reader", [("lint", "--no-forge"), ("check",)])
+def test_a_reader_fetching_its_pins_holds_back_no_write_out(tmp_path, reader):
+    """`lint` and `check` on a cache without the pinned revisions (a fresh clone's first run)
+    fetched them holding the project's read lock: a rebase's write-out waited for the network.
+    They fetch first, then read under the lock. The reader is stopped (SIGSTOP) in the middle
+    of its fetch, as it configures the new store's remote: the project can be locked for
+    writing meanwhile."""
+    import fcntl
+
+    project = Project(tmp_path / "p")
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    env = {**os.environ, "PATCHFORGE_CACHE": str(tmp_path / "fresh-cache"),
+           "PATCHFORGE_FAULT": "config:1", "PATCHFORGE_FAULT_MODE": "stop"}
+    proc = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                             *reader], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        while not _stopped(proc.pid):
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        directory = os.open(project.root, os.O_RDONLY)
+        try:
+            fcntl.flock(directory, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: held
+        finally:
+            os.close(directory)
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        out, err = proc.communicate(timeout=300)
+    assert proc.returncode == run_cli(project.root, *reader).rc, err.decode()
+
+
 def _full_pipe() -> tuple[int, int]:
     """A pipe whose buffer is full: a process writing to it blocks until it is read, as one
     whose output waits in a pager (`patchforge list | less` left open)."""

@@ -33,6 +33,10 @@ def check(app, run, profile, as_json):
                          f"{', '.join(project.config.profiles) or 'none'})")
     specs = load_checks(project) if run else []  # a bad configuration: before any work
     with open_store(project) as store:
+        # The pins fetched first (a fresh clone's first run waits on the network: no rebase's
+        # write-out waits with it), then checked again on the lock read whole.
+        for name, pin in project.lock.upstreams.items():
+            ensure_pinned(project, store, name, pin)
         # The project read whole (never a rebase's half-written result); the checks then run
         # on the overlays in memory, however long they take, without holding anyone back.
         with app.reading():

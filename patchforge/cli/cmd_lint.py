@@ -31,14 +31,21 @@ def lint(app, as_json, no_forge, warnings_fail, output_format):
     from patchforge.state import state_report
 
     project = app.project()
-    # Read whole (never a rebase's half-written result), then printed once the read lock is
-    # let go: a pager or a pipe left unread holds back no rebase's write-out.
-    with app.reading():
-        notes, busy, _ = state_report(project)
-        with open_store(project) as store:
-            for name, pin in project.lock.upstreams.items():
-                if name in project.config.upstreams:  # else a finding of do_lint's
-                    ensure_pinned(project, store, name, pin)
+
+    def bring_pins(store) -> None:
+        for name, pin in project.lock.upstreams.items():
+            if name in project.config.upstreams:  # else a finding of do_lint's
+                ensure_pinned(project, store, name, pin)
+
+    with open_store(project) as store:
+        # The pins fetched first (a fresh clone's first run waits on the network: no rebase's
+        # write-out waits with it), then checked again on the lock read whole.
+        bring_pins(store)
+        # Read whole (never a rebase's half-written result), then printed once the read lock
+        # is let go: a pager or a pipe left unread holds back no rebase's write-out.
+        with app.reading():
+            notes, busy, _ = state_report(project)
+            bring_pins(store)
             findings = do_lint(project, store, forge=None if no_forge else make_forge(project))
     say_notes(notes, as_json=as_json)
     errors = sum(f.severity == "error" for f in findings)
