@@ -264,6 +264,22 @@ def conflict_stack(stack, upstream):
     return upstream.commit({"pkg/mod.py": theirs}, "f10 returns 100")
 
 
+def test_verbose_prints_no_traceback_for_an_ordinary_outcome(stack, upstream):
+    """`-v` printed a Python traceback under every ordinary error: a conflict stop (exit 3),
+    a usage error, a refusal. Only an internal error gets one; the others say what they say
+    without -v."""
+    new_commit = conflict_stack(stack, upstream)
+    for args, rc in ((["rebase", "--to", "nope=v1"], 2),
+                     (["rebase", "--to", f"up={new_commit}"], 3),
+                     (["rebase", "--to", f"up={new_commit}"], 2)):
+        quiet = stack.cli(*args, expect=None)
+        if rc == 3:  # the stop is made once; its words are the same with -v
+            stack.cli("rebase", "--abort")
+        verbose = stack.cli("-v", *args, expect=rc)
+        assert "Traceback" not in verbose[2], (args, verbose[2])
+        assert quiet[0] == rc and quiet[2].splitlines()[-1] in verbose[2], (args, quiet, verbose)
+
+
 def test_conflict_stops_then_continue_takes_the_resolution(stack, upstream):
     new_commit = conflict_stack(stack, upstream)
     before = stack.snapshot()

@@ -225,9 +225,8 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
         echo(f"patchforge: error: {neutralize(str(exc))}", err=True)
         if exc.hint:
             echo(f"hint: {neutralize(exc.hint)}", err=True)
-        if verbose:
-            import traceback
-            traceback.print_exc()
+        # An ordinary outcome (bad input, a conflict stop, a refusal): the message says it
+        # all, under -v too; a traceback is for internal errors only.
         sys.exit(exc.exit_code)
     except _click_exception("Abort") as exc:
         if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
