@@ -90,8 +90,9 @@ class UpstreamState:
         if self.kind == EDITING and self.patch is None:
             return UNREADABLE_EDIT_HINT
         if self.kind == EDITING:
-            return (f"`patchforge refresh` writes the change into {self.patch}; "
-                    "`patchforge edit --close` then ends the edit")
+            # refresh closes the edit itself: a `edit --close` after it was refused.
+            return (f"`patchforge refresh` writes the change into {self.patch} and ends the "
+                    "edit; `patchforge edit --close --discard` ends it without the change")
         if self.kind == STOPPED:
             return ("fix the files in the worktree, then `patchforge rebase --continue`; or "
                     "`patchforge rebase --skip` (the patch is kept in skipped/) or "

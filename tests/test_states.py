@@ -286,6 +286,31 @@ def test_read_only_commands_announce_a_stop(project):
     assert "note:" not in err
 
 
+def test_each_way_out_of_an_edit_the_note_names_works_as_it_says(project):
+    """During an edit the note said "`patchforge refresh` writes the change...; `patchforge
+    edit --close` then ends the edit", but refresh already ends the edit, so the second step
+    failed ("nothing is being edited"). Each command the note names now does what it says,
+    on its own, from an edit with a change."""
+    import re
+
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -30\n\n"}))
+    note = next(line for line in project.cli("status")[2].splitlines() if "being edited" in line)
+    named = re.findall(r"`patchforge ([^`]*)`", note)
+    assert named, note
+    for command in named:
+        if not (project.work / "pkg/mod.py").exists():
+            project.cli("edit", "fix-a")
+            (project.work / "pkg/mod.py").write_bytes(
+                text({3: b"def f3():\n    return -31\n\n"}))
+        project.cli(*command.split())
+        assert "being edited" not in project.cli("status")[2], (command, note)
+    # The note's word on each: refresh kept the change, --discard did not.
+    assert b"+    return -30\n" in project.patch("fix-a")
+    assert b"return -31" not in project.patch("fix-a")
+
+
 def test_an_open_edit_with_unrefreshed_changes_is_never_reset(project):
     project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
     project.fix("fix-b", {"pkg/other.py": b"x = 2\n"})
