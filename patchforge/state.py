@@ -360,6 +360,19 @@ def refuse_unconfigured_series(project: Project) -> None:
                               f"or move series/{name}/ out of series/ if those fixes are dropped")
 
 
+def stray_files(project: Project, upstream: str) -> list[str]:
+    """The files (and links) under `upstream`'s worktree place while no worktree is there
+    (none of patchforge's repositories in it): written after the edit ended and its worktree
+    was removed, by an editor still open on a file that saved late. They are in no patch;
+    the next worktree made there keeps them under .patchforge/left-behind/ before it clears
+    the place (worktree.keep_stray)."""
+    work = project.work_dir(upstream)
+    if not work.is_dir() or work.is_symlink() or (work / ".git" / "info" / "exclude").is_file():
+        return []
+    return sorted(path.relative_to(work).as_posix() for path in work.rglob("*")
+                  if path.is_symlink() or path.is_file())
+
+
 def state_report(project: Project) -> tuple[list[str], bool, list[SkippedFix]]:
     """One reading of the project's state, for a read-only command's answer: its notes (every
     stop, rebase in progress and open edit, each with the next step, and every skipped fix),
@@ -372,6 +385,15 @@ def state_report(project: Project) -> tuple[list[str], bool, list[SkippedFix]]:
     for state in states:
         if state.kind != IDLE:
             lines.append(f"{state.describe()}; next: {state.next_step()}")
+            continue
+        stray = stray_files(project, state.upstream)
+        if stray:
+            shown = ", ".join(stray[:3]) + (f" and {len(stray) - 3} more" if len(stray) > 3
+                                            else "")
+            lines.append(f"{state.upstream}: {project.work_dir(state.upstream)} holds "
+                         f"{len(stray)} file(s) written after its edit ended ({shown}), in "
+                         "no patch: the next `patchforge edit` or `new` keeps them under "
+                         ".patchforge/left-behind/")
     # A fix whose bring-back is stopped is said by that stop: its own note would tell to
     # run the bring-back being finished again.
     bringing = {(s.upstream, s.patch) for s in states if s.kind == BRINGING}

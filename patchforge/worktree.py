@@ -476,15 +476,19 @@ def series_paths_state(project: Project, store: UpstreamStore, upstream: str, fi
     return before, prefix, involved
 
 
-def open_worktree(project: Project, store: UpstreamStore, name: str, *, files=()) -> Path:
+def open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(),
+                  on_left_behind=None) -> Path:
     """The editing worktree for NAME: NAME's files as the series before it leaves them, then
-    NAME applied; `files` are more upstream files to have there.
+    NAME applied; `files` are more upstream files to have there. Files written in its place
+    after the last worktree there ended are kept first (`keep_stray`), and
+    `on_left_behind(directory, files)` is told where.
 
     Under the project lock, the state check included: a rebase running beside it could
     otherwise pass its own check, stop, and have its conflict worktree replaced by this one
     (its `--continue` then taking the old base's files as the resolution)."""
     with RepoLock(project.state_dir):
-        return _open_worktree(project, store, name, files=files)
+        return _open_worktree(project, store, name, files=files,
+                              on_left_behind=on_left_behind or (lambda *_: None))
 
 
 def edited_diff_id(diff: bytes) -> str:
@@ -526,7 +530,8 @@ def refuse_changed_since_edit(project: Project, upstream: str, file_name: str,
                              "against the old upstream", hint=hint)
 
 
-def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=()) -> Path:
+def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(),
+                   on_left_behind) -> Path:
     upstream, file_name = project.find_patch(name)
     # Never over a rebase's stop (its worktree holds the resolution) nor over changes of an
     # open edit that are not refreshed yet (reopening resets the worktree).
@@ -564,6 +569,9 @@ def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(
     new_modes = {p: m for p, m in through.given_modes(base_mode).items()
                  if p in patch.paths}
     failed = [o for o in through.outcomes[-1:] if not o.ok]
+    kept = keep_stray(project, upstream)
+    if kept is not None:
+        on_left_behind(*kept)
     try:
         Worktree.create(work, files_at(store, before_commit, paths),
                         {p: through.current.get(p) for p in paths
@@ -763,8 +771,27 @@ def keep_unadded(project: Project, upstream: str) -> tuple[Path, list[str]] | No
         return None  # not a readable worktree: nothing can be told apart in it
     files = [rel for rel in unadded
              if (work.path / rel).is_symlink() or (work.path / rel).is_file()]
+    return _keep_files(project, upstream, files)
+
+
+def keep_stray(project: Project, upstream: str) -> tuple[Path, list[str]] | None:
+    """Copy the files written in `upstream`'s worktree place after its worktree was removed
+    (state.stray_files: an editor saving late, after `refresh`) to
+    `.patchforge/left-behind/<upstream>-N/` before a new worktree clears the place: they may
+    be the last change of a fix. Returns (that directory, the files), None when there are
+    none."""
+    from patchforge.state import stray_files
+
+    return _keep_files(project, upstream, stray_files(project, upstream))
+
+
+def _keep_files(project: Project, upstream: str,
+                files: list[str]) -> tuple[Path, list[str]] | None:
+    """`files` of `upstream`'s worktree place copied, byte for byte (a link as a link), to a
+    new `.patchforge/left-behind/<upstream>-N/`; None when there are none."""
     if not files:
         return None
+    work = Worktree(project.work_dir(upstream))
     base = project.state_dir / "left-behind"
     number = 1
     while (base / f"{upstream}-{number}").exists():

@@ -286,6 +286,29 @@ def test_read_only_commands_announce_a_stop(project):
     assert "note:" not in err
 
 
+def test_a_late_editor_save_after_refresh_is_kept_and_said(project):
+    """`refresh` removes the worktree; an editor still open on its file saves afterwards and
+    makes the file again. `status` said nothing, and the next `edit` replaced it without a
+    word. Now `status` names the stray file, and the next `edit` keeps it, byte for byte,
+    under .patchforge/left-behind/ and says where."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -30\n\n"}))
+    project.cli("refresh")
+    assert not project.work.exists()
+    late = text({3: b"def f3():\n    return -300\n\n"})
+    (project.work / "pkg").mkdir(parents=True)
+    (project.work / "pkg/mod.py").write_bytes(late)
+    _, _, err = project.cli("status")
+    assert "holds 1 file(s) written after its edit ended (pkg/mod.py)" in err, err
+    _, _, err = project.cli("edit", "fix-a")
+    kept = project.root / ".patchforge/left-behind/up-1/pkg/mod.py"
+    assert kept.read_bytes() == late
+    assert "are kept in .patchforge/left-behind/up-1" in err and "pkg/mod.py" in err, err
+    assert (project.work / "pkg/mod.py").read_bytes() != late  # the edit's own file
+    assert "written after its edit ended" not in project.cli("status")[2]
+
+
 def test_each_way_out_of_an_edit_the_note_names_works_as_it_says(project):
     """During an edit the note said "`patchforge refresh` writes the change...; `patchforge
     edit --close` then ends the edit", but refresh already ends the edit, so the second step

@@ -125,7 +125,8 @@ def new(app, name, upstream, after, description, profiles, no_edit, files):
         click.echo(f"created {up}/{file_name}")
         if no_edit:
             return
-        work = open_worktree(project, store, f"{up}/{file_name}", files=files)
+        work = open_worktree(project, store, f"{up}/{file_name}", files=files,
+                             on_left_behind=_left_behind_note(project))
     if files:
         click.echo(f"edit files in {work} (`patchforge add PATH` brings more), then run "
                    "`patchforge refresh`")
@@ -165,7 +166,8 @@ def edit(app, name, files, close, discard):
     if not name:
         raise UsageError("name the patch to edit (or --close)")
     with open_store(project, bring_pins=True) as store:
-        work = open_worktree(project, store, name, files=files)
+        work = open_worktree(project, store, name, files=files,
+                             on_left_behind=_left_behind_note(project))
     click.echo(f"{work}: the files of {name}, the series applied through it; edit them "
                "(`patchforge add PATH` brings more), then `patchforge refresh`")
     _warn_new_files(work, files)
@@ -191,6 +193,13 @@ def add(app, paths, upstream):
     for path in added:
         click.echo(f"{work / path}")
     _warn_new_files(work, paths)
+
+
+def _left_behind_note(project):
+    """What says where files found in a worktree's place were kept (worktree.keep_stray)."""
+    from patchforge.cli.output import say_left_behind
+
+    return lambda directory, files: say_left_behind(project, directory, files, late=True)
 
 
 def _warn_new_files(work, paths) -> None:

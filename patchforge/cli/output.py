@@ -128,12 +128,16 @@ def say_overlays_lag(project: Project) -> None:
              "CI's check fails until then)", err=True)
 
 
-def say_left_behind(project: Project, directory, files: list[str]) -> None:
+def say_left_behind(project: Project, directory, files: list[str], *,
+                    late: bool = False) -> None:
     """Where `rebase --skip/--abort` or `bring-back --abort` kept the files made in a stop's
-    worktree that nobody added (stderr: stdout may be a JSON document)."""
+    worktree that nobody added, or (`late`) a new worktree the files written in its place
+    after the last one there ended (stderr: stdout may be a JSON document)."""
     shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-    echo(f"note: {len(files)} file(s) made in the worktree but not part of the fix "
-               f"({shown}) are kept in {directory.relative_to(project.root)}", err=True)
+    what = ("written in the worktree's place after its last edit ended (an editor saving "
+            "late?), in no patch," if late else "made in the worktree but not part of the fix")
+    echo(f"note: {len(files)} file(s) {what} ({shown}) are kept in "
+         f"{directory.relative_to(project.root)}", err=True)
 
 
 def configure_logging(verbosity: int) -> None:

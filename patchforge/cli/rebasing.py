@@ -104,8 +104,11 @@ def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_
             if specs:
                 from patchforge.targets import parse_target_specs
 
-                summary = engine.start(parse_target_specs(specs, project.upstream_names()),
-                                       dry_run=dry_run)
+                try:
+                    summary = engine.start(parse_target_specs(specs, project.upstream_names()),
+                                           dry_run=dry_run)
+                finally:
+                    _say_left_behind(project, engine)
                 if dry_run and not as_json:
                     _note_unrefreshed_edits(project, store, summary)
             else:

@@ -875,23 +875,26 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
                 atomic_delete(fix.path)
                 series_changed(project)
             return result
-        work = _open_bring_back_stop(project, store, upstream, fix, file_name, judgement,
-                                     before, pin.commit)
+        work, stray = _open_bring_back_stop(project, store, upstream, fix, file_name,
+                                            judgement, before, pin.commit)
     files = ", ".join(judgement.files) or "the fix's files"
     raise ConflictStop(
         f"{upstream}/{fix.name} does not move onto {pin.label} cleanly: {judgement.message}; "
         f"it stays in skipped/ until the bring-back is finished",
         hint=f"make the fix in {files} in {work} (`patchforge add PATH` brings more), then "
              "`patchforge bring-back --continue`; `patchforge bring-back --abort` gives up "
-             "(the fix stays in skipped/)")
+             "(the fix stays in skipped/)"
+             + (f"; {len(stray[1])} file(s) written there after the last edit ended are kept "
+                f"in {stray[0].relative_to(project.root)}" if stray else ""))
 
 
 def _open_bring_back_stop(project, store, upstream: str, fix, file_name: str, judgement,
-                          before, pin: str) -> Path:
+                          before, pin: str) -> tuple[Path, tuple | None]:
     """The worktree of a bring-back that stopped: HEAD holds the fix's files as the series
     leaves them on the pin, the working files the merge's result (conflict markers where git
-    could not merge). The state file says which skipped fix it brings back, as what."""
-    from patchforge.worktree import Worktree, files_at
+    could not merge). The state file says which skipped fix it brings back, as what. Returns
+    it, and where files found in its place were kept (worktree.keep_stray), if any."""
+    from patchforge.worktree import Worktree, files_at, keep_stray
 
     def base_mode(path: str) -> str | None:
         found = store.entry(pin, path)
@@ -904,6 +907,7 @@ def _open_bring_back_stop(project, store, upstream: str, fix, file_name: str, ju
                                        made=made)
     paths = sorted(set(judgement.before) | set(judgement.after) | set(fix_paths(judgement)))
     work = project.work_dir(upstream)
+    kept = keep_stray(project, upstream)  # what an editor saved there after an edit ended
     # An open edit here was refreshed (require_state said so): derived state, closed.
     close_worktree(project, upstream)
     Worktree.create(work, files_at(store, series_commit, paths),
@@ -915,7 +919,7 @@ def _open_bring_back_stop(project, store, upstream: str, fix, file_name: str, ju
              "conflicts": list(judgement.files), "kind": judgement.stop_kind,
              "message": judgement.message}
     atomic_write(state_file(project, upstream), (json.dumps(state, indent=2) + "\n").encode())
-    return work
+    return work, kept
 
 
 def fix_paths(judgement) -> list[str]:

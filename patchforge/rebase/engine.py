@@ -769,9 +769,12 @@ class Rebase:
         as they are at `commit` (the new base with the series so far) in its HEAD, and as far
         as the patch got in the working files (conflict markers where git could not merge),
         with the modes the patch gives them."""
-        from patchforge.worktree import Worktree, files_at
+        from patchforge.worktree import Worktree, files_at, keep_stray
 
         self._worktree_opened = True
+        kept = keep_stray(self.project, upstream)  # an editor's late save after an edit ended
+        if kept is not None:
+            self.left_behind.append(kept)
         # The run brought the series' files into the store: no check for missing ones.
         Worktree.create(self.project.work_dir(upstream),
                         files_at(self.store, commit, sorted(contents), fetch_together=False),
