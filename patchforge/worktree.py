@@ -477,9 +477,10 @@ def series_paths_state(project: Project, store: UpstreamStore, upstream: str, fi
 
 
 def open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(),
-                  on_left_behind=None) -> Path:
+                  create: bool = False, on_left_behind=None) -> Path:
     """The editing worktree for NAME: NAME's files as the series before it leaves them, then
-    NAME applied; `files` are more upstream files to have there. Files written in its place
+    NAME applied; `files` are more upstream files to have there (one the upstream lacks only
+    with `create`: refuse_new_paths). Files written in its place
     after the last worktree there ended are kept first (`keep_stray`), and
     `on_left_behind(directory, files)` is told where.
 
@@ -487,7 +488,7 @@ def open_worktree(project: Project, store: UpstreamStore, name: str, *, files=()
     otherwise pass its own check, stop, and have its conflict worktree replaced by this one
     (its `--continue` then taking the old base's files as the resolution)."""
     with RepoLock(project.state_dir):
-        return _open_worktree(project, store, name, files=files,
+        return _open_worktree(project, store, name, files=files, create=create,
                               on_left_behind=on_left_behind or (lambda *_: None))
 
 
@@ -531,7 +532,7 @@ def refuse_changed_since_edit(project: Project, upstream: str, file_name: str,
 
 
 def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(),
-                   on_left_behind) -> Path:
+                   create: bool, on_left_behind) -> Path:
     upstream, file_name = project.find_patch(name)
     # Never over a rebase's stop (its worktree holds the resolution) nor over changes of an
     # open edit that are not refreshed yet (reopening resets the worktree).
@@ -569,6 +570,9 @@ def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(
     new_modes = {p: m for p, m in through.given_modes(base_mode).items()
                  if p in patch.paths}
     failed = [o for o in through.outcomes[-1:] if not o.ok]
+    if not create:  # before anything is made: a typo leaves the edit as it was
+        refuse_new_paths(store, before_commit, [p for p in files if p not in paths and
+                                                store.entry(before_commit, p) is None])
     kept = keep_stray(project, upstream)
     if kept is not None:
         on_left_behind(*kept)
@@ -641,13 +645,43 @@ def refuse_non_files(store: UpstreamStore, commit: str, paths: list[str]) -> Non
 
 def add_files(store: UpstreamStore, work: Worktree, base: str, paths) -> list[str]:
     """Track upstream `paths` in `work`, whose files are based on store commit `base`: the ones
-    the upstream has arrive as they are there. Returns those that were not tracked yet."""
+    the upstream has arrive as they are there (one it lacks becomes a new, empty file).
+    Returns those that were not tracked yet."""
     paths = [_worktree_relative(work.path, p) for p in paths]
     if not paths:
         return []
     refuse_non_files(store, base, paths)
     base_files = files_at(store, base, paths)
     return [p for p in paths if work.add(p, base_files.get(p))]
+
+
+def refuse_new_paths(store: UpstreamStore, commit: str, missing: list[str]) -> None:
+    """UsageError for the first of `missing` (paths the upstream at store commit `commit`
+    lacks): a mistyped path became a new, empty file that the patch created, mounted into the
+    image as one. Named with the nearest upstream paths; `--create` says it is meant."""
+    if missing:
+        path = missing[0]
+        raise UsageError(f"{path} does not exist in the upstream"
+                         + near_paths(store, commit, path),
+                         hint="check the path; `--create` makes it a new file of the patch")
+
+
+def near_paths(store: UpstreamStore, commit: str, path: str) -> str:
+    """' (did you mean ...?)' with upstream files of the same name, or else files in the same
+    directory or of a near name, for a mistyped path."""
+    from difflib import SequenceMatcher, get_close_matches
+
+    base = path.rsplit("/", 1)[-1]
+    try:
+        names = store.list_paths(commit)
+    except Exception:  # noqa: BLE001 - only a suggestion; the refusal stands without it
+        return ""
+    # Nearest first: a directory left out or mistyped is one small edit of the whole path.
+    same_name = [p for p in names if p.rsplit("/", 1)[-1] == base]
+    near = sorted(same_name, key=lambda p: (-SequenceMatcher(None, path, p).ratio(), p))[:3]
+    if not near:
+        near = get_close_matches(path, names, n=3, cutoff=0.8)
+    return f" (did you mean {', '.join(near)}?)" if near else ""
 
 
 def new_empty_files(work: Path, paths) -> list[str]:

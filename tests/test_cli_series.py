@@ -13,6 +13,7 @@ import pytest
 from helpers.cli import ok, run_cli
 from helpers.env import REPO_ROOT
 from helpers.git import git
+from helpers.snapshot import snapshot
 from helpers.project import UPSTREAM_FILES, git_project
 from helpers.schemas import schema_errors
 from helpers.snapshot import tree_bytes
@@ -135,14 +136,28 @@ def test_a_file_added_to_an_edit_arrives_as_the_series_before_the_patch_leaves_i
     assert b"line2 from first and third" in (checkout / "a.py").read_bytes()
 
 
-def test_a_path_the_upstream_lacks_is_said_to_become_a_new_file(project):
-    """`add` (and `--file`) of a path the upstream does not have tracks a new, empty file, as
-    `quilt add` does: a warning names it, and deleting it before refresh leaves it out."""
+def test_a_path_the_upstream_lacks_is_refused_unless_create_says_it_is_new(project):
+    """`new --file vllm/platform/rocm.py` (for `platforms`) only warned, exit 0: refresh wrote
+    a patch creating an empty file, which overlays mounted into the image. A path the
+    upstream lacks is refused, naming the nearest upstream paths, with nothing written;
+    `--create` says it is a new file, and a warning still names it while it is empty."""
     root = project
-    run = ok(root, "new", "typo", "--file", "a.py", "--file", "nosuch.py")
+    before = snapshot(root)
+    for args in (["new", "typo", "--file", "pkg/c.py"], ["new", "typo", "--file", "pkgs/b.py"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2 and "does not exist in the upstream" in run.err, run.text
+        assert "--create" in run.err
+        assert snapshot(root) == before
+    assert "(did you mean pkg/b.py?)" in run.err, run.err
+    run = ok(root, "new", "typo", "--file", "a.py", "--file", "nosuch.py", "--create")
     assert "warning: up has no file nosuch.py: it is a new, empty file" in run.err
     assert "a.py:" not in run.err
-    run = ok(root, "add", "pkg/nosuch2.py")
+    # `add` is the way to bring in a new file, as `quilt add`: a warning names it, and the
+    # upstream's nearest paths.
+    run = ok(root, "add", "pkg/nosuch2.py", "pkg/crlf.text")
+    assert "warning: up has no file pkg/nosuch2.py: " in run.err, run.err
+    assert "warning: up has no file pkg/crlf.text (did you mean pkg/crlf.txt?)" in run.err
+    (work(root) / "pkg" / "crlf.text").unlink()
     assert "warning: up has no file pkg/nosuch2.py" in run.err
     (work(root) / "nosuch.py").write_bytes(b"meant = True\n")  # meant: no warning once written
     assert "nosuch.py" not in ok(root, "add", "nosuch.py").err
@@ -151,6 +166,11 @@ def test_a_path_the_upstream_lacks_is_said_to_become_a_new_file(project):
     ok(root, "refresh")
     data = patch_bytes(root, "typo")
     assert b"b/nosuch.py\nnew file mode" in data and b"nosuch2" not in data
+    # `edit --file` too, before its worktree is made; the patch's own new file is there.
+    run = run_cli(root, "edit", "typo", "--file", "pkg/nosuch3.py")
+    assert run.rc == 2 and "pkg/nosuch3.py does not exist" in run.err, run.text
+    assert not work(root).exists()
+    ok(root, "edit", "typo", "--file", "nosuch.py")
 
 
 def test_refresh_keeps_the_header_byte_for_byte_except_last_update(project, monkeypatch):

@@ -87,7 +87,7 @@ def built(tmp_path_factory):
         # The worktree holds the files a patch is about (named with --file), as the series
         # before it leaves them.
         changed = sorted(p for p in AFTER_2 if AFTER_2[p] != AFTER_1.get(p))
-        pf(proj, "new", "mul-and-friends", "-m", SUBJECTS[1],
+        pf(proj, "new", "mul-and-friends", "-m", SUBJECTS[1], "--create",
            *[arg for path in changed for arg in ("--file", path)])
         work = proj / ".patchforge" / "work" / "calc"
         assert read_tree(work) == {p: AFTER_1.get(p, b"") for p in changed}

@@ -94,8 +94,10 @@ def show(app, name, as_json, raw, stat_only, no_pager):
 @click.option("--no-edit", is_flag=True, help="Do not open the editing worktree.")
 @click.option("--file", "files", multiple=True, metavar="PATH",
               help="An upstream file to have in the worktree (repeatable).")
+@click.option("--create", is_flag=True,
+              help="A --file the upstream does not have is a new file of the patch.")
 @click.pass_obj
-def new(app, name, upstream, after, description, profiles, no_edit, files):
+def new(app, name, upstream, after, description, profiles, no_edit, files, create):
     """Start a new, empty patch (and open its worktree)."""
     from patchforge.pins import open_store
     from patchforge.ops.series import in_series_of, new_patch
@@ -117,15 +119,24 @@ def new(app, name, upstream, after, description, profiles, no_edit, files):
             from patchforge.worktree import refuse_non_files, worktree_files
 
             # Checked before the patch is written: a bad path must not leave it behind.
-            rels = worktree_files(project.work_dir(upstream or only_upstream(project)), files)
-            refuse_non_files(store, project.lock.pin(upstream or only_upstream(project)).commit,
-                             rels)
+            chosen = upstream or only_upstream(project)
+            rels = worktree_files(project.work_dir(chosen), files)
+            pin = project.lock.pin(chosen).commit
+            refuse_non_files(store, pin, rels)
+            if not create:
+                from patchforge.worktree import refuse_new_paths
+
+                # A file an earlier patch of the series creates is there for the new one.
+                made = {p for n in project.patch_names(chosen)
+                        for p in project.read_patch(chosen, n).paths}
+                refuse_new_paths(store, pin, [p for p in rels if p not in made
+                                              and store.entry(pin, p) is None])
         up, file_name = new_patch(project, name, upstream=upstream, after=after,
                                   description=description, profiles=profiles, store=store)
         click.echo(f"created {up}/{file_name}")
         if no_edit:
             return
-        work = open_worktree(project, store, f"{up}/{file_name}", files=files,
+        work = open_worktree(project, store, f"{up}/{file_name}", files=files, create=create,
                              on_left_behind=_left_behind_note(project))
     if files:
         click.echo(f"edit files in {work} (`patchforge add PATH` brings more), then run "
@@ -146,8 +157,10 @@ def new(app, name, upstream, after, description, profiles, no_edit, files):
 @click.option("--close", is_flag=True,
               help="End the open edit (refused while it has changes not refreshed).")
 @click.option("--discard", is_flag=True, help="With --close: throw unrefreshed changes away.")
+@click.option("--create", is_flag=True,
+              help="A --file the upstream does not have is a new file of the patch.")
 @click.pass_obj
-def edit(app, name, files, close, discard):
+def edit(app, name, files, close, discard, create):
     """Open .patchforge/work/<upstream> with NAME's files, the series applied through NAME."""
     from patchforge.ops.series import close_open_edit
     from patchforge.pins import open_store
@@ -166,7 +179,7 @@ def edit(app, name, files, close, discard):
     if not name:
         raise UsageError("name the patch to edit (or --close)")
     with open_store(project, bring_pins=True) as store:
-        work = open_worktree(project, store, name, files=files,
+        work = open_worktree(project, store, name, files=files, create=create,
                              on_left_behind=_left_behind_note(project))
     click.echo(f"{work}: the files of {name}, the series applied through it; edit them "
                "(`patchforge add PATH` brings more), then `patchforge refresh`")
@@ -183,16 +196,20 @@ def add(app, paths, upstream):
     PATHS are relative to the upstream's root, as the worktree (.patchforge/work/<upstream>)
     lays them out: for a wheel, as under site-packages (vllm/platforms/rocm.py); from inside
     the worktree, relative to the current directory. A path the upstream does not have
-    becomes a new, empty file the patch creates."""
+    becomes a new, empty file the patch creates (as `quilt add` has it); a warning names it,
+    with the nearest upstream paths."""
     from patchforge.ops.series import add_to_open_worktree
     from patchforge.pins import open_store
 
     project = app.project()
     with open_store(project, bring_pins=True) as store:
         work, added = add_to_open_worktree(project, store, paths, upstream=upstream)
-    for path in added:
-        click.echo(f"{work / path}")
-    _warn_new_files(work, paths)
+        for path in added:
+            click.echo(f"{work / path}")
+        from patchforge.worktree import near_paths
+
+        pin = project.lock.pin(work.name).commit
+        _warn_new_files(work, paths, near=lambda path: near_paths(store, pin, path))
 
 
 def _left_behind_note(project):
@@ -202,13 +219,15 @@ def _left_behind_note(project):
     return lambda directory, files: say_left_behind(project, directory, files, late=True)
 
 
-def _warn_new_files(work, paths) -> None:
-    """A path the upstream does not have becomes a new, empty file of the patch: say so, since
-    a mistyped path would otherwise join the patch silently."""
+def _warn_new_files(work, paths, near=lambda path: "") -> None:
+    """A path the upstream does not have becomes a new, empty file of the patch: say so (with
+    the nearest upstream paths, `near`), since a mistyped path would otherwise join the patch
+    silently."""
     from patchforge.worktree import new_empty_files
 
     for path in new_empty_files(work, paths):
-        click.echo(f"warning: {work.name} has no file {path}: it is a new, empty file in the "
+        click.echo(f"warning: {work.name} has no file {path}{near(path)}: it is a new, empty "
+                   "file in the "
                    "worktree, which the patch creates (delete it there before `patchforge "
                    "refresh` if that is not what you meant)", err=True)
 

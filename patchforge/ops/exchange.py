@@ -240,7 +240,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     validate_path(path, source=str(overlay))
     # A directory of the upstream, or a path under one of its files, is no file an overlay
     # can be (`--create` wrote a patch creating it, which every overlay then refused).
-    from patchforge.worktree import refuse_non_files
+    from patchforge.worktree import near_paths, refuse_non_files
 
     refuse_non_files(store, pin.commit, [path])
     file_name = patch_file_name(name)
@@ -249,7 +249,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     old = state.current[path] if path in state.current else store.read_blob(pin.commit, path)
     if old is None and not create:
         raise UsageError(f"{path} does not exist in {upstream} at {pin.label}"
-                         + _near_paths(store, pin.commit, path),
+                         + near_paths(store, pin.commit, path),
                          hint="check --path; `--create` makes the overlay a new file instead")
     new = Path(overlay).read_bytes()
     note = None
@@ -310,21 +310,6 @@ def _as_written_before(project: Project, upstream: str, file_name: str, data: by
     except (OSError, InputError):
         pass  # not that import's file: _check_new_name refuses it
     return data
-
-
-def _near_paths(store: UpstreamStore, commit: str, path: str) -> str:
-    """' (did you mean ...?)' with upstream files of the same name, for a mistyped --path."""
-    base = path.rsplit("/", 1)[-1]
-    try:
-        names = store.list_paths(commit)
-    except Exception:  # noqa: BLE001 - only a suggestion; the refusal stands without it
-        return ""
-    # Nearest first: a directory left out or mistyped is one small edit of the whole path.
-    from difflib import SequenceMatcher
-
-    same_name = [p for p in names if p.rsplit("/", 1)[-1] == base]
-    near = sorted(same_name, key=lambda p: (-SequenceMatcher(None, path, p).ratio(), p))[:3]
-    return f" (did you mean {', '.join(near)}?)" if near else ""
 
 
 def _git(*args: str, cwd=None, input: bytes | None = None) -> bytes:
