@@ -704,13 +704,15 @@ def recover_overlays(project: Project) -> None:
 
 
 def verify_overlays(project: Project, *, installed: Path | None = None,
-                    profile: str | None = None) -> list[tuple[str, str, str]]:
+                    profile: str | None = None,
+                    hints: list[str] | None = None) -> list[tuple[str, str, str]]:
     """Check SHA256SUMS like `sha256sum -c`, that manifest.json pins the same files with the
     same hashes, and, with `installed`, the pre-images in that tree.
 
     With `profile`, only that profile's overlay files (and the artifacts every profile ships).
 
-    Returns (path, state, detail) rows; state is "ok", "mismatch" or "missing".
+    Returns (path, state, detail) rows; state is "ok", "mismatch" or "missing". `hints` gets
+    what to do when `installed` holds none of the pre-images (`_installed_hint`).
     """
     root = project.overlays_dir
     sums_path = root / "SHA256SUMS"
@@ -799,7 +801,32 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                              f" ({made_for(manifest, entry)})"))
             else:
                 rows.append((label, "ok", "pre-image matches"))
+        hint = _installed_hint(Path(installed), entries, rows)
+        if hint and hints is not None:
+            hints.append(hint)
     return rows
+
+
+def _installed_hint(installed: Path, entries: list[dict[str, Any]],
+                    rows: list[tuple[str, str, str]]) -> str | None:
+    """When `verify --installed DIR` found none of the pre-images under DIR, what DIR should
+    have been: the directory above it when DIR is a package directory (`site-packages/vllm`
+    for `site-packages`: every row said "missing", and nothing said why); otherwise what
+    DIR must be."""
+    wanted = [e for e in entries if e["base_sha256"] is not None]
+    found = [r for r in rows if r[2] == "pre-image matches" or
+             r[2].startswith("installed file is not the pre-image")]
+    if not wanted or found:
+        return None
+    for entry in wanted:
+        first, _, rest = entry["path"].partition("/")
+        if rest and (installed / rest).is_file():
+            return (f"{installed} looks like the {first}/ directory itself: give the directory "
+                    f"that holds it, the upstream's install root (`--installed "
+                    f"{installed.parent}`)")
+    count = len({(e["upstream"], e["path"]) for e in wanted})
+    return (f"{installed} holds none of the {count} pre-images: give the upstream's "
+            "install root (its site-packages) or an image's root file system")
 
 
 def _upstreams_at_their_targets(installed: Path, entries: list[dict[str, Any]]) -> set[str]:

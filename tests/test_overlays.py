@@ -338,6 +338,34 @@ def test_an_install_of_another_version_is_told_which_one_the_overlays_need(stack
     assert schema_errors(doc, "verify") == []
 
 
+def test_verify_installed_says_what_a_directory_without_any_pre_image_should_be(stack,
+                                                                              tmp_path):
+    """`verify --installed DIR` with DIR holding none of the pre-images (an empty directory,
+    or the package directory instead of site-packages) printed a "missing" row per file and
+    nothing of why. A hint now says what DIR must be, and names the directory above a
+    package directory; a DIR that does not exist is refused, exit 2."""
+    root = stack
+    ok(root, "overlays")
+    run = run_cli(root, "verify", "--installed", str(tmp_path / "no-such-dir"))
+    assert run.rc == 2 and "does not exist" in run.err, run.text
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run = run_cli(root, "verify", "--installed", str(empty))
+    assert run.rc == 1
+    assert f"hint: {empty} holds none of the 2 pre-images: give the upstream's install root" \
+        in run.err, run.err
+    site = tmp_path / "site-packages"
+    for rel in ("a.py", "pkg/b.py"):
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_bytes(UPSTREAM_FILES[rel])
+    run = run_cli(root, "verify", "--installed", str(site / "pkg"))
+    assert run.rc == 1
+    assert f"hint: {site / 'pkg'} looks like the pkg/ directory itself" in run.err, run.err
+    assert f"`--installed {site}`" in run.err
+    run = ok(root, "verify", "--installed", str(site))
+    assert "hint" not in run.err
+
+
 def test_verify_installed_finds_upstreams_at_different_install_roots(tmp_path):
     """vllm in site-packages, another upstream under /opt: no one install root holds both, so
     DIR is the image's root filesystem (`docker export` unpacked, or `/` inside the

@@ -157,7 +157,8 @@ def verify(app, installed, image, profile, as_json, output_format):
 
     with app.reading():  # never a rebase's half-written overlays
         announce_state(app.project(), as_json=as_json)
-        rows = verify_overlays(app.project(), installed=installed, profile=profile)
+        hints: list[str] = []
+        rows = verify_overlays(app.project(), installed=installed, profile=profile, hints=hints)
     bad = [r for r in rows if r[1] != "ok"]
     if as_json:
         emit_json({"ok": not bad, "results": [{"path": p, "state": s, "detail": d}
@@ -171,6 +172,8 @@ def verify(app, installed, image, profile, as_json, output_format):
             # A clone of a stack that keeps its overlay files out of git (as build outputs)
             # has SHA256SUMS but not the files.
             click.echo("hint: `patchforge overlays` writes the missing overlay files", err=True)
+        for hint in hints:
+            click.echo(f"hint: {hint}", err=True)
         if any(detail.startswith("installed file is not the pre-image") for _, _, detail in bad):
             # Mounted anyway, such an overlay silently reverts the installed version's own
             # changes to the file: say the two ways to make overlays and install agree.
