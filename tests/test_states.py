@@ -309,6 +309,33 @@ def test_a_late_editor_save_after_refresh_is_kept_and_said(project):
     assert "written after its edit ended" not in project.cli("status")[2]
 
 
+def test_a_command_run_in_the_worktree_it_removes_says_where_the_project_is(project):
+    """The tutorial works in .patchforge/work/<upstream>; refresh (or rebase --continue)
+    removes it, and the shell is left in a deleted directory. The next command said "error:
+    No such file or directory" and "nothing was left half-written". Now the command that
+    removed it says so, and a command run there says the directory is gone and where the
+    project is."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -30\n\n"}))
+    root = project.root.resolve()
+    work = project.work.resolve()
+    python = sys.executable
+    script = (f'cd "{work}/pkg" && "{python}" -m patchforge refresh; echo "rc=$?" >&2; '
+              f'"{python}" -m patchforge status; echo "rc=$?" >&2')
+    proc = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "PWD": str(work)}, timeout=300)
+    refresh_err, status_err = proc.stderr.split("rc=0\n", 1)
+    assert f"note: the current directory {work}/pkg was removed with its worktree: " \
+           f"`cd {root}`" in refresh_err, proc.stderr
+    assert "the current directory" in status_err and "no longer exists" in status_err, \
+        proc.stderr
+    assert f"hint: `cd {root}` (the project)" in status_err and "rc=2" in status_err, \
+        proc.stderr
+    assert "half-written" not in status_err
+    assert b"return -30" in project.patch("fix-a")
+
+
 def test_each_way_out_of_an_edit_the_note_names_works_as_it_says(project):
     """During an edit the note said "`patchforge refresh` writes the change...; `patchforge
     edit --close` then ends the edit", but refresh already ends the edit, so the second step

@@ -200,12 +200,59 @@ def main(argv: list[str] | None = None) -> None:
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = SafeTerminalStream(sys.stdout), SafeTerminalStream(sys.stderr)
     try:
-        _main(argv, verbose, neutralize)
+        cwd = _current_directory()
+        try:
+            _main(argv, verbose, neutralize)
+        finally:
+            _say_if_worktree_gone(cwd)
     finally:
         sys.stdout, sys.stderr = streams
         if "patchforge.store.git" in sys.modules:  # `--offline` lasts one command
             from patchforge.store.git import set_offline
             set_offline(False)
+
+
+def _project_above(directory: str) -> str | None:
+    """The project directory holding `directory` when it lies in one of its worktrees
+    (`<project>/.patchforge/work/<upstream>/...`), else None."""
+    parts = Path(directory).parts
+    for i in range(len(parts) - 1):
+        if parts[i] == ".patchforge" and parts[i + 1] == "work":
+            return str(Path(*parts[:i])) if i else None
+    return None
+
+
+def _current_directory() -> str:
+    """The directory the command runs in. One that no longer exists (the tutorial works in
+    .patchforge/work/<upstream>, which refresh and rebase --continue remove) failed later
+    with a bare "No such file or directory" and "nothing was left half-written": said here,
+    with the project to go to (the shell's $PWD still names the directory)."""
+    from patchforge.cli.output import echo
+
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        shell = os.environ.get("PWD") or ""
+        project = _project_above(shell) if shell else None
+        echo("patchforge: error: the current directory"
+             + (f" {shell}" if shell else "") + " no longer exists"
+             + (" (a worktree patchforge removed when its edit or stop ended)"
+                if project else ""), err=True)
+        echo("hint: " + (f"`cd {project}` (the project), then run the command again"
+                         if project else "cd to the project's directory, then run the "
+                         "command again"), err=True)
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def _say_if_worktree_gone(cwd: str) -> None:
+    """A command run from inside a worktree that it removed (refresh, rebase --continue):
+    the shell is left in a deleted directory, and the next command would fail there."""
+    project = _project_above(cwd)
+    if project is not None and not os.path.isdir(cwd):
+        from patchforge.cli.output import echo
+
+        echo(f"note: the current directory {cwd} was removed with its worktree: `cd "
+             f"{project}` before the next command", err=True)
 
 
 def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
