@@ -456,6 +456,54 @@ def test_two_projects_sharing_a_cache_fetch_one_upstream_at_the_same_time(tmp_pa
     assert proc.returncode in (0, 1)
 
 
+def test_a_command_waiting_for_the_shared_cache_says_for_whom(tmp_path):
+    """A command waiting for the shared cache's lock (another command importing a wheel, for
+    minutes) sat silent. It now says, on a line of its own, that it waits and for which
+    process, as the project lock's refusal names its holder; then goes on once it is free."""
+    import fcntl
+    import subprocess
+    import sys
+    import threading
+
+    from helpers.git import commit_files
+
+    upstream = tmp_path / "up"
+    _tagged_repo(upstream, b"base\n")
+    root = tmp_path / "a"
+    _git_stack(root, str(upstream))
+    commit_files(upstream, {"a.py": b"held\n"}, "held")
+    lock = os.open(os.environ["PATCHFORGE_CACHE"] + "/store.git/patchforge.lock",
+                   os.O_CREAT | os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    os.write(lock, f"{os.getpid()}\n".encode())  # as a holder does
+    released = threading.Event()
+
+    def release():
+        if not released.is_set():
+            released.set()
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+    # Only a guard: were nothing said, the command would otherwise wait here for ever.
+    guard = threading.Timer(300, release)
+    guard.start()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(root),
+                                 "status", "--against", "vllm=main"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        said = proc.stderr.readline().decode()
+        waited = not released.is_set()
+        release()
+        out, err = proc.communicate(timeout=300)
+    finally:
+        guard.cancel()
+        release()
+        os.close(lock)
+    assert waited and said.startswith(
+        f"patchforge: waiting for another patchforge process (pid {os.getpid()}) writing to "
+        "the shared cache"), said + err.decode()
+    assert proc.returncode in (0, 1), err.decode()
+
+
 def test_a_lock_key_written_twice_is_refused_naming_its_line(tmp_path):
     """A lock that arrives by pull request with the pin's commit written twice in one object:
     a reviewer reads the first, while json kept the last and the project was built from it

@@ -455,5 +455,9 @@ class TransferDisplay:
             _progress_line("\r\x1b[K")
             self._shown = False
 
+    def waiting(self, text: str) -> None:
+        self._clear()
+        say_apart(f"patchforge: {text}")
+
     def done(self) -> None:
         self._clear()

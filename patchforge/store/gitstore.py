@@ -108,6 +108,9 @@ class TransferProgress(Protocol):
     def done(self) -> None:
         """The work is over (a display clears its line)."""
 
+    def waiting(self, text: str) -> None:
+        """The command waits for another process (`text` says for whom and why)."""
+
 
 def _lists_a_child_of(walk: bytes, commit: str) -> bool:
     """Whether a `git log --format=commit %H %P` walk lists a commit with `commit` among its
@@ -229,7 +232,7 @@ class UpstreamStore:
             try:
                 if fd is not None:
                     try:
-                        fcntl.flock(fd, fcntl.LOCK_EX)
+                        self._lock_waiting(fd)
                     except OSError:
                         # A file system without locks (some network mounts): the writes go
                         # on unordered, as they did before there was a lock.
@@ -241,10 +244,41 @@ class UpstreamStore:
                 finally:
                     self._writers = 0
                     if fd is not None:
+                        try:
+                            os.ftruncate(fd, 0)
+                        except OSError:
+                            pass
                         fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
                 if fd is not None:
                     os.close(fd)
+
+    def _lock_waiting(self, fd: int) -> None:
+        """Take the write lock on `fd`, saying first (through `progress`) that the command
+        waits, and for which process, when another holds it: an import of a wheel takes
+        minutes, and the command sat silent all that time. The holder's PID is in the file
+        (written here once the lock is taken), as the project lock keeps it."""
+        import fcntl
+
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = int(os.pread(fd, 32, 0).decode("ascii").strip() or "0")
+            except (OSError, ValueError, UnicodeDecodeError):
+                holder = 0
+            if self.progress is not None:
+                self.progress.waiting(
+                    "waiting for another patchforge process"
+                    + (f" (pid {holder})" if holder else "")
+                    + f" writing to the shared cache {self.git_dir.parent} (a fetch or a "
+                      "wheel's import) to finish")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # the PID is only for the message; the kernel lock is what counts
 
     # ---- opening
 
