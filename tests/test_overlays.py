@@ -176,11 +176,22 @@ def test_check_reports_drift_and_passes_when_clean(stack):
     assert "up to date" in ok(root, "overlays", "--check").text
     clean = tree_bytes(root / "overlays")
     # Overlay files are build outputs (git-ignored): without them, the hashes decide.
+    # And the message says so: "overlays are up to date (5 files)" on a fresh clone, with
+    # none of them there, read as "the deployed files are fine" while verify found them
+    # missing.
+    (root / "overlays/gfx942/up/a.py").unlink()
+    run = ok(root, "overlays", "--check")
+    assert "1 of the 5 overlay files are not on disk (the 4 there match)" in run.out, run.out
     for profile in ("gfx942", "gfx950"):
         shutil.rmtree(root / "overlays" / profile / "up")
-    assert ok(root, "overlays", "--check").rc == 0
+    run = ok(root, "overlays", "--check", "--format", "github")
+    assert "overlays are up to date" not in run.out
+    assert ("overlays/ as committed is up to date: SHA256SUMS and manifest.json match what the "
+            "series generates (5 files); none of the overlay files is on disk, so only their "
+            "hashes were checked") in run.out, run.out
     ok(root, "overlays")
     assert tree_bytes(root / "overlays") == clean
+    assert "overlays are up to date (5 files)" in ok(root, "overlays", "--check").out
     # So are the Dockerfiles that bake them: absent is fine, present must be what is generated.
     for profile in ("gfx942", "gfx950"):
         (root / "overlays" / profile / "Dockerfile").unlink()

@@ -61,9 +61,9 @@ def overlays(app, profiles, check, as_json, output_format):
                 click.echo(f"  {d.kind:8} {d.path}" + (f": {d.detail}" if d.detail else ""))
             click.echo("run `patchforge overlays` and commit the result", err=True)
         else:
-            click.echo(f"overlays are up to date ({len(result.files)} files)")
+            click.echo(_up_to_date(project, result))
         if output_format == "github":
-            _github_drift(drifts, len(result.files))
+            _github_drift(drifts, _up_to_date(project, result))
         if drifts or busy:
             sys.exit(EXIT_ATTENTION)
         return
@@ -259,7 +259,24 @@ def _overlay_file(path: str) -> str | None:
     return None if os.path.isabs(path) else os.path.normpath(os.path.join("overlays", path))
 
 
-def _github_drift(drifts, total: int) -> None:
+def _up_to_date(project, result) -> str:
+    """What `overlays --check` found in step, saying exactly what it compared: overlay files
+    are build outputs (usually git-ignored), and those not on disk were checked only through
+    the committed SHA256SUMS. "up to date (11 files)" on a fresh clone, with none of them
+    there, read as "the deployed files are fine" while `verify` found them all missing."""
+    total = len(result.files)
+    there = sum(1 for f in result.files if (project.overlays_dir / f.rel).is_file())
+    if there == total:
+        return f"overlays are up to date ({total} files)"
+    absent = ("none of the overlay files is on disk" if there == 0 else
+              f"{total - there} of the {total} overlay files are not on disk (the {there} "
+              "there match)")
+    return (f"overlays/ as committed is up to date: SHA256SUMS and manifest.json match what "
+            f"the series generates ({total} files); {absent}, so only their hashes were "
+            "checked (`patchforge overlays` writes them, `patchforge verify` checks them)")
+
+
+def _github_drift(drifts, in_step: str) -> None:
     github.emit_annotations([
         ("error", f"{d.kind}" + (f": {d.detail}" if d.detail else "") +
          "; run `patchforge overlays` and commit the result", _overlay_file(d.path),
@@ -267,7 +284,7 @@ def _github_drift(drifts, total: int) -> None:
     section = (f"### patchforge overlays --check: {len(drifts)} file(s) differ from what the "
                f"series generates\n\n" + github.markdown_table(
                    ["drift", "path", "detail"], [[d.kind, d.path, d.detail or ""] for d in drifts])
-               if drifts else f"### patchforge overlays --check: up to date ({total} files)\n")
+               if drifts else f"### patchforge overlays --check: {in_step}\n")
     github.append_summary(section)
 
 
