@@ -141,6 +141,14 @@ def parse_target_specs(args: tuple[str, ...], upstream_names: list[str]) -> dict
             # Each SPEC names its upstream; one not named stays at its pin, so "name each"
             # (every upstream) said more than is needed.
             spec = bare[0] or "SPEC"
+            named, colon, rest = spec.partition(":")
+            if colon and rest and named in upstream_names:
+                # `vllm:0.33.0`: the upstream named with a colon (as an image is tagged), not
+                # with `=`; suggesting `aiter=vllm:0.33.0` too read as if that were meant.
+                raise UsageError(f"a bare SPEC ({bare[0]!r}) is only allowed with exactly one "
+                                 f"upstream; an upstream is named with `=`: {named}={rest}",
+                                 hint=f"`{named}={rest}` (or `{named}={spec}` if {spec} is an "
+                                      "image's name and tag)")
             names = " or ".join(f"{n}={spec}" for n in sorted(upstream_names)) or \
                 f"NAME={spec}"
             raise UsageError(f"a bare SPEC ({bare[0]!r}) is only allowed with exactly one "

@@ -73,6 +73,14 @@ def test_bad_spec_arguments(args, names, message):
         parse_target_specs(args, names)
 
 
+def test_an_upstream_named_with_a_colon_is_told_to_use_equals():
+    """`rebase --to vllm:0.33.0` with two upstreams suggested `aiter=vllm:0.33.0 or
+    vllm=vllm:0.33.0`; the colon was meant as `=`, and the message says so."""
+    with pytest.raises(UsageError, match="an upstream is named with `=`: vllm=0.33.0") as caught:
+        parse_target_specs(("vllm:0.33.0",), ["vllm", "aiter"])
+    assert "aiter=" not in str(caught.value) + (caught.value.hint or "")
+
+
 # -- classify_spec ------------------------------------------------------------------------------
 @pytest.mark.parametrize("spec,kind", [
     (SHA, SpecKind.commit),
