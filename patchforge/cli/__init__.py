@@ -273,7 +273,11 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
         if exc.hint:
             echo(f"hint: {neutralize(exc.hint)}", err=True)
         # An ordinary outcome (bad input, a conflict stop, a refusal): the message says it
-        # all, under -v too; a traceback is for internal errors only.
+        # all, under -v too; a traceback is for internal errors only (exit 70), which a
+        # PatchforgeError can be too (a ledger the code cannot read back, say).
+        if verbose and exc.exit_code == EXIT_INTERNAL:
+            import traceback
+            traceback.print_exc()
         sys.exit(exc.exit_code)
     except _click_exception("Abort") as exc:
         if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
