@@ -146,12 +146,7 @@ def find_changes(store: UpstreamStore, landings: list[Landing], old: str,
             wanted.update(found)
             wanted.add(one.commit)
             wanted_paths.update(edited)
-    try:
-        blocks = _blocks(store, sorted(wanted), sorted(wanted_paths)) if wanted else {}
-    except PatchforgeError:
-        # The diffs need file contents a partial store may have to fetch (`--offline`, the
-        # network down): the blob ids and the messages still answer, and the command goes on.
-        blocks = {}
+    blocks = _blocks(store, sorted(wanted), sorted(wanted_paths)) if wanted else {}
     out = []
     for one in landings:
         change = _judge(store, one, landed.get(one.commit, {}), log, blocks)
