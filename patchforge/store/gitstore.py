@@ -1225,22 +1225,6 @@ class UpstreamStore:
                 self._ancestry.setdefault((old, new), _lists_a_child_of(out, old))
         return out
 
-    def log_raw(self, old: str, new: str, paths: list[str]) -> bytes:
-        """`git log --raw` (no merges, no renames, full blob ids) of the commits after `old` up
-        to `new` that change `paths`, limited to them, oldest first by ancestry: each commit's
-        `commit <id>` line, its message indented four spaces, then a `:` line per path. Reads
-        no file content (a partial store fetches nothing)."""
-        return self._run("log", "--no-merges", "--raw", "--no-renames", "--no-abbrev",
-                         "--topo-order", "--reverse", "--format=commit %H%n%w(0,4,4)%B",
-                         f"{old}..{new}", "--", *paths, what="reading upstream history").stdout
-
-    def raw_changes(self, commits: list[str], paths: list[str]) -> bytes:
-        """`git diff-tree --raw` of each of `commits` against its first parent (a root commit
-        against nothing), limited to `paths`: its id on a line, then a `:` line per path."""
-        return self._run("diff-tree", "--stdin", "-r", "--root", "--no-renames", "--no-abbrev",
-                         "--", *paths, input="".join(f"{c}\n" for c in commits).encode(),
-                         what="reading upstream history").stdout
-
     def commit_patches(self, commits: list[str], paths: list[str]) -> bytes:
         """What `log_patches` gives of these (non-merge) commits, limited to `paths`: each
         commit's id on a line, then its diff against its parent, in one `git diff-tree`."""
