@@ -455,6 +455,7 @@ class WriteOutLock:
         self._deadline: float | None = None
         self._key = ""  # the directory's real path, once entered
         self._nested = False  # entered inside this process's own exclusive hold
+        self._said = False  # on_wait called
 
     def __enter__(self) -> "WriteOutLock":
         import fcntl
@@ -477,7 +478,8 @@ class WriteOutLock:
         kind = fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH
         try:
             turnstile = self._open_turnstile()
-            if turnstile is not None and not self._take(turnstile, kind):
+            if turnstile is not None and not (self._take(turnstile, kind) if self.exclusive
+                                              else self._let_writer_first(turnstile)):
                 os.close(turnstile)
                 turnstile = None
             self._turnstile = turnstile
@@ -507,6 +509,33 @@ class WriteOutLock:
             # lock still keeps readers and writers apart, without a writer's precedence.
             return None
 
+    def _let_writer_first(self, turnstile: int) -> bool:
+        """A reader: wait while a writer queued on the turnstile goes first, for at most
+        QUEUED_WRITER_WAIT seconds; then read beside the readers it waits for (as before the
+        turnstile) rather than fail. A writer queued behind a long reader (one asking a slow
+        forge, say) must not turn every reader after it into a refusal. False: no turnstile."""
+        import fcntl
+
+        deadline = None
+        while True:
+            try:
+                fcntl.flock(turnstile, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if deadline is None:
+                    deadline = time.monotonic() + QUEUED_WRITER_WAIT
+                    self._say_waiting()
+                elif time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.02)
+            except OSError:
+                return False  # no locks here: the directory's own lock says so
+
+    def _say_waiting(self) -> None:
+        if self.on_wait is not None and not self._said:
+            self._said = True
+            self.on_wait()
+
     def _take(self, fd: int, kind: int) -> bool:
         """Lock `fd` (waiting as the class says); False on a file system without locks."""
         import fcntl
@@ -518,15 +547,14 @@ class WriteOutLock:
             except BlockingIOError:
                 if self._deadline is None:
                     self._deadline = time.monotonic() + self.wait
-                    if self.on_wait is not None:
-                        self.on_wait()
+                    self._say_waiting()
                 elif time.monotonic() >= self._deadline:
                     raise LockedError(
                         "commands reading this project still read its files after "
                         f"{self.wait:g} s; {self.undone}"
                         if self.exclusive else
-                        f"a rebase is still writing out its result after {self.wait:g} s: "
-                        "the project's files are part old, part new until it ends",
+                        f"another command is still changing this project after {self.wait:g} "
+                        "s: its files are part old, part new until it ends",
                         path=str(self.root),
                         hint=self.hint if self.exclusive else "run this command again once it has ended"
                     ) from None
@@ -582,3 +610,6 @@ say_unlockable = _unsaid
 # Called with the project directory when a command changing it waits for the commands reading
 # it (`WriteOutLock` taken exclusively without an `on_wait` of its own): the command line says so.
 say_waiting_for_readers = _unsaid
+# How long a reader lets a writer queued on the turnstile go first before it reads beside the
+# readers that writer waits for (`WriteOutLock._let_writer_first`).
+QUEUED_WRITER_WAIT = 10.0

@@ -1183,7 +1183,7 @@ def _run_beside_the_write_out(project, writer, *args: str):
                                *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         first = reader.stderr.readline().decode()
-        assert "waiting for the rebase writing out its result" in first, first
+        assert "waiting for a command changing this project" in first, first
     finally:
         os.kill(writer.pid, signal.SIGCONT)
     assert writer.wait() == 0
@@ -1348,10 +1348,49 @@ def test_readers_coming_one_after_another_never_hold_a_write_out_back(tmp_path):
         os.close(reading)  # the first reader is done
     out, err = writer.communicate(timeout=300)
     assert writer.returncode == 0, err.decode()
-    assert "waiting for the rebase writing out its result" in joined, joined
+    assert "waiting for a command changing this project" in joined, joined
     out, err = reader.communicate(timeout=300)
     assert reader.returncode == 0, err.decode()
     assert json.loads(out)["targets"]["up"]["commit"] == target  # read after the write-out
+
+
+def test_a_reader_behind_a_writer_queued_behind_a_long_reader_still_reads(tmp_path):
+    """A writer queued behind a long reader (`lint` asking a slow forge holds the lock for
+    minutes) held every reader after it on the turnstile until the reader gave up after 120 s,
+    saying a rebase was writing out, while nothing was written. A reader lets a queued writer
+    go first for a while, then reads beside the long reader; the writer goes on once that one
+    ends."""
+    import fcntl
+    import json
+    import time
+
+    project = Project(tmp_path / "p")
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    target = project.up.commit({"pkg/other.py": b"x = 3\n"})
+    reading = os.open(project.root, os.O_RDONLY)
+    command = [sys.executable, "-m", "patchforge", "--root", str(project.root)]
+    writer = None
+    try:
+        fcntl.flock(reading, fcntl.LOCK_SH)  # the long reader
+        writer = subprocess.Popen([*command, "rebase", "--to", f"up={target}"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while not (project.root / ".patchforge" / "turnstile").exists():
+            assert time.monotonic() < deadline and writer.poll() is None, "no writer queued"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        reader = subprocess.run([*command, "status", "--json"], capture_output=True,
+                                timeout=120)
+        assert writer.poll() is None  # still queued: the long reader reads on
+        # It read (1: a rebase is under way, which status reports as needing attention).
+        assert reader.returncode in (0, 1), reader.stderr.decode()
+        assert b"waiting for a command changing this project" in reader.stderr
+        assert json.loads(reader.stdout)["targets"]["up"]["commit"] != target  # read before
+    finally:
+        os.close(reading)
+        if writer is not None:
+            out, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err.decode()
 
 
 def _set_up_for(project: Project, command: str) -> tuple[str, ...]:

@@ -251,7 +251,7 @@ def test_the_pin_is_read_as_a_rebase_writing_out_leaves_it(images, tmp_path):
         finally:
             os.close(writing)
         out, err = reader.communicate(timeout=300)
-        assert "waiting for the rebase writing out its result" in first, first + err.decode()
+        assert "waiting for a command changing this project" in first, first + err.decode()
         assert reader.returncode == 0, err.decode()
         doc = json.loads(out)
         assert doc["pinned"] and doc["digest"] == images["good"]["digest"], doc

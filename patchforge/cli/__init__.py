@@ -84,7 +84,8 @@ class AppContext:
 
         def waiting() -> None:
             from patchforge.cli.output import say_apart
-            say_apart("patchforge: waiting for the rebase writing out its result to end")
+            say_apart("patchforge: waiting for a command changing this project (a rebase "
+                      "writing out its result, new, delete, ...) to end")
 
         return WriteOutLock(self.project().root, exclusive=False, wait=READ_WAIT,
                             on_wait=waiting)
