@@ -716,11 +716,8 @@ def test_overlays_of_a_stack_without_profiles_are_counted_plainly(tmp_path):
     assert "(all)" not in run.out
 
 
-def test_two_upstreams_whose_overlays_go_to_one_path_in_the_image_are_refused(tmp_path):
-    """Two upstreams installed at one root, each with a fix to the same path: compose mounted
-    both files at one target and the Dockerfile copied one over the other, so one upstream's
-    fix was never deployed, while overlays, verify and lint were green. `overlays` refuses,
-    naming both files, their patches and the target, with nothing written; `lint` says so."""
+def _two_upstreams_fixing_b_at_one_root(tmp_path):
+    """A project whose two upstreams, installed at one root, each carry a fix to pkg/b.py."""
     root, _ = git_project(tmp_path, install_root=INSTALL_ROOT)
     other = Upstream(tmp_path / "other-upstream", {"pkg/b.py": UPSTREAM_FILES["pkg/b.py"]})
     add_git_upstream(root, "other", other.path, "main", install_root=INSTALL_ROOT)
@@ -729,6 +726,15 @@ def test_two_upstreams_whose_overlays_go_to_one_path_in_the_image_are_refused(tm
     base = json.loads((root / "upstream.lock").read_text())["upstreams"]["other"]["commit"]
     add_patch_file(root, "other", "also-b.patch", patch_bytes("other", base, "fix b too",
                                                               other_diff))
+    return root
+
+
+def test_two_upstreams_whose_overlays_go_to_one_path_in_the_image_are_refused(tmp_path):
+    """Two upstreams installed at one root, each with a fix to the same path: compose mounted
+    both files at one target and the Dockerfile copied one over the other, so one upstream's
+    fix was never deployed, while overlays, verify and lint were green. `overlays` refuses,
+    naming both files, their patches and the target, with nothing written; `lint` says so."""
+    root = _two_upstreams_fixing_b_at_one_root(tmp_path)
     before = snapshot(root)
     run = run_cli(root, "overlays")
     assert run.rc == 2, run.text
@@ -758,14 +764,7 @@ def test_the_install_root_line_is_found_under_a_quoted_table_header(tmp_path, he
     install-root line. A table header written with a quoted key (`[...upstreams."other"]`, as
     TOML allows and some editors write) was not found: the message named no line, or another
     table's. The header is read as a TOML key."""
-    root, _ = git_project(tmp_path, install_root=INSTALL_ROOT)
-    other = Upstream(tmp_path / "other-upstream", {"pkg/b.py": UPSTREAM_FILES["pkg/b.py"]})
-    add_git_upstream(root, "other", other.path, "main", install_root=INSTALL_ROOT)
-    write_patch(root, "all-b", B_DIFF)
-    other_diff = other.diff({"pkg/b.py": UPSTREAM_FILES["pkg/b.py"] + b"w = 4\n"}, other.base)
-    base = json.loads((root / "upstream.lock").read_text())["upstreams"]["other"]["commit"]
-    add_patch_file(root, "other", "also-b.patch", patch_bytes("other", base, "fix b too",
-                                                              other_diff))
+    root = _two_upstreams_fixing_b_at_one_root(tmp_path)
     config = root / "pyproject.toml"
     text = config.read_text().replace("[tool.patchforge.upstreams.other]", header)
     config.write_text(text)

@@ -1470,8 +1470,6 @@ def test_a_reader_fetching_its_pins_holds_back_no_write_out(tmp_path, reader):
     They fetch first, then read under the lock. The reader is stopped (SIGSTOP) in the middle
     of its fetch, as it configures the new store's remote: the project can be locked for
     writing meanwhile."""
-    import fcntl
-
     project = Project(tmp_path / "p")
     project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
     env = {**os.environ, "PATCHFORGE_CACHE": str(tmp_path / "fresh-cache"),
@@ -1482,15 +1480,23 @@ def test_a_reader_fetching_its_pins_holds_back_no_write_out(tmp_path, reader):
         while not _stopped(proc.pid):
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.02)
-        directory = os.open(project.root, os.O_RDONLY)
-        try:
-            fcntl.flock(directory, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: held
-        finally:
-            os.close(directory)
+        _lock_for_writing_at_once(project.root)  # BlockingIOError: a reader holds it
     finally:
         os.kill(proc.pid, signal.SIGCONT)
         out, err = proc.communicate(timeout=300)
     assert proc.returncode == run_cli(project.root, *reader).rc, err.decode()
+
+
+def _lock_for_writing_at_once(root: Path) -> None:
+    """Take (and let go) the project directory's write lock without waiting: raises
+    BlockingIOError while a command holds it for reading."""
+    import fcntl
+
+    directory = os.open(root, os.O_RDONLY)
+    try:
+        fcntl.flock(directory, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(directory)
 
 
 def _full_pipe() -> tuple[int, int]:
@@ -1514,8 +1520,6 @@ def test_a_reader_left_unread_in_a_pipe_holds_back_no_write_out(tmp_path, reader
     unread (a pager, a blocked pipe) held a rebase's write-out back until the write-out gave
     up. They read under the lock and print after letting it go: while one is blocked on its
     output, the project can be locked for writing, and a rebase beside it writes out."""
-    import fcntl
-
     project = Project(tmp_path / "p")
     project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
     target = project.up.commit({"pkg/other.py": b"x = 3\n"})
@@ -1524,15 +1528,13 @@ def test_a_reader_left_unread_in_a_pipe_holds_back_no_write_out(tmp_path, reader
                              *reader], stdout=write_end, stderr=subprocess.DEVNULL)
     os.close(write_end)
     try:
-        # Blocked writing its answer to stdout (system call 1, write, on fd 1).
+        # Blocked writing its answer to stdout (system call 1, write, on fd 1; x86-64).
+        deadline = time.monotonic() + 120
         while open(f"/proc/{proc.pid}/syscall").read().split()[:2] != ["1", "0x1"]:
             assert proc.poll() is None, proc.returncode
+            assert time.monotonic() < deadline, "never blocked writing to its stdout"
             time.sleep(0.02)
-        directory = os.open(project.root, os.O_RDONLY)
-        try:
-            fcntl.flock(directory, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: held
-        finally:
-            os.close(directory)
+        _lock_for_writing_at_once(project.root)  # BlockingIOError: a reader holds it
         project.cli("rebase", "--to", f"up={target}")
         assert f"Base: {target}".encode() in project.patch("fix-a")
     finally:

@@ -293,29 +293,33 @@ class Rebase:
         restored = []
         self._clean_temp_files()  # a write-out's new files, named by its journal or not yet
         if run.phase == "committing":
-            from patchforge.fsutil import WriteOutLock
-            from patchforge.overlay import recover_overlays
-
-            with WriteOutLock(self.project.root, exclusive=True, wait=WRITE_OUT_WAIT,
-                              on_wait=self.on_wait_for_readers,
-                              undone="the cut-short write-out is not undone yet",
-                              hint="run `patchforge rebase --abort` again once they end"):
-                restored = self.journal.restore_originals(self.project.root)
-                recover_overlays(self.project)
-                if self.journal.restore_tree("overlays", self.project.overlays_dir):
-                    restored.append("overlays/")
+            restored = self._put_back_cut_short_write_out()
         for upstream in run.upstreams:
             self._keep_unadded(upstream)
             self._remove_worktree(upstream)
         self.journal.remove()
         return restored
 
+    def _put_back_cut_short_write_out(self) -> list[str]:
+        """Put back what a cut-short write-out replaced (the files the journal saved, then
+        overlays/), the readers kept out meanwhile; returns what was put back."""
+        from patchforge.fsutil import WriteOutLock
+        from patchforge.overlay import recover_overlays
+
+        with WriteOutLock(self.project.root, exclusive=True, wait=WRITE_OUT_WAIT,
+                          on_wait=self.on_wait_for_readers,
+                          undone="the cut-short write-out is not undone yet",
+                          hint="run `patchforge rebase --abort` again once they end"):
+            restored = self.journal.restore_originals(self.project.root)
+            recover_overlays(self.project)
+            if self.journal.restore_tree("overlays", self.project.overlays_dir):
+                restored.append("overlays/")
+        return restored
+
     def _abort_damaged(self) -> list[str]:
         """--abort with a journal that cannot be read (truncated by a full disk, damaged): put
         back whatever it saved that can still be read, then remove it, so there is always a way
         out. The project files are only ever changed after originals.json is whole."""
-        from patchforge.overlay import recover_overlays
-
         restored: list[str] = []
         try:
             originals = self.journal.originals()
@@ -323,17 +327,7 @@ class Rebase:
             originals = {}
         self._clean_temp_files()
         if originals:
-            from patchforge.fsutil import WriteOutLock
-
-            # The readers kept out while it puts the files back, as for a journal it can read.
-            with WriteOutLock(self.project.root, exclusive=True, wait=WRITE_OUT_WAIT,
-                              on_wait=self.on_wait_for_readers,
-                              undone="the cut-short write-out is not undone yet",
-                              hint="run `patchforge rebase --abort` again once they end"):
-                restored = self.journal.restore_originals(self.project.root)
-                recover_overlays(self.project)
-                if self.journal.restore_tree("overlays", self.project.overlays_dir):
-                    restored.append("overlays/")
+            restored = self._put_back_cut_short_write_out()
         for upstream in self.project.upstream_names():
             self._keep_unadded(upstream)
             self._remove_worktree(upstream)
