@@ -330,7 +330,7 @@ class Project:
             return "`patchforge list` shows the series"
         return "did you mean " + " or ".join(f"{stems[c]}/{c}" for c in close) + "?"
 
-    def _kept_aside(self, upstream: str | None, file_name: str) -> list[tuple[str, str, str]]:
+    def kept_aside(self, upstream: str | None, file_name: str) -> list[tuple[str, str, str]]:
         """(upstream, upstreamed|deleted, file name) of each kept copy of `file_name`: itself
         and the numbered copies (`fix.2.patch`) a later fix of the same name was kept as."""
         stem = file_name[:-len(PATCH_SUFFIX)]
@@ -365,7 +365,7 @@ class Project:
                                  f"aside (series/{aside[0]}/skipped/{file_name})",
                                  hint=f"`patchforge bring-back {name}` puts it back onto the "
                                       "current base")
-            kept = self._kept_aside(wanted_upstream, file_name)
+            kept = self.kept_aside(wanted_upstream, file_name)
             if len(kept) == 1:
                 # Out of the series but kept: saying "no patch named" of it read as lost.
                 upstream, place, kept_name = kept[0]

@@ -856,6 +856,15 @@ def test_a_fix_kept_aside_is_said_to_be_kept_not_missing(tmp_path):
     run = run_cli(stack.root, "show", "up/gone")
     assert run.rc == 2 and "gone.patch is not in the series; copies are kept aside: " \
         "series/up/deleted/gone.patch, series/up/deleted/gone.2.patch" in run.err, run.text
+    # bring-back names them as show does (it named the directory, and no numbered copy).
+    run = run_cli(stack.root, "bring-back", "gone")
+    assert run.rc == 2 and "no skipped fix named 'gone': copies are kept aside: " \
+        "series/up/deleted/gone.patch, series/up/deleted/gone.2.patch" in run.err, run.text
+    # Only the numbered copy left (the first one removed by hand): it is still named.
+    (stack.root / "series" / "up" / "deleted" / "gone.patch").unlink()
+    run = run_cli(stack.root, "bring-back", "gone")
+    assert run.rc == 2 and "no skipped fix named 'gone': up/gone.patch is kept in " \
+        "series/up/deleted/ (as gone.2.patch)" in run.err, run.text
 
 
 @pytest.mark.parametrize("verb,equivalent", [("push", "`patchforge edit NAME`"),

@@ -791,15 +791,19 @@ def find_skipped(project: Project, name: str):
 
 
 def _where_else(project: Project, upstream: str | None, file_name: str) -> str:
-    """Where a fix of that name is when it is not skipped: in a series, or kept aside."""
+    """Where a fix of that name is when it is not skipped: in a series, or kept aside (every
+    kept copy, the numbered ones a later fix of the same name was kept as included)."""
     for name in project.upstream_names():
-        if upstream not in (None, name):
-            continue
-        if file_name in project.patch_names(name):
+        if upstream in (None, name) and file_name in project.patch_names(name):
             return f"{name}/{file_name} is in the series"
-        for place in ("upstreamed", "deleted"):
-            if (project.series_dir(name) / place / file_name).is_file():
-                return f"{name}/{file_name} is kept in series/{name}/{place}/"
+    kept = project.kept_aside(upstream, file_name)
+    if len(kept) == 1:
+        name, place, kept_name = kept[0]
+        return f"{name}/{file_name} is kept in series/{name}/{place}/" + \
+            (f" (as {kept_name})" if kept_name != file_name else "")
+    if kept:
+        return "copies are kept aside: " + ", ".join(f"series/{u}/{place}/{n}"
+                                                     for u, place, n in kept)
     return ""
 
 
