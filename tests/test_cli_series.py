@@ -173,6 +173,25 @@ def test_a_path_the_upstream_lacks_is_refused_unless_create_says_it_is_new(proje
     ok(root, "edit", "typo", "--file", "nosuch.py")
 
 
+def test_a_file_only_a_later_patch_creates_is_not_there_for_a_new_patch_before_it(project):
+    """`new mid --after first --file new.py`, with a patch after `first` creating new.py, took
+    new.py for a file the new patch's base has: the patch was written and listed, then its
+    worktree refused the path (exit 2, the patch left behind). The patches after the
+    insertion point are not its base: refused before anything is written. After the creating
+    patch, the file is there."""
+    root = project
+    ok(root, "new", "first", "--no-edit")
+    ok(root, "new", "maker", "--file", "made.py", "--create")
+    (work(root) / "made.py").write_bytes(b"made = 1\n")
+    ok(root, "refresh")
+    before = snapshot(root)
+    run = run_cli(root, "new", "mid", "--after", "first", "--file", "made.py")
+    assert run.rc == 2 and "made.py does not exist in the upstream" in run.err, run.text
+    assert snapshot(root) == before
+    ok(root, "new", "last", "--after", "maker", "--file", "made.py")
+    assert (work(root) / "made.py").read_bytes() == b"made = 1\n"
+
+
 def test_refresh_keeps_the_header_byte_for_byte_except_last_update(project, monkeypatch):
     root = project
     ok(root, "new", "hand", "--no-edit")

@@ -115,7 +115,7 @@ def new(app, name, upstream, after, description, profiles, no_edit, files, creat
             # before the patch is written, not after (the patch listed, its worktree not made).
             store.require_writable()
         if files and not no_edit:
-            from patchforge.ops.series import only_upstream
+            from patchforge.ops.series import only_upstream, patches_before_new
             from patchforge.worktree import refuse_non_files, worktree_files
 
             # Checked before the patch is written: a bad path must not leave it behind.
@@ -126,8 +126,9 @@ def new(app, name, upstream, after, description, profiles, no_edit, files, creat
             if not create:
                 from patchforge.worktree import refuse_new_paths
 
-                # A file an earlier patch of the series creates is there for the new one.
-                made = {p for n in project.patch_names(chosen)
+                # A file an earlier patch of the series creates is there for the new one (one
+                # after the insertion point creates it on top of it: not there).
+                made = {p for n in patches_before_new(project, chosen, after)
                         for p in project.read_patch(chosen, n).paths}
                 refuse_new_paths(store, pin, [p for p in rels if p not in made
                                               and store.entry(pin, p) is None])

@@ -464,6 +464,16 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
     return upstream, file_name
 
 
+def patches_before_new(project: Project, upstream: str, after: str | None) -> list[str]:
+    """The patches of the `upstream` series a new patch inserted `--after` AFTER (None: at the
+    end) comes after: those its base has the changes of. AFTER not listed is refused."""
+    series = project.read_series(upstream)
+    if after is None:
+        return list(series.names)
+    after = _listed_after(project, upstream, series, after)
+    return list(series.names[:series.names.index(after) + 1])
+
+
 def _made_by_this_new(project: Project, upstream: str, file_name: str, data: bytes) -> bool:
     """True when the series lists `file_name` with exactly the empty patch `new` writes now."""
     if file_name not in project.patch_names(upstream):
