@@ -378,7 +378,8 @@ class RepoLock:
                 # service; EOPNOTSUPP: some FUSE ones): nothing would keep two commands
                 # changing the project apart, so none runs (the error said "run it again").
                 os.close(fd)
-                raise LockedError(f"{self.path} cannot be locked ({exc.strerror or exc}): "
+                # (The message follows the path, which the error names: said once.)
+                raise LockedError(f"cannot be locked ({exc.strerror or exc}): "
                                   "its file system keeps no kernel locks, so nothing would keep "
                                   "two commands changing this project apart",
                                   path=str(self.path),
