@@ -336,6 +336,28 @@ def test_a_command_run_in_the_worktree_it_removes_says_where_the_project_is(proj
     assert b"return -30" in project.patch("fix-a")
 
 
+def test_help_and_the_version_answer_in_a_deleted_directory(tmp_path):
+    """Run from a directory that no longer exists, every command was refused, even
+    `patchforge --help` and `--version`, which read no project. They answer; a command that
+    reads the project is still refused, saying the directory is gone."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    python = sys.executable
+    script = (f'cd "{gone}" && rmdir "{gone}" && '
+              + " ".join(f'"{python}" -m patchforge {args}; echo "rc=$?";'
+                         for args in ("--help", "--version", "list --help", "status -h",
+                                      "list")))
+    proc = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "PWD": str(gone)},
+                          timeout=300)
+    rcs = [line for line in proc.stdout.splitlines() if line.startswith("rc=")]
+    assert rcs == ["rc=0"] * 4 + ["rc=2"], proc.stdout + proc.stderr
+    assert "Usage: patchforge [OPTIONS] COMMAND" in proc.stdout
+    assert "patchforge, version " in proc.stdout
+    assert "Usage: patchforge list" in proc.stdout and "Usage: patchforge status" in proc.stdout
+    assert proc.stderr.count("no longer exists") == 1, proc.stderr
+
+
 def test_each_way_out_of_an_edit_the_note_names_works_as_it_says(project):
     """During an edit the note said "`patchforge refresh` writes the change...; `patchforge
     edit --close` then ends the edit", but refresh already ends the edit, so the second step

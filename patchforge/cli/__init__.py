@@ -201,16 +201,27 @@ def main(argv: list[str] | None = None) -> None:
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = SafeTerminalStream(sys.stdout), SafeTerminalStream(sys.stderr)
     try:
-        cwd = _current_directory()
+        args = sys.argv[1:] if argv is None else argv
+        # Help and the version need no directory: they answer in a deleted one too.
+        cwd = None if _asks_for_help(args) else _current_directory()
         try:
             _main(argv, verbose, neutralize)
         finally:
-            _say_if_worktree_gone(cwd)
+            if cwd is not None:
+                _say_if_worktree_gone(cwd)
     finally:
         sys.stdout, sys.stderr = streams
         if "patchforge.store.git" in sys.modules:  # `--offline` lasts one command
             from patchforge.store.git import set_offline
             set_offline(False)
+
+
+def _asks_for_help(args: list[str]) -> bool:
+    """True for a command line that only asks for help or the version (`patchforge`,
+    `--version`, `COMMAND --help`): it reads no project and no file."""
+    options = args[:args.index("--")] if "--" in args else args
+    return not args or "--help" in options or "-h" in options or \
+        ("--version" in args and all(a.startswith("-") for a in args))
 
 
 def _project_above(directory: str) -> str | None:
