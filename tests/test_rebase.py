@@ -19,7 +19,7 @@ import pytest
 
 from helpers.cli import run_cli
 from helpers.git import git
-from helpers.project import Stack
+from helpers.project import Stack, make_project
 from helpers.snapshot import snapshot
 from helpers.upstream import BASE, BASE_LINES, Upstream, with_lines
 from patchforge.formats.schemas import validation_errors
@@ -278,6 +278,36 @@ def test_verbose_prints_no_traceback_for_an_ordinary_outcome(stack, upstream):
         verbose = stack.cli("-v", *args, expect=rc)
         assert "Traceback" not in verbose[2], (args, verbose[2])
         assert quiet[0] == rc and quiet[2].splitlines()[-1] in verbose[2], (args, quiet, verbose)
+
+
+def test_verbose_prints_the_traceback_of_an_internal_error_and_only_of_it(tmp_path):
+    """An internal error raised as a PatchforgeError (exit 70: the ledger given an event
+    without a name, a caller's bug) lost its traceback under -v with the ordinary errors'.
+    -v prints it for that error, and none for a user's error (an unknown patch, exit 2)."""
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import click\n"
+        "from patchforge.cli import LAZY_COMMANDS, main\n"
+        "@click.command()\n"
+        "def broken():\n"
+        "    from patchforge.ledger import record_event\n"
+        "    record_event(None, {'event': ''})\n"
+        "LAZY_COMMANDS['broken'] = ('__main__', 'broken', 'an internal error')\n"
+        "main()\n")
+    project = make_project(tmp_path / "project")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(script), "--root", str(project), *args],
+                              capture_output=True, text=True, timeout=120)
+
+    internal = run("-v", "broken")
+    assert internal.returncode == 70, internal.stderr
+    assert "patchforge: error: record_event: an event is a dict" in internal.stderr
+    assert "Traceback (most recent call last):" in internal.stderr, internal.stderr
+    assert "Traceback" not in run("broken").stderr  # without -v: the message alone
+    user = run("-v", "show", "nope")
+    assert user.returncode == 2 and "no patch named 'nope'" in user.stderr, user.stderr
+    assert "Traceback" not in user.stderr, user.stderr
 
 
 def test_conflict_stops_then_continue_takes_the_resolution(stack, upstream):
