@@ -20,7 +20,8 @@ from patchforge.errors import LockedError, UsageError
 # (SIGSTOP, until a SIGCONT) with
 # PATCHFORGE_FAULT_MODE=stop: "lock:N" stops it just before its N-th take of the project lock,
 # so a test can run a second command in between ("config:N", before the N-th write of a store
-# remote's configuration). Never set in normal use.
+# remote's configuration; "forget:N", before the N-th removal of a rebase journal). Never set in
+# normal use.
 _FAULT_COUNTS: dict[str, int] = {}
 
 

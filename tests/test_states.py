@@ -1236,6 +1236,31 @@ def test_lint_during_a_rebase_write_out_reads_the_finished_project(tmp_path):
     assert f"Base: {target}".encode() in project.patch("fix-a")
 
 
+def test_a_reader_beside_an_abort_of_a_cut_short_write_out_reads_it_whole(tmp_path):
+    """`rebase --abort` of a write-out cut short put the old files back holding the project
+    for writing, then let go of it before it removed its worktrees and journal: a reader in
+    between read the old series under a journal saying a rebase was writing out (status exit
+    1). The journal goes while the project is held: a reader waits (the abort is stopped just
+    before the removal), then reads the project as it was before the rebase."""
+    import json
+
+    project, writer, target = _stopped_inside_the_write_out(tmp_path)
+    writer.kill()  # the write-out cut short
+    writer.wait()
+    env = {**os.environ, "PATCHFORGE_FAULT": "forget:1", "PATCHFORGE_FAULT_MODE": "stop"}
+    abort = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                              "rebase", "--abort"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env=env)
+    while not _stopped(abort.pid):
+        assert abort.poll() is None, "the abort removed its journal without stopping"
+        time.sleep(0.02)
+    rc, out, err = _run_beside_the_write_out(project, abort, "status", "--json")
+    assert rc == 0, err.decode()
+    document = json.loads(out)
+    assert document["notes"] == [] and document["targets"]["up"]["commit"] != target
+    assert not (project.root / ".patchforge" / "rebase").exists()
+
+
 def test_status_says_one_state_of_the_project_even_while_it_changes(project, tmp_path):
     """`status` read the project's state (stops, rebases in progress, fixes set aside) several
     times: for its notes, for its exit status, and for the document. A fix set aside meanwhile

@@ -290,48 +290,58 @@ class Rebase:
             run = self.journal.load()
         except CorruptJournal:
             return self._abort_damaged()
-        restored = []
         self._clean_temp_files()  # a write-out's new files, named by its journal or not yet
-        if run.phase == "committing":
-            restored = self._put_back_cut_short_write_out()
-        for upstream in run.upstreams:
-            self._keep_unadded(upstream)
-            self._remove_worktree(upstream)
-        self.journal.remove()
+        cut_short = run.phase == "committing"
+        with self._undoing(cut_short):
+            restored = self._put_back_cut_short_write_out() if cut_short else []
+            self._forget(run.upstreams)
         return restored
+
+    def _undoing(self, cut_short: bool):
+        """The project held for writing while --abort puts back a cut-short write-out and
+        forgets the run: a reader sees the write-out's files and journal, or the project as it
+        was before the rebase, never the files put back beside a journal that still says they
+        are part old, part new. A run that wrote nothing changed no project file: nothing to
+        hold."""
+        if not cut_short:
+            return contextlib.nullcontext()
+        from patchforge.fsutil import WriteOutLock
+
+        return WriteOutLock(self.project.root, exclusive=True, wait=WRITE_OUT_WAIT,
+                            on_wait=self.on_wait_for_readers,
+                            undone="the cut-short write-out is not undone yet",
+                            hint="run `patchforge rebase --abort` again once they end")
 
     def _put_back_cut_short_write_out(self) -> list[str]:
         """Put back what a cut-short write-out replaced (the files the journal saved, then
-        overlays/), the readers kept out meanwhile; returns what was put back."""
-        from patchforge.fsutil import WriteOutLock
+        overlays/), under `_undoing`; returns what was put back."""
         from patchforge.overlay import recover_overlays
 
-        with WriteOutLock(self.project.root, exclusive=True, wait=WRITE_OUT_WAIT,
-                          on_wait=self.on_wait_for_readers,
-                          undone="the cut-short write-out is not undone yet",
-                          hint="run `patchforge rebase --abort` again once they end"):
-            restored = self.journal.restore_originals(self.project.root)
-            recover_overlays(self.project)
-            if self.journal.restore_tree("overlays", self.project.overlays_dir):
-                restored.append("overlays/")
+        restored = self.journal.restore_originals(self.project.root)
+        recover_overlays(self.project)
+        if self.journal.restore_tree("overlays", self.project.overlays_dir):
+            restored.append("overlays/")
         return restored
+
+    def _forget(self, upstreams) -> None:
+        """The run's worktrees (their files nobody added kept aside first), then its journal."""
+        for upstream in upstreams:
+            self._keep_unadded(upstream)
+            self._remove_worktree(upstream)
+        self.journal.remove()
 
     def _abort_damaged(self) -> list[str]:
         """--abort with a journal that cannot be read (truncated by a full disk, damaged): put
         back whatever it saved that can still be read, then remove it, so there is always a way
         out. The project files are only ever changed after originals.json is whole."""
-        restored: list[str] = []
         try:
             originals = self.journal.originals()
         except CorruptJournal:
             originals = {}
         self._clean_temp_files()
-        if originals:
-            restored = self._put_back_cut_short_write_out()
-        for upstream in self.project.upstream_names():
-            self._keep_unadded(upstream)
-            self._remove_worktree(upstream)
-        self.journal.remove()
+        with self._undoing(bool(originals)):
+            restored = self._put_back_cut_short_write_out() if originals else []
+            self._forget(self.project.upstream_names())
         return restored
 
     def _no_rebase(self) -> None:

@@ -444,6 +444,7 @@ class Journal:
     def remove(self) -> None:
         """Forget the run: journal.json first (from then on nothing is in progress), then the
         rest."""
+        fault_point("forget")
         atomic_delete(self.path)
         if self.dir.exists():
             shutil.rmtree(self.dir)
