@@ -1510,11 +1510,12 @@ def test_a_command_changing_several_files_waits_for_the_readers(tmp_path, comman
     assert snapshot(project.root, skip_state=True) != before
 
 
-@pytest.mark.parametrize("reader", [("lint", "--no-forge"), ("check",)])
+@pytest.mark.parametrize("reader", [("lint", "--no-forge"), ("check",), ("status",),
+                                    ("overlays", "--check")])
 def test_a_reader_fetching_its_pins_holds_back_no_write_out(tmp_path, reader):
-    """`lint` and `check` on a cache without the pinned revisions (a fresh clone's first run)
-    fetched them holding the project's read lock: a rebase's write-out waited for the network.
-    They fetch first, then read under the lock. The reader is stopped (SIGSTOP) in the middle
+    """`lint`, `check`, `status` and `overlays --check` on a cache without the pinned
+    revisions (a fresh clone's first run) fetched them holding the project's read lock: a
+    rebase's write-out waited for the network. They fetch first, then read under the lock. The reader is stopped (SIGSTOP) in the middle
     of its fetch, as it configures the new store's remote: the project can be locked for
     writing meanwhile."""
     project = Project(tmp_path / "p")
@@ -1544,6 +1545,43 @@ def _lock_for_writing_at_once(root: Path) -> None:
         fcntl.flock(directory, fcntl.LOCK_EX | fcntl.LOCK_NB)
     finally:
         os.close(directory)
+
+
+def test_status_against_a_new_target_fetches_it_before_it_reads(tmp_path):
+    """`status --against up=COMMIT` fetched a target the cache lacks holding the project's
+    read lock: a rebase's write-out waited for the network. The target is resolved first. The
+    status is stopped (SIGSTOP) in the middle of the target's fetch, as it configures the
+    store's remote again (taken away here): the project can be locked for writing meanwhile."""
+    import fcntl
+
+    project = Project(tmp_path / "p")
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    target = project.up.commit({"pkg/other.py": b"x = 3\n"})
+    store = Path(os.environ["PATCHFORGE_CACHE"]) / "store.git"
+    names = subprocess.run(["git", "--git-dir", str(store), "config", "--name-only",
+                            "--get-regexp", r"^remote\.up\."], check=True, capture_output=True,
+                           text=True).stdout.split()
+    for section in sorted({name.rsplit(".", 1)[0] for name in names}):
+        subprocess.run(["git", "--git-dir", str(store), "config", "--remove-section", section],
+                       check=True)
+    args = ("status", "--against", f"up={target}")
+    env = {**os.environ, "PATCHFORGE_FAULT": "config:1", "PATCHFORGE_FAULT_MODE": "stop"}
+    proc = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                             *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        while not _stopped(proc.pid):
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        directory = os.open(project.root, os.O_RDONLY)
+        try:
+            fcntl.flock(directory, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: held
+        finally:
+            os.close(directory)
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        out, err = proc.communicate(timeout=300)
+    assert proc.returncode == run_cli(project.root, *args).rc == 0, err.decode()
+    assert target.encode() in out
 
 
 def _full_pipe() -> tuple[int, int]:

@@ -30,6 +30,7 @@ def overlays(app, profiles, check, as_json, output_format):
     """Regenerate overlays, SHA256SUMS, manifest.json and the compose mounts."""
     from patchforge.fsutil import RepoLock, writing_project
     from patchforge.overlay import check_overlays, write_overlays
+    from patchforge.pins import open_store
 
     project = app.project()
     with contextlib.ExitStack() as held:
@@ -38,10 +39,14 @@ def overlays(app, profiles, check, as_json, output_format):
             # written: built first and written under the lock, overlays of the series a rebase
             # beside this command had just replaced were written over its new ones.
             held.enter_context(RepoLock(project.state_dir, wait=30))
-        else:
+        store = held.enter_context(open_store(project))
+        if check:
+            # The pins a fresh cache lacks fetched first: no rebase's write-out waits on the
+            # network with this command (they are checked again on the lock read whole).
+            _bring_pins(project, store)
             # Compared whole: never a rebase's half-written series against its overlays.
             held.enter_context(app.reading())
-        result, busy = _built_overlays(project, profiles, check=check, as_json=as_json)
+        result, busy = _built_overlays(project, store, profiles, check=check, as_json=as_json)
         for warning in result.warnings:
             click.echo(f"warning: {warning}", err=True)
         if not check:
@@ -94,13 +99,11 @@ def overlays(app, profiles, check, as_json, output_format):
         sys.exit(EXIT_ATTENTION)
 
 
-def _built_overlays(project, profiles, *, check: bool, as_json: bool):
+def _built_overlays(project, store, profiles, *, check: bool, as_json: bool):
     """The overlays of the series as it stands, built in memory (with the pins the cache
     lacks brought in first), and whether a stop, a rebase or an edit is open (`--check`
     announces it; writing is refused while a rebase is in progress)."""
-    from patchforge.ops.setup import fetch_missing
     from patchforge.overlay import build_overlays
-    from patchforge.pins import open_store
     from patchforge.state import refuse_unconfigured_series
 
     busy = False
@@ -118,19 +121,24 @@ def _built_overlays(project, profiles, *, check: bool, as_json: bool):
     if unknown:
         raise UsageError(f"unknown profile {unknown[0]!r} (configured: "
                          f"{', '.join(project.config.profiles) or 'none'})")
-    with open_store(project) as store:
-        # A fresh clone: the pinned upstreams are not in the cache yet; bring them first.
-        with Progress("fetching") as progress:
-            fetched = fetch_missing(project, store, on_upstream=lambda name, label:
-                                    progress.advance(f"{name} {label}"))
-        for name in fetched:
-            click.echo(f"fetched {name} {project.lock.pin(name).label} into the cache", err=True)
-        result = build_overlays(project, store)
-        # A fix that still applies can still be neutralised (a later patch undid it, a context
-        # match put it in the wrong function): every Keeps: invariant must hold per profile.
-        from patchforge.invariants import require_overlay_invariants
-        require_overlay_invariants(project, result, store=store)
+    _bring_pins(project, store)
+    result = build_overlays(project, store)
+    # A fix that still applies can still be neutralised (a later patch undid it, a context
+    # match put it in the wrong function): every Keeps: invariant must hold per profile.
+    from patchforge.invariants import require_overlay_invariants
+    require_overlay_invariants(project, result, store=store)
     return result, busy
+
+
+def _bring_pins(project, store) -> None:
+    """A fresh clone: the pinned upstreams are not in the cache yet; brought in, and said."""
+    from patchforge.ops.setup import fetch_missing
+
+    with Progress("fetching") as progress:
+        fetched = fetch_missing(project, store, on_upstream=lambda name, label:
+                                progress.advance(f"{name} {label}"))
+    for name in fetched:
+        click.echo(f"fetched {name} {project.lock.pin(name).label} into the cache", err=True)
 
 
 @click.command()

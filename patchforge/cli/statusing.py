@@ -40,34 +40,39 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
     """`status [--against SPEC]... [SPEC]... [--strict] [--json] [--html FILE] [--format F]`."""
     from patchforge.net import make_forge
     from patchforge.pins import open_store
-    from patchforge.ops.status import resolve_targets, series_status
+    from patchforge.ops.status import bring_targets, resolve_targets, series_status
     from patchforge.state import unlisted_fixes
     from patchforge.targets import parse_target_specs
 
     specs = target_specs("--against", specs, more_specs)
     project = app.project()
-    # Read whole: a rebase writing out its result is waited for (it replaces several files).
-    with app.reading():
-        notes, busy, skipped = announce_state_report(project, as_json=as_json)
-        wanted = parse_target_specs(specs, project.upstream_names()) if specs else None
-        with open_store(project) as store:
-            targets = resolve_targets(project, store, wanted)
+    wanted = parse_target_specs(specs, project.upstream_names()) if specs else None
+    with open_store(project) as store:
+        # The pins a fresh cache lacks fetched and the targets resolved first: no rebase's
+        # write-out waits on the network with this command.
+        resolved = bring_targets(project, store, wanted)
+        # Read whole: a rebase writing out its result is waited for (it replaces several
+        # files); the pins are checked again on the lock read whole.
+        with app.reading():
+            notes, busy, skipped = announce_state_report(project, as_json=as_json)
+            targets = resolve_targets(project, store, wanted, resolved=resolved)
             results = series_status(project, store, targets, forge=make_forge(project))
-        document: dict[str, Any] = {
-            "targets": {name: {"base": t.base_commit, "commit": t.commit, "label": t.label,
-                               "version": t.version} for name, t in targets.items()},
-            "patches": [r.to_json() for r in results],
-            "needs_attention": any(r.attention for r in results),
-            "departed": departed_fixes(project),
-            "notes": notes,
-            "skipped": [{"upstream": fix.upstream, "name": fix.name,
-                         "path": fix.path.relative_to(project.root).as_posix()}
-                        for fix in skipped],
-            # A patch file its series does not list is in no overlay: "all apply" would hide it.
-            "unlisted": [{"upstream": upstream, "name": name,
-                          "path": path.relative_to(project.root).as_posix()}
-                         for upstream, name, path in unlisted_fixes(project)],
-        }
+            document: dict[str, Any] = {
+                "targets": {name: {"base": t.base_commit, "commit": t.commit, "label": t.label,
+                                   "version": t.version} for name, t in targets.items()},
+                "patches": [r.to_json() for r in results],
+                "needs_attention": any(r.attention for r in results),
+                "departed": departed_fixes(project),
+                "notes": notes,
+                "skipped": [{"upstream": fix.upstream, "name": fix.name,
+                             "path": fix.path.relative_to(project.root).as_posix()}
+                            for fix in skipped],
+                # A patch file its series does not list is in no overlay: "all apply" would
+                # hide it.
+                "unlisted": [{"upstream": upstream, "name": name,
+                              "path": path.relative_to(project.root).as_posix()}
+                             for upstream, name, path in unlisted_fixes(project)],
+            }
     busy = busy or bool(document["unlisted"])
     # The exit status is this too (1), with --strict also a patch that applies only with fuzz.
     document["needs_attention"] = document["needs_attention"] or busy

@@ -18,6 +18,7 @@ from patchforge.model.record import field, record
 
 if TYPE_CHECKING:
     from patchforge.detect import PatchVerdict
+    from patchforge.model.lock import UpstreamPin
     from patchforge.formats.patchfile import PatchFile
     from patchforge.project import Project
     from patchforge.store.gitstore import UpstreamStore
@@ -188,9 +189,32 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
     return out
 
 
-def resolve_targets(project: Project, store: UpstreamStore,
-                    specs: dict[str, str] | None) -> dict[str, Target]:
-    """Targets per upstream: the locked pins, or what `--against` names (resolved into the store)."""
+def bring_targets(project: Project, store: UpstreamStore,
+                  specs: dict[str, str] | None) -> dict[str, tuple[str, UpstreamPin]]:
+    """The network a status needs, asked before it takes the project's read lock (a rebase's
+    write-out must not wait on it; a fresh clone's first status fetches its pins): each locked
+    revision the store lacks brought in, and each `--against` SPEC resolved into a pin,
+    returned per upstream as (SPEC, pin) for resolve_targets to take."""
+    from patchforge.pins import ensure_pinned, pin_for_spec
+
+    lock = project.lock
+    resolved = {}
+    for upstream in project.upstream_names():
+        if upstream not in lock.upstreams:
+            continue
+        ensure_pinned(project, store, upstream, lock.pin(upstream))
+        if specs and upstream in specs:
+            resolved[upstream] = (specs[upstream],
+                                  pin_for_spec(project, store, project.config.upstream(upstream),
+                                               specs[upstream]))
+    return resolved
+
+
+def resolve_targets(project: Project, store: UpstreamStore, specs: dict[str, str] | None, *,
+                    resolved: dict[str, tuple[str, UpstreamPin]] | None = None
+                    ) -> dict[str, Target]:
+    """Targets per upstream: the locked pins, or what `--against` names (resolved into the
+    store, or taken from `resolved`: bring_targets' answers)."""
     from patchforge.pins import ensure_pinned, pin_for_spec
 
     lock = project.lock
@@ -203,8 +227,9 @@ def resolve_targets(project: Project, store: UpstreamStore,
         pin = lock.pin(upstream)
         ensure_pinned(project, store, upstream, pin)
         if specs and upstream in specs:
-            new_pin = pin_for_spec(project, store, project.config.upstream(upstream),
-                                   specs[upstream])
+            known = (resolved or {}).get(upstream)
+            new_pin = known[1] if known is not None and known[0] == specs[upstream] else \
+                pin_for_spec(project, store, project.config.upstream(upstream), specs[upstream])
             targets[upstream] = Target(upstream, pin.commit, new_pin.commit, new_pin.label,
                                        new_pin.version)
         else:
