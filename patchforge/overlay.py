@@ -645,7 +645,7 @@ def changed_by_hand(project: Project, overlays: OverlaySet) -> list[str]:
 
 def refuse_changed_by_hand(project: Project, overlays: OverlaySet) -> None:
     """InputError (nothing written) when an overlay file was edited by hand since patchforge
-    wrote it (`changed_by_hand`): the change belongs in a patch."""
+    wrote it (`changed_by_hand`): the change belongs in a patch, of the overlay's profile."""
     changed = changed_by_hand(project, overlays)
     if not changed:
         return
@@ -655,9 +655,12 @@ def refuse_changed_by_hand(project: Project, overlays: OverlaySet) -> None:
     upstreams = set(project.upstream_names())
     # overlays/[<profile>/]<upstream>/<path>: name the upstream and path for the import.
     at = next((i for i, part in enumerate(parts[:2]) if part in upstreams), None)
+    # overlays/<profile>/...: the change was made in that profile's deployment alone, and is
+    # a fix of that profile's series.
+    profile = f" --profiles {parts[0]}" if at == 1 else ""
     hint = ("make the change a patch, then regenerate: "
             + (f"`patchforge import overlay overlays/{first} --upstream {parts[at]} --path "
-               f"{'/'.join(parts[at + 1:])} --name NAME`" if at is not None else
+               f"{'/'.join(parts[at + 1:])} --name NAME{profile}`" if at is not None else
                "`patchforge import overlay FILE --upstream U --path P --name NAME`")
             + "; or remove the file to let the change go")
     raise InputError(f"overlays/{first}{more} changed since patchforge wrote it: regenerating "

@@ -675,6 +675,123 @@ def test_an_overlay_file_edited_by_hand_is_never_thrown_away(stack, tmp_path):
     assert ok(root, "overlays").rc == 0
 
 
+def _hinted_commands(err: str) -> list[str]:
+    """The commands in backticks of a message's hint line, in order."""
+    import re
+
+    hint = next(line for line in err.splitlines() if line.startswith("hint: "))
+    return re.findall(r"`([^`]*)`", hint)
+
+
+def _run_hinted(root: Path, command: str, **words: str):
+    """One command of a hint, run as a user would from the project root, the hint's
+    placeholders (FILE, NAME) filled in."""
+    import shlex
+
+    argv = [words.get(word, word) for word in shlex.split(command)]
+    if argv[0] == "patchforge":
+        return ok(root, *argv[1:], cwd=root)
+    subprocess.run(argv, cwd=root, check=True)
+    return None
+
+
+def _changed_lines(patch: bytes) -> list[bytes]:
+    diff = patch[patch.index(b"@@"):]
+    return [line for line in diff.splitlines() if line[:1] in (b"+", b"-")]
+
+
+def test_the_hint_for_an_overlay_edited_by_hand_imports_exactly_the_hand_change(stack):
+    """The `import overlay` that `overlays` hints for a hand-edited overlay was refused ("lacks
+    the changes that fnuz.patch make") when the hand change sat next to a line of the series:
+    a 3-way merge from the upstream's file called it a conflict. Run as printed, it now makes a
+    patch of the overlay's profile holding the hand change alone."""
+    root = stack
+    ok(root, "overlays")
+    overlay = root / "overlays/gfx942/up/a.py"
+    edited = overlay.read_bytes().replace(b"LINE3 gfx942\n", b"LINE3 gfx942\n# hotfix\n")
+    overlay.write_bytes(edited)
+    run = run_cli(root, "overlays")
+    assert run.rc == 2, run.text
+    (command,) = _hinted_commands(run.err)
+    assert command == ("patchforge import overlay overlays/gfx942/up/a.py --upstream up "
+                       "--path a.py --name NAME --profiles gfx942"), run.err
+    _run_hinted(root, command, NAME="hotfix")
+    patch = (root / "series/up/hotfix.patch").read_bytes()
+    assert b"Profiles: gfx942\n" in patch and _changed_lines(patch) == [b"+# hotfix"]
+    ok(root, "overlays")
+    assert overlay.read_bytes() == edited
+    assert not (root / "overlays/gfx950/up/a.py").exists()
+
+
+DROP_DIFF = (b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -9,5 +9,2 @@\n"
+             b" line9\n-line10\n-line11\n-line12\n line13\n")
+
+
+def test_a_hand_change_never_puts_back_what_the_series_removes_unseen(stack):
+    """A hand-edited overlay that brings back, edited, lines a fix of the series removes was
+    imported as the hand change: the fix was undone without a word. It is refused, naming the
+    fix and the lines, nothing written; one that takes out a line the series put there is
+    refused the same way. Lines added where the series removed others, resembling none of
+    them, are imported, and said. A hand change of the one line a fix puts there is refused
+    naming that line."""
+    root = stack
+    ok(root, "overlays")
+    overlay = root / "overlays/gfx942/up/a.py"
+    generated = overlay.read_bytes()
+    series = tree_bytes(root / "series")
+    overlay.write_bytes(generated.replace(b"LINE3 gfx942\n", b"LINE3 gfx942, adjusted\n"))
+    (command,) = _hinted_commands(run_cli(root, "overlays").err)
+    run = run_cli(root, *command.replace("NAME", "hotfix").split()[1:], cwd=root)
+    assert run.rc == 2 and "nothing was written" in run.err, run.text
+    assert "fnuz.patch" in run.err and "(the series': LINE3 gfx942)" in run.err, run.err
+    assert tree_bytes(root / "series") == series
+    overlay.write_bytes(generated)
+    write_patch(root, "drop", DROP_DIFF, profiles="gfx942")
+    ok(root, "overlays")
+    generated = overlay.read_bytes()
+    assert b"line11" not in generated and b"LINE3 gfx942\n" in generated
+    series = tree_bytes(root / "series")
+    for edited, named in (
+            (generated.replace(b"line9\n", b"line9\nline11 = compute(x, strict=True)\n"),
+             ["drop.patch", "line11", "line11 = compute(x, strict=True)"]),
+            (generated.replace(b"LINE3 gfx942\n", b"LINE3 gfx942, adjusted\n"),
+             ["fnuz.patch", "line 3: LINE3 gfx942"])):
+        overlay.write_bytes(edited)
+        (command,) = _hinted_commands(run_cli(root, "overlays").err)
+        run = run_cli(root, *command.replace("NAME", "hotfix").split()[1:], cwd=root)
+        assert run.rc == 2 and "nothing was written" in run.err, run.text
+        for text in named:
+            assert text in run.err, (text, run.err)
+        assert tree_bytes(root / "series") == series
+    overlay.write_bytes(generated.replace(b"line9\n", b"line9\nimport os\n"))
+    run = ok(root, *command.replace("NAME", "beside").split()[1:], cwd=root)
+    assert "drop.patch" in run.err and "line11" in run.err and "import os" in run.err
+    assert _changed_lines((root / "series/up/beside.patch").read_bytes()) == [b"+import os"]
+
+
+def test_a_hand_change_of_one_profiles_overlay_is_imported_against_that_profiles_file(stack):
+    """The overlay of gfx942 lacks a gfx950-only fix of the same file. Its hand change was
+    taken as the difference from the file with every profile's fixes applied, so the gfx942
+    patch undid the gfx950 fix's line in its context and no longer applied; it is now the
+    difference from gfx942's own file: gfx942 gets the hand change, gfx950 keeps its fix
+    without it."""
+    root = stack
+    write_patch(root, "z950", b"diff --git a/pkg/b.py b/pkg/b.py\n--- a/pkg/b.py\n"
+                b"+++ b/pkg/b.py\n@@ -1,3 +1,3 @@\n x = 1\n y = 22\n-z = 3\n+z = 33\n",
+                profiles="gfx950")
+    ok(root, "overlays")
+    overlay = root / "overlays/gfx942/up/pkg/b.py"
+    assert overlay.read_bytes() == b"x = 1\ny = 22\nz = 3\n"
+    overlay.write_bytes(b"x = 1\ny = 22\nz = 3\nw = 4\n")
+    (command,) = _hinted_commands(run_cli(root, "overlays").err)
+    assert command.endswith(" --profiles gfx942"), command
+    _run_hinted(root, command, NAME="w942")
+    assert _changed_lines((root / "series/up/w942.patch").read_bytes()) == [b"+w = 4"]
+    ok(root, "overlays")
+    assert overlay.read_bytes() == b"x = 1\ny = 22\nz = 3\nw = 4\n"
+    assert (root / "overlays/gfx950/up/pkg/b.py").read_bytes() == b"x = 1\ny = 22\nz = 33\n"
+
+
 def test_an_artifact_named_with_a_backslash_is_listed_as_sha256sum_writes_it(stack):
     """`tuning\\MI300X.csv` is a file name like any other on Linux. overlays refused it ("must
     be a path inside the project", then "cannot list it in SHA256SUMS"); its line is now written

@@ -234,7 +234,14 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     lacks their changes: its diff from the series' file undid them, and every later overlay
     and deployment went without those fixes while each patch still "applied". Such an overlay
     is merged onto the series' file (git's 3-way merge, with the upstream's file as the base),
-    so the new patch holds only its own change; one whose change overlaps theirs is refused."""
+    so the new patch holds only its own change; one whose change overlaps theirs is refused.
+
+    An overlay that keeps the series' changes is the series' file with a change made in it (a
+    generated overlay edited by hand), and imports as exactly that change, unless the change
+    takes out a line the series put there or brings back, edited, lines the series removes:
+    that would undo a fix, and is refused naming the lines. With `profiles` the series' file is
+    the one those profiles' overlays hold (a profile's overlay lacks the other profiles'
+    fixes)."""
     project.config.upstream(upstream)
     pin = project.lock.pin(upstream)
     validate_path(path, source=str(overlay))
@@ -245,35 +252,47 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     refuse_non_files(store, pin.commit, [path])
     file_name = patch_file_name(name)
     _check_import_allowed(project, upstream, file_name)
-    state = series_state(project, store, upstream)
+    if profiles is not None:
+        check_profiles(project, profiles)
+    state, touching = _series_file(project, store, upstream, path, profiles)
     old = state.current[path] if path in state.current else store.read_blob(pin.commit, path)
     if old is None and not create:
         raise UsageError(f"{path} does not exist in {upstream} at {pin.label}"
                          + near_paths(store, pin.commit, path),
                          hint="check --path; `--create` makes the overlay a new file instead")
     new = Path(overlay).read_bytes()
-    note = None
+    notes = []
     base = store.read_blob(pin.commit, path) if path in state.current else old
     if base is not None and old is not None and old != base:
-        clean, merged = merge_file(base, old, new, labels=("upstream", "series", "overlay"))
-        if merged != new:
-            earlier = ", ".join(n for n in project.patch_names(upstream)
-                                if path in project.read_patch(upstream, n).paths)
-            if not clean:
-                raise UsageError(
-                    f"{overlay} lacks the changes that {earlier} make to {path}, and changes "
-                    "the same lines: imported as it is, it would undo them; nothing was written",
-                    hint=f"make the change on the series' {path} (`patchforge overlays` writes "
-                         f"it under overlays/), or open it with `patchforge new {name} "
-                         f"--file {path}`")
-            new = merged
-            note = (f"{overlay} lacked the changes that {earlier} make to {path} (it was made "
-                    "from the upstream's file): they are kept, and the new patch holds only the "
-                    "overlay's own change")
+        earlier = ", ".join(touching)
+        met = _SeriesChangesMet(base, old, new)
+        if met.undoes_all:
+            # Made from the upstream's file: merged onto the series' file.
+            clean, merged = merge_file(base, old, new, labels=("upstream", "series", "overlay"))
+            if merged != new:
+                if not clean:
+                    raise UsageError(
+                        f"{overlay} lacks the changes that {earlier} make to {path}, and changes "
+                        f"the same lines{_series_side(merged)}: imported as it is, it would "
+                        "undo them; nothing was written",
+                        hint=f"make the change on the series' {path} (`patchforge overlays` "
+                             f"writes it under overlays/), or open it with `patchforge new "
+                             f"{name} --file {path}`")
+                new = merged
+                notes.append(f"{overlay} lacked the changes that {earlier} make to {path} (it "
+                             "was made from the upstream's file): they are kept, and the new "
+                             "patch holds only the overlay's own change")
+        elif met.taken_out or met.put_back:
+            raise UsageError(
+                f"{overlay} " + " and ".join(met.clauses(earlier, path))
+                + ": imported as it is, it would undo that fix; nothing was written",
+                hint="to change a fix itself, `patchforge edit NAME` (the patch of those lines: "
+                     f"one of {earlier}); else keep them in the overlay as the series has them")
+        elif met.beside_removed:
+            notes.append(met.beside_note(overlay, earlier, path))
     if old == new:
         if path in state.current:  # the series changes the file: its patches already do this
-            earlier = ", ".join(n for n in project.patch_names(upstream)
-                                if path in project.read_patch(upstream, n).paths)
+            earlier = ", ".join(touching)
             raise UsageError(f"{overlay} is identical to {path} at {pin.label} with the series "
                              f"applied: nothing to import (the change is in the series already: {earlier})")
         raise UsageError(f"{overlay} is identical to {path} at {pin.label}: nothing to import "
@@ -285,13 +304,149 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
               ("Author", default_author()), ("Origin", f"vendor, overlay {Path(overlay).name}"),
               ("Upstream-Status", "Pending"), ("Upstream", upstream), ("Base", pin.commit)]
     if profiles is not None:
-        check_profiles(project, profiles)
         fields.append(("Profiles", profiles))
     fields.append(("Last-Update", today()))
     data = _as_written_before(project, upstream, file_name, render_patch_file(fields, b"", diff))
     _check_new_name(project, upstream, file_name, data)
     _write_imported(project, store, upstream, [(file_name, data)], pin=pin.commit)
-    return file_name, note
+    return file_name, "; ".join(notes) or None
+
+
+def _series_file(project: Project, store: UpstreamStore, upstream: str, path: str,
+                 profiles: str | None):
+    """The series' state of `upstream` an overlay of `path` is imported against, and the names
+    of its patches that touch `path`. Without `profiles`, the whole series. With them, the
+    patches of those profiles, as their overlays were built: a profile's overlay lacks the
+    other profiles' fixes, and the difference from the whole series' file would undo them in
+    the new patch, which then applied to none of its profiles. Profiles whose series leave
+    `path` differently have no one file to import against: refused."""
+    from patchforge.apply.series import applies_to_profile, apply_series
+    from patchforge.formats.patchfile import profile_names
+
+    pin = project.lock.pin(upstream)
+    patches = [(n, project.read_patch(upstream, n)) for n in project.patch_names(upstream)]
+    if profiles is None:
+        state = series_state(project, store, upstream)
+        return state, [n for n, patch in patches if path in patch.paths]
+    states = []
+    for profile in profile_names(profiles):
+        selected = [(n, p) for n, p in patches if applies_to_profile(p, profile)]
+        state = apply_series(lambda paths: store.read_blobs(pin.commit, paths), selected,
+                             strict=True)
+        states.append((profile, state, [n for n, p in selected if path in p.paths]))
+    first = states[0]
+    for profile, state, _ in states[1:]:
+        if state.current.get(path) != first[1].current.get(path):
+            raise UsageError(f"the series leaves {path} differently in profiles {first[0]} and "
+                             f"{profile}: an overlay is one profile's file",
+                             hint=f"import it for the profile it was made in (`--profiles "
+                                  f"{first[0]}`)")
+    return first[1], first[2]
+
+
+class _SeriesChangesMet:
+    """What an overlay does to the changes the series makes to a file (`base`, the upstream's
+    file, to `made`, the series' file): the lines the series put there that the overlay takes
+    out or changes (`taken_out`: (line in `made`, text)), runs of lines the series removes
+    that the overlay brings back edited or not (`put_back`: (removed, added)), and lines it
+    adds where the series removed others, resembling none of them (`beside_removed`).
+    `undoes_all`: the overlay undoes every change of the series (it was made from the
+    upstream's file)."""
+
+    def __init__(self, base: bytes, made: bytes, new: bytes) -> None:
+        from difflib import SequenceMatcher
+
+        base_lines, made_lines, new_lines = (data.splitlines(keepends=True)
+                                             for data in (base, made, new))
+        added: set[int] = set()  # lines of `made` the series put there
+        removed: dict[int, list[bytes]] = {}  # position in `made` -> the lines removed there
+        only_removed = set()  # the positions where the series removes lines and adds none
+        for tag, i1, i2, j1, j2 in SequenceMatcher(None, base_lines, made_lines,
+                                                   autojunk=False).get_opcodes():
+            if tag in ("replace", "insert"):
+                added.update(range(j1, j2))
+            if tag in ("replace", "delete"):
+                removed[j1] = base_lines[i1:i2]
+            if tag == "delete":
+                only_removed.add(j1)
+        self.taken_out: list[tuple[int, bytes]] = []
+        self.put_back: list[tuple[list[bytes], list[bytes]]] = []
+        self.beside_removed: list[tuple[list[bytes], list[bytes]]] = []
+        back = set()  # positions of `removed` where the overlay has lines again
+        for tag, i1, i2, j1, j2 in SequenceMatcher(None, made_lines, new_lines,
+                                                   autojunk=False).get_opcodes():
+            if tag in ("replace", "delete"):
+                self.taken_out.extend((i + 1, made_lines[i]) for i in range(i1, i2)
+                                      if i in added)
+            if tag in ("replace", "insert"):
+                inserted = new_lines[j1:j2]
+                for at in range(i1, i2 + 1):
+                    gone = removed.get(at)
+                    if not gone:
+                        continue
+                    exact = any(inserted[k:k + len(gone)] == gone
+                                for k in range(len(inserted)))
+                    if exact or any(_resembles(a, b) for a in gone for b in inserted):
+                        self.put_back.append((gone, inserted))
+                        back.add(at)
+                    else:
+                        self.beside_removed.append((gone, inserted))
+        # None of the series' lines is left and what it only removes is back: the overlay was
+        # made from the upstream's file, whatever it changes there itself.
+        self.undoes_all = len(self.taken_out) == len(added) and only_removed <= back
+
+    def clauses(self, patches: str, path: str) -> list[str]:
+        out = []
+        if self.taken_out:
+            out.append(f"takes out or changes lines that {patches} put in {path} ("
+                       + ", ".join(f"line {no}: {_said(text)}" for no, text in self.taken_out[:3])
+                       + (", ..." if len(self.taken_out) > 3 else "") + ")")
+        for gone, inserted in self.put_back[:3]:
+            out.append(f"brings back lines that {patches} remove from {path} ("
+                       + " / ".join(_said(line) for line in gone) + ") as "
+                       + " / ".join(_said(line) for line in inserted))
+        return out
+
+    def beside_note(self, overlay: Path, patches: str, path: str) -> str:
+        gone, inserted = self.beside_removed[0]
+        return (f"{overlay} adds " + " / ".join(_said(line) for line in inserted)
+                + f" where {patches} remove " + " / ".join(_said(line) for line in gone)
+                + f" from {path}: imported as added lines, those stay removed")
+
+
+def _series_side(merged: bytes) -> str:
+    """` (the series' lines: ...)`: the series' side of the first conflicts in a merge made
+    with the labels ("upstream", "series", "overlay"), to name them; "" when it has none."""
+    lines, inside = [], False
+    for line in merged.splitlines():
+        if line.startswith(b"<<<<<<< "):
+            inside = True
+        elif line.startswith((b"=======", b"||||||| ")):
+            inside = False
+        elif inside and line.strip():
+            lines.append(_said(line))
+    if not lines:
+        return ""
+    return (" (the series': " + " / ".join(lines[:3]) + (" / ..." if len(lines) > 3 else "")
+            + ")")
+
+
+def _resembles(a: bytes, b: bytes) -> bool:
+    """Whether line `b` looks like line `a` edited: one holds the other (six characters at
+    least), or difflib finds them 60% alike."""
+    from difflib import SequenceMatcher
+
+    a, b = a.strip(), b.strip()
+    if not a or not b:
+        return False
+    short, long_ = sorted((a, b), key=len)
+    if len(short) >= 6 and short in long_:
+        return True
+    return SequenceMatcher(None, a, b, autojunk=False).ratio() >= 0.6
+
+
+def _said(line: bytes) -> str:
+    return line.rstrip(b"\r\n").decode("utf-8", "replace")
 
 
 def _as_written_before(project: Project, upstream: str, file_name: str, data: bytes) -> bytes:
