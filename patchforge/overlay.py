@@ -18,7 +18,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TYPE_CHECKING
 
 from patchforge.apply.series import applies_to_profile, apply_series, refuse_unknown_profiles
-from patchforge.errors import ApplyError, ConfigError, InputError, UsageError
+from patchforge.errors import (ApplyError, ConfigError, InputError, PatchforgeError,
+                               UsageError)
 from patchforge.formats.lockfile import dump_json
 from patchforge.model.lock import ImagePin
 from patchforge.model.record import field, record
@@ -617,15 +618,16 @@ def _read_sums(path: Path) -> dict[str, str]:
     return sums
 
 
-def changed_by_hand(project: Project, overlays: OverlaySet) -> list[str]:
+def changed_by_hand(project: Project, overlays: OverlaySet | None) -> list[str]:
     """The overlay files in overlays/ that hold what none of the following says they hold:
     patchforge's record of its last write here, the SHA256SUMS beside them, the set about to be
-    written. Such a file was edited by hand (a habit of stacks that kept overlays by hand):
-    regenerating overlays/ would throw the change away without a word."""
+    written (`overlays`; None before one is built). Such a file was edited by hand (a habit of
+    stacks that kept overlays by hand): regenerating overlays/ would throw the change away
+    without a word."""
     root = project.overlays_dir
     written = _read_sums(project.state_dir / WRITTEN_RECORD)
     listed = _read_sums(root / "SHA256SUMS")
-    new = _digests(overlays)
+    new = _digests(overlays) if overlays is not None else {}
     changed = []
     inside = root.resolve()
     for rel in sorted({*written, *listed}):
@@ -643,9 +645,16 @@ def changed_by_hand(project: Project, overlays: OverlaySet) -> list[str]:
     return changed
 
 
-def refuse_changed_by_hand(project: Project, overlays: OverlaySet) -> None:
+def refuse_changed_by_hand(project: Project, overlays: OverlaySet | None, *,
+                           rebasing: bool = False) -> None:
     """InputError (nothing written) when an overlay file was edited by hand since patchforge
-    wrote it (`changed_by_hand`): the change belongs in a patch, of the overlay's profile."""
+    wrote it (`changed_by_hand`): the change belongs in a patch, of the overlay's profile.
+
+    `rebasing`: asked by a rebase's write-out, the file edited while the rebase ran or was
+    stopped. `import overlay` is refused until the rebase is done, so the way on keeps the
+    file aside, finishes the rebase and imports it then; the write-out keeps the overlay the
+    file was made from (`keep_moved_aside`), from which the import takes the change onto the
+    rebased file."""
     changed = changed_by_hand(project, overlays)
     if not changed:
         return
@@ -658,13 +667,67 @@ def refuse_changed_by_hand(project: Project, overlays: OverlaySet) -> None:
     # overlays/<profile>/...: the change was made in that profile's deployment alone, and is
     # a fix of that profile's series.
     profile = f" --profiles {parts[0]}" if at == 1 else ""
-    hint = ("make the change a patch, then regenerate: "
-            + (f"`patchforge import overlay overlays/{first} --upstream {parts[at]} --path "
-               f"{'/'.join(parts[at + 1:])} --name NAME{profile}`" if at is not None else
-               "`patchforge import overlay FILE --upstream U --path P --name NAME`")
-            + "; or remove the file to let the change go")
+
+    def import_command(file: str) -> str:
+        if at is None:
+            return f"patchforge import overlay {file} --upstream U --path P --name NAME"
+        return (f"patchforge import overlay {file} --upstream {parts[at]} --path "
+                f"{'/'.join(parts[at + 1:])} --name NAME{profile}")
+    if rebasing:
+        hint = (f"keep the change and go on: `mv overlays/{first} FILE`, then `patchforge "
+                f"rebase --continue`, then `{import_command('FILE')}` (it takes the change "
+                "onto the rebased file); or remove the file to let the change go")
+    else:
+        hint = (f"make the change a patch, then regenerate: `{import_command(f'overlays/{first}')}`"
+                "; or remove the file to let the change go")
     raise InputError(f"overlays/{first}{more} changed since patchforge wrote it: regenerating "
                      "overlays/ would throw that change away; nothing was written", hint=hint)
+
+
+# Under .patchforge/: what overlays/<rel> held before a rebase's write-out, for an overlay file
+# moved aside while the rebase was stopped (the way on `refuse_changed_by_hand` gives): the
+# change made in it is the difference from this, which `import overlay` takes onto the rebased
+# file.
+BEFORE_REBASE_DIR = "overlays-before-rebase"
+
+
+def keep_moved_aside(project: Project, store: UpstreamStore) -> None:
+    """Before a rebase's write-out replaces overlays/: the files patchforge wrote there that
+    are gone (moved aside, by the way on `refuse_changed_by_hand` gives) are kept under
+    `.patchforge/overlays-before-rebase/` as patchforge wrote them, rebuilt from the series
+    and pins the project still holds and checked against the record of that write. Nothing is
+    built when no such file is gone."""
+    written = _read_sums(project.state_dir / WRITTEN_RECORD)
+    gone = {rel for rel in written
+            if not (PurePosixPath(rel).is_absolute() or ".." in PurePosixPath(rel).parts)
+            and not os.path.lexists(project.overlays_dir / rel)}
+    if not gone:
+        return
+    try:
+        before = build_overlays(project, store)
+    except PatchforgeError:
+        # Kept for a later import only: a file that cannot be rebuilt (an artifact gone, a
+        # store offline) must not fail the write-out; the import then says what it meets.
+        return
+    for f in before.files:
+        if f.rel in gone and f.sha256 == written[f.rel]:
+            target = project.state_dir / BEFORE_REBASE_DIR / f.rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, f.content)
+
+
+def forget_before_rebase(project: Project, rel: str) -> None:
+    """Remove what `keep_moved_aside` kept of overlays/<rel>, once its change is imported."""
+    (project.state_dir / BEFORE_REBASE_DIR / rel).unlink(missing_ok=True)
+
+
+def before_rebase(project: Project, rel: str) -> bytes | None:
+    """What overlays/<rel> held before the rebase whose write-out kept it (`keep_moved_aside`),
+    or None."""
+    try:
+        return (project.state_dir / BEFORE_REBASE_DIR / rel).read_bytes()
+    except OSError:
+        return None
 
 
 def refuse_stale_profiles(project: Project, overlays: OverlaySet, profiles: list[str]) -> None:

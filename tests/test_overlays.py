@@ -650,7 +650,7 @@ def test_an_overlay_file_edited_by_hand_is_never_thrown_away(stack, tmp_path):
     assert ("patchforge import overlay overlays/gfx942/up/a.py --upstream up --path a.py"
             in run.err), run.text
     assert tree_bytes(root / "overlays") == before
-    # So does a rebase, before its write-out begins: the series and the lock stay as they were.
+    # So does a rebase, before it begins: the series and the lock stay as they were.
     upstream = tmp_path / "up-upstream"
     (upstream / "pkg/crlf.txt").write_bytes(b"one\r\ntwo\r\nthree\r\nfour\r\n")
     subprocess.run(["git", "commit", "-qam", "upstream: more"], cwd=upstream, check=True)
@@ -659,7 +659,6 @@ def test_an_overlay_file_edited_by_hand_is_never_thrown_away(stack, tmp_path):
     assert run.rc == 2 and "overlays/gfx942/up/a.py changed since" in run.err, run.text
     assert tree_bytes(root / "overlays") == before
     assert (root / "upstream.lock").read_bytes() == lock
-    ok(root, "rebase", "--abort")
     # The way out the message gives: the change becomes a patch of the profile's series.
     ok(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", "a.py",
        "--name", "hand-fix", "--profiles", "gfx942")
@@ -695,9 +694,86 @@ def _run_hinted(root: Path, command: str, **words: str):
     return None
 
 
+def _upstream_commit(tmp_path: Path, files: dict[str, bytes], message: str) -> None:
+    upstream = tmp_path / "up-upstream"
+    for rel, data in files.items():
+        (upstream / rel).write_bytes(data)
+    subprocess.run(["git", "commit", "-qam", message], cwd=upstream, check=True)
+
+
 def _changed_lines(patch: bytes) -> list[bytes]:
     diff = patch[patch.index(b"@@"):]
     return [line for line in diff.splitlines() if line[:1] in (b"+", b"-")]
+
+
+def test_a_rebase_refuses_a_hand_edited_overlay_before_any_work(stack, tmp_path):
+    """A rebase found an overlay file edited by hand only at its write-out: after a conflict
+    stop was resolved, `--continue` was refused and its hint (`import overlay`) too, since the
+    series was being rebased; the hand change or the resolution had to go. `rebase --to` now
+    refuses before any work, and the `import overlay` it names, run as printed, works then and
+    makes the hand change a patch of the overlay's profile; the rebase then goes on with it."""
+    root = stack
+    ok(root, "overlays")
+    overlay = root / "overlays/gfx942/up/a.py"
+    edited = overlay.read_bytes() + b"# hotfix\n"
+    overlay.write_bytes(edited)
+    # fnuz's line3 changes upstream: a rebase stops on it.
+    _upstream_commit(tmp_path, {"a.py": UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 new\n")},
+                     "upstream: line3")
+    project = snapshot(root)
+    run = run_cli(root, "rebase", "--to", "up=main")
+    assert run.rc == 2 and "overlays/gfx942/up/a.py changed since patchforge wrote it" in run.err, \
+        run.text
+    assert snapshot(root) == project
+    assert "no rebase in progress" in run_cli(root, "rebase", "--continue").err
+    (command,) = _hinted_commands(run.err)
+    assert command == ("patchforge import overlay overlays/gfx942/up/a.py --upstream up "
+                       "--path a.py --name NAME --profiles gfx942"), run.err
+    _run_hinted(root, command, NAME="hotfix")
+    assert _changed_lines((root / "series/up/hotfix.patch").read_bytes()) == [b"+# hotfix"]
+    ok(root, "overlays")
+    assert overlay.read_bytes() == edited
+    assert run_cli(root, "rebase", "--to", "up=main").rc == 3  # fnuz's conflict: a stop
+
+
+def test_an_overlay_edited_while_a_rebase_is_stopped_keeps_the_change_and_the_resolution(
+        stack, tmp_path):
+    """An overlay file edited while a rebase is stopped (or running) is still found at the
+    write-out, which never replaces it: `--continue` is refused, the rebase stays stopped, and
+    the hint is a way on that works then. Followed as printed (the file moved aside, the rebase
+    continued, the file imported), the rebased overlay holds the stop's resolution, the
+    upstream's new line and the hand change, and the new patch holds the hand change alone,
+    though the file was made from the overlay before the rebase."""
+    root = stack
+    ok(root, "overlays")
+    overlay = root / "overlays/gfx942/up/a.py"
+    moved = UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 new\n") \
+        .replace(b"line15\n", b"line15 upstream\n")
+    _upstream_commit(tmp_path, {"a.py": moved}, "upstream: line3, line15")
+    run = run_cli(root, "rebase", "--to", "up=main")
+    assert run.rc == 3, run.text
+    resolution = moved.replace(b"line3 new\n", b"LINE3 gfx942 new\n")
+    (root / ".patchforge/work/up/a.py").write_bytes(resolution)
+    edited = overlay.read_bytes() + b"# hotfix\n"
+    overlay.write_bytes(edited)
+    project = snapshot(root, skip_state=True)
+    run = run_cli(root, "rebase", "--continue")
+    assert run.rc == 2 and "overlays/gfx942/up/a.py changed since patchforge wrote it" in run.err, \
+        run.text
+    assert snapshot(root, skip_state=True) == project
+    assert "import overlay" not in run.err.split("hint: ")[0]
+    commands = _hinted_commands(run.err)
+    assert commands == ["mv overlays/gfx942/up/a.py FILE", "patchforge rebase --continue",
+                        "patchforge import overlay FILE --upstream up --path a.py --name NAME "
+                        "--profiles gfx942"], run.err
+    aside = tmp_path / "a.py.mine"
+    for command in commands:
+        _run_hinted(root, command, FILE=str(aside), NAME="hotfix")
+    assert aside.read_bytes() == edited
+    assert _changed_lines((root / "series/up/hotfix.patch").read_bytes()) == [b"+# hotfix"]
+    ok(root, "overlays")
+    assert overlay.read_bytes() == resolution + b"# hotfix\n"
+    assert run_cli(root, "status").rc == 0
 
 
 def test_the_hint_for_an_overlay_edited_by_hand_imports_exactly_the_hand_change(stack):

@@ -241,7 +241,8 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     takes out a line the series put there or brings back, edited, lines the series removes:
     that would undo a fix, and is refused naming the lines. With `profiles` the series' file is
     the one those profiles' overlays hold (a profile's overlay lacks the other profiles'
-    fixes)."""
+    fixes), and an overlay of theirs moved aside during a rebase (`overlay.keep_moved_aside`)
+    has its change taken from the file it was made from onto the rebased one."""
     project.config.upstream(upstream)
     pin = project.lock.pin(upstream)
     validate_path(path, source=str(overlay))
@@ -262,6 +263,21 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
                          hint="check --path; `--create` makes the overlay a new file instead")
     new = Path(overlay).read_bytes()
     notes = []
+    moved = _made_before_rebase(project, upstream, path, profiles, old, new) \
+        if old is not None else None
+    if moved is not None and old is not None:
+        rel, before = moved
+        clean, merged = merge_file(before, old, new,
+                                   labels=("before the rebase", "rebased", "overlay"))
+        if not clean:
+            raise UsageError(
+                f"{overlay} was made from overlays/{rel} as it was before the last rebase, and "
+                "changes lines the rebase changed there; nothing was written",
+                hint=f"make the change in the rebased overlays/{rel} (`patchforge overlays` "
+                     "writes it), then import that")
+        notes.append(f"{overlay} was made from overlays/{rel} as it was before the last rebase: "
+                     "its change is taken onto the rebased file")
+        new = merged
     base = store.read_blob(pin.commit, path) if path in state.current else old
     if base is not None and old is not None and old != base:
         earlier = ", ".join(touching)
@@ -309,6 +325,12 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     data = _as_written_before(project, upstream, file_name, render_patch_file(fields, b"", diff))
     _check_new_name(project, upstream, file_name, data)
     _write_imported(project, store, upstream, [(file_name, data)], pin=pin.commit)
+    if moved is not None:
+        # Its change is a patch now: the file it was made from is of no further use, and a
+        # later overlay of that path is made from the rebased one.
+        from patchforge.overlay import forget_before_rebase
+
+        forget_before_rebase(project, moved[0])
     return file_name, "; ".join(notes) or None
 
 
@@ -342,6 +364,35 @@ def _series_file(project: Project, store: UpstreamStore, upstream: str, path: st
                              hint=f"import it for the profile it was made in (`--profiles "
                                   f"{first[0]}`)")
     return first[1], first[2]
+
+
+def _made_before_rebase(project: Project, upstream: str, path: str, profiles: str | None,
+                        old: bytes, new: bytes) -> tuple[str, bytes] | None:
+    """(overlays/ path, its bytes before the last rebase) when `new` was made from the overlay
+    of `path` as it was before the last rebase (kept by `overlay.keep_moved_aside`): the kept
+    file differs from the rebased one and `new` is nearer to it."""
+    from difflib import SequenceMatcher
+
+    from patchforge.formats.patchfile import profile_names
+    from patchforge.overlay import before_rebase
+
+    names = profile_names(profiles) if profiles is not None else ()
+    if project.config.profiles:
+        if len(names) != 1:
+            return None
+        rel = f"{names[0]}/{upstream}/{path}"
+    else:
+        rel = f"{upstream}/{path}"
+    before = before_rebase(project, rel)
+    if before is None or before == old or new == old:
+        return None
+
+    def distance(a: bytes, b: bytes) -> int:
+        ops = SequenceMatcher(None, a.splitlines(), b.splitlines(), autojunk=False).get_opcodes()
+        return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in ops if tag != "equal")
+    if distance(before, new) >= distance(old, new):
+        return None
+    return rel, before
 
 
 class _SeriesChangesMet:

@@ -130,6 +130,14 @@ class Rebase:
             require(self.project, "rebase --to", list(specs), unrefreshed=lambda *_: False)
         if not dry_run:
             refuse_linked_overlays(self.project)  # before the journal, not at its write-out
+            if self.project.overlays_dir.exists():
+                from patchforge.overlay import refuse_changed_by_hand
+
+                # An overlay file edited by hand is refused now, while the `import overlay`
+                # the message names works: found only at the write-out, after a stop was
+                # resolved, the import was refused (the series is being rebased). The
+                # write-out still looks, for a file edited while the rebase runs or stops.
+                refuse_changed_by_hand(self.project, None)
         lock = self.project.lock
         plan = {}
         for upstream in self.project.upstream_names():
@@ -962,14 +970,19 @@ class Rebase:
         if not resumed:
             writes, lock = self._plan()
             if project.overlays_dir.exists():
-                from patchforge.overlay import build_overlays, refuse_changed_by_hand
+                from patchforge.overlay import (build_overlays, keep_moved_aside,
+                                                refuse_changed_by_hand)
 
                 # Built now, in memory, so that a series the overlays cannot take stops the run
-                # before any project file is touched; so does an overlay file edited by hand,
+                # before any project file is touched; so does an overlay file edited by hand
+                # (while the run went on or was stopped: `start` refused one edited before),
                 # which the write-out would replace.
                 overlays = build_overlays(project, self.store, lock=lock,
                                           patch_sources=self._new_sources())
-                refuse_changed_by_hand(project, overlays)
+                refuse_changed_by_hand(project, overlays, rebasing=True)
+                # A file moved aside as that refusal says: what it was made from is kept, for
+                # the `import overlay` that follows (the project still holds the old series).
+                keep_moved_aside(project, self.store)
             summary = self._summary(written=True)
             # Each new file's bytes go to a temporary file beside it, which the plan names.
             plan = [PlanStep(rel, staged, None) for rel, _, staged in writes]
