@@ -972,3 +972,28 @@ def test_the_install_root_line_is_found_under_a_quoted_table_header(tmp_path, he
     named = [name for name in ("up", "other") if f"pyproject.toml:{install_roots[name]}"
              in run.err]
     assert named, (install_roots, run.err)
+
+
+def test_a_line_added_beside_a_changed_line_of_the_series(stack):
+    """Beside a line the series put in place of another (fnuz's LINE3 for line3), a line of
+    its own imports as it is, without a word; one like the line replaced is imported and said,
+    naming both; the replaced line itself put back is refused, naming it."""
+    root = stack
+    ok(root, "overlays")
+    overlay = root / "overlays/gfx942/up/a.py"
+    generated = overlay.read_bytes()
+    overlay.write_bytes(generated.replace(b"LINE3 gfx942\n", b"line3\nLINE3 gfx942\n"))
+    (command,) = _hinted_commands(run_cli(root, "overlays").err)
+    run = run_cli(root, *command.replace("NAME", "back").split()[1:], cwd=root)
+    assert run.rc == 2 and "brings back lines that fnuz.patch remove from a.py (line3)" \
+        in run.err, run.text
+    overlay.write_bytes(generated.replace(b"LINE3 gfx942\n", b"# own\nLINE3 gfx942\n"))
+    run = ok(root, *command.replace("NAME", "own").split()[1:], cwd=root)
+    assert "note: overlays/gfx942/up/a.py" not in run.err, run.err
+    ok(root, "overlays")
+    generated = overlay.read_bytes()
+    overlay.write_bytes(generated.replace(b"LINE3 gfx942\n", b"line3 kept\nLINE3 gfx942\n"))
+    run = ok(root, *command.replace("NAME", "alike").split()[1:], cwd=root)
+    assert "adds line3 kept where fnuz.patch, own.patch remove line3 from a.py" in run.err, \
+        run.err
+    assert _changed_lines((root / "series/up/alike.patch").read_bytes()) == [b"+line3 kept"]

@@ -399,8 +399,10 @@ class _SeriesChangesMet:
     """What an overlay does to the changes the series makes to a file (`base`, the upstream's
     file, to `made`, the series' file): the lines the series put there that the overlay takes
     out or changes (`taken_out`: (line in `made`, text)), runs of lines the series removes
-    that the overlay brings back edited or not (`put_back`: (removed, added)), and lines it
-    adds where the series removed others, resembling none of them (`beside_removed`).
+    that the overlay brings back, edited or not, or puts back as they were beside the lines
+    the series put in their place (`put_back`: (removed, added)), and lines it adds where the
+    series removed others, resembling none of them, or beside lines the series put in place of
+    others, resembling those (`beside_removed`).
     `undoes_all`: the overlay undoes every change of the series (it was made from the
     upstream's file)."""
 
@@ -410,14 +412,16 @@ class _SeriesChangesMet:
         base_lines, made_lines, new_lines = (data.splitlines(keepends=True)
                                              for data in (base, made, new))
         added: set[int] = set()  # lines of `made` the series put there
-        removed: dict[int, list[bytes]] = {}  # position in `made` -> the lines removed there
-        only_removed = set()  # the positions where the series removes lines and adds none
+        # Where the series removes lines: position in `made` (where they were, or any place
+        # among the lines put in their place) -> (where the change begins, the lines removed)
+        removed: dict[int, tuple[int, list[bytes]]] = {}
+        only_removed = set()  # the changes that remove lines and add none, by where they begin
         for tag, i1, i2, j1, j2 in SequenceMatcher(None, base_lines, made_lines,
                                                    autojunk=False).get_opcodes():
             if tag in ("replace", "insert"):
                 added.update(range(j1, j2))
             if tag in ("replace", "delete"):
-                removed[j1] = base_lines[i1:i2]
+                removed.update((at, (j1, base_lines[i1:i2])) for at in range(j1, j2 + 1))
             if tag == "delete":
                 only_removed.add(j1)
         self.taken_out: list[tuple[int, bytes]] = []
@@ -431,16 +435,18 @@ class _SeriesChangesMet:
                                       if i in added)
             if tag in ("replace", "insert"):
                 inserted = new_lines[j1:j2]
-                for at in range(i1, i2 + 1):
-                    gone = removed.get(at)
-                    if not gone:
-                        continue
+                met = {removed[at][0]: removed[at][1] for at in range(i1, i2 + 1)
+                       if at in removed}
+                for begins, gone in sorted(met.items()):
                     exact = any(inserted[k:k + len(gone)] == gone
                                 for k in range(len(inserted)))
-                    if exact or any(_resembles(a, b) for a in gone for b in inserted):
+                    alike = any(_resembles(a, b) for a in gone for b in inserted)
+                    if exact or (alike and begins in only_removed):
                         self.put_back.append((gone, inserted))
-                        back.add(at)
-                    else:
+                        back.add(begins)
+                    elif alike or begins in only_removed:
+                        # Beside lines the series put in place of others, a line like those
+                        # is said; an unrelated one is a change like any other.
                         self.beside_removed.append((gone, inserted))
         # None of the series' lines is left and what it only removes is back: the overlay was
         # made from the upstream's file, whatever it changes there itself.
