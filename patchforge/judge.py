@@ -575,13 +575,19 @@ class SeriesJudge:
         if verdict.state == "upstreamed":
             return Judgement(name, "landed", "upstreamed", verdict, evidence=evidence,
                              message=f"landed upstream ({verdict.confidence} confidence)")
-        if verdict.state == "obsolete":
+        obsolete = verdict.state == "obsolete"
+        if obsolete:
             gone = [f.path for f in verdict.files if f.target_path is None]
             never = [path for path in gone if f"{path} {NOT_AT_BASE}" in evidence]
-            return Judgement(name, "stop", "obsolete", verdict, stop_kind="obsolete",
-                             files=gone, evidence=evidence,
-                             message=f"{', '.join(never)} {NOT_AT_BASE}" if never else
-                             f"{', '.join(gone)} is gone upstream (deleted, not renamed)")
+            gone_message = f"{', '.join(never)} {NOT_AT_BASE}" if never else \
+                f"{', '.join(gone)} is gone upstream (deleted, not renamed)"
+            if not self.stop_files:
+                # A caller that only reports the stop (status) needs none of its files.
+                return Judgement(name, "stop", "obsolete", verdict, stop_kind="obsolete",
+                                 files=gone, evidence=evidence, message=gone_message)
+            # A rebase's or bring-back's stop: its worktree holds the patch's other files as
+            # far as they get (applied, or merged with conflict markers), as a conflict stop's
+            # does, so that the resolution written from it keeps their changes too.
         before: dict[str, bytes | None] = {}  # the target (plus earlier patches), per path
         after: dict[str, bytes | None] = {}
         modes: dict[str, tuple[str, str]] = {}
@@ -593,7 +599,7 @@ class SeriesJudge:
         binary_stops: list[str] = []
         unmergeable: list[str] = []  # text patches on files git takes for binary
         merged_any = False
-        forward = verdict.state in ("applies", "offset") or (
+        forward = obsolete or verdict.state in ("applies", "offset") or (
             verdict.state == "unsure" and all(f.applied is not None and f.applied.ok
                                               and f.applied.worst in ("exact", "offset")
                                               for f in verdict.files))
@@ -688,6 +694,13 @@ class SeriesJudge:
                     unmergeable.append(path_after)
         new_modes = {path: mode for path, (_, mode) in modes.items()
                      if after.get(path) is not None}
+        if obsolete:
+            return Judgement(name, "stop", "obsolete", verdict, stop_kind="obsolete",
+                             files=gone + conflicts, before=before, after=after,
+                             evidence=evidence, modes=new_modes,
+                             message=gone_message + (f"; conflict in {', '.join(conflicts)}"
+                                                     if conflicts else "")
+                             + binary_stop_note(binary_stops) + unmergeable_note(unmergeable))
         if conflicts:
             return Judgement(name, "stop", "conflict", verdict, stop_kind="conflict",
                              files=conflicts, before=before, after=after, evidence=evidence,

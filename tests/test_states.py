@@ -597,6 +597,52 @@ def test_a_skipped_fix_is_brought_back_through_the_three_way_merge(project):
     assert project.cli("status")[0] == 0
 
 
+def stopped_on_a_file_gone_upstream(project: Project) -> str:
+    """fix-two changes pkg/mod.py and pkg/other.py; upstream deletes pkg/other.py: the rebase
+    stops at fix-two (obsolete). Returns the target."""
+    project.fix("fix-two", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"}),
+                            "pkg/other.py": b"x = 2\n"})
+    target = project.up.commit({"pkg/other.py": None})
+    _, _, err = project.cli("rebase", "--to", f"up={target}", expect=3)
+    assert "pkg/other.py is gone upstream" in err
+    return target
+
+
+def test_a_stop_on_a_file_gone_upstream_keeps_the_fix_in_the_other_files(project):
+    """A rebase stopped because one file of a patch is gone upstream: its worktree holds the
+    patch's other files with their change (as a conflict stop's does), so that re-creating the
+    gone file and --continue keeps the whole fix. The worktree held none of its files, and
+    --continue wrote a patch without the pkg/mod.py change."""
+    target = stopped_on_a_file_gone_upstream(project)
+    assert (project.work / "pkg/mod.py").read_bytes() == text({3: b"def f3():\n    return -3\n\n"})
+    assert not (project.work / "pkg/other.py").exists()
+    (project.work / "pkg/other.py").write_bytes(b"x = 2\n")
+    project.cli("add", "pkg/other.py")
+    project.cli("rebase", "--continue")
+    moved = project.patch("fix-two")
+    assert b"+    return -3" in moved and b"+x = 2" in moved, moved.decode()
+    assert f"Base: {target}".encode() in moved
+
+
+def test_a_bring_back_stopped_on_a_file_gone_upstream_keeps_the_fix_in_the_other_files(project):
+    """The same through `bring-back` of the skipped fix: the stop's worktree had pkg/mod.py
+    without the fix, and --continue put back a patch without that change (exit 0, the fix
+    gone from skipped/)."""
+    stopped_on_a_file_gone_upstream(project)
+    project.cli("rebase", "--skip")
+    skipped = project.patch("fix-two", "skipped")
+    _, _, err = project.cli("bring-back", "fix-two", expect=3)
+    assert "pkg/other.py is gone upstream" in err
+    assert (project.work / "pkg/mod.py").read_bytes() == text({3: b"def f3():\n    return -3\n\n"})
+    assert project.patch("fix-two", "skipped") == skipped
+    (project.work / "pkg/other.py").write_bytes(b"x = 2\n")
+    project.cli("add", "pkg/other.py")
+    project.cli("bring-back", "--continue")
+    back = project.patch("fix-two")
+    assert b"+    return -3" in back and b"+x = 2" in back, back.decode()
+    assert project.series() == ["fix-two.patch"]
+
+
 @pytest.mark.parametrize("nth", [1, 2, 3])
 def test_a_bring_back_continue_killed_at_a_write_is_finished_by_running_it_again(tmp_path, nth):
     """kill -9 at the nth rename of `bring-back --continue` (the fix's file, the series, the

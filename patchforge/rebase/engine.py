@@ -653,8 +653,7 @@ class Rebase:
                 message += ": if the target has the fix, `--skip` sets the patch aside; " \
                     "if not, make its change in the worktree and --continue"
             return None, Blocked(kind, judgement.files, judgement.evidence, message,
-                                 {} if kind == "obsolete" else dict(judgement.after),
-                                 dict(judgement.modes))
+                                 dict(judgement.after), dict(judgement.modes))
         changes = judgement.changes
         new_patch = patch.with_field("Base", target.commit)
         action = judgement.how or "clean"
