@@ -570,6 +570,13 @@ def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(
     new_modes = {p: m for p, m in through.given_modes(base_mode).items()
                  if p in patch.paths}
     failed = [o for o in through.outcomes[-1:] if not o.ok]
+    # A patch that does not apply on the series before it (an earlier patch changed under it)
+    # opens with every hunk that applies applied and each one that does not marked where it
+    # should go, as a conflict stop holds its files: the worktree holds the whole fix, and
+    # refresh refuses while a marker is left (the state's "conflicts"), so that it never
+    # writes the patch without the hunks that did not apply.
+    marked = _marked_files(patch, failed[0], {**through.base, **before_files},
+                           file_name) if failed else {}
     if not create:  # before anything is made: a typo leaves the edit as it was
         refuse_new_paths(store, before_commit, [p for p in files if p not in paths and
                                                 store.entry(before_commit, p) is None])
@@ -577,14 +584,17 @@ def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(
     if kept is not None:
         on_left_behind(*kept)
     try:
-        Worktree.create(work, files_at(store, before_commit, paths),
-                        {p: through.current.get(p) for p in paths
-                         if through.current.get(p) != before_files.get(p, through.base.get(p))},
+        contents = {p: through.current.get(p) for p in paths
+                    if through.current.get(p) != before_files.get(p, through.base.get(p))}
+        contents.update(marked)
+        Worktree.create(work, files_at(store, before_commit, paths), contents,
                         modes=new_modes)
         store.keep_made(made, project.made_objects_path(upstream))
         state = {"patch": file_name, "base": before_commit, "pin": pin.commit,
                  "series_paths": sorted(involved | set(before.current)),
                  "diff_sha256": edited_diff_id(patch.diff)}
+        if marked:
+            state["conflicts"] = sorted(p for p, content in marked.items() if content is not None)
         atomic_write(state_file(project, upstream),
                      (json.dumps(state, indent=2) + "\n").encode())
         add_files(store, Worktree(work), before_commit, files)
@@ -597,20 +607,60 @@ def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(
         Worktree(work).remove()
         raise
     if failed:
-        # Say exactly what the worktree holds: a file patch that fails is not applied at all
-        # (none of its hunks), the others are.
+        # Say exactly what the worktree holds: every hunk that applies is applied, each one that
+        # does not is marked in its file.
         lines = []
         for application in failed[0].files:
             path = application.new_path or application.old_path
             bad = [f"#{h.index + 1}" for h in application.hunks if h.status == "failed"]
-            lines.append(f"{path}: hunk {', '.join(bad)} failed; the worktree has this file as "
-                         "the series before it leaves it, without any of this patch's changes"
-                         if bad else f"{path}: applied")
+            if application.error is not None or (bad and application.content is None):
+                why = application.error or f"{application.old_path} is not there (an earlier " \
+                    "patch deleted or renamed it)"
+                lines.append(f"{path}: {why}; the patch's lines for it are marked against "
+                             "the whole file (<<<<<<< ... >>>>>>>)")
+            elif bad:
+                lines.append(f"{path}: hunk {', '.join(bad)} failed; marked where it should go "
+                             "(<<<<<<< ... >>>>>>>)" + ("; its other hunks applied"
+                                                        if len(bad) < len(application.hunks)
+                                                        else ""))
+            else:
+                lines.append(f"{path}: applied")
         raise ApplyError(f"{file_name} does not apply on the series before it "
                          f"(worktree {work}):\n  " + "\n  ".join(lines),
-                         hint="make the patch's change to those files there, then "
-                              "`patchforge refresh`")
+                         hint="make the patch's change there in place of each marked block, "
+                              "then `patchforge refresh` (it refuses while a marker is left)")
     return work
+
+
+def _marked_files(patch, outcome, before_files: dict[str, bytes | None],
+                  file_name: str) -> dict[str, bytes | None]:
+    """path -> the worktree's content for each file of `patch` that did not apply (its
+    `outcome`, per file patch in order) on the series before it (`before_files`): what applies
+    applied and the rest marked (apply.hunks.mark_hunks); a renamed file's old path goes
+    (None). ApplyError, with nothing opened, for a binary change that does not apply: it has
+    nothing to mark, and a worktree without it would lose it at refresh."""
+    from patchforge.apply.hunks import mark_hunks
+
+    marked: dict[str, bytes | None] = {}
+    for fp, application in zip(patch.file_patches, outcome.files):
+        if application.ok:
+            continue
+        source = fp.old_path if fp.old_path is not None else fp.new_path
+        target = fp.new_path if fp.new_path is not None else source
+        old = None if fp.is_new else before_files.get(source)
+        if fp.is_new:
+            old = before_files.get(target)
+        content = mark_hunks(old, fp, f"series before {file_name}", file_name)
+        if content is None:
+            raise ApplyError(f"{file_name} does not apply on the series before it: the binary "
+                             f"change of {fp.path} does not apply, and has nothing to mark "
+                             "in a worktree; nothing was opened",
+                             hint=f"make the change again in a new patch, or `patchforge "
+                                  f"delete {file_name}` (kept in deleted/)")
+        marked[target] = content
+        if fp.is_rename and fp.old_path is not None and fp.old_path != target:
+            marked[fp.old_path] = None
+    return marked
 
 
 def files_at(store: UpstreamStore, commit: str, paths: list[str], *,

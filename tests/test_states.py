@@ -870,6 +870,55 @@ def test_refresh_never_reverts_a_patch_changed_since_the_edit_opened(project):
     assert b"+    return -15" in project.patch("fix-a") and b"+    return -300" in project.patch("fix-a")
 
 
+def test_an_edit_of_a_patch_that_no_longer_applies_keeps_every_hunk(project):
+    """`edit` of a patch an earlier patch's change no longer lets apply: the worktree holds
+    its hunks that apply, applied, and the one that does not marked where it should go, and
+    refresh refuses while a marker is left. The worktree held none of the file's hunks (exit
+    2), and redoing the failed one and refreshing (exit 0) wrote the patch without the other."""
+    early = {15: b"def f15():\n    return -15\n\n"}
+    project.fix("early", {"pkg/mod.py": text(early)})
+    project.fix("two", {"pkg/mod.py": text({**early, 3: b"def f3():\n    return -3\n\n",
+                                            12: b"def f12():\n    return -12\n\n"})})
+    project.cli("edit", "early")
+    (project.work / "pkg/mod.py").write_bytes(text({**early, 3: b"def f3():\n    return 33\n\n"}))
+    _, _, err = project.cli("refresh", expect=1)
+    assert "two.patch no longer applies" in err
+    two = project.patch("two")
+    _, _, err = project.cli("edit", "two", expect=2)
+    assert "pkg/mod.py: hunk #1 failed; marked where it should go" in err, err
+    opened = (project.work / "pkg/mod.py").read_bytes()
+    assert b"    return -12\n" in opened  # hunk #2 applied
+    assert b"<<<<<<< series before two.patch\n" in opened
+    assert b">>>>>>> two.patch hunk #1\n" in opened and b"    return -3\n" in opened
+    # Hunk #1 made again by hand, its marker block left: refused, nothing written.
+    (project.work / "pkg/mod.py").write_bytes(opened.replace(b"return 33\n", b"return -33\n"))
+    _, _, err = project.cli("refresh", expect=2)
+    assert "conflict markers left in pkg/mod.py" in err
+    assert project.patch("two") == two
+    # Resolved: the patch holds both hunks.
+    (project.work / "pkg/mod.py").write_bytes(
+        text({**early, 3: b"def f3():\n    return -33\n\n", 12: b"def f12():\n    return -12\n\n"}))
+    project.cli("refresh")
+    moved = project.patch("two")
+    assert b"+    return -33" in moved and b"+    return -12" in moved, moved.decode()
+    assert project.cli("status")[0] == 0
+
+
+def test_an_edit_of_a_patch_file_saved_with_crlf_line_ends_never_empties_it(project):
+    """A patch file saved with CRLF line ends (an editor's doing) applies nowhere: `edit` marks
+    its hunk in the file, and refresh refuses while the marker is there. It exited 2 with the
+    file as it was, and refresh then wrote the patch with no change at all (exit 0)."""
+    project.fix("fc", {"pkg/mod.py": text({12: b"def f12():\n    return -12\n\n"})})
+    path = project.root / "series" / "up" / "fc.patch"
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    saved = path.read_bytes()
+    project.cli("edit", "fc", expect=2)
+    assert b">>>>>>> fc.patch hunk #1\n" in (project.work / "pkg/mod.py").read_bytes()
+    _, _, err = project.cli("refresh", expect=2)
+    assert "conflict markers left in pkg/mod.py" in err
+    assert path.read_bytes() == saved
+
+
 def test_edit_waits_for_no_one_while_another_command_holds_the_project(project):
     """`edit` took no lock: beside a running rebase (which holds it until it stops) it could
     replace the rebase's conflict worktree. It is refused while another process works."""

@@ -261,11 +261,16 @@ def _cut(h: Hunk | ReversedHunk, fuzz: int) -> _Cut | None:
 
 
 def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
-                max_fuzz: int = 2,
-                build: bool = True) -> tuple[list[bytes], tuple[HunkOutcome, ...]]:
+                max_fuzz: int = 2, build: bool = True,
+                mark_failed: tuple[str, str] | None = None
+                ) -> tuple[list[bytes], tuple[HunkOutcome, ...]]:
     """Apply hunks in order to a list of lines (split with `split_lines`); failed hunks are
     skipped. Returns the new lines and one outcome per hunk; with build=False only the outcomes
-    (the lines come back empty): landed detection asks where hunks go, many times per file."""
+    (the lines come back empty): landed detection asks where hunks go, many times per file.
+
+    `mark_failed` (labels of the two sides): a failed hunk is not skipped but written where
+    its header puts it (after the hunks placed before it) as a conflict block, the lines there
+    against the hunk's post-image, as git marks a conflict (`mark_hunks`)."""
     if not isinstance(lines, Lines):
         lines = Lines(lines)
     out: list[bytes] = []
@@ -286,6 +291,13 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
                 break
         if found is None:
             outcomes.append(HunkOutcome(index, "failed", 0, 0, None))
+            if build and mark_failed is not None:
+                at = min(max(base + last_offset, done), len(lines))
+                there = lines[at:at + len(h.old_lines())]
+                out.extend(lines[done:at])
+                out.extend(conflict_block(there, h.new_lines(), mark_failed[0],
+                                          f"{mark_failed[1]} hunk #{index + 1}"))
+                done = at + len(there)
             continue
         pos, fuzz, top, pre, post = found
         offset = pos - top - base
@@ -299,6 +311,40 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
     if build:
         out.extend(lines[done:])
     return out, tuple(outcomes)
+
+
+def conflict_block(ours: list[bytes], theirs: list[bytes], ours_label: str,
+                   theirs_label: str) -> list[bytes]:
+    """The lines of a conflict as git merge-file writes one: `ours`, then `theirs`, between
+    marker lines (a side's last line without its line end gets one)."""
+    def ended(lines: list[bytes]) -> list[bytes]:
+        if lines and not lines[-1].endswith(b"\n"):
+            return [*lines[:-1], lines[-1] + b"\n"]
+        return list(lines)
+
+    return [f"<<<<<<< {ours_label}\n".encode(), *ended(ours), b"=======\n", *ended(theirs),
+            f">>>>>>> {theirs_label}\n".encode()]
+
+
+def mark_hunks(old: bytes | None, fp: FilePatch, ours: str, theirs: str, *,
+               max_fuzz: int = 2) -> bytes | None:
+    """A text file patch that does not apply to `old`, applied as far as it goes: every hunk
+    that applies is applied, every one that does not is written where it should go as a
+    conflict block (`apply_hunks`' `mark_failed`), so that the file holds the whole change,
+    part of it to be resolved by hand. One that cannot be placed by hunks (a file to create
+    that is there, one to change or delete that is not there or not as the patch deletes it,
+    a whole-file hunk on another file) is one block: the whole file against the lines its
+    hunks leave.
+    None for a binary patch, which has nothing to mark."""
+    if fp.binary is not None or fp.is_binary:
+        return None
+    application = apply_file_patch(old, fp, max_fuzz=max_fuzz)
+    new_lines = [line for h in fp.hunks for line in h.new_lines()]
+    if application.error is not None or fp.is_new or fp.is_delete or old is None:
+        return b"".join(conflict_block(split_lines(old or b""), new_lines, ours, theirs))
+    marked, _ = apply_hunks(lines_of(old), fp.hunks, max_fuzz=max_fuzz,
+                            mark_failed=(ours, theirs))
+    return b"".join(marked)
 
 
 def _place(lines: Lines, pre: list[bytes], expected: int, lo: int,
