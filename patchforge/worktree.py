@@ -663,6 +663,25 @@ def _marked_files(patch, outcome, before_files: dict[str, bytes | None],
     return marked
 
 
+def refuse_gone_files_left_out(store: UpstreamStore, base: str, kind: str | None,
+                               files, changes, work: Path, way_out: str) -> None:
+    """UsageError when a stop on a file gone upstream (`kind` obsolete; `files` the stop's,
+    `base` its worktree's base) is resolved without that file re-created in the worktree
+    (`changes`, worktree_diff's): the patch would be written with its other files' changes
+    and without that one, the fix's change to it lost. `way_out`: the command that keeps the
+    whole fix aside instead."""
+    if kind != "obsolete":
+        return
+    made = {path for path, _, new, _, _ in changes if new is not None}
+    entries = store.entries(base, list(files))
+    left_out = [path for path in files if path not in made and entries.get(path) is None]
+    if left_out:
+        raise UsageError(f"{', '.join(left_out)} (gone upstream) is not re-created in {work}: "
+                         "the patch would be written without its change to it",
+                         hint=f"make the fix there and `patchforge add` it, then --continue; "
+                              f"or {way_out}")
+
+
 def files_at(store: UpstreamStore, commit: str, paths: list[str], *,
              fetch_together: bool = True) -> dict[str, tuple[str, bytes]]:
     """path -> (mode, content) of those of `paths` that are files at store commit `commit`

@@ -611,11 +611,17 @@ def stopped_on_a_file_gone_upstream(project: Project) -> str:
 def test_a_stop_on_a_file_gone_upstream_keeps_the_fix_in_the_other_files(project):
     """A rebase stopped because one file of a patch is gone upstream: its worktree holds the
     patch's other files with their change (as a conflict stop's does), so that re-creating the
-    gone file and --continue keeps the whole fix. The worktree held none of its files, and
-    --continue wrote a patch without the pkg/mod.py change."""
+    gone file and --continue keeps the whole fix; --continue without it is refused. The
+    worktree held none of its files, and --continue wrote a patch without the pkg/mod.py
+    change."""
     target = stopped_on_a_file_gone_upstream(project)
     assert (project.work / "pkg/mod.py").read_bytes() == text({3: b"def f3():\n    return -3\n\n"})
     assert not (project.work / "pkg/other.py").exists()
+    # Continued without the gone file: refused, rather than a patch without its change.
+    before = project.patch("fix-two")
+    _, _, err = project.cli("rebase", "--continue", expect=2)
+    assert "pkg/other.py (gone upstream) is not re-created" in err and "--skip" in err
+    assert project.patch("fix-two") == before
     (project.work / "pkg/other.py").write_bytes(b"x = 2\n")
     project.cli("add", "pkg/other.py")
     project.cli("rebase", "--continue")
@@ -635,6 +641,9 @@ def test_a_bring_back_stopped_on_a_file_gone_upstream_keeps_the_fix_in_the_other
     assert "pkg/other.py is gone upstream" in err
     assert (project.work / "pkg/mod.py").read_bytes() == text({3: b"def f3():\n    return -3\n\n"})
     assert project.patch("fix-two", "skipped") == skipped
+    _, _, err = project.cli("bring-back", "--continue", expect=2)
+    assert "pkg/other.py (gone upstream) is not re-created" in err and "--abort" in err
+    assert project.patch("fix-two", "skipped") == skipped and project.series() == []
     (project.work / "pkg/other.py").write_bytes(b"x = 2\n")
     project.cli("add", "pkg/other.py")
     project.cli("bring-back", "--continue")

@@ -26,6 +26,7 @@ from patchforge.store.diff import conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
                                  keep_unadded, refuse_changed_since_edit,
+                                 refuse_gone_files_left_out,
                                  editing, require_state, require_state_still, series_on_paths,
                                  state_file,
                                  worktree_diff)
@@ -1026,6 +1027,9 @@ def bring_back_continue(project, store, upstream: str | None = None) -> dict:
         raise UsageError(f"conflict markers left in {', '.join(marked)} (in {work})",
                          hint="resolve them, then `patchforge bring-back --continue`; or "
                               "`patchforge bring-back --abort` (the fix stays in skipped/)")
+    refuse_gone_files_left_out(store, state["base"], state.get("kind"),
+                               state.get("conflicts", []), changes, work,
+                               "`patchforge bring-back --abort` (the fix stays in skipped/)")
     if not changes:
         raise UsageError(f"the worktree {work} holds no change: nothing to bring back",
                          hint=f"make the fix there; or `patchforge bring-back --abort` (it stays "

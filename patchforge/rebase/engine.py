@@ -824,7 +824,8 @@ class Rebase:
     def _take_resolution(self, stopped: Stop) -> tuple[dict[str, bytes | None], dict[str, str]]:
         """--continue: the worktree's difference from the stop's base becomes the patch.
         Returns the files it changes (path -> content, None when deleted) and their modes."""
-        from patchforge.worktree import renames_and_copies, series_patch, worktree_diff
+        from patchforge.worktree import (refuse_gone_files_left_out, renames_and_copies,
+                                         series_patch, worktree_diff)
 
         upstream, name = stopped.upstream, stopped.name
         entry = self._run_record.upstreams[upstream]
@@ -859,6 +860,8 @@ class Rebase:
             raise UsageError(f"conflict markers left in {', '.join(marked)} (in {work})",
                              hint="resolve them, then run `patchforge rebase --continue`; or "
                                   "`--skip` (the patch is kept in skipped/), `--abort`")
+        refuse_gone_files_left_out(self.store, stopped.base, stopped.kind, stopped.files,
+                                   changes, work, "`--skip` (the whole patch is kept in skipped/)")
         patch = self.project.read_patch(upstream, name)
         files = {p: n for p, _, n, _, _ in changes}
         modes = {p: mode for p, _, n, _, mode in changes if n is not None}
