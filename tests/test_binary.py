@@ -289,6 +289,29 @@ def test_binary_conflict_stops_and_continue_takes_the_file_put_in_place(stack, t
     assert (checkout / NEW).read_bytes() == FIX[NEW]
 
 
+def test_an_edit_of_a_binary_change_that_no_longer_applies_opens_nothing(stack):
+    """A binary change an earlier patch no longer lets apply has nothing to mark in a
+    worktree: `edit` opens nothing (exit 2), so no refresh can write the patch without it. The
+    edit was opened with the file as the series before it left it, and refresh dropped the
+    binary change."""
+    work = stack.root / ".patchforge" / "work" / "up"
+    ok(stack.root, "new", "early", "--file", KERNEL)
+    (work / KERNEL).write_bytes(FIX[KERNEL])
+    ok(stack.root, "refresh")
+    ok(stack.root, "new", "later", "--file", KERNEL)
+    (work / KERNEL).write_bytes(_blob(700))
+    ok(stack.root, "refresh")
+    ok(stack.root, "edit", "early")
+    (work / KERNEL).write_bytes(_blob(600))
+    assert run_cli(stack.root, "refresh").rc == 1  # later.patch no longer applies
+    later = stack.patch("up", "later")
+    run = run_cli(stack.root, "edit", "later")
+    assert run.rc == 2 and "nothing was opened" in run.err and KERNEL in run.err, run.text
+    assert not work.exists()
+    assert run_cli(stack.root, "refresh").rc == 2  # no edit is open
+    assert stack.patch("up", "later") == later
+
+
 def test_new_edit_refresh_write_binary_patches(stack, tmp_path):
     ok(stack.root, "new", "kernel-fix", "--file", KERNEL)
     work = stack.root / ".patchforge" / "work" / "up"
