@@ -997,3 +997,49 @@ def test_a_line_added_beside_a_changed_line_of_the_series(stack):
     assert "adds line3 kept where fnuz.patch, own.patch remove line3 from a.py" in run.err, \
         run.err
     assert _changed_lines((root / "series/up/alike.patch").read_bytes()) == [b"+line3 kept"]
+
+
+def test_an_overlay_imported_for_profiles_whose_files_differ_is_refused(stack):
+    """`--profiles gfx942,gfx950` for a.py, which fnuz changes in gfx942 alone: the patch was
+    made against the file with every fix, so gfx950's series (without fnuz's line) could not
+    take it and `overlays` failed after the import. No one file is both profiles' overlay:
+    refused, nothing written; imported for one profile, it works."""
+    root = stack
+    made = root.parent / "a.py.mine"
+    made.write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3 gfx942\n")
+                     .replace(b"line18\n", b"line18 fixed\n"))
+    series = tree_bytes(root / "series")
+    run = run_cli(root, "import", "overlay", str(made), "--upstream", "up", "--path", "a.py",
+                  "--name", "both", "--profiles", "gfx942,gfx950")
+    assert run.rc == 2 and "the series leaves a.py differently in profiles gfx942 and gfx950" \
+        in run.err and "--profiles gfx942" in run.err, run.text
+    assert tree_bytes(root / "series") == series
+    ok(root, "import", "overlay", str(made), "--upstream", "up", "--path", "a.py",
+       "--name", "both", "--profiles", "gfx942")
+    ok(root, "overlays")
+    assert (root / "overlays/gfx942/up/a.py").read_bytes() == made.read_bytes()
+
+
+def test_a_moved_aside_overlay_whose_change_meets_the_rebases_is_refused(stack, tmp_path):
+    """A file moved aside during a rebase, whose hand change is on the lines the stop's
+    resolution changed: taking it onto the rebased file would drop one of the two, so the
+    import is refused, naming the file it was made from, nothing written."""
+    root = stack
+    ok(root, "overlays")
+    overlay = root / "overlays/gfx942/up/a.py"
+    moved = UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 new\n") \
+        .replace(b"line15\n", b"line15 upstream\n")
+    _upstream_commit(tmp_path, {"a.py": moved}, "upstream: line3, line15")
+    assert run_cli(root, "rebase", "--to", "up=main").rc == 3
+    (root / ".patchforge/work/up/a.py").write_bytes(
+        moved.replace(b"line3 new\n", b"LINE3 gfx942 new\n"))
+    aside = tmp_path / "a.py.mine"
+    aside.write_bytes(overlay.read_bytes().replace(b"LINE3 gfx942\n", b"LINE3 gfx942 hot\n"))
+    overlay.unlink()
+    ok(root, "rebase", "--continue")
+    series = tree_bytes(root / "series")
+    run = run_cli(root, "import", "overlay", str(aside), "--upstream", "up", "--path", "a.py",
+                  "--name", "hot", "--profiles", "gfx942")
+    assert run.rc == 2 and "was made from overlays/gfx942/up/a.py as it was before the last " \
+        "rebase, and changes lines the rebase changed there" in run.err, run.text
+    assert tree_bytes(root / "series") == series
