@@ -380,6 +380,23 @@ def test_import_mbox_refuses_a_file_that_is_not_an_mbox_by_its_name(project, tmp
     assert "patchforge-mbox-" not in run.err  # no scratch directory in the message
 
 
+def test_import_mbox_refuses_a_date_that_is_no_date_naming_the_message(project, tmp_path):
+    """`Date: yesterday` in a message was an internal error (ValueError, exit 70). It is
+    refused as `git am` refuses it, naming the mbox and the message, with nothing written."""
+    fork = fork_with_commits(tmp_path)
+    mbox = tmp_path / "fixes.mbox"
+    data = subprocess.run(["git", "format-patch", "--stdout", "main..fixes"], cwd=fork,
+                          check=True, capture_output=True).stdout
+    first, rest = data.split(b"\nDate: ", 1)
+    second_message = rest.split(b"\n", 1)[1]
+    mbox.write_bytes(first + b"\nDate: yesterday\n" + second_message)
+    before = snapshot(project)
+    run = run_cli(project, "import", "mbox", str(mbox))
+    assert run.rc == 2, run.text
+    assert f"{mbox} (message 1): its Date header 'yesterday' is no date" in run.err, run.err
+    assert snapshot(project) == before
+
+
 def test_export_mbox_is_taken_by_git_am(project, tmp_path):
     root = project
     fork = fork_with_commits(tmp_path)

@@ -5,6 +5,9 @@ import tomllib
 
 import pytest
 
+from helpers.cli import run_cli
+from helpers.project import make_project
+from helpers.snapshot import snapshot
 from patchforge.errors import ConfigError
 from patchforge.formats.config import (find_config_table, load_config, starting_config_text,
                                        upstream_table_text)
@@ -186,3 +189,33 @@ def test_a_byte_order_mark_is_named(tmp_path):
         find_config_table(path)
     assert err.value.line == 1 and "byte-order mark" in str(err.value)
     assert "without a byte-order mark" in err.value.hint
+
+
+@pytest.mark.parametrize("root", ["/opt/x/../up", "//opt/up", "/opt/./up", "/opt/up/.."])
+def test_an_install_root_that_is_no_plain_path_is_refused(tmp_path, root):
+    """Two upstreams' overlay files that go to one path in the image are refused, but the
+    paths were compared as written: a second upstream at `install-root = "/opt/x/../up"` or
+    `"//opt/up"` beside one at `/opt/up` passed, and compose.yaml mounted two files at
+    /opt/up/m1.py, one fix never deployed, `overlays` and `lint` at exit 0. Such a root is
+    refused naming its own line (not the first upstream's), and `upstream add` refuses it
+    before anything is fetched or written."""
+    path = tmp_path / "patchforge.toml"
+    path.write_text('[upstreams.up]\nkind = "dir"\npath = "/a"\ninstall-root = "/opt/up"\n\n'
+                    f'[upstreams.other]\nkind = "dir"\npath = "/b"\ninstall-root = "{root}"\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.line == 9 and "upstreams.other.install-root" in str(err.value), str(err.value)
+    assert repr(root) in str(err.value)
+
+    project = make_project(tmp_path / "project")
+    before = snapshot(project)
+    run = run_cli(project, "upstream", "add", "z", "--dir", str(tmp_path), "--at", "1",
+                  "--install-root", root)
+    assert run.rc == 2 and "--install-root" in run.err and repr(root) in run.err, run.text
+    assert snapshot(project) == before
+
+
+def test_an_install_root_with_a_trailing_slash_names_its_directory(tmp_path):
+    path = tmp_path / "patchforge.toml"
+    path.write_text('[upstreams.up]\nkind = "dir"\npath = "/a"\ninstall-root = "/opt/up/"\n')
+    assert load_config(path).upstreams["up"].install_root == "/opt/up/"

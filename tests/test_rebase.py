@@ -564,6 +564,28 @@ def test_landed_patch_is_dropped_to_upstreamed(stack, upstream):
     assert not (stack.root / "series" / "up" / "landed.patch").exists()
 
 
+def test_a_rebase_keeps_the_series_files_comments_where_they_were(stack, upstream):
+    """The series file's comments are kept byte for byte, the reference says; a rebase moved
+    every entry below every comment (a fix listed under `# core` ended under `# experimental,
+    keep last`) and dropped the comment written after an entry. Now only the line of the fix
+    that landed goes; every other line stays as written, where it was."""
+    stack.add_upstream("up", upstream)
+    fixed = with_lines({7: b"def f7():\n    return 'seven, fixed upstream as well'\n\n"})
+    stack.add_patch("up", "landed", {"pkg/mod.py": fixed})
+    stack.add_patch("up", "kept", {"pkg/other.py": b"x = 3\n"})
+    stack.add_patch("up", "late", {"README": b"upstream, patched\n"})
+    series = stack.root / "series/up/series"
+    series.write_bytes(b"# --- core fixes ---\nlanded.patch  # until PR 123 lands\n"
+                       b"kept.patch -p1  # needed for gfx942\n\n"
+                       b"# --- experimental, keep last ---\nlate.patch\n")
+    upstream.commit({"pkg/mod.py": fixed}, "upstream takes the fix")
+    new_commit = upstream.commit({"pkg/newfile.py": b"later\n"}, "later work")
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    assert [p["destination"] for p in summary["patches"]] == ["upstreamed", "series", "series"]
+    assert series.read_bytes() == (b"# --- core fixes ---\nkept.patch -p1  # needed for gfx942\n"
+                                   b"\n# --- experimental, keep last ---\nlate.patch\n")
+
+
 def test_whether_there_is_a_history_is_asked_beside_the_walk(stack, upstream, monkeypatch):
     """The walk's own thread waits for no `git merge-base` before its first patch, and the
     thread that reads the history asks none either: the history's walk says whether the

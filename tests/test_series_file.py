@@ -25,6 +25,11 @@ def test_edits_keep_comments_and_line_endings():
         b"# header comment\r\none.patch\r\n\r\nthree.patch"
     assert series.renamed("two.patch", "2.patch").to_bytes() == \
         RAW.replace(b"two.patch -p1", b"2.patch -p1")
+    # The entries kept in their order, one left out: every other line as it was.
+    assert series.replaced_names(["one.patch", "three.patch"]).to_bytes() == \
+        b"# header comment\r\none.patch\r\n\r\nthree.patch"
+    assert series.replaced_names(["two.patch"]).to_bytes() == \
+        b"# header comment\r\n\r\ntwo.patch -p1 # why\r\n"
     reordered = series.replaced_names(["three.patch", "one.patch"])
     assert reordered.names == ["three.patch", "one.patch"]
     assert reordered.to_bytes().startswith(b"# header comment\r\n")

@@ -167,6 +167,24 @@ def _table_header(line: str) -> list[str] | None:
     return _dotted_key(found[1]) if found else None
 
 
+def install_root_problem(value: str) -> str | None:
+    """What is wrong with an install-root beyond the schema's pattern, or None. Two upstreams'
+    overlay files meet when their paths in the image do, and that is decided on the paths as
+    written: `/opt/x/../up` and `//opt/up` passed as other directories than `/opt/up`, so
+    compose mounted two files at one path and one fix was never deployed. Such a path is not
+    made plain here either: in the image `/opt/x` may be a symlink, so only the image knows
+    where `..` leads."""
+    parts = value.split("/")[1:]
+    if parts and parts[-1] == "":
+        parts = parts[:-1]  # one trailing slash names the same directory
+    if "" in parts:
+        return f"{value!r} has an empty part (//): write the directory as one plain path"
+    if "." in parts or ".." in parts:
+        return (f"{value!r} has a '.' or '..' part: write the directory it is in the image "
+                "as one plain path")
+    return None
+
+
 def toml_key_line(text: str, prefix: str, where: list[str]) -> int | None:
     """The line where the key at `where` (a path inside the patchforge table, `prefix` its
     dotted name and a `.`, or "" for a patchforge.toml) is written: under the longest table
@@ -245,6 +263,12 @@ def load_config(path: Path) -> Config:
         for opt in ("install-root", "follow", "forge-repo", "image-label", "git-url"):
             if opt in spec and not isinstance(spec[opt], str):
                 fail(f"{key}.{opt}", "must be a string")
+        if isinstance(spec.get("install-root"), str):
+            problem = install_root_problem(spec["install-root"])
+            if problem:
+                raise ConfigError(f"{prefix}{key}.install-root: {problem}", path=str(path),
+                                  line=toml_key_line(text, prefix,
+                                                     ["upstreams", name, "install-root"]))
         upstreams[name] = UpstreamConfig(
             name=name, kind=kind, url=spec.get("url"), follow=spec.get("follow"),
             package=spec.get("package"), path=spec.get("path"),

@@ -112,9 +112,19 @@ class SeriesFile:
         return SeriesFile(tuple(lines), self.source)
 
     def replaced_names(self, names: list[str]) -> "SeriesFile":
-        """Keep comments and blank lines, in order; the entries become exactly `names`, in that
-        order, after them. One pass: a rebase of hundreds of patches calls this once."""
-        entry_lines = {index for _, index in self._entries()}
+        """The entries become exactly `names`, in that order, comments and blank lines kept.
+        When `names` are the entries in their order with some left out (a rebase moving
+        landed fixes out), every other line stays where it was, as written: an entry's own
+        comment, `-p1` and place under a comment line included; the lines of the entries left
+        out go. Otherwise the entries follow every comment and blank line, in order. One pass:
+        a rebase of hundreds of patches calls this once."""
+        entries = self._entries()
+        wanted = set(names)
+        if [name for name, _ in entries if name in wanted] == list(names):
+            dropped = {index for name, index in entries if name not in wanted}
+            return SeriesFile(tuple(raw for index, raw in enumerate(self.lines)
+                                    if index not in dropped), self.source)
+        entry_lines = {index for _, index in entries}
         base = SeriesFile(tuple(raw for index, raw in enumerate(self.lines)
                                 if index not in entry_lines), self.source)
         if not names:

@@ -657,7 +657,13 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             date = headers.get("Date")
             when = today()
             if date:
-                parsed = email.utils.parsedate_to_datetime(date)
+                try:
+                    parsed = email.utils.parsedate_to_datetime(date)
+                except (ValueError, TypeError, IndexError):
+                    # As `git am` refuses it; it was an internal error (exit 70).
+                    raise InputError(f"its Date header {date!r} is no date", path=source,
+                                     hint="an RFC 2822 date, as `git format-patch` writes: "
+                                          "Date: Mon, 17 Sep 2001 00:00:00 +0000") from None
                 when = parsed.date().isoformat() if parsed else when
             author = f"{headers.get('Author', 'Unknown')} <{headers.get('Email', '')}>"
             fields = [("Description", subject), ("Author", author),

@@ -99,6 +99,11 @@ def _refuse_bad_values(upstream: UpstreamConfig) -> None:
     table = tomllib.loads(upstream_table_text("", upstream))
     found = first_violation(table, "config")
     if found is None:
+        from patchforge.formats.config import install_root_problem
+
+        problem = upstream.install_root and install_root_problem(upstream.install_root)
+        if problem:
+            raise UsageError(f"--install-root {problem}")
         return
     where, message = found
     key = next((part for part in reversed(where) if part in _OPTION_OF_KEY), None)
