@@ -5,6 +5,7 @@ the directory. A kill at any moment leaves either the old bytes or the new bytes
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -49,6 +50,31 @@ def fault_point(step: str) -> None:
             os.kill(os.getpid(), signal.SIGINT if mode == "interrupt" else signal.SIGTERM)
             return
         os._exit(137)
+
+
+@contextlib.contextmanager
+def interrupts_deferred():
+    """Ctrl-C (SIGINT) and SIGTERM that arrive inside the block take effect when it ends: for a
+    step of two operations that only make sense together (a swap by two renames). Python runs
+    a signal's handler in the main thread whichever thread the signal reaches, so the handlers
+    are replaced, not the signal mask; from another thread (which cannot set handlers) the
+    block runs as it is."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous = {number: signal.signal(number, lambda got, frame: arrived.append(got))
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if arrived:
+            signal.raise_signal(arrived[0])
 
 
 def fsync_dir(directory: Path) -> None:

@@ -25,7 +25,8 @@ from patchforge.model.lock import ImagePin
 from patchforge.model.record import field, record
 from patchforge.stack import (refuse_creation_collisions, refuse_linked_overlays,
                               refuse_symlinked_paths)
-from patchforge.fsutil import atomic_write, fault_point, fsync_dir, fsync_dirs
+from patchforge.fsutil import (atomic_write, fault_point, fsync_dir, fsync_dirs,
+                              interrupts_deferred)
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -584,16 +585,20 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
     # swap makes the tree the overlays (and the old one is removed).
     fsync_dirs(reversed([directory for directory, _, _ in os.walk(staging)]))
     old = root.parent / ".overlays.old"
-    if root.exists():
+    # A Ctrl-C between the two renames left no overlays/ at all (the committed SHA256SUMS,
+    # manifest and compose file gone from the checkout, `verify` refusing) while the message
+    # said nothing was half-written: the swap and the record of what it wrote finish first.
+    with interrupts_deferred():
+        if root.exists():
+            fault_point("rename")
+            os.replace(root, old)
         fault_point("rename")
-        os.replace(root, old)
-    fault_point("rename")
-    os.replace(staging, root)
-    fsync_dir(root.parent)
-    _remove(old)
-    atomic_write(project.state_dir / WRITTEN_RECORD,
-                 "".join(sums_line(digest, rel) for rel, digest in _digests(overlays).items())
-                 .encode("utf-8", "surrogateescape"))
+        os.replace(staging, root)
+        fsync_dir(root.parent)
+        _remove(old)
+        atomic_write(project.state_dir / WRITTEN_RECORD,
+                     "".join(sums_line(digest, rel) for rel, digest in _digests(overlays).items())
+                     .encode("utf-8", "surrogateescape"))
 
 
 def _digests(overlays: OverlaySet) -> dict[str, str]:

@@ -403,6 +403,28 @@ def test_overlays_at_every_write_point(env, tmp_path, monkeypatch):
     assert run_with_faults(prepared, tmp_path, ("overlays",), check) >= 4
 
 
+@pytest.mark.parametrize("mode", ["interrupt", "terminate"])
+def test_overlays_interrupted_at_either_rename_leaves_a_whole_set_without_recovery(
+        env, tmp_path, monkeypatch, mode):
+    """A Ctrl-C (or SIGTERM) that arrived between the swap's two renames left no overlays/ at
+    all: the committed SHA256SUMS, manifest and compose file gone from the checkout, `verify`
+    refusing, until the next `overlays` recovered it, while the message said nothing was left
+    half-written. The swap finishes first, then the command ends (exit 130 or 143): whoever reads
+    next, without any recovery, finds a whole set and patchforge's record of it."""
+    prepared, old_overlays, new_overlays = _overlay_states(env, tmp_path, monkeypatch)
+    for nth in (1, 2):
+        root = tmp_path / f"{mode}-{nth}"
+        shutil.copytree(prepared, root, symlinks=True)
+        proc = run_subprocess(root, "overlays", env={"PATCHFORGE_FAULT": f"rename:{nth}",
+                                                     "PATCHFORGE_FAULT_MODE": mode})
+        assert proc.returncode == (130 if mode == "interrupt" else 143), proc.stderr
+        assert b"nothing was left half-written" in proc.stderr, proc.stderr
+        assert snapshot(root / "overlays") == new_overlays, nth
+        assert not (root / ".overlays.old").exists() and not (root / ".overlays.new").exists()
+        check = run_cli(root, "overlays", "--check")
+        assert check.rc == 0 and "up to date" in check.out, check.text
+
+
 def test_overlays_killed_by_sigkill_leaves_old_or_new_set(env, tmp_path, monkeypatch):
     # A real kill -9 at a few moments during `overlays` (the staging writes have no fault points),
     # followed by recovery: never a mix of old and new files.
