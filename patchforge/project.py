@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     from patchforge.model.lock import Lock
     from patchforge.store.gitstore import TransferProgress
 
-PATCH_SUFFIX = ".patch"
+# A series line may leave out the suffix; the series file's reader says which file it names.
+from patchforge.formats.series import PATCH_SUFFIX, patch_file_name  # noqa: E402,F401
+
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -85,10 +87,6 @@ def read_no_link(path: Path) -> bytes:
         raise
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
-
-
-def patch_file_name(name: str) -> str:
-    return name if name.endswith(PATCH_SUFFIX) else name + PATCH_SUFFIX
 
 
 @record

@@ -642,8 +642,9 @@ def test_a_series_entry_without_the_patch_suffix_is_rebased_in_its_own_file(stac
     upstream.commit({"pkg/other.py": b"x = 3\n"}, "upstream takes the fix")
     new_commit = upstream.commit({"pkg/mod.py": b"# a\n# b\n# c\n" + BASE}, "header comment")
     summary = stack.rebase_json("--to", f"up={new_commit}")
+    # Named by its file, as every command names it (and as `list` shows it).
     assert [(p["name"], p["destination"]) for p in summary["patches"]] == [
-        ("landed", "upstreamed"), ("fix-f20", "series")]
+        ("landed.patch", "upstreamed"), ("fix-f20.patch", "series")]
     assert sorted(p.name for p in series.parent.iterdir()) == ["fix-f20.patch", "series",
                                                                "upstreamed"]
     assert series.read_bytes() == b"fix-f20\n"
@@ -654,6 +655,27 @@ def test_a_series_entry_without_the_patch_suffix_is_rebased_in_its_own_file(stac
     # ... and lint takes NAME as listing NAME.patch (it said "patch file not listed").
     code, out, _ = stack.cli("lint", "--no-forge", expect=None)
     assert "not listed in the series" not in out
+
+
+def test_a_series_entry_without_the_patch_suffix_is_found_by_every_command(stack, upstream):
+    """A line `fix` lists fix.patch, and `list` showed it as up/fix.patch, but `show fix`,
+    `show up/fix`, `edit fix`, `delete fix`, `rename fix ...`, `new --after fix` and `pr fix`
+    all said there was no patch named fix. Every command finds it by either spelling, and
+    what changes its entry keeps every other line as written."""
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "fa", {"pkg/other.py": b"x = 3\n"})
+    stack.add_patch("up", "fb", {"pkg/mod.py": with_lines({20: b"def f20():\n    return -20\n\n"})})
+    series = stack.root / "series" / "up" / "series"
+    series.write_bytes(b"# mine\nfa  # short name\nfb.patch\n")
+    for name in ("fa", "up/fa", "fa.patch"):
+        stack.cli("show", name)
+    stack.cli("new", "fc", "--after", "fa", "--no-edit", "-m", "fc")
+    assert series.read_bytes() == b"# mine\nfa  # short name\nfc.patch\nfb.patch\n"
+    stack.cli("rename", "fa", "fz")
+    assert series.read_bytes() == b"# mine\nfz  # short name\nfc.patch\nfb.patch\n"
+    assert (stack.root / "series/up/fz.patch").is_file()
+    stack.cli("delete", "fz")
+    assert series.read_bytes() == b"# mine\nfc.patch\nfb.patch\n"
 
 
 def test_a_change_an_earlier_patch_made_names_no_landing_commit(stack, upstream):

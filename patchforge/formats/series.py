@@ -8,6 +8,8 @@ from patchforge.errors import InputError
 from patchforge.names import INVISIBLE
 from patchforge.model.record import record
 
+PATCH_SUFFIX = ".patch"
+
 
 @record(frozen=True)
 class SeriesFile:
@@ -16,7 +18,23 @@ class SeriesFile:
 
     @property
     def names(self) -> list[str]:
-        return [name for name, _ in self._entries()]
+        """The patch file names in order: `fix.patch` for a line `fix` too (a line may leave
+        the suffix out, as quilt's may not: every command names the patch by its file, and a
+        name spelled two ways was found by none of them)."""
+        return [name for name, _ in self._files()]
+
+    def as_written(self) -> list[tuple[str, int]]:
+        """(name as the line writes it, 1-based line) of each entry: a quilt directory's series
+        names its files exactly (`fix.diff`, `fix`)."""
+        return [(name, index + 1) for name, index in self._entries()]
+
+    def _files(self) -> list[tuple[str, int]]:
+        """(patch file name, line index) of each entry."""
+        made = self.__dict__.get("_made_files")
+        if made is None:
+            made = self.__dict__["_made_files"] = [(patch_file_name(name), index)
+                                                    for name, index in self._entries()]
+        return made
 
     def _entries(self) -> list[tuple[str, int]]:
         """(name, line index) of each entry, checked; read once per series (its lines never
@@ -58,7 +76,7 @@ class SeriesFile:
         # `fix` and `fix.patch` name one file (a line may leave the suffix out): listed twice.
         seen: dict[str, tuple[str, int]] = {}
         for name, index in out:
-            file_name = name if name.endswith(".patch") else f"{name}.patch"
+            file_name = patch_file_name(name)
             if file_name in seen:
                 first, at = seen[file_name]
                 also = "" if first == name else f" as {first!r}"
@@ -68,8 +86,9 @@ class SeriesFile:
         return out
 
     def line_of(self, name: str) -> int | None:
-        """The 1-based line that lists `name`, or None."""
-        return next((index + 1 for entry, index in self._entries() if entry == name), None)
+        """The 1-based line that lists `name` (either spelling), or None."""
+        wanted = patch_file_name(name)
+        return next((index + 1 for entry, index in self._files() if entry == wanted), None)
 
     def to_bytes(self) -> bytes:
         return b"".join(self.lines)
@@ -87,7 +106,8 @@ class SeriesFile:
         """A new series with `name` after `after` (or at the end / at the start)."""
         lines = self._normalized()
         entry = name.encode("utf-8", "surrogateescape") + self._line_ending()
-        entries = dict(self._entries())
+        entries = dict(self._files())
+        after = None if after is None else patch_file_name(after)
         if first:
             position = min(entries.values(), default=len(lines))
         elif after is None:
@@ -98,17 +118,19 @@ class SeriesFile:
         return SeriesFile(tuple(lines), self.source)
 
     def removed(self, name: str) -> "SeriesFile":
-        entries = dict(self._entries())
+        entries = dict(self._files())
         lines = list(self.lines)
-        del lines[entries[name]]
+        del lines[entries[patch_file_name(name)]]
         return SeriesFile(tuple(lines), self.source)
 
     def renamed(self, old: str, new: str) -> "SeriesFile":
-        entries = dict(self._entries())
+        index = dict(self._files())[patch_file_name(old)]
+        spelled = next(name for name, at in self._entries() if at == index)
+        if not spelled.endswith(PATCH_SUFFIX):  # the line's own way of naming it kept
+            new = new.removesuffix(PATCH_SUFFIX)
         lines = list(self.lines)
-        raw = lines[entries[old]]
-        lines[entries[old]] = raw.replace(old.encode("utf-8", "surrogateescape"),
-                                          new.encode("utf-8", "surrogateescape"), 1)
+        lines[index] = lines[index].replace(spelled.encode("utf-8", "surrogateescape"),
+                                            new.encode("utf-8", "surrogateescape"), 1)
         return SeriesFile(tuple(lines), self.source)
 
     def replaced_names(self, names: list[str]) -> "SeriesFile":
@@ -118,9 +140,10 @@ class SeriesFile:
         comment, `-p1` and place under a comment line included; the lines of the entries left
         out go. Otherwise the entries follow every comment and blank line, in order. One pass:
         a rebase of hundreds of patches calls this once."""
-        entries = self._entries()
+        entries = self._files()
+        names = [patch_file_name(name) for name in names]
         wanted = set(names)
-        if [name for name, _ in entries if name in wanted] == list(names):
+        if [name for name, _ in entries if name in wanted] == names:
             dropped = {index for name, index in entries if name not in wanted}
             return SeriesFile(tuple(raw for index, raw in enumerate(self.lines)
                                     if index not in dropped), self.source)
@@ -132,6 +155,11 @@ class SeriesFile:
         ending = base._line_ending()
         return SeriesFile(tuple(base._normalized()) + tuple(
             name.encode("utf-8", "surrogateescape") + ending for name in names), self.source)
+
+
+def patch_file_name(name: str) -> str:
+    """The file a series entry names: a line may leave out `.patch`."""
+    return name if name.endswith(PATCH_SUFFIX) else name + PATCH_SUFFIX
 
 
 def parse_series(data: bytes, source: str = "series") -> SeriesFile:

@@ -592,11 +592,11 @@ def import_quilt(project: Project, store: UpstreamStore, directory: Path, *,
     series = parse_series(series_path.read_bytes(), str(series_path))
     pending: list[tuple[str, bytes]] = []
     sources: dict[str, tuple[str, bytes | None]] = {}
-    for entry in series.names:
+    for entry, line in series.as_written():
         source = directory / entry
         if not source.is_file():
             raise InputError(f"{entry} is listed but missing", path=str(series_path),
-                             line=series.line_of(entry))
+                             line=line)
         original = source.read_bytes()
         parsed = parse_patch_file(original, str(source))
         diff = as_git_writes(parsed.diff)  # the names `export --quilt` quoted, as git writes them
@@ -607,8 +607,7 @@ def import_quilt(project: Project, store: UpstreamStore, directory: Path, *,
         file_name = patch_file_name(Path(entry).name.removesuffix(".patch").removesuffix(".diff"))
         data = patch.to_bytes()
         _check_new_name(project, upstream, file_name, data)
-        _refuse_taken(file_name, {n for n, _ in pending}, str(series_path),
-                      series.line_of(entry))
+        _refuse_taken(file_name, {n for n, _ in pending}, str(series_path), line)
         pending.append((file_name, data))
         sources[file_name] = (str(source), original)
     _write_imported(project, store, upstream, pending, sources, pin=pin.commit)
