@@ -40,9 +40,7 @@ SET_ASIDE = (("upstreamed", "landed upstream"), ("skipped", "skipped"),
 # history event -> rebase actions that produce it
 _REBASE_EVENTS = {"clean": "rebased", "offset": "rebased", "merged": "rebased",
                   "resolved": "rebased", "dropped": "dropped", "skipped": "skipped"}
-# (`reverted`, `relanded`: upstream took back a recorded landing, or made it again; the fix
-# stays under upstreamed/ until someone brings it back.)
-DEPARTURE_EVENTS = ("dropped", "skipped", "deleted", "reverted", "relanded")
+DEPARTURE_EVENTS = ("dropped", "skipped", "deleted")
 _PR_URL = re.compile(r"^https?://[^\s/]+/[^\s/]+/[^\s/]+/pull/(\d+)/?$")
 _URL = re.compile(r"https?://[^\s\]\)>]+")
 _BRACKET = re.compile(r"^(?P<word>[A-Za-z-]+)\s*(?:\[(?P<arg>[^\]]*)\])?\s*$")
@@ -201,17 +199,6 @@ def rebase_writes(project: Project, summary: dict) -> tuple[list[dict], list[tup
             "destination": result.get("destination", "series"),
             "run": run,
         })
-    for upstream, items, kind in [(item["upstream"], item, "reverted")
-                                  for item in summary.get("reverted", []) if item.get("new")] + \
-            [(item["upstream"], item, "relanded") for item in summary.get("relanded", [])]:
-        info = summary.get("upstreams", {}).get(upstream, {})
-        events.append({
-            **stamp, "event": kind, "upstream": upstream, "patch": items["name"],
-            "from": {"label": info.get("from"), "commit": info.get("from_commit")},
-            "to": {"label": info.get("to"), "commit": info.get("to_commit")},
-            "detail": items.get("detail", ""), "landed_in": items.get("landed_in"),
-            **({"reverted_by": items["reverted_by"]} if kind == "reverted" else {}),
-            "destination": "upstreamed", "run": run})
     # The ledger from the history as it will be, without reading and parsing it again (a
     # long-lived stack's history grows by a line per patch and rebase); both files in one
     # batch of atomic writes (each file synced, both renamed, the directory synced once). A
@@ -353,15 +340,6 @@ def describe_event(event: dict) -> str:
             f" ({_cell((event.get('to') or {}).get('label'))})" if event.get("to") else "")
         if event.get("evidence"):
             text += "; evidence: " + ", ".join(str(e) for e in event["evidence"])
-    elif kind == "reverted":
-        text = (f"landed upstream in commit {_short(event.get('landed_in'))}, reverted by "
-                f"commit {_short(event.get('reverted_by'))}"
-                + (f" ({_cell((event.get('to') or {}).get('label'))})" if event.get("to") else "")
-                + ": needed again, kept under upstreamed/" + (f"; {detail}" if detail else ""))
-    elif kind == "relanded":
-        text = ("landed upstream again" + (
-            f" ({_cell((event.get('to') or {}).get('label'))})" if event.get("to") else "")
-            + (f": {detail}" if detail else ""))
     elif kind == "skipped":
         text = "skipped" + (f" ({detail})" if detail else "") + (
             f" during the rebase{move}" if move else "")

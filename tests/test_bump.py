@@ -590,33 +590,3 @@ def test_a_nightly_whose_image_index_is_malformed_is_skipped_not_a_crash(clean, 
     assert doc["target"]["tag"] == f"nightly-{clean.older}"
     (reason,) = [s["reason"] for s in doc["search"]["skipped"] if s["tag"] == newest]
     assert reason.startswith("its image does not resolve: ") and "image index" in reason, reason
-
-
-def test_a_nightly_that_reverts_a_landed_fix_needs_a_person(clean):
-    """The first bump drops compress.patch as landed (upstream's #11, its commit recorded). The
-    next nightly reverts #11: the fix is needed again, yet sits in upstreamed/. That bump's
-    report says so, naming the revert and the way back, and needs a person."""
-    import re
-
-    code, _, err = clean.bump()
-    assert code == 0, err
-    kept = (clean.root / "series/vllm/upstreamed/compress.patch").read_text()
-    landing = re.search(r"Applied-Upstream: .*commit ([0-9a-f]{40})", kept)[1]
-    # (Upstream's own commit: the scenario's dated wrapper is for its setup.)
-    now = clean.upstream.read(OTHER)
-    assert b"VALUE = 2  # compressed\n" in now
-    reverted = Upstream.commit(clean.upstream,
-                               {OTHER: now.replace(b"VALUE = 2  # compressed\n", b"VALUE = 1\n")},
-                               f"Revert \"Compress the cache (#11)\"\n\nThis reverts commit "
-                               f"{landing}.\n")
-    files = {p: clean.upstream.read(p, reverted) for p in (ATTN, OTHER)}
-    clean.registry.push_image(REPO, f"nightly-{reverted}",
-                              {"vllm.commit": reverted,
-                               "org.opencontainers.image.version": "0.0.dev"},
-                              created="2026-09-20T05:00:00Z", layers=(layer(files),))
-    code, out, err = clean.bump("--to", f"nightly-{reverted}", "--json")
-    document = json.loads(out)
-    assert document["needs_person"] is True, (code, err, document["notes"])
-    assert any(f"vllm/compress.patch landed upstream in {landing[:12]}, and upstream commit "
-               f"{reverted[:12]} reverted it" in note for note in document["notes"]), \
-        document["notes"]

@@ -41,7 +41,6 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
     from patchforge.net import make_forge
     from patchforge.pins import open_store
     from patchforge.ops.status import bring_targets, resolve_targets, series_status
-    from patchforge.reverts import reverted_at
     from patchforge.state import unlisted_fixes
     from patchforge.targets import parse_target_specs
 
@@ -58,16 +57,6 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
             notes, busy, skipped = announce_state_report(project, as_json=as_json)
             targets = resolve_targets(project, store, wanted, resolved=resolved)
             results = series_status(project, store, targets, forge=make_forge(project))
-            # A landed fix upstream took back is needed again: never "all apply" over it.
-            reverted = reverted_at(project, store, targets)
-            if reverted:
-                from patchforge.reverts import revert_message
-
-                said = [f"reverted upstream: {revert_message(item)}" for item in reverted]
-                if not as_json:
-                    for message in said:
-                        echo(f"note: {message}", err=True)
-                notes, busy = notes + said, True
             document: dict[str, Any] = {
                 "targets": {name: {"base": t.base_commit, "commit": t.commit, "label": t.label,
                                    "version": t.version} for name, t in targets.items()},

@@ -474,13 +474,6 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
             stopped = {"message": stop.message, "hint": stop.hint}
             outcome = "stopped"
     results = {r["name"]: r for r in (rebase_doc or {}).get("patches", [])}
-    reverted = (rebase_doc or {}).get("reverted") or []
-    if reverted:
-        # A fix that landed before and that this nightly reverted is needed again: a person
-        # brings it back (or deletes it); the report never reads as a sound stack over it.
-        from patchforge.reverts import revert_message
-
-        notes.extend(f"reverted upstream: {revert_message(item)}" for item in reverted)
     fixes = [_fix_entry(store, upstream, statuses.get(n), results.get(n), label)
              for n in dict.fromkeys([*statuses, *results])]
     if stopped:
@@ -498,7 +491,7 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
             "detail": "no image to verify against"}
     return _document(project, name, old, candidate, search, dry_run=dry_run, outcome=outcome,
                      fixes=fixes, rebase=rebase_doc, checks=checks, verification=verification,
-                     notes=notes, stopped=stopped, reverted=bool(reverted))
+                     notes=notes, stopped=stopped)
 
 
 def _pinned_reference(candidate: Candidate) -> str | None:
@@ -520,12 +513,12 @@ def _which_upstream(project: Project, name: str | None) -> str:
 
 
 def _document(project: Project, name, old, candidate, search, *, dry_run, outcome, fixes, rebase,
-              checks, verification, notes, stopped=None, reverted=False) -> dict:
+              checks, verification, notes, stopped=None) -> dict:
     rebase_part = None
     if rebase is not None:
         rebase_part = {"counts": rebase.get("counts", {}), "written": bool(rebase.get("written")),
                        "stopped": stopped, "range_diff": rebase.get("range_diff") or ""}
-    needs_person = bool(stopped) or reverted or any(f["needs_person"] for f in fixes) or (
+    needs_person = bool(stopped) or any(f["needs_person"] for f in fixes) or (
         checks.get("ok") is False) or bool(verification and verification.get("status")
                                            == "failed")
     return {

@@ -115,22 +115,10 @@ def lint(project: Project, store: UpstreamStore, *, forge=None) -> list[Finding]
         findings += [Finding(f"{upstream}/{name}", "overlays", message)
                      for message, upstream, name in shared_targets(project, parsed_series)]
     findings += ledger_findings(project)
-    findings += _reverted_upstream(project)
     findings += _line_end_attributes(project)
     if not any(f.check in ("apply", "parse") and f.severity == "error" for f in findings):
         findings += _stale_overlays(project, store)
     return findings
-
-
-def _reverted_upstream(project: Project) -> list[Finding]:
-    """A fix under upstreamed/ whose recorded landing a later upstream commit reverted (the
-    rebase that met the revert recorded it in the history): needed again, and not deployed.
-    An error: only a person can say whether it comes back or goes."""
-    from patchforge.reverts import as_item, recorded_reverts, revert_message
-
-    return [Finding(f"{landing.upstream}/upstreamed/{landing.name}", "series",
-                    revert_message(as_item(landing, landing.reverted_by, landing.how)))
-            for landing in recorded_reverts(project) if landing.reverted_by]
 
 
 def _line_end_attributes(project: Project) -> list[Finding]:

@@ -827,8 +827,6 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
 
     The fix is written into the series before it leaves skipped/, so a kill never loses it."""
     from patchforge.judge import SeriesJudge, Target
-    from patchforge.ledger import history_path, record_series_event
-    from patchforge.reverts import record_landed_again
 
     fix = find_skipped(project, name)
     upstream = fix.upstream
@@ -864,25 +862,10 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
             raise UsageError(f"{fix.path} changed while it was being judged; it stays in "
                              "skipped/", hint=f"run `patchforge bring-back {fix.name}` again")
         if judgement.outcome == "landed":
-            # A fix the history last recorded reverted that is found landed again: its new
-            # landing is recorded (the commit, a `relanded` event), or it would go back under
-            # upstreamed/ still reported reverted.
-            again = record_landed_again(project, store, upstream, fix.name, patch, pin)
-            kept = patch.with_field("Applied-Upstream",
-                                    pin.label + (f", commit {again}" if again else ""))
+            kept = patch.with_field("Applied-Upstream", pin.label)
             directory = project.series_dir(upstream) / "upstreamed"
             aside = aside_name(directory, fix.name, kept.to_bytes())
-            event = None if again is None else {
-                "event": "relanded", "upstream": upstream, "patch": aside,
-                "to": {"label": pin.label, "commit": pin.commit}, "landed_in": again,
-                "detail": f"brought back, found landed again in {again[:12]}",
-                "destination": "upstreamed"}
-            with _all_or_nothing(project, upstream, [directory / aside, fix.path]
-                                 + ([history_path(project)] if event else [])):
-                if event is not None:
-                    # First: a kill after it leaves the fix in skipped/ with its landing
-                    # recorded, and bring-back run again finishes.
-                    record_series_event(project, event)
+            with _all_or_nothing(project, upstream, [directory / aside, fix.path]):
                 atomic_write(directory / aside, kept.to_bytes())
                 atomic_delete(fix.path)
                 series_changed(project)

@@ -97,7 +97,6 @@ class Rebase:
         self._chains: dict[str, _Chains | None] = {}
         self._resumed: dict[str, _Resumed] = {}  # upstream -> where a resumed stop left it
         self._worktree_opened = False  # a stop's worktree was (re)made by this process
-        self._undone: dict | None = None  # _undone_landings(), found once
         # (directory, files) of what --skip or --abort copied from a worktree before it went:
         # files made there that nobody added (`_keep_unadded`); the CLI says where they are.
         self.left_behind: list[tuple[Path, list[str]]] = []
@@ -1169,7 +1168,7 @@ class Rebase:
         counts = {action: 0 for action in ACTIONS}
         for r in results:
             counts[r.action] += 1
-        summary = {
+        return {
             "dry_run": run.dry_run,
             "written": written,
             "upstreams": {u: {"from": e.old.label, "from_commit": e.old.commit,
@@ -1181,39 +1180,6 @@ class Rebase:
             "range_diff": "",
             "stopped": None,
         }
-        summary.update(self._undone_landings())
-        return summary
-
-    def _undone_landings(self) -> dict:
-        """`reverted`: the fixes under upstreamed/ whose recorded landing upstream reverted,
-        as of the targets (found in the new range, or recorded before and not landed again);
-        `relanded`: those recorded reverted that the new range lands again. Each key only
-        when it has an entry (a run with none gives the summary it always gave)."""
-        if self._undone is None:
-            from patchforge.reverts import find_changes, recorded_landings
-
-            reverted, relanded = [], []
-            for upstream, entry in self._run_record.upstreams.items():
-                landings = recorded_landings(self.project, upstream)
-                if not landings:
-                    continue
-                changes = {change.landing.name: change for change in find_changes(
-                    self.store, landings, entry.old.commit, entry.new.commit)}
-                for landing in landings:
-                    change = changes.get(landing.name)
-                    reverted_by = change.reverted_by if change else landing.reverted_by
-                    item = {"upstream": upstream, "name": landing.name, "path": landing.path,
-                            "landed_in": landing.commit}
-                    if reverted_by is not None:
-                        reverted.append({**item, "reverted_by": reverted_by,
-                                         "detail": change.how if change else landing.how,
-                                         "new": change is not None})
-                    elif change is not None:
-                        relanded.append({**item, "landed_in": change.landed_in or landing.commit,
-                                         "detail": change.how})
-            self._undone = {key: value for key, value in (("reverted", reverted),
-                                                          ("relanded", relanded)) if value}
-        return self._undone
 
     def stop_document(self, message: str) -> dict:
         """The `--json` document of a run that stopped: the summary so far and the stop."""

@@ -1171,14 +1171,6 @@ class UpstreamStore:
                         f"{old}..{new}", "--", *paths)
         return out.split()
 
-    def merge_base_all(self, commits: list[str]) -> str | None:
-        """The best common ancestor of all `commits` (`git merge-base --octopus`), None when
-        they share none."""
-        if len(set(commits)) == 1:
-            return commits[0]
-        out = self._run("merge-base", "--octopus", *sorted(set(commits)), ok=(0, 1)).stdout
-        return out.split()[0].decode() if out.split() else None
-
     def is_ancestor(self, a: str, b: str) -> bool:
         # Ancestry of two commit ids never changes: ask git once per pair (status asks the same
         # base/target question for every landed patch).
@@ -1232,37 +1224,6 @@ class UpstreamStore:
             with self._lock:
                 self._ancestry.setdefault((old, new), _lists_a_child_of(out, old))
         return out
-
-    def log_raw(self, old: str, new: str, paths: list[str]) -> bytes:
-        """`git log --raw` (no merges, no renames, full blob ids) of the commits after `old` up
-        to `new` that change `paths`, limited to them, oldest first by ancestry: each commit's
-        `commit <id>` line, its message indented four spaces, then a `:` line per path. Reads
-        no file content (a partial store fetches nothing)."""
-        return self._run("log", "--no-merges", "--raw", "--no-renames", "--no-abbrev",
-                         "--topo-order", "--reverse", "--format=commit %H%n%w(0,4,4)%B",
-                         f"{old}..{new}", "--", *paths, what="reading upstream history").stdout
-
-    def raw_changes(self, commits: list[str], paths: list[str]) -> bytes:
-        """`git diff-tree --raw` of each of `commits` against its first parent (a root commit
-        against nothing), limited to `paths`: its id on a line, then a `:` line per path."""
-        return self._run("diff-tree", "--stdin", "-r", "--root", "--no-renames", "--no-abbrev",
-                         "--", *paths, input="".join(f"{c}\n" for c in commits).encode(),
-                         what="reading upstream history").stdout
-
-    def deletions(self, new: str, since: str, paths: list[str]) -> bytes:
-        """`git log --raw` (no merges, no renames, full blob ids) of the commits after `since`
-        up to `new` that delete one of `paths`, newest first: each commit's `commit <id>`
-        line, then a `:` line per path it deletes. Reads no file content."""
-        return self._run("log", "--no-merges", "--raw", "--no-renames", "--no-abbrev",
-                         "--diff-filter=D", "--format=commit %H", f"{since}..{new}", "--",
-                         *paths, what="reading upstream history").stdout
-
-    def added_files(self, commit: str) -> list[str]:
-        """The files `commit` adds against its first parent (no rename detection), sorted."""
-        out = self._run("diff-tree", "-r", "-z", "--no-renames", "--name-only",
-                        "--diff-filter=A", "--no-commit-id", f"{commit}^", commit,
-                        what="reading upstream history").stdout
-        return sorted(decode_path(name) for name in out.split(b"\0") if name)
 
     def commit_patches(self, commits: list[str], paths: list[str]) -> bytes:
         """What `log_patches` gives of these (non-merge) commits, limited to `paths`: each
