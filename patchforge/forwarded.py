@@ -17,6 +17,17 @@ if TYPE_CHECKING:
 
 
 _SUBMITTED = re.compile(r"^Submitted\s*\[(?P<url>[^\]]+)\]", re.I)
+# A header line that may name a pull request (_pr_url, a `Drop-When: merged`).
+_MAY_NAME_A_PULL = re.compile(rb"^(?:forwarded\s*:|upstream-status\s*:\s*submitted|"
+                              rb"drop-when\s*:\s*merged)", re.I | re.M)
+
+
+def _may_name_a_pull(data: bytes) -> bool:
+    """Whether a patch file's header may name a pull request, looked for in its bytes before
+    its description's `---` or its diff (a regular expression over a long diff costs more than
+    the lookups it spares)."""
+    ends = [i for i in (data.find(b"\n---"), data.find(b"\ndiff ")) if i >= 0]
+    return bool(_MAY_NAME_A_PULL.search(data, 0, min(ends) if ends else len(data)))
 
 
 def _pr_url(patch: PatchFile) -> str | None:
@@ -99,14 +110,70 @@ def pull_request_info(store: UpstreamStore, target: Target, url: str, forge, loo
             info["included"] = None
             info["error"] = "the forge is unreachable: not compared"
         else:
-            try:
-                cmp = forge.compare(ref.repo, merge, target.commit)
+            cmp = lookups.compared.get((ref.repo, merge, target.commit)) \
+                if lookups is not None else None
+            if cmp is None:
+                try:
+                    cmp = forge.compare(ref.repo, merge, target.commit)
+                except (NetworkError, PatchforgeError) as exc:
+                    cmp = exc
+            if isinstance(cmp, PatchforgeError):
+                info["included"] = None
+                info["error"] = str(cmp)
+            else:
                 info.update({"included": cmp.includes_base, "ahead_by": cmp.ahead_by,
                              "behind_by": cmp.behind_by, "source": "forge compare"})
-            except (NetworkError, PatchforgeError) as exc:
-                info["included"] = None
-                info["error"] = str(exc)
     return info
+
+
+def ask_forge_ahead(project: Project, store: UpstreamStore, forge, targets: dict[str, Target]):
+    """What `status` and `lint` ask the forge about the series, asked before they take the
+    project's read lock (a rebase's write-out must not wait on a slow forge): every forwarded
+    pull request (lookup_forwarded), and for a merged one whose merge commit the store cannot
+    compare with a target, the forge's comparison. The series is read without the lock, so
+    it may be a write-out's half: what it lacks is asked again under the lock, as before.
+    Returns the PullLookups to hand them (None: nothing asked, the series unreadable)."""
+    if forge is None:
+        return None
+    try:
+        # Only the patches whose header may name a pull request are parsed here (the others
+        # are parsed under the lock, as before, beside the history walk).
+        series = {upstream: [project.read_patch(upstream, name)
+                             for name in project.patch_names(upstream)
+                             if _may_name_a_pull(project.read_patch_bytes(upstream, name))]
+                  for upstream in targets}
+    except (PatchforgeError, OSError):
+        return None  # said under the lock, where it is read again
+    lookups = lookup_forwarded(project, forge, [p for ps in series.values() for p in ps])
+    if lookups is None or lookups.unreachable:
+        return lookups
+    from patchforge.net.forge import answers_for, parse_pr_url  # loaded by the lookups already
+
+    for upstream, patches in series.items():
+        target = targets[upstream]
+        for patch in patches:
+            drop = (patch.get("Drop-When") or "").strip()
+            for url in (_pr_url(patch), drop[len("merged"):].strip()
+                        if drop.lower().startswith("merged") else None):
+                try:
+                    ref = parse_pr_url(url) if url else None
+                except UsageError:
+                    continue
+                answer = lookups.answers.get(ref) if ref is not None else None
+                if ref is None or isinstance(answer, PatchforgeError) or answer is None or \
+                        not answers_for(forge, ref) or not (answer.merged and
+                                                            answer.merge_commit_sha):
+                    continue
+                merge = answer.merge_commit_sha
+                key = (ref.repo, merge, target.commit)
+                if key in lookups.compared or \
+                        store.has_object(merge) and store.has_object(target.commit):
+                    continue
+                try:
+                    lookups.compared[key] = forge.compare(ref.repo, merge, target.commit)
+                except (NetworkError, PatchforgeError) as exc:
+                    lookups.compared[key] = exc
+    return lookups
 
 
 def forwarded_info(project: Project, store: UpstreamStore, patch: PatchFile, target: Target, forge,

@@ -3,6 +3,11 @@ be reached is said once (with the --offline hint), and verbosity flags decide wh
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+
+import pytest
 
 from helpers.cli import run_cli
 from helpers.patches import stack_with_forwarded
@@ -112,3 +117,62 @@ def test_a_forge_answer_about_another_pull_request_or_of_the_wrong_types_is_not_
         assert patch["state"] == "applies"
         assert "merged" not in patch["forwarded"], patch["forwarded"]
         assert not any("merged" in e for e in patch["evidence"]), patch["evidence"]
+
+
+@pytest.mark.parametrize("reader", ["status", "lint"])
+def test_a_slow_forge_holds_back_no_write_out(tmp_path, reader):
+    """`status` and `lint` asked the forge about the submitted fixes (the pull requests, and
+    the comparison of a merged one's merge commit with the target) holding the project's read
+    lock: a rebase's write-out waited for a slow forge. They ask first, then read under the
+    lock. Each request is held by the forge until the project has been locked for writing."""
+    import fcntl
+    import queue
+    import threading
+
+    from helpers.servers import ForgeServer
+
+    class HeldForge(ForgeServer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.arrived: queue.Queue = queue.Queue()
+            self.go = threading.Semaphore(0)
+
+        def route(self, method, path, query, req):
+            self.arrived.put(path)
+            self.go.acquire(timeout=120)
+            return super().route(method, path, query, req)
+
+    forge = HeldForge()
+    try:
+        root = stack_with_forwarded(tmp_path, forge.url, count=1)
+        assert run_cli(root, "fetch").rc == 0
+        pin = json.loads((root / "upstream.lock").read_bytes())["upstreams"]["up"]["commit"]
+        merge = "c" * 40  # a merge commit the store does not have: the forge compares
+        forge.add_pull("acme/up", 1, state="closed", merged=True, merge_commit_sha=merge)
+        forge.comparisons[("acme/up", merge, pin)] = ("ahead", 2, 0)
+        proc = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(root),
+                                 reader, "--json"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        try:
+            for asked in ("/repos/acme/up/pulls/1", f"/repos/acme/up/compare/{merge}...{pin}"):
+                assert forge.arrived.get(timeout=120) == asked
+                directory = os.open(root, os.O_RDONLY)
+                try:
+                    fcntl.flock(directory, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: held
+                finally:
+                    os.close(directory)
+                forge.go.release()
+        finally:
+            forge.go.release(8)
+            out, err = proc.communicate(timeout=300)
+        assert forge.arrived.empty()  # asked once, not again under the lock
+    finally:
+        forge.close()
+    document = json.loads(out)
+    if reader == "status":
+        assert proc.returncode == 0, err.decode()
+        forwarded = document["patches"][0]["forwarded"]
+        assert forwarded["included"] is True and forwarded["source"] == "forge compare"
+    else:  # findings of the hand-written patch's header; none of the forge's answers
+        assert proc.returncode == 1, err.decode()
+        assert [f for f in document["findings"] if f["check"] == "forwarded"] == []

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 @click.pass_obj
 def lint(app, as_json, no_forge, warnings_fail, output_format):
     """Headers, series consistency, byte-stability, fuzz, invariants, stale submissions."""
+    from patchforge.forwarded import ask_forge_ahead
+    from patchforge.judge import Target
     from patchforge.net import make_forge
     from patchforge.ops.lint import lint as do_lint
     from patchforge.pins import ensure_pinned, open_store
@@ -37,16 +39,21 @@ def lint(app, as_json, no_forge, warnings_fail, output_format):
             if name in project.config.upstreams:  # else a finding of do_lint's
                 ensure_pinned(project, store, name, pin)
 
+    forge = None if no_forge else make_forge(project)
     with open_store(project) as store:
-        # The pins fetched first (a fresh clone's first run waits on the network: no rebase's
-        # write-out waits with it), then checked again on the lock read whole.
+        # The pins fetched and the forge asked about the submitted fixes first (a fresh
+        # clone's first run, a slow forge: no rebase's write-out waits on the network with
+        # this command), then the pins checked again on the lock read whole.
         bring_pins(store)
+        asked = ask_forge_ahead(project, store, forge, {
+            name: Target(name, pin.commit, pin.commit, pin.label, pin.version)
+            for name, pin in project.lock.upstreams.items() if name in project.config.upstreams})
         # Read whole (never a rebase's half-written result), then printed once the read lock
         # is let go: a pager or a pipe left unread holds back no rebase's write-out.
         with app.reading():
             notes, busy, _ = state_report(project)
             bring_pins(store)
-            findings = do_lint(project, store, forge=None if no_forge else make_forge(project))
+            findings = do_lint(project, store, forge=forge, lookups=asked)
     say_notes(notes, as_json=as_json)
     errors = sum(f.severity == "error" for f in findings)
     warnings = len(findings) - errors

@@ -40,23 +40,28 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
     """`status [--against SPEC]... [SPEC]... [--strict] [--json] [--html FILE] [--format F]`."""
     from patchforge.net import make_forge
     from patchforge.pins import open_store
-    from patchforge.ops.status import bring_targets, resolve_targets, series_status
+    from patchforge.forwarded import ask_forge_ahead
+    from patchforge.ops.status import (bring_targets, resolve_targets, series_status,
+                                       targets_ahead)
     from patchforge.state import unlisted_fixes
     from patchforge.targets import parse_target_specs
 
     specs = target_specs("--against", specs, more_specs)
     project = app.project()
     wanted = parse_target_specs(specs, project.upstream_names()) if specs else None
+    forge = make_forge(project)
     with open_store(project) as store:
-        # The pins a fresh cache lacks fetched and the targets resolved first: no rebase's
-        # write-out waits on the network with this command.
+        # The pins a fresh cache lacks fetched, the targets resolved and the forge asked about
+        # the submitted fixes first: no rebase's write-out waits on the network with this
+        # command.
         resolved = bring_targets(project, store, wanted)
+        asked = ask_forge_ahead(project, store, forge, targets_ahead(project, resolved))
         # Read whole: a rebase writing out its result is waited for (it replaces several
         # files); the pins are checked again on the lock read whole.
         with app.reading():
             notes, busy, skipped = announce_state_report(project, as_json=as_json)
             targets = resolve_targets(project, store, wanted, resolved=resolved)
-            results = series_status(project, store, targets, forge=make_forge(project))
+            results = series_status(project, store, targets, forge=forge, lookups=asked)
             document: dict[str, Any] = {
                 "targets": {name: {"base": t.base_commit, "commit": t.commit, "label": t.label,
                                    "version": t.version} for name, t in targets.items()},

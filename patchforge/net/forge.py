@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
 
 from patchforge.errors import NetworkError, PatchforgeError, UsageError
-from patchforge.model.record import record
+from patchforge.model.record import field, record
 from patchforge.net.http import HttpClient, Response, host_of
 
 GITHUB_ACCEPT = "application/vnd.github+json"
@@ -316,6 +316,9 @@ class PullLookups:
 
     answers: dict[PullRef, "PullRequest | PatchforgeError"]
     unreachable: str | None = None
+    # (repo, merge commit, target commit) -> the forge's Comparison or the error it gave: asked
+    # ahead (forwarded.ask_forge_ahead) for a merged pull request the store cannot compare.
+    compared: dict = field(default_factory=dict)
 
 
 def lookup_pulls(forge, refs: list[PullRef], *, deadline: float = LOOKUP_DEADLINE,

@@ -42,7 +42,9 @@ _NOTE_WANTED = {"submitted": "the pull request or mailing-list URL",
                 "inappropriate": "the reason"}
 
 
-def lint(project: Project, store: UpstreamStore, *, forge=None) -> list[Finding]:
+def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) -> list[Finding]:
+    """Every finding of the project; `lookups`: the forge's answers asked ahead
+    (forwarded.ask_forge_ahead), else asked here."""
     findings: list[Finding] = []
     lock = project.lock
     seen_diffs: dict[str, str] = {}  # sha256 of a diff -> the first patch that has it
@@ -108,7 +110,7 @@ def lint(project: Project, store: UpstreamStore, *, forge=None) -> list[Finding]
             continue
         parsed_series[upstream] = [(name, patch) for name, patch, _ in parsed]
         findings += _apply_checks(project, store, upstream, pin, parsed)
-        findings += _drop_and_forward(project, store, upstream, pin, parsed, forge)
+        findings += _drop_and_forward(project, store, upstream, pin, parsed, forge, lookups)
     if len(parsed_series) > 1:
         from patchforge.overlay import shared_targets
 
@@ -493,7 +495,7 @@ def _first_difference(stored: bytes, regenerated: bytes) -> tuple[str, bool]:
 
 
 def _drop_and_forward(project: Project, store: UpstreamStore, upstream, pin, parsed,
-                      forge) -> list[Finding]:
+                      forge, lookups=None) -> list[Finding]:
     from patchforge.forwarded import drop_when, forwarded_info, lookup_forwarded
     from patchforge.judge import Target
 
@@ -501,8 +503,8 @@ def _drop_and_forward(project: Project, store: UpstreamStore, upstream, pin, par
     target = Target(upstream, pin.commit, pin.commit, pin.label, pin.version)
     config = project.config.upstreams.get(upstream)
     names = {upstream, getattr(config, "package", None)}
-    lookups = lookup_forwarded(project, forge, [patch for _, patch, _ in parsed]) if forge \
-        else None
+    if lookups is None and forge:
+        lookups = lookup_forwarded(project, forge, [patch for _, patch, _ in parsed])
     for name, patch, _ in parsed:
         label = f"{upstream}/{name}"
         forwarded = forwarded_info(project, store, patch, target, forge, lookups) if forge \

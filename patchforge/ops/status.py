@@ -55,7 +55,9 @@ class PatchStatus:
 
 
 def series_status(project: Project, store: UpstreamStore, targets: dict[str, Target], *, forge=None,
-                  upstreams: list[str] | None = None) -> list[PatchStatus]:
+                  upstreams: list[str] | None = None, lookups=None) -> list[PatchStatus]:
+    """Each patch of the series judged against its upstream's target; `lookups`: the forge's
+    answers asked ahead (forwarded.ask_forge_ahead), else asked here."""
     from patchforge.apply.series import unknown_profiles
 
     out: list[PatchStatus] = []
@@ -74,8 +76,9 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                  targets[upstream].base_commit != targets[upstream].commit}
         series = {upstream: [(name, project.read_patch(upstream, name))
                              for name in patch_names[upstream]] for upstream in chosen}
-        lookups = lookup_forwarded(project, forge,
-                                   [patch for patches in series.values() for _, patch in patches])
+        if lookups is None:
+            lookups = lookup_forwarded(project, forge, [patch for patches in series.values()
+                                                        for _, patch in patches])
         for upstream in chosen:
             target = targets[upstream]
             logs.info("patchforge.status", "%s: judging %d patch(es) against %s", upstream,
@@ -208,6 +211,20 @@ def bring_targets(project: Project, store: UpstreamStore,
                                   pin_for_spec(project, store, project.config.upstream(upstream),
                                                specs[upstream]))
     return resolved
+
+
+def targets_ahead(project: Project,
+                  resolved: dict[str, tuple[str, UpstreamPin]]) -> dict[str, Target]:
+    """The targets as bring_targets left them (the lock read without the read lock): what the
+    forge is asked about ahead, never what is judged (resolve_targets, under the lock)."""
+    lock = project.lock
+    targets = {}
+    for upstream in project.upstream_names():
+        pin = lock.upstreams.get(upstream)
+        if pin is not None:
+            new = resolved[upstream][1] if upstream in resolved else pin
+            targets[upstream] = Target(upstream, pin.commit, new.commit, new.label, new.version)
+    return targets
 
 
 def resolve_targets(project: Project, store: UpstreamStore, specs: dict[str, str] | None, *,
