@@ -736,6 +736,19 @@ def test_a_rebase_refuses_a_hand_edited_overlay_before_any_work(stack, tmp_path)
     assert run_cli(root, "rebase", "--to", "up=main").rc == 3  # fnuz's conflict: a stop
 
 
+
+def _stopped_with_overlays(root, tmp_path):
+    """Overlays written, then a rebase stopped on a.py (upstream changed line3 and line15):
+    the gfx942 overlay file and upstream's new a.py."""
+    ok(root, "overlays")
+    overlay = root / "overlays/gfx942/up/a.py"
+    moved = UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 new\n") \
+        .replace(b"line15\n", b"line15 upstream\n")
+    _upstream_commit(tmp_path, {"a.py": moved}, "upstream: line3, line15")
+    run = run_cli(root, "rebase", "--to", "up=main")
+    assert run.rc == 3, run.text
+    return overlay, moved
+
 def test_an_overlay_edited_while_a_rebase_is_stopped_keeps_the_change_and_the_resolution(
         stack, tmp_path):
     """An overlay file edited while a rebase is stopped (or running) is still found at the
@@ -745,13 +758,7 @@ def test_an_overlay_edited_while_a_rebase_is_stopped_keeps_the_change_and_the_re
     upstream's new line and the hand change, and the new patch holds the hand change alone,
     though the file was made from the overlay before the rebase."""
     root = stack
-    ok(root, "overlays")
-    overlay = root / "overlays/gfx942/up/a.py"
-    moved = UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 new\n") \
-        .replace(b"line15\n", b"line15 upstream\n")
-    _upstream_commit(tmp_path, {"a.py": moved}, "upstream: line3, line15")
-    run = run_cli(root, "rebase", "--to", "up=main")
-    assert run.rc == 3, run.text
+    overlay, moved = _stopped_with_overlays(root, tmp_path)
     resolution = moved.replace(b"line3 new\n", b"LINE3 gfx942 new\n")
     (root / ".patchforge/work/up/a.py").write_bytes(resolution)
     edited = overlay.read_bytes() + b"# hotfix\n"
@@ -1025,12 +1032,7 @@ def test_a_moved_aside_overlay_whose_change_meets_the_rebases_is_refused(stack, 
     resolution changed: taking it onto the rebased file would drop one of the two, so the
     import is refused, naming the file it was made from, nothing written."""
     root = stack
-    ok(root, "overlays")
-    overlay = root / "overlays/gfx942/up/a.py"
-    moved = UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 new\n") \
-        .replace(b"line15\n", b"line15 upstream\n")
-    _upstream_commit(tmp_path, {"a.py": moved}, "upstream: line3, line15")
-    assert run_cli(root, "rebase", "--to", "up=main").rc == 3
+    overlay, moved = _stopped_with_overlays(root, tmp_path)
     (root / ".patchforge/work/up/a.py").write_bytes(
         moved.replace(b"line3 new\n", b"LINE3 gfx942 new\n"))
     aside = tmp_path / "a.py.mine"
