@@ -913,6 +913,34 @@ def test_an_edit_of_a_patch_that_no_longer_applies_keeps_every_hunk(project):
     assert project.cli("status")[0] == 0
 
 
+@pytest.mark.parametrize("how", ["put back", "removed"])
+def test_a_marked_file_put_back_or_removed_never_empties_the_patch(project, how):
+    """A file `edit` marked, put back as it was at the base (`git checkout -- FILE` to start
+    over) or removed, has no marker left: refresh wrote the patch with an empty diff (or
+    deleting the whole file), exit 0, and status said it applies. Refused now, the patch as
+    it was; `edit --close --discard` ends the edit with the patch kept."""
+    early = {15: b"def f15():\n    return -15\n\n"}
+    project.fix("early", {"pkg/mod.py": text(early)})
+    project.fix("two", {"pkg/mod.py": text({**early, 3: b"def f3():\n    return -3\n\n",
+                                            12: b"def f12():\n    return -12\n\n"})})
+    project.cli("edit", "early")
+    (project.work / "pkg/mod.py").write_bytes(text({**early, 3: b"def f3():\n    return 33\n\n"}))
+    project.cli("refresh", expect=1)
+    two = project.patch("two")
+    project.cli("edit", "two", expect=2)
+    marked = project.work / "pkg/mod.py"
+    if how == "put back":
+        subprocess.run(["git", "checkout", "--", "pkg/mod.py"], cwd=project.work, check=True,
+                       capture_output=True)
+    else:
+        marked.unlink()
+    _, _, err = project.cli("refresh", expect=2)
+    assert "pkg/mod.py holds none of two.patch's change where `edit` marked it" in err, err
+    assert project.patch("two") == two
+    project.cli("edit", "--close", "--discard")
+    assert project.patch("two") == two
+
+
 def test_an_edit_of_a_patch_file_saved_with_crlf_line_ends_never_empties_it(project):
     """A patch file saved with CRLF line ends (an editor's doing) applies nowhere: `edit` marks
     its hunk in the file, and refresh refuses while the marker is there. It exited 2 with the

@@ -155,6 +155,20 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
             raise UsageError(f"conflict markers left in {', '.join(marked)} "
                              f"(in {project.work_dir(upstream)})",
                              hint="resolve them, then `patchforge refresh`")
+        # A marked file put back as it was at the base (`git checkout -- FILE` to start over)
+        # or removed has no marker left, and refresh wrote the patch without any of that
+        # file's hunks, or deleting the file: a fix emptied, exit 0, every check green.
+        in_worktree = {p: new for p, _, new, _, _ in changes}
+        deletes = {fp.old_path for fp in patch.file_patches if fp.new_path is None}
+        emptied = [p for p in state["conflicts"]
+                   if p not in in_worktree or (in_worktree[p] is None and p not in deletes)]
+        if emptied:
+            raise UsageError(
+                f"{', '.join(emptied)} holds none of {file_name}'s change where `edit` marked "
+                f"it (the file is as at the base, or gone, in {project.work_dir(upstream)}): "
+                f"written now, {file_name} would lose that file's hunks",
+                hint=f"make the patch's change there, then `patchforge refresh`; or "
+                     f"`patchforge edit --close --discard` ({file_name} stays as it is)")
     if _same_change(store, state["base"], patch, changes):
         # The worktree holds exactly what the patch already does: keep its bytes (it may have
         # been written by another tool, with abbreviated index lines or other context).
