@@ -505,6 +505,10 @@ class UpstreamStore:
                 if answer is not None and answer[1] == "blob":
                     self._blob_ids[oid] = answer[2]
                     self._blob_bytes += len(answer[2])
+            lost = sorted({entry[1] for entry in entries.values()
+                           if entry is not None and entry[1] not in self._blob_ids})
+            if lost:
+                self._bring_lost(lost)
             for path, entry in entries.items():
                 if entry is not None and entry[1] not in self._blob_ids:
                     raise _lost(rev, path, entry[1])
@@ -516,6 +520,22 @@ class UpstreamStore:
             self._blob_bytes = 0
             return found
         return {p: cache[p] for p in paths}
+
+    def _bring_lost(self, oids: list[str]) -> None:
+        """Blobs the trees list that cat-file did not give, asked once more before they are
+        called lost. Two commands on a new cache at once: this process's cat-file can start
+        before another process has made the store partial, and then neither knows the
+        promisor remote nor fetches a missing blob on demand, so `overlays` beside another
+        project's `fetch` failed with "the store lists it, but does not have its content".
+        A partial store online fetches them here, and a new cat-file (which reads the
+        configuration and the packs afresh) is asked."""
+        if self._is_partial() and not is_offline():
+            self._fetch_missing(set(oids))
+        self._cat.restart()
+        for oid, answer in zip(oids, self._cat.query(oids)):
+            if answer is not None and answer[1] == "blob":
+                self._blob_ids[oid] = answer[2]
+                self._blob_bytes += len(answer[2])
 
     def read_ahead(self, files: list[tuple[str, str]]) -> None:
         """Ask git now for the contents of `files` ((rev, path), in the order the caller will
