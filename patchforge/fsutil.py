@@ -72,7 +72,8 @@ def interrupts_deferred():
         yield
     finally:
         for number, handler in previous.items():
-            signal.signal(number, handler)
+            # None: a handler set outside Python, which cannot be put back; the default then.
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
         if arrived:
             signal.raise_signal(arrived[0])
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from patchforge.errors import (AmbiguousNameError, ConfigError, InputError, KeptAsideError,
                                UsageError)
 from patchforge.formats.config import PYPROJECT, STANDALONE, find_config_table
+# A series line may leave out the suffix: the series file's reader says which file it names.
+from patchforge.formats.series import PATCH_SUFFIX, patch_file_name  # noqa: F401 (re-exported)
 from patchforge.model.record import field, record
 
 if TYPE_CHECKING:
@@ -24,9 +26,6 @@ if TYPE_CHECKING:
     from patchforge.model.config import Config
     from patchforge.model.lock import Lock
     from patchforge.store.gitstore import TransferProgress
-
-# A series line may leave out the suffix; the series file's reader says which file it names.
-from patchforge.formats.series import PATCH_SUFFIX, patch_file_name  # noqa: E402,F401
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 

@@ -879,11 +879,10 @@ def test_refresh_never_reverts_a_patch_changed_since_the_edit_opened(project):
     assert b"+    return -15" in project.patch("fix-a") and b"+    return -300" in project.patch("fix-a")
 
 
-def test_an_edit_of_a_patch_that_no_longer_applies_keeps_every_hunk(project):
-    """`edit` of a patch an earlier patch's change no longer lets apply: the worktree holds
-    its hunks that apply, applied, and the one that does not marked where it should go, and
-    refresh refuses while a marker is left. The worktree held none of the file's hunks (exit
-    2), and redoing the failed one and refreshing (exit 0) wrote the patch without the other."""
+def _two_no_longer_applies(project) -> dict:
+    """Patch `two` (pkg/mod.py's f3 and f12, after `early`'s f15) made not to apply by an
+    `early` refreshed with f3 changed too: its hunk #1 fails, hunk #2 applies. Returns
+    `early`'s change, for the files the test writes."""
     early = {15: b"def f15():\n    return -15\n\n"}
     project.fix("early", {"pkg/mod.py": text(early)})
     project.fix("two", {"pkg/mod.py": text({**early, 3: b"def f3():\n    return -3\n\n",
@@ -892,6 +891,15 @@ def test_an_edit_of_a_patch_that_no_longer_applies_keeps_every_hunk(project):
     (project.work / "pkg/mod.py").write_bytes(text({**early, 3: b"def f3():\n    return 33\n\n"}))
     _, _, err = project.cli("refresh", expect=1)
     assert "two.patch no longer applies" in err
+    return early
+
+
+def test_an_edit_of_a_patch_that_no_longer_applies_keeps_every_hunk(project):
+    """`edit` of a patch an earlier patch's change no longer lets apply: the worktree holds
+    its hunks that apply, applied, and the one that does not marked where it should go, and
+    refresh refuses while a marker is left. The worktree held none of the file's hunks (exit
+    2), and redoing the failed one and refreshing (exit 0) wrote the patch without the other."""
+    early = _two_no_longer_applies(project)
     two = project.patch("two")
     _, _, err = project.cli("edit", "two", expect=2)
     assert "pkg/mod.py: hunk #1 failed; marked where it should go" in err, err
@@ -919,13 +927,7 @@ def test_a_marked_file_put_back_or_removed_never_empties_the_patch(project, how)
     over) or removed, has no marker left: refresh wrote the patch with an empty diff (or
     deleting the whole file), exit 0, and status said it applies. Refused now, the patch as
     it was; `edit --close --discard` ends the edit with the patch kept."""
-    early = {15: b"def f15():\n    return -15\n\n"}
-    project.fix("early", {"pkg/mod.py": text(early)})
-    project.fix("two", {"pkg/mod.py": text({**early, 3: b"def f3():\n    return -3\n\n",
-                                            12: b"def f12():\n    return -12\n\n"})})
-    project.cli("edit", "early")
-    (project.work / "pkg/mod.py").write_bytes(text({**early, 3: b"def f3():\n    return 33\n\n"}))
-    project.cli("refresh", expect=1)
+    _two_no_longer_applies(project)
     two = project.patch("two")
     project.cli("edit", "two", expect=2)
     marked = project.work / "pkg/mod.py"

@@ -148,27 +148,8 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
     patch = project.parse_patch(read, str(path))
     refuse_changed_since_edit(project, upstream, file_name, state, diff, patch.diff)
     if state.get("conflicts"):
-        marked = [p for p, old, new, _, _ in changes
-                  if p in state["conflicts"] and new is not None
-                  and conflict_markers_left(old, new)]
-        if marked:
-            raise UsageError(f"conflict markers left in {', '.join(marked)} "
-                             f"(in {project.work_dir(upstream)})",
-                             hint="resolve them, then `patchforge refresh`")
-        # A marked file put back as it was at the base (`git checkout -- FILE` to start over)
-        # or removed has no marker left, and refresh wrote the patch without any of that
-        # file's hunks, or deleting the file: a fix emptied, exit 0, every check green.
-        in_worktree = {p: new for p, _, new, _, _ in changes}
-        deletes = {fp.old_path for fp in patch.file_patches if fp.new_path is None}
-        emptied = [p for p in state["conflicts"]
-                   if p not in in_worktree or (in_worktree[p] is None and p not in deletes)]
-        if emptied:
-            raise UsageError(
-                f"{', '.join(emptied)} holds none of {file_name}'s change where `edit` marked "
-                f"it (the file is as at the base, or gone, in {project.work_dir(upstream)}): "
-                f"written now, {file_name} would lose that file's hunks",
-                hint=f"make the patch's change there, then `patchforge refresh`; or "
-                     f"`patchforge edit --close --discard` ({file_name} stays as it is)")
+        _refuse_unresolved_marks(state["conflicts"], changes, patch, file_name,
+                                 project.work_dir(upstream))
     if _same_change(store, state["base"], patch, changes):
         # The worktree holds exactly what the patch already does: keep its bytes (it may have
         # been written by another tool, with abbreviated index lines or other context).
@@ -477,6 +458,30 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
             close_edit_if_moved(project, upstream, series.names, new_series.names)
             series_changed(project)
     return upstream, file_name
+
+
+def _refuse_unresolved_marks(marked_files: list[str], changes, patch, file_name: str,
+                             work: Path) -> None:
+    """UsageError while a file `edit` marked (a patch that did not apply) is not resolved: a
+    marker left, or the file put back as at the base (`git checkout -- FILE` to start over) or
+    removed, which leave no marker and made refresh write the patch without that file's hunks
+    (or deleting the file): a fix emptied, exit 0, every check green."""
+    left = [p for p, old, new, _, _ in changes
+            if p in marked_files and new is not None and conflict_markers_left(old, new)]
+    if left:
+        raise UsageError(f"conflict markers left in {', '.join(left)} (in {work})",
+                         hint="resolve them, then `patchforge refresh`")
+    in_worktree = {p: new for p, _, new, _, _ in changes}
+    deletes = {fp.old_path for fp in patch.file_patches if fp.new_path is None}
+    emptied = [p for p in marked_files
+               if p not in in_worktree or (in_worktree[p] is None and p not in deletes)]
+    if emptied:
+        raise UsageError(
+            f"{', '.join(emptied)} holds none of {file_name}'s change where `edit` marked it "
+            f"(the file is as at the base, or gone, in {work}): written now, {file_name} "
+            "would lose that file's hunks",
+            hint=f"make the patch's change there, then `patchforge refresh`; or "
+                 f"`patchforge edit --close --discard` ({file_name} stays as it is)")
 
 
 def patches_before_new(project: Project, upstream: str, after: str | None) -> list[str]:
