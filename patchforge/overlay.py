@@ -708,6 +708,10 @@ def keep_moved_aside(project: Project, store: UpstreamStore) -> None:
             and not os.path.lexists(project.overlays_dir / rel)}
     if not gone:
         return
+    for rel in gone:
+        # A copy an earlier rebase kept of a file gone again is of an older overlay than the
+        # one the file now gone was made from.
+        forget_before_rebase(project, rel)
     try:
         before = build_overlays(project, store)
     except PatchforgeError:

@@ -1045,3 +1045,76 @@ def test_a_moved_aside_overlay_whose_change_meets_the_rebases_is_refused(stack, 
     assert run.rc == 2 and "was made from overlays/gfx942/up/a.py as it was before the last " \
         "rebase, and changes lines the rebase changed there" in run.err, run.text
     assert tree_bytes(root / "series") == series
+
+
+def test_a_kept_overlay_is_used_only_for_a_file_made_from_it(stack, tmp_path):
+    """The overlay a rebase's write-out kept for a file moved aside stays under
+    .patchforge/overlays-before-rebase/ while that file is not imported. A hand change made
+    later, in the rebased overlay, that puts back lines the rebase changed (line15, line16 as
+    they were) looked nearer to the kept file: its change was taken from it, and the lines put
+    back were dropped with only a note. A file that matches the kept overlay at some lines the
+    rebase changed and the rebased one at others is refused, naming both, nothing written; as
+    the hint says, with the kept file removed the whole hand change is imported."""
+    root = stack
+    ok(root, "overlays")
+    overlay = root / "overlays/gfx942/up/a.py"
+    upstream = UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 new\n") \
+        .replace(b"line15\nline16\n", b"line15 upstream\nline16 upstream\n")
+    _upstream_commit(tmp_path, {"a.py": upstream}, "upstream: line3, line15, line16")
+    assert run_cli(root, "rebase", "--to", "up=main").rc == 3
+    (root / ".patchforge/work/up/a.py").write_bytes(
+        upstream.replace(b"line3 new\n", b"LINE3 gfx942 new\n"))
+    overlay.unlink()  # moved aside, then let go: never imported
+    ok(root, "rebase", "--continue")
+    kept = root / ".patchforge/overlays-before-rebase/gfx942/up/a.py"
+    assert kept.exists()
+    rebased = overlay.read_bytes()
+    edited = rebased.replace(b"line15 upstream\nline16 upstream\n", b"line15\nline16\n") \
+        + b"# hotfix\n"
+    aside = tmp_path / "a.py.mine"  # made from the rebased overlay, kept aside
+    aside.write_bytes(edited)
+    args = ["import", "overlay", str(aside), "--upstream", "up", "--path", "a.py", "--name",
+            "hotfix", "--profiles", "gfx942"]
+    series = tree_bytes(root / "series")
+    run = run_cli(root, *args)
+    assert run.rc == 2 and "nothing was written" in run.err, run.text
+    assert f"{aside} may be made from overlays/gfx942/up/a.py as it was before the last rebase " \
+        "(kept as .patchforge/overlays-before-rebase/gfx942/up/a.py) or from the rebased " \
+        "overlays/gfx942/up/a.py" in run.err, run.err
+    assert tree_bytes(root / "series") == series
+    first = _hinted_commands(run.err)[0]
+    assert first == "rm .patchforge/overlays-before-rebase/gfx942/up/a.py", run.err
+    _run_hinted(root, first)  # made after the rebase, from the rebased overlay
+    ok(root, *args)
+    assert _changed_lines((root / "series/up/hotfix.patch").read_bytes()) == [
+        b"-line15 upstream", b"-line16 upstream", b"+line15", b"+line16", b"+# hotfix"]
+    ok(root, "overlays")
+    assert overlay.read_bytes() == edited
+
+
+def test_the_overlay_itself_edited_after_a_rebase_imports_its_whole_change(stack, tmp_path):
+    """overlays/<file> as the rebase wrote it, edited afterwards to put back lines the rebase
+    changed: imported as the overlays hint says, its whole change is the patch, though a file
+    moved aside during the rebase left the overlay before it under
+    .patchforge/overlays-before-rebase/ (the lines put back were dropped, with a note)."""
+    root = stack
+    ok(root, "overlays")
+    overlay = root / "overlays/gfx942/up/a.py"
+    upstream = UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 new\n") \
+        .replace(b"line15\nline16\n", b"line15 upstream\nline16 upstream\n")
+    _upstream_commit(tmp_path, {"a.py": upstream}, "upstream: line3, line15, line16")
+    assert run_cli(root, "rebase", "--to", "up=main").rc == 3
+    (root / ".patchforge/work/up/a.py").write_bytes(
+        upstream.replace(b"line3 new\n", b"LINE3 gfx942 new\n"))
+    overlay.unlink()
+    ok(root, "rebase", "--continue")
+    edited = overlay.read_bytes().replace(b"line15 upstream\nline16 upstream\n",
+                                          b"line15\nline16\n") + b"# hotfix\n"
+    overlay.write_bytes(edited)
+    (command,) = _hinted_commands(run_cli(root, "overlays").err)
+    run = _run_hinted(root, command, NAME="hotfix")
+    assert "before the last rebase" not in run.err, run.err
+    assert _changed_lines((root / "series/up/hotfix.patch").read_bytes()) == [
+        b"-line15 upstream", b"-line16 upstream", b"+line15", b"+line16", b"+# hotfix"]
+    ok(root, "overlays")
+    assert overlay.read_bytes() == edited

@@ -263,7 +263,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
                          hint="check --path; `--create` makes the overlay a new file instead")
     new = Path(overlay).read_bytes()
     notes = []
-    moved = _made_before_rebase(project, upstream, path, profiles, old, new) \
+    moved = _made_before_rebase(project, upstream, path, profiles, old, new, str(overlay)) \
         if old is not None else None
     if moved is not None and old is not None:
         rel, before = moved
@@ -367,14 +367,21 @@ def _series_file(project: Project, store: UpstreamStore, upstream: str, path: st
 
 
 def _made_before_rebase(project: Project, upstream: str, path: str, profiles: str | None,
-                        old: bytes, new: bytes) -> tuple[str, bytes] | None:
+                        old: bytes, new: bytes, overlay: str) -> tuple[str, bytes] | None:
     """(overlays/ path, its bytes before the last rebase) when `new` was made from the overlay
-    of `path` as it was before the last rebase (kept by `overlay.keep_moved_aside`): the kept
-    file differs from the rebased one and `new` is nearer to it."""
-    from difflib import SequenceMatcher
+    of `path` as it was before the last rebase (kept by `overlay.keep_moved_aside`), None when
+    it was made from the rebased one (`old`).
 
+    Told by the lines the rebase changed (the kept file's differences from `old`): a file made
+    from the kept one holds, at those it leaves alone, the kept file's lines, and one made
+    from the rebased file holds the rebased lines. The kept file stays until its moved file is
+    imported, so a later file (made from the rebased overlay, or from one written since) can
+    meet it: one that puts back some of the lines the rebase changed and keeps others would
+    have those lines dropped if its change were taken from the kept file, and the lines the
+    rebase changed if taken from the rebased one. Such a file, or one that changes every line
+    the rebase changed, is refused naming both files (UsageError), nothing written."""
     from patchforge.formats.patchfile import profile_names
-    from patchforge.overlay import before_rebase
+    from patchforge.overlay import BEFORE_REBASE_DIR, before_rebase
 
     names = profile_names(profiles) if profiles is not None else ()
     if project.config.profiles:
@@ -386,13 +393,77 @@ def _made_before_rebase(project: Project, upstream: str, path: str, profiles: st
     before = before_rebase(project, rel)
     if before is None or before == old or new == old:
         return None
-
-    def distance(a: bytes, b: bytes) -> int:
-        ops = SequenceMatcher(None, a.splitlines(), b.splitlines(), autojunk=False).get_opcodes()
-        return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in ops if tag != "equal")
-    if distance(before, new) >= distance(old, new):
+    try:
+        in_place = Path(overlay).resolve() == (project.overlays_dir / rel).resolve()
+    except OSError:
+        in_place = False
+    if in_place:
+        # overlays/<rel> itself is what the write-out wrote there (the rebased file), edited
+        # since: the kept file was not its start.
         return None
-    return rel, before
+    as_before, as_rebased, neither = _rebase_changes_kept(before, old, new)
+    if as_before and not as_rebased and not neither:
+        return rel, before
+    if as_rebased and not as_before:
+        return None
+    if as_before and not as_rebased:
+        # Made from the kept file, changing lines the rebase changed too: the merge refuses
+        # it, naming the file it was made from.
+        return rel, before
+    kept = f".patchforge/{BEFORE_REBASE_DIR}/{rel}"
+    raise UsageError(
+        f"{overlay} may be made from overlays/{rel} as it was before the last rebase (kept as "
+        f"{kept}) or from the rebased overlays/{rel}: of the lines the rebase changed there, "
+        "it holds " + " and ".join(_lines_said(lines, how) for lines, how in (
+            (as_before, "as before"), (as_rebased, "as rebased"), (neither, "changed"))
+            if lines)
+        + ", so taken from either file, part of its change would be lost; nothing was written",
+        hint=f"made from the rebased overlay (after the rebase): `rm {kept}`, then import again; "
+             f"made from the one before: `git merge-file {overlay} {kept} overlays/{rel}` "
+             f"(after `patchforge overlays`) takes the rebase into it, then `rm {kept}` and "
+             "import again")
+
+
+def _lines_said(lines: list[int], how: str) -> str:
+    shown = ", ".join(str(no) for no in lines[:4]) + (", ..." if len(lines) > 4 else "")
+    return f"line{'s' if len(lines) > 1 else ''} {shown} {how}"
+
+
+def _rebase_changes_kept(before: bytes, old: bytes, new: bytes
+                         ) -> tuple[list[int], list[int], list[int]]:
+    """The changes a rebase made from `before` to `old`, by the one `new` holds: (as in
+    `before`, as in `old`, neither), each the line numbers in `old` where a change is."""
+    from difflib import SequenceMatcher
+
+    before_lines, old_lines, new_lines = (data.splitlines(keepends=True)
+                                          for data in (before, old, new))
+    from_before = SequenceMatcher(None, before_lines, new_lines, autojunk=False).get_opcodes()
+    from_old = SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes()
+
+    def untouched(opcodes, lo: int, hi: int) -> bool:
+        # lines [lo, hi) of one side are in `new` as they are, and nothing is put among them
+        # (nor, for an empty range, at its place)
+        for tag, i1, i2, _, _ in opcodes:
+            if tag == "equal":
+                continue
+            if i1 < hi and i2 > lo:
+                return False
+            if i1 == i2 and (lo < i1 < hi or lo == hi == i1):
+                return False
+        return True
+
+    as_before, as_old, neither = [], [], []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, before_lines, old_lines,
+                                               autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if untouched(from_before, i1, i2):
+            as_before.append(j1 + 1)
+        elif untouched(from_old, j1, j2):
+            as_old.append(j1 + 1)
+        else:
+            neither.append(j1 + 1)
+    return as_before, as_old, neither
 
 
 class _SeriesChangesMet:
