@@ -1820,3 +1820,37 @@ def test_a_write_out_lock_that_gives_up_says_what_is_left_and_what_to_run(tmp_pa
     assert "result is not written yet" in str(write_out.value)
     assert "--continue" in write_out.value.hint
     assert "not undone yet" in str(abort.value) and "--abort" in abort.value.hint
+
+
+def test_a_failed_hunk_is_marked_where_it_belongs_after_lines_inserted_above(project):
+    """`edit` marks a hunk that no longer applies where it should go. Its place was taken from
+    the hunk header's line number: an earlier patch that inserted lines above (and changed the
+    hunk's line) put the block on other lines (f0..f2 where f3 was meant), and resolving it as
+    the hint says, then refreshing, deleted the lines there and put f2..f4 in twice. The block
+    holds the lines the hunk was made for, and the resolution gives the file with the change."""
+    project.fix("early", {"pkg/mod.py": text({15: b"def f15():\n    return -15\n\n"})})
+    project.fix("two", {"pkg/mod.py": text({15: b"def f15():\n    return -15\n\n",
+                                            3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "early")
+    header = b"".join(b"# header line %d\n" % i for i in range(9))
+    early_file = header + text({15: b"def f15():\n    return -15\n\n",
+                                3: b"def f3():\n    return 33\n\n"})
+    (project.work / "pkg/mod.py").write_bytes(early_file)
+    project.cli("refresh", expect=1)
+    _, _, err = project.cli("edit", "two", expect=2)
+    assert "pkg/mod.py: hunk #1 failed; marked where it should go" in err, err
+    opened = (project.work / "pkg/mod.py").read_bytes()
+    start = opened.index(b"<<<<<<< ")
+    middle = opened.index(b"=======\n", start)
+    end = opened.index(b"\n", opened.index(b">>>>>>> ", middle)) + 1
+    ours = opened[opened.index(b"\n", start) + 1:middle]
+    theirs = opened[middle + len(b"=======\n"):opened.index(b">>>>>>> ", middle)]
+    assert b"    return 33\n" in ours and b"header line" not in ours, opened.decode()
+    # Nothing of the file is lost or doubled outside the block.
+    assert opened[:start] + ours + opened[end:] == early_file, opened.decode()
+    # Resolved as the hint says: the patch's change made there in place of the block.
+    resolved = opened[:start] + theirs.replace(b"return -3\n", b"return -33\n") + opened[end:]
+    (project.work / "pkg/mod.py").write_bytes(resolved)
+    project.cli("refresh")
+    assert resolved == early_file.replace(b"return 33\n", b"return -33\n"), resolved.decode()
+    assert project.cli("status")[0] == 0

@@ -269,8 +269,9 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
     (the lines come back empty): landed detection asks where hunks go, many times per file.
 
     `mark_failed` (labels of the two sides): a failed hunk is not skipped but written where
-    its header puts it (after the hunks placed before it) as a conflict block, the lines there
-    against the hunk's post-image, as git marks a conflict (`mark_hunks`)."""
+    most of its pre-image's lines are (`_best_place`; else where its header puts it), after the
+    hunks placed before it, as a conflict block, the lines there against the hunk's
+    post-image, as git marks a conflict (`mark_hunks`)."""
     if not isinstance(lines, Lines):
         lines = Lines(lines)
     out: list[bytes] = []
@@ -292,7 +293,7 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
         if found is None:
             outcomes.append(HunkOutcome(index, "failed", 0, 0, None))
             if build and mark_failed is not None:
-                at = min(max(base + last_offset, done), len(lines))
+                at = _best_place(lines, h.old_lines(), base + last_offset, done)
                 there = lines[at:at + len(h.old_lines())]
                 out.extend(lines[done:at])
                 out.extend(conflict_block(there, h.new_lines(), mark_failed[0],
@@ -311,6 +312,24 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
     if build:
         out.extend(lines[done:])
     return out, tuple(outcomes)
+
+
+def _best_place(lines: Lines, want: list[bytes], expected: int, lo: int) -> int:
+    """Where a hunk that does not apply is marked: the place in [lo, ...] where most of its
+    pre-image's lines are in their place (nearest to `expected` among equals), or `expected`
+    when none is. The header's line number alone is wrong by every line an earlier patch of
+    the series added or took out above (a hunk applied before it in the same patch gives its
+    offset, not those of the earlier patches): the block held other lines, and resolving it
+    there deleted them and put the hunk's context in twice."""
+    hi = max(len(lines) - len(want), lo)
+    expected = min(max(expected, lo), min(hi, len(lines)))
+    best, best_score = expected, 0
+    for pos in range(lo, hi + 1):
+        score = sum(1 for k, line in enumerate(want[:len(lines) - pos]) if lines[pos + k] == line)
+        if score > best_score or (score == best_score and score and
+                                  abs(pos - expected) < abs(best - expected)):
+            best, best_score = pos, score
+    return min(best, len(lines))
 
 
 def conflict_block(ours: list[bytes], theirs: list[bytes], ours_label: str,
