@@ -67,6 +67,9 @@ class UpstreamState:
     worktree: Path | None = None
     detail: str = ""  # for a stop: its message; for a rebase in progress: its phase
     progress: str = ""  # for a stop: how far the rebase got, and from which pin to which
+    # For an edit of a patch that did not apply: its files that still hold a block `edit`
+    # marked (refresh refuses while one is left, so "refresh" is no next step then).
+    marked: tuple[str, ...] = ()
 
     def describe(self) -> str:
         where = f" (worktree {self.worktree})" if self.worktree is not None else ""
@@ -89,6 +92,12 @@ class UpstreamState:
     def next_step(self) -> str:
         if self.kind == EDITING and self.patch is None:
             return UNREADABLE_EDIT_HINT
+        if self.kind == EDITING and self.marked:
+            return (f"resolve the blocks `edit` marked in {', '.join(self.marked)} (<<<<<<< ... "
+                    f">>>>>>>: {self.patch}'s hunks that did not apply), then `patchforge "
+                    f"refresh` writes the change into {self.patch} and ends the edit (it refuses "
+                    "while a marker is left); `patchforge edit --close --discard` ends it "
+                    "without the change")
         if self.kind == EDITING:
             # refresh closes the edit itself: a `edit --close` after it was refused.
             return (f"`patchforge refresh` writes the change into {self.patch} and ends the "
@@ -205,10 +214,32 @@ def read_states(project: Project) -> dict[str, UpstreamState]:
                                              str(edit.get("message") or ""))
         elif isinstance(edit, dict) and edit.get("patch"):
             states[upstream] = UpstreamState(upstream, EDITING, edit["patch"],
-                                             project.work_dir(upstream))
+                                             project.work_dir(upstream),
+                                             marked=marked_left(project.work_dir(upstream),
+                                                                 edit))
         else:
             states[upstream] = UpstreamState(upstream, IDLE)
     return states
+
+
+def marked_left(work: Path, edit: dict) -> tuple[str, ...]:
+    """The files of an open edit (`edit`, its state) that still hold a block `edit` marked
+    there for a hunk that did not apply: its marker line names the patch
+    (`>>>>>>> NAME hunk #N`, `>>>>>>> NAME`)."""
+    conflicts = edit.get("conflicts")
+    if not isinstance(conflicts, list):
+        return ()
+    marker = f">>>>>>> {edit['patch']}".encode()
+    left = []
+    for rel in conflicts:
+        try:
+            data = (work / str(rel)).read_bytes()
+        except OSError:
+            continue
+        if any(line == marker or line.startswith(marker + b" hunk #")
+               for line in data.splitlines()):
+            left.append(str(rel))
+    return tuple(left)
 
 
 def require(project: Project, command: str, upstreams, *,
@@ -230,10 +261,18 @@ def require(project: Project, command: str, upstreams, *,
         if verdict == "refreshed":
             if unrefreshed is None or not unrefreshed(upstream, state):
                 continue
+            if state.marked:
+                # refresh refuses while a marker is left: saying "refresh first" sent the user
+                # to a second refusal.
+                hint = (f"resolve the blocks `edit` marked in {', '.join(state.marked)} "
+                        "(<<<<<<< ... >>>>>>>), then `patchforge refresh` first (or `patchforge "
+                        "edit --close --discard` to throw the changes away)")
+            else:
+                hint = ("`patchforge refresh` first (or `patchforge edit --close --discard` to "
+                        "throw the changes away)")
             raise InProgressError(
                 f"`{command}` refused: {state.describe()} and has changes that are not refreshed",
-                hint="`patchforge refresh` first (or `patchforge edit --close --discard` to "
-                     "throw the changes away)")
+                hint=hint)
         if state.kind == IDLE:
             hint = {"refresh": "`patchforge edit NAME` opens a patch for editing",
                     "edit --close": "nothing is being edited"}.get(

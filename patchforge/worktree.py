@@ -679,7 +679,8 @@ def refuse_gone_files_left_out(store: UpstreamStore, base: str, kind: str | None
         raise UsageError(f"{', '.join(left_out)} (gone upstream) is not re-created in {work}: "
                          "the patch would be written without its change to it",
                          hint=f"make the fix there and `patchforge add` it, then --continue; "
-                              f"or {way_out}")
+                              f"`patchforge rm {' '.join(left_out)}` drops the patch's change "
+                              f"to it and keeps the rest, then --continue; or {way_out}")
 
 
 def files_at(store: UpstreamStore, commit: str, paths: list[str], *,

@@ -1854,3 +1854,75 @@ def test_a_failed_hunk_is_marked_where_it_belongs_after_lines_inserted_above(pro
     project.cli("refresh")
     assert resolved == early_file.replace(b"return 33\n", b"return -33\n"), resolved.decode()
     assert project.cli("status")[0] == 0
+
+
+def test_refusals_during_an_edit_with_marked_hunks_never_say_refresh_first(project):
+    """During an edit that marked a hunk that did not apply, `new`, `edit`, `delete` and
+    `rebase --to` were refused with the hint "`patchforge refresh` first", and status said
+    refresh writes the change: refresh then refused too (a marker left). They say to resolve
+    the marked blocks in the file first; followed, refresh and the refused command work."""
+    early = _two_no_longer_applies(project)
+    project.cli("edit", "two", expect=2)
+    for args in (["new", "three", "--no-edit"], ["edit", "early"], ["delete", "early"],
+                 ["rebase", "--to", f"up={project.up.base}"]):
+        _, _, err = project.cli(*args, expect=2)
+        hint = err.split("hint: ", 1)[1]
+        assert hint.startswith("resolve the blocks `edit` marked in pkg/mod.py"), err
+    _, _, err = project.cli("rebase", "--to", f"up={project.up.base}", "--dry-run", expect=None)
+    assert "refused until the blocks `edit` marked in pkg/mod.py are resolved and " \
+        "`patchforge refresh`" in err, err
+    _, out, err = project.cli("status", expect=None)
+    assert "resolve the blocks `edit` marked in pkg/mod.py" in out + err, out + err
+    assert "next: `patchforge refresh`" not in out + err, out + err
+    (project.work / "pkg/mod.py").write_bytes(
+        text({**early, 3: b"def f3():\n    return -33\n\n", 12: b"def f12():\n    return -12\n\n"}))
+    _, out, err = project.cli("status", expect=None)
+    assert "next: `patchforge refresh` writes the change" in out + err, out + err
+    project.cli("refresh")
+    project.cli("new", "three", "--no-edit")
+
+
+@pytest.mark.parametrize("how", ["rebase", "bring-back"])
+def test_a_file_gone_upstream_can_be_dropped_from_the_patch_keeping_the_rest(project, how):
+    """At a stop on a file gone upstream there was no way to keep the patch's other files'
+    change without that file's (--continue refused until it was re-created; --skip set the
+    whole fix aside), and `add` of the gone file said "did you mean pkg/other.py?" (itself, at
+    the old pin) and to delete it before `refresh`, which is no command of a stop. `add` says
+    what adding it does at this stop and the way to drop it; `patchforge rm PATH` drops the
+    patch's change to it, as `git rm` resolves a conflict on a file the other side deleted,
+    and --continue writes the patch with the other files' change."""
+    target = stopped_on_a_file_gone_upstream(project)
+    go_on = "patchforge rebase --continue"
+    if how == "bring-back":
+        project.cli("rebase", "--skip")
+        project.cli("bring-back", "fix-two", expect=3)
+        go_on = "patchforge bring-back --continue"
+    _, _, err = project.cli(go_on.split()[1], "--continue", expect=2)
+    assert "`patchforge rm pkg/other.py` drops the patch's change" in err, err
+    _, _, err = project.cli("add", "pkg/other.py")
+    assert "did you mean" not in err and "refresh" not in err, err
+    assert "pkg/other.py is gone upstream" in err and f"then `{go_on}`" in err \
+        and "`patchforge rm pkg/other.py`" in err, err
+    _, _, err = project.cli("rm", "pkg/mod.py", expect=2)
+    assert "pkg/mod.py is not a file gone upstream at this stop of fix-two.patch" in err, err
+    _, out, _ = project.cli("rm", "pkg/other.py")
+    assert "pkg/other.py dropped from the patch" in out and go_on in out, out
+    assert not (project.work / "pkg/other.py").exists()
+    project.cli(go_on.split()[1], "--continue")
+    moved = project.patch("fix-two")
+    assert b"+    return -3" in moved and b"other.py" not in moved, moved.decode()
+    assert f"Base: {target}".encode() in moved
+    assert project.series() == ["fix-two.patch"]
+    assert project.cli("status")[0] == 0
+
+
+def test_rm_is_refused_where_no_stop_is_on_a_file_gone_upstream(project):
+    """`patchforge rm` outside such a stop changes nothing: during an edit it says how a file
+    leaves a patch being edited."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    _, _, err = project.cli("rm", "pkg/mod.py", expect=2)
+    assert "no worktree is open" in err, err
+    project.cli("edit", "fix-a")
+    _, _, err = project.cli("rm", "pkg/mod.py", expect=2)
+    assert "at no stop on a file gone upstream" in err and "git checkout -- PATH" in err, err
+    assert (project.work / "pkg/mod.py").exists()

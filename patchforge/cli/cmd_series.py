@@ -207,10 +207,15 @@ def add(app, paths, upstream):
         work, added = add_to_open_worktree(project, store, paths, upstream=upstream)
         for path in added:
             click.echo(f"{work / path}")
+        from patchforge.ops.series import open_work
         from patchforge.worktree import near_paths
 
-        pin = project.lock.pin(work.name).commit
-        _warn_new_files(work, paths, near=lambda path: near_paths(store, pin, path))
+        # The worktree's own base: at a rebase's stop the upstream is the rebase's target,
+        # not the pin (whose file a path gone upstream still is: "did you mean" itself).
+        opened = open_work(project, work.name)
+        base = opened.base if opened is not None else project.lock.pin(work.name).commit
+        _warn_new_files(work, paths, near=lambda path: near_paths(store, base, path),
+                        opened=opened)
 
 
 def _left_behind_note(project):
@@ -220,17 +225,50 @@ def _left_behind_note(project):
     return lambda directory, files: say_left_behind(project, directory, files, late=True)
 
 
-def _warn_new_files(work, paths, near=lambda path: "") -> None:
+def _warn_new_files(work, paths, near=lambda path: "", opened=None) -> None:
     """A path the upstream does not have becomes a new, empty file of the patch: say so (with
     the nearest upstream paths, `near`), since a mistyped path would otherwise join the patch
-    silently."""
+    silently. `opened` (ops.series.OpenWork): what the worktree is open for, whose command
+    takes the change; at a stop on a file gone upstream, adding that file is the way to keep
+    the fix's change to it, said as such."""
     from patchforge.worktree import new_empty_files
 
+    go_on = opened.go_on if opened is not None else "patchforge refresh"
     for path in new_empty_files(work, paths):
+        if opened is not None and path in opened.gone:
+            click.echo(f"warning: {path} is gone upstream: the patch creates it again with what "
+                       f"you write there (it is empty now; `patchforge show {opened.patch}` "
+                       f"has the fix's change to it), then `{go_on}`; or `patchforge rm {path}` "
+                       "drops the patch's change to it and keeps the rest", err=True)
+            continue
         click.echo(f"warning: {work.name} has no file {path}{near(path)}: it is a new, empty "
-                   "file in the "
-                   "worktree, which the patch creates (delete it there before `patchforge "
-                   "refresh` if that is not what you meant)", err=True)
+                   "file in the worktree, which the patch creates (delete it there before "
+                   f"`{go_on}` if that is not what you meant)", err=True)
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--upstream", help="Whose worktree (needed when several are open).")
+@click.pass_obj
+def rm(app, paths, upstream):
+    """At a stop on a file gone upstream, drop the patch's change to it.
+
+    As `git rm` resolves a conflict on a file the other side deleted: PATHS (files of the
+    stopped patch that the new upstream no longer has, as the stop names them) leave the
+    patch, with any copy re-created in the worktree, and `patchforge rebase --continue` (or
+    `bring-back --continue`) writes the patch with its other files' changes. To keep the
+    fix's change to such a file instead, re-create it in the worktree and `patchforge add` it."""
+    from patchforge.ops.series import drop_gone_files
+    from patchforge.pins import open_store
+
+    project = app.project()
+    with open_store(project, bring_pins=True) as store:
+        opened, dropped = drop_gone_files(project, store, paths, upstream=upstream)
+    left = [p for p in opened.gone if p not in dropped]
+    click.echo(f"{opened.upstream}/{opened.patch}: {', '.join(dropped)} dropped from the patch; "
+               + (f"still gone upstream: {', '.join(left)} (re-create and `patchforge add`, or "
+                  "`patchforge rm`); then " if left else "")
+               + f"`{opened.go_on}` writes it with its other files")
 
 
 @click.command()

@@ -123,6 +123,109 @@ def add_to_open_worktree(project: Project, store: UpstreamStore, paths, *,
                            stopped_at=(stop.upstream, stop.base) if stop is not None else None)
 
 
+@record(frozen=True)
+class OpenWork:
+    """What the worktree of `upstream` is open for, as `add` and `rm` say it: the patch, the
+    command that takes the worktree's change (`refresh`, `rebase --continue`, `bring-back
+    --continue`), the commit the worktree's files start from (the upstream a path is looked up
+    in), and, at a stop on files gone upstream, those files."""
+    upstream: str
+    patch: str
+    go_on: str
+    base: str
+    gone: tuple[str, ...] = ()
+
+
+def open_work(project: Project, upstream: str) -> OpenWork | None:
+    """The open worktree of `upstream`: a rebase's stop, a stopped bring-back, or an edit."""
+    from patchforge.rebase.journal import Journal
+
+    journal = Journal(project.state_dir)
+    stop = journal.load().stopped if journal.exists() else None
+    if stop is not None and stop.upstream == upstream:
+        return OpenWork(upstream, stop.name, "patchforge rebase --continue", stop.base,
+                        tuple(stop.files) if stop.kind == "obsolete" else ())
+    state = editing(project, upstream)
+    if state is None:
+        return None
+    if state.get("bring_back"):
+        gone = tuple(state.get("conflicts") or ()) if state.get("kind") == "obsolete" else ()
+        return OpenWork(upstream, state["patch"], "patchforge bring-back --continue",
+                        state["base"], gone)
+    return OpenWork(upstream, state["patch"], "patchforge refresh", state["base"])
+
+
+def drop_gone_files(project: Project, store: UpstreamStore, paths, *,
+                    upstream: str | None = None) -> tuple[OpenWork, list[str]]:
+    """`patchforge rm PATH...` at a stop on files gone upstream (a rebase's or a bring-back's):
+    the patch's change to each PATH, one of those files, is dropped, as `git rm` resolves a
+    conflict on a file the other side deleted; the rest of the fix goes on with `--continue`.
+    A copy of PATH re-created in the worktree goes (it is no longer part of the patch).
+    Returns what the worktree is open for and the paths dropped."""
+    from patchforge.rebase.journal import Journal
+    from patchforge.worktree import Worktree, _worktree_relative
+
+    candidates = [u for u in project.upstream_names() if upstream in (None, u)]
+    stops = [w for u in candidates if (w := open_work(project, u)) is not None and w.gone]
+    if not stops:
+        opened = [w for u in candidates if (w := open_work(project, u)) is not None]
+        why = (f"{opened[0].upstream}'s worktree is open for {opened[0].patch}, at no stop on "
+               "a file gone upstream" if opened else "no worktree is open")
+        raise UsageError(f"`patchforge rm` drops a file gone upstream from a stopped rebase's "
+                         f"or bring-back's patch: {why}",
+                         hint="to take a file out of a patch being edited, put it back as it is "
+                              "in the worktree's base (`git checkout -- PATH` there), then "
+                              "`patchforge refresh`")
+    if len(stops) > 1:
+        raise UsageError("stops on files gone upstream in several series: "
+                         + ", ".join(w.upstream for w in stops), hint="say which with --upstream")
+    work_path = project.work_dir(stops[0].upstream)
+    rels = [_worktree_relative(work_path, p) for p in paths]
+    with RepoLock(project.state_dir, wait=10):
+        now = open_work(project, stops[0].upstream)
+        if now is None or now.gone != stops[0].gone:
+            raise UsageError("the stop changed while `patchforge rm` ran; nothing was dropped",
+                             hint="run it again")
+        other = [p for p in rels if p not in now.gone]
+        if other:
+            raise UsageError(
+                f"{', '.join(other)} is not a file gone upstream at this stop of {now.patch} "
+                f"(those are: {', '.join(now.gone)}); nothing was dropped",
+                hint="`patchforge rm` drops only those; a file of the patch that is there "
+                     "stays part of it (put it back as at the base to drop its change)")
+        entries = store.entries(now.base, rels)
+        there = [p for p in rels if entries.get(p) is not None]
+        if there:  # never: the stop names files its base lacks; a damaged state is refused
+            raise UsageError(f"{', '.join(there)} is there at the stop's base; nothing was "
+                             "dropped")
+        work = Worktree(work_path)
+        for rel in rels:
+            target = work_path / rel
+            if target.is_file() or target.is_symlink():
+                target.unlink()
+        if work.exists():
+            # An `add` of the re-created file tracked it (intent to add): it goes with it.
+            work._git("rm", "--cached", "-q", "--ignore-unmatch", "--", *rels)
+            record = work._read_record()
+            work._record(record["base"], sorted(set(record["files"]) - set(rels)))
+        left = [p for p in now.gone if p not in rels]
+        note = f"; {', '.join(rels)} dropped from the patch (`patchforge rm`)"
+        journal = Journal(project.state_dir)
+        if now.go_on == "patchforge rebase --continue":
+            run = journal.load()
+            assert run.stopped is not None
+            run.stopped.files[:] = left
+            run.stopped.message += note
+            journal.save()
+        else:
+            state = editing(project, now.upstream)
+            assert state is not None
+            state = {**state, "conflicts": left, "message": str(state.get("message") or "") + note}
+            atomic_write(state_file(project, now.upstream),
+                         (json.dumps(state, indent=2) + "\n").encode())
+    return now, rels
+
+
 def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> dict:
     """Write the worktree's change back into the patch, keeping its header; the worktree is
     then removed (everything in it is in the patch; `edit` makes it again in a moment)."""

@@ -151,11 +151,17 @@ class Rebase:
                 state = editing(self.project, upstream)
             if not dry_run and state:
                 if unrefreshed(self.project, self.store, upstream, state):
+                    from patchforge.state import marked_left
+
+                    # refresh refuses while a block `edit` marked is left: resolved first.
+                    marked = marked_left(self.project.work_dir(upstream), state)
                     raise InProgressError(
                         f"{upstream}/{state['patch']} is being edited in "
                         f"{self.project.work_dir(upstream)} and has changes not refreshed",
-                        hint="`patchforge refresh` before rebasing, or throw the change away with "
-                             "`patchforge edit --close --discard`")
+                        hint=(f"resolve the blocks `edit` marked in {', '.join(marked)} "
+                              "(<<<<<<< ... >>>>>>>), then " if marked else "")
+                        + "`patchforge refresh` before rebasing, or throw the change away with "
+                          "`patchforge edit --close --discard`")
                 # Everything in the worktree is in the patch already: it is derived state,
                 # and the rebase needs the place for its own stops.
                 close_worktree(self.project, upstream)
@@ -647,7 +653,9 @@ class Rebase:
             kind = judgement.stop_kind or "conflict"
             message = judgement.message
             if kind == "obsolete":
-                message += ": re-create the fix in the worktree, or --skip it"
+                message += (": re-create the fix in the worktree (`patchforge add PATH`), "
+                            "drop the patch's change to the file and keep the rest "
+                            "(`patchforge rm PATH`), or --skip it")
             elif kind == "unsure":
                 message += ": if the target has the fix, `--skip` sets the patch aside; " \
                     "if not, make its change in the worktree and --continue"
