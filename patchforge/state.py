@@ -20,6 +20,7 @@ commands say about a stop or an open edit.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -353,10 +354,38 @@ def unlisted_fixes(project: Project) -> list[tuple[str, str, Path]]:
                       for name in project.patch_names(upstream)}
         except PatchforgeError:
             continue
-        out += [(upstream, path.name, path) for path in sorted(directory.glob("*.patch"))
-                if path.name not in listed and path.is_file()]
+        out += [(upstream, path.relative_to(directory).as_posix(), path)
+                for path in unlisted_patch_files(directory, listed)]
     for upstream, files in unconfigured_series(project):
         out += [(upstream, path.name, path) for path in files]
+    return out
+
+
+# Where a series directory keeps fixes that are out of its series on purpose (reported as
+# such: skipped/ needs attention, upstreamed/ and deleted/ are done with).
+ASIDE_DIRECTORIES = ("upstreamed", "skipped", "deleted")
+
+
+def unlisted_patch_files(directory: Path, listed: set[str]) -> list[Path]:
+    """The patch files under a series directory that its series does not list (`listed`: the
+    file names it names): NAME.patch beside the series file, and, since a series line names
+    only such a file, every other patch-like file there (`extra.diff`, `X.PATCH`, a patch in a
+    subdirectory other than the three kept aside): a fix dropped in by hand under such a name
+    was never applied, and nothing said so."""
+    out = []
+    for top, dirs, files in os.walk(directory):
+        here = Path(top)
+        if here == directory:
+            dirs[:] = [d for d in dirs if d not in ASIDE_DIRECTORIES]
+        dirs.sort()
+        for name in sorted(files):
+            path = here / name
+            if not name.lower().endswith((".patch", ".diff")) or name.startswith("."):
+                continue
+            if here == directory and name in listed:
+                continue
+            if path.is_file():
+                out.append(path)
     return out
 
 

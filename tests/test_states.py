@@ -1926,3 +1926,36 @@ def test_rm_is_refused_where_no_stop_is_on_a_file_gone_upstream(project):
     _, _, err = project.cli("rm", "pkg/mod.py", expect=2)
     assert "at no stop on a file gone upstream" in err and "git checkout -- PATH" in err, err
     assert (project.work / "pkg/mod.py").exists()
+
+
+def test_patch_files_a_series_line_cannot_name_are_reported_as_unlisted(project):
+    """A copy of a fix dropped into series/up/ by hand as extra.diff, X.PATCH or under a
+    subdirectory is in no series line (a line names only NAME.patch beside it), so the fix is
+    never applied, and status said "all apply", exit 0, lint nothing. They are reported as an
+    unlisted NAME.patch is, with the way on; the copies kept aside (skipped/, deleted/,
+    upstreamed/) and other files are not."""
+    import json
+
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    directory = project.root / "series" / "up"
+    fix = project.patch("fix-a")
+    for rel in ("extra.diff", "X.PATCH", "old/fix-b.patch", "deleted/gone.patch",
+                "upstreamed/landed.patch", "deleted/sub/older.diff"):
+        (directory / rel).parent.mkdir(parents=True, exist_ok=True)
+        (directory / rel).write_bytes(fix)
+    (directory / "README.md").write_bytes(b"notes\n")
+    _, out, _ = project.cli("status", expect=1)
+    for rel in ("extra.diff", "X.PATCH", "old/fix-b.patch"):
+        assert f"not in the series (needs attention): series/up/{rel}: a series line names " \
+               "only NAME.patch in series/up/" in out, out
+    assert "gone.patch" not in out and "landed.patch" not in out and "README" not in out, out
+    _, out, _ = project.cli("status", "--json", expect=1)
+    assert sorted(u["path"] for u in json.loads(out)["unlisted"]) == [
+        "series/up/X.PATCH", "series/up/extra.diff", "series/up/old/fix-b.patch"]
+    _, out, _ = project.cli("lint", "--no-forge", expect=1)
+    for rel in ("extra.diff", "X.PATCH", "old/fix-b.patch"):
+        assert f"up/{rel}" in out, out
+    assert "under a name a series line cannot give" in out, out
+    for rel in ("extra.diff", "X.PATCH", "old/fix-b.patch"):
+        (directory / rel).rename(directory / "deleted" / rel.replace("/", "-"))
+    assert project.cli("status")[0] == 0

@@ -139,6 +139,14 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                            f"again, or move series/{fix['upstream']}/ away", "yellow",
                            app.color))
                 continue
+            if "/" in fix["name"] or not fix["name"].endswith(".patch"):
+                # A series line names only NAME.patch beside it (extra.diff, X.PATCH, a
+                # subdirectory's patch): listing it as it is names another file.
+                echo(paint(f"not in the series (needs attention): {fix['path']}: a series line "
+                           f"names only NAME.patch in series/{fix['upstream']}/; rename it so "
+                           f"and list it in series/{fix['upstream']}/series, or move it to "
+                           f"series/{fix['upstream']}/deleted/", "yellow", app.color))
+                continue
             echo(paint(f"not in the series (needs attention): {fix['path']}: list it in "
                        f"series/{fix['upstream']}/series, or move it to "
                        f"series/{fix['upstream']}/deleted/", "yellow", app.color))

@@ -26,6 +26,7 @@ from patchforge.errors import InputError, PatchforgeError
 from patchforge.ledger import ledger_findings
 from patchforge.model.findings import Finding
 from patchforge.names import file_name_key
+from patchforge.state import unlisted_patch_files
 
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
@@ -177,6 +178,12 @@ def _stale_overlays(project: Project, store: UpstreamStore) -> list[Finding]:
                     "--check` shows each difference)")]
 
 
+# A patch file a series line cannot name: the way to make it part of the series.
+_UNNAMEABLE = ("patch file not in the series, under a name a series line cannot give (a series "
+               "names NAME.patch beside it): rename it to NAME.patch there and list it, or move "
+               "it to deleted/")
+
+
 def _series_consistency(project: Project, upstream: str) -> list[Finding]:
     out = []
     directory = project.series_dir(upstream)
@@ -194,6 +201,11 @@ def _series_consistency(project: Project, upstream: str) -> list[Finding]:
     for name in sorted(on_disk - listed):
         out.append(Finding(f"{upstream}/{name}", "series",
                            "patch file not listed in the series (add it, or move it to deleted/)"))
+    # Patch files no series line can name (another extension, a subdirectory): never applied.
+    for path in unlisted_patch_files(directory, listed) if directory.is_dir() else []:
+        rel = path.relative_to(directory).as_posix()
+        if rel not in on_disk:
+            out.append(Finding(f"{upstream}/{rel}", "series", _UNNAMEABLE))
     # Two patch files one file system holds as one (a merge brought `Fix.patch` beside
     # `fix.patch`, or a name in the other Unicode form): `new`, `rename` and the imports refuse
     # such a name, but a pull request does not ask them, and a checkout on macOS or Windows
