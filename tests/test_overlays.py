@@ -1118,3 +1118,70 @@ def test_the_overlay_itself_edited_after_a_rebase_imports_its_whole_change(stack
         b"-line15 upstream", b"-line16 upstream", b"+line15", b"+line16", b"+# hotfix"]
     ok(root, "overlays")
     assert overlay.read_bytes() == edited
+
+
+def test_overlays_fetching_its_pins_from_a_slow_server_holds_the_project_for_no_one(tmp_path):
+    """`overlays` on a cache without the pinned revision (a fresh clone's first run) fetched
+    it holding the project's lock: a rebase, new, edit or refresh beside it waited for the
+    network (and gave up after their waits). It fetches first, then takes the lock to build
+    and write. The upstream is served over HTTP by a server that holds the fetch's first
+    request until the test has locked the project itself."""
+    import fcntl
+    import os
+    import queue
+    import sys
+    import threading
+
+    from helpers.git import git
+    from helpers.servers import GitHttpServer
+
+    class HeldGitServer(GitHttpServer):
+        def __init__(self, repo: Path) -> None:
+            super().__init__(repo)
+            self.arrived: queue.Queue = queue.Queue()
+            self.go = threading.Event()
+
+        def route(self, method, path, query, req):
+            self.arrived.put(path)
+            self.go.wait(timeout=120)
+            return super().route(method, path, query, req)
+
+    upstream = Upstream(tmp_path / "up-upstream", UPSTREAM_FILES, message="upstream: initial")
+    server = HeldGitServer(upstream.path)
+    try:
+        root = make_project(tmp_path / "project", pyproject=True)
+        server.go.set()
+        add_git_upstream(root, "up", server.repo_url, "main")
+        (upstream.path / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n",
+                                                                            b"LINE3\n"))
+        diff = git(upstream.path, "diff", "--", "a.py").encode()
+        git(upstream.path, "checkout", "--", "a.py")
+        add_patch_file(root, "up", "a.patch", patch_bytes("up", upstream.base, "a.patch", diff))
+        shutil.rmtree(os.environ["PATCHFORGE_CACHE"])  # a fresh clone's first run
+        server.go.clear()
+        while not server.arrived.empty():
+            server.arrived.get()
+        proc = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(root),
+                                 "overlays"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            server.arrived.get(timeout=120)  # the fetch has begun, and waits on the server
+            lock = os.open(root / ".patchforge" / "lock", os.O_CREAT | os.O_RDWR, 0o644)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: held
+                fcntl.flock(lock, fcntl.LOCK_UN)
+            finally:
+                os.close(lock)
+            directory = os.open(root, os.O_RDONLY)
+            try:
+                fcntl.flock(directory, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            finally:
+                os.close(directory)
+        finally:
+            server.go.set()
+            out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err.decode()
+        assert (root / "overlays/up/a.py").read_bytes() == \
+            UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n")
+    finally:
+        server.go.set()
+        server.close()

@@ -34,16 +34,17 @@ def overlays(app, profiles, check, as_json, output_format):
 
     project = app.project()
     with contextlib.ExitStack() as held:
+        store = held.enter_context(open_store(project))
+        # The pins a fresh cache lacks fetched first, before either lock: no rebase (nor new,
+        # edit, refresh) waits on the network with this command; they are checked again
+        # under the lock, on the lock file read then.
+        _bring_pins(project, store)
         if not check:
             # Held from before the series and the lock are read until the overlays are
             # written: built first and written under the lock, overlays of the series a rebase
             # beside this command had just replaced were written over its new ones.
             held.enter_context(RepoLock(project.state_dir, wait=30))
-        store = held.enter_context(open_store(project))
-        if check:
-            # The pins a fresh cache lacks fetched first: no rebase's write-out waits on the
-            # network with this command (they are checked again on the lock read whole).
-            _bring_pins(project, store)
+        else:
             # Compared whole: never a rebase's half-written series against its overlays.
             held.enter_context(app.reading())
         result, busy = _built_overlays(project, store, profiles, check=check, as_json=as_json)
