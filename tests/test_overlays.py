@@ -1047,6 +1047,23 @@ def test_a_moved_aside_overlay_whose_change_meets_the_rebases_is_refused(stack, 
     assert tree_bytes(root / "series") == series
 
 
+def _rebased_with_a_moved_overlay_left(root, tmp_path):
+    """Overlays written; a rebase (upstream changed line3, line15 and line16) stopped on a.py
+    and resolved, the gfx942 overlay moved aside then let go (never imported), so the
+    write-out kept the overlay before the rebase. Returns the overlay file."""
+    ok(root, "overlays")
+    overlay = root / "overlays/gfx942/up/a.py"
+    upstream = UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 new\n") \
+        .replace(b"line15\nline16\n", b"line15 upstream\nline16 upstream\n")
+    _upstream_commit(tmp_path, {"a.py": upstream}, "upstream: line3, line15, line16")
+    assert run_cli(root, "rebase", "--to", "up=main").rc == 3
+    (root / ".patchforge/work/up/a.py").write_bytes(
+        upstream.replace(b"line3 new\n", b"LINE3 gfx942 new\n"))
+    overlay.unlink()
+    ok(root, "rebase", "--continue")
+    return overlay
+
+
 def test_a_kept_overlay_is_used_only_for_a_file_made_from_it(stack, tmp_path):
     """The overlay a rebase's write-out kept for a file moved aside stays under
     .patchforge/overlays-before-rebase/ while that file is not imported. A hand change made
@@ -1056,16 +1073,7 @@ def test_a_kept_overlay_is_used_only_for_a_file_made_from_it(stack, tmp_path):
     rebase changed and the rebased one at others is refused, naming both, nothing written; as
     the hint says, with the kept file removed the whole hand change is imported."""
     root = stack
-    ok(root, "overlays")
-    overlay = root / "overlays/gfx942/up/a.py"
-    upstream = UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 new\n") \
-        .replace(b"line15\nline16\n", b"line15 upstream\nline16 upstream\n")
-    _upstream_commit(tmp_path, {"a.py": upstream}, "upstream: line3, line15, line16")
-    assert run_cli(root, "rebase", "--to", "up=main").rc == 3
-    (root / ".patchforge/work/up/a.py").write_bytes(
-        upstream.replace(b"line3 new\n", b"LINE3 gfx942 new\n"))
-    overlay.unlink()  # moved aside, then let go: never imported
-    ok(root, "rebase", "--continue")
+    overlay = _rebased_with_a_moved_overlay_left(root, tmp_path)
     kept = root / ".patchforge/overlays-before-rebase/gfx942/up/a.py"
     assert kept.exists()
     rebased = overlay.read_bytes()
@@ -1098,16 +1106,7 @@ def test_the_overlay_itself_edited_after_a_rebase_imports_its_whole_change(stack
     moved aside during the rebase left the overlay before it under
     .patchforge/overlays-before-rebase/ (the lines put back were dropped, with a note)."""
     root = stack
-    ok(root, "overlays")
-    overlay = root / "overlays/gfx942/up/a.py"
-    upstream = UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 new\n") \
-        .replace(b"line15\nline16\n", b"line15 upstream\nline16 upstream\n")
-    _upstream_commit(tmp_path, {"a.py": upstream}, "upstream: line3, line15, line16")
-    assert run_cli(root, "rebase", "--to", "up=main").rc == 3
-    (root / ".patchforge/work/up/a.py").write_bytes(
-        upstream.replace(b"line3 new\n", b"LINE3 gfx942 new\n"))
-    overlay.unlink()
-    ok(root, "rebase", "--continue")
+    overlay = _rebased_with_a_moved_overlay_left(root, tmp_path)
     edited = overlay.read_bytes().replace(b"line15 upstream\nline16 upstream\n",
                                           b"line15\nline16\n") + b"# hotfix\n"
     overlay.write_bytes(edited)
