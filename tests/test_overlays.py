@@ -775,8 +775,13 @@ def test_an_overlay_edited_while_a_rebase_is_stopped_keeps_the_change_and_the_re
                         "--profiles gfx942"], run.err
     aside = tmp_path / "a.py.mine"
     for command in commands:
-        _run_hinted(root, command, FILE=str(aside), NAME="hotfix")
+        run = _run_hinted(root, command, FILE=str(aside), NAME="hotfix")
     assert aside.read_bytes() == edited
+    # Said with the lines the rebase changed, kept as rebased, and the way for a file that
+    # was made after the rebase instead.
+    assert "its change is taken onto the rebased file, where lines 3, 15 as the rebase " \
+        "changed them stay so" in run.err and \
+        "`rm .patchforge/overlays-before-rebase/gfx942/up/a.py`" in run.err, run.err
     assert _changed_lines((root / "series/up/hotfix.patch").read_bytes()) == [b"+# hotfix"]
     ok(root, "overlays")
     assert overlay.read_bytes() == resolution + b"# hotfix\n"

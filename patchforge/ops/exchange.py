@@ -266,7 +266,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     moved = _made_before_rebase(project, upstream, path, profiles, old, new, str(overlay)) \
         if old is not None else None
     if moved is not None and old is not None:
-        rel, before = moved
+        rel, before, as_before = moved
         clean, merged = merge_file(before, old, new,
                                    labels=("before the rebase", "rebased", "overlay"))
         if not clean:
@@ -275,8 +275,16 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
                 "changes lines the rebase changed there; nothing was written",
                 hint=f"make the change in the rebased overlays/{rel} (`patchforge overlays` "
                      "writes it), then import that")
-        notes.append(f"{overlay} was made from overlays/{rel} as it was before the last rebase: "
-                     "its change is taken onto the rebased file")
+        # Said with the lines the rebase changed, which stay as rebased: a file made after
+        # the rebase that put them back reads the same, and would lose that change here.
+        from patchforge.overlay import BEFORE_REBASE_DIR
+
+        kept = f".patchforge/{BEFORE_REBASE_DIR}/{rel}"
+        notes.append(f"{overlay} was made from overlays/{rel} as it was before the last rebase "
+                     f"(kept as {kept}): its change is taken onto the rebased file, where "
+                     f"{_lines_said(as_before, 'as the rebase changed them')} stay so (if it "
+                     f"was made after the rebase, putting them back: `rm {kept}`, then import "
+                     "it again)")
         new = merged
     base = store.read_blob(pin.commit, path) if path in state.current else old
     if base is not None and old is not None and old != base:
@@ -367,8 +375,10 @@ def _series_file(project: Project, store: UpstreamStore, upstream: str, path: st
 
 
 def _made_before_rebase(project: Project, upstream: str, path: str, profiles: str | None,
-                        old: bytes, new: bytes, overlay: str) -> tuple[str, bytes] | None:
-    """(overlays/ path, its bytes before the last rebase) when `new` was made from the overlay
+                        old: bytes, new: bytes, overlay: str
+                        ) -> tuple[str, bytes, list[int]] | None:
+    """(overlays/ path, its bytes before the last rebase, the lines of `old` the rebase
+    changed that `new` holds as before it) when `new` was made from the overlay
     of `path` as it was before the last rebase (kept by `overlay.keep_moved_aside`), None when
     it was made from the rebased one (`old`).
 
@@ -402,14 +412,12 @@ def _made_before_rebase(project: Project, upstream: str, path: str, profiles: st
         # since: the kept file was not its start.
         return None
     as_before, as_rebased, neither = _rebase_changes_kept(before, old, new)
-    if as_before and not as_rebased and not neither:
-        return rel, before
+    if as_before and not as_rebased:
+        # With lines the rebase changed changed too (`neither`), the merge refuses it, naming
+        # the file it was made from.
+        return rel, before, as_before
     if as_rebased and not as_before:
         return None
-    if as_before and not as_rebased:
-        # Made from the kept file, changing lines the rebase changed too: the merge refuses
-        # it, naming the file it was made from.
-        return rel, before
     kept = f".patchforge/{BEFORE_REBASE_DIR}/{rel}"
     raise UsageError(
         f"{overlay} may be made from overlays/{rel} as it was before the last rebase (kept as "
