@@ -853,6 +853,37 @@ def test_continue_takes_a_file_whose_own_lines_look_like_conflict_markers(tmp_pa
     assert "conflict markers left in doc/merging.txt" in err
 
 
+def test_a_lone_middle_marker_left_after_a_conflict_is_refused(tmp_path):
+    """The two outer markers taken out, `=======` left between the sides: `--continue` wrote
+    the patch with `+=======` in it, exit 0, and status and lint said nothing. Refused now
+    (nothing written); a `=======` line the fix itself adds (a heading's underline) is its
+    own and goes through."""
+    from helpers.project import OneUpstreamStack
+
+    lines = b"".join(b"line %d\n" % i for i in range(20))
+    stack = OneUpstreamStack(tmp_path, {"doc/notes.txt": lines})
+    fixed = lines.replace(b"line 15\n", b"line 15 fixed\n").replace(b"line 2\n",
+                                                                       b"Title\n=======\n")
+    stack.add_fix("fix-a", "doc/notes.txt", lines, fixed)
+    before = stack.patch("up", "fix-a")
+    target = stack.commit({"doc/notes.txt": lines.replace(b"line 15\n", b"line 15 up\n")}, "v2")
+    stack.cli("rebase", "--to", f"up={target}", expect=3)
+    work = stack.root / ".patchforge/work/up/doc/notes.txt"
+    marked = work.read_bytes()
+    assert marked.count(b"\n=======\n") == 2  # the fix's own underline and the conflict's
+    half = b"".join(line for line in marked.splitlines(keepends=True)
+                    if not line.startswith((b"<<<<<<< ", b">>>>>>> ")))
+    work.write_bytes(half)
+    _, _, err = stack.cli("rebase", "--continue", expect=2)
+    assert "conflict markers left in doc/notes.txt" in err, err
+    assert stack.patch("up", "fix-a") == before
+    work.write_bytes(fixed.replace(b"line 15 fixed\n", b"line 15 up, fixed\n"))
+    stack.cli("rebase", "--continue")
+    moved = stack.patch("up", "fix-a")
+    assert b"+=======\n" in moved and b"+line 15 up, fixed\n" in moved
+    assert moved.count(b"+=======\n") == 1
+
+
 def test_refresh_never_reverts_a_patch_changed_since_the_edit_opened(project):
     """The stack is a git repository: a `git pull` while an edit is open brings a teammate's
     version of the patch. Refresh wrote the worktree's diff (made from the old version) over

@@ -22,7 +22,7 @@ from patchforge.errors import (AmbiguousNameError, ConflictStop, InputError, Kep
 from patchforge.formats.patchfile import parse_patch_file, profile_names, render_patch_file
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, fsync_dir, writing_project
 from patchforge.project import patch_file_name, read_no_link
-from patchforge.store.diff import conflict_markers_left, make_diffs
+from patchforge.store.diff import added_lines, conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
                                  keep_unadded, refuse_changed_since_edit,
@@ -569,8 +569,9 @@ def _refuse_unresolved_marks(marked_files: list[str], changes, patch, file_name:
     marker left, or the file put back as at the base (`git checkout -- FILE` to start over) or
     removed, which leave no marker and made refresh write the patch without that file's hunks
     (or deleting the file): a fix emptied, exit 0, every check green."""
+    own = added_lines(patch)
     left = [p for p, old, new, _, _ in changes
-            if p in marked_files and new is not None and conflict_markers_left(old, new)]
+            if p in marked_files and new is not None and conflict_markers_left(old, new, own)]
     if left:
         raise UsageError(f"conflict markers left in {', '.join(left)} (in {work})",
                          hint="resolve them, then `patchforge refresh`")
@@ -1126,8 +1127,9 @@ def bring_back_continue(project, store, upstream: str | None = None) -> dict:
                               "--abort` (the fix stays in skipped/), `patchforge bring-back` "
                               "again, then copy them back")
     diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
+    own = added_lines(parse_patch_file(skipped.read_bytes(), str(skipped)))
     marked = [p for p, old, new, _, _ in changes
-              if new is not None and conflict_markers_left(old, new)]
+              if new is not None and conflict_markers_left(old, new, own)]
     if marked:
         raise UsageError(f"conflict markers left in {', '.join(marked)} (in {work})",
                          hint="resolve them, then `patchforge bring-back --continue`; or "

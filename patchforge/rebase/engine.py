@@ -34,7 +34,7 @@ from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
                                        PlanStep, RebaseRun, Stop, UpstreamRun, confined_all)
-from patchforge.store.diff import StartedDiffs, conflict_markers_left
+from patchforge.store.diff import StartedDiffs, added_lines, conflict_markers_left
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -861,8 +861,9 @@ class Rebase:
                                        {"base": stopped.base}, with_changes=True,
                                        pairs=pairs,
                                        patch_paths=set(patch.paths) if patch else set())
+        own = added_lines(patch) if patch else None
         marked = [path for path, old, new, _, _ in changes
-                  if new is not None and conflict_markers_left(old, new)]
+                  if new is not None and conflict_markers_left(old, new, own)]
         if marked:
             raise UsageError(f"conflict markers left in {', '.join(marked)} (in {work})",
                              hint="resolve them, then run `patchforge rebase --continue`; or "

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -566,13 +567,35 @@ class _GitHunks:
 
 # A conflict marker line as git merge-file writes one (`<<<<<<< ours`, `>>>>>>> theirs`).
 _CONFLICT_MARKER = re.compile(rb"^(?:<<<<<<<|>>>>>>>)(?: [^\n]*|\r?)$", re.M)
+# The lines between a conflict's sides: `=======`, and diff3's `||||||| base`.
+_SIDE_MARKER = re.compile(rb"^(?:=======|\|\|\|\|\|\|\|(?: [^\n]*)?)\r?$", re.M)
 
 
-def conflict_markers_left(old: bytes | None, new: bytes) -> bool:
+def conflict_markers_left(old: bytes | None, new: bytes, own_lines: Counter | None = None
+                          ) -> bool:
     """Whether `new` (a file as the user resolved it) still holds a conflict marker line that
     `old` (the file before the merge) does not have: a file with such lines of its own (a test
-    fixture of merges, a document about them) can be resolved with its own lines kept."""
-    if b"<<<<<<<" not in new and b">>>>>>>" not in new:
+    fixture of merges, a document about them) can be resolved with its own lines kept.
+
+    A `=======` line left alone (the user took out the two outer markers only) counts too:
+    it went into the patch as `+=======`, and every check passed. Such lines are counted, so
+    that those the file had and those the fix itself adds (`own_lines`, its added lines
+    without `+`, each with its count: a heading's underline in a document) go through."""
+    own = set(_CONFLICT_MARKER.findall(old)) if old else set()
+    if (b"<<<<<<<" in new or b">>>>>>>" in new) and any(
+            line not in own for line in _CONFLICT_MARKER.findall(new)):
+        return True
+    if b"=======" not in new and b"|||||||" not in new:
         return False
-    own = {m.group(0) for m in _CONFLICT_MARKER.finditer(old)} if old else set()
-    return any(m.group(0) not in own for m in _CONFLICT_MARKER.finditer(new))
+    allowed = Counter(line.rstrip(b"\r") for line in _SIDE_MARKER.findall(old or b""))
+    allowed.update(own_lines or {})
+    found = Counter(line.rstrip(b"\r") for line in _SIDE_MARKER.findall(new))
+    return any(count > allowed[line] for line, count in found.items())
+
+
+def added_lines(patch) -> Counter:
+    """The lines a parsed patch adds (without `+` and line end) with their counts, for
+    `conflict_markers_left`."""
+    return Counter(line[1:].rstrip(b"\r\n") for fp in patch.file_patches
+                   for hunk in getattr(fp, "hunks", ()) for line in hunk.lines
+                   if line[:1] == b"+")
