@@ -974,6 +974,26 @@ def test_a_marked_file_put_back_or_removed_never_empties_the_patch(project, how)
     assert project.patch("two") == two
 
 
+def test_refresh_of_a_worktree_put_back_as_at_the_base_never_empties_the_fix(project):
+    """`edit`, then the worktree put back as at the base (`git checkout -- FILE` to start over,
+    an editor's revert), then `refresh`: it wrote the patch with no change at all, exit 0, and
+    status said it applies. Refused now (quilt says "Nothing in patch" too), the patch as it
+    was, with the ways on."""
+    project.fix("fa", {"pkg/mod.py": text({12: b"def f12():\n    return -12\n\n"})})
+    before = project.patch("fa")
+    project.cli("edit", "fa")
+    subprocess.run(["git", "checkout", "--", "pkg/mod.py"], cwd=project.work, check=True,
+                   capture_output=True)
+    _, _, err = project.cli("refresh", expect=2)
+    assert "refresh would empty up/fa.patch" in err and "patchforge delete fa" in err, err
+    assert project.patch("fa") == before
+    project.cli("edit", "--close", "--discard")
+    assert project.patch("fa") == before
+    # An empty patch (`new`, nothing made yet) still refreshes as it is.
+    project.cli("new", "empty", "--file", "pkg/mod.py")
+    project.cli("refresh")
+
+
 def test_an_edit_of_a_patch_file_saved_with_crlf_line_ends_never_empties_it(project):
     """A patch file saved with CRLF line ends (an editor's doing) applies nowhere: `edit` marks
     its hunk in the file, and refresh refuses while the marker is there. It exited 2 with the

@@ -253,6 +253,16 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
     if state.get("conflicts"):
         _refuse_unresolved_marks(state["conflicts"], changes, patch, file_name,
                                  project.work_dir(upstream))
+    if not changes and patch.file_patches:
+        # The worktree put back as at the base (`git checkout -- .`, an editor's revert):
+        # writing that emptied the fix, exit 0, and status said it applies. quilt refuses
+        # too ("Nothing in patch").
+        stem = file_name.removesuffix(".patch")
+        raise UsageError(f"the worktree ({work}) holds no change: refresh would empty "
+                         f"{upstream}/{file_name}, and the fix would be gone",
+                         hint=f"`patchforge edit --close --discard` keeps {file_name} as it is; "
+                              f"`patchforge delete {stem}` drops the fix (kept under "
+                              "deleted/)")
     if _same_change(store, state["base"], patch, changes):
         # The worktree holds exactly what the patch already does: keep its bytes (it may have
         # been written by another tool, with abbreviated index lines or other context).
