@@ -859,7 +859,12 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
             candidate = Path(installed) / rel_in_dir
             label = os.path.join(str(installed), rel_in_dir) + (
                 f" [{entry['profile']}]" if entry.get("profile") else "")
-            if entry["base_sha256"] is None:
+            # A tree that already holds the overlay (an image the Dockerfile baked, `/` of a
+            # container with the mounts): was "not the pre-image", with a hint to rebase.
+            if candidate.is_file() and entry.get("sha256") and \
+                    sha256(candidate.read_bytes()) == entry["sha256"]:
+                rows.append((label, "ok", ALREADY_OVERLAID))
+            elif entry["base_sha256"] is None:
                 if candidate.exists():
                     rows.append((label, "mismatch", "the overlay creates this file, but it exists"))
                 else:
@@ -882,6 +887,10 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
     return rows
 
 
+# The detail of a file that holds the overlay itself, not its pre-image.
+ALREADY_OVERLAID = "already holds this overlay (baked in, or mounted)"
+
+
 def _installed_hint(installed: Path, entries: list[dict[str, Any]],
                     rows: list[tuple[str, str, str]]) -> str | None:
     """When `verify --installed DIR` found none of the pre-images under DIR, what DIR should
@@ -889,7 +898,7 @@ def _installed_hint(installed: Path, entries: list[dict[str, Any]],
     for `site-packages`: every row said "missing", and nothing said why); otherwise what
     DIR must be."""
     wanted = [e for e in entries if e["base_sha256"] is not None]
-    found = [r for r in rows if r[2] == "pre-image matches" or
+    found = [r for r in rows if r[2] in ("pre-image matches", ALREADY_OVERLAID) or
              r[2].startswith("installed file is not the pre-image")]
     if not wanted or found:
         return None

@@ -326,6 +326,27 @@ def test_verify_and_installed_pre_images(stack, tmp_path):
     assert run.rc == 1 and "pkg/new.py" in run.text
 
 
+def test_verify_installed_on_files_that_already_hold_the_overlays(stack, tmp_path):
+    """`verify --installed /` inside a container with the mounts, or a tree the generated
+    Dockerfile baked: every overlaid file was "not the pre-image", exit 1, with a hint to
+    rebase. A file that is its overlay is ok, and says so."""
+    root = stack
+    ok(root, "overlays")
+    manifest = json.loads((root / "overlays/manifest.json").read_bytes())
+    site = tmp_path / "site-packages"
+    for rel in ("a.py", "pkg/b.py"):
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_bytes(UPSTREAM_FILES[rel])
+    entries = [e for e in manifest["overlays"] if e["profile"] == "gfx942"]
+    for entry in entries:
+        (site / entry["path"]).write_bytes((root / "overlays" / entry["file"]).read_bytes())
+    run = ok(root, "verify", "--installed", str(site), "--profile", "gfx942")
+    assert "already holds this overlay" in run.out and "rebase" not in run.err, run.text
+    (site / entries[0]["path"]).write_bytes(b"neither\n")
+    run = run_cli(root, "verify", "--installed", str(site), "--profile", "gfx942")
+    assert run.rc == 1 and "not the pre-image" in run.text
+
+
 def test_an_install_of_another_version_is_told_which_one_the_overlays_need(stack, tmp_path):
     """`verify --installed` on another version's files said only "installed file is not the
     pre-image this overlay was made for", and nothing of what to do. Each row names the

@@ -121,6 +121,7 @@ def images(stack, registry_server):
     opaque = _layer(_tar({sparse.rsplit("/", 1)[0] + "/.wh..wh..opq": b""}), "gzip")
     hidden = registry_server.push_image(REPO, "hidden", {}, layers=(os_layer, old, new, opaque))
     return {"root": root, "host": registry_server.host, "good": good, "moved": moved,
+            "good_layers": (os_layer, old, new, cleanup),
             "deleted": deleted, "hidden": hidden, "os_layer": os_layer, "old": old,
             "rocm": "/" + rocm, "sparse": "/" + sparse, "server": registry_server}
 
@@ -182,6 +183,28 @@ def test_moved_image_reports_the_changed_file_and_exits_1(images):
     result = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:deleted")
     assert result.rc == 1 and "hint: the image has no file where an overlay is mounted" \
         in result.err, result.err
+
+
+def test_an_image_that_already_holds_the_overlays_is_ok_not_a_mismatch(images, tmp_path):
+    """An image built with the overlays baked in (the Dockerfile `overlays` writes): every
+    file was "not the pre-image this overlay was made for", exit 1, with a hint to rebase.
+    A file that is the overlay itself is ok, and says so; one that is neither still is not."""
+    root = images["root"]
+    manifest = json.loads((root / "overlays" / "manifest.json").read_bytes())
+    entries = [e for e in manifest["overlays"] if e.get("profile") == "gfx942"]
+    baked = {e["target"].lstrip("/"): (root / "overlays" / e["file"]).read_bytes()
+             for e in entries}
+    layer = _layer(_tar(baked), "gzip")
+    pushed = images["server"].push_image(REPO, "baked", {}, layers=(
+        images["os_layer"], images["old"], *images["good_layers"][2:], layer))
+    ref = f"{images['host']}/{REPO}:baked"
+    result = verify_image(Project.discover(root), ref, profile="gfx942",
+                          registry=_registry(tmp_path))
+    assert result.ok and result.digest == pushed["digest"], \
+        [(f.target, f.state, f.detail) for f in result.files]
+    assert {f.detail for f in result.files} == {"already holds this overlay (baked in)"}
+    run = run_cli(root, "verify", "--image", ref, "--profile", "gfx950")
+    assert run.rc == 1 and "mismatch" in run.out, run.out  # gfx950's overlays are not these
 
 
 @pytest.mark.parametrize("tag, detail", [("deleted", "whiteout"), ("hidden", "opaque")])

@@ -195,6 +195,8 @@ def _judge(key: str, entry: dict[str, Any], found, profiles: tuple[str, ...]) ->
                               profiles=profiles, state=state, expected_sha256=expected,
                               found_sha256=found.sha256, layer=found.layer, detail=detail)
 
+    if found.kind == "file" and entry.get("sha256") and found.sha256 == entry["sha256"]:
+        return check("ok", "already holds this overlay (baked in)")
     if expected is None:
         if found.kind == "absent":
             return check("ok", "absent, as expected: the overlay creates this file")
