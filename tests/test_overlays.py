@@ -671,6 +671,12 @@ def test_an_overlay_file_edited_by_hand_is_never_thrown_away(stack, tmp_path):
     assert ("patchforge import overlay overlays/gfx942/up/a.py --upstream up --path a.py"
             in run.err), run.text
     assert tree_bytes(root / "overlays") == before
+    # `overlays --check` (CI) gives that way on too: "run `patchforge overlays`" led to the
+    # refusal above.
+    run = run_cli(root, "overlays", "--check")
+    assert run.rc == 1 and "run `patchforge overlays`" not in run.err, run.text
+    assert ("patchforge import overlay overlays/gfx942/up/a.py --upstream up --path a.py"
+            in run.err), run.text
     # So does a rebase, before it begins: the series and the lock stay as they were.
     upstream = tmp_path / "up-upstream"
     (upstream / "pkg/crlf.txt").write_bytes(b"one\r\ntwo\r\nthree\r\nfour\r\n")

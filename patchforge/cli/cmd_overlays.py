@@ -55,6 +55,7 @@ def overlays(app, profiles, check, as_json, output_format):
             with writing_project(project.root):
                 write_overlays(project, result, profiles=list(profiles) or None)
         drifts = check_overlays(project, result) if check else []
+        by_hand = _changed_by_hand_hint(project, result) if drifts else None
     if check:
         if as_json:
             emit_json({"check": True, "ok": not drifts,
@@ -65,7 +66,9 @@ def overlays(app, profiles, check, as_json, output_format):
             click.echo(f"overlays/ differs from what the series generates ({len(drifts)}):")
             for d in drifts:
                 click.echo(f"  {d.kind:8} {d.path}" + (f": {d.detail}" if d.detail else ""))
-            click.echo("run `patchforge overlays` and commit the result", err=True)
+            # An overlay edited by hand: `overlays` refuses to throw the change away, so
+            # "run `patchforge overlays`" led to a refusal; the way on is the import.
+            click.echo(by_hand or "run `patchforge overlays` and commit the result", err=True)
         else:
             click.echo(_up_to_date(project, result))
         if output_format == "github":
@@ -283,6 +286,19 @@ def _up_to_date(project, result) -> str:
     return (f"overlays/ as committed is up to date: SHA256SUMS and manifest.json match what "
             f"the series generates ({total} files); {absent}, so only their hashes were "
             "checked (`patchforge overlays` writes them, `patchforge verify` checks them)")
+
+
+def _changed_by_hand_hint(project, result) -> str | None:
+    """What `overlays` would refuse for an overlay file edited by hand, with its way on (the
+    import that makes the change a patch), as one line; None when no file was."""
+    from patchforge.errors import InputError
+    from patchforge.overlay import refuse_changed_by_hand
+
+    try:
+        refuse_changed_by_hand(project, result)
+    except InputError as exc:
+        return f"{exc.message}\nhint: {exc.hint}" if exc.hint else exc.message
+    return None
 
 
 def _github_drift(drifts, in_step: str) -> None:
