@@ -71,6 +71,16 @@ def test_a_profile_the_configuration_does_not_declare_is_refused_with_its_line(s
     assert tree_bytes(root / "overlays") == before
     run = run_cli(root, "lint", "--no-forge")
     assert run.rc == 1 and "Profiles names 'gfx924'" in run.out
+    # status, into a pipe or a log: the whole reason, never cut mid-word; beside a profile
+    # that is configured, the fix is in that one's overlays, not in none.
+    run = run_cli(root, "status")
+    assert run.rc == 1 and "the fix is in no profile's overlays (`overlays` refuses it)" \
+        in run.out, run.out
+    patch.write_bytes(patch.read_bytes().replace(b"Profiles: gfx924\n",
+                                                 b"Profiles: gfx950, gfx924\n"))
+    run = run_cli(root, "status")
+    assert run.rc == 1 and "the fix is only in gfx950's overlays (`overlays` refuses it)" \
+        in run.out, run.out
     run = run_cli(root, "new", "typo", "--profiles", "gfx942,gfx95O", "--no-edit")
     assert run.rc == 2 and "unknown profile 'gfx95O'" in run.err
     assert not (root / "series/up/typo.patch").exists()

@@ -119,7 +119,10 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                                and not (r.drop_when and r.drop_when.get("true"))):
                 # (A patch that applies and still needs attention says why: a Profiles
                 # field naming no configured profile.)
-                notes.append(r.evidence[0][:90])
+                # Cut to the table's width on a terminal only, at a word's end and marked:
+                # a log or a pipe gets it whole.
+                notes.append(_shortened(r.evidence[0], 90) if sys.stdout.isatty()
+                             else r.evidence[0])
             elif r.state == "conflict":
                 notes += _failing_hunks(r.files)
             rows.append([f"{r.upstream}/{r.name}", state, "; ".join(notes)])
@@ -236,6 +239,7 @@ def _github(project: Project, targets, results) -> None:
     verdict = f"{attention} patch(es) need attention" if attention else \
         f"all {len(results)} patches apply and are still needed"
     rows = [[f"{r.upstream}/{r.name}", r.state + (" (needs attention)" if r.attention else ""),
-             (r.evidence or _failing_hunks(r.files) or [""])[0][:120]] for r in results]
+             _shortened((r.evidence or _failing_hunks(r.files) or [""])[0], 120)]
+            for r in results]
     github.append_summary(f"### patchforge status against {against}: {verdict}\n\n"
                           + github.markdown_table(["patch", "state", "evidence"], rows))

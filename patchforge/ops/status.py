@@ -155,9 +155,11 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                     # A typo in Profiles puts the fix in no profile: every overlay and
                     # deployment goes without it while the patch "applies".
                     status.attention = True
+                    known = [p for p in patch.profiles if p not in unknown]
                     status.evidence.insert(0, 
                         f"Profiles names {unknown[0]!r}, not a configured profile: the fix is "
-                        "in no profile's overlays (`overlays` refuses it)")
+                        + (f"only in {', '.join(known)}'s overlays" if known else
+                           "in no profile's overlays") + " (`overlays` refuses it)")
                 out.append(status)
             if target.base_commit == target.commit and \
                     any(fp.is_new or fp.is_rename or fp.is_copy
