@@ -994,6 +994,20 @@ def test_refresh_of_a_worktree_put_back_as_at_the_base_never_empties_the_fix(pro
     project.cli("refresh")
 
 
+def test_refresh_of_another_patch_than_the_open_one_names_the_open_one(project):
+    """`refresh fa` while `fb` is open said "run `patchforge edit fa`", which is refused while
+    `fb`'s edit has changes: the hint names the open edit and its way on first."""
+    project.fix("fa", {"pkg/mod.py": text({12: b"def f12():\n    return -12\n\n"})})
+    project.fix("fb", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fb")
+    _, _, err = project.cli("refresh", "fa", expect=2)
+    assert "fa.patch is not being edited" in err
+    assert "up/fb.patch is being edited: `patchforge refresh` writes it" in err, err
+    project.cli("edit", "--close")
+    _, _, err = project.cli("refresh", "fa", expect=2)
+    assert "`patchforge edit NAME` opens a patch" in err, err
+
+
 def test_an_edit_of_a_patch_file_saved_with_crlf_line_ends_never_empties_it(project):
     """A patch file saved with CRLF line ends (an editor's doing) applies nowhere: `edit` marks
     its hunk in the file, and refresh refuses while the marker is there. It exited 2 with the

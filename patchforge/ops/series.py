@@ -363,7 +363,12 @@ def _edited_patch(project: Project, name: str | None) -> tuple[str, str, dict]:
         require_state(project, "refresh", [upstream])
         state = editing(project, upstream)
         if not state or state["patch"] != file_name:
-            raise UsageError(f"{file_name} is not being edited", hint=f"run `patchforge edit {name}`")
+            # Another patch of the upstream open: `edit NAME` is refused until that edit ends,
+            # so the hint names the open one first.
+            hint = (f"{upstream}/{state['patch']} is being edited: `patchforge refresh` writes "
+                    f"it (or `patchforge edit --close`), then `patchforge edit {name}`"
+                    if state else f"run `patchforge edit {name}`")
+            raise UsageError(f"{file_name} is not being edited", hint=hint)
         return upstream, file_name, state
     active = [(u, s) for u in project.upstream_names() if (s := editing(project, u))]
     if not active:
