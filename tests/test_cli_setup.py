@@ -688,4 +688,15 @@ def test_a_branch_the_upstream_lacks_is_answered_with_the_branches_it_has(tmp_pa
     assert f"{upstream} has no branch or tag 'main' (its branches: master, release-1)" in run.err
     assert "lib." not in run.err.replace(f"{upstream}", "")
     assert {name: (root / name).read_bytes() for name in config} == config
+    # A mistyped tag: the tags are said too (only the branches were), all of a few, and of
+    # many those like the name.
+    for tag in ("v1.0", "v1.1"):
+        git(upstream, "tag", tag)
+    run = run_cli(root, "upstream", "add", "lib", "--git", str(upstream), "--at", "v1.2")
+    assert run.rc == 2 and "(its branches: master, release-1; its tags: v1.0, v1.1)" in run.err, \
+        run.err
+    for n in range(12):
+        git(upstream, "tag", f"nightly-2026{n:04d}")
+    run = run_cli(root, "upstream", "add", "lib", "--git", str(upstream), "--at", "v1.2")
+    assert run.rc == 2 and "tags like it: v1.1, v1.0)" in run.err, run.err
     ok(root, "upstream", "add", "lib", "--git", str(upstream), "--at", "master")

@@ -905,7 +905,7 @@ class UpstreamStore:
                     # branches say what to name instead: a repository made by `git init`
                     # may have `master` where `main` was expected.
                     raise StoreError(f"{redact(url)} has no branch or tag {name!r}"
-                                     f"{self._branches_said(upstream, url)}")
+                                     f"{self._branches_said(upstream, url, name)}")
                 for hit in hits:
                     refspecs.append(f"+{hit}:{self._tracking_ref(upstream, hit)}")
         for oid in want_ids:
@@ -932,16 +932,27 @@ class UpstreamStore:
         return sorted(line.split("\t", 1)[1] for line in out.splitlines()
                       if "\t" in line and not line.endswith("^{}"))
 
-    def _branches_said(self, upstream: str, url: str) -> str:
-        """" (its branches: main, release)" for an error naming a ref the remote lacks."""
-        out = self._out("ls-remote", "--heads", "--", upstream,
-                        what=f"listing branches of {redact(url)}", network=True)
-        heads = sorted(line.split("\t", 1)[1].removeprefix("refs/heads/")
-                       for line in out.splitlines() if "\t" in line)
-        if not heads:
-            return " (it has no branch)"
-        shown = ", ".join(heads[:10]) + (f", ... ({len(heads)} in all)" if len(heads) > 10 else "")
-        return f" (its branches: {shown})"
+    def _branches_said(self, upstream: str, url: str, name: str | None = None) -> str:
+        """" (its branches: main, release; tags like it: v1.2.0)" for an error naming a ref
+        the remote lacks: its branches, and the tags nearest `name` (all of them when there
+        are few), since a mistyped tag is the usual case and a real upstream has thousands."""
+        import difflib
+
+        out = self._out("ls-remote", "--heads", "--tags", "--", upstream,
+                        what=f"listing branches and tags of {redact(url)}", network=True)
+        refs = [line.split("\t", 1)[1] for line in out.splitlines() if "\t" in line]
+        heads = sorted(r.removeprefix("refs/heads/") for r in refs if r.startswith("refs/heads/"))
+        tags = sorted({r.removeprefix("refs/tags/").removesuffix("^{}") for r in refs
+                       if r.startswith("refs/tags/")})
+        said = "it has no branch" if not heads else "its branches: " + ", ".join(heads[:10]) + (
+            f", ... ({len(heads)} in all)" if len(heads) > 10 else "")
+        if tags:
+            near = tags if len(tags) <= 10 else \
+                difflib.get_close_matches(name or "", tags, n=5, cutoff=0.6)
+            said += (f"; its tags: {', '.join(near)}" if len(tags) <= 10 else
+                     f"; tags like it: {', '.join(near)}" if near else
+                     f"; {len(tags)} tags, none like it")
+        return f" ({said})"
 
     @staticmethod
     def _tracking_ref(upstream: str, ref: str) -> str:
