@@ -118,6 +118,36 @@ def test_every_option_has_help_and_is_in_the_reference(words):
 # init
 
 
+def test_a_stack_started_by_init_commits_the_hashes_not_the_overlay_files(tmp_path):
+    """The tutorial and docs/deployment.md call the overlay files and Dockerfiles build
+    outputs, but the .gitignore `init` wrote ignored only .patchforge/: `git add -A` after
+    `overlays` committed every overlay file. Asked of real git: the files are ignored, the
+    hashes, manifest and compose fragments a review reads are not."""
+    upstream = tmp_path / "lib"
+    upstream.mkdir()
+    git(upstream, "init", "-q", "-b", "main")
+    (upstream / "pkg").mkdir()
+    (upstream / "pkg/m.py").write_bytes(b"a = 1\nb = 2\n")
+    git(upstream, "add", ".")
+    git(upstream, "-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "-qm", "one")
+    root = tmp_path / "stack"
+    ok(None, "init", str(root))
+    git(root, "init", "-q")
+    ok(root, "upstream", "add", "lib", "--git", str(upstream), "--at", "main",
+       "--install-root", "/opt/lib")
+    ok(root, "new", "fix", "--file", "pkg/m.py", "-m", "b is 3")
+    (root / ".patchforge/work/lib/pkg/m.py").write_bytes(b"a = 1\nb = 3\n")
+    ok(root, "refresh")
+    ok(root, "overlays")
+    assert (root / "overlays/lib/pkg/m.py").read_bytes() == b"a = 1\nb = 3\n"
+    git(root, "add", "-A")
+    staged = set(git(root, "diff", "--cached", "--name-only").split())
+    assert {"overlays/SHA256SUMS", "overlays/manifest.json", "overlays/compose.yaml",
+            "series/lib/fix.patch", "upstream.lock"} <= staged, staged
+    assert not any(p.startswith("overlays/lib/") or p.endswith("Dockerfile") for p in staged), \
+        staged
+
+
 def test_init_appends_to_pyproject_byte_for_byte(tmp_path):
     original = ('[project]\r\nname = "x"  # kept\r\n\r\n[tool.black]\r\nline-length = 99\r\n'
                 '# ünïcode comment, no final newline').encode()

@@ -19,7 +19,16 @@ if TYPE_CHECKING:
     from patchforge.project import Project
     from patchforge.store.gitstore import UpstreamStore
 
-GITIGNORE_LINES = ("/.patchforge/", "/.overlays.new/", "/.overlays.old/")
+# The overlay files and Dockerfiles are build outputs, as the tutorial and docs/deployment.md
+# say (`overlays` makes them from the committed patches and lock; `overlays --check` checks a
+# clone without them through the committed hashes): ignored but for the hashes, manifest and
+# compose fragments a review reads. A stack that wants them committed takes the lines out.
+GITIGNORE_LINES = ("/.patchforge/", "/.overlays.new/", "/.overlays.old/",
+                   "/overlays/**", "!/overlays/", "!/overlays/**/",
+                   "!/overlays/SHA256SUMS", "!/overlays/**/SHA256SUMS",
+                   "!/overlays/manifest.json", "!/overlays/**/manifest.json",
+                   "!/overlays/compose*.yaml", "!/overlays/**/compose*.yaml",
+                   "!/overlays/README.md", "!/overlays/.gitignore")
 # The history is append-only JSON lines, so two branches that each appended merge by keeping both
 # sides' lines; the generated files are folded away in GitHub's diffs and language statistics.
 # Patch files, the lock and the generated files are kept byte for byte (`-text`): with
