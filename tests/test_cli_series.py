@@ -301,7 +301,11 @@ def _create(path):
 
 
 def _undelete(root):
+    # The file put back with a change of its own: put back as it was, the patch would be
+    # empty, which refresh refuses.
     git(work(root), "checkout", "--", "a.py")
+    path = work(root) / "a.py"
+    path.write_bytes(path.read_bytes().replace(b"line2\n", b"LINE2\n"))
 
 
 LATER_BROKEN_BY = {
