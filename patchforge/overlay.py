@@ -223,9 +223,14 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                 content = state.current[path]
                 if content is None:
                     if state.base.get(path) is not None:
+                        # The patch that deletes it (the last one to): the one to change.
+                        by = [n for n, p in selected for fp in p.file_patches
+                              if fp.old_path == path and fp.new_path is None][-1:]
                         raise ApplyError(
-                            f"{upstream}: the series deletes {path}; an overlay cannot delete a "
-                            "file in the image", hint="keep the file and empty it, or drop the patch")
+                            f"{upstream}: the series deletes {path}"
+                            + (f" ({by[0]})" if by else "")
+                            + "; an overlay cannot delete a file in the image",
+                            hint="keep the file and empty it, or drop the patch")
                     continue
                 if state.mode(path, base_mode) == "120000":
                     raise ApplyError(

@@ -51,7 +51,10 @@ if TYPE_CHECKING:
 _EXCLUDE = (b"__pycache__/\n*.pyc\n.pytest_cache/\n"
             b"*.swp\n*.swo\n*~\n.#*\n\\#*#\n.DS_Store\n")
 _BASE_MESSAGE = "patchforge: the files before the patch\n"
-_RECORD = "patchforge.json"  # under .git/: {"base": commit, "files": [the patch's paths]}
+# Under .git/: {"base": commit, "files": [the patch's paths], "written": {path: sha256 of the
+# working file as patchforge wrote it, null when it wrote none}}: what a stop wrote, so that
+# an --abort can tell a hand resolution from the stop's own files.
+_RECORD = "patchforge.json"
 _BRANCH_STATE = ("ORIG_HEAD", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "AUTO_MERGE",
                  "CHERRY_PICK_HEAD", "REVERT_HEAD", "SQUASH_MSG")
 # The branch a new worktree's HEAD names (`git init`'s default); any other HEAD is moved by git.
@@ -151,7 +154,10 @@ class Worktree:
         work._write_index(index_bytes(index, [(os.fsencode(rel), (modes or {}).get(rel) or
                                                "100644") for rel in created]))
         work._set_head(head)
-        work._record(head, sorted(files | set(after)))
+        written: dict[str, str | None] = {rel: None for rel in after}
+        written.update({rel: _digest(content) for rel, (_mode, content) in before.items()})
+        written.update({rel: _digest(new) for rel, new in after.items() if new is not None})
+        work._record(head, sorted(files | set(after)), written=written)
         return work
 
     def _clear(self, keep: set[str] | frozenset[str] = frozenset()) -> None:
@@ -265,9 +271,39 @@ class Worktree:
     def _head(self) -> str:
         return self._git("rev-parse", "--verify", "HEAD").decode().strip()
 
-    def _record(self, base: str, files: list[str]) -> None:
+    def _record(self, base: str, files: list[str], *, written: dict | None = None) -> None:
+        """Record the base and the patch's files; `written` (path -> digest of what was written)
+        is kept from the record there when not given (`add` and `rm` change only the files)."""
+        if written is None:
+            try:
+                written = json.loads((self.path / ".git" / _RECORD).read_text("utf-8")).get(
+                    "written")
+            except (OSError, ValueError, AttributeError):
+                written = None
+        document: dict[str, object] = {"base": base, "files": files}
+        if isinstance(written, dict):
+            document["written"] = written
         atomic_write(self.path / ".git" / _RECORD,
-                     (json.dumps({"base": base, "files": files}, indent=1) + "\n").encode())
+                     (json.dumps(document, indent=1) + "\n").encode())
+
+    def changed_since_written(self) -> list[str]:
+        """The patch's files whose working file is not what patchforge wrote there (a hand
+        resolution of a stop) and is still there to be kept. A file added since (`patchforge
+        add`) counts when it differs from its base; a worktree recorded without what was
+        written (an older patchforge's) counts each file that differs from its base."""
+        written = self._read_record().get("written")
+        changed = set(self.changes().changed)
+        out = []
+        for rel in self.tracked():
+            content, _mode = self.read(rel)
+            if content is None:
+                continue  # removed: nothing to copy (the stop's files were kept nowhere else)
+            if isinstance(written, dict) and rel in written:
+                if written[rel] != _digest(content):
+                    out.append(rel)
+            elif rel in changed:
+                out.append(rel)
+        return out
 
     def _read_record(self) -> dict:
         """What patchforge recorded; for a worktree made before it recorded anything, HEAD and
@@ -339,6 +375,12 @@ def _replace_file(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".patchforge-tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def _digest(content: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(content).hexdigest()
 
 
 def _parents(rel: str) -> list[str]:
@@ -876,6 +918,24 @@ def keep_unadded(project: Project, upstream: str) -> tuple[Path, list[str]] | No
     files = [rel for rel in unadded
              if (work.path / rel).is_symlink() or (work.path / rel).is_file()]
     return _keep_files(project, upstream, files)
+
+
+def keep_resolution(project: Project, upstream: str) -> tuple[Path, list[str]] | None:
+    """Copy the patch's files that were changed in `upstream`'s stop worktree since the stop
+    wrote them (a hand resolution) to `.patchforge/left-behind/<upstream>-N/` before an
+    --abort removes the worktree: `git rebase --abort` is the one way git throws away a
+    resolution, and typing it for --continue would lose hours of work. Returns (that
+    directory, the files), None when nothing was changed."""
+    work = Worktree(project.work_dir(upstream))
+    if not work.exists():
+        return None
+    try:
+        files = work.changed_since_written()
+    except PatchforgeError:
+        return None  # not a readable worktree: nothing can be told apart in it
+    return _keep_files(project, upstream, [rel for rel in files
+                                           if (work.path / rel).is_symlink()
+                                           or (work.path / rel).is_file()])
 
 
 def keep_stray(project: Project, upstream: str) -> tuple[Path, list[str]] | None:

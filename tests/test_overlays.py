@@ -178,6 +178,18 @@ def test_a_failing_patch_names_patch_and_hunk_and_leaves_overlays(stack):
     assert not list(root.glob(".overlays*"))
 
 
+def test_a_patch_that_deletes_a_file_is_named_by_the_refusal(stack):
+    """An overlay cannot delete a file; the refusal said only "the series deletes
+    pkg/nofinal.txt", leaving the user to hunt through the series for the patch. It names it."""
+    root = stack
+    write_patch(root, "drop-nofinal", b"diff --git a/pkg/nofinal.txt b/pkg/nofinal.txt\n"
+                b"deleted file mode 100644\n--- a/pkg/nofinal.txt\n+++ /dev/null\n"
+                b"@@ -1,3 +0,0 @@\n-alpha\n-beta\n-gamma\n\\ No newline at end of file\n")
+    run = run_cli(root, "overlays")
+    assert run.rc == 2
+    assert "the series deletes pkg/nofinal.txt (drop-nofinal.patch)" in run.err, run.err
+
+
 def test_check_reports_drift_and_passes_when_clean(stack):
     root = stack
     run = run_cli(root, "overlays", "--check")

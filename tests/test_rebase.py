@@ -388,8 +388,8 @@ def test_skip_and_abort_keep_the_files_made_in_the_worktree_that_nobody_added(st
     """`git rebase --skip` and `--abort` leave untracked files where they are; patchforge's
     stop worktree goes, and a file made there without `patchforge add` (notes, the start of a
     new module for the fix) went with it. It is now copied under .patchforge/left-behind/ first,
-    byte for byte, and the command says where; the patch's own files (the partial resolution)
-    are not: they are the patch's, and stay where --skip and --abort put the patch."""
+    byte for byte, and the command says where; the patch's own files are not among them (the
+    resolution --abort keeps is kept apart: the test below)."""
     new_commit = conflict_stack(stack, upstream)
     stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
     work = stack.root / ".patchforge" / "work" / "up"
@@ -408,6 +408,38 @@ def test_skip_and_abort_keep_the_files_made_in_the_worktree_that_nobody_added(st
     assert (kept / "notes.txt").read_bytes() == b"\xff remember MI300X\n"
     assert not (kept / "pkg" / "mod.py").exists()
     assert not work.exists()
+
+
+def test_abort_keeps_a_hand_resolution_and_says_where(stack, upstream):
+    """`rebase --abort` typed for `--continue` threw away the resolution made in the stop's
+    worktree without a word (only files nobody added were kept). The patch's files changed
+    since the stop wrote them are now copied, byte for byte, under .patchforge/left-behind/,
+    and the command says where and how to use them; an --abort with nothing changed keeps
+    and says nothing. Copied back at the same stop, they make --continue's patch."""
+    new_commit = conflict_stack(stack, upstream)
+    stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
+    _, _, err = stack.cli("rebase", "--abort")
+    assert "resolution" not in err and "left-behind" not in err, err
+    assert not (stack.root / ".patchforge" / "left-behind").exists()
+
+    stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
+    work = stack.root / ".patchforge" / "work" / "up"
+    resolved = with_lines({2: b"def f2():\n    return -2\n\n",
+                           10: b"def f10():\r\n    return -100\n\n"})
+    (work / "pkg" / "mod.py").write_bytes(resolved)
+    _, _, err = stack.cli("rebase", "--abort")
+    kept = stack.root / ".patchforge" / "left-behind" / "up-1"
+    assert "(a resolution: pkg/mod.py) are kept in .patchforge/left-behind/up-1" in err, err
+    assert (kept / "pkg" / "mod.py").read_bytes() == resolved
+    assert sorted(p.name for p in kept.rglob("*") if p.is_file()) == ["mod.py"]
+    assert not work.exists()
+
+    stack.cli("rebase", "--to", f"up={new_commit}", expect=3)
+    (work / "pkg" / "mod.py").write_bytes((kept / "pkg" / "mod.py").read_bytes())
+    summary = stack.rebase_json("--continue")
+    assert [(p["name"], p["action"]) for p in summary["patches"]] == [
+        ("first.patch", "clean"), ("middle.patch", "resolved"), ("last.patch", "clean")]
+    assert b"return -100" in (stack.root / "series" / "up" / "middle.patch").read_bytes()
 
 
 @pytest.mark.parametrize("how", ["--skip", "--continue"])

@@ -482,6 +482,24 @@ def test_bring_back_abort_keeps_the_files_made_in_its_worktree_that_nobody_added
     assert (project.root / ".patchforge/left-behind/up-1/idea.py").read_bytes() == b"x = 1\n"
 
 
+def test_bring_back_abort_keeps_a_hand_resolution_and_says_where(project):
+    """As `rebase --abort` does: the resolution made in a stopped bring-back's worktree is
+    copied, byte for byte, under .patchforge/left-behind/ before the worktree goes, and the
+    command says where; it was thrown away without a word. Nothing changed: nothing kept."""
+    stopped_on_a(project)
+    project.cli("rebase", "--skip")
+    project.cli("bring-back", "fix-a", expect=3)
+    _, _, err = project.cli("bring-back", "--abort")
+    assert "resolution" not in err and not (project.root / ".patchforge/left-behind").exists()
+    project.cli("bring-back", "fix-a", expect=3)
+    resolved = text({3: b"def f3():\n    return -33\n\n"})
+    (project.work / "pkg/mod.py").write_bytes(resolved)
+    _, _, err = project.cli("bring-back", "--abort")
+    assert "(a resolution: pkg/mod.py) are kept in .patchforge/left-behind/up-1" in err, err
+    assert "patchforge bring-back fix-a" in err, err
+    assert (project.root / ".patchforge/left-behind/up-1/pkg/mod.py").read_bytes() == resolved
+
+
 def test_import_overlay_refuses_a_path_the_upstream_does_not_have(project, tmp_path):
     overlay = tmp_path / "mod.py"
     overlay.write_bytes(text({3: b"def f3():\n    return -3\n\n"}))

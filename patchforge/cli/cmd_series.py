@@ -405,6 +405,12 @@ def bring_back(app, name, cont, abort, upstream):
             from patchforge.cli.output import say_left_behind
 
             say_left_behind(project, *result["left_behind"])
+        if result["resolution_kept"]:
+            from patchforge.cli.output import say_resolution_kept
+
+            directory, files = result["resolution_kept"]
+            say_resolution_kept(project, directory, files,
+                                f"patchforge bring-back {result['name']}")
         return
     with open_store(project, bring_pins=True) as store:
         if cont:

@@ -140,6 +140,16 @@ def say_left_behind(project: Project, directory, files: list[str], *,
          f"{directory.relative_to(project.root)}", err=True)
 
 
+def say_resolution_kept(project: Project, directory, files: list[str], command: str) -> None:
+    """Where `rebase --abort` or `bring-back --abort` kept the stop's files changed by hand
+    (a resolution), and the way to use them when the same stop comes again (stderr)."""
+    shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+    echo(f"note: {len(files)} file(s) changed in the stop's worktree since it stopped (a "
+         f"resolution: {shown}) are kept in {directory.relative_to(project.root)}; to use "
+         f"them, copy them into .patchforge/work/<upstream>/ when `{command}` stops there "
+         "again", err=True)
+
+
 def configure_logging(verbosity: int) -> None:
     """-q: errors only; default: warnings; -v: phase lines (what is being done, with timings);
     -vv: debug (every HTTP request, every git command with its time). All on stderr, so stdout

@@ -93,6 +93,10 @@ def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_
         if abort:
             restored = engine.abort()
             _say_left_behind(project, engine)
+            from patchforge.cli.output import say_resolution_kept
+
+            for directory, files in engine.resolutions_kept:
+                say_resolution_kept(project, directory, files, "patchforge rebase --to")
             if as_json:
                 emit_json({"aborted": True, "restored": restored}, "rebase")
             else:

@@ -25,7 +25,7 @@ from patchforge.project import patch_file_name, read_no_link
 from patchforge.store.diff import added_lines, conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
-                                 keep_unadded, refuse_changed_since_edit,
+                                 keep_resolution, keep_unadded, refuse_changed_since_edit,
                                  refuse_gone_files_left_out,
                                  editing, require_state, require_state_still, series_on_paths,
                                  state_file,
@@ -1231,6 +1231,8 @@ def bring_back_abort(project, upstream: str | None = None) -> dict:
     skipped = _skipped_path(project, upstream, state)
     with RepoLock(project.state_dir):
         kept = keep_unadded(project, upstream)  # files made there that nobody added
+        resolution = keep_resolution(project, upstream)  # the hand resolution so far
         close_worktree(project, upstream)
     return {"upstream": upstream, "name": skipped.name,
-            "path": skipped.relative_to(project.root).as_posix(), "left_behind": kept}
+            "path": skipped.relative_to(project.root).as_posix(), "left_behind": kept,
+            "resolution_kept": resolution}

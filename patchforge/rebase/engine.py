@@ -100,6 +100,9 @@ class Rebase:
         # (directory, files) of what --skip or --abort copied from a worktree before it went:
         # files made there that nobody added (`_keep_unadded`); the CLI says where they are.
         self.left_behind: list[tuple[Path, list[str]]] = []
+        # (directory, files) of a hand resolution --abort copied from a stop's worktree before
+        # it went (`_forget`); the CLI says where.
+        self.resolutions_kept: list[tuple[Path, list[str]]] = []
         # Called with (upstream, patch name) before each patch: the CLI's progress indicator.
         self.on_patch = on_patch or (lambda upstream, name: None)
         # Called once when the write-out (or --abort's restore) waits for commands reading the
@@ -341,6 +344,12 @@ class Rebase:
         """The run's worktrees (their files nobody added kept aside first), then its journal."""
         for upstream in upstreams:
             self._keep_unadded(upstream)
+            if self._existing_worktree(upstream) is not None:
+                from patchforge.worktree import keep_resolution
+
+                kept = keep_resolution(self.project, upstream)
+                if kept is not None:
+                    self.resolutions_kept.append(kept)
             self._remove_worktree(upstream)
         self.journal.remove()
 
