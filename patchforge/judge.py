@@ -7,12 +7,14 @@ between base and target). `status`, `rebase`, `pr` and `bring-back` all decide w
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import re
 import threading
 from typing import TYPE_CHECKING, Callable
 
-from patchforge.apply.hunks import FileApplication, PatchApplications, apply_file_patch
+from patchforge.apply.hunks import (FileApplication, PatchApplications, apply_file_patch,
+                                    made_on, placed_at, repeated_places)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import NOT_AT_BASE, PatchVerdict, assess_patch, created_identically
@@ -90,6 +92,11 @@ class Judgement:
 
 # The status word of a patch that moves, by what detection said; a patch detection judged
 # `conflict` that git's 3-way merge takes cleanly `merges`.
+# How the evidence of a stop on a hunk placed among several matches starts.
+AMBIGUOUS_PLACE = "ambiguous place"
+# The placements of hunks at repeated places a line map's answer is compared with, at most
+# (each a candidate per such hunk of one file patch).
+_PLACEMENTS_TRIED = 64
 _MOVING_STATE = {"applies": "applies", "offset": "offset", "fuzz": "fuzz", "unsure": "unsure",
                  "partial": "partial", "conflict": "merges"}
 
@@ -599,6 +606,8 @@ class SeriesJudge:
         binary_stops: list[str] = []
         unmergeable: list[str] = []  # text patches on files git takes for binary
         merged_any = False
+        repeated: list = []  # hunks whose place neither the file nor a line map decides
+        mapped = False  # a hunk placed by the line map, not by nearness: as a merge places it
         forward = obsolete or verdict.state in ("applies", "offset") or (
             verdict.state == "unsure" and all(f.applied is not None and f.applied.ok
                                               and f.applied.worst in ("exact", "offset")
@@ -655,7 +664,11 @@ class SeriesJudge:
                     fv.applied.worst in ("exact", "offset") else \
                     apply_file_patch(current, fp_target, max_fuzz=0)
                 if application.ok:
-                    after[path_after] = application.content
+                    after[path_after], undecided, moved_by_map = self._placed(
+                        fp, fp_target, base, current, application)
+                    repeated += undecided
+                    merged_any = merged_any or moved_by_map
+                    mapped = mapped or moved_by_map
                     continue
             # 3-way: ours = the target as it stands, base = the old series state before this
             # patch, theirs = that plus the patch.
@@ -706,6 +719,17 @@ class SeriesJudge:
                              files=conflicts, before=before, after=after, evidence=evidence,
                              modes=new_modes, message=f"conflict in {', '.join(conflicts)}"
                              + binary_stop_note(binary_stops) + unmergeable_note(unmergeable))
+        if repeated:
+            where = "; ".join(f"{r.describe()} (put at line {r.at_line})" for r in repeated)
+            return Judgement(name, "stop", "unsure", verdict, stop_kind="unsure",
+                             files=sorted({r.path for r in repeated}), before=before,
+                             after=after, modes=new_modes,
+                             evidence=evidence + [f"{AMBIGUOUS_PLACE}: {r.describe()}"
+                                                  for r in repeated],
+                             message=f"the place of the fix is ambiguous: {where}; the patch "
+                                     "was made on another version of the file, and no line "
+                                     "map of that version to this one decides between them "
+                                     "(nearness to the hunk header's line would be a guess)")
         changes = self.file_changes(before, after, modes, sources, copies)
         if not changes:
             if verdict.state == "unsure":
@@ -720,13 +744,16 @@ class SeriesJudge:
                              evidence=evidence + ["merge result empty"],
                              message="the 3-way merge leaves nothing to change (landed upstream)")
         how = "merged" if merged_any else ("offset" if verdict.state == "offset" else "clean")
-        judgement = Judgement(name, "applies", _MOVING_STATE.get(verdict.state, verdict.state),
+        state = "merges" if mapped else _MOVING_STATE.get(verdict.state, verdict.state)
+        judgement = Judgement(name, "applies", state,
                               verdict, how=how, before=before, after=after, changes=changes,
                               modes=new_modes,
                               unchanged=unchanged and not merged_any, evidence=evidence,
-                              message={"merged": "3-way merged cleanly",
-                                       "offset": "applied with offset",
-                                       "clean": "applied exactly"}[how])
+                              message="placed by the 3-way merge (its context is at more "
+                              "than one place of the file)" if mapped else
+                              {"merged": "3-way merged cleanly",
+                               "offset": "applied with offset",
+                               "clean": "applied exactly"}[how])
         if patch.get_all("Keeps"):
             # Applying is not enough: a fix that applies in the wrong place (or that a later
             # upstream change neutralised) breaks its Keeps: invariants.
@@ -740,6 +767,54 @@ class SeriesJudge:
                 judgement.evidence.extend(broken)
                 judgement.message = "; ".join(broken)
         return judgement
+
+    def _placed(self, fp, fp_target, base: bytes | None, current: bytes | None,
+                application: FileApplication) -> tuple[bytes | None, list, bool]:
+        """(the file after `fp`, the hunks whose place stays undecided (apply.hunks.
+        RepeatedPlace), whether the line map moved one) for a file patch that applied forward
+        to `current` (`application`, its hunks placed by nearness to their headers' lines).
+
+        Where a hunk's pre-image is at more than one place of `current`, nearness decides
+        nothing: upstream inserting lines above a repeated block put the fix into the block
+        before it, every check green. The place the hunk had in the old series' file (`base`)
+        is carried over by the line map of that file to this one, as a 3-way merge of the
+        patch makes it (`git rebase`'s answer): the candidate whose application is that
+        merge's result is taken. No clean merge, or one no candidate gives: undecided.
+        A file as the old series had it keeps the old series' placement (no search), except
+        at the pin, where the old series is this one: there a patch whose `index` line names
+        another pre-image than the file (an earlier patch edited since) is undecided.
+        """
+        content = application.content
+        if fp.binary is not None or current is None or content is None:
+            return content, [], False
+        if current == base:
+            if self.target.commit != self.target.base_commit:
+                return content, [], False
+            repeated = repeated_places(current, fp_target, application)
+            if repeated and made_on(fp, current) is False:
+                return content, repeated, False
+            return content, [], False
+        repeated = repeated_places(current, fp_target, application)
+        if not repeated or made_on(fp, current):
+            return content, [], False
+        theirs = self.applications(base, fp, max_fuzz=2) if base is not None else None
+        if theirs is None or not theirs.ok or theirs.content is None:
+            return content, repeated, False
+        clean, merged = merge_file(base, current, theirs.content, self.labels)
+        if not clean:
+            return content, repeated, False
+        if merged == content:
+            return content, [], False
+        choices = 1
+        for r in repeated:
+            choices *= len(r.candidates)
+        if choices <= _PLACEMENTS_TRIED:
+            for lines in itertools.product(*(r.candidates for r in repeated)):
+                moved = placed_at(current, fp_target, application,
+                                  {r.index: line for r, line in zip(repeated, lines)})
+                if moved == merged:
+                    return moved, [], True
+        return content, repeated, False
 
     def _failing_file_that_conflicts(self, files, early, answers, known):
         """The first (file patch, file verdict) of `files` that does not apply forward and

@@ -710,3 +710,97 @@ class PatchApplications:
         application, old = found
         assert application.edits is not None
         return old, application.edits
+
+
+@record(frozen=True)
+class RepeatedPlace:
+    """A hunk whose pre-image (with the context it was placed with) is at more than one place
+    of the file it was applied to: nearness to its header's line chose `at_line` of
+    `candidates` (1-based lines of that file)."""
+
+    path: str
+    index: int  # the hunk, 0-based
+    at_line: int
+    candidates: tuple[int, ...]
+
+    def describe(self) -> str:
+        lines = ", ".join(str(line) for line in self.candidates)
+        return f"{self.path} hunk #{self.index + 1}: its context is at lines {lines}"
+
+
+def _line_places(content: bytes, pre: bytes) -> list[int]:
+    """The 0-based lines of `content` where `pre` (whole lines; without a final line end it
+    must end the file) starts, in order. Two `bytes.find`s when it is there once."""
+    ends_line = pre.endswith(b"\n")
+    places: list[int] = []
+    line = counted = 0
+    pos = content.find(pre)
+    while pos >= 0:
+        if (pos == 0 or content[pos - 1] == 10) and \
+                (ends_line or pos + len(pre) == len(content)):
+            line += content.count(b"\n", counted, pos)
+            counted = pos
+            places.append(line)
+        pos = content.find(pre, pos + 1)
+    return places
+
+
+def repeated_places(content: bytes | None, fp: FilePatch,
+                    application: FileApplication) -> list[RepeatedPlace]:
+    """The hunks `application` (of `fp` to `content`) placed where their pre-image is not the
+    only match in the file: there the place was chosen by nearness to the header's line alone
+    (as GNU patch and git apply choose), which is right only when the header's line numbers
+    are those of this very file. A hunk anchored at the file's start or end, or without a
+    pre-image, has one place it can go. Costs a search of the file per hunk (one match: the
+    first find, then one that finds nothing)."""
+    if content is None or fp.binary is not None or application.content is None:
+        return []
+    found = []
+    for outcome in application.hunks:
+        if outcome.at_line is None:
+            continue
+        hunk = fp.hunks[outcome.index]
+        cut = _fuzzed(hunk, outcome.fuzz)
+        if cut is None or cut[3] is not None or not cut[1]:
+            continue
+        places = _line_places(content, _cut_sides(hunk, outcome.fuzz, cut)[0])
+        if len(places) > 1:
+            found.append(RepeatedPlace(fp.path, outcome.index, outcome.at_line,
+                                       tuple(line + 1 for line in places)))
+    return found
+
+
+def made_on(fp: FilePatch, content: bytes) -> bool | None:
+    """Whether `content` is the file the patch was made on, by the pre-image blob id of its
+    `index` line (then its header's line numbers are this file's); None without one."""
+    found = _INDEX_LINE.search(fp.raw)
+    if found is None:
+        return None
+    recorded = found.group(1)
+    if not recorded.strip(b"0"):
+        return None  # a creation's
+    return _blob_id(content, len(recorded)).startswith(recorded)
+
+
+def placed_at(content: bytes, fp: FilePatch, application: FileApplication,
+              moved: dict[int, int]) -> bytes | None:
+    """`application`'s content with the hunks of `moved` (index -> 1-based line, one of its
+    RepeatedPlace candidates) placed there instead, each at the fuzz level it was applied
+    with; None when the hunks would then overlap or leave their order."""
+    lines = lines_of(content)
+    out: list[bytes] = []
+    done = 0
+    for outcome in application.hunks:
+        if outcome.at_line is None:
+            continue
+        cut = _fuzzed(fp.hunks[outcome.index], outcome.fuzz)
+        assert cut is not None
+        _, pre, post, _ = cut
+        pos = moved.get(outcome.index, outcome.at_line) - 1
+        if pos < done or not _matches(lines, pos, pre):
+            return None
+        out.extend(lines[done:pos])
+        out.extend(post)
+        done = pos + len(pre)
+    out.extend(lines[done:])
+    return b"".join(out)

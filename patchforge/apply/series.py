@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from patchforge.apply.hunks import FileApplication, HunkOutcome, apply_file_patch
+from patchforge.apply.hunks import (FileApplication, HunkOutcome, apply_file_patch, made_on,
+                                    repeated_places)
 from patchforge.errors import ApplyError, InputError
 from patchforge.model.record import field, record
 
@@ -49,6 +50,9 @@ class PatchOutcome:
 
     name: str
     files: list = field(default_factory=list)  # FileApplication
+    # With apply_series(placement=True): the hunks placed by nearness among several matches
+    # of their pre-image in a file the patch was not made on (apply.hunks.RepeatedPlace).
+    ambiguous: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -118,13 +122,17 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
                  patches: Sequence[tuple[str, PatchFile | PatchPart]], *, max_fuzz: int = 2,
                  strict: bool = True, state: SeriesState | None = None,
                  allow_zero_context: bool = False,
-                 apply: Callable[..., FileApplication] = apply_file_patch) -> SeriesState:
+                 apply: Callable[..., FileApplication] = apply_file_patch,
+                 placement: bool = False) -> SeriesState:
     """Apply `patches` ((name, PatchFile or PatchPart), in order) on top of base files read by
     `read_base`.
 
     With `strict`, a hunk that fails raises ApplyError naming the patch and hunk; otherwise the
     failure is recorded in the outcome and that file keeps its previous content. `apply` is
     apply_file_patch, or a walk's remembered applications (apply.hunks.PatchApplications).
+    `placement`: each outcome also lists the hunks whose place nearness to the header's line
+    chose among several (`PatchOutcome.ambiguous`), in files whose content is not the one the
+    patch's `index` line names (an earlier patch changed since): a search of the file per hunk.
     """
     state = state or SeriesState()
     wanted = sorted({p for _, patch in patches for fp in patch.file_patches
@@ -159,6 +167,10 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
                 if strict:
                     raise ApplyError(describe_failure(name, application))
                 continue
+            if placement and old is not None:
+                repeated = repeated_places(old, fp, application)
+                if repeated and made_on(fp, old) is False:
+                    outcome.ambiguous.extend(repeated)
             target = fp.new_path if fp.new_path is not None else source
             _carry_mode(state, fp, source, target)
             if fp.is_rename and fp.old_path is not None and fp.old_path != fp.new_path:

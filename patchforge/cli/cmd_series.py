@@ -295,9 +295,15 @@ def refresh(app, name, as_json):
             click.echo(f"warning: {later} no longer applies after this change "
                        f"(`patchforge edit {later.removesuffix('.patch')}` opens it on the "
                        "series as it is now, to make its change again)", err=True)
+        for later, where in result["later_ambiguous"].items():
+            click.echo(f"warning: {later}: the place of its change is ambiguous after this "
+                       f"change ({'; '.join(where)}; its line numbers were made on the series "
+                       "before it, so the nearest is a guess): `patchforge edit "
+                       f"{later.removesuffix('.patch')}` shows where it now goes; move it "
+                       "where it belongs and refresh", err=True)
     if result["changed"]:
         say_overlays_lag(project)
-    if result["later_failing"]:
+    if result["later_failing"] or result["later_ambiguous"]:
         sys.exit(EXIT_ATTENTION)
 
 

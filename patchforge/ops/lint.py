@@ -393,10 +393,20 @@ def _apply_checks(project: Project, store: UpstreamStore, upstream, pin, parsed)
     reported: set[tuple[str, str]] = set()
     for profile in profiles:
         selected = [(n, p) for n, p, _ in parsed if applies_to_profile(p, profile)]
-        state = apply_series(read_base, selected, strict=False, allow_zero_context=True)
+        state = apply_series(read_base, selected, strict=False, allow_zero_context=True,
+                             placement=True)
         where = f" (profile {profile})" if profile else ""
         for outcome in state.outcomes:
             label = f"{upstream}/{outcome.name}"
+            for repeated in outcome.ambiguous if outcome.ok else ():
+                key = (outcome.name, repeated.describe())
+                if key not in reported:
+                    reported.add(key)
+                    out.append(Finding(label, "placement", (
+                        f"the place of its change is ambiguous{where}: {repeated.describe()} "
+                        f"(put at line {repeated.at_line}, the nearest to its header's), and "
+                        "its line numbers were made on another version of the file: "
+                        "`patchforge edit` it, move the change where it belongs, refresh")))
             if not outcome.ok:
                 out.append(Finding(label, "apply", f"does not apply on the locked base "
                                                    f"{pin.label}{where}: {_failed_hunks(outcome)}"))

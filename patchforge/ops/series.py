@@ -276,11 +276,12 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
     # The files the patch touched before or touches now: only those changed for the patches
     # after it. Asked before anything is written, of the series as the write leaves it: a
     # later patch that cannot be read fails the refresh here, with nothing changed.
+    ambiguous: dict = {}
     later = check_later_patches(project, store, upstream, file_name,
                                 {*patch.paths, *new_patch.paths},
                                 moves_files=any(_moves_a_file(fp) for fp in
                                                 (*patch.file_patches, *new_patch.file_patches)),
-                                edited=(data, written))
+                                edited=(data, written), ambiguous=ambiguous)
     with RepoLock(project.state_dir):
         # Asked again under the lock: the edit is still this one (a `rename` beside this
         # command renamed its patch, an `edit --close` ended it), and nothing changed the patch
@@ -303,7 +304,9 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
             series_changed(project)
             close_worktree(project, upstream)
     return {"upstream": upstream, "name": file_name, "changed": changed,
-            "files": [c[0] for c in changes], "later_failing": later}
+            "files": [c[0] for c in changes], "later_failing": later,
+            "later_ambiguous": {name: [r.describe() for r in found]
+                                for name, found in ambiguous.items()}}
 
 
 def close_open_edit(project: Project, store: UpstreamStore, name: str | None = None, *,
@@ -396,7 +399,8 @@ def _require_listed(project: Project, upstream: str, state: dict) -> None:
 
 def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
                         file_name: str, paths, *, moves_files: bool = False,
-                        edited: tuple[bytes, PatchFile] | None = None) -> list[str]:
+                        edited: tuple[bytes, PatchFile] | None = None,
+                        ambiguous: dict | None = None) -> list[str]:
     """Names of the patches after `file_name` that do not apply on the series before them to
     `paths` (the files a change of `file_name` touched, before or after it) or to a file they
     are renamed or copied to or from. Only those files are taken through the series: a later
@@ -408,7 +412,9 @@ def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
     (or the reverse: `d` against `d/x`), which no file of `paths` names: the whole series is
     walked for creations that collide at, above or below `paths`, profile by profile.
     `edited` (bytes, PatchFile) stands for `file_name`'s file: the series as a refresh leaves
-    it, asked before the refresh writes."""
+    it, asked before the refresh writes. `ambiguous` (a dict) is given, per later patch that
+    applies, the hunks whose place among several matches the change made a guess of
+    (apply_series' `placement`): their line numbers were made on the series before it."""
     names = project.patch_names(upstream)
     if file_name not in names:
         return []
@@ -416,9 +422,12 @@ def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
     state = apply_series(lambda wanted: store.read_blobs(pin.commit, wanted),
                          series_on_paths(project, upstream, paths,
                                          edited=(file_name, *edited) if edited else None),
-                         strict=False)
+                         strict=False, placement=True)
     later = set(names[names.index(file_name) + 1:])
     failing = {o.name for o in state.outcomes if o.name in later and not o.ok}
+    if ambiguous is not None:
+        ambiguous.update({o.name: o.ambiguous for o in state.outcomes
+                          if o.name in later and o.ok and o.ambiguous})
     if moves_files:
         failing |= _later_collisions(project, store, upstream, pin.commit, later, set(paths),
                                      {file_name: edited[1]} if edited else {})

@@ -28,8 +28,8 @@ from patchforge.apply.series import SeriesState, apply_series
 from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
-from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
-                              read_history, where_landed)
+from patchforge.judge import (AMBIGUOUS_PLACE, HistoryIndex, LazyHistory, SeriesJudge, Target,
+                              _patch_paths, read_history, where_landed)
 from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
@@ -665,6 +665,10 @@ class Rebase:
                 message += (": re-create the fix in the worktree (`patchforge add PATH`), "
                             "drop the patch's change to the file and keep the rest "
                             "(`patchforge rm PATH`), or --skip it")
+            elif kind == "unsure" and any(item.startswith(AMBIGUOUS_PLACE)
+                                          for item in judgement.evidence):
+                message += ": the worktree has the change at the nearest of them; move it " \
+                    "where it belongs (or leave it) and --continue"
             elif kind == "unsure":
                 message += ": if the target has the fix, `--skip` sets the patch aside; " \
                     "if not, make its change in the worktree and --continue"

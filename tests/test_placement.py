@@ -1,0 +1,165 @@
+"""A hunk whose context is at more than one place of the file it meets: its place is carried over
+by where it was (the line map a 3-way merge makes), never guessed by nearness to its header's
+line. Real git upstreams, real commands: `rebase --to`, `status`, `refresh`, `lint`.
+
+The file holds three identical blocks; the fix changes block 2. Lines inserted above by
+upstream (or by an earlier patch) put block 1 where block 2 was: GNU patch and `git apply`
+then change block 1, `git rebase` keeps block 2.
+"""
+from __future__ import annotations
+
+import subprocess
+
+from helpers.cli import run_cli
+from helpers.git import git
+from helpers.project import OneUpstreamStack
+
+BLOCK = [b"    a = load()\n", b"    if a:\n", b"        use(a)\n", b"    b = a + 1\n",
+         b"    CHECK = False\n", b"    c = b * 2\n", b"    log(c)\n", b"    return c\n",
+         *[b"    pass\n"] * 11, b"\n"]
+THREE = BLOCK * 3
+
+
+def lines_of(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+def fixed(lines: list[bytes], block: int) -> list[bytes]:
+    """`lines` with CHECK = True in the `block`-th (1-based) of its CHECK lines."""
+    out = list(lines)
+    at = [k for k, line in enumerate(out) if line == b"    CHECK = False\n"][block - 1]
+    out[at] = b"    CHECK = True\n"
+    return out
+
+
+def header(count: int) -> list[bytes]:
+    return [b"# header %d\n" % i for i in range(count)]
+
+
+def checked_blocks(data: bytes) -> list[int]:
+    """Which CHECK lines (1-based, in order) say True."""
+    checks = [line for line in lines_of(data) if line.strip().startswith(b"CHECK")]
+    return [k + 1 for k, line in enumerate(checks) if b"True" in line]
+
+
+def stack_with_fix(tmp_path) -> OneUpstreamStack:
+    stack = OneUpstreamStack(tmp_path, {"pkg/m.py": b"".join(THREE)})
+    stack.add_fix("fix", "pkg/m.py", b"".join(THREE), b"".join(fixed(THREE, 2)))
+    return stack
+
+
+def applied_with_git(stack: OneUpstreamStack, rev: str, patch: bytes) -> bytes:
+    """pkg/m.py at `rev` with the patch applied by `git apply` (which places by the header)."""
+    git(stack.up, "checkout", "-q", rev)
+    try:
+        subprocess.run(["git", "apply", "-"], cwd=stack.up, input=patch, check=True,
+                       capture_output=True)
+        return (stack.up / "pkg" / "m.py").read_bytes()
+    finally:
+        git(stack.up, "checkout", "-q", "--", ".")
+        git(stack.up, "checkout", "-q", "main")
+
+
+def rebased_block(stack: OneUpstreamStack, target: str) -> tuple[dict, list[int]]:
+    summary = stack.rebase_json("--to", f"up={target}")
+    return summary, checked_blocks(applied_with_git(stack, target, stack.patch("up", "fix")))
+
+
+def test_upstream_inserting_a_block_length_above_keeps_the_fix_in_its_block(tmp_path):
+    stack = stack_with_fix(tmp_path)
+    v2 = stack.commit({"pkg/m.py": b"".join(header(20) + THREE)}, "v2")
+    status = stack.json("status", "--against", f"up={v2}", expect=1)
+    summary, blocks = rebased_block(stack, v2)
+    (patch,) = summary["patches"]
+    # Before: "clean, applied exactly", the fix in block 1 (where block 2 was).
+    assert blocks == [2]
+    assert patch["action"] == "merged" and "placed by the 3-way merge" in patch["detail"]
+    assert [p["state"] for p in status["patches"]] == ["merges"]  # status says what rebase does
+
+
+def test_upstream_inserting_lines_above_keeps_the_fix_in_its_block_at_an_offset(tmp_path):
+    stack = stack_with_fix(tmp_path)
+    v2 = stack.commit({"pkg/m.py": b"".join(header(15) + THREE)}, "v2")
+    _, blocks = rebased_block(stack, v2)
+    assert blocks == [2]  # before: "offset", the fix in block 1
+
+
+def test_the_map_decides_with_upstream_changes_elsewhere_in_a_file_of_repeated_blocks(tmp_path):
+    stack = stack_with_fix(tmp_path)
+    changed = list(THREE)
+    changed[43] = b"    b = a + 3\n"  # block 3 changed: two identical blocks left
+    v2 = stack.commit({"pkg/m.py": b"".join(header(20) + changed + [b"# end\n"])}, "v2")
+    summary, blocks = rebased_block(stack, v2)
+    assert summary["stopped"] is None and summary["written"] is True
+    assert blocks == [2]  # before: block 1
+    # The new patch is made on the target: its header's lines are the right block's, and
+    # another rebase onto the same file is the plain case again.
+    assert b"@@ -42,7 +42,7 @@" in stack.patch("up", "fix")
+
+
+def test_where_the_map_agrees_with_the_nearest_place_the_rebase_stays_clean(tmp_path):
+    stack = stack_with_fix(tmp_path)
+    v2 = stack.commit({"pkg/m.py": b"".join(THREE + [b"# appended\n"])}, "v2")
+    summary, blocks = rebased_block(stack, v2)
+    assert [p["action"] for p in summary["patches"]] == ["clean"]
+    assert blocks == [2]
+
+
+def test_a_place_the_map_cannot_decide_stops_the_rebase_naming_the_file_and_lines(tmp_path):
+    stack = stack_with_fix(tmp_path)
+    changed = list(THREE)
+    changed[23] = b"    b = a + 2\n"  # next to the fix's line, in block 2 itself
+    v2 = stack.commit({"pkg/m.py": b"".join(header(20) + changed)}, "v2")
+    status = stack.json("status", "--against", f"up={v2}", expect=1)
+    assert [p["state"] for p in status["patches"]] == ["unsure"]
+    code, _, err = stack.cli("rebase", "--to", f"up={v2}", expect=None)
+    # Before: "applied exactly" into block 1, exit 0.
+    assert code != 0
+    assert "the place of the fix is ambiguous: pkg/m.py hunk #1: its context is at lines " \
+        "22, 62" in err
+    # The fix is not lost: the worktree holds it (at the nearest place), to be moved.
+    work = stack.root / ".patchforge" / "work" / "up" / "pkg" / "m.py"
+    assert checked_blocks(work.read_bytes()) == [1]
+    lines = lines_of(work.read_bytes())
+    lines[22 + 3 - 1] = b"    CHECK = False\n"
+    lines[62 + 3 - 1] = b"    CHECK = True\n"
+    work.write_bytes(b"".join(lines))
+    stack.cli("rebase", "--continue")
+    assert checked_blocks(applied_with_git(stack, v2, stack.patch("up", "fix"))) == [3]
+
+
+def test_an_earlier_patch_shifting_a_later_ones_block_is_reported_not_applied(tmp_path):
+    top = [b"# top\n"]
+    stack = OneUpstreamStack(tmp_path, {"pkg/m.py": b"".join(top + THREE)})
+    work = stack.root / ".patchforge" / "work" / "up" / "pkg" / "m.py"
+
+    def cli(*args, expect=0):
+        result = run_cli(stack.root, *args)
+        assert expect is None or result.rc == expect, (args, result.out, result.err)
+        return result
+
+    cli("new", "fix-a", "--file", "pkg/m.py", "-m", "A")
+    work.write_bytes(b"".join([b"# top (A)\n"] + THREE))
+    cli("refresh")
+    cli("new", "fix-b", "--file", "pkg/m.py", "-m", "B")
+    work.write_bytes(b"".join([b"# top (A)\n"] + fixed(THREE, 2)))
+    cli("refresh")
+    cli("lint", expect=None)
+    assert "placement" not in cli("lint", expect=None).out
+    cli("edit", "fix-a")
+    work.write_bytes(b"".join([b"# top (A)\n"] + header(20) + THREE))
+    refreshed = cli("refresh", expect=1)
+    # Before: refresh exit 0, saying nothing; status "applies"; the overlay had B in block 1.
+    assert "warning: fix-b.patch: the place of its change is ambiguous after this change " \
+        "(pkg/m.py hunk #1: its context is at lines 23, 43, 63" in refreshed.err
+    status = cli("status", "--json", expect=1).out
+    assert '"unsure"' in status and "ambiguous place: pkg/m.py hunk #1" in status
+    lint = cli("lint", expect=1).out
+    assert "placement" in lint and "fix-b" in lint
+    # Moved where it belongs and refreshed, it is made on this file: nothing to say.
+    cli("edit", "fix-b")
+    assert checked_blocks(work.read_bytes()) == [1]
+    work.write_bytes(b"".join([b"# top (A)\n"] + header(20) + fixed(THREE, 2)))
+    cli("refresh")
+    assert "placement" not in cli("lint", expect=None).out
+    cli("status")
