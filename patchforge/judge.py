@@ -797,8 +797,10 @@ class SeriesJudge:
         repeated = repeated_places(current, fp_target, application)
         if not repeated or made_on(fp, current):
             return content, [], False
-        theirs = self.applications(base, fp, max_fuzz=2) if base is not None else None
-        if theirs is None or not theirs.ok or theirs.content is None:
+        if base is None:
+            return content, repeated, False
+        theirs = self.applications(base, fp, max_fuzz=2)
+        if not theirs.ok or theirs.content is None:
             return content, repeated, False
         clean, merged = merge_file(base, current, theirs.content, self.labels)
         if not clean:
