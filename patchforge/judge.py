@@ -14,7 +14,7 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.hunks import (FileApplication, PatchApplications, apply_file_patch,
-                                    made_on, placed_at, repeated_places)
+                                    made_on, mapped_places, placed_at, repeated_places)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import NOT_AT_BASE, PatchVerdict, assess_patch, created_identically
@@ -777,8 +777,9 @@ class SeriesJudge:
         Where a hunk's pre-image is at more than one place of `current`, nearness decides
         nothing: upstream inserting lines above a repeated block put the fix into the block
         before it, every check green. The place the hunk had in the old series' file (`base`)
-        is carried over by the line map of that file to this one, as a 3-way merge of the
-        patch makes it (`git rebase`'s answer): the candidate whose application is that
+        is carried over by the line map of that file to this one: the lines around it that
+        each file has once, with the same lines between them (`mapped_places`), else a 3-way
+        merge of the patch (`git rebase`'s answer): the candidate whose application is that
         merge's result is taken. No clean merge, or one no candidate gives: undecided.
         A file as the old series had it keeps the old series' placement (no search), except
         at the pin, where the old series is this one: there a patch whose `index` line names
@@ -802,6 +803,17 @@ class SeriesJudge:
         theirs = self.applications(base, fp, max_fuzz=2)
         if not theirs.ok or theirs.content is None:
             return content, repeated, False
+        # The lines around the place, where they decide (no git process): most repeated
+        # contexts in real code sit between lines each file has once.
+        places = mapped_places(base, current, fp, theirs, application, repeated)
+        if places is not None:
+            moves = {index: line for index, line in places.items()
+                     if line != next(r.at_line for r in repeated if r.index == index)}
+            if not moves:
+                return content, [], False
+            moved = placed_at(current, fp_target, application, moves)
+            if moved is not None:
+                return moved, [], True
         clean, merged = merge_file(base, current, theirs.content, self.labels)
         if not clean:
             return content, repeated, False

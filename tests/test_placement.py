@@ -163,3 +163,29 @@ def test_an_earlier_patch_shifting_a_later_ones_block_is_reported_not_applied(tm
     cli("refresh")
     assert "placement" not in cli("lint", expect=None).out
     cli("status")
+
+
+def test_blocks_between_lines_each_file_has_once_are_mapped_by_those_lines(tmp_path):
+    """Real code: the repeated lines sit in functions whose `def` lines are each there once;
+    those lines map the place (no merge needed), wherever upstream's changes are."""
+    named = [b"def one():\n", *BLOCK, b"def two():\n", *BLOCK, b"def three():\n", *BLOCK]
+    stack = OneUpstreamStack(tmp_path, {"pkg/m.py": b"".join(named)})
+    stack.add_fix("fix", "pkg/m.py", b"".join(named), b"".join(fixed(named, 2)))
+    changed = header(21) + named[:-3] + [b"    return None\n", b"\n", b"\n"]
+    v2 = stack.commit({"pkg/m.py": b"".join(changed)}, "v2")
+    summary, blocks = rebased_block(stack, v2)
+    assert blocks == [2]  # before: block 1
+    assert [p["action"] for p in summary["patches"]] == ["merged"]
+
+
+def test_a_line_map_by_the_lines_each_file_has_once():
+    from patchforge.apply.hunks import mapped_line
+
+    old = b"a\nx\nx\nb\nx\nx\nc\n"
+    # Three lines above, the same lines between `b` and `c`: line 5 is line 8.
+    assert mapped_line(old, b"n\nn\nn\n" + old, 5, 2) == 8
+    # The lines between the anchors changed: the map does not say.
+    assert mapped_line(old, b"a\nx\nx\nb\nx\ny\nx\nc\n", 5, 2) is None
+    # No line there once in either file: the whole files are compared.
+    assert mapped_line(b"x\nx\n", b"x\nx\n", 2, 1) == 2
+    assert mapped_line(b"x\nx\n", b"y\nx\nx\n", 2, 1) is None

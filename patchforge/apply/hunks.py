@@ -804,3 +804,69 @@ def placed_at(content: bytes, fp: FilePatch, application: FileApplication,
         done = pos + len(pre)
     out.extend(lines[done:])
     return b"".join(out)
+
+
+def mapped_line(old: bytes, new: bytes, line: int, count: int) -> int | None:
+    """Where the `count` lines at `line` (1-based) of `old` are in `new`, by the lines around
+    them that each file has once (the anchors a patience diff aligns): the nearest such line
+    above them and below them (or the file's start and end), when everything between the two
+    is the same in both files. None when that does not say (no such anchors, or the lines
+    between them changed): a 3-way merge's map is asked then, a git process. A repeated
+    block in real code sits between lines each file has once; upstream's changes are
+    elsewhere, mostly."""
+    old_lines, new_lines = lines_of(old), lines_of(new)
+
+    def only(lines: Lines, text: bytes) -> int | None:
+        """Where `text` is in `lines` when it is there once: by a scan for it (the nearest
+        lines are most often such lines already), by the whole index after a few."""
+        if lines.indexed():
+            first, last = lines.where()
+            at = first.get(text)
+            return at if at is not None and at == last[text] else None
+        found = lines.positions(text)
+        return found[0] if len(found) == 1 else None
+
+    def anchor(k: int) -> int | None:
+        """The line of `new` that is line `k` of `old`, both lines the only one of its kind."""
+        text = old_lines[k]
+        return None if only(old_lines, text) is None else only(new_lines, text)
+
+    start = line - 1
+    above, above_new = -1, -1
+    for k in range(start - 1, -1, -1):
+        found = anchor(k)
+        if found is not None:
+            above, above_new = k, found
+            break
+    below, below_new = len(old_lines), len(new_lines)
+    for k in range(start + count, len(old_lines)):
+        found = anchor(k)
+        if found is not None:
+            below, below_new = k, found
+            break
+    if above_new >= below_new or \
+            old_lines[above + 1:below] != new_lines[above_new + 1:below_new]:
+        return None
+    return above_new + (start - above) + 1
+
+
+def mapped_places(old: bytes, new: bytes, fp: FilePatch, old_application: FileApplication,
+                  application: FileApplication, repeated: list[RepeatedPlace]
+                  ) -> dict[int, int] | None:
+    """For each hunk of `repeated` (placed in `new` by `application`), the line of `new` its
+    place in `old` (where `old_application` put it) maps to by `mapped_line`, when that line
+    is one of its candidates; None when the anchors do not decide for every one of them."""
+    before = {o.index: o for o in old_application.hunks}
+    now = {o.index: o for o in application.hunks}
+    places = {}
+    for r in repeated:
+        was = before.get(r.index)
+        if was is None or was.at_line is None or was.fuzz != now[r.index].fuzz:
+            return None
+        cut = _fuzzed(fp.hunks[r.index], was.fuzz)
+        assert cut is not None
+        line = mapped_line(old, new, was.at_line, len(cut[1]))
+        if line not in r.candidates:
+            return None
+        places[r.index] = line
+    return places
