@@ -7,7 +7,7 @@ import contextlib
 import sys
 
 from patchforge.cli import target_specs
-from patchforge.cli.output import Progress, echo, emit_json, table
+from patchforge.cli.output import Progress, echo, emit_json, paint, table
 from patchforge.errors import ConflictStop, InProgressError, PatchforgeError, UsageError
 
 ACTION_COLORS = {"clean": "green", "offset": "green", "merged": "yellow", "resolved": "yellow",
@@ -29,6 +29,11 @@ def render_summary(summary: dict, app) -> None:
     if summary.get("range_diff"):
         echo("\nrange-diff of the old series against the new one:")
         echo(summary["range_diff"].rstrip())
+    for item in summary.get("reverted", []):
+        echo(paint(f"reverted upstream (needs attention): {item['message']}", "yellow",
+                   app.color))
+    for item in summary.get("gone_upstream", []):
+        echo(f"note: {item['message']}")
     if summary["dry_run"]:
         echo("(dry run: nothing was written)")
 

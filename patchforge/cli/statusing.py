@@ -35,6 +35,19 @@ def departed_fixes(project: Project) -> list[dict]:
     return out
 
 
+def upstreamed_gone(project: Project, store, targets) -> list:
+    """The fixes under upstreamed/ whose change each target's files no longer have, judged at
+    the target itself (the pin, or --against's revision): never from what an earlier command
+    found at another revision."""
+    kept = [name for name in targets if (project.series_dir(name) / "upstreamed").is_dir()]
+    if not kept:
+        return []  # nothing kept: the check's module is not even loaded
+    from patchforge.reverts import gone_upstream
+
+    return [gone for name in kept
+            for gone in gone_upstream(project, store, name, targets[name].commit)]
+
+
 def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], strict: bool,
                as_json: bool, html_out: str | None = None, output_format: str = "text") -> None:
     """`status [--against SPEC]... [SPEC]... [--strict] [--json] [--html FILE] [--format F]`."""
@@ -78,7 +91,14 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                               "path": path.relative_to(project.root).as_posix()}
                              for upstream, name, path in unlisted_fixes(project)],
             }
-    busy = busy or bool(document["unlisted"])
+        # Fixes under upstreamed/ whose change the target no longer has: `reverted` (proven:
+        # needs attention), `gone_upstream` (taken out otherwise: a note). Judged after the
+        # read lock: a file of a kept fix the store lacks is fetched here, and no rebase's
+        # write-out waits for that.
+        gone = upstreamed_gone(project, store, targets)
+        document["reverted"] = [g.to_json() for g in gone if g.reverted]
+        document["gone_upstream"] = [g.to_json() for g in gone if not g.reverted]
+    busy = busy or bool(document["unlisted"]) or bool(document["reverted"])
     # The exit status is this too (1), with --strict also a patch that applies only with fuzz.
     document["needs_attention"] = document["needs_attention"] or busy
     if html_out:
@@ -134,6 +154,11 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
         for fix in document["skipped"]:
             echo(paint(f"skipped (needs attention): {fix['upstream']}/{fix['name']}",
                        "yellow", app.color))
+        for fix in document["reverted"]:
+            echo(paint(f"reverted upstream (needs attention): {fix['message']}", "yellow",
+                       app.color))
+        for fix in document["gone_upstream"]:
+            echo(f"note: {fix['message']}")
         configured = set(project.upstream_names())
         for fix in document["unlisted"]:
             if fix["upstream"] not in configured:

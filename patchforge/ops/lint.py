@@ -118,10 +118,29 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
         findings += [Finding(f"{upstream}/{name}", "overlays", message)
                      for message, upstream, name in shared_targets(project, parsed_series)]
     findings += ledger_findings(project)
+    findings += _reverted_upstream(project, store)
     findings += _line_end_attributes(project)
     if not any(f.check in ("apply", "parse") and f.severity == "error" for f in findings):
         findings += _stale_overlays(project, store)
     return findings
+
+
+def _reverted_upstream(project: Project, store: UpstreamStore) -> list[Finding]:
+    """A fix kept under upstreamed/ that a revert took out of the pinned revision's files
+    (reverts.gone_upstream, judged at the pin): no longer deployed by anything, an error until
+    it is brought back or deleted. Taken out otherwise (other work, a pin before the landing)
+    is `status`'s note, not a finding."""
+    found: list[Finding] = []
+    for upstream in project.upstream_names():
+        pin = project.lock.upstreams.get(upstream)
+        if pin is None or not (project.series_dir(upstream) / "upstreamed").is_dir():
+            continue
+        from patchforge.reverts import gone_upstream
+
+        found += [Finding(f"{upstream}/upstreamed/{gone.name}", "series", gone.message())
+                  for gone in gone_upstream(project, store, upstream, pin.commit)
+                  if gone.reverted]
+    return found
 
 
 def _line_end_attributes(project: Project) -> list[Finding]:

@@ -965,6 +965,58 @@ def _where_else(project: Project, upstream: str | None, file_name: str) -> str:
     return ""
 
 
+def _kept_upstreamed(project: Project, name: str) -> list[tuple[str, str]]:
+    """(upstream, file name) of the fix NAME kept under upstreamed/ (itself, not a numbered
+    copy) when no skipped fix has that name: bring-back takes it from there."""
+    upstream = None
+    if "/" in name:
+        upstream, name = name.split("/", 1)
+    file_name = patch_file_name(name)
+    from patchforge.state import skipped_fixes
+
+    if any(f.name == file_name and upstream in (None, f.upstream)
+           for f in skipped_fixes(project)):
+        return []
+    return [(u, kept) for u, place, kept in project.kept_aside(upstream, file_name)
+            if place == "upstreamed" and kept == file_name]
+
+
+def _kept_to_skipped(project: Project, store: UpstreamStore, name: str):
+    """A fix kept under upstreamed/ whose change the pin's files no longer have (upstream
+    reverted it, or took it out otherwise: reverts.gone_upstream, judged at the pin) moved
+    into skipped/, from where bring-back puts it back as it puts back any skipped fix. One
+    upstream still has is refused: nothing is moved."""
+    from patchforge.reverts import gone_upstream
+
+    kept = _kept_upstreamed(project, name)
+    if len(kept) > 1:
+        raise UsageError(f"{name!r} is kept under upstreamed/ in several series "
+                         f"({', '.join(u for u, _ in kept)}); say UPSTREAM/{name}")
+    upstream, file_name = kept[0]
+    # Refused as bring-back is refused (a rebase stopped, an edit open) before anything moves.
+    require_state(project, "bring-back", [upstream], store=store)
+    pin = project.lock.pin(upstream)
+    aside = project.series_dir(upstream) / "upstreamed" / file_name
+    if not any(g.name == file_name for g in gone_upstream(project, store, upstream, pin.commit)):
+        raise UsageError(f"{upstream}/{file_name} is kept in series/{upstream}/upstreamed/ and "
+                         f"upstream has its change at the pin ({pin.label}), or changed that "
+                         "code otherwise: nothing to bring back",
+                         hint=f"to put it back anyway, move it into series/{upstream}/skipped/ "
+                              f"and run `patchforge bring-back {upstream}/{file_name}`")
+    skipped = project.series_dir(upstream) / "skipped" / file_name
+    if skipped.exists():
+        raise UsageError(f"series/{upstream}/skipped/{file_name} exists already",
+                         hint="bring that one back or move it away first")
+    with RepoLock(project.state_dir), writing_project(project.root):
+        data = read_no_link(aside)
+        skipped.parent.mkdir(exist_ok=True)
+        # Written there before it leaves upstreamed/: a kill between leaves two copies, never
+        # none.
+        atomic_write(skipped, data)
+        atomic_delete(aside)
+    return find_skipped(project, f"{upstream}/{file_name}")
+
+
 def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     """Put a skipped fix back at the end of its series, moved onto the current base by the one
     judge (the same 3-way path a rebase takes). Landed meanwhile: it goes to upstreamed/. When it
@@ -975,7 +1027,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     The fix is written into the series before it leaves skipped/, so a kill never loses it."""
     from patchforge.judge import SeriesJudge, Target
 
-    fix = find_skipped(project, name)
+    fix = find_skipped(project, name) if not _kept_upstreamed(project, name) else \
+        _kept_to_skipped(project, store, name)
     upstream = fix.upstream
     allowed = require_state(project, "bring-back", [upstream], store=store)
     raw = read_no_link(fix.path)

@@ -1184,13 +1184,15 @@ class Rebase:
                     (place / entry).unlink(missing_ok=True)
 
     # --- reporting ----------------------------------------------------------------------------
-    def _summary(self, *, written: bool) -> dict:
+    def _summary(self, *, written: bool, kept: bool = True) -> dict:
+        """The run's summary; with `kept`, also the fixes under upstreamed/ whose change the
+        new target no longer has (`reverted`, `gone_upstream`, each only when not empty)."""
         run = self._run_record
         results = [r for entry in run.upstreams.values() for r in entry.results]
         counts = {action: 0 for action in ACTIONS}
         for r in results:
             counts[r.action] += 1
-        return {
+        summary = {
             "dry_run": run.dry_run,
             "written": written,
             "upstreams": {u: {"from": e.old.label, "from_commit": e.old.commit,
@@ -1202,10 +1204,34 @@ class Rebase:
             "range_diff": "",
             "stopped": None,
         }
+        if kept:
+            summary.update(self._kept_gone(results))
+        return summary
+
+    def _kept_gone(self, results) -> dict:
+        """The fixes kept under upstreamed/ (not those this run drops: landed at the target by
+        its own judgement) whose change the new target's files no longer have, judged at the
+        target (reverts.gone_upstream): a landing upstream reverted is said by the rebase that
+        reaches the revert, never left to sit in upstreamed/ without a word."""
+        upstreams = {upstream: entry for upstream, entry in self._run_record.upstreams.items()
+                     if (self.project.series_dir(upstream) / "upstreamed").is_dir()}
+        if not upstreams:
+            return {}  # nothing kept: the check's module is not even loaded
+        from patchforge.reverts import gone_upstream
+
+        found = []
+        for upstream, entry in upstreams.items():
+            dropped = frozenset(r.name for r in results
+                                if r.upstream == upstream and r.destination == "upstreamed")
+            found += gone_upstream(self.project, self.store, upstream, entry.new.commit,
+                                   skip=dropped)
+        return {key: value for key, value in (
+            ("reverted", [g.to_json() for g in found if g.reverted]),
+            ("gone_upstream", [g.to_json() for g in found if not g.reverted])) if value}
 
     def stop_document(self, message: str) -> dict:
         """The `--json` document of a run that stopped: the summary so far and the stop."""
-        summary = self._summary(written=False)
+        summary = self._summary(written=False, kept=False)
         stop = self._run_record.stopped
         stopped = stop.to_json() if stop is not None else {}
         stopped["message"] = message

@@ -1202,6 +1202,31 @@ class UpstreamStore:
                         f"{old}..{new}", "--", *paths)
         return out.split()
 
+    def path_log(self, old: str, new: str, paths: list[str]) -> list[tuple[str, list[str], bytes]]:
+        """(commit, parents, message) of every commit after `old` up to `new` that changes
+        `paths`, newest first by ancestry, merges and side branches included: without
+        --full-history git's default simplification drops a side branch whose merge left the
+        paths as its first parent had them, and a change made there (a revert merged in
+        later) would never be seen. Reads no file content."""
+        if not paths:
+            return []
+        out = self._run("log", "--full-history", "--topo-order", "--format=%x00%H %P%n%B",
+                        f"{old}..{new}", "--", *paths, what="reading upstream history").stdout
+        found = []
+        for record in out.split(b"\0")[1:]:
+            head, _, message = record.partition(b"\n")
+            ids = head.decode().split()
+            if ids:
+                found.append((ids[0], ids[1:], message))
+        return found
+
+    def added_files(self, commit: str) -> list[str]:
+        """The files `commit` adds against its first parent (no rename detection), sorted."""
+        out = self._run("diff-tree", "-r", "-z", "--no-renames", "--name-only",
+                        "--diff-filter=A", "--no-commit-id", f"{commit}^", commit,
+                        what="reading upstream history").stdout
+        return sorted(decode_path(name) for name in out.split(b"\0") if name)
+
     def is_ancestor(self, a: str, b: str) -> bool:
         # Ancestry of two commit ids never changes: ask git once per pair (status asks the same
         # base/target question for every landed patch).

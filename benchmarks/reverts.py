@@ -1,0 +1,180 @@
+"""The reverted-landing check (patchforge.reverts: the tree first, the history to name the commit)
+on the real AITER history: what it says and what it costs.
+
+    python3 benchmarks/reverts.py [--repo DIR] [--samples 150] [--seed 1] [--runs 5]
+
+Each landing is a fix made from a real commit X (its diff of text files, at most 20 of them),
+kept as under upstreamed/ with `Applied-Upstream: commit:X` and `Base: X^`, then judged at a
+revision as `status` and `rebase --to` judge it.
+1. Known reverts: every commit whose message says `This reverts commit X`, X taken as the
+   landing, judged at the revert (it must be said reverted, by that commit) and at the head
+   (said, or quiet where upstream has the change again or changed the code since). And
+   `fc91146141` ("Revert DO runner smoke test", no such line), the exact reverse of
+   `be195d1638`, judged at itself.
+2. Ordinary landings: `--samples` commits drawn at random (`--seed`), judged at the head:
+   every one said (reverted, or a quiet note) is printed with the commit named, to be read.
+3. Cost: 30 landings judged at a revision 50 and 300 first-parent commits after them, median
+   of `--runs` runs (a fresh store each run), and the same with the one revert among them. Run
+   `uptime` first; the machine's load moves these figures.
+The repository is read, never written: `--repo` (default: the bare mirror the other benchmarks
+use, /work/.mirror/ROCm+aiter/repo).
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from patchforge.reverts import _file_state, _parse, judge_kept  # noqa: E402
+from patchforge.store.gitstore import UpstreamStore  # noqa: E402
+
+HAND_MADE = ("fc91146141", "be195d1638")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", type=Path, default=Path("/work/.mirror/ROCm+aiter/repo"))
+    parser.add_argument("--samples", type=int, default=150)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    repo = args.repo
+
+    def git(*words: str) -> str:
+        return subprocess.run(["git", "--git-dir", str(repo), *words], capture_output=True,
+                              text=True, check=True).stdout
+
+    made: dict[str, bytes | None] = {}
+
+    def kept(commit: str) -> bytes | None:
+        """The fix file of a landing `commit`: its diff of text files (at most 20)."""
+        if commit not in made:
+            numstat = git("diff-tree", "--no-commit-id", "-r", "--numstat", "--no-renames",
+                          f"{commit}^", commit)
+            files = [line.split("\t", 2)[2] for line in numstat.splitlines()
+                     if line and not line.startswith("-\t")][:20]
+            diff = subprocess.run(["git", "--git-dir", str(repo), "diff", "--full-index",
+                                   "--no-renames", f"{commit}^", commit, "--", *files],
+                                  capture_output=True, check=True).stdout if files else b""
+            made[commit] = (f"Description: landing {commit[:10]}\nApplied-Upstream: "
+                            f"commit:{commit}\nBase: {git('rev-parse', commit + '^').strip()}"
+                            "\n\nmade from the commit\n---\n").encode() + diff \
+                if diff.strip() else None
+        return made[commit]
+
+    def judge(store: UpstreamStore, commit: str, at: str):
+        data = kept(commit)
+        if data is None:
+            return "no text change"
+        return judge_kept(store, "aiter", f"{commit[:10]}.patch",
+                          f"series/aiter/upstreamed/{commit[:10]}.patch", data, at)
+
+    def said(found) -> str:
+        if found is None:
+            return "quiet"
+        if isinstance(found, str):
+            return found
+        return f"{found.kind}" + (f" by {found.by[:10]}" if found.by else "") + \
+            f" ({found.detail})"
+
+    def tree(store: UpstreamStore, commit: str, at: str) -> str:
+        """Why a landing is not said at `at`: the landing not in its history, or each of its
+        files' state there (present, gone: the pre-image back exactly, other)."""
+        if not store.is_ancestor(commit, at):
+            return "the landing is not in its history (a commit of another branch)"
+        data = kept(commit)
+        fix = _parse("aiter", "x.patch", "x", data) if data else None
+        if fix is None:
+            return "no text change to judge"
+        contents = store.read_blobs(at, [fp.path for fp in fix.files])
+        states = [_file_state(fp, contents[fp.path]) for fp in fix.files]
+        return f"files {', '.join(f'{states.count(s)} {s}' for s in sorted(set(states)))} " \
+            "(the pre-image not back exactly everywhere: upstream changed the code otherwise)"
+
+    with UpstreamStore(repo) as store:
+        head = store.resolve("HEAD")
+        print("1. known reverts, judged at the revert and at the head")
+        reverts = git("log", "--format=%H", "--grep=This reverts commit", "HEAD").split()
+        right = 0
+        said_ones: list[tuple[str, str]] = []
+        reasons: dict[str, int] = {}
+        for revert in reverts:
+            message = git("log", "-1", "--format=%B", revert)
+            original = message.split("This reverts commit ")[1][:40].rstrip(".,")
+            try:
+                original = store.resolve(original)
+            except Exception:  # noqa: BLE001 - a revert of a commit outside this history
+                print(f"  {revert[:10]} reverts {original[:10]}: not in this history")
+                continue
+            at_revert = judge(store, original, revert)
+            ok = not isinstance(at_revert, str) and at_revert is not None and \
+                at_revert.reverted and at_revert.by == revert
+            right += ok
+            if ok:
+                said_ones.append((revert, original))
+            why = "" if ok else f"  <- not said: {tree(store, original, revert)}"
+            if not ok:
+                reason = "not in its history" if "history" in why else "no text change" \
+                    if "no text" in why else "pre-image not back exactly"
+                reasons[reason] = reasons.get(reason, 0) + 1
+            print(f"  {revert[:10]} reverts {original[:10]}: at the revert "
+                  f"{said(at_revert)}; at the head {said(judge(store, original, head))}{why}")
+        print(f"  {right} of {len(reverts)} said reverted by the revert itself; the others: "
+              + ", ".join(f"{n} {why}" for why, n in sorted(reasons.items())))
+        revert, original = (store.resolve(c) for c in HAND_MADE)
+        print(f"  {HAND_MADE[0]} (no revert line) undoes {HAND_MADE[1]}: at itself "
+              f"{said(judge(store, original, revert))}; at the head "
+              f"{said(judge(store, original, head))}")
+
+        print(f"2. {args.samples} ordinary landings (seed {args.seed}), judged at the head")
+        commits = git("rev-list", "--no-merges", "--max-count=2500", "HEAD").split()
+        random.seed(args.seed)
+        counts: dict[str, int] = {}
+        started = time.perf_counter()
+        for commit in random.sample(commits[200:], args.samples):
+            found = judge(store, commit, head)
+            kind = found if isinstance(found, str) else found.kind if found else "quiet"
+            counts[kind] = counts.get(kind, 0) + 1
+            if found is not None and not isinstance(found, str):
+                subject = git("log", "-1", "--format=%s", commit).strip()[:60]
+                print(f"  {commit[:10]} {subject!r}: {said(found)}")
+        print("  " + ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) +
+              f" ({time.perf_counter() - started:.1f} s)")
+
+    print("3. cost")
+    first = git("rev-list", "--first-parent", "HEAD").split()
+    pool = [c for c in git("rev-list", "--no-merges", f"{first[700]}..{first[320]}").split()]
+    fixes = [c for c in pool if kept(c) is not None][:30]
+    for width in (50, 300):
+        times = []
+        for _ in range(args.runs):
+            with UpstreamStore(repo) as store:
+                start = time.perf_counter()
+                said_now = [judge(store, c, first[320 - width]) for c in fixes]
+                times.append(time.perf_counter() - start)
+        gone = [said(found) for found in said_now
+                if found is not None and not isinstance(found, str)]
+        print(f"  30 landings judged {width} first-parent commits later: median "
+              f"{statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}, max "
+              f"{max(times) * 1000:.0f}); said: {'; '.join(gone) or 'nothing'}")
+    # A change found gone costs the history too: each revert said in part 1, judged at the
+    # revert itself (the walk of landing..revert, the file states at its commits).
+    costs = []
+    with UpstreamStore(repo) as store:
+        for revert, original in said_ones:
+            start = time.perf_counter()
+            judge(store, original, revert)
+            costs.append(time.perf_counter() - start)
+    print(f"  each of the {len(costs)} reverts said, judged at the revert (history walk "
+          f"included): median {statistics.median(costs) * 1000:.0f} ms, max "
+          f"{max(costs) * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,432 @@
+"""Fixes kept under upstreamed/ that upstream no longer has at a revision: the tree first, then
+the history to name the commit.
+
+A fix moved to `series/<upstream>/upstreamed/` is out of the series: nothing deploys it but
+upstream's own code. When upstream takes the change back (a revert), the fix is lost unless
+somebody is told. What is told must never be wrong the other way: a false "reverted" turns
+every nightly's `status` red. So the verdict comes from the files of the revision asked about
+(the pin, or the target of `rebase --to` / `status --against`), and only from them:
+
+- the fix's change is there (each of its file changes applies in reverse without fuzz): landed;
+  nothing to say;
+- the fix's pre-image is back exactly (each of its file changes applies forward again without
+  fuzz, a file it created is gone, one it deleted is back as it was): its change is gone;
+- neither: upstream changed the code otherwise since (rewrote it, landed it again in another
+  form, moved it): superseded, nothing to say.
+
+Only for a change gone does the history speak, and only to name the commit that took it out
+and to tell a revert from other work. The commits after the landing up to that revision that
+change the fix's files (side branches included: git's default history simplification hides a
+revert merged from a side branch) are read newest first; a commit after which the change is
+gone and before which it was not, and after which no later commit has it back, took it out.
+It is a revert when its message names the landing (`This reverts commit X` for a commit of
+the landing, or for the merge that brought it; or, in a message that says it reverts, the
+landing's pull request `#N`), or its change to the fix's files is the exact reverse of the
+landing commit's. Otherwise it took the change out as part of other work: said as a note,
+never an error. A revision that does not contain the landing commit at all (the pin rolled
+back to before it) is said the same quiet way.
+
+Nothing is cached across revisions: each command asks about the revision it has, so a pin
+rolled back past the revert finds the change there again and says nothing. A project with
+nothing under upstreamed/ pays one directory listing per upstream.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING
+
+from patchforge.errors import PatchforgeError
+from patchforge.model.record import record
+
+if TYPE_CHECKING:
+    from patchforge.apply.diffparse import FilePatch
+    from patchforge.formats.patchfile import PatchFile
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
+
+# Commits of the history read to name the one that took a change out: beyond this many
+# commits changing the fix's files the change is said gone without a name (a note).
+MAX_COMMITS = 300
+
+_LANDED_COMMIT = re.compile(r"\bcommit[:\s]\s*([0-9a-fA-F]{7,64})\b")
+_RECORDED_COMMIT = re.compile(rb"(?m)^Applied-Upstream:[^\n]*\bcommit[:\s]")
+_REVERTS_COMMIT = re.compile(rb"This reverts commit ([0-9a-fA-F]{7,64})")
+_PR_IN_SUBJECT = re.compile(rb"\(#(\d+)\)\s*$")
+_MERGED_PR = re.compile(rb"^Merge pull request #(\d+)")
+_PR_URL = re.compile(r"/pull/(\d+)/?\s*$")
+
+
+@record
+class LandingGone:
+    """A fix under upstreamed/ whose change the revision asked about does not have.
+
+    `kind`: `reverted` (a commit whose message names the landing, or whose change is its exact
+    reverse, took it out: the one exit-1 case), `removed` (a commit took it out as part of
+    other work), `before-landing` (the revision does not contain the landing commit),
+    `unexplained` (no landing commit recorded, or no commit found that took it out)."""
+
+    upstream: str
+    name: str
+    path: str  # the kept file, relative to the project root
+    kind: str
+    landed_in: str | None
+    by: str | None  # the commit that took the change out
+    detail: str
+
+    @property
+    def reverted(self) -> bool:
+        return self.kind == "reverted"
+
+    def message(self) -> str:
+        fix = f"{self.upstream}/{self.name}"
+        landed = f"landed in {self.landed_in[:12]}" if self.landed_in else "landed upstream"
+        if self.kind == "reverted":
+            assert self.by is not None
+            return (f"fix {fix} {landed} was reverted upstream in {self.by[:12]}: "
+                    f"`patchforge bring-back {fix}` puts it back in the series ({self.detail})")
+        return f"fix {fix} {landed} is no longer upstream: {self.detail}; " \
+            f"`patchforge bring-back {fix}` puts it back in the series if it is still needed"
+
+    def to_json(self) -> dict:
+        return {"upstream": self.upstream, "name": self.name, "path": self.path,
+                "kind": self.kind, "landed_in": self.landed_in, "by": self.by,
+                "detail": self.detail, "message": self.message()}
+
+
+@record
+class _Fix:
+    upstream: str
+    name: str
+    path: str
+    patch: PatchFile
+    files: list  # the FilePatches the tree can judge
+    aliases: dict  # FilePatch index -> paths to look for it at (renames upstream made)
+
+
+def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
+    """(file name, bytes) of each fix under series/<upstream>/upstreamed/, by name."""
+    directory = project.series_dir(upstream) / "upstreamed"
+    try:
+        names = sorted(entry for entry in os.listdir(directory) if entry.endswith(".patch"))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = []
+    for name in names:
+        try:
+            found.append((name, (directory / name).read_bytes()))
+        except (IsADirectoryError, FileNotFoundError, PermissionError):
+            continue  # (lint says what is wrong with such an entry)
+    return found
+
+
+def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit: str, *,
+                  skip: frozenset[str] = frozenset()) -> list[LandingGone]:
+    """The fixes under series/<upstream>/upstreamed/ (those named in `skip` left out: a rebase's
+    own drops, landed at `commit` by its judgement) whose change `commit`'s files do not have,
+    each with the commit that took it out and whether that was a revert. [] at once when there
+    is nothing under upstreamed/."""
+    kept = [(name, data) for name, data in kept_fixes(project, upstream) if name not in skip]
+    if not kept:
+        return []
+    found = []
+    recorded: dict | None = None
+    for name, data in kept:
+        rel = (project.series_dir(upstream) / "upstreamed" / name).relative_to(
+            project.root).as_posix()
+        if recorded is None and not _RECORDED_COMMIT.search(data):
+            # (The history is read only for a fix whose file does not name its landing.)
+            recorded = _dropped_events(project)
+        gone = judge_kept(store, upstream, name, rel, data, commit, recorded or {})
+        if gone is not None:
+            found.append(gone)
+    return found
+
+
+def judge_kept(store: UpstreamStore, upstream: str, name: str, rel: str, data: bytes,
+               commit: str, recorded: dict | None = None) -> LandingGone | None:
+    """One kept fix (`data`, the file at `rel`) judged at `commit`: None when its change is
+    there, or upstream changed the code otherwise, or nothing can be read (offline, a
+    revision without its files: judged by the next command that can read them, never said
+    from a guess). `recorded`: ledger.departures(), for a fix without its landing commit in
+    Applied-Upstream."""
+    fix = _parse(upstream, name, rel, data)
+    if fix is None:
+        return None
+    try:
+        return _judge(store, fix, commit, recorded or {})
+    except PatchforgeError:
+        return None
+
+
+def _parse(upstream: str, name: str, rel: str, data: bytes) -> _Fix | None:
+    from patchforge.formats.patchfile import parse_patch_file
+
+    try:
+        patch = parse_patch_file(data, rel)
+        file_patches = list(patch.file_patches)
+    except PatchforgeError:
+        return None  # lint reports a kept file that does not parse
+    files = [fp for fp in file_patches if _judgeable(fp)]
+    if not files:
+        return None
+    return _Fix(upstream, name, rel, patch, files, {k: [fp.path] for k, fp in enumerate(files)})
+
+
+def _judgeable(fp: FilePatch) -> bool:
+    """A file change the tree can tell present or gone by its lines: not binary, not a
+    rename or copy (the fix's own), not a mode change alone."""
+    if fp.binary is not None or fp.is_binary or fp.is_copy:
+        return False
+    if fp.old_path is not None and fp.new_path is not None and fp.old_path != fp.new_path:
+        return False
+    return bool(fp.hunks) or fp.is_new or fp.is_delete
+
+
+def _file_state(fp: FilePatch, content: bytes | None) -> str:
+    """present | gone | other, for one file change and the file's content at a revision."""
+    if fp.is_new or fp.is_delete:
+        # The whole file: created (or deleted) with exactly these lines.
+        whole = b"".join(line for h in fp.hunks
+                         for line in (h.new_lines() if fp.is_new else h.old_lines()))
+        if content is None:
+            return "gone" if fp.is_new else "present"
+        if content == whole:
+            return "present" if fp.is_new else "gone"
+        return "other"
+    if content is None:
+        return "other"  # the file is gone (and no rename found): upstream moved the code
+    if _applies(content, fp, reverse=True):
+        return "present"  # (both ways applying, the same code twice: taken as present)
+    if _applies(content, fp, reverse=False):
+        return "gone"
+    return "other"
+
+
+def _applies(content: bytes, fp: FilePatch, *, reverse: bool) -> bool:
+    """Whether every hunk of `fp` (undone, with `reverse`) applies to `content` without fuzz
+    (at an offset or not), only placed, nothing built: the reverse hunks are views of the
+    patch's own (no reversed patch rendered and parsed again per file)."""
+    from patchforge.apply.hunks import (ReversedHunk, apply_file_patch, apply_hunks, lines_of,
+                                        placed_on_bytes)
+
+    if fp.has_zero_context:
+        # (A hunk without context at the top of a file is matched at both ends, as git apply
+        # matches it: apply_file_patch's own rule.)
+        return apply_file_patch(content, fp, max_fuzz=0, reverse=reverse).ok
+    hunks = tuple(ReversedHunk(h) for h in fp.hunks) if reverse else fp.hunks
+    placed = placed_on_bytes(content, hunks, max_fuzz=0, build=False)
+    outcomes = placed[1] if placed is not None else \
+        apply_hunks(lines_of(content), hunks, max_fuzz=0, build=False)[1]
+    return all(outcome.status != "failed" for outcome in outcomes)
+
+
+def _fix_state(store: UpstreamStore, fix: _Fix, rev: str, cache: dict) -> str:
+    """present | gone | other: the whole fix at `rev` (gone only when every file's pre-image is
+    back; present only when every file has the change)."""
+    if rev in cache:
+        return cache[rev]
+    paths = sorted({p for aliases in fix.aliases.values() for p in aliases})
+    contents = store.read_blobs(rev, paths)
+    states = set()
+    for k, fp in enumerate(fix.files):
+        content = next((contents[p] for p in fix.aliases[k] if contents[p] is not None), None)
+        states.add(_file_state(fp, content))
+    state = states.pop() if len(states) == 1 else "other"
+    cache[rev] = state
+    return state
+
+
+def _dropped_events(project: Project) -> dict:
+    from patchforge.ledger import departures
+
+    try:
+        return departures(project)
+    except PatchforgeError:
+        return {}  # (lint reports a history line that does not read)
+
+
+def _landing_of(fix: _Fix, recorded: dict) -> tuple[str | None, str | None]:
+    """(the recorded landing commit, the target the fix was dropped at): `Applied-Upstream:
+    ..., commit X` (what a rebase writes) or `commit:X`, else the landing the history's
+    `dropped` event recorded; the target is that event's."""
+    found = _LANDED_COMMIT.search(fix.patch.get("Applied-Upstream") or "")
+    event = recorded.get(f"{fix.upstream}/{fix.name}") or {}
+    target = (event.get("to") or {}).get("commit") if event.get("event") == "dropped" else None
+    target = target if isinstance(target, str) and target else None
+    if found:
+        return found[1].lower(), target
+    landed = event.get("landed_in")
+    return (landed if isinstance(landed, str) and landed else None), target
+
+
+def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict) -> LandingGone | None:
+    cache: dict[str, str] = {}
+    landed, dropped_at = _landing_of(fix, recorded)
+    landing = _commit(store, landed)
+    # Where the fix is known to have been upstream: its landing commit, else the target the
+    # rebase that dropped it judged it landed at.
+    reference = landing or _commit(store, dropped_at)
+    base = (fix.patch.get("Base") or "").strip()
+    since = landing or (base if base and store.has_object(base) else None)
+    state = _fix_state(store, fix, commit, cache)
+    if state != "present" and since is not None:
+        # A file of the fix gone at `commit` may have been renamed since the landing: looked
+        # for at its new path too (git's rename detection, asked only when the fix is not
+        # found whole at its own paths, and only for its files gone).
+        own = {fp.path for fp in fix.files}
+        # (A file that is one of the fix's own is no new place of another: a revert of a
+        # move deletes the file the landing created and brings back the one it deleted,
+        # which git's rename detection pairs.)
+        renamed = {path: new for path, new in store.renames(
+            since, commit, sorted(p for p in own if not _deletes(fix, p))).items()
+            if new not in own}
+        for k, fp in enumerate(fix.files):
+            if fp.path in renamed:
+                fix.aliases[k].append(renamed[fp.path])
+        if renamed:
+            cache.clear()
+            state = _fix_state(store, fix, commit, cache)
+    if state != "gone":
+        return None
+
+    def gone(kind: str, by: str | None, detail: str) -> LandingGone:
+        return LandingGone(fix.upstream, fix.name, fix.path, kind, landing or landed, by, detail)
+
+    if reference is None:
+        return None  # never known upstream in this form (moved aside by hand): nothing to say
+    if not store.is_ancestor(reference, commit):
+        return gone("before-landing", None, f"the target does not contain "
+                    f"{'its landing commit' if landing else 'the revision it was dropped at'} "
+                    f"{reference[:12]} (a revision before it)")
+    if _fix_state(store, fix, reference, cache) == "gone":
+        # Its pre-image was there when it landed too: upstream landed it in another form,
+        # which these files cannot show taken back. Superseded, as far as the tree can tell.
+        return None
+    if landing is None:
+        return gone("unexplained", None, "its change is not at the target and no landing "
+                    "commit is recorded to tell what took it out")
+    paths = sorted({p for aliases in fix.aliases.values() for p in aliases})
+    log = store.path_log(landing, commit, paths)[:MAX_COMMITS]
+    takers = []
+    back = []  # commits at which the change is not gone
+    for sha, parents, message in log:
+        state = _fix_state(store, fix, sha, cache)
+        if state != "gone":
+            back.append(sha)
+        elif len(parents) == 1 and _fix_state(store, fix, parents[0], cache) != "gone":
+            takers.append((sha, message))
+    # A taker followed by a commit that has the change again (a re-land, a revert of the
+    # revert) is not what took it out of this revision.
+    takers = [(sha, message) for sha, message in takers
+              if not any(store.is_ancestor(sha, later) for later in back)]
+    if not takers:
+        return gone("unexplained", None, "no commit after its landing was found that took its "
+                    "change out")
+    landings = _landing_commits(store, fix, landing, base)
+    prs = _pull_requests(store, fix, landing)
+    removed = None
+    for sha, message in takers:
+        how = _names_landing(store, message, landing, landings, prs) or \
+            _exact_reverse(store, fix, landing, sha)
+        if how:
+            return gone("reverted", sha, how)
+        removed = removed or sha
+    assert removed is not None
+    return gone("removed", removed, f"commit {removed[:12]} took its change out as part of "
+                "other work (no revert of the landing)")
+
+
+def _deletes(fix: _Fix, path: str) -> bool:
+    return any(fp.is_delete and fp.path == path for fp in fix.files)
+
+
+def _commit(store: UpstreamStore, rev: str | None) -> str | None:
+    if not rev:
+        return None
+    try:
+        return store.resolve(rev)
+    except PatchforgeError:
+        return None  # (not in the store: a rewritten upstream history)
+
+
+def _landing_commits(store: UpstreamStore, fix: _Fix, landing: str, base: str) -> list[str]:
+    """The landing commit and the commits before it, after the fix's base, that changed the
+    fix's files: a fix that landed in several commits is reverted by a revert of any of them
+    (the last of them taken back restores the pre-image)."""
+    commits = [landing]
+    if base and store.has_object(base) and store.is_ancestor(base, landing):
+        paths = sorted({fp.path for fp in fix.files})
+        commits += [sha for sha, parents, _ in store.path_log(base, landing, paths)[:50]
+                    if len(parents) == 1 and sha != landing]
+    return commits
+
+
+def _pull_requests(store: UpstreamStore, fix: _Fix, landing: str) -> set[bytes]:
+    """The numbers of the pull request that landed the fix: `(#N)` ending the landing
+    commit's subject (a squash merge), the fix's Forwarded pull request URL."""
+    numbers = set()
+    subject = store.commit_message(landing).split(b"\n", 1)[0]
+    found = _PR_IN_SUBJECT.search(subject) or _MERGED_PR.match(subject)
+    if found:
+        numbers.add(found[1])
+    url = _PR_URL.search((fix.patch.get("Forwarded") or "").strip())
+    if url:
+        numbers.add(url[1].encode())
+    return numbers
+
+
+def _names_landing(store: UpstreamStore, message: bytes, landing: str, landings: list[str],
+                   prs: set[bytes]) -> str | None:
+    """How `message` names the landing, or None: `This reverts commit X` for a commit of the
+    landing or for the merge that brought it; or, a message that says it reverts, the
+    landing's pull request number."""
+    for named in _REVERTS_COMMIT.findall(message):
+        text = named.decode().lower()
+        if any(c.startswith(text) for c in landings):
+            return f"its message reverts {text[:12]}"
+        try:
+            merge = store.resolve(text)
+            second = store.resolve(merge + "^2")
+            first = store.resolve(merge + "^1")
+        except PatchforgeError:
+            continue  # not a merge (no second parent), or not in the store
+        if second and store.is_ancestor(landing, merge) and \
+                not store.is_ancestor(landing, first):
+            return f"its message reverts the merge {merge[:12]} that brought it"
+    subject = message.split(b"\n", 1)[0]
+    if prs and re.search(rb"\brevert", subject, re.IGNORECASE):
+        for number in sorted(prs):
+            if re.search(rb"#" + number + rb"\b", subject):
+                return f"its message reverts #{number.decode()}"
+    return None
+
+
+def _exact_reverse(store: UpstreamStore, fix: _Fix, landing: str, taker: str) -> str | None:
+    """Whether the taker's change to the fix's files is the exact reverse of the landing
+    commit's change to them (a revert made by hand), whitespace aside. A taker that deletes a
+    file the fix created and adds a file anywhere is a move (with an edit below git's rename
+    similarity, or not), not a revert."""
+    from patchforge.history import blocks_of_git_diff, reverse
+
+    if any(fp.is_new for fp in fix.files) and store.added_files(taker):
+        return None
+    paths = sorted({p for aliases in fix.aliases.values() for p in aliases})
+    text = store.commit_patches([landing, taker], paths)
+    blocks: dict[str, dict[str, tuple]] = {landing: {}, taker: {}}
+    current = None
+    for part in re.split(rb"(?m)^(?=[0-9a-f]{40}$|diff --git )", text):
+        head = part.split(b"\n", 1)[0]
+        if re.fullmatch(rb"[0-9a-f]{40}", head):
+            current = head.decode()
+        elif head.startswith(b"diff --git ") and current in blocks:
+            found = re.match(rb"diff --git a/(.*) b/(.*)$", head)
+            if found:
+                blocks[current][found[2].decode("utf-8", "surrogateescape")] = \
+                    blocks_of_git_diff(part)
+    for k, fp in enumerate(fix.files):
+        made = blocks[landing].get(fp.path)
+        undone = next((blocks[taker][p] for p in fix.aliases[k] if p in blocks[taker]), None)
+        if not made or undone is None or undone != reverse(made):
+            return None
+    return f"its change is the exact reverse of {landing[:12]}'s"

@@ -1,0 +1,350 @@
+"""A fix that landed upstream (kept under upstreamed/ with its landing commit) and that upstream
+then took back: judged at the revision a command has (the pin, `status --against`'s or `rebase
+--to`'s target) by the files there first, the history asked only to name the commit and to tell
+a revert from other work. Each case is real git history made here: the reverts to say (status
+exit 1, lint error, the rebase's summary) and the changes that are no revert (exit 0)."""
+from __future__ import annotations
+
+from helpers.git import git
+from patchforge.formats.schemas import validation_errors
+from helpers.project import OneUpstreamStack
+
+BASE = b"".join(b"line %d of the module under test\n" % i for i in range(1, 31))
+FIXED = BASE.replace(b"line 5 of the module under test\n", b"five = compute_it_properly()\n")
+GUARD = b"if value is None:\n    raise ValueError('a value is needed here')\n"
+GUARDED = BASE.replace(b"line 10 of the module under test\n",
+                       b"line 10 of the module under test\n" + GUARD)
+
+
+def _landed(tmp_path, fixed=FIXED, message="Compute it properly (#11)"):
+    """A stack whose fix `fa` (pkg/a.py: BASE -> `fixed`) lands upstream at v2 and is dropped
+    into upstreamed/ by the rebase onto v2, its landing commit recorded: (stack, landing)."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, fixed)
+    landing = stack.commit({"pkg/a.py": fixed}, message, tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    kept = stack.root / "series/up/upstreamed/fa.patch"
+    assert kept.is_file()
+    assert f"commit {landing}".encode() in kept.read_bytes()
+    return stack, landing
+
+
+def _revert(stack, commit: str, *args: str, tag: str | None = None) -> str:
+    git(stack.up, "revert", "--no-edit", *args, commit)
+    if tag:
+        git(stack.up, "tag", tag)
+    return git(stack.up, "rev-parse", "HEAD").strip()
+
+
+def _said_reverted(stack, target: str, by: str) -> None:
+    """status --against TARGET exits 1 naming the reverting commit and the way back; its
+    --json has the entry; the rebase onto TARGET says it (exit 0), status and lint after it
+    too."""
+    _, out, _ = stack.cli("status", "--against", target, expect=1)
+    assert f"was reverted upstream in {by[:12]}" in out, out
+    assert "`patchforge bring-back up/fa.patch` puts it back in the series" in out, out
+    document = stack.json("status", "--against", target, expect=1)
+    assert validation_errors(document, "status") == []
+    assert document["needs_attention"] is True
+    assert [(g["name"], g["kind"], g["by"]) for g in document["reverted"]] == \
+        [("fa.patch", "reverted", by)], document["reverted"]
+    summary = stack.rebase_json("--to", target)
+    assert [g["by"] for g in summary["reverted"]] == [by], summary
+    _, out, _ = stack.cli("status", expect=1)
+    assert "reverted upstream (needs attention): fix up/fa.patch landed in" in out, out
+    lint = stack.json("lint", expect=1)
+    assert [f["severity"] for f in lint["findings"]
+            if f["patch"] == "up/upstreamed/fa.patch"] == ["error"], lint
+
+
+def _silent(stack, target: str) -> dict:
+    """Nothing called reverted at TARGET: status --against, the rebase onto it, status and
+    lint all exit 0 (a quiet note allowed). The status document at TARGET."""
+    document = stack.json("status", "--against", target)
+    assert validation_errors(document, "status") == []
+    assert document["reverted"] == [], document["reverted"]
+    _, out, err = stack.cli("rebase", "--to", target)
+    assert "reverted" not in out + err, out + err
+    _, out, err = stack.cli("status")
+    assert "reverted" not in out + err, out + err
+    lint = stack.json("lint")
+    assert not [f for f in lint["findings"] if f["patch"] == "up/upstreamed/fa.patch"
+                and f["severity"] == "error"], lint
+    return document
+
+
+def test_a_git_revert_is_said_until_bring_back_puts_the_fix_back(tmp_path):
+    """(e) `git revert` of the landing commit: the rebase onto it said "nothing to do" and
+    every status after it exit 0 while the fix sat in upstreamed/ and nothing deployed it.
+    Now status --against, the rebase, status and lint say it; `bring-back` of the kept fix
+    puts it back at the end of the series, and all is quiet."""
+    stack, landing = _landed(tmp_path)
+    stack.cli("status")
+    stack.commit({"pkg/b.py": b"b = 2\n"}, "Something else", tag="v2b")
+    revert = _revert(stack, landing, tag="v3")
+    _said_reverted(stack, "v3", revert)
+    document = stack.json("status", expect=1)
+    assert f"its message reverts {landing[:12]}" in document["reverted"][0]["detail"]
+    _, out, _ = stack.cli("bring-back", "up/fa.patch")
+    assert stack.series("up") == ["fa.patch"]
+    assert not (stack.root / "series/up/upstreamed/fa.patch").exists()
+    assert b"compute_it_properly" in stack.patch("up", "fa")
+    document = stack.json("status")
+    assert document["reverted"] == [] and document["patches"][0]["state"] == "applies"
+    assert stack.json("lint")["errors"] == 0
+
+
+def test_a_pin_rolled_back_follows_the_pin_not_what_was_said_before(tmp_path):
+    """(a) Said at the revert; the pin rolled back to before the revert: the fix is upstream
+    there, nothing is said (no verdict kept from the other pin). Rolled back to before the
+    landing: a note that the pin does not contain the landing, exit 0. Forward again to the
+    revert: said again."""
+    stack, landing = _landed(tmp_path)
+    revert = _revert(stack, landing, tag="v3")
+    _said_reverted(stack, "v3", revert)
+    _silent(stack, "v2")
+    document = _silent(stack, "v1")
+    assert [(g["kind"], g["landed_in"]) for g in document["gone_upstream"]] == \
+        [("before-landing", landing)], document
+    _, out, _ = stack.cli("status")
+    assert "note: fix up/fa.patch landed in" in out and "is no longer upstream" in out, out
+    stack.cli("status", "--against", "v3", expect=1)
+
+
+def test_lines_a_fix_added_dropped_as_part_of_other_work_are_no_revert(tmp_path):
+    """(b) A fix that only adds lines (a guard); upstream later drops them in a rework of the
+    module (other lines changed too), or moves the code to another file: no revert. The
+    first is a quiet note naming the commit, exit 0; the second says nothing."""
+    stack, landing = _landed(tmp_path / "rework", fixed=GUARDED, message="Guard the value (#12)")
+    reworked = BASE.replace(b"line 2 of the module", b"line two of the module") \
+        .replace(b"line 25 of the module", b"line twenty-five of the module")
+    rework = stack.commit({"pkg/a.py": reworked}, "Rework the loader", tag="v3")
+    document = _silent(stack, "v3")
+    assert [(g["kind"], g["by"]) for g in document["gone_upstream"]] == [("removed", rework)]
+
+    stack, landing = _landed(tmp_path / "moved", fixed=GUARDED, message="Guard the value (#12)")
+    lines = GUARDED.split(b"\n")
+    stack.commit({"pkg/a.py": b"\n".join(lines[:6]) + b"\n",
+                  "pkg/c.py": b"\n".join(lines[6:])}, "Split the module", tag="v3")
+    document = _silent(stack, "v3")
+    assert document["gone_upstream"] == []
+
+    # A file the fix created, moved by upstream as it is, then moved again with an edit.
+    helper = b"".join(b"def helper_%d():\n    return %d\n" % (i, i) for i in range(12))
+    stack = OneUpstreamStack(tmp_path / "created", {"pkg/a.py": BASE})
+    stack.add_fix("fa", "pkg/helper.py", None, helper)
+    stack.commit({"pkg/helper.py": helper}, "Add the helper (#13)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    stack.commit({"pkg/helper.py": None, "pkg/util/helper.py": helper}, "Move the helper",
+                 tag="v3")
+    assert _silent(stack, "v3")["gone_upstream"] == []
+    stack.commit({"pkg/util/helper.py": None,
+                  "pkg/util/helpers.py": b"# helpers\n" + helper.replace(b"return", b"yield")},
+                 "Rework the helpers", tag="v4")
+    # (git's rename detection may still pair the two files: said nothing, or a note)
+    assert [g["kind"] for g in _silent(stack, "v4")["gone_upstream"]] in ([], ["removed"])
+
+
+def test_a_hand_made_exact_reverse_is_a_revert(tmp_path):
+    """(f) No revert message: a commit whose change to the fix's file is the exact reverse of
+    the landing's (after another commit changed the file elsewhere) is a revert."""
+    stack, landing = _landed(tmp_path)
+    later = FIXED.replace(b"line 25 of the module", b"line twenty-five of the module")
+    stack.commit({"pkg/a.py": later}, "Rename a line", tag="v2b")
+    undo = stack.commit({"pkg/a.py": later.replace(b"five = compute_it_properly()\n",
+                                                   b"line 5 of the module under test\n")},
+                        "Go back to the old computation", tag="v3")
+    _said_reverted(stack, "v3", undo)
+    document = stack.json("status", expect=1)
+    assert "exact reverse" in document["reverted"][0]["detail"]
+
+
+def test_a_fix_landed_again_in_another_form_after_its_revert_is_landed(tmp_path):
+    """(k) Reverted, then landed again in another form: upstream has the fix, nothing is
+    said (and a target at the revert itself still says it)."""
+    stack, landing = _landed(tmp_path)
+    revert = _revert(stack, landing, tag="v3")
+    other = BASE.replace(b"line 5 of the module under test\n",
+                         b"five = compute_it_properly(strict=True)\n")
+    stack.commit({"pkg/a.py": other}, "Compute it properly, strictly (#20)", tag="v4")
+    _silent(stack, "v4")
+    stack.cli("status", "--against", "v3", expect=1)
+    assert revert
+
+
+CODE = b"".join(b"step_%d = prepare(%d)\n" % (i, i) for i in range(1, 9)) + \
+    b"if ready:\n    value = old_compute(step_1)\nelse:\n    value = None\nreturn value\n" + \
+    b"".join(b"tail_%d = finish(%d)\n" % (i, i) for i in range(1, 9))
+CODE_FIXED = CODE.replace(b"    value = old_compute(step_1)\n",
+                          b"    value = new_compute(step_1, checked=True)\n")
+
+
+def test_a_partial_revert_of_other_lines_after_an_edit_of_the_fix_is_no_revert(tmp_path):
+    """(c) #11 landed the fix's line with more (the `return`, another file). An ordinary edit
+    then changed the fix's line; "Revert part of #11", naming the PR, takes back the other
+    lines. The fix's pre-image is not back (its line was edited, not reverted): nothing is
+    called reverted, exit 0."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": CODE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", CODE, CODE_FIXED)
+    larger = CODE_FIXED.replace(b"return value\n", b"return value or default()\n")
+    stack.commit({"pkg/a.py": larger, "pkg/b.py": b"b = 2\n"}, "Compute it anew (#11)",
+                 tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    edited = larger.replace(b"checked=True)", b"checked=True, cache=True)")
+    stack.commit({"pkg/a.py": edited}, "Cache the computation", tag="v2b")
+    stack.commit({"pkg/a.py": edited.replace(b"return value or default()\n", b"return value\n"),
+                  "pkg/b.py": b"b = 1\n"}, "Revert part of #11: the default", tag="v3")
+    _silent(stack, "v3")
+
+
+def test_a_re_land_with_a_line_inserted_in_the_fix_block_is_landed(tmp_path):
+    """(d) Reverted, then landed again with a line inserted inside the fix's block: the target
+    has the fix in another form; nothing is said."""
+    two = CODE.replace(b"    value = old_compute(step_1)\nelse:\n",
+                       b"    value = new_compute(step_1, checked=True)\n"
+                       b"    value = validated(value)\nelse:\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": CODE})
+    stack.add_fix("fa", "pkg/a.py", CODE, two)
+    landing = stack.commit({"pkg/a.py": two}, "Validate the computation (#30)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    _revert(stack, landing, tag="v3")
+    stack.cli("status", "--against", "v3", expect=1)
+    relanded = two.replace(b"    value = validated(value)\n",
+                           b"    log_value(value)\n    value = validated(value)\n")
+    stack.commit({"pkg/a.py": relanded}, "Validate the computation again (#31)", tag="v4")
+    _silent(stack, "v4")
+
+
+def test_a_revert_of_a_merged_multi_commit_pull_request_is_a_revert(tmp_path):
+    """(g) The fix landed through a pull request of two commits merged with a merge commit;
+    `git revert -m 1 MERGE` takes it back: the message names the merge that brought the
+    landing."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    both = FIXED.replace(b"line 20 of the module under test\n", b"twenty = also_fixed()\n")
+    stack.add_fix("fa", "pkg/a.py", BASE, both)
+    git(stack.up, "checkout", "-q", "-b", "feature")
+    stack.commit({"pkg/a.py": FIXED}, "Compute five properly")
+    stack.commit({"pkg/a.py": both}, "Compute twenty properly")
+    git(stack.up, "checkout", "-q", "main")
+    stack.commit({"pkg/b.py": b"b = 2\n"}, "Meanwhile on main")
+    git(stack.up, "merge", "-q", "--no-ff", "-m", "Merge pull request #40 from x/feature",
+        "feature")
+    merge = git(stack.up, "rev-parse", "HEAD").strip()
+    git(stack.up, "tag", "v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    revert = _revert(stack, merge, "-m", "1", tag="v3")
+    _said_reverted(stack, "v3", revert)
+
+
+def test_a_fix_landed_in_two_commits_both_reverted_is_a_revert(tmp_path):
+    """(h) The fix's two hunks landed in two commits; each is reverted: the pre-image is back
+    after the second revert, which names the first landing commit."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE})
+    both = FIXED.replace(b"line 20 of the module under test\n", b"twenty = also_fixed()\n")
+    stack.add_fix("fa", "pkg/a.py", BASE, both)
+    first = stack.commit({"pkg/a.py": FIXED}, "Compute five properly")
+    second = stack.commit({"pkg/a.py": both}, "Compute twenty properly", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    _revert(stack, second)
+    stack.cli("status", "--against", "main")  # one of two taken back: superseded, quiet
+    revert = _revert(stack, first, tag="v3")
+    _said_reverted(stack, "v3", revert)
+
+
+def test_a_revert_hidden_by_history_simplification_is_found(tmp_path):
+    """(i) The landing is reverted on a side branch (with more work), and main makes the same
+    content by hand in a commit that names nothing; the merge leaves the file as main had
+    it, so git's default history simplification hides the side branch and its revert. The
+    side branch is followed: the revert is named."""
+    stack, landing = _landed(tmp_path)
+    after = BASE.replace(b"line 25 of the module", b"line twenty-five of the module")
+    git(stack.up, "checkout", "-q", "-b", "side")
+    revert = _revert(stack, landing)
+    stack.commit({"pkg/a.py": after}, "More on the side")
+    git(stack.up, "checkout", "-q", "main")
+    stack.commit({"pkg/a.py": after}, "Tidy the module")
+    git(stack.up, "merge", "-q", "--no-ff", "-m", "Merge side", "side")
+    git(stack.up, "tag", "v3")
+    simplified = git(stack.up, "log", "--format=%H", f"{landing}..v3", "--", "pkg/a.py").split()
+    assert revert not in simplified  # what the default walk hides
+    _said_reverted(stack, "v3", revert)
+
+
+def test_a_partial_revert_restoring_exactly_the_fix_lines_is_a_revert(tmp_path):
+    """(j) #11 landed the fix's line with another one; "Revert part of #11" (made by hand, no
+    `This reverts commit`) restores exactly the fix's line: a revert, named by the PR."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE})
+    stack.add_fix("fa", "pkg/a.py", BASE, FIXED)
+    larger = FIXED.replace(b"line 20 of the module under test\n", b"twenty = more_of_it()\n")
+    stack.commit({"pkg/a.py": larger}, "Compute it properly (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    undo = stack.commit({"pkg/a.py": larger.replace(b"five = compute_it_properly()\n",
+                                                    b"line 5 of the module under test\n")},
+                        "Revert part of #11: the computation of five", tag="v3")
+    _said_reverted(stack, "v3", undo)
+    assert "its message reverts #11" in stack.json("status", expect=1)["reverted"][0]["detail"]
+
+
+def test_a_revert_after_a_rename_of_the_file_is_followed(tmp_path):
+    """(l) Upstream renamed the fix's file after the landing, then reverted the landing
+    (git revert follows the rename): the fix is judged at the file's new path."""
+    stack, landing = _landed(tmp_path)
+    git(stack.up, "mv", "pkg/a.py", "pkg/core.py")
+    git(stack.up, "commit", "-q", "-m", "Rename the module")
+    revert = _revert(stack, landing, tag="v3")
+    assert b"line 5 of the module" in stack.upstream.read("pkg/core.py", "v3")
+    _said_reverted(stack, "v3", revert)
+
+
+def test_bring_back_refuses_a_kept_fix_upstream_still_has(tmp_path):
+    """bring-back of a fix under upstreamed/ whose change the pin has: refused, nothing moved
+    (it would only be judged landed again)."""
+    stack, _ = _landed(tmp_path)
+    before = stack.snapshot()
+    _, _, err = stack.cli("bring-back", "up/fa.patch", expect=2)
+    assert "upstream has its change at the pin" in err, err
+    assert stack.snapshot() == before
+
+
+def test_a_fix_landed_in_another_form_or_kept_by_hand_says_nothing(tmp_path):
+    """A fix kept by hand under upstreamed/ naming a landing commit that never had its exact
+    change (upstream put the same guard lower down: the fix's own place still has its
+    pre-image), and one moved there with nothing recorded while upstream fixed the bug another
+    way: the target's files have their pre-image, and nothing is said of either."""
+    def kept_by_hand(stack, fields: str = "") -> None:
+        stack.add_fix("fa", "pkg/a.py", BASE, GUARDED, fields=fields)
+        (stack.root / "series/up/upstreamed").mkdir()
+        (stack.root / "series/up/fa.patch").rename(stack.root / "series/up/upstreamed/fa.patch")
+        (stack.root / "series/up/series").write_text("")
+
+    stack = OneUpstreamStack(tmp_path / "form", {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    elsewhere = BASE.replace(b"line 14 of the module under test\n",
+                             b"line 14 of the module under test\n" + GUARD)
+    landing = stack.commit({"pkg/a.py": elsewhere}, "Guard the value (#12)", tag="v2")
+    kept_by_hand(stack, f"Applied-Upstream: commit:{landing}\n")
+    stack.commit({"pkg/b.py": b"b = 2\n"}, "More", tag="v3")
+    assert _silent(stack, "v3")["gone_upstream"] == []
+
+    stack = OneUpstreamStack(tmp_path / "hand", {"pkg/a.py": BASE})
+    kept_by_hand(stack)
+    stack.commit({"pkg/a.py": BASE.replace(b"line 5 of", b"line 5 (fixed) of")},
+                 "Fix the computation another way", tag="v2")
+    assert _silent(stack, "v2")["gone_upstream"] == []
+
+
+def test_a_landing_recorded_only_in_the_history_is_named_there(tmp_path):
+    """A kept fix whose Applied-Upstream names no commit (edited by hand to the label alone):
+    the landing commit comes from the history's `dropped` event, and the revert is said."""
+    stack, landing = _landed(tmp_path)
+    kept = stack.root / "series/up/upstreamed/fa.patch"
+    kept.write_bytes(kept.read_bytes().replace(f", commit {landing}".encode(), b""))
+    assert landing.encode() not in kept.read_bytes()
+    revert = _revert(stack, landing, tag="v3")
+    document = stack.json("status", "--against", "v3", expect=1)
+    assert [(g["landed_in"], g["by"]) for g in document["reverted"]] == [(landing, revert)]
