@@ -894,6 +894,33 @@ class SeriesJudge:
         return changes
 
 
+def judge_on_profile_bases(make_judge: Callable[[list], SeriesJudge], patches,
+                           configured) -> list[tuple[SeriesJudge, Judgement]]:
+    """Each of `patches` ([(name, PatchFile)]) judged on its own base, in a series with
+    patches for some profiles only (apply.series.profile_bases_differ): one judge per profile
+    set of the series (`make_judge(chain)`) walks the patches that count for that set
+    (apply.series.profile_chains), and a patch's judgement is the one its own set's walk
+    made; the others of a walk are judged only for what they leave to the patches after them.
+    Returns [(judge, judgement)] in series order, each to be settled by its judge."""
+    from patchforge.apply.series import profile_chains, profile_set
+
+    own = [profile_set(patch, configured) for _, patch in patches]
+    found: list = [None] * len(patches)
+    for chosen, positions in profile_chains(patches, configured):
+        if chosen not in own:
+            continue  # a profile's own series with no patch of that set: nothing to decide
+        chain = [patches[i] for i in positions]
+        judge = make_judge(chain)
+        with judge.reading_ahead(chain):
+            for i in positions:
+                name, patch = patches[i]
+                mine = own[i] == chosen
+                judgement = judge.judge(name, patch, defer_history=mine)
+                if mine:
+                    found[i] = (judge, judgement)
+    return found
+
+
 def read_history(store: UpstreamStore, target: Target) -> bytes | None:
     """The walk of the history from base to target a HistoryIndex is made from
     (`store.range_changes`, no path limit), None without history. It needs no patch: a caller

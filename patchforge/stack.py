@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import SYMLINK
 from patchforge.apply.hunks import apply_file_patch
-from patchforge.apply.series import applies_to_profile, apply_series
+from patchforge.apply.series import (applies_to_profile, apply_series, counts_for,
+                                     profile_set)
 from patchforge.errors import InputError, UnsafePathError
 from patchforge.fsutil import atomic_write
 
@@ -21,13 +22,19 @@ if TYPE_CHECKING:
 
 
 def series_state(project: Project, store: UpstreamStore, upstream: str, *, upto: int | None = None,
-                 commit=None, strict: bool = True):
-    """The upstream's touched files with its series (or its first `upto` patches) applied."""
+                 commit=None, strict: bool = True, base_of=None):
+    """The upstream's touched files with its series (or its first `upto` patches) applied;
+    `base_of` (a PatchFile): only those in every one of its profiles' series, its base."""
     commit = commit or project.lock.pin(upstream).commit
     names = project.patch_names(upstream)
     if upto is not None:
         names = names[:upto]
     patches = [(n, project.read_patch(upstream, n)) for n in names]
+    configured = list(project.config.profiles)
+    if base_of is not None and configured:
+        mine = profile_set(base_of, configured)
+        patches = [(n, p) for n, p in patches
+                    if counts_for(profile_set(p, configured), mine)]
     return apply_series(lambda paths: store.read_blobs(commit, paths), patches, strict=strict)
 
 

@@ -27,7 +27,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.apply.series import PatchPart, apply_series
+from patchforge.apply.series import PatchPart, apply_series, counts_for, profile_set
 from patchforge.errors import ApplyError, InputError, PatchforgeError, UsageError
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.model.record import record
@@ -449,12 +449,21 @@ def _series_prefix(project: Project, upstream: str, file_name: str, paths) -> tu
     names = project.patch_names(upstream)
     wanted = set(paths)
     picked = []
+    # A patch for some profiles only is made on its base: the earlier patches in every one
+    # of its profiles' series (apply.series.counts_for), never another profile's fix.
+    configured = list(project.config.profiles)
+    mine_for = profile_set(project.read_patch(upstream, file_name), configured) \
+        if configured else None
     for name in reversed(names[:names.index(file_name)]):
-        mine = _file_patches_on(project, upstream, name, wanted)
+        mine = _file_patches_on(project, upstream, name, wanted, counts=mine_for
+                                if configured else _EVERY)
         if mine is not None:
             picked.append((name, mine))
     picked.reverse()
     return picked, wanted
+
+
+_EVERY = object()  # _file_patches_on's `counts` when every patch counts (no profiles declared)
 
 
 def series_on_paths(project: Project, upstream: str, paths, *,
@@ -481,14 +490,19 @@ def series_on_paths(project: Project, upstream: str, paths, *,
 
 
 def _file_patches_on(project: Project, upstream: str, name: str, wanted: set[str],
-                     edited: tuple[bytes, PatchFile] | None = None) -> PatchPart | None:
+                     edited: tuple[bytes, PatchFile] | None = None,
+                     counts: object = _EVERY) -> PatchPart | None:
     """What patch `name` does to the files in `wanted` (None: nothing), adding to `wanted` the
     other side of each of its renames and copies among them. Only a patch whose text names one
-    of the files is parsed."""
+    of the files is parsed. `counts`: the profile set of the patch whose base this is, where a
+    patch not in all of that set's series does nothing (apply.series.counts_for)."""
     data = edited[0] if edited else project.read_patch_bytes(upstream, name)
     if not any(_may_name(path, data) for path in wanted):
         return None
     patch = edited[1] if edited else project.read_patch(upstream, name)
+    if counts is not _EVERY and not counts_for(
+            profile_set(patch, list(project.config.profiles)), counts):  # type: ignore[arg-type]
+        return None
     mine = [fp for fp in patch.file_patches if fp.old_path in wanted or fp.new_path in wanted]
     if not mine:
         return None

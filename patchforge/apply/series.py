@@ -44,6 +44,81 @@ def applies_to_profile(patch: PatchFile, profile: str | None) -> bool:
     return profile is None or not wanted or profile in wanted
 
 
+# --- a patch's base: the earlier patches of every one of its profiles' series ------------------
+#
+# Each profile's overlay is the upstream with that profile's subset of the series applied in
+# order. A patch is in the series of each profile it lists; the one state it meets in all of
+# them is the upstream with the earlier patches that are in all of them too: Q counts for P
+# when Q's profiles include all of P's. That is the base a patch is made, edited, judged and
+# rebased on. A series whose every patch is for every profile (or a stack without profiles)
+# has one chain, the whole series: `profile_bases_differ` is False and every caller keeps
+# its one walk.
+
+def profile_set(patch, configured) -> frozenset[str] | None:
+    """The profiles whose series hold `patch`: None for every profile (no Profiles field, one
+    listing every configured profile, or a stack that declares none)."""
+    listed = getattr(patch, "profiles", ())
+    if not configured or not listed:
+        return None
+    chosen = frozenset(listed)
+    return None if chosen >= frozenset(configured) else chosen
+
+
+def counts_for(earlier: frozenset[str] | None, later: frozenset[str] | None) -> bool:
+    """Whether a patch for the profiles `earlier` is part of the base of a later one for
+    `later` (profile_set's values): it is in every series the later one is in."""
+    return earlier is None or (later is not None and earlier >= later)
+
+
+def profile_bases_differ(patches, configured) -> bool:
+    """True when some patch of `patches` ([(name, PatchFile)]) is for some profiles only: then
+    patches have different bases. False is the common case, one chain."""
+    return bool(configured) and any(profile_set(patch, configured) is not None
+                                    for _, patch in patches)
+
+
+def profile_chains(patches, configured) -> list[tuple[frozenset[str] | None, list[int]]]:
+    """The chains a series with profile bases is walked as: for each profile set of its
+    patches (in order of first use) and each configured profile's own series, the positions
+    of the patches that count for it, in order. A patch is decided on its own set's chain;
+    a profile's chain is its overlay's series, where each patch must apply too."""
+    sets: list[frozenset[str] | None] = []
+    for _, patch in patches:
+        chosen = profile_set(patch, configured)
+        if chosen not in sets:
+            sets.append(chosen)
+    for profile in configured:
+        if frozenset([profile]) not in sets:
+            sets.append(frozenset([profile]))
+    chains = []
+    for chosen in sets:
+        chains.append((chosen, [i for i, (_, patch) in enumerate(patches)
+                                if counts_for(profile_set(patch, configured), chosen)]))
+    return chains
+
+
+def outcomes_on_bases(read_base, patches, own: list, **kwargs) -> list[PatchOutcome]:
+    """How each of `patches` ([(name, PatchFile or PatchPart)]) applies on its own base, in
+    series order: `own` gives each one's profile_set. One apply_series of the whole series
+    when every patch is for every profile; otherwise one per profile set of the series, over
+    the patches that count for it, each patch's outcome taken from its own set's."""
+    if all(chosen is None for chosen in own):
+        return apply_series(read_base, patches, **kwargs).outcomes
+    found: list = [None] * len(patches)
+    for chosen in dict.fromkeys(own):
+        positions = [i for i, earlier in enumerate(own) if counts_for(earlier, chosen)]
+        state = apply_series(read_base, [patches[i] for i in positions], **kwargs)
+        for i, outcome in zip(positions, state.outcomes):
+            if own[i] == chosen:
+                found[i] = outcome
+    return found
+
+
+def profile_label(chosen: frozenset[str] | None) -> str:
+    """How a message names a profile set: `every profile`, `gfx942`, `gfx942, gfx950`."""
+    return "every profile" if chosen is None else ", ".join(sorted(chosen))
+
+
 @record
 class PatchOutcome:
     """How one patch applied: per file, the FileApplication from apply.hunks."""

@@ -20,8 +20,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series,
-                                     unknown_profiles)
+from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series, counts_for,
+                                     profile_set, unknown_profiles)
 from patchforge.errors import InputError, PatchforgeError
 from patchforge.ledger import ledger_findings
 from patchforge.model.findings import Finding
@@ -451,9 +451,17 @@ def _apply_checks(project: Project, store: UpstreamStore, upstream, pin, parsed)
                 if key not in reported:
                     reported.add(key)
                     out.append(Finding(f"{upstream}/{name}", "keeps", problem + where))
-    # Byte-stability of the diff: regenerate each patch on the series before it.
-    state = SeriesState()
-    for name, patch, _ in parsed:
+    # Byte-stability of the diff: regenerate each patch on its base, the series before it
+    # in every one of its profiles' series (one chain per profile set of the series).
+    configured = list(project.config.profiles)
+    own = [profile_set(patch, configured) for _, patch, _ in parsed]
+    states = {chosen: SeriesState() for chosen in dict.fromkeys(own)}
+    for (name, patch, _), mine in zip(parsed, own):
+        for chosen, chain in states.items():
+            if chosen != mine and counts_for(mine, chosen):
+                apply_series(read_base, [(name, patch)], strict=False, state=chain,
+                             allow_zero_context=True)
+        state = states[mine]
         before = dict(state.current)
         apply_series(read_base, [(name, patch)], strict=False, state=state,
                      allow_zero_context=True)

@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.apply.series import apply_series, unknown_profiles
+from patchforge.apply.series import (apply_series, counts_for, outcomes_on_bases,
+                                     profile_bases_differ, profile_set, unknown_profiles)
 from patchforge.model.record import record
 from patchforge.names import check_patch_name, file_name_key
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
@@ -419,14 +420,19 @@ def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
     if file_name not in names:
         return []
     pin = project.lock.pin(upstream)
-    state = apply_series(lambda wanted: store.read_blobs(pin.commit, wanted),
-                         series_on_paths(project, upstream, paths,
-                                         edited=(file_name, *edited) if edited else None),
-                         strict=False, placement=True)
+    picked = series_on_paths(project, upstream, paths,
+                             edited=(file_name, *edited) if edited else None)
+    # Each later patch on its own base (the earlier patches in all of its profiles' series).
+    configured = list(project.config.profiles)
+    own = [profile_set(edited[1] if edited and name == file_name else
+                       project.read_patch(upstream, name), configured) if configured else None
+           for name, _ in picked]
+    outcomes = outcomes_on_bases(lambda wanted: store.read_blobs(pin.commit, wanted), picked,
+                                 own, strict=False, placement=True)
     later = set(names[names.index(file_name) + 1:])
-    failing = {o.name for o in state.outcomes if o.name in later and not o.ok}
+    failing = {o.name for o in outcomes if o.name in later and not o.ok}
     if ambiguous is not None:
-        ambiguous.update({o.name: o.ambiguous for o in state.outcomes
+        ambiguous.update({o.name: o.ambiguous for o in outcomes
                           if o.name in later and o.ok and o.ambiguous})
     if moves_files:
         failing |= _later_collisions(project, store, upstream, pin.commit, later, set(paths),
@@ -919,8 +925,11 @@ def _failing(project: Project, store: UpstreamStore, upstream: str, patches) -> 
 
     names = [name for name, _ in patches]
     pin = project.lock.pin(upstream)
-    state = apply_series(lambda paths: store.read_blobs(pin.commit, paths), patches, strict=False)
-    failing = {o.name for o in state.outcomes if not o.ok}
+    configured = list(project.config.profiles)
+    outcomes = outcomes_on_bases(lambda paths: store.read_blobs(pin.commit, paths), patches,
+                                 [profile_set(patch, configured) for _, patch in patches],
+                                 strict=False)
+    failing = {o.name for o in outcomes if not o.ok}
     failing |= {name for name, *_ in profile_collisions(project, store, pin.commit, patches)}
     return [name for name in names if name in failing]
 
@@ -1042,7 +1051,16 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     refuse_symlinked_paths(store, pin.commit, prefix + [(fix.name, patch)])
     judge = SeriesJudge(store, Target(upstream, base, pin.commit, pin.label, pin.version),
                         labels=("series", "base", f"skipped {fix.name}"))
-    before = series_state(project, store, upstream, strict=False)
+    # Judged, and stopped, on its base: the series' patches in every one of its profiles'
+    # series (apply.series.counts_for), never another profile's fix.
+    configured = list(project.config.profiles)
+    if profile_bases_differ([*prefix, (fix.name, patch)], configured):
+        chosen = profile_set(patch, configured)
+        counted = [(n, p) for n, p in prefix if counts_for(profile_set(p, configured), chosen)]
+        before = apply_series(lambda paths: store.read_blobs(pin.commit, paths), counted,
+                              strict=False)
+    else:
+        before = series_state(project, store, upstream, strict=False)
     judge.start_after(before)
     judgement = judge.decide(fix.name, patch)
     series = project.read_series(upstream)

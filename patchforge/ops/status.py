@@ -13,7 +13,8 @@ from patchforge import logs
 from patchforge.background import Background
 from patchforge.forwarded import drop_when, forwarded_info, lookup_forwarded
 from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, SquashPaths, Target,
-                              _patch_paths, read_history, series_history_index, where_landed)
+                              _patch_paths, judge_on_profile_bases, read_history,
+                              series_history_index, where_landed)
 from patchforge.model.record import field, record
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                   upstreams: list[str] | None = None, lookups=None) -> list[PatchStatus]:
     """Each patch of the series judged against its upstream's target; `lookups`: the forge's
     answers asked ahead (forwarded.ask_forge_ahead), else asked here."""
-    from patchforge.apply.series import unknown_profiles
+    from patchforge.apply.series import profile_bases_differ, unknown_profiles
 
     out: list[PatchStatus] = []
     configured_profiles = list(project.config.profiles)
@@ -104,24 +105,33 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                 if target.base_commit != target.commit and paths else None
             # A stop is reported, not put in a worktree: its first conflicting file decides it.
             # Only the files a 3-way merge needs of the old series are walked (lazy_old).
-            lazy = LazyHistory(history.result, patches,
-                               lambda paths: store.read_blobs(target.base_commit, paths),
-                               ready=history.done, squash=squash) \
-                if history is not None else None
-            judge = SeriesJudge(store, target, stop_files=False, history=lazy,
-                                renames=(set(paths), renames.result)
-                                if renames is not None else None, lazy_old=True)
-            if lazy is not None:
-                threads.callback(lazy.close)  # the diffs started and not taken (an error)
-            # The series' files are read by a second thread too, in series order, while this
-            # one judges (the missing ones fetched first, all together).
-            with judge.reading_ahead(patches):
-                # A conflict's history question waits until the walk is over (settle): its
-                # answer changes nothing the next patches meet, and its diffs are read by git
-                # meanwhile, where the walk would have waited for them.
-                judged = [judge.judge(name, patch, defer_history=True)
-                          for name, patch in patches]
-            for (name, patch), judgement in zip(patches, judged):
+
+            def make_judge(chain):
+                lazy = LazyHistory(history.result, chain,
+                                   lambda paths: store.read_blobs(target.base_commit, paths),
+                                   ready=history.done, squash=squash) \
+                    if history is not None else None
+                if lazy is not None:
+                    threads.callback(lazy.close)  # the diffs started and not taken (an error)
+                return SeriesJudge(store, target, stop_files=False, history=lazy,
+                                   renames=(set(paths), renames.result)
+                                   if renames is not None else None, lazy_old=True)
+
+            if profile_bases_differ(patches, configured_profiles):
+                # Each patch judged on its own base (its profiles' common series), as a rebase
+                # moves it: never on top of another profile's fix.
+                judged = judge_on_profile_bases(make_judge, patches, configured_profiles)
+            else:
+                judge = make_judge(patches)
+                # The series' files are read by a second thread too, in series order, while
+                # this one judges (the missing ones fetched first, all together).
+                with judge.reading_ahead(patches):
+                    # A conflict's history question waits until the walk is over (settle):
+                    # its answer changes nothing the next patches meet, and its diffs are read
+                    # by git meanwhile, where the walk would have waited for them.
+                    judged = [(judge, judge.judge(name, patch, defer_history=True))
+                              for name, patch in patches]
+            for (name, patch), (judge, judgement) in zip(patches, judged):
                 judgement = judge.settle(judgement)
                 verdict = judgement.verdict
                 status = PatchStatus(

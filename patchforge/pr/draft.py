@@ -265,7 +265,8 @@ def draft_pr(project: Project, store: UpstreamStore, name: str, *, onto: str | N
     ensure_pinned(project, store, upstream, pin)
     target = resolve_pr_target(project, store, upstream, onto)
     index = project.patch_names(upstream).index(file_name)
-    state = series_state(project, store, upstream, upto=index, commit=pin.commit, strict=False)
+    state = series_state(project, store, upstream, upto=index, commit=pin.commit, strict=False,
+                         base_of=patch)  # its base: another profile's fix is not in it
     carried = carry_onto(store, upstream, file_name, patch, pin_commit=pin.commit,
                          head=target.commit, label=target.ref, base_files=dict(state.current))
     draft = Draft(upstream, file_name, carried.state, target, carried.how, carried.detail,

@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from patchforge.apply.series import SeriesState, apply_series
+from patchforge.apply.series import SeriesState, apply_series, profile_bases_differ
 from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
@@ -391,11 +391,17 @@ class Rebase:
         try:
             for upstream in run.order:
                 entry = run.upstreams[upstream]
-                if entry.position < len(entry.names):
+                # A resolution of the last patch of a series with profile bases is still
+                # carried into the other profiles' chains (refused when it does not go there).
+                if entry.position < len(entry.names) or upstream in self._resumed and \
+                        self._profile_bases(upstream, entry):
                     # The history is walked on a second thread while this one
                     # reads the files and judges the first patches; the block joins it.
                     with self._history_reading(upstream, entry):
-                        self._run_upstream(upstream, entry)
+                        if self._profile_bases(upstream, entry):
+                            self._run_upstream_on_profile_bases(upstream, entry)
+                        else:
+                            self._run_upstream(upstream, entry)
         except BaseException:  # a stop (ConflictStop) or an error: no range-diff is made
             self._close_chains()
             self._close_early()
@@ -547,16 +553,8 @@ class Rebase:
                 chains.add_old(name, _changed(before, judge.old.current), patch.paths)
                 if result is not None and result.destination == "series" and result.changed:
                     chains.add_new(name, result.changed, result.changed_paths)
-            if stop is not None and dry:
-                result = PatchResult(upstream, name, "conflict", stop.message, stop.evidence)
-            elif stop is not None:
-                # The old series through this patch (the judge moved past it), for going on.
-                made: list[tuple[bytes, bytes]] = []
-                self._stop(upstream, name, stop, judge, target,
-                           old_base=self.store.commit_files(
-                               judge.old_commit, dict(judge.old.current),
-                               message="patchforge rebase: old series so far\n", made=made)
-                           if judge.old.current else judge.old_commit, made=made)
+            if stop is not None:
+                result = self._stop_here(upstream, name, stop, judge, target)
             assert result is not None, "a patch moves, is dropped, or stops"
             entry.results.append(result)
             entry.position = position + 1
@@ -567,6 +565,187 @@ class Rebase:
             # No journal write per patch: until the write-out nothing in the project changes,
             # so a kill here only loses work a resumed run recomputes. Saving the whole journal
             # after every patch made a long series quadratic.
+
+    # --- a series with patches for some profiles only ------------------------------------------
+    def _profile_bases(self, upstream: str, entry: UpstreamRun) -> bool:
+        """Whether some patch of the series is for some profiles only: then each patch is
+        judged and moved on its own base (apply.series.counts_for), not on the whole series
+        before it. Otherwise (the common case) the one walk of `_run_upstream`."""
+        configured = list(self.project.config.profiles)
+        return bool(configured) and profile_bases_differ(
+            self._old_series(upstream, entry.names), configured)
+
+    def _run_upstream_on_profile_bases(self, upstream: str, entry: UpstreamRun) -> None:
+        """`_run_upstream` for a series whose patches have different bases. One judge per
+        chain (apply.series.profile_chains: each profile set of the series, and each profile's
+        own series, the one its overlays apply): a patch is judged, moved or stopped on its own
+        set's chain, where its worktree opens and its new diff is made; its move is then
+        carried into every other chain that holds it (the patches for more profiles it comes
+        after there stay). One that does not go into such a chain (it changes lines another
+        patch of that profile's series changed before it) stops there, the profile named: the
+        series would otherwise be written with overlays that fail.
+
+        A resumed run rebuilds every chain from the patches staged so far (the stop's commits
+        hold one chain only)."""
+        from patchforge.apply.series import profile_chains, profile_set
+
+        names = entry.names
+        target = self._target(upstream, entry)
+        self._resumed.pop(upstream, None)
+        # The range-diff's chains are made from the files at the end (_chain_steps).
+        self._chains[upstream] = None
+        configured = list(self.project.config.profiles)
+        patches = self._old_series(upstream, names)
+        own = [profile_set(patch, configured) for _, patch in patches]
+        chains = profile_chains(patches, configured)
+        start = entry.position
+        judges: dict = {}
+        for chosen, positions in chains:
+            chain = [patches[i] for i in positions]
+            judge = SeriesJudge(self.store, target, history=LazyHistory(
+                lambda: self._history_index(upstream, target), chain,
+                lambda paths: self.store.read_blobs(target.base_commit, paths)))
+            judge.prefetch(chain)
+            judge.pass_old([patches[i] for i in positions if i < start])
+            judges[chosen] = (judge, set(positions))
+        if start:
+            self._rebuild_chains(upstream, entry, patches, own, judges)
+        for position in range(start, len(names)):
+            name, patch = patches[position]
+            self.on_patch(upstream, name)
+            judge = judges[own[position]][0]
+            before = dict(judge.current)
+            result, stop = self._rebase_one(upstream, name, patch, judge, target)
+            if result is not None and result.destination == "series" and result.changed:
+                changed = dict(result.changed)
+                problem = self._carry_to_chains(patches, own, position, judges, judge,
+                                                changed, self._before(judge, before, changed))
+                if problem is not None:
+                    path, message = problem
+                    stop = Blocked("conflict", [path], [message], message, changed,
+                                   {p: m for p, m in judge.current_modes.items()
+                                    if p in changed})
+                    self._drop_staged(upstream, name, result)
+                    result = None
+                    judge.current.clear()
+                    judge.current.update(before)
+            others = [j for chosen, (j, held) in judges.items()
+                      if chosen != own[position] and position in held]
+            for other in others:
+                other.pass_old([(name, patch)])
+            if stop is not None:
+                result = self._stop_here(upstream, name, stop, judge, target)
+            assert result is not None, "a patch moves, is dropped, or stops"
+            entry.results.append(result)
+            entry.position = position + 1
+
+    def _before(self, judge, before: dict, changed: dict) -> dict:
+        """The files `changed` names as `judge`'s chain had them before the patch (`before`:
+        its current files then; the others are read where it reads)."""
+        return {path: before[path] if path in before else
+                self.store.read_blob(judge.read_commit, path) for path in changed}
+
+    def _rebuild_chains(self, upstream, entry, patches, own, judges) -> None:
+        """A resumed run's chains: each patch moved so far (its staged new diff) applied on its
+        own chain, where it was made, and carried into the others as the walk carried it. A
+        resolution that does not go into another profile's series is refused, naming it: the
+        rebase stays stopped on it."""
+        from patchforge.apply.series import profile_label
+
+        staged = {r.name: r for r in entry.results if r.destination == "series" and r.staged}
+        for position in range(entry.position):
+            name = patches[position][0]
+            if name not in staged:
+                continue
+            patch = self._staged_patch(upstream, staged[name])
+            judge = judges[own[position]][0]
+            state = SeriesState()
+            for path in patch.paths:
+                state.base[path] = state.current[path] = judge.read_current(path)
+            before = dict(state.current)
+            apply_series(_reads(self.store, judge.read_commit), [(name, patch)], max_fuzz=0,
+                         strict=False, state=state)
+            changed = {path: content for path, content in state.current.items()
+                       if content != before.get(path)}
+            problem = self._carry_to_chains(patches, own, position, judges, judge, changed,
+                                            before) if state.outcomes[-1].ok else \
+                (None, f"does not apply on its own base ({profile_label(own[position])})")
+            if problem is not None:
+                raise UsageError(
+                    f"{upstream}/{name} as resolved {problem[1]}",
+                    hint="make the resolution leave those lines alone (two fixes that change "
+                         "neighbouring lines differently for some profiles are one fix per "
+                         "profile), or `patchforge rebase --skip` (the patch is kept in "
+                         "skipped/), `--abort` to go back")
+            judge.start_after(state)
+
+    def _carry_to_chains(self, patches, own, position, judges, judge, changed: dict,
+                         old: dict) -> tuple[str, str] | None:
+        """Carry a patch moved on its own chain (`judge`; `old`: the files `changed` names as
+        that chain had them before it) into the other chains that hold it: where such a chain
+        has the file as the patch's own had it, the moved file; elsewhere git's 3-way merge of
+        the patch's change onto it. A merge that does not go through is (path, message naming
+        that chain's profiles and the patches there the change meets); nothing is carried
+        then."""
+        from patchforge.apply.series import profile_label
+        from patchforge.store.diff import merge_file
+
+        name = patches[position][0]
+        updates = []
+        for chosen, (other, held) in judges.items():
+            if chosen == own[position] or position not in held:
+                continue
+            files = {}
+            for path, new in changed.items():
+                ours, base = other.read_current(path), old[path]
+                if ours == base or ours == new:
+                    files[path] = new
+                    continue
+                clean, merged = (False, b"") if None in (ours, base, new) else \
+                    merge_file(base, ours, new)
+                if not clean:
+                    return path, (f"does not apply in the series of {profile_label(chosen)}: "
+                                  f"it changes lines of {path} that "
+                                  f"{self._others_note(patches, own, held, name, path)} "
+                                  "changed before it there")
+                files[path] = merged
+            updates.append((other, files))
+        for other, files in updates:
+            other.current.update(files)
+            other.current_modes.update({p: m for p, m in judge.current_modes.items()
+                                        if p in files})
+        return None
+
+    def _others_note(self, patches, own, held, name: str, path: str | None = None) -> str:
+        """The patches of a chain (`held`: positions) before `name` that are not in `name`'s
+        own base, touching `path` when given: the ones its move meets there."""
+        from patchforge.apply.series import counts_for, profile_label
+
+        at = next(i for i, (n, _) in enumerate(patches) if n == name)
+        found = [f"{n} ({profile_label(own[i])})" for i, (n, patch) in enumerate(patches)
+                 if i < at and i in held and not counts_for(own[i], own[at])
+                 and (path is None or path in patch.paths)]
+        return ", ".join(found) or "the patches for other profiles"
+
+    def _drop_staged(self, upstream: str, name: str, result: PatchResult) -> None:
+        """Forget the new diff `_rebase_one` deferred for a patch that stops after all."""
+        rel = f"{upstream}/{name}"
+        if self._deferred[self._batched:] and self._deferred[-1][0] == rel:
+            self._deferred.pop()
+
+    def _stop_here(self, upstream: str, name: str, stop: Blocked, judge, target) -> PatchResult:
+        """A patch the walk cannot move: in a dry run, its `conflict` result; otherwise the
+        stop (`_stop` raises ConflictStop), with the old series through this patch (the judge
+        moved past it), for going on."""
+        if self._run_record.dry_run:
+            return PatchResult(upstream, name, "conflict", stop.message, stop.evidence)
+        made: list[tuple[bytes, bytes]] = []
+        self._stop(upstream, name, stop, judge, target,
+                   old_base=self.store.commit_files(
+                       judge.old_commit, dict(judge.old.current),
+                       message="patchforge rebase: old series so far\n", made=made)
+                   if judge.old.current else judge.old_commit, made=made)
+        raise AssertionError("_stop raises")
 
     def _stop(self, upstream: str, name: str, stop: Blocked, judge, target, *,
               old_base: str, made: list[tuple[bytes, bytes]]) -> None:
