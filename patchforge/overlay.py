@@ -866,8 +866,8 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                 f" [{entry['profile']}]" if entry.get("profile") else "")
             # A tree that already holds the overlay (an image the Dockerfile baked, `/` of a
             # container with the mounts): was "not the pre-image", with a hint to rebase.
-            if candidate.is_file() and entry.get("sha256") and \
-                    sha256(candidate.read_bytes()) == entry["sha256"]:
+            found = sha256(candidate.read_bytes()) if candidate.is_file() else None
+            if found is not None and found == entry.get("sha256"):
                 rows.append((label, "ok", ALREADY_OVERLAID))
             elif entry["base_sha256"] is None:
                 if candidate.exists():
@@ -880,7 +880,7 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                     "file system)"
                 rows.append((label, "missing",
                              f"pre-image for {target or entry['path']} not found{looked}"))
-            elif sha256(candidate.read_bytes()) != entry["base_sha256"]:
+            elif found != entry["base_sha256"]:
                 rows.append((label, "mismatch",
                              "installed file is not the pre-image this overlay was made for"
                              f" ({made_for(manifest, entry)})"))
