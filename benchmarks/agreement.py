@@ -27,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
-from stops import REPO, build, default_repo, pf, pf_env  # noqa: E402
+from stops import REPO, build_series, default_repo, pf, pf_env  # noqa: E402
 
 # What each dry-run action means for status's `rebase` word ("conflict" is any stop).
 WORD = {"clean": "move", "offset": "move", "merged": "move", "dropped": "drop",
@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.repo is None or not Path(args.repo).is_dir():
         raise SystemExit("no AITER repository: pass --repo (a clone of github.com/ROCm/aiter)")
-    work = build(args.repo, args.branch)
+    work = build_series(args.repo, args.branch)
     targets = args.target
     if not targets:
         later = subprocess.run(["git", "-C", str(args.repo), "rev-list", "--first-parent",

@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from scenario import git, git_env, log  # noqa: E402
-from stops import build, default_repo, pf_env  # noqa: E402
+from stops import build_series, default_repo, pf_env  # noqa: E402
 
 
 def timed(argv: list[str], **kw) -> tuple[float, float, subprocess.CompletedProcess]:
@@ -58,7 +58,7 @@ def timed(argv: list[str], **kw) -> tuple[float, float, subprocess.CompletedProc
 
 
 def measure(args, work: Path, targets: list[str]) -> list[dict]:
-    """The table's rows for one series (a directory `build` made): each target, each source
+    """The table's rows for one series (a directory `build_series` made): each target, each source
     tree."""
     info = json.loads((work / "done.json").read_text())
     checkout = work / "checkout"
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
         series.append((args.long_branch, ["main"]))
     rows = []
     for branch, targets in series:
-        rows += measure(args, build(args.repo.resolve(), branch), targets)
+        rows += measure(args, build_series(args.repo.resolve(), branch), targets)
     print(f"status --against next to git cherry, median of {args.runs} runs")
     print("| series | target | commits base..target | code | patchforge wall | git cherry wall | "
           "ratio | patchforge CPU | git cherry CPU | CPU ratio | landed (patchforge / git) |")

@@ -2,7 +2,7 @@
 """Where users wait on a stop: a real AITER series that stops many times, next to `git rebase`.
 
     python3 benchmarks/stops.py [--repo DIR] [--branch zxe/fused_dispatch_gemm1_gfx1250] \
-        [--target COMMIT] [--runs 3] [--vllm] [--other DIR]
+        [--target COMMIT] [--runs 3] [--vllm] [--other DIR] [--venv]
 
 The series is a real one, built once (cached under `<bench>/aiter-stops-*`): an AITER work
 branch's history since it left the main branch, one patch per first-parent commit (a merge into
@@ -25,7 +25,10 @@ The code measured is the patchforge beside this script (PYTHONPATH), not whateve
 `--other DIR` times a second source tree the same way in the same run (e.g. an earlier commit,
 `git archive REV | tar -x -C DIR`), for before/after figures taken side by side. Each row gives
 the wall time and the CPU time (user + system of the command and its children), which a loaded
-machine disturbs less.
+machine disturbs less. With --venv each tree is timed a second time as the README installs it
+(`pip install TREE` in a virtual environment, built once per content under `<bench>/venvs/`):
+the rows a user waits on, without the editable install's import finder and the `.pth` hooks of
+this interpreter's site-packages that every start through PYTHONPATH pays.
 """
 from __future__ import annotations
 
@@ -38,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,9 +59,10 @@ def default_repo() -> Path | None:
     return mirror if mirror.is_dir() else None
 
 
-def pf_env(cache: Path, code: Path = REPO) -> dict[str, str]:
-    env = git_env({"PATCHFORGE_CACHE": str(cache), "NO_COLOR": "1", "PYTHONPATH": str(code),
-                   "PATCHFORGE_DATE": "2026-01-01"})
+def pf_env(cache: Path, code: Path | None = REPO) -> dict[str, str]:
+    env = git_env({"PATCHFORGE_CACHE": str(cache), "NO_COLOR": "1", "PATCHFORGE_DATE": "2026-01-01"})
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(bench_dir() / "pycache")
     env.setdefault("PATCHFORGE_WHEELS", os.environ.get("PATCHFORGE_WHEELS", ""))
@@ -66,10 +71,31 @@ def pf_env(cache: Path, code: Path = REPO) -> dict[str, str]:
     return env
 
 
-def pf(root: Path, env: dict, *args: str, ok=(0,)) -> subprocess.CompletedProcess:
+@dataclass(frozen=True)
+class Build:
+    """One patchforge to time: a source tree run by this interpreter through PYTHONPATH, or
+    (`script`) the console script of a virtual environment with `pip install TREE` in it, as
+    the README installs it: without the editable install's import finder and this
+    interpreter's site hooks, which every start of the first pays."""
+    label: str
+    code: Path
+    script: Path | None = None
+
+    def env(self, cache: Path) -> dict[str, str]:
+        return pf_env(cache, None if self.script else self.code)
+
+    def argv(self) -> list[str]:
+        return [str(self.script)] if self.script else [sys.executable, "-m", "patchforge"]
+
+
+SOURCE = Build("", REPO)
+
+
+def pf(root: Path, env: dict, *args: str, ok=(0,), build: Build = SOURCE
+       ) -> subprocess.CompletedProcess:
     # From the project: `python -m` puts the working directory first on sys.path, and a
     # patchforge source tree there would win over the one PYTHONPATH names.
-    proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), *args],
+    proc = subprocess.run([*build.argv(), "--root", str(root), *args],
                           env=env, capture_output=True, cwd=root)
     if proc.returncode not in ok:
         raise RuntimeError(f"patchforge {' '.join(args)} -> {proc.returncode}\n"
@@ -126,7 +152,7 @@ def _same_tree_fork(repo: Path, tip: str, head: str) -> tuple[str, str]:
     raise RuntimeError(f"{tip} shares no tree with {head}")
 
 
-def build(repo: Path, branch: str) -> Path:
+def build_series(repo: Path, branch: str) -> Path:
     """The series: `branch`'s first-parent history since it left the default branch, one
     patch per commit (a merge into the branch is one patch of what it brought); cached by the
     ids involved."""
@@ -216,37 +242,39 @@ def time_git(work: Path, target: str) -> tuple[tuple[float, float], list[tuple[f
     return whole.read(), skips, len(skips)
 
 
-def time_patchforge(work: Path, target: str, scratch: Path, code: Path = REPO):
+def time_patchforge(work: Path, target: str, scratch: Path, build: Build = SOURCE):
     """((wall, cpu) of the whole run, (wall, cpu) of each --skip, stops)."""
     project = scratch / "pf-run"
     _fresh_copy(work / "pf-template", project)
-    env = pf_env(work / "pf-cache", code)
+    env = build.env(work / "pf-cache")
     skips = []
     whole = Clock()
-    proc = pf(project, env, "rebase", "--to", target, ok=(0, 3))
+    proc = pf(project, env, "rebase", "--to", target, ok=(0, 3), build=build)
     while proc.returncode == 3:
         one = Clock()
-        proc = pf(project, env, "rebase", "--skip", ok=(0, 3))
+        proc = pf(project, env, "rebase", "--skip", ok=(0, 3), build=build)
         skips.append(one.read())
     return whole.read(), skips, len(skips)
 
 
-def time_one(project: Path, env: dict, *args: str, ok=(0,)) -> tuple[float, float]:
+def time_one(project: Path, env: dict, build: Build, *args: str, ok=(0,)
+             ) -> tuple[float, float]:
     clock = Clock()
-    pf(project, env, *args, ok=ok)
+    pf(project, env, *args, ok=ok, build=build)
     return clock.read()
 
 
-def edit_and_new(project: Path, env: dict, name: str, runs: int) -> dict[str, list]:
+def edit_and_new(project: Path, env: dict, name: str, runs: int, build: Build = SOURCE
+                 ) -> dict[str, list]:
     """(wall, cpu) of each `edit NAME`, `refresh` (unchanged) and `new` (then deleted again)."""
     times: dict[str, list] = {"edit": [], "refresh": [], "new": []}
     for run in range(runs):
-        times["edit"].append(time_one(project, env, "edit", name))
-        times["refresh"].append(time_one(project, env, "refresh"))
+        times["edit"].append(time_one(project, env, build, "edit", name))
+        times["refresh"].append(time_one(project, env, build, "refresh"))
         new_name = f"bench-new-{run}"
-        times["new"].append(time_one(project, env, "new", new_name))
-        pf(project, env, "refresh", ok=(0, 1, 2))
-        pf(project, env, "delete", new_name, ok=(0, 1, 2))
+        times["new"].append(time_one(project, env, build, "new", new_name))
+        pf(project, env, "refresh", ok=(0, 1, 2), build=build)
+        pf(project, env, "delete", new_name, ok=(0, 1, 2), build=build)
     return times
 
 
@@ -256,22 +284,22 @@ def median_pair(pairs: list[tuple[float, float]]) -> tuple[float, float]:
     return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
 
 
-def vllm_project(scratch: Path, code: Path = REPO) -> tuple[Path, dict, str]:
+def vllm_project(scratch: Path, build: Build = SOURCE) -> tuple[Path, dict, str]:
     """A project on the vllm 0.32.0 wheel with one real-sized patch (a line added to a file)."""
     cache = bench_dir() / "pf-cache-vllm-stops"
-    env = pf_env(cache, code)
-    root = scratch / f"pf-vllm-{code.name}"
+    env = build.env(cache)
+    root = scratch / f"pf-vllm-{build.code.name}{'-venv' if build.script else ''}"
     root.mkdir()
-    pf(root, env, "init", "--standalone")
-    pf(root, env, "upstream", "add", "vllm", "--wheel", "vllm", "--at", "0.32.0")
-    pf(root, env, "new", "fix-one", "-m", "a one-line fix")
+    pf(root, env, "init", "--standalone", build=build)
+    pf(root, env, "upstream", "add", "vllm", "--wheel", "vllm", "--at", "0.32.0", build=build)
+    pf(root, env, "new", "fix-one", "-m", "a one-line fix", build=build)
     work = root / ".patchforge" / "work" / "vllm"
     target = work / "vllm" / "envs.py"
     target.parent.mkdir(parents=True, exist_ok=True)
     if not target.exists():
-        pf(root, env, "add", "vllm/envs.py")
+        pf(root, env, "add", "vllm/envs.py", build=build)
     target.write_bytes(target.read_bytes() + b"# a local fix\n")
-    pf(root, env, "refresh")
+    pf(root, env, "refresh", build=build)
     return root, env, "fix-one"
 
 
@@ -285,51 +313,60 @@ def main(argv=None) -> int:
     parser.add_argument("--vllm", action="store_true", help="also edit/new on the vllm wheel")
     parser.add_argument("--other", type=Path, action="append", default=[],
                         help="another patchforge source tree to time side by side")
+    parser.add_argument("--venv", action="store_true",
+                        help="time each tree as the README installs it too (pip install TREE "
+                             "in a virtual environment, its console script)")
     args = parser.parse_args(argv)
     if args.repo is None or not Path(args.repo).is_dir():
         raise SystemExit("no AITER repository: pass --repo (a clone of github.com/ROCm/aiter)")
-    work = build(Path(args.repo), args.branch)
+    work = build_series(Path(args.repo), args.branch)
     info = json.loads((work / "done.json").read_text())
     target = git(Path(args.repo), "rev-parse", args.target + "^{commit}").decode().strip()
     scratch = work / "scratch"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir()
-    codes = [("", REPO)] + [(f" [{d.name}]", d.resolve()) for d in args.other]
+    codes = [SOURCE] + [Build(f" [{d.name}]", d.resolve()) for d in args.other]
+    if args.venv:
+        from run import readme_install
+        for build in list(codes):
+            script = readme_install(build.code)
+            if script is not None:
+                codes.append(Build(f"{build.label} (venv)", build.code, script))
     print(f"AITER {args.branch}: {info['patches']} patches on {info['base'][:10]}, rebased onto "
           f"{target[:10]}; {args.runs} runs; nproc {os.cpu_count()}; load average at the start "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     git_runs, git_skips, git_stops = [], [], 0
-    pf_runs: dict[str, list] = {label: [] for label, _ in codes}
-    pf_skips: dict[str, list] = {label: [] for label, _ in codes}
+    pf_runs: dict[str, list] = {build.label: [] for build in codes}
+    pf_skips: dict[str, list] = {build.label: [] for build in codes}
     pf_stops: dict[str, int] = {}
     for _ in range(args.runs):  # the tools take turns, so that a change of load hits them all
         whole, skips, git_stops = time_git(work, target)
         git_runs.append(whole)
         git_skips += skips
-        for label, code in codes:
-            whole, skips, pf_stops[label] = time_patchforge(work, target, scratch, code)
-            pf_runs[label].append(whole)
-            pf_skips[label] += skips
+        for build in codes:
+            whole, skips, pf_stops[build.label] = time_patchforge(work, target, scratch, build)
+            pf_runs[build.label].append(whole)
+            pf_skips[build.label] += skips
     rows = [("series", f"git rebase + --skip at each stop ({git_stops} stops)",
              median_pair(git_runs), None),
             ("one", "git rebase --skip (median of all skips)", median_pair(git_skips), None)]
-    for label, _ in codes:
+    for label in (build.label for build in codes):
         rows += [("series", f"patchforge rebase + --skip at each stop ({pf_stops[label]} stops)"
                   f"{label}", median_pair(pf_runs[label]), None),
                  ("one", f"patchforge rebase --skip (median of all skips){label}",
                   median_pair(pf_skips[label]), 0.3)]
     name = info["names"][len(info["names"]) // 2]
-    for label, code in codes:
-        project = scratch / f"pf-edit-{code.name}"
+    for build in codes:
+        project = scratch / f"pf-edit-{build.code.name}{'-venv' if build.script else ''}"
         _fresh_copy(work / "pf-template", project)
-        one = edit_and_new(project, pf_env(work / "pf-cache", code), name, args.runs)
-        rows += [("one", f"patchforge {k} (AITER){label}", median_pair(v), 0.3)
+        one = edit_and_new(project, build.env(work / "pf-cache"), name, args.runs, build)
+        rows += [("one", f"patchforge {k} (AITER){build.label}", median_pair(v), 0.3)
                  for k, v in one.items()]
     if args.vllm:
-        for label, code in codes:
-            root, venv, vname = vllm_project(scratch, code)
-            one = edit_and_new(root, venv, vname, args.runs)
-            rows += [("one", f"patchforge {k} (vllm wheel){label}", median_pair(v), 0.3)
+        for build in codes:
+            root, env, vname = vllm_project(scratch, build)
+            one = edit_and_new(root, env, vname, args.runs, build)
+            rows += [("one", f"patchforge {k} (vllm wheel){build.label}", median_pair(v), 0.3)
                      for k, v in one.items()]
     reference = rows[0][2][0]
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}\n")
