@@ -80,6 +80,10 @@ class Judgement:
     after: dict = field(default_factory=dict)  # path -> content after it (stop: markers)
     changes: list = field(default_factory=list)  # applies: [store.gitstore.FileChange]
     modes: dict = field(default_factory=dict)  # path -> the mode it has after the patch
+    # stop: path -> the merge base of a file whose 3-way merge left conflict markers (what the
+    # patch was made on: the markers' ||||||| section), for --continue to tell a resolution
+    # that undoes a change made under the patch
+    bases: dict = field(default_factory=dict)
     unchanged: bool = False  # pre-images and paths as in the old series: its diff still holds
     evidence: list[str] = field(default_factory=list)
     message: str = ""
@@ -603,6 +607,7 @@ class SeriesJudge:
         copies: set[str] = set()
         unchanged = True  # every pre-image and path as in the old series: keep the diff's bytes
         conflicts: list[str] = []
+        bases: dict[str, bytes] = {}
         binary_stops: list[str] = []
         unmergeable: list[str] = []  # text patches on files git takes for binary
         merged_any = False
@@ -705,19 +710,28 @@ class SeriesJudge:
                 conflicts.append(path_after)
                 if merges_as_binary(*key):
                     unmergeable.append(path_after)
+                elif self.stop_files:
+                    # The worktree's markers show the base too (`||||||| base`, git's diff3
+                    # style): what the patch was made on, so that the lines that changed under
+                    # it are seen. Asked only here: what merges cleanly stays the merge's
+                    # default style's answer (diff3's coarser conflicts would stop a patch
+                    # the default merges).
+                    after[path_after] = merge_file(*key, self.labels, diff3=True)[1]
+                    bases[path_after] = key[0]
         new_modes = {path: mode for path, (_, mode) in modes.items()
                      if after.get(path) is not None}
         if obsolete:
             return Judgement(name, "stop", "obsolete", verdict, stop_kind="obsolete",
                              files=gone + conflicts, before=before, after=after,
-                             evidence=evidence, modes=new_modes,
+                             evidence=evidence, modes=new_modes, bases=bases,
                              message=gone_message + (f"; conflict in {', '.join(conflicts)}"
                                                      if conflicts else "")
                              + binary_stop_note(binary_stops) + unmergeable_note(unmergeable))
         if conflicts:
             return Judgement(name, "stop", "conflict", verdict, stop_kind="conflict",
                              files=conflicts, before=before, after=after, evidence=evidence,
-                             modes=new_modes, message=f"conflict in {', '.join(conflicts)}"
+                             modes=new_modes, bases=bases,
+                             message=f"conflict in {', '.join(conflicts)}"
                              + binary_stop_note(binary_stops) + unmergeable_note(unmergeable))
         if repeated:
             where = "; ".join(f"{r.describe()} (put at line {r.at_line})" for r in repeated)

@@ -80,11 +80,13 @@ class Worktree:
 
     @classmethod
     def create(cls, path: Path, before: dict[str, tuple[str, bytes]],
-               after: dict[str, bytes | None], modes: dict[str, str] | None = None) -> "Worktree":
+               after: dict[str, bytes | None], modes: dict[str, str] | None = None,
+               bases: dict[str, bytes] | None = None) -> "Worktree":
         """A worktree at `path` holding only these files (whatever else was there is removed):
         HEAD holds `before` (path -> (mode, content), the files as they are before the patch),
         the working files then take `after` (path -> content, None to delete) with `modes`
-        (path -> mode).
+        (path -> mode). `bases` (path -> content): for a file with conflict markers, what the
+        patch was made on (their `|||||||` sections), kept for `made_on()`.
 
         The repository of a worktree already there is reused (its working files go, its
         objects stay): a rebase that stops many times makes one repository, not one per stop
@@ -125,6 +127,7 @@ class Worktree:
         created = [rel for rel, content in after.items() if content is not None and rel not in before]
         if created:
             write(b"blob", b"")
+        base_blobs = {rel: write(b"blob", content) for rel, content in (bases or {}).items()}
         # Stored, not deflated: the pack lives until the next stop or the refresh, and deflating
         # a stop's files (a merge touching a hundred tuning tables) was most of making it.
         write_small_pack(work.path / ".git", objects, level=0)
@@ -157,8 +160,35 @@ class Worktree:
         written: dict[str, str | None] = {rel: None for rel in after}
         written.update({rel: _digest(content) for rel, (_mode, content) in before.items()})
         written.update({rel: _digest(new) for rel, new in after.items() if new is not None})
-        work._record(head, sorted(files | set(after)), written=written)
+        work._record(head, sorted(files | set(after)), written=written, bases=base_blobs)
         return work
+
+    def made_on(self) -> dict[str, bytes]:
+        """path -> what the patch was made on, for the files `create` was given `bases` of
+        (an older patchforge's worktree has none); a blob gone from the repository is left
+        out."""
+        bases = self._read_record().get("bases")
+        if not isinstance(bases, dict):
+            return {}
+        wanted = {rel: oid for rel, oid in bases.items()
+                  if isinstance(rel, str) and isinstance(oid, str)
+                  and re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", oid)}
+        if not wanted:
+            return {}
+        out = self._git("cat-file", "--batch",
+                        input="".join(f"{oid}\n" for oid in wanted.values()).encode())
+        found: dict[str, bytes] = {}
+        at = 0
+        for rel in wanted:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            at = end + 1
+            if len(header) != 3 or header[1] != b"blob":
+                continue  # "<oid> missing"
+            size = int(header[2])
+            found[rel] = out[at:at + size]
+            at += size + 1
+        return found
 
     def _clear(self, keep: set[str] | frozenset[str] = frozenset()) -> None:
         """Remove everything at the worktree's place but a repository of ours (`.git`, a
@@ -271,18 +301,23 @@ class Worktree:
     def _head(self) -> str:
         return self._git("rev-parse", "--verify", "HEAD").decode().strip()
 
-    def _record(self, base: str, files: list[str], *, written: dict | None = None) -> None:
+    def _record(self, base: str, files: list[str], *, written: dict | None = None,
+                bases: dict | None = None) -> None:
         """Record the base and the patch's files; `written` (path -> digest of what was written)
-        is kept from the record there when not given (`add` and `rm` change only the files)."""
+        and `bases` (path -> blob id of what the patch was made on, for a file with conflict
+        markers) are kept from the record there when not given (`add` and `rm` change only
+        the files)."""
         if written is None:
             try:
-                written = json.loads((self.path / ".git" / _RECORD).read_text("utf-8")).get(
-                    "written")
+                before = json.loads((self.path / ".git" / _RECORD).read_text("utf-8"))
+                written, bases = before.get("written"), before.get("bases")
             except (OSError, ValueError, AttributeError):
                 written = None
         document: dict[str, object] = {"base": base, "files": files}
         if isinstance(written, dict):
             document["written"] = written
+        if isinstance(bases, dict) and bases:
+            document["bases"] = bases
         atomic_write(self.path / ".git" / _RECORD,
                      (json.dumps(document, indent=1) + "\n").encode())
 
@@ -631,8 +666,8 @@ def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(
     # should go, as a conflict stop holds its files: the worktree holds the whole fix, and
     # refresh refuses while a marker is left (the state's "conflicts"), so that it never
     # writes the patch without the hunks that did not apply.
-    marked = _marked_files(patch, failed[0], {**through.base, **before_files},
-                           file_name) if failed else {}
+    marked, made_on = _marked_files(patch, failed[0], {**through.base, **before_files},
+                                    file_name) if failed else ({}, {})
     if not create:  # before anything is made: a typo leaves the edit as it was
         refuse_new_paths(store, before_commit, [p for p in files if p not in paths and
                                                 store.entry(before_commit, p) is None])
@@ -644,7 +679,7 @@ def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(
                     if through.current.get(p) != before_files.get(p, through.base.get(p))}
         contents.update(marked)
         Worktree.create(work, files_at(store, before_commit, paths), contents,
-                        modes=new_modes)
+                        modes=new_modes, bases=made_on)
         store.keep_made(made, project.made_objects_path(upstream))
         state = {"patch": file_name, "base": before_commit, "pin": pin.commit,
                  "series_paths": sorted(involved | set(before.current)),
@@ -683,21 +718,27 @@ def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(
                 lines.append(f"{path}: applied")
         raise ApplyError(f"{file_name} does not apply on the series before it "
                          f"(worktree {work}):\n  " + "\n  ".join(lines),
-                         hint="make the patch's change there in place of each marked block, "
-                              "then `patchforge refresh` (it refuses while a marker is left)")
+                         hint="make the patch's change there in place of each marked block "
+                              "(<<<<<<< the series as it is now, ||||||| what the patch was "
+                              "made on, ======= the patch's lines): keep what changed since "
+                              "and make only the patch's own change in it, then `patchforge "
+                              "refresh` (it refuses while a marker is left)")
     return work
 
 
-def _marked_files(patch, outcome, before_files: dict[str, bytes | None],
-                  file_name: str) -> dict[str, bytes | None]:
+def _marked_files(patch, outcome, before_files: dict[str, bytes | None], file_name: str
+                  ) -> tuple[dict[str, bytes | None], dict[str, bytes]]:
     """path -> the worktree's content for each file of `patch` that did not apply (its
     `outcome`, per file patch in order) on the series before it (`before_files`): what applies
     applied and the rest marked (apply.hunks.mark_hunks); a renamed file's old path goes
-    (None). ApplyError, with nothing opened, for a binary change that does not apply: it has
+    (None). And path -> what the patch was made on there (the marked blocks' `|||||||`
+    sections in place), for refresh to tell a resolution that undoes an earlier patch's
+    change. ApplyError, with nothing opened, for a binary change that does not apply: it has
     nothing to mark, and a worktree without it would lose it at refresh."""
     from patchforge.apply.hunks import mark_hunks
 
     marked: dict[str, bytes | None] = {}
+    made_on: dict[str, bytes] = {}
     for fp, application in zip(patch.file_patches, outcome.files):
         if application.ok:
             continue
@@ -706,17 +747,19 @@ def _marked_files(patch, outcome, before_files: dict[str, bytes | None],
         old = None if fp.is_new else before_files.get(source)
         if fp.is_new:
             old = before_files.get(target)
-        content = mark_hunks(old, fp, f"series before {file_name}", file_name)
-        if content is None:
+        found = mark_hunks(old, fp, f"series before {file_name}", file_name)
+        if found is None:
             raise ApplyError(f"{file_name} does not apply on the series before it: the binary "
                              f"change of {fp.path} does not apply, and has nothing to mark "
                              "in a worktree; nothing was opened",
                              hint=f"make the change again in a new patch, or `patchforge "
                                   f"delete {file_name}` (kept in deleted/)")
-        marked[target] = content
+        marked[target] = found.content
+        if found.base is not None:
+            made_on[target] = found.base
         if fp.is_rename and fp.old_path is not None and fp.old_path != target:
             marked[fp.old_path] = None
-    return marked
+    return marked, made_on
 
 
 def refuse_gone_files_left_out(store: UpstreamStore, base: str, kind: str | None,

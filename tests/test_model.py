@@ -87,7 +87,8 @@ def take_upstream_side(content: bytes) -> bytes:
         if line.startswith(b"<<<<<<< "):
             keep = True
             continue
-        if line.startswith(b"=======") and line.strip() == b"=======":
+        if (line.startswith(b"=======") and line.strip() == b"=======") or \
+                line.startswith(b"||||||| "):  # the base's section (diff3), then the patch's
             keep = False
             continue
         if line.startswith(b">>>>>>> "):

@@ -1924,11 +1924,13 @@ def test_a_failed_hunk_is_marked_where_it_belongs_after_lines_inserted_above(pro
     assert "pkg/mod.py: hunk #1 failed; marked where it should go" in err, err
     opened = (project.work / "pkg/mod.py").read_bytes()
     start = opened.index(b"<<<<<<< ")
-    middle = opened.index(b"=======\n", start)
+    made_on = opened.index(b"||||||| ", start)  # the hunk's pre-image: what it was made on
+    middle = opened.index(b"=======\n", made_on)
     end = opened.index(b"\n", opened.index(b">>>>>>> ", middle)) + 1
-    ours = opened[opened.index(b"\n", start) + 1:middle]
+    ours = opened[opened.index(b"\n", start) + 1:made_on]
     theirs = opened[middle + len(b"=======\n"):opened.index(b">>>>>>> ", middle)]
     assert b"    return 33\n" in ours and b"header line" not in ours, opened.decode()
+    assert b"    return 3\n" in opened[made_on:middle], opened.decode()
     # Nothing of the file is lost or doubled outside the block.
     assert opened[:start] + ours + opened[end:] == early_file, opened.decode()
     # Resolved as the hint says: the patch's change made there in place of the block.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from patchforge.apply.diffparse import (FilePatch, Hunk, line_kind, reverse_file_patch,
                                         split_lines)
@@ -262,7 +262,8 @@ def _cut(h: Hunk | ReversedHunk, fuzz: int) -> _Cut | None:
 
 def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
                 max_fuzz: int = 2, build: bool = True,
-                mark_failed: tuple[str, str] | None = None
+                mark_failed: tuple[str, str] | None = None,
+                marked_base: list[bytes] | None = None
                 ) -> tuple[list[bytes], tuple[HunkOutcome, ...]]:
     """Apply hunks in order to a list of lines (split with `split_lines`); failed hunks are
     skipped. Returns the new lines and one outcome per hunk; with build=False only the outcomes
@@ -271,7 +272,10 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
     `mark_failed` (labels of the two sides): a failed hunk is not skipped but written where
     most of its pre-image's lines are (`_best_place`; else where its header puts it), after the
     hunks placed before it, as a conflict block, the lines there against the hunk's
-    post-image, as git marks a conflict (`mark_hunks`)."""
+    post-image, as git marks a conflict with `merge.conflictStyle=diff3` (`mark_hunks`): the
+    hunk's pre-image, what it was made on, between them (`||||||| `). `marked_base` (with
+    `mark_failed`) gets that file: the lines as they are, each marked block's as the hunk's
+    pre-image."""
     if not isinstance(lines, Lines):
         lines = Lines(lines)
     out: list[bytes] = []
@@ -296,8 +300,12 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
                 at = _best_place(lines, h.old_lines(), base + last_offset, done)
                 there = lines[at:at + len(h.old_lines())]
                 out.extend(lines[done:at])
-                out.extend(conflict_block(there, h.new_lines(), mark_failed[0],
-                                          f"{mark_failed[1]} hunk #{index + 1}"))
+                theirs = f"{mark_failed[1]} hunk #{index + 1}"
+                out.extend(conflict_block(there, h.new_lines(), mark_failed[0], theirs,
+                                          h.old_lines(), f"what {theirs} was made on"))
+                if marked_base is not None:
+                    marked_base.extend(lines[done:at])
+                    marked_base.extend(h.old_lines())
                 done = at + len(there)
             continue
         pos, fuzz, top, pre, post = found
@@ -306,11 +314,15 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
         if build:
             out.extend(lines[done:pos])
             out.extend(post)
+            if marked_base is not None:
+                marked_base.extend(lines[done:pos + len(pre)])
         done = pos + len(pre)
         status = "fuzz" if fuzz else ("offset" if offset else "exact")
         outcomes.append(HunkOutcome(index, status, offset, fuzz, pos + 1))
     if build:
         out.extend(lines[done:])
+        if marked_base is not None:
+            marked_base.extend(lines[done:])
     return out, tuple(outcomes)
 
 
@@ -333,37 +345,52 @@ def _best_place(lines: Lines, want: list[bytes], expected: int, lo: int) -> int:
 
 
 def conflict_block(ours: list[bytes], theirs: list[bytes], ours_label: str,
-                   theirs_label: str) -> list[bytes]:
+                   theirs_label: str, base: list[bytes] | None = None,
+                   base_label: str = "base") -> list[bytes]:
     """The lines of a conflict as git merge-file writes one: `ours`, then `theirs`, between
-    marker lines (a side's last line without its line end gets one)."""
+    marker lines (a side's last line without its line end gets one); with `base`, that
+    between them after a `||||||| base_label` line, as `git merge-file --diff3` writes it."""
     def ended(lines: list[bytes]) -> list[bytes]:
         if lines and not lines[-1].endswith(b"\n"):
             return [*lines[:-1], lines[-1] + b"\n"]
         return list(lines)
 
-    return [f"<<<<<<< {ours_label}\n".encode(), *ended(ours), b"=======\n", *ended(theirs),
-            f">>>>>>> {theirs_label}\n".encode()]
+    middle = [] if base is None else [f"||||||| {base_label}\n".encode(), *ended(base)]
+    return [f"<<<<<<< {ours_label}\n".encode(), *ended(ours), *middle, b"=======\n",
+            *ended(theirs), f">>>>>>> {theirs_label}\n".encode()]
+
+
+class Marked(NamedTuple):
+    """A file patch applied as far as it goes (`mark_hunks`): `content`, with the blocks of
+    the hunks that did not apply; `base`, the file each block's `|||||||` section shows, the
+    lines the patch was made on in place of each block (None when the whole file is one
+    block: there is no place of its own to show)."""
+    content: bytes
+    base: bytes | None
 
 
 def mark_hunks(old: bytes | None, fp: FilePatch, ours: str, theirs: str, *,
-               max_fuzz: int = 2) -> bytes | None:
+               max_fuzz: int = 2) -> Marked | None:
     """A text file patch that does not apply to `old`, applied as far as it goes: every hunk
     that applies is applied, every one that does not is written where it should go as a
     conflict block (`apply_hunks`' `mark_failed`), so that the file holds the whole change,
     part of it to be resolved by hand. One that cannot be placed by hunks (a file to create
     that is there, one to change or delete that is not there or not as the patch deletes it,
     a whole-file hunk on another file) is one block: the whole file against the lines its
-    hunks leave.
+    hunks leave, with the lines the hunks were made on as its base.
     None for a binary patch, which has nothing to mark."""
     if fp.binary is not None or fp.is_binary:
         return None
     application = apply_file_patch(old, fp, max_fuzz=max_fuzz)
     new_lines = [line for h in fp.hunks for line in h.new_lines()]
     if application.error is not None or fp.is_new or fp.is_delete or old is None:
-        return b"".join(conflict_block(split_lines(old or b""), new_lines, ours, theirs))
+        made_on = [line for h in fp.hunks for line in h.old_lines()]
+        return Marked(b"".join(conflict_block(split_lines(old or b""), new_lines, ours, theirs,
+                                              made_on, f"what {theirs} was made on")), None)
+    base: list[bytes] = []
     marked, _ = apply_hunks(lines_of(old), fp.hunks, max_fuzz=max_fuzz,
-                            mark_failed=(ours, theirs))
-    return b"".join(marked)
+                            mark_failed=(ours, theirs), marked_base=base)
+    return Marked(b"".join(marked), b"".join(base))
 
 
 def _place(lines: Lines, pre: list[bytes], expected: int, lo: int,

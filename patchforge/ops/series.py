@@ -1145,7 +1145,7 @@ def _open_bring_back_stop(project, store, upstream: str, fix, file_name: str, ju
     close_worktree(project, upstream)
     Worktree.create(work, files_at(store, series_commit, paths),
                     {p: c for p, c in judgement.after.items() if c != judgement.before.get(p)},
-                    modes=dict(judgement.modes))
+                    modes=dict(judgement.modes), bases=dict(judgement.bases))
     store.keep_made(made, project.made_objects_path(upstream))
     state = {"patch": file_name, "base": series_commit, "pin": pin,
              "bring_back": fix.path.relative_to(project.root).as_posix(),

@@ -763,7 +763,7 @@ class Rebase:
                                            made=made)
         work = self.project.work_dir(upstream)
         self.journal.settle()
-        self._open_worktree(upstream, base, stop.contents, stop.modes)
+        self._open_worktree(upstream, base, stop.contents, stop.modes, stop.bases)
         self.store.keep_made(made, self.project.made_objects_path(upstream))
         self._run_record.stopped = Stop(upstream, name, stop.kind, stop.files, stop.evidence,
                                         stop.message, base, old_base, str(work))
@@ -852,7 +852,8 @@ class Rebase:
                 message += ": if the target has the fix, `--skip` sets the patch aside; " \
                     "if not, make its change in the worktree and --continue"
             return None, Blocked(kind, judgement.files, judgement.evidence, message,
-                                 dict(judgement.after), dict(judgement.modes))
+                                 dict(judgement.after), dict(judgement.modes),
+                                 dict(judgement.bases))
         changes = judgement.changes
         new_patch = patch.with_field("Base", target.commit)
         action = judgement.how or "clean"
@@ -974,7 +975,8 @@ class Rebase:
 
     # --- stops --------------------------------------------------------------------------------
     def _open_worktree(self, upstream: str, commit: str, contents: dict[str, bytes | None],
-                       modes: dict[str, str] | None = None) -> None:
+                       modes: dict[str, str] | None = None,
+                       bases: dict[str, bytes] | None = None) -> None:
         """`.patchforge/work/<upstream>` (patchforge.worktree) with the stopped patch's files:
         as they are at `commit` (the new base with the series so far) in its HEAD, and as far
         as the patch got in the working files (conflict markers where git could not merge),
@@ -988,7 +990,7 @@ class Rebase:
         # The run brought the series' files into the store: no check for missing ones.
         Worktree.create(self.project.work_dir(upstream),
                         files_at(self.store, commit, sorted(contents), fetch_together=False),
-                        contents, modes=modes)
+                        contents, modes=modes, bases=bases)
 
     def _existing_worktree(self, upstream: str) -> Path | None:
         """`upstream`'s worktree directory when there is one; None for a name from the journal

@@ -566,6 +566,8 @@ class Blocked:
     message: str
     contents: dict[str, bytes | None] = field(default_factory=dict, repr=False)
     modes: dict[str, str] = field(default_factory=dict, repr=False)  # the modes it gives them
+    # path -> what the patch was made on, for each file with conflict markers (judge.Judgement)
+    bases: dict[str, bytes] = field(default_factory=dict, repr=False)
 
 
 @record

@@ -288,16 +288,19 @@ def merges_as_binary(*sides: bytes) -> bool:
 
 
 def merge_file(base: bytes, ours: bytes, theirs: bytes,
-               labels: tuple[str, str, str] = DEFAULT_LABELS) -> tuple[bool, bytes]:
+               labels: tuple[str, str, str] = DEFAULT_LABELS, *,
+               diff3: bool = False) -> tuple[bool, bytes]:
     """git merge-file on three versions of one file: (clean, the merge, with conflict markers
     where it is not clean). The one place patchforge runs git's file-level 3-way merge.
+    `diff3`: each conflict shows the base's lines too (`||||||| base`), as
+    `merge.conflictStyle=diff3` does; what merges cleanly is the same.
 
     When one side is the base byte for byte, the merge is the other side: git's own merge
     (xdiff's xdl_merge) returns it as it is, and it is returned here without a git process (a
     patch whose files are merged because one of them conflicts merges the rest this way).
     Contents git takes for binary (`merges_as_binary`) are otherwise a conflict that keeps
     `ours`, as in git's own merges."""
-    merge = FileMerge(base, ours, theirs, labels)
+    merge = FileMerge(base, ours, theirs, labels, diff3=diff3)
     try:
         return merge.result()
     finally:
@@ -312,7 +315,7 @@ class FileMerge:
     it is read."""
 
     def __init__(self, base: bytes, ours: bytes, theirs: bytes,
-                 labels: tuple[str, str, str] = DEFAULT_LABELS) -> None:
+                 labels: tuple[str, str, str] = DEFAULT_LABELS, *, diff3: bool = False) -> None:
         self._answer: tuple[bool, bytes] | None = None
         self._proc: subprocess.Popen | None = None
         self._tmp: str | None = None
@@ -339,9 +342,9 @@ class FileMerge:
             # The merge goes to a file, not a pipe: a pipe's buffer would hold the process up
             # until the answer is read.
             with open(os.path.join(self._tmp, "merged"), "wb") as out:
-                self._proc = start_git("merge-file", "-p", "-L", labels[0], "-L", labels[1],
-                                       "-L", labels[2], *paths, stdin=subprocess.DEVNULL,
-                                       stdout=out)
+                self._proc = start_git("merge-file", "-p", *(["--diff3"] if diff3 else []),
+                                       "-L", labels[0], "-L", labels[1], "-L", labels[2],
+                                       *paths, stdin=subprocess.DEVNULL, stdout=out)
         except BaseException:
             self.close()
             raise
