@@ -25,7 +25,7 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.series import PatchPart, apply_series, counts_for, profile_set
 from patchforge.errors import ApplyError, InputError, PatchforgeError, UsageError
@@ -1238,3 +1238,50 @@ def _paired(changes, pairs, olds, entries, patch_paths: set[str]) -> list[FileCh
         consumed.add(old_path)
     return [joined[path] if path in joined else FileChange.at(*change)
             for change in changes for path in (change[0],) if path not in consumed]
+
+
+# The flag that keeps a resolution undoing a change made under its patch, on purpose.
+ALLOW_UNDO = "--allow-undo"
+
+
+def resolution_undoes(project: Project, upstream: str, changes, earlier: Callable[[], list],
+                      fallback: str) -> list[str]:
+    """What the worktree's resolution (`changes`, as worktree_diff gives them) undoes of the
+    changes made under its patch, in the files whose conflict markers showed what the patch
+    was made on (`Worktree.made_on`): each said with its file, its line and whose change it
+    is (one of `earlier`, [(name, parsed patch)] in series order, else `fallback`: the
+    upstream). A block resolved by keeping the patch's side puts back the lines the patch was
+    made on, over an earlier patch's newer change or the upstream's: written, the patch would
+    take that change back out of every overlay, with every check green. `earlier` is a
+    function giving them, called only when something is undone (a rebase's --continue would
+    read every patch moved so far)."""
+    from patchforge.apply.undone import describe, undone_changes, who_changed
+
+    made_on = Worktree(project.work_dir(upstream)).made_on()
+    found: list = []
+    for path, old, new, _, _ in changes:
+        base = made_on.get(path)
+        if base is None or old is None or new is None:
+            continue
+        found.extend((path, undone) for undone in undone_changes(base, old, new))
+    if not found:
+        return []
+    patches = list(earlier())
+    return [describe(path, undone, who_changed(path, undone, patches, fallback))
+            for path, undone in found]
+
+
+def refuse_undoing(said: list[str], name: str, retry: str, other_ways: str) -> None:
+    """UsageError (exit 2) naming what a resolution undoes (`resolution_undoes`), unless there
+    is nothing: `retry` is the command that takes it on purpose (with ALLOW_UNDO), `other_ways`
+    what else the user may do."""
+    if not said:
+        return
+    shown = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")
+    raise UsageError(
+        f"the resolution of {name} undoes a change made under it since it was made: {shown}. "
+        f"Written so, {name} would take that change back out; nothing was written",
+        hint="in each such block keep the lines as the upper side (<<<<<<<) has them (the "
+             "||||||| section is what the patch was made on) and make only the patch's own "
+             f"change there; to undo that change on purpose: `{retry} {ALLOW_UNDO}`"
+             + (f"; {other_ways}" if other_ways else ""))

@@ -56,12 +56,13 @@ SHAPES = [
     ["-q", "status"],
     ["status", "--", "x"],
     ["rebase", "--against", "1.0"],
+    ["rebase", "--continue", "--allow-undo"],
     ["status", "rebase", "--skip"],
     ["rebase", "status"],
 ]
 
 # The parameters of each command read here, as its click command names them.
-_COMMANDS = {"rebase": (rebase, ("dry_run", "cont", "skip", "abort", "as_json")),
+_COMMANDS = {"rebase": (rebase, ("dry_run", "cont", "skip", "abort", "allow_undo", "as_json")),
              "status": (status, ("strict", "as_json"))}
 
 
@@ -111,7 +112,8 @@ def test_the_usual_rebase_and_status_command_lines_are_read_without_click(tmp_pa
     """The command lines a user and the benchmarks type are the ones read without click."""
     for argv in (["--root", str(tmp_path), "rebase", "--to", "vllm=0.33.0"],
                  ["rebase", "--to", "0.33.0", "--json"], ["rebase", "--skip"],
-                 ["rebase", "--continue"], ["--offline", "rebase", "--abort"],
+                 ["rebase", "--continue"], ["rebase", "--continue", "--allow-undo"],
+                 ["--offline", "rebase", "--abort"],
                  ["rebase", "--to", "1.0", "--dry-run"], ["status"], ["status", "--json"],
                  ["--root", str(tmp_path), "status", "--against", "main", "--json"],
                  ["status", "--against", "vllm=0.33.0", "--strict"]):
@@ -177,6 +179,7 @@ def test_the_options_read_without_click_are_the_click_commands_options():
         ("cont", ("--continue",), True, None, False, False),
         ("skip", ("--skip",), True, None, False, False),
         ("abort", ("--abort",), True, None, False, False),
+        ("allow_undo", ("--allow-undo",), True, None, False, False),
         ("as_json", ("--json",), True, None, False, False),
         ("more_specs", ("more_specs",), False, None, False, None),
     }

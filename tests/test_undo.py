@@ -1,7 +1,9 @@
-"""A conflict's markers showed the file as it is and the patch's side, nothing of what the patch
-was made on: that an earlier fix (or the new upstream) changed the patch's context since could
-not be seen, and keeping the patch's side undid it. The markers now show it (`||||||| ...`,
-git's diff3 style). Real git upstream, real commands."""
+"""A conflict resolved with the patch's side kept the lines the patch was made on: inside the
+patch, that undid what an earlier fix (or the new upstream) changed there since. It was written
+without a word, and status and lint said all was fine. The markers now show what the patch was
+made on (`||||||| ...`, git's diff3 style), and `refresh` of a marked edit, `rebase
+--continue` and `bring-back --continue` refuse such a resolution, naming the file, the line and
+whose change it undoes, unless `--allow-undo` asks for it. Real git upstream, real commands."""
 from __future__ import annotations
 
 import re
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cli import run_cli
+from helpers.project import Stack
 from helpers.upstream import Upstream
 
 # Functions of three lines: a fix to a function's first line has the next fix's line (its
@@ -31,21 +33,14 @@ A_V2 = b"    y = x + 4 if x is not None else 0"
 B_LINE = b"def f4(x):  # fix-b"
 
 
-class Project:
-    def __init__(self, tmp_path: Path) -> None:
-        self.up = Upstream(tmp_path / "up", {"pkg/mod.py": text()})
-        self.root = tmp_path / "project"
-        self.root.mkdir()
-        self.cli("init", "--standalone", str(self.root))
-        self.cli("upstream", "add", "up", "--git", str(self.up.path), "--at", self.up.base,
-                 "--install-root", "/opt/site")
+class Project(Stack):
+    """A project pinned to a real git upstream of pkg/mod.py (`up`), with the quilt-like steps
+    the tests take."""
 
-    def cli(self, *args: str, expect: int | None = 0) -> tuple[int, str, str]:
-        result = run_cli(self.root, *args)
-        if expect is not None:
-            assert result.rc == expect, \
-                f"patchforge {' '.join(args)} -> {result.rc}\n{result.out}\n{result.err}"
-        return result.rc, result.out, result.err
+    def __init__(self, tmp_path: Path) -> None:
+        super().__init__(tmp_path / "project")
+        self.up = Upstream(tmp_path / "up", {"pkg/mod.py": text()})
+        self.add_upstream("up", self.up)
 
     @property
     def work(self) -> Path:
@@ -56,12 +51,6 @@ class Project:
         (self.work / "pkg/mod.py").write_bytes(data)
         self.cli("refresh")
 
-    def patch(self, name: str, where: str = "") -> bytes:
-        sub = f"{where}/" if where else ""
-        return (self.root / "series" / "up" / f"{sub}{name}.patch").read_bytes()
-
-    def series(self) -> list[str]:
-        return (self.root / "series" / "up" / "series").read_text().split()
 
 
 @pytest.fixture
@@ -104,6 +93,49 @@ def test_a_marked_edit_shows_what_the_patch_was_made_on(project):
     assert B_LINE not in base and B_LINE + b"\n" in patch
 
 
+def test_refresh_refuses_a_resolution_that_undoes_an_earlier_fix(project):
+    """The newcomer's walk: the block resolved by keeping the patch's side (fix-b's line with
+    fix-a's old line as its context). refresh wrote it, exit 0, and fix-b took fix-a's
+    improvement back out of every overlay while status and lint said all was fine. Refused
+    now, exit 2, naming the file, the line and fix-a; nothing written, the worktree kept.
+    Resolved with fix-a's line as it is now, it is written."""
+    fix_a_improved(project)
+    before = project.patch("up", "fix-b")
+    project.cli("edit", "fix-b", expect=2)
+    marked = (project.work / "pkg/mod.py").read_bytes()
+    (project.work / "pkg/mod.py").write_bytes(take(marked, "patch"))
+    _, _, err = project.cli("refresh", expect=2)
+    assert "pkg/mod.py line 18" in err and "fix-a.patch" in err, err
+    assert "if x else 0" in err and "if x is not None else 0" in err, err
+    assert "refresh --allow-undo" in err and "nothing was written" in err, err
+    assert project.patch("up", "fix-b") == before
+    assert (project.work / "pkg/mod.py").read_bytes() == take(marked, "patch")
+    # The upper side kept, fix-b's own change made in it: written, fix-a's line untouched.
+    (project.work / "pkg/mod.py").write_bytes(
+        take(marked, "upper").replace(b"def f4(x):\n", B_LINE + b"\n"))
+    project.cli("refresh")
+    fix_b = project.patch("up", "fix-b")
+    assert b"+" + B_LINE in fix_b and b" " + A_V2 in fix_b, fix_b.decode()
+    assert b"-" + A_V2 not in fix_b
+    assert project.cli("status")[0] == 0
+    project.cli("overlays")
+    assert (project.root / "overlays/up/pkg/mod.py").read_bytes() == \
+        text({"    y = x + 4": A_V2, "def f4(x):": B_LINE})
+
+
+def test_refresh_allow_undo_writes_it_and_says_so(project):
+    """An undo meant (fix-b puts fix-a's old line back on purpose): `refresh --allow-undo`
+    writes it, exit 0, and says what it undoes."""
+    fix_a_improved(project)
+    project.cli("edit", "fix-b", expect=2)
+    marked = (project.work / "pkg/mod.py").read_bytes()
+    (project.work / "pkg/mod.py").write_bytes(take(marked, "patch"))
+    _, _, err = project.cli("refresh", "--allow-undo")
+    assert "undoes, as asked (--allow-undo): pkg/mod.py line 18" in err, err
+    fix_b = project.patch("up", "fix-b")
+    assert b"-" + A_V2 in fix_b and b"+" + A_V1 in fix_b, fix_b.decode()
+
+
 def test_a_lone_base_or_separator_marker_left_is_still_refused(project):
     """The outer markers taken out, the `|||||||` section's line (or `=======`) left between
     the sides: refused as a marker left, as before the section was written."""
@@ -139,3 +171,94 @@ def test_a_rebase_stop_shows_what_the_patch_was_made_on(project):
                                    rb"=======\n(.*?)>>>>>>> patch\n", marked, re.S).groups()
     assert b"    y = x + 4  # up\n" in upper and b"    y = x + 4\n" in base, marked.decode()
     assert B_LINE + b"\n" in patch and b"    y = x + 4\n" in patch
+
+
+def test_rebase_continue_refuses_a_resolution_that_undoes_the_new_upstream(project):
+    """A stop resolved by keeping the patch's side put the old upstream's line back over the
+    new one's: --continue wrote it, exit 0. Refused now (exit 2, still stopped), naming the
+    line and the upstream; the markers show the base; `--allow-undo` takes it on purpose."""
+    target = upstream_changed_under_fix_b(project)
+    marked = (project.work / "pkg/mod.py").read_bytes()
+    assert b"||||||| base\n" in marked and b"    y = x + 4\n=======\n" in marked, marked.decode()
+    (project.work / "pkg/mod.py").write_bytes(take(marked, "patch"))
+    _, _, err = project.cli("rebase", "--continue", expect=2)
+    assert "pkg/mod.py line 18" in err and f"the upstream ({target})" in err, err
+    assert "rebase --continue --allow-undo" in err and "--skip" in err, err
+    assert b"Base: " + project.up.base.encode() in project.patch("up", "fix-b")  # not written
+    _, _, err = project.cli("status", expect=1)
+    assert "stopped at fix-b.patch" in err
+    _, out, _ = project.cli("rebase", "--continue", "--allow-undo")
+    assert "undoes, as asked (--allow-undo): pkg/mod.py line 18" in out, out
+    fix_b = project.patch("up", "fix-b")
+    assert b"-    y = x + 4  # up\n" in fix_b and f"Base: {target}".encode() in fix_b
+
+
+def test_rebase_continue_takes_a_resolution_that_keeps_the_new_upstream(project):
+    """The same stop resolved with upstream's line and fix-b's own change: taken, exit 0."""
+    target = upstream_changed_under_fix_b(project)
+    marked = (project.work / "pkg/mod.py").read_bytes()
+    (project.work / "pkg/mod.py").write_bytes(
+        take(marked, "upper").replace(b"def f4(x):\n", B_LINE + b"\n"))
+    project.cli("rebase", "--continue")
+    fix_b = project.patch("up", "fix-b")
+    assert b" " + b"    y = x + 4  # up\n" in fix_b and f"Base: {target}".encode() in fix_b
+
+
+def test_a_conflict_on_the_patchs_own_line_resolved_with_its_change_is_taken(project):
+    """Upstream and the patch changed the same line: the patch's side there is its own change,
+    not the line it was made on, and keeping it undoes nothing of the resolution's making."""
+    project.fix("fix-a", text({"    y = x + 4": A_V1}))
+    target = project.up.commit({"pkg/mod.py": text({"    y = x + 4": b"    y = x + 44"})})
+    project.cli("rebase", "--to", f"up={target}", expect=3)
+    marked = (project.work / "pkg/mod.py").read_bytes()
+    (project.work / "pkg/mod.py").write_bytes(take(marked, "patch"))
+    project.cli("rebase", "--continue")
+    assert b"-    y = x + 44\n+" + A_V1 in project.patch("up", "fix-a")
+
+
+def test_bring_back_continue_refuses_a_resolution_that_undoes_the_upstream(project):
+    """A fix skipped at a stop, brought back: the stop's markers show the base, and keeping
+    the fix's side (the old upstream line) is refused by --continue, naming it; resolved on
+    the upstream's line, the fix is back."""
+    upstream_changed_under_fix_b(project)
+    project.cli("rebase", "--skip")
+    assert project.series("up") == []
+    project.cli("bring-back", "fix-b", expect=3)
+    marked = (project.work / "pkg/mod.py").read_bytes()
+    assert b"||||||| base\n" in marked, marked.decode()
+    (project.work / "pkg/mod.py").write_bytes(take(marked, "patch"))
+    _, _, err = project.cli("bring-back", "--continue", expect=2)
+    assert "pkg/mod.py line 18" in err and "the upstream" in err, err
+    assert "bring-back --continue --allow-undo" in err, err
+    assert project.series("up") == [] and project.patch("up", "fix-b", "skipped")
+    (project.work / "pkg/mod.py").write_bytes(
+        take(marked, "upper").replace(b"def f4(x):\n", B_LINE + b"\n"))
+    project.cli("bring-back", "--continue")
+    assert project.series("up") == ["fix-b.patch"]
+    assert b" " + b"    y = x + 4  # up\n" in project.patch("up", "fix-b")
+
+
+def test_rebase_continue_names_the_earlier_patch_as_the_rebase_resolved_it(project):
+    """fix-a resolved at one stop of the rebase (onto upstream's change of its line), then
+    fix-b stops on it: keeping fix-b's side would put fix-a's line back as it was before the
+    rebase, over the resolution just made. Refused, naming fix-a (as this run moved it)."""
+    project.fix("fix-a", text({"    y = x + 4": A_V1}))
+    project.fix("fix-b", text({"    y = x + 4": A_V1, "def f4(x):": B_LINE}))
+    target = project.up.commit({"pkg/mod.py": text({"    y = x + 4": b"    y = x + 4.0"})})
+    _, _, err = project.cli("rebase", "--to", f"up={target}", expect=3)
+    assert "fix-a.patch" in err
+    resolved_a = b"    y = x + 4.0 if x else 0.0"
+    (project.work / "pkg/mod.py").write_bytes(text({"    y = x + 4": resolved_a}))
+    _, _, err = project.cli("rebase", "--continue", expect=3)
+    assert "fix-b.patch" in err, err
+    marked = (project.work / "pkg/mod.py").read_bytes()
+    (project.work / "pkg/mod.py").write_bytes(take(marked, "patch"))
+    _, _, err = project.cli("rebase", "--continue", expect=2)
+    assert "pkg/mod.py line 18" in err and "where fix-a.patch has" in err, err
+    assert "y = x + 4.0 if x else 0.0" in err, err
+    (project.work / "pkg/mod.py").write_bytes(
+        take(marked, "upper").replace(b"def f4(x):\n", B_LINE + b"\n"))
+    project.cli("rebase", "--continue")
+    project.cli("overlays")
+    assert (project.root / "overlays/up/pkg/mod.py").read_bytes() == \
+        text({"    y = x + 4": resolved_a, "def f4(x):": B_LINE})

@@ -15,10 +15,13 @@ from patchforge.cli.rebasing import run_rebase
 @click.option("--continue", "cont", is_flag=True, help="Go on after fixing a conflict.")
 @click.option("--skip", is_flag=True, help="Set the stopped patch aside and go on.")
 @click.option("--abort", is_flag=True, help="Put everything back as it was.")
+@click.option("--allow-undo", is_flag=True,
+              help="With --continue: take the resolution even where it undoes a change made "
+                   "under the patch (the new upstream's, or an earlier patch's).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.argument("more_specs", nargs=-1, metavar="[SPEC]...", shell_complete=complete_spec)
 @click.pass_obj
-def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
+def rebase(app, specs, dry_run, cont, skip, abort, allow_undo, as_json, more_specs):
     """Move the series onto a new upstream revision.
 
     `--to vllm=SPEC aiter=SPEC` moves several upstreams in one run; an upstream not named stays
@@ -30,4 +33,4 @@ def rebase(app, specs, dry_run, cont, skip, abort, as_json, more_specs):
     A conflict stops the rebase, exit 3, with the file in .patchforge/work/<upstream>: fix it
     there, then --continue; or --skip (the patch is kept in skipped/), or --abort."""
     run_rebase(app, specs=specs, more_specs=more_specs, dry_run=dry_run, cont=cont, skip=skip,
-               abort=abort, as_json=as_json)
+               abort=abort, allow_undo=allow_undo, as_json=as_json)

@@ -273,16 +273,19 @@ def rm(app, paths, upstream):
 
 @click.command()
 @click.argument("name", required=False, shell_complete=complete_patch)
+@click.option("--allow-undo", is_flag=True,
+              help="Write the resolution of a marked edit even where it undoes a change made "
+                   "under the patch since it was made (an earlier patch's, or the upstream's).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def refresh(app, name, as_json):
+def refresh(app, name, allow_undo, as_json):
     """Write the worktree's change back into the patch being edited."""
     from patchforge.pins import open_store
     from patchforge.ops.series import refresh as do_refresh
 
     project = app.project()
     with open_store(project, bring_pins=True) as store:
-        result = do_refresh(project, store, name)
+        result = do_refresh(project, store, name, allow_undo=allow_undo)
     if as_json:
         emit_json(result, "refresh")
     else:
@@ -291,6 +294,9 @@ def refresh(app, name, as_json):
         click.echo(f"{result['upstream']}/{result['name']}: {state} "
                    f"({len(result['files'])} file(s)); the worktree is closed "
                    f"(`patchforge edit {result['name'].removesuffix('.patch')}` opens it again)")
+        for undone in result["undoes"]:
+            click.echo(f"note: {result['name']} undoes, as asked (--allow-undo): {undone}",
+                       err=True)
         for later in result["later_failing"]:
             click.echo(f"warning: {later} no longer applies after this change "
                        f"(`patchforge edit {later.removesuffix('.patch')}` opens it on the "
@@ -385,8 +391,11 @@ def move(app, name, after, first):
               help="Give up a bring-back that stopped: the fix stays in skipped/.")
 @click.option("--upstream", shell_complete=complete_upstream,
               help="With --continue/--abort: whose bring-back (needed when several stopped).")
+@click.option("--allow-undo", is_flag=True,
+              help="With --continue: take the resolution even where it undoes a change made "
+                   "under the fix since it was set aside (the upstream's, or a patch's).")
 @click.pass_obj
-def bring_back(app, name, cont, abort, upstream):
+def bring_back(app, name, cont, abort, upstream, allow_undo):
     """Put the skipped fix NAME back at the end of its series, on the current base.
 
     It goes through the same judge and 3-way merge as a rebase. When that does not go
@@ -403,6 +412,8 @@ def bring_back(app, name, cont, abort, upstream):
         raise UsageError("give exactly one of NAME, --continue, --abort")
     if upstream and name:
         raise UsageError("--upstream goes with --continue or --abort (NAME may be UPSTREAM/NAME)")
+    if allow_undo and not cont:
+        raise UsageError("--allow-undo goes with --continue")
     if abort:
         result = bring_back_abort(project, upstream)
         click.echo(f"bring-back of {result['upstream']}/{result['name']} given up; the fix "
@@ -420,9 +431,12 @@ def bring_back(app, name, cont, abort, upstream):
         return
     with open_store(project, bring_pins=True) as store:
         if cont:
-            result = bring_back_continue(project, store, upstream)
+            result = bring_back_continue(project, store, upstream, allow_undo=allow_undo)
             click.echo(f"{result['upstream']}/{result['name']} is back at the end of the "
                        "series (resolved by hand)" + _elsewhere(result))
+            for undone in result.get("undoes", ()):
+                click.echo(f"note: {result['name']} undoes, as asked (--allow-undo): {undone}",
+                           err=True)
             say_overlays_lag(project)
             return
         result = do_bring_back(project, store, name)

@@ -1,6 +1,7 @@
 """The `rebase` and `status` command lines read without click: `patchforge [--root DIR]
 [--offline] [--no-color]` then `rebase` with `--to SPEC`, SPECs, `--dry-run`, `--continue`,
-`--skip`, `--abort`, `--json`, or `status` with `--against SPEC`, SPECs, `--strict`, `--json`.
+`--skip`, `--abort`, `--allow-undo`, `--json`, or `status` with `--against SPEC`, SPECs,
+`--strict`, `--json`.
 Importing click (and the standard library modules it loads: inspect, uuid, datetime, ...)
 costs about 13 ms of CPU, a tenth of a clean 30-patch rebase, 2% of a status on the AITER
 series; these command lines run `rebasing.run_rebase` and `statusing.run_status` as the click
@@ -24,7 +25,7 @@ _GLOBAL_FLAGS = {"--offline": "offline", "--no-color": "no_color"}
 # taking a SPEC (given any number of times).
 _COMMANDS = {
     "rebase": ({"--dry-run": "dry_run", "--continue": "cont", "--skip": "skip",
-                "--abort": "abort", "--json": "as_json"}, "--to"),
+                "--abort": "abort", "--allow-undo": "allow_undo", "--json": "as_json"}, "--to"),
     "status": ({"--strict": "strict", "--json": "as_json"}, "--against"),
 }
 

@@ -73,8 +73,9 @@ def _say_waiting_for_readers() -> None:
 
 
 def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_run: bool,
-               cont: bool, skip: bool, abort: bool, as_json: bool) -> None:
-    """`rebase --to SPEC [--dry-run] | --continue | --skip | --abort [--json]`."""
+               cont: bool, skip: bool, abort: bool, as_json: bool,
+               allow_undo: bool = False) -> None:
+    """`rebase --to SPEC [--dry-run] | --continue [--allow-undo] | --skip | --abort [--json]`."""
     from patchforge.fsutil import RepoLock
     from patchforge.pins import open_store
     from patchforge.rebase.engine import Rebase
@@ -86,6 +87,8 @@ def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_
         raise UsageError("give exactly one of --to SPEC, --continue, --skip, --abort")
     if dry_run and not specs:
         raise UsageError("--dry-run goes with --to")
+    if allow_undo and not cont:
+        raise UsageError("--allow-undo goes with --continue")
     project = app.project()
     # A dry run writes nothing, not even the lock file (project files are only ever replaced
     # atomically, so it reads whole files).
@@ -120,7 +123,7 @@ def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_
                     _note_unrefreshed_edits(project, store, summary)
             else:
                 try:
-                    summary = engine.resume(skip=skip)
+                    summary = engine.resume(skip=skip, allow_undo=allow_undo)
                 finally:
                     _say_left_behind(project, engine)
         except ConflictStop as stop:

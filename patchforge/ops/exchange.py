@@ -441,37 +441,12 @@ def _rebase_changes_kept(before: bytes, old: bytes, new: bytes
                          ) -> tuple[list[int], list[int], list[int]]:
     """The changes a rebase made from `before` to `old`, by the one `new` holds: (as in
     `before`, as in `old`, neither), each the line numbers in `old` where a change is."""
-    from difflib import SequenceMatcher
+    from patchforge.apply.undone import changes_kept
 
-    before_lines, old_lines, new_lines = (data.splitlines(keepends=True)
-                                          for data in (before, old, new))
-    from_before = SequenceMatcher(None, before_lines, new_lines, autojunk=False).get_opcodes()
-    from_old = SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes()
-
-    def untouched(opcodes, lo: int, hi: int) -> bool:
-        # lines [lo, hi) of one side are in `new` as they are, and nothing is put among them
-        # (nor, for an empty range, at its place)
-        for tag, i1, i2, _, _ in opcodes:
-            if tag == "equal":
-                continue
-            if i1 < hi and i2 > lo:
-                return False
-            if i1 == i2 and (lo < i1 < hi or lo == hi == i1):
-                return False
-        return True
-
-    as_before, as_old, neither = [], [], []
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, before_lines, old_lines,
-                                               autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
-        if untouched(from_before, i1, i2):
-            as_before.append(j1 + 1)
-        elif untouched(from_old, j1, j2):
-            as_old.append(j1 + 1)
-        else:
-            neither.append(j1 + 1)
-    return as_before, as_old, neither
+    found: dict[str, list[int]] = {"before": [], "old": [], "neither": []}
+    for kept in changes_kept(before, old, new):
+        found[kept.how].append(kept.j1 + 1)
+    return found["before"], found["old"], found["neither"]
 
 
 class _SeriesChangesMet:

@@ -27,9 +27,9 @@ from patchforge.store.diff import added_lines, conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
                                  keep_resolution, keep_unadded, refuse_changed_since_edit,
-                                 refuse_gone_files_left_out,
-                                 editing, require_state, require_state_still, series_on_paths,
-                                 state_file,
+                                 refuse_gone_files_left_out, refuse_undoing,
+                                 editing, require_state, require_state_still,
+                                 resolution_undoes, series_on_paths, state_file,
                                  worktree_diff)
 
 if TYPE_CHECKING:
@@ -227,9 +227,14 @@ def drop_gone_files(project: Project, store: UpstreamStore, paths, *,
     return now, rels
 
 
-def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> dict:
+def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
+            allow_undo: bool = False) -> dict:
     """Write the worktree's change back into the patch, keeping its header; the worktree is
-    then removed (everything in it is in the patch; `edit` makes it again in a moment)."""
+    then removed (everything in it is in the patch; `edit` makes it again in a moment).
+
+    An edit that marked hunks that did not apply is refused when its resolution undoes a
+    change made under the patch since it was made (worktree.resolution_undoes), unless
+    `allow_undo`: then it is written, and the result's `undoes` says what it undoes."""
     upstream, file_name, state = _edited_patch(project, name)
     require_state(project, "refresh", [upstream])
     _require_listed(project, upstream, state)
@@ -251,9 +256,14 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
     read = project.read_patch_bytes(upstream, file_name)
     patch = project.parse_patch(read, str(path))
     refuse_changed_since_edit(project, upstream, file_name, state, diff, patch.diff)
+    undoes: list[str] = []
     if state.get("conflicts"):
         _refuse_unresolved_marks(state["conflicts"], changes, patch, file_name,
                                  project.work_dir(upstream))
+        undoes = _undone_by(project, upstream, file_name, changes)
+        if not allow_undo:
+            refuse_undoing(undoes, file_name, "patchforge refresh",
+                           "`patchforge edit --close --discard` leaves the patch as it is")
     if not changes and patch.file_patches:
         # The worktree put back as at the base (`git checkout -- .`, an editor's revert):
         # writing that emptied the fix, exit 0, and status said it applies. quilt refuses
@@ -305,7 +315,7 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None) -> 
             series_changed(project)
             close_worktree(project, upstream)
     return {"upstream": upstream, "name": file_name, "changed": changed,
-            "files": [c[0] for c in changes], "later_failing": later,
+            "files": [c[0] for c in changes], "later_failing": later, "undoes": undoes,
             "later_ambiguous": {name: [r.describe() for r in found]
                                 for name, found in ambiguous.items()}}
 
@@ -616,6 +626,18 @@ def _refuse_unresolved_marks(marked_files: list[str], changes, patch, file_name:
             "would lose that file's hunks",
             hint=f"make the patch's change there, then `patchforge refresh`; or "
                  f"`patchforge edit --close --discard` ({file_name} stays as it is)")
+
+
+def _undone_by(project: Project, upstream: str, file_name: str, changes) -> list[str]:
+    """What the marked edit of `file_name` undoes of the changes made under it (the earlier
+    patches of its series, or the pinned upstream)."""
+    def earlier() -> list:
+        names = project.patch_names(upstream)
+        return [(n, project.read_patch(upstream, n))
+                for n in names[:names.index(file_name) if file_name in names else 0]]
+
+    return resolution_undoes(project, upstream, changes, earlier,
+                             f"the upstream ({project.lock.pin(upstream).label})")
 
 
 def patches_before_new(project: Project, upstream: str, after: str | None) -> list[str]:
@@ -1192,9 +1214,12 @@ def _skipped_path(project, upstream: str, state: dict) -> Path:
     return path
 
 
-def bring_back_continue(project, store, upstream: str | None = None) -> dict:
+def bring_back_continue(project, store, upstream: str | None = None, *,
+                        allow_undo: bool = False) -> dict:
     """`bring-back --continue`: the stopped bring-back's resolution (the worktree's tracked
-    files; a file nobody added is refused, conflict markers are refused) becomes the fix's diff
+    files; a file nobody added is refused, conflict markers are refused, and so is a
+    resolution that undoes a change made under the fix since it was set aside, unless
+    `allow_undo`: the result's `undoes` then says what it undoes) becomes the fix's diff
     on the current base; the fix joins the end of the series, then leaves skipped/, then the
     worktree goes. Run again after a kill, it finishes what is left."""
     upstream, state = _bringing_back(project, upstream)
@@ -1232,6 +1257,13 @@ def bring_back_continue(project, store, upstream: str | None = None) -> dict:
     refuse_gone_files_left_out(store, state["base"], state.get("kind"),
                                state.get("conflicts", []), changes, work,
                                "`patchforge bring-back --abort` (the fix stays in skipped/)")
+    undoes = resolution_undoes(project, upstream, changes,
+                               lambda: [(n, project.read_patch(upstream, n))
+                                        for n in series.names if n != file_name],
+                               f"the upstream ({project.lock.pin(upstream).label})")
+    if not allow_undo:
+        refuse_undoing(undoes, file_name, "patchforge bring-back --continue",
+                       "`patchforge bring-back --abort` (the fix stays in skipped/)")
     if not changes:
         raise UsageError(f"the worktree {work} holds no change: nothing to bring back",
                          hint=f"make the fix there; or `patchforge bring-back --abort` (it stays "
@@ -1274,7 +1306,8 @@ def bring_back_continue(project, store, upstream: str | None = None) -> dict:
             # Last, and the end of the stop: until then, --continue again finishes it.
             atomic_delete(state_file(project, upstream))
         close_worktree(project, upstream)
-    return {"upstream": upstream, "name": file_name, "files": [c[0] for c in changes]}
+    return {"upstream": upstream, "name": file_name, "files": [c[0] for c in changes],
+            "undoes": undoes}
 
 
 @contextmanager

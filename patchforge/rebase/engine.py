@@ -194,7 +194,7 @@ class Rebase:
             self.journal.save(first=True)
         return self._run()
 
-    def resume(self, *, skip: bool = False) -> dict:
+    def resume(self, *, skip: bool = False, allow_undo: bool = False) -> dict:
         if not self.journal.exists():
             self._no_rebase()
         run = self.journal.load()
@@ -204,7 +204,7 @@ class Rebase:
             self._keep_unadded(run.stopped.upstream)
         try:
             self._bring_run_pins(run)
-            result = self._resume(run, skip=skip)
+            result = self._resume(run, skip=skip, allow_undo=allow_undo)
         except ConflictStop:  # the next stop: the skip or resolution is part of it
             raise
         except Exception:
@@ -233,7 +233,7 @@ class Rebase:
                                               for upstream, entry in run.upstreams.items()
                                               for pin in (entry.old, entry.new)])
 
-    def _resume(self, run: RebaseRun, *, skip: bool) -> dict:
+    def _resume(self, run: RebaseRun, *, skip: bool, allow_undo: bool = False) -> dict:
         if run.phase == "committing":
             if skip:
                 raise UsageError("the rebase is writing out its result; --continue or --abort")
@@ -249,7 +249,7 @@ class Rebase:
             if skip:
                 self._skip_stopped(stopped)
             else:
-                changes, modes = self._take_resolution(stopped)
+                changes, modes = self._take_resolution(stopped, allow_undo=allow_undo)
             if stopped.old_base:
                 self._resumed[stopped.upstream] = _Resumed(stopped.base, stopped.old_base,
                                                            changes, modes)
@@ -1022,11 +1022,16 @@ class Rebase:
 
             Worktree(work).remove()
 
-    def _take_resolution(self, stopped: Stop) -> tuple[dict[str, bytes | None], dict[str, str]]:
+    def _take_resolution(self, stopped: Stop, *, allow_undo: bool = False
+                         ) -> tuple[dict[str, bytes | None], dict[str, str]]:
         """--continue: the worktree's difference from the stop's base becomes the patch.
-        Returns the files it changes (path -> content, None when deleted) and their modes."""
-        from patchforge.worktree import (refuse_gone_files_left_out, renames_and_copies,
-                                         series_patch, worktree_diff)
+        Returns the files it changes (path -> content, None when deleted) and their modes.
+        A resolution that undoes a change made under the patch (the new upstream's, or an
+        earlier patch's as moved) is refused unless `allow_undo`, which takes it and says so
+        in the patch's result."""
+        from patchforge.worktree import (refuse_gone_files_left_out, refuse_undoing,
+                                         renames_and_copies, resolution_undoes, series_patch,
+                                         worktree_diff)
 
         upstream, name = stopped.upstream, stopped.name
         entry = self._run_record.upstreams[upstream]
@@ -1064,6 +1069,16 @@ class Rebase:
                                   "`--skip` (the patch is kept in skipped/), `--abort`")
         refuse_gone_files_left_out(self.store, stopped.base, stopped.kind, stopped.files,
                                    changes, work, "`--skip` (the whole patch is kept in skipped/)")
+        # The patches before it as this run moved them: the base's lines are theirs.
+        undoes = resolution_undoes(
+            self.project, upstream, changes,
+            lambda: [(r.name, self._staged_patch(upstream, r)) for r in entry.results
+                     if r.destination == "series" and r.staged],
+            f"the upstream ({target.label})")
+        if not allow_undo:
+            refuse_undoing(undoes, name, "patchforge rebase --continue",
+                           "`patchforge rebase --skip` keeps the patch in skipped/, `--abort` "
+                           "goes back")
         patch = self.project.read_patch(upstream, name)
         files = {p: n for p, _, n, _, _ in changes}
         modes = {p: mode for p, _, n, _, mode in changes if n is not None}
@@ -1080,7 +1095,10 @@ class Rebase:
             if violations:
                 raise UsageError("; ".join(violations),
                                  hint="the resolution breaks the patch's Keeps: invariant")
-            result = PatchResult(upstream, name, "resolved", f"{stopped.kind} resolved by hand",
+            detail = f"{stopped.kind} resolved by hand"
+            if undoes:
+                detail += "; undoes, as asked (--allow-undo): " + "; ".join(undoes)
+            result = PatchResult(upstream, name, "resolved", detail,
                                  staged=self._stage(f"{upstream}/{name}", new_patch.to_bytes()))
         entry.results.append(result)
         entry.position += 1
