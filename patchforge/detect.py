@@ -44,6 +44,8 @@ ANCHOR_DISTANCE = 6
 # than a regular expression, and whitespace-insensitive search runs over every touched file.
 _WS_BYTES = b" \t\n\r\x0b\x0c"
 _WS_BUT_LF = _WS_BYTES.replace(b"\n", b"")
+# The end of the evidence of a hunk both there and still applicable (the same code twice).
+AMBIGUOUS = "succeed: ambiguous"
 
 
 def _strip_ws(data: bytes) -> bytes:
@@ -347,7 +349,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
             if pre_image_there:
                 hv.ambiguous = True
                 hv.evidence.append(f"reverse-apply and forward-apply ({hv.forward}) both "
-                                   "succeed: ambiguous")
+                                   f"{AMBIGUOUS}")
             else:
                 hv.landed = "certain"
                 hv.evidence.append("reverse-apply" + (f" (offset {backward.offset})"
@@ -365,14 +367,18 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
                     hv.evidence.append(why)
         verdict.hunks.append(hv)
         placed = placed or (index < len(whole) and whole[index].status != "failed")
-    if base is not None and any(h.landed != "certain" and not h.ambiguous
-                                and h.forward not in ("exact", "offset")
+    if base is not None and any(h.ambiguous or (h.landed != "certain"
+                                                and h.forward not in ("exact", "offset"))
                                 for h in verdict.hunks):
         # Upstream changed the region around the fix: let git's 3-way merge say whether the
         # patch still changes anything. An empty result proves every hunk is there, and turns
         # "likely" into "certain". Only an empty result counts here: the merge runs (a git
         # process) only when a line check does not already rule that out, asked first of the
         # patch's own lines (no application, no file split into lines).
+        # An ambiguous hunk (its pre-image at one place, its post-image at another: the same
+        # code more than once) is asked too: the merge maps the hunk's own place (where the
+        # old file had it) by upstream's line map, so an empty result says the change is there,
+        # and the pre-image found is another copy of the code, which the patch never changed.
         if _adds_a_line_neither_has(fp, base, current):
             return verdict
         patched = apply(base, fp, max_fuzz=0)
@@ -430,7 +436,16 @@ def _take_merge(verdict: FileVerdict, current: bytes, clean: bool, merged: bytes
     if clean and merged == current:
         verdict.merged_empty = True
         for hv in verdict.hunks:
-            if hv.landed != "certain" and not hv.ambiguous:
+            if hv.ambiguous:
+                # The merge maps the hunk's own place: the pre-image forward-apply found is at
+                # another place, another copy of the code, which the patch never changed.
+                hv.ambiguous = False
+                hv.landed = "certain"
+                hv.evidence = [item for item in hv.evidence if not item.endswith(AMBIGUOUS)]
+                hv.evidence.append(f"merge result empty (git merge-file): its own place has the "
+                                   f"change; the pre-image forward-apply found ({hv.forward}) "
+                                   "is another copy of that code")
+            elif hv.landed != "certain":
                 hv.landed = "certain"
                 hv.evidence.append("merge result empty (git merge-file)")
 

@@ -960,11 +960,12 @@ def test_a_fix_set_aside_twice_under_one_name_keeps_both(stack, upstream):
 # One judge: status says what rebase does
 
 
-def _unsure_shape() -> tuple[bytes, tuple[bytes, bytes], dict[str, bytes]]:
+def _copied_shape() -> tuple[bytes, tuple[bytes, bytes], dict[str, bytes]]:
     """(base file, the file in two upstream commits, the patch's files) in the shape met on AITER's history: the
     upstream made the fix, and also copied the unfixed block elsewhere; one hunk of the patch
-    is then both there and still applicable (detection: `unsure`), another landed with its
-    context changed (no longer applies), and git's 3-way merge leaves nothing to change."""
+    is then both there and still applicable, another landed with its context changed (no
+    longer applies), and git's 3-way merge leaves nothing to change: at the fix's own place
+    (where the merge maps it) the change is there, the unfixed code is upstream's new copy."""
     region = (b"# ---- setup section ----\n"
               b"def alpha():\n"
               b"    setup_value = compute_setup()\n"
@@ -992,9 +993,18 @@ def test_status_and_rebase_agree_on_every_kind_of_judgement(stack, tmp_path):
     """Each judgement status can give, and what rebase --to the same target then does, patch by
     patch (dry run and real run): applies, offset, merges, landed, a creation upstream made
     identically, a fix with fuzz that creates files, conflict, a file gone upstream, and
-    `unsure` with a merge that changes nothing, which both must stop on (a rebase used to drop
-    it; and status called the fix that creates files a conflict while the rebase merged it)."""
-    base_dup, (halfway_dup, target_dup), unsure_files = _unsure_shape()
+    a fix landed at its own place whose unfixed code upstream also copied elsewhere (landed:
+    the merge changes nothing), and `unsure`, a place in repeated code the line map cannot
+    decide, which both must stop on (status called the fix that creates files a conflict
+    while the rebase merged it)."""
+    base_dup, (halfway_dup, target_dup), copied_files = _copied_shape()
+    block = [b"    a = load()\n", b"    if a:\n", b"        use(a)\n", b"    b = a + 1\n",
+             b"    CHECK = False\n", b"    c = b * 2\n", b"    return c\n", *[b"    pass\n"] * 6]
+    repeated = block * 3
+    repeated_fixed = list(repeated)
+    repeated_fixed[17] = b"    CHECK = True\n"  # block 2
+    repeated_target = list(repeated)
+    repeated_target[16] = b"    b = a + 2\n"  # next to the fix's line, in block 2 itself
     lines = [f"def f{i}():\n    x = {i}\n    y = {i}\n    return x + y\n\n".encode()
              for i in range(30)]
 
@@ -1002,6 +1012,7 @@ def test_status_and_rebase_agree_on_every_kind_of_judgement(stack, tmp_path):
         return b"".join(replacements.get(i, line) for i, line in enumerate(lines))
 
     up = Upstream(tmp_path / "judged", {"pkg/mod.py": text({}), "pkg/dup.py": base_dup,
+                                        "pkg/rep.py": b"".join(repeated),
                                         "pkg/gone.py": b"value = 1\n"})
     stack.add_upstream("up", up)
     stack.add_patch("up", "clean", {"pkg/mod.py": text({5: lines[5].replace(b"x = 5", b"x = 500")})})
@@ -1009,7 +1020,8 @@ def test_status_and_rebase_agree_on_every_kind_of_judgement(stack, tmp_path):
     stack.add_patch("up", "merges", {"pkg/mod.py": text({
         20: lines[20].replace(b"x = 20", b"x = 2000"), 21: lines[21].replace(b"x = 21", b"x = 2100")})})
     stack.add_patch("up", "clash", {"pkg/mod.py": text({25: lines[25].replace(b"x = 25", b"x = 2500")})})
-    stack.add_patch("up", "unsure", unsure_files)
+    stack.add_patch("up", "copied", copied_files)
+    stack.add_patch("up", "unsure", {"pkg/rep.py": b"".join(repeated_fixed)})
     stack.add_patch("up", "created", {"pkg/new_helper.py": b"def helper():\n    return 'same'\n",
                                       "pkg/other_new.py": b"value = 'only in the fix'\n"})
     stack.add_patch("up", "obsolete", {"pkg/gone.py": b"value = 2\n"})
@@ -1028,10 +1040,12 @@ def test_status_and_rebase_agree_on_every_kind_of_judgement(stack, tmp_path):
             16: lines[16].replace(b"def f16():", b"def f16():  # upstream"),
             25: lines[25].replace(b"x = 25", b"x = 25  # upstream")}),
         "pkg/dup.py": target_dup,
+        "pkg/rep.py": b"".join([b"# a header line\n"] * 11 + repeated_target),
         "pkg/new_helper.py": b"def helper():\n    return 'same'\n",
         "pkg/gone.py": None}, "upstream moves on")
     expected = {"clean.patch": ("offset", "move"), "landed.patch": ("upstreamed", "drop"),
                 "merges.patch": ("merges", "move"), "clash.patch": ("conflict", "stop"),
+                "copied.patch": ("upstreamed", "drop"),
                 "unsure.patch": ("unsure", "stop"), "created.patch": ("partial", "move"),
                 "obsolete.patch": ("obsolete", "stop"), "creates.patch": ("fuzz", "move")}
     _, out, _ = stack.cli("status", "--against", f"up={target}", "--json", expect=1)
