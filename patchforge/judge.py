@@ -14,7 +14,8 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.hunks import (FileApplication, PatchApplications, apply_file_patch,
-                                    made_on, mapped_places, placed_at, repeated_places)
+                                    copies_left, made_on, mapped_places, placed_at,
+                                    repeated_places)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import NOT_AT_BASE, PatchVerdict, assess_patch, created_identically
@@ -795,6 +796,9 @@ class SeriesJudge:
         each file has once, with the same lines between them (`mapped_places`), else a 3-way
         merge of the patch (`git rebase`'s answer): the candidate whose application is that
         merge's result is taken. No clean merge, or one no candidate gives: undecided.
+        So is a hunk whose pre-image is at one place of `current` but was at several of `base`
+        (`copies_left`: upstream changed the copy it changes, and nearness found another)
+        unless the map puts its place there.
         A file as the old series had it keeps the old series' placement (no search), except
         at the pin, where the old series is this one: there a patch whose `index` line names
         another pre-image than the file (an earlier patch edited since) is undecided.
@@ -810,11 +814,25 @@ class SeriesJudge:
                 return content, repeated, False
             return content, [], False
         repeated = repeated_places(current, fp_target, application)
-        if not repeated or made_on(fp, current):
+        theirs = None
+        if not repeated:
+            # The pre-image at one place now, but at several in the old file: upstream changed
+            # (or removed) the copy the patch changes, and nearness may have found another
+            # one, a fix put into code it never changed. The map confirms the place or not.
+            if base is None:
+                return content, [], False
+            theirs = self.applications(base, fp, max_fuzz=2)
+            if not theirs.ok or theirs.content is None:
+                return content, [], False
+            repeated = copies_left(base, current, fp_target, theirs, application)
+            if not repeated:
+                return content, [], False
+        if made_on(fp, current):
             return content, [], False
         if base is None:
             return content, repeated, False
-        theirs = self.applications(base, fp, max_fuzz=2)
+        if theirs is None:
+            theirs = self.applications(base, fp, max_fuzz=2)
         if not theirs.ok or theirs.content is None:
             return content, repeated, False
         # The lines around the place, where they decide (no git process): most repeated

@@ -111,3 +111,20 @@ def test_a_skipped_fix_landed_in_repeated_code_is_kept_as_landed_by_bring_back(t
     assert stack.series("up") == []
     assert not (stack.root / ".patchforge" / "work" / "up" / "pkg" / "m.py").exists()
 
+
+def test_a_fix_whose_copy_upstream_changed_is_not_put_into_the_other_copy(tmp_path):
+    """Upstream changes the line next to the fix's in block 2 (of two identical blocks): the
+    fix's pre-image is then only in block 1. Before, the rebase "applied with offset" the fix
+    20 lines up, into block 1, exit 0. Now the place the fix had does not map there: status
+    says `unsure` and the rebase stops naming the lines, as for any place the map cannot
+    decide, the fix's change in the worktree to be put where it belongs."""
+    stack = stack_with_fix(tmp_path, 2, None)
+    code = BLOCK * 2
+    code[len(BLOCK) + 3] = b"    b = a + 2\n"  # block 2's line above CHECK
+    stack.commit({"pkg/m.py": file_of(code)}, "b is a + 2 in block 2", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    assert [(p["state"], p["rebase"]) for p in status["patches"]] == [("unsure", "stop")]
+    _, _, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "the place of the fix is ambiguous: pkg/m.py hunk #1: its context was at lines " \
+        "3, 23 of the file before upstream's change, and is only at line 3 now" in err, err
+

@@ -749,9 +749,17 @@ class RepeatedPlace:
     index: int  # the hunk, 0-based
     at_line: int
     candidates: tuple[int, ...]
+    # (copies_left) the 1-based lines of the old file where the pre-image was, more than one
+    # place, when this file has it at one place only; empty otherwise
+    was_at: tuple[int, ...] = ()
 
     def describe(self) -> str:
         lines = ", ".join(str(line) for line in self.candidates)
+        if self.was_at:
+            was = ", ".join(str(line) for line in self.was_at)
+            return (f"{self.path} hunk #{self.index + 1}: its context was at lines {was} of "
+                    f"the file before upstream's change, and is only at line {lines} now "
+                    "(another copy of that code, maybe)")
         return f"{self.path} hunk #{self.index + 1}: its context is at lines {lines}"
 
 
@@ -793,6 +801,36 @@ def repeated_places(content: bytes | None, fp: FilePatch,
         places = _line_places(content, _cut_sides(hunk, outcome.fuzz, cut)[0])
         if len(places) > 1:
             found.append(RepeatedPlace(fp.path, outcome.index, outcome.at_line,
+                                       tuple(line + 1 for line in places)))
+    return found
+
+
+def copies_left(old: bytes, new: bytes, fp: FilePatch, old_application: FileApplication,
+                application: FileApplication) -> list[RepeatedPlace]:
+    """The hunks `application` (of `fp` to `new`) placed at the one place of `new` that has
+    their pre-image, where `old` (the file before upstream's change, `old_application` the
+    patch applied to it) had it at more than one: upstream changed or removed the copy the
+    patch changes, and nearness found another copy. Each as a RepeatedPlace whose one
+    candidate is that place (`was_at`: the old places), for the line map to confirm."""
+    if fp.binary is not None or application.content is None or \
+            old_application.content is None:
+        return []
+    found = []
+    before = {o.index: o for o in old_application.hunks}
+    for outcome in application.hunks:
+        was = before.get(outcome.index)
+        if outcome.at_line is None or was is None or was.at_line is None or \
+                was.fuzz != outcome.fuzz:
+            continue
+        hunk = fp.hunks[outcome.index]
+        cut = _fuzzed(hunk, outcome.fuzz)
+        if cut is None or cut[3] is not None or not cut[1]:
+            continue
+        pre = _cut_sides(hunk, outcome.fuzz, cut)[0]
+        places = _line_places(old, pre)
+        if len(places) > 1 and len(_line_places(new, pre)) == 1:
+            found.append(RepeatedPlace(fp.path, outcome.index, outcome.at_line,
+                                       (outcome.at_line,),
                                        tuple(line + 1 for line in places)))
     return found
 
