@@ -183,8 +183,9 @@ def _judgeable(fp: FilePatch) -> bool:
     return bool(fp.hunks) or fp.is_new or fp.is_delete
 
 
-def _file_state(fp: FilePatch, content: bytes | None) -> str:
-    """present | gone | other, for one file change and the file's content at a revision."""
+def _file_state(fp: FilePatch, content: bytes | None, own_place=None) -> str:
+    """present | gone | other, for one file change and the file's content at a revision.
+    `own_place(fp, content)`: present | gone where both ways apply (the same code twice)."""
     if fp.is_new or fp.is_delete:
         # The whole file: created (or deleted) with exactly these lines.
         whole = b"".join(line for h in fp.hunks
@@ -197,7 +198,9 @@ def _file_state(fp: FilePatch, content: bytes | None) -> str:
     if content is None:
         return "other"  # the file is gone (and no rename found): upstream moved the code
     if _applies(content, fp, reverse=True):
-        return "present"  # (both ways applying, the same code twice: taken as present)
+        if own_place is not None and _applies(content, fp, reverse=False):
+            return own_place(fp, content)  # the same code twice: asked at the fix's place
+        return "present"
     if _applies(content, fp, reverse=False):
         return "gone"
     return "other"
@@ -231,10 +234,36 @@ def _fix_state(store: UpstreamStore, fix: _Fix, rev: str, cache: dict) -> str:
     states = set()
     for k, fp in enumerate(fix.files):
         content = next((contents[p] for p in fix.aliases[k] if contents[p] is not None), None)
-        states.add(_file_state(fp, content))
+        states.add(_file_state(fp, content, lambda fp, content: _at_own_place(store, fix, fp,
+                                                                             content)))
     state = states.pop() if len(states) == 1 else "other"
     cache[rev] = state
     return state
+
+
+def _at_own_place(store: UpstreamStore, fix: _Fix, fp: FilePatch, content: bytes) -> str:
+    """present | gone for a file change both of whose images are in `content` (the same code
+    at several places: another copy of the code may have the fix's lines whatever happened to
+    the fix's own): judged at the fix's own place, where upstream's line map (git's 3-way
+    merge of the fix's base file to `content`) puts the place the fix had. The merge changes
+    nothing: present. It changes something (cleanly): gone. Without the base file, or a merge
+    that conflicts: present, as a search finding the fix's lines says (never a revert from a
+    guess)."""
+    from patchforge.apply.hunks import apply_file_patch
+    from patchforge.store.diff import merge_file
+
+    base = (fix.patch.get("Base") or "").strip()
+    try:
+        old = store.read_blob(base, fp.path) if base and store.has_object(base) else None
+    except PatchforgeError:
+        old = None
+    if old is None:
+        return "present"
+    fixed = apply_file_patch(old, fp, max_fuzz=0)
+    if not fixed.ok or fixed.content is None:
+        return "present"
+    clean, merged = merge_file(old, content, fixed.content)
+    return "gone" if clean and merged != content else "present"
 
 
 def _dropped_events(project: Project) -> dict:

@@ -1,5 +1,5 @@
 """A fix in code that is in a file more than once, landed upstream exactly and then reverted:
-landed and still there are judged at the fix's own place (where upstream's line map
+landed, reverted and still there are judged at the fix's own place (where upstream's line map
 puts the place the fix had), never at another copy of the code that a context search finds.
 Real git upstreams, real commands: `status --against`, `rebase --to`, `overlays`, `bring-back`.
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from helpers.git import git
 from helpers.project import OneUpstreamStack
 from helpers.upstream import diff_of
 
@@ -128,3 +129,33 @@ def test_a_fix_whose_copy_upstream_changed_is_not_put_into_the_other_copy(tmp_pa
     assert "the place of the fix is ambiguous: pkg/m.py hunk #1: its context was at lines " \
         "3, 23 of the file before upstream's change, and is only at line 3 now" in err, err
 
+
+def test_a_revert_of_a_fix_in_repeated_code_is_said_and_brought_back(tmp_path):
+    """Block 1 has CHECK = True already; the fix (gfx950) sets it in block 2, lands exactly
+    (dropped to upstreamed/), and upstream `git revert`s the landing. Before, the revert was
+    never said: block 1's line made the fix's change count as still upstream (a search for it
+    found the other block), the rebase said "nothing to do", status and lint exit 0, and
+    `bring-back` refused ("upstream has its change at the pin"), while gfx950 deployed no fix.
+    Now the fix's own place (block 2) decides: said as reverted, and bring-back puts it back
+    into block 2."""
+    code = fixed(BLOCK * 2, 1)
+    stack = OneUpstreamStack(tmp_path, {"pkg/m.py": file_of(code)}, profiles=PROFILES)
+    stack.add_fix("fix", "pkg/m.py", file_of(code), file_of(fixed(code, 2)),
+                  fields="Profiles: gfx950\n")
+    landing = stack.commit({"pkg/m.py": file_of(fixed(code, 2))}, "Set CHECK in block 2 (#11)",
+                           tag="v2")
+    stack.cli("rebase", "--to", "up=v2")
+    assert (stack.root / "series" / "up" / "upstreamed" / "fix.patch").is_file()
+    assert stack.cli("status")[0] == 0  # landed, both blocks set: nothing to say
+    git(stack.up, "revert", "--no-edit", landing)
+    git(stack.up, "tag", "v3")
+    revert = git(stack.up, "rev-parse", "HEAD").strip()
+    _, out, _ = stack.cli("rebase", "--to", "up=v3")
+    assert f"was reverted upstream in {revert[:12]}" in out, out
+    _, out, _ = stack.cli("status", expect=1)
+    assert "reverted upstream (needs attention): fix up/fix.patch" in out, out
+    assert stack.json("lint", expect=1)["errors"] == 1
+    stack.cli("bring-back", "up/fix.patch")
+    assert stack.series("up") == ["fix.patch"]
+    assert overlay_blocks(stack, file_of(code)) == {"gfx942": [1], "gfx950": [1, 2]}
+    assert stack.cli("status")[0] == 0
