@@ -91,12 +91,56 @@ def import_git(app, rev_range, repo, upstream):
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--upstream", shell_complete=complete_upstream,
               help="Which series (needed when there are several upstreams).")
+@click.option("--update", is_flag=True,
+              help="Take back a series `export --quilt` wrote and quilt changed: refreshed "
+                   "patches replace theirs (header kept, diff made again), new ones join at "
+                   "their place, the order follows DIR/series.")
+@click.option("--delete", "delete_gone", is_flag=True,
+              help="With --update: patches DIR/series no longer lists (quilt delete) leave the "
+                   "series too, kept under deleted/ (without it they are refused).")
 @click.pass_obj
-def import_quilt(app, directory, upstream):
-    """A quilt patches directory (series + patches)."""
-    from patchforge.ops.exchange import import_quilt as do_import
+def import_quilt(app, directory, upstream, update, delete_gone):
+    """A quilt patches directory (series + patches).
 
-    _run_import(app, upstream, do_import, directory)
+    With --update, the way back from `export --quilt`: what quilt changed there replaces the
+    series' patches, all or nothing."""
+    if delete_gone and not update:
+        raise UsageError("--delete goes with --update (taking back a series quilt changed)")
+    if not update:
+        from patchforge.ops.exchange import import_quilt as do_import
+
+        _run_import(app, upstream, do_import, directory)
+        return
+    from patchforge.cli.output import say_overlays_lag
+    from patchforge.ops.quiltback import update_from_quilt
+    from patchforge.pins import open_store
+
+    project = app.project()
+    upstream = upstream or _only_upstream(project)
+    with open_store(project, bring_pins=[upstream]) as store:
+        result = update_from_quilt(project, store, directory, upstream=upstream,
+                                   delete=delete_gone)
+    for name in result["changed"]:
+        click.echo(f"updated {upstream}/{name}")
+    for name in result["added"]:
+        click.echo(f"added {upstream}/{name}")
+    for name in result["moved"]:
+        click.echo(f"updated {upstream}/{name} (its lines moved: diff made again, change kept)")
+    for name, kept in result["deleted"]:
+        click.echo(f"deleted {upstream}/{name} (kept as {kept})")
+    if result["reordered"]:
+        click.echo(f"reordered {upstream}'s series as {result['directory']}/series orders it")
+    for name in result["kept_ours"]:
+        click.echo(f"note: {upstream}/{name} joined the series after the export; kept in its "
+                   "place", err=True)
+    for name in result["left_out"]:
+        click.echo(f"note: {name} left the {upstream} series after the export and is unchanged "
+                   "in quilt; not taken back", err=True)
+    if not (result["changed"] or result["added"] or result["moved"] or result["deleted"]
+            or result["reordered"]):
+        click.echo("nothing to take back: the series already holds what quilt has")
+    else:
+        say_overlays_lag(project)
 
 
 @import_.command("mbox")

@@ -739,9 +739,9 @@ def _broken_by_removal(project: Project, store: UpstreamStore | None, upstream: 
     if store is None or not after:
         return []
     try:
-        failing = _failing(project, store, upstream, after)
+        failing = failing_patches(project, store, upstream, after)
         if failing:
-            already = set(_failing(project, store, upstream, before))
+            already = set(failing_patches(project, store, upstream, before))
             failing = [name for name in failing if name not in already]
     except PatchforgeError:
         return []
@@ -938,11 +938,13 @@ def _not_applying(project: Project, store: UpstreamStore, upstream: str,
     """The patches of the series `names` (in that order) that do not apply on the pin: a hunk
     fails, a file it changes is not there, or (in some profile's series) it creates a path
     already filled (stack.creation_collisions)."""
-    return _failing(project, store, upstream,
+    return failing_patches(project, store, upstream,
                     [(n, project.read_patch(upstream, n)) for n in names])
 
 
-def _failing(project: Project, store: UpstreamStore, upstream: str, patches) -> list[str]:
+def failing_patches(project: Project, store: UpstreamStore, upstream: str, patches) -> list[str]:
+    """The names of `patches` ([(name, PatchFile)], a series in that order) that do not apply
+    on the pin, each on its base, or create a path already filled."""
     from patchforge.stack import profile_collisions
 
     names = [name for name, _ in patches]

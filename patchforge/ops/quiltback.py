@@ -1,0 +1,408 @@
+"""`import quilt DIR --update`: a quilt series exported from the project, worked on with quilt
+(`quilt refresh`, `quilt new`, `quilt delete`, the series file reordered), taken back.
+
+quilt writes its own diffs (`Index:` lines, `a.orig/` prefixes, timestamps, `-p` function
+context) and keeps whatever header the patch had. Taken back, each patch quilt changed keeps
+its header (every field, the description) and gets its diff made again, as `refresh` makes it,
+on its base in the new order: the diff quilt wrote is applied there without fuzz (quilt made it
+on that very tree) and the result diffed by git, so `lint`'s byte-stability holds. Nothing is
+written until every patch of the new series has been checked; a patch quilt no longer lists is
+never dropped unless `--delete` says so, and then it is kept under deleted/.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch
+from patchforge.apply.series import SeriesState, apply_series, counts_for, profile_set
+from patchforge.errors import InputError, PatchforgeError, UsageError
+from patchforge.formats.patchfile import parse_patch_file
+from patchforge.formats.series import parse_series
+from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, writing_project
+from patchforge.ops.exchange import (EXPORT_RECORD, _read_export_record, _record_bytes,
+                                     _refuse_collisions, _refuse_taken,
+                                     _refuse_unknown_profiles, _sha256)
+from patchforge.ops.series import (checked_patch_name, default_author, failing_patches,
+                                   refuse_case_twin, today)
+from patchforge.project import patch_file_name
+from patchforge.stack import aside_name, series_changed
+from patchforge.store.diff import FileChange, make_diff
+from patchforge.worktree import close_worktree, editing, require_state, require_state_still
+
+if TYPE_CHECKING:
+    from patchforge.formats.patchfile import PatchFile
+    from patchforge.project import Project
+    from patchforge.store.gitstore import UpstreamStore
+
+# What happened to each patch of the new series.
+KEPT, CHANGED, ADDED = "kept", "changed", "added"
+
+
+def quilt_series_path(directory: Path, upstream: str) -> Path:
+    """The quilt series file of `directory`: DIR/series, DIR/patches/series (a source tree
+    with quilt's default patches/), or DIR/<upstream>/series (an export of several upstreams,
+    one directory each)."""
+    for candidate in (directory / "series", directory / "patches" / "series",
+                      directory / upstream / "series"):
+        if candidate.is_file():
+            return candidate
+    raise UsageError(f"no quilt series file in {directory} (looked for series, patches/series "
+                     f"and {upstream}/series)")
+
+
+def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *,
+                      upstream: str, delete: bool = False) -> dict:
+    """Take the quilt series of `directory` back into `upstream`'s series (see the module's
+    text). Returns what was done: {"changed": [...], "added": [...], "deleted": [(name, kept
+    path)], "kept_ours": [...], "left_out": [...], "reordered": bool, "notes": [...]}."""
+    project.config.upstream(upstream)
+    # As `move` and `delete`: an open edit with changes not refreshed is never reset.
+    allowed = require_state(project, "move", [upstream], store=store)
+    pin = project.lock.pin(upstream)
+    series_path = quilt_series_path(Path(directory), upstream)
+    folder = series_path.parent
+    quilt = parse_series(series_path.read_bytes(), str(series_path))
+    record = _read_export_record(folder)
+    series = project.read_series(upstream)
+    ours = series.names
+    ours_bytes = {name: project.read_patch_bytes(upstream, name) for name in ours}
+
+    entries: list[tuple[str, Path, int, bytes]] = []  # (file name, quilt file, line, bytes)
+    for entry, line in quilt.as_written():
+        source = folder / entry
+        if not source.is_file():
+            raise InputError(f"{entry} is listed but missing; nothing was taken back",
+                             path=str(series_path), line=line)
+        file_name = patch_file_name(Path(entry).name.removesuffix(".patch").removesuffix(".diff"))
+        try:
+            checked_patch_name(file_name)
+        except UsageError as exc:
+            raise InputError(f"{exc.message}; nothing was taken back", path=str(series_path),
+                             line=line) from None
+        _refuse_taken(file_name, {e[0] for e in entries}, str(series_path), line)
+        entries.append((file_name, source, line, source.read_bytes()))
+
+    taken: dict[str, PatchFile] = {}  # name -> the patch with quilt's diff, to be made again
+    how: dict[str, str] = {}
+    left_out: list[str] = []
+    for file_name, source, line, data in entries:
+        recorded = (record or {}).get(file_name, [])
+        if file_name in ours:
+            mine = ours_bytes[file_name]
+            mine_patch = project.read_patch(upstream, file_name)
+            exported = mine[:len(mine) - len(mine_patch.diff)] + for_gnu_patch(mine_patch.diff)
+            if data in (mine, exported) or _sha256(data) in recorded:
+                how[file_name] = KEPT  # not changed in quilt (the series' may have been since)
+                continue
+            if record is not None and file_name in record and \
+                    _sha256(exported) not in recorded and _sha256(mine) not in recorded:
+                raise InputError(
+                    f"{file_name} changed in quilt and in the {upstream} series since "
+                    f"`export --quilt` wrote it; taking quilt's back would lose the series' "
+                    "change, so nothing was taken back", path=str(series_path), line=line,
+                    hint=f"compare {source} with {project.patch_path(upstream, file_name)}, "
+                         "make one of them hold both changes, then run this again")
+            taken[file_name] = _changed_patch(mine_patch, _quilt_patch(data, source), upstream,
+                                              pin.commit)
+            how[file_name] = CHANGED
+        elif _sha256(data) in recorded:
+            # Exported, then taken out of the series (delete, rename, landed upstream), and
+            # not changed in quilt: the series' own decision stands.
+            left_out.append(file_name)
+        elif record is not None and file_name in record:
+            raise InputError(
+                f"{file_name} left the {upstream} series after `export --quilt` wrote it "
+                "(deleted, renamed, or landed upstream) and was changed in quilt since; "
+                "nothing was taken back", path=str(series_path), line=line,
+                hint=f"to keep quilt's version as a new fix, give it a new name in {series_path} "
+                     f"and rename {source} alike; to drop it, take its line out of "
+                     f"{series_path}")
+        else:
+            refuse_case_twin(project, upstream, file_name)
+            path = project.patch_path(upstream, file_name)
+            if path.exists():
+                raise UsageError(f"a patch file named {file_name} is already there, not listed "
+                                 f"in the {upstream} series: {path}; nothing was taken back",
+                                 hint="list it in the series or move it away, then run this "
+                                      "again")
+            taken[file_name] = _new_patch(_quilt_patch(data, source), file_name, upstream,
+                                          pin.commit)
+            how[file_name] = ADDED
+
+    # The series' patches quilt does not list: taken out with `quilt delete` (the export
+    # wrote them), or added to the series after the export (it did not).
+    quilt_names = [e[0] for e in entries]
+    gone = [n for n in ours if n not in how and (record is None or n in record)]
+    newer = [n for n in ours if n not in how and n not in gone]
+    if gone and not delete:
+        listed = ", ".join(gone)
+        raise UsageError(f"{listed} {'is' if len(gone) == 1 else 'are'} in the {upstream} "
+                         f"series but not in {series_path} (quilt delete?): nothing was taken "
+                         "back, since that would drop "
+                         f"{'it' if len(gone) == 1 else 'them'} without a word",
+                         hint="`--delete` takes them out too (kept under "
+                              f"series/{upstream}/deleted/, as `patchforge delete` keeps a fix); "
+                              f"or list them in {series_path} again")
+    order = [n for n in quilt_names if n not in left_out]
+    for name in newer:  # after the patch it follows in the series, or first
+        earlier = [n for n in ours[:ours.index(name)] if n in order]
+        order.insert(order.index(earlier[-1]) + 1 if earlier else 0, name)
+
+    patches = [(n, taken[n] if n in taken else project.read_patch(upstream, n)) for n in order]
+    # A patch after one quilt changed or added, or after the order changed, may have had its
+    # lines moved.
+    kept_order = [n for n in order if n in ours]
+    moved = {n for k, n in enumerate(order) if n not in taken and (
+        any(m in taken for m in order[:k])
+        or kept_order[:kept_order.index(n)] != [m for m in ours if m in order][
+            :kept_order.index(n)])}
+    made = _made_again(project, store, upstream, pin.commit, patches, taken, moved,
+                       {e[0]: (e[1], e[2]) for e in entries}, series_path)
+    for name in taken:
+        made.setdefault(name, taken[name])  # quilt's diff was already git's (copied in)
+        if how[name] == CHANGED and \
+                made[name].diff != project.read_patch(upstream, name).diff:
+            made[name] = made[name].with_field("Last-Update", today())  # as refresh does
+    sources: dict[str, tuple[str, bytes | None]] = {
+        e[0]: (str(e[1]), None) for e in entries if e[0] in taken}
+    new_patches = [(n, made.get(n) or patch) for n, patch in patches]
+    _refuse_unknown_profiles(project, {n: made[n] for n in made}, sources)
+    _refuse_breaking(project, store, upstream, ours, new_patches, how, series_path)
+    _refuse_collisions(project, store, upstream, {n: made[n] for n in made if how.get(n) == ADDED},
+                       sources, pin.commit)
+
+    writes = {n: made[n].to_bytes() for n in made if made[n].to_bytes() != ours_bytes.get(n)}
+    new_series = series.replaced_names(order)
+    removed = [n for n in ours if n not in order]
+    result = {"changed": [n for n in order if how.get(n) == CHANGED and n in writes],
+              "moved": [n for n in order if how.get(n) != CHANGED and n in writes
+                        and n not in taken],
+              "added": [n for n in order if how.get(n) == ADDED],
+              "deleted": [], "kept_ours": newer, "left_out": left_out,
+              "reordered": [n for n in ours if n in order] != [n for n in order if n in ours],
+              "directory": str(folder)}
+    if not writes and not removed and new_series.to_bytes() == series.to_bytes():
+        _record_taken(folder, record, entries, taken)
+        return result
+    with RepoLock(project.state_dir):
+        require_state_still(project, "move", [upstream], allowed, store=store)
+        if project.lock.pin(upstream).commit != pin.commit or \
+                project.read_series(upstream).to_bytes() != series.to_bytes() or \
+                any(project.read_patch_bytes(upstream, n) != data
+                    for n, data in ours_bytes.items()):
+            raise UsageError(f"the {upstream} series or its pin changed while the quilt series "
+                             "was being checked (another patchforge command); nothing was "
+                             "taken back", hint="run it again")
+        deleted_dir = project.series_dir(upstream) / "deleted"
+        with writing_project(project.root):
+            # Kept first, then the new files, then the series, then the removals: a kill at
+            # any point loses no fix (what it leaves, running this again finishes).
+            kept = []
+            for name in removed:
+                where = deleted_dir / aside_name(deleted_dir, name, ours_bytes[name])
+                atomic_write(where, ours_bytes[name])
+                kept.append((name, where))
+            for name, data in writes.items():
+                atomic_write(project.patch_path(upstream, name), data)
+            atomic_write(project.series_path(upstream), new_series.to_bytes())
+            for name in removed:
+                atomic_delete(project.patch_path(upstream, name))
+            _close_edit(project, upstream, ours, order, set(writes))
+            for name, where in kept:
+                series_changed(project, {
+                    "event": "deleted", "upstream": upstream, "patch": name,
+                    "destination": "deleted",
+                    "detail": f"kept as {where.relative_to(project.root).as_posix()}"})
+            if not kept:
+                series_changed(project)
+    result["deleted"] = [(n, str(w.relative_to(project.root))) for n, w in kept]
+    _record_taken(folder, record, entries, taken)
+    return result
+
+
+def _quilt_patch(data: bytes, source: Path) -> PatchFile:
+    """A quilt patch file parsed, the names `export --quilt` quoted for GNU patch as git
+    writes them."""
+    parsed = parse_patch_file(data, str(source))
+    diff = as_git_writes(parsed.diff)
+    if diff != parsed.diff:
+        parsed = parse_patch_file(data[:len(data) - len(parsed.diff)] + diff, str(source))
+    return parsed
+
+
+def _changed_patch(mine: PatchFile, quilt: PatchFile, upstream: str, pin: str) -> PatchFile:
+    """The series' patch as quilt changed it: quilt's header (quilt keeps the header it was
+    given; `quilt header -e` edits it), or the series' when quilt's has no field at all (a
+    tool that wrote the diff alone), with quilt's diff, made again later on the new base."""
+    head = quilt if quilt.fields else mine.with_diff(quilt.diff)
+    if (head.get("Upstream") or "").strip() != upstream:
+        head = head.with_field("Upstream", upstream)
+    return head.with_field("Base", pin)
+
+
+def _new_patch(quilt: PatchFile, file_name: str, upstream: str, pin: str) -> PatchFile:
+    """A patch `quilt new` made: its header (often none) with the fields a fix of the series
+    needs and lint asks for. A Description quilt's header lacks is the first line of its free
+    text (`quilt header -e`), else the patch's name."""
+    patch = quilt
+    if not (patch.get("Description") or "").strip():
+        text = patch.description.decode("utf-8", "replace").strip().splitlines()
+        patch = patch.with_field("Description",
+                                 text[0].strip() if text else file_name.removesuffix(".patch"))
+    if not ((patch.get("Author") or "").strip() or (patch.get("Origin") or "").strip()):
+        patch = patch.with_field("Author", default_author())
+    if patch.get("Upstream-Status") is None and patch.get("Forwarded") is None:
+        patch = patch.with_field("Upstream-Status", "Pending")
+    patch = patch.with_field("Upstream", upstream).with_field("Base", pin)
+    return patch.with_field("Last-Update", today())
+
+
+def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
+                patches: list[tuple[str, PatchFile]], taken: dict[str, PatchFile],
+                moved: set[str], where: dict[str, tuple[Path, int]],
+                series_path: Path) -> dict[str, PatchFile]:
+    """Each patch of `taken` with its diff made again on its base in `patches` (the new
+    series): quilt's diff applied there without fuzz, then git's diff of the result, modes
+    carried from the series' own patch. A diff that does not apply there is refused, naming
+    the quilt file and the hunk: quilt made it on another tree (a profile's patch that quilt's
+    one stack put on top of another profile's).
+
+    A patch quilt did not change, in `moved` (a patch before it changed or the order did),
+    whose lines only moved (it applies without fuzz, at an offset) is made again too, as a
+    rebase would: quilt said "Hunk #1 succeeded at 24 (offset 2 lines)" and kept it, which
+    `status` calls an offset and `lint` a diff that is not byte-stable. One that needs fuzz is
+    left as it is, for `status` to say."""
+    configured = list(project.config.profiles)
+
+    def read_base(paths):
+        return store.read_blobs(pin, paths)
+
+    def base_mode(path: str) -> str | None:
+        entry = store.entry(pin, path)
+        return entry[0] if entry else None
+
+    own = [profile_set(patch, configured) for _, patch in patches]
+    states = {chosen: SeriesState() for chosen in dict.fromkeys(own)}
+    made: dict[str, PatchFile] = {}
+    for (name, patch), mine in zip(patches, own):
+        for chosen, chain in states.items():
+            if chosen != mine and counts_for(mine, chosen):
+                apply_series(read_base, [(name, made.get(name, patch))], strict=False,
+                             state=chain, allow_zero_context=True)
+        state = states[mine]
+        if name not in taken and name not in moved:
+            apply_series(read_base, [(name, patch)], strict=False, state=state,
+                         allow_zero_context=True)
+            continue
+        before = dict(state.current)
+        modes_before = {fp.old_path: state.mode(fp.old_path, base_mode)
+                        for fp in patch.file_patches if fp.old_path}
+        trial = _copied(state)
+        apply_series(read_base, [(name, patch)], strict=False, state=trial, max_fuzz=0,
+                     allow_zero_context=True)
+        outcome = trial.outcomes[-1]
+        if name not in taken and (not outcome.ok or outcome.worst == "exact"):
+            # Needs fuzz, or fails (refused later, by name), or is where it was.
+            apply_series(read_base, [(name, patch)], strict=False, state=state,
+                         allow_zero_context=True)
+            continue
+        if not outcome.ok:
+            from patchforge.ops.lint import _failed_hunks
+
+            source, line = where[name]
+            raise InputError(f"{name}: quilt's diff does not apply on its base in the new "
+                             f"series ({_failed_hunks(outcome)}); nothing was taken back",
+                             path=str(source),
+                             hint=f"`quilt push` it in the tree it was made for and `quilt "
+                                  f"refresh` it, or check its place in {series_path}:{line}")
+        states[mine] = state = trial
+        old_modes = _modes_of(project, upstream, name)
+        changes = []
+        for fp in patch.file_patches:
+            old = before.get(fp.old_path, state.base.get(fp.old_path)) if fp.old_path else None
+            new = state.current.get(fp.new_path) if fp.new_path else None
+            mode_old = fp.old_mode or (modes_before.get(fp.old_path) if fp.old_path else None) \
+                or old_modes.get(fp.new_path or "") or "100644"
+            mode_new = fp.new_mode or old_modes.get(fp.new_path or "") or mode_old
+            changes.append(FileChange(fp.old_path, fp.new_path, old, new, mode_old, mode_new,
+                                      copy=fp.is_copy))
+        diff = make_diff(changes)
+        if diff != patch.diff:
+            made[name] = patch.with_diff(diff) if name in taken else \
+                patch.with_diff(diff).with_field("Base", pin)
+    return made
+
+
+def _copied(state: SeriesState) -> SeriesState:
+    """A copy of `state` to try a patch on: a patch that fails some hunks still changes its
+    other files in the state it is applied to."""
+    return SeriesState(base=state.base, current=dict(state.current),
+                       touched_by={k: list(v) for k, v in state.touched_by.items()},
+                       outcomes=list(state.outcomes), modes=dict(state.modes),
+                       origins=dict(state.origins))
+
+
+def _modes_of(project: Project, upstream: str, name: str) -> dict[str, str]:
+    """path -> the mode the series' own patch `name` gives it (`new file mode 100755`), which
+    quilt's diff does not carry."""
+    if name not in project.patch_names(upstream):
+        return {}
+    try:
+        patch = project.read_patch(upstream, name)
+    except PatchforgeError:
+        return {}
+    return {fp.new_path: fp.new_mode for fp in patch.file_patches
+            if fp.new_path and fp.new_mode}
+
+
+def _refuse_breaking(project: Project, store: UpstreamStore, upstream: str, ours: list[str],
+                     new_patches: list[tuple[str, PatchFile]], how: dict[str, str],
+                     series_path: Path) -> None:
+    """Refuse a new series of which a patch no longer applies (on its base, or creating a path
+    already filled) that applied in the series as it was: quilt's order or an earlier patch's
+    change would leave it out of every overlay."""
+    failing = failing_patches(project, store, upstream, new_patches)
+    if not failing:
+        return
+    before = set(failing_patches(project, store, upstream,
+                                 [(n, project.read_patch(upstream, n)) for n in ours]))
+    new = [n for n in failing if n not in before]
+    if new:
+        name = new[0]
+        line = parse_series(series_path.read_bytes(), str(series_path)).line_of(name)
+        raise InputError(f"{name} would no longer apply in the series as {series_path} orders "
+                         "it, after the changes made in quilt; nothing was taken back",
+                         path=str(series_path), line=line,
+                         hint="`quilt push` up to it in the tree, resolve, `quilt refresh` "
+                              "it, then run this again (or put it back in its place)")
+
+
+def _close_edit(project: Project, upstream: str, before: list[str], after: list[str],
+                written: set[str]) -> None:
+    """An open edit (refreshed: require_state saw to it) whose patch, or one before it,
+    changed or moved is closed: its worktree was made on the series as it was."""
+    current = editing(project, upstream)
+    if current is None or current.get("bring_back"):
+        return
+    name = current["patch"]
+    if name in after and name in before and \
+            before[:before.index(name) + 1] == after[:after.index(name) + 1] and \
+            not written & set(after[:after.index(name) + 1]):
+        return
+    close_worktree(project, upstream)
+
+
+def _record_taken(folder: Path, record: dict[str, list[str]] | None,
+                  entries: list[tuple[str, Path, int, bytes]], taken: dict) -> None:
+    """The export record of `folder` learns the quilt files taken back: the next `export
+    --quilt` there replaces them (they are in the series now, as it writes them) instead of
+    refusing them as changes it would lose. A folder without a record is left as it is."""
+    if record is None:
+        return
+    grown = {name: list(hashes) for name, hashes in record.items()}
+    for file_name, _, _, data in entries:
+        if file_name in taken and _sha256(data) not in grown.get(file_name, []):
+            grown.setdefault(file_name, []).append(_sha256(data))
+    if grown != record:
+        atomic_write(folder / EXPORT_RECORD, _record_bytes(grown))

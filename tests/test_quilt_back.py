@@ -1,0 +1,224 @@
+"""The way back from quilt: `export --quilt DIR`, work there with the real quilt (`quilt push
+-a`, edits, `quilt refresh`, `quilt new`, `quilt delete`, the series file reordered), then
+`import quilt DIR --update` takes it back into the series.
+
+Before, nothing did: `import quilt` refused every name the series already had, and a refreshed
+file copied over the series' patch kept quilt's diff (`Index:` lines, `a.orig/` prefixes,
+timestamps), which `lint` called not byte-stable until `edit` + `refresh`."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import ok, run_cli
+from helpers.env import need_tool
+from helpers.git import git
+from helpers.project import UPSTREAM_FILES, git_project
+from helpers.snapshot import tree_bytes
+
+A = UPSTREAM_FILES["a.py"]
+B = UPSTREAM_FILES["pkg/b.py"]
+
+# Two ways quilt is set up: none at all (`a.orig/` prefixes, `Index:` lines, timestamps), and
+# a quiltrc of the kind people keep (a/ b/ prefixes, function context, no index, backups).
+QUILTRCS = {
+    "bare": "",
+    "kept": 'QUILT_DIFF_OPTS="--show-c-function"\n'
+            'QUILT_REFRESH_ARGS="-p ab --no-timestamps --no-index --backup"\n',
+}
+
+
+@pytest.fixture
+def stack(tmp_path, monkeypatch):
+    """A project with profiles and three fixes made through `import overlay`: fix-a (a.py),
+    fix-b (pkg/b.py, gfx942 only), fix-d (a.py again, further down)."""
+    need_tool("quilt")
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, base = git_project(tmp_path, profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
+    fixes = (("fix-a", "a.py", A.replace(b"line3\n", b"line3 fixed\n"), []),
+             ("fix-b", "pkg/b.py", B.replace(b"y = 2\n", b"y = 22\n"), ["--profiles", "gfx942"]),
+             ("fix-d", "a.py", A.replace(b"line18\n", b"line18 fixed\n"), []))
+    for name, path, content, extra in fixes:
+        overlay = tmp_path / f"{name}.overlay"
+        overlay.write_bytes(content)
+        ok(root, "import", "overlay", str(overlay), "--path", path, "--name", name,
+           "-m", f"Fix {name}", *extra)
+    return root, base
+
+
+def quilt_env(tmp_path: Path, exported: Path, quiltrc: str) -> dict[str, str]:
+    rc = tmp_path / "quiltrc"
+    rc.write_text(quiltrc)
+    return dict(os.environ, QUILT_PATCHES=str(exported), QUILTRC=str(rc), EDITOR="false")
+
+
+def quilt(checkout: Path, env: dict[str, str], *args: str, stdin: bytes | None = None) -> str:
+    proc = subprocess.run(["quilt", *args], cwd=checkout, env=env, input=stdin,
+                          capture_output=True)
+    assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+    return proc.stdout.decode()
+
+
+def checkout_of(tmp_path: Path, base: str) -> Path:
+    checkout = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", str(tmp_path / "up-upstream"), str(checkout))
+    git(checkout, "checkout", "-q", base)
+    return checkout
+
+
+def patch_text(root: Path, name: str) -> str:
+    return (root / "series/up" / name).read_text()
+
+
+def lint_errors(root: Path) -> list[str]:
+    run = run_cli(root, "lint")
+    return [line for line in run.out.splitlines() if line.startswith("error")]
+
+
+@pytest.mark.parametrize("quiltrc", sorted(QUILTRCS))
+def test_quilt_refresh_new_and_header_come_back_into_the_series(stack, tmp_path, quiltrc):
+    """The walk-through: export, `quilt push -a` on the upstream's files, an earlier patch
+    edited and refreshed (a later one then applies at an offset), a new patch with a header
+    written by `quilt header -r`. Taken back: the refreshed patch keeps its header (Description,
+    Base) with git's diff, the new one joins at its place with the fields lint
+    asks for, the later one is made again where its lines moved; status and lint are clean,
+    the overlays hold what quilt's tree holds, and the next export into DIR works."""
+    root, base = stack
+    exported = tmp_path / "q"
+    ok(root, "export", "--quilt", str(exported))
+    env = quilt_env(tmp_path, exported, QUILTRCS[quiltrc])
+    checkout = checkout_of(tmp_path, base)
+    quilt(checkout, env, "push", "-a")
+    quilt(checkout, env, "pop", "fix-a.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line1\n", b"line1\nadded one\nadded two\n"))
+    quilt(checkout, env, "refresh")
+    assert "offset 2 lines" in quilt(checkout, env, "push", "-a")
+    quilt(checkout, env, "new", "fix-c.patch")
+    quilt(checkout, env, "add", "pkg/new.py")
+    (checkout / "pkg/new.py").write_bytes(b"new = 1\n")
+    quilt(checkout, env, "refresh")
+    quilt(checkout, env, "header", "-r", stdin=b"Description: Add the new module\n")
+    assert (exported / "fix-a.patch").read_bytes() != (root / "series/up/fix-a.patch").read_bytes()
+
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-a.patch\n" in run.out and "added up/fix-c.patch\n" in run.out
+    assert "updated up/fix-d.patch (its lines moved" in run.out, run.out
+    assert (root / "series/up/series").read_text() == \
+        "fix-a.patch\nfix-b.patch\nfix-d.patch\nfix-c.patch\n"
+    fix_a = patch_text(root, "fix-a.patch")
+    assert "Description: Fix fix-a\n" in fix_a and "Last-Update: 2024-05-01\n" in fix_a
+    assert f"Base: {base}\n" in fix_a and "diff --git a/a.py b/a.py\n" in fix_a
+    assert "Index:" not in fix_a and ".orig" not in fix_a and "+added one\n" in fix_a
+    fix_c = patch_text(root, "fix-c.patch")
+    assert fix_c.startswith("Description: Add the new module\n")
+    assert "Upstream: up\n" in fix_c and f"Base: {base}\n" in fix_c \
+        and "new file mode 100644\n" in fix_c
+    assert ok(root, "status").rc == 0
+    assert lint_errors(root) == []
+    ok(root, "overlays")
+    overlay = tree_bytes(root / "overlays" / "gfx942" / "up")
+    assert overlay == {p: (checkout / p).read_bytes() for p in ("a.py", "pkg/b.py", "pkg/new.py")}
+    # gfx950's overlays have everything but fix-b (Profiles: gfx942, kept).
+    assert tree_bytes(root / "overlays" / "gfx950" / "up") == \
+        {p: (checkout / p).read_bytes() for p in ("a.py", "pkg/new.py")}
+    # The export record learned the quilt files taken back: exporting again replaces them.
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / "fix-a.patch").read_bytes() == (root / "series/up/fix-a.patch").read_bytes()
+    # And quilt takes the canonical series as well.
+    quilt(checkout, env, "pop", "-a")
+    quilt(checkout, env, "push", "-a")
+    assert a.read_bytes() == overlay["a.py"]
+    # Taking it back again finds nothing to do.
+    assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
+
+
+def test_a_patch_deleted_in_quilt_is_kept_unless_delete_says_so(stack, tmp_path):
+    """`quilt delete fix-b` takes it out of quilt's series. Taken back without a word, the fix
+    would be gone: refused (exit 2, naming it, nothing written); with --delete it leaves the
+    series and is kept under deleted/, as `patchforge delete` keeps it."""
+    root, base = stack
+    exported = tmp_path / "q"
+    ok(root, "export", "--quilt", str(exported))
+    env = quilt_env(tmp_path, exported, "")
+    checkout = checkout_of(tmp_path, base)
+    quilt(checkout, env, "delete", "fix-b.patch")
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and "fix-b.patch is in the up series but not in" in run.err, run.err
+    assert "--delete" in run.err
+    assert tree_bytes(root / "series") == before
+    fix_b = (root / "series/up/fix-b.patch").read_bytes()
+    run = ok(root, "import", "quilt", str(exported), "--update", "--delete")
+    assert "deleted up/fix-b.patch (kept as series/up/deleted/fix-b.patch)" in run.out
+    assert (root / "series/up/deleted/fix-b.patch").read_bytes() == fix_b
+    assert (root / "series/up/series").read_text() == "fix-a.patch\nfix-d.patch\n"
+    assert ok(root, "status").rc == 0
+
+
+def test_the_order_follows_quilts_series_file_where_the_patches_still_apply(stack, tmp_path):
+    """Lines moved in quilt's series file: the series takes the new order when every patch
+    still applies. An order that puts a fix before the one it is built on is refused, naming
+    it and its series line, with nothing written."""
+    root, base = stack
+    exported = tmp_path / "q"
+    ok(root, "export", "--quilt", str(exported))
+    (exported / "series").write_text("fix-b.patch\nfix-d.patch\nfix-a.patch\n")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "reordered up's series" in run.out
+    assert (root / "series/up/series").read_text() == "fix-b.patch\nfix-d.patch\nfix-a.patch\n"
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+    # fix-e changes the line fix-b made: before fix-b it applies nowhere.
+    ok(root, "new", "fix-e", "--file", "pkg/b.py", "--profiles", "gfx942", "-m", "Fix y again")
+    work = root / ".patchforge/work/up/pkg/b.py"
+    work.write_bytes(work.read_bytes().replace(b"y = 22\n", b"y = 222\n"))
+    ok(root, "refresh")
+    ok(root, "export", "--quilt", str(exported))
+    (exported / "series").write_text("fix-e.patch\nfix-b.patch\nfix-d.patch\nfix-a.patch\n")
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2, run.text
+    assert f"{exported / 'series'}:1: fix-e.patch would no longer apply" in run.err, run.err
+    assert tree_bytes(root / "series") == before
+
+
+def test_a_patch_changed_in_quilt_and_in_the_series_is_refused(stack, tmp_path):
+    """The series' patch changed after the export (a colleague's commit pulled) and quilt's
+    too: taking quilt's back would lose the series' change. Refused, naming the quilt series
+    line, nothing written. A patch the series gained after the export is kept in its place."""
+    root, base = stack
+    exported = tmp_path / "q"
+    ok(root, "export", "--quilt", str(exported))
+    env = quilt_env(tmp_path, exported, "")
+    checkout = checkout_of(tmp_path, base)
+    quilt(checkout, env, "push", "fix-b.patch")
+    (checkout / "pkg/b.py").write_bytes(B.replace(b"y = 2\n", b"y = 22\n")
+                                        .replace(b"z = 3\n", b"z = 33\n"))
+    quilt(checkout, env, "refresh")
+    path = root / "series/up/fix-b.patch"
+    path.write_bytes(path.read_bytes().replace(b"Description: Fix fix-b\n",
+                                               b"Description: Fix y, said better\n"))
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2, run.text
+    assert f"{exported / 'series'}:2: fix-b.patch changed in quilt and in the up series" \
+        in run.err, run.err
+    assert tree_bytes(root / "series") == before
+
+    # Put back as exported: quilt's change comes in; a fix added since stays after fix-d.
+    path.write_bytes(path.read_bytes().replace(b"Description: Fix y, said better\n",
+                                               b"Description: Fix fix-b\n"))
+    overlay = tmp_path / "fix-f.overlay"
+    overlay.write_bytes(A.replace(b"line10\n", b"line10 fixed\n"))
+    ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix-f", "-m", "F")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-b.patch" in run.out
+    assert "fix-f.patch joined the series after the export; kept in its place" in run.err
+    assert (root / "series/up/series").read_text() == \
+        "fix-a.patch\nfix-b.patch\nfix-d.patch\nfix-f.patch\n"
+    assert b"+z = 33\n" in path.read_bytes() and b"Profiles: gfx942\n" in path.read_bytes()
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
