@@ -222,3 +222,56 @@ def test_a_patch_changed_in_quilt_and_in_the_series_is_refused(stack, tmp_path):
         "fix-a.patch\nfix-b.patch\nfix-d.patch\nfix-f.patch\n"
     assert b"+z = 33\n" in path.read_bytes() and b"Profiles: gfx942\n" in path.read_bytes()
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
+def test_a_rename_and_an_executable_script_survive_quilts_refresh(tmp_path, monkeypatch):
+    """quilt's diffs carry no modes and no renames: `quilt refresh` of a patch that renamed
+    a.py to pkg/c.py and created an executable script writes a deletion, a creation and a
+    plain file. Taken back, the patch renames again (git's similarity score) and the script is
+    `new file mode 100755`, as the series' patch had them; `git apply` of it gives quilt's
+    tree, modes included."""
+    need_tool("quilt")
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, base = git_project(tmp_path)
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", str(tmp_path / "up-upstream"), str(fork))
+    git(fork, "mv", "a.py", "pkg/c.py")
+    (fork / "pkg/c.py").write_bytes(A.replace(b"line3\n", b"line3 moved\n"))
+    (fork / "run.sh").write_bytes(b"#!/bin/sh\necho run\n")
+    os.chmod(fork / "run.sh", 0o755)
+    git(fork, "add", "-A")
+    git(fork, "commit", "-qm", "Move a to c and add a runner")
+    incoming = tmp_path / "incoming"  # a colleague's patch, made by `git diff -M`
+    incoming.mkdir()
+    (incoming / "series").write_text("move.patch\n")
+    (incoming / "move.patch").write_bytes(
+        b"Description: Move a to c and add a runner\nAuthor: A <a@example.com>\n\n---\n"
+        + subprocess.run(["git", "diff", "-M", base, "HEAD"], cwd=fork, check=True,
+                         capture_output=True).stdout)
+    ok(root, "import", "quilt", str(incoming))
+    name = "move.patch"
+    assert "rename from a.py\n" in patch_text(root, name)
+    exported = tmp_path / "q"
+    ok(root, "export", "--quilt", str(exported))
+    env = quilt_env(tmp_path, exported, "")
+    checkout = checkout_of(tmp_path, base)
+    quilt(checkout, env, "push", "-a")
+    assert os.stat(checkout / "run.sh").st_mode & 0o111
+    (checkout / "pkg/c.py").write_bytes(A.replace(b"line3\n", b"line3 moved\n")
+                                        .replace(b"line9\n", b"line9 too\n"))
+    quilt(checkout, env, "refresh")
+    refreshed = (exported / name).read_text()
+    assert "rename from" not in refreshed and "new file mode" not in refreshed
+
+    assert f"updated up/{name}\n" in ok(root, "import", "quilt", str(exported), "--update").out
+    text = patch_text(root, name)
+    assert "rename from a.py\nrename to pkg/c.py\n" in text and "+line9 too\n" in text
+    assert "diff --git a/run.sh b/run.sh\nnew file mode 100755\n" in text
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+    # git apply of the patch gives quilt's tree, the script executable.
+    again = tmp_path / "again"
+    git(tmp_path, "clone", "-q", str(tmp_path / "up-upstream"), str(again))
+    git(again, "checkout", "-q", base)
+    git(again, "apply", str(root / "series/up" / name))
+    assert tree_bytes(again, skip=(".git",)) == tree_bytes(checkout, skip=(".git", ".pc"))
+    assert os.stat(again / "run.sh").st_mode & 0o111

@@ -317,16 +317,33 @@ def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
                              hint=f"`quilt push` it in the tree it was made for and `quilt "
                                   f"refresh` it, or check its place in {series_path}:{line}")
         states[mine] = state = trial
-        old_modes = _modes_of(project, upstream, name)
+        old_modes, renames = _kept_from_series(project, upstream, name)
+        # quilt writes a rename the series' patch made as a deletion and a creation: one
+        # file again, as the patch had it (git's similarity score kept).
+        pairs = {fp.old_path: fp.new_path for fp in patch.file_patches if fp.is_delete}
+        created = {fp.new_path for fp in patch.file_patches if fp.is_new}
+        joined = {old: new for old, new in renames.items()
+                  if pairs.get(old) is None and old in pairs and new in created}
         changes = []
         for fp in patch.file_patches:
-            old = before.get(fp.old_path, state.base.get(fp.old_path)) if fp.old_path else None
-            new = state.current.get(fp.new_path) if fp.new_path else None
-            mode_old = fp.old_mode or (modes_before.get(fp.old_path) if fp.old_path else None) \
-                or old_modes.get(fp.new_path or "") or "100644"
-            mode_new = fp.new_mode or old_modes.get(fp.new_path or "") or mode_old
-            changes.append(FileChange(fp.old_path, fp.new_path, old, new, mode_old, mode_new,
+            if fp.is_new and fp.new_path in joined.values():
+                continue
+            old_path, new_path = fp.old_path, fp.new_path
+            if fp.is_delete and old_path in joined:
+                new_path = joined[old_path]
+            old = before.get(old_path, state.base.get(old_path)) if old_path else None
+            new = state.current.get(new_path) if new_path else None
+            mode_old = fp.old_mode or (modes_before.get(old_path) if old_path else None) \
+                or old_modes.get(new_path or "") or "100644"
+            mode_new = fp.new_mode or old_modes.get(new_path or "") or mode_old
+            changes.append(FileChange(old_path, new_path, old, new, mode_old, mode_new,
                                       copy=fp.is_copy))
+        if not changes and _has_change(project, upstream, name):
+            source, line = where[name]
+            raise InputError(f"{name}: quilt's patch holds no change, and taken back the fix "
+                             "would be gone; nothing was taken back", path=str(source),
+                             hint=f"to drop the fix, take its line out of {series_path} and "
+                                  "run this again with --delete (it is kept under deleted/)")
         diff = make_diff(changes)
         if diff != patch.diff:
             made[name] = patch.with_diff(diff) if name in taken else \
@@ -343,17 +360,29 @@ def _copied(state: SeriesState) -> SeriesState:
                        origins=dict(state.origins))
 
 
-def _modes_of(project: Project, upstream: str, name: str) -> dict[str, str]:
-    """path -> the mode the series' own patch `name` gives it (`new file mode 100755`), which
-    quilt's diff does not carry."""
+def _kept_from_series(project: Project, upstream: str,
+                      name: str) -> tuple[dict[str, str], dict[str, str]]:
+    """What the series' own patch `name` says and quilt's diff does not carry: path -> the
+    mode it gives (`new file mode 100755`), and old path -> new path of its renames."""
     if name not in project.patch_names(upstream):
-        return {}
+        return {}, {}
     try:
         patch = project.read_patch(upstream, name)
     except PatchforgeError:
-        return {}
-    return {fp.new_path: fp.new_mode for fp in patch.file_patches
-            if fp.new_path and fp.new_mode}
+        return {}, {}
+    return ({fp.new_path: fp.new_mode for fp in patch.file_patches
+             if fp.new_path and fp.new_mode},
+            {fp.old_path: fp.new_path for fp in patch.file_patches
+             if fp.is_rename and not fp.is_copy and fp.old_path and fp.new_path})
+
+
+def _has_change(project: Project, upstream: str, name: str) -> bool:
+    """True when the series' patch `name` changes something (a fix, not `new`'s empty one)."""
+    try:
+        return name in project.patch_names(upstream) and \
+            bool(project.read_patch(upstream, name).file_patches)
+    except PatchforgeError:
+        return True
 
 
 def _refuse_breaking(project: Project, store: UpstreamStore, upstream: str, ours: list[str],
