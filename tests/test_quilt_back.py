@@ -62,8 +62,8 @@ def quilt(checkout: Path, env: dict[str, str], *args: str, stdin: bytes | None =
     return proc.stdout.decode()
 
 
-def checkout_of(tmp_path: Path, base: str) -> Path:
-    checkout = tmp_path / "checkout"
+def checkout_of(tmp_path: Path, base: str, name: str = "checkout") -> Path:
+    checkout = tmp_path / name
     git(tmp_path, "clone", "-q", str(tmp_path / "up-upstream"), str(checkout))
     git(checkout, "checkout", "-q", base)
     return checkout
@@ -275,3 +275,56 @@ def test_a_rename_and_an_executable_script_survive_quilts_refresh(tmp_path, monk
     git(again, "apply", str(root / "series/up" / name))
     assert tree_bytes(again, skip=(".git",)) == tree_bytes(checkout, skip=(".git", ".pc"))
     assert os.stat(again / "run.sh").st_mode & 0o111
+
+
+def test_one_profiles_series_goes_to_quilt_and_comes_back(tmp_path, monkeypatch):
+    """Two fixes of one line, one per profile: each profile's overlays apply one of them, but
+    quilt applies every exported patch in one stack, and `quilt push -a` stopped on the
+    second (the export said nothing). The export now warns and `--profile P` exports the
+    stack P's overlays are made from, which quilt pushes; taken back, a patch `quilt new`
+    made there is for P, and the other profile's fix stays as it was."""
+    need_tool("quilt")
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, base = git_project(tmp_path, profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
+    for profile in ("gfx942", "gfx950"):
+        overlay = tmp_path / f"{profile}.overlay"
+        overlay.write_bytes(A.replace(b"line3\n", f"line3 {profile}\n".encode()))
+        ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name",
+           f"fix-{profile}", "-m", f"Line 3 on {profile}", "--profiles", profile)
+    everything = tmp_path / "all"
+    run = ok(root, "export", "--quilt", str(everything))
+    assert "`--profile P` exports one profile's series" in run.err, run.err
+    checkout = checkout_of(tmp_path, base)
+    proc = subprocess.run(["quilt", "push", "-a"], cwd=checkout, capture_output=True,
+                          env=quilt_env(tmp_path, everything, ""))
+    assert proc.returncode != 0 and b"fix-gfx950.patch does not apply" in proc.stdout
+
+    exported = tmp_path / "q950"
+    run = ok(root, "export", "--quilt", str(exported), "--profile", "gfx950")
+    assert "warning" not in run.err
+    assert (exported / "series").read_text() == "fix-gfx950.patch\n"
+    checkout = checkout_of(tmp_path, base, "checkout-gfx950")
+    env = quilt_env(tmp_path, exported, "")
+    quilt(checkout, env, "push", "-a")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line3 gfx950\n", b"line3 gfx950 and more\n"))
+    quilt(checkout, env, "refresh")
+    quilt(checkout, env, "new", "fix-more.patch")
+    quilt(checkout, env, "add", "pkg/b.py")
+    (checkout / "pkg/b.py").write_bytes(B.replace(b"x = 1\n", b"x = 950\n"))
+    quilt(checkout, env, "refresh")
+    fix_942 = (root / "series/up/fix-gfx942.patch").read_bytes()
+
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-gfx950.patch\nadded up/fix-more.patch\n" in run.out, run.out
+    assert "note" not in run.err, run.err
+    assert (root / "series/up/series").read_text() == \
+        "fix-gfx942.patch\nfix-gfx950.patch\nfix-more.patch\n"
+    assert (root / "series/up/fix-gfx942.patch").read_bytes() == fix_942
+    assert "Profiles: gfx950\n" in patch_text(root, "fix-more.patch")
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+    ok(root, "overlays")
+    assert tree_bytes(root / "overlays/gfx950/up") == \
+        {p: (checkout / p).read_bytes() for p in ("a.py", "pkg/b.py")}
+    assert tree_bytes(root / "overlays/gfx942/up") == \
+        {"a.py": A.replace(b"line3\n", b"line3 gfx942\n")}

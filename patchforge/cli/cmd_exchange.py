@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from patchforge.cli.app import HelpGroup
-from patchforge.cli.complete import complete_upstream
+from patchforge.cli.complete import complete_profile, complete_upstream
 from patchforge.errors import UsageError
 
 if TYPE_CHECKING:
@@ -169,8 +169,11 @@ def _only_upstream(project: Project) -> str:
                    "upstreams, say which with --upstream).")
 @click.option("--upstream", shell_complete=complete_upstream,
               help="Only this upstream's series (--quilt: as DIR/series).")
+@click.option("--profile", metavar="P", shell_complete=complete_profile,
+              help="--quilt: only the patches of this profile's series, the stack its overlays "
+                   "are made from (quilt applies every patch in one stack).")
 @click.pass_obj
-def export(app, quilt_dir, mbox_file, upstream):
+def export(app, quilt_dir, mbox_file, upstream, profile):
     """Hand the series to quilt or git am.
 
     --quilt DIR writes one quilt series (DIR/<upstream>/ each when several upstreams have
@@ -184,6 +187,8 @@ def export(app, quilt_dir, mbox_file, upstream):
 
     if not quilt_dir and not mbox_file:
         raise UsageError("say where: --quilt DIR and/or --mbox FILE")
+    if profile is not None and not quilt_dir:
+        raise UsageError("--profile goes with --quilt DIR")
     project = app.project()
     # Under the project lock (waiting for a command that holds it, as overlays does): a
     # rebase's write-out beside the export would otherwise change the series while it is read.
@@ -195,7 +200,8 @@ def export(app, quilt_dir, mbox_file, upstream):
             project.refuse_own_destination(mbox_file)
             entries = mbox_entries(project, upstream)
         if quilt_dir:
-            written, binary_sections = export_quilt(project, quilt_dir, upstream)
+            written, binary_sections, per_profile = export_quilt(project, quilt_dir, upstream,
+                                                                 profile)
             click.echo(f"wrote {len(written)} files to {quilt_dir}")
             # With several upstreams each series is a directory of its own: quilt, pointed at
             # DIR itself, finds no series file there.
@@ -206,6 +212,12 @@ def export(app, quilt_dir, mbox_file, upstream):
                 click.echo("one quilt series per upstream: "
                            + ", ".join(f"QUILT_PATCHES={shlex.quote(str(d))}"
                                        for d in series_dirs))
+            for name in per_profile:
+                click.echo(f"warning: {name}'s series has patches for some profiles only, and "
+                           "quilt applies every patch in one stack: where two profiles' fixes "
+                           "change the same lines, `quilt push -a` stops; `--profile P` exports "
+                           "one profile's series (the stack its overlays are made from)",
+                           err=True)
             for where in binary_sections:
                 click.echo(f"warning: {where}: a GIT binary patch, which quilt and GNU patch "
                            "cannot apply (git apply and git am can)", err=True)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import parse_diff, validate_path
 from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch
+from patchforge.apply.series import applies_to_profile, profile_bases_differ
 from patchforge.errors import InputError, UsageError
 from patchforge.formats.patchfile import (CANONICAL_ORDER, parse_patch_file, quote_diff_like,
                                           render_patch_file)
@@ -854,14 +855,17 @@ def _carried_header(body: str, diff: bytes, source: str) -> PatchFile | None:
     return head.with_diff(diff)
 
 
-def export_quilt(project: Project, directory: Path,
-                 upstream: str | None = None) -> tuple[list[Path], list[str]]:
+def export_quilt(project: Project, directory: Path, upstream: str | None = None,
+                 profile: str | None = None) -> tuple[list[Path], list[str], list[str]]:
     """quilt's layout: DIR/series and the patch files (DIR/<upstream>/ when there are several;
-    `upstream` names the one series to export, as DIR/series).
+    `upstream` names the one series to export, as DIR/series). With `profile`, the patches of
+    that profile's series only: what its overlays are made from.
 
-    Returns the files written and, for each binary section the series carries, a line naming
+    Returns the files written; for each binary section the series carries, a line naming
     the patch and the file: quilt and GNU patch cannot apply `GIT binary patch` data, so the
-    exported series is complete for `git apply`/`git am` but not for `quilt push`.
+    exported series is complete for `git apply`/`git am` but not for `quilt push`; and the
+    upstreams whose series hold patches for some profiles only, exported without `profile`:
+    quilt applies every patch in one stack, where two profiles' fixes of one line conflict.
 
     Beside them goes `EXPORT_RECORD`, what this export wrote (each patch's name and sha256), so
     that the next export into DIR knows its own files from anyone else's (see
@@ -879,9 +883,20 @@ def export_quilt(project: Project, directory: Path,
         upstreams = project.upstream_names()
     # Every patch is read (and parsed) before the first file is written: a patch that does
     # not parse fails the export with nothing of it half-written.
+    if profile is not None and profile not in project.config.profiles:
+        raise UsageError(f"no profile named {profile!r}" + (
+            f" (configured: {', '.join(project.config.profiles)})" if project.config.profiles
+            else ": the configuration declares no profiles"))
+    per_profile = []
     for upstream in upstreams:
         target = Path(directory) / upstream if len(upstreams) > 1 else Path(directory)
         names = project.patch_names(upstream)
+        if profile is not None:
+            names = [n for n in names
+                     if applies_to_profile(project.read_patch(upstream, n), profile)]
+        elif profile_bases_differ([(n, project.read_patch(upstream, n)) for n in names],
+                                  list(project.config.profiles)):
+            per_profile.append(upstream)
         patches = []
         for name in names:
             patch = project.read_patch(upstream, name)
@@ -905,15 +920,16 @@ def export_quilt(project: Project, directory: Path,
         project.refuse_own_destination(path, new_directory=True)
     for path, during, _ in records:
         project.refuse_own_destination(path, new_directory=True)
-        atomic_write(path, _record_bytes(during))
+        atomic_write(path, _record_bytes(during, profile))
     for path, data in files:
         atomic_write(path, data)
     for path, _, now in records:
-        atomic_write(path, _record_bytes(now))
-    return [path for path, _ in files], binary_sections
+        atomic_write(path, _record_bytes(now, profile))
+    return [path for path, _ in files], binary_sections, per_profile
 
 
-# What `export --quilt` wrote into a directory: {"version": 1, "patches": {name: [sha256]}}.
+# What `export --quilt` wrote into a directory: {"version": 1, "patches": {name: [sha256]}},
+# and "profile": P when it wrote that profile's series only (`--profile P`).
 # quilt reads only `series` and the files it lists, so the record travels with the directory
 # without being in anyone's way.
 EXPORT_RECORD = ".patchforge-export"
@@ -923,9 +939,23 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _record_bytes(patches: dict[str, list[str]]) -> bytes:
-    return (json.dumps({"version": 1, "patches": patches}, indent=2, sort_keys=True)
-            + "\n").encode()
+def _record_bytes(patches: dict[str, list[str]], profile: str | None = None) -> bytes:
+    record: dict = {"version": 1, "patches": patches}
+    if profile is not None:
+        record["profile"] = profile  # the series exported was that profile's only
+    return (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
+
+
+def export_record_profile(target: Path) -> str | None:
+    """The profile whose series the last export into `target` wrote (`export --quilt DIR
+    --profile P`), None for the whole series or no record."""
+    if _read_export_record(target) is None:
+        return None
+    try:
+        value = json.loads((target / EXPORT_RECORD).read_bytes()).get("profile")
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _read_export_record(target: Path) -> dict[str, list[str]] | None:

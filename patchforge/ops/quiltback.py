@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch
-from patchforge.apply.series import SeriesState, apply_series, counts_for, profile_set
+from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series, counts_for,
+                                     profile_set)
 from patchforge.errors import InputError, PatchforgeError, UsageError
 from patchforge.formats.patchfile import parse_patch_file
 from patchforge.formats.series import parse_series
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, writing_project
 from patchforge.ops.exchange import (EXPORT_RECORD, _read_export_record, _record_bytes,
                                      _refuse_collisions, _refuse_taken,
-                                     _refuse_unknown_profiles, _sha256)
+                                     _refuse_unknown_profiles, _sha256, export_record_profile)
 from patchforge.ops.series import (checked_patch_name, default_author, failing_patches,
                                    refuse_case_twin, today)
 from patchforge.project import patch_file_name
@@ -64,6 +65,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     folder = series_path.parent
     quilt = parse_series(series_path.read_bytes(), str(series_path))
     record = _read_export_record(folder)
+    profile = export_record_profile(folder)  # an export of one profile's series
     series = project.read_series(upstream)
     ours = series.names
     ours_bytes = {name: project.read_patch_bytes(upstream, name) for name in ours}
@@ -127,7 +129,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                                  hint="list it in the series or move it away, then run this "
                                       "again")
             taken[file_name] = _new_patch(_quilt_patch(data, source), file_name, upstream,
-                                          pin.commit)
+                                          pin.commit, profile)
             how[file_name] = ADDED
 
     # The series' patches quilt does not list: taken out with `quilt delete` (the export
@@ -135,6 +137,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     quilt_names = [e[0] for e in entries]
     gone = [n for n in ours if n not in how and (record is None or n in record)]
     newer = [n for n in ours if n not in how and n not in gone]
+    # A patch of another profile, which an export of one profile's series left out, stays.
+    others = [n for n in newer if profile is not None
+              and not applies_to_profile(project.read_patch(upstream, n), profile)]
     if gone and not delete:
         listed = ", ".join(gone)
         raise UsageError(f"{listed} {'is' if len(gone) == 1 else 'are'} in the {upstream} "
@@ -179,11 +184,11 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
               "moved": [n for n in order if how.get(n) != CHANGED and n in writes
                         and n not in taken],
               "added": [n for n in order if how.get(n) == ADDED],
-              "deleted": [], "kept_ours": newer, "left_out": left_out,
+              "deleted": [], "kept_ours": [n for n in newer if n not in others], "left_out": left_out,
               "reordered": [n for n in ours if n in order] != [n for n in order if n in ours],
               "directory": str(folder)}
     if not writes and not removed and new_series.to_bytes() == series.to_bytes():
-        _record_taken(folder, record, entries, taken)
+        _record_taken(folder, record, profile, entries, taken)
         return result
     with RepoLock(project.state_dir):
         require_state_still(project, "move", [upstream], allowed, store=store)
@@ -217,7 +222,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             if not kept:
                 series_changed(project)
     result["deleted"] = [(n, str(w.relative_to(project.root))) for n, w in kept]
-    _record_taken(folder, record, entries, taken)
+    _record_taken(folder, record, profile, entries, taken)
     return result
 
 
@@ -241,11 +246,16 @@ def _changed_patch(mine: PatchFile, quilt: PatchFile, upstream: str, pin: str) -
     return head.with_field("Base", pin)
 
 
-def _new_patch(quilt: PatchFile, file_name: str, upstream: str, pin: str) -> PatchFile:
+def _new_patch(quilt: PatchFile, file_name: str, upstream: str, pin: str,
+               profile: str | None) -> PatchFile:
     """A patch `quilt new` made: its header (often none) with the fields a fix of the series
     needs and lint asks for. A Description quilt's header lacks is the first line of its free
-    text (`quilt header -e`), else the patch's name."""
+    text (`quilt header -e`), else the patch's name. Made in the tree of one profile's series
+    (`export --quilt --profile P`), it is for that profile (`Profiles: P`) unless its header
+    says otherwise: it was made and tried there only."""
     patch = quilt
+    if profile is not None and patch.get("Profiles") is None:
+        patch = patch.with_field("Profiles", profile)
     if not (patch.get("Description") or "").strip():
         text = patch.description.decode("utf-8", "replace").strip().splitlines()
         patch = patch.with_field("Description",
@@ -422,7 +432,7 @@ def _close_edit(project: Project, upstream: str, before: list[str], after: list[
     close_worktree(project, upstream)
 
 
-def _record_taken(folder: Path, record: dict[str, list[str]] | None,
+def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: str | None,
                   entries: list[tuple[str, Path, int, bytes]], taken: dict) -> None:
     """The export record of `folder` learns the quilt files taken back: the next `export
     --quilt` there replaces them (they are in the series now, as it writes them) instead of
@@ -434,4 +444,4 @@ def _record_taken(folder: Path, record: dict[str, list[str]] | None,
         if file_name in taken and _sha256(data) not in grown.get(file_name, []):
             grown.setdefault(file_name, []).append(_sha256(data))
     if grown != record:
-        atomic_write(folder / EXPORT_RECORD, _record_bytes(grown))
+        atomic_write(folder / EXPORT_RECORD, _record_bytes(grown, profile))
