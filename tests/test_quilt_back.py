@@ -8,6 +8,7 @@ timestamps), which `lint` called not byte-stable until `edit` + `refresh`."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -328,3 +329,71 @@ def test_one_profiles_series_goes_to_quilt_and_comes_back(tmp_path, monkeypatch)
         {p: (checkout / p).read_bytes() for p in ("a.py", "pkg/b.py")}
     assert tree_bytes(root / "overlays/gfx942/up") == \
         {"a.py": A.replace(b"line3\n", b"line3 gfx942\n")}
+
+
+def test_a_run_killed_at_any_write_loses_no_fix_and_running_it_again_finishes(stack, tmp_path):
+    """Killed at each write step (PATCHFORGE_FAULT, exit 137, as kill -9): every listed patch
+    exists, the fix quilt deleted is in the series or under deleted/, and the same command run
+    again ends where a run without the kill ends (it refused a patch it had itself written as
+    changed in the series since the export, and a new patch's file it had written as one in
+    the way)."""
+    import shutil
+
+    from helpers.cli import run_subprocess
+
+    root, base = stack
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    root = root.rename(prepared / "project")
+    exported = prepared / "q"
+    ok(root, "ledger")  # a stack that keeps one: the ledger and history are written too
+    ok(root, "export", "--quilt", str(exported))
+    env = quilt_env(tmp_path, exported, "")
+    checkout = checkout_of(tmp_path, base)
+    quilt(checkout, env, "push", "fix-a.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line1\n", b"line1\nadded\n"))
+    quilt(checkout, env, "refresh")
+    quilt(checkout, env, "delete", "fix-b.patch")
+    quilt(checkout, env, "new", "fix-c.patch")
+    quilt(checkout, env, "add", "pkg/new.py")
+    (checkout / "pkg/new.py").write_bytes(b"new = 1\n")
+    quilt(checkout, env, "refresh")
+    fix_b = (root / "series/up/fix-b.patch").read_bytes()
+
+    def copy(name: str) -> tuple[Path, Path]:
+        shutil.copytree(prepared, tmp_path / name, symlinks=True)
+        return tmp_path / name / "project", tmp_path / name / "q"
+
+    def state(project: Path, q: Path) -> tuple[dict, dict]:
+        """series/ and DIR as a user sees them: the hidden temporary file a killed write
+        leaves (which no command reads) and the history's times left out."""
+        series = {k: re.sub(rb'"time":"[^"]*"', b"", v)
+                  for k, v in tree_bytes(project / "series", skip=()).items()
+                  if not k.endswith(".tmp")}
+        return series, {k: v for k, v in tree_bytes(q).items()
+                        if not k.endswith(("~", ".tmp"))}
+
+    clean, clean_q = copy("clean")
+    args = ("import", "quilt", "--update", "--delete")
+    run_subprocess(clean, *args[:2], str(clean_q), *args[2:], expect=0)
+    new = state(clean, clean_q)
+    hits = 0
+    for step in ("write", "fsync", "rename"):
+        for n in range(1, 40):
+            project, q = copy(f"{step}-{n}")
+            proc = run_subprocess(project, *args[:2], str(q), *args[2:],
+                                  env={"PATCHFORGE_FAULT": f"{step}:{n}"})
+            if proc.returncode == 0:
+                break
+            hits += 1
+            assert proc.returncode == 137, proc.stderr.decode()
+            listed = (project / "series/up/series").read_text().split()
+            assert all((project / "series/up" / name).is_file() for name in listed)
+            assert fix_b in {p.read_bytes() for p in (project / "series/up").rglob("fix-b*")}
+            again = run_cli(project, *args[:2], str(q), *args[2:])
+            assert again.rc == 0, (step, n, again.text)
+            assert state(project, q) == new, (step, n)
+        else:
+            pytest.fail(f"the fault {step} never stopped firing")
+    assert hits >= 9

@@ -55,8 +55,14 @@ def quilt_series_path(directory: Path, upstream: str) -> Path:
 def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *,
                       upstream: str, delete: bool = False) -> dict:
     """Take the quilt series of `directory` back into `upstream`'s series (see the module's
-    text). Returns what was done: {"changed": [...], "added": [...], "deleted": [(name, kept
-    path)], "kept_ours": [...], "left_out": [...], "reordered": bool, "notes": [...]}."""
+    text). Returns what was done: {"changed": [...], "moved": [...], "added": [...],
+    "deleted": [(name, kept path)], "kept_ours": [...], "left_out": [...], "reordered": bool,
+    "directory": the quilt directory}.
+
+    A run a kill cut short is finished by running it again: a patch it already wrote is
+    found to be what taking quilt's back gives (not a change made in the series since the
+    export), a new patch's file already there with those bytes is listed, and a patch it
+    already unlisted, kept under deleted/, is removed."""
     project.config.upstream(upstream)
     # As `move` and `delete`: an open edit with changes not refreshed is never reset.
     allowed = require_state(project, "move", [upstream], store=store)
@@ -87,6 +93,10 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
 
     taken: dict[str, PatchFile] = {}  # name -> the patch with quilt's diff, to be made again
     how: dict[str, str] = {}
+    # Changed in quilt and, it seems, in the series since the export: refused below unless
+    # the series' patch is what taking quilt's back gives (a run a kill cut short wrote it).
+    both: dict[str, tuple[Path, int]] = {}
+    unlisted: dict[str, bytes] = {}  # a new patch's file already there (the same, or refused)
     left_out: list[str] = []
     for file_name, source, line, data in entries:
         recorded = (record or {}).get(file_name, [])
@@ -99,12 +109,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 continue
             if record is not None and file_name in record and \
                     _sha256(exported) not in recorded and _sha256(mine) not in recorded:
-                raise InputError(
-                    f"{file_name} changed in quilt and in the {upstream} series since "
-                    f"`export --quilt` wrote it; taking quilt's back would lose the series' "
-                    "change, so nothing was taken back", path=str(series_path), line=line,
-                    hint=f"compare {source} with {project.patch_path(upstream, file_name)}, "
-                         "make one of them hold both changes, then run this again")
+                both[file_name] = (source, line)
             taken[file_name] = _changed_patch(mine_patch, _quilt_patch(data, source), upstream,
                                               pin.commit)
             how[file_name] = CHANGED
@@ -124,10 +129,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             refuse_case_twin(project, upstream, file_name)
             path = project.patch_path(upstream, file_name)
             if path.exists():
-                raise UsageError(f"a patch file named {file_name} is already there, not listed "
-                                 f"in the {upstream} series: {path}; nothing was taken back",
-                                 hint="list it in the series or move it away, then run this "
-                                      "again")
+                unlisted[file_name] = path.read_bytes()
             taken[file_name] = _new_patch(_quilt_patch(data, source), file_name, upstream,
                                           pin.commit, profile)
             how[file_name] = ADDED
@@ -169,6 +171,22 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
         if how[name] == CHANGED and \
                 made[name].diff != project.read_patch(upstream, name).diff:
             made[name] = made[name].with_field("Last-Update", today())  # as refresh does
+    for name, (source, line) in both.items():
+        if not _same_but_date(made[name], ours_bytes[name]):
+            raise InputError(
+                f"{name} changed in quilt and in the {upstream} series since `export --quilt` "
+                "wrote it; taking quilt's back would lose the series' change, so nothing was "
+                "taken back", path=str(series_path), line=line,
+                hint=f"compare {source} with {project.patch_path(upstream, name)}, make one "
+                     "of them hold both changes, then run this again")
+        made[name] = project.read_patch(upstream, name)  # taken back before, as it is
+    for name, there in unlisted.items():
+        if not _same_but_date(made[name], there):
+            path = project.patch_path(upstream, name)
+            raise UsageError(f"a patch file named {name} is already there, not listed in the "
+                             f"{upstream} series: {path}; nothing was taken back",
+                             hint="list it in the series or move it away, then run this again")
+        made[name] = parse_patch_file(there, str(project.patch_path(upstream, name)))
     sources: dict[str, tuple[str, bytes | None]] = {
         e[0]: (str(e[1]), None) for e in entries if e[0] in taken}
     new_patches = [(n, made.get(n) or patch) for n, patch in patches]
@@ -180,6 +198,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     writes = {n: made[n].to_bytes() for n in made if made[n].to_bytes() != ours_bytes.get(n)}
     new_series = series.replaced_names(order)
     removed = [n for n in ours if n not in order]
+    deleted_dir = project.series_dir(upstream) / "deleted"
+    leftovers = [n for n in record or () if n not in ours and n not in order
+                 and _kept_aside(project.patch_path(upstream, n), deleted_dir)]
     result = {"changed": [n for n in order if how.get(n) == CHANGED and n in writes],
               "moved": [n for n in order if how.get(n) != CHANGED and n in writes
                         and n not in taken],
@@ -187,7 +208,11 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
               "deleted": [], "kept_ours": [n for n in newer if n not in others], "left_out": left_out,
               "reordered": [n for n in ours if n in order] != [n for n in order if n in ours],
               "directory": str(folder)}
-    if not writes and not removed and new_series.to_bytes() == series.to_bytes():
+    if not writes and not removed and not leftovers and \
+            new_series.to_bytes() == series.to_bytes():
+        # (The ledger of a run a kill cut short before it was written is written now.)
+        with RepoLock(project.state_dir), writing_project(project.root):
+            series_changed(project)
         _record_taken(folder, record, profile, entries, taken)
         return result
     with RepoLock(project.state_dir):
@@ -199,10 +224,10 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             raise UsageError(f"the {upstream} series or its pin changed while the quilt series "
                              "was being checked (another patchforge command); nothing was "
                              "taken back", hint="run it again")
-        deleted_dir = project.series_dir(upstream) / "deleted"
         with writing_project(project.root):
-            # Kept first, then the new files, then the series, then the removals: a kill at
-            # any point loses no fix (what it leaves, running this again finishes).
+            # Kept first, then the new files, then the series, then what the history says,
+            # then the removals: a kill at any point loses no fix, and running this again
+            # finishes what it left.
             kept = []
             for name in removed:
                 where = deleted_dir / aside_name(deleted_dir, name, ours_bytes[name])
@@ -211,19 +236,53 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             for name, data in writes.items():
                 atomic_write(project.patch_path(upstream, name), data)
             atomic_write(project.series_path(upstream), new_series.to_bytes())
-            for name in removed:
+            said = _deletions_said(project)
+            for name, where in kept + [(n, deleted_dir / aside_name(
+                    deleted_dir, n, project.patch_path(upstream, n).read_bytes()))
+                    for n in leftovers]:
+                event = {"event": "deleted", "upstream": upstream, "patch": name,
+                         "destination": "deleted",
+                         "detail": f"kept as {where.relative_to(project.root).as_posix()}"}
+                if (upstream, name, event["detail"]) not in said or (name, where) in kept:
+                    series_changed(project, event)
+            for name in removed + leftovers:
                 atomic_delete(project.patch_path(upstream, name))
             _close_edit(project, upstream, ours, order, set(writes))
-            for name, where in kept:
-                series_changed(project, {
-                    "event": "deleted", "upstream": upstream, "patch": name,
-                    "destination": "deleted",
-                    "detail": f"kept as {where.relative_to(project.root).as_posix()}"})
-            if not kept:
-                series_changed(project)
+            series_changed(project)
     result["deleted"] = [(n, str(w.relative_to(project.root))) for n, w in kept]
     _record_taken(folder, record, profile, entries, taken)
     return result
+
+
+def _deletions_said(project: Project) -> set[tuple]:
+    """(upstream, patch, detail) of each deletion the history records."""
+    from patchforge.ledger import history_path, read_history
+
+    if not history_path(project).exists():
+        return set()
+    return {(e.get("upstream"), e.get("patch"), e.get("detail")) for e in read_history(project)
+            if e.get("event") == "deleted"}
+
+
+def _same_but_date(patch: PatchFile, data: bytes) -> bool:
+    """True when `data` is `patch`'s bytes but for its Last-Update (written on another day)."""
+    try:
+        there = parse_patch_file(data, "<patch>")
+    except PatchforgeError:
+        return False
+    date = there.get("Last-Update")
+    return (patch.with_field("Last-Update", date) if date is not None and
+            patch.get("Last-Update") is not None else patch).to_bytes() == data
+
+
+def _kept_aside(path: Path, deleted_dir: Path) -> bool:
+    """True when the unlisted patch file `path` is kept, byte for byte, under deleted/ (a run
+    of --delete a kill cut short after it unlisted the patch, before it removed the file)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return (deleted_dir / aside_name(deleted_dir, path.name, data)).is_file()
 
 
 def _quilt_patch(data: bytes, source: Path) -> PatchFile:
