@@ -104,6 +104,10 @@ def test_quilt_refresh_new_and_header_come_back_into_the_series(stack, tmp_path,
     quilt(checkout, env, "refresh")
     quilt(checkout, env, "header", "-r", stdin=b"Description: Add the new module\n")
     assert (exported / "fix-a.patch").read_bytes() != (root / "series/up/fix-a.patch").read_bytes()
+    # Exporting again would overwrite quilt's work: refused, and the hint is the way back.
+    run = run_cli(root, "export", "--quilt", str(exported))
+    assert run.rc == 2 and f"`patchforge import quilt {exported} --update` takes it back" \
+        in run.err, run.err
 
     run = ok(root, "import", "quilt", str(exported), "--update")
     assert "updated up/fix-a.patch\n" in run.out and "added up/fix-c.patch\n" in run.out

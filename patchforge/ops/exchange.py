@@ -11,6 +11,7 @@ import email.utils
 import hashlib
 import json
 import re
+import shlex
 import stat
 import tempfile
 from pathlib import Path
@@ -1024,7 +1025,11 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
             raise UsageError(f"{path}: changed since patchforge exported it (by quilt refresh, "
                              "an editor?); the export would overwrite that change, so nothing "
                              "was written",
-                             hint=f"to keep the change, copy it over "
+                             hint=f"to keep the change, `patchforge import quilt "
+                                  f"{shlex.quote(str(target))} --update"
+                                  + (f" --upstream {upstream}"
+                                     if len(project.upstream_names()) > 1 else "")
+                                  + "` takes it back into "
                                   f"{project.patch_path(upstream, path.name)}; to drop it, "
                                   f"remove {path}; then export again")
     series = target / "series"
