@@ -401,3 +401,43 @@ def test_a_run_killed_at_any_write_loses_no_fix_and_running_it_again_finishes(st
         else:
             pytest.fail(f"the fault {step} never stopped firing")
     assert hits >= 9
+
+
+def test_a_patch_quilt_emptied_and_a_file_in_the_way_are_refused(stack, tmp_path):
+    """`quilt refresh` of a patch whose change was undone in the tree writes its header alone
+    ("Nothing in patch"): taken back, the fix would be gone without a word. Refused, naming
+    the quilt file, nothing written; the hint's way (its line out of DIR/series, --delete)
+    keeps it under deleted/. A new patch whose name an unlisted file of the series already has
+    is refused too, naming the file; and --delete alone is no command."""
+    root, base = stack
+    exported = tmp_path / "q"
+    ok(root, "export", "--quilt", str(exported))
+    env = quilt_env(tmp_path, exported, "")
+    checkout = checkout_of(tmp_path, base)
+    quilt(checkout, env, "push", "fix-b.patch")
+    (checkout / "pkg/b.py").write_bytes(B)
+    assert "Nothing in patch" in quilt(checkout, env, "refresh")
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and f"{exported / 'fix-b.patch'}: fix-b.patch: quilt's patch holds no " \
+        "change" in run.err and "--delete" in run.err, run.err
+    assert tree_bytes(root / "series") == before
+    run = run_cli(root, "import", "quilt", str(exported), "--delete")
+    assert run.rc == 2 and "--delete goes with --update" in run.err
+    (exported / "series").write_text("fix-a.patch\nfix-d.patch\n")
+    fix_b = (root / "series/up/fix-b.patch").read_bytes()
+    ok(root, "import", "quilt", str(exported), "--update", "--delete")
+    assert (root / "series/up/deleted/fix-b.patch").read_bytes() == fix_b
+
+    quilt(checkout, env, "pop", "-a")
+    quilt(checkout, env, "new", "fix-z.patch")
+    quilt(checkout, env, "add", "pkg/b.py")
+    (checkout / "pkg/b.py").write_bytes(B.replace(b"z = 3\n", b"z = 0\n"))
+    quilt(checkout, env, "refresh")
+    stray = root / "series/up/fix-z.patch"
+    stray.write_bytes(b"Description: something else\n")
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and f"a patch file named fix-z.patch is already there, not listed in " \
+        f"the up series: {stray}" in run.err, run.err
+    assert tree_bytes(root / "series") == before
