@@ -89,7 +89,10 @@ def test_quilt_refresh_new_and_header_come_back_into_the_series(stack, tmp_path,
     the overlays hold what quilt's tree holds, and the next export into DIR works."""
     root, base = stack
     exported = tmp_path / "q"
-    ok(root, "export", "--quilt", str(exported))
+    run = ok(root, "export", "--quilt", str(exported))
+    assert f"next: `QUILT_PATCHES={exported} quilt push -a` in the upstream's files at the " \
+        f"pin; after quilt refresh, `patchforge import quilt {exported} --update` takes the " \
+        "changes back" in run.out, run.out
     env = quilt_env(tmp_path, exported, QUILTRCS[quiltrc])
     checkout = checkout_of(tmp_path, base)
     quilt(checkout, env, "push", "-a")

@@ -212,6 +212,14 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
                 click.echo("one quilt series per upstream: "
                            + ", ".join(f"QUILT_PATCHES={shlex.quote(str(d))}"
                                        for d in series_dirs))
+                click.echo("next: after quilt refresh there, `patchforge import quilt "
+                           "DIR/UPSTREAM --update --upstream UPSTREAM` takes the changes back")
+            elif series_dirs:
+                # The way there and the way back, for one who came from quilt.
+                click.echo(f"next: `QUILT_PATCHES={shlex.quote(str(series_dirs[0]))} quilt "
+                           "push -a` in the upstream's files at the pin; after quilt refresh, "
+                           f"`patchforge import quilt {shlex.quote(str(quilt_dir))} --update` "
+                           "takes the changes back")
             for name in per_profile:
                 click.echo(f"warning: {name}'s series has patches for some profiles only, and "
                            "quilt applies every patch in one stack: where two profiles' fixes "
