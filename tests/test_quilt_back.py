@@ -63,11 +63,27 @@ def quilt(checkout: Path, env: dict[str, str], *args: str, stdin: bytes | None =
     return proc.stdout.decode()
 
 
+def quilt_new(checkout: Path, env: dict[str, str], name: str, path: str, content: bytes) -> None:
+    """`quilt new NAME`, `quilt add PATH`, PATH changed to `content`, `quilt refresh`."""
+    quilt(checkout, env, "new", name)
+    quilt(checkout, env, "add", path)
+    (checkout / path).write_bytes(content)
+    quilt(checkout, env, "refresh")
+
+
 def checkout_of(tmp_path: Path, base: str, name: str = "checkout") -> Path:
     checkout = tmp_path / name
     git(tmp_path, "clone", "-q", str(tmp_path / "up-upstream"), str(checkout))
     git(checkout, "checkout", "-q", base)
     return checkout
+
+
+def to_quilt(root: Path, base: str, tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
+    """`export --quilt` into tmp_path/q, the environment quilt reads it by (no quiltrc), and a
+    checkout of the upstream at the pin: (DIR, environment, checkout)."""
+    exported = tmp_path / "q"
+    ok(root, "export", "--quilt", str(exported))
+    return exported, quilt_env(tmp_path, exported, ""), checkout_of(tmp_path, base)
 
 
 def patch_text(root: Path, name: str) -> str:
@@ -101,10 +117,7 @@ def test_quilt_refresh_new_and_header_come_back_into_the_series(stack, tmp_path,
     a.write_bytes(a.read_bytes().replace(b"line1\n", b"line1\nadded one\nadded two\n"))
     quilt(checkout, env, "refresh")
     assert "offset 2 lines" in quilt(checkout, env, "push", "-a")
-    quilt(checkout, env, "new", "fix-c.patch")
-    quilt(checkout, env, "add", "pkg/new.py")
-    (checkout / "pkg/new.py").write_bytes(b"new = 1\n")
-    quilt(checkout, env, "refresh")
+    quilt_new(checkout, env, "fix-c.patch", "pkg/new.py", b"new = 1\n")
     quilt(checkout, env, "header", "-r", stdin=b"Description: Add the new module\n")
     assert (exported / "fix-a.patch").read_bytes() != (root / "series/up/fix-a.patch").read_bytes()
     # Exporting again would overwrite quilt's work: refused, and the hint is the way back.
@@ -149,10 +162,7 @@ def test_a_patch_deleted_in_quilt_is_kept_unless_delete_says_so(stack, tmp_path)
     would be gone: refused (exit 2, naming it, nothing written); with --delete it leaves the
     series and is kept under deleted/, as `patchforge delete` keeps it."""
     root, base = stack
-    exported = tmp_path / "q"
-    ok(root, "export", "--quilt", str(exported))
-    env = quilt_env(tmp_path, exported, "")
-    checkout = checkout_of(tmp_path, base)
+    exported, env, checkout = to_quilt(root, base, tmp_path)
     quilt(checkout, env, "delete", "fix-b.patch")
     before = tree_bytes(root / "series")
     run = run_cli(root, "import", "quilt", str(exported), "--update")
@@ -199,10 +209,7 @@ def test_a_patch_changed_in_quilt_and_in_the_series_is_refused(stack, tmp_path):
     too: taking quilt's back would lose the series' change. Refused, naming the quilt series
     line, nothing written. A patch the series gained after the export is kept in its place."""
     root, base = stack
-    exported = tmp_path / "q"
-    ok(root, "export", "--quilt", str(exported))
-    env = quilt_env(tmp_path, exported, "")
-    checkout = checkout_of(tmp_path, base)
+    exported, env, checkout = to_quilt(root, base, tmp_path)
     quilt(checkout, env, "push", "fix-b.patch")
     (checkout / "pkg/b.py").write_bytes(B.replace(b"y = 2\n", b"y = 22\n")
                                         .replace(b"z = 3\n", b"z = 33\n"))
@@ -259,10 +266,7 @@ def test_a_rename_and_an_executable_script_survive_quilts_refresh(tmp_path, monk
     ok(root, "import", "quilt", str(incoming))
     name = "move.patch"
     assert "rename from a.py\n" in patch_text(root, name)
-    exported = tmp_path / "q"
-    ok(root, "export", "--quilt", str(exported))
-    env = quilt_env(tmp_path, exported, "")
-    checkout = checkout_of(tmp_path, base)
+    exported, env, checkout = to_quilt(root, base, tmp_path)
     quilt(checkout, env, "push", "-a")
     assert os.stat(checkout / "run.sh").st_mode & 0o111
     (checkout / "pkg/c.py").write_bytes(A.replace(b"line3\n", b"line3 moved\n")
@@ -317,10 +321,7 @@ def test_one_profiles_series_goes_to_quilt_and_comes_back(tmp_path, monkeypatch)
     a = checkout / "a.py"
     a.write_bytes(a.read_bytes().replace(b"line3 gfx950\n", b"line3 gfx950 and more\n"))
     quilt(checkout, env, "refresh")
-    quilt(checkout, env, "new", "fix-more.patch")
-    quilt(checkout, env, "add", "pkg/b.py")
-    (checkout / "pkg/b.py").write_bytes(B.replace(b"x = 1\n", b"x = 950\n"))
-    quilt(checkout, env, "refresh")
+    quilt_new(checkout, env, "fix-more.patch", "pkg/b.py", B.replace(b"x = 1\n", b"x = 950\n"))
     fix_942 = (root / "series/up/fix-gfx942.patch").read_bytes()
 
     run = ok(root, "import", "quilt", str(exported), "--update")
@@ -362,10 +363,7 @@ def test_a_run_killed_at_any_write_loses_no_fix_and_running_it_again_finishes(st
     a.write_bytes(a.read_bytes().replace(b"line1\n", b"line1\nadded\n"))
     quilt(checkout, env, "refresh")
     quilt(checkout, env, "delete", "fix-b.patch")
-    quilt(checkout, env, "new", "fix-c.patch")
-    quilt(checkout, env, "add", "pkg/new.py")
-    (checkout / "pkg/new.py").write_bytes(b"new = 1\n")
-    quilt(checkout, env, "refresh")
+    quilt_new(checkout, env, "fix-c.patch", "pkg/new.py", b"new = 1\n")
     fix_b = (root / "series/up/fix-b.patch").read_bytes()
 
     def copy(name: str) -> tuple[Path, Path]:
@@ -413,10 +411,7 @@ def test_a_patch_quilt_emptied_and_a_file_in_the_way_are_refused(stack, tmp_path
     keeps it under deleted/. A new patch whose name an unlisted file of the series already has
     is refused too, naming the file; and --delete alone is no command."""
     root, base = stack
-    exported = tmp_path / "q"
-    ok(root, "export", "--quilt", str(exported))
-    env = quilt_env(tmp_path, exported, "")
-    checkout = checkout_of(tmp_path, base)
+    exported, env, checkout = to_quilt(root, base, tmp_path)
     quilt(checkout, env, "push", "fix-b.patch")
     (checkout / "pkg/b.py").write_bytes(B)
     assert "Nothing in patch" in quilt(checkout, env, "refresh")
@@ -433,10 +428,7 @@ def test_a_patch_quilt_emptied_and_a_file_in_the_way_are_refused(stack, tmp_path
     assert (root / "series/up/deleted/fix-b.patch").read_bytes() == fix_b
 
     quilt(checkout, env, "pop", "-a")
-    quilt(checkout, env, "new", "fix-z.patch")
-    quilt(checkout, env, "add", "pkg/b.py")
-    (checkout / "pkg/b.py").write_bytes(B.replace(b"z = 3\n", b"z = 0\n"))
-    quilt(checkout, env, "refresh")
+    quilt_new(checkout, env, "fix-z.patch", "pkg/b.py", B.replace(b"z = 3\n", b"z = 0\n"))
     stray = root / "series/up/fix-z.patch"
     stray.write_bytes(b"Description: something else\n")
     before = tree_bytes(root / "series")
@@ -444,3 +436,29 @@ def test_a_patch_quilt_emptied_and_a_file_in_the_way_are_refused(stack, tmp_path
     assert run.rc == 2 and f"a patch file named fix-z.patch is already there, not listed in " \
         f"the up series: {stray}" in run.err, run.err
     assert tree_bytes(root / "series") == before
+
+
+def test_an_open_edit_is_never_reset_and_a_refreshed_one_is_closed(stack, tmp_path):
+    """An edit of fix-d open with a change not refreshed: taking quilt's fix-a back would make
+    its worktree (made on the old fix-a) a lie, and its change would be lost to a later edit.
+    Refused, as `move` and `delete` refuse, nothing written; once refreshed, the update goes
+    through and closes the edit, whose worktree was made on the series before it."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "fix-a.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line1\n", b"line1\nadded\n"))
+    quilt(checkout, env, "refresh")
+    ok(root, "edit", "fix-d")
+    work = root / ".patchforge/work/up/a.py"
+    work.write_bytes(work.read_bytes().replace(b"line19\n", b"line19 too\n"))
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and "fix-d.patch is being edited" in run.err, run.err
+    assert tree_bytes(root / "series") == before and work.is_file()
+    ok(root, "refresh")
+    ok(root, "edit", "fix-d")
+    ok(root, "import", "quilt", str(exported), "--update")
+    assert not work.exists()
+    assert b"+line19 too\n" in (root / "series/up/fix-d.patch").read_bytes()
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []

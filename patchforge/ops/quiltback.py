@@ -191,9 +191,11 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
         e[0]: (str(e[1]), None) for e in entries if e[0] in taken}
     new_patches = [(n, made.get(n) or patch) for n, patch in patches]
     _refuse_unknown_profiles(project, {n: made[n] for n in made}, sources)
-    _refuse_breaking(project, store, upstream, ours, new_patches, how, series_path)
+    # A new patch creating a path already filled is named as such first; then any patch the
+    # new series no longer applies.
     _refuse_collisions(project, store, upstream, {n: made[n] for n in made if how.get(n) == ADDED},
                        sources, pin.commit)
+    _refuse_breaking(project, store, upstream, ours, new_patches, series_path)
 
     writes = {n: made[n].to_bytes() for n in made if made[n].to_bytes() != ours_bytes.get(n)}
     new_series = series.replaced_names(order)
@@ -205,7 +207,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
               "moved": [n for n in order if how.get(n) != CHANGED and n in writes
                         and n not in taken],
               "added": [n for n in order if how.get(n) == ADDED],
-              "deleted": [], "kept_ours": [n for n in newer if n not in others], "left_out": left_out,
+              "deleted": [], "kept_ours": [n for n in newer if n not in others],
+              "left_out": left_out,
               "reordered": [n for n in ours if n in order] != [n for n in order if n in ours],
               "directory": str(folder)}
     if not writes and not removed and not leftovers and \
@@ -455,8 +458,7 @@ def _has_change(project: Project, upstream: str, name: str) -> bool:
 
 
 def _refuse_breaking(project: Project, store: UpstreamStore, upstream: str, ours: list[str],
-                     new_patches: list[tuple[str, PatchFile]], how: dict[str, str],
-                     series_path: Path) -> None:
+                     new_patches: list[tuple[str, PatchFile]], series_path: Path) -> None:
     """Refuse a new series of which a patch no longer applies (on its base, or creating a path
     already filled) that applied in the series as it was: quilt's order or an earlier patch's
     change would leave it out of every overlay."""
