@@ -407,6 +407,21 @@ class SeriesJudge:
                         (self._old_passed, name, patch, fp))
             self._old_passed += 1
 
+    def take_old(self, files: dict, source: SeriesJudge) -> None:
+        """The old series takes `files` ({path: content}) as another chain's patch carried
+        them here (apply.chains), with the modes `source`'s old series gives them."""
+        for path, content in files.items():
+            if path not in self.old.base:
+                self.old.base[path] = self.old_file(path)
+            self._old_catch_up(path)
+            self.old.current[path] = content
+            for given, there in ((self.old.modes, source.old.modes),
+                                 (self.old.origins, source.old.origins)):
+                if path in there:
+                    given[path] = there[path]
+                else:
+                    given.pop(path, None)
+
     def _old_catch_up(self, path: str) -> None:
         """`old` at `path` brought up to date (lazy_old): the file patches passed since that
         touch it, applied in order as apply_series would (without a rename or a copy, what
@@ -929,28 +944,99 @@ class SeriesJudge:
 def judge_on_profile_bases(make_judge: Callable[[list], SeriesJudge], patches,
                            configured) -> list[tuple[SeriesJudge, Judgement]]:
     """Each of `patches` ([(name, PatchFile)]) judged on its own base, in a series with
-    patches for some profiles only (apply.series.profile_bases_differ): one judge per profile
-    set of the series (`make_judge(chain)`) walks the patches that count for that set
-    (apply.series.profile_chains), and a patch's judgement is the one its own set's walk
-    made; the others of a walk are judged only for what they leave to the patches after them.
-    Returns [(judge, judgement)] in series order, each to be settled by its judge."""
+    patches for some profiles only (apply.series.profile_bases_differ), as a rebase moves it:
+    one judge per chain (apply.series.profile_chains: each profile set of the series and each
+    profile's own series, `make_judge(chain)`); a patch is judged on its own set's chain and
+    carried into the others that hold it (`carry_to_chains`). One that moves on its base but
+    does not go into a profile's series is a conflict naming that series and the patches it
+    meets there. Returns [(judge, judgement)] in series order, each to be settled by its
+    judge."""
     from patchforge.apply.series import profile_chains, profile_set
 
     own = [profile_set(patch, configured) for _, patch in patches]
-    found: list = [None] * len(patches)
+    judges: dict = {}
     for chosen, positions in profile_chains(patches, configured):
-        if chosen not in own:
-            continue  # a profile's own series with no patch of that set: nothing to decide
         chain = [patches[i] for i in positions]
         judge = make_judge(chain)
-        with judge.reading_ahead(chain):
-            for i in positions:
-                name, patch = patches[i]
-                mine = own[i] == chosen
-                judgement = judge.judge(name, patch, defer_history=mine)
-                if mine:
-                    found[i] = (judge, judgement)
+        judge.prefetch(chain)
+        judges[chosen] = (judge, set(positions))
+    found: list = []
+    for position, (name, patch) in enumerate(patches):
+        judge = judges[own[position]][0]
+        old_before = {p: judge.old_file(p) for p in patch.paths}
+        judgement = judge.judge(name, patch, defer_history=True)
+        problem = carry_to_chains(patches, own, position, judges, judgement, old_before)
+        if problem is not None:
+            path, message = problem
+            judgement = replace(judgement, outcome="stop", state="conflict",
+                                stop_kind="conflict", files=[path], message=message,
+                                evidence=[*judgement.evidence, message])
+        found.append((judge, judgement))
     return found
+
+
+def carry_old(patches, own, position, judges, old_before: dict) -> None:
+    """The old series of every chain of `judges` ({profile set: (judge, positions)}) but the
+    patch's own, that holds the patch at `position`, takes it as the overlays at the old pin
+    did (apply.chains.carry_files of its files on its own chain's old series: `old_before`
+    before it, that judge's old series after it); where that does not go, by its diff (the
+    old pin's overlays failed there)."""
+    from patchforge.apply.chains import carry_files
+
+    name, patch = patches[position]
+    judge = judges[own[position]][0]
+    paths = sorted(old_before)
+    for chosen, (other, held) in judges.items():
+        if chosen == own[position] or position not in held:
+            continue
+        files, stuck = carry_files(paths, old_before.get, judge.old_file, other.old_file)
+        if stuck is None:
+            other.take_old(files, judge)
+        else:
+            other.pass_old([(name, patch)])
+
+
+def carry_to_chains(patches, own, position, judges, judgement: Judgement,
+                    old_before: dict) -> tuple[str, str] | None:
+    """Carry the patch at `position`, judged on its own chain (`judges[own[position]]`,
+    `judgement`), into every other chain of `judges` ({profile set: (judge, positions)}) that
+    holds it (apply.chains.carry_files: the file on its base, there, and with it, merged). The
+    old series there takes it so too (its 3-way merges' base, as the overlays at the old pin
+    were made). A patch that moves but does not go into a chain is (path, the message naming
+    that chain and the patches there it meets), and is carried nowhere; a stop or a landing is
+    carried nowhere either (the chains go on without it, as its own does)."""
+    carry_old(patches, own, position, judges, old_before)
+    if judgement.outcome != "applies":
+        return None
+    return carry_moved(patches, own, position, judges, judgement.before, judgement.after)
+
+
+def carry_moved(patches, own, position, judges, before: dict,
+                after: dict) -> tuple[str, str] | None:
+    """Carry the patch at `position`, moved on its own chain from the files `before` to
+    `after` ({path: content}), into every other chain of `judges` ({profile set: (judge,
+    positions)}) that holds it (apply.chains.carry_files). One that does not go into a chain is
+    (path, the message naming that chain and the patches there it meets), and is carried
+    nowhere."""
+    from patchforge.apply.chains import ChainProblem, carry_files, met_in_chain
+
+    own_judge = judges[own[position]][0]
+    paths = sorted(after)
+    carried = []
+    for chosen, (other, held) in judges.items():
+        if chosen == own[position] or position not in held:
+            continue
+        files, stuck = carry_files(paths, before.get, after.get, other.read_current)
+        if stuck is not None:
+            problem = ChainProblem(patches[position][0], chosen, stuck,
+                                   met_in_chain(patches, own, held, position, stuck))
+            return stuck, problem.describe()
+        carried.append((other, files))
+    for other, files in carried:
+        other.current.update(files)
+        other.current_modes.update({p: m for p, m in own_judge.current_modes.items()
+                                    if p in files})
+    return None
 
 
 def read_history(store: UpstreamStore, target: Target) -> bytes | None:

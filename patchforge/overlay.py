@@ -168,6 +168,33 @@ def _install_root_line(project: Project, upstream: str) -> int | None:
     return toml_key_line(text, prefix, ["upstreams", upstream, "install-root"])
 
 
+def _in_profile(exc: ApplyError, label: str | None) -> ApplyError:
+    """`exc` with the profiles whose overlays it stops named (an overlay is a profile's)."""
+    if label:
+        exc.message = f"{exc.message} (profile {label})"
+        exc.args = (exc.message,)
+    return exc
+
+
+def _chains(upstream: str, read_base, patches, configured):
+    """A series with patches for some profiles only, walked on its chains
+    (apply.chains.apply_on_chains: each patch made on its base, carried into each profile's
+    series by a 3-way merge), None for a series of one chain (each profile's series is then
+    applied as it is). A patch that does not apply on its base, or does not go into a profile's
+    series, is an ApplyError naming it, the profiles and the patches it meets there."""
+    from patchforge.apply.chains import REMEDY, apply_on_chains
+    from patchforge.apply.series import profile_bases_differ
+
+    if not profile_bases_differ(patches, configured):
+        return None
+    chains = apply_on_chains(read_base, patches, configured, strict=True)
+    for problem in chains.problems:
+        raise ApplyError(f"{upstream}: patch {problem.name} {problem.describe()}",
+                         hint=f"`patchforge edit {problem.name.removesuffix('.patch')}` and "
+                              f"{REMEDY}; `patchforge lint` lists each such patch")
+    return chains
+
+
 def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                    patch_sources=None) -> OverlaySet:
     """Compute every overlay and metadata file in memory.
@@ -200,14 +227,26 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
 
         for _, patch, _ in patches:
             refuse_unknown_profiles(patch, list(config.profiles))
+        chains = _chains(upstream, read_base, [(n, p) for n, p, _ in patches],
+                         list(config.profiles))
         for profile in _profile_names(config):
             selected = [(n, p) for n, p, _ in patches if applies_to_profile(p, profile)]
             if not selected:
                 continue
             # Per profile: two fixes for different profiles may each create the same file.
             refuse_creation_collisions(store, pin.commit, selected)
-            state = apply_series(read_base, selected, strict=True)
-            for outcome in state.outcomes:
+            if chains is not None:
+                assert profile is not None
+                state = chains.profile(profile)
+                outcomes = [chains.outcomes[i] for i, (_, p, _) in enumerate(patches)
+                            if applies_to_profile(p, profile)]
+            else:
+                try:
+                    state = apply_series(read_base, selected, strict=True)
+                except ApplyError as exc:
+                    raise _in_profile(exc, profile) from None
+                outcomes = state.outcomes
+            for outcome in outcomes:
                 if outcome.worst == "fuzz":
                     result.warnings.append(f"{upstream}/{outcome.name}: applies only with fuzz"
                                            + (f" (profile {profile})" if profile else ""))

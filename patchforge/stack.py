@@ -32,9 +32,11 @@ def series_state(project: Project, store: UpstreamStore, upstream: str, *, upto:
     patches = [(n, project.read_patch(upstream, n)) for n in names]
     configured = list(project.config.profiles)
     if base_of is not None and configured:
-        mine = profile_set(base_of, configured)
-        patches = [(n, p) for n, p in patches
-                    if counts_for(profile_set(p, configured), mine)]
+        from patchforge.apply.chains import base_state
+
+        # Each patch that counts as its profiles' series hold it (apply.chains).
+        return base_state(lambda paths: store.read_blobs(commit, paths), patches, configured,
+                          profile_set(base_of, configured), strict=strict)
     return apply_series(lambda paths: store.read_blobs(commit, paths), patches, strict=strict)
 
 

@@ -27,6 +27,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from patchforge.apply.chains import base_state
 from patchforge.apply.series import PatchPart, apply_series, counts_for, profile_set
 from patchforge.errors import ApplyError, InputError, PatchforgeError, UsageError
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
@@ -476,11 +477,13 @@ def editing(project: Project, upstream: str) -> dict | None:
 
 
 
-def _series_prefix(project: Project, upstream: str, file_name: str, paths) -> tuple[list, set[str]]:
+def _series_prefix(project: Project, upstream: str, file_name: str, paths, *,
+                   every: bool = False) -> tuple[list, set[str]]:
     """What the patches before FILE_NAME do to `paths`: [(name, their file patches on those
     paths)], in series order, and the paths that involves (renames and copies followed back to
     their sources). Only the patches whose text names one of the paths are parsed: an edit of a
-    patch deep in a long series costs what its files went through, not the whole series."""
+    patch deep in a long series costs what its files went through, not the whole series.
+    `every`: the patches of every profile, not only those of FILE_NAME's base."""
     names = project.patch_names(upstream)
     wanted = set(paths)
     picked = []
@@ -491,7 +494,7 @@ def _series_prefix(project: Project, upstream: str, file_name: str, paths) -> tu
         if configured else None
     for name in reversed(names[:names.index(file_name)]):
         mine = _file_patches_on(project, upstream, name, wanted, counts=mine_for
-                                if configured else _EVERY)
+                                if configured and not every else _EVERY)
         if mine is not None:
             picked.append((name, mine))
     picked.reverse()
@@ -559,7 +562,18 @@ def series_paths_state(project: Project, store: UpstreamStore, upstream: str, fi
     prefix, involved = _series_prefix(project, upstream, file_name, paths)
     refuse_symlinked_paths(store, pin, prefix)
     refuse_creation_collisions(store, pin, prefix)
-    before = apply_series(lambda wanted: store.read_blobs(pin, wanted), prefix, strict=True)
+    configured = list(project.config.profiles)
+    if configured:
+        # The patches for more profiles in FILE_NAME's base are there as its profiles' series
+        # hold them: carried from their own base (apply.chains), as its overlays are made.
+        every, _ = _series_prefix(project, upstream, file_name, paths, every=True)
+        own = [profile_set(project.read_patch(upstream, n), configured) for n, _ in every]
+        before = base_state(lambda wanted: store.read_blobs(pin, wanted), every, configured,
+                            profile_set(project.read_patch(upstream, file_name), configured),
+                            own=own, strict=True)
+    else:
+        before = apply_series(lambda wanted: store.read_blobs(pin, wanted), prefix,
+                              strict=True)
     missing = sorted(set(paths) - set(before.current))
     if missing:
         for path, data in store.read_blobs(pin, missing).items():

@@ -352,7 +352,8 @@ def _series_file(project: Project, store: UpstreamStore, upstream: str, path: st
     other profiles' fixes, and the difference from the whole series' file would undo them in
     the new patch, which then applied to none of its profiles. Profiles whose series leave
     `path` differently have no one file to import against: refused."""
-    from patchforge.apply.series import applies_to_profile, apply_series
+    from patchforge.apply.chains import profile_state
+    from patchforge.apply.series import applies_to_profile
     from patchforge.formats.patchfile import profile_names
 
     pin = project.lock.pin(upstream)
@@ -363,8 +364,10 @@ def _series_file(project: Project, store: UpstreamStore, upstream: str, path: st
     states = []
     for profile in profile_names(profiles):
         selected = [(n, p) for n, p in patches if applies_to_profile(p, profile)]
-        state = apply_series(lambda paths: store.read_blobs(pin.commit, paths), selected,
-                             strict=True)
+        # The file as that profile's overlay holds it (a fix for more profiles carried there
+        # from its base: apply.chains).
+        state = profile_state(lambda paths: store.read_blobs(pin.commit, paths), patches,
+                              list(project.config.profiles), profile)
         states.append((profile, state, [n for n, p in selected if path in p.paths]))
     first = states[0]
     for profile, state, _ in states[1:]:

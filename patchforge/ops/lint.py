@@ -20,8 +20,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchforge.apply.chains import REMEDY, apply_on_chains, profiles_note
 from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series, counts_for,
-                                     profile_set, unknown_profiles)
+                                     profile_bases_differ, profile_set, unknown_profiles)
 from patchforge.errors import InputError, PatchforgeError
 from patchforge.ledger import ledger_findings
 from patchforge.model.findings import Finding
@@ -410,28 +411,43 @@ def _apply_checks(project: Project, store: UpstreamStore, upstream, pin, parsed)
         return store.read_blobs(pin.commit, paths)
 
     reported: set[tuple[str, str]] = set()
+    configured = list(project.config.profiles)
+    # Each patch that applies on its base, with its files there before and after it: the
+    # diff is regenerated from them (byte-stability, below).
+    walked: list[tuple[str, PatchFile, dict, dict]] = []
+
+    def remember(position, before, state) -> None:
+        if state.outcomes[-1].ok:
+            name, patch, _ = parsed[position]
+            walked.append((name, patch, dict(before),
+                           {p: state.current.get(p) for p in before}))
+
+    chains = None
+    if profile_bases_differ([(n, p) for n, p, _ in parsed], configured):
+        # Each patch applied on its own base, where it was made, and carried into each
+        # profile's series by a 3-way merge, as overlays make them (apply.chains): a search of
+        # another profile's file for its context is not what its overlays do.
+        chains = apply_on_chains(read_base, [(n, p) for n, p, _ in parsed], configured,
+                                 strict=False, allow_zero_context=True, placement=True,
+                                 on_patch=remember)
+        out.extend(_outcome_findings(upstream, pin, [
+            (outcome, f" ({profiles_note(mine)})")
+            for outcome, mine in zip(chains.outcomes, chains.own)], reported))
+        for problem in chains.problems:
+            out.append(Finding(f"{upstream}/{problem.name}", "apply", (
+                f"{problem.describe()}: `patchforge edit` it and {REMEDY}")))
     for profile in profiles:
         selected = [(n, p) for n, p, _ in parsed if applies_to_profile(p, profile)]
-        state = apply_series(read_base, selected, strict=False, allow_zero_context=True,
-                             placement=True)
         where = f" (profile {profile})" if profile else ""
-        for outcome in state.outcomes:
-            label = f"{upstream}/{outcome.name}"
-            for repeated in outcome.ambiguous if outcome.ok else ():
-                key = (outcome.name, repeated.describe())
-                if key not in reported:
-                    reported.add(key)
-                    out.append(Finding(label, "placement", (
-                        f"the place of its change is ambiguous{where}: {repeated.describe()} "
-                        f"(put at line {repeated.at_line}, the nearest to its header's), and "
-                        "its line numbers were made on another version of the file: "
-                        "`patchforge edit` it, move the change where it belongs, refresh")))
-            if not outcome.ok:
-                out.append(Finding(label, "apply", f"does not apply on the locked base "
-                                                   f"{pin.label}{where}: {_failed_hunks(outcome)}"))
-            elif outcome.worst == "fuzz":
-                out.append(Finding(label, "fuzz", f"applies only with fuzz{where}: "
-                                                  f"{_fuzzed_hunks(outcome)}"))
+        if chains is not None:
+            assert profile is not None
+            state = chains.profile(profile)
+        else:
+            state = apply_series(read_base, selected, strict=False, allow_zero_context=True,
+                                 placement=True)
+            out.extend(_outcome_findings(upstream, pin, [(outcome, where)
+                                                         for outcome in state.outcomes],
+                                         reported))
         # A creation onto a filled path (a directory or file of the upstream, a file an earlier
         # patch made) applies in memory, but `git apply` of the series refuses it and so does
         # `overlays`: lint passed such a series with no error.
@@ -452,25 +468,25 @@ def _apply_checks(project: Project, store: UpstreamStore, upstream, pin, parsed)
                     reported.add(key)
                     out.append(Finding(f"{upstream}/{name}", "keeps", problem + where))
     # Byte-stability of the diff: regenerate each patch on its base, the series before it
-    # in every one of its profiles' series (one chain per profile set of the series).
-    configured = list(project.config.profiles)
-    own = [profile_set(patch, configured) for _, patch, _ in parsed]
-    states = {chosen: SeriesState() for chosen in dict.fromkeys(own)}
-    for (name, patch, _), mine in zip(parsed, own):
-        for chosen, chain in states.items():
-            if chosen != mine and counts_for(mine, chosen):
-                apply_series(read_base, [(name, patch)], strict=False, state=chain,
-                             allow_zero_context=True)
-        state = states[mine]
-        before = dict(state.current)
-        apply_series(read_base, [(name, patch)], strict=False, state=state,
-                     allow_zero_context=True)
-        if not state.outcomes[-1].ok:
-            continue  # reported above
+    # in every one of its profiles' series (with profile bases, as the walk on the chains
+    # above left it; otherwise one walk of the series).
+    if chains is None:
+        state = SeriesState()
+        for name, patch, _ in parsed:
+            paths = sorted({p for fp in patch.file_patches for p in (fp.old_path, fp.new_path)
+                            if p})
+            for path, data in read_base([p for p in paths if p not in state.current]).items():
+                state.base[path] = state.current[path] = data
+            before = {p: state.current.get(p) for p in paths}
+            apply_series(read_base, [(name, patch)], strict=False, state=state,
+                         allow_zero_context=True)
+            if state.outcomes[-1].ok:
+                walked.append((name, patch, before, {p: state.current.get(p) for p in paths}))
+    for name, patch, before, after in walked:
         changes = []
         for fp in patch.file_patches:
-            old = before.get(fp.old_path, state.base.get(fp.old_path)) if fp.old_path else None
-            new = state.current.get(fp.new_path) if fp.new_path else None
+            old = before.get(fp.old_path) if fp.old_path else None
+            new = after.get(fp.new_path) if fp.new_path else None
             entry = store.entry(pin.commit, fp.old_path) if fp.old_path else None
             mode_old = fp.old_mode or (entry[0] if entry else "100644")
             mode_new = fp.new_mode or mode_old
@@ -488,6 +504,30 @@ def _apply_checks(project: Project, store: UpstreamStore, upstream, pin, parsed)
                 f"regenerating the diff gives different bytes ({detail}); `patchforge edit` + "
                 "`refresh` rewrites it in the canonical form",
                 "warning" if cosmetic else "error"))
+    return out
+
+
+def _outcome_findings(upstream: str, pin, outcomes, reported: set) -> list[Finding]:
+    """The findings of each (outcome, where: the profiles it was applied for) of a patch
+    applied in a series: a hunk that fails, fuzz, a place among several matches guessed."""
+    out = []
+    for outcome, where in outcomes:
+        label = f"{upstream}/{outcome.name}"
+        for repeated in outcome.ambiguous if outcome.ok else ():
+            key = (outcome.name, repeated.describe())
+            if key not in reported:
+                reported.add(key)
+                out.append(Finding(label, "placement", (
+                    f"the place of its change is ambiguous{where}: {repeated.describe()} "
+                    f"(put at line {repeated.at_line}, the nearest to its header's), and "
+                    "its line numbers were made on another version of the file: "
+                    "`patchforge edit` it, move the change where it belongs, refresh")))
+        if not outcome.ok:
+            out.append(Finding(label, "apply", f"does not apply on the locked base "
+                                               f"{pin.label}{where}: {_failed_hunks(outcome)}"))
+        elif outcome.worst == "fuzz":
+            out.append(Finding(label, "fuzz", f"applies only with fuzz{where}: "
+                                              f"{_fuzzed_hunks(outcome)}"))
     return out
 
 

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchforge.apply.chains import base_state
 from patchforge.apply.series import (apply_series, counts_for, outcomes_on_bases,
                                      profile_bases_differ, profile_set, unknown_profiles)
 from patchforge.model.record import record
@@ -1079,10 +1080,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     # series (apply.series.counts_for), never another profile's fix.
     configured = list(project.config.profiles)
     if profile_bases_differ([*prefix, (fix.name, patch)], configured):
-        chosen = profile_set(patch, configured)
-        counted = [(n, p) for n, p in prefix if counts_for(profile_set(p, configured), chosen)]
-        before = apply_series(lambda paths: store.read_blobs(pin.commit, paths), counted,
-                              strict=False)
+        before = base_state(lambda paths: store.read_blobs(pin.commit, paths), prefix,
+                            configured, profile_set(patch, configured), strict=False)
     else:
         before = series_state(project, store, upstream, strict=False)
     judge.start_after(before)

@@ -29,7 +29,8 @@ from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageEr
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
 from patchforge.judge import (AMBIGUOUS_PLACE, HistoryIndex, LazyHistory, SeriesJudge, Target,
-                              _patch_paths, read_history, where_landed)
+                              _patch_paths, carry_moved, carry_old, read_history,
+                              where_landed)
 from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
@@ -606,8 +607,15 @@ class Rebase:
                 lambda: self._history_index(upstream, target), chain,
                 lambda paths: self.store.read_blobs(target.base_commit, paths)))
             judge.prefetch(chain)
-            judge.pass_old([patches[i] for i in positions if i < start])
             judges[chosen] = (judge, set(positions))
+        # The old series before the first patch to judge, each chain's as the walk leaves it:
+        # a patch on its own chain, carried into the others.
+        for position in range(start):
+            name, patch = patches[position]
+            judge = judges[own[position]][0]
+            old_before = {p: judge.old_file(p) for p in patch.paths}
+            judge.pass_old([(name, patch)])
+            carry_old(patches, own, position, judges, old_before)
         if start:
             self._rebuild_chains(upstream, entry, patches, own, judges)
         for position in range(start, len(names)):
@@ -615,11 +623,14 @@ class Rebase:
             self.on_patch(upstream, name)
             judge = judges[own[position]][0]
             before = dict(judge.current)
+            old_before = {p: judge.old_file(p) for p in patch.paths}
             result, stop = self._rebase_one(upstream, name, patch, judge, target)
             if result is not None and result.destination == "series" and result.changed:
                 changed = dict(result.changed)
-                problem = self._carry_to_chains(patches, own, position, judges, judge,
-                                                changed, self._before(judge, before, changed))
+                # Into every other chain that holds it, as overlays, lint and status carry
+                # it (apply.chains).
+                problem = carry_moved(patches, own, position, judges,
+                                      self._before(judge, before, changed), changed)
                 if problem is not None:
                     path, message = problem
                     stop = Blocked("conflict", [path], [message], message, changed,
@@ -629,10 +640,9 @@ class Rebase:
                     result = None
                     judge.current.clear()
                     judge.current.update(before)
-            others = [j for chosen, (j, held) in judges.items()
-                      if chosen != own[position] and position in held]
-            for other in others:
-                other.pass_old([(name, patch)])
+            # The old series of the other chains takes it as the old pin's overlays did: the
+            # base of their 3-way merges.
+            carry_old(patches, own, position, judges, old_before)
             if stop is not None:
                 result = self._stop_here(upstream, name, stop, judge, target)
             assert result is not None, "a patch moves, is dropped, or stops"
@@ -667,8 +677,8 @@ class Rebase:
                          strict=False, state=state)
             changed = {path: content for path, content in state.current.items()
                        if content != before.get(path)}
-            problem = self._carry_to_chains(patches, own, position, judges, judge, changed,
-                                            before) if state.outcomes[-1].ok else \
+            problem = carry_moved(patches, own, position, judges, before, changed) \
+                if state.outcomes[-1].ok else \
                 (None, f"does not apply on its own base ({profile_label(own[position])})")
             if problem is not None:
                 raise UsageError(
@@ -678,54 +688,6 @@ class Rebase:
                          "profile), or `patchforge rebase --skip` (the patch is kept in "
                          "skipped/), `--abort` to go back")
             judge.start_after(state)
-
-    def _carry_to_chains(self, patches, own, position, judges, judge, changed: dict,
-                         old: dict) -> tuple[str, str] | None:
-        """Carry a patch moved on its own chain (`judge`; `old`: the files `changed` names as
-        that chain had them before it) into the other chains that hold it: where such a chain
-        has the file as the patch's own had it, the moved file; elsewhere git's 3-way merge of
-        the patch's change onto it. A merge that does not go through is (path, message naming
-        that chain's profiles and the patches there the change meets); nothing is carried
-        then."""
-        from patchforge.apply.series import profile_label
-        from patchforge.store.diff import merge_file
-
-        name = patches[position][0]
-        updates = []
-        for chosen, (other, held) in judges.items():
-            if chosen == own[position] or position not in held:
-                continue
-            files = {}
-            for path, new in changed.items():
-                ours, base = other.read_current(path), old[path]
-                if ours == base or ours == new:
-                    files[path] = new
-                    continue
-                clean, merged = (False, b"") if None in (ours, base, new) else \
-                    merge_file(base, ours, new)
-                if not clean:
-                    return path, (f"does not apply in the series of {profile_label(chosen)}: "
-                                  f"it changes lines of {path} that "
-                                  f"{self._others_note(patches, own, held, name, path)} "
-                                  "changed before it there")
-                files[path] = merged
-            updates.append((other, files))
-        for other, files in updates:
-            other.current.update(files)
-            other.current_modes.update({p: m for p, m in judge.current_modes.items()
-                                        if p in files})
-        return None
-
-    def _others_note(self, patches, own, held, name: str, path: str | None = None) -> str:
-        """The patches of a chain (`held`: positions) before `name` that are not in `name`'s
-        own base, touching `path` when given: the ones its move meets there."""
-        from patchforge.apply.series import counts_for, profile_label
-
-        at = next(i for i, (n, _) in enumerate(patches) if n == name)
-        found = [f"{n} ({profile_label(own[i])})" for i, (n, patch) in enumerate(patches)
-                 if i < at and i in held and not counts_for(own[i], own[at])
-                 and (path is None or path in patch.paths)]
-        return ", ".join(found) or "the patches for other profiles"
 
     def _drop_staged(self, upstream: str, name: str, result: PatchResult) -> None:
         """Forget the new diff `_rebase_one` deferred for a patch that stops after all."""
