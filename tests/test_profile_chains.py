@@ -10,7 +10,7 @@ MI355X (gfx950) stack meets them."""
 from __future__ import annotations
 
 from helpers.project import OneUpstreamStack
-from test_profile_bases import TUNE
+from test_profile_bases import TUNE, all_after_942_stack
 
 PROFILES = {"gfx942": "MI300X", "gfx950": "MI355X"}
 
@@ -119,6 +119,54 @@ def test_status_at_the_pin_takes_a_profile_fix_after_a_fix_for_every_profile_in_
     assert {p["name"]: p["state"] for p in document["patches"]} == {
         "fix-942.patch": "applies", "fix-all.patch": "applies", "fix-942b.patch": "applies"}
     assert lint_problems(stack) == []
+
+
+def assert_said_everywhere(stack) -> None:
+    """fix-all no longer goes into gfx942's series: status, overlays and lint say so, each
+    naming fix-all, gfx942 and fix-942."""
+    code, out, err = stack.cli("status", expect=1)
+    row = next(line for line in out.splitlines() if "fix-all" in line)
+    assert "conflict" in row and "series of gfx942" in row and "fix-942.patch" in row, out
+    for args in (("overlays", "--check"), ("overlays",)):
+        code, out, err = stack.cli(*args, expect=2)
+        assert "fix-all.patch" in err and "series of gfx942" in err and "fix-942" in err, err
+    problems = lint_problems(stack)
+    assert [(f["patch"], f["check"]) for f in problems] == [("up/fix-all.patch", "apply")]
+    assert "series of gfx942" in problems[0]["message"] and \
+        "fix-942.patch" in problems[0]["message"]
+
+
+def test_a_refresh_of_a_fix_for_every_profile_that_breaks_a_profile_series_says_so(tmp_path):
+    """`edit fix-all` opens on its base, without fix-942; changing SPLIT too (the line next to
+    fix-942's) made gfx942's series fail: refresh exit 0, status green, overlays exit 2
+    without naming the profile. Now refresh writes the fix and warns (exit 1), naming fix-all,
+    gfx942 and fix-942, and status, overlays and lint say it too."""
+    stack = all_after_942_stack(tmp_path)
+    stack.cli("edit", "fix-all")
+    work = stack.root / ".patchforge" / "work" / "up" / "tune.py"
+    work.write_bytes(work.read_bytes().replace(b"SPLIT = 1", b"SPLIT = 2"))
+    code, out, err = stack.cli("refresh", expect=1)
+    assert "warning: fix-all.patch does not apply in the series of gfx942" in err and \
+        "fix-942.patch (gfx942)" in err, err
+    assert b"SPLIT = 2" in stack.patch("up", "fix-all")  # written all the same: nothing lost
+    assert_said_everywhere(stack)
+
+
+def test_a_refresh_of_a_profile_fix_that_breaks_a_later_fix_for_every_profile_there_says_so(
+        tmp_path):
+    """`edit fix-942` also changes the line above fix-all's: fix-all is checked on its own base
+    (which never holds fix-942) and refresh said nothing. Now its --json names fix-all in
+    gfx942's series."""
+    stack = all_after_942_stack(tmp_path)
+    stack.cli("edit", "fix-942")
+    work = stack.root / ".patchforge" / "work" / "up" / "tune.py"
+    work.write_bytes(work.read_bytes().replace(b"def block():\n", b"def block():  # tuned\n"))
+    document = stack.json("refresh", expect=1)
+    assert document["later_failing"] == []
+    assert [(p["name"], p["profiles"], p["path"], p["meets"])
+            for p in document["profile_failing"]] == [
+        ("fix-all.patch", ["gfx942"], "tune.py", ["fix-942.patch (gfx942)"])], document
+    assert_said_everywhere(stack)
 
 
 def test_what_a_rebase_carries_into_a_profile_series_lint_and_overlays_take(tmp_path):

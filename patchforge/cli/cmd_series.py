@@ -281,6 +281,7 @@ def rm(app, paths, upstream):
 def refresh(app, name, allow_undo, as_json):
     """Write the worktree's change back into the patch being edited."""
     from patchforge.pins import open_store
+    from patchforge.apply.chains import REMEDY
     from patchforge.ops.series import refresh as do_refresh
 
     project = app.project()
@@ -307,9 +308,14 @@ def refresh(app, name, allow_undo, as_json):
                        "before it, so the nearest is a guess): `patchforge edit "
                        f"{later.removesuffix('.patch')}` shows where it now goes; move it "
                        "where it belongs and refresh", err=True)
+        for problem in result["profile_failing"]:
+            stem = problem["name"].removesuffix(".patch")
+            click.echo(f"warning: {problem['name']} {problem['message']}, so the overlays of "
+                       f"{', '.join(problem['profiles'])} fail (`patchforge edit {stem}`, "
+                       f"and {REMEDY})", err=True)
     if result["changed"]:
         say_overlays_lag(project)
-    if result["later_failing"] or result["later_ambiguous"]:
+    if result["later_failing"] or result["later_ambiguous"] or result["profile_failing"]:
         sys.exit(EXIT_ATTENTION)
 
 

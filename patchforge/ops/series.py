@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.apply.chains import base_state
+from patchforge.apply.chains import apply_on_chains, base_state
 from patchforge.apply.series import (apply_series, counts_for, outcomes_on_bases,
                                      profile_bases_differ, profile_set, unknown_profiles)
 from patchforge.model.record import record
@@ -289,11 +289,13 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
     # after it. Asked before anything is written, of the series as the write leaves it: a
     # later patch that cannot be read fails the refresh here, with nothing changed.
     ambiguous: dict = {}
+    in_profiles: list = []
     later = check_later_patches(project, store, upstream, file_name,
                                 {*patch.paths, *new_patch.paths},
                                 moves_files=any(_moves_a_file(fp) for fp in
                                                 (*patch.file_patches, *new_patch.file_patches)),
-                                edited=(data, written), ambiguous=ambiguous)
+                                edited=(data, written), ambiguous=ambiguous,
+                                in_profiles=in_profiles)
     with RepoLock(project.state_dir):
         # Asked again under the lock: the edit is still this one (a `rename` beside this
         # command renamed its patch, an `edit --close` ended it), and nothing changed the patch
@@ -318,7 +320,10 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
     return {"upstream": upstream, "name": file_name, "changed": changed,
             "files": [c[0] for c in changes], "later_failing": later, "undoes": undoes,
             "later_ambiguous": {name: [r.describe() for r in found]
-                                for name, found in ambiguous.items()}}
+                                for name, found in ambiguous.items()},
+            "profile_failing": [{"name": p.name, "profiles": sorted(p.chain or ()),
+                                 "path": p.path, "meets": p.met, "message": p.describe()}
+                                for p in in_profiles]}
 
 
 def close_open_edit(project: Project, store: UpstreamStore, name: str | None = None, *,
@@ -412,7 +417,8 @@ def _require_listed(project: Project, upstream: str, state: dict) -> None:
 def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
                         file_name: str, paths, *, moves_files: bool = False,
                         edited: tuple[bytes, PatchFile] | None = None,
-                        ambiguous: dict | None = None) -> list[str]:
+                        ambiguous: dict | None = None,
+                        in_profiles: list | None = None) -> list[str]:
     """Names of the patches after `file_name` that do not apply on the series before them to
     `paths` (the files a change of `file_name` touched, before or after it) or to a file they
     are renamed or copied to or from. Only those files are taken through the series: a later
@@ -426,7 +432,11 @@ def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
     `edited` (bytes, PatchFile) stands for `file_name`'s file: the series as a refresh leaves
     it, asked before the refresh writes. `ambiguous` (a dict) is given, per later patch that
     applies, the hunks whose place among several matches the change made a guess of
-    (apply_series' `placement`): their line numbers were made on the series before it."""
+    (apply_series' `placement`): their line numbers were made on the series before it.
+    `in_profiles` (a list) is given, in a series with patches for some profiles only, the
+    apply.chains.ChainProblem of `file_name` itself and of each later patch that applies on its
+    base but does not go into a profile's series holding it (what that profile's overlays
+    would refuse)."""
     names = project.patch_names(upstream)
     if file_name not in names:
         return []
@@ -438,9 +448,22 @@ def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
     own = [profile_set(edited[1] if edited and name == file_name else
                        project.read_patch(upstream, name), configured) if configured else None
            for name, _ in picked]
-    outcomes = outcomes_on_bases(lambda wanted: store.read_blobs(pin.commit, wanted), picked,
-                                 own, strict=False, placement=True)
+
+    def read_base(wanted):
+        return store.read_blobs(pin.commit, wanted)
+
     later = set(names[names.index(file_name) + 1:])
+    if configured and any(chosen is not None for chosen in own):
+        # Each patch on its base, carried into each profile's series that holds it as the
+        # overlays carry it (apply.chains): the change itself may not go there either.
+        chains = apply_on_chains(read_base, picked, configured, own=own, strict=False,
+                                 placement=True)
+        outcomes = chains.outcomes
+        if in_profiles is not None:
+            in_profiles.extend(problem for problem in chains.problems
+                               if problem.name in later or problem.name == file_name)
+    else:
+        outcomes = outcomes_on_bases(read_base, picked, own, strict=False, placement=True)
     failing = {o.name for o in outcomes if o.name in later and not o.ok}
     if ambiguous is not None:
         ambiguous.update({o.name: o.ambiguous for o in outcomes
