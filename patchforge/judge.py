@@ -77,6 +77,9 @@ class Judgement:
     how: str | None = None  # applies: clean | offset | merged
     stop_kind: str | None = None  # stop: conflict | obsolete | unsure | invariant
     files: list[str] = field(default_factory=list)  # stop: the files the stop is about
+    # stop: those of `files` the patch deletes and the target changed (modify/delete); the
+    # worktree holds the target's file
+    deleted_here: list[str] = field(default_factory=list)
     before: dict = field(default_factory=dict)  # path -> content on the target before it
     after: dict = field(default_factory=dict)  # path -> content after it (stop: markers)
     changes: list = field(default_factory=list)  # applies: [store.gitstore.FileChange]
@@ -585,6 +588,16 @@ class SeriesJudge:
         return self._conclude(name, patch, self.with_history(name, patch, verdict), early,
                               answers)
 
+    def _modify_delete(self, name: str, paths: list[str]) -> str:
+        """The stop's words for files the patch deletes and the target changed, as git says
+        it ("CONFLICT (modify/delete): F deleted in X and modified in Y")."""
+        listed = ", ".join(paths)
+        said = (f"CONFLICT (modify/delete): {listed} deleted in {name} and modified upstream "
+                f"in {self.target.label}")
+        if self.stop_files:
+            said += f" ({self.target.label}'s file is left in the worktree, with no markers)"
+        return said
+
     def _conclude(self, name: str, patch, verdict,
                   early: dict[tuple[bytes, bytes, bytes], FileMerge],
                   answers: dict[tuple[bytes, bytes, bytes], tuple[bool, bytes]] | None = None
@@ -624,6 +637,7 @@ class SeriesJudge:
         unchanged = True  # every pre-image and path as in the old series: keep the diff's bytes
         conflicts: list[str] = []
         bases: dict[str, bytes] = {}
+        deleted_here: list[str] = []  # deleted by the patch, changed on the target
         binary_stops: list[str] = []
         unmergeable: list[str] = []  # text patches on files git takes for binary
         merged_any = False
@@ -705,6 +719,9 @@ class SeriesJudge:
                 after[path_after] = theirs.content  # a creation where the target has nothing
                 continue
             if not theirs.ok or theirs.content is None or current is None:
+                if theirs.ok and theirs.content is None and current is not None:
+                    # The patch deletes the file, the target changed it: git's modify/delete.
+                    deleted_here.append(path_after)
                 conflicts.append(path_after)
                 after[path_after] = current
                 continue
@@ -737,6 +754,12 @@ class SeriesJudge:
         new_modes = {path: mode for path, (_, mode) in modes.items()
                      if after.get(path) is not None}
         if obsolete:
+            if not never:
+                # As git says it: which side deleted the file, which changed it.
+                listed = ", ".join(gone)
+                gone_message = (f"CONFLICT (modify/delete): {listed} deleted upstream in "
+                                f"{self.target.label} and modified in {name} ({listed} is gone "
+                                "upstream, not renamed; the worktree has no copy)")
             return Judgement(name, "stop", "obsolete", verdict, stop_kind="obsolete",
                              files=gone + conflicts, before=before, after=after,
                              evidence=evidence, modes=new_modes, bases=bases,
@@ -744,10 +767,14 @@ class SeriesJudge:
                                                      if conflicts else "")
                              + binary_stop_note(binary_stops) + unmergeable_note(unmergeable))
         if conflicts:
+            others = [path for path in conflicts if path not in deleted_here]
+            message = "; ".join(
+                ([self._modify_delete(name, deleted_here)] if deleted_here else [])
+                + ([f"conflict in {', '.join(others)}"] if others else []))
             return Judgement(name, "stop", "conflict", verdict, stop_kind="conflict",
                              files=conflicts, before=before, after=after, evidence=evidence,
-                             modes=new_modes, bases=bases,
-                             message=f"conflict in {', '.join(conflicts)}"
+                             modes=new_modes, bases=bases, deleted_here=deleted_here,
+                             message=message
                              + binary_stop_note(binary_stops) + unmergeable_note(unmergeable))
         if repeated:
             where = "; ".join(f"{r.describe()} (put at line {r.at_line})" for r in repeated)

@@ -330,6 +330,34 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
     return result
 
 
+def removals_overlays_refuse(project: Project, store: UpstreamStore, upstream_commit: str,
+                             changes, later=()) -> list[str]:
+    """Of the files a resolution or an edit takes away (`changes`, worktree_diff's: (path,
+    old, new, ...), new None), those the upstream has at `upstream_commit` and no patch of
+    `later` (PatchFiles after it in the series) makes again: the series would delete them,
+    and an overlay cannot delete a file in the image, so `overlays` (and a rebase's
+    write-out) refuse such a series. Empty in a project that writes no overlays (no
+    overlays/ yet), which can carry a deletion as git and quilt do (`removed_upstream_files`
+    names them for a warning)."""
+    if not project.overlays_dir.exists():
+        return []
+    return removed_upstream_files(store, upstream_commit, changes, later)
+
+
+def removed_upstream_files(store: UpstreamStore, upstream_commit: str, changes,
+                           later=()) -> list[str]:
+    """The files of `changes` taken away that the upstream has at `upstream_commit` and no
+    patch of `later` makes again (see removals_overlays_refuse)."""
+    removed = [path for path, old, new, *_ in changes if old is not None and new is None]
+    if not removed:
+        return []
+    entries = store.entries(upstream_commit, removed)
+    made_again = {fp.new_path for patch in later for fp in patch.file_patches
+                  if fp.new_path is not None and (fp.is_new or fp.old_path != fp.new_path)}
+    return [path for path in removed
+            if entries.get(path) is not None and path not in made_again]
+
+
 def _artifact_error(project: Project, artifact: str, message: str, *,
                     hint: str | None = None) -> ConfigError:
     """The error of a bad `artifacts` entry, naming the configuration and its line (looked up

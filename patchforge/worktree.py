@@ -776,6 +776,24 @@ def _marked_files(patch, outcome, before_files: dict[str, bytes | None], file_na
     return marked, made_on
 
 
+def modify_delete_ways(project: Project, paths: list[str], go_on: str, skip: str,
+                       empty: str) -> str:
+    """The ways on from a stop on files the patch deletes and the target changed (the target's
+    files left in the worktree): keep them (the patch's deletion of them dropped) or, where the
+    project makes no overlays, keep the deletion, as `git add` or `git rm` resolve git's
+    modify/delete. `empty`: what becomes of a patch left with no change. An overlay cannot delete a file in the image, so where overlays are made
+    (overlays/ exists) the deletion is not offered: `--continue` refuses it."""
+    listed = ", ".join(paths)
+    keep = (f": `{go_on}` with {listed} as the worktree has it keeps the upstream's file and "
+            f"drops the patch's deletion of it (change it first if the fix needs it otherwise; "
+            f"{empty})")
+    if project.overlays_dir.exists():
+        return (keep + f"; the deletion cannot be kept, since this project's overlays cannot "
+                f"delete a file in the image; or {skip}")
+    return (keep + f"; to keep the deletion, remove {listed} from the worktree, then "
+            f"`{go_on}` (`patchforge overlays` would refuse the series); or {skip}")
+
+
 def refuse_gone_files_left_out(store: UpstreamStore, base: str, kind: str | None,
                                files, changes, work: Path, way_out: str) -> None:
     """UsageError when a stop on a file gone upstream (`kind` obsolete; `files` the stop's,

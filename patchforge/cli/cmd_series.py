@@ -298,6 +298,15 @@ def refresh(app, name, allow_undo, as_json):
         for undone in result["undoes"]:
             click.echo(f"note: {result['name']} undoes, as asked (--allow-undo): {undone}",
                        err=True)
+        if result["removes_upstream_files"]:
+            # Written, as git and quilt write a deletion; where overlays are made, refresh
+            # refused it: an overlay cannot take a file out of the image.
+            gone = ", ".join(result["removes_upstream_files"])
+            click.echo(f"warning: {result['name']} now deletes {gone}, a file of the upstream: "
+                       "`patchforge overlays` refuses a series that deletes a file (an overlay "
+                       "cannot delete a file in the image); if the series is to make overlays, "
+                       f"`patchforge edit {result['name'].removesuffix('.patch')}` and put it "
+                       "back (changed as the image needs), then refresh", err=True)
         for later in result["later_failing"]:
             click.echo(f"warning: {later} no longer applies after this change "
                        f"(`patchforge edit {later.removesuffix('.patch')}` opens it on the "

@@ -275,6 +275,8 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
                          hint=f"`patchforge edit --close --discard` keeps {file_name} as it is; "
                               f"`patchforge delete {stem}` drops the fix (kept under "
                               "deleted/)")
+    removes = _removals_checked(project, store, upstream, file_name, changes, work,
+                                "`patchforge refresh`")
     if _same_change(store, state["base"], patch, changes):
         # The worktree holds exactly what the patch already does: keep its bytes (it may have
         # been written by another tool, with abbreviated index lines or other context).
@@ -319,11 +321,41 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
             close_worktree(project, upstream)
     return {"upstream": upstream, "name": file_name, "changed": changed,
             "files": [c[0] for c in changes], "later_failing": later, "undoes": undoes,
+            "removes_upstream_files": removes,
             "later_ambiguous": {name: [r.describe() for r in found]
                                 for name, found in ambiguous.items()},
             "profile_failing": [{"name": p.name, "profiles": sorted(p.chain or ()),
                                  "path": p.path, "meets": p.met, "message": p.describe()}
                                 for p in in_profiles]}
+
+
+def _removals_checked(project: Project, store: UpstreamStore, upstream: str,
+                      file_name: str, changes, work: Path, go_on: str) -> list[str]:
+    """The upstream files the worktree's change takes away for good (removed, or renamed away,
+    and made again by no later patch): refused (UsageError, the worktree kept) where the
+    project writes overlays, which cannot delete a file in the image, so that the patch is
+    never written for `overlays` or a rebase's write-out to refuse later; returned otherwise,
+    for the warning. `file_name`: the patch, whose later patches are looked at (one the series
+    does not list yet, a fix brought back, goes at its end)."""
+    from patchforge.overlay import removals_overlays_refuse, removed_upstream_files
+
+    if not any(new is None for _, _, new, *_ in changes):
+        return []
+    names = project.patch_names(upstream)
+    later = [project.read_patch(upstream, n) for n in names[names.index(file_name) + 1:]] \
+        if file_name in names else []
+    pin = project.lock.pin(upstream).commit
+    refused = removals_overlays_refuse(project, store, pin, changes, later)
+    if refused:
+        listed = ", ".join(refused)
+        raise UsageError(
+            f"{listed} removed in {work}: {upstream}/{file_name} would delete "
+            f"{'them' if len(refused) > 1 else 'it'} from the upstream's files, and this "
+            "project writes overlays, which cannot delete a file in the image (`patchforge "
+            "overlays` refuses a series that deletes one); nothing was written",
+            hint=f"put {listed} back (`git checkout -- PATH` in {work} gives the file as at "
+                 f"the base; change it as the image needs, e.g. empty it), then {go_on}")
+    return removed_upstream_files(store, pin, changes, later)
 
 
 def close_open_edit(project: Project, store: UpstreamStore, name: str | None = None, *,
@@ -1157,8 +1189,17 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
         work, stray = _open_bring_back_stop(project, store, upstream, fix, file_name,
                                             judgement, before, pin.commit)
     files = ", ".join(judgement.files) or "the fix's files"
+    ways = ""
+    if judgement.deleted_here:
+        from patchforge.worktree import modify_delete_ways
+
+        ways = modify_delete_ways(project, judgement.deleted_here,
+                                  "patchforge bring-back --continue",
+                                  "`patchforge bring-back --abort` (the fix stays in skipped/)",
+                                  "with no change left, `--continue` is refused")
     raise ConflictStop(
-        f"{upstream}/{fix.name} does not move onto {pin.label} cleanly: {judgement.message}; "
+        f"{upstream}/{fix.name} does not move onto {pin.label} cleanly: {judgement.message}"
+        f"{ways}; "
         f"it stays in skipped/ until the bring-back is finished",
         hint=f"make the fix in {files} in {work} (`patchforge add PATH` brings more), then "
              "`patchforge bring-back --continue`; `patchforge bring-back --abort` gives up "
@@ -1293,6 +1334,9 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
                          hint=f"make the fix there; or `patchforge bring-back --abort` (it stays "
                               f"in skipped/), `patchforge delete {file_name[:-len('.patch')]}` "
                               "drops it")
+    _removals_checked(project, store, upstream, file_name, changes, work,
+                      "`patchforge bring-back --continue`; or `patchforge bring-back --abort` "
+                      "(the fix stays in skipped/)")
     patch = parse_patch_file(skipped.read_bytes(), str(skipped))
     new_patch = patch.with_diff(diff).with_field("Base", state["pin"])
     if patch.get_all("Keeps"):

@@ -806,6 +806,13 @@ class Rebase:
                 message += (": re-create the fix in the worktree (`patchforge add PATH`), "
                             "drop the patch's change to the file and keep the rest "
                             "(`patchforge rm PATH`), or --skip it")
+            elif judgement.deleted_here:
+                from patchforge.worktree import modify_delete_ways
+
+                message += modify_delete_ways(
+                    self.project, judgement.deleted_here, "patchforge rebase --continue",
+                    "`patchforge rebase --skip` (the whole fix is kept in skipped/)",
+                    "a patch left with no change is set aside in skipped/")
             elif kind == "unsure" and any(item.startswith(AMBIGUOUS_PLACE)
                                           for item in judgement.evidence):
                 message += ": the worktree has the change at the nearest of them; move it " \
@@ -1031,6 +1038,7 @@ class Rebase:
                                   "`--skip` (the patch is kept in skipped/), `--abort`")
         refuse_gone_files_left_out(self.store, stopped.base, stopped.kind, stopped.files,
                                    changes, work, "`--skip` (the whole patch is kept in skipped/)")
+        self._refuse_removals(stopped, changes, target, work)
         # The patches before it as this run moved them: the base's lines are theirs.
         undoes = resolution_undoes(
             self.project, upstream, changes,
@@ -1065,6 +1073,35 @@ class Rebase:
         entry.results.append(result)
         entry.position += 1
         return files, modes
+
+    def _refuse_removals(self, stopped: Stop, changes, target, work: Path) -> None:
+        """UsageError (the rebase still stopped, nothing written) when the resolution takes
+        away a file the target has and no later patch makes again, in a project that writes
+        overlays: the write-out's overlays would refuse the series (an overlay cannot delete a
+        file in the image), after the resolution was taken and maybe other stops resolved."""
+        if not any(new is None for _, _, new, *_ in changes):
+            return
+        from patchforge.overlay import removals_overlays_refuse
+
+        entry = self._run_record.upstreams[stopped.upstream]
+        names = entry.names
+        later = [self._old_patch(stopped.upstream, n)
+                 for n in names[names.index(stopped.name) + 1:]] \
+            if stopped.name in names else []
+        refused = removals_overlays_refuse(self.project, self.store, target.commit, changes,
+                                           later)
+        if refused:
+            listed = ", ".join(refused)
+            raise UsageError(
+                f"{listed} removed in {work}: {stopped.upstream}/{stopped.name} would delete "
+                f"{listed} of {target.label}, and this project writes overlays, which cannot "
+                "delete a file in the image (the write-out, like `patchforge overlays`, "
+                "refuses a series that deletes one); the rebase is still stopped",
+                hint=f"put {listed} back (`git checkout -- PATH` in {work} gives it as "
+                     f"{target.label} has it: the patch then no longer deletes it; change it "
+                     "as the image needs, e.g. empty it), then `patchforge rebase --continue`; "
+                     f"or `patchforge rebase --skip` (the fix is kept in "
+                     f"series/{stopped.upstream}/skipped/)")
 
     def _skip_stopped(self, stopped: Stop) -> None:
         upstream, name = stopped.upstream, stopped.name

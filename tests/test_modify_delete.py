@@ -1,0 +1,244 @@
+"""A patch that deletes a file the new upstream changed, and a patch that changes a file the new
+upstream deleted (git's modify/delete conflict), met by a rebase, a bring-back and a refresh, as
+a user meets them: real git upstreams, real commands, one after another.
+
+An overlay cannot delete a file in the image, so in a project that writes overlays (overlays/
+exists) a series that deletes an upstream file is refused by `overlays` and by a rebase's
+write-out: the resolution or refresh that would make one is refused where it is made."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import run_cli
+from helpers.git import git
+from helpers.project import add_patch_file
+from helpers.snapshot import snapshot
+from helpers.upstream import Upstream
+
+OTHER = b"x = 1\ny = 2\nz = 3\n"
+OTHER_V2 = b"x = 1\ny = 20\nz = 3\n"
+MOD = b"m = 1\n"
+
+
+class Project:
+    def __init__(self, tmp_path: Path) -> None:
+        self.up = Upstream(tmp_path / "up", {"pkg/mod.py": MOD, "pkg/other.py": OTHER},
+                           tag="v1")
+        self.root = tmp_path / "project"
+        self.cli("init", "--standalone", str(self.root))
+        self.cli("upstream", "add", "up", "--git", str(self.up.path), "--at", "v1",
+                 "--install-root", "/opt/site")
+
+    def cli(self, *args: str, expect: int | None = 0) -> tuple[int, str, str]:
+        result = run_cli(self.root if args[0] != "init" else None, *args)
+        if expect is not None:
+            assert result.rc == expect, \
+                f"patchforge {' '.join(args)} -> {result.rc}\n{result.out}\n{result.err}"
+        return result.rc, result.out, result.err
+
+    @property
+    def work(self) -> Path:
+        return self.root / ".patchforge" / "work" / "up"
+
+    def series(self) -> list[str]:
+        return (self.root / "series" / "up" / "series").read_text().split()
+
+    def patch(self, name: str, where: str = "") -> bytes:
+        sub = f"{where}/" if where else ""
+        return (self.root / "series" / "up" / f"{sub}{name}.patch").read_bytes()
+
+    def fix(self, name: str, files: dict[str, bytes]) -> None:
+        self.cli("new", name, *[f"--file={rel}" for rel in files])
+        for rel, data in files.items():
+            (self.work / rel).write_bytes(data)
+        self.cli("refresh")
+
+    def deleting_patch(self, name: str = "drop-other") -> None:
+        """A patch deleting pkg/other.py put into the series as an import or a colleague's
+        commit brings it (refresh refuses to make one where overlays are made)."""
+        diff = (b"diff --git a/pkg/other.py b/pkg/other.py\n"
+                b"deleted file mode 100644\n"
+                b"--- a/pkg/other.py\n+++ /dev/null\n@@ -1,3 +0,0 @@\n" +
+                b"".join(b"-" + line for line in OTHER.splitlines(keepends=True)))
+        header = (f"Description: drop other\nUpstream: up\nBase: {self.up.base}\n\n---\n")
+        add_patch_file(self.root, "up", f"{name}.patch", header.encode() + diff)
+
+
+@pytest.fixture
+def project(tmp_path):
+    return Project(tmp_path)
+
+
+def test_a_patch_deleting_a_file_upstream_changed_says_who_did_what(project):
+    """The stop said only "conflict in pkg/other.py", with no markers in the file and no word on
+    which side did what. It says it as git does (deleted in the patch, modified upstream in v2),
+    that the worktree holds v2's file, and the ways on; removing the file keeps the deletion
+    (the project makes no overlays) and the series is written with it, against v2's file."""
+    project.fix("fix-mod", {"pkg/mod.py": b"m = 2\n"})
+    project.deleting_patch()
+    project.up.commit({"pkg/other.py": OTHER_V2}, tag="v2")
+    _, _, err = project.cli("rebase", "--to", "up=v2", expect=3)
+    assert "CONFLICT (modify/delete): pkg/other.py deleted in drop-other.patch and modified " \
+        "upstream in v2 (v2's file is left in the worktree, with no markers)" in err, err
+    assert "keeps the upstream's file and drops the patch's deletion" in err, err
+    assert "to keep the deletion, remove pkg/other.py from the worktree" in err, err
+    assert "rebase --skip" in err, err
+    assert (project.work / "pkg/other.py").read_bytes() == OTHER_V2
+    _, out, err = project.cli("status", expect=1)
+    assert "CONFLICT (modify/delete)" in out + err, out + err
+    (project.work / "pkg/other.py").unlink()  # as `git rm` keeps the deletion
+    project.cli("rebase", "--continue")
+    moved = project.patch("drop-other")
+    assert b"deleted file mode" in moved and b"-y = 20\n" in moved, moved.decode()
+    assert project.series() == ["fix-mod.patch", "drop-other.patch"]
+    assert project.cli("status")[0] == 0
+
+
+def test_keeping_the_upstreams_file_at_a_modify_delete_stop_sets_an_empty_patch_aside(project):
+    """--continue with v2's file as the worktree has it drops the patch's deletion: a patch
+    that did nothing else is set aside in skipped/, never lost."""
+    project.deleting_patch()
+    project.up.commit({"pkg/other.py": OTHER_V2}, tag="v2")
+    project.cli("rebase", "--to", "up=v2", expect=3)
+    project.cli("rebase", "--continue")
+    assert project.series() == []
+    assert b"deleted file mode" in project.patch("drop-other", "skipped")
+
+
+def test_a_deletion_the_overlays_cannot_carry_is_refused_at_continue_not_at_the_write_out(
+        project):
+    """In a project that writes overlays, removing the file at the stop (keeping the deletion,
+    as `git rm` would) was taken by --continue, then the write-out failed (exit 2) on the
+    overlays' refusal. --continue refuses it, exit 2, naming the file and why, the rebase still
+    stopped on the patch and the worktree as the user left it; putting the file back changed
+    as the image needs goes through to the overlays."""
+    project.fix("fix-mod", {"pkg/mod.py": b"m = 2\n"})
+    project.cli("overlays")
+    project.deleting_patch()
+    project.up.commit({"pkg/other.py": OTHER_V2}, tag="v2")
+    _, _, err = project.cli("rebase", "--to", "up=v2", expect=3)
+    assert "CONFLICT (modify/delete): pkg/other.py deleted in drop-other.patch" in err, err
+    assert "the deletion cannot be kept, since this project's overlays cannot delete a file " \
+        "in the image" in err, err
+    assert "remove pkg/other.py" not in err, err
+    (project.work / "pkg/other.py").unlink()
+    before = snapshot(project.root, skip_state=True, dirs=False)
+    _, _, err = project.cli("rebase", "--continue", expect=2)
+    assert f"pkg/other.py removed in {project.work}: up/drop-other.patch would delete " \
+        "pkg/other.py of v2, and this project writes overlays, which cannot delete a file " \
+        "in the image" in err, err
+    assert "the rebase is still stopped" in err and "git checkout -- PATH" in err \
+        and "rebase --skip" in err, err
+    assert snapshot(project.root, skip_state=True, dirs=False) == before
+    assert not (project.work / "pkg/other.py").exists()
+    _, out, err = project.cli("status", expect=1)
+    assert "a rebase is stopped at drop-other.patch" in out + err, out + err
+    # The way the message gives: the file back, emptied as the image needs it.
+    git(project.work, "checkout", "--", "pkg/other.py")
+    (project.work / "pkg/other.py").write_bytes(b"")
+    project.cli("rebase", "--continue")
+    assert project.series() == ["fix-mod.patch", "drop-other.patch"]
+    assert (project.root / "overlays/up/pkg/other.py").read_bytes() == b""
+    assert (project.root / "overlays/up/pkg/mod.py").read_bytes() == b"m = 2\n"
+    project.cli("overlays", "--check")
+
+
+def test_a_patch_changing_a_file_upstream_deleted_says_who_did_what(project):
+    """The other side of modify/delete: the stop names the upstream revision that deleted the
+    file and the patch that changed it, and the ways on (`rm` drops the change)."""
+    project.fix("fix-two", {"pkg/mod.py": b"m = 2\n", "pkg/other.py": b"x = 5\ny = 2\nz = 3\n"})
+    project.up.commit({"pkg/other.py": None}, tag="v2")
+    _, _, err = project.cli("rebase", "--to", "up=v2", expect=3)
+    assert "CONFLICT (modify/delete): pkg/other.py deleted upstream in v2 and modified in " \
+        "fix-two.patch (pkg/other.py is gone upstream, not renamed; the worktree has no copy)" \
+        in err, err
+    assert "`patchforge rm PATH`" in err and "--skip" in err, err
+    project.cli("rm", "pkg/other.py")
+    project.cli("rebase", "--continue")
+    assert b"other.py" not in project.patch("fix-two")
+
+
+def test_bring_back_of_a_deletion_upstream_changed_says_so_and_refuses_what_overlays_cannot(
+        project):
+    """A bring-back stops the same way, and where overlays are made its --continue refuses a
+    resolution that deletes the file (the series would then fail `overlays`)."""
+    project.fix("fix-mod", {"pkg/mod.py": b"m = 2\n"})
+    project.cli("overlays")
+    project.deleting_patch()
+    project.up.commit({"pkg/other.py": OTHER_V2}, tag="v2")
+    project.cli("rebase", "--to", "up=v2", expect=3)
+    project.cli("rebase", "--skip")
+    _, _, err = project.cli("bring-back", "drop-other", expect=3)
+    assert "CONFLICT (modify/delete): pkg/other.py deleted in drop-other.patch and modified " \
+        "upstream in v2" in err, err
+    assert "the deletion cannot be kept" in err and "bring-back --abort" in err, err
+    (project.work / "pkg/other.py").unlink()
+    _, _, err = project.cli("bring-back", "--continue", expect=2)
+    assert "pkg/other.py removed in" in err and "cannot delete a file in the image" in err, err
+    assert b"deleted file mode" in project.patch("drop-other", "skipped")
+    assert project.series() == ["fix-mod.patch"]
+    git(project.work, "checkout", "--", "pkg/other.py")
+    (project.work / "pkg/other.py").write_bytes(b"")
+    project.cli("bring-back", "--continue")
+    assert project.series() == ["fix-mod.patch", "drop-other.patch"]
+    project.cli("overlays")
+
+
+def test_refresh_says_at_once_when_the_series_cannot_carry_a_deletion(project):
+    """refresh of an edit whose file was removed wrote a patch deleting it (as git and quilt
+    do), which only `overlays` refused, later. Where overlays are made, refresh refuses it
+    (exit 2, the edit open, nothing written), saying why and how to put it back; where none
+    are made yet, it writes the deletion and warns that `overlays` will refuse it."""
+    project.fix("fix-mod", {"pkg/mod.py": b"m = 2\n"})
+    # No overlays yet: written, with a warning (and in --json).
+    project.cli("edit", "fix-mod")
+    project.cli("add", "pkg/other.py")
+    (project.work / "pkg/other.py").unlink()
+    result = run_cli(project.root, "refresh", "--json")
+    assert result.rc == 0 and json.loads(result.out)["removes_upstream_files"] == \
+        ["pkg/other.py"], result.out + result.err
+    assert b"deleted file mode" in project.patch("fix-mod")
+    project.cli("edit", "fix-mod")
+    git(project.work, "checkout", "--", "pkg/other.py")
+    _, _, err = project.cli("refresh")
+    assert "deletes" not in err, err
+    project.cli("overlays")
+    # Overlays made: refused, the edit still open, the patch as it was.
+    project.cli("edit", "fix-mod")
+    project.cli("add", "pkg/other.py")
+    (project.work / "pkg/other.py").unlink()
+    kept = project.patch("fix-mod")
+    _, _, err = project.cli("refresh", expect=2)
+    assert f"pkg/other.py removed in {project.work}: up/fix-mod.patch would delete it from " \
+        "the upstream's files, and this project writes overlays, which cannot delete a file " \
+        "in the image" in err, err
+    assert "git checkout -- PATH" in err, err
+    assert project.patch("fix-mod") == kept and (project.work / "pkg/mod.py").exists()
+    git(project.work, "checkout", "--", "pkg/other.py")
+    (project.work / "pkg/other.py").write_bytes(b"")
+    project.cli("refresh")
+    project.cli("overlays")
+    assert (project.root / "overlays/up/pkg/other.py").read_bytes() == b""
+
+
+def test_refresh_of_a_deletion_a_later_patch_makes_again_is_no_refusal(project):
+    """The series' end state is what the overlays hold: a file one patch deletes and a later
+    one creates again is a file in the overlay, and refresh lets the deletion through."""
+    project.cli("new", "drop", "--file", "pkg/other.py")
+    (project.work / "pkg/other.py").unlink()
+    _, _, err = project.cli("refresh")
+    assert "warning: drop.patch now deletes pkg/other.py, a file of the upstream: `patchforge " \
+        "overlays` refuses a series that deletes a file" in err, err
+    project.cli("new", "again")
+    project.cli("add", "pkg/other.py")
+    (project.work / "pkg/other.py").write_bytes(b"made again\n")
+    project.cli("refresh")
+    project.cli("overlays")
+    project.cli("edit", "drop")
+    assert not (project.work / "pkg/other.py").exists()
+    _, _, err = project.cli("refresh")
+    assert "deletes" not in err, err
+    assert (project.root / "overlays/up/pkg/other.py").read_bytes() == b"made again\n"
