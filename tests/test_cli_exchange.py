@@ -103,6 +103,98 @@ def test_import_overlay_made_from_the_upstream_file_never_undoes_the_series(proj
     assert tree_bytes(root / "series") == before
 
 
+def _upstream_moved_on(tmp_path: Path, root: Path) -> tuple[bytes, bytes, str, str]:
+    """The upstream changes line5 of a.py (v2) and the project is pinned there; returns a.py at
+    v1 and at v2, and both commits."""
+    up = tmp_path / "up-upstream"
+    v1 = git(up, "rev-parse", "HEAD").strip()
+    git(up, "tag", "v1")
+    old = UPSTREAM_FILES["a.py"]
+    pinned = old.replace(b"line5\n", b"line5 upstream fixed this\n")
+    (up / "a.py").write_bytes(pinned)
+    git(up, "commit", "-qam", "line five fixed upstream")
+    git(up, "tag", "v2")
+    v2 = git(up, "rev-parse", "HEAD").strip()
+    ok(root, "upstream", "pin", "up", "--at", "v2")
+    return old, pinned, v1, v2
+
+
+def test_import_overlay_made_on_an_older_upstream_never_takes_its_change_back(project,
+                                                                              tmp_path):
+    """An overlay made on v1's a.py with a fix in it, imported into a project pinned at v2: its
+    diff from v2's file also took back upstream's change of line5 between the two, without a
+    word. The import says so, naming the line and the version it looks made on, nothing
+    written; `--made-on v1` carries its own change onto v2's file; `--made-on` the pin
+    imports it as it is (taking the line back is the fix)."""
+    root = project
+    old, pinned, v1, v2 = _upstream_moved_on(tmp_path, root)
+    overlay = tmp_path / "a.py"
+    overlay.write_bytes(old.replace(b"line12\n", b"line12 our fix\n"))
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix")
+    assert run.rc == 2, run.text
+    assert f"{overlay} looks made on an earlier a.py than v2's: the file as it was before up " \
+        f"commit {v2[:12]} (line five fixed upstream) differs less from it" in run.err, run.err
+    assert "the pinned file's line 5: 'line5 upstream fixed this'" in run.err, run.err
+    assert f"`--made-on {v1}` carries its change onto v2's file" in run.err, run.err
+    assert f"`--made-on {v2}`" in run.err, run.err
+    assert tree_bytes(root / "series") == before
+    run = ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix",
+             "--made-on", "v1")
+    assert "was made on a.py as v1 has it: its change is carried onto v2's file" in run.err
+    patch = (root / "series/up/fix.patch").read_bytes()
+    assert b"+line12 our fix\n" in patch and b"line5" not in patch, patch.decode()
+    assert overlay_tree(root) == {"a.py": pinned.replace(b"line12\n", b"line12 our fix\n")}
+    # Made on the pin, by the user's word: imported as it is, line5 taken back.
+    ok(root, "delete", "fix")
+    ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "revert",
+       "--made-on", v2)
+    assert b"-line5 upstream fixed this\n+line5\n" in (root / "series/up/revert.patch").read_bytes()
+
+
+def test_import_overlay_made_on_an_older_upstream_whose_change_meets_upstreams_is_refused(
+        project, tmp_path):
+    """`--made-on` where the overlay's own change is on the lines upstream changed since: no
+    one file to carry it onto; refused, naming the pinned side, nothing written. An overlay
+    made on the pinned file itself (a hand edit) is imported without a word about versions."""
+    root = project
+    old, pinned, v1, v2 = _upstream_moved_on(tmp_path, root)
+    overlay = tmp_path / "a.py"
+    overlay.write_bytes(old.replace(b"line5\n", b"line5 our own fix\n"))
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix",
+                  "--made-on", "v1")
+    assert run.rc == 2 and "meets the upstream's change between v1 and v2 (v2's: " \
+        "line5 upstream fixed this)" in run.err, run.err
+    assert tree_bytes(root / "series") == before
+    edited = tmp_path / "edited.py"
+    edited.write_bytes(pinned.replace(b"line12\n", b"line12 our fix\n"))
+    run = ok(root, "import", "overlay", str(edited), "--path", "a.py", "--name", "fix")
+    assert "made on" not in run.err, run.err
+
+
+def test_import_overlay_that_also_changed_lines_upstream_changed_is_imported_with_a_note(
+        project, tmp_path):
+    """An overlay that takes back one of the upstream's changes and changes the lines of
+    another (a fix there, or made after it): which version it was made on cannot be told, so
+    it is imported, with a note naming the line taken back and the way to import it made on
+    the earlier version."""
+    root = project
+    up = tmp_path / "up-upstream"
+    old = UPSTREAM_FILES["a.py"]
+    (up / "a.py").write_bytes(old.replace(b"line5\n", b"line5 upstream\n")
+                              .replace(b"line12\n", b"line12 upstream\n"))
+    git(up, "commit", "-qam", "two upstream changes")
+    parent = git(up, "rev-parse", "HEAD^").strip()
+    ok(root, "upstream", "pin", "up", "--at", "main")
+    overlay = tmp_path / "a.py"
+    overlay.write_bytes(old.replace(b"line5\n", b"line5 upstream and ours\n"))
+    run = ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix")
+    assert "takes back the upstream's change of up commit" in run.err and \
+        "(two upstream changes) at the pinned file's line 12: 'line12 upstream'" in run.err \
+        and f"--made-on {parent}" in run.err, run.err
+
+
 def test_import_overlay_never_makes_a_file_of_a_directory(project, tmp_path):
     """`import overlay --path pkg --create`, pkg a directory of the upstream (or `a.py/x`, under
     a file): the patch written created a file there, which every overlay then refused. Refused

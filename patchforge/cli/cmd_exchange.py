@@ -55,8 +55,12 @@ def _report(names, upstream, project: Project):
 @click.option("--profiles", help="Profiles the patch is for (default: all).")
 @click.option("--create", is_flag=True,
               help="The path does not exist upstream: the overlay is a new file.")
+@click.option("--made-on", "made_on", metavar="SPEC",
+              help="The upstream version the overlay was made on (a commit, tag or version): "
+                   "its change against that file is carried onto the pinned one.")
 @click.pass_obj
-def import_overlay(app, file, upstream, upstream_path, name, description, profiles, create):
+def import_overlay(app, file, upstream, upstream_path, name, description, profiles, create,
+                   made_on):
     """A full-file overlay becomes a patch against the locked base."""
     from patchforge.ops.exchange import import_overlay as do_import
     from patchforge.pins import open_store
@@ -66,7 +70,7 @@ def import_overlay(app, file, upstream, upstream_path, name, description, profil
     with open_store(project, bring_pins=[upstream]) as store:
         created, note = do_import(project, store, file, upstream=upstream, path=upstream_path,
                                   name=name, description=description, profiles=profiles,
-                                  create=create)
+                                  create=create, made_on=made_on)
     _report([created], upstream, project)
     if note:
         click.echo(f"note: {note}", err=True)

@@ -222,7 +222,8 @@ def _refuse_taken(file_name: str, taken: set[str], source: str, line: int | None
 
 def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, upstream: str,
                    path: str, name: str, description: str | None = None,
-                   profiles: str | None = None, create: bool = False) -> tuple[str, str | None]:
+                   profiles: str | None = None, create: bool = False,
+                   made_on: str | None = None) -> tuple[str, str | None]:
     """A full-file overlay becomes a patch: the diff from the file as the series leaves it at the
     locked revision (the upstream base file when no patch touches it) to the overlay's bytes.
     Returns the patch file's name and a note when the overlay was taken onto the series'
@@ -244,7 +245,15 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     that would undo a fix, and is refused naming the lines. With `profiles` the series' file is
     the one those profiles' overlays hold (a profile's overlay lacks the other profiles'
     fixes), and an overlay of theirs moved aside during a rebase (`overlay.keep_moved_aside`)
-    has its change taken from the file it was made from onto the rebased one."""
+    has its change taken from the file it was made from onto the rebased one.
+
+    An overlay made on another version of the upstream (the file of an older release with a
+    fix in it) differs from the pinned file also where the upstream changed between the two:
+    imported as it is, the patch would take those changes back. `made_on` (a SPEC) names the
+    version it was made on: its change against that file is carried onto the pinned one
+    (git's 3-way merge). Without it, an overlay nearer to an earlier version of the file in
+    the upstream's history than to the pinned one, that holds upstream's later changes as
+    they were before them, is refused naming those lines (`_refuse_made_on_earlier`)."""
     project.config.upstream(upstream)
     pin = project.lock.pin(upstream)
     validate_path(path, source=str(overlay))
@@ -289,6 +298,13 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
                      "it again)")
         new = merged
     base = store.read_blob(pin.commit, path) if path in state.current else old
+    if made_on is not None and old is not None:
+        new = _carried_from(project, store, upstream, pin, path, made_on, old, new, overlay,
+                            notes)
+    elif moved is None and base is not None and old is not None and new != old and \
+            not _under(Path(overlay), project.overlays_dir):
+        # (An overlay file patchforge wrote, edited in place, was made on the pin.)
+        _refuse_made_on_earlier(store, pin, upstream, path, base, new, overlay, notes)
     if base is not None and old is not None and old != base:
         earlier = ", ".join(touching)
         met = _SeriesChangesMet(base, old, new)
@@ -342,6 +358,114 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
 
         forget_before_rebase(project, moved[0])
     return file_name, "; ".join(notes) or None
+
+
+# How many earlier versions of a file an import looks at for the one an overlay was made on.
+EARLIER_VERSIONS = 20
+
+
+def _carried_from(project: Project, store: UpstreamStore, upstream: str, pin, path: str,
+                  made_on: str, old: bytes, new: bytes, overlay: Path, notes: list) -> bytes:
+    """`new`, an overlay made on the file of SPEC `made_on`, with its change against that file
+    carried onto `old` (the series' file at the pin): git's 3-way merge, that file as the base.
+    A change that meets the upstream's between the two versions is refused (UsageError)."""
+    from patchforge.pins import pin_for_spec
+
+    made = pin_for_spec(project, store, project.config.upstream(upstream), made_on)
+    if made.commit == pin.commit:
+        return new  # made on the pin: its difference from the file is its change
+    start = store.read_blob(made.commit, path)
+    if start is None:
+        raise UsageError(f"--made-on {made_on}: {path} does not exist in {upstream} at "
+                         f"{made.label}", hint="name the version whose file the overlay was "
+                                               "made from")
+    clean, merged = merge_file(start, old, new, labels=(made.label, pin.label, "overlay"))
+    if not clean:
+        pinned = f"{pin.label}'s"
+        raise UsageError(
+            f"{overlay}: its change to {path} as {made.label} has it meets the upstream's "
+            f"change between {made.label} and {pin.label}"
+            f"{_series_side(merged, pinned)}; nothing was "
+            "written", hint=f"make the change on {pin.label}'s file (`patchforge new NAME "
+                            f"--file {path}`), with the upstream's change kept")
+    notes.append(f"{overlay} was made on {path} as {made.label} has it: its change is carried "
+                 f"onto {pin.label}'s file, the upstream's changes in between kept")
+    return merged
+
+
+def _under(path: Path, directory: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(directory.resolve())
+    except OSError:
+        return False
+
+
+def _refuse_made_on_earlier(store: UpstreamStore, pin, upstream: str, path: str, base: bytes,
+                            new: bytes, overlay: Path, notes: list) -> None:
+    """UsageError, nothing written, when the overlay `new` looks made on an earlier version of
+    `path` than the pin's `base`: the version among the last EARLIER_VERSIONS of the file in
+    the upstream's history that differs least from it differs less than `base` does, and
+    of the upstream's changes since that version the overlay holds some as they were before
+    them (and none as they are at the pin). Imported against `base`, its patch would take
+    those changes back. An upstream without history in the store (a wheel) is not looked at.
+
+    Where the overlay also changed lines the upstream changed since (neither as before nor as
+    pinned: a fix on those lines, or a resolution of the series made after the upstream's
+    change), the two cannot be told apart: a note names the lines, and the import goes on."""
+    from collections import Counter
+
+    from patchforge.errors import StoreError
+
+    try:
+        versions = store.earlier_versions(pin.commit, path, EARLIER_VERSIONS)
+        if not versions:
+            return
+        store.prefetch([(parent, [path]) for _, parent, _ in versions])
+        contents = [(commit, parent, subject, store.read_blob(parent, path))
+                    for commit, parent, subject in versions]
+    except StoreError:
+        return  # offline without those files, or no history: nothing to compare with
+    wanted = Counter(new.splitlines(keepends=True))
+
+    def distance(data: bytes) -> int:
+        have = Counter(data.splitlines(keepends=True))
+        return sum(((have - wanted) + (wanted - have)).values())
+
+    nearest, nearest_distance = None, distance(base)
+    seen = {base}
+    for commit, parent, subject, data in contents:
+        if data is None or data in seen:
+            continue
+        seen.add(data)
+        if (found := distance(data)) < nearest_distance:
+            nearest, nearest_distance = (commit, parent, subject, data), found
+    if nearest is None:
+        return
+    commit, parent, subject, earlier = nearest
+    as_before, as_pinned, neither = _rebase_changes_kept(earlier, base, new)
+    if not as_before or as_pinned:
+        return
+    lines = base.splitlines(keepends=True)
+    shown = "; ".join(f"{no}: {lines[no - 1].decode('utf-8', 'replace').rstrip()!r}"
+                      if no <= len(lines) else str(no) for no in as_before[:3]) \
+        + ("; ..." if len(as_before) > 3 else "")
+    which = "line" if len(as_before) == 1 else "lines"
+    if neither:
+        notes.append(
+            f"{overlay} takes back the upstream's change of {upstream} commit {commit[:12]} "
+            f"({subject}) at the pinned file's {which} {shown}: if it was made on {path} as "
+            f"it was before that commit, `patchforge delete` this patch and import it again "
+            f"with `--made-on {parent}`")
+        return
+    raise UsageError(
+        f"{overlay} looks made on an earlier {path} than {pin.label}'s: the file as it was "
+        f"before {upstream} commit {commit[:12]} ({subject}) differs less from it, and it holds "
+        f"the upstream's changes since then as they were before them, so imported against "
+        f"{pin.label} the patch would take them back (the pinned file's {which} {shown}); "
+        "nothing was written",
+        hint=f"made on that version: `--made-on {parent}` carries its change onto "
+             f"{pin.label}'s file; if taking those lines back is part of the fix: "
+             f"`--made-on {pin.commit}`")
 
 
 def _series_file(project: Project, store: UpstreamStore, upstream: str, path: str,
@@ -530,9 +654,9 @@ class _SeriesChangesMet:
                 + f" from {path}: imported as added lines, those stay removed")
 
 
-def _series_side(merged: bytes) -> str:
-    """` (the series' lines: ...)`: the series' side of the first conflicts in a merge made
-    with the labels ("upstream", "series", "overlay"), to name them; "" when it has none."""
+def _series_side(merged: bytes, whose: str = "the series'") -> str:
+    """` (the series': ...)`: the series' side (`whose`) of the first conflicts in a merge
+    whose second side it is, to name them; "" when it has none."""
     lines, inside = [], False
     for line in merged.splitlines():
         if line.startswith(b"<<<<<<< "):
@@ -543,7 +667,7 @@ def _series_side(merged: bytes) -> str:
             lines.append(_said(line))
     if not lines:
         return ""
-    return (" (the series': " + " / ".join(lines[:3]) + (" / ..." if len(lines) > 3 else "")
+    return (f" ({whose}: " + " / ".join(lines[:3]) + (" / ..." if len(lines) > 3 else "")
             + ")")
 
 

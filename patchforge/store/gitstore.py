@@ -1220,6 +1220,20 @@ class UpstreamStore:
                 found.append((ids[0], ids[1:], message))
         return found
 
+    def earlier_versions(self, rev: str, path: str, limit: int) -> list[tuple[str, str, str]]:
+        """The last `limit` commits up to `rev` that change `path` (first parents: the line of
+        versions a release followed), newest first, each as (commit, its first parent, its
+        subject): the file at the parent is the version that commit changed. [] without
+        history (an imported wheel or directory is a root commit). Reads no file content."""
+        out = self._run("log", "--first-parent", f"-n{limit}", "--format=%H%x00%P%x00%s",
+                        rev, "--", path, what="reading upstream history").stdout
+        found = []
+        for line in out.decode("utf-8", "replace").splitlines():
+            commit, parents, subject = (line.split("\0") + ["", ""])[:3]
+            if parents.split():
+                found.append((commit, parents.split()[0], subject))
+        return found
+
     def added_files(self, commit: str) -> list[str]:
         """The files `commit` adds against its first parent (no rename detection), sorted."""
         out = self._run("diff-tree", "-r", "-z", "--no-renames", "--name-only",
