@@ -790,8 +790,9 @@ def modify_delete_ways(project: Project, paths: list[str], go_on: str, skip: str
     if project.overlays_dir.exists():
         return (keep + f"; the deletion cannot be kept, since this project's overlays cannot "
                 f"delete a file in the image; or {skip}")
-    return (keep + f"; to keep the deletion, remove {listed} from the worktree, then "
-            f"`{go_on}` (`patchforge overlays` would refuse the series); or {skip}")
+    return (keep + f"; to keep the deletion, `patchforge rm {' '.join(paths)}` (or remove it "
+            f"from the worktree), then `{go_on}` (`patchforge overlays` would refuse the "
+            f"series); or {skip}")
 
 
 def refuse_gone_files_left_out(store: UpstreamStore, base: str, kind: str | None,

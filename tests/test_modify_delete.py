@@ -84,12 +84,16 @@ def test_a_patch_deleting_a_file_upstream_changed_says_who_did_what(project):
     assert "CONFLICT (modify/delete): pkg/other.py deleted in drop-other.patch and modified " \
         "upstream in v2 (v2's file is left in the worktree, with no markers)" in err, err
     assert "keeps the upstream's file and drops the patch's deletion" in err, err
-    assert "to keep the deletion, remove pkg/other.py from the worktree" in err, err
+    assert "to keep the deletion, `patchforge rm pkg/other.py`" in err, err
     assert "rebase --skip" in err, err
     assert (project.work / "pkg/other.py").read_bytes() == OTHER_V2
     _, out, err = project.cli("status", expect=1)
     assert "CONFLICT (modify/delete)" in out + err, out + err
-    (project.work / "pkg/other.py").unlink()  # as `git rm` keeps the deletion
+    _, _, err = project.cli("rm", "pkg/mod.py", expect=2)
+    assert "the files it deletes that upstream changed: pkg/other.py" in err, err
+    _, out, _ = project.cli("rm", "pkg/other.py")  # as `git rm` keeps the deletion
+    assert "pkg/other.py removed from the worktree: the patch keeps its deletion" in out, out
+    assert not (project.work / "pkg/other.py").exists()
     project.cli("rebase", "--continue")
     moved = project.patch("drop-other")
     assert b"deleted file mode" in moved and b"-y = 20\n" in moved, moved.decode()
@@ -123,8 +127,12 @@ def test_a_deletion_the_overlays_cannot_carry_is_refused_at_continue_not_at_the_
     assert "CONFLICT (modify/delete): pkg/other.py deleted in drop-other.patch" in err, err
     assert "the deletion cannot be kept, since this project's overlays cannot delete a file " \
         "in the image" in err, err
-    assert "remove pkg/other.py" not in err, err
-    (project.work / "pkg/other.py").unlink()
+    assert "patchforge rm pkg/other.py" not in err, err
+    _, _, err = project.cli("rm", "pkg/other.py", expect=2)
+    assert "keeping drop-other.patch's deletion would make the series delete a file the " \
+        "upstream has, and this project writes overlays" in err, err
+    assert (project.work / "pkg/other.py").read_bytes() == OTHER_V2
+    (project.work / "pkg/other.py").unlink()  # by hand, all the same
     before = snapshot(project.root, skip_state=True, dirs=False)
     _, _, err = project.cli("rebase", "--continue", expect=2)
     assert f"pkg/other.py removed in {project.work}: up/drop-other.patch would delete " \
@@ -175,6 +183,8 @@ def test_bring_back_of_a_deletion_upstream_changed_says_so_and_refuses_what_over
     assert "CONFLICT (modify/delete): pkg/other.py deleted in drop-other.patch and modified " \
         "upstream in v2" in err, err
     assert "the deletion cannot be kept" in err and "bring-back --abort" in err, err
+    _, _, err = project.cli("rm", "pkg/other.py", expect=2)
+    assert "keeping drop-other.patch's deletion would make the series delete" in err, err
     (project.work / "pkg/other.py").unlink()
     _, _, err = project.cli("bring-back", "--continue", expect=2)
     assert "pkg/other.py removed in" in err and "cannot delete a file in the image" in err, err

@@ -31,7 +31,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "new": ("patchforge.cli.cmd_series", "new", "Start a new, empty patch."),
     "edit": ("patchforge.cli.cmd_series", "edit", "Open a worktree with the series applied through NAME."),
     "add": ("patchforge.cli.cmd_series", "add", "Bring upstream files into the open worktree."),
-    "rm": ("patchforge.cli.cmd_series", "rm", "At a stop on a file gone upstream, drop the patch's change to it."),
+    "rm": ("patchforge.cli.cmd_series", "rm", "At a modify/delete stop, the file ends deleted (as `git rm` resolves it)."),
     "refresh": ("patchforge.cli.cmd_series", "refresh", "Write the worktree's change back into the patch."),
     "delete": ("patchforge.cli.cmd_series", "delete", "Remove a patch from the series (kept aside)."),
     "rename": ("patchforge.cli.cmd_series", "rename", "Rename a patch."),

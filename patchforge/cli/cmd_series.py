@@ -251,21 +251,28 @@ def _warn_new_files(work, paths, near=lambda path: "", opened=None) -> None:
 @click.option("--upstream", help="Whose worktree (needed when several are open).")
 @click.pass_obj
 def rm(app, paths, upstream):
-    """At a stop on a file gone upstream, drop the patch's change to it.
+    """At a modify/delete stop, the file ends deleted (as `git rm` resolves it).
 
-    As `git rm` resolves a conflict on a file the other side deleted: PATHS (files of the
-    stopped patch that the new upstream no longer has, as the stop names them) leave the
-    patch, with any copy re-created in the worktree, and `patchforge rebase --continue` (or
-    `bring-back --continue`) writes the patch with its other files' changes. To keep the
-    fix's change to such a file instead, re-create it in the worktree and `patchforge add` it."""
+    PATHS gone upstream (files of the stopped patch that the new upstream no longer has, as
+    the stop names them) leave the patch, with any copy re-created in the worktree, and
+    `patchforge rebase --continue` (or `bring-back --continue`) writes the patch with its
+    other files' changes. To keep the fix's change to such a file instead, re-create it in the
+    worktree and `patchforge add` it. PATHS the patch deletes and the upstream changed are
+    removed from the worktree, so that the patch keeps its deletion (refused where the project
+    makes overlays, which cannot delete a file in the image)."""
     from patchforge.ops.series import drop_gone_files
     from patchforge.pins import open_store
 
     project = app.project()
     with open_store(project, bring_pins=True) as store:
         opened, dropped = drop_gone_files(project, store, paths, upstream=upstream)
+    removed = [p for p in dropped if p in opened.deleted]
+    dropped = [p for p in dropped if p not in opened.deleted]
     left = [p for p in opened.gone if p not in dropped]
-    click.echo(f"{opened.upstream}/{opened.patch}: {', '.join(dropped)} dropped from the patch; "
+    said = ([f"{', '.join(dropped)} dropped from the patch"] if dropped else []) + \
+        ([f"{', '.join(removed)} removed from the worktree: the patch keeps its deletion"]
+         if removed else [])
+    click.echo(f"{opened.upstream}/{opened.patch}: {'; '.join(said)}; "
                + (f"still gone upstream: {', '.join(left)} (re-create and `patchforge add`, or "
                   "`patchforge rm`); then " if left else "")
                + f"`{opened.go_on}` writes it with its other files")

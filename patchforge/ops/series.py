@@ -136,6 +136,17 @@ class OpenWork:
     go_on: str
     base: str
     gone: tuple[str, ...] = ()
+    # At a conflict stop: the files the patch deletes that the target still has (changed:
+    # git's modify/delete), which the worktree holds as the target has them.
+    deleted: tuple[str, ...] = ()
+
+
+def _deleted_by(patch, files) -> tuple[str, ...]:
+    """The files of `files` that `patch` (a PatchFile, or None) deletes."""
+    if patch is None:
+        return ()
+    return tuple(fp.old_path for fp in patch.file_patches
+                 if fp.is_delete and fp.old_path in files)
 
 
 def open_work(project: Project, upstream: str) -> OpenWork | None:
@@ -145,39 +156,56 @@ def open_work(project: Project, upstream: str) -> OpenWork | None:
     journal = Journal(project.state_dir)
     stop = journal.load().stopped if journal.exists() else None
     if stop is not None and stop.upstream == upstream:
+        from patchforge.worktree import series_patch
+
         return OpenWork(upstream, stop.name, "patchforge rebase --continue", stop.base,
-                        tuple(stop.files) if stop.kind == "obsolete" else ())
+                        tuple(stop.files) if stop.kind == "obsolete" else (),
+                        _deleted_by(series_patch(project, upstream, stop.name), stop.files)
+                        if stop.kind == "conflict" else ())
     state = editing(project, upstream)
     if state is None:
         return None
     if state.get("bring_back"):
         gone = tuple(state.get("conflicts") or ()) if state.get("kind") == "obsolete" else ()
+        deleted: tuple[str, ...] = ()
+        fix = project.root / str(state["bring_back"])
+        if state.get("kind") == "conflict" and fix.is_file():
+            deleted = _deleted_by(parse_patch_file(fix.read_bytes(), str(fix)),
+                                  state.get("conflicts") or ())
         return OpenWork(upstream, state["patch"], "patchforge bring-back --continue",
-                        state["base"], gone)
+                        state["base"], gone, deleted)
     return OpenWork(upstream, state["patch"], "patchforge refresh", state["base"])
 
 
 def drop_gone_files(project: Project, store: UpstreamStore, paths, *,
                     upstream: str | None = None) -> tuple[OpenWork, list[str]]:
-    """`patchforge rm PATH...` at a stop on files gone upstream (a rebase's or a bring-back's):
-    the patch's change to each PATH, one of those files, is dropped, as `git rm` resolves a
-    conflict on a file the other side deleted; the rest of the fix goes on with `--continue`.
-    A copy of PATH re-created in the worktree goes (it is no longer part of the patch).
-    Returns what the worktree is open for and the paths dropped."""
-    from patchforge.rebase.journal import Journal
-    from patchforge.worktree import Worktree, _worktree_relative
+    """`patchforge rm PATH...` at a stop on files one side deleted and the other changed (a
+    rebase's or a bring-back's), as `git rm` resolves git's modify/delete: the file ends
+    deleted. A file gone upstream: the patch's change to it is dropped, and a copy re-created
+    in the worktree goes (it is no longer part of the patch). A file the patch deletes and
+    the upstream changed: it is removed from the worktree, and the patch keeps its deletion
+    (refused where the project makes overlays, which cannot delete a file in the image). The
+    rest of the fix goes on with `--continue`. Returns what the worktree is open for and the
+    paths taken."""
+    from patchforge.worktree import _worktree_relative
 
     candidates = [u for u in project.upstream_names() if upstream in (None, u)]
-    stops = [w for u in candidates if (w := open_work(project, u)) is not None and w.gone]
+    stops = [w for u in candidates
+             if (w := open_work(project, u)) is not None and (w.gone or w.deleted)]
     if not stops:
         opened = [w for u in candidates if (w := open_work(project, u)) is not None]
         why = (f"{opened[0].upstream}'s worktree is open for {opened[0].patch}, at no stop on "
                "a file gone upstream" if opened else "no worktree is open")
+        at_stop = opened and opened[0].go_on != "patchforge refresh"
         raise UsageError(f"`patchforge rm` drops a file gone upstream from a stopped rebase's "
                          f"or bring-back's patch: {why}",
-                         hint="to take a file out of a patch being edited, put it back as it is "
-                              "in the worktree's base (`git checkout -- PATH` there), then "
-                              "`patchforge refresh`")
+                         hint=(f"a file of the patch that is there stays part of it: put it back "
+                               f"as at the stop's base (`git checkout -- PATH` in the worktree) "
+                               f"to drop the patch's change to it, then `{opened[0].go_on}`"
+                               if at_stop else
+                               "to take a file out of a patch being edited, put it back as it "
+                               "is in the worktree's base (`git checkout -- PATH` there), then "
+                               "`patchforge refresh`"))
     if len(stops) > 1:
         raise UsageError("stops on files gone upstream in several series: "
                          + ", ".join(w.upstream for w in stops), hint="say which with --upstream")
@@ -185,47 +213,75 @@ def drop_gone_files(project: Project, store: UpstreamStore, paths, *,
     rels = [_worktree_relative(work_path, p) for p in paths]
     with RepoLock(project.state_dir, wait=10):
         now = open_work(project, stops[0].upstream)
-        if now is None or now.gone != stops[0].gone:
+        if now is None or now.gone != stops[0].gone or now.deleted != stops[0].deleted:
             raise UsageError("the stop changed while `patchforge rm` ran; nothing was dropped",
                              hint="run it again")
-        other = [p for p in rels if p not in now.gone]
+        other = [p for p in rels if p not in now.gone and p not in now.deleted]
         if other:
             raise UsageError(
                 f"{', '.join(other)} is not a file gone upstream at this stop of {now.patch} "
-                f"(those are: {', '.join(now.gone)}); nothing was dropped",
+                f"(those are: {', '.join(now.gone) or 'none'}"
+                + (f"; the files it deletes that upstream changed: {', '.join(now.deleted)}"
+                   if now.deleted else "") + "); nothing was dropped",
                 hint="`patchforge rm` drops only those; a file of the patch that is there "
                      "stays part of it (put it back as at the base to drop its change)")
-        entries = store.entries(now.base, rels)
-        there = [p for p in rels if entries.get(p) is not None]
-        if there:  # never: the stop names files its base lacks; a damaged state is refused
-            raise UsageError(f"{', '.join(there)} is there at the stop's base; nothing was "
-                             "dropped")
-        work = Worktree(work_path)
-        for rel in rels:
+        deleting = [p for p in rels if p in now.deleted]
+        if deleting and project.overlays_dir.exists():
+            listed = ", ".join(deleting)
+            raise UsageError(
+                f"{listed}: keeping {now.patch}'s deletion would make the series delete a file "
+                "the upstream has, and this project writes overlays, which cannot delete a file "
+                "in the image; nothing was removed",
+                hint=f"`{now.go_on}` with {listed} as the worktree has it keeps the upstream's "
+                     "file (change it as the image needs first); or set the fix aside (`--skip`, "
+                     "or `--abort` of a bring-back)")
+        for rel in deleting:
             target = work_path / rel
             if target.is_file() or target.is_symlink():
-                target.unlink()
-        if work.exists():
-            # An `add` of the re-created file tracked it (intent to add): it goes with it.
-            work._git("rm", "--cached", "-q", "--ignore-unmatch", "--", *rels)
-            record = work._read_record()
-            work._record(record["base"], sorted(set(record["files"]) - set(rels)))
-        left = [p for p in now.gone if p not in rels]
-        note = f"; {', '.join(rels)} dropped from the patch (`patchforge rm`)"
-        journal = Journal(project.state_dir)
-        if now.go_on == "patchforge rebase --continue":
-            run = journal.load()
-            assert run.stopped is not None
-            run.stopped.files[:] = left
-            run.stopped.message += note
-            journal.save()
-        else:
-            state = editing(project, now.upstream)
-            assert state is not None
-            state = {**state, "conflicts": left, "message": str(state.get("message") or "") + note}
-            atomic_write(state_file(project, now.upstream),
-                         (json.dumps(state, indent=2) + "\n").encode())
+                target.unlink()  # tracked at the stop's base: --continue reads a deletion
+        dropping = [p for p in rels if p in now.gone]
+        if dropping:
+            _drop_gone(project, store, now, dropping, work_path)
     return now, rels
+
+
+def _drop_gone(project: Project, store: UpstreamStore, now: OpenWork, rels: list[str],
+               work_path: Path) -> None:
+    """The patch's change to `rels`, files gone upstream at the stop `now`, dropped: a copy
+    re-created in the worktree goes, and the stop no longer names them."""
+    from patchforge.rebase.journal import Journal
+    from patchforge.worktree import Worktree
+
+    entries = store.entries(now.base, rels)
+    there = [p for p in rels if entries.get(p) is not None]
+    if there:  # never: the stop names files its base lacks; a damaged state is refused
+        raise UsageError(f"{', '.join(there)} is there at the stop's base; nothing was "
+                         "dropped")
+    work = Worktree(work_path)
+    for rel in rels:
+        target = work_path / rel
+        if target.is_file() or target.is_symlink():
+            target.unlink()
+    if work.exists():
+        # An `add` of the re-created file tracked it (intent to add): it goes with it.
+        work._git("rm", "--cached", "-q", "--ignore-unmatch", "--", *rels)
+        record = work._read_record()
+        work._record(record["base"], sorted(set(record["files"]) - set(rels)))
+    left = [p for p in now.gone if p not in rels]
+    note = f"; {', '.join(rels)} dropped from the patch (`patchforge rm`)"
+    journal = Journal(project.state_dir)
+    if now.go_on == "patchforge rebase --continue":
+        run = journal.load()
+        assert run.stopped is not None
+        run.stopped.files[:] = left
+        run.stopped.message += note
+        journal.save()
+    else:
+        state = editing(project, now.upstream)
+        assert state is not None
+        state = {**state, "conflicts": left, "message": str(state.get("message") or "") + note}
+        atomic_write(state_file(project, now.upstream),
+                     (json.dumps(state, indent=2) + "\n").encode())
 
 
 def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
