@@ -252,3 +252,29 @@ def test_refresh_of_a_deletion_a_later_patch_makes_again_is_no_refusal(project):
     _, _, err = project.cli("refresh")
     assert "deletes" not in err, err
     assert (project.root / "overlays/up/pkg/other.py").read_bytes() == b"made again\n"
+
+
+def test_a_rebase_that_would_move_a_deletion_the_overlays_refuse_never_starts(project):
+    """A series that deletes a file the target has as the pin had it, in a project that writes
+    overlays: the deletion moved cleanly and the write-out failed (exit 2) on the overlays'
+    refusal, leaving a rebase in progress that only --abort could end (nothing can be edited
+    during it). It is refused before anything starts, naming the patch and the file, with the
+    way on; followed, the rebase goes through."""
+    project.cli("overlays")
+    project.deleting_patch()
+    project.up.commit({"pkg/mod.py": b"m = 10\n"}, tag="v2")
+    before = snapshot(project.root, skip_state=True, dirs=False)
+    _, _, err = project.cli("rebase", "--to", "up=v2", expect=2)
+    assert "up/drop-other.patch deletes pkg/other.py, which v2 has as v1 had it: the rebase " \
+        "would move the deletion as it is, and its write-out, as `patchforge overlays`, " \
+        "refuses a series that deletes a file" in err and "nothing was started" in err, err
+    assert snapshot(project.root, skip_state=True, dirs=False) == before
+    _, _, err = project.cli("rebase", "--abort", expect=2)
+    assert "no rebase" in err, err
+    # The way the hint gives.
+    project.cli("edit", "drop-other")
+    git(project.work, "checkout", "--", "pkg/other.py")
+    (project.work / "pkg/other.py").write_bytes(b"")
+    project.cli("refresh")
+    project.cli("rebase", "--to", "up=v2")
+    assert (project.root / "overlays/up/pkg/other.py").read_bytes() == b""

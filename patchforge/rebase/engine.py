@@ -183,6 +183,8 @@ class Rebase:
                 # rounds of requests waited 2-3 ms for git at 30 patches.
                 self.store.read_trees_ahead([old.commit, new.commit], patch.paths)
             refuse_symlinked_paths(self.store, new.commit, series)
+            if not dry_run and self.project.overlays_dir.exists():
+                self._refuse_deletions_kept(upstream, series, old, new)
             # Which of the series' files a partial store lacks is asked of git now, while the
             # journal is written; the walk's prefetch takes the answer (and fetches).
             paths = list(dict.fromkeys(p for _, patch in series for p in patch.paths))
@@ -194,6 +196,38 @@ class Rebase:
             self.journal.begin()
             self.journal.save(first=True)
         return self._run()
+
+    def _refuse_deletions_kept(self, upstream: str, series: list, old: UpstreamPin,
+                               new: UpstreamPin) -> None:
+        """UsageError, before anything starts, when a patch deletes (or renames away) a file
+        the target has exactly as the pin had it and no later patch makes again, in a project
+        that writes overlays: the patch would move as it is and the write-out, as `overlays`,
+        refuse the series (an overlay cannot delete a file in the image), the rebase then in
+        progress with nothing that could fix it but --abort. A file the target changed stops
+        the patch (modify/delete), where the user decides; one the target lacks has landed."""
+        removed = [(i, name, fp.old_path) for i, (name, patch) in enumerate(series)
+                   for fp in patch.file_patches
+                   if fp.old_path is not None and not fp.is_copy and fp.new_path != fp.old_path]
+        if not removed:
+            return
+        paths = sorted({path for _, _, path in removed})
+        before, after = self.store.entries(old.commit, paths), self.store.entries(new.commit, paths)
+        kept = []
+        for i, name, path in removed:
+            again = any(fp.new_path == path and (fp.is_new or fp.old_path != path)
+                        for _, later in series[i + 1:] for fp in later.file_patches)
+            if not again and after.get(path) is not None and after.get(path) == before.get(path):
+                kept.append((name, path))
+        if kept:
+            name, path = kept[0]
+            raise UsageError(
+                f"{upstream}/{name} deletes {path}, which {new.label} has as {old.label} had it: "
+                f"the rebase would move the deletion as it is, and its write-out, as `patchforge "
+                f"overlays`, refuses a series that deletes a file (an overlay cannot delete a "
+                f"file in the image); nothing was started",
+                hint=f"`patchforge edit {name.removesuffix('.patch')}`, put {path} back (changed "
+                     f"as the image needs, e.g. emptied), `patchforge refresh`, then rebase; or "
+                     f"`patchforge delete {name.removesuffix('.patch')}`")
 
     def resume(self, *, skip: bool = False, allow_undo: bool = False) -> dict:
         if not self.journal.exists():
