@@ -133,9 +133,10 @@ def test_import_overlay_made_on_an_older_upstream_never_takes_its_change_back(pr
     before = tree_bytes(root / "series")
     run = run_cli(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix")
     assert run.rc == 2, run.text
-    assert f"{overlay} looks made on an earlier a.py than v2's: the file as it was before up " \
+    assert f"{overlay} looks made on another a.py than v2's: the file as it was before up " \
         f"commit {v2[:12]} (line five fixed upstream) differs less from it" in run.err, run.err
-    assert "the pinned file's line 5: 'line5 upstream fixed this'" in run.err, run.err
+    assert "the patch would take back the upstream's changes made since (the pinned file's line 5: " \
+        "'line5 upstream fixed this')" in run.err, run.err
     assert f"`--made-on {v1}` carries its change onto v2's file" in run.err, run.err
     assert f"`--made-on {v2}`" in run.err, run.err
     assert tree_bytes(root / "series") == before
@@ -190,8 +191,9 @@ def test_import_overlay_that_also_changed_lines_upstream_changed_is_imported_wit
     overlay = tmp_path / "a.py"
     overlay.write_bytes(old.replace(b"line5\n", b"line5 upstream and ours\n"))
     run = ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix")
-    assert "takes back the upstream's change of up commit" in run.err and \
-        "(two upstream changes) at the pinned file's line 12: 'line12 upstream'" in run.err \
+    assert "may be made on the file as it was before up commit" in run.err and \
+        "(two upstream changes): imported against main, its patch would take back the " \
+        "upstream's changes made since at the pinned file's line 12: 'line12 upstream'" in run.err \
         and f"--made-on {parent}" in run.err, run.err
 
 
@@ -1116,3 +1118,32 @@ def test_import_mbox_keeps_a_message_that_begins_with_an_in_body_date_as_free_te
                             ), patch[:300]
     assert b"\nLast-Update: 2024-02-02\n\nUpstream-Status: Backport\n\nWhy, in a line.\n---\n" \
         in patch, patch[:400]
+
+
+def test_import_overlay_made_on_an_earlier_import_of_a_directory_upstream(tmp_path):
+    """A directory (or wheel) upstream has no history in the store, but the versions imported
+    there are known: an overlay made on v1's file, the project pinned at v2, is refused naming
+    v1, and `--made-on v1` carries its change onto v2's file, the directory imported as v1
+    being the one used (the directory itself now holds v2)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    old = UPSTREAM_FILES["a.py"]
+    pinned = old.replace(b"line5\n", b"line5 upstream fixed this\n")
+    (site / "a.py").write_bytes(old)
+    root = make_project(tmp_path / "project", pyproject=True)
+    ok(root, "upstream", "add", "up", "--dir", str(site), "--at", "v1", "--install-root", "/opt")
+    (site / "a.py").write_bytes(pinned)
+    ok(root, "upstream", "pin", "up", "--at", "v2")
+    overlay = tmp_path / "a.py"
+    overlay.write_bytes(old.replace(b"line12\n", b"line12 our fix\n"))
+    run = run_cli(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix")
+    assert run.rc == 2 and "looks made on another a.py than v2's: the file as v1 has it " \
+        "differs less from it" in run.err and "would carry the upstream's differences " \
+        "between it and v2 (the pinned file's line 5: 'line5 upstream fixed this')" in run.err \
+        and "`--made-on v1`" in run.err, run.err
+    ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix",
+       "--made-on", "v1")
+    assert overlay_tree(root) == {"a.py": pinned.replace(b"line12\n", b"line12 our fix\n")}
+    run = run_cli(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "again",
+                  "--made-on", "v0")
+    assert run.rc == 2 and "up has no import labelled v0 (imported: v1, v2)" in run.err, run.err

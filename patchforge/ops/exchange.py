@@ -369,26 +369,24 @@ def _carried_from(project: Project, store: UpstreamStore, upstream: str, pin, pa
     """`new`, an overlay made on the file of SPEC `made_on`, with its change against that file
     carried onto `old` (the series' file at the pin): git's 3-way merge, that file as the base.
     A change that meets the upstream's between the two versions is refused (UsageError)."""
-    from patchforge.pins import pin_for_spec
-
-    made = pin_for_spec(project, store, project.config.upstream(upstream), made_on)
-    if made.commit == pin.commit:
+    commit, label = _made_on_commit(project, store, upstream, made_on)
+    if commit == pin.commit:
         return new  # made on the pin: its difference from the file is its change
-    start = store.read_blob(made.commit, path)
+    start = store.read_blob(commit, path)
     if start is None:
         raise UsageError(f"--made-on {made_on}: {path} does not exist in {upstream} at "
-                         f"{made.label}", hint="name the version whose file the overlay was "
-                                               "made from")
-    clean, merged = merge_file(start, old, new, labels=(made.label, pin.label, "overlay"))
+                         f"{label}", hint="name the version whose file the overlay was "
+                                          "made from")
+    clean, merged = merge_file(start, old, new, labels=(label, pin.label, "overlay"))
     if not clean:
         pinned = f"{pin.label}'s"
         raise UsageError(
-            f"{overlay}: its change to {path} as {made.label} has it meets the upstream's "
-            f"change between {made.label} and {pin.label}"
+            f"{overlay}: its change to {path} as {label} has it meets the upstream's "
+            f"change between {label} and {pin.label}"
             f"{_series_side(merged, pinned)}; nothing was "
             "written", hint=f"make the change on {pin.label}'s file (`patchforge new NAME "
                             f"--file {path}`), with the upstream's change kept")
-    notes.append(f"{overlay} was made on {path} as {made.label} has it: its change is carried "
+    notes.append(f"{overlay} was made on {path} as {label} has it: its change is carried "
                  f"onto {pin.label}'s file, the upstream's changes in between kept")
     return merged
 
@@ -400,29 +398,71 @@ def _under(path: Path, directory: Path) -> bool:
         return False
 
 
+def _made_on_commit(project: Project, store: UpstreamStore, upstream: str,
+                    made_on: str) -> tuple[str, str]:
+    """(commit, label) of the version `--made-on` names. A wheel or directory upstream's
+    version already imported is taken from the store as it was imported (a directory imported
+    again would be the directory as it is now, not the version the label named)."""
+    from patchforge.pins import pin_for_spec
+
+    config = project.config.upstream(upstream)
+    if re.fullmatch(r"[0-9a-f]{40}", made_on) and store.has_object(made_on):
+        return made_on, made_on[:12]  # a commit of the store (a pin, as the refusal names it)
+    if config.kind in ("wheel", "dir"):
+        from patchforge.errors import PatchforgeError
+
+        try:
+            found = store.import_ref(upstream, made_on)
+        except (ValueError, PatchforgeError):  # no label an import could have
+            found = None
+        if found is not None:
+            return found, made_on
+        if config.kind == "dir":
+            labels = ", ".join(label for label, _ in store.imports_of(upstream)) or "none"
+            raise UsageError(f"--made-on {made_on}: {upstream} has no import labelled "
+                             f"{made_on} (imported: {labels})",
+                             hint="name the label the directory was imported under when the "
+                                  "overlay was made")
+    made = pin_for_spec(project, store, config, made_on)
+    return made.commit, made.label
+
+
 def _refuse_made_on_earlier(store: UpstreamStore, pin, upstream: str, path: str, base: bytes,
                             new: bytes, overlay: Path, notes: list) -> None:
-    """UsageError, nothing written, when the overlay `new` looks made on an earlier version of
-    `path` than the pin's `base`: the version among the last EARLIER_VERSIONS of the file in
-    the upstream's history that differs least from it differs less than `base` does, and
-    of the upstream's changes since that version the overlay holds some as they were before
-    them (and none as they are at the pin). Imported against `base`, its patch would take
-    those changes back. An upstream without history in the store (a wheel) is not looked at.
+    """UsageError, nothing written, when the overlay `new` looks made on another version of
+    `path` than the pin's `base`: of the file's other versions the store has (the last
+    EARLIER_VERSIONS in a git upstream's first-parent history; for a wheel or directory
+    upstream, the versions imported into the store: pins, targets judged or rebased onto),
+    the one that differs least from it differs less than `base` does, and where `base`
+    differs from that version the overlay holds some of that version's lines and none of
+    `base`'s. Imported against `base`, its patch would carry those differences of the
+    upstream's (for an earlier version: take the upstream's changes back).
 
-    Where the overlay also changed lines the upstream changed since (neither as before nor as
-    pinned: a fix on those lines, or a resolution of the series made after the upstream's
-    change), the two cannot be told apart: a note names the lines, and the import goes on."""
+    Where the overlay also changed lines the two versions differ in (neither as the one nor
+    as the other: a fix on those lines, or a resolution of the series made after the
+    upstream's change), the two cannot be told apart: a note names the lines, and the import
+    goes on."""
     from collections import Counter
 
     from patchforge.errors import StoreError
 
+    # (how the version is said, the SPEC `--made-on` takes for it, revision, taken back?)
+    candidates: list[tuple[str, str, str, bool]]
     try:
         versions = store.earlier_versions(pin.commit, path, EARLIER_VERSIONS)
-        if not versions:
+        if versions:
+            candidates = [(f"the file as it was before {upstream} commit {commit[:12]} "
+                           f"({subject})", parent, parent, True)
+                          for commit, parent, subject in versions]
+        else:  # no history: a wheel or a directory, whose versions are imports
+            candidates = [(f"the file as {label} has it", label, commit, False)
+                          for label, commit in store.imports_of(upstream)
+                          if commit != pin.commit]
+        if not candidates:
             return
-        store.prefetch([(parent, [path]) for _, parent, _ in versions])
-        contents = [(commit, parent, subject, store.read_blob(parent, path))
-                    for commit, parent, subject in versions]
+        store.prefetch([(rev, [path]) for _, _, rev, _ in candidates])
+        contents = [(said, spec, earlier, store.read_blob(rev, path))
+                    for said, spec, rev, earlier in candidates]
     except StoreError:
         return  # offline without those files, or no history: nothing to compare with
     wanted = Counter(new.splitlines(keepends=True))
@@ -433,39 +473,39 @@ def _refuse_made_on_earlier(store: UpstreamStore, pin, upstream: str, path: str,
 
     nearest, nearest_distance = None, distance(base)
     seen = {base}
-    for commit, parent, subject, data in contents:
+    for said, spec, earlier, data in contents:
         if data is None or data in seen:
             continue
         seen.add(data)
         if (found := distance(data)) < nearest_distance:
-            nearest, nearest_distance = (commit, parent, subject, data), found
+            nearest, nearest_distance = (said, spec, earlier, data), found
     if nearest is None:
         return
-    commit, parent, subject, earlier = nearest
-    as_before, as_pinned, neither = _rebase_changes_kept(earlier, base, new)
-    if not as_before or as_pinned:
+    said, spec, earlier, other = nearest
+    as_other, as_pinned, neither = _rebase_changes_kept(other, base, new)
+    if not as_other or as_pinned:
         return
     lines = base.splitlines(keepends=True)
     shown = "; ".join(f"{no}: {lines[no - 1].decode('utf-8', 'replace').rstrip()!r}"
-                      if no <= len(lines) else str(no) for no in as_before[:3]) \
-        + ("; ..." if len(as_before) > 3 else "")
-    which = "line" if len(as_before) == 1 else "lines"
+                      if no <= len(lines) else str(no) for no in as_other[:3]) \
+        + ("; ..." if len(as_other) > 3 else "")
+    which = "line" if len(as_other) == 1 else "lines"
+    does = "take back the upstream's changes made since" if earlier else \
+        f"carry the upstream's differences between it and {pin.label}"
     if neither:
         notes.append(
-            f"{overlay} takes back the upstream's change of {upstream} commit {commit[:12]} "
-            f"({subject}) at the pinned file's {which} {shown}: if it was made on {path} as "
-            f"it was before that commit, `patchforge delete` this patch and import it again "
-            f"with `--made-on {parent}`")
+            f"{overlay} may be made on {said}: imported against {pin.label}, its patch would "
+            f"{does} at the pinned file's {which} {shown}; if so, `patchforge delete` this "
+            f"patch and import it again with `--made-on {spec}`")
         return
     raise UsageError(
-        f"{overlay} looks made on an earlier {path} than {pin.label}'s: the file as it was "
-        f"before {upstream} commit {commit[:12]} ({subject}) differs less from it, and it holds "
-        f"the upstream's changes since then as they were before them, so imported against "
-        f"{pin.label} the patch would take them back (the pinned file's {which} {shown}); "
-        "nothing was written",
-        hint=f"made on that version: `--made-on {parent}` carries its change onto "
-             f"{pin.label}'s file; if taking those lines back is part of the fix: "
-             f"`--made-on {pin.commit}`")
+        f"{overlay} looks made on another {path} than {pin.label}'s: {said} differs less from "
+        f"it, and it holds that file's lines where {pin.label}'s differ, so imported against "
+        f"{pin.label} the patch would {does} (the pinned file's {which} {shown}); nothing "
+        "was written",
+        hint=f"made on that version: `--made-on {spec}` carries its change onto "
+             f"{pin.label}'s file; if those lines as they are in the overlay are part of the "
+             f"fix: `--made-on {pin.commit}`")
 
 
 def _series_file(project: Project, store: UpstreamStore, upstream: str, path: str,

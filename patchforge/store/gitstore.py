@@ -859,6 +859,19 @@ class UpstreamStore:
         got = self._cat.query([f"refs/patchforge/imports/{upstream}/{label}^{{commit}}"])[0]
         return got[0] if got else None
 
+    def imports_of(self, upstream: str) -> list[tuple[str, str]]:
+        """(label, commit) of every wheel or directory import of `upstream` in the store (the
+        versions pinned, judged or rebased onto here), by label."""
+        check_upstream_name(upstream)
+        prefix = f"refs/patchforge/imports/{upstream}/"
+        out = self._out("for-each-ref", "--format=%(refname) %(objectname)", prefix)
+        found = []
+        for line in out.splitlines():
+            ref, _, commit = line.rpartition(" ")
+            if ref.startswith(prefix) and commit:
+                found.append((ref[len(prefix):], commit))
+        return sorted(found)
+
     def commit_message(self, rev: str) -> bytes:
         got = self._cat.query([f"{rev}^{{commit}}"])[0]
         if got is None:
