@@ -14,6 +14,11 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
 - neither: upstream changed the code otherwise since (rewrote it, landed it again in another
   form, moved it): superseded, nothing to say.
 
+A file whose whole diff applies neither way is judged by its changed lines, each hunk's run
+of them at the one place where most of its context still holds: a neighbour line upstream
+edited after the landing, or a line of another fix of the series in the kept diff's context,
+must not turn a revert into "superseded".
+
 Only for a change gone does the history speak, and only to name the commit that took it out
 and to tell a revert from other work. The commits after the landing up to that revision that
 change the fix's files (side branches included: git's default history simplification hides a
@@ -183,8 +188,10 @@ def _judgeable(fp: FilePatch) -> bool:
     return bool(fp.hunks) or fp.is_new or fp.is_delete
 
 
-def _file_state(fp: FilePatch, content: bytes | None, own_place=None) -> str:
-    """present | gone | other, for one file change and the file's content at a revision.
+def _file_state(fp: FilePatch, content: bytes | None, own_place=None, *,
+                by_lines: bool = True) -> str:
+    """present | gone | other, for one file change and the file's content at a revision: by
+    the whole diff first, then (`by_lines`) by its changed lines (`_lines_state`).
     `own_place(fp, content)`: present | gone where both ways apply (the same code twice)."""
     if fp.is_new or fp.is_delete:
         # The whole file: created (or deleted) with exactly these lines.
@@ -203,7 +210,101 @@ def _file_state(fp: FilePatch, content: bytes | None, own_place=None) -> str:
         return "present"
     if _applies(content, fp, reverse=False):
         return "gone"
+    return _lines_state(fp, content) if by_lines else "other"
+
+
+def _lines_state(fp: FilePatch, content: bytes | None) -> str:
+    """present | gone | other by the changed lines of each hunk (`_hunk_state`), for a file
+    change whose whole diff applies neither way: its context is not upstream's there (a
+    neighbour line edited since the landing, or a line of another fix of the series in the
+    kept diff's context). A created or deleted file, a file gone, a hunk without context:
+    other."""
+    if content is None or fp.is_new or fp.is_delete or fp.has_zero_context:
+        return "other"
+    lines = _Lines(content)
+    found = None
+    for hunk in fp.hunks:
+        state = _hunk_state(lines, hunk)
+        if state is None:
+            continue
+        if state == "other" or (found is not None and state != found):
+            return "other"
+        found = state
+    return found or "other"
+
+
+class _Lines:
+    """A file's lines, and where a line is in them (each asked once)."""
+
+    def __init__(self, content: bytes) -> None:
+        from patchforge.apply.hunks import lines_of
+
+        self.lines = lines_of(content)
+        self._at: dict[bytes, list[int]] = {}
+
+    def at(self, line: bytes) -> list[int]:
+        found = self._at.get(line)
+        if found is None:
+            # (list.index runs the comparisons in C: most lines asked for are in few places.)
+            found, k = [], -1
+            try:
+                while True:
+                    k = self.lines.index(line, k + 1)
+                    found.append(k)
+            except ValueError:
+                pass
+            self._at[line] = found
+        return found
+
+
+def _hunk_state(lines: _Lines, hunk) -> str | None:
+    """present | gone | other for one hunk by its changed lines alone: the run from its first
+    to its last changed line (the `+` side for present, the `-` side for gone) found at one
+    place of the file with most of the hunk's context around it (`_held`). None for a hunk
+    without a change."""
+    old, new = hunk.old_lines(), hunk.new_lines()
+    lead, trail = hunk.leading_context, hunk.trailing_context
+    if lead + trail >= len(old) and lead + trail >= len(new):
+        return None
+    if _held(lines, new[:lead], new[lead:len(new) - trail], new[len(new) - trail:]):
+        return "present"  # (both held, the same code twice: taken as present, as above)
+    if _held(lines, old[:lead], old[lead:len(old) - trail], old[len(old) - trail:]):
+        return "gone"
     return "other"
+
+
+def _held(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes]) -> bool:
+    """Whether `run` is at exactly one place of the file with most of its context around it:
+    `before` ending right above it and `after` starting right below it, each context line
+    compared at its own place (a neighbour line edited since misses; the others still hold),
+    each side that has context keeping at least one line there, and at least half of all of
+    them there. An empty run (the pre-image of lines a fix only added) is the place between
+    the two sides. Two places so held: which one is the fix's cannot be told (False)."""
+    if not before and not after:
+        return False  # nothing to tell this place from any other
+    text = lines.lines
+    need = (len(before) + len(after) + 1) // 2
+    if run:
+        starts = sorted(k for k in lines.at(run[0]) if text[k:k + len(run)] == run)
+    else:
+        # (Only where a context line is at its place can the place hold.)
+        starts = sorted({k + j for j in range(1, len(before) + 1) for k in lines.at(before[-j])}
+                        | {k - j for j, line in enumerate(after) for k in lines.at(line)})
+    held = 0
+    for start in starts:
+        end = start + len(run)
+        if start < 0 or end > len(text):
+            continue
+        above = sum(1 for j in range(1, len(before) + 1)
+                    if start - j >= 0 and text[start - j] == before[-j])
+        below = sum(1 for j, line in enumerate(after)
+                    if end + j < len(text) and text[end + j] == line)
+        if (before and not above) or (after and not below) or above + below < need:
+            continue
+        held += 1
+        if held > 1:
+            return False
+    return held == 1
 
 
 def _applies(content: bytes, fp: FilePatch, *, reverse: bool) -> bool:
@@ -231,14 +332,24 @@ def _fix_state(store: UpstreamStore, fix: _Fix, rev: str, cache: dict) -> str:
         return cache[rev]
     paths = sorted({p for aliases in fix.aliases.values() for p in aliases})
     contents = store.read_blobs(rev, paths)
-    states = set()
+    files = []
     for k, fp in enumerate(fix.files):
         content = next((contents[p] for p in fix.aliases[k] if contents[p] is not None), None)
-        states.add(_file_state(fp, content, lambda fp, content: _at_own_place(store, fix, fp,
-                                                                             content)))
-    state = states.pop() if len(states) == 1 else "other"
-    cache[rev] = state
-    return state
+        files.append((fp, content, _file_state(
+            fp, content, lambda fp, content: _at_own_place(store, fix, fp, content),
+            by_lines=False)))
+    # The changed lines are asked only of the files whose whole diff said neither, and only
+    # while the others agree: one file present and another gone is other whatever they say.
+    states = {state for _, _, state in files if state != "other"}
+    state = states.pop() if len(states) == 1 else None if not states else "other"
+    for fp, content, found in files:
+        if state == "other":
+            break
+        if found == "other":
+            found = _lines_state(fp, content)
+            state = found if found != "other" and state in (None, found) else "other"
+    cache[rev] = state or "other"
+    return cache[rev]
 
 
 def _at_own_place(store: UpstreamStore, fix: _Fix, fp: FilePatch, content: bytes) -> str:
@@ -333,8 +444,14 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict) -> Land
         # which these files cannot show taken back. Superseded, as far as the tree can tell.
         return None
     if landing is None:
-        return gone("unexplained", None, "its change is not at the target and no landing "
-                    "commit is recorded to tell what took it out")
+        # No landing commit recorded (the kept diff's context held a line of another fix of
+        # the series, which the rebase's search by the whole diff could not find upstream):
+        # the commit after the fix's base after which its files have its change is the
+        # landing, up to the revision it was dropped at.
+        landing = _landing_by_files(store, fix, base, reference, cache)
+        if landing is None:
+            return gone("unexplained", None, "its change is not at the target and no landing "
+                        "commit is recorded to tell what took it out")
     paths = sorted({p for aliases in fix.aliases.values() for p in aliases})
     log = store.path_log(landing, commit, paths)[:MAX_COMMITS]
     takers = []
@@ -364,6 +481,21 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict) -> Land
     assert removed is not None
     return gone("removed", removed, f"commit {removed[:12]} took its change out as part of "
                 "other work (no revert of the landing)")
+
+
+def _landing_by_files(store: UpstreamStore, fix: _Fix, base: str, reference: str,
+                      cache: dict) -> str | None:
+    """The newest commit of base..reference that changes the fix's files, with one parent,
+    whose files have the fix's change and whose parent's do not: where the change came in
+    (None without a base known here, or no such commit)."""
+    if not base or not store.has_object(base) or not store.is_ancestor(base, reference):
+        return None
+    paths = sorted({p for aliases in fix.aliases.values() for p in aliases})
+    for sha, parents, _ in store.path_log(base, reference, paths)[:MAX_COMMITS]:
+        if len(parents) == 1 and _fix_state(store, fix, sha, cache) == "present" and \
+                _fix_state(store, fix, parents[0], cache) != "present":
+            return sha
+    return None
 
 
 def _deletes(fix: _Fix, path: str) -> bool:
@@ -459,3 +591,4 @@ def _exact_reverse(store: UpstreamStore, fix: _Fix, landing: str, taker: str) ->
         if not made or undone is None or undone != reverse(made):
             return None
     return f"its change is the exact reverse of {landing[:12]}'s"
+

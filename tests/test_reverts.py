@@ -5,6 +5,8 @@ a revert from other work. Each case is real git history made here: the reverts t
 exit 1, lint error, the rebase's summary) and the changes that are no revert (exit 0)."""
 from __future__ import annotations
 
+import pytest
+
 from helpers.git import git
 from patchforge.formats.schemas import validation_errors
 from helpers.project import OneUpstreamStack
@@ -36,25 +38,38 @@ def _revert(stack, commit: str, *args: str, tag: str | None = None) -> str:
     return git(stack.up, "rev-parse", "HEAD").strip()
 
 
-def _said_reverted(stack, target: str, by: str) -> None:
+def _said_reverted(stack, target: str, by: str, name: str = "fa") -> None:
     """status --against TARGET exits 1 naming the reverting commit and the way back; its
     --json has the entry; the rebase onto TARGET says it (exit 0), status and lint after it
     too."""
     _, out, _ = stack.cli("status", "--against", target, expect=1)
     assert f"was reverted upstream in {by[:12]}" in out, out
-    assert "`patchforge bring-back up/fa.patch` puts it back in the series" in out, out
+    assert f"`patchforge bring-back up/{name}.patch` puts it back in the series" in out, out
     document = stack.json("status", "--against", target, expect=1)
     assert validation_errors(document, "status") == []
     assert document["needs_attention"] is True
     assert [(g["name"], g["kind"], g["by"]) for g in document["reverted"]] == \
-        [("fa.patch", "reverted", by)], document["reverted"]
+        [(f"{name}.patch", "reverted", by)], document["reverted"]
     summary = stack.rebase_json("--to", target)
     assert [g["by"] for g in summary["reverted"]] == [by], summary
     _, out, _ = stack.cli("status", expect=1)
-    assert "reverted upstream (needs attention): fix up/fa.patch landed in" in out, out
+    assert f"reverted upstream (needs attention): fix up/{name}.patch landed in" in out, out
     lint = stack.json("lint", expect=1)
     assert [f["severity"] for f in lint["findings"]
-            if f["patch"] == "up/upstreamed/fa.patch"] == ["error"], lint
+            if f["patch"] == f"up/upstreamed/{name}.patch"] == ["error"], lint
+
+
+def _brought_back(stack, name: str, line: bytes) -> None:
+    """`bring-back up/NAME.patch`, the command the report names, puts the fix back at the end of
+    the series with its `line`; status and lint are quiet after it."""
+    stack.cli("bring-back", f"up/{name}.patch")
+    assert stack.series("up")[-1] == f"{name}.patch"
+    assert not (stack.root / f"series/up/upstreamed/{name}.patch").exists()
+    assert b"\n+" + line in stack.patch("up", name)
+    document = stack.json("status")
+    assert document["reverted"] == [] and document["gone_upstream"] == []
+    assert {p["name"]: p["state"] for p in document["patches"]}[f"{name}.patch"] == "applies"
+    assert stack.json("lint")["errors"] == 0
 
 
 def _silent(stack, target: str) -> dict:
@@ -348,3 +363,93 @@ def test_a_landing_recorded_only_in_the_history_is_named_there(tmp_path):
     revert = _revert(stack, landing, tag="v3")
     document = stack.json("status", "--against", "v3", expect=1)
     assert [(g["landed_in"], g["by"]) for g in document["reverted"]] == [(landing, revert)]
+
+
+NUMBERED = b"".join(b"v%02d = %d\n" % (i, i) for i in range(1, 41))
+
+
+def _set(content: bytes, number: int, line: bytes) -> bytes:
+    """`content` with its line `number` (1-based) replaced by `line`."""
+    lines = content.splitlines(keepends=True)
+    lines[number - 1] = line
+    return b"".join(lines)
+
+
+def _made_with_new(stack, name: str, path: str, content: bytes, *options: str) -> None:
+    """A fix made as a user makes one: `new NAME --file PATH`, the file edited in the
+    worktree, `refresh` (its diff then has the earlier fixes of its base in its context)."""
+    stack.cli("new", name, "--file", path, "-m", f"fix {name}", *options)
+    (stack.root / ".patchforge/work/up" / path).write_bytes(content)
+    stack.cli("refresh")
+
+
+def test_a_revert_after_a_neighbour_line_changed_is_said_and_brought_back(tmp_path):
+    """(m) After the landing upstream edited a line two below the fix's (inside the kept
+    diff's three lines of context), then `git revert`ed the landing: the kept diff applied
+    neither way without fuzz, so the fix counted as superseded: rebase, status and lint said
+    nothing (exit 0) while no deployment had it, and `bring-back` refused it. Its changed lines
+    now decide (at their place, found by the context still there): the revert is said, and
+    `bring-back` puts the fix back. Before the revert, the fix is upstream, quiet."""
+    stack, landing = _landed(tmp_path)
+    neighbour = FIXED.replace(b"line 7 of the module under test\n", b"seven = 7\n")
+    stack.commit({"pkg/a.py": neighbour}, "Name line seven", tag="v2b")
+    assert _silent(stack, "v2b")["gone_upstream"] == []
+    revert = _revert(stack, landing, tag="v3")
+    assert b"line 5 of the module" in stack.upstream.read("pkg/a.py", "v3")
+    _said_reverted(stack, "v3", revert)
+    _brought_back(stack, "fa", b"five = compute_it_properly()")
+    _, out, _ = stack.cli("status")
+    assert "reverted" not in out, out
+
+
+def test_a_fix_line_put_back_by_other_work_after_a_neighbour_change_is_no_revert(tmp_path):
+    """(n) The same neighbour edit, then the fix's line set back to the old code in a commit
+    that reworks the module and names no landing: a note naming the commit, never an error;
+    and the fix's own line rewritten another way there: nothing said."""
+    stack, landing = _landed(tmp_path / "back")
+    neighbour = FIXED.replace(b"line 7 of the module under test\n", b"seven = 7\n")
+    stack.commit({"pkg/a.py": neighbour}, "Name line seven", tag="v2b")
+    reworked = neighbour.replace(b"five = compute_it_properly()\n",
+                                 b"line 5 of the module under test\n") \
+        .replace(b"line 25 of the module", b"line twenty-five of the module")
+    rework = stack.commit({"pkg/a.py": reworked}, "Rework the loader", tag="v3")
+    document = _silent(stack, "v3")
+    assert [(g["kind"], g["by"]) for g in document["gone_upstream"]] == [("removed", rework)]
+
+    stack, landing = _landed(tmp_path / "other")
+    neighbour = FIXED.replace(b"line 6 of the module under test\n", b"six = 6\n")
+    stack.commit({"pkg/a.py": neighbour.replace(b"compute_it_properly()", b"compute_it(x)")},
+                 "Compute it from x", tag="v3")
+    assert _silent(stack, "v3")["gone_upstream"] == []
+
+
+@pytest.mark.parametrize("profiles", [["--profiles", "gfx950"], []], ids=["gfx950", "all"])
+def test_a_revert_of_a_fix_with_a_series_neighbour_in_its_context_is_said(tmp_path, profiles):
+    """(o) fix-950b, made with `new` after fix-950a (two lines above it: fix-950a's line is in
+    fix-950b's context), lands upstream alone and is dropped into upstreamed/ (the landing
+    commit, searched by the whole diff, is not found: its context is the series'), then is
+    `git revert`ed: nothing was said (exit 0) while neither upstream nor any overlay had it.
+    The landing is now found by the fix's files, the revert said, and `bring-back` puts the
+    fix back; the overlays then have both fixes."""
+    stack = OneUpstreamStack(tmp_path, {"tune.py": NUMBERED},
+                             profiles={"gfx942": "a", "gfx950": "b"})
+    first = _set(NUMBERED, 18, b"v18 = 1800\n")
+    _made_with_new(stack, "fix-950a", "tune.py", first, *profiles)
+    _made_with_new(stack, "fix-950b", "tune.py", _set(first, 20, b"v20 = 2000\n"), *profiles)
+    assert b"\n v18 = 1800\n" in stack.patch("up", "fix-950b")
+    landing = stack.commit({"tune.py": _set(NUMBERED, 20, b"v20 = 2000\n")},
+                           "Set v20 (#12)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert stack.series("up") == ["fix-950a.patch"]
+    assert (stack.root / "series/up/upstreamed/fix-950b.patch").is_file()
+    assert _silent(stack, "v2")["gone_upstream"] == []
+    revert = _revert(stack, landing, tag="v3")
+    _said_reverted(stack, "v3", revert, name="fix-950b")
+    document = stack.json("status", expect=1)
+    assert document["reverted"][0]["landed_in"] == landing
+    _brought_back(stack, "fix-950b", b"v20 = 2000")
+    stack.cli("overlays")
+    for profile in ["gfx950"] if profiles else ["gfx942", "gfx950"]:
+        overlay = (stack.root / "overlays" / profile / "up/tune.py").read_bytes()
+        assert b"v18 = 1800\n" in overlay and b"v20 = 2000\n" in overlay, profile
+
