@@ -592,3 +592,75 @@ def _exact_reverse(store: UpstreamStore, fix: _Fix, landing: str, taker: str) ->
             return None
     return f"its change is the exact reverse of {landing[:12]}'s"
 
+
+def landed_diff(store: UpstreamStore, patch: PatchFile, landing: str) -> tuple[bytes, str] | None:
+    """The fix's change as the landing commit made it: (diff, the landing's parent), each of
+    the fix's files from the landing's first parent to the landing, only the landing's hunks
+    that carry the fix's own lines (a `+` line the fix adds, or a `-` line it removes). Kept
+    under upstreamed/ in this form, a fix whose own pre-image upstream had changed before it
+    landed the fix (a fix skipped at a conflict, or a rebase past both commits) is found gone
+    again when upstream takes the landing back; with its own diff, its pre-image never comes
+    back. None when its own diff applies to the landing's parent as it is (the pre-image the
+    landing changed: that diff is kept byte for byte), or when the landing's form cannot be
+    made (a file the fix creates, deletes or renames, a binary one, a file of it the landing
+    does not carry, or a diff the landing's files are not found to have)."""
+    from patchforge.apply.diffparse import parse_diff
+    from patchforge.apply.hunks import apply_file_patch
+    from patchforge.model.record import replace
+    from patchforge.store.diff import FileChange, make_diff
+
+    try:
+        parent = store.resolve(landing + "^1")
+        own = list(patch.file_patches)
+    except PatchforgeError:
+        return None
+    if not own or any(not _judgeable(fp) or fp.is_new or fp.is_delete for fp in own):
+        return None
+    paths = sorted({fp.path for fp in own})
+    try:
+        before, after = store.read_blobs(parent, paths), store.read_blobs(landing, paths)
+    except PatchforgeError:
+        return None
+    if all((old := before.get(fp.path)) is not None and _applies(old, fp, reverse=False)
+           for fp in own):
+        return None  # its own pre-image is the one the landing changed: its diff is as good
+    changes = []
+    for fp in own:
+        old, new = before.get(fp.path), after.get(fp.path)
+        if old is None or new is None:
+            return None
+        made = parse_diff(make_diff([FileChange.at(fp.path, old, new)]))
+        if len(made) != 1:
+            return None
+        # Each of the fix's hunks by the lines it adds (or, adding none, removes), blank ones
+        # aside (a blank line tells no hunk from another); each must be carried by a hunk of
+        # the landing: a hunk of the fix that landed in an earlier commit (a fix landed in
+        # two) is not in this one's change, and the fix would be kept without it.
+        marks = [_marks(h) for h in fp.hunks]
+        landed = [_marks(h) for h in made[0].hunks]
+        if not all(any(mark & other for other in landed) for mark in marks if mark):
+            return None
+        carried = tuple(h for h, other in zip(made[0].hunks, landed)
+                        if any(mark & other for mark in marks))
+        if not carried:
+            return None
+        applied = apply_file_patch(old, replace(made[0], hunks=carried), max_fuzz=0)
+        if not applied.ok or applied.content is None:
+            return None
+        changes.append(FileChange.at(fp.path, old, applied.content))
+    diff = make_diff(changes)
+    remade = parse_diff(diff)
+    if not remade or any(_file_state(fp, after.get(fp.path)) != "present" for fp in remade):
+        return None
+    return diff, parent
+
+
+def _marks(hunk) -> frozenset[tuple[bytes, bytes]]:
+    """(kind, line stripped) of the lines a hunk adds, or of those it removes when it adds
+    none; blank lines left out."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    changed = [(line_kind(x), line_content(x).strip()) for x in hunk.lines
+               if line_kind(x) in (b"+", b"-")]
+    kind = b"+" if any(k == b"+" for k, _ in changed) else b"-"
+    return frozenset((k, text) for k, text in changed if k == kind and text)

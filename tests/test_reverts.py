@@ -453,3 +453,37 @@ def test_a_revert_of_a_fix_with_a_series_neighbour_in_its_context_is_said(tmp_pa
         overlay = (stack.root / "overlays" / profile / "up/tune.py").read_bytes()
         assert b"v18 = 1800\n" in overlay and b"v20 = 2000\n" in overlay, profile
 
+
+def test_a_skipped_fix_bring_back_finds_landed_is_kept_so_its_revert_is_said(tmp_path):
+    """(p) fix-a is skipped at a conflict (upstream changed its line), then upstream lands its
+    change in a commit that changes more of the file; `bring-back fix-a` keeps it under
+    upstreamed/. It was kept with its own diff (a pre-image upstream no longer had) and no
+    landing commit, so the landing's `git revert` was never said (exit 0). It is now kept as
+    the landing made it (the landing's hunk that carries its line, nothing else; Base the
+    landing's parent; the commit recorded): the revert is said, and `bring-back` puts the fix
+    back on the reverted code."""
+    stack = OneUpstreamStack(tmp_path, {"tune.py": NUMBERED},
+                             profiles={"gfx942": "a", "gfx950": "b"})
+    _made_with_new(stack, "fix-a", "tune.py", _set(NUMBERED, 20, b"v20 = 2000\n"),
+                   "--profiles", "gfx950")
+    _made_with_new(stack, "fix-b", "tune.py", _set(NUMBERED, 5, b"v05 = 500\n"))
+    changed = _set(NUMBERED, 20, b"v20 = 21\n")
+    stack.commit({"tune.py": changed}, "Tune v20", tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    stack.cli("rebase", "--skip")
+    assert (stack.root / "series/up/skipped/fix-a.patch").is_file()
+    landed = _set(_set(changed, 20, b"v20 = 2000\n"), 36, b"v36 = 3600\n")
+    landing = stack.commit({"tune.py": landed}, "Set v20 and v36 (#11)", tag="v3")
+    stack.cli("rebase", "--to", "v3")
+    _, out, _ = stack.cli("bring-back", "fix-a")
+    assert f"has landed upstream meanwhile (in {landing[:12]})" in out, out
+    kept = stack.patch("up", "fix-a", "upstreamed")
+    assert f"Applied-Upstream: v3, commit {landing}".encode() in kept, kept
+    assert b"\n-v20 = 21\n+v20 = 2000\n" in kept and b"v36 = 3600" not in kept, kept
+    assert _silent(stack, "v3")["gone_upstream"] == []
+    _, out, _ = stack.cli("status")
+    assert f"fix-a.patch: dropped as upstreamed in commit `{landing[:12]}`" in out, out
+    revert = _revert(stack, landing, tag="v4")
+    _said_reverted(stack, "v4", revert, name="fix-a")
+    _brought_back(stack, "fix-a", b"v20 = 2000")
+    assert b"\n-v20 = 21\n+v20 = 2000\n" in stack.patch("up", "fix-a")

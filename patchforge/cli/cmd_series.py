@@ -463,8 +463,9 @@ def bring_back(app, name, cont, abort, upstream, allow_undo):
             return
         result = do_bring_back(project, store, name)
     if result["outcome"] == "landed":
-        click.echo(f"{result['upstream']}/{result['name']} has landed upstream meanwhile; "
-                   f"kept as {result['path']}")
+        landed = f" (in {result['landed_in'][:12]})" if result.get("landed_in") else ""
+        click.echo(f"{result['upstream']}/{result['name']} has landed upstream meanwhile"
+                   f"{landed}; kept as {result['path']}")
     else:
         click.echo(f"{result['upstream']}/{result['name']} is back at the end of the series "
                    f"({result['detail']})" + _elsewhere(result))

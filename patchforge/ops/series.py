@@ -1214,13 +1214,21 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
             raise UsageError(f"{fix.path} changed while it was being judged; it stays in "
                              "skipped/", hint=f"run `patchforge bring-back {fix.name}` again")
         if judgement.outcome == "landed":
-            kept = patch.with_field("Applied-Upstream", pin.label)
+            kept, result["landed_in"] = _kept_as_landed(
+                store, patch, judgement, Target(upstream, base, pin.commit, pin.label,
+                                                pin.version))
             directory = project.series_dir(upstream) / "upstreamed"
             aside = aside_name(directory, fix.name, kept.to_bytes())
             with _all_or_nothing(project, upstream, [directory / aside, fix.path]):
                 atomic_write(directory / aside, kept.to_bytes())
                 atomic_delete(fix.path)
-                series_changed(project)
+                # Its history says it landed (status's "left the series" line said it was
+                # skipped): the event a rebase's drop records.
+                series_changed(project, {
+                    "event": "dropped", "action": "dropped", "upstream": upstream,
+                    "patch": aside, "to": {"label": pin.label, "commit": pin.commit},
+                    "detail": "landed upstream meanwhile (bring-back)",
+                    "landed_in": result["landed_in"], "destination": "upstreamed"})
             result["path"] = (directory / aside).relative_to(project.root).as_posix()
             return result
         file_name = aside_name(project.series_dir(upstream), fix.name, b"") \
@@ -1262,6 +1270,31 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
              "(the fix stays in skipped/)"
              + (f"; {len(stray[1])} file(s) written there after the last edit ended are kept "
                 f"in {stray[0].relative_to(project.root)}" if stray else ""))
+
+
+def _kept_as_landed(store: UpstreamStore, patch, judgement,
+                    target) -> tuple[PatchFile, str | None]:
+    """A skipped fix the pin has, as a rebase keeps a landed fix under upstreamed/: with
+    `Applied-Upstream: LABEL, commit ID` naming the commit that landed it (found as the rebase
+    finds it: the first commit after the fix's base whose files have its change), and its
+    diff made from that commit (reverts.landed_diff: the landing's hunks that carry the fix's
+    lines, Base its parent) where that can be made. Its own diff's pre-image is the one its
+    base had, which upstream had changed before landing it (why it was set aside): in that
+    form a later revert of the landing, which brings back upstream's lines, would never be
+    found. No landing commit found: its own diff and the label. (kept, landing commit)"""
+    from patchforge.judge import where_landed
+    from patchforge.reverts import landed_diff
+
+    try:
+        landing, _ = where_landed(store, target, patch, judgement.verdict, None)
+    except PatchforgeError:
+        landing = None
+    if landing is None:
+        return patch.with_field("Applied-Upstream", target.label), None
+    remade = landed_diff(store, patch, landing)
+    kept = patch if remade is None else \
+        patch.with_diff(remade[0]).with_field("Base", remade[1])
+    return kept.with_field("Applied-Upstream", f"{target.label}, commit {landing}"), landing
 
 
 def _open_bring_back_stop(project, store, upstream: str, fix, file_name: str, judgement,
