@@ -487,3 +487,30 @@ def test_a_skipped_fix_bring_back_finds_landed_is_kept_so_its_revert_is_said(tmp
     _said_reverted(stack, "v4", revert, name="fix-a")
     _brought_back(stack, "fix-a", b"v20 = 2000")
     assert b"\n-v20 = 21\n+v20 = 2000\n" in stack.patch("up", "fix-a")
+
+
+def test_a_fix_one_rebase_finds_landed_after_upstream_changed_its_line_is_kept_as_landed(
+        tmp_path):
+    """(q) Upstream changed the fix's line (v2), then landed the fix (v3, with more of the file);
+    one `rebase --to v3` drops it. It was kept with its own diff, whose pre-image upstream no
+    longer had when it landed it, so the landing's `git revert` (v4) was never said (exit 0).
+    It is now kept as the landing made it (the hunk that carries its line, Base the landing's
+    parent): the revert is said, and `bring-back` puts it back on the reverted code. A fix
+    whose own pre-image is the landing parent's keeps its own diff, byte for byte."""
+    stack = OneUpstreamStack(tmp_path, {"tune.py": NUMBERED})
+    _made_with_new(stack, "fa", "tune.py", _set(NUMBERED, 20, b"v20 = 2000\n"))
+    own = stack.patch("up", "fa")
+    changed = _set(NUMBERED, 20, b"v20 = 21\n")
+    stack.commit({"tune.py": changed}, "Tune v20", tag="v2")
+    landed = _set(_set(changed, 20, b"v20 = 2000\n"), 36, b"v36 = 3600\n")
+    landing = stack.commit({"tune.py": landed}, "Set v20 and v36 (#11)", tag="v3")
+    stack.cli("rebase", "--to", "v3")
+    kept = stack.patch("up", "fa", "upstreamed")
+    assert f"Applied-Upstream: v3, commit {landing}".encode() in kept, kept
+    assert b"\n-v20 = 21\n+v20 = 2000\n" in kept and b"v36 = 3600" not in kept, kept
+    assert f"Base: {git(stack.up, 'rev-parse', 'v2').strip()}".encode() in kept, kept
+    header = own.split(b"\n---\n")[0]
+    assert header.split(b"\nBase: ")[0] in kept  # (its header kept, its Base the new one)
+    revert = _revert(stack, landing, tag="v4")
+    _said_reverted(stack, "v4", revert)
+    _brought_back(stack, "fa", b"v20 = 2000")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.series import SeriesState, apply_series, profile_bases_differ
-from patchforge.errors import ConflictStop, InProgressError, StoreError, UsageError
+from patchforge.errors import ConflictStop, InProgressError, PatchforgeError, StoreError, UsageError
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
 from patchforge.judge import (AMBIGUOUS_PLACE, HistoryIndex, LazyHistory, SeriesJudge, Target,
@@ -882,8 +882,21 @@ class Rebase:
 
     def _set_aside(self, result: PatchResult, patch, target) -> None:
         """Stage a dropped patch for upstreamed/, with `Applied-Upstream:` naming the target
-        (and the commit that landed it, when `result` has one)."""
+        (and the commit that landed it, when `result` has one). A patch whose pre-image is
+        not the one its landing changed (upstream changed its lines first, then landed the
+        fix: one rebase past both) is kept as the landing made it (reverts.landed_diff, Base
+        the landing's parent): with its own diff, a revert of that landing would never be
+        found."""
         where = result.landed_in
+        if where:
+            from patchforge.reverts import landed_diff
+
+            try:
+                remade = landed_diff(self.store, patch, where)
+            except PatchforgeError:
+                remade = None  # (kept as it is: what the rebase did before)
+            if remade is not None:
+                patch = patch.with_diff(remade[0]).with_field("Base", remade[1])
         kept = patch.with_field("Applied-Upstream",
                                 target.label + (f", commit {where}" if where else ""))
         rel = f"{result.upstream}/upstreamed/{result.name}"
