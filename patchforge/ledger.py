@@ -478,20 +478,22 @@ def update_ledger(project: Project) -> bool:
 
 
 def ledger_findings(project: Project) -> list:
-    """Lint: a ledger that is missing (a warning until the stack adopts it, an error once it
-    has a history) or stale (an error: regenerate with `patchforge ledger`)."""
+    """Lint: a ledger that is missing once the stack has a history, or stale (errors: regenerate
+    with `patchforge ledger`). A stack that has neither (a new one: its first rebase writes
+    both) is not told about it: a warning on every new project, which `lint --warnings-fail`
+    in CI turns into a failure, for a file nothing has happened to record yet."""
     from patchforge.model.findings import Finding
 
     rel = f"series/{LEDGER_NAME}"
     path = ledger_path(project)
+    if not path.exists() and not history_path(project).exists():
+        return []
     try:
         expected = render_ledger(project)
     except PatchforgeError as exc:
         return [Finding(rel, "ledger", f"cannot generate the ledger: {exc}")]
     if not path.exists():
-        adopted = history_path(project).exists()
-        return [Finding(rel, "ledger", "missing; run `patchforge ledger` and commit it",
-                        "error" if adopted else "warning")]
+        return [Finding(rel, "ledger", "missing; run `patchforge ledger` and commit it")]
     current = path.read_bytes()
     if current == expected:
         return []
