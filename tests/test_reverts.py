@@ -5,6 +5,8 @@ a revert from other work. Each case is real git history made here: the reverts t
 exit 1, lint error, the rebase's summary) and the changes that are no revert (exit 0)."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from helpers.git import git
@@ -514,3 +516,23 @@ def test_a_fix_one_rebase_finds_landed_after_upstream_changed_its_line_is_kept_a
     revert = _revert(stack, landing, tag="v4")
     _said_reverted(stack, "v4", revert)
     _brought_back(stack, "fa", b"v20 = 2000")
+
+
+def test_a_revert_is_said_when_a_new_fix_of_the_same_name_lands_in_the_same_rebase(tmp_path):
+    """fa lands (v2) and is kept as upstreamed/fa.patch; a new, different fix is then made as
+    fa. Upstream v3 reverts the first landing and lands the new fa. The rebase onto v3 keeps the
+    new fa as upstreamed/fa.2.patch and judged every kept fix but those named fa.patch: the old
+    fix's revert went unsaid (exit 0) until the next `status`. The rebase leaves out only the
+    file it kept the new drop in."""
+    stack, landing = _landed(tmp_path)
+    b_fixed = b"b = 1  # checked\n"
+    shutil.rmtree(tmp_path / "diff-fa")  # the first fa's scratch repository
+    stack.add_fix("fa", "pkg/b.py", b"b = 1\n", b_fixed, description="Check b")
+    revert = _revert(stack, landing)
+    stack.commit({"pkg/b.py": b_fixed}, "Check b (#12)", tag="v3")
+    summary = stack.rebase_json("--to", "v3")
+    assert sorted(p.name for p in (stack.root / "series/up/upstreamed").iterdir()) == \
+        ["fa.2.patch", "fa.patch"]
+    assert [(g["name"], g["by"]) for g in summary["reverted"]] == [("fa.patch", revert)], summary
+    _, out, _ = stack.cli("status", expect=1)
+    assert f"was reverted upstream in {revert[:12]}" in out, out

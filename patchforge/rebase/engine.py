@@ -94,6 +94,9 @@ class Rebase:
         self._landed_asked: dict[str, set[str]] = {}
         self._landing_reads: list[tuple[HistoryIndex, list[str], StartedGit]] = []
         self._read_patches: dict = {}  # (upstream, name) -> PatchFile of the old series
+        # (upstream, name) -> the bytes a dropped patch is kept under upstreamed/ with, when
+        # no journal holds them (a dry run stages nothing)
+        self._aside_bytes: dict[tuple[str, str], bytes] = {}
         # upstream -> _Chains of this run, None when it was resumed
         self._chains: dict[str, _Chains | None] = {}
         self._resumed: dict[str, _Resumed] = {}  # upstream -> where a resumed stop left it
@@ -900,7 +903,10 @@ class Rebase:
         kept = patch.with_field("Applied-Upstream",
                                 target.label + (f", commit {where}" if where else ""))
         rel = f"{result.upstream}/upstreamed/{result.name}"
-        result.staged = self._stage(rel, self._remembered(rel, kept))
+        data = self._remembered(rel, kept)
+        result.staged = self._stage(rel, data)
+        if result.staged is None:
+            self._aside_bytes[(result.upstream, result.name)] = data
 
     def _landed_files(self, upstream: str, paths: list[str]) -> None:
         """Note a landed patch's files, whose history diffs `_find_landings` reads (a git
@@ -1466,13 +1472,28 @@ class Rebase:
 
         found = []
         for upstream, entry in upstreams.items():
-            dropped = frozenset(r.name for r in results
+            dropped = frozenset(self._kept_as(r) for r in results
                                 if r.upstream == upstream and r.destination == "upstreamed")
             found += gone_upstream(self.project, self.store, upstream, entry.new.commit,
                                    skip=dropped)
         return {key: value for key, value in (
             ("reverted", [g.to_json() for g in found if g.reverted]),
             ("gone_upstream", [g.to_json() for g in found if not g.reverted])) if value}
+
+    def _kept_as(self, result: PatchResult) -> str:
+        """The file name under upstreamed/ a patch this run drops is (or, in a dry run, would
+        be) kept as: its own name, or a numbered one when an earlier, different fix of that
+        name is kept there (which is judged like any other kept fix: a landing of the old
+        fix that the target reverted is said even when the new fix of that name landed)."""
+        name = self.project.patch_path(result.upstream, result.name).name
+        data: bytes | None
+        if result.staged is not None:
+            data = self.journal.staged_bytes(result.staged)
+        else:
+            data = self._aside_bytes.get((result.upstream, result.name))
+        if data is None:
+            return name
+        return self._free_name(result.upstream, "upstreamed", name, data)
 
     def stop_document(self, message: str) -> dict:
         """The `--json` document of a run that stopped: the summary so far and the stop."""
