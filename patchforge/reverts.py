@@ -388,7 +388,7 @@ def _dropped_events(project: Project) -> dict:
 
 def _landing_of(fix: _Fix, recorded: dict) -> tuple[str | None, str | None]:
     """(the recorded landing commit, the target the fix was dropped at): `Applied-Upstream:
-    ..., commit X` (what a rebase writes) or `commit:X`, else the landing the history's
+    ..., commit:X` (what a rebase writes) or `commit X` (what earlier ones wrote), else the landing the history's
     `dropped` event recorded; the target is that event's."""
     found = _LANDED_COMMIT.search(fix.patch.get("Applied-Upstream") or "")
     event = recorded.get(f"{fix.upstream}/{fix.name}") or {}

@@ -590,7 +590,7 @@ def test_landed_patch_is_dropped_to_upstreamed(stack, upstream):
     assert stack.series("up") == ["kept.patch"]
     kept = stack.patch("up", "landed", "upstreamed")
     # The old patch, byte for byte, with Applied-Upstream added at the end of its header.
-    applied = f"Applied-Upstream: {new_commit}, commit {landing}\n".encode()
+    applied = f"Applied-Upstream: {new_commit}, commit:{landing}\n".encode()
     base_line = f"Base: {upstream.base}\n".encode()
     assert kept == original.replace(base_line, base_line + applied)
     assert not (stack.root / "series" / "up" / "landed.patch").exists()
@@ -766,7 +766,7 @@ def test_landing_commits_and_the_history_evidence_of_an_undone_landing(stack, up
     assert any(f"history: commit {undo} undoes this change" in line
                for line in summary["patches"][0]["evidence"])
     for name, commit in (("again.patch", again), ("landed.patch", landing)):
-        assert f"commit {commit}".encode() in \
+        assert f"commit:{commit}".encode() in \
             (stack.root / "series" / "up" / "upstreamed" / name).read_bytes()
 
 

@@ -29,7 +29,7 @@ def _landed(tmp_path, fixed=FIXED, message="Compute it properly (#11)"):
     stack.cli("rebase", "--to", "v2")
     kept = stack.root / "series/up/upstreamed/fa.patch"
     assert kept.is_file()
-    assert f"commit {landing}".encode() in kept.read_bytes()
+    assert f"commit:{landing}".encode() in kept.read_bytes()
     return stack, landing
 
 
@@ -106,9 +106,14 @@ def test_a_git_revert_is_said_until_bring_back_puts_the_fix_back(tmp_path):
     assert stack.series("up") == ["fa.patch"]
     assert not (stack.root / "series/up/upstreamed/fa.patch").exists()
     assert b"compute_it_properly" in stack.patch("up", "fa")
+    # Back in the series it no longer says it landed (it kept `Applied-Upstream: v2, commit
+    # ID`, which lint warned about: not DEP-3's `commit:ID`).
+    assert b"Applied-Upstream" not in stack.patch("up", "fa")
     document = stack.json("status")
     assert document["reverted"] == [] and document["patches"][0]["state"] == "applies"
-    assert stack.json("lint")["errors"] == 0
+    lint = stack.json("lint")
+    assert lint["errors"] == 0
+    assert not [f for f in lint["findings"] if f["check"] == "header"], lint
 
 
 def test_a_pin_rolled_back_follows_the_pin_not_what_was_said_before(tmp_path):
@@ -360,7 +365,7 @@ def test_a_landing_recorded_only_in_the_history_is_named_there(tmp_path):
     the landing commit comes from the history's `dropped` event, and the revert is said."""
     stack, landing = _landed(tmp_path)
     kept = stack.root / "series/up/upstreamed/fa.patch"
-    kept.write_bytes(kept.read_bytes().replace(f", commit {landing}".encode(), b""))
+    kept.write_bytes(kept.read_bytes().replace(f", commit:{landing}".encode(), b""))
     assert landing.encode() not in kept.read_bytes()
     revert = _revert(stack, landing, tag="v3")
     document = stack.json("status", "--against", "v3", expect=1)
@@ -480,7 +485,7 @@ def test_a_skipped_fix_bring_back_finds_landed_is_kept_so_its_revert_is_said(tmp
     _, out, _ = stack.cli("bring-back", "fix-a")
     assert f"has landed upstream meanwhile (in {landing[:12]})" in out, out
     kept = stack.patch("up", "fix-a", "upstreamed")
-    assert f"Applied-Upstream: v3, commit {landing}".encode() in kept, kept
+    assert f"Applied-Upstream: v3, commit:{landing}".encode() in kept, kept
     assert b"\n-v20 = 21\n+v20 = 2000\n" in kept and b"v36 = 3600" not in kept, kept
     assert _silent(stack, "v3")["gone_upstream"] == []
     _, out, _ = stack.cli("status")
@@ -508,7 +513,7 @@ def test_a_fix_one_rebase_finds_landed_after_upstream_changed_its_line_is_kept_a
     landing = stack.commit({"tune.py": landed}, "Set v20 and v36 (#11)", tag="v3")
     stack.cli("rebase", "--to", "v3")
     kept = stack.patch("up", "fa", "upstreamed")
-    assert f"Applied-Upstream: v3, commit {landing}".encode() in kept, kept
+    assert f"Applied-Upstream: v3, commit:{landing}".encode() in kept, kept
     assert b"\n-v20 = 21\n+v20 = 2000\n" in kept and b"v36 = 3600" not in kept, kept
     assert f"Base: {git(stack.up, 'rev-parse', 'v2').strip()}".encode() in kept, kept
     header = own.split(b"\n---\n")[0]

@@ -1153,13 +1153,26 @@ def _kept_to_skipped(project: Project, store: UpstreamStore, name: str):
         raise UsageError(f"series/{upstream}/skipped/{file_name} exists already",
                          hint="bring that one back or move it away first")
     with RepoLock(project.state_dir), writing_project(project.root):
-        data = read_no_link(aside)
+        data = _without_landing(read_no_link(aside), aside)
         skipped.parent.mkdir(exist_ok=True)
         # Written there before it leaves upstreamed/: a kill between leaves two copies, never
         # none.
         atomic_write(skipped, data)
         atomic_delete(aside)
     return find_skipped(project, f"{upstream}/{file_name}")
+
+
+def _without_landing(data: bytes, path: Path) -> bytes:
+    """A kept fix's bytes without its `Applied-Upstream:` field: upstream no longer has the
+    change, and the fix going back into the series would say it landed (the history keeps
+    where it had). A file that does not parse is moved as it is (bring-back then says why)."""
+    try:
+        patch = parse_patch_file(data, str(path))
+    except PatchforgeError:
+        return data
+    if patch.get("Applied-Upstream") is None:
+        return data
+    return patch.without_field("Applied-Upstream").to_bytes()
 
 
 def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
@@ -1294,7 +1307,7 @@ def _kept_as_landed(store: UpstreamStore, patch, judgement,
     remade = landed_diff(store, patch, landing)
     kept = patch if remade is None else \
         patch.with_diff(remade[0]).with_field("Base", remade[1])
-    return kept.with_field("Applied-Upstream", f"{target.label}, commit {landing}"), landing
+    return kept.with_field("Applied-Upstream", f"{target.label}, commit:{landing}"), landing
 
 
 def _open_bring_back_stop(project, store, upstream: str, fix, file_name: str, judgement,

@@ -885,11 +885,11 @@ class Rebase:
 
     def _set_aside(self, result: PatchResult, patch, target) -> None:
         """Stage a dropped patch for upstreamed/, with `Applied-Upstream:` naming the target
-        (and the commit that landed it, when `result` has one). A patch whose pre-image is
-        not the one its landing changed (upstream changed its lines first, then landed the
-        fix: one rebase past both) is kept as the landing made it (reverts.landed_diff, Base
-        the landing's parent): with its own diff, a revert of that landing would never be
-        found."""
+        (and, in DEP-3's `commit:ID` form, the commit that landed it, when `result` has one).
+        A patch whose pre-image is not the one its landing changed (upstream changed its lines
+        first, then landed the fix: one rebase past both) is kept as the landing made it
+        (reverts.landed_diff, Base the landing's parent): with its own diff, a revert of that
+        landing would never be found."""
         where = result.landed_in
         if where:
             from patchforge.reverts import landed_diff
@@ -901,7 +901,7 @@ class Rebase:
             if remade is not None:
                 patch = patch.with_diff(remade[0]).with_field("Base", remade[1])
         kept = patch.with_field("Applied-Upstream",
-                                target.label + (f", commit {where}" if where else ""))
+                                target.label + (f", commit:{where}" if where else ""))
         rel = f"{result.upstream}/upstreamed/{result.name}"
         data = self._remembered(rel, kept)
         result.staged = self._stage(rel, data)
