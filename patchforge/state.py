@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.errors import InProgressError
+from patchforge.errors import InProgressError, PatchforgeError
 from patchforge.model.record import record
 
 if TYPE_CHECKING:
@@ -323,6 +323,26 @@ class SkippedFix:
         return (f"{self.upstream}/{self.name} was set aside by a rebase ({rel}); "
                 f"`patchforge bring-back {stem}` puts it back onto the current base, "
                 f"`patchforge delete {stem}` drops it (kept under deleted/)")
+
+
+def skipped_notes(project: Project, fixes: list[SkippedFix]) -> list[tuple[SkippedFix, str]]:
+    """Each skipped fix with what to say of it: `describe`, or, for the fix whose bring-back is
+    stopped, that stop's way on (`bring-back NAME` is refused until it is finished)."""
+    try:
+        bringing = {(s.upstream, s.patch): s for s in read_states(project).values()
+                    if s.kind == BRINGING}
+    except PatchforgeError:
+        bringing = {}
+    notes = []
+    for fix in fixes:
+        state = bringing.get((fix.upstream, fix.name))
+        if state is None:
+            notes.append((fix, fix.describe(project)))
+        else:
+            rel = fix.path.relative_to(project.root).as_posix()
+            notes.append((fix, f"{fix.upstream}/{fix.name} was set aside by a rebase ({rel}) "
+                               f"and bringing it back is stopped: {state.next_step()}"))
+    return notes
 
 
 def skipped_fixes(project: Project) -> list[SkippedFix]:

@@ -292,6 +292,9 @@ def test_a_conflict_is_reported_and_nothing_is_written_or_pushed(stack):
     assert result.rc == 1
     assert "conflict in pkg/attn.py" in result.err
     assert "nothing was written or pushed" in result.err
+    # The way on moves the series onto that base (`edit`, which it named, opens the fix on
+    # the pinned base, where it applies: nothing to resolve there).
+    assert "`patchforge rebase --to " in result.err and "patchforge edit" not in result.err
     assert fork_branches(stack["fork"]) == {}
     assert stack["forge"].requests == []
     assert not (stack["root"] / ".patchforge" / "pr").exists()

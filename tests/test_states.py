@@ -588,6 +588,13 @@ def test_a_skipped_fix_is_brought_back_through_the_three_way_merge(project):
     # The note on the skipped fix (`bring-back fix-a` puts it back) is not said beside the
     # stop: that command is the one being finished, and run again it is refused.
     assert "fix-a.patch was set aside" not in err and "`patchforge bring-back fix-a`" not in err
+    # lint and overlays name the stop's ways on too (they said `bring-back fix-a`, refused).
+    _, out, _ = project.cli("lint", "--no-forge", expect=1)
+    assert "bringing it back is stopped" in out and "bring-back --continue" in out, out
+    assert "`patchforge bring-back fix-a`" not in out, out
+    _, _, err = project.cli("overlays", expect=1)
+    assert "bringing it back is stopped" in err and "bring-back --continue" in err, err
+    assert "`patchforge bring-back fix-a`" not in err, err
     _, _, err = project.cli("edit", "fix-b", expect=2)
     assert "bring-back --continue" in err
     project.cli("new", "other", expect=2)

@@ -76,12 +76,12 @@ def overlays(app, profiles, check, as_json, output_format):
         if drifts or busy:
             sys.exit(EXIT_ATTENTION)
         return
-    from patchforge.state import skipped_fixes
+    from patchforge.state import skipped_fixes, skipped_notes
 
     skipped = skipped_fixes(project)
-    for fix in skipped:
+    for _, note in skipped_notes(project, skipped):
         # The overlays are right for the series, but the series lacks a fix a rebase set aside.
-        click.echo(f"warning: the overlays lack a skipped fix: {fix.describe(project)}", err=True)
+        click.echo(f"warning: the overlays lack a skipped fix: {note}", err=True)
     if as_json:
         emit_json({"check": False, "ok": not skipped, "drift": [], "overlays": len(result.files),
                    "files": [{"file": f.rel, "sha256": f.sha256, "target": f.target,

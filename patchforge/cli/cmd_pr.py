@@ -68,7 +68,7 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
         document.update({"dry_run": not (remote or open_pr), "written": None, "pushed": None,
                          "pull": None, "recorded": False})
         if draft.state != "ready":
-            return _not_ready(draft, document, as_json)
+            return _not_ready(project, draft, document, as_json)
         out = out_dir or submit.default_out_dir(project, draft)
         document["written"] = submit.write_out(out, draft)
         submit.write_record(document["written"]["json"], document)
@@ -96,7 +96,7 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
     _report(draft, document)
 
 
-def _not_ready(draft, document, as_json):
+def _not_ready(project, draft, document, as_json):
     if as_json:
         emit_json(document, "pr")
     else:
@@ -115,9 +115,23 @@ def _not_ready(draft, document, as_json):
                        f"{draft.detail}", err=True)
             for path in draft.files:
                 click.echo(f"  {path}", err=True)
-            click.echo("nothing was written or pushed; rebase the fix by hand "
-                       "(`patchforge edit`) or choose another base with --onto", err=True)
+            click.echo("nothing was written or pushed; " + _way_onto(project, draft), err=True)
     sys.exit(EXIT_ATTENTION)
+
+
+def _way_onto(project, draft) -> str:
+    """How to make a fix that does not go onto the pull request's base go there: move the
+    series onto that base (the fix is resolved at its stop), or draft onto another base. While
+    the upstream's series is stopped or being edited, that is finished first."""
+    from patchforge.state import IDLE, read_states
+
+    way = (f"`patchforge rebase --to {draft.upstream}={draft.target.ref}` moves the series "
+           "there (this fix is resolved at its stop), or choose another base with --onto")
+    state = read_states(project).get(draft.upstream)
+    if state is not None and state.kind != IDLE:
+        return (f"first finish what is open in {draft.upstream}'s series (the note above): "
+                f"{state.next_step()}; then {way}")
+    return way
 
 
 def _report(draft, document):

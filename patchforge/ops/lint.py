@@ -50,10 +50,11 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
     findings: list[Finding] = []
     lock = project.lock
     seen_diffs: dict[str, str] = {}  # sha256 of a diff -> the first patch that has it
-    from patchforge.state import skipped_fixes, unconfigured_message, unconfigured_series
+    from patchforge.state import (skipped_fixes, skipped_notes, unconfigured_message,
+                                  unconfigured_series)
 
-    for fix in skipped_fixes(project):
-        findings.append(Finding(f"{fix.upstream}/{fix.name}", "skipped", fix.describe(project)))
+    for fix, note in skipped_notes(project, skipped_fixes(project)):
+        findings.append(Finding(f"{fix.upstream}/{fix.name}", "skipped", note))
     for name, files in unconfigured_series(project):
         findings.append(Finding(f"series/{name}", "series",
                                 unconfigured_message(project, name, files)))
