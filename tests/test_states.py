@@ -1645,11 +1645,7 @@ def test_a_reader_behind_a_writer_queued_behind_a_long_reader_still_reads(tmp_pa
         fcntl.flock(reading, fcntl.LOCK_SH)  # the long reader
         writer = subprocess.Popen([*command, "rebase", "--to", f"up={target}"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 60
-        while not (project.root / ".patchforge" / "turnstile").exists():
-            assert time.monotonic() < deadline and writer.poll() is None, "no writer queued"
-            time.sleep(0.05)
-        time.sleep(0.5)
+        _wait_until_a_writer_holds_the_turnstile(project.root, writer)
         reader = subprocess.run([*command, "status", "--json"], capture_output=True,
                                 timeout=120)
         assert writer.poll() is None  # still queued: the long reader reads on
@@ -1662,6 +1658,28 @@ def test_a_reader_behind_a_writer_queued_behind_a_long_reader_still_reads(tmp_pa
         if writer is not None:
             out, err = writer.communicate(timeout=300)
     assert writer.returncode == 0, err.decode()
+
+
+def _wait_until_a_writer_holds_the_turnstile(root, writer) -> None:
+    """Until `writer` holds `.patchforge/turnstile` exclusively. The file's existence is not
+    enough: a loaded machine can run a reader between the writer making the file and locking
+    it, and that reader rightly reads at once."""
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + 60
+    turnstile = root / ".patchforge" / "turnstile"
+    while True:
+        assert time.monotonic() < deadline and writer.poll() is None, "no writer queued"
+        if turnstile.exists():
+            probe = os.open(turnstile, os.O_RDONLY)
+            try:
+                fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return
+            finally:
+                os.close(probe)
+        time.sleep(0.05)
 
 
 def _set_up_for(project: Project, command: str) -> tuple[str, ...]:
