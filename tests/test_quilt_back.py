@@ -462,3 +462,135 @@ def test_an_open_edit_is_never_reset_and_a_refreshed_one_is_closed(stack, tmp_pa
     assert not work.exists()
     assert b"+line19 too\n" in (root / "series/up/fix-d.patch").read_bytes()
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
+def profiles_stack(tmp_path: Path, monkeypatch, fixes) -> tuple[Path, str]:
+    """A project with profiles gfx942 and gfx950 whose fixes of a.py are made as a user makes
+    them, each on its own base (`new`, a line changed in the worktree, `refresh`): `fixes` is
+    [(name, old line, new line, profiles or None)]."""
+    need_tool("quilt")
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, base = git_project(tmp_path, profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
+    for name, old, new, profiles in fixes:
+        ok(root, "new", name, "--file", "a.py", "-m", f"Fix {name}",
+           *(["--profiles", profiles] if profiles else []))
+        work = root / ".patchforge/work/up/a.py"
+        work.write_bytes(work.read_bytes().replace(old, new))
+        ok(root, "refresh")
+    assert lint_errors(root) == []
+    return root, base
+
+
+def untouched(root: Path, exported: Path) -> tuple:
+    """What a refused update must leave as it was: series/ (series file, patches), the lock,
+    and quilt's directory with the export's record."""
+    return (tree_bytes(root / "series"), (root / "upstream.lock").read_bytes(),
+            tree_bytes(exported))
+
+
+def changed_in_quilt(root: Path, base: str, tmp_path: Path, export: list[str], old: bytes,
+                     new: bytes) -> tuple[Path, Path, str]:
+    """`export --quilt tmp_path/q EXPORT...`, `quilt push -a` in a checkout at the pin, the line
+    `old` of a.py made `new` and `quilt refresh`: (DIR, the checkout, quilt's push output)."""
+    exported = tmp_path / "q"
+    ok(root, "export", "--quilt", str(exported), *export)
+    env = quilt_env(tmp_path, exported, "")
+    checkout = checkout_of(tmp_path, base)
+    pushed = quilt(checkout, env, "push", "-a")
+    a = checkout / "a.py"
+    assert old in a.read_bytes()
+    a.write_bytes(a.read_bytes().replace(old, new))
+    quilt(checkout, env, "refresh")
+    return exported, checkout, pushed
+
+
+def refused_update(root: Path, exported: Path) -> str:
+    """`import quilt DIR --update`, which must be refused with nothing written: its stderr."""
+    before = untouched(root, exported)
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2, run.text
+    assert "nothing was taken back" in run.err, run.err
+    assert untouched(root, exported) == before
+    return run.err
+
+
+# fix-942 (gfx942 only) changes line8, inside the context of fix-all's line10 (every profile).
+BELOW = (("fix-942", b"line8\n", b"line8 gfx942\n", "gfx942"),
+         ("fix-all", b"line10\n", b"line10 all\n", None))
+
+
+@pytest.mark.parametrize("export", [["--profile", "gfx942"], []], ids=["profile", "whole"])
+def test_an_every_profile_fix_changed_on_top_of_a_profiles_fix_is_carried_to_its_base(
+        tmp_path, monkeypatch, export):
+    """In the tree of `export --quilt --profile gfx942` (or of the whole series), fix-all sits
+    on fix-942, whose line is in its context: quilt pushes it with fuzz and `quilt refresh`
+    writes that context. Taken back, the change was refused ("quilt's diff does not apply on
+    its base"), since fix-all is made on the upstream without fix-942. Now the change is
+    carried from quilt's tree back to fix-all's base (git's 3-way merge, as the overlays
+    carry fix-all into gfx942's series): fix-all's diff holds the upstream's line8, status and
+    lint are clean, gfx942's overlay is quilt's tree and gfx950's has fix-all alone."""
+    root, base = profiles_stack(tmp_path, monkeypatch, BELOW)
+    exported, checkout, pushed = changed_in_quilt(root, base, tmp_path, export, b"line11\n",
+                                                  b"line11 all too\n")
+    assert "with fuzz" in pushed
+    assert " line8 gfx942\n" in (exported / "fix-all.patch").read_text()
+    fix_942 = (root / "series/up/fix-942.patch").read_bytes()
+
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-all.patch\n" in run.out, run.out
+    fix_all = patch_text(root, "fix-all.patch")
+    assert " line8\n line9\n-line10\n-line11\n+line10 all\n+line11 all too\n" in fix_all
+    assert "gfx942" not in fix_all and "Profiles" not in fix_all
+    assert (root / "series/up/fix-942.patch").read_bytes() == fix_942
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+    ok(root, "overlays")
+    assert (root / "overlays/gfx942/up/a.py").read_bytes() == (checkout / "a.py").read_bytes()
+    assert (root / "overlays/gfx950/up/a.py").read_bytes() == \
+        A.replace(b"line10\n", b"line10 all\n").replace(b"line11\n", b"line11 all too\n")
+
+
+def test_a_change_that_does_not_carry_back_to_the_fixs_base_is_refused(tmp_path, monkeypatch):
+    """fix-all changed in gfx942's tree on fix-942's own line: on fix-all's base (without
+    fix-942) that change has no place. Refused, naming the quilt file, fix-942 and that
+    fix-all is for every profile; nothing written (series, patches, lock, quilt's
+    directory and its record)."""
+    root, base = profiles_stack(tmp_path, monkeypatch, BELOW)
+    exported, _, _ = changed_in_quilt(root, base, tmp_path, ["--profile", "gfx942"],
+                                      b"line8 gfx942\n", b"line8 gfx942 and all\n")
+    err = refused_update(root, exported)
+    assert f"{exported / 'fix-all.patch'}: fix-all.patch (every profile): quilt's change to " \
+        "a.py does not carry back onto the fix's own base: it meets lines that " \
+        "fix-942.patch (gfx942) changed below it in quilt's tree" in err, err
+
+
+def test_an_every_profile_fix_that_would_leave_a_profiles_series_is_refused(tmp_path,
+                                                                           monkeypatch):
+    """In the tree of `export --quilt --profile gfx950` (without fix-942), fix-all is changed
+    on line9, next to fix-942's line8. On its own base it applies, so the update wrote it,
+    exit 0, while fix-all no longer went into gfx942's series (status: conflict, overlays
+    refused). Now refused as the overlays refuse it, naming the patch, the profile and the
+    patch it meets, with quilt's series line; nothing written. The same change where the
+    gfx942 fix comes after fix-all (whose base then holds it) names that fix, its profile and
+    that quilt's tree lacks it."""
+    root, base = profiles_stack(tmp_path, monkeypatch, (
+        ("fix-942", b"line8\n", b"line8 gfx942\n", "gfx942"),
+        ("fix-all", b"line12\n", b"line12 all\n", None)))
+    exported, _, _ = changed_in_quilt(root, base, tmp_path, ["--profile", "gfx950"],
+                                      b"line9\n", b"line9 all\n")
+    err = refused_update(root, exported)
+    assert f"{exported / 'series'}:1: fix-all.patch does not apply in the series of gfx942: " \
+        "it changes lines of a.py that fix-942.patch (gfx942) changed before it there, after " \
+        "the changes made in quilt" in err, err
+    assert "quilt's tree, gfx950's series, does not hold fix-942.patch (gfx942)" in err
+    assert ok(root, "status").rc == 0
+
+    later = tmp_path / "later"
+    later.mkdir()
+    root, base = profiles_stack(later, monkeypatch, (
+        ("fix-all", b"line12\n", b"line12 all\n", None),
+        ("fix-942", b"line8\n", b"line8 gfx942\n", "gfx942")))
+    exported, _, _ = changed_in_quilt(root, base, later, ["--profile", "gfx950"],
+                                      b"line9\n", b"line9 all\n")
+    err = refused_update(root, exported)
+    assert f"{exported / 'series'}: fix-942.patch (profile gfx942, not in quilt's tree) would " \
+        "no longer apply on its base after the changes made in quilt" in err, err

@@ -97,10 +97,11 @@ def met_in_chain(patches, own, held, at: int, path: str | None = None) -> list[s
     meets there."""
     return [f"{n} ({profile_label(own[i])})" for i, (n, patch) in enumerate(patches)
             if i < at and i in held and not counts_for(own[i], own[at])
-            and (path is None or path in _paths(patch))]
+            and (path is None or path in patch_paths(patch))]
 
 
-def _paths(patch) -> set[str]:
+def patch_paths(patch) -> set[str]:
+    """Every path `patch` names, either side (a file it creates, deletes or renames too)."""
     return {p for fp in patch.file_patches for p in (fp.old_path, fp.new_path) if p}
 
 
@@ -170,7 +171,7 @@ def apply_on_chains(read_base: Callable[[list[str]], dict[str, bytes | None]],
             state.current[path] = data
 
     for position, (name, patch) in enumerate(patches):
-        paths = sorted(_paths(patch))
+        paths = sorted(patch_paths(patch))
         mine = found.states[own[position]]
         fill(mine, paths)
         before = {p: mine.current.get(p) for p in paths}
@@ -190,22 +191,33 @@ def apply_on_chains(read_base: Callable[[list[str]], dict[str, bytes | None]],
             if chosen == own[position] or position not in found.held[chosen]:
                 continue
             fill(state, paths)
-            files, stuck = carry_files(paths, before.get, mine.current.get, state.current.get)
+            stuck = carry_into(state, name, paths, before, mine)
             if stuck is not None:
                 found.problems.append(ChainProblem(
                     name, chosen, stuck,
                     met_in_chain(patches, own, found.held[chosen], position, stuck)))
-                continue
-            for path, content in files.items():
-                state.base.setdefault(path, None)
-                state.current[path] = content
-                state.touched_by.setdefault(path, []).append(name)
-                for given, source in ((state.modes, mine.modes), (state.origins, mine.origins)):
-                    if path in source:
-                        given[path] = source[path]
-                    else:
-                        given.pop(path, None)
     return found
+
+
+def carry_into(state: SeriesState, name: str, paths, before: dict[str, bytes | None],
+               mine: SeriesState) -> str | None:
+    """Carry the patch `name` into the chain `state` (its files `paths` already read there):
+    `before` its files on its own base without it, `mine` its own chain's state with it
+    (carry_files; the modes and origins it gives come along). Returns None, or the first path
+    that does not go in, `state` then left as it was."""
+    files, stuck = carry_files(paths, before.get, mine.current.get, state.current.get)
+    if stuck is not None:
+        return stuck
+    for path, content in files.items():
+        state.base.setdefault(path, None)
+        state.current[path] = content
+        state.touched_by.setdefault(path, []).append(name)
+        for given, source in ((state.modes, mine.modes), (state.origins, mine.origins)):
+            if path in source:
+                given[path] = source[path]
+            else:
+                given.pop(path, None)
+    return None
 
 
 def profile_state(read_base: Callable[[list[str]], dict[str, bytes | None]], patches: Sequence,

@@ -5,18 +5,25 @@ quilt writes its own diffs (`Index:` lines, `a.orig/` prefixes, timestamps, `-p`
 context) and keeps whatever header the patch had. Taken back, each patch quilt changed keeps
 its header (every field, the description) and gets its diff made again, as `refresh` makes it,
 on its base in the new order: the diff quilt wrote is applied there without fuzz (quilt made it
-on that very tree) and the result diffed by git, so `lint`'s byte-stability holds. Nothing is
-written until every patch of the new series has been checked; a patch quilt no longer lists is
-never dropped unless `--delete` says so, and then it is kept under deleted/.
+on that very tree) and the result diffed by git, so `lint`'s byte-stability holds. Where the
+series has patches for some profiles only, quilt's one stack may hold patches outside a patch's
+base (a fix for every profile above a gfx942 fix): its change is then carried from quilt's tree
+back onto its base as apply.chains carries a patch between profiles' series. Nothing is
+written until every patch of the new series has been checked, each profile's series included
+(a patch that no longer goes into one is refused, as the overlays would refuse it); a patch
+quilt no longer lists is never dropped unless `--delete` says so, and then it is kept under
+deleted/.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchforge.apply.chains import (REMEDY, apply_on_chains, carry_file, carry_files,
+                                     carry_into, met_in_chain, patch_paths, profiles_note)
 from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch
 from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series, counts_for,
-                                     profile_set)
+                                     profile_bases_differ, profile_set)
 from patchforge.errors import InputError, PatchforgeError, UsageError
 from patchforge.formats.patchfile import parse_patch_file
 from patchforge.formats.series import parse_series
@@ -196,6 +203,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     _refuse_collisions(project, store, upstream, {n: made[n] for n in made if how.get(n) == ADDED},
                        sources, pin.commit)
     _refuse_breaking(project, store, upstream, ours, new_patches, series_path)
+    _refuse_leaving_profiles(project, store, upstream, ours, new_patches, series_path, profile)
 
     writes = {n: made[n].to_bytes() for n in made if made[n].to_bytes() != ours_bytes.get(n)}
     new_series = series.replaced_names(order)
@@ -340,6 +348,15 @@ def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
     the quilt file and the hunk: quilt made it on another tree (a profile's patch that quilt's
     one stack put on top of another profile's).
 
+    quilt made the diff on its one stack (`where`: the patches quilt lists, in its order),
+    which holds patches outside the patch's base where the series has patches for some
+    profiles only: a fix for every profile above a gfx942 fix in the tree of `export --quilt
+    --profile gfx942`. Where that tree's files differ from the base's, quilt's diff is applied
+    on that tree and its change carried back onto the base as apply.chains carries a patch
+    between chains (git's 3-way merge of the tree's file before it, the base's, and the tree's
+    file with it); a change that does not carry back, or that carried into the tree again is
+    not what quilt's tree holds, is refused naming the quilt file.
+
     A patch quilt did not change, in `moved` (a patch before it changed or the order did),
     whose lines only moved (it applies without fuzz, at an offset) is made again too, as a
     rebase would: quilt said "Hunk #1 succeeded at 24 (offset 2 lines)" and kept it, which
@@ -354,73 +371,164 @@ def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
         entry = store.entry(pin, path)
         return entry[0] if entry else None
 
+    def fill(state: SeriesState, paths) -> None:
+        wanted = [p for p in paths if p not in state.current]
+        for path, data in (read_base(wanted) if wanted else {}).items():
+            state.base[path] = data
+            state.current[path] = data
+
     own = [profile_set(patch, configured) for _, patch in patches]
+    # The base of each profile set's patches (apply.chains.base_state, walked as one).
     states = {chosen: SeriesState() for chosen in dict.fromkeys(own)}
+    # The files of quilt's one stack: each patch quilt lists as its file has it (quilt's diff,
+    # or the series' as exported), in quilt's order, applied as quilt pushes (with fuzz).
+    tree = SeriesState()
+    in_tree: set[int] = set()
     made: dict[str, PatchFile] = {}
-    for (name, patch), mine in zip(patches, own):
-        for chosen, chain in states.items():
-            if chosen != mine and counts_for(mine, chosen):
-                apply_series(read_base, [(name, made.get(name, patch))], strict=False,
-                             state=chain, allow_zero_context=True)
+    for position, ((name, patch), mine) in enumerate(zip(patches, own)):
         state = states[mine]
-        if name not in taken and name not in moved:
+        paths = sorted(patch_paths(patch))
+        fill(state, paths)
+        before = dict(state.current)
+        if name in taken or name in moved:
+            state = states[mine] = _one_made_again(
+                project, upstream, pin, name, patch, state, tree, taken, where, series_path,
+                made, read_base, base_mode, fill,
+                lambda path: (profiles_note(mine),
+                              met_in_chain(patches, own, in_tree, position, path)))
+        else:
             apply_series(read_base, [(name, patch)], strict=False, state=state,
                          allow_zero_context=True)
-            continue
-        before = dict(state.current)
-        modes_before = {fp.old_path: state.mode(fp.old_path, base_mode)
-                        for fp in patch.file_patches if fp.old_path}
+        if state.outcomes[-1].ok:
+            # Into the base of each later set it counts for, as the overlays carry it.
+            paths = sorted({*paths, *patch_paths(made.get(name, patch))})
+            fill(state, paths)
+            for path in paths:  # a path read only now was the base's before it
+                before.setdefault(path, state.base.get(path))
+            for chosen, chain in states.items():
+                if chosen != mine and counts_for(mine, chosen):
+                    fill(chain, paths)
+                    carry_into(chain, name, paths, before, state)
+        if name in where:
+            in_tree.add(position)
+            apply_series(read_base, [(name, patch)], strict=False, state=tree,
+                         allow_zero_context=True)
+    return made
+
+
+def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch: PatchFile,
+                    state: SeriesState, tree: SeriesState, taken: dict[str, PatchFile],
+                    where: dict[str, tuple[Path, int]], series_path: Path,
+                    made: dict[str, PatchFile], read_base, base_mode, fill,
+                    met) -> SeriesState:
+    """_made_again of the one patch `name` on its base `state` (`tree`: quilt's stack below
+    it): the base's state with it, its new version put in `made` when its diff changes."""
+    paths = sorted(patch_paths(patch))
+    before = dict(state.current)
+    modes_before = {fp.old_path: state.mode(fp.old_path, base_mode)
+                    for fp in patch.file_patches if fp.old_path}
+    fill(tree, paths)
+    trial = None
+    if name in taken and any(tree.current.get(p) != state.current.get(p) for p in paths):
+        trial = _carried_back(read_base, name, patch, state, tree, paths, where, met)
+    if trial is None:
         trial = _copied(state)
         apply_series(read_base, [(name, patch)], strict=False, state=trial, max_fuzz=0,
                      allow_zero_context=True)
-        outcome = trial.outcomes[-1]
-        if name not in taken and (not outcome.ok or outcome.worst == "exact"):
-            # Needs fuzz, or fails (refused later, by name), or is where it was.
-            apply_series(read_base, [(name, patch)], strict=False, state=state,
-                         allow_zero_context=True)
-            continue
-        if not outcome.ok:
-            from patchforge.ops.lint import _failed_hunks
+    outcome = trial.outcomes[-1]
+    if name not in taken and (not outcome.ok or outcome.worst == "exact"):
+        # Needs fuzz, or fails (refused later, by name), or is where it was.
+        apply_series(read_base, [(name, patch)], strict=False, state=state,
+                     allow_zero_context=True)
+        return state
+    if not outcome.ok:
+        from patchforge.ops.lint import _failed_hunks
 
-            source, line = where[name]
-            raise InputError(f"{name}: quilt's diff does not apply on its base in the new "
-                             f"series ({_failed_hunks(outcome)}); nothing was taken back",
-                             path=str(source),
-                             hint=f"`quilt push` it in the tree it was made for and `quilt "
-                                  f"refresh` it, or check its place in {series_path}:{line}")
-        states[mine] = state = trial
-        old_modes, renames = _kept_from_series(project, upstream, name)
-        # quilt writes a rename the series' patch made as a deletion and a creation: one
-        # file again, as the patch had it (git's similarity score kept).
-        pairs = {fp.old_path: fp.new_path for fp in patch.file_patches if fp.is_delete}
-        created = {fp.new_path for fp in patch.file_patches if fp.is_new}
-        joined = {old: new for old, new in renames.items()
-                  if pairs.get(old) is None and old in pairs and new in created}
-        changes = []
-        for fp in patch.file_patches:
-            if fp.is_new and fp.new_path in joined.values():
-                continue
-            old_path, new_path = fp.old_path, fp.new_path
-            if fp.is_delete and old_path in joined:
-                new_path = joined[old_path]
-            old = before.get(old_path, state.base.get(old_path)) if old_path else None
-            new = state.current.get(new_path) if new_path else None
-            mode_old = fp.old_mode or (modes_before.get(old_path) if old_path else None) \
-                or old_modes.get(new_path or "") or "100644"
-            mode_new = fp.new_mode or old_modes.get(new_path or "") or mode_old
-            changes.append(FileChange(old_path, new_path, old, new, mode_old, mode_new,
-                                      copy=fp.is_copy))
-        if not changes and _has_change(project, upstream, name):
-            source, line = where[name]
-            raise InputError(f"{name}: quilt's patch holds no change, and taken back the fix "
-                             "would be gone; nothing was taken back", path=str(source),
-                             hint=f"to drop the fix, take its line out of {series_path} and "
-                                  "run this again with --delete (it is kept under deleted/)")
-        diff = make_diff(changes)
-        if diff != patch.diff:
-            made[name] = patch.with_diff(diff) if name in taken else \
-                patch.with_diff(diff).with_field("Base", pin)
-    return made
+        source, line = where[name]
+        raise InputError(f"{name}: quilt's diff does not apply on its base in the new "
+                         f"series ({_failed_hunks(outcome)}); nothing was taken back",
+                         path=str(source),
+                         hint=f"`quilt push` it in the tree it was made for and `quilt "
+                              f"refresh` it, or check its place in {series_path}:{line}")
+    state = trial
+    old_modes, renames = _kept_from_series(project, upstream, name)
+    # quilt writes a rename the series' patch made as a deletion and a creation: one
+    # file again, as the patch had it (git's similarity score kept).
+    pairs = {fp.old_path: fp.new_path for fp in patch.file_patches if fp.is_delete}
+    created = {fp.new_path for fp in patch.file_patches if fp.is_new}
+    joined = {old: new for old, new in renames.items()
+              if pairs.get(old) is None and old in pairs and new in created}
+    changes = []
+    for fp in patch.file_patches:
+        if fp.is_new and fp.new_path in joined.values():
+            continue
+        old_path, new_path = fp.old_path, fp.new_path
+        if fp.is_delete and old_path in joined:
+            new_path = joined[old_path]
+        old = before.get(old_path, state.base.get(old_path)) if old_path else None
+        new = state.current.get(new_path) if new_path else None
+        mode_old = fp.old_mode or (modes_before.get(old_path) if old_path else None) \
+            or old_modes.get(new_path or "") or "100644"
+        mode_new = fp.new_mode or old_modes.get(new_path or "") or mode_old
+        changes.append(FileChange(old_path, new_path, old, new, mode_old, mode_new,
+                                  copy=fp.is_copy))
+    if not changes and _has_change(project, upstream, name):
+        source, line = where[name]
+        raise InputError(f"{name}: quilt's patch holds no change, and taken back the fix "
+                         "would be gone; nothing was taken back", path=str(source),
+                         hint=f"to drop the fix, take its line out of {series_path} and "
+                              "run this again with --delete (it is kept under deleted/)")
+    diff = make_diff(changes)
+    if diff != patch.diff:
+        made[name] = patch.with_diff(diff) if name in taken else \
+            patch.with_diff(diff).with_field("Base", pin)
+    return state
+
+
+def _carried_back(read_base, name: str, patch: PatchFile, state: SeriesState,
+                  tree: SeriesState, paths: list[str], where: dict[str, tuple[Path, int]],
+                  met) -> SeriesState | None:
+    """The base's state (`state`) with the change quilt's diff of `name` makes in quilt's
+    tree (`tree`, whose files `paths` differ from the base's), carried back by git's 3-way
+    merge (apply.chains.carry_files from the tree to the base). None when quilt's diff does
+    not apply on the tree as it is rebuilt here (quilt's tree was another: the caller tries
+    the base itself). Refused (InputError naming the quilt file) when the change does not go
+    onto the base, or when the result carried into quilt's tree again (as the overlays of
+    its profile carry it) is not what quilt's tree holds: the fix would not be the one made."""
+    in_tree = _copied(tree)
+    apply_series(read_base, [(name, patch)], strict=False, state=in_tree, max_fuzz=0,
+                 allow_zero_context=True)
+    outcome = in_tree.outcomes[-1]
+    if not outcome.ok:
+        return None
+    files, stuck = carry_files(paths, tree.current.get, in_tree.current.get, state.current.get)
+    why = "does not carry back onto the fix's own base"
+    for path in paths if stuck is None else ():
+        # Carried into quilt's tree again (as the overlays of its profile will carry it), the
+        # result must be the file quilt's tree holds, or the fix taken back is another one.
+        ok, again = carry_file(state.current.get(path), files[path], tree.current.get(path))
+        if not ok or again != in_tree.current.get(path):
+            stuck = path
+            why = ("taken back onto the fix's own base, would not give quilt's tree again "
+                   "where the overlays carry it there")
+            break
+    if stuck is not None:
+        note, below = met(stuck)
+        who = ", ".join(below) or "patches of another profile"
+        raise InputError(
+            f"{name} ({note}): quilt's change to {stuck} {why}: it meets lines that "
+            f"{who} changed below it in quilt's tree, which its base does not hold; nothing "
+            "was taken back", path=str(where[name][0]),
+            hint=f"in quilt, make {name} leave those lines alone and `quilt refresh` it; or, "
+                 "if the change is for that tree's profile alone, make it a fix of its own "
+                 "(`quilt new`) there")
+    trial = _copied(state)
+    for path in paths:
+        trial.base.setdefault(path, None)
+        trial.current[path] = files[path]
+        trial.touched_by.setdefault(path, []).append(name)
+    trial.outcomes.append(outcome)
+    return trial
 
 
 def _copied(state: SeriesState) -> SeriesState:
@@ -471,11 +579,62 @@ def _refuse_breaking(project: Project, store: UpstreamStore, upstream: str, ours
     if new:
         name = new[0]
         line = parse_series(series_path.read_bytes(), str(series_path)).line_of(name)
+        if line is None:
+            # A patch quilt's tree lacks: another profile's (the export was one profile's
+            # series), or one that joined the series after the export.
+            patch = dict(new_patches)[name]
+            raise InputError(
+                f"{name} ({profiles_note(profile_set(patch, list(project.config.profiles)))}, "
+                f"not in quilt's tree) would no longer apply on its base after the changes "
+                "made in quilt; nothing was taken back", path=str(series_path),
+                hint=f"in quilt, make the change leave the lines of {name} alone, `quilt "
+                     "refresh`, then run this again")
         raise InputError(f"{name} would no longer apply in the series as {series_path} orders "
                          "it, after the changes made in quilt; nothing was taken back",
                          path=str(series_path), line=line,
                          hint="`quilt push` up to it in the tree, resolve, `quilt refresh` "
                               "it, then run this again (or put it back in its place)")
+
+
+def _refuse_leaving_profiles(project: Project, store: UpstreamStore, upstream: str,
+                             ours: list[str], new_patches: list[tuple[str, PatchFile]],
+                             series_path: Path, profile: str | None) -> None:
+    """Refuse a new series of which a patch no longer goes into the series of a profile that
+    holds it (apply.chains: a fix for more profiles carried there from its base meets lines a
+    fix for that profile alone changed), where it went before: that profile's overlays would
+    fail. `refresh` writes such a change and warns (`profile_failing`), as it does for a later
+    patch that no longer applies (`later_failing`); this command refuses the latter
+    (_refuse_breaking), since quilt's directory keeps the change and nothing is lost, and
+    refuses this alike."""
+    configured = list(project.config.profiles)
+    if not profile_bases_differ(new_patches, configured):
+        return
+    pin = project.lock.pin(upstream).commit
+
+    def read_base(paths):
+        return store.read_blobs(pin, paths)
+
+    found = apply_on_chains(read_base, new_patches, configured, strict=False).problems
+    if not found:
+        return
+    old = [(n, project.read_patch(upstream, n)) for n in ours]
+    before = {(p.name, p.chain) for p in apply_on_chains(read_base, old, configured,
+                                                         strict=False).problems} \
+        if profile_bases_differ(old, configured) else set()
+    new = [p for p in found if (p.name, p.chain) not in before]
+    if not new:
+        return
+    problem = new[0]
+    line = parse_series(series_path.read_bytes(), str(series_path)).line_of(problem.name)
+    unseen = profile is not None and profile not in (problem.chain or ())
+    raise InputError(
+        f"{problem.name} {problem.describe()}, after the changes made in quilt; nothing was "
+        "taken back", path=str(series_path), line=line,
+        hint=(f"quilt's tree, {profile}'s series, does not hold {', '.join(problem.met)}; "
+              if unseen and problem.met else "")
+        + "in quilt, make the change leave those lines alone, `quilt refresh`, then run this "
+          "again (two fixes that change neighbouring lines differently for some profiles are "
+          "one fix per profile)")
 
 
 def _close_edit(project: Project, upstream: str, before: list[str], after: list[str],
