@@ -6,6 +6,10 @@ and every declared artifact `overlays/artifacts/<path>` (so that `overlays/` alo
 compose override file per profile (read-only mounts) and a Dockerfile per profile (the overlays
 baked into the pinned image) describe them. Everything is computed in memory
 first, so a patch that fails leaves `overlays/` untouched, and the same inputs give the same bytes.
+
+It also owns what an overlay cannot carry, a series that deletes an upstream file: found by
+series_removals, refused where a patch comes in (removals_overlays_refuse for a worktree's
+change, refuse_series_removals for the imports and a clean bring-back) and reported by lint.
 """
 from __future__ import annotations
 
@@ -349,6 +353,14 @@ def removed_upstream_files(store: UpstreamStore, upstream_commit: str, changes,
     """The files of `changes` taken away that the upstream has at `upstream_commit` and no
     patch of `later` makes again (see removals_overlays_refuse)."""
     removed = [path for path, old, new, *_ in changes if old is not None and new is None]
+    return _gone_for_good(store, upstream_commit, removed, later)
+
+
+def _gone_for_good(store: UpstreamStore, upstream_commit: str, removed: list[str],
+                   later) -> list[str]:
+    """Of `removed`, the paths the upstream has at `upstream_commit` that no patch of `later`
+    makes again (creates, or renames or copies to): the series' end state, which is what an
+    overlay holds, lacks them."""
     if not removed:
         return []
     entries = store.entries(upstream_commit, removed)
@@ -356,6 +368,90 @@ def removed_upstream_files(store: UpstreamStore, upstream_commit: str, changes,
                   if fp.new_path is not None and (fp.is_new or fp.old_path != fp.new_path)}
     return [path for path in removed
             if entries.get(path) is not None and path not in made_again]
+
+
+def _taken_away(patch) -> list:
+    """The file patches of `patch` that take a file away: a deletion, or a rename to another
+    path (a copy keeps its source)."""
+    return [fp for fp in patch.file_patches
+            if fp.old_path is not None and not fp.is_copy and fp.new_path != fp.old_path]
+
+
+def series_removals(project: Project, store: UpstreamStore, upstream_commit: str,
+                    patches) -> list[tuple[str, str, str | None]]:
+    """(name, path, renamed to or None) for each upstream file (at `upstream_commit`) that a
+    patch of `patches` ([(name, PatchFile)], in series order) takes away and no later patch
+    of the same profile's series makes again: the deletions of the series that `overlays`
+    refuses (an overlay cannot delete a file in the image). Looked for in every profile's
+    series (the whole series in a stack without profiles), each once, in series order.
+    Whether the project writes overlays is the caller's question (see
+    refuse_series_removals; lint reports these where overlays/ exists)."""
+    if not any(_taken_away(patch) for _, patch in patches):
+        return []
+    found: dict[tuple[str, str], str | None] = {}
+    profiles: list[str | None] = [*project.config.profiles] or [None]
+    for profile in profiles:
+        selected = [p for p in patches if applies_to_profile(p[1], profile)]
+        for i, (name, patch) in enumerate(selected):
+            away = {fp.old_path: fp.new_path for fp in _taken_away(patch)}
+            for path in _gone_for_good(store, upstream_commit, list(away),
+                                       [p for _, p in selected[i + 1:]]):
+                found.setdefault((name, path), away[path])
+    order = {name: i for i, (name, _) in enumerate(patches)}
+    return [(name, path, to) for (name, path), to in
+            sorted(found.items(), key=lambda item: (order[item[0][0]], item[0][1]))]
+
+
+def refuse_series_removals(project: Project, store: UpstreamStore, upstream: str,
+                           upstream_commit: str, before, after, *,
+                           sources: dict[str, tuple[str, bytes | None]] | None = None,
+                           outcome: str = "nothing was imported",
+                           way_out: str = "or leave the patch out of the import") -> None:
+    """InputError, where the project writes overlays (overlays/ exists), when `after` (the
+    series a command would write, [(name, PatchFile)]) deletes an upstream file that `before`
+    (the series as it is) does not: the one check of every way a patch enters the series
+    other than a worktree's change (the imports, `import quilt --update`, a clean
+    `bring-back`), so that such a patch is refused where it comes in, naming it, instead of
+    being written for `overlays` to refuse later, when nothing says where it came from. A
+    deletion the series already had is lint's to report, not this command's. `sources`
+    names where a patch came from (a quilt patch file, an mbox message, a commit) and, for a
+    file, its bytes as read there (for the line of the file's section); a patch without one
+    is named by its path in the series. Nothing is written by the caller when it raises."""
+    if not project.overlays_dir.exists():
+        return
+    had = {(name, path) for name, path, _ in series_removals(project, store, upstream_commit,
+                                                              before)}
+    for name, path, renamed in series_removals(project, store, upstream_commit, after):
+        if (name, path) in had:
+            continue
+        where, original = (sources or {}).get(
+            name, (str(project.patch_path(upstream, name)), None))
+        what = f"renames {path} to {renamed}" if renamed else f"deletes {path}"
+        raise InputError(
+            f"patch {name}: {what}, a file of the {upstream} upstream that no later patch "
+            "makes again, and this project writes overlays, which cannot delete a file in the "
+            f"image (`patchforge overlays` refuses a series that deletes one); {outcome}",
+            path=where, line=section_line(original, where, old_path=path),
+            hint=f"make the patch keep {path}, changed as the image needs (e.g. emptied), "
+                 f"{way_out}")
+
+
+def section_line(original: bytes | None, source: str, *, new_path: str | None = None,
+                 old_path: str | None = None) -> int | None:
+    """The line of the file section of the patch file as it was read (`original`, before an
+    import added fields to its header) that makes `new_path` or takes `old_path` away, or
+    None when there is no such file or section."""
+    if original is None:
+        return None
+    from patchforge.formats.patchfile import parse_patch_file
+
+    try:
+        sections = parse_patch_file(original, source).file_patches
+    except InputError:
+        return None
+    return next((fp.line_no for fp in sections
+                 if (new_path is not None and fp.new_path == new_path)
+                 or (old_path is not None and fp.old_path == old_path)), None)
 
 
 def _artifact_error(project: Project, artifact: str, message: str, *,

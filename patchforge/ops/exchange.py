@@ -105,15 +105,16 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
                     sources: dict[str, tuple[str, bytes | None]] | None = None, *,
                     pin: str) -> None:
     """Write and list an import's patches, each checked before the first is written (a
-    repeated import is refused, and so is one that creates a path already there). One that an
-    earlier run cut short already wrote (the same bytes: _check_new_name made sure) is only
-    listed, if it is not yet. `sources` names where each patch came from (a quilt patch file,
+    repeated import is refused, and so is one that creates a path already there or, where
+    overlays are made, deletes an upstream file). One that an earlier run cut short already
+    wrote (the same bytes: _check_new_name made sure) is only listed, if it is not yet. `sources` names where each patch came from (a quilt patch file,
     an mbox message, a commit) and, for a file, its bytes as they were read there. `pin` is
     the commit the import read the upstream at."""
     _refuse_repeat(project, upstream, pending)
     parsed = {file_name: parse_patch_file(data, file_name) for file_name, data in pending}
     _refuse_unknown_profiles(project, parsed, sources or {})
     _refuse_collisions(project, store, upstream, parsed, sources or {}, pin)
+    _refuse_removals(project, store, upstream, parsed, sources or {}, pin)
     from patchforge.state import require
 
     with RepoLock(project.state_dir):
@@ -166,6 +167,7 @@ def _refuse_collisions(project: Project, store: UpstreamStore, upstream: str,
     every profile's series). `git apply`, `quilt push` and `overlays` refuse such a patch;
     imported, it was listed and only `status` and `lint` said so afterwards. Nothing is
     written."""
+    from patchforge.overlay import section_line
     from patchforge.stack import profile_collisions
 
     listed = project.patch_names(upstream)
@@ -176,21 +178,27 @@ def _refuse_collisions(project: Project, store: UpstreamStore, upstream: str,
             continue  # an earlier patch of the series: lint's to report, not this import's
         where, original = sources.get(name, (name, None))
         raise InputError(f"patch {name}: {message}; nothing was imported",
-                         path=where, line=_line_of(original, where, fp.new_path),
+                         path=where,
+                         line=section_line(original, where, new_path=fp.new_path),
                          hint=(hint + ", or leave this patch out of the import") if hint else
                          "leave this patch out of the import, or change what it creates")
 
 
-def _line_of(original: bytes | None, source: str, path: str | None) -> int | None:
-    """The line of `path`'s file section in the patch file as it was read (before the import
-    added fields to its header), or None when there is no such file."""
-    if original is None:
-        return None
-    try:
-        sections = parse_patch_file(original, source).file_patches
-    except InputError:
-        return None
-    return next((fp.line_no for fp in sections if fp.new_path == path), None)
+def _refuse_removals(project: Project, store: UpstreamStore, upstream: str,
+                     parsed: dict[str, PatchFile],
+                     sources: dict[str, tuple[str, bytes | None]], pin: str) -> None:
+    """Refuse an import of which a patch deletes (or renames away) an upstream file, where the
+    project writes overlays (overlay.refuse_series_removals): listed, only `overlays` refused
+    it, and `status` and `lint` passed it. The series with the import's patches at its end
+    (those already listed, a rerun's, where they are)."""
+    from patchforge.overlay import refuse_series_removals
+
+    listed = project.patch_names(upstream)
+    series = [(n, parsed.get(n) or project.read_patch(upstream, n)) for n in listed]
+    refuse_series_removals(project, store, upstream, pin,
+                           [(n, patch) for n, patch in series if n not in parsed],
+                           series + [(n, patch) for n, patch in parsed.items() if n not in listed],
+                           sources=sources)
 
 
 def _free_name(project: Project, upstream: str, stem: str, taken: set[str],

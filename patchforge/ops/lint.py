@@ -8,7 +8,8 @@ gives the file back; regenerating the diff with patchforge's fixed options gives
 application on the locked base for every profile (no failure, no fuzz, no zero-context hunks; a
 binary change only exactly, by blob id), `Keeps:` invariants, the `-text` attributes that keep
 patch files byte for byte in git, `Submitted` fixes whose pull request was closed unmerged,
-`Drop-When` conditions already true, and committed overlays that the series no longer generates.
+`Drop-When` conditions already true, committed overlays that the series no longer generates, and,
+where overlays are made, a patch deleting an upstream file (which no overlay can carry).
 
 Severity: an `error` is something that is wrong (exit 1); a `warning` is worth a look but the
 series is sound (exit 0 unless --warnings-fail).
@@ -113,6 +114,7 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
             continue
         parsed_series[upstream] = [(name, patch) for name, patch, _ in parsed]
         findings += _apply_checks(project, store, upstream, pin, parsed)
+        findings += _overlay_removals(project, store, upstream, pin, parsed)
         findings += _drop_and_forward(project, store, upstream, pin, parsed, forge, lookups)
     if len(parsed_series) > 1:
         from patchforge.overlay import shared_targets
@@ -125,6 +127,31 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
     if not any(f.check in ("apply", "parse") and f.severity == "error" for f in findings):
         findings += _stale_overlays(project, store)
     return findings
+
+
+def _overlay_removals(project: Project, store: UpstreamStore, upstream: str, pin,
+                      parsed) -> list[Finding]:
+    """Each patch that deletes (or renames away) an upstream file no later patch makes again,
+    where the project writes overlays: `overlays` refuses such a series (an overlay cannot
+    delete a file in the image), while lint passed it (a patch copied into the series by
+    hand, or listed before overlays/ was made). The commands that bring a patch in refuse
+    one (overlay.refuse_series_removals)."""
+    if not project.overlays_dir.exists():
+        return []
+    from patchforge.overlay import series_removals
+
+    out = []
+    for name, path, renamed in series_removals(project, store, pin.commit,
+                                               [(n, p) for n, p, _ in parsed]):
+        what = f"renames {path} to {renamed}" if renamed else f"deletes {path}"
+        out.append(Finding(
+            f"{upstream}/{name}", "overlays",
+            f"{what}, a file of the upstream that no later patch makes again: this project "
+            "writes overlays, which cannot delete a file in the image (`patchforge overlays` "
+            f"refuses the series); `patchforge edit {name.removesuffix('.patch')}`, put "
+            f"{path} back (`git checkout -- {path}` in the worktree; changed as the image "
+            "needs, e.g. emptied), then `patchforge refresh`"))
+    return out
 
 
 def _reverted_upstream(project: Project, store: UpstreamStore) -> list[Finding]:

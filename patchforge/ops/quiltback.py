@@ -27,6 +27,7 @@ from patchforge.apply.series import (SeriesState, applies_to_profile, apply_seri
 from patchforge.errors import InputError, PatchforgeError, UsageError
 from patchforge.formats.patchfile import parse_patch_file
 from patchforge.formats.series import parse_series
+from patchforge.overlay import refuse_series_removals
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, writing_project
 from patchforge.ops.exchange import (EXPORT_RECORD, _read_export_record, _record_bytes,
                                      _refuse_collisions, _refuse_taken,
@@ -204,6 +205,10 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                        sources, pin.commit)
     _refuse_breaking(project, store, upstream, ours, new_patches, series_path)
     _refuse_leaving_profiles(project, store, upstream, ours, new_patches, series_path, profile)
+    refuse_series_removals(project, store, upstream, pin.commit,
+                           [(n, project.read_patch(upstream, n)) for n in ours], new_patches,
+                           sources=sources, outcome="nothing was taken back",
+                           way_out=f"or take its line out of {series_path}")
 
     writes = {n: made[n].to_bytes() for n in made if made[n].to_bytes() != ours_bytes.get(n)}
     new_series = series.replaced_names(order)

@@ -1210,6 +1210,16 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
         before = series_state(project, store, upstream, strict=False)
     judge.start_after(before)
     judgement = judge.decide(fix.name, patch)
+    if judgement.outcome == "applies":
+        # Written as it moves: where overlays are made, one that deletes an upstream file is
+        # refused here, as an import is, not by `overlays` later.
+        from patchforge.overlay import refuse_series_removals
+
+        refuse_series_removals(project, store, upstream, pin.commit, prefix,
+                               [*prefix, (fix.name, patch)],
+                               sources={fix.name: (str(fix.path), raw)},
+                               outcome="it stays in skipped/",
+                               way_out=f"in {fix.path}, or leave it in skipped/")
     series = project.read_series(upstream)
     result = {"upstream": upstream, "name": fix.name, "outcome": judgement.outcome,
               "state": judgement.state, "detail": judgement.message, "files": judgement.files}

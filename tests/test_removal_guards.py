@@ -1,0 +1,198 @@
+"""A patch that deletes an upstream file, brought into a project that writes overlays by every
+way other than a worktree's change: `import quilt` (with and without --update, through the real
+quilt), `import git` (a real commit), `import mbox` (`git format-patch`), a clean `bring-back`,
+and a patch file copied into the series by hand (lint).
+
+An overlay cannot delete a file in the image, so `overlays` refuses a series that deletes one;
+`refresh`, `rebase --continue` and `rebase --to` refused to make one, but these ways let it in
+with exit 0, after which `status` and `lint` passed and only `overlays` failed, naming no way
+back. Each is now refused where the patch comes in (one check,
+overlay.refuse_series_removals), exit 2, naming the patch's file and the deleted path,
+nothing written; lint reports one already listed."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import run_cli
+from helpers.env import need_tool
+from helpers.git import git
+from helpers.project import add_patch_file
+from helpers.snapshot import snapshot
+from helpers.upstream import diff_of
+from test_modify_delete import Project as Stack
+
+
+class Project(Stack):
+    """test_modify_delete's upstream (real git: pkg/mod.py, pkg/other.py, tagged v1) and
+    project, with one fix and overlays/ generated."""
+
+    def __init__(self, tmp_path: Path, *, overlays: bool = True) -> None:
+        super().__init__(tmp_path)
+        self.tmp = tmp_path
+        self.fix("fix-mod", {"pkg/mod.py": b"m = 2\n"})
+        if overlays:
+            self.cli("overlays")
+
+    def files(self) -> dict:
+        """The project as committed (the series, patches, lock, overlays): what a refused
+        command must leave byte for byte."""
+        return snapshot(self.root, skip_state=True)
+
+    def vendor(self, change: str = "delete") -> Path:
+        """A clone of the upstream with one commit taking pkg/other.py away (`git rm`, or
+        `git mv` to pkg/renamed.py, which `git format-patch` writes as a rename)."""
+        vendor = self.tmp / "vendor"
+        git(self.tmp, "clone", "-q", str(self.up.path), str(vendor))
+        if change == "delete":
+            git(vendor, "rm", "-q", "pkg/other.py")
+        else:
+            git(vendor, "mv", "pkg/other.py", "pkg/renamed.py")
+        git(vendor, "-c", "user.name=Vendor", "-c", "user.email=v@example.com",
+            "commit", "-qm", "Drop other")
+        return vendor
+
+
+def deleting_diff(project: Project) -> bytes:
+    return project.up.diff({"pkg/other.py": None})
+
+
+def header(project: Project) -> bytes:
+    return (f"Description: drop other\nAuthor: t <t@example.com>\nUpstream: up\n"
+            f"Upstream-Status: Pending\nBase: {project.up.base}\n\n---\n").encode()
+
+
+@pytest.fixture
+def project(tmp_path):
+    return Project(tmp_path)
+
+
+def test_import_quilt_update_of_a_quilt_patch_deleting_an_upstream_file_is_refused(project):
+    """`quilt new`, `quilt add pkg/other.py`, the file removed, `quilt refresh`: taken back with
+    exit 0 into a project that writes overlays, `status` and `lint` 0, `overlays` exit 2 naming
+    the series, not where the patch came from. Refused, exit 2, naming quilt's patch file and
+    the path, nothing written; the same quilt patch keeping the file (emptied) is taken."""
+    need_tool("quilt")
+    exported = project.tmp / "q"
+    project.cli("export", "--quilt", str(exported))
+    checkout = project.tmp / "checkout"
+    git(project.tmp, "clone", "-q", str(project.up.path), str(checkout))
+    env = dict(os.environ, QUILT_PATCHES=str(exported), QUILTRC=str(project.tmp / "quiltrc"),
+               EDITOR="false")
+    (project.tmp / "quiltrc").write_text("")
+
+    def quilt(*args: str) -> None:
+        proc = subprocess.run(["quilt", *args], cwd=checkout, env=env, capture_output=True)
+        assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+
+    quilt("push", "-a")
+    quilt("new", "drop-other.patch")
+    quilt("add", "pkg/other.py")
+    (checkout / "pkg/other.py").unlink()
+    quilt("refresh")
+    before = project.files()
+    _, _, err = project.cli("import", "quilt", str(exported), "--update", expect=2)
+    assert f"{exported / 'drop-other.patch'}: patch drop-other.patch: deletes pkg/other.py, a " \
+        "file of the up upstream that no later patch makes again, and this project writes " \
+        "overlays, which cannot delete a file in the image" in err, err
+    assert "nothing was taken back" in err and "changed as the image needs" in err, err
+    assert project.files() == before
+    project.cli("lint", "--no-forge")
+    project.cli("overlays")
+    # Kept in quilt, emptied: taken back, and the overlays carry the empty file.
+    (checkout / "pkg/other.py").write_bytes(b"")
+    quilt("refresh")
+    project.cli("import", "quilt", str(exported), "--update")
+    project.cli("overlays")
+    assert (project.root / "overlays/up/pkg/other.py").read_bytes() == b""
+
+
+@pytest.mark.parametrize("how", ["quilt", "git", "mbox", "mbox-rename"])
+def test_an_import_of_a_patch_deleting_an_upstream_file_is_refused(project, how):
+    """`import quilt DIR`, `import git RANGE` and `import mbox FILE` of a patch deleting
+    pkg/other.py (or, `git format-patch` of a `git mv`, renaming it away) listed it, exit 0, in a project whose `overlays` then refused
+    the series. Refused, exit 2, naming where the patch came from and the path, nothing
+    written."""
+    vendor = project.vendor("rename" if how == "mbox-rename" else "delete")
+    if how == "quilt":
+        quilt_dir = project.tmp / "quilt"
+        quilt_dir.mkdir()
+        (quilt_dir / "drop-other.patch").write_bytes(header(project) + deleting_diff(project))
+        (quilt_dir / "series").write_text("drop-other.patch\n")
+        args = ["import", "quilt", str(quilt_dir)]
+        where = f"{quilt_dir / 'drop-other.patch'}:8: patch drop-other.patch"
+    elif how.startswith("mbox"):
+        mbox = project.tmp / "drop.mbox"
+        mbox.write_bytes(subprocess.run(["git", "format-patch", "-1", "--stdout"], cwd=vendor,
+                                        check=True, capture_output=True).stdout)
+        args = ["import", "mbox", str(mbox)]
+        where = f"{mbox} (message 1): patch drop-other.patch"
+    else:
+        args = ["import", "git", "HEAD~1..HEAD", "--repo", str(vendor)]
+        sha = git(vendor, "rev-parse", "HEAD").strip()
+        where = f"{vendor}: commit {sha}: patch drop-other.patch"
+    before = project.files()
+    _, _, err = project.cli(*args, expect=2)
+    what = "renames pkg/other.py to pkg/renamed.py" if how == "mbox-rename" else \
+        "deletes pkg/other.py"
+    assert f"{where}: {what}, a file of the up upstream that no later patch makes again, and " \
+        "this project writes overlays, which cannot delete a file in the image (`patchforge " \
+        "overlays` refuses a series that deletes one); nothing was imported" in err, err
+    assert project.files() == before
+    project.cli("overlays", "--check")
+
+
+def test_an_import_deleting_a_file_is_taken_where_no_overlays_are_made(tmp_path):
+    """A project without overlays/ carries a deletion as git and quilt do: the import goes
+    through (and lint, with no overlays to make, says nothing of it)."""
+    project = Project(tmp_path, overlays=False)
+    vendor = project.vendor()
+    project.cli("import", "git", "HEAD~1..HEAD", "--repo", str(vendor))
+    assert b"deleted file mode" in (project.root / "series/up/drop-other.patch").read_bytes()
+    run = run_cli(project.root, "lint", "--no-forge", "--json")
+    assert "pkg/other.py" not in run.out, run.out
+
+
+def test_a_clean_bring_back_of_a_fix_deleting_an_upstream_file_is_refused(project):
+    """A skipped fix that deletes pkg/other.py and moves onto the pin cleanly was written into
+    the series, exit 0 (a `bring-back --continue` refused the same deletion). Refused, exit 2,
+    naming the skipped file, its line and the path; it stays in skipped/."""
+    skipped = project.root / "series/up/skipped/drop-other.patch"
+    skipped.parent.mkdir(parents=True)
+    skipped.write_bytes(header(project) + deleting_diff(project))
+    before = project.files()
+    _, _, err = project.cli("bring-back", "drop-other", expect=2)
+    assert f"{skipped}:8: patch drop-other.patch: deletes pkg/other.py, a file of the up " \
+        "upstream that no later patch makes again" in err, err
+    assert "it stays in skipped/" in err, err
+    assert project.files() == before
+
+
+def test_lint_reports_a_listed_patch_deleting_an_upstream_file(project):
+    """A deleting patch copied into the series by hand (or listed before overlays/ was made)
+    passed lint, exit 0, and `overlays` refused the series. lint reports it, an error naming
+    the patch and the path, exit 1; a later patch making the file again is no finding."""
+    add_patch_file(project.root, "up", "drop-other.patch", header(project) + deleting_diff(project))
+    run = run_cli(project.root, "lint", "--no-forge", "--json")
+    assert run.rc == 1, run.text
+    found = [f for f in json.loads(run.out)["findings"] if f["check"] == "overlays"]
+    assert [(f["patch"], f["severity"]) for f in found] == [("up/drop-other.patch", "error")], \
+        found
+    assert found[0]["message"].startswith(
+        "deletes pkg/other.py, a file of the upstream that no later patch makes again: this "
+        "project writes overlays, which cannot delete a file in the image"), found
+    assert "`patchforge edit drop-other`" in found[0]["message"], found
+    text = run_cli(project.root, "lint", "--no-forge")
+    assert text.rc == 1 and "up/drop-other.patch" in text.out and "pkg/other.py" in text.out
+    # Made again by a later patch: the series' end state has the file, the overlays carry it.
+    creation = diff_of(project.tmp / "scratch", "pkg/other.py", None, b"made again\n")
+    add_patch_file(project.root, "up", "again.patch", header(project) + creation)
+    run = run_cli(project.root, "lint", "--no-forge", "--json")
+    assert not [f for f in json.loads(run.out)["findings"] if f["check"] == "overlays"
+                and "deletes" in f["message"]], run.out
+    project.cli("overlays")
+    assert (project.root / "overlays/up/pkg/other.py").read_bytes() == b"made again\n"
