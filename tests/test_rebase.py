@@ -101,6 +101,28 @@ def test_a_clean_rebase_to_a_release_loads_only_what_it_uses(stack, upstream):
     assert stack.lock()["upstreams"]["up"]["commit"] == new_commit
 
 
+def test_a_clean_rebase_reads_the_configuration_without_importlib_resources(stack, upstream):
+    """The configuration's schema (hashed for the marker of a configuration that passed) is read
+    by the package's loader: a clean rebase loads neither `importlib.resources` nor the zipfile
+    module it brings (5-6 ms of every command that reads a configuration), nor `importlib.util`
+    (only a wheel download asks whether pip is there). Run without the site hooks (`-S`), which
+    may load these themselves (a `.pth` importing certifi does)."""
+    from helpers.env import REPO_ROOT
+
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "fix-f3", {"pkg/mod.py": with_lines({3: b"def f3():\n    return -3\n\n"})})
+    new_commit = upstream.commit({"pkg/other.py": b"x = 2\n"}, "unrelated change", tag="v1.1")
+    code = ("import sys\nfrom patchforge.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    rc = e.code\n"
+            "print('LOADED', [m for m in ('importlib.resources', 'zipfile', 'importlib.util') "
+            "if m in sys.modules], rc)\n")
+    run = subprocess.run([sys.executable, "-S", "-c", code, "--root", str(stack.root), "rebase",
+                          "--to", "up=1.1"], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+    assert "LOADED [] 0" in run.stdout, run.stdout + run.stderr
+    assert stack.lock()["upstreams"]["up"]["commit"] == new_commit
+
+
 def test_offset_patch_gets_new_line_numbers(stack, upstream):
     stack.add_upstream("up", upstream)
     fixed = b"def f20():\n    return -20\n\n"

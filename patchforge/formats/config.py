@@ -69,12 +69,10 @@ def validate_config_table(table: dict, text: str, source: str, prefix: str) -> N
     remembered by the digest of its text and the schema (a marker file in the cache): every
     later command on the same text skips the import."""
     import hashlib
-    from importlib import resources
 
-    from patchforge.formats.schemas import VALIDATION_RULES
+    from patchforge.formats.schemas import VALIDATION_RULES, schema_bytes
 
-    schema = resources.files("patchforge.formats").joinpath("schemas/config.schema.json")
-    digest = hashlib.sha256(schema.read_bytes() + b"\0" + VALIDATION_RULES + b"\0"
+    digest = hashlib.sha256(schema_bytes("config") + b"\0" + VALIDATION_RULES + b"\0"
                             + prefix.encode() + b"\0"
                             + text.encode("utf-8", "surrogateescape")).hexdigest()
     from patchforge.store.gitstore import cache_dir

@@ -6,9 +6,10 @@ hot read paths use typed getters and the schemas guard every write and every `--
 from __future__ import annotations
 
 import json
+import os
 import re
 from functools import lru_cache
-from importlib import resources
+from typing import Any
 
 from patchforge.errors import InputError
 
@@ -17,10 +18,19 @@ SCHEMA_NAMES = ("config", "lock", "manifest", "status", "rebase", "list", "show"
                 "check", "ledger", "refresh", "pr")
 
 
+def schema_bytes(name: str) -> bytes:
+    """The file of schema `name` as shipped in the package, read by the package's own loader
+    (as `pkgutil.get_data` reads it: a file, or a member of a zip the package is imported
+    from). Not `importlib.resources`: it and the zipfile module it loads cost every command
+    that reads a configuration (the schema's digest, config.validate_config_table) 5-6 ms."""
+    loader: Any = __spec__.loader  # a SourceFileLoader or zipimporter: both have get_data
+    return loader.get_data(os.path.join(os.path.dirname(__file__), "schemas",
+                                         f"{name}.schema.json"))
+
+
 @lru_cache(maxsize=None)
 def load_schema(name: str) -> dict:
-    text = resources.files("patchforge.formats").joinpath(f"schemas/{name}.schema.json").read_text()
-    return json.loads(text)
+    return json.loads(schema_bytes(name).decode("utf-8"))
 
 
 def dotted(path) -> str:

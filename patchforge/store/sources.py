@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import re
 import shutil
@@ -179,6 +178,8 @@ def _checked_wheel_request(package: str, version: str,
 def pip_command() -> list[str]:
     """How to run pip: this interpreter's own (`python -m pip`) when it has one, else a `pip` on
     PATH, else `python3 -m pip` (an environment made by uv has no pip of its own)."""
+    import importlib.util  # here: a command that downloads no wheel (a rebase) need not load it
+
     if importlib.util.find_spec("pip") is not None:
         return [sys.executable, "-m", "pip"]
     for name in ("pip3", "pip"):
