@@ -593,7 +593,8 @@ def _exact_reverse(store: UpstreamStore, fix: _Fix, landing: str, taker: str) ->
     return f"its change is the exact reverse of {landing[:12]}'s"
 
 
-def landed_diff(store: UpstreamStore, patch: PatchFile, landing: str) -> tuple[bytes, str] | None:
+def landed_diff(store: UpstreamStore, patch: PatchFile, landing: str, *,
+                parents: dict[str, str | None] | None = None) -> tuple[bytes, str] | None:
     """The fix's change as the landing commit made it: (diff, the landing's parent), each of
     the fix's files from the landing's first parent to the landing, only the landing's hunks
     that carry the fix's own lines (a `+` line the fix adds, or a `-` line it removes). Kept
@@ -603,17 +604,23 @@ def landed_diff(store: UpstreamStore, patch: PatchFile, landing: str) -> tuple[b
     back. None when its own diff applies to the landing's parent as it is (the pre-image the
     landing changed: that diff is kept byte for byte), or when the landing's form cannot be
     made (a file the fix creates, deletes or renames, a binary one, a file of it the landing
-    does not carry, or a diff the landing's files are not found to have)."""
+    does not carry, or a diff the landing's files are not found to have).
+
+    `parents`: the landings' first parents as `store.parents_of` gave them, for a caller that
+    asks for many landings at once (a rebase dropping 81 fixes waited for 81 rounds of
+    requests to cat-file); by default asked here."""
     from patchforge.apply.diffparse import parse_diff
     from patchforge.apply.hunks import apply_file_patch
     from patchforge.model.record import replace
     from patchforge.store.diff import FileChange, make_diff
 
     try:
-        parent = store.resolve(landing + "^1")
+        parent = (parents if parents is not None else store.parents_of([landing])).get(landing)
         own = list(patch.file_patches)
     except PatchforgeError:
         return None
+    if parent is None:
+        return None  # a root commit, or one the store does not have
     if not own or any(not _judgeable(fp) or fp.is_new or fp.is_delete for fp in own):
         return None
     paths = sorted({fp.path for fp in own})

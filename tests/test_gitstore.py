@@ -739,6 +739,30 @@ def test_trees_read_ahead_answer_the_lookups_that_follow(store, merge_base):
         store.entries(merge_base, ["a//bad"])
 
 
+def test_parents_asked_together_are_what_resolve_gives(store, merge_base):
+    """parents_of answers each commit's first parent as resolve(commit + "^1") does, in one
+    round of requests (a rebase asks it for all its landed patches' landings at once): None
+    for a root commit and for a commit the store does not have."""
+    child = store.commit_files(merge_base, {"m/b.py": b"b\n"}, message="child\n")
+    grandchild = store.commit_files(child, {"m/b.py": b"c\n"}, message="grandchild\n")
+    root = store.resolve(merge_base + "^1")
+    unknown = "0123456789" * 4
+    asked: list[list[str]] = []
+    real = store._cat.query
+
+    def query(names):
+        asked.append(names)
+        return real(names)
+    store._cat.query = query
+    parents = store.parents_of([grandchild, child, merge_base, root, unknown, child])
+    assert len(asked) == 1
+    assert parents == {grandchild: child, child: merge_base, merge_base: root, root: None,
+                       unknown: None}
+    assert store.resolve(grandchild + "^1") == child
+    with pytest.raises(StoreError):
+        store.resolve(root + "^1")
+
+
 def test_renames_follow_a_rename_on_one_side(store, merge_base):
     a = store.read_blob(merge_base, "m/a.py")
     ours = store.commit_files(merge_base, {"m/a.py": _edit(a, 3, b"fixed\n")}, message="o\n")

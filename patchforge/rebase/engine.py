@@ -883,19 +883,21 @@ class Rebase:
                            verdict.evidence if verdict.state != "applies" else [],
                            staged=staged, changed=changed, changed_paths=tuple(changed)), None
 
-    def _set_aside(self, result: PatchResult, patch, target) -> None:
+    def _set_aside(self, result: PatchResult, patch, target,
+                   parents: dict[str, str | None] | None = None) -> None:
         """Stage a dropped patch for upstreamed/, with `Applied-Upstream:` naming the target
         (and, in DEP-3's `commit:ID` form, the commit that landed it, when `result` has one).
         A patch whose pre-image is not the one its landing changed (upstream changed its lines
         first, then landed the fix: one rebase past both) is kept as the landing made it
         (reverts.landed_diff, Base the landing's parent): with its own diff, a revert of that
-        landing would never be found."""
+        landing would never be found. `parents`: the landing commits' first parents, when the
+        caller asked for them together (store.parents_of)."""
         where = result.landed_in
         if where:
             from patchforge.reverts import landed_diff
 
             try:
-                remade = landed_diff(self.store, patch, where)
+                remade = landed_diff(self.store, patch, where, parents=parents)
             except PatchforgeError:
                 remade = None  # (kept as it is: what the rebase did before)
             if remade is not None:
@@ -975,7 +977,19 @@ class Rebase:
                 self.store, target, patch, verdict, self._history_index(result.upstream, target),
                 self._commits_touching(result.upstream, target, verdict), holds_at=holds_at)
             result.evidence.extend(more)
-            self._set_aside(result, patch, target)
+        # The landing commits' parents, which each landed patch's own form is made on, asked of
+        # cat-file in one round: a round each waited 0.8 ms at 300 patches (81 of them), while
+        # git range-diff and the new diffs had the other core. An error here leaves each patch
+        # to ask for its own, as before.
+        parents: dict[str, str | None] | None = None
+        landings = [result.landed_in for result, *_ in pending if result.landed_in]
+        if landings:
+            try:
+                parents = self.store.parents_of(landings)
+            except PatchforgeError:
+                parents = None
+        for result, patch, _, target, _ in pending:
+            self._set_aside(result, patch, target, parents)
 
     def _check_keeps(self, patch, files: dict, judge) -> list[str]:
         if not patch.get_all("Keeps"):

@@ -712,6 +712,13 @@ class UpstreamStore:
         trees.update((c, got[0] if got is not None else None) for c, got in zip(asked, answers))
         return trees
 
+    def parents_of(self, commits: list[str]) -> dict[str, str | None]:
+        """Each commit's first parent (`resolve(commit + "^1")`), None for a root commit or
+        one the store does not have, asked of cat-file in one round."""
+        asked = list(dict.fromkeys(commits))
+        answers = self._cat.query([f"{c}^1^{{commit}}" for c in asked]) if asked else []
+        return {c: got[0] if got is not None else None for c, got in zip(asked, answers)}
+
     def has_object(self, oid: str) -> bool:
         """Whether `oid` exists (in a partial clone, a promisor may be asked for it)."""
         if not _HEXABBREV.fullmatch(oid):
