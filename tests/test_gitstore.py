@@ -710,6 +710,18 @@ def test_small_files_of_git_processes_are_in_memory(store, merge_base):
     assert os.fstat(store._cat._stderr.fileno()).st_dev == memory
 
 
+def _rounds_of_requests(store) -> list[list[str]]:
+    """The names of each round of requests the store asks of its cat-file from now on."""
+    asked: list[list[str]] = []
+    real = store._cat.query
+
+    def query(names):
+        asked.append(names)
+        return real(names)
+    store._cat.query = query
+    return asked
+
+
 def test_trees_read_ahead_answer_the_lookups_that_follow(store, merge_base):
     """The trees a rebase reads ahead while it parses its series (every directory on the way
     to each path, at each commit) answer the lookups after it as a round of requests would,
@@ -725,13 +737,7 @@ def test_trees_read_ahead_answer_the_lookups_that_follow(store, merge_base):
     finally:
         fresh.close()
     store.read_trees_ahead([merge_base, other], [*paths, "a//bad"])
-    asked: list[list[str]] = []
-    real = store._cat.query
-
-    def query(names):
-        asked.append(names)
-        return real(names)
-    store._cat.query = query
+    asked = _rounds_of_requests(store)
     assert {rev: store.entries(rev, paths, directories=True)
             for rev in (merge_base, other)} == expected
     assert asked == []
@@ -747,13 +753,7 @@ def test_parents_asked_together_are_what_resolve_gives(store, merge_base):
     grandchild = store.commit_files(child, {"m/b.py": b"c\n"}, message="grandchild\n")
     root = store.resolve(merge_base + "^1")
     unknown = "0123456789" * 4
-    asked: list[list[str]] = []
-    real = store._cat.query
-
-    def query(names):
-        asked.append(names)
-        return real(names)
-    store._cat.query = query
+    asked = _rounds_of_requests(store)
     parents = store.parents_of([grandchild, child, merge_base, root, unknown, child])
     assert len(asked) == 1
     assert parents == {grandchild: child, child: merge_base, merge_base: root, root: None,

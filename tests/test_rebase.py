@@ -78,12 +78,9 @@ def test_clean_patch_changes_only_base(stack, upstream):
     assert not (stack.root / ".patchforge" / "rebase").exists()
 
 
-def test_a_clean_rebase_to_a_release_loads_only_what_it_uses(stack, upstream):
-    """`rebase --to up=1.1` that goes through imports neither packaging (a release of digits
-    and dots is a PEP 440 version as it is), nor the editing worktree's module (no stop made
-    one), nor status's command module, nor click (the command line is read by `cli.direct`),
-    nor the overlays' module (a project without overlays/ only has it asked whether
-    overlays/ is a link): start-up every such rebase paid for nothing."""
+def _loaded_by_a_clean_rebase(stack, upstream, modules: tuple[str, ...], *flags: str) -> str:
+    """Which of `modules` a process running `rebase --to up=1.1` (a release, no stop, no
+    overlays) has loaded, and its exit code: "LOADED [...] rc" (`flags` go to the interpreter)."""
     from helpers.env import REPO_ROOT
 
     stack.add_upstream("up", upstream)
@@ -91,14 +88,23 @@ def test_a_clean_rebase_to_a_release_loads_only_what_it_uses(stack, upstream):
     new_commit = upstream.commit({"pkg/other.py": b"x = 2\n"}, "unrelated change", tag="v1.1")
     code = ("import sys\nfrom patchforge.cli import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    rc = e.code\n"
-            "print('LOADED', [m for m in ('packaging', 'patchforge.worktree', "
-            "'patchforge.cli.cmd_status', 'click', 'patchforge.overlay') "
-            "if m in sys.modules], rc)\n")
-    run = subprocess.run([sys.executable, "-c", code, "--root", str(stack.root), "rebase",
-                          "--to", "up=1.1"], capture_output=True, text=True,
+            f"print('LOADED', [m for m in {modules!r} if m in sys.modules], rc)\n")
+    run = subprocess.run([sys.executable, *flags, "-c", code, "--root", str(stack.root),
+                          "rebase", "--to", "up=1.1"], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
-    assert "LOADED [] 0" in run.stdout, run.stdout + run.stderr
-    assert stack.lock()["upstreams"]["up"]["commit"] == new_commit
+    assert stack.lock()["upstreams"]["up"]["commit"] == new_commit, run.stdout + run.stderr
+    return run.stdout + run.stderr
+
+
+def test_a_clean_rebase_to_a_release_loads_only_what_it_uses(stack, upstream):
+    """`rebase --to up=1.1` that goes through imports neither packaging (a release of digits
+    and dots is a PEP 440 version as it is), nor the editing worktree's module (no stop made
+    one), nor status's command module, nor click (the command line is read by `cli.direct`),
+    nor the overlays' module (a project without overlays/ only has it asked whether
+    overlays/ is a link): start-up every such rebase paid for nothing."""
+    assert "LOADED [] 0" in _loaded_by_a_clean_rebase(
+        stack, upstream, ("packaging", "patchforge.worktree", "patchforge.cli.cmd_status",
+                          "click", "patchforge.overlay"))
 
 
 def test_a_clean_rebase_reads_the_configuration_without_importlib_resources(stack, upstream):
@@ -107,20 +113,8 @@ def test_a_clean_rebase_reads_the_configuration_without_importlib_resources(stac
     module it brings (5-6 ms of every command that reads a configuration), nor `importlib.util`
     (only a wheel download asks whether pip is there). Run without the site hooks (`-S`), which
     may load these themselves (a `.pth` importing certifi does)."""
-    from helpers.env import REPO_ROOT
-
-    stack.add_upstream("up", upstream)
-    stack.add_patch("up", "fix-f3", {"pkg/mod.py": with_lines({3: b"def f3():\n    return -3\n\n"})})
-    new_commit = upstream.commit({"pkg/other.py": b"x = 2\n"}, "unrelated change", tag="v1.1")
-    code = ("import sys\nfrom patchforge.cli import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    rc = e.code\n"
-            "print('LOADED', [m for m in ('importlib.resources', 'zipfile', 'importlib.util') "
-            "if m in sys.modules], rc)\n")
-    run = subprocess.run([sys.executable, "-S", "-c", code, "--root", str(stack.root), "rebase",
-                          "--to", "up=1.1"], capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
-    assert "LOADED [] 0" in run.stdout, run.stdout + run.stderr
-    assert stack.lock()["upstreams"]["up"]["commit"] == new_commit
+    assert "LOADED [] 0" in _loaded_by_a_clean_rebase(
+        stack, upstream, ("importlib.resources", "zipfile", "importlib.util"), "-S")
 
 
 def test_offset_patch_gets_new_line_numbers(stack, upstream):
