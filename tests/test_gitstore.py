@@ -517,6 +517,41 @@ def test_merge_with_one_side_unchanged_is_what_git_merge_file_gives(tmp_path, ba
         assert merge_file(base, ours, theirs) == (proc.returncode == 0, proc.stdout)
 
 
+def test_merge_of_two_equal_sides_is_what_git_merge_file_gives_without_git(tmp_path):
+    """Both sides the same bytes (landed detection asks this of a target that holds exactly
+    the patched file): the merge is made without a git process, and is git merge-file's
+    answer, clean or not, in both conflict styles: random edits of small files of few
+    distinct lines (blank lines, CRLF, no LF at the end, empty files)."""
+    import random
+
+    rng = random.Random(20)
+    words = [b"a", b"b", b"c", b"", b"  a", b"}", b"a\r"]
+    checked = 0
+    for case in range(120):
+        base = [rng.choice(words) for _ in range(rng.randint(0, 8))]
+        same = random_edit(rng, base, words, edits=4, deleted=0.35, replaced=0.6, run=3)
+        sides = [b"\n".join(lines) + (b"" if not lines or rng.random() < 0.2 else b"\n")
+                 for lines in (base, same)]
+        base_bytes, same_bytes = sides
+        if same_bytes == base_bytes:
+            continue
+        for name, data in (("ours", same_bytes), ("base", base_bytes), ("theirs", same_bytes)):
+            (tmp_path / name).write_bytes(data)
+        diff3 = case % 2 == 1
+        proc = subprocess.run(["git", "merge-file", "-p", *(["--diff3"] if diff3 else []),
+                               "-L", "upstream", "-L", "base", "-L", "patch",
+                               "ours", "base", "theirs"], cwd=tmp_path, capture_output=True,
+                              env=git_env())
+        merge = FileMerge(base_bytes, same_bytes, same_bytes, diff3=diff3)
+        try:
+            assert merge._proc is None, "no git process"
+            assert merge.result() == (proc.returncode == 0, proc.stdout), sides
+        finally:
+            merge.close()
+        checked += 1
+    assert checked > 80
+
+
 def test_binary_content_changed_on_both_sides_conflicts_keeping_ours_as_git_merge_does(
         tmp_path):
     """Content git takes for binary (a NUL in its first 8,000 bytes), changed on both sides:

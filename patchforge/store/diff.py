@@ -281,6 +281,10 @@ def _check_change(c: FileChange) -> None:
 DEFAULT_LABELS = ("upstream", "base", "patch")
 
 
+# git merge-file refuses a file larger than this as binary (xdiff's MAX_XDIFF_SIZE).
+_MAX_XDIFF_SIZE = 1 << 30
+
+
 def merges_as_binary(*sides: bytes) -> bool:
     """Whether git takes one of these contents for binary and will not merge them as text: a
     NUL byte in its first 8,000 bytes (git's `buffer_is_binary`)."""
@@ -299,7 +303,8 @@ def merge_file(base: bytes, ours: bytes, theirs: bytes,
     (xdiff's xdl_merge) returns it as it is, and it is returned here without a git process (a
     patch whose files are merged because one of them conflicts merges the rest this way).
     Contents git takes for binary (`merges_as_binary`) are otherwise a conflict that keeps
-    `ours`, as in git's own merges."""
+    `ours`, as in git's own merges. Two sides the same bytes merge cleanly into them, also
+    without git (FileMerge says why that is git's answer)."""
     merge = FileMerge(base, ours, theirs, labels, diff3=diff3)
     try:
         return merge.result()
@@ -330,6 +335,15 @@ class FileMerge:
             # the whole status or rebase. A rebase meets it as git's merge does: a conflict
             # that keeps our side (the target's file), without markers.
             self._answer = (False, ours)
+            return
+        if ours == theirs and max(len(base), len(ours)) <= _MAX_XDIFF_SIZE:
+            # Both sides made the same change (landed detection asks this of a target that
+            # holds exactly the patched file). git's xdl_merge diffs base -> ours and base ->
+            # theirs: the same input, the same change script; xdl_do_merge skips each change
+            # both scripts hold alike (same base lines, same new lines), and with no change
+            # left xdl_fill_merge_buffer copies ours' lines whole: ours, clean, whatever the
+            # labels or the conflict style. (Larger files git refuses: left to it.)
+            self._answer = (True, ours)
             return
         self._tmp = tempfile.mkdtemp(prefix="patchforge-merge-", dir=scratch_dir())
         try:
