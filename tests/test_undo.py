@@ -262,3 +262,46 @@ def test_rebase_continue_names_the_earlier_patch_as_the_rebase_resolved_it(proje
     project.cli("overlays")
     assert (project.root / "overlays/up/pkg/mod.py").read_bytes() == \
         text({"    y = x + 4": resolved_a, "def f4(x):": B_LINE})
+
+
+def test_rebase_continue_refuses_a_resolution_that_puts_back_a_line_upstream_took_out(project):
+    """Upstream took out the line beside the patch's change; the stop resolved by keeping the
+    patch's side put it back: --continue wrote it, and the overlay held a line the new
+    upstream has not. The alignment saw `def f4` replaced by two lines, not the line put
+    back. Refused now, naming the line and the upstream; resolved without it, taken."""
+    project.fix("fix-a", text({"def f4(x):": B_LINE}))
+    target = project.up.commit({"pkg/mod.py": text().replace(b"    y = x + 4\n", b"", 1)})
+    project.cli("rebase", "--to", f"up={target}", expect=3)
+    marked = (project.work / "pkg/mod.py").read_bytes()
+    (project.work / "pkg/mod.py").write_bytes(take(marked, "patch"))
+    _, _, err = project.cli("rebase", "--continue", expect=2)
+    assert "pkg/mod.py line 18: puts back `y = x + 4`, which the upstream" in err, err
+    (project.work / "pkg/mod.py").write_bytes(
+        take(marked, "upper").replace(b"def f4(x):\n", B_LINE + b"\n"))
+    project.cli("rebase", "--continue")
+    assert project.cli("status")[0] == 0
+    project.cli("overlays")
+    assert b"    y = x + 4\n" not in (project.root / "overlays/up/pkg/mod.py").read_bytes()
+
+
+def test_a_marked_block_ends_where_the_hunks_region_ends_after_an_earlier_patch_shortened_it(
+        project):
+    """fix-a, improved, took out a line inside fix-b's hunk: fix-b's block was as long as the
+    hunk's pre-image, so it took in the line after the region (`def f5`), and keeping the
+    patch's side was refused as taking out a line "the upstream put there", while the real
+    undo (fix-a's line taken out, put back) went unnamed. The block ends where the region
+    does; the refusal names fix-a."""
+    project.fix("fix-a", text({"def f6(x):": b"def f6(x):  # fix-a"}))
+    project.fix("fix-b", text({"def f6(x):": b"def f6(x):  # fix-a", "def f4(x):": B_LINE}))
+    project.cli("edit", "fix-a")
+    (project.work / "pkg/mod.py").write_bytes(
+        text({"def f6(x):": b"def f6(x):  # fix-a"}).replace(b"    y = x + 4\n", b"", 1))
+    _, _, err = project.cli("refresh", expect=1)
+    assert "fix-b.patch no longer applies" in err, err
+    project.cli("edit", "fix-b", expect=2)
+    marked = (project.work / "pkg/mod.py").read_bytes()
+    assert re.search(rb">>>>>>> [^\n]*\ndef f5\(x\):\n", marked), marked.decode()
+    (project.work / "pkg/mod.py").write_bytes(take(marked, "patch"))
+    _, _, err = project.cli("refresh", expect=2)
+    assert "puts back `y = x + 4`, which fix-a.patch took out" in err, err
+    assert "def f5" not in err, err

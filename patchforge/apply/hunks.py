@@ -298,7 +298,7 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
             outcomes.append(HunkOutcome(index, "failed", 0, 0, None))
             if build and mark_failed is not None:
                 at = _best_place(lines, h.old_lines(), base + last_offset, done)
-                there = lines[at:at + len(h.old_lines())]
+                there = lines[at:_block_end(lines, h.old_lines(), at)]
                 out.extend(lines[done:at])
                 theirs = f"{mark_failed[1]} hunk #{index + 1}"
                 out.extend(conflict_block(there, h.new_lines(), mark_failed[0], theirs,
@@ -342,6 +342,24 @@ def _best_place(lines: Lines, want: list[bytes], expected: int, lo: int) -> int:
                                   abs(pos - expected) < abs(best - expected)):
             best, best_score = pos, score
     return min(best, len(lines))
+
+
+def _block_end(lines: Lines, want: list[bytes], at: int) -> int:
+    """Where the block of a hunk that does not apply, marked from `at`, ends: where the
+    pre-image's last lines end nearest to `at + len(want)`. Lines an earlier patch took out
+    or put in inside the hunk's region make the region shorter or longer than the pre-image:
+    a block as long as the pre-image then took in a line after the region (or left one of it
+    out), and resolving the block on the patch's side deleted that line (or kept it twice)."""
+    expected = min(at + len(want), len(lines))
+    best, best_score = expected, 0
+    for end in range(max(at, expected - len(want)), min(len(lines), expected + len(want)) + 1):
+        score = 0
+        while score < min(len(want), end - at) and lines[end - 1 - score] == want[-1 - score]:
+            score += 1
+        if score > best_score or (score == best_score and score and
+                                  abs(end - expected) < abs(best - expected)):
+            best, best_score = end, score
+    return best
 
 
 def conflict_block(ours: list[bytes], theirs: list[bytes], ours_label: str,

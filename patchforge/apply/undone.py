@@ -120,15 +120,19 @@ def _opcodes(a: list[bytes], b: list[bytes]) -> list[tuple[str, int, int, int, i
     return out
 
 
-def _untouched(opcodes, lo: int, hi: int) -> bool:
+def _untouched(opcodes, lo: int, hi: int, *, beside: bool = False) -> bool:
     """Lines [lo, hi) of one side are in the other as they are, and nothing is put among them
-    (nor, for an empty range, at its place)."""
-    for tag, i1, i2, _, _ in opcodes:
+    (nor, for an empty range, at its place). `beside`: for an empty range, lines a change
+    next to its place adds count as put there too (a line replaced by two is, to an
+    alignment, no different from a line kept and one put after it)."""
+    for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             continue
         if i1 < hi and i2 > lo:
             return False
         if i1 == i2 and (lo < i1 < hi or lo == hi == i1):
+            return False
+        if beside and lo == hi and j2 > j1 and i1 <= lo <= i2:
             return False
     return True
 
@@ -166,9 +170,11 @@ def undone_changes(base: bytes, ours: bytes, new: bytes) -> list[Undone]:
                                          for data in (base, ours, new))
     from_ours = _opcodes(ours_lines, new_lines)
     # Held as in `base` and not as in `ours` too (lines alike on both sides, blank ones, can
-    # leave an alignment that says both); a change of blank lines alone undoes no fix.
+    # leave an alignment that says both); a change of blank lines alone undoes no fix. Lines
+    # taken out under the patch and put back by the resolution beside the patch's own change
+    # (`c` made `C`, `d` taken out, resolved `C d`) are not as in `ours`: `beside`.
     found = [k for k in changes_kept(base, ours, new) if k.how == "before"
-             and not _untouched(from_ours, k.j1, k.j2)
+             and not _untouched(from_ours, k.j1, k.j2, beside=True)
              and any(line.strip() for line in (*base_lines[k.i1:k.i2],
                                                *ours_lines[k.j1:k.j2]))]
     if not found:
