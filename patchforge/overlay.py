@@ -402,6 +402,18 @@ def series_removals(project: Project, store: UpstreamStore, upstream_commit: str
             sorted(found.items(), key=lambda item: (order[item[0][0]], item[0][1]))]
 
 
+def new_series_removals(project: Project, store: UpstreamStore, upstream_commit: str,
+                        before, after) -> list[tuple[str, str, str | None]]:
+    """series_removals of `after` that `before` does not have ([(name, PatchFile)] each, in
+    series order), where the project writes overlays (overlays/ exists); none elsewhere."""
+    if not project.overlays_dir.exists():
+        return []
+    had = {(name, path) for name, path, _ in series_removals(project, store, upstream_commit,
+                                                              before)}
+    return [found for found in series_removals(project, store, upstream_commit, after)
+            if found[:2] not in had]
+
+
 def refuse_series_removals(project: Project, store: UpstreamStore, upstream: str,
                            upstream_commit: str, before, after, *,
                            sources: dict[str, tuple[str, bytes | None]] | None = None,
@@ -417,13 +429,8 @@ def refuse_series_removals(project: Project, store: UpstreamStore, upstream: str
     names where a patch came from (a quilt patch file, an mbox message, a commit) and, for a
     file, its bytes as read there (for the line of the file's section); a patch without one
     is named by its path in the series. Nothing is written by the caller when it raises."""
-    if not project.overlays_dir.exists():
-        return
-    had = {(name, path) for name, path, _ in series_removals(project, store, upstream_commit,
-                                                              before)}
-    for name, path, renamed in series_removals(project, store, upstream_commit, after):
-        if (name, path) in had:
-            continue
+    for name, path, renamed in new_series_removals(project, store, upstream_commit, before,
+                                                   after):
         where, original = (sources or {}).get(
             name, (str(project.patch_path(upstream, name)), None))
         what = f"renames {path} to {renamed}" if renamed else f"deletes {path}"

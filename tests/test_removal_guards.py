@@ -196,3 +196,45 @@ def test_lint_reports_a_listed_patch_deleting_an_upstream_file(project):
                 and "deletes" in f["message"]], run.out
     project.cli("overlays")
     assert (project.root / "overlays/up/pkg/other.py").read_bytes() == b"made again\n"
+
+
+def test_deleting_the_patch_that_made_a_deleted_file_again_says_the_series_now_deletes_it(project):
+    """drop-other deletes pkg/other.py and again.patch makes it again: the series' end state
+    has the file and `overlays` writes it. `delete again` took again.patch out with exit 0 and
+    no word, leaving a series `overlays` refuses. The patch still goes (the user asked), but
+    the command says the series now deletes pkg/other.py, naming drop-other.patch, exit 1."""
+    add_patch_file(project.root, "up", "drop-other.patch", header(project) + deleting_diff(project))
+    creation = diff_of(project.tmp / "scratch", "pkg/other.py", None, b"made again\n")
+    add_patch_file(project.root, "up", "again.patch", header(project) + creation)
+    project.cli("overlays")
+    _, _, err = project.cli("delete", "again", expect=1)
+    assert "warning: without again the series deletes pkg/other.py (drop-other.patch: again " \
+        "made it again)" in err, err
+    assert "`patchforge edit drop-other`" in err, err
+    assert project.root.joinpath("series/up/series").read_text().split() == \
+        ["fix-mod.patch", "drop-other.patch"]
+    assert (project.root / "series/up/deleted/again.patch").exists()
+    # The series itself is what `overlays` refuses: status says so, needing attention.
+    _, out, _ = project.cli("status", "--json", expect=1)
+    document = json.loads(out)
+    drop = next(p for p in document["patches"] if p["name"] == "drop-other.patch")
+    assert drop["state"] == "applies" and drop["needs_attention"], drop
+    assert drop["evidence"][0].startswith("deletes pkg/other.py, an upstream file no later "
+                                          "patch makes again: `overlays` refuses the series"), drop
+    project.cli("overlays", expect=2)
+
+
+def test_status_says_a_listed_patch_deleting_an_upstream_file_needs_attention(project):
+    """A deleting patch copied into the series by hand: `status` said "all 2 patches apply",
+    exit 0, while `overlays` refuses the series. It needs attention there (exit 1, the path
+    and the way on in its evidence); in a project that makes no overlays it applies, exit 0,
+    as git and quilt carry a deletion."""
+    add_patch_file(project.root, "up", "drop-other.patch", header(project) + deleting_diff(project))
+    _, out, _ = project.cli("status", expect=1)
+    assert "up/drop-other.patch  applies  deletes pkg/other.py" in out, out
+    assert "`patchforge edit drop-other`, put pkg/other.py back" in out, out
+    assert "1 patch(es) need attention" in out, out
+    # Without overlays/ the series is what the project carries: nothing to say.
+    (project.root / "overlays").rename(project.tmp / "overlays-aside")
+    _, out, _ = project.cli("status")
+    assert "deletes pkg/other.py" not in out, out

@@ -352,7 +352,7 @@ def delete(app, name):
     except UsageError:
         where = "skipped/"  # (or nowhere: delete_patch says so)
     with open_store(project, bring_pins=True) as store:
-        kept, failing = delete_patch(project, name, store=store)
+        kept, failing, removals = delete_patch(project, name, store=store)
     click.echo(f"removed {name} from {where}; kept as {kept}")
     if where == "the series":
         say_overlays_lag(project)
@@ -360,7 +360,14 @@ def delete(app, name):
         click.echo(f"warning: {other} no longer applies without {name} (`patchforge edit "
                    f"{other.removesuffix('.patch')}` opens it on the series as it is now, to make "
                    f"its change again; the deleted fix is kept as {kept})", err=True)
-    if failing:
+    for other, path, renamed in removals:
+        what = f"renames {path} to {renamed}" if renamed else f"deletes {path}"
+        click.echo(f"warning: without {name} the series {what} ({other}: {name} made it again), "
+                   "and `patchforge overlays` refuses a series that deletes an upstream file "
+                   f"(an overlay cannot delete a file in the image): `patchforge edit "
+                   f"{other.removesuffix('.patch')}` and put {path} back, then "
+                   f"`patchforge refresh` (the deleted fix is kept as {kept})", err=True)
+    if failing or removals:
         sys.exit(EXIT_ATTENTION)
 
 

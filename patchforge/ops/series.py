@@ -791,12 +791,15 @@ def _refuse_unlisted_fix(project: Project, upstream: str, file_name: str) -> Non
                               "it away, then run `new` again")
 
 
-def delete_patch(project: Project, name: str, *,
-                 store: UpstreamStore | None = None) -> tuple[Path, list[str]]:
+def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = None
+                 ) -> tuple[Path, list[str], list[tuple[str, str, str | None]]]:
     """Take a patch out of the series (or a fix out of skipped/); the file is kept under
-    series/<upstream>/deleted/. Returns where it is kept and the patches of the series that
+    series/<upstream>/deleted/. Returns where it is kept, the patches of the series that
     applied with it and no longer apply without it (a later fix built on its lines), as `move`
-    says of a new order."""
+    says of a new order, and the upstream files the series now takes away that it did not
+    (overlay.new_series_removals: the patch made again a file an earlier one deletes, and
+    `overlays` refuses the series without it). Both are said, not refused: the user asked for
+    the patch to go, and a patch's consequences are never a reason to keep it."""
     try:
         upstream, file_name = project.find_patch(name)
     except AmbiguousNameError:
@@ -810,7 +813,7 @@ def delete_patch(project: Project, name: str, *,
             raise UsageError(f"no patch named {name!r} in the series or under skipped/",
                              hint="`patchforge list` shows the series") from None
         allowed = require_state(project, "delete", [fix.upstream], store=store)
-        return _delete_skipped(project, fix, allowed, store), []
+        return _delete_skipped(project, fix, allowed, store), [], []
     allowed = require_state(project, "delete", [upstream], store=store)
     source = project.patch_path(upstream, file_name)
     with RepoLock(project.state_dir):
@@ -830,7 +833,8 @@ def delete_patch(project: Project, name: str, *,
             atomic_delete(source)
             close_edit_if_moved(project, upstream, series.names, remaining.names)
             series_changed(project, _deleted_event(project, upstream, file_name, kept))
-    return kept, _broken_by_removal(project, store, upstream, before, file_name)
+    return (kept, _broken_by_removal(project, store, upstream, before, file_name),
+            _removals_left_by(project, store, upstream, before, file_name))
 
 
 def _readable_patches(project: Project, upstream: str, names: list[str]):
@@ -858,6 +862,23 @@ def _broken_by_removal(project: Project, store: UpstreamStore | None, upstream: 
     except PatchforgeError:
         return []
     return failing
+
+
+def _removals_left_by(project: Project, store: UpstreamStore | None, upstream: str,
+                      before, removed: str) -> list[tuple[str, str, str | None]]:
+    """The upstream files the series `before` without `removed` takes away and `before` did
+    not (overlay.new_series_removals), where the project writes overlays. Like
+    _broken_by_removal, asked once the removal is written, and a series that cannot be read
+    is `status`'s to report."""
+    if store is None or not before:
+        return []
+    from patchforge.overlay import new_series_removals
+
+    try:
+        return new_series_removals(project, store, project.lock.pin(upstream).commit, before,
+                                   [(n, patch) for n, patch in before if n != removed])
+    except PatchforgeError:
+        return []
 
 
 def _deleted_event(project: Project, upstream: str, name: str, kept: Path) -> dict:

@@ -55,6 +55,27 @@ class PatchStatus:
                 "needs_attention": self.attention, "rebase": self.rebase}
 
 
+def _mark_removals(project: Project, store: UpstreamStore, commit: str, patches,
+                   by_name: dict[str, PatchStatus]) -> None:
+    """At the pin, where the project writes overlays: a patch that deletes (or renames away)
+    an upstream file no later patch makes again applies, but `overlays` refuses the series
+    (an overlay cannot delete a file in the image). Said as needing attention, so that the
+    series' one check does not stay green over what the next `overlays` refuses (a patch
+    copied in by hand, or the patch that made the file again deleted)."""
+    from patchforge.overlay import series_removals
+
+    if not project.overlays_dir.exists():
+        return
+    for name, path, renamed in series_removals(project, store, commit, patches):
+        what = f"renames {path} to {renamed}" if renamed else f"deletes {path}"
+        found = by_name[name]
+        found.attention = True
+        found.evidence.append(f"{what}, an upstream file no later patch makes again: "
+                              "`overlays` refuses the series (an overlay cannot delete a file "
+                              f"in the image); `patchforge edit {name.removesuffix('.patch')}`, "
+                              f"put {path} back, then `patchforge refresh`")
+
+
 def series_status(project: Project, store: UpstreamStore, targets: dict[str, Target], *, forge=None,
                   upstreams: list[str] | None = None, lookups=None) -> list[PatchStatus]:
     """Each patch of the series judged against its upstream's target; `lookups`: the forge's
@@ -184,6 +205,9 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                     found = by_name[name]
                     found.state, found.attention = "conflict", True
                     found.evidence.append(f"{message}: `git apply` and `overlays` refuse it")
+            if target.base_commit == target.commit:
+                _mark_removals(project, store, target.commit, patches,
+                               {s.name: s for s in out if s.upstream == upstream})
             # Nothing landed: the history's answer is not needed (the thread ends with the block).
             index = history.result() if history is not None and landed else None
             if index is not None:
