@@ -418,7 +418,8 @@ def refuse_series_removals(project: Project, store: UpstreamStore, upstream: str
                            upstream_commit: str, before, after, *,
                            sources: dict[str, tuple[str, bytes | None]] | None = None,
                            outcome: str = "nothing was imported",
-                           way_out: str = "or leave the patch out of the import") -> None:
+                           way_out: str = "or leave the patch out of the import",
+                           listed: dict[str, str] | None = None) -> None:
     """InputError, where the project writes overlays (overlays/ exists), when `after` (the
     series a command would write, [(name, PatchFile)]) deletes an upstream file that `before`
     (the series as it is) does not: the one check of every way a patch enters the series
@@ -428,14 +429,17 @@ def refuse_series_removals(project: Project, store: UpstreamStore, upstream: str
     deletion the series already had is lint's to report, not this command's. `sources`
     names where a patch came from (a quilt patch file, an mbox message, a commit) and, for a
     file, its bytes as read there (for the line of the file's section); a patch without one
-    is named by its path in the series. Nothing is written by the caller when it raises."""
+    is named by its path in the series. `listed` gives, for a patch, the line of a series
+    file that lists it (`DIR/series:3`, quilt's), said beside it. Nothing is written by the
+    caller when it raises."""
     for name, path, renamed in new_series_removals(project, store, upstream_commit, before,
                                                    after):
         where, original = (sources or {}).get(
             name, (str(project.patch_path(upstream, name)), None))
         what = f"renames {path} to {renamed}" if renamed else f"deletes {path}"
+        at = f" (listed at {listed[name]})" if listed and name in listed else ""
         raise InputError(
-            f"patch {name}: {what}, a file of the {upstream} upstream that no later patch "
+            f"patch {name}{at}: {what}, a file of the {upstream} upstream that no later patch "
             "makes again, and this project writes overlays, which cannot delete a file in the "
             f"image (`patchforge overlays` refuses a series that deletes one); {outcome}",
             path=where, line=section_line(original, where, old_path=path),

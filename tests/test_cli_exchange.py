@@ -1147,3 +1147,87 @@ def test_import_overlay_made_on_an_earlier_import_of_a_directory_upstream(tmp_pa
     run = run_cli(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "again",
                   "--made-on", "v0")
     assert run.rc == 2 and "up has no import labelled v0 (imported: v1, v2)" in run.err, run.err
+
+
+def _overlay_import(root: Path, overlay: Path, name: str, *more: str):
+    return run_cli(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", "a.py",
+                   "--name", name, *more)
+
+
+def test_import_overlay_for_every_profile_after_a_profile_fix_is_made_on_its_own_base(
+        tmp_path, monkeypatch):
+    """A fix for every profile imported as an overlay after a gfx942-only fix of the same file
+    had its diff made on the file with the gfx942 fix (context `line8 gfx942`): it applied to
+    every profile with fuzz only, and lint failed at once. It is made on what every profile's
+    series shares, as `new` and `refresh` make it; an overlay made from gfx942's overlay has
+    gfx942's fix left to gfx942; one whose change meets that fix's lines is refused."""
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, _ = git_project(tmp_path, profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
+    upstream_file = UPSTREAM_FILES["a.py"]
+    fix_942 = tmp_path / "fix-942.py"
+    fix_942.write_bytes(upstream_file.replace(b"line8\n", b"line8 gfx942\n"))
+    assert _overlay_import(root, fix_942, "fix-942", "--profiles", "gfx942").rc == 0
+    fix_all = tmp_path / "fix-all.py"  # made from the upstream's file
+    fix_all.write_bytes(upstream_file.replace(b"line10\n", b"line10 all\n"))
+    run = _overlay_import(root, fix_all, "fix-all")
+    assert run.rc == 0, run.text
+    patch = (root / "series/up/fix-all.patch").read_bytes()
+    assert b"gfx942" not in patch and b" line8\n" in patch and b"+line10 all\n" in patch
+    lint = run_cli(root, "lint")
+    assert lint.rc == 0 and "fuzz" not in lint.out, lint.text
+    both = upstream_file.replace(b"line8\n", b"line8 gfx942\n") \
+        .replace(b"line10\n", b"line10 all\n")
+    assert overlay_tree(root, "gfx942/up/") == {"a.py": both}
+    assert overlay_tree(root, "gfx950/up/") == {"a.py": fix_all.read_bytes()}
+
+    # Made from gfx942's overlay: gfx942's fix stays gfx942's.
+    from_942 = tmp_path / "from-942.py"
+    from_942.write_bytes(both.replace(b"line12\n", b"line12 all\n"))
+    run = _overlay_import(root, from_942, "fix-all-2")
+    assert run.rc == 0, run.text
+    assert "holds the changes that fix-942.patch makes to a.py for gfx942" in run.err, run.err
+    patch = (root / "series/up/fix-all-2.patch").read_bytes()
+    assert b"gfx942" not in patch and b"+line12 all\n" in patch
+    assert overlay_tree(root, "gfx950/up/") == {
+        "a.py": fix_all.read_bytes().replace(b"line12\n", b"line12 all\n")}
+    assert run_cli(root, "lint").rc == 0
+
+    # gfx942's file as it is: nothing of its own for every profile.
+    same = tmp_path / "same.py"
+    same.write_bytes(overlay_tree(root, "gfx942/up/")["a.py"])
+    before = snapshot(root)
+    run = _overlay_import(root, same, "fix-none")
+    assert run.rc == 2 and "is a.py as gfx942's series leaves it" in run.err, run.text
+    assert "--profiles gfx942" in run.err
+    # A change of the lines gfx942's fix changes would not go into gfx942's series.
+    meets = tmp_path / "meets.py"
+    meets.write_bytes(overlay_tree(root, "gfx950/up/")["a.py"]
+                      .replace(b"line8\n", b"line8 every\n"))
+    run = _overlay_import(root, meets, "fix-meets")
+    assert run.rc == 2 and "meets lines that fix-942.patch changes for gfx942, so it would " \
+        "not go into gfx942's series; nothing was written" in run.err, run.text
+    assert snapshot(root) == before
+
+
+def test_import_overlay_of_the_upstreams_own_file_says_it_would_undo_the_fix(project,
+                                                                            tmp_path):
+    """The upstream's file as pinned, imported as an overlay where a fix of the series changes
+    it, was refused as "identical to a.py ... with the series applied (the change is in the
+    series already)": false, it lacks the fix. Said as it is: the upstream's file, whose patch
+    would undo the fix, which the series keeps; nothing written."""
+    root = project
+    fix = tmp_path / "fix.py"
+    fix.write_bytes(UPSTREAM_FILES["a.py"].replace(b"line4\n", b""))
+    ok(root, "import", "overlay", str(fix), "--upstream", "up", "--path", "a.py",
+       "--name", "fix-a")
+    pristine = tmp_path / "pristine.py"
+    pristine.write_bytes(UPSTREAM_FILES["a.py"])
+    before = snapshot(root)
+    run = _overlay_import(root, pristine, "back")
+    assert run.rc == 2, run.text
+    assert f"{pristine} is a.py as up has it at main, without the changes that fix-a.patch " \
+        "makes to it: imported as a patch, it would undo that fix; nothing was written" \
+        in run.err, run.err
+    assert "with the series applied" not in run.err and "already" not in run.err
+    assert "`patchforge delete fix-a.patch`" in run.err
+    assert snapshot(root) == before

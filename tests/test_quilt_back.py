@@ -571,7 +571,8 @@ def test_an_every_profile_fix_that_would_leave_a_profiles_series_is_refused(tmp_
     refused). Now refused as the overlays refuse it, naming the patch, the profile and the
     patch it meets, with quilt's series line; nothing written. The same change where the
     gfx942 fix comes after fix-all (whose base then holds it) names that fix, its profile and
-    that quilt's tree lacks it."""
+    that quilt's tree lacks it, with the line of quilt's series that lists the change meeting
+    it (fix-all's: the refusal named the series file and no line)."""
     root, base = profiles_stack(tmp_path, monkeypatch, (
         ("fix-942", b"line8\n", b"line8 gfx942\n", "gfx942"),
         ("fix-all", b"line12\n", b"line12 all\n", None)))
@@ -592,5 +593,39 @@ def test_an_every_profile_fix_that_would_leave_a_profiles_series_is_refused(tmp_
     exported, _, _ = changed_in_quilt(root, base, later, ["--profile", "gfx950"],
                                       b"line9\n", b"line9 all\n")
     err = refused_update(root, exported)
-    assert f"{exported / 'series'}: fix-942.patch (profile gfx942, not in quilt's tree) would " \
-        "no longer apply on its base after the changes made in quilt" in err, err
+    assert f"{exported / 'series'}:1: fix-942.patch (profile gfx942, not in quilt's tree) " \
+        "would no longer apply on its base after the changes made in quilt (quilt's change to " \
+        "fix-all.patch, listed on this line)" in err, err
+
+
+def test_an_export_of_another_profile_over_a_refreshed_patch_names_it_as_the_projects(
+        tmp_path, monkeypatch):
+    """`export --quilt DIR --profile gfx942`, fix-942 changed there with `quilt refresh`, then
+    `export --quilt DIR --profile gfx950`, whose series leaves fix-942 out: refused (its change
+    would be left unlisted), but called "a patch of no series here ... a directory of another
+    quilt stack?", with only "export elsewhere, or move DIR/series away" for a way on. The
+    export's record says it is this project's: the refusal says so, that it changed in DIR
+    since the export, and names `import quilt DIR --update`, which takes the change back, after
+    which the gfx950 export goes through."""
+    root, base = profiles_stack(tmp_path, monkeypatch, (
+        ("fix-all", b"line10\n", b"line10 all\n", None),
+        ("fix-942", b"line8\n", b"line8 gfx942\n", "gfx942")))
+    exported, checkout, _ = changed_in_quilt(root, base, tmp_path, ["--profile", "gfx942"],
+                                             b"line20\n", b"line20 gfx942 too\n")
+    before = untouched(root, exported)
+    run = run_cli(root, "export", "--quilt", str(exported), "--profile", "gfx950")
+    assert run.rc == 2, run.text
+    assert f"{exported / 'series'}:2: lists fix-942.patch, this project's patch " \
+        f"({root / 'series/up/fix-942.patch'}), changed in {exported} since patchforge " \
+        "exported it (by quilt refresh, an editor?); the export of gfx950's series, which " \
+        "does not hold it, would leave it unlisted there" in run.err, run.err
+    assert f"`patchforge import quilt {exported} --update` takes it back into " \
+        f"{root / 'series/up/fix-942.patch'}" in run.err
+    assert "another quilt stack" not in run.err and "away" not in run.err
+    assert untouched(root, exported) == before
+
+    ok(root, "import", "quilt", str(exported), "--update")
+    assert "+line20 gfx942 too\n" in patch_text(root, "fix-942.patch")
+    ok(root, "export", "--quilt", str(exported), "--profile", "gfx950")
+    assert (exported / "series").read_text() == "fix-all.patch\n"
+    assert lint_errors(root) == []

@@ -75,7 +75,8 @@ def test_import_quilt_update_of_a_quilt_patch_deleting_an_upstream_file_is_refus
     """`quilt new`, `quilt add pkg/other.py`, the file removed, `quilt refresh`: taken back with
     exit 0 into a project that writes overlays, `status` and `lint` 0, `overlays` exit 2 naming
     the series, not where the patch came from. Refused, exit 2, naming quilt's patch file and
-    the path, nothing written; the same quilt patch keeping the file (emptied) is taken."""
+    the path with the lines of quilt's patch file and series file, nothing written; the same
+    quilt patch keeping the file (emptied) is taken."""
     need_tool("quilt")
     exported = project.tmp / "q"
     project.cli("export", "--quilt", str(exported))
@@ -96,7 +97,13 @@ def test_import_quilt_update_of_a_quilt_patch_deleting_an_upstream_file_is_refus
     quilt("refresh")
     before = project.files()
     _, _, err = project.cli("import", "quilt", str(exported), "--update", expect=2)
-    assert f"{exported / 'drop-other.patch'}: patch drop-other.patch: deletes pkg/other.py, a " \
+    # Named with the line of quilt's patch file that deletes it and the line of quilt's
+    # series that lists the patch (both were left out).
+    section = next(no for no, line in enumerate(
+        (exported / "drop-other.patch").read_bytes().splitlines(), 1)
+        if line.startswith(b"--- ") and b"pkg/other.py" in line)
+    assert f"{exported / 'drop-other.patch'}:{section}: patch drop-other.patch (listed at " \
+        f"{exported / 'series'}:2): deletes pkg/other.py, a " \
         "file of the up upstream that no later patch makes again, and this project writes " \
         "overlays, which cannot delete a file in the image" in err, err
     assert "nothing was taken back" in err and "changed as the image needs" in err, err

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import parse_diff, validate_path
 from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch
-from patchforge.apply.series import applies_to_profile, profile_bases_differ
+from patchforge.apply.series import applies_to_profile, profile_bases_differ, profile_set
 from patchforge.errors import InputError, UsageError
 from patchforge.formats.patchfile import (CANONICAL_ORDER, parse_patch_file, quote_diff_like,
                                           render_patch_file)
@@ -253,7 +253,15 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     that would undo a fix, and is refused naming the lines. With `profiles` the series' file is
     the one those profiles' overlays hold (a profile's overlay lacks the other profiles'
     fixes), and an overlay of theirs moved aside during a rebase (`overlay.keep_moved_aside`)
-    has its change taken from the file it was made from onto the rebased one.
+    has its change taken from the file it was made from onto the rebased one. Without them,
+    where the series has fixes for some profiles only, the new patch is for every profile
+    and made on its own base, the fixes every profile's series holds (as `new` and `refresh`
+    make it): an overlay made from a profile's overlay has that profile's fixes left to them
+    (`_without_profile_fixes`), and one whose change would not go into a profile's series is
+    refused (`_refuse_leaving_profiles`).
+
+    The upstream's file itself, where the series changes it, is refused as what it is: a patch
+    of it would undo the series' fixes.
 
     An overlay made on another version of the upstream (the file of an older release with a
     fix in it) differs from the pinned file also where the upstream changed between the two:
@@ -313,9 +321,24 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
             not _under(Path(overlay), project.overlays_dir):
         # (An overlay file patchforge wrote, edited in place, was made on the pin.)
         _refuse_made_on_earlier(store, pin, upstream, path, base, new, overlay, notes)
+    others = _profile_files(project, store, upstream, path, old) if profiles is None else []
+    new = _without_profile_fixes(others, path, old, new, overlay, notes)
     if base is not None and old is not None and old != base:
         earlier = ", ".join(touching)
         met = _SeriesChangesMet(base, old, new)
+        if met.undoes_all and new == base:
+            # The upstream's file itself: merged onto the series' file below it would be that
+            # file, and "identical to the series' file" said of a file that lacks its fixes.
+            which = "that fix" if len(touching) == 1 else "those fixes"
+            fix = touching[0] if len(touching) == 1 else "NAME"
+            raise UsageError(
+                f"{overlay} is {path} as {upstream} has it at {pin.label}, without the changes "
+                f"that {earlier} make{'s' if len(touching) == 1 else ''} to it: imported as a "
+                f"patch, it would undo {which}; nothing was written (the series keeps "
+                f"{which})", hint=f"to take a fix's change out of the series, `patchforge edit "
+                                  f"{fix}` and `patchforge refresh`, or `patchforge delete "
+                                  f"{fix}` (kept under deleted/)" + (
+                                      f"; NAME: one of {earlier}" if len(touching) > 1 else ""))
         if met.undoes_all:
             # Made from the upstream's file: merged onto the series' file.
             clean, merged = merge_file(base, old, new, labels=("upstream", "series", "overlay"))
@@ -347,6 +370,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
                              f"applied: nothing to import (the change is in the series already: {earlier})")
         raise UsageError(f"{overlay} is identical to {path} at {pin.label}: nothing to import "
                          "(the fix may have landed upstream)")
+    _refuse_leaving_profiles(others, path, old, new, overlay)
     entry = store.entry(pin.commit, path)
     mode = entry[0] if entry else "100644"
     diff = make_diff([FileChange.at(path, old, new, mode, mode)])
@@ -519,7 +543,9 @@ def _refuse_made_on_earlier(store: UpstreamStore, pin, upstream: str, path: str,
 def _series_file(project: Project, store: UpstreamStore, upstream: str, path: str,
                  profiles: str | None):
     """The series' state of `upstream` an overlay of `path` is imported against, and the names
-    of its patches that touch `path`. Without `profiles`, the whole series. With them, the
+    of its patches that touch `path`. Without `profiles`, the whole series; where some of its
+    patches are for some profiles only, the patches for every profile (the new patch's base:
+    see `_without_profile_fixes` for an overlay made from a profile's file). With them, the
     patches of those profiles, as their overlays were built: a profile's overlay lacks the
     other profiles' fixes, and the difference from the whole series' file would undo them in
     the new patch, which then applied to none of its profiles. Profiles whose series leave
@@ -530,9 +556,21 @@ def _series_file(project: Project, store: UpstreamStore, upstream: str, path: st
 
     pin = project.lock.pin(upstream)
     patches = [(n, project.read_patch(upstream, n)) for n in project.patch_names(upstream)]
-    if profiles is None:
+    configured = list(project.config.profiles)
+    if profiles is None and not profile_bases_differ(patches, configured):
         state = series_state(project, store, upstream)
         return state, [n for n, patch in patches if path in patch.paths]
+    if profiles is None:
+        # A fix for every profile is made on what every profile's series shares: the fixes
+        # for every profile, without those for some profiles only (apply.chains), as `new`
+        # and `refresh` make it. Made on the whole series, its context held a gfx942 fix's
+        # lines, and it applied to every profile with fuzz only.
+        from patchforge.apply.chains import base_state
+
+        state = base_state(lambda paths: store.read_blobs(pin.commit, paths), patches,
+                           configured, None)
+        return state, [n for n, patch in patches
+                       if path in patch.paths and profile_set(patch, configured) is None]
     states = []
     for profile in profile_names(profiles):
         selected = [(n, p) for n, p in patches if applies_to_profile(p, profile)]
@@ -549,6 +587,96 @@ def _series_file(project: Project, store: UpstreamStore, upstream: str, path: st
                              hint=f"import it for the profile it was made in (`--profiles "
                                   f"{first[0]}`)")
     return first[1], first[2]
+
+
+def _profile_files(project: Project, store: UpstreamStore, upstream: str, path: str,
+                   old: bytes | None) -> list[tuple[str, bytes | None, list[str]]]:
+    """For a fix for every profile made on `old` (`path` on the patches every profile's
+    series holds): each profile whose series leaves `path` otherwise, with that file and its
+    patches for some profiles only that touch `path`. [] in a series of one chain."""
+    from patchforge.apply.chains import profile_state
+    from patchforge.errors import ApplyError
+
+    configured = list(project.config.profiles)
+    patches = [(n, project.read_patch(upstream, n)) for n in project.patch_names(upstream)]
+    if not profile_bases_differ(patches, configured):
+        return []
+    pin = project.lock.pin(upstream)
+    found = []
+    for profile in configured:
+        try:
+            state = profile_state(lambda paths: store.read_blobs(pin.commit, paths), patches,
+                                  configured, profile)
+        except ApplyError:
+            continue  # a profile's series that does not apply: lint's and overlays' to say
+        there = state.current[path] if path in state.current else old
+        if there != old:
+            found.append((profile, there, [
+                n for n, patch in patches if path in patch.paths
+                and profile in (profile_set(patch, configured) or ())]))
+    return found
+
+
+def _without_profile_fixes(others: list[tuple[str, bytes | None, list[str]]], path: str,
+                           old: bytes | None, new: bytes, overlay: Path,
+                           notes: list[str]) -> bytes:
+    """`new`, an overlay for every profile, without the changes of fixes for some profiles
+    only (`others`: _profile_files). One made from a profile's overlay holds that profile's
+    fixes: its difference from `old` would bring them into every profile's series. Where it
+    keeps every change those fixes make, it was made from that profile's file: its own change
+    is taken onto `old` (git's 3-way merge, that file as the base), the fixes left to their
+    profiles. A change that meets theirs, or an overlay that is that file as it is, is
+    refused (UsageError), nothing written."""
+    for profile, there, names in others:
+        if there is None or old is None or new == old:
+            continue
+        met = _SeriesChangesMet(old, there, new)
+        if met.taken_out or met.put_back:
+            continue  # not made from that profile's file
+        fixes = ", ".join(names) or f"the fixes for {profile}"
+        if new == there:
+            raise UsageError(
+                f"{overlay} is {path} as {profile}'s series leaves it: it holds only the changes "
+                f"of {fixes} (for some profiles only), and no change of its own for every "
+                "profile; nothing was written",
+                hint=f"a fix for {profile} is imported with `--profiles {profile}`; a fix for "
+                     "every profile is made on the file without the other profiles' fixes "
+                     "(the upstream's, or the overlay of a profile without them)")
+        clean, merged = merge_file(there, old, new,
+                                   labels=(f"{profile}'s series", "every profile's", "overlay"))
+        if not clean:
+            raise UsageError(
+                f"{overlay} was made from {path} as {profile}'s series leaves it, with the "
+                f"changes of {fixes} (for some profiles only), and changes lines they change"
+                f"{_series_side(merged, 'every profile' + chr(39) + 's')}: as a fix for every "
+                "profile it would carry them into every profile's series; nothing was written",
+                hint=f"import it for {profile} alone (`--profiles {profile}`), or make the "
+                     "change on the file without the other profiles' fixes")
+        make = "makes" if len(names) == 1 else "make"
+        notes.append(f"{overlay} holds the changes that {fixes} {make} to {path} for {profile} "
+                     f"(it was made from {profile}'s file): they stay {profile}'s, and the new "
+                     "patch, for every profile, holds only the overlay's own change, made on "
+                     "the series every profile shares")
+        return merged
+    return new
+
+
+def _refuse_leaving_profiles(others: list[tuple[str, bytes | None, list[str]]], path: str,
+                             old: bytes | None, new: bytes, overlay: Path) -> None:
+    """Refuse (UsageError) a fix for every profile, `old` to `new`, whose change does not go
+    into the series of a profile whose fixes for it alone change the same lines
+    (apply.chains.carry_file): imported, that profile's overlays would fail on it."""
+    from patchforge.apply.chains import REMEDY, carry_file
+
+    for profile, there, names in others:
+        ok, _ = carry_file(old, new, there)
+        if not ok:
+            fixes = ", ".join(names) or f"the fixes for {profile}"
+            raise UsageError(
+                f"{overlay}: its change to {path}, as a fix for every profile, meets lines that "
+                f"{fixes} change{'s' if len(names) == 1 else ''} for {profile}, so it would not "
+                f"go into {profile}'s series; nothing was written",
+                hint=f"{REMEDY}; or import it for the profiles it is for (`--profiles`)")
 
 
 def _made_before_rebase(project: Project, upstream: str, path: str, profiles: str | None,
@@ -1083,7 +1211,7 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
             patches.append((target / name,
                             data[:len(data) - len(patch.diff)] + for_gnu_patch(patch.diff)))
         earlier = _read_export_record(target)
-        _refuse_losing_others(project, upstream, target, patches, earlier)
+        _refuse_losing_others(project, upstream, target, patches, earlier, profile)
         files += patches
         files.append((target / "series", "".join(f"{n}\n" for n in names).encode()))
         now = {path.name: [_sha256(data)] for path, data in patches}
@@ -1168,7 +1296,8 @@ def _read_export_record(target: Path) -> dict[str, list[str]] | None:
 
 def _refuse_losing_others(project: Project, upstream: str, target: Path,
                           patches: list[tuple[Path, bytes]],
-                          earlier: dict[str, list[str]] | None) -> None:
+                          earlier: dict[str, list[str]] | None,
+                          profile: str | None = None) -> None:
     """`export --quilt DIR` replaces DIR/series and the patch files of its names. Refused
     (UsageError naming the file, and the series line) when that would lose a patch that is not
     this project's, or not as the last export wrote it:
@@ -1177,7 +1306,10 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
       `quilt refresh` in DIR: the change would be overwritten);
     - a patch DIR/series lists that the new series would leave unlisted (DIR held another quilt
       stack), unless it is this project's: as the last export recorded it (a patch since renamed,
-      refreshed or deleted), or the bytes of a patch this export writes.
+      refreshed or deleted), or the bytes of a patch this export writes. One the record names
+      whose bytes changed in DIR (a `quilt refresh` of this project's patch, left out of an
+      export of another `profile`'s series) is said to be that, with the way to take the change
+      back (`import quilt DIR --update`).
 
     Without a record (DIR was never exported to, or by an earlier version), a listed patch is
     this project's when its name is one the upstream's series directory has anywhere (listed,
@@ -1200,11 +1332,8 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
             raise UsageError(f"{path}: changed since patchforge exported it (by quilt refresh, "
                              "an editor?); the export would overwrite that change, so nothing "
                              "was written",
-                             hint=f"to keep the change, `patchforge import quilt "
-                                  f"{shlex.quote(str(target))} --update"
-                                  + (f" --upstream {upstream}"
-                                     if len(project.upstream_names()) > 1 else "")
-                                  + "` takes it back into "
+                             hint=f"to keep the change, {_take_back(project, upstream, target)}"
+                                  " takes it back into "
                                   f"{project.patch_path(upstream, path.name)}; to drop it, "
                                   f"remove {path}; then export again")
     series = target / "series"
@@ -1236,15 +1365,43 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
                 or ".." in name.split("/") or not kept.is_file():
             continue
         there = kept.read_bytes()
-        if there not in written and not recorded(name, there):
-            changed = " (changed since patchforge exported it)" \
-                if earlier is not None and name in earlier else ""
-            raise UsageError(f"{series}:{line_no}: lists {name}, a patch of no series here"
-                             f"{changed}, which the exported series would leave unlisted in "
-                             f"{target} (a directory of another quilt stack?); nothing was "
-                             "written",
-                             hint="export into a directory of its own, or move "
-                                  f"{series} away if {name} is not needed")
+        if there in written or recorded(name, there):
+            continue
+        if earlier is not None and name in earlier:
+            # This project's patch as the last export wrote it (the record says so), changed
+            # in DIR since (a `quilt refresh`): an export that leaves it out (another
+            # profile's series, or a fix deleted since) would leave that change unlisted.
+            export = f"the export of {profile}'s series, which does not hold it," \
+                if profile is not None else "the export"
+            if name in project.patch_names(upstream):
+                raise UsageError(
+                    f"{series}:{line_no}: lists {name}, this project's patch "
+                    f"({project.patch_path(upstream, name)}), changed in {target} since "
+                    f"patchforge exported it (by quilt refresh, an editor?); {export} would "
+                    "leave it unlisted there, its change not in the series; nothing was "
+                    "written",
+                    hint=f"to keep the change, {_take_back(project, upstream, target)} takes "
+                         f"it back into {project.patch_path(upstream, name)}; to drop it, "
+                         f"remove {kept}; then export again")
+            raise UsageError(
+                f"{series}:{line_no}: lists {name}, which patchforge exported there and which "
+                f"has left the {upstream} series since (deleted, renamed, or landed upstream), "
+                f"changed in {target} since the export (by quilt refresh, an editor?); the "
+                "export would leave it unlisted there, so nothing was written",
+                hint=f"to keep it as a new fix, give it a new name in {series} and rename "
+                     f"{kept} alike, then {_take_back(project, upstream, target)}; to drop "
+                     f"it, remove {kept}; then export again")
+        raise UsageError(f"{series}:{line_no}: lists {name}, a patch of no series here, which "
+                         f"the exported series would leave unlisted in {target} (a directory "
+                         "of another quilt stack?); nothing was written",
+                         hint="export into a directory of its own, or move "
+                              f"{series} away if {name} is not needed")
+
+
+def _take_back(project: Project, upstream: str, target: Path) -> str:
+    """The command that takes a quilt change in `target` back into the series."""
+    return (f"`patchforge import quilt {shlex.quote(str(target))} --update"
+            + (f" --upstream {upstream}" if len(project.upstream_names()) > 1 else "") + "`")
 
 
 def _header_value(value: str) -> str:

@@ -195,20 +195,25 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                              f"{upstream} series: {path}; nothing was taken back",
                              hint="list it in the series or move it away, then run this again")
         made[name] = parse_patch_file(there, str(project.patch_path(upstream, name)))
+    # (quilt's file as read: the line of a file's section in it)
     sources: dict[str, tuple[str, bytes | None]] = {
-        e[0]: (str(e[1]), None) for e in entries if e[0] in taken}
+        e[0]: (str(e[1]), e[3]) for e in entries if e[0] in taken}
+    lines = {e[0]: e[2] for e in entries}
     new_patches = [(n, made.get(n) or patch) for n, patch in patches]
     _refuse_unknown_profiles(project, {n: made[n] for n in made}, sources)
     # A new patch creating a path already filled is named as such first; then any patch the
     # new series no longer applies.
     _refuse_collisions(project, store, upstream, {n: made[n] for n in made if how.get(n) == ADDED},
                        sources, pin.commit)
-    _refuse_breaking(project, store, upstream, ours, new_patches, series_path)
-    _refuse_leaving_profiles(project, store, upstream, ours, new_patches, series_path, profile)
+    _refuse_breaking(project, store, upstream, ours, new_patches, series_path, lines,
+                     set(taken))
+    _refuse_leaving_profiles(project, store, upstream, ours, new_patches, series_path, profile,
+                             lines, set(taken))
     refuse_series_removals(project, store, upstream, pin.commit,
                            [(n, project.read_patch(upstream, n)) for n in ours], new_patches,
                            sources=sources, outcome="nothing was taken back",
-                           way_out=f"or take its line out of {series_path}")
+                           way_out=f"or take its line out of {series_path}",
+                           listed={n: f"{series_path}:{line}" for n, line in lines.items()})
 
     writes = {n: made[n].to_bytes() for n in made if made[n].to_bytes() != ours_bytes.get(n)}
     new_series = series.replaced_names(order)
@@ -570,8 +575,25 @@ def _has_change(project: Project, upstream: str, name: str) -> bool:
         return True
 
 
+def _changed_below(name: str, new_patches: list[tuple[str, PatchFile]],
+                   lines: dict[str, int], changed: set[str]) -> tuple[str, int | None]:
+    """For a patch quilt's series does not list (another profile's, or one that joined the
+    series after the export), refused for what the changes made in quilt do to it: the
+    first patch before it that quilt changed or added and that touches one of its files, and
+    the line of quilt's series listing it (' after quilt's change to NAME', line), so that the
+    refusal names a line of the file the user edits; ('', None) when there is none."""
+    order = [n for n, _ in new_patches]
+    patches = dict(new_patches)
+    paths = patch_paths(patches[name])
+    for other in order[:order.index(name)]:
+        if other in changed and other in lines and patch_paths(patches[other]) & paths:
+            return f" (quilt's change to {other}, listed on this line)", lines[other]
+    return "", None
+
+
 def _refuse_breaking(project: Project, store: UpstreamStore, upstream: str, ours: list[str],
-                     new_patches: list[tuple[str, PatchFile]], series_path: Path) -> None:
+                     new_patches: list[tuple[str, PatchFile]], series_path: Path,
+                     lines: dict[str, int], changed: set[str]) -> None:
     """Refuse a new series of which a patch no longer applies (on its base, or creating a path
     already filled) that applied in the series as it was: quilt's order or an earlier patch's
     change would leave it out of every overlay."""
@@ -583,15 +605,17 @@ def _refuse_breaking(project: Project, store: UpstreamStore, upstream: str, ours
     new = [n for n in failing if n not in before]
     if new:
         name = new[0]
-        line = parse_series(series_path.read_bytes(), str(series_path)).line_of(name)
+        line = lines.get(name)
         if line is None:
             # A patch quilt's tree lacks: another profile's (the export was one profile's
             # series), or one that joined the series after the export.
             patch = dict(new_patches)[name]
+            said, line = _changed_below(name, new_patches, lines, changed)
             raise InputError(
                 f"{name} ({profiles_note(profile_set(patch, list(project.config.profiles)))}, "
                 f"not in quilt's tree) would no longer apply on its base after the changes "
-                "made in quilt; nothing was taken back", path=str(series_path),
+                f"made in quilt{said}; nothing was taken back", path=str(series_path),
+                line=line,
                 hint=f"in quilt, make the change leave the lines of {name} alone, `quilt "
                      "refresh`, then run this again")
         raise InputError(f"{name} would no longer apply in the series as {series_path} orders "
@@ -603,7 +627,8 @@ def _refuse_breaking(project: Project, store: UpstreamStore, upstream: str, ours
 
 def _refuse_leaving_profiles(project: Project, store: UpstreamStore, upstream: str,
                              ours: list[str], new_patches: list[tuple[str, PatchFile]],
-                             series_path: Path, profile: str | None) -> None:
+                             series_path: Path, profile: str | None,
+                             lines: dict[str, int], changed: set[str]) -> None:
     """Refuse a new series of which a patch no longer goes into the series of a profile that
     holds it (apply.chains: a fix for more profiles carried there from its base meets lines a
     fix for that profile alone changed), where it went before: that profile's overlays would
@@ -630,11 +655,13 @@ def _refuse_leaving_profiles(project: Project, store: UpstreamStore, upstream: s
     if not new:
         return
     problem = new[0]
-    line = parse_series(series_path.read_bytes(), str(series_path)).line_of(problem.name)
+    line, said = lines.get(problem.name), ""
+    if line is None:  # not in quilt's tree: the line of the change that meets it
+        said, line = _changed_below(problem.name, new_patches, lines, changed)
     unseen = profile is not None and profile not in (problem.chain or ())
     raise InputError(
-        f"{problem.name} {problem.describe()}, after the changes made in quilt; nothing was "
-        "taken back", path=str(series_path), line=line,
+        f"{problem.name} {problem.describe()}, after the changes made in quilt{said}; nothing "
+        "was taken back", path=str(series_path), line=line,
         hint=(f"quilt's tree, {profile}'s series, does not hold {', '.join(problem.met)}; "
               if unseen and problem.met else "")
         + "in quilt, make the change leave those lines alone, `quilt refresh`, then run this "
