@@ -1231,3 +1231,24 @@ def test_import_overlay_of_the_upstreams_own_file_says_it_would_undo_the_fix(pro
     assert "with the series applied" not in run.err and "already" not in run.err
     assert "`patchforge delete fix-a.patch`" in run.err
     assert snapshot(root) == before
+
+
+def test_import_mbox_leaves_format_patchs_signature_out_of_the_patch(project, tmp_path):
+    """`git format-patch` ends each message with its signature (`-- ` and git's version), which
+    `git am` drops. `import mbox` kept it after the last hunk, in the patch file: lint called
+    the new patch not byte-stable (an error) at once, and the file changed with the git version
+    that wrote the mbox. It is left out; the fix and its overlay are as before."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    mbox = tmp_path / "fixes.mbox"
+    mbox.write_bytes(subprocess.run(
+        ["git", "format-patch", "--stdout", "--signature", "9.99.9", "main..fixes"], cwd=fork,
+        check=True, capture_output=True).stdout)
+    ok(root, "import", "mbox", str(mbox))
+    for name in (root / "series/up/series").read_text().split():
+        data = (root / "series/up" / name).read_bytes()
+        assert b"9.99.9" not in data and not data.endswith(b"\n\n"), data
+    lint = run_cli(root, "lint", "--no-forge")  # (format-patch's short index lines: a warning)
+    assert lint.rc == 0 and "lint: 0 error(s)" in lint.out, lint.text
+    assert overlay_tree(root) == {p: (fork / p).read_bytes()
+                                  for p in ("a.py", "pkg/crlf.txt", "pkg/added.py")}

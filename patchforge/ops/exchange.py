@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.apply.diffparse import parse_diff, validate_path
+from patchforge.apply.diffparse import parse_diff_full, validate_path
 from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch
 from patchforge.apply.series import applies_to_profile, profile_bases_differ, profile_set
 from patchforge.errors import InputError, UsageError
@@ -1030,7 +1030,13 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             # Parse the diff first, under the mbox's name, so that an error points into it.
             # A binary change must carry its data (`GIT binary patch`, as format-patch
             # --binary writes); parse_diff refuses `Binary files ... differ` with its line.
-            parse_diff(diff, source=source)
+            parsed_diff = parse_diff_full(diff, source=source)
+            if _SIGNATURE.fullmatch(parsed_diff.trailing):
+                # format-patch's signature (`-- ` and git's version) after the last hunk: the
+                # mail's, not the fix's (`git am` drops it too). Kept, it was part of the
+                # patch file, whose diff then was not the one patchforge regenerates (lint:
+                # not byte-stable) and changed with the git version that wrote the mbox.
+                diff = diff[:len(diff) - len(parsed_diff.trailing)]
             # A message that begins with a patch header (`git format-patch` of the commits
             # `git am` made from `export --mbox`) gives its fields back, as `import git` does:
             # read as free text, a `Profiles: gfx942` fix went into every profile. Its whole
@@ -1064,6 +1070,11 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             sources[file_name] = (source, None)
     _write_imported(project, store, upstream, pending, sources, pin=pin.commit)
     return [n for n, _ in pending]
+
+
+# What `git format-patch` writes after a message's diff unless --no-signature: `-- `, a line
+# (git's version, or --signature's text) and blank lines.
+_SIGNATURE = re.compile(rb"-- \r?\n[^\n]*\n?(?:\r?\n)*")
 
 
 def _strip_separator(patch_part: bytes) -> bytes:
