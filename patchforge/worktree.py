@@ -158,9 +158,11 @@ class Worktree:
         work._write_index(index_bytes(index, [(os.fsencode(rel), (modes or {}).get(rel) or
                                                "100644") for rel in created]))
         work._set_head(head)
-        written: dict[str, str | None] = {rel: None for rel in after}
-        written.update({rel: _digest(content) for rel, (_mode, content) in before.items()})
-        written.update({rel: _digest(new) for rel, new in after.items() if new is not None})
+        # A path the patch leaves without a file (deleted, renamed away) is recorded with
+        # none written: --continue tells the patch's own deletion from a file removed by hand.
+        written: dict[str, str | None] = {
+            rel: _digest(content) for rel, (_mode, content) in before.items()}
+        written.update({rel: None if new is None else _digest(new) for rel, new in after.items()})
         work._record(head, sorted(files | set(after)), written=written, bases=base_blobs)
         return work
 
@@ -813,6 +815,64 @@ def refuse_gone_files_left_out(store: UpstreamStore, base: str, kind: str | None
                          hint=f"make the fix there and `patchforge add` it, then --continue; "
                               f"`patchforge rm {' '.join(left_out)}` drops the patch's change "
                               f"to it and keeps the rest, then --continue; or {way_out}")
+
+
+def refuse_removed_by_hand(work: Path, changes, patch, name: str, patch_file: str,
+                           go_on: str, way_out: str) -> None:
+    """UsageError (nothing written, the stop kept) when a file the stop gave its worktree is
+    gone from it at --continue and `patch` (the stopped patch as it was: a PatchFile, or None)
+    does not itself delete it or rename it away: a file moved aside, or an editor's save-as.
+    Taken as it is, the resolution would make the patch delete the whole file of the stop's
+    base (or leave out a file it creates) and be reported resolved, every check green, where
+    the patch changed a line. git's `rebase --continue` refuses an unstaged deletion of a
+    conflicted path alike, and `patchforge rm` is no resolution at such a stop. Removing the
+    file is how a modify/delete stop keeps the patch's own deletion (the patch deletes it, so
+    it passes here); a file `add` made new and then removed is left out, as documented.
+    `changes`: worktree_diff's; `name`, `patch_file`: the patch and where its lines are kept;
+    `go_on`, `way_out`: the command that takes the resolution, and what else the user may do."""
+    if patch is None:
+        return
+    own = {fp.old_path for fp in patch.file_patches
+           if fp.old_path and (fp.is_delete or (fp.is_rename and fp.old_path != fp.new_path))}
+    worktree = Worktree(work)
+    written = worktree._read_record().get("written")
+    written = written if isinstance(written, dict) else {}
+
+    def removed_by_hand(rel: str) -> bool:
+        # Recorded with no file written: the stop's own merge left it so (the patch's deletion,
+        # followed where the upstream renamed the file).
+        return rel not in own and not (rel in written and written[rel] is None)
+
+    at_base = sorted(path for path, old, new, *_ in changes
+                     if old is not None and new is None and removed_by_hand(path))
+    seen = {path for path, *_ in changes}
+    created = sorted(rel for rel in worktree.tracked()
+                     if rel not in seen and isinstance(written.get(rel), str)
+                     and removed_by_hand(rel) and worktree.read(rel)[0] is None)
+    if not at_base and not created:
+        return
+    said = []
+    if at_base:
+        said.append(f"{name} would be written deleting {', '.join(at_base)} (the whole file "
+                    "as the stop's base has it), a deletion the patch does not make")
+    if created:
+        said.append(f"{name} would be written without {', '.join(created)}, which it creates")
+    ways = []
+    if at_base:
+        ways.append("a file moved aside goes back where it was; `git checkout -- PATH` in the "
+                    "worktree gives it as at the stop's base, without the patch's change (make "
+                    "that again there)")
+    if created:
+        ways.append(f"re-create {', '.join(created)} ({patch_file} has the patch's lines)")
+    missing = [*at_base, *created]
+    raise UsageError(
+        f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing from {work} "
+        f"(moved aside?): {'; and '.join(said)}; a file removed is no resolution of this stop, "
+        "nothing was written, the stop is as it was",
+        hint=f"put it back ({'; '.join(ways)}), then `{go_on}`; or {way_out}. To make the "
+             f"patch delete a file, finish with it there, then `patchforge edit "
+             f"{name.removesuffix('.patch')}`, remove it and `patchforge refresh` (which "
+             "says what it deletes)")
 
 
 def files_at(store: UpstreamStore, commit: str, paths: list[str], *,

@@ -4,7 +4,11 @@ a user meets them: real git upstreams, real commands, one after another.
 
 An overlay cannot delete a file in the image, so in a project that writes overlays (overlays/
 exists) a series that deletes an upstream file is refused by `overlays` and by a rebase's
-write-out: the resolution or refresh that would make one is refused where it is made."""
+write-out: the resolution or refresh that would make one is refused where it is made.
+
+Removing a file from a stop's worktree keeps a deletion only the patch itself makes: any other
+file of the stop found missing at --continue (a conflicted file moved aside) is refused, never
+written as a deletion of the whole upstream file."""
 from __future__ import annotations
 
 import json
@@ -278,3 +282,74 @@ def test_a_rebase_that_would_move_a_deletion_the_overlays_refuse_never_starts(pr
     project.cli("refresh")
     project.cli("rebase", "--to", "up=v2")
     assert (project.root / "overlays/up/pkg/other.py").read_bytes() == b""
+
+
+def test_a_conflicted_file_missing_at_a_content_stop_is_no_deletion(project):
+    """At a content conflict (no modify/delete), the conflicted file moved aside in the worktree
+    was taken by --continue as the resolution "delete the upstream's file": the one-line fix
+    was written as a deletion of the whole file, "conflict resolved by hand", exit 0, and
+    `status` was green. It is refused, exit 2, naming the file and the ways on, nothing written
+    and the rebase still stopped; with the file back the resolution goes through."""
+    project.fix("fix-other", {"pkg/other.py": b"x = 1\ny = 5\nz = 3\n"})
+    project.up.commit({"pkg/other.py": OTHER_V2}, tag="v2")
+    _, _, err = project.cli("rebase", "--to", "up=v2", expect=3)
+    assert "conflict in pkg/other.py" in err and "modify/delete" not in err, err
+    aside = project.root.parent / "other.py.aside"
+    (project.work / "pkg/other.py").rename(aside)
+    before = snapshot(project.root, skip_state=True, dirs=False)
+    _, _, err = project.cli("rebase", "--continue", expect=2)
+    assert f"pkg/other.py is missing from {project.work} (moved aside?): fix-other.patch " \
+        "would be written deleting pkg/other.py (the whole file as the stop's base has it), " \
+        "a deletion the patch does not make" in err, err
+    assert "nothing was written, the stop is as it was" in err, err
+    assert "`git checkout -- PATH` in the worktree gives it as at the stop's base" in err \
+        and "`patchforge rebase --skip`" in err \
+        and "`patchforge edit fix-other`, remove it and `patchforge refresh`" in err, err
+    assert snapshot(project.root, skip_state=True, dirs=False) == before
+    _, out, err = project.cli("status", expect=1)
+    assert "a rebase is stopped at fix-other.patch" in out + err, out + err
+    # The way on: the file back, resolved.
+    aside.rename(project.work / "pkg/other.py")
+    (project.work / "pkg/other.py").write_bytes(b"x = 1\ny = 50\nz = 3\n")
+    project.cli("rebase", "--continue")
+    moved = project.patch("fix-other")
+    assert b"deleted file mode" not in moved and b"-y = 20\n+y = 50\n" in moved, moved.decode()
+    assert project.cli("status")[0] == 0
+
+
+def test_a_file_the_patch_creates_missing_at_a_stop_is_not_left_out(project):
+    """A file the stopped patch creates, removed from the worktree, made --continue write the
+    patch without it, reported resolved. Refused, naming the file and where its lines are;
+    a file of the patch removed at a bring-back's content stop is refused alike."""
+    project.cli("new", "fix-two", "--file", "pkg/other.py")
+    project.cli("add", "pkg/new.py")
+    (project.work / "pkg/other.py").write_bytes(b"x = 1\ny = 5\nz = 3\n")
+    (project.work / "pkg/new.py").write_bytes(b"n = 1\n")
+    project.cli("refresh", expect=None)
+    assert b"new file mode" in project.patch("fix-two")
+    project.up.commit({"pkg/other.py": OTHER_V2}, tag="v2")
+    project.cli("rebase", "--to", "up=v2", expect=3)
+    assert (project.work / "pkg/new.py").read_bytes() == b"n = 1\n"
+    (project.work / "pkg/new.py").unlink()
+    (project.work / "pkg/other.py").write_bytes(b"x = 1\ny = 50\nz = 3\n")
+    _, _, err = project.cli("rebase", "--continue", expect=2)
+    assert f"pkg/new.py is missing from {project.work} (moved aside?): fix-two.patch would be " \
+        "written without pkg/new.py, which it creates" in err, err
+    assert "re-create pkg/new.py (series/up/fix-two.patch has the patch's lines)" in err, err
+    # Set aside, then brought back: its stop refuses the same.
+    project.cli("rebase", "--skip")
+    project.cli("bring-back", "fix-two", expect=3)
+    (project.work / "pkg/other.py").unlink()
+    (project.work / "pkg/new.py").unlink()
+    _, _, err = project.cli("bring-back", "--continue", expect=2)
+    assert "pkg/other.py, pkg/new.py are missing from" in err \
+        and "would be written deleting pkg/other.py" in err \
+        and "re-create pkg/new.py (series/up/skipped/fix-two.patch has the patch's lines)" \
+        in err and "`patchforge bring-back --abort`" in err, err
+    assert project.series() == [] and b"new file mode" in project.patch("fix-two", "skipped")
+    git(project.work, "checkout", "--", "pkg/other.py")
+    (project.work / "pkg/other.py").write_bytes(b"x = 1\ny = 50\nz = 3\n")
+    (project.work / "pkg/new.py").write_bytes(b"n = 1\n")
+    project.cli("bring-back", "--continue")
+    assert project.series() == ["fix-two.patch"]
+    assert b"+n = 1\n" in project.patch("fix-two") and project.cli("status")[0] == 0

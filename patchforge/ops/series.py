@@ -28,8 +28,8 @@ from patchforge.store.diff import added_lines, conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
                                  keep_resolution, keep_unadded, refuse_changed_since_edit,
-                                 refuse_gone_files_left_out, refuse_undoing,
-                                 editing, require_state, require_state_still,
+                                 refuse_gone_files_left_out, refuse_removed_by_hand,
+                                 refuse_undoing, editing, require_state, require_state_still,
                                  resolution_undoes, series_on_paths, state_file,
                                  worktree_diff)
 
@@ -1445,7 +1445,8 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
                               "--abort` (the fix stays in skipped/), `patchforge bring-back` "
                               "again, then copy them back")
     diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
-    own = added_lines(parse_patch_file(skipped.read_bytes(), str(skipped)))
+    patch = parse_patch_file(skipped.read_bytes(), str(skipped))
+    own = added_lines(patch)
     marked = [p for p, old, new, _, _ in changes
               if new is not None and conflict_markers_left(old, new, own)]
     if marked:
@@ -1455,6 +1456,10 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
     refuse_gone_files_left_out(store, state["base"], state.get("kind"),
                                state.get("conflicts", []), changes, work,
                                "`patchforge bring-back --abort` (the fix stays in skipped/)")
+    refuse_removed_by_hand(work, changes, patch, file_name,
+                           skipped.relative_to(project.root).as_posix(),
+                           "patchforge bring-back --continue",
+                           "`patchforge bring-back --abort` (the fix stays in skipped/)")
     undoes = resolution_undoes(project, upstream, changes,
                                lambda: [(n, project.read_patch(upstream, n))
                                         for n in series.names if n != file_name],
@@ -1470,7 +1475,6 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
     _removals_checked(project, store, upstream, file_name, changes, work,
                       "`patchforge bring-back --continue`; or `patchforge bring-back --abort` "
                       "(the fix stays in skipped/)")
-    patch = parse_patch_file(skipped.read_bytes(), str(skipped))
     new_patch = patch.with_diff(diff).with_field("Base", state["pin"])
     if patch.get_all("Keeps"):
         from patchforge.invariants import check_patch_invariants

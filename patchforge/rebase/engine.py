@@ -1065,9 +1065,9 @@ class Rebase:
         A resolution that undoes a change made under the patch (the new upstream's, or an
         earlier patch's as moved) is refused unless `allow_undo`, which takes it and says so
         in the patch's result."""
-        from patchforge.worktree import (refuse_gone_files_left_out, refuse_undoing,
-                                         renames_and_copies, resolution_undoes, series_patch,
-                                         worktree_diff)
+        from patchforge.worktree import (refuse_gone_files_left_out, refuse_removed_by_hand,
+                                         refuse_undoing, renames_and_copies, resolution_undoes,
+                                         series_patch, worktree_diff)
 
         upstream, name = stopped.upstream, stopped.name
         entry = self._run_record.upstreams[upstream]
@@ -1105,6 +1105,12 @@ class Rebase:
                                   "`--skip` (the patch is kept in skipped/), `--abort`")
         refuse_gone_files_left_out(self.store, stopped.base, stopped.kind, stopped.files,
                                    changes, work, "`--skip` (the whole patch is kept in skipped/)")
+        refuse_removed_by_hand(work, changes, patch, name,
+                               self.project.patch_path(upstream, name).relative_to(
+                                   self.project.root).as_posix(),
+                               "patchforge rebase --continue",
+                               "`patchforge rebase --skip` (the whole patch is kept in "
+                               "skipped/), `--abort`")
         self._refuse_removals(stopped, changes, target, work)
         # The patches before it as this run moved them: the base's lines are theirs.
         undoes = resolution_undoes(
