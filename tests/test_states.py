@@ -935,6 +935,44 @@ def test_refresh_never_reverts_a_patch_changed_since_the_edit_opened(project):
     assert b"+    return -15" in project.patch("fix-a") and b"+    return -300" in project.patch("fix-a")
 
 
+def test_refresh_says_when_the_series_before_the_patch_changed_under_the_edit(project):
+    """A `git pull` while `fix-b` is being edited brings a teammate's fix-a, changing a line in
+    fix-b's hunk's context. refresh wrote fix-b, made on the old fix-a, exit 0 without a word;
+    `status` then said conflict and `overlays` failed. It is written all the same (nothing of
+    either change is lost) and said, exit 1, with the way on: `edit fix-b` opens it on the
+    series as it is now, the hunk that no longer applies marked."""
+    f3 = {3: b"def f3():\n    return -3\n\n"}
+    project.fix("fix-a", {"pkg/mod.py": text(f3)})
+    project.fix("fix-b", {"pkg/mod.py": text({**f3, 9: b"def f9():\n    return -9\n\n"})})
+    a_path = project.root / "series" / "up" / "fix-a.patch"
+    ours = a_path.read_bytes()
+    project.cli("edit", "fix-a")  # the teammate's fix-a, also changing f9's def (fix-b's context)
+    (project.work / "pkg/mod.py").write_bytes(text({**f3, 9: b"def f9(n):\n    return 9\n\n"}))
+    project.cli("refresh", expect=1)
+    theirs = a_path.read_bytes()
+    a_path.write_bytes(ours)
+    project.cli("edit", "fix-b")
+    mine = {9: b"def f9():\n    return -9\n\n", 15: b"def f15():\n    return -15\n\n"}
+    (project.work / "pkg/mod.py").write_bytes(text({**f3, **mine}))
+    a_path.write_bytes(theirs)  # what the pull brings
+    result = run_cli(project.root, "refresh")
+    assert result.rc == 1, result.out + result.err
+    assert "warning: fix-b.patch does not apply on the series before it as that is now: the " \
+        "series changed since `edit` opened it" in result.err, result.err
+    assert "`patchforge edit fix-b` opens it on the series as it is now" in result.err, result.err
+    assert b"+    return -15" in project.patch("fix-b") and a_path.read_bytes() == theirs
+    project.cli("status", expect=1)
+    # The way on: the edit opens on the series as it is now, the hunk marked.
+    _, _, err = project.cli("edit", "fix-b", expect=2)
+    assert "fix-b.patch does not apply on the series before it" in err and "hunk #1" in err, err
+    (project.work / "pkg/mod.py").write_bytes(
+        text({**f3, **mine, 9: b"def f9(n):\n    return -9\n\n"}))
+    _, _, err = project.cli("refresh")
+    assert "warning" not in err, err
+    project.cli("status")
+    project.cli("overlays")
+
+
 def _two_no_longer_applies(project) -> dict:
     """Patch `two` (pkg/mod.py's f3 and f12, after `early`'s f15) made not to apply by an
     `early` refreshed with f3 changed too: its hunk #1 fails, hunk #2 applies. Returns

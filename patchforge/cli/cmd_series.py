@@ -314,6 +314,14 @@ def refresh(app, name, allow_undo, as_json):
                        "cannot delete a file in the image); if the series is to make overlays, "
                        f"`patchforge edit {result['name'].removesuffix('.patch')}` and put it "
                        "back (changed as the image needs), then refresh", err=True)
+        if result["no_longer_applies"]:
+            stem = result["name"].removesuffix(".patch")
+            click.echo(f"warning: {result['name']} does not apply on the series before it as "
+                       "that is now: the series changed since `edit` opened it (an earlier "
+                       "patch changed, a `git pull` of the stack), and the change was written "
+                       f"as made on the old one (`patchforge edit {stem}` opens it on the series "
+                       "as it is now, what does not apply marked, to make its change again)",
+                       err=True)
         for later in result["later_failing"]:
             click.echo(f"warning: {later} no longer applies after this change "
                        f"(`patchforge edit {later.removesuffix('.patch')}` opens it on the "
@@ -331,7 +339,8 @@ def refresh(app, name, allow_undo, as_json):
                        f"and {REMEDY})", err=True)
     if result["changed"]:
         say_overlays_lag(project)
-    if result["later_failing"] or result["later_ambiguous"] or result["profile_failing"]:
+    if result["no_longer_applies"] or result["later_failing"] or result["later_ambiguous"] \
+            or result["profile_failing"]:
         sys.exit(EXIT_ATTENTION)
 
 

@@ -348,12 +348,18 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
     # later patch that cannot be read fails the refresh here, with nothing changed.
     ambiguous: dict = {}
     in_profiles: list = []
+    # The change is written as the worktree has it, made on the series before the patch as
+    # `edit` found it: when that series changed since (an earlier patch pulled in), the patch
+    # may no longer apply on it. It is written all the same and said (exit 1), as a later
+    # patch that no longer applies is: nothing is lost, and `edit` opens it again on the
+    # series as it is now, what does not apply marked.
+    itself: list = []
     later = check_later_patches(project, store, upstream, file_name,
                                 {*patch.paths, *new_patch.paths},
                                 moves_files=any(_moves_a_file(fp) for fp in
                                                 (*patch.file_patches, *new_patch.file_patches)),
                                 edited=(data, written), ambiguous=ambiguous,
-                                in_profiles=in_profiles)
+                                in_profiles=in_profiles, itself=itself)
     with RepoLock(project.state_dir):
         # Asked again under the lock: the edit is still this one (a `rename` beside this
         # command renamed its patch, an `edit --close` ended it), and nothing changed the patch
@@ -376,7 +382,8 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
             series_changed(project)
             close_worktree(project, upstream)
     return {"upstream": upstream, "name": file_name, "changed": changed,
-            "files": [c[0] for c in changes], "later_failing": later, "undoes": undoes,
+            "files": [c[0] for c in changes], "no_longer_applies": bool(itself),
+            "later_failing": later, "undoes": undoes,
             "removes_upstream_files": removes,
             "later_ambiguous": {name: [r.describe() for r in found]
                                 for name, found in ambiguous.items()},
@@ -506,7 +513,8 @@ def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
                         file_name: str, paths, *, moves_files: bool = False,
                         edited: tuple[bytes, PatchFile] | None = None,
                         ambiguous: dict | None = None,
-                        in_profiles: list | None = None) -> list[str]:
+                        in_profiles: list | None = None,
+                        itself: list | None = None) -> list[str]:
     """Names of the patches after `file_name` that do not apply on the series before them to
     `paths` (the files a change of `file_name` touched, before or after it) or to a file they
     are renamed or copied to or from. Only those files are taken through the series: a later
@@ -524,7 +532,9 @@ def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
     `in_profiles` (a list) is given, in a series with patches for some profiles only, the
     apply.chains.ChainProblem of `file_name` itself and of each later patch that applies on its
     base but does not go into a profile's series holding it (what that profile's overlays
-    would refuse)."""
+    would refuse). `itself` (a list) is given `file_name` when its own change does not apply
+    on the series before it as that is now: the series it was made on (an edit's base) is no
+    longer the one before it (an earlier patch changed, a `git pull` of the stack)."""
     names = project.patch_names(upstream)
     if file_name not in names:
         return []
@@ -553,6 +563,8 @@ def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
     else:
         outcomes = outcomes_on_bases(read_base, picked, own, strict=False, placement=True)
     failing = {o.name for o in outcomes if o.name in later and not o.ok}
+    if itself is not None:
+        itself.extend(o.name for o in outcomes if o.name == file_name and not o.ok)
     if ambiguous is not None:
         ambiguous.update({o.name: o.ambiguous for o in outcomes
                           if o.name in later and o.ok and o.ambiguous})
