@@ -205,12 +205,12 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True) 
         target = normalized_text(target)
     kinds = _kinds(hunk)
     added = _changed_side(hunk, b"+", kinds)
-    removed = _changed_side(hunk, b"-", kinds)
     if len(added) < MIN_CONTAINED_CHARS:
         return False, "too little added code to judge by containment"
     hits = target.find_all(added)
     if not hits:
-        return False, "added code not found"
+        return False, "added code not found"  # (the removed side is made only when needed)
+    removed = _changed_side(hunk, b"-", kinds)
     if removed and len(removed) >= MIN_CONTAINED_CHARS and removed not in added:
         outside = target.text.replace(added, b"\0")
         if removed in outside:
