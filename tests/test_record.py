@@ -100,3 +100,62 @@ def test_a_class_may_keep_its_own_methods():
     assert Named("x") == Named("x") and len({Named("x"), Named("x")}) == 1
     assert hash(Named("x")) == hash(dataclasses.dataclass(frozen=True)(type("N", (), {
         "__annotations__": {"name": "str"}}))("x"))
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_every_way_of_giving_the_fields_fills_them_as_the_dataclass(frozen):
+    # Each count of fields given by position, each subset of fields by keyword, in every
+    # order: the same fields and the same refusals.
+    import itertools
+
+    ours = declare(rec.record, rec.field, frozen=frozen)
+    theirs = declare(dataclasses.dataclass, dataclasses.field, frozen=frozen)
+    names = [f.name for f in dataclasses.fields(theirs)]
+    values = {"kind": "git", "commit": "c", "source": {"u": 1}, "version": "1.0", "image": 3,
+              "note": "n"}
+    for given in range(len(names) + 1):
+        args = [values[name] for name in names[:given]]
+        for count in range(len(names) + 1):
+            for keywords in itertools.permutations(names, count):
+                kwargs = {name: values[name] for name in keywords}
+                try:
+                    expected = theirs(*args, **kwargs)
+                except TypeError:
+                    with pytest.raises(TypeError):
+                        ours(*args, **kwargs)
+                    continue
+                made = ours(*args, **kwargs)
+                assert vars(made) == vars(expected) and repr(made) == repr(expected)
+                changed = rec.replace(made, note="m", version=None)
+                wanted = dataclasses.replace(expected, note="m", version=None)
+                assert list(vars(changed).items()) == list(vars(wanted).items())
+
+
+def test_replace_carries_the_fields_only():
+    import functools
+
+    calls = []
+
+    @rec.record(frozen=True)
+    class Text:
+        body: str
+
+        @functools.cached_property
+        def words(self) -> int:
+            calls.append(self.body)
+            return len(self.body.split())
+
+    one = Text("a b")
+    assert one.words == 2
+    other = rec.replace(one, body="a b c")
+    assert other.words == 3 and calls == ["a b", "a b c"]  # not the first one's cached value
+
+    @rec.record
+    class Counted:
+        n: int
+
+        def __init__(self, n: int) -> None:  # its own: replace goes through it
+            self.__dict__["n"] = n
+            calls.append(n)
+
+    assert rec.replace(Counted(1), n=2).n == 2 and calls[-2:] == [1, 2]
