@@ -95,7 +95,8 @@ class Project:
     offline: bool = False
     _lock_override: Lock | None = field(default=None, repr=False)
     # Paths are pure functions of the root and names; pathlib makes each in microseconds that
-    # add up over the thousands of lookups a long series makes.
+    # add up over the thousands of lookups a long series makes: (upstream, name) -> a patch
+    # file, upstream -> its series directory, None -> series/.
     _patch_paths: dict = field(default_factory=dict, repr=False, compare=False)
     # Who hears about long work in the store (e.g. a wheel's download and import); the command
     # line sets it, open_store hands it to the store.
@@ -133,10 +134,16 @@ class Project:
 
     @property
     def series_root(self) -> Path:
-        return self.root / "series"
+        found = self._patch_paths.get(None)
+        if found is None:
+            found = self._patch_paths[None] = self.root / "series"
+        return found
 
     def series_dir(self, upstream: str) -> Path:
-        return self.series_root / upstream
+        found = self._patch_paths.get(upstream)
+        if found is None:
+            found = self._patch_paths[upstream] = self.series_root / upstream
+        return found
 
     def series_path(self, upstream: str) -> Path:
         return self.series_dir(upstream) / "series"

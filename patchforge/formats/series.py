@@ -9,6 +9,7 @@ from patchforge.names import INVISIBLE
 from patchforge.model.record import record
 
 PATCH_SUFFIX = ".patch"
+_CONTROL_BYTES = bytes([*range(0x20), 0x7F])  # what no patch name may hold
 
 
 @record(frozen=True)
@@ -63,7 +64,10 @@ class SeriesFile:
                                      path=self.source, line=index + 1)
             if "/" in name or name in (".", "..") or name.startswith("-"):
                 raise InputError(f"bad patch name {name!r}", path=self.source, line=index + 1)
-            if any(c < " " or c == "\x7f" for c in name):
+            # (Tested on the bytes in one C pass: a decoded name holds a control character
+            # exactly where its bytes hold one, and a test of each character in Python was
+            # 1% of a long rebase's interpreted work, the series being read three times.)
+            if len(parts[0].translate(None, _CONTROL_BYTES)) != len(parts[0]):
                 # A NUL in a name reached the file system's calls as an internal error.
                 raise InputError(f"bad patch name {name!r}: it holds a control character (a "
                                  "file name cannot, or should not)", path=self.source,

@@ -58,8 +58,13 @@ def quote_c_path(raw: bytes, *, quote_high: bool = True) -> bytes:
 
 
 def needs_c_quotes(raw: bytes) -> bool:
-    """Whether git's output (core.quotePath=true) quotes this path."""
-    return any(b < 0x20 or b >= 0x7f or b in (34, 92) for b in raw)
+    """Whether git's output (core.quotePath=true) quotes this path: it holds a control byte,
+    a byte past ASCII, '"' or '\\'. (One C pass: a test of each byte in Python was 2% of a
+    long rebase's interpreted work, every path of every diff header.)"""
+    return len(raw.translate(None, _QUOTED_BYTES)) != len(raw)
+
+
+_QUOTED_BYTES = bytes([*range(0x20), *range(0x7F, 0x100), 34, 92])
 
 
 def git_output_path(raw: bytes) -> bytes:
