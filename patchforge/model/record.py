@@ -193,7 +193,7 @@ def replace(obj: _T, /, **changes: Any) -> _T:
         raise TypeError(f"{cls.__name__} has no field {sorted(unknown)[0]!r}")
     values = {name: changes[name] if name in changes else getattr(obj, name)
               for name in spec.names}
-    if cls.__init__ is not _init:  # type: ignore[misc]
+    if cls.__init__ is not _init:
         return cls(**values)
     # Every field given: what _init would make of them, without matching keywords to fields.
     new = object.__new__(cls)
