@@ -23,13 +23,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.chains import base_state
 from patchforge.apply.series import PatchPart, apply_series, counts_for, profile_set
-from patchforge.errors import ApplyError, InputError, PatchforgeError, UsageError
+from patchforge.errors import (ApplyError, InputError, PatchforgeError, UnsafePathError,
+                               UsageError)
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.model.record import record
 from patchforge.stack import (LEDGER_WRITERS, refuse_creation_collisions, refuse_symlinked_paths,
@@ -986,10 +988,13 @@ def add_to_worktree(project: Project, store: UpstreamStore, paths, *, upstream: 
                          hint="say which with --upstream")
     work = Worktree(project.work_dir(chosen))
     base = open_ones[chosen]
+    # The check `new --file` runs, before anything is written: a name no patch can carry
+    # (`..`, `.git`, a backslash) was taken here and refused only by the refresh, after the
+    # change was made.
+    rels = worktree_files(work.path, paths, source="add")
     state = editing(project, chosen) if not (stopped_at and stopped_at[0] == chosen) else None
     if state is not None and "series_paths" in state:
-        base = _through_series(project, store, chosen, state,
-                               [_worktree_relative(work.path, p) for p in paths])
+        base = _through_series(project, store, chosen, state, rels)
     return work.path, add_files(store, work, base, paths)
 
 
@@ -1023,13 +1028,14 @@ def _through_series(project: Project, store: UpstreamStore, upstream: str, state
     return base
 
 
-def worktree_files(work: Path, files) -> list[str]:
-    """The upstream paths of `--file` arguments, each checked as a patch's path is (no `..`,
-    absolute path outside the worktree or `.git`): `new --file ../../etc/passwd` wrote and
-    listed the new patch, then failed on the path."""
+def worktree_files(work: Path, files, *, source: str = "--file") -> list[str]:
+    """The upstream paths of `new --file` and `add` arguments (`source` names which), each
+    checked as a patch's path is (no `..`, absolute path outside the worktree, `.git`, a
+    backslash): `new --file ../../etc/passwd` wrote and listed the new patch, then failed on
+    the path."""
     from patchforge.apply.diffparse import validate_path
 
-    return [validate_path(_worktree_relative(work, f), source="--file") for f in files]
+    return [validate_path(_worktree_relative(work, f), source=source) for f in files]
 
 
 def _worktree_relative(work: Path, path: str) -> str:
@@ -1222,6 +1228,23 @@ def close_edit_if_moved(project: Project, upstream: str, before: list[str],
     return name
 
 
+def _refuse_unsafe_names(work: Worktree, changed) -> None:
+    """A changed file of the worktree whose name no patch can carry (a backslash: `add` took
+    one before it checked names), named as the worktree's file: the diff made of it was refused
+    naming a line of the patch file that the refusal kept from being written."""
+    from patchforge.apply.diffparse import validate_path
+
+    for path in changed:
+        try:
+            validate_path(path, source=str(work.path / path))
+        except UnsafePathError as exc:
+            raise UnsafePathError(
+                exc.message, path=exc.path,
+                hint=f"its change cannot go into a patch: put the file back as the upstream "
+                     f"has it (`git -C {work.path} checkout -- {shlex.quote(path)}`; a file the "
+                     "upstream lacks: remove it) and run this again") from None
+
+
 def worktree_diff(project: Project, store: UpstreamStore, upstream: str, state: dict, *,
                   with_changes=False, pairs: dict[str, tuple[str, bool]] | None = None,
                   patch_paths: set[str] | None = None):
@@ -1244,6 +1267,7 @@ def worktree_diff(project: Project, store: UpstreamStore, upstream: str, state: 
         raise UsageError(f"files in {work.path} that are not part of the patch: {listed}",
                          hint="`patchforge add PATH` to make one part of it, or remove it (a "
                               "file you staged with git: `git rm --cached` it, then remove it)")
+    _refuse_unsafe_names(work, found.changed)
     if pairs is None or patch_paths is None:
         edited = _edited_patch(project, upstream, state)
         if pairs is None:

@@ -939,3 +939,64 @@ def test_exporting_several_series_says_where_quilt_finds_each(tmp_path):
                                 env={**os.environ, "QUILT_PATCHES": str(out / "up")})
         assert pushed.returncode == 0, pushed.stderr
         assert (checkout / "a.py").read_bytes() == b"a = 2\n"
+
+
+def test_add_refuses_a_name_no_patch_can_carry_and_refresh_names_the_worktree_file(tmp_path,
+                                                                                   monkeypatch):
+    """The upstream has `pkg/back\\slash.py` (git takes the name). `new --file` refused it,
+    `add` took it: the change was made, and `refresh` refused it naming line 9 of an 8-line
+    patch file (a line of the diff it never wrote). `add` runs the check `new --file` runs,
+    before anything is written; a worktree that tracks such a file (`add` took one before it
+    checked) is refused at refresh naming the worktree's file, and the hint's way works."""
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    name = "pkg/back\\slash.py"
+    root, _ = git_project(tmp_path, {**UPSTREAM_FILES, name: b"a\nb\n"})
+    run = run_cli(root, "new", "fix", "--file", name)
+    assert run.rc == 2 and "backslash in name" in run.err, run.text
+    ok(root, "new", "fix", "--file", "a.py")
+    before = snapshot(root)
+    run = run_cli(root, "add", name)
+    assert run.rc == 2, run.text
+    assert "add: unsafe path 'pkg/back\\\\slash.py': backslash in name" in run.err, run.err
+    assert "cannot be carried by a patch" in run.err, run.err
+    assert snapshot(root) == before
+    assert not (work(root) / name).exists()
+
+    # A worktree that tracks it, as `add` left one before it checked names: the file joins
+    # the worktree's base (its HEAD and the record of the patch's files).
+    wt = work(root)
+    oid = git(wt, "hash-object", "-w", "--stdin", input=b"a\nb\n").strip()
+    index = wt / ".git" / "older-add-index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index), "GIT_AUTHOR_NAME": "T",
+           "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T",
+           "GIT_COMMITTER_EMAIL": "t@example.com"}
+    for args in (["read-tree", "HEAD"],
+                 ["update-index", "--add", "--cacheinfo", f"100644,{oid},{name}"]):
+        subprocess.run(["git", *args], cwd=wt, env=env, check=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=wt, env=env, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    index.unlink()
+    commit = subprocess.run(["git", "commit-tree", tree, "-p", "HEAD", "-m", "base"], cwd=wt,
+                            env=env, check=True, capture_output=True, text=True).stdout.strip()
+    git(wt, "update-ref", "HEAD", commit)
+    git(wt, "update-index", "--add", "--cacheinfo", f"100644,{oid},{name}")
+    record_path = wt / ".git" / "patchforge.json"
+    record = json.loads(record_path.read_text())
+    record["base"], record["files"] = commit, sorted({*record["files"], name})
+    record_path.write_text(json.dumps(record))
+    (wt / "pkg").mkdir(exist_ok=True)
+    (wt / name).write_bytes(b"a\nB\n")
+    replace_in(wt / "a.py", b"line2\n", b"line2 fixed\n")
+    kept = patch_bytes(root, "fix")
+    run = run_cli(root, "refresh")
+    assert run.rc == 2, run.text
+    assert f"{wt / name}: unsafe path 'pkg/back\\\\slash.py': backslash in name" in run.err, \
+        run.err
+    assert "fix.patch:" not in run.err, run.err
+    assert patch_bytes(root, "fix") == kept
+    assert (wt / name).read_bytes() == b"a\nB\n"  # nothing of the user's is touched
+    # The hint's way: put the file back as the upstream has it, and the refresh goes.
+    git(wt, "checkout", "--", name)
+    ok(root, "refresh")
+    data = patch_bytes(root, "fix")
+    assert b"+line2 fixed\n" in data and b"slash" not in data

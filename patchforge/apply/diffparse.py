@@ -301,16 +301,20 @@ def check_link_target(link: str, target: bytes, *, source: str, line: int | None
 
 def check_path(path: str, *, source: str, line: int | None) -> str:
     """Refuse any path that could leave the upstream tree or reach into git's own data."""
-    def bad(why: str) -> UnsafePathError:
+    def bad(why: str, hint: str = "a patch may only touch files inside its upstream"
+            ) -> UnsafePathError:
         return UnsafePathError(f"unsafe path {path!r}: {why}", path=source, line=line,
-                               hint="a patch may only touch files inside its upstream")
+                               hint=hint)
     if not path:
         raise bad("empty name")
     for ch, what in (("\0", "NUL"), ("\n", "newline"), ("\r", "carriage return")):
         if ch in path:
             raise bad(f"{what} in name")
     if "\\" in path:
-        raise bad("backslash in name (Windows or UNC path)")
+        # The file may well be inside the upstream: the name is what no patch carries.
+        raise bad("backslash in name (Windows or UNC path)",
+                  "a patch's file names use `/` alone: one with a backslash cannot be "
+                  "carried by a patch (rename it upstream, or leave it out of the fix)")
     if path.startswith("/"):
         raise bad("absolute path")
     if re.match(r"^[A-Za-z]:", path):
