@@ -629,3 +629,65 @@ def test_an_export_of_another_profile_over_a_refreshed_patch_names_it_as_the_pro
     ok(root, "export", "--quilt", str(exported), "--profile", "gfx950")
     assert (exported / "series").read_text() == "fix-all.patch\n"
     assert lint_errors(root) == []
+
+
+
+def test_a_fix_renamed_after_the_export_and_changed_in_quilt_is_named_by_its_new_name(
+        tmp_path, monkeypatch):
+    """`export --quilt`, then `patchforge rename fix-a fix-z`, then fix-a.patch changed in
+    quilt: the refusal said fix-a.patch "left the series (deleted, renamed, or landed)" and
+    to give it a new name; following that, the change was refused as meeting lines "patches
+    of another profile" changed, in a project without profiles (the lines were fix-z's: the
+    same fix, in the series and not in quilt's tree). fix-z.patch's bytes are the ones the
+    export wrote for fix-a.patch: the refusal says fix-a.patch is fix-z.patch now and to rename
+    it alike in quilt, which takes the change back into fix-z; a quilt patch given another name
+    is refused naming fix-z.patch as in the series and not in quilt's tree, without a word of
+    profiles."""
+    import shutil
+
+    need_tool("quilt")
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, base = git_project(tmp_path)
+    for name, old, new in (("fix-a", b"line5\n", b"line5 a\n"),
+                           ("fix-b", b"line15\n", b"line15 b\n")):
+        ok(root, "new", name, "--file", "a.py", "-m", f"Fix {name}")
+        work = root / ".patchforge/work/up/a.py"
+        work.write_bytes(work.read_bytes().replace(old, new))
+        ok(root, "refresh")
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    ok(root, "rename", "fix-a", "fix-z")
+    quilt(checkout, env, "push", "fix-a.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line6\n", b"line6 quilt\n"))
+    quilt(checkout, env, "refresh")
+    kept = tmp_path / "q-kept"
+    shutil.copytree(exported, kept)
+
+    err = refused_update(root, exported)
+    assert f"{exported / 'series'}:1: fix-a.patch is fix-z.patch now (renamed in the up " \
+        "series after `export --quilt` wrote it)" in err, err
+    assert f"rename it alike in quilt: fix-a.patch to fix-z.patch in {exported / 'series'} " \
+        f"(line 1) and {exported / 'fix-a.patch'} to {exported / 'fix-z.patch'}" in err, err
+    assert "left the up series" not in err
+
+    # Another name in quilt: the lines its change meets are fix-z's, which quilt's tree lacks.
+    (exported / "fix-a.patch").rename(exported / "fix-a2.patch")
+    series = exported / "series"
+    series.write_text(series.read_text().replace("fix-a.patch\n", "fix-a2.patch\n"))
+    err = refused_update(root, exported)
+    assert "it meets lines that fix-z.patch changed in its base, and it is in the series but " \
+        f"not in quilt's tree ({series})" in err, err
+    assert "profile" not in err, err
+    assert "if fix-a2.patch is fix-z.patch under another name, give it that name" in err
+
+    # As the first refusal says: renamed alike in quilt, the change goes into fix-z.
+    shutil.rmtree(exported)
+    shutil.copytree(kept, exported)
+    (exported / "fix-a.patch").rename(exported / "fix-z.patch")
+    series.write_text(series.read_text().replace("fix-a.patch\n", "fix-z.patch\n"))
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-z.patch" in run.out, run.out
+    fix_z = patch_text(root, "fix-z.patch")
+    assert "+line5 a\n" in fix_z and "+line6 quilt\n" in fix_z, fix_z
+    assert (root / "series/up/series").read_text() == "fix-z.patch\nfix-b.patch\n"
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []

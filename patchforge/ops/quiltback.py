@@ -126,6 +126,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             # not changed in quilt: the series' own decision stands.
             left_out.append(file_name)
         elif record is not None and file_name in record:
+            _refuse_renamed(project, upstream, file_name, recorded, ours, ours_bytes,
+                            {e[0] for e in entries}, series_path, source, line)
             raise InputError(
                 f"{file_name} left the {upstream} series after `export --quilt` wrote it "
                 "(deleted, renamed, or landed upstream) and was changed in quilt since; "
@@ -275,6 +277,30 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     return result
 
 
+def _refuse_renamed(project: Project, upstream: str, file_name: str, recorded: list[str],
+                    ours: list[str], ours_bytes: dict[str, bytes], quilt_names: set[str],
+                    series_path: Path, source: Path, line: int) -> None:
+    """`file_name` left the series after the export and quilt changed it: when a patch of the
+    series quilt does not list holds exactly the bytes the export wrote for it (as written, or
+    as the export wrote its diff for GNU patch), `patchforge rename` gave the fix that name.
+    Taken back as a new fix, quilt's copy met the renamed one's own lines, in the series and
+    not in quilt's tree; renamed alike in quilt, it is taken back as that fix's change."""
+    for name in ours:
+        if name in quilt_names:
+            continue
+        mine = ours_bytes[name]
+        patch = project.read_patch(upstream, name)
+        exported = mine[:len(mine) - len(patch.diff)] + for_gnu_patch(patch.diff)
+        if _sha256(mine) in recorded or _sha256(exported) in recorded:
+            new_source = source.with_name(name)
+            raise InputError(
+                f"{file_name} is {name} now (renamed in the {upstream} series after "
+                "`export --quilt` wrote it) and was changed in quilt since; nothing was "
+                "taken back", path=str(series_path), line=line,
+                hint=f"rename it alike in quilt: {file_name} to {name} in {series_path} "
+                     f"(line {line}) and {source} to {new_source}, then run this again")
+
+
 def _deletions_said(project: Project) -> set[tuple]:
     """(upstream, patch, detail) of each deletion the history records."""
     from patchforge.ledger import history_path, read_history
@@ -405,7 +431,9 @@ def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
                 project, upstream, pin, name, patch, state, tree, taken, where, series_path,
                 made, read_base, base_mode, fill,
                 lambda path: (profiles_note(mine),
-                              met_in_chain(patches, own, in_tree, position, path)))
+                              met_in_chain(patches, own, in_tree, position, path),
+                              _not_in_tree(patches, own, where, position, path),
+                              bool(configured)))
         else:
             apply_series(read_base, [(name, patch)], strict=False, state=state,
                          allow_zero_context=True)
@@ -440,7 +468,8 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
     fill(tree, paths)
     trial = None
     if name in taken and any(tree.current.get(p) != state.current.get(p) for p in paths):
-        trial = _carried_back(read_base, name, patch, state, tree, paths, where, met)
+        trial = _carried_back(read_base, name, patch, state, tree, paths, where, met,
+                              series_path)
     if trial is None:
         trial = _copied(state)
         apply_series(read_base, [(name, patch)], strict=False, state=trial, max_fuzz=0,
@@ -497,7 +526,7 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
 
 def _carried_back(read_base, name: str, patch: PatchFile, state: SeriesState,
                   tree: SeriesState, paths: list[str], where: dict[str, tuple[Path, int]],
-                  met) -> SeriesState | None:
+                  met, series_path: Path) -> SeriesState | None:
     """The base's state (`state`) with the change quilt's diff of `name` makes in quilt's
     tree (`tree`, whose files `paths` differ from the base's), carried back by git's 3-way
     merge (apply.chains.carry_files from the tree to the base). None when quilt's diff does
@@ -523,15 +552,28 @@ def _carried_back(read_base, name: str, patch: PatchFile, state: SeriesState,
                    "where the overlays carry it there")
             break
     if stuck is not None:
-        note, below = met(stuck)
-        who = ", ".join(below) or "patches of another profile"
+        note, below, missing, profiles = met(stuck)
+        if below or (profiles and not missing):
+            who = ", ".join(below) or "patches of another profile"
+            raise InputError(
+                f"{name} ({note}): quilt's change to {stuck} {why}: it meets lines that "
+                f"{who} changed below it in quilt's tree, which its base does not hold; "
+                "nothing was taken back", path=str(where[name][0]),
+                hint=f"in quilt, make {name} leave those lines alone and `quilt refresh` it; "
+                     "or, if the change is for that tree's profile alone, make it a fix of "
+                     "its own (`quilt new`) there")
+        # Patches of its base that quilt's series does not list (added to the series after
+        # the export, or the fix itself under the name a rename gave it): the lines they
+        # changed are in the base and not in the tree quilt made the diff on.
+        who = ", ".join(missing) or "earlier patches of the series"
         raise InputError(
-            f"{name} ({note}): quilt's change to {stuck} {why}: it meets lines that "
-            f"{who} changed below it in quilt's tree, which its base does not hold; nothing "
-            "was taken back", path=str(where[name][0]),
-            hint=f"in quilt, make {name} leave those lines alone and `quilt refresh` it; or, "
-                 "if the change is for that tree's profile alone, make it a fix of its own "
-                 "(`quilt new`) there")
+            f"{name}: quilt's change to {stuck} {why}: it meets lines that {who} changed "
+            f"in its base, and {'it is' if len(missing) == 1 else 'they are'} in the series "
+            f"but not in quilt's tree ({series_path}); nothing was taken back",
+            path=str(where[name][0]),
+            hint=f"if {name} is {who} under another name, give it that name in quilt (its "
+                 f"line in {series_path} and its file); else list {who} in {series_path} "
+                 f"before it (`quilt import`), push, and `quilt refresh` {name}")
     trial = _copied(state)
     for path in paths:
         trial.base.setdefault(path, None)
@@ -539,6 +581,15 @@ def _carried_back(read_base, name: str, patch: PatchFile, state: SeriesState,
         trial.touched_by.setdefault(path, []).append(name)
     trial.outcomes.append(outcome)
     return trial
+
+
+def _not_in_tree(patches, own, where, at: int, path: str) -> list[str]:
+    """The patches of the base of the patch at `at` (earlier, counting for its profiles)
+    touching `path` that quilt's series does not list (`where`): their lines are in the base
+    and not in quilt's tree."""
+    return [n for i, (n, patch) in enumerate(patches)
+            if i < at and n not in where and counts_for(own[i], own[at])
+            and path in patch_paths(patch)]
 
 
 def _copied(state: SeriesState) -> SeriesState:
