@@ -608,3 +608,54 @@ def test_the_recorded_address_is_the_pull_request_on_the_forges_own_host(url, ap
     else:
         with pytest.raises(NetworkError):
             check_pull_url(url, "acme/up", 7, api_url, "up/fix")
+
+
+def test_a_fix_made_on_an_earlier_fixs_line_names_it_and_never_hints_a_rebase(
+        tmp_path, make_git_repo, monkeypatch):
+    """fix-a changes line10, fix-b (after it) line11: fix-b is made on fix-a's line. `pr fix-b`
+    said "does not go onto main: conflict ... `patchforge rebase --to up=main` moves the series
+    there (this fix is resolved at its stop)"; the rebase went clean, with no stop, and `pr`
+    said the same again. It names the line fix-b is made on and the patch that made it, and
+    the ways that work (send fix-a first), before and after the series is on main; a conflict
+    with the upstream's own change still hints the rebase."""
+    from helpers.cli import ok
+    from helpers.schemas import schema_errors
+
+    monkeypatch.setenv("PATCHFORGE_DATE", "2026-12-01")
+    lines = b"".join(b"line%d\n" % i for i in range(30))
+    upstream, base = make_git_repo({"pkg/m.py": lines})
+    (upstream / "pkg/m.py").write_bytes(lines.replace(b"line25\n", b"line25 main\n"))
+    _commit_all(upstream, "main moves on")
+    root = tmp_path / "stack"
+    ok(None, "init", str(root))
+    ok(root, "upstream", "add", "up", "--git", str(upstream), "--at", base, "--follow", "main")
+    for name, old, new in (("fix-a", b"line10\n", b"LINE10\n"),
+                           ("fix-b", b"line11\n", b"LINE11\n")):
+        ok(root, "new", name, "--file", "pkg/m.py", "-m", f"Fix {name}")
+        work = root / ".patchforge/work/up/pkg/m.py"
+        work.write_bytes(work.read_bytes().replace(old, new))
+        ok(root, "refresh")
+
+    def refused() -> str:
+        result = run_cli(root, "pr", "fix-b")
+        assert result.rc == 1, result.text
+        assert "up/fix-b.patch: does not go onto main (" in result.err, result.err
+        assert "it is made on lines that fix-a.patch made, which main does not have\n" \
+            "  pkg/m.py line 11: `LINE10` (fix-a.patch)\n" in result.err, result.err
+        assert "nothing was written or pushed; send fix-a.patch first (`patchforge pr " \
+            "fix-a`): fix-b.patch goes onto main once it is there" in result.err, result.err
+        assert "rebase" not in result.err, result.err
+        assert not (root / ".patchforge" / "pr").exists()
+        return result.err
+
+    first = refused()
+    doc = json.loads(run_cli(root, "pr", "fix-b", "--json").stdout)
+    assert schema_errors(doc, "pr") == []
+    assert doc["state"] == "conflict" and doc["made_on"] == [
+        {"path": "pkg/m.py", "line": 11, "text": "LINE10", "patch": "fix-a.patch",
+         "taken_out": False}]
+    # On main already, the same answer (the rebase it hinted has no stop).
+    assert "2 clean" in ok(root, "rebase", "--to", "up=main").out
+    assert refused() == first
+    # The way it names works: fix-a goes onto main.
+    assert "onto main" in ok(root, "pr", "fix-a").out

@@ -110,6 +110,8 @@ def _not_ready(project, draft, document, as_json):
                 click.echo(f"  {item}", err=True)
             click.echo("hint: `patchforge rebase` onto a release with it drops the fix",
                        err=True)
+        elif draft.made_on:
+            _made_on_earlier(project, draft, where)
         else:
             click.echo(f"{draft.upstream}/{draft.name}: does not go onto {where}: "
                        f"{draft.detail}", err=True)
@@ -117,6 +119,29 @@ def _not_ready(project, draft, document, as_json):
                 click.echo(f"  {path}", err=True)
             click.echo("nothing was written or pushed; " + _way_onto(project, draft), err=True)
     sys.exit(EXIT_ATTENTION)
+
+
+def _made_on_earlier(project, draft, where: str) -> None:
+    """A fix made on lines earlier patches of the series made: no rebase brings them to the
+    upstream (the series may already be on the pull request's base, and the rebase has no
+    stop), so the way is to send those patches first, or to make the fix's change apart from
+    their lines."""
+    makers = list(dict.fromkeys(m.patch for m in draft.made_on if m.patch))
+    who = ", ".join(makers) or "earlier patches of the series"
+    click.echo(f"{draft.upstream}/{draft.name}: does not go onto {where}: it is made on lines "
+               f"that {who} made, which {draft.target.ref} does not have", err=True)
+    for item in draft.made_on:
+        by = f" ({item.patch})" if item.patch else ""
+        what = f"`{item.text}` taken out there" if item.taken_out else f"`{item.text}`"
+        click.echo(f"  {item.path} line {item.line}: {what}{by}", err=True)
+    first = " and ".join(f"`patchforge pr {m.removesuffix('.patch')}`" for m in makers)
+    stem = draft.name.removesuffix(".patch")
+    send = (f"send {who} first ({first}): {draft.name} goes onto {draft.target.ref} once "
+            f"{'it is' if len(makers) == 1 else 'they are'} there" if makers else
+            f"send the earlier patches that made them first")
+    click.echo(f"nothing was written or pushed; {send}; or make {draft.name}'s change leave "
+               f"those lines and the ones next to them alone (`patchforge edit {stem}`)",
+               err=True)
 
 
 def _way_onto(project, draft) -> str:
@@ -127,6 +152,11 @@ def _way_onto(project, draft) -> str:
 
     way = (f"`patchforge rebase --to {draft.upstream}={draft.target.ref}` moves the series "
            "there (this fix is resolved at its stop), or choose another base with --onto")
+    if project.lock.pin(draft.upstream).commit == draft.target.commit:
+        # Already there: the rebase would have no stop, and this would say the same again.
+        way = (f"the series is on {draft.target.ref} already: resolve it there "
+               f"(`patchforge edit {draft.name.removesuffix('.patch')}`), or choose another "
+               "base with --onto")
     state = read_states(project).get(draft.upstream)
     if state is not None and state.kind != IDLE:
         return (f"first finish what is open in {draft.upstream}'s series (the note above): "

@@ -46,6 +46,24 @@ class PrTarget:
     forge_repo: str | None
 
 
+@record(frozen=True)
+class MadeOn:
+    """A line of the series before a fix, within the fix's hunks, that the upstream at the pin
+    does not have: `path` line `line` (1-based, in the file the fix is made on) holds `text`
+    (where an earlier patch took lines out: `taken_out`, and `text` is the first of them),
+    made by patch `patch` (None: no earlier patch's diff shows it)."""
+
+    path: str
+    line: int
+    text: str
+    patch: str | None
+    taken_out: bool = False
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "line": self.line, "text": self.text, "patch": self.patch,
+                "taken_out": self.taken_out}
+
+
 @record
 class Draft:
     upstream: str
@@ -56,6 +74,9 @@ class Draft:
     detail: str = ""
     evidence: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # conflicting / gone files, or changed ones
+    # conflict: the lines of the series before it that the patch is made on and the upstream
+    # does not have, when they are the conflict (it conflicts onto the pin itself)
+    made_on: list[MadeOn] = field(default_factory=list)
     landed_in: str | None = None
     commit: str | None = None
     spec: CommitSpec | None = None
@@ -91,7 +112,8 @@ class Draft:
                         "branch": self.target.branch, "commit": self.target.commit,
                         "forge_repo": self.target.forge_repo},
                "how": self.how or None, "detail": self.detail, "evidence": self.evidence,
-               "files": self.files, "landed_in": self.landed_in, "commit": self.commit,
+               "files": self.files, "made_on": [m.to_json() for m in self.made_on],
+               "landed_in": self.landed_in, "commit": self.commit,
                "branch": self.branch, "title": self.title}
         if self.spec is not None:
             doc["author"] = str(self.spec.author)
@@ -222,6 +244,67 @@ def carry_onto(store: UpstreamStore, upstream: str, name: str, patch: PatchFile,
                    files=sorted(changes), changes=changes, modes=modes)
 
 
+def made_on_earlier(store: UpstreamStore, upstream: str, name: str, patch: PatchFile, *,
+                    pin_commit: str, head: str, state, files: list[str],
+                    read_patch) -> list[MadeOn]:
+    """Why a patch that conflicts with `head` does: when it conflicts onto the pin itself (the
+    upstream the series is on), it is made on lines the earlier patches of its base made
+    (`state`: the series before it, `state.base` the pin's files), which no upstream has
+    until they are sent: those lines, within its hunks, each with the patch that made it
+    (`read_patch(name)` reads one). [] when the conflict is the upstream's move since the pin
+    (a rebase to `head` stops on it, where it is resolved)."""
+    if head != pin_commit:
+        onto_pin = carry_onto(store, upstream, name, patch, pin_commit=pin_commit,
+                              head=pin_commit, label="the pin", base_files=dict(state.current))
+        if onto_pin.state != "conflict":
+            return []
+        files = onto_pin.files or files
+    from patchforge.apply.undone import Undone, _opcodes, said, who_changed
+
+    found: list[MadeOn] = []
+    for path in files:
+        makers = state.touched_by.get(path, [])
+        made = state.current.get(path)
+        upstream_file = state.base.get(path)
+        if not makers or made is None or upstream_file is None:
+            continue
+        made_lines = made.splitlines(keepends=True)
+        up_lines = upstream_file.splitlines(keepends=True)
+        changed = [op for op in _opcodes(up_lines, made_lines) if op[0] != "equal"]
+        earlier = [(n, read_patch(n)) for n in makers]
+        for fp in patch.file_patches:
+            if fp.old_path != path:
+                continue
+            for hunk in fp.hunks:
+                lo = _hunk_at(made_lines, hunk.old_lines(), hunk.old_start - 1)
+                if lo is None:
+                    continue
+                hi = lo + len(hunk.old_lines())
+                for _, i1, i2, j1, j2 in changed:
+                    if j1 < j2 and j1 < hi and j2 > lo:
+                        at = max(j1, lo)
+                        text, taken_out = said(made_lines[at]), False
+                    elif j1 == j2 and lo < j1 < hi:
+                        at, text, taken_out = j1, said(up_lines[i1]), True
+                    else:
+                        continue
+                    who = who_changed(path, Undone(at + 1, tuple(up_lines[i1:i2]),
+                                                   tuple(made_lines[j1:j2])), earlier, "")
+                    item = MadeOn(path, at + 1, text.strip(), who or None, taken_out)
+                    if item not in found:
+                        found.append(item)
+    return found
+
+
+def _hunk_at(lines: list[bytes], old: list[bytes], expected: int) -> int | None:
+    """Where a hunk's pre-image is in `lines`: at `expected` (its header's place), else its
+    first place elsewhere, else None."""
+    size, expected = len(old), max(expected, 0)
+    if lines[expected:expected + size] == old:
+        return expected
+    return next((at for at in range(len(lines) - size + 1) if lines[at:at + size] == old), None)
+
+
 # ---- the draft -------------------------------------------------------------------------------
 
 def signoff_reason(project: Project, store: UpstreamStore, upstream: str, head: str,
@@ -270,7 +353,12 @@ def draft_pr(project: Project, store: UpstreamStore, name: str, *, onto: str | N
     carried = carry_onto(store, upstream, file_name, patch, pin_commit=pin.commit,
                          head=target.commit, label=target.ref, base_files=dict(state.current))
     draft = Draft(upstream, file_name, carried.state, target, carried.how, carried.detail,
-                  carried.evidence, carried.files, carried.landed_in)
+                  carried.evidence, carried.files, landed_in=carried.landed_in)
+    if carried.state == "conflict":
+        draft.made_on = made_on_earlier(
+            store, upstream, file_name, patch, pin_commit=pin.commit, head=target.commit,
+            state=state, files=carried.files,
+            read_patch=lambda n: project.read_patch(upstream, n))
     if carried.state != "ready":
         return draft
     template = find_template(lambda path: store.read_blob(target.commit, path))
