@@ -111,7 +111,7 @@ def _not_ready(project, draft, document, as_json):
             click.echo("hint: `patchforge rebase` onto a release with it drops the fix",
                        err=True)
         elif draft.made_on:
-            _made_on_earlier(project, draft, where)
+            _made_on_earlier(draft, where)
         else:
             click.echo(f"{draft.upstream}/{draft.name}: does not go onto {where}: "
                        f"{draft.detail}", err=True)
@@ -121,7 +121,7 @@ def _not_ready(project, draft, document, as_json):
     sys.exit(EXIT_ATTENTION)
 
 
-def _made_on_earlier(project, draft, where: str) -> None:
+def _made_on_earlier(draft, where: str) -> None:
     """A fix made on lines earlier patches of the series made: no rebase brings them to the
     upstream (the series may already be on the pull request's base, and the rebase has no
     stop), so the way is to send those patches first, or to make the fix's change apart from
@@ -138,7 +138,7 @@ def _made_on_earlier(project, draft, where: str) -> None:
     stem = draft.name.removesuffix(".patch")
     send = (f"send {who} first ({first}): {draft.name} goes onto {draft.target.ref} once "
             f"{'it is' if len(makers) == 1 else 'they are'} there" if makers else
-            f"send the earlier patches that made them first")
+            "send the earlier patches that made them first")
     click.echo(f"nothing was written or pushed; {send}; or make {draft.name}'s change leave "
                f"those lines and the ones next to them alone (`patchforge edit {stem}`)",
                err=True)
