@@ -691,3 +691,79 @@ def test_a_fix_renamed_after_the_export_and_changed_in_quilt_is_named_by_its_new
     assert "+line5 a\n" in fix_z and "+line6 quilt\n" in fix_z, fix_z
     assert (root / "series/up/series").read_text() == "fix-z.patch\nfix-b.patch\n"
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
+def quilt_changed_fix_a(root: Path, base: str, tmp_path: Path) -> tuple[Path, Path]:
+    """A stack kept in git, exported to quilt, fix-a changed there and `quilt refresh`ed:
+    (DIR, the series' fix-a.patch)."""
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=T", "-c", "user.email=t@x", "commit", "-qm", "stack")
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "fix-a.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line7\n", b"line7 from quilt\n"))
+    quilt(checkout, env, "refresh")
+    return exported, root / "series/up/fix-a.patch"
+
+
+def test_an_import_undone_in_the_stack_leaves_quilts_change_quilts(stack, tmp_path):
+    """quilt's change taken back, then the import undone in the stack (`git checkout --
+    series`: a review of `git diff` that threw it away): the series does not hold quilt's
+    change, so `export --quilt DIR` must not overwrite DIR's file with the older patch, and
+    `import quilt DIR --update` must not say the series already holds it. The export is
+    refused as any change made in quilt since the export, naming the way to keep it and to
+    drop it; the import takes quilt's change back again, and the export then replaces DIR's
+    file with the series' own."""
+    root, base = stack
+    exported, fix_a = quilt_changed_fix_a(root, base, tmp_path)
+    quilts = (exported / "fix-a.patch").read_bytes()
+    assert "updated up/fix-a.patch" in ok(root, "import", "quilt", str(exported), "--update").out
+    assert b"+line7 from quilt\n" in fix_a.read_bytes()
+    git(root, "checkout", "--", "series")
+    older = fix_a.read_bytes()
+    assert b"line7 from quilt" not in older
+
+    run = run_cli(root, "export", "--quilt", str(exported))
+    assert run.rc == 2, run.text
+    assert f"{exported / 'fix-a.patch'}: holds quilt's change that `import quilt --update` " \
+           f"took back, which {fix_a} no longer holds" in run.err, run.err
+    assert f"`patchforge import quilt {exported} --update` takes it back" in run.err
+    assert f"to drop it, remove {exported / 'fix-a.patch'}" in run.err
+    assert (exported / "fix-a.patch").read_bytes() == quilts and fix_a.read_bytes() == older
+
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-a.patch" in run.out and "nothing to take back" not in run.out
+    assert b"+line7 from quilt\n" in fix_a.read_bytes()
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / "fix-a.patch").read_bytes() == fix_a.read_bytes()
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
+def test_a_patch_changed_after_the_import_is_kept_and_said(stack, tmp_path):
+    """quilt's change taken back, then the series' fix-a changed again (`edit`, `refresh`):
+    a second `import quilt DIR --update` keeps the series' newer version and says so (not
+    that the series holds what quilt has), naming the way to take quilt's again; `export
+    --quilt DIR` then writes the series' version over quilt's file, which the series took."""
+    root, base = stack
+    exported, fix_a = quilt_changed_fix_a(root, base, tmp_path)
+    ok(root, "import", "quilt", str(exported), "--update")
+    ok(root, "edit", "fix-a")
+    work = root / ".patchforge/work/up/a.py"
+    work.write_bytes(work.read_bytes().replace(b"line9\n", b"line9 edited\n"))
+    ok(root, "refresh")
+    newer = fix_a.read_bytes()
+    assert b"+line7 from quilt\n" in newer and b"+line9 edited\n" in newer
+
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert f"note: {exported / 'fix-a.patch'} is as an earlier `import quilt --update` took " \
+           f"it back; {fix_a} changed since (edit, refresh?): the series' version is kept" \
+        in run.err, run.err
+    assert "`patchforge edit fix-a`" in run.err
+    assert "the series already holds what quilt has" not in run.out
+    assert "nothing taken back: the series' patches are newer than quilt's" in run.out
+    assert fix_a.read_bytes() == newer
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / "fix-a.patch").read_bytes() == newer
+    assert "nothing to take back: the series already holds what quilt has" in \
+        ok(root, "import", "quilt", str(exported), "--update").out

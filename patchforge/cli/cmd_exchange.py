@@ -140,9 +140,17 @@ def import_quilt(app, directory, upstream, update, delete_gone):
     for name in result["left_out"]:
         click.echo(f"note: {name} left the {upstream} series after the export and is unchanged "
                    "in quilt; not taken back", err=True)
+    for name, source in result["kept_newer"]:
+        click.echo(f"note: {source} is as an earlier `import quilt --update` took it back; "
+                   f"{project.patch_path(upstream, name)} changed since (edit, refresh?): the "
+                   "series' version is kept, and `export --quilt` writes it there (to take "
+                   f"quilt's again, `patchforge edit {name.removesuffix('.patch')}` and make it "
+                   "hold quilt's change)", err=True)
     if not (result["changed"] or result["added"] or result["moved"] or result["deleted"]
             or result["reordered"]):
-        click.echo("nothing to take back: the series already holds what quilt has")
+        click.echo("nothing to take back: the series already holds what quilt has"
+                   if not result["kept_newer"] else
+                   "nothing taken back: the series' patches are newer than quilt's")
     else:
         say_overlays_lag(project)
 

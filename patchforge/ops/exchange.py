@@ -1186,7 +1186,8 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
     that the next export into DIR knows its own files from anyone else's (see
     `_refuse_losing_others`)."""
     files: list[tuple[Path, bytes]] = []
-    records: list[tuple[Path, dict[str, list[str]], dict[str, list[str]]]] = []
+    records: list[tuple[Path, dict[str, list[str]], dict[str, list[str]],
+                        dict[str, dict[str, dict[str, str]]]]] = []
     binary_sections = []
     upstreams = [u for u in project.upstream_names() if project.patch_names(u)]
     if upstream is not None:
@@ -1222,7 +1223,8 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
             patches.append((target / name,
                             data[:len(data) - len(patch.diff)] + for_gnu_patch(patch.diff)))
         earlier = _read_export_record(target)
-        _refuse_losing_others(project, upstream, target, patches, earlier, profile)
+        taken = read_taken_record(target) if earlier is not None else {}
+        _refuse_losing_others(project, upstream, target, patches, earlier, taken, profile)
         files += patches
         files.append((target / "series", "".join(f"{n}\n" for n in names).encode()))
         now = {path.name: [_sha256(data)] for path, data in patches}
@@ -1230,21 +1232,25 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
         # an export cut short is still recognised as this project's by the next one.
         during = {name: sorted(set(hashes) | set((earlier or {}).get(name, [])))
                   for name, hashes in now.items()}
-        records.append((target / EXPORT_RECORD, during, now))
+        records.append((target / EXPORT_RECORD, during, now, taken))
     for path, _ in files:
         project.refuse_own_destination(path, new_directory=True)
-    for path, during, _ in records:
+    for path, during, _, taken in records:
         project.refuse_own_destination(path, new_directory=True)
-        atomic_write(path, _record_bytes(during, profile))
+        atomic_write(path, _record_bytes(during, profile, taken))
     for path, data in files:
         atomic_write(path, data)
-    for path, _, now in records:
+    for path, _, now, _ in records:
         atomic_write(path, _record_bytes(now, profile))
     return [path for path, _ in files], binary_sections, per_profile
 
 
 # What `export --quilt` wrote into a directory: {"version": 1, "patches": {name: [sha256]}},
-# and "profile": P when it wrote that profile's series only (`--profile P`).
+# "profile": P when it wrote that profile's series only (`--profile P`), and "taken": {name:
+# {quilt file's sha256: {"into": sha256, "over": sha256}}}, what `import quilt --update` took
+# back since: the series' patch file it wrote ("into") over the one it replaced ("over"), so
+# that quilt's file counts as the series' own only while the series has not gone back to
+# "over" (the import undone: `git checkout -- series`).
 # quilt reads only `series` and the files it lists, so the record travels with the directory
 # without being in anyone's way.
 EXPORT_RECORD = ".patchforge-export"
@@ -1254,10 +1260,13 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _record_bytes(patches: dict[str, list[str]], profile: str | None = None) -> bytes:
+def _record_bytes(patches: dict[str, list[str]], profile: str | None = None,
+                  taken: dict[str, dict[str, dict[str, str]]] | None = None) -> bytes:
     record: dict = {"version": 1, "patches": patches}
     if profile is not None:
         record["profile"] = profile  # the series exported was that profile's only
+    if taken:
+        record["taken"] = taken
     return (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
 
 
@@ -1271,6 +1280,38 @@ def export_record_profile(target: Path) -> str | None:
     except (OSError, ValueError):
         return None
     return value if isinstance(value, str) else None
+
+
+def read_taken_record(target: Path) -> dict[str, dict[str, dict[str, str]]]:
+    """The "taken" part of `target`'s export record (see EXPORT_RECORD): {} when there is none
+    or it is not as written (then no quilt file is vouched for: refused rather than lost)."""
+    try:
+        taken = json.loads((target / EXPORT_RECORD).read_bytes()).get("taken", {})
+        if isinstance(taken, dict) and all(
+                isinstance(files, dict) and all(
+                    isinstance(t, dict) and isinstance(t.get("into"), str)
+                    and isinstance(t.get("over", ""), str) for t in files.values())
+                for files in taken.values()):
+            return taken
+    except (OSError, ValueError, AttributeError):
+        pass
+    return {}
+
+
+def taken_undone(taken: dict[str, dict[str, dict[str, str]]], name: str, quilt_bytes: bytes,
+                 series_bytes: bytes | None) -> bool | None:
+    """Whether quilt's `quilt_bytes` for patch `name`, which an `import quilt --update` took
+    back, are missing from the series again: True when the series' patch file is the one that
+    import replaced (the import undone), False when it is what the import wrote or has changed
+    since (an `edit`, a `refresh`: the series' newer version), None when no import took these
+    bytes back."""
+    took = taken.get(name, {}).get(_sha256(quilt_bytes))
+    if took is None:
+        return None
+    if series_bytes is None:
+        return False  # the patch left the series since: the series' own decision
+    held = _sha256(series_bytes)
+    return held != took["into"] and held == took.get("over")
 
 
 def _read_export_record(target: Path) -> dict[str, list[str]] | None:
@@ -1308,13 +1349,16 @@ def _read_export_record(target: Path) -> dict[str, list[str]] | None:
 def _refuse_losing_others(project: Project, upstream: str, target: Path,
                           patches: list[tuple[Path, bytes]],
                           earlier: dict[str, list[str]] | None,
+                          taken: dict[str, dict[str, dict[str, str]]],
                           profile: str | None = None) -> None:
     """`export --quilt DIR` replaces DIR/series and the patch files of its names. Refused
     (UsageError naming the file, and the series line) when that would lose a patch that is not
     this project's, or not as the last export wrote it:
 
     - a patch file it would replace whose bytes changed since the last export wrote it (a
-      `quilt refresh` in DIR: the change would be overwritten);
+      `quilt refresh` in DIR: the change would be overwritten), unless `import quilt --update`
+      took them back and the series has not gone back to the patch that import replaced
+      (`taken`; see EXPORT_RECORD);
     - a patch DIR/series lists that the new series would leave unlisted (DIR held another quilt
       stack), unless it is this project's: as the last export recorded it (a patch since renamed,
       refreshed or deleted), or the bytes of a patch this export writes. One the record names
@@ -1327,7 +1371,13 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
     deleted/, upstreamed/, skipped/) or its bytes are written now, and the files of this
     export's names are replaced as before."""
     def recorded(name: str, data: bytes) -> bool:
-        return earlier is not None and _sha256(data) in earlier.get(name, [])
+        if earlier is None:
+            return False
+        if _sha256(data) in earlier.get(name, []):
+            return True
+        held = project.read_patch_bytes(upstream, name) \
+            if name in project.patch_names(upstream) else None
+        return taken_undone(taken, name, data, held) is False
 
     for path, data in patches:
         if earlier is None:
@@ -1339,10 +1389,19 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
         except OSError as exc:
             raise UsageError(f"{path}: cannot read it to replace it ({exc.strerror or exc})") \
                 from None
-        if there != data and not recorded(path.name, there):
-            raise UsageError(f"{path}: changed since patchforge exported it (by quilt refresh, "
-                             "an editor?); the export would overwrite that change, so nothing "
-                             "was written",
+        if there == data:
+            continue
+        # Quilt's file an import took back is the series' own, unless the series went back
+        # to the patch that import replaced: then the change is in DIR alone.
+        undone = taken_undone(taken, path.name, there,
+                              project.read_patch_bytes(upstream, path.name))
+        if undone or (undone is None and not recorded(path.name, there)):
+            why = (f"holds quilt's change that `import quilt --update` took back, which "
+                   f"{project.patch_path(upstream, path.name)} no longer holds (the import "
+                   "undone in the stack?)" if undone else
+                   "changed since patchforge exported it (by quilt refresh, an editor?)")
+            raise UsageError(f"{path}: {why}; the export would overwrite that change, so "
+                             "nothing was written",
                              hint=f"to keep the change, {_take_back(project, upstream, target)}"
                                   " takes it back into "
                                   f"{project.patch_path(upstream, path.name)}; to drop it, "

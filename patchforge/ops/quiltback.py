@@ -31,7 +31,8 @@ from patchforge.overlay import refuse_series_removals
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, writing_project
 from patchforge.ops.exchange import (EXPORT_RECORD, _read_export_record, _record_bytes,
                                      _refuse_collisions, _refuse_taken,
-                                     _refuse_unknown_profiles, _sha256, export_record_profile)
+                                     _refuse_unknown_profiles, _sha256, export_record_profile,
+                                     read_taken_record, taken_undone)
 from patchforge.ops.series import (checked_patch_name, default_author, failing_patches,
                                    refuse_case_twin, today)
 from patchforge.project import patch_file_name
@@ -64,8 +65,12 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                       upstream: str, delete: bool = False) -> dict:
     """Take the quilt series of `directory` back into `upstream`'s series (see the module's
     text). Returns what was done: {"changed": [...], "moved": [...], "added": [...],
-    "deleted": [(name, kept path)], "kept_ours": [...], "left_out": [...], "reordered": bool,
-    "directory": the quilt directory}.
+    "deleted": [(name, kept path)], "kept_ours": [...], "left_out": [...], "kept_newer":
+    [(name, quilt file)], "reordered": bool, "directory": the quilt directory}.
+
+    A quilt file an earlier run took back counts as taken only while the series holds what
+    that run wrote, or a version changed since (kept: "kept_newer"); where the series went
+    back to the patch that run replaced (the import undone in the stack), it is taken again.
 
     A run a kill cut short is finished by running it again: a patch it already wrote is
     found to be what taking quilt's back gives (not a change made in the series since the
@@ -79,6 +84,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     folder = series_path.parent
     quilt = parse_series(series_path.read_bytes(), str(series_path))
     record = _read_export_record(folder)
+    took = read_taken_record(folder) if record is not None else {}
     profile = export_record_profile(folder)  # an export of one profile's series
     series = project.read_series(upstream)
     ours = series.names
@@ -106,6 +112,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     both: dict[str, tuple[Path, int]] = {}
     unlisted: dict[str, bytes] = {}  # a new patch's file already there (the same, or refused)
     left_out: list[str] = []
+    kept_newer: list[tuple[str, str]] = []
     for file_name, source, line, data in entries:
         recorded = (record or {}).get(file_name, [])
         if file_name in ours:
@@ -115,15 +122,21 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             if data in (mine, exported) or _sha256(data) in recorded:
                 how[file_name] = KEPT  # not changed in quilt (the series' may have been since)
                 continue
-            if record is not None and file_name in record and \
+            undone = taken_undone(took, file_name, data, mine)
+            if undone is False:  # taken back before; the series holds it, or changed since
+                how[file_name] = KEPT
+                if _sha256(mine) != took[file_name][_sha256(data)]["into"]:
+                    kept_newer.append((file_name, str(source)))
+                continue
+            if not undone and record is not None and file_name in record and \
                     _sha256(exported) not in recorded and _sha256(mine) not in recorded:
                 both[file_name] = (source, line)
             taken[file_name] = _changed_patch(mine_patch, _quilt_patch(data, source), upstream,
                                               pin.commit)
             how[file_name] = CHANGED
-        elif _sha256(data) in recorded:
-            # Exported, then taken out of the series (delete, rename, landed upstream), and
-            # not changed in quilt: the series' own decision stands.
+        elif _sha256(data) in recorded or _sha256(data) in took.get(file_name, {}):
+            # Exported (or taken back), then taken out of the series (delete, rename, landed
+            # upstream), and not changed in quilt: the series' own decision stands.
             left_out.append(file_name)
         elif record is not None and file_name in record:
             _refuse_renamed(project, upstream, file_name, recorded, ours, ours_bytes,
@@ -228,7 +241,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                         and n not in taken],
               "added": [n for n in order if how.get(n) == ADDED],
               "deleted": [], "kept_ours": [n for n in newer if n not in others],
-              "left_out": left_out,
+              "left_out": left_out, "kept_newer": kept_newer,
               "reordered": [n for n in ours if n in order] != [n for n in order if n in ours],
               "directory": str(folder)}
     if not writes and not removed and not leftovers and \
@@ -236,7 +249,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
         # (The ledger of a run a kill cut short before it was written is written now.)
         with RepoLock(project.state_dir), writing_project(project.root):
             series_changed(project)
-        _record_taken(folder, record, profile, entries, taken)
+        _record_taken(folder, record, profile, entries, took, ours_bytes,
+                      {n: made[n].to_bytes() for n in taken})
         return result
     with RepoLock(project.state_dir):
         require_state_still(project, "move", [upstream], allowed, store=store)
@@ -248,9 +262,14 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                              "was being checked (another patchforge command); nothing was "
                              "taken back", hint="run it again")
         with writing_project(project.root):
-            # Kept first, then the new files, then the series, then what the history says,
-            # then the removals: a kill at any point loses no fix, and running this again
-            # finishes what it left.
+            # The export record first (which patch takes quilt's change, over what), then
+            # the kept, then the new files, then the series, then what the history says, then
+            # the removals, then the record of the new patches: a kill at any point loses no
+            # fix, and running this again finishes what it left (a patch still as it was
+            # before is quilt's change not yet taken: taken again; a new patch the record
+            # named before its file was written would count as one the series left).
+            _record_taken(folder, record, profile, entries, took, ours_bytes,
+                          {n: made[n].to_bytes() for n in taken if n in ours_bytes})
             kept = []
             for name in removed:
                 where = deleted_dir / aside_name(deleted_dir, name, ours_bytes[name])
@@ -273,7 +292,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             _close_edit(project, upstream, ours, order, set(writes))
             series_changed(project)
     result["deleted"] = [(n, str(w.relative_to(project.root))) for n, w in kept]
-    _record_taken(folder, record, profile, entries, taken)
+    _record_taken(folder, _read_export_record(folder), profile, entries,
+                  read_taken_record(folder), ours_bytes, {n: made[n].to_bytes() for n in taken})
     return result
 
 
@@ -736,15 +756,34 @@ def _close_edit(project: Project, upstream: str, before: list[str], after: list[
 
 
 def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: str | None,
-                  entries: list[tuple[str, Path, int, bytes]], taken: dict) -> None:
-    """The export record of `folder` learns the quilt files taken back: the next `export
-    --quilt` there replaces them (they are in the series now, as it writes them) instead of
-    refusing them as changes it would lose. A folder without a record is left as it is."""
+                  entries: list[tuple[str, Path, int, bytes]],
+                  took: dict[str, dict[str, dict[str, str]]], before: dict[str, bytes],
+                  written: dict[str, bytes]) -> None:
+    """The export record of `folder` learns the quilt files taken back (`written`: the series'
+    patch file each became), so that the next `export --quilt` there replaces them instead of
+    refusing them as changes it would lose, and the next `import quilt --update` knows them.
+    A patch the series had is recorded with the file it replaced (`before`): should the
+    series go back to that one (the import undone in the stack), quilt's file is quilt's
+    change again, the series' no longer. A folder without a record is left as it is."""
     if record is None:
         return
     grown = {name: list(hashes) for name, hashes in record.items()}
+    grown_took = {name: dict(files) for name, files in took.items()}
     for file_name, _, _, data in entries:
-        if file_name in taken and _sha256(data) not in grown.get(file_name, []):
-            grown.setdefault(file_name, []).append(_sha256(data))
-    if grown != record:
-        atomic_write(folder / EXPORT_RECORD, _record_bytes(grown, profile))
+        if file_name not in written:
+            continue
+        earlier = took.get(file_name, {}).get(_sha256(data), {})
+        if file_name not in before or (before[file_name] == written[file_name]
+                                       and "over" not in earlier):
+            # A new patch (or one a run a kill cut short added): the series' own from now on.
+            if _sha256(data) not in grown.get(file_name, []):
+                grown.setdefault(file_name, []).append(_sha256(data))
+            continue
+        entry = {"into": _sha256(written[file_name])}
+        if before[file_name] != written[file_name]:
+            entry["over"] = _sha256(before[file_name])
+        else:  # a run a kill cut short wrote the patch: what it replaced is recorded
+            entry["over"] = earlier["over"]
+        grown_took.setdefault(file_name, {})[_sha256(data)] = entry
+    if grown != record or grown_took != took:
+        atomic_write(folder / EXPORT_RECORD, _record_bytes(grown, profile, grown_took))
