@@ -638,6 +638,7 @@ class SeriesJudge:
         conflicts: list[str] = []
         bases: dict[str, bytes] = {}
         deleted_here: list[str] = []  # deleted by the patch, changed on the target
+        added_too: dict[str, str] = {}  # a path the patch makes -> what fills it there
         binary_stops: list[str] = []
         unmergeable: list[str] = []  # text patches on files git takes for binary
         merged_any = False
@@ -692,6 +693,22 @@ class SeriesJudge:
                 after[path_after] = before[path_after]
                 unchanged = False
                 continue
+            if fp.is_new or path_after in sources:
+                filled = self._filled(path_after, before[path_after],
+                                      "rename/add" if fp.is_rename else "add/add")
+                if filled is not None:
+                    # The path the patch makes (a new file, a rename's or copy's destination)
+                    # is filled where it lands: git's add/add (or rename/add), never a clean
+                    # move over the target's own file. The stop shows both sides.
+                    conflicts.append(path_after)
+                    added_too[path_after] = filled
+                    if self.stop_files or self.target.base_commit != self.target.commit:
+                        # (status at the pin says it its own way: stack.profile_collisions)
+                        evidence.append(filled)
+                    after[path_after] = self._both_added(fp, fp_target, base, current,
+                                                         before[path_after])
+                    bases[path_after] = b""
+                    continue
             if forward:
                 # Landed detection applied this very file patch to this very content already;
                 # without fuzz, the result is the same: reuse it.
@@ -767,9 +784,11 @@ class SeriesJudge:
                                                      if conflicts else "")
                              + binary_stop_note(binary_stops) + unmergeable_note(unmergeable))
         if conflicts:
-            others = [path for path in conflicts if path not in deleted_here]
+            others = [path for path in conflicts
+                      if path not in deleted_here and path not in added_too]
             message = "; ".join(
                 ([self._modify_delete(name, deleted_here)] if deleted_here else [])
+                + list(added_too.values())
                 + ([f"conflict in {', '.join(others)}"] if others else []))
             return Judgement(name, "stop", "conflict", verdict, stop_kind="conflict",
                              files=conflicts, before=before, after=after, evidence=evidence,
@@ -824,6 +843,41 @@ class SeriesJudge:
                 judgement.evidence.extend(broken)
                 judgement.message = "; ".join(broken)
         return judgement
+
+    def _filled(self, path: str, there: bytes | None, kind: str) -> str | None:
+        """What fills `path` where the next patch meets it (`there`: its file there), said as a
+        stop says it, or None when a patch may make a file at `path`: a file (other than one
+        the patch makes identically, asked before), a directory of the target, or a file of
+        the target at one of its parent directories (the series so far seen through
+        read_current)."""
+        if there is not None:
+            return (f"CONFLICT ({kind}): {path} is in {self.target.label} too (with other "
+                    "content)")
+        parents = path.split("/")[:-1]
+        for depth in range(1, len(parents) + 1):
+            parent = "/".join(parents[:depth])
+            if self.read_current(parent) is not None:
+                return (f"CONFLICT (file/directory): {parent} is a file in {self.target.label}, "
+                        f"where {path} would go")
+        entry = self.store.entries(self.read_commit, [path], directories=True)[path]
+        if entry is not None and entry[0] == "040000" and path not in self.current:
+            return f"CONFLICT (file/directory): {path} is a directory in {self.target.label}"
+        return None
+
+    def _both_added(self, fp, fp_target, base: bytes | None, current: bytes | None,
+                    there: bytes | None) -> bytes | None:
+        """The stop's file where the patch makes a path the target fills: the target's file
+        and the patch's, merged as git merges an add/add (an empty base: both sides in
+        markers); the patch's own file where the target's is no file (a directory, a file
+        at a parent: nothing to merge with)."""
+        made = apply_file_patch(current, fp_target, max_fuzz=0) if not fp.is_new else None
+        if made is None or not made.ok:
+            made = self.applications(None if fp.is_new else base, fp, max_fuzz=2)
+        if not made.ok or made.content is None:
+            return there
+        if there is None or not self.stop_files:
+            return made.content
+        return merge_file(b"", there, made.content, self.labels, diff3=True)[1]
 
     def _placed(self, fp, fp_target, base: bytes | None, current: bytes | None,
                 application: FileApplication) -> tuple[bytes | None, list, bool]:
