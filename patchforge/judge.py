@@ -612,9 +612,15 @@ class SeriesJudge:
             # have landed: it moves as it is, never recorded as landed upstream.
             return Judgement(name, "applies", "applies", verdict, how="clean", unchanged=True,
                              evidence=evidence, message="empty patch: nothing to apply")
-        if verdict.state == "upstreamed":
+        modes_left = self._modes_not_landed(patch, verdict) \
+            if verdict.state == "upstreamed" else []
+        if verdict.state == "upstreamed" and not modes_left:
             return Judgement(name, "landed", "upstreamed", verdict, evidence=evidence,
                              message=f"landed upstream ({verdict.confidence} confidence)")
+        if modes_left:
+            # Landed detection judges content: the mode the patch gives a file is the rest of
+            # the fix, and it moves on with that alone (a partial landing keeps what is left).
+            evidence.append(f"the content landed; the mode did not: {', '.join(modes_left)}")
         obsolete = verdict.state == "obsolete"
         if obsolete:
             gone = [f.path for f in verdict.files if f.target_path is None]
@@ -689,8 +695,10 @@ class SeriesJudge:
                 (fp.is_new or modes[path_after][0] == git_mode(self.old_mode(source)))
             if fp.binary is None and created_identically(fp, before[path_after]):
                 # Upstream added this very file: the creation drops out of the patch (so its
-                # diff is made again), the rest of it moves.
+                # diff is made again), the rest of it moves, the mode it gives the file too.
                 after[path_after] = before[path_after]
+                modes[path_after] = (self.read_mode(path_after) or "100644",
+                                     modes[path_after][1])
                 unchanged = False
                 continue
             if fp.is_new or path_after in sources:
@@ -820,7 +828,8 @@ class SeriesJudge:
                              evidence=evidence + ["merge result empty"],
                              message="the 3-way merge leaves nothing to change (landed upstream)")
         how = "merged" if merged_any else ("offset" if verdict.state == "offset" else "clean")
-        state = "merges" if mapped else _MOVING_STATE.get(verdict.state, verdict.state)
+        state = "partial" if modes_left else "merges" if mapped else \
+            _MOVING_STATE.get(verdict.state, verdict.state)
         judgement = Judgement(name, "applies", state,
                               verdict, how=how, before=before, after=after, changes=changes,
                               modes=new_modes,
@@ -843,6 +852,25 @@ class SeriesJudge:
                 judgement.evidence.extend(broken)
                 judgement.message = "; ".join(broken)
         return judgement
+
+    def _modes_not_landed(self, patch, verdict) -> list[str]:
+        """The modes `patch` gives its files (a mode change, or a new file's mode other than
+        100644) that the target's files do not have, each said as `PATH OLD -> NEW`: a patch
+        whose content landed keeps these (a script made executable, the line change landed
+        upstream without it)."""
+        left = []
+        for fp, fv in zip(patch.file_patches, verdict.files):
+            if fp.binary is not None or fp.new_path is None or fv.target_path is None:
+                continue
+            wanted = git_mode(fp.new_mode)
+            if wanted is None or (not fp.is_new and wanted == git_mode(fp.old_mode)) or \
+                    (fp.is_new and wanted == "100644"):
+                continue
+            path = fp.new_path if fp.new_path != fp.old_path else fv.target_path
+            there = self.read_mode(path)
+            if there is not None and there != wanted:
+                left.append(f"{path} {there} -> {wanted}")
+        return left
 
     def _filled(self, path: str, there: bytes | None, kind: str) -> str | None:
         """What fills `path` where the next patch meets it (`there`: its file there), said as a
