@@ -73,12 +73,14 @@ def series_changed(project: Project, event: dict | None = None) -> None:
         update_ledger(project)
 
 
-def refuse_symlinked_paths(store: UpstreamStore, commit: str, patches) -> None:
+def refuse_symlinked_paths(store: UpstreamStore, commit: str, patches, *,
+                           target: str | None = None) -> None:
     """Refuse any patch that touches a path which is, or passes through, a symlink in the
     upstream at `commit` or one an earlier patch of `patches` makes: writing there (an overlay
     mount, an editing worktree) would land outside the upstream's tree. A section that says the
     path is a link (mode 120000: the link itself deleted or retargeted) may touch the link.
-    `patches` is [(name, PatchFile)]."""
+    `patches` is [(name, PatchFile)]. `target`: the label of a revision the series is to move
+    to (a rebase's), whose links the refusal names with the way on."""
     def prefixes(path):
         parts = path.split("/")
         return ["/".join(parts[:depth]) for depth in range(1, len(parts) + 1)]
@@ -93,11 +95,18 @@ def refuse_symlinked_paths(store: UpstreamStore, commit: str, patches) -> None:
             if prefix not in links or (prefix == path and SYMLINK in (fp.old_mode, fp.new_mode)):
                 continue
             what = "is a symlink" if prefix == path else f"goes through the symlink {prefix}"
-            where = "in the upstream" if (entries.get(prefix) or ("",))[0] == SYMLINK \
-                else "the series makes"
+            upstream_link = (entries.get(prefix) or ("",))[0] == SYMLINK
+            where = ("in the upstream" if target is None else f"in {target}") \
+                if upstream_link else "the series makes"
+            stem = name.removesuffix(".patch")
             raise UnsafePathError(
                 f"patch {name}: {path} {what} {where}; a patch may only touch regular files "
-                "inside its upstream", path=getattr(patch, "source", name), line=fp.line_no)
+                "inside its upstream", path=getattr(patch, "source", name), line=fp.line_no,
+                hint=None if target is None or not upstream_link else
+                f"{target} made {prefix} a link (the code may be in the file it points to "
+                f"now): `patchforge delete {stem}` takes the fix out of the series (kept under "
+                f"deleted/) so that the rebase can go on; make it again after it on the file "
+                f"that has the code (`patchforge new {stem} --file PATH`)")
         # What the series makes a link (or no longer one) for the patches after this one.
         if fp.old_path is not None and fp.old_path != fp.new_path and fp.is_rename:
             links.discard(fp.old_path)

@@ -55,6 +55,25 @@ class PatchStatus:
                 "needs_attention": self.attention, "rebase": self.rebase}
 
 
+def _mark_links(store: UpstreamStore, target: Target, patches,
+                conflicting: list[PatchStatus]) -> None:
+    """A patch that conflicts because a file it changes is a symlink at the target (upstream
+    moved the code and left a link): `rebase --to` refuses such a series before it starts
+    (stack.refuse_symlinked_paths), so the evidence says so and the way on, as the rebase
+    does. Asked only of the conflicting patches: the link makes their hunks fail."""
+    from patchforge.errors import UnsafePathError
+    from patchforge.stack import refuse_symlinked_paths
+
+    by_name = dict(patches)
+    for status in conflicting:
+        try:
+            refuse_symlinked_paths(store, target.commit, [(status.name, by_name[status.name])],
+                                   target=target.label)
+        except UnsafePathError as refused:
+            status.evidence.insert(0, f"{refused.message.split(': ', 1)[1]}: `rebase --to` "
+                                      f"refuses the series ({refused.hint})")
+
+
 def _mark_removals(project: Project, store: UpstreamStore, commit: str, patches,
                    by_name: dict[str, PatchStatus]) -> None:
     """At the pin, where the project writes overlays: a patch that deletes (or renames away)
@@ -205,6 +224,9 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                     found = by_name[name]
                     found.state, found.attention = "conflict", True
                     found.evidence.append(f"{message}: `git apply` and `overlays` refuse it")
+            if target.base_commit != target.commit:
+                _mark_links(store, target, patches,
+                            [s for s in out if s.upstream == upstream and s.state == "conflict"])
             if target.base_commit == target.commit:
                 _mark_removals(project, store, target.commit, patches,
                                {s.name: s for s in out if s.upstream == upstream})

@@ -185,7 +185,8 @@ class Rebase:
                 # presence check read, are read by git while the rest are parsed: the two
                 # rounds of requests waited 2-3 ms for git at 30 patches.
                 self.store.read_trees_ahead([old.commit, new.commit], patch.paths)
-            refuse_symlinked_paths(self.store, new.commit, series)
+            refuse_symlinked_paths(self.store, new.commit, series,
+                                   target=new.label if new.commit != old.commit else None)
             if not dry_run and self.project.overlays_dir.exists():
                 self._refuse_deletions_kept(upstream, series, old, new)
             # Which of the series' files a partial store lacks is asked of git now, while the
