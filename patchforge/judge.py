@@ -701,7 +701,8 @@ class SeriesJudge:
                                      modes[path_after][1])
                 unchanged = False
                 continue
-            if fp.is_new or path_after in sources:
+            if fp.binary is None and (fp.is_new or path_after in sources):
+                # (a binary file's creation is judged by blob id: binary_move)
                 filled = self._filled(path_after, before[path_after],
                                       "rename/add" if fp.is_rename else "add/add")
                 if filled is not None:
@@ -733,6 +734,14 @@ class SeriesJudge:
             # 3-way: ours = the target as it stands, base = the old series state before this
             # patch, theirs = that plus the patch.
             if fp.binary is not None:
+                if (fp.is_new or path_after in sources) and before[path_after] is not None \
+                        and not (fv.hunks and fv.hunks[0].landed):
+                    # A binary file made where the target has another one: never moved over
+                    # it (the target's file stays in the worktree, as at any binary stop).
+                    conflicts.append(path_after)
+                    binary_stops.append(path_after)
+                    after[path_after] = before[path_after]
+                    continue
                 moves, after[path_after] = binary_move(fp_target, fv, current,
                                                        before[path_after])
                 if not moves:

@@ -83,3 +83,21 @@ def test_a_new_file_under_a_path_that_became_a_file_upstream_stops(tmp_path):
         in out, out
     _, _, err = project.cli("rebase", "--to", "up=v2", expect=3)
     assert "CONFLICT (file/directory): pkg/sub is a file in v2" in err, err
+
+
+def test_a_new_binary_file_the_upstream_adds_too_stops(tmp_path):
+    """A binary file is judged by blob id: made where the target has another one, it moved
+    over the target's file. It stops, the target's file in the worktree (binary, not merged)."""
+    project = Project(tmp_path)
+    _new_file_fix(project, "pkg/data.bin", b"\x00fix\x01" * 20)
+    assert b"GIT binary patch" in project.patch("fix-b")
+    project.up.commit({"pkg/data.bin": b"\x00upstream\x02" * 20}, tag="v2")
+    project.cli("status", "--against", "up=v2", expect=1)
+    _, _, err = project.cli("rebase", "--to", "up=v2", expect=3)
+    assert "binary, not merged" in err, err
+    assert (project.work / "pkg/data.bin").read_bytes() == b"\x00upstream\x02" * 20
+    # The same bytes upstream: landed, dropped as such.
+    project.cli("rebase", "--abort")
+    project.up.commit({"pkg/data.bin": b"\x00fix\x01" * 20}, tag="v3")
+    _, out, _ = project.cli("rebase", "--to", "up=v3")
+    assert "landed upstream" in out, out
