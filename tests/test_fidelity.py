@@ -10,6 +10,7 @@ exactly the bytes git had. A hypothesis test then takes random byte files throug
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 from pathlib import Path
@@ -172,6 +173,36 @@ def test_refresh_of_unchanged_worktree_keeps_patch_bytes(env, tmp_path, monkeypa
     assert r.rc == 0 and "unchanged" in r.out, r.text
     assert (root / "series" / "up" / "crlf.patch").read_bytes() == before
 
+
+
+def test_refresh_rewrites_an_index_line_naming_another_pre_image(env, tmp_path, monkeypatch):
+    """A patch whose change is the worktree's but whose `index` line names another pre-image
+    (made on another series, a profile's): refresh kept its bytes ("unchanged"), while lint
+    said `edit` + `refresh` rewrites it, and the judge takes a stale id for where a patch was
+    made. It is rewritten with the base's blob id; an abbreviated id that is right stays."""
+    root = env.fresh(tmp_path, monkeypatch)
+    overlay = tmp_path / "crlf.txt"
+    overlay.write_bytes(b"alpha\r\nbeta\r\nGAMMA")
+    assert run_cli(root, "import", "overlay", str(overlay), "--upstream", "up", "--path",
+                   "crlf.txt", "--name", "crlf").rc == 0
+    path = root / "series" / "up" / "crlf.patch"
+    made = path.read_bytes()
+    index = re.search(rb"^index ([0-9a-f]{40})\.\.([0-9a-f]{40})", made, re.M)
+    assert index is not None, made
+    stale = made.replace(index.group(1), b"1" * 40)
+    path.write_bytes(stale)
+    assert run_cli(root, "edit", "crlf").rc == 0
+    r = run_cli(root, "refresh")
+    assert r.rc == 0 and "refreshed" in r.out, r.text
+    assert index.group(0) in path.read_bytes()
+    # Abbreviated and right: another tool's bytes, kept.
+    short = made.replace(index.group(0), b"index " + index.group(1)[:7] + b".." +
+                         index.group(2)[:7])
+    path.write_bytes(short)
+    assert run_cli(root, "edit", "crlf").rc == 0
+    r = run_cli(root, "refresh")
+    assert r.rc == 0 and "unchanged" in r.out, r.text
+    assert path.read_bytes() == short
 
 # Random bytes, biased towards the characters that break line-based tools.
 _chunks = st.sampled_from([b"\n", b"\r\n", b"\r", b"\x0c", b"\x00", b"\xff", b"\xe9",

@@ -445,13 +445,22 @@ def close_open_edit(project: Project, store: UpstreamStore, name: str | None = N
 
 def _same_change(store: UpstreamStore, base: str, patch: PatchFile, changes) -> bool:
     """True when `patch` applies exactly on `base` and gives the worktree's files: same paths,
-    same bytes, same modes."""
+    same bytes, same modes, and its index lines (where it has them) name `base`'s files."""
     try:
         applied = apply_series(lambda paths: store.read_blobs(base, paths), [("patch", patch)],
                                strict=True, max_fuzz=0)
     except PatchforgeError:
         return False
     if applied.outcomes and applied.outcomes[0].worst != "exact":
+        return False
+    from patchforge.apply.hunks import made_on
+
+    pre_images = {fp: applied.base.get(fp.old_path) for fp in patch.file_patches
+                  if fp.old_path is not None}
+    if any(made_on(fp, content) is False for fp, content in pre_images.items()
+           if content is not None):
+        # Its index line names another pre-image (the patch was made on another series, a
+        # profile's): rewritten, or the judge takes the stale id for where it was made.
         return False
 
     def base_mode(path):
