@@ -455,13 +455,12 @@ def _same_change(store: UpstreamStore, base: str, patch: PatchFile, changes) -> 
         return False
     from patchforge.apply.hunks import made_on
 
-    pre_images = {fp: applied.base.get(fp.old_path) for fp in patch.file_patches
-                  if fp.old_path is not None}
-    if any(made_on(fp, content) is False for fp, content in pre_images.items()
-           if content is not None):
-        # Its index line names another pre-image (the patch was made on another series, a
-        # profile's): rewritten, or the judge takes the stale id for where it was made.
-        return False
+    for fp in patch.file_patches:
+        pre_image = applied.base.get(fp.old_path) if fp.old_path is not None else None
+        if pre_image is not None and made_on(fp, pre_image) is False:
+            # Its index line names another pre-image (the patch was made on another series,
+            # a profile's): rewritten, or the judge takes the stale id for where it was made.
+            return False
 
     def base_mode(path):
         found = store.entry(base, path)

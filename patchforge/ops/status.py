@@ -70,8 +70,9 @@ def _mark_links(store: UpstreamStore, target: Target, patches,
             refuse_symlinked_paths(store, target.commit, [(status.name, by_name[status.name])],
                                    target=target.label)
         except UnsafePathError as refused:
-            status.evidence.insert(0, f"{refused.message.split(': ', 1)[1]}: `rebase --to` "
-                                      f"refuses the series ({refused.hint})")
+            said = refused.message.removeprefix(f"patch {status.name}: ")
+            status.evidence.insert(0, f"{said}: `rebase --to` refuses the series "
+                                      f"({refused.hint})")
 
 
 def _mark_removals(project: Project, store: UpstreamStore, commit: str, patches,
