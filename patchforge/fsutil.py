@@ -362,6 +362,32 @@ def refuse_linked_state(state_dir: Path) -> None:
                          hint=f"remove the link (`rm {links[0]}`); patchforge makes it again")
 
 
+def holder_named(pid: int | None) -> str:
+    """`pid N: patchforge rebase --to X`, the process holding a lock, for a message: the PID
+    written in the lock's file, and that process's command line (from /proc, where there is
+    one) when it is a patchforge command; `pid N` alone otherwise (another program, or the PID
+    of a holder gone since and taken by another process), "" without a PID. The command line
+    is shown, never run: quoted, its unprintable characters as `?`, cut at 160 characters."""
+    if not pid or pid <= 0:
+        return ""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read(4096).split(b"\0")
+    except OSError:
+        return f"pid {pid}"
+    args = [a.decode("utf-8", "replace") for a in argv if a]
+    for i, arg in enumerate(args):
+        # `python3 -m patchforge ...`, or the console script run by its interpreter
+        # (`python3 /venv/bin/patchforge ...`, or exec'd itself).
+        if arg == "patchforge" and i and args[i - 1] == "-m" or \
+                os.path.basename(arg) == "patchforge" and (i == 0 or not args[i - 1].startswith("-")):
+            import shlex
+            line = " ".join(["patchforge", *(shlex.quote(a) for a in args[i + 1:])])
+            line = "".join(c if c.isprintable() else "?" for c in line)
+            return f"pid {pid}: {line if len(line) <= 160 else line[:157] + '...'}"
+    return f"pid {pid}"
+
+
 class RepoLock:
     """An exclusive lock on one patchforge repository: a kernel lock (`fcntl.flock`) on
     `.patchforge/lock`, which also holds the holder's PID for the message a second process gives.
@@ -397,7 +423,7 @@ class RepoLock:
                     os.close(fd)
                     raise LockedError(
                         "another patchforge process "
-                        + (f"(pid {holder}) " if holder else "")
+                        + (f"({holder_named(holder)}) " if holder else "")
                         + "is working on this repository",
                         path=str(self.path), hint="wait for it to finish") from None
                 time.sleep(0.05)
@@ -414,11 +440,7 @@ class RepoLock:
                                   hint="keep the project on a file system with locks (a local "
                                        "disk, or a network one with its lock service running)"
                                   ) from None
-        try:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
-        except OSError:
-            pass  # the PID is only for messages; the kernel lock is what counts
+        write_holder(fd)
         self._fd = fd
 
     def _holder(self) -> int | None:
@@ -485,6 +507,9 @@ class WriteOutLock:
         self._key = ""  # the directory's real path, once entered
         self._nested = False  # entered inside this process's own exclusive hold
         self._said = False  # on_wait called
+        # A reader that waits: the write-out it waits for (`pid N: patchforge rebase ...`, from
+        # the turnstile, where the writer holding it wrote its PID), "" when not known.
+        self.writer = ""
 
     def __enter__(self) -> "WriteOutLock":
         import fcntl
@@ -520,6 +545,8 @@ class WriteOutLock:
             raise
         if self.exclusive:
             _HELD_EXCLUSIVE[self._key] = 1
+            if self._turnstile is not None:
+                write_holder(self._turnstile)
         elif self._turnstile is not None:
             os.close(self._turnstile)  # in: the next writer may queue up
             self._turnstile = None
@@ -561,9 +588,27 @@ class WriteOutLock:
                 return False  # no locks here: the directory's own lock says so
 
     def _say_waiting(self) -> None:
+        if not self._said and not self.exclusive:
+            self.writer = self._writer_named()
         if self.on_wait is not None and not self._said:
             self._said = True
             self.on_wait()
+
+    def _writer_named(self) -> str:
+        """The writer holding the turnstile, named for a reader's message ("" if unknown)."""
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) \
+            | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(self.root / ".patchforge" / "turnstile", flags)
+        except OSError:
+            return ""
+        try:
+            pid = int(os.pread(fd, 32, 0).decode("ascii").strip() or "0")
+        except (OSError, ValueError, UnicodeDecodeError):
+            return ""
+        finally:
+            os.close(fd)
+        return holder_named(pid)
 
     def _take(self, fd: int, kind: int) -> bool:
         """Lock `fd` (waiting as the class says); False on a file system without locks."""
@@ -582,7 +627,9 @@ class WriteOutLock:
                         "commands reading this project still read its files after "
                         f"{self.wait:g} s; {self.undone}"
                         if self.exclusive else
-                        f"another command is still changing this project after {self.wait:g} "
+                        "another command "
+                        + (f"({self.writer}) " if self.writer else "")
+                        + f"is still changing this project after {self.wait:g} "
                         "s: its files are part old, part new until it ends",
                         path=str(self.root),
                         hint=self.hint if self.exclusive else "run this command again once it has ended"
@@ -600,6 +647,10 @@ class WriteOutLock:
             return
         if self.exclusive:
             _HELD_EXCLUSIVE.pop(self._key, None)
+            if self._turnstile is not None:
+                # The next writer writes its own; a reader never names one gone.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._turnstile, 0)
         # Closing the only descriptor releases its lock: the directory's first, then the
         # turnstile, so the readers let in next find the write-out whole.
         for name in ("_fd", "_turnstile"):
@@ -607,6 +658,15 @@ class WriteOutLock:
             if fd is not None:
                 os.close(fd)
                 setattr(self, name, None)
+
+
+def write_holder(fd: int) -> None:
+    """This process's PID into a lock's file it holds, for the messages of those who wait."""
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError:
+        pass  # the PID is only for messages; the kernel lock is what counts
 
 
 # The project directories (real paths) this process holds exclusively (`WriteOutLock`), with

@@ -1488,6 +1488,48 @@ def test_status_during_a_rebase_write_out_sees_the_new_series_never_a_mixture(tm
     assert [p["state"] for p in document["patches"]] == ["applies", "applies"]
 
 
+def test_a_reader_waiting_for_a_write_out_names_the_command_writing(tmp_path):
+    """A reader meeting a write-out said it waited for "a rebase writing out its result, new,
+    delete, ..." and, past its wait, that "another command" was still changing the project: a
+    user with several terminals (or a CI job beside a stuck one) could not tell which. It now
+    names the writer's PID and its command line, as the project lock's refusal names its PID."""
+    project, writer, target = _stopped_inside_the_write_out(tmp_path)
+    reader = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                               "status"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = reader.stderr.readline().decode()
+    finally:
+        os.kill(writer.pid, signal.SIGCONT)
+    assert writer.wait() == 0
+    reader.communicate()
+    assert (f"waiting for a command changing this project (pid {writer.pid}: patchforge "
+            f"--root {project.root} rebase --to up={target}) to end") in first, first
+
+
+def test_a_holder_s_command_line_is_shown_quoted_and_printable(tmp_path):
+    """The holder's command line comes from another process (its arguments can be anything a
+    user typed, a patch name, a description): it is shown quoted, with its control characters
+    as `?`, never as terminal escapes; a PID of another program is named by its PID alone."""
+    from patchforge.fsutil import holder_named
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "-m",
+                             "patchforge", "new", "fix \x1b[31mred"], stdin=subprocess.PIPE)
+    other = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while b"patchforge" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert holder_named(proc.pid) == f"pid {proc.pid}: patchforge new 'fix ?[31mred'"
+        assert holder_named(other.pid) == f"pid {other.pid}"
+    finally:
+        for p in (proc, other):
+            p.stdin.close()
+            p.wait()
+    assert holder_named(proc.pid) == f"pid {proc.pid}"  # gone: no command line to read
+    assert holder_named(0) == ""
+
+
 def test_lint_during_a_rebase_write_out_reads_the_finished_project(tmp_path):
     """`lint` (and `list`, `verify`, `check`) read the series as `status` does: during
     a write-out they wait for its end and answer as they do on the finished project."""

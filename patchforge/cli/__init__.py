@@ -85,11 +85,13 @@ class AppContext:
 
         def waiting() -> None:
             from patchforge.cli.output import say_apart
-            say_apart("patchforge: waiting for a command changing this project (a rebase "
-                      "writing out its result, new, delete, ...) to end")
+            say_apart("patchforge: waiting for a command changing this project ("
+                      + (lock.writer or "a rebase writing out its result, new, delete, ...")
+                      + ") to end")
 
-        return WriteOutLock(self.project().root, exclusive=False, wait=READ_WAIT,
+        lock = WriteOutLock(self.project().root, exclusive=False, wait=READ_WAIT,
                             on_wait=waiting)
+        return lock
 
 
 # How long a command reading the project waits for a rebase's write-out (which takes well under

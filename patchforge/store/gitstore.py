@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from patchforge.errors import CacheUnwritable, StoreDamaged, StoreError, UsageError
-from patchforge.fsutil import fault_point
+from patchforge.fsutil import fault_point, holder_named, write_holder
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
@@ -270,15 +270,11 @@ class UpstreamStore:
             if self.progress is not None:
                 self.progress.waiting(
                     "waiting for another patchforge process"
-                    + (f" (pid {holder})" if holder else "")
+                    + (f" ({holder_named(holder)})" if holder else "")
                     + f" writing to the shared cache {self.git_dir.parent} (a fetch or a "
                       "wheel's import) to finish")
             fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError:
-            pass  # the PID is only for the message; the kernel lock is what counts
+        write_holder(fd)
 
     # ---- opening
 
