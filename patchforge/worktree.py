@@ -877,6 +877,46 @@ def refuse_removed_by_hand(work: Path, changes, patch, name: str, patch_file: st
              "says what it deletes)")
 
 
+def refuse_resolution_not_applying(store: UpstreamStore, base: str, label: str, name: str,
+                                   patch, work: Path, go_on: str, way_out: str) -> None:
+    """UsageError (nothing written, the stop kept) when `patch`, the patch a stop's resolution
+    makes, would not apply where it is to go: on `base`, the stop's base (the target, `label`,
+    with the series before the patch). A file made where the target has a directory, a file
+    made under a path that is a file there, a file made that is there already with other
+    content (stack.creation_collisions), a hunk that does not apply (the series' own applier):
+    what `git apply` of the series, `status`, `lint` and the overlays refuse at the new pin.
+    The worktree holds only the patch's files, so its diff alone never shows these; written, the
+    patch would be listed resolved and fail at every later command. `go_on`, `way_out`: the
+    command that takes the resolution, and what else the user may do."""
+    from patchforge.stack import creation_collisions
+
+    problems = [(fp.new_path, f"{name} {message} ({label} with the series before it)")
+                for _, _, fp, message, _ in creation_collisions(store, base, [(name, patch)])]
+    # A path the target fills has no room for the patch's file: the worktree cannot hold both
+    # (and a file the patch creates, removed, is refused above), so the way on is to set the
+    # fix aside. A hunk that does not apply is the resolution's to change.
+    room = bool(problems)
+    if not problems:
+        # The diff is the worktree's own, with context: only whether it applies is asked.
+        outcome = apply_series(lambda paths: store.read_blobs(base, paths), [(name, patch)],
+                               strict=False, allow_zero_context=True).outcomes[0]
+        problems = [(path, f"{name}'s change to it does not apply to {label} with the series "
+                     "before it") for application in outcome.files if not application.ok
+                    for path in [application.new_path or application.old_path]]
+    if problems:
+        paths = [path for path, _ in problems]
+        said = "; ".join(f"{path}: {why}" for path, why in problems)
+        raise UsageError(
+            f"the resolution in {work} would not apply on {label}: {said}; "
+            "written so, the series would not apply at the new pin (`git apply`, `status`, "
+            "`lint` and `patchforge overlays` refuse it); nothing was written, the stop is as "
+            "it was",
+            hint=f"{way_out}; then make the fix again where {label} has room for it "
+                 "(`patchforge new NAME --file PATH`)" if room else
+                 f"make the change again in {', '.join(paths)} in {work} on the file as it is "
+                 f"there, then `{go_on}`; or {way_out}")
+
+
 def files_at(store: UpstreamStore, commit: str, paths: list[str], *,
              fetch_together: bool = True) -> dict[str, tuple[str, bytes]]:
     """path -> (mode, content) of those of `paths` that are files at store commit `commit`

@@ -29,9 +29,9 @@ from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
                                  keep_resolution, keep_unadded, refuse_changed_since_edit,
                                  refuse_gone_files_left_out, refuse_removed_by_hand,
-                                 refuse_undoing, editing, require_state, require_state_still,
-                                 resolution_undoes, series_on_paths, state_file,
-                                 worktree_diff)
+                                 refuse_resolution_not_applying, refuse_undoing, editing,
+                                 require_state, require_state_still, resolution_undoes,
+                                 series_on_paths, state_file, worktree_diff)
 
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
@@ -1496,6 +1496,9 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
                       "`patchforge bring-back --continue`; or `patchforge bring-back --abort` "
                       "(the fix stays in skipped/)")
     new_patch = patch.with_diff(diff).with_field("Base", state["pin"])
+    refuse_resolution_not_applying(store, state["base"], project.lock.pin(upstream).label,
+                                   file_name, new_patch, work, "patchforge bring-back --continue",
+                                   "`patchforge bring-back --abort` (the fix stays in skipped/)")
     if patch.get_all("Keeps"):
         from patchforge.invariants import check_patch_invariants
 

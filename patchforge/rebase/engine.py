@@ -1067,8 +1067,9 @@ class Rebase:
         earlier patch's as moved) is refused unless `allow_undo`, which takes it and says so
         in the patch's result."""
         from patchforge.worktree import (refuse_gone_files_left_out, refuse_removed_by_hand,
-                                         refuse_undoing, renames_and_copies, resolution_undoes,
-                                         series_patch, worktree_diff)
+                                         refuse_resolution_not_applying, refuse_undoing,
+                                         renames_and_copies, resolution_undoes, series_patch,
+                                         worktree_diff)
 
         upstream, name = stopped.upstream, stopped.name
         entry = self._run_record.upstreams[upstream]
@@ -1134,6 +1135,11 @@ class Rebase:
         else:
             target = self._target(upstream, entry)
             new_patch = patch.with_diff(diff).with_field("Base", target.commit)
+            refuse_resolution_not_applying(
+                self.store, stopped.base, target.label, name, new_patch, work,
+                "patchforge rebase --continue",
+                f"`patchforge rebase --skip` keeps the whole patch in series/{upstream}/skipped/ "
+                "(`--abort` goes back)")
             violations = self._check_keeps(
                 new_patch, files, SeriesJudge(self.store, target, read_commit=stopped.base))
             if violations:
