@@ -1031,6 +1031,14 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
     if installed is not None and manifest is not None:
         entries = overlay_entries(manifest, profile, str(manifest_path))
         at_targets = _upstreams_at_their_targets(Path(installed), entries)
+        # Every profile's overlay of each file: a tree baked or mounted with another profile's
+        # overlays holds one of them, which is no other version of the upstream.
+        overlaid: dict[tuple[str, str], dict[str, str]] = {}
+        for other in manifest["overlays"]:
+            if other.get("profile"):
+                overlaid.setdefault((other["upstream"], other["path"]), {}).setdefault(
+                    other["sha256"], other["profile"])
+        held: dict[str, None] = {}  # the other profiles whose overlays the tree holds
         for entry in entries:
             target = entry.get("target")
             in_root = bool(target) and entry["upstream"] in at_targets
@@ -1041,8 +1049,12 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
             # A tree that already holds the overlay (an image the Dockerfile baked, `/` of a
             # container with the mounts): was "not the pre-image", with a hint to rebase.
             found = sha256(candidate.read_bytes()) if candidate.is_file() else None
+            holds = overlaid.get((entry["upstream"], entry["path"]), {}).get(found or "")
             if found is not None and found == entry.get("sha256"):
                 rows.append((label, "ok", ALREADY_OVERLAID))
+            elif holds is not None and holds != entry.get("profile"):
+                rows.append((label, "mismatch", _other_profile(holds, entry)))
+                held.setdefault(holds, None)
             elif entry["base_sha256"] is None:
                 if candidate.exists():
                     rows.append((label, "mismatch", "the overlay creates this file, but it exists"))
@@ -1063,11 +1075,26 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
         hint = _installed_hint(Path(installed), entries, rows)
         if hint and hints is not None:
             hints.append(hint)
+        if hints is not None:
+            hints.extend(f"{installed} holds {holds}'s overlays: `patchforge verify --installed "
+                         f"{installed} --profile {holds}` checks that deployment"
+                         for holds in held)
     return rows
 
 
 # The detail of a file that holds the overlay itself, not its pre-image.
 ALREADY_OVERLAID = "already holds this overlay (baked in, or mounted)"
+# The start of the detail of a file that holds another profile's overlay of it.
+OTHER_PROFILES_OVERLAY = "installed file is the "
+
+
+def _other_profile(holds: str, entry: dict[str, Any]) -> str:
+    """The detail of an installed file that is profile `holds`'s overlay of this series, where
+    `entry` (another profile's overlay of it) wants its pre-image: the tree was baked or
+    mounted for that profile, which `--profile` checks (it is no other upstream version)."""
+    this = f"this {entry['profile']} overlay" if entry.get("profile") else "this overlay"
+    return (f"{OTHER_PROFILES_OVERLAY}{holds} overlay of this series (baked in, or mounted), "
+            f"not the pre-image {this} is made for: `--profile {holds}` checks that deployment")
 
 
 def _installed_hint(installed: Path, entries: list[dict[str, Any]],
@@ -1078,7 +1105,7 @@ def _installed_hint(installed: Path, entries: list[dict[str, Any]],
     DIR must be."""
     wanted = [e for e in entries if e["base_sha256"] is not None]
     found = [r for r in rows if r[2] in ("pre-image matches", ALREADY_OVERLAID) or
-             r[2].startswith("installed file is not the pre-image")]
+             r[2].startswith(("installed file is not the pre-image", OTHER_PROFILES_OVERLAY))]
     if not wanted or found:
         return None
     for entry in wanted:

@@ -348,25 +348,59 @@ def test_verify_and_installed_pre_images(stack, tmp_path):
     assert run.rc == 1 and "pkg/new.py" in run.text
 
 
+def _installed_with_overlays(root: Path, tmp_path: Path, profile: str) -> tuple[Path, list]:
+    """A site-packages holding the upstream's files with `profile`'s overlays over them (an
+    image the generated Dockerfile baked for it), and that profile's manifest entries."""
+    manifest = json.loads((root / "overlays/manifest.json").read_bytes())
+    site = tmp_path / "site-packages"
+    for rel in ("a.py", "pkg/b.py"):
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_bytes(UPSTREAM_FILES[rel])
+    entries = [e for e in manifest["overlays"] if e["profile"] == profile]
+    for entry in entries:
+        (site / entry["path"]).write_bytes((root / "overlays" / entry["file"]).read_bytes())
+    return site, entries
+
+
 def test_verify_installed_on_files_that_already_hold_the_overlays(stack, tmp_path):
     """`verify --installed /` inside a container with the mounts, or a tree the generated
     Dockerfile baked: every overlaid file was "not the pre-image", exit 1, with a hint to
     rebase. A file that is its overlay is ok, and says so."""
     root = stack
     ok(root, "overlays")
-    manifest = json.loads((root / "overlays/manifest.json").read_bytes())
-    site = tmp_path / "site-packages"
-    for rel in ("a.py", "pkg/b.py"):
-        (site / rel).parent.mkdir(parents=True, exist_ok=True)
-        (site / rel).write_bytes(UPSTREAM_FILES[rel])
-    entries = [e for e in manifest["overlays"] if e["profile"] == "gfx942"]
-    for entry in entries:
-        (site / entry["path"]).write_bytes((root / "overlays" / entry["file"]).read_bytes())
+    site, entries = _installed_with_overlays(root, tmp_path, "gfx942")
     run = ok(root, "verify", "--installed", str(site), "--profile", "gfx942")
     assert "already holds this overlay" in run.out and "rebase" not in run.err, run.text
     (site / entries[0]["path"]).write_bytes(b"neither\n")
     run = run_cli(root, "verify", "--installed", str(site), "--profile", "gfx942")
     assert run.rc == 1 and "not the pre-image" in run.text
+
+
+def test_verify_installed_names_the_profile_whose_overlay_the_files_are(stack, tmp_path):
+    """An image baked (or a container mounted) with gfx950's overlays, checked with `--profile
+    gfx942`: its a.py was "not the pre-image this overlay was made for", with the hint to
+    deploy another version or rebase, where it is this series' own gfx950 overlay. The row says
+    whose overlay it is and the option that checks that deployment; the rebase hint is not
+    given."""
+    root = stack
+    write_patch(root, "fnuz-950", A_DIFF.replace(b"LINE3 gfx942", b"LINE3 gfx950"),
+                profiles="gfx950")
+    ok(root, "overlays")
+    site, _ = _installed_with_overlays(root, tmp_path, "gfx950")
+    ok(root, "verify", "--installed", str(site), "--profile", "gfx950")
+    run = run_cli(root, "verify", "--installed", str(site), "--profile", "gfx942")
+    assert run.rc == 1, run.text
+    assert f"{site}/a.py [gfx942]" in run.out and "is not the pre-image" not in run.text
+    assert "installed file is the gfx950 overlay of this series (baked in, or mounted), not " \
+        "the pre-image this gfx942 overlay is made for: `--profile gfx950` checks that " \
+        "deployment" in " ".join(run.out.split()), run.out
+    assert f"hint: {site} holds gfx950's overlays: `patchforge verify --installed {site} " \
+        "--profile gfx950` checks that deployment" in run.err, run.err
+    assert "rebase" not in run.err, run.err
+    # Without --profile, every profile's rows: gfx950's hold their overlays, gfx942's say whose.
+    run = run_cli(root, "verify", "--installed", str(site))
+    assert run.rc == 1 and "the gfx950 overlay of this series" in " ".join(run.out.split())
+    assert "rebase" not in run.err, run.err
 
 
 def test_an_install_of_another_version_is_told_which_one_the_overlays_need(stack, tmp_path):

@@ -205,6 +205,13 @@ def test_an_image_that_already_holds_the_overlays_is_ok_not_a_mismatch(images, t
     assert {f.detail for f in result.files} == {"already holds this overlay (baked in)"}
     run = run_cli(root, "verify", "--image", ref, "--profile", "gfx950")
     assert run.rc == 1 and "mismatch" in run.out, run.out  # gfx950's overlays are not these
+    # Said as what it is, gfx942's overlay (it said "not the pre-image", and to rebase).
+    assert "the image's file is the gfx942 overlay of this series (baked in), not the " \
+        "pre-image this gfx950 overlay is made for: `--profile gfx942` checks that deployment" \
+        in " ".join(run.out.split()), run.out
+    assert f"hint: the image holds gfx942's overlays: `patchforge verify --image " \
+        f"{images['host']}/{REPO}@{pushed['digest']} --profile gfx942`" in run.err, run.err
+    assert "rebase" not in run.err, run.err
 
 
 @pytest.mark.parametrize("tag, detail", [("deleted", "whiteout"), ("hidden", "opaque")])

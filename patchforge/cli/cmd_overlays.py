@@ -247,10 +247,14 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
 
 def _image_hints(result) -> list[str]:
     """What to do about `verify --image`'s failed rows, as `verify --installed` says it."""
-    states = {f.state for f in result.files}
-    upstreams = sorted({f.upstream for f in result.files if f.state != "ok"})
+    # A file baked with another profile's overlay is no other version: said apart.
+    files = [f for f in result.files if f.overlay_of is None]
+    states = {f.state for f in files}
+    upstreams = sorted({f.upstream for f in files if f.state != "ok"})
     move = " ".join(f"--to {u}={result.resolved}" for u in upstreams)
-    hints = []
+    hints = [f"the image holds {holds}'s overlays: `patchforge verify --image {result.resolved} "
+             f"--profile {holds}` checks that deployment"
+             for holds in dict.fromkeys(f.overlay_of for f in result.files if f.overlay_of)]
     if "mismatch" in states:
         # Mounted anyway, such an overlay silently reverts the image's own changes to the file.
         hints.append("mounted on this image, an overlay would undo the image's changes to its "

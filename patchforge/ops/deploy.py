@@ -31,6 +31,8 @@ class ImageFileCheck:
     found_sha256: str | None
     layer: str | None  # the layer that holds (or deleted) what the image has there
     detail: str
+    # The other profile whose overlay of the file the image holds (baked for that one).
+    overlay_of: str | None = None
 
 
 @record(frozen=True)
@@ -123,19 +125,27 @@ def verify_image(project: Project, ref: str | None = None, *, profile: str | Non
     import contextlib
 
     with reading if reading is not None else contextlib.nullcontext():
-        by_target, profiles = _pre_images(project, profile)
+        by_target, profiles, overlaid = _pre_images(project, profile)
         reference, pinned = image_reference(project, ref)
     return _verify_in_image(project, ref, reference, pinned, by_target, profiles,
-                            profile=profile, registry=registry, on_layer=on_layer)
+                            profile=profile, registry=registry, on_layer=on_layer,
+                            overlaid=overlaid)
 
 
 def _pre_images(project: Project, profile: str | None):
-    """The manifest's pre-image of each path in the image (normalized), and the profiles
-    that mount an overlay there."""
+    """The manifest's pre-image of each path in the image (normalized), the profiles that
+    mount an overlay there, and every profile's overlay there (sha256 -> profile: an image
+    baked with another profile's overlays holds one of them, no other upstream version)."""
     from patchforge.layers import normalize
 
     manifest_source = str(project.overlays_dir / "manifest.json")
-    entries = overlay_entries(read_manifest(project.overlays_dir), profile, manifest_source)
+    manifest = read_manifest(project.overlays_dir)
+    entries = overlay_entries(manifest, profile, manifest_source)
+    overlaid: dict[str, dict[str, str]] = {}
+    for other in manifest["overlays"]:
+        if other.get("profile") and other.get("target"):
+            overlaid.setdefault(normalize(other["target"]), {}).setdefault(other["sha256"],
+                                                                           other["profile"])
     by_target: dict[str, dict[str, Any]] = {}
     profiles: dict[str, list[str]] = {}
     for entry in entries:
@@ -153,12 +163,13 @@ def _pre_images(project: Project, profile: str | None):
         by_target[key] = entry
         if entry.get("profile"):
             profiles.setdefault(key, []).append(entry["profile"])
-    return by_target, profiles
+    return by_target, profiles, overlaid
 
 
 def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: bool,
                      by_target: dict[str, dict[str, Any]], profiles: dict[str, list[str]], *,
-                     profile: str | None, registry, on_layer) -> ImageCheck:
+                     profile: str | None, registry, on_layer,
+                     overlaid: dict[str, dict[str, str]]) -> ImageCheck:
     from patchforge.layers import ReadStats, find_in_layers
 
     registry = registry if registry is not None else default_registry(project)
@@ -173,7 +184,8 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
 
     stats = ReadStats()
     found = find_in_layers(info.layers, open_layer, by_target, stats=stats)
-    checks = [_judge(key, entry, found[key], tuple(profiles.get(key, ())))
+    checks = [_judge(key, entry, found[key], tuple(profiles.get(key, ())),
+                     overlaid.get(key, {}))
               for key, entry in sorted(by_target.items())]
     notes = []
     if ref is not None and pinned:
@@ -187,16 +199,27 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
                       profile=profile, notes=tuple(notes))
 
 
-def _judge(key: str, entry: dict[str, Any], found, profiles: tuple[str, ...]) -> ImageFileCheck:
+def _judge(key: str, entry: dict[str, Any], found, profiles: tuple[str, ...],
+           overlaid: dict[str, str]) -> ImageFileCheck:
+    """`found` (what the image has at `key`) against `entry`; `overlaid`: every profile's
+    overlay of the file (sha256 -> profile)."""
     expected = entry["base_sha256"]
 
-    def check(state: str, detail: str) -> ImageFileCheck:
+    def check(state: str, detail: str, overlay_of: str | None = None) -> ImageFileCheck:
         return ImageFileCheck(target="/" + key, upstream=entry["upstream"], path=entry["path"],
                               profiles=profiles, state=state, expected_sha256=expected,
-                              found_sha256=found.sha256, layer=found.layer, detail=detail)
+                              found_sha256=found.sha256, layer=found.layer, detail=detail,
+                              overlay_of=overlay_of)
 
     if found.kind == "file" and entry.get("sha256") and found.sha256 == entry["sha256"]:
         return check("ok", "already holds this overlay (baked in)")
+    holds = overlaid.get(found.sha256 or "") if found.kind == "file" else None
+    if holds is not None and holds != entry.get("profile"):
+        # Baked for another profile: "not the pre-image" sent the user to rebase.
+        this = f"this {entry['profile']} overlay" if entry.get("profile") else "this overlay"
+        return check("mismatch", f"the image's file is the {holds} overlay of this series "
+                                 f"(baked in), not the pre-image {this} is made for: "
+                                 f"`--profile {holds}` checks that deployment", holds)
     if expected is None:
         if found.kind == "absent":
             return check("ok", "absent, as expected: the overlay creates this file")
