@@ -238,6 +238,79 @@ def test_refresh_says_at_once_when_the_series_cannot_carry_a_deletion(project):
     assert (project.root / "overlays/up/pkg/other.py").read_bytes() == b""
 
 
+def test_refresh_of_a_file_moved_aside_says_plainly_that_the_patch_now_deletes_it(project):
+    """A file of the fix moved aside in the edit's worktree: refresh writes the patch deleting
+    the whole file (as quilt and git do: it is also how a patch is made to delete a file), and
+    said only that `overlays` would refuse the series. It says, naming the file, that it is
+    missing from the worktree, that the patch now DELETES it, and how to put it back; in
+    --json too. Putting the copy back and refreshing again gives the fix back as it was."""
+    project.fix("fix-two", {"pkg/mod.py": b"m = 2\n", "pkg/other.py": OTHER_V2})
+    before = project.patch("fix-two")
+    project.cli("edit", "fix-two")
+    aside = project.root.parent / "other.py.aside"
+    (project.work / "pkg/other.py").rename(aside)
+    _, out, err = project.cli("refresh")
+    assert "pkg/other.py is missing from the edit worktree: fix-two.patch now DELETES " \
+        "pkg/other.py (the whole file); if you did not mean that, `patchforge edit fix-two`, " \
+        "put it back (the copy you moved aside; `git checkout -- PATH` in the worktree gives " \
+        "the file as before the patch) and `patchforge refresh` again" in err, err
+    patch = project.patch("fix-two")
+    assert b"deleted file mode" in patch and b"+y = 20" not in patch, patch.decode()
+    # Refreshed again with the deletion kept: no longer new, no longer said so.
+    project.cli("edit", "fix-two")
+    (project.work / "pkg/mod.py").write_bytes(b"m = 3\n")
+    result = run_cli(project.root, "refresh", "--json")
+    assert result.rc == 0 and json.loads(result.out)["deletes_missing_files"] == [], result.text
+    assert "missing from the edit worktree" not in result.err, result.err
+    # The way back the warning gives: the copy put back, refreshed.
+    project.cli("edit", "fix-two")
+    (project.work / "pkg/mod.py").write_bytes(b"m = 2\n")
+    aside.rename(project.work / "pkg/other.py")
+    _, _, err = project.cli("refresh")
+    assert "deletes" not in err.lower(), err
+    assert project.patch("fix-two").split(b"\n---\n", 1)[1] == before.split(b"\n---\n", 1)[1]
+    # Two files missing: both named.
+    project.cli("edit", "fix-two")
+    (project.work / "pkg/other.py").unlink()
+    (project.work / "pkg/mod.py").unlink()
+    _, _, err = project.cli("refresh")
+    assert "pkg/mod.py, pkg/other.py are missing from the edit worktree: fix-two.patch now " \
+        "DELETES pkg/mod.py, pkg/other.py (the whole files)" in err, err
+
+
+def test_refresh_of_a_new_file_moved_aside_says_the_patch_no_longer_creates_it(project):
+    """A file the fix creates, moved aside in the edit's worktree: refresh wrote the fix
+    without it, "refreshed (1 file(s))", exit 0, not a word: the new file's lines were gone
+    from the patch. Written still (removing it is how a new file is taken out of a patch), it
+    says so, naming the file and the way back, which gives the fix back as it was."""
+    project.cli("new", "fix-new", "--file", "pkg/new.py", "--file", "pkg/mod.py", "--create")
+    (project.work / "pkg/new.py").write_bytes(b"made = 1\n")
+    (project.work / "pkg/mod.py").write_bytes(b"m = 2\n")
+    project.cli("refresh")
+    before = project.patch("fix-new")
+    project.cli("edit", "fix-new")
+    aside = project.root.parent / "new.py.aside"
+    (project.work / "pkg/new.py").rename(aside)
+    result = run_cli(project.root, "refresh", "--json")
+    assert result.rc == 0 and json.loads(result.out)["drops_missing_files"] == ["pkg/new.py"]
+    assert b"pkg/new.py" not in project.patch("fix-new")
+    aside.rename(project.root.parent / "kept.py")
+    # Said in the text output too, with the way back, which works as said.
+    project.cli("edit", "fix-new")
+    (project.root.parent / "kept.py").rename(project.work / "pkg/new.py")
+    project.cli("add", "pkg/new.py")
+    project.cli("refresh")
+    assert project.patch("fix-new").split(b"\n---\n", 1)[1] == before.split(b"\n---\n", 1)[1]
+    project.cli("edit", "fix-new")
+    (project.work / "pkg/new.py").rename(aside)
+    _, _, err = project.cli("refresh")
+    assert "warning: pkg/new.py is missing from the edit worktree: fix-new.patch no longer " \
+        "CREATES pkg/new.py (its lines are no longer in the patch); if you did not mean that, " \
+        "`patchforge edit fix-new`, put it back (the copy you moved aside), `patchforge add " \
+        "pkg/new.py` and `patchforge refresh` again" in err, err
+    assert "DELETES" not in err, err
+
+
 def test_refresh_of_a_deletion_a_later_patch_makes_again_is_no_refusal(project):
     """The series' end state is what the overlays hold: a file one patch deletes and a later
     one creates again is a file in the overlay, and refresh lets the deletion through."""

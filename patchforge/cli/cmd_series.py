@@ -305,6 +305,26 @@ def refresh(app, name, allow_undo, as_json):
         for undone in result["undoes"]:
             click.echo(f"note: {result['name']} undoes, as asked (--allow-undo): {undone}",
                        err=True)
+        # A file moved aside is written as a deletion of the whole file, or as a file the
+        # patch no longer makes: said before anything else, so that nobody takes it for a
+        # refresh of the change.
+        for key, does, back in (
+                ("deletes_missing_files", "now DELETES {gone} (the whole file{s})",
+                 " (the copy you moved aside; `git checkout -- PATH` in the worktree gives the "
+                 "file as before the patch)"),
+                ("drops_missing_files", "no longer CREATES {gone} (its lines are no longer "
+                 "in the patch)", " (the copy you moved aside), `patchforge add {gone}`")):
+            if result[key]:
+                many = len(result[key]) > 1
+                gone = ", ".join(result[key])
+                click.echo(f"warning: {gone} {'are' if many else 'is'} missing from the edit "
+                           f"worktree: {result['name']} "
+                           + does.format(gone=gone, s="s" if many else "")
+                           + f"; if you did not mean that, `patchforge edit "
+                           f"{result['name'].removesuffix('.patch')}`, put "
+                           f"{'them' if many else 'it'} back"
+                           + back.format(gone=" ".join(result[key]))
+                           + " and `patchforge refresh` again", err=True)
         if result["removes_upstream_files"]:
             # Written, as git and quilt write a deletion; where overlays are made, refresh
             # refused it: an overlay cannot take a file out of the image.

@@ -342,6 +342,7 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
         new_patch = new_patch.with_field("Last-Update", today())
     data = new_patch.to_bytes()
     written = parse_patch_file(data, str(path))  # never write what we could not read back
+    deletes, drops = _missing_from_worktree(patch, written, work)
     changed = data != read
     # The files the patch touched before or touches now: only those changed for the patches
     # after it. Asked before anything is written, of the series as the write leaves it: a
@@ -384,12 +385,33 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
     return {"upstream": upstream, "name": file_name, "changed": changed,
             "files": [c[0] for c in changes], "no_longer_applies": bool(itself),
             "later_failing": later, "undoes": undoes,
-            "removes_upstream_files": removes,
+            "removes_upstream_files": removes, "deletes_missing_files": deletes,
+            "drops_missing_files": drops,
             "later_ambiguous": {name: [r.describe() for r in found]
                                 for name, found in ambiguous.items()},
             "profile_failing": [{"name": p.name, "profiles": sorted(p.chain or ()),
                                  "path": p.path, "meets": p.met, "message": p.describe()}
                                 for p in in_profiles]}
+
+
+def _missing_from_worktree(patch: PatchFile, written: PatchFile,
+                           work: Path) -> tuple[list[str], list[str]]:
+    """The files of the patch missing from the edit's worktree (moved aside, an editor's
+    save-as, or removed on purpose: the way a patch is made to delete a file, or to stop making
+    one) whose absence changes what the patch does, `patch` as it was and `written` as refresh
+    writes it: (the files it now deletes and did not take away before, the files it made and
+    no longer makes). Written, as quilt and git write them; said plainly, naming each, since
+    the patch's change to such a file is gone from it."""
+    taken_before = {fp.old_path for fp in patch.file_patches if fp.old_path is not None and (
+        fp.is_delete or (fp.is_rename and fp.new_path != fp.old_path))}
+    deletes = [fp.old_path for fp in written.file_patches
+               if fp.is_delete and fp.old_path is not None and fp.old_path not in taken_before]
+    made_now = {fp.new_path for fp in written.file_patches if fp.new_path is not None}
+    drops = [fp.new_path for fp in patch.file_patches
+             if fp.new_path is not None and fp.new_path not in made_now
+             and (fp.is_new or ((fp.is_rename or fp.is_copy) and fp.new_path != fp.old_path))
+             and not os.path.lexists(work / fp.new_path)]
+    return deletes, drops
 
 
 def _removals_checked(project: Project, store: UpstreamStore, upstream: str,
