@@ -306,6 +306,29 @@ def test_remembered_applications_answer_as_apply_file_patch_does():
     assert applications(BASE, fp, max_fuzz=2) is exact  # made once
 
 
+def test_remembered_applications_are_kept_per_content_object_never_hashed():
+    """A walk remembers an application per content object, not per content value: contents
+    are whole files (a 300-patch rebase hands about 20 MB of them to its applications), and a
+    key holding the content hashed each one in full once. An equal content that is another
+    object is applied afresh, to the same answer."""
+    from patchforge.apply.hunks import PatchApplications
+
+    class Unhashable(bytes):
+        def __hash__(self):
+            raise AssertionError("a content was hashed")
+
+    new = edit(BASE, b"line 15\n", b"line fifteen\n")
+    (fp,) = parse_diff(git_diff(BASE, new))
+    content = Unhashable(BASE)
+    applications = PatchApplications()
+    first = applications(content, fp)
+    assert first.content == new
+    assert applications(content, fp, max_fuzz=0) is first  # remembered for that object
+    again = applications(Unhashable(BASE), fp)
+    assert again is not first and again == first
+    assert applications(None, fp) == apply_file_patch(None, fp)
+
+
 def _found_by_scanning(lines: list[bytes], want: list[bytes], expected: int, lo: int):
     """Where the hunk search must find `want` in `lines`, by comparing at every offset from
     `lo` on: the match nearest to `expected` (ties: the later one), `expected` itself for an
