@@ -558,8 +558,12 @@ def test_a_change_that_does_not_carry_back_to_the_fixs_base_is_refused(tmp_path,
     exported, _, _ = changed_in_quilt(root, base, tmp_path, ["--profile", "gfx942"],
                                       b"line8 gfx942\n", b"line8 gfx942 and all\n")
     err = refused_update(root, exported)
-    assert f"{exported / 'fix-all.patch'}: fix-all.patch (every profile): quilt's change to " \
-        "a.py does not carry back onto the fix's own base: it meets lines that " \
+    lines = (exported / "fix-all.patch").read_bytes().splitlines()
+    # The line quilt's diff of a.py starts at, named as other refusals name a line.
+    section = next(n for n, line in enumerate(lines, 1)
+                   if line.startswith(b"--- checkout.orig/a.py"))
+    assert f"{exported / 'fix-all.patch'}:{section}: fix-all.patch (every profile): quilt's " \
+        "change to a.py does not carry back onto the fix's own base: it meets lines that " \
         "fix-942.patch (gfx942) changed below it in quilt's tree" in err, err
 
 
@@ -767,3 +771,234 @@ def test_a_patch_changed_after_the_import_is_kept_and_said(stack, tmp_path):
     assert (exported / "fix-a.patch").read_bytes() == newer
     assert "nothing to take back: the series already holds what quilt has" in \
         ok(root, "import", "quilt", str(exported), "--update").out
+
+
+def in_git(root: Path) -> None:
+    """The stack kept in git, as a team keeps it: an import can then be undone there."""
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=T", "-c", "user.email=t@x", "commit", "-qm", "stack")
+
+
+def test_a_new_patch_whose_import_was_undone_is_never_lost(stack, tmp_path):
+    """A patch made with `quilt new`, taken back, then the import undone in the stack (`git
+    checkout -- series`, which leaves the new file there unlisted, or the file removed too).
+    Before, the record counted quilt's file as the series' own from then on: the next import
+    called it a fix the series had left ("not taken back") and said the series held what quilt
+    has, and `export --quilt DIR` unlisted it in quilt's series without a word, so quilt's new
+    fix was in neither. Now the export is refused, naming DIR/series' line and the way on, and
+    the import takes it back again and says so; a patch the series deleted itself stays
+    deleted."""
+    root, base = stack
+    in_git(root)
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "-a")
+    quilt_new(checkout, env, "fix-c.patch", "pkg/new.py", b"new = 1\n")
+    assert "added up/fix-c.patch" in ok(root, "import", "quilt", str(exported), "--update").out
+    quilts = tree_bytes(exported)
+    for undo in ("checkout", "checkout and remove"):
+        git(root, "checkout", "--", "series")
+        if undo == "checkout and remove":
+            (root / "series/up/fix-c.patch").unlink()
+        assert "fix-c" not in (root / "series/up/series").read_text()
+        run = run_cli(root, "export", "--quilt", str(exported))
+        assert run.rc == 2, run.text
+        assert f"{exported / 'series'}:4: lists fix-c.patch, which quilt made (`quilt new`) " \
+               "and `import quilt --update` took back into the up series, which no longer " \
+               "holds it" in run.err, run.err
+        assert f"`patchforge import quilt {exported} --update` takes it back" in run.err
+        assert tree_bytes(exported) == quilts
+        run = ok(root, "import", "quilt", str(exported), "--update")
+        assert "added up/fix-c.patch" in run.out, run.text
+        assert f"note: {exported}/fix-c.patch was taken back by an earlier `import quilt " \
+               "--update`, but the up series no longer holds it" in run.err, run.err
+        assert (root / "series/up/series").read_text().split()[-1] == "fix-c.patch"
+        assert b"+new = 1\n" in (root / "series/up/fix-c.patch").read_bytes()
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / "series").read_text().split()[-1] == "fix-c.patch"
+    assert (exported / "fix-c.patch").read_bytes() == \
+        (root / "series/up/fix-c.patch").read_bytes()
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+    # Deleted by the series itself (kept under deleted/): its decision, not an undone import.
+    checkout2 = checkout_of(tmp_path, base, "checkout2")
+    quilt(checkout2, env, "push", "-a")
+    quilt_new(checkout2, env, "fix-e.patch", "pkg/e.py", b"e = 1\n")
+    ok(root, "import", "quilt", str(exported), "--update")
+    ok(root, "delete", "fix-e")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "note: fix-e.patch left the up series after the export and is unchanged in quilt" \
+        in run.err, run.text
+    assert "fix-e" not in (root / "series/up/series").read_text()
+
+
+def test_an_undone_import_then_an_edit_loses_neither_change(stack, tmp_path):
+    """quilt's change to fix-a taken back, the import undone in the stack, then fix-a changed
+    in the series (`edit`, `refresh`) without quilt's change. Before, the record still vouched
+    for quilt's file as taken (the series' patch had changed "since"): the import said the
+    series' version was newer and kept it, and `export --quilt` overwrote quilt's file, so
+    quilt's change was gone from both. Now the import is refused, naming DIR/series' line and
+    both files, and the export refuses to overwrite; once the series' patch holds both
+    changes, the import keeps it and says so, and the export writes it over quilt's file."""
+    root, base = stack
+    exported, fix_a = quilt_changed_fix_a(root, base, tmp_path)
+    ok(root, "import", "quilt", str(exported), "--update")
+    quilts = tree_bytes(exported)
+    git(root, "checkout", "--", "series")
+    ok(root, "edit", "fix-a")
+    work = root / ".patchforge/work/up/a.py"
+    work.write_bytes(work.read_bytes().replace(b"line9\n", b"line9 edited\n"))
+    ok(root, "refresh")
+    mine = fix_a.read_bytes()
+    assert b"+line9 edited\n" in mine and b"line7 from quilt" not in mine
+
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2, run.text
+    assert f"{exported / 'series'}:1: fix-a.patch: quilt's change, which an earlier `import " \
+           "quilt --update` took back, is not in the up series' patch, which changed since " \
+           "without it" in run.err, run.err
+    assert f"compare {exported / 'fix-a.patch'} with {fix_a}" in run.err
+    assert tree_bytes(root / "series") == before
+    run = run_cli(root, "export", "--quilt", str(exported))
+    assert run.rc == 2, run.text
+    assert f"{exported / 'fix-a.patch'}: holds quilt's change that `import quilt --update` " \
+           f"took back, which {fix_a} no longer holds" in run.err, run.err
+    assert tree_bytes(exported) == quilts and tree_bytes(root / "series") == before
+
+    ok(root, "edit", "fix-a")
+    work.write_bytes(work.read_bytes().replace(b"line7\n", b"line7 from quilt\n"))
+    ok(root, "refresh")
+    both = fix_a.read_bytes()
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "nothing taken back: the series' patches are newer than quilt's" in run.out, run.text
+    assert fix_a.read_bytes() == both
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / "fix-a.patch").read_bytes() == both
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
+def worked_on_in_quilt(stack, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The stack moved under tmp_path/prepared (to be copied for each kill), exported to
+    prepared/q, fix-a's line7 changed there and `quilt refresh`ed, fix-c made with `quilt
+    new`: (prepared, the project, DIR)."""
+    root, base = stack
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    root = root.rename(prepared / "project")
+    exported = prepared / "q"
+    ok(root, "export", "--quilt", str(exported))
+    env = quilt_env(tmp_path, exported, "")
+    checkout = checkout_of(tmp_path, base)
+    quilt(checkout, env, "push", "fix-a.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line7\n", b"line7 from quilt\n"))
+    quilt(checkout, env, "refresh")
+    quilt(checkout, env, "push", "-a")
+    quilt_new(checkout, env, "fix-c.patch", "pkg/new.py", b"new = 1\n")
+    return prepared, root, exported
+
+
+@pytest.mark.parametrize("then", ["export", "edit"])
+def test_a_killed_import_then_another_command_loses_neither_sides_change(stack, tmp_path, then):
+    """`import quilt --update` (fix-a refreshed in quilt, fix-c made with `quilt new`) killed
+    (kill -9, PATCHFORGE_FAULT) at each file it lands, between a patch file and the record
+    that vouches for it, and the next command is not the same import again: `export --quilt
+    DIR`, or an `edit` + `refresh` of fix-a (the kill unseen) then the import and the export.
+    Before, an import killed after it recorded quilt's fix-a, before it wrote it, then fix-a
+    edited, had the next import keep the series' fix-a as "newer" and the export overwrite
+    quilt's file: quilt's change was in neither. Now each command either finishes with both
+    sides' changes or is refused, exit 2, naming the file, nothing written; and the import run
+    again in the end finishes it."""
+    import shutil
+
+    from helpers.cli import run_subprocess
+
+    prepared, root, exported = worked_on_in_quilt(stack, tmp_path)
+    quilt_files = {n: (exported / n).read_bytes() for n in ("fix-a.patch", "fix-c.patch")}
+
+    def holds_quilts(project: Path, q: Path) -> None:
+        """Each change made in quilt is in the series, or still in DIR as quilt wrote it and
+        listed there."""
+        listed = (q / "series").read_text().split()
+        fix_a = (project / "series/up/fix-a.patch").read_bytes()
+        assert b"+line7 from quilt\n" in fix_a or (
+            (q / "fix-a.patch").read_bytes() == quilt_files["fix-a.patch"]
+            and "fix-a.patch" in listed), fix_a
+        assert "fix-c.patch" in (project / "series/up/series").read_text().split() or (
+            (q / "fix-c.patch").read_bytes() == quilt_files["fix-c.patch"]
+            and "fix-c.patch" in listed)
+
+    def refused_or_done(run, project: Path, q: Path, before: tuple) -> None:
+        if run.rc == 2:
+            assert "nothing was" in run.err, run.err
+            assert (tree_bytes(project / "series"), tree_bytes(q)) == before, run.err
+        else:
+            assert run.rc == 0, run.text
+        holds_quilts(project, q)
+
+    hits = 0
+    for n in range(1, 40):
+        project, q = (tmp_path / f"run-{n}" / "project"), (tmp_path / f"run-{n}" / "q")
+        shutil.copytree(prepared, tmp_path / f"run-{n}", symlinks=True)
+        proc = run_subprocess(project, "import", "quilt", str(q), "--update",
+                              env={"PATCHFORGE_FAULT": f"rename:{n}"})
+        if proc.returncode == 0:
+            break
+        hits += 1
+        assert proc.returncode == 137, proc.stderr.decode()
+        holds_quilts(project, q)
+        if then == "edit":
+            ok(project, "edit", "fix-a")
+            work = project / ".patchforge/work/up/a.py"
+            work.write_bytes(work.read_bytes().replace(b"line9\n", b"line9 edited\n"))
+            ok(project, "refresh")
+            before = (tree_bytes(project / "series"), tree_bytes(q))
+            run = run_cli(project, "import", "quilt", str(q), "--update")
+            refused_or_done(run, project, q, before)
+            assert b"+line9 edited\n" in (project / "series/up/fix-a.patch").read_bytes()
+        before = (tree_bytes(project / "series"), tree_bytes(q))
+        run = run_cli(project, "export", "--quilt", str(q))
+        refused_or_done(run, project, q, before)
+        if then == "export":
+            again = run_cli(project, "import", "quilt", str(q), "--update")
+            assert again.rc == 0, (n, again.text)
+            fix_a = (project / "series/up/fix-a.patch").read_bytes()
+            assert b"+line7 from quilt\n" in fix_a and b"+new = 1\n" in \
+                (project / "series/up/fix-c.patch").read_bytes(), n
+    else:
+        pytest.fail("the fault never stopped firing")
+    assert hits >= 3
+
+
+def test_a_killed_export_after_an_import_loses_nothing(stack, tmp_path):
+    """quilt's fix-a change and its `quilt new` fix-c taken back, then `export --quilt DIR`
+    killed at each file it lands (a patch file written, the record not yet): the next `import
+    quilt --update` finds the series holds everything (nothing taken, nothing refused), and
+    the export run again gives what an uncut export gives."""
+    import shutil
+
+    from helpers.cli import run_subprocess
+
+    prepared, root, exported = worked_on_in_quilt(stack, tmp_path)
+    ok(root, "import", "quilt", str(exported), "--update")
+    series = tree_bytes(root / "series")
+    shutil.copytree(prepared, tmp_path / "clean", symlinks=True)
+    ok(tmp_path / "clean/project", "export", "--quilt", str(tmp_path / "clean/q"))
+    clean = tree_bytes(tmp_path / "clean/q")
+    for n in range(1, 20):
+        shutil.copytree(prepared, tmp_path / f"run-{n}", symlinks=True)
+        project, q = tmp_path / f"run-{n}/project", tmp_path / f"run-{n}/q"
+        proc = run_subprocess(project, "export", "--quilt", str(q),
+                              env={"PATCHFORGE_FAULT": f"rename:{n}"})
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == 137, proc.stderr.decode()
+        run = ok(project, "import", "quilt", str(q), "--update")
+        assert "nothing to take back" in run.out, (n, run.text)
+        assert tree_bytes(project / "series") == series, n
+        ok(project, "export", "--quilt", str(q))
+        assert {k: v for k, v in tree_bytes(q).items() if not k.endswith(".tmp")} == clean, n
+    else:
+        pytest.fail("the fault never stopped firing")
+    assert n > 3

@@ -134,6 +134,10 @@ def import_quilt(app, directory, upstream, update, delete_gone):
         click.echo(f"deleted {upstream}/{name} (kept as {kept})")
     if result["reordered"]:
         click.echo(f"reordered {upstream}'s series as {result['directory']}/series orders it")
+    for name in result["taken_again"]:
+        click.echo(f"note: {result['directory']}/{name} was taken back by an earlier `import "
+                   f"quilt --update`, but the {upstream} series no longer holds it (the import "
+                   "undone in the stack, or a run cut short?): taken back again", err=True)
     for name in result["kept_ours"]:
         click.echo(f"note: {upstream}/{name} joined the series after the export; kept in its "
                    "place", err=True)

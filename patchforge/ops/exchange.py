@@ -15,12 +15,12 @@ import shlex
 import stat
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from patchforge.apply.diffparse import parse_diff_full, validate_path
 from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch
 from patchforge.apply.series import applies_to_profile, profile_bases_differ, profile_set
-from patchforge.errors import InputError, UsageError
+from patchforge.errors import InputError, PatchforgeError, UsageError
 from patchforge.formats.patchfile import (CANONICAL_ORDER, parse_patch_file, quote_diff_like,
                                           render_patch_file)
 from patchforge.formats.series import parse_series
@@ -1187,7 +1187,7 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
     `_refuse_losing_others`)."""
     files: list[tuple[Path, bytes]] = []
     records: list[tuple[Path, dict[str, list[str]], dict[str, list[str]],
-                        dict[str, dict[str, dict[str, str]]]]] = []
+                        dict[str, dict[str, dict]]]] = []
     binary_sections = []
     upstreams = [u for u in project.upstream_names() if project.patch_names(u)]
     if upstream is not None:
@@ -1247,10 +1247,14 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
 
 # What `export --quilt` wrote into a directory: {"version": 1, "patches": {name: [sha256]}},
 # "profile": P when it wrote that profile's series only (`--profile P`), and "taken": {name:
-# {quilt file's sha256: {"into": sha256, "over": sha256}}}, what `import quilt --update` took
-# back since: the series' patch file it wrote ("into") over the one it replaced ("over"), so
-# that quilt's file counts as the series' own only while the series has not gone back to
-# "over" (the import undone: `git checkout -- series`).
+# {quilt file's sha256: {"into": sha256, "over": sha256, "new": true, "change": {"+": {line
+# key: n}, "-": {line key: n}}}}}, what `import quilt --update` took back since: the series'
+# patch file it wrote ("into") over the one it replaced ("over"; "new" for a patch `quilt new`
+# made, which the series did not have), and quilt's change itself ("change": the diff and
+# header lines it added and took out, see _change_lines), so that quilt's file counts as the
+# series' own only while the series holds that change: not when the series went back to
+# "over" or took the new patch out again (the import undone: `git checkout -- series`), nor
+# when the patch changed since without it (the import undone, then `edit` + `refresh`).
 # quilt reads only `series` and the files it lists, so the record travels with the directory
 # without being in anyone's way.
 EXPORT_RECORD = ".patchforge-export"
@@ -1261,7 +1265,7 @@ def _sha256(data: bytes) -> str:
 
 
 def _record_bytes(patches: dict[str, list[str]], profile: str | None = None,
-                  taken: dict[str, dict[str, dict[str, str]]] | None = None) -> bytes:
+                  taken: dict[str, dict[str, dict]] | None = None) -> bytes:
     record: dict = {"version": 1, "patches": patches}
     if profile is not None:
         record["profile"] = profile  # the series exported was that profile's only
@@ -1282,7 +1286,7 @@ def export_record_profile(target: Path) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def read_taken_record(target: Path) -> dict[str, dict[str, dict[str, str]]]:
+def read_taken_record(target: Path) -> dict[str, dict[str, dict]]:
     """The "taken" part of `target`'s export record (see EXPORT_RECORD): {} when there is none
     or it is not as written (then no quilt file is vouched for: refused rather than lost)."""
     try:
@@ -1298,20 +1302,110 @@ def read_taken_record(target: Path) -> dict[str, dict[str, dict[str, str]]]:
     return {}
 
 
-def taken_undone(taken: dict[str, dict[str, dict[str, str]]], name: str, quilt_bytes: bytes,
-                 series_bytes: bytes | None) -> bool | None:
+def taken_undone(taken: dict[str, dict[str, dict]], name: str, quilt_bytes: bytes,
+                 series_bytes: bytes | None,
+                 elsewhere: Callable[[], Iterable[bytes]] | None = None) -> bool | None:
     """Whether quilt's `quilt_bytes` for patch `name`, which an `import quilt --update` took
     back, are missing from the series again: True when the series' patch file is the one that
-    import replaced (the import undone), False when it is what the import wrote or has changed
-    since (an `edit`, a `refresh`: the series' newer version), None when no import took these
-    bytes back."""
+    import replaced (the import undone), or has changed since without quilt's change (the
+    import undone, then `edit` + `refresh`), or, for a patch `quilt new` made, when the series
+    lists it no more and holds its change nowhere (`elsewhere`: the bytes of the series'
+    listed patches and of those kept under deleted/, skipped/, upstreamed/); False when the
+    series holds what the import wrote, or a version changed since that holds quilt's change,
+    or let the patch go itself (`delete`, `rename`, landed upstream); None when no import took
+    these bytes back."""
     took = taken.get(name, {}).get(_sha256(quilt_bytes))
     if took is None:
         return None
     if series_bytes is None:
-        return False  # the patch left the series since: the series' own decision
+        # The patch left the series since: the series' own decision, unless it is one the
+        # import added and the series holds its change nowhere (the import undone).
+        if not took.get("new") or elsewhere is None:
+            return False
+        return not any(holds_change(took, data) for data in elsewhere())
     held = _sha256(series_bytes)
-    return held != took["into"] and held == took.get("over")
+    if held == took["into"]:
+        return False
+    if held == took.get("over"):
+        return True
+    # Changed since: newer than the import only when it still holds quilt's change (a record
+    # of an earlier version, without "change", counts it newer as before).
+    return "change" in took and not holds_change(took, series_bytes)
+
+
+def series_holdings(project: Project, upstream: str) -> Iterable[bytes]:
+    """The bytes of every patch `upstream`'s series holds: listed, or kept by the series
+    under deleted/, skipped/ and upstreamed/ (a fix the series let go itself). A file of
+    series/<upstream>/ the series does not list (the one a `git checkout -- series` leaves
+    behind) is none of them."""
+    for name in project.patch_names(upstream):
+        try:
+            yield project.read_patch_bytes(upstream, name)
+        except PatchforgeError:
+            continue
+    for kind in ("deleted", "skipped", "upstreamed"):
+        folder = project.series_dir(upstream) / kind
+        if folder.is_dir() and not folder.is_symlink():
+            for path in sorted(folder.iterdir()):
+                if path.is_file() and not path.is_symlink():
+                    yield path.read_bytes()
+
+
+def taken_entry(before: bytes | None, written: bytes) -> dict:
+    """The "taken" entry of a quilt file an `import quilt --update` took back (see
+    EXPORT_RECORD): `written` the series' patch file it became, over `before` (None: a patch
+    the series did not have)."""
+    old = _change_lines(before) if before is not None else {}
+    new = _change_lines(written)
+    entry: dict = {"into": _sha256(written),
+                   "change": {"+": {k: n for k, n in new.items() if n > old.get(k, 0)},
+                              "-": {k: new.get(k, 0) for k, n in old.items()
+                                    if n > new.get(k, 0)}}}
+    if before is None:
+        entry["new"] = True
+    else:
+        entry["over"] = _sha256(before)
+    return entry
+
+
+def holds_change(took: dict, data: bytes) -> bool:
+    """True when the patch file `data` holds the change quilt made (`took`'s "change"): every
+    line quilt's version added, as often, and none of those it took out more often than
+    quilt's version keeps them. A patch changed since on other lines still holds it."""
+    change = took.get("change")
+    if not isinstance(change, dict):
+        return False
+    lines = _change_lines(data)
+    return all(lines.get(k, 0) >= n for k, n in change.get("+", {}).items()) and \
+        all(lines.get(k, 0) <= n for k, n in change.get("-", {}).items())
+
+
+def _change_lines(data: bytes) -> dict[str, int]:
+    """The lines a patch file says, counted by a short key: each added and removed line of its
+    diff with its file's path, and each header line but `Base` and `Last-Update` (which the
+    import and `refresh` set anew), so that a change quilt made (a line of the diff, a field
+    `quilt header -e` changed) is found again in a later version of the patch, whose context
+    and line numbers may differ."""
+    try:
+        patch = parse_patch_file(data, "<patch>")
+    except PatchforgeError:
+        return {"unreadable:" + _sha256(data)[:16]: 1}
+    keys: list[bytes] = []
+    for line in data[:len(data) - len(patch.diff)].splitlines():
+        if not line.lower().startswith((b"base:", b"last-update:")):
+            keys.append(b"h\0" + line)
+    for file in patch.file_patches:
+        path = file.path.encode("utf-8", "surrogateescape")
+        if file.is_binary:
+            keys.append(b"b\0" + path + b"\0" + file.raw)
+        for hunk in file.hunks:
+            keys += [b"d\0" + path + b"\0" + line.rstrip(b"\r\n") for line in hunk.lines
+                     if line[:1] in (b"+", b"-")]
+    counted: dict[str, int] = {}
+    for key in keys:
+        short = _sha256(key)[:16]
+        counted[short] = counted.get(short, 0) + 1
+    return counted
 
 
 def _read_export_record(target: Path) -> dict[str, list[str]] | None:
@@ -1349,7 +1443,7 @@ def _read_export_record(target: Path) -> dict[str, list[str]] | None:
 def _refuse_losing_others(project: Project, upstream: str, target: Path,
                           patches: list[tuple[Path, bytes]],
                           earlier: dict[str, list[str]] | None,
-                          taken: dict[str, dict[str, dict[str, str]]],
+                          taken: dict[str, dict[str, dict]],
                           profile: str | None = None) -> None:
     """`export --quilt DIR` replaces DIR/series and the patch files of its names. Refused
     (UsageError naming the file, and the series line) when that would lose a patch that is not
@@ -1377,7 +1471,8 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
             return True
         held = project.read_patch_bytes(upstream, name) \
             if name in project.patch_names(upstream) else None
-        return taken_undone(taken, name, data, held) is False
+        return taken_undone(taken, name, data, held,
+                            lambda: series_holdings(project, upstream)) is False
 
     for path, data in patches:
         if earlier is None:
@@ -1437,6 +1532,18 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
         there = kept.read_bytes()
         if there in written or recorded(name, there):
             continue
+        if taken_undone(taken, name, there, None, lambda: series_holdings(project, upstream)):
+            # A patch `quilt new` made that an import took back, which the series no longer
+            # lists nor holds anywhere (the import undone in the stack, or a run cut short
+            # before it listed it): left unlisted, quilt's new fix would be lost to both.
+            raise UsageError(
+                f"{series}:{line_no}: lists {name}, which quilt made (`quilt new`) and "
+                f"`import quilt --update` took back into the {upstream} series, which no "
+                "longer holds it (the import undone in the stack?); the export would leave it "
+                "unlisted there, so nothing was written",
+                hint=f"to keep it, {_take_back(project, upstream, target)} takes it back into "
+                     f"{project.patch_path(upstream, name)}; to drop it, remove {kept}; then "
+                     "export again")
         if earlier is not None and name in earlier:
             # This project's patch as the last export wrote it (the record says so), changed
             # in DIR since (a `quilt refresh`): an export that leaves it out (another

@@ -32,7 +32,8 @@ from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, writing_pro
 from patchforge.ops.exchange import (EXPORT_RECORD, _read_export_record, _record_bytes,
                                      _refuse_collisions, _refuse_taken,
                                      _refuse_unknown_profiles, _sha256, export_record_profile,
-                                     read_taken_record, taken_undone)
+                                     read_taken_record, series_holdings, taken_entry,
+                                     taken_undone)
 from patchforge.ops.series import (checked_patch_name, default_author, failing_patches,
                                    refuse_case_twin, today)
 from patchforge.project import patch_file_name
@@ -110,6 +111,10 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     # Changed in quilt and, it seems, in the series since the export: refused below unless
     # the series' patch is what taking quilt's back gives (a run a kill cut short wrote it).
     both: dict[str, tuple[Path, int]] = {}
+    # Taken back before, then the import undone and the patch changed since without quilt's
+    # change: refused alike, neither side's change may be lost.
+    diverged: dict[str, tuple[Path, int]] = {}
+    taken_again: list[str] = []  # taken back before, the import undone since: taken again
     unlisted: dict[str, bytes] = {}  # a new patch's file already there (the same, or refused)
     left_out: list[str] = []
     kept_newer: list[tuple[str, str]] = []
@@ -128,27 +133,41 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 if _sha256(mine) != took[file_name][_sha256(data)]["into"]:
                     kept_newer.append((file_name, str(source)))
                 continue
-            if not undone and record is not None and file_name in record and \
+            if undone:
+                if _sha256(mine) != took[file_name][_sha256(data)].get("over"):
+                    # The import undone, then the patch changed (edit, refresh) without
+                    # quilt's change: taking quilt's back would lose the series' change.
+                    diverged[file_name] = (source, line)
+                else:
+                    taken_again.append(file_name)
+            elif record is not None and file_name in record and \
                     _sha256(exported) not in recorded and _sha256(mine) not in recorded:
                 both[file_name] = (source, line)
             taken[file_name] = _changed_patch(mine_patch, _quilt_patch(data, source), upstream,
                                               pin.commit)
             how[file_name] = CHANGED
-        elif _sha256(data) in recorded or _sha256(data) in took.get(file_name, {}):
-            # Exported (or taken back), then taken out of the series (delete, rename, landed
-            # upstream), and not changed in quilt: the series' own decision stands.
-            left_out.append(file_name)
-        elif record is not None and file_name in record:
-            _refuse_renamed(project, upstream, file_name, recorded, ours, ours_bytes,
-                            {e[0] for e in entries}, series_path, source, line)
-            raise InputError(
-                f"{file_name} left the {upstream} series after `export --quilt` wrote it "
-                "(deleted, renamed, or landed upstream) and was changed in quilt since; "
-                "nothing was taken back", path=str(series_path), line=line,
-                hint=f"to keep quilt's version as a new fix, give it a new name in {series_path} "
-                     f"and rename {source} alike; to drop it, take its line out of "
-                     f"{series_path}")
         else:
+            # A patch `quilt new` made that an import took back, and that the series no longer
+            # lists nor holds anywhere (the import undone in the stack; a run cut short before
+            # listing it): quilt's new fix, taken again.
+            again = bool(taken_undone(took, file_name, data, None,
+                                      lambda: series_holdings(project, upstream)))
+            if not again and (_sha256(data) in recorded
+                              or _sha256(data) in took.get(file_name, {})):
+                # Exported (or taken back), then taken out of the series (delete, rename,
+                # landed upstream), and not changed in quilt: the series' own decision stands.
+                left_out.append(file_name)
+                continue
+            if not again and record is not None and file_name in record:
+                _refuse_renamed(project, upstream, file_name, recorded, ours, ours_bytes,
+                                {e[0] for e in entries}, series_path, source, line)
+                raise InputError(
+                    f"{file_name} left the {upstream} series after `export --quilt` wrote it "
+                    "(deleted, renamed, or landed upstream) and was changed in quilt since; "
+                    "nothing was taken back", path=str(series_path), line=line,
+                    hint=f"to keep quilt's version as a new fix, give it a new name in "
+                         f"{series_path} and rename {source} alike; to drop it, take its line "
+                         f"out of {series_path}")
             refuse_case_twin(project, upstream, file_name)
             path = project.patch_path(upstream, file_name)
             if path.exists():
@@ -156,6 +175,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             taken[file_name] = _new_patch(_quilt_patch(data, source), file_name, upstream,
                                           pin.commit, profile)
             how[file_name] = ADDED
+            if again:
+                taken_again.append(file_name)
 
     # The series' patches quilt does not list: taken out with `quilt delete` (the export
     # wrote them), or added to the series after the export (it did not).
@@ -203,6 +224,14 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 hint=f"compare {source} with {project.patch_path(upstream, name)}, make one "
                      "of them hold both changes, then run this again")
         made[name] = project.read_patch(upstream, name)  # taken back before, as it is
+    for name, (source, line) in diverged.items():
+        raise InputError(
+            f"{name}: quilt's change, which an earlier `import quilt --update` took back, is "
+            f"not in the {upstream} series' patch, which changed since without it (the import "
+            "undone in the stack, then edit + refresh?); taking quilt's back would lose the "
+            "series' change, so nothing was taken back", path=str(series_path), line=line,
+            hint=f"compare {source} with {project.patch_path(upstream, name)}, make one "
+                 "of them hold both changes, then run this again")
     for name, there in unlisted.items():
         if not _same_but_date(made[name], there):
             path = project.patch_path(upstream, name)
@@ -241,7 +270,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                         and n not in taken],
               "added": [n for n in order if how.get(n) == ADDED],
               "deleted": [], "kept_ours": [n for n in newer if n not in others],
-              "left_out": left_out, "kept_newer": kept_newer,
+              "left_out": left_out, "kept_newer": kept_newer, "taken_again": taken_again,
               "reordered": [n for n in ours if n in order] != [n for n in order if n in ours],
               "directory": str(folder)}
     if not writes and not removed and not leftovers and \
@@ -262,14 +291,14 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                              "was being checked (another patchforge command); nothing was "
                              "taken back", hint="run it again")
         with writing_project(project.root):
-            # The export record first (which patch takes quilt's change, over what), then
-            # the kept, then the new files, then the series, then what the history says, then
-            # the removals, then the record of the new patches: a kill at any point loses no
+            # The export record first (which patch takes quilt's change, over what; which new
+            # patch the series takes), then the kept, then the new files, then the series,
+            # then what the history says, then the removals: a kill at any point loses no
             # fix, and running this again finishes what it left (a patch still as it was
-            # before is quilt's change not yet taken: taken again; a new patch the record
-            # named before its file was written would count as one the series left).
+            # before is quilt's change not yet taken, and a new patch the series does not
+            # list yet is one not yet added: each taken again).
             _record_taken(folder, record, profile, entries, took, ours_bytes,
-                          {n: made[n].to_bytes() for n in taken if n in ours_bytes})
+                          {n: made[n].to_bytes() for n in taken})
             kept = []
             for name in removed:
                 where = deleted_dir / aside_name(deleted_dir, name, ours_bytes[name])
@@ -292,8 +321,6 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             _close_edit(project, upstream, ours, order, set(writes))
             series_changed(project)
     result["deleted"] = [(n, str(w.relative_to(project.root))) for n, w in kept]
-    _record_taken(folder, _read_export_record(folder), profile, entries,
-                  read_taken_record(folder), ours_bytes, {n: made[n].to_bytes() for n in taken})
     return result
 
 
@@ -573,12 +600,13 @@ def _carried_back(read_base, name: str, patch: PatchFile, state: SeriesState,
             break
     if stuck is not None:
         note, below, missing, profiles = met(stuck)
+        source, line = _section_of(where[name][0], stuck)
         if below or (profiles and not missing):
             who = ", ".join(below) or "patches of another profile"
             raise InputError(
                 f"{name} ({note}): quilt's change to {stuck} {why}: it meets lines that "
                 f"{who} changed below it in quilt's tree, which its base does not hold; "
-                "nothing was taken back", path=str(where[name][0]),
+                "nothing was taken back", path=source, line=line,
                 hint=f"in quilt, make {name} leave those lines alone and `quilt refresh` it; "
                      "or, if the change is for that tree's profile alone, make it a fix of "
                      "its own (`quilt new`) there")
@@ -590,7 +618,7 @@ def _carried_back(read_base, name: str, patch: PatchFile, state: SeriesState,
             f"{name}: quilt's change to {stuck} {why}: it meets lines that {who} changed "
             f"in its base, and {'it is' if len(missing) == 1 else 'they are'} in the series "
             f"but not in quilt's tree ({series_path}); nothing was taken back",
-            path=str(where[name][0]),
+            path=source, line=line,
             hint=f"if {name} is {who} under another name, give it that name in quilt (its "
                  f"line in {series_path} and its file); else list {who} in {series_path} "
                  f"before it (`quilt import`), push, and `quilt refresh` {name}")
@@ -601,6 +629,18 @@ def _carried_back(read_base, name: str, patch: PatchFile, state: SeriesState,
         trial.touched_by.setdefault(path, []).append(name)
     trial.outcomes.append(outcome)
     return trial
+
+
+def _section_of(source: Path, path: str) -> tuple[str, int | None]:
+    """The quilt file `source` and the line its diff of `path` starts at, for a refusal about
+    quilt's change to that file: as the other refusals name a line, this one names where the
+    change is."""
+    try:
+        parsed = _quilt_patch(source.read_bytes(), source)
+    except (OSError, PatchforgeError):
+        return str(source), None
+    return str(source), next((fp.line_no for fp in parsed.file_patches
+                              if path in (fp.old_path, fp.new_path)), None)
 
 
 def _not_in_tree(patches, own, where, at: int, path: str) -> list[str]:
@@ -757,14 +797,16 @@ def _close_edit(project: Project, upstream: str, before: list[str], after: list[
 
 def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: str | None,
                   entries: list[tuple[str, Path, int, bytes]],
-                  took: dict[str, dict[str, dict[str, str]]], before: dict[str, bytes],
+                  took: dict[str, dict[str, dict]], before: dict[str, bytes],
                   written: dict[str, bytes]) -> None:
     """The export record of `folder` learns the quilt files taken back (`written`: the series'
     patch file each became), so that the next `export --quilt` there replaces them instead of
     refusing them as changes it would lose, and the next `import quilt --update` knows them.
-    A patch the series had is recorded with the file it replaced (`before`): should the
-    series go back to that one (the import undone in the stack), quilt's file is quilt's
-    change again, the series' no longer. A folder without a record is left as it is."""
+    Each is recorded with the file it replaced (`before`; none for a patch `quilt new` made)
+    and quilt's change itself (exchange.taken_entry): should the series go back to that file,
+    or drop the new patch again, or change the patch without quilt's change (the import
+    undone in the stack), quilt's file is quilt's change again, the series' no longer. A
+    folder without a record is left as it is."""
     if record is None:
         return
     grown = {name: list(hashes) for name, hashes in record.items()}
@@ -772,18 +814,14 @@ def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: st
     for file_name, _, _, data in entries:
         if file_name not in written:
             continue
-        earlier = took.get(file_name, {}).get(_sha256(data), {})
-        if file_name not in before or (before[file_name] == written[file_name]
-                                       and "over" not in earlier):
-            # A new patch (or one a run a kill cut short added): the series' own from now on.
-            if _sha256(data) not in grown.get(file_name, []):
+        earlier = took.get(file_name, {}).get(_sha256(data))
+        if before.get(file_name) == written[file_name]:
+            # The series holds it already: a run a kill cut short wrote it (what it replaced
+            # is recorded then), or the series has it as quilt's import makes it.
+            if earlier is None and _sha256(data) not in grown.get(file_name, []):
                 grown.setdefault(file_name, []).append(_sha256(data))
             continue
-        entry = {"into": _sha256(written[file_name])}
-        if before[file_name] != written[file_name]:
-            entry["over"] = _sha256(before[file_name])
-        else:  # a run a kill cut short wrote the patch: what it replaced is recorded
-            entry["over"] = earlier["over"]
-        grown_took.setdefault(file_name, {})[_sha256(data)] = entry
+        grown_took.setdefault(file_name, {})[_sha256(data)] = \
+            taken_entry(before.get(file_name), written[file_name])
     if grown != record or grown_took != took:
         atomic_write(folder / EXPORT_RECORD, _record_bytes(grown, profile, grown_took))
