@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -1248,7 +1249,48 @@ def test_import_mbox_leaves_format_patchs_signature_out_of_the_patch(project, tm
     for name in (root / "series/up/series").read_text().split():
         data = (root / "series/up" / name).read_bytes()
         assert b"9.99.9" not in data and not data.endswith(b"\n\n"), data
-    lint = run_cli(root, "lint", "--no-forge")  # (format-patch's short index lines: a warning)
-    assert lint.rc == 0 and "lint: 0 error(s)" in lint.out, lint.text
+    lint = run_cli(root, "lint", "--no-forge")
+    assert lint.rc == 0 and "lint: no findings" in lint.out, lint.text
     assert overlay_tree(root) == {p: (fork / p).read_bytes()
                                   for p in ("a.py", "pkg/crlf.txt", "pkg/added.py")}
+
+
+def test_import_mbox_writes_format_patchs_short_index_lines_in_full(project, tmp_path):
+    """`git format-patch` writes abbreviated blob ids (`index 3f2a1b4..9c0d7e2 100644`);
+    imported as they were, every new patch drew lint's byte-stability warning at once ("only
+    index lines differ", `edit` + `refresh` to fix it). Now their ids are written in full, as
+    `refresh` writes them, where the file each diff was made on is the one the series gives
+    (a second fix of a.py, made on the first): lint is clean and the fixes are as before. A
+    diff made on another version of the file keeps its index line as it was."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    (fork / "a.py").write_bytes((fork / "a.py").read_bytes().replace(b"line9\n", b"LINE9\n"))
+    git(fork, "commit", "-qam", "Fix line nine")
+    mbox = tmp_path / "fixes.mbox"
+    mbox.write_bytes(subprocess.run(["git", "format-patch", "--stdout", "main..fixes"], cwd=fork,
+                                    check=True, capture_output=True).stdout)
+    assert re.search(rb"^index [0-9a-f]{7}\.\.[0-9a-f]{7} 100644$", mbox.read_bytes(), re.M)
+    ok(root, "import", "mbox", str(mbox))
+    names = (root / "series/up/series").read_text().split()
+    assert len(names) == 3
+    for name in names:
+        data = (root / "series/up" / name).read_bytes()
+        indexes = re.findall(rb"^index \S+", data, re.M)
+        assert indexes and all(re.fullmatch(rb"index [0-9a-f]{40}\.\.[0-9a-f]{40}", i)
+                               for i in indexes), (name, indexes)
+    lint = run_cli(root, "lint", "--no-forge")
+    assert lint.rc == 0 and "only index lines differ" not in lint.text, lint.text
+    assert "warning" not in lint.text, lint.text
+    assert overlay_tree(root) == {p: (fork / p).read_bytes()
+                                  for p in ("a.py", "pkg/crlf.txt", "pkg/added.py")}
+
+    # Made on another a.py than the one the series gives it (the first fix out, the line-nine
+    # fix in): its index line names other blobs, kept as it was.
+    other = tmp_path / "other.mbox"
+    other.write_bytes(mbox.read_bytes().split(b"\nFrom ")[0].replace(
+        b"Subject: [PATCH 1/3] Fix line three", b"Subject: [PATCH] Fix line three again"))
+    git(fork, "checkout", "-q", "main")
+    ok(root, "delete", names[0].removesuffix(".patch"))
+    ok(root, "import", "mbox", str(other))
+    again = (root / "series/up/fix-line-three-again.patch").read_bytes()
+    assert re.search(rb"^index [0-9a-f]{7}\.\.[0-9a-f]{7} 100644$", again, re.M), again

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from patchforge.apply.diffparse import parse_diff_full, validate_path
 from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch
-from patchforge.apply.series import applies_to_profile, profile_bases_differ, profile_set
+from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series,
+                                     profile_bases_differ, profile_set)
 from patchforge.errors import InputError, PatchforgeError, UsageError
 from patchforge.formats.patchfile import (CANONICAL_ORDER, parse_patch_file, quote_diff_like,
                                           render_patch_file)
@@ -981,6 +982,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
     pin = project.lock.pin(upstream)
     pending: list[tuple[str, bytes]] = []
     sources: dict[str, tuple[str, bytes | None]] = {}
+    full_index = _FullIndex(project, store, upstream, pin.commit)
     with tempfile.TemporaryDirectory(prefix="patchforge-mbox-") as tmp:
         tmp_path = Path(tmp)
         # A CR of a file's own CRLF lines is kept (--keep-cr), unless the mbox's own first
@@ -999,6 +1001,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             exported = _exported_patch(message, source, upstream, pin.commit)
             if exported is not None:
                 file_name, data = exported
+                full_index.of(parse_patch_file(data, source).diff)  # (the walk goes on)
                 _check_new_name(project, upstream, file_name, data)
                 _refuse_taken(file_name, {n for n, _ in pending}, source)
                 pending.append((file_name, data))
@@ -1037,6 +1040,9 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
                 # patch file, whose diff then was not the one patchforge regenerates (lint:
                 # not byte-stable) and changed with the git version that wrote the mbox.
                 diff = diff[:len(diff) - len(parsed_diff.trailing)]
+            # format-patch abbreviates the blob ids of its `index` lines (7 hex digits): written
+            # in full, as `refresh` writes them, where the file the diff was made on is known.
+            diff = full_index.of(diff)
             # A message that begins with a patch header (`git format-patch` of the commits
             # `git am` made from `export --mbox`) gives its fields back, as `import git` does:
             # read as free text, a `Profiles: gfx942` fix went into every profile. Its whole
@@ -1070,6 +1076,102 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             sources[file_name] = (source, None)
     _write_imported(project, store, upstream, pending, sources, pin=pin.commit)
     return [n for n, _ in pending]
+
+
+class _FullIndex:
+    """The `index` lines of an mbox's diffs with full blob ids. `git format-patch` writes them
+    abbreviated (`index 3f2a1b4..9c0d7e2 100644`), `refresh` and lint's byte-stability check
+    in full: imported as they were, each new patch drew a lint warning at once ("only index
+    lines differ"). Each diff is applied, without fuzz, on its base (the series, then the
+    mbox's earlier patches) and made again as `refresh` makes it; its index lines are taken
+    from that when nothing else differs and each full id is the one the abbreviation names
+    (the file the diff was made on is the one here). Otherwise the diff is kept as it is."""
+
+    def __init__(self, project: Project, store: UpstreamStore, upstream: str, pin: str) -> None:
+        self.project, self.store, self.upstream, self.pin = project, store, upstream, pin
+        self.state: SeriesState | None = None
+        self.listed: list[bytes] = []  # the diffs of the series' patches
+
+    def _read_base(self, paths):
+        return self.store.read_blobs(self.pin, paths)
+
+    def _walked(self) -> SeriesState:
+        """The walk's state, the series applied first."""
+        if self.state is None:
+            self.state = SeriesState()
+            for name in self.project.patch_names(self.upstream):
+                try:
+                    patch = self.project.read_patch(self.upstream, name)
+                except PatchforgeError:
+                    continue
+                self.listed.append(patch.diff)
+                self._step(name, patch)
+        return self.state
+
+    def _step(self, name: str, patch: PatchFile) -> tuple[dict, dict] | None:
+        """`patch` applied on the walk's state: (its files before, after), None when it does
+        not apply exactly."""
+        state = self._walked()
+        paths = sorted({p for fp in patch.file_patches for p in (fp.old_path, fp.new_path)
+                        if p})
+        wanted = [p for p in paths if p not in state.current]
+        for path, data in (self._read_base(wanted) if wanted else {}).items():
+            state.base[path] = state.current[path] = data
+        before = {p: state.current.get(p) for p in paths}
+        apply_series(self._read_base, [(name, patch)], strict=False, state=state,
+                     max_fuzz=0, allow_zero_context=True)
+        outcome = state.outcomes[-1]
+        if not outcome.ok or outcome.worst != "exact":
+            return None
+        return before, {p: state.current.get(p) for p in paths}
+
+    def of(self, diff: bytes) -> bytes:
+        """`diff` with full index lines where they can be known (and the walk one patch on)."""
+        try:
+            self._walked()
+            # Already listed (an import a kill cut short wrote it): as it was written, its
+            # change already in the walk.
+            listed = next((d for d in self.listed
+                           if d == diff or _index_lines_expanded(diff, d)), None)
+            if listed is not None:
+                self.listed.remove(listed)
+                return listed
+            applied = self._step("<mbox>", parse_patch_file(
+                render_patch_file([("Description", "mbox")], b"", diff), "<mbox>"))
+            if applied is None:
+                return diff
+            before, after = applied
+            changes = []
+            for fp in parse_diff_full(diff, source="<mbox>").files:
+                entry = self.store.entry(self.pin, fp.old_path) if fp.old_path else None
+                mode_old = fp.old_mode or (entry[0] if entry else "100644")
+                changes.append(FileChange(fp.old_path, fp.new_path,
+                                          before.get(fp.old_path) if fp.old_path else None,
+                                          after.get(fp.new_path) if fp.new_path else None,
+                                          mode_old, fp.new_mode or mode_old, copy=fp.is_copy))
+            made = make_diff(changes)
+        except PatchforgeError:
+            return diff
+        return made if _index_lines_expanded(diff, made) else diff
+
+
+_INDEX = re.compile(rb"index ([0-9a-f]+)\.\.([0-9a-f]+)((?: [0-7]+)?)\r?")
+
+
+def _index_lines_expanded(short: bytes, full: bytes) -> bool:
+    """True when `full` is the diff `short` with its `index` lines' blob ids written in full:
+    every other line the same, and each full id one the abbreviation names."""
+    a, b = short.split(b"\n"), full.split(b"\n")
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x == y:
+            continue
+        mx, my = _INDEX.fullmatch(x), _INDEX.fullmatch(y)
+        if not (mx and my and mx.group(3) == my.group(3) and my.group(1).startswith(mx.group(1))
+                and my.group(2).startswith(mx.group(2))):
+            return False
+    return True
 
 
 # What `git format-patch` writes after a message's diff unless --no-signature: `-- `, a line
