@@ -7,6 +7,7 @@ file copied over the series' patch kept quilt's diff (`Index:` lines, `a.orig/` 
 timestamps), which `lint` called not byte-stable until `edit` + `refresh`."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -1002,3 +1003,53 @@ def test_a_killed_export_after_an_import_loses_nothing(stack, tmp_path):
     else:
         pytest.fail("the fault never stopped firing")
     assert n > 3
+
+
+def test_a_move_made_in_the_stack_since_the_export_is_kept(stack, tmp_path):
+    """The export wrote fix-a fix-b fix-d; the stack then moved fix-d first, and quilt only
+    refreshed fix-a and added fix-c on it (`quilt new`), its series order otherwise as the
+    export wrote it. Taken back, the stack's order stands (quilt never reordered), quilt's
+    change comes in and fix-c joins after fix-a, where quilt put it. When both sides
+    reordered, differently, nothing is taken back (exit 2, naming DIR/series). A record an
+    earlier version wrote (no order in it) takes quilt's order, as before."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    ok(root, "move", "fix-d", "--first")
+    quilt(checkout, env, "push", "fix-a.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line3 fixed\n", b"line3 fixed twice\n"))
+    quilt(checkout, env, "refresh")
+    quilt_new(checkout, env, "fix-c.patch", "pkg/new.py", b"new = 1\n")
+    assert (exported / "series").read_text() == \
+        "fix-a.patch\nfix-c.patch\nfix-b.patch\nfix-d.patch\n"
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-a.patch" in run.out, run.text
+    assert "reordered" not in run.out, run.out
+    assert (root / "series/up/series").read_text() == \
+        "fix-d.patch\nfix-a.patch\nfix-c.patch\nfix-b.patch\n"
+    assert "+line3 fixed twice" in patch_text(root, "fix-a.patch")
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+    # Running it again changes nothing: the stack's order still stands.
+    ok(root, "import", "quilt", str(exported), "--update")
+    assert (root / "series/up/series").read_text() == \
+        "fix-d.patch\nfix-a.patch\nfix-c.patch\nfix-b.patch\n"
+
+    # quilt now reorders too, differently: refused, nothing written.
+    (exported / "series").write_text("fix-b.patch\nfix-a.patch\nfix-c.patch\nfix-d.patch\n")
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2, run.text
+    assert f"{exported / 'series'}: both sides reordered the up series" in run.err, run.err
+    assert "nothing was taken back" in run.err, run.err
+    assert tree_bytes(root / "series") == before
+
+    # A record without the order (an earlier version's export): quilt's order, as before.
+    record = exported / ".patchforge-export"
+    earlier = json.loads(record.read_text())
+    assert earlier.pop("order") == ["fix-a.patch", "fix-c.patch", "fix-b.patch", "fix-d.patch"]
+    record.write_text(json.dumps(earlier))
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "reordered up's series" in run.out, run.text
+    assert (root / "series/up/series").read_text() == \
+        "fix-b.patch\nfix-a.patch\nfix-c.patch\nfix-d.patch\n"

@@ -1289,7 +1289,7 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
     `_refuse_losing_others`)."""
     files: list[tuple[Path, bytes]] = []
     records: list[tuple[Path, dict[str, list[str]], dict[str, list[str]],
-                        dict[str, dict[str, dict]]]] = []
+                        dict[str, dict[str, dict]], list[str]]] = []
     binary_sections = []
     upstreams = [u for u in project.upstream_names() if project.patch_names(u)]
     if upstream is not None:
@@ -1334,16 +1334,17 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
         # an export cut short is still recognised as this project's by the next one.
         during = {name: sorted(set(hashes) | set((earlier or {}).get(name, [])))
                   for name, hashes in now.items()}
-        records.append((target / EXPORT_RECORD, during, now, taken))
+        records.append((target / EXPORT_RECORD, during, now, taken, names))
     for path, _ in files:
         project.refuse_own_destination(path, new_directory=True)
-    for path, during, _, taken in records:
+    for path, during, _, taken, _ in records:
         project.refuse_own_destination(path, new_directory=True)
+        # (No order yet: DIR/series may still be the earlier export's.)
         atomic_write(path, _record_bytes(during, profile, taken))
     for path, data in files:
         atomic_write(path, data)
-    for path, _, now, _ in records:
-        atomic_write(path, _record_bytes(now, profile))
+    for path, _, now, _, names in records:
+        atomic_write(path, _record_bytes(now, profile, order=names))
     return [path for path, _ in files], binary_sections, per_profile
 
 
@@ -1357,6 +1358,9 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
 # series' own only while the series holds that change: not when the series went back to
 # "over" or took the new patch out again (the import undone: `git checkout -- series`), nor
 # when the patch changed since without it (the import undone, then `edit` + `refresh`).
+# "order" is DIR/series as the export wrote it (as an import left it since), so that
+# `import quilt --update` takes quilt's order only where quilt changed it (a record without
+# it, an earlier version's, takes DIR/series' order as it stands).
 # quilt reads only `series` and the files it lists, so the record travels with the directory
 # without being in anyone's way.
 EXPORT_RECORD = ".patchforge-export"
@@ -1367,8 +1371,11 @@ def _sha256(data: bytes) -> str:
 
 
 def _record_bytes(patches: dict[str, list[str]], profile: str | None = None,
-                  taken: dict[str, dict[str, dict]] | None = None) -> bytes:
+                  taken: dict[str, dict[str, dict]] | None = None,
+                  order: list[str] | None = None) -> bytes:
     record: dict = {"version": 1, "patches": patches}
+    if order is not None:
+        record["order"] = order  # DIR/series' names as written (see EXPORT_RECORD)
     if profile is not None:
         record["profile"] = profile  # the series exported was that profile's only
     if taken:

@@ -12,10 +12,13 @@ back onto its base as apply.chains carries a patch between profiles' series. Not
 written until every patch of the new series has been checked, each profile's series included
 (a patch that no longer goes into one is refused, as the overlays would refuse it); a patch
 quilt no longer lists is never dropped unless `--delete` says so, and then it is kept under
-deleted/.
+deleted/. The order, like a patch's change, is taken from the side that changed it since the
+export (the record keeps DIR/series as written): a `move` in the series is never undone by a
+DIR/series quilt left as it was (see _order_of_both).
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -199,6 +202,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     for name in newer:  # after the patch it follows in the series, or first
         earlier = [n for n in ours[:ours.index(name)] if n in order]
         order.insert(order.index(earlier[-1]) + 1 if earlier else 0, name)
+    recorded_order = _recorded_order(folder) if record is not None else None
+    if recorded_order is not None:
+        order = _order_of_both(upstream, ours, quilt_names, recorded_order, order, series_path)
 
     patches = [(n, taken[n] if n in taken else project.read_patch(upstream, n)) for n in order]
     # A patch after one quilt changed or added, or after the order changed, may have had its
@@ -279,7 +285,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
         with RepoLock(project.state_dir), writing_project(project.root):
             series_changed(project)
         _record_taken(folder, record, profile, entries, took, ours_bytes,
-                      {n: made[n].to_bytes() for n in taken})
+                      {n: made[n].to_bytes() for n in taken}, recorded_order)
+        if recorded_order is not None and recorded_order != quilt_names:
+            _record_order(folder, profile, quilt_names)
         return result
     with RepoLock(project.state_dir):
         require_state_still(project, "move", [upstream], allowed, store=store)
@@ -298,7 +306,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             # before is quilt's change not yet taken, and a new patch the series does not
             # list yet is one not yet added: each taken again).
             _record_taken(folder, record, profile, entries, took, ours_bytes,
-                          {n: made[n].to_bytes() for n in taken})
+                          {n: made[n].to_bytes() for n in taken}, recorded_order)
             kept = []
             for name in removed:
                 where = deleted_dir / aside_name(deleted_dir, name, ours_bytes[name])
@@ -320,6 +328,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 atomic_delete(project.patch_path(upstream, name))
             _close_edit(project, upstream, ours, order, set(writes))
             series_changed(project)
+            # Last: a run cut short before it compares with the order it started from again.
+            if recorded_order is not None and recorded_order != quilt_names:
+                _record_order(folder, profile, quilt_names)
     result["deleted"] = [(n, str(w.relative_to(project.root))) for n, w in kept]
     return result
 
@@ -798,7 +809,7 @@ def _close_edit(project: Project, upstream: str, before: list[str], after: list[
 def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: str | None,
                   entries: list[tuple[str, Path, int, bytes]],
                   took: dict[str, dict[str, dict]], before: dict[str, bytes],
-                  written: dict[str, bytes]) -> None:
+                  written: dict[str, bytes], order: list[str] | None) -> None:
     """The export record of `folder` learns the quilt files taken back (`written`: the series'
     patch file each became), so that the next `export --quilt` there replaces them instead of
     refusing them as changes it would lose, and the next `import quilt --update` knows them.
@@ -806,7 +817,7 @@ def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: st
     and quilt's change itself (exchange.taken_entry): should the series go back to that file,
     or drop the new patch again, or change the patch without quilt's change (the import
     undone in the stack), quilt's file is quilt's change again, the series' no longer. A
-    folder without a record is left as it is."""
+    folder without a record is left as it is; the order it records (`order`) is kept."""
     if record is None:
         return
     grown = {name: list(hashes) for name, hashes in record.items()}
@@ -824,4 +835,62 @@ def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: st
         grown_took.setdefault(file_name, {})[_sha256(data)] = \
             taken_entry(before.get(file_name), written[file_name])
     if grown != record or grown_took != took:
-        atomic_write(folder / EXPORT_RECORD, _record_bytes(grown, profile, grown_took))
+        atomic_write(folder / EXPORT_RECORD,
+                     _record_bytes(grown, profile, grown_took, order=order))
+
+
+def _recorded_order(folder: Path) -> list[str] | None:
+    """DIR/series as the export wrote it (or an import left it since), from the export
+    record of `folder` (read and checked by _read_export_record first); None for a record an
+    earlier version wrote, which has no order."""
+    path = folder / EXPORT_RECORD
+    order = json.loads(path.read_bytes()).get("order")
+    if order is None:
+        return None
+    if not isinstance(order, list) or not all(isinstance(n, str) for n in order):
+        raise UsageError(f"{path}: not the record `patchforge export --quilt` writes of what it "
+                         "exported there (its order is not a list of names); nothing was "
+                         "taken back", hint=f"move {path} away, or export again")
+    return order
+
+
+def _record_order(folder: Path, profile: str | None, order: list[str]) -> None:
+    """The export record of `folder` records `order` (DIR/series as it is now) as the order
+    the next `import quilt --update` compares quilt's with."""
+    atomic_write(folder / EXPORT_RECORD, _record_bytes(
+        _read_export_record(folder) or {}, profile, read_taken_record(folder), order=order))
+
+
+def _order_of_both(upstream: str, ours: list[str], quilt: list[str], recorded: list[str],
+                   quilts_order: list[str], series_path: Path) -> list[str]:
+    """The new series' order, from the series' (`ours`), DIR/series' (`quilt`) and the one
+    the export wrote (`recorded`), as a patch's content is taken: from the side that changed
+    it. `quilts_order` is the new series in DIR/series' order (the patches the series gained
+    since the export placed in it), what is taken when quilt reordered, or neither side did.
+    Each side's order is its patches' that the export wrote, relative to one another (a patch
+    added or taken out is no reordering). When only the series reordered, its order is kept:
+    a patch quilt added goes after the patch DIR/series lists before it (first when none). Both
+    sides reordered, not alike: refused, neither side's order is lost."""
+    def relative(names: list[str], among: list[str]) -> list[str]:
+        return [n for n in names if n in among]
+
+    quilt_moved = relative(quilt, recorded) != relative(recorded, quilt)
+    ours_moved = relative(ours, recorded) != relative(recorded, ours)
+    if not ours_moved:
+        return quilts_order
+    if quilt_moved:
+        if relative(quilt, ours) == relative(ours, quilt):
+            return quilts_order  # the same move made on both sides
+        raise InputError(
+            f"both sides reordered the {upstream} series since `export --quilt` wrote it "
+            f"(the series: {' '.join(relative(ours, quilt))}; quilt's: "
+            f"{' '.join(relative(quilt, ours))}); nothing was taken back",
+            path=str(series_path),
+            hint=f"give {series_path} the series' order (`patchforge series`), or `move` the "
+                 "patches in the series as quilt orders them, then run this again")
+    order = relative(ours, quilts_order)
+    for k, name in enumerate(quilt):
+        if name in quilts_order and name not in order:  # quilt's new patch
+            earlier = [n for n in quilt[:k] if n in order]
+            order.insert(order.index(earlier[-1]) + 1 if earlier else 0, name)
+    return order
