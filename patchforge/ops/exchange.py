@@ -893,9 +893,39 @@ def _git(*args: str, cwd=None, input: bytes | None = None) -> bytes:
     return proc.stdout
 
 
+def _refuse_root_with_upstream_files(store: UpstreamStore, pin: str, commit, repo: Path,
+                                     rev_range: str) -> None:
+    """Refuse a root commit that adds files the upstream has at the pin (a fixes repository
+    started from a copy of the upstream's tree): its patch would create them all again, a
+    patch no tree of the upstream takes. Its fixes are in the commits after it."""
+    from patchforge.store.userrepo import commit_named
+
+    added = {d.path: d.new for d in commit.deltas if d.new is not None}
+    there = store.entries(pin, list(added))
+    present = {path: entry[1] for path, entry in there.items() if entry is not None}
+    if not present:
+        return
+    # (A blob's id is git's hash of its content: the same id is the same file.)
+    same = [path for path, oid in present.items()
+            if oid == hashlib.sha1(b"blob %d\0" % len(added[path]) + added[path]).hexdigest()]
+    shown = ", ".join(list(present)[:3]) + (f" and {len(present) - 3} more"
+                                            if len(present) > 3 else "")
+    # The range's tip (`BASE..TIP`, or a single revision); `A...B`, `^A B`: left to the user.
+    tip = "TIP" if "..." in rev_range or "^" in rev_range or " " in rev_range else \
+        rev_range.rsplit("..", 1)[-1]
+    raise UsageError(f"{rev_range} in {repo}: {commit_named(commit.sha, commit.subject)} is a "
+                     f"root commit adding files the upstream has at the pin ({shown}"
+                     + (", as the pin has them" if len(same) == len(present) else "")
+                     + "): its patch would create them again",
+                     hint=f"leave it out of the range: `{commit.sha[:12]}..{tip or 'HEAD'}` "
+                          "imports the commits after it")
+
+
 def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: Path,
                upstream: str) -> list[str]:
-    """One patch per commit of RANGE in REPO (oldest first), header from the commit."""
+    """One patch per commit of RANGE in REPO (oldest first), header from the commit. RANGE is
+    what `git log RANGE` lists: a single revision is that commit and every one before it,
+    down to the root (whose patch adds the files it holds)."""
     project.config.upstream(upstream)
     pin = project.lock.pin(upstream)
     from patchforge.store.userrepo import read_commits
@@ -903,6 +933,8 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
     pending: list[tuple[str, bytes]] = []
     sources: dict[str, tuple[str, bytes | None]] = {}
     for commit in read_commits(Path(repo), rev_range):
+        if commit.root:
+            _refuse_root_with_upstream_files(store, pin.commit, commit, Path(repo), rev_range)
         sha, subject, body = commit.sha, commit.subject, commit.body
         name, mail, date = commit.author_name, commit.author_email, commit.date
         diff = make_diff(FileChange.at(d.path, d.old, d.new, d.old_mode, d.new_mode)

@@ -43,6 +43,7 @@ class CommitInfo:
     date: str  # YYYY-MM-DD, author date
     subject: str
     body: str
+    root: bool  # a commit without a parent: its change is every file it holds, added
     deltas: tuple[FileDelta, ...]
 
 
@@ -91,6 +92,41 @@ def _git_says(exc) -> str:
     return " ".join((quoted.group(1) if quoted else text).split())
 
 
+def _summary(commit) -> str:
+    summary = commit.summary
+    return summary.decode("utf-8", "replace") if isinstance(summary, bytes) else summary
+
+
+def commit_named(sha: str, subject: str) -> str:
+    """A commit as a refusal names it: its short id and subject."""
+    return f"commit {sha[:12]} ({subject})"
+
+
+def _refuse_unsupported(diff, commit, repo_dir: Path, rev_range: str) -> None:
+    """Refuse a change a patch cannot carry, naming the range, the repository, the commit and
+    the path (as the merge refusal does), before any diff is made of it: the diff writer's own
+    refusal named none of them (`unsupported file mode 160000`, `<diff>:2`)."""
+    modes = {_mode(blob) for blob in (diff.a_blob, diff.b_blob) if blob is not None}
+    path = diff.b_path or diff.a_path
+    why = None
+    if "160000" in modes:
+        # A submodule is a commit id in the tree, not a file: no patch (git apply, quilt,
+        # an overlay) carries one.
+        what = ("adds" if diff.new_file else "removes" if diff.deleted_file else "changes")
+        why = f"{what} submodule {path}: a patch carries files only"
+    elif diff.a_blob is not None and diff.b_blob is not None and \
+            ("120000" in modes) and len(modes) > 1:
+        why = (f"turns {path} from a symlink into a file" if _mode(diff.a_blob) == "120000"
+               else f"turns {path} from a file into a symlink") + \
+            ": a patch of the series cannot change a file's type"
+    if why is not None:
+        raise UsageError(f"{rev_range} in {repo_dir}: "
+                         f"{commit_named(commit.hexsha, _summary(commit))} {why}",
+                         hint="leave that commit out of the range: import the commits before "
+                              "and after it as two ranges (`BASE..{0}~1`, then `{0}..TIP`)"
+                              .format(commit.hexsha[:12]))
+
+
 def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
     import git  # GitPython: imported only when a user repository is read
 
@@ -107,9 +143,7 @@ def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
             from None
     merges = [c for c in commits if len(c.parents) > 1]
     if merges:
-        summary = merges[0].summary
-        if isinstance(summary, bytes):
-            summary = summary.decode("utf-8", "replace")
+        summary = _summary(merges[0])
         # A merge has no one diff to carry: what it changes (a conflict resolved, an edit made
         # in it) would be in no patch, and the commits it brings in from the other side would
         # be imported as fixes. The series is a line; so must the range be.
@@ -121,13 +155,23 @@ def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
                               "or name a range without merges")
     out = []
     for commit in commits:
-        parent = commit.parents[0] if commit.parents else git.NULL_TREE
         deltas = []
         try:
-            changed = commit.diff(parent, R=True, create_patch=False, no_renames=True)
+            if commit.parents:
+                # GitPython diffs the commit against the argument (`diff-tree COMMIT PARENT`):
+                # R=True turns it into the commit's own change, parent to commit.
+                changed = commit.diff(commit.parents[0], R=True, create_patch=False,
+                                      no_renames=True)
+            else:
+                # A root commit: against NULL_TREE GitPython runs `diff-tree --root COMMIT`,
+                # already the commit's own change (its files added, as `git format-patch
+                # --root` writes them). Reversed, a commit that adds a fix became a patch
+                # deleting it, which status then took for landed upstream.
+                changed = commit.diff(git.NULL_TREE, create_patch=False, no_renames=True)
         except (ValueError, git.GitCommandError) as exc:
             raise UsageError(f"cannot read commit {commit.hexsha} in {repo_dir}: {exc}") from None
         for diff in changed:
+            _refuse_unsupported(diff, commit, repo_dir, rev_range)  # before a gitlink is read
             try:
                 old = diff.a_blob.data_stream.read() if diff.a_blob is not None and \
                     not diff.new_file else None
@@ -146,7 +190,8 @@ def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
             commit.message.decode("utf-8", "surrogateescape")
         subject, _, body = message.partition("\n")
         out.append(CommitInfo(
-            sha=commit.hexsha, author_name=commit.author.name or "Unknown",
+            sha=commit.hexsha, root=not commit.parents,
+            author_name=commit.author.name or "Unknown",
             author_email=commit.author.email or "unknown@localhost",
             date=commit.authored_datetime.date().isoformat(), subject=subject.strip(),
             body=body.strip(), deltas=tuple(deltas)))

@@ -1,0 +1,120 @@
+"""`import git` and `import mbox` of commits as a user's own repository has them: a root commit,
+a commit a patch cannot carry (a submodule, a symlink turned into a file), a commit message
+whose body begins with a word that is also a patch header field. Real repositories, the CLI."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import ok, run_cli
+from helpers.git import git
+from helpers.project import UPSTREAM_FILES, git_project
+from helpers.snapshot import tree_bytes
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, _ = git_project(tmp_path)
+    return root
+
+
+def new_repo(path: Path) -> Path:
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    return path
+
+
+def fork(tmp_path: Path) -> Path:
+    clone = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", str(tmp_path / "up-upstream"), str(clone))
+    return clone
+
+
+def commit_all(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_a_root_commit_is_imported_as_the_files_it_adds(project, tmp_path):
+    """A fixes repository whose first commit adds a tuning table: the patch deleted the file
+    (the root commit's diff reversed), `status` called it upstreamed and a rebase dropped it."""
+    root = project
+    fixes = new_repo(tmp_path / "fixes")
+    (fixes / "configs").mkdir()
+    (fixes / "configs" / "tune.json").write_bytes(b'{"block": 64}\n')
+    commit_all(fixes, "Add MI300X tuning table")
+    ok(root, "import", "git", "main", "--repo", str(fixes))
+    patch = (root / "series/up/add-mi300x-tuning-table.patch").read_bytes()
+    assert b"new file mode 100644" in patch and b'+{"block": 64}' in patch
+    assert b"deleted file" not in patch
+    status = ok(root, "status")
+    assert "upstreamed" not in status.out and "applies" in status.out
+    ok(root, "overlays")
+    assert (root / "overlays/up/configs/tune.json").read_bytes() == b'{"block": 64}\n'
+
+
+def test_a_root_commit_holding_the_upstreams_files_is_refused_naming_it(project, tmp_path):
+    """A fixes repository started from a copy of the upstream's tree: its root commit's patch
+    deleted every upstream file. Refused, naming the commit and the range that leaves it out;
+    that range imports the fix."""
+    root = project
+    fixes = new_repo(tmp_path / "fixes")
+    for rel, data in UPSTREAM_FILES.items():
+        (fixes / rel).parent.mkdir(parents=True, exist_ok=True)
+        (fixes / rel).write_bytes(data)
+    first = commit_all(fixes, "Import the upstream tree")
+    (fixes / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+    commit_all(fixes, "Fix line three")
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "git", "main", "--repo", str(fixes))
+    assert run.rc == 2, run.err
+    assert f"commit {first[:12]} (Import the upstream tree) is a root commit" in run.err
+    assert "a.py" in run.err and str(fixes) in run.err
+    assert f"`{first[:12]}..main`" in run.err
+    assert tree_bytes(root / "series") == before
+    ok(root, "import", "git", f"{first[:12]}..main", "--repo", str(fixes))
+    patch = (root / "series/up/fix-line-three.patch").read_bytes()
+    assert b"-line3\n+LINE3\n" in patch and b"deleted file" not in patch
+
+
+def test_a_submodule_commit_is_refused_naming_the_commit_and_path(project, tmp_path):
+    """`error: unsupported file mode 160000` was all: no commit, no path, no repository."""
+    root = project
+    clone = fork(tmp_path)
+    (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+    commit_all(clone, "Fix line three")
+    git(clone, "-c", "protocol.file.allow=always", "submodule", "add", "-q",
+        str(tmp_path / "up-upstream"), "third_party/kernels")
+    vendored = commit_all(clone, "Vendor kernels")
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "git", "origin/main..main", "--repo", str(clone))
+    assert run.rc == 2
+    assert (f"origin/main..main in {clone}: commit {vendored[:12]} (Vendor kernels) adds "
+            "submodule third_party/kernels") in run.err
+    assert "leave that commit out of the range" in run.err
+    assert "160000" not in run.err
+    assert tree_bytes(root / "series") == before
+
+
+def test_a_symlink_turned_into_a_file_is_refused_naming_the_commit(tmp_path, monkeypatch):
+    """The refusal said `<diff>:2` for where, and hinted at links leaving the upstream."""
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    up = new_repo(tmp_path / "up")
+    (up / "a.py").write_bytes(b"x = 1\n")
+    (up / "link.py").symlink_to("a.py")
+    commit_all(up, "v1")
+    root, _ = git_project(tmp_path / "p", {"a.py": b"x = 1\n"})
+    # (The refusal comes as the commits are read, before the project's upstream is.)
+    clone = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", str(up), str(clone))
+    (clone / "link.py").unlink()
+    (clone / "link.py").write_bytes(b"real = 1\n")
+    changed = commit_all(clone, "Make link.py a real module")
+    run = run_cli(root, "import", "git", "origin/main..main", "--repo", str(clone))
+    assert run.rc == 2
+    assert (f"in {clone}: commit {changed[:12]} (Make link.py a real module) turns link.py "
+            "from a symlink into a file") in run.err
+    assert "<diff>" not in run.err and "inside its upstream" not in run.err
