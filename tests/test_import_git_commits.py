@@ -3,6 +3,9 @@ a commit a patch cannot carry (a submodule, a symlink turned into a file), a com
 whose body begins with a word that is also a patch header field. Real repositories, the CLI."""
 from __future__ import annotations
 
+import json
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -36,6 +39,11 @@ def commit_all(repo: Path, message: str) -> str:
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", message)
     return git(repo, "rev-parse", "HEAD").strip()
+
+
+def header(root: Path, name: str) -> tuple[dict[str, str], str]:
+    shown = json.loads(ok(root, "show", name, "--json").out)
+    return {f["name"]: f["value"] for f in shown["header"]}, shown["description"]
 
 
 def test_a_root_commit_is_imported_as_the_files_it_adds(project, tmp_path):
@@ -118,3 +126,49 @@ def test_a_symlink_turned_into_a_file_is_refused_naming_the_commit(tmp_path, mon
     assert (f"in {clone}: commit {changed[:12]} (Make link.py a real module) turns link.py "
             "from a symlink into a file") in run.err
     assert "<diff>" not in run.err and "inside its upstream" not in run.err
+
+
+BODIES = {
+    "Backport the x fix": "Upstream: https://github.com/vllm-project/vllm/pull/12345\n"
+                          "Cherry-picked for the ROCm build.",
+    "Fix w": "Base: the old kernel path is kept on purpose.\n\nMore words.",
+}
+
+
+def commits_with_field_like_bodies(tmp_path: Path) -> Path:
+    clone = fork(tmp_path)
+    (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+    git(clone, "commit", "-qam", "Backport the x fix", "-m", BODIES["Backport the x fix"])
+    (clone / "a.py").write_bytes((clone / "a.py").read_bytes().replace(b"line9\n", b"LINE9\n"))
+    git(clone, "commit", "-qam", "Fix w", "-m", BODIES["Fix w"])
+    return clone
+
+
+def check_bodies_kept(root: Path) -> None:
+    pin = git(root.parent / "up-upstream", "rev-parse", "main").strip()
+    for subject, body in BODIES.items():
+        fields, description = header(root, re.sub(r"[^a-z0-9]+", "-", subject.lower()))
+        assert fields["Upstream"] == "up" and fields["Description"] == subject
+        assert fields["Base"] == pin
+        for line in body.splitlines():
+            assert line in description, (subject, description)
+
+
+def test_import_git_keeps_a_body_that_begins_like_a_header_field(project, tmp_path):
+    """`Upstream: <pull request URL>` became `Upstream: up` and `Base: <a sentence>` a Base
+    field the next rebase overwrote: the commit's words were gone, nothing said so."""
+    root = project
+    clone = commits_with_field_like_bodies(tmp_path)
+    ok(root, "import", "git", "origin/main..main", "--repo", str(clone))
+    check_bodies_kept(root)
+    assert ok(root, "lint").rc == 0
+
+
+def test_import_mbox_keeps_a_body_that_begins_like_a_header_field(project, tmp_path):
+    root = project
+    clone = commits_with_field_like_bodies(tmp_path)
+    mbox = tmp_path / "fixes.mbox"
+    mbox.write_bytes(subprocess.run(["git", "format-patch", "--stdout", "origin/main..main"],
+                                    cwd=clone, capture_output=True, check=True).stdout)
+    ok(root, "import", "mbox", str(mbox))
+    check_bodies_kept(root)

@@ -1283,10 +1283,15 @@ def _adopted(patch: PatchFile, upstream: str, base: str,
 def _carried_header(body: str, diff: bytes, source: str) -> PatchFile | None:
     """The patch a commit message carries as a DEP-3 header (what `git am` of `export --mbox`
     makes: the subject, then the patch's fields, a blank line and its free text), with `diff`;
-    None when the message does not begin with a patch header field.
+    None when the message is not one.
 
-    Only a message whose first line after the subject is a field patchforge knows counts: a
-    free-text body that happens to start `Note: ...` stays free text."""
+    It is one only in that shape: its whole first paragraph is header fields, the first a
+    field patchforge knows, with the `Upstream` (a series name) and `Base` (a 40-hex commit)
+    every patch of a series has. A free-text body that happens to start `Note: ...`,
+    `Upstream: https://github.com/.../pull/12345` or `Base: the old path is kept` stays free
+    text: read as fields, its words were replaced by the series' name or the pin, silently."""
+    from patchforge.targets import UPSTREAM_NAME_RE
+
     data = body.encode("utf-8", "surrogateescape")
     # A patch file in format-patch's shape begins with its mbox line.
     fields_start = data.split(b"\n", 1)[-1] if data.startswith(b"From ") else data
@@ -1298,6 +1303,11 @@ def _carried_header(body: str, diff: bytes, source: str) -> PatchFile | None:
     except InputError:
         return None
     if not head.fields or head.diff or head.separator:
+        return None
+    if head.description and not head.gap:
+        return None  # free text right under a field line: a paragraph of the message's own
+    upstream, base = (head.get("Upstream") or "").strip(), (head.get("Base") or "").strip()
+    if not UPSTREAM_NAME_RE.match(upstream) or not re.fullmatch(r"[0-9a-fA-F]{40}", base):
         return None
     if not head.gap and not head.description:
         head = parse_patch_file(data + b"\n\n", source)  # the blank line that ends a header
