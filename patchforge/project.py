@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import glob
 import os
+import stat
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from patchforge.store.gitstore import TransferProgress
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def find_root(start: Path) -> tuple[Path, Path]:
@@ -75,15 +77,24 @@ def refuse_second_config(directory: Path) -> None:
 
 def read_no_link(path: Path) -> bytes:
     """A file of the series (a patch, a series file, a fix set aside), opened without following
-    a link: one a pull request links to a secret of the machine is refused, naming the link."""
+    a link: one a pull request links to a secret of the machine is refused, naming the link.
+    Anything but a file there (a directory, a FIFO, which would block the read for ever: opened
+    without blocking, then looked at) is refused naming the path, as a link is."""
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise InputError(f"{path} is a symlink: patchforge reads the series from the "
                              "project's own files only",
                              hint="replace the link with the file it names") from None
         raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise InputError(f"{path} is {kind}: a series file or a patch must be a file",
+                         hint="put the file there (`git checkout -- PATH` if the stack's "
+                              "repository has it), or take the name out of the series")
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
 
@@ -225,8 +236,31 @@ class Project:
         try:
             data = self._read_own(upstream, path)
         except FileNotFoundError:
+            self._refuse_lost_series(upstream, path)
             return SeriesFile((), str(path))
         return parse_series(data, str(path))
+
+    def _refuse_lost_series(self, upstream: str, path: Path) -> None:
+        """No series file, yet patch files beside where it goes: the file was lost (an `rm`, a
+        merge that dropped it), not never made. Read as an empty series, `overlays` wrote a
+        release without any of those fixes (and removed their overlays), `overlays --check`
+        and `verify` agreed with it: refused instead, naming the file and what is there."""
+        from patchforge.state import unlisted_patch_files
+
+        directory = self.series_dir(upstream)
+        if not directory.is_dir():
+            return
+        found = unlisted_patch_files(directory, set())
+        if found:
+            names = ", ".join(p.relative_to(directory).as_posix() for p in found[:3])
+            raise InputError(
+                f"missing, but series/{upstream}/ holds {len(found)} patch file"
+                f"{'s' if len(found) != 1 else ''} ({names}{', ...' if len(found) > 3 else ''}): "
+                "without the series file none of them would be applied",
+                path=str(path),
+                hint="restore it (`git checkout -- series/" + upstream + "/series` if the "
+                     "stack's repository has it), or write it: one patch name per line, in "
+                     "the order they apply")
 
     def patch_names(self, upstream: str) -> list[str]:
         return self.read_series(upstream).names

@@ -11,6 +11,8 @@ import io
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
@@ -1237,6 +1239,61 @@ def test_a_symlinked_state_directory_is_never_written_through(tmp_path):
         ok(root, "list")
         link.unlink()
     ok(root, "edit", "fix")
+
+
+def _three_fixes(tmp_path: Path) -> Path:
+    """A project whose upstream `up` carries three fixes to a.py, made with new + refresh, and
+    its overlays written."""
+    root, _ = git_project(tmp_path)
+    for n in (2, 5, 9):
+        ok(root, "new", f"fix-{n}", "--file", "a.py")
+        work = root / ".patchforge" / "work" / "up" / "a.py"
+        work.write_bytes(work.read_bytes().replace(b"line%d\n" % n, b"LINE%d\n" % n))
+        ok(root, "refresh")
+    ok(root, "overlays")
+    return root
+
+
+def test_a_lost_series_file_beside_its_patches_is_refused_not_read_as_empty(tmp_path):
+    """`series/up/series` removed (an `rm`, a merge that dropped it) while its three patch files
+    stay: `overlays` wrote a release with none of the fixes, removing their overlay, exit 0, and
+    `overlays --check` then agreed. Every command now refuses (exit 2), naming the file and the
+    patch files it would leave out, and writes nothing."""
+    root = _three_fixes(tmp_path)
+    (root / "series" / "up" / "series").unlink()
+    before = tree_bytes(root / "overlays")
+    for args in (["overlays"], ["overlays", "--check"], ["status"], ["list"],
+                 ["new", "fix-x", "--no-edit"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2, (args, run.text)
+        assert "series/up/series: missing, but series/up/ holds 3 patch files (fix-2.patch, " \
+            "fix-5.patch, fix-9.patch)" in run.err, (args, run.err)
+    assert tree_bytes(root / "overlays") == before
+    assert not (root / "series" / "up" / "fix-x.patch").exists()
+    (root / "series" / "up" / "series").write_bytes(b"fix-2.patch\nfix-5.patch\nfix-9.patch\n")
+    ok(root, "overlays", "--check")
+
+
+def test_a_patch_or_series_path_that_is_not_a_file_is_refused_naming_it(tmp_path):
+    """A listed patch that is a directory (an unpacked archive, a bad checkout) made every
+    command say `error: Is a directory: 8` (a file descriptor for a name) and "run the command
+    again"; a FIFO there would hang it for ever. Each is refused, exit 2, naming the path."""
+    root = _three_fixes(tmp_path)
+    patch = root / "series" / "up" / "fix-5.patch"
+    patch.unlink()
+    patch.mkdir()
+    for args in (["status"], ["list"], ["overlays"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2, (args, run.text)
+        assert f"{patch} is a directory: a series file or a patch must be a file" in run.err, \
+            (args, run.err)
+        assert "run the command again" not in run.err
+    patch.rmdir()
+    os.mkfifo(patch)
+    run = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), "status"],
+                         capture_output=True, timeout=120)
+    assert run.returncode == 2 and f"{patch} is not a regular file".encode() in run.stderr, \
+        run.stderr
 
 
 def test_a_series_or_patch_file_that_is_a_symlink_is_never_read(tmp_path):
