@@ -215,6 +215,7 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
         if patch_sources is not None:
             patches = patch_sources.get(upstream, [])
         else:
+            project.refuse_lost_series(upstream)
             patches = [(n, project.read_patch(upstream, n), project.read_patch_bytes(upstream, n))
                        for n in project.patch_names(upstream)]
         if not patches:
@@ -324,9 +325,14 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                                   "project", hint="copy the file into the project")
         try:
             data = source.read_bytes()
-        except (FileNotFoundError, IsADirectoryError):
+        except FileNotFoundError:
             raise _artifact_error(project, artifact,
                                   f"artifacts: {artifact} does not exist") from None
+        except IsADirectoryError:
+            raise _artifact_error(project, artifact,
+                                  f"artifacts: {artifact} is a directory: an artifact is a file",
+                                  hint="name each file of the directory in `artifacts`"
+                                  ) from None
         result.artifacts.append((artifact, sha256(data)))
         result.artifact_files[f"{ARTIFACTS_DIR}/{PurePosixPath(*parts).as_posix()}"] = data
     result.files.sort(key=lambda f: f.rel)

@@ -236,19 +236,22 @@ class Project:
         try:
             data = self._read_own(upstream, path)
         except FileNotFoundError:
-            self._refuse_lost_series(upstream, path)
             return SeriesFile((), str(path))
         return parse_series(data, str(path))
 
-    def _refuse_lost_series(self, upstream: str, path: Path) -> None:
+    def refuse_lost_series(self, upstream: str) -> None:
         """No series file, yet patch files beside where it goes: the file was lost (an `rm`, a
         merge that dropped it), not never made. Read as an empty series, `overlays` wrote a
-        release without any of those fixes (and removed their overlays), `overlays --check`
-        and `verify` agreed with it: refused instead, naming the file and what is there."""
+        release without any of those fixes (and removed their overlays), and `overlays
+        --check` agreed with it: they refuse instead, naming the file and what is there.
+        (`status` and `lint` name each such file as not in the series; a command adding a
+        patch writes its file before the series that lists it, so this is no check of
+        `read_series`.)"""
         from patchforge.state import unlisted_patch_files
 
+        path = self.series_path(upstream)
         directory = self.series_dir(upstream)
-        if not directory.is_dir():
+        if path.exists() or path.is_symlink() or not directory.is_dir():
             return
         found = unlisted_patch_files(directory, set())
         if found:

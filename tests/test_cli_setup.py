@@ -425,6 +425,30 @@ def test_a_cache_that_names_a_file_is_named_in_the_error(tmp_path, monkeypatch):
     assert tree_bytes(root) == before and afile.read_bytes() == b"not a directory\n"
 
 
+@pytest.mark.parametrize("kind", ["file", "directory"])
+def test_a_store_place_holding_something_else_is_named_in_the_error(tmp_path, monkeypatch, kind):
+    """The cache's `store.git` a file (or a directory that is no repository): the command said
+    "Not a directory: .../.store.git.x3f" (a temporary name) or "Directory not empty" and "run
+    the command again". The error names store.git and the way on; nothing of it is removed."""
+    root, _ = git_project(tmp_path)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    place = cache / "store.git"
+    if kind == "file":
+        place.write_bytes(b"mine\n")
+    else:
+        place.mkdir()
+        (place / "notes.txt").write_bytes(b"mine\n")
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(cache))
+    run = run_cli(root, "status")
+    assert run.rc == 2, run.text
+    assert f"{place} is not a git repository patchforge can use as its store" in run.err, run.err
+    assert "run the command again" not in run.err and "move it out of the way" in run.err
+    assert (place.read_bytes() if kind == "file" else (place / "notes.txt").read_bytes()) \
+        == b"mine\n"
+    assert [p.name for p in cache.iterdir()] == ["store.git"]
+
+
 def test_fetch_refuses_a_rewritten_git_upstream(tmp_path):
     root, commit = git_project(tmp_path)
     upstream = tmp_path / "up-upstream"

@@ -261,6 +261,11 @@ def test_artifacts_are_pinned(stack):
     (root / "entrypoint.sh").unlink()
     run = run_cli(root, "overlays")
     assert run.rc == 2 and "entrypoint.sh does not exist" in run.err
+    # A directory there was said not to exist either (it does: the user looks and sees it).
+    (root / "entrypoint.sh").mkdir()
+    run = run_cli(root, "overlays")
+    assert run.rc == 2 and "entrypoint.sh is a directory: an artifact is a file" in run.err, \
+        run.err
 
 
 def test_an_artifact_never_brings_in_a_file_from_outside_the_stack(stack, tmp_path):

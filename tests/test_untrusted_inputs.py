@@ -1257,19 +1257,20 @@ def _three_fixes(tmp_path: Path) -> Path:
 def test_a_lost_series_file_beside_its_patches_is_refused_not_read_as_empty(tmp_path):
     """`series/up/series` removed (an `rm`, a merge that dropped it) while its three patch files
     stay: `overlays` wrote a release with none of the fixes, removing their overlay, exit 0, and
-    `overlays --check` then agreed. Every command now refuses (exit 2), naming the file and the
-    patch files it would leave out, and writes nothing."""
+    `overlays --check` then agreed. Both refuse now (exit 2), naming the file and the patch
+    files it would leave out, and write nothing; `status` names each file as not in the
+    series."""
     root = _three_fixes(tmp_path)
     (root / "series" / "up" / "series").unlink()
     before = tree_bytes(root / "overlays")
-    for args in (["overlays"], ["overlays", "--check"], ["status"], ["list"],
-                 ["new", "fix-x", "--no-edit"]):
+    for args in (["overlays"], ["overlays", "--check"]):
         run = run_cli(root, *args)
         assert run.rc == 2, (args, run.text)
         assert "series/up/series: missing, but series/up/ holds 3 patch files (fix-2.patch, " \
             "fix-5.patch, fix-9.patch)" in run.err, (args, run.err)
     assert tree_bytes(root / "overlays") == before
-    assert not (root / "series" / "up" / "fix-x.patch").exists()
+    run = run_cli(root, "status")
+    assert run.rc == 1 and run.out.count("not in the series") == 3, run.text
     (root / "series" / "up" / "series").write_bytes(b"fix-2.patch\nfix-5.patch\nfix-9.patch\n")
     ok(root, "overlays", "--check")
 
@@ -1294,6 +1295,22 @@ def test_a_patch_or_series_path_that_is_not_a_file_is_refused_naming_it(tmp_path
                          capture_output=True, timeout=120)
     assert run.returncode == 2 and f"{patch} is not a regular file".encode() in run.stderr, \
         run.stderr
+
+
+def test_a_patch_saved_with_a_byte_order_mark_is_refused_saying_so(tmp_path):
+    """A patch saved by an editor that puts a UTF-8 byte-order mark first was refused saying
+    its header "ends at line 1 (a line there is not 'Name: value')", where every editor shows
+    `Description: ...`. The refusal names the mark, line 1, and how to save the file."""
+    root = _three_fixes(tmp_path)
+    patch = root / "series" / "up" / "fix-5.patch"
+    patch.write_bytes(b"\xef\xbb\xbf" + patch.read_bytes())
+    for args in (["status"], ["overlays"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2, (args, run.text)
+        assert f"{patch}:1: the file begins with a UTF-8 byte-order mark" in run.err, run.err
+        assert "save it as UTF-8 without a byte-order mark" in run.err
+    run = run_cli(root, "lint", "--no-forge")
+    assert run.rc == 1 and "byte-order mark" in run.out, run.text
 
 
 def test_a_series_or_patch_file_that_is_a_symlink_is_never_read(tmp_path):

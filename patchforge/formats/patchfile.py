@@ -312,6 +312,12 @@ def parse_patch_file(data: bytes, source: str = "<patch>", *,
     `diffs` keeps parsed diffs by (diff bytes, first line): a patch whose diff is one already
     parsed there (a rebase changes only the Base field of most patches) takes that parse, which
     is exactly what parsing it again would give (the name is only used in error messages)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        # An editor's byte-order mark (Notepad) is invisible: the first field, read with it,
+        # is no field, and the refusal that follows named a line that looks right.
+        raise InputError("the file begins with a UTF-8 byte-order mark (U+FEFF, invisible in "
+                         "an editor): its first header field would not be read", path=source,
+                         line=1, hint="save it as UTF-8 without a byte-order mark")
     head, diff = _split_at_diff(data)
     i = 0
     preamble = b""

@@ -313,10 +313,20 @@ class UpstreamStore:
             except StoreError as exc:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise StoreError(f"cannot create the store at {git_dir}: {exc.message}") from exc
-            except OSError:
+            except OSError as exc:
                 # Somebody else created it first.
                 shutil.rmtree(tmp, ignore_errors=True)
                 if not (git_dir / "HEAD").is_file():
+                    if git_dir.exists() or git_dir.is_symlink():
+                        # Something not a store in the store's place (a file, a directory
+                        # not git's): said with it named ("Not a directory: .store.git.x"
+                        # and "run the command again" pointed nowhere). Nothing is removed.
+                        raise StoreDamaged(
+                            f"{git_dir} is not a git repository patchforge can use as its "
+                            f"store ({exc.strerror or exc})",
+                            hint="move it out of the way (patchforge makes a new store there "
+                                 "and fetches again), or point PATCHFORGE_CACHE elsewhere"
+                        ) from None
                     raise
         return cls(git_dir)
 
