@@ -264,3 +264,40 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(built, case):
     if case == "tty --json":
         import json
         json.loads(out.replace(b"\r\n", b"\n"))
+
+
+def test_export_mbox_of_profile_fixes_warns_what_git_am_meets(tmp_path, monkeypatch):
+    """A gfx942-only fix of line 5, then a fix for every profile of line 8, made on its own
+    base (without the gfx942 line): `export --mbox` said nothing, and `git am` stopped on the
+    second message (it applies every message in one stack, without fuzz). The export warns,
+    naming `git am -3`, which takes it; a series of fixes for every profile gets no warning."""
+    from helpers.cli import ok
+    from helpers.project import UPSTREAM_FILES, git_project
+
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, base = git_project(tmp_path, profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
+    a = UPSTREAM_FILES["a.py"]
+    for name, old, new, profiles in (("fix-942", b"line5\n", b"line5 gfx942\n", ["gfx942"]),
+                                     ("fix-all", b"line8\n", b"line8 all\n", [])):
+        overlay = tmp_path / f"{name}.overlay"
+        overlay.write_bytes(a.replace(old, new))
+        ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", name, "-m",
+           name, *(["--profiles", *profiles] if profiles else []))
+    mbox = tmp_path / "series.mbox"
+    run = ok(root, "export", "--mbox", str(mbox))
+    assert "warning: up's series has patches for some profiles only" in run.err, run.err
+    assert "`git am -3`" in run.err
+    for three_way, ends in ((False, 128), (True, 0)):
+        tree = tmp_path / f"am-{three_way}"
+        subprocess.run(["git", "clone", "-q", str(tmp_path / "up-upstream"), str(tree)],
+                       check=True)
+        subprocess.run(["git", "-C", str(tree), "checkout", "-q", base], check=True)
+        am = subprocess.run(["git", "-C", str(tree), "-c", "user.name=T", "-c",
+                             "user.email=t@example.com", "am", "--keep-cr",
+                             *(["-3"] if three_way else []), str(mbox)], capture_output=True)
+        assert am.returncode == ends, am.stderr
+    assert (tree / "a.py").read_bytes() == a.replace(b"line5\n", b"line5 gfx942\n") \
+        .replace(b"line8\n", b"line8 all\n")
+    ok(root, "delete", "fix-942")
+    run = ok(root, "export", "--mbox", str(tmp_path / "all.mbox"))
+    assert "warning" not in run.err, run.err

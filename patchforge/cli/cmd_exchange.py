@@ -248,3 +248,17 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
         if mbox_file:
             count = export_mbox(project, mbox_file, entries)
             click.echo(f"wrote {count} messages to {mbox_file}")
+            from patchforge.apply.series import profile_bases_differ
+
+            for name in dict.fromkeys(u for u, _ in entries):
+                if profile_bases_differ([(n, project.read_patch(u, n)) for u, n in entries
+                                         if u == name], list(project.config.profiles)):
+                    # Each fix is made on its own profile's series, and `git am` applies
+                    # every message in one stack, without fuzz: a fix for every profile next
+                    # to lines a profile's fix changed stops it.
+                    click.echo(f"warning: {name}'s series has patches for some profiles only, "
+                               "each made on its own profile's series, and `git am` applies "
+                               "every message in one stack, without fuzz: a fix made beside "
+                               "lines another profile's fix changes stops it (`git am -3` "
+                               "takes that one), and two profiles' fixes of the same lines "
+                               "never go into one tree", err=True)
