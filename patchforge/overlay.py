@@ -515,6 +515,8 @@ def render_metadata(project: Project, overlays: OverlaySet) -> dict[str, bytes]:
             "profile": f.profile, "upstream": f.upstream, "path": f.path, "file": f.rel,
             "base_commit": f.base_commit, "base_sha256": f.base_sha256, "sha256": f.sha256,
             "target": f.target,
+            # Only when set: the manifests of stacks without executables stay as they were.
+            **({"executable": True} if f.mode == "100755" else {}),
             "patches": [{"name": n, "sha256": d} for n, d in f.patches],
         })
     outputs["manifest.json"] = dump_json(manifest)
@@ -1028,6 +1030,15 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
             else:
                 rows.append((rel_text, "mismatch",
                              "manifest.json pins another sha256 than SHA256SUMS"))
+        # An executable overlay that lost its mode (a copy, an archive, a `chmod`) passed: a
+        # bind mount gives the container the host file's mode, and the script fails to run.
+        for entry in manifest["overlays"]:
+            path = root / entry["file"]
+            if entry.get("executable") and shipped(entry["file"]) and path.is_file() \
+                    and not os.access(path, os.X_OK):
+                rows.append((entry["file"], "mismatch",
+                             "not executable, as the upstream's file with the series is "
+                             "(`chmod +x` it, or run `patchforge overlays`)"))
         # The artifacts themselves (what compose.yaml mounts from the project) against their pins.
         for artifact in manifest["artifacts"]:
             source = project.root / artifact["path"]

@@ -1277,3 +1277,27 @@ def test_overlays_fetching_its_pins_from_a_slow_server_holds_the_project_for_no_
     finally:
         server.go.set()
         server.close()
+
+
+def test_an_executable_overlay_that_lost_its_mode_fails_verify(tmp_path):
+    """A fix creating an executable script: the overlay is written 0755, and a bind mount
+    gives the container the host file's mode. Copied without it (an archive, a `chmod -x`),
+    `verify` passed (it checked the bytes alone) while `overlays --check` said the file should
+    be executable. The manifest says which overlays are executable, and verify checks it."""
+    root, _ = git_project(tmp_path, install_root=INSTALL_ROOT)
+    write_patch(root, "script", b"diff --git a/run.sh b/run.sh\nnew file mode 100755\n"
+                b"--- /dev/null\n+++ b/run.sh\n@@ -0,0 +1,2 @@\n+#!/bin/sh\n+exec serve\n")
+    write_patch(root, "all-b", B_DIFF)
+    ok(root, "overlays")
+    manifest = json.loads((root / "overlays/manifest.json").read_bytes())
+    assert {e["path"]: e.get("executable") for e in manifest["overlays"]} == \
+        {"run.sh": True, "pkg/b.py": None}
+    assert schema_errors(manifest, "manifest") == []
+    script = root / "overlays/up/run.sh"
+    assert ok(root, "verify").rc == 0
+    script.chmod(0o644)
+    run = run_cli(root, "verify")
+    assert run.rc == 1 and "up/run.sh" in run.out and "not executable" in run.out, run.text
+    assert run_cli(root, "overlays", "--check").rc == 1
+    script.chmod(0o755)
+    assert ok(root, "verify").rc == 0
