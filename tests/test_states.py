@@ -1772,10 +1772,11 @@ def _set_up_for(project: Project, command: str) -> tuple[str, ...]:
     if command in ("move", "bring-back"):
         project.fix("fix-b", {"pkg/other.py": b"x = 2\n"})
     if command == "bring-back":  # fix-b set aside in skipped/, as a rebase --skip leaves it
+        data = project.patch("fix-b")
+        project.cli("delete", "fix-b")  # out of the series first: `delete` never guesses
         skipped = project.root / "series/up/skipped"
         skipped.mkdir()
-        (skipped / "fix-b.patch").write_bytes(project.patch("fix-b"))
-        project.cli("delete", "fix-b")
+        (skipped / "fix-b.patch").write_bytes(data)
     if command == "import":  # fix-a exported as a quilt series, then taken out
         project.cli("export", "--quilt", str(project.root.parent / "quilt"))
         project.cli("delete", "fix-a")

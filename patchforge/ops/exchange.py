@@ -31,7 +31,7 @@ from patchforge.stack import (add_to_series, require_readable_history, series_ch
 from patchforge.store.diff import FileChange, make_diff, merge_file
 from patchforge.store.git import run_git
 from patchforge.ops.series import (check_profiles, checked_patch_name, default_author,
-                                   refuse_case_twin, today)
+                                   refuse_case_twin, refuse_skipped_name, today)
 from patchforge.project import patch_file_name
 
 if TYPE_CHECKING:
@@ -68,6 +68,7 @@ def _check_new_name(project: Project, upstream: str, file_name: str,
     import writes: the rest of an import a kill cut short, which running it again finishes)."""
     _check_import_allowed(project, upstream, file_name)
     refuse_case_twin(project, upstream, file_name)
+    refuse_skipped_name(project, file_name)
     if not _name_taken(project, upstream, file_name, data):
         return
     if file_name in project.patch_names(upstream):

@@ -659,6 +659,24 @@ def refuse_case_twin(project: Project, upstream: str, file_name: str,
                              "one fix would overwrite the other", hint="choose another name")
 
 
+def refuse_skipped_name(project: Project, file_name: str) -> None:
+    """UsageError when a fix a rebase set aside (series/<any upstream>/skipped/) holds
+    `file_name`: `delete NAME` and `bring-back NAME` name a fix by its name alone, and with a
+    live fix of the same name `status` would advise, of the skipped one, a `delete` that
+    could not tell the two apart."""
+    from patchforge.state import skipped_fixes
+
+    for fix in skipped_fixes(project):
+        if fix.name == file_name:
+            stem = file_name[:-len(".patch")]
+            raise UsageError(
+                f"{file_name} is the name of a fix a rebase set aside "
+                f"({fix.path.relative_to(project.root).as_posix()})",
+                hint=f"`patchforge bring-back {stem}` puts it back onto the current base, "
+                     f"`patchforge delete {stem}` drops it (kept under deleted/); or choose "
+                     "another name")
+
+
 def check_profiles(project: Project, profiles: str) -> None:
     """`--profiles` of `new` and `import overlay`: every name a declared profile, and one at
     least (a `Profiles:` field listing none is refused when read: `--profiles "$UNSET"`
@@ -734,6 +752,7 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
         return upstream, file_name
     if any(n == file_name for _, n in project.all_patches()):
         raise UsageError(f"a patch named {file_name} already exists")
+    refuse_skipped_name(project, file_name)
     _refuse_unlisted_fix(project, upstream, file_name)
     refuse_case_twin(project, upstream, file_name)
     with RepoLock(project.state_dir, wait=10):
@@ -747,6 +766,7 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
             after = _listed_after(project, upstream, series, after)
         if file_name in series.names:
             raise UsageError(f"a patch named {file_name} already exists")
+        refuse_skipped_name(project, file_name)
         _refuse_unlisted_fix(project, upstream, file_name)
         new_series = series.inserted(file_name, after=after)
         with writing_project(project.root):  # never a patch file its series does not list
@@ -856,6 +876,7 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
                              hint="`patchforge list` shows the series") from None
         allowed = require_state(project, "delete", [fix.upstream], store=store)
         return _delete_skipped(project, fix, allowed, store), [], []
+    _refuse_listed_and_skipped(project, name, upstream, file_name)
     allowed = require_state(project, "delete", [upstream], store=store)
     source = project.patch_path(upstream, file_name)
     with RepoLock(project.state_dir):
@@ -877,6 +898,30 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
             series_changed(project, _deleted_event(project, upstream, file_name, kept))
     return (kept, _broken_by_removal(project, store, upstream, before, file_name),
             _removals_left_by(project, store, upstream, before, file_name))
+
+
+def _refuse_listed_and_skipped(project: Project, name: str, upstream: str,
+                               file_name: str) -> None:
+    """`delete NAME` when NAME is both a patch of the series and a fix in skipped/ (made so by
+    hand or by an older version; `new` and `rename` refuse it now): refused naming both,
+    never a guess: `status` advises `delete NAME` for the skipped one, and taking the live
+    fix out instead would drop it from the overlays."""
+    from patchforge.state import skipped_fixes
+
+    wanted = name.partition("/")[0] if "/" in name else None
+    skipped = [f for f in skipped_fixes(project)
+               if f.name == file_name and wanted in (None, f.upstream)]
+    if not skipped:
+        return
+    stem = file_name[:-len(".patch")]
+    raise UsageError(
+        f"{name!r} names two fixes: {upstream}/{file_name} in the series and "
+        f"{skipped[0].path.relative_to(project.root).as_posix()}, which a rebase set aside; "
+        "nothing was deleted",
+        hint=f"give the one in the series another name first (`patchforge rename {stem} NEW`); "
+             f"then `patchforge delete {stem}` drops the set-aside one, `patchforge delete NEW` "
+             f"the one in the series (each kept under deleted/); `patchforge bring-back {stem}` "
+             "puts the set-aside one back")
 
 
 def _readable_patches(project: Project, upstream: str, names: list[str]):
@@ -985,6 +1030,7 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
         if new_file == old_file or new_file in project.patch_names(upstream) or \
                 (new_path.exists() and _file_bytes(new_path) != data):
             raise UsageError(f"{new_file} already exists")
+        refuse_skipped_name(project, new_file)
         refuse_case_twin(project, upstream, new_file, same=old_file)
         with writing_project(project.root):  # never NEW or OLD unlisted beside the other
             atomic_write(new_path, data)
