@@ -184,6 +184,43 @@ def check_patch_invariants(patch: PatchFile, read) -> list[str]:
     return problems
 
 
+def keeps_moved(patch: PatchFile, read, find_rename) -> dict[str, str]:
+    """The Keeps paths the upstream moved: path -> its path on the target, for each Keeps line
+    whose file is not in the result (`read(path)` is None) and that `find_rename(path)` finds
+    renamed from the base to the target, the file there. A rebase follows such a rename for the
+    diff (detect.py); a Keeps line names the same file, so it follows too: the judge checks it
+    at the new path, and the rebase writes the new path into the moved patch
+    (`with_keeps_moved`). Without it the line named a file the result no longer has, a stop
+    that no resolution could satisfy."""
+    moved: dict[str, str] = {}
+    for inv in parse_invariants(patch):
+        if inv.path in moved or read(inv.path) is not None:
+            continue
+        new = find_rename(inv.path)
+        if new and read(new) is not None:
+            moved[inv.path] = new
+    return moved
+
+
+def with_keeps_moved(patch: PatchFile, moved: dict[str, str]) -> PatchFile:
+    """`patch` with each Keeps line naming a path of `moved` (`keeps_moved`) naming where it
+    went; the text after the path, and every other line, as written."""
+    if not moved:
+        return patch
+
+    def rewrite(value: str) -> str:
+        out = []
+        for line in value.split("\n"):
+            lead = line[:len(line) - len(line.lstrip())]
+            path, sep, text = line.strip().partition(": ")
+            if sep and path.strip() in moved:
+                line = f"{lead}{moved[path.strip()]}: {text}"
+            out.append(line)
+        return "\n".join(out)
+
+    return patch.with_each("Keeps", rewrite)
+
+
 def check_overlay_invariants(project: Project, overlay_set, *, store: UpstreamStore | None = None,
                              patch_sources=None) -> list[InvariantViolation]:
     """Every Keeps invariant of every patch in every profile, checked on that profile's result.

@@ -89,6 +89,9 @@ class Judgement:
     # that undoes a change made under the patch
     bases: dict = field(default_factory=dict)
     unchanged: bool = False  # pre-images and paths as in the old series: its diff still holds
+    # applies: Keeps paths the upstream moved -> where (invariants.keeps_moved); the moved
+    # patch's Keeps lines name the new paths
+    keeps_moved: dict = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)
     message: str = ""
 
@@ -851,10 +854,18 @@ class SeriesJudge:
         if patch.get_all("Keeps"):
             # Applying is not enough: a fix that applies in the wrong place (or that a later
             # upstream change neutralised) breaks its Keeps: invariants.
-            from patchforge.invariants import check_patch_invariants
+            from patchforge.invariants import (check_patch_invariants, keeps_moved,
+                                               with_keeps_moved)
 
-            broken = check_patch_invariants(
-                patch, lambda path: after[path] if path in after else self.read_current(path))
+            def read(path: str) -> bytes | None:
+                return after[path] if path in after else self.read_current(path)
+
+            # A Keeps line on a file the upstream moved follows the move, as the diff does:
+            # checked at the new path, which the rebase writes into the moved patch.
+            judgement.keeps_moved = keeps_moved(patch, read, self.find_rename)
+            judgement.evidence.extend(f"Keeps line follows {old} -> {new}"
+                                      for old, new in judgement.keeps_moved.items())
+            broken = check_patch_invariants(with_keeps_moved(patch, judgement.keeps_moved), read)
             if broken:
                 judgement.outcome, judgement.stop_kind = "stop", "invariant"
                 judgement.files = sorted(after)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import re
 from functools import cached_property
+from typing import Callable
 
 from patchforge.apply.diffparse import FilePatch, parse_diff, split_lines
 from patchforge.errors import InputError
@@ -157,6 +158,20 @@ class PatchFile:
         if not gap and (self.description or self.separator or self.diff):
             gap = self._eol  # a new header must be ended by a blank line
         return _keep_parse(self, replace(self, fields=tuple(fields), gap=gap))
+
+    def with_each(self, name: str, rewrite: Callable[[str], str]) -> PatchFile:
+        """Every field of that name (or its alias) given `rewrite(value)`, in its place; a field
+        the rewrite leaves equal keeps its bytes (its folding, its line ending)."""
+        key = _canon(name)
+        fields = list(self.fields)
+        for k, f in enumerate(fields):
+            if _canon(f.name) == key and (value := rewrite(f.value)) != f.value:
+                eol = b"\r\n" if f.raw.endswith(b"\r\n") else (
+                    b"\n" if f.raw.endswith(b"\n") else self._eol)
+                fields[k] = HeaderField(f.name, value, _render_field(f.name, value, eol))
+        if fields == list(self.fields):
+            return self
+        return _keep_parse(self, replace(self, fields=tuple(fields)))
 
     def without_field(self, name: str) -> PatchFile:
         """Drop every field of that name (or its alias)."""

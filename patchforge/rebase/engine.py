@@ -38,6 +38,7 @@ from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal
 from patchforge.store.diff import StartedDiffs, added_lines, conflict_markers_left
 
 if TYPE_CHECKING:
+    from patchforge.formats.patchfile import PatchFile
     from patchforge.project import Project
     from patchforge.store.git import StartedGit
     from patchforge.store.gitstore import UpstreamStore
@@ -863,6 +864,12 @@ class Rebase:
                                  dict(judgement.bases))
         changes = judgement.changes
         new_patch = patch.with_field("Base", target.commit)
+        if judgement.keeps_moved:
+            # Its Keeps lines follow the upstream's moves as its diff does (the judge checked
+            # them there).
+            from patchforge.invariants import with_keeps_moved
+
+            new_patch = with_keeps_moved(new_patch, judgement.keeps_moved)
         action = judgement.how or "clean"
         detail = judgement.message
         if verdict.state == "unsure":
@@ -992,13 +999,18 @@ class Rebase:
         for result, patch, _, target, _ in pending:
             self._set_aside(result, patch, target, parents)
 
-    def _check_keeps(self, patch, files: dict, judge) -> list[str]:
+    def _check_keeps(self, patch: PatchFile, files: dict, judge) -> tuple[PatchFile, list[str]]:
+        """A resolved patch's Keeps lines checked on its result: (the patch, its Keeps lines
+        following the upstream's moves as the judge's do; the violations)."""
         if not patch.get_all("Keeps"):
-            return []  # most patches promise nothing: no need to load the invariants module
-        from patchforge.invariants import check_patch_invariants
+            return patch, []  # most patches promise nothing: no need to load the invariants module
+        from patchforge.invariants import check_patch_invariants, keeps_moved, with_keeps_moved
 
-        return check_patch_invariants(patch, lambda path: files[path] if path in files
-                                      else judge.read_current(path))
+        def read(path: str) -> bytes | None:
+            return files[path] if path in files else judge.read_current(path)
+
+        patch = with_keeps_moved(patch, keeps_moved(patch, read, judge.find_rename))
+        return patch, check_patch_invariants(patch, read)
 
     def _remembered(self, rel: str, patch) -> bytes:
         """The bytes of a patch this run made, to be written at series/<rel>; the parse is kept
@@ -1140,7 +1152,7 @@ class Rebase:
                 "patchforge rebase --continue",
                 f"`patchforge rebase --skip` keeps the whole patch in series/{upstream}/skipped/ "
                 "(`--abort` goes back)")
-            violations = self._check_keeps(
+            new_patch, violations = self._check_keeps(
                 new_patch, files, SeriesJudge(self.store, target, read_commit=stopped.base))
             if violations:
                 raise UsageError("; ".join(violations),
