@@ -886,8 +886,8 @@ def _order_of_both(upstream: str, ours: list[str], quilt: list[str], recorded: l
             f"(the series: {' '.join(relative(ours, quilt))}; quilt's: "
             f"{' '.join(relative(quilt, ours))}); nothing was taken back",
             path=str(series_path),
-            hint=f"give {series_path} the series' order (`patchforge series`), or `move` the "
-                 "patches in the series as quilt orders them, then run this again")
+            hint=f"give {series_path} the series' order (`patchforge list` prints it), or "
+                 "`move` the patches in the series as quilt orders them, then run this again")
     order = relative(ours, quilts_order)
     for k, name in enumerate(quilt):
         if name in quilts_order and name not in order:  # quilt's new patch
