@@ -46,8 +46,11 @@ def test_empty_series():
     (b"a\nb.patch\na.patch\n", 3, "'a.patch' is listed twice (first on line 1 as 'a')"),
     (b"# c\na.patch -p0\n", 2, "-p1"),
     (b"a.patch -R\n", 1, "unsupported series option"),
-    (b"\n\nsub/a.patch\n", 3, "bad patch name"),
-    (b"-a.patch\n", 1, "bad patch name"),
+    # Said why (quilt allows a patch in a subdirectory; "bad patch name" alone did not say).
+    (b"\n\nsub/a.patch\n", 3, "bad patch name 'sub/a.patch': a patch of the series is a file "
+     "directly in its series directory, never in a subdirectory"),
+    (b"-a.patch\n", 1, "bad patch name '-a.patch': a name cannot begin with '-'"),
+    (b"..\n", 1, "bad patch name '..': a name cannot be '.' or '..'"),
     # A NUL byte (a corrupted file, a bad merge tool) was an internal error, exit 70.
     (b"a.patch\n\x00\n", 2, "control character"),
     (b"a.patch\nb\x00c.patch\n", 2, "control character"),

@@ -63,7 +63,15 @@ class SeriesFile:
                                      "patches are -p1 (paths relative to the upstream root)",
                                      path=self.source, line=index + 1)
             if "/" in name or name in (".", "..") or name.startswith("-"):
-                raise InputError(f"bad patch name {name!r}", path=self.source, line=index + 1)
+                # Said why: quilt allows `sub/fix.patch`, and "bad patch name" alone left a
+                # user coming from quilt guessing.
+                why = ("a patch of the series is a file directly in its series directory, "
+                       "never in a subdirectory (move it up and list it by its file name)"
+                       if "/" in name else "a name cannot be '.' or '..'"
+                       if name in (".", "..") else "a name cannot begin with '-' (it would read "
+                       "as an option)")
+                raise InputError(f"bad patch name {name!r}: {why}", path=self.source,
+                                 line=index + 1)
             # (Tested on the bytes in one C pass: a decoded name holds a control character
             # exactly where its bytes hold one, and a test of each character in Python was
             # 1% of a long rebase's interpreted work, the series being read three times.)
