@@ -379,8 +379,10 @@ def holder_named(pid: int | None) -> str:
     for i, arg in enumerate(args):
         # `python3 -m patchforge ...`, or the console script run by its interpreter
         # (`python3 /venv/bin/patchforge ...`, or exec'd itself).
-        if arg == "patchforge" and i and args[i - 1] == "-m" or \
-                os.path.basename(arg) == "patchforge" and (i == 0 or not args[i - 1].startswith("-")):
+        as_module = arg == "patchforge" and i > 0 and args[i - 1] == "-m"
+        as_script = os.path.basename(arg) == "patchforge" and (
+            i == 0 or not args[i - 1].startswith("-"))
+        if as_module or as_script:
             import shlex
             line = " ".join(["patchforge", *(shlex.quote(a) for a in args[i + 1:])])
             line = "".join(c if c.isprintable() else "?" for c in line)
@@ -419,7 +421,7 @@ class RepoLock:
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    holder = self._holder()
+                    holder = read_holder(fd)
                     os.close(fd)
                     raise LockedError(
                         "another patchforge process "
@@ -442,12 +444,6 @@ class RepoLock:
                                   ) from None
         write_holder(fd)
         self._fd = fd
-
-    def _holder(self) -> int | None:
-        try:
-            return int(self.path.read_text().strip() or "0") or None
-        except (OSError, ValueError):
-            return None
 
     def release(self) -> None:
         if self._fd is not None:
@@ -603,12 +599,9 @@ class WriteOutLock:
         except OSError:
             return ""
         try:
-            pid = int(os.pread(fd, 32, 0).decode("ascii").strip() or "0")
-        except (OSError, ValueError, UnicodeDecodeError):
-            return ""
+            return holder_named(read_holder(fd))
         finally:
             os.close(fd)
-        return holder_named(pid)
 
     def _take(self, fd: int, kind: int) -> bool:
         """Lock `fd` (waiting as the class says); False on a file system without locks."""
@@ -667,6 +660,15 @@ def write_holder(fd: int) -> None:
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     except OSError:
         pass  # the PID is only for messages; the kernel lock is what counts
+
+
+def read_holder(fd: int) -> int | None:
+    """The PID `write_holder` wrote into the lock's file open at `fd`; None when there is
+    none (released, or not written yet) or the file holds something else."""
+    try:
+        return int(os.pread(fd, 32, 0).decode("ascii").strip() or "0") or None
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
 
 
 # The project directories (real paths) this process holds exclusively (`WriteOutLock`), with

@@ -1048,13 +1048,7 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
     if installed is not None and manifest is not None:
         entries = overlay_entries(manifest, profile, str(manifest_path))
         at_targets = _upstreams_at_their_targets(Path(installed), entries)
-        # Every profile's overlay of each file: a tree baked or mounted with another profile's
-        # overlays holds one of them, which is no other version of the upstream.
-        overlaid: dict[tuple[str, str], dict[str, str]] = {}
-        for other in manifest["overlays"]:
-            if other.get("profile"):
-                overlaid.setdefault((other["upstream"], other["path"]), {}).setdefault(
-                    other["sha256"], other["profile"])
+        overlaid = profiles_overlays(manifest, lambda e: (e["upstream"], e["path"]))
         held: dict[str, None] = {}  # the other profiles whose overlays the tree holds
         for entry in entries:
             target = entry.get("target")
@@ -1070,7 +1064,7 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
             if found is not None and found == entry.get("sha256"):
                 rows.append((label, "ok", ALREADY_OVERLAID))
             elif holds is not None and holds != entry.get("profile"):
-                rows.append((label, "mismatch", _other_profile(holds, entry)))
+                rows.append((label, "mismatch", other_profiles_overlay(holds, entry)))
                 held.setdefault(holds, None)
             elif entry["base_sha256"] is None:
                 if candidate.exists():
@@ -1105,13 +1099,27 @@ ALREADY_OVERLAID = "already holds this overlay (baked in, or mounted)"
 OTHER_PROFILES_OVERLAY = "installed file is the "
 
 
-def _other_profile(holds: str, entry: dict[str, Any]) -> str:
-    """The detail of an installed file that is profile `holds`'s overlay of this series, where
+def profiles_overlays(manifest: dict[str, Any], key) -> dict[Any, dict[str, str]]:
+    """Every profile's overlay of each file of `manifest`: key(entry) -> {its sha256: the
+    profile}, entries whose key is None left out. A tree or an image baked (or mounted) with
+    another profile's overlays holds one of them, which is no other version of the upstream
+    (`verify --installed`, `verify --image`)."""
+    out: dict[Any, dict[str, str]] = {}
+    for entry in manifest["overlays"]:
+        where = key(entry)
+        if entry.get("profile") and where is not None:
+            out.setdefault(where, {}).setdefault(entry["sha256"], entry["profile"])
+    return out
+
+
+def other_profiles_overlay(holds: str, entry: dict[str, Any], *,
+                           what: str = "installed file", how: str = "baked in, or mounted") -> str:
+    """The detail of a file (`what`) that is profile `holds`'s overlay of this series, where
     `entry` (another profile's overlay of it) wants its pre-image: the tree was baked or
     mounted for that profile, which `--profile` checks (it is no other upstream version)."""
     this = f"this {entry['profile']} overlay" if entry.get("profile") else "this overlay"
-    return (f"{OTHER_PROFILES_OVERLAY}{holds} overlay of this series (baked in, or mounted), "
-            f"not the pre-image {this} is made for: `--profile {holds}` checks that deployment")
+    return (f"{what} is the {holds} overlay of this series ({how}), not the pre-image {this} "
+            f"is made for: `--profile {holds}` checks that deployment")
 
 
 def _installed_hint(installed: Path, entries: list[dict[str, Any]],

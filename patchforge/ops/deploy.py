@@ -12,7 +12,8 @@ from typing import Any, TYPE_CHECKING
 
 from patchforge.errors import ConfigError, InputError, UsageError
 from patchforge.model.record import field, record
-from patchforge.overlay import overlay_entries, read_manifest
+from patchforge.overlay import (other_profiles_overlay, overlay_entries, profiles_overlays,
+                                read_manifest)
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -141,11 +142,8 @@ def _pre_images(project: Project, profile: str | None):
     manifest_source = str(project.overlays_dir / "manifest.json")
     manifest = read_manifest(project.overlays_dir)
     entries = overlay_entries(manifest, profile, manifest_source)
-    overlaid: dict[str, dict[str, str]] = {}
-    for other in manifest["overlays"]:
-        if other.get("profile") and other.get("target"):
-            overlaid.setdefault(normalize(other["target"]), {}).setdefault(other["sha256"],
-                                                                           other["profile"])
+    overlaid = profiles_overlays(manifest, lambda e: normalize(e["target"]) if e.get("target")
+                                 else None)
     by_target: dict[str, dict[str, Any]] = {}
     profiles: dict[str, list[str]] = {}
     for entry in entries:
@@ -216,10 +214,8 @@ def _judge(key: str, entry: dict[str, Any], found, profiles: tuple[str, ...],
     holds = overlaid.get(found.sha256 or "") if found.kind == "file" else None
     if holds is not None and holds != entry.get("profile"):
         # Baked for another profile: "not the pre-image" sent the user to rebase.
-        this = f"this {entry['profile']} overlay" if entry.get("profile") else "this overlay"
-        return check("mismatch", f"the image's file is the {holds} overlay of this series "
-                                 f"(baked in), not the pre-image {this} is made for: "
-                                 f"`--profile {holds}` checks that deployment", holds)
+        return check("mismatch", other_profiles_overlay(holds, entry, what="the image's file",
+                                                        how="baked in"), holds)
     if expected is None:
         if found.kind == "absent":
             return check("ok", "absent, as expected: the overlay creates this file")

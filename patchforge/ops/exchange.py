@@ -28,7 +28,7 @@ from patchforge.formats.series import parse_series
 from patchforge.fsutil import RepoLock, atomic_write, writing_project
 from patchforge.stack import (add_to_series, require_readable_history, series_changed,
                               series_state)
-from patchforge.store.diff import FileChange, make_diff, merge_file
+from patchforge.store.diff import FileChange, blob_oid, make_diff, merge_file
 from patchforge.store.git import run_git
 from patchforge.ops.series import (check_profiles, checked_patch_name, default_author,
                                    refuse_case_twin, refuse_skipped_name, today)
@@ -907,8 +907,7 @@ def _refuse_root_with_upstream_files(store: UpstreamStore, pin: str, commit, rep
     if not present:
         return
     # (A blob's id is git's hash of its content: the same id is the same file.)
-    same = [path for path, oid in present.items()
-            if oid == hashlib.sha1(b"blob %d\0" % len(added[path]) + added[path]).hexdigest()]
+    same = [path for path, oid in present.items() if oid == blob_oid(added[path])]
     shown = ", ".join(list(present)[:3]) + (f" and {len(present) - 3} more"
                                             if len(present) > 3 else "")
     # The range's tip (`BASE..TIP`, or a single revision); `A...B`, `^A B`: left to the user.

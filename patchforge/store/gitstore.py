@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from patchforge.errors import CacheUnwritable, StoreDamaged, StoreError, UsageError
-from patchforge.fsutil import fault_point, holder_named, write_holder
+from patchforge.fsutil import fault_point, holder_named, read_holder, write_holder
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
@@ -263,10 +263,7 @@ class UpstreamStore:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            try:
-                holder = int(os.pread(fd, 32, 0).decode("ascii").strip() or "0")
-            except (OSError, ValueError, UnicodeDecodeError):
-                holder = 0
+            holder = read_holder(fd)
             if self.progress is not None:
                 self.progress.waiting(
                     "waiting for another patchforge process"
