@@ -140,7 +140,7 @@ def aside_name(directory, name: str, data: bytes) -> str:
     return candidate
 
 
-def _creates(fp) -> bool:
+def creates_path(fp) -> bool:
     """True when a file patch makes a path: a new file, or the target of a copy or rename."""
     return fp.new_path is not None and (fp.is_new or (fp.is_copy or fp.is_rename)
                                         and fp.new_path != fp.old_path)
@@ -161,7 +161,7 @@ def creation_collisions(store: UpstreamStore, commit: str, patches) -> list[tupl
     has is no collision (the fix is already there). Returns [(name, patch, file patch,
     message, hint)]; applied in memory these would silently replace a file or fail with an
     OSError half way through a write."""
-    creations = [fp for _, patch in patches for fp in patch.file_patches if _creates(fp)]
+    creations = [fp for _, patch in patches for fp in patch.file_patches if creates_path(fp)]
     if not creations:
         return []
     entries = store.entries(commit, sorted({p for fp in creations
@@ -172,7 +172,7 @@ def creation_collisions(store: UpstreamStore, commit: str, patches) -> list[tupl
     found = []
     for name, patch in patches:
         for fp in patch.file_patches:
-            if _creates(fp):
+            if creates_path(fp):
                 problem = _collision(store, commit, entries, made, gone, fp)
                 if problem:
                     found.append((name, patch, fp, *problem))
@@ -181,7 +181,7 @@ def creation_collisions(store: UpstreamStore, commit: str, patches) -> list[tupl
                                             and fp.old_path != fp.new_path):
                 made.pop(fp.old_path, None)
                 gone.add(fp.old_path)
-            if _creates(fp):
+            if creates_path(fp):
                 made[fp.new_path] = name
     return found
 

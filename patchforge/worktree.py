@@ -917,6 +917,100 @@ def refuse_resolution_not_applying(store: UpstreamStore, base: str, label: str, 
                  f"there, then `{go_on}`; or {way_out}")
 
 
+def refuse_resolution_outside_series(store: UpstreamStore, commit: str, label: str, name: str,
+                                     patch, old_patch, earlier: Callable[[], list],
+                                     later: Callable[[], list], configured,
+                                     profile_bases: Callable[[], bool], work: Path,
+                                     go_on: str, way_out: str) -> None:
+    """UsageError (nothing written, the stop kept) when `patch`, the patch a stop's resolution
+    makes, applies on its own base (refuse_resolution_not_applying, asked first) but does not go
+    into every series that holds it: each configured profile's series, the one its overlays
+    apply (the whole series in a stack without profiles). The stop's base holds its own chain
+    only (apply.series: the earlier patches in every one of its profiles' series); a patch of
+    another profile is not in it, so the own check never meets it, and the series would be
+    written with that profile's overlays failing. Two ways it does not go:
+    - a path it makes meets one another patch of that series makes (a file where the other
+      makes a directory, or under the other's file; stack.creation_collisions), before it or
+      after it;
+    - it changes lines an earlier patch of that series, not in its base, changed (only where
+      `profile_bases()` says the series has patches for some profiles only): carried
+      there as overlays carry it (apply.chains.apply_on_chains, git's 3-way merge).
+    A later patch of another profile whose lines no longer apply is left to the caller's walk
+    (a rebase stops on it, as on a later patch of the patch's own series).
+    `commit`: the target (the store commit the series goes onto); `label`: its name;
+    `earlier()`, `later()`: [(name, PatchFile)] of the series before and after the patch as
+    they stand at the target, asked only when the resolution can meet them (it makes a path,
+    or no longer takes one away: the common resolution, a changed line in an existing file,
+    asks nothing of the creations; a stack without profiles asks nothing of the lines);
+    `old_patch`: the patch before the resolution (None: unknown); `go_on`, `way_out`: the
+    command that takes the resolution, and what else the user may do."""
+    from patchforge.apply.chains import apply_on_chains, chain_name, patch_paths
+    from patchforge.apply.series import applies_to_profile
+    from patchforge.stack import creation_collisions, creates_path
+
+    def taken_away(found) -> set[str]:
+        return {fp.old_path for fp in getattr(found, "file_patches", ()) if fp.old_path
+                and (fp.is_delete or (fp.is_rename and fp.old_path != fp.new_path))}
+
+    made = {fp.new_path for fp in patch.file_patches if creates_path(fp)}
+    undeleted = taken_away(old_patch) - taken_away(patch)
+    problems: list[str] = []
+    met: set[str] = set()  # the resolution's paths that meet another patch's
+    before = after = None
+    if made or undeleted:
+        before, after = earlier(), later()
+        found_in: dict[str, list[str]] = {}  # a collision -> the profiles' series it is in
+        for profile in [*configured] or [None]:
+            if not applies_to_profile(patch, profile):
+                continue
+            series_before = [(n, p) for n, p in before if applies_to_profile(p, profile)]
+            series_after = [(n, p) for n, p in after if applies_to_profile(p, profile)]
+            # Collisions the series has without the patch are not the resolution's doing.
+            there = {(n, fp.new_path, message) for n, _, fp, message, _ in
+                     creation_collisions(store, commit, series_before + series_after)}
+            for n, _, fp, message, _ in creation_collisions(
+                    store, commit, [*series_before, (name, patch), *series_after]):
+                if (n, fp.new_path, message) in there:
+                    continue
+                found_in.setdefault(f"{n} {message}", []).append(profile or "")
+                met |= {p for p in made | undeleted
+                        if p == fp.new_path or p.startswith(fp.new_path + "/")
+                        or fp.new_path.startswith(p + "/")}
+        for said, profiles in found_in.items():
+            where = chain_name(frozenset(profiles)) if configured else "the series"
+            problems.append(f"in {where}, {said}")
+    lines = False
+    if configured and profile_bases():
+        before = earlier() if before is None else before
+        # Only the earlier patches touching its files decide those files in each series.
+        mine = patch_paths(patch)
+        touching = [(n, p) for n, p in before if patch_paths(p) & mine]
+        chains = apply_on_chains(lambda wanted: store.read_blobs(commit, wanted),
+                                 [*touching, (name, patch)], configured, strict=False)
+        for problem in chains.problems:
+            if problem.name == name:
+                lines = True
+                who = ", ".join(problem.met) or "the patches for other profiles"
+                problems.append(f"in {chain_name(problem.chain)}, {name} changes lines of "
+                                f"{problem.path} that {who} changed before it")
+    if not problems:
+        return
+    ways = []
+    if lines:
+        ways.append("make the resolution leave those lines alone (two fixes that change "
+                    "neighbouring lines differently for some profiles are one fix per profile)")
+    if met:
+        ways.append(f"take {', '.join(sorted(met))} out of the resolution (a file only some "
+                    "profiles need goes into a fix of their own: `patchforge new NAME "
+                    "--profiles P`)")
+    raise UsageError(
+        f"the resolution in {work} would not go into every series that holds {name} on "
+        f"{label}: {'; '.join(problems)}; written so, those series would not apply "
+        "(`patchforge overlays`, `git apply`, `status` and `lint` refuse them); nothing was "
+        "written, the stop is as it was",
+        hint=f"{'; '.join(ways)} in {work}, then `{go_on}`; or {way_out}")
+
+
 def files_at(store: UpstreamStore, commit: str, paths: list[str], *,
              fetch_together: bool = True) -> dict[str, tuple[str, bytes]]:
     """path -> (mode, content) of those of `paths` that are files at store commit `commit`

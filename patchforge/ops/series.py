@@ -10,6 +10,7 @@ import datetime as _dt
 import json
 import os
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,7 +30,8 @@ from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
                                  keep_resolution, keep_unadded, refuse_changed_since_edit,
                                  refuse_gone_files_left_out, refuse_removed_by_hand,
-                                 refuse_resolution_not_applying, refuse_undoing, editing,
+                                 refuse_resolution_not_applying,
+                                 refuse_resolution_outside_series, refuse_undoing, editing,
                                  require_state, require_state_still, resolution_undoes,
                                  series_on_paths, state_file, worktree_diff)
 
@@ -1564,9 +1566,20 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
                       "`patchforge bring-back --continue`; or `patchforge bring-back --abort` "
                       "(the fix stays in skipped/)")
     new_patch = patch.with_diff(diff).with_field("Base", state["pin"])
-    refuse_resolution_not_applying(store, state["base"], project.lock.pin(upstream).label,
-                                   file_name, new_patch, work, "patchforge bring-back --continue",
+    label = project.lock.pin(upstream).label
+    refuse_resolution_not_applying(store, state["base"], label, file_name, new_patch, work,
+                                   "patchforge bring-back --continue",
                                    "`patchforge bring-back --abort` (the fix stays in skipped/)")
+    # Its base is its own profiles' chain; every other series that holds it is asked too.
+    configured = list(project.config.profiles)
+    earlier = cache(lambda: [(n, project.read_patch(upstream, n))
+                             for n in series.names if n != file_name])
+    refuse_resolution_outside_series(
+        store, state["pin"], label, file_name, new_patch, patch, earlier, lambda: [],
+        configured, lambda: profile_bases_differ([*earlier(), (file_name, new_patch)],
+                                                 configured), work,
+        "patchforge bring-back --continue",
+        "`patchforge bring-back --abort` (the fix stays in skipped/)")
     if patch.get_all("Keeps"):
         from patchforge.invariants import check_patch_invariants
 

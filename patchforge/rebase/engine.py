@@ -1079,7 +1079,8 @@ class Rebase:
         earlier patch's as moved) is refused unless `allow_undo`, which takes it and says so
         in the patch's result."""
         from patchforge.worktree import (refuse_gone_files_left_out, refuse_removed_by_hand,
-                                         refuse_resolution_not_applying, refuse_undoing,
+                                         refuse_resolution_not_applying,
+                                         refuse_resolution_outside_series, refuse_undoing,
                                          renames_and_copies, resolution_undoes, series_patch,
                                          worktree_diff)
 
@@ -1098,7 +1099,7 @@ class Rebase:
                                   f"{name}` stops on it again) or `--abort`")
         # The patch's renames and copies stay so, from where upstream moved their sources.
         target = self._target(upstream, entry)
-        patch = series_patch(self.project, upstream, name)
+        patch = old_patch = series_patch(self.project, upstream, name)
         pairs = renames_and_copies(patch)
         for new_path, (old_path, copy) in list(pairs.items()):
             if self.store.entry(stopped.base, old_path) is None and \
@@ -1149,6 +1150,19 @@ class Rebase:
             new_patch = patch.with_diff(diff).with_field("Base", target.commit)
             refuse_resolution_not_applying(
                 self.store, stopped.base, target.label, name, new_patch, work,
+                "patchforge rebase --continue",
+                f"`patchforge rebase --skip` keeps the whole patch in series/{upstream}/skipped/ "
+                "(`--abort` goes back)")
+            # The stop's base is its own profiles' chain: each other series holding it (a
+            # profile's patches not in its base, before it or after it) is asked too.
+            refuse_resolution_outside_series(
+                self.store, target.commit, target.label, name, new_patch, old_patch,
+                lambda: [(r.name, self._staged_patch(upstream, r)) for r in entry.results
+                         if r.destination == "series" and r.staged],
+                lambda: [(n, self._old_patch(upstream, n))
+                         for n in entry.names[entry.position + 1:]],
+                list(self.project.config.profiles),
+                lambda: self._profile_bases(upstream, entry), work,
                 "patchforge rebase --continue",
                 f"`patchforge rebase --skip` keeps the whole patch in series/{upstream}/skipped/ "
                 "(`--abort` goes back)")
