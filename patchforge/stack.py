@@ -190,11 +190,18 @@ def profile_collisions(project: Project, store: UpstreamStore, commit: str,
                        patches) -> list[tuple]:
     """creation_collisions of the series each profile applies (the whole series when the
     stack has no profiles): two fixes for different profiles may each create the same file."""
-    found = []
+    return [found for _, found in collisions_by_profile(project, store, commit, patches)]
+
+
+def collisions_by_profile(project: Project, store: UpstreamStore, commit: str,
+                          patches) -> list[tuple[str | None, tuple]]:
+    """profile_collisions, each with the profile whose series it is in (None: the whole
+    series, in a stack without profiles)."""
+    found: list[tuple[str | None, tuple]] = []
     profiles: list[str | None] = [*project.config.profiles] or [None]
     for profile in profiles:
         selected = [(n, p) for n, p in patches if applies_to_profile(p, profile)]
-        found += creation_collisions(store, commit, selected)
+        found += [(profile, one) for one in creation_collisions(store, commit, selected)]
     return found
 
 

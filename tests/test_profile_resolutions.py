@@ -162,3 +162,64 @@ def test_bring_back_continue_refuses_a_directory_where_another_profiles_fix_make
     stack.cli("bring-back", "--abort")
     assert stack.series("up") == ["fix-950.patch"]
     assert b"pkg/sub/x.py" not in stack.patch("up", "fix-all", "skipped")
+
+
+# --- refresh: the same question for `edit NAME` + `refresh` ------------------------------------
+#
+# refresh writes the change and warns (exit 1), as it does for a change whose lines do not go
+# into a profile's series: the edit is the user's work, never thrown away, and the warning
+# names the profile, the patch and the way on. A refusal would leave the change only in the
+# worktree, while the patch it conflicts with may be the one to change.
+
+def refreshed(stack, name: str) -> dict:
+    """`edit NAME`, pkg/sub/x.py added to it, `refresh --json` (exit 1, schema-valid)."""
+    from patchforge.formats.schemas import validation_errors
+
+    stack.cli("edit", name)
+    stack.cli("add", "pkg/sub/x.py")
+    (work(stack) / "pkg/sub/x.py").write_bytes(b"x = 1\n")
+    document = stack.json("refresh", expect=1)
+    assert validation_errors(document, "refresh") == []
+    return document
+
+
+def test_a_refresh_making_a_directory_where_another_profiles_fix_makes_a_file_warns(tmp_path):
+    """fix-all (every profile) edited on its own base, which never holds fix-950 (gfx950):
+    adding pkg/sub/x.py under fix-950's file pkg/sub was refreshed with exit 0 and nothing
+    said; overlays then failed. Now refresh writes it and warns, naming gfx950, fix-950 and
+    the path; edited again without it, all is green."""
+    stack = stack_with(tmp_path, ["fix-950-file", "fix-all"])
+    document = refreshed(stack, "fix-all")
+    assert [(p["name"], p["profiles"], p["path"], p["meets"]) for p in
+            document["profile_failing"]] == [
+        ("fix-all.patch", ["gfx950"], "pkg/sub/x.py", ["fix-950.patch (gfx950)"])], document
+    assert document["later_failing"] == []
+    assert b"pkg/sub/x.py" in stack.patch("up", "fix-all")  # written: nothing lost
+    stack.cli("edit", "fix-all")
+    (work(stack) / "pkg/sub/x.py").write_bytes(b"x = 2\n")
+    _, _, err = stack.cli("refresh", expect=1)
+    assert "warning: fix-all.patch does not go into the series of gfx950: it creates " \
+        "pkg/sub/x.py, but pkg/sub is a file fix-950.patch creates, so the overlays of " \
+        "gfx950 fail" in " ".join(err.split()), err
+    assert "take the path out of it" in err, err
+    stack.cli("edit", "fix-all")
+    (work(stack) / "pkg/sub/x.py").unlink()
+    stack.cli("refresh")
+    stack.cli("overlays")
+    stack.cli("status")
+
+
+def test_a_refresh_of_a_profile_fix_that_breaks_a_later_fix_there_names_the_profile(tmp_path):
+    """fix-950 (gfx950), edited to make pkg/sub/x.py, where a later fix-all (every profile)
+    makes the file pkg/sub: only gfx950's series fails. refresh said "fix-all.patch no longer
+    applies after this change", no profile named (in gfx942's series it does). Now the
+    warning names gfx950 and fix-950."""
+    stack = stack_with(tmp_path, ["fix-950-lines"])
+    stack.add_fix("fix-all", "pkg/sub", None, b"sub = 1\n")
+    document = refreshed(stack, "fix-950")
+    assert [(p["name"], p["profiles"], p["path"], p["meets"]) for p in
+            document["profile_failing"]] == [
+        ("fix-all.patch", ["gfx950"], "pkg/sub", ["fix-950.patch (gfx950)"])], document
+    assert document["later_failing"] == []
+    _, _, err = stack.cli("overlays", expect=2)
+    assert "fix-all.patch" in err, err

@@ -86,6 +86,31 @@ class ChainProblem:
         return (f"does not apply in {chain_name(self.chain)}: it changes lines of {self.path} "
                 f"that {who} changed before it there")
 
+    @property
+    def remedy(self) -> str:
+        return REMEDY
+
+
+@record
+class CollisionProblem:
+    """A patch that does not go into the series of `chain` (a profile set) because a path it
+    makes meets `path` of another patch there (`met`, with their profiles: a file where it
+    makes a directory, or the reverse; stack.creation_collisions says how, `said`)."""
+
+    name: str
+    chain: frozenset | None
+    path: str
+    said: str
+    met: list = field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"does not go into {chain_name(self.chain)}: it {self.said}"
+
+    @property
+    def remedy(self) -> str:
+        return ("take the path out of it (a file only some profiles need goes into a fix of "
+                "their own: `patchforge new NAME --profiles P`)")
+
 
 REMEDY = ("make it leave those lines alone (two fixes that change neighbouring lines "
           "differently for some profiles are one fix per profile)")

@@ -356,7 +356,7 @@ def refresh(app, name, allow_undo, as_json):
             stem = problem["name"].removesuffix(".patch")
             click.echo(f"warning: {problem['name']} {problem['message']}, so the overlays of "
                        f"{', '.join(problem['profiles'])} fail (`patchforge edit {stem}`, "
-                       f"and {REMEDY})", err=True)
+                       f"and {problem.get('remedy') or REMEDY})", err=True)
     if result["changed"]:
         say_overlays_lag(project)
     if result["no_longer_applies"] or result["later_failing"] or result["later_ambiguous"] \

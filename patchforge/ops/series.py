@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.apply.chains import apply_on_chains, base_state
-from patchforge.apply.series import (apply_series, counts_for, outcomes_on_bases,
-                                     profile_bases_differ, profile_set, unknown_profiles)
+from patchforge.apply.series import (applies_to_profile, apply_series, counts_for,
+                                     outcomes_on_bases, profile_bases_differ, profile_label,
+                                     profile_set, unknown_profiles)
 from patchforge.model.record import record
 from patchforge.names import check_patch_name, file_name_key
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
@@ -392,7 +393,8 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
             "later_ambiguous": {name: [r.describe() for r in found]
                                 for name, found in ambiguous.items()},
             "profile_failing": [{"name": p.name, "profiles": sorted(p.chain or ()),
-                                 "path": p.path, "meets": p.met, "message": p.describe()}
+                                 "path": p.path, "meets": p.met, "message": p.describe(),
+                                 "remedy": p.remedy}
                                 for p in in_profiles]}
 
 
@@ -601,8 +603,9 @@ def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
         ambiguous.update({o.name: o.ambiguous for o in outcomes
                           if o.name in later and o.ok and o.ambiguous})
     if moves_files:
-        failing |= _later_collisions(project, store, upstream, pin.commit, later, set(paths),
-                                     {file_name: edited[1]} if edited else {})
+        failing |= _later_collisions(project, store, upstream, pin.commit, file_name, later,
+                                     set(paths), {file_name: edited[1]} if edited else {},
+                                     in_profiles if configured else None)
     return [name for name in names if name in failing]
 
 
@@ -613,19 +616,46 @@ def _moves_a_file(fp) -> bool:
 
 
 def _later_collisions(project: Project, store: UpstreamStore, upstream: str, commit: str,
-                      later: set[str], paths: set[str], edited: dict) -> set[str]:
+                      file_name: str, later: set[str], paths: set[str], edited: dict,
+                      in_profiles: list | None = None) -> set[str]:
     """The patches of `later` whose creation collides (stack.creation_collisions), in some
-    profile's series, at a path of `paths`, under one, or above one."""
-    from patchforge.stack import profile_collisions
+    profile's series, at a path of `paths`, under one, or above one. With `in_profiles` (a
+    list, in a stack with profiles), a collision that is in some of a patch's profiles'
+    series only is an apply.chains.CollisionProblem there instead, naming those profiles: a
+    later patch's, or `file_name`'s own, a path it makes meeting one an earlier patch of
+    another profile makes (the edit's worktree, its own base, never held that patch, so
+    nothing else finds it before the overlays fail)."""
+    from patchforge.apply.chains import CollisionProblem
+    from patchforge.stack import collisions_by_profile, creates_path
 
-    def related(path: str) -> bool:
+    def related(path: str, to=paths) -> bool:
         return any(path == p or path.startswith(p + "/") or p.startswith(path + "/")
-                   for p in paths)
+                   for p in to)
 
     patches = [(n, edited.get(n) or project.read_patch(upstream, n))
                for n in project.patch_names(upstream)]
-    return {name for name, _, fp, *_ in profile_collisions(project, store, commit, patches)
-            if name in later and related(fp.new_path)}
+    by_name = dict(patches)
+    configured = list(project.config.profiles)
+    grouped: dict[tuple[str, str, str], list] = {}  # (patch, path, how) -> the profiles
+    for profile, (name, _, fp, message, _) in collisions_by_profile(project, store, commit,
+                                                                     patches):
+        if name == file_name and in_profiles is not None and profile is not None or \
+                name in later and related(fp.new_path):
+            grouped.setdefault((name, fp.new_path, message), []).append(profile)
+    failing = set()
+    for (name, path, message), profiles in grouped.items():
+        holding = [q for q in configured if applies_to_profile(by_name[name], q)]
+        if name != file_name and (in_profiles is None or None in profiles
+                                  or set(profiles) >= set(holding)):
+            failing.add(name)  # in every series that holds it: it no longer applies
+            continue
+        assert in_profiles is not None
+        met = [f"{n} ({profile_label(profile_set(p, configured))})" for n, p in patches
+               if n != name and any(applies_to_profile(p, q) for q in profiles)
+               and any(f.new_path is not None and creates_path(f)
+                       and related(f.new_path, [path]) for f in p.file_patches)]
+        in_profiles.append(CollisionProblem(name, frozenset(profiles), path, message, met))
+    return failing
 
 
 # --- series edits -----------------------------------------------------------------------------
