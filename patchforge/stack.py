@@ -49,6 +49,7 @@ def add_to_series(project: Project, upstream: str, file_name: str, data: bytes) 
 
 # The commands whose writes end with series_changed (the ledger regenerated from the history).
 LEDGER_WRITERS = frozenset({"new", "refresh", "delete", "rename", "move", "import",
+                            "import quilt --update",
                             "bring-back", "bring-back --continue"})
 
 

@@ -47,6 +47,8 @@ COMMANDS: dict[str, dict[str, str]] = {
     "rename": {IDLE: "yes", EDITING: "yes"},
     "move": {IDLE: "yes", EDITING: "refreshed"},
     "import": {IDLE: "yes", EDITING: "yes"},
+    # It rewrites and reorders patches as `move` does, so an open edit must be refreshed first.
+    "import quilt --update": {IDLE: "yes", EDITING: "refreshed"},
     "bring-back": {IDLE: "yes", EDITING: "refreshed"},
     "bring-back --continue": {BRINGING: "yes"},
     "bring-back --abort": {BRINGING: "yes"},

@@ -456,6 +456,8 @@ def test_an_open_edit_is_never_reset_and_a_refreshed_one_is_closed(stack, tmp_pa
     before = tree_bytes(root / "series")
     run = run_cli(root, "import", "quilt", str(exported), "--update")
     assert run.rc == 2 and "fix-d.patch is being edited" in run.err, run.err
+    # The refusal names the command the user ran (it said "`move` refused").
+    assert "`import quilt --update` refused" in run.err and "`move`" not in run.err, run.err
     assert tree_bytes(root / "series") == before and work.is_file()
     ok(root, "refresh")
     ok(root, "edit", "fix-d")

@@ -720,6 +720,25 @@ def test_a_bad_configuration_is_refused_with_its_key_and_line(tmp_path, old, new
     assert sorted(p for p in tmp_path.rglob("*")) == before
 
 
+@pytest.mark.parametrize("entry, why", [
+    ('"art\\ttab.sh"', "'art\\ttab.sh' is not a valid artifacts entry: it holds a control character (U+0009)"),
+    ('""', "'' is not a valid artifacts entry: it is empty"),
+])
+def test_a_bad_list_entry_is_named_by_its_list_and_says_why(tmp_path, entry, why):
+    # A list item failing its pattern was "is not a valid 1": the item's index taken for the
+    # kind of value, and nothing said about what is wrong with it.
+    root, _ = git_project(tmp_path)
+    config = root / "pyproject.toml"
+    text = config.read_text().replace("[tool.patchforge]\n",
+                                      f'[tool.patchforge]\nartifacts = ["ok.sh", {entry}]\n', 1)
+    config.write_text(text)
+    (root / "ok.sh").write_text("a\n")
+    run = run_cli(root, "overlays")
+    assert run.rc == 2, run.err
+    line = next(n for n, one in enumerate(text.splitlines(), 1) if one.startswith("artifacts = "))
+    assert f"pyproject.toml:{line}: tool.patchforge.artifacts[1]: {why}" in run.err, run.err
+
+
 @pytest.mark.parametrize("name", ["a#b", "a b", "a\nb", "tab\there", "-rf", ".hidden",
                                   "dir/x", "quote'd", "nul\x00x", "esc\x1b]0;t\x07",
                                   "fix\u202etxt.patch", "zero\u200bwidth", "iso\u2066late"])

@@ -101,9 +101,31 @@ def first_violation(instance, name: str) -> tuple[list, str] | None:
         return path + [error.instance], (f"{error.instance!r} is not a valid name (letters, "
                                          "digits, '.', '_', '-'; starting with a letter or digit)")
     if error.validator in ("pattern", "not", "minLength"):
-        what = path[-1] if path else "value"
-        return path, f"{error.instance!r} is not a valid {what}"
+        return path, f"{error.instance!r} is not a valid {_kind_at(path)}{_why_refused(error.instance)}"
     return path, error.message
+
+
+def _kind_at(path: list) -> str:
+    """What the value at `path` is, for a message: its key (`compose-service`), or for an item
+    of a list the list's key (`artifacts entry`), never the item's index."""
+    if not path:
+        return "value"
+    if isinstance(path[-1], int):
+        keys = [key for key in path if isinstance(key, str)]
+        return f"{keys[-1]} entry" if keys else "list entry"
+    return str(path[-1])
+
+
+def _why_refused(instance: object) -> str:
+    """The reason a string failed its pattern where one reason is plain to say: a control
+    character (a tab or a newline in a name does not show in the message's quoting as one)."""
+    if isinstance(instance, str):
+        if not instance:
+            return ": it is empty"
+        bad = next((ch for ch in instance if ord(ch) < 0x20 or 0x7f <= ord(ch) < 0xa0), None)
+        if bad is not None:
+            return f": it holds a control character (U+{ord(bad):04X})"
+    return ""
 
 
 def validate(instance, name: str, *, source: str) -> None:

@@ -82,7 +82,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     already unlisted, kept under deleted/, is removed."""
     project.config.upstream(upstream)
     # As `move` and `delete`: an open edit with changes not refreshed is never reset.
-    allowed = require_state(project, "move", [upstream], store=store)
+    allowed = require_state(project, "import quilt --update", [upstream], store=store)
     pin = project.lock.pin(upstream)
     series_path = quilt_series_path(Path(directory), upstream)
     folder = series_path.parent
@@ -290,7 +290,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             _record_order(folder, profile, quilt_names)
         return result
     with RepoLock(project.state_dir):
-        require_state_still(project, "move", [upstream], allowed, store=store)
+        require_state_still(project, "import quilt --update", [upstream], allowed, store=store)
         if project.lock.pin(upstream).commit != pin.commit or \
                 project.read_series(upstream).to_bytes() != series.to_bytes() or \
                 any(project.read_patch_bytes(upstream, n) != data
