@@ -6,11 +6,15 @@ what it fixes, its profiles, Upstream-Status (with links), Drop-When and the bas
 the fixes that left the series (upstreamed/, skipped/, deleted/) and the history.
 
 The history is machine-readable JSON lines that commands append to (`record_event`;
-`rebase_writes` for the rebase engine, which writes them with its own files): added, rebased
-from X to Y, dropped as upstreamed in commit Z with its evidence, submitted as PR N, skipped.
-`departures` says when and why a fix left the series. Rendering is a pure function of those
-files: same inputs, same bytes. Callers that write (record_event, write_ledger, the rebase
-engine) hold the repository lock; every write is atomic.
+`rebase_writes` for the rebase engine, which writes them with its own files; `record_rename`
+for `rename`): added, rebased from X to Y, dropped as upstreamed in commit Z with its evidence,
+submitted as PR N, skipped, deleted, renamed from A to B. An event names the fix by the name it
+had then; `follow_fixes` tells which events are one fix's across its renames (and that a name
+taken again by another fix, once the first was renamed away or deleted, starts a new one), and
+the readers (the ledger's History, `departures`, status's HTML page) name each fix by its last
+name. `departures` says when and why a fix left the series. Rendering is a pure function of
+those files: same inputs, same bytes. Callers that write (record_event, write_ledger, the
+rebase engine) hold the repository lock; every write is atomic.
 """
 from __future__ import annotations
 
@@ -41,6 +45,14 @@ SET_ASIDE = (("upstreamed", "landed upstream"), ("skipped", "skipped"),
 _REBASE_EVENTS = {"clean": "rebased", "offset": "rebased", "merged": "rebased",
                   "resolved": "rebased", "dropped": "dropped", "skipped": "skipped"}
 DEPARTURE_EVENTS = ("dropped", "skipped", "deleted")
+# `rename OLD NEW`: {"event": "renamed", "patch": NEW, "renamed_from": OLD}. The event is filed
+# under the new name, so that a reader that knows nothing of renames still finds it with the
+# fix as it is named now.
+RENAMED = "renamed"
+RENAMED_FROM = "renamed_from"
+# Set on a `renamed` event when a fix set aside under OLD is still kept there (upstreamed/ or
+# skipped/, the directory's name): the fix renamed is another one, which took the name after.
+OLD_NAME_KEPT_IN = "old_name_kept_in"
 _PR_URL = re.compile(r"^https?://[^\s/]+/[^\s/]+/[^\s/]+/pull/(\d+)/?$")
 _URL = re.compile(r"https?://[^\s\]\)>]+")
 _BRACKET = re.compile(r"^(?P<word>[A-Za-z-]+)\s*(?:\[(?P<arg>[^\]]*)\])?\s*$")
@@ -211,22 +223,112 @@ def rebase_writes(project: Project, summary: dict) -> tuple[list[dict], list[tup
     return events, writes
 
 
+def follow_fixes(history: list[dict]) -> tuple[list[int | None], dict[int, str]]:
+    """Which fix each event is about, across renames: (per event a number, the same for every
+    event of one fix, None for an event about no patch; per number the fix's last name,
+    "upstream/name").
+
+    An event names its fix by the name it had then. A `renamed` event moves the fix from its
+    `renamed_from` to its `patch`; the fix's later events, under the new name, are its own.
+    The old name is then free: events recorded under it later are another fix's (`new OLD`
+    after `rename OLD NEW`), and so are those recorded after a `deleted` (a deleted fix never
+    comes back into the series). A fix dropped as upstreamed or skipped keeps its name, under
+    which `bring-back` returns it without an event: the events under that name after its
+    departure read as its own, unless a rename says otherwise (`old_name_kept_in`: the fix
+    renamed away from OLD is not the one still kept under OLD in upstreamed/ or skipped/, so
+    it is the one whose events came after OLD's last departure). A history without renames
+    (written before they were recorded) gives each name one fix, as it always read. Tolerant
+    of events whose fields are not strings (status's HTML page reads a history that may be
+    damaged): they name no fix."""
+    live: dict[tuple[str, str], int] = {}
+    names: dict[int, str] = {}
+    fixes: list[int | None] = []
+    departed: dict[tuple[str, str], tuple[int, int]] = {}  # name -> (fix, event index)
+    for index, event in enumerate(history):
+        upstream, patch = event.get("upstream"), event.get("patch")
+        if not (isinstance(upstream, str) and isinstance(patch, str) and upstream and patch):
+            fixes.append(None)
+            continue
+        old = event.get(RENAMED_FROM) if event.get("event") == RENAMED else None
+        if isinstance(old, str) and old:
+            # (NEW may be a name a departed fix had: that fix keeps it as its last name; the
+            # name's later events are the renamed fix's.)
+            fix = live.pop((upstream, old), None)
+            if fix is not None and event.get(OLD_NAME_KEPT_IN) and \
+                    departed.get((upstream, old), (None,))[0] == fix:
+                # The fix kept aside under OLD is the departed one: what came under OLD after
+                # its departure, and this rename, are another fix's.
+                kept, since = departed[(upstream, old)]
+                fix = len(names)
+                for later in range(since + 1, index):
+                    if fixes[later] == kept:
+                        fixes[later] = fix
+                names[kept] = f"{upstream}/{old}"
+        else:
+            fix = live.get((upstream, patch))
+        if fix is None:
+            fix = len(names)
+        live[(upstream, patch)] = fix
+        names[fix] = f"{upstream}/{patch}"
+        if event.get("event") == "deleted":
+            del live[(upstream, patch)]
+        elif event.get("event") in DEPARTURE_EVENTS:
+            departed[(upstream, patch)] = (fix, index)
+        fixes.append(fix)
+    return fixes, names
+
+
 def departures(project: Project) -> dict[str, dict]:
     """"upstream/patch" -> the event by which a fix left the series (dropped as upstreamed,
-    skipped, deleted), for fixes not in the series now. The latest event of a patch wins, so a
-    fix that came back is not listed."""
-    latest: dict[str, dict] = {}
-    for event in read_history(project):
-        if event.get("upstream") and event.get("patch"):
-            latest[f"{event['upstream']}/{event['patch']}"] = event
+    skipped, deleted), for fixes not in the series now, by their last name (follow_fixes).
+    The latest event of a fix wins, so a fix that came back is not listed; of two fixes that
+    left under one name (deleted, then deleted again), the later."""
+    history = read_history(project)
+    fixes, names = follow_fixes(history)
+    latest: dict[int, dict] = {}
+    for fix, event in zip(fixes, history):
+        if fix is not None:
+            latest.pop(fix, None)  # (re-inserted: the dict keeps the order of last events)
+            latest[fix] = event
     current: set[str] = set()
     for upstream in project.upstream_names():
         try:
             current.update(f"{upstream}/{n}" for n in project.patch_names(upstream))
         except PatchforgeError:
             continue
-    return {key: event for key, event in latest.items()
-            if event["event"] in DEPARTURE_EVENTS and key not in current}
+    return {names[fix]: event for fix, event in latest.items()
+            if event["event"] in DEPARTURE_EVENTS and names[fix] not in current}
+
+
+def record_rename(project: Project, upstream: str, old: str, new: str) -> None:
+    """For `rename OLD NEW` (NEW written and listed, OLD's file not removed yet): a `renamed`
+    event appended to the history in a stack that keeps a history or a ledger; the caller
+    regenerates the ledger (update_ledger). Recorded where the history is kept without its
+    ledger too (a lint error, yet the fix's past is there under OLD: without the event it would
+    read as another fix's). A rename a kill cut short is run again to finish it: the event it
+    recorded then is not recorded twice."""
+    if not (history_path(project).exists() or ledger_path(project).exists()):
+        return
+    if not rename_recorded(project, upstream, old, new):
+        event = {"event": RENAMED, "upstream": upstream, "patch": new, RENAMED_FROM: old}
+        # A fix is in one place: one kept aside under OLD is not the one renamed (which took
+        # the name after it left, by `new` or an import), and keeps its own past.
+        kept = [directory for directory in ("upstreamed", "skipped")
+                if (project.series_dir(upstream) / directory / old).is_file()]
+        if kept:
+            event[OLD_NAME_KEPT_IN] = kept[0]
+        _append(project, [_complete(event)])
+
+
+def rename_recorded(project: Project, upstream: str, old: str, new: str) -> bool:
+    """Whether the history's latest event naming OLD or NEW in `upstream` is the rename of OLD
+    to NEW (one a cut-short run recorded; a rename back and forth is recorded each time)."""
+    for event in reversed(read_history(project)):
+        if event.get("upstream") == upstream and (
+                event.get("patch") in (old, new) or event.get(RENAMED_FROM) in (old, new)):
+            return event.get("event") == RENAMED and event.get("patch") == new \
+                and event.get(RENAMED_FROM) == old
+    return False
 
 
 # --- rendering --------------------------------------------------------------------------------
@@ -352,6 +454,8 @@ def describe_event(event: dict) -> str:
             text = "submitted" + (f" as PR #{pr}" if pr else "")
     elif kind == "added":
         text = "added" + (f": {detail}" if detail else "")
+    elif kind == RENAMED and event.get(RENAMED_FROM):
+        text = f"renamed from {event[RENAMED_FROM]} to {event.get('patch')}"
     else:
         text = kind + (f": {detail}" if detail else "")
     return " ".join(text.split()).replace("|", "\\|")
@@ -428,12 +532,22 @@ def render_ledger(project: Project, *, history: list[dict] | None = None) -> byt
     out += ["## History", ""]
     if history:
         out += ["| When | Patch | What happened |", "|---|---|---|"]
-        for event in history:
+        # Each fix under its last name, across its renames; an event recorded under another
+        # name says which ("as OLD.patch: rebased ...").
+        fix_ids, last_names = follow_fixes(history)
+        for fix, event in zip(fix_ids, history):
             when = str(event.get("time") or "")[:10] or "-"
-            who = f"{event.get('upstream')}/{event.get('patch')}" if event.get("patch") \
-                else (event.get("upstream") or "-")
+            what = describe_event(event)
+            if fix is not None:
+                who = last_names[fix]
+                if who != f"{event.get('upstream')}/{event.get('patch')}" and \
+                        event.get("event") != RENAMED:
+                    what = f"as {event.get('patch')}: {what}"
+            else:
+                who = f"{event.get('upstream')}/{event.get('patch')}" if event.get("patch") \
+                    else (event.get("upstream") or "-")
             out.append(f"| {_cell(when)} | {_cell(who)} | "
-                       f"{_cell(describe_event(event)) if event else '-'} |")
+                       f"{_cell(what) if event else '-'} |")
     else:
         out.append(f"Nothing recorded yet; commands append to series/{HISTORY_NAME}.")
     out.append("")
@@ -469,12 +583,13 @@ def record_series_event(project: Project, event: dict) -> None:
         record_event(project, event)
 
 
-def update_ledger(project: Project) -> bool:
+def update_ledger(project: Project, *, history: list[dict] | None = None) -> bool:
     """For commands that change the series (new, delete, rename, import...): regenerate the
-    ledger if the stack keeps one. True if it changed."""
+    ledger if the stack keeps one (from `history` when the caller has it at hand). True if it
+    changed."""
     if not ledger_path(project).exists():
         return False
-    return write_ledger(project)
+    return write_ledger(project, history=history)
 
 
 def ledger_findings(project: Project) -> list:

@@ -184,6 +184,48 @@ def test_rename_at_every_write_point(env, tmp_path, monkeypatch, mode):
                            mode=mode) >= 6
 
 
+@pytest.mark.parametrize("mode", ["kill", "raise"])
+def test_a_rename_in_a_stack_with_a_history_is_recorded_once_at_every_write_point(
+        env, tmp_path, monkeypatch, mode):
+    """In a stack that keeps a ledger and a history (a fix's past recorded under its old
+    name), `rename` records itself before the old file goes. Killed at each write, the states
+    are the rename's own cut-short ones (the same rename run again finishes it) or the history
+    holding the event beside OLD's file, never a finished rename the history does not know of;
+    a failure (EIO) before the history holds the event leaves the project as it was. Run
+    again, the event is there exactly once, and the ledger is the clean run's."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    prepared = _prepared(env, tmp_path, monkeypatch)
+    (prepared / "series" / "history.jsonl").write_bytes(
+        b'{"event":"rebased","patch":"fix.patch","time":"2025-12-01T00:00:00Z",'
+        b'"upstream":"up","v":1}\n')
+    assert run_cli(prepared, "ledger").rc == 0
+    old = project_files(prepared)
+    new = _after(prepared, tmp_path, "rename", "fix", "better")
+    history, ledger = "series/history.jsonl", "series/PATCHES.md"
+    assert new[history][1].count(b'"event":"renamed"') == 1
+    assert b"| up/better.patch | as fix.patch: rebased" in new[ledger][1]
+    written = {**old, "series/up/better.patch": new["series/up/better.patch"]}
+    relisted = {**new, "series/up/fix.patch": old["series/up/fix.patch"],
+                history: old[history], ledger: old[ledger]}
+    recorded = {**relisted, history: new[history]}
+    ledgered = {**recorded, ledger: new[ledger]}
+    states = [old, written, relisted, recorded, ledgered, new] if mode == "kill" else \
+        [old, recorded, ledgered, new]
+
+    def check(root, phase):
+        state = project_files(root)
+        assert state in states, phase
+        again = run_cli(root, "rename", "fix", "better")
+        if state == new:  # (done: the same rename again has nothing to rename)
+            assert again.rc == 2, (phase, again.text)
+        else:
+            assert again.rc == 0, (phase, again.text)
+        assert project_files(root) == new, phase
+
+    assert run_with_faults(prepared, tmp_path, ("rename", "fix", "better"), check,
+                           mode=mode) >= 8
+
+
 def test_upstream_add_at_every_write_point(env, tmp_path, monkeypatch):
     prepared = _prepared(env, tmp_path, monkeypatch)
     args = ("upstream", "add", "second", "--git", str(env.upstream), "--at", "main")

@@ -1064,14 +1064,18 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
             raise UsageError(f"{new_file} already exists")
         refuse_skipped_name(project, new_file)
         refuse_case_twin(project, upstream, new_file, same=old_file)
+        _history_reads(project)
         with writing_project(project.root):  # never NEW or OLD unlisted beside the other
+            series_path = project.series_path(upstream)
+            listed = series_path.read_bytes()
             atomic_write(new_path, data)
             try:
-                atomic_write(project.series_path(upstream),
+                atomic_write(series_path,
                              project.read_series(upstream).renamed(old_file, new_file).to_bytes())
             except BaseException:
                 new_path.unlink(missing_ok=True)  # the series still lists OLD, which is whole
                 raise
+            _record_or_undo(project, upstream, old_file, new_file, listed)
             _end_rename(project, upstream, old_file, new_file)
     return upstream, new_file
 
@@ -1107,15 +1111,58 @@ def _finish_cut_rename(project: Project, old: str, new_file: str,
         if old_path.is_file() and _file_bytes(old_path) == \
                 _file_bytes(project.patch_path(upstream, new_file)):
             require_state(project, "rename", [upstream])
-            with RepoLock(project.state_dir), writing_project(project.root):
-                _end_rename(project, upstream, old_file, new_file)
+            with RepoLock(project.state_dir):
+                _history_reads(project)
+                with writing_project(project.root):
+                    _end_rename(project, upstream, old_file, new_file)
             return upstream, new_file
     return None
 
 
+def _history_reads(project: Project) -> None:
+    """Before a rename writes anything: the history it appends to must read (a malformed line
+    is an InputError naming it). require_state asks it where the stack keeps a ledger; a
+    history kept without one is appended to as well (ledger.record_rename)."""
+    from patchforge.ledger import history_path, read_history
+
+    if history_path(project).exists():
+        read_history(project)
+
+
+def _record_or_undo(project: Project, upstream: str, old_file: str, new_file: str,
+                    listed: bytes) -> None:
+    """The rename recorded in the history once the series names NEW (ledger.record_rename). A
+    write of the history that fails (a full disk) takes the rename back, the series as it was
+    (`listed`) and NEW's file removed, as a failed write of the series does; unless the
+    history holds the event all the same (the failure came after its file was in place): then
+    the rename stands, NEW listed beside OLD's file, and running it again finishes it."""
+    from patchforge.ledger import record_rename, rename_recorded
+
+    try:
+        record_rename(project, upstream, old_file, new_file)
+    except BaseException:
+        try:
+            recorded = rename_recorded(project, upstream, old_file, new_file)
+        except Exception:  # noqa: BLE001 - unreadable now: the event may be there
+            recorded = True
+        if not recorded:
+            atomic_write(project.series_path(upstream), listed)
+            project.patch_path(upstream, new_file).unlink(missing_ok=True)
+        raise
+
+
 def _end_rename(project: Project, upstream: str, old_file: str, new_file: str) -> None:
+    """NEW listed in OLD's place: the rename recorded in the history (already, by a whole run:
+    not twice) and the ledger regenerated, then OLD's file removed and an edit of OLD made
+    NEW's. Recorded before OLD goes: a kill after the removal would leave a finished rename the
+    history never hears of (the fix's past left under OLD, as another fix's), while a kill
+    before it leaves OLD's file beside NEW, and the same rename run again finishes it."""
+    from patchforge.ledger import record_rename, update_ledger
+
     old_path, new_path = project.patch_path(upstream, old_file), project.patch_path(upstream,
                                                                                     new_file)
+    record_rename(project, upstream, old_file, new_file)
+    update_ledger(project)
     try:
         one_file = os.path.samefile(old_path, new_path)
     except OSError:
@@ -1132,7 +1179,6 @@ def _end_rename(project: Project, upstream: str, old_file: str, new_file: str) -
         state["patch"] = new_file
         atomic_write(state_file(project, upstream),
                      (json.dumps(state, indent=2) + "\n").encode())
-    series_changed(project)
 
 
 def _listed_after(project: Project, upstream: str, series: SeriesFile, after: str) -> str:
