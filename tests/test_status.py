@@ -1344,3 +1344,40 @@ def test_a_drop_when_status_cannot_evaluate_is_said_in_the_table(tmp_path):
                   fields="Drop-When: other>=3\n")
     _, out, _ = stack.cli("status")
     assert "Drop-When other>=3 cannot be evaluated: other is not this upstream" in out, out
+
+
+def test_a_merge_conflict_on_a_directory_upstream_says_what_it_conflicts_on(tmp_path):
+    """`status --against` a new version of a `dir` upstream that changed the line beside a
+    fix's: the hunk applies only with fuzz and git's 3-way merge conflicts, and the table's
+    evidence cell was empty (no hunk fails, and a directory has no commit to name): the row
+    says the merge conflicts in the file, and why (in `--json` and `--format github` too)."""
+    tree = tmp_path / "site"
+    (tree / "pkg").mkdir(parents=True)
+    original = b"a = 1\nb = 2\nc = 3\nd = 4\ne = 5\n"
+    (tree / "pkg" / "mod.py").write_bytes(original)
+    root = make_project(tmp_path / "project")
+    run_subprocess(root, "upstream", "add", "site", "--dir", str(tree), "--at", "one",
+                   expect=0)
+    series = root / "series" / "site"
+    series.mkdir(parents=True)
+    (series / "fix.patch").write_bytes(dep3_patch(
+        file_diff("pkg/mod.py", original, original.replace(b"c = 3", b"c = 300")),
+        extra="Upstream: site\n"))
+    (series / "series").write_bytes(b"fix.patch\n")
+    run_subprocess(root, "status", expect=0)
+    (tree / "pkg" / "mod.py").write_bytes(original.replace(b"b = 2", b"b = 20"))
+    said = ("the 3-way merge conflicts in pkg/mod.py: the target changed lines beside the "
+            "patch's (hunk 1 of 1 applies only with fuzz)")
+    proc = run_subprocess(root, "status", "--against", "site=two", expect=1)
+    row = [line for line in proc.stdout.decode().splitlines() if "site/fix.patch" in line]
+    assert row and row[0].split()[:2] == ["site/fix.patch", "conflict"], proc.stdout
+    assert row[0].endswith(said), row
+    document = json.loads(run_subprocess(root, "status", "--against", "site=two", "--json",
+                                         expect=1).stdout)
+    assert document["patches"][0]["evidence"] == [said]
+    assert validation_errors(document, "status") == []
+    proc = run_subprocess(root, "status", "--against", "site=two", "--format", "github",
+                          expect=1, env={"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")})
+    assert f"conflict: {said}" in proc.stdout.decode()
+    assert f"| conflict (needs attention) | {said[:100]}" in \
+        (tmp_path / "summary.md").read_text()

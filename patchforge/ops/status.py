@@ -185,6 +185,10 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                                        "landed": h.landed} for h in f.hunks]}
                            for f in verdict.files],
                     decided_by=verdict.decided_by, verdict=verdict, rebase=judgement.rebase_action)
+                if judgement.state == "conflict" and not status.evidence:
+                    said = _merge_conflict_said(judgement, status.files)
+                    if said:
+                        status.evidence.append(said)
                 if judgement.outcome == "landed" and verdict.state != "upstreamed":
                     # git's merge found it all there where the hunk checks could not say.
                     status.confidence = "high"
@@ -249,6 +253,29 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                     for commit in matches.get(id(status), []):
                         status.evidence.append(f"patch-id matches upstream commit {commit}")
     return out
+
+
+def _merge_conflict_said(judgement, files: list[dict]) -> str | None:
+    """The evidence of a conflict that no hunk's failure explains: every hunk applies forward
+    (with fuzz: the lines beside the patch's changed on the target), and git's 3-way merge of
+    the file conflicts. The judge gives no evidence for it and the table's cell stayed empty
+    (a directory or wheel upstream has no commit to name either): what conflicts, where. A
+    conflict with a failing hunk is said by its hunks (`hunk 2 of 3 fails in PATH`), as
+    before; None then."""
+    if any(h["forward"] == "failed" for entry in files for h in entry["hunks"]):
+        return None
+    said = []
+    for path in judgement.files:
+        entry = next((f for f in files if (f.get("target_path") or f["path"]) == path), None)
+        hunks = entry["hunks"] if entry is not None else []
+        fuzzy = [str(h["index"]) for h in hunks if h["forward"] == "fuzz"]
+        text = f"the 3-way merge conflicts in {path}"
+        if fuzzy:
+            which = f"hunk {fuzzy[0]} of {len(hunks)} applies" if len(fuzzy) == 1 else \
+                f"hunks {', '.join(fuzzy)} of {len(hunks)} apply"
+            text += f": the target changed lines beside the patch's ({which} only with fuzz)"
+        said.append(text)
+    return "; ".join(said) or judgement.message or None
 
 
 def bring_targets(project: Project, store: UpstreamStore,
