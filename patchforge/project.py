@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import errno
-import glob
 import os
 import stat
 from functools import cached_property
@@ -374,6 +373,8 @@ class Project:
     def kept_aside(self, upstream: str | None, file_name: str) -> list[tuple[str, str, str]]:
         """(upstream, upstreamed|deleted, file name) of each kept copy of `file_name`: itself
         and the numbered copies (`fix.2.patch`) a later fix of the same name was kept as."""
+        import glob  # here: only kept copies are looked up by a pattern
+
         stem = file_name[:-len(PATCH_SUFFIX)]
         found = []
         for name in self.upstream_names():

@@ -1053,11 +1053,13 @@ def test_range_diff_scratch_repository_is_made_in_the_temporary_directory(store,
 def test_range_diff_import_that_cannot_start_is_a_store_error(store, merge_base, monkeypatch):
     """No room for the scratch repository, or no git process to be had: a StoreError, and no
     scratch directory left behind."""
-    made = []
-    real_mkdtemp = tempfile.mkdtemp
+    from patchforge import tempfiles
 
-    def mkdtemp(**kw):
-        made.append(real_mkdtemp(**kw))
+    made = []
+    real_make_temp_dir = tempfiles.make_temp_dir
+
+    def make_temp_dir(*args, **kw):
+        made.append(real_make_temp_dir(*args, **kw))
         return made[-1]
 
     def no_room(*args, **kw):
@@ -1065,7 +1067,7 @@ def test_range_diff_import_that_cannot_start_is_a_store_error(store, merge_base,
 
     def no_fork(*args, **kw):
         raise OSError(11, "Resource temporarily unavailable")
-    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(tempfiles, "make_temp_dir", make_temp_dir)
     with monkeypatch.context() as patched:
         patched.setattr(Path, "write_bytes", no_room)
         with pytest.raises(StoreError, match="cannot make the range-diff's scratch repository"):

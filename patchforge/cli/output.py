@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -367,8 +366,10 @@ def page(data: bytes, *, enabled: bool = True) -> None:
     keep colours, leave the text on the screen). Bytes go through unchanged."""
     import subprocess
 
+    from patchforge.tempfiles import which
+
     pager = os.environ.get("PATCHFORGE_PAGER") or os.environ.get("PAGER") or \
-        ("less" if shutil.which("less") else "")
+        ("less" if which("less") else "")
     if not enabled or not sys.stdout.isatty() or pager.strip() in ("", "cat"):
         sys.stdout.buffer.write(data)
         sys.stdout.flush()

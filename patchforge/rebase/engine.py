@@ -16,7 +16,6 @@ during the write-out is finished by `--continue` (the plan is replayed) or undon
 """
 from __future__ import annotations
 
-import base64
 import contextlib
 import os
 import json
@@ -1356,6 +1355,8 @@ class Rebase:
             elif step.staged:  # a journal of version 1: the new bytes are in the journal
                 writes.append((target, journal.staged_bytes(step.staged)))
             elif step.inline is not None:
+                import base64  # here: inline bytes are a journal of version 1's
+
                 writes.append((target, base64.b64decode(step.inline)))
             else:
                 removals.append(target)

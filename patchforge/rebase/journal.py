@@ -28,10 +28,8 @@ The project's own files are not touched until the write-out, which is the last p
 """
 from __future__ import annotations
 
-import base64
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +38,7 @@ from patchforge.fsutil import (atomic_delete, atomic_write, atomic_write_many, f
                                fsync_dir, fsync_dirs, sync_tree, write_temporaries)
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.model.record import field, record
+from patchforge.tempfiles import remove_tree
 
 # Version 2: the write-out's plan names its new files' temporary files (`PlanStep.temp`) and
 # originals.json may say `true` (a hard link in orig-files/). A journal without them (a stop,
@@ -130,7 +129,7 @@ class Journal:
     def begin(self) -> None:
         """Clear what an earlier run that was killed while cleaning up may have left."""
         if self.dir.exists():
-            shutil.rmtree(self.dir)
+            remove_tree(self.dir)
         self._saved = None
         self._written = {}
 
@@ -203,7 +202,7 @@ class Journal:
         assert self.run is not None, "a run is recorded before it is saved"
         kept = self.dir / ORIGINALS_DIR
         if kept.exists():  # left by a write-out killed before its journal named it
-            shutil.rmtree(kept)
+            remove_tree(kept)
         kept.mkdir(parents=True)
         saved: dict[str, bool | str | None] = {}
         for rel, source in zip(originals, confined_all(self.root, originals)):
@@ -214,6 +213,8 @@ class Journal:
             except FileNotFoundError:
                 saved[rel] = None
             except OSError:  # a file system without hard links here (or across a mount)
+                import base64  # here: a journal in base64 is the exception
+
                 saved[rel] = base64.b64encode(source.read_bytes()).decode()
         steps = [step for step in self.run.plan if step.path in new]
         files = [(target, new[step.path]) for step, target in
@@ -316,6 +317,8 @@ class Journal:
 
     def _load_saved(self) -> dict[str, bytes]:
         if self._saved is None:
+            import base64  # here: staged files are a journal of version 1's or a stop's
+
             self._saved = {}
             for path in self._staged_files():
                 self._saved.update({name: base64.b64decode(data) for name, data in
@@ -347,6 +350,8 @@ class Journal:
         files = self._staged_files()
         last = files[-1].name[len("staged-"):-len(".json")] if files else ""
         number = int(last) + 1 if last.isdigit() else 1
+        import base64  # here: a clean write-out stages nothing (its files are written once)
+
         return self.dir / f"staged-{number}.json", json.dumps(
             {name: base64.b64encode(data).decode() for name, data in sorted(pending.items())}
         ).encode()
@@ -367,6 +372,8 @@ class Journal:
             doc = json.loads(path.read_bytes())
             if not isinstance(doc, dict):
                 raise ValueError("not an object")
+            import base64  # here: a write-out's originals are links as a rule
+
             originals: dict[str, bytes | None] = {}
             for rel, data in doc.items():
                 if data is True:
@@ -414,9 +421,11 @@ class Journal:
         partial = self.dir / f".orig-{name}.partial"
         for stale in (target, partial):
             if stale.exists():
-                shutil.rmtree(stale)
+                remove_tree(stale)
         if not Path(source).is_dir():
             return False
+        import shutil  # here: a stop's copy of a tree only (tempfiles says why)
+
         shutil.copytree(source, partial, symlinks=True)
         sync_tree(partial)
         os.replace(partial, target)
@@ -435,7 +444,9 @@ class Journal:
             fsync_dir(Path(target).parent)
             return False
         if Path(target).exists():
-            shutil.rmtree(target)
+            remove_tree(target)
+        import shutil  # here: putting a saved tree back only (tempfiles says why)
+
         shutil.copytree(saved, target, symlinks=True)
         sync_tree(Path(target))
         fsync_dir(Path(target).parent)
@@ -447,7 +458,7 @@ class Journal:
         fault_point("forget")
         atomic_delete(self.path)
         if self.dir.exists():
-            shutil.rmtree(self.dir)
+            remove_tree(self.dir)
 
 
 def _kept_name(rel: str) -> str:

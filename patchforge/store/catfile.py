@@ -5,11 +5,11 @@ import collections
 import fcntl
 import os
 import subprocess
-import tempfile
 import threading
 from pathlib import Path
 from typing import IO, Callable
 
+from patchforge import tempfiles
 from patchforge.errors import StoreError
 from patchforge.store.git import damage_error, end_process, scratch_dir, start_git
 
@@ -49,7 +49,7 @@ class CatFile:
     def _start(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
             self._forget_ahead()
-            self._stderr = tempfile.TemporaryFile(dir=scratch_dir())  # as StartedGit's
+            self._stderr = tempfiles.temporary_file(dir=scratch_dir())  # as StartedGit's
             self._proc = start_git("cat-file", "--batch", git_dir=self._git_dir,
                                    stderr=self._stderr)
             if self._proc.stdout is not None and hasattr(fcntl, "F_SETPIPE_SZ"):

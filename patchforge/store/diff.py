@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
+from patchforge import tempfiles
 from patchforge.errors import StoreError
 from patchforge.model.record import record
 from patchforge.store.git import StartedGit, run_git, scratch_dir, start_git
@@ -244,7 +243,7 @@ def _git_renames(olds: list[bytes], news: list[bytes], option: str) -> list[tupl
     none when either side is empty."""
     if not olds or not news:
         return []
-    with tempfile.TemporaryDirectory(prefix="patchforge-renames-", dir=scratch_dir()) as tmp:
+    with tempfiles.TemporaryDirectory("patchforge-renames-", scratch_dir()) as tmp:
         root = Path(tmp)
         (root / "o").mkdir()
         (root / "n").mkdir()
@@ -350,7 +349,7 @@ class FileMerge:
             # labels or the conflict style. (Larger files git refuses: left to it.)
             self._answer = (True, ours)
             return
-        self._tmp = tempfile.mkdtemp(prefix="patchforge-merge-", dir=scratch_dir())
+        self._tmp = tempfiles.make_temp_dir("patchforge-merge-", scratch_dir())
         try:
             paths = []
             for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
@@ -387,7 +386,7 @@ class FileMerge:
                 self._proc.communicate()
             self._proc = None
         if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            tempfiles.remove_tree(self._tmp, ignore_errors=True)
             self._tmp = None
 
 
@@ -522,12 +521,12 @@ class _GitHunks:
 
     def __init__(self, pairs: list[tuple[bytes | None, bytes | None]]) -> None:
         self._count = len(pairs)
-        self._tmp: tempfile.TemporaryDirectory | None = None
+        self._tmp: tempfiles.TemporaryDirectory | None = None
         self._git: StartedGit | None = None
         todo = [i for i, (o, n) in enumerate(pairs) if o != n]
         if not todo:
             return
-        self._tmp = tempfile.TemporaryDirectory(prefix="patchforge-diff-", dir=scratch_dir())
+        self._tmp = tempfiles.TemporaryDirectory("patchforge-diff-", scratch_dir())
         try:
             root = Path(self._tmp.name)
             for side in ("o", "n"):

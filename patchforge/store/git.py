@@ -8,12 +8,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import IO
 
-from patchforge import logs
+from patchforge import logs, tempfiles
 from patchforge.errors import StoreDamaged, StoreError
 from patchforge.store.giturl import ALLOWED_PROTOCOLS
 
@@ -117,9 +116,7 @@ def git_executable() -> str:
     path = os.environ.get("PATH")
     found = _EXECUTABLES.get(path)
     if found is None:
-        import shutil
-
-        found = shutil.which("git", path=path) or "git"
+        found = tempfiles.which("git", path=path) or "git"
         if not os.path.isabs(found):  # a relative PATH entry: found from the process's cwd
             found = "git"
         _EXECUTABLES[path] = found
@@ -221,7 +218,7 @@ def run_git(*args: str, git_dir: Path | None = None, cwd: Path | str | None = No
     started = time.monotonic()
     command = git_command(*args, git_dir=git_dir)
     if spool:
-        with tempfile.TemporaryFile() as out:
+        with tempfiles.temporary_file() as out:
             proc = subprocess.run(command, cwd=cwd, input=input, stdout=out,
                                   stderr=subprocess.PIPE, env=_environment(env, user_config))
             out.seek(0)
@@ -265,12 +262,12 @@ class StartedGit:
         self._git_dir = git_dir
         self._ok = ok
         self._args = args
-        self._out = tempfile.TemporaryFile()
-        self._err = tempfile.TemporaryFile(dir=scratch_dir())
+        self._out = tempfiles.temporary_file()
+        self._err = tempfiles.temporary_file(dir=scratch_dir())
         self._proc: subprocess.Popen | None = None
         self._started = time.monotonic()
         try:
-            with tempfile.TemporaryFile(dir=scratch_dir()) as stdin:
+            with tempfiles.temporary_file(dir=scratch_dir()) as stdin:
                 stdin.write(input)
                 stdin.seek(0)
                 self._proc = subprocess.Popen(git_command(*args, git_dir=git_dir), cwd=cwd,

@@ -19,14 +19,13 @@ import contextlib
 import errno
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from patchforge import tempfiles
 from patchforge.errors import CacheUnwritable, StoreDamaged, StoreError, UsageError
 from patchforge.fsutil import fault_point, holder_named, read_holder, write_holder
 from patchforge.store.catfile import CatFile, parse_tree
@@ -284,7 +283,7 @@ class UpstreamStore:
                 git_dir.parent.mkdir(parents=True, exist_ok=True)
                 # A temp name then a rename: two processes creating the store at once both
                 # succeed.
-                tmp = Path(tempfile.mkdtemp(prefix=".store.git.", dir=git_dir.parent))
+                tmp = Path(tempfiles.make_temp_dir(".store.git.", git_dir.parent))
             except OSError as exc:
                 # A cache that names a file, or a place that cannot be written: said with the
                 # setting that names it (an OS error alone said "run the command again").
@@ -308,11 +307,11 @@ class UpstreamStore:
                     run_git("config", key, value, git_dir=tmp)
                 os.replace(tmp, git_dir)
             except StoreError as exc:
-                shutil.rmtree(tmp, ignore_errors=True)
+                tempfiles.remove_tree(tmp, ignore_errors=True)
                 raise StoreError(f"cannot create the store at {git_dir}: {exc.message}") from exc
             except OSError as exc:
                 # Somebody else created it first.
-                shutil.rmtree(tmp, ignore_errors=True)
+                tempfiles.remove_tree(tmp, ignore_errors=True)
                 if not (git_dir / "HEAD").is_file():
                     if git_dir.exists() or git_dir.is_symlink():
                         # Something not a store in the store's place (a file, a directory
@@ -355,7 +354,7 @@ class UpstreamStore:
         now = time.time() if now is None else now
         places = [(self.git_dir / "objects" / "pack", ("tmp_pack_", "tmp_idx_", "tmp_rev_")),
                   (self.git_dir.parent, (".store.git.",)),
-                  (Path(tempfile.gettempdir()), ("patchforge-rangediff-",))]
+                  (Path(tempfiles.temp_root()), ("patchforge-rangediff-",))]
         removed = []
         for directory, prefixes in places:
             try:
@@ -369,7 +368,7 @@ class UpstreamStore:
                     if now - entry.stat(follow_symlinks=False).st_mtime < self.STALE_SCRATCH_AGE:
                         continue
                     if entry.is_dir(follow_symlinks=False):
-                        shutil.rmtree(entry.path)
+                        tempfiles.remove_tree(entry.path)
                     else:
                         os.unlink(entry.path)
                     removed.append(Path(entry.path))
@@ -1399,7 +1398,7 @@ class UpstreamStore:
             for path in paths:
                 check_path(path)
             self._prefetch(tree, paths)
-        with tempfile.TemporaryDirectory(prefix="patchforge-index-") as tmp:
+        with tempfiles.TemporaryDirectory("patchforge-index-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             self._run("read-tree", tree, env=env)
             work = ["--work-tree", str(dest)]

@@ -15,11 +15,11 @@ from __future__ import annotations
 import os
 import re
 import struct
-import tempfile
 import zlib
 from pathlib import Path
 from typing import Callable
 
+from patchforge import tempfiles
 from patchforge.model.record import record
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -52,7 +52,7 @@ def write_loose(git_dir: Path, kind: bytes, data: bytes) -> str:
     if target.exists():
         return oid
     folder.mkdir(exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
+    fd, tmp = tempfiles.make_temp(folder, "tmp_obj_")
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(zlib.compress(body, 1))
@@ -283,7 +283,7 @@ def _install(tmp: str, pack_dir: Path, checksum: bytes, suffix: str) -> str:
 
 def _write_index(pack_dir: Path, checksum: bytes, index: bytes) -> None:
     """Write a pack's index beside it, after the pack: git sees a pack once its index is there."""
-    fd, tmp = tempfile.mkstemp(prefix="tmp_", dir=pack_dir)
+    fd, tmp = tempfiles.make_temp(pack_dir, "tmp_")
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(index)
@@ -418,7 +418,7 @@ def write_parts_pack(git_dir: Path,
     placed_at: dict[str, int] = {}  # id -> offset, for the deltas' bases
     made: dict[str, tuple[bytes, ...]] = {}  # the deltas' entries, as written
     offset = len(head)
-    fd, pack_tmp = tempfile.mkstemp(prefix="tmp_", dir=pack_dir)
+    fd, pack_tmp = tempfiles.make_temp(pack_dir, "tmp_")
     try:
         try:
             pending: list[bytes | memoryview] = [head]

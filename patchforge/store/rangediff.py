@@ -3,12 +3,11 @@ borrows the store's objects (`RangeDiffImport`)."""
 from __future__ import annotations
 
 import bisect
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchforge import tempfiles
 from patchforge.errors import StoreError
 from patchforge.store.diff import quote_c_path
 from patchforge.store.git import IMPORT_IDENT, start_git
@@ -138,7 +137,7 @@ class RangeDiffImport:
             # In the temporary directory (TMPDIR), not scratch_dir's tmpfs: a run killed before
             # the end leaves the repository behind, and a pack of a long series (17 MB at 300
             # patches) would hold that much memory until the machine restarts.
-            self._tmp = Path(tempfile.mkdtemp(prefix="patchforge-rangediff-"))
+            self._tmp = Path(tempfiles.make_temp_dir("patchforge-rangediff-"))
             # A bare repository is these few files (`git init --bare` without its templates,
             # made here: a git process less before the walk).
             scratch = self._tmp / "scratch.git"
@@ -278,7 +277,7 @@ class RangeDiffImport:
             self._proc.kill()
             self._proc.wait()
         if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            tempfiles.remove_tree(self._tmp, ignore_errors=True)
 
 
 class RangeDiffRun:

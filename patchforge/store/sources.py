@@ -11,14 +11,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
+from patchforge import tempfiles
 from patchforge.errors import StoreDamaged, StoreError
 from patchforge.model.record import record
 from patchforge.store.gitstore import TransferProgress, UpstreamStore, cache_dir, wheels_dir
@@ -183,10 +182,10 @@ def pip_command() -> list[str]:
     if importlib.util.find_spec("pip") is not None:
         return [sys.executable, "-m", "pip"]
     for name in ("pip3", "pip"):
-        found = shutil.which(name)
+        found = tempfiles.which(name)
         if found:
             return [found]
-    python3 = shutil.which("python3")
+    python3 = tempfiles.which("python3")
     if python3 and subprocess.run([python3, "-m", "pip", "--version"],
                                   capture_output=True).returncode == 0:
         return [python3, "-m", "pip"]
@@ -239,7 +238,7 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
     try:
         directory.mkdir(parents=True, exist_ok=True)
         _remove_stale_downloads(directory)
-        scratch = Path(tempfile.mkdtemp(prefix=".download-", dir=directory))
+        scratch = Path(tempfiles.make_temp_dir(".download-", directory))
     except OSError as exc:
         # A wheel cache that names a file, or a directory that cannot be written: said with
         # the setting (an OS error alone, "File exists: ...", said to run the command again).
@@ -302,7 +301,7 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
         os.replace(path, target)
         return target
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        tempfiles.remove_tree(scratch, ignore_errors=True)
 
 
 def _remove_stale_downloads(directory: Path, max_age: float = 24 * 3600) -> None:
@@ -310,7 +309,7 @@ def _remove_stale_downloads(directory: Path, max_age: float = 24 * 3600) -> None
     for path in directory.glob(".download-*"):
         try:
             if time.time() - path.stat().st_mtime > max_age:
-                shutil.rmtree(path, ignore_errors=True)
+                tempfiles.remove_tree(path, ignore_errors=True)
         except OSError:
             pass
 
