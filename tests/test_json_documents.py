@@ -154,3 +154,43 @@ def test_json_text_is_what_json_dumps_writes():
     assert json_text(mixed) == json.dumps(mixed, indent=2, sort_keys=True, ensure_ascii=False)
     with pytest.raises(TypeError):
         json_text({"path": object()})
+
+
+def test_an_error_with_json_is_one_json_document_too(tmp_path):
+    """A script reads stdout of `COMMAND --json`: an error before the command's document
+    (bad input, a refusal, bad usage) printed nothing there, and `json.load` failed with
+    "Expecting value". It is one document, error.schema.json's, saying what stderr says."""
+    root, _ = git_project(tmp_path)
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "fix.patch").write_bytes(forwarded_patch(1, 4))
+    (series / "series").write_text("fix.patch\n")
+    ok(root, "overlays")
+
+    def error_of(*args: str) -> dict:
+        run = run_cli(root, *args)
+        assert run.rc == 2, (args, run.err)
+        document = json.loads(run.out)
+        assert validation_errors(document, "error") == [], (args, document)
+        error = document["error"]
+        assert error["exit_code"] == 2 and error["message"] in run.err, (args, run.err)
+        if error["hint"]:
+            assert error["hint"] in run.err
+        return error
+
+    # A rebase and a status read without click, the others through it.
+    assert "nope" in error_of("status", "--json", "--against", "nope")["message"]
+    assert "starts a rebase" in error_of("rebase", "--continue", "--json")["hint"]
+    error_of("list", "--json", "--no-such-option")
+    (series / "fix.patch").write_bytes(b"garbage\n")
+    for command in ("status", "list"):  # (lint makes it a finding, exit 1)
+        error = error_of(command, "--json")
+        assert "series/up/fix.patch" in error.get("file", "") + error["message"], error
+    # An error naming its file and line gives them as fields.
+    config = root / "pyproject.toml"
+    config.write_text(config.read_text().replace("[tool.patchforge]\n",
+                                                 "[tool.patchforge]\ncolour = 1\n", 1))
+    error = error_of("list", "--json")
+    assert error["file"].endswith("pyproject.toml") and isinstance(error["line"], int), error
+    # Without --json stdout stays empty, as before.
+    assert run_cli(root, "list").stdout == b""

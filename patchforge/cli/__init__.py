@@ -199,8 +199,9 @@ def main(argv: list[str] | None = None) -> None:
     global _PROJECT
     _PROJECT = None
     verbose = any(a in ("-v", "--verbose", "-vv") for a in (argv or sys.argv[1:]))
-    from patchforge.cli.output import SafeTerminalStream, neutralize
+    from patchforge.cli.output import SafeTerminalStream, forget_json, neutralize
 
+    forget_json()
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = SafeTerminalStream(sys.stdout), SafeTerminalStream(sys.stderr)
     try:
@@ -270,11 +271,19 @@ def _say_if_worktree_gone(cwd: str) -> None:
              f"{project}` before the next command", err=True)
 
 
+def _asks_for_json(args: list[str]) -> bool:
+    """Whether the command line asks for `--json` (an error then ends it with a JSON
+    document on stdout too)."""
+    return "--json" in (args[:args.index("--")] if "--" in args else args)
+
+
 def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
     from patchforge.cli.direct import read_direct, run_direct
-    from patchforge.cli.output import echo
+    from patchforge.cli.output import echo, emit_json_error
 
-    direct = read_direct(sys.argv[1:] if argv is None else argv)
+    args = sys.argv[1:] if argv is None else argv
+    wants_json = _asks_for_json(args)
+    direct = read_direct(args)
     try:
         rc = None
         if direct is not None:  # a `rebase` command line read without click
@@ -287,6 +296,9 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
         echo(f"patchforge: error: {neutralize(str(exc))}", err=True)
         if exc.hint:
             echo(f"hint: {neutralize(exc.hint)}", err=True)
+        if wants_json:
+            emit_json_error(exc.message, exit_code=exc.exit_code, hint=exc.hint,
+                            path=None if exc.path is None else str(exc.path), line=exc.line)
         # An ordinary outcome (bad input, a conflict stop, a refusal): the message says it
         # all, under -v too; a traceback is for internal errors only (exit 70), which a
         # PatchforgeError can be too (a ledger the code cannot read back, say).
@@ -301,7 +313,10 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
         sys.exit(EXIT_BAD_INPUT)
     except _click_exception("ClickException") as exc:
         exc.show()
-        sys.exit(EXIT_BAD_INPUT if exc.exit_code == 2 else exc.exit_code)
+        code = EXIT_BAD_INPUT if exc.exit_code == 2 else exc.exit_code
+        if wants_json:
+            emit_json_error(exc.format_message(), exit_code=code)
+        sys.exit(code)
     except _click_exception("Exit") as exc:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt as exc:
@@ -319,18 +334,31 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
             refused = unwritable_cache(cache, f"{exc.strerror}{where}")
             echo(f"patchforge: error: {neutralize(str(refused))}", err=True)
             echo(f"hint: {neutralize(refused.hint or '')}", err=True)
-            for line in _left_behind(only_open=True):
+            left = _left_behind(only_open=True)
+            for line in left:
                 echo(f"hint: {line}", err=True)
+            if wants_json:
+                emit_json_error(str(refused), exit_code=EXIT_BAD_INPUT,
+                                hint=" ".join([refused.hint or "", *left]).strip() or None)
             sys.exit(EXIT_BAD_INPUT)
         echo(f"patchforge: error: {exc.strerror or exc}{where}", err=True)
         # What the command left, as for Ctrl-C: a rebase whose write-out failed half-way is
         # finished by --continue (or undone by --abort), never by running it again.
-        for line in _left_behind():
+        left = _left_behind()
+        for line in left:
             echo(f"hint: {line}", err=True)
+        if wants_json:
+            emit_json_error(f"{exc.strerror or exc}{where}", exit_code=EXIT_BAD_INPUT,
+                            hint=" ".join(left) or None)
         sys.exit(EXIT_BAD_INPUT)
     except Exception as exc:  # a bug: short report, traceback only on request
         echo(f"patchforge: internal error: {type(exc).__name__}: {exc}", err=True)
         echo("This is a bug in patchforge. Run again with -v for the traceback.", err=True)
+        if wants_json:
+            emit_json_error(f"internal error: {type(exc).__name__}: {exc}",
+                            exit_code=EXIT_INTERNAL,
+                            hint="This is a bug in patchforge. Run again with -v for the "
+                                 "traceback.")
         if verbose:
             import traceback
             traceback.print_exc()

@@ -187,14 +187,41 @@ class _Stderr:
 JSON_SCHEMA_VERSION = 1
 
 
+# Whether this command has written its JSON document (an error after it adds none).
+_emitted_json = False
+
+
 def emit_json(document: dict, schema: str) -> None:
     """Exactly one JSON document on stdout, carrying `schema_version` (see formats/schemas/).
 
     The document is UTF-8 whatever bytes a patch holds: a byte that is not UTF-8 (read with
     surrogateescape) is written as its `\\udcXX` escape, never raw, which no JSON reader
     would take; surrogateescape encoding of the value gives the byte back."""
+    global _emitted_json
     text = json_text({"schema_version": JSON_SCHEMA_VERSION, **document})
+    _emitted_json = True
     echo(re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text))
+
+
+def forget_json() -> None:
+    """A new command (main() called again in one process) has written no document yet."""
+    global _emitted_json
+    _emitted_json = False
+
+
+def emit_json_error(message: str, *, exit_code: int, hint: str | None = None,
+                    path: str | None = None, line: int | None = None) -> None:
+    """A command run with `--json` that ends in an error before its document: the error as
+    the one document on stdout (error.schema.json), so that a script reading stdout gets JSON
+    whatever happened; stderr says the same for a person. Nothing when the command's own
+    document is out already (a rebase's stop writes its document, then exits 3)."""
+    if _emitted_json:
+        return
+    error: dict = {"message": message, "exit_code": exit_code, "hint": hint}
+    if path is not None:
+        error["file"] = path
+        error["line"] = line
+    emit_json({"error": error}, "error")
 
 
 class _NotPlain(Exception):

@@ -15,7 +15,7 @@ from patchforge.errors import InputError
 
 SCHEMA_NAMES = ("config", "lock", "manifest", "status", "rebase", "list", "show", "verify",
                 "verify-image", "lint", "overlays", "journal", "bump", "fetch", "upstreams", "pin",
-                "check", "ledger", "refresh", "pr")
+                "check", "ledger", "refresh", "pr", "error")
 
 
 def schema_bytes(name: str) -> bytes:
