@@ -708,6 +708,36 @@ def check_overlays(project: Project, overlays: OverlaySet) -> list[Drift]:
     return drifts
 
 
+def fixes_gone_from_files(project: Project, overlays: OverlaySet) -> list[str]:
+    """Each fix still in its series that the committed manifest says changes a file, which the
+    regenerated overlays no longer have it change: "fix-a.patch no longer changes up/a.py".
+    A patch file whose diff was lost (a merge of the stack resolved keeping only its header)
+    regenerates as a drift like any other; regenerated and committed, the fix was gone from
+    every overlay with every check green. Said so that a person sees which fix it is. A
+    deleted fix, or a manifest that cannot be read, says nothing here."""
+    try:
+        committed = json.loads((project.overlays_dir / "manifest.json").read_bytes())
+        entries = [(e["upstream"], e["path"], e.get("profile"), [p["name"] for p in e["patches"]])
+                   for e in committed["overlays"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    now = {(f.upstream, f.path, f.profile): {name for name, _ in f.patches} for f in overlays.files}
+    listed: dict[str, set[str]] = {}
+    gone: dict[tuple[str, str, str], None] = {}
+    for upstream, path, profile, names in entries:
+        if upstream not in listed:
+            try:
+                listed[upstream] = set(project.patch_names(upstream))
+            except PatchforgeError:
+                listed[upstream] = set()
+        for name in names:
+            if name in listed[upstream] and name not in now.get((upstream, path, profile), ()):
+                gone[(name, upstream, path)] = None
+    return [f"{name} no longer changes {upstream}/{path}, which the committed manifest says it "
+            "changes: if that is not an edit of yours, its diff was lost (`git diff series/`)"
+            for name, upstream, path in gone]
+
+
 def _first_difference(old: bytes, new: bytes) -> str:
     old_lines, new_lines = old.split(b"\n"), new.split(b"\n")
     for number, (a, b) in enumerate(zip(old_lines, new_lines), 1):

@@ -1301,3 +1301,34 @@ def test_an_executable_overlay_that_lost_its_mode_fails_verify(tmp_path):
     assert run_cli(root, "overlays", "--check").rc == 1
     script.chmod(0o755)
     assert ok(root, "verify").rc == 0
+
+
+def test_a_fix_whose_diff_was_lost_is_named_before_its_overlay_goes(tmp_path):
+    """A merge of the stack resolved keeping fix.patch's header and losing its diff: the
+    drift said only "run `patchforge overlays` and commit", and doing so took the fix out of
+    every overlay with every check green after. The fix is named, by `overlays --check`,
+    `lint` and the `overlays` that regenerates."""
+    from helpers.patches import forwarded_patch
+
+    root, _ = git_project(tmp_path)
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "fix.patch").write_bytes(forwarded_patch(1, 4))
+    (series / "other.patch").write_bytes(forwarded_patch(2, 14))
+    (series / "series").write_text("fix.patch\nother.patch\n")
+    ok(root, "overlays")
+    entry = next(e for e in json.loads((root / "overlays/manifest.json").read_bytes())["overlays"]
+                 if any(p["name"] == "fix.patch" for p in e["patches"]))
+    said = f"fix.patch no longer changes up/{entry['path']}"
+    whole = (series / "fix.patch").read_bytes()
+    (series / "fix.patch").write_bytes(whole[:whole.index(b"\ndiff --git ") + 1])
+    check = run_cli(root, "overlays", "--check")
+    assert check.rc == 1 and said in check.err, check.err
+    lint = run_cli(root, "lint", "--no-forge")
+    assert lint.rc == 1 and said in lint.stdout.decode(), lint.stdout
+    assert "other.patch no longer" not in check.err + lint.stdout.decode()
+    write = run_cli(root, "overlays")
+    assert write.rc == 0 and said in write.err, write.err
+    # A fix deleted on purpose is no loss: nothing is said of it.
+    ok(root, "delete", "other")
+    assert "other.patch no longer" not in run_cli(root, "overlays").err

@@ -29,7 +29,7 @@ PINNED_IMAGE = "@pinned"  # `--image` without a value: the image upstream.lock p
 def overlays(app, profiles, check, as_json, output_format):
     """Regenerate overlays, SHA256SUMS, manifest.json and the compose mounts."""
     from patchforge.fsutil import RepoLock, writing_project
-    from patchforge.overlay import check_overlays, write_overlays
+    from patchforge.overlay import check_overlays, fixes_gone_from_files, write_overlays
     from patchforge.pins import open_store
 
     project = app.project()
@@ -50,6 +50,9 @@ def overlays(app, profiles, check, as_json, output_format):
         result, busy = _built_overlays(project, store, profiles, check=check, as_json=as_json)
         for warning in result.warnings:
             click.echo(f"warning: {warning}", err=True)
+        # Read before the write replaces the committed manifest.
+        for gone in fixes_gone_from_files(project, result):
+            click.echo(f"warning: {gone}", err=True)
         if not check:
             # Swapped in whole (two renames): readers never see overlays/ between them.
             with writing_project(project.root):

@@ -206,24 +206,27 @@ def _stale_overlays(project: Project, store: UpstreamStore) -> list[Finding]:
     generates: what `overlays --check` says, so that lint (and its pre-commit hook) catches a
     patch edited without regenerating. Only for a stack that commits overlays/ (it has a
     manifest); the overlay files themselves are compared where they exist."""
-    from patchforge.overlay import build_overlays, check_overlays
+    from patchforge.overlay import build_overlays, check_overlays, fixes_gone_from_files
 
     if not (project.overlays_dir / "manifest.json").exists():
         return []
     try:
-        drifts = check_overlays(project, build_overlays(project, store))
+        built = build_overlays(project, store)
+        drifts = check_overlays(project, built)
     except PatchforgeError:  # a patch that does not apply: reported by the apply checks
         return []
     if not drifts:
         return []
+    gone = [Finding("overlays/", "overlays", sentence) for sentence in
+            fixes_gone_from_files(project, built)]
     # One finding: each file repeated the one thing to do (`overlays --check` says how each
     # file differs).
     named = [f"overlays/{d.path} ({d.kind})" for d in drifts]
     shown = ", ".join(named[:8]) + (f" and {len(named) - 8} more" if len(named) > 8 else "")
-    return [Finding("overlays/", "overlays",
-                    f"{len(drifts)} file(s) differ from what the series generates: {shown}; "
-                    "run `patchforge overlays` and commit the result (`patchforge overlays "
-                    "--check` shows each difference)")]
+    return gone + [Finding("overlays/", "overlays",
+                           f"{len(drifts)} file(s) differ from what the series generates: "
+                           f"{shown}; run `patchforge overlays` and commit the result "
+                           "(`patchforge overlays --check` shows each difference)")]
 
 
 # A patch file a series line cannot name: the way to make it part of the series.
