@@ -67,9 +67,11 @@ class LandingGone:
     """A fix under upstreamed/ whose change the revision asked about does not have.
 
     `kind`: `reverted` (a commit whose message names the landing, or whose change is its exact
-    reverse, took it out: the one exit-1 case), `removed` (a commit took it out as part of
-    other work), `before-landing` (the revision does not contain the landing commit),
-    `unexplained` (no landing commit recorded, or no commit found that took it out)."""
+    reverse, took it out), `removed` (a commit took it out as part of other work),
+    `before-landing` (the revision does not contain the landing commit: a pin rolled back to
+    before it), `unexplained` (no landing commit recorded, or no commit found that took it
+    out). `reverted` and `before-landing` need attention (exit 1): the fix is certainly
+    missing there, and nothing upstream replaced it."""
 
     upstream: str
     name: str
@@ -83,6 +85,13 @@ class LandingGone:
     def reverted(self) -> bool:
         return self.kind == "reverted"
 
+    @property
+    def needs_attention(self) -> bool:
+        """The fix is in no overlay and nothing upstream stands for it: a revert, or a
+        revision from before the landing (a nightly rolled back to), where the series carried
+        the fix as it is. `removed` and `unexplained` may be upstream's own doing: a note."""
+        return self.kind in ("reverted", "before-landing")
+
     def message(self) -> str:
         fix = f"{self.upstream}/{self.name}"
         landed = f"landed in {self.landed_in[:12]}" if self.landed_in else "landed upstream"
@@ -90,6 +99,9 @@ class LandingGone:
             assert self.by is not None
             return (f"fix {fix} {landed} was reverted upstream in {self.by[:12]}: "
                     f"`patchforge bring-back {fix}` puts it back in the series ({self.detail})")
+        if self.kind == "before-landing":
+            return (f"fix {fix} {landed} is not in this revision ({self.detail}), and in no "
+                    f"overlay: `patchforge bring-back {fix}` puts it back in the series")
         return f"fix {fix} {landed} is no longer upstream: {self.detail}; " \
             f"`patchforge bring-back {fix}` puts it back in the series if it is still needed"
 

@@ -119,18 +119,31 @@ def test_a_git_revert_is_said_until_bring_back_puts_the_fix_back(tmp_path):
 def test_a_pin_rolled_back_follows_the_pin_not_what_was_said_before(tmp_path):
     """(a) Said at the revert; the pin rolled back to before the revert: the fix is upstream
     there, nothing is said (no verdict kept from the other pin). Rolled back to before the
-    landing: a note that the pin does not contain the landing, exit 0. Forward again to the
-    revert: said again."""
+    landing (a bad nightly rolled back from): the fix is in no overlay and nothing upstream
+    stands for it, so it needs attention as a revert does (it was a note, exit 0, and the
+    rolled-back deployment went out without the fix with every check green); `bring-back`
+    puts it back and all is quiet."""
     stack, landing = _landed(tmp_path)
     revert = _revert(stack, landing, tag="v3")
     _said_reverted(stack, "v3", revert)
     _silent(stack, "v2")
-    document = _silent(stack, "v1")
+    document = stack.json("status", "--against", "v1", expect=1)
+    assert validation_errors(document, "status") == []
+    assert document["needs_attention"] is True and document["reverted"] == []
     assert [(g["kind"], g["landed_in"]) for g in document["gone_upstream"]] == \
         [("before-landing", landing)], document
-    _, out, _ = stack.cli("status")
-    assert "note: fix up/fa.patch landed in" in out and "is no longer upstream" in out, out
-    stack.cli("status", "--against", "v3", expect=1)
+    _, out, _ = stack.cli("rebase", "--to", "v1")
+    said = "before its landing (needs attention): fix up/fa.patch landed in"
+    assert said in out and "in no overlay" in out, out
+    _, out, _ = stack.cli("status", expect=1)
+    assert said in out and "`patchforge bring-back up/fa.patch`" in out, out
+    lint = stack.json("lint", expect=1)
+    assert [f["patch"] for f in lint["findings"] if f["severity"] == "error"] == \
+        ["up/upstreamed/fa.patch"], lint
+    stack.cli("bring-back", "up/fa.patch")
+    assert stack.series("up") == ["fa.patch"]
+    stack.cli("status")
+    assert stack.json("lint")["errors"] == 0
 
 
 def test_lines_a_fix_added_dropped_as_part_of_other_work_are_no_revert(tmp_path):

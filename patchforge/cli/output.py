@@ -187,6 +187,15 @@ class _Stderr:
 JSON_SCHEMA_VERSION = 1
 
 
+def gone_line(fix: dict, color: bool) -> str:
+    """The line for a fix kept under upstreamed/ whose change the revision lacks (a
+    `gone_upstream` entry): one from before its landing needs attention (it is in no overlay),
+    the others are notes."""
+    if fix["kind"] == "before-landing":
+        return paint(f"before its landing (needs attention): {fix['message']}", "yellow", color)
+    return f"note: {fix['message']}"
+
+
 # Whether this command has written its JSON document (an error after it adds none).
 _emitted_json = False
 

@@ -7,7 +7,7 @@ import contextlib
 import sys
 
 from patchforge.cli import target_specs
-from patchforge.cli.output import Progress, echo, emit_json, paint, table
+from patchforge.cli.output import Progress, echo, emit_json, gone_line, paint, table
 from patchforge.errors import ConflictStop, InProgressError, PatchforgeError, UsageError
 
 ACTION_COLORS = {"clean": "green", "offset": "green", "merged": "yellow", "resolved": "yellow",
@@ -33,7 +33,7 @@ def render_summary(summary: dict, app) -> None:
         echo(paint(f"reverted upstream (needs attention): {item['message']}", "yellow",
                    app.color))
     for item in summary.get("gone_upstream", []):
-        echo(f"note: {item['message']}")
+        echo(gone_line(item, app.color))
     if summary["dry_run"]:
         echo("(dry run: nothing was written)")
 

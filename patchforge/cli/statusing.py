@@ -9,8 +9,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from patchforge.cli import target_specs
-from patchforge.cli.output import (STATE_COLORS, announce_state_report, echo, emit_json, paint,
-                                   table)
+from patchforge.cli.output import (STATE_COLORS, announce_state_report, echo, emit_json,
+                                   gone_line, paint, table)
 from patchforge.errors import EXIT_ATTENTION, PatchforgeError
 
 if TYPE_CHECKING:
@@ -98,7 +98,8 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
         gone = upstreamed_gone(project, store, targets)
         document["reverted"] = [g.to_json() for g in gone if g.reverted]
         document["gone_upstream"] = [g.to_json() for g in gone if not g.reverted]
-    busy = busy or bool(document["unlisted"]) or bool(document["reverted"])
+    busy = busy or bool(document["unlisted"]) or bool(document["reverted"]) or any(
+        g["kind"] == "before-landing" for g in document["gone_upstream"])
     # The exit status is this too (1), with --strict also a patch that applies only with fuzz.
     document["needs_attention"] = document["needs_attention"] or busy
     if html_out:
@@ -158,7 +159,7 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
             echo(paint(f"reverted upstream (needs attention): {fix['message']}", "yellow",
                        app.color))
         for fix in document["gone_upstream"]:
-            echo(f"note: {fix['message']}")
+            echo(gone_line(fix, app.color))
         configured = set(project.upstream_names())
         for fix in document["unlisted"]:
             if fix["upstream"] not in configured:

@@ -157,7 +157,8 @@ def _overlay_removals(project: Project, store: UpstreamStore, upstream: str, pin
 def _reverted_upstream(project: Project, store: UpstreamStore) -> list[Finding]:
     """A fix kept under upstreamed/ that a revert took out of the pinned revision's files
     (reverts.gone_upstream, judged at the pin): no longer deployed by anything, an error until
-    it is brought back or deleted. Taken out otherwise (other work, a pin before the landing)
+    it is brought back or deleted; so is a pin from before the landing (a nightly rolled back
+    to: the series carried the fix there). Taken out otherwise (other work)
     is `status`'s note, not a finding."""
     found: list[Finding] = []
     for upstream in project.upstream_names():
@@ -168,7 +169,7 @@ def _reverted_upstream(project: Project, store: UpstreamStore) -> list[Finding]:
 
         found += [Finding(f"{upstream}/upstreamed/{gone.name}", "series", gone.message())
                   for gone in gone_upstream(project, store, upstream, pin.commit)
-                  if gone.reverted]
+                  if gone.needs_attention]
     return found
 
 
