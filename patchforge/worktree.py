@@ -1274,31 +1274,85 @@ def unrefreshed(project: Project, store: UpstreamStore, upstream: str, state: di
                                           for path in work.path.rglob("*"))
     if work.changes().untracked:
         return True
-    diff = worktree_diff(project, store, upstream, state)
+    diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
     if state["patch"] in project.patch_names(upstream):
-        return diff != project.read_patch(upstream, state["patch"]).diff
-    # The patch left the series behind the edit's back (renamed or unlisted by hand, a rename
-    # or delete cut short): the worktree's change is refreshed only where some patch file
-    # still holds exactly that diff; anything else would be thrown away by closing the edit.
-    return bool(diff) and diff not in _kept_diffs(project, upstream, state["patch"])
+        kept = [project.read_patch(upstream, state["patch"])]
+    elif not diff:
+        return False
+    else:
+        # The patch left the series behind the edit's back (renamed or unlisted by hand, a
+        # rename or delete cut short): the worktree's change is refreshed only where some
+        # patch file still holds it; anything else would be thrown away by closing the edit.
+        kept = _kept_patches(project, upstream, state["patch"])
+    if any(diff == patch.diff for patch in kept):
+        return False
+    # The bytes differ, but the diff may say the same thing in another form: a patch made by
+    # plain `git diff` (abbreviated index lines), another tool's context or hunk headings,
+    # another encoding of a binary change. Refreshed means that the patch file, applied on the
+    # worktree's base, gives exactly the worktree's files (paths, bytes, modes): then closing
+    # the edit loses nothing, and refresh would only rewrite the patch's form.
+    return not any(holds_patch(store, state["base"], patch, changes, exact=False)
+                   for patch in kept)
 
 
-def _kept_diffs(project: Project, upstream: str, name: str) -> list[bytes]:
-    """The diffs of the patch files an edited patch's change may still be in: the file of its
-    old name, the series' patches, and those `delete` kept under deleted/."""
+def _kept_patches(project: Project, upstream: str, name: str) -> list[PatchFile]:
+    """The patch files an edited patch's change may still be in, parsed: the file of its old
+    name, the series' patches, and those `delete` kept under deleted/."""
     from patchforge.formats.patchfile import parse_patch_file
 
     directory = project.series_dir(upstream)
     paths = [project.patch_path(upstream, name),
              *(project.patch_path(upstream, listed) for listed in project.patch_names(upstream)),
              *sorted((directory / "deleted").glob("*.patch"))]
-    diffs = []
+    patches = []
     for path in paths:
         try:
-            diffs.append(parse_patch_file(path.read_bytes(), str(path)).diff)
+            patches.append(parse_patch_file(path.read_bytes(), str(path)))
         except (OSError, PatchforgeError):
             continue  # missing or unreadable: it holds nothing to compare with
-    return diffs
+    return patches
+
+
+def holds_patch(store: UpstreamStore, base: str, patch: PatchFile, changes, *,
+                exact: bool) -> bool:
+    """True when `patch` applied on the store commit `base` gives exactly the worktree's files
+    (`changes`, as worktree_diff gives them: the same paths changed, to the same bytes and
+    modes, nothing else).
+
+    `exact` (refresh: whether the patch's bytes may stay as they are) also asks that it applies
+    without offset or fuzz and that its index lines, where it has them, name `base`'s files;
+    otherwise (is there anything not refreshed?) the patch applies as `edit` applied it, fuzz
+    included, since then the patch file gives that worktree again."""
+    try:
+        applied = apply_series(lambda paths: store.read_blobs(base, paths), [("patch", patch)],
+                               strict=True, max_fuzz=0 if exact else 2)
+    except PatchforgeError:
+        return False
+    if exact:
+        if applied.outcomes and applied.outcomes[0].worst != "exact":
+            return False
+        from patchforge.apply.hunks import made_on
+
+        for fp in patch.file_patches:
+            pre_image = applied.base.get(fp.old_path) if fp.old_path is not None else None
+            if pre_image is not None and made_on(fp, pre_image) is False:
+                # Its index line names another pre-image (the patch was made on another
+                # series, a profile's): rewritten, or the judge takes the stale id for where
+                # it was made.
+                return False
+
+    def base_mode(path):
+        found = store.entry(base, path)
+        return found[0] if found else None
+
+    got = {}
+    for path, content in applied.current.items():
+        mode = applied.mode(path, base_mode) if content is not None else None
+        if content != applied.base.get(path) or \
+                (content is not None and mode != base_mode(path)):
+            got[path] = (content, mode)
+    return got == {path: (new, mode if new is not None else None)
+                   for path, _, new, _, mode in changes}
 
 
 def require_state(project: Project, command: str, upstreams, *,

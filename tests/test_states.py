@@ -408,6 +408,99 @@ def test_an_open_edit_with_unrefreshed_changes_is_never_reset(project):
     assert b"+    return -300" in project.patch("fix-a")
 
 
+def test_an_edit_of_a_patch_made_by_plain_git_diff_left_untouched_has_nothing_unrefreshed(
+        tmp_path):
+    """Fixes a colleague made with plain `git diff` (abbreviated `index 511af2f..b6a44c1`
+    lines; a rename; a mode change; a binary file, whose data git encodes its own way): `edit`
+    of one, looked at and left untouched, then `new`, `edit --close`, `move`, `delete` or
+    `rebase --to` was refused, "has changes that are not refreshed", leaving the choice of
+    rewriting the patch's form or "throwing away" changes never made. The patch gives the
+    worktree's files exactly: nothing is unrefreshed. A real change is still one, however
+    small: a file's mode only, a rename turned into a copy, one byte of a binary file."""
+    from helpers.git import git, git_bytes
+    from helpers.upstream import dep3_patch
+
+    blob = bytes(range(256)) * 8
+    up = Upstream(tmp_path / "up", {"pkg/mod.py": BASE, "pkg/other.py": b"x = 1\ny = 2\nz = 3\n",
+                                    "pkg/run.sh": b"#!/bin/sh\necho run\n", "pkg/blob.bin": blob})
+    root = tmp_path / "project"
+    root.mkdir()
+    run_cli(None, "init", "--standalone", str(root))
+    assert run_cli(root, "upstream", "add", "up", "--git", str(up.path), "--at", up.base,
+                   "--install-root", "/opt/site").rc == 0
+    scratch = tmp_path / "scratch"
+    git(tmp_path, "clone", "-q", str(up.path), str(scratch))
+
+    def git_diff(*options: str) -> bytes:
+        """What the colleague's `git diff` wrote, then the scratch clone back as it was."""
+        git(scratch, "add", "-A")
+        out = git_bytes(scratch, "-c", "core.abbrev=7", "diff", "--cached", *options)
+        git(scratch, "reset", "-q", "--hard")
+        return out
+
+    (scratch / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return 33\n\n"}))
+    (scratch / "pkg/run.sh").chmod(0o755)
+    fix_a = git_diff()
+    git(scratch, "mv", "pkg/other.py", "pkg/renamed.py")
+    (scratch / "pkg/renamed.py").write_bytes(b"x = 1\ny = 2\nz = 33\n")
+    fix_b = git_diff("-M")
+    (scratch / "pkg/blob.bin").write_bytes(blob[:100] + b"\xff" + blob[101:])
+    fix_c = git_diff("--binary")
+    assert b"index " in fix_a and b"old mode 100644" in fix_a and b"rename from" in fix_b
+    assert b"GIT binary patch" in fix_c
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    for name, diff in (("fix-a", fix_a), ("fix-b", fix_b), ("fix-c", fix_c)):
+        (series / f"{name}.patch").write_bytes(
+            dep3_patch(diff, description=name, extra=f"Upstream: up\nBase: {up.base}\n"))
+    (series / "series").write_text("fix-a.patch\nfix-b.patch\nfix-c.patch\n")
+    written = {p.name: p.read_bytes() for p in series.glob("*.patch")}
+    work = root / ".patchforge" / "work" / "up"
+
+    def cli(*args: str, expect: int = 0) -> str:
+        result = run_cli(root, *args)
+        assert result.rc == expect, f"patchforge {' '.join(args)} -> {result.rc}\n{result.text}"
+        return result.err
+
+    for name in ("fix-a", "fix-b", "fix-c"):
+        cli("edit", name)
+        cli("edit", "--close")
+    cli("edit", "fix-a")
+    cli("new", "fix-d", "--no-edit")
+    cli("edit", "fix-b")
+    cli("move", "fix-d", "--first")
+    cli("edit", "fix-c")
+    cli("delete", "fix-d")
+    # Untouched edits end without a word, and every patch keeps its bytes.
+    assert {p.name: p.read_bytes() for p in series.glob("*.patch")} == written
+
+    # A real change is one, however small: refused, the worktree kept.
+    def refused(change: str) -> None:
+        for command in (("edit", "--close"), ("new", "fix-e"), ("edit", "fix-a")):
+            err = cli(*command, expect=2)
+            assert "not refreshed" in err, (change, command, err)
+        assert {p.name: p.read_bytes() for p in series.glob("*.patch")} == written, change
+        cli("edit", "--close", "--discard")
+
+    cli("edit", "fix-a")
+    (work / "pkg/run.sh").chmod(0o644)  # the mode only
+    refused("mode")
+    cli("edit", "fix-b")
+    git(work, "checkout", "HEAD", "--", "pkg/other.py")  # the renamed file back: a copy
+    refused("rename")
+    cli("edit", "fix-c")
+    data = (work / "pkg/blob.bin").read_bytes()
+    (work / "pkg/blob.bin").write_bytes(data[:200] + b"\x00" + data[201:])
+    refused("binary")
+
+    # An untouched edit does not stop a rebase either.
+    target = up.commit({"pkg/mod.py": text({15: b"def f15():\n    return 1515\n\n"})})
+    cli("edit", "fix-c")
+    cli("rebase", "--to", f"up={target}")
+    assert not (root / ".patchforge" / "work" / "up.json").exists()
+    assert b"GIT binary patch" in (series / "fix-c.patch").read_bytes()
+
+
 def test_an_edit_whose_worktree_lost_its_git_keeps_its_files(project):
     """The worktree's .git removed by hand (taken for clutter): its files could no longer be
     compared with the base, so they counted as refreshed and `edit --close` (or `edit`,

@@ -29,9 +29,9 @@ from patchforge.project import patch_file_name, read_no_link
 from patchforge.store.diff import added_lines, conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
-                                 keep_resolution, keep_unadded, refuse_changed_since_edit,
-                                 refuse_gone_files_left_out, refuse_removed_by_hand,
-                                 refuse_resolution_not_applying,
+                                 holds_patch, keep_resolution, keep_unadded,
+                                 refuse_changed_since_edit, refuse_gone_files_left_out,
+                                 refuse_removed_by_hand, refuse_resolution_not_applying,
                                  refuse_resolution_outside_series, refuse_undoing, editing,
                                  require_state, require_state_still, resolution_undoes,
                                  series_on_paths, state_file, worktree_diff)
@@ -336,7 +336,7 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
                               "deleted/)")
     removes = _removals_checked(project, store, upstream, file_name, changes, work,
                                 "`patchforge refresh`")
-    if _same_change(store, state["base"], patch, changes):
+    if holds_patch(store, state["base"], patch, changes, exact=True):
         # The worktree holds exactly what the patch already does: keep its bytes (it may have
         # been written by another tool, with abbreviated index lines or other context).
         diff = patch.diff
@@ -467,39 +467,6 @@ def close_open_edit(project: Project, store: UpstreamStore, name: str | None = N
         upstream, file_name = unreadable[0], "(its state file could not be read)"
     close_edit(project, store, upstream, discard=discard)
     return {"upstream": upstream, "name": file_name, "discarded": discard}
-
-
-def _same_change(store: UpstreamStore, base: str, patch: PatchFile, changes) -> bool:
-    """True when `patch` applies exactly on `base` and gives the worktree's files: same paths,
-    same bytes, same modes, and its index lines (where it has them) name `base`'s files."""
-    try:
-        applied = apply_series(lambda paths: store.read_blobs(base, paths), [("patch", patch)],
-                               strict=True, max_fuzz=0)
-    except PatchforgeError:
-        return False
-    if applied.outcomes and applied.outcomes[0].worst != "exact":
-        return False
-    from patchforge.apply.hunks import made_on
-
-    for fp in patch.file_patches:
-        pre_image = applied.base.get(fp.old_path) if fp.old_path is not None else None
-        if pre_image is not None and made_on(fp, pre_image) is False:
-            # Its index line names another pre-image (the patch was made on another series,
-            # a profile's): rewritten, or the judge takes the stale id for where it was made.
-            return False
-
-    def base_mode(path):
-        found = store.entry(base, path)
-        return found[0] if found else None
-
-    got = {}
-    for path, content in applied.current.items():
-        mode = applied.mode(path, base_mode) if content is not None else None
-        if content != applied.base.get(path) or \
-                (content is not None and mode != base_mode(path)):
-            got[path] = (content, mode)
-    return got == {path: (new, mode if new is not None else None)
-                   for path, _, new, _, mode in changes}
 
 
 def _edited_patch(project: Project, name: str | None) -> tuple[str, str, dict]:
