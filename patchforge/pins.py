@@ -91,23 +91,74 @@ def bring_pins(project: Project, store: UpstreamStore,
             trees[pin.commit] = pin.tree
             brought.append(upstream)
         else:
-            check_locked_tree(project, upstream, pin, tree)
+            check_locked_pin(project, upstream, pin, tree)
     return brought
 
 
-def check_locked_tree(project: Project, name: str, pin: UpstreamPin, tree: str) -> None:
-    """The lock's `tree` is the tree of the commit beside it, or the lock is refused (exit 2)
-    naming upstream.lock and the line: a lock whose commit was edited (by hand, or a merge that
-    took one side's commit and the other's tree) says two revisions at once, and nothing may
-    pick one of them silently."""
-    if tree == pin.tree:
+def check_locked_pin(project: Project, name: str, pin: UpstreamPin, tree: str) -> None:
+    """The lock's `tree` is the tree of the commit beside it, and a wheel pin's `version` is
+    its wheel's, or the lock is refused (exit 2) naming upstream.lock and the line: a lock
+    whose commit was edited (by hand, or a merge that took one side's commit and the other's
+    tree, or one side's `version` line and the other's source) says two revisions at once, and
+    nothing may pick one of them silently (`Drop-When`, `status` and `bump` judge a pin by its
+    version); and so is an image pin that names two images (check_image_pin). Asked where
+    the pins are brought into the store, not when the lock is read: `upstream pin NAME
+    --force` still reads such a lock, and re-pins it."""
+    if tree != pin.tree:
+        _refuse_two_revisions(project, name, "tree", f"{pin.tree} is not the tree of the "
+                              f"locked commit {pin.commit} (its tree is {tree})")
+    _check_wheel_version(project, name, pin)
+    check_image_pin(project)
+
+
+def _check_wheel_version(project: Project, name: str, pin: UpstreamPin) -> None:
+    if pin.kind != "wheel" or pin.version is None:
         return
+    from patchforge.names import check_version
+
+    wheel = pin.source["version"]
+    try:
+        same = check_version(pin.version) == check_version(wheel)
+    except ValueError:
+        same = False
+    if not same:
+        _refuse_two_revisions(project, name, "version",
+                              f"{pin.version!r} is not the version of the pinned wheel "
+                              f"{pin.source['filename']} (source.version {wheel!r})")
+
+
+def check_image_pin(project: Project) -> None:
+    """The lock's image pin says one image: a `reference` that carries a digest
+    (`repo@sha256:...`) or a tag (`repo:tag`) and a `digest` or `tag` beside it naming another
+    (a merge that took one side's line of each) is refused, exit 2, naming upstream.lock and
+    the line: the Dockerfile's FROM and `verify --image` read the `digest` while the reference
+    says another image. A reference without them (a bare nightly tag) says nothing to compare.
+    Asked where the pins are used, as the tree is, so that a re-pin still reads the lock."""
+    image = project.lock.image
+    if image is None:
+        return
+    name, _, digest = image.reference.partition("@")
+    slash, colon = name.rfind("/"), name.rfind(":")
+    tag = name[colon + 1:] if colon > slash else None
+    for key, said, pinned in (("digest", digest or None, image.digest), ("tag", tag, image.tag)):
+        if said is not None and pinned is not None and said != pinned:
+            from patchforge.formats.lockfile import lock_line_of
+
+            raise ConfigError(f"image.{key}: {pinned!r} is not the {key} of the pinned "
+                              f"reference {image.reference!r}: the lock names two images",
+                              path=str(project.lock_path),
+                              line=lock_line_of(project.lock_path, f"image.{key}"),
+                              hint="restore upstream.lock from version control, or pin the "
+                                   "image again (`patchforge upstream pin NAME --at REPO:TAG "
+                                   "--force`)")
+
+
+def _refuse_two_revisions(project: Project, name: str, key: str, why: str) -> None:
     from patchforge.formats.lockfile import lock_line_of
 
-    raise ConfigError(f"upstreams.{name}.tree: {pin.tree} is not the tree of the locked commit "
-                      f"{pin.commit} (its tree is {tree}): the lock names two revisions",
+    raise ConfigError(f"upstreams.{name}.{key}: {why}: the lock names two revisions",
                       path=str(project.lock_path),
-                      line=lock_line_of(project.lock_path, f"upstreams.{name}.tree"),
+                      line=lock_line_of(project.lock_path, f"upstreams.{name}.{key}"),
                       hint=f"restore upstream.lock from version control, or re-pin {name}: "
                            f"`patchforge upstream pin {name} --at SPEC --force`")
 
@@ -191,7 +242,7 @@ def ensure_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
     """
     try:
         what = _bring_pinned(project, store, name, pin)
-        check_locked_tree(project, name, pin, store.tree_id(pin.commit))
+        check_locked_pin(project, name, pin, store.tree_id(pin.commit))
         logs.info("patchforge.resolve", "%s: %s %s (%s)", name, pin.label, what, pin.commit[:12])
         return what
     except StoreError as exc:

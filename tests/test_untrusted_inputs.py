@@ -667,6 +667,78 @@ def test_a_lock_whose_tree_is_not_its_commits_is_refused_naming_its_line(tmp_pat
     ok(root, "overlays", "--check")
 
 
+def test_a_wheel_pin_whose_version_is_not_its_wheels_is_refused_naming_its_line(
+        tmp_path, monkeypatch):
+    """upstream.lock out of a merge of two branches that each moved the pin, resolved line by
+    line: `"version": "1.1"` beside the source of the 1.0 wheel (its filename, sha256, commit
+    and tree). Every command took it: `status` said "Drop-When tinypkg>=1.1 is true" and
+    `lint` "is true for 1.0: remove the fix", of a fix still needed on the 1.0 files deployed.
+    Refused now as a tree that is not the commit's is, exit 2, naming upstream.lock and the
+    line of the pin's own `version` (not its source's, which the sorted lock writes first),
+    nothing written; `upstream pin --force` makes it whole. An image pin whose digest or tag
+    is not its reference's is refused alike."""
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
+    lines = b"A = 1\nB = 2\nC = 3\nD = 4\nE = 5\n"
+    for version, value in (("1.0", b"V = 1\n"), ("1.1", b"V = 2\n")):
+        build_wheel(tmp_path / "wheels", "tinypkg", version,
+                    {"tinypkg/__init__.py": lines + value})
+    root = tmp_path / "stack"
+    root.mkdir()
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0",
+       "--install-root", "/srv")
+    ok(root, "new", "fix", "--file", "tinypkg/__init__.py")
+    (root / ".patchforge/work/tiny/tinypkg/__init__.py").write_bytes(
+        lines.replace(b"A = 1", b"A = 11") + b"V = 1\n")
+    ok(root, "refresh")
+    patch = root / "series/tiny/fix.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"\n\n", b"\nDrop-When: tinypkg>=1.1\n\n", 1))
+    ok(root, "status")
+    good = (root / "upstream.lock").read_text()
+    assert good.count('"version": "1.0"') == 2
+    text = good.splitlines()
+    pin_line = max(n for n, line in enumerate(text, 1) if line == '      "version": "1.0"')
+    text[pin_line - 1] = '      "version": "1.1"'
+    (root / "upstream.lock").write_text("\n".join(text) + "\n")
+    before = tree_bytes(root)
+    for command in (["status"], ["fetch"], ["lint", "--no-forge"], ["overlays"],
+                    ["overlays", "--check"], ["edit", "fix"], ["rebase", "--to", "1.1"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.text)
+        assert f"upstream.lock:{pin_line}: upstreams.tiny.version: '1.1' is not the version " \
+               "of the pinned wheel tinypkg-1.0-py3-none-any.whl" in run.err, (command, run.err)
+        assert "is true" not in run.text, (command, run.text)
+    assert tree_bytes(root) == before
+    ok(root, "upstream", "pin", "tiny", "--at", "1.1", "--force")
+    assert lock_doc(root)["upstreams"]["tiny"]["source"]["version"] == "1.1"
+    run = run_cli(root, "lint", "--no-forge")
+    assert run.rc == 1 and "Drop-When tinypkg>=1.1 is true for 1.1: remove the fix" in run.out
+    ok(root, "overlays")
+
+    # The image pin: a reference by digest (or tag) beside a digest (or tag) naming another.
+    digest_a, digest_b = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    for image, key in (({"reference": f"registry.example:5000/vllm@{digest_a}",
+                         "digest": digest_b}, "digest"),
+                       ({"reference": "registry.example:5000/vllm:nightly-2",
+                         "tag": "nightly-1", "digest": digest_a}, "tag")):
+        doc = lock_doc(root)
+        doc["image"] = image
+        (root / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        line = next(n for n, text in enumerate((root / "upstream.lock").read_text().splitlines(),
+                                               1) if f'"{key}"' in text)
+        before = tree_bytes(root)
+        for command in (["status"], ["overlays"], ["verify", "--image"]):
+            run = run_cli(root, *command)
+            assert run.rc == 2, (command, run.text)
+            assert f"upstream.lock:{line}: image.{key}: " in run.err, (command, run.err)
+            assert "the lock names two images" in run.err, (command, run.err)
+        assert tree_bytes(root) == before
+    # A bare nightly tag as the reference says nothing to compare with.
+    doc["image"] = {"reference": "nightly-1", "tag": "nightly-1", "digest": digest_a}
+    (root / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    assert run_cli(root, "status").rc == 1
+
+
 def test_a_tampered_wheel_sha256_is_refused_with_a_warm_store(tmp_path, monkeypatch):
     monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
     build_wheel(tmp_path / "wheels", "tinypkg", "1.0", {"tinypkg/__init__.py": b"V = 1\n"})

@@ -46,20 +46,21 @@ class _Reader:
         raise ConfigError(f"{where}: {message}", path=self.source, line=self.line_of(where))
 
     def line_of(self, where: str) -> int | None:
-        """The line of the value at dotted path `where`: each key is looked for after the line
-        of the one before it, so `upstreams.aiter.commit` finds aiter's commit, not vllm's."""
-        lines = self.text.splitlines()
-        start, found = 0, None
-        for key in where.split("."):
-            if key.startswith("("):
-                continue
-            needle = json.dumps(key, ensure_ascii=False) + ":"
-            for number in range(start, len(lines)):
-                if needle in lines[number]:
-                    found, start = number + 1, number + 1
-                    break
-            else:
-                return found
+        """The line of the value at dotted path `where` (the line of its key), else of the
+        nearest key above it that is there: `upstreams.aiter.commit` finds aiter's commit, not
+        vllm's, and `upstreams.vllm.version` the pin's own version, not its source's (which a
+        sorted lock writes first)."""
+        wanted = ".".join(key for key in where.split(".") if not key.startswith("("))
+        found, depth = None, 0
+        try:
+            for path, line, _ in _keys(self.text):
+                dotted = ".".join(path)
+                if dotted == wanted:
+                    return line
+                if wanted.startswith(dotted + ".") and len(path) > depth:
+                    found, depth = line, len(path)
+        except (IndexError, ValueError):
+            pass  # text that is not JSON (changed since it was read): no line to name
         return found
 
     def get(self, obj: dict, key: str, kind, where: str, *, required: bool = True):
@@ -94,7 +95,15 @@ def _second_key_line(text: str) -> int | None:
     but for that. Found by walking the text's objects, since the same key stands in many
     objects (every pin has a "commit"): the last line that merely holds it can be another
     pin's."""
-    keys: list[set[str] | None] = []  # per open object its keys so far; None for an array
+    return next((line for _, line, again in _keys(text) if again), None)
+
+
+def _keys(text: str):
+    """(path, line, written before in its object?) of every key of the JSON object text, in
+    order: path is the keys from the top down to it (an array's items add no key)."""
+    # Per open object the keys it has so far and the one whose value is being read; None for
+    # an array.
+    stack: list[tuple[set[str], list[str]] | None] = []
     expect_key = False
     at = 0
     while at < len(text):
@@ -104,27 +113,32 @@ def _second_key_line(text: str) -> int | None:
             while text[end] != '"':
                 end += 2 if text[end] == "\\" else 1  # an escape is two characters or more
             end += 1
-            value = json.loads(text[at:end])
             if expect_key:
-                seen = keys[-1]
-                assert seen is not None
-                if value in seen:
-                    return text.count("\n", 0, at) + 1
+                value = json.loads(text[at:end])
+                top = stack[-1]
+                assert top is not None
+                seen, keys = top
+                keys[:] = [value]
+                yield ([*_open_keys(stack)], text.count("\n", 0, at) + 1, value in seen)
                 seen.add(value)
             expect_key = False
             at = end
             continue
         if char == "{":
-            keys.append(set())
+            stack.append((set(), []))
             expect_key = True
         elif char == "[":
-            keys.append(None)
+            stack.append(None)
         elif char in "}]":
-            keys.pop()
+            stack.pop()
         elif char == ",":
-            expect_key = bool(keys) and keys[-1] is not None
+            expect_key = bool(stack) and stack[-1] is not None
         at += 1
-    return None
+
+
+def _open_keys(stack) -> list[str]:
+    """The keys leading to the value being read: each open object's current key."""
+    return [top[1][0] for top in stack if top is not None and top[1]]
 
 
 def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:

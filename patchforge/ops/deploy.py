@@ -77,8 +77,10 @@ def image_reference(project: Project, ref: str | None) -> tuple[str, bool]:
     Returns (reference, pinned). Without REF: the lock's image pin, else the configured image.
     """
     from patchforge.net.registry import parse_image_ref
+    from patchforge.pins import check_image_pin
 
     pin = project.lock.image
+    check_image_pin(project)
     if ref is None:
         if pin is not None and pin.digest:
             return _with_digest(pin.reference, pin.digest), True

@@ -643,8 +643,12 @@ def _drop_and_forward(project: Project, store: UpstreamStore, upstream, pin, par
         condition = drop_when(patch, target, forwarded, store=store, forge=forge, names=names,
                               lookups=lookups)
         if condition and condition.get("true"):
+            # Named by the version it was judged on (a git pin's label is a tag or a nightly's
+            # name, which says nothing of its version), the label beside it when it differs.
+            judged = condition.get("version") or pin.label
+            on = judged if judged == pin.label else f"{judged} ({pin.label})"
             out.append(Finding(label, "drop-when", f"Drop-When {condition['condition']} is true "
-                                                   f"for {pin.label}: remove the fix"))
+                                                   f"for {on}: remove the fix"))
         elif condition and condition.get("reason", "").startswith("the target's version"):
             # A version condition that cannot be evaluated is never true: the fix would stay
             # after the release that makes it unneeded, without a word.
