@@ -407,6 +407,43 @@ def test_a_relative_cache_is_refused_and_a_relative_xdg_cache_ignored(tmp_path, 
     assert tree_bytes(root) == before and not (root / "relhome").exists()
 
 
+def test_a_cache_in_the_projects_own_files_is_refused(tmp_path, monkeypatch):
+    """PATCHFORGE_CACHE=$PWD/overlays (or series/up, the project's root, .patchforge/; or
+    PATCHFORGE_WHEELS, or XDG_CACHE_HOME there) was taken without a word: under overlays/,
+    `overlays` passed and `overlays --check` then failed for ever on `store.git/...` ("extra:
+    no longer generated"), which the advised `overlays` never fixed; under series/up every
+    check was green while `git add -A` committed the whole store with the fixes. Refused now,
+    exit 2, naming the variable and the project, before anything is read or written; a
+    directory of its own elsewhere in the project (a CI cache's .cache/) is taken."""
+    root, _ = git_project(tmp_path)
+    ok(root, "new", "fix", "--file", "pkg/b.py")
+    work = root / ".patchforge" / "work" / "up" / "pkg" / "b.py"
+    work.write_bytes(work.read_bytes() + b"# fixed\n")
+    ok(root, "refresh")
+    ok(root, "overlays")
+    before = tree_bytes(root)
+    for variable, value, where in (
+            ("PATCHFORGE_CACHE", root / "overlays", "overlays/"),
+            ("PATCHFORGE_CACHE", root / "series" / "up", "series/"),
+            ("PATCHFORGE_CACHE", root, "root"),
+            ("PATCHFORGE_CACHE", root / ".patchforge" / "cache", ".patchforge/"),
+            ("PATCHFORGE_WHEELS", root / "series", "series/"),
+            ("XDG_CACHE_HOME", root / "overlays", "overlays/")):
+        with monkeypatch.context() as there:
+            there.setenv(variable, str(value))
+            if variable == "XDG_CACHE_HOME":
+                there.delenv("PATCHFORGE_CACHE")
+            for command in (["overlays"], ["overlays", "--check"], ["status"], ["fetch"],
+                            ["lint", "--no-forge"]):
+                run = run_cli(root, *command)
+                assert run.rc == 2, (variable, value, command, run.text)
+                assert f"{variable} puts the cache" in run.err, (variable, command, run.err)
+                assert f"in the project {root} (its {where})" in run.err, (variable, run.err)
+            assert tree_bytes(root) == before, (variable, value)
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(root / ".cache" / "patchforge"))
+    ok(root, "overlays", "--check")
+
+
 def test_a_cache_that_names_a_file_is_named_in_the_error(tmp_path, monkeypatch):
     """PATCHFORGE_CACHE naming a file (or a path under one): the command failed with the bare
     "File exists: ..." and "run the command again", which fails the same way. The error names

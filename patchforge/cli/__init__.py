@@ -72,7 +72,12 @@ class AppContext:
         if self._project is None:
             from patchforge.cli.output import TransferDisplay
             from patchforge.project import Project
-            self._project = _PROJECT = Project.discover(self.root, offline=self.offline)
+            from patchforge.store.gitstore import refuse_cache_in_project
+            project = Project.discover(self.root, offline=self.offline)
+            # Before anything is read or written there (the configuration's validation mark
+            # is the cache's first file).
+            refuse_cache_in_project(project.root)
+            self._project = _PROJECT = project
             self._project.progress = TransferDisplay(self.verbosity)
         return self._project
 

@@ -81,6 +81,38 @@ def _absolute_setting(variable: str) -> Path | None:
     return Path(value)
 
 
+def refuse_cache_in_project(root: Path) -> None:
+    """The cache (and the wheel cache) is never in the project's own files: its root,
+    series/, overlays/ or .patchforge/ (a UsageError naming the variable that put it there and
+    the project). Made there, the store was taken for the project's: under overlays/,
+    `overlays --check` and `lint` called it drift for ever (`overlays` never removes it); under
+    series/ or the root, `git add -A` committed the whole store with the fixes. A directory
+    of its own elsewhere in the project (a CI cache's `.cache/`) is the user's to ignore."""
+    places = [(cache_dir(), _cache_variable())]
+    if os.environ.get("PATCHFORGE_WHEELS"):
+        places.append((wheels_dir(), "PATCHFORGE_WHEELS"))
+    root = Path(os.path.realpath(root))
+    for place, variable in places:
+        resolved = Path(os.path.realpath(place))
+        for owned in (root, root / "series", root / "overlays", root / ".patchforge"):
+            if resolved == owned or (owned != root and owned in resolved.parents):
+                where = "root" if owned == root else f"{owned.name}/"
+                raise UsageError(
+                    f"{variable} puts the cache ({place}) in the project {root} (its {where}): "
+                    "it would be taken for the project's own files (`overlays --check` calls "
+                    "it drift, `git add -A` commits it with the series)",
+                    hint=f"point {variable} at a directory outside the project's series/, "
+                         "overlays/ and .patchforge/ (the default is ~/.cache/patchforge)")
+
+
+def _cache_variable() -> str:
+    """The environment variable cache_dir() took the cache from."""
+    if os.environ.get("PATCHFORGE_CACHE"):
+        return "PATCHFORGE_CACHE"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return "XDG_CACHE_HOME" if xdg and os.path.isabs(xdg) else "HOME"
+
+
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 _HEXABBREV = re.compile(r"[0-9a-fA-F]{4,40}")
 
