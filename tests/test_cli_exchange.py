@@ -513,6 +513,32 @@ def test_export_mbox_is_taken_by_git_am(project, tmp_path):
     assert run_cli(root, "export").rc == 2
 
 
+def test_export_mbox_of_a_crlf_fix_says_git_am_needs_keep_cr(project, tmp_path):
+    """A fix that changes a file with CRLF lines, exported with `export --mbox`: the command
+    said only "wrote 2 messages", and the `git am` the user typed next failed ("patch does not
+    apply": it drops each line's CR). It now names the fix and the command that applies the
+    mbox, which does; a series without CRLF lines gets no such note."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    mbox = tmp_path / "out.mbox"
+    run = ok(root, "export", "--mbox", str(mbox))
+    crlf = "second-fix-crlf-file-and-a-new-module.patch"
+    assert f"note: {crlf} changes lines ending in CRLF: apply the mbox with " \
+           f"`git am --keep-cr {mbox}`" in run.err, run.err
+    assert "fix-line-three" not in run.err
+    plain = upstream_checkout(tmp_path, "plain-am")
+    assert subprocess.run(["git", "am", "-q", str(mbox)], cwd=plain,
+                          capture_output=True).returncode != 0
+    checkout = upstream_checkout(tmp_path, "keep-cr-am")
+    proc = subprocess.run(["git", "am", "-q", "--keep-cr", str(mbox)], cwd=checkout,
+                          capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (checkout / "pkg/crlf.txt").read_bytes() == b"one\r\nTWO\r\nthree\r\n"
+    ok(root, "delete", crlf.removesuffix(".patch"))
+    assert "note:" not in ok(root, "export", "--mbox", str(mbox)).err
+
+
 def test_export_mbox_of_several_upstreams_says_which_and_git_am_takes_each(project, tmp_path):
     """With fixes for two upstreams (the example stack's vllm and aiter), `export --mbox`
     wrote them all into one mailbox: `git am` in one upstream's tree stopped at the first

@@ -246,8 +246,16 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
                 click.echo(f"warning: {where}: a GIT binary patch, which quilt and GNU patch "
                            "cannot apply (git apply and git am can)", err=True)
         if mbox_file:
-            count = export_mbox(project, mbox_file, entries)
-            click.echo(f"wrote {count} messages to {mbox_file}")
+            crlf = export_mbox(project, mbox_file, entries)
+            click.echo(f"wrote {len(entries)} messages to {mbox_file}")
+            if crlf:
+                # Said where `git am` is typed: the reference's word on it was not enough.
+                shown = ", ".join(crlf[:5]) + (f" and {len(crlf) - 5} more" if len(crlf) > 5
+                                               else "")
+                click.echo(f"note: {shown} change{'s' if len(crlf) == 1 else ''} lines ending "
+                           f"in CRLF: apply the mbox with `git am --keep-cr "
+                           f"{shlex.quote(str(mbox_file))}` (plain `git am` drops each line's "
+                           "CR, and the patch no longer applies)", err=True)
             from patchforge.apply.series import profile_bases_differ
 
             for name in dict.fromkeys(u for u, _ in entries):

@@ -1794,13 +1794,19 @@ def mbox_entries(project: Project, upstream: str | None = None) -> list[tuple[st
     return entries
 
 
-def export_mbox(project: Project, out: Path, entries: list[tuple[str, str]]) -> int:
+def export_mbox(project: Project, out: Path, entries: list[tuple[str, str]]) -> list[str]:
     """Write the mbox of `entries` (`mbox_entries`, asked with `project.refuse_own_destination`
-    before anything of the export is written) to `out`; returns how many messages."""
+    before anything of the export is written) to `out`. Returns the patches whose diff has
+    lines ending in CRLF (a file with CRLF lines): plain `git am` drops every line's CR
+    (mailsplit, as for any mail), so such a patch no longer applies, or its CRs are lost;
+    `git am --keep-cr` takes them, and the command says so."""
     chunks = []
+    crlf = []
     for index, (upstream, name) in enumerate(entries, 1):
         patch = project.read_patch(upstream, name)
         chunks.append(mbox_message(patch, patch.diff, index, len(entries),
                                    patch.get("Base") or "0" * 40, name))
+        if b"\r\n" in patch.diff:
+            crlf.append(name)
     atomic_write(Path(out), b"".join(chunks))
-    return len(entries)
+    return crlf
