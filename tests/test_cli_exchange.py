@@ -539,6 +539,43 @@ def test_export_mbox_of_a_crlf_fix_says_git_am_needs_keep_cr(project, tmp_path):
     assert "note:" not in ok(root, "export", "--mbox", str(mbox)).err
 
 
+def test_a_patch_new_made_without_a_change_is_said_by_lint_and_export(project, tmp_path):
+    """`new fix-d --no-edit` (started, nothing in it yet), then the series handed on with
+    `export --quilt` and `--mbox`: lint said nothing, the exports exit 0 without a word, and
+    the colleague's `quilt push -a` stopped on it ("Only garbage was found in the patch
+    input"), `git am` too ("No valid patches in input"). lint warns now (`empty`, exit 0: an
+    empty patch is a state `new` leaves on purpose), and each export names it and what stops
+    on it; once the change is refreshed into it, nothing is said."""
+    root = project
+    ok(root, "new", "fix-d", "--no-edit", "-m", "started, nothing yet")
+    run = ok(root, "lint", "--no-forge", "--json")
+    found = [f for f in json.loads(run.out)["findings"] if f["check"] == "empty"]
+    assert found == [{"patch": "up/fix-d.patch", "check": "empty", "severity": "warning",
+                      "message": found[0]["message"]}], run.out
+    assert "`patchforge edit fix-d`" in found[0]["message"]
+    exported, mbox = tmp_path / "q", tmp_path / "out.mbox"
+    run = ok(root, "export", "--quilt", str(exported), "--mbox", str(mbox))
+    assert "warning: fix-d.patch has no change yet (no diff): `quilt push` stops on it" \
+        in run.err, run.err
+    assert "warning: fix-d.patch has no change yet (no diff): `git am` stops on its message" \
+        in run.err, run.err
+    # What the warnings say of the real tools.
+    checkout = upstream_checkout(tmp_path, "quilt-checkout")
+    env = dict(os.environ, QUILT_PATCHES=str(exported), QUILTRC="/dev/null")
+    proc = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
+    assert proc.returncode != 0 and b"Only garbage" in proc.stdout + proc.stderr
+    checkout = upstream_checkout(tmp_path, "am-checkout")
+    proc = subprocess.run(["git", "am", "-q", str(mbox)], cwd=checkout, capture_output=True)
+    assert proc.returncode != 0 and b"No valid patches" in proc.stderr
+    ok(root, "edit", "fix-d", "--file", "a.py")
+    work = root / ".patchforge" / "work" / "up" / "a.py"
+    work.write_bytes(work.read_bytes().replace(b"line5\n", b"LINE5\n"))
+    ok(root, "refresh")
+    assert "empty" not in ok(root, "lint", "--no-forge").out
+    assert "warning" not in ok(root, "export", "--quilt", str(exported), "--mbox",
+                               str(mbox)).err
+
+
 def test_export_mbox_of_several_upstreams_says_which_and_git_am_takes_each(project, tmp_path):
     """With fixes for two upstreams (the example stack's vllm and aiter), `export --mbox`
     wrote them all into one mailbox: `git am` in one upstream's tree stopped at the first

@@ -216,8 +216,8 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             project.refuse_own_destination(mbox_file)
             entries = mbox_entries(project, upstream)
         if quilt_dir:
-            written, binary_sections, per_profile = export_quilt(project, quilt_dir, upstream,
-                                                                 profile)
+            written, binary_sections, per_profile, empty = export_quilt(project, quilt_dir,
+                                                                        upstream, profile)
             click.echo(f"wrote {len(written)} files to {quilt_dir}")
             # With several upstreams each series is a directory of its own: quilt, pointed at
             # DIR itself, finds no series file there.
@@ -245,9 +245,12 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             for where in binary_sections:
                 click.echo(f"warning: {where}: a GIT binary patch, which quilt and GNU patch "
                            "cannot apply (git apply and git am can)", err=True)
+            _say_empty(empty, "`quilt push` stops on it (\"Only garbage was found in the patch "
+                              "input\")")
         if mbox_file:
-            crlf = export_mbox(project, mbox_file, entries)
+            crlf, empty = export_mbox(project, mbox_file, entries)
             click.echo(f"wrote {len(entries)} messages to {mbox_file}")
+            _say_empty(empty, "`git am` stops on its message (\"No valid patches in input\")")
             if crlf:
                 # Said where `git am` is typed: the reference's word on it was not enough.
                 shown = ", ".join(crlf[:5]) + (f" and {len(crlf) - 5} more" if len(crlf) > 5
@@ -270,3 +273,12 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
                                "lines another profile's fix changes stops it (`git am -3` "
                                "takes that one), and two profiles' fixes of the same lines "
                                "never go into one tree", err=True)
+
+
+def _say_empty(names: list[str], stops: str) -> None:
+    """A warning naming each exported patch without a diff (`new`, nothing refreshed into
+    it): the tool it goes to stops on it, and nothing before this said so."""
+    for name in names:
+        click.echo(f"warning: {name} has no change yet (no diff): {stops}; `patchforge edit "
+                   f"{name.removesuffix('.patch')}`, make the change and refresh it, or "
+                   "`patchforge delete` it", err=True)

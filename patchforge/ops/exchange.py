@@ -1315,7 +1315,8 @@ def _carried_header(body: str, diff: bytes, source: str) -> PatchFile | None:
 
 
 def export_quilt(project: Project, directory: Path, upstream: str | None = None,
-                 profile: str | None = None) -> tuple[list[Path], list[str], list[str]]:
+                 profile: str | None = None
+                 ) -> tuple[list[Path], list[str], list[str], list[str]]:
     """quilt's layout: DIR/series and the patch files (DIR/<upstream>/ when there are several;
     `upstream` names the one series to export, as DIR/series). With `profile`, the patches of
     that profile's series only: what its overlays are made from.
@@ -1324,7 +1325,9 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
     the patch and the file: quilt and GNU patch cannot apply `GIT binary patch` data, so the
     exported series is complete for `git apply`/`git am` but not for `quilt push`; and the
     upstreams whose series hold patches for some profiles only, exported without `profile`:
-    quilt applies every patch in one stack, where two profiles' fixes of one line conflict.
+    quilt applies every patch in one stack, where two profiles' fixes of one line conflict;
+    and the patches without a diff (`new`, nothing refreshed into them), on which `quilt push`
+    stops ("Only garbage was found in the patch input").
 
     Beside them goes `EXPORT_RECORD`, what this export wrote (each patch's name and sha256), so
     that the next export into DIR knows its own files from anyone else's (see
@@ -1333,6 +1336,7 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
     records: list[tuple[Path, dict[str, list[str]], dict[str, list[str]],
                         dict[str, dict[str, dict]], list[str]]] = []
     binary_sections = []
+    empty = []
     upstreams = [u for u in project.upstream_names() if project.patch_names(u)]
     if upstream is not None:
         project.config.upstream(upstream)  # a UsageError naming the configured ones
@@ -1362,6 +1366,8 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
             patch = project.read_patch(upstream, name)
             binary_sections += [f"{patch.source}:{file.line_no}: {file.path}"
                                 for file in patch.file_patches if file.is_binary]
+            if not patch.file_patches:
+                empty.append(name)
             data = project.read_patch_bytes(upstream, name)
             # GNU patch cuts a name with a space in a section of headers only: quoted here.
             patches.append((target / name,
@@ -1387,7 +1393,7 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
         atomic_write(path, data)
     for path, _, now, _, names in records:
         atomic_write(path, _record_bytes(now, profile, order=names))
-    return [path for path, _ in files], binary_sections, per_profile
+    return [path for path, _ in files], binary_sections, per_profile, empty
 
 
 # What `export --quilt` wrote into a directory: {"version": 1, "patches": {name: [sha256]}},
@@ -1794,19 +1800,24 @@ def mbox_entries(project: Project, upstream: str | None = None) -> list[tuple[st
     return entries
 
 
-def export_mbox(project: Project, out: Path, entries: list[tuple[str, str]]) -> list[str]:
+def export_mbox(project: Project, out: Path, entries: list[tuple[str, str]]
+                ) -> tuple[list[str], list[str]]:
     """Write the mbox of `entries` (`mbox_entries`, asked with `project.refuse_own_destination`
     before anything of the export is written) to `out`. Returns the patches whose diff has
     lines ending in CRLF (a file with CRLF lines): plain `git am` drops every line's CR
     (mailsplit, as for any mail), so such a patch no longer applies, or its CRs are lost;
-    `git am --keep-cr` takes them, and the command says so."""
+    `git am --keep-cr` takes them, and the command says so; and the patches without a diff
+    (`new`, nothing refreshed into them), on which `git am` stops ("No valid patches")."""
     chunks = []
     crlf = []
+    empty = []
     for index, (upstream, name) in enumerate(entries, 1):
         patch = project.read_patch(upstream, name)
         chunks.append(mbox_message(patch, patch.diff, index, len(entries),
                                    patch.get("Base") or "0" * 40, name))
         if b"\r\n" in patch.diff:
             crlf.append(name)
+        if not patch.file_patches:
+            empty.append(name)
     atomic_write(Path(out), b"".join(chunks))
-    return crlf
+    return crlf, empty

@@ -98,6 +98,13 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
                 findings.append(Finding(label, "byte-stable", "parse then write changes the file"))
             findings += _diff_shape(label, patch)
             findings += _converted_line_ends(label, patch)
+            if not patch.file_patches:
+                # `new` made it and nothing was refreshed into it: it changes nothing, and an
+                # exported copy stops `quilt push -a` ("Only garbage") and `git am`.
+                findings.append(Finding(label, "empty", f"has no change yet (no diff): "
+                                        f"`patchforge edit {name.removesuffix('.patch')}`, make "
+                                        "the change, `patchforge refresh`; or `patchforge delete` "
+                                        "it", "warning"))
             if patch.diff.strip():
                 digest = hashlib.sha256(patch.diff).hexdigest()
                 if digest in seen_diffs:
