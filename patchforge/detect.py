@@ -4,7 +4,11 @@ A false "upstreamed" makes a rebase drop a needed fix, the worst outcome this to
 every verdict carries its evidence and a hunk counts as landed only when the target contains its
 post-image AND its pre-image is gone from where the patch expects it:
 
-- reverse-apply: the hunk applies in reverse, without fuzz, and does not apply forward (certain);
+- reverse-apply: the hunk applies in reverse, without fuzz, and does not apply forward (certain),
+  at its own place (OwnPlaces: where git's diff of the base file to the target's carries the
+  lines the hunk was made on). Found only at another copy of the code while the own place is
+  still there without the change: `unsure` (git's merge, which maps that place, may still
+  find it there), never landed, and the history's word does not override it;
 - merge result empty: git's 3-way merge of the patch onto the target changes nothing (certain);
 - post-image containment: the hunk's added code is in the target (whitespace and line wrapping
   ignored, so reformatted and moved landings count) and its removed code is not (likely);
@@ -22,11 +26,11 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import line_content
-from patchforge.apply.hunks import (HunkOutcome, ReversedHunk, apply_file_patch, apply_hunks,
-                                    lines_of, place_in_place)
+from patchforge.apply.hunks import (HunkOutcome, ReversedHunk, _fuzzed, _line_places,
+                                    apply_file_patch, apply_hunks, lines_of, place_in_place)
 from patchforge.model.record import field, record, replace
-from patchforge.store.diff import (NULL_OID, FileMerge, blob_oid, merge_can_give_ours,
-                                   merge_file, new_runs_are_in_ours)
+from patchforge.store.diff import (NULL_OID, FileMerge, blob_oid, changed_blocks,
+                                   merge_can_give_ours, merge_file, new_runs_are_in_ours)
 
 if TYPE_CHECKING:
     from patchforge.apply.hunks import FileApplication
@@ -46,6 +50,8 @@ _WS_BYTES = b" \t\n\r\x0b\x0c"
 _WS_BUT_LF = _WS_BYTES.replace(b"\n", b"")
 # The end of the evidence of a hunk both there and still applicable (the same code twice).
 AMBIGUOUS = "succeed: ambiguous"
+# The end of the evidence of a hunk whose change is in the file only away from its own place.
+ELSEWHERE = "another copy of the code: unsure"
 
 
 def _strip_ws(data: bytes) -> bytes:
@@ -60,6 +66,9 @@ class HunkVerdict:
     landed: str | None = None  # certain | likely | None
     evidence: list[str] = field(default_factory=list)
     ambiguous: bool = False  # the checks disagree: landed and still applicable
+    # The change found only away from the hunk's own place, which is still there without it
+    # (OwnPlaces.elsewhere): the own place's lines. History must not call it landed either.
+    elsewhere: str | None = None
 
 
 @record
@@ -281,6 +290,101 @@ def created_identically(fp, existing: bytes | None) -> bool:
     return fp.is_new and existing is not None and created_file(fp) == existing
 
 
+class OwnPlaces:
+    """Where each hunk of a file patch belongs in the target's file: its place in the patch's
+    base file carried over by git's diff of that file to the target's (upstream's changes),
+    asked of a hunk whose reverse-apply was found. The search finds the reversed hunk nearest
+    the hunk header's line, which knows nothing of upstream's changes: in a file with the same
+    code twice (fp8 and fp16 variants of a kernel) it finds the copy upstream fixed, and the
+    copy the patch fixes, still without the change, made the fix look landed and the rebase
+    drop it. The diff is made once per file, only when a hunk needs it (one git process)."""
+
+    def __init__(self, fp, base: bytes | None, current: bytes, apply) -> None:
+        self._fp = fp
+        self._base = base
+        self._current = current
+        self._apply = apply
+        self._blocks: list[tuple[int, int, int, int]] | None = None
+        self._at_base: dict[int, int] | None = None
+
+    def elsewhere(self, index: int, hunk, found: HunkOutcome) -> str | None:
+        """The own place's lines in the target ("lines N-M") when the reverse-apply `found`
+        (of hunk `index`) is away from it and the own place still holds the hunk's pre-image:
+        every line the hunk removes, and most of its context (at least one line on each side
+        that has context, at least half of it all), each where upstream's diff keeps it; and
+        no copy of the hunk's post-image starts there. None otherwise: the reverse-apply
+        stands. So it does when nothing says where the own place is (no base file, a hunk that
+        does not apply to it exactly or at an offset, as a patch made on an earlier patch's
+        lines; a place the file's start or end fixes; a diff git takes for binary), and when
+        upstream rewrote or moved the code there (its context gone from that place: the
+        change made where the code went, or in another form)."""
+        if self._base is None or found.at_line is None:
+            return None
+        cut = _fuzzed(ReversedHunk(hunk), 0)
+        if cut is None or cut[3] is not None:
+            return None  # anchored at the file's start or end: one place it can be
+        if self._at_base is None:
+            # Placed without fuzz only: then line k of the hunk's pre-image is that base line.
+            self._at_base = {o.index: o.at_line - 1
+                             for o in self._apply(self._base, self._fp, max_fuzz=2).hunks
+                             if o.at_line is not None and o.status in ("exact", "offset")}
+        start = self._at_base.get(index)
+        if start is None:
+            return None
+        if self._blocks is None:
+            self._blocks = changed_blocks(self._base, self._current)
+        if self._blocks is None:
+            return None
+        kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]  # the pre-image
+        lo, hi, kept = self._carried(start, start + len(kinds))
+        held = [kinds[k] for k in kept]
+        context = kinds.count(b" ")
+        lead, trail = hunk.leading_context, hunk.trailing_context
+        kept_lead = sum(1 for k in kept if k < lead)
+        kept_trail = sum(1 for k in kept if k >= len(kinds) - trail)
+        if held.count(b"-") < kinds.count(b"-") or (lead and not kept_lead) or \
+                (trail and not kept_trail) or 2 * held.count(b" ") < context or \
+                not any(len(_strip_ws(line)) >= MIN_ANCHOR_CHARS
+                        for k, line in enumerate(hunk.old_lines()) if k in kept):
+            return None
+        post = cut[1]
+        places = _line_places(self._current, b"".join(post)) if post else []
+        if any(lo - len(post) < at < max(hi, lo + 1) for at in places):
+            return None  # a copy of the post-image overlaps the own place: it is there
+        return f"lines {lo + 1}-{max(hi, lo + 1)}"
+
+    def _carried(self, start: int, end: int) -> tuple[int, int, set[int]]:
+        """The lines [lo, hi) of the target that lines [start, end) of the base became (with
+        what upstream put in place of or next to them), and which of those base lines
+        (counted from `start`) upstream's diff keeps as they were."""
+        assert self._blocks is not None
+        lo = hi = None
+        shift = 0  # lines upstream added minus those it removed before the line looked at
+        kept: set[int] = set()
+        k = start
+        for o_start, o_end, n_start, n_end in self._blocks:
+            if o_end < start or (o_end == start and o_start < start):
+                shift = n_end - o_end
+                continue
+            if o_start > end or (o_start == end and o_end > end):
+                break
+            # Lines kept before this block, then the block (touching the span: in it, or an
+            # insertion at its edge), taken whole.
+            if k < o_start:
+                kept.update(range(k - start, min(o_start, end) - start))
+                lo = k + shift if lo is None else lo
+            lo = n_start if lo is None else min(lo, n_start)
+            hi = n_end
+            shift = n_end - o_end
+            k = max(k, o_end)
+        if k < end:
+            kept.update(range(k - start, end - start))
+            lo = k + shift if lo is None else lo
+            hi = end + shift
+        assert lo is not None and hi is not None
+        return lo, max(hi, lo), kept
+
+
 def assess_file(fp, base: bytes | None, current: bytes | None, *,
                 apply=apply_file_patch, merges: list | None = None) -> FileVerdict:
     """Judge every hunk of one file patch against the target's current content. `apply` is
@@ -329,6 +433,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
 
     whole = verdict.applied.hunks
     placed = False  # whether the whole-file application has placed a hunk before this one
+    own = OwnPlaces(fp, base, current, apply)
     for index, hunk in enumerate(fp.hunks):
         if index < len(whole) and (whole[index].status == "exact" or not placed):
             # Exact in the whole-file application means exact on its own too (found at its
@@ -346,10 +451,20 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
         pre_image_there = hv.forward in ("exact", "offset") or (removes and hv.forward == "fuzz")
         backward = search(ReversedHunk(hunk), 0)
         if backward.status in ("exact", "offset"):
+            away = None if pre_image_there else own.elsewhere(index, hunk, backward)
             if pre_image_there:
                 hv.ambiguous = True
                 hv.evidence.append(f"reverse-apply and forward-apply ({hv.forward}) both "
                                    f"{AMBIGUOUS}")
+            elif away is not None:
+                # The change is in the file, but at another copy of the code: the hunk's own
+                # place (where upstream's diff puts it) is still there without it. Not a
+                # landing unless git's merge (which maps that place) changes nothing.
+                hv.ambiguous = True
+                hv.elsewhere = away
+                hv.evidence.append(f"reverse-apply (offset {backward.offset}) only at line "
+                                   f"{backward.at_line}, away from the hunk's own place "
+                                   f"({away}), which does not have the change: {ELSEWHERE}")
             else:
                 hv.landed = "certain"
                 hv.evidence.append("reverse-apply" + (f" (offset {backward.offset})"
@@ -442,14 +557,19 @@ def _take_merge(verdict: FileVerdict, current: bytes, clean: bool, merged: bytes
         verdict.merged_empty = True
         for hv in verdict.hunks:
             if hv.ambiguous:
-                # The merge maps the hunk's own place: the pre-image forward-apply found is at
-                # another place, another copy of the code, which the patch never changed.
+                # The merge maps the hunk's own place: the pre-image forward-apply found (or the
+                # place without the change) is another copy of the code, which the patch never
+                # changed.
+                elsewhere = any(item.endswith(ELSEWHERE) for item in hv.evidence)
                 hv.ambiguous = False
+                hv.elsewhere = None
                 hv.landed = "certain"
-                hv.evidence = [item for item in hv.evidence if not item.endswith(AMBIGUOUS)]
-                hv.evidence.append(f"merge result empty (git merge-file): its own place has the "
-                                   f"change; the pre-image forward-apply found ({hv.forward}) "
-                                   "is another copy of that code")
+                hv.evidence = [item for item in hv.evidence
+                               if not item.endswith((AMBIGUOUS, ELSEWHERE))]
+                hv.evidence.append(
+                    "merge result empty (git merge-file): its own place has the change" +
+                    ("" if elsewhere else f"; the pre-image forward-apply found ({hv.forward}) "
+                     "is another copy of that code"))
             elif hv.landed != "certain":
                 hv.landed = "certain"
                 hv.evidence.append("merge result empty (git merge-file)")

@@ -282,9 +282,28 @@ def may_reverse(probes: list[list[bytes]], text: bytes) -> bool:
     return any(all(needle in text for needle in block) for block in probes)
 
 
+def _elsewhere(verdict) -> str | None:
+    """The evidence that keeps a patch whatever the history says: a hunk whose change the
+    target has only at another copy of the code, its own place still without it (detect.
+    OwnPlaces). A commit's change blocks say which lines it changed, not where: the commit
+    that fixed the other copy makes "the same change"."""
+    for f in verdict.files:
+        for h in f.hunks:
+            if h.elsewhere is not None:
+                return (f"{f.path} hunk {h.index + 1} has it only at another copy of the code "
+                        f"(its own place, {h.elsewhere}, does not)")
+    return None
+
+
 def combine_series(verdict, commit: str, first: int, last: int):
     """The verdict of a patch whose run of the series (patches `first`..`last`) landed whole in
-    `commit`: upstreamed, decided by the series' history."""
+    `commit`: upstreamed, decided by the series' history (kept when the content shows the
+    change only at another copy of the code: `_elsewhere`)."""
+    other = _elsewhere(verdict)
+    if other is not None:
+        return replace(verdict, evidence=list(verdict.evidence) + [
+            f"history: commit {commit} makes the cumulative change of patches {first}-{last} "
+            f"of the series, but {other}: kept"])
     evidence = list(verdict.evidence) + [
         f"history: commit {commit} makes the cumulative change of patches {first}-{last} of "
         "the series (a squash merge), and no later commit undoes it"]
@@ -309,6 +328,10 @@ def combine(verdict, landing: HistoryLanding | None):
     if verdict.landed:
         return replace(verdict, evidence=evidence, decided_by="content",
                        landed_commit=landing.landed_by)
+    other = _elsewhere(verdict) if landing.landed_by is not None else None
+    if other is not None:
+        evidence.append(f"history: landed by {landing.landed_by}, but {other}: kept")
+        return replace(verdict, evidence=evidence)
     if landing.landed_by is not None and verdict.state in _UNDECIDED:
         return replace(verdict, state="upstreamed", confidence="high",
                        hunks_landed=verdict.hunks_total, evidence=evidence,

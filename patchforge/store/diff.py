@@ -461,6 +461,52 @@ def new_runs_are_in_ours(base: bytes, ours: bytes, theirs: bytes) -> bool:
     return True
 
 
+_HUNK_HEADER = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def changed_blocks(old: bytes, new: bytes) -> list[tuple[int, int, int, int]] | None:
+    """Where git's diff of `old` to `new` (text; DIFF_OPTIONS) changes lines: each run of
+    removed and added lines as (old start, old end, new start, new end), 0-based, end
+    excluded, in order; every line outside them is the same line in both files, shifted by the
+    blocks before it. One git process. None when git takes either side for binary."""
+    if old == new:
+        return []
+    hunks = _GitHunks([(old, new)]).result()[0]
+    if not hunks.startswith(b"@@"):
+        return None
+    blocks: list[tuple[int, int, int, int]] = []
+    o = n = 0
+    start: tuple[int, int] | None = None
+    for line in hunks.split(b"\n"):
+        header = _HUNK_HEADER.match(line)
+        if header is not None:
+            if start is not None:
+                blocks.append((start[0], o, start[1], n))
+                start = None
+            # A count of 0 puts the start on the line before (`-5,0`: after line 5).
+            o = int(header[1]) - (0 if header[2] == b"0" else 1)
+            n = int(header[3]) - (0 if header[4] == b"0" else 1)
+            continue
+        kind = line[:1]
+        if kind in (b"-", b"+"):
+            if start is None:
+                start = (o, n)
+            if kind == b"-":
+                o += 1
+            else:
+                n += 1
+        elif kind == b" ":
+            if start is not None:
+                blocks.append((start[0], o, start[1], n))
+                start = None
+            o += 1
+            n += 1
+        # `\ No newline at end of file` and the final empty split piece change nothing.
+    if start is not None:
+        blocks.append((start[0], o, start[1], n))
+    return blocks
+
+
 def _mode_changed(c: FileChange) -> bool:
     return c.old is not None and c.new is not None and c.old_mode != c.new_mode
 

@@ -1,0 +1,152 @@
+"""A fix in a file that has the same code twice (quant_fp8_a and quant_fp8_b), which upstream
+made in the OTHER copy only: not landed. Before, the fix's hunk, searched in reverse from its
+header's line, was found in the other copy ("reverse-apply (offset -54)"), status said
+"upstreamed (high)", the rebase dropped the fix to upstreamed/ with Applied-Upstream filled in,
+and every check after was green while the deployment ran quant_fp8_b without it. The hunk is
+judged at its own place (where upstream's diff of the file puts the place the fix had): still
+there without the change, so the fix is kept. Real git upstreams, real commands: `status
+--against`, `rebase --to`, `overlays`."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.project import OneUpstreamStack
+
+
+def block(name: str) -> list[bytes]:
+    return [f"def {name}(x, dtype):\n".encode(), b"    x = x.float()\n",
+            b"    x = x.contiguous()\n", b"    y = x.abs()\n", b'    if dtype == "fp8":\n',
+            b"        scale = 448.0\n", b"    else:\n", b"        scale = 1.0\n",
+            b"    y = y / scale\n", b"    z = y.clamp(0)\n", b"    w = z.sum()\n",
+            b"    return x * scale\n", b"\n", b"\n"]
+
+
+PADS = [line for i in range(10) for line in (f"def pad{i}():\n".encode(),
+                                              f"    return {i}\n".encode(), b"\n", b"\n")]
+SETUP = [b"def setup():\n", b"    limit = 16\n", b"    return limit\n", b"\n", b"\n"]
+
+
+def edit(lines: list[bytes], old: bytes, new: bytes | None) -> list[bytes]:
+    """`lines` with line `old` (exactly one) replaced by `new` (None: removed; a line
+    with two LFs: an insertion after `old`)."""
+    assert lines.count(old) == 1, old
+    at = lines.index(old)
+    return lines[:at] + ([] if new is None else [new]) + lines[at + 1:]
+
+
+# Per kind of hunk: (the fix's change in a block, upstream's edit of the lines around it in
+# the fix's own block, so that the hunk no longer applies there as it is).
+CHANGES = {
+    "mixed": ((b"        scale = 448.0\n", b"        scale = 240.0\n"),
+              [(b'    if dtype == "fp8":\n', b'    if dtype == "fp8":  # e4m3\n'),
+               (b"    else:\n", b"    else:  # none\n")]),
+    "addition": ((b"    y = x.abs()\n", b"    y = x.abs()\n    y = torch.nan_to_num(y, nan=0.0)\n"),
+                 [(b"    y = x.abs()\n", b"    y = x.abs()  # magnitude\n"),
+                  (b'    if dtype == "fp8":\n', b'    if dtype == "fp8":  # e4m3\n')]),
+    "removal": ((b"    z = y.clamp(0)\n", None),
+                [(b"    y = y / scale\n", b"    y = y / scale  # normalize\n"),
+                 (b"    w = z.sum()\n", b"    w = z.sum()  # total\n")]),
+}
+
+
+def fixed_block(name: str, kind: str) -> list[bytes]:
+    (old, new), _ = CHANGES[kind]
+    return edit(block(name), old, new)
+
+
+def neighbours_edited(lines: list[bytes], kind: str) -> list[bytes]:
+    for old, new in CHANGES[kind][1]:
+        lines = edit(lines, old, new)
+    return lines
+
+
+def k_py(*parts: list[bytes]) -> bytes:
+    return b"".join(line for part in parts for line in part)
+
+
+def fix_is_in_b(data: bytes, kind: str) -> bool:
+    """Whether quant_fp8_b of `data` has the fix's change."""
+    b = data[data.index(b"def quant_fp8_b"):]
+    (old, new), _ = CHANGES[kind]
+    if new is None:
+        return old not in b
+    return new.splitlines()[-1] in b
+
+
+def assert_kept(stack: OneUpstreamStack, kind: str, v2: bytes) -> None:
+    """status says the fix is not landed; the rebase keeps it (a stop, or moved for review),
+    never dropped; what is deployed after has the fix in quant_fp8_b."""
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert "another copy of the code" in " ".join(patch["evidence"]), patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=None)
+    assert rc in (0, 3), out + err
+    assert "dropped" not in out, out
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+    assert stack.series("up") == ["fix.patch"]
+    if rc == 3:
+        # The stop keeps the fix; giving up the rebase leaves the series at v1, fix deployed.
+        assert "conflict in k.py" in err or "unsure" in err, err
+        stack.cli("rebase", "--abort")
+    else:
+        assert "landed detection unsure: review" in out, out
+    stack.cli("overlays")
+    overlay = stack.root / "overlays" / "up" / "k.py"
+    assert overlay.is_file() and fix_is_in_b(overlay.read_bytes(), kind)
+    assert not fix_is_in_b(v2, kind)
+
+
+@pytest.mark.parametrize("kind", sorted(CHANGES))
+def test_a_fix_made_upstream_only_in_the_other_copy_of_the_code_is_kept(tmp_path, kind):
+    """The fix changes quant_fp8_b; upstream makes the same change in quant_fp8_a only and
+    edits the lines around the fix's place in quant_fp8_b: a changed line (mixed), a pure
+    addition, a pure removal."""
+    v1 = k_py(block("quant_fp8_a"), PADS, block("quant_fp8_b"))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, k_py(block("quant_fp8_a"), PADS,
+                                          fixed_block("quant_fp8_b", kind)))
+    v2 = k_py(fixed_block("quant_fp8_a", kind), PADS,
+              neighbours_edited(block("quant_fp8_b"), kind))
+    stack.commit({"k.py": v2}, "fnuz max in quant_fp8_a (#7)", tag="v2")
+    assert_kept(stack, kind, v2)
+
+
+def test_a_fix_with_one_hunk_landed_in_place_and_one_only_in_the_other_copy_is_kept(tmp_path):
+    """Two hunks: `limit = 32` in setup() (upstream made it there) and 240.0 in quant_fp8_b
+    (upstream made it in quant_fp8_a only). Not landed: the second hunk is not there."""
+    v1 = k_py(SETUP, block("quant_fp8_a"), PADS, block("quant_fp8_b"))
+    setup = edit(SETUP, b"    limit = 16\n", b"    limit = 32\n")
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, k_py(setup, block("quant_fp8_a"), PADS,
+                                          fixed_block("quant_fp8_b", "mixed")))
+    v2 = k_py(setup, fixed_block("quant_fp8_a", "mixed"), PADS,
+              neighbours_edited(block("quant_fp8_b"), "mixed"))
+    stack.commit({"k.py": v2}, "limit 32; fnuz max in quant_fp8_a (#7)", tag="v2")
+    assert_kept(stack, "mixed", v2)
+
+
+@pytest.mark.parametrize("twin", [False, True])
+def test_a_landing_at_a_shifted_place_is_still_dropped_with_high_confidence(tmp_path, twin):
+    """The other side: upstream adds 30 lines above and makes the fix's change in quant_fp8_b
+    itself (twin: in quant_fp8_a too, which the reverse search, starting at the header's
+    line, meets first). Landed, high: dropped to upstreamed/, nothing left to deploy."""
+    head = [block("quant_fp8_a"), PADS] if twin else [PADS]
+    v1 = k_py(*head, block("quant_fp8_b"))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, k_py(*head, fixed_block("quant_fp8_b", "mixed")))
+    top = [b"# generated\n"] * 30
+    head = [fixed_block("quant_fp8_a", "mixed"), PADS] if twin else [PADS]
+    stack.commit({"k.py": k_py(top, *head, fixed_block("quant_fp8_b", "mixed"))},
+                 "fnuz max (#7)", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert (patch["state"], patch["confidence"], patch["rebase"]) == \
+        ("upstreamed", "high", "drop"), patch
+    summary = stack.rebase_json("--to", "up=v2")
+    assert [p["action"] for p in summary["patches"]] == ["dropped"], summary["patches"]
+    assert stack.series("up") == []
+    assert b"Applied-Upstream: v2" in stack.patch("up", "fix", "upstreamed")
+    stack.cli("overlays")
+    assert not (stack.root / "overlays" / "up" / "k.py").exists()
+    assert stack.cli("status")[0] == 0
