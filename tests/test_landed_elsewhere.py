@@ -150,3 +150,29 @@ def test_a_landing_at_a_shifted_place_is_still_dropped_with_high_confidence(tmp_
     stack.cli("overlays")
     assert not (stack.root / "overlays" / "up" / "k.py").exists()
     assert stack.cli("status")[0] == 0
+
+
+def test_a_skipped_fix_made_upstream_only_in_the_other_copy_is_not_kept_as_landed(tmp_path):
+    """`bring-back` judges with the same judge: a fix skipped at a conflict (its other file
+    changed upstream), then made upstream in quant_fp8_a only, was kept under upstreamed/ as
+    "has landed upstream meanwhile". It is not landed: it stays a fix to bring back."""
+    from helpers.upstream import diff_of
+
+    v1 = k_py(block("quant_fp8_a"), PADS, block("quant_fp8_b"))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1, "o.py": b"o = 1\n"})
+    fix = stack.add_fix("fix", "k.py", v1, k_py(block("quant_fp8_a"), PADS,
+                                                fixed_block("quant_fp8_b", "mixed")))
+    both = fix + diff_of(tmp_path / "diff-o", "o.py", b"o = 1\n", b"o = 2\n")
+    (stack.root / "series" / "up" / "fix.patch").write_bytes(both)
+    stack.commit({"o.py": b"o = 3\n"}, "o is 3", tag="v2")
+    stack.cli("rebase", "--to", "up=v2", expect=3)
+    stack.cli("rebase", "--skip")
+    v3 = k_py(fixed_block("quant_fp8_a", "mixed"), PADS,
+              neighbours_edited(block("quant_fp8_b"), "mixed"))
+    stack.commit({"k.py": v3, "o.py": b"o = 2\n"}, "fnuz max in quant_fp8_a (#7)", tag="v3")
+    stack.cli("rebase", "--to", "up=v3")
+    rc, out, err = stack.cli("bring-back", "fix", expect=None)
+    assert "has landed upstream meanwhile" not in out, out + err
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+    assert rc == 3, out + err  # stopped on the conflict in k.py: resolved by hand
+    assert "k.py" in err, err
