@@ -570,6 +570,16 @@ def _damage_store(store: Path, damage: str) -> None:
             pack.with_suffix(".idx").write_bytes(b"")
 
 
+def _fixed_project_and_its_store(tmp_path: Path) -> tuple[Path, str, Path]:
+    """A git project with one fix and its overlays made: (root, pinned commit, store.git)."""
+    root, commit = git_project(tmp_path)
+    ok(root, "new", "fix", "--file", "a.py")
+    (root / ".patchforge/work/up/a.py").write_bytes(b"fixed\n")
+    ok(root, "refresh")
+    ok(root, "overlays")
+    return root, commit, Path(os.environ["PATCHFORGE_CACHE"]) / "store.git"
+
+
 @pytest.mark.parametrize("damage", ["pack-cut-short", "byte-flipped", "index-emptied"])
 def test_a_damaged_store_is_named_as_such_never_as_a_pin_to_change(tmp_path, damage):
     """A pack of the cache's store cut short, a byte of it changed, its index emptied (a disk
@@ -579,12 +589,7 @@ def test_a_damaged_store_is_named_as_such_never_as_a_pin_to_change(tmp_path, dam
     cat-file stopped: unknown error"; `fetch` could not repair it. Now the message says the
     store is damaged, names the file, and says that moving the store aside is the cure; the
     project is not touched; once moved aside, the next command brings the pin back."""
-    root, commit = git_project(tmp_path)
-    ok(root, "new", "fix", "--file", "a.py")
-    (root / ".patchforge/work/up/a.py").write_bytes(b"fixed\n")
-    ok(root, "refresh")
-    ok(root, "overlays")
-    store = Path(os.environ["PATCHFORGE_CACHE"]) / "store.git"
+    root, commit, store = _fixed_project_and_its_store(tmp_path)
     _damage_store(store, damage)
     before = tree_bytes(root)
     for command in (("status",), ("overlays",), ("fetch",), ("--offline", "status")):
@@ -596,6 +601,49 @@ def test_a_damaged_store_is_named_as_such_never_as_a_pin_to_change(tmp_path, dam
         assert len(run.err.splitlines()) <= 3, run.err  # not git's every complaint
     if damage != "byte-flipped":
         assert "/objects/pack/pack-" in run.err  # the damaged file itself is named
+    assert tree_bytes(root) == before
+    store.rename(store.with_name("store.git.damaged"))
+    assert run_cli(root, "status").rc == 0
+    assert run_cli(root, "overlays", "--check").rc == 0
+    assert lock_doc(root)["upstreams"]["up"]["commit"] == commit
+
+
+@pytest.mark.parametrize("damage", ["pinned-commit-ref", "branch-ref", "config"])
+def test_a_damaged_ref_or_config_of_the_store_is_its_damage_never_a_pin_to_change(tmp_path,
+                                                                                   damage):
+    """The store's record of the pinned commit (or of the branch it was pinned from) holding
+    garbage, or the store's config unreadable (a disk error, a `git gc` killed half-way):
+    the ref read as missing, and every command said "the locked commit ... is not a commit of
+    <url>: re-pin it", which moves the pin of a series made on that commit; a bad config said
+    only "git cat-file stopped: fatal: bad config line". Now both are the store's damage,
+    with the cure (move it aside); the project is not touched, and once the store is moved
+    aside the next command brings the same pin back."""
+    root, commit, store = _fixed_project_and_its_store(tmp_path)
+    if damage == "config":
+        with open(store / "config", "a") as config:
+            config.write("[bad\n")
+    else:
+        kind = "commits" if damage == "pinned-commit-ref" else "heads"
+        refs = [ref for ref in (store / "refs/patchforge/remotes").glob(f"*/{kind}/*")
+                if ref.is_file()]
+        assert refs, kind
+        for ref in refs:
+            ref.write_text("zzzz\n")
+    before = tree_bytes(root)
+    commands = [("status",), ("overlays",), ("--offline", "status")]
+    if damage != "branch-ref":
+        # The pin itself is checked by the pinned commit's ref; a broken branch ref is met
+        # by what follows the branch.
+        commands.append(("fetch",))
+    else:
+        commands = [("upstream", "pin", "up", "--at", "main", "--force"),
+                    ("--offline", "upstream", "pin", "up", "--at", "main", "--force")]
+    for command in commands:
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.text)
+        assert f"the cache's git store {store} is damaged" in run.err, (command, run.err)
+        assert "re-pin" not in run.err and "not a commit of" not in run.err, run.err
+        assert f"move {store} aside" in run.err, run.err
     assert tree_bytes(root) == before
     store.rename(store.with_name("store.git.damaged"))
     assert run_cli(root, "status").rc == 0

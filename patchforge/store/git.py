@@ -153,7 +153,14 @@ _DAMAGE = (
     r"|object file (?P<loose>\S+) is empty"
     r"|non-monotonic index (?P<index>\S+)"
     r"|inflate: data stream error|bad packed object CRC|unable to unpack \S+ header"
-    r"|corrupt packed object")
+    r"|corrupt packed object"
+    # A ref file holding garbage (a disk error, a `git gc` killed half-way): git ignores it
+    # when listing and cannot update it. Without these the pinned commit's own record in the
+    # store read as "not a commit of its source: re-pin it".
+    r"|ignoring broken ref (?P<ref>\S+)"
+    r"|unable to resolve reference '(?P<broken>[^']+)': reference broken"
+    # The store's own config unreadable (the user's own is said by git as it is).
+    r"|bad config line \d+ in file (?P<config>\S+/store\.git/config)\b")
 
 
 def damage_error(stderr: str, git_dir: Path | str | None) -> StoreDamaged | None:
@@ -167,10 +174,15 @@ def damage_error(stderr: str, git_dir: Path | str | None) -> StoreDamaged | None
     # The line that names the file, when one does (an inflate error's next line names it).
     match = next((m for m in matches if any(m.groupdict().values())), matches[0])
     named = next((v for v in match.groupdict().values() if v), None)
-    store = named.split("/objects/")[0] if named and "/objects/" in named else \
-        (str(git_dir) if git_dir is not None else "the store")
+    if named and "/objects/" in named:
+        store = named.split("/objects/")[0]
+    elif match.group("config"):
+        store = os.path.dirname(match.group("config"))
+    else:
+        # A ref is named relative to its repository.
+        store = str(git_dir) if git_dir is not None else "the store"
     line = next((ln.strip() for ln in stderr.splitlines() if match.group(0) in ln), match.group(0))
-    line = re.sub(r"^(?:error|fatal): ", "", line)
+    line = re.sub(r"^(?:error|fatal|warning): ", "", line)
     return StoreDamaged(f"the cache's git store {store} is damaged: {line}",
                         hint=f"nothing in the project is wrong and no pin needs to change: move "
                              f"{store} aside (or remove it), and the next command fetches and "

@@ -31,7 +31,7 @@ from patchforge.fsutil import fault_point, holder_named, read_holder, write_hold
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
-                                  is_offline, run_git)
+                                  damage_error, is_offline, run_git)
 from patchforge.store.giturl import check_git_url, is_local_git_url, redact
 from patchforge.store.objects import commit_bytes, edit_tree, write_loose
 from patchforge.store.rangediff import RangeDiffImport
@@ -1085,6 +1085,13 @@ class UpstreamStore:
                         with self.writing():
                             self._run("update-ref", f"{base}/commits/{spec}", spec)
                     return got[0]
+        if "\n" not in spec:
+            # A ref of this name whose file holds garbage is the store's damage, not a
+            # revision the upstream lacks (whose advice, re-pin, would move a correct pin).
+            listed = self._run("for-each-ref", "--format=", *candidates, ok=(0, 1))
+            damaged = damage_error(listed.stderr.decode("utf-8", "replace"), self.git_dir)
+            if damaged is not None:
+                raise damaged
         raise StoreError(f"{upstream}: {spec!r} is not a known branch, tag, label or commit",
                          hint="fetch the upstream first")
 
