@@ -159,17 +159,10 @@ def _refuse_shared_targets(project: Project, series: dict) -> None:
 
 
 def _install_root_line(project: Project, upstream: str) -> int | None:
-    """The configuration's `install-root` line of `upstream`'s table (its header when the key
-    is not written there), for the error's line: formats.config.toml_key_line, which reads
-    the headers as TOML keys (`[tool.patchforge.upstreams."vllm"]` too)."""
-    from patchforge.formats.config import STANDALONE, toml_key_line
+    """The configuration's `install-root` line of `upstream`'s table, for the error's line."""
+    from patchforge.formats.config import upstream_key_line
 
-    try:
-        text = Path(project.config_path).read_bytes().decode("utf-8", "replace")
-    except OSError:
-        return None
-    prefix = "" if Path(project.config_path).name == STANDALONE else "tool.patchforge."
-    return toml_key_line(text, prefix, ["upstreams", upstream, "install-root"])
+    return upstream_key_line(project.config_path, upstream, "install-root")
 
 
 def _in_profile(exc: ApplyError, label: str | None) -> ApplyError:

@@ -659,3 +659,31 @@ def test_a_fix_made_on_an_earlier_fixs_line_names_it_and_never_hints_a_rebase(
     assert refused() == first
     # The way it names works: fix-a goes onto main.
     assert "onto main" in ok(root, "pr", "fix-a").out
+
+
+@pytest.mark.parametrize("follow, said", [
+    ("v*", "'v*' is a pattern: follow names one branch or tag (patterns are not followed)"),
+    ("relase", "'relase': {upstream} has no branch or tag 'relase' (its branches: main"),
+])
+def test_a_follow_the_upstream_cannot_give_is_named_by_its_file_line_and_key(stack, follow,
+                                                                             said):
+    """`follow = "v*"` (the reference said "the branch or tag pattern to follow") and a typo
+    (`follow = "relase"`): both said "<url> has no branch or tag 'v*'", naming neither the
+    configuration file, its line, nor the key the value came from (nothing on the command line
+    said it). A pattern is refused as one when the configuration is read; a name the upstream
+    does not have is said as the key's, with its file and line; nothing is written."""
+    config = stack["root"] / "patchforge.toml"
+    text = config.read_text().replace('follow = "main"', f'follow = "{follow}"')
+    config.write_text(text)
+    line = text.splitlines().index(f'follow = "{follow}"') + 1
+    out = stack["root"].parent / "pr-out"
+    commands = [("pr", "ck-a8w4-gfx950", "--out", str(out))]
+    if "*" in follow:
+        # A pattern is refused when the configuration is read, by every command.
+        commands += [("bump", "up"), ("status",)]
+    for command in commands:
+        result = run_cli(stack["root"], *command)
+        assert result.rc == 2, (command, result.text)
+        assert f"patchforge.toml:{line}: upstreams.up.follow: " in result.err, result.err
+        assert said.format(upstream=stack["upstream"]) in result.err, result.err
+        assert not out.exists()

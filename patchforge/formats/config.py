@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.errors import ConfigError
+from patchforge.errors import ConfigError, PatchforgeError, StoreError
 
 if TYPE_CHECKING:
     from patchforge.model.config import Config, UpstreamConfig
@@ -165,6 +165,23 @@ def _table_header(line: str) -> list[str] | None:
     return _dotted_key(found[1]) if found else None
 
 
+def upstream_key_line(config_path: str | Path, upstream: str, key: str) -> int | None:
+    """The line of `key` in `upstream`'s table of the configuration file (its header when the
+    key is not written there), for an error found after the file was read (an install-root
+    two upstreams share, a `follow` the remote does not have)."""
+    try:
+        text = Path(config_path).read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
+    prefix = "" if Path(config_path).name == STANDALONE else "tool.patchforge."
+    return toml_key_line(text, prefix, ["upstreams", upstream, key])
+
+
+# `follow` names one branch or tag: git's glob characters in it were taken literally (the
+# remote "has no branch or tag 'v*'"), which read as if patterns were meant to work.
+_FOLLOW_GLOB = re.compile(r"[*?\[]")
+
+
 def install_root_problem(value: str) -> str | None:
     """What is wrong with an install-root beyond the schema's pattern, or None. Two upstreams'
     overlay files meet when their paths in the image do, and that is decided on the paths as
@@ -267,6 +284,13 @@ def load_config(path: Path) -> Config:
                 raise ConfigError(f"{prefix}{key}.install-root: {problem}", path=str(path),
                                   line=toml_key_line(text, prefix,
                                                      ["upstreams", name, "install-root"]))
+        if isinstance(spec.get("follow"), str) and _FOLLOW_GLOB.search(spec["follow"]):
+            raise ConfigError(f"{prefix}{key}.follow: {spec['follow']!r} is a pattern: follow "
+                              f"names one branch or tag (patterns are not followed)",
+                              path=str(path),
+                              line=toml_key_line(text, prefix, ["upstreams", name, "follow"]),
+                              hint="name the branch (e.g. main) or the tag to follow; a new "
+                                   "release is reached with `rebase --to TAG`")
         upstreams[name] = UpstreamConfig(
             name=name, kind=kind, url=spec.get("url"), follow=spec.get("follow"),
             package=spec.get("package"), path=spec.get("path"),
@@ -344,3 +368,21 @@ def starting_config_text(prefix: str) -> str:
         f"[{prefix}forge]\n"
         "api-url = \"https://api.github.com\"\n"
     )
+
+
+def follow_not_found(config_path: str | Path, upstream: str, follow: str,
+                     error: StoreError) -> PatchforgeError:
+    """`error` (the remote or the store has no ref `follow`) said as the configuration's: the
+    value came from `upstreams.<upstream>.follow`, which nothing on the command line names.
+    Any other failure (the network, a damaged store) is returned as it is."""
+    from patchforge.errors import StoreDamaged
+
+    if isinstance(error, StoreDamaged) or not re.search(
+            r"has no branch or tag|is not a known|is not in the store", error.message):
+        return error
+    prefix = "" if Path(config_path).name == STANDALONE else "tool.patchforge."
+    return ConfigError(f"{prefix}upstreams.{toml_key(upstream)}.follow: {follow!r}: "
+                       f"{error.message}", path=str(config_path),
+                       line=upstream_key_line(config_path, upstream, "follow"),
+                       hint="set `follow` to a branch or tag the upstream has, or remove it "
+                            "to follow the remote's default branch")

@@ -23,7 +23,7 @@ import re
 from typing import TYPE_CHECKING
 
 from patchforge.errors import (ConflictStop, InProgressError, NetworkError, PatchforgeError,
-                               UsageError)
+                               StoreError, UsageError)
 from patchforge.model.record import field, record
 
 if TYPE_CHECKING:
@@ -117,8 +117,14 @@ def _fetch_tip(project: Project, store: UpstreamStore, upstream) -> tuple[str, s
     url = git_url_for(project, history_source(upstream))
     follow = upstream.follow or store.remote_head_branch(url, what="asking for the default "
                                                                    "branch") or "main"
-    return follow, sources.fetch_git_upstream(store, upstream.name, url, follow,
-                                              offline=project.offline)
+    try:
+        return follow, sources.fetch_git_upstream(store, upstream.name, url, follow,
+                                                  offline=project.offline)
+    except StoreError as exc:
+        if not upstream.follow:
+            raise
+        from patchforge.formats.config import follow_not_found
+        raise follow_not_found(project.config_path, upstream.name, follow, exc) from None
 
 
 def _label_commit(upstream, info) -> str | None:

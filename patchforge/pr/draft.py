@@ -172,7 +172,13 @@ def resolve_pr_target(project: Project, store: UpstreamStore, upstream: str,
         follow = _remote_head_branch(store, url)
     follow = follow or "main"
     ref = onto or follow
-    commit = fetch_git_upstream(store, upstream, url, ref, offline=project.offline)
+    try:
+        commit = fetch_git_upstream(store, upstream, url, ref, offline=project.offline)
+    except StoreError as exc:
+        if onto or not config.follow:
+            raise
+        from patchforge.formats.config import follow_not_found
+        raise follow_not_found(project.config_path, upstream, follow, exc) from None
     branch = follow
     if onto:
         try:
