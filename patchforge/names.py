@@ -76,6 +76,38 @@ def check_patch_name(value: object) -> str:
     return value
 
 
+# What a Windows checkout cannot write as a file name (git for Windows stops the clone of the
+# stack with "invalid path"): these characters, and the device names (CON, NUL, COM1, ...),
+# which Windows reserves with any extension (`nul.patch` is the device too). `"` and `\` are
+# refused for every name already (_PATCH_NAME_BAD).
+_WINDOWS_BAD = re.compile(r"[:*?<>|]")
+WINDOWS_DEVICE = re.compile(r"(?i)(?:con|prn|aux|nul|com[1-9]|lpt[1-9])(?=\.|$)")
+
+
+def windows_name_problem(name: str) -> str | None:
+    """Why a Windows checkout cannot hold a file of this name, or None."""
+    bad = _WINDOWS_BAD.search(name)
+    if bad:
+        return f"{bad.group()!r} cannot be in a file name on Windows"
+    device = WINDOWS_DEVICE.match(name)
+    if device:
+        return f"{device.group()!r} is a device name Windows reserves (with any extension)"
+    return None
+
+
+def check_new_patch_name(value: object) -> str:
+    """A name for a patch being made (new, rename, import): check_patch_name, and a file name
+    every checkout of the stack can write. A series already holding such a name stays
+    readable (check_patch_name); `lint` warns about it."""
+    check_patch_name(value)
+    assert isinstance(value, str)
+    problem = windows_name_problem(value)
+    if problem is not None:
+        raise ValueError(f"patch name {value!r} cannot be checked out on Windows: {problem} "
+                         "(git for Windows stops the clone of the stack); choose another name")
+    return value
+
+
 def file_name_key(name: str) -> str:
     """What a file name comes to where one file holds every spelling of it: case folded and
     Unicode decomposed (NFD). macOS and Windows keep one file for `Fix.patch` and `fix.patch`,

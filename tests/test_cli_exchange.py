@@ -1357,3 +1357,47 @@ def test_import_mbox_writes_format_patchs_short_index_lines_in_full(project, tmp
     ok(root, "import", "mbox", str(other))
     again = (root / "series/up/fix-line-three-again.patch").read_bytes()
     assert re.search(rb"^index [0-9a-f]{7}\.\.[0-9a-f]{7} 100644$", again, re.M), again
+
+
+@pytest.mark.parametrize("name, said", [
+    ("x:y", "':' cannot be in a file name on Windows"),
+    ("gpu*fix", "'*' cannot be in a file name on Windows"),
+    ("x?y", "'?' cannot be in a file name on Windows"),
+    ("a<b", "'<' cannot be in a file name on Windows"),
+    ("a>b", "'>' cannot be in a file name on Windows"),
+    ("a|b", "'|' cannot be in a file name on Windows"),
+    ("con", "'con' is a device name Windows reserves"),
+    ("NUL.fix", "'NUL' is a device name Windows reserves"),
+    ("com1", "'com1' is a device name Windows reserves"),
+    ("LPT9", "'LPT9' is a device name Windows reserves"),
+])
+def test_a_patch_name_windows_cannot_check_out_is_refused(project, name, said):
+    """`new x:y`, `rename fix con`: taken, exit 0, though git for Windows cannot check out
+    series/up/x:y.patch (it stops the clone of the whole stack), while `FIX-A` beside `fix-a`
+    was refused for the checkouts of macOS and Windows. Refused by new and rename, exit 2,
+    saying why, nothing written."""
+    root = project
+    ok(root, "new", "--no-edit", "fix")
+    before = tree_bytes(root / "series")
+    for command in (("new", "--no-edit", "--", name), ("rename", "fix", name)):
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.text)
+        assert f"patch name {name!r}" in run.err, run.err
+        assert "cannot be checked out on Windows" in run.err and said in run.err, run.err
+        assert tree_bytes(root / "series") == before
+    assert run_cli(root, "new", "--no-edit", "console").rc == 0  # a device name only whole
+
+
+def test_an_imported_subject_that_is_a_windows_device_name_is_named_so_it_can_be(project,
+                                                                                 tmp_path):
+    """A commit whose subject is `CON` (or `nul`): its patch was named con.patch, which no
+    Windows checkout of the stack can write. The import is taken under `con_`."""
+    root = project
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", str(tmp_path / "up-upstream"), str(fork))
+    git(fork, "checkout", "-q", "-b", "fixes")
+    (fork / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+    git(fork, "commit", "-qam", "CON")
+    run = ok(root, "import", "git", "main..fixes", "--repo", str(fork))
+    assert run.text.splitlines() == ["imported up/con_.patch"], run.text
+    assert (root / "series/up/series").read_bytes() == b"con_.patch\n"

@@ -30,7 +30,8 @@ from patchforge.stack import (add_to_series, require_readable_history, series_ch
                               series_state)
 from patchforge.store.diff import FileChange, blob_oid, make_diff, merge_file
 from patchforge.store.git import run_git
-from patchforge.ops.series import (check_profiles, checked_patch_name, default_author,
+from patchforge.names import WINDOWS_DEVICE
+from patchforge.ops.series import (check_profiles, checked_new_patch_name, default_author,
                                    refuse_case_twin, refuse_skipped_name, today)
 from patchforge.project import patch_file_name
 
@@ -46,14 +47,19 @@ KNOWN_FIELDS = frozenset(n.lower() for n in CANONICAL_ORDER) | {"subject", "from
 
 
 def slugify(text: str, limit: int = 52) -> str:
-    return _SLUG.sub("-", text).strip("-.").lower()[:limit].rstrip("-.") or "patch"
+    """A patch name made from a subject. A subject that comes to a device name Windows
+    reserves (`CON`, `nul.x`) gets a `_` after it: the import is taken, under a name every
+    checkout of the stack can write."""
+    slug = _SLUG.sub("-", text).strip("-.").lower()[:limit].rstrip("-.") or "patch"
+    device = WINDOWS_DEVICE.match(slug)
+    return f"{device.group()}_{slug[device.end():]}" if device else slug
 
 
 def _check_import_allowed(project: Project, upstream: str, file_name: str) -> None:
     """A patch name a series can hold, in a state that allows imports, in a readable history."""
     from patchforge.state import require
 
-    checked_patch_name(file_name)
+    checked_new_patch_name(file_name)
 
     # Never while a rebase of this upstream is stopped or in progress: its write-out replaces
     # the series file, and a patch added now would be left unlisted.
@@ -1236,7 +1242,7 @@ def _exported_patch(message: Path, source: str, upstream: str,
         return None
     name = patch_file_name(" ".join(name.split()))
     try:
-        checked_patch_name(name)
+        checked_new_patch_name(name)
     except UsageError as exc:
         raise InputError(f"{PATCH_MARK}: {exc}", path=source) from None
     msg_file, patch_file = message.with_suffix(".msg"), message.with_suffix(".diff")

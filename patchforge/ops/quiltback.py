@@ -37,7 +37,7 @@ from patchforge.ops.exchange import (EXPORT_RECORD, _read_export_record, _record
                                      _refuse_unknown_profiles, _sha256, export_record_profile,
                                      read_taken_record, series_holdings, taken_entry,
                                      taken_undone)
-from patchforge.ops.series import (checked_patch_name, default_author, failing_patches,
+from patchforge.ops.series import (checked_new_patch_name, default_author, failing_patches,
                                    refuse_case_twin, today)
 from patchforge.project import patch_file_name
 from patchforge.stack import aside_name, series_changed
@@ -102,7 +102,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                              path=str(series_path), line=line)
         file_name = patch_file_name(Path(entry).name.removesuffix(".patch").removesuffix(".diff"))
         try:
-            checked_patch_name(file_name)
+            checked_new_patch_name(file_name)
         except UsageError as exc:
             raise InputError(f"{exc.message}; nothing was taken back", path=str(series_path),
                              line=line) from None

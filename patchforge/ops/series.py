@@ -19,7 +19,7 @@ from patchforge.apply.series import (applies_to_profile, apply_series, counts_fo
                                      outcomes_on_bases, profile_bases_differ, profile_label,
                                      profile_set, unknown_profiles)
 from patchforge.model.record import record
-from patchforge.names import check_patch_name, file_name_key
+from patchforge.names import check_new_patch_name, check_patch_name, file_name_key
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
 from patchforge.errors import (AmbiguousNameError, ConflictStop, InputError, KeptAsideError,
                                PatchforgeError, UsageError)
@@ -635,6 +635,15 @@ def checked_patch_name(name: str) -> str:
         raise UsageError(str(exc)) from None
 
 
+def checked_new_patch_name(name: str) -> str:
+    """`name` for a patch being made (new, rename, import): one every checkout of the stack,
+    Windows' too, can write (names.check_new_patch_name); UsageError otherwise."""
+    try:
+        return check_new_patch_name(name)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def refuse_case_twin(project: Project, upstream: str, file_name: str,
                      also: set[str] | frozenset[str] = frozenset(),
                      same: str | None = None) -> None:
@@ -733,7 +742,7 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
     if upstream is None:
         upstream = only_upstream(project)
     project.config.upstream(upstream)
-    file_name = patch_file_name(checked_patch_name(name))
+    file_name = patch_file_name(checked_new_patch_name(name))
     allowed = require_state(project, "new", [upstream], store=store)
     pin = project.lock.pin(upstream)
     fields = [("Description", description or name), ("Author", default_author()),
@@ -1006,7 +1015,7 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
     beside OLD, or OLD unlisted beside NEW, both the same bytes, and running the same rename
     again finishes it."""
     new_upstream, new = in_series_of(project, new, None, "NEW")
-    new_file = patch_file_name(checked_patch_name(new))
+    new_file = patch_file_name(checked_new_patch_name(new))
     try:
         upstream, old_file = project.find_patch(old)
     except UsageError:
