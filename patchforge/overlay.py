@@ -714,17 +714,21 @@ def fixes_gone_from_files(project: Project, overlays: OverlaySet) -> list[str]:
                    for e in committed["overlays"]]
     except (OSError, ValueError, KeyError, TypeError):
         return []
-    now = {(f.upstream, f.path, f.profile): {name for name, _ in f.patches} for f in overlays.files}
+    # By file, over every profile: a stack that gains (or loses) profiles has its overlays
+    # under other profiles' names, and its fixes change the same files.
+    now: dict[tuple[str, str], set[str]] = {}
+    for f in overlays.files:
+        now.setdefault((f.upstream, f.path), set()).update(name for name, _ in f.patches)
     listed: dict[str, set[str]] = {}
     gone: dict[tuple[str, str, str], None] = {}
-    for upstream, path, profile, names in entries:
+    for upstream, path, _profile, names in entries:
         if upstream not in listed:
             try:
                 listed[upstream] = set(project.patch_names(upstream))
             except PatchforgeError:
                 listed[upstream] = set()
         for name in names:
-            if name in listed[upstream] and name not in now.get((upstream, path, profile), ()):
+            if name in listed[upstream] and name not in now.get((upstream, path), ()):
                 gone[(name, upstream, path)] = None
     return [f"{name} no longer changes {upstream}/{path}, which the committed manifest says it "
             "changes: if that is not an edit of yours, its diff was lost (`git diff series/`)"

@@ -29,7 +29,8 @@ the landing, or for the merge that brought it; or, in a message that says it rev
 landing's pull request `#N`), or its change to the fix's files is the exact reverse of the
 landing commit's. Otherwise it took the change out as part of other work: said as a note,
 never an error. A revision that does not contain the landing commit at all (the pin rolled
-back to before it) is said the same quiet way.
+back to before it, say from a bad nightly) needs attention as a revert does: the series
+carried the fix at such revisions, and nothing upstream stands for it there.
 
 Nothing is cached across revisions: each command asks about the revision it has, so a pin
 rolled back past the revert finds the change there again and says nothing. A project with

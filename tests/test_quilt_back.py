@@ -1055,3 +1055,23 @@ def test_a_move_made_in_the_stack_since_the_export_is_kept(stack, tmp_path):
     assert "reordered up's series" in run.out, run.text
     assert (root / "series/up/series").read_text() == \
         "fix-b.patch\nfix-a.patch\nfix-c.patch\nfix-d.patch\n"
+
+
+def test_a_stack_holding_a_name_new_patches_may_not_take_goes_round_the_trip(tmp_path):
+    """A stack made before names Windows cannot write were refused holds `aux.patch`: its
+    own export to quilt and `import quilt --update` were refused whole ("cannot be checked
+    out on Windows ... nothing was taken back"). The series' own names are read as the series
+    reads them; a patch `quilt new` makes is held to what a new name must be."""
+    from helpers.project import OneUpstreamStack
+
+    text = b"".join(f"def a{i}():\n    return {i}\n\n".encode() for i in range(12))
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": text})
+    stack.add_fix("aux", "pkg/a.py", text, text.replace(b"return 3\n", b"return -3\n"))
+    out = tmp_path / "q"
+    stack.cli("export", "--quilt", str(out))
+    _, said, _ = stack.cli("import", "quilt", str(out), "--update")
+    assert "nothing" in said, said
+    (out / "series").write_bytes((out / "series").read_bytes() + b"con.patch\n")
+    (out / "con.patch").write_bytes((out / "aux.patch").read_bytes())
+    _, _, err = stack.cli("import", "quilt", str(out), "--update", expect=2)
+    assert "con.patch" in err and "Windows" in err, err

@@ -91,15 +91,15 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                               "path": path.relative_to(project.root).as_posix()}
                              for upstream, name, path in unlisted_fixes(project)],
             }
-        # Fixes under upstreamed/ whose change the target no longer has: `reverted` (proven:
-        # needs attention), `gone_upstream` (taken out otherwise: a note). Judged after the
-        # read lock: a file of a kept fix the store lacks is fetched here, and no rebase's
-        # write-out waits for that.
+        # Fixes under upstreamed/ whose change the target no longer has: `reverted` (proven),
+        # `gone_upstream` (taken out otherwise; one from before its landing needs attention
+        # too, the others are notes). Judged after the read lock: a file of a kept fix the
+        # store lacks is fetched here, and no rebase's write-out waits for that.
         gone = upstreamed_gone(project, store, targets)
         document["reverted"] = [g.to_json() for g in gone if g.reverted]
         document["gone_upstream"] = [g.to_json() for g in gone if not g.reverted]
-    busy = busy or bool(document["unlisted"]) or bool(document["reverted"]) or any(
-        g["kind"] == "before-landing" for g in document["gone_upstream"])
+        busy = busy or any(g.needs_attention for g in gone)
+    busy = busy or bool(document["unlisted"]) or bool(document["reverted"])
     # The exit status is this too (1), with --strict also a patch that applies only with fuzz.
     document["needs_attention"] = document["needs_attention"] or busy
     if html_out:

@@ -37,8 +37,8 @@ from patchforge.ops.exchange import (EXPORT_RECORD, _read_export_record, _record
                                      _refuse_unknown_profiles, _sha256, export_record_profile,
                                      read_taken_record, series_holdings, taken_entry,
                                      taken_undone)
-from patchforge.ops.series import (checked_new_patch_name, default_author, failing_patches,
-                                   refuse_case_twin, today)
+from patchforge.ops.series import (checked_new_patch_name, checked_patch_name, default_author,
+                                   failing_patches, refuse_case_twin, today)
 from patchforge.project import patch_file_name
 from patchforge.stack import aside_name, series_changed
 from patchforge.store.diff import FileChange, make_diff
@@ -102,7 +102,13 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                              path=str(series_path), line=line)
         file_name = patch_file_name(Path(entry).name.removesuffix(".patch").removesuffix(".diff"))
         try:
-            checked_new_patch_name(file_name)
+            # A name the series holds already is read as the series reads it (a stack made
+            # before names Windows cannot write were refused goes round the trip as before);
+            # a name quilt made is held to what a new patch's name must be.
+            if file_name in ours:
+                checked_patch_name(file_name)
+            else:
+                checked_new_patch_name(file_name)
         except UsageError as exc:
             raise InputError(f"{exc.message}; nothing was taken back", path=str(series_path),
                              line=line) from None

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from patchforge import tempfiles
-from patchforge.errors import CacheUnwritable, StoreDamaged, StoreError, UsageError
+from patchforge.errors import (CacheUnwritable, PatchforgeError, StoreDamaged, StoreError,
+                               UsageError)
 from patchforge.fsutil import fault_point, holder_named, read_holder, write_holder
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
@@ -88,9 +89,17 @@ def refuse_cache_in_project(root: Path) -> None:
     `overlays --check` and `lint` called it drift for ever (`overlays` never removes it); under
     series/ or the root, `git add -A` committed the whole store with the fixes. A directory
     of its own elsewhere in the project (a CI cache's `.cache/`) is the user's to ignore."""
-    places = [(cache_dir(), _cache_variable())]
+    # A setting that gives no directory at all (relative, no home) is refused by the commands
+    # that use the cache, with their own message; a command that never opens it (`list`) runs.
+    settings: list = [(cache_dir, _cache_variable)]
     if os.environ.get("PATCHFORGE_WHEELS"):
-        places.append((wheels_dir(), "PATCHFORGE_WHEELS"))
+        settings.append((wheels_dir, lambda: "PATCHFORGE_WHEELS"))
+    places: list[tuple[Path, str]] = []
+    for directory_of, variable_of in settings:
+        try:
+            places.append((directory_of(), variable_of()))
+        except (PatchforgeError, RuntimeError, KeyError):
+            continue
     root = Path(os.path.realpath(root))
     for place, variable in places:
         resolved = Path(os.path.realpath(place))
