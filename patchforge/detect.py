@@ -320,6 +320,13 @@ class OwnPlaces:
         change made where the code went, or in another form)."""
         if self._base is None or found.at_line is None:
             return None
+        # A line the hunk removes that is nowhere in the target is not at its own place
+        # either: the rule below cannot hold, and a true landing (its old lines gone) is
+        # answered without git's diff of the file (a process per landed file of a rebase).
+        pre_kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]
+        if any(kind == b"-" and not _has_line(self._current, line)
+               for kind, line in zip(pre_kinds, hunk.old_lines())):
+            return None
         cut = _fuzzed(ReversedHunk(hunk), 0)
         if cut is None or cut[3] is not None:
             return None  # anchored at the file's start or end: one place it can be
@@ -383,6 +390,14 @@ class OwnPlaces:
             hi = end + shift
         assert lo is not None and hi is not None
         return lo, max(hi, lo), kept
+
+
+def _has_line(text: bytes, line: bytes) -> bool:
+    """Whether `line` (as the file has it: with its newline, but the last line of a file that
+    has none) is a whole line of `text`."""
+    if line.endswith(b"\n"):
+        return text.startswith(line) or b"\n" + line in text
+    return text == line or text.endswith(b"\n" + line)
 
 
 def assess_file(fp, base: bytes | None, current: bytes | None, *,
