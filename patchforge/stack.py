@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import SYMLINK
 from patchforge.apply.hunks import apply_file_patch
-from patchforge.apply.series import (applies_to_profile, apply_series, counts_for,
-                                     profile_set)
+from patchforge.apply.series import applies_to_profile, apply_series, profile_set
 from patchforge.errors import InputError, UnsafePathError
 from patchforge.fsutil import atomic_write
 

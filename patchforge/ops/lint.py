@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.apply.chains import REMEDY, apply_on_chains, profiles_note
-from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series, counts_for,
-                                     profile_bases_differ, profile_set, unknown_profiles)
+from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series,
+                                     profile_bases_differ, unknown_profiles)
 from patchforge.errors import InputError, PatchforgeError
 from patchforge.ledger import ledger_findings
 from patchforge.model.findings import Finding

@@ -22,8 +22,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.apply.chains import (REMEDY, apply_on_chains, carry_file, carry_files,
-                                     carry_into, met_in_chain, patch_paths, profiles_note)
+from patchforge.apply.chains import (apply_on_chains, carry_file, carry_files, carry_into,
+                                     met_in_chain, patch_paths, profiles_note)
 from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch
 from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series, counts_for,
                                      profile_bases_differ, profile_set)

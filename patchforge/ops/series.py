@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.apply.chains import apply_on_chains, base_state
-from patchforge.apply.series import (applies_to_profile, apply_series, counts_for,
-                                     outcomes_on_bases, profile_bases_differ, profile_label,
-                                     profile_set, unknown_profiles)
+from patchforge.apply.series import (applies_to_profile, outcomes_on_bases,
+                                     profile_bases_differ, profile_label, profile_set,
+                                     unknown_profiles)
 from patchforge.model.record import record
 from patchforge.names import check_new_patch_name, check_patch_name, file_name_key
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state

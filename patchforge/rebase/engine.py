@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import json
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
