@@ -794,6 +794,35 @@ def test_a_bring_back_continue_killed_at_a_write_is_finished_by_running_it_again
     assert project.cli("status")[0] == 0 and not project.work.exists()
 
 
+@pytest.mark.parametrize("nth", [1, 2, 3])
+def test_a_bring_back_killed_at_a_write_is_finished_by_running_it_again(tmp_path, nth):
+    """kill -9 at the nth rename of a `bring-back` that moves the fix cleanly (its file, the
+    series, the ledger): run again, it ends with the fix in the series once under its own
+    name. Killed after the fix's file was written but before the series listed it, the rerun
+    took that name as another fix's and brought the fix back a second time as fix-a.2.patch,
+    leaving fix-a.patch unlisted beside it."""
+    project = Project(tmp_path)
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    target = project.up.commit({"pkg/mod.py": text({3: b"def f3():\n    return 33\n\n"})})
+    project.cli("rebase", "--to", f"up={target}", expect=3)
+    project.cli("rebase", "--skip")
+    back = project.up.commit({"pkg/mod.py": BASE})  # upstream takes its change back
+    project.cli("rebase", "--to", f"up={back}")
+    env = {**os.environ, "PATCHFORGE_FAULT": f"rename:{nth}", "PATCHFORGE_FAULT_MODE": ""}
+    proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                           "bring-back", "fix-a"], capture_output=True, env=env)
+    assert proc.returncode == 137, proc.stderr.decode()
+    skipped = project.root / "series" / "up" / "skipped" / "fix-a.patch"
+    assert skipped.exists() or "fix-a.patch" in project.series()
+    if skipped.exists():
+        project.cli("bring-back", "fix-a")
+    assert project.series() == ["fix-a.patch"] and not skipped.exists()
+    assert sorted(p.name for p in (project.root / "series" / "up").glob("*.patch")) == \
+        ["fix-a.patch"]
+    assert b"+    return -3" in project.patch("fix-a")
+    assert project.cli("status")[0] == 0
+
+
 def fail_each_step_in_turn(project, state, step: str, *args: str) -> int:
     """Run `patchforge ARGS` with an error injected at its 1st, 2nd, ... `step` (write, fsync,
     rename) until a run passes every one; after each failed run the project (`state()`) must be

@@ -1417,15 +1417,22 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
                     "landed_in": result["landed_in"], "destination": "upstreamed"})
             result["path"] = (directory / aside).relative_to(project.root).as_posix()
             return result
-        file_name = aside_name(project.series_dir(upstream), fix.name, b"") \
-            if (project.patch_path(upstream, fix.name).exists()
-                or fix.name in series.names) else fix.name
-        result["name"] = file_name
-        result["path"] = project.patch_path(upstream, file_name).relative_to(
-            project.root).as_posix()
+        new = None
         if judgement.outcome == "applies":
             new = patch if judgement.unchanged and base == pin.commit else \
                 patch.with_diff(make_diffs([judgement.changes])[0]).with_field("Base", pin.commit)
+        # A file of the fix's name the series does not list, holding exactly what this would
+        # write, is this command's own, cut off by a kill before the series listed it: run
+        # again, it is finished under that name, not brought back a second time beside it.
+        file_name = fix.name if not (project.patch_path(upstream, fix.name).exists()
+                                     or fix.name in series.names) else \
+            aside_name(project.series_dir(upstream), fix.name,
+                       new.to_bytes() if new is not None and fix.name not in series.names
+                       else b"")
+        result["name"] = file_name
+        result["path"] = project.patch_path(upstream, file_name).relative_to(
+            project.root).as_posix()
+        if new is not None:
             # The fix joins the series before it leaves skipped/: a kill in between leaves it
             # in both places, never in neither; a failure leaves it where it was.
             target = project.patch_path(upstream, file_name)
