@@ -259,6 +259,26 @@ def test_delete_records_the_fix_leaving_in_a_stack_that_keeps_a_ledger(tmp_path)
         stack.root / "series/PATCHES.md").read_text()
 
 
+def test_a_re_pin_or_a_new_upstream_keeps_the_ledger_in_step(tmp_path):
+    """`upstream pin --force` and `upstream add` write the lock, whose pins the ledger shows:
+    in a stack that keeps one, both regenerate it (as a rebase does), so the stack's CI
+    (`ledger --check`, `lint`) does not fail on a committed re-pin."""
+    from helpers.upstream import Upstream
+
+    stack = make_stack(tmp_path)
+    stack.cli("ledger")
+    new = stack.commit({"pkg/b.py": B + b"# v2\n"}, "v2", tag="v2")
+    stack.cli("upstream", "pin", "up", "--at", "v2", "--force")
+    stack.cli("ledger", "--check")
+    assert f"Base: **v2** (`{new[:12]}`" in (stack.root / "series/PATCHES.md").read_text()
+    other = Upstream(tmp_path / "other", {"x.py": b"x = 1\n"}, message="w1", tag="w1")
+    stack.cli("upstream", "add", "other", "--git", str(other.path), "--at", "w1",
+              "--install-root", "/opt/other")
+    stack.cli("ledger", "--check")
+    _, out, _ = stack.cli("lint", "--no-forge", expect=None)  # a-sign's Drop-When is true
+    assert "ledger" not in out and "PATCHES.md" not in out
+
+
 @pytest.mark.parametrize("command", [("delete", "b-sign"), ("rename", "b-sign", "b-sign2"),
                                      ("move", "b-sign", "--first")])
 def test_a_malformed_history_stops_a_series_command_before_it_writes(tmp_path, command):

@@ -184,7 +184,10 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
         with writing_project(project.root):  # readers see both files or neither
             write_lock(project.lock_path, lock)
             atomic_write(project.config_path, new_config)
-        project.__dict__.pop("config", None)
+            project.__dict__.pop("config", None)
+            from patchforge.stack import series_changed
+
+            series_changed(project)
     return pin
 
 
@@ -291,5 +294,11 @@ def pin_upstream(project: Project, name: str, spec: str, *, force: bool = False)
         # meanwhile by another command holds the old pin in its journal.
         require(project, "upstream pin", [name])
         pin = pin_for_spec(project, store, upstream, spec)
-        write_lock(project.lock_path, project.lock.with_pin(name, pin))
+        # The ledger (series/PATCHES.md, where the stack keeps one) shows each pin: made again
+        # with the lock, or `ledger --check` in the stack's CI fails on the re-pin.
+        from patchforge.stack import series_changed
+
+        with writing_project(project.root):
+            write_lock(project.lock_path, project.lock.with_pin(name, pin))
+            series_changed(project)
     return pin
