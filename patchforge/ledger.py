@@ -53,6 +53,9 @@ RENAMED_FROM = "renamed_from"
 # Set on a `renamed` event when a fix set aside under OLD is still kept there (upstreamed/ or
 # skipped/, the directory's name): the fix renamed is another one, which took the name after.
 OLD_NAME_KEPT_IN = "old_name_kept_in"
+# Set on a rebase's `dropped`/`skipped` event when the fix is kept under another file name
+# (NAME.2.patch: an earlier, different fix of its name is kept under NAME.patch there).
+KEPT_AS = "kept_as"
 _PR_URL = re.compile(r"^https?://[^\s/]+/[^\s/]+/[^\s/]+/pull/(\d+)/?$")
 _URL = re.compile(r"https?://[^\s\]\)>]+")
 _BRACKET = re.compile(r"^(?P<word>[A-Za-z-]+)\s*(?:\[(?P<arg>[^\]]*)\])?\s*$")
@@ -210,6 +213,7 @@ def rebase_writes(project: Project, summary: dict) -> tuple[list[dict], list[tup
             "landed_in": result.get("landed_in"),
             "destination": result.get("destination", "series"),
             "run": run,
+            **({KEPT_AS: result[KEPT_AS]} if result.get(KEPT_AS) else {}),
         })
     # The ledger from the history as it will be, without reading and parsing it again (a
     # long-lived stack's history grows by a line per patch and rebase); both files in one
@@ -236,7 +240,10 @@ def follow_fixes(history: list[dict]) -> tuple[list[int | None], dict[int, str]]
     which `bring-back` returns it without an event: the events under that name after its
     departure read as its own, unless a rename says otherwise (`old_name_kept_in`: the fix
     renamed away from OLD is not the one still kept under OLD in upstreamed/ or skipped/, so
-    it is the one whose events came after OLD's last departure). A history without renames
+    it is the one whose events came after OLD's last departure; `kept_as` on a departure: the
+    fix is kept under a numbered name because the fix that departed under the name earlier is
+    still kept under it, so the events since that departure are this other fix's, known from
+    then on by the numbered name). A history without renames
     (written before they were recorded) gives each name one fix, as it always read. Tolerant
     of events whose fields are not strings (status's HTML page reads a history that may be
     damaged): they name no fix."""
@@ -244,6 +251,17 @@ def follow_fixes(history: list[dict]) -> tuple[list[int | None], dict[int, str]]
     names: dict[int, str] = {}
     fixes: list[int | None] = []
     departed: dict[tuple[str, str], tuple[int, int]] = {}  # name -> (fix, event index)
+
+    def split_since(upstream: str, name: str, index: int) -> int:
+        # The fix that departed under `name` stays there (its last name): the events of that
+        # number since its departure, up to `index`, are a new fix's, whose number this is.
+        kept, since = departed[(upstream, name)]
+        fix = len(names)
+        for later in range(since + 1, index):
+            if fixes[later] == kept:
+                fixes[later] = fix
+        names[kept] = f"{upstream}/{name}"
+        return fix
     for index, event in enumerate(history):
         upstream, patch = event.get("upstream"), event.get("patch")
         if not (isinstance(upstream, str) and isinstance(patch, str) and upstream and patch):
@@ -258,12 +276,7 @@ def follow_fixes(history: list[dict]) -> tuple[list[int | None], dict[int, str]]
                     departed.get((upstream, old), (None,))[0] == fix:
                 # The fix kept aside under OLD is the departed one: what came under OLD after
                 # its departure, and this rename, are another fix's.
-                kept, since = departed[(upstream, old)]
-                fix = len(names)
-                for later in range(since + 1, index):
-                    if fixes[later] == kept:
-                        fixes[later] = fix
-                names[kept] = f"{upstream}/{old}"
+                fix = split_since(upstream, old, index)
         else:
             fix = live.get((upstream, patch))
         if fix is None:
@@ -273,7 +286,21 @@ def follow_fixes(history: list[dict]) -> tuple[list[int | None], dict[int, str]]
         if event.get("event") == "deleted":
             del live[(upstream, patch)]
         elif event.get("event") in DEPARTURE_EVENTS:
-            departed[(upstream, patch)] = (fix, index)
+            kept_as = event.get(KEPT_AS)
+            if isinstance(kept_as, str) and kept_as and kept_as != patch:
+                # Kept under a numbered name because an earlier fix of the name is still kept
+                # under it: when that is this fix's own earlier departure, the events since
+                # were another fix's, which took the name (`new NAME`) and is kept as KEPT_AS.
+                if departed.get((upstream, patch), (None,))[0] == fix:
+                    fix = split_since(upstream, patch, index)
+                # From here the fix is known by the file it is kept in (`bring-back` returns
+                # it under that name).
+                del live[(upstream, patch)]
+                live[(upstream, kept_as)] = fix
+                names[fix] = f"{upstream}/{kept_as}"
+                departed[(upstream, kept_as)] = (fix, index)
+            else:
+                departed[(upstream, patch)] = (fix, index)
         fixes.append(fix)
     return fixes, names
 

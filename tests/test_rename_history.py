@@ -224,3 +224,40 @@ def test_a_new_fix_named_as_one_that_landed_takes_none_of_its_past_when_renamed(
     assert [(d["patch"], d["event"]) for d in document["departed"]] == [
         ("up/a-sign.patch", "dropped")]
     stack.cli("ledger", "--check")
+
+
+def test_two_fixes_that_left_under_one_name_are_each_said_with_their_own_event(tmp_path):
+    """a-sign lands (kept as upstreamed/a-sign.patch); a new fix takes the name, is rebased,
+    then lands too (kept as upstreamed/a-sign.2.patch: the first is still there). `status`
+    gave the first fix the second's landing (v4 for a fix that landed in v2) and never named
+    the second; each is said now, under the file it is kept in, with its own event, and the
+    History agrees."""
+    stack = make_stack(tmp_path)
+    v2 = stack.commit({"pkg/a.py": A.replace(b"return 3\n", b"return -3\n")}, "v2", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/a-sign.patch").is_file()
+    stack.cli("new", "a-sign", "--file", "pkg/a.py")
+    work = stack.root / ".patchforge/work/up/pkg/a.py"
+    work.write_bytes(work.read_bytes().replace(b"return 5\n", b"return -5\n", 1))
+    stack.cli("refresh")
+    v2_file = (stack.up / "pkg/a.py").read_bytes()
+    stack.commit({"pkg/a.py": b"import os\n\n\n" + v2_file}, "v3", tag="v3")
+    stack.cli("rebase", "--to", "v3")  # the new fix is rebased under the name
+    v4 = stack.commit({"pkg/a.py": (stack.up / "pkg/a.py").read_bytes().replace(
+        b"return 5\n", b"return -5\n")}, "v4", tag="v4")
+    summary = stack.rebase_json("--to", "v4")
+    assert [p.get("kept_as") for p in summary["patches"] if p["name"] == "a-sign.patch"] == \
+        ["a-sign.2.patch"]
+    assert (stack.root / "series/up/upstreamed/a-sign.2.patch").is_file()
+    [event] = [e for e in read_history(stack.project())
+               if e["patch"] == "a-sign.patch" and e["to"]["label"] == "v4"]
+    assert event["kept_as"] == "a-sign.2.patch"
+    document = json.loads(stack.cli("status", "--json", expect=None)[1])
+    departed = {d["patch"]: d["description"] for d in document["departed"]}
+    assert set(departed) == {"up/a-sign.patch", "up/a-sign.2.patch"}, departed
+    assert v2[:12] in departed["up/a-sign.patch"] and v4[:12] not in departed["up/a-sign.patch"]
+    assert v4[:12] in departed["up/a-sign.2.patch"]
+    rows = history_rows(stack)
+    assert [patch for patch, what in rows if "to v3" in what and patch.startswith("up/a-")] \
+        == ["up/a-sign.2.patch"], rows
+    stack.cli("ledger", "--check")

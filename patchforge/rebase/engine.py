@@ -1502,8 +1502,7 @@ class Rebase:
             "upstreams": {u: {"from": e.old.label, "from_commit": e.old.commit,
                               "to": e.new.label, "to_commit": e.new.commit}
                           for u, e in run.upstreams.items()},
-            "patches": [{k: v for k, v in r.to_json().items() if k != "staged"}
-                        for r in results],
+            "patches": [self._patch_json(r) for r in results],
             "counts": counts,
             "range_diff": "",
             "stopped": None,
@@ -1511,6 +1510,17 @@ class Rebase:
         if kept:
             summary.update(self._kept_gone(results))
         return summary
+
+    def _patch_json(self, result: PatchResult) -> dict:
+        """A patch's entry in the summary; one set aside under a numbered name (an earlier,
+        different fix of its name is kept there) says which (`kept_as`): its history event
+        then names the file the fix is kept in, not the other fix's."""
+        entry = {k: v for k, v in result.to_json().items() if k != "staged"}
+        if result.destination != "series":
+            kept = self._kept_as(result)
+            if kept != self.project.patch_path(result.upstream, result.name).name:
+                entry["kept_as"] = kept
+        return entry
 
     def _kept_gone(self, results) -> dict:
         """The fixes kept under upstreamed/ (not those this run drops: landed at the target by
@@ -1534,10 +1544,11 @@ class Rebase:
             ("gone_upstream", [g.to_json() for g in found if not g.reverted])) if value}
 
     def _kept_as(self, result: PatchResult) -> str:
-        """The file name under upstreamed/ a patch this run drops is (or, in a dry run, would
-        be) kept as: its own name, or a numbered one when an earlier, different fix of that
-        name is kept there (which is judged like any other kept fix: a landing of the old
-        fix that the target reverted is said even when the new fix of that name landed)."""
+        """The file name under upstreamed/ (or skipped/) a patch this run sets aside is (or, in
+        a dry run, would be) kept as: its own name, or a numbered one when an earlier, different
+        fix of that name is kept there (which is judged like any other kept fix: a landing of
+        the old fix that the target reverted is said even when the new fix of that name
+        landed)."""
         name = self.project.patch_path(result.upstream, result.name).name
         data: bytes | None
         if result.staged is not None:
@@ -1546,7 +1557,7 @@ class Rebase:
             data = self._aside_bytes.get((result.upstream, result.name))
         if data is None:
             return name
-        return self._free_name(result.upstream, "upstreamed", name, data)
+        return self._free_name(result.upstream, result.destination, name, data)
 
     def stop_document(self, message: str) -> dict:
         """The `--json` document of a run that stopped: the summary so far and the stop."""
