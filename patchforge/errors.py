@@ -70,6 +70,14 @@ class StoreError(PatchforgeError):
     exit_code = EXIT_BAD_INPUT
 
 
+class RefNotFound(StoreError):
+    """The upstream has no branch, tag or commit of the name asked for: its remote does not
+    advertise it, or (after a fetch) the store holds no such revision of that source. The
+    name is what is wrong, so a caller may say it as the place the name came from (a
+    configuration's `follow`, a lock's pin). Raised only where the store looks the name up:
+    callers tell it from every other store failure (the network, damage) by this type."""
+
+
 class StoreDamaged(StoreError):
     """A file of the cache's git store is damaged (a disk or copy error): git named it. Nothing
     of the project is wrong, and no pin should change because of it."""

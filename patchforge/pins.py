@@ -6,14 +6,12 @@ that the result is the very commit the lock names.
 """
 from __future__ import annotations
 
-import re
-
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge import logs
-from patchforge.errors import ConfigError, StoreDamaged, StoreError
+from patchforge.errors import ConfigError, RefNotFound, StoreDamaged, StoreError
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.model.record import replace
 
@@ -296,12 +294,6 @@ def _bring_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
     return what
 
 
-# What git (or fetch_git_upstream) says when the source was asked and does not have it
-# (compiled when a failure is read: store.git._DAMAGE says why).
-_SOURCE_LACKS_IT = (r"not our ref|unadvertised object|couldn't find remote ref"
-                    r"|no such remote ref|is not a known commit")
-
-
 def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
                     pin: UpstreamPin) -> str:
     from patchforge.store import sources
@@ -320,7 +312,7 @@ def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
                                f"command ran ({exc.message})",
                                hint="nothing in the project is wrong and no pin needs to "
                                     "change: run the command again") from None
-        if not re.search(_SOURCE_LACKS_IT, exc.message):
+        if not isinstance(exc, RefNotFound):
             # The source was not reached, or failed on its way (a network error, a stalled
             # server, a refused login): its silence says nothing about the lock, whose re-pin
             # the message used to advise.

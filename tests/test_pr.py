@@ -7,6 +7,7 @@ template and a DCO file), the fork is a bare repository on disk, the forge is th
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -686,4 +687,36 @@ def test_a_follow_the_upstream_cannot_give_is_named_by_its_file_line_and_key(sta
         assert result.rc == 2, (command, result.text)
         assert f"patchforge.toml:{line}: upstreams.up.follow: " in result.err, result.err
         assert said.format(upstream=stack["upstream"]) in result.err, result.err
+        assert not out.exists()
+
+
+def test_a_follow_the_store_cannot_read_is_never_said_as_the_configurations(stack):
+    """Only an upstream that has no such branch or tag makes `follow` the configuration's
+    fault. With --offline and the branch never fetched, pr said
+    "patchforge.toml:11: upstreams.up.follow: 'main': ... is not in the store" with the advice
+    to change `follow`, which is right; and a damaged store stays the store's damage."""
+    out = stack["root"].parent / "pr-out"
+    result = run_cli(stack["root"], "--offline", "pr", "ck-a8w4-gfx950", "--out", str(out))
+    assert result.rc == 2, result.text
+    assert "upstreams.up.follow" not in result.err and "patchforge.toml" not in result.err, \
+        result.err
+    assert "'main' is not in the store as a revision of" in result.err, result.err
+    assert "--offline forbids fetching it" in result.err, result.err
+    assert "set `follow`" not in result.err, result.err
+    assert not out.exists()
+
+    # Fetched once, then the ref of the followed branch holds garbage (a disk error).
+    assert run_cli(stack["root"], "pr", "ck-a8w4-gfx950", "--out", str(out)).rc == 0
+    shutil.rmtree(out)
+    refs = store_git("for-each-ref", "--format=%(refname)", "refs/patchforge/remotes/")
+    followed = [ref for ref in refs.split() if ref.endswith("/heads/main")]
+    assert len(followed) == 1, refs
+    from patchforge.store.gitstore import cache_dir
+
+    (cache_dir() / "store.git" / followed[0]).write_text("garbage\n")
+    for offline in ((), ("--offline",)):
+        result = run_cli(stack["root"], *offline, "pr", "ck-a8w4-gfx950", "--out", str(out))
+        assert result.rc == 2, result.text
+        assert "store.git is damaged" in result.err, result.err
+        assert "upstreams.up.follow" not in result.err, result.err
         assert not out.exists()

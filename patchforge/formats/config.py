@@ -372,13 +372,13 @@ def starting_config_text(prefix: str) -> str:
 
 def follow_not_found(config_path: str | Path, upstream: str, follow: str,
                      error: StoreError) -> PatchforgeError:
-    """`error` (the remote or the store has no ref `follow`) said as the configuration's: the
-    value came from `upstreams.<upstream>.follow`, which nothing on the command line names.
-    Any other failure (the network, a damaged store) is returned as it is."""
-    from patchforge.errors import StoreDamaged
+    """`error` (the upstream has no ref `follow`: RefNotFound) said as the configuration's:
+    the value came from `upstreams.<upstream>.follow`, which nothing on the command line
+    names. Any other failure (the network, a damaged store, --offline without the ref) is
+    returned as it is: the configuration is not what failed."""
+    from patchforge.errors import RefNotFound
 
-    if isinstance(error, StoreDamaged) or not re.search(
-            r"has no branch or tag|is not a known|is not in the store", error.message):
+    if not isinstance(error, RefNotFound):
         return error
     prefix = "" if Path(config_path).name == STANDALONE else "tool.patchforge."
     return ConfigError(f"{prefix}upstreams.{toml_key(upstream)}.follow: {follow!r}: "

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from patchforge import tempfiles
-from patchforge.errors import (CacheUnwritable, PatchforgeError, StoreDamaged, StoreError,
-                               UsageError)
+from patchforge.errors import (CacheUnwritable, PatchforgeError, RefNotFound, StoreDamaged,
+                               StoreError, UsageError)
 from patchforge.fsutil import fault_point, holder_named, read_holder, write_holder
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
@@ -175,6 +175,13 @@ def _lists_a_child_of(walk: bytes, commit: str) -> bool:
 # create '...lock'", "insufficient permission for adding an object"); compiled when a failure
 # is read (store.git._DAMAGE says why).
 _UNWRITABLE = r"Read-only file system|Permission denied|insufficient permission"
+
+# What git's fetch says when the remote was reached and does not have what was asked: a commit
+# id it never had or no longer advertises, a ref gone between ls-remote and the fetch. Read
+# here, where git's words are, so that callers tell "the source lacks it" from a network or
+# login failure by RefNotFound's type, not by its text.
+_REMOTE_LACKS = (r"not our ref|unadvertised object|couldn't find remote ref"
+                 r"|no such remote ref")
 UNWRITABLE_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
@@ -961,24 +968,31 @@ class UpstreamStore:
                     [f"refs/heads/{name}", f"refs/tags/{name}"]
                 hits = [c for c in candidates if c in advertised]
                 if not hits and name == "HEAD":
-                    raise StoreError(f"{upstream}: {url} has no HEAD (no default branch checked "
-                                     "out there)", hint="name a branch, tag or commit")
+                    raise RefNotFound(f"{upstream}: {url} has no HEAD (no default branch "
+                                      "checked out there)", hint="name a branch, tag or commit")
                 if not hits:
                     # (Not the store's remote name, which means nothing to the reader.) Its
                     # branches say what to name instead: a repository made by `git init`
                     # may have `master` where `main` was expected.
-                    raise StoreError(f"{redact(url)} has no branch or tag {name!r}"
-                                     f"{self._branches_said(upstream, url, name)}")
+                    raise RefNotFound(f"{redact(url)} has no branch or tag {name!r}"
+                                      f"{self._branches_said(upstream, url, name)}")
                 for hit in hits:
                     refspecs.append(f"+{hit}:{self._tracking_ref(upstream, hit)}")
         for oid in want_ids:
             refspecs.append(f"+{oid}:refs/patchforge/remotes/{upstream}/commits/{oid}")
         if not refspecs:
             return
-        self._run("-c", "protocol.version=2", "fetch", "--quiet", "--no-tags",
-                  "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
-                  "--", upstream, *refspecs, what=f"fetching {upstream} from {url}",
-                  network=True)
+        try:
+            self._run("-c", "protocol.version=2", "fetch", "--quiet", "--no-tags",
+                      "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
+                      "--", upstream, *refspecs, what=f"fetching {upstream} from {url}",
+                      network=True)
+        except StoreDamaged:
+            raise
+        except StoreError as exc:
+            if re.search(_REMOTE_LACKS, exc.message):
+                raise RefNotFound(exc.message, hint=exc.hint) from None
+            raise
         # The running `cat-file --batch` read the configuration at start-up: it does not know
         # a promisor remote added since, and would report that remote's blobs as absent
         # instead of fetching them on demand. Start a fresh one.
@@ -1101,8 +1115,8 @@ class UpstreamStore:
             damaged = damage_error(listed.stderr.decode("utf-8", "replace"), self.git_dir)
             if damaged is not None:
                 raise damaged
-        raise StoreError(f"{upstream}: {spec!r} is not a known branch, tag, label or commit",
-                         hint="fetch the upstream first")
+        raise RefNotFound(f"{upstream}: {spec!r} is not a known branch, tag, label or commit",
+                          hint="fetch the upstream first")
 
     # ---- commits without a checkout
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from patchforge import tempfiles
-from patchforge.errors import StoreDamaged, StoreError
+from patchforge.errors import RefNotFound, StoreError
 from patchforge.model.record import record
 from patchforge.store.gitstore import TransferProgress, UpstreamStore, cache_dir, wheels_dir
 from patchforge.store.giturl import redact, store_namespace
@@ -385,6 +385,9 @@ def fetch_git_upstream(store: UpstreamStore, name: str, url: str, spec: str, *,
     remote; branches and tags are always refreshed unless offline. The store keeps each source
     under its own namespace (`giturl.store_namespace`: the name and the URL's identity), so
     another project's upstream of the same name never answers for this one.
+
+    RefNotFound when the source was asked and has no such revision; any other StoreError
+    (offline without it, the network, damage) says nothing about `spec` itself.
     """
     upstream, name = name, store_namespace(name, url)
     is_id = re.fullmatch(r"[0-9a-fA-F]{7,40}", spec) is not None
@@ -398,10 +401,10 @@ def fetch_git_upstream(store: UpstreamStore, name: str, url: str, spec: str, *,
     if is_id or offline:
         try:
             return store.resolve_in(name, spec)
-        except StoreDamaged:
-            raise
-        except StoreError:
+        except RefNotFound:
             if offline:
+                # Not RefNotFound: the source was not asked, so whether it has `spec` is not
+                # known (a `follow` never fetched yet is no fault of the configuration).
                 raise StoreError(f"{upstream}: {spec!r} is not in the store as a revision of "
                                  f"{redact(url)}, and --offline forbids fetching it") from None
     if is_id and len(spec) < 40:
@@ -416,13 +419,11 @@ def fetch_git_upstream(store: UpstreamStore, name: str, url: str, spec: str, *,
         store.fetch_git(name, url, [spec.lower() if is_id else spec])
     try:
         return store.resolve_in(name, spec)
-    except StoreDamaged:
-        raise
-    except StoreError:
-        raise StoreError(f"{upstream}: {spec!r} is not a known commit, branch or tag of "
-                         f"{redact(url)}",
-                         hint="check the lock or the SPEC against the upstream's history"
-                         ) from None
+    except RefNotFound:
+        raise RefNotFound(f"{upstream}: {spec!r} is not a known commit, branch or tag of "
+                          f"{redact(url)}",
+                          hint="check the lock or the SPEC against the upstream's history"
+                          ) from None
 
 
 def _fetch_all_heads(store: UpstreamStore, name: str, url: str, *, tags: bool = False) -> None:
