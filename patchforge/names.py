@@ -95,6 +95,15 @@ def windows_name_problem(name: str) -> str | None:
     return None
 
 
+def windows_safe_name(name: str) -> str:
+    """`name` made one a Windows checkout can write: each character it refuses becomes `-`,
+    and a device name gets a `_` after it (`con` -> `con_`, `nul.x` -> `nul_.x`), as an import
+    names a commit whose subject is one."""
+    name = _WINDOWS_BAD.sub("-", name)
+    device = WINDOWS_DEVICE.match(name)
+    return f"{device.group()}_{name[device.end():]}" if device else name
+
+
 def check_new_patch_name(value: object) -> str:
     """A name for a patch being made (new, rename, import): check_patch_name, and a file name
     every checkout of the stack can write. A series already holding such a name stays

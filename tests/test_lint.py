@@ -147,6 +147,37 @@ def test_two_patch_files_one_file_system_holds_as_one_are_an_error(env, tmp_path
         twin in found[0]["message"], doc
 
 
+def test_a_series_holding_a_name_windows_cannot_check_out_is_warned_with_the_rename(
+        env, tmp_path, monkeypatch):
+    """A series made before such names were refused (or a merge) holds `x:y.patch` and
+    `aux.patch`: git for Windows stops the clone of the whole stack on them, and lint said
+    nothing. The series is read as before (status, lint's other checks); lint warns (exit 0),
+    naming each patch, why, and the `rename` that fixes it, which then works."""
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch_file(root, "up", "x:y.patch", patch(FIELDS))
+    add_patch_file(root, "up", "aux.patch", patch(FIELDS, MODIFY_MOD))
+    add_patch_file(root, "up", "aux_.patch", patch(
+        FIELDS, MODIFY_MOD.replace(b"-y = 2\n+y = 20", b"-y = 20\n+y = 21")))
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 0 and errors(doc) == [], doc
+    colon, device = findings(doc, "series", "x:y.patch"), findings(doc, "series", "aux.patch")
+    assert [f["severity"] for f in colon + device] == ["warning", "warning"], doc
+    assert colon[0]["message"] == (
+        "x:y.patch cannot be checked out on Windows: ':' cannot be in a file name on Windows "
+        "(git for Windows stops the clone of the whole stack); `patchforge rename x:y x-y` "
+        "gives it a name every checkout can write"), colon
+    # aux_ is taken: the name said is free.
+    assert "'aux' is a device name Windows reserves (with any extension)" in \
+        device[0]["message"] and "`patchforge rename aux aux_-2`" in device[0]["message"], device
+    assert findings(doc, "series", "aux_.patch") == []
+    assert run_cli(root, "status").rc in (0, 1)  # read as before
+    for command in ("rename x:y x-y", "rename aux aux_-2"):
+        result = run_cli(root, *command.split())
+        assert result.rc == 0, result.text
+    rc, doc = lint_json(root, "--no-forge")
+    assert not [f for f in doc["findings"] if "Windows" in f["message"]], doc
+
+
 def test_origin_without_author_is_enough(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
     add_patch_file(root, "up", "fix.patch", patch(b"Description: x\nOrigin: vendor\nUpstream-Status: "

@@ -30,7 +30,7 @@ from patchforge.stack import (add_to_series, require_readable_history, series_ch
                               series_state)
 from patchforge.store.diff import FileChange, blob_oid, make_diff, merge_file
 from patchforge.store.git import run_git
-from patchforge.names import WINDOWS_DEVICE
+from patchforge.names import windows_safe_name
 from patchforge.ops.series import (check_profiles, checked_new_patch_name, default_author,
                                    refuse_case_twin, refuse_skipped_name, today)
 from patchforge.project import patch_file_name
@@ -50,9 +50,8 @@ def slugify(text: str, limit: int = 52) -> str:
     """A patch name made from a subject. A subject that comes to a device name Windows
     reserves (`CON`, `nul.x`) gets a `_` after it: the import is taken, under a name every
     checkout of the stack can write."""
-    slug = _SLUG.sub("-", text).strip("-.").lower()[:limit].rstrip("-.") or "patch"
-    device = WINDOWS_DEVICE.match(slug)
-    return f"{device.group()}_{slug[device.end():]}" if device else slug
+    return windows_safe_name(_SLUG.sub("-", text).strip("-.").lower()[:limit].rstrip("-.")
+                             or "patch")
 
 
 def _check_import_allowed(project: Project, upstream: str, file_name: str) -> None:

@@ -279,6 +279,40 @@ def _series_consistency(project: Project, upstream: str) -> list[Finding]:
                                "of the two fixes; rename one"))
         else:
             seen[key] = name
+    out += _windows_names(project, upstream, names, set(seen))
+    return out
+
+
+def _windows_names(project: Project, upstream: str, names: list[str],
+                   taken: set[str]) -> list[Finding]:
+    """A listed patch whose file a Windows checkout cannot write (`x:y.patch`, `aux.patch`):
+    new, rename and the imports refuse such a name, but a series made before they did (or a
+    pull request) still holds it, and is read as before so that it keeps working; git for
+    Windows stops the clone of the whole stack on it. `taken`: the file_name_key of every
+    patch file of the series, which the suggested name must not be."""
+    import shlex
+
+    from patchforge.formats.series import patch_file_name
+    from patchforge.names import windows_name_problem, windows_safe_name
+
+    several = len(project.upstream_names()) > 1
+    out = []
+    for name in names:
+        file_name = patch_file_name(name)
+        problem = windows_name_problem(file_name)
+        if problem is None or not project.patch_path(upstream, name).is_file():
+            continue  # a missing file is reported as such
+        stem = file_name.removesuffix(".patch")
+        new, number = windows_safe_name(stem), 1
+        while file_name_key(patch_file_name(new)) in taken:
+            number += 1
+            new = f"{windows_safe_name(stem)}-{number}"
+        old = f"{upstream}/{stem}" if several else stem
+        out.append(Finding(f"{upstream}/{file_name}", "series",
+                           f"{file_name} cannot be checked out on Windows: {problem} (git for "
+                           "Windows stops the clone of the whole stack); "
+                           f"`patchforge rename {shlex.quote(old)} {shlex.quote(new)}` gives it "
+                           "a name every checkout can write", "warning"))
     return out
 
 
