@@ -22,11 +22,12 @@ if TYPE_CHECKING:
     from patchforge.project import Project
 
 # Display order and colour of states (status states, then rebase actions).
-STATE_ORDER = ("conflict", "obsolete", "partial", "fuzz", "unsure", "upstreamed", "offset",
-               "applies")
+STATE_ORDER = ("conflict", "obsolete", "partial", "fuzz", "unsure", "empty", "upstreamed",
+               "offset", "applies")
 STATE_CLASS = {"applies": "ok", "offset": "ok", "clean": "ok", "fuzz": "warn", "partial": "warn",
                "unsure": "warn", "merged": "warn", "resolved": "warn", "conflict": "bad",
-               "obsolete": "bad", "upstreamed": "info", "dropped": "info", "skipped": "muted"}
+               "obsolete": "bad", "upstreamed": "info", "dropped": "info", "skipped": "muted",
+               "empty": "warn"}
 HEADER_FIELDS = ("Author", "Origin", "Bug", "Forwarded", "Upstream-Status", "Applied-Upstream",
                  "Profiles", "Drop-When", "Keeps", "Base", "Last-Update")
 MAX_DIFF_CHARS = 200_000  # a longer diff is cut, so one huge patch cannot bury the page

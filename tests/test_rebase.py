@@ -1108,7 +1108,7 @@ def test_an_empty_patch_is_never_reported_or_recorded_as_landed(tmp_path):
     """A fix begun with `new` and never refreshed with a change has nothing that could have
     landed. Before, status called it `upstreamed` (even at the pin) and a rebase moved it to
     upstreamed/ with `Applied-Upstream: <target>` filled in, a landing that never happened.
-    Now it is `applies` and moves with the series."""
+    Now it is `empty` (status's word for a patch without a diff) and moves with the series."""
     from helpers.project import OneUpstreamStack
 
     stack = OneUpstreamStack(tmp_path, {"a.py": b"".join(b"line%d\n" % i for i in range(20))})
@@ -1117,7 +1117,7 @@ def test_an_empty_patch_is_never_reported_or_recorded_as_landed(tmp_path):
     stack.add_fix("real", "a.py", b"".join(b"line%d\n" % i for i in range(20)),
                   b"".join(b"line%d\n" % i for i in range(20)).replace(b"line3\n", b"LINE3\n"))
     states = {p["name"]: p["state"] for p in stack.json("status")["patches"]}
-    assert states == {"placeholder.patch": "applies", "real.patch": "applies"}, states
+    assert states == {"placeholder.patch": "empty", "real.patch": "applies"}, states
     target = stack.commit({"b.py": b"new upstream file\n"}, "v2")
     stack.rebase_json("--to", f"up={target}")
     assert stack.series("up") == ["placeholder.patch", "real.patch"]

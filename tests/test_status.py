@@ -111,6 +111,37 @@ def test_locked_target_applies_and_exit_zero(stack):
     assert b"fix.patch" in proc.stdout
 
 
+def test_a_patch_without_a_diff_is_empty_never_applies(stack, upstream):
+    """A merge kept a patch's header and lost its diff (or `new` made it and nothing was
+    refreshed into it): status called it `applies`, and "all 2 patches apply" read as the fix
+    deployed, while lint and export said it is empty. status says `empty`, with lint's own
+    words, in its table, its summary and --json (at the pin and against another target); a
+    warning (exit 0) as in lint, an error under --strict."""
+    stack.add("fix.patch", the_fix())
+    stack.add("lost.patch", b"", description="the diff a merge lost")
+    target = upstream.commit({"README.md": b"# upstream, later\n"}, "readme")
+    lint = stack.cli("lint", "--no-forge", "--json")
+    said = [f["message"] for f in json.loads(lint.stdout)["findings"] if f["check"] == "empty"]
+    assert said == ["has no change yet (no diff): `patchforge edit lost`, make the change, "
+                    "`patchforge refresh`; or `patchforge delete` it"], lint.stdout
+    for against in ((), ("--against", f"up={target}")):
+        proc = stack.cli("status", *against)
+        assert proc.returncode == 0, proc.stderr
+        rows = {line.split()[0]: line.split(None, 2)[1:] for line in
+                proc.stdout.decode().splitlines() if line.startswith("up/")}
+        assert rows["up/fix.patch"][0] == "applies", proc.stdout
+        assert rows["up/lost.patch"] == ["empty", said[0]], proc.stdout
+        assert b"all 2 patches apply and are still needed, but 1 is empty (no diff, so no " \
+            b"change)" in proc.stdout, proc.stdout
+        proc = stack.cli("status", "--json", *against)
+        document = json.loads(proc.stdout)
+        assert validation_errors(document, "status") == []
+        lost = next(p for p in document["patches"] if p["name"] == "lost.patch")
+        assert (lost["state"], lost["evidence"], lost["needs_attention"], lost["rebase"]) == \
+            ("empty", said, False, "move"), lost
+        assert stack.cli("status", "--strict", *against).returncode == 1
+
+
 def test_offset_when_upstream_added_lines_above(stack, upstream):
     target = upstream.commit({MAIN: BASE.replace(b"import os\n", b"import os\nimport sys\n"
                                                  b"import math\n")}, "more imports")

@@ -14,7 +14,8 @@ from patchforge.cli.statusing import run_status
               help="Judge against this target instead of the pin (vllm=SPEC aiter=SPEC, or "
                    "one SPEC: a release, commit, tag, nightly-<sha>, +g<sha> version or "
                    "image).")
-@click.option("--strict", is_flag=True, help="Treat fuzz as an error.")
+@click.option("--strict", is_flag=True,
+              help="Treat fuzz, and a patch without a diff (empty), as an error.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also write a self-contained HTML report.")
@@ -22,7 +23,7 @@ from patchforge.cli.statusing import run_status
 @format_option
 @click.pass_obj
 def status(app, specs, strict, as_json, html_out, more_specs, output_format):
-    """Per patch: applies, offset, fuzz, merges, conflict, upstreamed, partial, obsolete or
-    unsure, with the evidence and where it landed."""
+    """Per patch: applies, offset, fuzz, merges, conflict, upstreamed, partial, obsolete,
+    unsure or empty, with the evidence and where it landed."""
     run_status(app, specs=specs, more_specs=more_specs, strict=strict, as_json=as_json,
                html_out=html_out, output_format=output_format)

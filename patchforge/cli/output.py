@@ -83,6 +83,7 @@ class SafeTerminalStream:
 
 STATE_COLORS = {"applies": "green", "offset": "green", "fuzz": "yellow", "conflict": "red", "merges": "yellow",
                 "upstreamed": "cyan", "partial": "yellow", "obsolete": "red", "unsure": "magenta",
+                "empty": "yellow",
                 "ok": "green", "drift": "red", "missing": "red", "mismatch": "red"}
 
 

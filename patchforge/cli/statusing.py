@@ -187,7 +187,7 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
             echo(paint(f"all {len(results)} patches apply at the pin, but the project "
                        "needs attention (see the note above)", "yellow", app.color))
         else:
-            echo(f"all {len(results)} patches apply and are still needed")
+            echo(f"all {len(results)} patches apply and are still needed{_empty_said(results)}")
         # At its own pin a patch conflicts only after a hand edit (of the patch file, of the
         # pin, or of a patch before it): the table names the failing hunks, lint says more.
         at_pin = {name for name, t in targets.items() if t.base_commit == t.commit}
@@ -207,8 +207,22 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                  "`--dry-run` it moves the series", err=True)
     if output_format == "github":
         _github(project, targets, results)
-    if document["needs_attention"] or (strict and any(r.state == "fuzz" for r in results)):
+    if document["needs_attention"] or (strict and any(r.state in STRICT_STATES
+                                                      for r in results)):
         sys.exit(EXIT_ATTENTION)
+
+
+# Warnings that `--strict` makes errors: a patch that applies only with fuzz, and one without
+# a diff (which applies because it changes nothing; lint's `empty` warning).
+STRICT_STATES = ("fuzz", "empty")
+
+
+def _empty_said(results) -> str:
+    """The summary's words for the patches without a diff among those that apply: "all 3
+    apply" over a fix whose diff a merge lost read as the fix deployed."""
+    empty = sum(1 for r in results if r.state == "empty")
+    return f", but {empty} {'is' if empty == 1 else 'are'} empty (no diff, so no change)" \
+        if empty else ""
 
 
 def _forge_error(error: str) -> str:
@@ -263,7 +277,7 @@ def _github(project: Project, targets, results) -> None:
     against = ", ".join(f"{name} {t.label} ({t.commit[:12]})" for name, t in targets.items())
     attention = sum(1 for r in results if r.attention)
     verdict = f"{attention} patch(es) need attention" if attention else \
-        f"all {len(results)} patches apply and are still needed"
+        f"all {len(results)} patches apply and are still needed{_empty_said(results)}"
     rows = [[f"{r.upstream}/{r.name}", r.state + (" (needs attention)" if r.attention else ""),
              _shortened((r.evidence or _failing_hunks(r.files) or [""])[0], 120)]
             for r in results]

@@ -26,7 +26,7 @@ from patchforge.apply.series import (SeriesState, applies_to_profile, apply_seri
                                      profile_bases_differ, unknown_profiles)
 from patchforge.errors import InputError, PatchforgeError
 from patchforge.ledger import ledger_findings
-from patchforge.model.findings import Finding
+from patchforge.model.findings import Finding, no_diff_said
 from patchforge.names import file_name_key
 from patchforge.state import unlisted_patch_files
 
@@ -101,10 +101,7 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
             if not patch.file_patches:
                 # `new` made it and nothing was refreshed into it: it changes nothing, and an
                 # exported copy stops `quilt push -a` ("Only garbage") and `git am`.
-                findings.append(Finding(label, "empty", f"has no change yet (no diff): "
-                                        f"`patchforge edit {name.removesuffix('.patch')}`, make "
-                                        "the change, `patchforge refresh`; or `patchforge delete` "
-                                        "it", "warning"))
+                findings.append(Finding(label, "empty", no_diff_said(name), "warning"))
             if patch.diff.strip():
                 digest = hashlib.sha256(patch.diff).hexdigest()
                 if digest in seen_diffs:

@@ -15,6 +15,7 @@ from patchforge.forwarded import drop_when, forwarded_info, lookup_forwarded
 from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, SquashPaths, Target,
                               _patch_paths, judge_on_profile_bases, read_history,
                               series_history_index, where_landed)
+from patchforge.model.findings import no_diff_said
 from patchforge.model.record import field, record
 
 if TYPE_CHECKING:
@@ -185,6 +186,12 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                                        "landed": h.landed} for h in f.hunks]}
                            for f in verdict.files],
                     decided_by=verdict.decided_by, verdict=verdict, rebase=judgement.rebase_action)
+                if not patch.file_patches and judgement.state == "applies":
+                    # Header only (`new`, nothing refreshed; a merge that lost the diff): it
+                    # applies because it changes nothing, which "applies" would hide. Said as
+                    # lint says it (a warning there: no attention here either).
+                    status.state = "empty"
+                    status.evidence.insert(0, no_diff_said(name))
                 if judgement.state == "conflict" and not status.evidence:
                     said = _merge_conflict_said(judgement, status.files)
                     if said:
