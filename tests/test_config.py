@@ -219,3 +219,109 @@ def test_an_install_root_with_a_trailing_slash_names_its_directory(tmp_path):
     path = tmp_path / "patchforge.toml"
     path.write_text('[upstreams.up]\nkind = "dir"\npath = "/a"\ninstall-root = "/opt/up/"\n')
     assert load_config(path).upstreams["up"].install_root == "/opt/up/"
+
+
+# A configuration with one value its schema's pattern refuses at a time: (the line as written,
+# the line that replaces it, the dotted key, what the message must say the value must be).
+_PATTERN_BASE = ('compose-service = "inference"\nartifacts = ["entry.sh"]\nimage = "rocm/vllm"\n\n'
+                 '[forge]\napi-url = "https://api.github.com"\nweb-host = "github.com"\n'
+                 'repo = "acme/stack"\n\n'
+                 '[upstreams.up]\nkind = "git"\nurl = "https://example.com/up.git"\n'
+                 'follow = "main"\ninstall-root = "/opt/up"\nforge-repo = "acme/up"\n'
+                 'image-label = "up.commit"\ngit-url = "https://example.com/up.git"\n\n'
+                 '[upstreams.wh]\nkind = "wheel"\npackage = "vllm"\n\n'
+                 '[upstreams.src]\nkind = "dir"\npath = "/src"\n')
+
+
+@pytest.mark.parametrize("old, new, key, must", [
+    ('install-root = "/opt/up"', 'install-root = "opt/up"', "upstreams.up.install-root",
+     "'opt/up' is not a valid install-root: it must be an absolute path (beginning with '/'"),
+    ('install-root = "/opt/up"', 'install-root = "/opt/up:ro"', "upstreams.up.install-root",
+     "with no ':' (compose would read what follows as the mount's options)"),
+    ('forge-repo = "acme/up"', 'forge-repo = "acme"', "upstreams.up.forge-repo",
+     "'acme' is not a valid forge-repo: it must be OWNER/NAME, the upstream's repository"),
+    ('package = "vllm"', 'package = "-vllm"', "upstreams.wh.package",
+     "it must be a distribution name (PEP 508)"),
+    ('url = "https://example.com/up.git"\nfollow', 'url = ""\nfollow', "upstreams.up.url",
+     "'' is not a valid url: it is empty; it must be one line of text (not empty, no control "
+     "character)"),
+    ('follow = "main"', 'follow = "ma\\tin"', "upstreams.up.follow",
+     "it holds a control character (U+0009); it must be one line of text"),
+    ('image-label = "up.commit"', 'image-label = ""', "upstreams.up.image-label",
+     "it must be one line of text"),
+    ('git-url = "https://example.com/up.git"', 'git-url = "a\\nb"', "upstreams.up.git-url",
+     "it must be one line of text"),
+    ('path = "/src"', 'path = ""', "upstreams.src.path", "it must be one line of text"),
+    ('api-url = "https://api.github.com"', 'api-url = "https://me@api.github.com"',
+     "forge.api-url", "it must be an http:// or https:// URL"),
+    ('web-host = "github.com"', 'web-host = "https://github.com"', "forge.web-host",
+     "it must be a host name, with its port if need be"),
+    ('repo = "acme/stack"', 'repo = "acme"', "forge.repo", "it must be OWNER/NAME ("),
+    ('compose-service = "inference"', 'compose-service = "in..ference"', "compose-service",
+     "it must be letters, digits, '.', '_' and '-', beginning with a letter or digit, at most "
+     "100 characters, with no '..'"),
+    ('artifacts = ["entry.sh"]', 'artifacts = ["entry.sh", ""]', "artifacts[1]",
+     "'' is not a valid artifacts entry: it is empty; it must be one line of text"),
+    ('image = "rocm/vllm"', 'image = ""', "image", "it must be one line of text"),
+])
+def test_a_value_its_pattern_refuses_is_said_with_what_it_must_be(tmp_path, old, new, key,
+                                                                   must):
+    """`install-root = "opt/vllm"` was refused as "'opt/vllm' is not a valid install-root",
+    which said nothing of why (an absolute path is wanted), nor did any other value a pattern
+    of the configuration's schema refuses. Each says what the schema says it must be, with the
+    file, line and key as before; nothing is written."""
+    assert old in _PATTERN_BASE
+    text = _PATTERN_BASE.replace(old, new, 1)
+    (tmp_path / "patchforge.toml").write_text(text)
+    (tmp_path / "entry.sh").write_text("true\n")
+    before = snapshot(tmp_path)
+    offending = new.split("\n")[0]
+    line = text.splitlines().index(offending) + 1
+    for command in (["status"], ["list"]):
+        run = run_cli(tmp_path, *command)
+        assert run.rc == 2, run.text
+        assert f"patchforge.toml:{line}: {key}: " in run.err and must in run.err, run.err
+    assert snapshot(tmp_path) == before
+
+
+def test_the_base_of_the_pattern_cases_is_a_good_configuration(tmp_path):
+    (tmp_path / "patchforge.toml").write_text(_PATTERN_BASE)
+    load_config(tmp_path / "patchforge.toml")
+
+
+def test_upstream_add_says_what_a_refused_value_must_be(tmp_path):
+    """The values `upstream add` writes are checked against the same schema: its refusal of
+    `--install-root opt/x` says what the value must be too."""
+    assert run_cli(None, "init", "--standalone", str(tmp_path)).rc == 0
+    before = snapshot(tmp_path)
+    run = run_cli(tmp_path, "upstream", "add", "up", "--git", "https://example.com/up.git",
+                  "--at", "main", "--install-root", "opt/x")
+    assert run.rc == 2, run.text
+    assert "--install-root 'opt/x': not a valid install-root: it must be an absolute path " \
+        "(beginning with '/'" in run.err, run.err
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("name", ["config", "lock", "manifest"])
+def test_every_pattern_of_a_projects_files_says_what_it_expects(name):
+    """Every scalar pattern of the schemas a project's files are read and written with: the
+    schema where a refusal is reported (the one holding `pattern`, or `not` over a pattern)
+    says in words what the value must be (`x-expected`), which the message gives."""
+    from patchforge.formats.schemas import EXPECTED, load_schema
+
+    missing: list[str] = []
+
+    def walk(node, where: str, negated: bool = False) -> None:
+        if isinstance(node, dict):
+            holds = "pattern" in node and not negated or \
+                isinstance(node.get("not"), dict) and "pattern" in node["not"]
+            if holds and not node.get(EXPECTED):
+                missing.append(where)
+            for key, value in node.items():
+                walk(value, f"{where}/{key}", negated=key == "not")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{where}/{index}")
+
+    walk(load_schema(name), "#")
+    assert missing == []

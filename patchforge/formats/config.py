@@ -84,7 +84,7 @@ def validate_config_table(table: dict, text: str, source: str, prefix: str) -> N
 
     found = first_violation(table, "config")
     if found is not None:
-        where, message = found
+        where, message = found.where, found.message
         if len(where) == 2 and where[0] in ("upstreams", "profiles"):
             message = directory_name_problem(where[1], where[0]) or message
         key = dotted(where) if where else ""

@@ -1,4 +1,5 @@
-"""The JSON Schemas shipped in the package, and validation with dotted paths to the bad value.
+"""The JSON Schemas shipped in the package, and validation with dotted paths to the bad value;
+a value its pattern refuses is said with what the schema says it must be (`x-expected`).
 
 jsonschema is imported here only, and only when something is validated (it is slow to load), so the
 hot read paths use typed getters and the schemas guard every write and every `--json` document.
@@ -9,7 +10,7 @@ import json
 import os
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from patchforge.errors import InputError
 
@@ -73,11 +74,22 @@ def validation_errors(instance, name: str) -> list[str]:
     validator_cls = _validator_class(name)
     validator = validator_cls(load_schema(name), format_checker=validator_cls.FORMAT_CHECKER)
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(e.absolute_path), e.message))
-    return [f"{dotted(e.absolute_path)}: {e.message}" for e in errors]
+    return [f"{dotted(e.absolute_path)}: "
+            f"{_said(e, list(e.absolute_path)) if _expected(e) else e.message}" for e in errors]
 
 
-def first_violation(instance, name: str) -> tuple[list, str] | None:
-    """The first schema violation as (path to the offending key or value, message), or None.
+class Violation(NamedTuple):
+    """A schema violation: where (the path to the offending key or value), the message, and
+    `why`, the message's end that says why the value is refused (": it must be ...", or "" when
+    the schema says nothing more), for a caller that names the value its own way (an option)."""
+
+    where: list
+    message: str
+    why: str = ""
+
+
+def first_violation(instance, name: str) -> Violation | None:
+    """The first schema violation, or None.
 
     The path ends at the offending key itself where jsonschema reports its parent (an unknown
     key, a bad key name), so that a caller can point at the key's line."""
@@ -91,18 +103,53 @@ def first_violation(instance, name: str) -> tuple[list, str] | None:
         unexpected = re.findall(r"'([^']*)'", error.message.partition("(")[2])
         known = sorted(error.schema.get("properties", {}))
         if unexpected:
-            return path + [unexpected[0]], (f"unknown key {unexpected[0]!r}"
-                                             + (f" (known: {', '.join(known)})" if known else ""))
+            return Violation(path + [unexpected[0]], f"unknown key {unexpected[0]!r}"
+                             + (f" (known: {', '.join(known)})" if known else ""))
     if error.validator == "required":
         missing = re.match(r"'([^']*)' is a required property", error.message)
         if missing:
-            return path + [missing.group(1)], "missing (required here)"
+            return Violation(path + [missing.group(1)], "missing (required here)")
     if "propertyNames" in error.schema_path:
-        return path + [error.instance], (f"{error.instance!r} is not a valid name (letters, "
-                                         "digits, '.', '_', '-'; starting with a letter or digit)")
-    if error.validator in ("pattern", "not", "minLength"):
-        return path, f"{error.instance!r} is not a valid {_kind_at(path)}{_why_refused(error.instance)}"
-    return path, error.message
+        return Violation(path + [error.instance], f"{error.instance!r} is not a valid name "
+                         "(letters, digits, '.', '_', '-'; starting with a letter or digit)")
+    return Violation(path, _said(error, path), _why(error))
+
+
+# The keyword that says, in words, what a string refused by its `pattern` (or `not`,
+# `minLength`) must be: "'opt/vllm' is not a valid install-root" said nothing of why, and the
+# pattern itself is no answer to a reader. Our own keyword, which a JSON Schema validator
+# ignores as it ignores any it does not know; every pattern of the schemas of a project's files
+# (config, lock, manifest) has one beside it (tests/test_config.py checks that).
+EXPECTED = "x-expected"
+
+
+def _expected(error) -> str | None:
+    """What the schema says a value refused by its pattern, `not` or minLength must be."""
+    if error.validator not in ("pattern", "not", "minLength") or \
+            not isinstance(error.schema, dict):
+        return None
+    return error.schema.get(EXPECTED)
+
+
+def _said(error, path: list) -> str:
+    """The message of `error` at `path`: for a value its schema refuses by pattern, `not` or
+    minLength, which value, the key it is for, why where one reason is plain, and what it must
+    be (the schema's EXPECTED); jsonschema's own message otherwise."""
+    if error.validator not in ("pattern", "not", "minLength"):
+        return error.message
+    return f"{error.instance!r} is not a valid {_kind_at(path)}{_why(error)}"
+
+
+def _why(error) -> str:
+    """Why a value failed its pattern, `not` or minLength, as a message's end: the plain
+    reason where there is one (empty, a control character), then what it must be."""
+    if error.validator not in ("pattern", "not", "minLength"):
+        return ""
+    why = _why_refused(error.instance)
+    expected = _expected(error)
+    if expected:
+        why += f"{';' if why else ':'} it must be {expected}"
+    return why
 
 
 def _kind_at(path: list) -> str:

@@ -114,7 +114,7 @@ def _refuse_bad_values(upstream: UpstreamConfig) -> None:
         if problem:
             raise UsageError(f"--install-root {problem}")
         return
-    where, message = found
+    where, message = found.where, found.message
     key = next((part for part in reversed(where) if part in _OPTION_OF_KEY), None)
     value = table["upstreams"][upstream.name].get(key) if key else None
     if key == "package":  # the distribution rule says why
@@ -123,7 +123,8 @@ def _refuse_bad_values(upstream: UpstreamConfig) -> None:
             check_distribution(value)
         except ValueError as exc:
             raise UsageError(f"--wheel: {exc}") from None
-    raise UsageError(f"{_OPTION_OF_KEY[key]} {value!r}: not a valid {key}" if key else message)
+    raise UsageError(f"{_OPTION_OF_KEY[key]} {value!r}: not a valid {key}{found.why}" if key
+                     else message)
 
 
 def _check_appended(path: Path, data: bytes) -> None:
