@@ -33,6 +33,8 @@ from patchforge.store.diff import (NULL_OID, FileMerge, blob_oid, changed_blocks
                                    merge_can_give_ours, merge_file, new_runs_are_in_ours)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
     from patchforge.apply.hunks import FileApplication
     from patchforge.formats.patchfile import PatchFile
 
@@ -290,6 +292,38 @@ def created_identically(fp, existing: bytes | None) -> bool:
     return fp.is_new and existing is not None and created_file(fp) == existing
 
 
+class PlaceDiffs:
+    """git's change blocks (store.diff.changed_blocks) of the (base file, target's file) pairs
+    OwnPlaces asks for, made in batches: a pair asked for that is not made yet is made together
+    with every pair `ahead()` offers that OwnPlaces.may_diff says may be asked for later, in
+    one git process. `ahead() -> [(file patch, base file, the file as it meets it)]`: the files
+    the rest of a walk meets, as they are now (SeriesJudge's); without it each pair is a
+    process of its own. A pair's blocks are git's diff of exactly those two contents whichever
+    batch made them (changed_blocks), so verdicts do not depend on what was batched: a pair
+    offered that is never asked for costs its diff, one the walk meets changed (an earlier
+    patch moved into the file) is made when asked, with the rest of the walk offered again."""
+
+    def __init__(self, ahead: Callable[[], Iterable[tuple]] | None = None,
+                 apply=apply_file_patch) -> None:
+        self._ahead = ahead
+        self._apply = apply  # the walk's applications (may_diff's are the walk's own then)
+        # (base, current) -> their blocks; a walk asks about a few dozen files at most.
+        self._made: dict[tuple[bytes, bytes], list[tuple[int, int, int, int]] | None] = {}
+
+    def blocks(self, base: bytes, current: bytes) -> list[tuple[int, int, int, int]] | None:
+        key = (base, current)
+        if key not in self._made:
+            batch = {key: None}
+            for fp, other_base, other in self._ahead() if self._ahead is not None else ():
+                pair = (other_base, other)
+                if pair not in self._made and pair not in batch and \
+                        OwnPlaces.may_diff(fp, other_base, other, self._apply):
+                    batch[pair] = None
+            pairs = list(batch)
+            self._made.update(zip(pairs, changed_blocks(pairs)))
+        return self._made[key]
+
+
 class OwnPlaces:
     """Where each hunk of a file patch belongs in the target's file: its place in the patch's
     base file carried over by git's diff of that file to the target's (upstream's changes),
@@ -297,15 +331,50 @@ class OwnPlaces:
     the hunk header's line, which knows nothing of upstream's changes: in a file with the same
     code twice (fp8 and fp16 variants of a kernel) it finds the copy upstream fixed, and the
     copy the patch fixes, still without the change, made the fix look landed and the rebase
-    drop it. The diff is made once per file, only when a hunk needs it (one git process)."""
+    drop it. The diff is asked of `places` (a PlaceDiffs: a walk's files diffed together) once
+    per file, only when a hunk needs it."""
 
-    def __init__(self, fp, base: bytes | None, current: bytes, apply) -> None:
+    def __init__(self, fp, base: bytes | None, current: bytes, apply,
+                 places: PlaceDiffs | None = None) -> None:
         self._fp = fp
         self._base = base
         self._current = current
         self._apply = apply
+        self._places = places if places is not None else PlaceDiffs()
         self._blocks: list[tuple[int, int, int, int]] | None = None
         self._at_base: dict[int, int] | None = None
+
+    @staticmethod
+    def may_diff(fp, base: bytes | None, current: bytes | None, apply=apply_file_patch) -> bool:
+        """Whether assess_file may ask OwnPlaces of `fp` for git's diff of `base` to `current`
+        (False: it never does; True may be wrong, which costs a diff made for nothing): in a
+        text file patch that changes a file both have and upstream changed, a hunk whose
+        reverse-apply without fuzz may be found away from the file's ends (its post-image's
+        lines, one after the other, are in the file), whose removed lines are all in the file
+        (elsewhere's pre-check), whose pre-image assess_file may not find (what the whole-file
+        application, `apply`'s, says of it: found without fuzz, it is there; with fuzz, the
+        lines a hunk removes are), and which has a place in the base file (elsewhere's
+        application there). Asked cheapest first: the whole-file application is made by
+        assess_file anyway (`apply`, a walk's, keeps it for the walk, as it keeps the base's
+        for elsewhere), then the file is searched."""
+        if base is None or current is None or base == current or fp.is_new or \
+                fp.is_delete or fp.binary is not None:
+            return False
+        whole = apply(current, fp, max_fuzz=2).hunks
+        at_base = None
+        for index, hunk in enumerate(fp.hunks):
+            forward = whole[index].status if index < len(whole) else "failed"
+            if forward in ("exact", "offset") or (forward == "fuzz" and b"-" in _kinds(hunk)):
+                continue
+            cut = _fuzzed(ReversedHunk(hunk), 0)
+            if cut is None or cut[3] is not None or b"".join(cut[1]) not in current or \
+                    not _removed_lines_in(hunk, current):
+                continue
+            if at_base is None:
+                at_base = apply(base, fp, max_fuzz=2).hunks
+            if index < len(at_base) and at_base[index].status in ("exact", "offset"):
+                return True
+        return False
 
     def elsewhere(self, index: int, hunk, found: HunkOutcome) -> str | None:
         """The own place's lines in the target ("lines N-M") when the reverse-apply `found`
@@ -323,9 +392,7 @@ class OwnPlaces:
         # A line the hunk removes that is nowhere in the target is not at its own place
         # either: the rule below cannot hold, and a true landing (its old lines gone) is
         # answered without git's diff of the file (a process per landed file of a rebase).
-        pre_kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]
-        if any(kind == b"-" and not _has_line(self._current, line)
-               for kind, line in zip(pre_kinds, hunk.old_lines())):
+        if not _removed_lines_in(hunk, self._current):
             return None
         cut = _fuzzed(ReversedHunk(hunk), 0)
         if cut is None or cut[3] is not None:
@@ -339,7 +406,7 @@ class OwnPlaces:
         if start is None:
             return None
         if self._blocks is None:
-            self._blocks = changed_blocks(self._base, self._current)
+            self._blocks = self._places.blocks(self._base, self._current)
         if self._blocks is None:
             return None
         kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]  # the pre-image
@@ -392,6 +459,13 @@ class OwnPlaces:
         return lo, max(hi, lo), kept
 
 
+def _removed_lines_in(hunk, text: bytes) -> bool:
+    """Whether every line `hunk` removes is a line of `text`."""
+    pre_kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]
+    return all(kind != b"-" or _has_line(text, line)
+               for kind, line in zip(pre_kinds, hunk.old_lines()))
+
+
 def _has_line(text: bytes, line: bytes) -> bool:
     """Whether `line` (as the file has it: with its newline, but the last line of a file that
     has none) is a whole line of `text`."""
@@ -401,9 +475,12 @@ def _has_line(text: bytes, line: bytes) -> bool:
 
 
 def assess_file(fp, base: bytes | None, current: bytes | None, *,
-                apply=apply_file_patch, merges: list | None = None) -> FileVerdict:
+                apply=apply_file_patch, merges: list | None = None,
+                places: PlaceDiffs | None = None) -> FileVerdict:
     """Judge every hunk of one file patch against the target's current content. `apply` is
     apply_file_patch, or a walk's remembered applications (apply.hunks.PatchApplications).
+    `places`: where the hunks' own places' diffs come from (PlaceDiffs: a walk's, made
+    together; none: a process of its own).
     `merges`: a list the git merge this may need is added to, started (store.diff.FileMerge),
     for `_finish_merges` to end, instead of run and waited for here: assess_patch runs a
     patch's merges side by side."""
@@ -448,7 +525,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
 
     whole = verdict.applied.hunks
     placed = False  # whether the whole-file application has placed a hunk before this one
-    own = OwnPlaces(fp, base, current, apply)
+    own = OwnPlaces(fp, base, current, apply, places)
     for index, hunk in enumerate(fp.hunks):
         if index < len(whole) and (whole[index].status == "exact" or not placed):
             # Exact in the whole-file application means exact on its own too (found at its
@@ -612,13 +689,15 @@ NOT_AT_BASE = ("is not in the base either (nor made by an earlier patch): the pa
 
 
 def assess_patch(name: str, patch: PatchFile, *, read_base, read_current, exists_in_target,
-                 find_rename, apply=apply_file_patch) -> PatchVerdict:
+                 find_rename, apply=apply_file_patch,
+                 places: PlaceDiffs | None = None) -> PatchVerdict:
     """Judge one patch against the target.
 
     read_base(path) -> bytes|None: the file at the patch's base; read_current(path): the file in
     the target with the earlier patches of the series applied; exists_in_target(path) -> bool;
     find_rename(path) -> new path | None (rename detection between base and target); apply:
-    how a whole file patch is applied (see assess_file).
+    how a whole file patch is applied, places: where own places' diffs come from (see
+    assess_file).
     """
     files: list[FileVerdict] = []
     renames: dict[str, str] = {}
@@ -654,7 +733,8 @@ def assess_patch(name: str, patch: PatchFile, *, read_base, read_current, exists
                 verdict = assess_binary_file(fp, read_current(target_path))
             else:
                 verdict = assess_file(fp, read_base(path) if not fp.is_new else None,
-                                      read_current(target_path), apply=apply, merges=merges)
+                                      read_current(target_path), apply=apply, merges=merges,
+                                      places=places)
                 if len(merges) >= MERGES_AT_ONCE:
                     _finish_merges(merges)
             verdict.path = path

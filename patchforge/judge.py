@@ -18,7 +18,8 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, apply_fi
                                     repeated_places)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
-from patchforge.detect import NOT_AT_BASE, PatchVerdict, assess_patch, created_identically
+from patchforge.detect import (NOT_AT_BASE, PatchVerdict, PlaceDiffs, assess_patch,
+                               created_identically)
 from patchforge.errors import StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_git_diff, combine,
                                 combine_series, judge_history, may_reverse, patch_blocks,
@@ -268,6 +269,34 @@ class SeriesJudge:
         self._unread: list = []  # their patches whose diffs are not started yet (_start_reads)
         self._old_done: dict[str, int] = {}
         self._old_passed = 0
+        # The walk's patches in order (prefetch, reading_ahead) and where in it the patch being
+        # judged is: landed detection's own-place diffs (PlaceDiffs) are made for the files
+        # of the rest of the walk together, one git process instead of one per file.
+        self._walk: list = []
+        self._walk_at = 0
+        self.places = PlaceDiffs(self._met_ahead, self.applications)
+
+    def _met_ahead(self):
+        """(file patch, base file, the file it meets) of each text file patch of the walk
+        from the patch being judged on, the files as the walk has them now (PlaceDiffs)."""
+        if self.target.commit == self.target.base_commit:
+            return []  # every file as the patch found it: nothing can have landed
+        rest = [fp for _, patch in self._walk[self._walk_at:] for fp in patch.file_patches
+                if not (fp.is_new or fp.is_delete or fp.binary is not None)]
+        paths = list(dict.fromkeys(fp.source_path for fp in rest))
+        # Read together (the walk reads them anyway, the store keeps them).
+        unread = [path for path in paths if path not in self.current and path not in self._read]
+        try:
+            bases = self.store.read_blobs(self.target.base_commit, paths,
+                                          fetch_together=not self.fetched)
+            if unread:
+                self._read.update(self.store.read_blobs(self.read_commit, unread,
+                                                        fetch_together=not self.fetched))
+        except StoreError:
+            # Said when the walk reaches the file that cannot be read (a stop before it, and
+            # it never is): the diffs are made as they are asked for meanwhile.
+            return []
+        return [(fp, bases[fp.source_path], self.read_current(fp.source_path)) for fp in rest]
 
     def prefetch(self, patches) -> None:
         """Ask for every file the patches touch, on the base, on the old series' side (the same
@@ -275,6 +304,7 @@ class SeriesJudge:
         them (the store keeps them): git reads them, one pipelined cat-file exchange, while
         the walk judges the first patches, instead of one round per file and patch. A partial
         store's missing files are fetched first, with one check for all of them."""
+        self._walk, self._walk_at = list(patches), 0
         paths = list(dict.fromkeys(p for _, patch in patches for p in patch.paths))
         if paths:
             revs = list(dict.fromkeys([self.target.base_commit, self.old_commit,
@@ -288,6 +318,7 @@ class SeriesJudge:
         fetched first, then their contents are read on a second thread, a few patches at a
         time in series order, while this one judges (each file the walk reaches is then there,
         or read by the walk itself). A context manager: the reading ends with the block."""
+        self._walk, self._walk_at = list(patches), 0
         paths = list(dict.fromkeys(p for _, patch in patches for p in patch.paths))
         revs = list(dict.fromkeys([self.target.base_commit, self.old_commit, self.read_commit]))
         if paths and not self.fetched:
@@ -366,10 +397,13 @@ class SeriesJudge:
         else:
             def read_base(path):
                 return self.store.read_blob(base, path)
+        # The walk goes on from this patch (one the walk does not hold leaves it where it is).
+        self._walk_at = next((k for k in range(self._walk_at, len(self._walk))
+                              if self._walk[k][1] is patch), self._walk_at)
         return assess_patch(
             name, patch, read_base=read_base,
             read_current=self.read_current, exists_in_target=self.exists,
-            find_rename=self.find_rename, apply=self.applications)
+            find_rename=self.find_rename, apply=self.applications, places=self.places)
 
     def with_history(self, name: str, patch, verdict):
         """`verdict` (content_verdict's) with the history's word when it is undecided

@@ -308,3 +308,39 @@ def test_a_line_the_patch_adds_that_neither_file_has_is_what_the_line_sets_find(
             said += 1
         ruled_out += cannot
     assert said > 150 and said >= ruled_out * 9 // 10, (said, ruled_out)
+
+
+def test_own_place_blocks_of_many_files_from_one_git_diff_are_each_files_own(tmp_path):
+    """store.diff.changed_blocks diffs several (base, target) pairs in one git process: each
+    pair's blocks are what `git diff --no-index -U0` of those two files alone gives (a changed
+    line, a pure addition, a pure removal, no change, a file git takes for binary)."""
+    import re
+    import subprocess
+
+    from patchforge.store.diff import changed_blocks
+
+    lines = [b"line %d\n" % i for i in range(40)]
+    pairs = [(BASE, FIXED),
+             (b"".join(lines), b"".join(lines[:5] + [b"new\n", b"new too\n"] + lines[5:])),
+             (b"".join(lines), b"".join(lines[:10] + lines[13:30] + [b"x\n"] + lines[31:])),
+             (BASE, BASE),
+             (b"a\0b\n", b"a\0c\n")]
+
+    def git_blocks(old: bytes, new: bytes):
+        (tmp_path / "old").write_bytes(old)
+        (tmp_path / "new").write_bytes(new)
+        out = subprocess.run(["git", "diff", "--no-index", "-U0", "--diff-algorithm=myers",
+                              "--indent-heuristic", "old", "new"], cwd=tmp_path,
+                             capture_output=True).stdout
+        if b"Binary files" in out:
+            return None
+        blocks = []
+        for a, b, c, d in re.findall(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", out, re.M):
+            old_count, new_count = int(b or 1), int(d or 1)
+            old_start = int(a) - (1 if old_count else 0)
+            new_start = int(c) - (1 if new_count else 0)
+            blocks.append((old_start, old_start + old_count, new_start, new_start + new_count))
+        return blocks
+
+    assert changed_blocks(pairs) == [git_blocks(old, new) for old, new in pairs]
+    assert changed_blocks(pairs[1:2]) == changed_blocks(pairs)[1:2]

@@ -176,3 +176,53 @@ def test_a_skipped_fix_made_upstream_only_in_the_other_copy_is_not_kept_as_lande
     assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
     assert rc == 3, out + err  # stopped on the conflict in k.py: resolved by hand
     assert "k.py" in err, err
+
+
+def git_diffs_run(trace) -> int:
+    """The `git diff --no-index` processes (landed detection's own-place diffs among them) in
+    GIT_TRACE's file `trace`."""
+    return sum("trace: built-in: git diff --no-index" in line
+               for line in trace.read_text().splitlines()) if trace.exists() else 0
+
+
+def test_the_own_places_of_a_walks_landed_files_are_one_git_diff(tmp_path, monkeypatch):
+    """Four fixes, each adding a line to its own file, all landed upstream below 30 new lines:
+    each landing's own place needs git's diff of its file (a pure addition has no old line
+    whose absence answers it), and status and rebase make those diffs in one git process, not
+    one per file. The fourth fix comes after a fix that moves and changes its file: it meets
+    the file as the walk changed it, whose diff is made when it is asked for. The verdicts
+    are the same: landed, high, dropped."""
+    names = ["a", "b", "c", "d"]
+    v1 = {f"{n}.py": k_py(PADS, block(f"quant_{n}")) for n in names}
+    v1["d.py"] = k_py(PADS, SETUP, block("quant_d"))
+    stack = OneUpstreamStack(tmp_path, v1)
+    for n in names[:3]:
+        stack.add_fix(f"fix-{n}", f"{n}.py", v1[f"{n}.py"],
+                      k_py(PADS, fixed_block(f"quant_{n}", "addition")))
+    limit = edit(SETUP, b"    limit = 16\n", b"    limit = 64\n")
+    stack.add_fix("limit", "d.py", v1["d.py"], k_py(PADS, limit, block("quant_d")))
+    stack.add_fix("fix-d", "d.py", k_py(PADS, limit, block("quant_d")),
+                  k_py(PADS, limit, fixed_block("quant_d", "addition")))
+    top = [b"# generated\n"] * 30
+    v2 = {f"{n}.py": k_py(top, PADS, fixed_block(f"quant_{n}", "addition"))
+          for n in names[:3]}
+    v2["d.py"] = k_py(top, PADS, SETUP, fixed_block("quant_d", "addition"))
+    stack.commit(v2, "nan_to_num in every quant (#9)", tag="v2")
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    said = {p["name"]: (p["state"], p["confidence"], p["rebase"]) for p in status["patches"]}
+    assert said == {**{f"fix-{n}.patch": ("upstreamed", "high", "drop") for n in names},
+                    "limit.patch": ("offset", None, "move")}, said
+    # The walk's one diff of the four files, one of d.py as limit left it; and one for each
+    # landed patch judged again at the commit that landed it (landed_in).
+    assert git_diffs_run(trace) == 2 + 4
+    trace.unlink()
+    summary = stack.rebase_json("--to", "up=v2")
+    assert [p["action"] for p in summary["patches"]] == \
+        ["dropped"] * 3 + ["offset", "dropped"], summary["patches"]
+    # The same two, limit's new diff, and landed_in's one judgement again (fix-d's: the
+    # others met their files as upstream has them).
+    assert git_diffs_run(trace) == 2 + 1 + 1
+    monkeypatch.delenv("GIT_TRACE")
+    assert stack.series("up") == ["limit.patch"]

@@ -464,14 +464,22 @@ def new_runs_are_in_ours(base: bytes, ours: bytes, theirs: bytes) -> bool:
 _HUNK_HEADER = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
-def changed_blocks(old: bytes, new: bytes) -> list[tuple[int, int, int, int]] | None:
-    """Where git's diff of `old` to `new` (text; DIFF_OPTIONS) changes lines: each run of
-    removed and added lines as (old start, old end, new start, new end), 0-based, end
-    excluded, in order; every line outside them is the same line in both files, shifted by the
-    blocks before it. One git process. None when git takes either side for binary."""
-    if old == new:
-        return []
-    hunks = _GitHunks([(old, new)]).result()[0]
+def changed_blocks(pairs: list[tuple[bytes, bytes]]
+                   ) -> list[list[tuple[int, int, int, int]] | None]:
+    """Where git's diff of `old` to `new` (text; DIFF_OPTIONS) changes lines, for each (old,
+    new) of `pairs`: each run of removed and added lines as (old start, old end, new start,
+    new end), 0-based, end excluded, in order; every line outside them is the same line in
+    both files, shifted by the blocks before it. None when git takes either side for binary.
+    One git process for all the pairs: git diffs each pair on its own (files named by the
+    pair's number, renames off), so a pair's blocks are the same whichever pairs it is asked
+    with."""
+    texts = _GitHunks(list(pairs)).result()
+    return [[] if old == new else _blocks_of_hunks(text)
+            for (old, new), text in zip(pairs, texts)]
+
+
+def _blocks_of_hunks(hunks: bytes) -> list[tuple[int, int, int, int]] | None:
+    """changed_blocks of one pair from its hunks as _GitHunks gives them."""
     if not hunks.startswith(b"@@"):
         return None
     blocks: list[tuple[int, int, int, int]] = []
