@@ -3,7 +3,7 @@
 
     python3 benchmarks/status_speed.py [--repo DIR] [--branch zxe/fused_dispatch_gemm1_gfx1250]
         [--targets v0.1.18,v0.1.20,main] [--runs 5] [--other DIR]
-        [--long] [--long-branch refs/tags/archive/felix/mla_debug_dsread]
+        [--long] [--long-branch refs/tags/archive/felix/mla_debug_dsread] [--by-name]
 
 The series is the real 93-patch AITER work branch benchmarks/stops.py builds (cached under
 `<bench>/aiter-stops-*`, built on first use): a patchforge project whose `git` upstream is the
@@ -18,6 +18,10 @@ branch holds 2,830 commits; no branch of it left earlier than 1,341 commits befo
 a 67-commit branch of the history main had before it was rewritten (same trees, other commit
 ids), replayed the same way onto the main commit with the tree it left from, 2.5k commits
 before main's tip, and asked against main.
+
+patchforge is given the target's commit id (the store answers it without asking the remote);
+with `--by-name` it is given the target as named (`v0.1.18`, `main`): a branch is fetched again
+and a tag is checked against the remote (one `git ls-remote --tags`), as a user naming it meets.
 
 Each is run --runs times, alternating, after one untimed run of each (the store has the target's
 history, the page cache is warm); the table gives the median wall-clock time, the median CPU
@@ -73,7 +77,7 @@ def measure(args, work: Path, targets: list[str]) -> list[dict]:
         behind = git(args.repo, "rev-list", "--count",
                      f"{info['base']}..{commit}").decode().strip()
         pf_argv = [sys.executable, "-m", "patchforge", "--root", str(project), "status",
-                   "--against", commit, "--json"]
+                   "--against", target if args.by_name else commit, "--json"]
         git_argv = ["git", "cherry", commit, info["tip"], info["base"]]
         walls: dict[str, list[float]] = {label: [] for label, _ in codes + [("git", None)]}
         cpus: dict[str, list[float]] = {label: [] for label in walls}
@@ -123,6 +127,9 @@ def main(argv=None) -> int:
     parser.add_argument("--long", action="store_true",
                         help="add the series of --long-branch against main (2.5k commits)")
     parser.add_argument("--long-branch", default="refs/tags/archive/felix/mla_debug_dsread")
+    parser.add_argument("--by-name", action="store_true",
+                        help="give patchforge the targets as named (a tag is checked against "
+                             "the remote), not their commit ids")
     args = parser.parse_args(argv)
     if args.repo is None:
         parser.error("--repo DIR (a clone of github.com/ROCm/aiter) or PATCHFORGE_BENCH_AITER")

@@ -60,8 +60,8 @@ class StoreResolver(Protocol):
         """A wheel version -> (commit, tree) of its deterministic import."""
 
     # Optional: known_tag(upstream, name) -> the commit of a tag already in the store, or
-    # None, without contacting anything; ancestor(upstream, commit, "^~2") -> the commit
-    # git's ancestry suffixes name from `commit`.
+    # None, without contacting anything (which spelling of a version to try first);
+    # ancestor(upstream, commit, "^~2") -> the commit git's ancestry suffixes name from `commit`.
 
 
 class ImageResolver(Protocol):
@@ -308,13 +308,11 @@ class _Resolution:
             self.attempts.append(f"{commit}{ancestry}: found commit {found}")
         return found
 
-    def known_tag(self, value: str) -> str | None:
-        """A tag the store already has (tags do not move), asked of nobody else."""
+    def known_tag(self, value: str) -> bool:
+        """Whether the store already has tag `value` (from an earlier fetch), asked of nobody
+        else: which of a version's spellings to try first."""
         known = getattr(self.store, "known_tag", None)
-        commit = known(self.upstream, value) if known is not None else None
-        if commit is not None:
-            self.attempts.append(f"tag {value}: found commit {commit} (already fetched)")
-        return commit
+        return known is not None and known(self.upstream, value) is not None
 
     def wheel(self, version: str) -> tuple[str, str] | None:
         imported = self._asked(f"version {version}", self.store.import_version, version)
@@ -414,12 +412,13 @@ def resolve_target(spec: str, upstream_config: Any, *, store_resolver: StoreReso
                                 f"no version (labels tried: {', '.join(version_keys)})")
     elif kind is SpecKind.version and hint is None:
         # A release version of a git upstream: its tag, with or without the customary "v". A
-        # tag fetched before settles it without the network (asking the remote about "0.33.0"
-        # first, when the tag is "v0.33.0", cost a round trip on every status and rebase).
+        # tag fetched before is asked first (asking the remote about "0.33.0" first, when the
+        # tag is "v0.33.0", cost a failed fetch on every status and rebase); the store checks
+        # it against the remote itself (a re-spun release moves its tag).
         assert version is not None, "set from the SPEC above"
         candidates = list(dict.fromkeys([spec, f"v{version}", version]))
-        commit = next(filter(None, (res.known_tag(c) for c in candidates)), None)
-        for candidate in candidates if commit is None else ():
+        known = [c for c in candidates if res.known_tag(c)]
+        for candidate in dict.fromkeys(known + candidates):
             commit = res.commitish("tag", candidate)
             if commit:
                 break

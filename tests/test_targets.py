@@ -184,15 +184,18 @@ def test_release_version_on_a_git_upstream_tries_its_tags():
     assert target.attempts[0].startswith("tag 0.33.0: unknown revision")
 
 
-def test_release_version_with_its_tag_already_fetched_asks_no_remote():
+def test_release_version_with_its_tag_already_fetched_asks_that_tag_first():
+    """The spelling the store already has is the one asked (the store checks a known tag with
+    one ls-remote of it: a re-spun release moves its tag), not "0.33.0" first, which cost a
+    failed fetch on every status and rebase when the tag is "v0.33.0"."""
     class KnowsTags(FakeStore):
         def known_tag(self, upstream: str, name: str) -> str | None:
             return {"v0.33.0": SHA}.get(name)
 
     store = KnowsTags({"v0.33.0": SHA})
     target = resolve_target("0.33.0", VLLM_GIT, store_resolver=store)
-    assert target.commit == SHA and store.asked == []
-    assert target.attempts == [f"tag v0.33.0: found commit {SHA} (already fetched)"]
+    assert target.commit == SHA and store.asked == ["v0.33.0"]
+    assert target.attempts == [f"tag v0.33.0: found commit {SHA}"]
     # Not fetched yet: the remote is asked, as before.
     store = KnowsTags({"0.34.0": "b" * 40})
     assert resolve_target("0.34.0", VLLM_GIT, store_resolver=store).commit == "b" * 40

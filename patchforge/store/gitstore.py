@@ -1,8 +1,8 @@
 """The one git object store in the cache that holds all upstream content (`<cache>/store.git`).
 
 It owns: the cache location, reading blobs by revision (through store/catfile.py), blob-less
-partial fetches of git upstreams, commits made without a checkout, rename detection, ancestry,
-patch-ids and logs, and the refs below. The rest of the git layer, by concern: store/git.py (the
+partial fetches of git upstreams (and what a remote's refs name, asked without a fetch), commits
+made without a checkout, rename detection, ancestry, patch-ids and logs, and the refs below. The rest of the git layer, by concern: store/git.py (the
 environment of every git process), store/diff.py (diffs and 3-way file merges made by git),
 store/imports.py (wheel and directory imports), store/rangediff.py (range-diffs).
 
@@ -251,6 +251,8 @@ class UpstreamStore:
         self.progress: TransferProgress | None = None
         self._write_lock = threading.RLock()  # see writing()
         self._writers = 0  # depth of the holding thread's hold on the store's write lock
+        # remote_tag's answers, (url, tag) -> commit or None: a remote asked once per command.
+        self._remote_tags: dict[tuple[str, str], str | None] = {}
 
     @contextlib.contextmanager
     def writing(self):
@@ -1008,6 +1010,38 @@ class UpstreamStore:
                         what=f"listing refs of {url}", network=True)
         return sorted(line.split("\t", 1)[1] for line in out.splitlines()
                       if "\t" in line and not line.endswith("^{}"))
+
+    def remote_tag(self, url: str, tag: str, *, what: str) -> str | None:
+        """The commit the remote at `url` names by tag `tag` now (an annotated tag peeled),
+        None when it has no such tag: one `git ls-remote --tags` and nothing fetched.
+
+        `--tags` makes protocol v2 send the prefix `refs/tags/`, so the server lists its tags
+        alone (AITER: 180 of them beside 900 branches); git sends no narrower prefix for a
+        pattern, which it matches against the end of a name, so the one tag is picked out
+        here. Asked once per store object (one command): another resolution of the same tag
+        gets the first answer. The URL is used as given (no remote configured, no write lock):
+        a read-only cache is checked too."""
+        key = (url, tag)
+        if key in self._remote_tags:
+            return self._remote_tags[key]
+        try:
+            check_git_url(url)
+        except ValueError as exc:
+            raise StoreError(str(exc)) from None
+        if is_local_git_url(url) and "://" not in url:
+            url = str(Path(url).resolve())
+        ref = f"refs/tags/{tag}"
+        out = self._out("-c", "protocol.version=2", "ls-remote", "--tags", "--", url, ref,
+                        f"{ref}^{{}}", what=what, network=True)
+        named: dict[str, str] = {}
+        for line in out.splitlines():
+            oid, _, name = line.partition("\t")
+            named[name] = oid
+        # The peeled line (`^{}`) is the commit of an annotated tag; a pattern also matches
+        # the end of a longer name (`refs/tags/x/refs/tags/v1`): only the very name counts.
+        found = named.get(f"{ref}^{{}}", named.get(ref))
+        self._remote_tags[key] = found
+        return found
 
     def _branches_said(self, upstream: str, url: str, name: str | None = None) -> str:
         """" (its branches: main, release; tags like it: v1.2.0)" for an error naming a ref

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from patchforge import tempfiles
-from patchforge.errors import RefNotFound, StoreError
+from patchforge.errors import RefNotFound, StoreDamaged, StoreError
 from patchforge.model.record import record
 from patchforge.store.gitstore import TransferProgress, UpstreamStore, cache_dir, wheels_dir
 from patchforge.store.giturl import redact, store_namespace
@@ -382,22 +382,37 @@ def fetch_git_upstream(store: UpstreamStore, name: str, url: str, spec: str, *,
     """The commit of `spec` (branch, tag, commit id) of a git upstream, fetching when needed.
 
     A full or abbreviated commit id already in the store is used without contacting the
-    remote; branches and tags are always refreshed unless offline. The store keeps each source
-    under its own namespace (`giturl.store_namespace`: the name and the URL's identity), so
-    another project's upstream of the same name never answers for this one.
+    remote; branches and tags are always refreshed unless offline (a tag already in the store
+    by one `ls-remote` of the remote's tags: `_checked_tag`). Offline, the store answers as last
+    fetched. The store keeps each source under its own namespace (`giturl.store_namespace`:
+    the name and the URL's identity), so another project's upstream of the same name never
+    answers for this one.
 
-    RefNotFound when the source was asked and has no such revision; any other StoreError
-    (offline without it, the network, damage) says nothing about `spec` itself.
+    RefNotFound when the source was asked and has no such revision (a tag it deleted included);
+    any other StoreError (offline without it, the network, damage) says nothing about `spec`
+    itself.
     """
     upstream, name = name, store_namespace(name, url)
     is_id = re.fullmatch(r"[0-9a-fA-F]{7,40}", spec) is not None
     if not is_id and not offline:
-        # A tag already fetched is used as it is: tags name releases and nightlies and do not
-        # move (git fetch does not clobber a known tag either), so asking the remote again on
-        # every status/rebase only costs a fetch. Branches move: they are always refreshed.
+        # A tag already fetched is not fetched again, but it is not trusted either: a re-spun
+        # release (`git tag -f`) or a `nightly` tag that CI re-points moves, and the store's
+        # copy, shared by every project of the cache, would name the first fetch's commit
+        # forever. One ls-remote of the remote's tags (milliseconds on a local mirror, a round
+        # trip to a server: docs/performance.md) says whether it still names the stored commit;
+        # only a moved tag is fetched.
         tag = store.read_ref(f"refs/patchforge/remotes/{name}/tags/{spec}")
         if tag is not None:
-            return tag
+            now = _checked_tag(store, upstream, name, url, spec, tag)
+            if now is not None:
+                return now
+            # Deleted upstream: a branch of that name is fetched as any branch; without one,
+            # the error says what the store still has.
+            try:
+                store.fetch_git(name, url, [f"refs/heads/{spec}"])
+            except RefNotFound:
+                raise _tag_gone(upstream, url, spec, tag) from None
+            return store.resolve_in(name, f"refs/heads/{spec}")
     if is_id or offline:
         try:
             return store.resolve_in(name, spec)
@@ -424,6 +439,51 @@ def fetch_git_upstream(store: UpstreamStore, name: str, url: str, spec: str, *,
                           f"{redact(url)}",
                           hint="check the lock or the SPEC against the upstream's history"
                           ) from None
+
+
+def _checked_tag(store: UpstreamStore, upstream: str, name: str, url: str, tag: str,
+                 stored: str) -> str | None:
+    """The commit tag `tag` names upstream now, the store's copy (`stored`) moved there when
+    the remote re-pointed it; None when the remote no longer has the tag.
+
+    A moved tag is said on stderr (old and new commits) and fetched: the command goes on with
+    the commit the tag names now, as a first fetch would have."""
+    where = redact(url)
+    try:
+        now = store.remote_tag(url, tag, what=f"asking {where} for tag {tag}")
+    except StoreDamaged:
+        raise
+    except StoreError as exc:
+        raise StoreError(f"{upstream}: tag {tag!r} could not be checked against {where} "
+                         f"({exc.message}); with --offline the store answers as last fetched "
+                         f"(tag {tag} at {stored[:12]})", hint=exc.hint) from None
+    if now is None:
+        return None
+    if now == stored:
+        return stored
+    store.fetch_git(name, url, [f"refs/tags/{tag}"])
+    moved = store.read_ref(f"refs/patchforge/remotes/{name}/tags/{tag}")
+    if moved is None:  # deleted between the two questions: as if the first had seen it
+        raise _tag_gone(upstream, url, tag, stored)
+    # Only this rare path loads `logging` (patchforge.logs says why); a warning is shown
+    # without -v.
+    import logging
+
+    logging.getLogger("patchforge.store").warning(
+        "warning: %s: tag %s moved upstream: was %s, now %s", upstream, tag, stored[:12],
+        moved[:12])
+    return moved
+
+
+def _tag_gone(upstream: str, url: str, tag: str, stored: str) -> RefNotFound:
+    """A tag the store has and the upstream no longer has (nor a branch of its name): refused,
+    as a deleted branch is. The stored commit may be gone from the upstream too, and a lock
+    pinning it would then be fetched nowhere else; the way on is in the message, since a
+    SPEC's resolution error lists what each attempt said and gives its own hint."""
+    return RefNotFound(f"{upstream}: {redact(url)} no longer has tag {tag!r}; the store has it "
+                       f"from an earlier fetch, at commit {stored}: name that commit to use it "
+                       "anyway (no branch or tag of the upstream may reach it any more), or run "
+                       "with --offline to answer from the store as last fetched")
 
 
 def _fetch_all_heads(store: UpstreamStore, name: str, url: str, *, tags: bool = False) -> None:

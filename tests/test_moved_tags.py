@@ -1,0 +1,167 @@
+"""A tag the upstream moves (`git tag -f` of a re-spun release, a `nightly` tag CI re-points)
+between two commands: the store's copy, from the first fetch and shared by every project of the
+cache, is checked against the remote (one ls-remote of its tags) and follows it, saying so;
+--offline answers from the store as last fetched; a tag deleted upstream is refused. Real git
+repositories, the command line as a user runs it."""
+from __future__ import annotations
+
+import json
+import shutil
+
+from helpers.cli import run_cli, run_subprocess
+from helpers.git import git
+from helpers.project import OneUpstreamStack, add_git_upstream, make_project
+
+FILES = {"a.py": b"".join(b"line %d\n" % i for i in range(1, 31))}
+FIXED = FILES["a.py"].replace(b"line 5\n", b"line 5 fixed\n")
+
+
+def _stack(tmp_path) -> OneUpstreamStack:
+    s = OneUpstreamStack(tmp_path, FILES)
+    s.add_fix("fix", "a.py", FILES["a.py"], FIXED)
+    return s
+
+
+def _later(s: OneUpstreamStack, n: int) -> str:
+    """A new upstream commit on main, changing a line far from the fix."""
+    text = FILES["a.py"].replace(b"line 25\n", b"line 25 v%d\n" % n)
+    return s.commit({"a.py": text}, f"c{n}")
+
+
+def _fetched_tag(s: OneUpstreamStack, tag: str) -> str:
+    """A new upstream commit tagged `tag`, which the store learns by `status --against TAG`."""
+    first = _later(s, 2)
+    git(s.up, "tag", tag)
+    assert _against(s, tag) == (first, "")
+    return first
+
+
+def _against(s: OneUpstreamStack, spec: str, *flags: str) -> tuple[str, str]:
+    """(the commit `status --against SPEC` judged against, what it said on stderr)."""
+    result = run_cli(s.root, *flags, "status", "--against", spec, "--json")
+    assert result.rc in (0, 1), result.text
+    return json.loads(result.out)["targets"]["up"]["commit"], result.err
+
+
+def test_a_tag_moved_upstream_between_two_commands_is_followed_and_said(tmp_path):
+    s = _stack(tmp_path)
+    first = _fetched_tag(s, "nightly")
+    second = _later(s, 3)
+    git(s.up, "tag", "-f", "nightly")
+    lock = s.lock_bytes()
+
+    # The dry run names the commit the tag names now, and says the tag moved.
+    dry = run_cli(s.root, "rebase", "--to", "nightly", "--dry-run")
+    assert dry.rc == 0, dry.text
+    assert f"nightly ({second[:12]})" in dry.out and first[:12] not in dry.out, dry.out
+    assert f"tag nightly moved upstream: was {first[:12]}, now {second[:12]}" in dry.err, dry.err
+    # status --against agrees with it, and says nothing more: the store follows the tag now.
+    assert _against(s, "nightly") == (second, "")
+    assert s.lock_bytes() == lock  # no pin changed by looking
+
+    rebased = run_cli(s.root, "rebase", "--to", "nightly")
+    assert rebased.rc == 0, rebased.text
+    pin = s.lock()["upstreams"]["up"]
+    assert (pin["commit"], pin["label"]) == (second, "nightly")
+
+
+def test_a_re_spun_annotated_release_tag_is_followed_by_its_version(tmp_path):
+    """`rebase --to 1.0` finds the tag v1.0 (the version's spelling the store knows) and checks
+    it: an annotated tag re-made with `tag -f -a` on another commit is followed; re-made on the
+    same commit (another tag object) it is no move at all."""
+    s = _stack(tmp_path)
+    first = _later(s, 2)
+    git(s.up, "tag", "-a", "-m", "release 1.0", "v1.0")
+    assert _against(s, "1.0") == (first, "")
+    git(s.up, "tag", "-f", "-a", "-m", "release 1.0, again", "v1.0")
+    assert _against(s, "1.0") == (first, "")  # a new tag object, the same commit: no move
+    second = _later(s, 3)
+    git(s.up, "tag", "-f", "-a", "-m", "release 1.0, re-spun", "v1.0")
+    commit, said = _against(s, "1.0")
+    assert commit == second
+    assert f"tag v1.0 moved upstream: was {first[:12]}, now {second[:12]}" in said, said
+    rebased = run_cli(s.root, "rebase", "--to", "1.0")
+    assert rebased.rc == 0 and s.lock()["upstreams"]["up"]["commit"] == second, rebased.text
+
+
+def test_two_projects_sharing_a_cache_both_see_where_the_tag_is_now(tmp_path):
+    """The store is shared by every project of the cache (PATCHFORGE_CACHE): one project's first
+    fetch of a tag no longer answers for the others once the upstream moves it."""
+    s = _stack(tmp_path / "one")
+    other = make_project(tmp_path / "two" / "project")
+    add_git_upstream(other, "up", s.up, "v1")
+    first = _fetched_tag(s, "nightly")
+    second = _later(s, 3)
+    git(s.up, "tag", "-f", "nightly")
+
+    # A process of its own, as a user runs it (no -v: the warning is shown all the same).
+    said = run_subprocess(other, "rebase", "--to", "nightly", expect=0).stderr.decode()
+    assert f"tag nightly moved upstream: was {first[:12]}, now {second[:12]}" in said, said
+    assert (tmp_path / "two" / "project" / "upstream.lock").read_text().count(second) == 1
+    # The first project, whose last look said `first`, is answered with the tag's commit now.
+    rebased = run_cli(s.root, "rebase", "--to", "nightly")
+    assert rebased.rc == 0, rebased.text
+    assert s.lock()["upstreams"]["up"]["commit"] == second
+
+
+def test_offline_answers_from_the_store_as_last_fetched(tmp_path):
+    s = _stack(tmp_path)
+    first = _fetched_tag(s, "nightly")
+    _later(s, 3)
+    git(s.up, "tag", "-f", "nightly")
+    # No remote is asked offline: with the upstream gone the answer is the store's, unsaid.
+    shutil.move(s.up, tmp_path / "away")
+    assert _against(s, "nightly", "--offline") == (first, "")
+    dry = run_cli(s.root, "--offline", "rebase", "--to", "nightly", "--dry-run")
+    assert dry.rc == 0 and f"nightly ({first[:12]})" in dry.out, dry.text
+    # Online, a remote that cannot be reached says so, and that --offline answers.
+    refused = run_cli(s.root, "status", "--against", "nightly")
+    assert refused.rc == 2, refused.text
+    assert "tag 'nightly' could not be checked against" in refused.err, refused.err
+    assert "with --offline the store answers as last fetched" in refused.err, refused.err
+
+
+def test_a_tag_deleted_upstream_is_refused_naming_the_commit_the_store_has(tmp_path):
+    s = _stack(tmp_path)
+    first = _fetched_tag(s, "nightly")
+    git(s.up, "tag", "-d", "nightly")
+    before = s.snapshot()
+    for args in (("status", "--against", "nightly"), ("rebase", "--to", "nightly")):
+        refused = run_cli(s.root, *args)
+        assert refused.rc == 2, refused.text
+        assert "no longer has tag 'nightly'" in refused.err, refused.err
+        assert first in refused.err and "--offline" in refused.err, refused.err
+    assert s.snapshot() == before
+    # Offline the store still answers; naming the commit is the way to keep using it.
+    assert _against(s, "nightly", "--offline")[0] == first
+    assert _against(s, first[:12])[0] == first
+
+
+def test_a_tag_deleted_upstream_for_a_branch_of_its_name_is_that_branch(tmp_path):
+    s = _stack(tmp_path)
+    first = _fetched_tag(s, "release")
+    git(s.up, "tag", "-d", "release")
+    second = _later(s, 3)
+    git(s.up, "branch", "release")
+    assert _against(s, "release") == (second, "")
+
+
+def test_a_followed_tag_that_moved_is_where_pr_drafts_onto(tmp_path):
+    """`follow = "<tag>"` (a stable tag a release process re-points) is read by `pr` (and
+    `bump`) through the same resolution: the draft goes onto the commit the tag names now."""
+    s = _stack(tmp_path)
+    config = s.root / "patchforge.toml"
+    config.write_text(config.read_text().replace("[upstreams.up]\n",
+                                                  '[upstreams.up]\nfollow = "stable"\n'))
+    assert 'follow = "stable"' in config.read_text()
+    first = _later(s, 2)
+    git(s.up, "tag", "stable")
+    _later(s, 8)  # main moves on: the draft is onto the tag, not the default branch
+    drafted = run_cli(s.root, "pr", "fix", "--json")
+    assert drafted.rc == 0 and json.loads(drafted.out)["onto"]["commit"] == first, drafted.text
+    second = _later(s, 3)
+    git(s.up, "tag", "-f", "stable")
+    _later(s, 9)
+    drafted = run_cli(s.root, "pr", "fix", "--json")
+    assert drafted.rc == 0 and json.loads(drafted.out)["onto"]["commit"] == second, drafted.text
+    assert f"tag stable moved upstream: was {first[:12]}, now {second[:12]}" in drafted.err
