@@ -27,10 +27,11 @@ gone and before which it was not, and after which no later commit has it back, t
 It is a revert when its message names the landing (`This reverts commit X` for a commit of
 the landing, or for the merge that brought it; or, in a message that says it reverts, the
 landing's pull request `#N`), or its change to the fix's files is the exact reverse of the
-landing commit's. Otherwise it took the change out as part of other work: said as a note,
-never an error. A revision that does not contain the landing commit at all (the pin rolled
-back to before it, say from a bad nightly) needs attention as a revert does: the series
-carried the fix at such revisions, and nothing upstream stands for it there.
+landing commit's. Otherwise it took the change out as part of other work. A revision that
+does not contain the landing commit at all (the pin rolled back to before it, say from a bad
+nightly) is said as such. Each needs attention: the files hold the fix's pre-image again
+exactly, the state a revert leaves, so the deployment runs without the fix whatever the
+commit says of itself; a person decides between `bring-back` and `delete` of the kept fix.
 
 Nothing is cached across revisions: each command asks about the revision it has, so a pin
 rolled back past the revert finds the change there again and says nothing. A project with
@@ -71,8 +72,8 @@ class LandingGone:
     reverse, took it out), `removed` (a commit took it out as part of other work),
     `before-landing` (the revision does not contain the landing commit: a pin rolled back to
     before it), `unexplained` (no landing commit recorded, or no commit found that took it
-    out). `reverted` and `before-landing` need attention (exit 1): the fix is certainly
-    missing there, and nothing upstream replaced it."""
+    out). Each needs attention (exit 1): the revision's files hold the fix's pre-image again,
+    so the fix is missing there whoever took it out."""
 
     upstream: str
     name: str
@@ -88,10 +89,12 @@ class LandingGone:
 
     @property
     def needs_attention(self) -> bool:
-        """The fix is in no overlay and nothing upstream stands for it: a revert, or a
-        revision from before the landing (a nightly rolled back to), where the series carried
-        the fix as it is. `removed` and `unexplained` may be upstream's own doing: a note."""
-        return self.kind in ("reverted", "before-landing")
+        """Always: the fix is in no overlay and the revision's files hold its pre-image again,
+        exactly, so a deployment of it runs the code the fix was written against, whatever
+        the commit that took the change out says of itself. `removed` (other work) and
+        `unexplained` differ from a revert in the attribution only; that upstream replaced
+        the fix with something else is for a person to say (`delete` the kept fix)."""
+        return True
 
     def message(self) -> str:
         fix = f"{self.upstream}/{self.name}"
@@ -104,7 +107,8 @@ class LandingGone:
             return (f"fix {fix} {landed} is not in this revision ({self.detail}), and in no "
                     f"overlay: `patchforge bring-back {fix}` puts it back in the series")
         return f"fix {fix} {landed} is no longer upstream: {self.detail}; " \
-            f"`patchforge bring-back {fix}` puts it back in the series if it is still needed"
+            f"`patchforge bring-back {fix}` puts it back in the series; `patchforge delete " \
+            f"{fix}` keeps it under deleted/ if upstream's other work replaced it"
 
     def to_json(self) -> dict:
         return {"upstream": self.upstream, "name": self.name, "path": self.path,

@@ -5,6 +5,7 @@ a revert from other work. Each case is real git history made here: the reverts t
 exit 1, lint error, the rebase's summary) and the changes that are no revert (exit 0)."""
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -76,17 +77,25 @@ def _brought_back(stack, name: str, line: bytes) -> None:
 
 def _silent(stack, target: str) -> dict:
     """Nothing called reverted at TARGET: status --against, the rebase onto it, status and
-    lint all exit 0 (a quiet note allowed). The status document at TARGET."""
-    document = stack.json("status", "--against", target)
+    lint never say "reverted". A change taken out by other work (`gone_upstream`: the fix's
+    pre-image back exactly, in no overlay) needs attention: each exits 1 (lint with an error
+    for the kept fix) and says it as taken out; with nothing taken out, all exit 0. The status
+    document at TARGET."""
+    _, out, _ = stack.cli("status", "--against", target, expect=None)
+    document = json.loads(stack.cli("status", "--against", target, "--json", expect=None)[1])
     assert validation_errors(document, "status") == []
     assert document["reverted"] == [], document["reverted"]
+    taken_out = bool(document["gone_upstream"])
+    code = 1 if taken_out else 0
+    assert document["needs_attention"] is taken_out
     _, out, err = stack.cli("rebase", "--to", target)
     assert "reverted" not in out + err, out + err
-    _, out, err = stack.cli("status")
+    assert ("taken out upstream (needs attention)" in out + err) is taken_out, out + err
+    _, out, err = stack.cli("status", expect=code)
     assert "reverted" not in out + err, out + err
-    lint = stack.json("lint")
-    assert not [f for f in lint["findings"] if f["patch"] == "up/upstreamed/fa.patch"
-                and f["severity"] == "error"], lint
+    lint = json.loads(stack.cli("lint", "--json", expect=code)[1])
+    assert bool([f for f in lint["findings"] if f["patch"] == "up/upstreamed/fa.patch"
+                 and f["severity"] == "error"]) is taken_out, lint
     return document
 
 
@@ -149,7 +158,9 @@ def test_a_pin_rolled_back_follows_the_pin_not_what_was_said_before(tmp_path):
 def test_lines_a_fix_added_dropped_as_part_of_other_work_are_no_revert(tmp_path):
     """(b) A fix that only adds lines (a guard); upstream later drops them in a rework of the
     module (other lines changed too), or moves the code to another file: no revert. The
-    first is a quiet note naming the commit, exit 0; the second says nothing."""
+    first is said as taken out by that commit and needs attention (exit 1: the module is as
+    before the fix, and no overlay has it; it was a note, exit 0, which CI never sees); the
+    second says nothing."""
     stack, landing = _landed(tmp_path / "rework", fixed=GUARDED, message="Guard the value (#12)")
     reworked = BASE.replace(b"line 2 of the module", b"line two of the module") \
         .replace(b"line 25 of the module", b"line twenty-five of the module")
@@ -424,7 +435,8 @@ def test_a_revert_after_a_neighbour_line_changed_is_said_and_brought_back(tmp_pa
 
 def test_a_fix_line_put_back_by_other_work_after_a_neighbour_change_is_no_revert(tmp_path):
     """(n) The same neighbour edit, then the fix's line set back to the old code in a commit
-    that reworks the module and names no landing: a note naming the commit, never an error;
+    that reworks the module and names no landing: never called a revert, but said as taken
+    out by that commit and needing attention, the file holding the fix's pre-image again;
     and the fix's own line rewritten another way there: nothing said."""
     stack, landing = _landed(tmp_path / "back")
     neighbour = FIXED.replace(b"line 7 of the module under test\n", b"seven = 7\n")
@@ -554,3 +566,31 @@ def test_a_revert_is_said_when_a_new_fix_of_the_same_name_lands_in_the_same_reba
     assert [(g["name"], g["by"]) for g in summary["reverted"]] == [("fa.patch", revert)], summary
     _, out, _ = stack.cli("status", expect=1)
     assert f"was reverted upstream in {revert[:12]}" in out, out
+
+
+def test_a_landing_taken_out_by_other_work_needs_attention_until_deleted(tmp_path):
+    """The fix lands (v2); a commit that names no landing ("bring utils in line with the
+    release branch", other lines changed too) puts the fix's line back as it was: the module
+    is exactly as before the fix and no overlay has it. It was a `note:`, with status, lint
+    and the rebase onto it all exit 0. It needs attention now (never called a revert), with
+    both ways on: `delete up/fa.patch` keeps the fix under deleted/ (upstream was right) and
+    all is quiet; `bring-back` (the other way) is tested above."""
+    stack, landing = _landed(tmp_path)
+    rework = stack.commit({"pkg/a.py": BASE.replace(b"line 20 of the module",
+                                                    b"line twenty of the module")},
+                          "refactor: bring utils in line with the release branch", tag="v3")
+    _, out, _ = stack.cli("status", "--against", "v3", expect=1)
+    assert f"taken out upstream (needs attention): fix up/fa.patch landed in {landing[:12]}" \
+        in out and f"commit {rework[:12]} took its change out" in out, out
+    assert "`patchforge delete up/fa.patch`" in out and "reverted" not in out, out
+    stack.cli("rebase", "--to", "v3")
+    stack.cli("status", expect=1)
+    assert [f["patch"] for f in stack.json("lint", expect=1)["findings"]
+            if f["severity"] == "error"] == ["up/upstreamed/fa.patch"]
+    stack.cli("delete", "up/fa.patch")
+    assert not (stack.root / "series/up/upstreamed/fa.patch").exists()
+    assert f"commit:{landing}".encode() in \
+        (stack.root / "series/up/deleted/fa.patch").read_bytes()
+    stack.cli("status")
+    assert stack.json("lint")["errors"] == 0
+    assert stack.series("up") == []

@@ -190,11 +190,10 @@ JSON_SCHEMA_VERSION = 1
 
 def gone_line(fix: dict, color: bool) -> str:
     """The line for a fix kept under upstreamed/ whose change the revision lacks (a
-    `gone_upstream` entry): one from before its landing needs attention (it is in no overlay),
-    the others are notes."""
+    `gone_upstream` entry, not a proven revert): it is in no overlay, and needs attention."""
     if fix["kind"] == "before-landing":
         return paint(f"before its landing (needs attention): {fix['message']}", "yellow", color)
-    return f"note: {fix['message']}"
+    return paint(f"taken out upstream (needs attention): {fix['message']}", "yellow", color)
 
 
 # Whether this command has written its JSON document (an error after it adds none).

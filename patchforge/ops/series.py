@@ -878,6 +878,9 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
         try:
             fix = find_skipped(project, name)
         except UsageError:
+            landed = _kept_upstreamed(project, name)
+            if len(landed) == 1:
+                return _delete_kept_landing(project, *landed[0], store), [], []
             if isinstance(not_listed, KeptAsideError):
                 raise not_listed from None  # says where it is kept
             raise UsageError(f"no patch named {name!r} in the series or under skipped/",
@@ -1006,6 +1009,25 @@ def _delete_skipped(project: Project, fix, allowed: dict,
             atomic_write(kept, data)
             atomic_delete(fix.path)
             series_changed(project, _deleted_event(project, fix.upstream, fix.name, kept))
+    return kept
+
+
+def _delete_kept_landing(project: Project, upstream: str, file_name: str,
+                         store: UpstreamStore | None) -> Path:
+    """A fix kept under upstreamed/ dropped for good (kept under deleted/): the way to say
+    that upstream's taking its change out was right (`status` says a landing taken back
+    needs attention until the fix is brought back or deleted). Copied first, then removed."""
+    allowed = require_state(project, "delete", [upstream], store=store)
+    source = project.series_dir(upstream) / "upstreamed" / file_name
+    directory = project.series_dir(upstream) / "deleted"
+    with RepoLock(project.state_dir):
+        require_state_still(project, "delete", [upstream], allowed, store=store)
+        data = read_no_link(source)
+        kept = directory / aside_name(directory, file_name, data)
+        with writing_project(project.root):
+            atomic_write(kept, data)
+            atomic_delete(source)
+            series_changed(project, _deleted_event(project, upstream, file_name, kept))
     return kept
 
 
