@@ -67,6 +67,33 @@ def test_clean_series_passes(env, tmp_path, monkeypatch):
     assert not findings(doc, "byte-stable")  # made by patchforge: canonical
 
 
+def test_an_upstream_with_fixes_and_no_install_root_is_warned(env, tmp_path, monkeypatch):
+    """An upstream added without --install-root: `overlays` writes a compose.yaml with
+    `volumes: []` and a Dockerfile copying nothing, warning only as it writes; the stack's CI
+    (`overlays --check`, `lint`, even `--warnings-fail`) was green while no deployment had the
+    fix. lint warns, naming the table and the key; with the key set it says nothing."""
+    root = env.fresh(tmp_path, monkeypatch)
+    r = run_cli(root, "import", "overlay", str(_write(tmp_path / "o", b"line1\nLINE2\nline3\n"
+                                                      b"line4\nline5\nline6\nline7\nline8\n")),
+                "--upstream", "up", "--path", "a.txt", "--name", "good")
+    assert r.rc == 0, r.text
+    _, doc = lint_json(root, "--no-forge")
+    assert not findings(doc, "overlays")  # no overlays/: nothing is deployed through it
+    assert run_cli(root, "overlays").rc == 0
+    rc, doc = lint_json(root, "--no-forge", "--warnings-fail")
+    [found] = [f for f in doc["findings"] if f["check"] == "overlays"]
+    assert rc == 1 and found["patch"] == "up" and found["severity"] == "warning", doc
+    assert "no install-root is configured" in found["message"]
+    assert "install-root = \"DIR\"" in found["message"] and "upstreams.up]" in found["message"]
+    config = next(p for p in (root / "patchforge.toml", root / "pyproject.toml") if p.exists())
+    text = config.read_text()
+    marker = next(line for line in text.splitlines() if line.endswith("upstreams.up]"))
+    config.write_text(text.replace(marker, marker + '\ninstall-root = "/opt/site"'))
+    assert run_cli(root, "overlays").rc == 0
+    _, doc = lint_json(root, "--no-forge")
+    assert not findings(doc, "overlays"), doc
+
+
 def test_a_stack_without_the_text_attributes_is_warned(env, tmp_path, monkeypatch):
     """A stack made before init wrote the `-text` attributes: core.autocrlf would change its
     patches' line ends. lint names the lines missing (a warning) and is quiet once they are in."""

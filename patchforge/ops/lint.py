@@ -117,6 +117,18 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
         if not parsed:
             continue
         parsed_series[upstream] = [(name, patch) for name, patch, _ in parsed]
+        if not project.config.upstreams[upstream].install_root and \
+                project.overlays_dir.exists():
+            # `overlays` says it when it writes, but the stack's CI runs `overlays --check`
+            # and `lint`: without a finding, a deployment through the generated compose.yaml
+            # or Dockerfile ran without any of these fixes and every check was green.
+            findings.append(Finding(
+                upstream, "overlays", f"{len(parsed)} patch(es), but no install-root is "
+                f"configured: compose.yaml mounts none of {upstream}'s overlay files and the "
+                f"Dockerfile copies none, so no deployment through them has these fixes: add "
+                f"`install-root = \"DIR\"` (where the image installs it, e.g. its "
+                f"site-packages) to the [{_table_prefix(project)}upstreams.{upstream}] table "
+                f"of {project.config_path.name}", "warning"))
         findings += _apply_checks(project, store, upstream, pin, parsed)
         findings += _overlay_removals(project, store, upstream, pin, parsed)
         findings += _drop_and_forward(project, store, upstream, pin, parsed, forge, lookups)
@@ -131,6 +143,12 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
     if not any(f.check in ("apply", "parse") and f.severity == "error" for f in findings):
         findings += _stale_overlays(project, store)
     return findings
+
+
+def _table_prefix(project: Project) -> str:
+    from patchforge.formats.config import STANDALONE
+
+    return "" if project.config_path.name == STANDALONE else "tool.patchforge."
 
 
 def _overlay_removals(project: Project, store: UpstreamStore, upstream: str, pin,
