@@ -379,7 +379,13 @@ def delete(app, name):
         project.find_patch(name)
         where = "the series"
     except UsageError:
-        where = "skipped/"  # (or nowhere: delete_patch says so)
+        from patchforge.ops.series import find_skipped
+
+        try:
+            find_skipped(project, name)
+            where = "skipped/"
+        except UsageError:
+            where = "upstreamed/"  # a landing taken back (or nowhere: delete_patch says so)
     with open_store(project, bring_pins=True) as store:
         kept, failing, removals = delete_patch(project, name, store=store)
     click.echo(f"removed {name} from {where}; kept as {kept}")

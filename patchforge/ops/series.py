@@ -879,7 +879,8 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
             fix = find_skipped(project, name)
         except UsageError:
             landed = _kept_upstreamed(project, name)
-            if len(landed) == 1:
+            if len(landed) == 1 and store is not None and \
+                    _landing_taken_back(project, store, *landed[0]):
                 return _delete_kept_landing(project, *landed[0], store), [], []
             if isinstance(not_listed, KeptAsideError):
                 raise not_listed from None  # says where it is kept
@@ -1311,13 +1312,21 @@ def _kept_upstreamed(project: Project, name: str) -> list[tuple[str, str]]:
             if place == "upstreamed" and kept == file_name]
 
 
+def _landing_taken_back(project: Project, store: UpstreamStore, upstream: str,
+                        file_name: str) -> bool:
+    """Whether the fix kept as upstreamed/FILE_NAME is one whose change the pin's files no
+    longer have (reverts.gone_upstream): the fixes `bring-back` and `delete` take from there."""
+    from patchforge.reverts import gone_upstream
+
+    pin = project.lock.pin(upstream)
+    return any(g.name == file_name for g in gone_upstream(project, store, upstream, pin.commit))
+
+
 def _kept_to_skipped(project: Project, store: UpstreamStore, name: str):
     """A fix kept under upstreamed/ whose change the pin's files no longer have (upstream
     reverted it, or took it out otherwise: reverts.gone_upstream, judged at the pin) moved
     into skipped/, from where bring-back puts it back as it puts back any skipped fix. One
     upstream still has is refused: nothing is moved."""
-    from patchforge.reverts import gone_upstream
-
     kept = _kept_upstreamed(project, name)
     if len(kept) > 1:
         raise UsageError(f"{name!r} is kept under upstreamed/ in several series "
@@ -1327,7 +1336,7 @@ def _kept_to_skipped(project: Project, store: UpstreamStore, name: str):
     require_state(project, "bring-back", [upstream], store=store)
     pin = project.lock.pin(upstream)
     aside = project.series_dir(upstream) / "upstreamed" / file_name
-    if not any(g.name == file_name for g in gone_upstream(project, store, upstream, pin.commit)):
+    if not _landing_taken_back(project, store, upstream, file_name):
         raise UsageError(f"{upstream}/{file_name} is kept in series/{upstream}/upstreamed/ and "
                          f"upstream has its change at the pin ({pin.label}), or changed that "
                          "code otherwise: nothing to bring back",
