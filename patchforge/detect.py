@@ -54,6 +54,11 @@ _WS_BUT_LF = _WS_BYTES.replace(b"\n", b"")
 AMBIGUOUS = "succeed: ambiguous"
 # The end of the evidence of a hunk whose change is in the file only away from its own place.
 ELSEWHERE = "another copy of the code: unsure"
+# The end of the evidence of a hunk found reversed at another copy while upstream changed its
+# own place's lines its own way.
+CHANGED_THERE = "not landed (a conflict)"
+# The end of the evidence of a hunk found reversed only where the base already had the change.
+AT_BASE = "no evidence of a landing"
 
 
 def _strip_ws(data: bytes) -> bytes:
@@ -69,7 +74,8 @@ class HunkVerdict:
     evidence: list[str] = field(default_factory=list)
     ambiguous: bool = False  # the checks disagree: landed and still applicable
     # The change found only away from the hunk's own place, which is still there without it
-    # (OwnPlaces.elsewhere): the own place's lines. History must not call it landed either.
+    # (its pre-image, or upstream's own version of its lines: OwnPlaces.elsewhere): the own
+    # place's lines. History must not call it landed either.
     elsewhere: str | None = None
 
 
@@ -350,11 +356,11 @@ class OwnPlaces:
         (False: it never does; True may be wrong, which costs a diff made for nothing): in a
         text file patch that changes a file both have and upstream changed, a hunk whose
         reverse-apply without fuzz may be found away from the file's ends (its post-image's
-        lines, one after the other, are in the file), whose removed lines are all in the file
-        (elsewhere's pre-check), whose pre-image assess_file may not find (what the whole-file
-        application, `apply`'s, says of it: found without fuzz, it is there; with fuzz, the
-        lines a hunk removes are), and which has a place in the base file (elsewhere's
-        application there). Asked cheapest first: the whole-file application is made by
+        lines, one after the other, are in the file), which elsewhere's pre-check
+        (`_lands_without_diff`) does not answer, whose pre-image assess_file may not find
+        (what the whole-file application, `apply`'s, says of it: found without fuzz, it is
+        there; with fuzz, the lines a hunk removes are), and which has a place in the base
+        file (elsewhere's application there). Asked cheapest first: the whole-file application is made by
         assess_file anyway (`apply`, a walk's, keeps it for the walk, as it keeps the base's
         for elsewhere), then the file is searched."""
         if base is None or current is None or base == current or fp.is_new or \
@@ -368,7 +374,7 @@ class OwnPlaces:
                 continue
             cut = _fuzzed(ReversedHunk(hunk), 0)
             if cut is None or cut[3] is not None or b"".join(cut[1]) not in current or \
-                    not _removed_lines_in(hunk, current):
+                    _lands_without_diff(hunk, cut[1], base, current):
                 continue
             if at_base is None:
                 at_base = apply(base, fp, max_fuzz=2).hunks
@@ -376,27 +382,35 @@ class OwnPlaces:
                 return True
         return False
 
-    def elsewhere(self, index: int, hunk, found: HunkOutcome) -> str | None:
-        """The own place's lines in the target ("lines N-M") when the reverse-apply `found`
-        (of hunk `index`) is away from it and the own place still holds the hunk's pre-image:
-        every line the hunk removes, and most of its context (at least one line on each side
-        that has context, at least half of it all), each where upstream's diff keeps it; and
-        no copy of the hunk's post-image starts there. None otherwise: the reverse-apply
-        stands. So it does when nothing says where the own place is (no base file, a hunk that
-        does not apply to it exactly or at an offset, as a patch made on an earlier patch's
-        lines; a place the file's start or end fixes; a diff git takes for binary), and when
-        upstream rewrote or moved the code there (its context gone from that place: the
-        change made where the code went, or in another form)."""
+    def elsewhere(self, index: int, hunk, found: HunkOutcome) -> tuple[str, str] | None:
+        """What the reverse-apply `found` (of hunk `index`, without fuzz) says, when it is
+        away from the hunk's own place: None when it stands (a landing), else (why, lines):
+
+        - ("pre-image", "lines N-M"): the own place still holds the hunk's pre-image: every
+          line the hunk removes, and its context (see `_context_kept`), each where upstream's
+          diff keeps it, and no copy of the post-image there (another copy has the change);
+        - ("changed", "lines N-M"): the own place's context is kept but upstream changed
+          lines the hunk removes to something else: upstream's own change to the fix's
+          lines, a conflict, as a rebase meets any such change (not a landing);
+        - ("at-base", ""): the own place's code is gone, and every copy of the post-image in
+          the target was there, unchanged, at the patch's base: the same reverse-apply
+          succeeded at the base, so it says nothing of a landing.
+
+        The reverse-apply stands when nothing says where the own place is (no base file, a
+        hunk that does not apply to it exactly or at an offset, as a patch made on an
+        earlier patch's lines; a place the file's start or end fixes; a diff git takes for
+        binary), when a copy of the post-image overlaps the own place, and when upstream
+        rewrote or moved the code there (its context gone from that place) and a copy of the
+        post-image is upstream's own (the change made where the code went, or in another
+        form)."""
         if self._base is None or found.at_line is None:
-            return None
-        # A line the hunk removes that is nowhere in the target is not at its own place
-        # either: the rule below cannot hold, and a true landing (its old lines gone) is
-        # answered without git's diff of the file (a process per landed file of a rebase).
-        if not _removed_lines_in(hunk, self._current):
             return None
         cut = _fuzzed(ReversedHunk(hunk), 0)
         if cut is None or cut[3] is not None:
             return None  # anchored at the file's start or end: one place it can be
+        post = cut[1]
+        if _lands_without_diff(hunk, post, self._base, self._current):
+            return None
         if self._at_base is None:
             # Placed without fuzz only: then line k of the hunk's pre-image is that base line.
             self._at_base = {o.index: o.at_line - 1
@@ -411,21 +425,24 @@ class OwnPlaces:
             return None
         kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]  # the pre-image
         lo, hi, kept = self._carried(start, start + len(kinds))
-        held = [kinds[k] for k in kept]
-        context = kinds.count(b" ")
-        lead, trail = hunk.leading_context, hunk.trailing_context
-        kept_lead = sum(1 for k in kept if k < lead)
-        kept_trail = sum(1 for k in kept if k >= len(kinds) - trail)
-        if held.count(b"-") < kinds.count(b"-") or (lead and not kept_lead) or \
-                (trail and not kept_trail) or 2 * held.count(b" ") < context or \
-                not any(len(_strip_ws(line)) >= MIN_ANCHOR_CHARS
-                        for k, line in enumerate(hunk.old_lines()) if k in kept):
-            return None
-        post = cut[1]
         places = _line_places(self._current, b"".join(post)) if post else []
         if any(lo - len(post) < at < max(hi, lo + 1) for at in places):
             return None  # a copy of the post-image overlaps the own place: it is there
-        return f"lines {lo + 1}-{max(hi, lo + 1)}"
+        own = f"lines {lo + 1}-{max(hi, lo + 1)}"
+        if _context_kept(hunk, kinds, kept):
+            held = [kinds[k] for k in kept]
+            return ("pre-image" if held.count(b"-") == kinds.count(b"-") else "changed", own)
+        if places and not any(self._new_in_target(at, at + len(post)) for at in places):
+            return ("at-base", "")
+        return None
+
+    def _new_in_target(self, lo: int, hi: int) -> bool:
+        """Whether upstream's diff changed lines [lo, hi) of the target (0-based): one of
+        them is in a change block, or lines were taken out between two of them. False: the
+        base had these very lines, one after the other."""
+        assert self._blocks is not None
+        return any((n_start < hi and n_end > lo) or (n_start == n_end and lo < n_start < hi)
+                   for _, _, n_start, n_end in self._blocks)
 
     def _carried(self, start: int, end: int) -> tuple[int, int, set[int]]:
         """The lines [lo, hi) of the target that lines [start, end) of the base became (with
@@ -459,11 +476,56 @@ class OwnPlaces:
         return lo, max(hi, lo), kept
 
 
-def _removed_lines_in(hunk, text: bytes) -> bool:
-    """Whether every line `hunk` removes is a line of `text`."""
-    pre_kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]
-    return all(kind != b"-" or _has_line(text, line)
-               for kind, line in zip(pre_kinds, hunk.old_lines()))
+def _context_kept(hunk, kinds: list[bytes], kept: set[int]) -> bool:
+    """Whether the own place of `hunk` is still there (`kept`: the pre-image lines, counted
+    from its first, that upstream's diff keeps as they were; `kinds`: the pre-image's kinds):
+    at least one context line kept on each side that has context, at least half of the
+    context kept, and a kept line that says something (MIN_ANCHOR_CHARS)."""
+    lead, trail = hunk.leading_context, hunk.trailing_context
+    if lead and not any(k < lead for k in kept):
+        return False
+    if trail and not any(k >= len(kinds) - trail for k in kept):
+        return False
+    if 2 * sum(1 for k in kept if kinds[k] == b" ") < kinds.count(b" "):
+        return False
+    return any(len(_strip_ws(line)) >= MIN_ANCHOR_CHARS
+               for k, line in enumerate(hunk.old_lines()) if k in kept)
+
+
+def _lands_without_diff(hunk, post: list[bytes], base: bytes, current: bytes) -> bool:
+    """Whether OwnPlaces.elsewhere answers None (the reverse-apply stands) for `hunk` whatever
+    git's diff of `base` to `current` says; `post`: the hunk's post-image lines. Asked first:
+    a true landing of a changed line is answered without that diff (a git process per landed
+    file of a rebase).
+
+    Why this is exact: a line the diff keeps is the same text in both files. Every line the
+    hunk removes that says something (MIN_ANCHOR_CHARS) is nowhere in `current` (none of
+    them is kept); every context line that says something is in `current` only where the
+    post-image has it (as many times as the post-image has it, and the post-image is in
+    `current`: the reverse-apply found it; so there is one copy), so where the diff keeps
+    it, it is inside that copy, which then overlaps the own place. So either a copy of the
+    post-image overlaps the own place, or no line that says something is kept there and
+    `_context_kept` fails (the context is gone). And the post-image's bytes are nowhere in
+    `base`, so no copy of it was there at the base: every copy is upstream's."""
+    if b"".join(post) in base:
+        return False
+    kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]
+    for kind, line in zip(kinds, hunk.old_lines()):
+        if len(_strip_ws(line)) < MIN_ANCHOR_CHARS:
+            continue
+        if not line.endswith(b"\n"):
+            return False  # the file's last line: counted below by whole lines only
+        if kind == b"-":
+            if _has_line(current, line):
+                return False
+        elif _line_count(current, line) != post.count(line):
+            return False
+    return True
+
+
+def _line_count(text: bytes, line: bytes) -> int:
+    """How many whole lines of `text` are `line` (which ends with its newline)."""
+    return text.count(b"\n" + line) + text.startswith(line)
 
 
 def _has_line(text: bytes, line: bytes) -> bool:
@@ -542,26 +604,41 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
         # "applies with fuzz" wherever its outer context lines are, which proves nothing.
         pre_image_there = hv.forward in ("exact", "offset") or (removes and hv.forward == "fuzz")
         backward = search(ReversedHunk(hunk), 0)
+        no_evidence = False  # a post-image the file had at the base: contained() is no proof
         if backward.status in ("exact", "offset"):
             away = None if pre_image_there else own.elsewhere(index, hunk, backward)
             if pre_image_there:
                 hv.ambiguous = True
                 hv.evidence.append(f"reverse-apply and forward-apply ({hv.forward}) both "
                                    f"{AMBIGUOUS}")
-            elif away is not None:
+            elif away is None:
+                hv.landed = "certain"
+                hv.evidence.append("reverse-apply" + (f" (offset {backward.offset})"
+                                                      if backward.offset else ""))
+            elif away[0] == "pre-image":
                 # The change is in the file, but at another copy of the code: the hunk's own
                 # place (where upstream's diff puts it) is still there without it. Not a
                 # landing unless git's merge (which maps that place) changes nothing.
                 hv.ambiguous = True
-                hv.elsewhere = away
+                hv.elsewhere = away[1]
                 hv.evidence.append(f"reverse-apply (offset {backward.offset}) only at line "
                                    f"{backward.at_line}, away from the hunk's own place "
-                                   f"({away}), which does not have the change: {ELSEWHERE}")
+                                   f"({away[1]}), which does not have the change: {ELSEWHERE}")
+            elif away[0] == "changed":
+                # Upstream kept the own place and wrote its own version of the fix's lines:
+                # a conflict, as any upstream change to them is (the merge decides), whatever
+                # another copy of the code has. History must not call it landed either.
+                hv.elsewhere = away[1]
+                hv.evidence.append(f"reverse-apply (offset {backward.offset}) only at line "
+                                   f"{backward.at_line}, away from the hunk's own place "
+                                   f"({away[1]}), where upstream changed the lines the hunk "
+                                   f"removes to others: {CHANGED_THERE}")
             else:
-                hv.landed = "certain"
-                hv.evidence.append("reverse-apply" + (f" (offset {backward.offset})"
-                                                      if backward.offset else ""))
-        if hv.landed is None and not hv.ambiguous:
+                no_evidence = True
+                hv.evidence.append(f"reverse-apply (offset {backward.offset}) only at line "
+                                   f"{backward.at_line}, a copy of the code that had the "
+                                   f"change at the patch's base: {AT_BASE}")
+        if hv.landed is None and not hv.ambiguous and hv.elsewhere is None and not no_evidence:
             # Normalizing the file is the costly part: only for hunks the patch tools could not
             # place (contained() keeps the result for the next hunk on the same file).
             is_contained, why = contained(hunk, current)
@@ -664,6 +741,7 @@ def _take_merge(verdict: FileVerdict, current: bytes, clean: bool, merged: bytes
                      "is another copy of that code"))
             elif hv.landed != "certain":
                 hv.landed = "certain"
+                hv.elsewhere = None  # the merge maps the own place: the change is there
                 hv.evidence.append("merge result empty (git merge-file)")
 
 

@@ -187,26 +187,28 @@ def git_diffs_run(trace) -> int:
 
 def test_the_own_places_of_a_walks_landed_files_are_one_git_diff(tmp_path, monkeypatch):
     """Four fixes, each adding a line to its own file, all landed upstream below 30 new lines:
-    each landing's own place needs git's diff of its file (a pure addition has no old line
-    whose absence answers it), and status and rebase make those diffs in one git process, not
-    one per file. The fourth fix comes after a fix that moves and changes its file: it meets
-    the file as the walk changed it, whose diff is made when it is asked for. The verdicts
-    are the same: landed, high, dropped."""
+    each landing's own place needs git's diff of its file (a context line of the hunk the file
+    has twice keeps the pre-check from answering), and status and rebase make those diffs in
+    one git process, not one per file. The fourth fix comes after a fix that moves and
+    changes its file: it meets the file as the walk changed it, whose diff is made when it is
+    asked for. The verdicts are the same: landed, high, dropped."""
     names = ["a", "b", "c", "d"]
-    v1 = {f"{n}.py": k_py(PADS, block(f"quant_{n}")) for n in names}
-    v1["d.py"] = k_py(PADS, SETUP, block("quant_d"))
+    pads = PADS + [b"def contiguous(x):\n", b"    x = x.contiguous()\n", b"    return x\n",
+                   b"\n", b"\n"]
+    v1 = {f"{n}.py": k_py(pads, block(f"quant_{n}")) for n in names}
+    v1["d.py"] = k_py(pads, SETUP, block("quant_d"))
     stack = OneUpstreamStack(tmp_path, v1)
     for n in names[:3]:
         stack.add_fix(f"fix-{n}", f"{n}.py", v1[f"{n}.py"],
-                      k_py(PADS, fixed_block(f"quant_{n}", "addition")))
+                      k_py(pads, fixed_block(f"quant_{n}", "addition")))
     limit = edit(SETUP, b"    limit = 16\n", b"    limit = 64\n")
-    stack.add_fix("limit", "d.py", v1["d.py"], k_py(PADS, limit, block("quant_d")))
-    stack.add_fix("fix-d", "d.py", k_py(PADS, limit, block("quant_d")),
-                  k_py(PADS, limit, fixed_block("quant_d", "addition")))
+    stack.add_fix("limit", "d.py", v1["d.py"], k_py(pads, limit, block("quant_d")))
+    stack.add_fix("fix-d", "d.py", k_py(pads, limit, block("quant_d")),
+                  k_py(pads, limit, fixed_block("quant_d", "addition")))
     top = [b"# generated\n"] * 30
-    v2 = {f"{n}.py": k_py(top, PADS, fixed_block(f"quant_{n}", "addition"))
+    v2 = {f"{n}.py": k_py(top, pads, fixed_block(f"quant_{n}", "addition"))
           for n in names[:3]}
-    v2["d.py"] = k_py(top, PADS, SETUP, fixed_block("quant_d", "addition"))
+    v2["d.py"] = k_py(top, pads, SETUP, fixed_block("quant_d", "addition"))
     stack.commit(v2, "nan_to_num in every quant (#9)", tag="v2")
     trace = tmp_path / "trace"
     monkeypatch.setenv("GIT_TRACE", str(trace))

@@ -1,0 +1,99 @@
+"""A fix whose post-image the file already had at the fix's base, in another copy of the code
+(fp8 and fp16 kernels with the same context lines; fp16 clamps at 240 and the fix makes fp8 do
+the same): the hunk's reverse-apply finds that copy in any target, as it did at the base, and
+says nothing of a landing. Before, upstream rewriting fp8's line its own way
+(`clamp(b, fp8_max())`) made status say "upstreamed (high)" and the rebase drop the fix, no
+overlay carrying it. The hunk is judged at its own place (where upstream's diff of the file
+carries it): its context still there with the fix's line changed by upstream to a third
+version is a conflict (the rebase stops); its code gone, with the only copy of the change one
+the base had, is no landing either. A landing at the own place still counts. Real git
+upstreams, real commands: `status --against`, `rebase --to`, `overlays`."""
+from __future__ import annotations
+
+from helpers.project import OneUpstreamStack
+
+
+def kernel(name: str, limit: bytes) -> bytes:
+    return (f"def {name}(t):\n".encode() + b"    w = warmup(t)\n    a = load(t)\n"
+            b"    b = scale(a)\n    x = clamp(b, " + limit + b")\n    c = store(x)\n"
+            b"    d = flush(c)\n    return d\n\n\n")
+
+
+def a_py(fp8: bytes | None, fp16: bytes, top: bytes = b"") -> bytes:
+    return b"import os\n\n\n" + top + (kernel("fp8", fp8) if fp8 is not None else b"") + \
+        kernel("fp16", fp16)
+
+
+def assert_stops_and_keeps(stack: OneUpstreamStack) -> None:
+    """status: a conflict, not upstreamed; the rebase stops on the fix and never drops it;
+    after --abort the series still deploys fp8 clamped at 240."""
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "conflict" and patch["rebase"] == "stop", patch
+    assert not patch.get("landed_in"), patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "conflict in a.py" in err and "dropped" not in out, out + err
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+    assert stack.series("up") == ["fix.patch"]
+    stack.cli("rebase", "--abort")
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays" / "up" / "a.py").read_bytes()
+    assert b"x = clamp(b, 240)\n" in overlay.split(b"def fp16")[0], overlay
+
+
+def test_a_post_image_copy_there_at_the_base_is_no_landing_of_a_rewritten_line(tmp_path):
+    """fp16 clamps at 240 at the base; the fix makes fp8 do so; upstream writes fp8's line
+    its own way and leaves fp16 alone: a conflict at the fix's own place."""
+    v1 = a_py(b"448", b"240")
+    stack = OneUpstreamStack(tmp_path, {"a.py": v1})
+    stack.add_fix("fix", "a.py", v1, a_py(b"240", b"240"))
+    stack.commit({"a.py": a_py(b"fp8_max()", b"240")}, "fp8: clamp at the dtype's max", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    evidence = " ".join(status["patches"][0]["evidence"])
+    assert "upstream changed the lines the hunk removes" in evidence, evidence
+    assert_stops_and_keeps(stack)
+
+
+def test_the_fix_made_upstream_in_the_other_copy_only_with_its_line_rewritten_is_kept(tmp_path):
+    """Both copies clamp at 448 at the base; upstream sets fp16 to 240 (the fix's change, in
+    the other copy) and rewrites fp8's line, every context line of the fix's place kept:
+    not landed (the history's commit that changed fp16 does not land it either)."""
+    v1 = a_py(b"448", b"448")
+    stack = OneUpstreamStack(tmp_path, {"a.py": v1})
+    stack.add_fix("fix", "a.py", v1, a_py(b"240", b"448"))
+    stack.commit({"a.py": a_py(b"fp8_max()", b"240")}, "fp8: clamp at the dtype's max", tag="v2")
+    assert_stops_and_keeps(stack)
+
+
+def test_the_fixs_code_gone_and_a_copy_the_base_had_is_no_landing(tmp_path):
+    """Upstream deletes fp8 outright; fp16 had the fix's lines at the base: nothing landed (a
+    conflict: the fix's code is gone, the user decides), never dropped as upstreamed."""
+    v1 = a_py(b"448", b"240")
+    stack = OneUpstreamStack(tmp_path, {"a.py": v1})
+    stack.add_fix("fix", "a.py", v1, a_py(b"240", b"240"))
+    stack.commit({"a.py": a_py(None, b"240")}, "fp8 kernel removed", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] == "stop", patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "dropped" not in out and stack.series("up") == ["fix.patch"], out + err
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+
+
+def test_a_landing_at_the_own_place_beside_a_copy_the_base_had_is_dropped(tmp_path):
+    """The other side: upstream makes fp8 clamp at 240 (30 lines added above); the fp16 copy
+    the base had does not hide it: upstreamed (high), dropped, nothing left to deploy."""
+    v1 = a_py(b"448", b"240")
+    stack = OneUpstreamStack(tmp_path, {"a.py": v1})
+    stack.add_fix("fix", "a.py", v1, a_py(b"240", b"240"))
+    stack.commit({"a.py": a_py(b"240", b"240", top=b"# generated\n" * 30)},
+                 "fp8: clamp at 240", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert (patch["state"], patch["confidence"], patch["rebase"]) == \
+        ("upstreamed", "high", "drop"), patch
+    summary = stack.rebase_json("--to", "up=v2")
+    assert [p["action"] for p in summary["patches"]] == ["dropped"], summary["patches"]
+    assert stack.series("up") == []
+    stack.cli("overlays")
+    assert not (stack.root / "overlays" / "up" / "a.py").exists()
