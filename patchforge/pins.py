@@ -90,6 +90,7 @@ def bring_pins(project: Project, store: UpstreamStore,
             brought.append(upstream)
         else:
             check_locked_pin(project, upstream, pin, tree)
+            refuse_archive_layout(store, upstream, pin, tree)
     return brought
 
 
@@ -241,6 +242,7 @@ def ensure_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
     try:
         what = _bring_pinned(project, store, name, pin)
         check_locked_pin(project, name, pin, store.tree_id(pin.commit))
+        refuse_archive_layout(store, name, pin)
         logs.info("patchforge.resolve", "%s: %s %s (%s)", name, pin.label, what, pin.commit[:12])
         return what
     except StoreError as exc:
@@ -286,6 +288,18 @@ def _bring_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
         commit, _ = sources.import_dir_upstream(store, name, project.root / pin.source["path"],
                                                 pin.label)
         what = "imported"
+    if commit != pin.commit and pin.kind == "wheel":
+        from patchforge.store.imports import LAYOUT_LINE
+
+        if LAYOUT_LINE.encode() in store.commit_message(commit):
+            # The same wheel, imported now where pip installs its .data/purelib files: the lock
+            # pins the earlier layout's import, which this store never held.
+            raise StoreError(
+                f"upstream {name}: the lock pins {pin.commit[:12]}, an import of "
+                f"{pin.source['filename']} made by an earlier patchforge, which kept its "
+                "NAME-VER.data/purelib (or platlib) files at their archive path, where nothing "
+                f"imports them; imported as pip installs it, the wheel is {commit[:12]}",
+                hint=_ARCHIVE_LAYOUT_HINT.format(name=name, version=pin.source["version"]))
     if commit != pin.commit:
         raise StoreError(f"upstream {name}: the locked revision is {pin.commit[:12]}, but "
                          f"re-creating it gave {commit[:12]}",
@@ -325,6 +339,31 @@ def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
                          hint="the lock names a revision its source does not have: re-pin it "
                               "(`patchforge upstream pin --force` or `rebase --to`)") from None
     return "present" if present else "fetched"
+
+
+_ARCHIVE_LAYOUT_HINT = (
+    "re-pin it: `patchforge upstream pin {name} --at {version} --force`; a patch that changes a "
+    "file under NAME-VER.data/purelib/ or platlib/ must then name it where pip installs it "
+    "(NAME-VER.data/purelib/PATH is PATH), or its overlay is mounted where nothing imports it")
+
+
+def refuse_archive_layout(store: UpstreamStore, name: str, pin: UpstreamPin,
+                          tree: str | None = None) -> None:
+    """A wheel pin whose import keeps NAME-VER.data/purelib or platlib at its archive path (an
+    earlier patchforge's layout) is refused: a fix made there is mounted where pip never
+    installs the file, while every check passes (store/imports.py archive_layout_left)."""
+    if pin.kind != "wheel":
+        return
+    from patchforge.store.imports import archive_layout_left
+
+    left = archive_layout_left(store, pin.commit, tree)
+    if left is not None:
+        raise StoreError(
+            f"upstream {name}: the locked import {pin.commit[:12]} of {pin.source['filename']} "
+            f"keeps {left}/ at its archive path (an earlier patchforge's layout); pip installs "
+            "those files at the install root, so a fix there would be mounted where nothing "
+            "imports it",
+            hint=_ARCHIVE_LAYOUT_HINT.format(name=name, version=pin.source["version"]))
 
 
 def _check_wheel_import(store: UpstreamStore, name: str, pin: UpstreamPin) -> None:

@@ -2,6 +2,12 @@
 `git fast-import` each (paths as stored, exec bits and symlinks kept, fixed identity and date).
 A wheel's blobs arrive as one pack made from its own compressed bytes (store/wheelpack.py), and
 fast-import then only makes the trees and the commit.
+
+A wheel's files are stored where pip installs them relative to site-packages (the install
+root): `NAME-VER.data/purelib/` and `.data/platlib/` are spread onto the root, as the wheel
+spec (PEP 427, "Spread") says; `.data/scripts|headers|data/`, which pip installs outside
+site-packages, stay under their archive path, and overlays refuse fixes there
+(`outside_install_root`). `NAME-VER.dist-info/RECORD` is kept as the wheel has it.
 """
 from __future__ import annotations
 
@@ -30,9 +36,72 @@ class ImportResult:
     tree: str
 
 
+# The subdirectories of a wheel's NAME-VER.data/ that pip spreads onto site-packages itself.
+_AT_INSTALL_ROOT = (b"purelib", b"platlib")
+# Where pip puts the others (sysconfig's scheme keys), for the refusal of a fix under them.
+_PIP_PUTS = {"scripts": "the environment's bin/ directory (Scripts\\ on Windows)",
+             "headers": "the environment's include/ directory",
+             "data": "the environment's prefix (sys.prefix), as data/ lays it out"}
+# In an import's commit message when files were spread: an import without it that still holds
+# NAME-VER.data/purelib or platlib is of the earlier layout (archive paths), see
+# archive_layout_left. A wheel without such files imports as before, to the same commit.
+LAYOUT_LINE = "layout: NAME-VER.data/purelib and platlib at the install root, as pip installs"
+
+
+def data_directories(paths) -> set[bytes]:
+    """The wheel's `NAME-VER.data` directories among top-level `paths` (bytes): those beside a
+    `NAME-VER.dist-info` of the same stem, as pip finds them (another `X.data` directory is
+    just a directory of the wheel's root)."""
+    tops = {p.split(b"/", 1)[0] for p in paths}
+    return {t for t in tops if t.endswith(b".data") and t[:-5] + b".dist-info" in tops}
+
+
+def installed_path(raw: bytes, data_dirs: set[bytes]) -> bytes:
+    """`raw` (a path in the wheel) where pip installs it relative to site-packages, for files
+    under NAME-VER.data/purelib|platlib; any other path as it is."""
+    parts = raw.split(b"/", 2)
+    if len(parts) == 3 and parts[0] in data_dirs and parts[1] in _AT_INSTALL_ROOT:
+        return parts[2]
+    return raw
+
+
+def outside_install_root(path: str, data_dirs: set[str]) -> str | None:
+    """For a path of a wheel import under NAME-VER.data/<key>/ (scripts, headers, data: pip
+    installs them outside site-packages), a sentence saying where pip puts it; else None."""
+    parts = path.split("/", 2)
+    if len(parts) < 3 or parts[0] not in data_dirs:
+        return None
+    where = _PIP_PUTS.get(parts[1], f"the directory of install scheme key {parts[1]!r}")
+    return f"pip installs {path} as {parts[2]} in {where}, not under the install root"
+
+
+def wheel_data_directories(store: UpstreamStore, commit: str) -> set[str]:
+    """data_directories() of a wheel import's top level."""
+    top = store._read_tree(store.tree_id(commit))
+    names = [name for name, (mode, _) in top.items() if mode == "40000"]
+    return {decode_path(d) for d in data_directories(names)}
+
+
+def archive_layout_left(store: UpstreamStore, commit: str, tree: str | None = None) -> str | None:
+    """The NAME-VER.data/purelib (or platlib) directory of a wheel import made by an earlier
+    patchforge, which kept these files at their archive path (where nothing imports them), or
+    None for an import in the installed layout. `tree`: the commit's, when known. A wheel
+    without a .data directory (vLLM's, aiter's) costs one read of its top tree, which the
+    command reads anyway (kept per process)."""
+    top = store._read_tree(tree or store.tree_id(commit))
+    names = [name for name, (mode, _) in top.items() if mode == "40000"]
+    for data in sorted(data_directories(names)):
+        inside = store._read_tree(top[data][1])
+        for key in _AT_INSTALL_ROOT:
+            if key in inside and LAYOUT_LINE.encode() not in store.commit_message(commit):
+                return decode_path(data + b"/" + key)
+    return None
+
+
 def import_wheel(store: UpstreamStore, wheel: Path, upstream: str, label: str, *,
                  sha256: str | None = None) -> ImportResult:
-    """Import every file of a wheel (paths as in the zip) as a deterministic root commit.
+    """Import every file of a wheel, where pip installs it (NAME-VER.data/purelib and platlib
+    spread onto the root; see the module docstring), as a deterministic root commit.
 
     The commit is kept at refs/patchforge/imports/<upstream>/<label>. Same wheel, upstream,
     label (and sha256 note) give the same commit id in any store.
@@ -65,9 +134,33 @@ def import_wheel(store: UpstreamStore, wheel: Path, upstream: str, label: str, *
                                  "(absolute, '..', '.git' or control characters)") from None
             members[raw] = info  # a later duplicate wins, as on extraction
 
+        # Each file at its installed path; two files installed at one path (or a file where
+        # another's directory goes) would leave one of them out of the tree unnoticed.
+        data_dirs = data_directories(members)
+        installed = {raw: installed_path(raw, data_dirs) for raw in members}
+        at: dict[bytes, bytes] = {}
+        for raw in sorted(members):
+            path = installed[raw]
+            if path in at:
+                raise StoreError(f"wheel {wheel.name}: {decode_path(at[path])} and "
+                                 f"{decode_path(raw)} are both installed at {decode_path(path)}; "
+                                 "refusing an upstream that holds only one of them")
+            at[path] = raw
+        for path, raw in at.items():
+            parent = path
+            while b"/" in parent:
+                parent = parent.rsplit(b"/", 1)[0]
+                if parent in at:
+                    raise StoreError(
+                        f"wheel {wheel.name}: {decode_path(at[parent])} is installed at "
+                        f"{decode_path(parent)}, where {decode_path(raw)} needs a directory "
+                        f"({decode_path(path)}); refusing an upstream that holds only one of them")
+
         message = f"patchforge import of {upstream} {label}\n\nwheel: {wheel.name}\n"
         if sha256:
             message += f"sha256: {sha256}\n"
+        if any(installed[raw] != raw for raw in members):
+            message += LAYOUT_LINE + "\n"
         for raw in sorted(skipped):
             message += f"skipped: {decode_path(raw)}\n"
         names = sorted(members)
@@ -89,7 +182,7 @@ def import_wheel(store: UpstreamStore, wheel: Path, upstream: str, label: str, *
         for raw, member in zip(names, located):
             info = members[raw]
             executable = info.create_system == 3 and (info.external_attr >> 16) & 0o111
-            entries.append((raw, "100755" if executable else "100644", member.oid))
+            entries.append((installed[raw], "100755" if executable else "100644", member.oid))
         return _import_entries(store, entries, upstream, label, message)
 
 

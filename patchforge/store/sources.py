@@ -365,7 +365,13 @@ def import_wheel_upstream(store: UpstreamStore, name: str, package: str, version
     previous = store.import_ref(name, version)
     if previous is not None and \
             f"\nsha256: {wheel.sha256}\n".encode() in store.commit_message(previous):
-        return previous, store.tree_id(previous), wheel
+        from patchforge.store.imports import archive_layout_left
+
+        # An import by an earlier patchforge that kept NAME-VER.data/purelib at its archive
+        # path is made again (the label's ref moves; a lock pinning the old one is refused
+        # with the way on, pins.refuse_archive_layout).
+        if archive_layout_left(store, previous) is None:
+            return previous, store.tree_id(previous), wheel
     result = store.import_wheel(wheel.path, name, version, sha256=wheel.sha256)
     return result.commit, result.tree, wheel
 
