@@ -649,6 +649,18 @@ class SeriesJudge:
             # have landed: it moves as it is, never recorded as landed upstream.
             return Judgement(name, "applies", "applies", verdict, how="clean", unchanged=True,
                              evidence=evidence, message="empty patch: nothing to apply")
+        if verdict.state == "upstreamed":
+            broken = self._keeps_broken_at_target(patch)
+            if broken:
+                # Landed detection says the target has the fix; the fix's own promise of what
+                # its result holds says it does not (a landing found in another copy of the
+                # code, say): the checks disagree. Judged as unsure: moved where it applies or
+                # merges cleanly (its Keeps checked on the result), stopped otherwise, never
+                # dropped.
+                verdict = replace(verdict, state="unsure", confidence=None, evidence=[
+                    *verdict.evidence, *(f"{problem} at {self.target.label}: not taken as "
+                                         "landed" for problem in broken)])
+                evidence = list(verdict.evidence)
         modes_left = self._modes_not_landed(patch, verdict) \
             if verdict.state == "upstreamed" else []
         if verdict.state == "upstreamed" and not modes_left:
@@ -870,6 +882,16 @@ class SeriesJudge:
                                  evidence=evidence + ["merge result empty"],
                                  message="landed detection is unsure and the 3-way merge "
                                          "leaves nothing to change: decide by hand")
+            broken = self._keeps_broken_at_target(patch)
+            if broken:
+                # Nothing to change, yet the target lacks what the fix promises: the merge
+                # found the fix's lines somewhere else (another copy of the code).
+                return Judgement(name, "stop", "invariant", verdict, stop_kind="invariant",
+                                 files=sorted(after), before=before, after=after,
+                                 modes=new_modes,
+                                 evidence=evidence + ["merge result empty", *broken],
+                                 message="the 3-way merge leaves nothing to change, but "
+                                         + "; ".join(broken) + ": decide by hand")
             return Judgement(name, "landed", "upstreamed", verdict,
                              evidence=evidence + ["merge result empty"],
                              message="the 3-way merge leaves nothing to change (landed upstream)")
@@ -906,6 +928,17 @@ class SeriesJudge:
                 judgement.evidence.extend(broken)
                 judgement.message = "; ".join(broken)
         return judgement
+
+    def _keeps_broken_at_target(self, patch) -> list[str]:
+        """The patch's `Keeps:` lines the target's files (with the series before it) do not
+        hold, each said as a violation; a Keeps line on a file the upstream moved is asked at
+        the new path. A fix judged landed must hold them there: the target is its result."""
+        if not patch.get_all("Keeps"):
+            return []  # most patches promise nothing: no need to load the invariants module
+        from patchforge.invariants import check_patch_invariants, keeps_moved, with_keeps_moved
+
+        moved = keeps_moved(patch, self.read_current, self.find_rename)
+        return check_patch_invariants(with_keeps_moved(patch, moved), self.read_current)
 
     def _modes_not_landed(self, patch, verdict) -> list[str]:
         """The modes `patch` gives its files (a mode change, or a new file's mode other than

@@ -228,3 +228,38 @@ def test_the_own_places_of_a_walks_landed_files_are_one_git_diff(tmp_path, monke
     assert git_diffs_run(trace) == 2 + 1 + 1
     monkeypatch.delenv("GIT_TRACE")
     assert stack.series("up") == ["limit.patch"]
+
+KEEPS_B = b"Keeps: k.py: re:def quant_fp8_b(?:.*\\n){5}        scale = 240\\.0\n"
+
+
+@pytest.mark.parametrize("own_place", ["untouched", "rewritten"])
+def test_a_fix_whose_keeps_line_the_target_lacks_is_never_dropped_as_landed(tmp_path,
+                                                                            own_place):
+    """The fix sets 240.0 in quant_fp8_b and promises it (`Keeps:` a pattern of quant_fp8_b
+    only); upstream sets 240.0 in quant_fp8_a, and leaves quant_fp8_b as it was (untouched)
+    or gives its line a value of its own (rewritten). Landed detection, finding the fix's
+    lines in quant_fp8_a, said "upstreamed (high)" and the rebase dropped the fix, though
+    the target breaks the fix's own promise. A target that breaks a fix's Keeps line is not
+    its landing: the fix moves where it applies (its Keeps line then holds in the result) or
+    stops; never dropped, and status --against says the same."""
+    v1 = k_py(block("quant_fp8_a"), PADS, block("quant_fp8_b"))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, k_py(block("quant_fp8_a"), PADS,
+                                          fixed_block("quant_fp8_b", "mixed")),
+                  fields=KEEPS_B.decode())
+    own = block("quant_fp8_b") if own_place == "untouched" else \
+        edit(block("quant_fp8_b"), b"        scale = 448.0\n", b"        scale = fp8_max()\n")
+    v2 = k_py(fixed_block("quant_fp8_a", "mixed"), PADS, own)
+    stack.commit({"k.py": v2}, "fnuz max in quant_fp8_a (#7)", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=None)
+    assert rc == (0 if own_place == "untouched" else 3), out + err
+    assert "dropped" not in out and stack.series("up") == ["fix.patch"], out + err
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+    assert patch["rebase"] == ("move" if rc == 0 else "stop"), patch
+    if rc == 3:
+        stack.cli("rebase", "--abort")
+    stack.cli("overlays")
+    assert fix_is_in_b((stack.root / "overlays" / "up" / "k.py").read_bytes(), "mixed")
