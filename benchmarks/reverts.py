@@ -13,7 +13,8 @@ revision as `status` and `rebase --to` judge it.
    `be195d1638`, judged at itself.
 2. Ordinary landings: `--samples` commits drawn at random (`--seed`), judged at the head:
    every one said (reverted, or a quiet note) is printed with the commit named, to be read.
-3. Cost: 30 landings judged at a revision 50 and 300 first-parent commits after them, median
+3. Cost: 30 landings judged at a revision 50 and 300 first-parent commits after them, all
+   together as `status` judges what is kept under upstreamed/ (reverts.judge_many), median
    of `--runs` runs (a fresh store each run), and the same with the one revert among them. Run
    `uptime` first; the machine's load moves these figures.
 The repository is read, never written: `--repo` (default: the bare mirror the other benchmarks
@@ -31,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from patchforge.reverts import _file_state, _parse, judge_kept  # noqa: E402
+from patchforge.reverts import _file_state, _parse, judge_kept, judge_many  # noqa: E402
 from patchforge.store.gitstore import UpstreamStore  # noqa: E402
 
 HAND_MADE = ("fc91146141", "be195d1638")
@@ -156,10 +157,11 @@ def main() -> None:
         for _ in range(args.runs):
             with UpstreamStore(repo) as store:
                 start = time.perf_counter()
-                said_now = [judge(store, c, first[320 - width]) for c in fixes]
+                said_now = judge_many(store, "aiter", [
+                    (f"{c[:10]}.patch", f"series/aiter/upstreamed/{c[:10]}.patch", kept(c), {})
+                    for c in fixes], first[320 - width])
                 times.append(time.perf_counter() - start)
-        gone = [said(found) for found in said_now
-                if found is not None and not isinstance(found, str)]
+        gone = [said(found) for found in said_now]
         print(f"  30 landings judged {width} first-parent commits later: median "
               f"{statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}, max "
               f"{max(times) * 1000:.0f}); said: {'; '.join(gone) or 'nothing'}")

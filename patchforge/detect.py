@@ -77,6 +77,10 @@ class HunkVerdict:
     # (its pre-image, or upstream's own version of its lines: OwnPlaces.elsewhere): the own
     # place's lines. History must not call it landed either.
     elsewhere: str | None = None
+    # The hunk's own place still has its old code (OwnPlaces.old_code): its lines. Asked only
+    # when the history says a commit made the change (judge.with_history), which then made it
+    # at another place: history must not call it landed.
+    old_code: str | None = None
 
 
 @record
@@ -316,6 +320,16 @@ class PlaceDiffs:
         # (base, current) -> their blocks; a walk asks about a few dozen files at most.
         self._made: dict[tuple[bytes, bytes], list[tuple[int, int, int, int]] | None] = {}
 
+    @classmethod
+    def made(cls, pairs: list[tuple[bytes, bytes]]) -> PlaceDiffs:
+        """The diffs of `pairs` (base file, file at the target), made now in one git process,
+        for a caller that knows which it will ask (patchforge.reverts: the kept fixes' files
+        at one revision); any other is made when asked."""
+        places = cls()
+        pairs = list(dict.fromkeys(pairs))
+        places._made.update(zip(pairs, changed_blocks(pairs)))
+        return places
+
     def blocks(self, base: bytes, current: bytes) -> list[tuple[int, int, int, int]] | None:
         key = (base, current)
         if key not in self._made:
@@ -444,6 +458,37 @@ class OwnPlaces:
         return any((n_start < hi and n_end > lo) or (n_start == n_end and lo < n_start < hi)
                    for _, _, n_start, n_end in self._blocks)
 
+    def old_code(self, index: int, hunk) -> str | None:
+        """The own place's lines in the target ("lines N-M") when no commit can have made the
+        hunk's change there: it holds the hunk's pre-image by elsewhere's rule (every line the
+        hunk removes kept by upstream's diff, most of its context, no copy of its post-image
+        over it), and each run of lines the hunk only adds goes where upstream's diff changes
+        nothing (kept context alone says nothing there: the lines may be in another form).
+        None otherwise. For the history's word, whose change blocks say which lines a commit
+        changed, never where: the commit that made the same change in another copy of the
+        code is "the same change" (and its patch-id the patch's), found by no reverse-apply
+        where that copy is indented otherwise, or at all where the own place has the old code
+        exactly (both apply: `unsure`, which the history decided)."""
+        place = self.elsewhere(index, hunk, _SOMEWHERE)
+        if place is None:
+            return None
+        # (elsewhere found the place: the base file's hunks are placed, the diff is made)
+        assert self._at_base is not None and self._blocks is not None
+        start = self._at_base[index]
+        at = start  # the base line the hunk's next pre-image line is
+        kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-", b"+")]
+        for k, kind in enumerate(kinds):
+            if kind == b"+" and (k == 0 or kinds[k - 1] == b" "):
+                run = kinds[k:kinds.index(b" ", k)] if b" " in kinds[k:] else kinds[k:]
+                # Lines added before base line `at`: a block of upstream's diff there (lines
+                # put in, or either neighbour changed) may be them.
+                if b"-" not in run and any(o_start <= at <= o_end
+                                           for o_start, o_end, _, _ in self._blocks):
+                    return None
+            if kind != b"+":
+                at += 1
+        return place
+
     def _carried(self, start: int, end: int) -> tuple[int, int, set[int]]:
         """The lines [lo, hi) of the target that lines [start, end) of the base became (with
         what upstream put in place of or next to them), and which of those base lines
@@ -526,6 +571,73 @@ def _lands_without_diff(hunk, post: list[bytes], base: bytes, current: bytes) ->
 def _line_count(text: bytes, line: bytes) -> int:
     """How many whole lines of `text` are `line` (which ends with its newline)."""
     return text.count(b"\n" + line) + text.startswith(line)
+
+
+# A reverse-apply found somewhere (OwnPlaces.old_code): elsewhere asks of it only that.
+_SOMEWHERE = HunkOutcome(0, "offset", 0, 0, 1)
+
+
+def may_be_elsewhere(hunk, current: bytes) -> bool:
+    """False only where OwnPlaces.elsewhere of `hunk` (its reverse-apply found in `current`)
+    is certainly None, told by `current`'s bytes alone: no base file read, no git diff. Its
+    answer never differs from elsewhere's; it only says when asking is useless.
+
+    Why it holds: elsewhere answers only when the own place keeps every line the hunk
+    removes, a context line on each side that has context, half of the context and a line of
+    at least MIN_ANCHOR_CHARS, each byte for byte (git's diff keeps them as they were, and the
+    hunk applied to the base without fuzz), and no copy of the hunk's post-image overlaps that
+    place. So each such line must be a line of `current` somewhere outside every copy of the
+    post-image; a line that is not there rules the place out. A file that has a fix's code
+    once (most of them) fails at its first distinctive line, where a search for the removed
+    lines alone still passed hunks whose removed line was common code (a blank line, `}`)."""
+    cut = _fuzzed(ReversedHunk(hunk), 0)
+    if cut is None or cut[3] is not None:
+        return False  # anchored at the file's start or end: elsewhere says None
+    kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]  # the pre-image's
+    old = hunk.old_lines()
+    if not _removed_lines_in(hunk, current):
+        return False  # (most landings: a line they removed is nowhere, no copy looked for)
+    post = cut[1]
+    copies = _line_places(current, b"".join(post)) if post else []
+    overlap = any(b - a < len(post) for a, b in zip(copies, copies[1:]))
+    covered = {at + k for at in copies for k in range(len(post))} if overlap else set()
+    outside: dict[bytes, bool] = {}
+
+    def out(line: bytes) -> bool:
+        found = outside.get(line)
+        if found is None and (not line or not line.endswith(b"\n")):
+            return True  # (a file's last line without its end: taken as there, never a skip)
+        if found is None:
+            if overlap:  # (copies sharing lines: each occurrence's line number asked)
+                found = any(at not in covered for at in _line_places(current, line))
+            else:
+                # The copies hold this many of its occurrences; one more is outside them.
+                found = _has_lines(current, line, len(copies) * post.count(line) + 1)
+            outside[line] = found
+        return found
+
+    if not all(out(line) for kind, line in zip(kinds, old) if kind == b"-"):
+        return False
+    if not any(out(line) for line in old if len(_strip_ws(line)) >= MIN_ANCHOR_CHARS):
+        return False
+    lead, trail = hunk.leading_context, hunk.trailing_context
+    if (lead and not any(out(line) for line in old[:lead])) or \
+            (trail and not any(out(line) for line in old[len(old) - trail:])):
+        return False
+    context = [line for kind, line in zip(kinds, old) if kind == b" "]
+    return 2 * sum(1 for line in context if out(line)) >= len(context)
+
+
+def _has_lines(text: bytes, line: bytes, wanted: int) -> bool:
+    """Whether `line` (ending with its newline) is at least `wanted` whole lines of `text`:
+    searched for after each line end (and at the start), up to the `wanted`th."""
+    found = 1 if text.startswith(line) else 0
+    needle = b"\n" + line
+    at = text.find(needle)
+    while at >= 0 and found < wanted:
+        found += 1
+        at = text.find(needle, at + 1)
+    return found >= wanted
 
 
 def _has_line(text: bytes, line: bytes) -> bool:

@@ -285,13 +285,18 @@ def may_reverse(probes: list[list[bytes]], text: bytes) -> bool:
 def _elsewhere(verdict) -> str | None:
     """The evidence that keeps a patch whatever the history says: a hunk whose change the
     target has only at another copy of the code, its own place still without it (detect.
-    OwnPlaces). A commit's change blocks say which lines it changed, not where: the commit
-    that fixed the other copy makes "the same change"."""
+    OwnPlaces.elsewhere), or whose own place still has its old code (OwnPlaces.old_code,
+    which judge.with_history asks before the history is taken). A commit's change blocks say
+    which lines it changed, not where: the commit that fixed the other copy makes "the same
+    change"."""
     for f in verdict.files:
         for h in f.hunks:
             if h.elsewhere is not None:
                 return (f"{f.path} hunk {h.index + 1} has it only at another copy of the code "
                         f"(its own place, {h.elsewhere}, does not)")
+            if h.old_code is not None:
+                return (f"{f.path} hunk {h.index + 1}'s own place ({h.old_code}) still has "
+                        "the old code: the commit made it at another place")
     return None
 
 

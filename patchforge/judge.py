@@ -18,8 +18,8 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, apply_fi
                                     repeated_places)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
-from patchforge.detect import (NOT_AT_BASE, PatchVerdict, PlaceDiffs, assess_patch,
-                               created_identically)
+from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
+                               assess_patch, created_identically)
 from patchforge.errors import StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_git_diff, combine,
                                 combine_series, judge_history, may_reverse, patch_blocks,
@@ -410,15 +410,42 @@ class SeriesJudge:
         (HISTORY_DECIDES): history.combine and combine_series leave its state as it is or make
         it `upstreamed`, and never change its files."""
         if self.history is not None and verdict.state in HISTORY_DECIDES:
-            verdict = combine(verdict, self.history.landing(patch))
+            landing = self.history.landing(patch)
+            if landing is not None and landing.landed_by is not None:
+                self._old_code_at_own_places(patch, verdict)
+            verdict = combine(verdict, landing)
             run = self.history.series_landing(name) if not verdict.landed and \
                 hasattr(self.history, "series_landing") else None
             if run is not None and verdict.state in HISTORY_DECIDES:
+                self._old_code_at_own_places(patch, verdict)
                 commit, first, last = run
                 verdict = combine_series(verdict, commit, first, last)
         elif verdict.landed:
             verdict.decided_by = "content"
         return verdict
+
+    def _old_code_at_own_places(self, patch, verdict) -> None:
+        """Each hunk of `verdict` the content did not find landed at its own place is marked
+        (HunkVerdict.old_code) where that place still has its old code (detect.OwnPlaces.
+        old_code): the history is about to make the verdict `upstreamed` because a commit made
+        the patch's change, and cannot tell where that commit made it. Asked only then: the
+        base file and a git diff of it to the target per file asked."""
+        if self.target.commit == self.target.base_commit:
+            return
+        for fp, fv in zip(patch.file_patches, verdict.files):
+            if fp.binary is not None or fp.is_new or fp.is_delete or fv.target_path is None:
+                continue
+            asked = [hv for hv in fv.hunks if hv.landed != "certain" and hv.elsewhere is None
+                     and hv.old_code is None and hv.index < len(fp.hunks)]
+            if not asked:
+                continue
+            base = self.store.read_blob(self.target.base_commit, fp.source_path)
+            current = self.read_current(fv.target_path)
+            if base is None or current is None:
+                continue
+            own = OwnPlaces(fp, base, current, self.applications, self.places)
+            for hv in asked:
+                hv.old_code = own.old_code(hv.index, fp.hunks[hv.index])
 
     def pass_old(self, patches) -> None:
         """Walk the old series over `patches` without judging them (a rebase resuming after

@@ -8,7 +8,12 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
 (the pin, or the target of `rebase --to` / `status --against`), and only from them:
 
 - the fix's change is there (each of its file changes applies in reverse without fuzz): landed;
-  nothing to say;
+  nothing to say. Unless it is there only at another copy of the same code while the fix's own
+  place holds its pre-image again (landed detection's rule, detect.OwnPlaces.elsewhere): upstream
+  took the change out of its place (and made it in the copy), gone. That rule costs the fix's
+  base file and a git diff, so it is asked only of a file where the copy can be (detect.
+  may_be_elsewhere: the lines the rule needs at the own place are in the file outside every
+  copy of the change), which a file holding the fix's code once never is;
 - the fix's pre-image is back exactly (each of its file changes applies forward again without
   fuzz, a file it created is gone, one it deleted is back as it was): its change is gone;
 - neither: upstream changed the code otherwise since (rewrote it, landed it again in another
@@ -151,7 +156,7 @@ def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit:
     kept = [(name, data) for name, data in kept_fixes(project, upstream) if name not in skip]
     if not kept:
         return []
-    found = []
+    items = []
     recorded: dict | None = None
     for name, data in kept:
         rel = (project.series_dir(upstream) / "upstreamed" / name).relative_to(
@@ -159,7 +164,27 @@ def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit:
         if recorded is None and not _RECORDED_COMMIT.search(data):
             # (The history is read only for a fix whose file does not name its landing.)
             recorded = _dropped_events(project)
-        gone = judge_kept(store, upstream, name, rel, data, commit, recorded or {})
+        items.append((name, rel, data, recorded or {}))
+    return judge_many(store, upstream, items, commit)
+
+
+def judge_many(store: UpstreamStore, upstream: str, items: list[tuple[str, str, bytes, dict]],
+               commit: str) -> list[LandingGone]:
+    """judge_kept of each (name, rel, data, recorded) at `commit`, what is said: the same
+    answers, the files of all read together and the own-place diffs all of them ask for at
+    `commit` made in one git process (_states_at)."""
+    fixes = [(fix, recorded) for name, rel, data, recorded in items
+             if (fix := _parse(upstream, name, rel, data)) is not None]
+    try:
+        caches = _states_at(store, [fix for fix, _ in fixes], commit)
+    except PatchforgeError:
+        caches = [{} for _ in fixes]  # (each judged on its own below, as judge_kept does)
+    found = []
+    for (fix, recorded), cache in zip(fixes, caches):
+        try:
+            gone = _judge(store, fix, commit, recorded, cache)
+        except PatchforgeError:
+            continue  # judged by the next command that can read its files (judge_kept)
         if gone is not None:
             found.append(gone)
     return found
@@ -209,7 +234,9 @@ def _file_state(fp: FilePatch, content: bytes | None, own_place=None, *,
                 by_lines: bool = True) -> str:
     """present | gone | other, for one file change and the file's content at a revision: by
     the whole diff first, then (`by_lines`) by its changed lines (`_lines_state`).
-    `own_place(fp, content)`: present | gone where both ways apply (the same code twice)."""
+    `own_place(fp, content, both)`: present | gone where both ways apply (`both`: the same
+    code twice), or where it applies in reverse only and a hunk's change may be found at
+    another copy of the code only (detect.may_be_elsewhere)."""
     if fp.is_new or fp.is_delete:
         # The whole file: created (or deleted) with exactly these lines.
         whole = b"".join(line for h in fp.hunks
@@ -223,7 +250,9 @@ def _file_state(fp: FilePatch, content: bytes | None, own_place=None, *,
         return "other"  # the file is gone (and no rename found): upstream moved the code
     if _applies(content, fp, reverse=True):
         if own_place is not None and _applies(content, fp, reverse=False):
-            return own_place(fp, content)  # the same code twice: asked at the fix's place
+            return own_place(fp, content, True)  # the same code twice: asked at the fix's place
+        if own_place is not None and _may_be_elsewhere(fp, content):
+            return own_place(fp, content, False)
         return "present"
     if _applies(content, fp, reverse=False):
         return "gone"
@@ -347,14 +376,61 @@ def _fix_state(store: UpstreamStore, fix: _Fix, rev: str, cache: dict) -> str:
     back; present only when every file has the change)."""
     if rev in cache:
         return cache[rev]
-    paths = sorted({p for aliases in fix.aliases.values() for p in aliases})
-    contents = store.read_blobs(rev, paths)
+    contents = store.read_blobs(rev, _paths(fix))
+    cache[rev] = _combined(_file_states(
+        fix, contents,
+        lambda fp, content, both: _at_own_place(store, fix, fp, content, both)))
+    return cache[rev]
+
+
+def _paths(fix: _Fix) -> list[str]:
+    return sorted({p for aliases in fix.aliases.values() for p in aliases})
+
+
+def _file_states(fix: _Fix, contents: dict, own_place) -> list[tuple]:
+    """(file change, its content, _file_state) of each file of the fix in `contents` (the
+    files at a revision by path), its whole diff alone asked (`own_place`: _file_state's)."""
     files = []
     for k, fp in enumerate(fix.files):
-        content = next((contents[p] for p in fix.aliases[k] if contents[p] is not None), None)
-        files.append((fp, content, _file_state(
-            fp, content, lambda fp, content: _at_own_place(store, fix, fp, content),
-            by_lines=False)))
+        content = next((contents[p] for p in fix.aliases[k] if contents.get(p) is not None),
+                       None)
+        files.append((fp, content, _file_state(fp, content, own_place, by_lines=False)))
+    return files
+
+
+# _states_at's answers of _file_state's own_place, until the diffs are made.
+_ASK_BOTH, _ASK_AWAY = "ask: both", "ask: away"
+
+
+def _states_at(store: UpstreamStore, fixes: list[_Fix], rev: str) -> list[dict[str, str]]:
+    """Each fix's _fix_state at `rev` (as a cache for _judge), the files of all read together
+    and the own-place diffs (base file to `rev`'s) the fixes ask for made in one git process:
+    a status asks this of every kept fix each time, and a process per file was most of it."""
+    from patchforge.detect import PlaceDiffs
+
+    contents = store.read_blobs(rev, sorted({p for fix in fixes for p in _paths(fix)}))
+    files = [_file_states(fix, contents, lambda fp, content, both: _ASK_BOTH if both
+                          else _ASK_AWAY) for fix in fixes]
+    pairs = []
+    for fix, states in zip(fixes, files):
+        for fp, content, state in states:
+            if state == _ASK_AWAY:
+                base = _base_file(store, fix, fp)
+                if base is not None:
+                    pairs.append((base, content))
+    places = PlaceDiffs.made(pairs) if pairs else None
+    caches = []
+    for fix, states in zip(fixes, files):
+        caches.append({rev: _combined([
+            (fp, content, _at_own_place(store, fix, fp, content, state == _ASK_BOTH, places)
+             if state in (_ASK_BOTH, _ASK_AWAY) else state)
+            for fp, content, state in states])})
+    return caches
+
+
+def _combined(files: list[tuple]) -> str:
+    """The fix's state from its files' (_file_states): present or gone when they all say so,
+    else other."""
     # The changed lines are asked only of the files whose whole diff said neither, and only
     # while the others agree: one file present and another gone is other whatever they say.
     states = {state for _, _, state in files if state != "other"}
@@ -365,28 +441,61 @@ def _fix_state(store: UpstreamStore, fix: _Fix, rev: str, cache: dict) -> str:
         if found == "other":
             found = _lines_state(fp, content)
             state = found if found != "other" and state in (None, found) else "other"
-    cache[rev] = state or "other"
-    return cache[rev]
+    return state or "other"
 
 
-def _at_own_place(store: UpstreamStore, fix: _Fix, fp: FilePatch, content: bytes) -> str:
-    """present | gone for a file change both of whose images are in `content` (the same code
-    at several places: another copy of the code may have the fix's lines whatever happened to
-    the fix's own): judged at the fix's own place, where upstream's line map (git's 3-way
-    merge of the fix's base file to `content`) puts the place the fix had. The merge changes
-    nothing: present. It changes something (cleanly): gone. Without the base file, or a merge
-    that conflicts: present, as a search finding the fix's lines says (never a revert from a
-    guess)."""
+def _may_be_elsewhere(fp: FilePatch, content: bytes) -> bool:
+    """Whether a hunk of a file change that applies in reverse to `content` may have its
+    change there only at another copy of the code (detect.may_be_elsewhere: byte searches;
+    False says what _at_own_place would, present, without the base file and git's diff that
+    every status would pay for every kept fix)."""
+    from patchforge.detect import may_be_elsewhere
+
+    return not fp.is_new and not fp.is_delete and \
+        any(may_be_elsewhere(hunk, content) for hunk in fp.hunks)
+
+
+def _base_file(store: UpstreamStore, fix: _Fix, fp: FilePatch) -> bytes | None:
+    """The file before the fix (at its `Base`), None when not known here."""
+    base = (fix.patch.get("Base") or "").strip()
+    try:
+        return store.read_blob(base, fp.path) if base and store.has_object(base) else None
+    except PatchforgeError:
+        return None
+
+
+def _at_own_place(store: UpstreamStore, fix: _Fix, fp: FilePatch, content: bytes,
+                  both: bool = True, places=None) -> str:
+    """present | gone for a file change both of whose images are in `content` (`both`: the
+    same code at several places: another copy of the code may have the fix's lines whatever
+    happened to the fix's own): judged at the fix's own place, where upstream's line map
+    (git's 3-way merge of the fix's base file to `content`) puts the place the fix had. The
+    merge changes nothing: present. It changes something (cleanly): gone. Without the base
+    file, or a merge that conflicts: present, as a search finding the fix's lines says (never
+    a revert from a guess).
+
+    Not `both` (it applies in reverse only, and _may_be_elsewhere): gone when a hunk's change
+    is found only away from its own place, which holds the hunk's pre-image again (detect.
+    OwnPlaces.elsewhere, the rule that keeps landed detection from calling such a fix
+    landed): upstream took it out there and has it only in the copy. Else present.
+    `places`: the own-place diffs made already (detect.PlaceDiffs: _states_at's)."""
     from patchforge.apply.hunks import apply_file_patch
     from patchforge.store.diff import merge_file
 
-    base = (fix.patch.get("Base") or "").strip()
-    try:
-        old = store.read_blob(base, fp.path) if base and store.has_object(base) else None
-    except PatchforgeError:
-        old = None
+    old = _base_file(store, fix, fp)
     if old is None:
         return "present"
+    if not both:
+        from patchforge.apply.hunks import ReversedHunk, apply_hunks, lines_of
+        from patchforge.detect import OwnPlaces, may_be_elsewhere
+
+        own = OwnPlaces(fp, old, content, apply_file_patch, places)
+        found = apply_hunks(lines_of(content), tuple(ReversedHunk(h) for h in fp.hunks),
+                            max_fuzz=0, build=False)[1]
+        return "gone" if any(
+            outcome.status != "failed" and may_be_elsewhere(hunk, content) and
+            own.elsewhere(k, hunk, outcome) is not None
+            for k, (hunk, outcome) in enumerate(zip(fp.hunks, found))) else "present"
     fixed = apply_file_patch(old, fp, max_fuzz=0)
     if not fixed.ok or fixed.content is None:
         return "present"
@@ -417,8 +526,10 @@ def _landing_of(fix: _Fix, recorded: dict) -> tuple[str | None, str | None]:
     return (landed if isinstance(landed, str) and landed else None), target
 
 
-def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict) -> LandingGone | None:
-    cache: dict[str, str] = {}
+def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
+           cache: dict[str, str] | None = None) -> LandingGone | None:
+    """`cache`: the fix's states at revisions already judged (_states_at's)."""
+    cache = {} if cache is None else cache
     landed, dropped_at = _landing_of(fix, recorded)
     landing = _commit(store, landed)
     # Where the fix is known to have been upstream: its landing commit, else the target the

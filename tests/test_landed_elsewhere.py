@@ -263,3 +263,214 @@ def test_a_fix_whose_keeps_line_the_target_lacks_is_never_dropped_as_landed(tmp_
         stack.cli("rebase", "--abort")
     stack.cli("overlays")
     assert fix_is_in_b((stack.root / "overlays" / "up" / "k.py").read_bytes(), "mixed")
+
+
+def _landed_in_b(tmp_path) -> tuple[OneUpstreamStack, str, bytes]:
+    """The fix (240.0 in quant_fp8_b) lands upstream exactly there at v2; the rebase onto v2
+    drops it to upstreamed/: (stack, landing commit, the file at v1)."""
+    v1 = k_py(block("quant_fp8_a"), PADS, block("quant_fp8_b"))
+    landed = k_py(block("quant_fp8_a"), PADS, fixed_block("quant_fp8_b", "mixed"))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, landed)
+    landing = stack.commit({"k.py": landed}, "fnuz max in quant_fp8_b (#7)", tag="v2")
+    stack.rebase_json("--to", "up=v2")
+    assert stack.series("up") == []
+    assert (stack.root / "series" / "up" / "upstreamed" / "fix.patch").is_file()
+    return stack, landing, v1
+
+
+@pytest.mark.parametrize("neighbours", [True, False])
+def test_a_landing_reverted_in_its_own_place_while_the_other_copy_gets_the_change_is_said(
+        tmp_path, neighbours):
+    """The fix landed in quant_fp8_b (dropped to upstreamed/); upstream reverts that commit
+    (quant_fp8_b has the old code again), and a later commit makes the same change in
+    quant_fp8_a, commenting the lines around the fix's place in quant_fp8_b (neighbours).
+    The kept fix's change applied in reverse at quant_fp8_a and no longer forward at
+    quant_fp8_b, so status, the rebase and lint said nothing while no deployment had the fix
+    in quant_fp8_b. Its own place decides: reverted, `bring-back` named; brought back, it is
+    deployed there. (Without the comments the old code is back exactly and was said.)"""
+    from helpers.git import git
+
+    stack, landing, _ = _landed_in_b(tmp_path)
+    git(stack.up, "revert", "--no-edit", landing)
+    revert = git(stack.up, "rev-parse", "HEAD").strip()
+    b = neighbours_edited(block("quant_fp8_b"), "mixed") if neighbours else block("quant_fp8_b")
+    v4 = k_py(fixed_block("quant_fp8_a", "mixed"), PADS, b)
+    stack.commit({"k.py": v4}, "fnuz max in quant_fp8_a", tag="v4")
+    said = f"was reverted upstream in {revert[:12]}"
+    _, out, _ = stack.cli("status", "--against", "up=v4", expect=1)
+    assert said in out and "`patchforge bring-back up/fix.patch`" in out, out
+    summary = stack.rebase_json("--to", "up=v4")
+    assert [g["by"] for g in summary["reverted"]] == [revert], summary
+    _, out, _ = stack.cli("status", expect=1)
+    assert said in out, out
+    lint = stack.json("lint", expect=1)
+    assert [f["severity"] for f in lint["findings"]
+            if f["patch"] == "up/upstreamed/fix.patch"] == ["error"], lint
+    if neighbours:
+        # The lines around the fix's place changed: bring-back stops for the fix to be made
+        # there by hand, the fix kept in skipped/ meanwhile (never lost).
+        _, _, err = stack.cli("bring-back", "up/fix.patch", expect=3)
+        assert "conflict in k.py" in err, err
+        work = stack.root / ".patchforge" / "work" / "up" / "k.py"
+        work.write_bytes(k_py(fixed_block("quant_fp8_a", "mixed"), PADS,
+                              neighbours_edited(fixed_block("quant_fp8_b", "mixed"), "mixed")))
+        stack.cli("bring-back", "--continue")
+    else:
+        stack.cli("bring-back", "up/fix.patch")
+    assert stack.series("up") == ["fix.patch"]
+    assert stack.json("status")["reverted"] == []
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays" / "up" / "k.py").read_bytes()
+    assert fix_is_in_b(overlay, "mixed") and not fix_is_in_b(v4, "mixed")
+
+
+def test_a_landing_taken_out_of_its_own_place_and_made_in_the_other_copy_is_said(tmp_path):
+    """One commit takes the change out of quant_fp8_b (editing the lines around it) and makes
+    it in quant_fp8_a: no revert of the landing, said as taken out, with bring-back named."""
+    stack, _, _ = _landed_in_b(tmp_path)
+    taker = stack.commit({"k.py": k_py(fixed_block("quant_fp8_a", "mixed"), PADS,
+                                       neighbours_edited(block("quant_fp8_b"), "mixed"))},
+                         "fnuz max in quant_fp8_a instead", tag="v3")
+    _, out, _ = stack.cli("rebase", "--to", "up=v3")
+    said = f"is no longer upstream: commit {taker[:12]} took its change out"
+    assert said in out, out
+    _, out, err = stack.cli("status", expect=None)
+    assert said in out + err and "patchforge bring-back up/fix.patch" in out + err, out + err
+
+
+@pytest.mark.parametrize("where", ["both", "shifted"])
+def test_a_landing_still_in_its_own_place_says_nothing(tmp_path, where):
+    """The other side: the fix stays in quant_fp8_b while upstream also makes the change in
+    quant_fp8_a (both), or adds 30 lines above the landed fix (shifted): landed, quiet."""
+    stack, _, _ = _landed_in_b(tmp_path)
+    if where == "both":
+        v3 = k_py(fixed_block("quant_fp8_a", "mixed"), PADS, fixed_block("quant_fp8_b", "mixed"))
+    else:
+        v3 = k_py([b"# generated\n"] * 30, block("quant_fp8_a"), PADS,
+                  fixed_block("quant_fp8_b", "mixed"))
+    stack.commit({"k.py": v3}, "more", tag="v3")
+    _, out, err = stack.cli("rebase", "--to", "up=v3")
+    assert "upstream" not in out + err or "no longer" not in out + err, out + err
+    document = stack.json("status")
+    assert document["reverted"] == [] and document["gone_upstream"] == [], document
+
+
+# Changes long enough for the history to judge (history.MIN_CHANGED_CHARS): the short ones
+# above are never asked of it. Per kind: the line the fix changes in a block, its new text.
+LONG = {
+    "mixed": (b"        scale = 448.0\n",
+              b"        scale = torch.finfo(torch.float8_e4m3fnuz).max\n"),
+    "addition": (b"    y = x.abs()\n",
+                 b"    y = x.abs()\n    y = torch.nan_to_num(y, nan=0.0, posinf=448.0)\n"),
+}
+
+
+def long_fixed(name: str, kind: str, lines: list[bytes] | None = None) -> list[bytes]:
+    old, new = LONG[kind]
+    return edit(block(name) if lines is None else lines, old, new)
+
+
+def in_class(lines: list[bytes]) -> list[bytes]:
+    """A block as a method of a class: the same code indented, where no hunk of a fix made
+    on the block at module level applies (its context is indented otherwise)."""
+    return [b"class Twin:\n"] + [b"    " + line if line.strip() else line for line in lines]
+
+
+@pytest.mark.parametrize("twin,kind", [
+    ("same", "mixed"), ("same", "addition"), ("indented", "mixed"),
+    pytest.param("indented", "addition", marks=pytest.mark.xfail(strict=True, reason=(
+        "the added line is found in the indented copy by post-image containment (whitespace "
+        "ignored, anchored by the copy's context): landed by the content, which does not ask "
+        "the own place")))])
+def test_a_commit_making_the_change_only_in_the_other_copy_does_not_land_the_fix(tmp_path,
+                                                                                 kind, twin):
+    """The history's "commit X makes this change" compares changed lines, not places: the
+    commit that made the fix's change in quant_fp8_a only was taken for its landing. With the
+    same code (same: its patch-id is the fix's too), the hunk both applies and is found in
+    reverse: `unsure`, which the history decided; with the copy indented as a method
+    (indented, upstream also commenting a line near the fix's place in quant_fp8_b) no
+    reverse-apply finds it, the fix applies with fuzz, and the history decided. Status said
+    "upstreamed (high)", the rebase dropped the fix, and nothing deployed it in quant_fp8_b.
+    The fix's own place still has the old code: kept."""
+    a = block("quant_fp8_a") if twin == "same" else in_class(block("quant_fp8_a"))
+    v1 = k_py(a, PADS, block("quant_fp8_b"))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, k_py(a, PADS, long_fixed("quant_fp8_b", kind)))
+    if twin == "same":
+        v2 = k_py(long_fixed("quant_fp8_a", kind), PADS, block("quant_fp8_b"))
+    else:
+        # (The hunk's outermost context line above the change: it applies with fuzz.)
+        outer = b"    x = x.contiguous()\n" if kind == "mixed" else b"    x = x.float()\n"
+        b = edit(block("quant_fp8_b"), outer, outer[:-1] + b"  # fp32\n")
+        v2 = k_py(in_class(long_fixed("quant_fp8_a", kind)), PADS, b)
+    stack.commit({"k.py": v2}, "fnuz max in quant_fp8_a (#7)", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert "still has the old code: the commit made it at another place: kept" in \
+        " ".join(patch["evidence"]), patch["evidence"]
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=None)
+    assert rc in (0, 3) and "dropped" not in out, out + err
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+    if rc == 3:
+        stack.cli("rebase", "--abort")
+    assert stack.series("up") == ["fix.patch"]
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays" / "up" / "k.py").read_bytes()
+    new = LONG[kind][1].splitlines(keepends=True)[-1]
+    assert new in overlay[overlay.index(b"def quant_fp8_b"):]
+
+
+def test_a_landing_the_history_proves_at_the_own_place_is_still_dropped(tmp_path):
+    """The other side: upstream makes the change in quant_fp8_b itself, reformatted (a space
+    inside the call's parenthesis), while the copy (indented as a method) keeps the old code,
+    whose line is long enough for containment to see it still there: no file check proves
+    the landing, the history does (the same change, whitespace aside). Its own place has no
+    old code: the landing stands, the fix is dropped."""
+    old = b"        scale = torch.tensor(448.0, dtype=torch.float32)\n"
+    new = b"        scale = torch.finfo(torch.float8_e4m3fnuz).max\n"
+
+    def b(fixed: bytes | None = None) -> list[bytes]:
+        lines = edit(block("quant_fp8_b"), b"        scale = 448.0\n", old)
+        return lines if fixed is None else edit(lines, old, fixed)
+
+    a = in_class(edit(block("quant_fp8_a"), b"        scale = 448.0\n", old))
+    v1 = k_py(a, PADS, b())
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, k_py(a, PADS, b(new)))
+    landed = b(new.replace(b"(torch.", b"( torch."))
+    stack.commit({"k.py": k_py(a, PADS, landed)}, "fnuz max (#7)", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert (patch["state"], patch["decided_by"], patch["rebase"]) == \
+        ("upstreamed", "history", "drop"), patch
+    summary = stack.rebase_json("--to", "up=v2")
+    assert [p["action"] for p in summary["patches"]] == ["dropped"], summary["patches"]
+
+
+def test_the_kept_fixes_own_places_a_status_asks_are_one_git_diff(tmp_path, monkeypatch):
+    """Three fixes, each adding a line to quant_fp8_b of its own file, landed there and kept
+    under upstreamed/; upstream then comments the lines around the place in quant_fp8_a (no
+    change made there): each kept fix's change applies in reverse only, and its context is
+    in the file twice, so its own place is asked (git's diff of the file at the fix's Base).
+    A status makes those diffs in one git process, not one per fix; all stay quiet."""
+    names = ["k", "m", "n"]
+    v1 = {f"{n}.py": k_py(block("quant_fp8_a"), PADS, block("quant_fp8_b")) for n in names}
+    landed = k_py(block("quant_fp8_a"), PADS, fixed_block("quant_fp8_b", "addition"))
+    stack = OneUpstreamStack(tmp_path, v1)
+    for n in names:
+        stack.add_fix(f"fix-{n}", f"{n}.py", v1[f"{n}.py"], landed)
+    stack.commit({f"{n}.py": landed for n in names}, "nan_to_num (#7)", tag="v2")
+    stack.rebase_json("--to", "up=v2")
+    assert stack.series("up") == []
+    v3 = k_py(neighbours_edited(block("quant_fp8_a"), "addition"), PADS,
+              fixed_block("quant_fp8_b", "addition"))
+    stack.commit({f"{n}.py": v3 for n in names}, "comments in quant_fp8_a", tag="v3")
+    stack.rebase_json("--to", "up=v3")
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    document = stack.json("status")
+    monkeypatch.delenv("GIT_TRACE")
+    assert document["reverted"] == [] and document["gone_upstream"] == [], document
+    assert git_diffs_run(trace) == 1
