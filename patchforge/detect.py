@@ -469,9 +469,10 @@ class OwnPlaces:
         code is "the same change" (and its patch-id the patch's), found by no reverse-apply
         where that copy is indented otherwise, or at all where the own place has the old code
         exactly (both apply: `unsure`, which the history decided)."""
-        place = self.elsewhere(index, hunk, _SOMEWHERE)
-        if place is None:
+        away = self.elsewhere(index, hunk, _SOMEWHERE)
+        if away is None or away[0] != "pre-image":
             return None
+        place = away[1]
         # (elsewhere found the place: the base file's hunks are placed, the diff is made)
         assert self._at_base is not None and self._blocks is not None
         start = self._at_base[index]
@@ -579,10 +580,11 @@ _SOMEWHERE = HunkOutcome(0, "offset", 0, 0, 1)
 
 def may_be_elsewhere(hunk, current: bytes) -> bool:
     """False only where OwnPlaces.elsewhere of `hunk` (its reverse-apply found in `current`)
-    is certainly None, told by `current`'s bytes alone: no base file read, no git diff. Its
-    answer never differs from elsewhere's; it only says when asking is useless.
+    certainly does not say that the own place holds the pre-image ("pre-image"), told by
+    `current`'s bytes alone: no base file read, no git diff. It never changes that answer; it
+    only says when asking is useless.
 
-    Why it holds: elsewhere answers only when the own place keeps every line the hunk
+    Why it holds: elsewhere says "pre-image" only when the own place keeps every line the hunk
     removes, a context line on each side that has context, half of the context and a line of
     at least MIN_ANCHOR_CHARS, each byte for byte (git's diff keeps them as they were, and the
     hunk applied to the base without fuzz), and no copy of the hunk's post-image overlaps that
@@ -638,6 +640,13 @@ def _has_lines(text: bytes, line: bytes, wanted: int) -> bool:
         found += 1
         at = text.find(needle, at + 1)
     return found >= wanted
+
+
+def _removed_lines_in(hunk, text: bytes) -> bool:
+    """Whether every line `hunk` removes is a line of `text`."""
+    pre_kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]
+    return all(kind != b"-" or _has_line(text, line)
+               for kind, line in zip(pre_kinds, hunk.old_lines()))
 
 
 def _has_line(text: bytes, line: bytes) -> bool:

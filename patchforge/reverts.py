@@ -494,7 +494,7 @@ def _at_own_place(store: UpstreamStore, fix: _Fix, fp: FilePatch, content: bytes
                             max_fuzz=0, build=False)[1]
         return "gone" if any(
             outcome.status != "failed" and may_be_elsewhere(hunk, content) and
-            own.elsewhere(k, hunk, outcome) is not None
+            (own.elsewhere(k, hunk, outcome) or ("",))[0] == "pre-image"
             for k, (hunk, outcome) in enumerate(zip(fp.hunks, found))) else "present"
     fixed = apply_file_patch(old, fp, max_fuzz=0)
     if not fixed.ok or fixed.content is None:
