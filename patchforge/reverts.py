@@ -113,7 +113,8 @@ class LandingGone:
                     f"overlay: `patchforge bring-back {fix}` puts it back in the series")
         return f"fix {fix} {landed} is no longer upstream: {self.detail}; " \
             f"`patchforge bring-back {fix}` puts it back in the series; `patchforge delete " \
-            f"{fix}` keeps it under deleted/ if upstream's other work replaced it"
+            f"{self.upstream}/upstreamed/{self.name}` keeps it under deleted/ if upstream's " \
+            "other work replaced it"
 
     def to_json(self) -> dict:
         return {"upstream": self.upstream, "name": self.name, "path": self.path,

@@ -573,8 +573,9 @@ def test_a_landing_taken_out_by_other_work_needs_attention_until_deleted(tmp_pat
     release branch", other lines changed too) puts the fix's line back as it was: the module
     is exactly as before the fix and no overlay has it. It was a `note:`, with status, lint
     and the rebase onto it all exit 0. It needs attention now (never called a revert), with
-    both ways on: `delete up/fa.patch` keeps the fix under deleted/ (upstream was right) and
-    all is quiet; `bring-back` (the other way) is tested above."""
+    both ways on: `delete up/upstreamed/fa.patch` keeps the fix under deleted/ (upstream was
+    right) and all is quiet, even with a new fix named fa in the series (`delete up/fa.patch`,
+    the advice before, took that live fix out instead); `bring-back` is tested above."""
     stack, landing = _landed(tmp_path)
     rework = stack.commit({"pkg/a.py": BASE.replace(b"line 20 of the module",
                                                     b"line twenty of the module")},
@@ -582,15 +583,19 @@ def test_a_landing_taken_out_by_other_work_needs_attention_until_deleted(tmp_pat
     _, out, _ = stack.cli("status", "--against", "v3", expect=1)
     assert f"taken out upstream (needs attention): fix up/fa.patch landed in {landing[:12]}" \
         in out and f"commit {rework[:12]} took its change out" in out, out
-    assert "`patchforge delete up/fa.patch`" in out and "reverted" not in out, out
+    assert "`patchforge delete up/upstreamed/fa.patch`" in out and "reverted" not in out, out
     stack.cli("rebase", "--to", "v3")
+    stack.cli("new", "fa", "--file", "pkg/b.py")  # the name is free: another fix takes it
+    work = stack.root / ".patchforge/work/up/pkg/b.py"
+    work.write_bytes(b"b = 3\n")
+    stack.cli("refresh")
     stack.cli("status", expect=1)
     assert [f["patch"] for f in stack.json("lint", expect=1)["findings"]
             if f["severity"] == "error"] == ["up/upstreamed/fa.patch"]
-    stack.cli("delete", "up/fa.patch")
+    stack.cli("delete", "up/upstreamed/fa.patch")
+    assert stack.series("up") == ["fa.patch"] and b"+b = 3" in stack.patch("up", "fa")
     assert not (stack.root / "series/up/upstreamed/fa.patch").exists()
     assert f"commit:{landing}".encode() in \
         (stack.root / "series/up/deleted/fa.patch").read_bytes()
     stack.cli("status")
     assert stack.json("lint")["errors"] == 0
-    assert stack.series("up") == []

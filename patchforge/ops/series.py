@@ -869,7 +869,16 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
     says of a new order, and the upstream files the series now takes away that it did not
     (overlay.new_series_removals: the patch made again a file an earlier one deletes, and
     `overlays` refuses the series without it). Both are said, not refused: the user asked for
-    the patch to go, and a patch's consequences are never a reason to keep it."""
+    the patch to go, and a patch's consequences are never a reason to keep it.
+
+    `UPSTREAM/upstreamed/NAME` names a fix kept under upstreamed/ whose landing the pin no
+    longer has, whatever the series lists: the name may be a live fix's again."""
+    named = _kept_landing_named(project, name)
+    if named is not None:
+        if store is None or not _landing_taken_back(project, store, *named):
+            raise UsageError(f"{named[0]}/upstreamed/{named[1]}: the pin still has its change "
+                             "(or upstream changed that code otherwise): nothing to delete")
+        return _delete_kept_landing(project, *named, store), [], []
     try:
         upstream, file_name = project.find_patch(name)
     except AmbiguousNameError:
@@ -1312,6 +1321,23 @@ def _kept_upstreamed(project: Project, name: str) -> list[tuple[str, str]]:
             if place == "upstreamed" and kept == file_name]
 
 
+def _kept_landing_named(project: Project, name: str) -> tuple[str, str] | None:
+    """(upstream, file name) of the fix `UPSTREAM/upstreamed/NAME` (or `upstreamed/NAME`,
+    kept so in one upstream) names; None for any other NAME. Refused when there is none."""
+    head, sep, tail = name.rpartition("upstreamed/")
+    if not sep or (head and not head.endswith("/")) or "/" in tail or not tail:
+        return None
+    upstream = head[:-1] or None
+    file_name = patch_file_name(tail)
+    found = [(u, kept) for u, place, kept in project.kept_aside(upstream, file_name)
+             if place == "upstreamed" and kept == file_name]
+    if len(found) != 1:
+        raise UsageError(f"{name!r} names no one fix kept under upstreamed/" if not found else
+                         f"{name!r} is kept under upstreamed/ in several series "
+                         f"({', '.join(u for u, _ in found)}); say UPSTREAM/upstreamed/NAME")
+    return found[0]
+
+
 def _landing_taken_back(project: Project, store: UpstreamStore, upstream: str,
                         file_name: str) -> bool:
     """Whether the fix kept as upstreamed/FILE_NAME is one whose change the pin's files no
@@ -1455,11 +1481,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
         # A file of the fix's name the series does not list, holding exactly what this would
         # write, is this command's own, cut off by a kill before the series listed it: run
         # again, it is finished under that name, not brought back a second time beside it.
-        file_name = fix.name if not (project.patch_path(upstream, fix.name).exists()
-                                     or fix.name in series.names) else \
-            aside_name(project.series_dir(upstream), fix.name,
-                       new.to_bytes() if new is not None and fix.name not in series.names
-                       else b"")
+        file_name = _bring_back_name(project.series_dir(upstream), fix.name,
+                                     None if new is None else new.to_bytes(), series.names)
         result["name"] = file_name
         result["path"] = project.patch_path(upstream, file_name).relative_to(
             project.root).as_posix()
@@ -1494,6 +1517,23 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
              "(the fix stays in skipped/)"
              + (f"; {len(stray[1])} file(s) written there after the last edit ended are kept "
                 f"in {stray[0].relative_to(project.root)}" if stray else ""))
+
+
+def _bring_back_name(directory: Path, name: str, data: bytes | None,
+                     listed: list[str]) -> str:
+    """The name a fix brought back joins the series under: its own, or a numbered one when a
+    fix of the series (or a file there) has it. A file the series does not list that holds
+    exactly `data` (what this run writes) is this command's own, cut off by a kill before the
+    series listed it: run again, the bring-back finishes under that name, never beside it."""
+    stem = name[:-len(".patch")] if name.endswith(".patch") else name
+    candidate, number = name, 1
+    while candidate in listed or (directory / candidate).exists():
+        if candidate not in listed and data is not None and \
+                (directory / candidate).read_bytes() == data:
+            break
+        number += 1
+        candidate = f"{stem}.{number}.patch"
+    return candidate
 
 
 def _kept_as_landed(store: UpstreamStore, patch, judgement,

@@ -170,6 +170,9 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
         raise UsageError(twin)
     _refuse_bad_values(upstream)
     with RepoLock(project.state_dir), open_store(project) as store:
+        from patchforge.stack import require_readable_history, series_changed
+
+        require_readable_history(project)  # before the lock and configuration are written
         pin = pin_for_spec(project, store, upstream, spec)
         found = find_config_table(project.config_path)
         prefix = "" if project.config_path.name == STANDALONE else "tool.patchforge."
@@ -186,8 +189,6 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
             write_lock(project.lock_path, lock)
             atomic_write(project.config_path, new_config)
             project.__dict__.pop("config", None)
-            from patchforge.stack import series_changed
-
             series_changed(project)
     return pin
 
@@ -294,11 +295,12 @@ def pin_upstream(project: Project, name: str, spec: str, *, force: bool = False)
         # Asked again under the lock (the command line asked before it): a rebase stopped
         # meanwhile by another command holds the old pin in its journal.
         require(project, "upstream pin", [name])
+        from patchforge.stack import require_readable_history, series_changed
+
+        require_readable_history(project)  # before the lock is written, not after
         pin = pin_for_spec(project, store, upstream, spec)
         # The ledger (series/PATCHES.md, where the stack keeps one) shows each pin: made again
         # with the lock, or `ledger --check` in the stack's CI fails on the re-pin.
-        from patchforge.stack import series_changed
-
         with writing_project(project.root):
             write_lock(project.lock_path, project.lock.with_pin(name, pin))
             series_changed(project)
