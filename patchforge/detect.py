@@ -374,9 +374,9 @@ class OwnPlaces:
         (`_lands_without_diff`) does not answer, whose pre-image assess_file may not find
         (what the whole-file application, `apply`'s, says of it: found without fuzz, it is
         there; with fuzz, the lines a hunk removes are), and which has a place in the base
-        file (elsewhere's application there). Asked cheapest first: the whole-file application is made by
-        assess_file anyway (`apply`, a walk's, keeps it for the walk, as it keeps the base's
-        for elsewhere), then the file is searched."""
+        file (elsewhere's application there). Asked cheapest first: the whole-file
+        application is made by assess_file anyway (`apply`, a walk's, keeps it for the walk,
+        as it keeps the base's for elsewhere), then the file is searched."""
         if base is None or current is None or base == current or fp.is_new or \
                 fp.is_delete or fp.binary is not None:
             return False

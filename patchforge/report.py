@@ -147,6 +147,10 @@ def render_html_report(project: Project, status_document: dict) -> str:
     for entry in unlisted:
         w(f"<div class=\"banner bad\">{_e(entry.get('path'))}: a patch file the series does "
           "not list (in no overlay and no rebase)</div>\n")
+    # A fix kept under upstreamed/ whose landing the target took back: in no overlay.
+    for entry in [*(doc.get("reverted") or []), *(doc.get("gone_upstream") or [])]:
+        if isinstance(entry, dict) and isinstance(entry.get("message"), str):
+            w(f"<div class=\"banner bad\">{_e(entry['message'])}</div>\n")
     if attention:
         w(f"<div class=\"banner bad\">{len(attention)} of {len(patches)} patch(es) need "
           "attention</div>\n")

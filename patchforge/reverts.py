@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from patchforge.store.gitstore import UpstreamStore
 
 # Commits of the history read to name the one that took a change out: beyond this many
-# commits changing the fix's files the change is said gone without a name (a note).
+# commits changing the fix's files the change is said gone without a name (`unexplained`).
 MAX_COMMITS = 300
 
 _LANDED_COMMIT = re.compile(r"\bcommit[:\s]\s*([0-9a-fA-F]{7,64})\b")

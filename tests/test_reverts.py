@@ -568,7 +568,7 @@ def test_a_revert_is_said_when_a_new_fix_of_the_same_name_lands_in_the_same_reba
     assert f"was reverted upstream in {revert[:12]}" in out, out
 
 
-def test_a_landing_taken_out_by_other_work_needs_attention_until_deleted(tmp_path):
+def test_a_landing_taken_out_by_other_work_needs_attention_until_deleted(tmp_path, monkeypatch):
     """The fix lands (v2); a commit that names no landing ("bring utils in line with the
     release branch", other lines changed too) puts the fix's line back as it was: the module
     is exactly as before the fix and no overlay has it. It was a `note:`, with status, lint
@@ -585,6 +585,17 @@ def test_a_landing_taken_out_by_other_work_needs_attention_until_deleted(tmp_pat
         in out and f"commit {rework[:12]} took its change out" in out, out
     assert "`patchforge delete up/upstreamed/fa.patch`" in out and "reverted" not in out, out
     stack.cli("rebase", "--to", "v3")
+    # The CI's step summary and the HTML page say it too (they said all was well, exit 1).
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    _, out, _ = stack.cli("status", "--format", "github", expect=1)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")
+    assert "1 patch(es) need attention" in summary.read_text(), summary.read_text()
+    assert f"commit {rework[:12]} took its change out" in summary.read_text()
+    assert "::error file=series/up/upstreamed/fa.patch" in out, out
+    stack.cli("status", "--html", str(tmp_path / "page.html"), expect=1)
+    page = (tmp_path / "page.html").read_text()
+    assert f"commit {rework[:12]} took its change out" in page and "banner bad" in page
     stack.cli("new", "fa", "--file", "pkg/b.py")  # the name is free: another fix takes it
     work = stack.root / ".patchforge/work/up/pkg/b.py"
     work.write_bytes(b"b = 3\n")

@@ -92,8 +92,8 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                              for upstream, name, path in unlisted_fixes(project)],
             }
         # Fixes under upstreamed/ whose change the target no longer has: `reverted` (proven),
-        # `gone_upstream` (taken out otherwise; one from before its landing needs attention
-        # too, the others are notes). Judged after the read lock: a file of a kept fix the
+        # `gone_upstream` (taken out otherwise, or a target from before the landing); each
+        # needs attention. Judged after the read lock: a file of a kept fix the
         # store lacks is fetched here, and no rebase's write-out waits for that.
         gone = upstreamed_gone(project, store, targets)
         document["reverted"] = [g.to_json() for g in gone if g.reverted]
@@ -206,7 +206,8 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                  "the target does with each patch (drop, move or stop); without "
                  "`--dry-run` it moves the series", err=True)
     if output_format == "github":
-        _github(project, targets, results)
+        _github(project, targets, results,
+                [*document["reverted"], *document["gone_upstream"]])
     if document["needs_attention"] or (strict and any(r.state in STRICT_STATES
                                                       for r in results)):
         sys.exit(EXIT_ATTENTION)
@@ -261,10 +262,13 @@ def _failing_hunks(files: list[dict]) -> list[str]:
     return out
 
 
-def _github(project: Project, targets, results) -> None:
+def _github(project: Project, targets, results, taken_back: list[dict]) -> None:
+    """The step summary and annotations; `taken_back`: the fixes kept under upstreamed/ whose
+    landing the target took back (each needs attention: in no overlay)."""
     from patchforge.cli import github
 
-    items = []
+    items = [("error", fix["message"], fix["path"], f"patchforge status: {fix['path']}")
+             for fix in taken_back]
     for r in results:
         if not r.attention:
             continue
@@ -275,9 +279,12 @@ def _github(project: Project, targets, results) -> None:
                       f"patchforge status: {r.upstream}/{r.name}"))
     github.emit_annotations(items)
     against = ", ".join(f"{name} {t.label} ({t.commit[:12]})" for name, t in targets.items())
-    attention = sum(1 for r in results if r.attention)
+    attention = sum(1 for r in results if r.attention) + len(taken_back)
     verdict = f"{attention} patch(es) need attention" if attention else \
         f"all {len(results)} patches apply and are still needed{_empty_said(results)}"
+    if taken_back:
+        verdict += "".join(f"\n\n- {github.markdown_cell(fix['message'])}"
+                           for fix in taken_back)
     rows = [[f"{r.upstream}/{r.name}", r.state + (" (needs attention)" if r.attention else ""),
              _shortened((r.evidence or _failing_hunks(r.files) or [""])[0], 120)]
             for r in results]

@@ -332,6 +332,12 @@ def _toml_str(value: str) -> str:
     return '"' + re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
 
 
+def table_prefix(config_path) -> str:
+    """The prefix of patchforge's tables in the configuration file at `config_path`:
+    `tool.patchforge.` in a pyproject.toml, none in patchforge.toml."""
+    return "" if Path(config_path).name == STANDALONE else "tool.patchforge."
+
+
 def toml_key(name: str) -> str:
     """`name` as a TOML key: bare when it can be, quoted otherwise (a `.` in a bare key would
     make `[upstreams.vllm.rocm]` a table `rocm` inside a table `vllm`)."""

@@ -524,9 +524,16 @@ def _document(project: Project, name, old, candidate, search, *, dry_run, outcom
     if rebase is not None:
         rebase_part = {"counts": rebase.get("counts", {}), "written": bool(rebase.get("written")),
                        "stopped": stopped, "range_diff": rebase.get("range_diff") or ""}
+    # A fix kept under upstreamed/ whose landing the new nightly took back is in no overlay:
+    # the bump's report (and its pull request) is where a person looks, so it says so there.
+    taken_back = [f"{'reverted' if g['kind'] == 'reverted' else 'taken out'} upstream (needs "
+                  f"attention): {g['message']}"
+                  for g in [*(rebase or {}).get("reverted", []),
+                            *(rebase or {}).get("gone_upstream", [])]]
+    notes = [*notes, *taken_back]
     needs_person = bool(stopped) or any(f["needs_person"] for f in fixes) or (
         checks.get("ok") is False) or bool(verification and verification.get("status")
-                                           == "failed")
+                                           == "failed") or bool(taken_back)
     return {
         "schema_version": BUMP_DOCUMENT_VERSION,
         "upstream": name,

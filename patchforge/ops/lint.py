@@ -119,6 +119,8 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
         parsed_series[upstream] = [(name, patch) for name, patch, _ in parsed]
         if not project.config.upstreams[upstream].install_root and \
                 project.overlays_dir.exists():
+            from patchforge.formats.config import table_prefix, toml_key
+
             # `overlays` says it when it writes, but the stack's CI runs `overlays --check`
             # and `lint`: without a finding, a deployment through the generated compose.yaml
             # or Dockerfile ran without any of these fixes and every check was green.
@@ -127,7 +129,8 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
                 f"configured: compose.yaml mounts none of {upstream}'s overlay files and the "
                 f"Dockerfile copies none, so no deployment through them has these fixes: add "
                 f"`install-root = \"DIR\"` (where the image installs it, e.g. its "
-                f"site-packages) to the [{_table_prefix(project)}upstreams.{upstream}] table "
+                f"site-packages) to the [{table_prefix(project.config_path)}upstreams."
+                f"{toml_key(upstream)}] table "
                 f"of {project.config_path.name}", "warning"))
         findings += _apply_checks(project, store, upstream, pin, parsed)
         findings += _overlay_removals(project, store, upstream, pin, parsed)
@@ -143,12 +146,6 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
     if not any(f.check in ("apply", "parse") and f.severity == "error" for f in findings):
         findings += _stale_overlays(project, store)
     return findings
-
-
-def _table_prefix(project: Project) -> str:
-    from patchforge.formats.config import STANDALONE
-
-    return "" if project.config_path.name == STANDALONE else "tool.patchforge."
 
 
 def _overlay_removals(project: Project, store: UpstreamStore, upstream: str, pin,
@@ -179,9 +176,8 @@ def _overlay_removals(project: Project, store: UpstreamStore, upstream: str, pin
 def _reverted_upstream(project: Project, store: UpstreamStore) -> list[Finding]:
     """A fix kept under upstreamed/ that a revert took out of the pinned revision's files
     (reverts.gone_upstream, judged at the pin): no longer deployed by anything, an error until
-    it is brought back or deleted; so is a pin from before the landing (a nightly rolled back
-    to: the series carried the fix there). Taken out otherwise (other work)
-    is `status`'s note, not a finding."""
+    it is brought back or deleted; so is one taken out by other work, and a pin from before
+    the landing (a nightly rolled back to: the series carried the fix there)."""
     found: list[Finding] = []
     for upstream in project.upstream_names():
         pin = project.lock.upstreams.get(upstream)
@@ -190,8 +186,7 @@ def _reverted_upstream(project: Project, store: UpstreamStore) -> list[Finding]:
         from patchforge.reverts import gone_upstream
 
         found += [Finding(f"{upstream}/upstreamed/{gone.name}", "series", gone.message())
-                  for gone in gone_upstream(project, store, upstream, pin.commit)
-                  if gone.needs_attention]
+                  for gone in gone_upstream(project, store, upstream, pin.commit)]
     return found
 
 

@@ -1032,7 +1032,12 @@ def _delete_kept_landing(project: Project, upstream: str, file_name: str,
     directory = project.series_dir(upstream) / "deleted"
     with RepoLock(project.state_dir):
         require_state_still(project, "delete", [upstream], allowed, store=store)
-        data = read_no_link(source)
+        try:
+            data = read_no_link(source)
+        except FileNotFoundError:
+            # A `bring-back` or `delete` beside this command took it while this one waited.
+            raise UsageError(f"{upstream}/{file_name} left upstreamed/ while this command "
+                             "waited; nothing was deleted") from None
         kept = directory / aside_name(directory, file_name, data)
         with writing_project(project.root):
             atomic_write(kept, data)

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from patchforge.errors import ConfigError, StoreDamaged, StoreError, UsageError
 from patchforge.formats.config import (PYPROJECT, STANDALONE, case_twin_problem,
-                                       find_config_table, starting_config_text, upstream_table_text,
-                                       validate_config_table)
+                                       find_config_table, starting_config_text, table_prefix,
+                                       upstream_table_text, validate_config_table)
 from patchforge.formats.lockfile import write_lock
 from patchforge.fsutil import RepoLock, atomic_write, writing_project
 from patchforge.model.config import UpstreamConfig
@@ -175,7 +175,7 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
         require_readable_history(project)  # before the lock and configuration are written
         pin = pin_for_spec(project, store, upstream, spec)
         found = find_config_table(project.config_path)
-        prefix = "" if project.config_path.name == STANDALONE else "tool.patchforge."
+        prefix = table_prefix(project.config_path)
         if found is None:
             raise ConfigError("no patchforge table", path=str(project.config_path))
         data = project.config_path.read_bytes()

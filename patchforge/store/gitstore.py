@@ -2,8 +2,8 @@
 
 It owns: the cache location, reading blobs by revision (through store/catfile.py), blob-less
 partial fetches of git upstreams (and what a remote's refs name, asked without a fetch), commits
-made without a checkout, rename detection, ancestry, patch-ids and logs, and the refs below. The rest of the git layer, by concern: store/git.py (the
-environment of every git process), store/diff.py (diffs and 3-way file merges made by git),
+made without a checkout, rename detection, ancestry, patch-ids and logs, and the refs below.
+The rest of the git layer, by concern: store/git.py (the environment of every git process), store/diff.py (diffs and 3-way file merges made by git),
 store/imports.py (wheel and directory imports), store/rangediff.py (range-diffs).
 
 Refs it writes, all under `refs/patchforge/`:
