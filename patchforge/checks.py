@@ -102,7 +102,9 @@ def load_checks(project: Project) -> list[CheckSpec]:
         text = Path(path).read_text("utf-8")
     except OSError:
         text = ""
-    prefix = "" if Path(path).name == "patchforge.toml" else "tool.patchforge."
+    from patchforge.formats.config import table_prefix
+
+    prefix = table_prefix(path)
 
     def fail(name: str, key: str | None, message: str) -> NoReturn:
         line = None

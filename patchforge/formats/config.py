@@ -173,7 +173,7 @@ def upstream_key_line(config_path: str | Path, upstream: str, key: str) -> int |
         text = Path(config_path).read_bytes().decode("utf-8", "replace")
     except OSError:
         return None
-    prefix = "" if Path(config_path).name == STANDALONE else "tool.patchforge."
+    prefix = table_prefix(config_path)
     return toml_key_line(text, prefix, ["upstreams", upstream, key])
 
 
@@ -386,7 +386,7 @@ def follow_not_found(config_path: str | Path, upstream: str, follow: str,
 
     if not isinstance(error, RefNotFound):
         return error
-    prefix = "" if Path(config_path).name == STANDALONE else "tool.patchforge."
+    prefix = table_prefix(config_path)
     return ConfigError(f"{prefix}upstreams.{toml_key(upstream)}.follow: {follow!r}: "
                        f"{error.message}", path=str(config_path),
                        line=upstream_key_line(config_path, upstream, "follow"),
