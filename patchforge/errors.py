@@ -94,6 +94,9 @@ class NetworkError(PatchforgeError):
 
     exit_code = EXIT_BAD_INPUT
     unreachable = False  # no connection could be made at all: callers stop asking that host
+    # The service gave no answer after the retries (a 5xx, a rate limit, no connection, a
+    # broken read): asking again later may succeed, so it says nothing about what was asked.
+    gave_up = False
 
 
 class ResolutionError(PatchforgeError):

@@ -629,6 +629,13 @@ def render_dockerfile(profile: str | None, files: list[OverlayFile], image) -> b
         ref = parse_image_ref(image.reference)
         registry = "docker.io" if ref.registry == DOCKER_HUB else ref.registry
         lines.append(f"FROM {registry}/{ref.repository}@{image.digest}")
+    elif image is not None:
+        # Pinned offline: the tag alone names whatever the registry holds under it at build
+        # time, so the build is still given the digest, never the tag as a default.
+        lines += [f"# upstream.lock pins the image {image.reference} by its tag alone (no digest "
+                  "was looked up):",
+                  "# name it by digest (`--build-arg BASE_IMAGE=repo@sha256:...`).",
+                  "ARG BASE_IMAGE", "FROM ${BASE_IMAGE}"]
     else:
         lines += ["# upstream.lock pins no image: name it by digest (`--build-arg BASE_IMAGE=",
                   "# repo@sha256:...`), or pin one with `patchforge rebase --to repo:tag`.",

@@ -590,3 +590,63 @@ def test_a_nightly_whose_image_index_is_malformed_is_skipped_not_a_crash(clean, 
     assert doc["target"]["tag"] == f"nightly-{clean.older}"
     (reason,) = [s["reason"] for s in doc["search"]["skipped"] if s["tag"] == newest]
     assert reason.startswith("its image does not resolve: ") and "image index" in reason, reason
+
+
+def _manifests_unanswered(scenario: Scenario, commit: str) -> None:
+    """The registry answers 503 (come back at once) to every request for the image of the
+    nightly of `commit`, as a registry mid-outage does; the tags list still works."""
+    scenario.registry.misbehave("status", path=f"/v2/{REPO}/manifests/nightly-{commit}",
+                                status=503, headers={"Retry-After": "0"}, times=1000)
+
+
+def test_a_newer_nightly_the_registry_does_not_answer_for_is_not_up_to_date(clean):
+    """The registry lists the newest nightly but answers 503 for its image, every retry.
+    `bump` took that as "no image", skipped it, and moved to an older nightly, or (with none
+    left) said the stack was on the newest nightly already, exit 0: a scheduled bump stayed
+    green while a nightly waited. No answer is not an answer: exit 2, naming the nightly,
+    and nothing is written."""
+    _manifests_unanswered(clean, clean.c3)
+    before = snapshot(clean.root)
+    code, out, err = clean.bump("--json")
+    assert code == 2, (out, err)
+    assert f"the nightly nightly-{clean.c3}, newer than upstream.lock, could not be looked up" \
+        in err and "503" in err, err
+    assert "run bump again when the registry answers" in err
+    assert snapshot(clean.root) == before
+
+
+def test_bump_to_a_nightly_whose_image_is_not_looked_up_moves_nothing(clean):
+    """`bump --to nightly-X` with the registry failing on X's image: the move went ahead and
+    pinned the image by its tag alone, exit 0, although the contract is that it pins the
+    image by digest (the Dockerfile then said the lock pins no image). Now nothing is moved,
+    exit 2, and the hint names --offline for a move without the image's digest."""
+    _manifests_unanswered(clean, clean.c3)
+    before = snapshot(clean.root)
+    code, out, err = clean.bump("--to", f"nightly-{clean.c3}")
+    assert code == 2, (out, err)
+    assert f"the image {clean.image_repo}:nightly-{clean.c3} could not be looked up" in err
+    assert "--offline" in err
+    assert snapshot(clean.root) == before
+
+
+def test_an_image_pinned_offline_by_its_tag_is_said_so_and_verified_by_its_tag(clean):
+    """`--offline bump --to nightly-X` pins the image by its tag alone (nothing to look the
+    digest up with). The Dockerfile said "upstream.lock pins no image" and `verify --image`
+    refused with "no image to verify against ... pin one", while the lock had one. The
+    Dockerfile now names the pinned reference and asks for the digest, never building FROM
+    the tag, and `verify --image` reads the image the tag names."""
+    code, out, err = clean.bump("--dry-run")  # online: the history comes into the store
+    assert code == 0, err
+    code, out, err = cli_in_process(clean.root, "--offline", "bump", "--image",
+                                    clean.image_repo, "--to", f"nightly-{clean.c3}")
+    assert code in (0, 1), err
+    lock = json.loads((clean.root / "upstream.lock").read_text())
+    reference = f"{clean.image_repo}:nightly-{clean.c3}"
+    assert lock["image"] == {"reference": reference, "tag": f"nightly-{clean.c3}"}
+    dockerfile = (clean.root / "overlays" / "Dockerfile").read_text()
+    assert f"upstream.lock pins the image {reference} by its tag alone" in dockerfile
+    assert "pins no image" not in dockerfile
+    assert "\nFROM ${BASE_IMAGE}\n" in dockerfile and f"FROM {clean.image_repo}" not in dockerfile
+    code, out, err = cli_in_process(clean.root, "verify", "--image")
+    assert code == 0, (out, err)
+    assert clean.images[clean.c3]["digest"] in out, out  # what the tag names, read

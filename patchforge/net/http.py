@@ -418,10 +418,12 @@ class HttpClient:
             if outcome.asked_wait is not None:
                 delay = outcome.asked_wait
                 if waited + delay > self.max_wait:
-                    raise NetworkError(
+                    late = NetworkError(
                         f"{method} {url}: {outcome.problem}; the server asks to wait {delay:.0f} s, "
                         f"more than patchforge waits ({self.max_wait:.0f} s in all)",
                         hint="try again later (a GITHUB_TOKEN raises GitHub's rate limit)")
+                    late.gave_up = True
+                    raise late
             else:
                 delay = min(self.backoff_base * 2 ** (number - 1), self.backoff_max)
                 delay += delay * 0.5 * self.rng()  # jitter: clients retrying together spread out
@@ -432,6 +434,7 @@ class HttpClient:
                 waited += delay
         error = NetworkError(f"{method} {url}: {attempt.problem} (gave up after {attempts} attempts)")
         error.unreachable = attempt.unreachable  # callers stop asking this host (net.forge)
+        error.gave_up = True
         raise error
 
     def _send_once(self, method: str, url: str, headers: dict[str, str],

@@ -178,6 +178,13 @@ def find_newest(project: Project, store: UpstreamStore, upstream, pin, registry,
         try:
             info = registry.resolve_image(candidate.reference)
         except PatchforgeError as exc:
+            if getattr(exc, "gave_up", False):
+                # No answer is not "no image": skipping it would make an older nightly the
+                # target, or say the stack is up to date while this one waits.
+                raise NetworkError(f"the nightly {tag}, newer than upstream.lock, could not be "
+                                   f"looked up: {exc.message}",
+                                   hint="nothing was moved; run bump again when the registry "
+                                        "answers") from None
             search.skipped.append({"tag": tag, "reason": f"its image does not resolve: "
                                                          f"{exc.message}"})
             continue
@@ -234,8 +241,15 @@ def named_candidate(project: Project, upstream, spec: str, registry,
         try:
             info = registry.resolve_image(candidate.reference)
         except PatchforgeError as exc:
-            candidate.notes.append(f"the image {candidate.reference} was not reached: "
-                                   f"{exc.message}")
+            # The move pins the image by digest (and verifies against it): one the registry
+            # did not resolve would be pinned by its tag alone, so nothing is moved.
+            again = ("run bump again when the registry answers" if getattr(exc, "gave_up", False)
+                     else "check the tag and --image")
+            raise NetworkError(f"the image {candidate.reference} could not be looked up: "
+                               f"{exc.message}",
+                               hint=f"nothing was moved; {again}, or run with --offline to move "
+                                    "without it (upstream.lock then pins the image by its tag "
+                                    "alone)") from None
         else:
             said = _label_commit(upstream, info)
             if candidate.commit is None:

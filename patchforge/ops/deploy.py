@@ -84,6 +84,9 @@ def image_reference(project: Project, ref: str | None) -> tuple[str, bool]:
     if ref is None:
         if pin is not None and pin.digest:
             return _with_digest(pin.reference, pin.digest), True
+        if pin is not None:
+            # Pinned offline by its tag alone: the image the tag names now is the one to read.
+            return pin.reference, False
         if project.config.image:
             return project.config.image, False
         # With several upstreams a bare SPEC is refused: the hint names the form that works.
