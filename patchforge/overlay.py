@@ -152,30 +152,17 @@ def refuse_outside_install_root(store: UpstreamStore, upstream: str, pin, state)
     """A wheel's file under NAME-VER.data/scripts, headers or data is installed by pip outside
     site-packages (bin/, include/, the prefix), which the install root cannot name: its overlay
     would be mounted under site-packages, where nothing reads it. Refused, naming the fix and
-    where pip puts the file (purelib and platlib are at the root already: store/imports.py)."""
-    found = first_outside_install_root(store, pin, state.current)
+    where pip puts the file (stack.outside_install_root; purelib and platlib are at the root
+    already: store/imports.py)."""
+    from patchforge.stack import outside_install_root
+
+    found = outside_install_root(store, pin.kind, pin.commit, state.current)
     if found is not None:
         path, where = found
         by = state.touched_by.get(path, [])
         raise ApplyError(f"{upstream}: {path}" + (f" ({', '.join(by)})" if by else "")
                          + f": {where}, so its overlay would be mounted where nothing reads it",
                          hint="fix it in the image (a Dockerfile step), or drop the patch")
-
-
-def first_outside_install_root(store: UpstreamStore, pin, paths) -> tuple[str, str] | None:
-    """(path, where pip installs it) of the first of `paths` a wheel pin's pip installs outside
-    the install root (store/imports.py outside_install_root); None for any other."""
-    if pin.kind != "wheel" or not any(p.split("/", 1)[0].endswith(".data") and "/" in p
-                                      for p in paths):
-        return None
-    from patchforge.store.imports import outside_install_root, wheel_data_directories
-
-    data_dirs = wheel_data_directories(store, pin.commit)
-    for path in sorted(paths):
-        where = outside_install_root(path, data_dirs)
-        if where is not None:
-            return path, where
-    return None
 
 
 def _refuse_shared_targets(project: Project, series: dict) -> None:

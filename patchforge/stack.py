@@ -2,8 +2,9 @@
 with its patch file (`add_to_series`), the ledger kept in step (`series_changed`), the paths
 no patch may touch (`refuse_symlinked_paths`), an overlays/ that is a link
 (`refuse_linked_overlays`: here, not in `overlay`, so that a rebase asks it without loading the
-overlays' module) and the creations that meet a filled path (`creation_collisions`,
-`profile_collisions`)."""
+overlays' module), the creations that meet a filled path (`creation_collisions`,
+`profile_collisions`) and the files of a wheel that pip installs outside the install root
+(`outside_install_root`, asked by every command that takes a path into a fix)."""
 from __future__ import annotations
 
 import os
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 from patchforge.apply.diffparse import SYMLINK
 from patchforge.apply.hunks import apply_file_patch
 from patchforge.apply.series import applies_to_profile, apply_series, profile_set
-from patchforge.errors import InputError, UnsafePathError
+from patchforge.errors import InputError, UnsafePathError, UsageError
 from patchforge.fsutil import atomic_write
 
 if TYPE_CHECKING:
@@ -114,6 +115,58 @@ def refuse_symlinked_paths(store: UpstreamStore, commit: str, patches, *,
             (links.add if fp.new_mode == SYMLINK else links.discard)(fp.new_path)
         elif fp.old_path is not None:
             links.discard(fp.old_path)
+
+
+def outside_install_root(store: UpstreamStore, kind: str, commit: str,
+                         paths) -> tuple[str, str] | None:
+    """(path, where pip installs it) of the first of `paths` (sorted) that pip installs outside
+    the install root: a wheel's NAME-VER.data/scripts, headers or data file
+    (store/imports.py outside_install_root), which no overlay can reach (it would be mounted
+    under site-packages, where nothing reads it). `commit`: the wheel import (or a commit made
+    on it) whose top level names the .data directories. None for any other path, and for any
+    path of a git or dir upstream.
+
+    The one predicate of `new --file`, `edit --file`, `add`, `refresh`, the imports, `overlays`,
+    `status` and `lint`: `new --file` refused such a file while `add` and `refresh` took it,
+    and only `overlays` said so, long after."""
+    if kind != "wheel" or not any(p.split("/", 1)[0].endswith(".data") and "/" in p
+                                  for p in paths):
+        return None
+    from patchforge.store.imports import outside_install_root as where_pip_puts
+    from patchforge.store.imports import wheel_data_directories
+
+    data_dirs = wheel_data_directories(store, commit)
+    for path in sorted(paths):
+        where = where_pip_puts(path, data_dirs)
+        if where is not None:
+            return path, where
+    return None
+
+
+# How the refusals and findings of such a file end, and the way on they give.
+OUTSIDE_INSTALL_ROOT = "so a fix of it cannot be mounted or copied there"
+OUTSIDE_INSTALL_ROOT_HINT = "fix it in the image (a Dockerfile step)"
+
+
+def outside_install_root_said(name: str, found: tuple[str, str]) -> str:
+    """What `status` and `lint` say of patch `name` (a file name) carrying a file pip
+    installs outside the install root (`found`, as outside_install_root gives it), with the
+    way on."""
+    path, where = found
+    return (f"changes {path}: {where}, {OUTSIDE_INSTALL_ROOT} (`patchforge overlays` refuses "
+            f"the series); `patchforge edit {name.removesuffix('.patch')}`, put {path} back "
+            f"(`git checkout -- {path}` in the worktree), then `patchforge refresh` (a fix of "
+            f"nothing else: `patchforge delete {name.removesuffix('.patch')}`), and fix it in "
+            "the image (a Dockerfile step)")
+
+
+def refuse_outside_install_root(store: UpstreamStore, kind: str, commit: str, paths, *,
+                                hint: str = OUTSIDE_INSTALL_ROOT_HINT) -> None:
+    """UsageError for the first of `paths` pip installs outside the install root
+    (outside_install_root), before anything is written."""
+    found = outside_install_root(store, kind, commit, paths)
+    if found is not None:
+        raise UsageError(f"{found[0]}: {found[1]}, {OUTSIDE_INSTALL_ROOT}", hint=hint)
 
 
 def refuse_linked_overlays(project: Project) -> None:

@@ -34,7 +34,8 @@ from patchforge.errors import (ApplyError, InputError, PatchforgeError, UnsafePa
                                UsageError)
 from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
 from patchforge.model.record import record
-from patchforge.stack import (LEDGER_WRITERS, refuse_creation_collisions, refuse_symlinked_paths,
+from patchforge.stack import (LEDGER_WRITERS, refuse_creation_collisions,
+                              refuse_outside_install_root, refuse_symlinked_paths,
                               require_readable_history)
 from patchforge.store.diff import FileChange, find_renames, make_diff, needs_c_quotes
 from patchforge.store.git import IMPORT_IDENT, run_git
@@ -655,6 +656,9 @@ def _open_worktree(project: Project, store: UpstreamStore, name: str, *, files=(
     patch = project.read_patch(upstream, file_name)
     paths = sorted({p for fp in patch.file_patches for p in (fp.old_path, fp.new_path) if p})
     files = worktree_files(work, files)
+    # (Only the files asked for: a patch carrying such a file opens, so that it can be put
+    # back; `refresh` refuses the patch while it still changes it.)
+    refuse_outside_install_root(store, pin.kind, pin.commit, files)
     # The worktree is written on disk: nothing may go through an upstream symlink.
     refuse_symlinked_paths(store, pin.commit, [(file_name, patch)])
     refuse_creation_collisions(store, pin.commit, [(file_name, patch)])
@@ -1126,6 +1130,9 @@ def add_to_worktree(project: Project, store: UpstreamStore, paths, *, upstream: 
     # (`..`, `.git`, a backslash) was taken here and refused only by the refresh, after the
     # change was made.
     rels = worktree_files(work.path, paths, source="add")
+    # A file no fix can be deployed for is refused as `new --file` refuses it, before the
+    # change is made in it (`overlays` said so only after the refresh).
+    refuse_outside_install_root(store, project.lock.pin(chosen).kind, base, rels)
     state = editing(project, chosen) if not (stopped_at and stopped_at[0] == chosen) else None
     if state is not None and "series_paths" in state:
         base = _through_series(project, store, chosen, state, rels)

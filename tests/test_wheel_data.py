@@ -176,3 +176,66 @@ def test_an_import_of_the_archive_layout_is_refused_with_the_way_on(tmp_path, in
     assert lock_doc(root)["upstreams"]["demo"]["commit"] != old
     ok(root, "new", "f0", "-m", "fix extra", "--file", "demo_extra.py")
     ok(root, "status")
+
+
+def test_a_file_pip_installs_outside_the_install_root_is_refused_at_every_entry_point(
+        tmp_path, index):
+    root = _project(tmp_path)
+    script = f"{DIST}.data/scripts/demo-tool"
+    work = root / ".patchforge" / "work" / "demo"
+
+    def refused(*command: str) -> str:
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.err)
+        assert script in run.err and "bin/" in run.err and "install root" in run.err, run.err
+        return run.err
+
+    # `add` into an open edit, and `edit --file`, refuse it as `new --file` does.
+    ok(root, "new", "f0", "-m", "fix init", "--file", "wheeldata_demo/__init__.py")
+    refused("add", script)
+    assert not (work / script).exists()
+    (work / "wheeldata_demo" / "__init__.py").write_bytes(b"VALUE = 2\n")
+    ok(root, "refresh")
+    refused("edit", "f0", "--file", script)
+    assert not work.exists()
+    # A fix carrying it, copied in by hand: status and lint say it, with the way on.
+    commit = lock_doc(root)["upstreams"]["demo"]["commit"]
+    diff = (f"diff --git a/{script} b/{script}\n--- a/{script}\n+++ b/{script}\n"
+            "@@ -1,2 +1,2 @@\n #!python\n-print('tool')\n+print('TOOL')\n").encode()
+    add_patch_file(root, "demo", "tool.patch", patch_bytes("demo", commit, "fix the tool", diff))
+    status = run_cli(root, "status", "--json")
+    assert status.rc == 1, status.err
+    row = next(p for p in json.loads(status.out)["patches"] if p["name"] == "tool.patch")
+    assert row["needs_attention"] and any(script in e and "bin/" in e and "patchforge edit tool"
+                                          in e for e in row["evidence"]), row
+    lint = run_cli(root, "lint", "--json")
+    assert lint.rc == 1
+    found = [f for f in json.loads(lint.out)["findings"] if f["check"] == "overlays"
+             and script in f["message"]]
+    assert found and found[0]["severity"] == "error", lint.out
+    # `refresh` of its edit refuses to write it while it still changes the file; put back, the
+    # fix's other change is written.
+    ok(root, "edit", "tool", "--file", "wheeldata_demo/__init__.py")
+    (work / "wheeldata_demo" / "__init__.py").write_bytes(b"VALUE = 3\n")
+    before = (root / "series" / "demo" / "tool.patch").read_bytes()
+    assert "checkout --" in refused("refresh")
+    assert (root / "series" / "demo" / "tool.patch").read_bytes() == before
+    subprocess.run(["git", "-C", str(work), "checkout", "--", script], check=True)
+    ok(root, "refresh")
+    assert script not in (root / "series" / "demo" / "tool.patch").read_text()
+    ok(root, "lint")
+    # The imports refuse it too, naming the file it came from, nothing written.
+    quilt = tmp_path / "quilt"
+    quilt.mkdir()
+    (quilt / "tool2.patch").write_bytes(b"fix the tool again\n\n" + diff)
+    (quilt / "series").write_bytes(b"tool2.patch\n")
+    series = (root / "series" / "demo" / "series").read_bytes()
+    err = refused("import", "quilt", str(quilt), "--upstream", "demo")
+    assert f"{quilt / 'tool2.patch'}:3" in err, err
+    overlay = tmp_path / "demo-tool"
+    overlay.write_bytes(b"#!python\nprint('TOOL')\n")
+    refused("import", "overlay", str(overlay), "--upstream", "demo", "--path", script,
+            "--name", "tool3")
+    assert (root / "series" / "demo" / "series").read_bytes() == series
+    assert not (root / "series" / "demo" / "tool2.patch").exists()
+    assert not (root / "series" / "demo" / "tool3.patch").exists()

@@ -123,14 +123,10 @@ def new(app, name, upstream, after, description, profiles, no_edit, files, creat
             rels = worktree_files(project.work_dir(chosen), files)
             pin = project.lock.pin(chosen).commit
             refuse_non_files(store, pin, rels)
-            from patchforge.overlay import first_outside_install_root
+            from patchforge.stack import refuse_outside_install_root
 
             # A fix there could never be deployed (overlays refuses it): said before it is made.
-            outside = first_outside_install_root(store, project.lock.pin(chosen), rels)
-            if outside is not None:
-                raise UsageError(f"{outside[0]}: {outside[1]}, so a fix of it cannot be "
-                                 "mounted or copied there",
-                                 hint="fix it in the image (a Dockerfile step)")
+            refuse_outside_install_root(store, project.lock.pin(chosen).kind, pin, rels)
             if not create:
                 from patchforge.worktree import refuse_new_paths
 

@@ -122,6 +122,7 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
     _refuse_unknown_profiles(project, parsed, sources or {})
     _refuse_collisions(project, store, upstream, parsed, sources or {}, pin)
     _refuse_removals(project, store, upstream, parsed, sources or {}, pin)
+    _refuse_outside_install_root(project, store, upstream, parsed, sources or {}, pin)
     from patchforge.state import require
 
     with RepoLock(project.state_dir):
@@ -208,6 +209,29 @@ def _refuse_removals(project: Project, store: UpstreamStore, upstream: str,
                            sources=sources)
 
 
+def _refuse_outside_install_root(project: Project, store: UpstreamStore, upstream: str,
+                                 parsed: dict[str, PatchFile],
+                                 sources: dict[str, tuple[str, bytes | None]], pin: str) -> None:
+    """Refuse an import of which a patch changes a wheel's file that pip installs outside the
+    install root (stack.outside_install_root), as `new --file`, `add` and `refresh` refuse it:
+    imported, only `overlays` said so. Named in the file it came from, at its file's section."""
+    from patchforge.overlay import section_line
+    from patchforge.stack import OUTSIDE_INSTALL_ROOT, outside_install_root
+
+    kind = project.lock.pin(upstream).kind
+    for name, patch in parsed.items():
+        found = outside_install_root(store, kind, pin, patch.paths)
+        if found is None:
+            continue
+        where, original = sources.get(name, (name, None))
+        raise InputError(f"patch {name}: {found[0]}: {found[1]}, {OUTSIDE_INSTALL_ROOT}; "
+                         "nothing was imported", path=where,
+                         line=section_line(original, where, new_path=found[0],
+                                           old_path=found[0]),
+                         hint="fix it in the image (a Dockerfile step), or leave this patch "
+                              "out of the import")
+
+
 def _free_name(project: Project, upstream: str, stem: str, taken: set[str],
                data: bytes) -> str:
     """A file name for a patch named after its subject: `stem`.patch, or `stem`-2.patch, -3...
@@ -285,6 +309,9 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     from patchforge.worktree import near_paths, refuse_non_files
 
     refuse_non_files(store, pin.commit, [path])
+    from patchforge.stack import refuse_outside_install_root
+
+    refuse_outside_install_root(store, pin.kind, pin.commit, [path])
     file_name = patch_file_name(name)
     _check_import_allowed(project, upstream, file_name)
     if profiles is not None:

@@ -134,6 +134,7 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
                 f"of {project.config_path.name}", "warning"))
         findings += _apply_checks(project, store, upstream, pin, parsed)
         findings += _overlay_removals(project, store, upstream, pin, parsed)
+        findings += _outside_install_root(store, upstream, pin, parsed)
         findings += _drop_and_forward(project, store, upstream, pin, parsed, forge, lookups)
     if len(parsed_series) > 1:
         from patchforge.overlay import shared_targets
@@ -170,6 +171,22 @@ def _overlay_removals(project: Project, store: UpstreamStore, upstream: str, pin
             f"refuses the series); `patchforge edit {name.removesuffix('.patch')}`, put "
             f"{path} back (`git checkout -- {path}` in the worktree; changed as the image "
             "needs, e.g. emptied), then `patchforge refresh`"))
+    return out
+
+
+def _outside_install_root(store: UpstreamStore, upstream: str, pin, parsed) -> list[Finding]:
+    """Each patch that changes a wheel's file pip installs outside the install root
+    (stack.outside_install_root): the commands that make or bring in a fix refuse one, and
+    `overlays` refuses the series; one copied in by hand (or made before they refused it)
+    was said by nothing else."""
+    from patchforge.stack import outside_install_root, outside_install_root_said
+
+    out = []
+    for name, patch, _ in parsed:
+        found = outside_install_root(store, pin.kind, pin.commit, patch.paths)
+        if found is not None:
+            out.append(Finding(f"{upstream}/{name}", "overlays", outside_install_root_said(
+                name, found)))
     return out
 
 

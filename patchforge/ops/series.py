@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import shlex
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -345,6 +346,18 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
         new_patch = new_patch.with_field("Last-Update", today())
     data = new_patch.to_bytes()
     written = parse_patch_file(data, str(path))  # never write what we could not read back
+    # A file pip installs outside the install root, which `add` and `new --file` refuse: the
+    # fix could never be deployed (`overlays` refuses it). Put back, the rest is written.
+    from patchforge.stack import OUTSIDE_INSTALL_ROOT, outside_install_root
+
+    outside = outside_install_root(store, project.lock.pin(upstream).kind, state["base"],
+                                   written.paths)
+    if outside is not None:
+        raise UsageError(f"{upstream}/{file_name} would change {outside[0]}: {outside[1]}, "
+                         f"{OUTSIDE_INSTALL_ROOT}; nothing was written",
+                         hint=f"put it back as the upstream has it (`git -C {work} checkout "
+                              f"-- {shlex.quote(outside[0])}`) and refresh again; fix it in "
+                              "the image (a Dockerfile step)")
     deletes, drops = _missing_from_worktree(patch, written, work)
     changed = data != read
     # The files the patch touched before or touches now: only those changed for the patches

@@ -97,6 +97,20 @@ def _mark_removals(project: Project, store: UpstreamStore, commit: str, patches,
                               f"put {path} back, then `patchforge refresh`")
 
 
+def _mark_outside_install_root(store: UpstreamStore, kind: str, commit: str, patches,
+                               by_name: dict[str, PatchStatus]) -> None:
+    """A patch that changes a wheel's file pip installs outside the install root
+    (stack.outside_install_root) may apply, but no overlay can deploy it and `overlays`
+    refuses the series: needing attention, with the way on, at any target."""
+    from patchforge.stack import outside_install_root, outside_install_root_said
+
+    for name, patch in patches:
+        found = outside_install_root(store, kind, commit, patch.paths)
+        if found is not None:
+            by_name[name].attention = True
+            by_name[name].evidence.append(outside_install_root_said(name, found))
+
+
 def series_status(project: Project, store: UpstreamStore, targets: dict[str, Target], *, forge=None,
                   upstreams: list[str] | None = None, lookups=None) -> list[PatchStatus]:
     """Each patch of the series judged against its upstream's target; `lookups`: the forge's
@@ -242,6 +256,9 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
             if target.base_commit == target.commit:
                 _mark_removals(project, store, target.commit, patches,
                                {s.name: s for s in out if s.upstream == upstream})
+            # (The patches' paths are the pin's: its NAME-VER.data, not the target's.)
+            _mark_outside_install_root(store, project.lock.pin(upstream).kind,
+                                       target.base_commit, patches, {s.name: s for s in out if s.upstream == upstream})
             # Nothing landed: the history's answer is not needed (the thread ends with the block).
             index = history.result() if history is not None and landed else None
             if index is not None:
