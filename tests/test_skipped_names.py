@@ -117,3 +117,47 @@ def test_an_import_naming_a_patch_as_a_skipped_fix_is_refused(project, tmp_path)
                                "--name", "p2", expect=2)
     assert "p2.patch is the name of a fix a rebase set aside (series/up/skipped/p2.patch)" in err
     assert project.snapshot() == before
+
+
+def test_lints_windows_rename_advice_names_what_rename_takes(tmp_path):
+    """A series holding names a Windows checkout cannot write (`x:y.patch`, `:lead.patch`, as a
+    colleague's merge brings them): lint suggests a `rename` for each, and each suggested
+    command, run as it is written, renames. The name `x:y` made safe is `x-y`, the name of a
+    fix a rebase set aside, which `rename` refuses; `:lead` made safe was `-lead`, which
+    `rename` refuses as a name (and the command line took for an option)."""
+    import json
+    import shlex
+
+    from helpers.cli import run_cli
+    from helpers.project import add_patch_file, patch_bytes
+
+    project = APyProject(tmp_path)
+    text = with_lines({})
+    for line, name in ((5, "p1"), (10, "x-y")):
+        project.cli("new", name, "--file", "a.py")
+        text = text.replace(b"return %d\n" % line, b"return %d00\n" % line)
+        (project.work / "a.py").write_bytes(text)
+        project.cli("refresh")
+    project.up.commit({"a.py": with_lines({10: BASE_LINES[10].replace(b"10\n", b"10  # v2\n")})},
+                      "v2", tag="v2")
+    project.cli("rebase", "--to", "v2", expect=3)
+    project.cli("rebase", "--skip")
+    assert (project.root / "series" / "up" / "skipped" / "x-y.patch").is_file()
+    base = json.loads((project.root / "upstream.lock").read_bytes())["upstreams"]["up"]["commit"]
+    for name, line in (("x:y.patch", 20), (":lead.patch", 25)):
+        diff = (f"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n"
+                f"@@ -{line * 3 + 1},2 +{line * 3 + 1},2 @@\n def f{line}():\n"
+                f"-    return {line}\n+    return {line}00\n").encode()
+        add_patch_file(project.root, "up", name, patch_bytes("up", base, f"fix {line}", diff))
+    _, out, _ = project.cli("lint", "--json", "--no-forge", expect=None)
+    advised = [f["message"].split("`")[1] for f in json.loads(out)["findings"]
+               if "cannot be checked out on Windows" in f["message"]]
+    assert len(advised) == 2, out
+    for command in advised:
+        argv = shlex.split(command)
+        assert argv[:2] == ["patchforge", "rename"], command
+        result = run_cli(project.root, *argv[1:])
+        assert result.rc == 0, (command, result.text)
+    assert (project.root / "series" / "up" / "skipped" / "x-y.patch").is_file()
+    _, out, _ = project.cli("lint", "--json", "--no-forge", expect=None)
+    assert "Windows" not in out, out

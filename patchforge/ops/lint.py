@@ -316,13 +316,29 @@ def _windows_names(project: Project, upstream: str, names: list[str],
     new, rename and the imports refuse such a name, but a series made before they did (or a
     pull request) still holds it, and is read as before so that it keeps working; git for
     Windows stops the clone of the whole stack on it. `taken`: the file_name_key of every
-    patch file of the series, which the suggested name must not be."""
+    patch file of the series, which the suggested name must not be.
+
+    The suggested name is one `rename` takes (`ops.series.rename_patch`): a new patch's name
+    (`:fix` made `-fix`, which `rename` refused, and which the command line took for an
+    option), not the name of a fix a rebase set aside (`refuse_skipped_name`), nor one the
+    series directory holds in any spelling."""
     import shlex
 
     from patchforge.formats.series import patch_file_name
-    from patchforge.names import windows_name_problem, windows_safe_name
+    from patchforge.names import check_new_patch_name, windows_name_problem, windows_safe_name
+    from patchforge.state import skipped_fixes
 
     several = len(project.upstream_names()) > 1
+    skipped = {fix.name for fix in skipped_fixes(project)}
+
+    def takes(candidate: str) -> bool:
+        try:
+            check_new_patch_name(candidate)
+        except ValueError:
+            return False
+        file_name = patch_file_name(candidate)
+        return file_name_key(file_name) not in taken and file_name not in skipped
+
     out = []
     for name in names:
         file_name = patch_file_name(name)
@@ -330,11 +346,20 @@ def _windows_names(project: Project, upstream: str, names: list[str],
         if problem is None or not project.patch_path(upstream, name).is_file():
             continue  # a missing file is reported as such
         stem = file_name.removesuffix(".patch")
-        new, number = windows_safe_name(stem), 1
-        while file_name_key(patch_file_name(new)) in taken:
-            number += 1
-            new = f"{windows_safe_name(stem)}-{number}"
+        # A name may not start with '-' or '.' (check_patch_name): `:fix` is `fix`.
+        safe = windows_safe_name(stem).lstrip("-.") or "patch"
+        # (A numbered name within the 200 bytes a name may have.)
+        short = safe.encode("utf-8", "surrogateescape")[:190].decode("utf-8", "ignore")
+        new = next((c for c in [safe, *(f"{short}-{n}" for n in range(2, 1000))]
+                    if takes(c)), None)
         old = f"{upstream}/{stem}" if several else stem
+        if new is None:  # (no free name: the finding without a suggestion)
+            out.append(Finding(f"{upstream}/{file_name}", "series",
+                               f"{file_name} cannot be checked out on Windows: {problem} (git "
+                               "for Windows stops the clone of the whole stack); `patchforge "
+                               f"rename {shlex.quote(old)} NEW` gives it a name every checkout "
+                               "can write", "warning"))
+            continue
         out.append(Finding(f"{upstream}/{file_name}", "series",
                            f"{file_name} cannot be checked out on Windows: {problem} (git for "
                            "Windows stops the clone of the whole stack); "
