@@ -47,17 +47,28 @@ RESERVED_DIRECTORY_NAMES = {name.lower(): where for name, where in (
     ("PATCHES.md", "series/PATCHES.md"), ("history.jsonl", "series/history.jsonl"))}
 
 
+# The directory of a series that keeps its landed fixes: `delete upstreamed/NAME` (and
+# `UPSTREAM/upstreamed/NAME`) names one of them, so no upstream may have this name (an upstream
+# `upstreamed`'s patch NAME is also `upstreamed/NAME`, as `list` prints it).
+KEPT_LANDINGS = "upstreamed"
+
+
 def check_directory_name(value: object, what: str) -> str:
     """An upstream or profile name (check_simple_name) that can also be a directory beside the
     files patchforge writes, and a component of a git ref (an upstream's imports and fetches
     are kept under refs/patchforge/.../<name>/): not one of RESERVED_DIRECTORY_NAMES, not
-    ending in `.` or `.lock`."""
+    ending in `.` or `.lock`; an upstream not KEPT_LANDINGS."""
     check_simple_name(value, what)
     assert isinstance(value, str)
     where = RESERVED_DIRECTORY_NAMES.get(value.lower())
     if where is not None:
         raise ValueError(f"{what} {value!r} is named like {where}, a file patchforge writes "
                          "beside the directory of that name; choose another name")
+    if what == "upstream" and value == KEPT_LANDINGS:
+        raise ValueError(f"upstream {value!r} is named like the directory where each series "
+                         f"keeps the fixes that landed (series/UPSTREAM/{KEPT_LANDINGS}/): "
+                         f"`delete {KEPT_LANDINGS}/NAME` names such a fix, and would not tell "
+                         "it from this upstream's patch NAME; choose another name")
     if value.endswith((".", ".lock")):
         raise ValueError(f"{what} {value!r} cannot end in '.' or '.lock' (git refuses such a "
                          "name in the refs patchforge keeps for it); choose another name")

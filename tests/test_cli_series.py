@@ -1005,3 +1005,33 @@ def test_add_refuses_a_name_no_patch_can_carry_and_refresh_names_the_worktree_fi
     ok(root, "refresh")
     data = patch_bytes(root, "fix")
     assert b"+line2 fixed\n" in data and b"slash" not in data
+
+
+def test_an_upstream_named_upstreamed_is_refused_so_delete_never_takes_the_wrong_fix(tmp_path):
+    """`list` prints an upstream `upstreamed`'s patch fa as `upstreamed/fa.patch`, and
+    `delete upstreamed/fa` is also how a fix kept under upstreamed/ is named: `delete` read it
+    as the kept landing (refused it as no kept fix, or took out another upstream's kept fix).
+    No upstream may have the name: `upstream add` refuses it, nothing written, and a
+    configuration that has it (written by hand) is refused naming its file and line."""
+    root, _ = git_project(tmp_path)
+    before = snapshot(root)
+    upstream = tmp_path / "up-upstream"
+    run = run_cli(root, "upstream", "add", "upstreamed", "--git", str(upstream), "--at", "main")
+    assert run.rc == 2 and "'upstreamed'" in run.err and "delete upstreamed/NAME" in run.err, \
+        run.err
+    assert snapshot(root) == before
+    config = root / "pyproject.toml"
+    text = config.read_text()
+    config.write_text(text.replace("[tool.patchforge.upstreams.up]",
+                                   "[tool.patchforge.upstreams.upstreamed]"))
+    line = 1 + config.read_text().splitlines().index("[tool.patchforge.upstreams.upstreamed]")
+    for command in (["list"], ["delete", "upstreamed/fa"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2 and f"{config}:{line}: " in run.err and \
+            "tool.patchforge.upstreams.upstreamed" in run.err, run.err
+    # A profile of that name is no upstream's: taken.
+    config.write_text(text + '\n[tool.patchforge.profiles]\nupstreamed = "a profile"\n'
+                      if "[tool.patchforge.profiles]" not in text else
+                      text.replace("[tool.patchforge.profiles]",
+                                   '[tool.patchforge.profiles]\nupstreamed = "a profile"'))
+    ok(root, "list")

@@ -102,7 +102,8 @@ NAMES = ["vllm", "aiter", "a", "A.b_c-9", "x" * 100, "x" * 101, "vllm.rocm", "a.
          "Manifest.JSON", "manifestxjson", "compose.yaml", "Dockerfile", "dockerfile",
          "README.md", "readme.MD", "artifacts", "ARTIFACTS", "artifacts2", "PATCHES.md",
          "history.jsonl", "History.Jsonl", "x.", "x.lock", "lock", "x.lockx", "x.LOCK",
-         "SHA256SUMS.d", "compose.yml", "vllm\n", "x.\n"]
+         "SHA256SUMS.d", "compose.yml", "vllm\n", "x.\n", "upstreamed", "Upstreamed",
+         "upstreamed2"]
 
 
 @pytest.mark.parametrize("section", ["upstreams", "profiles"])
