@@ -78,6 +78,12 @@ class RefNotFound(StoreError):
     callers tell it from every other store failure (the network, damage) by this type."""
 
 
+class RemoteUnreachable(StoreError):
+    """A git remote could not be asked (the network, the URL, a login): nothing is known of the
+    name asked for, so the error never advises checking it; its hint says what could not be
+    reached and what answers without it (`--offline`)."""
+
+
 class StoreDamaged(StoreError):
     """A file of the cache's git store is damaged (a disk or copy error): git named it. Nothing
     of the project is wrong, and no pin should change because of it."""

@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import Any, Protocol, TypeVar
 
-from patchforge.errors import PatchforgeError, ResolutionError, StoreDamaged, UsageError
+from patchforge.errors import (PatchforgeError, RemoteUnreachable, ResolutionError, StoreDamaged,
+                               UsageError)
 from patchforge.model.record import field, record
 
 _NIGHTLY_RE = re.compile(r"^nightly-([0-9a-f]{40})$")
@@ -278,6 +279,7 @@ class _Resolution:
         self.store = store
         self.attempts: list[str] = []
         self.hints: list[str] = []  # the advice of the errors met on the way, in order
+        self.unreachable = False  # a remote could not be asked (errors.RemoteUnreachable)
 
     def _asked(self, attempt: str, ask: Callable[..., _T], *args: Any) -> _T | None:
         """What `ask(self.upstream, *args)` answers; None when it cannot, its error said as
@@ -289,6 +291,12 @@ class _Resolution:
             raise
         except PatchforgeError as exc:
             self.attempts.append(f"{attempt}: {exc.message}")
+            if isinstance(exc, RemoteUnreachable):
+                # The remote, not the name, failed: its advice (--offline) is the way on, and
+                # "check the name" would send the user after a name that is right.
+                self.unreachable = True
+                if exc.hint:
+                    self.hints.append(exc.hint)
             return None
 
     def commitish(self, what: str, value: str) -> str | None:
@@ -434,7 +442,8 @@ def resolve_target(spec: str, upstream_config: Any, *, store_resolver: StoreReso
         offline = bool(getattr(getattr(registry, "http", None), "offline", False)
                        or getattr(getattr(store_resolver, "project", None), "offline", False))
         raise ResolutionError(f"cannot resolve {name}={full_spec} ({kind.name})", res.attempts,
-                              hint=_resolution_hint(spec, kind, up_kind, offline, res.hints))
+                              hint=_resolution_hint(spec, kind, up_kind, offline, res.hints,
+                                                    unreachable=res.unreachable))
     if kind is SpecKind.commit:
         hint = commit
     return ResolvedTarget(upstream=name, spec=full_spec, kind=kind, commit_hint=hint,
@@ -471,16 +480,19 @@ class _WheelResolver:
 
 
 def _resolution_hint(spec: str, kind: SpecKind, upstream_kind: str, offline: bool,
-                     met: list[str]) -> str:
+                     met: list[str], *, unreachable: bool = False) -> str:
     """What to try next: the full version for a short one (`0.33` -> `0.33.0`: a wheel version
-    is matched exactly), the advice of the errors met (a login), the network only when --offline
-    kept it out."""
+    is matched exactly), the advice of the errors met (a login, a remote that could not be
+    reached: then not "check the name"), the network only when --offline kept it out."""
     parts = list(dict.fromkeys(met))
     if kind is SpecKind.version and upstream_kind == "wheel":
         full = full_release_version(spec)
         if full:
             parts.append(f"a wheel version is matched exactly: did you mean {full}?")
-    parts.append("run without --offline to fetch it" if offline else "check the name")
+    if offline:
+        parts.append("run without --offline to fetch it")
+    elif not unreachable:
+        parts.append("check the name")
     return "; ".join(parts)
 
 

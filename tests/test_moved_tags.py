@@ -121,6 +121,35 @@ def test_offline_answers_from_the_store_as_last_fetched(tmp_path):
     assert "with --offline the store answers as last fetched" in refused.err, refused.err
 
 
+def test_an_unreachable_remote_is_said_as_such_with_offline_in_text_and_json(tmp_path):
+    """The store has the tag, the remote cannot be reached: the name is right, so the hint
+    says the remote could not be reached and that --offline answers (it said "check the
+    name"), and the --json error document, which has only the message and the hint, keeps
+    that advice (it lost it)."""
+    s = _stack(tmp_path)
+    first = _fetched_tag(s, "nightly")
+    shutil.move(s.up, tmp_path / "away")
+    before = s.snapshot()
+    for args in (("status", "--against", "nightly"), ("rebase", "--to", "nightly", "--dry-run"),
+                 ("rebase", "--to", "nightly")):
+        refused = run_cli(s.root, *args)
+        assert refused.rc == 2, refused.text
+        hint = refused.err.rsplit("hint: ", 1)[-1]
+        assert "could not be reached" in hint and "--offline" in hint and \
+            first[:12] in hint and "check the name" not in hint, refused.err
+        as_json = run_cli(s.root, *args, "--json")
+        assert as_json.rc == 2, as_json.text
+        error = json.loads(as_json.out)["error"]
+        assert error["hint"] == hint.strip(), (error, hint)
+    assert s.snapshot() == before
+    # A name the store does not have either: the remote is what failed, not the name.
+    refused = run_cli(s.root, "status", "--against", "v9", "--json")
+    hint = json.loads(refused.out)["error"]["hint"]
+    assert "could not be reached" in hint and "check the name" not in hint, hint
+    # The advice works.
+    assert _against(s, "nightly", "--offline")[0] == first
+
+
 def test_a_tag_deleted_upstream_is_refused_naming_the_commit_the_store_has(tmp_path):
     s = _stack(tmp_path)
     first = _fetched_tag(s, "nightly")

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from patchforge import tempfiles
-from patchforge.errors import (CacheUnwritable, PatchforgeError, RefNotFound, StoreDamaged,
-                               StoreError, UsageError)
+from patchforge.errors import (CacheUnwritable, PatchforgeError, RefNotFound,
+                               RemoteUnreachable, StoreDamaged, StoreError, UsageError)
 from patchforge.fsutil import fault_point, holder_named, read_holder, write_holder
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
@@ -962,8 +962,16 @@ class UpstreamStore:
                     patterns.append(name)
                 else:
                     patterns += [f"refs/heads/{name}", f"refs/tags/{name}"]
-            out = self._out("ls-remote", "--", upstream, *patterns,
-                            what=f"listing refs of {url}", network=True)
+            try:
+                out = self._out("ls-remote", "--", upstream, *patterns,
+                                what=f"listing refs of {url}", network=True)
+            except StoreDamaged:
+                raise
+            except StoreError as exc:
+                # Nothing is known of the names: not "check the name" (targets.py).
+                raise RemoteUnreachable(exc.message, hint=exc.hint or (
+                    f"{redact(url)} could not be reached (the network, the URL or a "
+                    "login)")) from None
             advertised = {line.split("\t", 1)[1] for line in out.splitlines() if "\t" in line}
             for name in names:
                 candidates = [name] if name.startswith("refs/") or name == "HEAD" else \
@@ -1031,8 +1039,14 @@ class UpstreamStore:
         if is_local_git_url(url) and "://" not in url:
             url = str(Path(url).resolve())
         ref = f"refs/tags/{tag}"
-        out = self._out("-c", "protocol.version=2", "ls-remote", "--tags", "--", url, ref,
-                        f"{ref}^{{}}", what=what, network=True)
+        try:
+            out = self._out("-c", "protocol.version=2", "ls-remote", "--tags", "--", url, ref,
+                            f"{ref}^{{}}", what=what, network=True)
+        except StoreDamaged:
+            raise
+        except StoreError as exc:
+            # ls-remote lists what the remote has; failing, it said nothing of the tag.
+            raise RemoteUnreachable(exc.message, hint=exc.hint) from None
         named: dict[str, str] = {}
         for line in out.splitlines():
             oid, _, name = line.partition("\t")

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from patchforge import tempfiles
-from patchforge.errors import RefNotFound, StoreDamaged, StoreError
+from patchforge.errors import RefNotFound, RemoteUnreachable, StoreError
 from patchforge.model.record import record
 from patchforge.store.gitstore import TransferProgress, UpstreamStore, cache_dir, wheels_dir
 from patchforge.store.giturl import redact, store_namespace
@@ -457,12 +457,16 @@ def _checked_tag(store: UpstreamStore, upstream: str, name: str, url: str, tag: 
     where = redact(url)
     try:
         now = store.remote_tag(url, tag, what=f"asking {where} for tag {tag}")
-    except StoreDamaged:
-        raise
-    except StoreError as exc:
-        raise StoreError(f"{upstream}: tag {tag!r} could not be checked against {where} "
-                         f"({exc.message}); with --offline the store answers as last fetched "
-                         f"(tag {tag} at {stored[:12]})", hint=exc.hint) from None
+    except RemoteUnreachable as exc:
+        # The name is fine (the store has the tag): the remote is what failed, and --offline
+        # is the way on, said in the hint too (the --json error document has only that).
+        raise RemoteUnreachable(
+            f"{upstream}: tag {tag!r} could not be checked against {where} "
+            f"({exc.message}); with --offline the store answers as last fetched "
+            f"(tag {tag} at {stored[:12]})",
+            hint=f"{where} could not be reached (the network, the URL or a login); "
+                 f"`--offline` answers from the store as last fetched (tag {tag} at "
+                 f"{stored[:12]})" + (f"; {exc.hint}" if exc.hint else "")) from None
     if now is None:
         return None
     if now == stored:
