@@ -194,3 +194,30 @@ def test_a_followed_tag_that_moved_is_where_pr_drafts_onto(tmp_path):
     drafted = run_cli(s.root, "pr", "fix", "--json")
     assert drafted.rc == 0 and json.loads(drafted.out)["onto"]["commit"] == second, drafted.text
     assert f"tag stable moved upstream: was {first[:12]}, now {second[:12]}" in drafted.err
+
+
+def test_a_name_both_a_tag_and_a_branch_is_the_tag_on_every_use(tmp_path):
+    """Upstream has a branch `rel` and a tag `rel` on other commits. The first use fetched both
+    and took the branch; every later one took the stored tag: one SPEC, two commits. Now it is
+    the tag each time, as `git rev-parse rel` answers, said on stderr with the way to name the
+    branch; `refs/heads/rel` and `refs/tags/rel` name each, every time."""
+    s = _stack(tmp_path)
+    tagged = _later(s, 2)
+    git(s.up, "tag", "rel")
+    git(s.up, "checkout", "-q", "-b", "rel")
+    branch = _later(s, 3)
+    git(s.up, "checkout", "-q", "main")
+    assert git(s.up, "rev-parse", "rel").strip() == tagged  # git's own rule
+    for _ in range(2):
+        commit, said = _against(s, "rel")
+        assert commit == tagged, (commit, tagged, branch)
+        assert "rel is both a tag and a branch" in said and "refs/heads/rel" in said and \
+            branch[:12] in said, said
+    dry = run_cli(s.root, "rebase", "--to", "rel", "--dry-run")
+    assert dry.rc == 0 and f"rel ({tagged[:12]})" in dry.out, dry.text
+    for _ in range(2):
+        assert _against(s, "refs/heads/rel")[0] == branch
+        assert _against(s, "refs/tags/rel")[0] == tagged
+    assert _against(s, "rel", "--offline")[0] == tagged
+    rebased = run_cli(s.root, "rebase", "--to", "rel")
+    assert rebased.rc == 0 and s.lock()["upstreams"]["up"]["commit"] == tagged, rebased.text

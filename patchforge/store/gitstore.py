@@ -1129,10 +1129,13 @@ class UpstreamStore:
         return found[0] if found is not None else None
 
     def resolve_in(self, upstream: str, spec: str) -> str:
-        """A branch, tag, import label or (abbreviated) commit id of one upstream -> commit."""
+        """A branch, tag, import label or (abbreviated) commit id of one upstream -> commit.
+        A name that is both a tag and a branch is the tag, as git's rule has it (refs/tags
+        before refs/heads): `sources.fetch_git_upstream` checks a stored tag against the
+        remote first, so the first use (which fetched both) and every later one agree."""
         check_upstream_name(upstream)
         base = f"refs/patchforge/remotes/{upstream}"
-        candidates = [f"{base}/heads/{spec}", f"{base}/tags/{spec}",
+        candidates = [f"{base}/tags/{spec}", f"{base}/heads/{spec}",
                       f"refs/patchforge/imports/{upstream}/{spec}"]
         if _HEX40.fullmatch(spec):
             candidates.append(f"{base}/commits/{spec}")

@@ -397,7 +397,43 @@ def fetch_git_upstream(store: UpstreamStore, name: str, url: str, spec: str, *,
     RefNotFound when the source was asked and has no such revision (a tag it deleted included);
     any other StoreError (offline without it, the network, damage) says nothing about `spec`
     itself.
+
+    A name that is both a tag and a branch upstream is the tag, as git's own rule has it
+    (`git rev-parse X` looks in refs/tags before refs/heads), on the first use as on every
+    later one (the first, which fetched both, took the branch, and later ones the stored tag);
+    said on stderr, with `refs/heads/X` to name the branch.
     """
+    commit = _git_revision(store, name, url, spec, offline=offline)
+    if "/" not in spec and spec != "HEAD" and \
+            re.fullmatch(r"[0-9a-fA-F]{7,40}", spec) is None:
+        _say_tag_and_branch(store, name, url, spec, commit)
+    return commit
+
+
+def _say_tag_and_branch(store: UpstreamStore, upstream: str, url: str, spec: str,
+                        commit: str) -> None:
+    """A warning when the store has both a tag and a branch `spec` of the source (as fetched:
+    a bare name brings both) naming different commits, and the tag's was taken."""
+    name = store_namespace(upstream, url)
+    base = f"refs/patchforge/remotes/{name}"
+    if store.read_ref(f"{base}/heads/{spec}") is None or \
+            store.read_ref(f"{base}/tags/{spec}") is None:
+        return
+    branch = store.resolve_in(name, f"refs/heads/{spec}")
+    if branch == commit:
+        return
+    # Only this rare path loads `logging` (patchforge.logs says why).
+    import logging
+
+    logging.getLogger("patchforge.store").warning(
+        "warning: %s: %s is both a tag and a branch of %s: the tag (%s) is used, as git does; "
+        "refs/heads/%s names the branch (%s), refs/tags/%s the tag", upstream, spec,
+        redact(url), commit[:12], spec, branch[:12], spec)
+
+
+def _git_revision(store: UpstreamStore, name: str, url: str, spec: str, *,
+                  offline: bool) -> str:
+    """fetch_git_upstream's commit, without its warning."""
     upstream, name = name, store_namespace(name, url)
     is_id = re.fullmatch(r"[0-9a-fA-F]{7,40}", spec) is not None
     if not is_id and not offline:
