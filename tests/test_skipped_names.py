@@ -27,12 +27,14 @@ class APyProject(Base):
 
 
 class Project(APyProject):
-    """p1, p2, p3 on a.py; v2 changes p2's line, a rebase onto it sets p2 aside (skipped/)."""
+    """p1, p2, p3 on a.py (or the `names` given); v2 changes p2's line, a rebase onto it sets
+    p2 aside (skipped/)."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, names: tuple[str, str, str] = ("p1", "p2", "p3")) -> None:
         super().__init__(tmp_path)
+        self.names = names
         text = with_lines({})
-        for line, name in ((5, "p1"), (10, "p2"), (20, "p3")):
+        for line, name in zip((5, 10, 20), names):
             self.cli("new", name, "--file", "a.py")
             text = text.replace(b"return %d\n" % line, b"return %d00\n" % line)
             (self.work / "a.py").write_bytes(text)
@@ -41,12 +43,12 @@ class Project(APyProject):
                        "v2", tag="v2")
         self.cli("rebase", "--to", "v2", expect=3)
         self.cli("rebase", "--skip")
-        assert self.series() == ["p1.patch", "p3.patch"]
+        assert self.series() == [f"{names[0]}.patch", f"{names[2]}.patch"]
         assert self.skipped.is_file()
 
     @property
     def skipped(self) -> Path:
-        return self.root / "series" / "up" / "skipped" / "p2.patch"
+        return self.root / "series" / "up" / "skipped" / f"{self.names[1]}.patch"
 
     def snapshot(self) -> dict[str, tuple]:
         """Every project file, patchforge's local state left out."""
@@ -131,20 +133,9 @@ def test_lints_windows_rename_advice_names_what_rename_takes(tmp_path):
     from helpers.cli import run_cli
     from helpers.project import add_patch_file, patch_bytes
 
-    project = APyProject(tmp_path)
-    text = with_lines({})
-    for line, name in ((5, "p1"), (10, "x-y")):
-        project.cli("new", name, "--file", "a.py")
-        text = text.replace(b"return %d\n" % line, b"return %d00\n" % line)
-        (project.work / "a.py").write_bytes(text)
-        project.cli("refresh")
-    project.up.commit({"a.py": with_lines({10: BASE_LINES[10].replace(b"10\n", b"10  # v2\n")})},
-                      "v2", tag="v2")
-    project.cli("rebase", "--to", "v2", expect=3)
-    project.cli("rebase", "--skip")
-    assert (project.root / "series" / "up" / "skipped" / "x-y.patch").is_file()
+    project = Project(tmp_path, ("p1", "x-y", "p3"))
     base = json.loads((project.root / "upstream.lock").read_bytes())["upstreams"]["up"]["commit"]
-    for name, line in (("x:y.patch", 20), (":lead.patch", 25)):
+    for name, line in (("x:y.patch", 25), (":lead.patch", 28)):
         diff = (f"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n"
                 f"@@ -{line * 3 + 1},2 +{line * 3 + 1},2 @@\n def f{line}():\n"
                 f"-    return {line}\n+    return {line}00\n").encode()
