@@ -173,6 +173,9 @@ def test_a_tag_deleted_upstream_for_a_branch_of_its_name_is_that_branch(tmp_path
     second = _later(s, 3)
     git(s.up, "branch", "release")
     assert _against(s, "release") == (second, "")
+    # Offline, as last fetched: the branch (the deleted tag is no longer the store's answer).
+    assert _against(s, "release", "--offline") == (second, "")
+    assert _against(s, first)[0] == first  # its commit is kept
 
 
 def test_a_followed_tag_that_moved_is_where_pr_drafts_onto(tmp_path):

@@ -258,7 +258,8 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                                {s.name: s for s in out if s.upstream == upstream})
             # (The patches' paths are the pin's: its NAME-VER.data, not the target's.)
             _mark_outside_install_root(store, project.lock.pin(upstream).kind,
-                                       target.base_commit, patches, {s.name: s for s in out if s.upstream == upstream})
+                                       target.base_commit, patches,
+                                       {s.name: s for s in out if s.upstream == upstream})
             # Nothing landed: the history's answer is not needed (the thread ends with the block).
             index = history.result() if history is not None and landed else None
             if index is not None:

@@ -1128,6 +1128,19 @@ class UpstreamStore:
         found = self._cat.query([f"{ref}^{{commit}}"])[0]
         return found[0] if found is not None else None
 
+    def forget_tag(self, upstream: str, tag: str, commit: str) -> None:
+        """Take tag `tag` of source `upstream` (a store namespace) out of the store, the remote
+        having deleted it for a branch of its name: kept, resolve_in would answer the old tag
+        offline where the remote answers the branch. Its commit keeps a ref of its own id
+        (refs/patchforge/kept/), as an import's does: a lock may still pin it, and a repack
+        drops what no ref reaches."""
+        check_upstream_name(upstream)
+        ref = f"refs/patchforge/remotes/{upstream}/tags/{tag}"
+        with self.writing():
+            self._run("update-ref", "--stdin", input=(
+                f"update refs/patchforge/kept/{commit} {commit}\ndelete {ref}\n").encode(),
+                what=f"forgetting tag {tag} of {upstream}")
+
     def resolve_in(self, upstream: str, spec: str) -> str:
         """A branch, tag, import label or (abbreviated) commit id of one upstream -> commit.
         A name that is both a tag and a branch is the tag, as git's rule has it (refs/tags

@@ -454,6 +454,8 @@ def _git_revision(store: UpstreamStore, name: str, url: str, spec: str, *,
                 store.fetch_git(name, url, [f"refs/heads/{spec}"])
             except RefNotFound:
                 raise _tag_gone(upstream, url, spec, tag) from None
+            # The name is the branch now, offline too (a stored tag comes first: resolve_in).
+            store.forget_tag(name, spec, store.resolve_in(name, f"refs/tags/{spec}"))
             return store.resolve_in(name, f"refs/heads/{spec}")
     if is_id or offline:
         try:
