@@ -2,12 +2,13 @@
 
 A layer is a tar (plain, gzip or zstd) of changes to the layers below it: a later layer's entry
 replaces an earlier one, `.wh.<name>` deletes `<name>` below, `.wh..wh..opq` in a directory hides
-everything the layers below put there, and a file (or symlink) where a directory was hides that
-directory. `find_in_layers` reads the layers from the top down and stops as soon as every path it
-was asked about is decided, so the base layers of a large image (the OS, the ROCm libraries) are
-usually never downloaded. Each layer is read as a stream, a member's content only hashed on its
-way past: no layer is ever held in memory or written to disk. Nothing in a layer is executed or
-extracted.
+everything the layers below put there, and a file where a directory was hides that directory. A
+symlink on the way (a symlinked directory, or one at the path itself) is followed inside the
+image, as the container's kernel follows it (see `find_in_layers`). `find_in_layers` reads the
+layers from the top down and stops as soon as every path it was asked about is decided, so the
+base layers of a large image (the OS, the ROCm libraries) are usually never downloaded. Each
+layer is read as a stream, a member's content only hashed on its way past: no layer is ever held
+in memory or written to disk. Nothing in a layer is executed or extracted.
 
 zstd: Python 3.14 has `compression.zstd`; before it, the `zstandard` package (imported only here,
 and only when a zstd layer is met).
@@ -21,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, BinaryIO, cast
 
 from patchforge.errors import NetworkError
-from patchforge.model.record import record
+from patchforge.model.record import field, record
 
 OPAQUE = ".wh..wh..opq"
 WHITEOUT = ".wh."
@@ -46,13 +47,16 @@ class FoundFile:
     link: str | None = None
     layer: str | None = None
     detail: str = ""
+    resolved: str | None = None  # where symlinks led the container, when not at `path`
 
 
 @record
 class ReadStats:
     layers_total: int = 0
-    layers_read: int = 0
-    bytes_read: int = 0  # compressed bytes received from the registry
+    layers_read: int = 0  # distinct layers fetched
+    rereads: int = 0  # fetches of a layer already read (a hard link's target, a symlinked path)
+    bytes_read: int = 0  # compressed bytes received from the registry, every fetch counted
+    seen: set[str] = field(default_factory=set, repr=False)  # digests of the layers fetched
 
 
 def normalize(path: str) -> str:
@@ -61,11 +65,12 @@ def normalize(path: str) -> str:
 
 
 def _ancestors(path: str) -> list[str]:
-    out = []
-    while "/" in path:
-        path = path.rsplit("/", 1)[0]
-        out.append(path)
-    return out
+    """`path`'s directories, the one nearest the root first (as the kernel walks a path)."""
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+MAX_HOPS = 40  # symlinks followed for one path before giving up, as Linux's ELOOP
 
 
 @record
@@ -74,6 +79,17 @@ class _LayerFindings:
     deleted: dict[str, str]  # wanted path or ancestor -> "whiteout" / "not a directory" detail
     opaque: set[str]  # ancestors this layer makes opaque
     links: dict[str, str]  # wanted path -> hard-link target not hashed on this pass
+    symlinks: dict[str, str]  # ancestor -> the target of the symlink this layer puts there
+    dirs: set[str]  # ancestors this layer puts a directory at
+
+
+@record(frozen=True)
+class _Redirect:
+    """A wanted path goes through a symlink: the container reads `path` instead."""
+
+    link: str  # the symlink's own path
+    target: str  # what it points to, as the layer has it
+    path: str  # the wanted path with the link followed (normalized, clamped to the root)
 
 
 def find_in_layers(layers: Sequence[Any], open_layer: Callable[[Any], Any],
@@ -83,11 +99,77 @@ def find_in_layers(layers: Sequence[Any], open_layer: Callable[[Any], Any],
 
     `open_layer(layer)` returns a readable stream of the layer blob with `.layer.digest`,
     `.layer.media_type`, `.drain()`, `.bytes_read` and `.close()` (a registry BlobReader).
+
+    Symlinks are followed as the container's kernel follows them, a directory symlink on the way
+    and a symlink at the path itself alike: relative ones from the link's directory, absolute
+    ones from the image's root, ".." never above the root, at most MAX_HOPS of them. A path
+    whose symlink is only met in a lower layer is looked up again from the top under the path it
+    leads to (a layer above may hold it there), so only a path that goes through a symlink costs
+    a second read of the layers above that symlink; every other path is decided in one pass.
     """
     stats = stats if stats is not None else ReadStats()
     stats.layers_total = len(layers)
-    undecided = {normalize(p) for p in paths}
+    at = {p: p for p in (normalize(p) for p in paths)}  # asked path -> where the container reads
+    followed: dict[str, list[str]] = {p: [] for p in at}  # asked path -> "/link -> target"s
+    visited = {p: {p} for p in at}  # asked path -> the paths the links led it through
     found: dict[str, FoundFile] = {}
+    pending = set(at)
+    while pending:
+        looked = _search(layers, open_layer, {at[p] for p in pending}, stats)
+        still = set()
+        for asked in sorted(pending):
+            hit = looked[at[asked]]
+            if isinstance(hit, FoundFile) and not (hit.kind == "symlink" and hit.link):
+                found[asked] = _seen_through(asked, hit, followed[asked])
+                continue
+            if isinstance(hit, FoundFile):  # a symlink at the path itself: open() follows it
+                assert hit.link is not None
+                hit = _Redirect(hit.path, hit.link, _follow(hit.path, hit.link, ""))
+            followed[asked].append(f"/{hit.link} -> {hit.target}")
+            # Back at a path already read through (a loop), or a chain longer than the kernel
+            # follows: the container's open() fails with ELOOP, so nothing is read there.
+            if hit.path in visited[asked] or len(followed[asked]) > MAX_HOPS:
+                links = ", ".join(dict.fromkeys(followed[asked]))
+                why = "a loop" if hit.path in visited[asked] else f"more than {MAX_HOPS} links"
+                found[asked] = FoundFile(asked, "absent", detail=f"too many levels of "
+                                         f"symbolic links ({why}: {links})")
+                continue
+            visited[asked].add(hit.path)
+            at[asked] = hit.path
+            still.add(asked)
+        pending = still
+    return found
+
+
+def _follow(link: str, target: str, rest: str) -> str:
+    """Where `rest` under the symlink `link` -> `target` is: absolute targets from the image's
+    root, relative ones from the link's directory; ".." at the root stays there (as the kernel
+    does, so a link cannot lead out of the image). ".." is taken by name, which differs from
+    the kernel only where the component before it is itself a symlink."""
+    base = "" if target.startswith("/") else posixpath.dirname(link)
+    return normalize(posixpath.join(base, target, rest))
+
+
+def _seen_through(asked: str, hit: FoundFile, followed: list[str]) -> FoundFile:
+    """`hit`, found where the symlinks `followed` led, as what the container reads at `asked`."""
+    if not followed:
+        return hit
+    through = "through " + ", ".join(followed)
+    if hit.kind == "absent" or hit.kind == "other":
+        detail = f"{through}: /{hit.path}" + (f": {hit.detail}" if hit.detail else "")
+    else:
+        detail = f"/{hit.path}, {through}"
+    return FoundFile(asked, hit.kind, hit.sha256, hit.size, hit.mode, hit.link, hit.layer,
+                     detail, resolved=hit.path)
+
+
+def _search(layers: Sequence[Any], open_layer: Callable[[Any], Any], paths: set[str],
+            stats: ReadStats) -> dict[str, FoundFile | _Redirect]:
+    """One top-down pass: what the topmost layer that decides each path puts there, or the
+    symlink on its way that sends the container elsewhere."""
+    undecided = set(paths)
+    found: dict[str, FoundFile | _Redirect] = {}
+    dirs_above: dict[str, str] = {}  # ancestor -> the (upper) layer that made it a directory
     for layer in reversed(layers):
         if not undecided:
             break
@@ -107,24 +189,40 @@ def find_in_layers(layers: Sequence[Any], open_layer: Callable[[Any], Any],
                                                        detail=f"hard link to /{target}, "
                                                               "which the layer does not hold")
         for path in sorted(undecided):
-            decided = _decide(path, findings, layer.digest)
+            decided = _decide(path, findings, layer.digest, dirs_above)
             if decided is not None:
                 found[path] = decided
         undecided -= set(found)
+        for directory in findings.dirs:
+            dirs_above.setdefault(directory, layer.digest)
     for path in undecided:
         found[path] = FoundFile(path, "absent", detail="no layer holds it")
     return found
 
 
-def _decide(path: str, findings: _LayerFindings, digest: str) -> FoundFile | None:
+def _decide(path: str, findings: _LayerFindings, digest: str, dirs_above: dict[str, str]
+            ) -> FoundFile | _Redirect | None:
     if path in findings.entries:
         return findings.entries[path]
     if path in findings.deleted:
         return FoundFile(path, "absent", layer=digest, detail=findings.deleted[path])
-    for ancestor in _ancestors(path):
+    ancestors = _ancestors(path)
+    for ancestor in ancestors:  # what this layer itself puts on the way, nearest the root first
         if ancestor in findings.deleted:
             return FoundFile(path, "absent", layer=digest,
                              detail=f"/{ancestor}: {findings.deleted[ancestor]}")
+        if ancestor in findings.symlinks:
+            target = findings.symlinks[ancestor]
+            if ancestor in dirs_above:
+                # A later layer made a directory where this symlink was: it replaced the link
+                # (and the link had replaced whatever the layers below held there).
+                return FoundFile(path, "absent", layer=digest,
+                                 detail=f"/{ancestor}: a symlink in layer {digest[:19]}, "
+                                        f"replaced by a directory in layer "
+                                        f"{dirs_above[ancestor][:19]}")
+            return _Redirect(ancestor, target,
+                             _follow(ancestor, target, path[len(ancestor) + 1:]))
+    for ancestor in ancestors:
         if ancestor in findings.opaque:
             return FoundFile(path, "absent", layer=digest,
                              detail=f"/{ancestor} is made opaque (its earlier content hidden)")
@@ -134,10 +232,14 @@ def _decide(path: str, findings: _LayerFindings, digest: str) -> FoundFile | Non
 def _read_layer(layer: Any, open_layer: Callable[[Any], Any], wanted: set[str],
                 stats: ReadStats) -> _LayerFindings:
     ancestors = {a for p in wanted for a in _ancestors(p)}
-    findings = _LayerFindings({}, {}, set(), {})
+    findings = _LayerFindings({}, {}, set(), {}, {}, set())
     hashed: dict[str, FoundFile] = {}  # regular files of this layer among `wanted`
     with open_layer(layer) as blob:
-        stats.layers_read += 1
+        if layer.digest in stats.seen:
+            stats.rereads += 1
+        else:
+            stats.seen.add(layer.digest)
+            stats.layers_read += 1
         try:
             with _open_tar(blob, layer) as archive:
                 for member in archive:
@@ -162,11 +264,17 @@ def _read_layer(layer: Any, open_layer: Callable[[Any], Any], wanted: set[str],
                         else:
                             findings.links.pop(name, None)
                     elif name in ancestors:
+                        # The last entry for a name in a layer is the one that stays.
+                        findings.deleted.pop(name, None)
+                        findings.symlinks.pop(name, None)
+                        findings.dirs.discard(name)
                         if member.isdir():
-                            findings.deleted.pop(name, None)
+                            findings.dirs.add(name)
+                        elif member.issym():
+                            findings.symlinks[name] = member.linkname
                         else:
-                            what = "a symlink" if member.issym() else "not a directory"
-                            findings.deleted[name] = f"{what} in layer {layer.digest[:19]}"
+                            findings.deleted[name] = f"not a directory in layer " \
+                                                     f"{layer.digest[:19]}"
         except Exception as exc:  # the tar or its decompressor (zlib, zstd) met bad bytes
             if isinstance(exc, NetworkError):
                 raise

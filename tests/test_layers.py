@@ -83,16 +83,38 @@ def test_hard_link_to_a_file_read_earlier_in_the_layer_and_to_one_not_kept():
     stats = ReadStats()
     found = find_in_layers([base], Blob, [f"/{TARGET}"], stats=stats)[TARGET]
     assert found.kind == "file" and found.sha256 == sha(b"shared\n")
-    assert "hard link" in found.detail and stats.layers_read == 2
+    assert "hard link" in found.detail and (stats.layers_read, stats.rereads) == (1, 1)
 
 
 def test_symlink_at_the_path_and_a_symlinked_directory_above_it():
+    # A symlink at the path is followed, as open() follows it: to nothing here...
     found = find_in_layers([layer([(TARGET, "symlink", "../elsewhere.py")])], Blob, [TARGET])
-    assert found[TARGET].kind == "symlink" and found[TARGET].link == "../elsewhere.py"
+    assert found[TARGET].kind == "absent" and found[TARGET].resolved == "opt/site/elsewhere.py"
+    assert "through /opt/site/pkg/mod.py -> ../elsewhere.py" in found[TARGET].detail
+    # ...and to its file, with the link's own layer above the file's.
+    lower = layer([("opt/site/elsewhere.py", "file", b"real\n")])
+    found = find_in_layers([lower, layer([(TARGET, "symlink", "../elsewhere.py")])], Blob,
+                           [TARGET])
+    assert found[TARGET].kind == "file" and found[TARGET].sha256 == sha(b"real\n")
+    # A symlinked directory above hides what the layers below had at the path itself: the
+    # container reads /srv/pkg/mod.py, which no layer holds.
     lower = layer([(TARGET, "file", b"old\n")])
     upper = layer([("opt/site/pkg", "symlink", "/srv/pkg")])
     found = find_in_layers([lower, upper], Blob, [TARGET])[TARGET]
-    assert found.kind == "absent" and "symlink" in found.detail
+    assert found.kind == "absent" and found.resolved == "srv/pkg/mod.py"
+    assert "through /opt/site/pkg -> /srv/pkg: /srv/pkg/mod.py: no layer holds it" \
+        == found.detail
+
+
+def test_a_symlink_chain_that_never_repeats_stops_after_the_kernels_40_hops():
+    # opt/x -> x/y: every hop is a new path (opt/x/y/..., opt/x/y/y/...), never a repeat, as a
+    # loop would be; the kernel gives ELOOP after 40 links, and so does the lookup.
+    stats = ReadStats()
+    found = find_in_layers([layer([("opt/x", "symlink", "x/y")])], Blob, ["opt/x/f.py"],
+                           stats=stats)["opt/x/f.py"]
+    assert (found.kind, found.detail) == ("absent", "too many levels of symbolic links (more "
+                                                    "than 40 links: /opt/x -> x/y)")
+    assert stats.layers_read == 1 and stats.rereads == 40  # the layer read once per hop
 
 
 def test_later_entry_in_one_layer_wins_and_plain_tar_is_read():

@@ -35,13 +35,19 @@ TAR_GZ = "application/vnd.oci.image.layer.v1.tar+gzip"
 TAR_ZSTD = "application/vnd.oci.image.layer.v1.tar+zstd"
 
 
-def _tar(files: dict[str, bytes | None], *, dirs: tuple[str, ...] = ()) -> bytes:
-    """A layer tar: `None` content is a directory; names as a builder writes them."""
+def _tar(files: dict[str, bytes | None], *, dirs: tuple[str, ...] = (),
+         links: dict[str, str] | None = None) -> bytes:
+    """A layer tar: `None` content is a directory, `links` symlinks (name -> target); names as
+    a builder writes them."""
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
         for name in dirs:
             info = tarfile.TarInfo(name)
             info.type, info.mode = tarfile.DIRTYPE, 0o755
+            archive.addfile(info)
+        for name, target in (links or {}).items():
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname, info.mode = tarfile.SYMTYPE, target, 0o777
             archive.addfile(info)
         for name, data in files.items():
             info = tarfile.TarInfo(name)
@@ -313,3 +319,76 @@ def test_layers_redirected_to_a_storage_host_get_no_token(images, tmp_path):
                    for r in images["server"].requests if "/blobs/" in r.path)
     finally:
         storage.close()
+
+
+VENV = "opt/venv/lib/python3.12/site-packages"  # where a venv image really installs the package
+
+
+def _symlinked_layers(bases, layout):
+    """The pre-images installed under VENV, and the install root reached through symlinks as
+    `layout` lays them out: (files layer(s), link layer(s)) bottom first."""
+    moved = {f"{VENV}/{t[len(ROOT) + 1:]}": data for t, data in bases.items()}
+    sparse = f"{VENV}/vllm/v1/attention/ops/rocm_aiter_mla_sparse.py"
+    files = _tar(moved, dirs=_parents(moved))
+    parent = ROOT.rsplit("/", 1)[0]  # usr/local/lib/python3.12
+    if layout == "relative":  # the link in the same layer as the files it leads to
+        return [_tar(moved, dirs=_parents(moved),
+                     links={ROOT: "../../../../" + VENV})]
+    if layout == "absolute":  # the link below, the files written through it above (merged /usr)
+        return [_tar({}, dirs=_parents([ROOT]), links={ROOT: "/" + VENV}), files]
+    if layout == "chain":  # python3.12 -> /opt/py, /opt/py/dist-packages -> the venv
+        return [files, _tar({}, dirs=("opt/", "usr/", "usr/local/", "usr/local/lib/"),
+                            links={parent: "/opt/py",
+                                   "opt/py/dist-packages": "../venv/lib/python3.12/"
+                                                           "site-packages"})]
+    if layout == "escaping":  # more ".." than the path is deep: the kernel stops at the root
+        return [files, _tar({}, links={ROOT: "../" * 12 + VENV})]
+    if layout == "loop":
+        return [files, _tar({}, links={ROOT: "/opt/a", "opt/a": "../" + ROOT})]
+    if layout == "replaced":  # a later layer made a real (empty) directory where the link was
+        return [files, _tar({}, links={ROOT: "/" + VENV}), _tar({}, dirs=(ROOT + "/",))]
+    if layout == "whiteout":  # a later layer deletes one file where the link leads
+        return [files, _tar({}, links={ROOT: "/" + VENV}),
+                _tar({sparse.rsplit("/", 1)[0] + "/.wh." + sparse.rsplit("/", 1)[1]: b""})]
+    assert layout == "file-link"  # the install root a real directory, one file a symlink
+    rocm = f"{ROOT}/vllm/platforms/rocm.py"
+    others = {t: d for t, d in bases.items() if t != rocm}
+    return [_tar({**others, "opt/real/rocm.py": bases[rocm]},
+                 dirs=_parents([*others, "opt/real/rocm.py"]),
+                 links={rocm: "../../../../../../../opt/real/rocm.py"})]
+
+
+@pytest.mark.parametrize("layout, expect", [
+    ("relative", "ok"), ("absolute", "ok"), ("chain", "ok"), ("escaping", "ok"),
+    ("loop", "too many levels of symbolic links"),
+    ("replaced", "replaced by a directory in layer"),
+    ("whiteout", "deleted by a whiteout"), ("file-link", "ok")])
+def test_a_path_through_a_symlink_in_the_image_is_read_where_the_container_reads_it(
+        stack, registry_server, tmp_path, layout, expect):
+    """The install root reached through symlinks (a venv linked into place, merged /usr): a
+    container opens the file the links lead to, so that is the file judged. It was "missing ...
+    (a symlink in layer ...)", exit 1, while verify --installed of the same tree said ok."""
+    root, bases, _ = stack
+    layers = tuple(_layer(t, "gzip") for t in _symlinked_layers(bases, layout))
+    registry_server.push_image(REPO, layout, {}, layers=layers)
+    ref = f"{registry_server.host}/{REPO}:{layout}"
+    result = verify_image(Project.discover(root), ref, profile="gfx942",
+                          registry=_registry(tmp_path))
+    states = {f.target: (f.state, f.detail) for f in result.files}
+    assert states, result
+    sparse = f"/{ROOT}/vllm/v1/attention/ops/rocm_aiter_mla_sparse.py"
+    if expect == "ok":
+        assert result.ok, states
+        rocm = states[f"/{ROOT}/vllm/platforms/rocm.py"][1]
+        assert rocm.startswith("pre-image matches (read at /") and " -> " in rocm, rocm
+    elif layout == "whiteout":
+        state, detail = states.pop(sparse)
+        assert state == "missing" and expect in detail, detail
+        assert {s for s, _ in states.values()} == {"ok"}, states
+    else:
+        assert {s for s, _ in states.values()} == {"missing"}, states
+        assert all(expect in d for _, d in states.values()), states
+    run = run_cli(root, "verify", "--image", ref, "--profile", "gfx942")
+    assert run.rc == (0 if expect == "ok" else 1), (run.out, run.err)
+    if layout == "loop":  # said, not hung on: the links named as the kernel would follow them
+        assert f"/{ROOT} -> /opt/a" in run.out and "/opt/a -> ../usr" in run.out, run.out

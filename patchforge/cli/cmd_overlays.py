@@ -231,7 +231,9 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
         megabytes = result.bytes_read / 1e6
         click.echo(f"{result.resolved}: {len(result.files) - bad} ok, {bad} failed "
                    f"({result.layers_read} of {result.layers_total} layers read, "
-                   f"{megabytes:.1f} MB)")
+                   + (f"{result.layers_reread} read again to follow links, "
+                      if result.layers_reread else "")
+                   + f"{megabytes:.1f} MB)")
         for hint in _image_hints(result):
             click.echo(f"hint: {hint}", err=True)
     if output_format == "github":

@@ -51,6 +51,7 @@ class ImageCheck:
     bytes_read: int
     profile: str | None = None
     notes: tuple[str, ...] = field(default=())
+    layers_reread: int = 0  # fetches of a layer read before (following a symlink or hard link)
 
     @property
     def ok(self) -> bool:
@@ -199,6 +200,7 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
                       digest=info.digest, manifest_digest=info.manifest_digest, pinned=pinned,
                       files=tuple(checks), layers_total=stats.layers_total,
                       layers_read=stats.layers_read, bytes_read=stats.bytes_read,
+                      layers_reread=stats.rereads,
                       profile=profile, notes=tuple(notes))
 
 
@@ -209,6 +211,9 @@ def _judge(key: str, entry: dict[str, Any], found, profiles: tuple[str, ...],
     expected = entry["base_sha256"]
 
     def check(state: str, detail: str, overlay_of: str | None = None) -> ImageFileCheck:
+        if found.resolved is not None and found.kind == "file":
+            # Symlinks led the container to another path: say which file was judged.
+            detail += f" (read at {found.detail})"
         return ImageFileCheck(target="/" + key, upstream=entry["upstream"], path=entry["path"],
                               profiles=profiles, state=state, expected_sha256=expected,
                               found_sha256=found.sha256, layer=found.layer, detail=detail,
