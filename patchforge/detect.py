@@ -319,6 +319,14 @@ class PlaceDiffs:
         self._apply = apply  # the walk's applications (may_diff's are the walk's own then)
         # (base, current) -> their blocks; a walk asks about a few dozen files at most.
         self._made: dict[tuple[bytes, bytes], list[tuple[int, int, int, int]] | None] = {}
+        # id(file patch) -> (file patch, base file, file, {hunk index: _lands_without_diff's
+        # answer}) as `ahead()` last offered it and may_diff found. Offered again with the
+        # same two contents (the same objects), it was made then, or batched, or may_diff said
+        # no, and says no again (its answer depends on those three alone): a later batch (a
+        # file the walk meets changed) looks only at what changed since (at 300 patches 480 ->
+        # 260 may_diff calls, each a search of a file's bytes). And elsewhere's pre-check of a
+        # hunk may_diff asked already is its answer (`lands_without_diff`).
+        self._offered: dict[int, tuple] = {}
 
     @classmethod
     def made(cls, pairs: list[tuple[bytes, bytes]]) -> PlaceDiffs:
@@ -334,14 +342,31 @@ class PlaceDiffs:
         key = (base, current)
         if key not in self._made:
             batch = {key: None}
+            offered = self._offered
             for fp, other_base, other in self._ahead() if self._ahead is not None else ():
+                last = offered.get(id(fp))
+                if last is not None and last[1] is other_base and last[2] is other:
+                    continue
+                landed: dict[int, bool] = {}
+                offered[id(fp)] = (fp, other_base, other, landed)  # fp kept: its id stays
                 pair = (other_base, other)
                 if pair not in self._made and pair not in batch and \
-                        OwnPlaces.may_diff(fp, other_base, other, self._apply):
+                        OwnPlaces.may_diff(fp, other_base, other, self._apply, landed):
                     batch[pair] = None
             pairs = list(batch)
             self._made.update(zip(pairs, changed_blocks(pairs)))
         return self._made[key]
+
+    def lands_without_diff(self, fp, index: int, hunk, post: list[bytes], base: bytes,
+                           current: bytes) -> bool:
+        """_lands_without_diff of `hunk`, hunk `index` of `fp` (`post`: its post-image's
+        lines): what may_diff found when `fp` was last offered with these two contents, else
+        asked now."""
+        offer = self._offered.get(id(fp))
+        if offer is not None and offer[0] is fp and offer[1] is base and offer[2] is current \
+                and index in offer[3] and fp.hunks[index] is hunk:
+            return offer[3][index]
+        return _lands_without_diff(hunk, post, base, current)
 
 
 class OwnPlaces:
@@ -365,7 +390,8 @@ class OwnPlaces:
         self._at_base: dict[int, int] | None = None
 
     @staticmethod
-    def may_diff(fp, base: bytes | None, current: bytes | None, apply=apply_file_patch) -> bool:
+    def may_diff(fp, base: bytes | None, current: bytes | None, apply=apply_file_patch,
+                 landed: dict[int, bool] | None = None) -> bool:
         """Whether assess_file may ask OwnPlaces of `fp` for git's diff of `base` to `current`
         (False: it never does; True may be wrong, which costs a diff made for nothing): in a
         text file patch that changes a file both have and upstream changed, a hunk whose
@@ -376,7 +402,9 @@ class OwnPlaces:
         there; with fuzz, the lines a hunk removes are), and which has a place in the base
         file (elsewhere's application there). Asked cheapest first: the whole-file
         application is made by assess_file anyway (`apply`, a walk's, keeps it for the walk,
-        as it keeps the base's for elsewhere), then the file is searched."""
+        as it keeps the base's for elsewhere), then the file is searched. `landed`: where
+        each hunk's pre-check answer is put (hunk index -> _lands_without_diff), for elsewhere
+        to take (PlaceDiffs.lands_without_diff)."""
         if base is None or current is None or base == current or fp.is_new or \
                 fp.is_delete or fp.binary is not None:
             return False
@@ -387,8 +415,12 @@ class OwnPlaces:
             if forward in ("exact", "offset") or (forward == "fuzz" and b"-" in _kinds(hunk)):
                 continue
             cut = _fuzzed(ReversedHunk(hunk), 0)
-            if cut is None or cut[3] is not None or b"".join(cut[1]) not in current or \
-                    _lands_without_diff(hunk, cut[1], base, current):
+            if cut is None or cut[3] is not None or b"".join(cut[1]) not in current:
+                continue
+            lands = _lands_without_diff(hunk, cut[1], base, current)
+            if landed is not None:
+                landed[index] = lands
+            if lands:
                 continue
             if at_base is None:
                 at_base = apply(base, fp, max_fuzz=2).hunks
@@ -423,7 +455,8 @@ class OwnPlaces:
         if cut is None or cut[3] is not None:
             return None  # anchored at the file's start or end: one place it can be
         post = cut[1]
-        if _lands_without_diff(hunk, post, self._base, self._current):
+        if self._places.lands_without_diff(self._fp, index, hunk, post, self._base,
+                                           self._current):
             return None
         if self._at_base is None:
             # Placed without fuzz only: then line k of the hunk's pre-image is that base line.

@@ -344,3 +344,52 @@ def test_own_place_blocks_of_many_files_from_one_git_diff_are_each_files_own(tmp
 
     assert changed_blocks(pairs) == [git_blocks(old, new) for old, new in pairs]
     assert changed_blocks(pairs[1:2]) == changed_blocks(pairs)[1:2]
+
+
+def test_a_later_batch_of_own_place_diffs_looks_again_only_at_files_that_changed(monkeypatch):
+    """PlaceDiffs offers the rest of a walk's files to each new batch of diffs: a file offered
+    before with the same two contents (the same objects) is made, batched or ruled out by
+    may_diff already, and is not asked again; a file the walk met changed is. The pre-check
+    may_diff made of a hunk is elsewhere's answer for it, not asked again. The blocks are each
+    pair's own whichever batch made them."""
+    from patchforge import detect
+    from patchforge.apply.hunks import ReversedHunk, _fuzzed
+    from patchforge.detect import OwnPlaces, PlaceDiffs
+    from patchforge.store.diff import changed_blocks
+
+    other = BASE.replace(b"def teardown", b"# moved\n\n\ndef teardown")
+    fixed_other = FIXED.replace(b"def teardown", b"# moved\n\n\ndef teardown")
+    second = BASE.replace(b"timeout = config.timeout", b"timeout = config.get('timeout')")
+    fp1, fp2 = file_patch(BASE, FIXED, "a.py"), file_patch(BASE, FIXED, "b.py")
+    asked: list[str] = []
+    prechecked: list[bytes] = []
+    real_may_diff, real_precheck = OwnPlaces.may_diff, detect._lands_without_diff
+
+    def may_diff(fp, *args):
+        asked.append(fp.new_path)
+        return real_may_diff(fp, *args)
+
+    def precheck(hunk, post, base, current):
+        prechecked.append(current)
+        return real_precheck(hunk, post, base, current)
+
+    monkeypatch.setattr(OwnPlaces, "may_diff", staticmethod(may_diff))
+    monkeypatch.setattr(detect, "_lands_without_diff", precheck)
+    walk = [(fp1, BASE, fixed_other), (fp2, BASE, second)]
+    places = PlaceDiffs(lambda: walk)
+    first = places.blocks(BASE, other)
+    assert sorted(asked) == ["a.py", "b.py"]
+    assert prechecked == [fixed_other]  # a.py's fix is there: its reverse-apply is found
+    post = _fuzzed(ReversedHunk(fp1.hunks[0]), 0)[1]
+    assert places.lands_without_diff(fp1, 0, fp1.hunks[0], post, BASE, fixed_other) == \
+        real_precheck(fp1.hunks[0], post, BASE, fixed_other)
+    assert prechecked == [fixed_other]
+    asked.clear()
+    changed = fixed_other + b"# more\n"  # the walk met a.py changed: offered again
+    walk = [(fp1, BASE, changed), (fp2, BASE, second)]
+    later = places.blocks(BASE, BASE + b"# end\n")
+    assert asked == ["a.py"]
+    places.lands_without_diff(fp1, 0, fp1.hunks[0], post, BASE, other)  # not offered so
+    assert prechecked == [fixed_other, changed, other]
+    assert [first, later, places.blocks(BASE, second)] == \
+        changed_blocks([(BASE, other), (BASE, BASE + b"# end\n"), (BASE, second)])
