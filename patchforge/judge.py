@@ -515,8 +515,9 @@ class SeriesJudge:
         return self.store.read_blobs(self.old_commit, paths, fetch_together=not self.fetched)
 
     def judge(self, name: str, patch, *, defer_history: bool = False) -> Judgement:
-        """Decide the patch, then move on: a patch that applies is applied to `current` (the
-        next patch meets it), and the old series advances past it either way.
+        """Decide the patch, then move on: a patch that applies (or stops only for its Keeps:
+        lines) is applied to `current` (the next patch meets it), and the old series advances
+        past it either way.
 
         `defer_history`: a patch the content checks and the 3-way merges stop as a conflict
         is given that stop for now, its history question left for `settle()`, whose answer
@@ -526,7 +527,10 @@ class SeriesJudge:
             judgement = self.decide(name, patch, defer_history=defer_history)
         finally:
             self.pass_old([(name, patch)])
-        if judgement.outcome == "applies":
+        # A patch stopped only by its Keeps: lines applies all the same: the stop leaves its
+        # result in the worktree, so the patches after it (judged on by status and a dry run)
+        # meet that result, as they meet a patch that applies.
+        if judgement.outcome == "applies" or judgement.stop_kind == "invariant":
             for path, content in judgement.before.items():
                 self.current[path] = judgement.after.get(path)
             for change in judgement.changes:
