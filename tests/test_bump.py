@@ -650,3 +650,29 @@ def test_an_image_pinned_offline_by_its_tag_is_said_so_and_verified_by_its_tag(c
     code, out, err = cli_in_process(clean.root, "verify", "--image")
     assert code == 0, (out, err)
     assert clean.images[clean.c3]["digest"] in out, out  # what the tag names, read
+
+
+def test_a_bump_stopped_on_a_conflict_says_how_to_propose_it_once_resolved(
+        tmp_path, registry_server, forge_server):
+    """`bump --open-pr` stopped on a conflict printed `pull request: not opened None`, and
+    after the person finished the rebase `bump --open-pr` said "on the newest nightly already:
+    nothing to move": the resolved move was never proposed and nothing said how. The stop's
+    report names the command, and that command opens the pull request of the move as the
+    person finished it."""
+    scenario = Scenario(tmp_path, registry_server, forge_server, conflict=True)
+    tag = f"nightly-{scenario.c3}"
+    code, out, err = scenario.bump("--open-pr")
+    assert code == 1, err
+    assert "pull request: not opened (the rebase stopped)" in err and "None" not in err
+    command = f"patchforge bump vllm --to {tag} --open-pr"
+    assert f"`{command}` then proposes the move" in out
+    code, _, err = cli_in_process(scenario.root, "rebase", "--skip")
+    assert code == 0, err
+    code, out, err = scenario.bump(*command.split()[3:], "--json")
+    assert code in (0, 1), err  # 1: a fix whose Drop-When holds is still in the series
+    doc = json.loads(out)
+    assert doc["outcome"] == "up-to-date" and doc["target"]["tag"] == tag
+    assert doc["pull_request"]["action"] == "opened"
+    assert [r for r in forge_server.requests if r.method == "POST"]
+    from patchforge.ops.bump_report import verdict
+    assert verdict(doc) == f"The stack is on {tag} already: nothing to move."

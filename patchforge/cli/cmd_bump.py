@@ -70,8 +70,8 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
         click.echo(markdown, nl=False)
         pull = document["pull_request"]
         if pull:
-            click.echo(f"\npull request: {pull['action']} {pull.get('url') or pull['branch']}",
-                       err=True)
+            where = pull.get("url") or pull.get("branch") or "(the rebase stopped)"
+            click.echo(f"\npull request: {pull['action']} {where}", err=True)
         click.echo(title(document), err=True)
     if document["needs_person"]:
         sys.exit(EXIT_ATTENTION)

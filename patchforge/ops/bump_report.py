@@ -48,12 +48,18 @@ def title(doc: dict) -> str:
 def verdict(doc: dict) -> str:
     """One sentence: did the stack move cleanly, and if not, what the person has to do."""
     outcome = doc["outcome"]
+    target = doc.get("target") or {}
+    where = target.get("tag") or (target.get("commit") or "")[:12]
     if outcome == "up-to-date":
-        return "The stack is on the newest nightly already: nothing to move."
+        # Named with --to (a move finished by hand, proposed now): it is that target.
+        return (f"The stack is on {where} already: nothing to move." if where else
+                "The stack is on the newest nightly already: nothing to move.")
     if outcome == "stopped":
         stopped = (doc.get("rebase") or {}).get("stopped") or {}
         return ("**A person is needed.** The rebase stopped: " + stopped.get("message", "")
-                + ". Resolve it, then `patchforge rebase --continue` (or `--skip`, `--abort`).")
+                + ". Resolve it, then `patchforge rebase --continue` (or `--skip`, `--abort`); "
+                f"`patchforge bump {doc['upstream']} --to {where} --open-pr` then proposes the "
+                "move as it was finished.")
     if doc["needs_person"]:
         lead = "**A person is needed**" + (" (dry run: nothing was written)"
                                            if doc["dry_run"] else "")
