@@ -230,6 +230,24 @@ def test_connection_refused_is_retried_then_fails(make_client, sleeps):
     assert len(sleeps) == 2
 
 
+def test_a_redirect_to_a_host_that_cannot_be_reached_names_that_host(make_client, forge_server,
+                                                                      pull_url):
+    """The forge answered 302 to a host that refuses connections. The error said "cannot
+    connect to" the forge, which had answered, and never named the host that failed: a
+    person checked the wrong one. Both requests and the streamed reads say it now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    for _ in range(2):
+        forge_server.misbehave("redirect", path="/repos/o/r/pulls/1", times=3,
+                               location=f"http://127.0.0.1:{port}/elsewhere")
+    where = rf"cannot connect to 127\.0\.0\.1:{port} \(where {forge_server.host} redirected to\)"
+    with pytest.raises(NetworkError, match=where + r" \(gave up after 3 attempts\)"):
+        make_client(max_retries=2).get(pull_url, use_cache=False)
+    with pytest.raises(NetworkError, match=where):
+        make_client(max_retries=2).open_stream(pull_url)
+
+
 def test_requests_is_not_imported_at_module_import():
     import subprocess
     import sys

@@ -380,8 +380,8 @@ class HttpClient:
                 raw = self._get_session().get(url, headers=send_headers, timeout=self.timeout,
                                               stream=True, allow_redirects=True,
                                               **self._proxies(url, send_headers))
-            except (exc_types.ConnectionError, exc_types.Timeout):
-                problem, asked = f"cannot connect to {host_of(url)}", None
+            except (exc_types.ConnectionError, exc_types.Timeout) as exc:
+                problem, asked = f"cannot connect to {_failed_host(url, exc)}", None
             except exc_types.RequestException as exc:
                 raise NetworkError(f"GET {url}: {self._scrub(type(exc).__name__)}") from None
             else:
@@ -450,8 +450,8 @@ class HttpClient:
             body = self._read_body(method, url, raw, started)
         except _BodyBroken as exc:
             return self._not_retried(method, url, str(exc), None)
-        except exc_types.ConnectTimeout:
-            return _Attempt(f"timed out connecting to {host_of(url)}", unreachable=True)
+        except exc_types.ConnectTimeout as exc:
+            return _Attempt(f"timed out connecting to {_failed_host(url, exc)}", unreachable=True)
         except exc_types.ReadTimeout as exc:
             return self._not_retried(method, url, f"no answer from {host_of(url)} within "
                                      f"{self.timeout[1]} s", exc)
@@ -459,8 +459,9 @@ class HttpClient:
             return self._not_retried(method, url, "the answer was cut short (truncated body)", exc)
         except exc_types.ConnectionError as exc:
             if _is_connect_failure(exc):
-                return _Attempt(f"cannot connect to {host_of(url)}", unreachable=True)
-            return self._not_retried(method, url, f"connection to {host_of(url)} broke", exc)
+                return _Attempt(f"cannot connect to {_failed_host(url, exc)}", unreachable=True)
+            return self._not_retried(method, url, f"connection to {_failed_host(url, exc)} broke",
+                                     exc)
         except exc_types.RequestException as exc:
             # Invalid URL, too many redirects...: retrying will not help.
             raise NetworkError(f"{method} {url}: {self._scrub(type(exc).__name__)}: "
@@ -645,6 +646,16 @@ def _is_rate_limited_403(resp: Response) -> bool:
         return True
     # GitHub's secondary rate limit answers 403 with only a message saying so.
     return b"rate limit" in resp.body[:2000].lower()
+
+
+def _failed_host(url: str, exc: BaseException) -> str:
+    """The host a failed request was talking to: `url`'s, or the one a redirect sent it to,
+    said as such (the host that answered with the redirect is not the one to check)."""
+    request = getattr(exc, "request", None)
+    failed = getattr(request, "url", None) or url
+    if host_of(failed) != host_of(url):
+        return f"{host_of(failed)} (where {host_of(url)} redirected to)"
+    return host_of(url)
 
 
 def _is_connect_failure(exc: BaseException) -> bool:
