@@ -103,6 +103,11 @@ class NetworkError(PatchforgeError):
     # The service gave no answer after the retries (a 5xx, a rate limit, no connection, a
     # broken read): asking again later may succeed, so it says nothing about what was asked.
     gave_up = False
+    # The registry's definite answer about one image (no such manifest, or what it serves is
+    # not an image for this platform), not its own state (no answer, a refusal, a corrupted
+    # body): `bump` passes over such a nightly and stops on anything else.
+    about_image = False
+    status: int | None = None  # the HTTP status of the answer it is about, when there was one
 
 
 class ResolutionError(PatchforgeError):

@@ -676,3 +676,32 @@ def test_a_bump_stopped_on_a_conflict_says_how_to_propose_it_once_resolved(
     assert [r for r in forge_server.requests if r.method == "POST"]
     from patchforge.ops.bump_report import verdict
     assert verdict(doc) == f"The stack is on {tag} already: nothing to move."
+
+
+@pytest.mark.parametrize("kind,status", [("status", 401), ("status", 403), ("corrupt", 200),
+                                         ("status", 404)])
+def test_only_the_registrys_answer_about_the_image_passes_a_newer_nightly_over(clean, kind,
+                                                                               status):
+    """The registry refuses the newest nightly's manifest (401 without a challenge, 403: a
+    token expired or not given to the job) or serves it with bytes that are not its digest.
+    `bump` passed that nightly over as if it had no image: "on the newest nightly already"
+    or an older target, exit 0, every night. Only a 404 of the manifest (the registry says
+    there is no such image) passes it over now; the rest stops the bump, exit 2, naming the
+    nightly and what to check, with nothing written."""
+    path = f"/v2/{REPO}/manifests/nightly-{clean.c3}"
+    clean.registry.misbehave(kind, path=path, status=status, times=1000)
+    before = snapshot(clean.root)
+    code, out, err = clean.bump("--dry-run", "--json")
+    if status == 404:
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["target"]["tag"] == f"nightly-{clean.older}"
+        (reason,) = [s["reason"] for s in doc["search"]["skipped"]
+                     if s["tag"] == f"nightly-{clean.c3}"]
+        assert "404" in reason, reason
+        return
+    assert code == 2, (out, err)
+    assert f"the nightly nightly-{clean.c3}, newer than upstream.lock, could not be looked up" \
+        in err, err
+    assert ("docker login" if kind == "status" else "digest") in err, err
+    assert snapshot(clean.root) == before

@@ -226,11 +226,11 @@ class RegistryClient:
             manifest, child_type, manifest_digest = self._manifest(image, child, child,
                                                                    immutable=True)
             if child_type in INDEX_TYPES:
-                raise NetworkError(f"{ref}: nested image index at {child} is not supported")
+                raise _not_an_image(f"{ref}: nested image index at {child} is not supported")
         config_desc = manifest.get("config") if isinstance(manifest, dict) else None
         config_digest = config_desc.get("digest") if isinstance(config_desc, dict) else None
         if not isinstance(config_digest, str) or not DIGEST_RE.match(config_digest):
-            raise NetworkError(f"{ref}: manifest {manifest_digest} names no sha256 config blob")
+            raise _not_an_image(f"{ref}: manifest {manifest_digest} names no sha256 config blob")
         blob = self._call(image, "GET", "blobs", config_digest, accept="*/*", immutable=True,
                           digest=config_digest)
         self._check_digest(image, blob, config_digest)
@@ -238,7 +238,7 @@ class RegistryClient:
         inner = config.get("config") if isinstance(config, dict) else None
         labels = (inner.get("Labels") if isinstance(inner, dict) else None) or {}  # may be null
         if not isinstance(labels, dict):
-            raise NetworkError(f"{ref}: the image configuration {config_digest} has Labels that "
+            raise _not_an_image(f"{ref}: the image configuration {config_digest} has Labels that "
                                f"are not a map of names to values ({type(labels).__name__})")
         created = config.get("created") if isinstance(config, dict) else None
         return ImageInfo(reference=ref.strip(), repository=image.repository, tag=image.tag,
@@ -329,7 +329,7 @@ class RegistryClient:
         digest = self._check_digest(image, resp, expected)
         doc = resp.json()
         if not isinstance(doc, dict):
-            raise NetworkError(f"GET {resp.url}: the manifest is not a JSON object")
+            raise _not_an_image(f"GET {resp.url}: the manifest is not a JSON object")
         media_type = doc.get("mediaType") or (resp.header("content-type") or "").split(";")[0]
         if media_type not in (OCI_INDEX, OCI_MANIFEST, DOCKER_LIST, DOCKER_MANIFEST) \
                 and "manifests" in doc:
@@ -351,21 +351,21 @@ class RegistryClient:
         seen = []
         entries = index.get("manifests") or []
         if not isinstance(entries, list):
-            raise NetworkError(f"{ref}: the image index's manifests are not a list "
+            raise _not_an_image(f"{ref}: the image index's manifests are not a list "
                                f"({type(entries).__name__})")
         for entry in entries:
             # Each entry an object with a platform object, or the index names no image (a
             # string or number here was an internal error that ended `bump` on one nightly).
             plat = entry.get("platform") if isinstance(entry, dict) else None
             if not isinstance(plat, dict):
-                raise NetworkError(f"{ref}: an entry of the image index is not a manifest "
+                raise _not_an_image(f"{ref}: an entry of the image index is not a manifest "
                                    f"with a platform ({str(entry)[:60]!r})")
             seen.append(f"{plat.get('os')}/{plat.get('architecture')}")
             if plat.get("os") == want_os and plat.get("architecture") == want_arch:
                 digest = entry.get("digest")
                 if isinstance(digest, str) and DIGEST_RE.match(digest):
                     return digest
-        raise NetworkError(f"{ref}: no {want_os}/{want_arch} image in the index "
+        raise _not_an_image(f"{ref}: no {want_os}/{want_arch} image in the index "
                            f"(it has {', '.join(seen) or 'nothing'})")
 
     # -- requests and auth ----------------------------------------------------------------------
@@ -396,8 +396,14 @@ class RegistryClient:
                 resp = self.http.request(method, url, accept=accept, headers=self._auth(key),
                                          immutable=immutable)
         if not resp.ok:
-            raise NetworkError(f"registry {image.registry} answered {resp.error_detail()} "
-                               f"for {method} {path}")
+            message = (f"registry {image.registry} answered {resp.error_detail()} "
+                       f"for {method} {path}")
+            # A manifest the registry does not have is an answer about the image; any other
+            # failure (a refusal, a server error) is about the registry.
+            error = _not_an_image(message) if resp.status == 404 and kind == "manifests" \
+                else NetworkError(message)
+            error.status = resp.status
+            raise error
         return resp
 
     def _auth(self, key: tuple[str, str]) -> dict[str, str]:
@@ -466,6 +472,14 @@ class RegistryClient:
                                "a header cannot carry (not shown)")
         self._tokens[(image.registry, image.repository)] = token
 
+
+
+def _not_an_image(message: str) -> NetworkError:
+    """The error for a registry answer that says the image itself is not there or not one
+    patchforge can read (`NetworkError.about_image`)."""
+    error = NetworkError(message)
+    error.about_image = True
+    return error
 
 
 def _layers_of(manifest: Any, ref: str) -> tuple[LayerRef, ...]:

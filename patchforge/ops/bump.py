@@ -178,13 +178,22 @@ def find_newest(project: Project, store: UpstreamStore, upstream, pin, registry,
         try:
             info = registry.resolve_image(candidate.reference)
         except PatchforgeError as exc:
-            if getattr(exc, "gave_up", False):
-                # No answer is not "no image": skipping it would make an older nightly the
-                # target, or say the stack is up to date while this one waits.
+            if not getattr(exc, "about_image", False):
+                # No answer, a refusal (an expired token) or a corrupted body is not "no
+                # image": skipping it would make an older nightly the target, or say the
+                # stack is up to date while this one waits, every night.
+                if getattr(exc, "gave_up", False):
+                    again = "run bump again when the registry answers"
+                elif getattr(exc, "status", None) in (401, 403):
+                    again = ("check the credentials for the registry (`docker login`, or "
+                             "PATCHFORGE_REGISTRY_TOKEN with PATCHFORGE_REGISTRY_HOST) and run "
+                             "bump again")
+                else:
+                    again = ("the registry (or a proxy before it) did not serve the image it "
+                             "names; run bump again, or name the target with --to SPEC")
                 raise NetworkError(f"the nightly {tag}, newer than upstream.lock, could not be "
                                    f"looked up: {exc.message}",
-                                   hint="nothing was moved; run bump again when the registry "
-                                        "answers") from None
+                                   hint=f"nothing was moved; {again}") from None
             search.skipped.append({"tag": tag, "reason": f"its image does not resolve: "
                                                          f"{exc.message}"})
             continue
