@@ -243,7 +243,8 @@ def follow_fixes(history: list[dict]) -> tuple[list[int | None], dict[int, str]]
     it is the one whose events came after OLD's last departure; `kept_as` on a departure: the
     fix is kept under a numbered name because the fix that departed under the name earlier is
     still kept under it, so the events since that departure are this other fix's, known from
-    then on by the numbered name). A history without renames
+    then on by the numbered name; in both cases the name stays the fix kept under it, whose
+    later events, brought back, are its own). A history without renames
     (written before they were recorded) gives each name one fix, as it always read. Tolerant
     of events whose fields are not strings (status's HTML page reads a history that may be
     damaged): they name no fix."""
@@ -255,12 +256,15 @@ def follow_fixes(history: list[dict]) -> tuple[list[int | None], dict[int, str]]
     def split_since(upstream: str, name: str, index: int) -> int:
         # The fix that departed under `name` stays there (its last name): the events of that
         # number since its departure, up to `index`, are a new fix's, whose number this is.
+        # The name is the departed fix's again, as after any departure: `bring-back` returns
+        # it under that name without an event, and its later events (a rename) are its own.
         kept, since = departed[(upstream, name)]
         fix = len(names)
         for later in range(since + 1, index):
             if fixes[later] == kept:
                 fixes[later] = fix
         names[kept] = f"{upstream}/{name}"
+        live[(upstream, name)] = kept
         return fix
     for index, event in enumerate(history):
         upstream, patch = event.get("upstream"), event.get("patch")
@@ -293,9 +297,10 @@ def follow_fixes(history: list[dict]) -> tuple[list[int | None], dict[int, str]]
                 # were another fix's, which took the name (`new NAME`) and is kept as KEPT_AS.
                 if departed.get((upstream, patch), (None,))[0] == fix:
                     fix = split_since(upstream, patch, index)
+                else:
+                    del live[(upstream, patch)]
                 # From here the fix is known by the file it is kept in (`bring-back` returns
                 # it under that name).
-                del live[(upstream, patch)]
                 live[(upstream, kept_as)] = fix
                 names[fix] = f"{upstream}/{kept_as}"
                 departed[(upstream, kept_as)] = (fix, index)

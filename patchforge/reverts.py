@@ -14,15 +14,18 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   base file and a git diff, so it is asked only of a file where the copy can be (detect.
   may_be_elsewhere: the lines the rule needs at the own place are in the file outside every
   copy of the change), which a file holding the fix's code once never is;
-- the fix's pre-image is back exactly (each of its file changes applies forward again without
-  fuzz, a file it created is gone, one it deleted is back as it was): its change is gone;
+- the fix's old code is back at its place: its pre-image exactly (each of its file changes
+  applies forward again without fuzz, a file it created is gone, one it deleted is back as it
+  was), or, where a file's whole diff applies neither way, each hunk's old lines back where the
+  hunk was with neighbours upstream edited since (below): its change is gone;
 - neither: upstream changed the code otherwise since (rewrote it, landed it again in another
   form, moved it): superseded, nothing to say.
 
 A file whose whole diff applies neither way is judged by its changed lines, each hunk's run
 of them at the one place where most of its context still holds: a neighbour line upstream
 edited after the landing, or a line of another fix of the series in the kept diff's context,
-must not turn a revert into "superseded".
+must not turn a revert into "superseded". So "gone" is the fix's old code at its own place,
+which is not always the pre-image byte for byte.
 
 Only for a change gone does the history speak, and only to name the commit that took it out
 and to tell a revert from other work. The commits after the landing up to that revision that
@@ -34,9 +37,10 @@ the landing, or for the merge that brought it; or, in a message that says it rev
 landing's pull request `#N`), or its change to the fix's files is the exact reverse of the
 landing commit's. Otherwise it took the change out as part of other work. A revision that
 does not contain the landing commit at all (the pin rolled back to before it, say from a bad
-nightly) is said as such. Each needs attention: the files hold the fix's pre-image again
-exactly, the state a revert leaves, so the deployment runs without the fix whatever the
-commit says of itself; a person decides between `bring-back` and `delete` of the kept fix.
+nightly) is said as such. Each needs attention: the files hold the fix's old code again at
+its place (the state a revert leaves, its neighbours maybe edited since), so the deployment
+runs without the fix whatever the commit says of itself; a person decides between
+`bring-back` and `delete` of the kept fix.
 
 Nothing is cached across revisions: each command asks about the revision it has, so a pin
 rolled back past the revert finds the change there again and says nothing. A project with
@@ -77,8 +81,14 @@ class LandingGone:
     reverse, took it out), `removed` (a commit took it out as part of other work),
     `before-landing` (the revision does not contain the landing commit: a pin rolled back to
     before it), `unexplained` (no landing commit recorded, or no commit found that took it
-    out). Each needs attention (exit 1): the revision's files hold the fix's pre-image again,
-    so the fix is missing there whoever took it out."""
+    out).
+
+    Each needs attention (exit 1; `status`, `lint`, `rebase` and `bump` say so), whatever the
+    kind: the fix is in no overlay and the revision's files hold its old code again at its
+    place (its pre-image, or its changed lines' old form among neighbours edited since), so a
+    deployment of the revision runs the code the fix was written against. `removed` and
+    `unexplained` differ from a revert in the attribution only; that upstream replaced the fix
+    with something else is for a person to say (`delete` the kept fix)."""
 
     upstream: str
     name: str
@@ -91,15 +101,6 @@ class LandingGone:
     @property
     def reverted(self) -> bool:
         return self.kind == "reverted"
-
-    @property
-    def needs_attention(self) -> bool:
-        """Always: the fix is in no overlay and the revision's files hold its pre-image again,
-        exactly, so a deployment of it runs the code the fix was written against, whatever
-        the commit that took the change out says of itself. `removed` (other work) and
-        `unexplained` differ from a revert in the attribution only; that upstream replaced
-        the fix with something else is for a person to say (`delete` the kept fix)."""
-        return True
 
     def message(self) -> str:
         fix = f"{self.upstream}/{self.name}"
@@ -373,8 +374,9 @@ def _applies(content: bytes, fp: FilePatch, *, reverse: bool) -> bool:
 
 
 def _fix_state(store: UpstreamStore, fix: _Fix, rev: str, cache: dict) -> str:
-    """present | gone | other: the whole fix at `rev` (gone only when every file's pre-image is
-    back; present only when every file has the change)."""
+    """present | gone | other: the whole fix at `rev` (gone only when every file's old code is
+    back at its place, _file_state and _lines_state; present only when every file has the
+    change)."""
     if rev in cache:
         return cache[rev]
     contents = store.read_blobs(rev, _paths(fix))

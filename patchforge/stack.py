@@ -182,12 +182,19 @@ def refuse_linked_overlays(project: Project) -> None:
                              hint=f"remove the link (`rm {path}`), then run the command again")
 
 
-def aside_name(directory, name: str, data: bytes) -> str:
+def aside_name(directory, name: str, data: bytes | None, taken=()) -> str:
     """`name`, or `name` with a number when an earlier, different fix of that name is already
-    kept in `directory` (deleted/, skipped/, upstreamed/): it must never be overwritten."""
+    kept in `directory` (deleted/, skipped/, upstreamed/, a series' own directory): it must
+    never be overwritten. A name in `taken` (the names a series lists) is never given, even
+    to a file holding `data`; a file of a free name holding exactly `data` is this write's
+    own (a run cut off by a kill), reused, never written again beside it. `data` None: only
+    a name without a file is free."""
     stem = name[:-len(".patch")] if name.endswith(".patch") else name
     candidate, number = name, 1
-    while (directory / candidate).exists() and (directory / candidate).read_bytes() != data:
+    while candidate in taken or (directory / candidate).exists():
+        if candidate not in taken and data is not None and \
+                (directory / candidate).read_bytes() == data:
+            break
         number += 1
         candidate = f"{stem}.{number}.patch"
     return candidate

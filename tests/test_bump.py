@@ -705,3 +705,41 @@ def test_only_the_registrys_answer_about_the_image_passes_a_newer_nightly_over(c
         in err, err
     assert ("docker login" if kind == "status" else "digest") in err, err
     assert snapshot(clean.root) == before
+
+
+def test_a_landing_the_new_nightly_takes_back_needs_a_person(clean):
+    """The first bump drops compress.patch (landed upstream as #11) into upstreamed/; upstream
+    then reverts #11, and a newer nightly is made of the revert. bump moved onto it with exit
+    0, outcome "moved", needs_person false and no word of the fix, in the report or the pull
+    request, though the nightly runs without it and `status` exits 1 right after. Now it
+    exits 1, needs a person, and the report, its JSON and the pull request's body name the
+    fix, the revert and `bring-back`."""
+    code, _, err = clean.bump("--open-pr")
+    assert code == 0, err
+    assert (clean.root / "series/vllm/upstreamed/compress.patch").is_file()
+    # (scale.patch's Drop-When holds at the newer nightly, which needs a person by itself.)
+    assert cli_in_process(clean.root, "delete", "scale")[0] == 0
+    up = clean.upstream
+    os.environ["GIT_COMMITTER_DATE"] = os.environ["GIT_AUTHOR_DATE"] = "2026-09-10T13:00:00Z"
+    git(up.path, "revert", "--no-edit", clean.c2)
+    revert = up.head()
+    files = {p: up.read(p, revert) for p in (ATTN, OTHER)}
+    clean.registry.push_image(REPO, f"nightly-{revert}",
+                              {"vllm.commit": revert, "org.opencontainers.image.version": "0.0.dev"},
+                              created="2026-09-14T05:00:00Z", layers=(layer(files),))
+    code, out, err = clean.bump("--to", f"nightly-{revert}", "--open-pr", "--json")
+    assert code == 1, out + err
+    doc = json.loads(out)
+    assert validation_errors(doc, "bump") == []
+    assert doc["outcome"] == "moved" and doc["needs_person"] is True, doc
+    said = f"reverted upstream (needs attention): fix vllm/compress.patch landed in " \
+        f"{clean.c2[:12]} was reverted upstream in {revert[:12]}"
+    assert [n for n in doc["notes"] if said in n and "bring-back vllm/compress.patch" in n], \
+        doc["notes"]
+    report = (clean.root / ".patchforge/bump/report.md").read_text()
+    assert said in report and "bring-back vllm/compress.patch" in report, report
+    sent = [json.loads(r.body) for r in clean.forge.requests if r.method in ("POST", "PATCH")
+            and r.body and b'"body"' in r.body][-1]
+    assert said in sent["body"], sent["body"]
+    code, _, _ = cli_in_process(clean.root, "status")
+    assert code == 1

@@ -241,7 +241,13 @@ def test_a_fix_whose_keeps_line_the_target_lacks_is_never_dropped_as_landed(tmp_
     lines in quant_fp8_a, said "upstreamed (high)" and the rebase dropped the fix, though
     the target breaks the fix's own promise. A target that breaks a fix's Keeps line is not
     its landing: the fix moves where it applies (its Keeps line then holds in the result) or
-    stops; never dropped, and status --against says the same."""
+    stops; never dropped, and status --against says the same.
+
+    Both cases are guards: each passes with the Keeps rule (judge's) taken out as well.
+    `rewritten` is kept by the rule for a line upstream rewrote its own way (it was dropped
+    before that rule), `untouched` by landed detection's own-place rule (the fix's place
+    holds its pre-image: the copy in quant_fp8_a is no landing). They keep a later change of
+    either rule from dropping such a fix; a case only the Keeps rule keeps is not here."""
     v1 = k_py(block("quant_fp8_a"), PADS, block("quant_fp8_b"))
     stack = OneUpstreamStack(tmp_path, {"k.py": v1})
     stack.add_fix("fix", "k.py", v1, k_py(block("quant_fp8_a"), PADS,

@@ -94,6 +94,50 @@ def test_an_upstream_with_fixes_and_no_install_root_is_warned(env, tmp_path, mon
     assert not findings(doc, "overlays"), doc
 
 
+@pytest.mark.parametrize("pyproject", [False, True])
+def test_the_install_root_advice_names_a_dotted_upstreams_table_as_toml_reads_it(
+        tmp_path, monkeypatch, pyproject):
+    """An upstream named `vllm.rocm`: its table is `[upstreams."vllm.rocm"]`, and the warning
+    named `[upstreams.vllm.rocm]`, a table `rocm` inside a table `vllm` (the key added there
+    made the configuration invalid, the upstream still without an install root). The table
+    the warning names, read by tomllib, is the upstream's; it is the header the file has,
+    and the key added under it is the upstream's install root for patchforge's loader."""
+    import re
+    import tomllib
+
+    from helpers.project import add_git_upstream, make_project
+    from helpers.upstream import Upstream
+    from patchforge.formats.config import load_config
+
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "cache"))
+    upstream = Upstream(tmp_path / "up", {"a.txt": b"".join(b"line%d\n" % i
+                                                            for i in range(1, 9))})
+    root = make_project(tmp_path / "project", pyproject=pyproject)
+    add_git_upstream(root, "vllm.rocm", upstream.path, "main", install_root=None)
+    r = run_cli(root, "import", "overlay", str(_write(tmp_path / "o", b"line1\nLINE2\nline3\n"
+                                                      b"line4\nline5\nline6\nline7\nline8\n")),
+                "--upstream", "vllm.rocm", "--path", "a.txt", "--name", "good")
+    assert r.rc == 0, r.text
+    assert run_cli(root, "overlays").rc == 0
+    _, doc = lint_json(root, "--no-forge")
+    [found] = [f for f in doc["findings"] if f["check"] == "overlays"]
+    config = root / ("pyproject.toml" if pyproject else "patchforge.toml")
+    named = re.search(r"to the \[(.+?)\] table of (\S+)", found["message"])
+    assert named and named.group(2) == config.name, found["message"]
+    table = named.group(1)
+    read = tomllib.loads(f'[{table}]\ninstall-root = "/opt/site"\n')
+    if pyproject:
+        read = read["tool"]["patchforge"]
+    assert read == {"upstreams": {"vllm.rocm": {"install-root": "/opt/site"}}}, read
+    text = config.read_text()
+    assert f"[{table}]\n" in text, text
+    config.write_text(text.replace(f"[{table}]\n", f'[{table}]\ninstall-root = "/opt/site"\n'))
+    assert load_config(config).upstreams["vllm.rocm"].install_root == "/opt/site"
+    assert run_cli(root, "overlays").rc == 0
+    _, doc = lint_json(root, "--no-forge")
+    assert not findings(doc, "overlays"), doc
+
+
 def test_a_stack_without_the_text_attributes_is_warned(env, tmp_path, monkeypatch):
     """A stack made before init wrote the `-text` attributes: core.autocrlf would change its
     patches' line ends. lint names the lines missing (a warning) and is quiet once they are in."""

@@ -78,7 +78,7 @@ def _brought_back(stack, name: str, line: bytes) -> None:
 def _silent(stack, target: str) -> dict:
     """Nothing called reverted at TARGET: status --against, the rebase onto it, status and
     lint never say "reverted". A change taken out by other work (`gone_upstream`: the fix's
-    pre-image back exactly, in no overlay) needs attention: each exits 1 (lint with an error
+    old code back at its place, in no overlay) needs attention: each exits 1 (lint with an error
     for the kept fix) and says it as taken out; with nothing taken out, all exit 0. The status
     document at TARGET."""
     _, out, _ = stack.cli("status", "--against", target, expect=None)
@@ -610,3 +610,55 @@ def test_a_landing_taken_out_by_other_work_needs_attention_until_deleted(tmp_pat
         (stack.root / "series/up/deleted/fa.patch").read_bytes()
     stack.cli("status")
     assert stack.json("lint")["errors"] == 0
+
+
+def test_the_text_summary_counts_a_landing_taken_back_as_needs_attention_does(tmp_path):
+    """A landing taken back needs attention (exit 1, `needs_attention` in --json), and the text
+    summary's count left it out: with a conflicting patch beside it, "1 patch(es) need
+    attention" over two things to do; with nothing else wrong, "all 1 patches apply at the
+    pin, but the project needs attention (see the note above)" under no note, against a
+    target that is not the pin. The count is what needs_attention counts, each once."""
+    stack, landing = _landed(tmp_path)
+    stack.add_fix("fb", "pkg/b.py", b"b = 1\n", b"b = 2\n")
+    revert = _revert(stack, landing, tag="v3")
+    stack.commit({"pkg/b.py": b"b = 5\n"}, "b is five", tag="v4")
+    document = stack.json("status", "--against", "v3", expect=1)
+    assert document["needs_attention"] is True and [g["by"] for g in document["reverted"]] \
+        == [revert] and [p["state"] for p in document["patches"]] == ["applies"], document
+    _, out, _ = stack.cli("status", "--against", "v3", expect=1)
+    assert "1 patch(es) need attention" in out and "see the note above" not in out, out
+    document = stack.json("status", "--against", "v4", expect=1)
+    assert [p["state"] for p in document["patches"]] == ["conflict"] and \
+        len(document["reverted"]) == 1, document
+    _, out, _ = stack.cli("status", "--against", "v4", expect=1)
+    assert "2 patch(es) need attention" in out, out
+
+
+def test_a_fix_brought_back_beside_a_later_fix_of_its_name_keeps_its_past_across_a_rename(
+        tmp_path):
+    """fa lands (v2, kept as upstreamed/fa.patch); a new fix takes the name fa and lands too,
+    in the rebase that finds the first landing reverted (v3): it is kept as fa.2.patch (the
+    history's `kept_as`). The first fa is brought back, then renamed fb. Its past is fb's:
+    `status` said "left the series: up/fa.patch: dropped as upstreamed" of the fix that is
+    in the series as fb, and PATCHES.md listed its landing under up/fa, apart from its
+    rename (a fix brought back after a plain departure is followed across a rename)."""
+    stack, landing = _landed(tmp_path)
+    b_fixed = b"b = 1  # checked\n"
+    shutil.rmtree(tmp_path / "diff-fa")
+    stack.add_fix("fa", "pkg/b.py", b"b = 1\n", b_fixed, description="Check b")
+    _revert(stack, landing)
+    stack.commit({"pkg/b.py": b_fixed}, "Check b (#12)", tag="v3")
+    stack.rebase_json("--to", "v3")
+    assert sorted(p.name for p in (stack.root / "series/up/upstreamed").iterdir()) == \
+        ["fa.2.patch", "fa.patch"]
+    stack.cli("bring-back", "up/fa.patch")
+    stack.cli("rename", "fa", "fb")
+    assert stack.series("up") == ["fb.patch"] and b"compute_it_properly" in stack.patch("up", "fb")
+    _, out, _ = stack.cli("status")
+    left = [line for line in out.splitlines() if line.startswith("left the series:")]
+    assert [line.split(":")[1].strip() for line in left] == ["up/fa.2.patch"], out
+    ledger = (stack.root / "series/PATCHES.md").read_text()
+    rows = [line for line in ledger.splitlines() if line.startswith("| ") and "dropped" in line]
+    assert any("| up/fb.patch |" in row and "as fa.patch: dropped" in row and landing[:12] in row
+               for row in rows), ledger
+    assert not any("| up/fa.patch |" in row for row in rows), ledger

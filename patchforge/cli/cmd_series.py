@@ -376,24 +376,12 @@ def delete(app, name):
     from patchforge.pins import open_store
     from patchforge.ops.series import delete_patch
 
-    from patchforge.errors import UsageError
-
     project = app.project()
-    try:
-        project.find_patch(name)
-        where = "the series"
-    except UsageError:
-        from patchforge.ops.series import find_skipped
-
-        try:
-            find_skipped(project, name)
-            where = "skipped/"
-        except UsageError:
-            where = "upstreamed/"  # a landing taken back (or nowhere: delete_patch says so)
     with open_store(project, bring_pins=True) as store:
-        kept, failing, removals = delete_patch(project, name, store=store)
-    click.echo(f"removed {name} from {where}; kept as {kept}")
-    if where == "the series":
+        deleted = delete_patch(project, name, store=store)
+    kept, failing, removals = deleted.kept, deleted.failing, deleted.removals
+    click.echo(f"removed {name} from {deleted.source}; kept as {kept}")
+    if deleted.source == "the series":
         say_overlays_lag(project)
     for other in failing:
         click.echo(f"warning: {other} no longer applies without {name} (`patchforge edit "

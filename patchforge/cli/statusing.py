@@ -92,14 +92,15 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                              for upstream, name, path in unlisted_fixes(project)],
             }
         # Fixes under upstreamed/ whose change the target no longer has: `reverted` (proven),
-        # `gone_upstream` (taken out otherwise, or a target from before the landing); each
-        # needs attention. Judged after the read lock: a file of a kept fix the
-        # store lacks is fetched here, and no rebase's write-out waits for that.
+        # `gone_upstream` (taken out otherwise, or a target from before the landing). Each
+        # needs attention, whoever took the change out: the fix is in no overlay and the
+        # target runs the code it was written against (reverts.LandingGone). Judged after the
+        # read lock: a file of a kept fix the store lacks is fetched here, and no rebase's
+        # write-out waits for that.
         gone = upstreamed_gone(project, store, targets)
         document["reverted"] = [g.to_json() for g in gone if g.reverted]
         document["gone_upstream"] = [g.to_json() for g in gone if not g.reverted]
-        busy = busy or any(g.needs_attention for g in gone)
-    busy = busy or bool(document["unlisted"]) or bool(document["reverted"])
+    busy = busy or bool(document["unlisted"]) or bool(gone)
     # The exit status is this too (1), with --strict also a patch that applies only with fuzz.
     document["needs_attention"] = document["needs_attention"] or busy
     if html_out:
@@ -150,8 +151,8 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
         echo(table(rows, ["patch", "state", "evidence"],
                    colors={1: lambda c: STATE_COLORS.get(c.split(" ")[0])},
                    enabled=app.color))
-        for gone in document["departed"]:
-            echo(f"left the series: {gone['patch']}: {gone['description']}")
+        for departed in document["departed"]:
+            echo(f"left the series: {departed['patch']}: {departed['description']}")
         for fix in document["skipped"]:
             echo(paint(f"skipped (needs attention): {fix['upstream']}/{fix['name']}",
                        "yellow", app.color))
@@ -179,8 +180,11 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
             echo(paint(f"not in the series (needs attention): {fix['path']}: list it in "
                        f"series/{fix['upstream']}/series, or move it to "
                        f"series/{fix['upstream']}/deleted/", "yellow", app.color))
+        # Everything the document's needs_attention counts, each once: the patches, the fixes
+        # set aside in skipped/, the patch files no series lists and the landings taken back.
         attention = sum(1 for r in results if r.attention) + len(document["skipped"]) + \
-            len(document["unlisted"])
+            len(document["unlisted"]) + len(document["reverted"]) + \
+            len(document["gone_upstream"])
         if attention:
             echo(paint(f"{attention} patch(es) need attention", "yellow", app.color))
         elif busy:  # a rebase stopped or in progress: the note above says where it stands

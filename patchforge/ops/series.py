@@ -874,15 +874,27 @@ def _refuse_unlisted_fix(project: Project, upstream: str, file_name: str) -> Non
                               "it away, then run `new` again")
 
 
-def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = None
-                 ) -> tuple[Path, list[str], list[tuple[str, str, str | None]]]:
+@record(frozen=True)
+class Deleted:
+    """What `delete` did. `source`: the directory the fix was taken from, as said to the user
+    (`the series`, `skipped/`, `upstreamed/`); `kept`: where it is kept under deleted/;
+    `failing` and `removals`: what the series without it does (delete_patch), for a fix taken
+    out of the series only."""
+
+    source: str
+    kept: Path
+    failing: list[str]
+    removals: list[tuple[str, str, str | None]]
+
+
+def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = None) -> Deleted:
     """Take a patch out of the series (or a fix out of skipped/); the file is kept under
-    series/<upstream>/deleted/. Returns where it is kept, the patches of the series that
-    applied with it and no longer apply without it (a later fix built on its lines), as `move`
-    says of a new order, and the upstream files the series now takes away that it did not
-    (overlay.new_series_removals: the patch made again a file an earlier one deletes, and
-    `overlays` refuses the series without it). Both are said, not refused: the user asked for
-    the patch to go, and a patch's consequences are never a reason to keep it.
+    series/<upstream>/deleted/. Returns where the fix was and where it is kept, the patches of
+    the series that applied with it and no longer apply without it (a later fix built on its
+    lines), as `move` says of a new order, and the upstream files the series now takes away
+    that it did not (overlay.new_series_removals: the patch made again a file an earlier one
+    deletes, and `overlays` refuses the series without it). Both are said, not refused: the
+    user asked for the patch to go, and a patch's consequences are never a reason to keep it.
 
     `UPSTREAM/upstreamed/NAME` names a fix kept under upstreamed/ whose landing the pin no
     longer has, whatever the series lists: the name may be a live fix's again."""
@@ -891,7 +903,7 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
         if store is None or not _landing_taken_back(project, store, *named):
             raise UsageError(f"{named[0]}/upstreamed/{named[1]}: the pin still has its change "
                              "(or upstream changed that code otherwise): nothing to delete")
-        return _delete_kept_landing(project, *named, store), [], []
+        return _delete_kept_landing(project, *named, store)
     try:
         upstream, file_name = project.find_patch(name)
     except AmbiguousNameError:
@@ -903,13 +915,14 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
             landed = _kept_upstreamed(project, name)
             if len(landed) == 1 and store is not None and \
                     _landing_taken_back(project, store, *landed[0]):
-                return _delete_kept_landing(project, *landed[0], store), [], []
+                return _delete_kept_landing(project, *landed[0], store)
             if isinstance(not_listed, KeptAsideError):
                 raise not_listed from None  # says where it is kept
             raise UsageError(f"no patch named {name!r} in the series or under skipped/",
                              hint="`patchforge list` shows the series") from None
         allowed = require_state(project, "delete", [fix.upstream], store=store)
-        return _delete_skipped(project, fix, allowed, store), [], []
+        return Deleted("skipped/", _delete_aside(project, fix.upstream, fix.name, fix.path,
+                                                 allowed, store), [], [])
     _refuse_listed_and_skipped(project, name, upstream, file_name)
     allowed = require_state(project, "delete", [upstream], store=store)
     source = project.patch_path(upstream, file_name)
@@ -930,8 +943,9 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
             atomic_delete(source)
             close_edit_if_moved(project, upstream, series.names, remaining.names)
             series_changed(project, _deleted_event(project, upstream, file_name, kept))
-    return (kept, _broken_by_removal(project, store, upstream, before, file_name),
-            _removals_left_by(project, store, upstream, before, file_name))
+    return Deleted("the series", kept,
+                   _broken_by_removal(project, store, upstream, before, file_name),
+                   _removals_left_by(project, store, upstream, before, file_name))
 
 
 def _refuse_listed_and_skipped(project: Project, name: str, upstream: str,
@@ -1007,56 +1021,50 @@ def _deleted_event(project: Project, upstream: str, name: str, kept: Path) -> di
             "detail": f"kept as {kept.relative_to(project.root).as_posix()}"}
 
 
-def _still_skipped(fix) -> bytes:
-    """Under the lock: the skipped fix found before it was taken, as it is now. A `delete` or
-    `bring-back` beside this command may have taken it: said so, instead of the OS error (or,
-    for a bring-back, listing again a fix that was just deleted)."""
+def _still_aside(upstream: str, file_name: str, path: Path) -> bytes:
+    """Under the lock: a fix set aside (in skipped/ or upstreamed/, at `path`) found before
+    it was taken, as it is now. A `delete` or `bring-back` beside this command may have taken
+    it: said so, instead of the OS error (or, for a bring-back, listing again a fix that was
+    just deleted)."""
     try:
-        return read_no_link(fix.path)
+        return read_no_link(path)
     except FileNotFoundError:
-        raise UsageError(f"{fix.upstream}/{fix.name} left skipped/ while this command waited "
+        where = path.parent.name
+        raise UsageError(f"{upstream}/{file_name} left {where}/ while this command waited "
                          "(another patchforge command: a delete or bring-back)",
-                         hint="`patchforge status` lists the skipped fixes; the deleted ones "
-                              f"are under series/{fix.upstream}/deleted/") from None
+                         hint=f"`patchforge status` lists the {_LISTED[where]}; the deleted "
+                              f"ones are under series/{upstream}/deleted/") from None
 
 
-def _delete_skipped(project: Project, fix, allowed: dict,
-                    store: UpstreamStore | None) -> Path:
-    """A skipped fix dropped for good: kept under deleted/ (copied first, then removed)."""
-    directory = project.series_dir(fix.upstream) / "deleted"
-    with RepoLock(project.state_dir):
-        require_state_still(project, "delete", [fix.upstream], allowed, store=store)
-        data = _still_skipped(fix)
-        kept = directory / aside_name(directory, fix.name, data)
-        with writing_project(project.root):
-            atomic_write(kept, data)
-            atomic_delete(fix.path)
-            series_changed(project, _deleted_event(project, fix.upstream, fix.name, kept))
-    return kept
+# What `status` lists of each directory a fix is set aside in, as _still_aside's hint says it.
+_LISTED = {"skipped": "skipped fixes", "upstreamed": "landings taken back"}
 
 
-def _delete_kept_landing(project: Project, upstream: str, file_name: str,
-                         store: UpstreamStore | None) -> Path:
-    """A fix kept under upstreamed/ dropped for good (kept under deleted/): the way to say
-    that upstream's taking its change out was right (`status` says a landing taken back
-    needs attention until the fix is brought back or deleted). Copied first, then removed."""
-    allowed = require_state(project, "delete", [upstream], store=store)
-    source = project.series_dir(upstream) / "upstreamed" / file_name
+def _delete_aside(project: Project, upstream: str, file_name: str, source: Path,
+                  allowed: dict, store: UpstreamStore | None) -> Path:
+    """A fix set aside (in skipped/ or upstreamed/, at `source`) dropped for good: kept under
+    deleted/, copied first, then removed, so a kill in between loses nothing."""
     directory = project.series_dir(upstream) / "deleted"
     with RepoLock(project.state_dir):
         require_state_still(project, "delete", [upstream], allowed, store=store)
-        try:
-            data = read_no_link(source)
-        except FileNotFoundError:
-            # A `bring-back` or `delete` beside this command took it while this one waited.
-            raise UsageError(f"{upstream}/{file_name} left upstreamed/ while this command "
-                             "waited; nothing was deleted") from None
+        data = _still_aside(upstream, file_name, source)
         kept = directory / aside_name(directory, file_name, data)
         with writing_project(project.root):
             atomic_write(kept, data)
             atomic_delete(source)
             series_changed(project, _deleted_event(project, upstream, file_name, kept))
     return kept
+
+
+def _delete_kept_landing(project: Project, upstream: str, file_name: str,
+                         store: UpstreamStore | None) -> Deleted:
+    """A fix kept under upstreamed/ dropped for good (kept under deleted/): the way to say
+    that upstream's taking its change out was right (`status` says a landing taken back
+    needs attention until the fix is brought back or deleted)."""
+    allowed = require_state(project, "delete", [upstream], store=store)
+    source = project.series_dir(upstream) / "upstreamed" / file_name
+    return Deleted("upstreamed/", _delete_aside(project, upstream, file_name, source, allowed,
+                                                store), [], [])
 
 
 def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
@@ -1470,7 +1478,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
             raise UsageError(f"the {upstream} series changed while {fix.name} was being "
                              "judged (another patchforge command); it stays in skipped/",
                              hint=f"run `patchforge bring-back {fix.name}` again")
-        if _still_skipped(fix) != raw:
+        if _still_aside(fix.upstream, fix.name, fix.path) != raw:
             # Changed by hand meanwhile: the version judged is not the one there now.
             raise UsageError(f"{fix.path} changed while it was being judged; it stays in "
                              "skipped/", hint=f"run `patchforge bring-back {fix.name}` again")
@@ -1496,11 +1504,12 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
         if judgement.outcome == "applies":
             new = patch if judgement.unchanged and base == pin.commit else \
                 patch.with_diff(make_diffs([judgement.changes])[0]).with_field("Base", pin.commit)
-        # A file of the fix's name the series does not list, holding exactly what this would
-        # write, is this command's own, cut off by a kill before the series listed it: run
-        # again, it is finished under that name, not brought back a second time beside it.
-        file_name = _bring_back_name(project.series_dir(upstream), fix.name,
-                                     None if new is None else new.to_bytes(), series.names)
+        # Its own name, or a numbered one when a fix of the series (or a file there) has it. A
+        # file of such a name the series does not list, holding exactly what this would write,
+        # is this command's own, cut off by a kill before the series listed it: run again, it
+        # is finished under that name, not brought back a second time beside it.
+        file_name = aside_name(project.series_dir(upstream), fix.name,
+                               None if new is None else new.to_bytes(), series.names)
         result["name"] = file_name
         result["path"] = project.patch_path(upstream, file_name).relative_to(
             project.root).as_posix()
@@ -1535,23 +1544,6 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
              "(the fix stays in skipped/)"
              + (f"; {len(stray[1])} file(s) written there after the last edit ended are kept "
                 f"in {stray[0].relative_to(project.root)}" if stray else ""))
-
-
-def _bring_back_name(directory: Path, name: str, data: bytes | None,
-                     listed: list[str]) -> str:
-    """The name a fix brought back joins the series under: its own, or a numbered one when a
-    fix of the series (or a file there) has it. A file the series does not list that holds
-    exactly `data` (what this run writes) is this command's own, cut off by a kill before the
-    series listed it: run again, the bring-back finishes under that name, never beside it."""
-    stem = name[:-len(".patch")] if name.endswith(".patch") else name
-    candidate, number = name, 1
-    while candidate in listed or (directory / candidate).exists():
-        if candidate not in listed and data is not None and \
-                (directory / candidate).read_bytes() == data:
-            break
-        number += 1
-        candidate = f"{stem}.{number}.patch"
-    return candidate
 
 
 def _kept_as_landed(store: UpstreamStore, patch, judgement,
