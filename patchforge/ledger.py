@@ -380,7 +380,8 @@ def _link(url: str) -> str:
 
 
 def _status_cell(patch: PatchFile) -> str:
-    status = " ".join((patch.get("Upstream-Status") or "").split())
+    # Upstream-Status, else what Forwarded / Applied-Upstream say (a Debian patch has none).
+    status = patch.standing or ""
     forwarded = (patch.get("Forwarded") or "").strip()
     m = _BRACKET.match(status)
     if not status:

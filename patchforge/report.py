@@ -276,7 +276,7 @@ def _read_header(project: Project, patch: dict) -> dict:
     description = parsed.description.decode("utf-8", "replace").strip("\r\n")
     diff = parsed.diff.decode("utf-8", "replace")
     return {"subject": parsed.subject, "fields": fields, "description": description,
-            "diff": diff}
+            "diff": diff, "standing": parsed.standing}
 
 
 def _project_name(project: Project) -> str:
@@ -353,7 +353,7 @@ def _series_tables(patches: list[dict], headers: dict) -> str:
                 + f"</td><td>{_state_badge(p)}</td>"
                 f"<td class=\"nowrap\">{_hunk_count(hunks)}</td>"
                 f"<td>{_e(fields.get('Profiles', 'all'))}</td>"
-                f"<td>{_e(fields.get('Upstream-Status', ''))}</td>"
+                f"<td>{_e(header.get('standing') or '')}</td>"
                 f"<td class=\"mono\">{_e(_short(p.get('landed_in')) or '')}</td>"
                 f"<td>{_forwarded_short(p.get('forwarded'))}</td></tr>")
         out.append("</table>\n")

@@ -12,7 +12,8 @@ import pytest
 
 from helpers.cli import ok, run_cli
 from helpers.git import git, git_bytes
-from helpers.project import UPSTREAM_FILES, add_git_upstream, git_project, make_project
+from helpers.project import (UPSTREAM_FILES, add_git_upstream, add_patch_file, git_project,
+                             make_project)
 from helpers.snapshot import snapshot, tree_bytes
 
 
@@ -1401,3 +1402,101 @@ def test_an_imported_subject_that_is_a_windows_device_name_is_named_so_it_can_be
     run = ok(root, "import", "git", "main..fixes", "--repo", str(fork))
     assert run.text.splitlines() == ["imported up/con_.patch"], run.text
     assert (root / "series/up/series").read_bytes() == b"con_.patch\n"
+
+
+def _debian_patch(description: bytes, forwarded: bytes, line: int, comment: bytes) -> bytes:
+    """A patch as Debian writes one: DEP-3 fields straight into `---`, then a diff changing
+    UPSTREAM_FILES' a.py at `line`."""
+    return (b"Description: " + description + b"\nAuthor: Deb Dev <d@example.org>\n"
+            b"Forwarded: " + forwarded + b"\nLast-Update: 2024-05-01\n---\n"
+            b"--- a/a.py\n+++ b/a.py\n@@ -%d,3 +%d,3 @@\n line%d\n-line%d\n+line%d # %s\n"
+            b" line%d\n" % (line - 1, line - 1, line - 1, line, line, comment, line + 1))
+
+
+def test_import_quilt_of_debian_patches_keeps_forwarded_as_where_they_stand(project, tmp_path):
+    """A Debian (DEP-3) patch says where it stands upstream by Forwarded: the import adds no
+    `Upstream-Status: Pending` beside it (that said pending for a fix Debian marked not-needed
+    and for one already sent as a pull request), and list, PATCHES.md and lint read Forwarded."""
+    root = project
+    debian = tmp_path / "deb" / "debian" / "patches"
+    debian.mkdir(parents=True)
+    originals = {
+        "01-not-needed.patch": _debian_patch(b"Local path only", b"not-needed", 2, b"local"),
+        "02-sent.patch": _debian_patch(b"Fix the offset", b"https://github.com/o/r/pull/5",
+                                       6, b"fixed"),
+        "03-not-sent.patch": _debian_patch(b"Not sent yet", b"no", 10, b"mine"),
+    }
+    for name, data in originals.items():
+        (debian / name).write_bytes(data)
+    (debian / "series").write_bytes(b"".join(n.encode() + b"\n" for n in originals))
+    # The series is a real quilt series: quilt pushes it onto the upstream.
+    checkout = upstream_checkout(tmp_path, "deb-checkout")
+    env = dict(os.environ, QUILT_PATCHES=str(debian), QUILTRC="/dev/null")
+    proc = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    ok(root, "import", "quilt", str(tmp_path / "deb" / "debian"))
+    base = _base(root)
+    for name, original in originals.items():
+        data = (root / "series/up" / name).read_bytes()
+        # Debian's header as it was, byte for byte; only the series' Upstream and Base join it.
+        kept = b"".join(line for line in data.splitlines(keepends=True)
+                        if line not in (b"Upstream: up\n", f"Base: {base}\n".encode()))
+        assert kept == original, data
+        assert b"Upstream-Status" not in data, data
+
+    listed = {p["name"]: p["status"] for p in json.loads(ok(root, "list", "--json").out)["patches"]}
+    assert listed == {"01-not-needed.patch": "Inappropriate [not needed]",
+                      "02-sent.patch": "Submitted [https://github.com/o/r/pull/5]",
+                      "03-not-sent.patch": "Pending"}
+    table = ok(root, "list").out
+    assert re.search(r"up/01-not-needed\.patch\s+all\s+Inappropriate\s", table), table
+    assert re.search(r"up/02-sent\.patch\s+all\s+Submitted\s", table), table
+    assert re.search(r"up/03-not-sent\.patch\s+all\s+Pending\s", table), table
+
+    ok(root, "ledger")
+    ledger = (root / "series/PATCHES.md").read_text()
+    rows = {line.split("|")[2].strip(): line.split("|")[7].strip()
+            for line in ledger.splitlines() if line.startswith("| ") and ".patch](" in line}
+    assert rows == {"[01-not-needed.patch](up/01-not-needed.patch)": "Inappropriate (not needed)",
+                    "[02-sent.patch](up/02-sent.patch)":
+                        "Submitted [PR #5](https://github.com/o/r/pull/5)",
+                    "[03-not-sent.patch](up/03-not-sent.patch)": "Pending"}, ledger
+
+    page = tmp_path / "report.html"
+    ok(root, "fetch")
+    run = run_cli(root, "--offline", "status", "--html", str(page))  # the PR is not asked
+    assert page.exists(), run.err
+    cells = re.findall(r"<td>(Inappropriate[^<]*|Submitted[^<]*|Pending)</td>", page.read_text())
+    assert cells == ["Inappropriate [not needed]", "Submitted [https://github.com/o/r/pull/5]",
+                     "Pending"], cells
+
+    run = run_cli(root, "lint", "--no-forge", "--json")
+    doc = json.loads(run.out)
+    said = [f for f in doc["findings"] if f["check"] == "header"
+            and re.search("Upstream-Status|Forwarded", f["message"])]
+    assert said == [], doc
+
+
+def test_lint_warns_of_pending_beside_a_forwarded_that_says_otherwise(project, tmp_path):
+    """`Upstream-Status: Pending` beside `Forwarded: not-needed` or a URL (what an import wrote
+    before) contradicts it: a warning naming the file and the line, as `Forwarded: no` beside
+    Submitted is named."""
+    root = project
+    for name, forwarded in (("sent.patch", b"https://github.com/o/r/pull/5"),
+                            ("local.patch", b"not-needed")):
+        data = _debian_patch(b"x", forwarded, 2, b"x")
+        data = data.replace(b"Last-Update", b"Upstream-Status: Pending\nLast-Update")
+        add_patch_file(root, "up", name, data)
+    run = run_cli(root, "lint", "--no-forge", "--json")
+    doc = json.loads(run.out)
+    said = {f["patch"]: f for f in doc["findings"] if "contradicts Forwarded" in f["message"]}
+    assert set(said) == {"up/sent.patch", "up/local.patch"}, doc
+    for finding in said.values():
+        assert finding["severity"] == "warning"
+        assert finding["message"].startswith("line 4: Upstream-Status: Pending contradicts "
+                                             "Forwarded: "), finding
+        assert "(line 3)" in finding["message"], finding
+    text = run_cli(root, "lint", "--no-forge")
+    assert "up/sent.patch" in text.out + text.err and "line 4: Upstream-Status: Pending" \
+        in text.out + text.err

@@ -155,8 +155,12 @@ class PatchFile:
                 return _keep_parse(self, replace(self, fields=tuple(fields)))
         fields.append(HeaderField(name, value, _render_field(name, value, self._eol)))
         gap = self.gap
-        if not gap and (self.description or self.separator or self.diff):
-            gap = self._eol  # a new header must be ended by a blank line
+        # A new header must be ended by a blank line. One that already ran straight into its
+        # `---` or diff (a Debian patch's, often) is read so with the field added too: its
+        # bytes are kept as written.
+        if not gap and (self.description or not self.fields) \
+                and (self.description or self.separator or self.diff):
+            gap = self._eol
         return _keep_parse(self, replace(self, fields=tuple(fields), gap=gap))
 
     def with_each(self, name: str, rewrite: Callable[[str], str]) -> PatchFile:
@@ -203,6 +207,35 @@ class PatchFile:
         if new.diff_first_line == self.diff_first_line:
             new.__dict__["file_patches"] = parsed  # what the cached property would compute
         return new
+
+    def field_line(self, name: str) -> int | None:
+        """The line of the patch file the first `name` field starts on, or None (for findings
+        that point at a field)."""
+        line = 1 + self.preamble.count(b"\n")
+        for f in self.fields:
+            if _canon(f.name) == _canon(name):
+                return line
+            line += f.raw.count(b"\n")
+        return None
+
+    @property
+    def standing(self) -> str | None:
+        """Where the fix stands upstream, in Upstream-Status's words: the field itself, else
+        what DEP-3's own fields say (a Debian patch carries no Upstream-Status, and one is never
+        added to it: its header is kept as written). Applied-Upstream: `Accepted [it]`;
+        Forwarded: `no` is `Pending`, `not-needed` `Inappropriate [not needed]`, `yes`
+        `Submitted`, a URL (or OWNER/REPO#N) `Submitted [it]`. None when nothing says."""
+        status = " ".join((self.get("Upstream-Status") or "").split())
+        if status:
+            return status
+        applied = " ".join((self.get("Applied-Upstream") or "").split())
+        if applied:
+            return f"Accepted [{applied}]"
+        forwarded = " ".join((self.get("Forwarded") or "").split())
+        said = {"no": "Pending", "not-needed": "Inappropriate [not needed]", "yes": "Submitted"}
+        if forwarded.lower() in said:
+            return said[forwarded.lower()]
+        return f"Submitted [{forwarded}]" if forwarded else None
 
     @property
     def profiles(self) -> tuple[str, ...]:

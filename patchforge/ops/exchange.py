@@ -1303,10 +1303,15 @@ def _adopted(patch: PatchFile, upstream: str, base: str,
              missing: tuple[tuple[str, str], ...] = ()) -> PatchFile:
     """A fix brought in with its own header, as the series it joins needs it: its Upstream
     field names that series; Base, Upstream-Status and `missing` fill only what it lacks.
-    Every other field stays as it was, in its place, byte for byte."""
+    Every other field stays as it was, in its place, byte for byte.
+
+    A header that says where the fix stands by DEP-3's own Forwarded or Applied-Upstream (a
+    Debian patch) gets no Upstream-Status: `Pending` beside `Forwarded: not-needed` or a pull
+    request's URL contradicted it, and `list` and PATCHES.md showed the fix as pending."""
     if (patch.get("Upstream") or "").strip() != upstream:
         patch = patch.with_field("Upstream", upstream)
-    for name, value in [("Base", base), ("Upstream-Status", "Pending"), *missing]:
+    status = () if patch.standing else (("Upstream-Status", "Pending"),)
+    for name, value in [("Base", base), *status, *missing]:
         if patch.get(name) is None:
             patch = patch.with_field(name, value)
     return patch

@@ -429,6 +429,14 @@ def _dep3_fields(label: str, patch: PatchFile) -> list[Finding]:
     if forwarded.lower() in ("no", "not-needed") and status.startswith(("submitted", "accepted")):
         finding(f"Forwarded: {forwarded} contradicts Upstream-Status: "
                 f"{(patch.get('Upstream-Status') or '').strip()}")
+    elif status == "pending" and (forwarded.lower() == "not-needed" or _URL_RE.match(forwarded)):
+        # What an import wrote beside a Debian patch's Forwarded before it stopped adding
+        # Upstream-Status there: `list` and PATCHES.md say Pending for a fix sent or not needed.
+        said = "it needs no forwarding" if forwarded.lower() == "not-needed" else "it was sent"
+        finding(f"line {patch.field_line('Upstream-Status')}: Upstream-Status: Pending "
+                f"contradicts Forwarded: {forwarded} (line {patch.field_line('Forwarded')}), "
+                f"which says {said}: remove the Upstream-Status line (Forwarded says where the "
+                "fix stands) or make it agree", "warning")
     return out
 
 
@@ -463,8 +471,7 @@ def _headers(label: str, patch: PatchFile, upstream: str, pin) -> list[Finding]:
     status = patch.get("Upstream-Status")
     match = STATUS_RE.match(status.strip()) if status else None
     # DEP-3's own fields say where the fix stands upstream as well as Upstream-Status does.
-    said_by_dep3 = any((patch.get(f) or "").strip() for f in ("Forwarded", "Applied-Upstream"))
-    if not status and not said_by_dep3:
+    if not status and not patch.standing:
         out.append(Finding(label, "header", "no Upstream-Status or Forwarded: say whether the fix "
                                             "went upstream (Forwarded: no, not-needed or a URL)"))
     elif not status:

@@ -432,7 +432,7 @@ def _new_patch(quilt: PatchFile, file_name: str, upstream: str, pin: str,
                                  text[0].strip() if text else file_name.removesuffix(".patch"))
     if not ((patch.get("Author") or "").strip() or (patch.get("Origin") or "").strip()):
         patch = patch.with_field("Author", default_author())
-    if patch.get("Upstream-Status") is None and patch.get("Forwarded") is None:
+    if patch.get("Upstream-Status") is None and not patch.standing:
         patch = patch.with_field("Upstream-Status", "Pending")
     patch = patch.with_field("Upstream", upstream).with_field("Base", pin)
     return patch.with_field("Last-Update", today())

@@ -92,7 +92,7 @@ def list_series(project: Project) -> list[PatchSummary]:
         stats = diffstat(patch.diff)
         out.append(PatchSummary(
             upstream=upstream, name=name, subject=patch.subject or "",
-            status=patch.get("Upstream-Status"), profiles=patch.get("Profiles"),
+            status=patch.standing, profiles=patch.get("Profiles"),
             files=tuple(path for path, _, _ in stats),
             added=sum(a for _, a, _ in stats), removed=sum(r for _, _, r in stats)))
     return out
