@@ -22,9 +22,13 @@ _SIMPLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # `/` and `\` would make a directory; quotes and `$` break the shell lines users copy.
 # Characters that change how a name reads without being seen (zero-width, bidirectional
 # overrides and isolates: `fix\u202etxt.patch` shows as another name in a terminal or a review).
-INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
-_PATCH_NAME_BAD = re.compile(r"[\s#/\\'\"`$\x00-\x1f\x7f\x85\u2028\u2029"
-                             r"\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+# Sets, not character classes: `re` compiles a class past U+00FF with more than two runs into
+# a map of 65,536 characters, about 0.5 ms each at the start of every command that loads this
+# module (docs/performance.md, "Character sets past U+00FF as sets").
+INVISIBLE = frozenset(map(chr, [*range(0x200B, 0x2010), *range(0x202A, 0x202F),
+                                *range(0x2060, 0x206A), 0xFEFF]))
+_PATCH_NAME_BAD = re.compile(r"[\s#/\\'\"`$\x00-\x1f\x7f\x85]")
+_PATCH_NAME_BAD_WIDE = INVISIBLE | {"\u2028", "\u2029"}
 
 
 def check_simple_name(value: object, what: str) -> str:
@@ -79,7 +83,8 @@ def check_patch_name(value: object) -> str:
     """A patch name a series file and a directory can hold: no whitespace, `#`, `/`, quotes or
     control characters; not starting with `.` or `-`."""
     if not isinstance(value, str) or not value or _PATCH_NAME_BAD.search(value) \
-            or value.startswith((".", "-")) or len(value.encode("utf-8", "surrogateescape")) > 200:
+            or not _PATCH_NAME_BAD_WIDE.isdisjoint(value) or value.startswith((".", "-")) \
+            or len(value.encode("utf-8", "surrogateescape")) > 200:
         raise ValueError(f"patch name {value!r} cannot be written to a series file (no "
                          "whitespace, '#', '/', '\\', quotes, '$', control characters or "
                          "invisible ones (zero-width, bidirectional); not starting with '.' or "

@@ -80,7 +80,7 @@ class SeriesFile:
                 raise InputError(f"bad patch name {name!r}: it holds a control character (a "
                                  "file name cannot, or should not)", path=self.source,
                                  line=index + 1)
-            if INVISIBLE.search(name):
+            if not INVISIBLE.isdisjoint(name):
                 raise InputError(f"bad patch name {name!r}: it holds a character that is not "
                                  "seen but changes how the name reads (zero-width or "
                                  "bidirectional)", path=self.source, line=index + 1)
