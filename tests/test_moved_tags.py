@@ -224,3 +224,57 @@ def test_a_name_both_a_tag_and_a_branch_is_the_tag_on_every_use(tmp_path):
     assert _against(s, "rel", "--offline")[0] == tagged
     rebased = run_cli(s.root, "rebase", "--to", "rel")
     assert rebased.rc == 0 and s.lock()["upstreams"]["up"]["commit"] == tagged, rebased.text
+
+
+def test_a_tags_check_runs_beside_the_series_parse_and_its_error_comes_first(tmp_path,
+                                                                            monkeypatch):
+    """`rebase --to TAG` asks the remote about the tag (a git process; a round trip to a
+    server) on a second thread while the series is parsed, and the result is the one the
+    check gives. A resolution that fails is said before an unparseable patch, as when the
+    target was resolved first."""
+    import threading
+    import time
+
+    from patchforge.rebase.engine import Rebase
+    from patchforge.store.gitstore import UpstreamStore
+
+    s = _stack(tmp_path)
+    for n in range(2, 6):
+        s.add_fix(f"fix{n}", f"new{n}.py", None, b"made %d\n" % n)
+    target = _later(s, 2)
+    git(s.up, "tag", "v2")
+    assert _against(s, "v2") == (target, "")  # the store knows the tag: it is checked
+    asked: list[tuple[bool, float, float]] = []
+    parsed: list[float] = []
+    real_tag, real_parse = UpstreamStore.remote_tag, Rebase._old_patch
+
+    def remote_tag(self, *args, **kw):
+        start = time.monotonic()
+        time.sleep(0.3)  # a server's round trip
+        try:
+            return real_tag(self, *args, **kw)
+        finally:
+            asked.append((threading.current_thread() is threading.main_thread(), start,
+                          time.monotonic()))
+
+    def old_patch(self, *args, **kw):
+        parsed.append(time.monotonic())
+        return real_parse(self, *args, **kw)
+    monkeypatch.setattr(UpstreamStore, "remote_tag", remote_tag)
+    monkeypatch.setattr(Rebase, "_old_patch", old_patch)
+    before = s.root.parent / "before"
+    shutil.copytree(s.root, before)
+    result = run_cli(s.root, "rebase", "--to", "v2")
+    assert result.rc == 0, result.text
+    assert s.lock()["upstreams"]["up"]["commit"] == target
+    [(on_main, _, end)] = asked
+    assert not on_main
+    # The parse before the walk did not wait for the answer.
+    assert all(when < end for when in parsed[:5])
+
+    # A tag the remote no longer has, and a patch that cannot be parsed: the tag is said.
+    git(s.up, "tag", "-d", "v2")
+    (before / "series" / "up" / "fix3.patch").write_bytes(b"not a patch\n")
+    result = run_cli(before, "rebase", "--to", "v2")
+    assert result.rc != 0
+    assert "v2" in result.err and "fix3" not in result.err, result.err

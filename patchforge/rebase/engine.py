@@ -173,17 +173,37 @@ class Rebase:
                 close_worktree(self.project, upstream)
             old = lock.pin(upstream)
             ensure_pinned(self.project, self.store, upstream, old)
-            new = (pins or {}).get(upstream) or pin_for_spec(
-                self.project, self.store, self.project.config.upstream(upstream), specs[upstream])
-            names = self.project.patch_names(upstream)
-            series = []
-            for name in names:
-                patch = self._old_patch(upstream, name)
-                series.append((name, patch))
-                # The trees of its files at both commits, which the refusal below and the
-                # presence check read, are read by git while the rest are parsed: the two
-                # rounds of requests waited 2-3 ms for git at 30 patches.
-                self.store.read_trees_ahead([old.commit, new.commit], patch.paths)
+            config = self.project.config.upstream(upstream)
+            given = (pins or {}).get(upstream)
+            # A git upstream's target is resolved on a second thread while the series is
+            # parsed: a tag is checked against the remote (`git ls-remote`: 5-10 ms on a local
+            # mirror, a round trip to a server), a wait the parse can fill. Not a wheel's: its
+            # resolution may download and import for minutes, its progress on the terminal.
+            resolving = None
+            if given is None and config.kind == "git":
+                resolving = Background(pin_for_spec, self.project, self.store, config,
+                                       specs[upstream])
+            elif given is None:
+                given = pin_for_spec(self.project, self.store, config, specs[upstream])
+            with resolving or contextlib.nullcontext():
+                names = self.project.patch_names(upstream)
+                series = []
+                try:
+                    for name in names:
+                        patch = self._old_patch(upstream, name)
+                        series.append((name, patch))
+                        # The trees of its files, which the refusal below and the presence
+                        # check read, are read by git while the rest are parsed: the two
+                        # rounds of requests waited 2-3 ms for git at 30 patches.
+                        self.store.read_trees_ahead([old.commit], patch.paths)
+                except BaseException:
+                    if resolving is not None:
+                        resolving.result()  # its error first, as when it came before the parse
+                    raise
+                new = given if resolving is None else resolving.result()
+                assert new is not None  # given, or resolved (result() raises otherwise)
+            self.store.read_trees_ahead([new.commit], [path for _, patch in series
+                                                       for path in patch.paths])
             refuse_symlinked_paths(self.store, new.commit, series,
                                    target=new.label if new.commit != old.commit else None)
             if not dry_run and self.project.overlays_dir.exists():
