@@ -11,7 +11,11 @@ post-image AND its pre-image is gone from where the patch expects it:
   find it there), never landed, and the history's word does not override it;
 - merge result empty: git's 3-way merge of the patch onto the target changes nothing (certain);
 - post-image containment: the hunk's added code is in the target (whitespace and line wrapping
-  ignored, so reformatted and moved landings count) and its removed code is not (likely);
+  ignored, so reformatted and moved landings count) and its removed code is not (likely), at
+  its own place: where the own place is still there (its context kept by upstream's diff) with
+  no copy of the added code at it, the copy found is another copy of the code (a method's
+  indented twin): not landed, and the history's word does not override it
+  (OwnPlaces.contained_away). Where the own place is gone (the code moved), the copy stands;
 - patch-id match against the upstream commits that touch the files (certain; history only).
 
 Squash merges defeat patch-ids, so the content checks decide and patch-ids only add evidence.
@@ -59,6 +63,9 @@ ELSEWHERE = "another copy of the code: unsure"
 CHANGED_THERE = "not landed (a conflict)"
 # The end of the evidence of a hunk found reversed only where the base already had the change.
 AT_BASE = "no evidence of a landing"
+# The end of the evidence of a hunk whose added code is in the file only away from its own
+# place, which is still there (OwnPlaces.contained_away).
+CONTAINED_AWAY = "another copy of the code: not landed"
 
 
 def _strip_ws(data: bytes) -> bytes:
@@ -74,12 +81,14 @@ class HunkVerdict:
     evidence: list[str] = field(default_factory=list)
     ambiguous: bool = False  # the checks disagree: landed and still applicable
     # The change found only away from the hunk's own place, which is still there without it
-    # (its pre-image, or upstream's own version of its lines: OwnPlaces.elsewhere): the own
-    # place's lines. History must not call it landed either.
+    # (its pre-image, or upstream's own version of its lines: OwnPlaces.elsewhere, and
+    # contained_away's "changed"): the own place's lines. History must not call it landed
+    # either.
     elsewhere: str | None = None
-    # The hunk's own place still has its old code (OwnPlaces.old_code): its lines. Asked only
-    # when the history says a commit made the change (judge.with_history), which then made it
-    # at another place: history must not call it landed.
+    # The hunk's own place still has its old code: its lines. Asked when the history says a
+    # commit made the change (OwnPlaces.old_code, judge.with_history), which then made it at
+    # another place, and said where post-image containment found the added code only at
+    # another copy (OwnPlaces.contained_away): history must not call it landed.
     old_code: str | None = None
 
 
@@ -263,6 +272,56 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True) 
     return False, why
 
 
+def _added_copies(hunk, current: bytes) -> list[tuple[int, int]]:
+    """The target's lines (first, last; 0-based) of each copy of the hunk's added code that
+    `contained` searches for (whitespace ignored), anchored or not."""
+    text = normalized_text(current)
+    added = _changed_side(hunk, b"+", _kinds(hunk))
+    if not added:
+        return []
+    return [(text.line_of(hit), text.line_of(hit + len(added) - 1))
+            for hit in text.find_all(added)]
+
+
+def _contained_may_ask(hunk, current: bytes) -> bool:
+    """Whether assess_file may ask OwnPlaces.contained_away of `hunk` (its added code found
+    by `contained`, and `_twin_may_fool`): for OwnPlaces.may_diff."""
+    if not contained(hunk, current)[0]:
+        return False
+    copies = _added_copies(hunk, current)
+    return bool(copies) and _twin_may_fool(hunk, current, copies)
+
+
+def _twin_may_fool(hunk, current: bytes, copies: list[tuple[int, int]]) -> bool:
+    """False only where OwnPlaces.contained_away of `hunk` certainly lets the containment
+    landing stand, told by `current`'s bytes alone (`copies`: _added_copies'): no base file
+    read, no git diff. It never changes that answer; it only says when asking is useless.
+
+    Why it holds: contained_away refuses the landing only when no copy is within
+    ANCHOR_DISTANCE lines of the own place, so every line of the own place is that far from
+    every copy; and only when the own place keeps, byte for byte (upstream's diff keeps
+    them as they were), a context line on each side that has context, half of the context
+    and a line of at least MIN_ANCHOR_CHARS (`_context_kept`). So each such line must be a
+    line of `current` that far from every copy; a line that is not rules the refusal out.
+    A landing made at the own place (reformatted, or its neighbours edited) has its context
+    next to the copy found, and so does a landing whose code moved (the context moved with
+    it): most fail at their first distinctive line."""
+    far: dict[bytes, bool] = {}
+
+    def out(line: bytes) -> bool:
+        found = far.get(line)
+        if not line:
+            return True  # (never a line of a hunk; taken as there, never a skip)
+        if found is None:
+            found = far[line] = any(
+                not any(first - ANCHOR_DISTANCE <= at <= last + ANCHOR_DISTANCE
+                        for first, last in copies)
+                for at in _line_places(current, line))
+        return found
+
+    return _context_may_be_kept(hunk, out)
+
+
 def created_file(fp) -> bytes:
     """The content of the file a creation patch makes."""
     if fp.binary is not None:
@@ -397,7 +456,9 @@ class OwnPlaces:
         text file patch that changes a file both have and upstream changed, a hunk whose
         reverse-apply without fuzz may be found away from the file's ends (its post-image's
         lines, one after the other, are in the file), which elsewhere's pre-check
-        (`_lands_without_diff`) does not answer, whose pre-image assess_file may not find
+        (`_lands_without_diff`) does not answer, or whose added code `contained` finds
+        where contained_away's pre-check (`_twin_may_fool`) does not answer, whose pre-image
+        assess_file may not find
         (what the whole-file application, `apply`'s, says of it: found without fuzz, it is
         there; with fuzz, the lines a hunk removes are), and which has a place in the base
         file (elsewhere's application there). Asked cheapest first: the whole-file
@@ -415,12 +476,14 @@ class OwnPlaces:
             if forward in ("exact", "offset") or (forward == "fuzz" and b"-" in _kinds(hunk)):
                 continue
             cut = _fuzzed(ReversedHunk(hunk), 0)
-            if cut is None or cut[3] is not None or b"".join(cut[1]) not in current:
-                continue
-            lands = _lands_without_diff(hunk, cut[1], base, current)
-            if landed is not None:
-                landed[index] = lands
-            if lands:
+            reverse = cut is not None and cut[3] is None and b"".join(cut[1]) in current
+            if reverse:
+                assert cut is not None
+                lands = _lands_without_diff(hunk, cut[1], base, current)
+                if landed is not None:
+                    landed[index] = lands
+                reverse = not lands
+            if not reverse and not _contained_may_ask(hunk, current):
                 continue
             if at_base is None:
                 at_base = apply(base, fp, max_fuzz=2).hunks
@@ -458,6 +521,29 @@ class OwnPlaces:
         if self._places.lands_without_diff(self._fp, index, hunk, post, self._base,
                                            self._current):
             return None
+        place = self._own_place(index, hunk)
+        if place is None:
+            return None
+        lo, hi, kinds, kept = place
+        places = _line_places(self._current, b"".join(post)) if post else []
+        if any(lo - len(post) < at < max(hi, lo + 1) for at in places):
+            return None  # a copy of the post-image overlaps the own place: it is there
+        own = f"lines {lo + 1}-{max(hi, lo + 1)}"
+        if _context_kept(hunk, kinds, kept):
+            held = [kinds[k] for k in kept]
+            return ("pre-image" if held.count(b"-") == kinds.count(b"-") else "changed", own)
+        if places and not any(self._new_in_target(at, at + len(post)) for at in places):
+            return ("at-base", "")
+        return None
+
+    def _own_place(self, index: int, hunk) -> tuple[int, int, list[bytes], set[int]] | None:
+        """Where hunk `index`'s pre-image is in the target: (lo, hi, kinds, kept) as
+        `_carried` tells them for the base lines the hunk applies to (kinds: the pre-image's
+        line kinds), or None when nothing says (no base file, a hunk that does not apply to
+        it exactly or at an offset, a diff git takes for binary). The base file's hunks are
+        placed and the diff made once per file, when first asked."""
+        if self._base is None:
+            return None
         if self._at_base is None:
             # Placed without fuzz only: then line k of the hunk's pre-image is that base line.
             self._at_base = {o.index: o.at_line - 1
@@ -472,16 +558,42 @@ class OwnPlaces:
             return None
         kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]  # the pre-image
         lo, hi, kept = self._carried(start, start + len(kinds))
-        places = _line_places(self._current, b"".join(post)) if post else []
-        if any(lo - len(post) < at < max(hi, lo + 1) for at in places):
-            return None  # a copy of the post-image overlaps the own place: it is there
-        own = f"lines {lo + 1}-{max(hi, lo + 1)}"
-        if _context_kept(hunk, kinds, kept):
-            held = [kinds[k] for k in kept]
-            return ("pre-image" if held.count(b"-") == kinds.count(b"-") else "changed", own)
-        if places and not any(self._new_in_target(at, at + len(post)) for at in places):
-            return ("at-base", "")
-        return None
+        return lo, hi, kinds, kept
+
+    def contained_away(self, index: int, hunk) -> tuple[str, str] | None:
+        """What post-image containment (`contained`: the hunk's added code in the file,
+        whitespace ignored, next to its context) says of hunk `index`, asked of its own
+        place: None when the landing stands, else (why, "lines N-M" of the own place):
+
+        - ("pre-image", ...): the own place keeps every line the hunk removes and its
+          context (`_context_kept`), and no copy of the added code is at it (within
+          ANCHOR_DISTANCE lines, the drift containment's anchoring allows): the copy found
+          is another copy of the code (a twin indented otherwise, a class method's copy of
+          a function), and the own place still has the old code;
+        - ("changed", ...): the context is kept there, and upstream changed lines the hunk
+          removes to something else: upstream's own change to the fix's lines (a conflict).
+
+        The landing stands where nothing says where the own place is (elsewhere's rule),
+        where a copy of the added code is at it (reformatted there), and where the own
+        place is gone (its context rewritten or moved: the code moved, and the change with
+        it). Asked only where `_twin_may_fool` says the own place may be away from every
+        copy (bytes only: no base file read, no git diff)."""
+        copies = _added_copies(hunk, self._current)
+        if not copies or not _twin_may_fool(hunk, self._current, copies):
+            return None
+        place = self._own_place(index, hunk)
+        if place is None:
+            return None
+        lo, hi, kinds, kept = place
+        hi = max(hi, lo + 1)
+        if any(first < hi + ANCHOR_DISTANCE and last >= lo - ANCHOR_DISTANCE
+               for first, last in copies):
+            return None
+        if not _context_kept(hunk, kinds, kept):
+            return None
+        held = [kinds[k] for k in kept]
+        why = "pre-image" if held.count(b"-") == kinds.count(b"-") else "changed"
+        return why, f"lines {lo + 1}-{hi}"
 
     def _new_in_target(self, lo: int, hi: int) -> bool:
         """Whether upstream's diff changed lines [lo, hi) of the target (0-based): one of
@@ -653,6 +765,16 @@ def may_be_elsewhere(hunk, current: bytes) -> bool:
 
     if not all(out(line) for kind, line in zip(kinds, old) if kind == b"-"):
         return False
+    return _context_may_be_kept(hunk, out)
+
+
+def _context_may_be_kept(hunk, out: Callable[[bytes], bool]) -> bool:
+    """Whether `_context_kept` may say that an own place of `hunk` is still there, where
+    `out(line)` says whether a line of the hunk's pre-image is in the file where that place
+    may be (False: a place there cannot keep it): a line of at least MIN_ANCHOR_CHARS, a
+    context line on each side that has context, and half of the context may be kept."""
+    kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]  # the pre-image's
+    old = hunk.old_lines()
     if not any(out(line) for line in old if len(_strip_ws(line)) >= MIN_ANCHOR_CHARS):
         return False
     lead, trail = hunk.leading_context, hunk.trailing_context
@@ -796,13 +918,27 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
             # Normalizing the file is the costly part: only for hunks the patch tools could not
             # place (contained() keeps the result for the next hunk on the same file).
             is_contained, why = contained(hunk, current)
-            if is_contained:
-                if pre_image_there:
-                    hv.evidence.append("added code is present but the old code is still there "
-                                       f"(forward-apply: {hv.forward})")
+            away = own.contained_away(index, hunk) if is_contained and not pre_image_there \
+                else None
+            if is_contained and pre_image_there:
+                hv.evidence.append("added code is present but the old code is still there "
+                                   f"(forward-apply: {hv.forward})")
+            elif away is not None:
+                # The added code is in the file, but at another copy of the code: the own
+                # place (where upstream's diff puts it) is still there without it. Marked
+                # for the history too, which cannot tell where a commit made the change.
+                if away[0] == "pre-image":
+                    hv.old_code = away[1]
                 else:
-                    hv.landed = "likely"
-                    hv.evidence.append(why)
+                    hv.elsewhere = away[1]
+                hv.evidence.append(
+                    f"added code found (whitespace-insensitive) only away from the hunk's own "
+                    f"place ({away[1]}), which " +
+                    ("still has the old code" if away[0] == "pre-image" else
+                     "upstream changed its own way") + f": {CONTAINED_AWAY}")
+            elif is_contained:
+                hv.landed = "likely"
+                hv.evidence.append(why)
         verdict.hunks.append(hv)
         placed = placed or (index < len(whole) and whole[index].status != "failed")
     if base is not None and any(h.ambiguous or (h.landed != "certain"
@@ -895,7 +1031,9 @@ def _take_merge(verdict: FileVerdict, current: bytes, clean: bool, merged: bytes
                      "is another copy of that code"))
             elif hv.landed != "certain":
                 hv.landed = "certain"
-                hv.elsewhere = None  # the merge maps the own place: the change is there
+                # The merge maps the own place: the change is there.
+                hv.elsewhere = hv.old_code = None
+                hv.evidence = [item for item in hv.evidence if not item.endswith(CONTAINED_AWAY)]
                 hv.evidence.append("merge result empty (git merge-file)")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.project import OneUpstreamStack
+from helpers.upstream import diff_of
 
 
 def block(name: str) -> list[bytes]:
@@ -377,18 +378,28 @@ def long_fixed(name: str, kind: str, lines: list[bytes] | None = None) -> list[b
     return edit(block(name) if lines is None else lines, old, new)
 
 
+def rebase_keeps(stack: OneUpstreamStack) -> bytes:
+    """`rebase --to up=v2` does not drop the fix (a stop, aborted, or moved); the overlay of
+    k.py made after it."""
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=None)
+    assert rc in (0, 3) and "dropped" not in out, out + err
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+    if rc == 3:
+        stack.cli("rebase", "--abort")
+    assert stack.series("up") == ["fix.patch"]
+    stack.cli("overlays")
+    return (stack.root / "overlays" / "up" / "k.py").read_bytes()
+
+
 def in_class(lines: list[bytes]) -> list[bytes]:
     """A block as a method of a class: the same code indented, where no hunk of a fix made
     on the block at module level applies (its context is indented otherwise)."""
+    lines = [line for part in lines for line in part.splitlines(keepends=True)]
     return [b"class Twin:\n"] + [b"    " + line if line.strip() else line for line in lines]
 
 
 @pytest.mark.parametrize("twin,kind", [
-    ("same", "mixed"), ("same", "addition"), ("indented", "mixed"),
-    pytest.param("indented", "addition", marks=pytest.mark.xfail(strict=True, reason=(
-        "the added line is found in the indented copy by post-image containment (whitespace "
-        "ignored, anchored by the copy's context): landed by the content, which does not ask "
-        "the own place")))])
+    ("same", "mixed"), ("same", "addition"), ("indented", "mixed"), ("indented", "addition")])
 def test_a_commit_making_the_change_only_in_the_other_copy_does_not_land_the_fix(tmp_path,
                                                                                  kind, twin):
     """The history's "commit X makes this change" compares changed lines, not places: the
@@ -416,14 +427,7 @@ def test_a_commit_making_the_change_only_in_the_other_copy_does_not_land_the_fix
     assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
     assert "still has the old code: the commit made it at another place: kept" in \
         " ".join(patch["evidence"]), patch["evidence"]
-    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=None)
-    assert rc in (0, 3) and "dropped" not in out, out + err
-    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
-    if rc == 3:
-        stack.cli("rebase", "--abort")
-    assert stack.series("up") == ["fix.patch"]
-    stack.cli("overlays")
-    overlay = (stack.root / "overlays" / "up" / "k.py").read_bytes()
+    overlay = rebase_keeps(stack)
     new = LONG[kind][1].splitlines(keepends=True)[-1]
     assert new in overlay[overlay.index(b"def quant_fp8_b"):]
 
@@ -480,3 +484,127 @@ def test_the_kept_fixes_own_places_a_status_asks_are_one_git_diff(tmp_path, monk
     monkeypatch.delenv("GIT_TRACE")
     assert document["reverted"] == [] and document["gone_upstream"] == [], document
     assert git_diffs_run(trace) == 1
+
+
+# The same added code found by post-image containment (whitespace ignored) at an indented
+# copy of the block only, per shape: (the fix's lines in quant_fp8_b as (old line, new
+# lines), upstream's edit of a context line near the fix's place in quant_fp8_b, so that
+# the fix no longer applies exactly there).
+CLAMP = b"    x = torch.clamp(x, min=-448.0, max=448.0)\n"
+TWIN_SHAPES = {
+    # Right under the def line: the twin is a method of the same name.
+    "top": ((b"def quant_fp8_b(x, dtype):\n",
+             b"def quant_fp8_b(x, dtype):\n    x = torch.nan_to_num(x, nan=0.0, posinf=448.0)\n"),
+            (b"    y = x.abs()\n", b"    y = x.abs()  # magnitude\n")),
+    # Right above the return.
+    "bottom": ((b"    w = z.sum()\n",
+                b"    w = z.sum()\n    w = torch.nan_to_num(w, nan=0.0, posinf=448.0)\n"),
+               (b"    y = y / scale\n", b"    y = y / scale  # normalize\n")),
+    # A removal only (of a line the base has in both copies).
+    "deletion": ((CLAMP, b""), (b"    x = x.float()\n", b"    x = x.float()  # fp32\n")),
+}
+
+
+def twin_block(name: str, shape: str, fixed: bool) -> list[bytes]:
+    """quant_fp8_b's block (the deletion shape's with CLAMP in it), with the fix's change
+    made when `fixed`."""
+    lines = block(name)
+    if shape == "deletion":
+        at = lines.index(b"    x = x.contiguous()\n") + 1
+        lines = lines[:at] + [CLAMP] + lines[at:]
+    if fixed:
+        old, new = TWIN_SHAPES[shape][0]
+        lines = edit(lines, old, new or None)
+    return lines
+
+
+def module_b(data: bytes) -> bytes:
+    """The module-level quant_fp8_b of `data` (the twin is a method of the same name)."""
+    return data[data.index(b"\ndef quant_fp8_b"):]
+
+
+def fix_is_at_own_place(data: bytes, shape: str) -> bool:
+    (old, new), _ = TWIN_SHAPES[shape]
+    b = module_b(data)
+    return old not in b if not new else new.splitlines(keepends=True)[-1] in b
+
+
+def assert_twin_fix_kept(stack: OneUpstreamStack, shape: str, target: bytes) -> None:
+    """status does not call the fix landed, the rebase does not drop it (a stop, aborted, or
+    moved), and what is deployed has it at its own place, which the target lacks."""
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    overlay = rebase_keeps(stack)
+    assert fix_is_at_own_place(overlay, shape) and not fix_is_at_own_place(target, shape)
+
+
+@pytest.mark.parametrize("shape", sorted(TWIN_SHAPES))
+def test_a_change_made_only_in_an_indented_twin_of_the_same_name_does_not_land_the_fix(
+        tmp_path, shape):
+    """The block twice, once as a method of a class with the same name, indented: upstream
+    makes the fix's change only in the method (and edits a line near the fix's place in the
+    module's function, so the fix applies there with fuzz or not at all). The added code is
+    found in the method whitespace aside, next to the method's copy of the fix's context:
+    the own place (where upstream's diff puts it) still has the old code, so no landing."""
+    v1 = k_py(in_class(twin_block("quant_fp8_b", shape, False)), PADS,
+              twin_block("quant_fp8_b", shape, False))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, k_py(in_class(twin_block("quant_fp8_b", shape, False)),
+                                          PADS, twin_block("quant_fp8_b", shape, True)))
+    _, (near, commented) = TWIN_SHAPES[shape]
+    v2 = k_py(in_class(twin_block("quant_fp8_b", shape, True)), PADS,
+              edit(twin_block("quant_fp8_b", shape, False), near, commented))
+    stack.commit({"k.py": v2}, "nan guard in Twin.quant_fp8_b (#7)", tag="v2")
+    assert_twin_fix_kept(stack, shape, v2)
+
+
+def test_a_change_made_only_in_a_twin_in_another_file_of_the_fix_does_not_land_it(tmp_path):
+    """The fix changes quant_fp8_b in k.py and a line of m.py, which has quant_fp8_b as an
+    indented method; upstream makes the fix's m.py change and the fix's k.py addition only
+    in m.py's method (and edits a line near the fix's place in k.py). One commit, the fix's
+    changed lines all in it: the k.py hunk has not landed, so neither has the fix."""
+    (old, new), (near, commented) = TWIN_SHAPES["bottom"]
+    m1 = k_py(SETUP, in_class(block("quant_fp8_b")))
+    m_fixed = k_py(edit(SETUP, b"    limit = 16\n", b"    limit = 32  # fits the fp8 tile\n"),
+                   in_class(block("quant_fp8_b")))
+    k1 = k_py(PADS, block("quant_fp8_b"))
+    stack = OneUpstreamStack(tmp_path, {"k.py": k1, "m.py": m1})
+    diff = b"".join(diff_of(tmp_path / f"diff-{path}", path, before, after)
+                    for path, before, after in
+                    (("k.py", k1, k_py(PADS, edit(block("quant_fp8_b"), old, new))),
+                     ("m.py", m1, m_fixed)))
+    stack.add_fix("fix", "k.py", k1, k1)  # the header; its diff is the two files' below
+    patch_file = stack.root / "series" / "up" / "fix.patch"
+    head = patch_file.read_bytes().split(b"---\n", 1)[0]
+    patch_file.write_bytes(head + b"---\n" + diff)
+    m2 = k_py(edit(SETUP, b"    limit = 16\n", b"    limit = 32  # fits the fp8 tile\n"),
+              in_class(edit(block("quant_fp8_b"), old, new)))
+    k2 = k_py(PADS, edit(block("quant_fp8_b"), near, commented))
+    stack.commit({"k.py": k2, "m.py": m2}, "nan guard and tile limit (#7)", tag="v2")
+    assert_twin_fix_kept(stack, "bottom", k2)
+
+
+@pytest.mark.parametrize("where", ["reformatted", "moved"])
+def test_a_contained_landing_with_an_indented_twin_is_still_dropped(tmp_path, where):
+    """The other side: upstream makes the fix's addition in the module's quant_fp8_b itself,
+    reformatted (reformatted: spaces inside the call), or moves quant_fp8_b into a class
+    with the addition made there (moved: the module's function gone, its own place with
+    it), while an indented twin without the change stays: found by containment, landed."""
+    (old, new), _ = TWIN_SHAPES["bottom"]
+    twin = in_class(block("quant_fp8_a"))
+    v1 = k_py(twin, PADS, block("quant_fp8_b"))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, k_py(twin, PADS, edit(block("quant_fp8_b"), old, new)))
+    if where == "reformatted":
+        v2 = k_py(twin, PADS, edit(block("quant_fp8_b"), old,
+                                   new.replace(b"(w, ", b"( w, ").replace(b"0)\n", b"0 )\n")))
+    else:
+        v2 = k_py(twin, PADS, [b"class Quant:\n"], in_class(
+            edit(block("quant_fp8_b"), old, new))[1:])
+    stack.commit({"k.py": v2}, "nan guard (#7)", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert (patch["state"], patch["rebase"]) == ("upstreamed", "drop"), patch
+    summary = stack.rebase_json("--to", "up=v2")
+    assert [p["action"] for p in summary["patches"]] == ["dropped"], summary["patches"]
