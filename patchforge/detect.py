@@ -81,9 +81,8 @@ class HunkVerdict:
     evidence: list[str] = field(default_factory=list)
     ambiguous: bool = False  # the checks disagree: landed and still applicable
     # The change found only away from the hunk's own place, which is still there without it
-    # (its pre-image, or upstream's own version of its lines: OwnPlaces.elsewhere, and
-    # contained_away's "changed"): the own place's lines. History must not call it landed
-    # either.
+    # (its pre-image, or upstream's own version of its lines: OwnPlaces.elsewhere): the own
+    # place's lines. History must not call it landed either.
     elsewhere: str | None = None
     # The hunk's own place still has its old code: its lines. Asked when the history says a
     # commit made the change (OwnPlaces.old_code, judge.with_history), which then made it at
@@ -565,18 +564,17 @@ class OwnPlaces:
         whitespace ignored, next to its context) says of hunk `index`, asked of its own
         place: None when the landing stands, else (why, "lines N-M" of the own place):
 
-        - ("pre-image", ...): the own place keeps every line the hunk removes and its
-          context (`_context_kept`), and no copy of the added code is at it (within
-          ANCHOR_DISTANCE lines, the drift containment's anchoring allows): the copy found
-          is another copy of the code (a twin indented otherwise, a class method's copy of
-          a function), and the own place still has the old code;
-        - ("changed", ...): the context is kept there, and upstream changed lines the hunk
-          removes to something else: upstream's own change to the fix's lines (a conflict).
+        ("pre-image", ...): the own place keeps every line the hunk removes and its
+        context (`_context_kept`), and no copy of the added code is at it (within
+        ANCHOR_DISTANCE lines, the drift containment's anchoring allows): the copy found is
+        another copy of the code (a twin indented otherwise, a class method's copy of a
+        function), and the own place still has the old code.
 
         The landing stands where nothing says where the own place is (elsewhere's rule),
-        where a copy of the added code is at it (reformatted there), and where the own
-        place is gone (its context rewritten or moved: the code moved, and the change with
-        it). Asked only where `_twin_may_fool` says the own place may be away from every
+        where a copy of the added code is at it (reformatted there), where the own place is
+        gone (its context rewritten or moved: the code moved, and the change with it), and
+        where a line the hunk removes is no longer there (a function moved leaves its
+        neighbours, the hunk's outer context, behind). Asked only where `_twin_may_fool` says the own place may be away from every
         copy (bytes only: no base file read, no git diff)."""
         copies = _added_copies(hunk, self._current)
         if not copies or not _twin_may_fool(hunk, self._current, copies):
@@ -589,11 +587,13 @@ class OwnPlaces:
         if any(first < hi + ANCHOR_DISTANCE and last >= lo - ANCHOR_DISTANCE
                for first, last in copies):
             return None
-        if not _context_kept(hunk, kinds, kept):
-            return None
         held = [kinds[k] for k in kept]
-        why = "pre-image" if held.count(b"-") == kinds.count(b"-") else "changed"
-        return why, f"lines {lo + 1}-{hi}"
+        if not _context_kept(hunk, kinds, kept) or held.count(b"-") != kinds.count(b"-"):
+            # Gone, or lines the hunk removes changed there: a function moved away leaves
+            # its neighbours (the hunk's outer context) behind, so only a place that still
+            # has every removed line refuses the copy.
+            return None
+        return "pre-image", f"lines {lo + 1}-{hi}"
 
     def _new_in_target(self, lo: int, hi: int) -> bool:
         """Whether upstream's diff changed lines [lo, hi) of the target (0-based): one of
@@ -927,15 +927,10 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
                 # The added code is in the file, but at another copy of the code: the own
                 # place (where upstream's diff puts it) is still there without it. Marked
                 # for the history too, which cannot tell where a commit made the change.
-                if away[0] == "pre-image":
-                    hv.old_code = away[1]
-                else:
-                    hv.elsewhere = away[1]
+                hv.old_code = away[1]
                 hv.evidence.append(
                     f"added code found (whitespace-insensitive) only away from the hunk's own "
-                    f"place ({away[1]}), which " +
-                    ("still has the old code" if away[0] == "pre-image" else
-                     "upstream changed its own way") + f": {CONTAINED_AWAY}")
+                    f"place ({away[1]}), which still has the old code: {CONTAINED_AWAY}")
             elif is_contained:
                 hv.landed = "likely"
                 hv.evidence.append(why)
