@@ -97,6 +97,12 @@ class Judgement:
     message: str = ""
 
     @property
+    def leaves_result(self) -> bool:
+        """Whether the patches after it meet its result: it applies, or it applies and stops
+        only for its Keeps: lines (the stopped rebase leaves that result in the worktree)."""
+        return self.outcome == "applies" or self.stop_kind == "invariant"
+
+    @property
     def rebase_action(self) -> str:
         """What a rebase does with it: drop (to upstreamed/), move, or stop."""
         return {"landed": "drop", "applies": "move", "stop": "stop"}[self.outcome]
@@ -527,10 +533,9 @@ class SeriesJudge:
             judgement = self.decide(name, patch, defer_history=defer_history)
         finally:
             self.pass_old([(name, patch)])
-        # A patch stopped only by its Keeps: lines applies all the same: the stop leaves its
-        # result in the worktree, so the patches after it (judged on by status and a dry run)
-        # meet that result, as they meet a patch that applies.
-        if judgement.outcome == "applies" or judgement.stop_kind == "invariant":
+        # A patch stopped only by its Keeps: lines applies all the same: the patches after it
+        # (judged on by status and a dry run) meet its result, as they meet a patch that applies.
+        if judgement.leaves_result:
             for path, content in judgement.before.items():
                 self.current[path] = judgement.after.get(path)
             for change in judgement.changes:
@@ -1231,9 +1236,10 @@ def carry_to_chains(patches, own, position, judges, judgement: Judgement,
     old series there takes it so too (its 3-way merges' base, as the overlays at the old pin
     were made). A patch that moves but does not go into a chain is (path, the message naming
     that chain and the patches there it meets), and is carried nowhere; a stop or a landing is
-    carried nowhere either (the chains go on without it, as its own does)."""
+    carried nowhere either (the chains go on without it, as its own does), but for one stopped
+    only by its Keeps: lines, whose result its own chain goes on with (`leaves_result`)."""
     carry_old(patches, own, position, judges, old_before)
-    if judgement.outcome != "applies":
+    if not judgement.leaves_result:
         return None
     return carry_moved(patches, own, position, judges, judgement.before, judgement.after)
 

@@ -619,14 +619,17 @@ def test_bump_to_a_nightly_whose_image_is_not_looked_up_moves_nothing(clean):
     """`bump --to nightly-X` with the registry failing on X's image: the move went ahead and
     pinned the image by its tag alone, exit 0, although the contract is that it pins the
     image by digest (the Dockerfile then said the lock pins no image). Now nothing is moved,
-    exit 2, and the hint names --offline for a move without the image's digest."""
+    exit 2, and the hint names the move without an image (the commit as SPEC), which works."""
     _manifests_unanswered(clean, clean.c3)
     before = snapshot(clean.root)
     code, out, err = clean.bump("--to", f"nightly-{clean.c3}")
     assert code == 2, (out, err)
     assert f"the image {clean.image_repo}:nightly-{clean.c3} could not be looked up" in err
-    assert "--offline" in err
+    way = f"patchforge bump vllm --to {clean.c3}"  # without the image: the commit as SPEC
+    assert f"`{way}` (no image is pinned then)" in err, err
     assert snapshot(clean.root) == before
+    code, out, err = clean.bump(*way.split()[3:], "--dry-run")
+    assert code in (0, 1), err  # the way named moves (1: a Drop-When that holds)
 
 
 def test_an_image_pinned_offline_by_its_tag_is_said_so_and_verified_by_its_tag(clean):

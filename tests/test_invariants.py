@@ -239,19 +239,29 @@ def test_a_keeps_pattern_that_backtracks_without_end_is_an_error_not_a_hang(tmp_
     assert stack.snapshot() == before
 
 
-def test_the_fixes_after_one_stopped_by_its_keeps_line_are_judged_on_its_result(tmp_path):
+@pytest.mark.parametrize("profiles", [False, True])
+def test_the_fixes_after_one_stopped_by_its_keeps_line_are_judged_on_its_result(tmp_path,
+                                                                                profiles):
     """fix-a applies to v2 exactly, but v2 breaks its Keeps: line (in another file); fix-c is
     made on fix-a's lines. The stop leaves fix-a's result in the worktree, yet status and the
     dry run judged fix-c on v2 without fix-a: "fuzz" and "3-way merged cleanly" for a patch
     that applies exactly where the rebase will meet it (and a patch editing fix-a's own line
-    was called a conflict). fix-c is now judged on fix-a's result: applies, exactly."""
+    was called a conflict). fix-c is now judged on fix-a's result: applies, exactly. With
+    profiles (a fix for one of them between the two), each profile's series meets it too."""
     a = b"def f():\n    return 1\n\ndef g():\n    return 2\n"
     b = b"x = 1\ny = 2\nz = 3\n"
-    stack = OneUpstreamStack(tmp_path, {"a.py": a, "b.py": b})
+    stack = OneUpstreamStack(tmp_path, {"a.py": a, "b.py": b, "c.py": b"w = 1\n"},
+                             **({"profiles": {"p1": "first", "p2": "second"}} if profiles
+                                else {}))
     with_a = a.replace(b"return 1", b"return 11")
     stack.add_fix("fix-a", "a.py", a, with_a, fields="Keeps: b.py: z = 3\n")
-    stack.add_fix("fix-c", "a.py", with_a, with_a.replace(b"return 2", b"return 22"))
-    (stack.root / "series/up/series").write_text("fix-a.patch\nfix-c.patch\n")
+    names = ["fix-a.patch"]
+    if profiles:
+        stack.add_fix("fix-p", "c.py", b"w = 1\n", b"w = 10\n", fields="Profiles: p1\n")
+        names.append("fix-p.patch")
+    stack.add_fix("fix-c", "a.py", with_a, with_a.replace(b"return 11", b"return 111"))
+    (stack.root / "series/up/series").write_text("".join(f"{n}\n" for n in [*names,
+                                                                            "fix-c.patch"]))
     stack.commit({"b.py": b.replace(b"z = 3", b"z = 4")}, "v2: z", tag="v2")
     doc = stack.json("status", "--against", "v2", expect=1)
     states = {p["name"]: (p["state"], p["evidence"]) for p in doc["patches"]}

@@ -20,6 +20,7 @@ prints nothing and decides no exit code beyond saying whether a person is needed
 from __future__ import annotations
 
 import re
+import shlex
 from typing import TYPE_CHECKING
 
 from patchforge.errors import (ConflictStop, InProgressError, NetworkError, PatchforgeError,
@@ -182,18 +183,9 @@ def find_newest(project: Project, store: UpstreamStore, upstream, pin, registry,
                 # No answer, a refusal (an expired token) or a corrupted body is not "no
                 # image": skipping it would make an older nightly the target, or say the
                 # stack is up to date while this one waits, every night.
-                if getattr(exc, "gave_up", False):
-                    again = "run bump again when the registry answers"
-                elif getattr(exc, "status", None) in (401, 403):
-                    again = ("check the credentials for the registry (`docker login`, or "
-                             "PATCHFORGE_REGISTRY_TOKEN with PATCHFORGE_REGISTRY_HOST) and run "
-                             "bump again")
-                else:
-                    again = ("the registry (or a proxy before it) did not serve the image it "
-                             "names; run bump again, or name the target with --to SPEC")
                 raise NetworkError(f"the nightly {tag}, newer than upstream.lock, could not be "
                                    f"looked up: {exc.message}",
-                                   hint=f"nothing was moved; {again}") from None
+                                   hint=f"nothing was moved; {_registry_advice(exc)}") from None
             search.skipped.append({"tag": tag, "reason": f"its image does not resolve: "
                                                          f"{exc.message}"})
             continue
@@ -205,6 +197,17 @@ def find_newest(project: Project, store: UpstreamStore, upstream, pin, registry,
         _describe_image(candidate, info)
         return candidate, search
     return None, search
+
+
+def _registry_advice(exc: PatchforgeError) -> str:
+    """What to do about an image the registry did not resolve for its own reasons."""
+    if getattr(exc, "gave_up", False):
+        return "run bump again when the registry answers"
+    if getattr(exc, "status", None) in (401, 403):
+        return ("check the credentials for the registry (`docker login`, or "
+                "PATCHFORGE_REGISTRY_TOKEN with PATCHFORGE_REGISTRY_HOST) and run bump again")
+    return ("the registry (or a proxy before it) did not serve the image it names; run bump "
+            "again, or name the target with --to SPEC")
 
 
 def _known_base(store: UpstreamStore, project: Project, upstream, pin, tip: str) -> str | None:
@@ -252,13 +255,17 @@ def named_candidate(project: Project, upstream, spec: str, registry,
         except PatchforgeError as exc:
             # The move pins the image by digest (and verifies against it): one the registry
             # did not resolve would be pinned by its tag alone, so nothing is moved.
-            again = ("run bump again when the registry answers" if getattr(exc, "gave_up", False)
-                     else "check the tag and --image")
+            again = _registry_advice(exc) if not getattr(exc, "about_image", False) else \
+                "check the tag and --image"
+            # Without the image: the commit as the SPEC (no image is looked up or pinned).
+            # --offline is no way on here: the commit was not fetched.
+            without = (f"`patchforge bump {shlex.quote(upstream.name)} --to {candidate.commit}`"
+                       if candidate.commit and len(candidate.commit) == 40 else
+                       "--to the upstream's commit")
             raise NetworkError(f"the image {candidate.reference} could not be looked up: "
                                f"{exc.message}",
-                               hint=f"nothing was moved; {again}, or run with --offline to move "
-                                    "without it (upstream.lock then pins the image by its tag "
-                                    "alone)") from None
+                               hint=f"nothing was moved; {again}, or move without the image: "
+                                    f"{without} (no image is pinned then)") from None
         else:
             said = _label_commit(upstream, info)
             if candidate.commit is None:

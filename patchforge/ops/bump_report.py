@@ -6,6 +6,8 @@ the time or the machine, so the same run gives the same bytes (tests compare a g
 """
 from __future__ import annotations
 
+import shlex
+
 from patchforge.formats.markdown import code_fence, code_span, escape_html
 
 
@@ -58,8 +60,9 @@ def verdict(doc: dict) -> str:
         stopped = (doc.get("rebase") or {}).get("stopped") or {}
         return ("**A person is needed.** The rebase stopped: " + stopped.get("message", "")
                 + ". Resolve it, then `patchforge rebase --continue` (or `--skip`, `--abort`); "
-                f"`patchforge bump {doc['upstream']} --to {where} --open-pr` then proposes the "
-                "move as it was finished.")
+                f"`patchforge bump {shlex.quote(doc['upstream'])} --to "
+                f"{shlex.quote(target.get('spec') or where)} --open-pr` then proposes the move "
+                "as it was finished.")
     if doc["needs_person"]:
         lead = "**A person is needed**" + (" (dry run: nothing was written)"
                                            if doc["dry_run"] else "")

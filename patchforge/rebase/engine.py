@@ -697,6 +697,13 @@ class Rebase:
                     result = None
                     judge.current.clear()
                     judge.current.update(before)
+            elif stop is not None and stop.kind == "invariant":
+                # It applies and stops only for its Keeps: lines: its own chain goes on with
+                # its result (Judgement.leaves_result), and so do the others that hold it (what
+                # a dry run says of the patches after it). It is a stop already: a place it
+                # does not go into is not said again.
+                carry_moved(patches, own, position, judges,
+                            self._before(judge, before, stop.contents), dict(stop.contents))
             # The old series of the other chains takes it as the old pin's overlays did: the
             # base of their 3-way merges.
             carry_old(patches, own, position, judges, old_before)
