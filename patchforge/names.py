@@ -52,27 +52,32 @@ RESERVED_DIRECTORY_NAMES = {name.lower(): where for name, where in (
 
 
 # The directory of a series that keeps its landed fixes: `delete upstreamed/NAME` (and
-# `UPSTREAM/upstreamed/NAME`) names one of them, so no upstream may have this name (an upstream
-# `upstreamed`'s patch NAME is also `upstreamed/NAME`, as `list` prints it).
+# `UPSTREAM/upstreamed/NAME`) names one of them, so no new upstream may have this name (an
+# upstream `upstreamed`'s patch NAME is also `upstreamed/NAME`, as `list` prints it). One that
+# has it already is read (refusing the project would stop every command on data patchforge
+# once wrote): lint says to rename it, and `delete upstreamed/NAME` is refused as ambiguous.
 KEPT_LANDINGS = "upstreamed"
+
+
+def kept_landings_name_said(value: str) -> str:
+    """Why no upstream should be named KEPT_LANDINGS (for `upstream add` and lint)."""
+    return (f"upstream {value!r} is named like the directory where each series keeps the "
+            f"fixes that landed (series/UPSTREAM/{KEPT_LANDINGS}/): `delete "
+            f"{KEPT_LANDINGS}/NAME` names such a fix, and would not tell it from this "
+            "upstream's patch NAME")
 
 
 def check_directory_name(value: object, what: str) -> str:
     """An upstream or profile name (check_simple_name) that can also be a directory beside the
     files patchforge writes, and a component of a git ref (an upstream's imports and fetches
     are kept under refs/patchforge/.../<name>/): not one of RESERVED_DIRECTORY_NAMES, not
-    ending in `.` or `.lock`; an upstream not KEPT_LANDINGS."""
+    ending in `.` or `.lock`."""
     check_simple_name(value, what)
     assert isinstance(value, str)
     where = RESERVED_DIRECTORY_NAMES.get(value.lower())
     if where is not None:
         raise ValueError(f"{what} {value!r} is named like {where}, a file patchforge writes "
                          "beside the directory of that name; choose another name")
-    if what == "upstream" and value == KEPT_LANDINGS:
-        raise ValueError(f"upstream {value!r} is named like the directory where each series "
-                         f"keeps the fixes that landed (series/UPSTREAM/{KEPT_LANDINGS}/): "
-                         f"`delete {KEPT_LANDINGS}/NAME` names such a fix, and would not tell "
-                         "it from this upstream's patch NAME; choose another name")
     if value.endswith((".", ".lock")):
         raise ValueError(f"{what} {value!r} cannot end in '.' or '.lock' (git refuses such a "
                          "name in the refs patchforge keeps for it); choose another name")

@@ -1011,8 +1011,10 @@ def test_an_upstream_named_upstreamed_is_refused_so_delete_never_takes_the_wrong
     """`list` prints an upstream `upstreamed`'s patch fa as `upstreamed/fa.patch`, and
     `delete upstreamed/fa` is also how a fix kept under upstreamed/ is named: `delete` read it
     as the kept landing (refused it as no kept fix, or took out another upstream's kept fix).
-    No upstream may have the name: `upstream add` refuses it, nothing written, and a
-    configuration that has it (written by hand) is refused naming its file and line."""
+    No new upstream may have the name: `upstream add` refuses it, nothing written. A project
+    that has one already (made before, or by hand) is still read (refusing its configuration
+    stopped every command): lint says to rename it, and `delete upstreamed/fa` is refused as
+    naming two things, with the spelling of each."""
     root, _ = git_project(tmp_path)
     before = snapshot(root)
     upstream = tmp_path / "up-upstream"
@@ -1024,11 +1026,15 @@ def test_an_upstream_named_upstreamed_is_refused_so_delete_never_takes_the_wrong
     text = config.read_text()
     config.write_text(text.replace("[tool.patchforge.upstreams.up]",
                                    "[tool.patchforge.upstreams.upstreamed]"))
-    line = 1 + config.read_text().splitlines().index("[tool.patchforge.upstreams.upstreamed]")
-    for command in (["list"], ["delete", "upstreamed/fa"]):
-        run = run_cli(root, *command)
-        assert run.rc == 2 and f"{config}:{line}: " in run.err and \
-            "tool.patchforge.upstreams.upstreamed" in run.err, run.err
+    lock = root / "upstream.lock"
+    lock.write_text(lock.read_text().replace('"up"', '"upstreamed"'))
+    ok(root, "list")
+    run = run_cli(root, "lint", "--no-forge")
+    assert "upstream 'upstreamed' is named like the directory" in run.out + run.err and \
+        "rename it" in run.out + run.err, (run.out, run.err)
+    run = run_cli(root, "delete", "upstreamed/fa")
+    assert run.rc == 2 and "names upstream upstreamed's patch 'fa'" in run.err and \
+        "`patchforge delete fa` for the patch" in run.err, run.err
     # A profile of that name is no upstream's: taken.
     config.write_text(text + '\n[tool.patchforge.profiles]\nupstreamed = "a profile"\n'
                       if "[tool.patchforge.profiles]" not in text else

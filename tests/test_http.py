@@ -248,6 +248,21 @@ def test_a_redirect_to_a_host_that_cannot_be_reached_names_that_host(make_client
         make_client(max_retries=2).open_stream(pull_url)
 
 
+def test_a_redirect_to_a_host_that_never_answers_names_that_host(make_client, forge_server,
+                                                                  pull_url):
+    """The same for a redirect target that takes the connection and never answers (storage
+    behind a registry that hangs): "no answer from" the host that answered with the redirect."""
+    with socket.socket() as hang:
+        hang.bind(("127.0.0.1", 0))
+        hang.listen(5)
+        port = hang.getsockname()[1]
+        forge_server.misbehave("redirect", path="/repos/o/r/pulls/1", times=1,
+                               location=f"http://127.0.0.1:{port}/blob")
+        with pytest.raises(NetworkError, match=rf"no answer from 127\.0\.0\.1:{port} \(where "
+                                               rf"{forge_server.host} redirected to\)"):
+            make_client(max_retries=0, timeout=(5, 0.5)).get(pull_url, use_cache=False)
+
+
 def test_requests_is_not_imported_at_module_import():
     import subprocess
     import sys

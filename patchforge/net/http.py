@@ -453,7 +453,7 @@ class HttpClient:
         except exc_types.ConnectTimeout as exc:
             return _Attempt(f"timed out connecting to {_failed_host(url, exc)}", unreachable=True)
         except exc_types.ReadTimeout as exc:
-            return self._not_retried(method, url, f"no answer from {host_of(url)} within "
+            return self._not_retried(method, url, f"no answer from {_failed_host(url, exc)} within "
                                      f"{self.timeout[1]} s", exc)
         except exc_types.ChunkedEncodingError as exc:
             return self._not_retried(method, url, "the answer was cut short (truncated body)", exc)

@@ -234,7 +234,10 @@ class RegistryClient:
         blob = self._call(image, "GET", "blobs", config_digest, accept="*/*", immutable=True,
                           digest=config_digest)
         self._check_digest(image, blob, config_digest)
-        config = blob.json()
+        try:
+            config = blob.json()
+        except NetworkError as exc:
+            raise _not_an_image(exc.message) from None  # as pushed: its digest matched
         inner = config.get("config") if isinstance(config, dict) else None
         labels = (inner.get("Labels") if isinstance(inner, dict) else None) or {}  # may be null
         if not isinstance(labels, dict):
@@ -327,7 +330,11 @@ class RegistryClient:
         resp = self._call(image, "GET", "manifests", ref, accept=MANIFEST_ACCEPT,
                           immutable=immutable, digest=expected)
         digest = self._check_digest(image, resp, expected)
-        doc = resp.json()
+        try:
+            doc = resp.json()
+        except NetworkError as exc:
+            # Its bytes are the ones its digest names: what was pushed, not a transport fault.
+            raise _not_an_image(exc.message) from None
         if not isinstance(doc, dict):
             raise _not_an_image(f"GET {resp.url}: the manifest is not a JSON object")
         media_type = doc.get("mediaType") or (resp.header("content-type") or "").split(";")[0]
@@ -485,13 +492,13 @@ def _not_an_image(message: str) -> NetworkError:
 def _layers_of(manifest: Any, ref: str) -> tuple[LayerRef, ...]:
     layers = manifest.get("layers") if isinstance(manifest, dict) else None
     if layers is not None and not isinstance(layers, list):
-        raise NetworkError(f"{ref}: the manifest's layers are not a list "
+        raise _not_an_image(f"{ref}: the manifest's layers are not a list "
                            f"({type(layers).__name__})")
     out = []
     for number, entry in enumerate(layers or []):
         digest = entry.get("digest") if isinstance(entry, dict) else None
         if not isinstance(digest, str) or not DIGEST_RE.match(digest):
-            raise NetworkError(f"{ref}: layer {number} of the manifest names no sha256 digest")
+            raise _not_an_image(f"{ref}: layer {number} of the manifest names no sha256 digest")
         size = entry.get("size")
         out.append(LayerRef(digest, str(entry.get("mediaType") or ""),
                             size if isinstance(size, int) and size >= 0 else None))

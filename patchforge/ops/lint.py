@@ -27,7 +27,7 @@ from patchforge.apply.series import (SeriesState, applies_to_profile, apply_seri
 from patchforge.errors import InputError, PatchforgeError
 from patchforge.ledger import ledger_findings
 from patchforge.model.findings import Finding, no_diff_said
-from patchforge.names import file_name_key
+from patchforge.names import KEPT_LANDINGS, file_name_key, kept_landings_name_said
 from patchforge.state import unlisted_patch_files
 
 if TYPE_CHECKING:
@@ -66,6 +66,12 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
                                 "(renamed or removed?)"))
     parsed_series: dict[str, list] = {}  # upstream -> [(name, PatchFile)]
     for upstream in project.upstream_names():
+        if upstream == KEPT_LANDINGS:
+            # `upstream add` refuses the name now; a project made before is read, and told.
+            findings.append(Finding(upstream, "series", kept_landings_name_said(upstream)
+                                    + ": rename it (the configuration's table, upstream.lock, "
+                                      "series/ and overlays/ directories and each patch's "
+                                      "Upstream: field)", "warning"))
         findings += _series_consistency(project, upstream)
         try:
             names = project.patch_names(upstream)

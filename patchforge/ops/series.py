@@ -20,7 +20,7 @@ from patchforge.apply.series import (applies_to_profile, outcomes_on_bases,
                                      profile_bases_differ, profile_label, profile_set,
                                      unknown_profiles)
 from patchforge.model.record import record
-from patchforge.names import check_new_patch_name, check_patch_name, file_name_key
+from patchforge.names import KEPT_LANDINGS, check_new_patch_name, check_patch_name, file_name_key
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
 from patchforge.errors import (AmbiguousNameError, ConflictStop, InputError, KeptAsideError,
                                PatchforgeError, UsageError)
@@ -1354,6 +1354,11 @@ def _kept_landing_named(project: Project, name: str) -> tuple[str, str] | None:
     if not sep or (head and not head.endswith("/")) or "/" in tail or not tail:
         return None
     upstream = head[:-1] or None
+    if upstream is None and KEPT_LANDINGS in project.config.upstreams:
+        raise AmbiguousNameError(
+            f"{name!r} names upstream {KEPT_LANDINGS}'s patch {tail!r} and a fix kept under "
+            f"{KEPT_LANDINGS}/ alike", hint=f"`patchforge delete {tail}` for the patch, "
+            f"`patchforge delete UPSTREAM/{KEPT_LANDINGS}/{tail}` for a kept fix")
     file_name = patch_file_name(tail)
     found = [(u, kept) for u, place, kept in project.kept_aside(upstream, file_name)
              if place == "upstreamed" and kept == file_name]

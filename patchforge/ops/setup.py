@@ -13,7 +13,7 @@ from patchforge.formats.lockfile import write_lock
 from patchforge.fsutil import RepoLock, atomic_write, writing_project
 from patchforge.model.config import UpstreamConfig
 from patchforge.model.lock import Lock, UpstreamPin
-from patchforge.names import check_directory_name
+from patchforge.names import KEPT_LANDINGS, check_directory_name, kept_landings_name_said
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -164,6 +164,8 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
         check_directory_name(upstream.name, "upstream")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if upstream.name == KEPT_LANDINGS:
+        raise UsageError(kept_landings_name_said(upstream.name) + "; choose another name")
     twin = case_twin_problem(upstream.name, "upstreams", [*project.config.upstreams,
                                                           upstream.name])
     if twin is not None:
