@@ -97,12 +97,6 @@ class Judgement:
     message: str = ""
 
     @property
-    def leaves_result(self) -> bool:
-        """Whether the patches after it meet its result: it applies, or it applies and stops
-        only for its Keeps: lines (the stopped rebase leaves that result in the worktree)."""
-        return self.outcome == "applies" or self.stop_kind == "invariant"
-
-    @property
     def rebase_action(self) -> str:
         """What a rebase does with it: drop (to upstreamed/), move, or stop."""
         return {"landed": "drop", "applies": "move", "stop": "stop"}[self.outcome]
@@ -220,7 +214,7 @@ class SeriesJudge:
                  labels: tuple[str, str, str] = DEFAULT_LABELS,
                  stop_files: bool = True, fetched: bool = False,
                  renames: tuple[set[str], Callable[[], dict[str, str]]] | None = None,
-                 lazy_old: bool = False) -> None:
+                 lazy_old: bool = False, past_keeps_stops: bool = False) -> None:
         from patchforge.apply.series import SeriesState
 
         self.store = store
@@ -242,6 +236,11 @@ class SeriesJudge:
         # Where the old series' files not yet touched are read from: the base, or (when a
         # rebase resumes) a commit holding the old series through the stopped patch.
         self.old_commit = old_commit or target.base_commit
+        # A walk that goes on past its stops (status, a dry run) gives the patches after one
+        # stopped only by its Keeps: lines its result, as the stopped rebase's worktree holds
+        # it (`goes_past`). A real rebase stops there: its stop's base is the series before
+        # the patch, so that --continue re-makes the patch from the whole worktree.
+        self.past_keeps_stops = past_keeps_stops
         self.current: dict[str, bytes | None] = {}
         # The modes the moved patches gave (path -> mode); other files have the mode they
         # have where the judge reads (`read_mode`).
@@ -533,9 +532,7 @@ class SeriesJudge:
             judgement = self.decide(name, patch, defer_history=defer_history)
         finally:
             self.pass_old([(name, patch)])
-        # A patch stopped only by its Keeps: lines applies all the same: the patches after it
-        # (judged on by status and a dry run) meet its result, as they meet a patch that applies.
-        if judgement.leaves_result:
+        if self.goes_past(judgement):
             for path, content in judgement.before.items():
                 self.current[path] = judgement.after.get(path)
             for change in judgement.changes:
@@ -545,6 +542,12 @@ class SeriesJudge:
                 if change.new_path is not None:
                     self.current_modes[change.new_path] = change.new_mode
         return judgement
+
+    def goes_past(self, judgement: Judgement) -> bool:
+        """Whether the patches after this one meet its result: it applies, or (`past_keeps_stops`)
+        it applies and stops only for its Keeps: lines."""
+        return judgement.outcome == "applies" or (self.past_keeps_stops
+                                                  and judgement.stop_kind == "invariant")
 
     def decide(self, name: str, patch, *, defer_history: bool = False) -> Judgement:
         """landed / applies / stop for one patch on the current state, changing nothing
@@ -1237,9 +1240,9 @@ def carry_to_chains(patches, own, position, judges, judgement: Judgement,
     were made). A patch that moves but does not go into a chain is (path, the message naming
     that chain and the patches there it meets), and is carried nowhere; a stop or a landing is
     carried nowhere either (the chains go on without it, as its own does), but for one stopped
-    only by its Keeps: lines, whose result its own chain goes on with (`leaves_result`)."""
+    only by its Keeps: lines, whose result its own chain goes on with (`SeriesJudge.goes_past`)."""
     carry_old(patches, own, position, judges, old_before)
-    if not judgement.leaves_result:
+    if not judges[own[position]][0].goes_past(judgement):
         return None
     return carry_moved(patches, own, position, judges, judgement.before, judgement.after)
 

@@ -270,3 +270,36 @@ def test_the_fixes_after_one_stopped_by_its_keeps_line_are_judged_on_its_result(
     plan = stack.rebase_json("--to", "v2", "--dry-run", expect=1)
     (fix_c,) = [p for p in plan["patches"] if p["name"] == "fix-c.patch"]
     assert (fix_c["action"], fix_c["detail"]) == ("clean", "applied exactly"), fix_c
+
+
+@pytest.mark.parametrize("way", ["continue", "skip"])
+def test_a_rebase_stopped_by_a_keeps_line_goes_on_from_the_series_before_the_fix(tmp_path, way):
+    """fix-a applies to v2 but v2 breaks its Keeps: line; fix-b follows it on the same file.
+    The stop's worktree base held fix-a's result already (the walk had gone past it, as status
+    does), so `--continue` re-made fix-a as the resolution alone, its own change gone from
+    its patch and from every overlay after, and `--skip` re-made fix-b on a base that still
+    had the skipped fix (its context fix-a's lines: fuzz, not byte-stable). The real rebase
+    stops on the series before the fix: --continue keeps fix-a's change and the resolution,
+    --skip makes fix-b on v2 alone, exactly."""
+    a = b"def f():\n    return 1\n\ndef g():\n    return 2\n"
+    b = b"x = 1\ny = 2\nz = 3\n"
+    stack = OneUpstreamStack(tmp_path, {"a.py": a, "b.py": b})
+    with_a = a.replace(b"return 1", b"return 11")
+    stack.add_fix("fix-a", "a.py", a, with_a, fields="Keeps: b.py: z = 3\n")
+    stack.add_fix("fix-b", "a.py", with_a, with_a.replace(b"return 2", b"return 22"))
+    (stack.root / "series/up/series").write_text("fix-a.patch\nfix-b.patch\n")
+    stack.commit({"b.py": b.replace(b"z = 3", b"z = 4")}, "v2: z", tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    work = stack.root / ".patchforge/work/up"
+    if way == "continue":
+        stack.cli("add", "b.py")
+        (work / "b.py").write_bytes(b)  # the resolution: z = 3 again
+        stack.cli("rebase", "--continue")
+        fix_a = stack.patch("up", "fix-a")
+        assert b"+    return 11\n" in fix_a and b"+z = 3\n" in fix_a, fix_a.decode()
+    else:
+        stack.cli("rebase", "--skip")
+        fix_b = stack.patch("up", "fix-b")
+        assert b" def f():\n     return 1\n" in fix_b, fix_b.decode()  # made on v2 alone
+        doc = stack.json("lint", "--no-forge", expect=1)  # the skipped fix is an error
+        assert [f["check"] for f in doc["findings"]] == ["skipped"], doc

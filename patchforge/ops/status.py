@@ -171,7 +171,8 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                     threads.callback(lazy.close)  # the diffs started and not taken (an error)
                 return SeriesJudge(store, target, stop_files=False, history=lazy,
                                    renames=(set(paths), renames.result)
-                                   if renames is not None else None, lazy_old=True)
+                                   if renames is not None else None, lazy_old=True,
+                                   past_keeps_stops=True)
 
             if profile_bases_differ(patches, configured_profiles):
                 # Each patch judged on its own base (its profiles' common series), as a rebase

@@ -552,7 +552,8 @@ class Rebase:
         judge = SeriesJudge(self.store, target, history=LazyHistory(
             lambda: self._history_index(upstream, target),
             self._old_series(upstream, entry.names),
-            lambda paths: self.store.read_blobs(target.base_commit, paths)))
+            lambda paths: self.store.read_blobs(target.base_commit, paths)),
+            past_keeps_stops=self._run_record.dry_run)
         moved = [(r.name, self._staged_patch(upstream, r))
                  for r in entry.results if r.destination == "series" and r.staged]
         if moved:
@@ -662,7 +663,8 @@ class Rebase:
             chain = [patches[i] for i in positions]
             judge = SeriesJudge(self.store, target, history=LazyHistory(
                 lambda: self._history_index(upstream, target), chain,
-                lambda paths: self.store.read_blobs(target.base_commit, paths)))
+                lambda paths: self.store.read_blobs(target.base_commit, paths)),
+                past_keeps_stops=self._run_record.dry_run)
             judge.prefetch(chain)
             judges[chosen] = (judge, set(positions))
         # The old series before the first patch to judge, each chain's as the walk leaves it:
@@ -697,11 +699,10 @@ class Rebase:
                     result = None
                     judge.current.clear()
                     judge.current.update(before)
-            elif stop is not None and stop.kind == "invariant":
-                # It applies and stops only for its Keeps: lines: its own chain goes on with
-                # its result (Judgement.leaves_result), and so do the others that hold it (what
-                # a dry run says of the patches after it). It is a stop already: a place it
-                # does not go into is not said again.
+            elif stop is not None and stop.kind == "invariant" and judge.past_keeps_stops:
+                # A dry run goes on past a patch stopped only by its Keeps: lines with its
+                # result on its own chain (SeriesJudge.goes_past), and so on the others that
+                # hold it. It is a stop already: a place it does not go into is not said again.
                 carry_moved(patches, own, position, judges,
                             self._before(judge, before, stop.contents), dict(stop.contents))
             # The old series of the other chains takes it as the old pin's overlays did: the
