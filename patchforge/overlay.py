@@ -621,7 +621,9 @@ def render_dockerfile(profile: str | None, files: list[OverlayFile], image) -> b
         # time, so the build is still given the digest, never the tag as a default.
         lines += [f"# upstream.lock pins the image {image.reference} by its tag alone (no digest "
                   "was looked up):",
-                  "# name it by digest (`--build-arg BASE_IMAGE=repo@sha256:...`).",
+                  "# name it by digest (`--build-arg BASE_IMAGE=repo@sha256:...`), or pin its "
+                  "digest online:",
+                  f"#   patchforge rebase --to UPSTREAM={image.reference}",
                   "ARG BASE_IMAGE", "FROM ${BASE_IMAGE}"]
     else:
         lines += ["# upstream.lock pins no image: name it by digest (`--build-arg BASE_IMAGE=",

@@ -653,6 +653,12 @@ def test_an_image_pinned_offline_by_its_tag_is_said_so_and_verified_by_its_tag(c
     code, out, err = cli_in_process(clean.root, "verify", "--image")
     assert code == 0, (out, err)
     assert clean.images[clean.c3]["digest"] in out, out  # what the tag names, read
+    # Online, the command the Dockerfile names pins the digest.
+    assert f"#   patchforge rebase --to UPSTREAM={reference}" in dockerfile
+    code, out, err = cli_in_process(clean.root, "rebase", "--to", f"vllm={reference}")
+    assert code == 0, err
+    lock = json.loads((clean.root / "upstream.lock").read_text())
+    assert lock["image"]["digest"] == clean.images[clean.c3]["digest"], lock["image"]
 
 
 def test_a_bump_stopped_on_a_conflict_says_how_to_propose_it_once_resolved(
@@ -682,7 +688,7 @@ def test_a_bump_stopped_on_a_conflict_says_how_to_propose_it_once_resolved(
 
 
 @pytest.mark.parametrize("kind,status", [("status", 401), ("status", 403), ("corrupt", 200),
-                                         ("status", 404)])
+                                         ("bad_json", 200), ("status", 404)])
 def test_only_the_registrys_answer_about_the_image_passes_a_newer_nightly_over(clean, kind,
                                                                                status):
     """The registry refuses the newest nightly's manifest (401 without a challenge, 403: a
@@ -690,7 +696,8 @@ def test_only_the_registrys_answer_about_the_image_passes_a_newer_nightly_over(c
     `bump` passed that nightly over as if it had no image: "on the newest nightly already"
     or an older target, exit 0, every night. Only a 404 of the manifest (the registry says
     there is no such image) passes it over now; the rest stops the bump, exit 2, naming the
-    nightly and what to check, with nothing written."""
+    nightly and what to check, with nothing written. So does a manifest that does not parse
+    when no digest vouched for its bytes."""
     path = f"/v2/{REPO}/manifests/nightly-{clean.c3}"
     clean.registry.misbehave(kind, path=path, status=status, times=1000)
     before = snapshot(clean.root)
@@ -706,7 +713,10 @@ def test_only_the_registrys_answer_about_the_image_passes_a_newer_nightly_over(c
     assert code == 2, (out, err)
     assert f"the nightly nightly-{clean.c3}, newer than upstream.lock, could not be looked up" \
         in err, err
-    assert ("docker login" if kind == "status" else "digest") in err, err
+    # bad_json: an answer no digest checks (no Docker-Content-Digest) that does not parse may
+    # be a proxy's as well as the pushed manifest: the registry's fault, not the image's.
+    assert {"status": "docker login", "corrupt": "digest",
+            "bad_json": "did not serve the image"}[kind] in err, err
     assert snapshot(clean.root) == before
 
 

@@ -330,13 +330,17 @@ class RegistryClient:
         resp = self._call(image, "GET", "manifests", ref, accept=MANIFEST_ACCEPT,
                           immutable=immutable, digest=expected)
         digest = self._check_digest(image, resp, expected)
+        # Bytes checked against a digest (the one asked for, or the registry's header) are
+        # what was pushed: one that does not parse is an answer about the image. Unchecked,
+        # they may be a proxy's or a broken registry's: a fault of the registry, not the image.
+        header = resp.header("docker-content-digest") or ""
+        unreadable = _not_an_image if expected or DIGEST_RE.match(header) else NetworkError
         try:
             doc = resp.json()
         except NetworkError as exc:
-            # Its bytes are the ones its digest names: what was pushed, not a transport fault.
-            raise _not_an_image(exc.message) from None
+            raise unreadable(exc.message) from None
         if not isinstance(doc, dict):
-            raise _not_an_image(f"GET {resp.url}: the manifest is not a JSON object")
+            raise unreadable(f"GET {resp.url}: the manifest is not a JSON object")
         media_type = doc.get("mediaType") or (resp.header("content-type") or "").split(";")[0]
         if media_type not in (OCI_INDEX, OCI_MANIFEST, DOCKER_LIST, DOCKER_MANIFEST) \
                 and "manifests" in doc:
