@@ -622,13 +622,19 @@ class OwnPlaces:
         assert self._at_base is not None and self._blocks is not None
         start = self._at_base[index]
         at = start  # the base line the hunk's next pre-image line is
-        kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-", b"+")]
+        body = [(kind, line) for kind, line in zip(_kinds(hunk), hunk.lines)
+                if kind in (b" ", b"-", b"+")]
+        kinds = [kind for kind, _ in body]
         for k, kind in enumerate(kinds):
             if kind == b"+" and (k == 0 or kinds[k - 1] == b" "):
                 run = kinds[k:kinds.index(b" ", k)] if b" " in kinds[k:] else kinds[k:]
                 # Lines added before base line `at`: a block of upstream's diff there (lines
-                # put in, or either neighbour changed) may be them.
-                if b"-" not in run and any(o_start <= at <= o_end
+                # put in, or either neighbour changed) may be them. The same lines put in
+                # may be placed as far as they slide over context lines equal to their
+                # own (lines ending with a blank line added after a blank line): git's diff
+                # of the base to the target may have put them at any of those places.
+                if b"-" not in run and any(o_start <= near <= o_end
+                                           for near in _slides(body, k, k + len(run), at)
                                            for o_start, o_end, _, _ in self._blocks):
                     return None
             if kind != b"+":
@@ -665,6 +671,26 @@ class OwnPlaces:
             hi = end + shift
         assert lo is not None and hi is not None
         return lo, max(hi, lo), kept
+
+
+def _slides(body: list[tuple[bytes, bytes]], first: int, end: int, at: int) -> list[int]:
+    """The base lines before which lines [first, end) of a hunk's `body` ((kind, raw line)
+    pairs), lines it only adds before base line `at`, may as well be put: the added lines
+    slid up or down over the hunk's context lines equal to the added line they pass (the
+    same result, which a diff places at either end)."""
+    def text(raw: bytes) -> bytes:
+        return raw[1:] if raw not in (b"\n", b"") else b"\n"
+
+    found = [at]
+    lo, hi, here = first, end, at
+    while lo > 0 and body[lo - 1][0] == b" " and text(body[lo - 1][1]) == text(body[hi - 1][1]):
+        lo, hi, here = lo - 1, hi - 1, here - 1
+        found.append(here)
+    lo, hi, here = first, end, at
+    while hi < len(body) and body[hi][0] == b" " and text(body[hi][1]) == text(body[lo][1]):
+        lo, hi, here = lo + 1, hi + 1, here + 1
+        found.append(here)
+    return found
 
 
 def _context_kept(hunk, kinds: list[bytes], kept: set[int]) -> bool:

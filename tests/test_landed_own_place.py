@@ -97,3 +97,33 @@ def test_a_landing_at_the_own_place_beside_a_copy_the_base_had_is_dropped(tmp_pa
     assert stack.series("up") == []
     stack.cli("overlays")
     assert not (stack.root / "overlays" / "up" / "a.py").exists()
+
+
+SLIDE_HEAD = [b"import math\n", b"\n", b"\n", b"def config(m, k):\n", b"    buffers = 4\n"]
+SLIDE_OLD = [b"    if m > 4:\n", b"        block = 128\n", b"        warps = 8\n", b"    else:\n",
+             b"        block = 256\n", b"        warps = 4\n", b"\n"]
+SLIDE_TAIL = [b"    ret = {\n", b'        "block": block,\n', b'        "warps": warps,\n',
+              b'        "buffers": buffers,\n', b"    }\n", b"    return ret\n"]
+SLIDE_ADDED = [b"    buffers = min(buffers, math.ceil(k / block))\n", b"\n"]
+SLIDE_NEW = [b"    cfg = TUNED[m]\n", b"    block, warps = (\n", b'        cfg["block"],\n',
+             b'        cfg["warps"],\n', b"    )\n", b"\n", SLIDE_ADDED[0], b"    block *= 2\n", b"\n"]
+
+
+def test_an_added_run_slid_by_a_later_rewrite_still_lands(tmp_path):
+    """Real history (AITER v0.1.18 -> v0.1.20, 73f1490828 and 5ce8f62187): a fix that only
+    adds lines ending with a blank line after a blank context line, landed by the very commit
+    (its patch-id), whose neighbourhood a later commit rewrote. git's diff of the base to the
+    target slides the added lines above the kept blank line, into upstream's change block; the
+    own-place check looked only at the hunk's own insertion point, said the place still had
+    the old code, and the fix was a conflict (a loss of recall, found by benchmarks/landed.py).
+    The added lines may as well sit anywhere they slide: the own place has the change."""
+    v1 = b"".join(SLIDE_HEAD + SLIDE_OLD + SLIDE_TAIL)
+    fixed = b"".join(SLIDE_HEAD + SLIDE_OLD + SLIDE_ADDED + SLIDE_TAIL)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, fixed)
+    stack.commit({"k.py": fixed}, "cap buffers (#7)", tag="v2")
+    stack.commit({"k.py": b"".join(SLIDE_HEAD + SLIDE_NEW + SLIDE_TAIL)}, "tuned configs (#8)",
+                 tag="v3")
+    status = stack.json("status", "--against", "up=v3", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert (patch["state"], patch["rebase"]) == ("upstreamed", "drop"), patch
