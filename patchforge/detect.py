@@ -574,8 +574,9 @@ class OwnPlaces:
         where a copy of the added code is at it (reformatted there), where the own place is
         gone (its context rewritten or moved: the code moved, and the change with it), and
         where a line the hunk removes is no longer there (a function moved leaves its
-        neighbours, the hunk's outer context, behind). Asked only where `_twin_may_fool` says the own place may be away from every
-        copy (bytes only: no base file read, no git diff)."""
+        neighbours, the hunk's outer context, behind). Asked only where `_twin_may_fool` says
+        the own place may be away from every copy (bytes only: no base file read, no git
+        diff)."""
         copies = _added_copies(hunk, self._current)
         if not copies or not _twin_may_fool(hunk, self._current, copies):
             return None

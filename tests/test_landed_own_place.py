@@ -88,15 +88,7 @@ def test_a_landing_at_the_own_place_beside_a_copy_the_base_had_is_dropped(tmp_pa
     stack.add_fix("fix", "a.py", v1, a_py(b"240", b"240"))
     stack.commit({"a.py": a_py(b"240", b"240", top=b"# generated\n" * 30)},
                  "fp8: clamp at 240", tag="v2")
-    status = stack.json("status", "--against", "up=v2", expect=1)
-    ((patch,),) = [status["patches"]]
-    assert (patch["state"], patch["confidence"], patch["rebase"]) == \
-        ("upstreamed", "high", "drop"), patch
-    summary = stack.rebase_json("--to", "up=v2")
-    assert [p["action"] for p in summary["patches"]] == ["dropped"], summary["patches"]
-    assert stack.series("up") == []
-    stack.cli("overlays")
-    assert not (stack.root / "overlays" / "up" / "a.py").exists()
+    stack.landed_and_dropped("up=v2", "a.py")
 
 
 SLIDE_HEAD = [b"import math\n", b"\n", b"\n", b"def config(m, k):\n", b"    buffers = 4\n"]

@@ -296,7 +296,6 @@ def test_the_pin_is_read_as_a_rebase_writing_out_leaves_it(images, tmp_path):
 
 
 def test_corrupt_layer_is_an_error_not_a_verdict(images, tmp_path):
-    project = Project.discover(images["root"])
     server = images["server"]
     new_digest = json.loads(server.manifests[images["good"]["manifest"]][1])["layers"][2]["digest"]
     server.blobs[new_digest] = server.blobs[new_digest][:-1] + b"\0"

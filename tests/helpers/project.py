@@ -150,6 +150,20 @@ class OneUpstreamStack(Stack):
     def commit(self, files: dict[str, bytes | None], message: str, tag: str | None = None) -> str:
         return self.upstream.commit(files, message, tag=tag)
 
+    def landed_and_dropped(self, target: str, path: str) -> None:
+        """The one fix is landed at `target`, as a user meets it: `status --against` says
+        upstreamed (high) and exits 1, the rebase drops it (the series is empty), and the
+        overlays deploy nothing of `path`."""
+        status = self.json("status", "--against", target, expect=1)
+        ((patch,),) = [status["patches"]]
+        assert (patch["state"], patch["confidence"], patch["rebase"]) == \
+            ("upstreamed", "high", "drop"), patch
+        summary = self.rebase_json("--to", target)
+        assert [p["action"] for p in summary["patches"]] == ["dropped"], summary["patches"]
+        assert self.series("up") == []
+        self.cli("overlays")
+        assert not (self.root / "overlays" / "up" / path).exists()
+
     def add_fix(self, name: str, path: str, old: bytes | None, new: bytes, *, fields: str = "",
                 description: str | None = None) -> bytes:
         """`name`.patch changing `path` from `old` (None: created) to `new`, made with git diff."""
