@@ -756,3 +756,30 @@ def test_a_landing_the_new_nightly_takes_back_needs_a_person(clean):
     assert said in sent["body"], sent["body"]
     code, _, _ = cli_in_process(clean.root, "status")
     assert code == 1
+
+
+def test_a_real_bump_stopped_on_a_fix_marks_that_fix_as_the_dry_run_does(
+        tmp_path, registry_server, forge_server):
+    """A real bump whose rebase stopped reported the fix it stopped on as `judged`, no ⚠, no
+    evidence, and its title without "(1 in conflict)", where the dry run of the same bump
+    said "conflict: a person is needed ⚠": the pull request's reader was not told which fix
+    waits. Both now name it, with what stopped it."""
+    scenario = Scenario(tmp_path, registry_server, forge_server, conflict=True)
+    from patchforge.ops.bump_report import render_markdown, title
+    code, out, err = scenario.bump("--dry-run", "--json")
+    assert code == 1, err
+    planned = {f["name"]: f for f in json.loads(out)["fixes"]}["block-size.patch"]
+    code, out, err = scenario.bump("--json")
+    assert code == 1, err
+    doc = json.loads(out)
+    assert validation_errors(doc, "bump") == []
+    assert doc["outcome"] == "stopped"
+    stopped = {f["name"]: f for f in doc["fixes"]}["block-size.patch"]
+    assert (stopped["outcome"], stopped["summary"], stopped["needs_person"]) == \
+        (planned["outcome"], planned["summary"], True) == \
+        ("conflict", "conflict: a person is needed", True)
+    assert stopped["evidence"], stopped
+    assert "1 in conflict)" in title(doc), title(doc)
+    row = next(line for line in render_markdown(doc).splitlines()
+               if line.startswith("| `block-size.patch` |"))
+    assert "conflict: a person is needed ⚠" in row and not row.endswith("| - |"), row

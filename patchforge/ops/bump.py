@@ -510,6 +510,14 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
             stopped = {"message": stop.message, "hint": stop.hint}
             outcome = "stopped"
     results = {r["name"]: r for r in (rebase_doc or {}).get("patches", [])}
+    at = (rebase_doc or {}).get("stopped") or {}
+    if stopped and at.get("name") and at.get("upstream") == name:
+        # The fix the rebase stopped on has no result of its own (it is not moved yet), and
+        # the judge's state of it is the walk's that goes past stops: the report names it as
+        # the conflict a person resolves, with the stop's evidence, as the dry run does.
+        results[at["name"]] = {**results.get(at["name"], {}), "name": at["name"],
+                               "action": "conflict", "evidence": at.get("evidence") or [],
+                               "detail": "" if at.get("evidence") else at.get("message")}
     fixes = [_fix_entry(store, upstream, statuses.get(n), results.get(n), label)
              for n in dict.fromkeys([*statuses, *results])]
     if stopped:
