@@ -10,6 +10,7 @@ import errno
 import os
 import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from patchforge.errors import LockedError, UsageError
@@ -78,7 +79,7 @@ def interrupts_deferred():
             signal.raise_signal(arrived[0])
 
 
-def fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path | str) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -87,8 +88,8 @@ def fsync_dir(directory: Path) -> None:
 
 
 def fsync_dirs(directories) -> None:
-    """fsync_dir() of each directory, once each, in order."""
-    for directory in dict.fromkeys(directories):
+    """fsync_dir() of each directory (a str or a Path), once each, in order."""
+    for directory in dict.fromkeys(map(os.fspath, directories)):
         fsync_dir(directory)
 
 
@@ -134,7 +135,7 @@ def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None,
 _WRITE_BATCH = 128
 
 
-def atomic_write_many(items: list[tuple[Path, bytes]], *, also_sync=()) -> None:
+def atomic_write_many(items: Sequence[tuple[Path | str, bytes]], *, also_sync=()) -> None:
     """atomic_write() of several files: each file is replaced atomically and durably (its
     temporary file synced before the rename, its directory after), in batches. A batch's
     temporary files are all written before the first is synced, so the file system commits
@@ -143,14 +144,15 @@ def atomic_write_many(items: list[tuple[Path, bytes]], *, also_sync=()) -> None:
     eight threads, and 60-90 ms this way). The directories are synced once each at the end,
     with `also_sync` (directories whose renames or removals the caller made durable with
     these files, not by a wait for the disk of their own)."""
-    writes: list[tuple[Path, bytes, int | None]] = [(Path(path), data, None)
-                                                    for path, data in items]
+    writes: list[tuple[Path | str, bytes, int | None]] = [(path, data, None)
+                                                          for path, data in items]
     for start in range(0, len(writes), _WRITE_BATCH):
         _replace_batch(writes[start:start + _WRITE_BATCH])
-    fsync_dirs([*also_sync, *(path.parent for path, _, _ in writes)])
+    fsync_dirs([*also_sync, *(os.path.dirname(path) or os.curdir for path, _, _ in writes)])
 
 
-def write_temporaries(items: list[tuple[Path, bytes]], *, token: str | None = None) -> list[str]:
+def write_temporaries(items: Sequence[tuple[Path | str, bytes]], *,
+                      token: str | None = None) -> list[str]:
     """The first half of atomic_write_many(): each (path, data) written to a new temporary file
     beside `path` (mode: the file's own, 0o644 for a new one), every one synced, none renamed;
     returns their paths, in order. The caller renames each over its target once something
@@ -158,8 +160,8 @@ def write_temporaries(items: list[tuple[Path, bytes]], *, token: str | None = No
     syncs the directories first (a temporary file's name is durable only then). With `token`
     (10 hex digits) each is `.NAME.TOKEN.tmp`, a name the caller knows before they are
     written; one already there is an error. A failure removes the temporary files made."""
-    writes: list[tuple[Path, bytes, int | None]] = [(Path(path), data, None)
-                                                    for path, data in items]
+    writes: list[tuple[Path | str, bytes, int | None]] = [(path, data, None)
+                                                          for path, data in items]
     made: list[str] = []
     try:
         for start in range(0, len(writes), _WRITE_BATCH):
@@ -175,7 +177,7 @@ def write_temporaries(items: list[tuple[Path, bytes]], *, token: str | None = No
     return made
 
 
-def _replace_batch(items: list[tuple[Path, bytes, int | None]]) -> None:
+def _replace_batch(items: list[tuple[Path | str, bytes, int | None]]) -> None:
     """The temporary files, their fsyncs and the renames of atomic writes of (path, data, mode:
     None keeps the file's own, 0o644 for a new one): every temporary file written and synced
     (`_write_batch`), then each renamed over its target (the directories' fsync is the
@@ -196,28 +198,31 @@ def _replace_batch(items: list[tuple[Path, bytes, int | None]]) -> None:
         raise
 
 
-def _write_batch(items: list[tuple[Path, bytes, int | None]], *,
-                 token: str | None = None) -> list[tuple[str, Path]]:
+def _write_batch(items: list[tuple[Path | str, bytes, int | None]], *,
+                 token: str | None = None) -> list[tuple[str, Path | str]]:
     """Every temporary file of a batch written, then each synced: (temporary path, target), in
     order. A failure removes them all.
 
     Plain descriptors, not file objects: a long series writes hundreds of files, and the
     buffered writer, tempfile's name generator and a chmod by path were a fifth of the
-    batch's CPU (the kernel's work is the rest)."""
-    made: list[tuple[int, str, Path]] = []  # (open temporary file, its path, target)
+    batch's CPU (the kernel's work is the rest). Paths as strings (a target may be given as
+    either): a Path's parent and name are objects made per file."""
+    made: list[tuple[int, str, Path | str]] = []  # (open temporary file, its path, target)
     closed = 0
-    directories: set[Path] = set()
+    directories: set[str] = set()
     try:
         for path, data, mode in items:
-            if path.parent not in directories:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                directories.add(path.parent)
+            directory, name = os.path.split(os.fspath(path))
+            directory = directory or os.curdir  # a bare file name is the working directory's
+            if directory not in directories:
+                os.makedirs(directory, exist_ok=True)
+                directories.add(directory)
             if mode is None:
                 try:
                     mode = os.stat(path).st_mode & 0o7777
                 except FileNotFoundError:
                     mode = 0o644
-            fd, tmp = _temporary(path, token)
+            fd, tmp = _temporary(directory, name, token)
             made.append((fd, tmp, path))
             os.fchmod(fd, mode)
             fault_point("write")
@@ -255,11 +260,11 @@ _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 TEMPORARY_NAME = re.compile(r"\.(.+)\.[0-9a-f]{10}\.tmp")
 
 
-def _temporary(path: Path, token: str | None = None) -> tuple[int, str]:
-    """A new file beside `path`, named `.NAME.XXXXXXXXXX.tmp` (as tempfile.mkstemp would:
-    created exclusively, mode 0600 until the caller sets the target's): its descriptor and path.
-    With `token`, that is its XXXXXXXXXX, and a file of that name already there is an error."""
-    directory, name = os.fspath(path.parent), path.name
+def _temporary(directory: str, name: str, token: str | None = None) -> tuple[int, str]:
+    """A new file in `directory` beside its file `name`, named `.NAME.XXXXXXXXXX.tmp` (as
+    tempfile.mkstemp would: created exclusively, mode 0600 until the caller sets the target's):
+    its descriptor and path. With `token`, that is its XXXXXXXXXX, and a file of that name
+    already there is an error."""
     while True:
         tmp = os.path.join(directory, f".{name}.{token or os.urandom(5).hex()}.tmp")
         try:

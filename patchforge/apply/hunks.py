@@ -792,18 +792,33 @@ class RepeatedPlace:
 def _line_places(content: bytes, pre: bytes) -> list[int]:
     """The 0-based lines of `content` where `pre` (whole lines; without a final line end it
     must end the file) starts, in order. Two `bytes.find`s when it is there once."""
+    return _lines_at(content, _place_offsets(content, pre))
+
+
+def _place_offsets(content: bytes, pre: bytes) -> list[int]:
+    """Where in `content`'s bytes each of _line_places' places starts, in order: how many
+    places there are, without counting lines (a pass over the file up to each place), which
+    only a caller that finds more than one needs (`_lines_at`)."""
     ends_line = pre.endswith(b"\n")
-    places: list[int] = []
-    line = counted = 0
+    offsets: list[int] = []
     pos = content.find(pre)
     while pos >= 0:
         if (pos == 0 or content[pos - 1] == 10) and \
                 (ends_line or pos + len(pre) == len(content)):
-            line += content.count(b"\n", counted, pos)
-            counted = pos
-            places.append(line)
+            offsets.append(pos)
         pos = content.find(pre, pos + 1)
-    return places
+    return offsets
+
+
+def _lines_at(content: bytes, offsets: list[int]) -> list[int]:
+    """The 0-based line of each of `offsets` (ascending, each a line's start) in `content`."""
+    lines: list[int] = []
+    line = counted = 0
+    for pos in offsets:
+        line += content.count(b"\n", counted, pos)
+        counted = pos
+        lines.append(line)
+    return lines
 
 
 def repeated_places(content: bytes | None, fp: FilePatch,
@@ -824,10 +839,10 @@ def repeated_places(content: bytes | None, fp: FilePatch,
         cut = _fuzzed(hunk, outcome.fuzz)
         if cut is None or cut[3] is not None or not cut[1]:
             continue
-        places = _line_places(content, _cut_sides(hunk, outcome.fuzz, cut)[0])
-        if len(places) > 1:
+        offsets = _place_offsets(content, _cut_sides(hunk, outcome.fuzz, cut)[0])
+        if len(offsets) > 1:  # lines counted only then: most pre-images are in one place
             found.append(RepeatedPlace(fp.path, outcome.index, outcome.at_line,
-                                       tuple(line + 1 for line in places)))
+                                       tuple(line + 1 for line in _lines_at(content, offsets))))
     return found
 
 
@@ -853,11 +868,11 @@ def copies_left(old: bytes, new: bytes, fp: FilePatch, old_application: FileAppl
         if cut is None or cut[3] is not None or not cut[1]:
             continue
         pre = _cut_sides(hunk, outcome.fuzz, cut)[0]
-        places = _line_places(old, pre)
-        if len(places) > 1 and len(_line_places(new, pre)) == 1:
+        offsets = _place_offsets(old, pre)
+        if len(offsets) > 1 and len(_place_offsets(new, pre)) == 1:
             found.append(RepeatedPlace(fp.path, outcome.index, outcome.at_line,
                                        (outcome.at_line,),
-                                       tuple(line + 1 for line in places)))
+                                       tuple(line + 1 for line in _lines_at(old, offsets))))
     return found
 
 

@@ -1378,7 +1378,8 @@ class Rebase:
         for step, target in zip(run.plan, confined_all(project.root,
                                                        [step.path for step in run.plan])):
             if step.temp:
-                renames.append((target.parent / step.temp, target, step.path))
+                renames.append((os.path.join(os.path.dirname(target), step.temp), target,
+                                step.path))
             elif step.staged:  # a journal of version 1: the new bytes are in the journal
                 writes.append((target, journal.staged_bytes(step.staged)))
             elif step.inline is not None:
@@ -1390,13 +1391,16 @@ class Rebase:
         self._rename_planned(renames)
         atomic_write_many(writes)  # a journal of version 1
         for target in removals:
-            target.unlink(missing_ok=True)
+            try:
+                os.unlink(target)
+            except FileNotFoundError:
+                pass
         # Each directory of the renames and removals is synced once, with the last files'
         # batch below (one wait for the disk fewer): until the journal goes, whatever part of
         # them, of the overlays and of the last files the disk kept after a crash is finished
         # or undone from it.
-        moved = [*(target.parent for _, target, _ in renames),
-                 *(target.parent for target in removals)]
+        moved = [*(os.path.dirname(target) for _, target, _ in renames),
+                 *(os.path.dirname(target) for target in removals)]
         if run.overlays_saved:
             from patchforge.overlay import build_overlays, write_overlays
 
@@ -1424,7 +1428,7 @@ class Rebase:
                                       (json.dumps(run.summary, sort_keys=True) + "\n").encode())],
                           also_sync=moved)
 
-    def _rename_planned(self, renames: list[tuple[Path, Path, str]]) -> None:
+    def _rename_planned(self, renames: list[tuple[str, str, str]]) -> None:
         """Each new file's temporary file renamed over its target (synced before the journal
         named it: the rename is the whole commit; the caller syncs the directories). Resumed
         after a kill, a temporary file already renamed is not there: its target must then hold
@@ -1438,7 +1442,7 @@ class Rebase:
             except FileNotFoundError:
                 if originals is None:
                     originals = self.journal.originals()
-                if not target.exists() or target.read_bytes() == originals.get(rel):
+                if not os.path.exists(target) or Path(target).read_bytes() == originals.get(rel):
                     raise CorruptJournal(
                         f"{temporary}: the new {rel} that the rebase journal names is gone, "
                         f"and {rel} is as it was") from None

@@ -60,14 +60,17 @@ class CorruptJournal(UsageError):
 def confined(root: Path, rel: object) -> Path:
     """`root / rel` for a path the journal names, when it stays inside the project (and out
     of .git); UsageError otherwise: a journal is a file on disk like any other input."""
-    return confined_all(root, [rel])[0]
+    return Path(confined_all(root, [rel])[0])
 
 
-def confined_all(root: Path, rels) -> list[Path]:
-    """confined() of each of `rels`, in order. Each directory is resolved once: a write-out
-    names hundreds of files in a few directories, and resolving each file's directory (a
-    system call per path component) was a measurable part of a long rebase."""
+def confined_all(root: Path, rels) -> list[str]:
+    """confined() of each of `rels`, in order, as strings (`root/rel`). Each directory is
+    resolved once: a write-out names hundreds of files in a few directories, and resolving
+    each file's directory (a system call per path component) was a measurable part of a long
+    rebase; and no Path is made per file (the write-out's files, links and renames take
+    strings: a Path per file and step was most of its interpreted work)."""
     base = Path(root)
+    prefix = os.path.join(base, "")  # ends in the separator
     resolved_root = base.resolve()
     inside: dict[str, bool] = {}  # parent directory (from the root) -> it resolves inside
     targets = []
@@ -80,10 +83,10 @@ def confined_all(root: Path, rels) -> list[Path]:
                 any(p in ("", ".", "..") or p.lower() == ".git" for p in parts):
             raise UsageError(f"the rebase journal names {rel!r}, which is not a path inside the "
                              "project", hint="`patchforge rebase --abort`")
-        target = base / rel
+        target = prefix + rel
         parent = rel.rpartition("/")[0]
         if parent not in inside:
-            inside[parent] = target.parent.resolve().is_relative_to(resolved_root)
+            inside[parent] = (base / parent).resolve().is_relative_to(resolved_root)
         if not inside[parent]:
             raise UsageError(f"the rebase journal names {rel!r}, which leads outside the project "
                              "(through a symlink)", hint="`patchforge rebase --abort`")
@@ -205,23 +208,25 @@ class Journal:
             remove_tree(kept)
         kept.mkdir(parents=True)
         saved: dict[str, bool | str | None] = {}
+        kept_in = os.path.join(kept, "")
         for rel, source in zip(originals, confined_all(self.root, originals)):
             fault_point("link")
             try:
-                os.link(source, kept / _kept_name(rel))
+                os.link(source, kept_in + _kept_name(rel))
                 saved[rel] = True
             except FileNotFoundError:
                 saved[rel] = None
             except OSError:  # a file system without hard links here (or across a mount)
                 import base64  # here: a journal in base64 is the exception
 
-                saved[rel] = base64.b64encode(source.read_bytes()).decode()
+                saved[rel] = base64.b64encode(Path(source).read_bytes()).decode()
         steps = [step for step in self.run.plan if step.path in new]
-        files = [(target, new[step.path]) for step, target in
-                 zip(steps, confined_all(self.root, [step.path for step in steps]))]
+        files: list[tuple[Path | str, bytes]] = [
+            (target, new[step.path]) for step, target in
+            zip(steps, confined_all(self.root, [step.path for step in steps]))]
         token = os.urandom(5).hex()  # the temporary files' names, known before they are made
         for step, (target, _) in zip(steps, files):
-            step.temp = f".{target.name}.{token}.tmp"
+            step.temp = f".{os.path.basename(target)}.{token}.tmp"
         self._planned = None
         held = {step.staged for step in steps if step.staged}
         journal_files = [(self.dir / "originals.json",
@@ -231,7 +236,7 @@ class Journal:
             journal_files.append(staged)
         journal_files.append((self.path, (json.dumps(self.run.to_json(), sort_keys=True)
                                           + "\n").encode()))
-        temporaries = write_temporaries(files + journal_files, token=token)
+        temporaries = write_temporaries([*files, *journal_files], token=token)
         named = False  # journal.json names the temporary files: the write-out has begun
         try:
             for temporary, (path, _) in zip(temporaries[len(steps):-1], journal_files):
@@ -239,7 +244,7 @@ class Journal:
                 os.replace(temporary, path)
             # The new names: the temporary files', the links', originals.json's (and
             # orig-files/); then the journal that names them.
-            fsync_dirs([*(path.parent for path, _ in files), kept, self.dir])
+            fsync_dirs([*(os.path.dirname(path) for path, _ in files), kept, self.dir])
             self._staged_written()
             fault_point("rename")
             os.replace(temporaries[-1], self.path)
@@ -302,7 +307,7 @@ class Journal:
         file."""
         steps = [(step.staged, step.temp, step.path) for step in
                  (self.run.plan if self.run is not None else []) if step.temp]
-        return [(staged, temp, target) for (staged, temp, _), target in
+        return [(staged, temp, Path(target)) for (staged, temp, _), target in
                 zip(steps, confined_all(self.root, [path for _, _, path in steps]))]
 
     def _staged_files(self) -> list[Path]:

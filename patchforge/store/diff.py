@@ -563,6 +563,17 @@ def is_binary(data: bytes | None) -> bool:
     return data is not None and b"\0" in data
 
 
+def _write_new(path: str, data: bytes) -> None:
+    """`data` into a new file at `path` (a scratch file for git to read: not synced)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
 class _GitHunks:
     """The hunk part (from the first `@@`, or the `GIT binary patch` line) of git's diff of each
     (old, new) pair: started when made, read by result().
@@ -585,13 +596,17 @@ class _GitHunks:
             root = Path(self._tmp.name)
             for side in ("o", "n"):
                 (root / side).mkdir()
+            # Each side's file by its string path and a plain descriptor: a walk's first batch
+            # writes hundreds, and a Path and a buffered file object per file were most of
+            # the interpreter's work here.
+            old_side, new_side = os.path.join(root, "o", ""), os.path.join(root, "n", "")
             binary = []
             for i in todo:
                 old, new = pairs[i]
                 if old is not None:
-                    (root / "o" / str(i)).write_bytes(old)
+                    _write_new(old_side + str(i), old)
                 if new is not None:
-                    (root / "n" / str(i)).write_bytes(new)
+                    _write_new(new_side + str(i), new)
                 if is_binary(old) or is_binary(new):
                     binary.append(i)
             attributes = root / "attributes"

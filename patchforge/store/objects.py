@@ -32,11 +32,20 @@ _RAW_DATE = re.compile(r"(\d{1,15}) ([+-])(\d\d)(\d\d)")
 
 
 def object_id(kind: bytes, data: bytes) -> str:
-    import hashlib  # here, not at import: loading OpenSSL is not free, and few commands hash
+    global _sha1
+    if _sha1 is None:
+        # Loaded at the first id, not at import: loading OpenSSL is not free, and few commands
+        # hash; kept, not imported again per call: a rebase's range-diff makes an id for each
+        # of its thousands of trees and commits.
+        import hashlib
 
-    digest = hashlib.sha1(b"%s %d\0" % (kind, len(data)))
+        _sha1 = hashlib.sha1
+    digest = _sha1(b"%s %d\0" % (kind, len(data)))
     digest.update(data)  # not concatenated: that copies the content
     return digest.hexdigest()
+
+
+_sha1: Callable | None = None
 
 
 def write_loose(git_dir: Path, kind: bytes, data: bytes) -> str:
@@ -503,6 +512,12 @@ def pack_index_v1(entries: list[tuple[bytes, int]], pack_checksum: bytes) -> byt
 def pack_object_header(kind: int, size: int) -> bytes:
     """The header of one object in a pack."""
     # Type and size: 3 bits of type and 4 of size in the first byte, then 7 bits per byte.
+    # Most objects of a range-diff's pack (trees, commits, deltas) are under 2 KB: their
+    # header, one or two bytes, is made at once (a header per object, thousands per pack).
+    if size < 0x10:
+        return bytes(((kind << 4) | size,))
+    if size < 0x800:
+        return bytes(((kind << 4) | (size & 0x0F) | 0x80, size >> 4))
     out = bytearray()
     byte = (kind << 4) | (size & 0x0F)
     size >>= 4
