@@ -54,6 +54,14 @@ if TYPE_CHECKING:
 # A file named so is still taken when `patchforge add` names it.
 _EXCLUDE = (b"__pycache__/\n*.pyc\n.pytest_cache/\n"
             b"*.swp\n*.swo\n*~\n.#*\n\\#*#\n.DS_Store\n")
+# Under .git/info/attributes, above any .gitattributes in the worktree (an upstream's own, taken
+# into an edit with `--file .gitattributes`): the files are bytes, as patchforge reads and writes
+# them. With `*.py text eol=crlf` or `ident` there, `git status` compared each file as git would
+# commit it (line ends normalized, `$Id: ...$` folded back), so a file whose change was its line
+# ends alone (CRLF made LF, or LF made CRLF) or a keyword's text read as unchanged, and `refresh`
+# closed the edit with that change left out of the patch. No filter runs here either (the
+# worktree's configuration defines none; `-filter` says so whatever it is given).
+_ATTRIBUTES = b"* -text -eol -ident -filter -working-tree-encoding\n"
 _BASE_MESSAGE = "patchforge: the files before the patch\n"
 # Under .git/: {"base": commit, "files": [the patch's paths], "written": {path: sha256 of the
 # working file as patchforge wrote it, null when it wrote none}}: what a stop wrote, so that
@@ -110,6 +118,7 @@ class Worktree:
             info = work.path / ".git" / "info"
             info.mkdir(parents=True, exist_ok=True)
             (info / "exclude").write_bytes(_EXCLUDE)
+        work._bytes_as_they_are()
         # HEAD's objects go into one pack: loose objects would make a directory each, and on
         # some disks removing a directory costs milliseconds.
         objects: dict[str, tuple[bytes, bytes]] = {}
@@ -269,6 +278,7 @@ class Worktree:
         hand. One `git status` (it compares stat data first and hashes only what changed);
         a second look, from the base, only when someone moved HEAD."""
         record = self._read_record()
+        self._bytes_as_they_are()  # (a worktree an earlier patchforge made has no such file)
         out = self._git("status", "--porcelain=v1", "-z", "--untracked-files=all",
                         "--no-renames", "--ignore-submodules")
         changed: set[str] = set()
@@ -303,6 +313,17 @@ class Worktree:
             shutil.rmtree(self.path)
 
     # ---- helpers
+
+    def _bytes_as_they_are(self) -> None:
+        """`.git/info/attributes` holding _ATTRIBUTES: git compares and stores the working
+        files byte for byte whatever a .gitattributes among them says."""
+        path = self.path / ".git" / "info" / "attributes"
+        try:
+            if path.read_bytes() == _ATTRIBUTES:
+                return
+        except FileNotFoundError:
+            pass
+        atomic_write(path, _ATTRIBUTES, sync_directory=False)
 
     def _head(self) -> str:
         return self._git("rev-parse", "--verify", "HEAD").decode().strip()

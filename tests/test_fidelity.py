@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.cli import run_cli
+from helpers.cli import run_cli, run_subprocess
 from helpers.project import add_patch_file
 from helpers.snapshot import snapshot
 from helpers.template import HEADER, build_template, overlay_file
@@ -234,3 +234,66 @@ def test_import_overlay_then_overlays_is_byte_exact(env, tmp_path_factory, monke
     r = run_cli(root, "overlays")
     assert r.rc == 0, r.text
     assert overlay_file(root, target).read_bytes() == data
+
+
+def test_an_upstreams_eol_and_ident_attributes_never_hide_a_change(tmp_path, monkeypatch):
+    """An upstream whose .gitattributes says `*.py text eol=crlf` and `*.txt ident`, edited
+    by a user whose own git says core.autocrlf=true and core.safecrlf=true: the edit's
+    worktree is bytes. Its git compared each file as git would commit it (line ends
+    normalized, `$Id: ...$` folded back), so a change of line ends alone (LF made CRLF, CRLF
+    made LF) or of a keyword's text read as no change: `refresh` said "unchanged (0 file(s))"
+    and closed the edit with those changes left out. Now each is the patch's change, byte for
+    byte, the worktree opened again and the overlays hold the CRs as written, and no command
+    prints a word of git's (its CRLF warnings say nothing of what patchforge does)."""
+    upstream = tmp_path / "lib"
+    upstream.mkdir()
+
+    def upstream_git(*args: str) -> None:
+        subprocess.run(["git", "-c", "core.autocrlf=false", *args], cwd=upstream, check=True,
+                       capture_output=True)
+
+    upstream_git("init", "-q", "-b", "main")
+    base = {"a.py": b"x = 1\ny = 2\n", "w.py": b"p = 1\r\nq = 2\r\n", "k.txt": b"# $Id$\nv = 1\n"}
+    for rel, data in base.items():
+        (upstream / rel).write_bytes(data)
+    upstream_git("add", ".")
+    upstream_git("commit", "-qm", "files")
+    # The attributes come after the files: the blobs stay as written above.
+    (upstream / ".gitattributes").write_bytes(b"*.py text eol=crlf\n*.txt ident\n")
+    upstream_git("add", ".gitattributes")
+    upstream_git("commit", "-qm", "attributes")
+    user_config = tmp_path / "gitconfig"
+    user_config.write_bytes(b"[core]\n\tautocrlf = true\n\tsafecrlf = true\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(user_config))
+
+    root = tmp_path / "stack"
+    said = []
+
+    def pf(*args: str, at: Path | None = root) -> subprocess.CompletedProcess:
+        proc = run_subprocess(at, *args, expect=0)
+        said.append(proc.stderr.decode())
+        return proc
+
+    pf("init", str(root), at=None)
+    pf("upstream", "add", "lib", "--git", str(upstream), "--at", "main",
+       "--install-root", "/opt/lib")
+    pf("new", "ends", "--file", ".gitattributes", "--file", "a.py", "--file", "w.py",
+       "--file", "k.txt", "-m", "line ends and a keyword")
+    work = root / ".patchforge/work/lib"
+    assert {rel: (work / rel).read_bytes() for rel in base} == base
+    edited = {"a.py": b"x = 1\r\ny = 2\r\n", "w.py": b"p = 1\nq = 2\n",
+              "k.txt": b"# $Id: 0123abcd $\nv = 1\n"}
+    for rel, data in edited.items():
+        (work / rel).write_bytes(data)
+    refreshed = pf("refresh").stdout.decode()
+    assert "refreshed (3 file(s))" in refreshed, refreshed
+    patch = (root / "series/lib/ends.patch").read_bytes()
+    assert b"+x = 1\r\n+y = 2\r\n" in patch and b"-p = 1\r\n-q = 2\r\n+p = 1\n+q = 2\n" in patch
+    assert b"+# $Id: 0123abcd $\n" in patch
+    pf("edit", "ends")
+    assert {rel: (work / rel).read_bytes() for rel in edited} == edited
+    pf("edit", "--close")
+    pf("overlays")
+    assert {rel: (root / "overlays/lib" / rel).read_bytes() for rel in edited} == edited
+    assert not [text for text in said if "warning: in the working copy" in text
+                or "will be replaced" in text or "fatal:" in text], said
