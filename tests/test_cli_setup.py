@@ -118,16 +118,15 @@ def test_every_option_has_help_and_is_in_the_reference(words):
 # init
 
 
-def test_a_stack_started_by_init_commits_the_hashes_not_the_overlay_files(tmp_path):
-    """The tutorial and docs/deployment.md call the overlay files and Dockerfiles build
-    outputs, but the .gitignore `init` wrote ignored only .patchforge/: `git add -A` after
-    `overlays` committed every overlay file. Asked of real git: the files are ignored, the
-    hashes, manifest and compose fragments a review reads are not."""
+def _stack_in_git(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    """A stack made by `init` in a git repository of its own (tmp_path/stack), its upstream
+    `lib` a real git repository holding `files`, pinned at main (install root /opt/lib)."""
     upstream = tmp_path / "lib"
     upstream.mkdir()
     git(upstream, "init", "-q", "-b", "main")
-    (upstream / "pkg").mkdir()
-    (upstream / "pkg/m.py").write_bytes(b"a = 1\nb = 2\n")
+    for rel, data in files.items():
+        (upstream / rel).parent.mkdir(parents=True, exist_ok=True)
+        (upstream / rel).write_bytes(data)
     git(upstream, "add", ".")
     git(upstream, "-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "-qm", "one")
     root = tmp_path / "stack"
@@ -135,6 +134,15 @@ def test_a_stack_started_by_init_commits_the_hashes_not_the_overlay_files(tmp_pa
     git(root, "init", "-q")
     ok(root, "upstream", "add", "lib", "--git", str(upstream), "--at", "main",
        "--install-root", "/opt/lib")
+    return root
+
+
+def test_a_stack_started_by_init_commits_the_hashes_not_the_overlay_files(tmp_path):
+    """The tutorial and docs/deployment.md call the overlay files and Dockerfiles build
+    outputs, but the .gitignore `init` wrote ignored only .patchforge/: `git add -A` after
+    `overlays` committed every overlay file. Asked of real git: the files are ignored, the
+    hashes, manifest and compose fragments a review reads are not."""
+    root = _stack_in_git(tmp_path, {"pkg/m.py": b"a = 1\nb = 2\n"})
     ok(root, "new", "fix", "--file", "pkg/m.py", "-m", "b is 3")
     (root / ".patchforge/work/lib/pkg/m.py").write_bytes(b"a = 1\nb = 3\n")
     ok(root, "refresh")
@@ -146,6 +154,77 @@ def test_a_stack_started_by_init_commits_the_hashes_not_the_overlay_files(tmp_pa
             "series/lib/fix.patch", "upstream.lock"} <= staged, staged
     assert not any(p.startswith("overlays/lib/") or p.endswith("Dockerfile") for p in staged), \
         staged
+
+
+def _ignored(root: Path, paths: list[str]) -> set[str]:
+    """The paths real git ignores in `root` (`git check-ignore`, exit 1 when none is)."""
+    proc = subprocess.run(["git", "check-ignore", "--no-index", "--", *paths], cwd=root,
+                          capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr
+    return set(proc.stdout.split())
+
+
+def test_overlays_of_upstream_files_named_like_the_committed_outputs_stay_build_outputs(
+        tmp_path):
+    """The .gitignore `init` wrote re-included every file under overlays/ named SHA256SUMS,
+    manifest.json or compose*.yaml, so the overlay of an upstream's `docker/compose.yaml` or
+    `x/manifest.json` was committed by `git add -A` while every other overlay file is a build
+    output. Asked of real git: those overlays are ignored, the files `overlays` writes as
+    committed outputs are not, and a profile's compose fragment, once profiles are
+    configured, gets its own line from `overlays` (which also brings the lines of an earlier
+    init up to date, saying so; lint warns until then)."""
+    root = _stack_in_git(tmp_path, {"docker/compose.yaml": b"services: {}\n",
+                                    "x/manifest.json": b"{}\n", "SHA256SUMS": b"",
+                                    "pkg/m.py": b"a = 1\n"})
+    files = ["docker/compose.yaml", "x/manifest.json", "SHA256SUMS", "pkg/m.py"]
+    ok(root, "new", "fix", *(arg for rel in files for arg in ("--file", rel)), "-m", "all")
+    for rel in files:
+        work = root / ".patchforge/work/lib" / rel
+        work.write_bytes(work.read_bytes() + b"# changed\n")
+    ok(root, "refresh")
+    ok(root, "overlays")
+    overlays = [f"overlays/lib/{rel}" for rel in files]
+    assert all((root / rel).is_file() for rel in overlays)
+    committed = ["overlays/SHA256SUMS", "overlays/manifest.json", "overlays/compose.yaml"]
+    assert _ignored(root, overlays + committed) == set(overlays)
+    git(root, "add", "-A")
+    staged = set(git(root, "diff", "--cached", "--name-only").split())
+    assert set(committed) <= staged and not staged & set(overlays), staged
+
+    # Profiles configured later: overlays/<profile>/compose.yaml is written, and committed.
+    config = root / "patchforge.toml"
+    config.write_text(config.read_text().replace("[profiles]\n", '[profiles]\ngfx942 = "MI300X"\n'))
+    run = ok(root, "overlays")
+    assert "`!/overlays/gfx942/compose.yaml`" in run.err, run.err
+    profiled = [f"overlays/gfx942/lib/{rel}" for rel in files]
+    assert all((root / rel).is_file() for rel in profiled)
+    assert _ignored(root, profiled + ["overlays/gfx942/compose.yaml"]) == set(profiled)
+
+    # A .gitignore an earlier init wrote: lint names the lines, `overlays` puts them right and
+    # keeps the user's own.
+    gitignore = root / ".gitignore"
+    old = ["/.patchforge/", "/.overlays.new/", "/.overlays.old/", "/overlays/**", "!/overlays/",
+           "!/overlays/**/", "!/overlays/SHA256SUMS", "!/overlays/**/SHA256SUMS",
+           "!/overlays/manifest.json", "!/overlays/**/manifest.json", "!/overlays/compose*.yaml",
+           "!/overlays/**/compose*.yaml", "!/overlays/README.md", "!/overlays/.gitignore"]
+    gitignore.write_text("*.log\n" + "".join(f"{line}\n" for line in old))
+    assert _ignored(root, overlays) == {"overlays/lib/pkg/m.py"}  # what git did before
+    lint = run_cli(root, "lint", "--no-forge", "--json")
+    [warning] = [f for f in json.loads(lint.out)["findings"] if f["check"] == "ignore"]
+    assert warning["patch"] == ".gitignore" and warning["severity"] == "warning", warning
+    assert "`!/overlays/**/manifest.json`" in warning["message"], warning
+    assert schema_errors(json.loads(lint.out), "lint") == []
+    run = ok(root, "overlays")
+    assert "took out `!/overlays/**/SHA256SUMS`" in run.err, run.err
+    lines = gitignore.read_text().splitlines()
+    assert lines[0] == "*.log" and not set(lines) & {"!/overlays/**/manifest.json",
+                                                     "!/overlays/compose*.yaml"}, lines
+    assert _ignored(root, profiled + overlays + ["overlays/gfx942/compose.yaml"]) == \
+        set(profiled + overlays)
+    lint = run_cli(root, "lint", "--no-forge", "--json")
+    assert not [f for f in json.loads(lint.out)["findings"] if f["check"] == "ignore"]
+    again = ok(root, "overlays")
+    assert ".gitignore" not in again.err
 
 
 def test_init_appends_to_pyproject_byte_for_byte(tmp_path):

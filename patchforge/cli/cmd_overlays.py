@@ -29,6 +29,7 @@ PINNED_IMAGE = "@pinned"  # `--image` without a value: the image upstream.lock p
 def overlays(app, profiles, check, as_json, output_format):
     """Regenerate overlays, SHA256SUMS, manifest.json and the compose mounts."""
     from patchforge.fsutil import RepoLock, writing_project
+    from patchforge.ops.setup import update_ignore_lines
     from patchforge.overlay import check_overlays, fixes_gone_from_files, write_overlays
     from patchforge.pins import open_store
 
@@ -57,6 +58,7 @@ def overlays(app, profiles, check, as_json, output_format):
             # Swapped in whole (two renames): readers never see overlays/ between them.
             with writing_project(project.root):
                 write_overlays(project, result, profiles=list(profiles) or None)
+                ignored = update_ignore_lines(project)
         drifts = check_overlays(project, result) if check else []
         by_hand = _changed_by_hand_hint(project, result) if drifts else None
     if check:
@@ -86,6 +88,7 @@ def overlays(app, profiles, check, as_json, output_format):
         # The overlays are right for the series, but the series lacks a fix a rebase set aside.
         click.echo(f"warning: the overlays lack a skipped fix: {note}", err=True)
     if as_json:
+        _say_ignore_lines(ignored)
         emit_json({"check": False, "ok": not skipped, "drift": [], "overlays": len(result.files),
                    "files": [{"file": f.rel, "sha256": f.sha256, "target": f.target,
                               "profile": f.profile} for f in result.files]}, "overlays")
@@ -102,8 +105,24 @@ def overlays(app, profiles, check, as_json, output_format):
     files = "overlay file" if len(result.files) == 1 else "overlay files"
     click.echo(f"wrote {len(result.files)} {files}{summary}, SHA256SUMS, "
                "manifest.json and compose mounts under overlays/")
+    _say_ignore_lines(ignored)
     if skipped:
         sys.exit(EXIT_ATTENTION)
+
+
+def _say_ignore_lines(changed: tuple[list[str], list[str]] | None) -> None:
+    """What `overlays` changed in .gitignore (ops/setup.py update_ignore_lines), on stderr."""
+    if changed is None:
+        return
+    added, removed = changed
+    said = []
+    if added:
+        said.append("added " + ", ".join(f"`{line}`" for line in added))
+    if removed:
+        said.append("took out " + ", ".join(f"`{line}`" for line in removed))
+    # (docs/reference.md says why: the lines re-include exactly the files `overlays` writes to
+    # be committed, and a .gitignore an earlier init wrote re-included overlay files too.)
+    click.echo("note: .gitignore brought up to date: " + "; ".join(said), err=True)
 
 
 def _built_overlays(project, store, profiles, *, check: bool, as_json: bool):

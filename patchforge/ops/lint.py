@@ -7,7 +7,7 @@ the forms of DEP-3's fields; Description, Origin or Author, Upstream, Base), ser
 gives the file back; regenerating the diff with patchforge's fixed options gives the same bytes),
 application on the locked base for every profile (no failure, no fuzz, no zero-context hunks; a
 binary change only exactly, by blob id), `Keeps:` invariants, the `-text` attributes that keep
-patch files byte for byte in git, `Submitted` fixes whose pull request was closed unmerged,
+patch files byte for byte in git, the .gitignore lines that keep the overlay files out of git, `Submitted` fixes whose pull request was closed unmerged,
 `Drop-When` conditions already true, committed overlays that the series no longer generates, and,
 where overlays are made, a patch deleting an upstream file (which no overlay can carry).
 
@@ -150,6 +150,7 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
     findings += ledger_findings(project)
     findings += _reverted_upstream(project, store)
     findings += _line_end_attributes(project)
+    findings += _ignore_lines(project)
     if not any(f.check in ("apply", "parse") and f.severity == "error" for f in findings):
         findings += _stale_overlays(project, store)
     return findings
@@ -240,6 +241,36 @@ def _line_end_attributes(project: Project) -> list[Finding]:
                     "lacks " + ", ".join(f"`{line}`" for line in missing) + ": with "
                     "core.autocrlf git changes the patches' line ends on commit and checkout; "
                     "add these lines", severity="warning")]
+
+
+def _ignore_lines(project: Project) -> list[Finding]:
+    """A .gitignore that follows patchforge's rules (init wrote it) but not as they are now:
+    the lines an earlier init wrote re-include the overlay of any upstream file named
+    SHA256SUMS, manifest.json or compose*.yaml (`git add -A` commits that build output), a
+    profile's compose fragment is not re-included (never committed), or the temporary files
+    a killed write leaves are not ignored. `overlays` brings it up to date. The profiles'
+    lines only where the project makes overlays (`overlays/` exists): a new project lints
+    clean, and its first `overlays` writes them with the fragments they name."""
+    from patchforge.ops.setup import OLD_GITIGNORE_LINES, ignore_lines_amended
+
+    amended = ignore_lines_amended(project)
+    if amended is None:
+        return []
+    _, added, removed = amended
+    if not project.overlays_dir.is_dir():
+        added = [line for line in added if not line.endswith("/compose.yaml")]
+        removed = [line for line in removed if line in OLD_GITIGNORE_LINES]
+    if not added and not removed:
+        return []
+    said = []
+    if removed:
+        said.append("has " + ", ".join(f"`{line}`" for line in removed) + " (overlay files "
+                    "of upstream files named so would be committed, or a profile gone)")
+    if added:
+        said.append("lacks " + ", ".join(f"`{line}`" for line in added))
+    return [Finding(".gitignore", "ignore", " and ".join(said) + ": `patchforge overlays` "
+                    "brings patchforge's lines up to date (or edit them by hand)",
+                    severity="warning")]
 
 
 def _stale_overlays(project: Project, store: UpstreamStore) -> list[Finding]:

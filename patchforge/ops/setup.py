@@ -1,6 +1,7 @@
 """`init`, `upstream add` and `fetch`: starting a project and pinning its upstreams."""
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,12 +24,85 @@ if TYPE_CHECKING:
 # say (`overlays` makes them from the committed patches and lock; `overlays --check` checks a
 # clone without them through the committed hashes): ignored but for the hashes, manifest and
 # compose fragments a review reads. A stack that wants them committed takes the lines out.
+# Each re-included file is named by its own anchored path, the very file `overlays` writes:
+# an earlier `!/overlays/**/manifest.json` (and `**/SHA256SUMS`, `**/compose*.yaml`) also
+# re-included the overlay of any upstream file of that name (`x/manifest.json`,
+# `docker/compose.yaml`), which `git add -A` then committed. A profile's compose fragment,
+# `overlays/<profile>/compose.yaml`, is named per profile (ignore_lines): without profiles,
+# `overlays/<upstream>/compose.yaml` is the overlay of an upstream's own compose.yaml.
+# The last two lines: the hidden temporary file a killed atomic write leaves beside its target
+# (fsutil: `.NAME.XXXXXXXXXX.tmp`) in the series, or beside the lock and the configuration,
+# which no command reads and nobody should commit.
+_HEX10 = "[0-9a-f]" * 10
 GITIGNORE_LINES = ("/.patchforge/", "/.overlays.new/", "/.overlays.old/",
                    "/overlays/**", "!/overlays/", "!/overlays/**/",
-                   "!/overlays/SHA256SUMS", "!/overlays/**/SHA256SUMS",
-                   "!/overlays/manifest.json", "!/overlays/**/manifest.json",
-                   "!/overlays/compose*.yaml", "!/overlays/**/compose*.yaml",
-                   "!/overlays/README.md", "!/overlays/.gitignore")
+                   "!/overlays/SHA256SUMS", "!/overlays/manifest.json", "!/overlays/compose.yaml",
+                   "!/overlays/README.md", "!/overlays/.gitignore",
+                   f"/.*.{_HEX10}.tmp", f"/series/**/.*.{_HEX10}.tmp")
+# The lines that mark a .gitignore as following patchforge's rules (a stack that commits its
+# overlays took them out, and its .gitignore is left alone).
+_IGNORES_OVERLAYS = "/overlays/**"
+# What an earlier init wrote in place of the anchored lines (see above): taken out again by
+# update_ignore_lines, named by lint.
+OLD_GITIGNORE_LINES = ("!/overlays/**/SHA256SUMS", "!/overlays/**/manifest.json",
+                       "!/overlays/compose*.yaml", "!/overlays/**/compose*.yaml")
+_PROFILE_COMPOSE = re.compile(r"!/overlays/([^/]+)/compose\.yaml")
+
+
+def ignore_lines(profiles) -> tuple[str, ...]:
+    """The .gitignore lines of a project with these profiles: GITIGNORE_LINES, and each
+    profile's compose fragment re-included by its own path (a profile name is letters, digits,
+    '.', '_' and '-': nothing a .gitignore pattern reads as a wildcard)."""
+    return GITIGNORE_LINES + tuple(f"!/overlays/{profile}/compose.yaml"
+                                   for profile in sorted(profiles))
+
+
+def ignore_lines_amended(project: Project) -> tuple[bytes, list[str], list[str]] | None:
+    """What the project's .gitignore should be, where it follows patchforge's rules (it has
+    `/overlays/**`) and differs from them: (its new bytes, the lines added, the lines taken
+    out); None otherwise. Taken out: the lines an earlier init wrote (OLD_GITIGNORE_LINES) and
+    the compose fragment of a profile the configuration no longer has; added: what
+    ignore_lines() wants and the file lacks. Every other line is the user's and stays."""
+    path = project.root / ".gitignore"
+    try:
+        existing = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    lines = existing.split(b"\n")
+    if _IGNORES_OVERLAYS.encode() not in lines:
+        return None
+    profiles = set(project.config.profiles)
+
+    def stale(line: bytes) -> bool:
+        text = line.decode("utf-8", "replace")
+        found = _PROFILE_COMPOSE.fullmatch(text)
+        return text in OLD_GITIGNORE_LINES or (found is not None
+                                               and found.group(1) not in profiles)
+
+    removed = [line.decode("utf-8", "replace") for line in lines if stale(line)]
+    kept = [line for line in lines if not stale(line)]
+    added = [line for line in ignore_lines(profiles) if line.encode() not in kept]
+    if not removed and not added:
+        return None
+    data = b"\n".join(kept)
+    if data and not data.endswith(b"\n"):
+        data += b"\n"
+    return data + "".join(f"{line}\n" for line in added).encode(), added, removed
+
+
+def update_ignore_lines(project: Project) -> tuple[list[str], list[str]] | None:
+    """Put the project's .gitignore in step with ignore_lines() (ignore_lines_amended), written
+    atomically: for `overlays`, whose write is where a profile's compose fragment first needs
+    its line, and which brings a .gitignore an earlier init wrote up to date. Returns (added,
+    taken out), None when nothing was written."""
+    amended = ignore_lines_amended(project)
+    if amended is None:
+        return None
+    data, added, removed = amended
+    atomic_write(project.root / ".gitignore", data)
+    return added, removed
+
+
 # The history is append-only JSON lines, so two branches that each appended merge by keeping both
 # sides' lines; the generated files are folded away in GitHub's diffs and language statistics.
 # Patch files, the lock and the generated files are kept byte for byte (`-text`): with
