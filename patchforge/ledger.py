@@ -352,6 +352,25 @@ def record_rename(project: Project, upstream: str, old: str, new: str) -> None:
         _append(project, [_complete(event)])
 
 
+def record_deletion(project: Project, event: dict) -> None:
+    """For `delete` (the fix copied under deleted/, still where it was): its `deleted` event
+    appended to the history in a stack that keeps a ledger, before the fix leaves the series
+    or skipped/, so that a kill at any later write leaves a history that knows where the fix
+    is kept. A delete a kill cut short is run again to finish it: the event it recorded then,
+    the history's latest of that fix, is not recorded twice. The caller regenerates the
+    ledger once the fix is out (update_ledger)."""
+    if not ledger_path(project).exists():
+        return
+    upstream, name = event["upstream"], event["patch"]
+    for past in reversed(read_history(project)):
+        if past.get("upstream") == upstream and name in (past.get("patch"),
+                                                         past.get(RENAMED_FROM)):
+            if past.get("event") == event["event"] and past.get("detail") == event["detail"]:
+                return  # this very deletion, recorded by the run a kill cut short
+            break
+    _append(project, [_complete(event)])
+
+
 def rename_recorded(project: Project, upstream: str, old: str, new: str) -> bool:
     """Whether the history's latest event naming OLD or NEW in `upstream` is the rename of OLD
     to NEW (one a cut-short run recorded; a rename back and forth is recorded each time)."""

@@ -151,6 +151,60 @@ def test_delete_at_every_write_point(env, tmp_path, monkeypatch, mode):
     assert run_with_faults(prepared, tmp_path, ("delete", "fix"), check, mode=mode) >= 6
 
 
+def test_a_delete_killed_at_any_write_is_in_the_history_and_leaves_nothing_to_commit(
+        env, tmp_path, monkeypatch):
+    """In a stack that keeps a ledger and a history, `delete` killed at each write. Once the
+    series no longer lists the fix, the history's `deleted` event says where it is kept: the
+    event was written last, so a kill before it left the fix under deleted/ with a history
+    that did not know of it, and the same delete run again was refused ("not in the
+    series"). Now the same delete run again finishes what a kill cut short, recording the
+    event once. The hidden temporary file a kill leaves beside its target is ignored by the
+    .gitignore `init` wrote: `git status` in the stack's repository shows none of them."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    prepared = _prepared(env, tmp_path, monkeypatch)
+    data = (prepared / "series" / "up" / "fix.patch").read_bytes()
+    assert run_cli(prepared, "ledger").rc == 0
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-qm", "stack")):
+        subprocess.run(["git", *args], cwd=prepared, check=True, capture_output=True)
+
+    def files(root: Path) -> dict:
+        return {k: v for k, v in project_files(root).items() if not k.startswith(".git/")}
+
+    def deletions(root: Path) -> list[bytes]:
+        history = root / "series" / "history.jsonl"
+        lines = history.read_bytes().splitlines() if history.exists() else []
+        return [line for line in lines if b'"event":"deleted"' in line]
+
+    new_root = tmp_path / "clean-run"
+    shutil.copytree(prepared, new_root, symlinks=True)
+    run_subprocess(new_root, "delete", "fix", expect=0)
+    new = files(new_root)
+    [event] = deletions(new_root)
+    assert b"kept as series/up/deleted/fix.patch" in event, event
+
+    def check(root, phase):
+        listed = (root / "series/up/series").read_bytes().split()
+        kept = root / "series/up/deleted/fix.patch"
+        if b"fix.patch" not in listed:
+            assert kept.read_bytes() == data, phase
+            assert deletions(root) == [event], phase
+        else:
+            assert (root / "series/up/fix.patch").read_bytes() == data, phase
+            assert deletions(root) in ([], [event]), phase
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                                cwd=root, check=True, capture_output=True, text=True).stdout
+        assert ".tmp" not in status, (phase, status)
+        done = files(root) == new
+        again = run_cli(root, "delete", "fix")
+        if done:  # (nothing left to delete)
+            assert again.rc == 2 and "deleted/fix.patch" in again.err, (phase, again.text)
+        else:
+            assert again.rc == 0, (phase, again.text)
+        assert files(root) == new and deletions(root) == [event], phase
+
+    assert run_with_faults(prepared, tmp_path, ("delete", "fix"), check) >= 8
+
+
 @pytest.mark.parametrize("mode", ["kill", "raise"])
 def test_rename_at_every_write_point(env, tmp_path, monkeypatch, mode):
     """Killed at each write, or failing there (EIO: a full disk): every listed patch exists.

@@ -909,6 +909,9 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
     except AmbiguousNameError:
         raise  # listed in several series: not "no patch named NAME"
     except UsageError as not_listed:
+        finished = _finish_cut_delete(project, name, store)
+        if finished is not None:
+            return finished
         try:
             fix = find_skipped(project, name)
         except UsageError:
@@ -934,18 +937,69 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
         before = _readable_patches(project, upstream, series.names)
         kept = project.series_dir(upstream) / "deleted" / aside_name(
             project.series_dir(upstream) / "deleted", file_name, data)
-        # Copy first, then unlist, then remove: a kill at any point loses nothing. Readers
-        # see none of it or all of it (never the patch file its series no longer lists).
+        # Copy first, then the history's event, then unlist, then the ledger, then remove: a
+        # kill at any point loses nothing, and once the series no longer lists the fix the
+        # history says where it is kept (the event written after the unlisting was lost to a
+        # kill in between, and the same delete run again was refused). A kill after the
+        # unlisting leaves the file beside the series, unlisted: the same delete run again
+        # finishes (_finish_cut_delete). Readers see none of it or all of it (never the patch
+        # file its series no longer lists).
         remaining = series.removed(file_name)
+        from patchforge.ledger import record_deletion, update_ledger
+
         with writing_project(project.root):
             atomic_write(kept, data)
+            record_deletion(project, _deleted_event(project, upstream, file_name, kept))
             atomic_write(project.series_path(upstream), remaining.to_bytes())
-            atomic_delete(source)
             close_edit_if_moved(project, upstream, series.names, remaining.names)
-            series_changed(project, _deleted_event(project, upstream, file_name, kept))
+            update_ledger(project)
+            atomic_delete(source)
     return Deleted("the series", kept,
                    _broken_by_removal(project, store, upstream, before, file_name),
                    _removals_left_by(project, store, upstream, before, file_name))
+
+
+def _finish_cut_delete(project: Project, name: str,
+                       store: UpstreamStore | None) -> Deleted | None:
+    """`delete NAME` run again after a kill cut it short once the series no longer listed the
+    fix: its file is still beside the series, unlisted, and deleted/ keeps the same bytes.
+    The rest is done (the history's event once, the ledger, the file removed) and said as
+    the delete it finishes; None when NAME is no such file (the refusals say where it is)."""
+    wanted, _, stem = name.rpartition("/")
+    file_name = patch_file_name(stem)
+    found = []
+    for upstream in project.upstream_names():
+        if wanted not in ("", upstream):
+            continue
+        source = project.series_dir(upstream) / file_name
+        try:
+            if source.is_symlink() or not source.is_file() or \
+                    file_name in project.patch_names(upstream):
+                continue
+            data = read_no_link(source)
+        except PatchforgeError:
+            continue  # a series that does not read: its refusal is status's, not this
+        directory = project.series_dir(upstream) / "deleted"
+        kept = directory / aside_name(directory, file_name, data)
+        if kept.is_file():
+            found.append((upstream, source, kept))
+    if len(found) != 1:
+        return None
+    upstream, source, kept = found[0]
+    allowed = require_state(project, "delete", [upstream], store=store)
+    from patchforge.ledger import record_deletion, update_ledger
+
+    with RepoLock(project.state_dir):
+        require_state_still(project, "delete", [upstream], allowed, store=store)
+        # Under the lock, as found: another command may have listed it again meanwhile.
+        if not source.is_file() or file_name in project.patch_names(upstream) or \
+                not kept.is_file() or kept.read_bytes() != read_no_link(source):
+            return None
+        with writing_project(project.root):
+            record_deletion(project, _deleted_event(project, upstream, file_name, kept))
+            update_ledger(project)
+            atomic_delete(source)
+    return Deleted("the series", kept, [], [])
 
 
 def _refuse_listed_and_skipped(project: Project, name: str, upstream: str,
@@ -1043,16 +1097,22 @@ _LISTED = {"skipped": "skipped fixes", "upstreamed": "landings taken back"}
 def _delete_aside(project: Project, upstream: str, file_name: str, source: Path,
                   allowed: dict, store: UpstreamStore | None) -> Path:
     """A fix set aside (in skipped/ or upstreamed/, at `source`) dropped for good: kept under
-    deleted/, copied first, then removed, so a kill in between loses nothing."""
+    deleted/, copied first, then its history event recorded, then removed, so a kill in
+    between loses nothing and the history knows where the fix is once it left; the same
+    delete run again finishes one a kill cut short (the copy of those bytes is taken as its
+    own, the event recorded once)."""
     directory = project.series_dir(upstream) / "deleted"
     with RepoLock(project.state_dir):
         require_state_still(project, "delete", [upstream], allowed, store=store)
         data = _still_aside(upstream, file_name, source)
         kept = directory / aside_name(directory, file_name, data)
+        from patchforge.ledger import record_deletion, update_ledger
+
         with writing_project(project.root):
             atomic_write(kept, data)
+            record_deletion(project, _deleted_event(project, upstream, file_name, kept))
             atomic_delete(source)
-            series_changed(project, _deleted_event(project, upstream, file_name, kept))
+            update_ledger(project)
     return kept
 
 
