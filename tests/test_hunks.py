@@ -634,3 +634,93 @@ def test_a_hunk_without_context_at_line_one_of_a_longer_file_is_placed_by_its_li
                              capture_output=True)
         assert git.returncode == 0, git.stderr
         assert ours.content == (tmp_path / "f").read_bytes()
+
+
+def _lines(*names: str) -> bytes:
+    return b"".join(f"{name}\n".encode() for name in names)
+
+
+TEN = [str(k) for k in range(1, 11)]
+
+# (made on, what the patch makes of it, the file it is applied to): hunks whose fuzz cuts
+# context from their top, near the file's first line or the lines an earlier hunk patched.
+# GNU patch places a hunk as a whole (the cut lines too) from the file's first line and below
+# the previous hunk's last changed line; the placement there was patchforge's alone.
+CUT_TOPS = {
+    # A hunk at line 1 (two lines of context above its change, three below) on a file that
+    # lost its first line: fuzz 2 finds `a c f` at line 1, the cut `a` would be above it.
+    "line 1, shorter context above": (
+        _lines("a", "a", "c", "f", "b", "", "f", "y"),
+        _lines("a", "a", "a", "f", "b", "", "f", "y"),
+        _lines("a", "c", "f", "b", "", "f", "y")),
+    # A hunk with all its context at line 2, on a file that lost its first three lines
+    # (then its first two): its cut pre-image is at the top, the cut lines above the file.
+    "full context, lines cut above the file": (
+        _lines(*TEN), _lines(*TEN).replace(b"5\n", b"five\n"), _lines(*TEN[3:])),
+    "full context, one line short": (
+        _lines(*TEN), _lines(*TEN).replace(b"5\n", b"five\n"), _lines(*TEN[2:])),
+    # The same with the lines above changed, not removed: the cut lines fit, fuzz 2 applies.
+    "full context, lines above changed": (
+        _lines(*TEN), _lines(*TEN).replace(b"5\n", b"five\n"),
+        _lines("1", "X", "Y", *TEN[3:])),
+    # A hunk at the file's end (context above only): fuzz cuts from its top, and the cut
+    # lines must still be in the file above it.
+    "end of file, lines cut above the file": (
+        _lines("a", "b", "c", "d", "e"), _lines("a", "b", "c", "d", "E"), _lines("d", "e")),
+    "end of file, one line short": (
+        _lines("a", "b", "c", "d", "e"), _lines("a", "b", "c", "d", "E"),
+        _lines("X", "d", "e")),
+    "end of file, room for the cut lines": (
+        _lines("a", "b", "c", "d", "e"), _lines("a", "b", "c", "d", "E"),
+        _lines("X", "Y", "d", "e")),
+    # The first hunk (shorter context above, at line 1) is found with fuzz further down;
+    # the second's cut top would then be over the line the first deleted.
+    "second hunk over the first's change": (
+        _lines("e", "c", "a", "c", "f", "", "", "", "a", "b", "e", "d", "a", "e", "d", "c",
+               "a", "c", "d", "f", "f", "b", "c", "d"),
+        _lines("e", "a", "c", "f", "", "", "", "a", "b", "e", "d", "a", "e", "d", "c",
+               "a", "c", "f", "f", "b", "c", "d"),
+        _lines("c", "a", "c", "f", "", "", "", "a", "b", "e", "d", "a", "e", "d", "e", "c",
+               "a", "c", "d", "f", "f", "b", "c", "d")),
+    # That first hunk alone: shorter context above no longer binds at fuzz 2, GNU patch
+    # places it further down, and so does patchforge.
+    "line 1 hunk found further down": (
+        _lines("e", "c", "a", "c", "f", "", "", "", "a", "b"),
+        _lines("e", "a", "c", "f", "", "", "", "a", "b"),
+        _lines("c", "a", "c", "f", "", "", "", "a", "b", "e", "c", "a")),
+}
+
+
+@pytest.mark.parametrize("shape", CUT_TOPS)
+def test_a_hunk_whose_fuzz_cuts_its_top_is_placed_where_gnu_patch_places_it(shape, tmp_path):
+    """A hunk at a file's first line applied with fuzz where GNU patch (so quilt) and git
+    apply refuse it: `overlays` wrote a placement no standard tool makes. Fuzz cuts context
+    from the hunk's top; GNU patch still places those lines, from the file's first line on
+    and below what an earlier hunk patched. Both searches (on the bytes and on the lines)
+    answer as `patch --dry-run` does, and where it applies, with its content."""
+    from patchforge.apply.hunks import Lines, apply_hunks, placed_on_bytes
+
+    if shutil.which("patch") is None:
+        pytest.skip("GNU patch is not installed (apt-get install patch)")
+    made_on, made, target = CUT_TOPS[shape]
+    diff = git_diff(made_on, made)
+    work = tmp_path / "gnu"
+    work.mkdir()
+    (work / "f").write_bytes(target)
+    dry = subprocess.run(["patch", "-p1", "-F2", "--dry-run", "-f"], cwd=work, input=diff,
+                         capture_output=True)
+    gnu = None
+    if dry.returncode == 0:
+        subprocess.run(["patch", "-p1", "-F2", "-f", "-s", "--no-backup-if-mismatch"],
+                       cwd=work, input=diff, check=True)
+        gnu = (work / "f").read_bytes()
+    (fp,) = parse_diff(diff)
+    application = apply_file_patch(target, fp)
+    assert (application.content if application.ok else None) == gnu, dry.stdout
+    lines, outcomes = apply_hunks(Lines(target.splitlines(keepends=True)), fp.hunks)
+    assert (b"".join(lines) if all(o.status != "failed" for o in outcomes) else None) == gnu
+    placed = placed_on_bytes(target, fp.hunks)
+    assert placed is not None
+    content, outcomes = placed
+    assert (content if all(o.status != "failed" for o in outcomes) else None) == gnu
+    assert [o.status for o in outcomes] == [o.status for o in application.hunks]

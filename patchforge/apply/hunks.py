@@ -229,7 +229,16 @@ def _fuzzed(h: Hunk | ReversedHunk, fuzz: int) -> _Cut | None:
     Context shorter on one side than the other means the diff met the start or the end of the
     file there; GNU patch then only matches at that end ("start", "end", or "whole" for both),
     until the fuzz level makes up the difference. Doing the same keeps a hunk written for the top
-    of a file from landing on a look-alike further down.
+    of a file from landing on a look-alike further down. Short leading context counts only in a
+    hunk whose header starts at line 1 (GNU patch's locate_hunk asks `pch_first () <= 1`);
+    elsewhere it is searched for as any other.
+
+    The lines dropped at the top (`top`) still have their place: the hunk as a whole starts
+    `top` lines above where its cut pre-image is found, and GNU patch places a hunk as a whole
+    below the lines already patched, never above the file's first line nor over the previous
+    hunk's last changed line (its locate_hunk's `min_where` and "do not try lines <= 0"). The
+    searches (`apply_hunks`, `placed_on_bytes`) therefore look for the cut pre-image from
+    line `frozen + top` on (`_frozen_from`).
 
     Kept per hunk and level in the hunk's __dict__ (a reversed hunk's in its hunk's, under
     another key), as Hunk.old_lines is: a series' walks apply each hunk many times, at each
@@ -251,13 +260,21 @@ def _cut(h: Hunk | ReversedHunk, fuzz: int) -> _Cut | None:
     suffix_fuzz = fuzz + trail - context
     top, bottom = max(prefix_fuzz, 0), max(suffix_fuzz, 0)
     anchor = {(True, True): "whole", (True, False): "start", (False, True): "end"}.get(
-        (prefix_fuzz < 0, suffix_fuzz < 0))
+        (prefix_fuzz < 0 and h.old_start <= 1, suffix_fuzz < 0))
     old, new = h.old_lines(), h.new_lines()
     pre = old[top:len(old) - bottom]
     post = new[top:len(new) - bottom]
     if fuzz and not pre:
         return None  # a pure insertion without context would "match" anywhere
     return top, pre, post, anchor
+
+
+def _frozen_from(last: Hunk | ReversedHunk | None, start: int) -> int:
+    """GNU patch's last_frozen_line once hunk `last` is placed as a whole at line `start` (0
+    before any hunk): the input written out up to its last changed line (its trailing context
+    is not yet written). A later hunk, the lines fuzz cut from its top included, starts below
+    them."""
+    return 0 if last is None else start + last.old_count - last.trailing_context
 
 
 def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
@@ -281,6 +298,11 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
     out: list[bytes] = []
     outcomes: list[HunkOutcome] = []
     done = 0  # lines of the input already copied or replaced: later hunks cannot go back
+    # The last hunk placed and the line its whole (cut lines included) starts at: GNU patch's
+    # last_frozen_line, the input written out up to that hunk's last changed line, is worked
+    # out from them only for a hunk whose top fuzz cut (`_frozen_from`).
+    last: Hunk | ReversedHunk | None = None
+    last_start = 0
     last_offset = 0  # GNU patch starts each search where the previous hunk was found
     for index, h in enumerate(hunks):
         base = h.old_start - 1 if h.old_count else h.old_start
@@ -290,7 +312,12 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
             if cut is None:
                 continue
             top, pre, post, anchor = cut
-            pos = _place(lines, pre, base + top + last_offset, done, anchor)
+            # The lines fuzz dropped at the top are still the hunk's: GNU patch does not
+            # place them above the file's first line nor over the lines already patched.
+            lo = done
+            if top:
+                lo = max(done, _frozen_from(last, last_start) + top)
+            pos = _place(lines, pre, base + top + last_offset, lo, anchor)
             if pos is not None:
                 found = (pos, fuzz, top, pre, post)
                 break
@@ -311,6 +338,7 @@ def apply_hunks(lines: list[bytes], hunks: tuple[Hunk | ReversedHunk, ...], *,
         pos, fuzz, top, pre, post = found
         offset = pos - top - base
         last_offset = offset
+        last, last_start = h, pos - top
         if build:
             out.extend(lines[done:pos])
             out.extend(post)
@@ -508,6 +536,8 @@ def placed_on_bytes(old: bytes, hunks: tuple[Hunk | ReversedHunk, ...], *,
     placed: list[tuple[int, int, bytes]] = []
     outcomes: list[HunkOutcome] = []
     done = done_at = 0  # the line, and its first byte, where the next hunk may start
+    last: Hunk | ReversedHunk | None = None  # as apply_hunks'
+    last_start = 0
     last_offset = 0
     for index, h in enumerate(hunks):
         base = h.old_start - 1 if h.old_count else h.old_start
@@ -520,7 +550,8 @@ def placed_on_bytes(old: bytes, hunks: tuple[Hunk | ReversedHunk, ...], *,
             pre, post = _cut_sides(h, fuzz, cut)
             if not pre:
                 return None  # placed by its line number alone
-            place = _found_whole(old, pre, base + top + last_offset, done, done_at, anchor)
+            place = _found_whole(old, pre, base + top + last_offset, done, done_at, anchor,
+                                 _frozen_from(last, last_start) + top if top else 0)
             if place is _UNDECIDED:
                 return None
             if place is not None:
@@ -531,6 +562,7 @@ def placed_on_bytes(old: bytes, hunks: tuple[Hunk | ReversedHunk, ...], *,
             continue
         (line, pos), fuzz, top, count, pre, post = found
         offset = last_offset = line - top - base
+        last, last_start = h, line - top
         if build:
             pieces += (old[done_at:pos], post)
             placed.append((pos, pos + len(pre), post))
@@ -549,9 +581,10 @@ _UNDECIDED: Any = object()
 
 
 def _found_whole(old: bytes, pre: bytes, expected: int, done: int, done_at: int,
-                 anchor: str | None) -> tuple[int, int] | None:
+                 anchor: str | None, least: int = 0) -> tuple[int, int] | None:
     """Where `_place` places a pre-image in the file's lines, found in its bytes: (line,
-    byte) of its place from line `done` (byte `done_at`) on, None when there is none,
+    byte) of its place from line `done` (byte `done_at`) and line `least` (the lines fuzz cut
+    from the hunk's top must fit above it, `_fuzzed`) on, None when there is none,
     _UNDECIDED when it is in too many places inside lines to look at. Unanchored: the place
     nearest to `expected`, the later at equal distance (_locate also clamps `expected` to the
     last line the hunk can start at, which changes no choice: a place past it cannot be found,
@@ -567,7 +600,8 @@ def _found_whole(old: bytes, pre: bytes, expected: int, done: int, done_at: int,
         start = len(old) - len(pre)
         if start < done_at or not old.endswith(pre) or (start and old[start - 1] != 10):
             return None
-        return done + old.count(b"\n", done_at, start), start
+        line = done + old.count(b"\n", done_at, start)
+        return (line, start) if line >= least else None
     before = after = None  # the nearest places before and from `expected`
     line, counted, search, misses = done, done_at, done_at, 0
     while True:
@@ -582,6 +616,8 @@ def _found_whole(old: bytes, pre: bytes, expected: int, done: int, done_at: int,
             continue
         line += old.count(b"\n", counted, pos)
         counted = pos
+        if line < least:
+            continue  # the hunk's cut top would be above the file or over the patched lines
         if line >= expected:
             after = (line, pos)
             break
