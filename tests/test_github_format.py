@@ -171,3 +171,51 @@ def test_the_summary_shows_what_patches_hold_and_obeys_no_html_in_it(tmp_path, m
     assert "&lt;img src=https://tracker.example/p.png&gt;" in page or \
         "&lt;img src=https://tracker.example/p.png>" in page
     assert "&lt;!-- hidden --&gt;" in page or "&lt;!-- hidden -->" in page
+
+
+def test_a_summary_path_among_the_project_files_is_refused(tmp_path):
+    """GITHUB_STEP_SUMMARY naming upstream.lock made `status --format github` append its
+    Markdown table to the lock (exit 0), and every later command failed on it; naming a patch,
+    `lint` appended to the fix. The summary path is refused as `status --html` refuses its
+    own: exit 2 naming the variable and the file, the findings printed, every project file
+    byte for byte as it was. Run as a workflow step runs it, in a process of its own."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from helpers.env import REPO_ROOT
+
+    root, _ = git_project(tmp_path)
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "fix.patch").write_bytes(plain_patch(1, 4, b"Upstream-Status: Pending\n"))
+    (series / "series").write_text("fix.patch\n")
+    (root / "overlays").mkdir(exist_ok=True)
+    owned = ["upstream.lock", "pyproject.toml", "series/up/fix.patch", "series/up/series",
+             "overlays/summary.md", ".patchforge/summary.md"]
+    before = {name: (root / name).read_bytes() if (root / name).exists() else None
+              for name in owned}
+
+    def run(summary: Path, *args: str) -> subprocess.CompletedProcess:
+        env = dict(os.environ, GITHUB_STEP_SUMMARY=str(summary), PYTHONPATH=str(REPO_ROOT))
+        return subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), *args],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+    for name in owned:
+        for command in (["status", "--format", "github"],
+                        ["lint", "--no-forge", "--format", "github"]):
+            proc = run(root / name, *command)
+            assert proc.returncode == 2, (name, command, proc.stdout + proc.stderr)
+            assert f"GITHUB_STEP_SUMMARY={root / name}: the project's own" in proc.stderr, \
+                proc.stderr
+            assert "never written by this command" in proc.stderr, proc.stderr
+            # The findings are on stdout before the refusal.
+            assert proc.stdout.strip(), proc.stderr
+            after = {n: (root / n).read_bytes() if (root / n).exists() else None for n in owned}
+            assert after == before, (name, command)
+    # A summary beside the project is appended to as before.
+    outside = tmp_path / "summary.md"
+    proc = run(outside, "lint", "--no-forge", "--format", "github")
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    assert outside.read_text().startswith("### patchforge lint")

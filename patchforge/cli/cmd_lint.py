@@ -83,4 +83,4 @@ def _github(project: Project, findings, errors: int, warnings: int) -> None:
         section += "\n" + github.markdown_table(
             ["severity", "patch", "check", "message"],
             [[f.severity, f.patch, f.check, f.message] for f in findings])
-    github.append_summary(section)
+    github.append_summary(project, section)

@@ -77,7 +77,7 @@ def overlays(app, profiles, check, as_json, output_format):
         else:
             click.echo(_up_to_date(project, result))
         if output_format == "github":
-            _github_drift(drifts, _up_to_date(project, result))
+            _github_drift(project, drifts, _up_to_date(project, result))
         if drifts or busy:
             sys.exit(EXIT_ATTENTION)
         return
@@ -216,7 +216,7 @@ def verify(app, installed, image, profile, as_json, output_format):
                        "move the series to the installed one (`patchforge rebase --to "
                        "UPSTREAM=VERSION`, which regenerates them)", err=True)
     if output_format == "github":
-        _github_verify(rows, bad)
+        _github_verify(app.project(), rows, bad)
     if bad:
         sys.exit(EXIT_ATTENTION)
 
@@ -264,7 +264,7 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
         if failed:
             section += "\n" + github.markdown_table(["state", "path in image", "detail"],
                                                     [[f.state, f.target, f.detail] for f in failed])
-        github.append_summary(section)
+        github.append_summary(app.project(), section)
     if not result.ok:
         sys.exit(EXIT_ATTENTION)
 
@@ -329,7 +329,7 @@ def _changed_by_hand_hint(project, result) -> str | None:
     return None
 
 
-def _github_drift(drifts, in_step: str) -> None:
+def _github_drift(project, drifts, in_step: str) -> None:
     github.emit_annotations([
         ("error", f"{d.kind}" + (f": {d.detail}" if d.detail else "") +
          "; run `patchforge overlays` and commit the result", _overlay_file(d.path),
@@ -338,14 +338,14 @@ def _github_drift(drifts, in_step: str) -> None:
                f"series generates\n\n" + github.markdown_table(
                    ["drift", "path", "detail"], [[d.kind, d.path, d.detail or ""] for d in drifts])
                if drifts else f"### patchforge overlays --check: {in_step}\n")
-    github.append_summary(section)
+    github.append_summary(project, section)
 
 
-def _github_verify(rows, bad) -> None:
+def _github_verify(project, rows, bad) -> None:
     github.emit_annotations([("error", f"{state}: {detail}", _overlay_file(path.split(" [")[0]),
                               "patchforge verify") for path, state, detail in bad])
     section = f"### patchforge verify: {len(rows) - len(bad)} ok, {len(bad)} failed\n"
     if bad:
         section += "\n" + github.markdown_table(["state", "path", "detail"],
                                                 [[s, p, d] for p, s, d in bad])
-    github.append_summary(section)
+    github.append_summary(project, section)

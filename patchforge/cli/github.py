@@ -4,7 +4,8 @@ Annotations are workflow commands on stdout (`::error file=F,line=N,title=T::mes
 runner turns into marks on the pull request's files; their values are escaped as the runner's
 own toolkit escapes them (% CR LF, and `:` `,` in properties). The summary is appended to the file
 `$GITHUB_STEP_SUMMARY` names, when it is set (on a runner it always is): each command adds its
-own section, so a job that runs lint, overlays --check and status shows all three.
+own section, so a job that runs lint, overlays --check and status shows all three. A path among
+the project's own files (a patch, the lock) is refused as every other output path is.
 """
 from __future__ import annotations
 
@@ -66,20 +67,34 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def append_summary(markdown: str) -> bool:
+def append_summary(project: Project, markdown: str) -> bool:
     """Append a section to $GITHUB_STEP_SUMMARY (appending is how the runner collects it: every
-    step and every command adds to the same file). False when the variable is not set."""
+    step and every command adds to the same file). False when the variable is not set.
+
+    The variable names any file: one of the project's own (a workflow that points it at a
+    file it commits, a typo) is refused as `status --html` refuses it
+    (Project.refuse_own_destination), exit 2 after the findings are printed, never appended
+    to: Markdown appended to upstream.lock or a patch left every later command failing on it."""
+    from patchforge.errors import UsageError
+
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:
         return False
+    try:
+        # A missing directory is left to the append below, which names the variable too.
+        project.refuse_own_destination(path, new_directory=True)
+    except UsageError as exc:
+        raise UsageError(f"GITHUB_STEP_SUMMARY={exc.message}; nothing was appended, the "
+                         "findings above were printed",
+                         hint="point GITHUB_STEP_SUMMARY at a file outside series/, "
+                              "overlays/ and .patchforge/ (the runner sets it), or unset it "
+                              "to print no summary") from None
     try:
         with open(path, "a", encoding="utf-8") as out:
             out.write(markdown.rstrip("\n") + "\n\n")
     except OSError as exc:
         # A path the runner did not make (a directory, a missing one, set by hand): the
         # machine's bare "Is a directory: PATH" and "run the command again" pointed nowhere.
-        from patchforge.errors import UsageError
-
         raise UsageError(f"GITHUB_STEP_SUMMARY={path}: cannot append the summary there "
                          f"({exc.strerror or exc}); the findings above were printed",
                          hint="point GITHUB_STEP_SUMMARY at a file you can write (the runner "

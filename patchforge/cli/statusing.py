@@ -292,5 +292,5 @@ def _github(project: Project, targets, results, taken_back: list[dict]) -> None:
     rows = [[f"{r.upstream}/{r.name}", r.state + (" (needs attention)" if r.attention else ""),
              _shortened((r.evidence or _failing_hunks(r.files) or [""])[0], 120)]
             for r in results]
-    github.append_summary(f"### patchforge status against {against}: {verdict}\n\n"
+    github.append_summary(project, f"### patchforge status against {against}: {verdict}\n\n"
                           + github.markdown_table(["patch", "state", "evidence"], rows))
