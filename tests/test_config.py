@@ -326,3 +326,100 @@ def test_every_pattern_of_a_projects_files_says_what_it_expects(name):
 
     walk(load_schema(name), "#")
     assert missing == []
+
+
+# Texts of the forms plain_toml reads (it must give tomllib's document) and texts just outside
+# them (it must leave them to tomllib: None).
+PLAIN_READ = [
+    "",
+    "\n\n",
+    starting_config_text(""),
+    starting_config_text("tool.patchforge.") + upstream_table_text(
+        "tool.patchforge.", UpstreamConfig(name="vllm", kind="git", url="https://x/y.git",
+                                           follow="main", install_root="/usr/lib/py")),
+    "a = 'x'\n[t]\nb = \"y\" # c\n\t c2\t=\t'it # is'\t#\n",
+    "[a.b]\nx = true\n[a]\ny = false\n[a.c]\n",
+    "[ok]\nk = \"tab\there, quote' here, \u00e9\u2028 \u0085 end\"\n# \u00a0 comment \u0080\n",
+    "[a]\nx = \"1\"#no space before the comment\n[b]\nx = '2'",
+    "k-1_B = ''\n9 = \"\"\n",
+]
+PLAIN_LEFT = [
+    "a = 1\n",                      # an integer
+    "a = [\"x\"]\n",                # an array
+    "a = {b = \"x\"}\n",            # an inline table
+    "a.b = \"x\"\n",                # a dotted key
+    "\"a\" = \"x\"\n",              # a quoted key
+    "a = \"x\\ty\"\n",              # an escape
+    "a = \"\"\"x\"\"\"\n",          # a multi-line string
+    "a = '''x'''\n",
+    "a = \"x\"\r\n",                # CRLF
+    "[ a ]\n",                      # whitespace in a header
+    "[[a]]\n",                      # an array of tables
+    "a = \"x\"\na = \"y\"\n",       # a key twice
+    "[a]\n[a]\n",                   # a table twice
+    "a = \"x\"\n[a]\n",             # a table where a value is
+    "[a]\nb = \"x\"\n[a.b]\n",
+    "[a.b]\n[a]\nb = \"x\"\n",
+    "a = \"x\" y\n",                # junk after a value
+    "a = truex\n",
+    "a = \"x\u0001\"\n",            # control characters
+    "# \u007f\n",
+    "\ufeffa = \"x\"\n",            # a byte-order mark
+    "a = \"x\n",
+    "a\u00a0= \"x\"\n",             # no-break space is no TOML whitespace
+    "\u00e9 = \"x\"\n",             # a key that is not bare
+]
+
+
+@pytest.mark.parametrize("text", PLAIN_READ)
+def test_a_plain_configuration_is_read_as_tomllib_reads_it(text):
+    from patchforge.formats.config import plain_toml
+
+    assert plain_toml(text) == tomllib.loads(text)
+
+
+@pytest.mark.parametrize("text", PLAIN_LEFT)
+def test_a_configuration_of_other_forms_is_left_to_tomllib(text):
+    from patchforge.formats.config import plain_toml
+
+    assert plain_toml(text) is None
+
+
+def test_plain_toml_agrees_with_tomllib_on_random_texts():
+    """Texts made of the lines plain_toml reads and of lines near them (a key or table twice, a
+    header where a value is, escapes, other values, stray characters): whatever it reads is
+    what tomllib reads, and it leaves to tomllib every text tomllib refuses."""
+    import random
+
+    from patchforge.formats.config import plain_toml
+
+    rng = random.Random(19)
+    keys = ["a", "b", "a-b", "x_1", "9", "\u00e9", "\"a\"", "a.b"]
+    values = ["\"\"", "\"v\"", "'v'", "\"a # b\"", "'it''s'", "\"x\\n\"", "\"q\"\"", "true",
+              "false", "True", "1", "[]", "\"\t\"", "\"\u2028\"", "'\u0080'", "\"\x7f\""]
+    tails = ["", " ", "\t", "# c", " # c \"x\"", " x", "#\x01"]
+
+    def line() -> str:
+        kind = rng.random()
+        if kind < 0.3:
+            path = ".".join(rng.choice(keys[:5]) for _ in range(rng.randint(1, 3)))
+            return rng.choice(["", " ", "\t"]) + rng.choice(["[%s]", "[%s]", "[ %s]", "[[%s]]"]) \
+                % path + rng.choice(tails)
+        if kind < 0.85:
+            return rng.choice(["", " "]) + rng.choice(keys) + rng.choice([" = ", "=", "\t=\t"]) \
+                + rng.choice(values) + rng.choice(tails)
+        return rng.choice(["", "   ", "# a comment", "garbage", "\r", "= \"x\""])
+
+    read = 0
+    for _ in range(3000):
+        text = "\n".join(line() for _ in range(rng.randint(0, 8)))
+        mine = plain_toml(text)
+        try:
+            theirs = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            assert mine is None, text
+            continue
+        if mine is not None:
+            read += 1
+            assert mine == theirs, text
+    assert read > 300  # the texts reach plain_toml's forms, not only its refusals

@@ -1,9 +1,11 @@
 """Reading the user's configuration: `[tool.patchforge]` in pyproject.toml, or patchforge.toml.
 
 The configuration is the intent and belongs to the user: patchforge reads it with tomllib and only
-ever appends to it (`init`, `upstream add`), never reformats what is there. tomllib and the
-configuration model are imported when a configuration is read: a command that needs none (a
-rebase's `--skip` or `--continue`, which go on from the journal) does not pay for them.
+ever appends to it (`init`, `upstream add`), never reformats what is there. A configuration of
+tables and plain strings, as those two write it, is read by `plain_toml` (the document tomllib
+gives, without tomllib's import); any other text, and every error, is tomllib's. tomllib and
+the configuration model are imported when a configuration is read: a command that needs none
+(a rebase's `--skip` or `--continue`, which go on from the journal) does not pay for them.
 """
 from __future__ import annotations
 
@@ -41,11 +43,28 @@ def toml_error_line(exc: Exception) -> int | None:
 
 def find_config_table(path: Path) -> tuple[dict, str] | None:
     """The patchforge table of `path` and its dotted prefix, or None if the file has none."""
-    import tomllib
-
     data = path.read_bytes()
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
+        doc = plain_toml(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        doc = None  # said by tomllib's path below, as for any text it refuses
+    if doc is None:
+        doc = _tomllib_loads(path, data)
+    if path.name == STANDALONE:
+        return doc, ""
+    table = doc.get("tool", {}).get("patchforge")
+    if table is None:
+        return None
+    return table, "tool.patchforge."
+
+
+def _tomllib_loads(path: Path, data: bytes) -> dict:
+    """The document tomllib reads from `data` (the file `path`'s bytes); ConfigError naming the
+    file and line where it refuses them."""
+    import tomllib
+
+    try:
+        return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         # A byte-order mark (an editor on Windows) is invisible in the file: say it is there.
         bom = data.startswith(b"\xef\xbb\xbf")
@@ -53,12 +72,60 @@ def find_config_table(path: Path) -> tuple[dict, str] | None:
             "; the file begins with a byte-order mark (U+FEFF), which TOML does not allow"
             if bom else ""), path=str(path), line=toml_error_line(exc),
             hint="save it as UTF-8 without a byte-order mark" if bom else None) from None
-    if path.name == STANDALONE:
-        return doc, ""
-    table = doc.get("tool", {}).get("patchforge")
-    if table is None:
+
+
+# A configuration as `init` and `upstream add` write it is a few tables of strings: read by
+# plain_toml, line by line, it needs no tomllib, whose import (its parser's tables and patterns,
+# and the `datetime` and `string` modules it loads, which nothing else a rebase or a status runs
+# loads) was about 5% of a clean 30-patch rebase's instructions, at every command that reads a
+# configuration. Anything outside the few forms below is left to tomllib, errors included.
+# TOML's control characters (all of U+0000-U+001F but tab and line feed, and U+007F) are
+# refused by tomllib in comments and strings alike; a carriage return too (CRLF lines are left
+# to tomllib).
+_PLAIN_REFUSED = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_PLAIN_HEADER = re.compile(r"[ \t]*\[([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)\][ \t]*(?:#.*)?")
+# `key = value`: a bare key; a basic string without escapes, a literal string, true or false.
+_PLAIN_PAIR = re.compile(r"""[ \t]*([A-Za-z0-9_-]+)[ \t]*=[ \t]*"""
+                         r"""(?:"([^"\\]*)"|'([^']*)'|(true|false))[ \t]*(?:#.*)?""")
+_PLAIN_NOTHING = re.compile(r"[ \t]*(?:#.*)?")
+
+
+def plain_toml(text: str) -> dict | None:
+    """The document tomllib.loads(text) gives, for a text made only of blank lines, comments,
+    table headers of bare keys (`[upstreams.vllm]`) and `bare-key = value` lines whose value is
+    a basic string without escapes, a literal string, true or false; None for any other text
+    (read by tomllib then). Within those forms a text tomllib refuses (a key or table given
+    twice, a table inside a value) is None too: tomllib says why."""
+    if _PLAIN_REFUSED.search(text):
         return None
-    return table, "tool.patchforge."
+    root: dict = {}
+    declared: set[str] = set()  # the table headers met, as written
+    table = root
+    for line in text.split("\n"):
+        pair = _PLAIN_PAIR.fullmatch(line)
+        if pair is not None:
+            key, basic, literal, boolean = pair.groups()
+            if key in table:
+                return None
+            table[key] = basic if basic is not None else literal if literal is not None \
+                else boolean == "true"
+            continue
+        header = _PLAIN_HEADER.fullmatch(line)
+        if header is not None:
+            if header.group(1) in declared:
+                return None
+            declared.add(header.group(1))
+            table = root
+            for key in header.group(1).split("."):
+                # A table met on the way was declared, or made by a deeper header (TOML lets
+                # `[a]` come after `[a.b]`, once); a value there is no table.
+                table = table.setdefault(key, {})
+                if not isinstance(table, dict):
+                    return None
+            continue
+        if _PLAIN_NOTHING.fullmatch(line) is None:
+            return None
+    return root
 
 
 def validate_config_table(table: dict, text: str, source: str, prefix: str) -> None:
