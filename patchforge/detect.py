@@ -86,7 +86,7 @@ class HunkVerdict:
     elsewhere: str | None = None
     # The hunk's own place still has its old code: its lines. Asked when the history says a
     # commit made the change (OwnPlaces.old_code, judge.with_history), which then made it at
-    # another place, and said where post-image containment found the added code only at
+    # another place (or a later commit took it out there), and said where post-image containment found the added code only at
     # another copy (OwnPlaces.contained_away): history must not call it landed.
     old_code: str | None = None
 

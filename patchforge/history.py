@@ -12,9 +12,10 @@ context that drifted, still match). A commit of base..target:
 - makes the change when, for every file of the patch, the commit's blocks there are the
   patch's blocks or contain them in order (a squash commit with more in the same file);
 - undoes it when its message reverts a commit that made it (`git revert`), or when it reverses
-  a block of it that puts old code back, or reverses the whole change (a hand-made revert). A
-  commit that only takes out lines the patch added (a lint pass moving an import, a guard a
-  later design no longer needs) supersedes the change; it does not undo it.
+  a block of it that puts old code back, or reverses the whole change (a hand-made revert;
+  also inside larger blocks of its own: a commit re-pointing a whole table at once). A commit
+  that only takes out lines the patch added (a lint pass moving an import, a guard a later
+  design no longer needs) supersedes the change; it does not undo it.
 Walking the commits oldest first, the patch landed when the last such event made the change;
 `landed_in` is the commit that made it after the last undoing (never a revert). Everything
 is computed from one walk of the history between pin and target (judge.HistoryIndex: which
@@ -113,6 +114,21 @@ def _contains(big: Blocks, small: Blocks) -> bool:
     return all(any(block == other for other in it) for block in small)
 
 
+def _run_in(small: tuple[bytes, ...], big: tuple[bytes, ...]) -> bool:
+    """Whether `small` is a run of consecutive lines of `big`."""
+    n = len(small)
+    return any(big[i:i + n] == small for i in range(len(big) - n + 1))
+
+
+def _reversed_within(undo: Block, theirs: Blocks) -> bool:
+    """Whether a block of `theirs` holds `undo` (a reversed block of the change: the lines the
+    change added, to take out, and the old lines it removed, to put back) inside more: it
+    takes those added lines out and puts those old lines back, each a run of its sides."""
+    gone, back = undo
+    return any((not gone or _run_in(gone, removed)) and (not back or _run_in(back, added))
+               for removed, added in theirs)
+
+
 def _blob_back(undo: Block, theirs: Blocks) -> bool:
     """Whether a commit writes a binary file's old blob again (`undo` is the reverse of a
     binary_block), whatever blob it replaced (the kernel rebuilt, then put back)."""
@@ -201,7 +217,8 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
 
     Undoing is judged generously and making strictly, so that a doubt costs a landing found,
     never a fix: a commit undoes the change when its message reverts a commit that made it, or
-    when it reverses any one block of it (a partial or hand-edited revert)."""
+    when it reverses any one block of it (a partial or hand-edited revert), or the whole
+    change inside larger blocks of its own."""
     events: list[tuple[str, str, str]] = []
     made: list[str] = []
     # What undoing each file's change looks like, and the blocks of it large enough to count,
@@ -239,6 +256,19 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
                                if changed.get(path) == undo[path] and len(wanted) == 1
                                else f"reverses part of it in {path}"))
                 break
+        else:
+            # The whole change reversed inside larger blocks of the commit's (the fix
+            # re-pointed one entry of a table, a later commit re-points the whole table, that
+            # entry back to its old value) puts the old code back too. Only the whole change:
+            # one small block of a large fix found inside a rewrite (a line's parentheses
+            # back as they were) is that rewrite's, not an undoing. A block large enough to
+            # count puts old lines back, so that may_reverse's probes (of those blocks) hold.
+            if all(changed.get(path) and all(b in changed[path]
+                                             or _reversed_within(b, changed[path])
+                                             for b in undo[path]) for path in wanted) \
+                    and any(b[1] for blocks in large.values() for b in blocks):
+                events.append((commit, "undid", "the whole change reversed within a larger "
+                               "change"))
     landed_by = None
     for commit, what, _ in events:
         if what == "undid":
@@ -295,8 +325,11 @@ def _elsewhere(verdict) -> str | None:
                 return (f"{f.path} hunk {h.index + 1} has it only at another copy of the code "
                         f"(its own place, {h.elsewhere}, does not)")
             if h.old_code is not None:
+                # (Or a later commit took it out there inside a larger edit of a multi-block
+                # fix, which judge_history does not count as an undo: both are said.)
                 return (f"{f.path} hunk {h.index + 1}'s own place ({h.old_code}) still has "
-                        "the old code: the commit made it at another place")
+                        "the old code: the commit made it at another place, or a later one "
+                        "took it out there")
     return None
 
 

@@ -164,6 +164,18 @@ class OneUpstreamStack(Stack):
         self.cli("overlays")
         assert not (self.root / "overlays" / "up" / path).exists()
 
+    def kept_by_rebase(self, target: str, path: str) -> bytes:
+        """`rebase --to target` does not drop the one fix (a stop, aborted, or moved): it
+        stays in the series, never under upstreamed/; the overlay of `path` made after it."""
+        rc, out, err = self.cli("rebase", "--to", target, expect=None)
+        assert rc in (0, 3) and "dropped" not in out, out + err
+        assert not (self.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+        if rc == 3:
+            self.cli("rebase", "--abort")
+        assert self.series("up") == ["fix.patch"]
+        self.cli("overlays")
+        return (self.root / "overlays" / "up" / path).read_bytes()
+
     def add_fix(self, name: str, path: str, old: bytes | None, new: bytes, *, fields: str = "",
                 description: str | None = None) -> bytes:
         """`name`.patch changing `path` from `old` (None: created) to `new`, made with git diff."""
