@@ -13,9 +13,12 @@ post-image AND its pre-image is gone from where the patch expects it:
 - post-image containment: the hunk's added code is in the target (whitespace and line wrapping
   ignored, so reformatted and moved landings count) and its removed code is not (likely), at
   its own place: where the own place is still there (its context kept by upstream's diff) with
-  no copy of the added code at it, the copy found is another copy of the code (a method's
-  indented twin): not landed, and the history's word does not override it
-  (OwnPlaces.contained_away). Where the own place is gone (the code moved), the copy stands;
+  no copy of the added code at it (overlapping it, or anchored by its lines: `_at_place`), the
+  copy found is another copy of the code (a method's indented twin, the twin function right
+  below): not landed, and the history's word does not override it
+  (OwnPlaces.contained_away). Where the own place is gone (the code moved), the copy stands.
+  In Python, a copy indented otherwise relative to its context is another statement
+  (`_indented_alike`): unsure, whatever the history says;
 - patch-id match against the upstream commits that touch the files (certain; history only).
 
 Squash merges defeat patch-ids, so the content checks decide and patch-ids only add evidence.
@@ -66,6 +69,10 @@ AT_BASE = "no evidence of a landing"
 # The end of the evidence of a hunk whose added code is in the file only away from its own
 # place, which is still there (OwnPlaces.contained_away).
 CONTAINED_AWAY = "another copy of the code: not landed"
+# The end of the evidence of a hunk whose added code is next to its context only at another
+# indentation relative to it (`_indented_alike`): in Python another statement.
+INDENTED_OTHERWISE = "other code in an indented language: unsure"
+_COPY_LINE = re.compile(r"context at (line \d+)")  # where contained's evidence found the copy
 
 
 def _strip_ws(data: bytes) -> bytes:
@@ -89,6 +96,10 @@ class HunkVerdict:
     # another place (or a later commit took it out there), and said where post-image containment found the added code only at
     # another copy (OwnPlaces.contained_away): history must not call it landed.
     old_code: str | None = None
+    # The added code is next to the hunk's context only indented otherwise relative to it
+    # (`_indented_alike`): the copy's line. Another statement in Python: unsure, and history
+    # (whose blocks ignore whitespace) must not call it landed either.
+    indented: str | None = None
 
 
 @record
@@ -164,6 +175,7 @@ class NormalizedText:
         self._content = content
         self.text = content.translate(None, _WS_BYTES)
         self._line_start: list[int] | None = None
+        self._raw_lines: list[bytes] | None = None
 
     @property
     def line_start(self) -> list[int]:
@@ -177,6 +189,18 @@ class NormalizedText:
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_start, offset) - 1
+
+    def line(self, number: int) -> bytes:
+        """Line `number` (0-based) without whitespace."""
+        start = self.line_start
+        return self.text[start[number]:start[number + 1]]
+
+    def indent(self, number: int) -> int:
+        """The columns of line `number`'s leading whitespace (a tab to the next multiple of
+        8, as Python reads it). The file's lines are split only when a search needs one."""
+        if self._raw_lines is None:
+            self._raw_lines = self._content.split(b"\n")
+        return _columns(self._raw_lines[number])
 
     def find_all(self, needle: bytes) -> list[int]:
         found, at = [], self.text.find(needle)
@@ -220,7 +244,8 @@ def _anchors(hunk, kinds: list[bytes]) -> tuple[list[bytes], list[bytes]]:
             meaningful(range(changed[-1] + 1, len(kinds))))
 
 
-def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True) -> tuple[bool, str]:
+def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
+              indented: bool = False) -> tuple[bool, str]:
     """Post-image containment: the hunk's added code is in the target (whitespace and line
     wrapping ignored), next to the hunk's own context, and its removed code is not there.
 
@@ -228,7 +253,10 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True) 
     old code still in place where the patch changes it) prove nothing. The block must have a
     meaningful context line of the hunk within ANCHOR_DISTANCE lines on the side where the patch
     has it (either side for a hunk that also removes code, since the removed code being gone is
-    evidence too; both sides for a pure addition). Returns (contained, evidence or why not).
+    evidence too; both sides for a pure addition). `indented`: the file's language reads
+    indentation (`indentation_matters`): a block indented otherwise relative to that context
+    is another statement, not the hunk's (`_indented_alike`). Returns (contained, evidence or
+    why not).
     """
     if isinstance(target, bytes):
         target = normalized_text(target)
@@ -250,6 +278,7 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True) 
     if not before and not after:
         return False, "added code found, but the hunk has no context to anchor it"
     why = "added code found, but not next to the hunk's context"
+    refused = None  # the line of a copy refused for its indentation alone
     for hit in hits:
         first, last = target.line_of(hit), target.line_of(hit + len(added) - 1)
         lo, start = target.span(first - ANCHOR_DISTANCE, first)
@@ -266,9 +295,80 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True) 
             ok = near_before or near_after
         else:
             ok = (near_before or not before) and (near_after or not after)
-        if ok:
+        if ok and indented and _indented_alike(hunk, kinds, target, hit, first, last) is False:
+            refused = first if refused is None else refused
+        elif ok:
             return True, "post-image containment (whitespace-insensitive, anchored by context)"
+    if refused is not None:
+        return False, (f"added code found next to the hunk's context at line {refused + 1}, "
+                       f"but indented otherwise relative to it: {INDENTED_OTHERWISE}")
     return False, why
+
+
+# The languages whose blocks are their indentation (the product's Python: vLLM, AITER's
+# wrappers). In C, C++ and HIP the braces say it, and a line re-indented inside a guard upstream
+# added later is still the line that landed.
+_INDENTED_LANGUAGES = (".py", ".pyi", ".pyx", ".pxd")
+
+
+def indentation_matters(path: str) -> bool:
+    """Whether leading whitespace is meaning in the file at `path` (a Python source)."""
+    return path.endswith(_INDENTED_LANGUAGES)
+
+
+def _indents(hunk, kinds: list[bytes], indices) -> dict[bytes, int]:
+    """The anchoring context lines among hunk lines `indices` (as `_anchors` takes them,
+    whitespace removed) -> their indentation's columns."""
+    found: dict[bytes, int] = {}
+    for i in indices:
+        if kinds[i] == b" ":
+            raw = line_content(hunk.lines[i])
+            norm = _strip_ws(raw)
+            if len(norm) >= MIN_ANCHOR_CHARS and _WORD.search(norm):
+                found.setdefault(norm, _columns(raw))
+    return found
+
+
+def _columns(raw: bytes) -> int:
+    """The columns of a line's leading whitespace (a tab to the next multiple of 8)."""
+    return len(raw[:len(raw) - len(raw.lstrip(b" \t"))].expandtabs(8))
+
+
+def _indented_alike(hunk, kinds: list[bytes], target: NormalizedText, hit: int, first: int,
+                    last: int) -> bool | None:
+    """Whether the copy of the hunk's added code at `hit` (lines `first`..`last` of the
+    target) is indented, relative to its anchoring context, as the hunk indents its first
+    added line relative to the same context line: leading whitespace is meaning in Python (a
+    statement put outside the `if` runs for every row), while whitespace within a line and
+    wrapping (black, clang-format) is not. None when nothing tells: the copy starts within a
+    line (lines joined), or no context line of the hunk's is a whole line of the target
+    next to it (on its side, within ANCHOR_DISTANCE lines, as `contained` anchors it). One
+    context line at the hunk's relative indentation suffices: a block upstream re-indented
+    whole (put inside a `with`) moved its context with it."""
+    if target.line_start[first] != hit:
+        return None
+    changed = [i for i, k in enumerate(kinds) if k in (b"+", b"-")]
+    # The hunk's line at `hit`: the first that says something of the added block (from its
+    # first added line on, the context between added lines included, as _changed_side).
+    added = next(i for i in range(kinds.index(b"+"), len(kinds)) if kinds[i] in (b"+", b" ")
+                 and _strip_ws(line_content(hunk.lines[i])))
+    column = _columns(line_content(hunk.lines[added]))
+    before = _indents(hunk, kinds, range(changed[0]))
+    after = _indents(hunk, kinds, range(changed[-1] + 1, len(kinds)))
+    told = False
+    lines = len(target.line_start) - 1
+    for number, anchors in itertools.chain(
+            ((n, before) for n in range(max(first - ANCHOR_DISTANCE, 0), first)),
+            ((n, after) for n in range(last + 1, min(last + 1 + ANCHOR_DISTANCE, lines)))):
+        if not anchors:
+            continue
+        there = anchors.get(target.line(number))
+        if there is None:
+            continue
+        if target.indent(first) - target.indent(number) == column - there:
+            return True
+        told = True
+    return False if told else None
 
 
 def _added_copies(hunk, current: bytes) -> list[tuple[int, int]]:
@@ -284,11 +384,37 @@ def _added_copies(hunk, current: bytes) -> list[tuple[int, int]]:
 
 def _contained_may_ask(hunk, current: bytes) -> bool:
     """Whether assess_file may ask OwnPlaces.contained_away of `hunk` (its added code found
-    by `contained`, and `_twin_may_fool`): for OwnPlaces.may_diff."""
+    by `contained`, and `_twin_may_fool`): for OwnPlaces.may_diff. `contained` is asked
+    without the indentation check assess_file adds for Python files: True wherever that one
+    is (it only refuses more), so never a diff missed."""
     if not contained(hunk, current)[0]:
         return False
     copies = _added_copies(hunk, current)
     return bool(copies) and _twin_may_fool(hunk, current, copies)
+
+
+def _at_place(text: NormalizedText, copy: tuple[int, int], lo: int, hi: int,
+              before: list[bytes], after: list[bytes]) -> bool:
+    """Whether a copy of a hunk's added code (its lines `copy`: first, last) is at the hunk's
+    own place, lines [lo, hi) of the target: it overlaps them, or its anchoring context is
+    theirs (a context line of the hunk's, `before`/`after` as `_anchors` gives them, within
+    ANCHOR_DISTANCE lines above/below the copy, as `contained` anchors it, and among those
+    lines). Nearness alone is not enough: a twin function right below the own place has a
+    copy of the context of its own, and a copy of the fix there is the twin's."""
+    first, last = copy
+    if first < hi and last >= lo:
+        return True
+    start, end = max(lo, first - ANCHOR_DISTANCE), min(hi, first)
+    if before and start < end:
+        window = text.text[slice(*text.span(start, end))]
+        if any(line in window for line in before):
+            return True
+    start, end = max(lo, last + 1), min(hi, last + 1 + ANCHOR_DISTANCE)
+    if after and start < end:
+        window = text.text[slice(*text.span(start, end))]
+        if any(line in window for line in after):
+            return True
+    return False
 
 
 def _twin_may_fool(hunk, current: bytes, copies: list[tuple[int, int]]) -> bool:
@@ -296,15 +422,19 @@ def _twin_may_fool(hunk, current: bytes, copies: list[tuple[int, int]]) -> bool:
     landing stand, told by `current`'s bytes alone (`copies`: _added_copies'): no base file
     read, no git diff. It never changes that answer; it only says when asking is useless.
 
-    Why it holds: contained_away refuses the landing only when no copy is within
-    ANCHOR_DISTANCE lines of the own place, so every line of the own place is that far from
-    every copy; and only when the own place keeps, byte for byte (upstream's diff keeps
-    them as they were), a context line on each side that has context, half of the context
-    and a line of at least MIN_ANCHOR_CHARS (`_context_kept`). So each such line must be a
-    line of `current` that far from every copy; a line that is not rules the refusal out.
-    A landing made at the own place (reformatted, or its neighbours edited) has its context
-    next to the copy found, and so does a landing whose code moved (the context moved with
-    it): most fail at their first distinctive line."""
+    Why it holds: contained_away refuses the landing only when no copy is at the own place
+    (`_at_place`): none overlaps it, and no line of it above a copy (within ANCHOR_DISTANCE
+    lines) holds a context line the hunk has before its change, nor one below a copy a
+    context line the hunk has after it; and only when the own place keeps, byte for byte
+    (upstream's diff keeps them as they were), a context line on each side that has context,
+    half of the context and a line of at least MIN_ANCHOR_CHARS (`_context_kept`). So each
+    such line must be a line of `current` outside every copy, and, where it holds one of the
+    hunk's anchoring lines of a side, outside the window on that side of every copy; a line
+    that is nowhere so rules the refusal out. A landing made at the own place (reformatted,
+    or its neighbours edited) has its context next to the copy found, and so does a landing
+    whose code moved (the context moved with it): most fail at their first distinctive
+    line."""
+    before, after = _anchors(hunk, _kinds(hunk))
     far: dict[bytes, bool] = {}
 
     def out(line: bytes) -> bool:
@@ -312,8 +442,13 @@ def _twin_may_fool(hunk, current: bytes, copies: list[tuple[int, int]]) -> bool:
         if not line:
             return True  # (never a line of a hunk; taken as there, never a skip)
         if found is None:
+            norm = _strip_ws(line)
+            above = any(anchor in norm for anchor in before)
+            below = any(anchor in norm for anchor in after)
             found = far[line] = any(
-                not any(first - ANCHOR_DISTANCE <= at <= last + ANCHOR_DISTANCE
+                not any(first <= at <= last
+                        or (above and first - ANCHOR_DISTANCE <= at < first)
+                        or (below and last < at <= last + ANCHOR_DISTANCE)
                         for first, last in copies)
                 for at in _line_places(current, line))
         return found
@@ -565,10 +700,11 @@ class OwnPlaces:
         place: None when the landing stands, else (why, "lines N-M" of the own place):
 
         ("pre-image", ...): the own place keeps every line the hunk removes and its
-        context (`_context_kept`), and no copy of the added code is at it (within
-        ANCHOR_DISTANCE lines, the drift containment's anchoring allows): the copy found is
-        another copy of the code (a twin indented otherwise, a class method's copy of a
-        function), and the own place still has the old code.
+        context (`_context_kept`), and no copy of the added code is at it (`_at_place`:
+        overlapping it, or anchored, within the drift containment's anchoring allows, by
+        its lines rather than by another copy of its context): the copy found is another
+        copy of the code (a twin indented otherwise, a class method's copy of a function, the
+        twin function right below), and the own place still has the old code.
 
         The landing stands where nothing says where the own place is (elsewhere's rule),
         where a copy of the added code is at it (reformatted there), where the own place is
@@ -585,8 +721,9 @@ class OwnPlaces:
             return None
         lo, hi, kinds, kept = place
         hi = max(hi, lo + 1)
-        if any(first < hi + ANCHOR_DISTANCE and last >= lo - ANCHOR_DISTANCE
-               for first, last in copies):
+        before, after = _anchors(hunk, _kinds(hunk))
+        text = normalized_text(self._current)
+        if any(_at_place(text, copy, lo, hi, before, after) for copy in copies):
             return None
         held = [kinds[k] for k in kept]
         if not _context_kept(hunk, kinds, kept) or held.count(b"-") != kinds.count(b"-"):
@@ -891,6 +1028,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
     whole = verdict.applied.hunks
     placed = False  # whether the whole-file application has placed a hunk before this one
     own = OwnPlaces(fp, base, current, apply, places)
+    indented = indentation_matters(fp.path)
     for index, hunk in enumerate(fp.hunks):
         if index < len(whole) and (whole[index].status == "exact" or not placed):
             # Exact in the whole-file application means exact on its own too (found at its
@@ -944,10 +1082,19 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
         if hv.landed is None and not hv.ambiguous and hv.elsewhere is None and not no_evidence:
             # Normalizing the file is the costly part: only for hunks the patch tools could not
             # place (contained() keeps the result for the next hunk on the same file).
-            is_contained, why = contained(hunk, current)
+            is_contained, why = contained(hunk, current, indented=indented)
             away = own.contained_away(index, hunk) if is_contained and not pre_image_there \
                 else None
-            if is_contained and pre_image_there:
+            if not is_contained and why.endswith(INDENTED_OTHERWISE) and not pre_image_there:
+                # The fix's code is there, but as another statement (outside the `if` it was
+                # written in): neither landed nor absent. The rebase moves it only where it
+                # applies or merges cleanly, and stops otherwise; it never drops it.
+                hv.ambiguous = True
+                copy = _COPY_LINE.search(why)
+                assert copy is not None
+                hv.indented = copy.group(1)
+                hv.evidence.append(why)
+            elif is_contained and pre_image_there:
                 hv.evidence.append("added code is present but the old code is still there "
                                    f"(forward-apply: {hv.forward})")
             elif away is not None:

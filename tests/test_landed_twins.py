@@ -1,0 +1,172 @@
+"""A fix's code found next to its context is a landing only where that context is the fix's
+own and the code sits in it as the fix puts it.
+
+Twins: k.py has two adjacent functions with the same body (scale_fp8, then scale_fp16). The fix
+changes scale_fp8; upstream makes the same change in scale_fp16 only, and edits a line next
+to the fix's place in scale_fp8. The copy in scale_fp16 is a few lines below the fix's own
+place, within the drift post-image containment allows, and was taken for the fix made there:
+status said "upstreamed (medium)" and the rebase dropped the fix, scale_fp8 left without it.
+A copy belongs to the own place only when its anchoring context is the own place's lines
+(detect._at_place), not the twin's copy of them.
+
+Indentation: upstream adds the fix's statement right below the fix's place, but at the loop's
+level instead of inside the `if` (in Python, another change: it runs for every row). Whitespace
+within lines and line wrapping are ignored by containment; indentation relative to the
+anchoring context is not (detect._indented_alike): unsure, and the rebase stops.
+
+Landings made at the own place (reformatted, re-indented with their context, or both twins
+fixed) are still dropped. Real git upstreams, real commands: `status --against`,
+`rebase --to`, `overlays`."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.project import OneUpstreamStack
+
+BODY = (b"    limit = compute_limit(tensor.dtype)\n"
+        b"    factor = amax / limit\n"
+        b"    result = tensor * factor\n"
+        b"    return result\n")
+CLAMP = b"    factor = clamp_to_finite_range(factor, limit)\n"
+EPS = b"    factor = amax / max(limit, 1e-12)\n"
+
+
+def twins(fp8: bytes = BODY, fp16: bytes = BODY) -> bytes:
+    return (b"def scale_fp8(tensor, amax):\n" + fp8 + b"\n\n"
+            b"def scale_fp16(tensor, amax):\n" + fp16)
+
+
+def clamped(body: bytes) -> bytes:
+    return body.replace(b"    factor = amax / limit\n", b"    factor = amax / limit\n" + CLAMP)
+
+
+def kept_at_conflict(stack: OneUpstreamStack, fixed: bytes) -> None:
+    """status: not upstreamed, the rebase stops there; the rebase stops on the fix in k.py
+    and drops nothing; after --abort the overlays (at the pin, where only the fixed function
+    has the change) still deploy `fixed`."""
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] == "stop", patch
+    assert not patch.get("landed_in"), patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "k.py" in err and "dropped" not in out, out + err
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+    assert stack.series("up") == ["fix.patch"]
+    stack.cli("rebase", "--abort")
+    stack.cli("overlays")
+    assert fixed in (stack.root / "overlays" / "up" / "k.py").read_bytes()
+
+
+def dropped_as_landed(stack: OneUpstreamStack) -> None:
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert (patch["state"], patch["rebase"]) == ("upstreamed", "drop"), patch
+    summary = stack.rebase_json("--to", "up=v2")
+    assert [p["action"] for p in summary["patches"]] == ["dropped"], summary["patches"]
+    assert stack.series("up") == []
+
+
+def test_a_fix_made_upstream_only_in_the_twin_right_below_is_kept(tmp_path):
+    """The fix clamps scale_fp8's factor; upstream clamps scale_fp16's (7 lines below) and
+    writes scale_fp8's division otherwise: a conflict at the fix's own place, as git's merge
+    says, never a landing."""
+    v1 = twins()
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, twins(fp8=clamped(BODY)))
+    other = BODY.replace(b"amax / limit", b"amax / float(limit)")
+    stack.commit({"k.py": twins(fp8=other, fp16=clamped(BODY))}, "clamp fp16", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    evidence = " ".join(status["patches"][0]["evidence"])
+    assert "only away from the hunk's own place" in evidence, evidence
+    kept_at_conflict(stack, b"    factor = amax / limit\n" + CLAMP)
+
+
+def test_a_fix_made_upstream_only_in_the_twin_right_above_is_kept(tmp_path):
+    """The same with the fix in the lower function: upstream clamps scale_fp8 (above) and
+    writes scale_fp16's division otherwise."""
+    v1 = twins()
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, twins(fp16=clamped(BODY)))
+    other = BODY.replace(b"amax / limit", b"amax / float(limit)")
+    stack.commit({"k.py": twins(fp8=clamped(BODY), fp16=other)}, "clamp fp8", tag="v2")
+    kept_at_conflict(stack, b"    factor = amax / limit\n" + CLAMP + b"    result")
+
+
+@pytest.mark.parametrize("edit", [
+    (b"    limit = compute_limit(tensor.dtype)\n",
+     b"    limit = compute_limit(tensor.dtype, fnuz=True)\n"),
+    (b"    result = tensor * factor\n", b"    result = tensor.float() * factor\n"),
+], ids=["line-above", "line-below"])
+def test_a_changed_line_made_upstream_only_in_the_twin_is_kept(tmp_path, edit):
+    """The fix changes a line (the division guards against a zero limit); upstream makes the
+    same change in the twin below only, and edits the line above (or below) the fix's line in
+    scale_fp8: the fix's old line is still there, not landed."""
+    v1 = twins()
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    fixed = BODY.replace(b"    factor = amax / limit\n", EPS)
+    stack.add_fix("fix", "k.py", v1, twins(fp8=fixed))
+    stack.commit({"k.py": twins(fp8=BODY.replace(*edit), fp16=fixed)}, "guard fp16",
+                 tag="v2")
+    kept_at_conflict(stack, b"def scale_fp8(tensor, amax):\n" + fixed.split(b"    result")[0])
+
+
+def test_both_twins_fixed_with_the_line_above_edited_is_a_landing(tmp_path):
+    """The other side: upstream clamps both functions and edits scale_fp8's division: the
+    copy at the fix's own place is anchored by its own lines, a landing; dropped."""
+    v1 = twins()
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, twins(fp8=clamped(BODY)))
+    other = BODY.replace(b"amax / limit", b"amax / float(limit)")
+    v2 = twins(fp8=other.replace(b"    result", CLAMP + b"    result"), fp16=clamped(BODY))
+    stack.commit({"k.py": v2}, "clamp both", tag="v2")
+    dropped_as_landed(stack)
+
+
+ROWS = (b"def total_rows(batches):\n"
+        b"    count = 0\n"
+        b"    for batch in batches:\n"
+        b"        if batch.is_padded:\n"
+        b"            count += batch.real_rows\n"
+        b"        count += batch.header_rows\n"
+        b"    return count\n")
+REAL = b"            count += batch.real_rows\n"
+
+
+def test_a_fix_line_upstream_added_at_another_indentation_is_kept(tmp_path):
+    """The fix subtracts the padding inside `if batch.is_padded:`; upstream subtracts it
+    right below at the loop's level (every batch): unsure, the rebase stops (git's merge
+    conflicts), the fix is kept."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": ROWS})
+    fixed = REAL + b"            count -= batch.padding_rows_of_block\n"
+    stack.add_fix("fix", "k.py", ROWS, ROWS.replace(REAL, fixed))
+    stack.commit({"k.py": ROWS.replace(
+        REAL, REAL + b"        count -= batch.padding_rows_of_block\n")}, "padding", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    evidence = " ".join(status["patches"][0]["evidence"])
+    assert "indented otherwise" in evidence, evidence
+    kept_at_conflict(stack, fixed)
+
+
+def test_a_fix_line_upstream_wrapped_at_the_same_indentation_is_a_landing(tmp_path):
+    """The other side: upstream adds the fix's statement inside the `if`, wrapped over three
+    lines (black's way): a landing, dropped."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": ROWS})
+    stack.add_fix("fix", "k.py", ROWS, ROWS.replace(
+        REAL, REAL + b"            count -= batch.padding_rows_of_block(batch.rows, 4)\n"))
+    stack.commit({"k.py": ROWS.replace(REAL, REAL + (
+        b"            count -= batch.padding_rows_of_block(\n"
+        b"                batch.rows, 4\n"
+        b"            )\n"))}, "padding", tag="v2")
+    dropped_as_landed(stack)
+
+
+def test_a_fix_line_upstream_reindented_with_its_context_is_a_landing(tmp_path):
+    """The other side: upstream puts the loop inside a `with` (every line 4 columns deeper)
+    and the fix's statement inside the `if`: the same relative indentation, a landing."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": ROWS})
+    line = b"            count -= batch.padding_rows_of_block\n"
+    stack.add_fix("fix", "k.py", ROWS, ROWS.replace(REAL, REAL + line))
+    lines = ROWS.replace(REAL, REAL + line).splitlines(keepends=True)
+    v2 = lines[0] + b"    with timer():\n" + b"".join(b"    " + x for x in lines[1:])
+    stack.commit({"k.py": v2}, "padding, timed", tag="v2")
+    dropped_as_landed(stack)
