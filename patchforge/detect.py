@@ -93,13 +93,18 @@ class HunkVerdict:
     elsewhere: str | None = None
     # The hunk's own place still has its old code: its lines. Asked when the history says a
     # commit made the change (OwnPlaces.old_code, judge.with_history), which then made it at
-    # another place (or a later commit took it out there), and said where post-image containment found the added code only at
-    # another copy (OwnPlaces.contained_away): history must not call it landed.
+    # another place (or a later commit took it out there), and said where post-image
+    # containment found the added code only at another copy (OwnPlaces.contained_away):
+    # history must not call it landed.
     old_code: str | None = None
     # The added code is next to the hunk's context only indented otherwise relative to it
     # (`_indented_alike`): the copy's line. Another statement in Python: unsure, and history
     # (whose blocks ignore whitespace) must not call it landed either.
     indented: str | None = None
+    # A pure addition placed forward on its inner context (fuzz 1, _inner_context_there): the
+    # code without the change is in the file, as an exact or offset placing says, so git's
+    # merge is not asked for it (its line map may put the own place on a twin that has it).
+    inner_context: bool = False
 
 
 @record
@@ -1036,9 +1041,10 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
             # before the first hunk placed: the search on its own starts from the same line
             # and the same lower bound, the file's top (on a target far from the patch's base
             # every hunk of most files fails, each search a scan of the file per fuzz level).
-            hv = HunkVerdict(index, whole[index].status)
+            forward = whole[index]
         else:
-            hv = HunkVerdict(index, search(hunk, 2).status)
+            forward = search(hunk, 2)
+        hv = HunkVerdict(index, forward.status)
         removes = b"-" in _kinds(hunk)
         # The hunk's pre-image is still in the file: clean forward for any hunk; with reduced
         # context too when the hunk removes code (that code is still there). A pure addition
@@ -1083,8 +1089,12 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
             # Normalizing the file is the costly part: only for hunks the patch tools could not
             # place (contained() keeps the result for the next hunk on the same file).
             is_contained, why = contained(hunk, current, indented=indented)
-            away = own.contained_away(index, hunk) if is_contained and not pre_image_there \
-                else None
+            # A pure addition placed with fuzz on its inner context (_inner_context_there):
+            # the code without it is in the file too, whole but for the outer context lines.
+            inner = _inner_context_there(hunk, forward) if is_contained and not removes \
+                else 0
+            away = own.contained_away(index, hunk) \
+                if is_contained and not pre_image_there and not inner else None
             if not is_contained and why.endswith(INDENTED_OTHERWISE) and not pre_image_there:
                 # The fix's code is there, but as another statement (outside the `if` it was
                 # written in): neither landed nor absent. The rebase moves it only where it
@@ -1094,6 +1104,18 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
                 assert copy is not None
                 hv.indented = copy.group(1)
                 hv.evidence.append(why)
+            elif inner:
+                # Both are in the file: the added code at one place, the code without it at
+                # another (a twin that has the change, this copy without it): neither landed
+                # nor applies can be said, and git's merge, whose line map may put the own
+                # place on the twin, does not decide it.
+                hv.ambiguous = hv.inner_context = True
+                # Kept whatever a commit of the history did: it made the change elsewhere.
+                at = forward.at_line or 0  # placed: _inner_context_there saw its line
+                hv.old_code = f"lines {at}-{at + inner - 1}"
+                hv.evidence.append(f"added code is present, and the code without it too, at "
+                                   f"{hv.old_code} (forward-apply: fuzz 1, its inner context): "
+                                   f"{ELSEWHERE}")
             elif is_contained and pre_image_there:
                 hv.evidence.append("added code is present but the old code is still there "
                                    f"(forward-apply: {hv.forward})")
@@ -1110,8 +1132,8 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
                 hv.evidence.append(why)
         verdict.hunks.append(hv)
         placed = placed or (index < len(whole) and whole[index].status != "failed")
-    if base is not None and any(h.ambiguous or (h.landed != "certain"
-                                                and h.forward not in ("exact", "offset"))
+    if base is not None and any(not h.inner_context and (
+            h.ambiguous or (h.landed != "certain" and h.forward not in ("exact", "offset")))
                                 for h in verdict.hunks):
         # Upstream changed the region around the fix: let git's 3-way merge say whether the
         # patch still changes anything. An empty result proves every hunk is there, and turns
@@ -1143,6 +1165,39 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
 # The `+` lines _adds_a_line_neither_has looks up, at most: each is a search of two files (a
 # patch that adds hundreds of lines the files have is left to merge_can_give_ours' line sets).
 _LINES_LOOKED_UP = 8
+
+
+def _inner_context_there(hunk, forward: HunkOutcome) -> int:
+    """How many lines of the file (0: none) show that a pure addition placed forward with fuzz
+    (`forward`) was placed on its inner context: fuzz 1 (one context line dropped at each end
+    that has more than one), with a context line that says something (MIN_ANCHOR_CHARS) on
+    each side of what it adds. Those lines are then in the file, one after the other, without
+    the added code between them: the code the fix changes, still without the change (its
+    function moved, say, and a twin of it took its place with the change), which post-image
+    containment must not call landed. At fuzz 2 a line on each side is all that is matched:
+    a blank line and a closing bracket are everywhere."""
+    if forward.status != "fuzz" or forward.fuzz != 1 or forward.at_line is None:
+        return 0
+    cut = _fuzzed(hunk, 1)
+    if cut is None:
+        return 0
+    top, pre, _, _ = cut
+    kinds = _kinds(hunk)
+    bottom = len(hunk.old_lines()) - top - len(pre)  # context lines dropped at the end
+    end = len(kinds) - bottom
+    adds = [k for k in range(top, end) if kinds[k] == b"+"]
+    if not adds:
+        return 0
+
+    def says_something(lines: range) -> bool:
+        return any(len(_strip_ws(line_content(hunk.lines[k]))) >= MIN_ANCHOR_CHARS
+                   for k in lines)
+
+    # Each side of what it adds has a line that says something: two blank lines before a
+    # `def` are before every function of the file (a new function put elsewhere lands too).
+    if not says_something(range(top, adds[0])) or not says_something(range(adds[-1] + 1, end)):
+        return 0
+    return len(pre)
 
 
 def _adds_a_line_neither_has(fp, base: bytes, current: bytes) -> bool:
@@ -1184,6 +1239,8 @@ def _take_merge(verdict: FileVerdict, current: bytes, clean: bool, merged: bytes
     if clean and merged == current:
         verdict.merged_empty = True
         for hv in verdict.hunks:
+            if hv.inner_context:
+                continue  # its code without the change is in the file: the line map may err
             if hv.ambiguous:
                 # The merge maps the hunk's own place: the pre-image forward-apply found (or the
                 # place without the change) is another copy of the code, which the patch never

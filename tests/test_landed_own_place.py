@@ -119,3 +119,42 @@ def test_an_added_run_slid_by_a_later_rewrite_still_lands(tmp_path):
     status = stack.json("status", "--against", "up=v3", expect=None)
     ((patch,),) = [status["patches"]]
     assert (patch["state"], patch["rebase"]) == ("upstreamed", "drop"), patch
+
+
+def scale(name: str, clamp: bool) -> bytes:
+    return (f"def scale_{name}(tensor, amax):\n".encode()
+            + b"    limit = compute_limit(tensor.dtype)\n    factor = amax / limit\n"
+            + (b"    factor = clamp_to_finite_range(factor, limit)\n" if clamp else b"")
+            + b"    result = tensor * factor\n    return result\n")
+
+
+CONSTANTS = b"".join(b"CONSTANT_%d = %d\n" % (i, i) for i in range(1, 16))
+
+
+def test_a_fix_whose_function_moved_while_its_twin_took_its_place_with_the_change_is_kept(
+        tmp_path):
+    """The fix clamps scale_fp8; upstream clamps scale_fp16 and swaps the two: scale_fp16,
+    clamped, comes first where scale_fp8 was, and scale_fp8, unchanged, is the file's end.
+    git's diff maps the fix's place onto scale_fp16, which has the clamp, and git's merge
+    changes nothing; status said "upstreamed (high)" and the rebase dropped the fix, while
+    the fix's code without the clamp is whole in scale_fp8 (GNU patch places it there, fuzz 1:
+    only its last context line, a blank line, is past the file's end). Now unsure: the rebase
+    stops on it, and nothing is dropped."""
+    v1 = scale("fp8", False) + b"\n" + CONSTANTS + b"\n\n" + scale("fp16", False)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, scale("fp8", True) + b"\n" + CONSTANTS + b"\n\n"
+                  + scale("fp16", False))
+    stack.commit({"k.py": scale("fp16", True) + b"\n\n" + CONSTANTS + b"\n\n"
+                  + scale("fp8", False)}, "scale_fp16 clamps; scale_fp8 last", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "unsure" and patch["rebase"] == "stop", patch
+    assert not patch.get("landed_in"), patch
+    assert any("and the code without it too" in line for line in patch["evidence"]), patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "dropped" not in out and stack.series("up") == ["fix.patch"], out + err
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+    stack.cli("rebase", "--abort")
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays" / "up" / "k.py").read_bytes()
+    assert overlay.split(b"def scale_fp16")[0].count(b"clamp_to_finite_range") == 1, overlay
