@@ -321,6 +321,9 @@ def test_a_git_url_from_the_configuration_never_runs_a_command(tmp_path, url):
     run = run_cli(root, "pr", "fix")
     assert run.rc == 2, run.err
     assert not marker.exists()
+    # Said as the configuration's error where it is written, not as a network problem.
+    assert "patchforge.toml:" in run.err and "upstreams.site.git-url" in run.err, run.err
+    assert "network" not in run.err, run.err
     # The same value as an upstream's own URL, on `upstream add` and in the lock on `fetch`.
     run = run_cli(root, "upstream", "add", "evil", "--git", url.format(marker=marker), "--at", "main")
     assert run.rc == 2 and not marker.exists(), run.err
@@ -333,6 +336,8 @@ def test_a_git_url_from_the_configuration_never_runs_a_command(tmp_path, url):
             "placeholder", json.dumps(url.format(marker=marker))[1:-1]))
     run = run_cli(root, "fetch")
     assert run.rc == 2 and not marker.exists(), run.err
+    assert "patchforge.toml:3: upstreams.site.url" in run.err, run.err
+    assert "network" not in run.err, run.err
 
 
 def test_git_processes_may_use_only_plain_transports(tmp_path):

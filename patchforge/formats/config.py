@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import ConfigError, PatchforgeError, StoreError
+from patchforge.store.giturl import check_git_url
 
 if TYPE_CHECKING:
     from patchforge.model.config import Config, UpstreamConfig
@@ -351,6 +352,18 @@ def load_config(path: Path) -> Config:
                 raise ConfigError(f"{prefix}{key}.install-root: {problem}", path=str(path),
                                   line=toml_key_line(text, prefix,
                                                      ["upstreams", name, "install-root"]))
+        for opt in ("url", "git-url"):
+            if isinstance(spec.get(opt), str):
+                # Refused where it is written, before git is given it: a remote helper
+                # (`ext::sh -c ...`) runs a command, an option-like URL is an option.
+                from patchforge.store.giturl import check_git_url
+                try:
+                    check_git_url(spec[opt], "the URL")
+                except ValueError as error:
+                    raise ConfigError(f"{prefix}{key}.{opt}: {error}", path=str(path),
+                                      line=toml_key_line(text, prefix, ["upstreams", name, opt]),
+                                      hint="give the repository's https://, ssh:// or git@host: "
+                                           "address, or a local path") from None
         if isinstance(spec.get("follow"), str) and _FOLLOW_GLOB.search(spec["follow"]):
             raise ConfigError(f"{prefix}{key}.follow: {spec['follow']!r} is a pattern: follow "
                               f"names one branch or tag (patterns are not followed)",
