@@ -214,6 +214,22 @@ class NormalizedText:
             at = self.text.find(needle, at + 1)
         return found
 
+    def find_lines(self, needle: bytes) -> list[int]:
+        """find_all's hits that start at a line's start and end at a line's end: whole lines
+        of the file, however they are indented or wrapped. A hit inside a line is other code:
+        `= 30` found in `= 300`, a call found after a comment's `#`."""
+        hits = self.find_all(needle)
+        if not hits:
+            return hits
+        starts = self.line_start
+        index = bisect.bisect_left
+
+        def boundary(offset: int) -> bool:
+            at = index(starts, offset)
+            return at < len(starts) and starts[at] == offset
+
+        return [hit for hit in hits if boundary(hit) and boundary(hit + len(needle))]
+
     def span(self, first_line: int, end_line: int) -> tuple[int, int]:
         """Offsets of lines [first_line, end_line) (clamped)."""
         first = min(max(first_line, 0), len(self.line_start) - 1)
@@ -269,10 +285,14 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
     added = _changed_side(hunk, b"+", kinds)
     if len(added) < MIN_CONTAINED_CHARS:
         return False, "too little added code to judge by containment"
-    hits = target.find_all(added)
+    hits = target.find_lines(added)
     if not hits:
         return False, "added code not found"  # (the removed side is made only when needed)
     removed = _changed_side(hunk, b"-", kinds)
+    if removed == added:
+        # Only whitespace changes (a re-indent: in Python, other code): the unchanged file
+        # holds the "added" code as well as the fixed one would.
+        return False, "the hunk changes only whitespace, which containment does not see"
     if removed and len(removed) >= MIN_CONTAINED_CHARS and removed not in added:
         outside = target.text.replace(added, b"\0")
         if removed in outside:
@@ -384,7 +404,7 @@ def _added_copies(hunk, current: bytes) -> list[tuple[int, int]]:
     if not added:
         return []
     return [(text.line_of(hit), text.line_of(hit + len(added) - 1))
-            for hit in text.find_all(added)]
+            for hit in text.find_lines(added)]
 
 
 def _contained_may_ask(hunk, current: bytes) -> bool:
