@@ -904,8 +904,16 @@ def _lands_without_diff(hunk, post: list[bytes], base: bytes, current: bytes) ->
 
 
 def _line_count(text: bytes, line: bytes) -> int:
-    """How many whole lines of `text` are `line` (which ends with its newline)."""
-    return text.count(b"\n" + line) + text.startswith(line)
+    """How many whole lines of `text` are `line` (which ends with its newline). Not
+    bytes.count of `\n` + line: two such lines one after the other share that newline, and
+    count, which never overlaps its matches, found one of them."""
+    needle = b"\n" + line
+    found = int(text.startswith(line))
+    at = text.find(needle)
+    while at != -1:
+        found += 1
+        at = text.find(needle, at + len(line))  # from this match's last byte, its newline
+    return found
 
 
 # A reverse-apply found somewhere (OwnPlaces.old_code): elsewhere asks of it only that.

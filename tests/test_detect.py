@@ -393,3 +393,18 @@ def test_a_later_batch_of_own_place_diffs_looks_again_only_at_files_that_changed
     assert prechecked == [fixed_other, changed, other]
     assert [first, later, places.blocks(BASE, second)] == \
         changed_blocks([(BASE, other), (BASE, BASE + b"# end\n"), (BASE, second)])
+
+
+def test_whole_lines_are_counted_when_the_same_line_follows_itself():
+    """The own-place pre-check counts how many lines of the target are a context line: two
+    equal lines one after the other share the newline between them, and a count of
+    `\\n` + line, which never overlaps its matches, said one. The pre-check then took a line
+    present twice for one inside the post-image's copy, and let a reverse-apply stand without
+    asking where the own place is."""
+    from patchforge.detect import _line_count
+
+    line = b"    torch.cuda.synchronize()\n"
+    assert _line_count(b"x = 1\n" + line + line, line) == 2
+    assert _line_count(line * 3, line) == 3
+    assert _line_count(b"#" + line + line, line) == 1
+    assert _line_count(b"", line) == 0
