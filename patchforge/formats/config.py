@@ -356,7 +356,6 @@ def load_config(path: Path) -> Config:
             if isinstance(spec.get(opt), str):
                 # Refused where it is written, before git is given it: a remote helper
                 # (`ext::sh -c ...`) runs a command, an option-like URL is an option.
-                from patchforge.store.giturl import check_git_url
                 try:
                     check_git_url(spec[opt], "the URL")
                 except ValueError as error:
