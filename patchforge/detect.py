@@ -101,10 +101,12 @@ class HunkVerdict:
     # (`_indented_alike`): the copy's line. Another statement in Python: unsure, and history
     # (whose blocks ignore whitespace) must not call it landed either.
     indented: str | None = None
-    # A pure addition placed forward on its inner context (fuzz 1, _inner_context_there): the
-    # code without the change is in the file, as an exact or offset placing says, so git's
-    # merge is not asked for it (its line map may put the own place on a twin that has it).
-    inner_context: bool = False
+    # git's merge is not asked of this hunk, nor does its empty result decide it: the code
+    # without the change is in the file (a pure addition placed forward on its inner context,
+    # fuzz 1, _inner_context_there: the merge's line map may put the own place on a twin that
+    # has it), or a line the hunk removes is still there, moved (_removed_line_moved: the
+    # merge takes the move for the removal and an addition).
+    merge_unasked: bool = False
 
 
 @record
@@ -1086,6 +1088,19 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
                 hv.ambiguous = True
                 hv.evidence.append(f"reverse-apply and forward-apply ({hv.forward}) both "
                                    f"{AMBIGUOUS}")
+            elif away is None and base is not None and removes and \
+                    (moved := _removed_line_moved(fp, hunk, base, current, backward)) is not None:
+                # Gone from the hunk's place but not from the file: upstream moved the line
+                # (a barrier put after the next call), and the program still runs it. Not a
+                # landing unless a person says so: git's merge, which takes a move for a
+                # removal and an addition, does not decide it, nor does a history commit.
+                hv.ambiguous = hv.merge_unasked = True
+                hv.old_code = moved
+                hv.evidence.append(
+                    "reverse-apply" + (f" (offset {backward.offset})" if backward.offset
+                                       else "") + f", but a line the hunk removes is still in "
+                    f"the file, at {moved}, as often as at the base: moved, not removed: "
+                    "unsure")
             elif away is None:
                 hv.landed = "certain"
                 hv.evidence.append("reverse-apply" + (f" (offset {backward.offset})"
@@ -1137,7 +1152,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
                 # another (a twin that has the change, this copy without it): neither landed
                 # nor applies can be said, and git's merge, whose line map may put the own
                 # place on the twin, does not decide it.
-                hv.ambiguous = hv.inner_context = True
+                hv.ambiguous = hv.merge_unasked = True
                 # Kept whatever a commit of the history did: it made the change elsewhere.
                 at = forward.at_line or 0  # placed: _inner_context_there saw its line
                 hv.old_code = f"lines {at}-{at + inner - 1}"
@@ -1160,7 +1175,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
                 hv.evidence.append(why)
         verdict.hunks.append(hv)
         placed = placed or (index < len(whole) and whole[index].status != "failed")
-    if base is not None and any(not h.inner_context and (
+    if base is not None and any(not h.merge_unasked and (
             h.ambiguous or (h.landed != "certain" and h.forward not in ("exact", "offset")))
                                 for h in verdict.hunks):
         # Upstream changed the region around the fix: let git's 3-way merge say whether the
@@ -1193,6 +1208,40 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
 # The `+` lines _adds_a_line_neither_has looks up, at most: each is a search of two files (a
 # patch that adds hundreds of lines the files have is left to merge_can_give_ours' line sets).
 _LINES_LOOKED_UP = 8
+
+
+def _removed_line_moved(fp, hunk, base: bytes, current: bytes,
+                        found: HunkOutcome) -> str | None:
+    """Where (`line N` of `current`) a line `hunk` (of file patch `fp`) removes is, when
+    `current` has it as often as `base` had it before the patch took it out (the patch's
+    other hunks counted: a fix that moves the line itself removes nothing), within ANCHOR_DISTANCE lines of where the
+    hunk's reverse-apply `found` it: upstream moved the line a few lines rather than removed
+    it, although the hunk's place is without it. Asked of lines of MIN_CONTAINED_CHARS or more,
+    without whitespace (a closing bracket or `return x` is everywhere); None otherwise. (A
+    copy far away, in a file that grew copies of the code over a long range of commits, says
+    nothing of this place.)"""
+    if found.at_line is None:
+        return None
+    lo = found.at_line - 1 - ANCHOR_DISTANCE
+    hi = found.at_line - 1 + len(hunk.new_lines()) + ANCHOR_DISTANCE
+    removed = {line_content(line) for kind, line in zip(_kinds(hunk), hunk.lines)
+               if kind == b"-"}
+    taken = dict.fromkeys(removed, 0)
+    for each in fp.hunks:
+        for kind, line in zip(_kinds(each), each.lines):
+            if kind in (b"-", b"+") and (content := line_content(line)) in taken:
+                taken[content] += 1 if kind == b"-" else -1
+    for line, count in taken.items():
+        if count <= 0 or not line.endswith(b"\n") or \
+                len(_strip_ws(line)) < MIN_CONTAINED_CHARS:
+            continue
+        here = _line_count(current, line)
+        if not here or here <= _line_count(base, line) - count:
+            continue
+        near = [at for at in _line_places(current, line) if lo <= at <= hi]
+        if near:
+            return f"line {near[0] + 1}"
+    return None
 
 
 def _inner_context_there(hunk, forward: HunkOutcome) -> int:
@@ -1267,8 +1316,8 @@ def _take_merge(verdict: FileVerdict, current: bytes, clean: bool, merged: bytes
     if clean and merged == current:
         verdict.merged_empty = True
         for hv in verdict.hunks:
-            if hv.inner_context:
-                continue  # its code without the change is in the file: the line map may err
+            if hv.merge_unasked:
+                continue  # the merge's view is what the hunk's evidence doubts
             if hv.ambiguous:
                 # The merge maps the hunk's own place: the pre-image forward-apply found (or the
                 # place without the change) is another copy of the code, which the patch never

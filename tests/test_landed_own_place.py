@@ -158,3 +158,52 @@ def test_a_fix_whose_function_moved_while_its_twin_took_its_place_with_the_chang
     stack.cli("overlays")
     overlay = (stack.root / "overlays" / "up" / "k.py").read_bytes()
     assert overlay.split(b"def scale_fp16")[0].count(b"clamp_to_finite_range") == 1, overlay
+
+
+FORWARD = (b"def forward(self, query, key_cache):\n"
+           b"    workspace = self.allocate_workspace(query)\n"
+           b"    indptr = self.build_indptr(query)\n%s"
+           b"    logits = self.paged_mqa_logits(query, key_cache, indptr)\n"
+           b"    weights = self.select_topk(logits)\n"
+           b"    output = self.gather(weights, key_cache)\n"
+           b"    output = self.project(output)\n%s"
+           b"    return output\n")
+BARRIER = b"    torch.cuda.synchronize()  # leftover debugging barrier\n"
+
+
+def test_a_line_the_fix_removes_that_upstream_moved_is_no_landing(tmp_path):
+    """The fix removes a leftover barrier; upstream moved it five lines down. The hunk's
+    reverse-apply succeeds (the line is gone from its place) and git's merge changes nothing
+    (it takes the move for the removal and an addition): status said "upstreamed (high)" and
+    the rebase dropped the fix, the deployed file still running the barrier. Now unsure: the
+    rebase stops on it. A removal upstream made itself still lands."""
+    v1 = FORWARD % (BARRIER, b"")
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, FORWARD % (b"", b""))
+    stack.commit({"k.py": FORWARD % (b"", BARRIER)}, "the barrier after project", tag="v2")
+    stack.commit({"k.py": FORWARD % (b"", b"")}, "no barrier", tag="v3")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "unsure" and patch["rebase"] == "stop", patch
+    assert any("moved, not removed" in line for line in patch["evidence"]), patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "dropped" not in out and stack.series("up") == ["fix.patch"], out + err
+    stack.cli("rebase", "--abort")
+    status = stack.json("status", "--against", "up=v3", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "upstreamed", patch
+
+
+def test_a_fix_that_moves_a_line_itself_lands_where_upstream_made_the_move(tmp_path):
+    """The fix moves the barrier after `project` (one hunk removes it, another adds it):
+    upstream making that move is the fix landed, the line being in the file as often as at
+    the base notwithstanding (AITER's mla.py, #3699, moved `out_scale` lines so)."""
+    v1 = FORWARD % (BARRIER, b"")
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, FORWARD % (b"", BARRIER))
+    stack.commit({"k.py": (FORWARD % (b"", BARRIER)).replace(
+        b"    workspace = self.allocate_workspace(query)\n",
+        b"    workspace = self.allocate_workspace(query, 2)\n")}, "the move", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "upstreamed", patch
