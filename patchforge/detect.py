@@ -1214,12 +1214,12 @@ def _removed_line_moved(fp, hunk, base: bytes, current: bytes,
                         found: HunkOutcome) -> str | None:
     """Where (`line N` of `current`) a line `hunk` (of file patch `fp`) removes is, when
     `current` has it as often as `base` had it before the patch took it out (the patch's
-    other hunks counted: a fix that moves the line itself removes nothing), within ANCHOR_DISTANCE lines of where the
-    hunk's reverse-apply `found` it: upstream moved the line a few lines rather than removed
-    it, although the hunk's place is without it. Asked of lines of MIN_CONTAINED_CHARS or more,
-    without whitespace (a closing bracket or `return x` is everywhere); None otherwise. (A
-    copy far away, in a file that grew copies of the code over a long range of commits, says
-    nothing of this place.)"""
+    other hunks counted: a fix that moves the line itself removes nothing), within
+    ANCHOR_DISTANCE lines of where the hunk's reverse-apply `found` it: upstream moved the
+    line a few lines rather than removed it, although the hunk's place is without it. Asked
+    of lines of MIN_CONTAINED_CHARS or more, without whitespace (a closing bracket or
+    `return x` is everywhere); None otherwise. (A copy far away, in a file that grew copies
+    of the code over a long range of commits, says nothing of this place.)"""
     if found.at_line is None:
         return None
     lo = found.at_line - 1 - ANCHOR_DISTANCE
