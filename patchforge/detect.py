@@ -322,7 +322,7 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
             ok = near_before or near_after
         else:
             ok = (near_before or not before) and (near_after or not after)
-        if ok and indented and _indented_alike(hunk, kinds, target, hit, first, last) is False:
+        if ok and indented and _indented_alike(hunk, kinds, target, first, last) is False:
             refused = first if refused is None else refused
         elif ok:
             return True, "post-image containment (whitespace-insensitive, anchored by context)"
@@ -361,19 +361,17 @@ def _columns(raw: bytes) -> int:
     return len(raw[:len(raw) - len(raw.lstrip(b" \t"))].expandtabs(8))
 
 
-def _indented_alike(hunk, kinds: list[bytes], target: NormalizedText, hit: int, first: int,
+def _indented_alike(hunk, kinds: list[bytes], target: NormalizedText, first: int,
                     last: int) -> bool | None:
-    """Whether the copy of the hunk's added code at `hit` (lines `first`..`last` of the
-    target) is indented, relative to its anchoring context, as the hunk indents its first
-    added line relative to the same context line: leading whitespace is meaning in Python (a
-    statement put outside the `if` runs for every row), while whitespace within a line and
-    wrapping (black, clang-format) is not. None when nothing tells: the copy starts within a
-    line (lines joined), or no context line of the hunk's is a whole line of the target
-    next to it (on its side, within ANCHOR_DISTANCE lines, as `contained` anchors it). One
-    context line at the hunk's relative indentation suffices: a block upstream re-indented
-    whole (put inside a `with`) moved its context with it."""
-    if target.line_start[first] != hit:
-        return None
+    """Whether the copy of the hunk's added code at lines `first`..`last` of the target
+    (whole lines: `find_lines`) is indented, relative to its anchoring context, as the hunk
+    indents its first added line relative to the same context line: leading whitespace is
+    meaning in Python (a statement put outside the `if` runs for every row), while
+    whitespace within a line and wrapping (black, clang-format) is not. None when nothing
+    tells: no context line of the hunk's is a whole line of the target next to it (on its
+    side, within ANCHOR_DISTANCE lines, as `contained` anchors it). One context line at the
+    hunk's relative indentation suffices: a block upstream re-indented whole (put inside a
+    `with`) moved its context with it."""
     changed = [i for i, k in enumerate(kinds) if k in (b"+", b"-")]
     # The hunk's line at `hit`: the first that says something of the added block (from its
     # first added line on, the context between added lines included, as _changed_side).
@@ -843,9 +841,7 @@ def _slides(body: list[tuple[bytes, bytes]], first: int, end: int, at: int) -> l
     pairs), lines it only adds before base line `at`, may as well be put: the added lines
     slid up or down over the hunk's context lines equal to the added line they pass (the
     same result, which a diff places at either end)."""
-    def text(raw: bytes) -> bytes:
-        return raw[1:] if raw not in (b"\n", b"") else b"\n"
-
+    text = line_content
     found = [at]
     lo, hi, here = first, end, at
     while lo > 0 and body[lo - 1][0] == b" " and text(body[lo - 1][1]) == text(body[hi - 1][1]):
