@@ -361,14 +361,19 @@ def record_deletion(project: Project, event: dict) -> None:
     ledger once the fix is out (update_ledger)."""
     if not ledger_path(project).exists():
         return
-    upstream, name = event["upstream"], event["patch"]
-    for past in reversed(read_history(project)):
-        if past.get("upstream") == upstream and name in (past.get("patch"),
-                                                         past.get(RENAMED_FROM)):
-            if past.get("event") == event["event"] and past.get("detail") == event["detail"]:
-                return  # this very deletion, recorded by the run a kill cut short
-            break
+    past = latest_events(project, event["upstream"], event["patch"])[:1]
+    if past and past[0].get("event") == event["event"] and \
+            past[0].get("detail") == event["detail"]:
+        return  # this very deletion, recorded by the run a kill cut short
     _append(project, [_complete(event)])
+
+
+def latest_events(project: Project, upstream: str, name: str) -> list[dict]:
+    """The history's events naming the fix NAME of `upstream` (as its name, or as the name a
+    rename took it from), latest first."""
+    return [past for past in reversed(read_history(project))
+            if past.get("upstream") == upstream
+            and name in (past.get("patch"), past.get(RENAMED_FROM))]
 
 
 def rename_recorded(project: Project, upstream: str, old: str, new: str) -> bool:
@@ -623,6 +628,11 @@ def _changed_ledger(project: Project, history: list[dict] | None) -> bytes | Non
     except FileNotFoundError:
         pass
     return data
+
+
+def ledger_stale(project: Project) -> bool:
+    """Whether the stack keeps a ledger whose bytes are not the ones render_ledger makes now."""
+    return ledger_path(project).exists() and _changed_ledger(project, None) is not None
 
 
 def record_series_event(project: Project, event: dict) -> None:

@@ -204,6 +204,50 @@ def test_a_delete_killed_at_any_write_is_in_the_history_and_leaves_nothing_to_co
 
     assert run_with_faults(prepared, tmp_path, ("delete", "fix"), check) >= 8
 
+def test_a_delete_out_of_skipped_killed_at_any_write_is_finished_by_the_same_delete(
+        env, tmp_path, monkeypatch):
+    """In a stack that keeps a ledger, `delete` of a fix a rebase set aside (skipped/) killed
+    at each write. A kill once the fix left skipped/ and before the ledger was written left
+    the ledger stale (lint said so, `patchforge ledger` repaired it), and the same delete run
+    again was refused: the fix was already kept under deleted/. Now the same delete run again
+    finishes it to the clean run's files, the `deleted` event recorded once."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    prepared = _prepared(env, tmp_path, monkeypatch)
+    series_dir = prepared / "series" / "up"
+    data = (series_dir / "fix.patch").read_bytes()
+    (series_dir / "skipped").mkdir()
+    (series_dir / "fix.patch").rename(series_dir / "skipped" / "fix.patch")
+    (series_dir / "series").write_bytes(b"other.patch\n")
+    assert run_cli(prepared, "ledger").rc == 0
+
+    def deletions(root: Path) -> list[bytes]:
+        history = root / "series" / "history.jsonl"
+        lines = history.read_bytes().splitlines() if history.exists() else []
+        return [line for line in lines if b'"event":"deleted"' in line]
+
+    new_root = tmp_path / "clean-run"
+    shutil.copytree(prepared, new_root, symlinks=True)
+    run_subprocess(new_root, "delete", "fix", expect=0)
+    new = project_files(new_root)
+    [event] = deletions(new_root)
+    assert b"kept as series/up/deleted/fix.patch" in event, event
+    assert new["series/PATCHES.md"] != project_files(prepared)["series/PATCHES.md"]
+
+    def check(root, phase):
+        kept = root / "series/up/deleted/fix.patch"
+        aside = root / "series/up/skipped/fix.patch"
+        assert [p.read_bytes() for p in (aside, kept) if p.exists()][:1] == [data], phase
+        done = project_files(root) == new
+        again = run_cli(root, "delete", "fix")
+        if done:  # (nothing left to delete)
+            assert again.rc == 2 and "deleted/fix.patch" in again.err, (phase, again.text)
+        else:
+            assert again.rc == 0, (phase, again.text)
+        assert project_files(root) == new and deletions(root) == [event], phase
+        assert run_cli(root, "lint").rc == 0, phase
+
+    assert run_with_faults(prepared, tmp_path, ("delete", "fix"), check) >= 6
+
 
 @pytest.mark.parametrize("mode", ["kill", "raise"])
 def test_rename_at_every_write_point(env, tmp_path, monkeypatch, mode):

@@ -611,6 +611,47 @@ def test_a_landing_taken_out_by_other_work_needs_attention_until_deleted(tmp_pat
     stack.cli("status")
     assert stack.json("lint")["errors"] == 0
 
+def test_a_delete_of_a_landing_taken_back_killed_at_any_write_is_finished_by_the_same_delete(
+        tmp_path, monkeypatch):
+    """`delete up/upstreamed/fa.patch` killed at each write (PATCHFORGE_FAULT, exit 137, as
+    kill -9). A kill once the fix had left upstreamed/, before the ledger was written, left
+    the ledger stale, and the same delete run again was refused ("names no one fix kept
+    under upstreamed/"): lint failed until `patchforge ledger`. Now the same delete run again
+    finishes it to the clean run's files, the `deleted` event recorded once."""
+    from helpers.cli import run_subprocess
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    stack, _ = _landed(tmp_path / "stack")
+    stack.commit({"pkg/a.py": BASE.replace(b"line 20 of the module",
+                                           b"line twenty of the module")},
+                 "refactor: bring utils in line with the release branch", tag="v3")
+    stack.cli("rebase", "--to", "v3")
+    args = ("delete", "up/upstreamed/fa.patch")
+
+    def series_files(root) -> dict:
+        return {p.relative_to(root).as_posix(): p.read_bytes()
+                for p in sorted((root / "series").rglob("*"))
+                if p.is_file() and not p.name.startswith(".")}
+
+    clean = tmp_path / "clean"
+    shutil.copytree(stack.root, clean, symlinks=True)
+    run_subprocess(clean, *args, expect=0)
+    done = series_files(clean)
+    assert done["series/history.jsonl"].count(b'"event":"deleted"') == 1
+    killed = 0
+    for n in range(1, 20):
+        root = tmp_path / f"write-{n}"
+        shutil.copytree(stack.root, root, symlinks=True)
+        if run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"write:{n}"}).returncode == 0:
+            break
+        killed += 1
+        again = run_subprocess(root, *args)
+        assert again.returncode == 0, (n, again.stderr.decode())
+        assert series_files(root) == done, n
+        assert json.loads(run_subprocess(root, "lint", "--json", expect=0).stdout)[
+            "errors"] == 0, n
+    assert killed >= 3
+
 
 def test_the_text_summary_counts_a_landing_taken_back_as_needs_attention_does(tmp_path):
     """A landing taken back needs attention (exit 1, `needs_attention` in --json), and the text

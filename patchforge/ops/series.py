@@ -898,7 +898,15 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
 
     `UPSTREAM/upstreamed/NAME` names a fix kept under upstreamed/ whose landing the pin no
     longer has, whatever the series lists: the name may be a live fix's again."""
-    named = _kept_landing_named(project, name)
+    try:
+        named = _kept_landing_named(project, name)
+    except AmbiguousNameError:
+        raise
+    except UsageError:
+        finished = _finish_cut_aside_delete(project, name, store)
+        if finished is not None:
+            return finished
+        raise
     if named is not None:
         if store is None or not _landing_taken_back(project, store, *named):
             raise UsageError(f"{named[0]}/upstreamed/{named[1]}: the pin still has its change "
@@ -919,6 +927,9 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
             if len(landed) == 1 and store is not None and \
                     _landing_taken_back(project, store, *landed[0]):
                 return _delete_kept_landing(project, *landed[0], store)
+            finished = _finish_cut_aside_delete(project, name, store)
+            if finished is not None:
+                return finished
             if isinstance(not_listed, KeptAsideError):
                 raise not_listed from None  # says where it is kept
             raise UsageError(f"no patch named {name!r} in the series or under skipped/",
@@ -1000,6 +1011,55 @@ def _finish_cut_delete(project: Project, name: str,
             update_ledger(project)
             atomic_delete(source)
     return Deleted("the series", kept, [], [])
+
+
+def _finish_cut_aside_delete(project: Project, name: str,
+                             store: UpstreamStore | None) -> Deleted | None:
+    """`delete NAME` (or `delete UPSTREAM/upstreamed/NAME`) run again after a kill cut short
+    the delete of a fix out of skipped/ or upstreamed/ once the fix had left there, before the
+    ledger was written (_delete_aside): NAME is nowhere but deleted/, the history's latest
+    event of it is that delete's (naming the copy deleted/ keeps), and the ledger is stale.
+    The ledger is written and the delete said as finished; None otherwise (the refusals say
+    where the fix is, and a delete that finished has nothing left to do)."""
+    from patchforge.ledger import latest_events, ledger_stale, update_ledger
+
+    head, _, stem = name.rpartition("/")
+    if head == KEPT_LANDINGS or head.endswith("/" + KEPT_LANDINGS):
+        head = head[:-len(KEPT_LANDINGS)].removesuffix("/")
+    wanted = head or None
+    file_name = patch_file_name(stem)
+
+    def cut_short(upstream: str) -> tuple[Path, str] | None:
+        series_dir = project.series_dir(upstream)
+        if file_name in project.patch_names(upstream) or any(
+                (series_dir / place / file_name).exists() for place in _LISTED):
+            return None
+        events = latest_events(project, upstream, file_name)
+        if not events or events[0].get("event") != "deleted":
+            return None
+        kept = project.root / events[0].get("detail", "").removeprefix("kept as ")
+        if kept.parent != series_dir / "deleted" or not kept.is_file():
+            return None
+        # Where it was: the event that set it aside, when the history has it.
+        place = next((e.get("destination") for e in events[1:] if e.get("destination")), None)
+        return kept, f"{place}/" if place in _LISTED else "the fixes set aside"
+
+    try:
+        found = [(u, cut) for u in project.upstream_names() if wanted in (None, u)
+                 and (cut := cut_short(u)) is not None]
+        if len(found) != 1 or not ledger_stale(project):
+            return None
+    except PatchforgeError:
+        return None  # a series or history that does not read: the refusals say so
+    upstream, (kept, source) = found[0]
+    allowed = require_state(project, "delete", [upstream], store=store)
+    with RepoLock(project.state_dir):
+        require_state_still(project, "delete", [upstream], allowed, store=store)
+        if cut_short(upstream) is None:
+            return None  # another command listed or set it aside again meanwhile
+        with writing_project(project.root):
+            update_ledger(project)
+    return Deleted(source, kept, [], [])
 
 
 def _refuse_listed_and_skipped(project: Project, name: str, upstream: str,
