@@ -183,6 +183,8 @@ def _replace_batch(items: list[tuple[Path | str, bytes, int | None]]) -> None:
     (`_write_batch`), then each renamed over its target (the directories' fsync is the
     caller's). A failure removes the temporary files not renamed yet."""
     written = _write_batch(items)
+    if _WRITTEN_DIRECTORIES:
+        _WRITTEN_DIRECTORIES[-1].update(os.path.dirname(os.fspath(path)) for path, _, _ in items)
     renamed = 0
     try:
         for tmp, path in written:
@@ -347,6 +349,8 @@ def atomic_delete(path: Path | str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         return
+    if _WRITTEN_DIRECTORIES:
+        _WRITTEN_DIRECTORIES[-1].add(os.fspath(path.parent))
     fsync_dir(path.parent)
 
 
@@ -449,10 +453,13 @@ class RepoLock:
                                   ) from None
         write_holder(fd)
         self._fd = fd
+        _HELD_REPO_LOCKS.add(os.path.abspath(self.path))
 
     def release(self) -> None:
         if self._fd is not None:
             import fcntl
+
+            _HELD_REPO_LOCKS.discard(os.path.abspath(self.path))
 
             try:
                 os.ftruncate(self._fd, 0)
@@ -681,14 +688,78 @@ def read_holder(fd: int) -> int | None:
 _HELD_EXCLUSIVE: dict[str, int] = {}
 
 
+# The `.patchforge/lock` files (absolute paths) this process holds (`RepoLock`).
+_HELD_REPO_LOCKS: set[str] = set()
+# Per open `writing_project` hold, innermost last: the directories its atomic writes and
+# removals wrote to.
+_WRITTEN_DIRECTORIES: list[set[str]] = []
+
+
 def writing_project(root: Path) -> WriteOutLock:
     """Held (a context manager) while a command other than a rebase's write-out changes
     several of a project's files that only make sense together (a patch file and the series
     that lists it, a fix and skipped/, a pin and the series): the commands reading the project
     see it before or after, never between. Taken for the writes alone, never while the command
-    waits on the network. Past its wait, nothing is written yet and the command is refused."""
-    return WriteOutLock(root, exclusive=True, wait=WRITE_WAIT, undone="nothing was written",
-                        hint="run the command again once they end")
+    waits on the network. Past its wait, nothing is written yet and the command is refused.
+    At the end of the outermost hold, once its writes succeeded, the temporary files killed
+    atomic writes left in the directories it wrote are removed (remove_stray_temporaries)."""
+    return _ProjectWrite(root, exclusive=True, wait=WRITE_WAIT, undone="nothing was written",
+                         hint="run the command again once they end")
+
+
+class _ProjectWrite(WriteOutLock):
+    """writing_project's hold: a WriteOutLock that notes the directories written under it."""
+
+    def __enter__(self) -> "_ProjectWrite":
+        super().__enter__()
+        if not self._nested:
+            _WRITTEN_DIRECTORIES.append(set())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if not self._nested:
+                written = _WRITTEN_DIRECTORIES.pop()
+                if exc[0] is None:
+                    remove_stray_temporaries(self.root, written)
+        finally:
+            super().__exit__(*exc)
+
+
+def remove_stray_temporaries(root: Path | str, directories) -> list[str]:
+    """Remove the temporary files that atomic writes a kill cut short left (`_temporary`'s
+    `.NAME.XXXXXXXXXX.tmp`, a regular file) in those of `directories` that are the project's
+    root or under its series/ (the places the .gitignore `init` writes ignores them), and
+    return their paths. Nothing else is ever removed: a user's file of another name, a link,
+    a directory. Only by a process holding the project's lock (`RepoLock`) once its own
+    writes are done, so that no other command's write is between its temporary file and its
+    rename; and never while a rebase is in progress (its journal exists): the temporary files
+    of its write-out are renamed by `rebase --continue`, which, like `--abort`, removes those
+    it does not keep."""
+    root = os.path.abspath(root)
+    state = os.path.join(root, ".patchforge")
+    if os.path.join(state, "lock") not in _HELD_REPO_LOCKS or \
+            os.path.lexists(os.path.join(state, "rebase", "journal.json")):
+        return []
+    series = os.path.join(root, "series")
+    removed: list[str] = []
+    for directory in sorted({os.path.abspath(d) for d in directories}):
+        if directory != root and directory != series and \
+                not directory.startswith(series + os.sep):
+            continue
+        try:
+            with os.scandir(directory) as entries:
+                found = [entry.path for entry in entries if TEMPORARY_NAME.fullmatch(entry.name)
+                         and entry.is_file(follow_symlinks=False)]
+        except OSError:
+            continue  # gone or unreadable: nothing of ours to take
+        for path in found:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+            removed.append(path)
+    return removed
 
 
 # How long a command changing the project waits for the commands reading it.

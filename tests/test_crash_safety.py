@@ -360,6 +360,41 @@ def test_killed_atomic_write_leaves_only_hidden_temp_files(env, tmp_path, monkey
     assert ".tmp" not in r.out
 
 
+def test_the_next_write_to_a_directory_removes_the_temporary_files_killed_writes_left_there(
+        env, tmp_path, monkeypatch):
+    """`delete fix` killed at each write leaves `.NAME.XXXXXXXXXX.tmp` files beside their
+    targets (series/, series/up/, series/up/deleted/). Every command ignored them and none
+    removed them: they piled up under series/ for good. Now the next command that writes in
+    those directories (`delete other`) removes them, and only them: a user's look-alikes (a
+    name that is not ours, a link, a directory) stay as they are."""
+    prepared = _prepared(env, tmp_path, monkeypatch)
+    assert run_cli(prepared, "ledger").rc == 0
+    series = prepared / "series" / "up"
+    (series / "deleted").mkdir()
+    theirs = {"series/up/.notes.tmp": b"mine\n", "series/up/.fix.patch.0123456789.tmp.bak": b"x\n",
+              "series/up/deleted/.fix.patch.ABCDEF0123.tmp": b"mine\n",
+              ".draft.012345678.tmp": b"mine\n"}
+    for rel, data in theirs.items():
+        (prepared / rel).write_bytes(data)
+    (series / ".dir.0123456789.tmp").mkdir()
+    (series / ".link.0123456789.tmp").symlink_to("fix.patch")
+    kept = {*theirs, "series/up/.dir.0123456789.tmp", "series/up/.link.0123456789.tmp"}
+    left_some = 0
+
+    def check(root, phase):
+        nonlocal left_some
+        ours = [s for s in stray_temp_files(root) if s not in kept]
+        left_some += bool(ours)
+        assert run_cli(root, "delete", "other").rc == 0, phase
+        assert set(stray_temp_files(root)) == {k for k in kept if k.endswith(".tmp")}, \
+            (phase, ours)
+        for rel, data in theirs.items():
+            assert (root / rel).read_bytes() == data, phase
+        assert (root / "series/up/.link.0123456789.tmp").is_symlink(), phase
+
+    assert run_with_faults(prepared, tmp_path, ("delete", "fix"), check) >= 6
+    assert left_some >= 4
+
 # ---------------------------------------------------------------------------------------------
 # overlays: the swap's kill points, as the states they leave
 
