@@ -89,7 +89,7 @@ def test_an_sdist_is_never_built_even_for_a_valid_name(evil):
 
 def _wheel_lock(root: Path, package: str, version: str, filename: str, sha256: str) -> None:
     (root / "patchforge.toml").write_text(
-        f'[upstreams.w]\nkind = "wheel"\npackage = "evilpkg"\ninstall-root = "/srv"\n')
+        '[upstreams.w]\nkind = "wheel"\npackage = "evilpkg"\ninstall-root = "/srv"\n')
     doc = {"version": 1, "upstreams": {"w": {
         "kind": "wheel", "commit": "1" * 40, "tree": "2" * 40, "label": "1.0", "version": "1.0",
         "source": {"package": package, "version": version, "filename": filename,
