@@ -756,8 +756,8 @@ def remove_stray_temporaries(root: Path | str, directories) -> list[str]:
         for path in found:
             try:
                 os.unlink(path)
-            except FileNotFoundError:
-                continue
+            except OSError:
+                continue  # left to the next write: a tidying never fails the command it ends
             removed.append(path)
     return removed
 
