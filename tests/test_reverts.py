@@ -647,6 +647,7 @@ def test_a_delete_of_a_landing_taken_back_killed_at_any_write_is_finished_by_the
         killed += 1
         again = run_subprocess(root, *args)
         assert again.returncode == 0, (n, again.stderr.decode())
+        assert b"from upstreamed/; kept as" in again.stdout, (n, again.stdout)
         assert series_files(root) == done, n
         assert json.loads(run_subprocess(root, "lint", "--json", expect=0).stdout)[
             "errors"] == 0, n

@@ -1018,16 +1018,23 @@ def _finish_cut_aside_delete(project: Project, name: str,
     """`delete NAME` (or `delete UPSTREAM/upstreamed/NAME`) run again after a kill cut short
     the delete of a fix out of skipped/ or upstreamed/ once the fix had left there, before the
     ledger was written (_delete_aside): NAME is nowhere but deleted/, the history's latest
-    event of it is that delete's (naming the copy deleted/ keeps), and the ledger is stale.
-    The ledger is written and the delete said as finished; None otherwise (the refusals say
-    where the fix is, and a delete that finished has nothing left to do)."""
-    from patchforge.ledger import latest_events, ledger_stale, update_ledger
+    event of it is that delete's (naming the copy deleted/ keeps), and the ledger still lists
+    it where it was. The ledger is written and the delete said as finished; None otherwise
+    (the refusals say where the fix is, and a delete that finished has nothing left to do)."""
+    from patchforge.ledger import latest_events, ledger_path, update_ledger
 
     head, _, stem = name.rpartition("/")
     if head == KEPT_LANDINGS or head.endswith("/" + KEPT_LANDINGS):
         head = head[:-len(KEPT_LANDINGS)].removesuffix("/")
     wanted = head or None
     file_name = patch_file_name(stem)
+    def read_ledger() -> bytes:
+        try:
+            return ledger_path(project).read_bytes()
+        except FileNotFoundError:
+            return b""  # no ledger: the delete's last write was the removal, and it is done
+
+    ledger = read_ledger()
 
     def cut_short(upstream: str) -> tuple[Path, str] | None:
         series_dir = project.series_dir(upstream)
@@ -1040,21 +1047,25 @@ def _finish_cut_aside_delete(project: Project, name: str,
         kept = project.root / events[0].get("detail", "").removeprefix("kept as ")
         if kept.parent != series_dir / "deleted" or not kept.is_file():
             return None
-        # Where it was: the event that set it aside, when the history has it.
-        place = next((e.get("destination") for e in events[1:] if e.get("destination")), None)
-        return kept, f"{place}/" if place in _LISTED else "the fixes set aside"
+        # Where the ledger, written before the fix left, still has it (its row's link).
+        for place in _LISTED:
+            row = f"]({upstream}/{place}/{file_name}) | {place} |"
+            if row.encode("utf-8", "surrogateescape") in ledger:
+                return kept, f"{place}/"
+        return None
 
     try:
         found = [(u, cut) for u in project.upstream_names() if wanted in (None, u)
                  and (cut := cut_short(u)) is not None]
-        if len(found) != 1 or not ledger_stale(project):
-            return None
     except PatchforgeError:
         return None  # a series or history that does not read: the refusals say so
+    if len(found) != 1:
+        return None
     upstream, (kept, source) = found[0]
     allowed = require_state(project, "delete", [upstream], store=store)
     with RepoLock(project.state_dir):
         require_state_still(project, "delete", [upstream], allowed, store=store)
+        ledger = read_ledger()  # under the lock, as it is now
         if cut_short(upstream) is None:
             return None  # another command listed or set it aside again meanwhile
         with writing_project(project.root):
