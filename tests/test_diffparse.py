@@ -378,7 +378,8 @@ def test_hunks_out_of_order_refused():
 def test_overlapping_hunks_refused():
     data = (b"--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n d\n"
             b"@@ -3,2 +3,2 @@\n d\n-e\n+f\n")
-    refused(data, 8, match="overlapping")
+    refused(data, 8, match=r"x: hunk 2 \(line 8\) starts at old line 3, inside hunk 1 "
+                           r"\(line 3\), which ends at 3: the two hunks overlap on old line 3$")
 
 
 def test_hunk_without_header_refused():

@@ -133,3 +133,55 @@ def test_dep3_sample_accepted_by_all_tools(tmp_path, monkeypatch):
     monkeypatch.setenv("QUILTRC", "/dev/null")
     subprocess.run(["quilt", "push", "-a", "--fuzz=0"], cwd=work, check=True, capture_output=True)
     assert (work / target).read_bytes() == patched
+
+
+def test_hunks_overlapping_the_previous_one_are_refused_naming_the_file_hunk_and_lines(tmp_path):
+    """Two fixes' `diff -U10` hunks of one file joined under one file header (changes 15 lines
+    apart: the second hunk's context starts inside the first's lines). GNU patch 2.7 applies
+    it (each hunk matched against the original file), `git apply` refuses it (a line an earlier
+    hunk patched is never matched again): no result both give, so patchforge refuses it too,
+    and its message said only "hunks out of order or overlapping within one file". Now it says
+    the file, both hunks (number and line in the patch) and the lines they share."""
+    need_tool("patch")
+    from helpers.project import OneUpstreamStack, add_patch_file
+
+    base = b"".join(b"value_%d = %d\n" % (k, k) for k in range(1, 41))
+    changed = {15: b"value_15 = 150\n", 30: b"value_30 = 300\n"}
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "base").write_bytes(base)
+    hunks = []
+    for line, new in changed.items():
+        one = base.replace(b"value_%d = %d\n" % (line, line), new)
+        (files / f"c{line}").write_bytes(one)
+        made = subprocess.run(["diff", "-U10", "--label", "a/pkg/long.py", "--label",
+                               "b/pkg/long.py", "base", f"c{line}"], cwd=files,
+                              capture_output=True).stdout
+        hunks.append(made[made.index(b"@@"):])
+    diff = b"--- a/pkg/long.py\n+++ b/pkg/long.py\n" + b"".join(hunks)
+    assert [h.split(b" @@")[0] for h in hunks] == [b"@@ -5,21 +5,21", b"@@ -20,21 +20,21"]
+    both = base
+    for line, new in changed.items():
+        both = both.replace(b"value_%d = %d\n" % (line, line), new)
+    for tool in (["patch", "-p1", "-s"], ["git", "apply"]):
+        tree = tmp_path / tool[0]
+        (tree / "pkg").mkdir(parents=True)
+        (tree / "pkg/long.py").write_bytes(base)
+        ran = subprocess.run(tool, cwd=tree, input=diff, capture_output=True)
+        if tool[0] == "patch":
+            assert ran.returncode == 0 and (tree / "pkg/long.py").read_bytes() == both, ran
+        else:
+            assert ran.returncode != 0 and (tree / "pkg/long.py").read_bytes() == base, ran
+
+    stack = OneUpstreamStack(tmp_path / "stack", {"pkg/long.py": base})
+    header = b"Description: two fixes joined\nUpstream-Status: Pending\n\n---\n"
+    add_patch_file(stack.root, "up", "joined.patch", header + diff)
+    before = stack.snapshot()
+    rc, out, err = stack.cli("status", expect=None)
+    assert rc == 2, (rc, out, err)
+    second = 4 + 2 + 1 + 22 + 1  # the header, the file header, hunk 1's @@ line and body
+    assert f"series/up/joined.patch:{second}:" in err and \
+        f"pkg/long.py: hunk 2 (line {second}) starts at old line 20, inside hunk 1 (line 7), " \
+        "which ends at 25: the two hunks overlap on old lines 20-25" in err, err
+    assert "`git apply` refuses them" in err, err
+    assert stack.snapshot() == before

@@ -522,7 +522,7 @@ class _Parser:
                 is_delete = True
             else:
                 new_path = plus
-            hunks, i = self.hunks(i + 2)
+            hunks, i = self.hunks(i + 2, plus or minus)
             if not hunks:
                 raise self.err(i, "file header with no hunks after it")
         elif i < n and lines[i].startswith(b"GIT binary patch"):
@@ -582,7 +582,7 @@ class _Parser:
         new_path = self.path(self.header_name(self.lines[i + 1][4:], i + 1), i + 1, strip=True)
         if old_path is None and new_path is None:
             raise self.err(i, "both sides are /dev/null")
-        hunks, i = self.hunks(i + 2)
+        hunks, i = self.hunks(i + 2, new_path or old_path)
         if not hunks:
             raise self.err(i, "file header with no hunks after it")
         self.check_sides(hunks, old_path is None, new_path is None, start)
@@ -676,24 +676,47 @@ class _Parser:
         return BinaryPatch(NULL_OID if is_new else old_oid, NULL_OID if is_delete else new_oid,
                            forward, reverse, self.lineno(index_line)), j
 
-    def hunks(self, i: int) -> tuple[tuple[Hunk, ...], int]:
+    def hunks(self, i: int, path: str | None) -> tuple[tuple[Hunk, ...], int]:
         out: list[Hunk] = []
         while i < len(self.lines) and self.lines[i].startswith(b"@@"):
             h, i = self.hunk(i)
             if out:
-                self.check_order(out[-1], h)
+                self.check_order(out[-1], h, len(out) + 1, path)
             out.append(h)
         return tuple(out), i
 
-    def check_order(self, prev: Hunk, h: Hunk) -> None:
+    def check_order(self, prev: Hunk, h: Hunk, number: int, path: str | None) -> None:
+        """Refuse a hunk that starts before the end of the one before it, on either side.
+        GNU patch applies hunks whose context overlaps the previous hunk's lines, each
+        matched against the original file, while `git apply` refuses them (a line an earlier
+        hunk patched is never matched again): no result both tools give, so none is made
+        here. Said with the file, both hunks and the lines they share."""
         def span(start: int, count: int) -> tuple[int, int]:
             first = start if count else start + 1
             return first, first + count
-        for a, b in ((span(prev.old_start, prev.old_count), span(h.old_start, h.old_count)),
-                     (span(prev.new_start, prev.new_count), span(h.new_start, h.new_count))):
-            if b[0] < a[1]:
+        for side, a, b in (("old", span(prev.old_start, prev.old_count),
+                            span(h.old_start, h.old_count)),
+                           ("new", span(prev.new_start, prev.new_count),
+                            span(h.new_start, h.new_count))):
+            if b[0] >= a[1]:
+                continue
+            where = (f"{path or '?'}: hunk {number} (line {h.line_no}) starts at {side} line "
+                     f"{b[0]}")
+            before = f"hunk {number - 1} (line {prev.line_no})"
+            if b[0] < a[0]:
                 raise self.err(h.line_no - self.first_line,
-                               "hunks out of order or overlapping within one file")
+                               f"{where}, before {before}, which starts at {a[0]}: hunks out "
+                               "of order within one file",
+                               hint="put the file's hunks in the order of their lines")
+            shared = f"line {b[0]}" if min(a[1], b[1]) - b[0] == 1 else \
+                f"lines {b[0]}-{min(a[1], b[1]) - 1}"
+            raise self.err(h.line_no - self.first_line,
+                           f"{where}, inside {before}, which ends at {a[1] - 1}: the two "
+                           f"hunks overlap on {side} {shared}",
+                           hint="GNU patch applies such hunks, each matched against the original "
+                                "file; `git apply` refuses them: join the two hunks into one, or make the "
+                                "change with `patchforge edit NAME` and `patchforge refresh`, "
+                                "which write the diff")
 
     def hunk(self, i: int) -> tuple[Hunk, int]:
         lines = self.lines
