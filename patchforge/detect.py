@@ -72,7 +72,6 @@ CONTAINED_AWAY = "another copy of the code: not landed"
 # The end of the evidence of a hunk whose added code is next to its context only at another
 # indentation relative to it (`_indented_alike`): in Python another statement.
 INDENTED_OTHERWISE = "other code in an indented language: unsure"
-_COPY_LINE = re.compile(r"context at (line \d+)")  # where contained's evidence found the copy
 
 
 def _strip_ws(data: bytes) -> bytes:
@@ -268,7 +267,7 @@ def _anchors(hunk, kinds: list[bytes]) -> tuple[list[bytes], list[bytes]]:
 
 
 def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
-              indented: bool = False) -> tuple[bool, str]:
+              indented: bool = False) -> tuple[bool, str, int | None]:
     """Post-image containment: the hunk's added code is in the target (whitespace and line
     wrapping ignored), next to the hunk's own context, and its removed code is not there.
 
@@ -279,31 +278,32 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
     evidence too; both sides for a pure addition). `indented`: the file's language reads
     indentation (`indentation_matters`): a block indented otherwise relative to that context
     is another statement, not the hunk's (`_indented_alike`). Returns (contained, evidence or
-    why not).
+    why not, the line (1-based) of a copy next to the context refused for its indentation
+    alone, else None).
     """
     if isinstance(target, bytes):
         target = normalized_text(target)
     kinds = _kinds(hunk)
     added = _changed_side(hunk, b"+", kinds)
     if len(added) < MIN_CONTAINED_CHARS:
-        return False, "too little added code to judge by containment"
+        return False, "too little added code to judge by containment", None
     hits = target.find_lines(added)
     if not hits:
-        return False, "added code not found"  # (the removed side is made only when needed)
+        return False, "added code not found", None  # (the removed side is made only when needed)
     removed = _changed_side(hunk, b"-", kinds)
     if removed == added:
         # Only whitespace changes (a re-indent: in Python, other code): the unchanged file
         # holds the "added" code as well as the fixed one would.
-        return False, "the hunk changes only whitespace, which containment does not see"
+        return False, "the hunk changes only whitespace, which containment does not see", None
     if removed and len(removed) >= MIN_CONTAINED_CHARS and removed not in added:
         outside = target.text.replace(added, b"\0")
         if removed in outside:
-            return False, "the removed code is still in the file"
+            return False, "the removed code is still in the file", None
     if not anchored:
-        return True, "post-image containment (whitespace-insensitive)"
+        return True, "post-image containment (whitespace-insensitive)", None
     before, after = _anchors(hunk, kinds)
     if not before and not after:
-        return False, "added code found, but the hunk has no context to anchor it"
+        return False, "added code found, but the hunk has no context to anchor it", None
     why = "added code found, but not next to the hunk's context"
     refused = None  # the line of a copy refused for its indentation alone
     for hit in hits:
@@ -325,11 +325,12 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
         if ok and indented and _indented_alike(hunk, kinds, target, first, last) is False:
             refused = first if refused is None else refused
         elif ok:
-            return True, "post-image containment (whitespace-insensitive, anchored by context)"
+            return True, "post-image containment (whitespace-insensitive, anchored by context)", \
+                None
     if refused is not None:
         return False, (f"added code found next to the hunk's context at line {refused + 1}, "
-                       f"but indented otherwise relative to it: {INDENTED_OTHERWISE}")
-    return False, why
+                       f"but indented otherwise relative to it: {INDENTED_OTHERWISE}"), refused + 1
+    return False, why, None
 
 
 # The languages whose blocks are their indentation (the product's Python: vLLM, AITER's
@@ -1127,21 +1128,19 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
         if hv.landed is None and not hv.ambiguous and hv.elsewhere is None and not no_evidence:
             # Normalizing the file is the costly part: only for hunks the patch tools could not
             # place (contained() keeps the result for the next hunk on the same file).
-            is_contained, why = contained(hunk, current, indented=indented)
+            is_contained, why, indented_at = contained(hunk, current, indented=indented)
             # A pure addition placed with fuzz on its inner context (_inner_context_there):
             # the code without it is in the file too, whole but for the outer context lines.
             inner = _inner_context_there(hunk, forward) if is_contained and not removes \
                 else 0
             away = own.contained_away(index, hunk) \
                 if is_contained and not pre_image_there and not inner else None
-            if not is_contained and why.endswith(INDENTED_OTHERWISE) and not pre_image_there:
+            if indented_at is not None and not pre_image_there:
                 # The fix's code is there, but as another statement (outside the `if` it was
                 # written in): neither landed nor absent. The rebase moves it only where it
                 # applies or merges cleanly, and stops otherwise; it never drops it.
                 hv.ambiguous = True
-                copy = _COPY_LINE.search(why)
-                assert copy is not None
-                hv.indented = copy.group(1)
+                hv.indented = f"line {indented_at}"
                 hv.evidence.append(why)
             elif inner:
                 # Both are in the file: the added code at one place, the code without it at

@@ -98,7 +98,7 @@ def test_containment_needs_the_hunk_context_nearby():
     (hunk,) = fp.hunks
     far = (b"def unrelated():\n" + FIX_NEW + b"\n" * 3 + b"x = 1\n" * 20
            + BASE.replace(FIX_OLD, b""))
-    ok, why = contained(hunk, NormalizedText(far))
+    ok, why, _ = contained(hunk, NormalizedText(far))
     assert not ok and "context" in why
     near = BASE.replace(FIX_OLD, b"    # now with backoff\n" + FIX_NEW)
     assert contained(hunk, NormalizedText(near))[0]
@@ -106,7 +106,7 @@ def test_containment_needs_the_hunk_context_nearby():
 
 def test_short_additions_prove_nothing_by_containment():
     fp = file_patch(BASE, BASE.replace(b"    return None\n", b"    return 0\n"))
-    ok, why = contained(fp.hunks[0], NormalizedText(b"x = 0\nreturn 0\n"))
+    ok, why, _ = contained(fp.hunks[0], NormalizedText(b"x = 0\nreturn 0\n"))
     assert not ok and "too little" in why
 
 
