@@ -19,6 +19,11 @@ post-image AND its pre-image is gone from where the patch expects it:
   (OwnPlaces.contained_away). Where the own place is gone (the code moved), the copy stands.
   In Python, a copy indented otherwise relative to its context is another statement
   (`_indented_alike`): unsure, whatever the history says;
+- twin functions: where the code without the change and the change are both in the file, at
+  places apart, and the base file had that code twice, the change counts only under the
+  definition line the fix's own change is under (git's default funcname rule,
+  `_twin_function`): found only in another function, unsure, and neither git's merge nor the
+  history decides it (upstream reordering the twins misleads both);
 - patch-id match against the upstream commits that touch the files (certain; history only).
 
 Squash merges defeat patch-ids, so the content checks decide and patch-ids only add evidence.
@@ -34,7 +39,8 @@ from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import line_content
 from patchforge.apply.hunks import (HunkOutcome, ReversedHunk, _fuzzed, _line_places,
-                                    apply_file_patch, apply_hunks, lines_of, place_in_place)
+                                    _place_offsets, apply_file_patch, apply_hunks, lines_of,
+                                    place_in_place)
 from patchforge.model.record import field, record, replace
 from patchforge.store.diff import (NULL_OID, FileMerge, blob_oid, changed_blocks,
                                    merge_can_give_ours, merge_file, new_runs_are_in_ours)
@@ -72,6 +78,9 @@ CONTAINED_AWAY = "another copy of the code: not landed"
 # The end of the evidence of a hunk whose added code is next to its context only at another
 # indentation relative to it (`_indented_alike`): in Python another statement.
 INDENTED_OTHERWISE = "other code in an indented language: unsure"
+# The end of the evidence of a hunk whose change is found only in another function than the one
+# it changes (`_twin_function`), while the code without it is in the file too.
+TWIN_ELSEWHERE = "another function's copy of the code: not landed"
 
 
 def _strip_ws(data: bytes) -> bytes:
@@ -702,15 +711,8 @@ class OwnPlaces:
         line kinds), or None when nothing says (no base file, a hunk that does not apply to
         it exactly or at an offset, a diff git takes for binary). The base file's hunks are
         placed and the diff made once per file, when first asked."""
-        if self._base is None:
-            return None
-        if self._at_base is None:
-            # Placed without fuzz only: then line k of the hunk's pre-image is that base line.
-            self._at_base = {o.index: o.at_line - 1
-                             for o in self._apply(self._base, self._fp, max_fuzz=2).hunks
-                             if o.at_line is not None and o.status in ("exact", "offset")}
-        start = self._at_base.get(index)
-        if start is None:
+        start = self.base_start(index)
+        if start is None or self._base is None:
             return None
         if self._blocks is None:
             self._blocks = self._places.blocks(self._base, self._current)
@@ -719,6 +721,19 @@ class OwnPlaces:
         kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]  # the pre-image
         lo, hi, kept = self._carried(start, start + len(kinds))
         return lo, hi, kinds, kept
+
+    def base_start(self, index: int) -> int | None:
+        """Where hunk `index`'s pre-image starts in the base file (0-based), None when it does
+        not apply there exactly or at an offset (or there is no base file). The base file's
+        hunks are placed once per file, when first asked."""
+        if self._base is None:
+            return None
+        if self._at_base is None:
+            # Placed without fuzz only: then line k of the hunk's pre-image is that base line.
+            self._at_base = {o.index: o.at_line - 1
+                             for o in self._apply(self._base, self._fp, max_fuzz=2).hunks
+                             if o.at_line is not None and o.status in ("exact", "offset")}
+        return self._at_base.get(index)
 
     def contained_away(self, index: int, hunk) -> tuple[str, str] | None:
         """What post-image containment (`contained`: the hunk's added code in the file,
@@ -1168,6 +1183,19 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
             elif is_contained:
                 hv.landed = "likely"
                 hv.evidence.append(why)
+        if not (hv.merge_unasked or hv.elsewhere or hv.old_code or hv.indented):
+            twin = _twin_found(hunk, forward, backward, pre_image_there, current, base,
+                               lambda: own.base_start(index))
+            if twin is not None:
+                # The change is in the file, but in another function than the fix's, which still
+                # has the code without it: git's merge, whose line map may carry the fix's place
+                # onto the twin (a reordered file), does not decide it, nor does a history
+                # commit (it made the change in the twin).
+                reason, lines_there = twin
+                hv.landed = None
+                hv.ambiguous = hv.merge_unasked = True
+                hv.old_code = lines_there
+                hv.evidence.append(reason)
         verdict.hunks.append(hv)
         placed = placed or (index < len(whole) and whole[index].status != "failed")
     if base is not None and any(not h.merge_unasked and (
@@ -1237,6 +1265,136 @@ def _removed_line_moved(fp, hunk, base: bytes, current: bytes,
         if near:
             return f"line {near[0] + 1}"
     return None
+
+
+# git's default funcname rule (xdiff's def_ff): a line that starts with a letter, `_` or `$`
+# names the function or block the lines below it are in (`def scale(`, `void launch(`).
+_DEFINITION_START = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$")
+# The name a definition line gives: the identifier before its first `(` (a signature upstream
+# gave another parameter still names the same function), else the whole line.
+_CALLED = re.compile(rb"([A-Za-z_$][\w$]*)\s*\(")
+
+
+def _definition_name(line: bytes) -> bytes:
+    called = _CALLED.search(line)
+    return called.group(1) if called else _strip_ws(line)
+
+
+def _name_above(lines: list[bytes], at: int) -> bytes | None:
+    """The name (`_definition_name`) of the nearest definition line (`_DEFINITION_START`)
+    above line `at` (0-based) of `lines`, None when there is none."""
+    for k in range(min(at, len(lines)) - 1, -1, -1):
+        line = lines[k]
+        if line and line[0] in _DEFINITION_START:
+            return _definition_name(line)
+    return None
+
+
+def _fix_function(hunk, base_lines: list[bytes] | None, base_start: int | None) -> bytes | None:
+    """The name of the function `hunk` changes: the definition line above its first change in
+    the base file (`base_start`: where its pre-image starts there, 0-based), git's default rule,
+    the rule `_name_above` reads the target with; where the hunk has no place in the base, its
+    own context lines above the change, then its header's funcname (the text after the second
+    `@@`). None when nothing names it."""
+    if base_lines is not None and base_start is not None:
+        return _name_above(base_lines, base_start + hunk.leading_context)
+    for line in reversed(hunk.old_lines()[:hunk.leading_context]):
+        if line and line[0] in _DEFINITION_START:
+            return _definition_name(line)
+    section = hunk.section.strip()
+    return _definition_name(section) if section else None
+
+
+def _twin_function(name: bytes | None, lines: list[bytes], before: tuple[int, int, int],
+                   after: list[tuple[int, int, int]]) -> str | None:
+    """Whether the change of a hunk whose function is `name` (`_fix_function`), found in the
+    target (`lines`) only at the places `after`, is in another function than the fix's, while
+    the code without it is at `before`: identical twin functions, upstream having made the
+    change in the other one (and, often, reordered the file, which misleads git's line map
+    and merge: they carry the fix's place onto the twin that has the change). Each place is
+    (first line, end, the line of its first change), 0-based. The reason then (where each is,
+    ending in TWIN_ELSEWHERE), else None: nothing names the fix's function (a file of blocks
+    without definition lines, where the merge's map decides), a copy of the change in the
+    fix's own function, or the pre-image found inside a copy of the post-image (an added
+    function that ends as its neighbour does: the code without it is the change's own tail).
+    Where neither place is in the fix's function (renamed, or a line without a definition
+    above it), nothing tells which copy is the fix's: unsure too."""
+    if name is None:
+        return None
+    first, end, _ = before
+    found: list[tuple[int, bytes | None]] = []
+    for start, stop, changed in after:
+        if start < end and first < stop:
+            return None  # the pre-image found is a part of the post-image found
+        there = _name_above(lines, changed)
+        if there == name:
+            return None
+        found.append((changed, there))
+    if not found:
+        return None
+    at, there = found[0]
+    own = _name_above(lines, before[2])
+    where = (f"in {there.decode(errors='replace')}" if there is not None
+             else "above every definition line")
+    still = (f"{name.decode(errors='replace')}, the function the fix changes,"
+             if own == name else
+             f"{own.decode(errors='replace') if own is not None else 'the file'} (the fix "
+             f"changes {name.decode(errors='replace')})")
+    return (f"the change is found only {where} (line {at + 1}), and {still} still has the "
+            f"code without it (lines {first + 1}-{end}): {TWIN_ELSEWHERE}")
+
+
+def _twice_in(base: bytes, pre: list[bytes], at: int) -> bool:
+    """Whether `base` has, at two places or more, the lines of pre-image `pre` around its
+    change (before line `at` of it) that are inside one function: up to the definition lines
+    (`_DEFINITION_START`) it reaches on either side (a twin's own definition line differs,
+    the code under it is the same)."""
+    starts = [k for k, line in enumerate(pre) if line[:1] and line[0] in _DEFINITION_START]
+    first = max((k + 1 for k in starts if k < at), default=0)
+    end = min((k for k in starts if k >= at), default=len(pre))
+    inner = pre[first:end]
+    return bool(inner) and len(_place_offsets(base, b"".join(inner))) >= 2
+
+
+def _twin_found(hunk, forward: HunkOutcome, backward: HunkOutcome, pre_image_there: bool,
+                current: bytes, base: bytes | None,
+                base_start: Callable[[], int | None]) -> tuple[str, str] | None:
+    """(`_twin_function`'s reason, the lines of the code without the change) when the hunk's
+    change (its reverse-apply `backward`, else each copy of its added code, whitespace
+    ignored, as `contained` searches for it) is in the file only in another function than
+    the fix's while the code without it is there too (`forward`: the pre-image found,
+    `pre_image_there`, or a pure addition's inner context, `_inner_context_there`); None
+    otherwise. Answered from the hunk's outcomes first: only a hunk whose pre-image and
+    change are both found reads the files' lines."""
+    if forward.at_line is None:
+        return None
+    if not pre_image_there and not (b"-" not in _kinds(hunk)
+                                    and _inner_context_there(hunk, forward)):
+        return None
+    lead = hunk.leading_context
+    if backward.status in ("exact", "offset") and backward.at_line is not None:
+        at = backward.at_line - 1
+        after = [(at, at + len(hunk.new_lines()), at + lead)]
+    elif len(_changed_side(hunk, b"+", _kinds(hunk))) >= MIN_CONTAINED_CHARS:
+        # (the removed code still in the file, `contained` says no; its copies say where)
+        after = [(start, last + 1, start) for start, last in _added_copies(hunk, current)]
+    else:
+        return None
+    if not after:
+        return None
+    cut = _fuzzed(hunk, forward.fuzz)
+    top, pre = (cut[0], cut[1]) if cut is not None else (0, hunk.old_lines())
+    if base is None or not _twice_in(base, pre, lead - top):
+        # Twins are code the base file had twice: code in a function upstream made of the
+        # fix's (a helper its body moved into, the wrapper keeping the docstring) is that
+        # function's, wherever the change went.
+        return None
+    first = forward.at_line - 1 - top
+    before = (first, first + len(hunk.old_lines()), first + lead)
+    start = base_start()
+    name = _fix_function(hunk, base.split(b"\n") if start is not None else None, start)
+    reason = _twin_function(name, current.split(b"\n"), before, after)
+    return None if reason is None else (reason, f"lines {before[0] + 1}-{before[1]}")
 
 
 def _inner_context_there(hunk, forward: HunkOutcome) -> int:
