@@ -23,7 +23,9 @@ post-image AND its pre-image is gone from where the patch expects it:
   places apart, and the base file had that code twice, the change counts only under the
   definition line the fix's own change is under (git's default funcname rule,
   `_twin_function`): found only in another function, unsure, and neither git's merge nor the
-  history decides it (upstream reordering the twins misleads both);
+  history decides it (upstream reordering the twins misleads both); found in the fix's
+  function, the code without it only in the twin, landed (git's line map would put the fix
+  into the twin);
 - patch-id match against the upstream commits that touch the files (certain; history only).
 
 Squash merges defeat patch-ids, so the content checks decide and patch-ids only add evidence.
@@ -81,6 +83,9 @@ INDENTED_OTHERWISE = "other code in an indented language: unsure"
 # The end of the evidence of a hunk whose change is found only in another function than the one
 # it changes (`_twin_function`), while the code without it is in the file too.
 TWIN_ELSEWHERE = "another function's copy of the code: not landed"
+# The end of the evidence of a hunk whose change is found in the function it changes, and the
+# code without it only in another one (`_twin_function`).
+TWIN_HERE = "landed"
 
 
 def _strip_ws(data: bytes) -> bytes:
@@ -1094,6 +1099,7 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
         pre_image_there = hv.forward in ("exact", "offset") or (removes and hv.forward == "fuzz")
         backward = search(ReversedHunk(hunk), 0)
         no_evidence = False  # a post-image the file had at the base: contained() is no proof
+        is_contained = False
         if backward.status in ("exact", "offset"):
             away = None if pre_image_there else own.elsewhere(index, hunk, backward)
             if pre_image_there:
@@ -1184,18 +1190,26 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
                 hv.landed = "likely"
                 hv.evidence.append(why)
         if not (hv.merge_unasked or hv.elsewhere or hv.old_code or hv.indented):
-            twin = _twin_found(hunk, forward, backward, pre_image_there, current, base,
-                               lambda: own.base_start(index))
-            if twin is not None:
+            twin = _twin_found(hunk, forward, backward, pre_image_there, is_contained,
+                               current, base, lambda: own.base_start(index))
+            if twin is not None and twin[0]:
+                # The change is in the fix's function, the code without it only in a twin:
+                # git's line map, upstream having reordered the twins, carries the fix's place
+                # onto the twin (and a rebase would put the fix there).
+                hv.landed = "certain" if backward.status in ("exact", "offset") else "likely"
+                hv.ambiguous = False
+                hv.evidence = [item for item in hv.evidence if not item.endswith(AMBIGUOUS)
+                               and not item.startswith("added code is present but")]
+                hv.evidence.append(twin[1])
+            elif twin is not None:
                 # The change is in the file, but in another function than the fix's, which still
                 # has the code without it: git's merge, whose line map may carry the fix's place
                 # onto the twin (a reordered file), does not decide it, nor does a history
                 # commit (it made the change in the twin).
-                reason, lines_there = twin
                 hv.landed = None
                 hv.ambiguous = hv.merge_unasked = True
-                hv.old_code = lines_there
-                hv.evidence.append(reason)
+                hv.old_code = twin[2]
+                hv.evidence.append(twin[1])
         verdict.hunks.append(hv)
         placed = placed or (index < len(whole) and whole[index].status != "failed")
     if base is not None and any(not h.merge_unasked and (
@@ -1306,95 +1320,113 @@ def _fix_function(hunk, base_lines: list[bytes] | None, base_start: int | None) 
 
 
 def _twin_function(name: bytes | None, lines: list[bytes], before: tuple[int, int, int],
-                   after: list[tuple[int, int, int]]) -> str | None:
-    """Whether the change of a hunk whose function is `name` (`_fix_function`), found in the
-    target (`lines`) only at the places `after`, is in another function than the fix's, while
-    the code without it is at `before`: identical twin functions, upstream having made the
-    change in the other one (and, often, reordered the file, which misleads git's line map
-    and merge: they carry the fix's place onto the twin that has the change). Each place is
-    (first line, end, the line of its first change), 0-based. The reason then (where each is,
-    ending in TWIN_ELSEWHERE), else None: nothing names the fix's function (a file of blocks
-    without definition lines, where the merge's map decides), a copy of the change in the
-    fix's own function, or the pre-image found inside a copy of the post-image (an added
-    function that ends as its neighbour does: the code without it is the change's own tail).
-    Where neither place is in the fix's function (renamed, or a line without a definition
-    above it), nothing tells which copy is the fix's: unsure too."""
+                   after: list[tuple[int, int, int]]) -> tuple[bool, str] | None:
+    """Which function has the change of a hunk whose function is `name` (`_fix_function`),
+    found in the target (`lines`) at the places `after`, while the code without it is at
+    `before`: identical twin functions, upstream having made the change in one of them (and,
+    often, reordered the file, which misleads git's line map and merge: they carry the fix's
+    place onto the other twin). Each place is (first line, end, the line of its first
+    change), 0-based. (False, reason ending in TWIN_ELSEWHERE) where the change is only in
+    another function than the fix's; (True, reason ending in TWIN_HERE) where it is in the
+    fix's function and the code without it only in another one; None where nothing tells:
+    nothing names the fix's function (a file of blocks without definition lines, where the
+    merge's map decides), both in the fix's function, or the pre-image found inside a copy of
+    the post-image (an added function that ends as its neighbour does: the code without it
+    is the change's own tail). Where neither place is in the fix's function (renamed, or a
+    line without a definition above it), nothing tells which copy is the fix's: not landed."""
     if name is None:
         return None
     first, end, _ = before
+    own = _name_above(lines, before[2])
     found: list[tuple[int, bytes | None]] = []
     for start, stop, changed in after:
         if start < end and first < stop:
             return None  # the pre-image found is a part of the post-image found
-        there = _name_above(lines, changed)
-        if there == name:
-            return None
-        found.append((changed, there))
+        found.append((changed, _name_above(lines, changed)))
     if not found:
         return None
+    fix = name.decode(errors="replace")
+    ours = [at for at, there in found if there == name]
+    if ours:
+        if own == name or len(found) > 1:
+            return None
+        other = own.decode(errors="replace") if own is not None else "no function"
+        return True, (f"the change is found in {fix}, the function the fix changes (line "
+                      f"{ours[0] + 1}), and the code without it only in {other} (lines "
+                      f"{first + 1}-{end}), a twin of it: {TWIN_HERE}")
     at, there = found[0]
-    own = _name_above(lines, before[2])
     where = (f"in {there.decode(errors='replace')}" if there is not None
              else "above every definition line")
-    still = (f"{name.decode(errors='replace')}, the function the fix changes,"
-             if own == name else
+    still = (f"{fix}, the function the fix changes," if own == name else
              f"{own.decode(errors='replace') if own is not None else 'the file'} (the fix "
-             f"changes {name.decode(errors='replace')})")
-    return (f"the change is found only {where} (line {at + 1}), and {still} still has the "
-            f"code without it (lines {first + 1}-{end}): {TWIN_ELSEWHERE}")
+             f"changes {fix})")
+    return False, (f"the change is found only {where} (line {at + 1}), and {still} still has "
+                   f"the code without it (lines {first + 1}-{end}): {TWIN_ELSEWHERE}")
 
 
 def _twice_in(base: bytes, pre: list[bytes], at: int) -> bool:
     """Whether `base` has, at two places or more, the lines of pre-image `pre` around its
     change (before line `at` of it) that are inside one function: up to the definition lines
     (`_DEFINITION_START`) it reaches on either side (a twin's own definition line differs,
-    the code under it is the same)."""
+    the code under it is the same), without the blank lines at its ends."""
     starts = [k for k, line in enumerate(pre) if line[:1] and line[0] in _DEFINITION_START]
     first = max((k + 1 for k in starts if k < at), default=0)
     end = min((k for k in starts if k >= at), default=len(pre))
     inner = pre[first:end]
+    # Blank lines at its ends are the space between functions (the file's last has none).
+    while inner and not inner[0].strip():
+        inner = inner[1:]
+    while inner and not inner[-1].strip():
+        inner = inner[:-1]
     return bool(inner) and len(_place_offsets(base, b"".join(inner))) >= 2
 
 
 def _twin_found(hunk, forward: HunkOutcome, backward: HunkOutcome, pre_image_there: bool,
-                current: bytes, base: bytes | None,
-                base_start: Callable[[], int | None]) -> tuple[str, str] | None:
-    """(`_twin_function`'s reason, the lines of the code without the change) when the hunk's
-    change (its reverse-apply `backward`, else each copy of its added code, whitespace
-    ignored, as `contained` searches for it) is in the file only in another function than
-    the fix's while the code without it is there too (`forward`: the pre-image found,
-    `pre_image_there`, or a pure addition's inner context, `_inner_context_there`); None
-    otherwise. Answered from the hunk's outcomes first: only a hunk whose pre-image and
-    change are both found reads the files' lines."""
+                is_contained: bool, current: bytes, base: bytes | None,
+                base_start: Callable[[], int | None]) -> tuple[bool, str, str] | None:
+    """`_twin_function`'s answer (landed, reason) and the lines of the code without the
+    change, where the hunk's change (its reverse-apply `backward`, else each copy of its added
+    code, whitespace ignored, as `contained` searches for it) and the code without it
+    (`forward`: the pre-image found, `pre_image_there`, or a pure addition's inner context,
+    `_inner_context_there`) are both in the file, in twin functions (`_twice_in`); None
+    otherwise. A landing is said only of a change the reverse-apply found, or `contained`
+    (`is_contained`: anchored by the hunk's context) found once. Answered from the hunk's
+    outcomes first: only a hunk whose pre-image and change are both found reads the files'
+    lines."""
     if forward.at_line is None:
         return None
     if not pre_image_there and not (b"-" not in _kinds(hunk)
                                     and _inner_context_there(hunk, forward)):
         return None
     lead = hunk.leading_context
-    if backward.status in ("exact", "offset") and backward.at_line is not None:
-        at = backward.at_line - 1
-        after = [(at, at + len(hunk.new_lines()), at + lead)]
-    elif len(_changed_side(hunk, b"+", _kinds(hunk))) >= MIN_CONTAINED_CHARS:
-        # (the removed code still in the file, `contained` says no; its copies say where)
-        after = [(start, last + 1, start) for start, last in _added_copies(hunk, current)]
-    else:
-        return None
-    if not after:
+    reversed_ = backward.status in ("exact", "offset") and backward.at_line is not None
+    if not reversed_ and len(_changed_side(hunk, b"+", _kinds(hunk))) < MIN_CONTAINED_CHARS:
         return None
     cut = _fuzzed(hunk, forward.fuzz)
     top, pre = (cut[0], cut[1]) if cut is not None else (0, hunk.old_lines())
     if base is None or not _twice_in(base, pre, lead - top):
         # Twins are code the base file had twice: code in a function upstream made of the
         # fix's (a helper its body moved into, the wrapper keeping the docstring) is that
-        # function's, wherever the change went.
+        # function's, wherever the change went. (Asked first: a search of the base's bytes
+        # that most hunks, their code there once, end at.)
+        return None
+    if reversed_:
+        assert backward.at_line is not None
+        at = backward.at_line - 1
+        after = [(at, at + len(hunk.new_lines()), at + lead)]
+    else:
+        # (the removed code still in the file, `contained` says no; its copies say where)
+        after = [(start, last + 1, start) for start, last in _added_copies(hunk, current)]
+    if not after:
         return None
     first = forward.at_line - 1 - top
     before = (first, first + len(hunk.old_lines()), first + lead)
     start = base_start()
     name = _fix_function(hunk, base.split(b"\n") if start is not None else None, start)
-    reason = _twin_function(name, current.split(b"\n"), before, after)
-    return None if reason is None else (reason, f"lines {before[0] + 1}-{before[1]}")
+    said = _twin_function(name, current.split(b"\n"), before, after)
+    if said is None or (said[0] and not reversed_ and not is_contained):
+        return None
+    return said[0], said[1], f"lines {before[0] + 1}-{before[1]}"
 
 
 def _inner_context_there(hunk, forward: HunkOutcome) -> int:

@@ -18,7 +18,9 @@ a line starting with a letter, `_` or `$`), and a copy of the change under anoth
 line, while the code without it is in the file too, is another function's: not landed, for the
 merge and the history alike. Twins are code the base file had twice: a helper upstream made
 of the fix's function (its body moved there with the change, the wrapper keeping the old
-docstring) is not one. Landings are still dropped: the change made in both twins, and an added
+docstring) is not one. The other way round, the change made in scale_a only, the reordered
+scale_b without it, is a landing, never a fix put into scale_b. Landings are still dropped: the
+change made in both twins, and an added
 function that ends as its neighbour does (whose pre-image is then found inside the added code:
 AITER's 5bd9adf3d3). Real git upstreams, real
 commands: `status --against`, `rebase --to`, `overlays`."""
@@ -176,6 +178,32 @@ def test_a_fix_whose_header_names_no_function_is_kept_when_its_twin_has_the_chan
     header = re.search(rb"^@@ [^@]* @@(.*)$", stack.patch("up", "fix"), re.M)
     assert header is not None and b"scale_a" not in header.group(1), header
     assert_kept(stack, twins)
+
+
+OWN = [(language, kind, layout) for language, kind in (("py", "change"), ("c", "add"))
+       for layout in LAYOUTS]
+
+
+@pytest.mark.parametrize("language,kind,layout", OWN, ids=["-".join(c) for c in OWN])
+def test_a_landing_in_the_fixs_own_reordered_twin_is_dropped_not_put_into_the_other(
+        tmp_path, language, kind, layout):
+    """The mirror case: upstream reorders the twins and makes the change in scale_a, the
+    fix's function, only. Before, the fix's pre-image found forward in scale_b made it
+    "applies" (or unsure), and the rebase, git's line map carrying the fix's place onto
+    scale_b, put the fix into scale_b, exit 0: deployed in the function it was never made
+    for. The change found in scale_a, the code without it only in its twin: landed, dropped,
+    nothing deployed."""
+    twins = Twins(language, kind, "named")
+    stack = reordered(tmp_path, twins, layout, ("scale_a",))
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert (patch["state"], patch["rebase"]) == ("upstreamed", "drop"), patch
+    assert any(line.endswith("a twin of it: landed") for line in patch["evidence"]), patch
+    summary = stack.rebase_json("--to", "up=v2")
+    assert [p["action"] for p in summary["patches"]] == ["dropped"], summary["patches"]
+    assert stack.series("up") == []
+    stack.cli("overlays")
+    assert not (stack.root / "overlays" / "up" / twins.path).exists()
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
