@@ -547,11 +547,15 @@ class PlaceDiffs:
     patch moved into the file) is made when asked, with the rest of the walk offered again."""
 
     def __init__(self, ahead: Callable[[], Iterable[tuple]] | None = None,
-                 apply=apply_file_patch) -> None:
+                 apply=apply_file_patch, pairs_made: dict | None = None) -> None:
         self._ahead = ahead
         self._apply = apply  # the walk's applications (may_diff's are the walk's own then)
-        # (base, current) -> their blocks; a walk asks about a few dozen files at most.
-        self._made: dict[tuple[bytes, bytes], list[tuple[int, int, int, int]] | None] = {}
+        # (base, current) -> their blocks; a walk asks about a few dozen files at most. A
+        # pair's blocks are a function of its two contents alone, so the dict may be another
+        # PlaceDiffs' (a walk's, handed to landed_in's probes after it): shared, a pair is
+        # diffed once for both.
+        self.pairs_made: dict[tuple[bytes, bytes], list[tuple[int, int, int, int]] | None] = \
+            pairs_made if pairs_made is not None else {}
         # id(file patch) -> (file patch, base file, file, {hunk index: _lands_without_diff's
         # answer}) as `ahead()` last offered it and may_diff found. Offered again with the
         # same two contents (the same objects), it was made then, or batched, or may_diff said
@@ -568,12 +572,12 @@ class PlaceDiffs:
         at one revision); any other is made when asked."""
         places = cls()
         pairs = list(dict.fromkeys(pairs))
-        places._made.update(zip(pairs, changed_blocks(pairs)))
+        places.pairs_made.update(zip(pairs, changed_blocks(pairs)))
         return places
 
     def blocks(self, base: bytes, current: bytes) -> list[tuple[int, int, int, int]] | None:
         key = (base, current)
-        if key not in self._made:
+        if key not in self.pairs_made:
             batch = {key: None}
             offered = self._offered
             for fp, other_base, other in self._ahead() if self._ahead is not None else ():
@@ -583,12 +587,12 @@ class PlaceDiffs:
                 landed: dict[int, bool] = {}
                 offered[id(fp)] = (fp, other_base, other, landed)  # fp kept: its id stays
                 pair = (other_base, other)
-                if pair not in self._made and pair not in batch and \
+                if pair not in self.pairs_made and pair not in batch and \
                         OwnPlaces.may_diff(fp, other_base, other, self._apply, landed):
                     batch[pair] = None
             pairs = list(batch)
-            self._made.update(zip(pairs, changed_blocks(pairs)))
-        return self._made[key]
+            self.pairs_made.update(zip(pairs, changed_blocks(pairs)))
+        return self.pairs_made[key]
 
     def lands_without_diff(self, fp, index: int, hunk, post: list[bytes], base: bytes,
                            current: bytes) -> bool:

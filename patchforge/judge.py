@@ -214,7 +214,8 @@ class SeriesJudge:
                  labels: tuple[str, str, str] = DEFAULT_LABELS,
                  stop_files: bool = True, fetched: bool = False,
                  renames: tuple[set[str], Callable[[], dict[str, str]]] | None = None,
-                 lazy_old: bool = False, past_keeps_stops: bool = False) -> None:
+                 lazy_old: bool = False, past_keeps_stops: bool = False,
+                 pairs_made: dict | None = None) -> None:
         from patchforge.apply.series import SeriesState
 
         self.store = store
@@ -279,7 +280,7 @@ class SeriesJudge:
         # of the rest of the walk together, one git process instead of one per file.
         self._walk: list = []
         self._walk_at = 0
-        self.places = PlaceDiffs(self._met_ahead, self.applications)
+        self.places = PlaceDiffs(self._met_ahead, self.applications, pairs_made)
 
     def _met_ahead(self):
         """(file patch, base file, the file it meets) of each text file patch of the walk
@@ -1351,7 +1352,8 @@ def _patch_paths(verdict) -> list[str]:
 
 
 def landed_in(store: UpstreamStore, target: Target, patch, verdict, *,
-              commits: list[str] | None = None, holds_at: str | None = None) -> str | None:
+              commits: list[str] | None = None, holds_at: str | None = None,
+              pairs_made: dict | None = None) -> str | None:
     """The upstream commit that introduced the change: the first commit touching the patch's
     files (between base and target) at which every hunk the target has is already there (for a
     partial landing: as many hunks as in the target). Binary search over only those commits
@@ -1359,7 +1361,10 @@ def landed_in(store: UpstreamStore, target: Target, patch, verdict, *,
 
     `holds_at`: a commit at which `verdict` is already the patch's own judgement by content (the
     target, when the judge met the patch's files as the target has them): not probed again.
-    A release-to-release upstream, one commit from base to target, then needs no probe."""
+    A release-to-release upstream, one commit from base to target, then needs no probe.
+    `pairs_made`: the own-place diffs a walk made (PlaceDiffs.pairs_made), which the probes
+    take instead of asking git for a pair again (a probe at the target meets the files the
+    walk offered before an earlier patch changed them); the probes' own go there too."""
     if verdict.hunks_landed == 0 or not _history(store, target):
         return None
     if commits is None:
@@ -1373,7 +1378,7 @@ def landed_in(store: UpstreamStore, target: Target, patch, verdict, *,
         if commit == holds_at:
             return True
         probe = SeriesJudge(store, Target(target.upstream, target.base_commit, commit,
-                                          commit, None))
+                                          commit, None), pairs_made=pairs_made)
         found = probe.assess("probe", patch)
         if want_all:
             return found.state == "upstreamed"
@@ -1745,11 +1750,12 @@ def _runs_that_can_land(runs: dict[tuple[int, int], list[str]], added: dict,
 
 def where_landed(store: UpstreamStore, target: Target, patch, verdict, index: "HistoryIndex | None",
                  commits: list[str] | None = None, *,
-                 holds_at: str | None = None) -> tuple[str | None, list[str]]:
+                 holds_at: str | None = None,
+                 pairs_made: dict | None = None) -> tuple[str | None, list[str]]:
     """(landed_in, history evidence to add) for a landed or partly landed patch: the commit the
     history says landed it, else the bisection of `commits` (default: those touching its files)
     after the last commit that undid the change (across a revert "landed" is not monotonic, and
-    the search could end on the revert itself). `holds_at`: see landed_in."""
+    the search could end on the revert itself). `holds_at`, `pairs_made`: see landed_in."""
     if verdict.landed_commit is not None:
         return verdict.landed_commit, []
     # For a landing the content decided, the history adds news only when something undid it
@@ -1764,7 +1770,7 @@ def where_landed(store: UpstreamStore, target: Target, patch, verdict, index: "H
     if commits is not None and undo in commits:
         commits = commits[commits.index(undo) + 1:]
     return landed_in(store, target, patch, verdict, commits=commits,
-                     holds_at=holds_at), evidence
+                     holds_at=holds_at, pairs_made=pairs_made), evidence
 
 
 def added_lines_of(diff: bytes) -> frozenset[bytes]:

@@ -184,7 +184,8 @@ def test_the_own_places_of_a_walks_landed_files_are_one_git_diff(tmp_path, monke
     has twice keeps the pre-check from answering), and status and rebase make those diffs in
     one git process, not one per file. The fourth fix comes after a fix that moves and
     changes its file: it meets the file as the walk changed it, whose diff is made when it is
-    asked for. The verdicts are the same: landed, high, dropped."""
+    asked for. The landing lookup's judgements at the landing commit ask for no diff of their
+    own. The verdicts are the same: landed, high, dropped."""
     names = ["a", "b", "c", "d"]
     pads = PADS + [b"def contiguous(x):\n", b"    x = x.contiguous()\n", b"    return x\n",
                    b"\n", b"\n"]
@@ -209,16 +210,17 @@ def test_the_own_places_of_a_walks_landed_files_are_one_git_diff(tmp_path, monke
     said = {p["name"]: (p["state"], p["confidence"], p["rebase"]) for p in status["patches"]}
     assert said == {**{f"fix-{n}.patch": ("upstreamed", "high", "drop") for n in names},
                     "limit.patch": ("offset", None, "move")}, said
-    # The walk's one diff of the four files, one of d.py as limit left it; and one for each
-    # landed patch judged again at the commit that landed it (landed_in).
-    assert git_diffs_run(trace) == 2 + 4
+    # The walk's one diff of the four files, one of d.py as limit left it; each landed patch
+    # judged again at the commit that landed it (landed_in) takes the walk's diff of its
+    # file as upstream has it (made in the first one, before limit changed d.py).
+    assert git_diffs_run(trace) == 2
     trace.unlink()
     summary = stack.rebase_json("--to", "up=v2")
     assert [p["action"] for p in summary["patches"]] == \
         ["dropped"] * 3 + ["offset", "dropped"], summary["patches"]
-    # The same two, limit's new diff, and landed_in's one judgement again (fix-d's: the
-    # others met their files as upstream has them).
-    assert git_diffs_run(trace) == 2 + 1 + 1
+    # The same two and limit's new diff; landed_in's one judgement again (fix-d's: the
+    # others met their files as upstream has them) takes the walk's diff, as status's do.
+    assert git_diffs_run(trace) == 2 + 1
     monkeypatch.delenv("GIT_TRACE")
     assert stack.series("up") == ["limit.patch"]
 

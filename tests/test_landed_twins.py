@@ -170,3 +170,39 @@ def test_a_fix_line_upstream_reindented_with_its_context_is_a_landing(tmp_path):
     v2 = lines[0] + b"    with timer():\n" + b"".join(b"    " + x for x in lines[1:])
     stack.commit({"k.py": v2}, "padding, timed", tag="v2")
     dropped_as_landed(stack)
+
+
+def test_the_landing_lookups_probes_take_the_own_place_diffs_the_walk_made(tmp_path,
+                                                                            monkeypatch):
+    """A fix landed where an earlier patch of the series changed its file is looked up after
+    the walk by a probe at the landing commit, which judges the fix alone on the target's
+    file: the own place's diff of (base file, target's file) that the walk made for it, when
+    an earlier fix first asked for one, is that probe's too, not asked of git again (a
+    pair's change blocks depend on its two contents alone). Both fixes are dropped, the one
+    in k.py naming its landing commit; no pair is diffed twice."""
+    from patchforge import detect
+
+    made: list[tuple[bytes, bytes]] = []
+    real = detect.changed_blocks
+
+    def changed_blocks(pairs):
+        made.extend(pairs)
+        return real(pairs)
+
+    monkeypatch.setattr(detect, "changed_blocks", changed_blocks)
+    v1 = twins()
+    tail = b"\n\ndef unrelated():\n    return None\n"
+    stack = OneUpstreamStack(tmp_path, {"j.py": v1, "k.py": v1})
+    stack.add_fix("0jfix", "j.py", v1, twins(fp8=clamped(BODY)))
+    stack.add_fix("1pre", "k.py", v1, v1 + tail)
+    stack.add_fix("2kfix", "k.py", v1, twins(fp8=clamped(BODY)))
+    (stack.root / "series" / "up" / "series").write_text("0jfix.patch\n1pre.patch\n2kfix.patch\n")
+    both = twins(fp8=clamped(BODY), fp16=clamped(BODY))
+    landing = stack.commit({"j.py": both, "k.py": both}, "clamp both", tag="v2")
+    summary = stack.rebase_json("--to", "up=v2")
+    assert [p["action"] == "dropped" for p in summary["patches"]] == [True, False, True], \
+        summary["patches"]
+    assert stack.series("up") == ["1pre.patch"]
+    assert f"commit:{landing}" in stack.patch("up", "2kfix", "upstreamed").decode()
+    assert (v1, both) in made  # the walk's pair, the probe's too
+    assert len(made) == len(set(made)), made

@@ -142,7 +142,8 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                       len(series[upstream]), target.label)
             package = getattr(project.config.upstreams.get(upstream), "package", None)
             names = {upstream} | ({package} if package else set())
-            landed: list[tuple[PatchStatus, PatchFile]] = []
+            # (status, patch, the own-place diffs its walk made: its landing lookup's too)
+            landed: list[tuple[PatchStatus, PatchFile, dict]] = []
             patches = series[upstream]
             # The index of that history (and the diffs the squash check reads) is made on the
             # second thread too.
@@ -216,7 +217,7 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                     status.confidence = "high"
                     status.hunks_landed = verdict.hunks_total
                 if judgement.state in ("upstreamed", "partial"):
-                    landed.append((status, patch))
+                    landed.append((status, patch, judge.places.pairs_made))
                 status.forwarded = forwarded_info(project, store, patch, target, forge, lookups)
                 if status.forwarded and status.forwarded.get("merged") and \
                         status.forwarded.get("included"):
@@ -266,15 +267,15 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
             if index is not None:
                 # Where the landed fixes came from: one read of the history for the whole series
                 # (again for the paths of a patch that followed a rename, outside the series').
-                needed = {p for status, _ in landed for p in _patch_paths(status.verdict)}
+                needed = {p for status, _, _ in landed for p in _patch_paths(status.verdict)}
                 if not needed <= set(index.paths):
                     index = HistoryIndex(store, target, sorted(needed))
                 matches = index.patch_id_matches([(id(status), patch.diff,
                                                    _patch_paths(status.verdict))
-                                                  for status, patch in landed])
-                for status, patch in landed:
+                                                  for status, patch, _ in landed])
+                for status, patch, pairs_made in landed:
                     status.landed_in, more = where_landed(store, target, patch, status.verdict,
-                                                          index)
+                                                          index, pairs_made=pairs_made)
                     status.evidence.extend(more)
                     for commit in matches.get(id(status), []):
                         status.evidence.append(f"patch-id matches upstream commit {commit}")

@@ -86,6 +86,9 @@ class Rebase:
         # whose landing commit is not looked up yet (`_find_landings`)
         self._landings: list = []
         self._histories: dict = {}  # upstream -> judge.HistoryIndex, read once
+        # upstream -> the own-place diffs its walk made (PlaceDiffs.pairs_made), which the
+        # landing lookup's probes take rather than diffing a pair again
+        self._pairs_made: dict[str, dict] = {}
         # The landed patches' files whose history diffs no git process reads yet (upstream ->
         # paths), those asked for (upstream -> paths), and the processes reading them, started
         # while the walk went on: [(HistoryIndex, paths, StartedGit)]
@@ -597,6 +600,7 @@ class Rebase:
             # The old series before the first patch to judge: the merge base of its 3-way
             # merge.
             judge.pass_old(patches[:start])
+        self._pairs_made[upstream] = judge.places.pairs_made
         for position in range(entry.position, len(names)):
             if patches is not None:
                 name, patch = patches[position]
@@ -1009,7 +1013,8 @@ class Rebase:
         for result, patch, verdict, target, holds_at in pending:
             result.landed_in, more = where_landed(
                 self.store, target, patch, verdict, self._history_index(result.upstream, target),
-                self._commits_touching(result.upstream, target, verdict), holds_at=holds_at)
+                self._commits_touching(result.upstream, target, verdict), holds_at=holds_at,
+                pairs_made=self._pairs_made.get(result.upstream))
             result.evidence.extend(more)
         # The landing commits' parents, which each landed patch's own form is made on, asked of
         # cat-file in one round: a round each waited 0.8 ms at 300 patches (81 of them), while
