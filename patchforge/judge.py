@@ -1508,8 +1508,11 @@ def _candidate_runs(files: list, log: list[tuple[str, list[str]]]) -> dict[tuple
 
 def _run_paths(patch) -> set[str] | None:
     """The files of `patch` a run of the squash check goes through; None for a patch with a
-    binary file, a rename or a copy (no run goes through it)."""
-    if any(fp.is_binary or (fp.old_path and fp.new_path and fp.old_path != fp.new_path)
+    rename or a copy (no run goes through it). A binary file goes through: its part of a run's
+    cumulative change is one blob-id block (history.binary_block: the run's first pre-image
+    against its last post-image), which the squash commit's own diff of the file must be; a
+    branch rebuilding a kernel patch after patch lands so, its first builds nowhere upstream."""
+    if any((fp.old_path and fp.new_path and fp.old_path != fp.new_path)
            for fp in patch.file_patches):
         return None
     return {fp.new_path or fp.old_path for fp in patch.file_patches}
@@ -1541,7 +1544,7 @@ def old_series_walk(patches, read_base, apply=apply_file_patch,
                     through: int | None = None) -> tuple[dict, list, list]:
     """The old series as series_landings walks it, without fuzz on the base (`read_base(paths)`
     gives the base's files): (the base's files, each patch's files before it, after it), a
-    patch's entries None when it is binary or renaming, or does not apply exactly there (no
+    patch's entries None when it renames or copies, or does not apply exactly there (no
     run of the squash check goes through it). It needs no history: a caller waiting for the
     history walks it meanwhile. `through`: the last patch walked (position); those after it
     get None (the walk of the ones before does not depend on them), the base files are
@@ -1681,7 +1684,7 @@ def series_landings(patches, index: "HistoryIndex", read_base, apply=apply_file_
         return {}
     try:
         diffs = make_diffs(groups)
-    except StoreError:  # binary content somewhere: no cumulative diff to compare
+    except StoreError:  # a path or mode git cannot diff: no cumulative diff to compare
         return {}
     found: dict[str, tuple[str, int, int]] = {}
     for (i, j), diff in zip(ordered, diffs):

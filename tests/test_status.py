@@ -987,6 +987,53 @@ def test_squash_merged_series_is_upstreamed_whole(stack, upstream, monkeypatch, 
     assert len(walks) == 1  # walked once, early or late
 
 
+KERNEL = "hsa/gfx950/mla_ps.co"
+
+
+def kernel_build(seed: int) -> bytes:
+    """A compiled kernel's bytes (a NUL byte: git and patchforge take it for binary)."""
+    return b"\x7fELF\x00\x02" + bytes((seed * 37 + i * 11) % 256 for i in range(600))
+
+
+def test_squash_merged_kernel_rebuilds_are_upstreamed_whole(stack, upstream):
+    """A branch adds a kernel binary with the line that dispatches to it, then rebuilds the
+    kernel twice, and lands as one squash commit: the target has only the last build, so the
+    first patch's own change (the first build) is nowhere, and the rebuilds' pre-images are
+    gone. The run's cumulative change (no kernel -> the last build, and the line) is the squash
+    commit's: every patch of it is upstreamed, none stops the rebase as a conflict. AITER's
+    kernel branches land so (`mla: add fp8 qh32 seqlen=1`, 7 patches, 5 of which stopped)."""
+    step1 = BASE.replace(FIX1_OLD, FIX1_NEW)
+    stack.add("add-kernel.patch", file_diff(MAIN, BASE, step1)
+              + file_diff(KERNEL, None, kernel_build(1)))
+    stack.add("rebuild.patch", file_diff(KERNEL, kernel_build(1), kernel_build(2)))
+    stack.add("race-fix.patch", file_diff(KERNEL, kernel_build(2), kernel_build(3)))
+    upstream.commit({"README.md": b"# upstream\nunrelated\n"}, "docs")
+    squash = upstream.commit({MAIN: step1, KERNEL: kernel_build(3)},
+                             "mla: add the kernel (#78)")
+    found = stack.status(upstream.commit({"README.md": b"# upstream\n"}, "docs again"))
+    for name in ("add-kernel.patch", "rebuild.patch", "race-fix.patch"):
+        assert found[name].state == "upstreamed", (name, found[name].evidence)
+        assert found[name].landed_in == squash, name
+    assert found["add-kernel.patch"].decided_by == "series history"
+    assert "cumulative change of patches 1-3" in evidence_text(found["add-kernel.patch"])
+
+
+def test_kernel_rebuilt_otherwise_upstream_is_not_the_series_landing(stack, upstream):
+    """The same branch where upstream squashed it with another build of the kernel (a third
+    blob): the blob ids say the series' kernel is not the one upstream has, so no patch that
+    builds it is upstreamed by the series' history; the rebase stops on them. (Holds on main
+    too, where no run went through a binary patch: the guard of the rule above.)"""
+    step1 = BASE.replace(FIX1_OLD, FIX1_NEW)
+    stack.add("add-kernel.patch", file_diff(MAIN, BASE, step1)
+              + file_diff(KERNEL, None, kernel_build(1)))
+    stack.add("rebuild.patch", file_diff(KERNEL, kernel_build(1), kernel_build(2)))
+    upstream.commit({MAIN: step1, KERNEL: kernel_build(9)}, "mla: add the kernel (#78)")
+    found = stack.status(upstream.commit({"README.md": b"# upstream\n"}, "docs"))
+    for name in ("add-kernel.patch", "rebuild.patch"):
+        assert found[name].state != "upstreamed", (name, found[name].evidence)
+        assert found[name].decided_by != "series history", name
+
+
 def test_the_old_series_walked_file_by_file_is_the_whole_walk(tmp_path):
     """status walks the old series (the 3-way merges' base) only for the files a merge asks
     for, when it asks (SeriesJudge lazy_old): on random series of edits, creations,
