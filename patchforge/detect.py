@@ -34,6 +34,7 @@ When the checks disagree (the hunk is contained but also still applies), the ver
 from __future__ import annotations
 
 import bisect
+import collections
 import itertools
 import re
 from functools import lru_cache
@@ -409,6 +410,36 @@ def _indented_alike(hunk, kinds: list[bytes], target: NormalizedText, first: int
             return True
         told = True
     return False if told else None
+
+
+def _indented_otherwise(made: bytes, there: bytes) -> int | None:
+    """Where a file the patch creates (`made`) and the target's file (`there`), the same code
+    but for whitespace, put a statement at another depth: the line (1-based) of `there` that is
+    deeper, level or shallower than the line before it where `made` has it otherwise. Only
+    lines both files have once, whole (whitespace removed), in the same order are compared, and
+    only the direction of each step: a file re-indented whole (2 spaces to 4) or re-wrapped
+    (continuation lines, which are new lines) says nothing, a statement out of its `if` does.
+    None when no step differs."""
+    def lines(data: bytes) -> list[tuple[int, int, bytes]]:
+        return [(number, _columns(line), _strip_ws(line))
+                for number, line in enumerate(data.split(b"\n"), 1) if line.strip()]
+
+    mine, theirs = lines(made), lines(there)
+    in_mine = collections.Counter(key for _, _, key in mine)
+    in_theirs = collections.Counter(key for _, _, key in theirs)
+    once_there = {key: (number, column) for number, column, key in theirs
+                  if in_theirs[key] == 1 and in_mine[key] == 1}
+    previous = None  # (column in made, column in there, line number in there)
+    for _, column, key in mine:
+        found = once_there.get(key)
+        if found is None or (previous is not None and found[0] <= previous[2]):
+            continue  # not once in each, or out of order (moved): not compared
+        if previous is not None and \
+                (column > previous[0]) - (column < previous[0]) != \
+                (found[1] > previous[1]) - (found[1] < previous[1]):
+            return found[0]
+        previous = (column, found[1], found[0])
+    return None
 
 
 def _added_copies(hunk, current: bytes) -> list[tuple[int, int]]:
@@ -1051,6 +1082,19 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
             # The file's own path anchors its content: no context lines to look for.
             text = normalized_text(current)
             contained_all = same or all(contained(h, text, anchored=False)[0] for h in fp.hunks)
+            otherwise = _indented_otherwise(created_file(fp), current) \
+                if contained_all and not same and indentation_matters(fp.path) else None
+            if otherwise is not None:
+                # The created file's code is there, but as other statements (one put out of
+                # its `if`): neither landed nor absent, as for a hunk of an existing file.
+                for index, _ in enumerate(fp.hunks):
+                    verdict.hunks.append(HunkVerdict(
+                        index, "failed", None,
+                        [f"file exists upstream with the same code (whitespace-insensitive), "
+                         f"but line {otherwise} indented otherwise relative to the line before "
+                         f"it: {INDENTED_OTHERWISE}"],
+                        ambiguous=True, indented=f"line {otherwise}"))
+                return verdict
             for index, _ in enumerate(fp.hunks):
                 verdict.hunks.append(HunkVerdict(
                     index, "failed", "certain" if same else ("likely" if contained_all else None),

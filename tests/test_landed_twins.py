@@ -206,3 +206,45 @@ def test_the_landing_lookups_probes_take_the_own_place_diffs_the_walk_made(tmp_p
     assert f"commit:{landing}" in stack.patch("up", "2kfix", "upstreamed").decode()
     assert (v1, both) in made  # the walk's pair, the probe's too
     assert len(made) == len(set(made)), made
+
+
+WORKSPACE = (b"def check_workspace(buffer, needed_bytes):\n"
+             b"    if buffer.numel() < needed_bytes:\n"
+             b"        buffer = allocate_workspace(needed_bytes)\n"
+             b"        zero_fill_workspace(buffer, needed_bytes)\n"
+             b"    return buffer\n")
+
+
+def test_a_created_file_upstream_made_with_a_statement_out_of_its_if_is_kept(tmp_path):
+    """The fix creates ws.py, zero-filling a buffer only where it allocates one; upstream
+    creates ws.py with the same lines but the zero-fill at the function's level (every buffer,
+    also one in use). The same text but for whitespace, other statements: not upstreamed, the
+    rebase stops on the creation and drops nothing."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": ROWS})
+    stack.add_fix("fix", "ws.py", None, WORKSPACE)
+    stack.commit({"ws.py": WORKSPACE.replace(b"        zero_fill", b"    zero_fill")},
+                 "add ws.py", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] == "stop", patch
+    assert "indented otherwise" in " ".join(patch["evidence"]), patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "ws.py" in err and "dropped" not in out, out + err
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+    assert stack.series("up") == ["fix.patch"]
+
+
+def test_a_created_file_upstream_made_reindented_and_wrapped_is_a_landing(tmp_path):
+    """The other side (holds on main too): upstream creates ws.py indented by two columns a
+    level and with a call wrapped over three lines: every statement at the same depth, so
+    the creation landed and is dropped."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": ROWS})
+    stack.add_fix("fix", "ws.py", None, WORKSPACE)
+    stack.commit({"ws.py": (b"def check_workspace(buffer, needed_bytes):\n"
+                            b"  if buffer.numel() < needed_bytes:\n"
+                            b"    buffer = allocate_workspace(needed_bytes)\n"
+                            b"    zero_fill_workspace(\n"
+                            b"      buffer, needed_bytes\n"
+                            b"    )\n"
+                            b"  return buffer\n")}, "add ws.py", tag="v2")
+    dropped_as_landed(stack)
