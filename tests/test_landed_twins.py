@@ -12,7 +12,9 @@ A copy belongs to the own place only when its anchoring context is the own place
 Indentation: upstream adds the fix's statement right below the fix's place, but at the loop's
 level instead of inside the `if` (in Python, another change: it runs for every row). Whitespace
 within lines and line wrapping are ignored by containment; indentation relative to the
-anchoring context is not (detect._indented_alike): unsure, and the rebase stops.
+anchoring context is not (detect._indented_alike): unsure, and the rebase stops. The same for
+a file the fix creates that upstream created with a statement at another depth
+(detect._indented_otherwise).
 
 Landings made at the own place (reformatted, re-indented with their context, or both twins
 fixed) are still dropped. Real git upstreams, real commands: `status --against`,
