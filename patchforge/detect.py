@@ -328,6 +328,13 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
         _, hi = target.span(last + 1, last + 1 + ANCHOR_DISTANCE)
         above = target.text[lo:hit]
         below = target.text[end:hi]
+        if (after and after[0] in above and after[0] not in below) or \
+                (before and before[0] in below and before[0] not in above):
+            # The hunk's context line next to the change is on the copy's other side: the
+            # copy is after the statement the fix puts it before (a clamp after the multiply
+            # that uses it), or before the one it follows. Another order, another change.
+            why = "added code found, but on the other side of the hunk's context line next to it"
+            continue
         near_before = any(line in above for line in before)
         near_after = any(line in below for line in after)
         if removed:
@@ -724,8 +731,10 @@ class OwnPlaces:
         if self._base is None or found.at_line is None:
             return None
         cut = _fuzzed(ReversedHunk(hunk), 0)
-        if cut is None or cut[3] is not None:
-            return None  # anchored at the file's start or end: one place it can be
+        if cut is None or (cut[3] is not None and found is not _SOMEWHERE):
+            # A reverse-apply anchored at the file's start or end has one place it can be.
+            # (old_code asks of no reverse-apply: where the own place is says it all.)
+            return None
         post = cut[1]
         if self._places.lands_without_diff(self._fp, index, hunk, post, self._base,
                                            self._current):

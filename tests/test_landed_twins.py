@@ -250,3 +250,31 @@ def test_a_created_file_upstream_made_reindented_and_wrapped_is_a_landing(tmp_pa
                             b"    )\n"
                             b"  return buffer\n")}, "add ws.py", tag="v2")
     dropped_as_landed(stack)
+
+
+@pytest.mark.parametrize("after", [b"", b"\n\ndef unrelated():\n    return 1\n"],
+                         ids=["at-the-file-end", "inside-the-file"])
+def test_a_fix_line_upstream_added_after_the_statement_it_must_precede_is_kept(tmp_path, after):
+    """The fix clamps `factor` before `result = tensor * factor` uses it; upstream adds the
+    same clamp one statement lower, after the multiply (where it changes nothing), and edits
+    the `limit` line above: the added code is next to the hunk's context, but on the other side
+    of the context line that follows the change. Another order, another change: not
+    upstreamed, the rebase keeps the fix (git's merge puts it before the multiply). The
+    history's commit makes "the same change" too, which the own place, still with the old
+    code, vetoes also where the hunk is anchored at the file's end (no reverse-apply asked)."""
+    body = twins().split(b"\n\n\n")[0] + b"\n" + after
+    stack = OneUpstreamStack(tmp_path, {"k.py": body})
+    stack.add_fix("fix", "k.py", body, clamped(body))
+    result = b"    result = tensor * factor\n"
+    stack.commit({"k.py": body.replace(result, result + CLAMP).replace(
+        b"compute_limit(tensor.dtype)", b"compute_limit(tensor.dtype, strict=True)")},
+        "clamp after the multiply", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    summary = stack.rebase_json("--to", "up=v2")
+    assert [p["action"] for p in summary["patches"]] != ["dropped"], summary["patches"]
+    assert stack.series("up") == ["fix.patch"]
+    stack.cli("overlays")
+    assert b"    factor = amax / limit\n" + CLAMP + result in \
+        (stack.root / "overlays" / "up" / "k.py").read_bytes()
