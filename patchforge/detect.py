@@ -722,9 +722,8 @@ class OwnPlaces:
           succeeded at the base, so it says nothing of a landing.
 
         The reverse-apply stands when nothing says where the own place is (no base file, a
-        hunk that does not apply to it exactly or at an offset, as a patch made on an
-        earlier patch's lines; a place the file's start or end fixes; a diff git takes for
-        binary), when a copy of the post-image overlaps the own place, and when upstream
+        hunk that does not apply to it even with fuzz; a place the file's start or end
+        fixes; a diff git takes for binary), when a copy of the post-image overlaps the own place, and when upstream
         rewrote or moved the code there (its context gone from that place) and a copy of the
         post-image is upstream's own (the change made where the code went, or in another
         form)."""
@@ -758,8 +757,9 @@ class OwnPlaces:
         """Where hunk `index`'s pre-image is in the target: (lo, hi, kinds, kept) as
         `_carried` tells them for the base lines the hunk applies to (kinds: the pre-image's
         line kinds), or None when nothing says (no base file, a hunk that does not apply to
-        it exactly or at an offset, a diff git takes for binary). The base file's hunks are
-        placed and the diff made once per file, when first asked."""
+        it at all, a diff git takes for binary). The base file's hunks are placed (with GNU
+        patch's fuzz, as the overlays place them) and the diff made once per file, when first
+        asked."""
         start = self.base_start(index)
         if start is None or self._base is None:
             return None
@@ -773,15 +773,21 @@ class OwnPlaces:
 
     def base_start(self, index: int) -> int | None:
         """Where hunk `index`'s pre-image starts in the base file (0-based), None when it does
-        not apply there exactly or at an offset (or there is no base file). The base file's
-        hunks are placed once per file, when first asked."""
+        not apply there, even with fuzz (or there is no base file). The base file's hunks are
+        placed once per file, when first asked."""
         if self._base is None:
             return None
         if self._at_base is None:
-            # Placed without fuzz only: then line k of the hunk's pre-image is that base line.
-            self._at_base = {o.index: o.at_line - 1
-                             for o in self._apply(self._base, self._fp, max_fuzz=2).hunks
-                             if o.at_line is not None and o.status in ("exact", "offset")}
+            # Line k of the hunk's pre-image is base line start + k. With fuzz too (a patch
+            # kept by hand, or made on an earlier fix's lines): the lines GNU patch left
+            # unmatched at the top are still above where the rest was found, and the place
+            # is where the overlays put the fix, so it is the fix's own place as much.
+            self._at_base = {}
+            for o in self._apply(self._base, self._fp, max_fuzz=2).hunks:
+                if o.at_line is None:
+                    continue
+                cut = _fuzzed(self._fp.hunks[o.index], o.fuzz) if o.fuzz else None
+                self._at_base[o.index] = o.at_line - 1 - (cut[0] if cut is not None else 0)
         return self._at_base.get(index)
 
     def contained_away(self, index: int, hunk) -> tuple[str, str] | None:

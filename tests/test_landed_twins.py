@@ -278,3 +278,29 @@ def test_a_fix_line_upstream_added_after_the_statement_it_must_precede_is_kept(t
     stack.cli("overlays")
     assert b"    factor = amax / limit\n" + CLAMP + result in \
         (stack.root / "overlays" / "up" / "k.py").read_bytes()
+
+
+def test_a_fix_applying_at_its_pin_with_fuzz_made_upstream_only_in_the_twin_is_kept(tmp_path):
+    """The fix's first context line reads otherwise than the pin's (a patch kept by hand, or
+    made on an earlier fix's lines): it applies there with fuzz 1, in scale_fp8. The fix guards
+    the division; upstream makes the change in scale_fp16 only: the history's commit makes "the same change", but the fix's
+    own place (where the fuzz puts it, as the overlays do) still has the old code: not
+    upstreamed, and the fix stays in the series and in the overlays."""
+    base = twins()
+    hand = base.replace(b"def scale_fp8(tensor, amax):", b"def scale_fp8(tensor, amax, /):")
+    stack = OneUpstreamStack(tmp_path, {"k.py": base})
+    fixed = BODY.replace(b"    factor = amax / limit\n", EPS)
+    stack.add_fix("fix", "k.py", hand, twins(fp8=fixed).replace(
+        b"def scale_fp8(tensor, amax):", b"def scale_fp8(tensor, amax, /):"))
+    stack.commit({"k.py": twins(fp16=fixed)}, "guard fp16", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=None)
+    assert "dropped" not in out, out + err
+    if rc == 3:
+        stack.cli("rebase", "--abort")
+    assert stack.series("up") == ["fix.patch"]
+    stack.cli("overlays")
+    assert twins(fp8=fixed).split(b"\n\n\n")[0] in \
+        (stack.root / "overlays" / "up" / "k.py").read_bytes()
