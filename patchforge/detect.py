@@ -802,11 +802,14 @@ class OwnPlaces:
         copy of the code (a twin indented otherwise, a class method's copy of a function, the
         twin function right below), and the own place still has the old code.
 
+        ("changed", ...): the own place is there (`_context_kept`) with no copy at it, but
+        upstream changed lines the hunk removes to others: its own version of the fix's
+        lines, a conflict, as elsewhere's "changed".
+
         The landing stands where nothing says where the own place is (elsewhere's rule),
-        where a copy of the added code is at it (reformatted there), where the own place is
-        gone (its context rewritten or moved: the code moved, and the change with it), and
-        where a line the hunk removes is no longer there (a function moved leaves its
-        neighbours, the hunk's outer context, behind). Asked only where `_twin_may_fool` says
+        where a copy of the added code is at it (reformatted there), and where the own place
+        is gone (its context rewritten or moved: the code moved, and the change with it; a
+        function moved leaves its neighbours, the hunk's outer context, behind). Asked only where `_twin_may_fool` says
         the own place may be away from every copy (bytes only: no base file read, no git
         diff)."""
         copies = _added_copies(hunk, self._current)
@@ -821,12 +824,16 @@ class OwnPlaces:
         text = normalized_text(self._current)
         if any(_at_place(text, copy, lo, hi, before, after) for copy in copies):
             return None
-        held = [kinds[k] for k in kept]
-        if not _context_kept(hunk, kinds, kept) or held.count(b"-") != kinds.count(b"-"):
-            # Gone, or lines the hunk removes changed there: a function moved away leaves
-            # its neighbours (the hunk's outer context) behind, so only a place that still
-            # has every removed line refuses the copy.
+        if not _context_kept(hunk, kinds, kept):
+            # Gone: a function moved away leaves its neighbours (the hunk's outer context)
+            # behind, and the change may have moved with it.
             return None
+        held = [kinds[k] for k in kept]
+        if held.count(b"-") != kinds.count(b"-"):
+            # The place is there, context and all, but upstream wrote the lines the hunk
+            # removes its own way: its own change to the fix's lines, a conflict whatever the
+            # twin has (as elsewhere's "changed").
+            return "changed", f"lines {lo + 1}-{hi}"
         return "pre-image", f"lines {lo + 1}-{hi}"
 
     def _new_in_target(self, lo: int, hi: int) -> bool:
@@ -1241,6 +1248,15 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
             elif is_contained and pre_image_there:
                 hv.evidence.append("added code is present but the old code is still there "
                                    f"(forward-apply: {hv.forward})")
+            elif away is not None and away[0] == "changed":
+                # Upstream kept the own place and wrote its own version of the fix's lines
+                # there: a conflict (the merge decides), whatever the copy elsewhere is.
+                # History must not call it landed either.
+                hv.elsewhere = away[1]
+                hv.evidence.append(
+                    f"added code found (whitespace-insensitive) only away from the hunk's own "
+                    f"place ({away[1]}), where upstream changed the lines the hunk removes to "
+                    f"others: {CHANGED_THERE}")
             elif away is not None:
                 # The added code is in the file, but at another copy of the code: the own
                 # place (where upstream's diff puts it) is still there without it. Marked

@@ -304,3 +304,20 @@ def test_a_fix_applying_at_its_pin_with_fuzz_made_upstream_only_in_the_twin_is_k
     stack.cli("overlays")
     assert twins(fp8=fixed).split(b"\n\n\n")[0] in \
         (stack.root / "overlays" / "up" / "k.py").read_bytes()
+
+
+def test_a_changed_line_upstream_rewrote_its_own_way_while_the_twin_got_the_fix_is_kept(
+        tmp_path):
+    """The fix guards scale_fp8's division; upstream, in one commit, rewrites that very line
+    its own way (no guard) and writes the fix's exact line in scale_fp16, whose next line it
+    rewords (so no reverse-apply finds the copy). The own place is there, context and all,
+    with upstream's own version of the fix's line: a conflict, not a landing."""
+    v1 = twins()
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    fixed = BODY.replace(b"    factor = amax / limit\n", EPS)
+    stack.add_fix("fix", "k.py", v1, twins(fp8=fixed))
+    stack.commit({"k.py": twins(
+        fp8=BODY.replace(b"amax / limit", b"amax / FP8_E4M3_MAX"),
+        fp16=fixed.replace(b"tensor * factor", b"tensor.mul(factor)"))}, "constants",
+        tag="v2")
+    kept_at_conflict(stack, b"def scale_fp8(tensor, amax):\n" + fixed.split(b"    result")[0])
