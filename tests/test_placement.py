@@ -189,3 +189,42 @@ def test_a_line_map_by_the_lines_each_file_has_once():
     # No line there once in either file: the whole files are compared.
     assert mapped_line(b"x\nx\n", b"x\nx\n", 2, 1) == 2
     assert mapped_line(b"x\nx\n", b"y\nx\nx\n", 2, 1) is None
+
+
+SCALE = (b"import torch\n\n\n"
+         b"def scale_fp8(tensor, amax):\n"
+         b'    """Scale a tensor into the finite range of its dtype."""\n'
+         b"    assert tensor.is_contiguous()\n"
+         b"    limit = compute_limit(tensor.dtype)\n"
+         b"    factor = amax / limit\n"
+         b"    result = tensor * factor\n"
+         b"    result = result.to(tensor.dtype)\n"
+         b"    return result\n\n\n"
+         b"def helper():\n    return None\n")
+CLAMP = b"    factor = clamp_to_finite_range(factor, limit)\n"
+
+
+def test_a_copy_of_the_old_code_upstream_added_elsewhere_is_not_the_fix_s_place(tmp_path):
+    """Upstream changes a context line of the fixed function (a saturating limit) and keeps
+    the old body at the file's end as scale_fp8_legacy: the fix's pre-image is whole only in
+    the copy, once, and nearness to the header's line would put the fix there (an offset, every
+    check green), the deployed scale_fp8 without it. git's line map keeps scale_fp8 as the
+    place: status says the place is ambiguous, the rebase stops on it naming both lines, and
+    nothing is put into the copy."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": SCALE})
+    factor = b"    factor = amax / limit\n"
+    stack.add_fix("fix", "k.py", SCALE, SCALE.replace(factor, factor + CLAMP))
+    body = SCALE.split(b"\n\n\ndef helper")[0].split(b"import torch\n\n\n")[1]
+    legacy = body.replace(b"def scale_fp8(", b"def scale_fp8_legacy(").replace(
+        b"Scale a tensor into the finite range of its dtype.", b"Deprecated: kept for old files.")
+    v2 = SCALE.replace(b"compute_limit(tensor.dtype)", b"compute_limit(tensor.dtype, saturate=True)")
+    stack.commit({"k.py": v2 + b"\n\n" + legacy + b"\n"}, "saturate; keep the old one",
+                 tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] not in ("applies", "offset", "upstreamed"), patch
+    assert patch["rebase"] == "stop", patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "k.py hunk #1" in err and "line 6" in err and "line 20" in err, err
+    stack.cli("rebase", "--abort")
+    assert stack.series("up") == ["fix.patch"]

@@ -819,7 +819,8 @@ class RepeatedPlace:
         lines = ", ".join(str(line) for line in self.candidates)
         if self.was_at:
             was = ", ".join(str(line) for line in self.was_at)
-            return (f"{self.path} hunk #{self.index + 1}: its context was at lines {was} of "
+            return (f"{self.path} hunk #{self.index + 1}: its context was at "
+                    f"line{'s' if len(self.was_at) > 1 else ''} {was} of "
                     f"the file before upstream's change, and is only at line {lines} now "
                     "(another copy of that code, maybe)")
         return f"{self.path} hunk #{self.index + 1}: its context is at lines {lines}"
@@ -909,7 +910,39 @@ def copies_left(old: bytes, new: bytes, fp: FilePatch, old_application: FileAppl
             found.append(RepeatedPlace(fp.path, outcome.index, outcome.at_line,
                                        (outcome.at_line,),
                                        tuple(line + 1 for line in _lines_at(old, offsets))))
+        elif outcome.status == "offset" and len(offsets) == 1 and \
+                _new_surroundings(old, new, was.at_line, outcome.at_line, len(cut[1])):
+            # At one place in each, but nearness found a place with other neighbours: upstream
+            # may have changed the code the patch changes (one of its context lines) and added
+            # a copy of the old code elsewhere (a function kept as `..._legacy`), which alone
+            # still has the pre-image. The map, or git's merge, says whether it is the place.
+            found.append(RepeatedPlace(fp.path, outcome.index, outcome.at_line,
+                                       (outcome.at_line,), (was.at_line,)))
     return found
+
+
+def _new_surroundings(old: bytes, new: bytes, was_at: int, at: int, count: int) -> bool:
+    """Whether the `count` lines at line `at` (1-based) of `new` have other lines right above
+    and right below them than the same lines at `was_at` of `old`: upstream changed the code on
+    both sides of the place (or nearness found another copy of it). Lines moved down by lines
+    added above them keep their neighbours; a copy elsewhere has others."""
+    def around(content: bytes, line: int) -> tuple[bytes | None, bytes | None]:
+        start = 0
+        for _ in range(line - 2):
+            start = content.index(b"\n", start) + 1
+        above = None
+        if line >= 2:
+            end = content.index(b"\n", start) + 1
+            above, start = content[start:end], end
+        for _ in range(count):
+            start = content.index(b"\n", start) + 1
+        below = content[start:content.find(b"\n", start) + 1 or len(content)] \
+            if start < len(content) else None
+        return above, below
+
+    before_old, after_old = around(old, was_at)
+    before_new, after_new = around(new, at)
+    return before_old != before_new and after_old != after_new
 
 
 def made_on(fp: FilePatch, content: bytes) -> bool | None:
