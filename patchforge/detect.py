@@ -803,8 +803,10 @@ class OwnPlaces:
         twin function right below), and the own place still has the old code.
 
         ("changed", ...): the own place is there (`_context_kept`) with no copy at it, but
-        upstream changed lines the hunk removes to others: its own version of the fix's
-        lines, a conflict, as elsewhere's "changed".
+        upstream wrote other lines in place of lines the hunk removes: its own version of the
+        fix's lines, a conflict, as elsewhere's "changed". Lines taken out with nothing put
+        there are a move (the function went elsewhere, its neighbours stayed): the landing
+        stands.
 
         The landing stands where nothing says where the own place is (elsewhere's rule),
         where a copy of the added code is at it (reformatted there), and where the own place
@@ -819,6 +821,8 @@ class OwnPlaces:
         if place is None:
             return None
         lo, hi, kinds, kept = place
+        # Lines upstream put at the own place, in place of the base's or next to them.
+        put_there = hi - lo > len(kept)
         hi = max(hi, lo + 1)
         before, after = _anchors(hunk, _kinds(hunk))
         text = normalized_text(self._current)
@@ -829,12 +833,16 @@ class OwnPlaces:
             # behind, and the change may have moved with it.
             return None
         held = [kinds[k] for k in kept]
-        if held.count(b"-") != kinds.count(b"-"):
-            # The place is there, context and all, but upstream wrote the lines the hunk
-            # removes its own way: its own change to the fix's lines, a conflict whatever the
-            # twin has (as elsewhere's "changed").
+        if held.count(b"-") == kinds.count(b"-"):
+            return "pre-image", f"lines {lo + 1}-{hi}"
+        if put_there:
+            # The place is there, context and all, and upstream wrote other lines in place of
+            # those the hunk removes: its own change to the fix's lines, a conflict whatever
+            # the twin has (as elsewhere's "changed").
             return "changed", f"lines {lo + 1}-{hi}"
-        return "pre-image", f"lines {lo + 1}-{hi}"
+        # Taken out with nothing put there: a function moved away (with the change, maybe)
+        # leaves its neighbours, the hunk's outer context, behind.
+        return None
 
     def _new_in_target(self, lo: int, hi: int) -> bool:
         """Whether upstream's diff changed lines [lo, hi) of the target (0-based): one of
