@@ -505,7 +505,8 @@ def _twin_may_fool(hunk, current: bytes, copies: list[tuple[int, int]]) -> bool:
     lines) holds a context line the hunk has before its change, nor one below a copy a
     context line the hunk has after it; and only when the own place keeps, byte for byte
     (upstream's diff keeps them as they were), a context line on each side that has context,
-    half of the context and a line of at least MIN_ANCHOR_CHARS (`_context_kept`). So each
+    half of the context and a line of at least MIN_ANCHOR_CHARS (`_context_kept`), or else
+    every line the hunk removes (`_removed_kept`: each a line outside every copy). So each
     such line must be a line of `current` outside every copy, and, where it holds one of the
     hunk's anchoring lines of a side, outside the window on that side of every copy; a line
     that is nowhere so rules the refusal out. A landing made at the own place (reformatted,
@@ -531,6 +532,14 @@ def _twin_may_fool(hunk, current: bytes, copies: list[tuple[int, int]]) -> bool:
                 for at in _line_places(current, line))
         return found
 
+    # Or the own place keeps every line the hunk removes (`_removed_kept`): each must then be
+    # a line of `current` outside every copy.
+    kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]
+    removed = [line for kind, line in zip(kinds, hunk.old_lines()) if kind == b"-"]
+    if any(len(_strip_ws(line)) >= MIN_ANCHOR_CHARS for line in removed) and all(
+            any(not any(first <= at <= last for first, last in copies)
+                for at in _line_places(current, line)) for line in removed):
+        return True
     return _context_may_be_kept(hunk, out)
 
 
@@ -746,6 +755,8 @@ class OwnPlaces:
         if any(lo - len(post) < at < max(hi, lo + 1) for at in places):
             return None  # a copy of the post-image overlaps the own place: it is there
         own = f"lines {lo + 1}-{max(hi, lo + 1)}"
+        if _removed_kept(hunk, kinds, kept):
+            return "pre-image", own
         if _context_kept(hunk, kinds, kept):
             held = [kinds[k] for k in kept]
             return ("pre-image" if held.count(b"-") == kinds.count(b"-") else "changed", own)
@@ -828,6 +839,8 @@ class OwnPlaces:
         text = normalized_text(self._current)
         if any(_at_place(text, copy, lo, hi, before, after) for copy in copies):
             return None
+        if _removed_kept(hunk, kinds, kept):
+            return "pre-image", f"lines {lo + 1}-{hi}"
         if not _context_kept(hunk, kinds, kept):
             # Gone: a function moved away leaves its neighbours (the hunk's outer context)
             # behind, and the change may have moved with it.
@@ -938,6 +951,19 @@ def _slides(body: list[tuple[bytes, bytes]], first: int, end: int, at: int) -> l
         lo, hi, here = lo + 1, hi + 1, here + 1
         found.append(here)
     return found
+
+
+def _removed_kept(hunk, kinds: list[bytes], kept: set[int]) -> bool:
+    """Whether upstream's diff keeps, at the own place, every line the hunk removes, one of
+    them saying something (MIN_ANCHOR_CHARS): the line the fix changes is still there, as it
+    was, whatever upstream rewrote around it (the lines after it turned into another call). A
+    function moved away takes its lines with it; these stayed: the own place has the old code
+    (`_context_kept` alone would call the place gone once one side's context is rewritten)."""
+    removed = [k for k, kind in enumerate(kinds) if kind == b"-"]
+    if not removed or not all(k in kept for k in removed):
+        return False
+    old = hunk.old_lines()
+    return any(len(_strip_ws(old[k])) >= MIN_ANCHOR_CHARS for k in removed)
 
 
 def _context_kept(hunk, kinds: list[bytes], kept: set[int]) -> bool:

@@ -321,3 +321,27 @@ def test_a_changed_line_upstream_rewrote_its_own_way_while_the_twin_got_the_fix_
         fp16=fixed.replace(b"tensor * factor", b"tensor.mul(factor)"))}, "constants",
         tag="v2")
     kept_at_conflict(stack, b"def scale_fp8(tensor, amax):\n" + fixed.split(b"    result")[0])
+
+
+def test_the_fix_s_line_kept_while_upstream_rewrote_the_lines_after_it_is_kept(tmp_path):
+    """The fix guards scale_fp8's division; upstream rewrites the lines after it (another
+    call, another return) and makes the fix's change in scale_fp16 only. scale_fp8 still has
+    the very line the fix changes, where it was: the code did not move (a function moved takes
+    its lines along), the own place has the old code, and the twin's copy is no landing."""
+    body = BODY.replace(b"    return result\n",
+                        b"    result = result.contiguous()\n    return result\n")
+    v1 = twins(body, body)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    fixed = body.replace(b"    factor = amax / limit\n", EPS)
+    stack.add_fix("fix", "k.py", v1, twins(fixed, body))
+    tail = body.split(b"    factor = amax / limit\n")[1]
+    rewritten = body.replace(tail, b"    out = torch.ops.fp8.scale(tensor, factor, saturate=True)\n"
+                                   b"    return out.view(tensor.dtype)\n")
+    stack.commit({"k.py": twins(rewritten, fixed)}, "fp8 op; guard fp16", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] == "stop", patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "dropped" not in out, out + err
+    stack.cli("rebase", "--abort")
+    assert stack.series("up") == ["fix.patch"]
