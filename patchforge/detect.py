@@ -394,13 +394,25 @@ def _indented_alike(hunk, kinds: list[bytes], target: NormalizedText, first: int
     tells: no context line of the hunk's is a whole line of the target next to it (on its
     side, within ANCHOR_DISTANCE lines, as `contained` anchors it). One context line at the
     hunk's relative indentation suffices: a block upstream re-indented whole (put inside a
-    `with`) moved its context with it."""
+    `with`) moved its context with it. A copy with the hunk's lines one for one must also
+    indent each of them, relative to its first, as the hunk does (False otherwise)."""
     changed = [i for i, k in enumerate(kinds) if k in (b"+", b"-")]
     # The hunk's line at `hit`: the first that says something of the added block (from its
     # first added line on, the context between added lines included, as _changed_side).
     added = next(i for i in range(kinds.index(b"+"), len(kinds)) if kinds[i] in (b"+", b" ")
                  and _strip_ws(line_content(hunk.lines[i])))
     column = _columns(line_content(hunk.lines[added]))
+    # The copy's own layout: where it has the hunk's lines one for one (not re-wrapped), each
+    # line indented relative to its first as the hunk has it. A second statement put out of
+    # the `if` the first one is in is another change, whatever the first line says.
+    last_added = max(i for i, k in enumerate(kinds) if k == b"+")
+    post = [i for i in range(added, last_added + 1) if kinds[i] in (b"+", b" ")]
+    if len(post) == last - first + 1:
+        for offset, i in enumerate(post[1:], 1):
+            content = line_content(hunk.lines[i])
+            if _strip_ws(content) and _columns(content) - column != \
+                    target.indent(first + offset) - target.indent(first):
+                return False
     before = _indents(hunk, kinds, range(changed[0]))
     after = _indents(hunk, kinds, range(changed[-1] + 1, len(kinds)))
     told = False

@@ -345,3 +345,19 @@ def test_the_fix_s_line_kept_while_upstream_rewrote_the_lines_after_it_is_kept(t
     assert "dropped" not in out, out + err
     stack.cli("rebase", "--abort")
     assert stack.series("up") == ["fix.patch"]
+
+
+def test_a_fix_s_second_line_upstream_added_at_another_indentation_is_kept(tmp_path):
+    """The fix adds two statements inside `if batch.is_padded:`; upstream adds both, the first
+    inside the `if`, the second at the loop's level (every batch): the copy's first line is
+    where the fix has it, its second is another statement. Unsure, the rebase stops."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": ROWS})
+    two = (b"            count -= batch.padding_rows_of_block\n"
+           b"            count = clamp_to_capacity(count, batch)\n")
+    stack.add_fix("fix", "k.py", ROWS, ROWS.replace(REAL, REAL + two))
+    stack.commit({"k.py": ROWS.replace(REAL, REAL + two.replace(
+        b"            count = clamp", b"        count = clamp"))}, "padding", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    evidence = " ".join(status["patches"][0]["evidence"])
+    assert "indented otherwise" in evidence, evidence
+    kept_at_conflict(stack, REAL + two)
