@@ -767,7 +767,10 @@ class OwnPlaces:
         if any(lo - len(post) < at < max(hi, lo + 1) for at in places):
             return None  # a copy of the post-image overlaps the own place: it is there
         own = f"lines {lo + 1}-{max(hi, lo + 1)}"
-        if _removed_kept(hunk, kinds, kept):
+        if found is not _SOMEWHERE and _removed_kept(hunk, kinds, kept):
+            # (A copy of the post-image is elsewhere: the fix's line kept here is the old
+            # code. Without one, old_code's question, a later rewrite that took the fix's
+            # line out with its neighbours within a larger landing is the history's to judge.)
             return "pre-image", own
         if _context_kept(hunk, kinds, kept):
             held = [kinds[k] for k in kept]
