@@ -151,6 +151,13 @@ def test_delete_at_every_write_point(env, tmp_path, monkeypatch, mode):
     assert run_with_faults(prepared, tmp_path, ("delete", "fix"), check, mode=mode) >= 6
 
 
+def _deletions(root: Path) -> list[bytes]:
+    """The `deleted` events of the project's series history."""
+    history = root / "series" / "history.jsonl"
+    lines = history.read_bytes().splitlines() if history.exists() else []
+    return [line for line in lines if b'"event":"deleted"' in line]
+
+
 def test_a_delete_killed_at_any_write_is_in_the_history_and_leaves_nothing_to_commit(
         env, tmp_path, monkeypatch):
     """In a stack that keeps a ledger and a history, `delete` killed at each write. Once the
@@ -170,16 +177,11 @@ def test_a_delete_killed_at_any_write_is_in_the_history_and_leaves_nothing_to_co
     def files(root: Path) -> dict:
         return {k: v for k, v in project_files(root).items() if not k.startswith(".git/")}
 
-    def deletions(root: Path) -> list[bytes]:
-        history = root / "series" / "history.jsonl"
-        lines = history.read_bytes().splitlines() if history.exists() else []
-        return [line for line in lines if b'"event":"deleted"' in line]
-
     new_root = tmp_path / "clean-run"
     shutil.copytree(prepared, new_root, symlinks=True)
     run_subprocess(new_root, "delete", "fix", expect=0)
     new = files(new_root)
-    [event] = deletions(new_root)
+    [event] = _deletions(new_root)
     assert b"kept as series/up/deleted/fix.patch" in event, event
 
     def check(root, phase):
@@ -187,10 +189,10 @@ def test_a_delete_killed_at_any_write_is_in_the_history_and_leaves_nothing_to_co
         kept = root / "series/up/deleted/fix.patch"
         if b"fix.patch" not in listed:
             assert kept.read_bytes() == data, phase
-            assert deletions(root) == [event], phase
+            assert _deletions(root) == [event], phase
         else:
             assert (root / "series/up/fix.patch").read_bytes() == data, phase
-            assert deletions(root) in ([], [event]), phase
+            assert _deletions(root) in ([], [event]), phase
         status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
                                 cwd=root, check=True, capture_output=True, text=True).stdout
         assert ".tmp" not in status, (phase, status)
@@ -200,9 +202,10 @@ def test_a_delete_killed_at_any_write_is_in_the_history_and_leaves_nothing_to_co
             assert again.rc == 2 and "deleted/fix.patch" in again.err, (phase, again.text)
         else:
             assert again.rc == 0, (phase, again.text)
-        assert files(root) == new and deletions(root) == [event], phase
+        assert files(root) == new and _deletions(root) == [event], phase
 
     assert run_with_faults(prepared, tmp_path, ("delete", "fix"), check) >= 8
+
 
 def test_a_delete_out_of_skipped_killed_at_any_write_is_finished_by_the_same_delete(
         env, tmp_path, monkeypatch):
@@ -220,16 +223,11 @@ def test_a_delete_out_of_skipped_killed_at_any_write_is_finished_by_the_same_del
     (series_dir / "series").write_bytes(b"other.patch\n")
     assert run_cli(prepared, "ledger").rc == 0
 
-    def deletions(root: Path) -> list[bytes]:
-        history = root / "series" / "history.jsonl"
-        lines = history.read_bytes().splitlines() if history.exists() else []
-        return [line for line in lines if b'"event":"deleted"' in line]
-
     new_root = tmp_path / "clean-run"
     shutil.copytree(prepared, new_root, symlinks=True)
     run_subprocess(new_root, "delete", "fix", expect=0)
     new = project_files(new_root)
-    [event] = deletions(new_root)
+    [event] = _deletions(new_root)
     assert b"kept as series/up/deleted/fix.patch" in event, event
     assert new["series/PATCHES.md"] != project_files(prepared)["series/PATCHES.md"]
 
@@ -244,7 +242,7 @@ def test_a_delete_out_of_skipped_killed_at_any_write_is_finished_by_the_same_del
         else:
             assert again.rc == 0 and "removed fix from skipped/" in again.out, \
                 (phase, again.text)
-        assert project_files(root) == new and deletions(root) == [event], phase
+        assert project_files(root) == new and _deletions(root) == [event], phase
         assert run_cli(root, "lint").rc == 0, phase
 
     assert run_with_faults(prepared, tmp_path, ("delete", "fix"), check) >= 6
