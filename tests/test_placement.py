@@ -228,3 +228,23 @@ def test_a_copy_of_the_old_code_upstream_added_elsewhere_is_not_the_fix_s_place(
     assert "k.py hunk #1" in err and "line 6" in err and "line 20" in err, err
     stack.cli("rebase", "--abort")
     assert stack.series("up") == ["fix.patch"]
+
+
+def test_a_fix_near_the_end_of_a_file_without_a_final_newline_moves_by_its_offset(tmp_path):
+    """The fix changes the line three lines before the end of a file whose last line has no
+    newline (the hunk ends with `\\ No newline at end of file`); upstream adds two lines above:
+    the hunk applies at an offset, status says so and the rebase moves it (the check of the
+    offset's neighbours reads a last line without a newline as a line)."""
+    text = (b"import os\n\n\ndef step(x):\n    a = x * 2\n    b = a + 1\n    c = b - 3\n"
+            b"    return c")
+    stack = OneUpstreamStack(tmp_path, {"k.py": text})
+    stack.add_fix("fix", "k.py", text, text.replace(b"x * 2", b"x * 4"))
+    stack.commit({"k.py": b"# header\n# more\n" + text}, "header", tag="v2")
+    status = stack.json("status", "--against", "up=v2")
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "offset", patch
+    stack.rebase_json("--to", "up=v2")
+    assert stack.series("up") == ["fix.patch"]
+    stack.cli("overlays")
+    assert (stack.root / "overlays" / "up" / "k.py").read_bytes() == \
+        b"# header\n# more\n" + text.replace(b"x * 2", b"x * 4")

@@ -926,18 +926,23 @@ def _new_surroundings(old: bytes, new: bytes, was_at: int, at: int, count: int) 
     and right below them than the same lines at `was_at` of `old`: upstream changed the code on
     both sides of the place (or nearness found another copy of it). Lines moved down by lines
     added above them keep their neighbours; a copy elsewhere has others."""
+    def after(content: bytes, start: int) -> int:
+        """Where the line starting at `start` ends (past its newline; the file's end for a
+        last line without one)."""
+        end = content.find(b"\n", start)
+        return len(content) if end < 0 else end + 1
+
     def around(content: bytes, line: int) -> tuple[bytes | None, bytes | None]:
         start = 0
         for _ in range(line - 2):
-            start = content.index(b"\n", start) + 1
+            start = after(content, start)
         above = None
         if line >= 2:
-            end = content.index(b"\n", start) + 1
+            end = after(content, start)
             above, start = content[start:end], end
         for _ in range(count):
-            start = content.index(b"\n", start) + 1
-        below = content[start:content.find(b"\n", start) + 1 or len(content)] \
-            if start < len(content) else None
+            start = after(content, start)
+        below = content[start:after(content, start)] if start < len(content) else None
         return above, below
 
     before_old, after_old = around(old, was_at)
