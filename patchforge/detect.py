@@ -41,7 +41,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import line_content
-from patchforge.apply.hunks import (HunkOutcome, ReversedHunk, _fuzzed, _line_places,
+from patchforge.apply.hunks import (HunkOutcome, ReversedHunk, _fuzzed, _line_places, _lines_at,
                                     _place_offsets, apply_file_patch, apply_hunks, lines_of,
                                     place_in_place)
 from patchforge.model.record import field, record, replace
@@ -1387,24 +1387,40 @@ def _removed_line_moved(fp, hunk, base: bytes, current: bytes,
     of the code over a long range of commits, says nothing of this place.)"""
     if found.at_line is None:
         return None
-    lo = found.at_line - 1 - ANCHOR_DISTANCE
-    hi = found.at_line - 1 + len(hunk.new_lines()) + ANCHOR_DISTANCE
-    removed = {line_content(line) for kind, line in zip(_kinds(hunk), hunk.lines)
-               if kind == b"-"}
-    taken = dict.fromkeys(removed, 0)
-    for each in fp.hunks:
-        for kind, line in zip(_kinds(each), each.lines):
-            if kind in (b"-", b"+") and (content := line_content(line)) in taken:
-                taken[content] += 1 if kind == b"-" else -1
-    for line, count in taken.items():
-        if count <= 0 or not line.endswith(b"\n") or \
-                len(_strip_ws(line)) < MIN_CONTAINED_CHARS:
+    at = found.at_line - 1
+    post = hunk.new_lines()
+    lo, hi = at - ANCHOR_DISTANCE, at + len(post) + ANCHOR_DISTANCE
+    removed = dict.fromkeys(line_content(line) for kind, line in zip(_kinds(hunk), hunk.lines)
+                            if kind == b"-")
+    long_lines = [line for line in removed
+                  if line.endswith(b"\n") and len(_strip_ws(line)) >= MIN_CONTAINED_CHARS]
+    if not long_lines:
+        return None
+    # Nearness asked first, in the bytes of lines lo..hi alone (found from the copy of the
+    # post-image the reverse-apply found, at line `at`): a landing (the line gone, or only far
+    # from this place) is answered without a search of the whole file per removed line, and
+    # the counts (a pass over every line of the file patch, searches of both files) are made
+    # only for a line near the place.
+    window = _lines_around(current, b"".join(post), at, ANCHOR_DISTANCE,
+                           ANCHOR_DISTANCE + 1)
+    taken: dict[bytes, int] | None = None
+    for line in long_lines:
+        if window is None:  # (no post-image to find the place by)
+            places = _line_places(current, line)
+        else:
+            start, end, first = window
+            places = [first + n for n in _line_places(current[start:end], line)]
+        near = [n for n in places if lo <= n <= hi]
+        if not near:
             continue
-        here = _line_count(current, line)
-        if not here or here <= _line_count(base, line) - count:
-            continue
-        near = [at for at in _line_places(current, line) if lo <= at <= hi]
-        if near:
+        if taken is None:
+            taken = dict.fromkeys(removed, 0)
+            for each in fp.hunks:
+                for kind, each_line in zip(_kinds(each), each.lines):
+                    if kind in (b"-", b"+") and (content := line_content(each_line)) in taken:
+                        taken[content] += 1 if kind == b"-" else -1
+        count = taken[line]
+        if count > 0 and _line_count(current, line) > _line_count(base, line) - count:
             return f"line {near[0] + 1}"
     return None
 
@@ -1555,6 +1571,35 @@ def _twin_found(hunk, forward: HunkOutcome, backward: HunkOutcome, pre_image_the
     if said is None or (said[0] and not reversed_ and not is_contained):
         return None
     return said[0], said[1], f"lines {before[0] + 1}-{before[1]}"
+
+
+def _lines_around(content: bytes, lines: bytes, at: int, before: int,
+                  after: int) -> tuple[int, int, int] | None:
+    """(start, end, first): the bytes content[start:end] are its lines `first` (0-based) up to
+    `after` lines past the copy of `lines` (whole lines) that starts at line `at`, from
+    `before` lines above it (both clamped to the file); None when `lines` is empty or not at
+    line `at`. Lines are counted only where `lines` is in the file more than once: a single
+    copy is the one at line `at` (its caller found it there)."""
+    if not lines:
+        return None
+    offsets = _place_offsets(content, lines)
+    if len(offsets) != 1:
+        at_offset = dict(zip(_lines_at(content, offsets), offsets))
+        if at not in at_offset:
+            return None
+        offsets = [at_offset[at]]
+    pos = offsets[0]
+    start, first = pos, at
+    while first > at - before and start > 0:
+        start = content.rfind(b"\n", 0, start - 1) + 1
+        first -= 1
+    end = pos + len(lines)
+    for _ in range(after):
+        if end >= len(content):
+            break
+        found = content.find(b"\n", end)
+        end = len(content) if found < 0 else found + 1
+    return start, end, first
 
 
 def _inner_context_there(hunk, forward: HunkOutcome) -> int:

@@ -408,3 +408,99 @@ def test_whole_lines_are_counted_when_the_same_line_follows_itself():
     assert _line_count(line * 3, line) == 3
     assert _line_count(b"#" + line + line, line) == 1
     assert _line_count(b"", line) == 0
+
+
+def _moved_lines_by_whole_file(fp, hunk, base: bytes, current: bytes, at_line: int) -> set[str]:
+    """Every answer `_removed_line_moved` may give, read off the files' lines one by one: for
+    each line of at least MIN_CONTAINED_CHARS (whitespace removed) the hunk removes, that the
+    patch's hunks remove more often than they add (`count`), which `current` has more often
+    than `base` less `count`, the first of its lines in `current` within ANCHOR_DISTANCE
+    lines of the reverse-apply's place."""
+    from patchforge.apply.diffparse import line_content
+    from patchforge.detect import ANCHOR_DISTANCE, MIN_CONTAINED_CHARS
+
+    def lines(text: bytes) -> list[bytes]:
+        return [line + b"\n" for line in text.split(b"\n")[:-1]]
+
+    at = at_line - 1
+    lo, hi = at - ANCHOR_DISTANCE, at + len(hunk.new_lines()) + ANCHOR_DISTANCE
+    found = set()
+    for raw in hunk.lines:
+        line = line_content(raw)
+        if raw[:1] != b"-" or not line.endswith(b"\n") or \
+                len(b"".join(line.split())) < MIN_CONTAINED_CHARS:
+            continue
+        count = sum((raw2[:1] == b"-") - (raw2[:1] == b"+") for h in fp.hunks for raw2 in h.lines
+                    if raw2[:1] in (b"-", b"+") and line_content(raw2) == line)
+        here = [n for n, each in enumerate(lines(current)) if each == line]
+        near = [n for n in here if lo <= n <= hi]
+        if count > 0 and near and len(here) > lines(base).count(line) - count:
+            found.add(f"line {near[0] + 1}")
+    return found
+
+
+def test_a_removed_line_moved_near_its_place_is_what_a_search_of_every_line_finds():
+    """`_removed_line_moved` looks for a line the hunk removes only in the lines around the
+    place its reverse-apply found (the copy of the post-image at that line, the lines counted
+    only where that copy is not the file's only one), and counts the line in both files only
+    for a line found there. Its answer is the one read off every line of both files
+    (`_moved_lines_by_whole_file`), on random files with repeated lines, removed lines put
+    back near and far, and copies of the post-image. A guard: it holds on main too (which
+    searched the whole files, and chose among several such lines in a set's order)."""
+    import random
+
+    from patchforge.apply.diffparse import split_lines
+    from patchforge.apply.hunks import ReversedHunk, apply_hunks
+    from patchforge.detect import _removed_line_moved
+
+    words = [b"    torch.cuda.synchronize(device=rank)\n", b"    barrier(group=world, tag=7)\n",
+             b"    out = project(query, key, value)\n", b"    return out\n", b"\n",
+             b"    workspace = allocate(query, 2)\n", b"    x += 1\n",
+             b"    scale = compute_scale(out, dtype)\n"]
+    rng = random.Random(1907)
+    asked = moved = 0
+    for _ in range(700):
+        base_lines = [rng.choice(words) for _ in range(rng.randint(8, 40))]
+        fixed = list(base_lines)
+        for _ in range(rng.randint(1, 3)):
+            del fixed[rng.randrange(len(fixed))]
+        for _ in range(rng.randint(0, 2)):
+            fixed.insert(rng.randrange(len(fixed) + 1), rng.choice(words).replace(b")", b", 1)"))
+        base, patched = b"".join(base_lines), b"".join(fixed)
+        if base == patched:
+            continue
+        fp = file_patch(base, patched)
+        current_lines = list(fixed)
+        for _ in range(rng.randint(0, 4)):
+            line = rng.choice(base_lines + words)
+            current_lines.insert(rng.randrange(len(current_lines) + 1), line)
+        if rng.random() < 0.5:  # a removed line put back at the edge of the place's lines
+            hunk = rng.choice(fp.hunks)
+            removed = [line[1:] for line in hunk.lines if line[:1] == b"-"]
+            post = hunk.new_lines()
+            start = b"".join(current_lines).find(b"".join(post)) if post else -1
+            if removed and start >= 0:
+                start = b"".join(current_lines)[:start].count(b"\n")
+                at = rng.choice([start - 7, start - 6, start + len(post) + 6,
+                                 start + len(post) + 7])
+                if 0 <= at <= len(current_lines):
+                    current_lines.insert(at, rng.choice(removed))
+        if rng.random() < 0.3:  # another copy of a hunk's post-image
+            post = rng.choice(fp.hunks).new_lines()
+            at = rng.randrange(len(current_lines) + 1)
+            current_lines[at:at] = post
+        current = b"".join(current_lines)
+        for hunk in fp.hunks:
+            if not any(line[:1] == b"-" for line in hunk.lines):
+                continue
+            found = apply_hunks(split_lines(current), (ReversedHunk(hunk),), max_fuzz=0,
+                                build=False)[1][0]
+            if found.status not in ("exact", "offset"):
+                continue
+            asked += 1
+            want = _moved_lines_by_whole_file(fp, hunk, base, current, found.at_line)
+            got = _removed_line_moved(fp, hunk, base, current, found)
+            assert (got is None) == (not want) and (got is None or got in want), \
+                (base, patched, current, got, want)
+            moved += got is not None
+    assert asked > 400 and moved > 80, (asked, moved)
