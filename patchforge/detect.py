@@ -216,12 +216,19 @@ class NormalizedText:
         start = self.line_start
         return self.text[start[number]:start[number + 1]]
 
-    def indent(self, number: int) -> int:
-        """The columns of line `number`'s leading whitespace (a tab to the next multiple of
-        8, as Python reads it). The file's lines are split only when a search needs one."""
+    @property
+    def raw_lines(self) -> list[bytes]:
+        """The file's lines as they are, without their line ends (split at b"\\n" alone, as
+        `line_start` counts them; the last item is what follows the last line end). Split
+        only when a search needs one."""
         if self._raw_lines is None:
             self._raw_lines = self._content.split(b"\n")
-        return _columns(self._raw_lines[number])
+        return self._raw_lines
+
+    def indent(self, number: int) -> int:
+        """The columns of line `number`'s leading whitespace (a tab to the next multiple of
+        8, as Python reads it)."""
+        return _columns(self.raw_lines[number])
 
     def find_all(self, needle: bytes) -> list[int]:
         found, at = [], self.text.find(needle)
@@ -524,9 +531,34 @@ def _twin_may_fool(hunk, current: bytes, copies: list[tuple[int, int]]) -> bool:
     that is nowhere so rules the refusal out. A landing made at the own place (reformatted,
     or its neighbours edited) has its context next to the copy found, and so does a landing
     whose code moved (the context moved with it): most fail at their first distinctive
-    line."""
+    line.
+
+    Whether a line is somewhere outside those lines is counted, not listed: its whole lines
+    among the copies' lines (and windows), a few dozen lines read from `raw_lines`, and
+    whether the file has one more than that (`_has_lines`: its first occurrences only). A
+    blank line or a closing bracket is in a file hundreds of times, and each place of it was
+    looked up before, each against each copy."""
     before, after = _anchors(hunk, _kinds(hunk))
     far: dict[bytes, bool] = {}
+    text = normalized_text(current)
+
+    def outside(line: bytes, above: bool, below: bool) -> bool:
+        # Whether `line` is a whole line of `current` outside every copy (and, with
+        # `above`/`below`, outside the ANCHOR_DISTANCE lines on that side of every copy).
+        if not line.endswith(b"\n"):  # the file's last line: only there, its one place
+            return any(not any(first <= at <= last
+                               or (above and first - ANCHOR_DISTANCE <= at < first)
+                               or (below and last < at <= last + ANCHOR_DISTANCE)
+                               for first, last in copies)
+                       for at in _line_places(current, line))
+        lines = text.raw_lines
+        whole = len(lines) - 1  # (the last item ends no line)
+        near: set[int] = set()
+        for first, last in copies:
+            near.update(range(max(first - ANCHOR_DISTANCE if above else first, 0),
+                              min(last + 1 + ANCHOR_DISTANCE if below else last + 1, whole)))
+        raw = line[:-1]
+        return _has_lines(current, line, sum(1 for at in near if lines[at] == raw) + 1)
 
     def out(line: bytes) -> bool:
         found = far.get(line)
@@ -534,23 +566,16 @@ def _twin_may_fool(hunk, current: bytes, copies: list[tuple[int, int]]) -> bool:
             return True  # (never a line of a hunk; taken as there, never a skip)
         if found is None:
             norm = _strip_ws(line)
-            above = any(anchor in norm for anchor in before)
-            below = any(anchor in norm for anchor in after)
-            found = far[line] = any(
-                not any(first <= at <= last
-                        or (above and first - ANCHOR_DISTANCE <= at < first)
-                        or (below and last < at <= last + ANCHOR_DISTANCE)
-                        for first, last in copies)
-                for at in _line_places(current, line))
+            found = far[line] = outside(line, any(anchor in norm for anchor in before),
+                                        any(anchor in norm for anchor in after))
         return found
 
     # Or the own place keeps every line the hunk removes (`_removed_kept`): each must then be
     # a line of `current` outside every copy.
     kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]
     removed = [line for kind, line in zip(kinds, hunk.old_lines()) if kind == b"-"]
-    if any(len(_strip_ws(line)) >= MIN_ANCHOR_CHARS for line in removed) and all(
-            any(not any(first <= at <= last for first, last in copies)
-                for at in _line_places(current, line)) for line in removed):
+    if any(len(_strip_ws(line)) >= MIN_ANCHOR_CHARS for line in removed) and \
+            all(outside(line, False, False) for line in removed):
         return True
     return _context_may_be_kept(hunk, out)
 

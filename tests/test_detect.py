@@ -504,3 +504,68 @@ def test_a_removed_line_moved_near_its_place_is_what_a_search_of_every_line_find
                 (base, patched, current, got, want)
             moved += got is not None
     assert asked > 400 and moved > 80, (asked, moved)
+
+
+def test_the_twin_pre_check_never_changes_what_contained_away_says(monkeypatch):
+    """`_twin_may_fool` (asked by OwnPlaces.contained_away and by may_diff before any base
+    file or git diff) answers False only where contained_away, asked in full, lets the
+    containment landing stand: on random files of twin functions (the fix's change made in
+    the twin, at the own place, in both, with the functions swapped, lines put in between),
+    contained_away's answer is the one of its own rule asked of every hunk. A guard: it holds
+    on main too (where the pre-check listed every place of each line)."""
+    import random
+
+    from patchforge import detect
+    from patchforge.apply.hunks import apply_file_patch
+    from patchforge.detect import OwnPlaces, _added_copies, _twin_may_fool
+
+    def in_full(own, index, hunk, current):
+        # contained_away's own rule, asked of every hunk: the pre-check answering "ask".
+        monkeypatch.setattr(detect, "_twin_may_fool", lambda *_: True)
+        try:
+            return own.contained_away(index, hunk)
+        finally:
+            monkeypatch.undo()
+
+    vocab = [b"    total = accumulate(values, start=offset)\n", b"    count += 1\n", b"\n",
+             b"    result = normalize(total, count)\n", b"    }\n", b"    return result\n",
+             b"    check_bounds(values, limit=max_rows)\n", b"    log.debug(total)\n"]
+    rng = random.Random(2026)
+    asked = refused = skipped = 0
+    for _ in range(120):
+        body = [rng.choice(vocab) for _ in range(rng.randint(4, 9))]
+        line = rng.randrange(len(body))
+        fixed_body = list(body)
+        new = b"    total = clamp(total, lower=0, upper=limit_value)\n"
+        if rng.random() < 0.5:
+            fixed_body[line] = new
+        else:
+            fixed_body.insert(line, new)
+
+        def fn(name: bytes, lines: list[bytes]) -> bytes:
+            return b"def " + name + b"(values, offset):\n" + b"".join(lines) + b"\n\n"
+
+        head = b"import os\n\n\n"
+        base = head + fn(b"first", body) + fn(b"second", body)
+        patched = head + fn(b"first", fixed_body) + fn(b"second", body)
+        fp = file_patch(base, patched)
+        first, second = rng.choice([(body, fixed_body), (fixed_body, body),
+                                    (fixed_body, fixed_body)])
+        parts = [fn(b"first", first), fn(b"second", second)]
+        if rng.random() < 0.3:
+            parts.reverse()
+        if rng.random() < 0.5:
+            parts.insert(rng.randint(0, 2), b"".join(rng.choice(vocab) for _ in range(3)))
+        current = head + b"".join(parts)
+        if current == base:
+            continue
+        own = OwnPlaces(fp, base, current, apply_file_patch)
+        for index, hunk in enumerate(fp.hunks):
+            if not contained(hunk, current)[0]:
+                continue
+            asked += 1
+            want = in_full(own, index, hunk, current)
+            assert own.contained_away(index, hunk) == want, (base, patched, current)
+            refused += want is not None
+            skipped += not _twin_may_fool(hunk, current, _added_copies(hunk, current))
+    assert asked > 40 and refused > 5 and skipped > 5, (asked, refused, skipped)
