@@ -723,7 +723,7 @@ class OwnPlaces:
         assess_file may not find
         (what the whole-file application, `apply`'s, says of it: found without fuzz, it is
         there; with fuzz, the lines a hunk removes are), and which has a place in the base
-        file (elsewhere's application there). Asked cheapest first: the whole-file
+        file (elsewhere's application there, with fuzz too, as OwnPlaces.base_start takes it). Asked cheapest first: the whole-file
         application is made by assess_file anyway (`apply`, a walk's, keeps it for the walk,
         as it keeps the base's for elsewhere), then the file is searched. `landed`: where
         each hunk's pre-check answer is put (hunk index -> _lands_without_diff), for elsewhere
@@ -749,8 +749,8 @@ class OwnPlaces:
                 continue
             if at_base is None:
                 at_base = apply(base, fp, max_fuzz=2).hunks
-            if index < len(at_base) and at_base[index].status in ("exact", "offset"):
-                return True
+            if index < len(at_base) and at_base[index].at_line is not None:
+                return True  # placed, with fuzz too (OwnPlaces.base_start's place)
         return False
 
     def elsewhere(self, index: int, hunk, found: HunkOutcome) -> tuple[str, str] | None:
