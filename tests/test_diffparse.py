@@ -382,6 +382,15 @@ def test_overlapping_hunks_refused():
                            r"\(line 3\), which ends at 3: the two hunks overlap on old line 3$")
 
 
+def test_an_insertion_inside_the_hunk_before_is_said_as_an_insertion():
+    """A hunk that only adds lines (`-5,0`, a `diff -U0` insertion after old line 5) inside
+    the one before: said as an insertion after that line, not as the empty range 6-5."""
+    data = (b"--- a/x\n+++ b/x\n@@ -3,5 +3,5 @@\n a\n b\n-c\n+C\n d\n e\n"
+            b"@@ -5,0 +6,1 @@\n+new\n")
+    refused(data, 10, match=r"x: hunk 2 \(line 10\) inserts after old line 5, inside hunk 1 "
+                            r"\(line 3\), which has old lines 3-7: the two hunks overlap$")
+
+
 def test_hunk_without_header_refused():
     refused(b"@@ -1 +1 @@\n-a\n+b\n", 1, match="without a file header")
 

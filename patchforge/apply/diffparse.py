@@ -708,11 +708,17 @@ class _Parser:
                                f"{where}, before {before}, which starts at {a[0]}: hunks out "
                                "of order within one file",
                                hint="put the file's hunks in the order of their lines")
-            shared = f"line {b[0]}" if min(a[1], b[1]) - b[0] == 1 else \
-                f"lines {b[0]}-{min(a[1], b[1]) - 1}"
-            raise self.err(h.line_no - self.first_line,
-                           f"{where}, inside {before}, which ends at {a[1] - 1}: the two "
-                           f"hunks overlap on {side} {shared}",
+            if b[1] == b[0]:
+                # Lines added only, on this side: an insertion between two lines, no range.
+                what = (f"{path or '?'}: hunk {number} (line {h.line_no}) inserts after {side} "
+                        f"line {b[0] - 1}, inside {before}, which has {side} lines "
+                        f"{a[0]}-{a[1] - 1}: the two hunks overlap")
+            else:
+                shared = f"line {b[0]}" if min(a[1], b[1]) - b[0] == 1 else \
+                    f"lines {b[0]}-{min(a[1], b[1]) - 1}"
+                what = (f"{where}, inside {before}, which ends at {a[1] - 1}: the two hunks "
+                        f"overlap on {side} {shared}")
+            raise self.err(h.line_no - self.first_line, what,
                            hint="GNU patch applies such hunks, each matched against the original "
                                 "file; `git apply` refuses them: join the two hunks into one, or make the "
                                 "change with `patchforge edit NAME` and `patchforge refresh`, "
