@@ -288,6 +288,49 @@ def _anchors(hunk, kinds: list[bytes]) -> tuple[list[bytes], list[bytes]]:
             meaningful(range(changed[-1] + 1, len(kinds))))
 
 
+def _neighbours(hunk, kinds: list[bytes]) -> tuple[bytes, bytes]:
+    """The hunk's nearest non-blank context line before its first change and after its last,
+    whitespace removed (b"" where there is none), whatever their length: a brace counts."""
+    changed = [i for i, k in enumerate(kinds) if k in (b"+", b"-")]
+    if not changed:
+        return b"", b""
+
+    def first(indices) -> bytes:
+        for i in indices:
+            if kinds[i] == b" ":
+                norm = _strip_ws(line_content(hunk.lines[i]))
+                if norm:
+                    return norm
+        return b""
+
+    return first(range(changed[0] - 1, -1, -1)), first(range(changed[-1] + 1, len(kinds)))
+
+
+def _across_neighbour(target: "NormalizedText", first: int, last: int,
+                      neighbours: tuple[bytes, bytes]) -> bool:
+    """Whether the copy at lines `first`..`last` of the target sits across the hunk's nearest
+    context line from where the hunk puts it: the non-blank line right above the copy is the
+    one the hunk has right after its change (and not the one it has right before), or the
+    line right below is the one it has right before. A statement the fix adds inside a
+    block, before its `}`, that upstream added after the `}`: another block, another change
+    (the braces are the block in C, C++ and HIP, as indentation is in Python)."""
+    before, after = neighbours
+    if not before or not after or before == after:
+        return False
+    lines = len(target.line_start) - 1
+
+    def nearest(numbers) -> bytes:
+        for number in numbers:
+            line = target.line(number)
+            if line:
+                return line
+        return b""
+
+    above = nearest(range(first - 1, -1, -1))
+    below = nearest(range(last + 1, lines))
+    return (above == after and below != after) or (below == before and above != before)
+
+
 def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
               indented: bool = False) -> tuple[bool, str, int | None]:
     """Post-image containment: the hunk's added code is in the target (whitespace and line
@@ -324,6 +367,7 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
     if not anchored:
         return True, "post-image containment (whitespace-insensitive)", None
     before, after = _anchors(hunk, kinds)
+    neighbours = _neighbours(hunk, kinds)
     if not before and not after:
         return False, "added code found, but the hunk has no context to anchor it", None
     why = "added code found, but not next to the hunk's context"
@@ -336,7 +380,8 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
         above = target.text[lo:hit]
         below = target.text[end:hi]
         if (after and after[0] in above and after[0] not in below) or \
-                (before and before[0] in below and before[0] not in above):
+                (before and before[0] in below and before[0] not in above) or \
+                _across_neighbour(target, first, last, neighbours):
             # The hunk's context line next to the change is on the copy's other side: the
             # copy is after the statement the fix puts it before (a clamp after the multiply
             # that uses it), or before the one it follows. Another order, another change.
@@ -781,8 +826,8 @@ class OwnPlaces:
             # (old_code asks of no reverse-apply: where the own place is says it all.)
             return None
         post = cut[1]
-        if self._places.lands_without_diff(self._fp, index, hunk, post, self._base,
-                                           self._current):
+        if self._places.lands_without_diff(
+                self._fp, index, hunk, post, self._base, self._current):
             return None
         place = self._own_place(index, hunk)
         if place is None:

@@ -361,3 +361,37 @@ def test_a_fix_s_second_line_upstream_added_at_another_indentation_is_kept(tmp_p
     evidence = " ".join(status["patches"][0]["evidence"])
     assert "indented otherwise" in evidence, evidence
     kept_at_conflict(stack, REAL + two)
+
+
+SCALE_ROW = (b"#include <cuda_fp16.h>\n\n"
+             b"__device__ float scale_row(const float* row, int n, float limit) {\n"
+             b"    float amax = row_absmax(row, n);\n"
+             b"    if (amax > limit) {\n"
+             b"        amax = limit;\n"
+             b"    }\n"
+             b"    float factor = amax / 448.0f;\n"
+             b"    return factor;\n"
+             b"}\n")
+
+
+def test_a_fix_line_upstream_added_after_the_closing_brace_of_its_block_is_no_containment(
+        tmp_path):
+    """C/CUDA: the fix records a saturation inside `if (amax > limit) { ... }`, before its
+    `}`; upstream adds the same call after the `}` (every row is recorded). The copy sits
+    across the hunk's nearest context line, the brace, from where the fix puts it: another
+    block, so post-image containment does not call the hunk landed (what a wheel upstream,
+    which has no history, is judged by). A git upstream's history still finds a commit that
+    makes "the same change" (its blocks ignore context) and lands it: a gap this test does
+    not cover (the own-place veto's cheap pre-check answers for it; asking it costs two real
+    AITER landings)."""
+    record = b"record_saturation_event(row, n);\n"
+    stack = OneUpstreamStack(tmp_path, {"k.cu": SCALE_ROW})
+    stack.add_fix("fix", "k.cu", SCALE_ROW, SCALE_ROW.replace(
+        b"        amax = limit;\n", b"        amax = limit;\n        " + record))
+    stack.commit({"k.cu": SCALE_ROW.replace(b"    }\n", b"    }\n    " + record)},
+                 "record every row", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    ((hunk,),) = [patch["files"][0]["hunks"]]
+    assert hunk["landed"] is None, patch
+    assert not any("post-image containment" in line for line in patch["evidence"]), patch
