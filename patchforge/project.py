@@ -376,6 +376,8 @@ class Project:
         import glob  # here: only kept copies are looked up by a pattern
 
         stem = file_name[:-len(PATCH_SUFFIX)]
+        if not stem or "/" in stem:
+            return []  # no file of a series has a path part in its name
         found = []
         for name in self.upstream_names():
             if upstream not in (None, name):
@@ -393,8 +395,14 @@ class Project:
     def find_patch(self, name: str) -> tuple[str, str]:
         """Resolve NAME (`fix`, `fix.patch` or `upstream/fix`) to (upstream, file name)."""
         wanted_upstream = None
+        given = name
         if "/" in name:
             wanted_upstream, name = name.split("/", 1)
+        if not name or "/" in name or wanted_upstream == "":
+            # (A typo such as `up//fix`: a path part no series has, never looked up as one.)
+            raise UsageError(f"{given!r} is not a patch name: NAME is `fix`, `fix.patch` or "
+                             "`upstream/fix`",
+                             hint="`patchforge list` shows the series")
         file_name = patch_file_name(name)
         matches = [(u, n) for u, n in self.all_patches()
                    if n == file_name and (wanted_upstream is None or u == wanted_upstream)]

@@ -95,3 +95,22 @@ print(repr(wide))
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("command", [["delete"], ["show"], ["edit"], ["rename", "@", "g1"],
+                                     ["move", "@", "--first"], ["bring-back"]],
+                         ids=["delete", "show", "edit", "rename", "move", "bring-back"])
+def test_a_name_with_an_empty_path_part_is_refused_not_a_crash(tmp_path, command):
+    """`up//f1` (a typo) reached a file-name pattern as `/f1` and crashed every command that
+    finds a patch (exit 70, NotImplementedError); it is refused as no patch name, exit 2, the
+    series untouched."""
+    from helpers.project import OneUpstreamStack
+
+    stack = OneUpstreamStack(tmp_path, {"k.py": b"a = 1\n"})
+    stack.add_fix("f1", "k.py", b"a = 1\n", b"a = 2\n")
+    args = [part if part != "@" else "up//f1" for part in command]
+    if "up//f1" not in args:
+        args.append("up//f1")
+    rc, out, err = stack.cli(*args, expect=None)
+    assert rc == 2 and "internal error" not in err and "f1" in err, (rc, out, err)
+    assert stack.series("up") == ["f1.patch"]
