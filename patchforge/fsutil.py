@@ -726,11 +726,18 @@ class _ProjectWrite(WriteOutLock):
             super().__exit__(*exc)
 
 
+# The files a command holding the project's lock writes in the project's root. Only their
+# temporary files are taken there: a report a reader writes in the root without that lock
+# (`status --html status.html` in a CI job's checkout, `export`, `pr --out`) may be between
+# its temporary file and its rename.
+_ROOT_FILES = frozenset({"upstream.lock", "patchforge.toml", "pyproject.toml", ".gitignore"})
+
+
 def remove_stray_temporaries(root: Path | str, directories) -> list[str]:
     """Remove the temporary files that atomic writes a kill cut short left (`_temporary`'s
     `.NAME.XXXXXXXXXX.tmp`, a regular file) in those of `directories` that are the project's
-    root or under its series/ (the places the .gitignore `init` writes ignores them), and
-    return their paths. Nothing else is ever removed: a user's file of another name, a link,
+    root (of the project's own files there only, `_ROOT_FILES`) or under its series/ (the
+    places the .gitignore `init` writes ignores them), and return their paths. Nothing else is ever removed: a user's file of another name, a link,
     a directory. Only by a process holding the project's lock (`RepoLock`) once its own
     writes are done, so that no other command's write is between its temporary file and its
     rename; and never while a rebase is in progress (its journal exists): the temporary files
@@ -749,7 +756,9 @@ def remove_stray_temporaries(root: Path | str, directories) -> list[str]:
             continue
         try:
             with os.scandir(directory) as entries:
-                found = [entry.path for entry in entries if TEMPORARY_NAME.fullmatch(entry.name)
+                found = [entry.path for entry in entries
+                         if (name := TEMPORARY_NAME.fullmatch(entry.name))
+                         and (directory != root or name.group(1) in _ROOT_FILES)
                          and entry.is_file(follow_symlinks=False)]
         except OSError:
             continue  # gone or unreadable: nothing of ours to take

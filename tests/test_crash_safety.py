@@ -394,6 +394,31 @@ def test_the_next_write_to_a_directory_removes_the_temporary_files_killed_writes
     assert run_with_faults(prepared, tmp_path, ("delete", "fix"), check) >= 6
     assert left_some >= 4
 
+
+def test_a_reports_temporary_file_in_the_project_root_is_never_taken_for_a_stray(tmp_path):
+    """`status --html status.html` (or `export`, `pr --out`) in the project's root holds no
+    project lock; a command that writes in the root (`delete`, `rename`, ...) ends its hold
+    while the report is between its temporary file and its rename: the report's temporary file
+    stays, and its rename succeeds. A killed write of the project's own root files (the lock)
+    is still tidied away."""
+    from patchforge import fsutil
+
+    root = tmp_path / "project"
+    (root / ".patchforge").mkdir(parents=True)
+    (root / "series").mkdir()
+    fd, report = fsutil._temporary(str(root), "status.html")
+    os.write(fd, b"<html>report</html>\n")
+    os.close(fd)
+    stale = root / ".upstream.lock.0123456789.tmp"
+    stale.write_bytes(b"{}")
+    with fsutil.RepoLock(root / ".patchforge"):
+        with fsutil.writing_project(root):
+            fsutil.atomic_write(root / "series" / "x", b"x\n")
+            fsutil.atomic_write(root / "upstream.lock", b"{}\n")
+    os.replace(report, root / "status.html")
+    assert (root / "status.html").read_bytes() == b"<html>report</html>\n"
+    assert not stale.exists()
+
 # ---------------------------------------------------------------------------------------------
 # overlays: the swap's kill points, as the states they leave
 
