@@ -737,8 +737,8 @@ def remove_stray_temporaries(root: Path | str, directories) -> list[str]:
     """Remove the temporary files that atomic writes a kill cut short left (`_temporary`'s
     `.NAME.XXXXXXXXXX.tmp`, a regular file) in those of `directories` that are the project's
     root (of the project's own files there only, `_ROOT_FILES`) or under its series/ (the
-    places the .gitignore `init` writes ignores them), and return their paths. Nothing else is ever removed: a user's file of another name, a link,
-    a directory. Only by a process holding the project's lock (`RepoLock`) once its own
+    places the .gitignore `init` writes ignores them), and return their paths. Nothing else
+    is ever removed: a user's file of another name, a link, a directory. Only by a process holding the project's lock (`RepoLock`) once its own
     writes are done, so that no other command's write is between its temporary file and its
     rename; and never while a rebase is in progress (its journal exists): the temporary files
     of its write-out are renamed by `rebase --continue`, which, like `--abort`, removes those

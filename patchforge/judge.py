@@ -1512,7 +1512,7 @@ def _run_paths(patch) -> set[str] | None:
     cumulative change is one blob-id block (history.binary_block: the run's first pre-image
     against its last post-image), which the squash commit's own diff of the file must be; a
     branch rebuilding a kernel patch after patch lands so, its first builds nowhere upstream."""
-    if any((fp.old_path and fp.new_path and fp.old_path != fp.new_path)
+    if any(fp.old_path and fp.new_path and fp.old_path != fp.new_path
            for fp in patch.file_patches):
         return None
     return {fp.new_path or fp.old_path for fp in patch.file_patches}

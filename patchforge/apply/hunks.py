@@ -911,7 +911,8 @@ def copies_left(old: bytes, new: bytes, fp: FilePatch, old_application: FileAppl
                                        (outcome.at_line,),
                                        tuple(line + 1 for line in _lines_at(old, offsets))))
         elif outcome.status == "offset" and len(offsets) == 1 and \
-                _new_surroundings(old, new, was.at_line, outcome.at_line, len(cut[1])):
+                len(now := _place_offsets(new, pre)) == 1 and \
+                _new_surroundings(old, offsets[0], new, now[0], len(pre)):
             # At one place in each, but nearness found a place with other neighbours: upstream
             # may have changed the code the patch changes (one of its context lines) and added
             # a copy of the old code elsewhere (a function kept as `..._legacy`), which alone
@@ -921,32 +922,23 @@ def copies_left(old: bytes, new: bytes, fp: FilePatch, old_application: FileAppl
     return found
 
 
-def _new_surroundings(old: bytes, new: bytes, was_at: int, at: int, count: int) -> bool:
-    """Whether the `count` lines at line `at` (1-based) of `new` have other lines right above
-    and right below them than the same lines at `was_at` of `old`: upstream changed the code on
-    both sides of the place (or nearness found another copy of it). Lines moved down by lines
-    added above them keep their neighbours; a copy elsewhere has others."""
-    def after(content: bytes, start: int) -> int:
-        """Where the line starting at `start` ends (past its newline; the file's end for a
-        last line without one)."""
-        end = content.find(b"\n", start)
-        return len(content) if end < 0 else end + 1
+def _new_surroundings(old: bytes, old_at: int, new: bytes, new_at: int, size: int) -> bool:
+    """Whether the `size` bytes of whole lines at offset `new_at` of `new` have other lines
+    right above and right below them than the same bytes at `old_at` of `old`: upstream
+    changed the code on both sides of the place (or nearness found another copy of it). Lines
+    moved down by lines added above them keep their neighbours; a copy elsewhere has others.
+    Read at the two offsets alone, not by counting the files' lines."""
+    def around(content: bytes, at: int) -> tuple[bytes | None, bytes | None]:
+        # `at` starts a line: the line above ends at it; the one below starts at its end.
+        above = content[content.rfind(b"\n", 0, at - 1) + 1:at] if at else None
+        end = at + size
+        if end >= len(content):
+            return above, None
+        below_end = content.find(b"\n", end)
+        return above, content[end:len(content) if below_end < 0 else below_end + 1]
 
-    def around(content: bytes, line: int) -> tuple[bytes | None, bytes | None]:
-        start = 0
-        for _ in range(line - 2):
-            start = after(content, start)
-        above = None
-        if line >= 2:
-            end = after(content, start)
-            above, start = content[start:end], end
-        for _ in range(count):
-            start = after(content, start)
-        below = content[start:after(content, start)] if start < len(content) else None
-        return above, below
-
-    before_old, after_old = around(old, was_at)
-    before_new, after_new = around(new, at)
+    before_old, after_old = around(old, old_at)
+    before_new, after_new = around(new, new_at)
     return before_old != before_new and after_old != after_new
 
 
