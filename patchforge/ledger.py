@@ -630,11 +630,6 @@ def _changed_ledger(project: Project, history: list[dict] | None) -> bytes | Non
     return data
 
 
-def ledger_stale(project: Project) -> bool:
-    """Whether the stack keeps a ledger whose bytes are not the ones render_ledger makes now."""
-    return ledger_path(project).exists() and _changed_ledger(project, None) is not None
-
-
 def record_series_event(project: Project, event: dict) -> None:
     """For commands that change the series (`delete`): append `event` to the history and
     regenerate the ledger, in a stack that keeps one. A stack without PATCHES.md gets no

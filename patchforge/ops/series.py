@@ -1028,6 +1028,7 @@ def _finish_cut_aside_delete(project: Project, name: str,
         head = head[:-len(KEPT_LANDINGS)].removesuffix("/")
     wanted = head or None
     file_name = patch_file_name(stem)
+
     def read_ledger() -> bytes:
         try:
             return ledger_path(project).read_bytes()
