@@ -558,7 +558,13 @@ def render_compose(service: str, profile: str | None, files: list[OverlayFile],
              "# An override file for the compose.yaml beside overlays/ (paths are relative to it):",
              f"#   docker compose -f compose.yaml -f {fragment} up -d",
              f"# or, in .env: COMPOSE_FILE=compose.yaml:{fragment}",
-             "services:", f"  {service}:", "    volumes:"]
+             "services:", f"  {service}:",
+             # A bind mount of a file holds the inode the container started with, and overlays/
+             # is swapped in as a new tree: without a value that changes with the overlays,
+             # the fragment stayed byte-identical, compose's config hash with it, and `up -d`
+             # left the container running the old fix.
+             "    labels:", f"      {OVERLAYS_LABEL}: \"sha256:{mounts_digest(files)}\"",
+             "    volumes:"]
     for f in files:
         if f.target is None:  # no install root: nothing to mount it at
             continue
@@ -568,6 +574,17 @@ def render_compose(service: str, profile: str | None, files: list[OverlayFile],
     if not files:
         lines[-1] = "    volumes: []"
     return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+OVERLAYS_LABEL = "patchforge.overlays"
+
+
+def mounts_digest(files: list[OverlayFile]) -> str:
+    """sha256 over what a profile's compose fragment mounts: each file's target, content digest
+    and mode, one line each, sorted. The fragment's label carries it, so a changed overlay
+    changes the service's configuration and `docker compose up -d` recreates the container."""
+    lines = sorted(f"{f.sha256} {f.mode} {f.target}\n" for f in files if f.target is not None)
+    return sha256("".join(lines).encode("utf-8", "surrogateescape"))
 
 
 def _compose_string(text: str) -> str:

@@ -5,6 +5,7 @@ a Dockerfile parser and its check steps through the shell, and `overlays` on a f
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -16,8 +17,8 @@ from dockerfile_parse import DockerfileParser
 import pytest
 
 from helpers.cli import ok, run_cli
-from helpers.deploy import (DEPLOY_ROOT, check_mounts, compose_config, deploy_stack,
-                            example_stack, read_sums)
+from helpers.deploy import (DEPLOY_ROOT, check_mounts, compose_binary, compose_config,
+                            deploy_stack, example_stack, read_sums)
 from helpers.dockerfile import copy_steps
 from helpers.env import REPO_ROOT
 from helpers.project import UPSTREAM_FILES, add_patch_file, git_project, patch_bytes
@@ -100,6 +101,40 @@ def test_include_is_not_the_way_and_the_header_does_not_say_it(stack, tmp_path):
     refused = compose_config(root, "with-include.yaml", check=False)
     assert refused.returncode != 0 and "conflicts with imported resource" in refused.stderr
     model = json.loads(compose_config(root, *header_command(fragment)[1::2]).stdout)
+    check_mounts(model, "inference", root / "overlays", "gfx942", {"up": INSTALL_ROOT})
+
+
+def _config_hash(root: Path, profile: str) -> str:
+    """compose's configuration hash of the service, as `up -d` compares it with the running
+    container's to decide whether to recreate it."""
+    args = [compose_binary(), "-f", "compose.yaml", "-f", f"overlays/{profile}/compose.yaml",
+            "config", "--hash", "inference"]
+    run_env = {k: v for k, v in os.environ.items() if not k.startswith("COMPOSE_")}
+    proc = subprocess.run(args, cwd=root, env=run_env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()[-1]
+
+
+def test_a_changed_fix_changes_the_services_compose_hash(stack):
+    """A bind-mounted file is the inode the container started with, and overlays/ is swapped
+    in as a new tree: when the fragment stayed byte-identical after a fix changed, compose's
+    configuration hash did too, and `docker compose up -d` left the container running the old
+    overlay. The fragment's label follows the mounted content: a changed fix (or one profile's
+    change only) changes that profile's hash, and a rewrite of the same overlays changes
+    nothing (no needless restart)."""
+    root = stack
+    (root / "compose.yaml").write_text("services:\n  inference:\n    image: busybox\n")
+    ok(root, "overlays")
+    before = {p: _config_hash(root, p) for p in ("gfx942", "gfx950")}
+    ok(root, "overlays")
+    assert {p: _config_hash(root, p) for p in ("gfx942", "gfx950")} == before
+    patch = root / "series/up/fnuz.patch"  # gfx942 only
+    patch.write_bytes(patch.read_bytes().replace(b"+LINE3 gfx942", b"+LINE3 gfx942 v2"))
+    ok(root, "overlays")
+    assert b"v2" in (root / "overlays/gfx942/up/a.py").read_bytes()
+    after = {p: _config_hash(root, p) for p in ("gfx942", "gfx950")}
+    assert after["gfx942"] != before["gfx942"] and after["gfx950"] == before["gfx950"]
+    model = json.loads(compose_config(root, "compose.yaml", "overlays/gfx942/compose.yaml").stdout)
     check_mounts(model, "inference", root / "overlays", "gfx942", {"up": INSTALL_ROOT})
 
 
