@@ -531,18 +531,38 @@ def render_metadata(project: Project, overlays: OverlaySet) -> dict[str, bytes]:
             "patches": [{"name": n, "sha256": d} for n, d in f.patches],
         })
     outputs["manifest.json"] = dump_json(manifest)
-    overlays_rel = PurePosixPath(*Path(os.path.relpath(project.overlays_dir,
-                                                       project.root)).parts).as_posix()
     for profile in sorted({f.profile for f in overlays.files}, key=lambda p: p or ""):
         files = [f for f in overlays.by_profile(profile) if f.target]
         rel_dir = f"{profile}/" if profile else ""
         outputs[f"{rel_dir}compose.yaml"] = render_compose(project.config.compose_service,
-                                                           profile, files, overlays_rel)
+                                                           profile, mounts_of(files),
+                                                           _overlays_rel(project))
         outputs[f"{rel_dir}Dockerfile"] = render_dockerfile(profile, files, overlays.image)
     return outputs
 
 
-def render_compose(service: str, profile: str | None, files: list[OverlayFile],
+def _overlays_rel(project: Project) -> str:
+    """overlays/ relative to the project's root, as the compose fragment names its sources."""
+    return PurePosixPath(*Path(os.path.relpath(project.overlays_dir,
+                                               project.root)).parts).as_posix()
+
+
+@record
+class Mount:
+    """What the compose fragment needs of one overlay file: where it is under overlays/,
+    where it goes in the container, its content digest and git mode. Made from the overlay
+    files when they are written, and from manifest.json when `verify` checks the fragment."""
+    rel: str
+    target: str | None
+    sha256: str
+    mode: str
+
+
+def mounts_of(files: list[OverlayFile]) -> list[Mount]:
+    return [Mount(f.rel, f.target, f.sha256, f.mode) for f in files]
+
+
+def render_compose(service: str, profile: str | None, files: list[Mount],
                    overlays_rel: str) -> bytes:
     """The compose override file: read-only bind mounts of `files` into `service`.
 
@@ -579,7 +599,7 @@ def render_compose(service: str, profile: str | None, files: list[OverlayFile],
 OVERLAYS_LABEL = "patchforge.overlays"
 
 
-def mounts_digest(files: list[OverlayFile]) -> str:
+def mounts_digest(files: list[Mount]) -> str:
     """sha256 over what a profile's compose fragment mounts: each file's target, content digest
     and mode, one line each, sorted. The fragment's label carries it, so a changed overlay
     changes the service's configuration and `docker compose up -d` recreates the container."""
@@ -859,6 +879,35 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
                      .encode("utf-8", "surrogateescape"))
 
 
+def _fragment_rows(project: Project, manifest: dict,
+                   shipped) -> list[tuple[str, str, str]]:
+    """Each profile's compose fragment against the one manifest.json's overlays make: neither
+    SHA256SUMS nor the manifest lists the fragment, and one that a bad merge, a stale copy or
+    a hand edit left mounting fewer files passed `verify` while the container ran without
+    those fixes."""
+    rows = []
+    profiles = sorted({e["profile"] for e in manifest["overlays"]}, key=lambda p: p or "")
+    for profile in profiles:
+        rel_text = f"{profile}/compose.yaml" if profile else "compose.yaml"
+        if not shipped(rel_text):
+            continue
+        mounts = [Mount(e["file"], e["target"], e["sha256"],
+                        "100755" if e.get("executable") else "100644")
+                  for e in manifest["overlays"] if e["profile"] == profile and e.get("target")]
+        expected = render_compose(project.config.compose_service, profile, mounts,
+                                  _overlays_rel(project))
+        path = project.overlays_dir / rel_text
+        if not path.is_file():
+            rows.append((rel_text, "missing", "file not found (it mounts the overlays)"))
+        elif path.read_bytes() != expected:
+            rows.append((rel_text, "mismatch",
+                         "does not mount what manifest.json pins into "
+                         f"{project.config.compose_service!r} (`patchforge overlays` writes it)"))
+        else:
+            rows.append((rel_text, "ok", ""))
+    return rows
+
+
 def _digests(overlays: OverlaySet) -> dict[str, str]:
     """path under overlays/ -> sha256 of each overlay file and artifact copy, as SHA256SUMS."""
     return {**{f.rel: f.sha256 for f in overlays.files},
@@ -1110,6 +1159,7 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                 rows.append((entry["file"], "mismatch",
                              "not executable, as the upstream's file with the series is "
                              "(`chmod +x` it, or run `patchforge overlays`)"))
+        rows += _fragment_rows(project, manifest, shipped)
         # The artifacts themselves (what compose.yaml mounts from the project) against their pins.
         for artifact in manifest["artifacts"]:
             source = project.root / artifact["path"]

@@ -138,6 +138,39 @@ def test_a_changed_fix_changes_the_services_compose_hash(stack):
     check_mounts(model, "inference", root / "overlays", "gfx942", {"up": INSTALL_ROOT})
 
 
+def test_verify_fails_a_fragment_that_no_longer_mounts_an_overlay(stack):
+    """Neither SHA256SUMS nor the manifest lists the compose fragment: one that a bad merge, a
+    stale copy or a hand edit left without a mount passed `verify` ("ok" for every file) while
+    the container ran without that fix. The fragment is checked against the mounts the
+    manifest makes, per profile (`--profile` checks only its own)."""
+    root = stack
+    ok(root, "overlays")
+    clean = run_cli(root, "verify", "--json")
+    assert clean.rc == 0, clean.text
+    rows = {r["path"]: r["state"] for r in json.loads(clean.out)["results"]}
+    assert rows["gfx942/compose.yaml"] == rows["gfx950/compose.yaml"] == "ok"
+    fragment = root / "overlays/gfx942/compose.yaml"
+    text = fragment.read_text()
+    start = text.index("      - type: bind")
+    end = text.index("      - type: bind", start + 1)
+    fragment.write_text(text[:start] + text[end:])  # one mount fewer, still valid compose
+    (root / "compose.yaml").write_text("services:\n  inference:\n    image: busybox\n")
+    model = json.loads(compose_config(root, "compose.yaml", "overlays/gfx942/compose.yaml").stdout)
+    assert len(model["services"]["inference"]["volumes"]) == len(
+        [o for o in json.loads((root / "overlays/manifest.json").read_bytes())["overlays"]
+         if o["profile"] == "gfx942"]) - 1
+    failed = run_cli(root, "verify")
+    assert failed.rc == 1 and "gfx942/compose.yaml" in failed.out, failed.text
+    assert "does not mount what manifest.json pins" in failed.out
+    assert run_cli(root, "verify", "--profile", "gfx950").rc == 0
+    assert run_cli(root, "verify", "--profile", "gfx942").rc == 1
+    fragment.unlink()
+    gone = run_cli(root, "verify", "--profile", "gfx942")
+    assert gone.rc == 1 and "missing" in gone.out, gone.text
+    ok(root, "overlays")
+    assert run_cli(root, "verify").rc == 0
+
+
 def _dockerfile(path: Path) -> list[dict]:
     parser = DockerfileParser(path=str(path.parent), fileobj=None)
     parser.content = path.read_text()

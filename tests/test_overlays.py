@@ -548,7 +548,7 @@ def test_verify_one_profile_checks_only_what_that_deployment_mounts(stack, tmp_p
     doc = json.loads(run.out)
     assert doc["ok"] and {r["path"] for r in doc["results"]} == {
         "gfx950/up/pkg/b.py", "gfx950/up/pkg/new.py", "artifacts/entrypoint.sh",
-        f"{site}/pkg/b.py [gfx950]", f"{site}/pkg/new.py [gfx950]"}
+        "gfx950/compose.yaml", f"{site}/pkg/b.py [gfx950]", f"{site}/pkg/new.py [gfx950]"}
     (root / "overlays/gfx942/up/a.py").write_bytes(b"tampered\n")
     assert run_cli(root, "verify", "--profile", "gfx942").rc == 1
     assert ok(root, "verify", "--profile", "gfx950")
