@@ -957,6 +957,33 @@ def changed_by_hand(project: Project, overlays: OverlaySet | None) -> list[str]:
     return changed
 
 
+def added_by_hand(project: Project, overlays: OverlaySet | None) -> list[str]:
+    """The files in overlays/ laid out as overlays (`[<profile>/]<upstream>/<path>`) that
+    patchforge neither wrote (its record), nor lists (SHA256SUMS), nor is about to write: a
+    hotfix dropped into the tree a stack deploys from. The swap of a new tree removed it
+    without a word, where an edited one was refused. Python's byte-code caches are not
+    anyone's fix and are left to the swap."""
+    root = project.overlays_dir
+    if not root.is_dir() or root.is_symlink():
+        return []
+    known = {*_read_sums(project.state_dir / WRITTEN_RECORD), *_read_sums(root / "SHA256SUMS"),
+             *(_digests(overlays) if overlays is not None else {})}
+    upstreams = set(project.upstream_names())
+    profiles = set(project.config.profiles)
+    added = []
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            rel = Path(directory, name).relative_to(root).as_posix()
+            parts = rel.split("/")
+            shaped = (len(parts) > 1 and parts[0] in upstreams) or \
+                (len(parts) > 2 and parts[0] in profiles and parts[1] in upstreams)
+            if shaped and rel not in known and not name.endswith(".pyc") and \
+                    not os.path.islink(os.path.join(directory, name)):
+                added.append(rel)
+    return added
+
+
 def refuse_changed_by_hand(project: Project, overlays: OverlaySet | None, *,
                            rebasing: bool = False) -> None:
     """InputError (nothing written) when an overlay file was edited by hand since patchforge
@@ -968,9 +995,11 @@ def refuse_changed_by_hand(project: Project, overlays: OverlaySet | None, *,
     file was made from (`keep_moved_aside`), from which the import takes the change onto the
     rebased file."""
     changed = changed_by_hand(project, overlays)
-    if not changed:
+    added = [] if changed else added_by_hand(project, overlays)
+    if not changed and not added:
         return
-    first = changed[0]
+    first = (changed or added)[0]
+    changed = changed or added
     more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
     parts = PurePosixPath(first).parts
     upstreams = set(project.upstream_names())
@@ -992,6 +1021,10 @@ def refuse_changed_by_hand(project: Project, overlays: OverlaySet | None, *,
     else:
         hint = (f"make the change a patch, then regenerate: `{import_command(f'overlays/{first}')}`"
                 "; or remove the file to let the change go")
+    if added:
+        raise InputError(f"overlays/{first}{more} was put there by hand (patchforge did not "
+                         "write it): regenerating overlays/ would delete it; nothing was written",
+                         hint=hint)
     raise InputError(f"overlays/{first}{more} changed since patchforge wrote it: regenerating "
                      "overlays/ would throw that change away; nothing was written", hint=hint)
 

@@ -704,6 +704,39 @@ def test_the_names_overlays_writes_beside_a_profile_or_upstream_are_all_reserved
     assert {n.lower() for n in own if not n.startswith(".")} <= set(RESERVED_DIRECTORY_NAMES)
 
 
+def test_an_overlay_file_added_by_hand_is_never_thrown_away(stack):
+    """A hotfix dropped into the tree a stack deploys from, as overlays kept by hand were: an
+    overlay-shaped file (`<profile>/<upstream>/<path>`) of a file no patch touches. `overlays`
+    and a rebase's write-out swapped in a new tree without it, exit 0, the hotfix gone; only an
+    edited file was refused. Now both refuse, naming the file and the `import overlay` that
+    makes it a patch, and write nothing; imported, it is regenerated like any overlay. A byte-
+    code cache under overlays/ is nobody's fix: it goes with the swap."""
+    root = stack
+    ok(root, "overlays")
+    hotfix = root / "overlays/gfx942/up/pkg/nofinal.txt"
+    hotfix.write_bytes(b"alpha\nBETA\ngamma")
+    before = tree_bytes(root / "overlays")
+    run = run_cli(root, "overlays")
+    assert run.rc == 2 and "overlays/gfx942/up/pkg/nofinal.txt was put there by hand" in run.err
+    assert ("patchforge import overlay overlays/gfx942/up/pkg/nofinal.txt --upstream up --path "
+            "pkg/nofinal.txt --name NAME --profiles gfx942" in run.err), run.text
+    assert tree_bytes(root / "overlays") == before
+    check = run_cli(root, "overlays", "--check")
+    assert check.rc == 1 and "import overlay overlays/gfx942/up/pkg/nofinal.txt" in check.err
+    lock = (root / "upstream.lock").read_bytes()
+    rebase = run_cli(root, "rebase", "--to", "up=main")
+    assert rebase.rc == 2 and "put there by hand" in rebase.err, rebase.text
+    assert tree_bytes(root / "overlays") == before and (root / "upstream.lock").read_bytes() == lock
+    ok(root, "import", "overlay", str(hotfix), "--upstream", "up", "--path", "pkg/nofinal.txt",
+       "--name", "hotfix", "--profiles", "gfx942")
+    cache = root / "overlays/gfx942/up/pkg/__pycache__/b.cpython-311.pyc"
+    cache.parent.mkdir()
+    cache.write_bytes(b"\x00")
+    ok(root, "overlays")
+    assert hotfix.read_bytes() == b"alpha\nBETA\ngamma" and not cache.exists()
+    assert "gfx942/up/pkg/nofinal.txt" in (root / "overlays/SHA256SUMS").read_text()
+
+
 def test_an_overlay_file_edited_by_hand_is_never_thrown_away(stack, tmp_path):
     """A stack that kept overlays by hand edits the files under overlays/. `overlays` (and a
     rebase's write-out) replaced such a file with the regenerated one, exit 0, the change gone
