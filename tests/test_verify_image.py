@@ -230,23 +230,50 @@ def test_whiteout_and_opaque_directory_hide_the_pre_image(images, tmp_path, tag,
     assert all(f.state == "ok" for t, f in files.items() if t != images["sparse"])
 
 
-def test_pinned_digest_is_read_even_when_the_tag_moved(images, tmp_path):
+def test_a_tag_that_moved_off_the_pin_is_read_as_it_names_now_and_fails(images, tmp_path):
+    """`verify --image REPO:nightly`, the tag upstream.lock pins, read the pinned digest and
+    answered "ok" for an image the tag no longer named: a deployment pulling the tag ran the
+    moved image, whose files are not the overlays' pre-images, while the check exited 0. The
+    tag is read as it names now; moved off the pin it fails (exit 1) and says both digests,
+    even where every file would pass. `--image` without REF reads the pin, as before."""
     root = images["root"]
     lock = json.loads((root / "upstream.lock").read_bytes())
     ref = f"{images['host']}/{REPO}:nightly"
-    images["server"].tags[(REPO, "nightly")] = images["moved"]["digest"]  # the tag moved on
-    lock["image"] = {"reference": ref, "tag": "nightly", "digest": images["good"]["digest"]}
+    good, moved = images["good"]["digest"], images["moved"]["digest"]
+    lock["image"] = {"reference": ref, "tag": "nightly", "digest": good}
     saved = (root / "upstream.lock").read_bytes()
     (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
     try:
+        images["server"].tags[(REPO, "nightly")] = good
+        still = verify_image(Project.discover(root), ref, registry=_registry(tmp_path))
+        assert still.ok and still.digest == good and still.tag_moved is None
+        assert any("names the image upstream.lock pins" in n for n in still.notes)
+        images["server"].tags[(REPO, "nightly")] = moved  # the tag moved on
         result = verify_image(Project.discover(root), ref, registry=_registry(tmp_path))
-        assert result.pinned and result.ok and result.digest == images["good"]["digest"]
+        assert not result.pinned and not result.ok
+        assert result.digest == moved and result.tag_moved == good
+        assert any(f.state != "ok" for f in result.files)
+        run = run_cli(root, "verify", "--image", ref, "--profile", "gfx942")
+        assert run.rc == 1 and f"now names {moved}, not the {good}" in run.err, run.text
+        as_json = run_cli(root, "verify", "--image", ref, "--profile", "gfx942", "--json")
+        doc = json.loads(as_json.out)
+        assert as_json.rc == 1 and not doc["ok"] and doc["digest"] == moved
+        assert validation_errors(doc, "verify-image") == []
+        # A moved tag whose image still holds every pre-image fails too: the lock pins another.
+        images["server"].tags[(REPO, "nightly")] = images["good"]["digest"]
+        lock["image"]["digest"] = moved
+        (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+        files_ok = run_cli(root, "verify", "--image", ref, "--profile", "gfx942")
+        assert files_ok.rc == 1 and "deploy the pinned image" in files_ok.err, files_ok.text
+        lock["image"]["digest"] = good
+        (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
         # `--image` without REF: the pinned image.
+        images["server"].tags[(REPO, "nightly")] = moved
         pinned = run_cli(root, "verify", "--image", "--profile", "gfx942", "--json")
         assert pinned.rc == 0, pinned.err
         doc = json.loads(pinned.out)
-        assert doc["pinned"] and doc["digest"] == images["good"]["digest"]
-        assert doc["resolved"] == f"{images['host']}/{REPO}@{images['good']['digest']}"
+        assert doc["pinned"] and doc["digest"] == good
+        assert doc["resolved"] == f"{images['host']}/{REPO}@{good}"
         unpinned = verify_image(Project.discover(root), f"{images['host']}/{REPO}:moved",
                                 registry=_registry(tmp_path))
         assert not unpinned.pinned and not unpinned.ok

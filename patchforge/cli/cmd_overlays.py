@@ -255,10 +255,22 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
                    + f"{megabytes:.1f} MB)")
         for hint in _image_hints(result):
             click.echo(f"hint: {hint}", err=True)
+        if result.tag_moved and all(f.state == "ok" for f in result.files):
+            # (A failed file's hint already says both ways.)
+            move = " ".join(f"--to {u}={result.reference}"
+                            for u in sorted({f.upstream for f in result.files}))
+            click.echo(f"hint: deploy the pinned image ({_pinned_name(result)}), or move the "
+                       f"series to the tag's (`patchforge rebase {move}`, which regenerates "
+                       "the overlays)", err=True)
     if output_format == "github":
         failed = [f for f in result.files if f.state != "ok"]
-        github.emit_annotations([("error", f"{f.target}: {f.state}: {f.detail}", None,
-                                  f"patchforge verify --image {result.resolved}") for f in failed])
+        annotations: list[tuple[str, str, str | None, str]] = [
+            ("error", f"{f.target}: {f.state}: {f.detail}", None,
+             f"patchforge verify --image {result.resolved}") for f in failed]
+        if result.tag_moved:  # its note is the last one
+            annotations.append(("error", result.notes[-1], None,
+                                f"patchforge verify --image {result.reference}"))
+        github.emit_annotations(annotations)
         section = (f"### patchforge verify --image {result.resolved}: "
                    f"{len(result.files) - len(failed)} ok, {len(failed)} failed\n")
         if failed:
@@ -267,6 +279,11 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
         github.append_summary(app.project(), section)
     if not result.ok:
         sys.exit(EXIT_ATTENTION)
+
+
+def _pinned_name(result) -> str:
+    """repository@digest of the image upstream.lock pins, for a tag that moved off it."""
+    return f"{result.resolved.rsplit('@', 1)[0]}@{result.tag_moved}"
 
 
 def _image_hints(result) -> list[str]:

@@ -52,10 +52,12 @@ class ImageCheck:
     profile: str | None = None
     notes: tuple[str, ...] = field(default=())
     layers_reread: int = 0  # fetches of a layer read before (following a symlink or hard link)
+    # The digest upstream.lock pins for the tag asked for, when the tag names another image now.
+    tag_moved: str | None = None
 
     @property
     def ok(self) -> bool:
-        return all(f.state == "ok" for f in self.files)
+        return self.tag_moved is None and all(f.state == "ok" for f in self.files)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -96,13 +98,24 @@ def image_reference(project: Project, ref: str | None) -> tuple[str, bool]:
         raise UsageError("no image to verify against: name one with --image REF",
                          hint=f"or pin one: `patchforge rebase --to {spec}` records it in "
                               "upstream.lock")
-    wanted = parse_image_ref(ref)
-    if wanted.digest is None and pin is not None and pin.digest:
-        pinned = parse_image_ref(pin.reference)
-        if (pinned.registry, pinned.repository, pinned.tag or None) == \
-                (wanted.registry, wanted.repository, wanted.tag):
-            return _with_digest(ref, pin.digest), True
     return ref, False
+
+
+def pinned_digest_of_tag(project: Project, ref: str | None) -> str | None:
+    """The digest upstream.lock pins for the tag REF names, when REF is the pinned image by
+    its tag; else None. Such a REF is read as the tag names it now (what a deployment that
+    pulls the tag runs): read as the pin, it answered "ok" for an image the tag no longer
+    named."""
+    from patchforge.net.registry import parse_image_ref
+
+    pin = project.lock.image
+    if ref is None or pin is None or not pin.digest:
+        return None
+    wanted, pinned = parse_image_ref(ref), parse_image_ref(pin.reference)
+    if wanted.digest is None and (pinned.registry, pinned.repository, pinned.tag or None) == \
+            (wanted.registry, wanted.repository, wanted.tag):
+        return pin.digest
+    return None
 
 
 def _with_digest(reference: str, digest: str) -> str:
@@ -134,9 +147,10 @@ def verify_image(project: Project, ref: str | None = None, *, profile: str | Non
     with reading if reading is not None else contextlib.nullcontext():
         by_target, profiles, overlaid = _pre_images(project, profile)
         reference, pinned = image_reference(project, ref)
+        tag_pin = pinned_digest_of_tag(project, ref)
     return _verify_in_image(project, ref, reference, pinned, by_target, profiles,
                             profile=profile, registry=registry, on_layer=on_layer,
-                            overlaid=overlaid)
+                            overlaid=overlaid, tag_pin=tag_pin)
 
 
 def _pre_images(project: Project, profile: str | None):
@@ -173,7 +187,8 @@ def _pre_images(project: Project, profile: str | None):
 def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: bool,
                      by_target: dict[str, dict[str, Any]], profiles: dict[str, list[str]], *,
                      profile: str | None, registry, on_layer,
-                     overlaid: dict[str, dict[str, str]]) -> ImageCheck:
+                     overlaid: dict[str, dict[str, str]],
+                     tag_pin: str | None = None) -> ImageCheck:
     from patchforge.layers import ReadStats, find_in_layers
 
     registry = registry if registry is not None else default_registry(project)
@@ -195,13 +210,20 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
     if ref is not None and pinned:
         notes.append(f"{ref} is pinned in upstream.lock: read {info.registry}/"
                      f"{info.repository}@{info.digest}")
+    tag_moved = tag_pin if tag_pin not in (None, info.digest, info.manifest_digest) else None
+    if tag_moved:
+        notes.append(f"{ref} now names {info.digest}, not the {tag_moved} upstream.lock pins: "
+                     "the overlays were made for the pinned image, and a deployment that pulls "
+                     "the tag runs this one")
+    elif tag_pin:
+        notes.append(f"{ref} names the image upstream.lock pins ({info.digest})")
     return ImageCheck(reference=ref or reference,
                       resolved=f"{info.registry}/{info.repository}@{info.digest}",
                       digest=info.digest, manifest_digest=info.manifest_digest, pinned=pinned,
                       files=tuple(checks), layers_total=stats.layers_total,
                       layers_read=stats.layers_read, bytes_read=stats.bytes_read,
                       layers_reread=stats.rereads,
-                      profile=profile, notes=tuple(notes))
+                      profile=profile, notes=tuple(notes), tag_moved=tag_moved)
 
 
 def _judge(key: str, entry: dict[str, Any], found, profiles: tuple[str, ...],
