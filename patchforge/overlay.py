@@ -531,14 +531,33 @@ def render_metadata(project: Project, overlays: OverlaySet) -> dict[str, bytes]:
             "patches": [{"name": n, "sha256": d} for n, d in f.patches],
         })
     outputs["manifest.json"] = dump_json(manifest)
-    for profile in sorted({f.profile for f in overlays.files}, key=lambda p: p or ""):
+    pinned = pinned_image_name(overlays.image.reference, overlays.image.digest) \
+        if overlays.image is not None and overlays.image.digest else None
+    for profile in fragment_profiles(project, {f.profile for f in overlays.files}):
         files = [f for f in overlays.by_profile(profile) if f.target]
         rel_dir = f"{profile}/" if profile else ""
         outputs[f"{rel_dir}compose.yaml"] = render_compose(project.config.compose_service,
                                                            profile, mounts_of(files),
-                                                           _overlays_rel(project))
+                                                           _overlays_rel(project), pinned)
         outputs[f"{rel_dir}Dockerfile"] = render_dockerfile(profile, files, overlays.image)
     return outputs
+
+
+def fragment_profiles(project: Project, with_files: set[str | None]) -> list[str | None]:
+    """The profiles that get a compose fragment and a Dockerfile: every configured one (or the
+    one deployment of a project without profiles), files or not, and any other that has
+    files. A fragment that went away when a profile's last fix landed broke the
+    `docker compose -f ... -f overlays/<profile>/compose.yaml` the deployment runs."""
+    return sorted({*_profile_names(project.config), *with_files}, key=lambda p: p or "")
+
+
+def pinned_image_name(reference: str, digest: str) -> str:
+    """`registry/repository@digest` of a pinned image, as compose and `FROM` take it."""
+    from patchforge.net.registry import DOCKER_HUB, parse_image_ref
+
+    ref = parse_image_ref(reference)
+    registry = "docker.io" if ref.registry == DOCKER_HUB else ref.registry
+    return f"{registry}/{ref.repository}@{digest}"
 
 
 def _overlays_rel(project: Project) -> str:
@@ -563,8 +582,9 @@ def mounts_of(files: list[OverlayFile]) -> list[Mount]:
 
 
 def render_compose(service: str, profile: str | None, files: list[Mount],
-                   overlays_rel: str) -> bytes:
-    """The compose override file: read-only bind mounts of `files` into `service`.
+                   overlays_rel: str, image: str | None = None) -> bytes:
+    """The compose override file: read-only bind mounts of `files` into `service`, and the
+    service's `image` (the pinned image by digest, where upstream.lock pins one).
 
     Compose resolves every relative path of every `-f` file against the project directory,
     the directory of the first file (compose.yaml, beside overlays/), so sources are written
@@ -578,13 +598,19 @@ def render_compose(service: str, profile: str | None, files: list[Mount],
              "# An override file for the compose.yaml beside overlays/ (paths are relative to it):",
              f"#   docker compose -f compose.yaml -f {fragment} up -d",
              f"# or, in .env: COMPOSE_FILE=compose.yaml:{fragment}",
-             "services:", f"  {service}:",
-             # A bind mount of a file holds the inode the container started with, and overlays/
-             # is swapped in as a new tree: without a value that changes with the overlays,
-             # the fragment stayed byte-identical, compose's config hash with it, and `up -d`
-             # left the container running the old fix.
-             "    labels:", f"      {OVERLAYS_LABEL}: \"sha256:{mounts_digest(files)}\"",
-             "    volumes:"]
+             "services:", f"  {service}:"]
+    if image is not None:
+        # The overlays are whole files made for this image's files: mounted on another (the
+        # image compose.yaml named before a move of the pin), a fix the move dropped as landed
+        # upstream was missing with every check green, and other files reverted.
+        lines += ["    # The image upstream.lock pins, the one these overlays were made for.",
+                  f"    image: {_compose_string(image)}"]
+    # A bind mount of a file holds the inode the container started with, and overlays/ is
+    # swapped in as a new tree: without a value that changes with the overlays, the fragment
+    # stayed byte-identical, compose's config hash with it, and `up -d` left the container
+    # running the old fix.
+    lines += ["    labels:", f"      {OVERLAYS_LABEL}: \"sha256:{mounts_digest(files)}\"",
+              "    volumes:"]
     for f in files:
         if f.target is None:  # no install root: nothing to mount it at
             continue
@@ -649,10 +675,7 @@ def render_dockerfile(profile: str | None, files: list[OverlayFile], image) -> b
              "# Build with overlays/ as the context (it is what ships):",
              f"#   docker build -f overlays/{rel_dir}Dockerfile -t IMAGE:TAG overlays"]
     if image is not None and image.digest:
-        from patchforge.net.registry import DOCKER_HUB, parse_image_ref
-        ref = parse_image_ref(image.reference)
-        registry = "docker.io" if ref.registry == DOCKER_HUB else ref.registry
-        lines.append(f"FROM {registry}/{ref.repository}@{image.digest}")
+        lines.append(f"FROM {pinned_image_name(image.reference, image.digest)}")
     elif image is not None:
         # Pinned offline: the tag alone names whatever the registry holds under it at build
         # time, so the build is still given the digest, never the tag as a default.
@@ -886,8 +909,9 @@ def _fragment_rows(project: Project, manifest: dict,
     a hand edit left mounting fewer files passed `verify` while the container ran without
     those fixes."""
     rows = []
-    profiles = sorted({e["profile"] for e in manifest["overlays"]}, key=lambda p: p or "")
-    for profile in profiles:
+    image = manifest.get("image")
+    pinned = pinned_image_name(image["reference"], image["digest"]) if image else None
+    for profile in fragment_profiles(project, {e["profile"] for e in manifest["overlays"]}):
         rel_text = f"{profile}/compose.yaml" if profile else "compose.yaml"
         if not shipped(rel_text):
             continue
@@ -895,7 +919,7 @@ def _fragment_rows(project: Project, manifest: dict,
                         "100755" if e.get("executable") else "100644")
                   for e in manifest["overlays"] if e["profile"] == profile and e.get("target")]
         expected = render_compose(project.config.compose_service, profile, mounts,
-                                  _overlays_rel(project))
+                                  _overlays_rel(project), pinned)
         path = project.overlays_dir / rel_text
         if not path.is_file():
             rows.append((rel_text, "missing", "file not found (it mounts the overlays)"))

@@ -171,6 +171,49 @@ def test_verify_fails_a_fragment_that_no_longer_mounts_an_overlay(stack):
     assert run_cli(root, "verify").rc == 0
 
 
+def test_the_fragment_deploys_the_pinned_image_and_outlives_the_last_fix(stack):
+    """The overlays are whole files made for the image upstream.lock pins. The fragment named
+    no image: after a move of the pin that dropped a fix as landed, compose still ran the
+    image the user's compose.yaml named (the old one), without that fix, every check green.
+    The fragment now sets the service's image to the pin by digest, so a move of the pin moves
+    the deployment (and recreates it). And when the last fix of a profile lands, its fragment
+    stays (no mounts): the deployment's `-f overlays/<profile>/compose.yaml` kept working."""
+    root = stack
+    old = "sha256:" + "ab" * 32
+    new = "sha256:" + "cd" * 32
+    lock_path = root / "upstream.lock"
+
+    def pin(digest: str) -> None:
+        lock = json.loads(lock_path.read_text())
+        lock["image"] = {"reference": "registry.example.com/rocm/vllm:nightly", "tag": "nightly",
+                         "digest": digest}
+        lock_path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    pin(old)
+    ok(root, "overlays")
+    (root / "compose.yaml").write_text(
+        f"services:\n  inference:\n    image: registry.example.com/rocm/vllm@{old}\n")
+    files = ("compose.yaml", "overlays/gfx942/compose.yaml")
+    model = json.loads(compose_config(root, *files).stdout)
+    assert model["services"]["inference"]["image"] == f"registry.example.com/rocm/vllm@{old}"
+    before = _config_hash(root, "gfx942")
+    pin(new)  # the stack moved to the next nightly; compose.yaml still names the old one
+    ok(root, "overlays")
+    model = json.loads(compose_config(root, *files).stdout)
+    assert model["services"]["inference"]["image"] == f"registry.example.com/rocm/vllm@{new}"
+    assert _config_hash(root, "gfx942") != before
+    check_mounts(model, "inference", root / "overlays", "gfx942", {"up": INSTALL_ROOT})
+    assert run_cli(root, "verify").rc == 0
+    for name in ("fnuz", "all-b", "create"):  # every fix landed: the series is empty
+        ok(root, "delete", name)
+    ok(root, "overlays")
+    for profile in ("gfx942", "gfx950"):
+        model = json.loads(compose_config(root, "compose.yaml",
+                                          f"overlays/{profile}/compose.yaml").stdout)
+        assert model["services"]["inference"]["image"].endswith(new)
+        assert not model["services"]["inference"].get("volumes")
+    assert run_cli(root, "verify").rc == 0
+
+
 def _dockerfile(path: Path) -> list[dict]:
     parser = DockerfileParser(path=str(path.parent), fileobj=None)
     parser.content = path.read_text()
