@@ -230,6 +230,50 @@ def test_dry_run_drafts_commit_format_patch_and_body(stack, tmp_path):
     assert mail.read_bytes() == (out / "0001-ck-a8w4-gfx950.patch").read_bytes()
 
 
+def test_a_filled_in_pr_md_is_the_body_opened_and_is_never_rewritten(stack, monkeypatch):
+    """The tutorial's way: draft, fill in the parts PR.md names, run again with --push --open.
+    The second run rewrote PR.md from the patch (the filled-in text gone, no copy) and opened
+    the pull request with the placeholders. A PR.md changed by hand is kept and sent; when the
+    draft changes too (upstream moved on), the new draft goes beside it as PR.new.md and the
+    update still sends the user's text. `--open` writes the URL into the patch, which the
+    committed manifest pins: it says so, as the series commands do."""
+    forge = stack["forge"]
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-1")
+    assert run_pr(stack, "ck-a8w4-gfx950").rc == 0
+    out = stack["root"] / ".patchforge" / "pr" / "ck-a8w4-gfx950"
+    body = out / "PR.md"
+    filled = body.read_text().replace("## Test Plan\n", "## Test Plan\n\nRan the MoE suite on "
+                                      "MI355X TP4.\n", 1)
+    body.write_text(filled)
+    (stack["root"] / "overlays").mkdir()
+    (stack["root"] / "overlays/SHA256SUMS").write_text("")
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                    "--fork-owner", "ada")
+    assert result.rc == 0, result.text
+    assert body.read_text() == filled and "kept" in result.text
+    assert "overlays/ was not regenerated" in result.text
+    posts = [r for r in forge.requests if r.method == "POST"]
+    assert json.loads(posts[-1].body)["body"] == filled
+    assert not (out / "PR.new.md").exists()
+    # Upstream moves on: the draft changes; the user's text is still what is sent.
+    attn = stack["upstream"] / "pkg/attn.py"
+    attn.write_bytes(b"# header\n" + attn.read_bytes())
+    _commit_all(stack["upstream"], "attn: header")
+    again = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                   "--fork-owner", "ada")
+    assert again.rc == 0, again.text
+    assert body.read_text() == filled and (out / "PR.new.md").is_file()
+    assert "PR.new.md" in again.text
+    patches = [r for r in forge.requests if r.method == "PATCH"]
+    assert json.loads(patches[-1].body)["body"] == filled
+    # Taking the new draft as it is makes PR.md patchforge's again (and PR.new.md goes).
+    body.write_bytes((out / "PR.new.md").read_bytes())
+    third = run_pr(stack, "ck-a8w4-gfx950")
+    assert third.rc == 0 and "kept" not in third.text and not (out / "PR.new.md").exists()
+    body.write_text(filled)
+    assert "kept" in run_pr(stack, "ck-a8w4-gfx950").text
+
+
 def test_push_and_open_then_rerun_updates_the_same_pull_request(stack, monkeypatch):
     forge = stack["forge"]
     forge.require_token = "tok-3f9a1c77e2"

@@ -70,7 +70,9 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
         if draft.state != "ready":
             return _not_ready(project, draft, document, as_json)
         out = out_dir or submit.default_out_dir(project, draft)
-        document["written"] = submit.write_out(out, draft)
+        paths, body = submit.write_out(out, draft)
+        document["written"] = {**paths, "body_sha256": body.written_sha256,
+                               "body_edited": body.edited, "new_draft": body.new_draft}
         submit.write_record(document["written"]["json"], document)
         existing = submit.NOT_ASKED
         if open_pr:
@@ -83,17 +85,22 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
                                   "commit": pushed.commit}
             submit.write_record(document["written"]["json"], document)
         if open_pr:
-            opened = submit.open_or_update(forge, draft, owner, existing)
+            opened = submit.open_or_update(forge, draft, owner, existing, body=body.text)
             document["pull"] = {"action": opened.action, "number": opened.number,
                                 "url": opened.url, "repo": opened.repo, "head": opened.head,
                                 "base": opened.base}
             document["recorded"] = submit.record_submission(project, draft.upstream, draft.name,
                                                             opened.url)
             submit.write_record(document["written"]["json"], document)
+    if document["recorded"]:
+        # The header the pull request's URL went into is part of the patch's bytes, which the
+        # committed manifest pins: CI's `overlays --check` failed with no word here.
+        from patchforge.cli.output import say_overlays_lag
+        say_overlays_lag(project)
     if as_json:
         emit_json(document, "pr")
         return
-    _report(draft, document)
+    _report(draft, document, body)
 
 
 def _not_ready(project, draft, document, as_json):
@@ -164,7 +171,9 @@ def _way_onto(project, draft) -> str:
     return way
 
 
-def _report(draft, document):
+def _report(draft, document, body):
+    from patchforge.pr.submit import UNFILLED_MARK
+
     target = draft.target
     click.echo(f"{draft.upstream}/{draft.name} onto {target.ref} ({target.commit[:12]}): "
                f"{draft.detail}")
@@ -173,11 +182,20 @@ def _report(draft, document):
         click.echo(f"  {key}: {value}")
     written = document["written"]
     click.echo(f"wrote {written['patch']}")
-    click.echo(f"wrote {written['body']}" + (f" (from the upstream's {draft.body.template})"
-                                            if draft.body.template else ""))
-    if draft.body.unfilled:
-        click.echo("not filled from the patch (fill in before opening): "
-                   + ", ".join(draft.body.unfilled))
+    if body.edited:
+        click.echo(f"kept {written['body']}: changed by hand since it was written, so it is "
+                   "the body" + (" sent" if document["pull"] else ""))
+        if body.new_draft:
+            click.echo(f"wrote {body.new_draft}: the draft made from the patch changed since; "
+                       "take what you need into PR.md")
+        if UNFILLED_MARK in body.text:
+            click.echo("PR.md still has parts to fill in (`fill in before opening`)")
+    else:
+        click.echo(f"wrote {written['body']}" + (f" (from the upstream's {draft.body.template})"
+                                                if draft.body.template else ""))
+        if draft.body.unfilled:
+            click.echo("not filled from the patch (fill in before opening): "
+                       + ", ".join(draft.body.unfilled))
     if document["pushed"]:
         click.echo(f"pushed {document['pushed']['branch']} to {document['pushed']['remote']}")
     if document["pull"]:

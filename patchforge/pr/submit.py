@@ -10,6 +10,7 @@ under the repository lock, atomically, every other byte of the file unchanged.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -59,14 +60,62 @@ def out_paths(out_dir: Path, draft: Draft) -> dict[str, str]:
             "json": str(out_dir / "pr.json")}
 
 
-def write_out(out_dir: Path, draft: Draft) -> dict[str, str]:
+# A placeholder of the body's sections the patch could not fill (pr.body): still in the
+# text, the section is still to be filled in.
+UNFILLED_MARK = "fill in before opening._"
+
+
+@record
+class BodyOut:
+    """PR.md after `write_out`: the text to send, and whether it is the user's."""
+    text: str
+    edited: bool  # PR.md was changed by hand since patchforge wrote it: kept, and sent
+    new_draft: str | None  # where the regenerated draft went instead, when it changed too
+    written_sha256: str  # what patchforge last wrote to PR.md (pr.json keeps it)
+
+
+def write_out(out_dir: Path, draft: Draft) -> tuple[dict[str, str], BodyOut]:
     """Write the format-patch file and PR.md into `out_dir` (each atomically); returns the
-    paths of those and of pr.json (written by `write_record`)."""
+    paths of those and of pr.json (written by `write_record`), and the body.
+
+    A PR.md changed by hand since patchforge wrote it (the tutorial's "fill in the parts it
+    names, then run it again with --push --open") is kept and is the body sent: rewritten
+    from the patch, the filled-in text was lost and the pull request opened with the
+    placeholders. Where the regenerated draft differs from the one PR.md was made from (the
+    patch changed since), it is written beside it as PR.new.md."""
     paths = out_paths(out_dir, draft)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     atomic_write(paths["patch"], draft.format_patch)
-    atomic_write(paths["body"], draft.body_text.encode("utf-8"))
-    return paths
+    generated = draft.body_text.encode("utf-8")
+    generated_sha = hashlib.sha256(generated).hexdigest()
+    body_path = Path(paths["body"])
+    try:
+        current: bytes | None = body_path.read_bytes()
+    except FileNotFoundError:
+        current = None
+    written = _recorded_body(paths["json"])
+    if current is None or current == generated or \
+            hashlib.sha256(current).hexdigest() == written:
+        atomic_write(body_path, generated)
+        # A new draft written beside an edited PR.md earlier is superseded by PR.md itself.
+        body_path.with_name("PR.new.md").unlink(missing_ok=True)
+        return paths, BodyOut(draft.body_text, False, None, generated_sha)
+    new_draft = None
+    if written is None or written != generated_sha:
+        new_draft = str(body_path.with_name("PR.new.md"))
+        atomic_write(new_draft, generated)
+    return paths, BodyOut(current.decode("utf-8", "replace"), True, new_draft,
+                          written or generated_sha)
+
+
+def _recorded_body(record_path: str) -> str | None:
+    """The sha256 of the PR.md patchforge last wrote, from pr.json; None without one."""
+    try:
+        document = json.loads(Path(record_path).read_bytes())
+        digest = document["written"]["body_sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return digest if isinstance(digest, str) else None
 
 
 def write_record(path: str | Path, document: dict) -> None:
@@ -134,12 +183,14 @@ def _forge_repo(draft: Draft) -> str:
     return repo
 
 
-def open_or_update(forge, draft: Draft, owner: str, existing=NOT_ASKED) -> Opened:
+def open_or_update(forge, draft: Draft, owner: str, existing=NOT_ASKED, *,
+                   body: str | None = None) -> Opened:
     """The draft PR from `owner:patchforge/<name>`: updated when one is open, else opened.
-    `existing` is check_forge()'s answer when it was asked before the push."""
+    `existing` is check_forge()'s answer when it was asked before the push; `body` the text
+    to send (PR.md as `write_out` left it; the draft's own body without it)."""
     repo = _forge_repo(draft)
     head = f"{owner}:{draft.branch}"
-    body = draft.body_text
+    body = draft.body_text if body is None else body
     if existing is NOT_ASKED:
         existing = forge.find_open_pull(repo, head)
     if existing is not None:
