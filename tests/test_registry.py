@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
@@ -178,6 +179,33 @@ def test_retries_a_flaky_registry(client, registry_server):
     registry_server.push_image(REPO, "t", LABELS)
     registry_server.misbehave("status", status=503, times=2)
     assert client().resolve_image(f"{registry_server.host}/{REPO}:t").labels == LABELS
+
+
+def test_an_index_entry_without_a_platform_is_passed_over(client, registry_server):
+    """`platform` is optional in an OCI image index: builders list an SBOM or a signature
+    manifest without one. Such an entry first made the whole nightly "not an image"
+    (`verify --image` exit 2; `bump` skipped the nightly and could call the stack up to
+    date); now it is passed over, as `docker pull` does, and the amd64 image is found. An
+    entry that is no object, or a platform that is no object, is still refused."""
+    from helpers.servers import OCI_INDEX, OCI_MANIFEST, sha256_digest
+
+    pushed = registry_server.push_image(REPO, NIGHTLY, LABELS)
+    index = json.loads(registry_server.manifests[pushed["digest"]][1])
+    artifact = {"mediaType": OCI_MANIFEST, "digest": "sha256:" + "5" * 64, "size": 10,
+                "artifactType": "application/spdx+json"}
+
+    def tagged(entries) -> str:
+        data = json.dumps({**index, "manifests": entries}).encode()
+        registry_server.manifests[sha256_digest(data)] = (OCI_INDEX, data)
+        registry_server.tags[(REPO, "signed")] = sha256_digest(data)
+        return f"{registry_server.host}/{REPO}:signed"
+    info = client().resolve_image(tagged([artifact, *index["manifests"]]))
+    assert info.manifest_digest == pushed["manifest"] and info.labels == LABELS
+    with pytest.raises(NetworkError, match="has a platform that is not an object"):
+        client().resolve_image(tagged([{**artifact, "platform": "linux/amd64"},
+                                       *index["manifests"]]))
+    with pytest.raises(NetworkError, match="is not a manifest"):
+        client().resolve_image(tagged(["sha256:" + "5" * 64, *index["manifests"]]))
 
 
 def test_missing_platform_lists_what_there_is(client, registry_server):

@@ -365,12 +365,20 @@ class RegistryClient:
             raise _not_an_image(f"{ref}: the image index's manifests are not a list "
                                f"({type(entries).__name__})")
         for entry in entries:
-            # Each entry an object with a platform object, or the index names no image (a
-            # string or number here was an internal error that ended `bump` on one nightly).
-            plat = entry.get("platform") if isinstance(entry, dict) else None
-            if not isinstance(plat, dict):
+            # Each entry an object, or the index names no image (a string or number here was
+            # an internal error that ended `bump` on one nightly). `platform` is optional in
+            # an OCI index: an entry without one (an SBOM, a signature, an attestation) is
+            # no image to run, and passed over as `docker pull` does; refusing it made the
+            # whole nightly "not an image" and `bump` skip it.
+            if not isinstance(entry, dict):
                 raise _not_an_image(f"{ref}: an entry of the image index is not a manifest "
-                                   f"with a platform ({str(entry)[:60]!r})")
+                                   f"({str(entry)[:60]!r})")
+            plat = entry.get("platform")
+            if plat is None:
+                continue
+            if not isinstance(plat, dict):
+                raise _not_an_image(f"{ref}: an entry of the image index has a platform that "
+                                   f"is not an object ({str(entry)[:60]!r})")
             seen.append(f"{plat.get('os')}/{plat.get('architecture')}")
             if plat.get("os") == want_os and plat.get("architecture") == want_arch:
                 digest = entry.get("digest")
