@@ -590,6 +590,8 @@ def test_pre_commit_hooks_are_offline_and_catch_stale_overlays(env, tmp_path, mo
     assert set(hooks) == {"patchforge-lint", "patchforge-overlays-check"}
     for hook in hooks.values():
         assert "--offline" in hook["entry"].split()
+        # Every commit: a `files` pattern of what they read missed the declared artifacts.
+        assert hook["always_run"] is True and "files" not in hook
         assert _run_hook(hook, root).returncode == 0
     # A patch changed without regenerating: both hooks fail, lint naming the overlay metadata.
     (root / "series" / "up" / "fix.patch").write_bytes(
