@@ -83,6 +83,33 @@ def test_lint_overlays_status_verify_in_one_job(tmp_path, monkeypatch):
     assert "| error | up/bare.patch | header | no Upstream-Status or Forwarded" in text
 
 
+def test_a_stack_in_a_subdirectory_annotates_the_repositorys_paths(tmp_path):
+    """The action's `working-directory`: the stack at `stack/` of its repository. Annotations
+    named files from the stack's root (`series/up/bare.patch`), which the runner looks up
+    from the repository's root: none landed on the pull request's files. Each now names the
+    file git has in the repository."""
+    root, _ = git_project(tmp_path / "repo" / "stack")
+    repository = tmp_path / "repo"
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "bare.patch").write_bytes(plain_patch(2, 14, b""))
+    (series / "series").write_text("bare.patch\n")
+    ok(root, "overlays")
+    git(repository, "init", "-q")
+    git(repository, "add", "-A")
+    git(repository, "-c", "user.name=A", "-c", "user.email=a@example.com", "commit", "-qm", "stack")
+    files = set(git(repository, "ls-files").splitlines())
+    lint = run_cli(root, "lint", "--no-forge", "--format", "github")
+    marked = {props.get("file") for _, props, _ in annotations(lint.stdout)}
+    stack = root.relative_to(repository).as_posix()  # stack/project
+    assert f"{stack}/series/up/bare.patch" in marked and marked - {None} <= files, marked
+    overlay = root / "overlays" / "up" / "a.py"
+    overlay.write_bytes(overlay.read_bytes() + b"# edited by hand\n")
+    check = run_cli(root, "overlays", "--check", "--format", "github")
+    assert [props["file"] for _, props, _ in annotations(check.stdout)] == [
+        f"{stack}/overlays/up/a.py"]
+
+
 def test_without_the_format_nothing_is_annotated(tmp_path, monkeypatch):
     summary = tmp_path / "step-summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))

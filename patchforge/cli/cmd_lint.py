@@ -74,7 +74,7 @@ def lint(app, as_json, no_forge, warnings_fail, output_format):
 
 
 def _github(project: Project, findings, errors: int, warnings: int) -> None:
-    github.emit_annotations([(f.severity, f"{f.check}: {f.message}",
+    github.emit_annotations(project, [(f.severity, f"{f.check}: {f.message}",
                               github.patch_file(project, f.patch), f"patchforge lint: {f.patch}")
                              for f in findings])
     verdict = "no findings" if not findings else f"{errors} error(s), {warnings} warning(s)"

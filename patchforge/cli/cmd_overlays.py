@@ -270,7 +270,7 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
         if result.tag_moved:  # its note is the last one
             annotations.append(("error", result.notes[-1], None,
                                 f"patchforge verify --image {result.reference}"))
-        github.emit_annotations(annotations)
+        github.emit_annotations(app.project(), annotations)
         section = (f"### patchforge verify --image {result.resolved}: "
                    f"{len(result.files) - len(failed)} ok, {len(failed)} failed\n")
         if failed:
@@ -347,7 +347,7 @@ def _changed_by_hand_hint(project, result) -> str | None:
 
 
 def _github_drift(project, drifts, in_step: str) -> None:
-    github.emit_annotations([
+    github.emit_annotations(project, [
         ("error", f"{d.kind}" + (f": {d.detail}" if d.detail else "") +
          "; run `patchforge overlays` and commit the result", _overlay_file(d.path),
          "patchforge overlays --check") for d in drifts])
@@ -359,8 +359,9 @@ def _github_drift(project, drifts, in_step: str) -> None:
 
 
 def _github_verify(project, rows, bad) -> None:
-    github.emit_annotations([("error", f"{state}: {detail}", _overlay_file(path.split(" [")[0]),
-                              "patchforge verify") for path, state, detail in bad])
+    github.emit_annotations(project, [("error", f"{state}: {detail}",
+                                       _overlay_file(path.split(" [")[0]), "patchforge verify")
+                                      for path, state, detail in bad])
     section = f"### patchforge verify: {len(rows) - len(bad)} ok, {len(bad)} failed\n"
     if bad:
         section += "\n" + github.markdown_table(["state", "path", "detail"],

@@ -48,10 +48,30 @@ def annotation(level: str, message: str, *, file: str | None = None, line: int |
         else f"::{level}::{_escape_data(message)}"
 
 
-def emit_annotations(items: list[tuple[str, str, str | None, str]]) -> None:
-    """(level, message, file, title) each as an annotation on stdout."""
+def emit_annotations(project: Project, items: list[tuple[str, str, str | None, str]]) -> None:
+    """(level, message, file, title) each as an annotation on stdout; `file` is a path from the
+    project's root, written from the repository's root, as the runner places annotations."""
+    prefix = _project_in_repository(project)
     for level, message, file, title in items:
-        click.echo(annotation(level, message, file=file, title=title))
+        click.echo(annotation(level, message, file=f"{prefix}{file}" if file else None,
+                              title=title))
+
+
+def _project_in_repository(project: Project) -> str:
+    """The project's root from the root of the git repository holding it ("" when they are
+    one, or no repository holds it), with a trailing slash. A stack in a subdirectory (the
+    action's `working-directory`) had every annotation on a file the pull request does not
+    have (`series/up/f1.patch` for `stack/series/up/f1.patch`), so none showed."""
+    root = os.path.abspath(project.root)
+    here = root
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            relative = os.path.relpath(root, here)
+            return "" if relative == "." else relative.replace(os.sep, "/") + "/"
+        parent = os.path.dirname(here)
+        if parent == here:
+            return ""
+        here = parent
 
 
 def markdown_cell(text: str) -> str:

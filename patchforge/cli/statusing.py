@@ -281,7 +281,7 @@ def _github(project: Project, targets, results, taken_back: list[dict]) -> None:
         items.append((level, f"{r.state}" + (f": {evidence}" if evidence else ""),
                       github.patch_file(project, f"{r.upstream}/{r.name}"),
                       f"patchforge status: {r.upstream}/{r.name}"))
-    github.emit_annotations(items)
+    github.emit_annotations(project, items)
     against = ", ".join(f"{name} {t.label} ({t.commit[:12]})" for name, t in targets.items())
     attention = sum(1 for r in results if r.attention) + len(taken_back)
     verdict = f"{attention} patch(es) need attention" if attention else \
