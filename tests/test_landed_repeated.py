@@ -150,7 +150,7 @@ def test_a_revert_of_a_fix_in_repeated_code_is_said_and_brought_back(tmp_path):
     git(stack.up, "revert", "--no-edit", landing)
     git(stack.up, "tag", "v3")
     revert = git(stack.up, "rev-parse", "HEAD").strip()
-    _, out, _ = stack.cli("rebase", "--to", "up=v3")
+    _, out, _ = stack.cli("rebase", "--to", "up=v3", expect=1)
     assert f"was reverted upstream in {revert[:12]}" in out, out
     _, out, _ = stack.cli("status", expect=1)
     assert "reverted upstream (needs attention): fix up/fix.patch" in out, out

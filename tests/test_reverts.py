@@ -43,8 +43,8 @@ def _revert(stack, commit: str, *args: str, tag: str | None = None) -> str:
 
 def _said_reverted(stack, target: str, by: str, name: str = "fa") -> None:
     """status --against TARGET exits 1 naming the reverting commit and the way back; its
-    --json has the entry; the rebase onto TARGET says it (exit 0), status and lint after it
-    too."""
+    --json has the entry; the rebase onto TARGET says it (exit 1: it needs attention, as
+    status says), status and lint after it too."""
     _, out, _ = stack.cli("status", "--against", target, expect=1)
     assert f"was reverted upstream in {by[:12]}" in out, out
     assert f"`patchforge bring-back up/{name}.patch` puts it back in the series" in out, out
@@ -53,7 +53,7 @@ def _said_reverted(stack, target: str, by: str, name: str = "fa") -> None:
     assert document["needs_attention"] is True
     assert [(g["name"], g["kind"], g["by"]) for g in document["reverted"]] == \
         [(f"{name}.patch", "reverted", by)], document["reverted"]
-    summary = stack.rebase_json("--to", target)
+    summary = stack.rebase_json("--to", target, expect=1)
     assert [g["by"] for g in summary["reverted"]] == [by], summary
     _, out, _ = stack.cli("status", expect=1)
     assert f"reverted upstream (needs attention): fix up/{name}.patch landed in" in out, out
@@ -88,7 +88,7 @@ def _silent(stack, target: str) -> dict:
     taken_out = bool(document["gone_upstream"])
     code = 1 if taken_out else 0
     assert document["needs_attention"] is taken_out
-    _, out, err = stack.cli("rebase", "--to", target)
+    _, out, err = stack.cli("rebase", "--to", target, expect=code)
     assert "reverted" not in out + err, out + err
     assert ("taken out upstream (needs attention)" in out + err) is taken_out, out + err
     _, out, err = stack.cli("status", expect=code)
@@ -141,7 +141,11 @@ def test_a_pin_rolled_back_follows_the_pin_not_what_was_said_before(tmp_path):
     assert document["needs_attention"] is True and document["reverted"] == []
     assert [(g["kind"], g["landed_in"]) for g in document["gone_upstream"]] == \
         [("before-landing", landing)], document
-    _, out, _ = stack.cli("rebase", "--to", "v1")
+    # The rollback's dry run and the rollback itself need attention too: exit 1 (both exited
+    # 0, and `rebase --to v1 && patchforge overlays && deploy` went out without the fix).
+    _, out, _ = stack.cli("rebase", "--to", "v1", "--dry-run", expect=1)
+    assert "before its landing (needs attention)" in out, out
+    _, out, _ = stack.cli("rebase", "--to", "v1", expect=1)
     said = "before its landing (needs attention): fix up/fa.patch landed in"
     assert said in out and "in no overlay" in out, out
     _, out, _ = stack.cli("status", expect=1)
@@ -560,7 +564,7 @@ def test_a_revert_is_said_when_a_new_fix_of_the_same_name_lands_in_the_same_reba
     stack.add_fix("fa", "pkg/b.py", b"b = 1\n", b_fixed, description="Check b")
     revert = _revert(stack, landing)
     stack.commit({"pkg/b.py": b_fixed}, "Check b (#12)", tag="v3")
-    summary = stack.rebase_json("--to", "v3")
+    summary = stack.rebase_json("--to", "v3", expect=1)
     assert sorted(p.name for p in (stack.root / "series/up/upstreamed").iterdir()) == \
         ["fa.2.patch", "fa.patch"]
     assert [(g["name"], g["by"]) for g in summary["reverted"]] == [("fa.patch", revert)], summary
@@ -584,7 +588,7 @@ def test_a_landing_taken_out_by_other_work_needs_attention_until_deleted(tmp_pat
     assert f"taken out upstream (needs attention): fix up/fa.patch landed in {landing[:12]}" \
         in out and f"commit {rework[:12]} took its change out" in out, out
     assert "`patchforge delete up/upstreamed/fa.patch`" in out and "reverted" not in out, out
-    stack.cli("rebase", "--to", "v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
     # The CI's step summary and the HTML page say it too (they said all was well, exit 1).
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
@@ -625,7 +629,7 @@ def test_a_delete_of_a_landing_taken_back_killed_at_any_write_is_finished_by_the
     stack.commit({"pkg/a.py": BASE.replace(b"line 20 of the module",
                                            b"line twenty of the module")},
                  "refactor: bring utils in line with the release branch", tag="v3")
-    stack.cli("rebase", "--to", "v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
     args = ("delete", "up/upstreamed/fa.patch")
 
     def series_files(root) -> dict:
@@ -690,7 +694,7 @@ def test_a_fix_brought_back_beside_a_later_fix_of_its_name_keeps_its_past_across
     stack.add_fix("fa", "pkg/b.py", b"b = 1\n", b_fixed, description="Check b")
     _revert(stack, landing)
     stack.commit({"pkg/b.py": b_fixed}, "Check b (#12)", tag="v3")
-    stack.rebase_json("--to", "v3")
+    stack.rebase_json("--to", "v3", expect=1)
     assert sorted(p.name for p in (stack.root / "series/up/upstreamed").iterdir()) == \
         ["fa.2.patch", "fa.patch"]
     stack.cli("bring-back", "up/fa.patch")

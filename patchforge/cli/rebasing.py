@@ -146,3 +146,8 @@ def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_
         render_summary(summary, app)
     if summary["dry_run"] and summary["counts"].get("conflict"):
         sys.exit(1)  # the real run would stop: that needs attention
+    if summary.get("reverted") or summary.get("gone_upstream"):
+        # A fix kept under upstreamed/ that this revision lacks is in no overlay: `status`
+        # says it needs attention (exit 1), and so does the move that leaves it out. It
+        # exited 0, and `rebase --to X && patchforge overlays && deploy` went out without it.
+        sys.exit(1)
