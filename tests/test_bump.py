@@ -572,6 +572,18 @@ def test_the_reusable_action_runs_bump_and_reports_as_github_actions_expects(cle
     check_golden("bump-report.md", normalized(report, clean))  # the same report as the CLI's
     doc = json.loads(Path(outputs["json"]).read_text())
     assert doc["pull_request"]["action"] == "opened"
+    # A bump that fails (the registry unreachable): `--json` prints the error document, which
+    # the step rendered with a KeyError under `bash -eo pipefail`, dying before its outputs.
+    output.write_text("")
+    summary.write_text("")
+    env.update(INPUT_IMAGE="127.0.0.1:1/org/img", INPUT_OPEN_PR="false")
+    failed = subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], cwd=clean.root,
+                            env=env, capture_output=True)
+    assert failed.returncode == 2 and b"Traceback" not in failed.stderr, failed.stderr.decode()
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert outputs["exit-code"] == "2"
+    assert summary.read_text().startswith("## Bump failed (exit 2)\n\n")
+    assert "cannot connect to 127.0.0.1:1" in summary.read_text()
 
 
 @pytest.mark.parametrize("manifests", [["sha256:" + "0" * 64], 7, [{"platform": ["linux"]}]])

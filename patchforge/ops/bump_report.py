@@ -73,6 +73,8 @@ def verdict(doc: dict) -> str:
 
 
 def render_markdown(doc: dict) -> str:
+    if "error" in doc and "fixes" not in doc:
+        return _render_error(doc["error"])
     out: list[str] = [f"## {title(doc)}", ""]
     target = doc.get("target")
     if target:
@@ -146,4 +148,17 @@ def render_markdown(doc: dict) -> str:
     if doc.get("notes"):
         out.append("")
     out.append("<sub>Made by `patchforge bump`.</sub>")
+    return "\n".join(out) + "\n"
+
+
+def _render_error(error: dict) -> str:
+    """`bump --json`'s error document (error.schema.json) as the summary's section: the bump
+    action renders whatever the run printed, and an error document made it fail with a
+    KeyError before it wrote its outputs, the message only in the log."""
+    where = f" ({error['file']}" + (f", line {error['line']}" if error.get("line") else "") \
+        + ")" if error.get("file") else ""
+    out = [f"## Bump failed (exit {error.get('exit_code', 2)})", "",
+           escape_html(str(error.get("message", ""))) + where]
+    if error.get("hint"):
+        out += ["", f"hint: {escape_html(str(error['hint']))}"]
     return "\n".join(out) + "\n"
