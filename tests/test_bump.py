@@ -414,6 +414,33 @@ def _fenced_blocks(markdown: str) -> list[str]:
     return blocks
 
 
+def test_a_forge_failure_after_the_move_keeps_the_report_and_the_next_run_opens_it(clean):
+    """The forge answers 502 after the bump moved the stack and pushed its branch: the report
+    (the pull request's body) was neither printed nor kept, and the next `bump --open-pr`
+    said "nothing to move" (titled "Bump vllm to ?"), exit 0, never opening the pull request.
+    The report is kept and printed with the error, which names the way on; that run opens
+    the pull request with the kept report and says so."""
+    clean.forge.misbehave("status", path="/repos/team/stack/pulls", times=20, status=502)
+    code, out, err = clean.bump("--open-pr")
+    assert code == 2 and "502" in err, err
+    assert f"the stack moved to nightly-{clean.c3}" in err and "--open-pr` opens its pull" in err
+    kept = clean.root / ".patchforge" / "bump" / "report.md"
+    assert kept.is_file() and f"## Bump vllm to nightly-{clean.c3}" in out
+    assert kept.read_text() == out
+    clean.forge.misbehaviours.clear()
+    code, out, err = clean.bump("--open-pr")
+    assert code == 0, err
+    assert "## Bump vllm: on the newest nightly already" in out and "to ?" not in out
+    assert "opened the pull request of the earlier bump" in err, err
+    posts = [r for r in clean.forge.requests if r.method == "POST"
+             and r.path == "/repos/team/stack/pulls"]
+    assert len(posts) == 1 and json.loads(posts[0].body)["body"] == kept.read_text()
+    code, _, err = clean.bump("--open-pr")  # opened now: nothing more to propose
+    assert code == 0 and "earlier bump" not in err
+    assert len([r for r in clean.forge.requests if r.method == "POST"
+                and r.path == "/repos/team/stack/pulls"]) == 1
+
+
 def test_conflict_leaves_the_rebase_stopped_and_needs_a_person(tmp_path, registry_server,
                                                                forge_server):
     scenario = Scenario(tmp_path, registry_server, forge_server, conflict=True)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from patchforge.cli.output import Progress, emit_json
-from patchforge.errors import EXIT_ATTENTION
+from patchforge.errors import EXIT_ATTENTION, PatchforgeError
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -52,18 +52,47 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
                             registry=registry, forge=forge,
                             on_patch=lambda u, n: progress.advance(f"{u}/{n}"))
     markdown = render_markdown(document)
-    if open_pr:
-        document["pull_request"] = _open_pr(project, forge, document, markdown, remote,
-                                            dry_run)
-    if not dry_run:
+    # A bump that moved the stack but whose pull request the forge did not take (the run
+    # failed after the move): kept, and proposed now. Run again, it said "nothing to move"
+    # and never opened it.
+    unopened = _unopened_bump(project, document) if open_pr and not dry_run else None
+
+    def keep(doc: dict, text: str) -> None:
         # Kept for whoever resumes a stopped rebase or reads the run later; local state only.
+        # Written before the pull request is asked for, so that a forge failure loses nothing.
         import json
 
         directory = project.state_dir / "bump"
         directory.mkdir(parents=True, exist_ok=True)
-        atomic_write(directory / "report.md", markdown.encode())
+        atomic_write(directory / "report.md", text.encode())
         atomic_write(directory / "report.json",
-                     (json.dumps(document, indent=2, sort_keys=True) + "\n").encode())
+                     (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())
+    if not dry_run and unopened is None:
+        keep(document, markdown)
+    if open_pr:
+        proposed = unopened or document
+        try:
+            proposed["pull_request"] = _open_pr(project, forge, proposed,
+                                                render_markdown(proposed), remote, dry_run)
+        except PatchforgeError as exc:
+            if proposed.get("target") is None or proposed.get("outcome") == "stopped":
+                raise
+            if not as_json:
+                click.echo(markdown, nl=False)
+            moved_to = proposed["target"].get("tag") or proposed["target"].get("commit")
+            exc.hint = "; ".join(filter(None, [exc.hint, (
+                f"the stack moved to {moved_to} and the report is kept in "
+                ".patchforge/bump/report.md: once the forge answers, `patchforge bump "
+                f"{proposed['upstream']} --open-pr` opens its pull request")]))
+            raise
+        if unopened is not None:
+            document["pull_request"] = unopened["pull_request"]
+            keep(unopened, render_markdown(unopened))
+            if not as_json:
+                click.echo(f"note: opened the pull request of the earlier bump "
+                           f"({title(unopened)}), which the forge had not taken", err=True)
+        elif not dry_run:
+            keep(document, markdown)
     if as_json:
         emit_json(document, "bump")
     else:
@@ -75,6 +104,28 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
         click.echo(title(document), err=True)
     if document["needs_person"]:
         sys.exit(EXIT_ATTENTION)
+
+
+def _unopened_bump(project: Project, document: dict) -> dict | None:
+    """The kept report of the last bump when it moved the stack to where it is now and its
+    pull request was never opened (the forge failed after the move), and this run found
+    nothing newer; else None."""
+    import json
+
+    if document.get("target") is not None:
+        return None
+    try:
+        kept = json.loads((project.state_dir / "bump" / "report.json").read_bytes())
+        target, upstream = kept["target"], kept["upstream"]
+        pin = project.lock.pin(upstream)
+    except (OSError, ValueError, KeyError, TypeError, PatchforgeError):
+        return None
+    pulled = kept.get("pull_request") or {}
+    if not isinstance(target, dict) or kept.get("outcome") == "stopped" or \
+            pulled.get("url") or target.get("commit") != pin.commit or \
+            upstream != document.get("upstream"):
+        return None
+    return kept
 
 
 def _open_pr(project: Project, forge, document, markdown, remote, dry_run) -> dict | None:

@@ -35,6 +35,8 @@ def _from(pin: dict) -> str:
 def title(doc: dict) -> str:
     """The pull request's title: which upstream moves where, and what happened to the fixes."""
     target = doc.get("target") or {}
+    if not target:
+        return f"Bump {doc['upstream']}: on the newest nightly already"
     where = target.get("tag") or target.get("spec") or "?"
     counts: dict[str, int] = {}
     for fix in doc["fixes"]:
