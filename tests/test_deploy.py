@@ -115,6 +115,32 @@ def _config_hash(root: Path, profile: str) -> str:
     return proc.stdout.split()[-1]
 
 
+def test_the_deployment_pages_compose_files_work_with_the_fragments(example, tmp_path):
+    """Every `compose.yaml` docs/deployment.md shows, beside the example stack's overlays and
+    each profile's fragment, through the real compose: it loads, the fragment's mounts are
+    judged as always, and a mount of an artifact is of its pinned copy under overlays/."""
+    page = (REPO_ROOT / "docs" / "deployment.md").read_text()
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", page, re.S)
+              if b.startswith("services:")]
+    assert len(blocks) >= 2
+    for number, block in enumerate(blocks):
+        host = tmp_path / f"host{number}"
+        host.mkdir()
+        shutil.copytree(example / "overlays", host / "overlays")
+        sums = read_sums(host / "overlays")
+        (host / "compose.yaml").write_text(block)
+        for profile in ("gfx942", "gfx950"):
+            model = json.loads(compose_config(host, "compose.yaml",
+                                              f"overlays/{profile}/compose.yaml").stdout)
+            user = {v["target"] for v in model["services"]["inference"].get("volumes", [])
+                    if "/overlays/artifacts/" in v["source"]}
+            for volume in model["services"]["inference"].get("volumes", []):
+                if volume["target"] in user:
+                    assert Path(volume["source"]).resolve() in sums, volume
+            check_mounts(model, "inference", host / "overlays", profile,
+                         {"vllm": INSTALL_ROOT, "aiter": INSTALL_ROOT}, keep=user)
+
+
 def test_a_changed_fix_changes_the_services_compose_hash(stack):
     """A bind-mounted file is the inode the container started with, and overlays/ is swapped
     in as a new tree: when the fragment stayed byte-identical after a fix changed, compose's
