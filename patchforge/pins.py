@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge import logs
-from patchforge.errors import ConfigError, RefNotFound, StoreDamaged, StoreError
+from patchforge.errors import ConfigError, PatchforgeError, RefNotFound, StoreDamaged, StoreError
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.model.record import replace
 
@@ -166,6 +166,27 @@ def _wheel_version(spec: str) -> str:
     return spec[1:] if spec.startswith("v") and spec[1:2].isdigit() else spec
 
 
+def _refuse_relabelled_pin(project: Project, store: UpstreamStore, upstream, label: str,
+                           commit: str) -> None:
+    """A directory imported under the label upstream.lock pins, now holding other files: the
+    label would name two versions (the pin's and the directory's now), and `status --against
+    up=LABEL` answered about the new files under the pinned name. Refused (StoreError), the
+    label put back on the pinned import."""
+    try:
+        pin = project.lock.pin(upstream.name)
+    except PatchforgeError:
+        return
+    if pin.kind != "dir" or pin.label != label or pin.commit == commit:
+        return
+    store._run("update-ref", f"refs/patchforge/imports/{upstream.name}/{label}", pin.commit,
+               what=f"putting back the import of {upstream.name} {label}")
+    raise StoreError(
+        f"upstream {upstream.name}: {label} is the label upstream.lock pins ({pin.commit[:12]}),"
+        f" but {upstream.path} holds other files now ({commit[:12]}): a label names one "
+        "version", hint=f"name the directory as it is now by a new label "
+                        f"(`{upstream.name}=NEW-LABEL`)")
+
+
 def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) -> UpstreamPin:
     """Resolve SPEC for `upstream` (an UpstreamConfig) into a pin stored in `store`."""
     logs.info("patchforge.resolve", "%s: resolving %s", upstream.name, spec)
@@ -215,6 +236,7 @@ def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) ->
     if upstream.kind == "dir":
         commit, tree = sources.import_dir_upstream(store, upstream.name,
                                                    project.root / upstream.path, spec)
+        _refuse_relabelled_pin(project, store, upstream, spec, commit)
         return UpstreamPin(kind="dir", commit=commit, tree=tree, label=spec,
                            source={"path": upstream.path}, version=None)
     resolved = targets.resolve_git_target(

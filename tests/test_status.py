@@ -1424,6 +1424,38 @@ def test_a_drop_when_status_cannot_evaluate_is_said_in_the_table(tmp_path):
     assert "Drop-When other>=3 cannot be evaluated: other is not this upstream" in out, out
 
 
+def test_the_pinned_label_of_a_directory_never_names_its_new_files(tmp_path):
+    """A `dir` upstream pinned at label `one`; the directory then changes (the next image's
+    site-packages). `status --against site=one`, the pinned label, imported the directory as
+    it is now under that name and answered about the new files ("target one <new commit>",
+    the fix "upstreamed"), while the lock's `one` is the old commit: a label naming two
+    versions. Refused, naming both commits and the way on (a new label), which works; the
+    label still names the pin."""
+    tree = tmp_path / "site"
+    (tree / "pkg").mkdir(parents=True)
+    original = b"a = 1\nb = 2\nc = 3\n"
+    (tree / "pkg" / "mod.py").write_bytes(original)
+    root = make_project(tmp_path / "project")
+    run_subprocess(root, "upstream", "add", "site", "--dir", str(tree), "--at", "one",
+                   expect=0)
+    series = root / "series" / "site"
+    series.mkdir(parents=True)
+    (series / "fix.patch").write_bytes(dep3_patch(
+        file_diff("pkg/mod.py", original, original.replace(b"b = 2", b"b = 20")),
+        extra="Upstream: site\n"))
+    (series / "series").write_bytes(b"fix.patch\n")
+    pinned = json.loads((root / "upstream.lock").read_text())["upstreams"]["site"]["commit"]
+    (tree / "pkg" / "mod.py").write_bytes(original.replace(b"b = 2", b"b = 20"))
+    proc = run_subprocess(root, "status", "--against", "site=one", expect=2)
+    err = proc.stderr.decode()
+    assert f"one is the label upstream.lock pins ({pinned[:12]})" in err, err
+    assert "`site=NEW-LABEL`" in err
+    document = json.loads(run_subprocess(root, "status", "--against", "site=two", "--json",
+                                         expect=1).stdout)
+    assert document["patches"][0]["state"] == "upstreamed"
+    run_subprocess(root, "status", expect=0)
+
+
 def test_a_merge_conflict_on_a_directory_upstream_says_what_it_conflicts_on(tmp_path):
     """`status --against` a new version of a `dir` upstream that changed the line beside a
     fix's: the hunk applies only with fuzz and git's 3-way merge conflicts, and the table's
