@@ -531,8 +531,8 @@ def render_metadata(project: Project, overlays: OverlaySet) -> dict[str, bytes]:
             "patches": [{"name": n, "sha256": d} for n, d in f.patches],
         })
     outputs["manifest.json"] = dump_json(manifest)
-    pinned = pinned_image_name(overlays.image.reference, overlays.image.digest) \
-        if overlays.image is not None and overlays.image.digest else None
+    pinned = fragment_image(project, overlays.image.reference if overlays.image else None,
+                            overlays.image.digest if overlays.image else None)
     for profile in fragment_profiles(project, {f.profile for f in overlays.files}):
         files = [f for f in overlays.by_profile(profile) if f.target]
         rel_dir = f"{profile}/" if profile else ""
@@ -549,6 +549,15 @@ def fragment_profiles(project: Project, with_files: set[str | None]) -> list[str
     files. A fragment that went away when a profile's last fix landed broke the
     `docker compose -f ... -f overlays/<profile>/compose.yaml` the deployment runs."""
     return sorted({*_profile_names(project.config), *with_files}, key=lambda p: p or "")
+
+
+def fragment_image(project: Project, reference: str | None, digest: str | None) -> str | None:
+    """The image the compose fragment sets for the service: the pinned one by digest, unless
+    the configuration says the deployment runs an image of its own (`compose-image = false`)
+    or nothing is pinned by digest."""
+    if not project.config.compose_image or not reference or not digest:
+        return None
+    return pinned_image_name(reference, digest)
 
 
 def pinned_image_name(reference: str, digest: str) -> str:
@@ -909,8 +918,8 @@ def _fragment_rows(project: Project, manifest: dict,
     a hand edit left mounting fewer files passed `verify` while the container ran without
     those fixes."""
     rows = []
-    image = manifest.get("image")
-    pinned = pinned_image_name(image["reference"], image["digest"]) if image else None
+    image = manifest.get("image") or {}
+    pinned = fragment_image(project, image.get("reference"), image.get("digest"))
     for profile in fragment_profiles(project, {e["profile"] for e in manifest["overlays"]}):
         rel_text = f"{profile}/compose.yaml" if profile else "compose.yaml"
         if not shipped(rel_text):

@@ -215,7 +215,9 @@ def test_the_fragment_deploys_the_pinned_image_and_outlives_the_last_fix(stack):
                          "digest": digest}
         lock_path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
     pin(old)
-    ok(root, "overlays")
+    said = ok(root, "overlays").err
+    assert "note: overlays/gfx942/compose.yaml now sets the inference service's image" in said
+    assert "compose-image = false" in said and "note:" not in ok(root, "overlays").err
     (root / "compose.yaml").write_text(
         f"services:\n  inference:\n    image: registry.example.com/rocm/vllm@{old}\n")
     files = ("compose.yaml", "overlays/gfx942/compose.yaml")
@@ -229,6 +231,18 @@ def test_the_fragment_deploys_the_pinned_image_and_outlives_the_last_fix(stack):
     assert _config_hash(root, "gfx942") != before
     check_mounts(model, "inference", root / "overlays", "gfx942", {"up": INSTALL_ROOT})
     assert run_cli(root, "verify").rc == 0
+    # A deployment of an image of its own says so: the fragment leaves the image alone.
+    config = root / "pyproject.toml"
+    config.write_text(config.read_text().replace("[tool.patchforge]\n",
+                                                 "[tool.patchforge]\ncompose-image = false\n"))
+    ok(root, "overlays")
+    model = json.loads(compose_config(root, *files).stdout)
+    assert model["services"]["inference"]["image"] == f"registry.example.com/rocm/vllm@{old}"
+    assert run_cli(root, "verify").rc == 0
+    config.write_text(config.read_text().replace("compose-image = false", "compose-image = 1"))
+    bad = run_cli(root, "overlays")
+    assert bad.rc == 2 and "compose-image" in bad.err and "pyproject.toml" in bad.err, bad.err
+    config.write_text(config.read_text().replace("compose-image = 1\n", ""))
     for name in ("fnuz", "all-b", "create"):  # every fix landed: the series is empty
         ok(root, "delete", name)
     ok(root, "overlays")

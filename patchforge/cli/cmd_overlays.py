@@ -55,10 +55,18 @@ def overlays(app, profiles, check, as_json, output_format):
         for gone in fixes_gone_from_files(project, result):
             click.echo(f"warning: {gone}", err=True)
         if not check:
+            newly_imaged = _fragments_newly_setting_the_image(project, result)
             # Swapped in whole (two renames): readers never see overlays/ between them.
             with writing_project(project.root):
                 write_overlays(project, result, profiles=list(profiles) or None)
                 ignored = update_ignore_lines(project)
+            for fragment in newly_imaged:
+                click.echo(f"note: overlays/{fragment} now sets the {project.config.compose_service}"
+                           " service's image to the one upstream.lock pins, the image the "
+                           "overlays are made for (a move of the pin moves the deployment); a "
+                           "deployment of an image of its own sets `compose-image = false` in "
+                           "the configuration and keeps that image in step with the pin",
+                           err=True)
         drifts = check_overlays(project, result) if check else []
         by_hand = _changed_by_hand_hint(project, result) if drifts else None
     if check:
@@ -308,6 +316,23 @@ def _image_hints(result) -> list[str]:
                      f"this image (`patchforge rebase {move}`: a fix of a file gone upstream "
                      "stops there)")
     return hints
+
+
+def _fragments_newly_setting_the_image(project, result) -> list[str]:
+    """The compose fragments about to set the service's image where the one on disk set none
+    (a stack whose fragments named no image before): said once, since that replaces the image
+    the user's compose.yaml names."""
+    out = []
+    for rel, data in sorted(result.outputs.items()):
+        if not rel.endswith("compose.yaml") or b"\n    image: " not in data:
+            continue
+        try:
+            before = (project.overlays_dir / rel).read_bytes()
+        except OSError:
+            before = b""
+        if b"\n    image: " not in before:
+            out.append(rel)
+    return out
 
 
 def _overlay_file(path: str) -> str | None:

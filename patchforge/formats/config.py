@@ -401,7 +401,8 @@ def load_config(path: Path) -> Config:
                   forge=ForgeConfig(api_url=forge.get("api-url", ForgeConfig.api_url),
                                     repo=forge_repo, web_host=forge.get("web-host")),
                   checks=checks, image=image,
-                  compose_service=str(table.get("compose-service", "inference")))
+                  compose_service=str(table.get("compose-service", "inference")),
+                  compose_image=table.get("compose-image", True) is not False)
 
 
 def _toml_str(value: str) -> str:

@@ -44,6 +44,9 @@ class Config:
     checks: dict[str, dict] = field(default_factory=dict)
     image: str | None = None  # the deployed image reference, if the stack pins one
     compose_service: str = "inference"  # the compose service the overlay mounts belong to
+    # Whether the compose fragment sets the service's image to the pinned one (the image the
+    # overlays are made for); false for a deployment running an image of its own.
+    compose_image: bool = True
 
     def upstream(self, name: str) -> UpstreamConfig:
         from patchforge.errors import UsageError
