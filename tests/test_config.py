@@ -106,6 +106,18 @@ NAMES = ["vllm", "aiter", "a", "A.b_c-9", "x" * 100, "x" * 101, "vllm.rocm", "a.
          "upstreamed2"]
 
 
+def test_a_profile_named_like_an_upstream_is_refused_naming_its_line(tmp_path):
+    """overlays/<profile>/<upstream>/<path>: a profile `up` beside an upstream `up` made
+    `overlays/up/up/pkg/m.py` readable either way, and the refusal of a hand-edited overlay
+    handed out an `import overlay` with the wrong path and no profile. Refused at load."""
+    path = tmp_path / "patchforge.toml"
+    path.write_text('[upstreams.up]\nkind = "dir"\npath = "/src"\n\n'
+                    '[profiles]\ngfx950 = "b"\nup = "named like the upstream"\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.line == 7 and "named like the upstream up" in str(err.value)
+
+
 @pytest.mark.parametrize("section", ["upstreams", "profiles"])
 def test_the_schema_and_the_code_refuse_the_same_upstream_and_profile_names(tmp_path, section):
     """config.schema.json is what an editor checks the table against: every upstream or

@@ -382,6 +382,14 @@ def load_config(path: Path) -> Config:
         check_name("profiles", pname)
         if not isinstance(desc, str):
             fail(f"profiles.{pname}", "must be a string describing the profile")
+        if pname in upstreams:
+            # overlays/<profile>/<upstream>/<path>: `up/up/pkg/m.py` read either way, and the
+            # hand-edit refusal's `import overlay` named the wrong path and no profile.
+            raise ConfigError(f"{prefix}profiles.{toml_key(pname)}: a profile cannot be named "
+                              f"like the upstream {pname}: overlays/{pname}/... would be read "
+                              "as either", path=str(path),
+                              line=toml_key_line(text, prefix, ["profiles", pname]),
+                              hint="rename the profile (e.g. after its GPU target)")
     artifacts = expect(table.get("artifacts", []), list, "artifacts")
     for index, item in enumerate(artifacts):
         if not isinstance(item, str):
