@@ -274,6 +274,34 @@ def test_a_filled_in_pr_md_is_the_body_opened_and_is_never_rewritten(stack, monk
     assert "kept" in run_pr(stack, "ck-a8w4-gfx950").text
 
 
+def test_a_description_edited_on_the_forge_is_never_sent_over(stack, monkeypatch):
+    """The author (or a reviewer) edits the pull request's description on the forge; the fix
+    is re-sent with `pr --push --open` (upstream moved on). The update sent PR.md over the
+    description, the edits lost. It is kept (only the title is updated) and the run says so;
+    a description still as patchforge sent it is updated as before."""
+    forge = stack["forge"]
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-1")
+    args = ("--push", str(stack["fork"]), "--open", "--fork-owner", "ada")
+    assert run_pr(stack, "ck-a8w4-gfx950", *args).rc == 0
+    (pull,) = forge.pulls.values()
+    attn = stack["upstream"] / "pkg/attn.py"
+    attn.write_bytes(b"# header\n" + attn.read_bytes())
+    _commit_all(stack["upstream"], "attn: header")
+    updated = run_pr(stack, "ck-a8w4-gfx950", *args)
+    assert updated.rc == 0 and "kept its description" not in updated.text, updated.text
+    out = stack["root"] / ".patchforge" / "pr" / "ck-a8w4-gfx950"
+    assert pull["body"] == (out / "PR.md").read_text()
+    pull["body"] = pull["body"] + "\n\nReviewer: please also run the fp8 suite.\n"
+    edited = pull["body"]
+    attn.write_bytes(b"# header 2\n" + attn.read_bytes())
+    _commit_all(stack["upstream"], "attn: header 2")
+    again = run_pr(stack, "ck-a8w4-gfx950", *args)
+    assert again.rc == 0 and "kept its description" in again.text, again.text
+    assert pull["body"] == edited
+    patches = [json.loads(r.body) for r in forge.requests if r.method == "PATCH"]
+    assert "body" not in patches[-1] and patches[-1]["title"]
+
+
 def test_push_and_open_then_rerun_updates_the_same_pull_request(stack, monkeypatch):
     forge = stack["forge"]
     forge.require_token = "tok-3f9a1c77e2"

@@ -6,6 +6,7 @@ nothing is written or pushed), or its file is gone upstream; 2 bad usage or inpu
 """
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 
@@ -70,6 +71,7 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
         if draft.state != "ready":
             return _not_ready(project, draft, document, as_json)
         out = out_dir or submit.default_out_dir(project, draft)
+        last_sent = submit.recorded_sent_body(out, draft)  # before pr.json is written again
         paths, body = submit.write_out(out, draft)
         document["written"] = {**paths, "body_sha256": body.written_sha256,
                                "body_edited": body.edited, "new_draft": body.new_draft}
@@ -85,10 +87,14 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
                                   "commit": pushed.commit}
             submit.write_record(document["written"]["json"], document)
         if open_pr:
-            opened = submit.open_or_update(forge, draft, owner, existing, body=body.text)
+            opened = submit.open_or_update(forge, draft, owner, existing, body=body.text,
+                                           last_sent=last_sent)
+            sent = None if opened.kept_description else body.text
             document["pull"] = {"action": opened.action, "number": opened.number,
                                 "url": opened.url, "repo": opened.repo, "head": opened.head,
-                                "base": opened.base}
+                                "base": opened.base, "kept_description": opened.kept_description,
+                                "body_sha256": hashlib.sha256(sent.encode("utf-8")).hexdigest()
+                                if sent is not None else last_sent}
             document["recorded"] = submit.record_submission(project, draft.upstream, draft.name,
                                                             opened.url)
             submit.write_record(document["written"]["json"], document)
@@ -201,6 +207,9 @@ def _report(draft, document, body):
     if document["pull"]:
         pull = document["pull"]
         click.echo(f"{pull['action']} draft pull request {pull['url']}")
+        if pull.get("kept_description"):
+            click.echo("kept its description, which was changed on the forge since patchforge "
+                       "sent it (PR.md holds the draft, to take from by hand)")
         if document["recorded"]:
             click.echo(f"recorded it in {draft.name} (Forwarded, Upstream-Status)")
     if document["dry_run"]:

@@ -58,6 +58,7 @@ class PullRequest:
     base_ref: str
     title: str
     draft: bool
+    body: str | None = None  # the description, as the forge holds it now
 
 
 @record(frozen=True)
@@ -296,7 +297,8 @@ def _pull_from_json(doc: Any, url: str, *, number: int | None = None) -> PullReq
             merge_commit_sha=merge_commit,
             head_ref=str(doc["head"]["ref"]), head_sha=str(doc["head"]["sha"]),
             base_ref=str(doc["base"]["ref"]), title=str(doc.get("title") or ""),
-            draft=bool(doc.get("draft")))
+            draft=bool(doc.get("draft")),
+            body=doc["body"] if isinstance(doc.get("body"), str) else None)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
         raise NetworkError(f"{url}: unexpected pull request answer ({what})") from None

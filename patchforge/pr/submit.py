@@ -48,6 +48,18 @@ class Opened:
     repo: str
     head: str
     base: str
+    kept_description: bool = False  # the description edited on the forge was left as it is
+
+
+def recorded_sent_body(out_dir: Path, draft: Draft) -> str | None:
+    """sha256 of the description the last `pr --open` of this draft's directory sent (pr.json's
+    `pull.body_sha256`); None without one."""
+    try:
+        document = json.loads(Path(out_paths(out_dir, draft)["json"]).read_bytes())
+        digest = document["pull"]["body_sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return digest if isinstance(digest, str) else None
 
 
 def default_out_dir(project: Project, draft: Draft) -> Path:
@@ -184,17 +196,28 @@ def _forge_repo(draft: Draft) -> str:
 
 
 def open_or_update(forge, draft: Draft, owner: str, existing=NOT_ASKED, *,
-                   body: str | None = None) -> Opened:
+                   body: str | None = None, last_sent: str | None = None) -> Opened:
     """The draft PR from `owner:patchforge/<name>`: updated when one is open, else opened.
     `existing` is check_forge()'s answer when it was asked before the push; `body` the text
-    to send (PR.md as `write_out` left it; the draft's own body without it)."""
+    to send (PR.md as `write_out` left it; the draft's own body without it); `last_sent` the
+    sha256 of the description this fix's last `pr --open` sent (pr.json).
+
+    An open pull request whose description is not the one last sent (edited on the forge by
+    its author or a reviewer, or sent by an earlier patchforge that kept no record) keeps it:
+    only the title is updated, and `Opened.kept_description` says so. Sent over, the edits
+    made there were lost."""
     repo = _forge_repo(draft)
     head = f"{owner}:{draft.branch}"
     body = draft.body_text if body is None else body
     if existing is NOT_ASKED:
         existing = forge.find_open_pull(repo, head)
+    kept = False
     if existing is not None:
-        pull = forge.update_pull(repo, existing.number, title=draft.title, body=body)
+        there = existing.body
+        kept = there is not None and there != body and \
+            hashlib.sha256(there.encode("utf-8")).hexdigest() != last_sent
+        pull = forge.update_pull(repo, existing.number, title=draft.title,
+                                 body=None if kept else body)
         action = "updated"
     else:
         pull = forge.create_pull(repo, draft.title, body, head, draft.target.branch, draft=True)
@@ -202,7 +225,7 @@ def open_or_update(forge, draft: Draft, owner: str, existing=NOT_ASKED, *,
     url = pull.html_url or pull.url
     check_pull_url(url, repo, pull.number, getattr(forge, "api_url", None),
                    f"{draft.upstream}/{draft.name}", getattr(forge, "web_host", None))
-    return Opened(action, pull.number, url, repo, head, draft.target.branch)
+    return Opened(action, pull.number, url, repo, head, draft.target.branch, kept)
 
 
 def check_pull_url(url: str, repo: str, number: int, api_url: str | None, patch: str,
