@@ -17,8 +17,9 @@ post-image AND its pre-image is gone from where the patch expects it:
   copy found is another copy of the code (a method's indented twin, the twin function right
   below): not landed, and the history's word does not override it
   (OwnPlaces.contained_away). Where the own place is gone (the code moved), the copy stands.
-  In Python, a copy indented otherwise relative to its context is another statement
-  (`_indented_alike`): unsure, whatever the history says;
+  In a language whose indentation is meaning (Python, YAML, make: `indentation_matters`),
+  a copy indented otherwise relative to its context, or that cannot be lined up with it, is
+  another statement (`_indented_alike`): unsure, whatever the history says;
 - twin functions: where the code without the change and the change are both in the file, at
   places apart, and the base file had that code twice, the change counts only under the
   definition line the fix's own change is under (git's default funcname rule,
@@ -332,7 +333,7 @@ def _across_neighbour(target: "NormalizedText", first: int, last: int,
 
 
 def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
-              indented: bool = False) -> tuple[bool, str, int | None]:
+              indented: str | None = None) -> tuple[bool, str, int | None]:
     """Post-image containment: the hunk's added code is in the target (whitespace and line
     wrapping ignored), next to the hunk's own context, and its removed code is not there.
 
@@ -340,8 +341,8 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
     old code still in place where the patch changes it) prove nothing. The block must have a
     meaningful context line of the hunk within ANCHOR_DISTANCE lines on the side where the patch
     has it (either side for a hunk that also removes code, since the removed code being gone is
-    evidence too; both sides for a pure addition). `indented`: the file's language reads
-    indentation (`indentation_matters`): a block indented otherwise relative to that context
+    evidence too; both sides for a pure addition). `indented`: the file's language, where it
+    reads indentation (`indentation_matters`): a block indented otherwise relative to that context
     is another statement, not the hunk's (`_indented_alike`). Returns (contained, evidence or
     why not, the line (1-based) of a copy next to the context refused for its indentation
     alone, else None).
@@ -371,7 +372,8 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
     if not before and not after:
         return False, "added code found, but the hunk has no context to anchor it", None
     why = "added code found, but not next to the hunk's context"
-    refused = None  # the line of a copy refused for its indentation alone
+    # The line of a copy refused for its indentation alone, and why.
+    refused: tuple[int, str] | None = None
     for hit in hits:
         first, last = target.line_of(hit), target.line_of(hit + len(added) - 1)
         lo, start = target.span(first - ANCHOR_DISTANCE, first)
@@ -396,26 +398,85 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
             ok = near_before or near_after
         else:
             ok = (near_before or not before) and (near_after or not after)
-        if ok and indented and _indented_alike(hunk, kinds, target, first, last) is False:
-            refused = first if refused is None else refused
+        alike = _indented_alike(hunk, kinds, target, hit, indented) if ok and indented \
+            else True
+        if not alike:
+            # Indented otherwise (False), or no context line of the hunk's starts a line next
+            # to the copy (None): a copy that cannot be lined up with its context is no
+            # landing in a language whose indentation is meaning.
+            if refused is None:
+                refused = (first, "indented otherwise relative to it" if alike is False else
+                           "not to be lined up with it line by line")
         elif ok:
             return True, "post-image containment (whitespace-insensitive, anchored by context)", \
                 None
     if refused is not None:
-        return False, (f"added code found next to the hunk's context at line {refused + 1}, "
-                       f"but indented otherwise relative to it: {INDENTED_OTHERWISE}"), refused + 1
+        return False, (f"added code found next to the hunk's context at line {refused[0] + 1}, "
+                       f"but {refused[1]}: {INDENTED_OTHERWISE}"), refused[0] + 1
     return False, why, None
 
 
-# The languages whose blocks are their indentation (the product's Python: vLLM, AITER's
-# wrappers). In C, C++ and HIP the braces say it, and a line re-indented inside a guard upstream
-# added later is still the line that landed.
-_INDENTED_LANGUAGES = (".py", ".pyi", ".pyx", ".pxd")
+# The files whose indentation is meaning, by name: the language each is read as. Python (vLLM,
+# AITER's wrappers; Cython): a block is its indentation. YAML (configurations, CI): a key's
+# nesting is its indentation. Make: a recipe line is one that starts with a tab. In C, C++ and
+# HIP the braces say it, and a line re-indented inside a guard upstream added later is still
+# the line that landed; CMake, TOML, JSON and shell read no indentation either.
+_INDENTED_SUFFIXES = {".py": "python", ".pyi": "python", ".pyw": "python", ".pyx": "python",
+                      ".pxd": "python", ".pxi": "python", ".yaml": "yaml", ".yml": "yaml",
+                      ".mk": "make"}
+_INDENTED_NAMES = {"Makefile": "make", "makefile": "make", "GNUmakefile": "make",
+                   ".clang-format": "yaml", ".clang-tidy": "yaml"}
 
 
-def indentation_matters(path: str) -> bool:
-    """Whether leading whitespace is meaning in the file at `path` (a Python source)."""
-    return path.endswith(_INDENTED_LANGUAGES)
+def indentation_matters(path: str) -> str | None:
+    """The language of the file at `path` when leading whitespace is meaning in it ("python",
+    "yaml" or "make", by its name: _INDENTED_SUFFIXES, _INDENTED_NAMES), else None."""
+    name = path.rsplit("/", 1)[-1]
+    found = _INDENTED_NAMES.get(name)
+    if found is None and "." in name:
+        found = _INDENTED_SUFFIXES.get(name[name.rindex("."):])
+    return found
+
+
+# What moves a Python line's bracket depth or string state: a triple or single quote, an
+# escaped character, a comment's start, a bracket.
+_PY_TOKEN = re.compile(rb'\\.|"""|\'\'\'|["\'#()[\]{}]', re.DOTALL)
+
+
+def _scan_state(lines, kind: str | None,
+                state: tuple[int, bytes | None, bool] = (0, None, False)
+                ) -> tuple[list[bool], tuple[int, bytes | None, bool]]:
+    """Which of `lines` (raw, without line ends) start a statement in language `kind`, and
+    the state after them: (bracket depth, the open string's quote, a backslash continues the
+    line), from `state` (the state before the first). A Python line starts a statement when
+    it starts outside brackets, strings and backslash continuations: a continuation line's
+    indentation is layout (black re-wraps it), a statement's is meaning. A make line continued
+    by a backslash is not one; every YAML line is (its nesting is its indentation)."""
+    depth, quote, continued = state
+    starts = []
+    for line in lines:
+        starts.append(depth <= 0 and quote is None and not continued)
+        if kind != "python":
+            continued = kind == "make" and line.rstrip().endswith(b"\\")
+            continue
+        for token in _PY_TOKEN.finditer(line):
+            text = token.group()
+            if quote is not None:
+                if text == quote:
+                    quote = None
+                continue
+            if text == b"#":
+                break
+            if text in (b'"', b"'", b'"""', b"'''"):
+                quote = text
+            elif text in (b"(", b"[", b"{"):
+                depth += 1
+            elif text in (b")", b"]", b"}"):
+                depth -= 1
+        continued = line.rstrip().endswith(b"\\") and not line.lstrip().startswith(b"#")
+        if quote is not None and len(quote) == 1 and not continued:
+            quote = None  # a one-quote string ends with its line
+    return starts, (depth, quote, continued)
 
 
 def _indents(hunk, kinds: list[bytes], indices) -> dict[bytes, int]:
@@ -436,81 +497,184 @@ def _columns(raw: bytes) -> int:
     return len(raw[:len(raw) - len(raw.lstrip(b" \t"))].expandtabs(8))
 
 
-def _indented_alike(hunk, kinds: list[bytes], target: NormalizedText, first: int,
-                    last: int) -> bool | None:
-    """Whether the copy of the hunk's added code at lines `first`..`last` of the target
-    (whole lines: `find_lines`) is indented, relative to its anchoring context, as the hunk
+def _indented_alike(hunk, kinds: list[bytes], target: NormalizedText, hit: int,
+                    kind: str | None = "python") -> bool | None:
+    """Whether the copy of the hunk's added code found at offset `hit` of the target (whole
+    lines: `find_lines`) is indented, relative to its anchoring context, as the hunk
     indents its first added line relative to the same context line: leading whitespace is
-    meaning in Python (a statement put outside the `if` runs for every row), while
-    whitespace within a line and wrapping (black, clang-format) is not. None when nothing
-    tells: no context line of the hunk's is a whole line of the target next to it (on its
-    side, within ANCHOR_DISTANCE lines, as `contained` anchors it). One context line at the
-    hunk's relative indentation suffices: a block upstream re-indented whole (put inside a
-    `with`) moved its context with it. A copy with the hunk's lines one for one must also
-    indent each of them, relative to its first, as the hunk does (False otherwise)."""
+    meaning in Python (a statement put outside the `if` runs for every row), YAML and make
+    (`indentation_matters`; `kind`: the file's language), while whitespace within a line and
+    wrapping (black, clang-format) is not. A context line counts where it starts a line of
+    the target next to the copy (on its side, within ANCHOR_DISTANCE lines, as `contained`
+    anchors it; a context statement upstream re-wrapped still starts its line). One context
+    line at the hunk's relative indentation suffices: a block upstream re-indented whole (put
+    inside a `with`) moved its context with it. None when nothing tells (no such context
+    line), but where both the hunk's first added line and the copy's are at the top level
+    (column 0). The copy must also indent each of the hunk's lines, relative to its first, as
+    the hunk does (False otherwise): every line where the copy has them one for one
+    (`_one_for_one`); where upstream re-wrapped them, each line that starts a statement,
+    which must start a line of the copy too (`_laid_out_alike`)."""
     changed = [i for i, k in enumerate(kinds) if k in (b"+", b"-")]
+    first = target.line_of(hit)
+    last = target.line_of(hit + len(_changed_side(hunk, b"+", kinds)) - 1)
     # The hunk's line at `hit`: the first that says something of the added block (from its
     # first added line on, the context between added lines included, as _changed_side).
     added = next(i for i in range(kinds.index(b"+"), len(kinds)) if kinds[i] in (b"+", b" ")
                  and _strip_ws(line_content(hunk.lines[i])))
     column = _columns(line_content(hunk.lines[added]))
-    # The copy's own layout: where it has the hunk's lines one for one (not re-wrapped), each
-    # line indented relative to its first as the hunk has it. A second statement put out of
-    # the `if` the first one is in is another change, whatever the first line says.
+    # The copy's own layout: each line indented relative to its first as the hunk has it. A
+    # second statement put out of the `if` the first one is in is another change, whatever
+    # the first line says.
     last_added = max(i for i, k in enumerate(kinds) if k == b"+")
-    post = [i for i in range(added, last_added + 1) if kinds[i] in (b"+", b" ")]
-    if len(post) == last - first + 1:
-        for offset, i in enumerate(post[1:], 1):
-            content = line_content(hunk.lines[i])
+    post = [line_content(hunk.lines[i]) for i in range(added, last_added + 1)
+            if kinds[i] in (b"+", b" ")]
+    if _one_for_one(post, target, hit):
+        for offset, content in enumerate(post[1:], 1):
             if _strip_ws(content) and _columns(content) - column != \
                     target.indent(first + offset) - target.indent(first):
                 return False
+    elif not _laid_out_alike(post, target, hit, kind):
+        return False
     before = _indents(hunk, kinds, range(changed[0]))
     after = _indents(hunk, kinds, range(changed[-1] + 1, len(kinds)))
-    told = False
     lines = len(target.line_start) - 1
+    starts = target.line_start
+    # The hunk's nearest non-blank context line on each side of its added code (in its
+    # post-image), where upstream kept it right next to the copy (blank lines between
+    # aside): the copy must be at the hunk's indentation relative to it. A statement one
+    # level up where the fix has it two is at another indentation relative to the line
+    # right above it, whatever lines further off say (upstream may have moved one of those
+    # with it: the sync below put into the loop too).
+    for inside, step in ((range(kinds.index(b"+") - 1, -1, -1), -1),
+                         (range(last_added + 1, len(kinds)), 1)):
+        mine = next((line_content(hunk.lines[i]) for i in inside if kinds[i] == b" "
+                     and _strip_ws(line_content(hunk.lines[i]))), None)
+        number = first - 1 if step < 0 else last + 1
+        while 0 <= number < lines and starts[number] == starts[number + 1]:
+            number += step  # a blank line (it starts where the next line does)
+        if mine is None or not 0 <= number < lines:
+            continue
+        near = _strip_ws(mine)
+        there = target.line(number)
+        if there == near or (len(near) >= MIN_ANCHOR_CHARS and there.startswith(near)):
+            if target.indent(first) - target.indent(number) != column - _columns(mine):
+                return False
+    told = False
+    # Otherwise one context line at the hunk's relative indentation suffices (a context
+    # statement upstream re-wrapped still starts its line, at its indentation): a block
+    # upstream re-indented whole (put inside a `with`) moved its context with it.
     for number, anchors in itertools.chain(
             ((n, before) for n in range(max(first - ANCHOR_DISTANCE, 0), first)),
             ((n, after) for n in range(last + 1, min(last + 1 + ANCHOR_DISTANCE, lines)))):
-        if not anchors:
-            continue
-        there = anchors.get(target.line(number))
-        if there is None:
-            continue
-        if target.indent(first) - target.indent(number) == column - there:
-            return True
-        told = True
-    return False if told else None
+        start = starts[number]
+        if not anchors or start == starts[number + 1]:
+            continue  # (a blank line starts where the next line does)
+        for anchor, there_column in anchors.items():
+            if target.text.startswith(anchor, start):
+                if target.indent(first) - target.indent(number) == column - there_column:
+                    return True
+                told = True
+    if told:
+        return False
+    # No context line starts a line next to the copy: only the top level, column 0 in both
+    # (an import, a top-level key), is the same nesting without one.
+    return True if column == 0 == target.indent(first) else None
 
 
-def _indented_otherwise(made: bytes, there: bytes) -> int | None:
+def _one_for_one(lines: list[bytes], target: NormalizedText, hit: int) -> bool:
+    """Whether the copy of a hunk's `lines` (raw, the first one saying something) found at
+    offset `hit` of the target has them one for one: each line of them that says something
+    is the whole line of the copy at its place (not re-wrapped)."""
+    first, at = target.line_of(hit), hit
+    starts = target.line_start
+    for offset, line in enumerate(lines):
+        key = _strip_ws(line)
+        if key:
+            number = first + offset
+            if number + 1 >= len(starts) or starts[number] != at or \
+                    starts[number + 1] != at + len(key):
+                return False
+        at += len(key)
+    return True
+
+
+def _laid_out_alike(lines: list[bytes], target: NormalizedText, hit: int,
+                    kind: str | None) -> bool:
+    """Whether the copy of a hunk's `lines` (raw, without line ends, the first one saying
+    something) that upstream re-wrapped, found at offset `hit` of the target, puts each of
+    them that starts a statement (`_scan_state`) at the start of one of its lines, indented
+    relative to the copy's first line as `lines` indent it relative to their first. Lines
+    within brackets, strings or backslash continuations are layout, free to move."""
+    first = target.line_of(hit)
+    state: tuple[int, bytes | None, bool] = (0, None, False)
+    if kind == "python":
+        # Where the copy starts: inside brackets or a string, or not, as the target's file
+        # read from its top says (the hunk's own lines may start within a call's arguments).
+        state = _scan_state(target.raw_lines[:first], kind)[1]
+    starts = _scan_state(lines, kind, state)[0]
+    column, there = _columns(lines[0]), target.indent(first)
+    at = hit
+    for line, start in zip(lines, starts):
+        key = _strip_ws(line)
+        offset, at = at, at + len(key)
+        if not key or offset == hit or not start or key.startswith(b"#"):
+            continue
+        number = target.line_of(offset)
+        if target.line_start[number] != offset or \
+                _columns(line) - column != target.indent(number) - there:
+            return False
+    return True
+
+
+def _nest(stack: list[tuple[int, int]], column: int, index: int) -> tuple[str, int | None]:
+    """Where a statement at `column` (the `index`th line) nests among the statements before
+    it (`stack`: the open ones, (column, index), shallowest first; updated): the sibling of
+    the last one at its column, or the child of the nearest shallower one."""
+    while stack and stack[-1][0] > column:
+        stack.pop()
+    if stack and stack[-1][0] == column:
+        place: tuple[str, int | None] = ("sibling", stack[-1][1])
+        stack[-1] = (column, index)
+    else:
+        place = ("child", stack[-1][1] if stack else None)
+        stack.append((column, index))
+    return place
+
+
+def _indented_otherwise(made: bytes, there: bytes, kind: str | None = "python") -> int | None:
     """Where a file the patch creates (`made`) and the target's file (`there`), the same code
-    but for whitespace, put a statement at another depth: the line (1-based) of `there` that is
-    deeper, level or shallower than the line before it where `made` has it otherwise. Only
-    lines both files have once, whole (whitespace removed), in the same order are compared, and
-    only the direction of each step: a file re-indented whole (2 spaces to 4) or re-wrapped
-    (continuation lines, which are new lines) says nothing, a statement out of its `if` does.
-    None when no step differs."""
-    def lines(data: bytes) -> list[tuple[int, int, bytes]]:
-        return [(number, _columns(line), _strip_ws(line))
-                for number, line in enumerate(data.split(b"\n"), 1) if line.strip()]
-
-    mine, theirs = lines(made), lines(there)
-    in_mine = collections.Counter(key for _, _, key in mine)
-    in_theirs = collections.Counter(key for _, _, key in theirs)
-    once_there = {key: (number, column) for number, column, key in theirs
-                  if in_theirs[key] == 1 and in_mine[key] == 1}
-    previous = None  # (column in made, column in there, line number in there)
-    for _, column, key in mine:
-        found = once_there.get(key)
-        if found is None or (previous is not None and found[0] <= previous[2]):
-            continue  # not once in each, or out of order (moved): not compared
-        if previous is not None and \
-                (column > previous[0]) - (column < previous[0]) != \
-                (found[1] > previous[1]) - (found[1] < previous[1]):
-            return found[0]
-        previous = (column, found[1], found[0])
-    return None
+    but for whitespace, put a statement at another depth: the line (1-based) of `there`. The
+    two are lined up by their text (whitespace removed, every line, also one seen twice);
+    each line of `made` that starts a statement (`_scan_state`, in language `kind`) must start
+    a line of `there` (one joined into another line cannot be lined up), nested as in `made`:
+    the sibling of the same statement, or the child of the same one (`_nest`), at the top
+    level where `made` has it there. Nesting, not columns: a file re-indented whole (2 spaces
+    to 4) or re-wrapped (continuation lines are layout) is the same code, a statement out of
+    its `if`, or out of one level of two, is not. None when every statement nests alike in
+    one copy of `made` in `there`."""
+    text = normalized_text(there)
+    lines = made.split(b"\n")
+    starts = _scan_state(lines, kind)[0]
+    found = None
+    for hit in text.find_lines(_strip_ws(made)):
+        mine: list[tuple[int, int]] = []
+        theirs: list[tuple[int, int]] = []
+        at, otherwise = hit, None
+        for index, (line, start) in enumerate(zip(lines, starts)):
+            key = _strip_ws(line)
+            offset, at = at, at + len(key)
+            if not key or not start or key.startswith(b"#"):
+                continue
+            number = text.line_of(offset)
+            column, column_there = _columns(line), text.indent(number)
+            if text.line_start[number] != offset or (column == 0) != (column_there == 0) or \
+                    _nest(mine, column, index) != _nest(theirs, column_there, index):
+                otherwise = number + 1
+                break
+        if otherwise is None:
+            return None
+        found = otherwise if found is None else found
+    return found
 
 
 def _added_copies(hunk, current: bytes) -> list[tuple[int, int]]:
@@ -1223,8 +1387,9 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
             # The file's own path anchors its content: no context lines to look for.
             text = normalized_text(current)
             contained_all = same or all(contained(h, text, anchored=False)[0] for h in fp.hunks)
-            otherwise = _indented_otherwise(created_file(fp), current) \
-                if contained_all and not same and indentation_matters(fp.path) else None
+            language = indentation_matters(fp.path)
+            otherwise = _indented_otherwise(created_file(fp), current, language) \
+                if contained_all and not same and language else None
             if otherwise is not None:
                 # The created file's code is there, but as other statements (one put out of
                 # its `if`): neither landed nor absent, as for a hunk of an existing file.
@@ -1232,8 +1397,8 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
                     verdict.hunks.append(HunkVerdict(
                         index, "failed", None,
                         [f"file exists upstream with the same code (whitespace-insensitive), "
-                         f"but line {otherwise} indented otherwise relative to the line before "
-                         f"it: {INDENTED_OTHERWISE}"],
+                         f"but line {otherwise} indented otherwise relative to the lines "
+                         f"around it: {INDENTED_OTHERWISE}"],
                         ambiguous=True, indented=f"line {otherwise}"))
                 return verdict
             for index, _ in enumerate(fp.hunks):
