@@ -269,8 +269,10 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(built, case):
 def test_export_mbox_of_profile_fixes_warns_what_git_am_meets(tmp_path, monkeypatch):
     """A gfx942-only fix of line 5, then a fix for every profile of line 8, made on its own
     base (without the gfx942 line): `export --mbox` said nothing, and `git am` stopped on the
-    second message (it applies every message in one stack, without fuzz). The export warns,
-    naming `git am -3`, which takes it; a series of fixes for every profile gets no warning."""
+    second message (it applies every message in one stack, without fuzz). gfx942's series
+    holds both: the mbox is written as that series has each fix, `git am` takes it (with -3
+    or without) and gives gfx942's overlay, and the export warns that it is gfx942's tree;
+    a series of fixes for every profile gets no warning."""
     from helpers.cli import ok
     from helpers.project import UPSTREAM_FILES, git_project
 
@@ -285,9 +287,10 @@ def test_export_mbox_of_profile_fixes_warns_what_git_am_meets(tmp_path, monkeypa
            name, *(["--profiles", *profiles] if profiles else []))
     mbox = tmp_path / "series.mbox"
     run = ok(root, "export", "--mbox", str(mbox))
-    assert "warning: up's series has patches for some profiles only" in run.err, run.err
-    assert "`git am -3`" in run.err
-    for three_way, ends in ((False, 128), (True, 0)):
+    assert "warning: up's series has patches for some profiles only: the mbox is gfx942's " \
+        "series (it holds every patch), each fix written as that series has it, and `git am` " \
+        "gives gfx942's tree, not gfx950's" in run.err, run.err
+    for three_way, ends in ((False, 0), (True, 0)):
         tree = tmp_path / f"am-{three_way}"
         subprocess.run(["git", "clone", "-q", str(tmp_path / "up-upstream"), str(tree)],
                        check=True)
@@ -301,3 +304,26 @@ def test_export_mbox_of_profile_fixes_warns_what_git_am_meets(tmp_path, monkeypa
     ok(root, "delete", "fix-942")
     run = ok(root, "export", "--mbox", str(tmp_path / "all.mbox"))
     assert "warning" not in run.err, run.err
+
+
+def test_export_mbox_of_no_profiles_series_warns_that_git_am_may_stop(tmp_path, monkeypatch):
+    """A gfx942 fix, a gfx950 fix and a fix for every profile: no profile's series holds every
+    message, so the mbox is written as the patches are and the export warns that `git am`
+    meets other profiles' fixes in its one stack, naming `git am -3` (a guard: it holds on
+    the earlier version too)."""
+    from helpers.cli import ok
+    from helpers.project import UPSTREAM_FILES, git_project
+
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, _ = git_project(tmp_path, profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
+    a = UPSTREAM_FILES["a.py"]
+    for name, old, new, profiles in (("fix-942", b"line5\n", b"line5 gfx942\n", ["gfx942"]),
+                                     ("fix-950", b"line12\n", b"line12 gfx950\n", ["gfx950"]),
+                                     ("fix-all", b"line8\n", b"line8 all\n", [])):
+        overlay = tmp_path / f"{name}.overlay"
+        overlay.write_bytes(a.replace(old, new))
+        ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", name, "-m",
+           name, *(["--profiles", *profiles] if profiles else []))
+    run = ok(root, "export", "--mbox", str(tmp_path / "series.mbox"))
+    assert "warning: up's series has patches for some profiles only, each made on its own " \
+        "profile's series" in run.err and "`git am -3`" in run.err, run.err

@@ -157,7 +157,7 @@ class ChainsState:
 
 def apply_on_chains(read_base: Callable[[list[str]], dict[str, bytes | None]],
                     patches: Sequence, configured, *, own: list | None = None,
-                    also=(), on_patch=None, **kwargs) -> ChainsState:
+                    also=(), on_patch=None, after_patch=None, **kwargs) -> ChainsState:
     """Walk `patches` ([(name, PatchFile or PatchPart)]) of a series with profile bases
     (apply.series.profile_bases_differ) on every chain (apply.series.profile_chains): each
     patch applied on its own base's chain (apply_series with `kwargs`: its outcome), then
@@ -167,7 +167,8 @@ def apply_on_chains(read_base: Callable[[list[str]], dict[str, bytes | None]],
     names the patch and its profiles. `own`: each patch's profile set
     (apply.series.profile_set), when `patches` are PatchParts; `also`: more profile sets to
     walk a chain of (a patch's base whose set no patch of `patches` has); `on_patch(position,
-    files before it, its own chain's state)` is called after each patch is applied there."""
+    files before it, its own chain's state)` is called after each patch is applied there;
+    `after_patch(position, the walk so far)` once it went into every chain it goes into."""
     cache: dict[str, bytes | None] = {}
 
     def read(paths):
@@ -211,6 +212,8 @@ def apply_on_chains(read_base: Callable[[list[str]], dict[str, bytes | None]],
         if on_patch is not None:
             on_patch(position, before, mine)
         if not outcome.ok:
+            if after_patch is not None:
+                after_patch(position, found)
             continue
         for chosen, state in found.states.items():
             if chosen == own[position] or position not in found.held[chosen]:
@@ -221,6 +224,8 @@ def apply_on_chains(read_base: Callable[[list[str]], dict[str, bytes | None]],
                 found.problems.append(ChainProblem(
                     name, chosen, stuck,
                     met_in_chain(patches, own, found.held[chosen], position, stuck)))
+        if after_patch is not None:
+            after_patch(position, found)
     return found
 
 

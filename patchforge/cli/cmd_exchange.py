@@ -199,6 +199,7 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
 
     from patchforge.cli.output import announce_state
     from patchforge.fsutil import RepoLock
+    from patchforge.pins import open_store
     from patchforge.state import refuse_half_written
 
     if not quilt_dir and not mbox_file:
@@ -208,7 +209,9 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
     project = app.project()
     # Under the project lock (waiting for a command that holds it, as overlays does): a
     # rebase's write-out beside the export would otherwise change the series while it is read.
-    with RepoLock(project.state_dir, wait=30):
+    placed: dict[str, tuple[list[str], list[str]]] = {}
+    with RepoLock(project.state_dir, wait=30), \
+            open_store(project, bring_pins=[upstream] if upstream else True) as store:
         refuse_half_written(project, "export")
         announce_state(project)  # a stop or an open edit: the series exported as it stands
         if mbox_file:
@@ -217,7 +220,8 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             entries = mbox_entries(project, upstream)
         if quilt_dir:
             written, binary_sections, per_profile, empty = export_quilt(project, quilt_dir,
-                                                                        upstream, profile)
+                                                                        upstream, profile,
+                                                                        store, placed)
             click.echo(f"wrote {len(written)} files to {quilt_dir}")
             # With several upstreams each series is a directory of its own: quilt, pointed at
             # DIR itself, finds no series file there.
@@ -248,7 +252,7 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             _say_empty(empty, "`quilt push` stops on it (\"Only garbage was found in the patch "
                               "input\")")
         if mbox_file:
-            crlf, empty = export_mbox(project, mbox_file, entries)
+            crlf, empty = export_mbox(project, mbox_file, entries, store, placed)
             click.echo(f"wrote {len(entries)} messages to {mbox_file}")
             _say_empty(empty, "`git am` stops on its message (\"No valid patches in input\")")
             if crlf:
@@ -260,19 +264,50 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
                            f"{shlex.quote(str(mbox_file))}` (plain `git am` drops each line's "
                            "CR, and the patch no longer applies)", err=True)
             from patchforge.apply.series import profile_bases_differ
+            from patchforge.ops.exchange import stack_profile
 
             for name in dict.fromkeys(u for u, _ in entries):
-                if profile_bases_differ([(n, project.read_patch(u, n)) for u, n in entries
-                                         if u == name], list(project.config.profiles)):
+                listed = [n for u, n in entries if u == name]
+                if not profile_bases_differ([(n, project.read_patch(name, n)) for n in listed],
+                                            list(project.config.profiles)):
+                    continue
+                known, chosen = stack_profile(project, name, listed, None)
+                if known and chosen is not None:
+                    # Written as that profile's series has each fix: `git am` takes it and
+                    # gives that profile's tree, which is not the other profiles' overlays.
+                    others = [p for p in project.config.profiles if p != chosen]
+                    click.echo(f"warning: {name}'s series has patches for some profiles only: "
+                               f"the mbox is {chosen}'s series (it holds every patch), each fix "
+                               f"written as that series has it, and `git am` gives {chosen}'s "
+                               "tree" + (f", not {', '.join(others)}'s" if others else ""),
+                               err=True)
+                else:
                     # Each fix is made on its own profile's series, and `git am` applies
                     # every message in one stack, without fuzz: a fix for every profile next
                     # to lines a profile's fix changed stops it.
-                    click.echo(f"warning: {name}'s series has patches for some profiles only, "
-                               "each made on its own profile's series, and `git am` applies "
-                               "every message in one stack, without fuzz: a fix made beside "
-                               "lines another profile's fix changes stops it (`git am -3` "
-                               "takes that one), and two profiles' fixes of the same lines "
+                    click.echo(f"warning: {name}'s series has patches for some profiles "
+                               "only, each made on its own profile's series, and `git am` "
+                               "applies every message in one stack, without fuzz: a fix made "
+                               "beside lines another profile's fix changes stops it (`git am "
+                               "-3` takes that one), and two profiles' fixes of the same lines "
                                "never go into one tree", err=True)
+        _say_placed(placed, profile)
+
+
+def _say_placed(placed: dict[str, tuple[list[str], list[str]]], profile: str | None) -> None:
+    """A note naming each exported patch written with the line numbers of the exported stack
+    rather than of its own base (where the overlays have its change, so that quilt and git
+    put it there, not in a repeated block nearer its own lines), and a warning naming each
+    one kept as it is though its change is not at its lines there."""
+    stack = f"{profile}'s series" if profile else "the exported stack"
+    for upstream, (remade, kept) in placed.items():
+        for name in remade:
+            click.echo(f"note: {upstream}/{name} written with the line numbers {stack} has "
+                       "its change at (the overlays' place; its own are its base's)", err=True)
+        for name in kept:
+            click.echo(f"warning: {upstream}/{name}: its change is not at its own lines in "
+                       f"{stack} (a rename or mode change with it), and it is written as it "
+                       "is: check where quilt or git puts it against the overlays", err=True)
 
 
 def _say_empty(names: list[str], stops: str) -> None:

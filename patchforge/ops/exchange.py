@@ -1351,8 +1351,136 @@ def _carried_header(body: str, diff: bytes, source: str) -> PatchFile | None:
     return head.with_diff(diff)
 
 
+def stack_profile(project: Project, upstream: str, names: list[str],
+                   profile: str | None) -> tuple[bool, str | None]:
+    """(whether an overlay's series is the stack `names` make, that profile or None): the
+    profile asked for; else, with profiles configured, the first one whose series is every
+    patch of `names` (with patches for some profiles only, the one stack quilt or `git am`
+    applies may be no profile's series: then (False, None))."""
+    configured = list(project.config.profiles)
+    if profile is not None or not configured:
+        return True, profile
+    patches = [project.read_patch(upstream, n) for n in names]
+    for candidate in configured:
+        if all(applies_to_profile(patch, candidate) for patch in patches):
+            return True, candidate
+    return False, None
+
+
+def as_the_stack_has_them(project: Project, store: UpstreamStore, upstream: str,
+                          names: list[str], profile: str | None
+                          ) -> tuple[dict[str, bytes], list[str]]:
+    """The diffs to export for `names` (one stack, in order, as quilt or `git am` applies it):
+    {name: diff} for each patch whose change the exported line numbers would put elsewhere.
+
+    A patch's diff has the line numbers of its own base. In a profile's series the file it
+    meets may differ from that base (a gfx942 fix adds lines above a fix for every profile,
+    which the overlays carry over it by git's 3-way merge, apply.chains), and GNU patch and
+    git apply place a hunk whose context is in several places at the match nearest to its
+    header's line: in a twin function, not where the overlay has the change. Each text change
+    of a file that does not apply exactly (no offset, no fuzz) on the stack's file before it,
+    giving the file the overlay's series has after it, is written as git's diff of those two
+    files: its lines are then where the overlay has them, and quilt and git put it there.
+    Also returned: the patches whose change in some file is neither (a rename, a binary or a
+    mode change, or a patch that does not go into the stack), kept as they are and named for a
+    warning."""
+    from patchforge.apply.chains import apply_on_chains, patch_paths
+    from patchforge.apply.hunks import apply_file_patch
+    from patchforge.store.diff import make_diffs
+
+    known, chosen = stack_profile(project, upstream, names, profile)
+    configured = list(project.config.profiles)
+    series = [(n, project.read_patch(upstream, n)) for n in project.patch_names(upstream)]
+    wanted = set(names)
+    if not known or not series:
+        return {}, []
+    commit = project.lock.pin(upstream).commit
+    cache: dict[str, bytes | None] = {}
+
+    def read(paths):
+        missing = [p for p in paths if p not in cache]
+        if missing:
+            cache.update(store.read_blobs(commit, missing))
+        return {p: cache.get(p) for p in paths}
+
+    def base_mode(path: str) -> str | None:
+        entry = store.entry(commit, path)
+        return entry[0] if entry else None
+
+    # name -> ({path: file before}, {path: file after}, {path: mode}, went in)
+    seen: dict[str, tuple[dict, dict, dict, bool]] = {}
+
+    def files_of(state: SeriesState, paths) -> dict:
+        return {p: state.current[p] if p in state.current else read([p])[p] for p in paths}
+
+    if chosen is None or not profile_bases_differ(series, configured):
+        state = SeriesState()
+        for name, patch in series:
+            if chosen is not None and not applies_to_profile(patch, chosen):
+                continue
+            paths = sorted(patch_paths(patch))
+            before = files_of(state, paths)
+            apply_series(read, [(name, patch)], strict=False, state=state,
+                         allow_zero_context=True)
+            seen[name] = (before, files_of(state, paths),
+                          {p: state.mode(p, base_mode) for p in paths},
+                          state.outcomes[-1].ok)
+    else:
+        key = frozenset([chosen])
+        snapshot: dict[str, bytes | None] = {}
+
+        def after_patch(position: int, found) -> None:
+            nonlocal snapshot
+            name, patch = series[position]
+            state = found.states[key]
+            if position in found.held[key]:
+                paths = sorted(patch_paths(patch))
+                before = {p: snapshot[p] if p in snapshot else read([p])[p] for p in paths}
+                went = found.outcomes[position].ok and not any(
+                    problem.name == name and chosen in (problem.chain or ())
+                    for problem in found.problems)
+                seen[name] = (before, files_of(state, paths),
+                              {p: state.mode(p, base_mode) for p in paths}, went)
+            snapshot = dict(state.current)
+
+        apply_on_chains(read, series, configured, strict=False, allow_zero_context=True,
+                        after_patch=after_patch)
+    remade: list[tuple[str, bytes, FileChange]] = []
+    kept: list[str] = []
+    for name in names:
+        if name not in seen or name not in wanted:
+            continue
+        before, after, modes, went = seen[name]
+        patch = project.read_patch(upstream, name)
+        sections = [fp.source_path for fp in patch.file_patches]
+        if not went:
+            continue  # not in the stack: the overlays refuse it, by name
+        for fp in patch.file_patches:
+            old, new = before.get(fp.source_path), after.get(fp.path)
+            if fp.is_binary or not fp.hunks or fp.is_new or fp.is_delete:
+                continue  # nothing of it placed by its context
+            application = apply_file_patch(old, fp, max_fuzz=0) if old is not None else None
+            if application is not None and application.ok \
+                    and application.worst == "exact" and application.content == new:
+                continue
+            plain = not (fp.is_rename or fp.is_copy or fp.old_mode or fp.new_mode)
+            if plain and old is not None and new is not None and old != new \
+                    and sections.count(fp.path) == 1:
+                mode = modes.get(fp.path) or "100644"
+                remade.append((name, fp.raw, FileChange(fp.path, fp.path, old, new, mode, mode)))
+            elif name not in kept:
+                kept.append(name)
+    sections_made = make_diffs([[change] for _, _, change in remade]) if remade else []
+    diffs: dict[str, bytes] = {}
+    for (name, raw, _), section in zip(remade, sections_made):
+        diff = diffs.get(name) or project.read_patch(upstream, name).diff
+        diffs[name] = diff.replace(raw, section, 1)
+    return diffs, kept
+
+
 def export_quilt(project: Project, directory: Path, upstream: str | None = None,
-                 profile: str | None = None
+                 profile: str | None = None, store: UpstreamStore | None = None,
+                 placed: dict[str, tuple[list[str], list[str]]] | None = None
                  ) -> tuple[list[Path], list[str], list[str], list[str]]:
     """quilt's layout: DIR/series and the patch files (DIR/<upstream>/ when there are several;
     `upstream` names the one series to export, as DIR/series). With `profile`, the patches of
@@ -1365,6 +1493,12 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
     quilt applies every patch in one stack, where two profiles' fixes of one line conflict;
     and the patches without a diff (`new`, nothing refreshed into them), on which `quilt push`
     stops ("Only garbage was found in the patch input").
+
+    With `store`, each patch is written as the exported stack has it (as_the_stack_has_them:
+    with `profile`, that profile's series; without, the one stack quilt applies): its text
+    changes at the lines where the overlays have them, so that quilt puts each where they
+    do; `placed` gets, per upstream, the patches written so and those kept as they are
+    though quilt may place them elsewhere.
 
     Beside them goes `EXPORT_RECORD`, what this export wrote (each patch's name and sha256), so
     that the next export into DIR knows its own files from anyone else's (see
@@ -1398,6 +1532,11 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
         elif profile_bases_differ([(n, project.read_patch(upstream, n)) for n in names],
                                   list(project.config.profiles)):
             per_profile.append(upstream)
+        remade: dict[str, bytes] = {}
+        if store is not None:
+            remade, kept = as_the_stack_has_them(project, store, upstream, names, profile)
+            if placed is not None and (remade or kept):
+                placed[upstream] = (list(remade), kept)
         patches = []
         for name in names:
             patch = project.read_patch(upstream, name)
@@ -1407,14 +1546,18 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
                 empty.append(name)
             data = project.read_patch_bytes(upstream, name)
             # GNU patch cuts a name with a space in a section of headers only: quoted here.
-            patches.append((target / name,
-                            data[:len(data) - len(patch.diff)] + for_gnu_patch(patch.diff)))
+            patches.append((target / name, data[:len(data) - len(patch.diff)]
+                            + for_gnu_patch(remade.get(name, patch.diff))))
         earlier = _read_export_record(target)
         taken = read_taken_record(target) if earlier is not None else {}
         _refuse_losing_others(project, upstream, target, patches, earlier, taken, profile)
         files += patches
         files.append((target / "series", "".join(f"{n}\n" for n in names).encode()))
         now = {path.name: [_sha256(data)] for path, data in patches}
+        for name in remade:
+            # Written with the stack's line numbers: the series' own file is this export's
+            # too, so that the way back knows the series did not change since.
+            now[name] = sorted({*now[name], _sha256(project.read_patch_bytes(upstream, name))})
         # Until every file is written, the record names both versions of a patch it replaces:
         # an export cut short is still recognised as this project's by the next one.
         during = {name: sorted(set(hashes) | set((earlier or {}).get(name, [])))
@@ -1837,20 +1980,31 @@ def mbox_entries(project: Project, upstream: str | None = None) -> list[tuple[st
     return entries
 
 
-def export_mbox(project: Project, out: Path, entries: list[tuple[str, str]]
+def export_mbox(project: Project, out: Path, entries: list[tuple[str, str]],
+                store: UpstreamStore | None = None,
+                placed: dict[str, tuple[list[str], list[str]]] | None = None
                 ) -> tuple[list[str], list[str]]:
     """Write the mbox of `entries` (`mbox_entries`, asked with `project.refuse_own_destination`
     before anything of the export is written) to `out`. Returns the patches whose diff has
     lines ending in CRLF (a file with CRLF lines): plain `git am` drops every line's CR
     (mailsplit, as for any mail), so such a patch no longer applies, or its CRs are lost;
     `git am --keep-cr` takes them, and the command says so; and the patches without a diff
-    (`new`, nothing refreshed into them), on which `git am` stops ("No valid patches")."""
+    (`new`, nothing refreshed into them), on which `git am` stops ("No valid patches").
+    With `store`, each diff as the one stack `git am` applies has it (see export_quilt)."""
+    remade: dict[str, dict[str, bytes]] = {}
+    for upstream in dict.fromkeys(u for u, _ in entries) if store is not None else ():
+        assert store is not None
+        names = [n for u, n in entries if u == upstream]
+        remade[upstream], kept = as_the_stack_has_them(project, store, upstream, names, None)
+        if placed is not None and (remade[upstream] or kept):
+            placed[upstream] = (list(remade[upstream]), kept)
     chunks = []
     crlf = []
     empty = []
     for index, (upstream, name) in enumerate(entries, 1):
         patch = project.read_patch(upstream, name)
-        chunks.append(mbox_message(patch, patch.diff, index, len(entries),
+        diff = remade.get(upstream, {}).get(name, patch.diff)
+        chunks.append(mbox_message(patch, diff, index, len(entries),
                                    patch.get("Base") or "0" * 40, name))
         if b"\r\n" in patch.diff:
             crlf.append(name)

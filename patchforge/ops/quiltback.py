@@ -553,6 +553,9 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
                          path=str(source),
                          hint=f"`quilt push` it in the tree it was made for and `quilt "
                               f"refresh` it, or check its place in {series_path}:{line}")
+    if name in taken:
+        _refuse_moved_only(project, upstream, name, patch, state, trial, paths, read_base,
+                           where)
     state = trial
     old_modes, renames = _kept_from_series(project, upstream, name)
     # quilt writes a rename the series' patch made as a deletion and a creation: one
@@ -586,6 +589,51 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
         made[name] = patch.with_diff(diff) if name in taken else \
             patch.with_diff(diff).with_field("Base", pin)
     return state
+
+
+def _changed_lines(patch: PatchFile) -> dict[tuple[str, bytes], int]:
+    """Each line `patch`'s diff adds or takes out, with its file's path, counted: what its
+    change is, whatever its context and line numbers."""
+    counted: dict[tuple[str, bytes], int] = {}
+    for fp in patch.file_patches:
+        for hunk in fp.hunks:
+            for line in hunk.lines:
+                if line[:1] in (b"+", b"-"):
+                    key = (fp.path, line.rstrip(b"\r\n"))
+                    counted[key] = counted.get(key, 0) + 1
+    return counted
+
+
+def _refuse_moved_only(project: Project, upstream: str, name: str, patch: PatchFile,
+                       state: SeriesState, trial: SeriesState, paths: list[str], read_base,
+                       where: dict[str, tuple[Path, int]]) -> None:
+    """Refuse quilt's version of the series' patch `name` when it makes the very change the
+    series' patch makes (the same lines added and taken out) somewhere else on its base: a
+    change quilt's tree holds in another place than the overlays (GNU patch put a hunk whose
+    context repeats in the repeated block nearest its line numbers, in a stack exported
+    before the export wrote the overlays' line numbers, or a hand-moved hunk), taken back, it
+    would move the fix into that place in every profile with every check green.
+    `state` is the base without it, `trial` the base with quilt's change."""
+    if name not in project.patch_names(upstream):
+        return
+    mine = project.read_patch(upstream, name)
+    if _changed_lines(mine) != _changed_lines(patch):
+        return
+    ours = _copied(state)
+    apply_series(read_base, [(name, mine)], strict=False, state=ours, allow_zero_context=True)
+    if not ours.outcomes[-1].ok:
+        return
+    moved = [p for p in paths if trial.current.get(p) != ours.current.get(p)]
+    if moved:
+        source, line = _section_of(where[name][0], moved[0])
+        raise InputError(
+            f"{name}: quilt's patch makes the series' change to {moved[0]} in another place "
+            "than the series' patch has it (the same lines, added and taken out elsewhere: "
+            "quilt's tree has it where another block repeats its context); nothing was taken "
+            "back", path=source, line=line,
+            hint="export the series again (`patchforge export --quilt DIR`, with `--profile` "
+                 "as before) and push it in quilt; to move the fix on purpose, `patchforge "
+                 f"edit {name.removesuffix('.patch')}` and refresh it in the series")
 
 
 def _carried_back(read_base, name: str, patch: PatchFile, state: SeriesState,

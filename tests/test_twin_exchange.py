@@ -1,0 +1,137 @@
+"""A fix whose context repeats (two identical functions) through the exchange paths: the
+exported stack must put it where the overlays do (quilt, GNU patch, `git am`), and the way back
+must not move it into the twin.
+
+The file has a header line, then scale_a and scale_b with the same body; a gfx942 fix adds 20
+lines under the header, and a fix for every profile changes `y = y + 7` in scale_b, whose
+three lines of context are in scale_a too: its own line numbers (the upstream's) are then
+nearer scale_a's copy in gfx942's series."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from helpers.cli import ok, run_cli
+from helpers.env import need_tool
+from helpers.git import git
+from helpers.project import git_project
+
+BODY = b"".join(b"    y = %s\n" % s for s in (b"x * 2", b"y + 1", b"y - 3", b"y * 5", b"y + 7",
+                                               b"y - 9", b"y * 11", b"y + 13")) + \
+    b"    return y\n"
+TWINS = b"# header\n\n\ndef scale_a(x):\n" + BODY + b"\n\ndef scale_b(x):\n" + BODY
+NEW_LINES = b"".join(b"NEW_%d = %d\n" % (i, i) for i in range(1, 21))
+
+
+def in_b(content: bytes) -> bytes:
+    """`content` with scale_b's `y = y + 7` made `y = y + 70` (scale_a's left alone)."""
+    at = content.index(b"def scale_b")
+    return content[:at] + content[at:].replace(b"y = y + 7\n", b"y = y + 70\n", 1)
+
+
+def fixed_in(content: bytes) -> str:
+    """Which function of `content` has the fix: "a", "b", "both" or "none"."""
+    a, b = content.split(b"def scale_b")
+    found = [name for name, part in (("a", a), ("b", b)) if b"y + 70\n" in part]
+    return "both" if len(found) == 2 else (found[0] if found else "none")
+
+
+def twin_stack(tmp_path: Path, monkeypatch) -> tuple[Path, str]:
+    """p942 (gfx942 only: 20 lines under the header), then pall (every profile: the fix in
+    scale_b, made on the upstream as `new` + `refresh` make it)."""
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, base = git_project(tmp_path, {"pkg/k.py": TWINS},
+                             profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
+    work = root / ".patchforge/work/up/pkg/k.py"
+    ok(root, "new", "p942", "--file", "pkg/k.py", "-m", "gfx942 lines", "--profiles", "gfx942")
+    work.write_bytes(work.read_bytes().replace(b"# header\n", b"# header\n" + NEW_LINES))
+    ok(root, "refresh")
+    ok(root, "new", "pall", "--file", "pkg/k.py", "-m", "scale_b: +70")
+    assert b"NEW_1" not in work.read_bytes()  # made on the upstream, pall's own base
+    work.write_bytes(in_b(work.read_bytes()))
+    ok(root, "refresh")
+    ok(root, "overlays")
+    assert fixed_in((root / "overlays/gfx942/up/pkg/k.py").read_bytes()) == "b"
+    assert fixed_in((root / "overlays/gfx950/up/pkg/k.py").read_bytes()) == "b"
+    return root, base
+
+
+def checkout(tmp_path: Path, base: str, name: str) -> Path:
+    tree = tmp_path / name
+    git(tmp_path, "clone", "-q", str(tmp_path / "up-upstream"), str(tree))
+    git(tree, "checkout", "-q", base)
+    return tree
+
+
+def quilt(tree: Path, patches: Path, *args: str) -> str:
+    rc = tree.parent / "quiltrc"
+    rc.write_text("")
+    proc = subprocess.run(["quilt", *args], cwd=tree, capture_output=True,
+                          env={**os.environ, "QUILT_PATCHES": str(patches),
+                               "QUILTRC": str(rc), "EDITOR": "false"})
+    assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+    return proc.stdout.decode()
+
+
+def test_export_quilt_of_a_profile_puts_a_fix_where_the_overlay_has_it(tmp_path, monkeypatch):
+    """`export --quilt DIR --profile gfx942` wrote pall with its own base's line numbers, and
+    `quilt push -a` (GNU patch, no fuzz) put its change 8 lines off, in scale_a, while
+    gfx942's overlay has it in scale_b. It is now written with the line numbers gfx942's
+    series has it at: quilt's tree is the overlay, byte for byte, and the export says so. A
+    `quilt refresh` with no edit then takes nothing back, and the series keeps the fix in
+    scale_b."""
+    need_tool("quilt")
+    root, base = twin_stack(tmp_path, monkeypatch)
+    exported = tmp_path / "q"
+    run = ok(root, "export", "--quilt", str(exported), "--profile", "gfx942")
+    tree = checkout(tmp_path, base, "qt")
+    pushed = quilt(tree, exported, "push", "-a")
+    assert (tree / "pkg/k.py").read_bytes() == (root / "overlays/gfx942/up/pkg/k.py").read_bytes()
+    assert "offset" not in pushed and "fuzz" not in pushed, pushed
+    assert "up/pall.patch written with the line numbers gfx942's series has its change at" \
+        in run.err, run.err
+    pall = (root / "series/up/pall.patch").read_bytes()
+    quilt(tree, exported, "refresh")
+    ok(root, "import", "quilt", str(exported), "--update")
+    assert (root / "series/up/pall.patch").read_bytes() == pall
+    ok(root, "overlays")
+    for profile in ("gfx942", "gfx950"):
+        assert fixed_in((root / f"overlays/{profile}/up/pkg/k.py").read_bytes()) == "b"
+
+
+def test_export_mbox_applied_by_git_am_is_the_overlay(tmp_path, monkeypatch):
+    """`export --mbox` + `git am` on the upstream: git's apply put pall in scale_a as GNU
+    patch did. Written as the one stack (gfx942's series: every patch of the mbox) has it,
+    `git am` gives gfx942's overlay."""
+    root, base = twin_stack(tmp_path, monkeypatch)
+    mbox = tmp_path / "up.mbox"
+    ok(root, "export", "--mbox", str(mbox))
+    tree = checkout(tmp_path, base, "am")
+    git(tree, "-c", "user.name=a", "-c", "user.email=a@b", "am", "-q", str(mbox))
+    assert (tree / "pkg/k.py").read_bytes() == (root / "overlays/gfx942/up/pkg/k.py").read_bytes()
+
+
+def test_update_refuses_a_fix_quilt_moved_into_the_twin(tmp_path, monkeypatch):
+    """In quilt's tree the change of pall is moved by hand from scale_b to scale_a (as an
+    older export's `quilt push` put it) and refreshed: the same lines added and taken out,
+    elsewhere. Taken back, the fix moved into scale_a in every profile with every check
+    green; now refused, naming the quilt file, nothing written."""
+    need_tool("quilt")
+    root, base = twin_stack(tmp_path, monkeypatch)
+    exported = tmp_path / "q"
+    ok(root, "export", "--quilt", str(exported), "--profile", "gfx942")
+    tree = checkout(tmp_path, base, "qt")
+    quilt(tree, exported, "push", "-a")
+    k = tree / "pkg/k.py"
+    a, b = k.read_bytes().split(b"def scale_b")
+    k.write_bytes(a.replace(b"y = y + 7\n", b"y = y + 70\n", 1) + b"def scale_b"
+                  + b.replace(b"y = y + 70\n", b"y = y + 7\n", 1))
+    quilt(tree, exported, "refresh")
+    pall = (root / "series/up/pall.patch").read_bytes()
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2, run.text
+    assert f"{exported / 'pall.patch'}:" in run.err
+    assert "quilt's patch makes the series' change to pkg/k.py in another place than the " \
+        "series' patch has it" in run.err and "nothing was taken back" in run.err, run.err
+    assert (root / "series/up/pall.patch").read_bytes() == pall
