@@ -190,7 +190,7 @@ def _in_profile(exc: ApplyError, label: str | None) -> ApplyError:
     return exc
 
 
-def _chains(upstream: str, read_base, patches, configured):
+def _chains(upstream: str, read_base, patches, configured, placement: bool = False):
     """A series with patches for some profiles only, walked on its chains
     (apply.chains.apply_on_chains: each patch made on its base, carried into each profile's
     series by a 3-way merge), None for a series of one chain (each profile's series is then
@@ -201,7 +201,7 @@ def _chains(upstream: str, read_base, patches, configured):
 
     if not profile_bases_differ(patches, configured):
         return None
-    chains = apply_on_chains(read_base, patches, configured, strict=True)
+    chains = apply_on_chains(read_base, patches, configured, strict=True, placement=placement)
     for problem in chains.problems:
         raise ApplyError(f"{upstream}: patch {problem.name} {problem.describe()}",
                          hint=f"`patchforge edit {problem.name.removesuffix('.patch')}` and "
@@ -210,11 +210,14 @@ def _chains(upstream: str, read_base, patches, configured):
 
 
 def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
-                   patch_sources=None) -> OverlaySet:
+                   patch_sources=None, placement: bool = False) -> OverlaySet:
     """Compute every overlay and metadata file in memory.
 
     `lock` and `patch_sources` ({upstream: [(name, PatchFile, raw bytes)]}) let a rebase build
-    the overlays of its new state before anything is written.
+    the overlays of its new state before anything is written. With `placement` (`overlays`,
+    which a deployment runs), a patch put where nearness to its header's line chose among
+    several places, in a file it was not made on, is a warning naming it and the lines (a
+    search of the file per hunk; a rebase stops on such a patch as unsure instead).
     """
     refuse_linked_overlays(project)
     config = project.config
@@ -243,7 +246,7 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
         for _, patch, _ in patches:
             refuse_unknown_profiles(patch, list(config.profiles))
         chains = _chains(upstream, read_base, [(n, p) for n, p, _ in patches],
-                         list(config.profiles))
+                         list(config.profiles), placement)
         for profile in _profile_names(config):
             selected = [(n, p) for n, p, _ in patches if applies_to_profile(p, profile)]
             if not selected:
@@ -257,7 +260,8 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                             if applies_to_profile(p, profile)]
             else:
                 try:
-                    state = apply_series(read_base, selected, strict=True)
+                    state = apply_series(read_base, selected, strict=True,
+                                         placement=placement)
                 except ApplyError as exc:
                     raise _in_profile(exc, profile) from None
                 outcomes = state.outcomes
@@ -265,6 +269,16 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                 if outcome.worst == "fuzz":
                     result.warnings.append(f"{upstream}/{outcome.name}: applies only with fuzz"
                                            + (f" (profile {profile})" if profile else ""))
+                for place in outcome.ambiguous:
+                    # Nearness to its header's line chose among several places, in a file it
+                    # was not made on: the overlay may hold the fix in a twin of its code
+                    # (status says unsure, lint a placement error).
+                    result.warnings.append(
+                        f"{upstream}/{outcome.name}: the place of its change is ambiguous: "
+                        f"{place.describe()} (put at line {place.at_line}, the nearest to its "
+                        "header's)" + (f" (profile {profile})" if profile else "")
+                        + f": `patchforge edit {outcome.name.removesuffix('.patch')}`, move "
+                        "the change where it belongs, refresh")
             digests = {n: sha256(raw) for n, _, raw in patches}
             # The mode each file has after the series: the one a patch gives (a new script,
             # a mode change, a renamed executable), else the upstream's.

@@ -1,6 +1,7 @@
 """A fix whose context repeats (two identical functions) through the exchange paths: the
-exported stack must put it where the overlays do (quilt, GNU patch, `git am`), and the way back
-must not move it into the twin.
+exported stack must put it where the overlays do (quilt, GNU patch, `git am`), the way back
+must not move it into the twin, and a patch whose place is ambiguous is said before it is
+deployed (`overlays`, `move`) or refused (`import git`).
 
 The file has a header line, then scale_a and scale_b with the same body; a gfx942 fix adds 20
 lines under the header, and a fix for every profile changes `y = y + 7` in scale_b, whose
@@ -135,3 +136,67 @@ def test_update_refuses_a_fix_quilt_moved_into_the_twin(tmp_path, monkeypatch):
     assert "quilt's patch makes the series' change to pkg/k.py in another place than the " \
         "series' patch has it" in run.err and "nothing was taken back" in run.err, run.err
     assert (root / "series/up/pall.patch").read_bytes() == pall
+
+
+def moved_first(tmp_path: Path, monkeypatch) -> tuple[Path, subprocess.CompletedProcess]:
+    """p1 takes 20 lines out above the twins; p2, made on it, fixes scale_b; `move p2
+    --first` leaves p2 on a file it was not made on, its context in both twins."""
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    old = b"".join(b"OLD_%d = %d\n" % (i, i) for i in range(1, 21))
+    root, _ = git_project(tmp_path, {"pkg/k.py": TWINS.replace(b"# header\n",
+                                                                b"# header\n" + old)})
+    work = root / ".patchforge/work/up/pkg/k.py"
+    ok(root, "new", "p1", "--file", "pkg/k.py", "-m", "no OLD lines")
+    work.write_bytes(work.read_bytes().replace(old, b""))
+    ok(root, "refresh")
+    ok(root, "new", "p2", "--file", "pkg/k.py", "-m", "scale_b: +70")
+    work.write_bytes(in_b(work.read_bytes()))
+    ok(root, "refresh")
+    return root, run_cli(root, "move", "p2", "--first")
+
+
+def test_move_says_a_patch_whose_place_became_ambiguous(tmp_path, monkeypatch):
+    """`move p2 --first` said "moved p2", exit 0; it now warns, as `refresh` does of a later
+    patch, naming the patch and the lines of its context, exit 1."""
+    root, run = moved_first(tmp_path, monkeypatch)
+    assert run.rc == 1, run.text
+    assert "warning: p2.patch: the place of its change is ambiguous in the new order: " \
+        "pkg/k.py hunk #1: its context is at lines 26, 38" in run.err, run.err
+    assert (root / "series/up/series").read_text() == "p2.patch\np1.patch\n"
+
+
+def test_overlays_warn_of_a_fix_put_at_an_ambiguous_place(tmp_path, monkeypatch):
+    """`overlays` of a series whose patch is ambiguous (status unsure, lint an error) wrote
+    it into scale_a without a word; it now warns, naming the patch and the lines, as the
+    reference says."""
+    root, _ = moved_first(tmp_path, monkeypatch)
+    run = ok(root, "overlays")
+    assert "warning: up/p2.patch: the place of its change is ambiguous: pkg/k.py hunk #1: " \
+        "its context is at lines 26, 38 (put at line 26, the nearest to its header's)" \
+        in run.err, run.err
+
+
+def test_import_git_of_a_branch_made_on_an_older_upstream_with_an_ambiguous_place(
+        tmp_path, monkeypatch):
+    """A fork branch made on v0 fixes scale_b; the pin (v1) added 20 lines above the twins.
+    `import git v0..fix` stamped `Base:` with the pin, said nothing, and the overlay had the
+    fix in scale_a. Refused now, naming the commit and the lines, nothing written."""
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, _ = git_project(tmp_path, {"pkg/k.py": TWINS})
+    upstream = tmp_path / "up-upstream"
+    v0 = git(upstream, "rev-parse", "HEAD").strip()
+    (upstream / "pkg/k.py").write_bytes(TWINS.replace(b"# header\n", b"# header\n" + NEW_LINES))
+    git(upstream, "commit", "-qam", "more")
+    ok(root, "upstream", "pin", "up", "--at", "main")
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", str(upstream), str(fork))
+    git(fork, "checkout", "-q", "-b", "fix", v0)
+    (fork / "pkg/k.py").write_bytes(in_b(TWINS))
+    git(fork, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qam", "scale_b: +70")
+    run = run_cli(root, "import", "git", f"{v0}..fix", "--repo", str(fork), "--upstream", "up")
+    assert run.rc == 2, run.text
+    assert "scale_b-70.patch (from " in run.err and "the place of its change is ambiguous " \
+        "on the pin: pkg/k.py hunk #1: its context is at lines 26, 38" in run.err, run.err
+    assert not (root / "series/up/scale_b-70.patch").exists()
+    assert "scale_b" not in ((root / "series/up/series").read_text()
+                             if (root / "series/up/series").exists() else "")

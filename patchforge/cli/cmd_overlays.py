@@ -156,7 +156,7 @@ def _built_overlays(project, store, profiles, *, check: bool, as_json: bool):
         raise UsageError(f"unknown profile {unknown[0]!r} (configured: "
                          f"{', '.join(project.config.profiles) or 'none'})")
     _bring_pins(project, store)
-    result = build_overlays(project, store)
+    result = build_overlays(project, store, placement=True)
     # A fix that still applies can still be neutralised (a later patch undid it, a context
     # match put it in the wrong function): every Keeps: invariant must hold per profile.
     from patchforge.invariants import require_overlay_invariants

@@ -426,16 +426,24 @@ def move(app, name, after, first):
     if after and first:
         raise UsageError("give one of --after X or --first")
     project = app.project()
+    ambiguous: dict = {}
     with open_store(project, bring_pins=True) as store:
-        failing = move_patch(project, store, name, after=after, first=first)
+        failing = move_patch(project, store, name, after=after, first=first,
+                             ambiguous=ambiguous)
     click.echo(f"moved {name}")
     say_overlays_lag(project)
+    for other, places in ambiguous.items():
+        # As `refresh` says of a later patch: its change may now go into a twin of its code.
+        click.echo(f"warning: {other}: the place of its change is ambiguous in the new order: "
+                   + "; ".join(place.describe() for place in places)
+                   + f" (`patchforge edit {other.removesuffix('.patch')}`, move the change "
+                   "where it belongs, refresh)", err=True)
     for other in failing:
         click.echo(f"warning: {other} does not apply in the new order (`patchforge move "
                    f"{name} --after X` puts it elsewhere; `patchforge edit "
                    f"{other.removesuffix('.patch')}` opens that patch on the series as it is "
                    "now, to make its change again)", err=True)
-    if failing:
+    if failing or ambiguous:
         sys.exit(EXIT_ATTENTION)
 
 

@@ -123,6 +123,7 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
     _refuse_collisions(project, store, upstream, parsed, sources or {}, pin)
     _refuse_removals(project, store, upstream, parsed, sources or {}, pin)
     _refuse_outside_install_root(project, store, upstream, parsed, sources or {}, pin)
+    _refuse_ambiguous(project, store, upstream, parsed, sources or {}, pin)
     from patchforge.state import require
 
     with RepoLock(project.state_dir):
@@ -144,6 +145,39 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
                 if file_name not in project.patch_names(upstream):
                     add_to_series(project, upstream, file_name, data)
             series_changed(project)
+
+
+def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,
+                      parsed: dict[str, PatchFile], sources: dict[str, tuple[str, bytes | None]],
+                      pin: str) -> None:
+    """Refuse an import whose patch, at the end of the series, applies where nearness to its
+    header's line chose among several places, in a file it was not made on (its `index` line
+    names another version: a branch made on an older upstream, whose line numbers are that
+    version's): put where GNU patch would put it, the fix may go into a twin of the code it
+    was made for, which `status` calls unsure and the overlays would deploy. Nothing is
+    written; made again on the pin's files, it imports with the right place."""
+    from patchforge.apply.series import outcomes_on_bases
+
+    names = project.patch_names(upstream)
+    new = [name for name in parsed if name not in names]
+    if not new:
+        return
+    configured = list(project.config.profiles)
+    patches = [(n, project.read_patch(upstream, n)) for n in names] + \
+        [(n, parsed[n]) for n in new]
+    own = [profile_set(patch, configured) for _, patch in patches]
+    outcomes = outcomes_on_bases(lambda paths: store.read_blobs(pin, paths), patches, own,
+                                 strict=False, allow_zero_context=True, placement=True)
+    for outcome in outcomes:
+        if outcome is None or outcome.name not in new or not outcome.ok or not outcome.ambiguous:
+            continue
+        source = sources.get(outcome.name, (outcome.name, None))[0]
+        places = "; ".join(place.describe() for place in outcome.ambiguous)
+        raise UsageError(f"{outcome.name} (from {source}): the place of its change is "
+                         f"ambiguous on the pin: {places}, and its line numbers were made on "
+                         "another version of the file than the pin's; nothing was imported",
+                         hint=f"make it on the pin ({pin[:12]}: `git rebase --onto {pin[:12]} "
+                              "OLD-BASE BRANCH` in its repository) and import it again")
 
 
 def _refuse_unknown_profiles(project: Project, parsed: dict[str, PatchFile],

@@ -1369,8 +1369,11 @@ def _in_another_series(project: Project, upstream: str, file_name: str) -> str:
 
 
 def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str | None = None,
-               first: bool = False) -> list[str]:
-    """Move NAME after X (or first). Returns patches that no longer apply after the move."""
+               first: bool = False, ambiguous: dict | None = None) -> list[str]:
+    """Move NAME after X (or first). Returns patches that no longer apply after the move;
+    `ambiguous` gets the patches that apply in the new order at a place nearness to their
+    header's line chose among several, in a file they were not made on ({name: [RepeatedPlace]}:
+    a patch moved below or above one that moves lines, whose change may go into a twin)."""
     upstream, file_name = project.find_patch(name)
     allowed = require_state(project, "move", [upstream], store=store)
     series = project.read_series(upstream)
@@ -1383,7 +1386,8 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
     moved = series.removed(file_name).inserted(file_name, after=after, first=first)
     # Which patches the new order breaks, asked before anything is written: a patch file that
     # cannot be read fails the move with the series as it was.
-    failing = _not_applying(project, store, upstream, moved.names) if store is not None else []
+    failing = _not_applying(project, store, upstream, moved.names, ambiguous) \
+        if store is not None else []
     with RepoLock(project.state_dir):
         require_state_still(project, "move", [upstream], allowed, store=store)
         # The order was judged on the series as read above: one changed since (a `new` beside
@@ -1399,17 +1403,19 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
 
 
 def _not_applying(project: Project, store: UpstreamStore, upstream: str,
-                  names: list[str]) -> list[str]:
+                  names: list[str], ambiguous: dict | None = None) -> list[str]:
     """The patches of the series `names` (in that order) that do not apply on the pin: a hunk
     fails, a file it changes is not there, or (in some profile's series) it creates a path
     already filled (stack.creation_collisions)."""
     return failing_patches(project, store, upstream,
-                    [(n, project.read_patch(upstream, n)) for n in names])
+                           [(n, project.read_patch(upstream, n)) for n in names], ambiguous)
 
 
-def failing_patches(project: Project, store: UpstreamStore, upstream: str, patches) -> list[str]:
+def failing_patches(project: Project, store: UpstreamStore, upstream: str, patches,
+                    ambiguous: dict | None = None) -> list[str]:
     """The names of `patches` ([(name, PatchFile)], a series in that order) that do not apply
-    on the pin, each on its base, or create a path already filled."""
+    on the pin, each on its base, or create a path already filled. `ambiguous` (when given)
+    gets those that apply at an ambiguous place (apply_series' `placement`)."""
     from patchforge.stack import profile_collisions
 
     names = [name for name, _ in patches]
@@ -1417,8 +1423,10 @@ def failing_patches(project: Project, store: UpstreamStore, upstream: str, patch
     configured = list(project.config.profiles)
     outcomes = outcomes_on_bases(lambda paths: store.read_blobs(pin.commit, paths), patches,
                                  [profile_set(patch, configured) for _, patch in patches],
-                                 strict=False)
+                                 strict=False, placement=ambiguous is not None)
     failing = {o.name for o in outcomes if not o.ok}
+    if ambiguous is not None:
+        ambiguous.update({o.name: o.ambiguous for o in outcomes if o.ok and o.ambiguous})
     failing |= {name for name, *_ in profile_collisions(project, store, pin.commit, patches)}
     return [name for name in names if name in failing]
 
