@@ -116,6 +116,10 @@ class HunkVerdict:
     # (`_indented_alike`): the copy's line. Another statement in Python: unsure, and history
     # (whose blocks ignore whitespace) must not call it landed either.
     indented: str | None = None
+    # The commit the history names made the change only away from the hunk's own place in
+    # that commit's parent (history_place.made_at, judge.with_history): where it made it and
+    # the own place. History must not call it landed.
+    made_away: str | None = None
     # git's merge is not asked of this hunk, nor does its empty result decide it: the code
     # without the change is in the file (a pure addition placed forward on its inner context,
     # fuzz 1, _inner_context_there: the merge's line map may put the own place on a twin that
@@ -1064,9 +1068,10 @@ class OwnPlaces:
 
         ("changed", ...): the own place is there (`_context_kept`) with no copy at it, but
         upstream wrote other lines in place of lines the hunk removes: its own version of the
-        fix's lines, a conflict, as elsewhere's "changed". Lines taken out with nothing put
-        there are a move (the function went elsewhere, its neighbours stayed): the landing
-        stands.
+        fix's lines, a conflict, as elsewhere's "changed"; so are lines taken out from
+        between their neighbours in the hunk, which stay (`_taken_out_between`). Other lines
+        taken out with nothing put there are a move (the function went elsewhere, its outer
+        neighbours stayed): the landing stands.
 
         The landing stands where nothing says where the own place is (elsewhere's rule),
         where a copy of the added code is at it (reformatted there), and where the own place
@@ -1101,6 +1106,11 @@ class OwnPlaces:
             # The place is there, context and all, and upstream wrote other lines in place of
             # those the hunk removes: its own change to the fix's lines, a conflict whatever
             # the twin has (as elsewhere's "changed").
+            return "changed", f"lines {lo + 1}-{hi}"
+        if _taken_out_between(hunk, kinds, kept):
+            # Taken out between its neighbours, which stay (next to each other, nothing put
+            # there): upstream's own change to the fix's lines, not a move (a function moved
+            # takes those neighbours with it).
             return "changed", f"lines {lo + 1}-{hi}"
         # Taken out with nothing put there: a function moved away (with the change, maybe)
         # leaves its neighbours, the hunk's outer context, behind.
@@ -1213,6 +1223,22 @@ def _removed_kept(hunk, kinds: list[bytes], kept: set[int]) -> bool:
         return False
     old = hunk.old_lines()
     return any(len(_strip_ws(old[k])) >= MIN_ANCHOR_CHARS for k in removed)
+
+
+def _taken_out_between(hunk, kinds: list[bytes], kept: set[int]) -> bool:
+    """Whether each run of lines the hunk removes that upstream's diff does not keep whole
+    has its two neighbours in the hunk (the pre-image lines right above and below it) kept,
+    one of them saying something (MIN_ANCHOR_CHARS): upstream took the fix's lines out from
+    between lines it left in place (`kinds`: the pre-image's kinds; `kept`: the pre-image
+    lines, counted from its first, the diff keeps)."""
+    old = hunk.old_lines()
+    runs = [list(group) for removed, group in itertools.groupby(
+        range(len(kinds)), key=lambda k: kinds[k] == b"-") if removed]
+    taken = [run for run in runs if not all(k in kept for k in run)]
+    return bool(taken) and all(
+        run[0] > 0 and run[-1] + 1 < len(kinds) and run[0] - 1 in kept and run[-1] + 1 in kept
+        and max(len(_strip_ws(old[run[0] - 1])), len(_strip_ws(old[run[-1] + 1])))
+        >= MIN_ANCHOR_CHARS for run in taken)
 
 
 def _context_kept(hunk, kinds: list[bytes], kept: set[int]) -> bool:

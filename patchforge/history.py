@@ -330,6 +330,9 @@ def _elsewhere(verdict) -> str | None:
                 return (f"{f.path} hunk {h.index + 1}'s own place ({h.old_code}) still has "
                         "the old code: the commit made it at another place, or a later one "
                         "took it out there")
+            if h.made_away is not None:
+                return (f"{f.path} hunk {h.index + 1}'s change was made away from its own "
+                        f"place ({h.made_away}): the commit changed another copy of the code")
             if h.indented is not None:
                 return (f"{f.path} hunk {h.index + 1}'s added code is there only indented "
                         f"otherwise ({h.indented}): the commit made another change")

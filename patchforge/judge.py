@@ -21,6 +21,7 @@ from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
                                assess_patch, created_identically)
 from patchforge.errors import StoreError
+from patchforge.history_place import made_at
 from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_git_diff, combine,
                                 combine_series, judge_history, may_reverse, patch_blocks,
                                 undo_probes, without_whitespace)
@@ -419,6 +420,7 @@ class SeriesJudge:
             landing = self.history.landing(patch)
             if landing is not None and landing.landed_by is not None:
                 self._old_code_at_own_places(patch, verdict)
+                self._made_away(patch, verdict, landing)
             verdict = combine(verdict, landing)
             run = self.history.series_landing(name) if not verdict.landed and \
                 hasattr(self.history, "series_landing") else None
@@ -452,6 +454,51 @@ class SeriesJudge:
             own = OwnPlaces(fp, base, current, self.applications, self.places)
             for hv in asked:
                 hv.old_code = own.old_code(hv.index, fp.hunks[hv.index])
+
+    def _made_away(self, patch, verdict, landing) -> None:
+        """Each hunk of `verdict` the content did not find landed, and no other evidence
+        keeps, is marked (HunkVerdict.made_away) where every commit that made the patch's
+        change since the last undoing made the hunk's change only away from its own place
+        in that commit's parent (history_place.made_at): the history's blocks match without
+        places, and a commit that fixed a twin, or put the fix's line on the other side of
+        its neighbour, "makes the change" too. Asked only when the history is about to make
+        the verdict `upstreamed`: per such commit, its parent's file, its diff of the file
+        (the history's own) and a git diff of the base file to that parent's."""
+        commit_diff = getattr(self.history, "commit_diff", None)
+        if commit_diff is None or self.target.commit == self.target.base_commit:
+            return
+        made: list[str] = []
+        for commit, what, _ in landing.events:
+            made = [] if what == "undid" else made + [commit]
+        if not made:
+            return
+        parents: dict[str, str | None] | None = None
+        for fp, fv in zip(patch.file_patches, verdict.files):
+            if fp.binary is not None or fp.is_new or fp.is_delete or fv.target_path is None \
+                    or fp.old_path != fp.new_path:
+                continue
+            asked = [hv for hv in fv.hunks if hv.landed != "certain" and hv.elsewhere is None
+                     and hv.old_code is None and hv.indented is None and hv.made_away is None
+                     and hv.index < len(fp.hunks)]
+            if not asked:
+                continue
+            if parents is None:
+                parents = self.store.parents_of(made)
+            base = self.store.read_blob(self.target.base_commit, fp.source_path)
+            answers: dict[int, list] = {hv.index: [] for hv in asked}
+            for commit in made:
+                parent = parents.get(commit)
+                there = self.store.read_blob(parent, fp.path) if parent is not None else None
+                chunk = commit_diff(commit, fp.path)
+                for hv in asked:
+                    answers[hv.index].append(
+                        (commit, made_at(fp, hv.index, fp.hunks[hv.index], base, there, chunk,
+                                         self.applications, self.places)))
+            for hv in asked:
+                found = answers[hv.index]
+                if all(at is not None and at[0] == "away" for _, at in found):
+                    commit, at = found[-1]
+                    hv.made_away = f"commit {commit[:12]} made it at {at[1]}"
 
     def pass_old(self, patches) -> None:
         """Walk the old series over `patches` without judging them (a rebase resuming after
@@ -1434,6 +1481,11 @@ class LazyHistory:
         index = self._index()
         return index.landing(patch) if index is not None else None
 
+    def commit_diff(self, commit: str, path: str) -> bytes | None:
+        """HistoryIndex.commit_diff, None without an index."""
+        index = self._index()
+        return index.commit_diff(commit, path) if index is not None else None
+
     def start_landing(self, patch) -> bool:
         """The diffs landing(patch) will read, started now in a git process of their own
         when the index is there already (HistoryIndex.start_landing), so that they are read
@@ -1856,6 +1908,13 @@ class HistoryIndex:
         """What the history says of `patch` (history.HistoryLanding), None when it cannot say
         (a file outside the paths read, a binary or rename, too small a change)."""
         return self.judge_blocks(self._blocks_of(patch))
+
+    def commit_diff(self, commit: str, path: str) -> bytes | None:
+        """`commit`'s diff of `path` (of this index's paths) as the history reads it, None when
+        it has none."""
+        if path not in self.paths:
+            return None
+        return self.diffs([path]).get(commit, {}).get(diff_header(path))
 
     def may_undo(self, patch) -> bool:
         """Whether a commit of this history can undo `patch`'s change as judge_history judges

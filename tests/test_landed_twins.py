@@ -380,10 +380,9 @@ def test_a_fix_line_upstream_added_after_the_closing_brace_of_its_block_is_no_co
     `}`; upstream adds the same call after the `}` (every row is recorded). The copy sits
     across the hunk's nearest context line, the brace, from where the fix puts it: another
     block, so post-image containment does not call the hunk landed (what a wheel upstream,
-    which has no history, is judged by). A git upstream's history still finds a commit that
-    makes "the same change" (its blocks ignore context) and lands it: a gap this test does
-    not cover (the own-place veto's cheap pre-check answers for it; asking it costs two real
-    AITER landings)."""
+    which has no history, is judged by). A git upstream's history finds a commit that makes
+    "the same change" (its blocks ignore context), which made it across the brace: no landing
+    either (test_landed_history_place.py)."""
     record = b"record_saturation_event(row, n);\n"
     stack = OneUpstreamStack(tmp_path, {"k.cu": SCALE_ROW})
     stack.add_fix("fix", "k.cu", SCALE_ROW, SCALE_ROW.replace(
