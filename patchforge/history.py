@@ -156,6 +156,14 @@ class HistoryLanding:
         return None
 
     @property
+    def made_since_undo(self) -> list[str]:
+        """The commits that made the change after the last one that undid it, oldest first."""
+        made: list[str] = []
+        for commit, what, _ in self.events:
+            made = [] if what == "undid" else made + [commit]
+        return made
+
+    @property
     def last_undo(self) -> str | None:
         """The last commit that undid the change (a later one may have made it again)."""
         return next((c for c, what, _ in reversed(self.events) if what == "undid"), None)

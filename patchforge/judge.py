@@ -13,6 +13,7 @@ import re
 import threading
 from typing import TYPE_CHECKING, Callable
 
+from patchforge.apply.diffparse import parse_diff
 from patchforge.apply.hunks import (FileApplication, PatchApplications, apply_file_patch,
                                     copies_left, made_on, mapped_places, placed_at,
                                     repeated_places)
@@ -20,11 +21,11 @@ from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
                                assess_patch, created_identically)
-from patchforge.errors import StoreError
-from patchforge.history_place import made_at
+from patchforge.errors import InputError, StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_git_diff, combine,
                                 combine_series, judge_history, may_reverse, patch_blocks,
                                 undo_probes, without_whitespace)
+from patchforge.history_place import made_at
 from patchforge.model.record import field, record, replace
 from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, diff_header,
                                    git_output_path, make_diffs, merge_file, merges_as_binary)
@@ -467,9 +468,7 @@ class SeriesJudge:
         commit_diff = getattr(self.history, "commit_diff", None)
         if commit_diff is None or self.target.commit == self.target.base_commit:
             return
-        made: list[str] = []
-        for commit, what, _ in landing.events:
-            made = [] if what == "undid" else made + [commit]
+        made = landing.made_since_undo
         if not made:
             return
         parents: dict[str, str | None] | None = None
@@ -1699,6 +1698,7 @@ def series_landings(patches, index: "HistoryIndex", read_base, apply=apply_file_
     # lines of the run's result that are nowhere in the file before it): set operations instead
     # of a diff for each of the hundreds of runs a long series on the same files makes.
     ordered = []
+    befores: list[dict[str, bytes | None]] = []  # each ordered run's files before it
     groups = []
     # The diffs of every file a candidate run touches, read in one go (not file by file).
     index.diffs(sorted({path for i, j in runs for k in range(i, j + 1)
@@ -1729,6 +1729,7 @@ def series_landings(patches, index: "HistoryIndex", read_base, apply=apply_file_
                    for commit in commits):
             continue
         ordered.append((i, j))
+        befores.append(first)
         groups.append([FileChange(p if first[p] is not None else None,
                                   p if last[p] is not None else None, first[p], last[p])
                        for p in first])
@@ -1739,7 +1740,7 @@ def series_landings(patches, index: "HistoryIndex", read_base, apply=apply_file_
     except StoreError:  # a path or mode git cannot diff: no cumulative diff to compare
         return {}
     found: dict[str, tuple[str, int, int]] = {}
-    for (i, j), diff in zip(ordered, diffs):
+    for (i, j), diff, first in zip(ordered, diffs, befores):
         wanted = {part.split(b"\n", 1)[0].split(b" b/", 1)[-1].decode("utf-8", "surrogateescape"):
                   blocks_of_git_diff(part)
                   for part in re.split(rb"(?m)^(?=diff --git )", diff)
@@ -1749,12 +1750,47 @@ def series_landings(patches, index: "HistoryIndex", read_base, apply=apply_file_
         if not wanted or size < MIN_CHANGED_CHARS:
             continue
         landing = index.judge_blocks(wanted)
-        if landing is not None and landing.landed_by is not None:
+        if landing is not None and landing.landed_by is not None and \
+                not _run_made_away(index, diff, first, landing):
             for k in range(i, j + 1):
                 known = found.get(patches[k][0])
                 if known is None or known[2] - known[1] < j - i:  # the longest run wins
                     found[patches[k][0]] = (landing.landed_by, i + 1, j + 1)
     return found
+
+
+def _run_made_away(index: "HistoryIndex", diff: bytes, first: dict[str, bytes | None],
+                   landing) -> bool:
+    """Whether every commit that made a run's cumulative change (`diff`, against the run's
+    files before it, `first`) since the last undoing made a hunk of it only away from that
+    hunk's own place in the commit's parent (history_place.made_at, as for one patch's
+    landing: the history's blocks match without places)."""
+    made = landing.made_since_undo
+    if not made:
+        return False
+    try:
+        file_patches = parse_diff(diff)
+    except InputError:
+        return False
+    parents = index.store.parents_of(made)
+    places = PlaceDiffs()
+    for fp in file_patches:
+        base = first.get(fp.path)
+        if fp.binary is not None or fp.is_new or fp.is_delete or fp.old_path != fp.new_path \
+                or base is None:
+            continue
+        answers: dict[int, list] = {k: [] for k in range(len(fp.hunks))}
+        for commit in made:
+            parent = parents.get(commit)
+            there = index.store.read_blob(parent, fp.path) if parent is not None else None
+            chunk = index.commit_diff(commit, fp.path)
+            for k, hunk in enumerate(fp.hunks):
+                answers[k].append(made_at(fp, k, hunk, base, there, chunk, apply_file_patch,
+                                          places))
+        if any(all(at is not None and at[0] == "away" for at in found)
+               for found in answers.values()):
+            return True
+    return False
 
 
 def _runs_that_can_land(runs: dict[tuple[int, int], list[str]], added: dict,

@@ -6,8 +6,8 @@ import os
 import subprocess
 
 from patchforge.apply.diffparse import parse_diff
-from patchforge.history import (blocks_of_file_patch, blocks_of_git_diff, judge_history,
-                                patch_blocks, reverse)
+from patchforge.history import (HistoryLanding, blocks_of_file_patch, blocks_of_git_diff,
+                                judge_history, patch_blocks, reverse)
 from patchforge.store.diff import make_file_diff
 
 OLD = b"".join(b"line %d of the module body\n" % i for i in range(40))
@@ -436,8 +436,8 @@ def test_squash_check_walks_only_up_to_the_runs_its_lines_leave():
             index = SimpleNamespace(
                 log=log, diffs=lambda wanted: {},
                 added_lines=lambda commit, path: added[commit, path],
-                judge_blocks=lambda wanted: SimpleNamespace(
-                    landed_by=log[hash(repr(sorted(wanted.items()))) % len(log)][0]))
+                judge_blocks=lambda wanted: HistoryLanding(
+                    log[hash(repr(sorted(wanted.items()))) % len(log)][0]))
 
             def read_base(wanted):
                 return {p: base[p] for p in wanted}

@@ -243,3 +243,46 @@ def test_a_landing_at_the_own_place_rewritten_later_and_moved_before_is_still_dr
         ("upstreamed", "history", "drop"), patch
     summary = stack.rebase_json("--to", "up=v2")
     assert [p["action"] for p in summary["patches"]] == ["dropped"], summary["patches"]
+
+
+STRICT = b"    factor = clamp_to_finite_range(factor, limit, strict=True)\n"
+
+
+@pytest.mark.parametrize("where", ["twin", "own"])
+def test_a_series_whose_cumulative_change_upstream_made_elsewhere_is_kept(tmp_path, where):
+    """Two patches: the first adds the clamp to scale_fp8, the second makes it strict (so
+    neither patch's own change is any commit's). Upstream's commit adds the strict clamp to
+    scale_bf16 and writes scale_fp8's division otherwise (twin): the commit makes the
+    series' cumulative change, elsewhere, and it kept neither patch before; made in scale_fp8
+    itself (own, the limit's line rewritten there too, a guard that holds on main too) the
+    squash check still drops the first (the second's line is there: the content drops it).
+    """
+    stack = OneUpstreamStack(tmp_path, {"k.py": SCALE})
+    one = SCALE.replace(b"    factor = amax / limit\n", b"    factor = amax / limit\n" + CLAMP, 1)
+    stack.add_fix("p1", "k.py", SCALE, one)
+    stack.add_fix("p2", "k.py", one, one.replace(CLAMP, STRICT))
+    fp8, bf16 = SCALE.split(b"def scale_bf16")
+    if where == "twin":
+        fp8 = fp8.replace(b"amax / limit", b"amax / float(limit)")
+        bf16 = bf16.replace(b"    factor = amax / limit\n", b"    factor = amax / limit\n" + STRICT)
+    else:
+        fp8 = fp8.replace(b"    factor = amax / limit\n", b"    factor = amax / limit\n" + STRICT)
+        fp8 = fp8.replace(b"    limit = compute_limit(", b"    limit = compute_fp8_limit(")
+    stack.commit({"k.py": fp8 + b"def scale_bf16" + bf16}, "strict clamp (#9)", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    states = [(p["state"], p.get("decided_by")) for p in status["patches"]]
+    if where == "own":
+        assert [state for state, _ in states] == ["upstreamed"] * 2, status["patches"]
+        assert states[0][1] == "series history", status["patches"]
+        summary = stack.rebase_json("--to", "up=v2")
+        assert [p["action"] for p in summary["patches"]] == ["dropped"] * 2
+        return
+    assert all(state != "upstreamed" for state, _ in states), status["patches"]
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=None)
+    assert rc in (0, 3) and "dropped" not in out, out + err
+    if rc == 3:
+        stack.cli("rebase", "--abort")
+    assert stack.series("up") == ["p1.patch", "p2.patch"]
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays" / "up" / "k.py").read_bytes()
+    assert STRICT in overlay[:overlay.index(b"def scale_bf16")]
