@@ -14,10 +14,10 @@ after.
 A block is made at its place when the parent, with the commit's block made where the commit
 made it, reads as the parent with it made at the hunk's block's place (whitespace ignored, as
 the history compares): the same lines at the same place, or slid over lines equal to its own.
-The place of a hunk's block is told by the line next to it (above, else below), when the diff
-keeps that line; with both rewritten before the commit, the block may be anywhere between the
-nearest lines of the hunk the diff keeps above and below it. The hunk's own place must be there
-in the parent (detect._context_kept). Where
+The place of a hunk's block is between the nearest lines of the hunk above and below it that
+the diff keeps: one place where upstream changed nothing next to the block before the commit,
+anywhere between them where it put lines in there or rewrote the lines next to it. The hunk's
+own place must be there in the parent (detect._context_kept). Where
 nothing tells the place (the base file missing, the hunk not placed there, the code rewritten
 or moved before the commit, a diff git takes for binary), nothing is said: the history stands.
 """
@@ -178,24 +178,20 @@ def made_at(fp, index: int, hunk, base: bytes | None, parent: bytes | None, chun
         same = [b for b in theirs if b[1] == removed and b[2] == added]
         if not same:
             return None  # not this commit's block: the history matched another way
-        # The block's place in the parent: after the line above it, else at the line below
-        # it (the block's first removed line, or the line after what it adds). Those lines
-        # rewritten before the commit: between the nearest lines the diff keeps above and
-        # below it, anywhere.
-        if at > 0 and start + at - 1 in kept:
-            place = kept[start + at - 1] + 1
-        elif start + at in kept:
-            place = kept[start + at]
-        else:
-            above = [kept[start + k] + 1 for k in range(at) if start + k in kept]
-            below = [kept[start + k] for k in range(at, len(kinds) + 1) if start + k in kept]
-            if not above or not below:
-                return None
-            if not any(above[-1] <= b[0] <= below[0] for b in same):
-                return "away", f"line {same[0][3] + 1} of its file, the own place at lines " \
-                    f"{above[-1] + 1}-{below[0]} of its parent's"
-            continue
-        if not any(_same_result(lines, b, place) for b in same):
-            return "away", f"line {same[0][3] + 1} of its file, the own place at line " \
-                f"{place + 1} of its parent's"
+        # The block's place in the parent: after the nearest line above it that the diff
+        # keeps and before the nearest one below it (the block's first removed line, or the
+        # line after what it adds): one place where upstream changed nothing there before
+        # the commit, any between them where it put lines in or rewrote them; with lines
+        # kept on one side only, next to those.
+        above = [kept[start + k] + 1 for k in range(at) if start + k in kept]
+        below = [kept[start + k] for k in range(at, len(kinds) + 1) if start + k in kept]
+        if not above and not below:
+            return None
+        lo = above[-1] if above else below[0]
+        hi = below[0] if below else lo
+        if not any(lo <= b[0] <= hi or _same_result(lines, b, lo) or _same_result(lines, b, hi)
+                   for b in same):
+            where = f"line {lo + 1}" if lo == hi else f"lines {lo + 1}-{hi}"
+            return "away", f"line {same[0][3] + 1} of its file, the own place at {where} " \
+                "of its parent's"
     return "here", ""

@@ -286,3 +286,27 @@ def test_a_series_whose_cumulative_change_upstream_made_elsewhere_is_kept(tmp_pa
     stack.cli("overlays")
     overlay = (stack.root / "overlays" / "up" / "k.py").read_bytes()
     assert STRICT in overlay[:overlay.index(b"def scale_bf16")]
+
+
+def test_a_landing_after_a_line_upstream_put_at_the_fix_s_place_first_is_still_dropped(
+        tmp_path):
+    """Guard (holds on main too): upstream first puts a logging call right where the fix adds
+    its clamp (after the division), then lands the clamp after that call, then rewrites the
+    clamp line (superseded: the history decides). The lines upstream put in at the fix's place
+    before the commit are the own place too: dropped as landed, by history."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": SCALE})
+    fixed = SCALE.replace(b"    factor = amax / limit\n", b"    factor = amax / limit\n" + CLAMP,
+                          1)
+    stack.add_fix("fix", "k.py", SCALE, fixed)
+    log = b"    log_step(factor)\n"
+    logged = SCALE.replace(b"    factor = amax / limit\n", b"    factor = amax / limit\n" + log,
+                           1)
+    stack.commit({"k.py": logged}, "log")
+    landed = logged.replace(log, log + CLAMP, 1)
+    stack.commit({"k.py": landed}, "clamp (#12)")
+    stack.commit({"k.py": landed.replace(CLAMP, b"    factor = factor.clamp(-limit, limit)\n")},
+                 "clamp in torch", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert (patch["state"], patch["decided_by"], patch["rebase"]) == \
+        ("upstreamed", "history", "drop"), patch
