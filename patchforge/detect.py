@@ -265,10 +265,14 @@ class NormalizedText:
         return self.line_start[first], self.line_start[end]
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=256)
 def normalized_text(content: bytes) -> NormalizedText:
-    """NormalizedText of `content`, remembered for the few files a series keeps coming back to
-    (every patch on one file would otherwise normalize it again)."""
+    """NormalizedText of `content`, remembered for the files a series keeps coming back to
+    (every patch on one file would otherwise normalize it again). As many as a long walk
+    meets: its first batch of own-place diffs (PlaceDiffs) asks containment of the files of
+    the whole rest of the walk, and with room for 32 the walk normalized each again when it
+    got there (status against AITER's main: 189 normalizations of 115 contents, 6.6 MB; the
+    2,515-commit row 406 of 258)."""
     return NormalizedText(content)
 
 

@@ -14,6 +14,7 @@ from helpers.git import git
 from patchforge.errors import StoreError
 from patchforge.store.git import git_env
 from patchforge.store.diff import (FileChange, blob_oid, make_diff, make_file_diff,
+                                   split_at_file_headers,
                                    FileMerge, merge_can_give_ours, merge_file,
                                    new_runs_are_in_ours)
 from patchforge.store.gitstore import UpstreamStore, cache_dir, wheels_dir
@@ -1536,3 +1537,18 @@ def test_a_commit_asked_for_before_it_came_in_is_read_whole_after(store, merge_b
     finally:
         fresh.close()
     assert found["m/a.py"] is not None
+
+
+def test_file_sections_are_cut_where_the_regular_expression_cuts_them():
+    """split_at_file_headers (bytes.find) gives what `re.split(rb"(?m)^(?=diff --git )", text)`
+    gives, on random texts made of header-like pieces: the text before the first header (empty
+    when it starts with one), then each section up to the next header at a line's start."""
+    import random
+    import re
+
+    rng = random.Random(19)
+    pieces = [b"diff --git ", b"diff --git a/x b/x\n", b"\n", b"x", b"diff", b" --git ",
+              b"\ndiff --git ", b"+diff --git a\n", b"@@ -1 +1 @@\n"]
+    for _ in range(20000):
+        text = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert split_at_file_headers(text) == re.split(rb"(?m)^(?=diff --git )", text), text

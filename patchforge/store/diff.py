@@ -574,6 +574,20 @@ def _write_new(path: str, data: bytes) -> None:
         os.close(fd)
 
 
+def split_at_file_headers(diff: bytes) -> list[bytes]:
+    """`re.split(rb"(?m)^(?=diff --git )", diff)`, cut with bytes.find: the text before the
+    first `diff --git ` line (empty when the text starts with one), then each file's section
+    from its `diff --git ` line to the next. (The pattern's search tries a match at every byte
+    of the text, megabytes of git's diffs in a status: 3% of its instructions.)"""
+    cuts = [0] if diff.startswith(b"diff --git ") else []
+    at = diff.find(b"\ndiff --git ")
+    while at != -1:
+        cuts.append(at + 1)
+        at = diff.find(b"\ndiff --git ", at + 1)
+    bounds = [0, *cuts, len(diff)]
+    return [diff[start:end] for start, end in zip(bounds, bounds[1:])]
+
+
 class _GitHunks:
     """The hunk part (from the first `@@`, or the `GIT binary patch` line) of git's diff of each
     (old, new) pair: started when made, read by result().
@@ -630,7 +644,7 @@ class _GitHunks:
             self.close()
         # No line of a hunk starts with "diff --git " (every hunk line starts with ' ', '+',
         # '-' or '\'), so splitting on it is exact.
-        for chunk in re.split(rb"(?m)^(?=diff --git )", out):
+        for chunk in split_at_file_headers(out):
             if not chunk:
                 continue
             m = re.match(rb"diff --git (?:a/o|a/n)/(\d+) b/[on]/(\d+)\n", chunk)
