@@ -473,3 +473,55 @@ def test_a_diff_git_line_splits_where_both_names_are_the_same_file(a, b):
                    and rest[:k].split(b"/", 1)[1] == rest[k + 1:].split(b"/", 1)[1]),
                   (rest[:spaces[0]], rest[spaces[0] + 1:]) if len(spaces) == 1 else (None, None))
     assert _Parser(b"", "p", 1).split_git_names(rest, 0) == wanted
+
+
+def test_hunk_bodies_counted_on_the_text_are_what_the_line_by_line_loops_take():
+    """A hunk body taken whole from counts on the text (`_Parser._plain_body_end`) is the one
+    the line by line loops take, and every other input goes to those loops: random diffs of
+    hunks with right and wrong counts, empty context lines, `\\ No newline` markers, `--- `
+    and `diff ` lines, CRs and a missing last line end parse to the same files, or are refused
+    with the same message at the same line, with the shortcut and without it."""
+    import random
+
+    from patchforge.apply import diffparse
+
+    def parsed(data: bytes):
+        try:
+            return repr(parse_diff_full(data, source="x").files)
+        except InputError as exc:
+            return (str(exc), exc.line)
+
+    body_lines = [b" a\n", b"-b\n", b"+c\n", b"\n", b" d\r\n", b"\\ No newline at end of file\n",
+                  b"--- x\n", b"+++ y\n", b"-- \n", b"diff --git a/f b/f\n", b"+e"]
+    rng = random.Random(3)
+    plain = diffparse._Parser._plain_body_end
+    shortcuts = 0
+
+    def counted(self, start, old, new):
+        nonlocal shortcuts
+        end = plain(self, start, old, new)
+        shortcuts += end is not None
+        return end
+
+    taken = 0
+    for _ in range(4000):
+        text = [b"diff --git a/f b/f\n--- a/f\n+++ b/f\n"]
+        for k in range(rng.randint(1, 3)):
+            body = [rng.choice(body_lines[:4]) if rng.random() < 0.85 else rng.choice(body_lines)
+                    for _ in range(rng.randint(0, 6))]
+            old = sum(line[:1] in (b" ", b"-", b"\n") for line in body) + rng.choice((0, 0, 0, 1, -1))
+            new = sum(line[:1] in (b" ", b"+", b"\n") for line in body) + rng.choice((0, 0, 0, 1, -1))
+            text.append(b"@@ -%d,%d +%d,%d @@\n" % (1 + 100 * k, max(old, 0), 1 + 100 * k,
+                                                   max(new, 0)))
+            text.extend(body)
+        data = b"".join(text)
+        try:
+            diffparse._Parser._plain_body_end = counted
+            fast = parsed(data)
+            diffparse._Parser._plain_body_end = lambda self, start, old, new: None
+            slow = parsed(data)
+        finally:
+            diffparse._Parser._plain_body_end = plain
+        assert fast == slow, data
+        taken += not isinstance(fast, tuple)
+    assert taken > 200 and shortcuts > 1000  # both kinds of input were met, the shortcut too
