@@ -14,9 +14,9 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.diffparse import parse_diff
-from patchforge.apply.hunks import (FileApplication, PatchApplications, apply_file_patch,
-                                    copies_left, made_on, mapped_places, placed_at,
-                                    repeated_places)
+from patchforge.apply.hunks import (FileApplication, PatchApplications, another_function,
+                                    apply_file_patch, changed_places, copies_left, file_changes,
+                                    made_on, mapped_places, placed_at, repeated_places)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
@@ -111,6 +111,8 @@ class Judgement:
 # `conflict` that git's 3-way merge takes cleanly `merges`.
 # How the evidence of a stop on a hunk placed among several matches starts.
 AMBIGUOUS_PLACE = "ambiguous place"
+# How the evidence of a stop on a fix carried into another function than its own starts.
+OTHER_FUNCTION = "another function"
 # The placements of hunks at repeated places a line map's answer is compared with, at most
 # (each a candidate per such hunk of one file patch).
 _PLACEMENTS_TRIED = 64
@@ -788,6 +790,10 @@ class SeriesJudge:
         merged_any = False
         repeated: list = []  # hunks whose place neither the file nor a line map decides
         mapped = False  # a hunk placed by the line map, not by nearness: as a merge places it
+        # (path after, file patch, base, target's file, the application that made the file
+        # after, None for a merge or a line map's placement): text files carried onto a file
+        # upstream changed
+        carried: list[tuple[str, object, bytes, bytes, FileApplication | None]] = []
         forward = obsolete or verdict.state in ("applies", "offset") or (
             verdict.state == "unsure" and all(f.applied is not None and f.applied.ok
                                               and f.applied.worst in ("exact", "offset")
@@ -866,6 +872,10 @@ class SeriesJudge:
                     after[path_after], undecided, moved_by_map = self._placed(
                         fp, fp_target, base, current, application)
                     repeated += undecided
+                    if fp.binary is None and base is not None and current is not None and \
+                            current != base:
+                        carried.append((path_after, fp, base, current,
+                                        None if moved_by_map else application))
                     merged_any = merged_any or moved_by_map
                     mapped = mapped or moved_by_map
                     continue
@@ -911,6 +921,8 @@ class SeriesJudge:
                     answers[key] = clean, merged
             merged_any = True
             after[path_after] = merged
+            if clean and base is not None and current != base:
+                carried.append((path_after, fp, base, current, None))
             if not clean:
                 conflicts.append(path_after)
                 if merges_as_binary(*key):
@@ -1016,7 +1028,45 @@ class SeriesJudge:
                 judgement.files = sorted(after)
                 judgement.evidence.extend(broken)
                 judgement.message = "; ".join(broken)
+                return judgement
+        elsewhere = self._other_functions(carried, after)
+        if elsewhere:
+            # (after the Keeps check: a fix's own promise, broken, is the plainer word)
+            where = "; ".join(said for _, said in elsewhere)
+            judgement.outcome, judgement.stop_kind = "stop", "unsure"
+            judgement.state, judgement.how, judgement.changes = "unsure", None, []
+            judgement.files = sorted({path for path, _ in elsewhere})
+            judgement.evidence.extend(f"{OTHER_FUNCTION}: {said}" for _, said in elsewhere)
+            judgement.message = (f"the fix would go into another function: {where}; upstream "
+                                 "changed or moved the function the fix changes, and the place "
+                                 "found for the fix is in another copy of its code")
         return judgement
+
+    def _other_functions(self, carried: list,
+                         after: dict[str, bytes | None]) -> list[tuple[str, str]]:
+        """Each file of `carried` (path, file patch, base, the target's file, the application
+        that made the file after) whose result (`after`) has the fix's change in another
+        function than the one the fix changes on the base, that function still in the file
+        with the code the fix is made on (`another_function`): (its path, said as a stop says
+        it)."""
+        found = []
+        for path, fp, base, current, application in carried:
+            result = after.get(path)
+            fixed = self.applications(base, fp, max_fuzz=2)
+            fix = changed_places(fp, fixed) if fixed.ok else None
+            if result is None or not fix:
+                continue
+            other = another_function(
+                path, base, fix, current,
+                changed_places(fp, application) or [] if application is not None
+                else file_changes(current, result))
+            if other is not None:
+                fix_name, there = (other[0].decode(errors="replace"),
+                                   other[1].decode(errors="replace"))
+                found.append((path, f"{path}: the fix changes {fix_name}, and would change "
+                                    f"{there} (line {other[2]}) instead; {fix_name} is still "
+                                    "in the file"))
+        return found
 
     def _keeps_broken_at_target(self, patch) -> list[str]:
         """The patch's `Keeps:` lines the target's files (with the series before it) do not

@@ -112,22 +112,19 @@ def test_clean_merging_rebase_that_loses_the_fix_stops_with_exit_3(tmp_path):
     assert stack.snapshot() == before
 
 
-def test_the_same_rebase_without_the_invariant_moves_the_fix_into_the_wrong_function(tmp_path):
-    # The control for the test above: without `Keeps:` the rebase succeeds and the fix now
-    # sits in ocp_writer, while fnuz_writer keeps the wrong scale.
+def test_the_same_rebase_without_the_invariant_stops_on_the_function(tmp_path):
+    """The control for the test above: without `Keeps:` the rebase does not put the fix into
+    ocp_writer either (before: exit 0, the fix in ocp_writer, fnuz_writer keeping the wrong
+    scale, the invariant not holding): the definition line above the change names ocp_writer,
+    and fnuz_writer is still in the file with the code the fix is made on. It stops."""
     stack = OneUpstreamStack(tmp_path, {"pkg/ops.py": V1})
     stack.add_fix("fnuz-scale", "pkg/ops.py", V1, FIXED)
     stack.commit({"pkg/ops.py": V2}, "v2: OCP writer", tag="v2")
-    stack.cli("rebase", "--to", "v2")
-    patch = stack.project().read_patch("up", "fnuz-scale.patch")
-    from patchforge.apply.series import apply_series
-    state = apply_series(lambda paths: {p: stack.upstream.read(p, "v2") for p in paths},
-                         [("fnuz-scale.patch", patch)])
-    result = state.current["pkg/ops.py"]
-    ocp, fnuz = result.split(b"def fnuz_writer")
-    assert b"scale = 224.0" in ocp and b"scale = 448.0" in fnuz
-    inv = Invariant("pkg/ops.py", KEEPS.split(" re:", 1)[1].strip(), True)
-    assert not inv.holds(result)
+    before = stack.snapshot()
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "the fix changes fnuz_writer, and would change ocp_writer" in err, err
+    stack.cli("rebase", "--abort")
+    assert stack.snapshot() == before
 
 
 # --- per profile ------------------------------------------------------------------------------

@@ -942,6 +942,224 @@ def _new_surroundings(old: bytes, old_at: int, new: bytes, new_at: int, size: in
     return before_old != before_new and after_old != after_new
 
 
+# Which function a changed line is in, for `another_function`: files of languages whose code
+# lives in named functions. Python by its `def`/`class` lines (a method by its own, at any
+# indentation); the C family by git's default funcname rule (a line at column 0 that starts
+# with a letter, `_` or `$`), taken as a definition where it calls something a name (`void
+# launch(`, `__global__ void kernel(`). Elsewhere (YAML, Markdown, CMake: their column-0
+# lines are keys and text) a line has no function.
+_PYTHON_SUFFIXES = (".py", ".pyi")
+_C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++",
+               ".cu", ".cuh", ".hip", ".inl", ".inc", ".cl", ".ipp", ".tcc")
+_PYTHON_DEFINITION = re.compile(rb"([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)")
+_C_DEFINITION_START = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$")
+_C_CALLED = re.compile(rb"([A-Za-z_$][\w$]*)\s*\(")
+
+
+def _language(path: str) -> str | None:
+    lower = path.lower()
+    if lower.endswith(_PYTHON_SUFFIXES):
+        return "python"
+    if lower.endswith(_C_SUFFIXES):
+        return "c"
+    return None
+
+
+def _c_definition(line: bytes) -> bytes | None:
+    """The name a C-family line at column 0 defines (`static void foo(int a,` -> foo), None
+    for any other line: a declaration or statement (`;`), a label or access specifier (`:`),
+    a block without a call in it (`struct Foo {`, `namespace x {`)."""
+    if not line[:1] or line[0] not in _C_DEFINITION_START:
+        return None
+    text = line.rstrip()
+    if text.endswith((b";", b":")):
+        return None
+    called = _C_CALLED.search(text)
+    return called.group(1) if called else None
+
+
+def _functions_of(lines: list[bytes], at: int, changed: bytes,
+                  language: str) -> list[bytes]:
+    """The names of the functions whose body holds a change made at line `at` (0-based) of
+    `lines`, `changed` its first changed line that is not blank: the innermost first, then
+    (Python) the functions and classes it is nested in. Empty where the change is not inside
+    a named function: at the top level (a definition added or removed whole, a module's
+    statement), after a C function's closing brace, or above every definition."""
+    names: list[bytes] = []
+    if language == "python":
+        limit = len(changed) - len(changed.lstrip(b" \t"))
+        for k in range(min(at, len(lines)) - 1, -1, -1):
+            if not limit:
+                break
+            line = lines[k]
+            text = line.lstrip(b" \t")
+            if not text.strip() or text[:1] in (b"#", b")", b"]", b"}"):
+                continue  # blank, a comment, the end of a bracketed continuation
+            indent = len(line) - len(text)
+            if indent >= limit:
+                continue
+            found = _PYTHON_DEFINITION.match(line)
+            if found is not None:
+                names.append(found.group(2))
+            elif not names and not indent:
+                break  # a module's statement: in no function
+            limit = indent  # an `if`/`for`/`with` the change is under: its function is above
+        return names
+    if changed[:1] == b"}" or (changed[:1] and changed[0] in _C_DEFINITION_START):
+        return names  # a top-level line itself
+    for k in range(min(at, len(lines)) - 1, -1, -1):
+        line = lines[k]
+        if line[:1] == b"}":
+            break  # after a function's end, outside every function
+        if line[:1] and line[0] in _C_DEFINITION_START:
+            if line.rstrip().endswith(b":"):
+                continue  # a label (`out:`), an access specifier (`public:`)
+            name = _c_definition(line)
+            if name is not None:
+                names.append(name)
+            break
+    return names
+
+
+def _bodies(lines: list[bytes], name: bytes, language: str) -> set[bytes]:
+    """The lines (without their indentation and line end) of every definition of `name` in
+    `lines`, its definition line to its end: the next line as little indented as its `def`
+    (Python), its closing brace at column 0 (the C family)."""
+    found: set[bytes] = set()
+    k = 0
+    while k < len(lines):
+        line = lines[k]
+        if name not in line:
+            k += 1
+            continue
+        if language == "python":
+            match = _PYTHON_DEFINITION.match(line)
+            if match is None or match.group(2) != name:
+                k += 1
+                continue
+            indent = len(match.group(1))
+            k += 1
+            while k < len(lines):
+                text = lines[k].lstrip(b" \t")
+                if text.strip() and text[:1] not in (b"#", b")", b"]", b"}") and \
+                        len(lines[k]) - len(text) <= indent:
+                    break
+                found.add(text.strip())
+                k += 1
+        else:
+            if _c_definition(line) != name:
+                k += 1
+                continue
+            k += 1
+            while k < len(lines) and lines[k][:1] != b"}":
+                found.add(lines[k].strip())
+                k += 1
+    return found
+
+
+def _changed_places(old: list[bytes], new: list[bytes],
+                    at: int = 0) -> list[tuple[int, int, bytes]]:
+    """Where `new` differs from `old`, as a line diff says: per changed block, the 0-based
+    lines of `old` it replaces ([start, end), plus `at`) and its first line that is not blank
+    (an added one, else a removed one); blocks of blank lines alone are left out. The lines
+    both start and end with are set aside first: a change is a few blocks of a long file."""
+    import difflib
+
+    top = 0
+    short = min(len(old), len(new))
+    while top < short and old[top] == new[top]:
+        top += 1
+    tail = 0
+    while tail < short - top and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
+        tail += 1
+    a, b = old[top:len(old) - tail], new[top:len(new) - tail]
+    if not a and not b:
+        return []
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=len(a) + len(b) > 4000)
+    places = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        first = next((line for line in [*b[j1:j2], *a[i1:i2]] if line.strip()), None)
+        if first is not None:
+            places.append((at + top + i1, at + top + i2, first))
+    return places
+
+
+def changed_places(fp: FilePatch, application: FileApplication
+                   ) -> list[tuple[int, int, bytes]] | None:
+    """`another_function`'s places of a change (0-based lines [start, end) of the file
+    `application` applied `fp` to, the first line changed that is not blank), read off its
+    hunks where they were placed: no diff of the whole file. None when a hunk failed."""
+    places = []
+    for outcome in application.hunks:
+        cut = _fuzzed(fp.hunks[outcome.index], outcome.fuzz) if outcome.at_line else None
+        if outcome.at_line is None or cut is None:
+            return None
+        places += _changed_places(cut[1], cut[2], outcome.at_line - 1)
+    return places
+
+
+def file_changes(old: bytes, new: bytes) -> list[tuple[int, int, bytes]]:
+    """`changed_places` for a file made otherwise (a 3-way merge): by a line diff of the two."""
+    return _changed_places(split_lines(old), split_lines(new))
+
+
+# The lines above and below a change that, with the lines it removes, are the code it is made
+# on (a hunk's context, as git diff writes it).
+_AROUND = 3
+
+
+def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
+                     current: bytes, carried: list[tuple[int, int, bytes]]
+                     ) -> tuple[bytes, bytes, int] | None:
+    """Whether the fix's change (`fix`: its places in `base`, the file the patch was made on,
+    as `changed_places` says them) went into another function when carried to `current`
+    (upstream's file; `carried`: the places of the change made there), while the fix's own
+    function there still has the code the fix is made on: (the function the fix changes, the
+    one the carrying changes instead, the 1-based line of `current` where), None otherwise. A
+    function changed that is nested in the fix's is the fix's; so is one upstream moved the
+    fix's code into (the fix's function then no longer has that code: a wrapper of a new
+    `_impl`), and one it renamed (the fix's name gone from the file): the change follows the
+    code there.
+
+    Upstream that changes the fixed function and keeps the old body as a copy (a
+    `..._legacy` function), or that reorders identical functions, leaves the fix's context
+    whole only in the copy: nearness, fuzz, an exact match where the copy took the function's
+    place, and git's own line map and merge all put the fix there, every check green."""
+    language = _language(path)
+    if language is None:
+        return None
+    base_lines = lines_of(base)
+    wanted: dict[bytes, set[bytes]] = {}
+    for start, end, first in fix:
+        names = _functions_of(base_lines, start, first, language)
+        if names:
+            code = wanted.setdefault(names[0], set())
+            code.update(line.strip() for line in
+                        base_lines[max(0, start - _AROUND):end + _AROUND] if line.strip())
+    if not wanted:
+        return None
+    current_lines = lines_of(current)
+    reached: set[bytes] = set()
+    elsewhere = None
+    for start, _, first in carried:
+        names = _functions_of(current_lines, start, first, language)
+        reached.update(names)
+        if names and elsewhere is None and not wanted.keys() & set(names):
+            elsewhere = (names[0], start + 1)
+    if elsewhere is None:
+        return None
+    for name in sorted(wanted.keys() - reached):
+        code = wanted[name]
+        # The fix's function still has most of the code the fix is made on: upstream kept it
+        # there (a context line changed, the fix's own line rewritten), and the copy changed
+        # is another function's.
+        if len(code & _bodies(current_lines, name, language)) * 2 >= len(code):
+            return name, elsewhere[0], elsewhere[1]
+    return None
+
+
 def made_on(fp: FilePatch, content: bytes) -> bool | None:
     """Whether `content` is the file the patch was made on, by the pre-image blob id of its
     `index` line (then its header's line numbers are this file's); None without one."""

@@ -26,9 +26,9 @@ from patchforge.apply.series import SeriesState, apply_series, profile_bases_dif
 from patchforge.errors import ConflictStop, InProgressError, PatchforgeError, StoreError, UsageError
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
-from patchforge.judge import (AMBIGUOUS_PLACE, HistoryIndex, LazyHistory, SeriesJudge, Target,
-                              _patch_paths, carry_moved, carry_old, read_history,
-                              where_landed)
+from patchforge.judge import (AMBIGUOUS_PLACE, OTHER_FUNCTION, HistoryIndex, LazyHistory,
+                              SeriesJudge, Target, _patch_paths, carry_moved, carry_old,
+                              read_history, where_landed)
 from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
@@ -886,6 +886,11 @@ class Rebase:
                                           for item in judgement.evidence):
                 message += ": the worktree has the change at the nearest of them; move it " \
                     "where it belongs (or leave it) and --continue"
+            elif kind == "unsure" and any(item.startswith(OTHER_FUNCTION)
+                                          for item in judgement.evidence):
+                message += ": the worktree has the change where it was found; move it into " \
+                    "the fix's function (or --skip the patch if upstream has the fix there) " \
+                    "and --continue"
             elif kind == "unsure":
                 message += ": if the target has the fix, `--skip` sets the patch aside; " \
                     "if not, make its change in the worktree and --continue"

@@ -1,0 +1,299 @@
+"""A fix carried onto a changed file lands in the function it changes, or the rebase stops: never
+in another function that has a copy of its code. Real git upstreams, real commands: `status
+--against`, `rebase --to`, `overlays`.
+
+Upstream changes the fixed function (a context line of the fix, or the fix's own line its own
+way) and keeps the old body as a renamed copy (`scale_legacy`), or reorders identical
+functions: the fix's context is then whole only in the copy, and nearness to the header's line,
+fuzz, an exact match where the copy took the function's place, and git's own 3-way merge (whose
+line map takes `def scale` -> `def scale_legacy` for an edit) all put the fix there, every
+check green, the deployed function without it. The definition line above the change names
+another function than the fix's, while the fix's is still in the file: the rebase stops.
+"""
+from __future__ import annotations
+
+from helpers.project import OneUpstreamStack
+
+HEAD = b"import torch\n\n\ndef helper(x):\n    return x.float()\n"
+AMAX = (b"    amax = x.abs().amax(dim=-1, keepdim=True)\n"
+        b"    factor = amax / fp8_max_for(dtype)\n"
+        b"    q = (x / factor).to(dtype)\n"
+        b"    return q, factor\n")
+CLAMPED = AMAX.replace(b"factor = amax / ", b"factor = amax.clamp(min=1e-12) / ")
+BODY = (b"    a = load_input(x, layout)\n"
+        b"    b = a * scale_for(dtype)\n"
+        b"    c = b + bias_for(dtype)\n"
+        b"    d = c.clamp(lower_bound, upper_bound)\n"
+        b"    e = d.to(out_dtype)\n"
+        b"    return e\n")
+TAIL = b"\n\ndef tail(x):\n    return x + 1\n"
+
+
+def define(name: str, body: bytes) -> bytes:
+    return b"\n\ndef %s(x, dtype):\n" % name.encode() + body
+
+
+def function(text: bytes, name: str) -> bytes:
+    """The body of `name` in `text`: from its `def` line to the next top-level line."""
+    start = text.index(b"def %s(" % name.encode())
+    end = text.find(b"\ndef ", start + 1)
+    return text[start:end if end >= 0 else len(text)]
+
+
+def stops_naming(stack: OneUpstreamStack, target: str, fix: str, there: str) -> str:
+    """status says the rebase stops; the rebase stops (exit 3) naming the fix's function and
+    the one it would have changed, and --abort leaves the series as it was."""
+    status = stack.json("status", "--against", target, expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["rebase"] == "stop", patch
+    _, _, err = stack.cli("rebase", "--to", target, expect=3)
+    assert f"the fix changes {fix}, and would change {there}" in err, err
+    assert f"{fix} is still in the file" in err, err
+    stack.cli("rebase", "--abort")
+    assert stack.series("up") == ["fix.patch"]
+    return err
+
+
+def test_a_fix_with_its_def_line_in_context_is_not_fuzzed_into_the_legacy_copy(tmp_path):
+    """The hunk's context starts at `def scale(`; upstream renames the old function
+    scale_legacy (where scale was) and adds a new scale() below whose `q` line (a context line
+    of the fix) reads otherwise. Before: `fuzz`, the rebase "merged: 3-way merged cleanly",
+    exit 0, the fix in scale_legacy."""
+    v1 = HEAD + define("scale", AMAX)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, HEAD + define("scale", CLAMPED))
+    new_q = AMAX.replace(b"to(dtype)", b"to(dtype, copy=False)")
+    stack.commit({"k.py": HEAD + define("scale_legacy", AMAX) + define("scale", new_q)},
+                 "scale: no copy; the old one kept", tag="v2")
+    stops_naming(stack, "up=v2", "scale", "scale_legacy")
+
+
+def test_a_fix_landed_in_the_new_function_is_not_put_into_the_legacy_copy(tmp_path):
+    """Upstream lands the fix in a new scale() and keeps the old code as scale_legacy where
+    scale was. Before: status `unsure`, the rebase "merged cleanly; landed detection unsure:
+    review", exit 0, and scale_legacy got the fix too."""
+    v1 = HEAD + define("scale", AMAX)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, HEAD + define("scale", CLAMPED))
+    stack.commit({"k.py": HEAD + define("scale_legacy", AMAX) + define("scale", CLAMPED)},
+                 "scale clamps; the old one kept", tag="v2")
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=None)
+    if rc == 3:
+        stack.cli("rebase", "--abort")
+    else:  # dropped as landed: the copy is not touched
+        assert rc == 0 and stack.series("up") == [], out + err
+        return
+    assert "would change scale_legacy" in err, err
+    assert stack.series("up") == ["fix.patch"]
+
+
+def test_a_fix_matching_exactly_where_the_renamed_copy_took_its_place_stops(tmp_path):
+    """Upstream renames scale() to scale_legacy() in place (its body unchanged) and adds a new
+    scale() below that writes the fix's line its own way: the hunk (no `def` line in its
+    context) matches exactly at scale_legacy. Before: `applies`, the rebase "applied exactly",
+    exit 0, the deployed scale() without the fix."""
+    v1 = HEAD + define("scale", BODY) + TAIL
+    nan = BODY.replace(b"upper_bound)\n", b"upper_bound).nan_to_num()\n")
+    own = BODY.replace(b"upper_bound)\n", b"upper_bound * 2)\n")
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, HEAD + define("scale", nan) + TAIL)
+    stack.commit({"k.py": HEAD + define("scale_legacy", BODY) + define("scale", own) + TAIL},
+                 "scale: a wider bound; the old one kept", tag="v2")
+    stops_naming(stack, "up=v2", "scale", "scale_legacy")
+
+
+def test_a_fix_in_the_last_function_is_not_put_into_a_copy_appended_after_it(tmp_path):
+    """The fix changes a line near the end of the file's last function (its hunk is anchored
+    at the file's end); upstream changes a context line of it and appends the old body as
+    scale_legacy, now the file's end. Before: `offset`, exit 0, the fix in scale_legacy."""
+    v1 = HEAD + define("scale", BODY)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, HEAD + define(
+        "scale", BODY.replace(b"d.to(out_dtype)", b"d.to(out_dtype).contiguous()")))
+    changed = BODY.replace(b"bias_for(dtype)", b"bias_for(dtype, layout)")
+    stack.commit({"k.py": HEAD + define("scale", changed) + define("scale_legacy", BODY)},
+                 "bias by layout; the old one kept", tag="v2")
+    stops_naming(stack, "up=v2", "scale", "scale_legacy")
+
+
+QUANT_C = (b"    q = fetch_rows(x, layout)\n    r = q.sum(dim=-1)\n    s = r / count_rows(q)\n"
+           b"    t = s.to(out_dtype)\n    return t\n")
+UNCLAMPED = BODY.replace(b"    d = c.clamp(lower_bound, upper_bound)\n", b"")
+
+
+def test_the_twin_rules_other_function_is_not_where_the_rebase_puts_the_fix(tmp_path):
+    """quant_a, quant_b, reduce_c, quant_d (a, b, d identical); the fix removes quant_b's
+    clamp. Upstream removes quant_a's clamp, moves quant_b to the file's end and keeps a copy
+    of it, quant_b_legacy, near its old place. Before: status `unsure` (the twin rule: the code
+    without the change is in quant_b_legacy, not the fix's function), the rebase "applied
+    exactly", exit 0, the fix in quant_b_legacy, quant_b still clamping."""
+    v1 = HEAD + define("quant_a", BODY) + define("quant_b", BODY) + \
+        define("reduce_c", QUANT_C) + define("quant_d", BODY)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, HEAD + define("quant_a", BODY)
+                  + define("quant_b", UNCLAMPED) + define("reduce_c", QUANT_C)
+                  + define("quant_d", BODY))
+    stack.commit({"k.py": HEAD + define("quant_a", UNCLAMPED) + define("reduce_c", QUANT_C)
+                  + define("quant_b_legacy", BODY) + define("quant_d", BODY)
+                  + define("quant_b", BODY)}, "quant_a unclamped; quant_b moved", tag="v2")
+    stops_naming(stack, "up=v2", "quant_b", "quant_b_legacy")
+
+
+def test_reordered_twins_do_not_carry_the_fix_into_the_other_twin(tmp_path):
+    """The fix adds a line to quant_b; upstream swaps quant_a and quant_b, edits quant_b's
+    line above the fix's, and adds the fix's line to quant_d only. Before: status `unsure`,
+    the rebase "merged: 3-way merged cleanly", exit 0, the fix in quant_a (git's line map
+    carries quant_b's place onto quant_a, now where quant_b was)."""
+    v1 = HEAD + define("quant_a", BODY) + define("quant_b", BODY) + \
+        define("reduce_c", QUANT_C) + define("quant_d", BODY)
+    sat = BODY.replace(b"scale_for(dtype)\n",
+                       b"scale_for(dtype)\n    b = saturate_to_range(b, fp8_limit)\n")
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, HEAD + define("quant_a", BODY) + define("quant_b", sat)
+                  + define("reduce_c", QUANT_C) + define("quant_d", BODY))
+    tuned = BODY.replace(b"scale_for(dtype)\n", b"scale_for(dtype)  # tuned\n")
+    stack.commit({"k.py": HEAD + define("quant_b", tuned) + define("quant_a", BODY)
+                  + define("reduce_c", QUANT_C) + define("quant_d", sat)},
+                 "reorder; quant_d saturates", tag="v2")
+    stops_naming(stack, "up=v2", "quant_b", "quant_a")
+
+
+def test_a_method_is_not_fuzzed_into_its_legacy_copy_in_the_same_class(tmp_path):
+    """The same in methods of one class (a module's per-dtype forward): the definition line
+    that names the place is the method's own `def`, not the class line."""
+    def method(name: str, body: bytes) -> bytes:
+        return b"\n    def %s(self, x, dtype):\n" % name.encode() + \
+            b"".join(b"    " + line + b"\n" for line in body.splitlines())
+
+    head = b"import torch\n\n\nclass Quant(torch.nn.Module):\n    kind = 'fp8'\n"
+    end = b"\n    def extra_repr(self):\n        return 'quant'\n"
+    v1 = head + method("forward", AMAX) + end
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, head + method("forward", CLAMPED) + end)
+    new_q = AMAX.replace(b"to(dtype)", b"to(dtype, copy=False)")
+    stack.commit({"k.py": head + method("forward_legacy", AMAX) + method("forward", new_q) + end},
+                 "forward: no copy; the old one kept", tag="v2")
+    stops_naming(stack, "up=v2", "forward", "forward_legacy")
+
+
+KERNEL = (b"{\n"
+          b"    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+          b"    float a = in[i];\n"
+          b"    float s = a * scale;\n"
+          b"    out[i] = (T)s;\n"
+          b"}\n")
+
+
+def test_a_cuda_kernel_fix_is_not_put_into_the_legacy_kernel(tmp_path):
+    """A kernel (`.cu`, the brace on its own line): upstream changes a context line of it
+    and keeps the old kernel as scale_kernel_legacy above it. git's default funcname rule
+    names the place."""
+    def kernel(name: str, body: bytes) -> bytes:
+        return (b"\ntemplate <typename T>\n__global__ void %s(const float* in, T* out, "
+                b"float scale)\n" % name.encode()) + body
+
+    head = b"#include <hip/hip_runtime.h>\n"
+    v1 = head + kernel("scale_kernel", KERNEL)
+    fixed = KERNEL.replace(b"float s = a * scale;", b"float s = fminf(a * scale, 448.0f);")
+    stack = OneUpstreamStack(tmp_path, {"k.cu": v1})
+    stack.add_fix("fix", "k.cu", v1, head + kernel("scale_kernel", fixed))
+    changed = KERNEL.replace(b"out[i] = (T)s;", b"out[i] = static_cast<T>(s);")
+    stack.commit({"k.cu": head + kernel("scale_kernel_legacy", KERNEL)
+                  + kernel("scale_kernel", changed)}, "a cast; the old kernel kept", tag="v2")
+    stops_naming(stack, "up=v2", "scale_kernel", "scale_kernel_legacy")
+
+
+# Guards: where the fix's function is gone or the change is at the top level, the change
+# follows the code as before. They hold on the code before the rule too.
+
+def test_a_fix_follows_its_function_renamed_upstream(tmp_path):
+    """Upstream renames scale() to scale_fp8() (no scale left): the fix goes into scale_fp8
+    (the same function by its code), the rebase exits 0. Holds before the rule too."""
+    v1 = HEAD + define("scale", AMAX) + TAIL
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, HEAD + define("scale", CLAMPED) + TAIL)
+    stack.commit({"k.py": b"# scaling\n" + HEAD + define("scale_fp8", AMAX) + TAIL},
+                 "rename", tag="v2")
+    summary = stack.rebase_json("--to", "up=v2")
+    assert [p["action"] for p in summary["patches"]] != ["dropped"]
+    stack.cli("overlays")
+    deployed = (stack.root / "overlays" / "up" / "k.py").read_bytes()
+    assert b"clamp(min=1e-12)" in function(deployed, "scale_fp8")
+
+
+def test_a_new_function_added_at_the_end_moves_past_upstreams_new_one(tmp_path):
+    """The fix appends a function at the file's end, where upstream appended another: the
+    line above the fix's is upstream's function now, and the fix's change is not in any
+    function (a definition added whole): it moves, exit 0. Holds before the rule too."""
+    v1 = HEAD + define("scale", AMAX)
+    added, upstream_added = define("scale_safe", CLAMPED), define("scale_bf16", AMAX)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, v1 + added)
+    stack.commit({"k.py": v1 + upstream_added}, "another function", tag="v2")
+    summary = stack.rebase_json("--to", "up=v2")
+    assert [p["action"] for p in summary["patches"]] in (["offset"], ["merged"])
+    stack.cli("overlays")
+    assert (stack.root / "overlays" / "up" / "k.py").read_bytes() in (
+        v1 + upstream_added + added, v1 + added + upstream_added)
+
+
+def test_a_fix_of_a_top_level_statement_moves_past_a_new_function_above_it(tmp_path):
+    """A fix to a module-level statement below scale(); upstream adds a function between
+    them: the statement is in no function, so nothing names another: it moves, exit 0.
+    Holds before the rule too."""
+    v1 = HEAD + define("scale", AMAX) + b"\n\nLIMITS = {'fp8': 448.0}\nDEFAULT = 'fp8'\n"
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, v1.replace(b"448.0}", b"448.0, 'bf16': 3.0e38}"))
+    v2 = v1.replace(b"\n\nLIMITS", define("unscale", AMAX) + b"\n\nLIMITS")
+    stack.commit({"k.py": v2}, "unscale", tag="v2")
+    summary = stack.rebase_json("--to", "up=v2")
+    assert [p["action"] for p in summary["patches"]] == ["offset"]
+
+
+# The rule itself (apply.hunks.another_function) on the four files: the patch's base, the fixed
+# base, upstream's file, what the carrying made of it.
+
+def carried(base: bytes, fixed: bytes, current: bytes, result: bytes, path: str = "k.py"):
+    from patchforge.apply.hunks import another_function, file_changes
+    return another_function(path, base, file_changes(base, fixed), current,
+                            file_changes(current, result))
+
+
+def test_a_change_carried_into_a_function_nested_in_the_fixs_own_follows_it():
+    """Upstream wraps scale()'s body into a nested `_body()` (AITER's flydsl kernels, v0.1.18
+    -> main): the change in _body is in scale."""
+    v1 = HEAD + define("scale", AMAX)
+    nested = b"".join(b"    " + line + b"\n" for line in AMAX.splitlines())
+    v2 = HEAD + b"\n\ndef scale(x, dtype):\n    def _body():\n" + nested + b"    return _body()\n"
+    result = v2.replace(b"factor = amax / ", b"factor = amax.clamp(min=1e-12) / ")
+    assert carried(v1, HEAD + define("scale", CLAMPED), v2, result) is None
+
+
+def test_a_change_carried_into_the_helper_upstream_moved_the_code_into_follows_it():
+    """Upstream moves scale()'s body into `_scale_impl` and makes scale() a wrapper: scale()
+    no longer has the code the fix is made on, the change follows the code."""
+    v1 = HEAD + define("scale", AMAX)
+    wrapper = b"    return _scale_impl(x, dtype)\n"
+    v2 = HEAD + define("_scale_impl", AMAX) + define("scale", wrapper)
+    result = v2.replace(b"factor = amax / ", b"factor = amax.clamp(min=1e-12) / ")
+    assert carried(v1, HEAD + define("scale", CLAMPED), v2, result) is None
+
+
+def test_the_rule_names_the_copy_while_the_fixs_function_keeps_its_code():
+    """The counterpart of the two above, on the same files: scale() kept whole upstream (one
+    context line changed), the change carried into the copy beside it."""
+    v1 = HEAD + define("scale", AMAX)
+    new_q = AMAX.replace(b"to(dtype)", b"to(dtype, copy=False)")
+    v2 = HEAD + define("scale_legacy", AMAX) + define("scale", new_q)
+    result = v2.replace(b"factor = amax / ", b"factor = amax.clamp(min=1e-12) / ", 1)
+    assert carried(v1, HEAD + define("scale", CLAMPED), v2, result) == \
+        (b"scale", b"scale_legacy", 10)
+
+
+def test_files_without_functions_have_no_rule():
+    """YAML, Markdown, CMake: their column-0 lines are keys and text, not definitions."""
+    v1 = b"engine:\n  dtype: fp8\n  scale: 1.0\nother:\n  dtype: fp8\n  scale: 1.0\n"
+    fixed = v1.replace(b"scale: 1.0", b"scale: 2.0", 1)
+    v2 = b"other:\n  dtype: fp8\n  scale: 1.0\nengine:\n  dtype: fp8\n  scale: 1.5\n"
+    result = v2.replace(b"scale: 1.0", b"scale: 2.0", 1)
+    assert carried(v1, fixed, v2, result, "config.yaml") is None
