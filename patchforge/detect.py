@@ -1703,13 +1703,31 @@ def _definition_name(line: bytes) -> bytes:
     return called.group(1) if called else _strip_ws(line)
 
 
+# A Python `def` or `class` line inside a class or function: git's default rule (column 0)
+# names every method of a class by the class line, so twin methods would share one name.
+_INDENTED_DEFINITION = re.compile(rb"[ \t]+(?:async[ \t]+)?(?:def|class)[ \t]+[A-Za-z_]")
+
+
+def _indent_of(line: bytes) -> int:
+    return len(line) - len(line.lstrip(b" \t"))
+
+
 def _name_above(lines: list[bytes], at: int) -> bytes | None:
     """The name (`_definition_name`) of the nearest definition line (`_DEFINITION_START`)
-    above line `at` (0-based) of `lines`, None when there is none."""
+    above line `at` (0-based) of `lines`, None when there is none. A line inside a Python
+    method (or nested function) is named by its own `def`: an indented definition line less
+    indented than line `at` and than every line between them (`_INDENTED_DEFINITION`)."""
+    limit = _indent_of(lines[at]) if at < len(lines) and lines[at].strip() else 0
     for k in range(min(at, len(lines)) - 1, -1, -1):
         line = lines[k]
         if line and line[0] in _DEFINITION_START:
             return _definition_name(line)
+        if limit and line.strip() and not line.lstrip().startswith((b"#", b")", b"]", b"}")):
+            indent = _indent_of(line)
+            if indent < limit:
+                if _INDENTED_DEFINITION.match(line):
+                    return _definition_name(line)
+                limit = indent  # a block the line is in (`if`, `for`): its own is above
     return None
 
 
@@ -1778,7 +1796,8 @@ def _twice_in(base: bytes, pre: list[bytes], at: int) -> bool:
     change (before line `at` of it) that are inside one function: up to the definition lines
     (`_DEFINITION_START`) it reaches on either side (a twin's own definition line differs,
     the code under it is the same), without the blank lines at its ends."""
-    starts = [k for k, line in enumerate(pre) if line[:1] and line[0] in _DEFINITION_START]
+    starts = [k for k, line in enumerate(pre) if line[:1] and line[0] in _DEFINITION_START
+              or _INDENTED_DEFINITION.match(line)]
     first = max((k + 1 for k in starts if k < at), default=0)
     end = min((k for k in starts if k >= at), default=len(pre))
     inner = pre[first:end]

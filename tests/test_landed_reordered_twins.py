@@ -268,3 +268,63 @@ def test_a_change_upstream_made_in_a_helper_of_the_fixs_function_lands(tmp_path)
     status = stack.json("status", "--against", "up=v2", expect=1)
     ((patch,),) = [status["patches"]]
     assert (patch["state"], patch["rebase"]) == ("upstreamed", "drop"), patch
+
+
+METHOD = (b"        a = self.load_input(x, layout)\n"
+          b"        b = a * self.scale_for(dtype)\n"
+          b"        c = b + self.bias_for(dtype)\n"
+          b"        d = c.clamp(self.lower_bound, self.upper_bound)\n"
+          b"        e = d.to(self.out_dtype)\n"
+          b"        return e\n")
+METHOD_FIXED = METHOD.replace(b"self.scale_for(dtype)\n",
+                              b"self.scale_for(dtype).clamp(min=1e-12)\n")
+
+
+def quant_class(first: str, first_body: bytes, second: str, second_body: bytes) -> bytes:
+    """A module class with two per-dtype methods (the vLLM/AITER shape)."""
+    return (b"import torch\n\n\nclass Quant(torch.nn.Module):\n"
+            b"    def %s(self, x, dtype):\n%s\n    def %s(self, x, dtype):\n%s\n"
+            b"    def extra_repr(self):\n        return 'quant'\n"
+            % (first.encode(), first_body, second.encode(), second_body))
+
+
+def test_a_fix_made_upstream_only_in_the_reordered_twin_method_is_kept(tmp_path):
+    """Twin methods of one class: the fix changes quant_fp8; upstream swaps the two and makes
+    the change in quant_bf16 only. git's default funcname rule names both methods by the
+    class line (`class Quant(`), so the change seemed to be in the fix's function. Before:
+    "upstreamed (high)", dropped, quant_fp8 deployed without it. A method is named by its
+    own `def` line: the change is in another function, not landed."""
+    v1 = quant_class("quant_fp8", METHOD, "quant_bf16", METHOD)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1,
+                  quant_class("quant_fp8", METHOD_FIXED, "quant_bf16", METHOD))
+    stack.commit({"k.py": quant_class("quant_bf16", METHOD_FIXED, "quant_fp8", METHOD)},
+                 "swap; bf16 clamps", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    evidence = " ".join(patch["evidence"])
+    assert "the change is found only in quant_bf16" in evidence, evidence
+    overlay = stack.kept_by_rebase("up=v2", "k.py")
+    fp8 = overlay[overlay.index(b"def quant_fp8"):overlay.index(b"def extra_repr")]
+    # (moved: into quant_fp8; stopped: the pin's file, as it was)
+    assert b"clamp(min=1e-12)" in fp8 or overlay == v1, overlay
+
+
+def test_a_landing_in_the_fixs_own_reordered_twin_method_is_dropped(tmp_path):
+    """The mirror: upstream swaps the methods and makes the change in quant_fp8, the fix's
+    own, only. Before: `fuzz`, moved (the pre-image found forward in quant_bf16, the history
+    taking the commit for a change made at another place). The change found in the fix's
+    own method, the code without it only in its twin: landed, dropped."""
+    v1 = quant_class("quant_fp8", METHOD, "quant_bf16", METHOD)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1,
+                  quant_class("quant_fp8", METHOD_FIXED, "quant_bf16", METHOD))
+    stack.commit({"k.py": quant_class("quant_bf16", METHOD, "quant_fp8", METHOD_FIXED)},
+                 "swap; fp8 clamps", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert (patch["state"], patch["rebase"]) == ("upstreamed", "drop"), patch
+    summary = stack.rebase_json("--to", "up=v2")
+    assert [p["action"] for p in summary["patches"]] == ["dropped"], summary["patches"]
+    assert stack.series("up") == []
