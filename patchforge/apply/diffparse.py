@@ -11,7 +11,6 @@ the input.
 """
 from __future__ import annotations
 
-import bisect
 import io
 import itertools
 import re
@@ -725,35 +724,6 @@ class _Parser:
                                 "change with `patchforge edit NAME` and `patchforge refresh`, "
                                 "which write the diff")
 
-    def _plain_body_end(self, start: int, old_count: int, new_count: int) -> int | None:
-        """Where the body of a hunk whose first body line is `start` ends, when it is the
-        lines up to the next `@@` line (or the end of the text), each a context, removed
-        or added line ending in a line end, no `--- ` line among them, and they are exactly
-        what the hunk's counts ask: then the line by line loops of `hunk` take exactly those
-        lines and nothing else. Counted with C-level operations on the text (a long diff's
-        hunks are most of its parse). None otherwise: `hunk` reads the lines one by one,
-        and says precisely what is wrong."""
-        data = self.data
-        first = self.offsets[start]
-        end = data.find(b"\n@@", first - 1) + 1 or len(data)
-        end = data.find(b"\ndiff ", first - 1, end) + 1 or end
-        if end <= first or data[end - 1:end] != b"\n":
-            return None
-        stop = bisect.bisect_left(self.offsets, end, start)
-        if self.offsets[stop] != end:
-            return None
-        # Each line starts after a line end of `seg` (the header's, then each body line's).
-        seg = data[first - 1:end - 1]
-        if b"\n--- " in seg:
-            return None
-        context = seg.count(b"\n ") + self.lines[start:stop].count(b"\n")
-        removed = seg.count(b"\n-")
-        added = seg.count(b"\n+")
-        if context + removed + added != stop - start or context + removed != old_count or \
-                context + added != new_count:
-            return None
-        return stop
-
     def hunk(self, i: int) -> tuple[Hunk, int]:
         lines = self.lines
         n = len(lines)
@@ -782,11 +752,6 @@ class _Parser:
         header = i
         old_rem, new_rem = old_count, new_count
         i += 1
-        end = self._plain_body_end(i, old_count, new_count)
-        if end is not None:
-            raw = self.data[self.offsets[header]:self.offsets[end]]
-            return Hunk(old_start, old_count, new_start, new_count, m.group(5),
-                        tuple(lines[i:end]), False, False, self.lineno(header), raw), end
         # The plain lines first, in a tight loop: context, removed and added lines that end in
         # a newline and that the counts still expect. The first line that is anything else (a
         # marker, a `--- ` line, a line too many, the end of the input) is left to the
