@@ -1076,3 +1076,43 @@ def test_a_stack_holding_a_name_new_patches_may_not_take_goes_round_the_trip(tmp
     (out / "con.patch").write_bytes((out / "aux.patch").read_bytes())
     _, _, err = stack.cli("import", "quilt", str(out), "--update", expect=2)
     assert "con.patch" in err and "Windows" in err, err
+
+
+def test_a_later_fix_quilt_pushed_into_a_twin_is_not_made_again_there(tmp_path, monkeypatch):
+    """No profiles: p1 changes the file's first line, p2 a line of scale_b, whose context is
+    the same in its twin scale_a. In quilt, p1 gains 20 lines above both functions; `quilt
+    push -a` applies p2 at the offset nearest its old lines: in scale_a. `import quilt
+    --update` made p2 again there ("its lines moved: diff made again, change kept"): the fix
+    became scale_a's with status and lint quiet. A patch quilt did not change whose lines
+    match at several places is left as it is: status and lint say the place is ambiguous (as
+    after patchforge's own `refresh` of p1), and the overlay never has the fix in scale_a
+    without a word."""
+    need_tool("quilt")
+    body = b"".join(b"    y = y %s %d\n" % (op, n) for op, n in
+                    ((b"+", 1), (b"-", 3), (b"*", 5), (b"+", 7), (b"-", 9), (b"*", 11)))
+    k = (b"MODE = 1\n\n\ndef scale_a(x):\n    y = x * 2\n" + body + b"    return y\n"
+         b"\n\ndef scale_b(x):\n    y = x * 2\n" + body + b"    return y\n")
+    root, base = git_project(tmp_path, {"pkg/k.py": k})
+    p1 = k.replace(b"MODE = 1\n", b"MODE = 2\n")
+    i = p1.index(b"def scale_b")
+    p2 = p1[:i] + p1[i:].replace(b"y = y + 7\n", b"y = y + 70\n", 1)
+    for name, content in (("p1", p1), ("p2", p2)):
+        overlay = tmp_path / f"{name}.overlay"
+        overlay.write_bytes(content)
+        ok(root, "import", "overlay", str(overlay), "--path", "pkg/k.py", "--name", name,
+           "-m", name)
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "-a")
+    quilt(checkout, env, "pop", "p1.patch")
+    k_py = checkout / "pkg/k.py"
+    lines = k_py.read_bytes().split(b"\n")
+    k_py.write_bytes(b"\n".join(lines[:1] + [b"OPT_%d = %d" % (n, n) for n in range(1, 21)]
+                                + lines[1:]))
+    quilt(checkout, env, "refresh")
+    pushed = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
+    assert b"offset" in pushed.stdout, pushed.stdout  # quilt took the nearest: scale_a
+    ok(root, "import", "quilt", str(exported), "--update")
+    assert b"+    y = y + 70" in (root / "series/up/p2.patch").read_bytes()
+    status = run_cli(root, "status")
+    assert status.rc == 1 and "ambiguous" in status.out + status.err, status.text
+    assert any("p2.patch" in e and "ambiguous" in e for e in lint_errors(root)), lint_errors(root)

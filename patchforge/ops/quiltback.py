@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from patchforge.apply.chains import (apply_on_chains, carry_file, carry_files, carry_into,
                                      met_in_chain, patch_paths, profiles_note)
 from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch
+from patchforge.apply.hunks import repeated_places
 from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series, counts_for,
                                      profile_bases_differ, profile_set)
 from patchforge.errors import InputError, PatchforgeError, UsageError
@@ -438,6 +439,17 @@ def _new_patch(quilt: PatchFile, file_name: str, upstream: str, pin: str,
     return patch.with_field("Last-Update", today())
 
 
+def _placed_among_several(patch: PatchFile, state: SeriesState, outcome) -> bool:
+    """Whether a hunk of `patch` placed at an offset (outcome: its trial application on
+    `state`'s files) had other places its lines match: nearness chose among them."""
+    for fp, application in zip(patch.file_patches, outcome.files):
+        source = fp.old_path if fp.old_path is not None else fp.new_path
+        old = state.current.get(source) if source is not None else None
+        if old is not None and application.ok and repeated_places(old, fp, application):
+            return True
+    return False
+
+
 def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
                 patches: list[tuple[str, PatchFile]], taken: dict[str, PatchFile],
                 moved: set[str], where: dict[str, tuple[Path, int]],
@@ -539,8 +551,12 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
         apply_series(read_base, [(name, patch)], strict=False, state=trial, max_fuzz=0,
                      allow_zero_context=True)
     outcome = trial.outcomes[-1]
-    if name not in taken and (not outcome.ok or outcome.worst == "exact"):
-        # Needs fuzz, or fails (refused later, by name), or is where it was.
+    if name not in taken and (not outcome.ok or outcome.worst == "exact"
+                              or _placed_among_several(patch, state, outcome)):
+        # Needs fuzz, or fails (refused later, by name), or is where it was; or its lines
+        # are at several places (a twin function) and the offset only took the nearest, as
+        # quilt did: made again there, the fix moved into the twin with every check quiet.
+        # Left as it is, `status` and `lint` say it is ambiguous, as after `refresh`.
         apply_series(read_base, [(name, patch)], strict=False, state=state,
                      allow_zero_context=True)
         return state
