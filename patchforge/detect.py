@@ -1823,9 +1823,17 @@ def _twin_found(hunk, forward: HunkOutcome, backward: HunkOutcome, pre_image_the
     lines."""
     if forward.at_line is None:
         return None
-    if not pre_image_there and not (b"-" not in _kinds(hunk)
-                                    and _inner_context_there(hunk, forward)):
-        return None
+    # A pure addition placed on its inner context with fuzz 2 (one more upstream edit in the
+    # moved function than fuzz 1 allows) is asked only for the twin rule's "not landed": the
+    # two lines left that say something are often the code of a landing's other copy too.
+    guard_only = False
+    if not pre_image_there:
+        if b"-" in _kinds(hunk):
+            return None
+        if not _inner_context_there(hunk, forward):
+            if not _inner_context_there(hunk, forward, widest=2):
+                return None
+            guard_only = True
     lead = hunk.leading_context
     reversed_ = backward.status in ("exact", "offset") and backward.at_line is not None
     if not reversed_ and len(_changed_side(hunk, b"+", _kinds(hunk))) < MIN_CONTAINED_CHARS:
@@ -1852,7 +1860,7 @@ def _twin_found(hunk, forward: HunkOutcome, backward: HunkOutcome, pre_image_the
     start = base_start()
     name = _fix_function(hunk, base.split(b"\n") if start is not None else None, start)
     said = _twin_function(name, current.split(b"\n"), before, after)
-    if said is None or (said[0] and not reversed_ and not is_contained):
+    if said is None or (said[0] and (guard_only or (not reversed_ and not is_contained))):
         return None
     return said[0], said[1], f"lines {before[0] + 1}-{before[1]}"
 
@@ -1886,18 +1894,20 @@ def _lines_around(content: bytes, lines: bytes, at: int, before: int,
     return start, end, first
 
 
-def _inner_context_there(hunk, forward: HunkOutcome) -> int:
+def _inner_context_there(hunk, forward: HunkOutcome, widest: int = 1) -> int:
     """How many lines of the file (0: none) show that a pure addition placed forward with fuzz
     (`forward`) was placed on its inner context: fuzz 1 (one context line dropped at each end
     that has more than one), with a context line that says something (MIN_ANCHOR_CHARS) on
     each side of what it adds. Those lines are then in the file, one after the other, without
     the added code between them: the code the fix changes, still without the change (its
     function moved, say, and a twin of it took its place with the change), which post-image
-    containment must not call landed. At fuzz 2 a line on each side is all that is matched:
-    a blank line and a closing bracket are everywhere."""
-    if forward.status != "fuzz" or forward.fuzz != 1 or forward.at_line is None:
+    containment must not call landed. At fuzz 2 a line on each side is all that is matched
+    (a blank line and a closing bracket are everywhere, and two lines that say something are
+    often in a file twice): asked up to fuzz `widest`, 2 only where twin functions tell which
+    copy is the fix's (`_twin_found`)."""
+    if forward.status != "fuzz" or not 1 <= forward.fuzz <= widest or forward.at_line is None:
         return 0
-    cut = _fuzzed(hunk, 1)
+    cut = _fuzzed(hunk, forward.fuzz)
     if cut is None:
         return 0
     top, pre, _, _ = cut

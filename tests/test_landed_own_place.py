@@ -207,3 +207,34 @@ def test_a_fix_that_moves_a_line_itself_lands_where_upstream_made_the_move(tmp_p
     status = stack.json("status", "--against", "up=v2", expect=1)
     ((patch,),) = [status["patches"]]
     assert patch["state"] == "upstreamed", patch
+
+
+def test_a_moved_function_edited_once_more_while_its_twin_took_its_place_is_kept(tmp_path):
+    """The case above with one more upstream edit in the moved scale_fp8 (`return result` ->
+    `return result.contiguous()`): GNU patch then places the fix there with fuzz 2, on
+    `factor = amax / limit` and `result = tensor * factor` alone, and the fuzz-1 rule did not
+    look: status said "upstreamed (high)" (git's merge, its line map putting the fix's place
+    on the clamped scale_fp16, changed nothing) and the rebase dropped the fix. The base had
+    the two functions' code twice (twins), the change is found only in scale_fp16, and
+    scale_fp8, the fix's function, has the code without it: unsure, the rebase stops."""
+    v1 = scale("fp8", False) + b"\n" + CONSTANTS + b"\n\n" + scale("fp16", False)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, scale("fp8", True) + b"\n" + CONSTANTS + b"\n\n"
+                  + scale("fp16", False))
+    moved = scale("fp8", False).replace(b"return result\n", b"return result.contiguous()\n")
+    stack.commit({"k.py": scale("fp16", True) + b"\n\n" + CONSTANTS + b"\n\n" + moved},
+                 "scale_fp16 clamps; scale_fp8 last, contiguous", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "unsure" and patch["rebase"] == "stop", patch
+    assert not patch.get("landed_in"), patch
+    assert any("another function's copy of the code" in line for line in patch["evidence"]), \
+        patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "dropped" not in out and stack.series("up") == ["fix.patch"], out + err
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+    stack.cli("rebase", "--abort")
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays" / "up" / "k.py").read_bytes()
+    assert overlay.split(b"def scale_fp16")[0].count(b"clamp_to_finite_range") == 1, overlay
+
