@@ -123,8 +123,9 @@ class HunkVerdict:
     # git's merge is not asked of this hunk, nor does its empty result decide it: the code
     # without the change is in the file (a pure addition placed forward on its inner context,
     # fuzz 1, _inner_context_there: the merge's line map may put the own place on a twin that
-    # has it), or a line the hunk removes is still there, moved (_removed_line_moved: the
-    # merge takes the move for the removal and an addition).
+    # has it), or a line the hunk removes is still there, moved (_removed_line_moved, or
+    # among the hunk's own lines _removed_line_moved_inside: the merge takes the move for the
+    # removal and an addition).
     merge_unasked: bool = False
 
 
@@ -1530,6 +1531,16 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
                 hv.evidence.append(f"reverse-apply (offset {backward.offset}) only at line "
                                    f"{backward.at_line}, a copy of the code that had the "
                                    f"change at the patch's base: {AT_BASE}")
+        elif removes and hv.forward not in ("exact", "offset") and base is not None and \
+                (inside := _removed_line_moved_inside(fp, hunk, base, current)) is not None:
+            # The hunk's post-image is in the file but for a line it removes, which upstream
+            # moved a line or two (a barrier put after the next call), inside the hunk's lines:
+            # the reverse-apply fails on it. Not a landing unless a person says so: git's
+            # merge takes the move for the removal and an addition, and changes nothing.
+            hv.ambiguous = hv.merge_unasked = True
+            hv.old_code = inside[0]
+            hv.evidence.append(f"the hunk's post-image is in the file but for {inside[1]}, at "
+                               f"{inside[0]}, among the hunk's lines: {inside[2]}: unsure")
         if hv.landed is None and not hv.ambiguous and hv.elsewhere is None and not no_evidence:
             # Normalizing the file is the costly part: only for hunks the patch tools could not
             # place (contained() keeps the result for the next hunk on the same file).
@@ -1688,6 +1699,128 @@ def _removed_line_moved(fp, hunk, base: bytes, current: bytes,
         if count > 0 and _line_count(current, line) > _line_count(base, line) - count:
             return f"line {near[0] + 1}"
     return None
+
+
+def _removed_line_moved_inside(fp, hunk, base: bytes,
+                               current: bytes) -> tuple[str, str, str] | None:
+    """Where (`line N` of `current`), what and how (for the evidence) a line `hunk` (of file
+    patch `fp`) removes is, when `current` has the hunk's post-image whole (or what GNU
+    patch's fuzz 1 or 2 leaves of it: upstream edited an outer context line too) with that
+    line put back among its lines, up to ANCHOR_DISTANCE lines from where the hunk removes it,
+    elsewhere than there (not at the whole post-image's first or last line: there the
+    reverse-apply finds the post-image, and `_removed_line_moved` asks): upstream moved the
+    line past a line or two of the hunk's context rather than removed it, whatever it did to
+    the line's copies in other functions. Or upstream's version of that line there, a line
+    the base had less often that makes the same call (its text up to its first `(` the same:
+    the line given other arguments, moved or not). The post-image around it is the evidence,
+    so a line that says something (MIN_ANCHOR_CHARS, whitespace removed) is asked, shorter
+    than `_removed_line_moved` asks (`dist.barrier()`), the first _LINES_LOOKED_UP of them,
+    and only a line the patch as a whole removes (a fix that moves it itself removes
+    nothing); None otherwise."""
+    kinds = _kinds(hunk)
+    # Each line asked: the line, the call it makes (b"" for none: its text up to its first
+    # `(`), and where in the post-image the hunk removes it (the post-image lines before it).
+    asked: list[tuple[bytes, bytes, int]] = []
+    removed: dict[bytes, None] = {}
+    at = 0
+    for kind, each in zip(kinds, hunk.lines):
+        if kind != b"-":
+            at += 1
+            continue
+        line = line_content(each)
+        if line in removed:
+            continue
+        removed[line] = None
+        if not line.endswith(b"\n") or len(_strip_ws(line)) < MIN_ANCHOR_CHARS or \
+                len(asked) == _LINES_LOOKED_UP:
+            continue
+        stripped = line.lstrip()
+        call = stripped[:stripped.find(b"(") + 1]
+        if len(_strip_ws(call)) < MIN_ANCHOR_CHARS or call not in current:
+            call = b""
+        if call or line in current:
+            asked.append((line, call, at))
+    if not asked:
+        return None
+    # The post-image (and what GNU patch's fuzz 1 or 2 leaves of it, two lines that say
+    # something left, `return e` saying little: upstream edited an outer context line too),
+    # its lines dropped at the top, with the pre-image cut alike.
+    # Each: (lines cut at the top, at the bottom, post-image, pre-image).
+    reverse = ReversedHunk(hunk)
+    whole = len(hunk.new_lines())
+    images: list[tuple[int, int, list[bytes], bytes]] = []
+    for fuzz in range(3):
+        cut = _fuzzed(reverse, fuzz)
+        if cut is not None and len(cut[1]) > 1 and (not fuzz or _saying_something(cut[1]) > 1):
+            top, post = cut[0], cut[1]
+            images.append((top, whole - top - len(post), post, b"".join(cut[2])))
+    parts: dict[tuple[int, int], tuple[bytes, bytes]] = {}
+
+    def between(start: int, end: int, spots: list[tuple[int, int]]) -> bool:
+        """Whether the line at current[start:end] is between the head and the tail of the
+        post-image cut at one of `spots` (image, line), other than as in the pre-image."""
+        for k, j in spots:
+            _, _, post, pre = images[k]
+            # (the lines next to it first: most places are not the post-image's)
+            if j and not current.endswith(post[j - 1], 0, start) or \
+                    j < len(post) and not current.startswith(post[j], end):
+                continue
+            if (k, j) not in parts:
+                parts[k, j] = (b"".join(post[:j]), b"".join(post[j:]))
+            head, tail = parts[k, j]
+            if current.endswith(head, 0, start) and current.startswith(tail, end) and \
+                    current[start - len(head):end + len(tail)] != pre:
+                return True
+        return False
+
+    taken: dict[bytes, int] | None = None
+    for line, call, at in asked:
+        # Where the line may have moved to: up to ANCHOR_DISTANCE lines from where the hunk
+        # removes it, between two lines of the post-image (or next to what fuzz leaves of it:
+        # among the context lines it cut); put back where the hunk removes it, it makes the
+        # pre-image, a copy of the code without the change (a twin's).
+        spots = [(k, j) for k, (top, bottom, post, _) in enumerate(images)
+                 for j in range(max(0 if top else 1, at - top - ANCHOR_DISTANCE),
+                                min(len(post) + (bottom > 0), at - top + ANCHOR_DISTANCE + 1))]
+        for start in _place_offsets(current, line):
+            if not between(start, start + len(line), spots):
+                continue
+            if taken is None:
+                taken = dict.fromkeys(removed, 0)
+                for each_hunk in fp.hunks:
+                    for kind, each in zip(_kinds(each_hunk), each_hunk.lines):
+                        if kind in (b"-", b"+") and (content := line_content(each)) in taken:
+                            taken[content] += 1 if kind == b"-" else -1
+            # (A fix that moves the line itself, a hunk removing it, another adding it, removes
+            # nothing. Counts in the whole file do not matter: upstream may have taken the line
+            # out of a twin of the code.)
+            if taken[line] > 0:
+                return (f"line {_lines_at(current, [start])[0] + 1}",
+                        "a line the hunk removes", "moved, not removed")
+        if not call:
+            continue
+        wanted = _strip_ws(call)
+        found = current.find(call)
+        while found >= 0:
+            # The line the call is on: upstream's, between the post-image's head and tail.
+            start = current.rfind(b"\n", 0, found) + 1
+            end = current.find(b"\n", found) + 1
+            if end == 0:
+                break
+            other = current[start:end]
+            if other != line and _strip_ws(other).startswith(wanted) and \
+                    between(start, end, spots) and \
+                    _line_count(current, other) > _line_count(base, other):
+                return (f"line {_lines_at(current, [start])[0] + 1}",
+                        "upstream's version of a line the hunk removes (the same call)",
+                        "rewritten, not removed")
+            found = current.find(call, end)
+    return None
+
+
+def _saying_something(lines: list[bytes]) -> int:
+    """How many of `lines` say something (MIN_ANCHOR_CHARS without whitespace)."""
+    return sum(len(_strip_ws(line)) >= MIN_ANCHOR_CHARS for line in lines)
 
 
 # git's default funcname rule (xdiff's def_ff): a line that starts with a letter, `_` or `$`

@@ -238,3 +238,100 @@ def test_a_moved_function_edited_once_more_while_its_twin_took_its_place_is_kept
     overlay = (stack.root / "overlays" / "up" / "k.py").read_bytes()
     assert overlay.split(b"def scale_fp16")[0].count(b"clamp_to_finite_range") == 1, overlay
 
+
+SHORT_BARRIER = b"    dist.barrier()\n"
+
+
+def moved_barrier_is_kept(tmp_path, barrier: bytes, after: bytes,
+                          edit: tuple[bytes, bytes] = (b"", b""), put: bytes = b"") -> None:
+    """The fix removes `barrier` from FORWARD; upstream v2 puts it (or its own version of it,
+    `put`) back right after the line `after` (inside the hunk's context lines) and makes
+    `edit` (old, new) too, v3 removes it: v2 is unsure, the rebase stops and the overlay still
+    lacks the barrier; v3 is the landing."""
+    v1 = FORWARD % (barrier, b"")
+    fixed = FORWARD % (b"", b"")
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, fixed)
+    assert fixed.count(after) == 1
+    stack.commit({"k.py": fixed.replace(after, after + (put or barrier)).replace(*edit)},
+                 "the barrier moved", tag="v2")
+    stack.commit({"k.py": fixed.replace(*edit)}, "no barrier", tag="v3")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "unsure" and patch["rebase"] == "stop", patch
+    assert not patch.get("landed_in"), patch
+    assert any("not removed: unsure" in line for line in patch["evidence"]), patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "dropped" not in out and stack.series("up") == ["fix.patch"], out + err
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+    stack.cli("rebase", "--abort")
+    stack.cli("overlays")
+    assert barrier not in (stack.root / "overlays" / "up" / "k.py").read_bytes()
+    status = stack.json("status", "--against", "up=v3", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "upstreamed", patch
+
+
+def test_a_barrier_the_fix_removes_moved_past_the_next_call_is_no_landing(tmp_path):
+    """The fix removes the leftover barrier before paged_mqa_logits; upstream moved it one
+    line down, after that call, inside the hunk's after-context: the reverse-apply fails on
+    it, the moved-line rule (asked only where the reverse-apply succeeds) was not asked, and
+    git's merge, taking the move for a removal and an addition, changed nothing: status said
+    "upstreamed (high)" and the rebase dropped the fix, the deployed file still running the
+    barrier. The hunk's post-image is in the file with the removed line put back among its
+    lines: moved, not removed, unsure."""
+    moved_barrier_is_kept(tmp_path, BARRIER,
+                          b"    logits = self.paged_mqa_logits(query, key_cache, indptr)\n")
+
+
+def test_a_short_barrier_the_fix_removes_moved_two_lines_is_no_landing(tmp_path):
+    """The same with `dist.barrier()` (shorter than a moved line far from the place must be
+    to count) moved two lines down, after select_topk: the whole post-image around it is the
+    evidence."""
+    moved_barrier_is_kept(tmp_path, SHORT_BARRIER,
+                          b"    weights = self.select_topk(logits)\n")
+
+
+def test_a_barrier_moved_while_an_outer_context_line_changed_is_no_landing(tmp_path):
+    """The barrier moved past the next call while upstream also gave `forward` another
+    parameter (the hunk's first context line): the post-image is in the file as GNU patch's
+    fuzz 1 leaves it, with the barrier among its lines: unsure, not dropped."""
+    moved_barrier_is_kept(tmp_path, BARRIER,
+                          b"    logits = self.paged_mqa_logits(query, key_cache, indptr)\n",
+                          (b"def forward(self, query, key_cache):",
+                           b"def forward(self, query, key_cache, scale=None):"))
+
+
+def test_a_barrier_moved_and_given_other_arguments_is_no_landing(tmp_path):
+    """Upstream moved `dist.barrier()` past the next call and passed it the group: its own
+    version of the line the fix removes (the same call), among the hunk's lines. git's merge
+    changed nothing (a removal and another line added); the program still waits there."""
+    moved_barrier_is_kept(tmp_path, SHORT_BARRIER,
+                          b"    logits = self.paged_mqa_logits(query, key_cache, indptr)\n",
+                          put=b"    dist.barrier(group=self.group)\n")
+
+
+def step(name: bytes, barrier_at: int | None) -> bytes:
+    lines = [b"    handle = dist.all_reduce(tensor, group=group, async_op=True)\n",
+             b"    handle.wait()\n", b"    tensor = tensor.to(out_dtype)\n",
+             b"    return tensor\n"]
+    if barrier_at is not None:
+        lines.insert(barrier_at, SHORT_BARRIER)
+    return b"def all_reduce_" + name + b"(tensor, group):\n" + b"".join(lines)
+
+
+def test_a_barrier_moved_in_the_fixs_function_while_a_twin_lost_it_is_no_landing(tmp_path):
+    """Twin functions all_reduce_a / all_reduce_b; the fix removes all_reduce_b's barrier.
+    Upstream removes all_reduce_a's barrier and moves all_reduce_b's past the wait: the file
+    has the line once less than the base, but the fix's function still runs it. Found by a
+    random scenario generator; before, "upstreamed (high)" by git's empty merge, dropped."""
+    v1 = step(b"a", 0) + b"\n\n" + step(b"b", 0)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, step(b"a", 0) + b"\n\n" + step(b"b", None))
+    stack.commit({"k.py": step(b"a", None) + b"\n\n" + step(b"b", 2)}, "barriers", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] in ("unsure", "conflict") and patch["rebase"] == "stop", patch
+    assert any("moved, not removed: unsure" in line for line in patch["evidence"]), patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "dropped" not in out and stack.series("up") == ["fix.patch"], out + err
