@@ -1711,12 +1711,12 @@ def _removed_line_moved_inside(fp, hunk, base: bytes,
     reverse-apply finds the post-image, and `_removed_line_moved` asks): upstream moved the
     line past a line or two of the hunk's context rather than removed it, whatever it did to
     the line's copies in other functions. Or upstream's version of that line there, a line
-    the base had less often that makes the same call (its text up to its first `(` the same:
-    the line given other arguments, moved or not). The post-image around it is the evidence,
-    so a line that says something (MIN_ANCHOR_CHARS, whitespace removed) is asked, shorter
-    than `_removed_line_moved` asks (`dist.barrier()`), the first _LINES_LOOKED_UP of them,
-    and only a line the patch as a whole removes (a fix that moves it itself removes
-    nothing); None otherwise."""
+    the base had less often that makes the same call (its text up to its first `(` the same,
+    and no line of the post-image makes it: the line given other arguments, moved or not).
+    The post-image around it is the evidence, so a line that says something
+    (MIN_ANCHOR_CHARS, whitespace removed) is asked, shorter than `_removed_line_moved` asks
+    (`dist.barrier()`), the first _LINES_LOOKED_UP of them, and only a line the patch as a
+    whole removes (a fix that moves it itself removes nothing); None otherwise."""
     kinds = _kinds(hunk)
     # Each line asked: the line, the call it makes (b"" for none: its text up to its first
     # `(`), and where in the post-image the hunk removes it (the post-image lines before it).
@@ -1736,7 +1736,10 @@ def _removed_line_moved_inside(fp, hunk, base: bytes,
             continue
         stripped = line.lstrip()
         call = stripped[:stripped.find(b"(") + 1]
-        if len(_strip_ws(call)) < MIN_ANCHOR_CHARS or call not in current:
+        if len(_strip_ws(call)) < MIN_ANCHOR_CHARS or call not in current or \
+                any(_strip_ws(each).startswith(_strip_ws(call)) for each in hunk.new_lines()):
+            # (a call the post-image makes too is one of a list of them, `m.def(` of a
+            # binding table: another line of the list is not a version of this one)
             call = b""
         if call or line in current:
             asked.append((line, call, at))

@@ -335,3 +335,27 @@ def test_a_barrier_moved_in_the_fixs_function_while_a_twin_lost_it_is_no_landing
     assert any("moved, not removed: unsure" in line for line in patch["evidence"]), patch
     rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
     assert "dropped" not in out and stack.series("up") == ["fix.patch"], out + err
+
+
+def bindings(*ops: str) -> bytes:
+    return (b"PYBIND11_MODULE(ops, module)\n{\n"
+            + b"".join(f'    module.def("{op}", &{op}, "the {op} kernel");\n'.encode()
+                       for op in ops)
+            + b"}\n")
+
+
+def test_a_removed_binding_landed_beside_a_binding_upstream_added_still_lands(tmp_path):
+    """A guard, true on main too: the fix removes the binding of gemm_old from a table of
+    `module.def(` lines; upstream removes it too, and adds another binding where it was. The
+    added line makes the same call as the removed one, but so do the table's other lines:
+    not upstream's version of the removed line; the fix landed."""
+    ops = ["rms_norm", "layer_norm", "gemm_old", "gemm_a8w8", "moe_sorting", "topk_softmax"]
+    v1 = bindings(*ops)
+    stack = OneUpstreamStack(tmp_path, {"ops.cpp": v1})
+    stack.add_fix("fix", "ops.cpp", v1, bindings(*[op for op in ops if op != "gemm_old"]))
+    stack.commit({"ops.cpp": bindings("rms_norm", "layer_norm", "gemm_a8w8", "gemm_a4w4",
+                                      "moe_sorting", "topk_softmax")}, "gemm_old out",
+                 tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "upstreamed", patch
