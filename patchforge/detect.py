@@ -35,7 +35,6 @@ When the checks disagree (the hunk is contained but also still applies), the ver
 from __future__ import annotations
 
 import bisect
-import collections
 import itertools
 import re
 from functools import lru_cache

@@ -75,11 +75,12 @@ class ImageCheck:
 
 
 def image_reference(project: Project, ref: str | None) -> tuple[str, bool]:
-    """What to read: REF, or the pinned digest of REF when upstream.lock pins that image.
+    """What to read: REF as given (a tag is read as it names an image now:
+    `pinned_digest_of_tag` tells whether it moved off the pin), or without REF the lock's
+    image pin by its digest, else the configured image.
 
-    Returns (reference, pinned). Without REF: the lock's image pin, else the configured image.
+    Returns (reference, pinned): pinned when the digest came from upstream.lock.
     """
-    from patchforge.net.registry import parse_image_ref
     from patchforge.pins import check_image_pin
 
     pin = project.lock.image
