@@ -1650,6 +1650,17 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
 _LINES_LOOKED_UP = 8
 
 
+def _removed_counts(fp, removed) -> dict[bytes, int]:
+    """How many times the whole patch of the file takes each line of `removed` out, less the
+    times it adds it back (a fix that moves a line removes nothing)."""
+    taken = dict.fromkeys(removed, 0)
+    for hunk in fp.hunks:
+        for kind, line in zip(_kinds(hunk), hunk.lines):
+            if kind in (b"-", b"+") and (content := line_content(line)) in taken:
+                taken[content] += 1 if kind == b"-" else -1
+    return taken
+
+
 def _removed_line_moved(fp, hunk, base: bytes, current: bytes,
                         found: HunkOutcome) -> str | None:
     """Where (`line N` of `current`) a line `hunk` (of file patch `fp`) removes is, when
@@ -1689,11 +1700,7 @@ def _removed_line_moved(fp, hunk, base: bytes, current: bytes,
         if not near:
             continue
         if taken is None:
-            taken = dict.fromkeys(removed, 0)
-            for each in fp.hunks:
-                for kind, each_line in zip(_kinds(each), each.lines):
-                    if kind in (b"-", b"+") and (content := line_content(each_line)) in taken:
-                        taken[content] += 1 if kind == b"-" else -1
+            taken = _removed_counts(fp, removed)
         count = taken[line]
         if count > 0 and _line_count(current, line) > _line_count(base, line) - count:
             return f"line {near[0] + 1}"
@@ -1788,11 +1795,7 @@ def _removed_line_moved_inside(fp, hunk, base: bytes,
             if not between(start, start + len(line), spots):
                 continue
             if taken is None:
-                taken = dict.fromkeys(removed, 0)
-                for each_hunk in fp.hunks:
-                    for kind, each in zip(_kinds(each_hunk), each_hunk.lines):
-                        if kind in (b"-", b"+") and (content := line_content(each)) in taken:
-                            taken[content] += 1 if kind == b"-" else -1
+                taken = _removed_counts(fp, removed)
             # (A fix that moves the line itself, a hunk removing it, another adding it, removes
             # nothing. Counts in the whole file do not matter: upstream may have taken the line
             # out of a twin of the code.)

@@ -1424,16 +1424,11 @@ def test_a_drop_when_status_cannot_evaluate_is_said_in_the_table(tmp_path):
     assert "Drop-When other>=3 cannot be evaluated: other is not this upstream" in out, out
 
 
-def test_the_pinned_label_of_a_directory_never_names_its_new_files(tmp_path):
-    """A `dir` upstream pinned at label `one`; the directory then changes (the next image's
-    site-packages). `status --against site=one`, the pinned label, imported the directory as
-    it is now under that name and answered about the new files ("target one <new commit>",
-    the fix "upstreamed"), while the lock's `one` is the old commit: a label naming two
-    versions. Refused, naming both commits and the way on (a new label), which works; the
-    label still names the pin."""
+def _dir_upstream_with_fix(tmp_path, original: bytes, old: bytes, new: bytes):
+    """A `dir` upstream `site` (tmp_path/site, pkg/mod.py `original`) pinned at label `one`,
+    and a fix of pkg/mod.py replacing `old` by `new`: (the directory, the project's root)."""
     tree = tmp_path / "site"
     (tree / "pkg").mkdir(parents=True)
-    original = b"a = 1\nb = 2\nc = 3\n"
     (tree / "pkg" / "mod.py").write_bytes(original)
     root = make_project(tmp_path / "project")
     run_subprocess(root, "upstream", "add", "site", "--dir", str(tree), "--at", "one",
@@ -1441,9 +1436,21 @@ def test_the_pinned_label_of_a_directory_never_names_its_new_files(tmp_path):
     series = root / "series" / "site"
     series.mkdir(parents=True)
     (series / "fix.patch").write_bytes(dep3_patch(
-        file_diff("pkg/mod.py", original, original.replace(b"b = 2", b"b = 20")),
+        file_diff("pkg/mod.py", original, original.replace(old, new)),
         extra="Upstream: site\n"))
     (series / "series").write_bytes(b"fix.patch\n")
+    return tree, root
+
+
+def test_the_pinned_label_of_a_directory_never_names_its_new_files(tmp_path):
+    """A `dir` upstream pinned at label `one`; the directory then changes (the next image's
+    site-packages). `status --against site=one`, the pinned label, imported the directory as
+    it is now under that name and answered about the new files ("target one <new commit>",
+    the fix "upstreamed"), while the lock's `one` is the old commit: a label naming two
+    versions. Refused, naming both commits and the way on (a new label), which works; the
+    label still names the pin."""
+    original = b"a = 1\nb = 2\nc = 3\n"
+    tree, root = _dir_upstream_with_fix(tmp_path, original, b"b = 2", b"b = 20")
     pinned = json.loads((root / "upstream.lock").read_text())["upstreams"]["site"]["commit"]
     (tree / "pkg" / "mod.py").write_bytes(original.replace(b"b = 2", b"b = 20"))
     proc = run_subprocess(root, "status", "--against", "site=one", expect=2)
@@ -1461,19 +1468,8 @@ def test_a_merge_conflict_on_a_directory_upstream_says_what_it_conflicts_on(tmp_
     fix's: the hunk applies only with fuzz and git's 3-way merge conflicts, and the table's
     evidence cell was empty (no hunk fails, and a directory has no commit to name): the row
     says the merge conflicts in the file, and why (in `--json` and `--format github` too)."""
-    tree = tmp_path / "site"
-    (tree / "pkg").mkdir(parents=True)
     original = b"a = 1\nb = 2\nc = 3\nd = 4\ne = 5\n"
-    (tree / "pkg" / "mod.py").write_bytes(original)
-    root = make_project(tmp_path / "project")
-    run_subprocess(root, "upstream", "add", "site", "--dir", str(tree), "--at", "one",
-                   expect=0)
-    series = root / "series" / "site"
-    series.mkdir(parents=True)
-    (series / "fix.patch").write_bytes(dep3_patch(
-        file_diff("pkg/mod.py", original, original.replace(b"c = 3", b"c = 300")),
-        extra="Upstream: site\n"))
-    (series / "series").write_bytes(b"fix.patch\n")
+    tree, root = _dir_upstream_with_fix(tmp_path, original, b"c = 3", b"c = 300")
     run_subprocess(root, "status", expect=0)
     (tree / "pkg" / "mod.py").write_bytes(original.replace(b"b = 2", b"b = 20"))
     said = ("the 3-way merge conflicts in pkg/mod.py: the target changed lines beside the "
