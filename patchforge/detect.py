@@ -1864,9 +1864,20 @@ def _name_above(lines: list[bytes], at: int) -> bytes | None:
             indent = _indent_of(line)
             if indent < limit:
                 if _INDENTED_DEFINITION.match(line):
-                    return _definition_name(line)
+                    # Qualified by the top-level definition it is in (`Class.method`): the
+                    # `__init__` or `forward` of two classes are two functions.
+                    outer = _name_above(lines, k) if indent else None
+                    own = _definition_name(line)
+                    return outer + b"." + own if outer is not None else own
                 limit = indent  # a block the line is in (`if`, `for`): its own is above
     return None
+
+
+def _same_function(place: bytes | None, fix: bytes) -> bool:
+    """Whether a place named `place` (`_name_above`) is in the fix's function `fix`. A fix
+    named by its hunk header's funcname (git's rule: the class line for a method) is the
+    class, and every method of it is in it."""
+    return place is not None and (place == fix or place.startswith(fix + b"."))
 
 
 def _fix_function(hunk, base_lines: list[bytes] | None, base_start: int | None) -> bytes | None:
@@ -1911,9 +1922,9 @@ def _twin_function(name: bytes | None, lines: list[bytes], before: tuple[int, in
     if not found:
         return None
     fix = name.decode(errors="replace")
-    ours = [at for at, there in found if there == name]
+    ours = [at for at, there in found if _same_function(there, name)]
     if ours:
-        if own == name or len(found) > 1:
+        if _same_function(own, name) or len(found) > 1:
             return None
         other = own.decode(errors="replace") if own is not None else "no function"
         return True, (f"the change is found in {fix}, the function the fix changes (line "
@@ -1922,7 +1933,7 @@ def _twin_function(name: bytes | None, lines: list[bytes], before: tuple[int, in
     at, there = found[0]
     where = (f"in {there.decode(errors='replace')}" if there is not None
              else "above every definition line")
-    still = (f"{fix}, the function the fix changes," if own == name else
+    still = (f"{fix}, the function the fix changes," if _same_function(own, name) else
              f"{own.decode(errors='replace') if own is not None else 'the file'} (the fix "
              f"changes {fix})")
     return False, (f"the change is found only {where} (line {at + 1}), and {still} still has "

@@ -304,7 +304,7 @@ def test_a_fix_made_upstream_only_in_the_reordered_twin_method_is_kept(tmp_path)
     ((patch,),) = [status["patches"]]
     assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
     evidence = " ".join(patch["evidence"])
-    assert "the change is found only in quant_bf16" in evidence, evidence
+    assert "the change is found only in Quant.quant_bf16" in evidence, evidence
     overlay = stack.kept_by_rebase("up=v2", "k.py")
     fp8 = overlay[overlay.index(b"def quant_fp8"):overlay.index(b"def extra_repr")]
     # (moved: into quant_fp8; stopped: the pin's file, as it was)
@@ -328,3 +328,27 @@ def test_a_landing_in_the_fixs_own_reordered_twin_method_is_dropped(tmp_path):
     summary = stack.rebase_json("--to", "up=v2")
     assert [p["action"] for p in summary["patches"]] == ["dropped"], summary["patches"]
     assert stack.series("up") == []
+
+
+def two_classes(first: str, first_body: bytes, second: str, second_body: bytes,
+                method: str = "scale") -> bytes:
+    """Two classes with a method of one name (every nn.Module's `forward`)."""
+    return (b"import torch\n\n\nclass %s(torch.nn.Module):\n    def %s(self, x, dtype):\n%s\n\n"
+            b"class %s(torch.nn.Module):\n    def %s(self, x, dtype):\n%s"
+            % (first.encode(), method.encode(), first_body, second.encode(), method.encode(),
+               second_body))
+
+
+def test_twin_methods_of_one_name_in_two_classes_are_two_functions(tmp_path):
+    """The methods are `Fp8.scale` and `Fp16.scale`: named by their `def` line alone, both
+    were `scale`, so upstream's change made in Fp16 only (the classes swapped) seemed to be in
+    the fix's function: dropped. A method is named with its class."""
+    v1 = two_classes("Fp8", METHOD, "Fp16", METHOD)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, two_classes("Fp8", METHOD_FIXED, "Fp16", METHOD))
+    stack.commit({"k.py": two_classes("Fp16", METHOD_FIXED, "Fp8", METHOD)},
+                 "swap; Fp16 clamps", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert "Fp16.scale" in " ".join(patch["evidence"]), patch["evidence"]
