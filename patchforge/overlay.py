@@ -947,12 +947,32 @@ def _fragment_rows(project: Project, manifest: dict,
         if not path.is_file():
             rows.append((rel_text, "missing", "file not found (it mounts the overlays)"))
         elif path.read_bytes() != expected:
-            rows.append((rel_text, "mismatch",
-                         "does not mount what manifest.json pins into "
-                         f"{project.config.compose_service!r} (`patchforge overlays` writes it)"))
+            rows.append((rel_text, "mismatch", _fragment_difference(
+                path.read_bytes(), expected, project.config.compose_service)))
         else:
             rows.append((rel_text, "ok", ""))
     return rows
+
+
+def _fragment_difference(there: bytes, expected: bytes, service: str) -> str:
+    """What a compose fragment on disk lacks of the one the manifest makes, said by part: its
+    mounts, its label (compose then keeps a container of old overlays), or its image."""
+    def part(data: bytes, what: str) -> list[bytes]:
+        lines = data.split(b"\n")
+        if what == "mounts":
+            return [line for line in lines
+                    if line.startswith((b"      - ", b"        ", b"    volumes:"))]
+        return [line for line in lines if line.startswith(b"    " + what.encode() + b":")
+                or what == "labels" and line.startswith(f"      {OVERLAYS_LABEL}:".encode())]
+    differ = [what for what in ("mounts", "labels", "image")
+              if part(there, what) != part(expected, what)]
+    said = {"mounts": f"does not mount what manifest.json pins into {service!r}",
+            "labels": f"lacks the {OVERLAYS_LABEL} label of what it mounts (or has another): "
+                      "compose would keep a container of older overlays",
+            "image": "sets another image for the service than the configuration and the lock "
+                     "say (compose-image)"}
+    text = "; ".join(said[w] for w in differ) or "differs from the one manifest.json makes"
+    return f"{text} (`patchforge overlays` writes it)"
 
 
 def _digests(overlays: OverlaySet) -> dict[str, str]:
@@ -1013,8 +1033,10 @@ def added_by_hand(project: Project, overlays: OverlaySet | None) -> list[str]:
     root = project.overlays_dir
     if not root.is_dir() or root.is_symlink():
         return []
-    known = {*_read_sums(project.state_dir / WRITTEN_RECORD), *_read_sums(root / "SHA256SUMS"),
-             *(_digests(overlays) if overlays is not None else {})}
+    # By path and content: a file at a path the new overlays are about to write (a fix of
+    # that file joined the series since) is a hand's unless it holds what they write.
+    written = {*_read_sums(project.state_dir / WRITTEN_RECORD), *_read_sums(root / "SHA256SUMS")}
+    new = _digests(overlays) if overlays is not None else {}
     upstreams = set(project.upstream_names())
     profiles = set(project.config.profiles)
     added = []
@@ -1025,8 +1047,10 @@ def added_by_hand(project: Project, overlays: OverlaySet | None) -> list[str]:
             parts = rel.split("/")
             shaped = (len(parts) > 1 and parts[0] in upstreams) or \
                 (len(parts) > 2 and parts[0] in profiles and parts[1] in upstreams)
-            if shaped and rel not in known and not name.endswith(".pyc") and \
-                    not os.path.islink(os.path.join(directory, name)):
+            path = os.path.join(directory, name)
+            if not shaped or rel in written or name.endswith(".pyc") or os.path.islink(path):
+                continue
+            if rel not in new or sha256(Path(path).read_bytes()) != new[rel]:
                 added.append(rel)
     return added
 

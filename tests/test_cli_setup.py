@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -341,6 +342,15 @@ def test_upstream_add_git_pins_the_commit_and_appends_the_table(tmp_path):
     twin = run_cli(root, "upstream", "add", "VLLM", "--git", str(upstream), "--at", "main")
     assert twin.rc == 2 and "only in case" in twin.err, twin.err
     assert tree_bytes(root) == snapshot
+    # And a profile's name: written, no command would load the configuration again.
+    config = root / "patchforge.toml"
+    config.write_text(re.sub(r"(?m)^\[profiles\]$", '[profiles]\ngfx942 = "MI300X"',
+                             config.read_text(), count=1))
+    assert "gfx942" in config.read_text()
+    snapshot = tree_bytes(root)
+    profile = run_cli(root, "upstream", "add", "gfx942", "--git", str(upstream), "--at", "main")
+    assert profile.rc == 2 and "is the name of a profile" in profile.err, profile.err
+    assert tree_bytes(root) == snapshot and ok(root, "upstream", "list").rc == 0
 
 
 def test_upstream_add_refuses_a_bad_value_naming_its_option(tmp_path):

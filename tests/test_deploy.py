@@ -190,6 +190,13 @@ def test_verify_fails_a_fragment_that_no_longer_mounts_an_overlay(stack):
     assert "does not mount what manifest.json pins" in failed.out
     assert run_cli(root, "verify", "--profile", "gfx950").rc == 0
     assert run_cli(root, "verify", "--profile", "gfx942").rc == 1
+    # Every mount there, the label gone (a fragment an earlier patchforge wrote): said as such.
+    ok(root, "overlays")
+    fragment.write_text("".join(line for line in fragment.read_text().splitlines(True)
+                                if "labels:" not in line and "patchforge.overlays:" not in line))
+    unlabelled = run_cli(root, "verify", "--profile", "gfx942")
+    assert unlabelled.rc == 1 and "lacks the patchforge.overlays label" in unlabelled.out
+    assert "does not mount" not in unlabelled.out, unlabelled.out
     fragment.unlink()
     gone = run_cli(root, "verify", "--profile", "gfx942")
     assert gone.rc == 1 and "missing" in gone.out, gone.text

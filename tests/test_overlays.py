@@ -735,6 +735,19 @@ def test_an_overlay_file_added_by_hand_is_never_thrown_away(stack):
     ok(root, "overlays")
     assert hotfix.read_bytes() == b"alpha\nBETA\ngamma" and not cache.exists()
     assert "gfx942/up/pkg/nofinal.txt" in (root / "overlays/SHA256SUMS").read_text()
+    # A hotfix at a path a fix of the series is about to write (a teammate's fix of that file
+    # pulled in): known by its path alone, it was overwritten without a word.
+    other = root / "overlays/gfx950/up/pkg/crlf.txt"
+    other.write_bytes(b"hand fix\r\n")
+    add_patch_file(root, "up", "crlf.patch", patch_bytes(
+        "up", json.loads((root / "upstream.lock").read_text())["upstreams"]["up"]["commit"],
+        "crlf", b"diff --git a/pkg/crlf.txt b/pkg/crlf.txt\n"
+        b"--- a/pkg/crlf.txt\n+++ b/pkg/crlf.txt\n@@ -1,3 +1,3 @@\n one\r\n-two\r\n"
+        b"+TWO\r\n three\r\n"))
+    refused = run_cli(root, "overlays")
+    assert refused.rc == 2 and "overlays/gfx950/up/pkg/crlf.txt was put there by hand" in \
+        refused.err, refused.text
+    assert other.read_bytes() == b"hand fix\r\n"
 
 
 def test_an_overlay_file_edited_by_hand_is_never_thrown_away(stack, tmp_path):

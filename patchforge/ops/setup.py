@@ -231,6 +231,12 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
     from patchforge.pins import open_store, pin_for_spec
 
     spec = _given_spec(spec, upstream.name, project.config.upstreams, "upstream add")
+    if upstream.name in project.config.profiles:
+        # overlays/<profile>/<upstream>/ reads either way: the configuration refuses it
+        # on load, and written, no command would have loaded it again.
+        raise UsageError(f"{upstream.name!r} is the name of a profile: an upstream cannot be "
+                         "named like one (overlays/<profile>/<upstream>/ would read either "
+                         "way); nothing was written", hint="choose another name")
     if upstream.name in project.config.upstreams:
         raise UsageError(f"upstream {upstream.name!r} is already configured",
                          hint="use `patchforge rebase --to` to move it")
