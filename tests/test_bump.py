@@ -428,6 +428,10 @@ def test_a_forge_failure_after_the_move_keeps_the_report_and_the_next_run_opens_
     assert kept.is_file() and f"## Bump vllm to nightly-{clean.c3}" in out
     assert kept.read_text() == out
     clean.forge.misbehaviours.clear()
+    # A plain bump in between (someone checks by hand: nothing newer) keeps that report.
+    code, _, err = clean.bump()
+    assert code == 0 and "its pull request was never opened" in err, err
+    assert kept.read_text().startswith(f"## Bump vllm to nightly-{clean.c3}")
     code, out, err = clean.bump("--open-pr")
     assert code == 0, err
     assert "## Bump vllm: on the newest nightly already" in out and "to ?" not in out

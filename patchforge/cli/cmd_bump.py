@@ -55,7 +55,7 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
     # A bump that moved the stack but whose pull request the forge did not take (the run
     # failed after the move): kept, and proposed now. Run again, it said "nothing to move"
     # and never opened it.
-    unopened = _unopened_bump(project, document) if open_pr and not dry_run else None
+    unopened = _unopened_bump(project, document) if not dry_run else None
 
     def keep(doc: dict, text: str) -> None:
         # Kept for whoever resumes a stopped rebase or reads the run later; local state only.
@@ -69,6 +69,11 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
                      (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())
     if not dry_run and unopened is None:
         keep(document, markdown)
+    elif unopened is not None and not open_pr and not as_json:
+        # Kept over this run's "nothing to move": the retry with --open-pr reads it.
+        click.echo(f"note: the report of the earlier bump ({title(unopened)}) is kept in "
+                   ".patchforge/bump/: its pull request was never opened; `patchforge bump "
+                   f"{unopened['upstream']} --open-pr` opens it", err=True)
     if open_pr:
         proposed = unopened or document
         try:
