@@ -35,15 +35,6 @@ def kept(stack: OneUpstreamStack, path: str, fixed: bytes) -> None:
     assert fixed in (stack.root / "overlays" / "up" / path).read_bytes()
 
 
-def dropped(stack: OneUpstreamStack) -> None:
-    status = stack.json("status", "--against", "up=v2", expect=1)
-    ((patch,),) = [status["patches"]]
-    assert (patch["state"], patch["rebase"]) == ("upstreamed", "drop"), patch
-    summary = stack.rebase_json("--to", "up=v2")
-    assert [p["action"] for p in summary["patches"]] == ["dropped"], summary["patches"]
-    assert stack.series("up") == []
-
-
 RELEASE = (b"def release_workspaces(pool, needed_bytes):\n"
            b"    for buffer in pool.buffers():\n"
            b"        if buffer.numel() < needed_bytes:\n"
@@ -108,7 +99,7 @@ def test_a_created_file_upstream_made_alike_with_lines_twice_and_rewrapped_is_a_
                                 b"def reset_workspace(buffer, needed_bytes):\n"
                                 b"  zero_fill_workspace(buffer, needed_bytes)\n"
                                 b"  return buffer\n")}, "add ws.py", tag="v2")
-    dropped(stack)
+    stack.dropped_as_landed()
 
 
 PREPARE = (b"def prepare_rows(x, cond, lo, hi):\n"
@@ -156,7 +147,7 @@ def test_statements_rewrapped_at_the_fix_s_depth_are_a_landing(tmp_path):
         b"        x = normalize_rows(\n"
         b"            x, cond\n"
         b"        )\n"))}, "clamp, normalize", tag="v2")
-    dropped(stack)
+    stack.dropped_as_landed()
 
 
 SERVE = (b"model: meta-llama/Llama-3.1-8B-Instruct\n"
@@ -199,7 +190,7 @@ def test_a_yaml_key_upstream_added_under_the_same_key_is_a_landing(tmp_path):
     stack.add_fix("fix", "serve.yaml", SERVE, SERVE.replace(GPU, GPU + KEY))
     stack.commit({"serve.yaml": SERVE.replace(GPU, GPU + KEY)}, "the engine's key",
                  tag="v2")
-    dropped(stack)
+    stack.dropped_as_landed()
 
 
 MAKEFILE = (b"PYTHON ?= python3\n"
@@ -262,7 +253,7 @@ def test_a_top_level_line_whose_context_upstream_joined_is_a_landing(tmp_path):
                                         b"    buffer_ops,\n)\n",
                                         b"from flydsl.expr import arith, buffer_ops, gpu\n")},
                  "imports", tag="v2")
-    dropped(stack)
+    stack.dropped_as_landed()
 
 
 LOOP = (b"def release_workspaces(pool, needed_bytes):\n"

@@ -59,15 +59,6 @@ def kept_at_conflict(stack: OneUpstreamStack, fixed: bytes) -> None:
     assert fixed in (stack.root / "overlays" / "up" / "k.py").read_bytes()
 
 
-def dropped_as_landed(stack: OneUpstreamStack) -> None:
-    status = stack.json("status", "--against", "up=v2", expect=1)
-    ((patch,),) = [status["patches"]]
-    assert (patch["state"], patch["rebase"]) == ("upstreamed", "drop"), patch
-    summary = stack.rebase_json("--to", "up=v2")
-    assert [p["action"] for p in summary["patches"]] == ["dropped"], summary["patches"]
-    assert stack.series("up") == []
-
-
 def test_a_fix_made_upstream_only_in_the_twin_right_below_is_kept(tmp_path):
     """The fix clamps scale_fp8's factor; upstream clamps scale_fp16's (7 lines below) and
     writes scale_fp8's division otherwise: a conflict at the fix's own place, as git's merge
@@ -121,7 +112,7 @@ def test_both_twins_fixed_with_the_line_above_edited_is_a_landing(tmp_path):
     other = BODY.replace(b"amax / limit", b"amax / float(limit)")
     v2 = twins(fp8=other.replace(b"    result", CLAMP + b"    result"), fp16=clamped(BODY))
     stack.commit({"k.py": v2}, "clamp both", tag="v2")
-    dropped_as_landed(stack)
+    stack.dropped_as_landed()
 
 
 ROWS = (b"def total_rows(batches):\n"
@@ -159,7 +150,7 @@ def test_a_fix_line_upstream_wrapped_at_the_same_indentation_is_a_landing(tmp_pa
         b"            count -= batch.padding_rows_of_block(\n"
         b"                batch.rows, 4\n"
         b"            )\n"))}, "padding", tag="v2")
-    dropped_as_landed(stack)
+    stack.dropped_as_landed()
 
 
 def test_a_fix_line_upstream_reindented_with_its_context_is_a_landing(tmp_path):
@@ -171,7 +162,7 @@ def test_a_fix_line_upstream_reindented_with_its_context_is_a_landing(tmp_path):
     lines = ROWS.replace(REAL, REAL + line).splitlines(keepends=True)
     v2 = lines[0] + b"    with timer():\n" + b"".join(b"    " + x for x in lines[1:])
     stack.commit({"k.py": v2}, "padding, timed", tag="v2")
-    dropped_as_landed(stack)
+    stack.dropped_as_landed()
 
 
 def test_the_landing_lookups_probes_take_the_own_place_diffs_the_walk_made(tmp_path,
@@ -249,7 +240,7 @@ def test_a_created_file_upstream_made_reindented_and_wrapped_is_a_landing(tmp_pa
                             b"      buffer, needed_bytes\n"
                             b"    )\n"
                             b"  return buffer\n")}, "add ws.py", tag="v2")
-    dropped_as_landed(stack)
+    stack.dropped_as_landed()
 
 
 @pytest.mark.parametrize("after", [b"", b"\n\ndef unrelated():\n    return 1\n"],

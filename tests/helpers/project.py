@@ -147,6 +147,16 @@ class OneUpstreamStack(Stack):
     def base(self) -> str:
         return self.lock()["upstreams"]["up"]["commit"]
 
+    def dropped_as_landed(self, target: str = "up=v2") -> None:
+        """The one fix is `upstreamed`, status says the rebase drops it, and the rebase onto
+        `target` does."""
+        status = self.json("status", "--against", target, expect=1)
+        ((patch,),) = [status["patches"]]
+        assert (patch["state"], patch["rebase"]) == ("upstreamed", "drop"), patch
+        summary = self.rebase_json("--to", target)
+        assert [p["action"] for p in summary["patches"]] == ["dropped"], summary["patches"]
+        assert self.series("up") == []
+
     def commit(self, files: dict[str, bytes | None], message: str, tag: str | None = None) -> str:
         return self.upstream.commit(files, message, tag=tag)
 
