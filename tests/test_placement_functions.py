@@ -173,7 +173,7 @@ def test_a_method_is_not_fuzzed_into_its_legacy_copy_in_the_same_class(tmp_path)
     new_q = AMAX.replace(b"to(dtype)", b"to(dtype, copy=False)")
     stack.commit({"k.py": head + method("forward_legacy", AMAX) + method("forward", new_q) + end},
                  "forward: no copy; the old one kept", tag="v2")
-    stops_naming(stack, "up=v2", "forward", "forward_legacy")
+    stops_naming(stack, "up=v2", "Quant.forward", "Quant.forward_legacy")
 
 
 KERNEL = (b"{\n"
@@ -297,3 +297,22 @@ def test_files_without_functions_have_no_rule():
     v2 = b"other:\n  dtype: fp8\n  scale: 1.0\nengine:\n  dtype: fp8\n  scale: 1.5\n"
     result = v2.replace(b"scale: 1.0", b"scale: 2.0", 1)
     assert carried(v1, fixed, v2, result, "config.yaml") is None
+
+
+def test_a_method_is_not_merged_into_a_same_named_method_of_a_new_class(tmp_path):
+    """Upstream keeps the old body as `Legacy.run` in a new class above `A` and changes one
+    line of `A.run`. Named by their bare `def` lines both were `run`: git's clean merge put
+    the fix into Legacy.run, exit 0, status, lint and verify quiet. A method is named with its
+    class: the rebase stops, naming both."""
+    def body(head: bytes, start: bytes) -> bytes:
+        return (head + b"        total = " + start + b"\n        for row in rows:\n"
+                b"            if row.ok:\n                total += row.value\n"
+                b"        return total\n")
+    a = b"class A:\n    def run(self, rows):\n"
+    legacy = b"class Legacy:\n    def run(self, rows):\n"
+    v1 = b"import os\n\n\n" + body(a, b"0")
+    stack = OneUpstreamStack(tmp_path, {"m.py": v1})
+    stack.add_fix("fix", "m.py", v1, v1.replace(b"row.value\n", b"row.value * row.weight\n"))
+    stack.commit({"m.py": b"import os\n\n\n" + body(legacy, b"0") + b"\n\n" + body(a, b"start")},
+                 "A.run starts from start; the old one kept as Legacy.run", tag="v2")
+    stops_naming(stack, "up=v2", "A.run", "Legacy.run")

@@ -1133,7 +1133,7 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
     base_lines = lines_of(base)
     wanted: dict[bytes, set[bytes]] = {}
     for start, end, first in fix:
-        names = _functions_of(base_lines, start, first, language)
+        names = _qualified(_functions_of(base_lines, start, first, language))
         if names:
             code = wanted.setdefault(names[0], set())
             code.update(line.strip() for line in
@@ -1144,7 +1144,7 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
     reached: set[bytes] = set()
     elsewhere = None
     for start, _, first in carried:
-        names = _functions_of(current_lines, start, first, language)
+        names = _qualified(_functions_of(current_lines, start, first, language))
         reached.update(names)
         if names and elsewhere is None and not wanted.keys() & set(names):
             elsewhere = (names[0], start + 1)
@@ -1155,9 +1155,19 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
         # The fix's function still has most of the code the fix is made on: upstream kept it
         # there (a context line changed, the fix's own line rewritten), and the copy changed
         # is another function's.
-        if len(code & _bodies(current_lines, name, language)) * 2 >= len(code):
+        bare = name.rsplit(b".", 1)[-1]
+        if len(code & _bodies(current_lines, bare, language)) * 2 >= len(code):
             return name, elsewhere[0], elsewhere[1]
     return None
+
+
+def _qualified(names: list[bytes]) -> list[bytes]:
+    """`_functions_of`'s names (innermost first) each qualified by what it is nested in,
+    innermost first: `A.run`, `A` for a method `run` of class `A`. By the bare name, `run` of
+    a class `Legacy` upstream added with the old body was the fix's own `A.run`, and git's
+    clean merge into it passed."""
+    outward = list(reversed(names))
+    return [b".".join(outward[:k]) for k in range(len(outward), 0, -1)]
 
 
 def made_on(fp: FilePatch, content: bytes) -> bool | None:
