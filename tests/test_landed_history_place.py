@@ -17,6 +17,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.project import OneUpstreamStack
+from test_landed_twins import SCALE_ROW
 
 CLAMP = b"    factor = clamp_to_finite_range(factor, limit)\n"
 SCALE = (b"def scale_fp8(tensor, amax):\n"
@@ -138,16 +139,6 @@ def test_a_removal_upstream_made_in_the_twin_while_rewriting_the_own_line_is_kep
     assert b"c.clamp" not in overlay[overlay.index(b"def quant_d"):]
 
 
-SCALE_ROW = (b"#include <cuda_fp16.h>\n"
-             b"\n"
-             b"__device__ float scale_row(const float* row, int n, float limit) {\n"
-             b"    float amax = row_absmax(row, n);\n"
-             b"    if (amax > limit) {\n"
-             b"        amax = limit;\n"
-             b"    }\n"
-             b"    float factor = amax / 448.0f;\n"
-             b"    return factor;\n"
-             b"}\n")
 SCALE_ROWS = (b"import torch\n"
               b"\n"
               b"\n"

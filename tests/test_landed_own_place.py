@@ -41,6 +41,22 @@ def assert_stops_and_keeps(stack: OneUpstreamStack) -> None:
     assert b"x = clamp(b, 240)\n" in overlay.split(b"def fp16")[0], overlay
 
 
+def stops_unsure_and_keeps(stack: OneUpstreamStack, said: str) -> bytes:
+    """status at v2: `unsure` (evidence holding `said`), no landing named; the rebase stops on
+    the fix and never drops it; after --abort, the overlay `overlays` writes for k.py."""
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "unsure" and patch["rebase"] == "stop", patch
+    assert not patch.get("landed_in"), patch
+    assert any(said in line for line in patch["evidence"]), patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "dropped" not in out and stack.series("up") == ["fix.patch"], out + err
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+    stack.cli("rebase", "--abort")
+    stack.cli("overlays")
+    return (stack.root / "overlays" / "up" / "k.py").read_bytes()
+
+
 def test_a_post_image_copy_there_at_the_base_is_no_landing_of_a_rewritten_line(tmp_path):
     """fp16 clamps at 240 at the base; the fix makes fp8 do so; upstream writes fp8's line
     its own way and leaves fp16 alone: a conflict at the fix's own place."""
@@ -146,17 +162,7 @@ def test_a_fix_whose_function_moved_while_its_twin_took_its_place_with_the_chang
                   + scale("fp16", False))
     stack.commit({"k.py": scale("fp16", True) + b"\n\n" + CONSTANTS + b"\n\n"
                   + scale("fp8", False)}, "scale_fp16 clamps; scale_fp8 last", tag="v2")
-    status = stack.json("status", "--against", "up=v2", expect=1)
-    ((patch,),) = [status["patches"]]
-    assert patch["state"] == "unsure" and patch["rebase"] == "stop", patch
-    assert not patch.get("landed_in"), patch
-    assert any("and the code without it too" in line for line in patch["evidence"]), patch
-    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
-    assert "dropped" not in out and stack.series("up") == ["fix.patch"], out + err
-    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
-    stack.cli("rebase", "--abort")
-    stack.cli("overlays")
-    overlay = (stack.root / "overlays" / "up" / "k.py").read_bytes()
+    overlay = stops_unsure_and_keeps(stack, "and the code without it too")
     assert overlay.split(b"def scale_fp16")[0].count(b"clamp_to_finite_range") == 1, overlay
 
 
@@ -224,18 +230,7 @@ def test_a_moved_function_edited_once_more_while_its_twin_took_its_place_is_kept
     moved = scale("fp8", False).replace(b"return result\n", b"return result.contiguous()\n")
     stack.commit({"k.py": scale("fp16", True) + b"\n\n" + CONSTANTS + b"\n\n" + moved},
                  "scale_fp16 clamps; scale_fp8 last, contiguous", tag="v2")
-    status = stack.json("status", "--against", "up=v2", expect=1)
-    ((patch,),) = [status["patches"]]
-    assert patch["state"] == "unsure" and patch["rebase"] == "stop", patch
-    assert not patch.get("landed_in"), patch
-    assert any("another function's copy of the code" in line for line in patch["evidence"]), \
-        patch
-    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
-    assert "dropped" not in out and stack.series("up") == ["fix.patch"], out + err
-    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
-    stack.cli("rebase", "--abort")
-    stack.cli("overlays")
-    overlay = (stack.root / "overlays" / "up" / "k.py").read_bytes()
+    overlay = stops_unsure_and_keeps(stack, "another function's copy of the code")
     assert overlay.split(b"def scale_fp16")[0].count(b"clamp_to_finite_range") == 1, overlay
 
 
@@ -256,17 +251,7 @@ def moved_barrier_is_kept(tmp_path, barrier: bytes, after: bytes,
     stack.commit({"k.py": fixed.replace(after, after + (put or barrier)).replace(*edit)},
                  "the barrier moved", tag="v2")
     stack.commit({"k.py": fixed.replace(*edit)}, "no barrier", tag="v3")
-    status = stack.json("status", "--against", "up=v2", expect=1)
-    ((patch,),) = [status["patches"]]
-    assert patch["state"] == "unsure" and patch["rebase"] == "stop", patch
-    assert not patch.get("landed_in"), patch
-    assert any("not removed: unsure" in line for line in patch["evidence"]), patch
-    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
-    assert "dropped" not in out and stack.series("up") == ["fix.patch"], out + err
-    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
-    stack.cli("rebase", "--abort")
-    stack.cli("overlays")
-    assert barrier not in (stack.root / "overlays" / "up" / "k.py").read_bytes()
+    assert barrier not in stops_unsure_and_keeps(stack, "not removed: unsure")
     status = stack.json("status", "--against", "up=v3", expect=1)
     ((patch,),) = [status["patches"]]
     assert patch["state"] == "upstreamed", patch
