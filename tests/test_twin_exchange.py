@@ -200,3 +200,25 @@ def test_import_git_of_a_branch_made_on_an_older_upstream_with_an_ambiguous_plac
     assert not (root / "series/up/scale_b-70.patch").exists()
     assert "scale_b" not in ((root / "series/up/series").read_text()
                              if (root / "series/up/series").exists() else "")
+
+
+def test_export_mbox_of_a_profile_applied_by_git_am_is_that_profile_overlay(tmp_path,
+                                                                             monkeypatch):
+    """`export --mbox FILE --profile P` was refused ("--profile goes with --quilt DIR"), so
+    the mbox of a series with patches for some profiles only was always the first profile's
+    stack: `git am` could not give gfx950's tree. Now it writes P's series (gfx950's leaves
+    p942 out), each fix as P's series has it, and `git am` gives P's overlay; an unknown
+    profile is refused as `--quilt` refuses it, nothing written."""
+    root, base = twin_stack(tmp_path, monkeypatch)
+    for profile in ("gfx950", "gfx942"):
+        mbox = tmp_path / f"{profile}.mbox"
+        ok(root, "export", "--mbox", str(mbox), "--profile", profile)
+        assert (b"p942" in mbox.read_bytes()) == (profile == "gfx942")
+        tree = checkout(tmp_path, base, f"am-{profile}")
+        git(tree, "-c", "user.name=a", "-c", "user.email=a@b", "am", "-q", str(mbox))
+        assert (tree / "pkg/k.py").read_bytes() == \
+            (root / f"overlays/{profile}/up/pkg/k.py").read_bytes()
+    wrong = run_cli(root, "export", "--mbox", str(tmp_path / "x.mbox"), "--profile", "gfx9")
+    assert wrong.rc == 2 and "no profile named 'gfx9' (configured: gfx942, gfx950)" in wrong.err, \
+        wrong.text
+    assert not (tmp_path / "x.mbox").exists()

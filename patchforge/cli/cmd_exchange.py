@@ -186,8 +186,8 @@ def _only_upstream(project: Project) -> str:
 @click.option("--upstream", shell_complete=complete_upstream,
               help="Only this upstream's series (--quilt: as DIR/series).")
 @click.option("--profile", metavar="P", shell_complete=complete_profile,
-              help="--quilt: only the patches of this profile's series, the stack its overlays "
-                   "are made from (quilt applies every patch in one stack).")
+              help="Only the patches of this profile's series, the stack its overlays are "
+                   "made from (quilt and git am apply every patch in one stack).")
 @click.pass_obj
 def export(app, quilt_dir, mbox_file, upstream, profile):
     """Hand the series to quilt or git am.
@@ -204,8 +204,6 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
 
     if not quilt_dir and not mbox_file:
         raise UsageError("say where: --quilt DIR and/or --mbox FILE")
-    if profile is not None and not quilt_dir:
-        raise UsageError("--profile goes with --quilt DIR")
     project = app.project()
     # Under the project lock (waiting for a command that holds it, as overlays does): a
     # rebase's write-out beside the export would otherwise change the series while it is read.
@@ -217,7 +215,7 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
         if mbox_file:
             # Both before the quilt directory is written.
             project.refuse_own_destination(mbox_file)
-            entries = mbox_entries(project, upstream)
+            entries = mbox_entries(project, upstream, profile)
         if quilt_dir:
             written, binary_sections, per_profile, empty = export_quilt(project, quilt_dir,
                                                                         upstream, profile,
@@ -252,7 +250,7 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             _say_empty(empty, "`quilt push` stops on it (\"Only garbage was found in the patch "
                               "input\")")
         if mbox_file:
-            crlf, empty = export_mbox(project, mbox_file, entries, store, placed)
+            crlf, empty = export_mbox(project, mbox_file, entries, store, placed, profile)
             click.echo(f"wrote {len(entries)} messages to {mbox_file}")
             _say_empty(empty, "`git am` stops on its message (\"No valid patches in input\")")
             if crlf:
@@ -266,7 +264,8 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             from patchforge.apply.series import profile_bases_differ
             from patchforge.ops.exchange import stack_profile
 
-            for name in dict.fromkeys(u for u, _ in entries):
+            # (With --profile the mbox is that profile's series: nothing to warn of.)
+            for name in dict.fromkeys(u for u, _ in entries) if profile is None else ():
                 listed = [n for u, n in entries if u == name]
                 if not profile_bases_differ([(n, project.read_patch(name, n)) for n in listed],
                                             list(project.config.profiles)):

@@ -1552,10 +1552,7 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
         upstreams = project.upstream_names()
     # Every patch is read (and parsed) before the first file is written: a patch that does
     # not parse fails the export with nothing of it half-written.
-    if profile is not None and profile not in project.config.profiles:
-        raise UsageError(f"no profile named {profile!r}" + (
-            f" (configured: {', '.join(project.config.profiles)})" if project.config.profiles
-            else ": the configuration declares no profiles"))
+    refuse_unknown_profile(project, profile)
     per_profile = []
     for upstream in upstreams:
         target = Path(directory) / upstream if len(upstreams) > 1 else Path(directory)
@@ -1995,41 +1992,58 @@ def mbox_message(patch: PatchFile, raw_diff: bytes, index: int, total: int, base
         body + patch.separator + raw_diff + (b"" if raw_diff.endswith(b"\n") else b"\n") + b"\n"
 
 
-def mbox_entries(project: Project, upstream: str | None = None) -> list[tuple[str, str]]:
+def refuse_unknown_profile(project: Project, profile: str | None) -> None:
+    """UsageError for an export's `--profile` the configuration does not declare, naming the
+    configured ones: a typo would export no profile's series."""
+    if profile is not None and profile not in project.config.profiles:
+        raise UsageError(f"no profile named {profile!r}" + (
+            f" (configured: {', '.join(project.config.profiles)})" if project.config.profiles
+            else ": the configuration declares no profiles"))
+
+
+def mbox_entries(project: Project, upstream: str | None = None,
+                 profile: str | None = None) -> list[tuple[str, str]]:
     """(upstream, patch) of what `export --mbox` writes: one upstream's series, since `git am`
     applies an mbox to one tree. Without `upstream`, the series of the one upstream that has
     patches; patches of several upstreams are refused (the first patch of the second one would
-    stop `git am`, and `import mbox` would put it into the first one's series)."""
+    stop `git am`, and `import mbox` would put it into the first one's series). With
+    `profile`, the patches of that profile's series only, as `export --quilt --profile`."""
+    refuse_unknown_profile(project, profile)
     if upstream is not None:
         project.config.upstream(upstream)  # a UsageError naming the configured ones
-        return [(upstream, name) for name in project.patch_names(upstream)]
-    entries = project.all_patches()
-    having = list(dict.fromkeys(u for u, _ in entries))
-    if len(having) > 1:
-        raise UsageError(f"the series has patches for {len(having)} upstreams "
-                         f"({', '.join(having)}), and an mbox is applied by `git am` to one "
-                         "upstream's tree",
-                         hint="export one mbox per upstream: " + ", ".join(
-                             f"`patchforge export --upstream {u} --mbox FILE`" for u in having))
-    return entries
+        entries = [(upstream, name) for name in project.patch_names(upstream)]
+    else:
+        entries = project.all_patches()
+        having = list(dict.fromkeys(u for u, _ in entries))
+        if len(having) > 1:
+            raise UsageError(f"the series has patches for {len(having)} upstreams "
+                             f"({', '.join(having)}), and an mbox is applied by `git am` to "
+                             "one upstream's tree",
+                             hint="export one mbox per upstream: " + ", ".join(
+                                 f"`patchforge export --upstream {u} --mbox FILE`"
+                                 for u in having))
+    return [(u, n) for u, n in entries
+            if profile is None or applies_to_profile(project.read_patch(u, n), profile)]
 
 
 def export_mbox(project: Project, out: Path, entries: list[tuple[str, str]],
                 store: UpstreamStore | None = None,
-                placed: dict[str, tuple[list[str], list[str]]] | None = None
-                ) -> tuple[list[str], list[str]]:
+                placed: dict[str, tuple[list[str], list[str]]] | None = None,
+                profile: str | None = None) -> tuple[list[str], list[str]]:
     """Write the mbox of `entries` (`mbox_entries`, asked with `project.refuse_own_destination`
     before anything of the export is written) to `out`. Returns the patches whose diff has
     lines ending in CRLF (a file with CRLF lines): plain `git am` drops every line's CR
     (mailsplit, as for any mail), so such a patch no longer applies, or its CRs are lost;
     `git am --keep-cr` takes them, and the command says so; and the patches without a diff
     (`new`, nothing refreshed into them), on which `git am` stops ("No valid patches").
-    With `store`, each diff as the one stack `git am` applies has it (see export_quilt)."""
+    With `store`, each diff as the one stack `git am` applies has it (see export_quilt):
+    `profile`'s series when given (`entries` are then that series' patches)."""
     remade: dict[str, dict[str, bytes]] = {}
     for upstream in dict.fromkeys(u for u, _ in entries) if store is not None else ():
         assert store is not None
         names = [n for u, n in entries if u == upstream]
-        remade[upstream], kept = as_the_stack_has_them(project, store, upstream, names, None)
+        remade[upstream], kept = as_the_stack_has_them(project, store, upstream, names,
+                                                      profile)
         if placed is not None and (remade[upstream] or kept):
             placed[upstream] = (list(remade[upstream]), kept)
     chunks = []
