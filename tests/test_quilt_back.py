@@ -1086,7 +1086,8 @@ def test_a_later_fix_quilt_pushed_into_a_twin_is_not_made_again_there(tmp_path, 
     became scale_a's with status and lint quiet. A patch quilt did not change whose lines
     match at several places is left as it is: status and lint say the place is ambiguous (as
     after patchforge's own `refresh` of p1), and the overlay never has the fix in scale_a
-    without a word."""
+    without a word. The import left it so saying nothing, exit 0, the user believing the
+    update took; it now warns, naming the patch and both places, and exits 1."""
     need_tool("quilt")
     body = b"".join(b"    y = y %s %d\n" % (op, n) for op, n in
                     ((b"+", 1), (b"-", 3), (b"*", 5), (b"+", 7), (b"-", 9), (b"*", 11)))
@@ -1111,8 +1112,14 @@ def test_a_later_fix_quilt_pushed_into_a_twin_is_not_made_again_there(tmp_path, 
     quilt(checkout, env, "refresh")
     pushed = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
     assert b"offset" in pushed.stdout, pushed.stdout  # quilt took the nearest: scale_a
-    ok(root, "import", "quilt", str(exported), "--update")
-    assert b"+    y = y + 70" in (root / "series/up/p2.patch").read_bytes()
+    p2_before = (root / "series/up/p2.patch").read_bytes()
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 1, run.text
+    assert "warning: up/p2.patch left as it is: its lines moved, and the place of its change " \
+        "is ambiguous in the new series (pkg/k.py hunk #1: its context is at lines 26, 37, " \
+        "line 26 the nearest to its header's, where `quilt push` puts it)" in run.err, run.err
+    assert "updated up/p1.patch" in run.out
+    assert (root / "series/up/p2.patch").read_bytes() == p2_before
     status = run_cli(root, "status")
     assert status.rc == 1 and "ambiguous" in status.out + status.err, status.text
     assert any("p2.patch" in e and "ambiguous" in e for e in lint_errors(root)), lint_errors(root)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -9,7 +10,7 @@ import click
 
 from patchforge.cli.app import HelpGroup
 from patchforge.cli.complete import complete_profile, complete_upstream
-from patchforge.errors import UsageError
+from patchforge.errors import EXIT_ATTENTION, UsageError
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -150,6 +151,15 @@ def import_quilt(app, directory, upstream, update, delete_gone):
                    "series' version is kept, and `export --quilt` writes it there (to take "
                    f"quilt's again, `patchforge edit {name.removesuffix('.patch')}` and make it "
                    "hold quilt's change)", err=True)
+    for name, places in result["left_ambiguous"].items():
+        # Its lines moved, and nearness chose among several places (quilt's `push` took the
+        # nearest twin): made again there, the fix would have moved with every check quiet.
+        click.echo(f"warning: {upstream}/{name} left as it is: its lines moved, and the place "
+                   "of its change is ambiguous in the new series ("
+                   + "; ".join(f"{p.describe()}, line {p.at_line} the nearest to its "
+                               "header's, where `quilt push` puts it" for p in places)
+                   + f"): `patchforge edit {name.removesuffix('.patch')}`, move the change "
+                   "where it belongs, refresh", err=True)
     if not (result["changed"] or result["added"] or result["moved"] or result["deleted"]
             or result["reordered"]):
         click.echo("nothing to take back: the series already holds what quilt has"
@@ -157,6 +167,8 @@ def import_quilt(app, directory, upstream, update, delete_gone):
                    "nothing taken back: the series' patches are newer than quilt's")
     else:
         say_overlays_lag(project)
+    if result["left_ambiguous"]:
+        sys.exit(EXIT_ATTENTION)
 
 
 @import_.command("mbox")

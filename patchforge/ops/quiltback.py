@@ -71,7 +71,10 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     """Take the quilt series of `directory` back into `upstream`'s series (see the module's
     text). Returns what was done: {"changed": [...], "moved": [...], "added": [...],
     "deleted": [(name, kept path)], "kept_ours": [...], "left_out": [...], "kept_newer":
-    [(name, quilt file)], "reordered": bool, "directory": the quilt directory}.
+    [(name, quilt file)], "reordered": bool, "left_ambiguous": {name: [RepeatedPlace]},
+    "directory": the quilt directory}. "left_ambiguous": each patch quilt did not change whose
+    lines moved (a patch before it changed, or the order) to a place nearness chose among
+    several: left as it is, its diff not made again there.
 
     A quilt file an earlier run took back counts as taken only while the series holds what
     that run wrote, or a version changed since (kept: "kept_newer"); where the series went
@@ -221,8 +224,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
         any(m in taken for m in order[:k])
         or kept_order[:kept_order.index(n)] != [m for m in ours if m in order][
             :kept_order.index(n)])}
+    ambiguous: dict[str, list] = {}
     made = _made_again(project, store, upstream, pin.commit, patches, taken, moved,
-                       {e[0]: (e[1], e[2]) for e in entries}, series_path)
+                       {e[0]: (e[1], e[2]) for e in entries}, series_path, ambiguous)
     for name in taken:
         made.setdefault(name, taken[name])  # quilt's diff was already git's (copied in)
         if how[name] == CHANGED and \
@@ -285,7 +289,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
               "deleted": [], "kept_ours": [n for n in newer if n not in others],
               "left_out": left_out, "kept_newer": kept_newer, "taken_again": taken_again,
               "reordered": [n for n in ours if n in order] != [n for n in order if n in ours],
-              "directory": str(folder)}
+              "left_ambiguous": ambiguous, "directory": str(folder)}
     if not writes and not removed and not leftovers and \
             new_series.to_bytes() == series.to_bytes():
         # (The ledger of a run a kill cut short before it was written is written now.)
@@ -439,21 +443,23 @@ def _new_patch(quilt: PatchFile, file_name: str, upstream: str, pin: str,
     return patch.with_field("Last-Update", today())
 
 
-def _placed_among_several(patch: PatchFile, state: SeriesState, outcome) -> bool:
-    """Whether a hunk of `patch` placed at an offset (outcome: its trial application on
-    `state`'s files) had other places its lines match: nearness chose among them."""
+def _placed_among_several(patch: PatchFile, state: SeriesState, outcome) -> list:
+    """The hunks of `patch` placed at an offset (outcome: its trial application on `state`'s
+    files) that had other places their lines match, where nearness chose among them
+    (apply.hunks.RepeatedPlace each); empty when there are none."""
+    found = []
     for fp, application in zip(patch.file_patches, outcome.files):
         source = fp.old_path if fp.old_path is not None else fp.new_path
         old = state.current.get(source) if source is not None else None
-        if old is not None and application.ok and repeated_places(old, fp, application):
-            return True
-    return False
+        if old is not None and application.ok:
+            found += repeated_places(old, fp, application)
+    return found
 
 
 def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
                 patches: list[tuple[str, PatchFile]], taken: dict[str, PatchFile],
                 moved: set[str], where: dict[str, tuple[Path, int]],
-                series_path: Path) -> dict[str, PatchFile]:
+                series_path: Path, ambiguous: dict[str, list]) -> dict[str, PatchFile]:
     """Each patch of `taken` with its diff made again on its base in `patches` (the new
     series): quilt's diff applied there without fuzz, then git's diff of the result, modes
     carried from the series' own patch. A diff that does not apply there is refused, naming
@@ -473,7 +479,8 @@ def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
     whose lines only moved (it applies without fuzz, at an offset) is made again too, as a
     rebase would: quilt said "Hunk #1 succeeded at 24 (offset 2 lines)" and kept it, which
     `status` calls an offset and `lint` a diff that is not byte-stable. One that needs fuzz is
-    left as it is, for `status` to say."""
+    left as it is, for `status` to say; so is one whose lines match at several places, put
+    in `ambiguous` ({name: [RepeatedPlace]}) for the command to say."""
     configured = list(project.config.profiles)
 
     def read_base(paths):
@@ -505,7 +512,7 @@ def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
         if name in taken or name in moved:
             state = states[mine] = _one_made_again(
                 project, upstream, pin, name, patch, state, tree, taken, where, series_path,
-                made, read_base, base_mode, fill,
+                made, ambiguous, read_base, base_mode, fill,
                 lambda path: (profiles_note(mine),
                               met_in_chain(patches, own, in_tree, position, path),
                               _not_in_tree(patches, own, where, position, path),
@@ -533,8 +540,8 @@ def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
 def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch: PatchFile,
                     state: SeriesState, tree: SeriesState, taken: dict[str, PatchFile],
                     where: dict[str, tuple[Path, int]], series_path: Path,
-                    made: dict[str, PatchFile], read_base, base_mode, fill,
-                    met) -> SeriesState:
+                    made: dict[str, PatchFile], ambiguous: dict[str, list], read_base,
+                    base_mode, fill, met) -> SeriesState:
     """_made_again of the one patch `name` on its base `state` (`tree`: quilt's stack below
     it): the base's state with it, its new version put in `made` when its diff changes."""
     paths = sorted(patch_paths(patch))
@@ -551,12 +558,16 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
         apply_series(read_base, [(name, patch)], strict=False, state=trial, max_fuzz=0,
                      allow_zero_context=True)
     outcome = trial.outcomes[-1]
-    if name not in taken and (not outcome.ok or outcome.worst == "exact"
-                              or _placed_among_several(patch, state, outcome)):
+    several = _placed_among_several(patch, state, outcome) \
+        if name not in taken and outcome.ok and outcome.worst != "exact" else []
+    if several:
+        ambiguous[name] = several
+    if name not in taken and (not outcome.ok or outcome.worst == "exact" or several):
         # Needs fuzz, or fails (refused later, by name), or is where it was; or its lines
         # are at several places (a twin function) and the offset only took the nearest, as
         # quilt did: made again there, the fix moved into the twin with every check quiet.
-        # Left as it is, `status` and `lint` say it is ambiguous, as after `refresh`.
+        # Left as it is and said (`ambiguous`); `status` and `lint` say it too, as after
+        # `refresh`.
         apply_series(read_base, [(name, patch)], strict=False, state=state,
                      allow_zero_context=True)
         return state
