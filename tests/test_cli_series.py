@@ -14,7 +14,7 @@ from helpers.cli import ok, run_cli
 from helpers.env import REPO_ROOT
 from helpers.git import git
 from helpers.snapshot import snapshot
-from helpers.project import UPSTREAM_FILES, git_project
+from helpers.project import UPSTREAM_FILES, add_patch_file, git_project
 from helpers.schemas import schema_errors
 from helpers.snapshot import tree_bytes
 
@@ -220,6 +220,42 @@ def test_refresh_keeps_the_header_byte_for_byte_except_last_update(project, monk
     data = patch_bytes(root, "hand")
     assert data.startswith(header.replace(b"2020-01-01", b"2024-06-30"))
     assert b"+LINE2\n" in data and b"+LINE10\n" in data and b"index " in data
+
+
+def test_refresh_of_a_plain_diff_says_what_it_wrote_and_keeps_every_word(project, tmp_path):
+    """A plain .diff (no header; words above it, and a note between its file sections, as
+    people write them by hand) edited and refreshed: the refresh wrote a header without a word,
+    and the note between the sections was gone (the diff made again has no place for it).
+    The note now ends the description, and both are said; the words above stay as they were,
+    and `git apply` takes the result."""
+    root = project
+    above = b"Fix a and b together.\nThe second line of the words above.\n\n"
+    note = b"A note on pkg/b.py: y must stay 2 on the old kernels.\n"
+    plain = (above + b"--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n line1\n-line2\n+LINE2\n"
+             b" line3\n" + note + b"\ndiff -ruN a/pkg/b.py b/pkg/b.py\n"
+             b"--- a/pkg/b.py\n+++ b/pkg/b.py\n@@ -1,3 +1,3 @@\n-x = 1\n+x = 10\n y = 2\n z = 3\n")
+    add_patch_file(root, "up", "plain.patch", plain)
+    ok(root, "edit", "plain")
+    replace_in(work(root) / "a.py", b"line3\n", b"LINE3\n")
+    run = ok(root, "refresh")
+    data = patch_bytes(root, "plain")
+    assert data.startswith(b"Last-Update: 2024-05-01\n\n" + above + note.rstrip(b"\n")
+                           + b"\n\n---\ndiff --git a/a.py b/a.py\n"), data
+    assert b"diff -ruN" not in data  # the tool's own line, which git's diff writes anew
+    assert "had no header: refresh wrote one (Last-Update) above its text, which is kept as " \
+        "the description" in run.err, run.err
+    assert "between the diff's file sections at line 11 of the old plain.patch ('A note on " \
+        "pkg/b.py" in run.err, run.err
+    checkout = apply_in_checkout(tmp_path, root, ["plain"])
+    assert (checkout / "a.py").read_bytes().startswith(b"line1\nLINE2\nLINE3\n")
+    assert (checkout / "pkg/b.py").read_bytes() == b"x = 10\ny = 2\nz = 3\n"
+    # --json says the same; a patch with a header gets no such note.
+    ok(root, "edit", "plain")
+    replace_in(work(root) / "a.py", b"line5\n", b"LINE5\n")
+    doc = json.loads(ok(root, "refresh", "--json").out)
+    assert schema_errors(doc, "refresh") == []
+    assert (doc["header_written"], doc["notes_moved"]) == ([], [])
+    assert patch_bytes(root, "plain").count(note) == 1
 
 
 def test_edit_in_the_middle_keeps_later_patches_or_names_them(project):

@@ -306,6 +306,20 @@ def refresh(app, name, allow_undo, as_json):
         click.echo(f"{result['upstream']}/{result['name']}: {state} "
                    f"({len(result['files'])} file(s)); the worktree is closed "
                    f"(`patchforge edit {result['name'].removesuffix('.patch')}` opens it again)")
+        if result["header_written"]:
+            # A plain diff had no header: what refresh put above it, and where its words went.
+            words = (" above its text, which is kept as the description" if
+                     result["description_kept"] else "")
+            click.echo(f"note: {result['name']} had no header: refresh wrote one ("
+                       f"{', '.join(result['header_written'])}){words}, and a `---` line "
+                       "before the diff; `patchforge lint` names the fields still to add "
+                       "(Description, Author, Upstream-Status)", err=True)
+        for note in result["notes_moved"]:
+            first = note["text"].splitlines()[0]
+            click.echo(f"note: the words between the diff's file sections at line "
+                       f"{note['line']} of the old {result['name']} ({first!r}) are now at the "
+                       "end of its description: the diff made again has no place for them",
+                       err=True)
         for undone in result["undoes"]:
             click.echo(f"note: {result['name']} undoes, as asked (--allow-undo): {undone}",
                        err=True)

@@ -13,7 +13,7 @@ import re
 from functools import cached_property
 from typing import Callable
 
-from patchforge.apply.diffparse import FilePatch, parse_diff, split_lines
+from patchforge.apply.diffparse import FilePatch, parse_diff, parse_diff_full, split_lines
 from patchforge.errors import InputError
 from patchforge.model.record import field, record, replace
 
@@ -276,6 +276,33 @@ class PatchFile:
     def file_patches(self) -> tuple[FilePatch, ...]:
         return parse_diff(self.diff, source=self.source, first_line=self.diff_first_line)
 
+    def notes_in_diff(self) -> list[tuple[int, bytes]]:
+        """(line in the file, text) of each block of words the diff holds outside its file
+        sections: between two of them (a note on the next file, written into a plain .diff)
+        or after the last one. git apply and GNU patch pass over them, so they live only in
+        these bytes: a diff made again (`refresh`) has no place for them. The lines diff tools
+        write there themselves (`diff -ruN a b`, `Only in`, format-patch's `-- ` signature)
+        and blank lines are no one's words and are left out."""
+        parsed = parse_diff_full(self.diff, source=self.source, first_line=self.diff_first_line)
+        line = self.diff_first_line
+        blocks: list[tuple[int, bytes]] = []
+        outside = [(fp.raw, True) for fp in parsed.files] + [(parsed.trailing, False)]
+        for raw, has_section in outside:
+            lines = split_lines(raw)
+            start = (_diff_start(lines) or 0) if has_section else len(lines)
+            if not has_section and SIGNATURE.fullmatch(raw):
+                start = 0  # format-patch's signature: the mail's, as `git am` drops it
+            words = [(line + k, text) for k, text in enumerate(lines[:start])
+                     if not text.startswith(_TOOL_LINES)]
+            while words and not words[0][1].strip():
+                words.pop(0)
+            while words and not words[-1][1].strip():
+                words.pop()
+            if words:
+                blocks.append((words[0][0], b"".join(text for _, text in words)))
+            line += len(lines)
+        return blocks
+
     @cached_property
     def paths(self) -> tuple[str, ...]:
         """Every path the diff touches (both names of a rename), in order, once each (made
@@ -319,6 +346,13 @@ def _check_text(data: bytes, source: str, first_line: int) -> None:
                              "patch or quilt", path=source, line=first_line + k,
                              hint="indent it differently or reword it")
 
+
+# What diff tools write between file sections themselves (`diff -ruN a/x b/x`, `Only in a: y`):
+# no one's words (PatchFile.notes_in_diff).
+_TOOL_LINES = (b"diff ", b"Only in ", b"Common subdirectories: ")
+# What `git format-patch` writes after a message's diff unless --no-signature: `-- `, a line
+# (git's version, or --signature's text) and blank lines.
+SIGNATURE = re.compile(rb"-- \r?\n[^\n]*\n?(?:\r?\n)*")
 
 _BINARY_MARK_RE = re.compile(rb"^(?:Binary files .* differ\r?|GIT binary patch\r?)$")
 

@@ -22,8 +22,8 @@ from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch
 from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series,
                                      profile_bases_differ, profile_set)
 from patchforge.errors import InputError, PatchforgeError, UsageError
-from patchforge.formats.patchfile import (CANONICAL_ORDER, parse_patch_file, quote_diff_like,
-                                          render_patch_file)
+from patchforge.formats.patchfile import (CANONICAL_ORDER, SIGNATURE, parse_patch_file,
+                                          quote_diff_like, render_patch_file)
 from patchforge.formats.series import parse_series
 from patchforge.fsutil import RepoLock, atomic_write, writing_project
 from patchforge.stack import (add_to_series, require_readable_history, series_changed,
@@ -1132,7 +1132,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             # A binary change must carry its data (`GIT binary patch`, as format-patch
             # --binary writes); parse_diff refuses `Binary files ... differ` with its line.
             parsed_diff = parse_diff_full(diff, source=source)
-            if _SIGNATURE.fullmatch(parsed_diff.trailing):
+            if SIGNATURE.fullmatch(parsed_diff.trailing):
                 # format-patch's signature (`-- ` and git's version) after the last hunk: the
                 # mail's, not the fix's (`git am` drops it too). Kept, it was part of the
                 # patch file, whose diff then was not the one patchforge regenerates (lint:
@@ -1270,11 +1270,6 @@ def _index_lines_expanded(short: bytes, full: bytes) -> bool:
                 and my.group(2).startswith(mx.group(2))):
             return False
     return True
-
-
-# What `git format-patch` writes after a message's diff unless --no-signature: `-- `, a line
-# (git's version, or --signature's text) and blank lines.
-_SIGNATURE = re.compile(rb"-- \r?\n[^\n]*\n?(?:\r?\n)*")
 
 
 def _strip_separator(patch_part: bytes) -> bytes:

@@ -342,8 +342,20 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
         # been written by another tool, with abbreviated index lines or other context).
         diff = patch.diff
     new_patch = patch.with_diff(diff)
+    notes: list[tuple[int, bytes]] = []
     if new_patch.diff != patch.diff:
+        # Words between the old diff's file sections (a plain .diff's note on a file) have no
+        # place in the diff made again: they go to the end of the description, and are said.
+        notes = patch.notes_in_diff()
+        if notes:
+            kept = patch.description.rstrip(b"\r\n")
+            new_patch = new_patch.with_description(
+                b"\n\n".join(([kept] if kept else []) + [text.rstrip(b"\r\n") for _, text in notes])
+                + b"\n\n")
         new_patch = new_patch.with_field("Last-Update", today())
+    # A plain diff (no header, perhaps words above it) gets a header now: said, with what
+    # became of the words (the description).
+    header_written = [f.name for f in new_patch.fields] if not patch.fields else []
     data = new_patch.to_bytes()
     written = parse_patch_file(data, str(path))  # never write what we could not read back
     # A file pip installs outside the install root, which `add` and `new --file` refuse: the
@@ -400,6 +412,10 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
             close_worktree(project, upstream)
     return {"upstream": upstream, "name": file_name, "changed": changed,
             "files": [c[0] for c in changes], "no_longer_applies": bool(itself),
+            "header_written": header_written,
+            "description_kept": bool(patch.description.strip()),
+            "notes_moved": [{"line": line, "text": text.decode("utf-8", "replace")}
+                            for line, text in notes],
             "later_failing": later, "undoes": undoes,
             "removes_upstream_files": removes, "deletes_missing_files": deletes,
             "drops_missing_files": drops,
