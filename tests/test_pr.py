@@ -274,6 +274,66 @@ def test_a_filled_in_pr_md_is_the_body_opened_and_is_never_rewritten(stack, monk
     assert "kept" in run_pr(stack, "ck-a8w4-gfx950").text
 
 
+def _upstream_moves_on(stack, line: bytes) -> None:
+    """A new upstream commit above the fix: the draft (its base) changes."""
+    attn = stack["upstream"] / "pkg/attn.py"
+    attn.write_bytes(line + attn.read_bytes())
+    _commit_all(stack["upstream"], "attn: " + line.decode().strip("# \n"))
+
+
+def test_a_pr_md_an_older_patchforge_wrote_is_said_as_unknown_and_never_stuck(stack):
+    """pr.json written by a patchforge that kept no digest of PR.md (`written` holds the paths
+    alone): the stale generated PR.md was "changed by hand since it was written", and from
+    the next run on, with pr.json now holding the new draft's digest, it was kept as the
+    user's for good and PR.new.md was no longer mentioned. It is kept (it may hold the user's
+    words) and said as not known to be either, with the way to take the new draft, on every
+    run until it is taken; taken, PR.md follows the patch again."""
+    assert run_pr(stack, "ck-a8w4-gfx950").rc == 0
+    out = stack["root"] / ".patchforge" / "pr" / "ck-a8w4-gfx950"
+    record = out / "pr.json"
+    old = json.loads(record.read_text())
+    old["written"] = {key: old["written"][key] for key in ("patch", "body", "json")}
+    record.write_text(json.dumps(old, indent=2, sort_keys=True) + "\n")
+    stale = (out / "PR.md").read_bytes()
+    _upstream_moves_on(stack, b"# header\n")
+    for _ in range(2):
+        run = run_pr(stack, "ck-a8w4-gfx950")
+        assert run.rc == 0, run.text
+        assert (out / "PR.md").read_bytes() == stale
+        assert "does not record what patchforge wrote to it (an older patchforge wrote it)" \
+            in run.out and "changed by hand since" not in run.out, run.out
+        assert f"`mv {out / 'PR.new.md'} {out / 'PR.md'}`" in run.out, run.out
+        assert (out / "PR.new.md").read_bytes() != stale
+        assert json.loads(record.read_text())["written"]["body_origin"] == "unknown"
+    (out / "PR.new.md").rename(out / "PR.md")
+    _upstream_moves_on(stack, b"# another header\n")
+    run = run_pr(stack, "ck-a8w4-gfx950")
+    assert run.rc == 0 and "kept" not in run.out and not (out / "PR.new.md").exists(), run.out
+    assert b"# another header" not in stale and (out / "PR.md").read_bytes() != stale
+
+
+def test_a_new_draft_taken_as_it_is_follows_the_patch_again(stack):
+    """PR.md filled in by hand, the draft changed (PR.new.md beside it), and the user took
+    PR.new.md as it is, by a copy: when the draft changed again, PR.md (patchforge's own
+    draft) was kept as hand-edited for good. It is rewritten, as a PR.md patchforge wrote."""
+    assert run_pr(stack, "ck-a8w4-gfx950").rc == 0
+    out = stack["root"] / ".patchforge" / "pr" / "ck-a8w4-gfx950"
+    body = out / "PR.md"
+    body.write_text(body.read_text() + "\nFilled in by hand.\n")
+    _upstream_moves_on(stack, b"# header\n")
+    assert "kept" in run_pr(stack, "ck-a8w4-gfx950").out
+    body.write_bytes((out / "PR.new.md").read_bytes())
+    taken = body.read_bytes()
+    _upstream_moves_on(stack, b"# another header\n")
+    run = run_pr(stack, "ck-a8w4-gfx950")
+    assert run.rc == 0 and "kept" not in run.out, run.out
+    assert body.read_bytes() != taken and not (out / "PR.new.md").exists()
+    # A copy changed by hand after it was taken is the user's again.
+    body.write_text(body.read_text() + "\nMine.\n")
+    _upstream_moves_on(stack, b"# a third header\n")
+    assert "changed by hand" in run_pr(stack, "ck-a8w4-gfx950").out
+
+
 def test_a_description_edited_on_the_forge_is_never_sent_over(stack, monkeypatch):
     """The author (or a reviewer) edits the pull request's description on the forge; the fix
     is re-sent with `pr --push --open` (upstream moved on). The update sent PR.md over the

@@ -7,6 +7,7 @@ nothing is written or pushed), or its file is gone upstream; 2 bad usage or inpu
 from __future__ import annotations
 
 import hashlib
+import shlex
 import sys
 from pathlib import Path
 
@@ -74,7 +75,9 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
         last_sent = submit.recorded_sent_body(out, draft)  # before pr.json is written again
         paths, body = submit.write_out(out, draft)
         document["written"] = {**paths, "body_sha256": body.written_sha256,
-                               "body_edited": body.edited, "new_draft": body.new_draft}
+                               "body_edited": body.edited, "body_origin": body.origin,
+                               "new_draft": body.new_draft,
+                               "new_draft_sha256": body.new_draft_sha256}
         submit.write_record(document["written"]["json"], document)
         existing = submit.NOT_ASKED
         if open_pr:
@@ -188,12 +191,24 @@ def _report(draft, document, body):
         click.echo(f"  {key}: {value}")
     written = document["written"]
     click.echo(f"wrote {written['patch']}")
-    if body.edited:
+    if body.origin == "unknown":
+        # pr.json of a patchforge that kept no digest of what it wrote: PR.md may be a draft
+        # it wrote or the user's words; kept (words are never lost), and said as not known.
+        click.echo(f"kept {written['body']}: {written['json']} does not record what patchforge "
+                   "wrote to it (an older patchforge wrote it), so whether it was changed by "
+                   "hand cannot be told; it is kept as it is, and is the body"
+                   + (" sent" if document["pull"] else ""))
+        if body.new_draft:
+            click.echo(f"wrote {body.new_draft}: the draft made from the patch now; to take it, "
+                       f"`mv {shlex.quote(body.new_draft)} {shlex.quote(written['body'])}` "
+                       "(from then on PR.md follows the patch again)")
+    elif body.edited:
         click.echo(f"kept {written['body']}: changed by hand since it was written, so it is "
                    "the body" + (" sent" if document["pull"] else ""))
         if body.new_draft:
             click.echo(f"wrote {body.new_draft}: the draft made from the patch changed since; "
-                       "take what you need into PR.md")
+                       "take what you need into PR.md (or take it whole: "
+                       f"`mv {shlex.quote(body.new_draft)} {shlex.quote(written['body'])}`)")
         if UNFILLED_MARK in body.text:
             click.echo("PR.md still has parts to fill in (`fill in before opening`)")
     else:

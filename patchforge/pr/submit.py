@@ -81,9 +81,16 @@ UNFILLED_MARK = "fill in before opening._"
 class BodyOut:
     """PR.md after `write_out`: the text to send, and whether it is the user's."""
     text: str
-    edited: bool  # PR.md was changed by hand since patchforge wrote it: kept, and sent
+    edited: bool  # PR.md was kept (changed by hand, or not known to be patchforge's), and sent
     new_draft: str | None  # where the regenerated draft went instead, when it changed too
-    written_sha256: str  # what patchforge last wrote to PR.md (pr.json keeps it)
+    # What patchforge last wrote to PR.md (pr.json keeps it); None when that is not known.
+    written_sha256: str | None
+    # What went into PR.new.md (pr.json keeps it): a PR.md that is that draft, taken as it is,
+    # is patchforge's as much as one written to PR.md.
+    new_draft_sha256: str | None = None
+    # "generated" (written now), "edited" (changed since patchforge wrote it) or "unknown"
+    # (pr.json records no digest of what was written: an older patchforge's, or none).
+    origin: str = "generated"
 
 
 def write_out(out_dir: Path, draft: Draft) -> tuple[dict[str, str], BodyOut]:
@@ -94,40 +101,48 @@ def write_out(out_dir: Path, draft: Draft) -> tuple[dict[str, str], BodyOut]:
     names, then run it again with --push --open") is kept and is the body sent: rewritten
     from the patch, the filled-in text was lost and the pull request opened with the
     placeholders. Where the regenerated draft differs from the one PR.md was made from (the
-    patch changed since), it is written beside it as PR.new.md."""
+    patch changed since), it is written beside it as PR.new.md. A PR.md that is a draft
+    patchforge wrote (to PR.md, or to PR.new.md and taken as it is) is rewritten. One that
+    pr.json says nothing about (written by a patchforge that kept no digest) may hold the
+    user's words: kept, the new draft beside it, and said as not known to be either."""
     paths = out_paths(out_dir, draft)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     atomic_write(paths["patch"], draft.format_patch)
     generated = draft.body_text.encode("utf-8")
     generated_sha = hashlib.sha256(generated).hexdigest()
     body_path = Path(paths["body"])
+    new_draft_path = body_path.with_name("PR.new.md")
     try:
         current: bytes | None = body_path.read_bytes()
     except FileNotFoundError:
         current = None
-    written = _recorded_body(paths["json"])
-    if current is None or current == generated or \
-            hashlib.sha256(current).hexdigest() == written:
+    written, new_written = _recorded_bodies(paths["json"])
+    current_sha = hashlib.sha256(current).hexdigest() if current is not None else None
+    if current is None or current == generated or current_sha in {written, new_written} - {None}:
         atomic_write(body_path, generated)
         # A new draft written beside an edited PR.md earlier is superseded by PR.md itself.
-        body_path.with_name("PR.new.md").unlink(missing_ok=True)
+        new_draft_path.unlink(missing_ok=True)
         return paths, BodyOut(draft.body_text, False, None, generated_sha)
     new_draft = None
     if written is None or written != generated_sha:
-        new_draft = str(body_path.with_name("PR.new.md"))
+        new_draft = str(new_draft_path)
         atomic_write(new_draft, generated)
-    return paths, BodyOut(current.decode("utf-8", "replace"), True, new_draft,
-                          written or generated_sha)
+    return paths, BodyOut(current.decode("utf-8", "replace"), True, new_draft, written,
+                          generated_sha if new_draft else new_written,
+                          "edited" if written is not None else "unknown")
 
 
-def _recorded_body(record_path: str) -> str | None:
-    """The sha256 of the PR.md patchforge last wrote, from pr.json; None without one."""
+def _recorded_bodies(record_path: str) -> tuple[str | None, str | None]:
+    """The sha256 of the PR.md and of the PR.new.md patchforge last wrote, from pr.json;
+    None for one it does not record."""
     try:
-        document = json.loads(Path(record_path).read_bytes())
-        digest = document["written"]["body_sha256"]
+        written = json.loads(Path(record_path).read_bytes())["written"]
     except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return digest if isinstance(digest, str) else None
+        return None, None
+    if not isinstance(written, dict):
+        return None, None
+    return tuple(value if isinstance(value, str) else None  # type: ignore[return-value]
+                 for value in (written.get("body_sha256"), written.get("new_draft_sha256")))
 
 
 def write_record(path: str | Path, document: dict) -> None:
