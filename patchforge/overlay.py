@@ -102,6 +102,9 @@ class OverlaySet:
     files: list[OverlayFile] = field(default_factory=list)
     artifacts: list[tuple[str, str]] = field(default_factory=list)  # (path rel. to root, sha256)
     artifact_files: dict[str, bytes] = field(default_factory=dict)  # rel under overlays/ -> bytes
+    # The copies (rel under overlays/) of artifacts that are executable in the project: an
+    # entrypoint script mounted from its copy must still run in the container.
+    artifact_executables: set[str] = field(default_factory=set)
     sources: dict[str, dict] = field(default_factory=dict)  # upstream -> the lock's source entry
     image: ImagePin | None = None  # the lock's image pin, if the stack pins one
     outputs: dict[str, bytes] = field(default_factory=dict)  # rel path under overlays/ -> bytes
@@ -359,7 +362,10 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
                                   hint="name each file of the directory in `artifacts`"
                                   ) from None
         result.artifacts.append((artifact, sha256(data)))
-        result.artifact_files[f"{ARTIFACTS_DIR}/{PurePosixPath(*parts).as_posix()}"] = data
+        copy = f"{ARTIFACTS_DIR}/{PurePosixPath(*parts).as_posix()}"
+        result.artifact_files[copy] = data
+        if os.access(source, os.X_OK):
+            result.artifact_executables.add(copy)
     result.files.sort(key=lambda f: f.rel)
     result.outputs = render_metadata(project, result)
     return result
@@ -525,7 +531,10 @@ def render_metadata(project: Project, overlays: OverlaySet) -> dict[str, bytes]:
         "generator": "patchforge",
         "upstreams": {},
         "overlays": [],
-        "artifacts": [{"path": a, "sha256": d, "file": f"{ARTIFACTS_DIR}/{a}"}
+        "artifacts": [{"path": a, "sha256": d, "file": f"{ARTIFACTS_DIR}/{a}",
+                       # Only when set, as for overlays: other manifests stay as they were.
+                       **({"executable": True} if f"{ARTIFACTS_DIR}/{a}" in
+                          overlays.artifact_executables else {})}
                       for a, d in overlays.artifacts],
     }
     if overlays.image is not None and overlays.image.digest:
@@ -804,6 +813,10 @@ def check_overlays(project: Project, overlays: OverlaySet) -> list[Drift]:
         copy = root / rel
         if copy.exists() and copy.read_bytes() != data:
             drifts.append(Drift(rel, "changed", "the copy differs from the artifact"))
+        elif copy.exists() and os.access(copy, os.X_OK) != (rel in overlays.artifact_executables):
+            drifts.append(Drift(rel, "changed", "the copy should be " + (
+                "executable, as the artifact is" if rel in overlays.artifact_executables
+                else "not executable, as the artifact is not")))
     known = set(planned_tree(overlays))
     for generated in sorted(_generated_files(root)):
         if generated not in known:
@@ -892,7 +905,8 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
     for name in KEEP_NAMES:
         if (root / name).exists():
             tree[name] = (root / name).read_bytes()
-    executable = {f.rel for f in overlays.files if f.mode == "100755"}
+    executable = {f.rel for f in overlays.files if f.mode == "100755"} | \
+        overlays.artifact_executables
     for rel, data in sorted(tree.items()):
         target = staging / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -902,8 +916,9 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
             handle.flush()
             fault_point("fsync")
             os.fsync(handle.fileno())
-        # The file's mode is the one it has in the upstream with the series (an executable
-        # stays executable in the container), whatever the umask says.
+        # The file's mode is the one it has in the upstream with the series, or the artifact's
+        # in the project (an executable stays executable in the container), whatever the
+        # umask says.
         os.chmod(target, 0o755 if rel in executable else 0o644)
     # Every directory of the new tree, deepest first: the files' names are durable before the
     # swap makes the tree the overlays (and the old one is removed).
@@ -1256,12 +1271,14 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                              "manifest.json pins another sha256 than SHA256SUMS"))
         # An executable overlay that lost its mode (a copy, an archive, a `chmod`) passed: a
         # bind mount gives the container the host file's mode, and the script fails to run.
-        for entry in manifest["overlays"]:
+        for entry, what in [(e, "the upstream's file with the series") for e in
+                            manifest["overlays"]] + \
+                [(a, "the artifact") for a in manifest["artifacts"] if a.get("file")]:
             path = root / entry["file"]
             if entry.get("executable") and shipped(entry["file"]) and path.is_file() \
                     and not os.access(path, os.X_OK):
                 rows.append((entry["file"], "mismatch",
-                             "not executable, as the upstream's file with the series is "
+                             f"not executable, as {what} is "
                              "(`chmod +x` it, or run `patchforge overlays`)"))
         rows += _fragment_rows(project, manifest, shipped)
         # The artifacts themselves (what compose.yaml mounts from the project) against their pins.

@@ -134,11 +134,45 @@ def test_the_deployment_pages_compose_files_work_with_the_fragments(example, tmp
                                               f"overlays/{profile}/compose.yaml").stdout)
             user = {v["target"] for v in model["services"]["inference"].get("volumes", [])
                     if "/overlays/artifacts/" in v["source"]}
+            entrypoint = model["services"]["inference"].get("entrypoint") or [None]
             for volume in model["services"]["inference"].get("volumes", []):
                 if volume["target"] in user:
                     assert Path(volume["source"]).resolve() in sums, volume
+                if volume["target"] == entrypoint[0]:
+                    # A bind mount keeps the host file's mode: the container execs it.
+                    assert os.access(volume["source"], os.X_OK), volume
             check_mounts(model, "inference", host / "overlays", profile,
                          {"vllm": INSTALL_ROOT, "aiter": INSTALL_ROOT}, keep=user)
+
+
+def test_an_executable_artifact_is_copied_executable_and_verify_says_when_it_is_not(stack):
+    """docs/deployment.md mounts the entrypoint from its pinned copy under overlays/artifacts/:
+    the copy was written 0644 whatever the artifact's mode, so the container could not exec
+    it. The copy keeps the executable bit (the manifest says `executable`), and `verify` and
+    `overlays --check` name a copy that lost it; a plain artifact stays not executable."""
+    root = stack
+    (root / "entrypoint.sh").chmod(0o755)
+    config = root / "pyproject.toml"
+    config.write_text(config.read_text().replace(
+        'artifacts = ["entrypoint.sh"]', 'artifacts = ["entrypoint.sh", "tuning.csv"]'))
+    (root / "tuning.csv").write_bytes(b"m,n,k\n1,2,3\n")
+    ok(root, "overlays")
+    copy = root / "overlays/artifacts/entrypoint.sh"
+    assert os.access(copy, os.X_OK)
+    assert not os.access(root / "overlays/artifacts/tuning.csv", os.X_OK)
+    manifest = json.loads((root / "overlays/manifest.json").read_bytes())
+    assert {a["path"]: a.get("executable") for a in manifest["artifacts"]} == \
+        {"entrypoint.sh": True, "tuning.csv": None}
+    assert "executable" not in [a for a in manifest["artifacts"] if a["path"] == "tuning.csv"][0]
+    assert ok(root, "verify").rc == 0
+    copy.chmod(0o644)
+    failed = run_cli(root, "verify")
+    assert failed.rc == 1 and "artifacts/entrypoint.sh" in failed.out and \
+        "not executable, as the artifact is" in failed.out, failed.text
+    drift = run_cli(root, "overlays", "--check")
+    assert drift.rc == 1 and "the copy should be executable, as the artifact is" in drift.text
+    ok(root, "overlays")
+    assert os.access(copy, os.X_OK) and ok(root, "verify").rc == 0
 
 
 def test_a_changed_fix_changes_the_services_compose_hash(stack):
