@@ -156,6 +156,31 @@ def test_offset_patch_gets_new_line_numbers(stack, upstream):
     assert re.fullmatch(r"up:\n1:  [0-9a-f]+ = 1:  [0-9a-f]+ fix-f20.patch\n", summary["range_diff"])
 
 
+def test_an_offset_patch_keeps_the_words_between_its_file_sections(stack, upstream):
+    """A note written between a patch's two file sections (as people write into a plain
+    .diff; git apply and GNU patch pass over it) was gone after a rebase that made the diff
+    again, exit 0, nothing said. It now ends the description, as `refresh` puts it, and the
+    rebase says so; the patch still applies with `git apply`."""
+    stack.add_upstream("up", upstream)
+    fixed = b"def f20():\n    return -20\n\n"
+    stack.add_patch("up", "two", {"pkg/mod.py": with_lines({20: fixed}),
+                                  "pkg/other.py": b"x = 2\n"})
+    path = stack.root / "series" / "up" / "two.patch"
+    note = b"The other.py half is needed on gfx942 hosts only.\n"
+    data = path.read_bytes()
+    at = data.index(b"diff --git a/pkg/other.py")
+    path.write_bytes(data[:at] + note + b"\n" + data[at:])
+    moved = b"# a new header comment\n# spanning three\n# lines\n" + BASE
+    new_commit = upstream.commit({"pkg/mod.py": moved}, "header comment")
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    (result,) = summary["patches"]
+    assert result["action"] == "offset"
+    assert "the words between its diff's file sections (line " in result["detail"], result
+    new = stack.patch("up", "two")
+    assert new.count(note) == 1 and new.index(note) < new.index(b"\n---\n"), new
+    assert apply_with_git(upstream, new_commit, new)["pkg/other.py"] == b"x = 2\n"
+
+
 def test_fuzz_goes_through_the_three_way_merge(stack, upstream):
     stack.add_upstream("up", upstream)
     fixed = b"def f10():\n    return -10\n\n"

@@ -13,7 +13,7 @@ import re
 from functools import cached_property
 from typing import Callable
 
-from patchforge.apply.diffparse import FilePatch, parse_diff, parse_diff_full, split_lines
+from patchforge.apply.diffparse import FilePatch, ParsedDiff, parse_diff, parse_diff_full, split_lines
 from patchforge.errors import InputError
 from patchforge.model.record import field, record, replace
 
@@ -199,14 +199,31 @@ class PatchFile:
 
     def with_diff(self, diff: bytes) -> PatchFile:
         """Replace the diff (validated by parsing it)."""
-        parsed = parse_diff(diff, source=self.source, first_line=self.diff_first_line)
+        parsed = parse_diff_full(diff, source=self.source, first_line=self.diff_first_line)
         separator = self.separator
         if diff and not separator and (self.fields or self.description):
             separator = b"---" + self._eol
         new = replace(self, diff=diff, separator=separator)
         if new.diff_first_line == self.diff_first_line:
-            new.__dict__["file_patches"] = parsed  # what the cached property would compute
+            new.__dict__["parsed_diff"] = parsed  # what the cached property would compute
         return new
+
+    def with_remade_diff(self, diff: bytes) -> PatchFile:
+        """`with_diff` for a diff patchforge made again (refresh, rebase, bring-back, a quilt
+        patch taken back): the words the old diff held between its file sections
+        (`notes_in_diff`) have no place in the new one, so they go to the end of the
+        description instead of being lost. The caller says so (`notes_in_diff` of the old
+        patch gives them with their lines)."""
+        new = self.with_diff(diff)
+        if new.diff == self.diff:
+            return new
+        notes = self.notes_in_diff()
+        if not notes:
+            return new
+        kept = self.description.rstrip(b"\r\n")
+        return new.with_description(
+            b"\n\n".join(([kept] if kept else []) + [text.rstrip(b"\r\n") for _, text in notes])
+            + b"\n\n")
 
     def field_line(self, name: str) -> int | None:
         """The line of the patch file the first `name` field starts on, or None (for findings
@@ -273,8 +290,13 @@ class PatchFile:
         return head.count(b"\n") + 1
 
     @cached_property
+    def parsed_diff(self) -> ParsedDiff:
+        """The diff parsed keeping everything (the words between file sections too)."""
+        return parse_diff_full(self.diff, source=self.source, first_line=self.diff_first_line)
+
+    @property
     def file_patches(self) -> tuple[FilePatch, ...]:
-        return parse_diff(self.diff, source=self.source, first_line=self.diff_first_line)
+        return self.parsed_diff.files
 
     def notes_in_diff(self) -> list[tuple[int, bytes]]:
         """(line in the file, text) of each block of words the diff holds outside its file
@@ -283,7 +305,7 @@ class PatchFile:
         these bytes: a diff made again (`refresh`) has no place for them. The lines diff tools
         write there themselves (`diff -ruN a b`, `Only in`, format-patch's `-- ` signature)
         and blank lines are no one's words and are left out."""
-        parsed = parse_diff_full(self.diff, source=self.source, first_line=self.diff_first_line)
+        parsed = self.parsed_diff
         line = self.diff_first_line
         blocks: list[tuple[int, bytes]] = []
         outside = [(fp.raw, True) for fp in parsed.files] + [(parsed.trailing, False)]
@@ -374,9 +396,9 @@ def quote_diff_like(text: bytes) -> bytes:
 def _keep_parse(old: PatchFile, new: PatchFile) -> PatchFile:
     """`new` with `old`'s parsed diff when that parse is also new's: same diff bytes starting on
     the same line of the file (the parse holds line numbers for error messages)."""
-    parsed = old.__dict__.get("file_patches")
+    parsed = old.__dict__.get("parsed_diff")
     if parsed is not None and new.diff == old.diff and new.diff_first_line == old.diff_first_line:
-        new.__dict__["file_patches"] = parsed
+        new.__dict__["parsed_diff"] = parsed
     return new
 
 
@@ -435,11 +457,11 @@ def parse_patch_file(data: bytes, source: str = "<patch>", *,
         key = (diff, pf.diff_first_line)
         known = diffs.get(key) if diffs is not None else None
         if known is not None:
-            pf.__dict__["file_patches"] = known  # what the cached property would compute
+            pf.__dict__["parsed_diff"] = known  # what the cached property would compute
         elif diffs is not None:  # validate now: a malformed diff is an input error at load time
-            diffs[key] = pf.file_patches
+            diffs[key] = pf.parsed_diff
         else:
-            pf.file_patches
+            pf.parsed_diff
     if pf.to_bytes() != data:  # a bug, not bad input: the parts must always add up
         raise AssertionError("patch file split is not byte-exact")
     return pf

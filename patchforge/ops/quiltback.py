@@ -613,8 +613,8 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
                               "run this again with --delete (it is kept under deleted/)")
     diff = make_diff(changes)
     if diff != patch.diff:
-        made[name] = patch.with_diff(diff) if name in taken else \
-            patch.with_diff(diff).with_field("Base", pin)
+        made[name] = patch.with_remade_diff(diff) if name in taken else \
+            patch.with_remade_diff(diff).with_field("Base", pin)
     return state
 
 

@@ -341,17 +341,12 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
         # The worktree holds exactly what the patch already does: keep its bytes (it may have
         # been written by another tool, with abbreviated index lines or other context).
         diff = patch.diff
-    new_patch = patch.with_diff(diff)
+    # Words between the old diff's file sections (a plain .diff's note on a file) have no
+    # place in the diff made again: they go to the end of the description, and are said.
+    new_patch = patch.with_remade_diff(diff)
     notes: list[tuple[int, bytes]] = []
     if new_patch.diff != patch.diff:
-        # Words between the old diff's file sections (a plain .diff's note on a file) have no
-        # place in the diff made again: they go to the end of the description, and are said.
         notes = patch.notes_in_diff()
-        if notes:
-            kept = patch.description.rstrip(b"\r\n")
-            new_patch = new_patch.with_description(
-                b"\n\n".join(([kept] if kept else []) + [text.rstrip(b"\r\n") for _, text in notes])
-                + b"\n\n")
         new_patch = new_patch.with_field("Last-Update", today())
     # A plain diff (no header, perhaps words above it) gets a header now: said, with what
     # became of the words (the description).
@@ -1664,7 +1659,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
         new = None
         if judgement.outcome == "applies":
             new = patch if judgement.unchanged and base == pin.commit else \
-                patch.with_diff(make_diffs([judgement.changes])[0]).with_field("Base", pin.commit)
+                patch.with_remade_diff(make_diffs([judgement.changes])[0]).with_field("Base", pin.commit)
         # Its own name, or a numbered one when a fix of the series (or a file there) has it. A
         # file of such a name the series does not list, holding exactly what this would write,
         # is this command's own, cut off by a kill before the series listed it: run again, it
@@ -1728,7 +1723,7 @@ def _kept_as_landed(store: UpstreamStore, patch, judgement,
         return patch.with_field("Applied-Upstream", target.label), None
     remade = landed_diff(store, patch, landing)
     kept = patch if remade is None else \
-        patch.with_diff(remade[0]).with_field("Base", remade[1])
+        patch.with_remade_diff(remade[0]).with_field("Base", remade[1])
     return kept.with_field("Applied-Upstream", f"{target.label}, commit:{landing}"), landing
 
 
@@ -1866,7 +1861,7 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
     _removals_checked(project, store, upstream, file_name, changes, work,
                       "`patchforge bring-back --continue`; or `patchforge bring-back --abort` "
                       "(the fix stays in skipped/)")
-    new_patch = patch.with_diff(diff).with_field("Base", state["pin"])
+    new_patch = patch.with_remade_diff(diff).with_field("Base", state["pin"])
     label = project.lock.pin(upstream).label
     refuse_resolution_not_applying(store, state["base"], label, file_name, new_patch, work,
                                    "patchforge bring-back --continue",

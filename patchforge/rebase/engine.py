@@ -531,7 +531,7 @@ class Rebase:
             return
         made = [diff for _, diffs in batches for diff in diffs.result()]
         for (rel, patch, _), diff in zip(self._deferred, made, strict=True):
-            self.journal.stage(rel, self._remembered(rel, patch.with_diff(diff)))
+            self.journal.stage(rel, self._remembered(rel, patch.with_remade_diff(diff)))
         self._deferred.clear()
         self._batched = 0
 
@@ -911,6 +911,12 @@ class Rebase:
             detail += "; landed detection unsure: review"
         if verdict.renames:
             detail += "; follows " + ", ".join(f"{a} -> {b}" for a, b in verdict.renames.items())
+        if not judgement.unchanged:
+            notes = patch.notes_in_diff()
+            if notes:
+                # Its diff is made again, which has no place for them (with_remade_diff).
+                detail += "; the words between its diff's file sections (line " + \
+                    ", ".join(str(line) for line, _ in notes) + ") go to its description"
         rel = f"{upstream}/{name}"
         # Unchanged pre-images: the old diff is still exact, byte for byte (its index lines too).
         staged = self._stage(rel, self._remembered(rel, new_patch)) if judgement.unchanged \
@@ -944,7 +950,7 @@ class Rebase:
             except PatchforgeError:
                 remade = None  # (kept as it is: what the rebase did before)
             if remade is not None:
-                patch = patch.with_diff(remade[0]).with_field("Base", remade[1])
+                patch = patch.with_remade_diff(remade[0]).with_field("Base", remade[1])
         kept = patch.with_field("Applied-Upstream",
                                 target.label + (f", commit:{where}" if where else ""))
         rel = f"{result.upstream}/upstreamed/{result.name}"
@@ -1183,7 +1189,7 @@ class Rebase:
                                                     self.project.read_patch_bytes(upstream, name)))
         else:
             target = self._target(upstream, entry)
-            new_patch = patch.with_diff(diff).with_field("Base", target.commit)
+            new_patch = patch.with_remade_diff(diff).with_field("Base", target.commit)
             refuse_resolution_not_applying(
                 self.store, stopped.base, target.label, name, new_patch, work,
                 "patchforge rebase --continue",
