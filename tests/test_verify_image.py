@@ -281,6 +281,82 @@ def test_a_tag_that_moved_off_the_pin_is_read_as_it_names_now_and_fails(images, 
         (root / "upstream.lock").write_bytes(saved)
 
 
+def _landed_fix(root, path: str, pinned: bytes) -> bytes:
+    """A fix kept under series/vllm/upstreamed/ (dropped as landed): its change made the last
+    line of `path` what the pinned upstream has. Returns the file as it was before the fix."""
+    import difflib
+
+    last = pinned.splitlines(True)[-1]
+    before = pinned[:-len(last)] + b"# before the fix\n"
+    diff = b"".join(difflib.diff_bytes(difflib.unified_diff, before.splitlines(True),
+                                       pinned.splitlines(True), b"a/" + path.encode(),
+                                       b"b/" + path.encode()))
+    kept = root / "series/vllm/upstreamed"
+    kept.mkdir(parents=True)
+    (kept / "landed-fix.patch").write_bytes(
+        b"Description: the fix that landed\nUpstream-Status: Accepted\n"
+        b"Applied-Upstream: https://github.com/vllm-project/vllm/pull/1\n\n---\n"
+        + f"diff --git a/{path} b/{path}\n".encode() + diff)
+    return before
+
+
+def test_a_fix_dropped_as_landed_is_checked_in_an_image_the_lock_does_not_pin(
+        stack, images, tmp_path, shared_cache, monkeypatch):
+    """A fix dropped as landed upstream has no overlay: the image must hold it itself. Against
+    an image upstream.lock does not pin, verify --image never looked at its file, so an image
+    with the file as it was before the fix passed, exit 0. Its file is now checked to be the
+    upstream's at the pin (a row, `landed`); an image without it fails (exit 1) with a hint;
+    the fixes are said one by one; the pinned image holds them by the pin; and where the
+    store cannot give the pinned file, the run says what it did not check."""
+    import shutil
+
+    _, bases, neighbours = stack
+    root = tmp_path / "stack"
+    shutil.copytree(images["root"], root)
+    target = next(t for t in sorted(neighbours) if t not in bases and neighbours[t].endswith(b"\n"))
+    path = target.removeprefix(ROOT + "/")
+    before = _landed_fix(root, path, neighbours[target])
+    server = images["server"]
+    stale = server.push_image(REPO, "stale", {}, layers=(*images["good_layers"], _layer(
+        _tar({target: before}), "gzip")))
+    failed = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:stale")
+    assert failed.rc == 1, failed.text
+    assert f"/{target}" in failed.out and "landed-fix.patch landed" in failed.out
+    assert "0 of 1 fixes dropped as landed upstream are in it; not: " \
+        "vllm/upstreamed/landed-fix.patch" in failed.out, failed.out
+    assert "the image does not hold the upstream's files where fixes dropped as landed " \
+        "changed them" in failed.err and f"--to vllm={images['host']}/{REPO}@" \
+        f"{stale['digest']}" in failed.err, failed.err
+    good = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:good", "--json")
+    assert good.rc == 0, good.text
+    doc = json.loads(good.out)
+    assert validation_errors(doc, "verify-image") == []
+    row = next(r for r in doc["results"] if r["target"] == "/" + target)
+    assert row["state"] == "ok" and row["landed"] == ["vllm/upstreamed/landed-fix.patch"]
+    fixes = {(f["where"], f["name"]): f["state"] for f in doc["fixes"]}
+    assert fixes.pop(("upstreamed", "landed-fix.patch")) == "ok"
+    assert fixes and set(fixes.values()) == {"ok"} and {w for w, _ in fixes} == {"series"}
+    text = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:good")
+    assert "1 of 1 fixes dropped as landed upstream are in it" in text.out, text.out
+    # The image upstream.lock pins holds them by the pin: nothing more is read for them.
+    lock = json.loads((root / "upstream.lock").read_bytes())
+    lock["image"] = {"reference": f"{images['host']}/{REPO}:good", "tag": "good",
+                     "digest": images["good"]["digest"]}
+    (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    pinned = verify_image(Project.discover(root), registry=_registry(tmp_path))
+    assert pinned.ok and not any(f.landed for f in pinned.files)
+    assert any("in it by the pin" in note for note in pinned.notes), pinned.notes
+    # A store without the pinned files (a deployment host): said, never a silent pass.
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "empty-cache"))
+    unread = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:stale", "--json")
+    doc = json.loads(unread.out or "{}")
+    assert unread.rc == 0 and validation_errors(doc, "verify-image") == [], unread.text
+    assert any(n.startswith("NOT CHECKED: whether this image holds the fixes dropped as "
+                            "landed upstream (vllm/upstreamed/landed-fix.patch)")
+               for n in doc["notes"]), doc["notes"]
+    assert {f["state"] for f in doc["fixes"] if f["where"] == "upstreamed"} == {"unchecked"}
+
+
 def test_the_pin_is_read_as_a_rebase_writing_out_leaves_it(images, tmp_path):
     """`verify --image` read the manifest and the image pin without the project's read lock:
     beside a rebase writing out its result it could read the old pin with the new manifest.

@@ -261,6 +261,8 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
                    + (f"{result.layers_reread} read again to follow links, "
                       if result.layers_reread else "")
                    + f"{megabytes:.1f} MB)")
+        for line in _fixes_said(result):
+            click.echo(line)
         for hint in _image_hints(result):
             click.echo(f"hint: {hint}", err=True)
         if result.tag_moved and all(f.state == "ok" for f in result.files):
@@ -294,16 +296,48 @@ def _pinned_name(result) -> str:
     return f"{result.resolved.rsplit('@', 1)[0]}@{result.tag_moved}"
 
 
+def _fixes_said(result) -> list[str]:
+    """Each fix against the image, one line for those of the series and one for those dropped
+    as landed upstream, naming the ones that are not ok."""
+    lines = []
+    for where, what, good in (
+            ("series", "fixes of the series", "go onto it (the files they overlay hold "
+                                              "their pre-images)"),
+            ("upstreamed", "fixes dropped as landed upstream", "are in it")):
+        fixes = [f for f in result.fixes if f["where"] == where]
+        if not fixes:
+            continue
+        ok = sum(f["state"] == "ok" for f in fixes)
+        line = f"{ok} of {len(fixes)} {what} {good}"
+        for state, said in (("failed", "not"), ("unchecked", "not checked")):
+            named = [f"{f['upstream']}/" + ("upstreamed/" if where == "upstreamed" else "")
+                     + f["name"] for f in fixes if f["state"] == state]
+            if named:
+                line += f"; {said}: {', '.join(named)}"
+        lines.append(line)
+    return lines
+
+
 def _image_hints(result) -> list[str]:
     """What to do about `verify --image`'s failed rows, as `verify --installed` says it."""
+    hints = []
+    landed = sorted({f.upstream for f in result.files if f.landed and f.state != "ok"})
+    if landed:
+        # No overlay there: nothing patchforge mounts puts a landed fix into this image.
+        move = " ".join(f"--to {u}={result.resolved}" for u in landed)
+        hints.append("the image does not hold the upstream's files where fixes dropped as "
+                     "landed changed them, so it may lack those fixes: deploy the image the "
+                     "overlays were made for (the one upstream.lock pins), or move the series "
+                     f"to this one (`patchforge rebase {move}`, which names a dropped fix that "
+                     "upstream no longer has there)")
     # A file baked with another profile's overlay is no other version: said apart.
-    files = [f for f in result.files if f.overlay_of is None]
+    files = [f for f in result.files if f.overlay_of is None and not f.landed]
     states = {f.state for f in files}
     upstreams = sorted({f.upstream for f in files if f.state != "ok"})
     move = " ".join(f"--to {u}={result.resolved}" for u in upstreams)
-    hints = [f"the image holds {holds}'s overlays: `patchforge verify --image {result.resolved} "
-             f"--profile {holds}` checks that deployment"
-             for holds in dict.fromkeys(f.overlay_of for f in result.files if f.overlay_of)]
+    hints += [f"the image holds {holds}'s overlays: `patchforge verify --image {result.resolved} "
+              f"--profile {holds}` checks that deployment"
+              for holds in dict.fromkeys(f.overlay_of for f in result.files if f.overlay_of)]
     if "mismatch" in states:
         # Mounted anyway, such an overlay silently reverts the image's own changes to the file.
         hints.append("mounted on this image, an overlay would undo the image's changes to its "

@@ -5,12 +5,19 @@ upstream.lock when the reference is the pinned image), reads the image's layers 
 down (`patchforge.layers`: streamed, no container runtime) and compares, for every overlay, the
 file the image holds at the overlay's target with the pre-image the overlay was made for. It
 needs only the committed manifest, so it runs on a deployment host with `overlays/` alone.
+
+The fixes dropped from the series as landed upstream (kept under `series/<upstream>/upstreamed/`)
+have no overlay: the image itself must hold them. The image upstream.lock pins holds them by
+the pin (the series was judged on its upstream). Any other image is checked for them: each
+file they changed that no overlay covers must be, in the image, the upstream's file at the
+locked revision, where they were judged landed (read from the store; where it cannot be read,
+the result says what was not checked).
 """
 from __future__ import annotations
 
 from typing import Any, TYPE_CHECKING
 
-from patchforge.errors import ConfigError, InputError, UsageError
+from patchforge.errors import ConfigError, InputError, PatchforgeError, UsageError
 from patchforge.model.record import field, record
 from patchforge.overlay import (other_profiles_overlay, overlay_entries, profiles_overlays,
                                 read_manifest)
@@ -34,6 +41,9 @@ class ImageFileCheck:
     detail: str
     # The other profile whose overlay of the file the image holds (baked for that one).
     overlay_of: str | None = None
+    # The row of a file no overlay covers, that these fixes dropped as landed upstream changed
+    # ("vllm/upstreamed/x.patch"): the image must hold the upstream's own file with them.
+    landed: tuple[str, ...] = ()
 
 
 @record(frozen=True)
@@ -54,6 +64,12 @@ class ImageCheck:
     layers_reread: int = 0  # fetches of a layer read before (following a symlink or hard link)
     # The digest upstream.lock pins for the tag asked for, when the tag names another image now.
     tag_moved: str | None = None
+    # Each fix of the profile's series and each dropped as landed upstream, against this
+    # image: {"upstream", "name", "where" ("series" or "upstreamed"), "state", "targets"};
+    # state "ok" (in the series: every file it overlays holds its pre-image; upstreamed: the
+    # image holds it), "failed" (a file of it did not), "unchecked" (upstreamed, and the image
+    # was not read for it).
+    fixes: tuple[dict[str, Any], ...] = field(default=())
 
     @property
     def ok(self) -> bool:
@@ -70,7 +86,9 @@ class ImageCheck:
             "results": [{"target": f.target, "upstream": f.upstream, "path": f.path,
                          "profiles": list(f.profiles), "state": f.state,
                          "expected_sha256": f.expected_sha256, "found_sha256": f.found_sha256,
-                         "layer": f.layer, "detail": f.detail} for f in self.files],
+                         "layer": f.layer, "detail": f.detail, "landed": list(f.landed)}
+                        for f in self.files],
+            "fixes": [dict(fix, targets=list(fix["targets"])) for fix in self.fixes],
         }
 
 
@@ -146,18 +164,93 @@ def verify_image(project: Project, ref: str | None = None, *, profile: str | Non
     import contextlib
 
     with reading if reading is not None else contextlib.nullcontext():
-        by_target, profiles, overlaid = _pre_images(project, profile)
+        by_target, profiles, overlaid, kept = _pre_images(project, profile)
         reference, pinned = image_reference(project, ref)
         tag_pin = pinned_digest_of_tag(project, ref)
+        landed = LandedFixes.of(project, profile, by_target)
     return _verify_in_image(project, ref, reference, pinned, by_target, profiles,
                             profile=profile, registry=registry, on_layer=on_layer,
-                            overlaid=overlaid, tag_pin=tag_pin)
+                            overlaid=overlaid, tag_pin=tag_pin, landed=landed, kept=kept)
+
+
+@record
+class LandedFixes:
+    """The fixes kept under upstreamed/ (of the profile), and the files they changed that no
+    overlay covers: what the image must hold of its own."""
+
+    # (upstream, file name, "up/upstreamed/x.patch": how rows and notes name it)
+    fixes: list[tuple[str, str, str]] = field(default_factory=list)
+    # target key (normalized) -> {"upstream", "path", "target", "landed": [fix...]}
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    covered: dict[str, list[str]] = field(default_factory=dict)  # fix -> targets overlaid
+    unread: list[str] = field(default_factory=list)  # why a fix could not be taken in
+
+    @classmethod
+    def of(cls, project: Project, profile: str | None,
+           by_target: dict[str, dict[str, Any]]) -> "LandedFixes":
+        from pathlib import PurePosixPath
+
+        from patchforge.formats.patchfile import parse_patch_file
+        from patchforge.layers import normalize
+        from patchforge.names import KEPT_LANDINGS
+        from patchforge.reverts import kept_fixes
+
+        found = cls()
+        for upstream in project.upstream_names():
+            install_root = project.config.upstream(upstream).install_root
+            for name, data in kept_fixes(project, upstream):
+                fix = f"{upstream}/{KEPT_LANDINGS}/{name}"
+                try:
+                    patch = parse_patch_file(data, str(project.series_dir(upstream)
+                                                       / KEPT_LANDINGS / name))
+                except PatchforgeError as exc:
+                    found.unread.append(f"{fix}: {exc}")
+                    continue
+                if profile is not None and patch.profiles and profile not in patch.profiles:
+                    continue
+                if not install_root:
+                    found.unread.append(f"{fix}: upstream {upstream} has no install-root, so "
+                                        "where its files live in the image is not known")
+                    continue
+                found.fixes.append((upstream, name, fix))
+                for fp in patch.file_patches:
+                    key = normalize(str(PurePosixPath(install_root) / fp.path))
+                    if key in by_target:
+                        # Overlaid: the overlay's pre-image, checked already, is the
+                        # upstream's file at the pin, which holds the fix.
+                        found.covered.setdefault(fix, []).append("/" + key)
+                        continue
+                    entry = found.files.setdefault(key, {"upstream": upstream, "path": fp.path,
+                                                         "target": "/" + key, "landed": []})
+                    entry["landed"].append(fix)
+        return found
+
+    def expected(self, project: Project) -> dict[str, str | None]:
+        """target key -> sha256 of the upstream's file at the locked revision (None: the
+        upstream has no such file there). Raises PatchforgeError when the store cannot
+        give them (a deployment host without the upstream, offline)."""
+        from patchforge.overlay import sha256
+        from patchforge.pins import open_store
+
+        by_upstream: dict[str, list[str]] = {}
+        for entry in self.files.values():
+            by_upstream.setdefault(entry["upstream"], []).append(entry["path"])
+        blobs: dict[tuple[str, str], bytes | None] = {}
+        with open_store(project) as store:
+            for upstream, paths in by_upstream.items():
+                commit = project.lock.pin(upstream).commit
+                for path, data in store.read_blobs(commit, sorted(set(paths))).items():
+                    blobs[upstream, path] = data
+        return {key: (sha256(data) if (data := blobs.get((e["upstream"], e["path"])))
+                      is not None else None)
+                for key, e in self.files.items()}
 
 
 def _pre_images(project: Project, profile: str | None):
     """The manifest's pre-image of each path in the image (normalized), the profiles that
-    mount an overlay there, and every profile's overlay there (sha256 -> profile: an image
-    baked with another profile's overlays holds one of them, no other upstream version)."""
+    mount an overlay there, every profile's overlay there (sha256 -> profile: an image
+    baked with another profile's overlays holds one of them, no other upstream version), and
+    the paths each fix of the series overlays ((upstream, patch name) -> paths)."""
     from patchforge.layers import normalize
 
     manifest_source = str(project.overlays_dir / "manifest.json")
@@ -167,6 +260,7 @@ def _pre_images(project: Project, profile: str | None):
                                  else None)
     by_target: dict[str, dict[str, Any]] = {}
     profiles: dict[str, list[str]] = {}
+    kept: dict[tuple[str, str], list[str]] = {}
     for entry in entries:
         if not entry.get("target"):
             raise ConfigError(f"upstream {entry['upstream']} has no install-root, so the "
@@ -182,20 +276,37 @@ def _pre_images(project: Project, profile: str | None):
         by_target[key] = entry
         if entry.get("profile"):
             profiles.setdefault(key, []).append(entry["profile"])
-    return by_target, profiles, overlaid
+        for patch in entry.get("patches") or ():
+            paths = kept.setdefault((entry["upstream"], patch["name"]), [])
+            if key not in paths:
+                paths.append(key)
+    return by_target, profiles, overlaid, kept
 
 
 def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: bool,
                      by_target: dict[str, dict[str, Any]], profiles: dict[str, list[str]], *,
                      profile: str | None, registry, on_layer,
                      overlaid: dict[str, dict[str, str]],
-                     tag_pin: str | None = None) -> ImageCheck:
+                     tag_pin: str | None = None,
+                     landed: LandedFixes | None = None,
+                     kept: dict[tuple[str, str], list[str]] | None = None) -> ImageCheck:
     from patchforge.layers import ReadStats, find_in_layers
 
+    landed = landed if landed is not None else LandedFixes()
     registry = registry if registry is not None else default_registry(project)
     info = registry.resolve_image(reference)
     if not info.layers:
         raise UsageError(f"{reference}: the image has no layers to read")
+    notes = []
+    pin = project.lock.image
+    by_pin = pin is not None and pin.digest in (info.digest, info.manifest_digest)
+    expected: dict[str, str | None] = {}
+    unchecked = ""
+    if landed.files and not by_pin:
+        try:
+            expected = landed.expected(project)
+        except PatchforgeError as exc:
+            unchecked = str(exc)
 
     def open_layer(layer):
         if on_layer is not None:
@@ -203,11 +314,24 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
         return registry.open_blob(reference, layer)
 
     stats = ReadStats()
-    found = find_in_layers(info.layers, open_layer, by_target, stats=stats)
+    found = find_in_layers(info.layers, open_layer, [*by_target, *expected], stats=stats)
     checks = [_judge(key, entry, found[key], tuple(profiles.get(key, ())),
                      overlaid.get(key, {}))
               for key, entry in sorted(by_target.items())]
-    notes = []
+    checks += [_judge_landed(key, landed.files[key], expected[key], found[key],
+                             project.lock.pin(landed.files[key]["upstream"]).commit)
+               for key in sorted(expected)]
+    fixes = _fixes(kept or {}, checks, landed, by_pin=by_pin, read=bool(expected))
+    names = ", ".join(fix for _, _, fix in landed.fixes)
+    if landed.fixes and by_pin:
+        notes.append(f"the fixes dropped as landed upstream ({names}) are in it by the pin: "
+                     "upstream.lock pins this image, the one the series was judged on")
+    elif unchecked:
+        notes.append(f"NOT CHECKED: whether this image holds the fixes dropped as landed "
+                     f"upstream ({names}): their files at the locked revision could not be read "
+                     f"({unchecked}); `patchforge fetch` brings them, or verify the image "
+                     "upstream.lock pins")
+    notes += [f"NOT CHECKED: {why}" for why in landed.unread]
     if ref is not None and pinned:
         notes.append(f"{ref} is pinned in upstream.lock: read {info.registry}/"
                      f"{info.repository}@{info.digest}")
@@ -224,7 +348,64 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
                       files=tuple(checks), layers_total=stats.layers_total,
                       layers_read=stats.layers_read, bytes_read=stats.bytes_read,
                       layers_reread=stats.rereads,
-                      profile=profile, notes=tuple(notes), tag_moved=tag_moved)
+                      profile=profile, notes=tuple(notes), tag_moved=tag_moved,
+                      fixes=tuple(fixes))
+
+
+def _judge_landed(key: str, entry: dict[str, Any], expected: str | None, found,
+                  commit: str) -> ImageFileCheck:
+    """A file no overlay covers that fixes dropped as landed changed: the image must hold the
+    upstream's file at the locked revision `commit` (where they were judged landed), or lack
+    it where the upstream does."""
+    fixes = ", ".join(entry["landed"])
+    at = f"the upstream's at the pin ({commit[:12]})"
+
+    def check(state: str, detail: str) -> ImageFileCheck:
+        if found.resolved is not None and found.kind == "file":
+            detail += f" (read at {found.detail})"
+        return ImageFileCheck(target=entry["target"], upstream=entry["upstream"],
+                              path=entry["path"], profiles=(), state=state,
+                              expected_sha256=expected, found_sha256=found.sha256,
+                              layer=found.layer, detail=detail,
+                              landed=tuple(entry["landed"]))
+
+    if found.kind == "file" and found.sha256 == expected:
+        return check("ok", f"{at}, with {fixes}, landed there")
+    if found.kind == "absent":
+        if expected is None:
+            return check("ok", f"absent, as upstream has it at the pin ({fixes} landed there)")
+        return check("missing", f"not in the image; {fixes} landed upstream in this file"
+                     + (f" ({found.detail})" if found.detail else ""))
+    if expected is None:
+        return check("mismatch", f"upstream has no such file at the pin ({commit[:12]}), "
+                                 f"where {fixes} landed: the image is of another upstream")
+    if found.kind != "file":
+        return check("mismatch", f"the image has {found.detail or found.kind} here, not "
+                                 f"{at}, where {fixes} landed")
+    return check("mismatch", f"not {at}, where {fixes} landed: whether the image holds "
+                             "the fix cannot be told from this file, and nothing overlays it")
+
+
+def _fixes(kept: dict[tuple[str, str], list[str]], checks: list[ImageFileCheck],
+           landed: LandedFixes, *, by_pin: bool, read: bool) -> list[dict[str, Any]]:
+    """Each fix against the image, from its files' rows (see ImageCheck.fixes)."""
+    state_of = {c.target.lstrip("/"): c.state for c in checks}
+    fixes = [{"upstream": upstream, "name": name, "where": "series",
+              "targets": ["/" + k for k in keys],
+              "state": "ok" if all(state_of.get(k) == "ok" for k in keys) else "failed"}
+             for (upstream, name), keys in sorted(kept.items())]
+    for upstream, name, fix in landed.fixes:
+        keys = [k for k, e in landed.files.items() if fix in e["landed"]]
+        covered = [t.lstrip("/") for t in landed.covered.get(fix, [])]
+        if by_pin:
+            state = "ok"
+        elif not read and keys:
+            state = "unchecked"
+        else:
+            state = "ok" if all(state_of.get(k) == "ok" for k in keys + covered) else "failed"
+        fixes.append({"upstream": upstream, "name": name, "where": "upstreamed", "state": state,
+                      "targets": ["/" + k for k in keys + covered]})
+    return fixes
 
 
 def _judge(key: str, entry: dict[str, Any], found, profiles: tuple[str, ...],
