@@ -175,6 +175,30 @@ def test_an_executable_artifact_is_copied_executable_and_verify_says_when_it_is_
     assert os.access(copy, os.X_OK) and ok(root, "verify").rc == 0
 
 
+def test_the_deployment_pages_docker_build_gives_what_the_dockerfile_needs(example):
+    """Every `docker build` docs/deployment.md shows, against the example stack's Dockerfiles:
+    its -f file and context exist, and since this repository's lock pins no image (the
+    Dockerfile starts `FROM ${BASE_IMAGE}`), at least one of them names that image by digest,
+    as the page says it must be (the page's only command gave none: run here, `FROM` named
+    no image)."""
+    page = (REPO_ROOT / "docs" / "deployment.md").read_text()
+    commands = [shlex.split(line.replace("\\\n", " "))
+                for block in re.findall(r"```sh\n(.*?)```", page, re.S)
+                for line in re.split(r"(?<!\\)\n", block) if line.startswith("docker build ")]
+    assert commands
+    given = set()
+    for words in commands:
+        dockerfile = example / words[words.index("-f") + 1]
+        assert dockerfile.is_file() and (example / words[-1]).is_dir(), words
+        args = [words[k + 1] for k, w in enumerate(words) if w == "--build-arg"]
+        given.update(arg.partition("=")[0] for arg in args
+                     if re.fullmatch(r"[^=]+=[^@\s]+@sha256:[0-9a-f]{64}", arg))
+        structure = _dockerfile(dockerfile)
+        assert structure[0]["instruction"] == "ARG" and \
+            structure[1]["value"] == "${BASE_IMAGE}", structure[:2]
+    assert "BASE_IMAGE" in given, commands
+
+
 def test_a_changed_fix_changes_the_services_compose_hash(stack):
     """A bind-mounted file is the inode the container started with, and overlays/ is swapped
     in as a new tree: when the fragment stayed byte-identical after a fix changed, compose's
