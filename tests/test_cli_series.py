@@ -192,6 +192,22 @@ def test_a_file_only_a_later_patch_creates_is_not_there_for_a_new_patch_before_i
     assert (work(root) / "made.py").read_bytes() == b"made = 1\n"
 
 
+def test_new_with_no_edit_refuses_the_files_of_a_worktree_it_does_not_open(project):
+    """`new fix --no-edit --file nosuch.py` wrote and listed fix.patch, exit 0: the path was
+    never checked (a typo went unnoticed) nor the file brought in anywhere. --file and
+    --create go with the worktree: refused with --no-edit, exit 2, nothing written."""
+    root = project
+    before = snapshot(root)
+    for extra in (["--file", "nosuch_typo.py"], ["--file", "a.py"], ["--create"]):
+        run = run_cli(root, "new", "fix", "--no-edit", *extra)
+        assert run.rc == 2 and "--no-edit does not open; nothing was written" in run.err, \
+            run.text
+        assert snapshot(root) == before
+    ok(root, "new", "fix", "--no-edit")
+    ok(root, "edit", "fix", "--file", "a.py")
+    assert (work(root) / "a.py").exists()
+
+
 def test_refresh_keeps_the_header_byte_for_byte_except_last_update(project, monkeypatch):
     root = project
     ok(root, "new", "hand", "--no-edit")

@@ -297,6 +297,28 @@ def test_a_malformed_history_stops_a_series_command_before_it_writes(tmp_path, c
     assert snapshot(stack.root, dirs=False) == before
 
 
+def test_a_malformed_history_stops_a_rebase_before_it_writes(tmp_path):
+    """The rebase records its run in the history at its write-out: a malformed line was found
+    there, after series/ and upstream.lock were rewritten, leaving a half-written rebase (exit
+    2). It is now refused before the rebase starts, as the series commands refuse it; fixed,
+    the same rebase goes through."""
+    from helpers.snapshot import snapshot
+
+    stack = make_stack(tmp_path)
+    stack.cli("ledger")
+    stack.commit({"pkg/b.py": b"import os\n\n\n" + B}, "v2", tag="v2")
+    history = stack.root / "series/history.jsonl"
+    good = history.read_bytes() if history.exists() else b""
+    history.write_bytes(good + b'{"v": 1, broken\n')
+    before = snapshot(stack.root, dirs=False)
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=2)
+    line = good.count(b"\n") + 1
+    assert f"series/history.jsonl:{line}: not a JSON line" in err, err
+    assert snapshot(stack.root, dirs=False) == before
+    history.write_bytes(good)
+    stack.cli("rebase", "--to", "v2")
+
+
 @pytest.mark.parametrize("value", ["yesterday", "1767225600.5", "-5", "\u00b2", "9" * 30])
 def test_a_malformed_source_date_epoch_is_refused_naming_it(tmp_path, monkeypatch, value):
     """A SOURCE_DATE_EPOCH that is no whole number of seconds was ignored (the history took the

@@ -103,6 +103,15 @@ def new(app, name, upstream, after, description, profiles, no_edit, files, creat
     from patchforge.ops.series import in_series_of, new_patch
     from patchforge.worktree import open_worktree
 
+    if no_edit and (files or create):
+        from patchforge.errors import UsageError
+
+        # --file names what the worktree holds, and --no-edit makes none: taken in silence,
+        # a mistyped path was never checked, and the file never brought in.
+        raise UsageError(f"{'--file' if files else '--create'} goes with the worktree "
+                         "--no-edit does not open; nothing was written",
+                         hint="leave out --no-edit, or make the patch with --no-edit and "
+                              "bring the files in later (`patchforge edit NAME --file PATH`)")
     project = app.project()
     # `new UP/NAME`, as `list` prints names, is `new NAME --upstream UP`.
     upstream, name = in_series_of(project, name, upstream, "new")

@@ -122,7 +122,8 @@ class Rebase:
         pin of an upstream instead (a caller that resolved the SPEC itself, as `bump` does
         through the registry), so it is not resolved twice."""
         from patchforge.pins import ensure_pinned, pin_for_spec
-        from patchforge.stack import refuse_linked_overlays, refuse_symlinked_paths
+        from patchforge.stack import (refuse_linked_overlays, refuse_symlinked_paths,
+                                      require_readable_history)
 
         if self.journal.exists():
             raise InProgressError("a rebase is in progress",
@@ -138,6 +139,9 @@ class Rebase:
             require(self.project, "rebase --to", list(specs), unrefreshed=lambda *_: False)
         if not dry_run:
             refuse_linked_overlays(self.project)  # before the journal, not at its write-out
+            # The write-out records the run in the ledger's history: a damaged line found
+            # there would leave the series and lock rewritten and a rebase half-written.
+            require_readable_history(self.project)
             if self.project.overlays_dir.exists():
                 from patchforge.overlay import refuse_changed_by_hand
 
@@ -259,6 +263,11 @@ class Rebase:
         if not self.journal.exists():
             self._no_rebase()
         run = self.journal.load()
+        if not run.dry_run:
+            from patchforge.stack import require_readable_history
+
+            # A line damaged while the rebase was stopped: said before the resolution is taken.
+            require_readable_history(self.project)
         checkpoint = self.journal.checkpoint()
         if skip and run.stopped:
             # The skipped patch's worktree is cleared for the next stop or removed at the end.
