@@ -7,9 +7,10 @@ compose override file per profile (read-only mounts) and a Dockerfile per profil
 baked into the pinned image) describe them. Everything is computed in memory
 first, so a patch that fails leaves `overlays/` untouched, and the same inputs give the same bytes.
 
-It also owns what an overlay cannot carry, a series that deletes an upstream file: found by
-series_removals, refused where a patch comes in (removals_overlays_refuse for a worktree's
-change, refuse_series_removals for the imports and a clean bring-back) and reported by lint.
+It also owns what an overlay cannot carry, a series that deletes an upstream file or makes a
+symlink: found by series_removals and series_links, refused where a patch comes in
+(removals_overlays_refuse for a worktree's change, refuse_series_removals for the imports and a
+clean bring-back) and reported by lint and status.
 """
 from __future__ import annotations
 
@@ -439,6 +440,42 @@ def series_removals(project: Project, store: UpstreamStore, upstream_commit: str
             sorted(found.items(), key=lambda item: (order[item[0][0]], item[0][1]))]
 
 
+def series_links(project: Project, patches) -> list[tuple[str, str]]:
+    """(name, path) for each path a patch of `patches` ([(name, PatchFile)], in series order)
+    makes a symlink (a new link, or a file turned into one) that no later patch of the same
+    profile's series turns back into a file or deletes: what `overlays` refuses besides a
+    deletion (an overlay file is mounted or copied as a file, never as a link). Read from the
+    diffs alone; whether the project writes overlays is the caller's question."""
+    from patchforge.apply.diffparse import SYMLINK
+
+    if not any(fp.new_mode == SYMLINK and fp.old_mode != SYMLINK
+               for _, patch in patches for fp in patch.file_patches):
+        return []
+    found: dict[tuple[str, str], None] = {}
+    for profile in [*project.config.profiles] or [None]:
+        made: dict[str, str] = {}  # path -> the patch that made it a link
+        for name, patch in patches:
+            if not applies_to_profile(patch, profile):
+                continue
+            for fp in patch.file_patches:
+                if fp.old_path is not None and fp.old_path != fp.new_path and not fp.is_copy:
+                    made.pop(fp.old_path, None)
+                if fp.new_path is None:
+                    continue
+                if fp.new_mode == SYMLINK and fp.old_mode != SYMLINK:
+                    made[fp.new_path] = name
+                elif fp.new_mode is not None and fp.new_mode != SYMLINK:
+                    made.pop(fp.new_path, None)
+        for path, name in made.items():
+            found.setdefault((name, path), None)
+    order = {name: i for i, (name, _) in enumerate(patches)}
+    return sorted(found, key=lambda item: (order[item[0]], item[1]))
+
+
+LINK_REFUSED = ("an overlay file is mounted or copied as a file, never as a link "
+                "(`patchforge overlays` refuses a series that makes one)")
+
+
 def new_series_removals(project: Project, store: UpstreamStore, upstream_commit: str,
                         before, after) -> list[tuple[str, str, str | None]]:
     """series_removals of `after` that `before` does not have ([(name, PatchFile)] each, in
@@ -458,8 +495,8 @@ def refuse_series_removals(project: Project, store: UpstreamStore, upstream: str
                            way_out: str = "or leave the patch out of the import",
                            listed: dict[str, str] | None = None) -> None:
     """InputError, where the project writes overlays (overlays/ exists), when `after` (the
-    series a command would write, [(name, PatchFile)]) deletes an upstream file that `before`
-    (the series as it is) does not: the one check of every way a patch enters the series
+    series a command would write, [(name, PatchFile)]) deletes an upstream file (or makes a
+    symlink, series_links) that `before` (the series as it is) does not: the one check of every way a patch enters the series
     other than a worktree's change (the imports, `import quilt --update`, a clean
     `bring-back`), so that such a patch is refused where it comes in, naming it, instead of
     being written for `overlays` to refuse later, when nothing says where it came from. A
@@ -482,6 +519,20 @@ def refuse_series_removals(project: Project, store: UpstreamStore, upstream: str
             path=where, line=section_line(original, where, old_path=path),
             hint=f"make the patch keep {path}, changed as the image needs (e.g. emptied), "
                  f"{way_out}")
+    if not project.overlays_dir.exists():
+        return
+    had = set(series_links(project, before))
+    for name, path in series_links(project, after):
+        if (name, path) in had:
+            continue
+        where, original = (sources or {}).get(
+            name, (str(project.patch_path(upstream, name)), None))
+        at = f" (listed at {listed[name]})" if listed and name in listed else ""
+        raise InputError(
+            f"patch {name}{at}: makes {path} a symlink, and this project writes overlays: "
+            f"{LINK_REFUSED}; {outcome}",
+            path=where, line=section_line(original, where, new_path=path),
+            hint=f"make the link in the image (a Dockerfile step), {way_out}")
 
 
 def section_line(original: bytes | None, source: str, *, new_path: str | None = None,

@@ -245,3 +245,46 @@ def test_status_says_a_listed_patch_deleting_an_upstream_file_needs_attention(pr
     (project.root / "overlays").rename(project.tmp / "overlays-aside")
     _, out, _ = project.cli("status")
     assert "deletes pkg/other.py" not in out, out
+
+
+@pytest.mark.parametrize("how", ["git", "mbox"])
+def test_an_import_of_a_commit_making_a_symlink_is_refused_and_lint_and_status_name_one(
+        project, how):
+    """`import git` and `import mbox` of a commit that also adds a symlink (`ln -s`) listed it,
+    exit 0, and `status` and `lint` stayed green while `overlays` refused the series ("an
+    overlay file is mounted or copied as a file, never as a link"). Refused where it comes in,
+    exit 2, naming the commit (or message) and the link, nothing written; one copied into the
+    series by hand is an `overlays` error of lint and needs attention in status."""
+    vendor = project.tmp / "vendor"
+    git(project.tmp, "clone", "-q", str(project.up.path), str(vendor))
+    (vendor / "pkg/mod.py").write_bytes(b"m = 3\n")
+    os.symlink("mod.py", vendor / "pkg/link.py")
+    git(vendor, "add", "-A")
+    git(vendor, "-c", "user.name=Vendor", "-c", "user.email=v@example.com", "commit", "-qm",
+        "Fix mod and link it")
+    if how == "mbox":
+        mbox = project.tmp / "link.mbox"
+        mbox.write_bytes(subprocess.run(["git", "format-patch", "-1", "--stdout"], cwd=vendor,
+                                        check=True, capture_output=True).stdout)
+        args = ["import", "mbox", str(mbox)]
+    else:
+        args = ["import", "git", "HEAD~1..HEAD", "--repo", str(vendor)]
+    before = project.files()
+    _, _, err = project.cli(*args, expect=2)
+    assert "makes pkg/link.py a symlink, and this project writes overlays: an overlay file is " \
+        "mounted or copied as a file, never as a link" in err and "nothing was imported" in err, \
+        err
+    assert project.files() == before
+    # Copied in by hand: lint and status say what `overlays` will refuse.
+    diff = subprocess.run(["git", "format-patch", "-1", "--stdout"], cwd=vendor, check=True,
+                          capture_output=True).stdout
+    add_patch_file(project.root, "up", "link.patch",
+                   header(project) + diff[diff.index(b"diff --git"):])
+    run = run_cli(project.root, "lint", "--no-forge", "--json")
+    found = [f for f in json.loads(run.out)["findings"] if f["check"] == "overlays"]
+    assert run.rc == 1 and [f["patch"] for f in found] == ["up/link.patch"], run.text
+    assert found[0]["message"].startswith("makes pkg/link.py a symlink"), found
+    status = run_cli(project.root, "status", "--json")
+    assert status.rc != 0, status.text
+    (entry,) = [p for p in json.loads(status.out)["patches"] if p["name"] == "link.patch"]
+    assert any("makes pkg/link.py a symlink" in e for e in entry["evidence"]), entry

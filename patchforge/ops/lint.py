@@ -159,7 +159,7 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
 def _overlay_removals(project: Project, store: UpstreamStore, upstream: str, pin,
                       parsed) -> list[Finding]:
     """Each patch that deletes (or renames away) an upstream file no later patch makes again,
-    where the project writes overlays: `overlays` refuses such a series (an overlay cannot
+    or makes a symlink (overlay.series_links), where the project writes overlays: `overlays` refuses such a series (an overlay cannot
     delete a file in the image), while lint passed it (a patch copied into the series by
     hand, or listed before overlays/ was made). The commands that bring a patch in refuse
     one (overlay.refuse_series_removals)."""
@@ -178,6 +178,15 @@ def _overlay_removals(project: Project, store: UpstreamStore, upstream: str, pin
             f"refuses the series); `patchforge edit {name.removesuffix('.patch')}`, put "
             f"{path} back (`git checkout -- {path}` in the worktree; changed as the image "
             "needs, e.g. emptied), then `patchforge refresh`"))
+    from patchforge.overlay import LINK_REFUSED, series_links
+
+    for name, path in series_links(project, [(n, p) for n, p, _ in parsed]):
+        out.append(Finding(
+            f"{upstream}/{name}", "overlays",
+            f"makes {path} a symlink, and this project writes overlays: {LINK_REFUSED}; make "
+            f"the link in the image (a Dockerfile step) and take it out of the patch "
+            f"(`patchforge edit {name.removesuffix('.patch')}`, remove {path}, then "
+            "`patchforge refresh`)"))
     return out
 
 

@@ -80,9 +80,10 @@ def _mark_removals(project: Project, store: UpstreamStore, commit: str, patches,
                    by_name: dict[str, PatchStatus]) -> None:
     """At the pin, where the project writes overlays: a patch that deletes (or renames away)
     an upstream file no later patch makes again applies, but `overlays` refuses the series
-    (an overlay cannot delete a file in the image). Said as needing attention, so that the
-    series' one check does not stay green over what the next `overlays` refuses (a patch
-    copied in by hand, or the patch that made the file again deleted)."""
+    (an overlay cannot delete a file in the image); so does one that makes a symlink
+    (overlay.series_links). Said as needing attention, so that the series' one check does
+    not stay green over what the next `overlays` refuses (a patch copied in by hand, or the
+    patch that made the file again deleted)."""
     from patchforge.overlay import series_removals
 
     if not project.overlays_dir.exists():
@@ -95,6 +96,13 @@ def _mark_removals(project: Project, store: UpstreamStore, commit: str, patches,
                               "`overlays` refuses the series (an overlay cannot delete a file "
                               f"in the image); `patchforge edit {name.removesuffix('.patch')}`, "
                               f"put {path} back, then `patchforge refresh`")
+    from patchforge.overlay import LINK_REFUSED, series_links
+
+    for name, path in series_links(project, patches):
+        found = by_name[name]
+        found.attention = True
+        found.evidence.append(f"makes {path} a symlink: {LINK_REFUSED}; make the link in the "
+                              "image (a Dockerfile step) and take it out of the patch")
 
 
 def _mark_outside_install_root(store: UpstreamStore, kind: str, commit: str, patches,
