@@ -32,20 +32,37 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def find_root(start: Path) -> tuple[Path, Path]:
-    """The nearest directory at or above `start` with a patchforge configuration."""
+    """The nearest directory at or above `start` with a patchforge configuration. A directory
+    inside a project's own `.patchforge/` (an edit's or a stop's worktree) belongs to that
+    project: the upstream's files there may hold a configuration of their own (a pyproject.toml
+    with [tool.patchforge], an upstream that uses patchforge), which is not this project's."""
     start = start.resolve()
+    parts = start.parts
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] == ".patchforge":
+            found = _config_of(Path(*parts[:i]))
+            if found is not None:
+                return found
     for directory in (start, *start.parents):
-        standalone = directory / STANDALONE
-        if standalone.is_file():
-            refuse_second_config(directory)
-            return directory, standalone
-        pyproject = directory / PYPROJECT
-        if pyproject.is_file() and find_config_table(pyproject) is not None:
-            return directory, pyproject
+        found = _config_of(directory)
+        if found is not None:
+            return found
     raise UsageError(f"no patchforge configuration in {start} or any parent",
                      hint="cd into the project (the directory with patchforge.toml, or a "
                           "pyproject.toml with [tool.patchforge]) or pass --root DIR; "
                           "`patchforge init` starts a new project here")
+
+
+def _config_of(directory: Path) -> tuple[Path, Path] | None:
+    """(directory, its configuration file) when `directory` is a patchforge project."""
+    standalone = directory / STANDALONE
+    if standalone.is_file():
+        refuse_second_config(directory)
+        return directory, standalone
+    pyproject = directory / PYPROJECT
+    if pyproject.is_file() and find_config_table(pyproject) is not None:
+        return directory, pyproject
+    return None
 
 
 def refuse_second_config(directory: Path) -> None:

@@ -1093,3 +1093,24 @@ def test_an_upstream_named_upstreamed_is_refused_so_delete_never_takes_the_wrong
                       text.replace("[tool.patchforge.profiles]",
                                    '[tool.patchforge.profiles]\nupstreamed = "a profile"'))
     ok(root, "list")
+
+
+def test_commands_run_in_a_worktree_holding_a_patchforge_configuration_act_on_the_project(
+        tmp_path, monkeypatch):
+    """An upstream that uses patchforge itself keeps [tool.patchforge] in its pyproject.toml; a
+    fix of that file puts it in the edit's worktree, where the tutorial works. From there,
+    `status` took the worktree for the project ("all 0 patches apply", exit 0) and `refresh`
+    said no patch was being edited (exit 2). A directory inside a project's .patchforge/
+    belongs to that project."""
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    files = {**UPSTREAM_FILES,
+             "pyproject.toml": b'[project]\nname = "other"\n\n[tool.patchforge]\n'
+                               b'upstreams = {}\n'}
+    root, _ = git_project(tmp_path, files)
+    ok(root, "new", "fx", "--file", "pyproject.toml")
+    replace_in(work(root) / "pyproject.toml", b'name = "other"', b'name = "other-fixed"')
+    status = run_cli(None, "status", "--json", cwd=work(root))
+    assert [p["name"] for p in json.loads(status.out)["patches"]] == ["fx.patch"], status.text
+    run = run_cli(None, "refresh", cwd=work(root))
+    assert run.rc == 0 and "refreshed" in run.text, run.text
+    assert b'+name = "other-fixed"' in patch_bytes(root, "fx")
