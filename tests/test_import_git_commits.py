@@ -172,3 +172,32 @@ def test_import_mbox_keeps_a_body_that_begins_like_a_header_field(project, tmp_p
                                     cwd=clone, capture_output=True, check=True).stdout)
     ok(root, "import", "mbox", str(mbox))
     check_bodies_kept(root)
+
+
+def test_a_branch_made_on_an_older_upstream_records_that_revision_as_its_base(project,
+                                                                                tmp_path):
+    """A fork branch made on v0 changes line10; the pin (v1) has a line more at the top, so
+    the fix applies there at an offset, at one place. `import git v0..fix` wrote `Base:` the
+    pin and said only "imported": a claim that the diff (its index lines v0's blob, its line
+    numbers v0's) was made on the pin. Now the header records v0 and the import says so; a
+    commit made on the pin itself is still based on the pin, without a word."""
+    upstream = tmp_path / "up-upstream"
+    v0 = git(upstream, "rev-parse", "HEAD").strip()
+    (upstream / "a.py").write_bytes(b"line0\n" + UPSTREAM_FILES["a.py"])
+    v1 = commit_all(upstream, "line0")
+    ok(project, "upstream", "pin", "up", "--at", "main")
+    clone = fork(tmp_path)
+    git(clone, "checkout", "-q", "-b", "fix", v0)
+    (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line10\n", b"line10 fixed\n"))
+    commit_all(clone, "Fix line10")
+    run = ok(project, "import", "git", f"{v0}..fix", "--repo", str(clone), "--upstream", "up")
+    assert f"imported up/fix-line10.patch (made on {v0[:12]}, not on the pin {v1[:12]}: its " \
+        "Base says so; `patchforge edit fix-line10` + `refresh` makes it on the pin)" in run.out, \
+        run.text
+    assert header(project, "fix-line10")[0]["Base"] == v0
+    git(clone, "checkout", "-q", "-b", "on-pin", v1)
+    (clone / "pkg/b.py").write_bytes(b"x = 1\ny = 3\nz = 3\n")
+    commit_all(clone, "Fix y")
+    run = ok(project, "import", "git", f"{v1}..on-pin", "--repo", str(clone), "--upstream", "up")
+    assert run.out.startswith("imported up/fix-y.patch\n"), run.text
+    assert header(project, "fix-y")[0]["Base"] == v1

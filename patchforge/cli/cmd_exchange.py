@@ -21,23 +21,35 @@ def import_():
     """Bring existing fixes in as patches."""
 
 
-def _run_import(app, upstream: str | None, do_import, source, **options) -> None:
+def _run_import(app, upstream: str | None, do_import, source, say_base: bool = False,
+                **options) -> None:
     """`do_import` of `source` into the series of `upstream` (the only one when not named), on
-    a store that holds its pin; then what it imported."""
+    a store that holds its pin; then what it imported (`say_base`: with the revision a patch
+    was made on where the import found it is not the pin)."""
     from patchforge.pins import open_store
 
     project = app.project()
     upstream = upstream or _only_upstream(project)
     with open_store(project, bring_pins=[upstream]) as store:
         _report(do_import(project, store, source, upstream=upstream, **options), upstream,
-                project)
+                project, say_base)
 
 
-def _report(names, upstream, project: Project):
+def _report(names, upstream, project: Project, say_base: bool = False):
     from patchforge.cli.output import say_overlays_lag
 
+    pin = project.lock.pin(upstream).commit
     for name in names:
-        click.echo(f"imported {upstream}/{name}")
+        base = (project.read_patch(upstream, name).get("Base") or "").strip() \
+            if say_base else ""
+        if base and base != pin:
+            # Its diff was made on another version (a branch made on an older upstream): the
+            # header says so, never that it was made on the pin.
+            click.echo(f"imported {upstream}/{name} (made on {base[:12]}, not on the pin "
+                       f"{pin[:12]}: its Base says so; `patchforge edit "
+                       f"{name.removesuffix('.patch')}` + `refresh` makes it on the pin)")
+        else:
+            click.echo(f"imported {upstream}/{name}")
     if not names:
         click.echo("nothing to import")
     else:
@@ -89,7 +101,7 @@ def import_git(app, rev_range, repo, upstream):
     """One patch per commit of RANGE in REPO, header from the commit."""
     from patchforge.ops.exchange import import_git as do_import
 
-    _run_import(app, upstream, do_import, rev_range, repo=repo)
+    _run_import(app, upstream, do_import, rev_range, say_base=True, repo=repo)
 
 
 @import_.command("quilt")

@@ -998,18 +998,27 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
 
     pending: list[tuple[str, bytes]] = []
     sources: dict[str, tuple[str, bytes | None]] = {}
-    for commit in read_commits(Path(repo), rev_range):
+    commits = read_commits(Path(repo), rev_range)
+    for commit in commits:
         if commit.root:
             _refuse_root_with_upstream_files(store, pin.commit, commit, Path(repo), rev_range)
+    diffs = [make_diff(FileChange.at(d.path, d.old, d.new, d.old_mode, d.new_mode)
+                       for d in commit.deltas) for commit in commits]
+    # The range's commits are made on its first commit's parent, not on the pin: a commit
+    # whose diff meets other files on the pin than the ones it was made on (its `index` lines
+    # say which) records that commit as its Base, never a claim that it was made on the pin.
+    elsewhere = _made_elsewhere(project, store, upstream, pin.commit,
+                                [(f"{repo}: commit {c.sha}", d) for c, d in zip(commits, diffs)])
+    range_base = commits[0].parent if commits else None
+    for commit, diff, moved in zip(commits, diffs, elsewhere):
         sha, subject, body = commit.sha, commit.subject, commit.body
         name, mail, date = commit.author_name, commit.author_email, commit.date
-        diff = make_diff(FileChange.at(d.path, d.old, d.new, d.old_mode, d.new_mode)
-                         for d in commit.deltas)
+        made_on = range_base if moved and range_base is not None else pin.commit
         # A message that begins with a patch header (`git am` of `export --mbox`) gives its
         # fields back; the commit fills only what it lacks.
         carried = _carried_header(body, diff, f"{repo}: commit {sha}")
         if carried is not None:
-            data = _adopted(carried, upstream, pin.commit, (
+            data = _adopted(carried, upstream, made_on, (
                 ("Description", subject), ("Author", f"{name} <{mail}>"),
                 ("Origin", f"vendor, commit {sha}"))).to_bytes()
         else:
@@ -1019,7 +1028,7 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
                 "utf-8", "surrogateescape")
             fields = [("Description", quoted), ("Author", f"{name} <{mail}>"),
                       ("Origin", f"vendor, commit {sha}"), ("Upstream-Status", "Pending"),
-                      ("Upstream", upstream), ("Base", pin.commit), ("Last-Update", date)]
+                      ("Upstream", upstream), ("Base", made_on), ("Last-Update", date)]
             description = quote_diff_like(body.strip().encode("utf-8", "surrogateescape"))
             data = render_patch_file(fields, description + b"\n" if description else b"", diff)
         file_name = patch_file_name(slugify(subject))
@@ -1032,6 +1041,37 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
         sources[file_name] = (f"{repo}: commit {sha}", None)
     _write_imported(project, store, upstream, pending, sources, pin=pin.commit)
     return [n for n, _ in pending]
+
+
+def _made_elsewhere(project: Project, store: UpstreamStore, upstream: str, pin: str,
+                    diffs: list[tuple[str, bytes]]) -> list[bool]:
+    """For each diff of an import ((where it came from, the diff), in order, after the series
+    at `pin`), whether its `index` lines name other files than the ones it meets there: it was
+    made on another version of the upstream (a branch made on an older one). A diff without
+    index lines, or that creates its files, names none: False."""
+    from patchforge.apply.diffparse import parse_diff
+    from patchforge.apply.hunks import apply_file_patch, made_on
+    from patchforge.apply.series import PatchPart, outcomes_on_bases
+
+    parts = [PatchPart(list(parse_diff(diff, source=source)), source)
+             for source, diff in diffs]
+    owner = {id(fp): k for k, part in enumerate(parts) for fp in part.file_patches}
+    found = [False] * len(parts)
+
+    def apply(old, fp, **options):
+        k = owner.get(id(fp))
+        if k is not None and old is not None and made_on(fp, old) is False:
+            found[k] = True
+        return apply_file_patch(old, fp, **options)
+
+    configured = list(project.config.profiles)
+    patches: list[tuple[str, PatchFile | PatchPart]] = [
+        (n, project.read_patch(upstream, n)) for n in project.patch_names(upstream)]
+    patches += [(f"import-{k}", part) for k, part in enumerate(parts)]
+    outcomes_on_bases(lambda paths: store.read_blobs(pin, paths), patches,
+                      [profile_set(patch, configured) for _, patch in patches], strict=False,
+                      allow_zero_context=True, apply=apply)
+    return found
 
 
 def import_quilt(project: Project, store: UpstreamStore, directory: Path, *,

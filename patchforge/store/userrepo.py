@@ -45,6 +45,7 @@ class CommitInfo:
     body: str
     root: bool  # a commit without a parent: its change is every file it holds, added
     deltas: tuple[FileDelta, ...]
+    parent: str | None = None  # the first parent's id, the commit its change is made on
 
 
 def _mode(blob) -> str:
@@ -194,5 +195,6 @@ def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
             author_name=commit.author.name or "Unknown",
             author_email=commit.author.email or "unknown@localhost",
             date=commit.authored_datetime.date().isoformat(), subject=subject.strip(),
-            body=body.strip(), deltas=tuple(deltas)))
+            body=body.strip(), deltas=tuple(deltas),
+            parent=commit.parents[0].hexsha if commit.parents else None))
     return out
