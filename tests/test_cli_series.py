@@ -1114,3 +1114,22 @@ def test_commands_run_in_a_worktree_holding_a_patchforge_configuration_act_on_th
     run = run_cli(None, "refresh", cwd=work(root))
     assert run.rc == 0 and "refreshed" in run.text, run.text
     assert b'+name = "other-fixed"' in patch_bytes(root, "fx")
+
+
+def test_overlays_made_during_an_edit_with_changes_not_refreshed_say_so(project):
+    """`edit fix`, a change in the worktree, then `overlays` to try it: "wrote 1 overlay
+    file", exit 0, the overlay without the change and nothing said, easy to deploy and test
+    as the fix edited. The overlays are made from the patch file (as `rebase --dry-run`
+    reads it); the run now says the edit's changes are not in them, and how to have them."""
+    root = project
+    make_patch(root, "fix", {"a.py": (b"line2\n", b"LINE2\n")})
+    ok(root, "edit", "fix")
+    replace_in(work(root) / "a.py", b"line3\n", b"LINE3\n")
+    run = ok(root, "overlays")
+    assert "note: up/fix.patch is being edited and has changes not refreshed: the overlays " \
+        "hold its patch file as it is, without them, until `patchforge refresh`, then " \
+        "`patchforge overlays` again" in run.err, run.err
+    assert b"LINE3" not in (root / "overlays/up/a.py").read_bytes()
+    ok(root, "refresh")
+    run = ok(root, "overlays")
+    assert "being edited" not in run.err and b"LINE3" in (root / "overlays/up/a.py").read_bytes()

@@ -49,6 +49,13 @@ def overlays(app, profiles, check, as_json, output_format):
             # Compared whole: never a rebase's half-written series against its overlays.
             held.enter_context(app.reading())
         result, busy = _built_overlays(project, store, profiles, check=check, as_json=as_json)
+        from patchforge.cli.output import say_unrefreshed_edits
+
+        # Made from the patch files: an open edit's change is not in them yet.
+        say_unrefreshed_edits(project, store, project.upstream_names(),
+                              "the overlays hold its patch file as it is, without them, until",
+                              ", then `patchforge overlays` again" if not check else
+                              " (the check compares the patch file's overlays)")
         for warning in result.warnings:
             click.echo(f"warning: {warning}", err=True)
         # Read before the write replaces the committed manifest.

@@ -128,6 +128,27 @@ def say_overlays_lag(project: Project) -> None:
              "CI's check fails until then)", err=True)
 
 
+def say_unrefreshed_edits(project: Project, store, upstreams, used: str, after: str = "") -> None:
+    """A note for each of `upstreams` whose open edit has changes not refreshed: a command
+    that reads the patch files (a dry run, `overlays`, an export) made its result without
+    them, which is easy to take for the fix as edited. `used` says what the command made of
+    the patch file, up to the step that brings the changes in; `after` follows that step."""
+    if not (project.state_dir / "work").is_dir():
+        return  # nothing is being edited (and the worktree module need not be loaded)
+    from patchforge.state import marked_left
+    from patchforge.worktree import editing, unrefreshed
+
+    for upstream in upstreams:
+        state = editing(project, upstream)
+        if state and unrefreshed(project, store, upstream, state):
+            # refresh refuses while a block `edit` marked is left: not the next step alone.
+            marked = marked_left(project.work_dir(upstream), state)
+            first = (f"the blocks `edit` marked in {', '.join(marked)} are resolved and "
+                     if marked else "")
+            echo(f"note: {upstream}/{state['patch']} is being edited and has changes not "
+                 f"refreshed: {used} {first}`patchforge refresh`{after}", err=True)
+
+
 def say_left_behind(project: Project, directory, files: list[str], *,
                     late: bool = False) -> None:
     """Where `rebase --skip/--abort` or `bring-back --abort` kept the files made in a stop's

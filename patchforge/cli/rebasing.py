@@ -41,22 +41,11 @@ def render_summary(summary: dict, app) -> None:
 def _note_unrefreshed_edits(project, store, summary) -> None:
     """A dry run reads the patch files; the real run refuses an edit whose changes are not in
     its patch yet. Say so before the dry run's table is taken for what the rebase will do."""
-    if not (project.state_dir / "work").is_dir():
-        return  # nothing is being edited (and the worktree module need not be loaded)
-    from patchforge.state import marked_left
-    from patchforge.worktree import editing, unrefreshed
+    from patchforge.cli.output import say_unrefreshed_edits
 
-    for upstream in summary["upstreams"]:
-        state = editing(project, upstream)
-        if state and unrefreshed(project, store, upstream, state):
-            # refresh refuses while a block `edit` marked is left: not the next step alone.
-            marked = marked_left(project.work_dir(upstream), state)
-            first = (f"the blocks `edit` marked in {', '.join(marked)} are resolved and "
-                     if marked else "")
-            echo(f"note: {upstream}/{state['patch']} is being edited and has changes not "
-                 "refreshed: this dry run used its patch file, and the rebase is refused "
-                 f"until {first}`patchforge refresh` (or `patchforge edit --close --discard`)",
-                 err=True)
+    say_unrefreshed_edits(project, store, summary["upstreams"],
+                          "this dry run used its patch file, and the rebase is refused until",
+                          " (or `patchforge edit --close --discard`)")
 
 
 def _say_left_behind(project, engine) -> None:
