@@ -107,6 +107,26 @@ def test_a_submodule_commit_is_refused_naming_the_commit_and_path(project, tmp_p
     assert tree_bytes(root / "series") == before
 
 
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_file_name_holding_a_newline_is_refused_not_cut(project, tmp_path, existing):
+    """A commit making `we<LF>ird.py` was imported as a patch of `we` (GitPython's name cut at
+    the newline), exit 0; where the upstream had such a file, the fix went into it. Refused,
+    naming the commit and the name as git quotes it; nothing written."""
+    root = project
+    clone = fork(tmp_path)
+    (clone / "we\nird.py").write_bytes(b"x = 1\n")
+    if existing:
+        commit_all(clone, "Add the odd file")
+        (clone / "we\nird.py").write_bytes(b"x = 2\n")
+    odd = commit_all(clone, "Odd name")
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "git", "HEAD~1..HEAD", "--repo", str(clone))
+    assert run.rc == 2, run.text
+    assert f'commit {odd[:12]} (Odd name) changes "we\\nird.py": a file name with a newline' \
+        in run.err, run.err
+    assert tree_bytes(root / "series") == before
+
+
 def test_a_symlink_turned_into_a_file_is_refused_naming_the_commit(tmp_path, monkeypatch):
     """The refusal said `<diff>:2` for where, and hinted at links leaving the upstream."""
     monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")

@@ -128,6 +128,40 @@ def _refuse_unsupported(diff, commit, repo_dir: Path, rev_range: str) -> None:
                               .format(commit.hexsha[:12]))
 
 
+def _refuse_cut_path(repo, diff, commit, repo_dir: Path, rev_range: str) -> None:
+    """Refuse a commit whose path GitPython did not read whole: a name holding a newline
+    came back cut at it (`we` for `we<LF>ird.py`), and the fix became a patch of another
+    file. A path the commit (or its parent) does not have is that; git's own NUL-separated
+    names say which, and no patch can carry a newline in a name (git apply, GNU patch and
+    quilt read one name a line)."""
+    parent_tree = commit.parents[0].tree if commit.parents else None
+    for path, tree in ((None if diff.deleted_file else diff.b_path, commit.tree),
+                       (None if diff.new_file else diff.a_path, parent_tree)):
+        if path is None or tree is None:
+            continue
+        try:
+            tree.join(path)
+        except KeyError:
+            break
+    else:
+        return
+    from patchforge.apply.diffparse import c_quote
+
+    parent = commit.parents[0].hexsha if commit.parents else "--root"
+    names = repo.git.diff_tree("-z", "-r", "--no-renames", "--name-only", "--no-commit-id",
+                               parent, commit.hexsha)
+    odd = [name for name in names.split("\0") if any(c < " " for c in name)]
+    said = ", ".join(c_quote(name.encode("utf-8", "surrogateescape")).decode(
+        "utf-8", "replace") for name in odd) or (diff.b_path or diff.a_path)
+    raise UsageError(f"{rev_range} in {repo_dir}: {commit_named(commit.hexsha, _summary(commit))}"
+                     f" changes {said}: a file name with a newline or another control "
+                     "character cannot be carried by a patch (git apply, patch and quilt read "
+                     "one name a line)",
+                     hint="leave that commit out of the range: import the commits before and "
+                          "after it as two ranges (`BASE..{0}~1`, then `{0}..TIP`), or rename "
+                          "the file".format(commit.hexsha[:12]))
+
+
 def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
     import git  # GitPython: imported only when a user repository is read
 
@@ -173,6 +207,7 @@ def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
             raise UsageError(f"cannot read commit {commit.hexsha} in {repo_dir}: {exc}") from None
         for diff in changed:
             _refuse_unsupported(diff, commit, repo_dir, rev_range)  # before a gitlink is read
+            _refuse_cut_path(repo, diff, commit, repo_dir, rev_range)
             try:
                 old = diff.a_blob.data_stream.read() if diff.a_blob is not None and \
                     not diff.new_file else None
