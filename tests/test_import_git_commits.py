@@ -221,3 +221,34 @@ def test_a_branch_made_on_an_older_upstream_records_that_revision_as_its_base(pr
     run = ok(project, "import", "git", f"{v1}..on-pin", "--repo", str(clone), "--upstream", "up")
     assert run.out.startswith("imported up/fix-y.patch\n"), run.text
     assert header(project, "fix-y")[0]["Base"] == v1
+
+
+@pytest.mark.parametrize("how", ["mbox", "quilt"])
+def test_a_diff_made_with_no_context_is_refused_at_import(project, tmp_path, how):
+    """`git format-patch -U0` (or `git diff -U0` in a quilt series) was imported, exit 0, and
+    every later command refused the patch (status, overlays, and `edit`, which lint named as
+    the remedy): nothing in patchforge could make it right. Refused at the import, naming the
+    file and the section, nothing written; lint's remedy no longer names `edit`."""
+    root = project
+    clone = fork(tmp_path)
+    (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+    commit_all(clone, "Fix line three")
+    if how == "mbox":
+        source = tmp_path / "u0.mbox"
+        source.write_bytes(subprocess.run(["git", "format-patch", "-U0", "-1", "--stdout"],
+                                          cwd=clone, check=True, capture_output=True).stdout)
+        args = ["import", "mbox", str(source)]
+    else:
+        source = tmp_path / "quilt"
+        source.mkdir()
+        (source / "u0.patch").write_bytes(subprocess.run(
+            ["git", "diff", "-U0", "HEAD~1", "HEAD"], cwd=clone, check=True,
+            capture_output=True).stdout)
+        (source / "series").write_text("u0.patch\n")
+        args = ["import", "quilt", str(source)]
+    before = tree_bytes(root / "series")
+    run = run_cli(root, *args)
+    assert run.rc == 2, run.text
+    assert "a hunk of a.py has no context lines (a diff made with -U0)" in run.err, run.err
+    assert "nothing was imported" in run.err and "without -U0" in run.err, run.err
+    assert tree_bytes(root / "series") == before

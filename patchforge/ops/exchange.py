@@ -120,6 +120,7 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
     _refuse_repeat(project, upstream, pending)
     parsed = {file_name: parse_patch_file(data, file_name) for file_name, data in pending}
     _refuse_unknown_profiles(project, parsed, sources or {})
+    _refuse_zero_context(parsed, sources or {})
     _refuse_collisions(project, store, upstream, parsed, sources or {}, pin)
     _refuse_removals(project, store, upstream, parsed, sources or {}, pin)
     _refuse_outside_install_root(project, store, upstream, parsed, sources or {}, pin)
@@ -241,6 +242,28 @@ def _refuse_removals(project: Project, store: UpstreamStore, upstream: str,
                            [(n, patch) for n, patch in series if n not in parsed],
                            series + [(n, patch) for n, patch in parsed.items() if n not in listed],
                            sources=sources)
+
+
+def _refuse_zero_context(parsed: dict[str, PatchFile],
+                         sources: dict[str, tuple[str, bytes | None]]) -> None:
+    """Refuse a patch with a hunk without context lines (`git diff -U0`, `git format-patch
+    -U0`): listed, every later command refused it (`status`, `overlays`, and `edit`, which
+    lint named as the remedy), so no patchforge command could make it right. Named where it
+    came from, at its file's section."""
+    from patchforge.overlay import section_line
+
+    for name, patch in parsed.items():
+        for fp in patch.file_patches:
+            if not fp.has_zero_context:
+                continue
+            where, original = sources.get(name, (name, None))
+            raise InputError(f"patch {name}: a hunk of {fp.path} has no context lines (a diff "
+                             "made with -U0): it would apply by line number alone, which "
+                             "git apply and patchforge refuse; nothing was imported",
+                             path=where, line=section_line(original, where, new_path=fp.new_path,
+                                                           old_path=fp.old_path),
+                             hint="make the diff again with context (`git diff`, `git "
+                                  "format-patch` without -U0, `diff -u`) and import that")
 
 
 def _refuse_outside_install_root(project: Project, store: UpstreamStore, upstream: str,

@@ -556,8 +556,10 @@ def _diff_shape(label: str, patch: PatchFile) -> list[Finding]:
             if hunk.zero_context:
                 out.append(Finding(label, "zero-context",
                                    f"{fp.path}: hunk at line {hunk.line_no} of the patch file has "
-                                   "no context lines; it applies by line number alone (remake it "
-                                   "with context: `patchforge edit` + `refresh`)"))
+                                   "no context lines; it applies by line number alone, and no "
+                                   "command opens it (make the diff again with context: `git "
+                                   "diff -U3` of the change; or `patchforge delete` it and make "
+                                   "the change again with `patchforge new`)"))
     return out
 
 
