@@ -921,6 +921,67 @@ def test_make_diff_is_one_process_for_many_files(monkeypatch):
     assert diff.count(b"diff --git ") == 50 and len(calls) == 1
 
 
+def test_new_diffs_take_their_index_ids_from_git_and_hash_no_content(tmp_path, monkeypatch):
+    """git's diff hashes both sides of every file for its `index` line: the diffs' headers take
+    those ids, which `git hash-object` gives for the same bytes, instead of hashing every
+    content a second time in the process (3.3 MB at 300 patches in a rebase)."""
+    import hashlib
+    import random
+
+    rng = random.Random(5)
+    kernel = bytes(rng.randrange(256) for _ in range(9000))
+    changes = [FileChange("x.py", "x.py", b"a\nb\nc\n", b"a\nB\nc\n"),
+               FileChange("crlf.txt", "crlf.txt", b"one\r\ntwo\r\n", b"one\r\nTWO\r\n"),
+               FileChange("k.co", "k.co", kernel, kernel[:50] + b"\0fix\0" + kernel[55:]),
+               FileChange(None, "new.py", None, b"hello\n"),
+               FileChange(None, "empty", None, b""),
+               FileChange("gone.py", None, b"bye\n", None),
+               FileChange("old/name.py", "new/name.py", b"1\n2\n3\n", b"1\n2\nthree\n"),
+               FileChange("run.sh", "run.sh", b"x\n", b"y\n", "100644", "100755")]
+    hashed = []
+    real_sha1 = hashlib.sha1
+
+    class Counted:
+        def __init__(self, data=b"", **kw):
+            self._hash = real_sha1(data, **kw)
+            hashed.append(len(data))
+
+        def update(self, data):
+            hashed.append(len(data))
+            self._hash.update(data)
+
+        def __getattr__(self, name):
+            return getattr(self._hash, name)
+
+    monkeypatch.setattr(hashlib, "sha1", Counted)
+    diff = make_diff(changes)
+    monkeypatch.undo()
+    assert sum(hashed) == 0
+    sides = tmp_path / "sides"
+    sides.mkdir()
+    expected = []
+    for n, c in enumerate(changes):
+        ids = []
+        for side, data in (("o", c.old), ("n", c.new)):
+            if data is None:
+                ids.append("0" * 40)
+                continue
+            (sides / f"{side}{n}").write_bytes(data)
+            ids.append(git(sides, "hash-object", "--no-filters", f"{side}{n}").strip())
+        expected.append(f"index {ids[0]}..{ids[1]}")
+    index_lines = [line.decode() for line in diff.splitlines() if line.startswith(b"index ")]
+    in_order = sorted(range(len(changes)),  # the sections' order: by path
+                      key=lambda k: (changes[k].new_path or changes[k].old_path or ""))
+    assert [" ".join(line.split(" ")[:2]) for line in index_lines] == \
+        [expected[k] for k in in_order]
+    files = _apply_in_repo(tmp_path, {"x.py": b"a\nb\nc\n", "crlf.txt": b"one\r\ntwo\r\n",
+                                      "k.co": kernel, "gone.py": b"bye\n",
+                                      "old/name.py": b"1\n2\n3\n", "run.sh": b"x\n"}, diff)
+    assert files == {"x.py": b"a\nB\nc\n", "crlf.txt": b"one\r\nTWO\r\n",
+                     "k.co": changes[2].new, "new.py": b"hello\n", "empty": b"",
+                     "new/name.py": b"1\n2\nthree\n", "run.sh": b"y\n"}
+
+
 def test_patch_id_ignores_line_numbers(store):
     body = b"a\nb\nc\nd\ne\nf\ng\n"
     far = b"".join(b"z%d\n" % i for i in range(10))

@@ -172,14 +172,16 @@ class StartedDiffs:
 
     def result(self) -> list[bytes]:
         hunks = self._hunks.result()
+        ids = self._hunks.ids
         flat = [c for items in self._groups for c in items]
         scores = _similarities([(c.old, c.new) for c in flat if _moved(c)])
         out, at = [], 0
         for items in self._groups:
             mine = hunks[at:at + len(items)]
+            known = ids[at:at + len(items)]
             at += len(items)
-            out.append(b"".join(_diff_header(c, mine[i].startswith(b"@@"), scores) + mine[i]
-                                for i, c in enumerate(items)
+            out.append(b"".join(_diff_header(c, mine[i].startswith(b"@@"), scores, known[i])
+                                + mine[i] for i, c in enumerate(items)
                                 if c.old != c.new or c.old_path != c.new_path
                                 or _mode_changed(c)))
         return out
@@ -462,6 +464,8 @@ def new_runs_are_in_ours(base: bytes, ours: bytes, theirs: bytes) -> bool:
 
 
 _HUNK_HEADER = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+# The `index <old id>..<new id>[ <mode>]` line of a file's header in git's diff (full ids).
+_INDEX_IDS = re.compile(rb"^index ([0-9a-f]{40})\.\.([0-9a-f]{40})(?: [0-7]+)?$", re.M)
 
 
 def changed_blocks(pairs: list[tuple[bytes, bytes]]
@@ -519,7 +523,12 @@ def _mode_changed(c: FileChange) -> bool:
     return c.old is not None and c.new is not None and c.old_mode != c.new_mode
 
 
-def _diff_header(c: FileChange, has_hunks: bool, scores: dict | None = None) -> bytes:
+def _diff_header(c: FileChange, has_hunks: bool, scores: dict | None = None,
+                 ids: tuple[str, str] | None = None) -> bytes:
+    """The header of `c`'s section as git writes it. `ids`: the two sides' blob ids as git's
+    diff of them said (_GitHunks.ids), so that the contents are not hashed a second time (at
+    300 patches a rebase's new diffs hashed 3.3 MB that git had just hashed); without them
+    they are hashed here."""
     old_raw = check_path(c.old_path) if c.old_path is not None else None
     new_raw = check_path(c.new_path) if c.new_path is not None else None
     either = old_raw if old_raw is not None else new_raw
@@ -543,8 +552,10 @@ def _diff_header(c: FileChange, has_hunks: bool, scores: dict | None = None) -> 
             lines += [kind + b" from " + git_output_path(old_raw),
                       kind + b" to " + git_output_path(new_raw)]
     if c.old != c.new:
-        old_id = blob_oid(c.old) if c.old is not None else NULL_OID
-        new_id = blob_oid(c.new) if c.new is not None else NULL_OID
+        if ids is None:
+            ids = (blob_oid(c.old) if c.old is not None else NULL_OID,
+                   blob_oid(c.new) if c.new is not None else NULL_OID)
+        old_id, new_id = ids
         index = b"index " + old_id.encode() + b".." + new_id.encode()
         if c.old is not None and c.new is not None and c.old_mode == c.new_mode:
             index += b" " + c.old_mode.encode()
@@ -595,11 +606,17 @@ class _GitHunks:
     One `git diff --no-index` over two temporary directories whose files are named by the pair's
     number, so a 300-file diff costs one process, not 300. Pairs with binary content are marked
     `binary` in an attributes file for that process, so git writes them as binary patches
-    whatever its own heuristic says; deflate runs at the fixed level 9.
+    whatever its own heuristic says; deflate runs at the fixed level 9. git hashes both sides
+    of each pair for its `index` line (DIFF_OPTIONS asks for full ids): result() keeps those
+    ids too (`ids`), so that no caller hashes the same contents again.
     """
 
     def __init__(self, pairs: list[tuple[bytes | None, bytes | None]]) -> None:
         self._count = len(pairs)
+        # Per pair, the blob ids of its two sides as git's `index` line gives them (the null id
+        # for a side that is None), None for a pair git wrote no such line for (the same
+        # content on both sides): filled by result().
+        self.ids: list[tuple[str, str] | None] = [None] * len(pairs)
         self._tmp: tempfiles.TemporaryDirectory | None = None
         self._git: StartedGit | None = None
         todo = [i for i, (o, n) in enumerate(pairs) if o != n]
@@ -654,6 +671,9 @@ class _GitHunks:
             at = chunk.find(b"\n@@ ")
             if at < 0:
                 at = chunk.find(b"\nGIT binary patch\n")
+            index = _INDEX_IDS.search(chunk, 0, at if at >= 0 else len(chunk))
+            if index is not None:
+                self.ids[int(m.group(1))] = (index[1].decode(), index[2].decode())
             if at < 0:
                 if b"\nBinary files " in chunk:
                     raise StoreError("git wrote a binary change without its data")
