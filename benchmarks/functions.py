@@ -24,7 +24,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).
 from stops import default_repo  # noqa: E402
 
 from patchforge.apply.diffparse import split_lines  # noqa: E402
-from patchforge.apply.hunks import _functions_of, _language, another_function, file_changes  # noqa: E402,E501
+from patchforge.apply.hunks import _definitions_of, _language, another_function, file_changes  # noqa: E402,E501
 from patchforge.store.diff import merge_file  # noqa: E402
 
 
@@ -53,7 +53,7 @@ def main() -> int:
             continue
         lines = split_lines(base)
         inside = [k for k, line in enumerate(lines) if line[:1] in (b" ", b"\t")
-                  and len(line.strip()) > 8 and _functions_of(lines, k, line, language)]
+                  and len(line.strip()) > 8 and _definitions_of(lines, k, line, language)]
         for k in draw.sample(inside, min(args.per_file, len(inside))):
             line = lines[k]
             text = line.rstrip(b"\r\n")

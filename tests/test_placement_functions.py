@@ -316,3 +316,143 @@ def test_a_method_is_not_merged_into_a_same_named_method_of_a_new_class(tmp_path
     stack.commit({"m.py": b"import os\n\n\n" + body(legacy, b"0") + b"\n\n" + body(a, b"start")},
                  "A.run starts from start; the old one kept as Legacy.run", tag="v2")
     stops_naming(stack, "up=v2", "A.run", "Legacy.run")
+
+
+# Same-named definitions in the branches of one conditional are two functions: a C `#ifdef X`
+# / `#else` pair, a Python `if`/`else` or `try`/`except ImportError` pair. Each is named with
+# the branch it sits in (its conditions, a negated one after `!`/`not`), so the names follow a
+# definition whose branches upstream reordered and tell two same-named ones apart.
+
+PICK_FAST = (b"{\n"
+             b"    int a = load_fast(ctx);\n"
+             b"    int b = widen_fast(a, ctx->lanes);\n"
+             b"    int c = combine(a, b);\n"
+             b"    int d = c >> ctx->shift;\n"
+             b"    return d;\n"
+             b"}\n")
+PICK_SLOW = (b"{\n"
+             b"    int a = load_slow(ctx);\n"
+             b"    int b = a * ctx->lanes;\n"
+             b"    return b;\n"
+             b"}\n")
+PICK = b"static int pick(struct ctx *ctx)\n"
+C_HEAD = b"#include \"ctx.h\"\n\n"
+C_TAIL = b"\nint run(struct ctx *ctx)\n{\n    return pick(ctx);\n}\n"
+PICK_MASKED = PICK_FAST.replace(b"combine(a, b);", b"combine(a, b) & ctx->mask;")
+
+
+def ifdef(first: bytes, second: bytes, directive: bytes = b"#ifdef USE_FAST") -> bytes:
+    return C_HEAD + directive + b"\n" + PICK + first + b"#else\n" + PICK + second + \
+        b"#endif\n" + C_TAIL
+
+
+def test_a_fix_is_not_carried_into_the_same_named_function_of_the_else_branch(tmp_path):
+    """`pick` defined under `#ifdef USE_FAST` and again under `#else`; the fix changes the
+    fast one. Upstream changes a context line of the fast one and makes the old fast body the
+    fallback: its pre-image is whole only in the `#else` pick. Before: both were `pick`, the
+    rebase "applied exactly" into the fallback, exit 0, the fast pick without the fix."""
+    v1 = ifdef(PICK_FAST, PICK_SLOW)
+    stack = OneUpstreamStack(tmp_path, {"pick.c": v1})
+    stack.add_fix("fix", "pick.c", v1, ifdef(PICK_MASKED, PICK_SLOW))
+    wider = PICK_FAST.replace(b"widen_fast(a, ctx->lanes)", b"widen_fast(a, ctx->lanes * 2)")
+    stack.commit({"pick.c": ifdef(wider, PICK_FAST)}, "wider fast pick; the old one the fallback",
+                 tag="v2")
+    stops_naming(stack, "up=v2", "pick [defined(USE_FAST)]", "pick [!defined(USE_FAST)]")
+
+
+def test_a_c_fix_follows_its_branch_when_upstream_reorders_the_branches():
+    """Upstream writes the pair as `#ifndef USE_FAST` (the slow one first) / `#else`: the fix
+    carried into the fast pick, now second, is in its own function (the same branch)."""
+    v1 = ifdef(PICK_FAST, PICK_SLOW)
+    v2 = ifdef(PICK_SLOW, PICK_FAST, b"#ifndef USE_FAST")
+    result = v2.replace(b"combine(a, b);", b"combine(a, b) & ctx->mask;")
+    assert carried(v1, ifdef(PICK_MASKED, PICK_SLOW), v2, result, "pick.c") is None
+    wrong = ifdef(PICK_SLOW.replace(b"a * ctx->lanes;", b"a * ctx->lanes & ctx->mask;"),
+                  PICK_FAST, b"#ifndef USE_FAST")
+    assert carried(v1, ifdef(PICK_MASKED, PICK_SLOW), v2, wrong, "pick.c") == \
+        (b"pick [defined(USE_FAST)]", b"pick [!defined(USE_FAST)]", 7)
+
+
+def test_a_header_guard_and_upstreams_new_condition_around_it_do_not_stop_a_fix():
+    """A header's include guard is no branch, and a function upstream wraps in a new `#if`
+    (one definition, no other of its name) is the same function: the change follows it."""
+    guard = b"#ifndef PICK_H\n#define PICK_H\n"
+    v1 = guard + C_HEAD + PICK + PICK_FAST + C_TAIL + b"#endif\n"
+    fixed = v1.replace(b"combine(a, b);", b"combine(a, b) & ctx->mask;")
+    v2 = v1.replace(PICK, b"#if defined(__gfx942__)\n" + PICK).replace(
+        C_TAIL, b"#endif\n" + C_TAIL).replace(b"PICK_H", b"AITER_PICK_H")
+    result = v2.replace(b"combine(a, b);", b"combine(a, b) & ctx->mask;")
+    assert carried(v1, fixed, v2, result, "pick.h") is None
+
+
+SCALE_TRITON = (b"        amax = x.abs().amax(dim=-1, keepdim=True)\n"
+                b"        factor = amax / fp8_max_for(dtype)\n"
+                b"        q = triton_quant(x, factor, dtype)\n"
+                b"        q = q.view(x.shape)\n"
+                b"        q = q.masked_fill(x.isnan(), 0)\n"
+                b"        factor = factor.squeeze(-1)\n"
+                b"        return q, factor\n")
+SCALE_TORCH = (b"        factor = x.abs().max() / 448.0\n"
+               b"        return (x / factor).to(dtype), factor\n")
+
+
+def branches(first: bytes, second: bytes, opening: bytes = b"if HAS_TRITON:\n",
+             other: bytes = b"else:\n") -> bytes:
+    return (b"import torch\n\nHAS_TRITON = find_spec('triton') is not None\n\n"
+            + opening + b"    def scale(x, dtype):\n" + first
+            + other + b"    def scale(x, dtype):\n" + second
+            + b"\n\ndef tail(x):\n    return x + 1\n")
+
+
+def test_a_python_fix_is_not_carried_into_the_same_named_def_of_the_else_branch(tmp_path):
+    """`def scale` under `if HAS_TRITON:` and again under `else:`; the fix changes the triton
+    one, upstream changes its `triton_quant` line (a context line of the fix) and makes the
+    old body the fallback: the fix's pre-image is whole only there. Before: both were
+    `scale`, the rebase carried the fix into the fallback ("applied at an offset"), exit 0."""
+    v1 = branches(SCALE_TRITON, SCALE_TORCH)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, branches(
+        SCALE_TRITON.replace(b"q.view(x.shape)", b"q.view(x.shape).contiguous()"), SCALE_TORCH))
+    rounded = SCALE_TRITON.replace(b"factor, dtype)", b"factor, dtype, rounding='rne')")
+    stack.commit({"k.py": branches(rounded, SCALE_TRITON)}, "rounding; the old one kept",
+                 tag="v2")
+    stops_naming(stack, "up=v2", "scale [HAS_TRITON]", "scale [not HAS_TRITON]")
+
+
+def test_a_fix_is_not_carried_from_the_try_branch_into_the_import_error_fallback():
+    """The same in a `try:` / `except ImportError:` fallback pair (the branch named by its
+    clause); a fix carried into its own def of the pair, and one whose pair upstream wrote
+    the other way round (`if not HAS_TRITON:` first), follow it."""
+    clamped = SCALE_TRITON.replace(b"factor = amax / ", b"factor = amax.clamp(min=1e-12) / ")
+    v1 = branches(SCALE_TRITON, SCALE_TORCH, b"try:\n", b"except ImportError:\n")
+    fixed = branches(clamped, SCALE_TORCH, b"try:\n", b"except ImportError:\n")
+    reshaped = SCALE_TRITON.replace(b"q.view(x.shape)", b"q.reshape(x.shape)")
+    v2 = branches(reshaped, SCALE_TRITON, b"try:\n", b"except ImportError:\n")
+    wrong = v2.replace(b"factor = amax / ", b"factor = amax.clamp(min=1e-12) / ").replace(
+        b"amax.clamp(min=1e-12) / ", b"amax / ", 1)
+    assert carried(v1, fixed, v2, wrong) == (b"scale [try]", b"scale [except ImportError]", 17)
+    right = v2.replace(b"factor = amax / ", b"factor = amax.clamp(min=1e-12) / ", 1)
+    assert carried(v1, fixed, v2, right) is None
+    v1 = branches(SCALE_TRITON, SCALE_TORCH)
+    swapped = branches(SCALE_TORCH, SCALE_TRITON, b"if not HAS_TRITON:\n")
+    result = swapped.replace(b"factor = amax / ", b"factor = amax.clamp(min=1e-12) / ")
+    assert carried(v1, branches(clamped, SCALE_TORCH), swapped, result) is None
+
+
+def test_a_cpp_method_is_not_merged_into_the_same_named_method_of_another_class(tmp_path):
+    """C++ methods defined out of their class (`int A::run(`): upstream keeps the old body as
+    `Legacy::run` above `A::run` and changes one line of A's. Named by the identifier before
+    `(` both were `run`: git's clean merge put the fix into Legacy::run, exit 0. A method is
+    named with its class: the rebase stops, naming both."""
+    def body(owner: bytes, start: bytes) -> bytes:
+        return (b"int " + owner + b"::run(const Rows& rows)\n{\n    int total = " + start
+                + b";\n    for (const Row& row : rows) {\n        if (row.ok)\n"
+                b"            total += row.value;\n    }\n    return total;\n}\n")
+    v1 = b"#include \"rows.h\"\n\n" + body(b"A", b"0")
+    stack = OneUpstreamStack(tmp_path, {"rows.cpp": v1})
+    stack.add_fix("fix", "rows.cpp", v1,
+                  v1.replace(b"row.value;", b"row.value * row.weight;"))
+    stack.commit({"rows.cpp": b"#include \"rows.h\"\n\n" + body(b"Legacy", b"0") + b"\n"
+                  + body(b"A", b"start")}, "A::run starts from start; the old one kept",
+                 tag="v2")
+    stops_naming(stack, "up=v2", "A::run", "Legacy::run")

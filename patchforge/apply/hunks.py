@@ -7,6 +7,7 @@ reporting how every hunk applied. A failed hunk is skipped, never half-applied; 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -946,14 +947,16 @@ def _new_surroundings(old: bytes, old_at: int, new: bytes, new_at: int, size: in
 # lives in named functions. Python by its `def`/`class` lines (a method by its own, at any
 # indentation); the C family by git's default funcname rule (a line at column 0 that starts
 # with a letter, `_` or `$`), taken as a definition where it calls something a name (`void
-# launch(`, `__global__ void kernel(`). Elsewhere (YAML, Markdown, CMake: their column-0
-# lines are keys and text) a line has no function.
+# launch(`, `__global__ void kernel(`, `int A::run(`). Elsewhere (YAML, Markdown, CMake: their
+# column-0 lines are keys and text) a line has no function.
 _PYTHON_SUFFIXES = (".py", ".pyi")
 _C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++",
                ".cu", ".cuh", ".hip", ".inl", ".inc", ".cl", ".ipp", ".tcc")
 _PYTHON_DEFINITION = re.compile(rb"([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)")
 _C_DEFINITION_START = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$")
-_C_CALLED = re.compile(rb"([A-Za-z_$][\w$]*)\s*\(")
+# A C++ method defined outside its class is named with it (`A::run`, `Foo<T>::run`): the
+# `run` of two classes are two functions.
+_C_CALLED = re.compile(rb"((?:[A-Za-z_$][\w$]*(?:<[^<>()]*>)?\s*::\s*)*~?[A-Za-z_$][\w$]*)\s*\(")
 
 
 def _language(path: str) -> str | None:
@@ -975,17 +978,17 @@ def _c_definition(line: bytes) -> bytes | None:
     if text.endswith((b";", b":")):
         return None
     called = _C_CALLED.search(text)
-    return called.group(1) if called else None
+    return b"".join(called.group(1).split()) if called else None
 
 
-def _functions_of(lines: list[bytes], at: int, changed: bytes,
-                  language: str) -> list[bytes]:
-    """The names of the functions whose body holds a change made at line `at` (0-based) of
-    `lines`, `changed` its first changed line that is not blank: the innermost first, then
-    (Python) the functions and classes it is nested in. Empty where the change is not inside
-    a named function: at the top level (a definition added or removed whole, a module's
-    statement), after a C function's closing brace, or above every definition."""
-    names: list[bytes] = []
+def _definitions_of(lines: list[bytes], at: int, changed: bytes, language: str) -> list[int]:
+    """The definition lines (0-based) of the functions whose body holds a change made at line
+    `at` (0-based) of `lines`, `changed` its first changed line that is not blank: the
+    innermost first, then (Python) the functions and classes it is nested in. Empty where the
+    change is not inside a named function: at the top level (a definition added or removed
+    whole, a module's statement), after a C function's closing brace, or above every
+    definition."""
+    found: list[int] = []
     if language == "python":
         limit = len(changed) - len(changed.lstrip(b" \t"))
         for k in range(min(at, len(lines)) - 1, -1, -1):
@@ -998,15 +1001,14 @@ def _functions_of(lines: list[bytes], at: int, changed: bytes,
             indent = len(line) - len(text)
             if indent >= limit:
                 continue
-            found = _PYTHON_DEFINITION.match(line)
-            if found is not None:
-                names.append(found.group(2))
-            elif not names and not indent:
+            if _PYTHON_DEFINITION.match(line) is not None:
+                found.append(k)
+            elif not found and not indent:
                 break  # a module's statement: in no function
             limit = indent  # an `if`/`for`/`with` the change is under: its function is above
-        return names
+        return found
     if changed[:1] == b"}" or (changed[:1] and changed[0] in _C_DEFINITION_START):
-        return names  # a top-level line itself
+        return found  # a top-level line itself
     for k in range(min(at, len(lines)) - 1, -1, -1):
         line = lines[k]
         if line[:1] == b"}":
@@ -1014,31 +1016,208 @@ def _functions_of(lines: list[bytes], at: int, changed: bytes,
         if line[:1] and line[0] in _C_DEFINITION_START:
             if line.rstrip().endswith(b":"):
                 continue  # a label (`out:`), an access specifier (`public:`)
-            name = _c_definition(line)
-            if name is not None:
-                names.append(name)
+            if _c_definition(line) is not None:
+                found.append(k)
             break
-    return names
+    return found
 
 
-def _bodies(lines: list[bytes], name: bytes, language: str) -> set[bytes]:
-    """The lines (without their indentation and line end) of every definition of `name` in
-    `lines`, its definition line to its end: the next line as little indented as its `def`
-    (Python), its closing brace at column 0 (the C family)."""
+def _definition_name(line: bytes, language: str) -> bytes | None:
+    if language == "python":
+        found = _PYTHON_DEFINITION.match(line)
+        return found.group(2) if found is not None else None
+    return _c_definition(line)
+
+
+def _functions_of(lines: list[bytes], definitions: list[int], language: str) -> list[bytes]:
+    """The names of the functions defined at `definitions` (`_definitions_of`, innermost
+    first), each qualified by what it is nested in (`_qualified`) and by the branch of a
+    conditional it is defined in (`_branch`): `A.run`, `pick [defined(USE_FAST)]`."""
+    names = []
+    for k in definitions:
+        name = _definition_name(lines[k], language) or b""
+        branch = _branch(lines, k, language)
+        joined = (b" and " if language == "python" else b" && ").join(branch)
+        names.append(name + b" [" + joined + b"]" if branch else name)
+    return _qualified(names)
+
+
+# The branch a definition sits in, so that two of one name in the branches of a conditional
+# (`#ifdef X` / `#else`, `if X:` / `else:`, `try:` / `except ImportError:`) are two functions.
+# A branch is said by its conditions (those of the `#if`/`#elif`/`if`/`elif` it is under, and
+# the negation of each earlier one of its conditional), sorted: the same definition under the
+# same conditions written the other way round (`#ifndef X` first) keeps its name.
+_C_DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif|define)"
+                          rb"\b[ \t]*(.*)")
+_C_COMMENT = re.compile(rb"/\*.*?\*/|//.*")
+_PYTHON_CLAUSE = re.compile(rb"[ \t]*(if|elif|else|try|except|finally)\b[ \t]*(.*?)[ \t]*:"
+                            rb"\s*(?:#.*)?$")
+_SIMPLE_CONDITION = re.compile(rb"[\w.]+(?:\([\w., ]*\))?")
+
+
+def _unwrapped(text: bytes) -> bytes:
+    """`text` without the parentheses around all of it, and its spaces made single."""
+    text = b" ".join(text.split())
+    while text[:1] == b"(" and text[-1:] == b")":
+        depth = 0
+        for k, char in enumerate(text):
+            depth += {40: 1, 41: -1}.get(char, 0)
+            if not depth and k < len(text) - 1:
+                return text  # `(a) && (b)`: the first parenthesis closes early
+        text = text[1:-1].strip()
+    return text
+
+
+def _condition(text: bytes, negation: bytes) -> tuple[bool, bytes]:
+    """A condition as (whether it is asked true, what is asked), the negations in front of it
+    (`!` in C, `not ` in Python) and parentheses around it taken off; `defined X` written
+    `defined(X)`."""
+    if negation == b"!":
+        text = re.sub(rb"defined\s*\(?\s*(\w+)\s*\)?", rb"defined(\1)", text)
+    positive, text = True, _unwrapped(text)
+    while text.startswith(negation):
+        rest = text[len(negation):].strip()
+        inner = _unwrapped(rest)
+        if inner == rest and not _SIMPLE_CONDITION.fullmatch(rest):
+            break  # `!a && b`: the negation is its first term's
+        positive, text = not positive, inner
+    return positive, text
+
+
+def _said(condition: tuple[bool, bytes], negation: bytes) -> bytes:
+    positive, text = condition
+    if positive:
+        return text
+    return negation + (text if _SIMPLE_CONDITION.fullmatch(text) else b"(" + text + b")")
+
+
+def _branch(lines: list[bytes], k: int, language: str) -> list[bytes]:
+    """The conditions (sorted) the definition at line `k` of `lines` is under, up to the
+    function or class it is nested in; empty for one in no conditional."""
+    return sorted(set(_python_branch(lines, k) if language == "python" else
+                      _c_branch(lines, k)))
+
+
+def _c_branch(lines: list[bytes], k: int) -> list[bytes]:
+    """The C preprocessor conditions line `k` is read under. A header's include guard
+    (`#ifndef X` then `#define X`) is no branch: every line of the file is under it."""
+    # Per open `#if`: its conditions so far, and those of the branch being read.
+    groups: list[tuple[list[tuple[bool, bytes]], list[tuple[bool, bytes]]]] = []
+    for j in range(k):
+        found = _C_DIRECTIVE.match(lines[j])
+        if found is None or found.group(1) == b"define":
+            continue
+        word, rest = found.group(1), _C_COMMENT.sub(b"", found.group(2)).strip()
+        if word in (b"if", b"ifdef", b"ifndef"):
+            asked = _directive_condition(word, rest)
+            guard = not asked[0] and asked[1].startswith(b"defined(") and \
+                _guard_defined(lines, j, asked[1][len(b"defined("):-1])
+            groups.append(([], []) if guard else ([asked], [asked]))
+        elif word == b"endif":
+            if groups:
+                groups.pop()
+        elif groups and groups[-1][0]:  # an `#elif`, an `#else` (of no guard)
+            earlier = groups[-1][0]
+            branch = [(not positive, text) for positive, text in earlier]
+            if word != b"else":
+                asked = _directive_condition(word, rest)
+                earlier.append(asked)
+                branch.append(asked)
+            groups[-1] = (earlier, branch)
+    return [_said(condition, b"!") for _, branch in groups for condition in branch]
+
+
+def _directive_condition(word: bytes, rest: bytes) -> tuple[bool, bytes]:
+    """The condition of an `#if`, `#ifdef`, `#elif`... directive, `rest` the text after it."""
+    if word in (b"if", b"elif"):
+        return _condition(rest, b"!")
+    return not word.endswith(b"ndef"), b"defined(" + rest + b")"
+
+
+def _guard_defined(lines: list[bytes], j: int, name: bytes) -> bool:
+    """Whether the first line after `#ifndef NAME` at line `j` that is not blank defines
+    NAME: an include guard."""
+    for line in itertools.islice(lines, j + 1, None):
+        if line.strip():
+            found = _C_DIRECTIVE.match(line)
+            return found is not None and found.group(1) == b"define" and \
+                found.group(2).split()[:1] == [name]
+    return False
+
+
+def _python_branch(lines: list[bytes], k: int) -> list[bytes]:
+    """The conditions of the `if`/`elif`/`else` blocks (the clause of a `try`) that line `k`
+    is in, up to the function or class it is nested in."""
+    branch: list[bytes] = []
+    limit = len(lines[k]) - len(lines[k].lstrip(b" \t"))
+    j = k
+    while limit and j > 0:
+        j -= 1
+        line = lines[j]
+        text = line.lstrip(b" \t")
+        if not text.strip() or text[:1] in (b"#", b")", b"]", b"}") or \
+                len(line) - len(text) >= limit:
+            continue
+        if _PYTHON_DEFINITION.match(line) is not None:
+            break  # its own branch is in its name
+        limit = len(line) - len(text)
+        branch += _python_clause(lines, j, limit)
+    return branch
+
+
+def _python_clause(lines: list[bytes], j: int, indent: int) -> list[bytes]:
+    """The conditions of the block whose header is line `j` (at `indent`): an `if`'s own, an
+    `elif`'s and an `else`'s with the negation of the `if`/`elif` above it; a `try`'s clauses
+    by their words (`try`, `except ImportError`). Nothing for other blocks (`for`, `with`)."""
+    found = _PYTHON_CLAUSE.match(lines[j])
+    if found is None:
+        return []
+    word, rest = found.group(1), found.group(2)
+    if word in (b"try", b"finally"):
+        return [word]
+    if word == b"except":
+        return [b" ".join([word, *rest.split()])]
+    if word == b"if":
+        return [_said(_condition(rest, b"not "), b"not ")]
+    # An `elif` or `else`: the clauses above it at its indentation, up to their `if`.
+    earlier: list[tuple[bool, bytes]] = []
+    for above in range(j - 1, -1, -1):
+        line = lines[above]
+        text = line.lstrip(b" \t")
+        if not text.strip() or text[:1] == b"#" or len(line) - len(text) > indent:
+            continue
+        clause = _PYTHON_CLAUSE.match(line)
+        if len(line) - len(text) < indent or clause is None:
+            return []  # not a clause of an `if` (a `for`/`while`'s `else`)
+        if clause.group(1) in (b"try", b"except"):
+            return [b"else of try"] if word == b"else" else []
+        if clause.group(1) in (b"if", b"elif"):
+            earlier.append(_condition(clause.group(2), b"not "))
+            if clause.group(1) == b"if":
+                break
+    branch = [(not positive, text) for positive, text in earlier]
+    if word == b"elif":
+        branch.append(_condition(rest, b"not "))
+    return [_said(condition, b"not ") for condition in branch]
+
+
+def _bodies(lines: list[bytes], function: bytes, bare: bytes, language: str) -> set[bytes]:
+    """The lines (without their indentation and line end) of every definition in `lines` that
+    `_functions_of` names `function` (whose own name is `bare`), its definition line to its
+    end: the next line as little indented as its `def` (Python), its closing brace at column
+    0 (the C family)."""
     found: set[bytes] = set()
     k = 0
     while k < len(lines):
         line = lines[k]
-        if name not in line:
+        if bare.rsplit(b":", 1)[-1] not in line or _definition_name(line, language) != bare or \
+                _functions_of(lines, [k, *_definitions_of(lines, k, line, language)],
+                              language)[0] != function:
             k += 1
             continue
+        k += 1
         if language == "python":
-            match = _PYTHON_DEFINITION.match(line)
-            if match is None or match.group(2) != name:
-                k += 1
-                continue
-            indent = len(match.group(1))
-            k += 1
+            indent = len(line) - len(line.lstrip(b" \t"))
             while k < len(lines):
                 text = lines[k].lstrip(b" \t")
                 if text.strip() and text[:1] not in (b"#", b")", b"]", b"}") and \
@@ -1047,10 +1226,6 @@ def _bodies(lines: list[bytes], name: bytes, language: str) -> set[bytes]:
                 found.add(text.strip())
                 k += 1
         else:
-            if _c_definition(line) != name:
-                k += 1
-                continue
-            k += 1
             while k < len(lines) and lines[k][:1] != b"}":
                 found.add(lines[k].strip())
                 k += 1
@@ -1131,11 +1306,13 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
     if language is None:
         return None
     base_lines = lines_of(base)
-    wanted: dict[bytes, set[bytes]] = {}
+    wanted: dict[bytes, tuple[bytes, set[bytes]]] = {}
     for start, end, first in fix:
-        names = _qualified(_functions_of(base_lines, start, first, language))
-        if names:
-            code = wanted.setdefault(names[0], set())
+        definitions = _definitions_of(base_lines, start, first, language)
+        if definitions:
+            name = _functions_of(base_lines, definitions, language)[0]
+            bare = _definition_name(base_lines[definitions[0]], language) or b""
+            code = wanted.setdefault(name, (bare, set()))[1]
             code.update(line.strip() for line in
                         base_lines[max(0, start - _AROUND):end + _AROUND] if line.strip())
     if not wanted:
@@ -1144,19 +1321,19 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
     reached: set[bytes] = set()
     elsewhere = None
     for start, _, first in carried:
-        names = _qualified(_functions_of(current_lines, start, first, language))
+        names = _functions_of(current_lines, _definitions_of(current_lines, start, first,
+                                                              language), language)
         reached.update(names)
         if names and elsewhere is None and not wanted.keys() & set(names):
             elsewhere = (names[0], start + 1)
     if elsewhere is None:
         return None
     for name in sorted(wanted.keys() - reached):
-        code = wanted[name]
+        bare, code = wanted[name]
         # The fix's function still has most of the code the fix is made on: upstream kept it
         # there (a context line changed, the fix's own line rewritten), and the copy changed
         # is another function's.
-        bare = name.rsplit(b".", 1)[-1]
-        if len(code & _bodies(current_lines, bare, language)) * 2 >= len(code):
+        if len(code & _bodies(current_lines, name, bare, language)) * 2 >= len(code):
             return name, elsewhere[0], elsewhere[1]
     return None
 
