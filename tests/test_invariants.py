@@ -300,3 +300,37 @@ def test_a_rebase_stopped_by_a_keeps_line_goes_on_from_the_series_before_the_fix
         assert b" def f():\n     return 1\n" in fix_b, fix_b.decode()  # made on v2 alone
         doc = stack.json("lint", "--no-forge", expect=1)  # the skipped fix is an error
         assert [f["check"] for f in doc["findings"]] == ["skipped"], doc
+
+
+def test_a_stop_on_a_keeps_line_takes_that_line_changed_for_an_upstream_rename(tmp_path):
+    """Upstream rightly renames the function a fix's Keeps: line names; the fix merges
+    cleanly and the rebase stops on the line. `--continue` was refused, and so was the one
+    right change, the Keeps line edited in the patch file ("changed while the rebase was
+    stopped"): the way on was --skip (the fix out of the series) or --abort. The stopped
+    patch's Keeps lines are now the one change of its file a stop takes; any other change
+    is refused as before, and a line that still does not hold is refused on its own."""
+    old = (b"def b20():\n    a = 1\n    b = 2\n    c = 3\n    d = 4\n    return 7\n\n\n"
+           b"def tail():\n    return None\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/b.py": old})
+    stack.add_fix("fix-b", "pkg/b.py", old, old.replace(b"return 7", b"return 77"),
+                  fields="Keeps: pkg/b.py: def b20():\n")
+    stack.commit({"pkg/b.py": old.replace(b"def b20():", b"def b20_renamed():")}, "v2",
+                 tag="v2")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "change that line in series/up/fix-b.patch" in err, err
+    patch = stack.root / "series/up/fix-b.patch"
+    stopped = patch.read_bytes()
+    # Another change of the file is refused, as before.
+    patch.write_bytes(stopped.replace(b"Upstream-Status: Pending", b"Upstream-Status: Sent"))
+    _, _, err = stack.cli("rebase", "--continue", expect=2)
+    assert "changed while the rebase was stopped" in err, err
+    # A Keeps line that still does not hold: refused, naming it.
+    patch.write_bytes(stopped.replace(b"Keeps: pkg/b.py: def b20():",
+                                      b"Keeps: pkg/b.py: def b21():"))
+    _, _, err = stack.cli("rebase", "--continue", expect=2)
+    assert "def b21(): is not in the result" in err, err
+    patch.write_bytes(stopped.replace(b"Keeps: pkg/b.py: def b20():",
+                                      b"Keeps: pkg/b.py: def b20_renamed():"))
+    stack.cli("rebase", "--continue")
+    data = patch.read_bytes()
+    assert b"Keeps: pkg/b.py: def b20_renamed():" in data and b"+    return 77" in data, data

@@ -354,11 +354,21 @@ class Rebase:
         """Refuse to go on when the series file or a patch file of the old series changed since
         the run began: the write-out replaces them with what the run made of the old bytes,
         and the change (a fix edited by hand while the rebase was stopped) would be lost."""
+        stopped = run.stopped
         for upstream, entry in run.upstreams.items():
             if not entry.digests:
                 continue
             now = self._series_digests(upstream, entry.names)
             for file, digest in entry.digests.items():
+                if now.get(file) != digest and stopped is not None and \
+                        stopped.keeps_free is not None and stopped.upstream == upstream and \
+                        file == stopped.name and _keeps_free_digest(
+                            self.project.read_patch(upstream, file)) == stopped.keeps_free:
+                    # Only the stopped patch's Keeps lines changed: the way on from a stop on
+                    # them when the upstream rightly changed what they name. Taken with the
+                    # resolution; the write-out checks the file as it is now.
+                    entry.digests[file] = now[file]
+                    continue
                 if now.get(file) != digest:
                     rel = (self.project.series_dir(upstream) / file).relative_to(
                         self.project.root).as_posix()
@@ -805,14 +815,19 @@ class Rebase:
         self.journal.settle()
         self._open_worktree(upstream, base, stop.contents, stop.modes, stop.bases)
         self.store.keep_made(made, self.project.made_objects_path(upstream))
-        self._run_record.stopped = Stop(upstream, name, stop.kind, stop.files, stop.evidence,
-                                        stop.message, base, old_base, str(work))
+        self._run_record.stopped = Stop(
+            upstream, name, stop.kind, stop.files, stop.evidence, stop.message, base, old_base,
+            str(work), keeps_free=_keeps_free_digest(self._old_patch(upstream, name))
+            if stop.kind == "invariant" else None)
         self.journal.save()
         raise ConflictStop(
             f"{upstream}/{name}: {stop.message}",
             hint=f"edit {', '.join(stop.files) or 'the files'} in {work} (`patchforge add "
-                 "PATH` makes another file part of the fix), then "
-                 "`patchforge rebase --continue`; or `--skip` to set the patch aside "
+                 "PATH` makes another file part of the fix)"
+                 + (f", or, where the upstream rightly changed what the Keeps: line names, "
+                    f"change that line in series/{upstream}/{name}" if stop.kind == "invariant"
+                    else "")
+                 + ", then `patchforge rebase --continue`; or `--skip` to set the patch aside "
                  f"(kept in series/{upstream}/skipped/), `--abort` to go back")
 
     def _commits_touching(self, upstream: str, target, verdict) -> list[str] | None:
@@ -1220,8 +1235,14 @@ class Rebase:
             new_patch, violations = self._check_keeps(
                 new_patch, files, SeriesJudge(self.store, target, read_commit=stopped.base))
             if violations:
+                rel = self.project.patch_path(upstream, name).relative_to(
+                    self.project.root).as_posix()
                 raise UsageError("; ".join(violations),
-                                 hint="the resolution breaks the patch's Keeps: invariant")
+                                 hint="the resolution breaks the patch's Keeps: invariant: make "
+                                      "it keep what the line names, or, where the upstream "
+                                      f"rightly changed that, change the Keeps: line in {rel} "
+                                      "(the one change of the patch file a stop takes), then "
+                                      "`patchforge rebase --continue`")
             detail = f"{stopped.kind} resolved by hand"
             if undoes:
                 detail += "; undoes, as asked (--allow-undo): " + "; ".join(undoes)
@@ -1845,3 +1866,9 @@ class _Chains:
             self.new.append((name, marked))
             self.new_paths.update(paths)
 
+
+def _keeps_free_digest(patch: PatchFile) -> str:
+    """The sha256 of a patch file without its Keeps: lines (Stop.keeps_free)."""
+    import hashlib
+
+    return hashlib.sha256(patch.without_field("Keeps").to_bytes()).hexdigest()

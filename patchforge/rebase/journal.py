@@ -600,21 +600,29 @@ class Stop:
     base: str
     old_base: str | None
     worktree: str
+    # At a stop on the patch's Keeps: lines, the sha256 of its file without them: the one
+    # change of the patch file a resume takes (its Keeps lines, where the upstream rightly
+    # changed what they name).
+    keeps_free: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"upstream": self.upstream, "name": self.name, "kind": self.kind,
-                "files": self.files, "evidence": self.evidence, "message": self.message,
-                "base": self.base, "old_base": self.old_base, "worktree": self.worktree}
+        doc = {"upstream": self.upstream, "name": self.name, "kind": self.kind,
+               "files": self.files, "evidence": self.evidence, "message": self.message,
+               "base": self.base, "old_base": self.old_base, "worktree": self.worktree}
+        if self.keeps_free is not None:
+            doc["keeps_free"] = self.keeps_free
+        return doc
 
     @classmethod
     def from_json(cls, doc: object) -> Stop:
         stop = _object(doc, "the stop")
-        old_base = stop.get("old_base")
+        old_base, keeps_free = stop.get("old_base"), stop.get("keeps_free")
         return cls(_want(stop, "upstream", str), _want(stop, "name", str),
                    _want(stop, "kind", str), _strings(stop, "files"),
                    _strings(stop, "evidence"), _want(stop, "message", str),
                    _want(stop, "base", str), old_base if isinstance(old_base, str) else None,
-                   _want(stop, "worktree", str))
+                   _want(stop, "worktree", str),
+                   keeps_free if isinstance(keeps_free, str) else None)
 
 
 @record
