@@ -252,3 +252,27 @@ def test_a_diff_made_with_no_context_is_refused_at_import(project, tmp_path, how
     assert "a hunk of a.py has no context lines (a diff made with -U0)" in run.err, run.err
     assert "nothing was imported" in run.err and "without -U0" in run.err, run.err
     assert tree_bytes(root / "series") == before
+
+
+def test_a_commit_adding_a_file_of_a_non_utf8_name_keeps_every_change(project, tmp_path):
+    """A commit fixing a.py that also adds `caf\\xe9.py` (a Latin-1 name): GitPython's parse of
+    git's raw diff failed on the name (a traceback on the terminal), and the import wrote a
+    patch with a header and no diff, exit 0: the a.py fix was in no patch. The names are read
+    as bytes now: both files are in the patch, the name as git quotes it, and `git apply`
+    takes the patch on the upstream."""
+    root = project
+    clone = fork(tmp_path)
+    (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+    odd = bytes(clone) + b"/caf\xe9.py"
+    with open(odd, "wb") as handle:
+        handle.write(b"data = 1\n")
+    commit_all(clone, "Fix and data")
+    run = run_cli(root, "import", "git", "HEAD~1..HEAD", "--repo", str(clone))
+    assert run.rc == 0 and "Traceback" not in run.err, run.text
+    data = (root / "series/up/fix-and-data.patch").read_bytes()
+    assert b"+LINE3\n" in data and b'+++ "b/caf\\351.py"\n' in data, data
+    check = tmp_path / "check"
+    git(tmp_path, "clone", "-q", str(tmp_path / "up-upstream"), str(check))
+    applied = subprocess.run(["git", "apply", "-"], cwd=check, input=data, capture_output=True)
+    assert applied.returncode == 0, applied.stderr
+    assert open(bytes(check) + b"/caf\xe9.py", "rb").read() == b"data = 1\n"

@@ -2,8 +2,9 @@
 
 This is the one module that imports GitPython: the upstream store in the cache is driven with
 plain git processes (its hot paths cannot afford GitPython's import time), while a user's
-checkout is read here, once per import, where GitPython's object model (commits, authors, diffs
-with blob contents) is exactly what is needed.
+checkout is read here, once per import, where GitPython's object model (commits, authors, blob
+contents) is what is needed. A commit's change is git's own NUL-separated raw diff read as bytes
+(_raw_changes): GitPython's parse of it decodes names as UTF-8 and splits on newlines.
 """
 from __future__ import annotations
 
@@ -46,10 +47,6 @@ class CommitInfo:
     root: bool  # a commit without a parent: its change is every file it holds, added
     deltas: tuple[FileDelta, ...]
     parent: str | None = None  # the first parent's id, the commit its change is made on
-
-
-def _mode(blob) -> str:
-    return f"{blob.mode:06o}" if blob is not None else "100644"
 
 
 @contextlib.contextmanager
@@ -103,63 +100,89 @@ def commit_named(sha: str, subject: str) -> str:
     return f"commit {sha[:12]} ({subject})"
 
 
-def _refuse_unsupported(diff, commit, repo_dir: Path, rev_range: str) -> None:
+@record(frozen=True)
+class _RawChange:
+    """One file of a commit's change as `git diff-tree -z --raw` gives it: the modes and blob
+    ids of both sides, git's status letter, the path (decoded with surrogateescape: its
+    bytes are kept whatever its encoding)."""
+    old_mode: str
+    new_mode: str
+    old_blob: str
+    new_blob: str
+    status: str
+    path: str
+
+
+def _raw_changes(repo, commit, repo_dir: Path) -> list[_RawChange]:
+    """The commit's own change, parent to commit (a root commit: every file it holds, added,
+    as `git format-patch --root` writes it), rename detection off. Read as bytes, separated
+    by NULs: GitPython's parse of the same output decodes it as UTF-8 (a commit adding a
+    file of a Latin-1 name lost all its changes: an empty patch, exit 0) and cut a name at a
+    newline (the fix became a patch of another file)."""
+    import git
+
+    against = [commit.parents[0].hexsha] if commit.parents else ["--root"]
+    try:
+        raw = repo.git.execute(["git", "diff-tree", "-z", "-r", "--raw", "--no-renames",
+                                "--full-index", "--no-commit-id", *against, commit.hexsha],
+                               stdout_as_string=False)
+    except git.GitCommandError as exc:
+        raise UsageError(f"cannot read commit {commit.hexsha} in {repo_dir}: "
+                         f"{_git_says(exc)}") from None
+    fields = raw.split(b"\0")
+    changes = []
+    for meta, path in zip(fields[0::2], fields[1::2]):
+        old_mode, new_mode, old_blob, new_blob, status = meta.lstrip(b":").split(b" ")
+        changes.append(_RawChange(old_mode.decode(), new_mode.decode(), old_blob.decode(),
+                                  new_blob.decode(), status.decode()[:1],
+                                  path.decode("utf-8", "surrogateescape")))
+    return changes
+
+
+def _delta(repo, commit, change: _RawChange, repo_dir: Path, rev_range: str) -> FileDelta:
+    """A file of the commit's change with both contents, after the refusals of what a patch
+    cannot carry (before a gitlink is read)."""
+    _refuse_unsupported(change, commit, repo_dir, rev_range)
+    added, deleted = change.status == "A", change.status == "D"
+    try:
+        old = None if added else repo.odb.stream(bytes.fromhex(change.old_blob)).read()
+        new = None if deleted else repo.odb.stream(bytes.fromhex(change.new_blob)).read()
+    except ValueError as exc:  # GitPython's word for an object the repository lacks
+        raise UsageError(f"cannot read {change.path} of commit {commit.hexsha} in "
+                         f"{repo_dir}: {exc}") from None
+    return FileDelta(old_path=None if added else change.path,
+                     new_path=None if deleted else change.path, old=old, new=new,
+                     old_mode=change.new_mode if added else change.old_mode,
+                     new_mode=change.old_mode if deleted else change.new_mode)
+
+
+def _refuse_unsupported(change: _RawChange, commit, repo_dir: Path, rev_range: str) -> None:
     """Refuse a change a patch cannot carry, naming the range, the repository, the commit and
     the path (as the merge refusal does), before any diff is made of it: the diff writer's own
     refusal named none of them (`unsupported file mode 160000`, `<diff>:2`)."""
-    modes = {_mode(blob) for blob in (diff.a_blob, diff.b_blob) if blob is not None}
-    path = diff.b_path or diff.a_path
-    why = None
+    path, why = change.path, None
+    modes = {m for m in (change.old_mode, change.new_mode) if m != "000000"}
     if "160000" in modes:
         # A submodule is a commit id in the tree, not a file: no patch (git apply, quilt,
         # an overlay) carries one.
-        what = ("adds" if diff.new_file else "removes" if diff.deleted_file else "changes")
+        what = {"A": "adds", "D": "removes"}.get(change.status, "changes")
         why = f"{what} submodule {path}: a patch carries files only"
-    elif diff.a_blob is not None and diff.b_blob is not None and \
-            ("120000" in modes) and len(modes) > 1:
-        why = (f"turns {path} from a symlink into a file" if _mode(diff.a_blob) == "120000"
+    elif "120000" in modes and len(modes) > 1:
+        why = (f"turns {path} from a symlink into a file" if change.old_mode == "120000"
                else f"turns {path} from a file into a symlink") + \
             ": a patch of the series cannot change a file's type"
+    elif any(c in path for c in "\n\r"):
+        from patchforge.apply.diffparse import c_quote
+
+        quoted = c_quote(path.encode("utf-8", "surrogateescape")).decode("utf-8", "replace")
+        why = (f"changes {quoted}: a file name with a newline cannot be carried by a patch "
+               "(GNU patch and quilt read one name a line)")
     if why is not None:
         raise UsageError(f"{rev_range} in {repo_dir}: "
                          f"{commit_named(commit.hexsha, _summary(commit))} {why}",
                          hint="leave that commit out of the range: import the commits before "
                               "and after it as two ranges (`BASE..{0}~1`, then `{0}..TIP`)"
                               .format(commit.hexsha[:12]))
-
-
-def _refuse_cut_path(repo, diff, commit, repo_dir: Path, rev_range: str) -> None:
-    """Refuse a commit whose path GitPython did not read whole: a name holding a newline
-    came back cut at it (`we` for `we<LF>ird.py`), and the fix became a patch of another
-    file. A path the commit (or its parent) does not have is that; git's own NUL-separated
-    names say which, and no patch can carry a newline in a name (git apply, GNU patch and
-    quilt read one name a line)."""
-    parent_tree = commit.parents[0].tree if commit.parents else None
-    for path, tree in ((None if diff.deleted_file else diff.b_path, commit.tree),
-                       (None if diff.new_file else diff.a_path, parent_tree)):
-        if path is None or tree is None:
-            continue
-        try:
-            tree.join(path)
-        except KeyError:
-            break
-    else:
-        return
-    from patchforge.apply.diffparse import c_quote
-
-    parent = commit.parents[0].hexsha if commit.parents else "--root"
-    names = repo.git.diff_tree("-z", "-r", "--no-renames", "--name-only", "--no-commit-id",
-                               parent, commit.hexsha)
-    odd = [name for name in names.split("\0") if any(c < " " for c in name)]
-    said = ", ".join(c_quote(name.encode("utf-8", "surrogateescape")).decode(
-        "utf-8", "replace") for name in odd) or (diff.b_path or diff.a_path)
-    raise UsageError(f"{rev_range} in {repo_dir}: {commit_named(commit.hexsha, _summary(commit))}"
-                     f" changes {said}: a file name with a newline or another control "
-                     "character cannot be carried by a patch (git apply, patch and quilt read "
-                     "one name a line)",
-                     hint="leave that commit out of the range: import the commits before and "
-                          "after it as two ranges (`BASE..{0}~1`, then `{0}..TIP`), or rename "
-                          "the file".format(commit.hexsha[:12]))
 
 
 def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
@@ -190,38 +213,8 @@ def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
                               "or name a range without merges")
     out = []
     for commit in commits:
-        deltas = []
-        try:
-            if commit.parents:
-                # GitPython diffs the commit against the argument (`diff-tree COMMIT PARENT`):
-                # R=True turns it into the commit's own change, parent to commit.
-                changed = commit.diff(commit.parents[0], R=True, create_patch=False,
-                                      no_renames=True)
-            else:
-                # A root commit: against NULL_TREE GitPython runs `diff-tree --root COMMIT`,
-                # already the commit's own change (its files added, as `git format-patch
-                # --root` writes them). Reversed, a commit that adds a fix became a patch
-                # deleting it, which status then took for landed upstream.
-                changed = commit.diff(git.NULL_TREE, create_patch=False, no_renames=True)
-        except (ValueError, git.GitCommandError) as exc:
-            raise UsageError(f"cannot read commit {commit.hexsha} in {repo_dir}: {exc}") from None
-        for diff in changed:
-            _refuse_unsupported(diff, commit, repo_dir, rev_range)  # before a gitlink is read
-            _refuse_cut_path(repo, diff, commit, repo_dir, rev_range)
-            try:
-                old = diff.a_blob.data_stream.read() if diff.a_blob is not None and \
-                    not diff.new_file else None
-                new = diff.b_blob.data_stream.read() if diff.b_blob is not None and \
-                    not diff.deleted_file else None
-            except ValueError as exc:  # GitPython's word for an object the repository lacks
-                raise UsageError(f"cannot read {diff.b_path or diff.a_path} of commit "
-                                 f"{commit.hexsha} in {repo_dir}: {exc}") from None
-            deltas.append(FileDelta(
-                old_path=diff.a_path if old is not None else None,
-                new_path=diff.b_path if new is not None else None,
-                old=old, new=new,
-                old_mode=_mode(diff.a_blob) if old is not None else _mode(diff.b_blob),
-                new_mode=_mode(diff.b_blob) if new is not None else _mode(diff.a_blob)))
+        deltas = [_delta(repo, commit, change, repo_dir, rev_range)
+                  for change in _raw_changes(repo, commit, repo_dir)]
         message = commit.message if isinstance(commit.message, str) else \
             commit.message.decode("utf-8", "surrogateescape")
         subject, _, body = message.partition("\n")
