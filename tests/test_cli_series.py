@@ -274,6 +274,36 @@ def test_refresh_of_a_plain_diff_says_what_it_wrote_and_keeps_every_word(project
     assert patch_bytes(root, "plain").count(note) == 1
 
 
+def test_a_plain_diffs_words_that_begin_like_a_field_stay_whole(project, tmp_path):
+    """A plain .diff whose words begin `Note: ...` (read as a field, there being no blank
+    line under it) and go on: refresh wrote `Last-Update` under that line and a blank line,
+    cutting the note in two, its first line now a header field, without a word. The words
+    stay whole under the header written above them (and said), and so through a rebase that
+    writes `Base`."""
+    root = project
+    words = b"Note: line2 must be upper case on gfx942.\nThe second line of the note.\n\n"
+    add_patch_file(root, "up", "note.patch", words + b"--- a/a.py\n+++ b/a.py\n"
+                   b"@@ -1,3 +1,3 @@\n line1\n-line2\n+LINE2\n line3\n")
+    ok(root, "edit", "note")
+    replace_in(work(root) / "a.py", b"line3\n", b"LINE3\n")
+    run = ok(root, "refresh")
+    assert patch_bytes(root, "note").startswith(b"Last-Update: 2024-05-01\n\n" + words
+                                                + b"---\n"), patch_bytes(root, "note")
+    assert "note.patch had no header: refresh wrote one (Last-Update)" in run.err, run.err
+    # Another such plain diff, never refreshed: the rebase that moves it writes `Base` above
+    # its words, not between their lines.
+    other = b"Note: z is 30 here.\nSo says the second line.\n\n"
+    add_patch_file(root, "up", "other.patch", other + b"--- a/pkg/b.py\n+++ b/pkg/b.py\n"
+                   b"@@ -1,3 +1,3 @@\n x = 1\n y = 2\n-z = 3\n+z = 30\n")
+    upstream = tmp_path / "up-upstream"
+    (upstream / "pkg/b.py").write_bytes(b"w = 0\n" + (upstream / "pkg/b.py").read_bytes())
+    git(upstream, "commit", "-qam", "a line above")
+    ok(root, "rebase", "--to", "up=main")
+    moved = patch_bytes(root, "other")
+    assert moved.startswith(b"Base: ") and b"\n\n" + other in moved, moved
+    assert b"z = 30" in moved and patch_bytes(root, "note").count(words) == 1
+
+
 def test_edit_in_the_middle_keeps_later_patches_or_names_them(project):
     root = project
     make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})

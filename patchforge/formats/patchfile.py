@@ -23,6 +23,8 @@ CANONICAL_ORDER = ("Description", "Author", "Origin", "Bug", "Forwarded", "Appli
 # DEP-3 allows the git-am spellings as well; they name the same thing.
 _ALIASES = {"description": "description", "subject": "description",
             "author": "author", "from": "author"}
+# Every field a header of ours (or a DEP-3 one) has, canonical and lower case: _is_header_name.
+_HEADER_NAMES = {name.lower() for name in CANONICAL_ORDER} | {"acked-by"}
 
 # "Upstream-Status: Pending" -- a name, a colon, then whitespace or the end of the line (so that
 # "http://..." in a free-text header is not taken for a field).
@@ -68,6 +70,13 @@ def _split_at_diff(data: bytes) -> tuple[list[bytes], bytes]:
         offset += len(line)
         line = following
     return head, b""
+
+
+def _is_header_name(name: str) -> bool:
+    """A field name a patch header has: DEP-3's and patchforge's (CANONICAL_ORDER and the git-am
+    spellings), DEP-3's `Bug-<Vendor>` and `Acked-by`, and `X-` extensions."""
+    low = name.lower()
+    return _canon(low) in _HEADER_NAMES or low.startswith(("bug-", "x-"))
 
 
 def _canon(name: str) -> str:
@@ -143,7 +152,8 @@ class PatchFile:
 
     def with_field(self, name: str, value: str) -> PatchFile:
         """Set a field: the first field of that name (or its alias) keeps its place and spelling;
-        otherwise the field is added at the end of the header."""
+        otherwise the field is added at the end of the header (above the words of a header that
+        is none: `header_read_as_text`)."""
         key = _canon(name)
         fields = list(self.fields)
         for k, f in enumerate(fields):
@@ -153,6 +163,9 @@ class PatchFile:
                     b"\n" if f.raw.endswith(b"\n") else self._eol)
                 fields[k] = HeaderField(f.name, value, _render_field(f.name, value, eol))
                 return _keep_parse(self, replace(self, fields=tuple(fields)))
+        text = self.header_read_as_text()
+        if text is not self:  # the words' first line only looked like a field: kept whole
+            return text.with_field(name, value)
         fields.append(HeaderField(name, value, _render_field(name, value, self._eol)))
         gap = self.gap
         # A new header must be ended by a blank line. One that already ran straight into its
@@ -224,6 +237,19 @@ class PatchFile:
         return new.with_description(
             b"\n\n".join(([kept] if kept else []) + [text.rstrip(b"\r\n") for _, text in notes])
             + b"\n\n")
+
+    def header_read_as_text(self) -> PatchFile:
+        """This patch with a header that is no header given back to the text: lines that only
+        look like fields (`Note: c must be C.`), none a field a patch header has (DEP-3's,
+        patchforge's, `Bug-*`, `X-*`), running straight into free text with no blank line
+        between, are the first lines of a plain diff's words. A field written under them
+        (refresh's `Last-Update`) split that paragraph in two, half of it now a field.
+        Otherwise the patch itself. The bytes are the same either way."""
+        if self.gap or self.preamble or not self.fields or not self.description.strip() \
+                or any(_is_header_name(f.name) for f in self.fields):
+            return self
+        return _keep_parse(self, replace(self, fields=(), description=b"".join(
+            f.raw for f in self.fields) + self.description))
 
     def field_line(self, name: str) -> int | None:
         """The line of the patch file the first `name` field starts on, or None (for findings

@@ -343,14 +343,17 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
         diff = patch.diff
     # Words between the old diff's file sections (a plain .diff's note on a file) have no
     # place in the diff made again: they go to the end of the description, and are said.
-    new_patch = patch.with_remade_diff(diff)
+    # A plain diff's words whose first line only looks like a field (`Note: ...`) stay words:
+    # the header written above them must not split them.
+    text = patch.header_read_as_text()
+    new_patch = text.with_remade_diff(diff)
     notes: list[tuple[int, bytes]] = []
     if new_patch.diff != patch.diff:
         notes = patch.notes_in_diff()
         new_patch = new_patch.with_field("Last-Update", today())
     # A plain diff (no header, perhaps words above it) gets a header now: said, with what
     # became of the words (the description).
-    header_written = [f.name for f in new_patch.fields] if not patch.fields else []
+    header_written = [f.name for f in new_patch.fields] if not text.fields else []
     data = new_patch.to_bytes()
     written = parse_patch_file(data, str(path))  # never write what we could not read back
     # A file pip installs outside the install root, which `add` and `new --file` refuse: the
@@ -408,7 +411,7 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
     return {"upstream": upstream, "name": file_name, "changed": changed,
             "files": [c[0] for c in changes], "no_longer_applies": bool(itself),
             "header_written": header_written,
-            "description_kept": bool(patch.description.strip()),
+            "description_kept": bool(text.description.strip()),
             "notes_moved": [{"line": line, "text": text.decode("utf-8", "replace")}
                             for line, text in notes],
             "later_failing": later, "undoes": undoes,
