@@ -733,3 +733,47 @@ def test_concurrent_commands_never_corrupt_the_series(env, tmp_path, monkeypatch
             assert "another patchforge process" in err, err
     for entry in series:
         assert (root / "series/up" / entry).exists()
+
+
+def test_an_import_cut_short_at_any_write_leaves_none_of_it(env, tmp_path, monkeypatch):
+    """`import quilt` listed its patches one at a time: a Ctrl-C part-way left some listed
+    (and one more file unlisted) while the message said "nothing was left half-written". The
+    import now writes its files, then lists them all in one write of the series file, and a
+    Ctrl-C (or a failed write) before that removes the files it made: at every write point
+    the project is as it was, the message is true, and the same import run again takes it
+    all. A kill (no cleanup) leaves at most unlisted files, which the run again lists."""
+    prepared = env.fresh(tmp_path / "base", monkeypatch)
+    quilt = tmp_path / "quilt"
+    quilt.mkdir()
+    (quilt / "fix.patch").write_bytes(HEADER + MODIFY_A)
+    (quilt / "other.patch").write_bytes(HEADER + (
+        b"diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
+        b"@@ -1,3 +1,3 @@\n x = 1\n-y = 2\n+y = 20\n z = 3\n"))
+    (quilt / "series").write_text("fix.patch\nother.patch\n")
+    args = ("import", "quilt", str(quilt), "--upstream", "up")
+    old = project_files(prepared)
+    new = _after(prepared, tmp_path, *args)
+    hits = 0
+    for mode in ("interrupt", "kill"):
+        for n in range(1, 20):
+            root = tmp_path / f"{mode}-{n}"
+            shutil.copytree(prepared, root, symlinks=True)
+            env_vars = {"PATCHFORGE_FAULT": f"rename:{n}"}
+            if mode == "interrupt":
+                env_vars["PATCHFORGE_FAULT_MODE"] = "interrupt"
+            proc = run_subprocess(root, *args, env=env_vars)
+            if proc.returncode == 0:
+                break
+            hits += 1
+            state = project_files(root)
+            if mode == "interrupt":
+                assert proc.returncode == 130, proc.stderr.decode()
+                assert state == old, (n, sorted(set(state) ^ set(old)))
+                assert "nothing was left half-written" in proc.stderr.decode()
+            else:
+                listed = state.get("series/up/series", (None, b""))[1]
+                assert state == old or not listed.strip(), (n, listed)
+            again = run_subprocess(root, *args)
+            assert again.returncode == 0, again.stderr.decode()
+            assert project_files(root) == new, n
+    assert hits >= 4

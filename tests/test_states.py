@@ -624,6 +624,30 @@ def test_ctrl_c_exits_130_and_names_the_journal_it_left(project):
     assert f"Base: {target}".encode() in project.patch("fix-a")
 
 
+def test_ctrl_c_during_the_first_imports_exits_130_without_a_traceback(tmp_path):
+    """Ctrl-C in the first moments of a command, while main() still imports its output
+    module (before its own handler is in place), printed a KeyboardInterrupt traceback and
+    the process died by the signal. The console script now says "interrupted", exit 130, as a
+    moment later. The Ctrl-C is raised at that import, in the real console entry point."""
+    script = tmp_path / "early.py"
+    script.write_text(
+        "import builtins, sys\n"
+        "import patchforge.cli as cli\n"
+        "real, raised = builtins.__import__, []\n"
+        "def imp(name, *a, **k):\n"
+        "    if name == 'patchforge.cli.output' and not raised:\n"
+        "        raised.append(1)\n"
+        "        raise KeyboardInterrupt\n"
+        "    return real(name, *a, **k)\n"
+        "builtins.__import__ = imp\n"
+        "sys.argv = ['patchforge', '--version']\n"
+        "cli.console_main()\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, cwd=tmp_path)
+    err = proc.stderr.decode()
+    assert proc.returncode == 130 and "patchforge: interrupted" in err, err
+    assert "Traceback" not in err, err
+
+
 def test_sigterm_exits_143_names_the_journal_and_leaves_no_temporary_file(project):
     """A CI job cancelled (or `timeout`) sends SIGTERM. Without a handler the rebase ended
     where it stood, with no word of the journal it left, and the temporary file of the write

@@ -430,7 +430,12 @@ def console_main() -> None:
     # and the temporary file of a write in progress stayed in the project.
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        main()
+        try:
+            main()
+        except KeyboardInterrupt as exc:
+            # Ctrl-C in main's first imports, before its own handler is in place: a traceback
+            # and a death by signal, where the same press a moment later says "interrupted".
+            _interrupted(exc)
     except SystemExit as exc:
         code = exc.code
         if code is not None and not isinstance(code, int):

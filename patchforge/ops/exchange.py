@@ -26,7 +26,7 @@ from patchforge.formats.patchfile import (CANONICAL_ORDER, SIGNATURE, parse_patc
                                           quote_diff_like, render_patch_file)
 from patchforge.formats.series import parse_series
 from patchforge.fsutil import RepoLock, atomic_write, writing_project
-from patchforge.stack import (add_to_series, require_readable_history, series_changed,
+from patchforge.stack import (require_readable_history, series_changed,
                               series_state)
 from patchforge.store.diff import FileChange, blob_oid, make_diff, merge_file
 from patchforge.store.git import run_git
@@ -142,10 +142,32 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
                                  "while the import ran (another patchforge command); nothing "
                                  "was imported", hint="rename one of them, then import again")
         with writing_project(project.root):  # readers see none of the import or all of it
-            for file_name, data in pending:
-                if file_name not in project.patch_names(upstream):
-                    add_to_series(project, upstream, file_name, data)
+            _list_imported(project, upstream, [(file_name, data) for file_name, data in pending
+                                               if file_name not in project.patch_names(upstream)])
             series_changed(project)
+
+
+def _list_imported(project: Project, upstream: str, new: list[tuple[str, bytes]]) -> None:
+    """Write the import's patch files, then list them all in one write of the series file:
+    the import is in the series whole or not at all. Cut short before that write (Ctrl-C, a
+    failed write), the files this run made are removed again, and nothing of the import is
+    left; one patch at a time, a Ctrl-C left part of it listed while the message said nothing
+    was. (A kill leaves the files unlisted: the same import run again lists them.)"""
+    made: list[Path] = []
+    try:
+        for file_name, data in new:
+            path = project.patch_path(upstream, file_name)
+            if not path.exists():
+                made.append(path)
+            atomic_write(path, data)
+        series = project.read_series(upstream)
+        for file_name, _ in new:
+            series = series.inserted(file_name)
+        atomic_write(project.series_path(upstream), series.to_bytes())
+    except BaseException:
+        for path in made:
+            path.unlink(missing_ok=True)
+        raise
 
 
 def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,
