@@ -276,3 +276,25 @@ def test_a_commit_adding_a_file_of_a_non_utf8_name_keeps_every_change(project, t
     applied = subprocess.run(["git", "apply", "-"], cwd=check, input=data, capture_output=True)
     assert applied.returncode == 0, applied.stderr
     assert open(bytes(check) + b"/caf\xe9.py", "rb").read() == b"data = 1\n"
+
+
+def test_a_commit_message_in_latin_1_is_read_in_the_encoding_it_names(project, tmp_path):
+    """A commit made with `i18n.commitEncoding=ISO-8859-1` (git writes an `encoding` header)
+    came in with a replacement character for every accented letter of its subject, body and
+    author: GitPython read it as UTF-8. Read in the encoding the commit names."""
+    root = project
+    clone = fork(tmp_path)
+    (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+    git(clone, "add", "-A")
+    message = tmp_path / "message"
+    message.write_bytes(b"Caf\xe9 fix\n\nThe d\xe9tail.\n")
+    subprocess.run(["git", "-c", "i18n.commitEncoding=ISO-8859-1", "commit", "-q",
+                    b"--author=Ren\xe9e <r@example.com>", "-F", str(message)], cwd=clone,
+                   check=True)
+    ok(root, "import", "git", "HEAD~1..HEAD", "--repo", str(clone))
+    (name,) = [p.name for p in (root / "series/up").glob("*.patch")]
+    fields, description = header(root, name.removesuffix(".patch"))
+    assert fields["Description"].startswith("Café fix"), fields
+    assert "The détail." in description or "The détail." in fields["Description"], \
+        (fields, description)
+    assert fields["Author"].startswith("Renée"), fields

@@ -139,6 +139,33 @@ def _raw_changes(repo, commit, repo_dir: Path) -> list[_RawChange]:
     return changes
 
 
+def _author_and_message(repo, commit) -> tuple[str, str]:
+    """The commit's author name and message in the encoding its `encoding` header names (git
+    writes one where `i18n.commitEncoding` is set, Latin-1 say), else UTF-8: GitPython read
+    such a message as UTF-8, every accented letter a replacement character in the patch."""
+    import codecs
+
+    raw = repo.odb.stream(commit.binsha).read()
+    head, _, message = raw.partition(b"\n\n")
+    encoding, author = "utf-8", b""
+    for line in head.split(b"\n"):
+        if line.startswith(b"encoding "):
+            encoding = line[len(b"encoding "):].decode("ascii", "replace").strip()
+        elif line.startswith(b"author "):
+            author = line[len(b"author "):].rpartition(b" <")[0]
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        encoding = "utf-8"  # a name git wrote but Python does not know: read as git's default
+
+    def text(data: bytes) -> str:
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError:  # not in the encoding it names: its bytes kept
+            return data.decode("utf-8", "surrogateescape")
+    return text(author).strip(), text(message)
+
+
 def _delta(repo, commit, change: _RawChange, repo_dir: Path, rev_range: str) -> FileDelta:
     """A file of the commit's change with both contents, after the refusals of what a patch
     cannot carry (before a gitlink is read)."""
@@ -215,12 +242,11 @@ def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
     for commit in commits:
         deltas = [_delta(repo, commit, change, repo_dir, rev_range)
                   for change in _raw_changes(repo, commit, repo_dir)]
-        message = commit.message if isinstance(commit.message, str) else \
-            commit.message.decode("utf-8", "surrogateescape")
+        author, message = _author_and_message(repo, commit)
         subject, _, body = message.partition("\n")
         out.append(CommitInfo(
             sha=commit.hexsha, root=not commit.parents,
-            author_name=commit.author.name or "Unknown",
+            author_name=author or "Unknown",
             author_email=commit.author.email or "unknown@localhost",
             date=commit.authored_datetime.date().isoformat(), subject=subject.strip(),
             body=body.strip(), deltas=tuple(deltas),
