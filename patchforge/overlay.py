@@ -452,7 +452,8 @@ def series_links(project: Project, patches) -> list[tuple[str, str]]:
                for _, patch in patches for fp in patch.file_patches):
         return []
     found: dict[tuple[str, str], None] = {}
-    for profile in [*project.config.profiles] or [None]:
+    profiles: list[str | None] = [*project.config.profiles] or [None]
+    for profile in profiles:
         made: dict[str, str] = {}  # path -> the patch that made it a link
         for name, patch in patches:
             if not applies_to_profile(patch, profile):

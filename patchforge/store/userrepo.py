@@ -199,9 +199,10 @@ def _refuse_unsupported(change: _RawChange, commit, repo_dir: Path, rev_range: s
                else f"turns {path} from a file into a symlink") + \
             ": a patch of the series cannot change a file's type"
     elif any(c in path for c in "\n\r"):
-        from patchforge.apply.diffparse import c_quote
+        from patchforge.store.diff import quote_c_path
 
-        quoted = c_quote(path.encode("utf-8", "surrogateescape")).decode("utf-8", "replace")
+        quoted = quote_c_path(path.encode("utf-8", "surrogateescape")).decode("utf-8",
+                                                                              "replace")
         why = (f"changes {quoted}: a file name with a newline cannot be carried by a patch "
                "(GNU patch and quilt read one name a line)")
     if why is not None:
