@@ -1728,6 +1728,7 @@ def _removed_line_moved_inside(fp, hunk, base: bytes,
     # `(`), and where in the post-image the hunk removes it (the post-image lines before it).
     asked: list[tuple[bytes, bytes, int]] = []
     removed: dict[bytes, None] = {}
+    post_starts: bytes | None = None  # (made once the hunk has a line to ask)
     at = 0
     for kind, each in zip(kinds, hunk.lines):
         if kind != b"-":
@@ -1737,13 +1738,18 @@ def _removed_line_moved_inside(fp, hunk, base: bytes,
         if line in removed:
             continue
         removed[line] = None
-        if not line.endswith(b"\n") or len(_strip_ws(line)) < MIN_ANCHOR_CHARS or \
-                len(asked) == _LINES_LOOKED_UP:
+        if len(asked) == _LINES_LOOKED_UP or not line.endswith(b"\n") or \
+                len(_strip_ws(line)) < MIN_ANCHOR_CHARS:
             continue
+        if post_starts is None:
+            if not _inner_post_image_there(hunk, current):
+                return None
+            post_starts = _line_starts(hunk.new_lines())
         stripped = line.lstrip()
         call = stripped[:stripped.find(b"(") + 1]
-        if len(_strip_ws(call)) < MIN_ANCHOR_CHARS or call not in current or \
-                any(_strip_ws(each).startswith(_strip_ws(call)) for each in hunk.new_lines()):
+        wanted = _strip_ws(call)
+        if len(wanted) < MIN_ANCHOR_CHARS or call not in current or \
+                b"\n" + wanted in post_starts:
             # (a call the post-image makes too is one of a list of them, `m.def(` of a
             # binding table: another line of the list is not a version of this one)
             call = b""
@@ -1821,6 +1827,29 @@ def _removed_line_moved_inside(fp, hunk, base: bytes,
                         "rewritten, not removed")
             found = current.find(call, end)
     return None
+
+
+def _line_starts(lines: list[bytes]) -> bytes:
+    """`lines` (each ending with a line end, but the last) without whitespace, each after a
+    line end: one of them starts with bytes P without whitespace where this holds
+    b"\n" + P. One search, where stripping each line to ask each of them was a loop over
+    every line of a hunk of thousands of lines, for each line it removes."""
+    return b"\n" + b"".join(lines).translate(None, _WS_BUT_LF)
+
+
+def _inner_post_image_there(hunk, current: bytes) -> bool:
+    """Whether `current` has the first or the second half of the lines of `hunk`'s
+    post-image that fuzz 2 leaves (all but two at either end), each half whole (its one line,
+    for one line): a necessary condition of every answer of `_removed_line_moved_inside`, one
+    or two searches of the file before its searches per removed line. That check finds a
+    line only right between a head and a tail of the post-image cut by fuzz 0, 1 or 2 (each
+    cut inside the one before), which hold the lines fuzz 2 leaves, split where the line
+    sits: one of the two holds either half whole."""
+    inner = hunk.new_lines()[2:-2]
+    if len(inner) < 2:
+        return not inner or inner[0] in current
+    half = len(inner) // 2
+    return b"".join(inner[:half]) in current or b"".join(inner[half:]) in current
 
 
 def _saying_something(lines: list[bytes]) -> int:

@@ -439,6 +439,22 @@ def _moved_lines_by_whole_file(fp, hunk, base: bytes, current: bytes, at_line: i
     return found
 
 
+def _random_fixes(rng, words: list[bytes], count: int):
+    """`count` random files of `words`, each with a fix of it (one to three lines taken out,
+    up to two given another argument and put in anywhere): (the file's lines, the fixed
+    file's, the file patch) of each fix that changes something."""
+    for _ in range(count):
+        base_lines = [rng.choice(words) for _ in range(rng.randint(8, 40))]
+        fixed = list(base_lines)
+        for _ in range(rng.randint(1, 3)):
+            del fixed[rng.randrange(len(fixed))]
+        for _ in range(rng.randint(0, 2)):
+            fixed.insert(rng.randrange(len(fixed) + 1),
+                         rng.choice(words).replace(b")", b", 1)"))
+        if fixed != base_lines:
+            yield base_lines, fixed, file_patch(b"".join(base_lines), b"".join(fixed))
+
+
 def test_a_removed_line_moved_near_its_place_is_what_a_search_of_every_line_finds():
     """`_removed_line_moved` looks for a line the hunk removes only in the lines around the
     place its reverse-apply found (the copy of the post-image at that line, the lines counted
@@ -459,18 +475,8 @@ def test_a_removed_line_moved_near_its_place_is_what_a_search_of_every_line_find
              b"    scale = compute_scale(out, dtype)\n"]
     rng = random.Random(1907)
     asked = moved = 0
-    for _ in range(700):
-        base_lines = [rng.choice(words) for _ in range(rng.randint(8, 40))]
-        fixed = list(base_lines)
-        for _ in range(rng.randint(1, 3)):
-            del fixed[rng.randrange(len(fixed))]
-        for _ in range(rng.randint(0, 2)):
-            fixed.insert(rng.randrange(len(fixed) + 1), rng.choice(words).replace(b")", b", 1)"))
-        base, patched = b"".join(base_lines), b"".join(fixed)
-        if base == patched:
-            continue
-        fp = file_patch(base, patched)
-        current_lines = list(fixed)
+    for base_lines, fixed, fp in _random_fixes(rng, words, 700):
+        base, patched, current_lines = b"".join(base_lines), b"".join(fixed), list(fixed)
         for _ in range(rng.randint(0, 4)):
             line = rng.choice(base_lines + words)
             current_lines.insert(rng.randrange(len(current_lines) + 1), line)
@@ -504,6 +510,86 @@ def test_a_removed_line_moved_near_its_place_is_what_a_search_of_every_line_find
                 (base, patched, current, got, want)
             moved += got is not None
     assert asked > 400 and moved > 80, (asked, moved)
+
+
+def test_the_moved_inside_check_answers_alike_with_and_without_its_pre_check(monkeypatch):
+    """`_removed_line_moved_inside` first asks the file for either half of the lines of the
+    hunk's post-image that fuzz 2 leaves (`_inner_post_image_there`), and answers None at
+    once without both, before its searches per removed line. Its answer is the one made
+    without that pre-check, on random files: a line the fix removes put back among the post-image's
+    lines or next to them, or its call given other arguments, outer context lines edited
+    (fuzz), lines of the post-image taken out. Fails on main, which has no pre-check."""
+    import random
+
+    from patchforge import detect
+
+    words = [b"    torch.cuda.synchronize(device=rank)\n", b"    barrier(group=world, tag=7)\n",
+             b"    out = project(query, key, value)\n", b"    return out\n", b"\n",
+             b"    workspace = allocate(query, 2)\n", b"    x += 1\n",
+             b"    scale = compute_scale(out, dtype)\n", b"    logits = paged(query, indptr)\n",
+             b"    weights = select_topk(logits)\n"]
+    rng = random.Random(2911)
+    answers = {True: [], False: []}
+    cut_short = 0
+    for base_lines, fixed, fp in _random_fixes(rng, words, 600):
+        base, patched, current_lines = b"".join(base_lines), b"".join(fixed), list(fixed)
+        hunk = rng.choice(fp.hunks)
+        removed = [line[1:] for line in hunk.lines if line[:1] == b"-"]
+        post = hunk.new_lines()
+        start = patched.find(b"".join(post)) if post else -1
+        if removed and start >= 0:
+            start = patched[:start].count(b"\n")
+            put = rng.choice(removed)
+            if rng.random() < 0.3:
+                put = put.replace(b")", b", group=g)")
+            current_lines.insert(rng.randint(max(0, start - 2), start + len(post) + 2), put)
+        for _ in range(rng.randint(0, 2)):  # an outer context line edited, another put in
+            at = rng.randrange(len(current_lines))
+            current_lines[at] = current_lines[at].replace(b"query", b"q")
+            current_lines.insert(rng.randrange(len(current_lines) + 1), rng.choice(words))
+        if rng.random() < 0.5:  # a line of the post-image taken out of the file
+            gone = rng.choice(post) if post else b""
+            current_lines = [line for line in current_lines if line != gone]
+        current = b"".join(current_lines)
+        for each in fp.hunks:
+            if not any(line[:1] == b"-" for line in each.lines):
+                continue
+            monkeypatch.undo()
+            answers[True].append(detect._removed_line_moved_inside(fp, each, base, current))
+            cut_short += not detect._inner_post_image_there(each, current)
+            monkeypatch.setattr(detect, "_inner_post_image_there", lambda hunk, current: True)
+            answers[False].append(detect._removed_line_moved_inside(fp, each, base, current))
+    assert answers[True] == answers[False]
+    found = sum(answer is not None for answer in answers[True])
+    assert found > 100 and cut_short > 60 and len(answers[True]) > 500, \
+        (found, cut_short, len(answers[True]))
+
+
+def test_a_line_start_is_found_in_the_lines_joined_without_whitespace():
+    """`_line_starts`: whether a line of a hunk's post-image starts with a call (whitespace
+    removed from both) is one search of the lines joined, each after a line end; the answer
+    is the one of each line stripped and asked (`_removed_line_moved_inside` asked so, for
+    each line it removes), on random lines of calls, spaces, tabs and carriage returns, the
+    last without its line end at times. Fails on main, which has no `_line_starts`."""
+    import random
+
+    from patchforge.detect import _line_starts, _strip_ws
+
+    pieces = [b"barrier(", b"bar", b"rier(", b"(", b" ", b"\t", b"\r", b"x", b"g)", b"dist."]
+    rng = random.Random(29)
+    found = 0
+    for _ in range(3000):
+        lines = [b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))) + b"\n"
+                 for _ in range(rng.randint(1, 6))]
+        if rng.random() < 0.3:
+            lines[-1] = lines[-1][:-1]
+        wanted = _strip_ws(b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 3))))
+        if not wanted:
+            continue
+        want = any(_strip_ws(line).startswith(wanted) for line in lines)
+        assert (b"\n" + wanted in _line_starts(lines)) == want, (lines, wanted)
+        found += want
+    assert 300 < found < 2700, found
 
 
 def test_the_twin_pre_check_never_changes_what_contained_away_says(monkeypatch):
