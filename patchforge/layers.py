@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import tarfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, BinaryIO, cast
 
 from patchforge.errors import NetworkError
@@ -81,6 +81,7 @@ class _LayerFindings:
     links: dict[str, str]  # wanted path -> hard-link target not hashed on this pass
     symlinks: dict[str, str]  # ancestor -> the target of the symlink this layer puts there
     dirs: set[str]  # ancestors this layer puts a directory at
+    contents: dict[str, bytes] = field(default_factory=dict)  # kept regular files' bytes
 
 
 @record(frozen=True)
@@ -229,8 +230,20 @@ def _decide(path: str, findings: _LayerFindings, digest: str, dirs_above: dict[s
     return None
 
 
+def read_contents(layer: Any, open_layer: Callable[[Any], Any], paths: Iterable[str], *,
+                  stats: ReadStats | None = None) -> dict[str, bytes]:
+    """The bytes of each of `paths` (normalized) that `layer` holds as a regular file (the
+    last entry of its name), read again for a question the digest cannot answer (is a fix's
+    change in this other version of its file?). One file's bytes are held, never the layer's."""
+    wanted = {normalize(p) for p in paths}
+    findings = _read_layer(layer, open_layer, wanted, stats if stats is not None else ReadStats(),
+                           keep=wanted)
+    return {path: findings.contents[path] for path in wanted if path in findings.contents
+            and findings.entries.get(path, FoundFile(path, "absent")).kind == "file"}
+
+
 def _read_layer(layer: Any, open_layer: Callable[[Any], Any], wanted: set[str],
-                stats: ReadStats) -> _LayerFindings:
+                stats: ReadStats, *, keep: Collection[str] = ()) -> _LayerFindings:
     ancestors = {a for p in wanted for a in _ancestors(p)}
     findings = _LayerFindings({}, {}, set(), {}, {}, set())
     hashed: dict[str, FoundFile] = {}  # regular files of this layer among `wanted`
@@ -256,7 +269,10 @@ def _read_layer(layer: Any, open_layer: Callable[[Any], Any], wanted: set[str],
                                                        f"{layer.digest[:19]}"
                         continue
                     if name in wanted:
-                        entry = _entry(archive, member, name, layer.digest, hashed)
+                        entry = _entry(archive, member, name, layer.digest, hashed,
+                                       findings.contents if name in keep else None)
+                        if not member.isreg():  # (the last entry of the name is the one)
+                            findings.contents.pop(name, None)
                         findings.entries[name] = entry
                         findings.deleted.pop(name, None)
                         if member.islnk() and entry.kind == "other" and entry.link:
@@ -289,14 +305,20 @@ def _read_layer(layer: Any, open_layer: Callable[[Any], Any], wanted: set[str],
 
 
 def _entry(archive: tarfile.TarFile, member: tarfile.TarInfo, name: str, digest: str,
-           hashed: dict[str, FoundFile]) -> FoundFile:
+           hashed: dict[str, FoundFile], contents: dict[str, bytes] | None = None) -> FoundFile:
+    """What `member` puts at `name`; a regular file's bytes go into `contents` when given."""
     mode = member.mode
     if member.isreg():
         handle = archive.extractfile(member)
         assert handle is not None
         sha = hashlib.sha256()
+        kept = []
         while chunk := handle.read(_CHUNK):
             sha.update(chunk)
+            if contents is not None:
+                kept.append(chunk)
+        if contents is not None:
+            contents[name] = b"".join(kept)
         entry = FoundFile(name, "file", sha.hexdigest(), member.size, mode, layer=digest)
         hashed[name] = entry
         return entry

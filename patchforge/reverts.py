@@ -232,6 +232,12 @@ def _judgeable(fp: FilePatch) -> bool:
     return bool(fp.hunks) or fp.is_new or fp.is_delete
 
 
+def change_state(fp: FilePatch, content: bytes | None) -> str:
+    """present | gone | other: whether a kept fix's change to one file is in `content` (that
+    file somewhere else than a revision of the store: an image's), by the rule above."""
+    return _file_state(fp, content) if _judgeable(fp) else "other"
+
+
 def _file_state(fp: FilePatch, content: bytes | None, own_place=None, *,
                 by_lines: bool = True) -> str:
     """present | gone | other, for one file change and the file's content at a revision: by

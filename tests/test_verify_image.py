@@ -305,7 +305,8 @@ def test_a_fix_dropped_as_landed_is_checked_in_an_image_the_lock_does_not_pin(
     """A fix dropped as landed upstream has no overlay: the image must hold it itself. Against
     an image upstream.lock does not pin, verify --image never looked at its file, so an image
     with the file as it was before the fix passed, exit 0. Its file is now checked to be the
-    upstream's at the pin (a row, `landed`); an image without it fails (exit 1) with a hint;
+    upstream's at the pin (a row, `landed`), or another version with the fix's change in it;
+    an image without it fails (exit 1) with a hint, as one whose file cannot tell;
     the fixes are said one by one; the pinned image holds them by the pin; and where the
     store cannot give the pinned file, the run says what it did not check."""
     import shutil
@@ -321,7 +322,8 @@ def test_a_fix_dropped_as_landed_is_checked_in_an_image_the_lock_does_not_pin(
         _tar({target: before}), "gzip")))
     failed = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:stale")
     assert failed.rc == 1, failed.text
-    assert f"/{target}" in failed.out and "landed-fix.patch landed" in failed.out
+    assert f"/{target}" in failed.out and "with the code vllm/upstreamed/landed-fix.patch " \
+        "changed as it was before: the image lacks the fix" in failed.out, failed.out
     assert "0 of 1 fixes dropped as landed upstream are in it; not: " \
         "vllm/upstreamed/landed-fix.patch" in failed.out, failed.out
     assert "the image does not hold the upstream's files where fixes dropped as landed " \
@@ -338,6 +340,17 @@ def test_a_fix_dropped_as_landed_is_checked_in_an_image_the_lock_does_not_pin(
     assert fixes and set(fixes.values()) == {"ok"} and {w for w, _ in fixes} == {"series"}
     text = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:good")
     assert "1 of 1 fixes dropped as landed upstream are in it" in text.out, text.out
+    # Another version of the file: its bytes say whether the fix's change is in it.
+    newer = neighbours[target].replace(b"\n", b"\n# a newer nightly's line\n", 1)
+    rewritten = neighbours[target][:-len(neighbours[target].splitlines(True)[-1])] + \
+        b"# the fixed line, rewritten upstream since\n"
+    for tag, data, rc, said in (
+            ("newer", newer, 0, "another version than the upstream's at the pin"),
+            ("rewritten", rewritten, 1, "whether the image holds the fix cannot be told")):
+        server.push_image(REPO, tag, {}, layers=(*images["good_layers"], _layer(
+            _tar({target: data}), "gzip")))
+        run = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:{tag}")
+        assert run.rc == rc and said in run.out, run.text
     # The image upstream.lock pins holds them by the pin: nothing more is read for them.
     lock = json.loads((root / "upstream.lock").read_bytes())
     lock["image"] = {"reference": f"{images['host']}/{REPO}:good", "tag": "good",

@@ -221,8 +221,10 @@ class LandedFixes:
                         found.covered.setdefault(fix, []).append("/" + key)
                         continue
                     entry = found.files.setdefault(key, {"upstream": upstream, "path": fp.path,
-                                                         "target": "/" + key, "landed": []})
+                                                         "target": "/" + key, "landed": [],
+                                                         "changes": []})
                     entry["landed"].append(fix)
+                    entry["changes"].append(fp)
         return found
 
     def expected(self, project: Project) -> dict[str, str | None]:
@@ -290,7 +292,7 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
                      tag_pin: str | None = None,
                      landed: LandedFixes | None = None,
                      kept: dict[tuple[str, str], list[str]] | None = None) -> ImageCheck:
-    from patchforge.layers import ReadStats, find_in_layers
+    from patchforge.layers import ReadStats, find_in_layers, read_contents
 
     landed = landed if landed is not None else LandedFixes()
     registry = registry if registry is not None else default_registry(project)
@@ -318,9 +320,17 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
     checks = [_judge(key, entry, found[key], tuple(profiles.get(key, ())),
                      overlaid.get(key, {}))
               for key, entry in sorted(by_target.items())]
-    checks += [_judge_landed(key, landed.files[key], expected[key], found[key],
-                             project.lock.pin(landed.files[key]["upstream"]).commit)
-               for key in sorted(expected)]
+    layers = {layer.digest: layer for layer in info.layers}
+    for key in sorted(expected):
+        hit, content = found[key], None
+        if hit.kind == "file" and hit.sha256 != expected[key] and hit.layer in layers:
+            # Another version of the file: whether the fix's change is in it is in its bytes.
+            where = hit.resolved or key
+            content = read_contents(layers[hit.layer], open_layer, [where],
+                                    stats=stats).get(where)
+        checks.append(_judge_landed(key, landed.files[key], expected[key], hit,
+                                    project.lock.pin(landed.files[key]["upstream"]).commit,
+                                    content))
     fixes = _fixes(kept or {}, checks, landed, by_pin=by_pin, read=bool(expected))
     names = ", ".join(fix for _, _, fix in landed.fixes)
     if landed.fixes and by_pin:
@@ -353,10 +363,13 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
 
 
 def _judge_landed(key: str, entry: dict[str, Any], expected: str | None, found,
-                  commit: str) -> ImageFileCheck:
+                  commit: str, content: bytes | None = None) -> ImageFileCheck:
     """A file no overlay covers that fixes dropped as landed changed: the image must hold the
     upstream's file at the locked revision `commit` (where they were judged landed), or lack
-    it where the upstream does."""
+    it where the upstream does, or, another version of it (`content`), hold their change as
+    the rule for a landing kept under upstreamed/ tells it (reverts.change_state)."""
+    from patchforge.reverts import change_state
+
     fixes = ", ".join(entry["landed"])
     at = f"the upstream's at the pin ({commit[:12]})"
 
@@ -382,6 +395,14 @@ def _judge_landed(key: str, entry: dict[str, Any], expected: str | None, found,
     if found.kind != "file":
         return check("mismatch", f"the image has {found.detail or found.kind} here, not "
                                  f"{at}, where {fixes} landed")
+    states = {change_state(fp, content) for fp in entry["changes"]} if content is not None \
+        else set()
+    if states == {"present"}:
+        return check("ok", f"another version than {at}, with the change of {fixes} in it")
+    if "gone" in states:
+        return check("mismatch", f"another version than {at}, with the code {fixes} changed "
+                                 "as it was before: the image lacks the fix, and nothing "
+                                 "overlays it")
     return check("mismatch", f"not {at}, where {fixes} landed: whether the image holds "
                              "the fix cannot be told from this file, and nothing overlays it")
 
