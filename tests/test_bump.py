@@ -826,3 +826,38 @@ def test_a_real_bump_stopped_on_a_fix_marks_that_fix_as_the_dry_run_does(
     row = next(line for line in render_markdown(doc).splitlines()
                if line.startswith("| `block-size.patch` |"))
     assert "conflict: a person is needed ⚠" in row and not row.endswith("| - |"), row
+
+
+def test_an_echoed_authorization_header_never_reaches_the_output(tmp_path, registry_server,
+                                                                  forge_server, monkeypatch):
+    """A token realm that quotes the Authorization it refused in its 401 answer ("bad
+    credentials: Basic <base64 of ci:secret>", as debug endpoints and proxies do) had the
+    registry secret printed on stderr and in --json: only the client's own token was scrubbed
+    from answers, not a credential passed in the request's header. Every form of it is
+    scrubbed now (the header's credential, Basic's decoded pair and its secret)."""
+    import base64
+
+    from helpers.servers import Answer
+
+    secret = "s3cr3t-registry-password-0123456789"
+    s = Scenario(tmp_path, registry_server, forge_server, conflict=False)
+    monkeypatch.setenv("PATCHFORGE_REGISTRY_TOKEN", secret)
+    monkeypatch.setenv("PATCHFORGE_REGISTRY_USER", "ci")
+    monkeypatch.setenv("PATCHFORGE_REGISTRY_HOST", registry_server.host)
+    registry_server.auth_required = True
+
+    def echo(method, path, query, req):
+        got = req.header("authorization") or ""
+        pair = base64.b64decode(got.split()[-1]).decode(errors="replace") if got else ""
+        message = f"bad credentials: {got}, decoded: {pair}"
+        return Answer(401, json.dumps({"errors": [{"code": "UNAUTHORIZED",
+                                                   "message": message}]}).encode(),
+                      {"Content-Type": "application/json"})
+    registry_server.token_server.route = echo
+    code, out, err = s.bump("--dry-run", "--json")
+    encoded = base64.b64encode(f"ci:{secret}".encode()).decode()
+    assert any(r.header("authorization") == f"Basic {encoded}"
+               for r in registry_server.token_server.requests), "credentials never sent"
+    assert code == 2, (code, err)
+    assert encoded not in err + out and secret not in err + out, err
+    assert "bad credentials: Basic ***" in err, err

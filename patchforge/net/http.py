@@ -134,6 +134,32 @@ class Response:
         return self
 
 
+def _secrets_sent(headers: Mapping[str, str], token: str | None) -> list[bytes]:
+    """Every form a credential of this request may be echoed in: the token, the credential of
+    the Authorization header sent (`Bearer X`, `Basic X`), and a Basic one's decoded
+    `user:secret` and secret. Longest first, so a part is never scrubbed out of a whole."""
+    import base64
+    import binascii
+
+    found = {token} if token else set()
+    value = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+    scheme, _, credential = value.strip().partition(" ")
+    credential = credential.strip()
+    if credential:
+        found.add(credential)
+        if scheme.lower() == "basic":
+            try:
+                pair = base64.b64decode(credential, validate=True).decode("utf-8", "replace")
+            except (binascii.Error, ValueError):
+                pair = ""
+            if pair:
+                found.add(pair)
+                secret = pair.partition(":")[2]
+                if len(secret) >= 4:  # (a one-letter password would scrub every such letter)
+                    found.add(secret)
+    return sorted((s.encode("utf-8", "surrogateescape") for s in found), key=len, reverse=True)
+
+
 def parse_link_header(value: str) -> dict[str, str]:
     """`<https://...?page=2>; rel="next", <...>; rel="last"` -> {"next": ..., "last": ...}."""
     links: dict[str, str] = {}
@@ -470,11 +496,15 @@ class HttpClient:
                         {k.lower(): v for k, v in raw.headers.items()}, body)
         log.debug("%s %s -> %d", method, url, resp.status)
         truncated = _truncation(resp, raw.headers.get("Content-Encoding"))
-        if self.token and self.token.encode() in body:
-            # A server that echoes the request's headers (a debug endpoint, a proxy) would have
-            # the token printed with the answer's fields and written into the HTTP cache.
-            resp = Response(resp.method, resp.url, resp.status, resp.headers,
-                            body.replace(self.token.encode(), b"***"))
+        secrets = _secrets_sent(headers, self.token)
+        if any(secret in body for secret in secrets):
+            # A server that echoes the request's headers (a debug endpoint, a proxy, a token
+            # realm quoting the Authorization it refused) would have the credential printed
+            # with the answer's fields and written into the HTTP cache: this client's token,
+            # and whatever credential the caller passed in its own Authorization header.
+            for secret in secrets:
+                body = body.replace(secret, b"***")
+            resp = Response(resp.method, resp.url, resp.status, resp.headers, body)
         if truncated:
             return self._not_retried(method, url, truncated, None)
         retry_set = RETRY_STATUS_IDEMPOTENT if method in IDEMPOTENT else RETRY_STATUS_OTHER
