@@ -861,3 +861,36 @@ def test_an_echoed_authorization_header_never_reaches_the_output(tmp_path, regis
     assert code == 2, (code, err)
     assert encoded not in err + out and secret not in err + out, err
     assert "bad credentials: Basic ***" in err, err
+
+
+def test_a_second_bump_keeps_the_commits_people_pushed_to_its_branch(tmp_path, registry_server,
+                                                                    forge_server):
+    """The next night's `bump --open-pr` for the same nightly (nothing newer, its pull request
+    not merged yet) force-pushed over a fix-up a person had pushed onto patchforge/bump-<tag>,
+    exit 0: their commit was gone from the branch. Refused now (exit 2, naming the branch,
+    nothing pushed); the branch keeps their commit. A branch holding only patchforge's own
+    commit is still updated."""
+    s = Scenario(tmp_path, registry_server, forge_server, conflict=False)
+    night1 = tmp_path / "night1"
+    git(tmp_path, "clone", "-q", str(s.remote), str(night1))
+    code, _, err = cli_in_process(night1, "bump", "--image", s.image_repo, "--open-pr")
+    assert code == 0, err
+    branch = f"patchforge/bump-nightly-{s.c3}"
+    # Night 2, nothing pushed by anyone: the branch is patchforge's, updated.
+    again = tmp_path / "again"
+    git(tmp_path, "clone", "-q", str(s.remote), str(again))
+    code, _, err = cli_in_process(again, "bump", "--image", s.image_repo, "--open-pr")
+    assert code == 0, err
+    person = tmp_path / "person"
+    git(tmp_path, "clone", "-q", "-b", branch, str(s.remote), str(person))
+    (person / "NOTES.md").write_text("the fix-up the checks asked for\n")
+    git(person, "add", "NOTES.md")
+    git(person, "-c", "user.name=P", "-c", "user.email=p@example.com", "commit", "-q", "-m",
+        "fix-up")
+    git(person, "push", "-q", "origin", branch)
+    theirs = git(person, "rev-parse", "HEAD").strip()
+    night2 = tmp_path / "night2"
+    git(tmp_path, "clone", "-q", str(s.remote), str(night2))
+    code, _, err = cli_in_process(night2, "bump", "--image", s.image_repo, "--open-pr")
+    assert code == 2 and f"{branch} on origin holds commits patchforge did not make" in err, err
+    assert git(s.remote, "rev-parse", f"refs/heads/{branch}").strip() == theirs

@@ -117,6 +117,36 @@ def commit_bump(project: Project, message: str) -> tuple[str | None, str]:
     return commit, base
 
 
+def _remote_tip_of_ours(root: Path, remote: str, branch: str, commit: str) -> str | None:
+    """The tip of the bump's branch on `remote` (None when it has none), refused when it holds
+    a commit patchforge did not make: a person's fix-up pushed onto the bump's pull request,
+    which the next run's force-push erased, exit 0. Ours is one commit on the base, as
+    commit_bump makes it, by the same author, its title the bump's (ops.bump_report.title)."""
+    listed = _git(root, "ls-remote", "--heads", "--", remote, f"refs/heads/{branch}",
+                  what=f"asking {remote} for {branch}")
+    if not listed:
+        return None
+    tip = listed.split()[0]
+    _git(root, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote, tip,
+         what=f"fetching {branch} from {remote}")
+    parent = _git(root, "rev-parse", f"{commit}^", what="reading the bump's base")
+    theirs = _git(root, "rev-list", f"{parent}..{tip}", what=f"reading {branch}").split()
+    # (Its subject names the outcome, which changes from run to run: its author and the
+    # title's first word are the bump's.)
+    who, _, subject = _git(root, "log", "-1", "--format=%an <%ae>%n%s", tip,
+                           what=f"reading {branch}").partition("\n")
+    ours = theirs == [tip] and subject.startswith("Bump ") and \
+        who == _git(root, "log", "-1", "--format=%an <%ae>", commit, what="reading the bump")
+    if theirs and not ours:
+        raise UsageError(f"{branch} on {remote} holds commits patchforge did not make "
+                         f"({len(theirs)} on the base, {tip[:12]} on top): the bump would "
+                         "push over them; nothing was pushed",
+                         hint=f"merge or close its pull request (or fold the commits in and "
+                              f"delete the branch: `git push {remote} --delete {branch}`), "
+                              "then run the bump again")
+    return tip
+
+
 def open_stack_pull(project: Project, forge, *, tag: str, title: str, body: str,
                     remote: str = "origin", dry_run: bool = False) -> StackPullRequest:
     """Commit, push and open (or update) the bump's pull request; with `dry_run` only say what
@@ -131,8 +161,11 @@ def open_stack_pull(project: Project, forge, *, tag: str, title: str, body: str,
     commit, base = commit_bump(project, f"{title}\n\n{body}")
     if commit is None:
         return StackPullRequest("nothing", branch, repo, base, title)
-    _git(root, "push", "--quiet", "--no-verify", "--force", "--", remote,
-         f"{commit}:refs/heads/{branch}", what=f"pushing {branch} to {remote}")
+    there = _remote_tip_of_ours(root, remote, branch, commit)
+    # Replaced only as it was just seen: a push to the branch meanwhile fails this one.
+    _git(root, "push", "--quiet", "--no-verify", f"--force-with-lease=refs/heads/{branch}:"
+         f"{there or ''}", "--", remote, f"{commit}:refs/heads/{branch}",
+         what=f"pushing {branch} to {remote}")
     owner = repo.split("/")[0]
     existing = forge.find_open_pull(repo, f"{owner}:{branch}")
     if existing is not None:
