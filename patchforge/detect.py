@@ -1669,7 +1669,8 @@ def _removed_line_moved(fp, hunk, base: bytes, current: bytes,
     ANCHOR_DISTANCE lines of where the hunk's reverse-apply `found` it: upstream moved the
     line a few lines rather than removed it, although the hunk's place is without it. Asked
     of lines of MIN_CONTAINED_CHARS or more, without whitespace (a closing bracket or
-    `return x` is everywhere); None otherwise. (A copy far away, in a file that grew copies
+    `return x` is everywhere), and of a shorter call alone (`_call_alone`: `dist.barrier()`
+    runs wherever it is put); None otherwise. (A copy far away, in a file that grew copies
     of the code over a long range of commits, says nothing of this place.)"""
     if found.at_line is None:
         return None
@@ -1679,7 +1680,8 @@ def _removed_line_moved(fp, hunk, base: bytes, current: bytes,
     removed = dict.fromkeys(line_content(line) for kind, line in zip(_kinds(hunk), hunk.lines)
                             if kind == b"-")
     long_lines = [line for line in removed
-                  if line.endswith(b"\n") and len(_strip_ws(line)) >= MIN_CONTAINED_CHARS]
+                  if line.endswith(b"\n") and (len(_strip_ws(line)) >= MIN_CONTAINED_CHARS
+                                               or _call_alone(line))]
     if not long_lines:
         return None
     # Nearness asked first, in the bytes of lines lo..hi alone (found from the copy of the
@@ -1705,6 +1707,20 @@ def _removed_line_moved(fp, hunk, base: bytes, current: bytes,
         if count > 0 and _line_count(current, line) > _line_count(base, line) - count:
             return f"line {near[0] + 1}"
     return None
+
+
+# A statement that is a call alone (`dist.barrier()`, `__syncthreads();`, `free(buf);`): it
+# does what it does wherever it is, so moved a few lines it still runs. Not a line that gives
+# a value (`x = f()`, `return f()`) nor a block's head (`if (x)`).
+_CALL_ALONE = re.compile(rb"[ \t]*(?!(?:if|for|while|switch|return|sizeof|elif|assert|del)\b)"
+                         rb"[A-Za-z_][\w.:]*(?:->[A-Za-z_][\w.:]*)*[ \t]*\(.*\)[ \t]*;?"
+                         rb"[ \t]*(?:(?:#|//).*)?\r?\n")
+
+
+def _call_alone(line: bytes) -> bool:
+    """Whether `line` is a call statement alone that says something (MIN_ANCHOR_CHARS,
+    whitespace removed): `dist.barrier()`."""
+    return len(_strip_ws(line)) >= MIN_ANCHOR_CHARS and _CALL_ALONE.fullmatch(line) is not None
 
 
 def _removed_line_moved_inside(fp, hunk, base: bytes,

@@ -10,6 +10,8 @@ the base had, is no landing either. A landing at the own place still counts. Rea
 upstreams, real commands: `status --against`, `rebase --to`, `overlays`."""
 from __future__ import annotations
 
+import pytest
+
 from helpers.project import OneUpstreamStack
 
 
@@ -177,16 +179,21 @@ FORWARD = (b"def forward(self, query, key_cache):\n"
 BARRIER = b"    torch.cuda.synchronize()  # leftover debugging barrier\n"
 
 
-def test_a_line_the_fix_removes_that_upstream_moved_is_no_landing(tmp_path):
+@pytest.mark.parametrize("barrier", [BARRIER, b"    dist.barrier()\n",
+                                     b"    __syncthreads();\n"],
+                         ids=["synchronize", "dist.barrier", "__syncthreads"])
+def test_a_line_the_fix_removes_that_upstream_moved_is_no_landing(tmp_path, barrier):
     """The fix removes a leftover barrier; upstream moved it five lines down. The hunk's
     reverse-apply succeeds (the line is gone from its place) and git's merge changes nothing
     (it takes the move for the removal and an addition): status said "upstreamed (high)" and
     the rebase dropped the fix, the deployed file still running the barrier. Now unsure: the
-    rebase stops on it. A removal upstream made itself still lands."""
-    v1 = FORWARD % (BARRIER, b"")
+    rebase stops on it. A removal upstream made itself still lands. So for a short call alone
+    (`dist.barrier()`, `__syncthreads();`: it runs wherever it is), which was not asked (a line
+    shorter than 24 characters moved past the hunk's lines is too common to tell anything)."""
+    v1 = FORWARD % (barrier, b"")
     stack = OneUpstreamStack(tmp_path, {"k.py": v1})
     stack.add_fix("fix", "k.py", v1, FORWARD % (b"", b""))
-    stack.commit({"k.py": FORWARD % (b"", BARRIER)}, "the barrier after project", tag="v2")
+    stack.commit({"k.py": FORWARD % (b"", barrier)}, "the barrier after project", tag="v2")
     stack.commit({"k.py": FORWARD % (b"", b"")}, "no barrier", tag="v3")
     status = stack.json("status", "--against", "up=v2", expect=1)
     ((patch,),) = [status["patches"]]
@@ -196,6 +203,20 @@ def test_a_line_the_fix_removes_that_upstream_moved_is_no_landing(tmp_path):
     assert "dropped" not in out and stack.series("up") == ["fix.patch"], out + err
     stack.cli("rebase", "--abort")
     status = stack.json("status", "--against", "up=v3", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "upstreamed", patch
+
+
+def test_a_short_call_the_fix_removes_lands_though_another_copy_is_near(tmp_path):
+    """A guard: the fix and upstream remove the first of two `dist.barrier()` lines five
+    lines apart. The one near the place was there at the base (the file has the line once
+    less): a landing, as before short calls were asked."""
+    barrier = b"    dist.barrier()\n"
+    v1 = FORWARD % (barrier, barrier)
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, FORWARD % (b"", barrier))
+    stack.commit({"k.py": FORWARD % (b"", barrier)}, "one barrier less", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
     ((patch,),) = [status["patches"]]
     assert patch["state"] == "upstreamed", patch
 
