@@ -232,11 +232,38 @@ def test_tags_list_is_paginated_by_link_and_by_last(registry_server):
     client = RegistryClient(HttpClient(Path(os.environ["PATCHFORGE_CACHE"]) / "http"))
     assert client.list_tags(f"{registry_server.host}/{REPO}") == [f"t{n}" for n in range(7)]
     pages = [p for p in registry_server.paths("GET") if "/tags/list" in p]
-    assert len(pages) == 3 and "last=t2" in pages[1] and "last=t5" in pages[2]
+    # The last linked page, which has no Link, is followed by asking after its last tag
+    # (an empty page ends the listing).
+    assert len(pages) == 4 and "last=t2" in pages[1] and "last=t5" in pages[2] \
+        and "last=t6" in pages[3]
     # A registry that sends no Link: a full page is followed by asking after its last tag.
     registry_server.tags_link = False
     assert client.list_tags(f"{registry_server.host}/{REPO}", page_size=3) == \
         [f"t{n}" for n in range(7)]
+    # ... and so is a page the registry capped below `n` (3 of the 1000 asked for), which
+    # ended the listing: bump said "up to date" while newer nightlies waited.
+    assert client.list_tags(f"{registry_server.host}/{REPO}") == [f"t{n}" for n in range(7)]
+
+
+@pytest.mark.parametrize("answer", [b"[]", b"{}", b'{"errors": [{"code": "DENIED"}]}'])
+def test_a_tags_answer_that_is_no_tags_list_is_an_error_not_an_empty_list(registry_server,
+                                                                          answer):
+    """A proxy's or mirror's 200 JSON that is no tags document was read as a repository
+    without tags: bump said "up to date", exit 0. An error naming the registry now (only
+    `"tags": null` means no tags, as the distribution spec allows)."""
+    from helpers.servers import Answer
+    from patchforge.errors import NetworkError
+    from patchforge.net.http import HttpClient
+    from patchforge.net.registry import RegistryClient
+
+    registry_server.push_image(REPO, "t0", {}, index=False)
+    served = registry_server.route
+    registry_server.route = lambda method, path, query, req: Answer(
+        200, answer, {"Content-Type": "application/json"}) if "/tags/list" in path else \
+        served(method, path, query, req)
+    client = RegistryClient(HttpClient(Path(os.environ["PATCHFORGE_CACHE"]) / "http"))
+    with pytest.raises(NetworkError, match="is not a tags list"):
+        client.list_tags(f"{registry_server.host}/{REPO}")
 
 
 def test_dry_run_writes_nothing_and_plans_the_move(clean):
@@ -894,3 +921,17 @@ def test_a_second_bump_keeps_the_commits_people_pushed_to_its_branch(tmp_path, r
     code, _, err = cli_in_process(night2, "bump", "--image", s.image_repo, "--open-pr")
     assert code == 2 and f"{branch} on origin holds commits patchforge did not make" in err, err
     assert git(s.remote, "rev-parse", f"refs/heads/{branch}").strip() == theirs
+
+
+def test_a_404_from_another_host_a_redirect_led_to_is_no_answer_about_the_image(
+        tmp_path, registry_server, forge_server, other_server):
+    """The newest nightly's manifest request redirected to another host (a blob store, a
+    mirror) that answered 404 was taken for the registry saying the image does not exist:
+    that nightly was skipped and an older one planned, exit 0. It is the registry failing,
+    exit 2, as for a server error."""
+    s = Scenario(tmp_path, registry_server, forge_server, conflict=False)
+    registry_server.misbehave("redirect", path=f"/v2/{REPO}/manifests/nightly-{s.c3}",
+                              location=other_server.url + "/elsewhere")
+    code, out, err = s.bump("--dry-run", "--json")
+    assert code == 2, (code, out[-400:])
+    assert "answered 404" in err and f"nightly-{s.c3}" in err, err

@@ -281,8 +281,8 @@ class RegistryClient:
         """Every tag of `repository` (`[host/]repo`; a tag or digest in it is ignored), in the
         registry's order, through `GET /v2/<name>/tags/list?n=<page_size>`, following the
         `Link: <...>; rel="next"` header of each page (the distribution spec's pagination;
-        `last=<tag>` continues after a tag). A registry that sends a full page without a Link
-        is asked again after its last tag; a page that brings nothing new ends the listing."""
+        `last=<tag>` continues after a tag). A registry that sends a page without a Link is
+        asked again after its last tag; a page that brings nothing new ends the listing."""
         image = parse_image_ref(repository, need_tag=False)
         tags: list[str] = []
         seen: set[str] = set()
@@ -295,7 +295,12 @@ class RegistryClient:
                                    f"{image.repository} did not end after {max_pages} pages")
             resp = self._call(image, "GET", "tags", ref, accept="application/json")
             doc = resp.json()
-            page = doc.get("tags") if isinstance(doc, dict) else None
+            if not isinstance(doc, dict) or "tags" not in doc:
+                # A proxy's or mirror's answer (`[]`, `{}`, `{"errors": ...}` with a 200) is
+                # no tags list: read as one without tags, bump said "up to date", exit 0.
+                raise NetworkError(f"registry {image.registry}: the answer for the tags list of "
+                                   f"{image.repository} is not a tags list (no \"tags\")")
+            page = doc["tags"]
             if page is None:
                 page = []  # the spec allows null for a repository without tags
             if not isinstance(page, list) or not all(isinstance(t, str) for t in page):
@@ -311,7 +316,7 @@ class RegistryClient:
     def _next_tags_ref(image: ImageRef, resp: Response, page: list[str],
                        page_size: int) -> str | None:
         """The `list?...` of the next page: from the Link header (relative or absolute, on this
-        registry's tags list only), else after the last tag when the page was full."""
+        registry's tags list only), else after the last tag of a page that had any."""
         link = resp.links().get("next")
         if link:
             parts = urlsplit(link)
@@ -320,7 +325,11 @@ class RegistryClient:
                 raise NetworkError(f"registry {image.registry}: the tags list of "
                                    f"{image.repository} links elsewhere ({link!r})")
             return "list" + (f"?{parts.query}" if parts.query else "")
-        if len(page) >= page_size:
+        if page:
+            # No Link: asked again after the last tag, whether or not the page was full. A
+            # registry may cap a page below `n` (at 100, say) and send no Link; ended there,
+            # the listing missed the newest nightlies and bump said "up to date". A page that
+            # brings nothing new ends it (list_tags).
             return f"list?{urlencode({'n': page_size, 'last': page[-1]})}"
         return None
 
@@ -418,9 +427,12 @@ class RegistryClient:
             message = (f"registry {image.registry} answered {resp.error_detail()} "
                        f"for {method} {path}")
             # A manifest the registry does not have is an answer about the image; any other
-            # failure (a refusal, a server error) is about the registry.
+            # failure (a refusal, a server error) is about the registry, and so is a 404 from
+            # another host a redirect led to (a blob store, a mirror): taken for the image's,
+            # the newest nightly was skipped and an older one planned, exit 0.
+            own = host_of(resp.url or url) == host_of(url)
             error = _not_an_image(message) if resp.status == 404 and kind == "manifests" \
-                else NetworkError(message)
+                and own else NetworkError(message)
             error.status = resp.status
             raise error
         return resp
