@@ -40,7 +40,7 @@ the pulled version silently reverted (`pull_a_teammates_version_while_editing`).
 
 Cost: PATCHFORGE_MODEL_EXAMPLES examples (default 10) of up to 16 steps; no deadline. The
 examples are derandomized so that every run of the suite checks the same sequences; to explore
-new ones, set derandomize=False and raise PATCHFORGE_MODEL_EXAMPLES.
+new ones, set PATCHFORGE_MODEL_DERANDOMIZE=0 and raise PATCHFORGE_MODEL_EXAMPLES.
 """
 from __future__ import annotations
 
@@ -735,6 +735,7 @@ def mode(path: Path) -> str:
 
 StackModel.TestCase.settings = settings(
     max_examples=int(os.environ.get("PATCHFORGE_MODEL_EXAMPLES", "10")),
-    stateful_step_count=16, deadline=None, derandomize=True,
+    stateful_step_count=16, deadline=None,
+    derandomize=os.environ.get("PATCHFORGE_MODEL_DERANDOMIZE", "1") != "0",
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 test_no_fix_is_lost_whatever_the_order = StackModel.TestCase

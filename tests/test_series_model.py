@@ -2,7 +2,8 @@
 goes out and comes back: random sequences of `new` + refresh, `import overlay`, `edit` +
 refresh, `delete`, `rename` (to a new name, or to the name of a deleted fix), `move` (first, or
 after another), `export --mbox` / `export --quilt` and their `import mbox` / `import quilt`
-(back into the project after its fixes were deleted, or into a second project), and
+(back into the project after its fixes were deleted, or into a second project; or that import
+cut short at a write by Ctrl-C, SIGTERM, kill -9 or a failed write, then run again), and
 `export --mbox` through `git am` then `import git` into a second project, on a real small git
 upstream. After every step:
 
@@ -13,11 +14,14 @@ upstream. After every step:
   with exactly those fixes.
 
 And a round trip (export then import) gives back every patch file byte for byte; through
-`git am` and `import git`, every header field (git am trims trailing blanks).
+`git am` and `import git`, every header field (git am trims trailing blanks). An import cut
+short lists none of its patches (after a cleanup, leaves none of its files either), and run
+again it takes them all.
 
 A fix is a token `# FIX<k> v<n>` on the return line of a function only it touches (as in
 tests/test_model.py, which covers rebases, stops and kills). Cost: PATCHFORGE_MODEL_EXAMPLES
-examples (default 6) of up to 12 steps, derandomized; no deadline.
+examples (default 6) of up to 12 steps, derandomized (PATCHFORGE_MODEL_DERANDOMIZE=0 explores
+new ones); no deadline.
 """
 from __future__ import annotations
 
@@ -26,10 +30,11 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, settings, strategies as st
+from hypothesis import HealthCheck, event, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from helpers.cli import run_cli
@@ -198,6 +203,46 @@ class SeriesModel(RuleBasedStateMachine):
         assert self.patch_files(target) == before
 
     @precondition(lambda self: self.order)
+    @rule(how=st.sampled_from(["mbox", "quilt"]), into=st.sampled_from(["back", "other"]),
+          cut=st.sampled_from(["interrupt", "terminate", "kill", "eio"]),
+          step=st.sampled_from(["write", "fsync", "rename"]), nth=st.integers(1, 8))
+    def an_import_cut_short(self, how, into, cut, step, nth) -> None:
+        """export_then_import with the import cut short at a write (Ctrl-C, SIGTERM, kill -9, a
+        failed write): a cut with a cleanup leaves the project's series as it was and no file
+        of the import; a kill leaves at most unlisted files; either way the same import run
+        again takes every patch back byte for byte."""
+        before = self.patch_files()
+        self.exports += 1
+        out = self.tmp / f"export-{self.exports}{'.mbox' if how == 'mbox' else ''}"
+        self.ok(self.root, "export", f"--{how}", str(out))
+        if into == "back":
+            for name in list(self.order):
+                self.ok(self.root, "delete", name[:-len(".patch")])
+            target = self.root
+        else:
+            target = self.project(self.tmp / f"other-{self.exports}")
+        args = ("import", how, str(out), "--upstream", "up")
+        was = sorted(p.name for p in self.series_dir(target).glob("*.patch")) \
+            if self.series_dir(target).is_dir() else []
+        env = {**os.environ, "PATCHFORGE_FAULT": f"{step}:{nth}",
+               "PATCHFORGE_FAULT_MODE": {"interrupt": "interrupt", "terminate": "terminate",
+                                         "eio": "raise"}.get(cut, "")}
+        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(target), *args],
+                              capture_output=True, env=env, cwd=self.tmp)
+        event(f"import {how} cut short ({cut}) -> {proc.returncode}")
+        if proc.returncode != 0:
+            assert proc.returncode in {"interrupt": (130,), "terminate": (143,), "kill": (137,),
+                                       "eio": (2,)}[cut], proc.stderr.decode()
+            assert self.listed(target) == [], proc.stderr.decode()
+            now = sorted(p.name for p in self.series_dir(target).glob("*.patch")) \
+                if self.series_dir(target).is_dir() else []
+            if cut != "kill":  # a cleanup ran: nothing of the import is left
+                assert now == was, (proc.stderr.decode(), sorted(set(now) ^ set(was)))
+            self.ok(target, *args)
+        assert self.listed(target) == self.order
+        assert self.patch_files(target) == before
+
+    @precondition(lambda self: self.order)
     @rule()
     def export_quilt_again(self) -> None:
         """`export --quilt` into one directory, again and again whatever happened to the series
@@ -321,6 +366,7 @@ class SeriesModel(RuleBasedStateMachine):
 
 SeriesModel.TestCase.settings = settings(
     max_examples=int(os.environ.get("PATCHFORGE_MODEL_EXAMPLES", "6")),
-    stateful_step_count=12, deadline=None, derandomize=True,
+    stateful_step_count=12, deadline=None,
+    derandomize=os.environ.get("PATCHFORGE_MODEL_DERANDOMIZE", "1") != "0",
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 test_series_commands_in_any_order_keep_every_fix_and_field = SeriesModel.TestCase
