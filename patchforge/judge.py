@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 from patchforge.apply.diffparse import parse_diff
 from patchforge.apply.hunks import (FileApplication, PatchApplications, another_function,
                                     apply_file_patch, changed_places, copies_left, file_changes,
-                                    made_on, mapped_places, placed_at, repeated_places)
+                                    mapped_places, placed_at, repeated_places, unproven)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
@@ -969,10 +969,10 @@ class SeriesJudge:
                              after=after, modes=new_modes,
                              evidence=evidence + [f"{AMBIGUOUS_PLACE}: {r.describe()}"
                                                   for r in repeated],
-                             message=f"the place of the fix is ambiguous: {where}; the patch "
-                                     "was made on another version of the file, and no line "
-                                     "map of that version to this one decides between them "
-                                     "(nearness to the hunk header's line would be a guess)")
+                             message=f"the place of the fix is ambiguous: {where}; "
+                                     f"{repeated[0].why()}, and no line map of that version "
+                                     "to this one decides between them (nearness to the hunk "
+                                     "header's line would be a guess)")
         changes = self.file_changes(before, after, modes, sources, copies)
         if not changes:
             if verdict.state == "unsure":
@@ -1151,7 +1151,8 @@ class SeriesJudge:
         unless the map puts its place there.
         A file as the old series had it keeps the old series' placement (no search), except
         at the pin, where the old series is this one: there a patch whose `index` line names
-        another pre-image than the file (an earlier patch edited since) is undecided.
+        another pre-image than the file (an earlier patch edited since), or that has none
+        (quilt's: it names no file, apply.hunks.unproven), is undecided.
         """
         content = application.content
         if fp.binary is not None or current is None or content is None:
@@ -1159,10 +1160,8 @@ class SeriesJudge:
         if current == base:
             if self.target.commit != self.target.base_commit:
                 return content, [], False
-            repeated = repeated_places(current, fp_target, application)
-            if repeated and made_on(fp, current) is False:
-                return content, repeated, False
-            return content, [], False
+            return content, unproven(repeated_places(current, fp_target, application), fp,
+                                     current), False
         repeated = repeated_places(current, fp_target, application)
         theirs = None
         if not repeated:
@@ -1177,7 +1176,8 @@ class SeriesJudge:
             repeated = copies_left(base, current, fp_target, theirs, application)
             if not repeated:
                 return content, [], False
-        if made_on(fp, current):
+        repeated = unproven(repeated, fp, current)
+        if not repeated:
             return content, [], False
         if base is None:
             return content, repeated, False

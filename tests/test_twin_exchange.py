@@ -1,7 +1,8 @@
 """A fix whose context repeats (two identical functions) through the exchange paths: the
 exported stack must put it where the overlays do (quilt, GNU patch, `git am`), the way back
 must not move it into the twin, and a patch whose place is ambiguous is said before it is
-deployed (`overlays`, `move`) or refused (`import git`).
+deployed (`overlays`, `move`) or refused (`import git`, `import quilt`): a patch whose `index`
+lines name another version of the file, or that has none (quilt's), cannot prove its place.
 
 The file has a header line, then scale_a and scale_b with the same body; a gfx942 fix adds 20
 lines under the header, and a fix for every profile changes `y = y + 7` in scale_b, whose
@@ -222,3 +223,71 @@ def test_export_mbox_of_a_profile_applied_by_git_am_is_that_profile_overlay(tmp_
     assert wrong.rc == 2 and "no profile named 'gfx9' (configured: gfx942, gfx950)" in wrong.err, \
         wrong.text
     assert not (tmp_path / "x.mbox").exists()
+
+
+def quilt_patch_made_on_v0(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    """A project pinned at v1 (20 lines added above the twins) and a quilt series made with
+    the real quilt on v0's tree: fix-b (scale_b: +70), a quilt diff without `index` lines,
+    whose line numbers are v0's and whose context is in both twins. (root, quilt patches)."""
+    need_tool("quilt")
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, v0 = git_project(tmp_path, {"pkg/k.py": TWINS})
+    upstream = tmp_path / "up-upstream"
+    (upstream / "pkg/k.py").write_bytes(TWINS.replace(b"# header\n", b"# header\n" + NEW_LINES))
+    git(upstream, "commit", "-qam", "more")
+    ok(root, "upstream", "pin", "up", "--at", "main")
+    tree = checkout(tmp_path, v0, "old-tree")
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    quilt(tree, patches, "new", "fix-b.patch")
+    quilt(tree, patches, "add", "pkg/k.py")
+    (tree / "pkg/k.py").write_bytes(in_b(TWINS))
+    quilt(tree, patches, "refresh")
+    assert b"\nindex " not in (patches / "fix-b.patch").read_bytes()
+    return root, patches
+
+
+AMBIGUOUS_AT = "pkg/k.py hunk #1: its context is at lines 26, 38"
+NO_INDEX = "its diff has no index lines naming the file it was made on"
+
+
+def test_import_quilt_of_a_patch_without_index_lines_at_an_ambiguous_place_is_refused(
+        tmp_path, monkeypatch):
+    """A quilt patch names no blob ids, so which version of the file it was made on is
+    unknown; an `import git` of the same fix made on v0 was refused (its index lines name
+    v0's file), while `import quilt` took this one silently and the overlay had the fix in
+    scale_a. Refused now as the other is, naming the patch, the file and both places, and
+    why: nothing written."""
+    root, patches = quilt_patch_made_on_v0(tmp_path, monkeypatch)
+    series = (root / "series/up/series").read_bytes() \
+        if (root / "series/up/series").exists() else None
+    run = run_cli(root, "import", "quilt", str(patches), "--upstream", "up")
+    assert run.rc == 2, run.text
+    assert f"fix-b.patch (from {patches / 'fix-b.patch'}): the place of its change is " \
+        f"ambiguous on the pin: {AMBIGUOUS_AT}, and {NO_INDEX}" in run.err, run.err
+    assert not (root / "series/up/fix-b.patch").exists()
+    assert ((root / "series/up/series").read_bytes()
+            if (root / "series/up/series").exists() else None) == series
+
+
+def test_a_listed_patch_without_index_lines_at_an_ambiguous_place_is_said(tmp_path,
+                                                                          monkeypatch):
+    """The same quilt patch put into the series by hand (as a colleague's commit would):
+    `overlays` wrote the fix into scale_a without a word, `status` called it an offset and
+    `lint` found only its diff not byte-stable. Now each says its place is ambiguous, as for
+    a patch whose index lines name another file, and why."""
+    from helpers.project import add_patch_file
+
+    root, patches = quilt_patch_made_on_v0(tmp_path, monkeypatch)
+    data = b"Description: scale_b +70\nAuthor: a <a@b>\nUpstream-Status: Pending\n" \
+        b"Upstream: up\n\n" + (patches / "fix-b.patch").read_bytes()
+    add_patch_file(root, "up", "fix-b.patch", data)
+    built = ok(root, "overlays")
+    assert f"warning: up/fix-b.patch: the place of its change is ambiguous: {AMBIGUOUS_AT} " \
+        "(put at line 26, the nearest to its header's)" in built.err, built.err
+    lint = run_cli(root, "lint")
+    assert lint.rc == 1 and f"the place of its change is ambiguous: {AMBIGUOUS_AT}" in lint.out \
+        and NO_INDEX in lint.out, lint.text
+    status = run_cli(root, "status")
+    assert status.rc == 1 and f"unsure  ambiguous place: {AMBIGUOUS_AT}" in status.out, \
+        status.text

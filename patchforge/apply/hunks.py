@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from patchforge.apply.diffparse import (FilePatch, Hunk, line_kind, reverse_file_patch,
                                         split_lines)
 from patchforge.errors import ApplyError
-from patchforge.model.record import field, record
+from patchforge.model.record import field, record, replace
 
 _RANK = {"exact": 0, "offset": 1, "fuzz": 2, "failed": 3}
 
@@ -815,6 +815,16 @@ class RepeatedPlace:
     # (copies_left) the 1-based lines of the old file where the pre-image was, more than one
     # place, when this file has it at one place only; empty otherwise
     was_at: tuple[int, ...] = ()
+    # The patch names no file it was made on (no `index` line: quilt, `diff -u`), rather than
+    # another one (`unproven`)
+    no_index: bool = False
+
+    def why(self) -> str:
+        """Why its header's line numbers cannot choose the place (see `unproven`)."""
+        if self.no_index:
+            return ("its diff has no index lines naming the file it was made on (a quilt or "
+                    "`diff -u` patch), so its line numbers may be another version's")
+        return "its line numbers were made on another version of the file"
 
     def describe(self) -> str:
         lines = ", ".join(str(line) for line in self.candidates)
@@ -1345,6 +1355,21 @@ def _qualified(names: list[bytes]) -> list[bytes]:
     clean merge into it passed."""
     outward = list(reversed(names))
     return [b".".join(outward[:k]) for k in range(len(outward), 0, -1)]
+
+
+def unproven(repeated: list[RepeatedPlace], fp: FilePatch,
+             content: bytes) -> list[RepeatedPlace]:
+    """Of `repeated` (repeated_places of `fp` applied to `content`), those whose place the
+    patch cannot prove: all of them unless its `index` line names `content` (then its header's
+    line numbers are this file's, and nearness to them is the place). A patch without an
+    `index` line (quilt's, `diff -u`'s) names no file: its line numbers may be any version's,
+    as those of a patch made on another version are, and its places are marked `no_index`."""
+    if not repeated:
+        return []
+    known = made_on(fp, content)
+    if known:
+        return []
+    return [replace(r, no_index=True) for r in repeated] if known is None else repeated
 
 
 def made_on(fp: FilePatch, content: bytes) -> bool | None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from patchforge.apply.hunks import (FileApplication, HunkOutcome, apply_file_patch, made_on,
-                                    repeated_places)
+from patchforge.apply.hunks import (FileApplication, HunkOutcome, apply_file_patch,
+                                    repeated_places, unproven)
 from patchforge.errors import ApplyError, InputError
 from patchforge.model.record import field, record
 
@@ -126,7 +126,7 @@ class PatchOutcome:
     name: str
     files: list = field(default_factory=list)  # FileApplication
     # With apply_series(placement=True): the hunks placed by nearness among several matches
-    # of their pre-image in a file the patch was not made on (apply.hunks.RepeatedPlace).
+    # of their pre-image in a file the patch is not shown to be made on (apply.hunks.unproven).
     ambiguous: list = field(default_factory=list)
 
     @property
@@ -207,7 +207,8 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
     apply_file_patch, or a walk's remembered applications (apply.hunks.PatchApplications).
     `placement`: each outcome also lists the hunks whose place nearness to the header's line
     chose among several (`PatchOutcome.ambiguous`), in files whose content is not the one the
-    patch's `index` line names (an earlier patch changed since): a search of the file per hunk.
+    patch's `index` line names (an earlier patch changed since), or of a patch without one
+    (quilt's: it names no file, apply.hunks.unproven): a search of the file per hunk.
     """
     state = state or SeriesState()
     wanted = sorted({p for _, patch in patches for fp in patch.file_patches
@@ -243,9 +244,8 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
                     raise ApplyError(describe_failure(name, application))
                 continue
             if placement and old is not None:
-                repeated = repeated_places(old, fp, application)
-                if repeated and made_on(fp, old) is False:
-                    outcome.ambiguous.extend(repeated)
+                outcome.ambiguous.extend(unproven(repeated_places(old, fp, application), fp,
+                                                  old))
             target = fp.new_path if fp.new_path is not None else source
             _carry_mode(state, fp, source, target)
             if fp.is_rename and fp.old_path is not None and fp.old_path != fp.new_path:

@@ -176,9 +176,11 @@ def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,
     """Refuse an import whose patch, at the end of the series, applies where nearness to its
     header's line chose among several places, in a file it was not made on (its `index` line
     names another version: a branch made on an older upstream, whose line numbers are that
-    version's): put where GNU patch would put it, the fix may go into a twin of the code it
-    was made for, which `status` calls unsure and the overlays would deploy. Nothing is
-    written; made again on the pin's files, it imports with the right place."""
+    version's) or not shown to be (no `index` line: a quilt or `diff -u` patch): put where GNU
+    patch would put it, the fix may go into a twin of the code it was made for, which
+    `status` calls unsure and the overlays would deploy. Nothing is written; made again on
+    the pin's files, or with context enough to be at one place, it imports with the right
+    place."""
     from patchforge.apply.series import outcomes_on_bases
 
     names = project.patch_names(upstream)
@@ -196,6 +198,16 @@ def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,
             continue
         source = sources.get(outcome.name, (outcome.name, None))[0]
         places = "; ".join(place.describe() for place in outcome.ambiguous)
+        first = outcome.ambiguous[0]
+        if first.no_index:
+            # quilt's and diff's patches name no file: more context can make the place one.
+            raise UsageError(f"{outcome.name} (from {source}): the place of its change is "
+                             f"ambiguous on the pin: {places}, and {first.why()}; nothing was "
+                             "imported",
+                             hint="make its diff again with more context lines, so that its "
+                                  "context is at one place (`quilt refresh -U 8` in the tree "
+                                  "it was made on), or as a `git diff` on the pin's files "
+                                  f"({pin[:12]}), and import it again")
         raise UsageError(f"{outcome.name} (from {source}): the place of its change is "
                          f"ambiguous on the pin: {places}, and its line numbers were made on "
                          "another version of the file than the pin's; nothing was imported",

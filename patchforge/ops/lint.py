@@ -700,8 +700,8 @@ def _outcome_findings(upstream: str, pin, outcomes, reported: set) -> list[Findi
                 out.append(Finding(label, "placement", (
                     f"the place of its change is ambiguous{where}: {repeated.describe()} "
                     f"(put at line {repeated.at_line}, the nearest to its header's), and "
-                    "its line numbers were made on another version of the file: "
-                    "`patchforge edit` it, move the change where it belongs, refresh")))
+                    f"{repeated.why()}: `patchforge edit` it, move the change where it "
+                    "belongs, refresh")))
         if not outcome.ok:
             out.append(Finding(label, "apply", f"does not apply on the locked base "
                                                f"{pin.label}{where}: {_failed_hunks(outcome)}"))
