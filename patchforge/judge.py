@@ -1185,32 +1185,11 @@ class SeriesJudge:
             theirs = self.applications(base, fp, max_fuzz=2)
         if not theirs.ok or theirs.content is None:
             return content, repeated, False
-        # The lines around the place, where they decide (no git process): most repeated
-        # contexts in real code sit between lines each file has once.
-        places = mapped_places(base, current, fp, theirs, application, repeated)
-        if places is not None:
-            moves = {index: line for index, line in places.items()
-                     if line != next(r.at_line for r in repeated if r.index == index)}
-            if not moves:
-                return content, [], False
-            moved = placed_at(current, fp_target, application, moves)
-            if moved is not None:
-                return moved, [], True
-        clean, merged = merge_file(base, current, theirs.content, self.labels)
-        if not clean:
+        found = carried_place(base, current, fp, fp_target, theirs, application, repeated,
+                              self.labels)
+        if found is None:
             return content, repeated, False
-        if merged == content:
-            return content, [], False
-        choices = 1
-        for r in repeated:
-            choices *= len(r.candidates)
-        if choices <= _PLACEMENTS_TRIED:
-            for lines in itertools.product(*(r.candidates for r in repeated)):
-                moved = placed_at(current, fp_target, application,
-                                  {r.index: line for r, line in zip(repeated, lines)})
-                if moved == merged:
-                    return moved, [], True
-        return content, repeated, False
+        return found, [], found != content
 
     def _failing_file_that_conflicts(self, files, early, answers, known):
         """The first (file patch, file verdict) of `files` that does not apply forward and
@@ -2247,3 +2226,44 @@ class HistoryIndex:
             if landed is not None and own.get(key) and ids.get(fake) == own[key]:
                 matches[key].append(landed)
         return matches
+
+
+def carried_place(base: bytes, current: bytes, fp, fp_target, theirs: FileApplication,
+                  application: FileApplication, repeated: list,
+                  labels: tuple[str, str, str]) -> bytes | None:
+    """The file `application` (`fp_target` applied to `current`, its hunks placed by nearness
+    to their headers' lines) gives with each hunk of `repeated` (apply.hunks.RepeatedPlace)
+    at the place its place in `base` (`theirs`: `fp` applied there) has in `current`; None
+    when nothing decides it.
+
+    The lines around the place decide where they can (`mapped_places`, no git process): most
+    repeated contexts in real code sit between lines each file has once. Else a 3-way merge
+    of the patch (`git rebase`'s answer): the candidate placement that gives that merge's
+    result. No clean merge, or one no candidate gives: None."""
+    content = application.content
+    if theirs.content is None:
+        return None
+    places = mapped_places(base, current, fp, theirs, application, repeated)
+    if places is not None:
+        moves = {index: line for index, line in places.items()
+                 if line != next(r.at_line for r in repeated if r.index == index)}
+        if not moves:
+            return content
+        moved = placed_at(current, fp_target, application, moves)
+        if moved is not None:
+            return moved
+    clean, merged = merge_file(base, current, theirs.content, labels)
+    if not clean:
+        return None
+    if merged == content:
+        return content
+    choices = 1
+    for r in repeated:
+        choices *= len(r.candidates)
+    if choices <= _PLACEMENTS_TRIED:
+        for lines in itertools.product(*(r.candidates for r in repeated)):
+            moved = placed_at(current, fp_target, application,
+                              {r.index: line for r, line in zip(repeated, lines)})
+            if moved == merged:
+                return moved
+    return None

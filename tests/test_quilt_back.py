@@ -1078,16 +1078,11 @@ def test_a_stack_holding_a_name_new_patches_may_not_take_goes_round_the_trip(tmp
     assert "con.patch" in err and "Windows" in err, err
 
 
-def test_a_later_fix_quilt_pushed_into_a_twin_is_not_made_again_there(tmp_path, monkeypatch):
+def pushed_into_the_twin(tmp_path: Path, quiltrc: str = "") -> tuple[Path, Path, dict, Path]:
     """No profiles: p1 changes the file's first line, p2 a line of scale_b, whose context is
-    the same in its twin scale_a. In quilt, p1 gains 20 lines above both functions; `quilt
-    push -a` applies p2 at the offset nearest its old lines: in scale_a. `import quilt
-    --update` made p2 again there ("its lines moved: diff made again, change kept"): the fix
-    became scale_a's with status and lint quiet. A patch quilt did not change whose lines
-    match at several places is left as it is: status and lint say the place is ambiguous (as
-    after patchforge's own `refresh` of p1), and the overlay never has the fix in scale_a
-    without a word. The import left it so saying nothing, exit 0, the user believing the
-    update took; it now warns, naming the patch and both places, and exits 1."""
+    the same in its twin scale_a. Exported; in quilt (set up by `quiltrc`), p1 gains 20 lines
+    above both functions and is refreshed; `quilt push -a` then applies p2 at the offset
+    nearest its old lines: in scale_a. (root, DIR, quilt's environment, quilt's tree)."""
     need_tool("quilt")
     body = b"".join(b"    y = y %s %d\n" % (op, n) for op, n in
                     ((b"+", 1), (b"-", 3), (b"*", 5), (b"+", 7), (b"-", 9), (b"*", 11)))
@@ -1102,7 +1097,8 @@ def test_a_later_fix_quilt_pushed_into_a_twin_is_not_made_again_there(tmp_path, 
         overlay.write_bytes(content)
         ok(root, "import", "overlay", str(overlay), "--path", "pkg/k.py", "--name", name,
            "-m", name)
-    exported, env, checkout = to_quilt(root, base, tmp_path)
+    exported, _, checkout = to_quilt(root, base, tmp_path)
+    env = quilt_env(tmp_path, exported, quiltrc)
     quilt(checkout, env, "push", "-a")
     quilt(checkout, env, "pop", "p1.patch")
     k_py = checkout / "pkg/k.py"
@@ -1112,6 +1108,26 @@ def test_a_later_fix_quilt_pushed_into_a_twin_is_not_made_again_there(tmp_path, 
     quilt(checkout, env, "refresh")
     pushed = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
     assert b"offset" in pushed.stdout, pushed.stdout  # quilt took the nearest: scale_a
+    assert fixed_in(k_py.read_bytes()) == "a"
+    return root, exported, env, checkout
+
+
+def fixed_in(content: bytes) -> str:
+    """Which of scale_a and scale_b has p2's `y = y + 70`: "a", "b", "both" or "none"."""
+    a, b = content.split(b"def scale_b")
+    found = [name for name, part in (("a", a), ("b", b)) if b"y + 70\n" in part]
+    return "both" if len(found) == 2 else (found[0] if found else "none")
+
+
+def test_a_later_fix_quilt_pushed_into_a_twin_is_not_made_again_there(tmp_path, monkeypatch):
+    """`import quilt --update` made p2, which quilt pushed into scale_a, again there ("its
+    lines moved: diff made again, change kept"): the fix became scale_a's with status and
+    lint quiet. A patch quilt did not change whose lines match at several places is left as
+    it is: status and lint say the place is ambiguous (as after patchforge's own `refresh` of
+    p1), and the overlay never has the fix in scale_a without a word. The import left it so
+    saying nothing, exit 0, the user believing the update took; it now warns, naming the
+    patch and both places, and exits 1."""
+    root, exported, _, _ = pushed_into_the_twin(tmp_path)
     p2_before = (root / "series/up/p2.patch").read_bytes()
     run = run_cli(root, "import", "quilt", str(exported), "--update")
     assert run.rc == 1, run.text
@@ -1123,3 +1139,120 @@ def test_a_later_fix_quilt_pushed_into_a_twin_is_not_made_again_there(tmp_path, 
     status = run_cli(root, "status")
     assert status.rc == 1 and "ambiguous" in status.out + status.err, status.text
     assert any("p2.patch" in e and "ambiguous" in e for e in lint_errors(root)), lint_errors(root)
+
+
+@pytest.mark.parametrize("quiltrc", sorted(QUILTRCS))
+def test_a_twin_fix_refreshed_where_quilt_pushed_it_is_never_taken_into_the_twin(
+        tmp_path, monkeypatch, quiltrc):
+    """After the push into scale_a, `quilt refresh` of p2 (the whole stack refreshed, as
+    people do): quilt's p2 makes the series' change in scale_a. `import quilt --update` took
+    it back, "updated up/p2.patch", exit 0, and the series' fix was scale_a's with status and
+    lint clean. The series' place on the new base was found by nearness too (the copy quilt
+    took), so the change did not count as moved. Now the series' place is carried from its
+    own base by the line map: quilt's change is elsewhere, refused, nothing taken back."""
+    root, exported, env, checkout = pushed_into_the_twin(tmp_path, QUILTRCS[quiltrc])
+    quilt(checkout, env, "refresh")
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2, run.text
+    assert "p2.patch: quilt's patch makes the series' change to pkg/k.py in another place " \
+        "than the series' patch has it" in run.err and "nothing was taken back" in run.err, \
+        run.err
+    assert tree_bytes(root / "series") == before
+
+
+@pytest.mark.parametrize("quiltrc", sorted(QUILTRCS))
+def test_a_twin_fix_put_back_in_its_place_in_quilt_is_taken_back_there(tmp_path, monkeypatch,
+                                                                         quiltrc):
+    """After the push into scale_a, the place tuned in quilt: p2's change moved back into
+    scale_b (where the series has it) and refreshed. `import quilt --update` refused it as
+    "in another place than the series' patch has it", nothing taken back: the series' place
+    was what nearness gives on the new base, scale_a. Now p1 and p2 come back, p2 in scale_b
+    with quilt's bytes of the fix, quilt's tree is the overlay, status and lint are clean."""
+    root, exported, env, checkout = pushed_into_the_twin(tmp_path, QUILTRCS[quiltrc])
+    k_py = checkout / "pkg/k.py"
+    a, b = k_py.read_bytes().split(b"def scale_b")
+    k_py.write_bytes(a.replace(b"y = y + 70\n", b"y = y + 7\n") + b"def scale_b"
+                     + b.replace(b"y = y + 7\n", b"y = y + 70\n"))
+    quilt(checkout, env, "refresh")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/p1.patch\n" in run.out and "updated up/p2.patch\n" in run.out, run.text
+    p2 = patch_text(root, "p2.patch")
+    assert "@@ -37,7 +37,7 @@ def scale_b(x):\n" in p2 and \
+        "-    y = y + 7\n+    y = y + 70\n" in p2, p2
+    ok(root, "overlays")
+    assert (root / "overlays/up/pkg/k.py").read_bytes() == k_py.read_bytes()
+    assert fixed_in(k_py.read_bytes()) == "b"
+    assert run_cli(root, "status").rc == 0
+    assert lint_errors(root) == []
+
+
+TWIN_BODY = b"".join(b"    y = %s\n" % s for s in (b"x * 2", b"y + 1", b"y - 3", b"y * 5",
+                                                    b"y + 7", b"y - 9", b"y * 11")) + \
+    b"    return y\n"
+TWIN_FILE = b"# header\n\n\ndef scale_a(x):\n" + TWIN_BODY + b"\n\ndef scale_b(x):\n" + TWIN_BODY
+
+
+def in_function(content: bytes, function: bytes, old: bytes, new: bytes) -> bytes:
+    """`content` with `old` made `new` in `function` only (its twin left alone)."""
+    head, _, tail = content.partition(b"def " + function)
+    return head + b"def " + function + tail.replace(old, new, 1)
+
+
+# quilt set up as its users set it: the refresh and diff options they keep in a quiltrc
+# (QUILTRCS has quilt's own defaults and `-p ab` with function context).
+TWIN_QUILTRCS = {
+    "one-line-context": 'QUILT_DIFF_OPTS="-U1"\nQUILT_REFRESH_ARGS="-p ab --no-timestamps"\n',
+    "diff-args": 'QUILT_DIFF_ARGS="-p ab --no-timestamps --color=never"\n'
+                 'QUILT_DIFF_OPTS="--show-c-function"\n'
+                 'QUILT_REFRESH_ARGS="-p ab --no-index --diffstat"\n',
+}
+
+
+@pytest.mark.parametrize("quiltrc", sorted(TWIN_QUILTRCS))
+def test_a_round_trip_keeps_each_twin_fix_in_its_own_function(tmp_path, monkeypatch, quiltrc):
+    """Two fixes whose context is in both twins: pa changes scale_a's `y - 9`, pb scale_b's
+    `y + 7`. Exported, pushed with the real quilt, each fix tuned in quilt (-90 to -91 in
+    scale_a, +70 to +71 in scale_b) and refreshed with the options quilt users set (`-p ab`,
+    no index, one line of context, function context, a diffstat), then taken back with
+    `import quilt --update`: each patch's change stays in its own function with quilt's
+    bytes of the fix, quilt's tree is the overlay, and status and lint are clean (with one
+    line of context the hunk's context is in both twins at every place: its place is its
+    line numbers, quilt's tree's, alone)."""
+    need_tool("quilt")
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, base = git_project(tmp_path, {"pkg/k.py": TWIN_FILE})
+    work = root / ".patchforge/work/up/pkg/k.py"
+    for name, function, old, new in (("pa", b"scale_a", b"y = y - 9\n", b"y = y - 90\n"),
+                                     ("pb", b"scale_b", b"y = y + 7\n", b"y = y + 70\n")):
+        ok(root, "new", name, "--file", "pkg/k.py", "-m", name)
+        work.write_bytes(in_function(work.read_bytes(), function, old, new))
+        ok(root, "refresh")
+    exported = tmp_path / "q"
+    ok(root, "export", "--quilt", str(exported))
+    env = quilt_env(tmp_path, exported, TWIN_QUILTRCS[quiltrc])
+    checkout = checkout_of(tmp_path, base)
+    k = checkout / "pkg/k.py"
+    quilt(checkout, env, "push", "-a")
+    quilt(checkout, env, "pop", "pa.patch")
+    k.write_bytes(in_function(k.read_bytes(), b"scale_a", b"y = y - 90\n", b"y = y - 91\n"))
+    quilt(checkout, env, "refresh")
+    pushed = quilt(checkout, env, "push", "-a")
+    assert "offset" not in pushed and "fuzz" not in pushed, pushed
+    k.write_bytes(in_function(k.read_bytes(), b"scale_b", b"y = y + 70\n", b"y = y + 71\n"))
+    quilt(checkout, env, "refresh")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/pa.patch" in run.out and "updated up/pb.patch" in run.out, run.text
+    pa, pb = (patch_text(root, f"{n}.patch") for n in ("pa", "pb"))
+    for text, change in ((pa, "-    y = y - 9\n+    y = y - 91\n"),
+                         (pb, "-    y = y + 7\n+    y = y + 71\n")):
+        lines = text.split("\n@@", 1)[1].splitlines(keepends=True)
+        assert "".join(line for line in lines if line[:1] in "+-") == change, text
+    ok(root, "overlays")
+    overlay = (root / "overlays/up/pkg/k.py").read_bytes()
+    assert overlay == k.read_bytes()
+    a_part, b_part = overlay.split(b"def scale_b")
+    assert b"y - 91\n" in a_part and b"y + 7\n" in a_part and b"y + 71" not in a_part
+    assert b"y + 71\n" in b_part and b"y - 9\n" in b_part and b"y - 91" not in b_part
+    assert run_cli(root, "status").rc == 0
+    assert lint_errors(root) == []

@@ -640,7 +640,10 @@ def _refuse_moved_only(project: Project, upstream: str, name: str, patch: PatchF
     context repeats in the repeated block nearest its line numbers, in a stack exported
     before the export wrote the overlays' line numbers, or a hand-moved hunk), taken back, it
     would move the fix into that place in every profile with every check green.
-    `state` is the base without it, `trial` the base with quilt's change."""
+    `state` is the base without it, `trial` the base with quilt's change. The series' place
+    there is its place in the series carried onto that base (`_series_place`), never the one
+    nearness finds: where quilt's earlier changes moved its lines, that is the copy `quilt
+    push` took too, and quilt's change there counted as not moved."""
     if name not in project.patch_names(upstream):
         return
     mine = project.read_patch(upstream, name)
@@ -650,6 +653,7 @@ def _refuse_moved_only(project: Project, upstream: str, name: str, patch: PatchF
     apply_series(read_base, [(name, mine)], strict=False, state=ours, allow_zero_context=True)
     if not ours.outcomes[-1].ok:
         return
+    _series_place(project, upstream, name, mine, state, ours, read_base, where)
     moved = [p for p in paths if trial.current.get(p) != ours.current.get(p)]
     if moved:
         source, line = _section_of(where[name][0], moved[0])
@@ -658,9 +662,66 @@ def _refuse_moved_only(project: Project, upstream: str, name: str, patch: PatchF
             "than the series' patch has it (the same lines, added and taken out elsewhere: "
             "quilt's tree has it where another block repeats its context); nothing was taken "
             "back", path=source, line=line,
-            hint="export the series again (`patchforge export --quilt DIR`, with `--profile` "
-                 "as before) and push it in quilt; to move the fix on purpose, `patchforge "
-                 f"edit {name.removesuffix('.patch')}` and refresh it in the series")
+            hint="in quilt's tree, put the change back where the series has it and `quilt "
+                 "refresh` it (or export the series again, `patchforge export --quilt DIR` "
+                 "with `--profile` as before, and push it in quilt); to move the fix on "
+                 f"purpose, `patchforge edit {name.removesuffix('.patch')}` and refresh it in "
+                 "the series")
+
+
+def _series_place(project: Project, upstream: str, name: str, mine: PatchFile,
+                  state: SeriesState, ours: SeriesState, read_base,
+                  where: dict[str, tuple[Path, int]]) -> None:
+    """Put the series' patch `name` (`mine`, applied by nearness to `state`, quilt's new base
+    for it, in `ours`) where it is in the series, not where nearness put it: where quilt's
+    earlier changes moved its lines and its context is at several places (a twin function),
+    nearness took the copy nearest its old line numbers, which `quilt push` took too. Its
+    place in the series' own base is carried there by the line map, else git's merge
+    (judge.carried_place); one neither decides is refused, naming the places, nothing taken
+    back: whether quilt's change is at the series' place cannot be told."""
+    from patchforge.apply.chains import base_state
+    from patchforge.apply.hunks import apply_file_patch, unproven
+    from patchforge.judge import carried_place
+    from patchforge.store.diff import DEFAULT_LABELS
+
+    old_base = None
+    for fp, application in zip(mine.file_patches, ours.outcomes[-1].files):
+        source = fp.old_path if fp.old_path is not None else fp.new_path
+        new = state.current.get(source) if source is not None else None
+        if source is None or new is None or not application.ok or \
+                application.content is None:
+            continue
+        repeated = unproven(repeated_places(new, fp, application), fp, new)
+        if not repeated:
+            continue
+        if old_base is None:
+            configured = list(project.config.profiles)
+            names = project.patch_names(upstream)
+            earlier = [(n, project.read_patch(upstream, n)) for n in names[:names.index(name)]]
+            old_base = base_state(read_base, earlier, configured,
+                                  profile_set(mine, configured), strict=False)
+        if source not in old_base.current:  # no earlier patch changes it: the pin's
+            old_base.current.update(read_base([source]))
+        old = old_base.current.get(source)
+        placed = None
+        if old is not None:
+            theirs = apply_file_patch(old, fp)
+            if theirs.ok and theirs.content is not None:
+                placed = carried_place(old, new, fp, fp, theirs, application, repeated,
+                                       DEFAULT_LABELS)
+        if placed is None:
+            quilt_file, line = _section_of(where[name][0], source)
+            raise InputError(
+                f"{name}: where its change goes on the base quilt's earlier patches leave is "
+                "ambiguous (" + "; ".join(r.describe() for r in repeated) + "), and no line "
+                "map of the series' file to that one decides it: whether quilt's change is "
+                "at the series' place cannot be told; nothing was taken back",
+                path=quilt_file, line=line,
+                hint=f"take quilt's other changes back first (leave {name} as exported), "
+                     f"then `patchforge edit {name.removesuffix('.patch')}` and refresh it "
+                     "in the series")
+        target = fp.new_path if fp.new_path is not None else source
+        ours.current[target] = placed
 
 
 def _carried_back(read_base, name: str, patch: PatchFile, state: SeriesState,
