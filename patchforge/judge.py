@@ -1185,6 +1185,10 @@ class SeriesJudge:
             theirs = self.applications(base, fp, max_fuzz=2)
         if not theirs.ok or theirs.content is None:
             return content, repeated, False
+        if unproven(repeated_places(base, fp, theirs), fp, base):
+            # Its place in the old series' file was nearness's guess too (the patch made on
+            # another version there, or naming none): the map would carry the guess.
+            return content, repeated, False
         found = carried_place(base, current, fp, fp_target, theirs, application, repeated,
                               self.labels)
         if found is None:

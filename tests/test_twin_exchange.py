@@ -291,3 +291,27 @@ def test_a_listed_patch_without_index_lines_at_an_ambiguous_place_is_said(tmp_pa
     status = run_cli(root, "status")
     assert status.rc == 1 and f"unsure  ambiguous place: {AMBIGUOUS_AT}" in status.out, \
         status.text
+
+
+def test_a_rebase_never_carries_a_place_that_was_a_guess_on_the_old_pin(tmp_path,
+                                                                          monkeypatch):
+    """The listed quilt patch (its place on v1 nearness's guess, scale_a), then `rebase --to`
+    a v2 that changes the header line: the line map carried the guessed place to v2 and the
+    rebase moved the fix on in scale_a, "applies", exit 0. Now it stops, unsure, naming the
+    places: a map carries a place, it cannot prove one the old series never had."""
+    from helpers.project import add_patch_file
+
+    root, patches = quilt_patch_made_on_v0(tmp_path, monkeypatch)
+    data = b"Description: scale_b +70\nAuthor: a <a@b>\nUpstream-Status: Pending\n" \
+        b"Upstream: up\n\n" + (patches / "fix-b.patch").read_bytes()
+    add_patch_file(root, "up", "fix-b.patch", data)
+    upstream = tmp_path / "up-upstream"
+    k = upstream / "pkg/k.py"
+    k.write_bytes(k.read_bytes().replace(b"# header\n", b"# header, v2\n"))
+    git(upstream, "commit", "-qam", "v2")
+    git(upstream, "tag", "v2")
+    run = run_cli(root, "rebase", "--to", "v2")
+    assert run.rc == 3, run.text
+    assert f"up/fix-b.patch: the place of the fix is ambiguous: {AMBIGUOUS_AT} (put at line " \
+        f"26); {NO_INDEX}" in run.err, run.err
+    assert (root / "series/up/fix-b.patch").read_bytes() == data
