@@ -1161,6 +1161,26 @@ def test_a_twin_fix_refreshed_where_quilt_pushed_it_is_never_taken_into_the_twin
     assert tree_bytes(root / "series") == before
 
 
+def test_a_twin_fix_edited_where_quilt_pushed_it_is_never_taken_into_the_twin(tmp_path,
+                                                                               monkeypatch):
+    """After the push into scale_a, the fix edited there (+70 made +71) and refreshed: its
+    changed lines are no longer the series', so the check for a change that only moved did not
+    ask, and `import quilt --update` took it back, "updated up/p2.patch", the fix scale_a's.
+    Now a change of its own that meets none of the series' lines, where the series' place is
+    one of several, is refused, naming both places, nothing taken back."""
+    root, exported, env, checkout = pushed_into_the_twin(tmp_path)
+    k_py = checkout / "pkg/k.py"
+    k_py.write_bytes(k_py.read_bytes().replace(b"y = y + 70\n", b"y = y + 71\n"))
+    quilt(checkout, env, "refresh")
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2, run.text
+    assert "p2.patch: quilt's patch changes pkg/k.py at line 29 of its base, none of the lines " \
+        "the series' patch changes (line 40)" in run.err and "nothing was taken back" \
+        in run.err, run.err
+    assert tree_bytes(root / "series") == before
+
+
 @pytest.mark.parametrize("quiltrc", sorted(QUILTRCS))
 def test_a_twin_fix_put_back_in_its_place_in_quilt_is_taken_back_there(tmp_path, monkeypatch,
                                                                          quiltrc):

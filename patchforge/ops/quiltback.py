@@ -647,13 +647,15 @@ def _refuse_moved_only(project: Project, upstream: str, name: str, patch: PatchF
     if name not in project.patch_names(upstream):
         return
     mine = project.read_patch(upstream, name)
-    if _changed_lines(mine) != _changed_lines(patch):
-        return
+    same_change = _changed_lines(mine) == _changed_lines(patch)
     ours = _copied(state)
     apply_series(read_base, [(name, mine)], strict=False, state=ours, allow_zero_context=True)
     if not ours.outcomes[-1].ok:
         return
-    _series_place(project, upstream, name, mine, state, ours, read_base, where)
+    doubted = _series_place(project, upstream, name, mine, state, ours, read_base, where)
+    if not same_change:
+        _refuse_changed_elsewhere(name, doubted, state, ours, trial, where)
+        return
     moved = [p for p in paths if trial.current.get(p) != ours.current.get(p)]
     if moved:
         source, line = _section_of(where[name][0], moved[0])
@@ -669,22 +671,60 @@ def _refuse_moved_only(project: Project, upstream: str, name: str, patch: PatchF
                  "the series")
 
 
+def _refuse_changed_elsewhere(name: str, doubted: list[str], state: SeriesState,
+                              ours: SeriesState, trial: SeriesState,
+                              where: dict[str, tuple[Path, int]]) -> None:
+    """Refuse quilt's version of `name`, a change of its own (other lines than the series'),
+    when in a file where the series' place is one of several (`doubted`) it changes none of
+    the lines the series' patch changes there: `quilt push` put the patch into another copy
+    of its context and the fix was edited there (`y + 70` made `y + 71` in the twin); taken
+    back, the fix would leave its function with every check green."""
+    from patchforge.apply.hunks import file_changes
+
+    for path in doubted:
+        old, ours_new, quilts = (state.current.get(path), ours.current.get(path),
+                                 trial.current.get(path))
+        if old is None or ours_new is None or quilts is None:
+            continue
+        series_places = [(start, end) for start, end, _ in file_changes(old, ours_new)]
+        quilt_places = [(start, end) for start, end, _ in file_changes(old, quilts)]
+        if not quilt_places or any(start <= s_end and s_start <= end
+                                   for start, end in quilt_places
+                                   for s_start, s_end in series_places):
+            continue
+        source, line = _section_of(where[name][0], path)
+        said = ", ".join(str(start + 1) for start, _ in quilt_places)
+        ours_said = ", ".join(str(start + 1) for start, _ in series_places)
+        raise InputError(
+            f"{name}: quilt's patch changes {path} at line{'s' if len(quilt_places) > 1 else ''} "
+            f"{said} of its base, none of the lines the series' patch changes (line"
+            f"{'s' if len(series_places) > 1 else ''} {ours_said}), and the series' place "
+            "there is one of several matching its context: `quilt push` may have put it into "
+            "another copy, where it was edited; nothing was taken back", path=source,
+            line=line,
+            hint="in quilt's tree, make the change where the series has it and `quilt "
+                 "refresh` it; to move the fix on purpose, `patchforge edit "
+                 f"{name.removesuffix('.patch')}` and refresh it in the series")
+
+
 def _series_place(project: Project, upstream: str, name: str, mine: PatchFile,
                   state: SeriesState, ours: SeriesState, read_base,
-                  where: dict[str, tuple[Path, int]]) -> None:
+                  where: dict[str, tuple[Path, int]]) -> list[str]:
     """Put the series' patch `name` (`mine`, applied by nearness to `state`, quilt's new base
     for it, in `ours`) where it is in the series, not where nearness put it: where quilt's
     earlier changes moved its lines and its context is at several places (a twin function),
     nearness took the copy nearest its old line numbers, which `quilt push` took too. Its
     place in the series' own base is carried there by the line map, else git's merge
     (judge.carried_place); one neither decides is refused, naming the places, nothing taken
-    back: whether quilt's change is at the series' place cannot be told."""
+    back: whether quilt's change is at the series' place cannot be told. Returns the paths
+    whose place was so carried."""
     from patchforge.apply.chains import base_state
     from patchforge.apply.hunks import apply_file_patch, unproven
     from patchforge.judge import carried_place
     from patchforge.store.diff import DEFAULT_LABELS
 
     old_base = None
+    carried: list[str] = []
     for fp, application in zip(mine.file_patches, ours.outcomes[-1].files):
         source = fp.old_path if fp.old_path is not None else fp.new_path
         new = state.current.get(source) if source is not None else None
@@ -722,6 +762,8 @@ def _series_place(project: Project, upstream: str, name: str, mine: PatchFile,
                      "in the series")
         target = fp.new_path if fp.new_path is not None else source
         ours.current[target] = placed
+        carried.append(target)
+    return carried
 
 
 def _carried_back(read_base, name: str, patch: PatchFile, state: SeriesState,
