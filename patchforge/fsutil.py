@@ -16,7 +16,8 @@ from pathlib import Path
 from patchforge.errors import LockedError, UsageError
 
 # Fault injection for the crash-safety tests: PATCHFORGE_FAULT="name:N" makes the N-th (1-based)
-# call of the write step `name` ("write", "fsync", "rename", "link") kill the process, or raise with
+# call of the write step `name` ("write", "fsync", "rename", "link", "dirsync": a directory's
+# fsync after a rename) kill the process, or raise with
 # PATCHFORGE_FAULT_MODE=raise, or send the process a real SIGINT (Ctrl-C) with
 # PATCHFORGE_FAULT_MODE=interrupt (a SIGTERM with PATCHFORGE_FAULT_MODE=terminate), or stop it
 # (SIGSTOP, until a SIGCONT) with
@@ -80,6 +81,7 @@ def interrupts_deferred():
 
 
 def fsync_dir(directory: Path | str) -> None:
+    fault_point("dirsync")
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)

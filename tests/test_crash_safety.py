@@ -754,26 +754,33 @@ def test_an_import_cut_short_at_any_write_leaves_none_of_it(env, tmp_path, monke
     old = project_files(prepared)
     new = _after(prepared, tmp_path, *args)
     hits = 0
-    for mode in ("interrupt", "kill"):
-        for n in range(1, 20):
-            root = tmp_path / f"{mode}-{n}"
-            shutil.copytree(prepared, root, symlinks=True)
-            env_vars = {"PATCHFORGE_FAULT": f"rename:{n}"}
-            if mode == "interrupt":
-                env_vars["PATCHFORGE_FAULT_MODE"] = "interrupt"
-            proc = run_subprocess(root, *args, env=env_vars)
-            if proc.returncode == 0:
-                break
-            hits += 1
-            state = project_files(root)
-            if mode == "interrupt":
-                assert proc.returncode == 130, proc.stderr.decode()
-                assert state == old, (n, sorted(set(state) ^ set(old)))
-                assert "nothing was left half-written" in proc.stderr.decode()
-            else:
+    for step in (*STEPS, "dirsync"):
+        for mode in ("interrupt", "raise", "kill"):
+            for n in range(1, 20):
+                root = tmp_path / f"{step}-{mode}-{n}"
+                shutil.copytree(prepared, root, symlinks=True)
+                env_vars = {"PATCHFORGE_FAULT": f"{step}:{n}"}
+                if mode != "kill":
+                    env_vars["PATCHFORGE_FAULT_MODE"] = mode
+                proc = run_subprocess(root, *args, env=env_vars)
+                if proc.returncode == 0:
+                    break
+                hits += 1
+                state = project_files(root)
                 listed = state.get("series/up/series", (None, b""))[1]
-                assert state == old or not listed.strip(), (n, listed)
-            again = run_subprocess(root, *args)
-            assert again.returncode == 0, again.stderr.decode()
-            assert project_files(root) == new, n
-    assert hits >= 4
+                # Never a listed patch without its file (a failure after the series' rename
+                # removed them once).
+                for name in listed.split():
+                    assert f"series/up/{name.decode()}" in state, (step, mode, n, name)
+                if mode == "kill":
+                    assert state == old or not listed.strip() or state == new, (step, n)
+                else:
+                    # Before the series is written: nothing of the import is left, and the
+                    # message says so truly; after it (the directory's sync), it is whole.
+                    assert state in (old, new), (step, mode, n, sorted(set(state) ^ set(old)))
+                    if state == old:
+                        assert "nothing was left half-written" in proc.stderr.decode()
+                again = run_subprocess(root, *args)
+                assert again.returncode == 0 or state == new, again.stderr.decode()
+                assert project_files(root) == new, (step, mode, n)
+    assert hits >= 12

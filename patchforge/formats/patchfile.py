@@ -234,8 +234,11 @@ class PatchFile:
         if not notes:
             return new
         kept = self.description.rstrip(b"\r\n")
+        # A note may hold lines a patch tool would read as part of a diff (`*** NOTE ***`, a
+        # `---` rule, `@@ `): kept as words, those lines quoted (quote_diff_like).
         return new.with_description(
-            b"\n\n".join(([kept] if kept else []) + [text.rstrip(b"\r\n") for _, text in notes])
+            b"\n\n".join(([kept] if kept else [])
+                         + [quote_diff_like(text).rstrip(b"\r\n") for _, text in notes])
             + b"\n\n")
 
     def header_read_as_text(self) -> PatchFile:

@@ -150,7 +150,8 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
 def _list_imported(project: Project, upstream: str, new: list[tuple[str, bytes]]) -> None:
     """Write the import's patch files, then list them all in one write of the series file:
     the import is in the series whole or not at all. Cut short before that write (Ctrl-C, a
-    failed write), the files this run made are removed again, and nothing of the import is
+    failed write), the files this run made are removed again (never one the series on disk
+    lists: the write may have renamed it in before failing), and nothing of the import is
     left; one patch at a time, a Ctrl-C left part of it listed while the message said nothing
     was. (A kill leaves the files unlisted: the same import run again lists them.)"""
     made: list[Path] = []
@@ -165,8 +166,17 @@ def _list_imported(project: Project, upstream: str, new: list[tuple[str, bytes]]
             series = series.inserted(file_name)
         atomic_write(project.series_path(upstream), series.to_bytes())
     except BaseException:
+        # The series may be written already: a failure after its rename (the directory's
+        # sync, a Ctrl-C there) must not take away the files it lists. What is on disk says.
+        try:
+            listed = set(parse_series(project.series_path(upstream).read_bytes()).names)
+        except FileNotFoundError:
+            listed = set()  # no series file yet: none of them is listed
+        except (OSError, PatchforgeError):
+            listed = {path.name for path in made}  # unreadable: keep every file
         for path in made:
-            path.unlink(missing_ok=True)
+            if path.name not in listed:
+                path.unlink(missing_ok=True)
         raise
 
 
