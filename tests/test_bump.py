@@ -935,3 +935,20 @@ def test_a_404_from_another_host_a_redirect_led_to_is_no_answer_about_the_image(
     code, out, err = s.bump("--dry-run", "--json")
     assert code == 2, (code, out[-400:])
     assert "answered 404" in err and f"nightly-{s.c3}" in err, err
+
+
+def test_a_registry_secret_with_a_trailing_newline_is_taken_without_it(
+        tmp_path, registry_server, forge_server, monkeypatch):
+    """PATCHFORGE_REGISTRY_TOKEN read from a CRLF secrets file (or `$(cat file)` keeping its
+    newline) was sent with it: the realm refused the login (401) and the hint said to set the
+    variable that was set. Stripped, as the forge token is."""
+    import base64
+
+    s = Scenario(tmp_path, registry_server, forge_server, conflict=False)
+    registry_server.auth_required = True
+    registry_server.token_server.credentials = "Basic " + base64.b64encode(b"ci:sekret").decode()
+    monkeypatch.setenv("PATCHFORGE_REGISTRY_TOKEN", "sekret\r\n")
+    monkeypatch.setenv("PATCHFORGE_REGISTRY_USER", "ci")
+    monkeypatch.setenv("PATCHFORGE_REGISTRY_HOST", registry_server.host)
+    code, _, err = s.bump("--dry-run", "--json")
+    assert code == 0, err

@@ -187,12 +187,15 @@ class RegistryClient:
 
         env = os.environ if env is None else env
         kw.setdefault("docker_logins", DockerCredentials(dict(env)))
-        secret = env.get("PATCHFORGE_REGISTRY_TOKEN")
+        # A trailing newline from `$(cat tokenfile)` or a CRLF secrets file was sent as part of
+        # the secret: the login refused, and the hint said to set the variable that was set.
+        # Stripped, as the forge token is (HttpClient).
+        secret = (env.get("PATCHFORGE_REGISTRY_TOKEN") or "").strip() or None
         creds = {}
         host = (env.get("PATCHFORGE_REGISTRY_HOST") or "").strip().lower()
         if secret and host:
-            creds[host] = RegistryCredentials(env.get("PATCHFORGE_REGISTRY_USER")
-                                              or "patchforge", secret)
+            creds[host] = RegistryCredentials(
+                (env.get("PATCHFORGE_REGISTRY_USER") or "").strip() or "patchforge", secret)
         # Without a host the token is bound to no registry: an image reference comes from the
         # configuration (which a pull request can change), and any registry it named was sent
         # the token through a token realm on its own host.
