@@ -496,6 +496,24 @@ def test_a_relative_cache_is_refused_and_a_relative_xdg_cache_ignored(tmp_path, 
     assert tree_bytes(root) == before and not (root / "relhome").exists()
 
 
+def test_a_cache_setting_with_a_line_end_or_a_tilde_is_refused_saying_why(tmp_path,
+                                                                          monkeypatch):
+    """PATCHFORGE_CACHE="$dir\r" (a CRLF env file) made a second cache named `<dir>\r` and
+    filled it, exit 0; `~/pfc` (no shell to expand it) was refused with the hint
+    `"$PWD/~/pfc"`. The first is refused naming the line break, the second hints $HOME."""
+    root, _ = git_project(tmp_path)
+    cache = os.environ["PATCHFORGE_CACHE"]
+    before = tree_bytes(root)
+    monkeypatch.setenv("PATCHFORGE_CACHE", cache + "\r")
+    run = run_cli(root, "status", cwd=root)
+    assert run.rc == 2 and "holds a line break" in run.err, run.text
+    assert not os.path.exists(cache + "\r") and tree_bytes(root) == before
+    monkeypatch.setenv("PATCHFORGE_CACHE", "~/pfc")
+    run = run_cli(root, "status", cwd=root)
+    assert run.rc == 2 and 'PATCHFORGE_CACHE=\"$HOME/pfc\"' in run.err, run.text
+    assert "$PWD/~" not in run.err, run.text
+
+
 def test_a_cache_in_the_projects_own_files_is_refused(tmp_path, monkeypatch):
     """PATCHFORGE_CACHE=$PWD/overlays (or series/up, the project's root, .patchforge/; or
     PATCHFORGE_WHEELS, or XDG_CACHE_HOME there) was taken without a word: under overlays/,

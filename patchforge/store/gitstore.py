@@ -75,10 +75,18 @@ def _absolute_setting(variable: str) -> Path | None:
     value = os.environ.get(variable)
     if not value:
         return None
+    if any(c in value for c in "\r\n"):
+        # A CR from a CRLF env file made a second cache named `<dir>\r` and filled it, exit 0.
+        raise UsageError(f"{variable}={value!r} holds a line break: it would name another "
+                         "directory than the one meant", hint="set it without the line end "
+                         "(an env file saved with CRLF line ends?)")
     if not os.path.isabs(value):
+        example = f"$HOME/{value[2:]}" if value.startswith("~/") else f"$PWD/{value}"
         raise UsageError(f"{variable}={value} is a relative path: it would name another "
-                         "directory from each directory a command runs in",
-                         hint=f"give an absolute path (e.g. {variable}=\"$PWD/{value}\")")
+                         "directory from each directory a command runs in"
+                         + (" (a ~ in a variable is not expanded: only a shell does that)"
+                            if value.startswith("~") else ""),
+                         hint=f"give an absolute path (e.g. {variable}=\"{example}\")")
     return Path(value)
 
 
