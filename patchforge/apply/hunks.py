@@ -966,7 +966,11 @@ _PYTHON_DEFINITION = re.compile(rb"([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+([
 _C_DEFINITION_START = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$")
 # A C++ method defined outside its class is named with it (`A::run`, `Foo<T>::run`): the
 # `run` of two classes are two functions.
-_C_CALLED = re.compile(rb"((?:[A-Za-z_$][\w$]*(?:<[^<>()]*>)?\s*::\s*)*~?[A-Za-z_$][\w$]*)\s*\(")
+# A match starts only where a name starts (never inside one): tried at every byte of a long
+# run of word characters without a `(`, each try read the rest of the run (a column-0 line of
+# a generated source took seconds).
+_C_CALLED = re.compile(
+    rb"(?<![\w$])((?:[A-Za-z_$][\w$]*(?:<[^<>()]*>)?\s*::\s*)*~?[A-Za-z_$][\w$]*)\s*\(")
 
 
 def _language(path: str) -> str | None:
