@@ -952,3 +952,16 @@ def test_a_registry_secret_with_a_trailing_newline_is_taken_without_it(
     monkeypatch.setenv("PATCHFORGE_REGISTRY_HOST", registry_server.host)
     code, _, err = s.bump("--dry-run", "--json")
     assert code == 0, err
+
+
+def test_a_registry_rate_limit_is_advised_a_login_not_a_github_token(tmp_path, registry_server,
+                                                                      forge_server):
+    """A registry's 429 with a long Retry-After (Docker Hub's anonymous limit) ended bump with
+    exit 2 and the hint "a GITHUB_TOKEN raises GitHub's rate limit", which does nothing for a
+    registry. The hint names what does: logging in."""
+    s = Scenario(tmp_path, registry_server, forge_server, conflict=False)
+    registry_server.misbehave("status", path=f"/v2/{REPO}/tags/list", status=429,
+                              headers={"Retry-After": "3600"}, times=100)
+    code, _, err = s.bump("--dry-run")
+    assert code == 2 and "429" in err, err
+    assert "GITHUB_TOKEN" not in err and "docker login" in err, err

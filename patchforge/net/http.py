@@ -447,7 +447,11 @@ class HttpClient:
                     late = NetworkError(
                         f"{method} {url}: {outcome.problem}; the server asks to wait {delay:.0f} s, "
                         f"more than patchforge waits ({self.max_wait:.0f} s in all)",
-                        hint="try again later (a GITHUB_TOKEN raises GitHub's rate limit)")
+                        hint="try again later" + (
+                            " (a GITHUB_TOKEN raises GitHub's rate limit)" if self.token_host
+                            else " (a registry's limit for anonymous pulls is raised by logging "
+                                 "in: `docker login`, or PATCHFORGE_REGISTRY_TOKEN with _USER "
+                                 "and _HOST)"))
                     late.gave_up = True
                     raise late
             else:
