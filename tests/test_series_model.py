@@ -182,12 +182,10 @@ class SeriesModel(RuleBasedStateMachine):
             self.order = others[:others.index(after) + 1] + [name] + \
                 others[others.index(after) + 1:]
 
-    @precondition(lambda self: self.order)
-    @rule(how=st.sampled_from(["mbox", "quilt"]), into=st.sampled_from(["back", "other"]))
-    def export_then_import(self, how, into) -> None:
-        """The series out and in again: back into this project once its fixes are deleted, or
-        into a second project on the same upstream. Every patch file comes back byte for byte,
-        in the same order, under the same name."""
+    def _exported(self, how: str, into: str):
+        """The series exported (`--mbox` or `--quilt`) for an import: (the patch files before,
+        the export, the project to import into: this one with its fixes deleted, or a second
+        one on the same upstream)."""
         before = self.patch_files()
         self.exports += 1
         out = self.tmp / f"export-{self.exports}{'.mbox' if how == 'mbox' else ''}"
@@ -195,9 +193,16 @@ class SeriesModel(RuleBasedStateMachine):
         if into == "back":
             for name in list(self.order):
                 self.ok(self.root, "delete", name[:-len(".patch")])
-            target = self.root
-        else:
-            target = self.project(self.tmp / f"other-{self.exports}")
+            return before, out, self.root
+        return before, out, self.project(self.tmp / f"other-{self.exports}")
+
+    @precondition(lambda self: self.order)
+    @rule(how=st.sampled_from(["mbox", "quilt"]), into=st.sampled_from(["back", "other"]))
+    def export_then_import(self, how, into) -> None:
+        """The series out and in again: back into this project once its fixes are deleted, or
+        into a second project on the same upstream. Every patch file comes back byte for byte,
+        in the same order, under the same name."""
+        before, out, target = self._exported(how, into)
         self.ok(target, "import", how, str(out), "--upstream", "up")
         assert self.listed(target) == self.order
         assert self.patch_files(target) == before
@@ -211,16 +216,7 @@ class SeriesModel(RuleBasedStateMachine):
         failed write): a cut with a cleanup leaves the project's series as it was and no file
         of the import; a kill leaves at most unlisted files; either way the same import run
         again takes every patch back byte for byte."""
-        before = self.patch_files()
-        self.exports += 1
-        out = self.tmp / f"export-{self.exports}{'.mbox' if how == 'mbox' else ''}"
-        self.ok(self.root, "export", f"--{how}", str(out))
-        if into == "back":
-            for name in list(self.order):
-                self.ok(self.root, "delete", name[:-len(".patch")])
-            target = self.root
-        else:
-            target = self.project(self.tmp / f"other-{self.exports}")
+        before, out, target = self._exported(how, into)
         args = ("import", how, str(out), "--upstream", "up")
         was = sorted(p.name for p in self.series_dir(target).glob("*.patch")) \
             if self.series_dir(target).is_dir() else []
