@@ -903,11 +903,13 @@ def test_a_second_bump_keeps_the_commits_people_pushed_to_its_branch(tmp_path, r
     code, _, err = cli_in_process(night1, "bump", "--image", s.image_repo, "--open-pr")
     assert code == 0, err
     branch = f"patchforge/bump-nightly-{s.c3}"
-    # Night 2, nothing pushed by anyone: the branch is patchforge's, updated.
-    again = tmp_path / "again"
-    git(tmp_path, "clone", "-q", str(s.remote), str(again))
-    code, _, err = cli_in_process(again, "bump", "--image", s.image_repo, "--open-pr")
-    assert code == 0, err
+    # Night 2, nothing pushed by anyone: the branch is patchforge's, updated, from a full
+    # checkout and from a shallow one.
+    for again, depth in (("again", []), ("again-shallow", ["--depth", "1"])):
+        clone = tmp_path / again
+        git(tmp_path, "clone", "-q", *depth, f"file://{s.remote}", str(clone))
+        code, _, err = cli_in_process(clone, "bump", "--image", s.image_repo, "--open-pr")
+        assert code == 0, err
     person = tmp_path / "person"
     git(tmp_path, "clone", "-q", "-b", branch, str(s.remote), str(person))
     (person / "NOTES.md").write_text("the fix-up the checks asked for\n")
@@ -916,11 +918,14 @@ def test_a_second_bump_keeps_the_commits_people_pushed_to_its_branch(tmp_path, r
         "fix-up")
     git(person, "push", "-q", "origin", branch)
     theirs = git(person, "rev-parse", "HEAD").strip()
-    night2 = tmp_path / "night2"
-    git(tmp_path, "clone", "-q", str(s.remote), str(night2))
-    code, _, err = cli_in_process(night2, "bump", "--image", s.image_repo, "--open-pr")
-    assert code == 2 and f"{branch} on origin holds commits patchforge did not make" in err, err
-    assert git(s.remote, "rev-parse", f"refs/heads/{branch}").strip() == theirs
+    for night, depth in (("night2", []), ("night3", ["--depth", "1"])):
+        # (night3: a shallow checkout, actions/checkout's default)
+        clone = tmp_path / night
+        git(tmp_path, "clone", "-q", *depth, f"file://{s.remote}", str(clone))
+        code, _, err = cli_in_process(clone, "bump", "--image", s.image_repo, "--open-pr")
+        assert code == 2 and f"{branch} on origin holds commits patchforge did not make" \
+            in err, err
+        assert git(s.remote, "rev-parse", f"refs/heads/{branch}").strip() == theirs
 
 
 def test_a_404_from_another_host_a_redirect_led_to_is_no_answer_about_the_image(

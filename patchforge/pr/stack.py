@@ -118,29 +118,35 @@ def commit_bump(project: Project, message: str) -> tuple[str | None, str]:
 
 
 def _remote_tip_of_ours(root: Path, remote: str, branch: str, commit: str) -> str | None:
-    """The tip of the bump's branch on `remote` (None when it has none), refused when it holds
-    a commit patchforge did not make: a person's fix-up pushed onto the bump's pull request,
-    which the next run's force-push erased, exit 0. Ours is one commit on the base, as
-    commit_bump makes it, by the same author, its title the bump's (ops.bump_report.title)."""
+    """The tip of the bump's branch on `remote` (None when it has none), refused when it is
+    not a bump's own commit: a person's fix-up pushed onto the bump's pull request (or the
+    bump's commit amended), which the next run's force-push erased, exit 0. A bump's commit
+    has this run's author and committer and a bump's title (ops.bump_report.title); where the
+    history is whole, it is also the one commit on the base. A shallow checkout (CI's
+    default) fetches the tip alone, as shallow: its base is not there to count from."""
     listed = _git(root, "ls-remote", "--heads", "--", remote, f"refs/heads/{branch}",
                   what=f"asking {remote} for {branch}")
     if not listed:
         return None
     tip = listed.split()[0]
-    _git(root, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote, tip,
+    shallow = _git(root, "rev-parse", "--is-shallow-repository",
+                   what="reading the checkout") == "true"
+    _git(root, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+         *(["--depth=1"] if shallow else []), "--", remote, f"refs/heads/{branch}",
          what=f"fetching {branch} from {remote}")
-    parent = _git(root, "rev-parse", f"{commit}^", what="reading the bump's base")
-    theirs = _git(root, "rev-list", f"{parent}..{tip}", what=f"reading {branch}").split()
-    # (Its subject names the outcome, which changes from run to run: its author and the
-    # title's first word are the bump's.)
-    who, _, subject = _git(root, "log", "-1", "--format=%an <%ae>%n%s", tip,
-                           what=f"reading {branch}").partition("\n")
-    ours = theirs == [tip] and subject.startswith("Bump ") and \
-        who == _git(root, "log", "-1", "--format=%an <%ae>", commit, what="reading the bump")
-    if theirs and not ours:
+    identity = "--format=%an <%ae>%n%cn <%ce>%n%s"
+    theirs = _git(root, "log", "-1", identity, tip, what=f"reading {branch}").split("\n")
+    ours = _git(root, "log", "-1", identity, commit, what="reading the bump").split("\n")
+    on_base = 1
+    if not shallow:
+        parent = _git(root, "rev-parse", f"{commit}^", what="reading the bump's base")
+        on_base = len(_git(root, "rev-list", f"{parent}..{tip}", what=f"reading {branch}").split())
+    if on_base and (theirs[:2] != ours[:2] or not theirs[2].startswith("Bump ")
+                    or on_base > 1):
         raise UsageError(f"{branch} on {remote} holds commits patchforge did not make "
-                         f"({len(theirs)} on the base, {tip[:12]} on top): the bump would "
-                         "push over them; nothing was pushed",
+                         f"({tip[:12]} by {theirs[0]}: {theirs[2]!r}"
+                         + (f", {on_base} commits on the base" if on_base > 1 else "")
+                         + "): the bump would push over them; nothing was pushed",
                          hint=f"merge or close its pull request (or fold the commits in and "
                               f"delete the branch: `git push {remote} --delete {branch}`), "
                               "then run the bump again")
