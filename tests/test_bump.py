@@ -904,7 +904,15 @@ def test_a_second_bump_keeps_the_commits_people_pushed_to_its_branch(tmp_path, r
     assert code == 0, err
     branch = f"patchforge/bump-nightly-{s.c3}"
     # Night 2, nothing pushed by anyone: the branch is patchforge's, updated, from a full
-    # checkout and from a shallow one.
+    # checkout and from a shallow one, the stack's main having moved on meanwhile (the bump's
+    # base is then not in a shallow checkout).
+    other = tmp_path / "teammate"
+    git(tmp_path, "clone", "-q", str(s.remote), str(other))
+    (other / "NOTES.md").write_text("main moves on\n")
+    git(other, "add", "NOTES.md")
+    git(other, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "-m",
+        "notes")
+    git(other, "push", "-q", "origin", "HEAD")
     for again, depth in (("again", []), ("again-shallow", ["--depth", "1"])):
         clone = tmp_path / again
         git(tmp_path, "clone", "-q", *depth, f"file://{s.remote}", str(clone))
