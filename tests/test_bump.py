@@ -920,6 +920,14 @@ def test_a_second_bump_keeps_the_commits_people_pushed_to_its_branch(tmp_path, r
         assert code == 0, err
     person = tmp_path / "person"
     git(tmp_path, "clone", "-q", "-b", branch, str(s.remote), str(person))
+    # The bump's own commit amended by a person (its committer theirs): not pushed over.
+    git(person, "-c", "user.name=P", "-c", "user.email=p@example.com", "commit", "-q",
+        "--amend", "--no-edit", "--allow-empty")
+    git(person, "push", "-q", "--force", "origin", branch)
+    amended = tmp_path / "amended"
+    git(tmp_path, "clone", "-q", f"file://{s.remote}", str(amended))
+    code, _, err = cli_in_process(amended, "bump", "--image", s.image_repo, "--open-pr")
+    assert code == 2 and "holds commits patchforge did not make" in err, err
     (person / "NOTES.md").write_text("the fix-up the checks asked for\n")
     git(person, "add", "NOTES.md")
     git(person, "-c", "user.name=P", "-c", "user.email=p@example.com", "commit", "-q", "-m",
