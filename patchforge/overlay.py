@@ -497,8 +497,8 @@ def refuse_series_removals(project: Project, store: UpstreamStore, upstream: str
                            listed: dict[str, str] | None = None) -> None:
     """InputError, where the project writes overlays (overlays/ exists), when `after` (the
     series a command would write, [(name, PatchFile)]) deletes an upstream file (or makes a
-    symlink, series_links) that `before` (the series as it is) does not: the one check of every way a patch enters the series
-    other than a worktree's change (the imports, `import quilt --update`, a clean
+    symlink, series_links) that `before` (the series as it is) does not: the one check of
+    every way a patch enters the series other than a worktree's change (the imports, `import quilt --update`, a clean
     `bring-back`), so that such a patch is refused where it comes in, naming it, instead of
     being written for `overlays` to refuse later, when nothing says where it came from. A
     deletion the series already had is lint's to report, not this command's. `sources`
@@ -522,8 +522,9 @@ def refuse_series_removals(project: Project, store: UpstreamStore, upstream: str
                  f"{way_out}")
     if not project.overlays_dir.exists():
         return
-    had = set(series_links(project, before))
-    for name, path in series_links(project, after):
+    links = series_links(project, after)
+    had = set(series_links(project, before)) if links else set()
+    for name, path in links:
         if (name, path) in had:
             continue
         where, original = (sources or {}).get(

@@ -13,7 +13,8 @@ import re
 from functools import cached_property
 from typing import Callable
 
-from patchforge.apply.diffparse import FilePatch, ParsedDiff, parse_diff, parse_diff_full, split_lines
+from patchforge.apply.diffparse import (FilePatch, ParsedDiff, parse_diff, parse_diff_full,
+                                        split_lines)
 from patchforge.errors import InputError
 from patchforge.model.record import field, record, replace
 

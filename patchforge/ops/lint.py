@@ -159,8 +159,9 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
 def _overlay_removals(project: Project, store: UpstreamStore, upstream: str, pin,
                       parsed) -> list[Finding]:
     """Each patch that deletes (or renames away) an upstream file no later patch makes again,
-    or makes a symlink (overlay.series_links), where the project writes overlays: `overlays` refuses such a series (an overlay cannot
-    delete a file in the image), while lint passed it (a patch copied into the series by
+    or makes a symlink (overlay.series_links), where the project writes overlays: `overlays`
+    refuses such a series (an overlay cannot delete a file in the image, nor be a link),
+    while lint passed it (a patch copied into the series by
     hand, or listed before overlays/ was made). The commands that bring a patch in refuse
     one (overlay.refuse_series_removals)."""
     if not project.overlays_dir.exists():

@@ -1662,7 +1662,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
         new = None
         if judgement.outcome == "applies":
             new = patch if judgement.unchanged and base == pin.commit else \
-                patch.with_remade_diff(make_diffs([judgement.changes])[0]).with_field("Base", pin.commit)
+                patch.with_remade_diff(make_diffs([judgement.changes])[0]).with_field(
+                    "Base", pin.commit)
         # Its own name, or a numbered one when a fix of the series (or a file there) has it. A
         # file of such a name the series does not list, holding exactly what this would write,
         # is this command's own, cut off by a kill before the series listed it: run again, it

@@ -140,7 +140,8 @@ def _remote_tip_of_ours(root: Path, remote: str, branch: str, commit: str) -> st
     on_base = 1
     if not shallow:
         parent = _git(root, "rev-parse", f"{commit}^", what="reading the bump's base")
-        on_base = len(_git(root, "rev-list", f"{parent}..{tip}", what=f"reading {branch}").split())
+        on_base = len(_git(root, "rev-list", f"{parent}..{tip}",
+                           what=f"reading {branch}").split())
     if on_base and (theirs[:2] != ours[:2] or not theirs[2].startswith("Bump ")
                     or on_base > 1):
         raise UsageError(f"{branch} on {remote} holds commits patchforge did not make "

@@ -354,30 +354,34 @@ class Rebase:
         """Refuse to go on when the series file or a patch file of the old series changed since
         the run began: the write-out replaces them with what the run made of the old bytes,
         and the change (a fix edited by hand while the rebase was stopped) would be lost."""
-        stopped = run.stopped
         for upstream, entry in run.upstreams.items():
             if not entry.digests:
                 continue
             now = self._series_digests(upstream, entry.names)
             for file, digest in entry.digests.items():
-                if now.get(file) != digest and stopped is not None and \
-                        stopped.keeps_free is not None and stopped.upstream == upstream and \
-                        file == stopped.name and _keeps_free_digest(
-                            self.project.read_patch(upstream, file)) == stopped.keeps_free:
-                    # Only the stopped patch's Keeps lines changed: the way on from a stop on
-                    # them when the upstream rightly changed what they name. Taken with the
-                    # resolution; the write-out checks the file as it is now.
+                if now.get(file) == digest:
+                    continue
+                if self._only_keeps_changed(run.stopped, upstream, file):
+                    # The way on from a stop on the patch's Keeps lines when the upstream
+                    # rightly changed what they name: taken with the resolution, and the
+                    # write-out checks the file as it is now.
                     entry.digests[file] = now[file]
                     continue
-                if now.get(file) != digest:
-                    rel = (self.project.series_dir(upstream) / file).relative_to(
-                        self.project.root).as_posix()
-                    raise UsageError(
-                        f"{rel} changed while the rebase was stopped; the rebase writes the "
-                        "series from the files as they were when it began, and would lose "
-                        "that change",
-                        hint=f"put {rel} back as it was and make the change after the rebase, "
-                             "or `patchforge rebase --abort` and start it again")
+                rel = (self.project.series_dir(upstream) / file).relative_to(
+                    self.project.root).as_posix()
+                raise UsageError(
+                    f"{rel} changed while the rebase was stopped; the rebase writes the "
+                    "series from the files as they were when it began, and would lose "
+                    "that change",
+                    hint=f"put {rel} back as it was and make the change after the rebase, "
+                         "or `patchforge rebase --abort` and start it again")
+
+    def _only_keeps_changed(self, stopped, upstream: str, file: str) -> bool:
+        """Whether `file` is the patch a stop on its Keeps lines stopped on, changed in those
+        lines alone (Stop.keeps_free)."""
+        return stopped is not None and stopped.keeps_free is not None and \
+            (stopped.upstream, stopped.name) == (upstream, file) and \
+            _keeps_free_digest(self.project.read_patch(upstream, file)) == stopped.keeps_free
 
     def abort(self) -> list[str]:
         """Put the project back as it was before the rebase; returns the files restored."""
