@@ -2245,8 +2245,7 @@ def carried_place(base: bytes, current: bytes, fp, fp_target, theirs: FileApplic
     of the patch (`git rebase`'s answer): the candidate placement that gives that merge's
     result. No clean merge, or one no candidate gives: None."""
     content = application.content
-    if theirs.content is None:
-        return None
+    assert theirs.content is not None, "the callers carry only a place that applied in base"
     places = mapped_places(base, current, fp, theirs, application, repeated)
     if places is not None:
         moves = {index: line for index, line in places.items()

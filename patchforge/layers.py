@@ -234,7 +234,8 @@ def read_contents(layer: Any, open_layer: Callable[[Any], Any], paths: Iterable[
                   stats: ReadStats | None = None) -> dict[str, bytes]:
     """The bytes of each of `paths` (normalized) that `layer` holds as a regular file (the
     last entry of its name), read again for a question the digest cannot answer (is a fix's
-    change in this other version of its file?). One file's bytes are held, never the layer's."""
+    change in this other version of its file?). Only those files' bytes are held, never the
+    layer's."""
     wanted = {normalize(p) for p in paths}
     findings = _read_layer(layer, open_layer, wanted, stats if stats is not None else ReadStats(),
                            keep=wanted)

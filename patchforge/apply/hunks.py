@@ -1043,14 +1043,16 @@ def _definition_name(line: bytes, language: str) -> bytes | None:
     return _c_definition(line)
 
 
-def _functions_of(lines: list[bytes], definitions: list[int], language: str) -> list[bytes]:
+def _functions_of(lines: list[bytes], definitions: list[int], language: str,
+                  directives: list[int] | None = None) -> list[bytes]:
     """The names of the functions defined at `definitions` (`_definitions_of`, innermost
     first), each qualified by what it is nested in (`_qualified`) and by the branch of a
-    conditional it is defined in (`_branch`): `A.run`, `pick [defined(USE_FAST)]`."""
+    conditional it is defined in (`_branch`): `A.run`, `pick [defined(USE_FAST)]`.
+    `directives`: `_directive_lines(lines)`, when the caller asks of one file many times."""
     names = []
     for k in definitions:
         name = _definition_name(lines[k], language) or b""
-        branch = _branch(lines, k, language)
+        branch = _branch(lines, k, language, directives)
         joined = (b" and " if language == "python" else b" && ").join(branch)
         names.append(name + b" [" + joined + b"]" if branch else name)
     return _qualified(names)
@@ -1105,19 +1107,42 @@ def _said(condition: tuple[bool, bytes], negation: bytes) -> bytes:
     return negation + (text if _SIMPLE_CONDITION.fullmatch(text) else b"(" + text + b")")
 
 
-def _branch(lines: list[bytes], k: int, language: str) -> list[bytes]:
+def _branch(lines: list[bytes], k: int, language: str,
+            directives: list[int] | None = None) -> list[bytes]:
     """The conditions (sorted) the definition at line `k` of `lines` is under, up to the
     function or class it is nested in; empty for one in no conditional."""
-    return sorted(set(_python_branch(lines, k) if language == "python" else
-                      _c_branch(lines, k)))
+    if language == "python":
+        return sorted(set(_python_branch(lines, k)))
+    return sorted(set(_c_branch(lines, k, _directive_lines(b"".join(lines))
+                                if directives is None else directives)))
 
 
-def _c_branch(lines: list[bytes], k: int) -> list[bytes]:
-    """The C preprocessor conditions line `k` is read under. A header's include guard
-    (`#ifndef X` then `#define X`) is no branch: every line of the file is under it."""
+def _directive_lines(content: bytes) -> list[int]:
+    """The (0-based) lines of `content` that may be preprocessor directives (`#` first), in
+    order: found once per file from its `#` bytes, not by reading every line above each
+    definition asked about (which made the function check quadratic in a file's size)."""
+    out: list[int] = []
+    line = counted = 0
+    at = content.find(b"#")
+    while at != -1:
+        start = content.rfind(b"\n", 0, at) + 1
+        if not content[start:at].strip(b" \t"):
+            line += content.count(b"\n", counted, start)
+            counted = start
+            out.append(line)
+        at = content.find(b"#", at + 1)
+    return out
+
+
+def _c_branch(lines: list[bytes], k: int, directives: list[int]) -> list[bytes]:
+    """The C preprocessor conditions line `k` is read under (`directives`: the file's
+    `_directive_lines`). A header's include guard (`#ifndef X` then `#define X`) is no branch:
+    every line of the file is under it."""
     # Per open `#if`: its conditions so far, and those of the branch being read.
     groups: list[tuple[list[tuple[bool, bytes]], list[tuple[bool, bytes]]]] = []
-    for j in range(k):
+    for j in directives:
+        if j >= k:
+            break
         found = _C_DIRECTIVE.match(lines[j])
         if found is None or found.group(1) == b"define":
             continue
@@ -1215,7 +1240,8 @@ def _python_clause(lines: list[bytes], j: int, indent: int) -> list[bytes]:
     return [_said(condition, b"not ") for condition in branch]
 
 
-def _bodies(lines: list[bytes], function: bytes, bare: bytes, language: str) -> set[bytes]:
+def _bodies(lines: list[bytes], function: bytes, bare: bytes, language: str,
+            directives: list[int] | None = None) -> set[bytes]:
     """The lines (without their indentation and line end) of every definition in `lines` that
     `_functions_of` names `function` (whose own name is `bare`), its definition line to its
     end: the next line as little indented as its `def` (Python), its closing brace at column
@@ -1226,7 +1252,7 @@ def _bodies(lines: list[bytes], function: bytes, bare: bytes, language: str) -> 
         line = lines[k]
         if bare.rsplit(b":", 1)[-1] not in line or _definition_name(line, language) != bare or \
                 _functions_of(lines, [k, *_definitions_of(lines, k, line, language)],
-                              language)[0] != function:
+                              language, directives)[0] != function:
             k += 1
             continue
         k += 1
@@ -1320,11 +1346,14 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
     if language is None:
         return None
     base_lines = lines_of(base)
+    # The C family's directives, read once per file for all its definitions (_c_branch).
+    directives_of = _directive_lines if language == "c" else (lambda content: None)
+    base_directives = directives_of(base)
     wanted: dict[bytes, tuple[bytes, set[bytes]]] = {}
     for start, end, first in fix:
         definitions = _definitions_of(base_lines, start, first, language)
         if definitions:
-            name = _functions_of(base_lines, definitions, language)[0]
+            name = _functions_of(base_lines, definitions, language, base_directives)[0]
             bare = _definition_name(base_lines[definitions[0]], language) or b""
             code = wanted.setdefault(name, (bare, set()))[1]
             code.update(line.strip() for line in
@@ -1332,11 +1361,13 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
     if not wanted:
         return None
     current_lines = lines_of(current)
+    current_directives = directives_of(current)
     reached: set[bytes] = set()
     elsewhere = None
     for start, _, first in carried:
         names = _functions_of(current_lines, _definitions_of(current_lines, start, first,
-                                                              language), language)
+                                                              language), language,
+                              current_directives)
         reached.update(names)
         if names and elsewhere is None and not wanted.keys() & set(names):
             elsewhere = (names[0], start + 1)
@@ -1347,7 +1378,8 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
         # The fix's function still has most of the code the fix is made on: upstream kept it
         # there (a context line changed, the fix's own line rewritten), and the copy changed
         # is another function's.
-        if len(code & _bodies(current_lines, name, bare, language)) * 2 >= len(code):
+        if len(code & _bodies(current_lines, name, bare, language, current_directives)) * 2 \
+                >= len(code):
             return name, elsewhere[0], elsewhere[1]
     return None
 

@@ -321,13 +321,22 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
                      overlaid.get(key, {}))
               for key, entry in sorted(by_target.items())]
     layers = {layer.digest: layer for layer in info.layers}
+    # Another version of a landed fix's file: whether the fix's change is in it is in its
+    # bytes, read again from its layer, each layer once for all its files.
+    reread: dict[str, tuple[str, str]] = {}  # key -> (its layer, its path there)
     for key in sorted(expected):
-        hit, content = found[key], None
-        if hit.kind == "file" and hit.sha256 != expected[key] and hit.layer in layers:
-            # Another version of the file: whether the fix's change is in it is in its bytes.
-            where = hit.resolved or key
-            content = read_contents(layers[hit.layer], open_layer, [where],
-                                    stats=stats).get(where)
+        hit = found[key]
+        if hit.kind == "file" and hit.sha256 != expected[key] and hit.layer is not None \
+                and hit.layer in layers:
+            reread[key] = (hit.layer, hit.resolved or key)
+    contents: dict[tuple[str, str], bytes] = {}
+    for digest in dict.fromkeys(layer for layer, _ in reread.values()):
+        paths = [path for layer, path in reread.values() if layer == digest]
+        got = read_contents(layers[digest], open_layer, paths, stats=stats)
+        contents.update(((digest, path), data) for path, data in got.items())
+    for key in sorted(expected):
+        hit = found[key]
+        content = contents.get(reread[key]) if key in reread else None
         checks.append(_judge_landed(key, landed.files[key], expected[key], hit,
                                     project.lock.pin(landed.files[key]["upstream"]).commit,
                                     content))

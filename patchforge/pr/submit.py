@@ -88,9 +88,15 @@ class BodyOut:
     # What went into PR.new.md (pr.json keeps it): a PR.md that is that draft, taken as it is,
     # is patchforge's as much as one written to PR.md.
     new_draft_sha256: str | None = None
-    # "generated" (written now), "edited" (changed since patchforge wrote it) or "unknown"
-    # (pr.json records no digest of what was written: an older patchforge's, or none).
-    origin: str = "generated"
+
+    @property
+    def origin(self) -> str:
+        """"generated" (written now), "edited" (changed since patchforge wrote it) or
+        "unknown" (kept, and pr.json records no digest of what was written: an older
+        patchforge's, or none)."""
+        if not self.edited:
+            return "generated"
+        return "edited" if self.written_sha256 is not None else "unknown"
 
 
 def write_out(out_dir: Path, draft: Draft) -> tuple[dict[str, str], BodyOut]:
@@ -128,8 +134,7 @@ def write_out(out_dir: Path, draft: Draft) -> tuple[dict[str, str], BodyOut]:
         new_draft = str(new_draft_path)
         atomic_write(new_draft, generated)
     return paths, BodyOut(current.decode("utf-8", "replace"), True, new_draft, written,
-                          generated_sha if new_draft else new_written,
-                          "edited" if written is not None else "unknown")
+                          generated_sha if new_draft else new_written)
 
 
 def _recorded_bodies(record_path: str) -> tuple[str | None, str | None]:
