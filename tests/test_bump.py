@@ -890,6 +890,35 @@ def test_an_echoed_authorization_header_never_reaches_the_output(tmp_path, regis
     assert "bad credentials: Basic ***" in err, err
 
 
+def as_person(repo: Path, *args: str) -> None:
+    """git run as another person P: their identity in the environment, where the tests' own
+    identity (helpers.env) would win over a `-c user.name`."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "P", "GIT_AUTHOR_EMAIL": "p@example.com",
+           "GIT_COMMITTER_NAME": "P", "GIT_COMMITTER_EMAIL": "p@example.com"}
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+
+def test_the_bump_commit_is_made_by_the_configured_identity_dated_now(tmp_path, registry_server,
+                                                                     forge_server, monkeypatch):
+    """`bump --open-pr` committed as "patchforge <patchforge@localhost>" dated 1970-01-01
+    whatever identity the job gave git (actions/bump/action.yml sets one for that commit): the
+    store's fixed identity reached the user's commit. The commit is the configured identity's,
+    dated now."""
+    s = Scenario(tmp_path, registry_server, forge_server, conflict=False)
+    for key in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+                "GIT_COMMITTER_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+        monkeypatch.delenv(key, raising=False)
+    git(s.root, "config", "user.name", "CI Bot")
+    git(s.root, "config", "user.email", "ci@example.com")
+    code, _, err = s.bump("--open-pr")
+    assert code == 0, err
+    made = git(s.root, "--git-dir", str(s.remote), "log", "-1", "--format=%an <%ae> %at|%cn <%ce> %ct",
+               f"patchforge/bump-nightly-{s.c3}").strip()
+    (author, authored), (committer, committed) = (side.rsplit(" ", 1) for side in made.split("|"))
+    assert author == committer == "CI Bot <ci@example.com>", made
+    assert int(authored) > 1_700_000_000 and int(committed) > 1_700_000_000, made
+
+
 def test_a_second_bump_keeps_the_commits_people_pushed_to_its_branch(tmp_path, registry_server,
                                                                     forge_server):
     """The next night's `bump --open-pr` for the same nightly (nothing newer, its pull request
@@ -921,8 +950,7 @@ def test_a_second_bump_keeps_the_commits_people_pushed_to_its_branch(tmp_path, r
     person = tmp_path / "person"
     git(tmp_path, "clone", "-q", "-b", branch, str(s.remote), str(person))
     # The bump's own commit amended by a person (its committer theirs): not pushed over.
-    git(person, "-c", "user.name=P", "-c", "user.email=p@example.com", "commit", "-q",
-        "--amend", "--no-edit", "--allow-empty")
+    as_person(person, "commit", "-q", "--amend", "--no-edit", "--allow-empty")
     git(person, "push", "-q", "--force", "origin", branch)
     amended = tmp_path / "amended"
     git(tmp_path, "clone", "-q", f"file://{s.remote}", str(amended))
@@ -930,8 +958,7 @@ def test_a_second_bump_keeps_the_commits_people_pushed_to_its_branch(tmp_path, r
     assert code == 2 and "holds commits patchforge did not make" in err, err
     (person / "NOTES.md").write_text("the fix-up the checks asked for\n")
     git(person, "add", "NOTES.md")
-    git(person, "-c", "user.name=P", "-c", "user.email=p@example.com", "commit", "-q", "-m",
-        "fix-up")
+    as_person(person, "commit", "-q", "-m", "fix-up")
     git(person, "push", "-q", "origin", branch)
     theirs = git(person, "rev-parse", "HEAD").strip()
     for night, depth in (("night2", []), ("night3", ["--depth", "1"])):

@@ -129,12 +129,18 @@ def git_command(*args: str, git_dir: Path | None = None) -> list[str]:
             *args]
 
 
+_IDENTITY = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+             "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE")
+
+
 def _environment(extra: dict[str, str] | None, user_config: bool) -> dict[str, str]:
     env = git_env(extra)
     if user_config:
         # The user's own configuration is read (credential helpers, `url.*.insteadOf`, ssh
-        # settings, their identity): everything else stays isolated.
-        for key in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"):
+        # settings, their identity): everything else stays isolated. A commit made for the
+        # user (a bump's) is theirs, dated now in their zone: the store's fixed identity
+        # and date are for its own objects only.
+        for key in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "TZ", *_IDENTITY):
             if key in os.environ:
                 env[key] = os.environ[key]
             else:
