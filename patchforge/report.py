@@ -273,9 +273,8 @@ def _read_header(project: Project, patch: dict) -> dict:
         values = parsed.get_all(name)
         if values:
             fields[name] = "\n".join(values)
-    description = parsed.description.decode("utf-8", "replace").strip("\r\n")
     diff = parsed.diff.decode("utf-8", "replace")
-    return {"subject": parsed.subject, "fields": fields, "description": description,
+    return {"subject": parsed.subject, "fields": fields, "description": parsed.description_text,
             "diff": diff, "standing": parsed.standing}
 
 

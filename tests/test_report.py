@@ -306,3 +306,24 @@ def test_the_report_never_shows_a_rebase_the_checkout_has_not_had(project, tmp_p
     _, dom = render_in_chromium(report, tmp_path)
     assert "calc/div-by-zero.patch" in dom
     assert "Range-diff" not in dom and "Last rebase" not in dom, dom
+
+
+@needs_chromium
+def test_report_shows_the_long_description_of_the_description_field(project, tmp_path):
+    """DEP-3's long description (the Description field's continuation lines: the "why" of a
+    fix, which every patch of the example stack has) was in no line of `status --html`: the
+    page showed the subject and the free text below the header only. Both are in the page's
+    Description now, as the browser reads it, the long description first."""
+    patch = project / "series" / "calc" / "more-retries.patch"
+    text = patch.read_bytes()
+    subject = b"Description: conf: five retries\n"
+    assert subject in text
+    patch.write_bytes(text.replace(subject, subject + b" The service drops <b>one</b> request in"
+                                   b" ten at start-up.\n .\n Three was too few.\n"))
+    report = tmp_path / "report.html"
+    pf(project, "status", "--html", str(report))
+    _, dom = render_in_chromium(report, tmp_path)
+    section = dom[dom.index("calc/more-retries.patch"):]
+    section = section[:section.index("</section>")]
+    assert ("The service drops &lt;b&gt;one&lt;/b&gt; request in ten at start-up.\n\n"
+            "Three was too few.") in section, section

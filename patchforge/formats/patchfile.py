@@ -290,6 +290,23 @@ class PatchFile:
         return profile_names(self.get("Profiles"))
 
     @property
+    def description_text(self) -> str:
+        """The whole description as text: the Description field's continuation lines (DEP-3's
+        long description), then the free text between the header and the diff, blank lines at
+        either end dropped. What a pull request's body and the reviewers' page show."""
+        parts: list[str] = []
+        for f in self.fields:
+            if f.name.lower() == "description":
+                rest = f.value.split("\n", 1)[1] if "\n" in f.value else ""
+                if rest.strip():
+                    parts.append(rest.strip("\n"))
+                break
+        free = self.description.decode("utf-8", "replace").replace("\r\n", "\n")
+        if free.strip():
+            parts.append(free.strip("\n"))
+        return "\n\n".join(parts)
+
+    @property
     def subject(self) -> str | None:
         """The one-line summary: the first line of Description, or the (unfolded, decoded) email
         Subject with a "[PATCH n/m]" prefix stripped."""

@@ -18,8 +18,7 @@ from typing import Any, TYPE_CHECKING
 from patchforge.errors import StoreError, UsageError
 from patchforge.model.record import field, record
 from patchforge.pr.body import Body, Facts, find_template, make_body
-from patchforge.pr.message import (CommitSpec, bug_links, build_commit_spec, check_mail_reading,
-                                   description_text)
+from patchforge.pr.message import CommitSpec, bug_links, build_commit_spec, check_mail_reading
 from patchforge.store.giturl import is_plain_path, redact, store_namespace
 
 if TYPE_CHECKING:
@@ -383,7 +382,7 @@ def draft_pr(project: Project, store: UpstreamStore, name: str, *, onto: str | N
     if re.fullmatch(r"[0-9a-f]{40}", version):
         version = version[:12]
     facts = Facts(
-        subject=spec.subject, description=description_text(patch), bugs=tuple(bug_links(patch)),
+        subject=spec.subject, description=patch.description_text, bugs=tuple(bug_links(patch)),
         origin=(patch.get("Origin") or "").replace("\n", " ").strip() or None,
         profiles=profiles, profiles_all=profiles_all,
         carried_on=f"{upstream} {version} ({pin.kind})", image=project.config.image,

@@ -117,22 +117,6 @@ def _epoch(day: _dt.date) -> str:
     return f"{int(moment.timestamp())} +0000"
 
 
-def description_text(patch: PatchFile) -> str:
-    """The description as text: the Description field's continuation lines, then the free text
-    between the header and the diff (blank lines at either end dropped)."""
-    parts: list[str] = []
-    for f in patch.fields:
-        if f.name.lower() == "description":
-            rest = f.value.split("\n", 1)[1] if "\n" in f.value else ""
-            if rest.strip():
-                parts.append(rest.strip("\n"))
-            break
-    free = patch.description.decode("utf-8", "replace").replace("\r\n", "\n")
-    if free.strip():
-        parts.append(free.strip("\n"))
-    return "\n\n".join(parts)
-
-
 def bug_links(patch: PatchFile) -> list[str]:
     """The URLs in `Bug` (and vendor `Bug-*`) fields, in header order."""
     links: list[str] = []
@@ -151,7 +135,7 @@ def build_commit_spec(patch: PatchFile, *, name: str, signoff: bool,
     author, co_authors = authors(patch)
     date, date_source = commit_date(patch, today=today)
     subject = patch.subject or name
-    body = description_text(patch)
+    body = patch.description_text
     message = subject + "\n" + (f"\n{body}\n" if body else "")
     trailers: list[tuple[str, str]] = [("Fixes", url) for url in bug_links(patch)]
     trailers += [("Co-authored-by", str(p)) for p in co_authors]
