@@ -737,11 +737,17 @@ def test_a_bump_stopped_on_a_conflict_says_how_to_propose_it_once_resolved(
     after the person finished the rebase `bump --open-pr` said "on the newest nightly already:
     nothing to move": the resolved move was never proposed and nothing said how. The stop's
     report names the command, and that command opens the pull request of the move as the
-    person finished it."""
+    person finished it: until then its body said "nothing to move", `from` the new pin, and
+    named none of the fixes the move dropped as landed or the person set aside, while the
+    pull request's diff moved the lock and deleted them. It is the report of the move now."""
     scenario = Scenario(tmp_path, registry_server, forge_server, conflict=True)
     tag = f"nightly-{scenario.c3}"
+    code, dry, err = scenario.bump("--dry-run", "--json")
+    landed = [f["name"] for f in json.loads(dry)["fixes"] if f["outcome"] == "dropped"]
+    assert landed, dry
     code, out, err = scenario.bump("--open-pr")
     assert code == 1, err
+    pinned = json.loads((scenario.root / ".patchforge/bump/report.json").read_text())["from"]
     assert "pull request: not opened (the rebase stopped)" in err and "None" not in err
     command = f"patchforge bump vllm --to {tag} --open-pr"
     assert f"`{command}` then proposes the move" in out
@@ -750,11 +756,24 @@ def test_a_bump_stopped_on_a_conflict_says_how_to_propose_it_once_resolved(
     code, out, err = scenario.bump(*command.split()[3:], "--json")
     assert code in (0, 1), err  # 1: a fix whose Drop-When holds is still in the series
     doc = json.loads(out)
-    assert doc["outcome"] == "up-to-date" and doc["target"]["tag"] == tag
+    assert validation_errors(doc, "bump") == []
+    assert doc["outcome"] == "moved" and doc["target"]["tag"] == tag
+    assert doc["from"] == pinned and doc["from"]["commit"] != doc["target"]["commit"]
+    outcomes = {f["name"]: f["outcome"] for f in doc["fixes"]}
+    assert {n: outcomes.get(n) for n in landed} == {n: "dropped" for n in landed}, outcomes
+    assert outcomes.get("block-size.patch") == "skipped", outcomes
+    assert "vllm:" in doc["rebase"]["range_diff"]
     assert doc["pull_request"]["action"] == "opened"
-    assert [r for r in forge_server.requests if r.method == "POST"]
-    from patchforge.ops.bump_report import verdict
-    assert verdict(doc) == f"The stack is on {tag} already: nothing to move."
+    (sent,) = [json.loads(r.body) for r in forge_server.requests if r.method == "POST"
+               and r.body and b'"body"' in r.body]
+    assert "nothing to move" not in sent["body"]
+    for name in [*landed, "block-size.patch"]:
+        assert f"`{name}`" in sent["body"], sent["body"]
+    assert "1 set aside" in sent["title"] and f"{len(landed)} landed" in sent["title"], sent
+    # Proposed once: the next run finds the stack on the tag, and says so.
+    code, out, err = scenario.bump(*command.split()[3:6], "--json")
+    assert code in (0, 1), err
+    assert json.loads(out)["outcome"] == "up-to-date"
 
 
 @pytest.mark.parametrize("kind,status", [("status", 401), ("status", 403), ("corrupt", 200),

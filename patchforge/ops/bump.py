@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.errors import (ConflictStop, InProgressError, NetworkError, PatchforgeError,
                                StoreError, UsageError)
-from patchforge.model.record import field, record
+from patchforge.model.record import field, record, replace
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -498,7 +498,16 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
                                                  upstreams=[name])}
     rebase_doc = None
     stopped = None
-    if new.commit == old.commit:
+    finished = finished_move(project, name, new.commit) if new.commit == old.commit \
+        and not dry_run else None
+    if finished is not None:
+        # The move this bump stopped in, finished by a person (`rebase --continue`/`--skip`):
+        # reported as the move it was, from the pin it left, with what happened to every fix,
+        # not as "nothing to move" over a pull request that moves the lock and drops fixes.
+        old_pin, rebase_doc = finished
+        old = replace(old, label=old_pin["label"], commit=old_pin["commit"])
+        outcome = "moved"
+    elif new.commit == old.commit:
         outcome = "up-to-date"
     else:
         engine = Rebase(project, store, on_patch=on_patch)
@@ -536,6 +545,31 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
     return _document(project, name, old, candidate, search, dry_run=dry_run, outcome=outcome,
                      fixes=fixes, rebase=rebase_doc, checks=checks, verification=verification,
                      notes=notes, stopped=stopped)
+
+
+def finished_move(project: Project, name: str, commit: str) -> tuple[dict, dict] | None:
+    """(the pin the move left, the finished rebase's summary) when the last bump of `name`
+    stopped in its rebase to `commit` and that rebase has since been finished by hand: the
+    kept report (.patchforge/bump/report.json) says "stopped" on the way to `commit`, and the
+    last rebase (.patchforge/last-rebase.json) moved `name` from that report's pin to `commit`
+    and wrote the series. None otherwise (nothing kept, another move, a report already made
+    of the finished move)."""
+    import json
+
+    try:
+        kept = json.loads((project.state_dir / "bump" / "report.json").read_bytes())
+        last = json.loads((project.state_dir / "last-rebase.json").read_bytes())
+        moved = last["upstreams"][name]
+        left = kept["from"]
+        if kept["outcome"] != "stopped" or kept["upstream"] != name \
+                or kept["target"]["commit"] != commit:
+            return None
+        if not last.get("written") or last.get("stopped") or moved["to_commit"] != commit \
+                or moved["from_commit"] != left["commit"]:
+            return None
+        return {"label": str(left["label"]), "commit": str(left["commit"])}, last
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _pinned_reference(candidate: Candidate) -> str | None:

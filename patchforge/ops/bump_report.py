@@ -44,6 +44,8 @@ def title(doc: dict) -> str:
     parts = []
     if counts.get("dropped"):
         parts.append(f"{counts['dropped']} landed")
+    if counts.get("skipped"):
+        parts.append(f"{counts['skipped']} set aside")
     if counts.get("conflict"):
         parts.append(f"{counts['conflict']} in conflict")
     return f"Bump {doc['upstream']} to {where}" + (f" ({', '.join(parts)})" if parts else "")
