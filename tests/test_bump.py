@@ -403,9 +403,15 @@ def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean)
     doc["fixes"][0]["evidence"].append(hostile)
     doc["search"] = {"listed": 2, "nightly": 2, "repository": "r", "newer": ["t"],
                      "not_newer": 0, "skipped": [{"tag": "t", "reason": hostile}]}
+    # So does the image's `created` (any string a registry serves; a `|` would end the table's
+    # cell), and a check's files (named by patches): both were written raw.
+    doc["target"]["published"] = "2026-09-12T05:27:48Z " + hostile + " | x"
+    doc["checks"]["results"][0]["files"] = [hostile]
     rendered = render_markdown(doc)
     assert "<!--" not in rendered and "<img" not in rendered and "<details>" not in rendered
-    assert rendered.count("&lt;!-- &lt;img src=x> &lt;details>") == 3
+    assert rendered.count("&lt;!-- &lt;img src=x> &lt;details>") == 5
+    assert "| published | 2026-09-12T05:27:48Z &lt;!-- &lt;img src=x> &lt;details> \\| x |" \
+        in rendered.splitlines()
     # The range-diff's block is closed only after the whole range-diff, whatever runs of
     # backticks it quotes (a failed range-diff says git's message, a line of its own).
     text = "(no range-diff: git said\n```\n" + hostile + "\n`````\nand more)"

@@ -87,7 +87,7 @@ def render_markdown(doc: dict) -> str:
             out.append(f"| image | {_code(target['reference'])} |")
         out += [f"| tag | {_code(target.get('tag'))} |",
                 f"| digest | {_code(target.get('digest'))} |",
-                f"| published | {target.get('published') or '-'} |",
+                f"| published | {_cell(_text(target.get('published') or '-'))} |",
                 f"| {doc['upstream']} commit | {_code(target.get('commit'))} |",
                 f"| from | {_from(doc['from'])} |",
                 ""]
@@ -125,18 +125,18 @@ def render_markdown(doc: dict) -> str:
             out.append("- declared checks: none configured")
         for result in checks["results"]:
             where = f" [{result['profile']}]" if result.get("profile") else ""
-            files = f" on {', '.join(result['files'])}" if result.get("files") else ""
+            files = f" on {_text(', '.join(result['files']))}" if result.get("files") else ""
             mark = "" if result["ok"] else " ⚠"
-            out.append(f"- {result['name']}{where}: {result['status']}{files}{mark}")
+            out.append(f"- {_text(result['name'])}{_text(where)}: {_text(result['status'])}{files}{mark}")
         out.append("")
     verification = doc.get("verification")
     if verification is not None:
         out += ["### Verification against the image", ""]
         ref = f" ({_code(verification['reference'])})" if verification.get("reference") else ""
-        out.append(f"{verification['status']}{ref}: {_text(verification.get('detail', ''))}"
+        out.append(f"{_text(verification['status'])}{ref}: {_text(verification.get('detail', ''))}"
                    .rstrip(": "))
         for item in verification.get("files", []):
-            out.append(f"- {_code(item.get('path'))}: {item.get('status')}")
+            out.append(f"- {_code(item.get('path'))}: {_text(item.get('status'))}")
         out.append("")
     search = doc.get("search")
     if search:
