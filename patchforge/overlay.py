@@ -683,7 +683,7 @@ def render_compose(service: str, profile: str | None, files: list[Mount],
              "# An override file for the compose.yaml beside overlays/ (paths are relative to it):",
              f"#   docker compose -f compose.yaml -f {fragment} up -d",
              f"# or, in .env: COMPOSE_FILE=compose.yaml:{fragment}",
-             "services:", f"  {service}:"]
+             "services:", f"  {_compose_key(service)}:"]
     if image is not None:
         # The overlays are whole files made for this image's files: mounted on another (the
         # image compose.yaml named before a move of the pin), a fix the move dropped as landed
@@ -716,6 +716,22 @@ def mounts_digest(files: list[Mount]) -> str:
     changes the service's configuration and `docker compose up -d` recreates the container."""
     lines = sorted(f"{f.sha256} {f.mode} {f.target}\n" for f in files if f.target is not None)
     return sha256("".join(lines).encode("utf-8", "surrogateescape"))
+
+
+# A service name (letters, digits, `.`, `_`, `-`: the configuration's schema) that YAML reads
+# as a string when written plain: led by a letter, and none of the words YAML 1.1 or 1.2 reads
+# as a boolean, null or float. Any other (`123`, `1.0`, `true`, `0x1F`) is quoted: compose
+# dropped a service whose key it read as a number or boolean ("non-string key"), exit 0,
+# with every mount of the fragment.
+_PLAIN_KEY = re.compile(r"[A-Za-z][A-Za-z0-9._-]*")
+_YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf"}
+
+
+def _compose_key(service: str) -> str:
+    """`service` as the fragment's key under `services:`, read back by compose as that name."""
+    if _PLAIN_KEY.fullmatch(service) and service.lower() not in _YAML_WORDS:
+        return service
+    return _compose_string(service)
 
 
 def _compose_string(text: str) -> str:

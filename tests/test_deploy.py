@@ -472,3 +472,24 @@ def test_an_image_pin_never_adds_a_step_to_the_dockerfile(stack):
     line = next(n for n, ln in enumerate(text.splitlines(), 1) if '"digest"' in ln)
     assert run.rc == 2 and f"upstream.lock:{line}: image.digest" in run.err, run.err
     assert not (root / "overlays").exists()
+
+
+@pytest.mark.parametrize("service", ["123", "1.0", "true", "No", "null", "0x1F", "1e3", "007",
+                                     "web-1"])
+def test_every_service_name_the_configuration_takes_is_the_fragments_service(tmp_path, service):
+    """`compose-service = "123"` (or `1.0`, `true`, ...: names the configuration accepts) was
+    written as a bare YAML key: compose read it as a number or boolean, said "non-string key"
+    and dropped the service with every mount, exit 0, and `verify` said ok. The key is quoted
+    where YAML would read it as anything but that name; compose mounts every overlay into it."""
+    root = _overlays_of_named_files(tmp_path, ["pkg/a.py"])
+    config = root / "pyproject.toml"
+    config.write_text(config.read_text().replace(
+        "[tool.patchforge]\n", f'[tool.patchforge]\ncompose-service = "{service}"\n', 1))
+    ok(root, "overlays")
+    (root / "compose.yaml").write_text(f'services:\n  "{service}":\n    image: busybox\n')
+    proc = compose_config(root, "compose.yaml", "overlays/compose.yaml")
+    assert "non-string key" not in proc.stderr, proc.stderr
+    model = json.loads(proc.stdout)
+    assert check_mounts(model, service, root / "overlays", None, {"up": INSTALL_ROOT}) == \
+        {f"{INSTALL_ROOT}/pkg/a.py"}
+    ok(root, "verify")
