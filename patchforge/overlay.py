@@ -477,6 +477,31 @@ LINK_REFUSED = ("an overlay file is mounted or copied as a file, never as a link
                 "(`patchforge overlays` refuses a series that makes one)")
 
 
+NAME_REFUSED = ("its name is not UTF-8, and compose and a Dockerfile name a file in UTF-8 only "
+                "(`patchforge overlays` refuses a series that writes one)")
+
+
+def shown_name(path: str) -> str:
+    """A path for a message: as it is when it is UTF-8, else as git quotes it
+    (`"pkg/caf\\351.py"`), never with the surrogate escapes Python reads it with."""
+    raw = path.encode("utf-8", "surrogateescape")
+    try:
+        raw.decode("utf-8")
+        return path
+    except UnicodeDecodeError:
+        from patchforge.store.diff import quote_c_path
+
+        return quote_c_path(raw).decode("ascii")
+
+
+def series_unnamed_files(patches) -> list[tuple[str, str]]:
+    """(name, path) for each file a patch of `patches` ([(name, PatchFile)]) writes (makes or
+    changes) whose name is not UTF-8: `overlays` cannot mount or copy it (`_compose_string`),
+    so where the project writes overlays each way in refuses it, as it does a link."""
+    return [(name, fp.new_path) for name, patch in patches for fp in patch.file_patches
+            if fp.new_path is not None and shown_name(fp.new_path) != fp.new_path]
+
+
 def new_series_removals(project: Project, store: UpstreamStore, upstream_commit: str,
                         before, after) -> list[tuple[str, str, str | None]]:
     """series_removals of `after` that `before` does not have ([(name, PatchFile)] each, in
@@ -535,6 +560,18 @@ def refuse_series_removals(project: Project, store: UpstreamStore, upstream: str
             f"{LINK_REFUSED}; {outcome}",
             path=where, line=section_line(original, where, new_path=path),
             hint=f"make the link in the image (a Dockerfile step), {way_out}")
+    had_names = set(series_unnamed_files(before))
+    for name, path in series_unnamed_files(after):
+        if (name, path) in had_names:
+            continue
+        where, original = (sources or {}).get(
+            name, (str(project.patch_path(upstream, name)), None))
+        at = f" (listed at {listed[name]})" if listed and name in listed else ""
+        raise InputError(
+            f"patch {name}{at}: writes {shown_name(path)}, and this project writes overlays: "
+            f"{NAME_REFUSED}; {outcome}",
+            path=where, line=section_line(original, where, new_path=path),
+            hint=f"rename the file in the upstream, {way_out}")
 
 
 def section_line(original: bytes | None, source: str, *, new_path: str | None = None,

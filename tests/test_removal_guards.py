@@ -288,3 +288,59 @@ def test_an_import_of_a_commit_making_a_symlink_is_refused_and_lint_and_status_n
     assert status.rc != 0, status.text
     (entry,) = [p for p in json.loads(status.out)["patches"] if p["name"] == "link.patch"]
     assert any("makes pkg/link.py a symlink" in e for e in entry["evidence"]), entry
+
+
+LATIN1 = os.fsdecode(b"pkg/caf\xe9.py")
+
+
+def test_a_file_whose_name_is_not_utf8_is_refused_where_it_comes_in_not_at_overlays(project):
+    """A fix of an upstream file named in Latin-1 (`pkg/caf\\xe9.py`): `refresh`, `lint` and
+    `status` took it, exit 0, and only `overlays` refused the series ("cannot mount ... with
+    compose: the name is not UTF-8"). Where the project writes overlays, refresh refuses it
+    (exit 2, the name as git quotes it, the patch and worktree kept), an import refuses it
+    (nothing written), and one copied in by hand is an `overlays` error of lint and needs
+    attention in status."""
+    up = project.up.path
+    (up / LATIN1).write_bytes(b"x = 1\n")
+    git(up, "add", "-A")
+    git(up, "-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-qm", "latin-1")
+    git(up, "tag", "v1b")
+    project.cli("rebase", "--to", "up=v1b")
+    project.cli("overlays")
+    shown = '"pkg/caf\\351.py"'
+    # refresh
+    project.cli("new", "fix-cafe", f"--file={LATIN1}")
+    (project.work / LATIN1).write_bytes(b"x = 2\n")
+    before = project.files()
+    _, _, err = project.cli("refresh", expect=2)
+    assert f"{shown} changed in" in err and "its name is not UTF-8" in err, err
+    assert "\\udce9" not in err, err
+    assert project.files() == before and (project.work / LATIN1).read_bytes() == b"x = 2\n"
+    project.cli("edit", "--close", "--discard")
+    project.cli("delete", "fix-cafe")
+    # an import of a commit changing it
+    vendor = project.tmp / "vendor"
+    git(project.tmp, "clone", "-q", str(up), str(vendor))
+    (vendor / LATIN1).write_bytes(b"x = 3\n")
+    git(vendor, "-c", "user.name=Vendor", "-c", "user.email=v@example.com", "commit", "-qam",
+        "Fix cafe")
+    before = project.files()
+    _, _, err = project.cli("import", "git", "HEAD~1..HEAD", "--repo", str(vendor), expect=2)
+    assert f"writes {shown}, and this project writes overlays" in err and \
+        "nothing was imported" in err, err
+    assert project.files() == before
+    # copied in by hand
+    diff = subprocess.run(["git", "format-patch", "-1", "--stdout"], cwd=vendor, check=True,
+                          capture_output=True).stdout
+    add_patch_file(project.root, "up", "cafe.patch",
+                   header(project).replace(project.up.base.encode(),
+                                           git(up, "rev-parse", "v1b").strip().encode())
+                   + diff[diff.index(b"diff --git"):])
+    run = run_cli(project.root, "lint", "--no-forge", "--json")
+    found = [f for f in json.loads(run.out)["findings"] if f["check"] == "overlays"]
+    assert run.rc == 1 and [f["patch"] for f in found] == ["up/cafe.patch"], run.text
+    assert found[0]["message"].startswith(f"writes {shown}"), found
+    status = run_cli(project.root, "status", "--json")
+    assert status.rc != 0, status.text
+    (entry,) = [p for p in json.loads(status.out)["patches"] if p["name"] == "cafe.patch"]
+    assert any(f"writes {shown}" in e for e in entry["evidence"]), entry

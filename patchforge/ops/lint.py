@@ -188,6 +188,13 @@ def _overlay_removals(project: Project, store: UpstreamStore, upstream: str, pin
             f"the link in the image (a Dockerfile step) and take it out of the patch "
             f"(`patchforge edit {name.removesuffix('.patch')}`, remove {path}, then "
             "`patchforge refresh`)"))
+    from patchforge.overlay import NAME_REFUSED, series_unnamed_files, shown_name
+
+    for name, path in series_unnamed_files([(n, p) for n, p, _ in parsed]):
+        out.append(Finding(
+            f"{upstream}/{name}", "overlays",
+            f"writes {shown_name(path)}, and this project writes overlays: {NAME_REFUSED}; "
+            "rename the file in the upstream, or take it out of the patch"))
     return out
 
 

@@ -451,10 +451,12 @@ def _removals_checked(project: Project, store: UpstreamStore, upstream: str,
     and made again by no later patch): refused (UsageError, the worktree kept) where the
     project writes overlays, which cannot delete a file in the image, so that the patch is
     never written for `overlays` or a rebase's write-out to refuse later; returned otherwise,
-    for the warning. `file_name`: the patch, whose later patches are looked at (one the series
-    does not list yet, a fix brought back, goes at its end)."""
+    for the warning. A changed file whose name is not UTF-8 is refused first
+    (_names_checked). `file_name`: the patch, whose later patches are looked at (one the
+    series does not list yet, a fix brought back, goes at its end)."""
     from patchforge.overlay import removals_overlays_refuse, removed_upstream_files
 
+    _names_checked(project, upstream, file_name, changes, work, go_on)
     if not any(new is None for _, _, new, *_ in changes):
         return []
     names = project.patch_names(upstream)
@@ -472,6 +474,25 @@ def _removals_checked(project: Project, store: UpstreamStore, upstream: str,
             hint=f"put {listed} back (`git checkout -- PATH` in {work} gives the file as at "
                  f"the base; change it as the image needs, e.g. empty it), then {go_on}")
     return removed_upstream_files(store, pin, changes, later)
+
+
+def _names_checked(project: Project, upstream: str, file_name: str, changes, work: Path,
+                   go_on: str) -> None:
+    """Refused (UsageError, the worktree kept) where the project writes overlays: a change of
+    a file whose name is not UTF-8, which `overlays` cannot mount or copy; refresh wrote it
+    and lint and status passed it until `overlays` refused the series."""
+    from patchforge.overlay import NAME_REFUSED, shown_name
+
+    if not project.overlays_dir.exists():
+        return
+    unnamed = [shown_name(path) for path, _, new, *_ in changes
+               if new is not None and shown_name(path) != path]
+    if unnamed:
+        raise UsageError(f"{', '.join(unnamed)} changed in {work}: {upstream}/{file_name} would "
+                         f"write {'them' if len(unnamed) > 1 else 'it'}, and this project "
+                         f"writes overlays: {NAME_REFUSED}; nothing was written",
+                         hint=f"put {'them' if len(unnamed) > 1 else 'it'} back as at the base "
+                              f"(`git checkout -- PATH` in {work}), then {go_on}")
 
 
 def close_open_edit(project: Project, store: UpstreamStore, name: str | None = None, *,

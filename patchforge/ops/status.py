@@ -81,7 +81,7 @@ def _mark_removals(project: Project, store: UpstreamStore, commit: str, patches,
     """At the pin, where the project writes overlays: a patch that deletes (or renames away)
     an upstream file no later patch makes again applies, but `overlays` refuses the series
     (an overlay cannot delete a file in the image); so does one that makes a symlink
-    (overlay.series_links). Said as needing attention, so that the series' one check does
+    (overlay.series_links), or writes a file whose name is not UTF-8. Said as needing attention, so that the series' one check does
     not stay green over what the next `overlays` refuses (a patch copied in by hand, or the
     patch that made the file again deleted)."""
     from patchforge.overlay import series_removals
@@ -103,6 +103,13 @@ def _mark_removals(project: Project, store: UpstreamStore, commit: str, patches,
         found.attention = True
         found.evidence.append(f"makes {path} a symlink: {LINK_REFUSED}; make the link in the "
                               "image (a Dockerfile step) and take it out of the patch")
+    from patchforge.overlay import NAME_REFUSED, series_unnamed_files, shown_name
+
+    for name, path in series_unnamed_files(patches):
+        found = by_name[name]
+        found.attention = True
+        found.evidence.append(f"writes {shown_name(path)}: {NAME_REFUSED}; rename the file in "
+                              "the upstream, or take it out of the patch")
 
 
 def _mark_outside_install_root(store: UpstreamStore, kind: str, commit: str, patches,
