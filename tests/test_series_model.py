@@ -164,6 +164,11 @@ class SeriesModel(RuleBasedStateMachine):
     def rename_fix(self, data) -> None:
         name = data.draw(st.sampled_from(self.order))
         new = f"r-{name}"
+        if new in self.order:
+            # (fix1 renamed to a deleted fix0's name while r-fix0 is listed: a name taken.)
+            result = run_cli(self.root, "rename", name[:-len(".patch")], new[:-len(".patch")])
+            assert result.rc == 2 and f"{new} already exists" in result.err, result.text
+            return
         self.ok(self.root, "rename", name[:-len(".patch")], new[:-len(".patch")])
         self.order[self.order.index(name)] = new
         self.fix[new] = self.fix.pop(name)
