@@ -1163,3 +1163,18 @@ def test_overlays_made_during_an_edit_with_changes_not_refreshed_say_so(project)
     ok(root, "refresh")
     run = ok(root, "overlays")
     assert "being edited" not in run.err and b"LINE3" in (root / "overlays/up/a.py").read_bytes()
+
+
+def test_new_without_a_git_identity_says_the_author_it_wrote(project, monkeypatch):
+    """On a fresh machine (no user.name/user.email, none in the environment) `new` wrote
+    `Author: Unknown <unknown@localhost>` in silence, and the line goes upstream with the fix
+    (`pr`, `export`). It says so now, with the way to set one; with an identity, nothing."""
+    r = run_cli(project, "new", "with-author", "--no-edit")
+    assert r.rc == 0 and "Author" not in r.err, r.text
+    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL"):
+        monkeypatch.delenv(var, raising=False)
+    r = run_cli(project, "new", "no-author", "--no-edit")
+    assert r.rc == 0, r.text
+    assert b"\nAuthor: Unknown <unknown@localhost>\n" in patch_bytes(project, "no-author")
+    assert "note: the patch's Author is Unknown <unknown@localhost>: git has no " \
+        "user.name/user.email here" in r.err and "git config --global user.email" in r.err, r.err

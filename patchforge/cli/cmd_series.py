@@ -148,6 +148,11 @@ def new(app, name, upstream, after, description, profiles, no_edit, files, creat
         up, file_name = new_patch(project, name, upstream=upstream, after=after,
                                   description=description, profiles=profiles, store=store)
         click.echo(f"created {up}/{file_name}")
+        from patchforge.ops.series import unknown_author_note
+
+        note = unknown_author_note(project.read_patch(up, file_name).get("Author") or "")
+        if note:
+            click.echo(note, err=True)
         if no_edit:
             return
         work = open_worktree(project, store, f"{up}/{file_name}", files=files, create=create,

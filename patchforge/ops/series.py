@@ -59,16 +59,32 @@ def today() -> str:
                      hint="unset it to use today's date")
 
 
+UNKNOWN_AUTHOR = ("Unknown", "unknown@localhost")
+
+
 def default_author() -> str:
+    """`Name <email>` for a patch's Author: GIT_AUTHOR_NAME/EMAIL, else git's user.name and
+    user.email, else UNKNOWN_AUTHOR's part (said by unknown_author_note)."""
     name = os.environ.get("GIT_AUTHOR_NAME")
     email = os.environ.get("GIT_AUTHOR_EMAIL")
     if not (name and email):
         def cfg(key):
             out = run_git("config", "--get", key, user_config=True, ok=None)
             return out.stdout.decode("utf-8", "replace").strip() or None
-        name = name or cfg("user.name") or "Unknown"
-        email = email or cfg("user.email") or "unknown@localhost"
+        name = name or cfg("user.name") or UNKNOWN_AUTHOR[0]
+        email = email or cfg("user.email") or UNKNOWN_AUTHOR[1]
     return f"{name} <{email}>"
+
+
+def unknown_author_note(author: str) -> str | None:
+    """What to tell a user whose patch got UNKNOWN_AUTHOR's name or email (no identity given to
+    git on a fresh machine): the Author line goes with the fix upstream (`pr`, `export`)."""
+    name, _, email = author.partition(" <")
+    if name != UNKNOWN_AUTHOR[0] and email.rstrip(">") != UNKNOWN_AUTHOR[1]:
+        return None
+    return (f"note: the patch's Author is {author}: git has no user.name/user.email here; "
+            "`git config --global user.name \"Your Name\"` and `git config --global user.email "
+            "you@example.com` set them for the next patches (edit this one's Author line)")
 
 
 @record(frozen=True)
