@@ -34,6 +34,13 @@ class PatchforgeError(Exception):
         return where + self.message
 
 
+class PartlyWritten(PatchforgeError):
+    """A command cut short (Ctrl-C, a failed write) that could not put back what it had
+    written: the message names what is left as it wrote it, the hint how to finish it."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
 class UsageError(PatchforgeError):
     """The command was called wrongly (unknown patch, bad option combination)."""
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from patchforge.errors import LockedError, UsageError
+from patchforge.errors import LockedError, PartlyWritten, UsageError
 
 # Fault injection for the crash-safety tests: PATCHFORGE_FAULT="name:N" makes the N-th (1-based)
 # call of the write step `name` ("write", "fsync", "rename", "link", "dirsync": a directory's
@@ -78,6 +78,54 @@ def interrupts_deferred():
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
         if arrived:
             signal.raise_signal(arrived[0])
+
+
+@contextlib.contextmanager
+def put_back_on_failure(paths: Sequence[Path], *, finish: str):
+    """Several writes whole or not at all: the files `paths` (those the block may write or
+    remove, in the order it does) are put back as they are now (their bytes, or no file)
+    when the block ends by an exception (Ctrl-C, SIGTERM, a failed write), the last written
+    first, with the signals deferred, and the exception goes on: what the CLI then says,
+    "nothing was left half-written", is true. Should a file not go back (the disk failing
+    still), PartlyWritten names the files left as the block wrote them, with `finish` (how
+    the command, run again, finishes them) as its hint. A kill leaves what the block wrote:
+    its writes must still be in an order that running it again finishes."""
+    before: dict[Path, bytes | None] = {}
+    for path in paths:
+        before.setdefault(Path(path), _bytes_or_none(path))
+    try:
+        yield
+    except BaseException as cut:
+        left: list[str] = []
+        try:
+            with interrupts_deferred():
+                for path, data in reversed(before.items()):
+                    try:
+                        if _bytes_or_none(path) == data:
+                            continue
+                        if data is None:
+                            atomic_delete(path)
+                        else:
+                            atomic_write(path, data)
+                    except OSError:
+                        left.append(str(path))
+        finally:
+            if left:
+                reason = "interrupted" if isinstance(cut, KeyboardInterrupt) else \
+                    getattr(cut, "strerror", None) or str(cut)
+                raise PartlyWritten(
+                    f"cut short ({reason}), and "
+                    f"{len(left)} of the files it had written could not be put back: "
+                    + ", ".join(reversed(left)), hint=finish) from cut
+        raise
+
+
+def _bytes_or_none(path: Path | str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
 
 
 def fsync_dir(directory: Path | str) -> None:

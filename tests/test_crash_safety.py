@@ -471,6 +471,40 @@ def test_a_batch_of_atomic_writes_keeps_modes_and_fails_whole(tmp_path, monkeypa
     assert modes == {"run.sh": 0o755, "secret.txt": 0o600, "fresh.patch": 0o644}
 
 
+def test_writes_cut_short_are_put_back_or_the_ones_left_are_named(tmp_path):
+    """put_back_on_failure: a block of writes that fails puts every file back (bytes, mode,
+    a file it made removed) and the failure goes on as it was; a file that cannot go back (its
+    directory replaced by a file here) is named, with the way to finish, never passed over in
+    silence ("nothing was left half-written" would then be false)."""
+    from patchforge.errors import PartlyWritten
+    from patchforge.fsutil import atomic_delete, atomic_write, put_back_on_failure
+
+    (tmp_path / "d").mkdir()
+    kept, made, gone = tmp_path / "kept.patch", tmp_path / "d/made.patch", tmp_path / "gone"
+    kept.write_bytes(b"old\n")
+    os.chmod(kept, 0o600)
+    gone.write_bytes(b"keep me\n")
+    with pytest.raises(OSError, match="disk"):
+        with put_back_on_failure([kept, made, gone], finish="run it again"):
+            atomic_write(kept, b"new\n")
+            atomic_write(made, b"made\n")
+            atomic_delete(gone)
+            raise OSError(errno.EIO, "the disk failed")
+    assert (kept.read_bytes(), kept.stat().st_mode & 0o777) == (b"old\n", 0o600)
+    assert not made.exists() and gone.read_bytes() == b"keep me\n"
+
+    with pytest.raises(PartlyWritten) as raised:
+        with put_back_on_failure([kept, made], finish="run it again"):
+            atomic_write(kept, b"new\n")
+            atomic_write(made, b"made\n")
+            shutil.rmtree(tmp_path / "d")
+            (tmp_path / "d").write_bytes(b"")
+            raise OSError(errno.EIO, "the disk failed")
+    assert kept.read_bytes() == b"old\n"
+    assert str(made) in raised.value.message and "the disk failed" in raised.value.message
+    assert raised.value.hint == "run it again"
+
+
 def test_a_batchs_syncs_wait_together_and_all_come_before_any_rename(tmp_path, monkeypatch):
     """atomic_write_many syncs a batch's temporary files several at once (the file system
     commits syncs that wait together in one journal commit), each exactly once, and renames

@@ -340,12 +340,17 @@ def test_one_profiles_series_goes_to_quilt_and_comes_back(tmp_path, monkeypatch)
         {"a.py": A.replace(b"line3\n", b"line3 gfx942\n")}
 
 
-def test_a_run_killed_at_any_write_loses_no_fix_and_running_it_again_finishes(stack, tmp_path):
+@pytest.mark.parametrize("mode", ["kill", "interrupt", "raise"])
+def test_a_run_cut_short_at_any_write_loses_no_fix_and_running_it_again_finishes(
+        stack, tmp_path, mode):
     """Killed at each write step (PATCHFORGE_FAULT, exit 137, as kill -9): every listed patch
     exists, the fix quilt deleted is in the series or under deleted/, and the same command run
     again ends where a run without the kill ends (it refused a patch it had itself written as
     changed in the series since the export, and a new patch's file it had written as one in
-    the way)."""
+    the way). Cut short by Ctrl-C or a failed write (EIO) instead, it puts back what it wrote:
+    the series and DIR are as they were, as the message says ("nothing was left
+    half-written"; before, the first refreshed patch was taken and the rest not, and the run
+    again called them "taken back again"), or, past the last write, whole."""
     import shutil
 
     from helpers.cli import run_subprocess
@@ -381,24 +386,32 @@ def test_a_run_killed_at_any_write_loses_no_fix_and_running_it_again_finishes(st
                         if not k.endswith(("~", ".tmp"))}
 
     clean, clean_q = copy("clean")
+    old = state(*copy("old"))
     args = ("import", "quilt", "--update", "--delete")
     run_subprocess(clean, *args[:2], str(clean_q), *args[2:], expect=0)
     new = state(clean, clean_q)
     hits = 0
-    for step in ("write", "fsync", "rename"):
+    faults = {"PATCHFORGE_FAULT_MODE": mode} if mode != "kill" else {}
+    for step in ("write", "fsync", "rename") + (("dirsync",) if mode != "kill" else ()):
         for n in range(1, 40):
             project, q = copy(f"{step}-{n}")
             proc = run_subprocess(project, *args[:2], str(q), *args[2:],
-                                  env={"PATCHFORGE_FAULT": f"{step}:{n}"})
+                                  env={"PATCHFORGE_FAULT": f"{step}:{n}", **faults})
             if proc.returncode == 0:
                 break
             hits += 1
-            assert proc.returncode == 137, proc.stderr.decode()
+            assert proc.returncode == {"kill": 137, "interrupt": 130, "raise": 2}[mode], \
+                proc.stderr.decode()
             listed = (project / "series/up/series").read_text().split()
             assert all((project / "series/up" / name).is_file() for name in listed)
             assert fix_b in {p.read_bytes() for p in (project / "series/up").rglob("fix-b*")}
+            if mode != "kill":
+                assert state(project, q) in (old, new), (step, n)
+                assert ("nothing was left half-written" in proc.stderr.decode()) == \
+                    (state(project, q) == old), (step, n, proc.stderr.decode())
             again = run_cli(project, *args[:2], str(q), *args[2:])
             assert again.rc == 0, (step, n, again.text)
+            assert mode == "kill" or "taken back again" not in again.err, (step, n, again.err)
             assert state(project, q) == new, (step, n)
         else:
             pytest.fail(f"the fault {step} never stopped firing")

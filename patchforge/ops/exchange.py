@@ -25,7 +25,7 @@ from patchforge.errors import InputError, PatchforgeError, UsageError
 from patchforge.formats.patchfile import (CANONICAL_ORDER, SIGNATURE, parse_patch_file,
                                           quote_diff_like, render_patch_file)
 from patchforge.formats.series import parse_series
-from patchforge.fsutil import RepoLock, atomic_write, writing_project
+from patchforge.fsutil import RepoLock, atomic_write, put_back_on_failure, writing_project
 from patchforge.stack import (require_readable_history, series_changed,
                               series_state)
 from patchforge.store.diff import FileChange, blob_oid, make_diff, merge_file
@@ -149,35 +149,20 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
 
 def _list_imported(project: Project, upstream: str, new: list[tuple[str, bytes]]) -> None:
     """Write the import's patch files, then list them all in one write of the series file:
-    the import is in the series whole or not at all. Cut short before that write (Ctrl-C, a
-    failed write), the files this run made are removed again (never one the series on disk
-    lists: the write may have renamed it in before failing), and nothing of the import is
-    left; one patch at a time, a Ctrl-C left part of it listed while the message said nothing
-    was. (A kill leaves the files unlisted: the same import run again lists them.)"""
-    made: list[Path] = []
-    try:
-        for file_name, data in new:
-            path = project.patch_path(upstream, file_name)
-            if not path.exists():
-                made.append(path)
+    the import is in the series whole or not at all. Cut short (Ctrl-C, a failed write, the
+    series' directory sync after its rename included), every file goes back as it was
+    (fsutil.put_back_on_failure), and nothing of the import is left; one patch at a time, a
+    Ctrl-C left part of it listed while the message said nothing was. (A kill leaves the
+    files unlisted: the same import run again lists them.)"""
+    paths = [project.patch_path(upstream, file_name) for file_name, _ in new]
+    with put_back_on_failure([*paths, project.series_path(upstream)],
+                             finish="run the import again: it lists the patches it wrote"):
+        for path, (_, data) in zip(paths, new):
             atomic_write(path, data)
         series = project.read_series(upstream)
         for file_name, _ in new:
             series = series.inserted(file_name)
         atomic_write(project.series_path(upstream), series.to_bytes())
-    except BaseException:
-        # The series may be written already: a failure after its rename (the directory's
-        # sync, a Ctrl-C there) must not take away the files it lists. What is on disk says.
-        try:
-            listed = set(parse_series(project.series_path(upstream).read_bytes()).names)
-        except FileNotFoundError:
-            listed = set()  # no series file yet: none of them is listed
-        except (OSError, PatchforgeError):
-            listed = {path.name for path in made}  # unreadable: keep every file
-        for path in made:
-            if path.name not in listed:
-                path.unlink(missing_ok=True)
-        raise
 
 
 def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,

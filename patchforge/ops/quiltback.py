@@ -32,7 +32,8 @@ from patchforge.errors import InputError, PatchforgeError, UsageError
 from patchforge.formats.patchfile import parse_patch_file
 from patchforge.formats.series import parse_series
 from patchforge.overlay import refuse_series_removals
-from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, writing_project
+from patchforge.fsutil import (RepoLock, atomic_delete, atomic_write, put_back_on_failure,
+                               writing_project)
 from patchforge.ops.exchange import (EXPORT_RECORD, _read_export_record, _record_bytes,
                                      _refuse_collisions, _refuse_taken,
                                      _refuse_unknown_profiles, _sha256, export_record_profile,
@@ -309,7 +310,24 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             raise UsageError(f"the {upstream} series or its pin changed while the quilt series "
                              "was being checked (another patchforge command); nothing was "
                              "taken back", hint="run it again")
-        with writing_project(project.root):
+        from patchforge.ledger import history_path, ledger_path
+
+        kept = [(name, deleted_dir / aside_name(deleted_dir, name, ours_bytes[name]))
+                for name in removed]
+        aside = kept + [(n, deleted_dir / aside_name(
+            deleted_dir, n, project.patch_path(upstream, n).read_bytes())) for n in leftovers]
+        # Cut short (Ctrl-C, a failed write), every file goes back as it was: a quilt
+        # series is taken back whole or not at all (one patch taken and the next not, the
+        # CLI said "nothing was left half-written", and the run again told of the other as
+        # "taken back again"). Only the edit closed is not put back (its change was
+        # refreshed into its patch: require_state saw to it).
+        touched = [folder / EXPORT_RECORD, *(where for _, where in kept),
+                   *(project.patch_path(upstream, n) for n in writes),
+                   project.series_path(upstream), history_path(project), ledger_path(project),
+                   *(project.patch_path(upstream, n) for n in removed + leftovers)]
+        with writing_project(project.root), put_back_on_failure(
+                touched, finish=f"run `patchforge import quilt {folder} --update` again: it "
+                                "finishes what was taken back"):
             # The export record first (which patch takes quilt's change, over what; which new
             # patch the series takes), then the kept, then the new files, then the series,
             # then what the history says, then the removals: a kill at any point loses no
@@ -318,18 +336,13 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             # list yet is one not yet added: each taken again).
             _record_taken(folder, record, profile, entries, took, ours_bytes,
                           {n: made[n].to_bytes() for n in taken}, recorded_order)
-            kept = []
-            for name in removed:
-                where = deleted_dir / aside_name(deleted_dir, name, ours_bytes[name])
+            for name, where in kept:
                 atomic_write(where, ours_bytes[name])
-                kept.append((name, where))
             for name, data in writes.items():
                 atomic_write(project.patch_path(upstream, name), data)
             atomic_write(project.series_path(upstream), new_series.to_bytes())
             said = _deletions_said(project)
-            for name, where in kept + [(n, deleted_dir / aside_name(
-                    deleted_dir, n, project.patch_path(upstream, n).read_bytes()))
-                    for n in leftovers]:
+            for name, where in aside:
                 event = {"event": "deleted", "upstream": upstream, "patch": name,
                          "destination": "deleted",
                          "detail": f"kept as {where.relative_to(project.root).as_posix()}"}
