@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 import zipfile
@@ -1159,6 +1160,130 @@ def test_range_diff_started_then_closed_ends_git_and_leaves_nothing(store, merge
     importer = store.range_diff_import()
     assert importer.start(chains).result() == expected
     assert not importer._tmp.exists()
+
+
+def _series_chains(store, merge_base: str, old_names=None) -> list:
+    """Two chains of a rebase, over the fixture's base and over a target that took the old
+    chain's "landed" and changed the first line of m/a.py: "first", "same" and "created"
+    change the same files from the same contents to the same contents in both, "moved" edits
+    m/a.py as it is on each side (git's text the same, the contents not), "changed" differs,
+    "added" is the new chain's alone."""
+    a, b = store.read_blob(merge_base, "m/a.py"), store.read_blob(merge_base, "m/b.py")
+    landed = _edit(a, 10, b"landed\n")
+    target = store.commit_files(merge_base, {"m/a.py": _edit(landed, 1, b"upstream\n")},
+                                message="target\n")
+    first = {"m/b.py": _edit(b, 1, b"first\n")}
+    same = {"m/b.py": _edit(_edit(b, 1, b"first\n"), 2, b"same\n")}
+    created = {"m/c.py": b"new file\n"}
+    changed = _edit(_edit(b, 1, b"first\n"), 2, b"same\n")
+    old = [("first", first), ("same", same), ("landed", {"m/a.py": landed}),
+           ("moved", {"m/a.py": _edit(landed, 18, b"moved\n")}), ("created", created),
+           ("changed", {"m/b.py": _edit(changed, 3, b"b3\nb4\nb5\nb6\nold\n")})]
+    new = [("first", first), ("same", same),
+           ("moved", {"m/a.py": _edit(_edit(landed, 1, b"upstream\n"), 18, b"moved\n")}),
+           ("created", created), ("changed", {"m/b.py": _edit(changed, 3, b"b3\nb4\nb5\nb6\nnew\n")}),
+           ("added", {"m/d.py": b"added\n"})]
+    if old_names:
+        old = [(name, files) for name, (_, files) in zip(old_names, old)]
+    return [(merge_base, ["m/a.py", "m/b.py"], old), (target, ["m/a.py", "m/b.py"], new)]
+
+
+# A pair's line of a range-diff: its number on the old side, its id there, the mark.
+_PAIR_LINE = re.compile(rb"(?m)^ *(\d+|-): +([0-9a-f]+|-+) ([=!<>]) ")
+
+
+def _scratch_git(importer, *args: str, replace: bool = True) -> bytes:
+    env = git_env()
+    if replace:
+        del env["GIT_NO_REPLACE_OBJECTS"]
+    return subprocess.run(["git", "--git-dir", str(importer._scratch), *args], env=env,
+                          capture_output=True, check=True).stdout
+
+
+def test_range_diff_diffs_only_the_patches_that_differ(store, merge_base):
+    """A patch that changes the same files from the same contents to the same contents in both
+    chains is an exact pair for `git range-diff`; each of its two commits stands in as one
+    with the same tree and message whose diff is empty (refs/replace/ of the scratch
+    repository), so git's two `git log -p` diff only the other patches' files. Every line of
+    the text is the one git gives reading the commits themselves: the same ids, order, pairs
+    ('=', '!', '<', '>') and diffs. The first patch of a chain keeps its commit."""
+    chains = _series_chains(store, merge_base)
+    importer = store.range_diff_import()
+    run = importer.start(chains)
+    try:
+        ranges = [arg for arg in importer._proc.args if ".." in arg]
+        for side in ranges:
+            as_made = _scratch_git(importer, "log", "-p", "--no-merges", "--reverse",
+                                   "--format=%x00%H %s", side, replace=False)
+            as_git_reads = _scratch_git(importer, "log", "-p", "--no-merges", "--reverse",
+                                        "--format=%x00%H %s", side)
+            made = {c[:c.index(b" ")]: c for c in as_made.split(b"\0")[1:]}
+            read = {c[:c.index(b" ")]: c for c in as_git_reads.split(b"\0")[1:]}
+            assert list(made) == list(read)  # the same commits, in the same order
+            names = {c.split(b"\n")[0].split(b" ")[1]: oid for oid, c in made.items()}
+            for name, oid in names.items():
+                if name in (b"same", b"created"):
+                    assert b"diff --git" in made[oid] and b"diff --git" not in read[oid]
+                else:
+                    assert read[oid] == made[oid]
+        expected = _scratch_git(importer, "range-diff", "--no-color", *ranges, replace=False)
+    finally:
+        text = run.result()
+    assert text == expected
+    marks = [pair[2] for pair in _PAIR_LINE.findall(text)]
+    assert marks == [b"=", b"=", b"<", b"=", b"=", b"!", b">"], text.decode()
+
+
+def test_range_diff_stand_ins_need_one_name_per_commit(store, merge_base):
+    """Names that are one name with their whitespace taken out (git's text of a commit may
+    differ from another's in whitespace alone): no commit stands in, and the text is git's
+    of the commits themselves."""
+    chains = _series_chains(store, merge_base,
+                            old_names=["first", "same", "sa me", "moved", "created", "changed"])
+    importer = store.range_diff_import()
+    run = importer.start(chains)
+    try:
+        assert not (importer._scratch / "packed-refs").exists()
+        ranges = [arg for arg in importer._proc.args if ".." in arg]
+        expected = _scratch_git(importer, "range-diff", "--no-color", *ranges, replace=False)
+    finally:
+        text = run.result()
+    assert text == expected and b" = " in text
+
+
+def test_range_diff_stand_ins_never_change_the_abbreviated_ids(store, merge_base):
+    """git abbreviates ids to a length its object count sets (7 hex digits up to 16,383
+    objects in the packs, the scratch repository's and the store's, 8 from 16,384). With the
+    store grown to one object short of 16,384 beside the range-diff's own pack, the stand-ins'
+    objects would take the count past it: none is made, and the ids keep 7 digits. One more
+    object in the store, and git gives 8 digits with the stand-ins made too."""
+    from patchforge.store.objects import object_id, stored_parts, write_parts_pack
+    from patchforge.store.rangediff import _pack_objects
+
+    chains = _series_chains(store, merge_base)
+    importer = store.range_diff_import()
+    run = importer.start(chains)
+    stand_ins = len((importer._scratch / "packed-refs").read_bytes().splitlines()) - 1
+    alternates = importer._scratch / "objects" / "info" / "alternates"
+    alternates.unlink()  # (to count its own pack alone)
+    own = _pack_objects(importer._scratch)
+    run.close()
+    assert stand_ins == 4 and own is not None
+    pad = 16383 - (own - 2 * stand_ins) - _pack_objects(store.git_dir)
+    padding = [b"padding %d\n" % i for i in range(pad + 1)]
+    write_parts_pack(store.git_dir, {object_id(b"blob", data): stored_parts(b"blob", data)
+                                     for data in padding[:-1]})
+
+    def ids_printed():
+        importer = store.range_diff_import()
+        run = importer.start(chains)
+        made = (importer._scratch / "packed-refs").exists()
+        text = run.result()
+        return made, {len(pair[1]) for pair in _PAIR_LINE.findall(text)} - {1}
+    assert ids_printed() == (False, {7})
+    write_parts_pack(store.git_dir, {object_id(b"blob", padding[-1]):
+                                     stored_parts(b"blob", padding[-1])})
+    assert ids_printed() == (True, {8})
 
 
 def test_range_diff_import_closed_early_leaves_nothing(store, merge_base):

@@ -258,11 +258,17 @@ def run_git(*args: str, git_dir: Path | None = None, cwd: Path | str | None = No
 
 def start_git(*args: str, git_dir: Path | None = None, stdout: int | IO[bytes] = subprocess.PIPE,
               stderr: int | IO[bytes] = subprocess.PIPE,
-              stdin: int | IO[bytes] = subprocess.PIPE) -> subprocess.Popen:
+              stdin: int | IO[bytes] = subprocess.PIPE,
+              replace_objects: bool = False) -> subprocess.Popen:
     """Start a long-lived git process fed through its stdin (cat-file, fast-import; end it
-    with `end_process`), or one whose answer is read later (`stdin=subprocess.DEVNULL`)."""
+    with `end_process`), or one whose answer is read later (`stdin=subprocess.DEVNULL`).
+    `replace_objects`: git reads the repository's refs/replace/ (every other git process is
+    kept from them): only for a scratch repository whose replacements patchforge made."""
+    env = git_env()
+    if replace_objects:
+        del env["GIT_NO_REPLACE_OBJECTS"]  # git takes the variable's presence as "no"
     return subprocess.Popen(git_command(*args, git_dir=git_dir), stdin=stdin,
-                            stdout=stdout, stderr=stderr, env=git_env())
+                            stdout=stdout, stderr=stderr, env=env)
 
 
 class StartedGit:

@@ -3,6 +3,8 @@ borrows the store's objects (`RangeDiffImport`)."""
 from __future__ import annotations
 
 import bisect
+import itertools
+import os
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -131,6 +133,8 @@ class RangeDiffImport:
         # bytes object the old chain got (the walk's applications are shared), so it is not
         # hashed again. The content is kept with its id, so no other object can take that id.
         self._known: dict[int, tuple[bytes, str]] = {}
+        # Per chain made: (its first commit, each later commit as made), for _stand_ins.
+        self._made: list[tuple[str, list[_Made]]] = []
         self._closed = False
         self._proc: subprocess.Popen | None = None  # git range-diff, once started
         try:
@@ -220,13 +224,28 @@ class RangeDiffImport:
             ranges = [self.chain(*one) for one in chains]
             assert self._tmp is not None, "made in __init__"
             try:
-                write_parts_pack(self._scratch, self._pack_entries())
+                entries = self._pack_entries()
+                stand_ins = _stand_ins(self._made, len(entries), self._store.git_dir) \
+                    if len(self._made) == 2 else {}
+                for commit, (oid, parts, merge, merge_parts) in stand_ins.items():
+                    entries[merge], entries[oid] = merge_parts, parts
+                write_parts_pack(self._scratch, entries)
+                del entries
                 self._contents, self._base_contents, self._objects = {}, {}, {}
+                self._made = []
+                if stand_ins:
+                    # One file of refs; "sorted" lets git read it without sorting it again.
+                    (self._scratch / "packed-refs").write_bytes(
+                        b"# pack-refs with: peeled fully-peeled sorted \n" + b"".join(
+                            b"%s refs/replace/%s\n" % (stand_ins[commit][0].encode(),
+                                                         commit.encode())
+                            for commit in sorted(stand_ins)))
                 with open(self._tmp / "out", "wb") as out, \
                         open(self._tmp / "err", "wb") as err:
                     self._proc = start_git(
                         "range-diff", "--no-color", *(f"{a}..{b}" for a, b in ranges),
-                        git_dir=self._scratch, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+                        git_dir=self._scratch, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                        replace_objects=bool(stand_ins))
             except OSError as exc:
                 raise StoreError(f"cannot start the range-diff: {exc}") from exc
         except BaseException:
@@ -249,7 +268,10 @@ class RangeDiffImport:
         self._base_contents.update(self._store.blobs_by_id(list(base_files.values())))
         trees = _Trees(self._objects)
         first = parent = None
+        now: dict[str, str] = {}  # path -> its blob id in the commit last made
+        made: list[_Made] = []
         for name, files in [("base", base_files), *steps]:
+            changes: dict[str, tuple[str | None, str | None]] = {}
             for path, content in files.items():
                 if isinstance(content, bytes):  # inline (a chain from the patch files)
                     oid = self._keep(content)
@@ -258,20 +280,29 @@ class RangeDiffImport:
                 else:
                     oid = content
                 trees.set(path.encode("utf-8", "surrogateescape"), oid)
-            raw = (f"tree {trees.root()}\n" + (f"parent {parent}\n" if parent else "")
+                was = now.pop(path, None)
+                if oid is not None:
+                    now[path] = oid
+                if was != oid:
+                    changes[path] = (was, oid)
+            tree = trees.root()
+            raw = (f"tree {tree}\n" + (f"parent {parent}\n" if parent else "")
                    + f"author {ident}\ncommitter {ident}\n\n").encode() \
                 + f"{name}\n".encode("utf-8", "surrogateescape")
-            parent = object_id(b"commit", raw)
-            self._objects[parent] = stored_parts(b"commit", raw)
-            first = first or parent
+            commit = object_id(b"commit", raw)
+            self._objects[commit] = stored_parts(b"commit", raw)
+            if parent is not None:
+                made.append(_Made(name, commit, parent, tree, raw, changes))
+            first, parent = first or commit, commit
         assert first is not None and parent is not None  # the base commit at least
+        self._made.append((first, made))
         return first, parent
 
     def close(self) -> None:
         """End the import: a range-diff still running is ended, the scratch repository
         removed."""
         self._closed = True
-        self._blobs, self._objects, self._known = [], {}, {}
+        self._blobs, self._objects, self._known, self._made = [], {}, {}, []
         self._contents, self._base_contents = {}, {}
         if self._proc is not None and self._proc.returncode is None:
             self._proc.kill()
@@ -305,3 +336,106 @@ class RangeDiffRun:
 
     def close(self) -> None:
         self._importer.close()
+
+
+class _Made:
+    """A commit of a chain after its first, as RangeDiffImport.chain made it (_stand_ins).
+    (A plain class: a NamedTuple's is made by exec at import, a command's tenth of a ms.)"""
+    __slots__ = ("name", "commit", "parent", "tree", "raw", "changes")
+
+    def __init__(self, name: str, commit: str, parent: str, tree: str, raw: bytes,
+                 changes: dict[str, tuple[str | None, str | None]]) -> None:
+        self.name, self.commit, self.parent, self.tree = name, commit, parent, tree
+        self.raw = raw  # the commit object
+        self.changes = changes  # path -> its blob id before, after
+
+
+def _stand_ins(made: list[tuple[str, list[_Made]]], pack_count: int,
+               store_git_dir: Path) -> dict[str, tuple[str, tuple, str, tuple]]:
+    """Stand-ins for the commits of a pair `git range-diff` will find identical, so that it
+    diffs only what differs: commit id -> (its stand-in's id, its pack entry, the stand-in's
+    parent's id, its entry), for refs/replace/ of the scratch repository; {} when nothing
+    may stand in.
+
+    A patch whose commit changes the same paths from the same blobs to the same blobs in both
+    chains, under the same name, gives `git range-diff` the same text twice: an exact pair,
+    printed as "N: id = M: id name" with no diff. git still diffed both commits' files whole
+    for it (its two `git log -p`: every line of both sides hashed). Each of the two commits is
+    replaced by a commit with its tree and message whose parent is a merge with that same tree
+    (its other parent the chain's first commit, outside the range): `--no-merges` leaves the
+    merge out, and the commit's diff is empty. The pair stays exact (both texts are its name
+    alone), every other text is the same (each chain's names are one per commit, even with
+    their whitespace taken out, and a commit after a stand-in diffs against its own tree), and
+    the output names each commit by its own id, with its own message. The abbreviated ids
+    must not change either: no stand-in's id begins as a chain commit's does (7 hex digits,
+    git's shortest), and the object count git takes the length from (the packs' entries: the
+    scratch pack's and the store's) stays between the same two powers of four, else nothing
+    stands in.
+    A git that ignored refs/replace/ would read the real commits, which stay in the pack."""
+    (old_first, old), (new_first, new) = made
+    keys = [[b"".join(step.name.encode("utf-8", "surrogateescape").split()) for step in side]
+            for side in (old, new)]
+    if any(len(set(side)) != len(side) for side in keys):
+        return {}
+    olds = dict(zip(keys[0], old))
+    # (A chain's first patch is left as it is: its stand-in's merge would have one parent
+    # twice.)
+    pairs = [(olds[key], step) for key, step in zip(keys[1], new)
+             if key in olds and olds[key].name == step.name and step.changes
+             and olds[key].changes == step.changes
+             and olds[key].parent != old_first and step.parent != new_first]
+    count = _pack_objects(store_git_dir)
+    if not pairs or count is None or _abbreviation_length(count + pack_count) != \
+            _abbreviation_length(count + pack_count + 4 * len(pairs)):
+        return {}
+    ident = ("%s <%s> %s" % IMPORT_IDENT).encode()
+    printed = {oid[:7] for first, side in made for oid in (first, *(s.commit for s in side))}
+    stand_ins: dict[str, tuple[str, tuple, str, tuple]] = {}
+    for first, step in [(old_first, a) for a, _ in pairs] + [(new_first, b) for _, b in pairs]:
+        for nonce in itertools.count():
+            merge_raw = b"tree %s\nparent %s\nparent %s\nauthor %s\ncommitter %s\n\n%d\n" % (
+                step.tree.encode(), step.parent.encode(), first.encode(), ident, ident, nonce)
+            merge = object_id(b"commit", merge_raw)
+            raw = step.raw.replace(b"\nparent %s\n" % step.parent.encode(),
+                                   b"\nparent %s\n" % merge.encode(), 1)
+            oid = object_id(b"commit", raw)
+            if merge[:7] not in printed and oid[:7] not in printed:
+                break
+        stand_ins[step.commit] = (oid, stored_parts(b"commit", raw), merge,
+                                  stored_parts(b"commit", merge_raw))
+    return stand_ins
+
+
+def _abbreviation_length(count: int) -> int:
+    """The length git abbreviates ids to in a repository of `count` objects (its
+    find_unique_abbrev: half the count's bits, rounded up; 7 at least), before it lengthens
+    one that another object's id begins as."""
+    return max(7, (count.bit_length() + 1) // 2)
+
+
+def _pack_objects(git_dir: Path) -> int | None:
+    """How many entries the packs of `git_dir` hold, as git counts them for the abbreviated
+    ids' length (each index's count); None where another count could apply (a multi-pack
+    index, alternates of its own) or an index cannot be read."""
+    objects = os.path.join(git_dir, "objects")
+    pack_dir = os.path.join(objects, "pack")
+    count = 0
+    try:
+        names = set(os.listdir(pack_dir))
+        if "multi-pack-index" in names or os.path.exists(
+                os.path.join(objects, "info", "alternates")):
+            return None
+        for name in names:
+            if not name.endswith(".idx") or name[:-4] + ".pack" not in names:
+                continue
+            with open(os.path.join(pack_dir, name), "rb") as f:
+                head = f.read(1032)
+            # version 2 starts "\377tOc", version 1 with its fan-out table (whose last of 256
+            # entries is the count)
+            at = 1028 if head.startswith(b"\xfftOc") else 1020
+            if len(head) < at + 4:
+                return None
+            count += int.from_bytes(head[at:at + 4], "big")
+    except OSError:
+        return None
+    return count
