@@ -575,10 +575,11 @@ def refuse_series_removals(project: Project, store: UpstreamStore, upstream: str
 
 
 def section_line(original: bytes | None, source: str, *, new_path: str | None = None,
-                 old_path: str | None = None) -> int | None:
+                 old_path: str | None = None, hunk: int | None = None) -> int | None:
     """The line of the file section of the patch file as it was read (`original`, before an
-    import added fields to its header) that makes `new_path` or takes `old_path` away, or
-    None when there is no such file or section."""
+    import added fields to its header) that makes `new_path` or takes `old_path` away (with
+    `hunk`, 0-based, the line of that hunk's `@@` in it), or None when there is no such file
+    or section."""
     if original is None:
         return None
     from patchforge.formats.patchfile import parse_patch_file
@@ -587,9 +588,12 @@ def section_line(original: bytes | None, source: str, *, new_path: str | None = 
         sections = parse_patch_file(original, source).file_patches
     except InputError:
         return None
-    return next((fp.line_no for fp in sections
-                 if (new_path is not None and fp.new_path == new_path)
-                 or (old_path is not None and fp.old_path == old_path)), None)
+    found = next((fp for fp in sections
+                  if (new_path is not None and fp.new_path == new_path)
+                  or (old_path is not None and fp.old_path == old_path)), None)
+    if found is None or hunk is None:
+        return None if found is None else found.line_no
+    return found.hunks[hunk].line_no if hunk < len(found.hunks) else found.line_no
 
 
 def _artifact_error(project: Project, artifact: str, message: str, *,

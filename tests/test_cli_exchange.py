@@ -279,6 +279,89 @@ def test_import_git_range_one_patch_per_commit(project, tmp_path):
     assert bad.rc == 2
 
 
+@pytest.mark.parametrize("kind", ["git", "mbox", "quilt"])
+def test_an_import_of_a_fix_of_lines_the_series_changed_is_refused_naming_the_hunk(
+        project, tmp_path, kind):
+    """The series fixes line3 (a `git diff` on the pin); a colleague's branch, made on the pin
+    too, fixes the same line otherwise. Each import took it ("imported", exit 0, not a word)
+    and `overlays` then failed (exit 2, hunk #1 of a.py does not apply). Now refused, exit 2,
+    nothing written, naming where it came from (the commit, the message, the quilt file at
+    its hunk's line), the hunk and the series' patch of that file; the overlays still build.
+    A commit of other lines imports as before."""
+    root = project
+    upstream = tmp_path / "up-upstream"
+    mine = tmp_path / "mine"
+    git(tmp_path, "clone", "-q", str(upstream), str(mine))
+    (mine / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 mine\n"))
+    diff = git_bytes(mine, "diff")
+    add_patch_file(root, "up", "mine.patch", b"Description: mine\nAuthor: M <m@e>\n"
+                   b"Upstream-Status: Pending\nUpstream: up\n\n" + diff)
+    ok(root, "overlays")
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", str(upstream), str(fork))
+    git(fork, "checkout", "-q", "-b", "theirs")
+    (fork / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 theirs\n"))
+    git(fork, "commit", "-qam", "Their line three")
+    sha = git(fork, "rev-parse", "HEAD").strip()
+    mails = tmp_path / "mails"
+    git(fork, "format-patch", "-q", "-1", "-o", str(mails))
+    mail = next(mails.iterdir())
+    quilt_dir = tmp_path / "quilt"
+    quilt_dir.mkdir()
+    (quilt_dir / "theirs.patch").write_bytes(mail.read_bytes())
+    (quilt_dir / "series").write_text("theirs.patch\n")
+    hunk_line = mail.read_bytes().split(b"\n").index(b"@@ -1,6 +1,6 @@") + 1
+    before = tree_bytes(root / "series")
+    args = {"git": ("git", "main..theirs", "--repo", str(fork)), "mbox": ("mbox", str(mail)),
+            "quilt": ("quilt", str(quilt_dir))}[kind]
+    run = run_cli(root, "import", *args)
+    assert run.rc == 2, run.text
+    where = {"git": f"{fork}: commit {sha}: ", "mbox": f"{mail} (message 1): ",
+             "quilt": f"{quilt_dir / 'theirs.patch'}:{hunk_line}: "}[kind]
+    name = "theirs.patch" if kind == "quilt" else "their-line-three.patch"
+    assert f"patchforge: error: {where}patch {name}: hunk #1 of a.py does not apply on the " \
+        "series (mine.patch changes a.py before it); nothing was imported" in run.err, run.err
+    assert "leave it out of the import" in run.err
+    assert tree_bytes(root / "series") == before
+    ok(root, "overlays")
+    (fork / "pkg/b.py").write_bytes(UPSTREAM_FILES["pkg/b.py"].replace(b"y = 2", b"y = 3"))
+    git(fork, "commit", "-qam", "Their y")
+    ok(root, "import", "git", "theirs~1..theirs", "--repo", str(fork))
+    ok(root, "overlays")
+
+
+def test_an_import_of_a_fix_for_every_profile_of_lines_a_profiles_fix_changed_is_refused(
+        tmp_path, monkeypatch):
+    """The series fixes line3 for gfx942 only; a colleague's commit fixes the same line for
+    every profile. It applies on its own base (the upstream's file), but not in gfx942's
+    series: imported ("imported", exit 0), `overlays` then refused the series. Now refused
+    (exit 2, nothing written), naming the commit, the profile and the patch it meets."""
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, _ = git_project(tmp_path, profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
+    upstream = tmp_path / "up-upstream"
+    mine = tmp_path / "mine"
+    git(tmp_path, "clone", "-q", str(upstream), str(mine))
+    (mine / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 mine\n"))
+    add_patch_file(root, "up", "mine.patch", b"Description: mine\nAuthor: M <m@e>\n"
+                   b"Upstream-Status: Pending\nUpstream: up\nProfiles: gfx942\n\n"
+                   + git_bytes(mine, "diff"))
+    ok(root, "overlays")
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", str(upstream), str(fork))
+    git(fork, "checkout", "-q", "-b", "theirs")
+    (fork / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 theirs\n"))
+    git(fork, "commit", "-qam", "Their line three")
+    sha = git(fork, "rev-parse", "HEAD").strip()
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "git", "main..theirs", "--repo", str(fork))
+    assert run.rc == 2, run.text
+    assert f"patchforge: error: {fork}: commit {sha}: patch their-line-three.patch does not " \
+        "apply in the series of gfx942: it changes lines of a.py that mine.patch (gfx942) " \
+        "changed before it there; nothing was imported" in run.err, run.err
+    assert tree_bytes(root / "series") == before
+    ok(root, "overlays")
+
+
 def test_import_git_refuses_a_range_git_would_take_for_an_option(project, tmp_path):
     """A RANGE beginning with `-` went to `git rev-list` as an option: `--output=FILE` ended in
     an internal error (GitPython refused it), `--all` imported every branch of the repository.

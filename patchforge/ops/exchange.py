@@ -168,8 +168,9 @@ def _list_imported(project: Project, upstream: str, new: list[tuple[str, bytes]]
 def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,
                       parsed: dict[str, PatchFile], sources: dict[str, tuple[str, bytes | None]],
                       pin: str) -> None:
-    """Refuse an import whose patch, at the end of the series, applies where nearness to its
-    header's line chose among several places, in a file it was not made on (its `index` line
+    """Refuse an import whose patch, at the end of the series, does not apply
+    (_refuse_not_applying), or applies where nearness to its header's line chose among
+    several places, in a file it was not made on (its `index` line
     names another version: a branch made on an older upstream, whose line numbers are that
     version's) or not shown to be (no `index` line: a quilt or `diff -u` patch): put where GNU
     patch would put it, the fix may go into a twin of the code it was made for, which
@@ -188,8 +189,12 @@ def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,
     own = [profile_set(patch, configured) for _, patch in patches]
     outcomes = outcomes_on_bases(lambda paths: store.read_blobs(pin, paths), patches, own,
                                  strict=False, allow_zero_context=True, placement=True)
-    for outcome in outcomes:
-        if outcome is None or outcome.name not in new or not outcome.ok or not outcome.ambiguous:
+    for at, outcome in enumerate(outcomes):
+        if outcome is None or outcome.name not in new:
+            continue
+        if not outcome.ok:
+            _refuse_not_applying(outcome, patches, own, at, sources, pin)
+        if not outcome.ambiguous:
             continue
         source = sources.get(outcome.name, (outcome.name, None))[0]
         places = "; ".join(place.describe() for place in outcome.ambiguous)
@@ -208,6 +213,72 @@ def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,
                          "another version of the file than the pin's; nothing was imported",
                          hint=f"make it on the pin ({pin[:12]}: `git rebase --onto {pin[:12]} "
                               "OLD-BASE BRANCH` in its repository) and import it again")
+    _refuse_leaving_chains(patches, own, configured, new, sources, pin, store)
+
+
+def _refuse_leaving_chains(patches: list, own: list, configured: list, new: list[str],
+                           sources: dict[str, tuple[str, bytes | None]], pin: str,
+                           store: UpstreamStore) -> None:
+    """Refuse an import of which a patch applies on its own base but does not go into the
+    series of a profile that holds it (apply.chains: a fix for every profile of lines a
+    gfx942 fix of the series changed): that profile's overlays would refuse the series, as
+    for a patch that does not apply (_refuse_not_applying). Named at the file's section."""
+    if not profile_bases_differ(patches, configured):
+        return
+    from patchforge.apply.chains import apply_on_chains
+    from patchforge.overlay import section_line
+
+    problems = apply_on_chains(lambda paths: store.read_blobs(pin, paths), patches,
+                               configured, own=own, strict=False,
+                               allow_zero_context=True).problems
+    for problem in problems:
+        if problem.name not in new:
+            continue
+        where, original = sources.get(problem.name, (problem.name, None))
+        raise InputError(f"patch {problem.name} {problem.describe()}; nothing was imported",
+                         path=where, line=section_line(original, where, new_path=problem.path,
+                                                       old_path=problem.path),
+                         hint=f"{problem.remedy}, or leave it out of the import")
+
+
+def _refuse_not_applying(outcome, patches: list, own: list, at: int,
+                         sources: dict[str, tuple[str, bytes | None]], pin: str) -> None:
+    """Refuse an import of which a patch does not apply at the end of the series on the pin
+    (a colleague's fix of lines the series has its own fix of; a branch made on an older
+    upstream whose lines changed since): imported, it was "imported", exit 0, and `overlays`
+    then refused the series (exit 2) and `status` called it a conflict. Refused as the
+    imports refuse a patch that would break what comes after (exit 2, nothing written), never
+    written with a warning as `refresh` writes a change: the commit, the message or the quilt
+    file keeps the change, so nothing is lost. Named at its first hunk that fails, with the
+    patches of its base that change that file before it."""
+    from patchforge.apply.chains import patch_paths
+    from patchforge.apply.series import counts_for, describe_failure
+    from patchforge.overlay import section_line
+
+    name, patch = patches[at]
+    fp, application = next((fp, application) for fp, application
+                           in zip(patch.file_patches, outcome.files) if not application.ok)
+    path = fp.new_path or fp.old_path
+    failed = next((h.index for h in application.hunks if h.status == "failed"), None)
+    where, original = sources.get(name, (name, None))
+    earlier = [n for (n, other), theirs in zip(patches[:at], own[:at])
+               if counts_for(theirs, own[at]) and path in patch_paths(other)]
+    if earlier:
+        said = f"on the series ({', '.join(earlier)} change{'s' * (len(earlier) == 1)} " \
+               f"{path} before it)"
+        hint = ("the series changes those lines already (the same fix, or another of the same "
+                "lines?): make this change on the series as it is (`patchforge new NAME`, the "
+                "change made in its worktree, `patchforge refresh`), or leave it out of the "
+                "import")
+    else:
+        said = f"on the pin's {path} ({pin[:12]})"
+        hint = (f"make it on the pin ({pin[:12]}: `git rebase --onto {pin[:12]} OLD-BASE "
+                "BRANCH` in its repository, or a diff of the pin's files), or leave it out of "
+                "the import")
+    raise InputError(f"{describe_failure(name, application)} {said}; nothing was imported",
+                     path=where, line=section_line(original, where, new_path=fp.new_path,
+                                                   old_path=fp.old_path, hunk=failed),
+                     hint=hint)
 
 
 def _refuse_unknown_profiles(project: Project, parsed: dict[str, PatchFile],
