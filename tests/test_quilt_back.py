@@ -178,6 +178,32 @@ def test_a_patch_deleted_in_quilt_is_kept_unless_delete_says_so(stack, tmp_path)
     assert ok(root, "status").rc == 0
 
 
+def test_two_patches_deleted_in_quilt_are_each_kept_under_a_name_of_their_own(stack,
+                                                                              tmp_path):
+    """fix-a and fix-a.2 both deleted in quilt, deleted/ holding an older, different
+    fix-a.patch: --update --delete kept both as deleted/fix-a.2.patch, the second over the
+    first (exit 0, fix-a in no file), since the kept names were all chosen before anything
+    was written. Each is kept under a name of its own."""
+    root, base = stack
+    old = (root / "series/up/fix-a.patch").read_bytes()
+    for name in ("fix-a", "fix-b", "fix-d"):
+        ok(root, "delete", name)
+    overlay = tmp_path / "again.overlay"
+    overlay.write_bytes(A.replace(b"line5\n", b"line5 again\n"))
+    ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix-a", "-m", "again")
+    overlay.write_bytes(A.replace(b"line5\n", b"line5 again\n").replace(b"line12\n",
+                                                                       b"line12 too\n"))
+    ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix-a.2",
+       "-m", "a again")
+    ours = {n: (root / "series/up" / n).read_bytes() for n in ("fix-a.patch", "fix-a.2.patch")}
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "delete", "fix-a.2.patch")
+    quilt(checkout, env, "delete", "fix-a.patch")
+    ok(root, "import", "quilt", str(exported), "--update", "--delete")
+    kept = sorted((p.read_bytes() for p in (root / "series/up/deleted").glob("fix-a*.patch")))
+    assert kept == sorted([old, *ours.values()])
+
+
 def test_the_order_follows_quilts_series_file_where_the_patches_still_apply(stack, tmp_path):
     """Lines moved in quilt's series file: the series takes the new order when every patch
     still applies. An order that puts a fix before the one it is built on is refused, naming

@@ -312,10 +312,19 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                              "taken back", hint="run it again")
         from patchforge.ledger import history_path, ledger_path
 
-        kept = [(name, deleted_dir / aside_name(deleted_dir, name, ours_bytes[name]))
-                for name in removed]
-        aside = kept + [(n, deleted_dir / aside_name(
-            deleted_dir, n, project.patch_path(upstream, n).read_bytes())) for n in leftovers]
+        # The names are chosen before anything is written (for the put-back below), so each
+        # is kept from the ones chosen before it: two removed patches `a.patch` and
+        # `a.2.patch` beside an older deleted/a.patch were both kept as deleted/a.2.patch.
+        chosen: set[str] = set()
+
+        def kept_as(name: str, data: bytes) -> Path:
+            free = aside_name(deleted_dir, name, data, taken=chosen)
+            chosen.add(free)
+            return deleted_dir / free
+
+        kept = [(name, kept_as(name, ours_bytes[name])) for name in removed]
+        aside = kept + [(n, kept_as(n, project.patch_path(upstream, n).read_bytes()))
+                        for n in leftovers]
         # Cut short (Ctrl-C, a failed write), every file goes back as it was: a quilt
         # series is taken back whole or not at all (one patch taken and the next not, the
         # CLI said "nothing was left half-written", and the run again told of the other as
