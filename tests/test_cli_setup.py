@@ -512,6 +512,12 @@ def test_a_cache_setting_with_a_line_end_or_a_tilde_is_refused_saying_why(tmp_pa
     run = run_cli(root, "status", cwd=root)
     assert run.rc == 2 and 'PATCHFORGE_CACHE=\"$HOME/pfc\"' in run.err, run.text
     assert "$PWD/~" not in run.err, run.text
+    # ` /abs` (a space after `=` in an env file) was called a relative path, hinting
+    # `$PWD/ /abs`: the white space is named, and the setting without it given.
+    monkeypatch.setenv("PATCHFORGE_CACHE", " " + cache)
+    run = run_cli(root, "status", cwd=root)
+    assert run.rc == 2 and "begins or ends with white space" in run.err, run.text
+    assert f'PATCHFORGE_CACHE="{cache}"' in run.err and "$PWD" not in run.err, run.text
 
 
 def test_a_cache_in_the_projects_own_files_is_refused(tmp_path, monkeypatch):

@@ -80,6 +80,12 @@ def _absolute_setting(variable: str) -> Path | None:
         raise UsageError(f"{variable}={value!r} holds a line break: it would name another "
                          "directory than the one meant", hint="set it without the line end "
                          "(an env file saved with CRLF line ends?)")
+    if value != value.strip() and os.path.isabs(value.strip()):
+        # ` /abs` (a space after `=` in an env file) was called a relative path, with the
+        # hint `$PWD/ /abs`.
+        raise UsageError(f"{variable}={value!r} begins or ends with white space: it would name "
+                         "another directory than the one meant",
+                         hint=f"set it without the spaces ({variable}=\"{value.strip()}\")")
     if not os.path.isabs(value):
         example = f"$HOME/{value[2:]}" if value.startswith("~/") else f"$PWD/{value}"
         raise UsageError(f"{variable}={value} is a relative path: it would name another "
