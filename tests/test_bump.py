@@ -782,6 +782,37 @@ def test_a_bump_stopped_on_a_conflict_says_how_to_propose_it_once_resolved(
     assert json.loads(out)["outcome"] == "up-to-date"
 
 
+def test_a_move_finished_by_hand_is_the_move_after_a_dry_run_or_a_look_without_open_pr(
+        tmp_path, registry_server, forge_server):
+    """The move a person finished was proposed as the move only when the first bump after it
+    had --open-pr: a `--dry-run` said "nothing to move", and a look without --open-pr kept the
+    move's report over the stopped one, after which the command the stop named opened a pull
+    request saying "nothing to move" with none of the fixes it dropped. Both describe the
+    move now, and the pull request is the move's."""
+    scenario = Scenario(tmp_path, registry_server, forge_server, conflict=True)
+    tag = f"nightly-{scenario.c3}"
+    code, _, err = scenario.bump("--open-pr")
+    assert code == 1, err
+    code, _, err = cli_in_process(scenario.root, "rebase", "--skip")
+    assert code == 0, err
+    code, out, err = scenario.bump("--to", tag, "--dry-run", "--json")
+    assert code in (0, 1), err
+    doc = json.loads(out)
+    assert doc["outcome"] == "moved" and doc["dry_run"], doc["outcome"]
+    from patchforge.ops.bump_report import verdict
+    assert verdict(doc) == "Dry run: the stack was moved already, the rebase finished by hand." \
+        or doc["needs_person"]
+    code, out, err = scenario.bump("--to", tag, "--json")  # a look first, without --open-pr
+    assert code in (0, 1) and json.loads(out)["outcome"] == "moved", out + err
+    code, out, err = scenario.bump("--to", tag, "--open-pr", "--json")  # as the stop said
+    assert code in (0, 1), err
+    assert json.loads(out)["outcome"] == "moved"
+    (sent,) = [json.loads(r.body) for r in forge_server.requests if r.method == "POST"
+               and r.body and b'"body"' in r.body]
+    assert "nothing to move" not in sent["body"] and "`block-size.patch`" in sent["body"], \
+        sent["body"][:400]
+
+
 @pytest.mark.parametrize("kind,status", [("status", 401), ("status", 403), ("corrupt", 200),
                                          ("bad_json", 200), ("status", 404)])
 def test_only_the_registrys_answer_about_the_image_passes_a_newer_nightly_over(clean, kind,
@@ -942,6 +973,27 @@ def test_the_bump_commit_is_made_by_the_configured_identity_dated_now(tmp_path, 
     (author, authored), (committer, committed) = (side.rsplit(" ", 1) for side in made.split("|"))
     assert author == committer == "CI Bot <ci@example.com>", made
     assert int(authored) > 1_700_000_000 and int(committed) > 1_700_000_000, made
+
+
+def test_a_bump_without_a_git_identity_to_commit_it_is_refused_before_it_moves(
+        tmp_path, registry_server, forge_server, monkeypatch):
+    """On a job or machine where git has no identity (no user.name/user.email, no
+    GIT_AUTHOR_*), `bump --open-pr` moved and wrote the stack, then failed at the commit
+    ("Please tell me who you are"), exit 2, with a hint to wait for the forge. It is refused
+    before anything moves, naming the git config that gives one; with one, it commits."""
+    s = Scenario(tmp_path, registry_server, forge_server, conflict=False)
+    for key in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+                "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(key, raising=False)
+    before = snapshot(s.root)
+    code, _, err = s.bump("--open-pr")
+    assert code == 2 and "git has no identity to make it with here" in err, err
+    assert "git config user.email" in err and "once the forge answers" not in err, err
+    assert snapshot(s.root) == before and not forge_server.requests
+    git(s.root, "config", "user.name", "CI Bot")
+    git(s.root, "config", "user.email", "ci@example.com")
+    code, _, err = s.bump("--open-pr")
+    assert code == 0, err
 
 
 def test_a_second_bump_keeps_the_commits_people_pushed_to_its_branch(tmp_path, registry_server,

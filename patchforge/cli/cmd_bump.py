@@ -46,6 +46,10 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
     registry = None if project.offline else default_registry(project)
     forge = make_forge(project)
     lock = contextlib.nullcontext() if dry_run else RepoLock(project.state_dir)
+    if open_pr and not dry_run:
+        from patchforge.pr.stack import require_identity
+
+        require_identity(project)
     progress = Progress("rebasing")
     with lock, open_store(project) as store, progress:
         document = run_bump(project, store, upstream, spec=spec, image=image, dry_run=dry_run,

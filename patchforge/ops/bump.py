@@ -498,8 +498,7 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
                                                  upstreams=[name])}
     rebase_doc = None
     stopped = None
-    finished = finished_move(project, name, new.commit) if new.commit == old.commit \
-        and not dry_run else None
+    finished = finished_move(project, name, new.commit) if new.commit == old.commit else None
     if finished is not None:
         # The move this bump stopped in, finished by a person (`rebase --continue`/`--skip`):
         # reported as the move it was, from the pin it left, with what happened to every fix,
@@ -550,10 +549,11 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
 def finished_move(project: Project, name: str, commit: str) -> tuple[dict, dict] | None:
     """(the pin the move left, the finished rebase's summary) when the last bump of `name`
     stopped in its rebase to `commit` and that rebase has since been finished by hand: the
-    kept report (.patchforge/bump/report.json) says "stopped" on the way to `commit`, and the
-    last rebase (.patchforge/last-rebase.json) moved `name` from that report's pin to `commit`
-    and wrote the series. None otherwise (nothing kept, another move, a report already made
-    of the finished move)."""
+    kept report (.patchforge/bump/report.json) says "stopped" on the way to `commit` (or is
+    the finished move's own report, kept by a run without --open-pr, its pull request not
+    opened yet), and the last rebase (.patchforge/last-rebase.json) moved `name` from that
+    report's pin to `commit` and wrote the series. None otherwise (nothing kept, another
+    move, a pull request already opened for it)."""
     import json
 
     try:
@@ -561,7 +561,10 @@ def finished_move(project: Project, name: str, commit: str) -> tuple[dict, dict]
         last = json.loads((project.state_dir / "last-rebase.json").read_bytes())
         moved = last["upstreams"][name]
         left = kept["from"]
-        if kept["outcome"] != "stopped" or kept["upstream"] != name \
+        # The stopped bump's report, or the report of the finished move itself that a run
+        # without --open-pr kept over it (its pull request not opened yet).
+        proposed = kept["outcome"] == "moved" and not (kept.get("pull_request") or {}).get("url")
+        if kept["outcome"] != "stopped" and not proposed or kept["upstream"] != name \
                 or kept["target"]["commit"] != commit:
             return None
         if not last.get("written") or last.get("stopped") or moved["to_commit"] != commit \

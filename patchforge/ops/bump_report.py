@@ -72,6 +72,8 @@ def verdict(doc: dict) -> str:
                                            if doc["dry_run"] else "")
         return lead + ": see the fixes, checks and verification marked below."
     if doc["dry_run"]:
+        if outcome == "moved":  # a move finished by hand before this look (ops.bump)
+            return "Dry run: the stack was moved already, the rebase finished by hand."
         return "Dry run: the stack would move cleanly; nothing was written."
     return "The stack moved cleanly."
 

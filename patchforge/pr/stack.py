@@ -96,6 +96,23 @@ def _remote_host(url: str) -> str | None:
     return "github.com" if host == "ssh.github.com" else host
 
 
+def require_identity(project: Project) -> None:
+    """Refused (UsageError) before a bump moves anything when git has no identity to commit
+    it with in the stack repository (no user.name/user.email, no GIT_AUTHOR_*): the commit
+    is the user's or the job's, never a made-up one, and without this the stack was moved and
+    written before the commit failed, its hint pointing at the forge."""
+    for what in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
+        proc = run_git("var", what, cwd=project.root, user_config=True, ok=None)
+        if proc.returncode != 0:
+            raise UsageError(
+                "bump --open-pr commits the bump in the stack repository, and git has no "
+                "identity to make it with here (user.name and user.email); nothing was moved",
+                hint="`git config user.name \"NAME\"` and `git config user.email ADDRESS` in "
+                     "the stack's checkout (a CI job: set them before the bump, as "
+                     "actions/bump does), or GIT_AUTHOR_NAME/EMAIL and "
+                     "GIT_COMMITTER_NAME/EMAIL")
+
+
 def commit_bump(project: Project, message: str) -> tuple[str | None, str]:
     """(commit, base branch): the bump's files committed on top of HEAD without touching the
     checkout; commit is None when they are what HEAD has already."""
