@@ -24,7 +24,8 @@ sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).
 from stops import default_repo  # noqa: E402
 
 from patchforge.apply.diffparse import split_lines  # noqa: E402
-from patchforge.apply.hunks import _definitions_of, _language, another_function, file_changes  # noqa: E402,E501
+from patchforge.apply.hunks import (CFile, _definitions_of, _language, another_function,  # noqa: E402
+                                    file_changes)
 from patchforge.store.diff import merge_file  # noqa: E402
 
 
@@ -52,8 +53,9 @@ def main() -> int:
         if language is None or base is None or target is None or base == target:
             continue
         lines = split_lines(base)
+        c_file = CFile(lines) if language == "c" else None  # its blocks read once
         inside = [k for k, line in enumerate(lines) if line[:1] in (b" ", b"\t")
-                  and len(line.strip()) > 8 and _definitions_of(lines, k, line, language)]
+                  and len(line.strip()) > 8 and _definitions_of(lines, k, line, language, c_file)]
         for k in draw.sample(inside, min(args.per_file, len(inside))):
             line = lines[k]
             text = line.rstrip(b"\r\n")

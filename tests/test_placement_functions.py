@@ -456,3 +456,91 @@ def test_a_cpp_method_is_not_merged_into_the_same_named_method_of_another_class(
                   + body(b"A", b"start")}, "A::run starts from start; the old one kept",
                  tag="v2")
     stops_naming(stack, "up=v2", "A::run", "Legacy::run")
+
+
+# C++ scopes: a function is named with the namespaces and classes it is in, read by brace
+# depth, so that same-named functions of two namespaces written at column 0 (git's funcname
+# rule names both by their own line), or methods defined inside two classes, are two.
+
+def rows_run(indent: bytes, start: bytes) -> bytes:
+    body = (b"int run(const Rows& rows)\n{\n    int total = " + start + b";\n"
+            b"    for (const Row& row : rows) {\n        if (row.ok)\n"
+            b"            total += row.value;\n    }\n    return total;\n}\n")
+    return b"".join(indent + line if line.strip() else line
+                    for line in body.splitlines(keepends=True))
+
+
+def in_namespace(name: bytes, start: bytes) -> bytes:
+    return b"namespace " + name + b" {\n\n" + rows_run(b"", start) + \
+        b"\n}  // namespace " + name + b"\n"
+
+
+def in_struct(name: bytes, start: bytes) -> bytes:
+    return b"struct " + name + b" {\n  int kept;\n\n" + rows_run(b"  ", start) + b"};\n"
+
+
+def kept_as_legacy(tmp_path, path: str, wrapped, fix: str, there: str) -> None:
+    """`run` (`wrapped(name, start)`: in a namespace or struct of that name) fixed; upstream
+    keeps the old body as a `legacy` copy above it and changes one line of the fix's: the
+    rebase stops naming both."""
+    v1 = b"#include \"rows.h\"\n\n" + wrapped(b"fast", b"0")
+    stack = OneUpstreamStack(tmp_path, {path: v1})
+    stack.add_fix("fix", path, v1, v1.replace(b"row.value;", b"row.value * row.weight;"))
+    stack.commit({path: b"#include \"rows.h\"\n\n" + wrapped(b"legacy", b"0") + b"\n"
+                  + wrapped(b"fast", b"start")}, "run starts from start", tag="v2")
+    stops_naming(stack, "up=v2", fix, there)
+
+
+def test_a_fix_is_not_merged_into_the_same_named_function_of_another_namespace(tmp_path):
+    """`run` in `namespace fast`, written at column 0 as most namespaces are; upstream keeps
+    the old body as `legacy::run` in a namespace above and changes one line of fast's. By
+    their own lines both were `run`: git's clean merge put the fix into legacy::run, exit 0,
+    the fast run without it. Named with their namespaces: the rebase stops, naming both."""
+    kept_as_legacy(tmp_path, "rows.cpp", in_namespace, "fast::run", "legacy::run")
+
+
+def test_a_fix_is_not_merged_into_the_same_named_method_of_another_struct(tmp_path):
+    """The same with `run` defined inside `struct fast` and upstream's `struct legacy` above
+    it. Indented, neither was read as a definition: the change was in no function, the merge
+    into legacy::run clean, exit 0. A method's body is found by its braces: it stops."""
+    kept_as_legacy(tmp_path, "rows.hpp", in_struct, "fast::run", "legacy::run")
+
+
+def test_a_cpp_fix_follows_its_function_across_namespaces_reordered_and_written_otherwise():
+    """Each carried into its own function, the change follows it: namespaces upstream
+    reordered, a method upstream moved out of its class (`int A::run(` at column 0 is the
+    `A::run` that was defined inside `struct A`), a namespace written `a::b` or nested; and a
+    change carried into the other namespace's `run` is named so."""
+    def fix(text: bytes) -> bytes:
+        return text.replace(b"row.value;", b"row.value * row.weight;", 1)
+
+    two = in_namespace(b"fast", b"0") + in_namespace(b"legacy", b"0")
+    swapped = in_namespace(b"legacy", b"0") + in_namespace(b"fast", b"0")
+    carried_into = swapped.replace(b"row.value;", b"row.value * row.weight;").replace(
+        b"row.value * row.weight;", b"row.value;", 1)
+    assert carried(two, fix(two), swapped, carried_into, "rows.cpp") is None
+    assert carried(two, fix(two), swapped, fix(swapped), "rows.cpp") == \
+        (b"fast::run", b"legacy::run", 8)
+    inside = b"namespace a {\nnamespace b {\n" + in_struct(b"A", b"0") + b"}\n}\n"
+    outside = (b"namespace a::b {\nstruct A {\n  int kept;\n  int run(const Rows& rows);\n};\n"
+               + rows_run(b"", b"0").replace(b"int run(", b"int A::run(") + b"}\n")
+    assert carried(inside, fix(inside), outside, fix(outside), "rows.hpp") is None
+
+
+def test_the_scopes_are_read_past_comments_strings_and_later_branches():
+    """Braces in comments, strings, character literals and an `#else` branch (which repeats
+    the `#if` branch's) do not move the depth: `run` after them is still `A::run`; an
+    `extern "C"` block and a `template <class T>` in front of a struct name no scope."""
+    from patchforge.apply.diffparse import split_lines
+    from patchforge.apply.hunks import CFile, _definitions_of, _functions_of
+
+    text = (b"extern \"C\" {\n/* { */\n// }\nconst char* open = \"{\";\nchar close = '}';\n"
+            b"#ifdef WIDE\nstruct Pad { int a;\n#else\nstruct Pad { int a, b;\n#endif\n};\n"
+            b"template <class T>\nstruct A : Base<T> {\n  public:\n  int run(int x) const\n"
+            b"  {\n    return x + 1;\n  }\n};\n}\n")
+    lines = split_lines(text)
+    at = lines.index(b"    return x + 1;\n")
+    c_file = CFile(lines)
+    definitions = _definitions_of(lines, at, lines[at], "c", c_file)
+    assert [lines[k] for k in definitions] == [b"  int run(int x) const\n"]
+    assert _functions_of(lines, definitions, "c", c_file) == [b"A::run"]

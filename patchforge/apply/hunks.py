@@ -995,13 +995,169 @@ def _c_definition(line: bytes) -> bytes | None:
     return b"".join(called.group(1).split()) if called else None
 
 
-def _definitions_of(lines: list[bytes], at: int, changed: bytes, language: str) -> list[int]:
+# The named scopes of a C-family file (C++ `namespace`, `class`, `struct`, `union`), read by
+# brace depth, so that a function is named with them: `f` of `namespace a` and `f` of
+# `namespace b` (each at column 0, git's funcname rule naming both `f`), `run` defined inside
+# `struct A` and inside `struct B`, are two functions (`a::f`, `A::run`). Comments, strings
+# and character literals hold no braces; of an `#if`'s branches only the first is read (as
+# ctags does): the others repeat its braces (`#ifdef X` / `void f(int a) {` / `#else` /
+# `void f() {`). `extern "C" {` is no scope; a namespace without a name is `(anonymous)`.
+_C_TOKEN = re.compile(rb'//|/\*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{};]')
+_C_ACCESS = re.compile(rb"(?:(?:public|private|protected)\s*:\s*)+")
+_C_SCOPE = re.compile(rb"(?:(?:inline|export|typedef)\s+)?(?:namespace|class|struct|union)\b\s*"
+                      rb"(?:(?:__attribute__\s*\(\(.*?\)\)|__declspec\s*\([^)]*\)|alignas\s*"
+                      rb"\([^)]*\)|\[\[.*?\]\])\s*)*([A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*(?:\s*<.*?>)?)?"
+                      rb"\s*(?:final\b)?\s*(?::[^()]*)?", re.S)
+_C_LINKAGE = re.compile(rb'extern\s*"C(?:\+\+)?"')
+
+
+class _CBlock(NamedTuple):
+    """A block `{...}` of a C-family file opened where only scopes are open: a namespace's or
+    a class's (`scope` its name), an `extern "C"` one (no name), or a function's body
+    (`function` its name). 0-based lines: `line` of its name, `opened` of its `{`, `closed`
+    of its `}`."""
+    line: int
+    opened: int
+    closed: int
+    scope: bytes = b""
+    function: bytes = b""
+
+
+class CFile:
+    """What the function check reads of one C-family file, each found once (the check asks of
+    one file for many definitions): the lines that may be directives, and its blocks."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self.lines = lines
+        self._directives: list[int] | None = None
+        self._blocks: list[_CBlock] | None = None
+
+    @property
+    def directives(self) -> list[int]:
+        if self._directives is None:
+            self._directives = _directive_lines(b"".join(self.lines))
+        return self._directives
+
+    @property
+    def blocks(self) -> list[_CBlock]:
+        if self._blocks is None:
+            self._blocks = _c_blocks(self.lines)
+        return self._blocks
+
+    def scopes_at(self, k: int) -> list[bytes]:
+        """The names of the namespaces and classes line `k` is in, outermost first."""
+        return [block.scope for block in self.blocks
+                if block.scope and block.opened < k <= block.closed]
+
+    def function_at(self, k: int) -> _CBlock | None:
+        """The function whose body (below its `{`, above its `}`) holds line `k`."""
+        return next((block for block in self.blocks
+                     if block.function and block.opened < k < block.closed), None)
+
+    def defined_at(self, k: int) -> _CBlock | None:
+        """The function whose name is on line `k`."""
+        return next((block for block in self.blocks if block.function and block.line == k),
+                    None)
+
+
+def _without_template(header: bytes) -> bytes:
+    """`header` without the `template <...>` in front of it (its `class T` is no scope)."""
+    if not header.startswith(b"template"):
+        return header
+    depth = 0
+    for k in range(header.find(b"<"), len(header)):
+        depth += {60: 1, 62: -1}.get(header[k], 0)
+        if not depth:
+            return header[k + 1:].strip()
+    return header
+
+
+def _c_blocks(lines: list[bytes]) -> list[_CBlock]:
+    """The blocks (`_CBlock`) of a C-family file, by its braces outside comments, strings and
+    all but the first branch of each `#if`; a block still open at the end closes there."""
+    found: list[_CBlock] = []
+    # Per open block: its index in `found`, or None for one that is neither a scope nor a
+    # function, or is inside a function (an initializer, an enum, a statement's, a lambda's).
+    open_blocks: list[int | None] = []
+    header: list[tuple[int, bytes]] = []  # (line, code) since the last `;`, `{` or `}`
+    later_branch: list[bool] = []  # per open `#if`: whether a branch after its first is read
+    in_comment = continued = False
+    for k, line in enumerate(lines):
+        if continued or (not in_comment and line.lstrip()[:1] == b"#"):
+            directive = None if continued else _C_DIRECTIVE.match(line)
+            continued = line.rstrip().endswith(b"\\")
+            word = directive.group(1) if directive is not None else b""
+            if word in (b"if", b"ifdef", b"ifndef"):
+                later_branch.append(False)
+            elif word.startswith(b"el") and later_branch:
+                later_branch[-1] = True
+            elif word == b"endif" and later_branch:
+                later_branch.pop()
+            continue
+        if True in later_branch:
+            continue
+        pos = 0
+        while pos < len(line):
+            if in_comment:
+                end = line.find(b"*/", pos)
+                in_comment, pos = end < 0, len(line) if end < 0 else end + 2
+                continue
+            token = _C_TOKEN.search(line, pos)
+            header.append((k, line[pos:len(line) if token is None else token.start()]))
+            if token is None:
+                break
+            word, pos = token.group(), token.end()
+            if word == b"//":
+                break
+            if word == b"/*":
+                in_comment = True
+            elif word[:1] in b"\"'":
+                header.append((k, word))
+            elif word == b"{":
+                open_blocks.append(_opened(found, open_blocks, header, k, len(lines)))
+                header = []
+            else:
+                if word == b"}" and open_blocks:
+                    closing = open_blocks.pop()
+                    if closing is not None:
+                        found[closing] = found[closing]._replace(closed=k)
+                header = []
+    return found
+
+
+def _opened(found: list[_CBlock], open_blocks: list[int | None],
+            header: list[tuple[int, bytes]], k: int, end: int) -> int | None:
+    """The index in `found` of the block opened by the `{` on line `k` after `header` (the
+    code since the statement before it), appended there: a scope or a function opened where
+    only scopes are open. None for any other block."""
+    if any(index is None or found[index].function for index in open_blocks):
+        return None
+    text = b" ".join(b"".join(code for _, code in header).split())
+    access = _C_ACCESS.match(text)  # `public: void run() {`
+    text = _without_template(text[access.end():] if access is not None else text)
+    scope = _C_SCOPE.fullmatch(text)
+    if scope is not None or _C_LINKAGE.fullmatch(text):  # `extern "C" {`: a block, no name
+        name = b"" if scope is None else scope.group(1) or b"(anonymous)"
+        found.append(_CBlock(k, k, end, scope=b"".join(name.split())))
+        return len(found) - 1
+    called = _C_CALLED.search(text)
+    if called is None or b"=" in text[:called.start()]:
+        return None  # an initializer (`= {`), an enum, a block of no name
+    # Its line: the first of the header that names a call (a `template <...>` line above it,
+    # a return type on a line of its own, are not its name).
+    line = next((at for at, code in header if _C_CALLED.search(code)), header[0][0])
+    found.append(_CBlock(line, k, end, function=b"".join(called.group(1).split())))
+    return len(found) - 1
+
+
+def _definitions_of(lines: list[bytes], at: int, changed: bytes, language: str,
+                    c_file: CFile | None = None) -> list[int]:
     """The definition lines (0-based) of the functions whose body holds a change made at line
     `at` (0-based) of `lines`, `changed` its first changed line that is not blank: the
     innermost first, then (Python) the functions and classes it is nested in. Empty where the
     change is not inside a named function: at the top level (a definition added or removed
     whole, a module's statement), after a C function's closing brace, or above every
-    definition."""
+    definition. `c_file`: `CFile(lines)`, when the caller asks of one file many times."""
     found: list[int] = []
     if language == "python":
         limit = len(changed) - len(changed.lstrip(b" \t"))
@@ -1026,33 +1182,46 @@ def _definitions_of(lines: list[bytes], at: int, changed: bytes, language: str) 
     for k in range(min(at, len(lines)) - 1, -1, -1):
         line = lines[k]
         if line[:1] == b"}":
-            break  # after a function's end, outside every function
+            return found  # after a function's end, outside every function
         if line[:1] and line[0] in _C_DEFINITION_START:
             if line.rstrip().endswith(b":"):
                 continue  # a label (`out:`), an access specifier (`public:`)
             if _c_definition(line) is not None:
-                found.append(k)
-            break
-    return found
+                return [k]
+            break  # `struct A {`, `namespace a {`: a method defined in its class is indented
+    method = (c_file or CFile(lines)).function_at(at)
+    return [method.line] if method is not None else []
 
 
-def _definition_name(line: bytes, language: str) -> bytes | None:
+def _definition_name(lines: list[bytes], k: int, language: str,
+                     c_file: CFile | None = None) -> bytes | None:
+    """The name line `k` defines: a Python `def`/`class`, a C-family definition at column 0
+    (git's funcname rule) or one whose body `c_file` found (a method inside its class)."""
+    line = lines[k]
     if language == "python":
         found = _PYTHON_DEFINITION.match(line)
         return found.group(2) if found is not None else None
-    return _c_definition(line)
+    if line[:1] and line[0] in _C_DEFINITION_START:
+        return _c_definition(line)
+    method = (c_file or CFile(lines)).defined_at(k) if line[:1] in (b" ", b"\t") else None
+    return method.function if method is not None else None
 
 
 def _functions_of(lines: list[bytes], definitions: list[int], language: str,
-                  directives: list[int] | None = None) -> list[bytes]:
+                  c_file: CFile | None = None) -> list[bytes]:
     """The names of the functions defined at `definitions` (`_definitions_of`, innermost
-    first), each qualified by what it is nested in (`_qualified`) and by the branch of a
-    conditional it is defined in (`_branch`): `A.run`, `pick [defined(USE_FAST)]`.
-    `directives`: `_directive_lines(lines)`, when the caller asks of one file many times."""
+    first), each qualified by what it is nested in (`_qualified`; in the C family the
+    namespaces and classes it is in: `a::A::run`) and by the branch of a conditional it is
+    defined in (`_branch`): `A.run`, `pick [defined(USE_FAST)]`. `c_file`: `CFile(lines)`,
+    when the caller asks of one file many times."""
+    if language == "c" and c_file is None:
+        c_file = CFile(lines)
     names = []
     for k in definitions:
-        name = _definition_name(lines[k], language) or b""
-        branch = _branch(lines, k, language, directives)
+        name = _definition_name(lines, k, language, c_file) or b""
+        if c_file is not None:
+            name = b"::".join([*c_file.scopes_at(k), name])
+        branch = _branch(lines, k, language, c_file)
         joined = (b" and " if language == "python" else b" && ").join(branch)
         names.append(name + b" [" + joined + b"]" if branch else name)
     return _qualified(names)
@@ -1108,13 +1277,12 @@ def _said(condition: tuple[bool, bytes], negation: bytes) -> bytes:
 
 
 def _branch(lines: list[bytes], k: int, language: str,
-            directives: list[int] | None = None) -> list[bytes]:
+            c_file: CFile | None = None) -> list[bytes]:
     """The conditions (sorted) the definition at line `k` of `lines` is under, up to the
     function or class it is nested in; empty for one in no conditional."""
     if language == "python":
         return sorted(set(_python_branch(lines, k)))
-    return sorted(set(_c_branch(lines, k, _directive_lines(b"".join(lines))
-                                if directives is None else directives)))
+    return sorted(set(_c_branch(lines, k, (c_file or CFile(lines)).directives)))
 
 
 def _directive_lines(content: bytes) -> list[int]:
@@ -1241,21 +1409,27 @@ def _python_clause(lines: list[bytes], j: int, indent: int) -> list[bytes]:
 
 
 def _bodies(lines: list[bytes], function: bytes, bare: bytes, language: str,
-            directives: list[int] | None = None) -> set[bytes]:
+            c_file: CFile | None = None) -> set[bytes]:
     """The lines (without their indentation and line end) of every definition in `lines` that
     `_functions_of` names `function` (whose own name is `bare`), its definition line to its
     end: the next line as little indented as its `def` (Python), its closing brace at column
-    0 (the C family)."""
+    0 (the C family; a method defined inside its class: its own closing brace)."""
     found: set[bytes] = set()
     k = 0
     while k < len(lines):
         line = lines[k]
-        if bare.rsplit(b":", 1)[-1] not in line or _definition_name(line, language) != bare or \
-                _functions_of(lines, [k, *_definitions_of(lines, k, line, language)],
-                              language, directives)[0] != function:
+        if bare.rsplit(b":", 1)[-1] not in line or \
+                _definition_name(lines, k, language, c_file) != bare or \
+                _functions_of(lines, [k, *_definitions_of(lines, k, line, language, c_file)],
+                              language, c_file)[0] != function:
             k += 1
             continue
+        method = c_file.defined_at(k) if c_file is not None and line[:1] in (b" ", b"\t") \
+            else None
         k += 1
+        if method is not None:
+            found.update(text.strip() for text in lines[k:method.closed])
+            k = method.closed
         if language == "python":
             indent = len(line) - len(line.lstrip(b" \t"))
             while k < len(lines):
@@ -1265,7 +1439,7 @@ def _bodies(lines: list[bytes], function: bytes, bare: bytes, language: str,
                     break
                 found.add(text.strip())
                 k += 1
-        else:
+        elif method is None:
             while k < len(lines) and lines[k][:1] != b"}":
                 found.add(lines[k].strip())
                 k += 1
@@ -1346,28 +1520,27 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
     if language is None:
         return None
     base_lines = lines_of(base)
-    # The C family's directives, read once per file for all its definitions (_c_branch).
-    directives_of = _directive_lines if language == "c" else (lambda content: None)
-    base_directives = directives_of(base)
+    # A C-family file's directives and blocks, read once per file for all its definitions.
+    base_c = CFile(base_lines) if language == "c" else None
     wanted: dict[bytes, tuple[bytes, set[bytes]]] = {}
     for start, end, first in fix:
-        definitions = _definitions_of(base_lines, start, first, language)
+        definitions = _definitions_of(base_lines, start, first, language, base_c)
         if definitions:
-            name = _functions_of(base_lines, definitions, language, base_directives)[0]
-            bare = _definition_name(base_lines[definitions[0]], language) or b""
+            name = _functions_of(base_lines, definitions, language, base_c)[0]
+            bare = _definition_name(base_lines, definitions[0], language, base_c) or b""
             code = wanted.setdefault(name, (bare, set()))[1]
             code.update(line.strip() for line in
                         base_lines[max(0, start - _AROUND):end + _AROUND] if line.strip())
     if not wanted:
         return None
     current_lines = lines_of(current)
-    current_directives = directives_of(current)
+    current_c = CFile(current_lines) if language == "c" else None
     reached: set[bytes] = set()
     elsewhere = None
     for start, _, first in carried:
         names = _functions_of(current_lines, _definitions_of(current_lines, start, first,
-                                                              language), language,
-                              current_directives)
+                                                              language, current_c), language,
+                              current_c)
         reached.update(names)
         if names and elsewhere is None and not wanted.keys() & set(names):
             elsewhere = (names[0], start + 1)
@@ -1378,7 +1551,7 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
         # The fix's function still has most of the code the fix is made on: upstream kept it
         # there (a context line changed, the fix's own line rewritten), and the copy changed
         # is another function's.
-        if len(code & _bodies(current_lines, name, bare, language, current_directives)) * 2 \
+        if len(code & _bodies(current_lines, name, bare, language, current_c)) * 2 \
                 >= len(code):
             return name, elsewhere[0], elsewhere[1]
     return None
