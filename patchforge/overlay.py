@@ -547,31 +547,28 @@ def refuse_series_removals(project: Project, store: UpstreamStore, upstream: str
                  f"{way_out}")
     if not project.overlays_dir.exists():
         return
-    links = series_links(project, after)
-    had = set(series_links(project, before)) if links else set()
-    for name, path in links:
-        if (name, path) in had:
-            continue
-        where, original = (sources or {}).get(
-            name, (str(project.patch_path(upstream, name)), None))
-        at = f" (listed at {listed[name]})" if listed and name in listed else ""
-        raise InputError(
-            f"patch {name}{at}: makes {path} a symlink, and this project writes overlays: "
-            f"{LINK_REFUSED}; {outcome}",
-            path=where, line=section_line(original, where, new_path=path),
-            hint=f"make the link in the image (a Dockerfile step), {way_out}")
-    had_names = set(series_unnamed_files(before))
-    for name, path in series_unnamed_files(after):
-        if (name, path) in had_names:
-            continue
-        where, original = (sources or {}).get(
-            name, (str(project.patch_path(upstream, name)), None))
-        at = f" (listed at {listed[name]})" if listed and name in listed else ""
-        raise InputError(
-            f"patch {name}{at}: writes {shown_name(path)}, and this project writes overlays: "
-            f"{NAME_REFUSED}; {outcome}",
-            path=where, line=section_line(original, where, new_path=path),
-            hint=f"rename the file in the upstream, {way_out}")
+    # What else `overlays` cannot mount or copy: (the series' such files, what is said of
+    # one, the way out).
+    for found, said, hint in (
+            (lambda series: series_links(project, series),
+             lambda path: f"makes {path} a symlink, and this project writes overlays: "
+                          f"{LINK_REFUSED}",
+             "make the link in the image (a Dockerfile step)"),
+            (series_unnamed_files,
+             lambda path: f"writes {shown_name(path)}, and this project writes overlays: "
+                          f"{NAME_REFUSED}",
+             "rename the file in the upstream")):
+        brought = found(after)
+        had = set(found(before)) if brought else set()
+        for name, path in brought:
+            if (name, path) in had:
+                continue
+            where, original = (sources or {}).get(
+                name, (str(project.patch_path(upstream, name)), None))
+            at = f" (listed at {listed[name]})" if listed and name in listed else ""
+            raise InputError(f"patch {name}{at}: {said(path)}; {outcome}", path=where,
+                             line=section_line(original, where, new_path=path),
+                             hint=f"{hint}, {way_out}")
 
 
 def section_line(original: bytes | None, source: str, *, new_path: str | None = None,

@@ -1178,3 +1178,8 @@ def test_new_without_a_git_identity_says_the_author_it_wrote(project, monkeypatc
     assert b"\nAuthor: Unknown <unknown@localhost>\n" in patch_bytes(project, "no-author")
     assert "note: the patch's Author is Unknown <unknown@localhost>: git has no " \
         "user.name/user.email here" in r.err and "git config --global user.email" in r.err, r.err
+    # import overlay writes the same Author, and says so alike.
+    overlay = project.parent / "a.overlay"
+    overlay.write_bytes((project.parent / "up-upstream" / "a.py").read_bytes() + b"# more\n")
+    r = run_cli(project, "import", "overlay", str(overlay), "--path", "a.py", "--name", "ov")
+    assert r.rc == 0 and "note: the patch's Author is Unknown" in r.err, r.text

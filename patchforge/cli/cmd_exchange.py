@@ -87,6 +87,11 @@ def import_overlay(app, file, upstream, upstream_path, name, description, profil
     _report([created], upstream, project)
     if note:
         click.echo(f"note: {note}", err=True)
+    from patchforge.ops.series import unknown_author_note
+
+    said = unknown_author_note(project.read_patch(upstream, created).get("Author") or "")
+    if said:
+        click.echo(said, err=True)
 
 
 @import_.command("git")

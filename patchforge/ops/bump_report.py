@@ -129,7 +129,8 @@ def render_markdown(doc: dict) -> str:
             where = f" [{result['profile']}]" if result.get("profile") else ""
             files = f" on {_text(', '.join(result['files']))}" if result.get("files") else ""
             mark = "" if result["ok"] else " ⚠"
-            out.append(f"- {_text(result['name'])}{_text(where)}: {_text(result['status'])}{files}{mark}")
+            out.append(f"- {_text(result['name'])}{_text(where)}: "
+                       f"{_text(result['status'])}{files}{mark}")
         out.append("")
     verification = doc.get("verification")
     if verification is not None:

@@ -81,9 +81,10 @@ def _mark_removals(project: Project, store: UpstreamStore, commit: str, patches,
     """At the pin, where the project writes overlays: a patch that deletes (or renames away)
     an upstream file no later patch makes again applies, but `overlays` refuses the series
     (an overlay cannot delete a file in the image); so does one that makes a symlink
-    (overlay.series_links), or writes a file whose name is not UTF-8. Said as needing attention, so that the series' one check does
-    not stay green over what the next `overlays` refuses (a patch copied in by hand, or the
-    patch that made the file again deleted)."""
+    (overlay.series_links), or writes a file whose name is not UTF-8. Said as needing
+    attention, so that the series' one check does not stay green over what the next
+    `overlays` refuses (a patch copied in by hand, or the patch that made the file again
+    deleted)."""
     from patchforge.overlay import series_removals
 
     if not project.overlays_dir.exists():
