@@ -1315,3 +1315,94 @@ def test_a_round_trip_keeps_each_twin_fix_in_its_own_function(tmp_path, monkeypa
     assert b"y + 71\n" in b_part and b"y - 9\n" in b_part and b"y - 91" not in b_part
     assert run_cli(root, "status").rc == 0
     assert lint_errors(root) == []
+
+
+@pytest.mark.parametrize("how", ["refresh -p0", "QUILT_REFRESH_ARGS=-p0"])
+def test_a_patch_quilt_refreshed_at_p0_comes_back(stack, tmp_path, how):
+    """`quilt refresh -p0` (or a quiltrc's `QUILT_REFRESH_ARGS=-p0`) lists the patch as
+    `fix-a.patch -p0` and writes its names from the tree's root, the old one `a.py.orig`.
+    Before, `import quilt --update` refused the entry ("listed with -p0: patchforge patches
+    are -p1"), the change quilt made not taken back. Now it is read at -p0: the edit is in
+    the series' patch, which is -p1 with git's diff, the new patch `quilt new` made at -p0
+    joins, overlays hold quilt's tree, and an export after it is quilt's again."""
+    root, base = stack
+    exported = tmp_path / "q"
+    ok(root, "export", "--quilt", str(exported))
+    env = quilt_env(tmp_path, exported, 'QUILT_REFRESH_ARGS="-p0"\n'
+                    if how.startswith("QUILT") else "")
+    refresh = ["refresh"] if how.startswith("QUILT") else ["refresh", "-p0"]
+    checkout = checkout_of(tmp_path, base)
+    quilt(checkout, env, "push", "-a")
+    quilt(checkout, env, "pop", "fix-a.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line1\n", b"line1\nadded one\n"))
+    quilt(checkout, env, *refresh)
+    quilt(checkout, env, "push", "-a")
+    quilt(checkout, env, "new", "fix-c.patch")
+    quilt(checkout, env, "add", "pkg/new.py")
+    (checkout / "pkg/new.py").write_bytes(b"new = 1\n")
+    quilt(checkout, env, *refresh)
+    assert (exported / "series").read_text() == \
+        "fix-a.patch -p0\nfix-b.patch\nfix-d.patch\nfix-c.patch -p0\n"
+    assert "\n--- a.py.orig\t" in (exported / "fix-a.patch").read_text()
+
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-a.patch\n" in run.out and "added up/fix-c.patch\n" in run.out, run.out
+    fix_a = patch_text(root, "fix-a.patch")
+    assert "diff --git a/a.py b/a.py\n" in fix_a and "+added one\n" in fix_a \
+        and "+line3 fixed\n" in fix_a and ".orig" not in fix_a
+    assert "diff --git a/pkg/new.py b/pkg/new.py\nnew file mode 100644\n" in \
+        patch_text(root, "fix-c.patch")
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+    ok(root, "overlays")
+    assert tree_bytes(root / "overlays" / "gfx942" / "up") == \
+        {p: (checkout / p).read_bytes() for p in ("a.py", "pkg/b.py", "pkg/new.py")}
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / "series").read_text() == \
+        "fix-a.patch\nfix-b.patch\nfix-d.patch\nfix-c.patch\n"
+    quilt(checkout, env, "pop", "-a")
+    quilt(checkout, env, "push", "-a")
+    assert a.read_bytes() == tree_bytes(root / "overlays" / "gfx942" / "up")["a.py"]
+
+
+def test_a_quilt_series_option_patchforge_cannot_read_is_refused_naming_the_line(tmp_path):
+    """`-R` (quilt applies the patch reversed) and `-pab` (a refresh option, never an
+    entry's) are refused naming the series file and line; nothing is imported. A -p0 entry
+    of another tool (`diff -u a.py.orig a.py`) is read as quilt's."""
+    root, base = git_project(tmp_path)
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    (incoming / "fix.patch").write_bytes(
+        b"--- a.py.orig\n+++ a.py\n@@ -2,3 +2,3 @@\n line2\n-line3\n+line3 fixed\n line4\n")
+    for option in ("-R", "-pab"):
+        (incoming / "series").write_text(f"# from elsewhere\nfix.patch {option}\n")
+        run = run_cli(root, "import", "quilt", str(incoming))
+        assert run.rc == 2 and f"{incoming / 'series'}:2: unsupported series option " \
+            f"'{option}'" in run.err, run.err
+        assert not (root / "series/up/fix.patch").exists()
+    (incoming / "series").write_text("fix.patch -p0\n")
+    ok(root, "import", "quilt", str(incoming))
+    assert ok(root, "status").rc == 0
+    ok(root, "overlays")
+    assert (root / "overlays/up/a.py").read_bytes() == \
+        A.replace(b"line3\n", b"line3 fixed\n")
+
+
+def test_a_p0_patchs_hunk_lines_that_read_like_file_headers_are_kept():
+    """A removed line `-- x` and an added `++ y` read `--- x` / `+++ y` in the diff: only the
+    file headers are renamed, the hunks are copied by their counts; a quoted name is cut
+    inside its quotes; a name with fewer directories than the level is refused, naming it."""
+    from patchforge.apply.gnupatch import with_p1_names
+    from patchforge.errors import InputError
+
+    hunk = b"@@ -1,2 +1,2 @@\n--- x\n+++ y\n context\n"
+    data = (b"Description: d\n\n--- sql/q.sql.orig\t2024-05-01\n+++ sql/q.sql\t2024-05-01\n"
+            + hunk + b"--- \"my dir/f.py\"\n+++ /dev/null\n@@ -1 +0,0 @@\n-gone\n")
+    assert with_p1_names(data, 0, "q.patch") == (
+        b"Description: d\n\n--- a/sql/q.sql\t2024-05-01\n+++ b/sql/q.sql\t2024-05-01\n"
+        + hunk + b"--- \"a/my dir/f.py\"\n+++ /dev/null\n@@ -1 +0,0 @@\n-gone\n")
+    assert with_p1_names(data, 1, "q.patch") is data
+    with pytest.raises(InputError) as refused:
+        with_p1_names(data, 2, "q.patch")
+    assert refused.value.line == 3 and "cannot strip 2 directories from 'sql/q.sql.orig'" \
+        in refused.value.message

@@ -7,11 +7,14 @@ deleted) has none, and GNU patch cuts such a name at its first space ("can't fin
 patch", "Cannot rename file without two valid file names"). Both git and GNU patch read a name
 in double quotes, so `export --quilt` writes those names quoted (`for_gnu_patch`), and
 `import quilt` takes them back as git writes them (`as_git_writes`): git quotes a name only for a
-character it must escape, so a quoted name with no backslash in it was quoted here.
+character it must escape, so a quoted name with no backslash in it was quoted here. A quilt series
+entry at another strip level (`fix.patch -p0`) has its names read as -p1 (`with_p1_names`).
 """
 from __future__ import annotations
 
 import re
+
+from patchforge.errors import InputError
 
 _HEADER = re.compile(rb"(old mode|new mode|deleted file mode|new file mode|similarity index|"
                      rb"dissimilarity index|index|rename from|rename to|copy from|copy to) ")
@@ -88,3 +91,83 @@ def _rewrite_section(lines: list[bytes], start: int, end: int, *, quoted: bool) 
         if found:
             name = old if found.group(1).endswith(b"from") else new
             lines[number] = found.group(1) + b" " + (b'"' + name + b'"' if quoted else name)
+
+
+# A quilt series entry `fix.patch -p0` (`quilt refresh -p0`, `QUILT_REFRESH_ARGS=-p0`) names
+# its files from the tree's root, the old one as `<path>.orig` (quilt's diff_file); `-p2`
+# (`quilt import -p2`) under two directories. patchforge's patches are -p1 (`a/<path>`).
+_HUNK_COUNTS = re.compile(rb"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
+def with_p1_names(data: bytes, strip: int, source: str) -> bytes:
+    """`data`, a patch file whose diff GNU patch applies with `-p<strip>`, with each file's
+    names on its `---`/`+++` lines as a -p1 patch writes them (`a/<path>`, `b/<path>`), the
+    rest byte for byte; quilt's old name `<path>.orig` is the file itself. Only quilt's own
+    sections (`---`/`+++`, no `diff --git`) are read so: a git section names its files on its
+    `diff --git` line too, and is refused, naming the line."""
+    if strip == 1:
+        return data
+    lines = data.splitlines(keepends=True)
+    out: list[bytes] = []
+    k = 0
+    while k < len(lines):
+        line = lines[k]
+        if line.startswith(b"diff --git "):
+            raise InputError(f"a git diff section in a patch quilt applies with -p{strip}: "
+                             "patchforge reads quilt's own diffs at that level alone",
+                             path=source, line=k + 1,
+                             hint="list the patch at -p1 (`quilt refresh -p1`, or -p ab)")
+        if not (line.startswith(b"--- ") and k + 1 < len(lines)
+                and lines[k + 1].startswith(b"+++ ")):
+            out.append(line)
+            k += 1
+            continue
+        old, quoted_old, old_rest = _stripped_name(line[4:], strip, source, k + 1)
+        new, quoted_new, new_rest = _stripped_name(lines[k + 1][4:], strip, source, k + 2)
+        if new is not None and old == new + b".orig":
+            old, quoted_old = new, quoted_new
+        out += [b"--- " + _p1_name(b"a/", old, quoted_old) + old_rest,
+                b"+++ " + _p1_name(b"b/", new, quoted_new) + new_rest]
+        k += 2
+        # Its hunks copied by their counts: a removed line `-- x` reads `--- x` too.
+        while k < len(lines):
+            counts = _HUNK_COUNTS.match(lines[k])
+            if counts is None:
+                break
+            out.append(lines[k])
+            k += 1
+            old_left, new_left = (int(n) if n is not None else 1 for n in counts.groups())
+            while k < len(lines) and (old_left > 0 or new_left > 0 or lines[k][:1] == b"\\"):
+                kind = lines[k][:1]
+                old_left -= kind in (b" ", b"-", b"\n", b"\r")
+                new_left -= kind in (b" ", b"+", b"\n", b"\r")
+                out.append(lines[k])
+                k += 1
+    return b"".join(out)
+
+
+def _p1_name(prefix: bytes, path: bytes | None, quoted: bool) -> bytes:
+    if path is None:
+        return b"/dev/null"
+    return b'"' + prefix + path + b'"' if quoted else prefix + path
+
+
+def _stripped_name(rest: bytes, strip: int, source: str,
+                   line: int) -> tuple[bytes | None, bool, bytes]:
+    """The name on a `---`/`+++` line (`rest` the text after `--- `) without its first
+    `strip` directories (None for /dev/null), whether it is quoted, and what follows it (a
+    tab and a time, the line end). A quoted name is cut inside its quotes (a C escape holds
+    no `/`)."""
+    end = rest.find(b"\t")
+    if end < 0:
+        end = len(rest.rstrip(b"\r\n"))
+    name, after = rest[:end], rest[end:]
+    if name == b"/dev/null":
+        return None, False, after
+    quoted = len(name) > 1 and name[:1] == name[-1:] == b'"'
+    parts = (name[1:-1] if quoted else name).split(b"/")
+    if len(parts) <= strip:
+        raise InputError(f"cannot strip {strip} directories from "
+                         f"{name.decode('utf-8', 'replace')!r} (the patch is listed with "
+                         f"-p{strip})", path=source, line=line)
+    return b"/".join(parts[strip:]), quoted, after

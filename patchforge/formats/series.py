@@ -16,6 +16,9 @@ _CONTROL_BYTES = bytes([*range(0x20), 0x7F])  # what no patch name may hold
 class SeriesFile:
     lines: tuple[bytes, ...]  # raw lines, each with its line ending (the last may lack one)
     source: str = "series"
+    # A quilt directory's series: an entry may say the strip level GNU patch applies it with
+    # (`fix.patch -p0`, as `quilt refresh -p0` writes it); `strip_level` tells it.
+    quilt: bool = False
 
     @property
     def names(self) -> list[str]:
@@ -46,8 +49,14 @@ class SeriesFile:
             made = self.__dict__["_made_entries"] = self._read_entries()
         return made
 
+    def strip_level(self, name: str) -> int:
+        """The strip level (`-pN`) the quilt series entry `name` (as written) is applied with:
+        1 where it says none, as quilt reads it."""
+        return self.__dict__.get("_strip_levels", {}).get(name, 1)
+
     def _read_entries(self) -> list[tuple[str, int]]:
         out = []
+        strip_levels: dict[str, int] = {}
         for index, raw in enumerate(self.lines):
             text = raw.split(b"#", 1)[0].strip()
             if not text:
@@ -55,9 +64,17 @@ class SeriesFile:
             parts = text.split()
             name = parts[0].decode("utf-8", "surrogateescape")
             for opt in parts[1:]:
-                if opt not in (b"-p1", b"-p0") and not opt.startswith(b"-p"):
+                if self.quilt and opt[:2] == b"-p" and opt[2:].isdigit():
+                    strip_levels[name] = int(opt[2:])  # the last one, as GNU patch reads it
+                    continue
+                if not opt.startswith(b"-p") or self.quilt:
+                    # (`-R`: quilt applies it reversed; `-pab` is a `quilt refresh` option,
+                    # never a series entry's: `quilt push` fails on it.)
                     raise InputError(f"unsupported series option {opt.decode(errors='replace')!r}",
-                                     path=self.source, line=index + 1)
+                                     path=self.source, line=index + 1,
+                                     hint="of a quilt series entry's options patchforge "
+                                          "reads -pN (the strip level) alone"
+                                          if self.quilt else None)
                 if opt != b"-p1":
                     raise InputError(f"patch {name!r} is listed with {opt.decode()}: patchforge "
                                      "patches are -p1 (paths relative to the upstream root)",
@@ -95,6 +112,7 @@ class SeriesFile:
                 raise InputError(f"patch {name!r} is listed twice (first on line {at + 1}"
                                  f"{also})", path=self.source, line=index + 1)
             seen[file_name] = (name, index)
+        self.__dict__["_strip_levels"] = strip_levels
         return out
 
     def line_of(self, name: str) -> int | None:
@@ -174,10 +192,11 @@ def patch_file_name(name: str) -> str:
     return name if name.endswith(PATCH_SUFFIX) else name + PATCH_SUFFIX
 
 
-def parse_series(data: bytes, source: str = "series") -> SeriesFile:
+def parse_series(data: bytes, source: str = "series", *, quilt: bool = False) -> SeriesFile:
+    """A series file checked; `quilt`: a quilt directory's (its entries may say `-pN`)."""
     # Split on \n only, so that whatever a user wrote (CR, form feeds) survives byte for byte.
     lines = tuple(_split_lf(data))
-    series = SeriesFile(lines, source)
+    series = SeriesFile(lines, source, quilt)
     series._entries()  # validate now, with line numbers
     return series
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from patchforge.apply.diffparse import parse_diff_full, validate_path
-from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch
+from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch, with_p1_names
 from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series,
                                      profile_bases_differ, profile_set)
 from patchforge.errors import InputError, PatchforgeError, UsageError
@@ -1210,7 +1210,7 @@ def import_quilt(project: Project, store: UpstreamStore, directory: Path, *,
         series_path = directory / "series"
     if not series_path.exists():
         raise UsageError(f"no quilt series file in {directory}")
-    series = parse_series(series_path.read_bytes(), str(series_path))
+    series = parse_series(series_path.read_bytes(), str(series_path), quilt=True)
     pending: list[tuple[str, bytes]] = []
     sources: dict[str, tuple[str, bytes | None]] = {}
     for entry, line in series.as_written():
@@ -1218,19 +1218,19 @@ def import_quilt(project: Project, store: UpstreamStore, directory: Path, *,
         if not source.is_file():
             raise InputError(f"{entry} is listed but missing", path=str(series_path),
                              line=line)
-        original = source.read_bytes()
-        parsed = parse_patch_file(original, str(source))
+        # An entry listed at another strip level (`fix.patch -p0`) is read as -p1.
+        as_p1 = with_p1_names(source.read_bytes(), series.strip_level(entry), str(source))
+        parsed = parse_patch_file(as_p1, str(source))
         diff = as_git_writes(parsed.diff)  # the names `export --quilt` quoted, as git writes them
         if diff != parsed.diff:
-            parsed = parse_patch_file(original[:len(original) - len(parsed.diff)] + diff,
-                                      str(source))
+            parsed = parse_patch_file(as_p1[:len(as_p1) - len(parsed.diff)] + diff, str(source))
         patch = _adopted(parsed, upstream, pin.commit)
         file_name = patch_file_name(Path(entry).name.removesuffix(".patch").removesuffix(".diff"))
         data = patch.to_bytes()
         _check_new_name(project, upstream, file_name, data)
         _refuse_taken(file_name, {n for n, _ in pending}, str(series_path), line)
         pending.append((file_name, data))
-        sources[file_name] = (str(source), original)
+        sources[file_name] = (str(source), as_p1)  # its lines are the file's, line for line
     _write_imported(project, store, upstream, pending, sources, pin=pin.commit)
     return [n for n, _ in pending]
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.apply.chains import (apply_on_chains, carry_file, carry_files, carry_into,
                                      met_in_chain, patch_paths, profiles_note)
-from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch
+from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch, with_p1_names
 from patchforge.apply.hunks import repeated_places
 from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series, counts_for,
                                      profile_bases_differ, profile_set)
@@ -91,7 +91,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     pin = project.lock.pin(upstream)
     series_path = quilt_series_path(Path(directory), upstream)
     folder = series_path.parent
-    quilt = parse_series(series_path.read_bytes(), str(series_path))
+    quilt = parse_series(series_path.read_bytes(), str(series_path), quilt=True)
     record = _read_export_record(folder)
     took = read_taken_record(folder) if record is not None else {}
     profile = export_record_profile(folder)  # an export of one profile's series
@@ -100,6 +100,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     ours_bytes = {name: project.read_patch_bytes(upstream, name) for name in ours}
 
     entries: list[tuple[str, Path, int, bytes]] = []  # (file name, quilt file, line, bytes)
+    strip_levels: dict[str, int] = {}  # `fix.patch -p0`: its diff's names are read at -p0
     for entry, line in quilt.as_written():
         source = folder / entry
         if not source.is_file():
@@ -119,6 +120,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                              line=line) from None
         _refuse_taken(file_name, {e[0] for e in entries}, str(series_path), line)
         entries.append((file_name, source, line, source.read_bytes()))
+        strip_levels[file_name] = quilt.strip_level(entry)
 
     taken: dict[str, PatchFile] = {}  # name -> the patch with quilt's diff, to be made again
     how: dict[str, str] = {}
@@ -157,8 +159,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             elif record is not None and file_name in record and \
                     _sha256(exported) not in recorded and _sha256(mine) not in recorded:
                 both[file_name] = (source, line)
-            taken[file_name] = _changed_patch(mine_patch, _quilt_patch(data, source), upstream,
-                                              pin.commit)
+            taken[file_name] = _changed_patch(
+                mine_patch, _quilt_patch(data, source, strip_levels[file_name]), upstream,
+                pin.commit)
             how[file_name] = CHANGED
         else:
             # A patch `quilt new` made that an import took back, and that the series no longer
@@ -186,8 +189,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             path = project.patch_path(upstream, file_name)
             if path.exists():
                 unlisted[file_name] = path.read_bytes()
-            taken[file_name] = _new_patch(_quilt_patch(data, source), file_name, upstream,
-                                          pin.commit, profile)
+            taken[file_name] = _new_patch(_quilt_patch(data, source, strip_levels[file_name]),
+                                          file_name, upstream, pin.commit, profile)
             how[file_name] = ADDED
             if again:
                 taken_again.append(file_name)
@@ -257,9 +260,10 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                              f"{upstream} series: {path}; nothing was taken back",
                              hint="list it in the series or move it away, then run this again")
         made[name] = parse_patch_file(there, str(project.patch_path(upstream, name)))
-    # (quilt's file as read: the line of a file's section in it)
+    # (quilt's file as read, at -p1: the line of a file's section in it)
     sources: dict[str, tuple[str, bytes | None]] = {
-        e[0]: (str(e[1]), e[3]) for e in entries if e[0] in taken}
+        e[0]: (str(e[1]), with_p1_names(e[3], strip_levels[e[0]], str(e[1])))
+        for e in entries if e[0] in taken}
     lines = {e[0]: e[2] for e in entries}
     new_patches = [(n, made.get(n) or patch) for n, patch in patches]
     _refuse_unknown_profiles(project, {n: made[n] for n in made}, sources)
@@ -423,9 +427,11 @@ def _kept_aside(path: Path, deleted_dir: Path) -> bool:
     return (deleted_dir / aside_name(deleted_dir, path.name, data)).is_file()
 
 
-def _quilt_patch(data: bytes, source: Path) -> PatchFile:
+def _quilt_patch(data: bytes, source: Path, strip: int = 1) -> PatchFile:
     """A quilt patch file parsed, the names `export --quilt` quoted for GNU patch as git
-    writes them."""
+    writes them; one quilt's series lists at another strip level (`fix.patch -p0`) with -p1
+    names."""
+    data = with_p1_names(data, strip, str(source))
     parsed = parse_patch_file(data, str(source))
     diff = as_git_writes(parsed.diff)
     if diff != parsed.diff:
