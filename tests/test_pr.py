@@ -281,13 +281,9 @@ def _upstream_moves_on(stack, line: bytes) -> None:
     _commit_all(stack["upstream"], "attn: " + line.decode().strip("# \n"))
 
 
-def test_a_pr_md_an_older_patchforge_wrote_is_said_as_unknown_and_never_stuck(stack):
-    """pr.json written by a patchforge that kept no digest of PR.md (`written` holds the paths
-    alone): the stale generated PR.md was "changed by hand since it was written", and from
-    the next run on, with pr.json now holding the new draft's digest, it was kept as the
-    user's for good and PR.new.md was no longer mentioned. It is kept (it may hold the user's
-    words) and said as not known to be either, with the way to take the new draft, on every
-    run until it is taken; taken, PR.md follows the patch again."""
+def drafted_by_an_older_patchforge(stack) -> tuple[Path, Path, bytes]:
+    """A draft whose pr.json holds the paths alone (no digest of PR.md, as an older patchforge
+    wrote it), then upstream moves on: (its directory, pr.json, PR.md as it was written)."""
     assert run_pr(stack, "ck-a8w4-gfx950").rc == 0
     out = stack["root"] / ".patchforge" / "pr" / "ck-a8w4-gfx950"
     record = out / "pr.json"
@@ -296,6 +292,17 @@ def test_a_pr_md_an_older_patchforge_wrote_is_said_as_unknown_and_never_stuck(st
     record.write_text(json.dumps(old, indent=2, sort_keys=True) + "\n")
     stale = (out / "PR.md").read_bytes()
     _upstream_moves_on(stack, b"# header\n")
+    return out, record, stale
+
+
+def test_a_pr_md_an_older_patchforge_wrote_is_said_as_unknown_and_never_stuck(stack):
+    """pr.json written by a patchforge that kept no digest of PR.md (`written` holds the paths
+    alone): the stale generated PR.md was "changed by hand since it was written", and from
+    the next run on, with pr.json now holding the new draft's digest, it was kept as the
+    user's for good and PR.new.md was no longer mentioned. It is kept (it may hold the user's
+    words) and said as not known to be either, with the way to take the new draft, on every
+    run until it is taken; taken, PR.md follows the patch again."""
+    out, record, stale = drafted_by_an_older_patchforge(stack)
     for _ in range(2):
         run = run_pr(stack, "ck-a8w4-gfx950")
         assert run.rc == 0, run.text
@@ -852,3 +859,41 @@ def test_a_follow_the_store_cannot_read_is_never_said_as_the_configurations(stac
         assert "store.git is damaged" in result.err, result.err
         assert "upstreams.up.follow" not in result.err, result.err
         assert not out.exists()
+
+
+def test_open_refuses_a_pr_md_of_unknown_origin_until_the_user_says_to_send_it(stack,
+                                                                            monkeypatch):
+    """A PR.md pr.json records no digest of (an older patchforge's pr.json): it may be the
+    user's words or a stale draft. Before, `pr --push --open` sent it as the description,
+    exit 0, a note in the output the only word. Now --open refuses (exit 2, naming PR.md,
+    PR.new.md and --keep-body), nothing pushed or sent; with --keep-body it is sent as it is
+    and counts as the user's edit of the draft from then on: the next --open sends it without
+    the flag, and a later change of the draft goes beside it as PR.new.md."""
+    forge = stack["forge"]
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-1")
+    out, record, stale = drafted_by_an_older_patchforge(stack)
+    opening = ("--push", str(stack["fork"]), "--open", "--fork-owner", "ada")
+    refused = run_pr(stack, "ck-a8w4-gfx950", *opening)
+    assert refused.rc == 2, refused.text
+    assert f"{out / 'PR.md'}: pr.json does not record what patchforge wrote to it" in \
+        refused.err and "nothing was pushed or opened" in refused.err, refused.err
+    assert "--keep-body" in refused.err and f"`mv {out / 'PR.new.md'} {out / 'PR.md'}`" in \
+        refused.err, refused.err
+    assert [r for r in forge.requests if r.method in ("POST", "PATCH")] == []
+    assert fork_branches(stack["fork"]) == {}
+    assert (out / "PR.md").read_bytes() == stale
+
+    sent = run_pr(stack, "ck-a8w4-gfx950", *opening, "--keep-body")
+    assert sent.rc == 0, sent.text
+    posts = [r for r in forge.requests if r.method == "POST"]
+    assert json.loads(posts[-1].body)["body"] == stale.decode()
+    assert json.loads(record.read_text())["written"]["body_origin"] == "edited"
+    again = run_pr(stack, "ck-a8w4-gfx950", *opening)
+    assert again.rc == 0 and "changed by hand since it was written" in again.out, again.text
+    patches = [r for r in forge.requests if r.method == "PATCH"]
+    assert json.loads(patches[-1].body)["body"] == stale.decode()
+    (out / "PR.new.md").unlink()
+    _upstream_moves_on(stack, b"# another header\n")
+    moved = run_pr(stack, "ck-a8w4-gfx950")
+    assert moved.rc == 0 and (out / "PR.new.md").is_file(), moved.text
+    assert (out / "PR.md").read_bytes() == stale

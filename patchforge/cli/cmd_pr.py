@@ -29,11 +29,14 @@ from patchforge.errors import EXIT_ATTENTION, UsageError
               help="Push branch patchforge/<name> to this fork (URL or path).")
 @click.option("--open", "open_pr", is_flag=True,
               help="Open a draft PR (or update the open one) through the forge API; needs --push.")
+@click.option("--keep-body", is_flag=True,
+              help="With --open: send a PR.md that pr.json cannot tell is patchforge's draft or "
+                   "yours (pr.json of an older version) as it is, and count it as yours.")
 @click.option("--fork-owner", metavar="OWNER",
               help="The fork's owner on the forge (default: read from the --push URL).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
+def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, as_json):
     """Draft the upstream pull request for one fix (dry run unless --push/--open)."""
     from patchforge.pins import open_store
     from patchforge.pr.draft import draft_pr
@@ -53,6 +56,8 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
         if not owner:
             raise UsageError(f"cannot tell the fork's owner from {remote!r}",
                              hint="pass --fork-owner OWNER")
+    if keep_body and not open_pr:
+        raise UsageError("--keep-body goes with --open: it says to send PR.md as it is")
     if out_dir is not None:
         # Its drafts go under .patchforge/pr/ by default; anywhere else of the project's own
         # (series/up/ holds a patch named like the format-patch file) is refused.
@@ -79,6 +84,8 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
                                "new_draft": body.new_draft,
                                "new_draft_sha256": body.new_draft_sha256}
         submit.write_record(document["written"]["json"], document)
+        if open_pr and body.origin == "unknown":
+            _refuse_unknown_body(document["written"], body, keep_body)
         existing = submit.NOT_ASKED
         if open_pr:
             from patchforge.net import make_forge
@@ -98,6 +105,11 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
                                 "base": opened.base, "kept_description": opened.kept_description,
                                 "body_sha256": hashlib.sha256(sent.encode("utf-8")).hexdigest()
                                 if sent is not None else last_sent}
+            if body.origin == "unknown":
+                # Sent as the user said: from now on PR.md is their edit of the draft made
+                # now (a later draft goes beside it as PR.new.md), never asked about again.
+                document["written"].update(body_sha256=body.new_draft_sha256,
+                                           body_origin="edited")
             document["recorded"] = submit.record_submission(project, draft.upstream, draft.name,
                                                             opened.url)
             submit.write_record(document["written"]["json"], document)
@@ -110,6 +122,22 @@ def pr(app, name, onto, out_dir, remote, open_pr, fork_owner, as_json):
         emit_json(document, "pr")
         return
     _report(draft, document, body)
+
+
+def _refuse_unknown_body(written: dict, body, keep_body: bool) -> None:
+    """--open of a PR.md pr.json records no digest of (an older patchforge's pr.json): it may
+    be a draft made from an older patch or the user's words, and it would be the pull
+    request's description. Sent unasked, a stale draft went out; refused (before the push)
+    unless --keep-body says to send it."""
+    if keep_body:
+        return
+    take = (f"; to take the draft made from the patch now, `mv {shlex.quote(body.new_draft)} "
+            f"{shlex.quote(written['body'])}`" if body.new_draft else "")
+    raise UsageError(f"{written['body']}: pr.json does not record what patchforge wrote to it "
+                     "(an older patchforge wrote it), so whether it is a draft made from an "
+                     "older patch or your words cannot be told, and --open would send it as "
+                     "the pull request's description; nothing was pushed or opened",
+                     hint=f"read it; to send it as it is, add --keep-body{take}")
 
 
 def _not_ready(project, draft, document, as_json):
