@@ -813,6 +813,28 @@ def test_a_move_finished_by_hand_is_the_move_after_a_dry_run_or_a_look_without_o
         sent["body"][:400]
 
 
+def test_a_clean_move_run_again_for_its_tag_is_up_to_date_and_proposed_as_the_move(clean):
+    """A clean `bump --to TAG` run again for the same tag said "moved" again, from the old
+    pin, each time until a pull request was opened (the move's kept report taken for one
+    finished by hand). It is up to date; with --open-pr, the pull request is the move's."""
+    tag = f"nightly-{clean.c3}"
+    code, out, err = clean.bump("--to", tag, "--json")
+    assert code in (0, 1) and json.loads(out)["outcome"] == "moved", out + err
+    snap = {p: (clean.root / ".patchforge/bump" / p).read_bytes()
+            for p in ("report.json", "report.md")}
+    code, out, err = clean.bump("--to", tag, "--json")
+    assert code in (0, 1) and json.loads(out)["outcome"] == "up-to-date", out + err
+    for name, data in snap.items():  # as the look left them: then proposed
+        (clean.root / ".patchforge/bump" / name).write_bytes(data)
+    code, out, err = clean.bump("--to", tag, "--open-pr", "--json")
+    assert code in (0, 1) and json.loads(out)["outcome"] == "moved", out + err
+    (sent,) = [json.loads(r.body) for r in clean.forge.requests if r.method == "POST"
+               and r.body and b'"body"' in r.body]
+    assert "nothing to move" not in sent["body"], sent["body"][:400]
+    code, out, err = clean.bump("--to", tag, "--json")
+    assert code in (0, 1) and json.loads(out)["outcome"] == "up-to-date", out + err
+
+
 @pytest.mark.parametrize("kind,status", [("status", 401), ("status", 403), ("corrupt", 200),
                                          ("bad_json", 200), ("status", 404)])
 def test_only_the_registrys_answer_about_the_image_passes_a_newer_nightly_over(clean, kind,

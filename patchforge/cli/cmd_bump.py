@@ -53,7 +53,7 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
     progress = Progress("rebasing")
     with lock, open_store(project) as store, progress:
         document = run_bump(project, store, upstream, spec=spec, image=image, dry_run=dry_run,
-                            registry=registry, forge=forge,
+                            registry=registry, forge=forge, proposing=open_pr,
                             on_patch=lambda u, n: progress.advance(f"{u}/{n}"))
     markdown = render_markdown(document)
     # A bump that moved the stack but whose pull request the forge did not take (the run

@@ -445,8 +445,12 @@ def _own_spec(project: Project, name: str, spec: str) -> str:
 
 def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
          spec: str | None = None, image: str | None = None, dry_run: bool = False, registry=None,
-         forge=None, on_patch=None) -> dict:
+         forge=None, on_patch=None, proposing: bool = False) -> dict:
     """Find the candidate, judge, rebase, check, verify; the report document.
+
+    `proposing`: the run opens the pull request (--open-pr): a move it finds finished already
+    (finished_move) is proposed as the move, also from the report a run without --open-pr
+    kept of it.
 
     `registry` lists tags and resolves images (None: no registry, e.g. --offline); `forge`
     answers pull request states. A conflict leaves the rebase stopped (resumable with
@@ -498,7 +502,8 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
                                                  upstreams=[name])}
     rebase_doc = None
     stopped = None
-    finished = finished_move(project, name, new.commit) if new.commit == old.commit else None
+    finished = finished_move(project, name, new.commit, proposing) \
+        if new.commit == old.commit else None
     if finished is not None:
         # The move this bump stopped in, finished by a person (`rebase --continue`/`--skip`):
         # reported as the move it was, from the pin it left, with what happened to every fix,
@@ -546,12 +551,13 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
                      notes=notes, stopped=stopped)
 
 
-def finished_move(project: Project, name: str, commit: str) -> tuple[dict, dict] | None:
+def finished_move(project: Project, name: str, commit: str,
+                  proposing: bool = False) -> tuple[dict, dict] | None:
     """(the pin the move left, the finished rebase's summary) when the last bump of `name`
     stopped in its rebase to `commit` and that rebase has since been finished by hand: the
-    kept report (.patchforge/bump/report.json) says "stopped" on the way to `commit` (or is
-    the finished move's own report, kept by a run without --open-pr, its pull request not
-    opened yet), and the last rebase (.patchforge/last-rebase.json) moved `name` from that
+    kept report (.patchforge/bump/report.json) says "stopped" on the way to `commit` (or,
+    `proposing`, is the move's own report, kept by a run without --open-pr, its pull request
+    not opened yet: a run that does not propose it reports it once), and the last rebase (.patchforge/last-rebase.json) moved `name` from that
     report's pin to `commit` and wrote the series. None otherwise (nothing kept, another
     move, a pull request already opened for it)."""
     import json
@@ -563,7 +569,8 @@ def finished_move(project: Project, name: str, commit: str) -> tuple[dict, dict]
         left = kept["from"]
         # The stopped bump's report, or the report of the finished move itself that a run
         # without --open-pr kept over it (its pull request not opened yet).
-        proposed = kept["outcome"] == "moved" and not (kept.get("pull_request") or {}).get("url")
+        proposed = proposing and kept["outcome"] == "moved" and \
+            not (kept.get("pull_request") or {}).get("url")
         if kept["outcome"] != "stopped" and not proposed or kept["upstream"] != name \
                 or kept["target"]["commit"] != commit:
             return None
