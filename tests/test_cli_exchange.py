@@ -1583,3 +1583,27 @@ def test_lint_warns_of_pending_beside_a_forwarded_that_says_otherwise(project, t
     text = run_cli(root, "lint", "--no-forge")
     assert "up/sent.patch" in text.out + text.err and "line 4: Upstream-Status: Pending" \
         in text.out + text.err
+
+
+def test_export_quilt_after_a_fix_was_deleted_and_another_renamed_onto_its_name(project,
+                                                                              tmp_path):
+    """fix1 exported, deleted, the series exported again (DIR keeps fix1.patch, unlisted), then
+    another fix renamed to fix1 and exported: refused as "changed since patchforge exported
+    it", a quilt change that never was. The file an earlier export wrote and this one no
+    longer lists stays recorded as this project's while it is as written."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    first, second = (root / "series/up/series").read_text().split()
+    exported = tmp_path / "quilt-patches"
+    ok(root, "export", "--quilt", str(exported))
+    ok(root, "delete", first.removesuffix(".patch"))
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / first).is_file()  # an export never removes a file from DIR
+    ok(root, "rename", second.removesuffix(".patch"), first.removesuffix(".patch"))
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / first).read_bytes() == (root / "series/up" / first).read_bytes()
+    # Still never over a change made in DIR since.
+    (exported / first).write_bytes((exported / first).read_bytes() + b"\n")
+    refused = run_cli(root, "export", "--quilt", str(exported))
+    assert refused.rc == 2 and "changed since patchforge exported it" in refused.err

@@ -1743,6 +1743,13 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
         files += patches
         files.append((target / "series", "".join(f"{n}\n" for n in names).encode()))
         now = {path.name: [_sha256(data)] for path, data in patches}
+        for name, hashes in (earlier or {}).items():
+            # A file an earlier export wrote that this one no longer lists (its fix deleted
+            # or renamed) stays in DIR as written: still recorded as this project's, or the
+            # next export of a fix of that name (a rename onto it) took it for a quilt
+            # change and refused.
+            if name not in now and _sha256_of(target / name) in hashes:
+                now[name] = list(hashes)
         for name in remade:
             # Written with the stack's line numbers: the series' own file is this export's
             # too, so that the way back knows the series did not change since.
@@ -1964,6 +1971,14 @@ def _read_export_record(target: Path) -> dict[str, list[str]] | None:
                          hint=f"move {path} away, or export into a directory of its own") \
             from None
     return patches
+
+
+def _sha256_of(path: Path) -> str | None:
+    """The sha256 of the file at `path`; None when there is none to read."""
+    try:
+        return _sha256(path.read_bytes())
+    except OSError:
+        return None
 
 
 def _refuse_losing_others(project: Project, upstream: str, target: Path,
