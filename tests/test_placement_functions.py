@@ -373,6 +373,36 @@ def test_a_c_fix_follows_its_branch_when_upstream_reorders_the_branches():
         (b"pick [defined(USE_FAST)]", b"pick [!defined(USE_FAST)]", 7)
 
 
+def test_a_fix_carried_into_a_copy_upstream_disabled_with_if_0_stops(tmp_path):
+    """Upstream keeps the old pick under `#if 0` and writes a new pick below it (a common C
+    idiom): the fix's context is whole only in the disabled copy, and the fix's own pick no
+    longer has its code, which read as the change following the code: status and the rebase
+    said "offset", exit 0, and the deployed file had the fix only in code never built. The
+    rebase stops, naming the disabled copy; `#else` of `#if 1` and Python's `if False:` are
+    never built either, while a copy under a real condition still follows the code."""
+    v1 = C_HEAD + PICK + PICK_FAST + C_TAIL
+    stack = OneUpstreamStack(tmp_path, {"pick.c": v1})
+    stack.add_fix("fix", "pick.c", v1, C_HEAD + PICK + PICK_MASKED + C_TAIL)
+    rewritten = b"{\n    return pick_vectorized(ctx);\n}\n"
+    v2 = C_HEAD + b"#if 0\n" + PICK + PICK_FAST + b"#endif\n\n" + PICK + rewritten + C_TAIL
+    stack.commit({"pick.c": v2}, "pick rewritten; the old one kept under #if 0", tag="v2")
+    stops_naming(stack, "up=v2", "pick", "pick [0]")
+    masked = v2.replace(b"combine(a, b);", b"combine(a, b) & ctx->mask;")
+    fixed = C_HEAD + PICK + PICK_MASKED + C_TAIL
+    for disabled, live in ((b"#if 1\n", b"#else\n"), (b"#if USE_OLD\n", b"#else\n")):
+        v3 = C_HEAD + disabled + PICK + rewritten + live + PICK + PICK_FAST + b"#endif\n" + C_TAIL
+        result = v3.replace(b"combine(a, b);", b"combine(a, b) & ctx->mask;")
+        found = carried(v1, fixed, v3, result, "pick.c")
+        assert (found is not None) == (disabled == b"#if 1\n"), (disabled, found)
+    assert carried(v1, fixed, v2, masked, "pick.c") == (b"pick", b"pick [0]", 8)
+    py2 = HEAD + b"\n\nif False:\n" + b"".join(
+        b"    " + line + b"\n" for line in define("scale", AMAX).splitlines()) + \
+        define("scale", b"    return fast_scale(x, dtype)\n")
+    result = py2.replace(b"factor = amax / ", b"factor = amax.clamp(min=1e-12) / ")
+    assert carried(HEAD + define("scale", AMAX), HEAD + define("scale", CLAMPED), py2,
+                   result)[1] == b"scale [False]"
+
+
 def test_a_header_guard_and_upstreams_new_condition_around_it_do_not_stop_a_fix():
     """A header's include guard is no branch, and a function upstream wraps in a new `#if`
     (one definition, no other of its name) is the same function: the change follows it."""

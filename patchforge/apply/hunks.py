@@ -1285,6 +1285,11 @@ def _branch(lines: list[bytes], k: int, language: str,
     return sorted(set(_c_branch(lines, k, (c_file or CFile(lines)).directives)))
 
 
+# The conditions of a branch never built or run, as _branch says them: `#if 0`, `#else` of
+# `#if 1`, `if False:`.
+_NEVER_TRUE = frozenset({b"0", b"false", b"!1", b"!true", b"False", b"not True", b"not 1"})
+
+
 def _directive_lines(content: bytes) -> list[int]:
     """The (0-based) lines of `content` that may be preprocessor directives (`#` first), in
     order: found once per file from its `#` bytes, not by reading every line above each
@@ -1537,15 +1542,21 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
     current_c = CFile(current_lines) if language == "c" else None
     reached: set[bytes] = set()
     elsewhere = None
+    never_built = False
     for start, _, first in carried:
-        names = _functions_of(current_lines, _definitions_of(current_lines, start, first,
-                                                              language, current_c), language,
-                              current_c)
+        definitions = _definitions_of(current_lines, start, first, language, current_c)
+        names = _functions_of(current_lines, definitions, language, current_c)
         reached.update(names)
         if names and elsewhere is None and not wanted.keys() & set(names):
             elsewhere = (names[0], start + 1)
+            never_built = any(condition in _NEVER_TRUE for k in definitions[:1]
+                              for condition in _branch(current_lines, k, language, current_c))
     if elsewhere is None:
         return None
+    if never_built:
+        # A copy upstream disabled (`#if 0`, `if False:`) beside a rewritten function: the
+        # change there is in code never built, wherever the fix's own code went.
+        return (sorted(wanted.keys() - reached) or sorted(wanted))[0], *elsewhere
     for name in sorted(wanted.keys() - reached):
         bare, code = wanted[name]
         # The fix's function still has most of the code the fix is made on: upstream kept it
