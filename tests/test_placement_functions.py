@@ -360,6 +360,21 @@ def test_a_fix_is_not_carried_into_the_same_named_function_of_the_else_branch(tm
     stops_naming(stack, "up=v2", "pick [defined(USE_FAST)]", "pick [!defined(USE_FAST)]")
 
 
+def test_an_ifndef_with_its_define_and_an_else_is_two_branches_not_an_include_guard(tmp_path):
+    """`#ifndef WARP_SIZE`, `#define WARP_SIZE 64`, then `#else`: a default and its
+    alternative, not an include guard (which has no `#else`). Read as a guard, the picks of
+    its two branches were one function again: the fix was carried into the `#else` copy,
+    exit 0. It stops as the `#ifdef USE_FAST` form does."""
+    directive = b"#ifndef WARP_SIZE\n#define WARP_SIZE 64"
+    v1 = ifdef(PICK_FAST, PICK_SLOW, directive)
+    stack = OneUpstreamStack(tmp_path, {"pick.c": v1})
+    stack.add_fix("fix", "pick.c", v1, ifdef(PICK_MASKED, PICK_SLOW, directive))
+    wider = PICK_FAST.replace(b"widen_fast(a, ctx->lanes)", b"widen_fast(a, ctx->lanes * 2)")
+    stack.commit({"pick.c": ifdef(wider, PICK_FAST, directive)},
+                 "wider fast pick; the old one the fallback", tag="v2")
+    stops_naming(stack, "up=v2", "pick [!defined(WARP_SIZE)]", "pick [defined(WARP_SIZE)]")
+
+
 def test_a_c_fix_follows_its_branch_when_upstream_reorders_the_branches():
     """Upstream writes the pair as `#ifndef USE_FAST` (the slow one first) / `#else`: the fix
     carried into the fast pick, now second, is in its own function (the same branch)."""

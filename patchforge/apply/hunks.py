@@ -6,6 +6,7 @@ reporting how every hunk applied. A failed hunk is skipped, never half-applied; 
 """
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import re
@@ -1323,7 +1324,8 @@ def _c_branch(lines: list[bytes], k: int, directives: list[int]) -> list[bytes]:
         if word in (b"if", b"ifdef", b"ifndef"):
             asked = _directive_condition(word, rest)
             guard = not asked[0] and asked[1].startswith(b"defined(") and \
-                _guard_defined(lines, j, asked[1][len(b"defined("):-1])
+                _guard_defined(lines, j, asked[1][len(b"defined("):-1]) and \
+                not _has_alternative(lines, directives, j)
             groups.append(([], []) if guard else ([asked], [asked]))
         elif word == b"endif":
             if groups:
@@ -1354,6 +1356,27 @@ def _guard_defined(lines: list[bytes], j: int, name: bytes) -> bool:
             found = _C_DIRECTIVE.match(line)
             return found is not None and found.group(1) == b"define" and \
                 found.group(2).split()[:1] == [name]
+    return False
+
+
+def _has_alternative(lines: list[bytes], directives: list[int], j: int) -> bool:
+    """Whether the conditional opened at line `j` has an `#else` or `#elif` of its own: an
+    include guard has none (`#ifndef WARP_SIZE`, `#define WARP_SIZE 64`, then an `#else` is
+    a default and its alternative, two branches)."""
+    depth = 0
+    for i in directives[bisect.bisect_right(directives, j):]:
+        found = _C_DIRECTIVE.match(lines[i])
+        if found is None or found.group(1) == b"define":
+            continue
+        word = found.group(1)
+        if word in (b"if", b"ifdef", b"ifndef"):
+            depth += 1
+        elif word == b"endif":
+            if not depth:
+                return False
+            depth -= 1
+        elif not depth:
+            return True
     return False
 
 
