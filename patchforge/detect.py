@@ -41,8 +41,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import line_content
-from patchforge.apply.hunks import (HunkOutcome, ReversedHunk, _fuzzed, _line_places, _lines_at,
-                                    _place_offsets, apply_file_patch, apply_hunks, lines_of,
+from patchforge.apply.hunks import (CFile, HunkOutcome, ReversedHunk, _definitions_of, _fuzzed,
+                                    _language, _line_places, _lines_at, _place_offsets,
+                                    apply_file_patch, apply_hunks, body_end, lines_of,
                                     place_in_place)
 from patchforge.model.record import field, record, replace
 from patchforge.store.diff import (NULL_OID, FileMerge, blob_oid, changed_blocks,
@@ -1491,18 +1492,19 @@ def assess_file(fp, base: bytes | None, current: bytes | None, *,
                 hv.evidence.append(f"reverse-apply and forward-apply ({hv.forward}) both "
                                    f"{AMBIGUOUS}")
             elif away is None and base is not None and removes and \
-                    (moved := _removed_line_moved(fp, hunk, base, current, backward)) is not None:
+                    (moved := _removed_line_moved(fp, hunk, base, current, backward,
+                                                  own.base_start(index))) is not None:
                 # Gone from the hunk's place but not from the file: upstream moved the line
                 # (a barrier put after the next call), and the program still runs it. Not a
                 # landing unless a person says so: git's merge, which takes a move for a
                 # removal and an addition, does not decide it, nor does a history commit.
                 hv.ambiguous = hv.merge_unasked = True
-                hv.old_code = moved
+                hv.old_code = moved[0]
                 hv.evidence.append(
                     "reverse-apply" + (f" (offset {backward.offset})" if backward.offset
-                                       else "") + f", but a line the hunk removes is still in "
-                    f"the file, at {moved}, as often as at the base: moved, not removed: "
-                    "unsure")
+                                       else "") + f", but a line the hunk removes (or its "
+                    f"call) is still {moved[1]}, at {moved[0]}, as often as at the base: "
+                    "moved, not removed: unsure")
             elif away is None:
                 hv.landed = "certain"
                 hv.evidence.append("reverse-apply" + (f" (offset {backward.offset})"
@@ -1661,9 +1663,9 @@ def _removed_counts(fp, removed) -> dict[bytes, int]:
     return taken
 
 
-def _removed_line_moved(fp, hunk, base: bytes, current: bytes,
-                        found: HunkOutcome) -> str | None:
-    """Where (`line N` of `current`) a line `hunk` (of file patch `fp`) removes is, when
+def _removed_line_moved(fp, hunk, base: bytes, current: bytes, found: HunkOutcome,
+                        base_start: int | None = None) -> tuple[str, str] | None:
+    """Where (`line N` of `current`, and "in the file") a line `hunk` (of file patch `fp`) removes is, when
     `current` has it as often as `base` had it before the patch took it out (the patch's
     other hunks counted: a fix that moves the line itself removes nothing), within
     ANCHOR_DISTANCE lines of where the hunk's reverse-apply `found` it: upstream moved the
@@ -1671,9 +1673,19 @@ def _removed_line_moved(fp, hunk, base: bytes, current: bytes,
     of lines of MIN_CONTAINED_CHARS or more, without whitespace (a closing bracket or
     `return x` is everywhere), and of a shorter call alone (`_call_alone`: `dist.barrier()`
     runs wherever it is put); None otherwise. (A copy far away, in a file that grew copies
-    of the code over a long range of commits, says nothing of this place.)"""
+    of the code over a long range of commits, says nothing of this place.) In a function
+    of a language whose functions are read (`base_start`: where the hunk's pre-image starts
+    in `base`), the function is the place instead for a hunk that only removes lines (and
+    "in its function"): `_removed_line_in_function`."""
     if found.at_line is None:
         return None
+    if base_start is not None and b"+" not in _kinds(hunk) and \
+            (language := _language(fp.path)) is not None:
+        functions = _removal_functions(hunk, base, current, found.at_line - 1, base_start,
+                                       language)
+        if functions is not None:
+            where = _removed_line_in_function(fp, hunk, found.at_line - 1, *functions)
+            return None if where is None else (where, "in its function")
     at = found.at_line - 1
     post = hunk.new_lines()
     lo, hi = at - ANCHOR_DISTANCE, at + len(post) + ANCHOR_DISTANCE
@@ -1705,8 +1717,88 @@ def _removed_line_moved(fp, hunk, base: bytes, current: bytes,
             taken = _removed_counts(fp, removed)
         count = taken[line]
         if count > 0 and _line_count(current, line) > _line_count(base, line) - count:
-            return f"line {near[0] + 1}"
+            return f"line {near[0] + 1}", "in the file"
     return None
+
+
+def _removal_functions(hunk, base: bytes, current: bytes, at: int, base_start: int,
+                       language: str) -> tuple[list[bytes], range, list[bytes], range] | None:
+    """The function `hunk` removes its first removed line from, in `base` (its pre-image at
+    0-based line `base_start`) and in `current` (its post-image at line `at`): (the base's
+    lines, its body's lines there, the same of `current`), None when the removal is not
+    inside a function of both (a module's statement, a language whose functions are not read
+    by `_definitions_of`)."""
+    kinds = _kinds(hunk)
+    first = kinds.index(b"-")
+    line = line_content(hunk.lines[first])
+    pre_before = sum(1 for kind in kinds[:first] if kind != b"+")
+    post_before = sum(1 for kind in kinds[:first] if kind != b"-")
+    base_lines = lines_of(base)
+    base_body = _function_body(base_lines, base_start + pre_before, line, language)
+    if base_body is None or base_start + pre_before not in base_body or \
+            base_lines[base_start + pre_before] != line:
+        return None  # (the base's function read otherwise than the hunk's place says)
+    current_lines = lines_of(current)
+    current_body = _function_body(current_lines, at + post_before, line, language)
+    if current_body is None:
+        return None
+    return base_lines, base_body, current_lines, current_body
+
+
+def _removed_line_in_function(fp, hunk, at: int, base_lines: list[bytes], base_body: range,
+                              current_lines: list[bytes], current_body: range) -> str | None:
+    """`_removed_line_moved` for a hunk that only removes lines, inside a function of both
+    files (`_removal_functions`; `at`: the 0-based line of the target's copy of the
+    post-image): where (`line N` of the target) a line the hunk removes is, when the target's
+    function has it more often than the base's had it less what the hunk takes out of it (a
+    line the patch as a whole adds back is not removed); None otherwise. Lines are compared
+    without their whitespace, shorter than the file-wide window asks (MIN_ANCHOR_CHARS: in the
+    fix's own function `x = x.to(torch.float16)` moved a few lines still runs, while a
+    closing bracket or `return x` is in most functions); a call alone (`_call_alone`) is
+    counted by what it calls too (`torch.cuda.synchronize(` given another argument is still
+    made there). Counts are per function: upstream may have taken a copy out of another
+    function. (A hunk that also adds lines is a rewrite, found in reverse: a line it removes
+    found elsewhere in a long function is most often another statement alike, and the window
+    of `_removed_line_moved` asks.)"""
+    net: dict[bytes, int] = {}  # how many of a line's or a call's copies the hunk removes
+    removed: dict[bytes, None] = {}
+    for kind, each in zip(_kinds(hunk), hunk.lines):
+        if kind == b"-":
+            line = line_content(each)
+            removed[line] = None
+            for key in _line_keys(line):
+                net[key] = net.get(key, 0) + 1
+    taken = _removed_counts(fp, removed)
+    for line in removed:
+        if taken[line] <= 0 or len(_strip_ws(line)) < MIN_ANCHOR_CHARS:
+            continue  # a line the patch moves rather than removes; a line that says little
+        for key in _line_keys(line):
+            there = [n for n in current_body if key in _line_keys(current_lines[n])]
+            had = sum(1 for n in base_body if key in _line_keys(base_lines[n]))
+            if there and len(there) > had - net[key] >= 0:
+                return f"line {min(there, key=lambda n: abs(n - at)) + 1}"
+    return None
+
+
+def _line_keys(line: bytes) -> tuple[bytes, ...]:
+    """What `_removed_line_in_function` counts a line by: its text without whitespace, and for
+    a call alone also what it calls (its text up to its first `(`, whitespace removed)."""
+    text = _strip_ws(line)
+    if not text:
+        return ()
+    if not _call_alone(line):
+        return (text,)
+    return (text, b"call " + text[:text.find(b"(") + 1])
+
+
+def _function_body(lines: list[bytes], at: int, line: bytes, language: str) -> range | None:
+    """The 0-based lines [start, end) of the body of the innermost function that holds `line`
+    put at line `at` of `lines`, None when it is in no function (`_definitions_of`)."""
+    c_file = CFile(lines) if language == "c" else None  # (a method inside its class)
+    definitions = _definitions_of(lines, at, line, language, c_file)
+    if not definitions:
+        return None
+    return range(definitions[0] + 1, body_end(lines, definitions[0], language, c_file))
 
 
 # A statement that is a call alone (`dist.barrier()`, `__syncthreads();`, `free(buf);`): it

@@ -505,7 +505,8 @@ def test_a_removed_line_moved_near_its_place_is_what_a_search_of_every_line_find
                 continue
             asked += 1
             want = _moved_lines_by_whole_file(fp, hunk, base, current, found.at_line)
-            got = _removed_line_moved(fp, hunk, base, current, found)
+            moved_to = _removed_line_moved(fp, hunk, base, current, found)
+            got = None if moved_to is None else moved_to[0]
             assert (got is None) == (not want) and (got is None or got in want), \
                 (base, patched, current, got, want)
             moved += got is not None

@@ -1452,26 +1452,37 @@ def _bodies(lines: list[bytes], function: bytes, bare: bytes, language: str,
                               language, c_file)[0] != function:
             k += 1
             continue
-        method = c_file.defined_at(k) if c_file is not None and line[:1] in (b" ", b"\t") \
-            else None
-        k += 1
-        if method is not None:
-            found.update(text.strip() for text in lines[k:method.closed])
-            k = method.closed
-        if language == "python":
-            indent = len(line) - len(line.lstrip(b" \t"))
-            while k < len(lines):
-                text = lines[k].lstrip(b" \t")
-                if text.strip() and text[:1] not in (b"#", b")", b"]", b"}") and \
-                        len(lines[k]) - len(text) <= indent:
-                    break
-                found.add(text.strip())
-                k += 1
-        elif method is None:
-            while k < len(lines) and lines[k][:1] != b"}":
-                found.add(lines[k].strip())
-                k += 1
+        end = body_end(lines, k, language, c_file)
+        found.update(each.strip() for each in lines[k + 1:end])
+        k = end
     return found
+
+
+def body_end(lines: list[bytes], definition: int, language: str,
+             c_file: CFile | None = None) -> int:
+    """Where the body of the function defined at line `definition` (0-based) of `lines` ends
+    (the 0-based line after its last): the next line as little indented as its `def`
+    (Python; comments and closing brackets of a continuation are the body's), its closing
+    brace at column 0 (the C family; a method defined inside its class, as `c_file`,
+    `CFile(lines)`, finds it: its own closing brace)."""
+    k = definition + 1
+    line = lines[definition]
+    method = c_file.defined_at(definition) if c_file is not None and line[:1] in (b" ", b"\t") \
+        else None
+    if method is not None:
+        return method.closed
+    if language == "python":
+        indent = len(line) - len(line.lstrip(b" \t"))
+        while k < len(lines):
+            text = lines[k].lstrip(b" \t")
+            if text.strip() and text[:1] not in (b"#", b")", b"]", b"}") and \
+                    len(lines[k]) - len(text) <= indent:
+                break
+            k += 1
+    else:
+        while k < len(lines) and lines[k][:1] != b"}":
+            k += 1
+    return k
 
 
 def _changed_places(old: list[bytes], new: list[bytes],
