@@ -8,7 +8,8 @@ landing that a later commit reverted is no longer there, whatever the patch-ids 
 
 A patch's change, file by file, is its change blocks: each run of removed and added lines
 between context lines, whitespace removed (so a reformatted or re-indented backport, and
-context that drifted, still match). A commit of base..target:
+context that drifted, still match); a block that changes whitespace only is compared whole,
+whitespace and all (its change is nothing else). A commit of base..target:
 - makes the change when, for every file of the patch, the commit's blocks there are the
   patch's blocks or contain them in order (a squash commit with more in the same file);
 - undoes it when its message reverts a commit that made it (`git revert`), or when it reverses
@@ -16,7 +17,9 @@ context that drifted, still match). A commit of base..target:
   also inside larger blocks of its own: a commit re-pointing a whole table at once). A commit
   that only takes out lines the patch added (a lint pass moving an import, a guard a later
   design no longer needs) supersedes the change; it does not undo it.
-Walking the commits oldest first, the patch landed when the last such event made the change;
+Walking the commits oldest first, the patch landed when the last such event made the change
+(and `taken_out` says which of its added lines a later commit took out: one the target lacks
+that none did was lost where the history shows no diff, a merge's resolution; combine keeps it);
 `landed_in` is the commit that made it after the last undoing (never a revert). Everything
 is computed from one walk of the history between pin and target (judge.HistoryIndex: which
 commits change the series' files, and their diffs of a file once a patch asks about it), so
@@ -47,23 +50,29 @@ Blocks = tuple[Block, ...]
 
 
 def blocks_of_lines(lines) -> Blocks:
-    """Change blocks of unified-diff body lines (`@@` lines, context, `-`, `+`, `\\`)."""
+    """Change blocks of unified-diff body lines (`@@` lines, context, `-`, `+`, `\\`), their
+    lines without whitespace. A block that changes whitespace only keeps its lines whole:
+    without whitespace its two sides are the same, and any commit re-indenting or stripping
+    those lines would make "the same change" (a Python fix moving a statement into an `if` is
+    all whitespace)."""
     blocks: list[Block] = []
     removed: list[bytes] = []
     added: list[bytes] = []
 
     def close() -> None:
         if removed or added:
-            blocks.append((tuple(removed), tuple(added)))
+            old = tuple(line.translate(None, WHITESPACE) for line in removed)
+            new = tuple(line.translate(None, WHITESPACE) for line in added)
+            blocks.append((tuple(removed), tuple(added)) if old == new else (old, new))
             removed.clear()
             added.clear()
 
     for line in lines:
         kind = line[:1]
-        if kind == b"-":
-            removed.append(line[1:].translate(None, WHITESPACE))
-        elif kind == b"+":
-            added.append(line[1:].translate(None, WHITESPACE))
+        if kind in (b"-", b"+"):
+            # A patch's hunk lines end with their newline, git's diff split at them does not.
+            (removed if kind == b"-" else added).append(
+                line[1:-1] if line.endswith(b"\n") else line[1:])
         elif kind == b"\\":
             continue  # "\ No newline at end of file": not a line of either side
         else:
@@ -115,7 +124,9 @@ def _contains(big: Blocks, small: Blocks) -> bool:
 
 
 def _run_in(small: tuple[bytes, ...], big: tuple[bytes, ...]) -> bool:
-    """Whether `small` is a run of consecutive lines of `big`."""
+    """Whether `small` is a run of consecutive lines of `big`, whitespace ignored (a block
+    that changes whitespace only has it, see blocks_of_lines)."""
+    small, big = _bare(small), _bare(big)
     n = len(small)
     return any(big[i:i + n] == small for i in range(len(big) - n + 1))
 
@@ -136,8 +147,14 @@ def _blob_back(undo: Block, theirs: Blocks) -> bool:
         any(added == undo[1] for _, added in theirs)
 
 
+def _bare(lines: tuple[bytes, ...]) -> tuple[bytes, ...]:
+    return tuple(line.translate(None, WHITESPACE) for line in lines)
+
+
 def _size(blocks: Blocks) -> int:
-    return sum(len(line) for removed, added in blocks for line in (*removed, *added))
+    """The blocks' changed code, whitespace removed."""
+    return sum(len(line.translate(None, WHITESPACE))
+               for removed, added in blocks for line in (*removed, *added))
 
 
 @record
@@ -147,6 +164,8 @@ class HistoryLanding:
 
     landed_by: str | None
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (commit, made|undid, how)
+    # The lines the change adds (whitespace removed) that a commit after landed_by takes out.
+    taken_out: frozenset[bytes] = frozenset()
 
     @property
     def undone_by(self) -> str | None:
@@ -283,7 +302,27 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
             landed_by = None
         elif landed_by is None:
             landed_by = commit
-    return HistoryLanding(landed_by, events)
+    return HistoryLanding(landed_by, events, _taken_out(wanted, commits, landed_by))
+
+
+def _taken_out(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, Blocks]]],
+               landed_by: str | None) -> frozenset[bytes]:
+    """The lines `wanted` adds that a commit after `landed_by` takes out, whitespace removed:
+    a line of the fix the target lacks that none took out was lost where the history shows
+    no diff (a merge's resolution)."""
+    if landed_by is None:
+        return frozenset()
+    after = False
+    found: set[bytes] = set()
+    adds = {path: {line for _, added in blocks for line in _bare(added)}
+            for path, blocks in wanted.items()}
+    for commit, changed in commits:
+        if after:
+            for path, lines in adds.items():
+                found.update(lines.intersection(
+                    line for removed, _ in changed.get(path, ()) for line in _bare(removed)))
+        after = after or commit == landed_by
+    return frozenset(found)
 
 
 def undo_probes(wanted: dict[str, Blocks]) -> dict[str, list[list[bytes]]] | None:
@@ -302,7 +341,8 @@ def undo_probes(wanted: dict[str, Blocks]) -> dict[str, list[list[bytes]]] | Non
                 continue
             if any(line.startswith(b"blob:") for line in (*removed, *added)):
                 return None
-            found.append([b"-" + line for line in removed] + [b"+" + line for line in added])
+            found.append([b"-" + line for line in _bare(removed)] +
+                         [b"+" + line for line in _bare(added)])
         if found:
             probes[path] = found
     return probes
@@ -369,11 +409,16 @@ def combine_series(verdict, commit: str, first: int, last: int):
 _UNDECIDED = {"fuzz", "conflict", "partial", "unsure"}
 
 
-def combine(verdict, landing: HistoryLanding | None):
+def combine(verdict, landing: HistoryLanding | None, gone: str | None = None):
     """The verdict with the history's word: a landing the content could not prove becomes
     `upstreamed` (decided by history), never the other way round. A patch whose every hunk still
     applies exactly (the old code is all there again) stays as the content says: the history
-    landed it, but the target has lost it, and dropping it would lose the fix."""
+    landed it, but the target has lost it, and dropping it would lose the fix. So does one
+    with a line it adds that the target does not have and no later commit took out (`gone`,
+    which says so): a merge's resolution lost it, where the history shows no diff (a line a
+    later commit took out or rewrote is upstream's later word: superseded); or one deleting
+    a file the target has renamed (the history, read without renames, took the rename for
+    the deletion)."""
     if landing is None:
         return replace(verdict, decided_by="content" if verdict.landed else None)
     evidence = list(verdict.evidence) + landing.describe()
@@ -383,6 +428,9 @@ def combine(verdict, landing: HistoryLanding | None):
     other = _elsewhere(verdict) if landing.landed_by is not None else None
     if other is not None:
         evidence.append(f"history: landed by {landing.landed_by}, but {other}: kept")
+        return replace(verdict, evidence=evidence)
+    if landing.landed_by is not None and gone is not None:
+        evidence.append(f"history: landed by {landing.landed_by}, but {gone}: kept")
         return replace(verdict, evidence=evidence)
     if landing.landed_by is not None and verdict.state in _UNDECIDED:
         return replace(verdict, state="upstreamed", confidence="high",

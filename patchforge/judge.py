@@ -22,9 +22,9 @@ from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
                                assess_patch, created_identically)
 from patchforge.errors import InputError, StoreError
-from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_git_diff, combine,
-                                combine_series, judge_history, may_reverse, patch_blocks,
-                                undo_probes, without_whitespace)
+from patchforge.history import (MIN_CHANGED_CHARS, MIN_UNDO_CHARS, WHITESPACE,
+                                blocks_of_git_diff, combine, combine_series, judge_history,
+                                may_reverse, patch_blocks, undo_probes, without_whitespace)
 from patchforge.history_place import made_at
 from patchforge.model.record import field, record, replace
 from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, diff_header,
@@ -424,10 +424,12 @@ class SeriesJudge:
         it `upstreamed`, and never change its files."""
         if self.history is not None and verdict.state in HISTORY_DECIDES:
             landing = self.history.landing(patch)
+            gone = None
             if landing is not None and landing.landed_by is not None:
                 self._old_code_at_own_places(patch, verdict)
                 self._made_away(patch, verdict, landing)
-            verdict = combine(verdict, landing)
+                gone = self._added_code_gone(patch, verdict, landing.taken_out)
+            verdict = combine(verdict, landing, gone=gone)
             run = self.history.series_landing(name) if not verdict.landed and \
                 hasattr(self.history, "series_landing") else None
             if run is not None and verdict.state in HISTORY_DECIDES:
@@ -460,6 +462,36 @@ class SeriesJudge:
             own = OwnPlaces(fp, base, current, self.applications, self.places)
             for hv in asked:
                 hv.old_code = own.old_code(hv.index, fp.hunks[hv.index])
+
+    def _added_code_gone(self, patch, verdict, taken_out: frozenset[bytes]) -> str | None:
+        """Which line the patch adds (one that says something) the target does not have,
+        whitespace and line breaks ignored, and no commit after the landing took out
+        (`taken_out`), or None: the history is about to make the verdict `upstreamed`
+        because a commit made the change, and the content could not find it. A line that
+        went where the history shows no diff went in a merge's resolution (which took the
+        other side's line): nothing says the fix is not needed any more. Or a file the patch
+        deletes that the target has under the name upstream renamed it to."""
+        made = {other.new_path for other in patch.file_patches if not other.is_delete}
+        for fp, fv in zip(patch.file_patches, verdict.files):
+            if fp.binary is not None or fv.target_path is None:
+                continue
+            current = self.read_current(fv.target_path)
+            if current is None:
+                continue
+            if fp.is_delete and fv.target_path not in made:  # (not the patch's own move)
+                # The history is read without rename detection: a commit renaming the file
+                # deletes its old path just as the fix does.
+                return f"{fv.target_path}, the file it deletes renamed upstream, is there"
+            flat = current.translate(None, WHITESPACE)
+            for hunk in fp.hunks:
+                for line in hunk.lines:
+                    code = line[1:].translate(None, WHITESPACE)
+                    if line[:1] == b"+" and len(code) >= MIN_UNDO_CHARS and \
+                            code not in flat and code not in taken_out:
+                        text = line[1:].strip().decode("utf-8", "replace")
+                        return f"{fv.target_path} has no {text!r}, and no later commit " \
+                            "took it out (a merge's resolution lost it)"
+        return None
 
     def _made_away(self, patch, verdict, landing) -> None:
         """Each hunk of `verdict` the content did not find landed, and no other evidence
