@@ -533,9 +533,95 @@ def test_an_image_whose_files_are_not_the_new_base_needs_a_person(clean):
     assert doc["outcome"] == "moved" and doc["needs_person"] and doc["checks"]["ok"]
     verification = doc["verification"]
     assert verification["status"] == "failed"
-    assert verification["files"] == [{"path": f"/{INSTALL_ROOT}/{ATTN}", "status": "mismatch",
-                                      "detail": verification["files"][0]["detail"]}]
+    assert verification["files"][0] == {"path": f"/{INSTALL_ROOT}/{ATTN}", "status": "mismatch",
+                                        "detail": verification["files"][0]["detail"]}
     assert "upstream moved under the overlay" in verification["files"][0]["detail"]
+    # The image lacks other.py, where compress.patch landed: no overlay carries it either.
+    assert verification["files"][1:] == [{
+        "path": f"/{INSTALL_ROOT}/{OTHER}", "status": "missing",
+        "detail": "not in the image; vllm/upstreamed/compress.patch landed upstream in this "
+                  "file (no layer holds it)"}]
+
+
+def test_a_nightly_whose_file_lacks_a_fix_judged_landed_needs_a_person(clean):
+    """The series is judged on the commit the nightly's label names (a wheel upstream's: on the
+    wheel its version label names), not on the image's own files. The nightly's other.py is
+    the one before the fix compress.patch landed (a re-spun or another build of that commit):
+    the bump dropped the fix as landed, said "moved cleanly" and verification "passed" (only
+    the overlaid files were read), and `verify --image` of the pinned image said the landed
+    fixes "are in it by the pin", exit 0: the container ran without the fix. Now the landed
+    fix's file is read in the image, in the same pass: the bump needs a person, naming the
+    file and the fix, and `verify --image` fails."""
+    c3 = clean.c3
+    clean.registry.push_image(REPO, f"nightly-{c3}", {"vllm.commit": c3}, layers=(layer({
+        ATTN: clean.upstream.read(ATTN, c3), OTHER: clean.upstream.read(OTHER, clean.c0)}),))
+    code, out, err = clean.bump("--json")
+    assert code == 1, err
+    doc = json.loads(out)
+    assert validation_errors(doc, "bump") == []
+    assert doc["outcome"] == "moved" and doc["needs_person"] and doc["checks"]["ok"]
+    assert {f["path"]: f["status"] for f in doc["verification"]["files"]} == {
+        f"/{INSTALL_ROOT}/{ATTN}": "ok", f"/{INSTALL_ROOT}/{OTHER}": "mismatch"}
+    assert doc["verification"]["status"] == "failed"
+    assert f"1 without the fix, which no overlay carries (/{INSTALL_ROOT}/{OTHER}: " \
+        "vllm/upstreamed/compress.patch)" in doc["verification"]["detail"], doc["verification"]
+    lock = json.loads((clean.root / "upstream.lock").read_text())
+    assert lock["image"]["tag"] == f"nightly-{c3}"
+    code, out, err = cli_in_process(clean.root, "verify", "--image")
+    assert code == 1, out + err
+    assert "1 of 2 fixes dropped as landed upstream are in it; not: " \
+        "vllm/upstreamed/compress.patch" in out, out
+    assert "by the pin" not in out + err
+    assert "the image upstream.lock pins does not hold the upstream's files" in err, err
+
+
+def test_a_move_off_the_pinned_image_drops_the_image_pin(clean):
+    """After a bump, upstream.lock pins the nightly's image. A `rebase --to` a later commit (a
+    release, a commit: no image) that drops a fix as landed after that nightly kept the image
+    pin: the compose fragment and Dockerfile still named the nightly, which lacks the fix, and
+    `verify --image` vouched for it "by the pin", exit 0. Now the move drops the image pin,
+    saying so, the overlays name no pinned image, and `verify --image` asks for one; a pin
+    moved by `upstream pin --force` does the same."""
+    code, _, err = clean.bump()
+    assert code == 0, err
+    root, up = clean.root, clean.upstream
+    assert json.loads((root / "upstream.lock").read_text())["image"]["tag"] == \
+        f"nightly-{clean.c3}"
+    base = up.read(OTHER, clean.c3)
+    fixed = base.replace(b"    return VALUE\n", b"    return VALUE  # fixed\n")
+    series = root / "series" / "vllm"
+    (series / "other-fix.patch").write_bytes(patch_file(OTHER, base, fixed, "Fix other()"))
+    (series / "series").write_text((series / "series").read_text() + "other-fix.patch\n")
+    code, _, err = cli_in_process(root, "overlays")
+    assert code == 0, err
+    c4 = Upstream.commit(up, {OTHER: up.read(OTHER, "HEAD").replace(b"    return VALUE\n",
+                                                          b"    return VALUE  # fixed\n")},
+                   "Fix other() (#12)")
+    code, out, err = cli_in_process(root, "rebase", "--to", f"vllm={c4}", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert validation_errors(doc, "rebase") == []
+    assert {p["name"]: p["action"] for p in doc["patches"]}["other-fix.patch"] == "dropped"
+    assert doc["image_unpinned"] == {
+        "reference": f"{clean.image_repo}:nightly-{clean.c3}",
+        "digest": clean.images[clean.c3]["digest"]}
+    lock = json.loads((root / "upstream.lock").read_text())
+    assert lock["upstreams"]["vllm"]["commit"] == c4 and "image" not in lock
+    fragment = (root / "overlays" / "compose.yaml").read_text()
+    assert clean.images[clean.c3]["digest"] not in fragment, fragment
+    assert clean.images[clean.c3]["digest"] not in (root / "overlays" / "Dockerfile").read_text()
+    code, out, err = cli_in_process(root, "verify", "--image")
+    assert code == 2 and "no image to verify against" in err, out + err
+    # Back onto the nightly's image, then off it by `upstream pin --force`: said the same way.
+    code, out, err = cli_in_process(root, "rebase", "--to", f"vllm={clean.image_repo}:"
+                                                            f"nightly-{clean.c3}")
+    assert json.loads((root / "upstream.lock").read_text())["image"]["tag"] == \
+        f"nightly-{clean.c3}", out + err
+    code, out, err = cli_in_process(root, "upstream", "pin", "vllm", "--at", c4, "--force")
+    assert code == 0, err
+    assert f"note: upstream.lock no longer pins the image {clean.image_repo}:nightly-" \
+        f"{clean.c3}" in out, out
+    assert "image" not in json.loads((root / "upstream.lock").read_text())
 
 
 def test_bad_input_exits_2(clean):

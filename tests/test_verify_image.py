@@ -307,7 +307,7 @@ def test_a_fix_dropped_as_landed_is_checked_in_an_image_the_lock_does_not_pin(
     with the file as it was before the fix passed, exit 0. Its file is now checked to be the
     upstream's at the pin (a row, `landed`), or another version with the fix's change in it;
     an image without it fails (exit 1) with a hint, as one whose file cannot tell;
-    the fixes are said one by one; the pinned image holds them by the pin; and where the
+    the fixes are said one by one; the pinned image is read for them as any other; and where the
     store cannot give the pinned file, the run says what it did not check."""
     import shutil
 
@@ -351,14 +351,20 @@ def test_a_fix_dropped_as_landed_is_checked_in_an_image_the_lock_does_not_pin(
             _tar({target: data}), "gzip")))
         run = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:{tag}")
         assert run.rc == rc and said in run.out, run.text
-    # The image upstream.lock pins holds them by the pin: nothing more is read for them.
+    # The image upstream.lock pins is read for them as any other: being the pin says nothing
+    # of its files (it vouched "in it by the pin" for an image whose file lacked the fix).
     lock = json.loads((root / "upstream.lock").read_bytes())
-    lock["image"] = {"reference": f"{images['host']}/{REPO}:good", "tag": "good",
-                     "digest": images["good"]["digest"]}
+    for tag, digest, ok in (("good", images["good"]["digest"], True),
+                            ("stale", stale["digest"], False)):
+        lock["image"] = {"reference": f"{images['host']}/{REPO}:{tag}", "tag": tag,
+                         "digest": digest}
+        (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+        pinned = verify_image(Project.discover(root), registry=_registry(tmp_path))
+        rows = [f for f in pinned.files if f.landed]
+        assert pinned.ok is ok and [f.state for f in rows] == ["ok" if ok else "mismatch"]
+        assert not any("by the pin" in note for note in pinned.notes), pinned.notes
+    del lock["image"]
     (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
-    pinned = verify_image(Project.discover(root), registry=_registry(tmp_path))
-    assert pinned.ok and not any(f.landed for f in pinned.files)
-    assert any("in it by the pin" in note for note in pinned.notes), pinned.notes
     # A store without the pinned files (a deployment host): said, never a silent pass.
     monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "empty-cache"))
     unread = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:stale", "--json")

@@ -329,7 +329,16 @@ def _image_hints(result) -> list[str]:
     """What to do about `verify --image`'s failed rows, as `verify --installed` says it."""
     hints = []
     landed = sorted({f.upstream for f in result.files if f.landed and f.state != "ok"})
-    if landed:
+    if landed and result.pinned:
+        # The pinned image itself: the series was judged on the upstream's revision (for a
+        # wheel upstream, the wheel the image's version label names), not on these files.
+        hints.append("the image upstream.lock pins does not hold the upstream's files where "
+                     "fixes dropped as landed changed them: the series was judged landed on "
+                     "the upstream's locked revision, not on this image's own files, so a "
+                     "deployment of it runs without those fixes; put them back into the "
+                     "series (from series/UPSTREAM/upstreamed/) or pin an image that holds "
+                     "them")
+    elif landed:
         # No overlay there: nothing patchforge mounts puts a landed fix into this image.
         move = " ".join(f"--to {u}={result.resolved}" for u in landed)
         hints.append("the image does not hold the upstream's files where fixes dropped as "

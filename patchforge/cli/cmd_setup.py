@@ -123,8 +123,12 @@ def upstream_pin(app, name, spec, force):
     from patchforge.state import require
 
     require(app.project(), "upstream pin", [name])
-    pin = pin_upstream(app.project(), name, spec, force=force)
+    pin, unpinned = pin_upstream(app.project(), name, spec, force=force)
     click.echo(f"{name}: pinned {pin.label} at {pin.commit}")
+    if unpinned is not None:
+        from patchforge.cli.rebasing import image_unpinned_note
+
+        click.echo(image_unpinned_note(unpinned.reference))
 
 
 @upstream.command("list")

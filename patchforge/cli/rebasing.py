@@ -34,8 +34,20 @@ def render_summary(summary: dict, app) -> None:
                    app.color))
     for item in summary.get("gone_upstream", []):
         echo(gone_line(item, app.color))
+    if summary.get("image_unpinned"):
+        echo(paint(image_unpinned_note(summary["image_unpinned"]["reference"],
+                                       written=not summary["dry_run"]), "yellow", app.color))
     if summary["dry_run"]:
         echo("(dry run: nothing was written)")
+
+
+def image_unpinned_note(reference: str, *, written: bool = True) -> str:
+    """What a move off the pinned image's revision did to the image pin (Lock.with_pin)."""
+    drops = "no longer pins" if written else "will no longer pin"
+    return (f"note: upstream.lock {drops} the image {reference}: it holds the revision it was "
+            "pinned with, not the new one (nor a fix dropped as landed since), so the overlays "
+            "name no pinned image; pin the new revision's image with `patchforge rebase --to "
+            "NAME=REPO:TAG`, or deploy onto an image of it you name")
 
 
 def _note_unrefreshed_edits(project, store, summary) -> None:

@@ -46,7 +46,21 @@ class Lock:
 
     def with_pin(self, name: str, pin: UpstreamPin) -> "Lock":
         """The lock with `name` pinned; an image the pin was resolved through becomes the
-        lock's image pin."""
-        image = pin.image if pin.image is not None else self.image
+        lock's image pin. A move of a pinned upstream to another revision not through an image
+        (a commit, a release) drops the image pin: the image holds the revision it was pinned
+        with, not the new one, and a fix the move drops as landed would be in neither an
+        overlay nor the image (`dropped_image` tells the caller to say so)."""
+        previous = self.upstreams.get(name)
+        if pin.image is not None:
+            image = pin.image
+        elif previous is not None and previous.commit != pin.commit:
+            image = None
+        else:
+            image = self.image
         return replace(self, upstreams={**self.upstreams, name: replace(pin, image=None)},
                        image=image)
+
+    def dropped_image(self, before: "Lock") -> ImagePin | None:
+        """The image pin `before` had that this lock (made from it by `with_pin`) no longer
+        has; None when it kept it or had none."""
+        return before.image if before.image is not None and self.image is None else None

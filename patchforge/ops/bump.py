@@ -424,11 +424,26 @@ def verify_against_image(project: Project, reference: str, registry) -> dict:
         return {"status": "unavailable", "reference": reference, "files": [],
                 "detail": exc.message}
     files = [{"path": f.target, "status": f.state, "detail": f.detail} for f in check.files]
-    bad = [f for f in check.files if f.state != "ok"]
-    detail = (f"{len(check.files)} overlaid file(s) checked in {check.layers_read} of "
+    # The files of the fixes the move dropped as landed are read in the image too: the series
+    # was judged on the upstream's revision (a wheel upstream's: the wheel the label names),
+    # which says nothing of the image's own files.
+    overlaid = [f for f in check.files if not f.landed]
+    landed = [f for f in check.files if f.landed]
+    bad = [f for f in overlaid if f.state != "ok"]
+    lacking = [f for f in landed if f.state != "ok"]
+    detail = (f"{len(overlaid)} overlaid file(s) checked in {check.layers_read} of "
               f"{check.layers_total} layer(s): " + (
                   "every pre-image matches" if not bad else
                   f"{len(bad)} do not match the pre-image the overlays were made for"))
+    if landed:
+        detail += (f"; {len(landed)} file(s) of fixes dropped as landed upstream: " + (
+            "each holds its fix" if not lacking else
+            f"{len(lacking)} without the fix, which no overlay carries ("
+            + ", ".join(f"{f.target}: {', '.join(f.landed)}" for f in lacking) + ")"))
+    bad += lacking
+    notes = [n for n in check.notes if n.startswith("NOT CHECKED")]
+    if notes:
+        detail += "; " + "; ".join(notes)
     return {"status": "failed" if bad else "passed", "reference": check.resolved,
             "files": files, "detail": detail}
 

@@ -7,11 +7,13 @@ file the image holds at the overlay's target with the pre-image the overlay was 
 needs only the committed manifest, so it runs on a deployment host with `overlays/` alone.
 
 The fixes dropped from the series as landed upstream (kept under `series/<upstream>/upstreamed/`)
-have no overlay: the image itself must hold them. The image upstream.lock pins holds them by
-the pin (the series was judged on its upstream). Any other image is checked for them: each
-file they changed that no overlay covers must be, in the image, the upstream's file at the
-locked revision, where they were judged landed (read from the store; where it cannot be read,
-the result says what was not checked).
+have no overlay: the image itself must hold them. Every image is checked for them, the one
+upstream.lock pins too (the series was judged on the upstream's revision, which for a wheel is
+the wheel its version label names, not the image's own files): each file they changed that no
+overlay covers must be, in the image, the upstream's file at the locked revision, where they
+were judged landed, or another version of it with their change in it (read in the same pass
+over the layers as the overlaid files; where the store cannot give the locked files, the
+result says what was not checked).
 """
 from __future__ import annotations
 
@@ -300,11 +302,11 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
     if not info.layers:
         raise UsageError(f"{reference}: the image has no layers to read")
     notes = []
-    pin = project.lock.image
-    by_pin = pin is not None and pin.digest in (info.digest, info.manifest_digest)
     expected: dict[str, str | None] = {}
     unchecked = ""
-    if landed.files and not by_pin:
+    # The pinned image too: being the pin says nothing of its files (a wheel upstream is judged
+    # on the wheel its label names; a ROCm build or a re-spun nightly of it may lack the fix).
+    if landed.files:
         try:
             expected = landed.expected(project)
         except PatchforgeError as exc:
@@ -340,12 +342,9 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
         checks.append(_judge_landed(key, landed.files[key], expected[key], hit,
                                     project.lock.pin(landed.files[key]["upstream"]).commit,
                                     content))
-    fixes = _fixes(kept or {}, checks, landed, by_pin=by_pin, read=bool(expected))
+    fixes = _fixes(kept or {}, checks, landed, read=bool(expected))
     names = ", ".join(fix for _, _, fix in landed.fixes)
-    if landed.fixes and by_pin:
-        notes.append(f"the fixes dropped as landed upstream ({names}) are in it by the pin: "
-                     "upstream.lock pins this image, the one the series was judged on")
-    elif unchecked:
+    if unchecked:
         notes.append(f"NOT CHECKED: whether this image holds the fixes dropped as landed "
                      f"upstream ({names}): their files at the locked revision could not be read "
                      f"({unchecked}); `patchforge fetch` brings them, or verify the image "
@@ -417,7 +416,7 @@ def _judge_landed(key: str, entry: dict[str, Any], expected: str | None, found,
 
 
 def _fixes(kept: dict[tuple[str, str], list[str]], checks: list[ImageFileCheck],
-           landed: LandedFixes, *, by_pin: bool, read: bool) -> list[dict[str, Any]]:
+           landed: LandedFixes, *, read: bool) -> list[dict[str, Any]]:
     """Each fix against the image, from its files' rows (see ImageCheck.fixes)."""
     state_of = {c.target.lstrip("/"): c.state for c in checks}
     fixes = [{"upstream": upstream, "name": name, "where": "series",
@@ -427,9 +426,7 @@ def _fixes(kept: dict[tuple[str, str], list[str]], checks: list[ImageFileCheck],
     for upstream, name, fix in landed.fixes:
         keys = [k for k, e in landed.files.items() if fix in e["landed"]]
         covered = [t.lstrip("/") for t in landed.covered.get(fix, [])]
-        if by_pin:
-            state = "ok"
-        elif not read and keys:
+        if not read and keys:
             state = "unchecked"
         else:
             state = "ok" if all(state_of.get(k) == "ok" for k in keys + covered) else "failed"

@@ -361,7 +361,8 @@ def fetch_missing(project: Project, store: UpstreamStore, *, on_upstream=None) -
 
 
 def pin_upstream(project: Project, name: str, spec: str, *, force: bool = False):
-    """Pin an upstream that the configuration already names (the user wrote its table)."""
+    """Pin an upstream that the configuration already names (the user wrote its table).
+    Returns (the pin, the image pin the move dropped or None: Lock.with_pin)."""
     from patchforge.pins import open_store, pin_for_spec
 
     spec = _given_spec(spec, name, project.config.upstreams, "upstream pin")
@@ -383,7 +384,9 @@ def pin_upstream(project: Project, name: str, spec: str, *, force: bool = False)
         pin = pin_for_spec(project, store, upstream, spec)
         # The ledger (series/PATCHES.md, where the stack keeps one) shows each pin: made again
         # with the lock, or `ledger --check` in the stack's CI fails on the re-pin.
+        lock = project.lock.with_pin(name, pin)
+        unpinned = lock.dropped_image(project.lock)
         with writing_project(project.root):
-            write_lock(project.lock_path, project.lock.with_pin(name, pin))
+            write_lock(project.lock_path, lock)
             series_changed(project)
-    return pin
+    return pin, unpinned

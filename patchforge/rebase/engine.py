@@ -1304,7 +1304,6 @@ class Rebase:
         from patchforge.formats.lockfile import lock_to_json  # the write-out only
 
         project = self.project
-        lock = project.lock
         try:
             lock_raw: bytes | None = project.lock_path.read_bytes()
         except FileNotFoundError:
@@ -1340,7 +1339,7 @@ class Rebase:
             series = listed.replaced_names(kept).to_bytes()
             if series != listed.to_bytes():
                 series_writes.append((f"series/{upstream}/series", series, None))
-            lock = lock.with_pin(upstream, entry.new)
+        lock = self._lock_after()
         # No step writes the bytes a file already holds: a resumed write-out tells a step
         # renamed into place from one whose new file went missing by the target's bytes,
         # which such a step leaves as they were (a rebase to the pinned commit rewrote the
@@ -1570,6 +1569,17 @@ class Rebase:
                     (place / entry).unlink(missing_ok=True)
 
     # --- reporting ----------------------------------------------------------------------------
+    def _lock_after(self) -> Lock:
+        """The lock the run leaves: each upstream at its new pin, those resolved through an
+        image last, so that the image one of them brings stays whatever order they were named
+        in (another's move off the image drops the pin: Lock.with_pin)."""
+        lock = self.project.lock
+        moves = sorted(self._run_record.upstreams.items(),
+                       key=lambda item: item[1].new.image is not None)
+        for upstream, entry in moves:
+            lock = lock.with_pin(upstream, entry.new)
+        return lock
+
     def _summary(self, *, written: bool, kept: bool = True) -> dict:
         """The run's summary; with `kept`, also the fixes under upstreamed/ whose change the
         new target no longer has (`reverted`, `gone_upstream`, each only when not empty)."""
@@ -1591,6 +1601,11 @@ class Rebase:
         }
         if kept:
             summary.update(self._kept_gone(results))
+        unpinned = self._lock_after().dropped_image(self.project.lock)
+        if unpinned is not None:
+            # The deployment must not go on naming an image that lacks the new revision.
+            summary["image_unpinned"] = {"reference": unpinned.reference,
+                                         "digest": unpinned.digest}
         return summary
 
     def _patch_json(self, result: PatchResult) -> dict:
