@@ -589,3 +589,93 @@ def test_the_scopes_are_read_past_comments_strings_and_later_branches():
     definitions = _definitions_of(lines, at, lines[at], "c", c_file)
     assert [lines[k] for k in definitions] == [b"  int run(int x) const\n"]
     assert _functions_of(lines, definitions, "c", c_file) == [b"A::run"]
+
+
+# Branches of a conditional inside one function (per-GPU tuning): upstream adds a branch copied
+# from the fix's and changes the fix's own; git's base -> target diff pairs the fix's old
+# branch with the new, unchanged copy, so its merge carries the fix there, cleanly.
+
+def tuning(arch: str, tile_n: int, warps: int, waves: int, first: bool = False) -> bytes:
+    return (b"#if" if first else b"#elif") + (
+        b" defined(__%s__)\n    constexpr int kTileM = 256;\n    constexpr int kTileN = %d;\n"
+        b"    constexpr int kWarps = %d;\n    constexpr int kWavesPerEU = %d;\n"
+        b"    constexpr bool kUseLds = true;\n    constexpr int kLdsPad = 8;\n"
+        b"    constexpr int kPrefetch = 2;\n") % (arch.encode(), tile_n, warps, waves)
+
+
+def kernel(*branches: bytes) -> bytes:
+    helpers = b"".join(b"int helper%d(int x) {\n    return x + %d;\n}\n\n" % (i, i)
+                       for i in range(6))
+    return (b"#include <cstdint>\n\n" + helpers + b"template <typename T>\n"
+            b"__global__ void gemm_kernel(const T* a, const T* b, T* c, int m, int n) {\n"
+            + b"".join(branches) + b"#endif\n    run_tiles<T, kTileM, kTileN, kWarps>(a, b, c, m, n);\n}\n"
+            + b"".join(b"\nint tail%d(int x) {\n    return x * %d;\n}\n" % (i, i) for i in range(6)))
+
+
+GFX942 = tuning("gfx942", 128, 4, 2, first=True)
+
+
+def test_a_fix_of_one_gpu_branch_is_not_carried_into_upstreams_copy_of_it(tmp_path):
+    """The fix sets kWarps 8 -> 4 in gemm_kernel's `#elif defined(__gfx950__)` branch.
+    Upstream adds a `__gfx1250__` branch made from the old gfx950 one and retunes gfx950.
+    Before: status `fuzz`, the rebase "merged: 3-way merged cleanly", exit 0, the deployed
+    gfx950 branch with kWarps 8 and gfx1250 (a GPU the fix was never made for) with 4."""
+    v1 = kernel(GFX942, tuning("gfx950", 256, 8, 1))
+    stack = OneUpstreamStack(tmp_path, {"csrc/gemm.cu": v1})
+    stack.add_fix("fix", "csrc/gemm.cu", v1, kernel(GFX942, tuning("gfx950", 256, 4, 1)))
+    stack.commit({"csrc/gemm.cu": kernel(GFX942, tuning("gfx950", 128, 8, 2),
+                                         tuning("gfx1250", 256, 8, 1))},
+                 "gemm: gfx1250 tuning (from gfx950's); retune gfx950", tag="v2")
+    stops_naming(stack, "up=v2", "gemm_kernel (in its branch defined(__gfx950__))",
+                 "gemm_kernel (in its branch defined(__gfx1250__))")
+
+
+def test_a_python_fix_of_one_elif_branch_is_not_carried_into_upstreams_copy_of_it(tmp_path):
+    """The same in Python: `elif arch == "gfx950":` copied into a new `elif arch ==
+    "gfx1250":`, gfx950's own retuned. Before: "merged cleanly", exit 0, the fix in gfx1250's."""
+    def branch(word: str, arch: str, tile_n: int, warps: int, waves: int) -> bytes:
+        return (b'    %s arch == "%s":\n        tile_m = 256\n        tile_n = %d\n'
+                b"        warps = %d\n        waves = %d\n        use_lds = True\n"
+                b"        lds_pad = 8\n        prefetch = 2\n") % (
+                    word.encode(), arch.encode(), tile_n, warps, waves)
+
+    def config(*branches: bytes) -> bytes:
+        return (HEAD + b"\n\ndef gemm_config(arch):\n" + b"".join(branches)
+                + b"    else:\n        raise ValueError(arch)\n    return tile_n, warps\n" + TAIL)
+
+    first = branch("if", "gfx942", 128, 4, 2)
+    v1 = config(first, branch("elif", "gfx950", 256, 8, 1))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    stack.add_fix("fix", "k.py", v1, config(first, branch("elif", "gfx950", 256, 4, 1)))
+    stack.commit({"k.py": config(first, branch("elif", "gfx950", 128, 8, 2),
+                                 branch("elif", "gfx1250", 256, 8, 1))},
+                 "gfx1250 tuning (from gfx950's); retune gfx950", tag="v2")
+    stops_naming(stack, "up=v2", 'gemm_config (in its branch arch == "gfx950")',
+                 'gemm_config (in its branch arch == "gfx1250")')
+
+
+def test_a_fix_follows_its_gpu_branch_through_upstreams_ordinary_changes():
+    """The branch rule on the files alone: the fix carried into its own branch follows it
+    where upstream inserted a branch before it, wrapped its lines in a new `#if`, retuned a
+    context line of it, or renamed its condition (its branch gone: the change follows the
+    code); carried into the copy upstream inserted before the retuned branch, it stops."""
+    fix_line = (b"    constexpr int kWarps = 8;\n", b"    constexpr int kWarps = 4;\n")
+    v1 = kernel(GFX942, tuning("gfx950", 256, 8, 1))
+    fixed = kernel(GFX942, tuning("gfx950", 256, 4, 1))
+
+    def in_gfx950(current: bytes) -> bytes:
+        at = current.index(b"defined(__gfx950__)")
+        return current[:at] + current[at:].replace(*fix_line, 1)
+
+    inserted = kernel(GFX942, tuning("gfx1250", 128, 8, 2), tuning("gfx950", 256, 8, 1))
+    wrapped = v1.replace(b"    constexpr bool kUseLds = true;\n",
+                         b"#if KERNEL_LDS\n    constexpr bool kUseLds = true;\n#endif\n")
+    retuned = kernel(GFX942, tuning("gfx950", 256, 8, 2))
+    renamed = v1.replace(b"defined(__gfx950__)", b"defined(__gfx950__) || defined(__gfx955__)")
+    for current in (inserted, wrapped, retuned, renamed):
+        assert carried(v1, fixed, current, in_gfx950(current), "gemm.cu") is None
+    copied_first = kernel(GFX942, tuning("gfx1250", 256, 8, 1), tuning("gfx950", 128, 8, 2))
+    wrong = copied_first.replace(*fix_line, 1)
+    assert carried(v1, fixed, copied_first, wrong, "gemm.cu") == (
+        b"gemm_kernel (in its branch defined(__gfx950__))",
+        b"gemm_kernel (in its branch defined(__gfx1250__))", 40)

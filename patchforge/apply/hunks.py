@@ -1437,11 +1437,12 @@ def _python_clause(lines: list[bytes], j: int, indent: int) -> list[bytes]:
 
 
 def _bodies(lines: list[bytes], function: bytes, bare: bytes, language: str,
-            c_file: CFile | None = None) -> set[bytes]:
+            c_file: CFile | None = None, branch: tuple[bytes, ...] = ()) -> set[bytes]:
     """The lines (without their indentation and line end) of every definition in `lines` that
     `_functions_of` names `function` (whose own name is `bare`), its definition line to its
     end: the next line as little indented as its `def` (Python), its closing brace at column
-    0 (the C family; a method defined inside its class: its own closing brace)."""
+    0 (the C family; a method defined inside its class: its own closing brace). With
+    `branch`: only the lines in that branch of a conditional inside it (`_inner_branches`)."""
     found: set[bytes] = set()
     k = 0
     while k < len(lines):
@@ -1453,7 +1454,12 @@ def _bodies(lines: list[bytes], function: bytes, bare: bytes, language: str,
             k += 1
             continue
         end = body_end(lines, k, language, c_file)
-        found.update(each.strip() for each in lines[k + 1:end])
+        if branch:
+            found.update(each.strip() for each, inside in
+                         zip(lines[k + 1:end], _inner_branches(lines, k, end, language))
+                         if inside[:len(branch)] == branch)
+        else:
+            found.update(each.strip() for each in lines[k + 1:end])
         k = end
     return found
 
@@ -1586,7 +1592,8 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
             never_built = any(condition in _NEVER_TRUE for k in definitions[:1]
                               for condition in _branch(current_lines, k, language, current_c))
     if elsewhere is None:
-        return None
+        return _another_branch(language, base_lines, base_c, fix, current_lines, current_c,
+                               carried)
     if never_built:
         # A copy upstream disabled (`#if 0`, `if False:`) beside a rewritten function: the
         # change there is in code never built, wherever the fix's own code went.
@@ -1599,6 +1606,138 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
         if len(code & _bodies(current_lines, name, bare, language, current_c)) * 2 \
                 >= len(code):
             return name, elsewhere[0], elsewhere[1]
+    return None
+
+
+# The branch of a conditional inside a function that a change is in, for `another_function`:
+# upstream that adds a branch copied from the fix's (`#elif defined(__gfx1250__)` made from the
+# `__gfx950__` one, an `elif arch == "gfx1250":` made from `"gfx950"`'s) and changes the fix's
+# own, leaves the fix's context whole only in the copy; git's merge puts the fix there, and the
+# function check passes (one function). A branch is said by its own condition (an `#elif`'s,
+# an `elif`'s; an `#else` by the `#if` it ends): upstream inserting a branch before it keeps it.
+_PYTHON_BRANCH = re.compile(rb"[ \t]*(if|elif|else|try|except|finally|case)\b[ \t]*(.*?)[ \t]*:"
+                            rb"\s*(?:#.*)?$")
+
+
+def _inner_branches(lines: list[bytes], definition: int, stop: int,
+                    language: str) -> list[tuple[bytes, ...]]:
+    """Per line of `lines` from `definition + 1` to `stop` (0-based, exclusive), the branches of
+    the conditionals opened below the definition line that it is in, outermost first: a
+    branch's own header line (`#elif X`, `elif X:`) is in it."""
+    # Per open conditional: (its indentation (Python), the branch being read, its first one).
+    open_: list[tuple[int, bytes, bytes]] = []
+    found: list[tuple[bytes, ...]] = []
+    continued = False
+    for line in itertools.islice(lines, definition + 1, stop):
+        if language == "python":
+            text = line.lstrip(b" \t")
+            if text.strip() and text[:1] not in (b"#", b")", b"]", b"}"):
+                indent = len(line) - len(text)
+                clause = _PYTHON_BRANCH.match(line)
+                word, rest = (clause.group(1), clause.group(2)) if clause is not None \
+                    else (b"", b"")
+                while open_ and (open_[-1][0] > indent or open_[-1][0] == indent and word
+                                 not in (b"elif", b"else", b"except", b"finally")):
+                    open_.pop()
+                if word in (b"if", b"elif", b"case"):
+                    said = _said(_condition(rest, b"not "), b"not ")
+                    said = b"case " + said if word == b"case" else said
+                elif word in (b"try", b"finally"):
+                    said = word
+                elif word == b"except":
+                    said = b" ".join([word, *rest.split()])
+                if word == b"else":
+                    first = open_.pop()[2] if open_ and open_[-1][0] == indent else b""
+                    open_.append((indent, b"else of " + first, first))
+                elif word in (b"elif", b"except", b"finally"):
+                    first = open_.pop()[2] if open_ and open_[-1][0] == indent else said
+                    open_.append((indent, said, first))
+                elif word:
+                    open_.append((indent, said, said))
+        elif continued or line.lstrip()[:1] == b"#":
+            directive = None if continued else _C_DIRECTIVE.match(line)
+            continued = line.rstrip().endswith(b"\\")
+            word = directive.group(1) if directive is not None else b""
+            rest = _C_COMMENT.sub(b"", directive.group(2)).rstrip(b" \t\r\n\\") \
+                if directive is not None else b""
+            if word in (b"if", b"ifdef", b"ifndef"):
+                said = _said(_directive_condition(word, rest), b"!")
+                open_.append((0, said, said))
+            elif word in (b"elif", b"elifdef", b"elifndef") and open_:
+                first = open_.pop()[2]
+                open_.append((0, _said(_directive_condition(word, rest), b"!"), first))
+            elif word == b"else" and open_:
+                first = open_.pop()[2]
+                open_.append((0, b"else of " + first, first))
+            elif word == b"endif" and open_:
+                open_.pop()
+        found.append(tuple(said for _, said, _ in open_))
+    return found
+
+
+def _place_branch(lines: list[bytes], definition: int, start: int, end: int,
+                  language: str) -> tuple[bytes, ...]:
+    """The branches (`_inner_branches`) a change replacing lines [start, end) of `lines` is in,
+    inside the function defined at line `definition`: those of all its lines (an insertion:
+    of the lines on both sides of it)."""
+    first = max(definition + 1, start - 1 if start == end else start)
+    stop = min(len(lines), max(end, start + 1))
+    branches = _inner_branches(lines, definition, stop, language)[first - definition - 1:]
+    if not branches:
+        return ()
+    common = list(branches[0])
+    for branch in branches[1:]:
+        while tuple(common) != branch[:len(common)]:
+            common.pop()
+    return tuple(common)
+
+
+def _said_branch(name: bytes, branch: tuple[bytes, ...]) -> bytes:
+    return name + b" (in its branch " + b", ".join(branch) + b")" if branch else name
+
+
+def _another_branch(language: str, base_lines: list[bytes], base_c: CFile | None,
+                    fix: list[tuple[int, int, bytes]], current_lines: list[bytes],
+                    current_c: CFile | None, carried: list[tuple[int, int, bytes]]
+                    ) -> tuple[bytes, bytes, int] | None:
+    """`another_function` within one function: whether the carrying changes the fix's function
+    in a branch of a conditional inside it (`#if`/`#elif`/`#else`, `if`/`elif`/`else`, a `try`'s
+    clauses, a `case`) that is none of the fix's, while the fix's own branch is still in it with
+    most of the code the fix is made on: (the fix's function and branch, the function and
+    branch changed instead, the 1-based line of `current_lines` where), None otherwise. A
+    branch nested in the fix's is the fix's; so is any branch where the fix changes its
+    function outside every one."""
+    wanted: dict[tuple[bytes, tuple[bytes, ...]], tuple[bytes, set[bytes]]] = {}
+    for start, end, first in fix:
+        definitions = _definitions_of(base_lines, start, first, language, base_c)
+        if definitions:
+            name = _functions_of(base_lines, definitions, language, base_c)[0]
+            branch = _place_branch(base_lines, definitions[0], start, end, language)
+            bare = _definition_name(base_lines, definitions[0], language, base_c) or b""
+            code = wanted.setdefault((name, branch), (bare, set()))[1]
+            code.update(line.strip() for line in
+                        base_lines[max(0, start - _AROUND):end + _AROUND] if line.strip())
+    if not any(branch for _, branch in wanted):
+        return None  # (most fixes: no conditional inside the function around them)
+    reached: set[tuple[bytes, tuple[bytes, ...]]] = set()
+    elsewhere = None
+    for start, end, first in carried:
+        definitions = _definitions_of(current_lines, start, first, language, current_c)
+        if not definitions:
+            continue
+        name = _functions_of(current_lines, definitions, language, current_c)[0]
+        branch = _place_branch(current_lines, definitions[0], start, end, language)
+        ours = [key for key in wanted if key[0] == name and branch[:len(key[1])] == key[1]]
+        reached.update(ours)
+        if not ours and elsewhere is None and any(key[0] == name for key in wanted):
+            elsewhere = (_said_branch(name, branch), start + 1)
+    if elsewhere is None:
+        return None
+    for name, branch in sorted(wanted.keys() - reached):
+        bare, code = wanted[name, branch]
+        if len(code & _bodies(current_lines, name, bare, language, current_c, branch)) * 2 \
+                >= len(code):
+            return _said_branch(name, branch), elsewhere[0], elsewhere[1]
     return None
 
 
