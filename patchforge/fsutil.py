@@ -23,8 +23,9 @@ from patchforge.errors import LockedError, PartlyWritten, UsageError
 # (SIGSTOP, until a SIGCONT) with
 # PATCHFORGE_FAULT_MODE=stop: "lock:N" stops it just before its N-th take of the project lock,
 # so a test can run a second command in between ("config:N", before the N-th write of a store
-# remote's configuration; "forget:N", before the N-th removal of a rebase journal). Never set in
-# normal use.
+# remote's configuration; "forget:N", before the N-th removal of a rebase journal). "name:N+"
+# fires at the N-th call and every one after it (a disk that keeps failing: the putting back of
+# a failed command's writes fails too). Never set in normal use.
 _FAULT_COUNTS: dict[str, int] = {}
 
 
@@ -36,7 +37,9 @@ def fault_point(step: str) -> None:
     if name != step:
         return
     _FAULT_COUNTS[step] = _FAULT_COUNTS.get(step, 0) + 1
-    if _FAULT_COUNTS[step] == int(nth or "1"):
+    onwards = nth.endswith("+")  # "write:3+": the 3rd write and every one after it
+    first = int(nth.rstrip("+") or "1")
+    if _FAULT_COUNTS[step] == first or onwards and _FAULT_COUNTS[step] > first:
         mode = os.environ.get("PATCHFORGE_FAULT_MODE")
         if mode == "raise":
             raise OSError(errno.EIO, f"injected fault at {step} #{nth}")
@@ -87,9 +90,13 @@ def put_back_on_failure(paths: Sequence[Path], *, finish: str):
     when the block ends by an exception (Ctrl-C, SIGTERM, a failed write), the last written
     first, with the signals deferred, and the exception goes on: what the CLI then says,
     "nothing was left half-written", is true. Should a file not go back (the disk failing
-    still), PartlyWritten names the files left as the block wrote them, with `finish` (how
-    the command, run again, finishes them) as its hint. A kill leaves what the block wrote:
-    its writes must still be in an order that running it again finishes."""
+    still), the putting back stops there: that file and those written before it stay as the
+    block wrote them, the state a kill just after that file's write leaves, which the block's
+    order of writes makes one that running the command again finishes (putting back the
+    earlier ones past it would have left, say, a series listing patch files put back to
+    nothing). PartlyWritten names them all, with `finish` (how the command, run again,
+    finishes them) as its hint. A kill leaves what the block wrote: its writes must still be in
+    an order that running it again finishes."""
     before: dict[Path, bytes | None] = {}
     for path in paths:
         before.setdefault(Path(path), _bytes_or_none(path))
@@ -99,7 +106,9 @@ def put_back_on_failure(paths: Sequence[Path], *, finish: str):
         left: list[str] = []
         try:
             with interrupts_deferred():
-                for path, data in reversed(before.items()):
+                order = list(before.items())
+                for at in range(len(order) - 1, -1, -1):
+                    path, data = order[at]
                     try:
                         if _bytes_or_none(path) == data:
                             continue
@@ -108,16 +117,28 @@ def put_back_on_failure(paths: Sequence[Path], *, finish: str):
                         else:
                             atomic_write(path, data)
                     except OSError:
-                        left.append(str(path))
+                        left = [str(earlier) for earlier, was in order[:at]
+                                if _written(earlier, was)] + [str(path)]
+                        break
         finally:
             if left:
                 reason = "interrupted" if isinstance(cut, KeyboardInterrupt) else \
                     getattr(cut, "strerror", None) or str(cut)
+                earlier = f"it and the {len(left) - 1} written before it are" \
+                    if len(left) > 1 else "it is"
                 raise PartlyWritten(
-                    f"cut short ({reason}), and "
-                    f"{len(left)} of the files it had written could not be put back: "
-                    + ", ".join(reversed(left)), hint=finish) from cut
+                    f"cut short ({reason}), and {left[-1]} could not be put back: {earlier} "
+                    "left as the command wrote them: " + ", ".join(left), hint=finish) from cut
         raise
+
+
+def _written(path: Path, before: bytes | None) -> bool:
+    """Whether `path` differs from `before` (its bytes, None: no file); a file that cannot be
+    read counts as written (put_back_on_failure names it rather than pass it over)."""
+    try:
+        return _bytes_or_none(path) != before
+    except OSError:
+        return True
 
 
 def _bytes_or_none(path: Path | str) -> bytes | None:

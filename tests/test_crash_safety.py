@@ -500,9 +500,38 @@ def test_writes_cut_short_are_put_back_or_the_ones_left_are_named(tmp_path):
             shutil.rmtree(tmp_path / "d")
             (tmp_path / "d").write_bytes(b"")
             raise OSError(errno.EIO, "the disk failed")
-    assert kept.read_bytes() == b"old\n"
-    assert str(made) in raised.value.message and "the disk failed" in raised.value.message
-    assert raised.value.hint == "run it again"
+    assert kept.read_bytes() == b"new\n"  # written before it: left as written, and named
+    assert str(made) in raised.value.message and str(kept) in raised.value.message
+    assert "the disk failed" in raised.value.message and raised.value.hint == "run it again"
+
+
+def test_a_file_that_cannot_go_back_keeps_the_ones_written_before_it(tmp_path):
+    """put_back_on_failure stops at the first file (from the last written) that cannot go
+    back: those written before it stay as written, consistent with it, and the message names
+    them all, in the order written. Before, it went on: an import's patch files were removed
+    while the series it could not put back still listed them, and the hint "run the import
+    again: it lists the patches it wrote" was untrue."""
+    from patchforge.errors import PartlyWritten
+    from patchforge.fsutil import atomic_write, put_back_on_failure
+
+    (tmp_path / "patches").mkdir()
+    (tmp_path / "listing").mkdir()
+    first, second = tmp_path / "patches/a.patch", tmp_path / "patches/b.patch"
+    series, untouched = tmp_path / "listing/series", tmp_path / "patches/c.patch"
+    series.write_bytes(b"old.patch\n")
+    with pytest.raises(PartlyWritten) as raised:
+        with put_back_on_failure([first, untouched, second, series], finish="run it again"):
+            atomic_write(first, b"a\n")
+            atomic_write(second, b"b\n")
+            atomic_write(series, b"old.patch\na.patch\nb.patch\n")
+            shutil.rmtree(tmp_path / "listing")  # the series can no longer be written back
+            (tmp_path / "listing").write_bytes(b"")
+            raise OSError(errno.EIO, "the disk failed")
+    assert (first.read_bytes(), second.read_bytes()) == (b"a\n", b"b\n")
+    assert not untouched.exists()
+    message = raised.value.message
+    assert f"{series} could not be put back" in message, message
+    assert message.endswith(f"{first}, {second}, {series}") and str(untouched) not in message
 
 
 def test_a_batchs_syncs_wait_together_and_all_come_before_any_rename(tmp_path, monkeypatch):
