@@ -893,6 +893,51 @@ def test_a_bring_back_continue_that_fails_at_a_write_leaves_everything_as_it_was
     assert project.cli("status")[0] == 0 and project.cli("lint")[0] == 0
 
 
+def test_a_bring_back_continue_on_a_failing_disk_never_loses_the_fix(tmp_path):
+    """`bring-back --continue` on a disk whose writes fail from the nth on, so that putting
+    back what the command wrote fails too: the fix is in the series (its file listed) or in
+    skipped/, never neither, a file left as written is named (never "nothing was left
+    half-written" when something was), and --continue run again finishes it. Before, the
+    putting back went on past the skipped/ file it could not write back, removed the fix's
+    new file and left the series listing it: the fix was gone from both, and the next
+    --continue, taking it for done, removed the stop's worktree too."""
+    partly = 0
+    for nth in range(1, 20):
+        project = Project(tmp_path / str(nth))
+        stopped_on_a(project)
+        project.cli("rebase", "--skip")
+        project.cli("ledger")
+        project.cli("bring-back", "fix-a", expect=3)
+        (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -333\n\n",
+                                                        12: b"def f12():\n    return -12\n\n"}))
+        before = snapshot(project.root)
+        env = {**os.environ, "PATCHFORGE_FAULT": f"write:{nth}+", "PATCHFORGE_FAULT_MODE": "raise"}
+        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                               "bring-back", "--continue"], capture_output=True, env=env)
+        if proc.returncode == 0:
+            break
+        err = proc.stderr.decode()
+        assert proc.returncode == 2 and "injected fault" in err, err
+        skipped = project.root / "series" / "up" / "skipped" / "fix-a.patch"
+        listed = "fix-a.patch" in project.series() and \
+            (project.root / "series" / "up" / "fix-a.patch").is_file()
+        assert skipped.is_file() or listed, (nth, err)
+        after = snapshot(project.root)
+        changed = sorted(k for k in set(before) | set(after)
+                         if before.get(k) != after.get(k) and not k.startswith(".patchforge/"))
+        if changed:
+            partly += 1
+            assert "could not be put back" in err, (nth, err)
+            assert all(str(project.root / k) in err for k in changed), (changed, err)
+            assert "bring-back --continue" in err
+        project.cli("bring-back", "--continue")
+        assert project.series() == ["fix-b.patch", "fix-a.patch"] and not skipped.exists()
+        assert b"+    return -333" in project.patch("fix-a") and not project.work.exists()
+    else:
+        pytest.fail("the fault never stopped firing")
+    assert partly, "no run left a file as written: the test proves nothing"
+
+
 def test_a_bring_back_that_fails_at_a_write_leaves_the_fix_in_skipped(tmp_path):
     """A bring-back that moves cleanly, failing (EIO) at each of its writes in turn: the
     project is as it was (the fix in skipped/, nowhere else); the next run brings it back."""

@@ -25,7 +25,8 @@ from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed,
 from patchforge.errors import (AmbiguousNameError, ConflictStop, InputError, KeptAsideError,
                                PatchforgeError, UsageError)
 from patchforge.formats.patchfile import parse_patch_file, profile_names, render_patch_file
-from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, fsync_dir, writing_project
+from patchforge.fsutil import (RepoLock, atomic_delete, atomic_write, fsync_dir,
+                               put_back_on_failure, writing_project)
 from patchforge.project import patch_file_name, read_no_link
 from patchforge.store.diff import added_lines, conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
@@ -1684,7 +1685,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
                                                 pin.version))
             directory = project.series_dir(upstream) / "upstreamed"
             aside = aside_name(directory, fix.name, kept.to_bytes())
-            with _all_or_nothing(project, upstream, [directory / aside, fix.path]):
+            with _all_or_nothing(project, upstream, [directory / aside, fix.path],
+                                 finish=f"run `patchforge bring-back {fix.name}` again"):
                 atomic_write(directory / aside, kept.to_bytes())
                 atomic_delete(fix.path)
                 # Its history says it landed (status's "left the series" line said it was
@@ -1714,7 +1716,9 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
             # The fix joins the series before it leaves skipped/: a kill in between leaves it
             # in both places, never in neither; a failure leaves it where it was.
             target = project.patch_path(upstream, file_name)
-            with _all_or_nothing(project, upstream, [target, fix.path]):
+            with _all_or_nothing(project, upstream,
+                                 [target, project.series_path(upstream), fix.path],
+                                 finish=f"run `patchforge bring-back {fix.name}` again"):
                 atomic_write(target, new.to_bytes())
                 atomic_write(project.series_path(upstream),
                              series.inserted(file_name).to_bytes())
@@ -1847,6 +1851,8 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
     `allow_undo`: the result's `undoes` then says what it undoes) becomes the fix's diff
     on the current base; the fix joins the end of the series, then leaves skipped/, then the
     worktree goes. Run again after a kill, it finishes what is left."""
+    from patchforge.ledger import history_path, ledger_path
+
     upstream, state = _bringing_back(project, upstream)
     require_state(project, "bring-back --continue", [upstream])
     skipped = _skipped_path(project, upstream, state)
@@ -1942,7 +1948,11 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
         # In the series first, out of skipped/ next: a kill in between leaves it in both. A
         # failure (a full disk, EIO) puts every file back, the stop included: the project is
         # as it was, and the next --continue does the whole job.
-        with _all_or_nothing(project, upstream, [target, skipped, state_file(project, upstream)]):
+        with _all_or_nothing(project, upstream,
+                             [target, project.series_path(upstream), skipped,
+                              history_path(project), ledger_path(project),
+                              state_file(project, upstream)],
+                             finish="run `patchforge bring-back --continue` again"):
             atomic_write(target, data)
             if file_name not in series.names:
                 atomic_write(project.series_path(upstream),
@@ -1957,31 +1967,19 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
 
 
 @contextmanager
-def _all_or_nothing(project: Project, upstream: str, paths: list[Path]):
-    """Run the block's writes of `paths`, the upstream's series file and the ledger, with the
-    project held for writing (`fsutil.writing_project`), all or not at all when it fails: each file it changed is put back (its bytes, or its absence) before
-    the error goes on. A kill cannot be undone; a command's order of writes is chosen so
-    that a kill loses nothing, and running it again finishes it."""
-    from patchforge.ledger import ledger_path
+def _all_or_nothing(project: Project, upstream: str, paths: list[Path], *, finish: str):
+    """Run the block's writes of `paths` (in the order it writes them; the series' history
+    and ledger, which `series_changed` writes, come last, after `paths`, unless `paths` places
+    them), with the project held for writing (`fsutil.writing_project`), all or not at all
+    when it fails: each file it changed is put back (fsutil.put_back_on_failure, whose
+    PartlyWritten names a file that cannot go back, with `finish` as the way on). A kill
+    cannot be undone; a command's order of writes is chosen so that a kill loses nothing,
+    and running it again (`finish`) finishes it."""
+    from patchforge.ledger import history_path, ledger_path
 
-    saved = {path: path.read_bytes() if path.is_file() else None
-             for path in [*paths, project.series_path(upstream), ledger_path(project)]}
-    with writing_project(project.root):  # readers see all of it or none of it
-        try:
-            yield
-        except BaseException:
-            for path, data in saved.items():
-                try:
-                    now = path.read_bytes() if path.is_file() else None
-                    if now == data:
-                        continue
-                    if data is None:
-                        atomic_delete(path)
-                    else:
-                        atomic_write(path, data)
-                except OSError:
-                    continue  # put back what can be; the error that stopped the block goes on
-            raise
+    with writing_project(project.root), put_back_on_failure(
+            [*paths, history_path(project), ledger_path(project)], finish=finish):
+        yield
 
 
 def bring_back_abort(project, upstream: str | None = None) -> dict:
