@@ -330,6 +330,33 @@ def test_an_import_of_a_fix_of_lines_the_series_changed_is_refused_naming_the_hu
     ok(root, "overlays")
 
 
+def test_an_import_of_a_fix_of_a_file_the_series_deletes_says_it_is_deleted(project, tmp_path):
+    """The series deletes pkg/b.py; a colleague's commit, made on the pin, fixes a line of it.
+    The refusal said "hunk #1 of pkg/b.py does not apply on the series (drop-b.patch changes
+    pkg/b.py before it)", with a hint about the same fix of the same lines: neither is what
+    happened. Now it says the file is deleted by drop-b.patch (exit 2, nothing written)."""
+    root = project
+    upstream = tmp_path / "up-upstream"
+    mine = tmp_path / "mine"
+    git(tmp_path, "clone", "-q", str(upstream), str(mine))
+    git(mine, "rm", "-q", "pkg/b.py")
+    add_patch_file(root, "up", "drop-b.patch", b"Description: drop b\nAuthor: M <m@e>\n"
+                   b"Upstream-Status: Pending\nUpstream: up\n\n"
+                   + git_bytes(mine, "diff", "--cached"))
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", str(upstream), str(fork))
+    (fork / "pkg/b.py").write_bytes(UPSTREAM_FILES["pkg/b.py"].replace(b"y = 2", b"y = 3"))
+    git(fork, "commit", "-qam", "Their y")
+    sha = git(fork, "rev-parse", "HEAD").strip()
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "git", "HEAD^!", "--repo", str(fork))
+    assert run.rc == 2, run.text
+    assert f"patchforge: error: {fork}: commit {sha}: patch their-y.patch: pkg/b.py is " \
+        "deleted by drop-b.patch, earlier in the series; nothing was imported" in run.err, run.err
+    assert "does not apply" not in run.err and "those lines" not in run.err
+    assert tree_bytes(root / "series") == before
+
+
 def test_an_import_of_a_fix_for_every_profile_of_lines_a_profiles_fix_changed_is_refused(
         tmp_path, monkeypatch):
     """The series fixes line3 for gfx942 only; a colleague's commit fixes the same line for

@@ -263,22 +263,45 @@ def _refuse_not_applying(outcome, patches: list, own: list, at: int,
     where, original = sources.get(name, (name, None))
     earlier = [n for (n, other), theirs in zip(patches[:at], own[:at])
                if counts_for(theirs, own[at]) and path in patch_paths(other)]
-    if earlier:
-        said = f"on the series ({', '.join(earlier)} change{'s' * (len(earlier) == 1)} " \
-               f"{path} before it)"
+    gone = _taken_away(path, patches[:at], earlier)
+    if gone is not None:
+        # Not "does not apply": no line of it can, the file is not there.
+        message = f"patch {name}: {path} is {gone}, earlier in the series"
+        hint = ("the file is not there for it: make the change where that code is now "
+                "(`patchforge new NAME`, the change made in its worktree, `patchforge "
+                "refresh`), or leave it out of the import")
+    elif earlier:
+        message = f"{describe_failure(name, application)} on the series ({', '.join(earlier)} " \
+                  f"change{'s' * (len(earlier) == 1)} {path} before it)"
         hint = ("the series changes those lines already (the same fix, or another of the same "
                 "lines?): make this change on the series as it is (`patchforge new NAME`, the "
                 "change made in its worktree, `patchforge refresh`), or leave it out of the "
                 "import")
     else:
-        said = f"on the pin's {path} ({pin[:12]})"
+        message = f"{describe_failure(name, application)} on the pin's {path} ({pin[:12]})"
         hint = (f"make it on the pin ({pin[:12]}: `git rebase --onto {pin[:12]} OLD-BASE "
                 "BRANCH` in its repository, or a diff of the pin's files), or leave it out of "
                 "the import")
-    raise InputError(f"{describe_failure(name, application)} {said}; nothing was imported",
+    raise InputError(f"{message}; nothing was imported",
                      path=where, line=section_line(original, where, new_path=fp.new_path,
                                                    old_path=fp.old_path, hunk=failed),
                      hint=hint)
+
+
+def _taken_away(path: str, patches: list, earlier: list[str]) -> str | None:
+    """How the last of `earlier` (names of `patches` that change `path`) leaves `path`:
+    "deleted by NAME" or "renamed to NEW by NAME"; None when it leaves the file there."""
+    if not earlier:
+        return None
+    last = dict(patches)[earlier[-1]]
+    if any(fp.new_path == path for fp in last.file_patches):
+        return None
+    for fp in last.file_patches:
+        if fp.old_path == path and fp.is_delete:
+            return f"deleted by {earlier[-1]}"
+        if fp.old_path == path and fp.is_rename:
+            return f"renamed to {fp.new_path} by {earlier[-1]}"
+    return None
 
 
 def _refuse_unknown_profiles(project: Project, parsed: dict[str, PatchFile],
