@@ -329,6 +329,14 @@ def test_a_file_whose_name_is_not_utf8_is_refused_where_it_comes_in_not_at_overl
     assert f"writes {shown}, and this project writes overlays" in err and \
         "nothing was imported" in err, err
     assert project.files() == before
+    # an overlay of it: named by the overlay file given (before, by series/up/fix-cafe.patch,
+    # a file never written)
+    overlay = project.tmp / "cafe-overlay.py"
+    overlay.write_bytes(b"x = 4\n")
+    _, _, err = project.cli("import", "overlay", str(overlay), "--path", LATIN1, "--name",
+                            "fix-cafe", expect=2)
+    assert err.startswith(f"patchforge: error: {overlay}: patch fix-cafe.patch: writes {shown}"), err
+    assert "series/up" not in err and project.files() == before
     # copied in by hand
     diff = subprocess.run(["git", "format-patch", "-1", "--stdout"], cwd=vendor, check=True,
                           capture_output=True).stdout

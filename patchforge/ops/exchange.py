@@ -596,7 +596,9 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     fields.append(("Last-Update", today()))
     data = _as_written_before(project, upstream, file_name, render_patch_file(fields, b"", diff))
     _check_new_name(project, upstream, file_name, data)
-    _write_imported(project, store, upstream, [(file_name, data)], pin=pin.commit)
+    # A refusal names the overlay given, the input: the patch file it would be is never written.
+    _write_imported(project, store, upstream, [(file_name, data)],
+                    {file_name: (str(overlay), None)}, pin=pin.commit)
     if moved is not None:
         # Its change is a patch now: the file it was made from is of no further use, and a
         # later overlay of that path is made from the rebased one.
