@@ -1396,7 +1396,7 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                              "changed since `patchforge overlays` pinned it"))
     if installed is not None and manifest is not None:
         entries = overlay_entries(manifest, profile, str(manifest_path))
-        at_targets = _upstreams_at_their_targets(Path(installed), entries)
+        at_targets = upstreams_at_their_targets(Path(installed), entries)
         overlaid = profiles_overlays(manifest, lambda e: (e["upstream"], e["path"]))
         held: dict[str, None] = {}  # the other profiles whose overlays the tree holds
         for entry in entries:
@@ -1493,7 +1493,7 @@ def _installed_hint(installed: Path, entries: list[dict[str, Any]],
             "install root (its site-packages) or an image's root file system")
 
 
-def _upstreams_at_their_targets(installed: Path, entries: list[dict[str, Any]]) -> set[str]:
+def upstreams_at_their_targets(installed: Path, entries: list[dict[str, Any]]) -> set[str]:
     """The upstreams whose files `verify --installed DIR` looks for at their targets under DIR
     (install-root + path: DIR is an image's root file system, `docker export` unpacked or `/`
     inside the container), rather than at their paths (DIR is the upstream's install root,

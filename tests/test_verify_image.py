@@ -513,3 +513,53 @@ def test_a_path_through_a_symlink_in_the_image_is_read_where_the_container_reads
     assert run.rc == (0 if expect == "ok" else 1), (run.out, run.err)
     if layout == "loop":  # said, not hung on: the links named as the kernel would follow them
         assert f"/{ROOT} -> /opt/a" in run.out and "/opt/a -> ../usr" in run.out, run.out
+
+
+def test_a_fix_dropped_as_landed_is_checked_in_an_installed_tree(stack, tmp_path, shared_cache,
+                                                                 monkeypatch):
+    """`verify --installed DIR` (the tutorial's check of an image's files before mounting)
+    looked only at the overlays' pre-images: a tree whose file of a fix dropped as landed was
+    the one before the fix passed, exit 0, and the container ran without the fix, which no
+    overlay carries. That file is judged now as `--image` judges it, in a root file system and
+    in an install root alike; a store without the pinned files says what it did not check."""
+    import shutil
+
+    _, bases, neighbours = stack
+    root = tmp_path / "stack"
+    shutil.copytree(stack[0], root)
+    target = next(t for t in sorted(neighbours) if t not in bases and neighbours[t].endswith(b"\n"))
+    path = target.removeprefix(ROOT + "/")
+    before = _landed_fix(root, path, neighbours[target])
+    newer = neighbours[target].replace(b"\n", b"\n# a newer nightly's line\n", 1)
+
+    def tree(name: str, landed_file: bytes, *, at_targets: bool):
+        base = tmp_path / name
+        for target_path, data in [*bases.items(), (target, landed_file)]:
+            where = base / (target_path if at_targets else target_path.removeprefix(ROOT + "/"))
+            where.parent.mkdir(parents=True, exist_ok=True)
+            where.write_bytes(data)
+        return base
+
+    for at_targets in (True, False):
+        kind = "rootfs" if at_targets else "site"
+        stale = tree(f"{kind}-stale", before, at_targets=at_targets)
+        failed = run_cli(root, "verify", "--installed", str(stale))
+        assert failed.rc == 1, failed.text
+        assert "with the code vllm/upstreamed/landed-fix.patch changed as it was before: " \
+            f"{stale} lacks the fix" in failed.out, failed.out
+        for name, data in (("pinned", neighbours[target]), ("newer", newer)):
+            good = run_cli(root, "verify", "--installed",
+                           str(tree(f"{kind}-{name}", data, at_targets=at_targets)), "--json")
+            doc = json.loads(good.out)
+            assert good.rc == 0 and validation_errors(doc, "verify") == [], good.text
+            rows = [r for r in doc["results"] if r["path"].endswith(path)]
+            assert [r["state"] for r in rows] == ["ok"] and "landed-fix.patch" in \
+                rows[0]["detail"], rows
+    # A store without the pinned files (a deployment host): said, never a silent pass.
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "empty-cache"))
+    unread = run_cli(root, "verify", "--installed", str(tmp_path / "rootfs-stale"), "--json")
+    doc = json.loads(unread.out or "{}")
+    assert unread.rc == 0 and validation_errors(doc, "verify") == [], unread.text
+    assert any(n.startswith(f"NOT CHECKED: whether {tmp_path / 'rootfs-stale'} holds the fixes "
+                            "dropped as landed upstream (vllm/upstreamed/landed-fix.patch)")
+               for n in doc["notes"]), doc

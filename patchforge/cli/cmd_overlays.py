@@ -208,11 +208,23 @@ def verify(app, installed, image, profile, as_json, output_format):
         announce_state(app.project(), as_json=as_json)
         hints: list[str] = []
         rows = verify_overlays(app.project(), installed=installed, profile=profile, hints=hints)
+        notes: list[str] = []
+        if installed is not None:
+            # No overlay carries the fixes dropped as landed: DIR's own files must hold them,
+            # as `--image` asks of an image's.
+            from patchforge.ops.deploy import verify_installed_landed
+
+            landed_rows, notes = verify_installed_landed(app.project(), installed,
+                                                         profile=profile)
+            rows += landed_rows
     bad = [r for r in rows if r[1] != "ok"]
     if as_json:
         emit_json({"ok": not bad, "results": [{"path": p, "state": s, "detail": d}
-                                              for p, s, d in rows]}, "verify")
+                                              for p, s, d in rows],
+                   **({"notes": notes} if notes else {})}, "verify")
     else:
+        for note in notes:
+            click.echo(note, err=True)
         shown = bad if bad else rows
         click.echo(table([[s, p, d] for p, s, d in shown], ["state", "path", "detail"],
                          colors={0: lambda c: STATE_COLORS.get(c)}, enabled=app.color))

@@ -175,6 +175,65 @@ def verify_image(project: Project, ref: str | None = None, *, profile: str | Non
                             overlaid=overlaid, tag_pin=tag_pin, landed=landed, kept=kept)
 
 
+def verify_installed_landed(project: Project, installed, *, profile: str | None = None
+                            ) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """`verify --installed DIR`'s rows for the fixes dropped as landed upstream: each file they
+    changed that no overlay covers, judged in DIR as `verify --image` judges it in an image
+    (no overlay carries these fixes, so the installed file itself must hold them). DIR is
+    read as `verify_overlays` reads it: an upstream whose pre-images are at their targets is
+    looked for there (a root file system), others at their paths (the install root).
+
+    Returns (rows, notes): rows as verify_overlays gives them, with the fixes named in the
+    detail; notes say what could not be checked (`NOT CHECKED: ...`).
+    """
+    import os
+    from pathlib import Path
+
+    from patchforge.layers import FoundFile, normalize
+    from patchforge.overlay import sha256, upstreams_at_their_targets
+
+    manifest = read_manifest(project.overlays_dir)
+    entries = overlay_entries(manifest, profile, str(project.overlays_dir / "manifest.json"))
+    by_target = {normalize(e["target"]): e for e in entries if e.get("target")}
+    landed = LandedFixes.of(project, profile, by_target)
+    notes = [f"NOT CHECKED: {why}" for why in landed.unread]
+    if not landed.files:
+        return [], notes
+    try:
+        expected = landed.expected(project)
+    except PatchforgeError as exc:
+        names = ", ".join(fix for _, _, fix in landed.fixes)
+        notes.insert(0, f"NOT CHECKED: whether {installed} holds the fixes dropped as landed "
+                        f"upstream ({names}): their files at the locked revision could not be "
+                        f"read ({exc}); `patchforge fetch` brings them")
+        return [], notes
+    root = Path(installed)
+    at_targets = upstreams_at_their_targets(root, entries)
+    with_overlays = {e["upstream"] for e in entries}
+    rows = []
+    for key, entry in sorted(landed.files.items()):
+        at_target, at_path = root / key, root / entry["path"]
+        # An upstream none of whose files is overlaid any more has no pre-image to say where
+        # DIR keeps it: its own file decides, the root file system's place first.
+        if entry["upstream"] in at_targets or (entry["upstream"] not in with_overlays
+                                               and os.path.lexists(at_target)):
+            candidate = at_target
+        else:
+            candidate = at_path
+        content = candidate.read_bytes() if candidate.is_file() else None
+        kind = "file" if content is not None else \
+            "absent" if not os.path.lexists(candidate) else \
+            "symlink" if candidate.is_symlink() else \
+            "directory" if candidate.is_dir() else "other"
+        found = FoundFile(path=key, kind=kind,
+                          sha256=sha256(content) if content is not None else None)
+        check = _judge_landed(key, entry, expected[key], found,
+                              project.lock.pin(entry["upstream"]).commit, content,
+                              holder=str(installed))
+        rows.append((str(candidate), check.state, check.detail))
+    return rows, notes
+
+
 @record
 class LandedFixes:
     """The fixes kept under upstreamed/ (of the profile), and the files they changed that no
@@ -371,11 +430,13 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
 
 
 def _judge_landed(key: str, entry: dict[str, Any], expected: str | None, found,
-                  commit: str, content: bytes | None = None) -> ImageFileCheck:
-    """A file no overlay covers that fixes dropped as landed changed: the image must hold the
-    upstream's file at the locked revision `commit` (where they were judged landed), or lack
-    it where the upstream does, or, another version of it (`content`), hold their change as
-    the rule for a landing kept under upstreamed/ tells it (reverts.change_state)."""
+                  commit: str, content: bytes | None = None, *,
+                  holder: str = "the image") -> ImageFileCheck:
+    """A file no overlay covers that fixes dropped as landed changed: the image (`holder`:
+    or an installed tree) must hold the upstream's file at the locked revision `commit` (where
+    they were judged landed), or lack it where the upstream does, or, another version of it
+    (`content`), hold their change as the rule for a landing kept under upstreamed/ tells it
+    (reverts.change_state)."""
     from patchforge.reverts import change_state
 
     fixes = ", ".join(entry["landed"])
@@ -395,13 +456,13 @@ def _judge_landed(key: str, entry: dict[str, Any], expected: str | None, found,
     if found.kind == "absent":
         if expected is None:
             return check("ok", f"absent, as upstream has it at the pin ({fixes} landed there)")
-        return check("missing", f"not in the image; {fixes} landed upstream in this file"
+        return check("missing", f"not in {holder}; {fixes} landed upstream in this file"
                      + (f" ({found.detail})" if found.detail else ""))
     if expected is None:
         return check("mismatch", f"upstream has no such file at the pin ({commit[:12]}), "
-                                 f"where {fixes} landed: the image is of another upstream")
+                                 f"where {fixes} landed: {holder} is of another upstream")
     if found.kind != "file":
-        return check("mismatch", f"the image has {found.detail or found.kind} here, not "
+        return check("mismatch", f"{holder} has {found.detail or found.kind} here, not "
                                  f"{at}, where {fixes} landed")
     states = {change_state(fp, content) for fp in entry["changes"]} if content is not None \
         else set()
@@ -409,9 +470,9 @@ def _judge_landed(key: str, entry: dict[str, Any], expected: str | None, found,
         return check("ok", f"another version than {at}, with the change of {fixes} in it")
     if "gone" in states:
         return check("mismatch", f"another version than {at}, with the code {fixes} changed "
-                                 "as it was before: the image lacks the fix, and nothing "
+                                 f"as it was before: {holder} lacks the fix, and nothing "
                                  "overlays it")
-    return check("mismatch", f"not {at}, where {fixes} landed: whether the image holds "
+    return check("mismatch", f"not {at}, where {fixes} landed: whether {holder} holds "
                              "the fix cannot be told from this file, and nothing overlays it")
 
 
