@@ -369,6 +369,9 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
             result.artifact_executables.add(copy)
     result.files.sort(key=lambda f: f.rel)
     result.outputs = render_metadata(project, result)
+    stray = stack_compose_without_the_service(project)
+    if stray is not None:
+        result.warnings.append(f"{stray[0]} {stray[1]}")
     return result
 
 
@@ -1073,7 +1076,75 @@ def _fragment_rows(project: Project, manifest: dict,
                 path.read_bytes(), expected, project.config.compose_service)))
         else:
             rows.append((rel_text, "ok", ""))
+    stray = stack_compose_without_the_service(project)
+    if stray is not None:
+        rows.append((stray[0], "mismatch", stray[1]))
     return rows
+
+
+# The names compose looks for in the project directory, in its order.
+_COMPOSE_FILES = ("compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml")
+
+
+def stack_compose_without_the_service(project: Project) -> tuple[str, str] | None:
+    """The stack's own compose file (beside overlays/, the one the fragments override) when it
+    defines services but not `compose-service`: (its path, what that means). Given an image
+    (the pin), the fragment's service is then one of its own: compose starts it beside the
+    user's, which runs without a single overlay, and every check was green. None when there
+    is no such file or its services cannot be read here (flow style, `include:`)."""
+    for name in _COMPOSE_FILES:
+        path = project.root / name
+        if path.is_file():
+            break
+    else:
+        return None
+    services = _compose_service_names(path.read_bytes())
+    service = project.config.compose_service
+    if not services or service in services:
+        return None
+    return (str(path), f"defines no service {service!r} (compose-service), only "
+                       f"{', '.join(repr(s) for s in services)}: the overlays' fragment mounts "
+                       f"into a service of its own, and {services[0]!r} runs without them; set "
+                       f"`compose-service = \"{services[0]}\"` under [tool.patchforge] and run "
+                       "`patchforge overlays`")
+
+
+_SERVICE_KEY = re.compile(r"""\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'|([^\s#'"{\[][^:#]*?))\s*:(?:\s|$)""")
+
+
+def _compose_service_names(data: bytes) -> list[str] | None:
+    """The keys of a compose file's top-level `services:` block, in block style; None when the
+    file says them another way (flow style, `include:` of other files), which is not guessed."""
+    names: list[str] = []
+    in_services = False
+    indent = None
+    for line in data.decode("utf-8", "replace").splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line[0].isspace():
+            if in_services:
+                break
+            key = line.split("#", 1)[0].rstrip()
+            if key.startswith("include:"):
+                return None  # services of other files
+            in_services = key == "services:"
+            if key.startswith("services:") and not in_services:
+                return None  # `services: {...}`
+            continue
+        if not in_services:
+            continue
+        width = len(line) - len(line.lstrip())
+        indent = width if indent is None else indent
+        if width < indent:
+            return None
+        if width == indent:
+            match = _SERVICE_KEY.match(line)
+            if match is None:
+                return None
+            double, single, plain = match.groups()
+            names.append(re.sub(r"\\(.)", r"\1", double) if double is not None else
+                         single.replace("''", "'") if single is not None else plain)
+    return names if in_services else None
 
 
 def _fragment_difference(there: bytes, expected: bytes, service: str) -> str:

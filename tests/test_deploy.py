@@ -493,3 +493,45 @@ def test_every_service_name_the_configuration_takes_is_the_fragments_service(tmp
     assert check_mounts(model, service, root / "overlays", None, {"up": INSTALL_ROOT}) == \
         {f"{INSTALL_ROOT}/pkg/a.py"}
     ok(root, "verify")
+
+
+def test_a_stack_compose_file_without_the_service_is_said_not_passed(stack):
+    """A stack whose compose.yaml names its service `vllm` with compose-service left at
+    `inference`: once the fragment sets the pinned image, compose takes the fragment's service
+    as one of its own and starts it beside `vllm`, which runs without a single overlay, while
+    `overlays`, `verify` and `docker compose config` all passed. Both commands say it now,
+    naming the file and the services it has; with the service named, every mount goes to it."""
+    root = stack
+    lock_path = root / "upstream.lock"
+    lock = json.loads(lock_path.read_text())
+    digest = "sha256:" + "ab" * 32
+    lock["image"] = {"reference": "registry.example.com/rocm/vllm:nightly", "tag": "nightly",
+                     "digest": digest}
+    lock_path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    (root / "compose.yaml").write_text(
+        f"# the stack's deployment\nservices:\n  vllm:  # the server\n"
+        f"    image: registry.example.com/rocm/vllm@{digest}\n  'db':\n    image: busybox\n"
+        "volumes:\n  inference:\n")
+    said = ok(root, "overlays").err
+    assert f"warning: {root / 'compose.yaml'} defines no service 'inference' (compose-service), " \
+        "only 'vllm', 'db'" in said and 'compose-service = "vllm"' in said, said
+    files = ("compose.yaml", "overlays/gfx942/compose.yaml")
+    model = json.loads(compose_config(root, *files).stdout)
+    assert set(model["services"]) == {"inference", "vllm", "db"}  # the harm, as compose has it
+    assert not model["services"]["vllm"].get("volumes")
+    failed = run_cli(root, "verify", "--json")
+    rows = {r["path"]: r for r in json.loads(failed.out)["results"]}
+    assert failed.rc == 1 and rows[str(root / "compose.yaml")]["state"] == "mismatch", failed.text
+    config = root / "pyproject.toml"
+    config.write_text(config.read_text().replace("[tool.patchforge]\n",
+                                                 '[tool.patchforge]\ncompose-service = "vllm"\n'))
+    assert "defines no service" not in ok(root, "overlays").err
+    model = json.loads(compose_config(root, *files).stdout)
+    assert set(model["services"]) == {"vllm", "db"}
+    check_mounts(model, "vllm", root / "overlays", "gfx942", {"up": INSTALL_ROOT})
+    assert run_cli(root, "verify").rc == 0
+    # Services said in a way not read here (flow style, other files included) are not guessed.
+    for text in ("services: {web: {image: busybox}}\n",
+                 "include: [other.yaml]\nservices:\n  web:\n    image: busybox\n"):
+        (root / "compose.yaml").write_text(text)
+        assert run_cli(root, "verify").rc == 0, text
