@@ -84,7 +84,7 @@ def interrupts_deferred():
 
 
 @contextlib.contextmanager
-def put_back_on_failure(paths: Sequence[Path], *, finish: str):
+def put_back_on_failure(paths: Sequence[Path], *, finish: str, unless=None):
     """Several writes whole or not at all: the files `paths` (those the block may write or
     remove, in the order it does) are put back as they are now (their bytes, or no file)
     when the block ends by an exception (Ctrl-C, SIGTERM, a failed write), the last written
@@ -96,13 +96,17 @@ def put_back_on_failure(paths: Sequence[Path], *, finish: str):
     earlier ones past it would have left, say, a series listing patch files put back to
     nothing). PartlyWritten names them all, with `finish` (how the command, run again,
     finishes them) as its hint. A kill leaves what the block wrote: its writes must still be in
-    an order that running it again finishes."""
+    an order that running it again finishes. `unless` (a callable) returning True when the
+    block has failed keeps its writes: they are what the state it left needs (a bump's report
+    of the rebase it left in progress)."""
     before: dict[Path, bytes | None] = {}
     for path in paths:
         before.setdefault(Path(path), _bytes_or_none(path))
     try:
         yield
     except BaseException as cut:
+        if unless is not None and unless():
+            raise
         left: list[str] = []
         try:
             with interrupts_deferred():

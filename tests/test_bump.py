@@ -899,6 +899,55 @@ def test_a_move_finished_by_hand_is_the_move_after_a_dry_run_or_a_look_without_o
         sent["body"][:400]
 
 
+@pytest.mark.parametrize("mode", ["interrupt", "kill"])
+def test_a_bump_cut_short_in_its_rebase_is_proposed_as_the_move_once_continued(
+        tmp_path, registry_server, forge_server, mode):
+    """`bump --open-pr` cut short inside its rebase (Ctrl-C; a kill: a CI job cancelled), the
+    rebase finished as the run said (`rebase --continue`), then `bump --open-pr` again: it said
+    "up-to-date", exit 0, and opened no pull request, while the move (two fixes dropped as
+    landed, the lock moved) sat in the checkout, never proposed. The report of the cut move is
+    kept before the rebase starts; the next bump finds the move finished and proposes it."""
+    import shutil
+
+    from helpers.cli import run_subprocess
+
+    scenario = Scenario(tmp_path / "s", registry_server, forge_server, conflict=False)
+    scenario.bump("--dry-run")  # the store filled: the cut falls in the rebase's writes
+    pristine = tmp_path / "pristine"
+    shutil.copytree(scenario.root, pristine, symlinks=True)
+    bump = ("bump", "--image", scenario.image_repo, "--open-pr")
+    for nth in range(1, 80):  # the first write whose cut leaves the rebase in progress
+        root = tmp_path / f"cut{nth}"
+        shutil.copytree(pristine, root, symlinks=True)
+        env = {"PATCHFORGE_FAULT": f"write:{nth}"}
+        if mode == "interrupt":
+            env["PATCHFORGE_FAULT_MODE"] = "interrupt"
+        cut = run_subprocess(root, *bump, env=env)
+        if (root / ".patchforge/rebase/journal.json").exists():
+            break
+        if mode == "interrupt":  # before its rebase began: the kept report is put back
+            kept = [(where / ".patchforge/bump/report.json").read_bytes()
+                    if (where / ".patchforge/bump/report.json").exists() else None
+                    for where in (root, pristine)]
+            assert kept[0] == kept[1], (nth, cut.stderr)
+        shutil.rmtree(root)
+    else:
+        pytest.fail("no cut left the rebase in progress")
+    assert cut.returncode == {"interrupt": 130, "kill": 137}[mode], cut.stderr
+    code, out, err = cli_in_process(root, "rebase", "--continue")
+    assert code == 0, err
+    code, out, err = cli_in_process(root, *bump, "--json")
+    doc = json.loads(out)
+    assert doc["outcome"] == "moved" and doc["pull_request"]["action"] == "opened", out + err
+    (sent,) = [json.loads(r.body) for r in forge_server.requests if r.method == "POST"
+               and r.body and b'"body"' in r.body]
+    assert "nothing to move" not in sent["body"] and "`compress.patch`" in sent["body"], \
+        sent["body"][:400]
+    assert "2 landed" in sent["title"], sent["title"]
+    code, out, err = cli_in_process(root, *bump[:3], "--json")  # proposed once
+    assert json.loads(out)["outcome"] == "up-to-date", out + err
+
+
 def test_a_clean_move_run_again_for_its_tag_is_up_to_date_and_proposed_as_the_move(clean):
     """A clean `bump --to TAG` run again for the same tag said "moved" again, from the old
     pin, each time until a pull request was opened (the move's kept report taken for one

@@ -35,7 +35,8 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
 
     Exit 0 when the stack moved cleanly (or was up to date), 1 when a person is needed (the
     rebase is left stopped; with --dry-run nothing is written), 2 on bad input."""
-    from patchforge.fsutil import RepoLock, atomic_write
+    from patchforge.fsutil import RepoLock, atomic_write, put_back_on_failure
+    from patchforge.rebase.journal import Journal
     from patchforge.net import make_forge
     from patchforge.ops.bump import bump as run_bump
     from patchforge.ops.bump_report import render_markdown, title
@@ -51,15 +52,6 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
 
         require_identity(project)
     progress = Progress("rebasing")
-    with lock, open_store(project) as store, progress:
-        document = run_bump(project, store, upstream, spec=spec, image=image, dry_run=dry_run,
-                            registry=registry, forge=forge, proposing=open_pr,
-                            on_patch=lambda u, n: progress.advance(f"{u}/{n}"))
-    markdown = render_markdown(document)
-    # A bump that moved the stack but whose pull request the forge did not take (the run
-    # failed after the move): kept, and proposed now. Run again, it said "nothing to move"
-    # and never opened it.
-    unopened = _unopened_bump(project, document) if not dry_run else None
 
     def keep(doc: dict, text: str) -> None:
         # Kept for whoever resumes a stopped rebase or reads the run later; local state only.
@@ -71,6 +63,26 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
         atomic_write(directory / "report.md", text.encode())
         atomic_write(directory / "report.json",
                      (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())
+
+    kept = [project.state_dir / "bump" / name for name in ("report.md", "report.json")]
+    journal = Journal(project.state_dir)
+    # The report of a run cut short in its rebase is kept before the rebase starts: the bump
+    # after the person's `rebase --continue` finds the move in it and proposes it. One that
+    # fails or is cut short with no rebase left in progress puts the kept report back: the
+    # move it would tell of never began.
+    with lock, open_store(project) as store, progress, put_back_on_failure(
+            kept, unless=journal.exists,
+            finish="the kept report (.patchforge/bump/) tells of a move that never began: "
+                   "the next bump replaces it"):
+        document = run_bump(project, store, upstream, spec=spec, image=image, dry_run=dry_run,
+                            registry=registry, forge=forge, proposing=open_pr,
+                            on_patch=lambda u, n: progress.advance(f"{u}/{n}"),
+                            before_move=lambda doc: keep(doc, render_markdown(doc)))
+    markdown = render_markdown(document)
+    # A bump that moved the stack but whose pull request the forge did not take (the run
+    # failed after the move): kept, and proposed now. Run again, it said "nothing to move"
+    # and never opened it.
+    unopened = _unopened_bump(project, document) if not dry_run else None
     if not dry_run and unopened is None:
         keep(document, markdown)
     elif unopened is not None and not open_pr and not as_json:

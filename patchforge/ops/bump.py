@@ -460,8 +460,13 @@ def _own_spec(project: Project, name: str, spec: str) -> str:
 
 def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
          spec: str | None = None, image: str | None = None, dry_run: bool = False, registry=None,
-         forge=None, on_patch=None, proposing: bool = False) -> dict:
+         forge=None, on_patch=None, proposing: bool = False, before_move=None) -> dict:
     """Find the candidate, judge, rebase, check, verify; the report document.
+
+    `before_move` is called, just before the rebase starts (not in a dry run), with the
+    report of the move cut short in its rebase (outcome "stopped"): kept then, it is the
+    report a run cut there (Ctrl-C, a kill) leaves, so that once a person finishes the
+    rebase the next bump finds the move and proposes it as the move it was.
 
     `proposing`: the run opens the pull request (--open-pr): a move it finds finished already
     (finished_move) is proposed as the move, also from the report a run without --open-pr
@@ -505,6 +510,11 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
         history_source(upstream)
         candidate, search = find_newest(project, store, upstream, old, registry, repository)
         if candidate is None:
+            # A move a bump began (stopped on a conflict, or cut short in its rebase) that a
+            # person finished: the pin is its target now, so no nightly is newer; it is the
+            # move, reported and proposed as such (finished_move below).
+            candidate = _finished_target(project, name, old.commit)
+        if candidate is None:
             return _document(project, name, old, None, search, dry_run=dry_run,
                              outcome="up-to-date", fixes=[], rebase=None, checks=_not_run(
                                  "no newer nightly"), verification=None, notes=notes)
@@ -529,6 +539,13 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
     elif new.commit == old.commit:
         outcome = "up-to-date"
     else:
+        if before_move is not None and not dry_run:
+            before_move(_document(
+                project, name, old, candidate, search, dry_run=False, outcome="stopped",
+                fixes=[_fix_entry(store, upstream, status, None, label)
+                       for status in statuses.values()],
+                rebase={}, checks=_not_run("the rebase was cut short: a person is needed first"),
+                verification=None, notes=notes, stopped=CUT_SHORT))
         engine = Rebase(project, store, on_patch=on_patch)
         try:
             rebase_doc = engine.start({name: candidate.spec}, dry_run=dry_run, pins={name: new})
@@ -564,6 +581,29 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
     return _document(project, name, old, candidate, search, dry_run=dry_run, outcome=outcome,
                      fixes=fixes, rebase=rebase_doc, checks=checks, verification=verification,
                      notes=notes, stopped=stopped)
+
+
+# The stop a bump cut short in its rebase reports (its `before_move` report).
+CUT_SHORT = {"message": "the bump was cut short in its rebase (Ctrl-C, SIGTERM or a kill), "
+                        "which is left in progress",
+             "hint": "`patchforge rebase --continue` finishes it (`--abort` goes back)"}
+
+
+def _finished_target(project: Project, name: str, commit: str) -> Candidate | None:
+    """The candidate of the stopped move finished_move finds finished at `commit` (the pin),
+    as the kept report names it; None when there is none. (The kept report of a move made
+    whole whose pull request was never opened is the CLI's to propose, `_unopened_bump`.)"""
+    import json
+
+    if finished_move(project, name, commit) is None:
+        return None
+    try:
+        target = json.loads((project.state_dir / "bump" / "report.json").read_bytes())["target"]
+        return Candidate(spec=str(target["spec"]), tag=target.get("tag"), commit=commit,
+                         reference=target.get("reference"), digest=target.get("digest"),
+                         published=target.get("published"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def finished_move(project: Project, name: str, commit: str,
