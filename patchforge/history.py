@@ -164,8 +164,11 @@ class HistoryLanding:
 
     landed_by: str | None
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (commit, made|undid, how)
-    # The lines the change adds (whitespace removed) that a commit after landed_by takes out.
-    taken_out: frozenset[bytes] = frozenset()
+    # (line, commit): a line the change adds (whitespace removed) and a commit after
+    # landed_by that takes it out. Listed after is not made after: a branch forked before the
+    # landing and merged later is listed after it too (judge.SeriesJudge._added_code_gone
+    # asks whether the commit descends from the landing).
+    taken_out: frozenset[tuple[bytes, str]] = frozenset()
 
     @property
     def undone_by(self) -> str | None:
@@ -306,21 +309,25 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
 
 
 def _taken_out(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, Blocks]]],
-               landed_by: str | None) -> frozenset[bytes]:
-    """The lines `wanted` adds that a commit after `landed_by` takes out, whitespace removed:
-    a line of the fix the target lacks that none took out was lost where the history shows
-    no diff (a merge's resolution)."""
+               landed_by: str | None) -> frozenset[tuple[bytes, str]]:
+    """The lines `wanted` adds that a commit listed after `landed_by` takes out (and does not
+    put in again), whitespace removed, each with that commit: a line of the fix the target
+    lacks that none took out was lost where the history shows no diff (a merge's resolution)."""
     if landed_by is None:
         return frozenset()
     after = False
-    found: set[bytes] = set()
+    found: set[tuple[bytes, str]] = set()
     adds = {path: {line for _, added in blocks for line in _bare(added)}
             for path, blocks in wanted.items()}
     for commit, changed in commits:
         if after:
             for path, lines in adds.items():
-                found.update(lines.intersection(
-                    line for removed, _ in changed.get(path, ()) for line in _bare(removed)))
+                blocks = changed.get(path, ())
+                # Net: a line the commit takes out and puts in again (moved below its
+                # neighbour, re-indented) is still there after it.
+                found.update((line, commit) for line in lines.intersection(
+                    line for removed, _ in blocks for line in _bare(removed)).difference(
+                    line for _, added in blocks for line in _bare(added)))
         after = after or commit == landed_by
     return frozenset(found)
 
@@ -387,11 +394,12 @@ def _elsewhere(verdict) -> str | None:
     return None
 
 
-def combine_series(verdict, commit: str, first: int, last: int):
+def combine_series(verdict, commit: str, first: int, last: int, gone: str | None = None):
     """The verdict of a patch whose run of the series (patches `first`..`last`) landed whole in
     `commit`: upstreamed, decided by the series' history (kept when the content shows the
-    change only at another copy of the code: `_elsewhere`)."""
-    other = _elsewhere(verdict)
+    change only at another copy of the code: `_elsewhere`; or when a line the run adds is not
+    in the target and no later commit took it out: `gone`, as for `combine`)."""
+    other = _elsewhere(verdict) or gone
     if other is not None:
         return replace(verdict, evidence=list(verdict.evidence) + [
             f"history: commit {commit} makes the cumulative change of patches {first}-{last} "

@@ -14,6 +14,7 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.diffparse import parse_diff
+from patchforge.apply.gitbinary import blob_id
 from patchforge.apply.hunks import (FileApplication, PatchApplications, another_function,
                                     apply_file_patch, changed_places, copies_left, file_changes,
                                     mapped_places, placed_at, repeated_places, unproven)
@@ -22,7 +23,7 @@ from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
                                assess_patch, created_identically)
 from patchforge.errors import InputError, StoreError
-from patchforge.history import (MIN_CHANGED_CHARS, MIN_UNDO_CHARS, WHITESPACE,
+from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE,
                                 blocks_of_git_diff, combine, combine_series, judge_history,
                                 may_reverse, patch_blocks, undo_probes, without_whitespace)
 from patchforge.history_place import made_at
@@ -200,6 +201,31 @@ def _post_image_there(fp, current: bytes | None) -> bool:
     outcomes = placed[1] if placed is not None else \
         apply_hunks(lines_of(current), reverse, max_fuzz=0, build=False)[1]
     return all(o.status in ("exact", "offset") for o in outcomes)
+
+
+class _WholeLines:
+    """A file as `_added_code_gone` looks a line up in it: as whole lines, whitespace and line
+    breaks between them ignored; a `blob:<id>` line (history.binary_block's) as the file's
+    blob id."""
+
+    def __init__(self, content: bytes) -> None:
+        self.content = content
+        bare = [line.translate(None, WHITESPACE) for line in content.split(b"\n")]
+        self.lines = set(bare)
+        self.flat = b"".join(bare)
+        self.starts = set(itertools.accumulate((len(line) for line in bare), initial=0))
+
+    def has(self, code: bytes) -> bool:
+        if code.startswith(b"blob:"):
+            return blob_id(self.content) == code[5:].decode()
+        if code in self.lines:
+            return True
+        at = self.flat.find(code)
+        while at >= 0:  # a line upstream wrapped: from a line's start to a line's end
+            if at in self.starts and at + len(code) in self.starts:
+                return True
+            at = self.flat.find(code, at + 1)
+        return False
 
 
 class SeriesJudge:
@@ -428,14 +454,18 @@ class SeriesJudge:
             if landing is not None and landing.landed_by is not None:
                 self._old_code_at_own_places(patch, verdict)
                 self._made_away(patch, verdict, landing)
-                gone = self._added_code_gone(patch, verdict, landing.taken_out)
+                gone = self._added_code_gone(patch, verdict, landing)
             verdict = combine(verdict, landing, gone=gone)
             run = self.history.series_landing(name) if not verdict.landed and \
                 hasattr(self.history, "series_landing") else None
             if run is not None and verdict.state in HISTORY_DECIDES:
                 self._old_code_at_own_places(patch, verdict)
                 commit, first, last = run
-                verdict = combine_series(verdict, commit, first, last)
+                change = self.history.series_change(name) \
+                    if hasattr(self.history, "series_change") else None
+                gone = self._added_code_gone(patch, verdict, change[1], change[0]) \
+                    if change is not None else None
+                verdict = combine_series(verdict, commit, first, last, gone=gone)
         elif verdict.landed:
             verdict.decided_by = "content"
         return verdict
@@ -463,34 +493,61 @@ class SeriesJudge:
             for hv in asked:
                 hv.old_code = own.old_code(hv.index, fp.hunks[hv.index])
 
-    def _added_code_gone(self, patch, verdict, taken_out: frozenset[bytes]) -> str | None:
-        """Which line the patch adds (one that says something) the target does not have,
-        whitespace and line breaks ignored, and no commit after the landing took out
-        (`taken_out`), or None: the history is about to make the verdict `upstreamed`
+    def _added_code_gone(self, patch, verdict, landing, run: dict | None = None) -> str | None:
+        """Which line the change adds the target does not have, and no commit made after the
+        landing (`landing`, history.HistoryLanding: a commit listed after it that descends
+        from it) took out, or None: the history is about to make the verdict `upstreamed`
         because a commit made the change, and the content could not find it. A line that
         went where the history shows no diff went in a merge's resolution (which took the
         other side's line): nothing says the fix is not needed any more. Or a file the patch
-        deletes that the target has under the name upstream renamed it to."""
+        deletes that the target has under the name upstream renamed it to.
+
+        A line is there as whole lines of the target, whitespace and line breaks between
+        them ignored (a line upstream wrapped is there; one inside a longer line, a comment
+        naming it, is not), however short; a binary file is there as the blob the fix makes.
+        `run`: the cumulative change blocks (path -> history.Blocks) of the run of the
+        series that landed whole (a squash merge), whose added lines are asked instead of
+        the patch's own (a later patch of the run rewrites an earlier one's)."""
         made = {other.new_path for other in patch.file_patches if not other.is_delete}
+        taken: dict[bytes, list[str]] = {}
+        for line, commit in landing.taken_out:
+            taken.setdefault(line, []).append(commit)
+
+        def taken_out(code: bytes) -> bool:
+            return any(self.store.is_ancestor(landing.landed_by, commit)
+                       for commit in taken.get(code, ()))
+
         for fp, fv in zip(patch.file_patches, verdict.files):
-            if fp.binary is not None or fv.target_path is None:
+            if fv.target_path is None:
                 continue
             current = self.read_current(fv.target_path)
             if current is None:
                 continue
-            if fp.is_delete and fv.target_path not in made:  # (not the patch's own move)
+            if fp.is_delete and fv.target_path not in made and run is None:
                 # The history is read without rename detection: a commit renaming the file
-                # deletes its old path just as the fix does.
+                # deletes its old path just as the fix does. (Not the patch's own move; nor a
+                # file a later patch of a run that landed whole makes again.)
                 return f"{fv.target_path}, the file it deletes renamed upstream, is there"
-            flat = current.translate(None, WHITESPACE)
-            for hunk in fp.hunks:
-                for line in hunk.lines:
-                    code = line[1:].translate(None, WHITESPACE)
-                    if line[:1] == b"+" and len(code) >= MIN_UNDO_CHARS and \
-                            code not in flat and code not in taken_out:
-                        text = line[1:].strip().decode("utf-8", "replace")
-                        return f"{fv.target_path} has no {text!r}, and no later commit " \
-                            "took it out (a merge's resolution lost it)"
+            if run is not None:
+                added = [line.translate(None, WHITESPACE) for _, lines in run.get(fp.path, ())
+                         for line in lines]
+            elif fp.binary is not None:
+                added = [] if fp.is_delete else [b"blob:" + fp.binary.new_oid.encode()]
+            else:
+                added = [line[1:].translate(None, WHITESPACE) for hunk in fp.hunks
+                         for line in hunk.lines if line[:1] == b"+"]
+            there = _WholeLines(current)
+            for code in added:
+                if code and not there.has(code) and not taken_out(code):
+                    if code.startswith(b"blob:"):
+                        return f"{fv.target_path} is not the file the fix makes (blob " \
+                            f"{code[5:17].decode()}), and no later commit changed it (a " \
+                            "merge's resolution lost it)"
+                    text = next((line[1:].strip() for hunk in fp.hunks for line in hunk.lines
+                                 if line[:1] == b"+"
+                                 and line[1:].translate(None, WHITESPACE) == code), code)
+                    return f"{fv.target_path} has no {text.decode('utf-8', 'replace')!r}, " \
+                        "and no later commit took it out (a merge's resolution lost it)"
         return None
 
     def _made_away(self, patch, verdict, landing) -> None:
@@ -1529,6 +1586,8 @@ class LazyHistory:
         self._squash = squash
         self._walked: tuple[dict, list, list] | None = None
         self._series: dict[str, tuple[str, int, int]] | None = None
+        # Per patch of a run that landed whole: the run's change blocks and its landing.
+        self._series_changes: dict[str, tuple[dict, object]] = {}
         # How the squash check applies a patch to a file: the judge's remembered applications
         # when a SeriesJudge walks with this history (its own walk of the old series then
         # finds them made).
@@ -1580,9 +1639,15 @@ class LazyHistory:
         if self._series is None:
             index = self._index()
             self._series = series_landings(self._patches or [], index, self._read_base,
-                                           self.applications, walked=self._walked) \
+                                           self.applications, walked=self._walked,
+                                           changes=self._series_changes) \
                 if index is not None and self._read_base is not None else {}
         return self._series.get(name)
+
+    def series_change(self, name: str) -> tuple[dict, object] | None:
+        """(the cumulative change blocks per path, its history.HistoryLanding) of the run
+        series_landing(name) names, None when it names none."""
+        return self._series_changes.get(name) if self.series_landing(name) else None
 
 
 # Longest run of consecutive patches judged as one change: a squash-merged branch.
@@ -1702,7 +1767,8 @@ def old_series_walk(patches, read_base, apply=apply_file_patch,
 
 
 def series_landings(patches, index: "HistoryIndex", read_base, apply=apply_file_patch, *,
-                    walked: tuple[dict, list, list] | None = None
+                    walked: tuple[dict, list, list] | None = None,
+                    changes: dict[str, tuple[dict, object]] | None = None
                     ) -> dict[str, tuple[str, int, int]]:
     """Patches that landed as part of one upstream commit with their neighbours: a branch of
     several commits squash-merged upstream. For every commit of the history, the runs of
@@ -1710,7 +1776,8 @@ def series_landings(patches, index: "HistoryIndex", read_base, apply=apply_file_
     change (the old series' files before its first patch against after its last, git's diff)
     that commit makes, and no later commit undoes (history.judge_history), landed whole.
     One git process makes every candidate's diff. `walked`: old_series_walk's answer, when the
-    caller has it already."""
+    caller has it already. `changes`, when given, is told per patch of a run found the run's
+    change blocks and its landing (history.HistoryLanding)."""
     if len(patches) < 2 or not index.log:
         return {}
     # The runs' candidates by the patches' paths alone, before any patch is applied: a patch
@@ -1824,6 +1891,8 @@ def series_landings(patches, index: "HistoryIndex", read_base, apply=apply_file_
                 known = found.get(patches[k][0])
                 if known is None or known[2] - known[1] < j - i:  # the longest run wins
                     found[patches[k][0]] = (landing.landed_by, i + 1, j + 1)
+                    if changes is not None:
+                        changes[patches[k][0]] = (wanted, landing)
     return found
 
 

@@ -63,27 +63,118 @@ def scale_module(line: bytes) -> bytes:
                     for i in range(20))
 
 
+def lost_in_merge(stack: OneUpstreamStack, path: str, fixed: bytes, theirs: bytes,
+                  then: bytes | None = None) -> list:
+    """Upstream lands the fix (#12) on main (then commits `then` there) while a branch forked
+    at v1 rewrites the line; the merge conflicts, and its resolution takes the branch's file
+    (v2). status's word on each patch."""
+    up = stack.up
+    git(up, "checkout", "-q", "-b", "feature")
+    stack.commit({path: theirs}, "a helper for it")
+    git(up, "checkout", "-q", "-")
+    stack.commit({path: fixed}, "the fix (#12)")
+    if then is not None:
+        stack.commit({path: then}, "a later change on main")
+    assert subprocess.run(["git", "merge", "-q", "--no-edit", "feature"], cwd=up,
+                          capture_output=True).returncode != 0
+    stack.commit({path: theirs}, "Merge branch 'feature'", tag="v2")
+    assert len(git(up, "log", "-1", "--format=%P").split()) == 2
+    return stack.json("status", "--against", "up=v2", expect=None)["patches"]
+
+
 def test_a_landing_a_merge_resolution_lost_is_no_landing(tmp_path):
     old = scale_module(b"scale = torch.finfo(torch.float8_e4m3fn).max")
     fixed = scale_module(b"scale = torch.finfo(torch.float8_e4m3fnuz).max")
     theirs = scale_module(b"scale = get_fp8_max(dtype=torch.float8_e4m3fn)")
     stack = OneUpstreamStack(tmp_path, {"k.py": old})
     stack.add_fix("fix", "k.py", old, fixed)
-    up = stack.up
-    git(up, "checkout", "-q", "-b", "feature")
-    stack.commit({"k.py": theirs}, "fp8: get_fp8_max helper")
-    git(up, "checkout", "-q", "-")
-    stack.commit({"k.py": fixed}, "fp8: e4m3fnuz max on ROCm (#12)")
-    # The merge conflicts on the line; its resolution takes the branch's.
-    assert subprocess.run(["git", "merge", "-q", "--no-edit", "feature"], cwd=up,
-                          capture_output=True).returncode != 0
-    stack.commit({"k.py": theirs}, "Merge branch 'feature'", tag="v2")
-    assert len(git(up, "log", "-1", "--format=%P").split()) == 2
-    status = stack.json("status", "--against", "up=v2", expect=None)
-    ((patch,),) = [status["patches"]]
+    (patch,) = lost_in_merge(stack, "k.py", fixed, theirs)
     assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
     assert any("no later commit took it out" in line for line in patch["evidence"]), patch
     assert b"e4m3fnuz" in stack.kept_by_rebase("up=v2", "k.py")
+
+
+def test_a_lost_landing_is_no_landing_whatever_the_rest_of_the_file_has(tmp_path):
+    """Before, each of these was dropped as "upstreamed (high)", v2 without the fix: the fix's
+    line inside a longer line of the file (`self.scale = ...`, a comment naming it), every
+    line the fix adds short (`BM = 128`), a branch forked before the landing that took an
+    equal line out elsewhere in the file (listed after the landing, so taken for upstream's
+    later rewrite of the fix's line), and a commit after the landing that moved the fix's
+    line below its neighbour (taken out and put in again: not taken out)."""
+    fix = b"scale = torch.finfo(torch.float8_e4m3fnuz).max"
+    cases = {
+        "inside": (b"scale = torch.finfo(torch.float8_e4m3fn).max", fix,
+                   b"scale = get_fp8_max(dtype=torch.float8_e4m3fn)", b"self." + fix,
+                   b"self." + fix),
+        "comment": (b"scale = torch.finfo(torch.float8_e4m3fn).max", fix,
+                    b"scale = get_fp8_max(dtype=torch.float8_e4m3fn)",
+                    b"# NOTE: " + fix + b" on ROCm", b"# NOTE: " + fix + b" on ROCm"),
+        "short": (b"BM = 64\n    BN = 64\n    BK = 32", b"BM = 128\n    BN = 32\n    BK = 64",
+                  b"BM, BN, BK = pick_tile(x.shape)", b"y = 3", b"y = 3"),
+        "parallel": (b"scale = torch.finfo(torch.float8_e4m3fn).max", fix,
+                     b"scale = get_fp8_max(dtype=torch.float8_e4m3fn)", fix,
+                     b"scale = get_fp8_max(dtype=torch.float8_e4m3fnuz)"),
+        "moved": (b"scale = torch.finfo(torch.float8_e4m3fn).max", fix,
+                  b"scale = get_fp8_max(dtype=torch.float8_e4m3fn)", b"y = 3", b"y = 3"),
+    }
+    for name, (old, new, rewritten, f3, f3_theirs) in cases.items():
+        def text(f7: bytes, f3: bytes) -> bytes:
+            return scale_module(f7).replace(b"    y = x + 3\n", b"    y = x + 3\n    %s\n" % f3)
+
+        stack = OneUpstreamStack(tmp_path / name, {"k.py": text(old, f3)})
+        stack.add_fix("fix", "k.py", text(old, f3), text(new, f3))
+        moved = text(new, f3).replace(b"    %s\n    return y * scale\n" % fix,
+                                      b"    return y * scale\n    %s\n" % fix)
+        (patch,) = lost_in_merge(stack, "k.py", text(new, f3), text(rewritten, f3_theirs),
+                                 moved if name == "moved" else None)
+        assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", (name, patch)
+        assert any("no later commit took it out" in line for line in patch["evidence"]), \
+            (name, patch)
+
+
+def test_a_binary_landing_a_merge_resolution_lost_is_no_landing(tmp_path):
+    """A kernel blob (hsa/gemm.co) the fix rebuilds, landed on main, while a branch retuned
+    the same blob and the merge took the branch's. Before: "upstreamed (high)" (the evidence
+    itself said the file is neither the pre-image nor the post-image), dropped."""
+    def blob(word: bytes) -> bytes:
+        return b"\x00\x01CO" + word * 50 + b"\x00"
+
+    stack = OneUpstreamStack(tmp_path, {"hsa/gemm.co": blob(b"old"), "k.py": b"x = 1\n"})
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    git(scratch, "init", "-q")
+    (scratch / "hsa").mkdir()
+    (scratch / "hsa" / "gemm.co").write_bytes(blob(b"old"))
+    git(scratch, "add", "-A")
+    git(scratch, "commit", "-q", "-m", "old")
+    (scratch / "hsa" / "gemm.co").write_bytes(blob(b"fixed"))
+    diff = subprocess.run(["git", "diff", "--full-index", "--binary"], cwd=scratch, check=True,
+                          capture_output=True).stdout
+    add_patch_file(stack.root, "up", "fix.patch", patch_bytes(
+        "up", stack.base, "gemm.co rebuilt for gfx950", diff))
+    (patch,) = lost_in_merge(stack, "hsa/gemm.co", blob(b"fixed"), blob(b"theirs"))
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert any("is not the file the fix makes" in line for line in patch["evidence"]), patch
+
+
+def test_a_squash_landed_run_a_merge_resolution_lost_is_no_landing(tmp_path):
+    """Two patches (e4m3fnuz, then halved) landed as one commit (#12), then a merge took a
+    branch's rewrite of the line. Before: both "upstreamed (high) ... the cumulative change of
+    patches 1-2 (a squash merge)", both dropped; the run's landing never asked whether the
+    target has what it adds."""
+    old = scale_module(b"scale = torch.finfo(torch.float8_e4m3fn).max")
+    first = scale_module(b"scale = torch.finfo(torch.float8_e4m3fnuz).max")
+    second = scale_module(b"scale = torch.finfo(torch.float8_e4m3fnuz).max / 2.0")
+    stack = OneUpstreamStack(tmp_path, {"k.py": old})
+    stack.add_fix("p1", "k.py", old, first)
+    stack.add_fix("p2", "k.py", first, second)
+    patches = lost_in_merge(stack, "k.py", second,
+                            scale_module(b"scale = get_fp8_max(dtype=torch.float8_e4m3fn)"))
+    assert len(patches) == 2
+    for patch in patches:
+        assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+        assert any("patches 1-2" in line and "no later commit took it out" in line
+                   for line in patch["evidence"]), patch
 
 
 def plugin(priority: bytes) -> bytes:
