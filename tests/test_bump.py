@@ -624,6 +624,33 @@ def test_a_move_off_the_pinned_image_drops_the_image_pin(clean):
     assert "image" not in json.loads((root / "upstream.lock").read_text())
 
 
+def test_a_bump_to_a_commit_off_the_pinned_image_says_it_drops_the_pin(clean):
+    """`bump vllm --to COMMIT` (the way bump's own hint names when tonight's image cannot be
+    looked up, and the workflow's `to` input) dropped the image pin last night's bump made, and
+    the fragment's `image:` with it, while the report said only "The stack moved cleanly." and
+    nothing in its notes, stderr or --json named the pin. The verdict and the notes say it now,
+    in the dry run too, and the document carries `image_unpinned`."""
+    code, _, err = clean.bump()
+    assert code == 0, err
+    root, up = clean.root, clean.upstream
+    pinned = f"{clean.image_repo}:nightly-{clean.c3}"
+    assert json.loads((root / "upstream.lock").read_text())["image"]["reference"] == pinned
+    c4 = Upstream.commit(up, {OTHER: up.read(OTHER, "HEAD") + b"# a later commit\n"}, "Later")
+    for dry, says in ((True, "will no longer pin"), (False, "no longer pins")):
+        code, out, err = clean.bump("--to", c4, "--json", *(["--dry-run"] if dry else []))
+        assert code in (0, 1), err  # 1: a Drop-When that holds
+        doc = json.loads(out)
+        assert validation_errors(doc, "bump") == []
+        assert doc["rebase"]["image_unpinned"]["reference"] == pinned
+        assert any(n.startswith(f"upstream.lock {says} the image {pinned}")
+                   for n in doc["notes"]), doc["notes"]
+    assert "image" not in json.loads((root / "upstream.lock").read_text())
+    markdown = (root / ".patchforge" / "bump" / "report.md").read_text()
+    assert f"upstream.lock no longer pins the image `{pinned}`: see the notes." in \
+        markdown.split("\n\n", 3)[2], markdown  # the verdict
+    assert f"> upstream.lock no longer pins the image {pinned}" in markdown, markdown
+
+
 def test_bad_input_exits_2(clean):
     code, _, err = clean.bump("--to", "nightly-" + "0" * 40)
     assert code == 2, err

@@ -43,11 +43,9 @@ def render_summary(summary: dict, app) -> None:
 
 def image_unpinned_note(reference: str, *, written: bool = True) -> str:
     """What a move off the pinned image's revision did to the image pin (Lock.with_pin)."""
-    drops = "no longer pins" if written else "will no longer pin"
-    return (f"note: upstream.lock {drops} the image {reference}: it holds the revision it was "
-            "pinned with, not the new one (nor a fix dropped as landed since), so the overlays "
-            "name no pinned image; pin the new revision's image with `patchforge rebase --to "
-            "NAME=REPO:TAG`, or deploy onto an image of it you name")
+    from patchforge.model.lock import image_unpinned_text
+
+    return "note: " + image_unpinned_text(reference, written=written)
 
 
 def _note_unrefreshed_edits(project, store, summary) -> None:

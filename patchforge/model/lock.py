@@ -29,6 +29,16 @@ class ImagePin:
     digest: str | None = None
 
 
+def image_unpinned_text(reference: str, *, written: bool = True) -> str:
+    """What a move off the pinned image's revision did to the image pin (Lock.with_pin), as
+    `rebase`, `upstream pin` and `bump` say it."""
+    drops = "no longer pins" if written else "will no longer pin"
+    return (f"upstream.lock {drops} the image {reference}: it holds the revision it was "
+            "pinned with, not the new one (nor a fix dropped as landed since), so the overlays "
+            "name no pinned image; pin the new revision's image with `patchforge rebase --to "
+            "NAME=REPO:TAG`, or deploy onto an image of it you name")
+
+
 @record(frozen=True)
 class Lock:
     upstreams: dict[str, UpstreamPin] = field(default_factory=dict)

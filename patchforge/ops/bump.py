@@ -265,7 +265,10 @@ def named_candidate(project: Project, upstream, spec: str, registry,
             raise NetworkError(f"the image {candidate.reference} could not be looked up: "
                                f"{exc.message}",
                                hint=f"nothing was moved; {again}, or move without the image: "
-                                    f"{without} (no image is pinned then)") from None
+                                    f"{without} (no image is pinned then"
+                                    + (f": the pin of {project.lock.image.reference} is "
+                                       "dropped" if project.lock.image is not None else "")
+                                    + ")") from None
         else:
             said = _label_commit(upstream, info)
             if candidate.commit is None:
@@ -554,6 +557,15 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
             rebase_doc = engine.stop_document(stop.message)
             stopped = {"message": stop.message, "hint": stop.hint}
             outcome = "stopped"
+    unpinned = (rebase_doc or {}).get("image_unpinned")
+    if rebase_doc is not None and unpinned:
+        from patchforge.model.lock import image_unpinned_text
+
+        # A move to a commit or a release (--to, or the hint when tonight's image cannot be
+        # looked up) leaves the image the lock pinned: the fragment's `image:` goes with it,
+        # and the pull request said only "moved cleanly".
+        notes.append(image_unpinned_text(unpinned["reference"],
+                                         written=not rebase_doc.get("dry_run")))
     results = {r["name"]: r for r in (rebase_doc or {}).get("patches", [])}
     at = (rebase_doc or {}).get("stopped") or {}
     if stopped and at.get("name") and at.get("upstream") == name:
@@ -660,7 +672,8 @@ def _document(project: Project, name, old, candidate, search, *, dry_run, outcom
     rebase_part = None
     if rebase is not None:
         rebase_part = {"counts": rebase.get("counts", {}), "written": bool(rebase.get("written")),
-                       "stopped": stopped, "range_diff": rebase.get("range_diff") or ""}
+                       "stopped": stopped, "range_diff": rebase.get("range_diff") or "",
+                       "image_unpinned": rebase.get("image_unpinned")}
     # A fix kept under upstreamed/ whose landing the new nightly took back is in no overlay:
     # the bump's report (and its pull request) is where a person looks, so it says so there.
     taken_back = [f"{'reverted' if g['kind'] == 'reverted' else 'taken out'} upstream (needs "

@@ -56,6 +56,10 @@ def verdict(doc: dict) -> str:
     outcome = doc["outcome"]
     target = doc.get("target") or {}
     where = target.get("tag") or (target.get("commit") or "")[:12]
+    dropped = ((doc.get("rebase") or {}).get("image_unpinned") or {}).get("reference")
+    unpinned = "" if not dropped else \
+        f" upstream.lock {'will no longer pin' if doc['dry_run'] else 'no longer pins'} the " \
+        f"image {_code(dropped)}: see the notes."
     if outcome == "up-to-date":
         # Named with --to (a move finished by hand, proposed now): it is that target.
         return (f"The stack is on {where} already: nothing to move." if where else
@@ -70,12 +74,12 @@ def verdict(doc: dict) -> str:
     if doc["needs_person"]:
         lead = "**A person is needed**" + (" (dry run: nothing was written)"
                                            if doc["dry_run"] else "")
-        return lead + ": see the fixes, checks and verification marked below."
+        return lead + ": see the fixes, checks and verification marked below." + unpinned
     if doc["dry_run"]:
         if outcome == "moved":  # a move finished by hand before this look (ops.bump)
             return "Dry run: the stack was moved already, the rebase finished by hand."
-        return "Dry run: the stack would move cleanly; nothing was written."
-    return "The stack moved cleanly."
+        return "Dry run: the stack would move cleanly; nothing was written." + unpinned
+    return "The stack moved cleanly." + unpinned
 
 
 def render_markdown(doc: dict) -> str:
