@@ -329,6 +329,12 @@ def test_a_fix_dropped_as_landed_is_checked_in_an_image_the_lock_does_not_pin(
     assert "the image does not hold the upstream's files where fixes dropped as landed " \
         "changed them" in failed.err and f"--to vllm={images['host']}/{REPO}@" \
         f"{stale['digest']}" in failed.err, failed.err
+    # The landed file's layer read again for its bytes is no link followed; and with no image
+    # pinned, the hint names what the overlays were made for, not "the one upstream.lock pins".
+    assert "to follow links" not in failed.out and \
+        "1 read again for the files of fixes dropped as landed" in failed.out, failed.out
+    assert "(the one upstream.lock pins" not in failed.err and "upstream.lock pins no image; " \
+        "`patchforge rebase --to NAME=REPO:TAG` pins one" in failed.err, failed.err
     good = run_cli(root, "verify", "--image", f"{images['host']}/{REPO}:good", "--json")
     assert good.rc == 0, good.text
     doc = json.loads(good.out)

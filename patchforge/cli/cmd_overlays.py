@@ -279,10 +279,12 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
                    f"({result.layers_read} of {result.layers_total} layers read, "
                    + (f"{result.layers_reread} read again to follow links, "
                       if result.layers_reread else "")
+                   + (f"{result.layers_reread_landed} read again for the files of fixes "
+                      "dropped as landed, " if result.layers_reread_landed else "")
                    + f"{megabytes:.1f} MB)")
         for line in _fixes_said(result):
             click.echo(line)
-        for hint in _image_hints(result):
+        for hint in _image_hints(result, _made_for(app.project(), result)):
             click.echo(f"hint: {hint}", err=True)
         if result.tag_moved and all(f.state == "ok" for f in result.files):
             # (A failed file's hint already says both ways.)
@@ -337,8 +339,22 @@ def _fixes_said(result) -> list[str]:
     return lines
 
 
-def _image_hints(result) -> list[str]:
-    """What to do about `verify --image`'s failed rows, as `verify --installed` says it."""
+def _made_for(project, result) -> str:
+    """The image to deploy instead, as the hints name it: the one upstream.lock pins, or,
+    where it pins none, an image of the revisions the overlays were made for."""
+    if project.lock.image is not None:
+        return f"the image the overlays were made for (the one upstream.lock pins, " \
+               f"{project.lock.image.reference})"
+    labels = [f"{u} {project.lock.pin(u).label}" for u in sorted({f.upstream for f in result.files})
+              if u in project.lock.upstreams]
+    made = f"{', '.join(labels)}: " if labels else ""
+    return (f"an image of what the overlays were made for ({made}upstream.lock pins no image; "
+            "`patchforge rebase --to NAME=REPO:TAG` pins one)")
+
+
+def _image_hints(result, made_for: str) -> list[str]:
+    """What to do about `verify --image`'s failed rows, as `verify --installed` says it;
+    `made_for` names the image to deploy instead (_made_for)."""
     hints = []
     landed = sorted({f.upstream for f in result.files if f.landed and f.state != "ok"})
     if landed and result.pinned:
@@ -354,8 +370,8 @@ def _image_hints(result) -> list[str]:
         # No overlay there: nothing patchforge mounts puts a landed fix into this image.
         move = " ".join(f"--to {u}={result.resolved}" for u in landed)
         hints.append("the image does not hold the upstream's files where fixes dropped as "
-                     "landed changed them, so it may lack those fixes: deploy the image the "
-                     "overlays were made for (the one upstream.lock pins), or move the series "
+                     f"landed changed them, so it may lack those fixes: deploy {made_for}, "
+                     "or move the series "
                      f"to this one (`patchforge rebase {move}`, which names a dropped fix that "
                      "upstream no longer has there)")
     # A file baked with another profile's overlay is no other version: said apart.
@@ -369,8 +385,7 @@ def _image_hints(result) -> list[str]:
     if "mismatch" in states:
         # Mounted anyway, such an overlay silently reverts the image's own changes to the file.
         hints.append("mounted on this image, an overlay would undo the image's changes to its "
-                     "file: deploy the image the overlays were made for (the one upstream.lock "
-                     f"pins), or move the series to this one (`patchforge rebase {move}`, which "
+                     f"file: deploy {made_for}, or move the series to this one (`patchforge rebase {move}`, which "
                      "regenerates them)")
     if "missing" in states:
         hints.append("the image has no file where an overlay is mounted: check each upstream's "

@@ -64,6 +64,8 @@ class ImageCheck:
     profile: str | None = None
     notes: tuple[str, ...] = field(default=())
     layers_reread: int = 0  # fetches of a layer read before (following a symlink or hard link)
+    # fetches of a layer read before for the bytes of a landed fix's file (another version)
+    layers_reread_landed: int = 0
     # The digest upstream.lock pins for the tag asked for, when the tag names another image now.
     tag_moved: str | None = None
     # Each fix of the profile's series and each dropped as landed upstream, against this
@@ -391,6 +393,7 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
                 and hit.layer in layers:
             reread[key] = (hit.layer, hit.resolved or key)
     contents: dict[tuple[str, str], bytes] = {}
+    links_followed = stats.rereads
     for digest in dict.fromkeys(layer for layer, _ in reread.values()):
         paths = [path for layer, path in reread.values() if layer == digest]
         got = read_contents(layers[digest], open_layer, paths, stats=stats)
@@ -424,7 +427,8 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
                       digest=info.digest, manifest_digest=info.manifest_digest, pinned=pinned,
                       files=tuple(checks), layers_total=stats.layers_total,
                       layers_read=stats.layers_read, bytes_read=stats.bytes_read,
-                      layers_reread=stats.rereads,
+                      layers_reread=links_followed,
+                      layers_reread_landed=stats.rereads - links_followed,
                       profile=profile, notes=tuple(notes), tag_moved=tag_moved,
                       fixes=tuple(fixes))
 
