@@ -46,6 +46,7 @@ from patchforge.apply.hunks import (CFile, HunkOutcome, ReversedHunk, _definitio
                                     apply_file_patch, apply_hunks, body_end, lines_of,
                                     place_in_place)
 from patchforge.model.record import field, record, replace
+from patchforge.patterns import on_first_use
 from patchforge.store.diff import (NULL_OID, FileMerge, blob_oid, changed_blocks,
                                    merge_can_give_ours, merge_file, new_runs_are_in_ours)
 
@@ -449,7 +450,7 @@ def indentation_matters(path: str) -> str | None:
 
 # What moves a Python line's bracket depth or string state: a triple or single quote, an
 # escaped character, a comment's start, a bracket.
-_PY_TOKEN = re.compile(rb'\\.|"""|\'\'\'|["\'#()[\]{}]', re.DOTALL)
+_PY_TOKEN = on_first_use(rb'\\.|"""|\'\'\'|["\'#()[\]{}]', re.DOTALL)
 
 
 def _scan_state(lines, kind: str | None,
@@ -1804,7 +1805,7 @@ def _function_body(lines: list[bytes], at: int, line: bytes, language: str) -> r
 # A statement that is a call alone (`dist.barrier()`, `__syncthreads();`, `free(buf);`): it
 # does what it does wherever it is, so moved a few lines it still runs. Not a line that gives
 # a value (`x = f()`, `return f()`) nor a block's head (`if (x)`).
-_CALL_ALONE = re.compile(rb"[ \t]*(?!(?:if|for|while|switch|return|sizeof|elif|assert|del)\b)"
+_CALL_ALONE = on_first_use(rb"[ \t]*(?!(?:if|for|while|switch|return|sizeof|elif|assert|del)\b)"
                          rb"[A-Za-z_][\w.:]*(?:->[A-Za-z_][\w.:]*)*[ \t]*\(.*\)[ \t]*;?"
                          rb"[ \t]*(?:(?:#|//).*)?\r?\n")
 
@@ -1970,7 +1971,7 @@ def _saying_something(lines: list[bytes]) -> int:
 _DEFINITION_START = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$")
 # The name a definition line gives: the identifier before its first `(` (a signature upstream
 # gave another parameter still names the same function), else the whole line.
-_CALLED = re.compile(rb"([A-Za-z_$][\w$]*)\s*\(")
+_CALLED = on_first_use(rb"([A-Za-z_$][\w$]*)\s*\(")
 
 
 def _definition_name(line: bytes) -> bytes:

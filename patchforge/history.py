@@ -27,10 +27,10 @@ judging a patch costs at most one git process for the files it is the first to a
 """
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from patchforge.model.record import field, record, replace
+from patchforge.patterns import on_first_use
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -102,7 +102,7 @@ def blocks_of_git_diff(chunk: bytes) -> Blocks:
     return blocks_of_lines((b"@@" + body[1]).split(b"\n"))
 
 
-_BINARY_INDEX = re.compile(rb"\nindex ([0-9a-f]{40})\.\.([0-9a-f]{40})")
+_BINARY_INDEX = on_first_use(rb"\nindex ([0-9a-f]{40})\.\.([0-9a-f]{40})")
 
 
 def binary_block(old_oid: str, new_oid: str) -> Blocks:

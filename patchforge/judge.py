@@ -28,6 +28,7 @@ from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE,
                                 may_reverse, patch_blocks, undo_probes, without_whitespace)
 from patchforge.history_place import made_at
 from patchforge.model.record import field, record, replace
+from patchforge.patterns import on_first_use
 from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, diff_header,
                                    split_at_file_headers,
                                    git_output_path, make_diffs, merge_file, merges_as_binary)
@@ -39,11 +40,11 @@ if TYPE_CHECKING:
 # The content states in which the history is asked whether the patch landed: its pre-image is
 # not all in the target, or the checks disagree (history.combine never overturns the rest).
 HISTORY_DECIDES = {"fuzz", "conflict", "partial", "unsure"}
-_REVERTS = re.compile(rb"^    This reverts commit ([0-9a-f]{7,40})")
+_REVERTS = on_first_use(rb"^    This reverts commit ([0-9a-f]{7,40})")
 # A diff's `+` line (not its `+++ ` header line): what it adds, without the `+`. Matched
 # after the line end before it (the text is given a line end first): a pattern led by `^`
 # (re.M) is tried at every byte of the diff, one led by a `\n` only where one is (6x faster).
-_ADDED_LINE = re.compile(rb"\n\+(?!\+\+ )([^\n]*)")
+_ADDED_LINE = on_first_use(rb"\n\+(?!\+\+ )([^\n]*)")
 # Where a commit's id on a line (`git diff-tree --stdin`) or a file's section starts, each
 # after a line end: no line of a hunk is either (each starts with ' ', '+', '-' or '\\'), nor
 # is a header line of git's. The line end leads the pattern: a pattern with a literal first is
@@ -52,7 +53,7 @@ _COMMITS_AND_FILES = re.compile(rb"\n(?:([0-9a-f]{40})(?=\n)|diff --git )")
 # In `store.range_changes`: a changed path (after the tab of ":<modes> <ids> <status>\t<path>")
 # and a revert's message line (messages are indented).
 _RAW_PATHS = re.compile(rb"\t([^\n]*)")
-_REVERT_LINES = re.compile(rb"\n    This reverts commit ([0-9a-f]{7,40})")
+_REVERT_LINES = on_first_use(rb"\n    This reverts commit ([0-9a-f]{7,40})")
 
 
 @record

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from patchforge.model.record import record
+from patchforge.patterns import on_first_use
 
 # Upstream and profile names become directories (`series/<upstream>/`, `overlays/<profile>/`),
 # refs (`refs/patchforge/...`) and YAML keys: letters, digits, `.`, `_`, `-`, starting with a
@@ -27,7 +28,7 @@ _SIMPLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # module (docs/performance.md, "Character sets past U+00FF as sets").
 INVISIBLE = frozenset(map(chr, [*range(0x200B, 0x2010), *range(0x202A, 0x202F),
                                 *range(0x2060, 0x206A), 0xFEFF]))
-_PATCH_NAME_BAD = re.compile(r"[\s#/\\'\"`$\x00-\x1f\x7f\x85]")
+_PATCH_NAME_BAD = on_first_use(r"[\s#/\\'\"`$\x00-\x1f\x7f\x85]")
 _PATCH_NAME_BAD_WIDE = INVISIBLE | {"\u2028", "\u2029"}
 
 
@@ -101,8 +102,8 @@ def check_patch_name(value: object) -> str:
 # stack with "invalid path"): these characters, and the device names (CON, NUL, COM1, ...),
 # which Windows reserves with any extension (`nul.patch` is the device too). `"` and `\` are
 # refused for every name already (_PATCH_NAME_BAD).
-_WINDOWS_BAD = re.compile(r"[:*?<>|]")
-WINDOWS_DEVICE = re.compile(r"(?i)(?:con|prn|aux|nul|com[1-9]|lpt[1-9])(?=\.|$)")
+_WINDOWS_BAD = on_first_use(r"[:*?<>|]")
+WINDOWS_DEVICE = on_first_use(r"(?i)(?:con|prn|aux|nul|com[1-9]|lpt[1-9])(?=\.|$)")
 
 
 def windows_name_problem(name: str) -> str | None:

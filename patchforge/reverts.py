@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.errors import PatchforgeError
 from patchforge.model.record import record
+from patchforge.patterns import on_first_use
 
 if TYPE_CHECKING:
     from patchforge.apply.diffparse import FilePatch
@@ -65,12 +66,12 @@ if TYPE_CHECKING:
 # commits changing the fix's files the change is said gone without a name (`unexplained`).
 MAX_COMMITS = 300
 
-_LANDED_COMMIT = re.compile(r"\bcommit[:\s]\s*([0-9a-fA-F]{7,64})\b")
-_RECORDED_COMMIT = re.compile(rb"(?m)^Applied-Upstream:[^\n]*\bcommit[:\s]")
-_REVERTS_COMMIT = re.compile(rb"This reverts commit ([0-9a-fA-F]{7,64})")
-_PR_IN_SUBJECT = re.compile(rb"\(#(\d+)\)\s*$")
-_MERGED_PR = re.compile(rb"^Merge pull request #(\d+)")
-_PR_URL = re.compile(r"/pull/(\d+)/?\s*$")
+_LANDED_COMMIT = on_first_use(r"\bcommit[:\s]\s*([0-9a-fA-F]{7,64})\b")
+_RECORDED_COMMIT = on_first_use(rb"(?m)^Applied-Upstream:[^\n]*\bcommit[:\s]")
+_REVERTS_COMMIT = on_first_use(rb"This reverts commit ([0-9a-fA-F]{7,64})")
+_PR_IN_SUBJECT = on_first_use(rb"\(#(\d+)\)\s*$")
+_MERGED_PR = on_first_use(rb"^Merge pull request #(\d+)")
+_PR_URL = on_first_use(r"/pull/(\d+)/?\s*$")
 
 
 @record

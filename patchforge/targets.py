@@ -18,25 +18,26 @@ from typing import Any, Protocol, TypeVar
 from patchforge.errors import (PatchforgeError, RemoteUnreachable, ResolutionError, StoreDamaged,
                                UsageError)
 from patchforge.model.record import field, record
+from patchforge.patterns import on_first_use
 
 _NIGHTLY_RE = re.compile(r"^nightly-([0-9a-f]{40})$")
 _SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
-_LOCAL_COMMIT_RE = re.compile(r"^g([0-9a-f]{7,40})$")
+_LOCAL_COMMIT_RE = on_first_use(r"^g([0-9a-f]{7,40})$")
 # A release of digits and dots (`0.33.0`, `v1.2`), the usual SPEC, which PEP 440 accepts as it
 # is: classified without packaging, whose import (its version pattern compiled) a rebase paid
 # for this one answer.
 _RELEASE_RE = re.compile(r"v?[0-9]+(?:\.[0-9]+)*")
 # What `NAME=` before a SPEC may be: an upstream name (`--to vllm=0.33.0`); bump reads it too.
-UPSTREAM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+UPSTREAM_NAME_RE = on_first_use(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # What git refuses in a ref name (git-check-ref-format), plus a leading "-", which would make
 # the SPEC an option of the git command it is passed to.
-_BAD_REF_RE = re.compile(r"(^-)|(\.\.)|([\x00-\x20\x7f~^:?*\[\\])|(@\{)|(/\.)|(^\.)|(\.lock$)|(/$)")
+_BAD_REF_RE = on_first_use(r"(^-)|(\.\.)|([\x00-\x20\x7f~^:?*\[\\])|(@\{)|(/\.)|(^\.)|(\.lock$)|(/$)")
 # git's ancestry suffixes after a commit-ish: `abc123^`, `v1.0~3`, `main^2~1`.
 _ANCESTRY_RE = re.compile(r"(?:[~^][0-9]*)+$")
 # A version an image label names goes into upstream.lock, which refuses a control character
 # (a newline would forge a line of status's output, an escape sequence drive the terminal):
 # such a label names no version, rather than a lock no command could read again.
-_VERSION_LABEL_RE = re.compile(r"^[^\s\x00-\x1f\x7f-\x9f]+$")
+_VERSION_LABEL_RE = on_first_use(r"^[^\s\x00-\x1f\x7f-\x9f]+$")
 
 DEFAULT_VERSION_LABELS = ("org.opencontainers.image.version",)
 

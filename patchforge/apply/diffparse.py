@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.errors import InputError, UnsafePathError
 from patchforge.model.record import record, replace
+from patchforge.patterns import on_first_use
 
 # apply/gitbinary.py is imported where a `GIT binary patch` is met: most series have none, and
 # every command that reads a patch would load it otherwise.
@@ -31,14 +32,14 @@ NO_NEWLINE_MARKER = b"\\ No newline at end of file\n"
 _HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*?)\r?\n?$", re.S)
 # ed scripts ("12a", "3,5d") and normal diffs ("3,5c3,6"): GNU patch would run or apply these; we
 # refuse them outright.
-_ED_RE = re.compile(rb"^\d+(?:,\d+)?[acdi]\r?\n?$")
-_NORMAL_RE = re.compile(rb"^\d+(?:,\d+)?[acd]\d+(?:,\d+)?\r?\n?$")
+_ED_RE = on_first_use(rb"^\d+(?:,\d+)?[acdi]\r?\n?$")
+_NORMAL_RE = on_first_use(rb"^\d+(?:,\d+)?[acd]\d+(?:,\d+)?\r?\n?$")
 # git's extended header lines inside a `diff --git` section, in the order git may write them.
 _GIT_HEADER_KEYS = (b"old mode ", b"new mode ", b"deleted file mode ", b"new file mode ",
                     b"copy from ", b"copy to ", b"rename from ", b"rename to ",
                     b"rename old ", b"rename new ", b"similarity index ",
                     b"dissimilarity index ", b"index ")
-_MODE_RE = re.compile(r"^[0-7]{6}$")
+_MODE_RE = on_first_use(r"^[0-7]{6}$")
 # Regular files and symlinks whose target stays inside the upstream (check_link_target); a
 # gitlink (160000) is not file content at all.
 _ALLOWED_MODES = {"100644", "100755", "100664", "120000"}

@@ -17,6 +17,7 @@ from patchforge.apply.diffparse import (FilePatch, Hunk, line_kind, reverse_file
                                         split_lines)
 from patchforge.errors import ApplyError
 from patchforge.model.record import field, record, replace
+from patchforge.patterns import on_first_use
 
 _RANK = {"exact": 0, "offset": 1, "fuzz": 2, "failed": 3}
 
@@ -715,7 +716,7 @@ def apply_file_patch(old: bytes | None, fp: FilePatch, *, max_fuzz: int = 2,
 
 
 # A git diff's `index` line: the pre-image's and the post-image's blob ids.
-_INDEX_LINE = re.compile(rb"\nindex ([0-9a-f]{4,64})\.\.([0-9a-f]{4,64})")
+_INDEX_LINE = on_first_use(rb"\nindex ([0-9a-f]{4,64})\.\.([0-9a-f]{4,64})")
 
 
 def _blob_id(content: bytes, length: int) -> bytes:
@@ -970,7 +971,7 @@ _C_DEFINITION_START = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRST
 # A match starts only where a name starts (never inside one): tried at every byte of a long
 # run of word characters without a `(`, each try read the rest of the run (a column-0 line of
 # a generated source took seconds).
-_C_CALLED = re.compile(
+_C_CALLED = on_first_use(
     rb"(?<![\w$])((?:[A-Za-z_$][\w$]*(?:<[^<>()]*>)?\s*::\s*)*~?[A-Za-z_$][\w$]*)\s*\(")
 
 
@@ -1003,13 +1004,13 @@ def _c_definition(line: bytes) -> bytes | None:
 # and character literals hold no braces; of an `#if`'s branches only the first is read (as
 # ctags does): the others repeat its braces (`#ifdef X` / `void f(int a) {` / `#else` /
 # `void f() {`). `extern "C" {` is no scope; a namespace without a name is `(anonymous)`.
-_C_TOKEN = re.compile(rb'//|/\*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{};]')
-_C_ACCESS = re.compile(rb"(?:(?:public|private|protected)\s*:\s*)+")
-_C_SCOPE = re.compile(rb"(?:(?:inline|export|typedef)\s+)?(?:namespace|class|struct|union)\b\s*"
+_C_TOKEN = on_first_use(rb'//|/\*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{};]')
+_C_ACCESS = on_first_use(rb"(?:(?:public|private|protected)\s*:\s*)+")
+_C_SCOPE = on_first_use(rb"(?:(?:inline|export|typedef)\s+)?(?:namespace|class|struct|union)\b\s*"
                       rb"(?:(?:__attribute__\s*\(\(.*?\)\)|__declspec\s*\([^)]*\)|alignas\s*"
                       rb"\([^)]*\)|\[\[.*?\]\])\s*)*([A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*(?:\s*<.*?>)?)?"
                       rb"\s*(?:final\b)?\s*(?::[^()]*)?", re.S)
-_C_LINKAGE = re.compile(rb'extern\s*"C(?:\+\+)?"')
+_C_LINKAGE = on_first_use(rb'extern\s*"C(?:\+\+)?"')
 
 
 class _CBlock(NamedTuple):
@@ -1233,12 +1234,12 @@ def _functions_of(lines: list[bytes], definitions: list[int], language: str,
 # A branch is said by its conditions (those of the `#if`/`#elif`/`if`/`elif` it is under, and
 # the negation of each earlier one of its conditional), sorted: the same definition under the
 # same conditions written the other way round (`#ifndef X` first) keeps its name.
-_C_DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif|define)"
+_C_DIRECTIVE = on_first_use(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif|define)"
                           rb"\b[ \t]*(.*)")
-_C_COMMENT = re.compile(rb"/\*.*?\*/|//.*")
-_PYTHON_CLAUSE = re.compile(rb"[ \t]*(if|elif|else|try|except|finally)\b[ \t]*(.*?)[ \t]*:"
+_C_COMMENT = on_first_use(rb"/\*.*?\*/|//.*")
+_PYTHON_CLAUSE = on_first_use(rb"[ \t]*(if|elif|else|try|except|finally)\b[ \t]*(.*?)[ \t]*:"
                             rb"\s*(?:#.*)?$")
-_SIMPLE_CONDITION = re.compile(rb"[\w.]+(?:\([\w., ]*\))?")
+_SIMPLE_CONDITION = on_first_use(rb"[\w.]+(?:\([\w., ]*\))?")
 
 
 def _unwrapped(text: bytes) -> bytes:

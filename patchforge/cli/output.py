@@ -12,6 +12,8 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from patchforge.patterns import on_first_use
+
 if TYPE_CHECKING:
     from patchforge.project import Project
 
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
 # network could otherwise set the window title, clear the screen or rewrite earlier lines.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # What patchforge itself writes to a terminal: colours (SGR) and the progress line's reset.
-_OWN_ESCAPE = re.compile(r"\x1b\[[0-9;]*m|\r\x1b\[K")
+_OWN_ESCAPE = on_first_use(r"\x1b\[[0-9;]*m|\r\x1b\[K")
 
 
 # What click.echo removes from the text it writes to a stream that is not a terminal

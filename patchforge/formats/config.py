@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import ConfigError, PatchforgeError, StoreError
+from patchforge.patterns import on_first_use
 from patchforge.store.giturl import check_git_url
 
 if TYPE_CHECKING:
@@ -195,8 +196,8 @@ def case_twin_problem(name: str, section: str, names) -> str | None:
 
 
 # A TOML key part: bare, or a basic ("...") or literal ('...') string.
-_KEY_PART = re.compile(r"""\s*([A-Za-z0-9_-]+|"(?:[^"\\\n]|\\.)*"|'[^'\n]*')\s*""")
-_TABLE_HEADER = re.compile(r"^\s*\[(?!\[)(.*?)\]\s*(?:#.*)?$")
+_KEY_PART = on_first_use(r"""\s*([A-Za-z0-9_-]+|"(?:[^"\\\n]|\\.)*"|'[^'\n]*')\s*""")
+_TABLE_HEADER = on_first_use(r"^\s*\[(?!\[)(.*?)\]\s*(?:#.*)?$")
 
 
 def _dotted_key(text: str) -> list[str] | None:
@@ -247,7 +248,7 @@ def upstream_key_line(config_path: str | Path, upstream: str, key: str) -> int |
 
 # `follow` names one branch or tag: git's glob characters in it were taken literally (the
 # remote "has no branch or tag 'v*'"), which read as if patterns were meant to work.
-_FOLLOW_GLOB = re.compile(r"[*?\[]")
+_FOLLOW_GLOB = on_first_use(r"[*?\[]")
 
 
 def install_root_problem(value: str) -> str | None:

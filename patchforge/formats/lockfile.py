@@ -14,18 +14,19 @@ from patchforge import names
 from patchforge.errors import ConfigError, InputError
 from patchforge.fsutil import atomic_write
 from patchforge.model.lock import LOCK_VERSION, ImagePin, Lock, UpstreamPin
+from patchforge.patterns import on_first_use
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
-HEX64 = re.compile(r"^[0-9a-f]{64}$")
+HEX64 = on_first_use(r"^[0-9a-f]{64}$")
 # The control characters and the two line separators: a latin-1 class and a set, since a class
 # reaching past U+00FF costs `re` 0.5 ms to compile at every command's start (names.INVISIBLE).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _LINE_SEPARATORS = frozenset("\u2028\u2029")
 # The image pin's parts, in the characters the OCI distribution spec's grammar allows (a
 # reference is parsed fully by net.registry where it is used).
-_IMAGE_REFERENCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*")
-_IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
-_IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_IMAGE_REFERENCE = on_first_use(r"[A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*")
+_IMAGE_TAG = on_first_use(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
+_IMAGE_DIGEST = on_first_use(r"sha256:[0-9a-f]{64}")
 SOURCE_KEYS = {"git": ("url",), "wheel": ("package", "version", "filename", "sha256"),
                "dir": ("path",)}
 

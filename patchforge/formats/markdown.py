@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_AUTOLINK = re.compile(r"<(https?|mailto):[^\s<>]*>", re.I)
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
+from patchforge.patterns import on_first_use
+
+_FENCE = on_first_use(r"^ {0,3}(`{3,}|~{3,})")
+_AUTOLINK = on_first_use(r"<(https?|mailto):[^\s<>]*>", re.I)
+_CODE_SPAN = on_first_use(r"(`+)(.+?)\1", re.S)
 
 
 def escape_html(text: str) -> str:

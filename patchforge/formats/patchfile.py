@@ -17,6 +17,7 @@ from patchforge.apply.diffparse import (FilePatch, ParsedDiff, parse_diff, parse
                                         split_lines)
 from patchforge.errors import InputError
 from patchforge.model.record import field, record, replace
+from patchforge.patterns import on_first_use
 
 CANONICAL_ORDER = ("Description", "Author", "Origin", "Bug", "Forwarded", "Applied-Upstream",
                    "Upstream-Status", "Upstream", "Base", "Profiles", "Drop-When", "Keeps",
@@ -546,7 +547,7 @@ _NEAR_MISS_CONSEQUENCE = {
     "Base": "the base would not be recorded", "Upstream": "the upstream would not be checked"}
 # A line that may be meant as a field: a name (letters, digits, `-`, `_`, spaces), then `:` or
 # `=`, with blanks around either.
-_LOOSE_FIELD_RE = re.compile(rb"^[ \t]*([A-Za-z][A-Za-z0-9_ -]*?)[ \t]*[:=]")
+_LOOSE_FIELD_RE = on_first_use(rb"^[ \t]*([A-Za-z][A-Za-z0-9_ -]*?)[ \t]*[:=]")
 
 
 def _deciding_field_meant(name: bytes | str) -> str | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from patchforge import tempfiles
 from patchforge.errors import StoreError
 from patchforge.model.record import record
+from patchforge.patterns import on_first_use
 from patchforge.store.git import StartedGit, run_git, scratch_dir, start_git
 
 NULL_OID = "0" * 40
@@ -690,9 +691,9 @@ class _GitHunks:
 
 
 # A conflict marker line as git merge-file writes one (`<<<<<<< ours`, `>>>>>>> theirs`).
-_CONFLICT_MARKER = re.compile(rb"^(?:<<<<<<<|>>>>>>>)(?: [^\n]*|\r?)$", re.M)
+_CONFLICT_MARKER = on_first_use(rb"^(?:<<<<<<<|>>>>>>>)(?: [^\n]*|\r?)$", re.M)
 # The lines between a conflict's sides: `=======`, and diff3's `||||||| base`.
-_SIDE_MARKER = re.compile(rb"^(?:=======|\|\|\|\|\|\|\|(?: [^\n]*)?)\r?$", re.M)
+_SIDE_MARKER = on_first_use(rb"^(?:=======|\|\|\|\|\|\|\|(?: [^\n]*)?)\r?$", re.M)
 
 
 def conflict_markers_left(old: bytes | None, new: bytes, own_lines: Counter | None = None

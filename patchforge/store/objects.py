@@ -13,7 +13,6 @@ same change.
 from __future__ import annotations
 
 import os
-import re
 import struct
 import zlib
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Callable
 
 from patchforge import tempfiles
 from patchforge.model.record import record
+from patchforge.patterns import on_first_use
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 TREE_MODE = "40000"
@@ -28,7 +28,7 @@ TREE_MODE = "40000"
 # What `git commit-tree` would rewrite or refuse in an identity: crud at either end (ident.c's
 # `crud()`), '<', '>' and newlines inside. Such identities go through git itself.
 _CRUD = frozenset(b" \t\n\r\x0b\x0c,:;<>\"\\'") | frozenset(range(0, 33))
-_RAW_DATE = re.compile(r"(\d{1,15}) ([+-])(\d\d)(\d\d)")
+_RAW_DATE = on_first_use(r"(\d{1,15}) ([+-])(\d\d)(\d\d)")
 
 
 def object_id(kind: bytes, data: bytes) -> str:
