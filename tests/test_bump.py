@@ -719,6 +719,11 @@ def test_the_reusable_action_runs_bump_and_reports_as_github_actions_expects(cle
     action = yaml.safe_load((REPO_ROOT / "actions" / "bump" / "action.yml").read_text())
     assert action["runs"]["using"] == "composite"
     step = next(s for s in action["runs"]["steps"] if s.get("id") == "bump")
+    # A stack in a subdirectory: the bump runs there, as the check action (action.yml) does.
+    check = yaml.safe_load((REPO_ROOT / "action.yml").read_text())
+    assert action["inputs"]["working-directory"]["default"] == \
+        check["inputs"]["working-directory"]["default"] == "."
+    assert step["working-directory"] == "${{ inputs.working-directory }}"
     workflow = yaml.safe_load((REPO_ROOT / "docs" / "workflows" / "patchforge-bump.yml").read_text())
     uses = [s.get("uses", "") for s in workflow["jobs"]["bump"]["steps"]]
     assert any(u.endswith("/actions/bump@main") for u in uses)
