@@ -422,6 +422,41 @@ def test_push_and_open_then_rerun_updates_the_same_pull_request(stack, monkeypat
     assert stack["patch"].read_bytes() == expected
 
 
+def test_a_renamed_fix_updates_the_pull_request_its_forwarded_names(stack, monkeypatch):
+    """`pr FIX --push FORK --open`, then `rename FIX NEW`, then `pr NEW --push FORK --open`:
+    the lookup by the new branch alone found nothing, so a second draft pull request was opened
+    upstream from patchforge/NEW, the first (with its review) left open, and the patch's
+    Forwarded overwritten with the second's address. The open pull request Forwarded names,
+    from the fork's branch of the earlier name, is the fix's: its branch is pushed and it is
+    updated."""
+    forge = stack["forge"]
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
+    first = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                   "--fork-owner", "ada")
+    assert first.rc == 0, first.text
+    url = "https://github.com/acme/up/pull/1"
+    assert run_cli(stack["root"], "rename", "ck-a8w4-gfx950", "ck-a8w4").rc == 0
+    renamed = stack["root"] / "series/up/ck-a8w4.patch"
+    before = renamed.read_bytes()
+    assert f"Forwarded: {url}\n".encode() in before
+    again = run_pr(stack, "ck-a8w4", "--push", str(stack["fork"]), "--open", "--fork-owner",
+                   "ada", "--json")
+    assert again.rc == 0, again.output
+    doc = json.loads(again.stdout)
+    assert doc["pull"]["action"] == "updated" and doc["pull"]["url"] == url, doc["pull"]
+    assert doc["pushed"]["branch"] == "patchforge/ck-a8w4-gfx950"
+    assert [r.path for r in forge.requests if r.method == "POST"] == ["/repos/acme/up/pulls"]
+    assert len(forge.pulls) == 1
+    assert set(fork_branches(stack["fork"])) == {"refs/heads/patchforge/ck-a8w4-gfx950"}
+    assert renamed.read_bytes() == before
+    # Once that pull request is closed, the fix's next one is its own, under its new name.
+    forge.pulls[("acme/up", 1)]["state"] = "closed"
+    third = run_pr(stack, "ck-a8w4", "--push", str(stack["fork"]), "--open", "--fork-owner",
+                   "ada", "--json")
+    assert third.rc == 0, third.output
+    assert json.loads(third.stdout)["pull"]["head"] == "ada:patchforge/ck-a8w4"
+
+
 def test_a_conflict_is_reported_and_nothing_is_written_or_pushed(stack):
     attn = stack["upstream"] / "pkg/attn.py"
     attn.write_bytes(attn.read_bytes().replace(b"    return 'ck'\n",

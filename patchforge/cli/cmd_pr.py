@@ -91,6 +91,11 @@ def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, as_json
             from patchforge.net import make_forge
             forge = make_forge(project)
             existing = submit.check_forge(forge, draft, owner)
+            earlier = submit.forwarded_pull_branch(project, forge, draft, owner, existing)
+            if earlier is not None:
+                # The fix was renamed since its pull request was opened: that one is updated.
+                draft.head_branch = earlier
+                existing = submit.check_forge(forge, draft, owner)
         if remote:
             pushed = submit.push_branch(store, draft, remote)
             document["pushed"] = {"remote": pushed.remote, "branch": pushed.branch,

@@ -78,6 +78,9 @@ class Draft:
     made_on: list[MadeOn] = field(default_factory=list)
     landed_in: str | None = None
     commit: str | None = None
+    # The branch of the fix's open pull request when it is not patchforge/<name> (opened
+    # under the fix's earlier name: submit.forwarded_pull_branch); None: patchforge/<name>.
+    head_branch: str | None = None
     spec: CommitSpec | None = None
     signoff_reason: str | None = None
     format_patch: bytes = b""
@@ -89,7 +92,7 @@ class Draft:
 
     @property
     def branch(self) -> str:
-        return BRANCH_PREFIX + self.stem
+        return self.head_branch or BRANCH_PREFIX + self.stem
 
     @property
     def title(self) -> str:

@@ -205,6 +205,35 @@ def check_forge(forge, draft: Draft, owner: str):
     return forge.find_open_pull(repo, f"{owner}:{draft.branch}")
 
 
+def forwarded_pull_branch(project: Project, forge, draft: Draft, owner: str,
+                          existing=None) -> str | None:
+    """The head branch of the open pull request the patch's `Forwarded` names, when it is this
+    fix's own (opened from `owner`'s fork) on a branch other than patchforge/<name>: the fix
+    was renamed since it was opened. Its updates go to that pull request; looked up by the new
+    name alone, a second one was opened beside it (its review left behind) and Forwarded
+    overwritten with the new one's address. `existing`: check_forge's answer for
+    patchforge/<name> (the forge is not asked again about the pull request it is)."""
+    from patchforge.formats.patchfile import parse_patch_file
+    from patchforge.net.forge import parse_pr_url
+
+    path = project.patch_path(draft.upstream, draft.name)
+    forwarded = parse_patch_file(path.read_bytes(), str(path)).get("Forwarded")
+    try:
+        ref = parse_pr_url((forwarded or "").strip())
+    except UsageError:
+        return None  # a mailing list's address, a bug tracker's: no pull request of ours
+    repo = _forge_repo(draft)
+    if ref.repo.lower() != repo.lower() or existing is not None and \
+            existing.number == ref.number:
+        return None
+    pull = forge.pull_request(repo, ref.number)
+    if pull.state != "open" or pull.head_ref == draft.branch:
+        return None
+    # Ours only when the fork's branch of that name has it open (head is owner:branch).
+    mine = forge.find_open_pull(repo, f"{owner}:{pull.head_ref}")
+    return pull.head_ref if mine is not None and mine.number == pull.number else None
+
+
 def _forge_repo(draft: Draft) -> str:
     repo = draft.target.forge_repo
     if not repo:
