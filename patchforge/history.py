@@ -13,8 +13,9 @@ whitespace and all (its change is nothing else). A commit of base..target:
 - makes the change when, for every file of the patch, the commit's blocks there are the
   patch's blocks or contain them in order (a squash commit with more in the same file);
 - undoes it when its message reverts a commit that made it (`git revert`), or when it reverses
-  a block of it that puts old code back, or reverses the whole change (a hand-made revert;
-  also inside larger blocks of its own: a commit re-pointing a whole table at once). A commit
+  a block of it that puts old code back (also apart: the fix's lines taken out, the old ones
+  written a line lower or wrapped), or reverses the whole change (a hand-made revert; also
+  inside larger blocks of its own: a commit re-pointing a whole table at once). A commit
   that only takes out lines the patch added (a lint pass moving an import, a guard a later
   design no longer needs) supersedes the change; it does not undo it.
 Walking the commits oldest first, the patch landed when the last such event made the change
@@ -138,6 +139,25 @@ def _reversed_within(undo: Block, theirs: Blocks) -> bool:
     gone, back = undo
     return any((not gone or _run_in(gone, removed)) and (not back or _run_in(back, added))
                for removed, added in theirs)
+
+
+def _put_back_apart(undo: Block, theirs: Blocks) -> bool:
+    """Whether a commit's blocks of a path (`theirs`) take out every line `undo` takes out (a
+    reversed block of the change: the lines the fix added) without putting it in again, and
+    have a block of the old lines alone, line breaks aside: the fix's line taken out here and
+    the old one written a line lower (its diff two blocks), or the old one wrapped over
+    several lines in its place. A block putting the old lines back among others of its own
+    (a rewrite that has them) is the rewrite's code, not an undoing."""
+    gone, back = undo
+    if not gone or not back or any(line.startswith(b"blob:") for line in gone + back):
+        return False
+    added = {line for _, lines in theirs for line in _bare(lines)}
+    removed = {line for lines, _ in theirs for line in _bare(lines)}
+    if not set(_bare(gone)) <= removed - added:
+        return False
+    old, new = b"".join(_bare(back)), b"".join(_bare(gone))
+    return any(b"".join(_bare(put)) == old and b"".join(_bare(out)) in (b"", new)
+               for out, put in theirs)
 
 
 def _blob_back(undo: Block, theirs: Blocks) -> bool:
@@ -280,7 +300,8 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
             # change.
             theirs = changed.get(path, ())
             undone = theirs and [b for b in large[path] if (b[1] or whole)
-                                 and (b in theirs or _blob_back(b, theirs))]
+                                 and (b in theirs or _blob_back(b, theirs)
+                                      or _put_back_apart(b, theirs))]
             if undone:
                 events.append((commit, "undid", "the same change reversed"
                                if changed.get(path) == undo[path] and len(wanted) == 1
@@ -363,8 +384,21 @@ def without_whitespace(chunk: bytes) -> bytes:
 def may_reverse(probes: list[list[bytes]], text: bytes) -> bool:
     """Whether a commit's diff of a path (`text`, without_whitespace) can hold a block that
     judge_history takes for undoing the change there (`probes`: undo_probes' of that path):
-    False only when, for every such block, one of its lines is not in the text."""
-    return any(all(needle in text for needle in block) for block in probes)
+    False only when, for every such block, one of its lines is not in the text. An old line
+    put back wrapped over several lines (`_put_back_apart`) is in the text without the `+`
+    of each of them."""
+    unwrapped: list[bytes] = []
+
+    def found(needle: bytes) -> bool:
+        if needle in text:
+            return True
+        if needle[:1] != b"+":
+            return False
+        if not unwrapped:
+            unwrapped.append(text.replace(b"+", b""))
+        return needle[1:].replace(b"+", b"") in unwrapped[0]
+
+    return any(all(found(needle) for needle in block) for block in probes)
 
 
 def _elsewhere(verdict) -> str | None:

@@ -149,3 +149,32 @@ def test_the_history_says_undone_only_for_the_whole_change_reversed(tmp_path):
     made_two = blocks(workflow(BASE), printed(workflow(FIXED)))
     table_two = blocks(printed(workflow(FIXED)), printed(workflow(ON_DO)))
     assert judge_history(two, [("a", made_two), ("b", table_two)]).landed_by == "a"
+
+
+def scaled(line: bytes, below: bool = False) -> bytes:
+    """Twenty small functions; f7 computes `line` above its `contiguous()` (or below it)."""
+    body = (b"    y = y.contiguous()\n    %s\n" if below else b"    %s\n    y = y.contiguous()\n")
+    return b"".join(b"def f7(x):\n    y = x + 7\n" + body % line + b"    return y * scale\n\n\n"
+                    if i == 7 else b"def f%d(x):\n    y = x + %d\n    return y\n\n\n" % (i, i)
+                    for i in range(20))
+
+
+def test_a_landing_taken_back_with_the_old_line_a_line_lower_or_wrapped_is_kept(tmp_path):
+    """Landed (#12), then a later commit takes the fix's line out and writes the old one a
+    line lower (its diff two blocks), or wrapped over three lines as black wraps it (a black
+    run on a stale tree). Before: the undoing was sought as one block, whole lines: none, and
+    the fix was "upstreamed (high)", dropped, the target computing the old scale."""
+    old = b"scale = torch.finfo(torch.float8_e4m3fn).max"
+    fix = b"scale = torch.finfo(torch.float8_e4m3fnuz).max"
+    wrapped = b"scale = torch.finfo(\n        torch.float8_e4m3fn\n    ).max"
+    for name, undone in (("lower", scaled(old, below=True)), ("wrapped", scaled(wrapped))):
+        stack = OneUpstreamStack(tmp_path / name, {"k.py": scaled(old)})
+        stack.add_fix("fix", "k.py", scaled(old), scaled(fix))
+        stack.commit({"k.py": scaled(fix)}, "fp8: e4m3fnuz max on ROCm (#12)")
+        undoer = stack.commit({"k.py": undone}, "scale after contiguous()", tag="v2")
+        status = stack.json("status", "--against", "up=v2", expect=None)
+        ((patch,),) = [status["patches"]]
+        assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", (name, patch)
+        assert f"history: commit {undoer} undoes this change (reverses part of it in k.py)" \
+            in patch["evidence"], (name, patch["evidence"])
+        assert fix in stack.kept_by_rebase("up=v2", "k.py"), name
