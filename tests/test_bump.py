@@ -931,14 +931,16 @@ def test_a_move_finished_by_hand_is_the_move_after_a_dry_run_or_a_look_without_o
         sent["body"][:400]
 
 
-@pytest.mark.parametrize("mode", ["interrupt", "kill"])
+@pytest.mark.parametrize("mode,where", [("interrupt", "in the rebase"), ("kill", "in the rebase"),
+                                        ("interrupt", "after the move")])
 def test_a_bump_cut_short_in_its_rebase_is_proposed_as_the_move_once_continued(
-        tmp_path, registry_server, forge_server, mode):
+        tmp_path, registry_server, forge_server, mode, where):
     """`bump --open-pr` cut short inside its rebase (Ctrl-C; a kill: a CI job cancelled), the
     rebase finished as the run said (`rebase --continue`), then `bump --open-pr` again: it said
     "up-to-date", exit 0, and opened no pull request, while the move (two fixes dropped as
-    landed, the lock moved) sat in the checkout, never proposed. The report of the cut move is
-    kept before the rebase starts; the next bump finds the move finished and proposes it."""
+    landed, the lock moved) sat in the checkout, never proposed; so did one cut after the move
+    was written, before its report. The report of the cut move is kept before the rebase
+    starts; the next bump finds the move finished and proposes it."""
     import shutil
 
     from helpers.cli import run_subprocess
@@ -948,26 +950,34 @@ def test_a_bump_cut_short_in_its_rebase_is_proposed_as_the_move_once_continued(
     pristine = tmp_path / "pristine"
     shutil.copytree(scenario.root, pristine, symlinks=True)
     bump = ("bump", "--image", scenario.image_repo, "--open-pr")
-    for nth in range(1, 80):  # the first write whose cut leaves the rebase in progress
+    pin = (pristine / "upstream.lock").read_bytes()
+    for nth in range(1, 120):  # the first write whose cut leaves what `where` says
         root = tmp_path / f"cut{nth}"
         shutil.copytree(pristine, root, symlinks=True)
         env = {"PATCHFORGE_FAULT": f"write:{nth}"}
         if mode == "interrupt":
             env["PATCHFORGE_FAULT_MODE"] = "interrupt"
         cut = run_subprocess(root, *bump, env=env)
-        if (root / ".patchforge/rebase/journal.json").exists():
+        in_progress = (root / ".patchforge/rebase/journal.json").exists()
+        moved = (root / "upstream.lock").read_bytes() != pin
+        if cut.returncode == 0:
+            pytest.fail(f"no cut left {where}")
+        if in_progress and where == "in the rebase" or \
+                moved and not in_progress and where == "after the move":
             break
-        if mode == "interrupt":  # before its rebase began: the kept report is put back
-            kept = [(where / ".patchforge/bump/report.json").read_bytes()
-                    if (where / ".patchforge/bump/report.json").exists() else None
-                    for where in (root, pristine)]
+        if mode == "interrupt" and not moved and not in_progress:
+            # Before its rebase began: the kept report is put back.
+            kept = [(tree / ".patchforge/bump/report.json").read_bytes()
+                    if (tree / ".patchforge/bump/report.json").exists() else None
+                    for tree in (root, pristine)]
             assert kept[0] == kept[1], (nth, cut.stderr)
         shutil.rmtree(root)
     else:
-        pytest.fail("no cut left the rebase in progress")
+        pytest.fail(f"no cut left {where}")
     assert cut.returncode == {"interrupt": 130, "kill": 137}[mode], cut.stderr
-    code, out, err = cli_in_process(root, "rebase", "--continue")
-    assert code == 0, err
+    if where == "in the rebase":
+        code, out, err = cli_in_process(root, "rebase", "--continue")
+        assert code == 0, err
     code, out, err = cli_in_process(root, *bump, "--json")
     doc = json.loads(out)
     assert doc["outcome"] == "moved" and doc["pull_request"]["action"] == "opened", out + err
@@ -978,6 +988,34 @@ def test_a_bump_cut_short_in_its_rebase_is_proposed_as_the_move_once_continued(
     assert "2 landed" in sent["title"], sent["title"]
     code, out, err = cli_in_process(root, *bump[:3], "--json")  # proposed once
     assert json.loads(out)["outcome"] == "up-to-date", out + err
+
+
+def test_a_bump_whose_commit_would_carry_changes_not_committed_is_refused(clean):
+    """`bump --to nightly-OLDER` run as a look (no --open-pr), then `bump --open-pr`: the pull
+    request's title and body told of the second move alone, from nightly-OLDER, every fix
+    "clean", while its commit (the series, lock and overlays on HEAD) also moved the lock from
+    the branch's pin and dropped the fixes the first move dropped as landed: the reviewer was
+    never told of them. Refused now before anything moves (exit 2), naming the changes and
+    the command that proposes the earlier move; committed, the bump goes on."""
+    labels = {"vllm.commit": clean.c2, "org.opencontainers.image.version": "0.0.dev"}
+    files = {p: clean.upstream.read(p, clean.c2) for p in (ATTN, OTHER)}
+    clean.registry.push_image(REPO, f"nightly-{clean.c2}", labels,
+                              created="2026-09-11T05:00:00Z", layers=(layer(files),))
+    code, out, err = clean.bump("--to", f"nightly-{clean.c2}", "--json")
+    assert code in (0, 1) and json.loads(out)["outcome"] == "moved", out + err
+    before = snapshot(clean.root)
+    code, out, err = clean.bump("--open-pr")
+    assert code == 2, out + err
+    assert "the stack has changes not committed on the branch (" in err and \
+        "upstream.lock" in err and "nothing was moved" in err, err
+    assert f"`patchforge bump vllm --to nightly-{clean.c2} --open-pr` proposes it" in err, err
+    assert snapshot(clean.root) == before
+    assert not [r for r in clean.forge.requests if r.method == "POST"]
+    git(clean.root, "add", "-A")
+    git(clean.root, "commit", "-q", "-m", "The earlier move")
+    code, out, err = clean.bump("--open-pr", "--json")
+    assert code in (0, 1) and json.loads(out)["outcome"] == "moved", out + err
+    assert json.loads(out)["pull_request"]["action"] == "opened"
 
 
 def test_a_clean_move_run_again_for_its_tag_is_up_to_date_and_proposed_as_the_move(clean):
@@ -1047,6 +1085,9 @@ def test_a_landing_the_new_nightly_takes_back_needs_a_person(clean):
     assert (clean.root / "series/vllm/upstreamed/compress.patch").is_file()
     # (scale.patch's Drop-When holds at the newer nightly, which needs a person by itself.)
     assert cli_in_process(clean.root, "delete", "scale")[0] == 0
+    # The pull request merged (and the deletion committed): the next bump's is its move alone.
+    git(clean.root, "add", "-A")
+    git(clean.root, "commit", "-q", "-m", "Bump merged; scale deleted")
     up = clean.upstream
     os.environ["GIT_COMMITTER_DATE"] = os.environ["GIT_AUTHOR_DATE"] = "2026-09-10T13:00:00Z"
     git(up.path, "revert", "--no-edit", clean.c2)

@@ -64,20 +64,31 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
         atomic_write(directory / "report.json",
                      (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())
 
+    def before_move(doc: dict) -> None:
+        if open_pr:
+            _refuse_carried_changes(project, doc)
+        keep(doc, render_markdown(doc))
+
     kept = [project.state_dir / "bump" / name for name in ("report.md", "report.json")]
     journal = Journal(project.state_dir)
+    pinned = _bytes_of(project.lock_path)
+
+    def moved_or_moving() -> bool:
+        return journal.exists() or _bytes_of(project.lock_path) != pinned
+
     # The report of a run cut short in its rebase is kept before the rebase starts: the bump
-    # after the person's `rebase --continue` finds the move in it and proposes it. One that
-    # fails or is cut short with no rebase left in progress puts the kept report back: the
-    # move it would tell of never began.
+    # after the person's `rebase --continue` (or, cut after the move was written, the next
+    # bump) finds the move in it and proposes it. One that fails or is cut short with no
+    # rebase left in progress and nothing moved puts the kept report back: the move it would
+    # tell of never began.
     with lock, open_store(project) as store, progress, put_back_on_failure(
-            kept, unless=journal.exists,
+            kept, unless=moved_or_moving,
             finish="the kept report (.patchforge/bump/) tells of a move that never began: "
                    "the next bump replaces it"):
         document = run_bump(project, store, upstream, spec=spec, image=image, dry_run=dry_run,
                             registry=registry, forge=forge, proposing=open_pr,
                             on_patch=lambda u, n: progress.advance(f"{u}/{n}"),
-                            before_move=lambda doc: keep(doc, render_markdown(doc)))
+                            before_move=before_move)
     markdown = render_markdown(document)
     # A bump that moved the stack but whose pull request the forge did not take (the run
     # failed after the move): kept, and proposed now. Run again, it said "nothing to move"
@@ -125,6 +136,40 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
         click.echo(title(document), err=True)
     if document["needs_person"]:
         sys.exit(EXIT_ATTENTION)
+
+
+def _bytes_of(path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _refuse_carried_changes(project: Project, document: dict) -> None:
+    """Refuse, before the move, a `bump --open-pr` whose commit would carry changes of the
+    series, lock or overlays not committed on the branch (an earlier bump run without
+    --open-pr, work by hand): its pull request would describe this move alone, from the
+    checkout's pin, while its diff also moved the lock from the branch's and dropped the fixes
+    that other move dropped, which the reviewer would never be told of."""
+    from patchforge.errors import UsageError
+    from patchforge.pr.stack import uncommitted_bump_files
+
+    # The lock first: a pin moved is what a reviewer must hear of above all.
+    changed = sorted(uncommitted_bump_files(project),
+                     key=lambda path: path.rsplit("/", 1)[-1] != project.lock_path.name)
+    if not changed:
+        return
+    shown = ", ".join(changed[:6]) + (f" and {len(changed) - 6} more" if len(changed) > 6 else "")
+    earlier = _unopened_bump(project, {"upstream": document["upstream"]})
+    way = ""
+    if earlier is not None:
+        tag = earlier["target"].get("tag") or earlier["target"].get("commit")
+        way = (f"; they are the move an earlier bump made to {tag} without --open-pr: "
+               f"`patchforge bump {earlier['upstream']} --to {tag} --open-pr` proposes it")
+    raise UsageError(
+        f"the stack has changes not committed on the branch ({shown}): the pull request's "
+        "commit would carry them while its report tells of this move alone; nothing was moved",
+        hint="commit them, or take them back (`git stash`), then run the bump again" + way)
 
 
 def _unopened_bump(project: Project, document: dict) -> dict | None:

@@ -113,6 +113,30 @@ def require_identity(project: Project) -> None:
                      "GIT_COMMITTER_NAME/EMAIL")
 
 
+def _bump_paths(project: Project) -> list[str]:
+    """The files a bump's commit holds (those patchforge owns) that exist."""
+    return [str(p) for p in (project.series_root, project.lock_path, project.overlays_dir)
+            if p.exists()]
+
+
+def uncommitted_bump_files(project: Project) -> list[str]:
+    """The files of the bump's commit (the series, the lock, the overlays) whose HEAD version
+    differs from the checkout's or the index's, or that HEAD lacks: commit_bump would carry
+    them in the bump's commit. Paths from the stack repository's top."""
+    root = Path(_git(project.root, "rev-parse", "--show-toplevel",
+                     what="finding the stack repository (it must be a git repository)"))
+    paths = _bump_paths(project)
+    if not paths:
+        return []
+    proc = run_git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+                   "--", *paths, cwd=root, user_config=True, ok=None)
+    if proc.returncode != 0:
+        raise StoreError("reading the stack repository's changes failed: "
+                         + proc.stderr.decode("utf-8", "replace").strip())
+    # Each entry is "XY PATH" (X: the index against HEAD, Y: the checkout against the index).
+    return [os.fsdecode(entry[3:]) for entry in proc.stdout.split(b"\0") if entry]
+
+
 def commit_bump(project: Project, message: str) -> tuple[str | None, str]:
     """(commit, base branch): the bump's files committed on top of HEAD without touching the
     checkout; commit is None when they are what HEAD has already."""
@@ -120,8 +144,7 @@ def commit_bump(project: Project, message: str) -> tuple[str | None, str]:
                      what="finding the stack repository (it must be a git repository)"))
     head = _git(root, "rev-parse", "HEAD", what="reading HEAD")
     base = _git(root, "symbolic-ref", "--quiet", "--short", "HEAD", what="reading the branch")
-    paths = [str(p) for p in (project.series_root, project.lock_path, project.overlays_dir)
-             if p.exists()]
+    paths = _bump_paths(project)
     with tempfile.TemporaryDirectory(prefix="patchforge-bump-") as tmp:
         env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
         _git(root, "read-tree", head, env=env, what="seeding a temporary index")
