@@ -1612,13 +1612,10 @@ def test_lint_warns_of_pending_beside_a_forwarded_that_says_otherwise(project, t
         in text.out + text.err
 
 
-def test_export_quilt_after_a_fix_was_deleted_and_another_renamed_onto_its_name(project,
-                                                                              tmp_path):
-    """fix1 exported, deleted, the series exported again (DIR keeps fix1.patch, unlisted), then
-    another fix renamed to fix1 and exported: refused as "changed since patchforge exported
-    it", a quilt change that never was. The file an earlier export wrote and this one no
-    longer lists stays recorded as this project's while it is as written."""
-    root = project
+def renamed_onto_a_name_an_export_left(root: Path, tmp_path: Path) -> tuple[str, str, Path]:
+    """Two fixes imported and exported with `export --quilt DIR`, the first deleted, the series
+    exported again (DIR keeps its file, unlisted), the second renamed to the first's name:
+    (the first's name, the second's old name, DIR)."""
     fork = fork_with_commits(tmp_path)
     ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
     first, second = (root / "series/up/series").read_text().split()
@@ -1628,6 +1625,49 @@ def test_export_quilt_after_a_fix_was_deleted_and_another_renamed_onto_its_name(
     ok(root, "export", "--quilt", str(exported))
     assert (exported / first).is_file()  # an export never removes a file from DIR
     ok(root, "rename", second.removesuffix(".patch"), first.removesuffix(".patch"))
+    return first, second, exported
+
+
+@pytest.mark.parametrize("quilt", ["unchanged", "changed"])
+def test_import_quilt_update_after_a_fix_was_renamed_onto_a_name_an_earlier_export_left(
+        project, tmp_path, quilt):
+    """fix1 and fix2 exported, fix1 deleted, the series exported again (DIR keeps fix1.patch,
+    unlisted, still recorded as written), fix2 renamed to fix1. `import quilt --update` took
+    the renamed fix for the old fix1 that quilt deleted: refused ("quilt delete?"), and with
+    `--delete`, as the hint said, the series was left empty, the live fix moved to deleted/;
+    with fix2 changed in quilt and renamed alike there, as the refusal says, it was refused as
+    changed in quilt and in the series, which it never was: quilt's change could not come
+    back. The file the later export no longer listed is not the renamed fix's."""
+    root = project
+    first, second, exported = renamed_onto_a_name_an_export_left(root, tmp_path)
+    fix = (root / "series/up" / first).read_bytes()
+    if quilt == "unchanged":
+        run = run_cli(root, "import", "quilt", str(exported), "--update")
+        assert run.rc == 0 and "joined the series after the export" in run.err, run.text
+        ok(root, "import", "quilt", str(exported), "--update", "--delete")
+        assert (root / "series/up/series").read_text().split() == [first]
+        assert (root / "series/up" / first).read_bytes() == fix
+        return
+    (exported / second).write_bytes((exported / second).read_bytes().replace(
+        b"+new = 1\n", b"+new = 2\n"))
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and f"{second} is {first} now" in run.err, run.text
+    (exported / second).rename(exported / first)  # as the refusal says
+    (exported / "series").write_text(f"{first}\n")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 0, run.text
+    assert (root / "series/up/series").read_text().split() == [first]
+    assert b"+new = 2" in (root / "series/up" / first).read_bytes()
+
+
+def test_export_quilt_after_a_fix_was_deleted_and_another_renamed_onto_its_name(project,
+                                                                              tmp_path):
+    """fix1 exported, deleted, the series exported again (DIR keeps fix1.patch, unlisted), then
+    another fix renamed to fix1 and exported: refused as "changed since patchforge exported
+    it", a quilt change that never was. The file an earlier export wrote and this one no
+    longer lists stays recorded as this project's while it is as written."""
+    root = project
+    first, _, exported = renamed_onto_a_name_an_export_left(root, tmp_path)
     ok(root, "export", "--quilt", str(exported))
     assert (exported / first).read_bytes() == (root / "series/up" / first).read_bytes()
     # Still never over a change made in DIR since.

@@ -94,6 +94,13 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     quilt = parse_series(series_path.read_bytes(), str(series_path), quilt=True)
     record = _read_export_record(folder)
     took = read_taken_record(folder) if record is not None else {}
+    recorded_order = _recorded_order(folder) if record is not None else None
+    # The record's files DIR/series listed: one an earlier export wrote and a later one no
+    # longer listed (its fix deleted or renamed) stays recorded as written by patchforge
+    # (export_quilt), but quilt never had it as the series' patch of that name, so a fix the
+    # series has under that name now (renamed onto it) was not exported, nor deleted in quilt.
+    exported_listed = record if record is None or recorded_order is None else \
+        {name: hashes for name, hashes in record.items() if name in recorded_order}
     profile = export_record_profile(folder)  # an export of one profile's series
     series = project.read_series(upstream)
     ours = series.names
@@ -156,7 +163,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                     diverged[file_name] = (source, line)
                 else:
                     taken_again.append(file_name)
-            elif record is not None and file_name in record and \
+            elif exported_listed is not None and file_name in exported_listed and \
                     _sha256(exported) not in recorded and _sha256(mine) not in recorded:
                 both[file_name] = (source, line)
             taken[file_name] = _changed_patch(
@@ -198,7 +205,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     # The series' patches quilt does not list: taken out with `quilt delete` (the export
     # wrote them), or added to the series after the export (it did not).
     quilt_names = [e[0] for e in entries]
-    gone = [n for n in ours if n not in how and (record is None or n in record)]
+    gone = [n for n in ours if n not in how
+            and (exported_listed is None or n in exported_listed)]
     newer = [n for n in ours if n not in how and n not in gone]
     # A patch of another profile, which an export of one profile's series left out, stays.
     others = [n for n in newer if profile is not None
@@ -216,7 +224,6 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     for name in newer:  # after the patch it follows in the series, or first
         earlier = [n for n in ours[:ours.index(name)] if n in order]
         order.insert(order.index(earlier[-1]) + 1 if earlier else 0, name)
-    recorded_order = _recorded_order(folder) if record is not None else None
     if recorded_order is not None:
         order = _order_of_both(upstream, ours, quilt_names, recorded_order, order, series_path)
 
