@@ -622,6 +622,13 @@ def test_a_move_off_the_pinned_image_drops_the_image_pin(clean):
     assert f"note: upstream.lock no longer pins the image {clean.image_repo}:nightly-" \
         f"{clean.c3}" in out, out
     assert "image" not in json.loads((root / "upstream.lock").read_text())
+    # `upstream pin` does not write the overlays: they name the image until `overlays` (the
+    # note said "the overlays name no pinned image" while compose.yaml still named it).
+    assert clean.images[clean.c3]["digest"] in (root / "overlays" / "compose.yaml").read_text()
+    assert "the overlays still name it until `patchforge overlays` makes them again" in out, out
+    code, _, err = cli_in_process(root, "overlays")
+    assert code == 0, err
+    assert clean.images[clean.c3]["digest"] not in (root / "overlays" / "compose.yaml").read_text()
 
 
 def test_a_bump_to_a_commit_off_the_pinned_image_says_it_drops_the_pin(clean):

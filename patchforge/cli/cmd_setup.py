@@ -128,7 +128,8 @@ def upstream_pin(app, name, spec, force):
     if unpinned is not None:
         from patchforge.cli.rebasing import image_unpinned_note
 
-        click.echo(image_unpinned_note(unpinned.reference))
+        click.echo(image_unpinned_note(unpinned.reference,
+                                       overlays_made=not app.project().overlays_dir.exists()))
 
 
 @upstream.command("list")

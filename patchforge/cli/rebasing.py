@@ -41,11 +41,13 @@ def render_summary(summary: dict, app) -> None:
         echo("(dry run: nothing was written)")
 
 
-def image_unpinned_note(reference: str, *, written: bool = True) -> str:
+def image_unpinned_note(reference: str, *, written: bool = True,
+                        overlays_made: bool = True) -> str:
     """What a move off the pinned image's revision did to the image pin (Lock.with_pin)."""
     from patchforge.model.lock import image_unpinned_text
 
-    return "note: " + image_unpinned_text(reference, written=written)
+    return "note: " + image_unpinned_text(reference, written=written,
+                                          overlays_made=overlays_made)
 
 
 def _note_unrefreshed_edits(project, store, summary) -> None:

@@ -29,14 +29,20 @@ class ImagePin:
     digest: str | None = None
 
 
-def image_unpinned_text(reference: str, *, written: bool = True) -> str:
+def image_unpinned_text(reference: str, *, written: bool = True,
+                        overlays_made: bool = True) -> str:
     """What a move off the pinned image's revision did to the image pin (Lock.with_pin), as
-    `rebase`, `upstream pin` and `bump` say it."""
+    `rebase`, `upstream pin` and `bump` say it. `overlays_made`: the move wrote the overlays
+    again (a rebase); `upstream pin` does not, so they still name the image until
+    `patchforge overlays` makes them again."""
     drops = "no longer pins" if written else "will no longer pin"
+    overlays = "so the overlays name no pinned image" if overlays_made else \
+        "and the overlays still name it until `patchforge overlays` makes them again (then " \
+        "they name no pinned image)"
     return (f"upstream.lock {drops} the image {reference}: it holds the revision it was "
-            "pinned with, not the new one (nor a fix dropped as landed since), so the overlays "
-            "name no pinned image; pin the new revision's image with `patchforge rebase --to "
-            "NAME=REPO:TAG`, or deploy onto an image of it you name")
+            f"pinned with, not the new one (nor a fix dropped as landed since), {overlays}; "
+            "pin the new revision's image with `patchforge rebase --to NAME=REPO:TAG`, or "
+            "deploy onto an image of it you name")
 
 
 @record(frozen=True)
