@@ -531,9 +531,10 @@ def untouched(root: Path, exported: Path) -> tuple:
 
 
 def changed_in_quilt(root: Path, base: str, tmp_path: Path, export: list[str], old: bytes,
-                     new: bytes) -> tuple[Path, Path, str]:
+                     new: bytes, refresh: tuple[str, ...] = ()) -> tuple[Path, Path, str]:
     """`export --quilt tmp_path/q EXPORT...`, `quilt push -a` in a checkout at the pin, the line
-    `old` of a.py made `new` and `quilt refresh`: (DIR, the checkout, quilt's push output)."""
+    `old` of a.py made `new` and `quilt refresh REFRESH...`: (DIR, the checkout, quilt's push
+    output)."""
     exported = tmp_path / "q"
     ok(root, "export", "--quilt", str(exported), *export)
     env = quilt_env(tmp_path, exported, "")
@@ -542,7 +543,7 @@ def changed_in_quilt(root: Path, base: str, tmp_path: Path, export: list[str], o
     a = checkout / "a.py"
     assert old in a.read_bytes()
     a.write_bytes(a.read_bytes().replace(old, new))
-    quilt(checkout, env, "refresh")
+    quilt(checkout, env, "refresh", *refresh)
     return exported, checkout, pushed
 
 
@@ -592,19 +593,25 @@ def test_an_every_profile_fix_changed_on_top_of_a_profiles_fix_is_carried_to_its
         A.replace(b"line10\n", b"line10 all\n").replace(b"line11\n", b"line11 all too\n")
 
 
-def test_a_change_that_does_not_carry_back_to_the_fixs_base_is_refused(tmp_path, monkeypatch):
+@pytest.mark.parametrize("strip", ["-p1", "-p0"])
+def test_a_change_that_does_not_carry_back_to_the_fixs_base_is_refused(tmp_path, monkeypatch,
+                                                                       strip):
     """fix-all changed in gfx942's tree on fix-942's own line: on fix-all's base (without
     fix-942) that change has no place. Refused, naming the quilt file, fix-942 and that
     fix-all is for every profile; nothing written (series, patches, lock, quilt's
-    directory and its record)."""
+    directory and its record). Refreshed with `quilt refresh -p0` (listed `fix-all.patch
+    -p0`) the refusal named the file and no line: its line too."""
     root, base = profiles_stack(tmp_path, monkeypatch, BELOW)
     exported, _, _ = changed_in_quilt(root, base, tmp_path, ["--profile", "gfx942"],
-                                      b"line8 gfx942\n", b"line8 gfx942 and all\n")
+                                      b"line8 gfx942\n", b"line8 gfx942 and all\n",
+                                      refresh=(strip,))
+    if strip == "-p0":
+        assert "fix-all.patch -p0" in (exported / "series").read_text()
     err = refused_update(root, exported)
     lines = (exported / "fix-all.patch").read_bytes().splitlines()
     # The line quilt's diff of a.py starts at, named as other refusals name a line.
     section = next(n for n, line in enumerate(lines, 1)
-                   if line.startswith(b"--- checkout.orig/a.py"))
+                   if line.startswith((b"--- checkout.orig/a.py", b"--- a.py.orig")))
     assert f"{exported / 'fix-all.patch'}:{section}: fix-all.patch (every profile): quilt's " \
         "change to a.py does not carry back onto the fix's own base: it meets lines that " \
         "fix-942.patch (gfx942) changed below it in quilt's tree" in err, err

@@ -864,13 +864,23 @@ def _carried_back(read_base, name: str, patch: PatchFile, state: SeriesState,
 def _section_of(source: Path, path: str) -> tuple[str, int | None]:
     """The quilt file `source` and the line its diff of `path` starts at, for a refusal about
     quilt's change to that file: as the other refusals name a line, this one names where the
-    change is."""
+    change is. Its names are read at -p1 (quilt's default), else at -p0 (`fix.patch -p0` in
+    DIR/series, quilt refresh -p0): only a section of `path` itself is taken, so the level
+    read decides nothing but the line said."""
     try:
-        parsed = _quilt_patch(source.read_bytes(), source)
-    except (OSError, PatchforgeError):
+        data = source.read_bytes()
+    except OSError:
         return str(source), None
-    return str(source), next((fp.line_no for fp in parsed.file_patches
-                              if path in (fp.old_path, fp.new_path)), None)
+    for strip in (1, 0):
+        try:
+            parsed = _quilt_patch(data, source, strip)
+        except PatchforgeError:
+            continue
+        line = next((fp.line_no for fp in parsed.file_patches
+                     if path in (fp.old_path, fp.new_path)), None)
+        if line is not None:
+            return str(source), line
+    return str(source), None
 
 
 def _not_in_tree(patches, own, where, at: int, path: str) -> list[str]:
