@@ -789,8 +789,8 @@ def _compose_string(text: str) -> str:
     for char in text:
         code = ord(char)
         if 0xD800 <= code <= 0xDFFF:
-            raise InputError(f"cannot mount {text.encode('utf-8', 'surrogateescape')!r} with "
-                             "compose: the name is not UTF-8",
+            raise InputError(f"cannot mount {shown_name(text)} with compose: the name is not "
+                             "UTF-8",
                              hint="rename the file in the upstream, or drop the patch")
         if char in '"\\':
             out.append("\\" + char)

@@ -352,3 +352,7 @@ def test_a_file_whose_name_is_not_utf8_is_refused_where_it_comes_in_not_at_overl
     assert status.rc != 0, status.text
     (entry,) = [p for p in json.loads(status.out)["patches"] if p["name"] == "cafe.patch"]
     assert any(f"writes {shown}" in e for e in entry["evidence"]), entry
+    # `overlays` refuses it naming the file as git quotes it (it said b'./overlays/...\xe9.py',
+    # a Python bytes repr).
+    _, _, err = project.cli("overlays", expect=2)
+    assert "cannot mount" in err and "caf\\351.py" in err and "b'" not in err, err
