@@ -518,6 +518,13 @@ def test_a_cache_setting_with_a_line_end_or_a_tilde_is_refused_saying_why(tmp_pa
     run = run_cli(root, "status", cwd=root)
     assert run.rc == 2 and "begins or ends with white space" in run.err, run.text
     assert f'PATCHFORGE_CACHE="{cache}"' in run.err and "$PWD" not in run.err, run.text
+    # Blanks only (`PATCHFORGE_CACHE= `): "a relative path", hint `PATCHFORGE_CACHE="$PWD/ "`.
+    for blank in (" ", "\t"):
+        monkeypatch.setenv("PATCHFORGE_CACHE", blank)
+        run = run_cli(root, "status", cwd=root)
+        assert run.rc == 2 and "is only white space" in run.err, run.text
+        assert "relative path" not in run.err and "$PWD" not in run.err, run.text
+    assert tree_bytes(root) == before
 
 
 def test_a_cache_in_the_projects_own_files_is_refused(tmp_path, monkeypatch):

@@ -80,6 +80,12 @@ def _absolute_setting(variable: str) -> Path | None:
         raise UsageError(f"{variable}={value!r} holds a line break: it would name another "
                          "directory than the one meant", hint="set it without the line end "
                          "(an env file saved with CRLF line ends?)")
+    if not value.strip():
+        # Blank (`PATCHFORGE_CACHE= ` in an env file): not "a relative path" with the hint
+        # `$PWD/ `; an empty value is unset, this one is said as what it is.
+        raise UsageError(f"{variable}={value!r} is only white space: it names no directory",
+                         hint=f"unset it (or set it empty) for the default, or give an "
+                              f"absolute path ({variable}=\"/path/to/dir\")")
     if value != value.strip() and os.path.isabs(value.strip()):
         # ` /abs` (a space after `=` in an env file) was called a relative path, with the
         # hint `$PWD/ /abs`.
