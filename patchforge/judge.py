@@ -14,7 +14,6 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.diffparse import parse_diff
-from patchforge.apply.gitbinary import blob_id
 from patchforge.apply.hunks import (FileApplication, PatchApplications, another_function,
                                     apply_file_patch, changed_places, copies_left, file_changes,
                                     mapped_places, placed_at, repeated_places, unproven)
@@ -218,6 +217,9 @@ class _WholeLines:
 
     def has(self, code: bytes) -> bool:
         if code.startswith(b"blob:"):
+            # Imported here: gitbinary loads base64, which a clean rebase never needs.
+            from patchforge.apply.gitbinary import blob_id
+
             return blob_id(self.content) == code[5:].decode()
         if code in self.lines:
             return True

@@ -560,7 +560,8 @@ def refuse_series_removals(project: Project, store: UpstreamStore, upstream: str
             (series_unnamed_files,
              lambda path: f"writes {shown_name(path)}, and this project writes overlays: "
                           f"{NAME_REFUSED}",
-             "rename the file in the upstream")):
+             "give the file a UTF-8 name (in the upstream, or in the patch where the patch "
+             "makes it)")):
         brought = found(after)
         had = set(found(before)) if brought else set()
         for name, path in brought:

@@ -356,3 +356,23 @@ def test_a_file_whose_name_is_not_utf8_is_refused_where_it_comes_in_not_at_overl
     # a Python bytes repr).
     _, _, err = project.cli("overlays", expect=2)
     assert "cannot mount" in err and "caf\\351.py" in err and "b'" not in err, err
+
+
+def test_a_fix_following_upstream_to_a_non_utf8_name_is_refused_naming_abort(project):
+    """Upstream renames the fixed file to a Latin-1 name and the fix follows it: `rebase --to`
+    failed at its write-out with "cannot mount b'./overlays/up/pkg/caf\\xe9.py'" (a Python
+    bytes repr), and its hint said to drop the patch and `--continue`, which a rebase in
+    progress refuses. It names the fix and the file as git quotes it, says nothing was
+    written and that `--abort` is the way out, which puts everything back."""
+    up = project.up.path
+    git(up, "mv", "pkg/mod.py", LATIN1)
+    git(up, "-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-qm", "rename")
+    git(up, "tag", "v2")
+    before = project.files()
+    _, _, err = project.cli("rebase", "--to", "up=v2", expect=2)
+    assert 'up/fix-mod.patch would write "pkg/caf\\351.py" after the move' in err and \
+        "nothing was written" in err, err
+    assert "b'" not in err and "rebase --continue" not in err and \
+        "`patchforge rebase --abort` puts everything back" in err, err
+    project.cli("rebase", "--abort")
+    assert project.files() == before

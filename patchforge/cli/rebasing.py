@@ -135,7 +135,7 @@ def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_
             # Failed on its way (a patch's bad Keeps pattern, the store): the run's journal
             # stays, and the message must say how to go on from it.
             if specs and not dry_run and not isinstance(exc, InProgressError) and \
-                    engine.journal.exists():
+                    engine.journal.exists() and "rebase --abort" not in (exc.hint or ""):
                 exc.hint = "; ".join(filter(None, [
                     exc.hint, "the rebase stays in progress: `patchforge rebase --continue` "
                     "goes on once that is fixed, `patchforge rebase --abort` puts everything "

@@ -285,7 +285,11 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     refuse_series_removals(project, store, upstream, pin.commit,
                            [(n, project.read_patch(upstream, n)) for n in ours], new_patches,
                            sources=sources, outcome="nothing was taken back",
-                           way_out=f"or take its line out of {series_path}",
+                           # Taken out of quilt's series, a fix of ours reads as deleted in
+                           # quilt on the next run: the change is what is undone there.
+                           way_out="or undo that change in quilt (`quilt remove` the file, "
+                                   "`quilt refresh`; a patch new in quilt can instead be taken "
+                                   f"out of {series_path})",
                            listed={n: f"{series_path}:{line}" for n, line in lines.items()})
 
     writes = {n: made[n].to_bytes() for n in made if made[n].to_bytes() != ours_bytes.get(n)}

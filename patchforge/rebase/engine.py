@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.series import SeriesState, apply_series, profile_bases_differ
-from patchforge.errors import ConflictStop, InProgressError, PatchforgeError, StoreError, UsageError
+from patchforge.errors import (ConflictStop, InProgressError, InputError, PatchforgeError,
+                               StoreError, UsageError)
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
 from patchforge.judge import (AMBIGUOUS_PLACE, OTHER_FUNCTION, HistoryIndex, LazyHistory,
@@ -1379,8 +1380,10 @@ class Rebase:
                 # before any project file is touched; so does an overlay file edited by hand
                 # (while the run went on or was stopped: `start` refused one edited before),
                 # which the write-out would replace.
+                sources = self._new_sources()
+                self._refuse_unmountable_names(sources)
                 overlays = build_overlays(project, self.store, lock=lock,
-                                          patch_sources=self._new_sources())
+                                          patch_sources=sources)
                 refuse_changed_by_hand(project, overlays, rebasing=True)
                 # A file moved aside as that refusal says: what it was made from is kept, for
                 # the `import overlay` that follows (the project still holds the old series).
@@ -1524,6 +1527,30 @@ class Rebase:
         assert result.staged is not None, "a run that writes stages every result"
         return self.project.parse_patch(self.journal.staged_bytes(result.staged),
                                         self._source(upstream, result.name))
+
+    def _refuse_unmountable_names(self, new_sources: dict) -> None:
+        """A fix that follows its file to a name that is not UTF-8 (upstream renamed it so, or
+        a file `add`ed at a stop has one): the overlays cannot mount it, and no `--continue`
+        changes that. Said of the fix, the name as git quotes it, with the way out: --abort.
+        `new_sources`: _new_sources()."""
+        from patchforge.overlay import series_unnamed_files, shown_name
+
+        for upstream, sources in new_sources.items():
+            found = series_unnamed_files([(n, p) for n, p, _ in sources])
+            had = set(series_unnamed_files(
+                [(n, self.project.parse_patch(self.project.read_patch_bytes(upstream, n),
+                                              self._source(upstream, n)))
+                 for n in self.project.patch_names(upstream)])) if found else set()
+            for name, path in found:
+                if (name, path) not in had:
+                    raise InputError(
+                        f"{upstream}/{name} would write {shown_name(path)} after the move, and "
+                        "this project writes overlays: its name is not UTF-8, which compose and "
+                        "a Dockerfile cannot name; nothing was written",
+                        path=str(self.project.patch_path(upstream, name)),
+                        hint="`patchforge rebase --abort` puts everything back; then stay on "
+                             "this pin, or take the file out of the fix (`patchforge edit`) "
+                             "before the move")
 
     def _new_sources(self) -> dict:
         """{upstream: [(name, PatchFile, bytes)]} of the new series, for build_overlays."""
