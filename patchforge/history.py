@@ -189,6 +189,12 @@ class HistoryLanding:
     # landing and merged later is listed after it too (judge.SeriesJudge._added_code_gone
     # asks whether the commit descends from the landing).
     taken_out: frozenset[tuple[bytes, str]] = frozenset()
+    # (path, commit, what it put there): a commit other than those that made the change whose
+    # block takes out a line the change removes, with that block's added lines (whitespace
+    # removed, joined). One made beside the landing (a branch forked before it) whose lines
+    # the target has is a merge's resolution that took the branch's side
+    # (judge.SeriesJudge._added_code_gone).
+    rewritten: frozenset[tuple[str, str, bytes]] = frozenset()
 
     @property
     def undone_by(self) -> str | None:
@@ -326,7 +332,26 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
             landed_by = None
         elif landed_by is None:
             landed_by = commit
-    return HistoryLanding(landed_by, events, _taken_out(wanted, commits, landed_by))
+    return HistoryLanding(landed_by, events, _taken_out(wanted, commits, landed_by),
+                          _rewritten(wanted, commits, set(made)) if landed_by else frozenset())
+
+
+def _rewritten(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, Blocks]]],
+               made: set[str]) -> frozenset[tuple[str, str, bytes]]:
+    """(path, commit, the lines its block puts in, whitespace removed, joined) for each
+    commit not in `made` whose block of a path takes out a line `wanted` removes and puts
+    other lines in."""
+    found: set[tuple[str, str, bytes]] = set()
+    removes = {path: {line for removed, _ in blocks for line in _bare(removed)} - {b""}
+               for path, blocks in wanted.items()}
+    for commit, changed in commits:
+        if commit in made:
+            continue
+        for path, lines in removes.items():
+            for removed, added in changed.get(path, ()):
+                if added and not lines.isdisjoint(_bare(removed)):
+                    found.add((path, commit, b"".join(_bare(added))))
+    return frozenset(found)
 
 
 def _taken_out(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, Blocks]]],

@@ -520,6 +520,11 @@ class SeriesJudge:
             return any(self.store.is_ancestor(landing.landed_by, commit)
                        for commit in taken.get(code, ()))
 
+        def beside(commit: str) -> bool:
+            """Made on a branch beside the landing: neither before it nor after it."""
+            return not self.store.is_ancestor(commit, landing.landed_by) and \
+                not self.store.is_ancestor(landing.landed_by, commit)
+
         for fp, fv in zip(patch.file_patches, verdict.files):
             if fv.target_path is None:
                 continue
@@ -551,6 +556,13 @@ class SeriesJudge:
                                  and line[1:].translate(None, WHITESPACE) == code), code)
                     return f"{fv.target_path} has no {text.decode('utf-8', 'replace')!r}, " \
                         "and no later commit took it out (a merge's resolution lost it)"
+            for path, commit, put in sorted(landing.rewritten):
+                # A line the fix removes (or rewrites) that a branch beside the landing
+                # rewrote its own way: the target has that branch's lines, the merge took them.
+                if path == fp.path and put and there.has(put) and beside(commit):
+                    return f"{fv.target_path} has the lines commit {commit[:12]} (made beside " \
+                        "the landing) put where the fix takes a line out (a merge's resolution " \
+                        "took that side)"
         return None
 
     def _made_away(self, patch, verdict, landing) -> None:

@@ -132,6 +132,25 @@ def test_a_lost_landing_is_no_landing_whatever_the_rest_of_the_file_has(tmp_path
             (name, patch)
 
 
+def test_a_removal_a_merge_resolution_lost_is_no_landing(tmp_path):
+    """The fix removes f7's `torch.cuda.synchronize()`; main lands the removal (#12), a branch
+    forked before it rewrote the line (`torch.cuda.current_stream().synchronize()`), and the
+    merge took the branch's. Before: "upstreamed (high)", dropped, v2 syncing there again
+    (the fix adds no line to look for)."""
+    def synced(line: bytes) -> bytes:
+        return scale_module(b"y = gemm_a8w8(x, w, scale)\n    " + line if line else
+                            b"y = gemm_a8w8(x, w, scale)")
+
+    old = synced(b"torch.cuda.synchronize()")
+    stack = OneUpstreamStack(tmp_path, {"k.py": old})
+    stack.add_fix("fix", "k.py", old, synced(b""))
+    (patch,) = lost_in_merge(stack, "k.py", synced(b""),
+                             synced(b"torch.cuda.current_stream().synchronize()"))
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert any("(made beside the landing) put where the fix takes a line out" in line
+               for line in patch["evidence"]), patch
+
+
 def test_a_binary_landing_a_merge_resolution_lost_is_no_landing(tmp_path):
     """A kernel blob (hsa/gemm.co) the fix rebuilds, landed on main, while a branch retuned
     the same blob and the merge took the branch's. Before: "upstreamed (high)" (the evidence
