@@ -1025,6 +1025,30 @@ def test_a_bump_whose_commit_would_carry_changes_not_committed_is_refused(clean)
     assert json.loads(out)["pull_request"]["action"] == "opened"
 
 
+@pytest.mark.parametrize("checkout", ["not a repository", "detached HEAD", "no remote"])
+def test_a_bump_whose_pull_request_cannot_be_made_here_is_refused_before_it_moves(clean,
+                                                                                checkout):
+    """`bump --open-pr` in a checkout it cannot commit or push from (no git repository, a
+    detached HEAD: a CI checkout of a tag or of a pull request's merge commit, no remote
+    `origin`) moved and wrote the stack, then failed (exit 2) with a hint that the forge
+    would open its pull request once it answered. Refused now before anything moves, naming
+    what is missing."""
+    import shutil
+
+    if checkout == "not a repository":
+        shutil.rmtree(clean.root / ".git")
+    elif checkout == "detached HEAD":
+        git(clean.root, "checkout", "-q", "--detach")
+    else:
+        git(clean.root, "remote", "remove", "origin")
+    before = snapshot(clean.root)
+    code, out, err = clean.bump("--open-pr")
+    assert code == 2 and "nothing was moved" in err, out + err
+    assert {"not a repository": "is in none", "detached HEAD": "HEAD is detached",
+            "no remote": "has no remote 'origin'"}[checkout] in err, err
+    assert "forge answers" not in err and snapshot(clean.root) == before
+
+
 def test_a_clean_move_run_again_for_its_tag_is_up_to_date_and_proposed_as_the_move(clean):
     """A clean `bump --to TAG` run again for the same tag said "moved" again, from the old
     pin, each time until a pull request was opened (the move's kept report taken for one

@@ -113,6 +113,35 @@ def require_identity(project: Project) -> None:
                      "GIT_COMMITTER_NAME/EMAIL")
 
 
+def require_pushable(project: Project, remote: str) -> None:
+    """Refused (UsageError) before a bump moves anything when its pull request could not be
+    made from this checkout: no git repository, a detached HEAD (a CI checkout of a tag or of
+    a pull request's merge commit: no branch for the pull request to go against), or no
+    `remote` to push the bump's branch to. Without this the stack was moved and written,
+    then the run failed, its hint pointing at the forge."""
+    proc = run_git("rev-parse", "--show-toplevel", cwd=project.root, user_config=True, ok=None)
+    if proc.returncode != 0:
+        raise UsageError(f"bump --open-pr commits the bump in the stack's git repository, and "
+                         f"{project.root} is in none; nothing was moved",
+                         hint="run it in the stack's git checkout, or without --open-pr")
+    root = Path(proc.stdout.decode("utf-8", "surrogateescape").strip())
+    if run_git("symbolic-ref", "--quiet", "HEAD", cwd=root, user_config=True,
+               ok=None).returncode != 0:
+        raise UsageError("HEAD is detached in the stack's checkout (a CI checkout of a tag or "
+                         "of a pull request's merge commit): the bump's pull request goes "
+                         "against a branch; nothing was moved",
+                         hint="check out the branch it goes against (`git checkout main`; "
+                              "actions/checkout: `ref: main`)")
+    if run_git("remote", "get-url", "--", remote, cwd=root, user_config=True,
+               ok=None).returncode != 0:
+        names = run_git("remote", cwd=root, user_config=True, ok=None).stdout.decode(
+            "utf-8", "replace").split()
+        raise UsageError(f"the stack repository has no remote {remote!r} to push the bump's "
+                         "branch to; nothing was moved",
+                         hint=(f"name one with --remote ({', '.join(names)})" if names else
+                               f"`git remote add {remote} URL`, or name one with --remote"))
+
+
 def _bump_paths(project: Project) -> list[str]:
     """The files a bump's commit holds (those patchforge owns) that exist."""
     return [str(p) for p in (project.series_root, project.lock_path, project.overlays_dir)
