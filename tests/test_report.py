@@ -273,6 +273,20 @@ def test_report_tolerates_missing_and_broken_sources(project, tmp_path):
     pf(project, "status", "--html", str(out))
     page = out.read_text()
     assert "div-by-zero.patch" in page and "y.patch" in page and "History" in page
+    # History events of other shapes (names that are not strings, a rename from an object, a
+    # landing that is a number, an end that is a text): each row shown as it is, the rest of
+    # the history with it, never the section left out.
+    with (project / "series" / "history.jsonl").open("ab") as history:
+        history.write(
+            b'{"event": "renamed", "upstream": "calc", "patch": 5, "renamed_from": {"a": 1}}\n'
+            b'{"event": ["dropped"], "upstream": ["calc"], "patch": "odd.patch",'
+            b' "landed_in": 1234567890123456, "from": "v1", "to": {"label": 7}}\n'
+            b'{"event": "renamed", "upstream": "calc", "patch": "new-name.patch",'
+            b' "renamed_from": "div-by-zero.patch"}\n')
+    pf(project, "status", "--html", str(out))
+    page = out.read_text()
+    assert "History" in page and "new-name.patch" in page and "odd.patch" in page, page
+    assert "landed in 123456789012" in page
 
 
 def test_report_overwrites_atomically_and_needs_no_network(project, tmp_path, monkeypatch):
