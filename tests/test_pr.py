@@ -457,6 +457,37 @@ def test_a_renamed_fix_updates_the_pull_request_its_forwarded_names(stack, monke
     assert json.loads(third.stdout)["pull"]["head"] == "ada:patchforge/ck-a8w4"
 
 
+def test_forwarded_naming_a_hand_made_or_missing_pull_request_is_not_taken_over(stack,
+                                                                                monkeypatch):
+    """The lookup of the pull request `Forwarded` names (a renamed fix's) takes only a branch
+    patchforge made: a pull request a person opened from a branch of their own (other commits
+    on it) had that branch force-pushed over with the fix's one commit and its title and body
+    replaced; and one the forge does not have (a typo, deleted) failed the run, exit 2, where
+    the fix's own pull request is opened."""
+    forge, fork = stack["forge"], stack["fork"]
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
+    work = stack["root"].parent / "work"
+    git(stack["root"].parent, "clone", "-q", str(fork), str(work))
+    (work / "OTHER.md").write_text("other work\n")
+    git(work, "add", "-A")
+    git(work, "-c", "user.name=a", "-c", "user.email=a@e", "commit", "-q", "-m", "other work")
+    git(work, "push", "-q", "origin", "HEAD:refs/heads/rocm-fixes")
+    theirs = show(fork, "%H", "refs/heads/rocm-fixes")
+    forge.add_pull("acme/up", 5, head_ref="rocm-fixes", head_label="ada:rocm-fixes",
+                   title="ROCm fixes (several)")
+    patch = stack["patch"]
+    original = patch.read_bytes()
+    for number in (5, 999):
+        patch.write_bytes(original.replace(
+            b"Forwarded: no\n", f"Forwarded: https://github.com/acme/up/pull/{number}\n".encode()))
+        result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(fork), "--open", "--fork-owner",
+                        "ada", "--json")
+        assert result.rc == 0, result.output
+        assert json.loads(result.stdout)["pull"]["head"] == "ada:patchforge/ck-a8w4-gfx950"
+        assert show(fork, "%H", "refs/heads/rocm-fixes") == theirs
+        assert not [r for r in forge.requests if r.method == "PATCH" and "/pulls/5" in r.path]
+
+
 def test_a_conflict_is_reported_and_nothing_is_written_or_pushed(stack):
     attn = stack["upstream"] / "pkg/attn.py"
     attn.write_bytes(attn.read_bytes().replace(b"    return 'ck'\n",

@@ -251,7 +251,9 @@ class GitHubForge:
                     else "check that the token (GH_TOKEN, GITHUB_TOKEN or gh's) is valid and allowed")
         elif resp.status == 404 and self.http.token is None:
             hint = "a private repository needs a token: GH_TOKEN, GITHUB_TOKEN or `gh auth login`"
-        raise NetworkError(f"{what}: {host_of(url)} answered {resp.error_detail()}", hint=hint)
+        error = NetworkError(f"{what}: {host_of(url)} answered {resp.error_detail()}", hint=hint)
+        error.status = resp.status  # a caller may take 404 as "none"
+        raise error
 
 
 def _json_list(resp: Response) -> list[dict[str, Any]]:

@@ -208,13 +208,20 @@ def check_forge(forge, draft: Draft, owner: str):
 def forwarded_pull_branch(project: Project, forge, draft: Draft, owner: str,
                           existing=None) -> str | None:
     """The head branch of the open pull request the patch's `Forwarded` names, when it is this
-    fix's own (opened from `owner`'s fork) on a branch other than patchforge/<name>: the fix
-    was renamed since it was opened. Its updates go to that pull request; looked up by the new
-    name alone, a second one was opened beside it (its review left behind) and Forwarded
-    overwritten with the new one's address. `existing`: check_forge's answer for
-    patchforge/<name> (the forge is not asked again about the pull request it is)."""
+    fix's own on a branch other than patchforge/<name>: the fix was renamed since it was
+    opened. Its updates go to that pull request; looked up by the new name alone, a second one
+    was opened beside it (its review left behind) and Forwarded overwritten with the new one's
+    address. `existing`: check_forge's answer for patchforge/<name> (the forge is not asked
+    again about the pull request it is).
+
+    Only a branch patchforge made (patchforge/<a name no other fix of the project has now),
+    from `owner`'s fork: a pull request a person opened from a branch of their own (other
+    commits on it) or another fix's is never force-pushed over. A pull request the forge does
+    not have (a typo, one deleted) is none."""
+    from patchforge.errors import NetworkError
     from patchforge.formats.patchfile import parse_patch_file
     from patchforge.net.forge import parse_pr_url
+    from patchforge.pr.draft import BRANCH_PREFIX
 
     path = project.patch_path(draft.upstream, draft.name)
     forwarded = parse_patch_file(path.read_bytes(), str(path)).get("Forwarded")
@@ -226,9 +233,19 @@ def forwarded_pull_branch(project: Project, forge, draft: Draft, owner: str,
     if ref.repo.lower() != repo.lower() or existing is not None and \
             existing.number == ref.number:
         return None
-    pull = forge.pull_request(repo, ref.number)
-    if pull.state != "open" or pull.head_ref == draft.branch:
+    try:
+        pull = forge.pull_request(repo, ref.number)
+    except NetworkError as exc:
+        if getattr(exc, "status", None) == 404:
+            return None
+        raise
+    if pull.state != "open" or pull.head_ref == draft.branch or \
+            not pull.head_ref.startswith(BRANCH_PREFIX):
         return None
+    stem = pull.head_ref[len(BRANCH_PREFIX):]
+    if any(name.removesuffix(".patch") == stem for upstream in project.upstream_names()
+           for name in project.patch_names(upstream)):
+        return None  # another fix's pull request
     # Ours only when the fork's branch of that name has it open (head is owner:branch).
     mine = forge.find_open_pull(repo, f"{owner}:{pull.head_ref}")
     return pull.head_ref if mine is not None and mine.number == pull.number else None
