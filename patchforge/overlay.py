@@ -369,7 +369,9 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
             result.artifact_executables.add(copy)
     result.files.sort(key=lambda f: f.rel)
     result.outputs = render_metadata(project, result)
-    stray = stack_compose_without_the_service(project)
+    image = result.image
+    stray = stack_compose_without_the_service(project) if fragment_image(
+        project, image.reference if image else None, image.digest if image else None) else None
     if stray is not None:
         result.warnings.append(f"{stray[0]} {stray[1]}")
     return result
@@ -1077,7 +1079,7 @@ def _fragment_rows(project: Project, manifest: dict,
                 path.read_bytes(), expected, project.config.compose_service)))
         else:
             rows.append((rel_text, "ok", ""))
-    stray = stack_compose_without_the_service(project)
+    stray = stack_compose_without_the_service(project) if pinned else None
     if stray is not None:
         rows.append((stray[0], "mismatch", stray[1]))
     return rows
@@ -1089,10 +1091,11 @@ _COMPOSE_FILES = ("compose.yaml", "compose.yml", "docker-compose.yaml", "docker-
 
 def stack_compose_without_the_service(project: Project) -> tuple[str, str] | None:
     """The stack's own compose file (beside overlays/, the one the fragments override) when it
-    defines services but not `compose-service`: (its path, what that means). Given an image
-    (the pin), the fragment's service is then one of its own: compose starts it beside the
-    user's, which runs without a single overlay, and every check was green. None when there
-    is no such file or its services cannot be read here (flow style, `include:`)."""
+    defines services but not `compose-service`: (its path, what that means). Asked only where
+    the fragments set the pinned image: the fragment's service is then one of its own, which
+    compose starts beside the user's, and that runs without a single overlay while every check
+    was green (without an image compose refuses the pair, loudly). None when there is no such
+    file or its services cannot be read here (flow style, `include:`)."""
     for name in _COMPOSE_FILES:
         path = project.root / name
         if path.is_file():
@@ -1107,7 +1110,8 @@ def stack_compose_without_the_service(project: Project) -> tuple[str, str] | Non
                        f"{', '.join(repr(s) for s in services)}: the overlays' fragment mounts "
                        f"into a service of its own, and {services[0]!r} runs without them; set "
                        f"`compose-service = \"{services[0]}\"` under [tool.patchforge] and run "
-                       "`patchforge overlays`")
+                       "`patchforge overlays` (a stack deployed otherwise, its compose file "
+                       "for other services, sets `compose-image = false`)")
 
 
 _SERVICE_KEY = re.compile(r"""\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'|([^\s#'"{\[][^:#]*?))\s*:(?:\s|$)""")

@@ -535,3 +535,11 @@ def test_a_stack_compose_file_without_the_service_is_said_not_passed(stack):
                  "include: [other.yaml]\nservices:\n  web:\n    image: busybox\n"):
         (root / "compose.yaml").write_text(text)
         assert run_cli(root, "verify").rc == 0, text
+    # A stack deployed otherwise (the Dockerfile), its compose file for other services: with
+    # `compose-image = false` the fragment sets no image, and the file is not judged.
+    (root / "compose.yaml").write_text("services:\n  db:\n    image: busybox\n")
+    assert run_cli(root, "verify").rc == 1
+    config.write_text(config.read_text().replace('compose-service = "vllm"\n',
+                                                 "compose-image = false\n"))
+    assert "defines no service" not in ok(root, "overlays").err
+    assert run_cli(root, "verify").rc == 0
