@@ -86,18 +86,23 @@ def _loaded_by_a_clean_rebase(stack, upstream, modules: tuple[str, ...], *flags:
         *flags)
 
 
-def _after_a_clean_rebase(stack, upstream, before: str, after: str, *flags: str) -> str:
-    """The output of a process running `before` (Python), then `rebase --to up=1.1` (a release
-    of a Python file, no stop, no overlays) with its exit code in `rc`, then `after`."""
+def _after_a_clean_rebase(stack, upstream, before: str, after: str, *flags: str,
+                          fix: bytes = b"def f3():\n    return -3\n\n",
+                          change: dict[str, bytes] | None = None, to: str = "1.1") -> str:
+    """The output of a process running `before` (Python), then `rebase --to up=<to>` (a release
+    of a Python file, no stop, no overlays) with its exit code in `rc`, then `after`. The fix
+    makes f3 of pkg/mod.py `fix`; the release (tagged v1.1, named `to`) makes `change` (else
+    a line of pkg/other.py)."""
     from helpers.env import REPO_ROOT
 
     stack.add_upstream("up", upstream)
-    stack.add_patch("up", "fix-f3", {"pkg/mod.py": with_lines({3: b"def f3():\n    return -3\n\n"})})
-    new_commit = upstream.commit({"pkg/other.py": b"x = 2\n"}, "unrelated change", tag="v1.1")
+    stack.add_patch("up", "fix-f3", {"pkg/mod.py": with_lines({3: fix})})
+    new_commit = upstream.commit(change or {"pkg/other.py": b"x = 2\n"}, "unrelated change",
+                                 tag="v1.1")
     code = (f"import sys\n{before}from patchforge.cli import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    rc = e.code\n" + after)
     run = subprocess.run([sys.executable, *flags, "-c", code, "--root", str(stack.root),
-                          "rebase", "--to", "up=1.1"], capture_output=True, text=True,
+                          "rebase", "--to", f"up={to}"], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
     assert stack.lock()["upstreams"]["up"]["commit"] == new_commit, run.stdout + run.stderr
     return run.stdout + run.stderr
@@ -159,6 +164,19 @@ def test_a_clean_rebase_of_python_files_compiles_no_pattern_it_does_not_use(stac
     after = (f"print('COMPILED', [u for u in {unused!r} if any(u in p for p in compiled)], "
              "len(compiled) > 0, rc)\n")
     assert "COMPILED [] True 0" in _after_a_clean_rebase(stack, upstream, before, after)
+
+
+def test_a_fix_adding_lines_is_placed_in_its_function_without_difflib(stack, upstream):
+    """A fix that only adds lines, carried into a file the release changed elsewhere, has
+    the function check's places of its change read off its hunks without a line diff
+    (apply.hunks._changed_places: one side empty is one block): the rebase loads no
+    difflib, which with heapq was 3.8 million instructions of a 30-patch rebase. Run without
+    the site hooks (`-S`), which may load it themselves."""
+    out = _after_a_clean_rebase(
+        stack, upstream, "", "print('LOADED', [m for m in ('difflib',) if m in sys.modules], rc)\n",
+        "-S", to="v1.1", fix=b"def f3():\n    check()\n    return 3\n\n",
+        change={"pkg/mod.py": with_lines({20: b"def f20():\n    return -20\n\n"})})
+    assert "LOADED [] 0" in out
 
 
 def test_offset_patch_gets_new_line_numbers(stack, upstream):

@@ -1498,8 +1498,6 @@ def _changed_places(old: list[bytes], new: list[bytes],
     lines of `old` it replaces ([start, end), plus `at`) and its first line that is not blank
     (an added one, else a removed one); blocks of blank lines alone are left out. The lines
     both start and end with are set aside first: a change is a few blocks of a long file."""
-    import difflib
-
     top = 0
     short = min(len(old), len(new))
     while top < short and old[top] == new[top]:
@@ -1510,6 +1508,13 @@ def _changed_places(old: list[bytes], new: list[bytes],
     a, b = old[top:len(old) - tail], new[top:len(new) - tail]
     if not a and not b:
         return []
+    if not a or not b:
+        # Lines only added, or only removed: one block, the line diff's answer, made without
+        # loading difflib (a clean rebase of fixes that add lines needs it nowhere else).
+        first = next((line for line in [*b, *a] if line.strip()), None)
+        return [(at + top, at + top + len(a), first)] if first is not None else []
+    import difflib
+
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=len(a) + len(b) > 4000)
     places = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
