@@ -1685,8 +1685,12 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
                                                 pin.version))
             directory = project.series_dir(upstream) / "upstreamed"
             aside = aside_name(directory, fix.name, kept.to_bytes())
+            # Left half-way after the move (history or ledger not put back), the fix is in
+            # upstreamed/ already, where a second bring-back refuses it: the ledger finishes.
             with _all_or_nothing(project, upstream, [directory / aside, fix.path],
-                                 finish=f"run `patchforge bring-back {fix.name}` again"):
+                                 finish=f"run `patchforge bring-back {fix.name}` again, or, "
+                                        f"where {fix.name} is in upstreamed/ already, "
+                                        "`patchforge ledger`"):
                 atomic_write(directory / aside, kept.to_bytes())
                 atomic_delete(fix.path)
                 # Its history says it landed (status's "left the series" line said it was
