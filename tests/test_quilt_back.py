@@ -444,6 +444,35 @@ def test_a_run_cut_short_at_any_write_loses_no_fix_and_running_it_again_finishes
     assert hits >= 9
 
 
+def test_a_change_quilt_made_to_an_empty_upstream_file_comes_back(tmp_path, monkeypatch):
+    """The upstream has an empty file (pkg/__init__.py: vLLM and AITER have dozens); in quilt,
+    `quilt add` it to a fix, a line written, `quilt refresh`: quilt writes an empty old file
+    as `--- /dev/null`, which `quilt push` (GNU patch) applies to the empty file. Taken back,
+    it was refused ("would no longer apply in the series ... `quilt push` up to it, resolve,
+    `quilt refresh`", which writes the same patch again): the change could never come back.
+    It is read as the change of that empty file it is."""
+    need_tool("quilt")
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, base = git_project(tmp_path, {**UPSTREAM_FILES, "pkg/__init__.py": b""})
+    overlay = tmp_path / "fix-a.overlay"
+    overlay.write_bytes(A.replace(b"line3\n", b"line3 fixed\n"))
+    ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix-a", "-m", "Fix a")
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "-a")
+    quilt(checkout, env, "add", "pkg/__init__.py")
+    (checkout / "pkg/__init__.py").write_bytes(b"X = 1\n")
+    quilt(checkout, env, "refresh")
+    assert "--- /dev/null" in (exported / "fix-a.patch").read_text()  # as quilt writes it
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-a.patch" in run.out, run.text
+    text = patch_text(root, "fix-a.patch")
+    assert "--- a/pkg/__init__.py" in text and "+X = 1" in text and "new file" not in text, text
+    assert "+line3 fixed" in text
+    assert ok(root, "status").rc == 0
+    ok(root, "overlays")
+    assert (root / "overlays/up/pkg/__init__.py").read_bytes() == b"X = 1\n"
+
+
 def test_a_patch_quilt_emptied_and_a_file_in_the_way_are_refused(stack, tmp_path):
     """`quilt refresh` of a patch whose change was undone in the tree writes its header alone
     ("Nothing in patch"): taken back, the fix would be gone without a word. Refused, naming
