@@ -1114,7 +1114,9 @@ def stack_compose_without_the_service(project: Project) -> tuple[str, str] | Non
                        "for other services, sets `compose-image = false`)")
 
 
-_SERVICE_KEY = re.compile(r"""\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'|([^\s#'"{\[][^:#]*?))\s*:(?:\s|$)""")
+# A key of the services block: "double quoted", 'single quoted' or plain, then its colon.
+_SERVICE_KEY = re.compile(r"""\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'"""
+                          r"""|([^\s#'"{\[][^:#]*?))\s*:(?:\s|$)""")
 
 
 def _compose_service_names(data: bytes) -> list[str] | None:

@@ -385,8 +385,8 @@ def _image_hints(result, made_for: str) -> list[str]:
     if "mismatch" in states:
         # Mounted anyway, such an overlay silently reverts the image's own changes to the file.
         hints.append("mounted on this image, an overlay would undo the image's changes to its "
-                     f"file: deploy {made_for}, or move the series to this one (`patchforge rebase {move}`, which "
-                     "regenerates them)")
+                     f"file: deploy {made_for}, or move the series to this one (`patchforge "
+                     f"rebase {move}`, which regenerates them)")
     if "missing" in states:
         hints.append("the image has no file where an overlay is mounted: check each upstream's "
                      "install-root against where the image installs it, or move the series to "

@@ -624,7 +624,8 @@ def finished_move(project: Project, name: str, commit: str,
     stopped in its rebase to `commit` and that rebase has since been finished by hand: the
     kept report (.patchforge/bump/report.json) says "stopped" on the way to `commit` (or,
     `proposing`, is the move's own report, kept by a run without --open-pr, its pull request
-    not opened yet: a run that does not propose it reports it once), and the last rebase (.patchforge/last-rebase.json) moved `name` from that
+    not opened yet: a run that does not propose it reports it once), and the last rebase
+    (.patchforge/last-rebase.json) moved `name` from that
     report's pin to `commit` and wrote the series. None otherwise (nothing kept, another
     move, a pull request already opened for it)."""
     import json
