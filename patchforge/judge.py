@@ -556,6 +556,11 @@ class SeriesJudge:
                                  and line[1:].translate(None, WHITESPACE) == code), code)
                     return f"{fv.target_path} has no {text.decode('utf-8', 'replace')!r}, " \
                         "and no later commit took it out (a merge's resolution lost it)"
+            if run is None and fp.binary is None:
+                moved = self._moved_line_gone(fp, current, landing, taken_out)
+                if moved is not None:
+                    return f"{fv.target_path} has {moved!r} only indented otherwise, and no " \
+                        "later commit moved it (a merge's resolution lost it)"
             for path, commit, put in sorted(landing.rewritten):
                 # A line the fix removes (or rewrites) that a branch beside the landing
                 # rewrote its own way: the target has that branch's lines, the merge took them.
@@ -563,6 +568,29 @@ class SeriesJudge:
                     return f"{fv.target_path} has the lines commit {commit[:12]} (made beside " \
                         "the landing) put where the fix takes a line out (a merge's resolution " \
                         "took that side)"
+        return None
+
+    def _moved_line_gone(self, fp, current: bytes, landing, taken_out) -> str | None:
+        """A line `fp` moves (a hunk's added line that, whitespace removed, is one of its
+        removed lines: a statement moved into an `if`) that `current` does not have at the
+        fix's indentation, and that no commit after the landing took out or rewrote: the line
+        is there, but where the fix took it from. None when there is none."""
+        have = {line.rstrip() for line in current.split(b"\n")}
+
+        def rewritten_later() -> bool:  # (a re-indent puts the line in again: not taken out)
+            return any(path == fp.path and self.store.is_ancestor(landing.landed_by, commit)
+                       for path, commit, _ in landing.rewritten)
+
+        for hunk in fp.hunks:
+            removed = {line[1:].translate(None, WHITESPACE) for line in hunk.lines
+                       if line[:1] == b"-"}
+            for line in hunk.lines:
+                code = line[1:].translate(None, WHITESPACE)
+                if line[:1] != b"+" or not code or code not in removed or \
+                        line[1:].rstrip() in have:
+                    continue
+                if not taken_out(code) and not rewritten_later():
+                    return line[1:].strip().decode("utf-8", "replace")
         return None
 
     def _made_away(self, patch, verdict, landing) -> None:

@@ -151,6 +151,41 @@ def test_a_removal_a_merge_resolution_lost_is_no_landing(tmp_path):
                for line in patch["evidence"]), patch
 
 
+def test_a_moved_line_a_merge_resolution_lost_is_no_landing(tmp_path):
+    """The fix changes f7's scale and moves its `torch.cuda.synchronize()` into `if debug:`;
+    main lands both (#12), a branch forked before it changed the `if`, and the merge took the
+    branch's block (the sync outside the `if` again). Before: "upstreamed (high)", dropped:
+    the moved line, whitespace removed, is in the target, where the fix took it from."""
+    def f7(scale: bytes, inside: bool, condition: bytes = b"debug") -> bytes:
+        sync = b"torch.cuda.synchronize()\n"
+        tail = (b"    if %s:\n        %s        log(y)\n" % (condition, sync) if inside else
+                b"    %s    if %s:\n        log(y)\n" % (sync, condition))
+        return b"".join(b"def f7(x, debug=False):\n    %s\n    y = gemm_a8w8(x, w, scale)\n"
+                        % scale + tail + b"    return y\n\n\n" if i == 7 else
+                        b"def f%d(x):\n    y = x + %d\n    return y\n\n\n" % (i, i)
+                        for i in range(20))
+
+    old, fix = b"scale = torch.finfo(torch.float8_e4m3fn).max", \
+        b"scale = torch.finfo(torch.float8_e4m3fnuz).max"
+    stack = OneUpstreamStack(tmp_path, {"k.py": f7(old, False)})
+    stack.add_fix("fix", "k.py", f7(old, False), f7(fix, True))
+    up = stack.up
+    git(up, "checkout", "-q", "-b", "feature")
+    stack.commit({"k.py": f7(old, False, b"debug or TRACE")}, "trace")
+    git(up, "checkout", "-q", "-")
+    stack.commit({"k.py": f7(fix, True)}, "fp8, and sync only when debugging (#12)")
+    assert subprocess.run(["git", "merge", "-q", "--no-edit", "feature"], cwd=up,
+                          capture_output=True).returncode != 0
+    stack.commit({"k.py": f7(fix, False, b"debug or TRACE")}, "Merge branch 'feature'",
+                 tag="v2")
+    assert len(git(up, "log", "-1", "--format=%P").split()) == 2
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert any("only indented otherwise, and no later commit moved it" in line
+               for line in patch["evidence"]), patch
+
+
 def test_a_binary_landing_a_merge_resolution_lost_is_no_landing(tmp_path):
     """A kernel blob (hsa/gemm.co) the fix rebuilds, landed on main, while a branch retuned
     the same blob and the merge took the branch's. Before: "upstreamed (high)" (the evidence
