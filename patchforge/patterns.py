@@ -25,6 +25,10 @@ class _OnFirstUse:
         # Called only for a name the instance lacks: the first method asked for, or an
         # attribute (`pattern`, `groups`) of the compiled pattern. Two threads asking at once
         # both compile and store the same methods.
+        if name.startswith("__") or name == "_source":
+            # An instance made without __init__ (copy.copy, pickle) has no _source: asking
+            # for it here again recursed without end.
+            raise AttributeError(name)
         compiled = re.compile(*self._source)
         for method in _METHODS:
             setattr(self, method, getattr(compiled, method))

@@ -44,3 +44,15 @@ def test_a_pattern_is_compiled_only_when_first_used():
     pattern = on_first_use(r"(unclosed")
     with pytest.raises(re.error):
         pattern.search("unclosed")
+
+
+def test_a_copy_or_a_pickle_of_a_pattern_made_on_first_use_works():
+    """copy.copy and pickle make the instance without __init__ and ask for attributes before
+    its state is set: `__getattr__` asked for `_source` again and recursed without end."""
+    import copy
+    import pickle
+
+    pattern = on_first_use(r"a+b")
+    for made in (copy.copy(pattern), copy.deepcopy(pattern), pickle.loads(pickle.dumps(pattern))):
+        assert made.search("xaab").group() == "aab"
+    assert pattern.pattern == "a+b"
