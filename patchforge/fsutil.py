@@ -121,6 +121,10 @@ def put_back_on_failure(paths: Sequence[Path], *, finish: str, unless=None):
                         else:
                             atomic_write(path, data)
                     except OSError:
+                        if not _written(path, data):
+                            # Back in place, only its directory's sync failed: not "left
+                            # as the command wrote" it.
+                            continue
                         left = [str(earlier) for earlier, was in order[:at]
                                 if _written(earlier, was)] + [str(path)]
                         break

@@ -534,6 +534,33 @@ def test_a_file_that_cannot_go_back_keeps_the_ones_written_before_it(tmp_path):
     assert message.endswith(f"{first}, {second}, {series}") and str(untouched) not in message
 
 
+def test_a_file_put_back_whose_directory_sync_fails_is_not_said_left_as_written(tmp_path,
+                                                                                 monkeypatch):
+    """A put-back whose rename (or removal) happened but whose directory sync then failed left
+    the file back in place, yet PartlyWritten named it (and the ones before it) "left as the
+    command wrote them". Such a file is back: the putting back goes on, and nothing is said
+    left as written."""
+    import patchforge.fsutil as fsutil
+
+    patch, series = tmp_path / "a.patch", tmp_path / "series"
+    series.write_bytes(b"old.patch\n")
+    failing = []
+
+    def sync(directory):
+        if failing:
+            raise OSError(errno.EIO, "the disk failed")
+
+    monkeypatch.setattr(fsutil, "fsync_dir", sync)
+    with pytest.raises(OSError) as raised:
+        with fsutil.put_back_on_failure([patch, series], finish="run it again"):
+            fsutil.atomic_write(patch, b"a\n")
+            fsutil.atomic_write(series, b"old.patch\na.patch\n")
+            failing.append(True)
+            raise OSError(errno.EIO, "the write failed")
+    assert not isinstance(raised.value, fsutil.PartlyWritten), raised.value
+    assert not patch.exists() and series.read_bytes() == b"old.patch\n"
+
+
 def test_a_batchs_syncs_wait_together_and_all_come_before_any_rename(tmp_path, monkeypatch):
     """atomic_write_many syncs a batch's temporary files several at once (the file system
     commits syncs that wait together in one journal commit), each exactly once, and renames
