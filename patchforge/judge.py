@@ -1094,6 +1094,11 @@ class SeriesJudge:
                              modes=new_modes, bases=bases, deleted_here=deleted_here,
                              message=message
                              + binary_stop_note(binary_stops) + unmergeable_note(unmergeable))
+        if repeated and all(r.own_at for r in repeated) and \
+                self._other_functions(carried, after):
+            # Put into a near-copy that is another function than the fix's: the stop below
+            # (`elsewhere`) names both functions, the plainer word.
+            repeated = []
         if repeated:
             where = "; ".join(f"{r.describe()} (put at line {r.at_line})" for r in repeated)
             return Judgement(name, "stop", "unsure", verdict, stop_kind="unsure",
@@ -2399,6 +2404,10 @@ def carried_place(base: bytes, current: bytes, fp, fp_target, theirs: FileApplic
         moved = placed_at(current, fp_target, application, moves)
         if moved is not None:
             return moved
+    if any(r.own_at for r in repeated):
+        # Put into lines upstream added, its own place changed: git's diff aligns a copy with
+        # the original as readily as nearness did, so the merge cannot confirm it. Stop.
+        return None
     clean, merged = merge_file(base, current, theirs.content, labels)
     if not clean:
         return None

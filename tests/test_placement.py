@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from helpers.cli import run_cli
 from helpers.git import git
 from helpers.project import OneUpstreamStack
@@ -248,3 +250,56 @@ def test_a_fix_near_the_end_of_a_file_without_a_final_newline_moves_by_its_offse
     stack.cli("overlays")
     assert (stack.root / "overlays" / "up" / "k.py").read_bytes() == \
         b"# header\n# more\n" + text.replace(b"x * 2", b"x * 4")
+
+
+
+# A near-copy of a block upstream inserts beside the original, in the same function: a
+# triton.Config entry copied above the one it was made from (AITER's bwd.py configs; its
+# MHC_POST_KERNEL_IMPL_RAW_ macro is the same shape).
+CONFIGS = (b"import triton\n\n\n"
+           b"def get_configs():\n"
+           b"    return [\n"
+           b"        # the tuned default\n"
+           b"        triton.Config(\n"
+           b"            {\n"
+           b'                "BLOCK_M": 64,\n'
+           b'                "BLOCK_N": 64,\n'
+           b'                "SLICE": 2,\n'
+           b'                "waves": 2,\n'
+           b"            },\n"
+           b"            num_stages=2,\n"
+           b"            num_warps=8,\n"
+           b"        ),\n"
+           b"    ]\n")
+OWN_ENTRY = CONFIGS.split(b"    return [\n")[1].split(b"    ]\n")[0]
+
+
+@pytest.mark.parametrize("above", [0, 2], ids=["exact", "offset"])
+def test_a_fix_is_not_put_into_a_copy_upstream_inserted_beside_its_own_code(tmp_path, above):
+    """Upstream inserts a near-copy of the fixed config entry right above it (num_warps=4)
+    and retunes the line above the fix's line in the original: only the copy has the fix's
+    pre-image whole, at the original's old lines (`above` = 0: "applied exactly") or near
+    them (an offset). Before, the rebase put the fix into the copy and exited 0, the
+    original entry without it. Now status says the place is unsure and the rebase stops,
+    naming the old place, the changed own place and the copy's line; nothing is moved."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": CONFIGS})
+    stack.add_fix("fix", "k.py", CONFIGS,
+                  CONFIGS.replace(b'"SLICE": 2,', b'"SLICE": 1,'))
+    copy = b"        # small tiles\n" * above + OWN_ENTRY.replace(
+        b"# the tuned default", b"# small tiles").replace(b"num_warps=8", b"num_warps=4")
+    retuned = CONFIGS.replace(b'"BLOCK_N": 64,', b'"BLOCK_N": 48,')
+    v2 = retuned.replace(b"    return [\n", b"    return [\n" + copy)
+    stack.commit({"k.py": v2}, "small tiles; retune BLOCK_N", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "unsure" and patch["rebase"] == "stop", patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    # Each pre-image starts at its `{` line: the copy's first, then the original's.
+    copy_line, own_line = [k + 1 for k, line in enumerate(lines_of(v2))
+                           if line == b"            {\n"]
+    assert copy_line == 8 + above
+    assert "k.py hunk #1" in err and "in lines upstream added" in err, err
+    assert f"only at line {copy_line}" in err and f"now line {own_line}" in err, err
+    assert "at line 8 of the file before" in err, err
+    stack.cli("rebase", "--abort")
+    assert stack.series("up") == ["fix.patch"]

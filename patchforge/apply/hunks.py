@@ -820,6 +820,10 @@ class RepeatedPlace:
     # The patch names no file it was made on (no `index` line: quilt, `diff -u`), rather than
     # another one (`unproven`)
     no_index: bool = False
+    # (copies_left) the 1-based line of this file that the line diff of the old file to it
+    # aligns with the hunk's old place, where upstream changed a line of the pre-image: the
+    # one place that has it whole (`at_line`) is then in lines upstream added. 0 otherwise.
+    own_at: int = 0
 
     def why(self) -> str:
         """Why its header's line numbers cannot choose the place (see `unproven`)."""
@@ -830,6 +834,11 @@ class RepeatedPlace:
 
     def describe(self) -> str:
         lines = ", ".join(str(line) for line in self.candidates)
+        if self.own_at:
+            return (f"{self.path} hunk #{self.index + 1}: its context was at line "
+                    f"{self.was_at[0]} of the file before upstream's change, which changed "
+                    f"it there (now line {self.own_at}); it is whole only at line {lines}, "
+                    "in lines upstream added (a copy of that code, maybe)")
         if self.was_at:
             was = ", ".join(str(line) for line in self.was_at)
             return (f"{self.path} hunk #{self.index + 1}: its context was at "
@@ -932,7 +941,76 @@ def copies_left(old: bytes, new: bytes, fp: FilePatch, old_application: FileAppl
             # still has the pre-image. The map, or git's merge, says whether it is the place.
             found.append(RepeatedPlace(fp.path, outcome.index, outcome.at_line,
                                        (outcome.at_line,), (was.at_line,)))
+        elif len(offsets) == 1 and (own := _own_place_changed(
+                old, new, cut[1], cut[2], was.at_line - 1, outcome.at_line - 1)) is not None:
+            found.append(RepeatedPlace(fp.path, outcome.index, outcome.at_line,
+                                       (outcome.at_line,), (was.at_line,), own_at=own + 1))
     return found
+
+
+def _own_place_changed(old: bytes, new: bytes, pre: list[bytes], post: list[bytes],
+                       was: int, at: int) -> int | None:
+    """The 0-based line of `new` where the pre-image `pre`, at line `was` of `old` and placed
+    at line `at` of `new` (its one whole place there), has its own place, changed by
+    upstream, when that is not `at`: upstream inserted a near-copy of the code (a second
+    macro, another config entry) and edited a line of the original, and only the copy still
+    has the pre-image whole. None when `at` is its own place, or nothing says another is.
+    A place of `new` with all but a few lines of `pre` is asked for first, by the lines'
+    index (most hunks have none); only then are the files aligned by a line diff."""
+    lines = lines_of(new)
+    size = len(pre)
+    votes: dict[int, int] = {}
+    for k, text in enumerate(pre):
+        for pos in lines.positions(text):
+            if pos - k != at:
+                votes[pos - k] = votes.get(pos - k, 0) + 1
+    # A near-copy differs in a line or two of a hunk's usual seven (upstream's edit); three
+    # lines alike at least (in a hunk of two or three lines, one line is anywhere).
+    alike = max(3, size - max(1, size // 3))
+    near = {start for start, count in votes.items()
+            if alike <= count < size and start >= 0}
+    if not near:
+        return None
+    # Where the diff puts the pre-image's old lines: per start it gives the place, how many;
+    # the lines the hunk changes (or, for an insertion, the two around it) first. Upstream's
+    # edit and copy may split the old lines between places.
+    same = 0
+    while same < min(size, len(post)) and pre[same] == post[same]:
+        same += 1
+    tail = 0
+    while tail < min(size, len(post)) - same and pre[-1 - tail] == post[-1 - tail]:
+        tail += 1
+    changed = range(same, size - tail) if same < size - tail else \
+        range(max(same - 1, 0), min(same + 1, size))
+    starts: dict[int, int] = {}
+    at_changed: dict[int, int] = {}
+    for i, j, length in _aligned_blocks(lines_of(old), lines):
+        for k in range(max(i, was), min(i + length, was + size)):
+            start = j - i + was
+            starts[start] = starts.get(start, 0) + 1
+            if k - was in changed:
+                at_changed[start] = at_changed.get(start, 0) + 1
+    counted = at_changed or starts
+    if not counted:
+        return None  # none of its old lines is left: nothing says where its place went
+    best = max(counted.items(), key=lambda item: (item[1], -item[0]))[0]
+    return best if best != at and best in near else None
+
+
+def _aligned_blocks(old: list[bytes], new: list[bytes]) -> list[tuple[int, int, int]]:
+    """The lines a line diff of `old` to `new` keeps, as (old line, new line, count) blocks
+    (0-based). The lines both files start and end with are set aside first; no line is
+    junk (a popular line left out would be called added)."""
+    import difflib
+
+    top, tail = _same_ends(old, new)
+    matcher = difflib.SequenceMatcher(None, old[top:len(old) - tail],
+                                      new[top:len(new) - tail], autojunk=False)
+    blocks = [(0, 0, top)] if top else []
+    blocks += [(top + i, top + j, n) for i, j, n in matcher.get_matching_blocks() if n]
+    if tail:
+        blocks.append((len(old) - tail, len(new) - tail, tail))
+    return blocks
 
 
 def _new_surroundings(old: bytes, old_at: int, new: bytes, new_at: int, size: int) -> bool:
@@ -1498,13 +1576,7 @@ def _changed_places(old: list[bytes], new: list[bytes],
     lines of `old` it replaces ([start, end), plus `at`) and its first line that is not blank
     (an added one, else a removed one); blocks of blank lines alone are left out. The lines
     both start and end with are set aside first: a change is a few blocks of a long file."""
-    top = 0
-    short = min(len(old), len(new))
-    while top < short and old[top] == new[top]:
-        top += 1
-    tail = 0
-    while tail < short - top and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
-        tail += 1
+    top, tail = _same_ends(old, new)
     a, b = old[top:len(old) - tail], new[top:len(new) - tail]
     if not a and not b:
         return []
@@ -1524,6 +1596,18 @@ def _changed_places(old: list[bytes], new: list[bytes],
         if first is not None:
             places.append((at + top + i1, at + top + i2, first))
     return places
+
+
+def _same_ends(old: list[bytes], new: list[bytes]) -> tuple[int, int]:
+    """How many lines `old` and `new` start with alike, and how many they then end with."""
+    top = 0
+    short = min(len(old), len(new))
+    while top < short and old[top] == new[top]:
+        top += 1
+    tail = 0
+    while tail < short - top and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
+        tail += 1
+    return top, tail
 
 
 def changed_places(fp: FilePatch, application: FileApplication
