@@ -14,7 +14,8 @@ whitespace and all (its change is nothing else). A commit of base..target:
   patch's blocks or contain them in order (a squash commit with more in the same file);
 - undoes it when its message reverts a commit that made it (`git revert`), or when it reverses
   a block of it that puts old code back (also apart: the fix's lines taken out, the old ones
-  written a line lower or wrapped), or reverses the whole change (a hand-made revert; also
+  written a line lower, wrapped or requoted by a formatter, or in the file the function moved
+  to), or reverses the whole change (a hand-made revert; also
   inside larger blocks of its own: a commit re-pointing a whole table at once). A commit
   that only takes out lines the patch added (a lint pass moving an import, a guard a later
   design no longer needs) supersedes the change; it does not undo it.
@@ -141,23 +142,98 @@ def _reversed_within(undo: Block, theirs: Blocks) -> bool:
                for removed, added in theirs)
 
 
-def _put_back_apart(undo: Block, theirs: Blocks) -> bool:
-    """Whether a commit's blocks of a path (`theirs`) take out every line `undo` takes out (a
-    reversed block of the change: the lines the fix added) without putting it in again, and
-    have a block of the old lines alone, line breaks aside: the fix's line taken out here and
-    the old one written a line lower (its diff two blocks), or the old one wrapped over
-    several lines in its place. A block putting the old lines back among others of its own
-    (a rewrite that has them) is the rewrite's code, not an undoing."""
-    gone, back = undo
-    if not gone or not back or any(line.startswith(b"blob:") for line in gone + back):
+def code_of(lines) -> bytes:
+    """Lines as one text of code, as a formatter leaves it alike: whitespace and line breaks
+    out (black wraps a long call over three lines), quotes one kind (`'` -> `"`), no comma
+    before a closing bracket (black's magic trailing comma)."""
+    return _TRAILING_COMMA.sub(rb"\1", b"".join(_bare(tuple(lines))).replace(b"'", b'"'))
+
+
+_TRAILING_COMMA = on_first_use(rb",([)\]}])")
+
+
+def _code_run_in(code: bytes, lines: tuple[bytes, ...]) -> bool:
+    """Whether a run of consecutive whole `lines` is `code` (code_of's text): the lines of a
+    block made the same code, wrapped or quoted otherwise. Each line's code is matched once
+    per start (a block of thousands of lines, a CSV table, is no join of every run)."""
+    alone = [code_of((line,)) for line in lines]
+    # Joined, a line's last comma goes where the next line with code starts with a bracket.
+    joined = list(alone)
+    after = b""
+    for k in range(len(alone) - 1, -1, -1):
+        if alone[k].endswith(b",") and after[:1] in (b")", b"]", b"}"):
+            joined[k] = alone[k][:-1]
+        after = alone[k] or after
+    for i, first in enumerate(alone):
+        if not first or not code.startswith(joined[i][:1]):
+            continue
+        at = 0
+        for j in range(i, len(alone)):
+            if at + len(alone[j]) == len(code) and code.endswith(alone[j]):
+                return True  # (the run ends at line j: its comma stays)
+            if not code.startswith(joined[j], at):
+                break
+            at += len(joined[j])
+    return False
+
+
+def _put_back_apart(undo: Block, theirs: Blocks, elsewhere=None) -> bool:
+    """Whether a commit (its blocks of the path, `theirs`) reverses a block of the change
+    (`undo`: the fix's lines to take out, its old ones to put back) as git's diff does not
+    show it as that block: the old code wrapped or quoted otherwise, with more code only
+    formatted otherwise (a formatter run on a stale tree), or put back apart from where the
+    fix's lines are taken out, in another block (one line lower, at the end of the file) or
+    (`elsewhere()`: the commit's blocks of its other files, asked only then) in the file the
+    function moved to. Apart, both net: the fix's code put in again nowhere (a move of the
+    fixed code), the old code taken out nowhere (a move of an old twin). The old code among
+    more lines of the very block that takes the fix's lines out is that rewrite's own
+    (judge_history). The fix's lines are taken out as the landing made them (undo_probes
+    says so of a commit's text)."""
+    if not undo[0] or not undo[1] or \
+            any(line.startswith(b"blob:") for line in undo[0] + undo[1]):
+        return False  # nothing to take out, or a binary file's (_blob_back)
+    taking = [k for k, (removed, _) in enumerate(theirs) if _run_in(undo[0], removed)]
+    if not taking:
         return False
-    added = {line for _, lines in theirs for line in _bare(lines)}
-    removed = {line for lines, _ in theirs for line in _bare(lines)}
-    if not set(_bare(gone)) <= removed - added:
+    gone, back = (code_of(side) for side in undo)
+    if not gone or not back or gone == back:
+        return False  # no code, or the fix only changed what formatters change
+    if any(_reverses_code(gone, back, code_of(theirs[k][0]), code_of(theirs[k][1]))
+           for k in taking):
+        return True
+    if any(_code_run_in(gone, added) or _code_run_in(back, removed)
+           for removed, added in theirs):
         return False
-    old, new = b"".join(_bare(back)), b"".join(_bare(gone))
-    return any(b"".join(_bare(put)) == old and b"".join(_bare(out)) in (b"", new)
-               for out, put in theirs)
+    if any(_code_run_in(back, added) for k, (_, added) in enumerate(theirs) if k not in taking):
+        return True
+    other = elsewhere() if elsewhere is not None else ()
+    return put_in(back, other) and not any(_code_run_in(gone, added) for _, added in other)
+
+
+def _reverses_code(gone: bytes, back: bytes, removed: bytes, added: bytes) -> bool:
+    """Whether a block's code (`removed` -> `added`, code_of's) changes `gone` to `back` and
+    nothing else: the same code around them on both sides (a formatter's block: the lines
+    next to the old ones requoted, say)."""
+    at = removed.find(gone)
+    while at >= 0:
+        if added == removed[:at] + back + removed[at + len(gone):]:
+            return True
+        at = removed.find(gone, at + 1)
+    return False
+
+
+def taken_out(lines: tuple[bytes, ...], code: bytes, theirs: Blocks) -> bool:
+    """Whether a commit's blocks of a file (`theirs`) take `lines` (`code`: code_of them) out
+    and put them in again nowhere in it."""
+    return any(_run_in(lines, removed) for removed, _ in theirs) and \
+        not any(_code_run_in(code, added) for _, added in theirs)
+
+
+def put_in(code: bytes, theirs: Blocks) -> bool:
+    """Whether a commit's blocks of a file (`theirs`) put `code` (code_of's) in, and take it
+    out nowhere in it."""
+    return any(_code_run_in(code, added) for _, added in theirs) and \
+        not any(_code_run_in(code, removed) for removed, _ in theirs)
 
 
 def _blob_back(undo: Block, theirs: Blocks) -> bool:
@@ -266,10 +342,14 @@ def patch_blocks(patch: PatchFile,
 
 
 def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, Blocks]]],
-                  reverts: dict[str, list[str]] | None = None) -> HistoryLanding:
+                  reverts: dict[str, list[str]] | None = None,
+                  elsewhere: Callable[[str, list[str]], Blocks] | None = None
+                  ) -> HistoryLanding:
     """`commits`: (commit, its blocks per path) of base..target touching the paths, oldest
     first; `reverts`: commit -> the commit ids (maybe abbreviated) its message says it reverts
-    ("This reverts commit X", as `git revert` writes).
+    ("This reverts commit X", as `git revert` writes); `elsewhere(commit, paths)`: the
+    commit's blocks of its files other than `paths` (asked of a commit that takes the fix's
+    code out and puts no old code back in the path: did it move the function, old, away?).
 
     Undoing is judged generously and making strictly, so that a doubt costs a landing found,
     never a fix: a commit undoes the change when its message reverts a commit that made it, or
@@ -298,6 +378,8 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
             continue
         whole = all(changed.get(path) is not None and _contains(changed[path], undo[path])
                     for path in wanted)
+        others = None if elsewhere is None else \
+            (lambda commit=commit: elsewhere(commit, list(wanted)))
         for path in wanted:
             # A reversed block undoes the change when it puts old code back. One that only
             # takes out lines the patch added (its old side empty) is upstream moving or
@@ -307,7 +389,7 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
             theirs = changed.get(path, ())
             undone = theirs and [b for b in large[path] if (b[1] or whole)
                                  and (b in theirs or _blob_back(b, theirs)
-                                      or _put_back_apart(b, theirs))]
+                                      or _put_back_apart(b, theirs, others))]
             if undone:
                 events.append((commit, "undid", "the same change reversed"
                                if changed.get(path) == undo[path] and len(wanted) == 1
@@ -382,10 +464,12 @@ def undo_probes(wanted: dict[str, Blocks]) -> dict[str, list[list[bytes]]] | Non
     """What a commit's diff of each path must hold for judge_history to find that the commit
     reverses a block of the change (`wanted`), in the diff's text with every whitespace byte
     taken out (`without_whitespace`): per reversed block large enough to count, each of its
-    removed lines after `-` and each of its added lines after `+` (blocks_of_lines takes the
-    same lines with their whitespace out, past the `-` or `+` this keeps), all of them. None
-    when a block is a binary file's blob ids (judge_history also takes an old blob written
-    back there, which no such text says)."""
+    removed lines after `-` (blocks_of_lines takes the same lines with their whitespace out,
+    past the `-` this keeps), all of them; for a block that removes none (the old code put
+    back where the fix removed it), each of its added lines after `+`. (A commit taking the
+    fix's lines out may put the old ones back wrapped, requoted, or in another file:
+    _put_back_apart.) None when a block is a binary file's blob ids (judge_history also
+    takes an old blob written back there, which no such text says)."""
     probes: dict[str, list[list[bytes]]] = {}
     for path, blocks in wanted.items():
         found = []
@@ -394,7 +478,7 @@ def undo_probes(wanted: dict[str, Blocks]) -> dict[str, list[list[bytes]]] | Non
                 continue
             if any(line.startswith(b"blob:") for line in (*removed, *added)):
                 return None
-            found.append([b"-" + line for line in _bare(removed)] +
+            found.append([b"-" + line for line in _bare(removed)] if removed else
                          [b"+" + line for line in _bare(added)])
         if found:
             probes[path] = found
@@ -409,21 +493,8 @@ def without_whitespace(chunk: bytes) -> bytes:
 def may_reverse(probes: list[list[bytes]], text: bytes) -> bool:
     """Whether a commit's diff of a path (`text`, without_whitespace) can hold a block that
     judge_history takes for undoing the change there (`probes`: undo_probes' of that path):
-    False only when, for every such block, one of its lines is not in the text. An old line
-    put back wrapped over several lines (`_put_back_apart`) is in the text without the `+`
-    of each of them."""
-    unwrapped: list[bytes] = []
-
-    def found(needle: bytes) -> bool:
-        if needle in text:
-            return True
-        if needle[:1] != b"+":
-            return False
-        if not unwrapped:
-            unwrapped.append(text.replace(b"+", b""))
-        return needle[1:].replace(b"+", b"") in unwrapped[0]
-
-    return any(all(found(needle) for needle in block) for block in probes)
+    False only when, for every such block, one of its lines is not in the text."""
+    return any(all(needle in text for needle in block) for block in probes)
 
 
 def _elsewhere(verdict) -> str | None:

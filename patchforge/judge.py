@@ -13,7 +13,7 @@ import re
 import threading
 from typing import TYPE_CHECKING, Callable
 
-from patchforge.apply.diffparse import parse_diff
+from patchforge.apply.diffparse import parse_diff, split_lines
 from patchforge.apply.hunks import (FileApplication, PatchApplications, another_function,
                                     apply_file_patch, changed_places, copies_left, file_changes,
                                     mapped_places, placed_at, repeated_places, unproven)
@@ -22,9 +22,10 @@ from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
                                assess_patch, created_identically)
 from patchforge.errors import InputError, StoreError
-from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE,
-                                blocks_of_git_diff, combine, combine_series, judge_history,
-                                may_reverse, patch_blocks, undo_probes, without_whitespace)
+from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_file_patch,
+                                blocks_of_git_diff, code_of, combine, combine_series,
+                                judge_history, may_reverse, patch_blocks, put_in, taken_out,
+                                undo_probes, without_whitespace)
 from patchforge.history_place import made_at
 from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
@@ -452,6 +453,7 @@ class SeriesJudge:
         (HISTORY_DECIDES): history.combine and combine_series leave its state as it is or make
         it `upstreamed`, and never change its files."""
         if self.history is not None and verdict.state in HISTORY_DECIDES:
+            undecided = verdict
             landing = self.history.landing(patch)
             gone = None
             if landing is not None and landing.landed_by is not None:
@@ -469,9 +471,43 @@ class SeriesJudge:
                 gone = self._added_code_gone(patch, verdict, change[1], change[0]) \
                     if change is not None else None
                 verdict = combine_series(verdict, commit, first, last, gone=gone)
+            moved = self._removal_moved(patch) if verdict.landed else None
+            if moved is not None:
+                # (settle takes a verdict the history leaves as it was, or upstreamed)
+                return replace(undecided, evidence=list(verdict.evidence) + [f"{moved}: kept"])
         elif verdict.landed:
             verdict.decided_by = "content"
+            moved = self._removal_moved(patch)
+            if moved is not None:
+                verdict = replace(verdict, state="unsure", confidence=None, decided_by=None,
+                                  evidence=list(verdict.evidence) + [
+                                      f"{moved}: not taken as landed"])
         return verdict
+
+    def _removal_moved(self, patch) -> str | None:
+        """What says that code the patch removes (a block that removes only, large enough to
+        tell) upstream moved to another file, where the target still has it, rather than
+        removed: the removal the content finds (reverse-apply) is not the fix's (the function
+        it deletes is still there to call, re-exported or not). None without a history."""
+        moved_to = getattr(self.history, "moved_to", None)
+        if moved_to is None or self.target.commit == self.target.base_commit:
+            return None
+        for fp in patch.file_patches:
+            if fp.binary is not None or fp.is_new or fp.old_path != fp.new_path:
+                continue
+            for removed, added in blocks_of_file_patch(fp):
+                if added or len(code_of(removed)) < MIN_CHANGED_CHARS:
+                    continue
+                found = moved_to(fp.path, removed)
+                if found is None:
+                    continue
+                commit, other = found
+                there = self.read_current(other)
+                if there is not None and put_in(code_of(removed),
+                                                (((), tuple(split_lines(there))),)):
+                    return (f"{fp.path}: the code it removes was moved to {other} by commit "
+                            f"{commit}, and is there")
+        return None
 
     def _old_code_at_own_places(self, patch, verdict) -> None:
         """Each hunk of `verdict` the content did not find landed at its own place is marked
@@ -1655,6 +1691,11 @@ class LazyHistory:
         index = self._index()
         return index.landing(patch) if index is not None else None
 
+    def moved_to(self, path: str, removed: tuple[bytes, ...]) -> tuple[str, str] | None:
+        """HistoryIndex.moved_to, None without an index."""
+        index = self._index()
+        return index.moved_to(path, removed) if index is not None else None
+
     def commit_diff(self, commit: str, path: str) -> bytes | None:
         """HistoryIndex.commit_diff, None without an index."""
         index = self._index()
@@ -2090,6 +2131,7 @@ class HistoryIndex:
         self._flat: dict[tuple[str, bytes], bytes] = {}
         self._reverts: dict[str, list[str]] = {}  # commit -> the commits its message reverts
         self._added: dict[tuple[str, str], frozenset[bytes]] = {}
+        self._whole: dict[str, dict[bytes, tuple]] = {}  # commit -> blocks per diff header
         self._at: dict[str, list[int]] | None = None  # path -> its places in `log`
         # The diffs start_landing asked for and no question has taken yet: (paths, the git
         # process reading them), and those paths.
@@ -2210,7 +2252,50 @@ class HistoryIndex:
                         self._blocks[key] = blocks_of_git_diff(files[header])
                     changed[path] = self._blocks[key]
             commits.append((commit, changed))
-        return judge_history(wanted, commits, self._reverts)
+        return judge_history(wanted, commits, self._reverts, self.other_files)
+
+    def other_files(self, commit: str, paths: list[str]):
+        """`commit`'s change blocks in its files other than `paths` (judge_history's
+        `elsewhere`: where a commit taking a fix's code out may have put the old code back)."""
+        asked = {diff_header(path) for path in paths}
+        return tuple(block for header, blocks in self._whole_commit(commit).items()
+                     if header not in asked for block in blocks)
+
+    def _whole_commit(self, commit: str) -> dict[bytes, tuple]:
+        """`commit`'s change blocks per file (by its `diff --git` line), its whole diff read
+        once, when a question first needs it."""
+        files = self._whole.get(commit)
+        if files is None:
+            text = self.store.commit_patches([commit], [])
+            files = self._whole[commit] = {
+                part.split(b"\n", 1)[0]: blocks_of_git_diff(part)
+                for part in split_at_file_headers(text) if part.startswith(b"diff --git ")}
+        return files
+
+    def moved_to(self, path: str, removed: tuple[bytes, ...]) -> tuple[str, str] | None:
+        """(commit, the file) when the last commit of this history that takes the lines
+        `removed` (a run of them, whitespace ignored) out of `path`, and puts none of them
+        back there, puts them into another file: a move, not a removal."""
+        if path not in self.paths:
+            return None
+        code = code_of(removed)
+        header = diff_header(path)
+        chunks = self.diffs([path])
+        found = None
+        for commit in self.commits_touching([path]):
+            chunk = chunks.get(commit, {}).get(header)
+            if chunk is None:
+                continue
+            theirs = self._blocks.get((commit, header))
+            if theirs is None:
+                theirs = self._blocks[commit, header] = blocks_of_git_diff(chunk)
+            if not taken_out(removed, code, theirs):
+                continue
+            for other, blocks in self._whole_commit(commit).items():
+                if other != header and other.startswith(b"diff --git a/") and \
+                        put_in(code, blocks):
+                    found = commit, os.fsdecode(other.split(b" b/", 1)[-1])
+        return found
 
     def diffs(self, paths: list[str]) -> dict[str, dict[bytes, bytes]]:
         """commit -> {its `diff --git` line: that file's diff}, with `paths` (of this index's)
