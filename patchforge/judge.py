@@ -484,6 +484,10 @@ class SeriesJudge:
                                       f"{moved}: not taken as landed"])
         return verdict
 
+    # The fewest lines a removal-only block needs for its code moved elsewhere to say the fix's
+    # removal is not what upstream did (_removal_moved).
+    MOVED_BLOCK_LINES = 3
+
     def _removal_moved(self, patch) -> str | None:
         """What says that code the patch removes (a block that removes only, large enough to
         tell) upstream moved to another file, where the target still has it, rather than
@@ -496,7 +500,11 @@ class SeriesJudge:
             if fp.binary is not None or fp.is_new or fp.old_path != fp.new_path:
                 continue
             for removed, added in blocks_of_file_patch(fp):
-                if added or len(code_of(removed)) < MIN_CHANGED_CHARS:
+                # A line or two found in another file is ordinary churn (an import a backport
+                # takes out, which other modules import too: a real landing on the vllm wheels
+                # stopped); a function or a block moved is several lines together.
+                if added or len(removed) < self.MOVED_BLOCK_LINES or \
+                        len(code_of(removed)) < MIN_CHANGED_CHARS:
                     continue
                 found = moved_to(fp.path, removed)
                 if found is None:

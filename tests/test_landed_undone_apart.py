@@ -92,3 +92,22 @@ def test_a_removal_of_code_upstream_moved_to_another_file_is_no_landing(tmp_path
     assert f"k.py: the code it removes was moved to k2.py by commit {moving}, and is there: " \
         "not taken as landed" in patch["evidence"], patch["evidence"]
     assert b"def f15" not in stack.kept_by_rebase("up=v2", "k.py")
+
+
+def test_an_import_line_a_landing_takes_out_that_another_file_gains_is_still_a_landing(
+        tmp_path):
+    """The landing of a backport that takes an import line out of k.py, while the same commit
+    adds that very line to another module (which imports it too): the removal rule above took
+    the line for code moved to k2.py and stopped the rebase ("unsure") on a real landing (on
+    the vllm wheels' 300-patch series, 0118-landed.patch). A line or two is no moved block: the
+    landing stands."""
+    v1 = b"from m import (\n    alpha,\n    ChatCompletionNamedToolChoiceParam,\n)\n\n" + \
+        functions()
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    without = v1.replace(b"    ChatCompletionNamedToolChoiceParam,\n", b"")
+    stack.add_fix("fix", "k.py", v1, without)
+    stack.commit({"k.py": without, "k2.py": b"from m import (\n    ChatCompletionNamedToolChoice"
+                  b"Param,\n)\n"}, "use the parameter in k2 only", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "upstreamed" and patch["rebase"] == "drop", patch
