@@ -232,6 +232,14 @@ def taken_out(lines: tuple[bytes, ...], code: bytes, theirs: Blocks) -> bool:
 def put_in(code: bytes, theirs: Blocks) -> bool:
     """Whether a commit's blocks of a file (`theirs`) put `code` (code_of's) in, and take it
     out nowhere in it."""
+    # First a test that costs one pass over the bytes, and that every run put_in finds passes
+    # (commas all out, as code_of takes some of them out): the runs' test matches each line
+    # once per start, which over every file of a whole release's commit (a wheel upstream's)
+    # cost a second in a 300-patch rebase.
+    loose = b"".join(line.translate(None, WHITESPACE) for _, added in theirs
+                     for line in added).replace(b"'", b'"').replace(b",", b"")
+    if code.replace(b",", b"") not in loose:
+        return False
     return any(_code_run_in(code, added) for _, added in theirs) and \
         not any(_code_run_in(code, removed) for removed, _ in theirs)
 
