@@ -950,7 +950,7 @@ def test_a_bump_cut_short_in_its_rebase_is_proposed_as_the_move_once_continued(
     starts; the next bump finds the move finished and proposes it."""
     import shutil
 
-    from helpers.cli import run_subprocess
+    from helpers.cli import run_faulted_copy
 
     scenario = Scenario(tmp_path / "s", registry_server, forge_server, conflict=False)
     scenario.bump("--dry-run")  # the store filled: the cut falls in the rebase's writes
@@ -960,11 +960,8 @@ def test_a_bump_cut_short_in_its_rebase_is_proposed_as_the_move_once_continued(
     pin = (pristine / "upstream.lock").read_bytes()
     for nth in range(1, 120):  # the first write whose cut leaves what `where` says
         root = tmp_path / f"cut{nth}"
-        shutil.copytree(pristine, root, symlinks=True)
-        env = {"PATCHFORGE_FAULT": f"write:{nth}"}
-        if mode == "interrupt":
-            env["PATCHFORGE_FAULT_MODE"] = "interrupt"
-        cut = run_subprocess(root, *bump, env=env)
+        cut = run_faulted_copy(pristine, root, *bump, fault=f"write:{nth}",
+                               mode="interrupt" if mode == "interrupt" else None)
         in_progress = (root / ".patchforge/rebase/journal.json").exists()
         moved = (root / "upstream.lock").read_bytes() != pin
         if cut.returncode == 0:

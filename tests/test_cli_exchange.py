@@ -41,6 +41,19 @@ def fork_with_commits(tmp_path: Path) -> Path:
     return fork
 
 
+def their_commit(tmp_path: Path, path: str, data: bytes, message: str,
+                 branch: str | None = None) -> tuple[Path, str]:
+    """A colleague's clone of the upstream (`fork`) with one commit writing `data` to `path`,
+    on `branch` when given: (the clone, the commit's hash)."""
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", str(tmp_path / "up-upstream"), str(fork))
+    if branch is not None:
+        git(fork, "checkout", "-q", "-b", branch)
+    (fork / path).write_bytes(data)
+    git(fork, "commit", "-qam", message)
+    return fork, git(fork, "rev-parse", "HEAD").strip()
+
+
 def upstream_checkout(tmp_path: Path, name: str) -> Path:
     checkout = tmp_path / name
     git(tmp_path, "clone", "-q", str(tmp_path / "up-upstream"), str(checkout))
@@ -297,12 +310,8 @@ def test_an_import_of_a_fix_of_lines_the_series_changed_is_refused_naming_the_hu
     add_patch_file(root, "up", "mine.patch", b"Description: mine\nAuthor: M <m@e>\n"
                    b"Upstream-Status: Pending\nUpstream: up\n\n" + diff)
     ok(root, "overlays")
-    fork = tmp_path / "fork"
-    git(tmp_path, "clone", "-q", str(upstream), str(fork))
-    git(fork, "checkout", "-q", "-b", "theirs")
-    (fork / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 theirs\n"))
-    git(fork, "commit", "-qam", "Their line three")
-    sha = git(fork, "rev-parse", "HEAD").strip()
+    fork, sha = their_commit(tmp_path, "a.py", UPSTREAM_FILES["a.py"].replace(
+        b"line3\n", b"line3 theirs\n"), "Their line three", branch="theirs")
     mails = tmp_path / "mails"
     git(fork, "format-patch", "-q", "-1", "-o", str(mails))
     mail = next(mails.iterdir())
@@ -343,11 +352,8 @@ def test_an_import_of_a_fix_of_a_file_the_series_deletes_says_it_is_deleted(proj
     add_patch_file(root, "up", "drop-b.patch", b"Description: drop b\nAuthor: M <m@e>\n"
                    b"Upstream-Status: Pending\nUpstream: up\n\n"
                    + git_bytes(mine, "diff", "--cached"))
-    fork = tmp_path / "fork"
-    git(tmp_path, "clone", "-q", str(upstream), str(fork))
-    (fork / "pkg/b.py").write_bytes(UPSTREAM_FILES["pkg/b.py"].replace(b"y = 2", b"y = 3"))
-    git(fork, "commit", "-qam", "Their y")
-    sha = git(fork, "rev-parse", "HEAD").strip()
+    fork, sha = their_commit(tmp_path, "pkg/b.py", UPSTREAM_FILES["pkg/b.py"].replace(
+        b"y = 2", b"y = 3"), "Their y")
     before = tree_bytes(root / "series")
     run = run_cli(root, "import", "git", "HEAD^!", "--repo", str(fork))
     assert run.rc == 2, run.text
@@ -373,12 +379,8 @@ def test_an_import_of_a_fix_for_every_profile_of_lines_a_profiles_fix_changed_is
                    b"Upstream-Status: Pending\nUpstream: up\nProfiles: gfx942\n\n"
                    + git_bytes(mine, "diff"))
     ok(root, "overlays")
-    fork = tmp_path / "fork"
-    git(tmp_path, "clone", "-q", str(upstream), str(fork))
-    git(fork, "checkout", "-q", "-b", "theirs")
-    (fork / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"line3 theirs\n"))
-    git(fork, "commit", "-qam", "Their line three")
-    sha = git(fork, "rev-parse", "HEAD").strip()
+    fork, sha = their_commit(tmp_path, "a.py", UPSTREAM_FILES["a.py"].replace(
+        b"line3\n", b"line3 theirs\n"), "Their line three", branch="theirs")
     before = tree_bytes(root / "series")
     run = run_cli(root, "import", "git", "main..theirs", "--repo", str(fork))
     assert run.rc == 2, run.text

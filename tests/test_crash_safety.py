@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cli import run_cli, run_subprocess
+from helpers.cli import run_cli, run_faulted_copy, run_subprocess
 from helpers.project import add_patch_file
 from helpers.snapshot import snapshot
 from helpers.template import HEADER, MODIFY_A, build_template
@@ -60,11 +60,8 @@ def run_with_faults(prepared: Path, tmp_path: Path, args: tuple[str, ...], check
     for step in STEPS:
         for n in range(1, 50):
             root = tmp_path / f"{step}-{n}-{mode}"
-            shutil.copytree(prepared, root, symlinks=True)
-            env = {"PATCHFORGE_FAULT": f"{step}:{n}"}
-            if mode == "raise":
-                env["PATCHFORGE_FAULT_MODE"] = "raise"
-            proc = run_subprocess(root, *args, env=env)
+            proc = run_faulted_copy(prepared, root, *args, fault=f"{step}:{n}",
+                                    mode="raise" if mode == "raise" else None)
             if proc.returncode == 0:
                 break  # the command has fewer than n such steps: all were tried
             hits += 1

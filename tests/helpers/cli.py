@@ -81,6 +81,20 @@ def run_subprocess(root: Path | None, *args: str, env: dict[str, str] | None = N
     return proc
 
 
+def run_faulted_copy(pristine: Path, root: Path, *args: str, fault: str,
+                     mode: str | None = None) -> subprocess.CompletedProcess:
+    """`args` run in a new process on `root`, a fresh copy of `pristine`, with the fault point
+    `fault` (PATCHFORGE_FAULT, e.g. "write:3") set off in `mode` (PATCHFORGE_FAULT_MODE:
+    None kills the process, "interrupt" and "raise" as patchforge/fsutil.py says)."""
+    import shutil
+
+    shutil.copytree(pristine, root, symlinks=True)
+    env = {"PATCHFORGE_FAULT": fault}
+    if mode is not None:
+        env["PATCHFORGE_FAULT_MODE"] = mode
+    return run_subprocess(root, *args, env=env)
+
+
 def run_on_pty(cmd, cwd, env) -> tuple[int, bytes]:
     """Run `cmd` with stdout and stderr on a pseudo-terminal; return (exit code, output)."""
     import pty
