@@ -507,6 +507,27 @@ def series_unnamed_files(patches) -> list[tuple[str, str]]:
             if fp.new_path is not None and shown_name(fp.new_path) != fp.new_path]
 
 
+def followed_to_unnamed(patch, written) -> list[str]:
+    """Of the paths a fix writes after a move (`written`), those whose name is not UTF-8 that
+    its own diff does not write by that name: upstream renamed the file so and the fix
+    followed it. Where the project writes overlays, `rebase --to` refuses such a move
+    (move_to_unnamed_said); `status --against` and a dry run say so beforehand."""
+    own = {fp.new_path for fp in patch.file_patches}
+    return [path for path in written
+            if path is not None and path not in own and shown_name(path) != path]
+
+
+# The way on from a move move_to_unnamed_said refuses.
+UNNAMED_MOVE_WAY_OUT = ("stay on this pin, or take the file out of the fix (`patchforge edit`) "
+                        "before the move")
+
+
+def move_to_unnamed_said(fix: str, path: str) -> str:
+    """Why a move of `fix` (upstream/name) that writes `path` (followed_to_unnamed) is refused."""
+    return (f"{fix} would write {shown_name(path)} after the move, and this project writes "
+            "overlays: its name is not UTF-8, which compose and a Dockerfile cannot name")
+
+
 def new_series_removals(project: Project, store: UpstreamStore, upstream_commit: str,
                         before, after) -> list[tuple[str, str, str | None]]:
     """series_removals of `after` that `before` does not have ([(name, PatchFile)] each, in

@@ -376,3 +376,59 @@ def test_a_fix_following_upstream_to_a_non_utf8_name_is_refused_naming_abort(pro
         "`patchforge rebase --abort` puts everything back" in err, err
     project.cli("rebase", "--abort")
     assert project.files() == before
+
+
+
+def _renamed_to_latin1(project, *, conflicting_other: bool = False) -> None:
+    """Upstream's v2: pkg/mod.py (which fix-mod changes) renamed to a Latin-1 name; with
+    `conflicting_other`, pkg/other.py's line changed too."""
+    up = project.up.path
+    git(up, "mv", "pkg/mod.py", LATIN1)
+    if conflicting_other:
+        (up / "pkg/other.py").write_bytes(b"x = 1\ny = 20\nz = 3\n")
+        git(up, "add", "pkg/other.py")
+    git(up, "-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-qm", "rename")
+    git(up, "tag", "v2")
+
+
+def test_a_dry_run_and_status_against_say_a_fix_following_upstream_to_a_non_utf8_name_is_refused(
+        project):
+    """`rebase --to --dry-run` and `status --against` said the move clean (exit 0, "follows
+    pkg/mod.py -> pkg/caf\\udce9.py" with a surrogate escape) while the real run refuses it.
+    Both say it: the dry run's row is a conflict naming the fix, the file as git quotes it
+    and that `rebase --to` is refused (exit 1); status needs attention with the same words."""
+    _renamed_to_latin1(project)
+    shown = '"pkg/caf\\351.py"'
+    said = f"up/fix-mod.patch would write {shown} after the move, and this project writes overlays"
+    before = project.files()
+    run = run_cli(project.root, "rebase", "--to", "up=v2", "--dry-run", "--json")
+    assert run.rc == 1, run.text
+    (entry,) = json.loads(run.out)["patches"]
+    assert entry["action"] == "conflict" and said in entry["detail"] and \
+        "`rebase --to` is refused here" in entry["detail"], entry
+    assert f"follows pkg/mod.py -> {shown}" in entry["detail"], entry
+    run = run_cli(project.root, "status", "--against", "up=v2", "--json")
+    assert run.rc == 1, run.text
+    (entry,) = json.loads(run.out)["patches"]
+    assert entry["needs_attention"] and entry["rebase"] == "stop", entry
+    assert any(said in e and "`rebase --to` refuses the move" in e
+               for e in entry["evidence"]), entry
+    assert project.files() == before
+
+
+def test_a_fix_following_upstream_to_a_non_utf8_name_is_refused_before_a_later_stop(project):
+    """The refusal came at the write-out: a later fix's conflict stopped the walk first (exit
+    3, a worktree to resolve), and the resolution's --continue was then refused, the work
+    thrown away. The walk refuses the move where it meets it (exit 2, --abort named), before
+    the later fix's stop, and --abort puts everything back."""
+    project.fix("fix-other", {"pkg/other.py": b"x = 1\ny = 2000\nz = 3\n"})
+    project.cli("overlays")
+    _renamed_to_latin1(project, conflicting_other=True)
+    before = project.files()
+    _, _, err = project.cli("rebase", "--to", "up=v2", expect=2)
+    assert 'up/fix-mod.patch would write "pkg/caf\\351.py" after the move' in err and \
+        "nothing was written" in err and "`patchforge rebase --abort` puts everything back" \
+        in err, err
+    assert "rebase --continue" not in err and not project.work.exists(), err
+    project.cli("rebase", "--abort")
+    assert project.files() == before

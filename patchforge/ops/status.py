@@ -113,6 +113,26 @@ def _mark_removals(project: Project, store: UpstreamStore, commit: str, patches,
                               "the upstream, or take it out of the patch")
 
 
+def _mark_move_to_unnamed(project: Project, fix: str, patch, judgement,
+                          status: PatchStatus) -> None:
+    """Against another target, where the project writes overlays: a fix that follows upstream
+    to a file name that is not UTF-8 moves in memory, but `rebase --to` refuses the move
+    (overlay.followed_to_unnamed): needing attention, said as the rebase says it."""
+    written = [change.new_path for change in judgement.changes]
+    if all(path is None or path.isascii() for path in written) or \
+            not project.overlays_dir.exists():
+        return
+    from patchforge.overlay import (UNNAMED_MOVE_WAY_OUT, followed_to_unnamed,
+                                    move_to_unnamed_said)
+
+    found = followed_to_unnamed(patch, written)
+    if found:
+        status.attention = True
+        status.rebase = "stop"
+        status.evidence.append(f"{move_to_unnamed_said(fix, found[0])}: `rebase --to` refuses "
+                               f"the move ({UNNAMED_MOVE_WAY_OUT})")
+
+
 def _mark_outside_install_root(store: UpstreamStore, kind: str, commit: str, patches,
                                by_name: dict[str, PatchStatus]) -> None:
     """A patch that changes a wheel's file pip installs outside the install root
@@ -254,6 +274,9 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                         f"Profiles names {unknown[0]!r}, not a configured profile: the fix is "
                         + (f"only in {', '.join(known)}'s overlays" if known else
                            "in no profile's overlays") + " (`overlays` refuses it)")
+                if judgement.outcome == "applies" and target.base_commit != target.commit:
+                    _mark_move_to_unnamed(project, f"{upstream}/{name}", patch, judgement,
+                                          status)
                 out.append(status)
             if target.base_commit == target.commit and \
                     any(fp.is_new or fp.is_rename or fp.is_copy

@@ -66,6 +66,15 @@ class _Resumed:
     modes: dict[str, str] = field(default_factory=dict)  # the modes the resolution gave
 
 
+def _shown(path: str) -> str:
+    """overlay.shown_name, whose module (it loads shutil) an ASCII name does not need."""
+    if path.isascii():
+        return path
+    from patchforge.overlay import shown_name
+
+    return shown_name(path)
+
+
 def _reads(store: UpstreamStore, commit: str):
     return lambda paths: store.read_blobs(commit, paths)
 
@@ -939,7 +948,8 @@ class Rebase:
         if verdict.state == "unsure":
             detail += "; landed detection unsure: review"
         if verdict.renames:
-            detail += "; follows " + ", ".join(f"{a} -> {b}" for a, b in verdict.renames.items())
+            detail += "; follows " + ", ".join(f"{_shown(a)} -> {_shown(b)}"
+                                               for a, b in verdict.renames.items())
         if not judgement.unchanged:
             notes = patch.notes_in_diff()
             if notes:
@@ -947,6 +957,12 @@ class Rebase:
                 detail += "; the words between its diff's file sections (line " + \
                     ", ".join(str(line) for line, _ in notes) + ") go to its description"
         rel = f"{upstream}/{name}"
+        refused = self._unmountable_after_move(upstream, name, patch, changes)
+        if refused:
+            # The write-out would refuse it (_refuse_unmountable_names): the dry run says so
+            # here, the real run stops before the walk does work it must throw away.
+            return PatchResult(upstream, name, "conflict", f"{detail}; {refused}",
+                               verdict.evidence if verdict.state != "applies" else []), None
         # Unchanged pre-images: the old diff is still exact, byte for byte (its index lines too).
         staged = self._stage(rel, self._remembered(rel, new_patch)) if judgement.unchanged \
             else self._defer_diff(rel, new_patch, changes)
@@ -1528,12 +1544,37 @@ class Rebase:
         return self.project.parse_patch(self.journal.staged_bytes(result.staged),
                                         self._source(upstream, result.name))
 
+    def _unmountable_after_move(self, upstream: str, name: str, patch, changes) -> str | None:
+        """Where the project writes overlays, a fix whose move (`changes`) follows upstream to
+        a file name that is not UTF-8 (overlay.followed_to_unnamed):
+        the real run refuses it here (InputError, with --abort as the way out); a dry run gets
+        what the real run would say, for its result. None for any other move."""
+        # (ASCII names, nearly all, need neither the overlay module, which loads shutil, nor
+        # a look at the project.)
+        if all(change.new_path is None or change.new_path.isascii() for change in changes) \
+                or not self.project.overlays_dir.exists():
+            return None
+        from patchforge.overlay import (UNNAMED_MOVE_WAY_OUT, followed_to_unnamed,
+                                        move_to_unnamed_said)
+
+        found = followed_to_unnamed(patch, [change.new_path for change in changes])
+        if not found:
+            return None
+        said = move_to_unnamed_said(f"{upstream}/{name}", found[0])
+        if self._run_record.dry_run:
+            return f"{said}: `rebase --to` is refused here ({UNNAMED_MOVE_WAY_OUT})"
+        raise InputError(f"{said}; nothing was written",
+                         path=str(self.project.patch_path(upstream, name)),
+                         hint=f"`patchforge rebase --abort` puts everything back; then "
+                              f"{UNNAMED_MOVE_WAY_OUT}")
+
     def _refuse_unmountable_names(self, new_sources: dict) -> None:
         """A fix that follows its file to a name that is not UTF-8 (upstream renamed it so, or
         a file `add`ed at a stop has one): the overlays cannot mount it, and no `--continue`
         changes that. Said of the fix, the name as git quotes it, with the way out: --abort.
         `new_sources`: _new_sources()."""
-        from patchforge.overlay import series_unnamed_files, shown_name
+        from patchforge.overlay import (UNNAMED_MOVE_WAY_OUT, move_to_unnamed_said,
+                                        series_unnamed_files)
 
         for upstream, sources in new_sources.items():
             found = series_unnamed_files([(n, p) for n, p, _ in sources])
@@ -1544,13 +1585,10 @@ class Rebase:
             for name, path in found:
                 if (name, path) not in had:
                     raise InputError(
-                        f"{upstream}/{name} would write {shown_name(path)} after the move, and "
-                        "this project writes overlays: its name is not UTF-8, which compose and "
-                        "a Dockerfile cannot name; nothing was written",
-                        path=str(self.project.patch_path(upstream, name)),
-                        hint="`patchforge rebase --abort` puts everything back; then stay on "
-                             "this pin, or take the file out of the fix (`patchforge edit`) "
-                             "before the move")
+                        f"{move_to_unnamed_said(f'{upstream}/{name}', path)}; nothing was "
+                        "written", path=str(self.project.patch_path(upstream, name)),
+                        hint=f"`patchforge rebase --abort` puts everything back; then "
+                             f"{UNNAMED_MOVE_WAY_OUT}")
 
     def _new_sources(self) -> dict:
         """{upstream: [(name, PatchFile, bytes)]} of the new series, for build_overlays."""
