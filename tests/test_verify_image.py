@@ -569,3 +569,48 @@ def test_a_fix_dropped_as_landed_is_checked_in_an_installed_tree(stack, tmp_path
     assert any(n.startswith(f"NOT CHECKED: whether {tmp_path / 'rootfs-stale'} holds the fixes "
                             "dropped as landed upstream (vllm/upstreamed/landed-fix.patch)")
                for n in doc["notes"]), doc
+
+
+def test_a_fix_upstream_reverted_at_the_pin_is_not_vouched_for_by_the_pins_file(
+        tmp_path, registry_server):
+    """A fix kept under upstreamed/ that upstream reverted at the pin: the pinned revision's
+    file lacks it and nothing overlays it. `verify --installed` and `verify --image` said of
+    that very file "ok ..., landed there" and exited 0, while `status` said the fix was
+    reverted. Now each fails (exit 1) naming the revert and `bring-back`; a file that holds
+    the fix's change is still ok."""
+    from helpers.git import git
+    from helpers.project import OneUpstreamStack
+
+    base = b"".join(b"line %d of the module\n" % i for i in range(1, 31))
+    fixed = base.replace(b"line 5 of the module\n", b"five = compute_it_properly()\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base, fixed)
+    landing = stack.commit({"pkg/a.py": fixed}, "Compute it properly (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    git(stack.up, "revert", "--no-edit", landing)
+    git(stack.up, "tag", "v3")
+    _, out, _ = stack.cli("rebase", "--to", "v3", expect=1)
+    assert "reverted upstream (needs attention)" in out, out
+    stack.cli("overlays")
+    for name, a_py, rc in (("pinned", base, 1), ("holding-the-fix", fixed, 0)):
+        site = tmp_path / name
+        (site / "pkg").mkdir(parents=True)
+        (site / "pkg/a.py").write_bytes(a_py)
+        (site / "pkg/b.py").write_bytes(b"b = 1\n")
+        _, out, _ = stack.cli("verify", "--installed", str(site), expect=rc)
+        files = {"opt/site/pkg/a.py": a_py, "opt/site/pkg/b.py": b"b = 1\n"}
+        registry_server.push_image("team/up", name, {}, layers=(
+            _layer(_tar(files, dirs=_parents(files)), "gzip"),))
+        _, image_out, err = stack.cli("verify", "--image",
+                                      f"{registry_server.host}/team/up:{name}", expect=rc)
+        for said in (out, image_out):
+            if rc:
+                assert "landed there" not in said and "which lacks the fix" in said and \
+                    "`patchforge bring-back up/fa.patch`" in said, said
+            else:
+                assert "with the change of up/upstreamed/fa.patch in it" in said, said
+        if rc:
+            assert "0 of 1 fixes dropped as landed upstream are in it" in image_out, image_out
+            assert "upstream took out at the locked revision fixes dropped as landed " \
+                "(up/fa.patch)" in err and "rebase --to" not in err, err

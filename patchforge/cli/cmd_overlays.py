@@ -356,7 +356,14 @@ def _image_hints(result, made_for: str) -> list[str]:
     """What to do about `verify --image`'s failed rows, as `verify --installed` says it;
     `made_for` names the image to deploy instead (_made_for)."""
     hints = []
-    landed = sorted({f.upstream for f in result.files if f.landed and f.state != "ok"})
+    taken_out = sorted({fix for f in result.files if f.state != "ok" for fix in f.taken_out})
+    if taken_out:
+        # Not the image's fault: the locked revision itself lacks them (status says so).
+        hints.append("upstream took out at the locked revision fixes dropped as landed "
+                     f"({', '.join(taken_out)}): `patchforge bring-back` puts each back in "
+                     "the series, whose overlays then carry it")
+    landed = sorted({f.upstream for f in result.files
+                     if f.landed and f.state != "ok" and not f.taken_out})
     if landed and result.pinned:
         # The pinned image itself: the series was judged on the upstream's revision (for a
         # wheel upstream, the wheel the image's version label names), not on these files.

@@ -46,6 +46,9 @@ class ImageFileCheck:
     # The row of a file no overlay covers, that these fixes dropped as landed upstream changed
     # ("vllm/upstreamed/x.patch"): the image must hold the upstream's own file with them.
     landed: tuple[str, ...] = ()
+    # Of `landed`, the fixes the locked revision itself lacks (upstream reverted them there):
+    # the upstream's own file is no proof of them (LandedFixes.gone).
+    taken_out: tuple[str, ...] = ()
 
 
 @record(frozen=True)
@@ -231,7 +234,7 @@ def verify_installed_landed(project: Project, installed, *, profile: str | None 
                           sha256=sha256(content) if content is not None else None)
         check = _judge_landed(key, entry, expected[key], found,
                               project.lock.pin(entry["upstream"]).commit, content,
-                              holder=str(installed))
+                              holder=str(installed), gone=landed.gone)
         rows.append((str(candidate), check.state, check.detail))
     return rows, notes
 
@@ -247,6 +250,10 @@ class LandedFixes:
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
     covered: dict[str, list[str]] = field(default_factory=dict)  # fix -> targets overlaid
     unread: list[str] = field(default_factory=list)  # why a fix could not be taken in
+    # fix -> reverts.LandingGone: the fixes whose change the locked revision does not have
+    # (reverted upstream since the landing, or a pin from before it), as status judges them;
+    # filled by `expected`. The upstream's file at the pin lacks them.
+    gone: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, project: Project, profile: str | None,
@@ -293,9 +300,12 @@ class LandedFixes:
     def expected(self, project: Project) -> dict[str, str | None]:
         """target key -> sha256 of the upstream's file at the locked revision (None: the
         upstream has no such file there). Raises PatchforgeError when the store cannot
-        give them (a deployment host without the upstream, offline)."""
+        give them (a deployment host without the upstream, offline). Fills `gone`: a file
+        equal to the pin's holds none of the fixes status says upstream took out there."""
+        from patchforge.names import KEPT_LANDINGS
         from patchforge.overlay import sha256
         from patchforge.pins import open_store
+        from patchforge.reverts import gone_upstream
 
         by_upstream: dict[str, list[str]] = {}
         for entry in self.files.values():
@@ -306,6 +316,10 @@ class LandedFixes:
                 commit = project.lock.pin(upstream).commit
                 for path, data in store.read_blobs(commit, sorted(set(paths))).items():
                     blobs[upstream, path] = data
+            for upstream in dict.fromkeys(upstream for upstream, _, _ in self.fixes):
+                for gone in gone_upstream(project, store, upstream,
+                                          project.lock.pin(upstream).commit):
+                    self.gone[f"{upstream}/{KEPT_LANDINGS}/{gone.name}"] = gone
         return {key: (sha256(data) if (data := blobs.get((e["upstream"], e["path"])))
                       is not None else None)
                 for key, e in self.files.items()}
@@ -403,7 +417,7 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
         content = contents.get(reread[key]) if key in reread else None
         checks.append(_judge_landed(key, landed.files[key], expected[key], hit,
                                     project.lock.pin(landed.files[key]["upstream"]).commit,
-                                    content))
+                                    content, gone=landed.gone))
     fixes = _fixes(kept or {}, checks, landed, read=bool(expected))
     names = ", ".join(fix for _, _, fix in landed.fixes)
     if unchecked:
@@ -435,16 +449,19 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
 
 def _judge_landed(key: str, entry: dict[str, Any], expected: str | None, found,
                   commit: str, content: bytes | None = None, *,
-                  holder: str = "the image") -> ImageFileCheck:
+                  holder: str = "the image", gone: dict[str, Any] | None = None
+                  ) -> ImageFileCheck:
     """A file no overlay covers that fixes dropped as landed changed: the image (`holder`:
     or an installed tree) must hold the upstream's file at the locked revision `commit` (where
     they were judged landed), or lack it where the upstream does, or, another version of it
     (`content`), hold their change as the rule for a landing kept under upstreamed/ tells it
-    (reverts.change_state)."""
+    (reverts.change_state). `gone` (LandedFixes.gone): the fixes the locked revision itself
+    lacks (reverted upstream); the upstream's file there is no proof of them."""
     from patchforge.reverts import change_state
 
     fixes = ", ".join(entry["landed"])
     at = f"the upstream's at the pin ({commit[:12]})"
+    taken_out = [(gone or {})[fix] for fix in entry["landed"] if fix in (gone or {})]
 
     def check(state: str, detail: str) -> ImageFileCheck:
         if found.resolved is not None and found.kind == "file":
@@ -453,8 +470,14 @@ def _judge_landed(key: str, entry: dict[str, Any], expected: str | None, found,
                               path=entry["path"], profiles=(), state=state,
                               expected_sha256=expected, found_sha256=found.sha256,
                               layer=found.layer, detail=detail,
-                              landed=tuple(entry["landed"]))
+                              landed=tuple(entry["landed"]),
+                              taken_out=tuple(f"{g.upstream}/{g.name}" for g in taken_out))
 
+    if taken_out and (found.kind == "file" and found.sha256 == expected
+                      or found.kind == "absent" and expected is None):
+        # The pin's own file: status says upstream took the fix out there (a revert).
+        return check("mismatch", f"{at}, which lacks the fix: {holder} lacks it, and nothing "
+                                 "overlays it; " + "; ".join(g.message() for g in taken_out))
     if found.kind == "file" and found.sha256 == expected:
         return check("ok", f"{at}, with {fixes}, landed there")
     if found.kind == "absent":
