@@ -91,6 +91,12 @@ class RemoteUnreachable(StoreError):
     reached and what answers without it (`--offline`)."""
 
 
+class SourceUnusable(StoreError):
+    """A git source nothing can be fetched from, whatever is asked of it (a shallow clone): the
+    source, not the name, is what to change, so it is said as it is, never as one attempt at a
+    name that ends in "check the name"."""
+
+
 class StoreDamaged(StoreError):
     """A file of the cache's git store is damaged (a disk or copy error): git named it. Nothing
     of the project is wrong, and no pin should change because of it."""

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import Any, Protocol, TypeVar
 
-from patchforge.errors import (PatchforgeError, RemoteUnreachable, ResolutionError, StoreDamaged,
-                               UsageError)
+from patchforge.errors import (PatchforgeError, RemoteUnreachable, ResolutionError, SourceUnusable,
+                               StoreDamaged, UsageError)
 from patchforge.model.record import field, record
 from patchforge.patterns import on_first_use
 
@@ -285,10 +285,11 @@ class _Resolution:
     def _asked(self, attempt: str, ask: Callable[..., _T], *args: Any) -> _T | None:
         """What `ask(self.upstream, *args)` answers; None when it cannot, its error said as
         `attempt`. A damaged or unwritable cache says nothing of the SPEC (said as an attempt,
-        it ended in "check the name"): its error is raised."""
+        it ended in "check the name"), nor does a source nothing can be fetched from: their
+        errors are raised."""
         try:
             return ask(self.upstream, *args)
-        except StoreDamaged:
+        except (StoreDamaged, SourceUnusable):
             raise
         except PatchforgeError as exc:
             self.attempts.append(f"{attempt}: {exc.message}")

@@ -454,6 +454,51 @@ def test_upstream_add_dir_and_fetch_refuses_a_modified_dir(tmp_path):
     assert lock_doc(root)["upstreams"]["site"] == pin
 
 
+@pytest.mark.parametrize("form", ["path", "file-url", "linked-work-tree"])
+def test_upstream_add_refuses_a_shallow_clone_before_git_fetches_from_it(tmp_path, form):
+    """A CI checkout is often shallow (`git clone --depth 1`, a tag fetched `--depth 1`).
+    `upstream add --git` of one never ended: git's filtered fetch asked the clone for the
+    parents past its cut, each such fetch started another (thousands of upload-pack processes
+    within a minute, living on after patchforge was killed). It is refused before git is
+    asked: exit 2, naming the clone and `fetch --unshallow`, nothing written."""
+    import signal
+
+    upstream = Upstream(tmp_path / "up", UPSTREAM_FILES)
+    git(upstream.path, "tag", "v1")
+    upstream.commit({"a.py": b"later\n"}, "later")
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{upstream.path}", str(shallow))
+    git(shallow, "fetch", "-q", "--depth", "1", "origin", "tag", "v1")
+    source = {"path": str(shallow), "file-url": f"file://{shallow}"}.get(form)
+    if form == "linked-work-tree":
+        git(shallow, "worktree", "add", "-q", "--detach", str(tmp_path / "linked"), "v1")
+        source = str(tmp_path / "linked")
+    root = tmp_path / "stack"
+    root.mkdir()
+    ok(None, "init", "--standalone", cwd=root)
+
+    def project_files():  # (.patchforge/lock, the command's lock, is local state)
+        return {k: v for k, v in tree_bytes(root).items() if not k.startswith(".patchforge/")}
+
+    before = project_files()
+    # Its own session: should git's chain of fetches start again, the test ends it whole.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "patchforge", "--root", str(root), "upstream", "add", "up",
+         "--git", source, "--at", "v1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True, env={**os.environ, "PATCHFORGE_CACHE": str(tmp_path / "cache")})
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("upstream add of a shallow clone did not end")
+    text = err.decode()
+    assert proc.returncode == 2, text
+    assert f"patchforge: error: {source} is a shallow clone (`git clone --depth`)" in text, text
+    assert "fetch --unshallow" in text and "check the name" not in text, text
+    assert project_files() == before
+
+
 def test_fetch_git_after_the_cache_is_gone(tmp_path):
     root, commit = git_project(tmp_path)
     shutil.rmtree(os.environ["PATCHFORGE_CACHE"])

@@ -27,13 +27,15 @@ from typing import TYPE_CHECKING, Protocol
 
 from patchforge import tempfiles
 from patchforge.errors import (CacheUnwritable, PatchforgeError, RefNotFound,
-                               RemoteUnreachable, StoreDamaged, StoreError, UsageError)
+                               RemoteUnreachable, SourceUnusable, StoreDamaged, StoreError,
+                               UsageError)
 from patchforge.fsutil import fault_point, holder_named, read_holder, write_holder
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
                                   damage_error, is_offline, run_git)
-from patchforge.store.giturl import check_git_url, is_local_git_url, redact
+from patchforge.store.giturl import (check_git_url, is_local_git_url, redact,
+                                     shallow_local_repository)
 from patchforge.store.objects import commit_bytes, edit_tree, write_loose
 from patchforge.store.rangediff import RangeDiffImport
 
@@ -971,6 +973,18 @@ class UpstreamStore:
             self._fetch_git(upstream, url, refs)
 
     def _fetch_git(self, upstream: str, url: str, refs: list[str]) -> None:
+        shallow = shallow_local_repository(url)
+        if shallow is not None:
+            import shlex
+
+            # Its history ends at the cut: git's filtered fetch asks the source (a promisor)
+            # for the missing parents, and each such fetch starts another, without end (a
+            # process storm a kill of patchforge does not stop). Refused before git is asked.
+            raise SourceUnusable(
+                f"{redact(url)} is a shallow clone (`git clone --depth`): its "
+                "history is cut, and patchforge needs the upstream's history",
+                hint=f"fetch its whole history (`git -C {shlex.quote(str(shallow))} fetch "
+                "--unshallow`) or give the repository it was cloned from")
         self._configure_remote(upstream, url)
         want_ids = [r for r in refs if _HEX40.fullmatch(r)]
         names = [r for r in refs if not _HEX40.fullmatch(r)]

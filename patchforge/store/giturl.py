@@ -89,6 +89,32 @@ def source_identity(url: str) -> str:
     return f"{host.lower()}/{path}"
 
 
+def shallow_local_repository(url: str) -> Path | None:
+    """The repository `url` names when it is on this machine and shallow (a `git clone
+    --depth` checkout: its history is cut, a `shallow` file in its git directory lists where);
+    None otherwise. Read from the files, no git process: a work tree's `.git` directory, a
+    `.git` file's `gitdir:` (a linked work tree, whose `commondir` holds the shallow file) or a
+    bare repository."""
+    if not is_local_git_url(url):
+        return None
+    match = _SCHEME.match(url)
+    top = Path(url[match.end():] if match else url)
+    git_dir = top / ".git"
+    try:
+        if git_dir.is_file():
+            link = git_dir.read_text("utf-8", "surrogateescape").strip()
+            git_dir = top / link.removeprefix("gitdir:").strip()
+        elif not git_dir.is_dir():
+            git_dir = top
+        common = git_dir / "commondir"
+        if common.is_file():
+            git_dir = git_dir / common.read_text("utf-8", "surrogateescape").strip()
+        shallow = (git_dir / "shallow").stat().st_size > 0
+    except (OSError, ValueError):
+        return None  # not a repository git reads as shallow: its own fetch says what it is
+    return top if shallow else None
+
+
 def store_namespace(upstream: str, url: str) -> str:
     """The name a git upstream's refs and remote have in the shared store: the upstream's name
     (readable) with a digest of its source identity (two `vllm`s from different sources are two
