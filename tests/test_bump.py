@@ -1022,6 +1022,25 @@ def test_a_bump_whose_commit_would_carry_changes_not_committed_is_refused(clean)
     assert json.loads(out)["pull_request"]["action"] == "opened"
 
 
+def test_a_bump_refused_for_a_patch_file_git_does_not_track_says_how_to_set_it_aside(clean):
+    """A fix drafted by hand under series/, not yet `git add`ed: `bump --open-pr` is refused
+    (its commit would carry the file). The hint said `git stash`, which leaves a file git does
+    not track alone ("No local changes to save"): the bump was refused again, the same words.
+    The hint's command, run as written, sets the file aside and the bump goes on."""
+    import re
+    import shlex
+
+    draft = clean.root / "series" / "vllm" / "draft-fix.patch"
+    draft.write_bytes(b"Description: a draft\n")
+    code, out, err = clean.bump("--open-pr")
+    assert code == 2 and "series/vllm/draft-fix.patch" in err, out + err
+    (command,) = [c for c in re.findall(r"`([^`]*)`", err) if c.startswith("git stash")]
+    git(clean.root, *shlex.split(command)[1:])
+    assert not draft.exists()
+    code, out, err = clean.bump("--open-pr", "--json")
+    assert code in (0, 1) and json.loads(out)["outcome"] == "moved", out + err
+
+
 @pytest.mark.parametrize("checkout", ["not a repository", "detached HEAD", "no remote"])
 def test_a_bump_whose_pull_request_cannot_be_made_here_is_refused_before_it_moves(clean,
                                                                                 checkout):

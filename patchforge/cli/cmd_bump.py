@@ -170,7 +170,8 @@ def _refuse_carried_changes(project: Project, document: dict) -> None:
     raise UsageError(
         f"the stack has changes not committed on the branch ({shown}): the pull request's "
         "commit would carry them while its report tells of this move alone; nothing was moved",
-        hint="commit them, or take them back (`git stash`), then run the bump again" + way)
+        hint="commit them, or set them aside (`git stash --include-untracked`: a file git does "
+             "not track yet is one of them), then run the bump again" + way)
 
 
 def _unopened_bump(project: Project, document: dict) -> dict | None:
