@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.diffparse import parse_diff, split_lines
 from patchforge.apply.hunks import (FileApplication, PatchApplications, another_function,
-                                    apply_file_patch, changed_places, copies_left, file_changes,
-                                    mapped_places, placed_at, repeated_places, unproven)
+                                    apply_file_patch, changed_places, copies_changed, copies_left,
+                                    file_changes, mapped_places, placed_at, repeated_places, unproven)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
@@ -1370,10 +1370,10 @@ class SeriesJudge:
             # Its place in the old series' file was nearness's guess too (the patch made on
             # another version there, or naming none): the map would carry the guess.
             return content, repeated, False
-        found = carried_place(base, current, fp, fp_target, theirs, application, repeated,
-                              self.labels)
+        found, undecided = carried_place(base, current, fp, fp_target, theirs, application,
+                                         repeated, self.labels)
         if found is None:
-            return content, repeated, False
+            return content, undecided, False
         return found, [], found != content
 
     def _failing_file_that_conflicts(self, files, early, answers, known):
@@ -2476,11 +2476,11 @@ class HistoryIndex:
 
 def carried_place(base: bytes, current: bytes, fp, fp_target, theirs: FileApplication,
                   application: FileApplication, repeated: list,
-                  labels: tuple[str, str, str]) -> bytes | None:
-    """The file `application` (`fp_target` applied to `current`, its hunks placed by nearness
+                  labels: tuple[str, str, str]) -> tuple[bytes | None, list]:
+    """(the file `application` (`fp_target` applied to `current`, its hunks placed by nearness
     to their headers' lines) gives with each hunk of `repeated` (apply.hunks.RepeatedPlace)
-    at the place its place in `base` (`theirs`: `fp` applied there) has in `current`; None
-    when nothing decides it.
+    at the place its place in `base` (`theirs`: `fp` applied there) has in `current`, the
+    hunks to name when that is None: nothing decides it).
 
     The lines around the place decide where they can (`mapped_places`, no git process): most
     repeated contexts in real code sit between lines each file has once. Else a 3-way merge
@@ -2493,26 +2493,36 @@ def carried_place(base: bytes, current: bytes, fp, fp_target, theirs: FileApplic
         moves = {index: line for index, line in places.items()
                  if line != next(r.at_line for r in repeated if r.index == index)}
         if not moves:
-            return content
+            return content, []
         moved = placed_at(current, fp_target, application, moves)
         if moved is not None:
-            return moved
+            return moved, []
     if any(r.own_at for r in repeated):
         # Put into lines upstream added, its own place changed: git's diff aligns a copy with
         # the original as readily as nearness did, so the merge cannot confirm it. Stop.
-        return None
+        return None, repeated
     clean, merged = merge_file(base, current, theirs.content, labels)
     if not clean:
-        return None
+        return None, repeated
+    found, chosen = None, {}
     if merged == content:
-        return content
-    choices = 1
-    for r in repeated:
-        choices *= len(r.candidates)
-    if choices <= _PLACEMENTS_TRIED:
-        for lines in itertools.product(*(r.candidates for r in repeated)):
-            moved = placed_at(current, fp_target, application,
-                              {r.index: line for r, line in zip(repeated, lines)})
-            if moved == merged:
-                return moved
-    return None
+        found, chosen = content, {r.index: r.at_line for r in repeated}
+    else:
+        choices = 1
+        for r in repeated:
+            choices *= len(r.candidates)
+        if choices <= _PLACEMENTS_TRIED:
+            for lines in itertools.product(*(r.candidates for r in repeated)):
+                chosen = {r.index: line for r, line in zip(repeated, lines)}
+                moved = placed_at(current, fp_target, application, chosen)
+                if moved == merged:
+                    found = moved
+                    break
+    if found is None:
+        return None, repeated
+    # Upstream changed a line of a copy of the code a hunk changes, and the line diff puts
+    # the hunk elsewhere than the merge did: which copy is the fix's own, the merge's
+    # alignment or the diff's, is a guess (AITER's 75ad905370 split a kernel launch in two,
+    # then one of them was edited). Stop.
+    changed = copies_changed(base, current, fp, theirs, repeated, chosen)
+    return (None, changed) if changed else (found, [])

@@ -303,3 +303,61 @@ def test_a_fix_is_not_put_into_a_copy_upstream_inserted_beside_its_own_code(tmp_
     assert "at line 8 of the file before" in err, err
     stack.cli("rebase", "--abort")
     assert stack.series("up") == ["fix.patch"]
+
+
+
+def _launch(indent: bytes, kind: bytes, tweak: bool = False) -> bytes:
+    """A kernel launch whose argument list ends alike in every copy, its arguments where
+    they are however deep the launch (AITER's fused_qknorm_idxrqknorm.cu); `tweak`:
+    upstream retuned its `x,` line."""
+    pad = b" " * 16
+    return (indent + b"launch<" + kind + b">(\n"
+            + pad + b"qkv,\n" + pad + b"cast<" + kind + b">(kv_cache),\n"
+            + pad + b"eps,\n" + pad + b"rotary_dim,\n" + pad + b"num_tokens,\n"
+            + pad + b"block_size,\n" + pad + (b"x * 2,\n" if tweak else b"x,\n")
+            + pad + b"max_kv_tokens,\n" + pad + b"k_s_block,\n" + pad + b"k_s_token,\n"
+            + pad + b"v_s_block,\n" + pad + b"stream);\n")
+
+
+def _branches(fp8: bytes, half: bytes) -> bytes:
+    return b"    if(fp8)\n    {\n" + fp8 + b"    }\n    else\n    {\n" + half + b"    }\n}\n"
+
+
+def _split(kind: bytes, tweaked: bool) -> bytes:
+    """The launch of `kind` split by upstream into one per index-cache kind, the first of
+    them retuned when `tweaked`."""
+    return b"".join(
+        (b"        if(fp8_index)\n" if first else b"        else\n") + b"        {\n"
+        + _launch(b"            ", kind + b", " + index, tweaked and first) + b"        }\n"
+        for first, index in ((True, b"fp8"), (False, b"half")))
+
+
+def test_a_fix_is_not_put_into_one_of_the_copies_upstream_split_its_code_into(tmp_path):
+    """At the pin the launch the fix changes (the half one) is alike around the fixed line
+    to the fp8 one. Upstream splits each launch in two (an fp8 index cache or not) and
+    retunes the line above the fixed one in the first half copy: the hunk's context is whole
+    at three places, and git's 3-way merge put the fix into one of them with exit 0
+    ("placed by the 3-way merge"), where the line diff puts the fix's own lines in the
+    retuned copy. Now the place is unsure: status says so and the rebase stops naming the
+    places, the retuned copy's line among them; nothing is moved."""
+    pin = b"void run(bool fp8)\n{\n" + _branches(_launch(b"        ", b"fp8"),
+                                                  _launch(b"        ", b"half"))
+    stack = OneUpstreamStack(tmp_path, {"k.cu": pin})
+    after = lines_of(pin)
+    own = [k for k, line in enumerate(after) if b"max_kv_tokens" in line][1]
+    after[own] = after[own].replace(b"max_kv_tokens", b"max_kv_tokens / 2")
+    stack.add_fix("fix", "k.cu", pin, b"".join(after))
+    v2 = b"void run(bool fp8, bool fp8_index)\n{\n" + _branches(_split(b"fp8", False),
+                                                                _split(b"half", True))
+    stack.commit({"k.cu": v2}, "an index cache of its own kind; retune x", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] == "unsure" and patch["rebase"] == "stop", patch
+    _, _, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    # (the hunk's context starts two lines above the retuned one)
+    retuned = [k + 1 for k, line in enumerate(lines_of(v2)) if b"x * 2," in line][0]
+    assert "k.cu hunk #1: its context is at lines" in err, err
+    assert f"all but a line or two of it at line {retuned - 2}, where upstream changed a " \
+        "copy of that code" in err, err
+    stack.cli("rebase", "--abort")
+    assert stack.series("up") == ["fix.patch"]

@@ -824,9 +824,15 @@ class RepeatedPlace:
     # aligns with the hunk's old place, where upstream changed a line of the pre-image: the
     # one place that has it whole (`at_line`) is then in lines upstream added. 0 otherwise.
     own_at: int = 0
+    # (copies_changed) the 1-based lines of this file where all but a line or two of the
+    # pre-image are, places the file before upstream's change had fewer of: upstream changed
+    # a copy of the code, maybe the fix's own. Empty otherwise.
+    changed_at: tuple[int, ...] = ()
 
     def why(self) -> str:
         """Why its header's line numbers cannot choose the place (see `unproven`)."""
+        if self.changed_at:
+            return "git's 3-way merge takes an unchanged copy as readily as the fix's own"
         if self.no_index:
             return ("its diff has no index lines naming the file it was made on (a quilt or "
                     "`diff -u` patch), so its line numbers may be another version's")
@@ -845,6 +851,12 @@ class RepeatedPlace:
                     f"line{'s' if len(self.was_at) > 1 else ''} {was} of "
                     f"the file before upstream's change, and is only at line {lines} now "
                     "(another copy of that code, maybe)")
+        if self.changed_at:
+            near = ", ".join(str(line) for line in self.changed_at)
+            plural = "s" if len(self.changed_at) > 1 else ""
+            return (f"{self.path} hunk #{self.index + 1}: its context is at lines {lines}, "
+                    f"and all but a line or two of it at line{plural} {near}, where upstream "
+                    "changed a copy of that code (the fix's own, maybe)")
         return f"{self.path} hunk #{self.index + 1}: its context is at lines {lines}"
 
 
@@ -948,6 +960,44 @@ def copies_left(old: bytes, new: bytes, fp: FilePatch, old_application: FileAppl
     return found
 
 
+def copies_changed(old: bytes, new: bytes, fp: FilePatch, old_application: FileApplication,
+                   repeated: list[RepeatedPlace], chosen: dict[int, int]) -> list[RepeatedPlace]:
+    """Those of `repeated` (hunks of `fp` whose pre-image is whole at several places of `new`,
+    put at the lines `chosen` gives by hunk: a 3-way merge's placement) where `new` has more
+    places with all but a line or two of the pre-image than `old` (the file before upstream's
+    change, `old_application` the patch applied to it), and a line diff of `old` to `new`
+    puts the hunk elsewhere than `chosen`: upstream changed a line of a copy of the code the
+    hunk changes, maybe the fix's own copy, and the merge's alignment and the diff's disagree
+    on which copy is the fix's. Each with `changed_at`, those places."""
+    before = {o.index: o for o in old_application.hunks}
+    found = []
+    for r in repeated:
+        was = before.get(r.index)
+        cut = _fuzzed(fp.hunks[r.index], was.fuzz) if was is not None else None
+        if cut is None or not cut[1] or was is None or was.at_line is None:
+            continue
+        near = _near_places(lines_of(new), cut[1])
+        if not near or len(near) <= len(_near_places(lines_of(old), cut[1])):
+            continue
+        own = _diff_place(old, new, cut[1], cut[2], was.at_line - 1)
+        if own is not None and own + 1 != chosen[r.index]:
+            found.append(replace(r, changed_at=tuple(start + 1 for start in sorted(near))))
+    return found
+
+
+def _near_places(lines: Lines, pre: list[bytes]) -> set[int]:
+    """The 0-based lines of `lines` where all but a line or two of `pre` start, never where
+    all of it does: a near-copy differs in a line or two of a hunk's usual seven (an edit);
+    three lines alike at least (in a hunk of two or three lines, one line is anywhere)."""
+    size = len(pre)
+    votes: dict[int, int] = {}
+    for k, text in enumerate(pre):
+        for pos in lines.positions(text):
+            votes[pos - k] = votes.get(pos - k, 0) + 1
+    alike = max(3, size - max(1, size // 3))
+    return {start for start, count in votes.items() if alike <= count < size and start >= 0}
+
+
 def _own_place_changed(old: bytes, new: bytes, pre: list[bytes], post: list[bytes],
                        was: int, at: int) -> int | None:
     """The 0-based line of `new` where the pre-image `pre`, at line `was` of `old` and placed
@@ -957,23 +1007,21 @@ def _own_place_changed(old: bytes, new: bytes, pre: list[bytes], post: list[byte
     has the pre-image whole. None when `at` is its own place, or nothing says another is.
     A place of `new` with all but a few lines of `pre` is asked for first, by the lines'
     index (most hunks have none); only then are the files aligned by a line diff."""
-    lines = lines_of(new)
-    size = len(pre)
-    votes: dict[int, int] = {}
-    for k, text in enumerate(pre):
-        for pos in lines.positions(text):
-            if pos - k != at:
-                votes[pos - k] = votes.get(pos - k, 0) + 1
-    # A near-copy differs in a line or two of a hunk's usual seven (upstream's edit); three
-    # lines alike at least (in a hunk of two or three lines, one line is anywhere).
-    alike = max(3, size - max(1, size // 3))
-    near = {start for start, count in votes.items()
-            if alike <= count < size and start >= 0}
+    near = _near_places(lines_of(new), pre)  # (`at`, whole, is none of them)
     if not near:
         return None
-    # Where the diff puts the pre-image's old lines: per start it gives the place, how many;
-    # the lines the hunk changes (or, for an insertion, the two around it) first. Upstream's
-    # edit and copy may split the old lines between places.
+    best = _diff_place(old, new, pre, post, was)
+    return best if best is not None and best != at and best in near else None
+
+
+def _diff_place(old: bytes, new: bytes, pre: list[bytes], post: list[bytes],
+                was: int) -> int | None:
+    """The 0-based line of `new` where a line diff of `old` to `new` puts the hunk whose
+    pre-image `pre` (post-image `post`) is at line `was` of `old`: where most of the lines it
+    changes (or, for an insertion, the two around it) went, else most of its lines. None
+    when none of them is left."""
+    size = len(pre)
+    # Upstream's edit and copy may split the old lines between places: per start, how many.
     same = 0
     while same < min(size, len(post)) and pre[same] == post[same]:
         same += 1
@@ -984,7 +1032,7 @@ def _own_place_changed(old: bytes, new: bytes, pre: list[bytes], post: list[byte
         range(max(same - 1, 0), min(same + 1, size))
     starts: dict[int, int] = {}
     at_changed: dict[int, int] = {}
-    for i, j, length in _aligned_blocks(lines_of(old), lines):
+    for i, j, length in _aligned_blocks(lines_of(old), lines_of(new)):
         for k in range(max(i, was), min(i + length, was + size)):
             start = j - i + was
             starts[start] = starts.get(start, 0) + 1
@@ -992,9 +1040,8 @@ def _own_place_changed(old: bytes, new: bytes, pre: list[bytes], post: list[byte
                 at_changed[start] = at_changed.get(start, 0) + 1
     counted = at_changed or starts
     if not counted:
-        return None  # none of its old lines is left: nothing says where its place went
-    best = max(counted.items(), key=lambda item: (item[1], -item[0]))[0]
-    return best if best != at and best in near else None
+        return None
+    return max(counted.items(), key=lambda item: (item[1], -item[0]))[0]
 
 
 def _aligned_blocks(old: list[bytes], new: list[bytes]) -> list[tuple[int, int, int]]:

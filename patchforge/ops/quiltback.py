@@ -834,8 +834,9 @@ def _series_place(project: Project, upstream: str, name: str, mine: PatchFile,
         if old is not None:
             theirs = apply_file_patch(old, fp)
             if theirs.ok and theirs.content is not None:
-                placed = carried_place(old, new, fp, fp, theirs, application, repeated,
-                                       DEFAULT_LABELS)
+                placed, undecided = carried_place(old, new, fp, fp, theirs, application,
+                                                  repeated, DEFAULT_LABELS)
+                repeated = undecided or repeated
         if placed is None:
             quilt_file, line = _section_of(where[name][0], source)
             raise InputError(
