@@ -646,6 +646,41 @@ def test_a_change_that_does_not_carry_back_to_the_fixs_base_is_refused(tmp_path,
         "fix-942.patch (gfx942) changed below it in quilt's tree" in err, err
 
 
+def test_a_p2_patch_that_does_not_carry_back_is_refused_naming_its_sections_line(
+        tmp_path, monkeypatch):
+    """A patch made elsewhere (`diff -u` of two trees one directory down) put on top of the
+    whole series' tree with `quilt import -p2` and pushed, changing fix-942's own line: new
+    in quilt, it is for every profile, and on its base (without fix-942) the change has no
+    place. Refused naming the quilt file; the line of its section of a.py was missing (the
+    file was read at -p1, then -p0, never at its own level): it is named, as at -p1."""
+    root, base = profiles_stack(tmp_path, monkeypatch, BELOW)
+    exported = tmp_path / "q"
+    ok(root, "export", "--quilt", str(exported))
+    env = quilt_env(tmp_path, exported, "")
+    checkout = checkout_of(tmp_path, base)
+    quilt(checkout, env, "push", "-a")
+    trees = tmp_path / "elsewhere" / "src"
+    for side, content in (("old", (checkout / "a.py").read_bytes()),
+                          ("new", (checkout / "a.py").read_bytes().replace(
+                              b"line8 gfx942\n", b"line8 gfx942 and more\n"))):
+        (trees / side).mkdir(parents=True)
+        (trees / side / "a.py").write_bytes(content)
+    made = subprocess.run(["diff", "-u", "src/old/a.py", "src/new/a.py"], cwd=trees.parent,
+                          capture_output=True)
+    assert made.returncode == 1, made
+    incoming = tmp_path / "more.patch"
+    incoming.write_bytes(b"Description: more\n\n" + made.stdout)
+    quilt(checkout, env, "import", "-p2", str(incoming))
+    quilt(checkout, env, "push")
+    assert "more.patch -p2" in (exported / "series").read_text()
+    err = refused_update(root, exported)
+    lines = (exported / "more.patch").read_bytes().splitlines()
+    section = next(n for n, line in enumerate(lines, 1) if line.startswith(b"--- src/old/a.py"))
+    assert f"{exported / 'more.patch'}:{section}: more.patch (every profile): quilt's change " \
+        "to a.py does not carry back onto the fix's own base: it meets lines that fix-942.patch " \
+        "(gfx942) changed below it in quilt's tree" in err, err
+
+
 def test_an_every_profile_fix_that_would_leave_a_profiles_series_is_refused(tmp_path,
                                                                            monkeypatch):
     """In the tree of `export --quilt --profile gfx950` (without fix-942), fix-all is changed

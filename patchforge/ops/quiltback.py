@@ -239,7 +239,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             :kept_order.index(n)])}
     ambiguous: dict[str, list] = {}
     made = _made_again(project, store, upstream, pin.commit, patches, taken, moved,
-                       {e[0]: (e[1], e[2]) for e in entries}, series_path, ambiguous)
+                       {e[0]: (e[1], e[2], strip_levels[e[0]]) for e in entries},
+                       series_path, ambiguous)
     for name in taken:
         made.setdefault(name, taken[name])  # quilt's diff was already git's (copied in)
         if how[name] == CHANGED and \
@@ -545,7 +546,7 @@ def _placed_among_several(patch: PatchFile, state: SeriesState, outcome) -> list
 
 def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
                 patches: list[tuple[str, PatchFile]], taken: dict[str, PatchFile],
-                moved: set[str], where: dict[str, tuple[Path, int]],
+                moved: set[str], where: dict[str, tuple[Path, int, int]],
                 series_path: Path, ambiguous: dict[str, list]) -> dict[str, PatchFile]:
     """Each patch of `taken` with its diff made again on its base in `patches` (the new
     series): quilt's diff applied there without fuzz, then git's diff of the result, modes
@@ -626,7 +627,7 @@ def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
 
 def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch: PatchFile,
                     state: SeriesState, tree: SeriesState, taken: dict[str, PatchFile],
-                    where: dict[str, tuple[Path, int]], series_path: Path,
+                    where: dict[str, tuple[Path, int, int]], series_path: Path,
                     made: dict[str, PatchFile], ambiguous: dict[str, list], read_base,
                     base_mode, fill, met) -> SeriesState:
     """_made_again of the one patch `name` on its base `state` (`tree`: quilt's stack below
@@ -661,7 +662,7 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
     if not outcome.ok:
         from patchforge.ops.lint import _failed_hunks
 
-        source, line = where[name]
+        source, line, _ = where[name]
         raise InputError(f"{name}: quilt's diff does not apply on its base in the new "
                          f"series ({_failed_hunks(outcome)}); nothing was taken back",
                          path=str(source),
@@ -693,7 +694,7 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
         changes.append(FileChange(old_path, new_path, old, new, mode_old, mode_new,
                                   copy=fp.is_copy))
     if not changes and _has_change(project, upstream, name):
-        source, line = where[name]
+        source, line, _ = where[name]
         raise InputError(f"{name}: quilt's patch holds no change, and taken back the fix "
                          "would be gone; nothing was taken back", path=str(source),
                          hint=f"to drop the fix, take its line out of {series_path} and "
@@ -720,7 +721,7 @@ def _changed_lines(patch: PatchFile) -> dict[tuple[str, bytes], int]:
 
 def _refuse_moved_only(project: Project, upstream: str, name: str, patch: PatchFile,
                        state: SeriesState, trial: SeriesState, paths: list[str], read_base,
-                       where: dict[str, tuple[Path, int]]) -> None:
+                       where: dict[str, tuple[Path, int, int]]) -> None:
     """Refuse quilt's version of the series' patch `name` when it makes the very change the
     series' patch makes (the same lines added and taken out) somewhere else on its base: a
     change quilt's tree holds in another place than the overlays (GNU patch put a hunk whose
@@ -745,7 +746,7 @@ def _refuse_moved_only(project: Project, upstream: str, name: str, patch: PatchF
         return
     moved = [p for p in paths if trial.current.get(p) != ours.current.get(p)]
     if moved:
-        source, line = _section_of(where[name][0], moved[0])
+        source, line = _section_of(where[name], moved[0])
         raise InputError(
             f"{name}: quilt's patch makes the series' change to {moved[0]} in another place "
             "than the series' patch has it (the same lines, added and taken out elsewhere: "
@@ -760,7 +761,7 @@ def _refuse_moved_only(project: Project, upstream: str, name: str, patch: PatchF
 
 def _refuse_changed_elsewhere(name: str, doubted: list[str], state: SeriesState,
                               ours: SeriesState, trial: SeriesState,
-                              where: dict[str, tuple[Path, int]]) -> None:
+                              where: dict[str, tuple[Path, int, int]]) -> None:
     """Refuse quilt's version of `name`, a change of its own (other lines than the series'),
     when in a file where the series' place is one of several (`doubted`) it changes none of
     the lines the series' patch changes there: `quilt push` put the patch into another copy
@@ -779,7 +780,7 @@ def _refuse_changed_elsewhere(name: str, doubted: list[str], state: SeriesState,
                                    for start, end in quilt_places
                                    for s_start, s_end in series_places):
             continue
-        source, line = _section_of(where[name][0], path)
+        source, line = _section_of(where[name], path)
         said = ", ".join(str(start + 1) for start, _ in quilt_places)
         ours_said = ", ".join(str(start + 1) for start, _ in series_places)
         raise InputError(
@@ -796,7 +797,7 @@ def _refuse_changed_elsewhere(name: str, doubted: list[str], state: SeriesState,
 
 def _series_place(project: Project, upstream: str, name: str, mine: PatchFile,
                   state: SeriesState, ours: SeriesState, read_base,
-                  where: dict[str, tuple[Path, int]]) -> list[str]:
+                  where: dict[str, tuple[Path, int, int]]) -> list[str]:
     """Put the series' patch `name` (`mine`, applied by nearness to `state`, quilt's new base
     for it, in `ours`) where it is in the series, not where nearness put it: where quilt's
     earlier changes moved its lines and its context is at several places (a twin function),
@@ -838,7 +839,7 @@ def _series_place(project: Project, upstream: str, name: str, mine: PatchFile,
                                                   repeated, DEFAULT_LABELS)
                 repeated = undecided or repeated
         if placed is None:
-            quilt_file, line = _section_of(where[name][0], source)
+            quilt_file, line = _section_of(where[name], source)
             raise InputError(
                 f"{name}: where its change goes on the base quilt's earlier patches leave is "
                 "ambiguous (" + "; ".join(r.describe() for r in repeated) + "), and no line "
@@ -855,7 +856,7 @@ def _series_place(project: Project, upstream: str, name: str, mine: PatchFile,
 
 
 def _carried_back(read_base, name: str, patch: PatchFile, state: SeriesState,
-                  tree: SeriesState, paths: list[str], where: dict[str, tuple[Path, int]],
+                  tree: SeriesState, paths: list[str], where: dict[str, tuple[Path, int, int]],
                   met, series_path: Path) -> SeriesState | None:
     """The base's state (`state`) with the change quilt's diff of `name` makes in quilt's
     tree (`tree`, whose files `paths` differ from the base's), carried back by git's 3-way
@@ -883,7 +884,7 @@ def _carried_back(read_base, name: str, patch: PatchFile, state: SeriesState,
             break
     if stuck is not None:
         note, below, missing, profiles = met(stuck)
-        source, line = _section_of(where[name][0], stuck)
+        source, line = _section_of(where[name], stuck)
         if below or (profiles and not missing):
             who = ", ".join(below) or "patches of another profile"
             raise InputError(
@@ -914,26 +915,20 @@ def _carried_back(read_base, name: str, patch: PatchFile, state: SeriesState,
     return trial
 
 
-def _section_of(source: Path, path: str) -> tuple[str, int | None]:
-    """The quilt file `source` and the line its diff of `path` starts at, for a refusal about
-    quilt's change to that file: as the other refusals name a line, this one names where the
-    change is. Its names are read at -p1 (quilt's default), else at -p0 (`fix.patch -p0` in
-    DIR/series, quilt refresh -p0): only a section of `path` itself is taken, so the level
-    read decides nothing but the line said."""
+def _section_of(entry: tuple[Path, int, int], path: str) -> tuple[str, int | None]:
+    """The quilt file of `entry` (quilt's file, its line in DIR/series, its strip level: `-p0`
+    or `quilt import -p2` there) and the line its diff of `path` starts at, for a refusal
+    about quilt's change to that file: as the other refusals name a line, this one names
+    where the change is. Read at the entry's own level, as quilt reads it: another level
+    finds no section (-p2), or another file's (a -p1 reading of a -p0 `pkg/a.py` is
+    `a.py`)."""
+    source, _, strip = entry
     try:
-        data = source.read_bytes()
-    except OSError:
+        parsed = _quilt_patch(source.read_bytes(), source, strip)
+    except (OSError, PatchforgeError):
         return str(source), None
-    for strip in (1, 0):
-        try:
-            parsed = _quilt_patch(data, source, strip)
-        except PatchforgeError:
-            continue
-        line = next((fp.line_no for fp in parsed.file_patches
-                     if path in (fp.old_path, fp.new_path)), None)
-        if line is not None:
-            return str(source), line
-    return str(source), None
+    return str(source), next((fp.line_no for fp in parsed.file_patches
+                              if path in (fp.old_path, fp.new_path)), None)
 
 
 def _not_in_tree(patches, own, where, at: int, path: str) -> list[str]:
