@@ -128,9 +128,24 @@ def _contains(big: Blocks, small: Blocks) -> bool:
 def _run_in(small: tuple[bytes, ...], big: tuple[bytes, ...]) -> bool:
     """Whether `small` is a run of consecutive lines of `big`, whitespace ignored (a block
     that changes whitespace only has it, see blocks_of_lines)."""
-    small, big = _bare(small), _bare(big)
+    return _is_run(_bare(small), _bare(big))
+
+
+def _is_run(small: tuple[bytes, ...], big: tuple[bytes, ...]) -> bool:
+    """Whether `small` is a run of consecutive lines of `big` (both without whitespace)."""
+    if not small:
+        return True
     n = len(small)
-    return any(big[i:i + n] == small for i in range(len(big) - n + 1))
+    first = small[0]
+    at = -1
+    try:
+        while True:
+            # Only where the run's first line is (the tuple's C search), not at every line.
+            at = big.index(first, at + 1)
+            if big[at:at + n] == small:
+                return True
+    except ValueError:
+        return False
 
 
 def _reversed_within(undo: Block, theirs: Blocks) -> bool:
@@ -146,7 +161,19 @@ def code_of(lines) -> bytes:
     """Lines as one text of code, as a formatter leaves it alike: whitespace and line breaks
     out (black wraps a long call over three lines), quotes one kind (`'` -> `"`), no comma
     before a closing bracket (black's magic trailing comma)."""
-    return _TRAILING_COMMA.sub(rb"\1", b"".join(_bare(tuple(lines))).replace(b"'", b'"'))
+    return _commas_out(b"".join(_bare(tuple(lines))).replace(b"'", b'"'))
+
+
+def _codes_of_lines(lines: tuple[bytes, ...]) -> list[bytes]:
+    """code_of of each line alone, made over the lines joined by line ends (no comma is
+    before a line end's bracket: the substitution stays inside each line)."""
+    return _commas_out(b"\n".join(_bare(lines)).replace(b"'", b'"')).split(b"\n") \
+        if lines else []
+
+
+def _commas_out(code: bytes) -> bytes:
+    # Most code asked has no comma: a look for one costs less than the substitution's call.
+    return _TRAILING_COMMA.sub(rb"\1", code) if b"," in code else code
 
 
 _TRAILING_COMMA = on_first_use(rb",([)\]}])")
@@ -156,7 +183,11 @@ def _code_run_in(code: bytes, lines: tuple[bytes, ...]) -> bool:
     """Whether a run of consecutive whole `lines` is `code` (code_of's text): the lines of a
     block made the same code, wrapped or quoted otherwise. Each line's code is matched once
     per start (a block of thousands of lines, a CSV table, is no join of every run)."""
-    alone = [code_of((line,)) for line in lines]
+    # First put_in's one pass over the bytes: such a run, commas all out, is in the lines
+    # joined, commas all out.
+    if code.replace(b",", b"") not in _loose(lines):
+        return False
+    alone = _codes_of_lines(lines)
     # Joined, a line's last comma goes where the next line with code starts with a bracket.
     joined = list(alone)
     after = b""
@@ -177,7 +208,8 @@ def _code_run_in(code: bytes, lines: tuple[bytes, ...]) -> bool:
     return False
 
 
-def _put_back_apart(undo: Block, theirs: Blocks, elsewhere=None) -> bool:
+def _put_back_apart(undo: Block, theirs: Blocks, removed: list[tuple[bytes, ...]],
+                    lines: frozenset[bytes], elsewhere=None) -> bool:
     """Whether a commit (its blocks of the path, `theirs`) reverses a block of the change
     (`undo`: the fix's lines to take out, its old ones to put back) as git's diff does not
     show it as that block: the old code wrapped or quoted otherwise, with more code only
@@ -188,11 +220,17 @@ def _put_back_apart(undo: Block, theirs: Blocks, elsewhere=None) -> bool:
     fixed code), the old code taken out nowhere (a move of an old twin). The old code among
     more lines of the very block that takes the fix's lines out is that rewrite's own
     (judge_history). The fix's lines are taken out as the landing made them (undo_probes
-    says so of a commit's text)."""
-    if not undo[0] or not undo[1] or \
-            any(line.startswith(b"blob:") for line in undo[0] + undo[1]):
-        return False  # nothing to take out, or a binary file's (_blob_back)
-    taking = [k for k, (removed, _) in enumerate(theirs) if _run_in(undo[0], removed)]
+    says so of a commit's text). `removed`: each block of `theirs`' removed lines without
+    whitespace, and `lines` all of them, made once for every block of the change asked
+    (_reverses_a_block)."""
+    if not undo[0] or not undo[1]:
+        return False  # nothing to take out
+    fix = _bare(undo[0])
+    if fix[0] not in lines:
+        return False  # no block of theirs takes the fix's first line out
+    if any(line.startswith(b"blob:") for line in undo[0] + undo[1]):
+        return False  # a binary file's (_blob_back)
+    taking = [k for k, side in enumerate(removed) if _is_run(fix, side)]
     if not taking:
         return False
     gone, back = (code_of(side) for side in undo)
@@ -208,6 +246,26 @@ def _put_back_apart(undo: Block, theirs: Blocks, elsewhere=None) -> bool:
         return True
     other = elsewhere() if elsewhere is not None else ()
     return put_in(back, other) and not any(_code_run_in(gone, added) for _, added in other)
+
+
+def _reverses_a_block(blocks: list[Block], theirs: Blocks, whole: bool, elsewhere) -> bool:
+    """Whether a commit's blocks of a path (`theirs`) undo one of `blocks` (the change's
+    reversed blocks there large enough to count; one that only takes the fix's lines out only
+    when the commit reverses the `whole` change): the block itself, an old blob written back,
+    or the old code put back apart (_put_back_apart)."""
+    removed = None  # theirs' removed sides without whitespace, made at the first block asked
+    lines: frozenset[bytes] = frozenset()
+    for block in blocks:
+        if not (block[1] or whole):
+            continue
+        if block in theirs or _blob_back(block, theirs):
+            return True
+        if removed is None:
+            removed = [_bare(side) for side, _ in theirs]
+            lines = frozenset().union(*removed)
+        if _put_back_apart(block, theirs, removed, lines, elsewhere):
+            return True
+    return False
 
 
 def _reverses_code(gone: bytes, back: bytes, removed: bytes, added: bytes) -> bool:
@@ -236,12 +294,16 @@ def put_in(code: bytes, theirs: Blocks) -> bool:
     # (commas all out, as code_of takes some of them out): the runs' test matches each line
     # once per start, which over every file of a whole release's commit (a wheel upstream's)
     # cost a second in a 300-patch rebase.
-    loose = b"".join(line.translate(None, WHITESPACE) for _, added in theirs
-                     for line in added).replace(b"'", b'"').replace(b",", b"")
-    if code.replace(b",", b"") not in loose:
+    if code.replace(b",", b"") not in _loose(b"".join(added) for _, added in theirs):
         return False
     return any(_code_run_in(code, added) for _, added in theirs) and \
         not any(_code_run_in(code, removed) for removed, _ in theirs)
+
+
+def _loose(lines) -> bytes:
+    """The lines joined as code without whitespace, quotes one kind and no comma at all:
+    every run _code_run_in finds, its code without commas, is in it."""
+    return b"".join(lines).translate(None, WHITESPACE).replace(b"'", b'"').replace(b",", b"")
 
 
 def _blob_back(undo: Block, theirs: Blocks) -> bool:
@@ -252,7 +314,17 @@ def _blob_back(undo: Block, theirs: Blocks) -> bool:
 
 
 def _bare(lines: tuple[bytes, ...]) -> tuple[bytes, ...]:
-    return tuple(line.translate(None, WHITESPACE) for line in lines)
+    """The lines without whitespace, each, taken out of them joined: one C loop, not a call
+    per line (judge_history asks it of every block of every commit of a file)."""
+    joined = b"\n".join(lines)
+    if joined.count(b"\n") != len(lines) - 1:  # no line or one with a line end: each alone
+        return tuple(line.translate(None, WHITESPACE) for line in lines)
+    return tuple(joined.translate(None, _INSIDE_LINES).split(b"\n"))
+
+
+# Whitespace but the line end: taken out of lines joined by line ends, it leaves each line's
+# text without whitespace, and the line ends between them.
+_INSIDE_LINES = WHITESPACE.replace(b"\n", b"")
 
 
 def _size(blocks: Blocks) -> int:
@@ -395,9 +467,7 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
             # no longer needs): superseded, not undone, unless the commit reverses the whole
             # change.
             theirs = changed.get(path, ())
-            undone = theirs and [b for b in large[path] if (b[1] or whole)
-                                 and (b in theirs or _blob_back(b, theirs)
-                                      or _put_back_apart(b, theirs, others))]
+            undone = theirs and _reverses_a_block(large[path], theirs, whole, others)
             if undone:
                 events.append((commit, "undid", "the same change reversed"
                                if changed.get(path) == undo[path] and len(wanted) == 1

@@ -641,3 +641,69 @@ def test_a_commit_that_undoes_a_change_holds_its_undo_probes():
         assert probes is not None and may_reverse(probes.get("m.py", []),
                                                   without_whitespace(commit)), (patch, commit)
     assert undone > 100
+
+
+def test_lines_bare_and_as_code_are_what_each_line_alone_gives():
+    """history._bare (one translate over the lines joined), _codes_of_lines (code_of of each
+    line, made over them joined) and _is_run (a run looked for where its first line is) give
+    what a call per line and a comparison at every start give: random lines of whitespace,
+    CRs, line ends inside a line, quotes, commas before brackets, empty lines."""
+    import random
+    import re
+
+    from patchforge.history import WHITESPACE, _bare, _codes_of_lines, _is_run, code_of
+
+    rng = random.Random(32)
+    parts = [b" ", b"\t", b"\r", b"\n", b"\x0b", b"\x0c", b"a", b"b(", b")", b"]", b"}", b",",
+             b", )", b"'", b'"', b"x,\n)", b""]
+
+    def line() -> bytes:
+        return b"".join(rng.choice(parts) for _ in range(rng.randrange(0, 6)))
+
+    for _ in range(20000):
+        lines = tuple(line() for _ in range(rng.randrange(0, 5)))
+        bare = tuple(each.translate(None, WHITESPACE) for each in lines)
+        assert _bare(lines) == bare, lines
+        assert _codes_of_lines(lines) == [
+            re.sub(rb",([)\]}])", rb"\1", each.replace(b"'", b'"')) for each in bare], lines
+        assert code_of(lines) == re.sub(rb",([)\]}])", rb"\1",
+                                        b"".join(bare).replace(b"'", b'"')), lines
+        small = tuple(rng.choice(bare or (b"",)) for _ in range(rng.randrange(0, 3)))
+        n = len(small)
+        assert _is_run(small, bare) == any(
+            bare[i:i + n] == small for i in range(len(bare) - n + 1)), (small, bare)
+
+
+def test_a_code_run_is_found_alike_with_and_without_the_pass_over_the_bytes(monkeypatch):
+    """history._code_run_in first asks whether the code, commas out, is in the lines joined
+    without whitespace, quotes or commas (`_loose`), and answers False at once when not. Its
+    answer is the one made without that pre-check: random lines of calls wrapped over lines,
+    trailing commas, brackets alone, quotes, empty lines; codes made of random runs of them,
+    and those codes edited. Fails on main, which has no pre-check."""
+    import random
+
+    from patchforge import history
+
+    rng = random.Random(1932)
+    words = [b"call(", b"  a,", b"  'b',", b"    c=1,", b")", b"]", b"}", b"", b"  ",
+             b"x = [1, 2,]", b"y = f(a, b)", b'  "q",', b"z,", b"(", b"\tw"]
+
+    class Everything:
+        def __contains__(self, _) -> bool:
+            return True
+
+    runs = found = 0
+    for _ in range(4000):
+        lines = tuple(rng.choice(words) for _ in range(rng.randrange(0, 9)))
+        i = rng.randrange(len(lines) + 1)
+        code = history.code_of(lines[i:rng.randrange(i, len(lines) + 1)])
+        if code and rng.random() < 0.3:
+            at = rng.randrange(len(code))
+            code = code[:at] + rng.choice([b"", b",", b")", b"a"]) + code[at + 1:]
+        answer = history._code_run_in(code, lines)
+        with monkeypatch.context() as patched:
+            patched.setattr(history, "_loose", lambda lines: Everything())
+            assert history._code_run_in(code, lines) == answer, (code, lines)
+        runs += 1
+        found += answer
+    assert 0 < found < runs
