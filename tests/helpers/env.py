@@ -29,6 +29,11 @@ SHARED_WHEELS = Path(os.environ.get("PATCHFORGE_WHEELS") or SHARED_CACHE / "whee
 _NETWORK_ENV = {key: value for key, value in os.environ.items()
                 if key.lower() in ("http_proxy", "https_proxy", "no_proxy", "all_proxy")}
 
+# This checkout first, then what the caller had (taken once, at import).
+_PYTHONPATH = os.pathsep.join([str(REPO_ROOT)] + [part for part in
+                                                  os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                                  if part])
+
 # GH_TOKEN and GITHUB_TOKEN: the forge token; DOCKER_CONFIG: registry logins (~/.docker under the
 # test's HOME instead).
 UNSET = ("GITHUB_TOKEN", "GH_TOKEN", "DOCKER_CONFIG", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
@@ -57,6 +62,9 @@ def isolated_environ(home: Path) -> dict[str, str]:
         "GIT_CONFIG_KEY_2": "protocol.file.allow",
         "GIT_CONFIG_VALUE_2": "always",
         "NO_COLOR": "1",
+        # A command run in a process of its own (`python -m patchforge`, in a project directory)
+        # runs this checkout's code, not whichever checkout the package was installed from.
+        "PYTHONPATH": _PYTHONPATH,
         # Child processes' temporary files go under the test's own directory: a test that kills
         # a command on purpose (crash safety) leaves its scratch directories there, not in /tmp.
         "TMPDIR": str(scratch),
