@@ -92,8 +92,45 @@ def read_history(project: Project) -> list[dict]:
         if not isinstance(event, dict) or not isinstance(event.get("event"), str):
             raise InputError("a history line must be a JSON object with an \"event\" string",
                              path=str(path), line=number)
+        wrong = _mistyped_field(event)
+        if wrong is not None:
+            raise InputError(f"a history line's {wrong}", path=str(path), line=number,
+                             hint="it is patchforge's record: put the line back as git's "
+                                  "history of the file has it (`git log -p -- "
+                                  "series/history.jsonl`)")
         events.append(event)
     return events
+
+
+# The fields the ledger, `status` and the HTML page read from an event, by the JSON type each
+# must have (null is taken for absent). A line merged from another version of the file, or
+# fixed by hand, with another type there made every reader fail with an internal error.
+_EVENT_FIELDS: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("upstream", "patch", "detail", "landed_in", "url", "time", "run",
+                     "action", "destination", RENAMED_FROM, KEPT_AS), (str,)),
+    "from": (dict,), "to": (dict,), "evidence": (list,), "pr": (int, str)}
+_TYPE_NAMES = {str: "a string", dict: "an object", list: "a list", int: "a number"}
+
+
+def _mistyped_field(event: dict) -> str | None:
+    """What is wrong with the first field of `event` whose JSON type the readers cannot take
+    ("field \"from\" must be an object, not a string"); None when all can be read."""
+    def wrong(name: str, value, kinds: tuple[type, ...]) -> str | None:
+        if value is None or isinstance(value, kinds) and not isinstance(value, bool):
+            return None
+        given = _TYPE_NAMES.get(type(value), "true or false" if isinstance(value, bool)
+                                else type(value).__name__)
+        return (f"field \"{name}\" must be " + " or ".join(_TYPE_NAMES[k] for k in kinds)
+                + f", not {given}")
+
+    for name, kinds in _EVENT_FIELDS.items():
+        found = wrong(name, event.get(name), kinds)
+        if found is None and kinds == (dict,) and isinstance(event.get(name), dict):
+            for part in ("label", "commit"):
+                found = found or wrong(f"{name}.{part}", event[name].get(part), (str,))
+        if found is not None:
+            return found
+    return None
 
 
 def source_date_epoch() -> int | None:

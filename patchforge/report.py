@@ -109,6 +109,12 @@ def _object_at(doc: dict, key: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def _string_at(doc: dict, key: str) -> str:
+    """doc[key] when it is a string, else "" (as `_object_at`, for a row's names)."""
+    value = doc.get(key)
+    return value if isinstance(value, str) else ""
+
+
 def write_html_report(project: Project, path, status_document: dict) -> None:
     """Write the report for `status_document` (the `status --json` document) to `path`."""
     project.refuse_own_destination(path, new_directory=True)  # a reports/ directory is made
@@ -462,8 +468,9 @@ def _rebase_section(summary: dict | None, renamed: dict[tuple, str] | None = Non
     patches = summary.get("patches")
     for p in patches if isinstance(patches, list) else []:
         if isinstance(p, dict):
-            now = (renamed or {}).get((p.get("upstream"), p.get("name")))
-            patch_rows.append(f"<tr><td><code>{_e(p.get('upstream', ''))}/{_e(p.get('name', ''))}"
+            upstream, name = _string_at(p, "upstream"), _string_at(p, "name")
+            now = (renamed or {}).get((upstream, name))
+            patch_rows.append(f"<tr><td><code>{_e(upstream)}/{_e(name)}"
                               "</code>" + (f" (now <code>{_e(now)}</code>)" if now else "")
                               + f"</td><td>{_badge(str(p.get('action', '')))}</td>"
                               f"<td>{_e(p.get('detail', ''))}</td></tr>")

@@ -335,3 +335,32 @@ def test_a_malformed_source_date_epoch_is_refused_naming_it(tmp_path, monkeypatc
     assert stack.snapshot() == before
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "")  # empty: unset, as the convention's tools read it
     stack.cli("rebase", "--to", "v2")
+
+
+@pytest.mark.parametrize("line, field", [
+    (b'{"event": "renamed", "upstream": "up", "patch": 5, "renamed_from": "a-sign.patch"}',
+     'field "patch" must be a string, not a number'),
+    (b'{"event": "rebased", "upstream": "up", "from": "v1", "to": {"label": "v2"}}',
+     'field "from" must be an object, not a string'),
+    (b'{"event": "dropped", "upstream": "up", "patch": "a-sign.patch", "to": {"label": 7}}',
+     'field "to.label" must be a string, not a number'),
+])
+def test_a_history_line_with_a_field_of_another_type_is_named(tmp_path, line, field):
+    """A history line merged from another version of the file, or fixed by hand, with a field
+    of another JSON type: `ledger` ended with an internal error (exit 70) and `status` too.
+    Now `ledger` names the file, the line and the field (exit 2) and writes nothing, and
+    `status` says so and reports the series."""
+    from helpers.snapshot import snapshot
+
+    stack = make_stack(tmp_path)
+    stack.cli("ledger")
+    history = stack.root / "series/history.jsonl"
+    history.write_bytes((history.read_bytes() if history.exists() else b"") + line + b"\n")
+    number = history.read_bytes().count(b"\n")
+    before = snapshot(stack.root, dirs=False)
+    _, _, err = stack.cli("ledger", expect=2)
+    assert f"series/history.jsonl:{number}:" in err and field in err, err
+    assert "git log -p -- series/history.jsonl" in err, err
+    assert snapshot(stack.root, dirs=False) == before
+    out, err = stack.cli("status")[1:]
+    assert "a-sign" in out and f"series/history.jsonl:{number}:" in err, (out, err)

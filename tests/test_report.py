@@ -273,6 +273,12 @@ def test_report_tolerates_missing_and_broken_sources(project, tmp_path):
     pf(project, "status", "--html", str(out))
     page = out.read_text()
     assert "div-by-zero.patch" in page and "y.patch" in page and "History" in page
+    # a row whose names are not strings (a list where a name was) is shown without them
+    (project / ".patchforge" / "last-rebase.json").write_text(
+        '{"patches": [{"upstream": ["calc"], "name": {"n": 1}, "action": "kept"},'
+        ' {"upstream": "calc", "name": "z.patch", "action": "kept"}], "upstreams": {}}')
+    pf(project, "status", "--html", str(out))
+    assert "z.patch" in out.read_text()
     # History events of other shapes (names that are not strings, a rename from an object, a
     # landing that is a number, an end that is a text): each row shown as it is, the rest of
     # the history with it, never the section left out.
