@@ -1367,3 +1367,35 @@ def test_a_registry_rate_limit_is_advised_a_login_not_a_github_token(tmp_path, r
     code, _, err = s.bump("--dry-run")
     assert code == 2 and "429" in err, err
     assert "GITHUB_TOKEN" not in err and "docker login" in err, err
+
+
+@pytest.mark.parametrize("ignored", ["overlays/", "series/"])
+def test_a_bump_in_a_stack_that_has_git_ignore_its_files_opens_or_is_refused_before_it_moves(
+        clean, ignored):
+    """A stack that makes its overlays at deploy time keeps `overlays/` in .gitignore: `bump
+    --open-pr` moved and wrote the stack, then failed at `git add` ("paths are ignored"): the
+    move sat in the checkout, never proposed. The overlays git ignores stay out of the commit
+    and the pull request opens. A series git ignores could not be in the commit at all: that
+    is refused before anything moves, naming the file and the rule's command."""
+    with (clean.root / ".gitignore").open("a") as rules:  # below the lines `init` wrote
+        rules.write(ignored + "\n")
+    git(clean.root, "rm", "-r", "-q", "--cached", ignored.rstrip("/"))
+    git(clean.root, "add", ".gitignore")
+    git(clean.root, "commit", "-q", "-m", "Keep " + ignored + " out of git")
+    if ignored == "series/":
+        before = snapshot(clean.root)
+        code, out, err = clean.bump("--open-pr")
+        assert code == 2 and "git ignores series/" in err and "nothing was moved" in err, \
+            out + err
+        assert "git check-ignore -v series/" in err, err
+        assert snapshot(clean.root) == before and not clean.forge.requests
+        return
+    code, out, err = clean.bump("--open-pr", "--json")
+    assert code == 0, out + err
+    assert json.loads(out)["pull_request"]["action"] == "opened"
+    branch = f"patchforge/bump-nightly-{clean.c3}"
+    files = git(clean.remote, "ls-tree", "-r", "--name-only", branch).split()
+    assert "upstream.lock" in files and "series/vllm/upstreamed/compress.patch" in files
+    assert not [f for f in files if f.startswith("overlays/")], files
+    assert git(clean.remote, "show", f"{branch}:upstream.lock").encode() == \
+        (clean.root / "upstream.lock").read_bytes()

@@ -48,9 +48,10 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
     forge = make_forge(project)
     lock = contextlib.nullcontext() if dry_run else RepoLock(project.state_dir)
     if open_pr and not dry_run:
-        from patchforge.pr.stack import require_identity, require_pushable
+        from patchforge.pr.stack import require_committable, require_identity, require_pushable
 
         require_pushable(project, remote)
+        require_committable(project)
         require_identity(project)
     progress = Progress("rebasing")
 

@@ -3,8 +3,9 @@
 
 The commit is made with a temporary index seeded from HEAD, so the user's checkout, index and
 current branch are never touched; it holds only the files patchforge owns (the series, the
-lock, the overlays). The branch belongs to the bump and is force-pushed: running the bump again
-for the same nightly updates the same pull request instead of opening a second one.
+lock, the overlays unless git ignores them: a stack may make them at deploy time). The branch
+belongs to the bump and is force-pushed: running the bump again for the same nightly updates the
+same pull request instead of opening a second one.
 """
 from __future__ import annotations
 
@@ -142,6 +143,37 @@ def require_pushable(project: Project, remote: str) -> None:
                                f"`git remote add {remote} URL`, or name one with --remote"))
 
 
+def _ignored(root: Path, path: Path) -> bool:
+    """Whether the stack repository's ignore rules (.gitignore, info/exclude) keep `path` out
+    of git. Asked without the index: a directory ignored whose files were force-added is
+    still one `git add -A` refuses to name."""
+    proc = run_git("check-ignore", "-q", "--no-index", "--",
+                   str(path) + ("/" if path.is_dir() else ""),
+                   cwd=root, user_config=True, ok=None)
+    if proc.returncode not in (0, 1):
+        raise StoreError("reading the stack repository's ignore rules failed: "
+                         + proc.stderr.decode("utf-8", "replace").strip())
+    return proc.returncode == 0
+
+
+def require_committable(project: Project) -> None:
+    """Refused (UsageError) before a bump moves anything when git ignores the series or the
+    lock in the stack repository: the bump's commit could not hold the move (a fix dropped as
+    landed is a new file under upstreamed/), and without this the stack was moved and written
+    before `git add` failed. Overlays git ignores are left out of the commit instead: a stack
+    that makes them at deploy time keeps them out of git on purpose."""
+    root = Path(_git(project.root, "rev-parse", "--show-toplevel",
+                     what="finding the stack repository (it must be a git repository)"))
+    for path in (project.series_root, project.lock_path):
+        if _ignored(root, path):
+            shown = os.path.relpath(path, root) + ("/" if path == project.series_root else "")
+            raise UsageError(
+                f"git ignores {shown} in the stack repository (`git check-ignore -v {shown}` "
+                "names the rule): the bump's commit could not hold the move; nothing was moved",
+                hint=f"take {shown} out of the ignore rule and commit it, or run the bump "
+                     "without --open-pr")
+
+
 def _bump_paths(project: Project) -> list[str]:
     """The files a bump's commit holds (those patchforge owns) that exist."""
     return [str(p) for p in (project.series_root, project.lock_path, project.overlays_dir)
@@ -177,7 +209,12 @@ def commit_bump(project: Project, message: str) -> tuple[str | None, str]:
     with tempfile.TemporaryDirectory(prefix="patchforge-bump-") as tmp:
         env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
         _git(root, "read-tree", head, env=env, what="seeding a temporary index")
-        _git(root, "add", "-A", "--", *paths, env=env, what="adding the bump's files")
+        # Overlays git ignores (made at deploy time) stay out: their files git tracks all the
+        # same are updated (`add -u`), and `add -A` would refuse the ignored directory.
+        ignored = [p for p in paths if _ignored(root, Path(p))]
+        for how, chosen in (("-A", [p for p in paths if p not in ignored]), ("-u", ignored)):
+            if chosen:
+                _git(root, "add", how, "--", *chosen, env=env, what="adding the bump's files")
         tree = _git(root, "write-tree", env=env, what="writing the bump's tree")
     if tree == _git(root, "rev-parse", f"{head}^{{tree}}", what="reading HEAD's tree"):
         return None, base
