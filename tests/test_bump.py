@@ -1399,3 +1399,40 @@ def test_a_bump_in_a_stack_that_has_git_ignore_its_files_opens_or_is_refused_bef
     assert not [f for f in files if f.startswith("overlays/")], files
     assert git(clean.remote, "show", f"{branch}:upstream.lock").encode() == \
         (clean.root / "upstream.lock").read_bytes()
+
+
+def test_a_stopped_bump_finished_by_hand_then_a_newer_nightly_names_how_to_propose_it(
+        tmp_path, registry_server, forge_server):
+    """`bump --open-pr` stopped on a conflict, the person finished the rebase, and a newer
+    nightly came out before they proposed it: the next `bump --open-pr` was refused for the
+    uncommitted move (rightly), but named only "commit them, or set them aside": not the
+    `bump --to TAG --open-pr` the stop had named, which proposes the finished move. It names
+    it now, and that command, run as written, opens the pull request of the finished move."""
+    import re
+    import shlex
+
+    scenario = Scenario(tmp_path, registry_server, forge_server, conflict=True)
+    tag = f"nightly-{scenario.c3}"
+    code, _, err = scenario.bump("--open-pr")
+    assert code == 1, err
+    code, _, err = cli_in_process(scenario.root, "rebase", "--skip")
+    assert code == 0, err
+    up = scenario.upstream
+    labels = {"vllm.commit": scenario.m9, "org.opencontainers.image.version": "0.0.dev"}
+    files = {p: up.read(p, scenario.m9) for p in (ATTN, OTHER)}
+    registry_server.push_image(REPO, f"nightly-{scenario.m9}", labels,
+                               created="2026-09-14T05:00:00Z", layers=(layer(files),))
+    before = snapshot(scenario.root)
+    code, out, err = scenario.bump("--open-pr")
+    assert code == 2 and "nothing was moved" in err, out + err
+    assert snapshot(scenario.root) == before
+    (command,) = [c for c in re.findall(r"`([^`]*)`", err) if c.startswith("patchforge bump")]
+    assert command == f"patchforge bump vllm --to {tag} --open-pr", err
+    code, out, err = scenario.bump(*shlex.split(command)[3:], "--json")
+    assert code in (0, 1), err
+    doc = json.loads(out)
+    assert doc["outcome"] == "moved" and doc["target"]["tag"] == tag, out
+    assert doc["pull_request"]["action"] == "opened"
+    (sent,) = [json.loads(r.body) for r in forge_server.requests if r.method == "POST"
+               and r.body and b'"body"' in r.body]
+    assert "`block-size.patch`" in sent["body"], sent["body"][:400]

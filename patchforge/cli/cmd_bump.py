@@ -162,11 +162,16 @@ def _refuse_carried_changes(project: Project, document: dict) -> None:
     if not changed:
         return
     shown = ", ".join(changed[:6]) + (f" and {len(changed) - 6} more" if len(changed) > 6 else "")
-    earlier = _unopened_bump(project, {"upstream": document["upstream"]})
+    # A move stopped on a conflict and finished by hand is as unproposed as one made without
+    # --open-pr: its stop named `bump --to TAG --open-pr`, and a newer nightly must not hide it.
+    earlier = _unopened_bump(project, {"upstream": document["upstream"]}, stopped=True)
     way = ""
     if earlier is not None:
         tag = earlier["target"].get("tag") or earlier["target"].get("commit")
-        way = (f"; they are the move an earlier bump made to {tag} without --open-pr: "
+        how = ("an earlier bump stopped on, its rebase finished since"
+               if earlier.get("outcome") == "stopped"
+               else "an earlier bump made without --open-pr")
+        way = (f"; they are the move to {tag} {how}: "
                f"`patchforge bump {earlier['upstream']} --to {tag} --open-pr` proposes it")
     raise UsageError(
         f"the stack has changes not committed on the branch ({shown}): the pull request's "
@@ -175,10 +180,12 @@ def _refuse_carried_changes(project: Project, document: dict) -> None:
              "not track yet is one of them), then run the bump again" + way)
 
 
-def _unopened_bump(project: Project, document: dict) -> dict | None:
+def _unopened_bump(project: Project, document: dict, *, stopped: bool = False) -> dict | None:
     """The kept report of the last bump when it moved the stack to where it is now and its
     pull request was never opened (the forge failed after the move), and this run found
-    nothing newer; else None."""
+    nothing newer; else None. With `stopped`, also a report whose rebase stopped and that a
+    person finished since (the pin is its target now): not opened as it is (its report is of
+    the stop), but named, as its stop did, by `bump --to TAG --open-pr`."""
     import json
 
     if document.get("target") is not None:
@@ -190,7 +197,7 @@ def _unopened_bump(project: Project, document: dict) -> dict | None:
     except (OSError, ValueError, KeyError, TypeError, PatchforgeError):
         return None
     pulled = kept.get("pull_request") or {}
-    if not isinstance(target, dict) or kept.get("outcome") == "stopped" or \
+    if not isinstance(target, dict) or kept.get("outcome") == "stopped" and not stopped or \
             pulled.get("url") or target.get("commit") != pin.commit or \
             upstream != document.get("upstream"):
         return None
