@@ -110,6 +110,11 @@ class OverlaySet:
     image: ImagePin | None = None  # the lock's image pin, if the stack pins one
     outputs: dict[str, bytes] = field(default_factory=dict)  # rel path under overlays/ -> bytes
     warnings: list[str] = field(default_factory=list)
+    # profile -> (sha256 at the pin or None, target) of each file of the fixes dropped as
+    # landed that no overlay of the profile covers, and why a kept fix is not among them:
+    # the Dockerfile checks the image holds them (no overlay carries those fixes).
+    landed: dict[str | None, tuple[list[tuple[str | None, str]], list[str]]] = \
+        field(default_factory=dict)
 
     def by_profile(self, profile) -> list[OverlayFile]:
         return [f for f in self.files if f.profile == profile]
@@ -214,11 +219,13 @@ def _chains(upstream: str, read_base, patches, configured, placement: bool = Fal
 
 
 def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
-                   patch_sources=None, placement: bool = False) -> OverlaySet:
+                   patch_sources=None, kept_sources=None, placement: bool = False
+                   ) -> OverlaySet:
     """Compute every overlay and metadata file in memory.
 
-    `lock` and `patch_sources` ({upstream: [(name, PatchFile, raw bytes)]}) let a rebase build
-    the overlays of its new state before anything is written. With `placement` (`overlays`,
+    `lock`, `patch_sources` ({upstream: [(name, PatchFile, raw bytes)]}) and `kept_sources`
+    (the fixes under upstreamed/: {upstream: [(file name, bytes)]}) let a rebase build the
+    overlays of its new state before anything is written. With `placement` (`overlays`,
     which a deployment runs), a patch put where nearness to its header's line chose among
     several places, in a file it was not made on, is a warning naming it and the lines (a
     search of the file per hunk; a rebase stops on such a patch as unsure instead).
@@ -368,6 +375,7 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
         if os.access(source, os.X_OK):
             result.artifact_executables.add(copy)
     result.files.sort(key=lambda f: f.rel)
+    result.landed = _landed_files(project, store, lock, result, kept_sources)
     result.outputs = render_metadata(project, result)
     image = result.image
     stray = stack_compose_without_the_service(project) if fragment_image(
@@ -375,6 +383,27 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
     if stray is not None:
         result.warnings.append(f"{stray[0]} {stray[1]}")
     return result
+
+
+def _landed_files(project: Project, store: UpstreamStore, lock, overlays: OverlaySet,
+                  kept) -> dict[str | None, tuple[list[tuple[str | None, str]], list[str]]]:
+    """OverlaySet.landed: per profile, the files of the fixes dropped as landed that none of
+    its overlays covers, with the upstream's sha256 of each at the pin (`verify --installed`'s
+    expectation: landings.LandedFixes)."""
+    from patchforge.landings import LandedFixes
+    from patchforge.layers import normalize
+
+    found = {}
+    for profile in fragment_profiles(project, {f.profile for f in overlays.files}):
+        covered = {normalize(f.target) for f in overlays.by_profile(profile) if f.target}
+        landed = LandedFixes.of(project, profile, covered, kept)
+        pinned = landed.pinned_sha256(store, lock) if landed.files else {}
+        # (Said in the Dockerfile, which must read the same in every clone: no absolute path.)
+        unread = [" ".join(why.replace(f"{project.root}/", "").split())
+                  for why in landed.unread]
+        found[profile] = ([(pinned[key], landed.files[key]["target"]) for key in sorted(pinned)],
+                          unread)
+    return found
 
 
 def removals_overlays_refuse(project: Project, store: UpstreamStore, upstream_commit: str,
@@ -680,7 +709,8 @@ def render_metadata(project: Project, overlays: OverlaySet) -> dict[str, bytes]:
         outputs[f"{rel_dir}compose.yaml"] = render_compose(project.config.compose_service,
                                                            profile, mounts_of(files),
                                                            _overlays_rel(project), pinned)
-        outputs[f"{rel_dir}Dockerfile"] = render_dockerfile(profile, files, overlays.image)
+        outputs[f"{rel_dir}Dockerfile"] = render_dockerfile(
+            profile, files, overlays.image, overlays.landed.get(profile, ([], [])))
     return outputs
 
 
@@ -828,12 +858,16 @@ def _compose_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def render_dockerfile(profile: str | None, files: list[OverlayFile], image) -> bytes:
+def render_dockerfile(profile: str | None, files: list[OverlayFile], image,
+                      landed: tuple[list[tuple[str | None, str]], list[str]] = ([], [])
+                      ) -> bytes:
     """The baked form: the pinned image with `files` copied in, checked at build time.
 
     The build context is overlays/ itself. Before copying, the build refuses an image whose
-    files are not the pre-images the overlays were made for; after, it checks the context
-    against SHA256SUMS and the installed files against their recorded hashes.
+    files are not the pre-images the overlays were made for, or not the upstream's at the pin
+    where fixes dropped as landed changed them (`landed`: OverlaySet.landed's of the profile;
+    no overlay carries those fixes, so the image must); after, it checks the context against
+    SHA256SUMS and the installed files against their recorded hashes.
     """
     rel_dir = f"{profile}/" if profile else ""
     lines = ["# Generated by patchforge: the overlays" + (f" of profile {profile}" if profile else "")
@@ -855,17 +889,24 @@ def render_dockerfile(profile: str | None, files: list[OverlayFile], image) -> b
         lines += ["# upstream.lock pins no image: name it by digest (`--build-arg BASE_IMAGE=",
                   "# repo@sha256:...`), or pin one with `patchforge rebase --to repo:tag`.",
                   "ARG BASE_IMAGE", "FROM ${BASE_IMAGE}"]
-    if not files:
-        return ("\n".join(lines) + "\n").encode("utf-8")
-    pre = [f"{f.base_sha256}  {f.target}" for f in files if f.base_sha256]
-    absent = [f.target for f in files if f.base_sha256 is None and f.target]
+    landed_files, unread = landed
+    lines += [f"# NOT CHECKED: {why}" for why in unread]
+    pre = [f"{f.base_sha256}  {f.target}" for f in files if f.base_sha256] + \
+        [f"{digest}  {target}" for digest, target in landed_files if digest]
+    absent = [f.target for f in files if f.base_sha256 is None and f.target] + \
+        [target for digest, target in landed_files if digest is None]
     checks = []
     if pre:
         checks.append("printf '%s\\n' \\\n" + "".join(f"      {_sh(line)} \\\n" for line in pre)
                       + "    | sha256sum -c --strict --quiet -")
     checks += [f"test ! -e {_sh(target)}" for target in absent]
-    lines.append("# The image must hold the files these overlays were made for.")
-    lines.append("RUN " + " \\\n && ".join(checks))
+    if checks:
+        lines.append("# The image must hold the files these overlays were made for"
+                     + (", and the upstream's own where fixes dropped as landed changed them "
+                        "(no overlay carries those)." if landed_files else "."))
+        lines.append("RUN " + " \\\n && ".join(checks))
+    if not files:
+        return ("\n".join(lines) + "\n").encode("utf-8")
     for f in files:
         if f.target is None:  # no install root: nothing to copy it to
             continue

@@ -543,3 +543,59 @@ def test_a_stack_compose_file_without_the_service_is_said_not_passed(stack):
                                                  "compose-image = false\n"))
     assert "defines no service" not in ok(root, "overlays").err
     assert run_cli(root, "verify").rc == 0
+
+
+def test_the_dockerfile_checks_the_files_of_fixes_dropped_as_landed(tmp_path):
+    """No overlay carries a fix dropped as landed upstream: the base image must hold it. The
+    Dockerfile's first step checked only the overlays' pre-images, so a base whose file of a
+    landed fix was the one before the fix (a re-spun nightly) built green and ran without it,
+    while `verify --installed` of the same files failed. The step now also checks each such
+    file against the upstream's at the pin, run here with the shell on a tree standing in for
+    the image; the rebase writes the Dockerfile `overlays` makes (`--check` agrees), and a
+    series whose every fix landed still checks them."""
+    from helpers.project import OneUpstreamStack
+
+    base_a = b"".join(b"a line %d\n" % i for i in range(1, 21))
+    base_b = b"".join(b"b line %d\n" % i for i in range(1, 21))
+    fixed_a = base_a.replace(b"a line 5\n", b"a line 5, fixed\n")
+    fixed_b = base_b.replace(b"b line 5\n", b"b line 5, fixed\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base_a, "pkg/b.py": base_b})
+    stack.add_fix("fa", "pkg/a.py", base_a, fixed_a)
+    stack.add_fix("fb", "pkg/b.py", base_b, fixed_b)
+    stack.cli("overlays")
+    stack.commit({"pkg/a.py": fixed_a}, "Fix a", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert stack.series("up") == ["fb.patch"]
+    stack.cli("overlays", "--check")
+
+    def first_check(fake_root: Path) -> str:
+        runs = [item["value"] for item in _dockerfile(stack.root / "overlays/Dockerfile")
+                if item["instruction"] == "RUN"]
+        return runs[0].replace("  /opt/site/", f"  {fake_root}/opt/site/")
+
+    def image(name: str, a_py: bytes) -> Path:
+        fake_root = tmp_path / name
+        (fake_root / "opt/site/pkg").mkdir(parents=True)
+        (fake_root / "opt/site/pkg/a.py").write_bytes(a_py)
+        (fake_root / "opt/site/pkg/b.py").write_bytes(base_b)
+        return fake_root
+
+    for name, a_py, rc in (("pinned", fixed_a, 0), ("respun", base_a, 1)):
+        fake_root = image(name, a_py)
+        check = subprocess.run(["sh", "-c", first_check(fake_root)], capture_output=True)
+        assert (check.returncode != 0) == bool(rc), (name, check)
+        stack.cli("verify", "--installed", str(fake_root), expect=rc)
+    # Every fix landed: nothing to copy, the check still there.
+    stack.commit({"pkg/b.py": fixed_b}, "Fix b", tag="v3")
+    stack.cli("rebase", "--to", "v3")
+    stack.cli("overlays", "--check")
+    structure = _dockerfile(stack.root / "overlays/Dockerfile")
+    assert "COPY" not in [item["instruction"] for item in structure]
+    respun = tmp_path / "all-landed"
+    (respun / "opt/site/pkg").mkdir(parents=True)
+    (respun / "opt/site/pkg/a.py").write_bytes(fixed_a)
+    (respun / "opt/site/pkg/b.py").write_bytes(base_b)
+    check = subprocess.run(["sh", "-c", first_check(respun)], capture_output=True)
+    assert check.returncode != 0 and b"pkg/b.py: FAILED" in check.stdout, check
+    (respun / "opt/site/pkg/b.py").write_bytes(fixed_b)
+    assert subprocess.run(["sh", "-c", first_check(respun)]).returncode == 0

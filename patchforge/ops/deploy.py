@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, TYPE_CHECKING
 
 from patchforge.errors import ConfigError, InputError, PatchforgeError, UsageError
+from patchforge.landings import LandedFixes
 from patchforge.model.record import field, record
 from patchforge.overlay import (other_profiles_overlay, overlay_entries, profiles_overlays,
                                 read_manifest)
@@ -237,92 +238,6 @@ def verify_installed_landed(project: Project, installed, *, profile: str | None 
                               holder=str(installed), gone=landed.gone)
         rows.append((str(candidate), check.state, check.detail))
     return rows, notes
-
-
-@record
-class LandedFixes:
-    """The fixes kept under upstreamed/ (of the profile), and the files they changed that no
-    overlay covers: what the image must hold of its own."""
-
-    # (upstream, file name, "up/upstreamed/x.patch": how rows and notes name it)
-    fixes: list[tuple[str, str, str]] = field(default_factory=list)
-    # target key (normalized) -> {"upstream", "path", "target", "landed": [fix...]}
-    files: dict[str, dict[str, Any]] = field(default_factory=dict)
-    covered: dict[str, list[str]] = field(default_factory=dict)  # fix -> targets overlaid
-    unread: list[str] = field(default_factory=list)  # why a fix could not be taken in
-    # fix -> reverts.LandingGone: the fixes whose change the locked revision does not have
-    # (reverted upstream since the landing, or a pin from before it), as status judges them;
-    # filled by `expected`. The upstream's file at the pin lacks them.
-    gone: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, project: Project, profile: str | None,
-           by_target: dict[str, dict[str, Any]]) -> "LandedFixes":
-        from pathlib import PurePosixPath
-
-        from patchforge.formats.patchfile import parse_patch_file
-        from patchforge.layers import normalize
-        from patchforge.names import KEPT_LANDINGS
-        from patchforge.reverts import kept_fixes
-
-        found = cls()
-        for upstream in project.upstream_names():
-            install_root = project.config.upstream(upstream).install_root
-            for name, data in kept_fixes(project, upstream):
-                fix = f"{upstream}/{KEPT_LANDINGS}/{name}"
-                try:
-                    patch = parse_patch_file(data, str(project.series_dir(upstream)
-                                                       / KEPT_LANDINGS / name))
-                except PatchforgeError as exc:
-                    found.unread.append(f"{fix}: {exc}")
-                    continue
-                if profile is not None and patch.profiles and profile not in patch.profiles:
-                    continue
-                if not install_root:
-                    found.unread.append(f"{fix}: upstream {upstream} has no install-root, so "
-                                        "where its files live in the image is not known")
-                    continue
-                found.fixes.append((upstream, name, fix))
-                for fp in patch.file_patches:
-                    key = normalize(str(PurePosixPath(install_root) / fp.path))
-                    if key in by_target:
-                        # Overlaid: the overlay's pre-image, checked already, is the
-                        # upstream's file at the pin, which holds the fix.
-                        found.covered.setdefault(fix, []).append("/" + key)
-                        continue
-                    entry = found.files.setdefault(key, {"upstream": upstream, "path": fp.path,
-                                                         "target": "/" + key, "landed": [],
-                                                         "changes": []})
-                    entry["landed"].append(fix)
-                    entry["changes"].append(fp)
-        return found
-
-    def expected(self, project: Project) -> dict[str, str | None]:
-        """target key -> sha256 of the upstream's file at the locked revision (None: the
-        upstream has no such file there). Raises PatchforgeError when the store cannot
-        give them (a deployment host without the upstream, offline). Fills `gone`: a file
-        equal to the pin's holds none of the fixes status says upstream took out there."""
-        from patchforge.names import KEPT_LANDINGS
-        from patchforge.overlay import sha256
-        from patchforge.pins import open_store
-        from patchforge.reverts import gone_upstream
-
-        by_upstream: dict[str, list[str]] = {}
-        for entry in self.files.values():
-            by_upstream.setdefault(entry["upstream"], []).append(entry["path"])
-        blobs: dict[tuple[str, str], bytes | None] = {}
-        with open_store(project) as store:
-            for upstream, paths in by_upstream.items():
-                commit = project.lock.pin(upstream).commit
-                for path, data in store.read_blobs(commit, sorted(set(paths))).items():
-                    blobs[upstream, path] = data
-            for upstream in dict.fromkeys(upstream for upstream, _, _ in self.fixes):
-                for gone in gone_upstream(project, store, upstream,
-                                          project.lock.pin(upstream).commit):
-                    self.gone[f"{upstream}/{KEPT_LANDINGS}/{gone.name}"] = gone
-        return {key: (sha256(data) if (data := blobs.get((e["upstream"], e["path"])))
-                      is not None else None)
-                for key, e in self.files.items()}
 
 
 def _pre_images(project: Project, profile: str | None):

@@ -1399,7 +1399,8 @@ class Rebase:
                 sources = self._new_sources()
                 self._refuse_unmountable_names(sources)
                 overlays = build_overlays(project, self.store, lock=lock,
-                                          patch_sources=sources)
+                                          patch_sources=sources,
+                                          kept_sources=self._new_kept_sources())
                 refuse_changed_by_hand(project, overlays, rebasing=True)
                 # A file moved aside as that refusal says: what it was made from is kept, for
                 # the `import overlay` that follows (the project still holds the old series).
@@ -1603,6 +1604,21 @@ class Rebase:
                        for n in self.project.patch_names(upstream)]
             sources[upstream] = [(n, self.project.parse_patch(b, self._source(upstream, n)), b)
                                  for n, b in raw]
+        return sources
+
+    def _new_kept_sources(self) -> dict:
+        """{upstream: [(file name, bytes)]} of the fixes under upstreamed/ after the write-out
+        (those kept already and this run's drops), for build_overlays: the Dockerfile checks
+        their files, and must be what `overlays` makes after the run."""
+        from patchforge.names import KEPT_LANDINGS
+        from patchforge.reverts import kept_fixes
+
+        sources = {}
+        for upstream in self.project.upstream_names():
+            entry = self._run_record.upstreams.get(upstream)
+            dropped = [(r.name, self.journal.staged_bytes(r.staged)) for r in entry.results
+                       if r.destination == KEPT_LANDINGS and r.staged] if entry else []
+            sources[upstream] = kept_fixes(self.project, upstream) + dropped
         return sources
 
     def _clean_temp_files(self, *, keep_planned: bool = False) -> None:
