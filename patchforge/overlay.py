@@ -708,7 +708,8 @@ def render_metadata(project: Project, overlays: OverlaySet) -> dict[str, bytes]:
         rel_dir = f"{profile}/" if profile else ""
         outputs[f"{rel_dir}compose.yaml"] = render_compose(project.config.compose_service,
                                                            profile, mounts_of(files),
-                                                           _overlays_rel(project), pinned)
+                                                           _overlays_rel(project), pinned,
+                                                           artifact_mounts(manifest))
         outputs[f"{rel_dir}Dockerfile"] = render_dockerfile(
             profile, files, overlays.image, overlays.landed.get(profile, ([], [])))
     return outputs
@@ -757,14 +758,23 @@ class Mount:
     mode: str
 
 
+def artifact_mounts(manifest: dict) -> list[Mount]:
+    """The artifacts' copies manifest.json lists, as the fragment's label covers them."""
+    return [Mount(a["file"], None, str(a.get("sha256")),
+                  "100755" if a.get("executable") else "100644")
+            for a in manifest.get("artifacts") or () if isinstance(a, dict) and a.get("file")]
+
+
 def mounts_of(files: list[OverlayFile]) -> list[Mount]:
     return [Mount(f.rel, f.target, f.sha256, f.mode) for f in files]
 
 
 def render_compose(service: str, profile: str | None, files: list[Mount],
-                   overlays_rel: str, image: str | None = None) -> bytes:
+                   overlays_rel: str, image: str | None = None,
+                   artifacts: list[Mount] | None = None) -> bytes:
     """The compose override file: read-only bind mounts of `files` into `service`, and the
-    service's `image` (the pinned image by digest, where upstream.lock pins one).
+    service's `image` (the pinned image by digest, where upstream.lock pins one). Its label
+    covers `artifacts` (their copies under overlays/, which compose.yaml mounts) too.
 
     Compose resolves every relative path of every `-f` file against the project directory,
     the directory of the first file (compose.yaml, beside overlays/), so sources are written
@@ -789,7 +799,8 @@ def render_compose(service: str, profile: str | None, files: list[Mount],
     # swapped in as a new tree: without a value that changes with the overlays, the fragment
     # stayed byte-identical, compose's config hash with it, and `up -d` left the container
     # running the old fix.
-    lines += ["    labels:", f"      {OVERLAYS_LABEL}: \"sha256:{mounts_digest(files)}\"",
+    lines += ["    labels:",
+              f"      {OVERLAYS_LABEL}: \"sha256:{mounts_digest(files, artifacts)}\"",
               "    volumes:"]
     for f in files:
         if f.target is None:  # no install root: nothing to mount it at
@@ -805,11 +816,15 @@ def render_compose(service: str, profile: str | None, files: list[Mount],
 OVERLAYS_LABEL = "patchforge.overlays"
 
 
-def mounts_digest(files: list[Mount]) -> str:
+def mounts_digest(files: list[Mount], artifacts: list[Mount] | None = None) -> str:
     """sha256 over what a profile's compose fragment mounts: each file's target, content digest
-    and mode, one line each, sorted. The fragment's label carries it, so a changed overlay
-    changes the service's configuration and `docker compose up -d` recreates the container."""
+    and mode, one line each, sorted; then each artifact's copy (what compose.yaml mounts from
+    overlays/, swapped in as a new tree with the overlays). The fragment's label carries it,
+    so a changed overlay or artifact changes the service's configuration and `docker compose
+    up -d` recreates the container."""
     lines = sorted(f"{f.sha256} {f.mode} {f.target}\n" for f in files if f.target is not None)
+    # (Only where there are artifacts: the label of a stack without any stays as it was.)
+    lines += sorted(f"{a.sha256} {a.mode} artifact {a.rel}\n" for a in artifacts or ())
     return sha256("".join(lines).encode("utf-8", "surrogateescape"))
 
 
@@ -1132,7 +1147,7 @@ def _fragment_rows(project: Project, manifest: dict,
                         "100755" if e.get("executable") else "100644")
                   for e in manifest["overlays"] if e["profile"] == profile and e.get("target")]
         expected = render_compose(project.config.compose_service, profile, mounts,
-                                  _overlays_rel(project), pinned)
+                                  _overlays_rel(project), pinned, artifact_mounts(manifest))
         path = project.overlays_dir / rel_text
         if not path.is_file():
             rows.append((rel_text, "missing", "file not found (it mounts the overlays)"))

@@ -222,6 +222,33 @@ def test_a_changed_fix_changes_the_services_compose_hash(stack):
     check_mounts(model, "inference", root / "overlays", "gfx942", {"up": INSTALL_ROOT})
 
 
+def test_a_changed_artifact_changes_the_services_compose_hash(stack):
+    """compose.yaml mounts an artifact's copy from overlays/artifacts/ (the page's entrypoint),
+    and `overlays` swaps in a new tree: the fragment's label covered the overlays only, so
+    after the artifact changed compose's hash of the service stayed the same and `up -d`
+    left the container on the old file. The label covers the artifacts' copies too (each
+    profile's: compose.yaml mounts them whatever the profile); a change of the executable
+    bit alone counts, a rewrite of the same bytes changes nothing; `verify` agrees with the
+    fragment."""
+    root = stack
+    (root / "compose.yaml").write_text(
+        "services:\n  inference:\n    image: busybox\n    entrypoint: [\"/entrypoint.sh\"]\n"
+        "    volumes:\n      - ./overlays/artifacts/entrypoint.sh:/entrypoint.sh:ro\n")
+    ok(root, "overlays")
+    before = {p: _config_hash(root, p) for p in ("gfx942", "gfx950")}
+    ok(root, "overlays")
+    assert {p: _config_hash(root, p) for p in ("gfx942", "gfx950")} == before
+    (root / "entrypoint.sh").write_bytes(b"#!/bin/sh\nexec vllm serve --threads 8\n")
+    ok(root, "overlays")
+    assert b"--threads 8" in (root / "overlays/artifacts/entrypoint.sh").read_bytes()
+    edited = {p: _config_hash(root, p) for p in ("gfx942", "gfx950")}
+    assert all(edited[p] != before[p] for p in before), (before, edited)
+    (root / "entrypoint.sh").chmod(0o755)
+    ok(root, "overlays")
+    assert all(_config_hash(root, p) != edited[p] for p in edited)
+    assert ok(root, "verify").rc == 0
+
+
 def test_verify_fails_a_fragment_that_no_longer_mounts_an_overlay(stack):
     """Neither SHA256SUMS nor the manifest lists the compose fragment: one that a bad merge, a
     stale copy or a hand edit left without a mount passed `verify` ("ok" for every file) while
