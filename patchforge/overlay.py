@@ -1467,15 +1467,17 @@ def recover_overlays(project: Project) -> None:
 
 
 def verify_overlays(project: Project, *, installed: Path | None = None,
-                    profile: str | None = None,
-                    hints: list[str] | None = None) -> list[tuple[str, str, str]]:
+                    profile: str | None = None, hints: list[str] | None = None,
+                    also=None) -> list[tuple[str, str, str]]:
     """Check SHA256SUMS like `sha256sum -c`, that manifest.json pins the same files with the
     same hashes, and, with `installed`, the pre-images in that tree.
 
     With `profile`, only that profile's overlay files (and the artifacts every profile ships).
 
     Returns (path, state, detail) rows; state is "ok", "mismatch" or "missing". `hints` gets
-    what to do when `installed` holds none of the pre-images (`_installed_hint`).
+    what to do when `installed` holds none of the pre-images (`_installed_hint`). `also`
+    (with `installed`): called with the manifest read here and the installed.InstalledTree,
+    its rows added (the files of the fixes dropped as landed: ops.deploy).
     """
     root = project.overlays_dir
     sums_path = root / "SHA256SUMS"
@@ -1550,41 +1552,47 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                 rows.append((artifact["path"], "mismatch",
                              "changed since `patchforge overlays` pinned it"))
     if installed is not None and manifest is not None:
+        from patchforge.installed import InstalledTree
+
         entries = overlay_entries(manifest, profile, str(manifest_path))
-        at_targets = upstreams_at_their_targets(Path(installed), entries)
+        tree = InstalledTree(installed, entries)
         overlaid = profiles_overlays(manifest, lambda e: (e["upstream"], e["path"]))
         held: dict[str, None] = {}  # the other profiles whose overlays the tree holds
         for entry in entries:
             target = entry.get("target")
-            in_root = bool(target) and entry["upstream"] in at_targets
-            rel_in_dir = (target or "").lstrip("/") if in_root else entry["path"]
-            candidate = Path(installed) / rel_in_dir
-            label = os.path.join(str(installed), rel_in_dir) + (
-                f" [{entry['profile']}]" if entry.get("profile") else "")
+            in_root = bool(target) and entry["upstream"] in tree.at_targets
+            label = tree.shown(entry) + (f" [{entry['profile']}]" if entry.get("profile") else "")
+            # Read as the tree's own system reads it: a symlink in it is followed inside it,
+            # never on this host.
+            there = tree.read(entry)
             # A tree that already holds the overlay (an image the Dockerfile baked, `/` of a
             # container with the mounts): was "not the pre-image", with a hint to rebase.
-            found = sha256(candidate.read_bytes()) if candidate.is_file() else None
+            found = there.sha256()
             holds = overlaid.get((entry["upstream"], entry["path"]), {}).get(found or "")
             if found is not None and found == entry.get("sha256"):
                 rows.append((label, "ok", ALREADY_OVERLAID))
             elif holds is not None and holds != entry.get("profile"):
                 rows.append((label, "mismatch", other_profiles_overlay(holds, entry)))
                 held.setdefault(holds, None)
+            elif there.kind == "other" and there.detail:
+                rows.append((label, "mismatch", there.detail))
             elif entry["base_sha256"] is None:
-                if candidate.exists():
-                    rows.append((label, "mismatch", "the overlay creates this file, but it exists"))
+                if there.exists():
+                    rows.append((label, "mismatch", "the overlay creates this file, but it exists"
+                                 + there.read_through()))
                 else:
                     rows.append((label, "ok", "created by the overlay"))
-            elif not candidate.exists():
+            elif not there.exists():
                 looked = "" if in_root or not target else \
                     f" (nor at {os.path.join(str(installed), target.lstrip('/'))}, as in a root " \
                     "file system)"
                 rows.append((label, "missing",
-                             f"pre-image for {target or entry['path']} not found{looked}"))
+                             f"pre-image for {target or entry['path']} not found{looked}"
+                             + there.read_through()))
             elif found != entry["base_sha256"]:
                 rows.append((label, "mismatch",
                              "installed file is not the pre-image this overlay was made for"
-                             f" ({made_for(manifest, entry)})"))
+                             f" ({made_for(manifest, entry)})" + there.read_through()))
             else:
                 rows.append((label, "ok", "pre-image matches"))
         hint = _installed_hint(Path(installed), entries, rows)
@@ -1594,6 +1602,8 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
             hints.extend(f"{installed} holds {holds}'s overlays: `patchforge verify --installed "
                          f"{installed} --profile {holds}` checks that deployment"
                          for holds in held)
+        if also is not None:
+            rows += also(manifest, tree)
     return rows
 
 
@@ -1646,18 +1656,6 @@ def _installed_hint(installed: Path, entries: list[dict[str, Any]],
     count = len({(e["upstream"], e["path"]) for e in wanted})
     return (f"{installed} holds none of the {count} pre-images: give the upstream's "
             "install root (its site-packages) or an image's root file system")
-
-
-def upstreams_at_their_targets(installed: Path, entries: list[dict[str, Any]]) -> set[str]:
-    """The upstreams whose files `verify --installed DIR` looks for at their targets under DIR
-    (install-root + path: DIR is an image's root file system, `docker export` unpacked or `/`
-    inside the container), rather than at their paths (DIR is the upstream's install root,
-    site-packages). Upstreams installed at different roots can only be checked in the first
-    way. Decided per upstream, by whether any of its pre-images is there: a file the overlay
-    creates is looked for where its upstream's others are found."""
-    return {entry["upstream"] for entry in entries
-            if entry.get("target") and entry["base_sha256"] is not None
-            and (installed / entry["target"].lstrip("/")).is_file()}
 
 
 def read_manifest(overlays_dir: Path) -> dict[str, Any]:

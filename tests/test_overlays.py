@@ -459,6 +459,122 @@ def test_verify_installed_says_what_a_directory_without_any_pre_image_should_be(
     assert "hint" not in run.err
 
 
+def test_verify_installed_follows_a_symlink_of_the_tree_inside_the_tree(stack, tmp_path):
+    """An image's root file system (`docker export` unpacked) holds absolute symlinks, which
+    the container reads from its own /: `verify --installed` read them from this host's /, so a
+    pre-image symlinked to /srv/... passed on the host's file while the image's was another
+    version (and the other way round), and a site-packages reached through a symlinked
+    directory was missing. Each is read inside DIR now; DIR given as the install root at its
+    own path in the tree reads the same; a copy of an install root elsewhere, whose root is
+    not known, says a symlink leading out of it rather than reading the host's file."""
+    root = stack
+    ok(root, "overlays")
+    image = tmp_path / "rootfs"
+    # The host's file at the symlink's target is the pre-image; the image's is not.
+    host_b = tmp_path / "host" / "b.py"
+    host_b.parent.mkdir(parents=True)
+    host_b.write_bytes(UPSTREAM_FILES["pkg/b.py"])
+    (image / str(host_b).lstrip("/")).parent.mkdir(parents=True)
+    (image / str(host_b).lstrip("/")).write_bytes(b"x = 1\ny = 2\nz = 4\n")
+    # /usr/local/lib -> /usr/lib: site-packages through an absolute directory symlink.
+    site_in_image = INSTALL_ROOT.replace("/usr/local/lib/", "/usr/lib/").lstrip("/")
+    (image / site_in_image / "pkg").mkdir(parents=True)
+    (image / "usr/local").mkdir(parents=True)
+    (image / "usr/local/lib").symlink_to("/usr/lib")
+    (image / site_in_image / "a.py").write_bytes(UPSTREAM_FILES["a.py"])
+    (image / site_in_image / "pkg/b.py").symlink_to(host_b)
+    run = run_cli(root, "verify", "--installed", str(image), "--json")
+    rows = {r["path"]: r for r in json.loads(run.out)["results"]}
+    assert run.rc == 1, run.out
+    for profile in ("gfx942", "gfx950"):
+        b_row = rows[f"{image}{INSTALL_ROOT}/pkg/b.py [{profile}]"]
+        assert (b_row["state"], b_row["detail"]) == (
+            "mismatch",
+            "installed file is not the pre-image this overlay was made for (up main); read "
+            f"through /usr/local/lib -> /usr/lib, {INSTALL_ROOT.replace('/local/', '/')}"
+            f"/pkg/b.py -> {host_b}"), b_row
+    assert rows[f"{image}{INSTALL_ROOT}/a.py [gfx942]"]["detail"] == "pre-image matches", rows
+    # The other way round: the image's file is the pre-image, the host's is not.
+    (image / str(host_b).lstrip("/")).write_bytes(UPSTREAM_FILES["pkg/b.py"])
+    host_b.write_bytes(b"x = 1\ny = 2\nz = 4\n")
+    run = ok(root, "verify", "--installed", str(image), "--json")
+    assert json.loads(run.out)["ok"] is True
+    # The install root at its own path in the tree: its root is the tree's.
+    (image / "usr/local/lib").unlink()
+    (image / "usr/lib").rename(image / "usr/local/lib")
+    site_in_image = INSTALL_ROOT.lstrip("/")
+    run = ok(root, "verify", "--installed", str(image / INSTALL_ROOT.lstrip("/")), "--json")
+    assert {r["detail"] for r in json.loads(run.out)["results"]
+            if "/pkg/b.py [" in r["path"]} == {"pre-image matches"}, run.out
+    # A copy of the install root elsewhere: the link leads out of it, to a root not known.
+    copy = tmp_path / "copied-site"
+    shutil.copytree(image / site_in_image, copy, symlinks=True)
+    run = run_cli(root, "verify", "--installed", str(copy), "--json")
+    rows = {r["path"]: r for r in json.loads(run.out)["results"]}
+    b_row = rows[f"{copy}/pkg/b.py [gfx942]"]
+    assert run.rc == 1 and b_row["state"] == "mismatch", run.out
+    assert f"{copy}/pkg/b.py is a symlink to {host_b}, outside {copy}: what it reads where " \
+        f"{copy} is installed is not known here" in b_row["detail"], run.out
+    assert rows[f"{copy}/a.py [gfx942]"]["state"] == "ok", run.out
+
+
+def test_verify_installed_reads_a_landed_fixs_symlinked_file_inside_the_tree(tmp_path):
+    """The file of a fix dropped as landed upstream (which no overlay carries, so the tree
+    must hold it) symlinked to an absolute path in an image's root file system: `verify
+    --installed` judged the host's file there, and passed a tree whose own file lacks the
+    fix. The tree's file is judged, and the row says through which symlink it was read."""
+    from helpers.project import OneUpstreamStack
+
+    base_a = b"".join(b"a line %d\n" % i for i in range(1, 21))
+    fixed_a = base_a.replace(b"a line 5\n", b"a line 5, fixed\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base_a, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base_a, fixed_a)
+    stack.commit({"pkg/a.py": fixed_a}, "Fix a", tag="v2")
+    stack.landed_and_dropped("v2", "pkg/a.py")
+    host_a = tmp_path / "host" / "a.py"
+    host_a.parent.mkdir()
+    host_a.write_bytes(fixed_a)
+    image = tmp_path / "rootfs"
+    (image / "opt/site/pkg").mkdir(parents=True)
+    (image / "opt/site/pkg/b.py").write_bytes(b"b = 1\n")
+    (image / str(host_a).lstrip("/")).parent.mkdir(parents=True)
+    (image / str(host_a).lstrip("/")).write_bytes(base_a)
+    (image / "opt/site/pkg/a.py").symlink_to(host_a)
+    rc, out, _ = stack.cli("verify", "--installed", str(image), expect=1)
+    assert f"{image}/opt/site/pkg/a.py" in out and "lacks the fix" in out, out
+    (image / str(host_a).lstrip("/")).write_bytes(fixed_a)
+    host_a.write_bytes(base_a)
+    rc, out, _ = stack.cli("verify", "--installed", str(image), "--json")
+    (row,) = [r for r in json.loads(out)["results"] if r["path"].endswith("pkg/a.py")]
+    assert row["state"] == "ok" and f"/opt/site/pkg/a.py -> {host_a}" in row["detail"], row
+
+
+def test_verify_installed_looks_for_a_created_file_where_it_is_mounted(tmp_path):
+    """An upstream whose every overlay creates its file (a new module a fix adds) has no
+    pre-image to tell that DIR is an image's root file system: `verify --installed ROOTFS`
+    looked for the file at ROOTFS/<path>, said "created by the overlay" while the image held
+    a file at the mount's target, which the mount would hide. Such an upstream is found at
+    its targets where DIR holds its install root."""
+    root, _ = git_project(tmp_path, install_root=INSTALL_ROOT)
+    write_patch(root, "create", NEW_DIFF)
+    ok(root, "overlays")
+    image = tmp_path / "rootfs"
+    site = image / INSTALL_ROOT.lstrip("/")
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg/b.py").write_bytes(UPSTREAM_FILES["pkg/b.py"])
+    run = ok(root, "verify", "--installed", str(image), "--json")
+    rows = {r["path"]: r for r in json.loads(run.out)["results"]}
+    assert rows[f"{image}{INSTALL_ROOT}/pkg/new.py"]["detail"] == "created by the overlay", rows
+    (site / "pkg/new.py").write_bytes(b"created = False\n")
+    for installed in (image, site):
+        run = run_cli(root, "verify", "--installed", str(installed), "--json")
+        rows = {r["path"]: r for r in json.loads(run.out)["results"]}
+        assert run.rc == 1, run.out
+        assert rows[f"{site}/pkg/new.py"] == {
+            "path": f"{site}/pkg/new.py", "state": "mismatch",
+            "detail": "the overlay creates this file, but it exists"}, rows
+
+
 def test_verify_installed_finds_upstreams_at_different_install_roots(tmp_path):
     """vllm in site-packages, another upstream under /opt: no one install root holds both, so
     DIR is the image's root filesystem (`docker export` unpacked, or `/` inside the

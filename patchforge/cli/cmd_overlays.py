@@ -207,16 +207,20 @@ def verify(app, installed, image, profile, as_json, output_format):
     with app.reading():  # never a rebase's half-written overlays
         announce_state(app.project(), as_json=as_json)
         hints: list[str] = []
-        rows = verify_overlays(app.project(), installed=installed, profile=profile, hints=hints)
         notes: list[str] = []
-        if installed is not None:
+
+        def landed(manifest, tree):
             # No overlay carries the fixes dropped as landed: DIR's own files must hold them,
-            # as `--image` asks of an image's.
+            # as `--image` asks of an image's (the manifest and DIR read as for the overlays).
             from patchforge.ops.deploy import verify_installed_landed
 
-            landed_rows, notes = verify_installed_landed(app.project(), installed,
-                                                         profile=profile)
-            rows += landed_rows
+            landed_rows, landed_notes = verify_installed_landed(app.project(), tree, manifest,
+                                                                profile=profile)
+            notes.extend(landed_notes)
+            return landed_rows
+
+        rows = verify_overlays(app.project(), installed=installed, profile=profile, hints=hints,
+                               also=landed)
     bad = [r for r in rows if r[1] != "ok"]
     if as_json:
         emit_json({"ok": not bad, "results": [{"path": p, "state": s, "detail": d}

@@ -181,24 +181,22 @@ def verify_image(project: Project, ref: str | None = None, *, profile: str | Non
                             overlaid=overlaid, tag_pin=tag_pin, landed=landed, kept=kept)
 
 
-def verify_installed_landed(project: Project, installed, *, profile: str | None = None
+def verify_installed_landed(project: Project, tree, manifest: dict[str, Any], *,
+                            profile: str | None = None
                             ) -> tuple[list[tuple[str, str, str]], list[str]]:
     """`verify --installed DIR`'s rows for the fixes dropped as landed upstream: each file they
     changed that no overlay covers, judged in DIR as `verify --image` judges it in an image
-    (no overlay carries these fixes, so the installed file itself must hold them). DIR is
-    read as `verify_overlays` reads it: an upstream whose pre-images are at their targets is
-    looked for there (a root file system), others at their paths (the install root).
+    (no overlay carries these fixes, so the installed file itself must hold them). `tree`
+    (installed.InstalledTree) and `manifest` are verify_overlays': DIR read as it reads it,
+    an upstream without overlays where its install root is (a root file system) or at its
+    paths (the install root).
 
     Returns (rows, notes): rows as verify_overlays gives them, with the fixes named in the
     detail; notes say what could not be checked (`NOT CHECKED: ...`).
     """
-    import os
-    from pathlib import Path
+    from patchforge.layers import normalize
 
-    from patchforge.layers import FoundFile, normalize
-    from patchforge.overlay import sha256, upstreams_at_their_targets
-
-    manifest = read_manifest(project.overlays_dir)
+    installed = tree.dir
     entries = overlay_entries(manifest, profile, str(project.overlays_dir / "manifest.json"))
     by_target = {normalize(e["target"]): e for e in entries if e.get("target")}
     landed = LandedFixes.of(project, profile, by_target)
@@ -213,30 +211,16 @@ def verify_installed_landed(project: Project, installed, *, profile: str | None 
                         f"upstream ({names}): their files at the locked revision could not be "
                         f"read ({exc}); `patchforge fetch` brings them")
         return [], notes
-    root = Path(installed)
-    at_targets = upstreams_at_their_targets(root, entries)
-    with_overlays = {e["upstream"] for e in entries}
+    tree.extend(list(landed.files.values()))
     rows = []
     for key, entry in sorted(landed.files.items()):
-        at_target, at_path = root / key, root / entry["path"]
-        # An upstream none of whose files is overlaid any more has no pre-image to say where
-        # DIR keeps it: its own file decides, the root file system's place first.
-        if entry["upstream"] in at_targets or (entry["upstream"] not in with_overlays
-                                               and os.path.lexists(at_target)):
-            candidate = at_target
-        else:
-            candidate = at_path
-        content = candidate.read_bytes() if candidate.is_file() else None
-        kind = "file" if content is not None else \
-            "absent" if not os.path.lexists(candidate) else \
-            "symlink" if candidate.is_symlink() else \
-            "directory" if candidate.is_dir() else "other"
-        found = FoundFile(path=key, kind=kind,
-                          sha256=sha256(content) if content is not None else None)
+        there = tree.read(entry)
+        shown = tree.shown(entry)
+        found = there.as_found_file(key, shown)
         check = _judge_landed(key, entry, expected[key], found,
-                              project.lock.pin(entry["upstream"]).commit, content,
+                              project.lock.pin(entry["upstream"]).commit, there.content,
                               holder=str(installed), gone=landed.gone)
-        rows.append((str(candidate), check.state, check.detail))
+        rows.append((shown, check.state, check.detail))
     return rows, notes
 
 
