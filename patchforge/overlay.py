@@ -1191,29 +1191,64 @@ def stack_compose_without_the_service(project: Project) -> tuple[str, str] | Non
                        "for other services, sets `compose-image = false`)")
 
 
-# A key of the services block: "double quoted", 'single quoted' or plain, then its colon.
+# A key of a block mapping: "double quoted", 'single quoted' or plain, then its colon; then
+# what follows it on the line (its value, or nothing but a comment).
 _SERVICE_KEY = re.compile(r"""\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'"""
-                          r"""|([^\s#'"{\[][^:#]*?))\s*:(?:\s|$)""")
+                          r"""|([^\s#'"{\[][^:#]*?))\s*:(?:\s+(.*))?$""")
+# A node's properties before it (an anchor `&name`, a tag `!name`, `!!str`, `!<uri>`).
+_PROPERTIES = re.compile(r"(?:(?:&|!(?:<[^>]*>)?)[^\s,\[\]{}]*\s+)*")
+
+
+def _mapping_key(line: str) -> tuple[str, str] | None:
+    """A block mapping's key on `line` as YAML reads it (quotes undone, an anchor or a tag on
+    the key left out) and what follows its colon up to a comment; None when the line is no
+    key read here: an alias (`*name:`), a merge key (`<<:`), a complex key (`? `), flow style."""
+    text = line.lstrip()
+    text = text[_PROPERTIES.match(text).end():]  # type: ignore[union-attr]
+    match = _SERVICE_KEY.match(text)
+    if match is None:
+        return None
+    double, single, plain, rest = match.groups()
+    if plain is not None and (plain.startswith(("*", "&", "!", "?", "|", ">", "%", "@", "`"))
+                              or plain == "<<"):
+        return None
+    name = re.sub(r"\\(.)", r"\1", double) if double is not None else \
+        single.replace("''", "'") if single is not None else plain
+    return name, re.sub(r"(?:^|\s)#.*", "", rest or "").strip()
 
 
 def _compose_service_names(data: bytes) -> list[str] | None:
-    """The keys of a compose file's top-level `services:` block, in block style; None when the
-    file says them another way (flow style, `include:` of other files), which is not guessed."""
+    """The keys of a compose file's top-level `services:` block, in block style, as compose
+    reads them (a byte order mark, CRLF lines, quoted keys, anchors and tags on keys); None
+    when the file says them another way, which is not guessed: flow style, `include:` of
+    other files, aliases and merge keys (`<<: *common`) that bring in services of a mapping
+    defined elsewhere."""
     names: list[str] = []
     in_services = False
     indent = None
-    for line in data.decode("utf-8", "replace").splitlines():
+    text = data.decode("utf-8", "replace")
+    for line in text.removeprefix("\ufeff").splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         if not line[0].isspace():
             if in_services:
                 break
-            key = line.split("#", 1)[0].rstrip()
-            if key.startswith("include:"):
+            if line.startswith(("---", "%")) and not line.startswith("---:"):
+                continue  # the document's start, a directive
+            key = _mapping_key(line)
+            if key is None:
+                if line.startswith("<<") or line.startswith("*"):
+                    return None  # the top-level mapping merged from elsewhere
+                continue
+            name, rest = key
+            if name == "include":
                 return None  # services of other files
-            in_services = key == "services:"
-            if key.startswith("services:") and not in_services:
-                return None  # `services: {...}`
+            if name == "services":
+                # `services:`, or with an anchor or a tag only (`services: &all`); a value
+                # on the line is flow style or an alias: not read here.
+                if rest[_PROPERTIES.match(rest + " ").end():].strip():  # type: ignore[union-attr]
+                    return None
+                in_services = True
             continue
         if not in_services:
             continue
@@ -1222,12 +1257,10 @@ def _compose_service_names(data: bytes) -> list[str] | None:
         if width < indent:
             return None
         if width == indent:
-            match = _SERVICE_KEY.match(line)
-            if match is None:
+            key = _mapping_key(line)
+            if key is None:
                 return None
-            double, single, plain = match.groups()
-            names.append(re.sub(r"\\(.)", r"\1", double) if double is not None else
-                         single.replace("''", "'") if single is not None else plain)
+            names.append(key[0])
     return names if in_services else None
 
 

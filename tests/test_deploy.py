@@ -626,3 +626,67 @@ def test_the_dockerfile_checks_the_files_of_fixes_dropped_as_landed(tmp_path):
     assert check.returncode != 0 and b"pkg/b.py: FAILED" in check.stdout, check
     (respun / "opt/site/pkg/b.py").write_bytes(fixed_b)
     assert subprocess.run(["sh", "-c", first_check(respun)]).returncode == 0
+
+
+# A user's compose file as editors and compose files in the wild write it: compose-go's reading
+# of its services decides whether the service the fragments mount into is there.
+_COMPOSE_FILES_WRITTEN_OTHERWISE = {
+    "a byte order mark": "\ufeffservices:\n  {svc}:\n    image: busybox\n",
+    "a byte order mark and CRLF": "\ufeffservices:\r\n  {svc}:\r\n    image: busybox\r\n",
+    "a quoted key": "\"services\":\n  '{svc}':\n    image: busybox\n",
+    "an anchor on services": "services: &all  # every service\n  {svc}:\n    image: busybox\n",
+    "a tag on services": "---\nservices: !!map\n  {svc}:\n    image: busybox\n",
+    "an anchor on the key": "services:\n  &main {svc}:\n    image: busybox\n",
+    "an anchor and a merge key in a service": (
+        "x-common: &common\n  image: busybox\nservices:\n  {svc}: &svc\n    <<: *common\n"
+        "  sidecar:\n    <<: *svc\n"),
+}
+# The services brought in by a merge key or an alias: the file's own services are not all
+# on its lines, so nothing is said of them.
+_COMPOSE_FILES_NOT_GUESSED = {
+    "a merge key of services": ("x-services: &more\n  {svc}:\n    image: busybox\nservices:\n"
+                                "  <<: *more\n  db:\n    image: busybox\n"),
+    "merge keys of a list": ("x-a: &a\n  {svc}:\n    image: busybox\nx-b: &b\n  db:\n"
+                             "    image: busybox\nservices:\n  <<: [*a, *b]\n"),
+    "an alias as a key": "x-name: &name {svc}\nservices:\n  *name :\n    image: busybox\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(_COMPOSE_FILES_WRITTEN_OTHERWISE)
+                         + sorted(_COMPOSE_FILES_NOT_GUESSED))
+def test_the_stack_compose_files_services_are_read_as_compose_reads_them(stack, how):
+    """Whether the stack's compose file defines the service the fragments mount into was read
+    from its lines: a byte order mark, a quoted `"services":`, an anchor or a tag on it hid
+    every service (a stack whose service is `vllm` passed, and compose ran it without a
+    single overlay), and `<<: *more` or `&main inference:` were taken for services named
+    `<<` and `&main inference` (`verify` failed a stack compose runs with its overlays). Each
+    file is read as compose-go reads it: the service named where compose has it, `verify`
+    passing; another name said; services merged in from elsewhere not guessed at."""
+    root = stack
+    lock_path = root / "upstream.lock"
+    lock = json.loads(lock_path.read_text())
+    digest = "sha256:" + "ab" * 32
+    lock["image"] = {"reference": "registry.example.com/rocm/vllm:nightly", "tag": "nightly",
+                     "digest": digest}
+    lock_path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    text = {**_COMPOSE_FILES_WRITTEN_OTHERWISE, **_COMPOSE_FILES_NOT_GUESSED}[how]
+    files = ("compose.yaml", "overlays/gfx942/compose.yaml")
+    for service in ("inference", "vllm"):
+        (root / "compose.yaml").write_bytes(text.format(svc=service).encode())
+        said = ok(root, "overlays").err
+        run = run_cli(root, "verify", "--json")
+        services = set(json.loads(compose_config(root, "compose.yaml").stdout)["services"])
+        assert service in services, services
+        model = json.loads(compose_config(root, *files).stdout)
+        if service == "inference":  # compose mounts the overlays into the stack's service
+            check_mounts(model, "inference", root / "overlays", "gfx942", {"up": DEPLOY_ROOT})
+            assert "defines no service" not in said and run.rc == 0, (said, run.text)
+        elif how in _COMPOSE_FILES_WRITTEN_OTHERWISE:
+            assert "inference" in model["services"] and not model["services"]["vllm"].get(
+                "volumes")  # the harm: vllm runs without the overlays
+            assert f"{root / 'compose.yaml'} defines no service 'inference' (compose-service)" \
+                in said and "only 'vllm'" in said, said
+            rows = {r["path"]: r for r in json.loads(run.out)["results"]}
+            assert run.rc == 1 and rows[str(root / "compose.yaml")]["state"] == "mismatch"
+        else:
+            assert "defines no service" not in said and run.rc == 0, (said, run.text)
