@@ -40,6 +40,8 @@ class Found:
 
     def read_through(self) -> str:
         """How symlinks led there, said after a row's detail ("" when none did)."""
+        if self.detail:
+            return f"; {self.detail}"
         return "; read through " + ", ".join(self.through) if self.through else ""
 
     def sha256(self) -> str | None:
@@ -120,7 +122,8 @@ class InstalledTree:
         outer = _root_above(self.dir, root) if root else None
         if root and outer is not None:
             return _read(outer, posixpath.join(root, entry["path"]), confined=False)
-        return _read(self.dir, entry["path"], confined=True)
+        # (DIR `/`, inside the container: nothing leads out of it.)
+        return _read(self.dir, entry["path"], confined=os.path.abspath(self.dir) != "/")
 
     def read_in_root(self, target: str) -> Found:
         """What DIR, as a root file system, holds at the absolute path `target`."""
@@ -169,8 +172,12 @@ def _read(root: Path, path: str, *, confined: bool) -> Found:
         hops += 1
         through.append(f"/{'/'.join(done + [name])} -> {link}")
         if hops > MAX_HOPS:
-            return Found("other", through=tuple(through),
-                         detail=f"{here}: more than {MAX_HOPS} symlinks on the way")
+            # The kernel's open() fails there (ELOOP): nothing is read, as in an image.
+            links = list(dict.fromkeys(through))
+            why = "a loop" if len(links) < len(through) else f"more than {MAX_HOPS} links"
+            return Found("absent", through=tuple(links),
+                         detail=f"too many levels of symbolic links ({why}: "
+                                f"{', '.join(links)})")
         if link.startswith("/"):
             if confined:
                 return Found("other", through=tuple(through),

@@ -506,6 +506,19 @@ def test_verify_installed_follows_a_symlink_of_the_tree_inside_the_tree(stack, t
     run = ok(root, "verify", "--installed", str(image / INSTALL_ROOT.lstrip("/")), "--json")
     assert {r["detail"] for r in json.loads(run.out)["results"]
             if "/pkg/b.py [" in r["path"]} == {"pre-image matches"}, run.out
+    # A loop: the container's open() fails (ELOOP), as `verify --image` says of an image.
+    (image / site_in_image / "pkg/b.py").unlink()
+    (image / site_in_image / "pkg/b.py").symlink_to("c.py")
+    (image / site_in_image / "pkg/c.py").symlink_to(f"{INSTALL_ROOT}/pkg/b.py")
+    run = run_cli(root, "verify", "--installed", str(image), "--json")
+    b_row = {r["path"]: r for r in json.loads(run.out)["results"]}[
+        f"{image}{INSTALL_ROOT}/pkg/b.py [gfx942]"]
+    assert run.rc == 1 and b_row["state"] == "missing", run.out
+    assert b_row["detail"].endswith(
+        f"; too many levels of symbolic links (a loop: {INSTALL_ROOT}/pkg/b.py -> c.py, "
+        f"{INSTALL_ROOT}/pkg/c.py -> {INSTALL_ROOT}/pkg/b.py)"), b_row
+    (image / site_in_image / "pkg/b.py").unlink()
+    (image / site_in_image / "pkg/b.py").symlink_to(host_b)
     # A copy of the install root elsewhere: the link leads out of it, to a root not known.
     copy = tmp_path / "copied-site"
     shutil.copytree(image / site_in_image, copy, symlinks=True)
