@@ -303,7 +303,18 @@ def put_in(code: bytes, theirs: Blocks) -> bool:
 def _loose(lines) -> bytes:
     """The lines joined as code without whitespace, quotes one kind and no comma at all:
     every run _code_run_in finds, its code without commas, is in it."""
-    return b"".join(lines).translate(None, WHITESPACE).replace(b"'", b'"').replace(b",", b"")
+    return loose_code(b"".join(lines))
+
+
+def loose_code(text: bytes) -> bytes:
+    """`text` as put_in's first test reads it: whitespace (line breaks too) and commas out,
+    quotes one kind, in one pass. A run of lines put_in finds is code whose commas out are in
+    it."""
+    return text.translate(_DOUBLE_QUOTES, _LOOSE_OUT)
+
+
+_DOUBLE_QUOTES = bytes.maketrans(b"'", b'"')
+_LOOSE_OUT = WHITESPACE + b","
 
 
 def _blob_back(undo: Block, theirs: Blocks) -> bool:

@@ -75,6 +75,15 @@ def functions(only=range(20)) -> bytes:
                     b"    return y\n\n\n" % (i, i) for i in only)
 
 
+def kept_as_moved(stack: OneUpstreamStack, moving: str, to: str) -> None:
+    """status keeps the one fix (unsure, the rebase stops) and says k.py's code went to `to`."""
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert (patch["state"], patch["rebase"]) == ("unsure", "stop"), patch
+    assert f"k.py: the code it removes was moved to {to} by commit {moving}, and is there: " \
+        "not taken as landed" in patch["evidence"], patch["evidence"]
+
+
 def test_a_removal_of_code_upstream_moved_to_another_file_is_no_landing(tmp_path):
     """The fix deletes f15; upstream moves f15 as it is to k2.py (k.py re-exports it). Before:
     "upstreamed (high)", k.py's hunk reverse-applies, dropped, and the target still has f15.
@@ -86,11 +95,7 @@ def test_a_removal_of_code_upstream_moved_to_another_file_is_no_landing(tmp_path
     moving = stack.commit({"k.py": without + b"from k2 import f15\n",
                            "k2.py": b"import torch\n\n" + functions([15])},
                           "split k.py: f15 goes to k2.py", tag="v2")
-    status = stack.json("status", "--against", "up=v2", expect=None)
-    ((patch,),) = [status["patches"]]
-    assert (patch["state"], patch["rebase"]) == ("unsure", "stop"), patch
-    assert f"k.py: the code it removes was moved to k2.py by commit {moving}, and is there: " \
-        "not taken as landed" in patch["evidence"], patch["evidence"]
+    kept_as_moved(stack, moving, "k2.py")
     assert b"def f15" not in stack.kept_by_rebase("up=v2", "k.py")
 
 
@@ -111,3 +116,29 @@ def test_an_import_line_a_landing_takes_out_that_another_file_gains_is_still_a_l
     status = stack.json("status", "--against", "up=v2", expect=None)
     ((patch,),) = [status["patches"]]
     assert patch["state"] == "upstreamed" and patch["rebase"] == "drop", patch
+
+
+def test_a_removal_of_code_moved_reformatted_among_other_changed_files_is_no_landing(tmp_path):
+    """The move of f15 to k3.py comes with a dozen other files changed: several have f15's
+    names (`synchronize`, `device`) without its code, and z.py has had a twin of f15 all along
+    (the commit changes another line of it). The moved copy is reformatted: a call wrapped
+    over three lines with a trailing comma, `x + 15` spaced otherwise, a string's quotes made
+    single. The check diffs only the files whose new content can hold the code (z.py and
+    k3.py), not the commit's every file: k3.py is found (its commas and quotes read as
+    put_in reads them), z.py (which puts no f15 in) is not taken for it, and the fix is kept
+    (unsure), as when every file of the commit was diffed."""
+    f15 = (b"def f15(x):\n    y = x + 15\n    torch.cuda.synchronize(device=x.device)\n"
+           b"    return torch.where(y > 0, y, x), \"f15\"\n")
+    v1 = functions(range(15)) + f15 + b"\n\n" + functions(range(16, 20))
+    others = {f"m{i}.py": b"def g%d(x):\n    torch.cuda.synchronize(device=x.device)\n" % i
+              for i in range(12)}
+    others["z.py"] = b"import torch\n\n\n" + f15
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1, **others})
+    without = functions([i for i in range(20) if i != 15])
+    stack.add_fix("fix", "k.py", v1, without)
+    moved = (b"import torch\n\n\ndef f15(x):\n    y = x+15\n    torch.cuda.synchronize(\n"
+             b"        device=x.device,\n    )\n    return torch.where(y > 0, y, x), 'f15'\n")
+    changed = {name: text + b"    return x\n" for name, text in others.items()}
+    moving = stack.commit({"k.py": without + b"from k3 import f15\n", "k3.py": moved, **changed},
+                          "split k.py: f15 goes to k3.py", tag="v2")
+    kept_as_moved(stack, moving, "k3.py")

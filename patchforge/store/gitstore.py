@@ -1490,6 +1490,33 @@ class UpstreamStore:
                           input="".join(f"{c}\n" for c in commits).encode(),
                           what="reading upstream history")
 
+    def new_contents(self, commit: str) -> dict[str, bytes]:
+        """Each file `commit` (not a merge) adds or changes, with its content after it (no
+        submodule), read without a diff: `git diff-tree --raw` names them and their blobs,
+        cat-file reads those (a partial store's missing ones fetched first, at once)."""
+        out = self._run("diff-tree", "-r", "-z", "--no-commit-id", "--no-renames",
+                        "--no-abbrev", "--diff-filter=d", commit,
+                        what="reading upstream history").stdout
+        fields = out.split(b"\0")
+        blob_of: dict[str, str] = {}
+        for meta, name in zip(fields[0::2], fields[1::2]):
+            _, new_mode, _, new_oid, _ = meta.split()  # `:100644 100644 <old> <new> M`
+            if new_mode != b"160000":
+                blob_of[decode_path(name)] = new_oid.decode()
+        with self._lock:
+            if self._is_partial():
+                self._fetch_missing(set(blob_of.values()),
+                                    {oid: (commit, path) for path, oid in blob_of.items()})
+        blobs = self.blobs_by_id(list(blob_of.values()))
+        return {path: blobs[oid] for path, oid in blob_of.items() if oid in blobs}
+
+    def commit_file_patches(self, commit: str, paths: list[str]) -> bytes:
+        """commit_patches([commit], paths) with `paths` taken as they are (a name starting with
+        `:` or holding `*` is no pathspec magic or pattern): any file's name can be asked."""
+        return self._run("--literal-pathspecs", "diff-tree", "-p", "--no-color",
+                         "--no-ext-diff", "--no-textconv", "--no-renames", "--full-index",
+                         commit, "--", *paths, what="reading upstream history").stdout
+
     def share_history(self, a: str, b: str) -> bool:
         """Whether commits `a` and `b` have a common ancestor (`git merge-base`): an import of
         a wheel or a directory has none with the upstream's history."""
