@@ -193,6 +193,13 @@ class Project:
     def work_dir(self, upstream: str) -> Path:
         return self.state_dir / "work" / upstream
 
+    def pr_dir(self, upstream: str, name: str) -> Path:
+        """Where `pr` drafts fix `name` of `upstream` by default (PR.md, pr.json, the
+        format-patch file): one directory per upstream, so same-named fixes of two upstreams
+        never share a PR.md."""
+        stem = patch_file_name(name).removesuffix(".patch")
+        return self.state_dir / "pr" / upstream / stem
+
     def made_objects_path(self, upstream: str) -> Path:
         """Where the objects of the worktree's base commit (made in the store: the series so
         far over the upstream's revision) are kept, in the worktree's own .git, so that a new

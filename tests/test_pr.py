@@ -180,7 +180,7 @@ def test_dry_run_drafts_commit_format_patch_and_body(stack, tmp_path):
 
     # The format-patch file applies with git am on a clone of the upstream head, giving the
     # very same tree and message.
-    out = stack["root"] / ".patchforge" / "pr" / "ck-a8w4-gfx950"
+    out = stack["root"] / ".patchforge" / "pr" / "up" / "ck-a8w4-gfx950"
     mail = out / "0001-ck-a8w4-gfx950.patch"
     assert doc["written"]["patch"] == str(mail)
     assert mail.read_bytes().startswith(f"From {commit} Mon Sep 17 00:00:00 2001\n".encode())
@@ -240,7 +240,7 @@ def test_a_filled_in_pr_md_is_the_body_opened_and_is_never_rewritten(stack, monk
     forge = stack["forge"]
     monkeypatch.setenv("GITHUB_TOKEN", "tok-1")
     assert run_pr(stack, "ck-a8w4-gfx950").rc == 0
-    out = stack["root"] / ".patchforge" / "pr" / "ck-a8w4-gfx950"
+    out = stack["root"] / ".patchforge" / "pr" / "up" / "ck-a8w4-gfx950"
     body = out / "PR.md"
     filled = body.read_text().replace("## Test Plan\n", "## Test Plan\n\nRan the MoE suite on "
                                       "MI355X TP4.\n", 1)
@@ -285,7 +285,7 @@ def drafted_by_an_older_patchforge(stack) -> tuple[Path, Path, bytes]:
     """A draft whose pr.json holds the paths alone (no digest of PR.md, as an older patchforge
     wrote it), then upstream moves on: (its directory, pr.json, PR.md as it was written)."""
     assert run_pr(stack, "ck-a8w4-gfx950").rc == 0
-    out = stack["root"] / ".patchforge" / "pr" / "ck-a8w4-gfx950"
+    out = stack["root"] / ".patchforge" / "pr" / "up" / "ck-a8w4-gfx950"
     record = out / "pr.json"
     old = json.loads(record.read_text())
     old["written"] = {key: old["written"][key] for key in ("patch", "body", "json")}
@@ -324,7 +324,7 @@ def test_a_new_draft_taken_as_it_is_follows_the_patch_again(stack):
     PR.new.md as it is, by a copy: when the draft changed again, PR.md (patchforge's own
     draft) was kept as hand-edited for good. It is rewritten, as a PR.md patchforge wrote."""
     assert run_pr(stack, "ck-a8w4-gfx950").rc == 0
-    out = stack["root"] / ".patchforge" / "pr" / "ck-a8w4-gfx950"
+    out = stack["root"] / ".patchforge" / "pr" / "up" / "ck-a8w4-gfx950"
     body = out / "PR.md"
     body.write_text(body.read_text() + "\nFilled in by hand.\n")
     _upstream_moves_on(stack, b"# header\n")
@@ -356,7 +356,7 @@ def test_a_description_edited_on_the_forge_is_never_sent_over(stack, monkeypatch
     _commit_all(stack["upstream"], "attn: header")
     updated = run_pr(stack, "ck-a8w4-gfx950", *args)
     assert updated.rc == 0 and "kept its description" not in updated.text, updated.text
-    out = stack["root"] / ".patchforge" / "pr" / "ck-a8w4-gfx950"
+    out = stack["root"] / ".patchforge" / "pr" / "up" / "ck-a8w4-gfx950"
     assert pull["body"] == (out / "PR.md").read_text()
     pull["body"] = pull["body"] + "\n\nReviewer: please also run the fp8 suite.\n"
     edited = pull["body"]
@@ -377,7 +377,7 @@ def test_push_and_open_then_rerun_updates_the_same_pull_request(stack, monkeypat
                     "--fork-owner", "ada")
     assert result.rc == 0, result.text
     assert "tok-3f9a1c77e2" not in result.text
-    out = stack["root"] / ".patchforge" / "pr" / "ck-a8w4-gfx950"
+    out = stack["root"] / ".patchforge" / "pr" / "up" / "ck-a8w4-gfx950"
     record = json.loads((out / "pr.json").read_text())
     commit = record["commit"]
 
@@ -455,6 +455,71 @@ def test_a_renamed_fix_updates_the_pull_request_its_forwarded_names(stack, monke
                    "ada", "--json")
     assert third.rc == 0, third.output
     assert json.loads(third.stdout)["pull"]["head"] == "ada:patchforge/ck-a8w4"
+
+
+def test_a_new_fix_under_a_renamed_fixs_old_name_never_takes_its_pull_request(stack,
+                                                                            monkeypatch):
+    """`pr FIX --open`, `rename FIX NEW`, then a new fix named FIX: its `pr --push --open`
+    force-pushed patchforge/FIX (the renamed fix's pull request's branch) and updated that
+    pull request with its own change, and its PR.md was the renamed fix's. Now the renamed
+    fix's drafts go with it, and the new fix is refused before anything is pushed, with or
+    without --open, naming the pull request and whose it is."""
+    forge = stack["forge"]
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
+    fork = str(stack["fork"])
+    assert run_pr(stack, "ck-a8w4-gfx950", "--push", fork, "--open", "--fork-owner",
+                  "ada").rc == 0
+    drafts = stack["root"] / ".patchforge/pr/up"
+    (drafts / "ck-a8w4-gfx950/PR.md").write_text("## Purpose\nfilled in by hand\n")
+    assert run_cli(stack["root"], "rename", "ck-a8w4-gfx950", "ck-a8w4").rc == 0
+    assert (drafts / "ck-a8w4/PR.md").read_text() == "## Purpose\nfilled in by hand\n"
+    assert not (drafts / "ck-a8w4-gfx950").exists()
+    # A new fix under the old name: another change to the same file.
+    other = PATCH.replace(b"'ck_a8w4'", b"'ck_other'").replace(b"a8w4 experts", b"other experts")
+    (stack["root"] / "series/up/ck-a8w4-gfx950.patch").write_bytes(other)
+    (stack["root"] / "series/up/series").write_bytes(b"ck-a8w4.patch\nck-a8w4-gfx950.patch\n")
+    branches = fork_branches(stack["fork"])
+    requests = len(forge.requests)
+    for extra in ((), ("--open", "--fork-owner", "ada")):
+        result = run_pr(stack, "ck-a8w4-gfx950", "--push", fork, *extra)
+        assert result.rc == 2, result.text
+        assert "acme/up#1" in result.err and "up/ck-a8w4.patch" in result.err, result.err
+        assert "nothing was pushed" in result.err and "patchforge rename" in result.err
+        assert fork_branches(stack["fork"]) == branches
+    assert [r.method for r in forge.requests[requests:]] in (["GET"], [])
+    assert "filled in by hand" not in (drafts / "ck-a8w4-gfx950/PR.md").read_text()
+    # The renamed fix still updates its own pull request.
+    again = run_pr(stack, "ck-a8w4", "--push", fork, "--open", "--fork-owner", "ada", "--json")
+    assert again.rc == 0, again.output
+    assert json.loads(again.stdout)["pull"]["url"] == "https://github.com/acme/up/pull/1"
+
+
+def test_same_named_fixes_of_two_upstreams_draft_apart(stack):
+    """Two upstreams each carrying a fix of the same name: both were drafted into
+    .patchforge/pr/NAME/, so the second's `pr` took the first's filled-in PR.md for its own.
+    Now each upstream has its drafts apart, and a directory an earlier patchforge kept at
+    .patchforge/pr/NAME/ is taken by the fix its pr.json names."""
+    root = stack["root"]
+    legacy = root / ".patchforge/pr/ck-a8w4-gfx950"
+    legacy.mkdir(parents=True)
+    (legacy / "PR.md").write_text("kept from before\n")
+    (legacy / "pr.json").write_text(json.dumps({"upstream": "up",
+                                                "patch": "ck-a8w4-gfx950.patch"}))
+    assert run_pr(stack, "up/ck-a8w4-gfx950").rc == 0
+    assert (root / ".patchforge/pr/up/ck-a8w4-gfx950/PR.md").read_text() == "kept from before\n"
+    assert not legacy.exists()
+    result = run_cli(root, "upstream", "add", "up2", "--git", str(stack["upstream"]),
+                     "--at", stack["base"], "--follow", "main")
+    assert result.rc == 0, result.text
+    with (root / "patchforge.toml").open("a") as config:
+        config.write('forge-repo = "acme/up2"\n')
+    (root / "series/up2").mkdir(parents=True, exist_ok=True)
+    (root / "series/up2/ck-a8w4-gfx950.patch").write_bytes(PATCH)
+    (root / "series/up2/series").write_bytes(b"ck-a8w4-gfx950.patch\n")
+    result = run_pr(stack, "up2/ck-a8w4-gfx950")
+    assert result.rc == 0, result.text
+    assert "kept from before" not in (root / ".patchforge/pr/up2/ck-a8w4-gfx950/PR.md").read_text()
+    assert (root / ".patchforge/pr/up/ck-a8w4-gfx950/PR.md").read_text() == "kept from before\n"
 
 
 def test_forwarded_naming_a_hand_made_or_missing_pull_request_is_not_taken_over(stack,
@@ -726,7 +791,7 @@ def test_a_description_git_am_would_read_as_a_mail_header_is_refused(stack, tmp_
     assert run_pr(stack, "ck-a8w4-gfx950").rc == 0
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(stack["upstream"]), str(clone))
-    git(clone, "am", "-q", str(stack["root"] / ".patchforge/pr/ck-a8w4-gfx950"
+    git(clone, "am", "-q", str(stack["root"] / ".patchforge/pr/up/ck-a8w4-gfx950"
                                 / "0001-ck-a8w4-gfx950.patch"))
 
 

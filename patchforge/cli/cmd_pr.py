@@ -97,6 +97,7 @@ def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, as_json
                 draft.head_branch = earlier
                 existing = submit.check_forge(forge, draft, owner)
         if remote:
+            submit.refuse_another_fixs_branch(project, draft, existing)
             pushed = submit.push_branch(store, draft, remote)
             document["pushed"] = {"remote": pushed.remote, "branch": pushed.branch,
                                   "commit": pushed.commit}

@@ -1392,11 +1392,23 @@ def _end_rename(project: Project, upstream: str, old_file: str, new_file: str) -
         fsync_dir(old_path.parent)
     else:
         atomic_delete(old_path)
+    _carry_pr_drafts(project, upstream, old_file, new_file)
     state = editing(project, upstream)
     if state and state["patch"] == old_file:
         state["patch"] = new_file
         atomic_write(state_file(project, upstream),
                      (json.dumps(state, indent=2) + "\n").encode())
+
+
+def _carry_pr_drafts(project: Project, upstream: str, old_file: str, new_file: str) -> None:
+    """`pr`'s directory of the fix (PR.md as the user filled it in, pr.json with the pull
+    request it opened) goes with it to NEW: left under OLD, a later fix named OLD took it for
+    its own, and NEW's draft started over. A directory NEW already has is left as it is."""
+    old_dir, new_dir = project.pr_dir(upstream, old_file), project.pr_dir(upstream, new_file)
+    if old_dir == new_dir or not old_dir.is_dir() or new_dir.exists():
+        return
+    os.rename(old_dir, new_dir)
+    fsync_dir(new_dir.parent)
 
 
 def _listed_after(project: Project, upstream: str, series: SeriesFile, after: str) -> str:

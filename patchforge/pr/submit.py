@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import StoreError, UsageError
-from patchforge.fsutil import RepoLock, atomic_write, writing_project
+from patchforge.fsutil import RepoLock, atomic_write, fsync_dir, writing_project
 from patchforge.model.record import record
 from patchforge.pr.draft import Draft, _redact
 from patchforge.store.git import run_git
@@ -63,7 +64,31 @@ def recorded_sent_body(out_dir: Path, draft: Draft) -> str | None:
 
 
 def default_out_dir(project: Project, draft: Draft) -> Path:
-    return project.state_dir / "pr" / draft.stem
+    """.patchforge/pr/<upstream>/<name>/. A directory an earlier patchforge kept at
+    .patchforge/pr/<name>/ for this very fix (its pr.json says so) is moved there first: it
+    holds PR.md as the user filled it in and what the last `pr --open` sent."""
+    out = project.pr_dir(draft.upstream, draft.name)
+    legacy = project.state_dir / "pr" / draft.stem
+    # A fix named like an upstream: its old directory is now that upstream's, left as it is.
+    if not out.exists() and draft.stem not in project.upstream_names() and \
+            legacy.is_dir() and _drafted_for(legacy) == (draft.upstream, draft.name):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(legacy, out)
+        fsync_dir(out.parent)
+        fsync_dir(legacy.parent)
+    return out
+
+
+def _drafted_for(out_dir: Path) -> tuple[str, str] | None:
+    """(upstream, patch file name) of the fix whose draft `out_dir` holds (its pr.json)."""
+    try:
+        document = json.loads((out_dir / "pr.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    upstream, name = document.get("upstream"), document.get("patch")
+    return (upstream, name) if isinstance(upstream, str) and isinstance(name, str) else None
 
 
 def out_paths(out_dir: Path, draft: Draft) -> dict[str, str]:
@@ -243,12 +268,81 @@ def forwarded_pull_branch(project: Project, forge, draft: Draft, owner: str,
             not pull.head_ref.startswith(BRANCH_PREFIX):
         return None
     stem = pull.head_ref[len(BRANCH_PREFIX):]
-    if any(name.removesuffix(".patch") == stem for upstream in project.upstream_names()
-           for name in project.patch_names(upstream)):
-        return None  # another fix's pull request
+    # A fix that has that name now is a new one (it is refused that branch: it carries this
+    # pull request, refuse_another_fixs_branch), unless its Forwarded names the same pull
+    # request: then which fix it is cannot be told.
+    for upstream in project.upstream_names():
+        for name in project.patch_names(upstream):
+            if name.removesuffix(".patch") == stem and _forwarded_pull(project, upstream, name) \
+                    == (ref.repo.lower(), ref.number):
+                return None
     # Ours only when the fork's branch of that name has it open (head is owner:branch).
     mine = forge.find_open_pull(repo, f"{owner}:{pull.head_ref}")
     return pull.head_ref if mine is not None and mine.number == pull.number else None
+
+
+def _forwarded_pull(project: Project, upstream: str, name: str) -> tuple[str, int] | None:
+    """(repo, in lower case, and number) of the pull request the fix's Forwarded names; None
+    for none (`no`, a mailing list's address, a file that cannot be read: `status` names it)."""
+    from patchforge.formats.patchfile import parse_patch_file
+    from patchforge.net.forge import parse_pr_url
+
+    path = project.patch_path(upstream, name)
+    try:
+        forwarded = parse_patch_file(path.read_bytes(), str(path)).get("Forwarded")
+        ref = parse_pr_url((forwarded or "").strip())
+    except (OSError, UsageError):
+        return None
+    return ref.repo.lower(), ref.number
+
+
+def refuse_another_fixs_branch(project: Project, draft: Draft, existing=NOT_ASKED) -> None:
+    """Before anything is pushed: the branch this fix goes to must not be the one another fix
+    of the project has its pull request on. A fix renamed after `pr --open` keeps its pull
+    request on patchforge/<its old name>; a new fix given that old name pushed over it and
+    updated that pull request with its own change (the other fix's review and its Forwarded
+    then pointing at someone else's code). Known from the other fix's own pr.json (pushed
+    from here) and, with --open, from the forge's open pull request on the branch when another
+    fix's Forwarded names it."""
+    from patchforge.net.forge import parse_pr_url
+
+    claims: dict[tuple[str, int], str] = {}  # (repo, number) -> the fix whose Forwarded it is
+    for upstream in project.upstream_names():
+        for name in project.patch_names(upstream):
+            pull = _forwarded_pull(project, upstream, name)
+            if pull is not None and (upstream, name) != (draft.upstream, draft.name):
+                claims[pull] = f"{upstream}/{name}"
+    if not claims:
+        return
+    taken: tuple[str, int, str] | None = None  # (repo, number, fix)
+    if existing is not NOT_ASKED and existing is not None:
+        repo = _forge_repo(draft).lower()
+        if (repo, existing.number) in claims:
+            taken = (repo, existing.number, claims[(repo, existing.number)])
+    for record_path in sorted((project.state_dir / "pr").glob("**/pr.json")):
+        if taken is not None:
+            break
+        try:
+            document = json.loads(record_path.read_bytes())
+            branch = (document.get("pushed") or {}).get("branch")
+            ref = parse_pr_url(str((document.get("pull") or {}).get("url") or ""))
+        except (OSError, ValueError, AttributeError, UsageError):
+            continue
+        owner = claims.get((ref.repo.lower(), ref.number))
+        # The record is that fix's own: in its directory (a rename carries the directory,
+        # and pr.json keeps the name the fix had when it was sent) or naming it.
+        if branch == draft.branch and owner is not None and \
+                (project.pr_dir(*owner.split("/", 1)) == record_path.parent
+                 or owner == f"{document.get('upstream')}/{document.get('patch')}"):
+            taken = (ref.repo, ref.number, owner)
+    if taken is not None:
+        repo, number, owner = taken
+        raise UsageError(
+            f"branch {draft.branch} carries pull request {repo}#{number}, which is "
+            f"{owner}'s (its Forwarded): {draft.upstream}/{draft.name} would be pushed over it; "
+            "nothing was pushed",
+            hint=f"give this fix a name of its own: `patchforge rename {draft.upstream}/"
+                 f"{draft.stem} NEW`, then `patchforge pr NEW` again")
 
 
 def _forge_repo(draft: Draft) -> str:
