@@ -21,8 +21,8 @@ from helpers.env import REPO_ROOT
 from helpers.git import git
 from helpers.golden import check_golden
 from helpers.snapshot import tree_bytes
-from helpers.upstream import (AITER, ATTENTION, BLOCK, CLAMP, INDPTR, Upstream, changed,
-                              dep3_patch)
+from helpers.upstream import (AITER, ATTENTION, BLOCK, CLAMP, INDPTR, Upstream, build_wheel,
+                              changed, dep3_patch)
 from patchforge.formats.schemas import validation_errors
 from patchforge.store.diff import make_file_diff
 
@@ -1436,3 +1436,133 @@ def test_a_stopped_bump_finished_by_hand_then_a_newer_nightly_names_how_to_propo
     (sent,) = [json.loads(r.body) for r in forge_server.requests if r.method == "POST"
                and r.body and b'"body"' in r.body]
     assert "`block-size.patch`" in sent["body"], sent["body"][:400]
+
+
+# --- a wheel upstream: the lock pins the import of a wheel, the nightly names a commit ---------
+
+CALC = "tinypkg/calc.py"
+CALC_BASE = b"a = 1\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\n"
+TINY_REPO = "rocm/tiny-dev"
+
+
+class WheelStack:
+    """A stack whose upstream `tiny` is a wheel (tinypkg 1.0 pinned, as the example stack pins
+    vllm and amd-aiter), its history at `git-url`, and the nightlies nightly-<c0> (1.0) and
+    nightly-<c1> (1.1) whose labels name both the commit and the wheel's version. The one fix
+    changes `b`; with `conflict`, 1.1 changes `b` too."""
+
+    def __init__(self, tmp: Path, registry, forge, monkeypatch, *, conflict: bool) -> None:
+        self.registry, self.forge = registry, forge
+        later = CALC_BASE.replace(b"b = 2\n", b"b = 20\n") if conflict else \
+            CALC_BASE + b"g = 7\n"
+        self.later = later
+        up = self.upstream = Upstream(tmp / "tiny", {CALC: CALC_BASE})
+        self.c0, self.c1 = up.base, up.commit({CALC: later}, "Later")
+        wheels = tmp / "wheels"
+        build_wheel(wheels, "tinypkg", "1.0", {CALC: CALC_BASE})
+        build_wheel(wheels, "tinypkg", "1.1", {CALC: later})
+        monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+        for commit, version, data in ((self.c0, "1.0", CALC_BASE), (self.c1, "1.1", later)):
+            registry.push_image(TINY_REPO, f"nightly-{commit}",
+                                {"tiny.commit": commit, "tiny.version": version},
+                                layers=(layer({CALC: data}),))
+        root = self.root = tmp / "stack"
+        ok(None, "init", "--standalone", str(root))
+        ok(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0",
+           "--install-root", f"/{INSTALL_ROOT}")
+        config = root / "patchforge.toml"
+        text = config.read_text().replace("https://api.github.com", forge.url)
+        text = text.replace("[forge]\n", '[forge]\nrepo = "team/stack"\n')
+        config.write_text(text + f'git-url = "{up.path}"\n')  # the upstream's table is last
+        series = root / "series" / "tiny"
+        series.mkdir(parents=True)
+        (series / "fix-b.patch").write_bytes(patch_file(
+            CALC, CALC_BASE, CALC_BASE.replace(b"b = 2\n", b"b = 22\n"), "Fix b"))
+        (series / "series").write_text("fix-b.patch\n")
+        ok(root, "overlays")
+        git(root, "init", "-q")
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "The stack")
+        remote = root.parent / "stack-remote.git"
+        git(root.parent, "init", "-q", "--bare", str(remote))
+        git(root, "remote", "add", "origin", str(remote))
+        git(root, "push", "-q", "origin", "main")
+
+    @property
+    def tag(self) -> str:
+        return f"nightly-{self.c1}"
+
+    def bump(self, *args: str) -> tuple[int, str, str]:
+        return cli_in_process(self.root, "bump", "--image", f"{self.registry.host}/{TINY_REPO}",
+                              *args)
+
+    def sent_bodies(self) -> list[str]:
+        return [json.loads(r.body)["body"] for r in self.forge.requests
+                if r.method == "POST" and r.body and b'"body"' in r.body]
+
+
+def test_a_wheel_upstreams_move_stopped_and_continued_is_proposed_as_the_move(
+        tmp_path, registry_server, forge_server, monkeypatch):
+    """A wheel upstream (the lock pins the import of the wheel, not a commit of the
+    upstream's history): `bump --open-pr` stopped on a conflict, the person resolved it and
+    ran `rebase --continue`, then the command the stop names. It said "on the newest nightly
+    already: nothing to move", exit 0, and opened no pull request (the kept report's nightly
+    commit was compared with the lock's wheel import); the move, the lock moved to 1.1, sat
+    in the checkout. It is the move now, from 1.0 to 1.1, its pull request opened."""
+    stack = WheelStack(tmp_path, registry_server, forge_server, monkeypatch, conflict=True)
+    code, out, err = stack.bump("--open-pr")
+    assert code == 1, out + err
+    command = f"patchforge bump tiny --to {stack.tag} --open-pr"
+    assert f"`{command}` then proposes the move" in out, out
+    pinned = json.loads((stack.root / "upstream.lock").read_text())["upstreams"]["tiny"]
+    work = stack.root / ".patchforge" / "work" / "tiny" / CALC
+    assert b"<<<<<<<" in work.read_bytes()
+    work.write_bytes(stack.later.replace(b"b = 20\n", b"b = 22\n"))
+    code, _, err = cli_in_process(stack.root, "rebase", "--continue")
+    assert code == 0, err
+    moved = json.loads((stack.root / "upstream.lock").read_text())["upstreams"]["tiny"]
+    assert moved["version"] == "1.1"
+    code, out, err = stack.bump(*command.split()[3:], "--json")
+    assert code == 0, out + err
+    doc = json.loads(out)
+    assert validation_errors(doc, "bump") == []
+    assert doc["outcome"] == "moved", doc["outcome"]
+    assert doc["from"] == {"label": "1.0", "commit": pinned["commit"]}
+    assert doc["target"]["commit"] == stack.c1 and doc["target"]["tag"] == stack.tag
+    assert doc["target"]["pin"] == {"label": "1.1", "commit": moved["commit"]}
+    assert {f["name"]: f["outcome"] for f in doc["fixes"]} == {"fix-b.patch": "resolved"}
+    assert doc["pull_request"]["action"] == "opened"
+    (body,) = stack.sent_bodies()
+    assert "nothing to move" not in body and "`fix-b.patch`" in body, body[:600]
+    assert f"| to | `1.1` (`{moved['commit'][:12]}`) |" in body, body[:600]
+    # Proposed once: on the newest nightly now, with and without the tag.
+    for args in (("--to", stack.tag, "--json"), ("--json",)):
+        code, out, err = stack.bump(*args)
+        assert code == 0 and json.loads(out)["outcome"] == "up-to-date", out + err
+    assert len(stack.sent_bodies()) == 1
+
+
+def test_a_wheel_upstreams_clean_move_not_proposed_yet_is_proposed_as_the_move(
+        tmp_path, registry_server, forge_server, monkeypatch):
+    """A wheel upstream, a clean `bump` run as a look (no --open-pr). The next `bump` did not
+    say the move's pull request was never opened, and `bump --to TAG --open-pr` opened a pull
+    request saying "The stack is on nightly-... already: nothing to move." whose commit moved
+    the lock from 1.0 to 1.1. The look's move is proposed as the move now."""
+    stack = WheelStack(tmp_path, registry_server, forge_server, monkeypatch, conflict=False)
+    code, out, err = stack.bump("--json")
+    assert code == 0, out + err
+    doc = json.loads(out)
+    assert doc["outcome"] == "moved" and doc["target"]["commit"] == stack.c1, doc
+    code, out, err = stack.bump()
+    assert code == 0 and "its pull request was never opened" in err, out + err
+    code, out, err = stack.bump("--to", stack.tag, "--open-pr", "--json")
+    assert code == 0, out + err
+    doc = json.loads(out)
+    assert doc["outcome"] == "moved" and doc["from"]["label"] == "1.0", doc
+    assert doc["target"]["pin"]["label"] == "1.1" and validation_errors(doc, "bump") == []
+    assert doc["pull_request"]["action"] == "opened"
+    (body,) = stack.sent_bodies()
+    assert "nothing to move" not in body and "The stack moved cleanly." in body, body[:600]
+    code, out, err = stack.bump("--json")
+    assert code == 0 and json.loads(out)["outcome"] == "up-to-date", out + err
+    assert "never opened" not in err

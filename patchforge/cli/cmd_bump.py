@@ -188,6 +188,8 @@ def _unopened_bump(project: Project, document: dict, *, stopped: bool = False) -
     the stop), but named, as its stop did, by `bump --to TAG --open-pr`."""
     import json
 
+    from patchforge.ops.bump import target_pin_commit
+
     if document.get("target") is not None:
         return None
     try:
@@ -198,7 +200,7 @@ def _unopened_bump(project: Project, document: dict, *, stopped: bool = False) -
         return None
     pulled = kept.get("pull_request") or {}
     if not isinstance(target, dict) or kept.get("outcome") == "stopped" and not stopped or \
-            pulled.get("url") or target.get("commit") != pin.commit or \
+            pulled.get("url") or target_pin_commit(target) != pin.commit or \
             upstream != document.get("upstream"):
         return None
     return kept

@@ -60,11 +60,25 @@ class Candidate:
     digest: str | None = None
     published: str | None = None  # the image config's `created`
     notes: list[str] = field(default_factory=list)
+    # The revision upstream.lock pins for it ({"label", "commit"}): a git upstream's is
+    # `commit`; a wheel upstream's is the import of the wheel the image names, no commit of
+    # the upstream's history. Whether the stack is on the target is asked of this one.
+    pin: dict | None = None
 
     def to_json(self) -> dict:
         return {"spec": self.spec, "tag": self.tag, "commit": self.commit,
                 "reference": self.reference, "digest": self.digest,
-                "published": self.published}
+                "published": self.published, "pin": self.pin}
+
+
+def target_pin_commit(target: dict) -> str | None:
+    """The lock revision a report's target was pinned as (its `pin`; a report kept before
+    targets carried one names a git upstream's commit, which is its pin)."""
+    pin = target.get("pin")
+    if isinstance(pin, dict) and isinstance(pin.get("commit"), str):
+        return pin["commit"]
+    commit = target.get("commit")
+    return commit if isinstance(commit, str) else None
 
 
 @record
@@ -524,6 +538,7 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
     notes.extend(candidate.notes)
     new = pin_for_candidate(project, store, upstream, candidate)
     candidate.commit = new.commit if new.kind == "git" else candidate.commit
+    candidate.pin = {"label": new.label, "commit": new.commit}
     target = Target(name, old.commit, new.commit, new.label, new.version)
     label = candidate.tag or new.label
     statuses = {s.name: s for s in series_status(project, store, {name: target}, forge=forge,
@@ -611,7 +626,8 @@ def _finished_target(project: Project, name: str, commit: str) -> Candidate | No
         return None
     try:
         target = json.loads((project.state_dir / "bump" / "report.json").read_bytes())["target"]
-        return Candidate(spec=str(target["spec"]), tag=target.get("tag"), commit=commit,
+        return Candidate(spec=str(target["spec"]), tag=target.get("tag"),
+                         commit=target.get("commit") or commit,
                          reference=target.get("reference"), digest=target.get("digest"),
                          published=target.get("published"))
     except (OSError, ValueError, KeyError, TypeError):
@@ -640,7 +656,7 @@ def finished_move(project: Project, name: str, commit: str,
         proposed = proposing and kept["outcome"] == "moved" and \
             not (kept.get("pull_request") or {}).get("url")
         if kept["outcome"] != "stopped" and not proposed or kept["upstream"] != name \
-                or kept["target"]["commit"] != commit:
+                or target_pin_commit(kept["target"]) != commit:
             return None
         if not last.get("written") or last.get("stopped") or moved["to_commit"] != commit \
                 or moved["from_commit"] != left["commit"]:

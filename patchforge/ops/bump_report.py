@@ -95,8 +95,12 @@ def render_markdown(doc: dict) -> str:
                 f"| digest | {_code(target.get('digest'))} |",
                 f"| published | {_cell(_text(target.get('published') or '-'))} |",
                 f"| {doc['upstream']} commit | {_code(target.get('commit'))} |",
-                f"| from | {_from(doc['from'])} |",
-                ""]
+                f"| from | {_from(doc['from'])} |"]
+        pin = target.get("pin")
+        if pin and pin.get("commit") != target.get("commit"):
+            # A wheel upstream: the lock pins the wheel the image names, no upstream commit.
+            out.append(f"| to | {_from(pin)} |")
+        out.append("")
     out += [verdict(doc), ""]
     if doc["fixes"]:
         out += ["### Fixes", "", "| fix | outcome | evidence |", "|---|---|---|"]
