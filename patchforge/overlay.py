@@ -1401,13 +1401,28 @@ def refuse_changed_by_hand(project: Project, overlays: OverlaySet | None, *,
                 "onto the rebased file); or remove the file to let the change go")
     else:
         hint = (f"make the change a patch, then regenerate: `{import_command(f'overlays/{first}')}`"
-                "; or remove the file to let the change go")
+                f"{_fix_edit_way(overlays, first)}; or remove the file to let the change go")
     if added:
         raise InputError(f"overlays/{first}{more} was put there by hand (patchforge did not "
                          "write it): regenerating overlays/ would delete it; nothing was written",
                          hint=hint)
     raise InputError(f"overlays/{first}{more} changed since patchforge wrote it: regenerating "
                      "overlays/ would throw that change away; nothing was written", hint=hint)
+
+
+def _fix_edit_way(overlays: OverlaySet | None, rel: str) -> str:
+    """The way to change, instead, a fix that makes overlays/`rel` (an edit of the lines it
+    put there, which `import overlay` refuses as undoing it): `patchforge edit`, naming the
+    fixes of the file; "" when none is known."""
+    made = next((f for f in (overlays.files if overlays is not None else []) if f.rel == rel),
+                None)
+    if made is None or not made.patches:
+        return ""
+    names = [name.removesuffix(".patch") for name, _ in made.patches]
+    fix = names[0] if len(names) == 1 else "NAME"
+    return (f" (a new fix); or, to change a fix of that file itself, `patchforge edit {fix}`, "
+            "make the change there, `patchforge refresh`, then `patchforge overlays`"
+            + (f" (NAME: one of {', '.join(names)})" if len(names) > 1 else ""))
 
 
 # Under .patchforge/: what overlays/<rel> held before a rebase's write-out, for an overlay file

@@ -945,6 +945,12 @@ def _hinted_commands(err: str) -> list[str]:
     return re.findall(r"`([^`]*)`", hint)
 
 
+def _import_hinted(err: str) -> str:
+    """The one `import overlay` command among those of a message's hint."""
+    (command,) = [c for c in _hinted_commands(err) if c.startswith("patchforge import overlay")]
+    return command
+
+
 def _run_hinted(root: Path, command: str, **words: str):
     """One command of a hint, run as a user would from the project root, the hint's
     placeholders (FILE, NAME) filled in."""
@@ -989,7 +995,7 @@ def test_a_rebase_refuses_a_hand_edited_overlay_before_any_work(stack, tmp_path)
         run.text
     assert snapshot(root) == project
     assert "no rebase in progress" in run_cli(root, "rebase", "--continue").err
-    (command,) = _hinted_commands(run.err)
+    command = _import_hinted(run.err)
     assert command == ("patchforge import overlay overlays/gfx942/up/a.py --upstream up "
                        "--path a.py --name NAME --profiles gfx942"), run.err
     _run_hinted(root, command, NAME="hotfix")
@@ -1063,7 +1069,7 @@ def test_the_hint_for_an_overlay_edited_by_hand_imports_exactly_the_hand_change(
     overlay.write_bytes(edited)
     run = run_cli(root, "overlays")
     assert run.rc == 2, run.text
-    (command,) = _hinted_commands(run.err)
+    command = _import_hinted(run.err)
     assert command == ("patchforge import overlay overlays/gfx942/up/a.py --upstream up "
                        "--path a.py --name NAME --profiles gfx942"), run.err
     _run_hinted(root, command, NAME="hotfix")
@@ -1084,17 +1090,18 @@ def test_a_hand_change_never_puts_back_what_the_series_removes_unseen(stack):
     fix and the lines, nothing written; one that takes out a line the series put there is
     refused the same way. Lines added where the series removed others, resembling none of
     them, are imported, and said. A hand change of the one line a fix puts there is refused
-    naming that line."""
+    naming that line and the `edit` that changes the fix."""
     root = stack
     ok(root, "overlays")
     overlay = root / "overlays/gfx942/up/a.py"
     generated = overlay.read_bytes()
     series = tree_bytes(root / "series")
     overlay.write_bytes(generated.replace(b"LINE3 gfx942\n", b"LINE3 gfx942, adjusted\n"))
-    (command,) = _hinted_commands(run_cli(root, "overlays").err)
+    command = _import_hinted(run_cli(root, "overlays").err)
     run = run_cli(root, *command.replace("NAME", "hotfix").split()[1:], cwd=root)
     assert run.rc == 2 and "nothing was written" in run.err, run.text
-    assert "fnuz.patch" in run.err and "(the series': LINE3 gfx942)" in run.err, run.err
+    assert "fnuz.patch" in run.err and "line 3: LINE3 gfx942" in run.err, run.err
+    assert "`patchforge edit fnuz`" in run.err and "import overlay" not in run.err, run.err
     assert tree_bytes(root / "series") == series
     overlay.write_bytes(generated)
     write_patch(root, "drop", DROP_DIFF, profiles="gfx942")
@@ -1108,7 +1115,7 @@ def test_a_hand_change_never_puts_back_what_the_series_removes_unseen(stack):
             (generated.replace(b"LINE3 gfx942\n", b"LINE3 gfx942, adjusted\n"),
              ["fnuz.patch", "line 3: LINE3 gfx942"])):
         overlay.write_bytes(edited)
-        (command,) = _hinted_commands(run_cli(root, "overlays").err)
+        command = _import_hinted(run_cli(root, "overlays").err)
         run = run_cli(root, *command.replace("NAME", "hotfix").split()[1:], cwd=root)
         assert run.rc == 2 and "nothing was written" in run.err, run.text
         for text in named:
@@ -1118,6 +1125,52 @@ def test_a_hand_change_never_puts_back_what_the_series_removes_unseen(stack):
     run = ok(root, *command.replace("NAME", "beside").split()[1:], cwd=root)
     assert "drop.patch" in run.err and "line11" in run.err and "import os" in run.err
     assert _changed_lines((root / "series/up/beside.patch").read_bytes()) == [b"+import os"]
+
+
+def test_a_hand_edit_of_a_fixs_own_line_is_hinted_to_patchforge_edit_and_the_hints_end(
+        tmp_path):
+    """An overlay file under overlays/ edited by hand where the one-line fix put its line
+    (`y = 22` made `y = 23`). `overlays` refused, naming `import overlay`; that import was
+    refused as "lacks the changes that all-b.patch make" with the hint to make the change
+    on the series' file that `patchforge overlays` writes, which refused again: every hint
+    led back to the other. The import now says the edit changes the fix's own line and
+    names `patchforge edit all-b` (as `overlays` does too); followed as written, the fix
+    holds the change and `overlays` writes the file as edited."""
+    import re
+
+    root, _ = git_project(tmp_path)
+    write_patch(root, "all-b", B_DIFF)
+    ok(root, "overlays")
+    overlay = root / "overlays/up/pkg/b.py"
+    edited = overlay.read_bytes().replace(b"y = 22\n", b"y = 23\n")
+    overlay.write_bytes(edited)
+    series = tree_bytes(root / "series")
+    run = run_cli(root, "overlays")
+    assert run.rc == 2 and "overlays/up/pkg/b.py changed since patchforge wrote it" in run.err
+    commands = _hinted_commands(run.err)
+    assert commands == ["patchforge import overlay overlays/up/pkg/b.py --upstream up --path "
+                        "pkg/b.py --name NAME", "patchforge edit all-b", "patchforge refresh",
+                        "patchforge overlays"], run.err
+    # The first way, as printed: refused, and its hint is the second way, not `overlays`.
+    imported = run_cli(root, *commands[0].replace("NAME", "hotfix").split()[1:], cwd=root)
+    assert imported.rc == 2 and "nothing was written" in imported.err, imported.text
+    assert "takes out or changes lines that all-b.patch put in pkg/b.py (line 2: y = 22)" \
+        in imported.err, imported.err
+    assert tree_bytes(root / "series") == series
+    assert _hinted_commands(imported.err) == ["patchforge edit all-b", "patchforge refresh",
+                                              "patchforge overlays"], imported.err
+    # Followed as written: `edit`, the change made where it says, `refresh`, `overlays`.
+    opened = _run_hinted(root, "patchforge edit all-b")
+    work = Path(re.match(r"(\S+): the files of all-b", opened.out).group(1))
+    (work / "pkg/b.py").write_bytes((work / "pkg/b.py").read_bytes().replace(b"y = 22\n",
+                                                                            b"y = 23\n"))
+    _run_hinted(root, "patchforge refresh")
+    _run_hinted(root, "patchforge overlays")
+    assert overlay.read_bytes() == edited
+    assert _changed_lines((root / "series/up/all-b.patch").read_bytes()) == [b"-y = 2",
+                                                                            b"+y = 23"]
+    assert ok(root, "overlays", "--check").rc == 0
+    assert ok(root, "verify").rc == 0
 
 
 def test_a_hand_change_of_one_profiles_overlay_is_imported_against_that_profiles_file(stack):
@@ -1134,7 +1187,7 @@ def test_a_hand_change_of_one_profiles_overlay_is_imported_against_that_profiles
     overlay = root / "overlays/gfx942/up/pkg/b.py"
     assert overlay.read_bytes() == b"x = 1\ny = 22\nz = 3\n"
     overlay.write_bytes(b"x = 1\ny = 22\nz = 3\nw = 4\n")
-    (command,) = _hinted_commands(run_cli(root, "overlays").err)
+    command = _import_hinted(run_cli(root, "overlays").err)
     assert command.endswith(" --profiles gfx942"), command
     _run_hinted(root, command, NAME="w942")
     assert _changed_lines((root / "series/up/w942.patch").read_bytes()) == [b"+w = 4"]
@@ -1258,7 +1311,7 @@ def test_a_line_added_beside_a_changed_line_of_the_series(stack):
     overlay = root / "overlays/gfx942/up/a.py"
     generated = overlay.read_bytes()
     overlay.write_bytes(generated.replace(b"LINE3 gfx942\n", b"line3\nLINE3 gfx942\n"))
-    (command,) = _hinted_commands(run_cli(root, "overlays").err)
+    command = _import_hinted(run_cli(root, "overlays").err)
     run = run_cli(root, *command.replace("NAME", "back").split()[1:], cwd=root)
     assert run.rc == 2 and "brings back lines that fnuz.patch remove from a.py (line3)" \
         in run.err, run.text
@@ -1378,7 +1431,7 @@ def test_the_overlay_itself_edited_after_a_rebase_imports_its_whole_change(stack
     edited = overlay.read_bytes().replace(b"line15 upstream\nline16 upstream\n",
                                           b"line15\nline16\n") + b"# hotfix\n"
     overlay.write_bytes(edited)
-    (command,) = _hinted_commands(run_cli(root, "overlays").err)
+    command = _import_hinted(run_cli(root, "overlays").err)
     run = _run_hinted(root, command, NAME="hotfix")
     assert "before the last rebase" not in run.err, run.err
     assert _changed_lines((root / "series/up/hotfix.patch").read_bytes()) == [

@@ -528,11 +528,14 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
                      "it again)")
         new = merged
     base = store.read_blob(pin.commit, path) if path in state.current else old
+    # An overlay file patchforge wrote, edited in place: made from the series' file, whatever
+    # it does to the lines the series put there.
+    in_place = moved is None and _under(Path(overlay), project.overlays_dir)
     if made_on is not None and old is not None:
         new = _carried_from(project, store, upstream, pin, path, made_on, old, new, overlay,
                             notes)
     elif moved is None and base is not None and old is not None and new != old and \
-            not _under(Path(overlay), project.overlays_dir):
+            not in_place:
         # (An overlay file patchforge wrote, edited in place, was made on the pin.)
         _refuse_made_on_earlier(store, pin, upstream, path, base, new, overlay, notes)
     others = _profile_files(project, store, upstream, path, old) if profiles is None else []
@@ -553,8 +556,10 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
                                   f"{fix}` and `patchforge refresh`, or `patchforge delete "
                                   f"{fix}` (kept under deleted/)" + (
                                       f"; NAME: one of {earlier}" if len(touching) > 1 else ""))
-        if met.undoes_all:
-            # Made from the upstream's file: merged onto the series' file.
+        if met.undoes_all and not in_place:
+            # Made from the upstream's file: merged onto the series' file. (One edited in
+            # place under overlays/ that changes every line the series put there, a one-line
+            # fix's line, is a change of that fix: below.)
             clean, merged = merge_file(base, old, new, labels=("upstream", "series", "overlay"))
             if merged != new:
                 if not clean:
@@ -570,11 +575,16 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
                              "was made from the upstream's file): they are kept, and the new "
                              "patch holds only the overlay's own change")
         elif met.taken_out or met.put_back:
+            fix = touching[0].removesuffix(".patch") if len(touching) == 1 else "NAME"
             raise UsageError(
                 f"{overlay} " + " and ".join(met.clauses(earlier, path))
                 + ": imported as it is, it would undo that fix; nothing was written",
-                hint="to change a fix itself, `patchforge edit NAME` (the patch of those lines: "
-                     f"one of {earlier}); else keep them in the overlay as the series has them")
+                hint=f"to change a fix itself, `patchforge edit {fix}`, make the change in its "
+                     f"{path} there, then `patchforge refresh`" + (
+                         f" (NAME: the patch of those lines, one of {earlier})"
+                         if len(touching) > 1 else "")
+                     + (" and `patchforge overlays`" if in_place else "")
+                     + "; else keep them in the overlay as the series has them")
         elif met.beside_removed:
             notes.append(met.beside_note(overlay, earlier, path))
     if old == new:
