@@ -1566,3 +1566,26 @@ def test_a_wheel_upstreams_clean_move_not_proposed_yet_is_proposed_as_the_move(
     code, out, err = stack.bump("--json")
     assert code == 0 and json.loads(out)["outcome"] == "up-to-date", out + err
     assert "never opened" not in err
+
+
+def test_a_wheel_upstreams_nightly_whose_image_is_not_looked_up_names_a_way_that_moves(
+        tmp_path, registry_server, forge_server, monkeypatch):
+    """`bump tiny --to nightly-X` for a wheel upstream, the registry failing on X's image:
+    the hint named `patchforge bump tiny --to <X's commit>` as the move without the image,
+    which a wheel upstream refuses ("name a version of tinypkg"). It names the wheel's
+    version now, and that command, run with it, moves the stack."""
+    stack = WheelStack(tmp_path, registry_server, forge_server, monkeypatch, conflict=False)
+    registry_server.misbehave("status", path=f"/v2/{TINY_REPO}/manifests/{stack.tag}",
+                              status=503, headers={"Retry-After": "0"}, times=1000)
+    before = snapshot(stack.root)
+    code, out, err = stack.bump("--to", stack.tag)
+    assert code == 2 and "could not be looked up" in err, out + err
+    way = "patchforge bump tiny --to VERSION"
+    assert f"`{way}`, VERSION the version of tinypkg the nightly holds (no image is pinned " \
+        "then)" in err, err
+    assert stack.c1 not in err.split("hint: ", 1)[1], err
+    assert snapshot(stack.root) == before
+    code, out, err = stack.bump(*way.replace("VERSION", "1.1").split()[3:], "--json")
+    assert code == 0, out + err
+    doc = json.loads(out)
+    assert doc["outcome"] == "moved" and doc["target"]["pin"]["label"] == "1.1", doc

@@ -271,11 +271,17 @@ def named_candidate(project: Project, upstream, spec: str, registry,
             # did not resolve would be pinned by its tag alone, so nothing is moved.
             again = _registry_advice(exc) if not getattr(exc, "about_image", False) else \
                 "check the tag and --image"
-            # Without the image: the commit as the SPEC (no image is looked up or pinned).
+            # Without the image: the commit as the SPEC (no image is looked up or pinned);
+            # a wheel upstream's is the version of the wheel, which only the image's labels
+            # would have named (a commit is no SPEC of a wheel upstream).
             # --offline is no way on here: the commit was not fetched.
-            without = (f"`patchforge bump {shlex.quote(upstream.name)} --to {candidate.commit}`"
-                       if candidate.commit and len(candidate.commit) == 40 else
-                       "--to the upstream's commit")
+            if upstream.kind == "wheel":
+                without = (f"`patchforge bump {shlex.quote(upstream.name)} --to VERSION`, "
+                           f"VERSION the version of {upstream.package} the nightly holds")
+            elif candidate.commit and len(candidate.commit) == 40:
+                without = f"`patchforge bump {shlex.quote(upstream.name)} --to {candidate.commit}`"
+            else:
+                without = "--to the upstream's commit"
             raise NetworkError(f"the image {candidate.reference} could not be looked up: "
                                f"{exc.message}",
                                hint=f"nothing was moved; {again}, or move without the image: "
