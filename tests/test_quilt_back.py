@@ -1477,3 +1477,36 @@ def test_a_p0_patchs_hunk_lines_that_read_like_file_headers_are_kept():
         with_p1_names(data, 2, "q.patch")
     assert refused.value.line == 3 and "cannot strip 2 directories from 'sql/q.sql.orig'" \
         in refused.value.message
+
+
+def test_a_second_change_in_quilt_after_an_import_comes_back(stack, tmp_path):
+    """quilt's change to fix-a taken back (`import quilt DIR --update`), then a second change
+    to fix-a in quilt (the same tree, `quilt refresh` again) and a second import: it was
+    refused as "changed in quilt and in the series since `export --quilt` wrote it", the
+    series' change being the first import itself; the hint (make one hold both) had nothing
+    to do, since quilt's file held both already. The second change comes back, and so does
+    a third after a `quilt new` patch's second change."""
+    root, base = stack
+    exported, fix_a = quilt_changed_fix_a(root, base, tmp_path)
+    env = quilt_env(tmp_path, exported, "")
+    checkout = tmp_path / "checkout"
+    assert "updated up/fix-a.patch" in ok(root, "import", "quilt", str(exported), "--update").out
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line9\n", b"line9 from quilt again\n"))
+    quilt(checkout, env, "refresh")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-a.patch" in run.out, run.text
+    data = fix_a.read_bytes()
+    assert b"+line7 from quilt\n" in data and b"+line9 from quilt again\n" in data, data
+    quilt(checkout, env, "push", "-a")
+    quilt_new(checkout, env, "fix-c.patch", "pkg/new.py", b"new = 1\n")
+    assert "added up/fix-c.patch" in ok(root, "import", "quilt", str(exported), "--update").out
+    (checkout / "pkg/new.py").write_bytes(b"new = 2\n")
+    quilt(checkout, env, "refresh")
+    assert "updated up/fix-c.patch" in ok(root, "import", "quilt", str(exported), "--update").out
+    assert b"+new = 2\n" in (root / "series/up/fix-c.patch").read_bytes()
+    assert "nothing to take back: the series already holds what quilt has" in \
+        ok(root, "import", "quilt", str(exported), "--update").out
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / "fix-a.patch").read_bytes() == fix_a.read_bytes()
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []

@@ -165,7 +165,10 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 else:
                     taken_again.append(file_name)
             elif exported_listed is not None and file_name in exported_listed and \
-                    _sha256(exported) not in recorded and _sha256(mine) not in recorded:
+                    _sha256(exported) not in recorded and _sha256(mine) not in recorded and \
+                    _sha256(mine) not in {t["into"] for t in took.get(file_name, {}).values()}:
+                # (The series' patch is what an earlier import wrote: not changed in the
+                # series since; quilt's file is a later change of quilt's, taken back.)
                 both[file_name] = (source, line)
             taken[file_name] = _changed_patch(
                 mine_patch, _quilt_patch(data, source, strip_levels[file_name], empty), upstream,
