@@ -1510,3 +1510,35 @@ def test_a_second_change_in_quilt_after_an_import_comes_back(stack, tmp_path):
     ok(root, "export", "--quilt", str(exported))
     assert (exported / "fix-a.patch").read_bytes() == fix_a.read_bytes()
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
+def test_a_quilt_series_changing_a_file_empty_at_the_pin_imports_as_that_change(tmp_path,
+                                                                              monkeypatch):
+    """A quilt series made on the upstream (not an export) whose fix writes a line into an
+    empty upstream file (pkg/__init__.py): quilt writes the empty old file as `--- /dev/null`,
+    which `quilt push` (GNU patch) applies to the empty file. Plain `import quilt` refused it
+    ("creates pkg/__init__.py, which the upstream already has"), exit 2: the series could not
+    come in at all. It is imported as the change of that empty file, the series applies and
+    its overlay holds quilt's file, and it goes back to quilt and comes back as it is."""
+    need_tool("quilt")
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, base = git_project(tmp_path, {**UPSTREAM_FILES, "pkg/__init__.py": b""})
+    made = tmp_path / "made"
+    made.mkdir()
+    env = quilt_env(tmp_path, made, "")
+    checkout = checkout_of(tmp_path, base, "quilt-tree")
+    quilt_new(checkout, env, "init.patch", "pkg/__init__.py", b"from .b import x\n")
+    quilt_new(checkout, env, "more.patch", "pkg/__init__.py", b"from .b import x\nY = 2\n")
+    assert "--- /dev/null" in (made / "init.patch").read_text()  # as quilt writes it
+    run = ok(root, "import", "quilt", str(made))
+    assert "init.patch" in run.out and "more.patch" in run.out, run.text
+    text = patch_text(root, "init.patch")
+    assert "--- a/pkg/__init__.py" in text and "+from .b import x" in text, text
+    assert "/dev/null" not in text and "new file" not in text, text
+    assert ok(root, "status").rc == 0
+    ok(root, "overlays")
+    assert (root / "overlays/up/pkg/__init__.py").read_bytes() == b"from .b import x\nY = 2\n"
+    exported, env, again = to_quilt(root, base, tmp_path)
+    quilt(again, env, "push", "-a")
+    assert (again / "pkg/__init__.py").read_bytes() == b"from .b import x\nY = 2\n"
+    assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out

@@ -1232,6 +1232,64 @@ def _made_elsewhere(project: Project, store: UpstreamStore, upstream: str, pin: 
     return found
 
 
+def _quilt_patch(data: bytes, source: Path, strip: int = 1,
+                 empty: frozenset[str] = frozenset()) -> PatchFile:
+    """A quilt patch file parsed, the names `export --quilt` quoted for GNU patch as git
+    writes them; one quilt's series lists at another strip level (`fix.patch -p0`) with -p1
+    names. quilt writes the old side of a file that is empty in its tree as `/dev/null`
+    (`quilt diff`: an empty old file is no file), which GNU patch applies to the empty file:
+    a section that so "creates" one of `empty` (files empty at the pin that no patch
+    changes) is read as the change of that file it is."""
+    data = with_p1_names(data, strip, str(source))
+    parsed = parse_patch_file(data, str(source))
+    head = data[:len(data) - len(parsed.diff)]
+    diff = as_git_writes(parsed.diff)
+    if empty:
+        sections = parse_patch_file(head + diff, str(source)).parsed_diff
+        if any(fp.is_new and fp.new_path in empty for fp in sections.files):
+            diff = b"".join(_as_change_of_empty(fp) if fp.is_new and fp.new_path in empty
+                            else fp.raw for fp in sections.files) + sections.trailing
+    if diff != parsed.diff:
+        parsed = parse_patch_file(head + diff, str(source))
+    return parsed
+
+
+def _as_change_of_empty(fp) -> bytes:
+    """A file section that creates `fp.new_path` written as the change of that file, empty
+    before it: `--- a/PATH` for `--- /dev/null`, without a `new file mode` line."""
+    header, at, hunks = fp.raw.partition(b"\n@@")
+    null = b"--- /dev/null"
+    lines = [b"--- a/" + fp.new_path.encode("utf-8", "surrogateescape") + line[len(null):]
+             if line.startswith(null) and line[len(null):len(null) + 1] in (b"", b"\t", b"\r")
+             else line
+             for line in header.split(b"\n") if not line.startswith(b"new file mode ")]
+    return b"\n".join(lines) + at + hunks
+
+
+def _empty_at_the_pin(store, pin: str, entries, strip_levels: dict[str, int],
+                      ours_bytes: dict[str, bytes]) -> frozenset[str]:
+    """The paths quilt's patches write as created (`--- /dev/null`) that the pin has as an
+    empty file no patch of the series changes: quilt's tree had that empty file under them
+    (see _quilt_patch)."""
+    created: set[str] = set()
+    for file_name, source, _, data in entries:
+        try:
+            sections = _quilt_patch(data, source, strip_levels[file_name]).file_patches
+        except PatchforgeError:
+            continue  # refused where it is read for its change
+        created.update(fp.new_path for fp in sections if fp.is_new and fp.new_path)
+    if not created:
+        return frozenset()
+    for name, data in ours_bytes.items():
+        try:
+            created -= {p for fp in parse_patch_file(data, name).file_patches
+                        for p in (fp.old_path, fp.new_path) if p}
+        except PatchforgeError:
+            continue
+    return frozenset(path for path, blob in store.read_blobs(pin, sorted(created)).items()
+                     if blob == b"")
+
+
 def import_quilt(project: Project, store: UpstreamStore, directory: Path, *,
                  upstream: str) -> list[str]:
     """A quilt patches directory (its `series` file and patches) joins the series, bytes kept;
@@ -1246,19 +1304,27 @@ def import_quilt(project: Project, store: UpstreamStore, directory: Path, *,
     if not series_path.exists():
         raise UsageError(f"no quilt series file in {directory}")
     series = parse_series(series_path.read_bytes(), str(series_path), quilt=True)
-    pending: list[tuple[str, bytes]] = []
-    sources: dict[str, tuple[str, bytes | None]] = {}
+    entries: list[tuple[str, Path, int, bytes]] = []  # (entry, quilt file, line, bytes)
     for entry, line in series.as_written():
         source = directory / entry
         if not source.is_file():
             raise InputError(f"{entry} is listed but missing", path=str(series_path),
                              line=line)
-        # An entry listed at another strip level (`fix.patch -p0`) is read as -p1.
-        as_p1 = with_p1_names(source.read_bytes(), series.strip_level(entry), str(source))
-        parsed = parse_patch_file(as_p1, str(source))
-        diff = as_git_writes(parsed.diff)  # the names `export --quilt` quoted, as git writes them
-        if diff != parsed.diff:
-            parsed = parse_patch_file(as_p1[:len(as_p1) - len(parsed.diff)] + diff, str(source))
+        entries.append((entry, source, line, source.read_bytes()))
+    # quilt writes a change to a file empty in its tree as creating it (`--- /dev/null`),
+    # which GNU patch applies to the empty file: where the pin has that file empty and no
+    # patch of the series changes it, it is read as the change of that file it is.
+    ours = {name: project.read_patch_bytes(upstream, name)
+            for name in project.read_series(upstream).names}
+    empty = _empty_at_the_pin(store, pin.commit, entries,
+                              {e[0]: series.strip_level(e[0]) for e in entries}, ours)
+    pending: list[tuple[str, bytes]] = []
+    sources: dict[str, tuple[str, bytes | None]] = {}
+    for entry, source, line, raw in entries:
+        # An entry listed at another strip level (`fix.patch -p0`) is read as -p1, the names
+        # `export --quilt` quoted as git writes them.
+        as_p1 = with_p1_names(raw, series.strip_level(entry), str(source))
+        parsed = _quilt_patch(raw, source, series.strip_level(entry), empty)
         patch = _adopted(parsed, upstream, pin.commit)
         file_name = patch_file_name(Path(entry).name.removesuffix(".patch").removesuffix(".diff"))
         data = patch.to_bytes()

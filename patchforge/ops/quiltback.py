@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from patchforge.apply.chains import (apply_on_chains, carry_file, carry_files, carry_into,
                                      met_in_chain, patch_paths, profiles_note)
-from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch, with_p1_names
+from patchforge.apply.gnupatch import for_gnu_patch, with_p1_names
 from patchforge.apply.hunks import repeated_places
 from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series, counts_for,
                                      profile_bases_differ, profile_set)
@@ -34,7 +34,8 @@ from patchforge.formats.series import parse_series
 from patchforge.overlay import refuse_series_removals
 from patchforge.fsutil import (RepoLock, atomic_delete, atomic_write, put_back_on_failure,
                                writing_project)
-from patchforge.ops.exchange import (EXPORT_RECORD, _read_export_record, _record_bytes,
+from patchforge.ops.exchange import (EXPORT_RECORD, _empty_at_the_pin, _quilt_patch,
+                                     _read_export_record, _record_bytes,
                                      _refuse_collisions, _refuse_taken,
                                      _refuse_unknown_profiles, _sha256, export_record_profile,
                                      read_taken_record, series_holdings, taken_entry,
@@ -442,64 +443,6 @@ def _kept_aside(path: Path, deleted_dir: Path) -> bool:
     except OSError:
         return False
     return (deleted_dir / aside_name(deleted_dir, path.name, data)).is_file()
-
-
-def _quilt_patch(data: bytes, source: Path, strip: int = 1,
-                 empty: frozenset[str] = frozenset()) -> PatchFile:
-    """A quilt patch file parsed, the names `export --quilt` quoted for GNU patch as git
-    writes them; one quilt's series lists at another strip level (`fix.patch -p0`) with -p1
-    names. quilt writes the old side of a file that is empty in its tree as `/dev/null`
-    (`quilt diff`: an empty old file is no file), which GNU patch applies to the empty file:
-    a section that so "creates" one of `empty` (files empty at the pin that no patch
-    changes) is read as the change of that file it is."""
-    data = with_p1_names(data, strip, str(source))
-    parsed = parse_patch_file(data, str(source))
-    head = data[:len(data) - len(parsed.diff)]
-    diff = as_git_writes(parsed.diff)
-    if empty:
-        sections = parse_patch_file(head + diff, str(source)).parsed_diff
-        if any(fp.is_new and fp.new_path in empty for fp in sections.files):
-            diff = b"".join(_as_change_of_empty(fp) if fp.is_new and fp.new_path in empty
-                            else fp.raw for fp in sections.files) + sections.trailing
-    if diff != parsed.diff:
-        parsed = parse_patch_file(head + diff, str(source))
-    return parsed
-
-
-def _as_change_of_empty(fp) -> bytes:
-    """A file section that creates `fp.new_path` written as the change of that file, empty
-    before it: `--- a/PATH` for `--- /dev/null`, without a `new file mode` line."""
-    header, at, hunks = fp.raw.partition(b"\n@@")
-    null = b"--- /dev/null"
-    lines = [b"--- a/" + fp.new_path.encode("utf-8", "surrogateescape") + line[len(null):]
-             if line.startswith(null) and line[len(null):len(null) + 1] in (b"", b"\t", b"\r")
-             else line
-             for line in header.split(b"\n") if not line.startswith(b"new file mode ")]
-    return b"\n".join(lines) + at + hunks
-
-
-def _empty_at_the_pin(store, pin: str, entries, strip_levels: dict[str, int],
-                      ours_bytes: dict[str, bytes]) -> frozenset[str]:
-    """The paths quilt's patches write as created (`--- /dev/null`) that the pin has as an
-    empty file no patch of the series changes: quilt's tree had that empty file under them
-    (see _quilt_patch)."""
-    created: set[str] = set()
-    for file_name, source, _, data in entries:
-        try:
-            sections = _quilt_patch(data, source, strip_levels[file_name]).file_patches
-        except PatchforgeError:
-            continue  # refused where it is read for its change
-        created.update(fp.new_path for fp in sections if fp.is_new and fp.new_path)
-    if not created:
-        return frozenset()
-    for name, data in ours_bytes.items():
-        try:
-            created -= {p for fp in parse_patch_file(data, name).file_patches
-                        for p in (fp.old_path, fp.new_path) if p}
-        except PatchforgeError:
-            continue
-    return frozenset(path for path, blob in store.read_blobs(pin, sorted(created)).items()
-                     if blob == b"")
 
 
 def _changed_patch(mine: PatchFile, quilt: PatchFile, upstream: str, pin: str) -> PatchFile:
