@@ -298,3 +298,53 @@ def test_a_commit_message_in_latin_1_is_read_in_the_encoding_it_names(project, t
     assert "The détail." in description or "The détail." in fields["Description"], \
         (fields, description)
     assert fields["Author"].startswith("Renée"), fields
+
+
+@pytest.mark.parametrize("has_pin", [True, False])
+def test_a_branch_whose_lines_changed_upstream_is_refused_with_commands_that_work(
+        project, tmp_path, has_pin):
+    """A fork branch made on v0 changes line5, which upstream changed too by the pin (v1):
+    `import git v0..fix` is refused (it does not apply on the pin). Its hint said to run
+    `git rebase --onto PIN OLD-BASE BRANCH` and import again: run so, with the same range
+    `v0..fix`, the range then held upstream's own commit v0..v1, refused in turn with the
+    same hint; and a fork that had no pin commit could not rebase onto it at all. The hint's
+    commands, run as written (the rebase's stop resolved), import the branch's fixes."""
+    import shlex
+
+    upstream = tmp_path / "up-upstream"
+    v0 = git(upstream, "rev-parse", "HEAD").strip()
+    (upstream / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line5\n", b"line5 up\n"))
+    commit_all(upstream, "Upstream's line5")
+    ok(project, "upstream", "pin", "up", "--at", "main")
+    if has_pin:
+        clone = fork(tmp_path)
+        git(clone, "checkout", "-q", "-b", "fix", v0)
+    else:  # a fork that fetched the old release alone
+        clone = new_repo(tmp_path / "fork")
+        git(clone, "fetch", "-q", str(upstream), f"{v0}:refs/heads/fix")
+        git(clone, "checkout", "-q", "fix")
+    (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line5\n", b"line5 ours\n"))
+    commit_all(clone, "Fix line5")
+    (clone / "pkg/b.py").write_bytes(b"x = 1\ny = 22\nz = 3\n")
+    commit_all(clone, "Fix y")
+    before = tree_bytes(project / "series")
+    run = run_cli(project, "import", "git", f"{v0[:12]}..fix", "--repo", str(clone))
+    assert run.rc == 2 and "does not apply on the pin's a.py" in run.err, run.text
+    assert tree_bytes(project / "series") == before
+    commands = [shlex.split(c) for c in re.findall(r"`([^`]*)`", run.err.split("hint:")[1])]
+    assert [c[0] for c in commands] == ["git"] * (1 if has_pin else 2) + ["patchforge"], \
+        run.err
+    for command in commands[:-1]:
+        done = subprocess.run(command, capture_output=True)
+        if done.returncode and "rebase" in command:  # the stop on line5, resolved
+            (clone / "a.py").write_bytes(
+                UPSTREAM_FILES["a.py"].replace(b"line5\n", b"line5 up, ours\n"))
+            git(clone, "add", "a.py")
+            git(clone, "-c", "core.editor=true", "rebase", "--continue")
+        else:
+            assert done.returncode == 0, (command, done.stderr)
+    run = ok(project, *commands[-1][1:])
+    assert "imported up/fix-line5.patch" in run.out and "imported up/fix-y.patch" in run.out, \
+        run.text
+    assert "upstream-s-line5" not in run.out
+    assert ok(project, "status").rc == 0

@@ -110,13 +110,14 @@ def _refuse_repeat(project: Project, upstream: str, pending: list[tuple[str, byt
 def _write_imported(project: Project, store: UpstreamStore, upstream: str,
                     pending: list[tuple[str, bytes]],
                     sources: dict[str, tuple[str, bytes | None]] | None = None, *,
-                    pin: str) -> None:
+                    pin: str, remake: str | None = None) -> None:
     """Write and list an import's patches, each checked before the first is written (a
     repeated import is refused, and so is one that creates a path already there or, where
     overlays are made, deletes an upstream file). One that an earlier run cut short already
     wrote (the same bytes: _check_new_name made sure) is only listed, if it is not yet. `sources` names where each patch came from (a quilt patch file,
     an mbox message, a commit) and, for a file, its bytes as they were read there. `pin` is
-    the commit the import read the upstream at."""
+    the commit the import read the upstream at; `remake`, how to make a patch made on another
+    version on the pin instead (import_git's commands), for the refusals that say so."""
     _refuse_repeat(project, upstream, pending)
     parsed = {file_name: parse_patch_file(data, file_name) for file_name, data in pending}
     _refuse_unknown_profiles(project, parsed, sources or {})
@@ -124,7 +125,7 @@ def _write_imported(project: Project, store: UpstreamStore, upstream: str,
     _refuse_collisions(project, store, upstream, parsed, sources or {}, pin)
     _refuse_removals(project, store, upstream, parsed, sources or {}, pin)
     _refuse_outside_install_root(project, store, upstream, parsed, sources or {}, pin)
-    _refuse_ambiguous(project, store, upstream, parsed, sources or {}, pin)
+    _refuse_ambiguous(project, store, upstream, parsed, sources or {}, pin, remake)
     from patchforge.state import require
 
     with RepoLock(project.state_dir):
@@ -167,7 +168,7 @@ def _list_imported(project: Project, upstream: str, new: list[tuple[str, bytes]]
 
 def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,
                       parsed: dict[str, PatchFile], sources: dict[str, tuple[str, bytes | None]],
-                      pin: str) -> None:
+                      pin: str, remake: str | None = None) -> None:
     """Refuse an import whose patch, at the end of the series, does not apply
     (_refuse_not_applying), or applies where nearness to its header's line chose among
     several places, in a file it was not made on (its `index` line
@@ -193,7 +194,7 @@ def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,
         if outcome is None or outcome.name not in new:
             continue
         if not outcome.ok:
-            _refuse_not_applying(outcome, patches, own, at, sources, pin)
+            _refuse_not_applying(outcome, patches, own, at, sources, pin, remake)
         if not outcome.ambiguous:
             continue
         source = sources.get(outcome.name, (outcome.name, None))[0]
@@ -211,8 +212,9 @@ def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,
         raise UsageError(f"{outcome.name} (from {source}): the place of its change is "
                          f"ambiguous on the pin: {places}, and its line numbers were made on "
                          "another version of the file than the pin's; nothing was imported",
-                         hint=f"make it on the pin ({pin[:12]}: `git rebase --onto {pin[:12]} "
-                              "OLD-BASE BRANCH` in its repository) and import it again")
+                         hint=f"make it on the pin ({pin[:12]}): {remake}" if remake else
+                         f"make it on the pin ({pin[:12]}: `git rebase --onto {pin[:12]} "
+                         "OLD-BASE BRANCH` in its repository) and import it again")
     _refuse_leaving_chains(patches, own, configured, new, sources, pin, store)
 
 
@@ -242,7 +244,8 @@ def _refuse_leaving_chains(patches: list, own: list, configured: list, new: list
 
 
 def _refuse_not_applying(outcome, patches: list, own: list, at: int,
-                         sources: dict[str, tuple[str, bytes | None]], pin: str) -> None:
+                         sources: dict[str, tuple[str, bytes | None]], pin: str,
+                         remake: str | None = None) -> None:
     """Refuse an import of which a patch does not apply at the end of the series on the pin
     (a colleague's fix of lines the series has its own fix of; a branch made on an older
     upstream whose lines changed since): imported, it was "imported", exit 0, and `overlays`
@@ -279,7 +282,9 @@ def _refuse_not_applying(outcome, patches: list, own: list, at: int,
                 "import")
     else:
         message = f"{describe_failure(name, application)} on the pin's {path} ({pin[:12]})"
-        hint = (f"make it on the pin ({pin[:12]}: `git rebase --onto {pin[:12]} OLD-BASE "
+        hint = (f"make it on the pin ({pin[:12]}): {remake}; or leave it out of the import"
+                if remake else
+                f"make it on the pin ({pin[:12]}: `git rebase --onto {pin[:12]} OLD-BASE "
                 "BRANCH` in its repository, or a diff of the pin's files), or leave it out of "
                 "the import")
     raise InputError(f"{message}; nothing was imported",
@@ -1197,8 +1202,51 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
             _check_new_name(project, upstream, file_name, data)
         pending.append((file_name, data))
         sources[file_name] = (f"{repo}: commit {sha}", None)
-    _write_imported(project, store, upstream, pending, sources, pin=pin.commit)
+    _write_imported(project, store, upstream, pending, sources, pin=pin.commit,
+                    remake=_remake_on_pin(project, upstream, Path(repo), rev_range, commits,
+                                          pin.commit))
     return [n for n, _ in pending]
+
+
+def _remake_on_pin(project: Project, upstream: str, repo: Path, rev_range: str, commits,
+                   pin: str) -> str | None:
+    """The commands that make RANGE's commits again on the pin in `repo` and import them
+    from there, for the refusal of a commit made on another version (the pin's lines changed
+    since, or its place there is in doubt): `git rebase --onto PIN OLD-BASE TIP`, then
+    `import git PIN..TIP`. Importing RANGE again after the rebase, as the words "import it
+    again" said, took the upstream's own commits between the old base and the pin into the
+    range, each refused in turn with the same words. A repository without the pin's commit
+    fetches it first; an upstream that is no git repository (a wheel) has no commit to
+    rebase onto: None, the words as they were."""
+    from patchforge.store.giturl import is_plain_path
+
+    config = project.config.upstream(upstream)
+    if config.kind != "git" or not commits or commits[0].parent is None:
+        return None
+    # `BASE..TIP` as written (either side may be left out: HEAD); another form of range (a
+    # single revision, `A...B`, `^A B`) names no base and tip to say the commands with.
+    plain = re.fullmatch(r"([^.^~:\s]\S*?)?\.\.([^.\s]\S*)?", rev_range)
+    if plain is None:
+        return None
+    base, tip = plain.group(1) or "HEAD", plain.group(2) or "HEAD"
+    branch = run_git("show-ref", "--verify", "--quiet", f"refs/heads/{tip}", cwd=repo,
+                     ok=None).returncode == 0
+    q = shlex.quote
+    here = q(str(repo.resolve()))  # the commands run as they are from anywhere
+    steps = []
+    has_pin = run_git("cat-file", "-e", f"{pin}^{{commit}}", cwd=repo, ok=None).returncode == 0
+    if not has_pin:
+        url = config.url or ""
+        if is_plain_path(url) and not Path(url).is_absolute():
+            url = str((project.root / url).resolve())
+        steps.append(f"`git -C {here} fetch {q(url)} {pin}`")
+    steps.append(f"`git -C {here} rebase --onto {pin[:12]} {q(base)} {q(tip)}` (resolving what "
+                 "it stops on)")
+    several = len(project.config.upstreams) > 1
+    steps.append(f"`patchforge import git {q(pin[:12] + '..' + (tip if branch else 'HEAD'))} "
+                 f"--repo {here}" + (f" --upstream {q(upstream)}" if several else "")
+                 + "` imports the rebased commits")
+    return ", then ".join(steps)
 
 
 def _made_elsewhere(project: Project, store: UpstreamStore, upstream: str, pin: str,
