@@ -348,3 +348,34 @@ def test_a_branch_whose_lines_changed_upstream_is_refused_with_commands_that_wor
         run.text
     assert "upstream-s-line5" not in run.out
     assert ok(project, "status").rc == 0
+
+
+@pytest.mark.parametrize("first", [False, True])
+def test_the_ranges_a_refused_commit_names_import_the_commits_around_it(project, tmp_path,
+                                                                        first):
+    """A commit a patch cannot carry (a submodule added) in `origin/main..main`: the hint
+    said to import `BASE..SHA~1`, then `SHA..TIP`, words to fill in (run as written, git
+    said "bad revision 'BASE..'"), and where the commit was the range's first, the range
+    before it held nothing. The ranges it names now are the range's own, run as written
+    they import every other commit of it."""
+    import shlex
+
+    root = project
+    clone = fork(tmp_path)
+    if not first:
+        (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+        commit_all(clone, "Fix line three")
+    git(clone, "-c", "protocol.file.allow=always", "submodule", "add", "-q",
+        str(tmp_path / "up-upstream"), "third_party/kernels")
+    vendored = commit_all(clone, "Vendor kernels")
+    (clone / "pkg/b.py").write_bytes(b"x = 1\ny = 22\nz = 3\n")
+    commit_all(clone, "Fix y")
+    run = run_cli(root, "import", "git", "origin/main..main", "--repo", str(clone))
+    assert run.rc == 2 and "adds submodule third_party/kernels" in run.err, run.text
+    ranges = re.findall(r"`([^`]*)`", run.err.split("hint:")[1])
+    assert ranges == ([] if first else [f"origin/main..{vendored[:12]}~1"]) + \
+        [f"{vendored[:12]}..main"], run.err
+    imported = "".join(ok(root, "import", "git", *shlex.split(r), "--repo", str(clone)).out
+                       for r in ranges)
+    assert "imported up/fix-y.patch" in imported, imported
+    assert ("imported up/fix-line-three.patch" in imported) is not first, imported

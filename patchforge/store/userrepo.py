@@ -208,9 +208,28 @@ def _refuse_unsupported(change: _RawChange, commit, repo_dir: Path, rev_range: s
     if why is not None:
         raise UsageError(f"{rev_range} in {repo_dir}: "
                          f"{commit_named(commit.hexsha, _summary(commit))} {why}",
-                         hint="leave that commit out of the range: import the commits before "
-                              "and after it as two ranges (`BASE..{0}~1`, then `{0}..TIP`)"
-                              .format(commit.hexsha[:12]))
+                         hint="leave that commit out of the range: "
+                              + _around(commit, rev_range))
+
+
+def _around(commit, rev_range: str) -> str:
+    """The ranges that import the commits of `rev_range` before and after `commit`, with the
+    range's own base and tip where it is written `BASE..TIP` (else the words BASE and TIP):
+    the range before it left out when there is none (a root commit, or the range's first)."""
+    short = commit.hexsha[:12]
+    plain = re.fullmatch(r"([^.^~:\s]\S*?)?\.\.([^.\s]\S*)?", rev_range)
+    base, tip = (plain.group(1) or "HEAD", plain.group(2) or "HEAD") if plain else \
+        ("BASE", "TIP")
+    after = f"`{short}..{tip}`"
+    try:
+        first = plain is not None and bool(commit.parents) and \
+            commit.repo.git.rev_parse(base + "^{commit}") == commit.parents[0].hexsha
+    except Exception:  # (GitPython's errors: the base is the user's to name then)
+        first = False
+    if not commit.parents or first:
+        return f"import the commits after it ({after})"
+    return f"import the commits before and after it as two ranges (`{base}..{short}~1`, " \
+        f"then {after})"
 
 
 def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
