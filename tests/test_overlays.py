@@ -1560,3 +1560,44 @@ def test_a_fix_whose_diff_was_lost_is_named_before_its_overlay_goes(tmp_path):
     # A fix deleted on purpose is no loss: nothing is said of it.
     ok(root, "delete", "other")
     assert "other.patch no longer" not in run_cli(root, "overlays").err
+
+
+def test_a_hand_edit_of_a_fixs_own_line_while_a_rebase_is_stopped_is_hinted_to_edit(stack,
+                                                                                    tmp_path):
+    """The overlay of a one-line fix edited where the fix put its line while a rebase is
+    stopped: the write-out's way on, followed as printed (moved aside, `--continue`, `import
+    overlay FILE`), ended in "lacks the changes that all-b.patch make" and the hint to make
+    the change on the file `patchforge overlays` writes, as if the file had been made from
+    the upstream's. It was made from the overlay before the rebase: the import names the fix's
+    line and `patchforge edit all-b`, which, followed, gives the file as it was edited."""
+    import re
+
+    root = stack
+    overlay, moved = _stopped_with_overlays(root, tmp_path)
+    (root / ".patchforge/work/up/a.py").write_bytes(moved.replace(b"line3 new\n",
+                                                                  b"LINE3 gfx942 new\n"))
+    other = root / "overlays/gfx942/up/pkg/b.py"
+    edited = other.read_bytes().replace(b"y = 22\n", b"y = 23\n")
+    other.write_bytes(edited)
+    run = run_cli(root, "rebase", "--continue")
+    assert run.rc == 2 and "overlays/gfx942/up/pkg/b.py changed since" in run.err, run.text
+    aside = tmp_path / "b.py.mine"
+    commands = _hinted_commands(run.err)
+    for command in commands[:2]:
+        _run_hinted(root, command, FILE=str(aside))
+    series = tree_bytes(root / "series")
+    imported = run_cli(root, *commands[2].replace("FILE", str(aside))
+                       .replace("NAME", "hotfix").split()[1:], cwd=root)
+    assert imported.rc == 2 and "nothing was written" in imported.err, imported.text
+    assert "lines that all-b.patch put in pkg/b.py (line 2: y = 22)" in imported.err, \
+        imported.err
+    assert _hinted_commands(imported.err) == ["patchforge edit all-b", "patchforge refresh",
+                                              "patchforge overlays"], imported.err
+    assert tree_bytes(root / "series") == series
+    opened = _run_hinted(root, "patchforge edit all-b")
+    work = Path(re.match(r"(\S+): the files of all-b", opened.out).group(1))
+    (work / "pkg/b.py").write_bytes((work / "pkg/b.py").read_bytes().replace(b"y = 22\n",
+                                                                            b"y = 23\n"))
+    _run_hinted(root, "patchforge refresh")
+    _run_hinted(root, "patchforge overlays")
+    assert other.read_bytes() == edited

@@ -533,9 +533,12 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
                      "it again)")
         new = merged
     base = store.read_blob(pin.commit, path) if path in state.current else old
-    # An overlay file patchforge wrote, edited in place: made from the series' file, whatever
-    # it does to the lines the series put there.
+    # An overlay file patchforge wrote, edited in place, or one moved aside by a rebase's way
+    # on (the file as written kept, the series' file still where the rebase left it alone):
+    # made from the series' file, whatever it does to the lines the series put there.
     in_place = moved is None and _under(Path(overlay), project.overlays_dir)
+    from_series = in_place or moved is not None or old is not None and \
+        _kept_before_rebase(project, upstream, path, profiles)[1] == old
     if made_on is not None and old is not None:
         new = _carried_from(project, store, upstream, pin, path, made_on, old, new, overlay,
                             notes)
@@ -561,7 +564,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
                                   f"{fix}` and `patchforge refresh`, or `patchforge delete "
                                   f"{fix}` (kept under deleted/)" + (
                                       f"; NAME: one of {earlier}" if len(touching) > 1 else ""))
-        if met.undoes_all and not in_place:
+        if met.undoes_all and not from_series:
             # Made from the upstream's file: merged onto the series' file. (One edited in
             # place under overlays/ that changes every line the series put there, a one-line
             # fix's line, is a change of that fix: below.)
@@ -588,7 +591,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
                      f"{path} there, then `patchforge refresh`" + (
                          f" (NAME: the patch of those lines, one of {earlier})"
                          if len(touching) > 1 else "")
-                     + (" and `patchforge overlays`" if in_place else "")
+                     + (" and `patchforge overlays`" if from_series else "")
                      + "; else keep them in the overlay as the series has them")
         elif met.beside_removed:
             notes.append(met.beside_note(overlay, earlier, path))
@@ -910,6 +913,24 @@ def _refuse_leaving_profiles(others: list[tuple[str, bytes | None, list[str]]], 
                 hint=f"{REMEDY}; or import it for the profiles it is for (`--profiles`)")
 
 
+def _kept_before_rebase(project: Project, upstream: str, path: str,
+                        profiles: str | None) -> tuple[str | None, bytes | None]:
+    """(overlays/ path, the bytes kept of it as it was before the last rebase) of the overlay
+    of `path` for `profiles` (`overlay.keep_moved_aside`); (None, None) when no one overlay
+    is named (profiles configured, not one given), (rel, None) when none is kept."""
+    from patchforge.formats.patchfile import profile_names
+    from patchforge.overlay import before_rebase
+
+    names = profile_names(profiles) if profiles is not None else ()
+    if project.config.profiles:
+        if len(names) != 1:
+            return None, None
+        rel = f"{names[0]}/{upstream}/{path}"
+    else:
+        rel = f"{upstream}/{path}"
+    return rel, before_rebase(project, rel)
+
+
 def _made_before_rebase(project: Project, upstream: str, path: str, profiles: str | None,
                         old: bytes, new: bytes, overlay: str
                         ) -> tuple[str, bytes, list[int]] | None:
@@ -926,18 +947,10 @@ def _made_before_rebase(project: Project, upstream: str, path: str, profiles: st
     have those lines dropped if its change were taken from the kept file, and the lines the
     rebase changed if taken from the rebased one. Such a file, or one that changes every line
     the rebase changed, is refused naming both files (UsageError), nothing written."""
-    from patchforge.formats.patchfile import profile_names
-    from patchforge.overlay import BEFORE_REBASE_DIR, before_rebase
+    from patchforge.overlay import BEFORE_REBASE_DIR
 
-    names = profile_names(profiles) if profiles is not None else ()
-    if project.config.profiles:
-        if len(names) != 1:
-            return None
-        rel = f"{names[0]}/{upstream}/{path}"
-    else:
-        rel = f"{upstream}/{path}"
-    before = before_rebase(project, rel)
-    if before is None or before == old or new == old:
+    rel, before = _kept_before_rebase(project, upstream, path, profiles)
+    if rel is None or before is None or before == old or new == old:
         return None
     try:
         in_place = Path(overlay).resolve() == (project.overlays_dir / rel).resolve()
