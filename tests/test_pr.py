@@ -1028,3 +1028,88 @@ def test_open_refuses_a_pr_md_of_unknown_origin_until_the_user_says_to_send_it(s
     moved = run_pr(stack, "ck-a8w4-gfx950")
     assert moved.rc == 0 and (out / "PR.new.md").is_file(), moved.text
     assert (out / "PR.md").read_bytes() == stale
+
+
+def test_a_wheel_upstreams_fix_that_does_not_go_onto_the_base_names_a_move_that_works(
+        tmp_path, monkeypatch):
+    """A wheel upstream with a `git-url`: a fix that does not go onto its main (main changed
+    its line) said "`patchforge rebase --to tiny=main` moves the series there", which a wheel
+    upstream refuses ("name a version of tinypkg"): its series moves to a version of its
+    wheel, and its pin (the wheel's import) is never main's commit. The way named now is
+    `rebase --to tiny=VERSION`; with the version that has main's change it stops on the fix,
+    resolved there, and the fix goes onto main."""
+    from helpers.cli import ok
+    from helpers.upstream import Upstream, build_wheel, dep3_patch
+    from patchforge.store.diff import make_file_diff
+
+    calc, base = "tinypkg/calc.py", b"a = 1\nb = 2\nc = 3\nd = 4\n"
+    later = base.replace(b"b = 2\n", b"b = 20\n")
+    up = Upstream(tmp_path / "tiny", {calc: base})
+    up.commit({calc: later}, "Later")
+    build_wheel(tmp_path / "wheels", "tinypkg", "1.0", {calc: base})
+    build_wheel(tmp_path / "wheels", "tinypkg", "1.1", {calc: later})
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0")
+    config = root / "patchforge.toml"
+    config.write_text(config.read_text() + f'git-url = "{up.path}"\n')
+    series = root / "series" / "tiny"
+    series.mkdir(parents=True)
+    (series / "fix.patch").write_bytes(dep3_patch(make_file_diff(
+        calc, calc, base, base.replace(b"b = 2\n", b"b = 22\n")), description="Fix b"))
+    (series / "series").write_text("fix.patch\n")
+    result = run_cli(root, "pr", "fix")
+    assert result.rc == 1 and "does not go onto main" in result.err, result.text
+    assert "`patchforge rebase --to tiny=VERSION` moves the series to a version of tinypkg " \
+        "that has main's change (this fix is resolved at its stop)" in result.err, result.err
+    assert "tiny=main" not in result.err
+    moved = run_cli(root, "rebase", "--to", "tiny=1.1")  # VERSION: the one with main's change
+    assert moved.rc == 3, moved.text
+    (root / ".patchforge/work/tiny" / calc).write_bytes(later.replace(b"b = 20\n", b"b = 22\n"))
+    ok(root, "rebase", "--continue")
+    result = run_cli(root, "pr", "fix", "--json")
+    assert result.rc == 0, result.text
+    assert json.loads(result.stdout)["how"] == "applies"
+
+
+def test_a_directory_upstreams_fix_that_does_not_go_onto_the_base_names_a_move_that_works(
+        tmp_path, make_git_repo):
+    """A directory upstream with a `git-url`, the same: `rebase --to site=main` would import
+    the directory as it is under the label `main`, never main's files. The way named is a
+    label once the directory holds a version with main's change; followed, the fix is resolved
+    at its stop and goes onto main."""
+    from helpers.cli import ok
+
+    calc, base = "pkg/calc.py", b"a = 1\nb = 2\nc = 3\nd = 4\n"
+    later = base.replace(b"b = 2\n", b"b = 20\n")
+    upstream, _ = make_git_repo({calc: base})
+    (upstream / calc).write_bytes(later)
+    _commit_all(upstream, "Later")
+    installed = tmp_path / "site-packages"
+    (installed / "pkg").mkdir(parents=True)
+    (installed / calc).write_bytes(base)
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "site", "--dir", str(installed), "--at", "v1")
+    config = root / "patchforge.toml"
+    config.write_text(config.read_text() + f'git-url = "{upstream}"\n')
+    (root / "series" / "site").mkdir(parents=True)
+    (root / "series" / "site" / "fix.patch").write_bytes(
+        b"Description: Fix b\nAuthor: Ada Lovelace <ada@example.com>\n\n---\n"
+        b"diff --git a/pkg/calc.py b/pkg/calc.py\n--- a/pkg/calc.py\n+++ b/pkg/calc.py\n"
+        b"@@ -1,3 +1,3 @@\n a = 1\n-b = 2\n+b = 22\n c = 3\n")
+    (root / "series" / "site" / "series").write_bytes(b"fix.patch\n")
+    result = run_cli(root, "pr", "fix")
+    assert result.rc == 1 and "does not go onto main" in result.err, result.text
+    assert f"once {installed} holds a version that has main's change, `patchforge rebase " \
+        "--to site=LABEL` (LABEL naming that version) moves the series there" in result.err, \
+        result.err
+    (installed / calc).write_bytes(later)  # the directory now holds main's change
+    moved = run_cli(root, "rebase", "--to", "site=v2")
+    assert moved.rc == 3, moved.text
+    (root / ".patchforge/work/site" / calc).write_bytes(later.replace(b"b = 20\n", b"b = 22\n"))
+    ok(root, "rebase", "--continue")
+    result = run_cli(root, "pr", "fix", "--json")
+    assert result.rc == 0, result.text
+    assert json.loads(result.stdout)["how"] == "applies"

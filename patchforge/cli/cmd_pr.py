@@ -200,9 +200,24 @@ def _way_onto(project, draft) -> str:
     the upstream's series is stopped or being edited, that is finished first."""
     from patchforge.state import IDLE, read_states
 
+    pin = project.lock.pin(draft.upstream)
     way = (f"`patchforge rebase --to {draft.upstream}={draft.target.ref}` moves the series "
            "there (this fix is resolved at its stop), or choose another base with --onto")
-    if project.lock.pin(draft.upstream).commit == draft.target.commit:
+    if pin.kind == "wheel":
+        # A wheel upstream moves to a version of its wheel, never to a commit of the history
+        # its pull requests go to (`rebase --to U=main` is refused), and its pin, the import
+        # of a wheel, is never that commit.
+        package = project.config.upstream(draft.upstream).package
+        way = (f"`patchforge rebase --to {draft.upstream}=VERSION` moves the series to a "
+               f"version of {package} that has {draft.target.ref}'s change (this fix is "
+               "resolved at its stop), or choose another base with --onto")
+    elif pin.kind == "dir":
+        path = project.config.upstream(draft.upstream).path
+        way = (f"once {path} holds a version that has {draft.target.ref}'s change, "
+               f"`patchforge rebase --to {draft.upstream}=LABEL` (LABEL naming that version) "
+               "moves the series there (this fix is resolved at its stop), or choose another "
+               "base with --onto")
+    elif pin.commit == draft.target.commit:
         # Already there: the rebase would have no stop, and this would say the same again.
         way = (f"the series is on {draft.target.ref} already: resolve it there "
                f"(`patchforge edit {draft.name.removesuffix('.patch')}`), or choose another "
