@@ -45,6 +45,7 @@ from patchforge.apply.hunks import (CFile, HunkOutcome, ReversedHunk, _definitio
                                     _language, _line_places, _lines_at, _place_offsets,
                                     apply_file_patch, apply_hunks, body_end, lines_of,
                                     place_in_place)
+from patchforge.history import STRING_LITERAL
 from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
 from patchforge.store.diff import (NULL_OID, FileMerge, blob_oid, changed_blocks,
@@ -186,12 +187,35 @@ def _changed_side(hunk, kind: bytes, kinds: list[bytes]) -> bytes:
         return b""
     first = kinds.index(kind)
     last = len(kinds) - 1 - kinds[::-1].index(kind)
+    return _normalized(_changed_side_lines(hunk, kind, kinds))
+
+
+def _changed_side_lines(hunk, kind: bytes, kinds: list[bytes]) -> list[bytes]:
+    """The lines `_changed_side` makes its text of, as they are."""
+    if kind not in kinds:
+        return []
+    first = kinds.index(kind)
+    last = len(kinds) - 1 - kinds[::-1].index(kind)
     side = hunk.new_lines() if kind == b"+" else hunk.old_lines()
     # Where the side's lines from first to last are in it: the context and `kind` lines
     # before them (the side holds those and no other).
     start = kinds[:first].count(b" ")
     between = kinds[first:last + 1]
-    return _normalized(side[start:start + between.count(b" ") + between.count(kind)])
+    return side[start:start + between.count(b" ") + between.count(kind)]
+
+
+def spaced_literals(lines: "Iterable[bytes]") -> tuple[bytes, ...]:
+    """The string literals of `lines` with whitespace in them, as they are, in order: what the
+    whitespace-insensitive checks must not take for alike. `"scale:  %d"` and `"scale: %d"`
+    are one text without whitespace, but other strings (a log format, a key, a command line):
+    a formatter rewraps and re-indents code, never a string's inside."""
+    found: list[bytes] = []
+    for line in lines:
+        if b"'" not in line and b'"' not in line:
+            continue
+        found.extend(literal for literal in STRING_LITERAL.findall(line)
+                     if literal.translate(None, _WS_BYTES) != literal)
+    return tuple(found)
 
 
 class NormalizedText:
@@ -366,6 +390,9 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
     hits = target.find_lines(added)
     if not hits:
         return False, "added code not found", None  # (the removed side is made only when needed)
+    hits, otherwise = _spaced_alike(hunk, kinds, target, hits, len(added))
+    if not hits:
+        return False, f"added code found, but {otherwise}", None
     removed = _changed_side(hunk, b"-", kinds)
     if removed == added:
         # Only whitespace changes (a re-indent: in Python, other code): the unchanged file
@@ -424,6 +451,33 @@ def contained(hunk, target: "NormalizedText | bytes", *, anchored: bool = True,
         return False, (f"added code found next to the hunk's context at line {refused[0] + 1}, "
                        f"but {refused[1]}: {INDENTED_OTHERWISE}"), refused[0] + 1
     return False, why, None
+
+
+def _spaced_alike(hunk, kinds: list[bytes], target: "NormalizedText", hits: list[int],
+                  size: int) -> tuple[list[int], str]:
+    """The `hits` (of the hunk's added code, `size` bytes in `target.text`) whose lines have
+    the strings the added lines have, whitespace and all (`spaced_literals`), and, when none
+    has, what differs: found only with a string spaced otherwise (`"a  b"` for the fix's
+    `"a b"`, a format the fix mends), the change is not there."""
+    wanted = spaced_literals(_changed_side_lines(hunk, b"+", kinds))
+    alike, there = [], None
+    for hit in hits:
+        found = spaced_literals(target.raw_lines[target.line_of(hit):
+                                                 target.line_of(hit + size - 1) + 1])
+        if found == wanted:
+            alike.append(hit)
+        elif there is None:
+            there = found
+    if alike or there is None:
+        return alike, ""
+    ours = next((s for s in wanted if s not in there), None)
+    theirs = next((s for s in there if s not in wanted), None)
+    said = " and ".join(
+        ([f"the target has {theirs.decode('utf-8', 'replace')}"] if theirs is not None
+         else []) + ([f"the fix {ours.decode('utf-8', 'replace')}"] if ours is not None
+                     else []))
+    return [], (f"with a string spaced otherwise ({said}): whitespace inside a string is "
+                "content, not layout")
 
 
 # The files whose indentation is meaning, by name: the language each is read as. Python (vLLM,

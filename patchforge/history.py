@@ -29,6 +29,7 @@ judging a patch costs at most one git process for the files it is the first to a
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from patchforge.model.record import field, record, replace
@@ -65,7 +66,8 @@ def blocks_of_lines(lines) -> Blocks:
         if removed or added:
             old = tuple(line.translate(None, WHITESPACE) for line in removed)
             new = tuple(line.translate(None, WHITESPACE) for line in added)
-            blocks.append((tuple(removed), tuple(added)) if old == new else (old, new))
+            blocks.append((tuple(removed), tuple(added)) if old == new else
+                          (_strings_kept(removed, old), _strings_kept(added, new)))
             removed.clear()
             added.clear()
 
@@ -81,6 +83,48 @@ def blocks_of_lines(lines) -> Blocks:
             close()
     close()
     return tuple(blocks)
+
+
+# A string or character literal on one line, as Python, C, C++ and HIP write it: quotes of one
+# kind around anything but that quote, a backslash escaping the next byte.
+STRING_LITERAL = on_first_use(rb"(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')")
+
+
+def _strings_kept(lines: list[bytes], bare: tuple[bytes, ...]) -> tuple[bytes, ...]:
+    """`lines` without whitespace (`bare`: without any), but inside their strings: a block
+    whose `"scale:  %d"` became `"scale: %d"` (and its quotes double, say) is another change
+    than upstream's requoting alone. Blocks are compared as they are (a commit makes the
+    change); what compares their lines to other text (a file's, a diff's) takes the rest of
+    their whitespace out (`_bare`, `code_of`)."""
+    if not any(b'"' in line or b"'" in line for line in bare):
+        return bare
+    return tuple(_line_code(line) if b'"' in plain or b"'" in plain else plain
+                 for line, plain in zip(lines, bare))
+
+
+def _kept(lines: tuple[bytes, ...]) -> tuple[bytes, ...]:
+    """The lines without whitespace but inside their strings (`_line_code`), each."""
+    bare = _bare(lines)
+    joined = b"".join(bare)
+    if b'"' not in joined and b"'" not in joined:
+        return bare
+    return tuple(_line_code(line) if b'"' in plain or b"'" in plain else plain
+                 for line, plain in zip(lines, bare))
+
+
+@lru_cache(maxsize=1 << 16)
+def _line_code(line: bytes) -> bytes:
+    """`line` without whitespace but inside its strings (a line with a quote; remembered:
+    the undo checks ask the lines of every block of a commit again for each block of the
+    change)."""
+    parts = STRING_LITERAL.split(line)
+    parts[::2] = [part.translate(None, WHITESPACE) for part in parts[::2]]
+    return b"".join(parts)
+
+
+def _plain(code: bytes) -> bytes:
+    """Code (code_of's) without the whitespace it keeps inside strings."""
+    return code.translate(None, WHITESPACE)
 
 
 def blocks_of_file_patch(fp) -> Blocks:
@@ -159,15 +203,16 @@ def _reversed_within(undo: Block, theirs: Blocks) -> bool:
 
 def code_of(lines) -> bytes:
     """Lines as one text of code, as a formatter leaves it alike: whitespace and line breaks
-    out (black wraps a long call over three lines), quotes one kind (`'` -> `"`), no comma
-    before a closing bracket (black's magic trailing comma)."""
-    return _commas_out(b"".join(_bare(tuple(lines))).replace(b"'", b'"'))
+    out (black wraps a long call over three lines) but inside strings (`"scale:  %d"` is
+    another string than `"scale: %d"`, which no formatter makes of it), quotes one kind
+    (`'` -> `"`), no comma before a closing bracket (black's magic trailing comma)."""
+    return _commas_out(b"".join(_kept(tuple(lines))).replace(b"'", b'"'))
 
 
 def _codes_of_lines(lines: tuple[bytes, ...]) -> list[bytes]:
     """code_of of each line alone, made over the lines joined by line ends (no comma is
     before a line end's bracket: the substitution stays inside each line)."""
-    return _commas_out(b"\n".join(_bare(lines)).replace(b"'", b'"')).split(b"\n") \
+    return _commas_out(b"\n".join(_kept(lines)).replace(b"'", b'"')).split(b"\n") \
         if lines else []
 
 
@@ -185,7 +230,7 @@ def _code_run_in(code: bytes, lines: tuple[bytes, ...]) -> bool:
     per start (a block of thousands of lines, a CSV table, is no join of every run)."""
     # First put_in's one pass over the bytes: such a run, commas all out, is in the lines
     # joined, commas all out.
-    if code.replace(b",", b"") not in _loose(lines):
+    if _plain(code).replace(b",", b"") not in _loose(lines):
         return False
     alone = _codes_of_lines(lines)
     # Joined, a line's last comma goes where the next line with code starts with a bracket.
@@ -294,7 +339,9 @@ def put_in(code: bytes, theirs: Blocks) -> bool:
     # (commas all out, as code_of takes some of them out): the runs' test matches each line
     # once per start, which over every file of a whole release's commit (a wheel upstream's)
     # cost a second in a 300-patch rebase.
-    if code.replace(b",", b"") not in _loose(b"".join(added) for _, added in theirs):
+    # (Without whitespace at all: code_of keeps a string's, and a text that holds the code
+    # holds it without whitespace.)
+    if _plain(code).replace(b",", b"") not in _loose(b"".join(added) for _, added in theirs):
         return False
     return any(_code_run_in(code, added) for _, added in theirs) and \
         not any(_code_run_in(code, removed) for removed, _ in theirs)

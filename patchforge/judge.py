@@ -20,7 +20,7 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
-                               assess_patch, created_identically)
+                               assess_patch, created_identically, spaced_literals)
 from patchforge.errors import InputError, StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_file_patch,
                                 blocks_of_git_diff, code_of, combine, combine_series,
@@ -601,6 +601,11 @@ class SeriesJudge:
                     return f"{fv.target_path} has no {text.decode('utf-8', 'replace')!r}, " \
                         "and no later commit took it out (a merge's resolution lost it)"
             if run is None and fp.binary is None:
+                spaced = self._spaced_otherwise(fp, current, taken_out)
+                if spaced is not None:
+                    return f"{fv.target_path} has {spaced[0]!r} only with {spaced[1]} spaced " \
+                        "otherwise (whitespace inside a string is content, not layout)"
+            if run is None and fp.binary is None:
                 moved = self._moved_line_gone(fp, current, landing, taken_out)
                 if moved is not None:
                     return f"{fv.target_path} has {moved!r} only indented otherwise, and no " \
@@ -612,6 +617,24 @@ class SeriesJudge:
                     return f"{fv.target_path} has the lines commit {commit[:12]} (made beside " \
                         "the landing) put where the fix takes a line out (a merge's resolution " \
                         "took that side)"
+        return None
+
+    @staticmethod
+    def _spaced_otherwise(fp, current: bytes, taken_out) -> tuple[str, str] | None:
+        """A line `fp` adds whose code the target has (whitespace removed) but with a string
+        of it spaced otherwise (detect.spaced_literals: not in `current` as the fix writes
+        it), that no commit after the landing took out: (the line, the string). `has`
+        finds a line without its whitespace, a string's too; the history shows no diff of a
+        merge's resolution that took the side with the string as it was."""
+        for hunk in fp.hunks:
+            for line in hunk.lines:
+                if line[:1] != b"+":
+                    continue
+                missing = next((s for s in spaced_literals((line[1:],)) if s not in current),
+                               None)
+                if missing is not None and not taken_out(line[1:].translate(None, WHITESPACE)):
+                    return (line[1:].strip().decode("utf-8", "replace"),
+                            missing.decode("utf-8", "replace"))
         return None
 
     def _moved_line_gone(self, fp, current: bytes, landing, taken_out) -> str | None:
@@ -2326,7 +2349,7 @@ class HistoryIndex:
             texts = self._new_code[commit] = {
                 path: loose_code(content)
                 for path, content in self.store.new_contents(commit).items()}
-        wanted = code.replace(b",", b"")
+        wanted = loose_code(code)  # (code_of keeps a string's whitespace; the texts none)
         holding = [path for path, text in texts.items() if wanted in text]
         if len(holding) > self.NAMED_FILES_AT_MOST:  # (code that common: the whole diff)
             return self._whole_commit(commit)

@@ -647,11 +647,17 @@ def test_lines_bare_and_as_code_are_what_each_line_alone_gives():
     """history._bare (one translate over the lines joined), _codes_of_lines (code_of of each
     line, made over them joined) and _is_run (a run looked for where its first line is) give
     what a call per line and a comparison at every start give: random lines of whitespace,
-    CRs, line ends inside a line, quotes, commas before brackets, empty lines."""
+    CRs, line ends inside a line, quotes, commas before brackets, empty lines. (code_of keeps
+    the whitespace inside a one-line string: `kept`, each line's alone.)"""
     import random
     import re
 
     from patchforge.history import WHITESPACE, _bare, _codes_of_lines, _is_run, code_of
+
+    def kept(each: bytes) -> bytes:
+        parts = re.split(rb"(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')", each)
+        return b"".join(part if k % 2 else part.translate(None, WHITESPACE)
+                        for k, part in enumerate(parts))
 
     rng = random.Random(32)
     parts = [b" ", b"\t", b"\r", b"\n", b"\x0b", b"\x0c", b"a", b"b(", b")", b"]", b"}", b",",
@@ -664,10 +670,11 @@ def test_lines_bare_and_as_code_are_what_each_line_alone_gives():
         lines = tuple(line() for _ in range(rng.randrange(0, 5)))
         bare = tuple(each.translate(None, WHITESPACE) for each in lines)
         assert _bare(lines) == bare, lines
+        codes = tuple(kept(each) for each in lines)
         assert _codes_of_lines(lines) == [
-            re.sub(rb",([)\]}])", rb"\1", each.replace(b"'", b'"')) for each in bare], lines
+            re.sub(rb",([)\]}])", rb"\1", each.replace(b"'", b'"')) for each in codes], lines
         assert code_of(lines) == re.sub(rb",([)\]}])", rb"\1",
-                                        b"".join(bare).replace(b"'", b'"')), lines
+                                        b"".join(codes).replace(b"'", b'"')), lines
         small = tuple(rng.choice(bare or (b"",)) for _ in range(rng.randrange(0, 3)))
         n = len(small)
         assert _is_run(small, bare) == any(

@@ -1,0 +1,67 @@
+"""Whitespace inside a string is content. The landed checks compare code without its
+whitespace, so that a landing upstream reformatted still counts; a string's inside is not
+layout, though: `"scale for %s:  %d"` and `"scale for %s: %d"` are two log lines, and a
+formatter never changes one into the other. Before, a fix mending a format string's spacing
+(and its quotes) was "upstreamed" by upstream's own requoting of the unfixed line: dropped
+by the rebase, the target still printing the old string.
+Real git upstreams, real commands: `status --against`, `rebase --to`."""
+from __future__ import annotations
+
+from helpers.project import OneUpstreamStack
+
+
+def module(line: bytes) -> bytes:
+    """Twelve small functions, f7 logging by `line`."""
+    f7 = b"def f7(x):\n    y = x + 7\n    %s\n    return y\n\n\n" % line
+    return b"".join(f7 if i == 7 else b"def f%d(x):\n    y = x + %d\n    return y\n\n\n" % (i, i)
+                    for i in range(12))
+
+
+OLD = b"log.info('scale for %s:  %d', x, y)"
+FIX = b'log.info("scale for %s: %d", x, y)'
+REQUOTED = b'log.info("scale for %s:  %d", x, y)'
+
+
+def test_upstream_requoting_the_unfixed_string_is_no_landing(tmp_path):
+    """The fix mends the format's double space (and writes the quotes double, as black
+    would); upstream runs black: the same line requoted, its double space kept. Without
+    whitespace the two lines are one text. Before: "upstreamed" by post-image containment,
+    then by the history ("makes this change (the same change)"); dropped."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": module(OLD)})
+    stack.add_fix("fix", "k.py", module(OLD), module(FIX))
+    black = stack.commit({"k.py": module(REQUOTED)}, "black: double quotes", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert not any(black in line for line in patch["evidence"]), patch["evidence"]
+    assert FIX in stack.kept_by_rebase("up=v2", "k.py")
+
+
+def test_the_fix_landed_with_its_string_and_wrapped_is_still_a_landing(tmp_path):
+    """Upstream makes the fix's change, its string as the fix has it, and wraps the call:
+    a landing, whitespace outside the string being layout."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": module(OLD)})
+    stack.add_fix("fix", "k.py", module(OLD), module(FIX))
+    stack.commit({"k.py": module(b'log.info(\n        "scale for %s: %d", x, y\n    )')},
+                 "fix the scale log (#12)", tag="v2")
+    stack.dropped_as_landed()
+
+
+def test_a_landing_requoted_with_its_old_spacing_by_a_stale_formatter_is_undone(tmp_path):
+    """The fix changes the string's spacing alone; upstream makes that very change, then a
+    formatter run on a tree from before it requotes the line with the old double space. The
+    history (code without whitespace, quotes aside) took the requoting for no undoing;
+    the target logs the old string. Before: "upstreamed (high)" by the history, dropped.
+    Now the requoting undoes the landing."""
+    old = b"log.info('scale for %s:  %d', x, y)"
+    fixed = b"log.info('scale for %s: %d', x, y)"
+    stack = OneUpstreamStack(tmp_path, {"k.py": module(old)})
+    stack.add_fix("fix", "k.py", module(old), module(fixed))
+    stack.commit({"k.py": module(fixed)}, "fix the scale log (#12)")
+    black = stack.commit({"k.py": module(REQUOTED)}, "black (on a stale tree)", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert f"history: commit {black} undoes this change (reverses part of it in k.py)" in \
+        patch["evidence"], patch["evidence"]
+    assert fixed in stack.kept_by_rebase("up=v2", "k.py")
