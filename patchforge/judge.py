@@ -115,6 +115,24 @@ class Judgement:
 AMBIGUOUS_PLACE = "ambiguous place"
 # How the evidence of a stop on a fix carried into another function than its own starts.
 OTHER_FUNCTION = "another function"
+# What the evidence of a fix whose removed code upstream moved to another file (where the
+# target has it) says (`_removal_moved`): the file, the other file, the commit(s).
+_MOVED_AWAY = on_first_use(r"^(.+?): the code it (?:removes|deletes) was moved to (.+) by "
+                           r"commits? [0-9a-f]{40}(?: \(out of .+\) and [0-9a-f]{40} "
+                           r"\(into .+\))?, and is there")
+
+
+def moved_away(evidence) -> tuple[str, str] | None:
+    """(what the evidence says of it, the file the code went to) where a fix's removal is no
+    landing because upstream moved that code to another file, None elsewhere: a stop on it
+    names that file, where the fix's change belongs now (a `--skip` would lose it)."""
+    for item in evidence:
+        found = _MOVED_AWAY.match(item)
+        if found:
+            return found[0], found[2]
+    return None
+
+
 # The placements of hunks at repeated places a line map's answer is compared with, at most
 # (each a candidate per such hunk of one file patch).
 _PLACEMENTS_TRIED = 64
@@ -202,6 +220,10 @@ def _post_image_there(fp, current: bytes | None) -> bool:
     outcomes = placed[1] if placed is not None else \
         apply_hunks(lines_of(current), reverse, max_fuzz=0, build=False)[1]
     return all(o.status in ("exact", "offset") for o in outcomes)
+
+
+# A line any file may start with: an import, an include, a comment.
+_HEADER_LINE = on_first_use(rb"\s*(?:import\s|from\s|#|//|/\*|\*)")
 
 
 class _WholeLines:
@@ -496,8 +518,12 @@ class SeriesJudge:
         moved_to = getattr(self.history, "moved_to", None)
         if moved_to is None or self.target.commit == self.target.base_commit:
             return None
+        # What the fix itself puts into each file (a fix that moves code makes that move).
+        own = {fp.new_path: blocks_of_file_patch(fp) for fp in patch.file_patches
+               if fp.new_path is not None and fp.binary is None}
         for fp in patch.file_patches:
-            if fp.binary is not None or fp.is_new or fp.old_path != fp.new_path:
+            if fp.binary is not None or fp.is_new or \
+                    (fp.old_path != fp.new_path and not fp.is_delete):
                 continue
             for removed, added in blocks_of_file_patch(fp):
                 # A line or two found in another file is ordinary churn (an import a backport
@@ -506,16 +532,48 @@ class SeriesJudge:
                 if added or len(removed) < self.MOVED_BLOCK_LINES or \
                         len(code_of(removed)) < MIN_CHANGED_CHARS:
                     continue
-                found = moved_to(fp.path, removed)
-                if found is None:
-                    continue
-                commit, other = found
-                there = self.read_current(other)
-                if there is not None and put_in(code_of(removed),
-                                                (((), tuple(split_lines(there))),)):
-                    return (f"{fp.path}: the code it removes was moved to {other} by commit "
-                            f"{commit}, and is there")
+                for piece in self._pieces(removed) if fp.is_delete else (removed,):
+                    found = moved_to(fp.old_path, piece)
+                    if found is None:
+                        continue
+                    commits, other = found
+                    if other in own and put_in(code_of(piece), own[other]):
+                        continue  # the fix moves that code there itself (its landing did)
+                    there = self.read_current(other)
+                    if there is not None and put_in(code_of(piece),
+                                                    (((), tuple(split_lines(there))),)):
+                        by = f"commit {commits[0]}" if len(commits) == 1 else \
+                            f"commits {commits[0]} (out of {fp.old_path}) and {commits[1]} " \
+                            f"(into {other})"
+                        return (f"{fp.old_path}: the code it "
+                                f"{'deletes' if fp.is_delete else 'removes'} was moved to "
+                                f"{other} by {by}, and is there")
         return None
+
+    # The most parts of a file a fix deletes asked one by one whether upstream moved them.
+    MOVED_PIECES = 64
+
+    def _pieces(self, lines: tuple[bytes, ...]):
+        """The lines of a file a fix deletes, whole, then each of its paragraphs (lines
+        between blank ones) of code, MOVED_BLOCK_LINES or more that say something: upstream
+        moving the file into another (beside other code, under new imports) is no rename git
+        finds, and each function moved is still there. A paragraph of imports or comments
+        alone is any file's."""
+        yield lines
+        piece: list[bytes] = []
+        given = 0
+        for line in (*lines, b""):
+            if line.strip():
+                piece.append(line)
+                continue
+            if len(piece) >= self.MOVED_BLOCK_LINES and len(piece) < len(lines) and \
+                    len(code_of(piece)) >= MIN_CHANGED_CHARS and \
+                    not all(_HEADER_LINE.match(said) for said in piece):
+                yield tuple(piece)
+                given += 1
+                if given >= self.MOVED_PIECES:
+                    return
+            piece = []
 
     def _old_code_at_own_places(self, patch, verdict) -> None:
         """Each hunk of `verdict` the content did not find landed at its own place is marked
@@ -1181,12 +1239,15 @@ class SeriesJudge:
         if not changes:
             if verdict.state == "unsure":
                 # The checks disagree and the merge changes nothing: never dropped on its own.
+                moved = moved_away(verdict.evidence)
                 return Judgement(name, "stop", "unsure", verdict, stop_kind="unsure",
                                  files=sorted(after), before=before, after=after,
                                  modes=new_modes,
                                  evidence=evidence + ["merge result empty"],
-                                 message="landed detection is unsure and the 3-way merge "
-                                         "leaves nothing to change: decide by hand")
+                                 message="landed detection is unsure "
+                                         + (f"({moved[0]}) " if moved else "")
+                                         + "and the 3-way merge leaves nothing to change: "
+                                           "decide by hand")
             broken = self._keeps_broken_at_target(patch)
             if broken:
                 # Nothing to change, yet the target lacks what the fix promises: the merge
@@ -1722,7 +1783,7 @@ class LazyHistory:
         index = self._index()
         return index.landing(patch) if index is not None else None
 
-    def moved_to(self, path: str, removed: tuple[bytes, ...]) -> tuple[str, str] | None:
+    def moved_to(self, path: str, removed: tuple[bytes, ...]) -> tuple[list[str], str] | None:
         """HistoryIndex.moved_to, None without an index."""
         index = self._index()
         return index.moved_to(path, removed) if index is not None else None
@@ -2176,9 +2237,13 @@ class HistoryIndex:
         # process reading them), and those paths.
         self._started: list[tuple[list[str], StartedGit]] = []
         self._starting: set[str] = set()
+        # Every commit of the range but merges, as the walk lists them (newest first), and
+        # where each is in it (`beside`): left empty where the walk is not read.
+        self._range: list[str] = []
         touched = self._walk_without_pathspec(changes) if paths else {}
         if touched is None:
             touched = self._read_log_patches()
+        self._range_at = {commit: k for k, commit in enumerate(self._range)}
         # Each commit's paths in the order of `paths`: the few a commit touches sorted, not
         # each of the hundreds of paths tested against each of the thousands of commits.
         rank = {path: k for k, path in enumerate(paths)}
@@ -2295,9 +2360,12 @@ class HistoryIndex:
 
     def other_files(self, commit: str, paths: list[str]):
         """`commit`'s change blocks in its files other than `paths` (judge_history's
-        `elsewhere`: where a commit taking a fix's code out may have put the old code back)."""
+        `elsewhere`: where a commit taking a fix's code out may have put the old code back),
+        and those of the commits beside it (`beside`: a move made in two commits, out of the
+        fix's file in one, into another file in the next)."""
         asked = {diff_header(path) for path in paths}
-        return tuple(block for header, blocks in self._whole_commit(commit).items()
+        return tuple(block for one in (commit, *self.beside(commit))
+                     for header, blocks in self._whole_commit(one).items()
                      if header not in asked for block in blocks)
 
     def _whole_commit(self, commit: str) -> dict[bytes, tuple]:
@@ -2309,10 +2377,12 @@ class HistoryIndex:
                 self.store.commit_patches([commit], []))
         return files
 
-    def moved_to(self, path: str, removed: tuple[bytes, ...]) -> tuple[str, str] | None:
-        """(commit, the file) when the last commit of this history that takes the lines
+    def moved_to(self, path: str, removed: tuple[bytes, ...]) -> tuple[list[str], str] | None:
+        """([commit], the file) when the last commit of this history that takes the lines
         `removed` (a run of them, whitespace ignored) out of `path`, and puts none of them
-        back there, puts them into another file: a move, not a removal."""
+        back there, puts them into another file: a move, not a removal. ([commit, other],
+        the file) when it puts them nowhere and a commit next to it (`beside`) puts them
+        into another file: a move made in two commits."""
         if path not in self.paths:
             return None
         code = code_of(removed)
@@ -2328,10 +2398,15 @@ class HistoryIndex:
                 theirs = self._blocks[commit, header] = blocks_of_git_diff(chunk)
             if not taken_out(removed, code, theirs):
                 continue
-            for other, blocks in self._files_with_code(commit, code).items():
-                if other != header and other.startswith(b"diff --git a/") and \
-                        put_in(code, blocks):
-                    found = commit, os.fsdecode(other.split(b" b/", 1)[-1])
+            found = None
+            for one in (commit, *self.beside(commit)):
+                for other, blocks in self._files_with_code(one, code).items():
+                    if other != header and other.startswith(b"diff --git a/") and \
+                            put_in(code, blocks):
+                        found = [commit] if one == commit else [commit, one], \
+                            os.fsdecode(other.split(b" b/", 1)[-1])
+                if found is not None:
+                    break
         return found
 
     def _files_with_code(self, commit: str, code: bytes) -> dict[bytes, tuple]:
@@ -2359,6 +2434,20 @@ class HistoryIndex:
     # The most files _files_with_code names on git's command line (far below its length's
     # limit); more, and the commit's whole diff is read.
     NAMED_FILES_AT_MOST = 500
+
+    # How many commits on each side of one that takes a fix's code out of its file are asked
+    # whether they put it into another: a move made in two commits (out of one file, into
+    # another; the other way round).
+    BESIDE = 3
+
+    def beside(self, commit: str) -> list[str]:
+        """The commits next to `commit` in the walk of the whole range (BESIDE on each side,
+        merges left out), nearest first; none when the index was read with a pathspec."""
+        at = self._range_at.get(commit)
+        if at is None:
+            return []
+        return [self._range[k] for step in range(1, self.BESIDE + 1)
+                for k in (at + step, at - step) if 0 <= k < len(self._range)]
 
     def diffs(self, paths: list[str]) -> dict[str, dict[bytes, bytes]]:
         """commit -> {its `diff --git` line: that file's diff}, with `paths` (of this index's)
@@ -2432,6 +2521,7 @@ class HistoryIndex:
                 changed.update(raw_names[name] for name in
                                raw_names.keys() & _RAW_PATHS.findall(part, raw))
         touched: dict[str, set[str]] = {}
+        whole: list[str] = []  # (`_range`)
         for commit, (parents, paths) in walk.items():
             if len(parents) > 1:
                 if any(parent not in walk for parent in parents):
@@ -2440,11 +2530,14 @@ class HistoryIndex:
                     # Shown, without a diff: it differs from a parent in the paths.
                     self._order.append(commit)
                     touched[commit] = set()
-            elif paths:
-                self._order.append(commit)
-                touched[commit] = paths
+            else:
+                whole.append(commit)
+                if paths:
+                    self._order.append(commit)
+                    touched[commit] = paths
             if commit in touched and commit in reverts:
                 self._reverts[commit] = reverts[commit]
+        self._range = whole
         return touched
 
     def _read_log_patches(self) -> dict[str, set[str]]:

@@ -1638,7 +1638,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     takes the resolution (`bring_back_continue`) or `--abort` gives up (exit 3, ConflictStop).
 
     The fix is written into the series before it leaves skipped/, so a kill never loses it."""
-    from patchforge.judge import SeriesJudge, Target
+    from patchforge.judge import HistoryIndex, LazyHistory, SeriesJudge, Target, read_history
 
     fix = find_skipped(project, name) if not _kept_upstreamed(project, name) else \
         _kept_to_skipped(project, store, name)
@@ -1653,8 +1653,21 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     judged_names = project.patch_names(upstream)
     prefix = [(n, project.read_patch(upstream, n)) for n in judged_names]
     refuse_symlinked_paths(store, pin.commit, prefix + [(fix.name, patch)])
-    judge = SeriesJudge(store, Target(upstream, base, pin.commit, pin.label, pin.version),
-                        labels=("series", "base", f"skipped {fix.name}"))
+    judged_on = Target(upstream, base, pin.commit, pin.label, pin.version)
+    index: list = []
+
+    def history():
+        """The history from the fix's base to the pin (judge.HistoryIndex of its files), read
+        once when a question needs it: as a rebase judges it (a removal of code upstream
+        moved to another file is no landing; a landing a later commit undid is none)."""
+        if not index:
+            changes = read_history(store, judged_on)
+            index.append(None if changes is None else
+                         HistoryIndex(store, judged_on, sorted(patch.paths), changes=changes))
+        return index[0]
+
+    judge = SeriesJudge(store, judged_on, labels=("series", "base", f"skipped {fix.name}"),
+                        history=LazyHistory(history))
     # Judged, and stopped, on its base: the series' patches in every one of its profiles'
     # series (apply.series.counts_for), never another profile's fix.
     configured = list(project.config.profiles)

@@ -29,7 +29,7 @@ from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
 from patchforge.judge import (AMBIGUOUS_PLACE, OTHER_FUNCTION, HistoryIndex, LazyHistory,
                               SeriesJudge, Target, _patch_paths, carry_moved, carry_old,
-                              read_history, where_landed)
+                              moved_away, read_history, where_landed)
 from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
@@ -929,6 +929,12 @@ class Rebase:
                 message += ": the worktree has the change where it was found; move it into " \
                     "the fix's function (or --skip the patch if upstream has the fix there) " \
                     "and --continue"
+            elif kind == "unsure" and (moved := moved_away(judgement.evidence)) is not None:
+                other = moved[1]
+                message += f": the code the fix takes out is in {other} now; if the fix is " \
+                    f"still needed, take it out there (`patchforge add {other}` brings it " \
+                    "into the worktree) and --continue; `--skip` sets the patch aside only " \
+                    "if it is not"
             elif kind == "unsure":
                 message += ": if the target has the fix, `--skip` sets the patch aside; " \
                     "if not, make its change in the worktree and --continue"

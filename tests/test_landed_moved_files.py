@@ -1,0 +1,159 @@
+"""Code a fix takes out that upstream moved to another file, where the target still has it:
+the fix's removal is not what upstream did, whatever the fix's own file says. Before, each of
+these was "upstreamed" and the rebase (or `bring-back`) dropped the fix while the target kept
+the code: a file the fix deletes that upstream folded into another (no rename git finds), a
+move made in two commits (out of the file in one, into another in the next), and a landing
+that a stale move in two commits undid. Now the fix is kept, the stop names the file the code
+went to, and its way on does not lead to `--skip` alone.
+Real git upstreams, real commands: `status --against`, `rebase --to`, `bring-back`."""
+from __future__ import annotations
+
+from helpers.project import OneUpstreamStack, add_patch_file
+
+
+def functions(only) -> bytes:
+    return b"".join(b"def f%d(x):\n    y = x + %d\n    torch.cuda.synchronize(device=x.device)\n"
+                    b"    return y\n\n\n" % (i, i) for i in only)
+
+
+def deleting(stack: OneUpstreamStack, path: str) -> None:
+    """fix.patch deleting `path` (git's diff of the upstream's file at the pin)."""
+    diff = stack.upstream.diff({path: None})
+    add_patch_file(stack.root, "up", "fix.patch", (
+        f"Description: drop {path}\nAuthor: Test Author <author@example.com>\n"
+        f"Upstream-Status: Pending\nUpstream: up\nBase: {stack.base}\n\n"
+        "Its kernels are broken on gfx942.\n---\n").encode() + diff)
+
+
+def kept(stack: OneUpstreamStack, evidence: str) -> None:
+    """status says the fix needs a human (not upstreamed, the rebase stops) with `evidence`;
+    the rebase stops on it and keeps it in the series."""
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert (patch["state"], patch["rebase"]) == ("unsure", "stop"), patch
+    assert any(evidence in line for line in patch["evidence"]), patch["evidence"]
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert evidence in err, err
+    stack.cli("rebase", "--abort")
+    assert stack.series("up") == ["fix.patch"]
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+
+
+def test_a_file_the_fix_deletes_that_upstream_folded_into_another_is_no_landing(tmp_path):
+    """The fix deletes f15.py; upstream moves its functions into k2.py, under other imports
+    and beside other code: git finds no rename, the history sees f15.py deleted. Before:
+    "upstreamed (high)" ("file deleted upstream"), dropped, and k2.py has the code."""
+    f15 = b"import torch\n\n\n" + functions(range(15, 18))
+    stack = OneUpstreamStack(tmp_path, {"k.py": functions(range(10)), "f15.py": f15})
+    deleting(stack, "f15.py")
+    moving = stack.commit({"f15.py": None,
+                           "k2.py": b"import os\nimport torch\n\n\n" + functions(range(30, 40))
+                           + functions(range(15, 18))}, "fold f15.py into k2.py", tag="v2")
+    kept(stack, f"f15.py: the code it deletes was moved to k2.py by commit {moving}, and is "
+         "there")
+
+
+def test_a_removal_upstream_moved_in_two_commits_is_no_landing(tmp_path):
+    """The fix deletes f15 from k.py; upstream takes it out of k.py in one commit and puts it
+    into k2.py in the next. Before: "upstreamed (high)" by reverse-apply, dropped."""
+    v1 = functions(range(20))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    without = functions([i for i in range(20) if i != 15])
+    stack.add_fix("fix", "k.py", v1, without)
+    out = stack.commit({"k.py": without}, "k.py: f15 goes (to k2.py, next)")
+    into = stack.commit({"k2.py": b"import torch\n\n\n" + functions([15])}, "k2.py: f15",
+                        tag="v2")
+    kept(stack, f"k.py: the code it removes was moved to k2.py by commits {out} (out of k.py) "
+         f"and {into} (into k2.py), and is there")
+
+
+OLD = b"scale = torch.finfo(torch.float8_e4m3fn).max"
+FIX = b"scale = torch.finfo(torch.float8_e4m3fnuz).max"
+
+
+def module(line: bytes, only=range(20)) -> bytes:
+    f7 = b"def f7(x):\n    y = x + 7\n    %s\n    y = y.contiguous()\n" % line
+    return b"".join(f7 + b"    return y * scale, 'f7'\n\n\n" if i == 7 else
+                    b"def f%d(x):\n    y = x + %d\n    return y\n\n\n" % (i, i) for i in only)
+
+
+def test_a_landing_undone_by_a_stale_move_in_two_commits_is_no_landing(tmp_path):
+    """The fix lands; then f7.. leave k.py (fixed) in one commit and come into k2.py from a
+    tree before the landing (the old line) in the next. Before: "upstreamed (high)" by the
+    history, dropped, and k2.py computes the old scale."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": module(OLD)})
+    stack.add_fix("fix", "k.py", module(OLD), module(FIX))
+    stack.commit({"k.py": module(FIX)}, "fp8: e4m3fnuz max on ROCm (#12)")
+    out = stack.commit({"k.py": module(FIX, range(7))}, "k.py: f7.. go to k2.py")
+    stack.commit({"k2.py": module(OLD, range(7, 20))}, "k2.py: f7.. (from a stale branch)",
+                 tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert f"history: commit {out} undoes this change (reverses part of it in k.py)" in \
+        patch["evidence"], patch["evidence"]
+    rc, _, err = stack.cli("rebase", "--to", "up=v2", expect=None)
+    assert rc == 3, err
+    stack.cli("rebase", "--abort")
+    assert stack.series("up") == ["fix.patch"]
+
+
+def moved_f15(tmp_path) -> tuple[OneUpstreamStack, str]:
+    """The fix deletes f15 from k.py; upstream moves f15 to k2.py (k.py re-exports it)."""
+    v1 = functions(range(20))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    without = functions([i for i in range(20) if i != 15])
+    stack.add_fix("fix", "k.py", v1, without)
+    moving = stack.commit({"k.py": without + b"from k2 import f15\n",
+                           "k2.py": b"import torch\n\n\n" + functions([15])},
+                          "split k.py: f15 goes to k2.py", tag="v2")
+    return stack, moving
+
+
+def test_bring_back_of_a_removal_of_code_upstream_moved_is_no_landing(tmp_path):
+    """The rebase stopped on the fix (unsure: the code moved) and `--skip` set it aside; then
+    `bring-back fix`. Before: "has landed upstream meanwhile", kept as upstreamed/fix.patch
+    (bring-back judged without the history). Now it stops as the rebase did."""
+    stack, moving = moved_f15(tmp_path)
+    stack.cli("rebase", "--to", "up=v2", expect=3)
+    stack.cli("rebase", "--skip")
+    rc, out, err = stack.cli("bring-back", "fix", expect=3)
+    assert f"k.py: the code it removes was moved to k2.py by commit {moving}, and is there" \
+        in err, err
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
+    assert (stack.root / "series" / "up" / "skipped" / "fix.patch").exists()
+
+
+def test_the_stop_on_a_removal_of_moved_code_names_the_file_and_its_way_on_works(tmp_path):
+    """The stop said "if the target has the fix, `--skip` sets the patch aside" and named no
+    other file: the target has f15 (in k2.py), which reads as "has the fix". Now it names
+    k2.py and says to take the code out there; done as it says, the fix deletes f15 from
+    k2.py."""
+    stack, _ = moved_f15(tmp_path)
+    _, _, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "the code the fix takes out is in k2.py now; if the fix is still needed, take it " \
+        "out there (`patchforge add k2.py` brings it into the worktree) and --continue" in err, \
+        err
+    stack.cli("add", "k2.py")
+    work = stack.root / ".patchforge" / "work" / "up" / "k2.py"
+    work.write_bytes(work.read_bytes().replace(functions([15]), b""))
+    stack.cli("rebase", "--continue")
+    assert stack.series("up") == ["fix.patch"]
+    stack.cli("overlays")
+    assert b"def f15" not in (stack.root / "overlays" / "up" / "k2.py").read_bytes()
+
+
+def test_a_fix_that_moves_a_files_code_itself_is_still_a_landing(tmp_path):
+    """The fix folds f15.py into k.py itself (deletes the file, adds its functions to k.py);
+    upstream lands that very commit. The code it deletes is in k.py because the fix put it
+    there: a landing, dropped (AITER's 5ce8f62187 moves an asm header's code so)."""
+    f15 = b"import torch\n\n\n" + functions(range(15, 18))
+    stack = OneUpstreamStack(tmp_path, {"k.py": functions(range(10)), "f15.py": f15})
+    folded = functions(range(10)) + functions(range(15, 18))
+    diff = stack.upstream.diff({"f15.py": None, "k.py": folded})
+    add_patch_file(stack.root, "up", "fix.patch", (
+        "Description: fold f15.py into k.py\nAuthor: Test Author <author@example.com>\n"
+        f"Upstream-Status: Pending\nUpstream: up\nBase: {stack.base}\n\nOne module.\n---\n"
+    ).encode() + diff)
+    stack.commit({"f15.py": None, "k.py": folded}, "fold f15.py into k.py (#31)", tag="v2")
+    stack.dropped_as_landed()
