@@ -1542,3 +1542,28 @@ def test_a_quilt_series_changing_a_file_empty_at_the_pin_imports_as_that_change(
     quilt(again, env, "push", "-a")
     assert (again / "pkg/__init__.py").read_bytes() == b"from .b import x\nY = 2\n"
     assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
+
+
+def test_an_export_says_which_patches_its_series_leaves_out(tmp_path, monkeypatch):
+    """`export --quilt DIR --profile gfx950` into the directory a whole-series export wrote:
+    DIR/series no longer listed fix-942 (gfx942 only), its file left there, and the export
+    said nothing but "wrote 2 files"; a first `--profile` export left it out as silently, and
+    `import quilt DIR --update` kept it aside without a word. Each now says so."""
+    root, _ = profiles_stack(tmp_path, monkeypatch, BELOW)
+    exported = tmp_path / "q"
+    first = run_cli(root, "export", "--quilt", str(exported))
+    assert first.rc == 0 and "left out of" not in first.err, first.text
+    again = run_cli(root, "export", "--quilt", str(exported), "--profile", "gfx950")
+    assert again.rc == 0, again.text
+    assert (exported / "series").read_text() == "fix-all.patch\n"
+    assert (exported / "fix-942.patch").exists()
+    assert f"note: {exported / 'series'} no longer lists up/fix-942.patch (not in gfx950's " \
+        "series); its file is left there, unlisted" in again.err, again.err
+    fresh = tmp_path / "q2"
+    alone = run_cli(root, "export", "--quilt", str(fresh), "--profile", "gfx950")
+    assert f"note: up/fix-942.patch left out of {fresh / 'series'} (not in gfx950's series)" \
+        in alone.err, alone.err
+    back = run_cli(root, "import", "quilt", str(fresh), "--update")
+    assert back.rc == 0, back.text
+    assert f"note: up/fix-942.patch is not in gfx950's series, which {fresh} holds: kept as " \
+        "it is" in back.err, back.err

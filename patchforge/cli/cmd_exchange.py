@@ -159,6 +159,9 @@ def import_quilt(app, directory, upstream, update, delete_gone):
     for name in result["kept_ours"]:
         click.echo(f"note: {upstream}/{name} joined the series after the export; kept in its "
                    "place", err=True)
+    for name in result.get("kept_other_profile", ()):
+        click.echo(f"note: {upstream}/{name} is not in {result['profile']}'s series, which "
+                   f"{result['directory']} holds: kept as it is", err=True)
     for name in result["left_out"]:
         click.echo(f"note: {name} left the {upstream} series after the export and is unchanged "
                    "in quilt; not taken back", err=True)
@@ -246,10 +249,15 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             project.refuse_own_destination(mbox_file)
             entries = mbox_entries(project, upstream, profile)
         if quilt_dir:
+            left: list = []
             written, binary_sections, per_profile, empty = export_quilt(project, quilt_dir,
                                                                         upstream, profile,
-                                                                        store, placed)
+                                                                        store, placed, left)
             click.echo(f"wrote {len(written)} files to {quilt_dir}")
+            for name, patch, series_file, why, before in left:
+                click.echo(f"note: {series_file} no longer lists {name}/{patch} ({why}); its "
+                           "file is left there, unlisted" if before else
+                           f"note: {name}/{patch} left out of {series_file} ({why})", err=True)
             # With several upstreams each series is a directory of its own: quilt, pointed at
             # DIR itself, finds no series file there.
             # quilt reads QUILT_PATCHES from the tree it patches, not from here: absolute.

@@ -1834,7 +1834,8 @@ def as_the_stack_has_them(project: Project, store: UpstreamStore, upstream: str,
 
 def export_quilt(project: Project, directory: Path, upstream: str | None = None,
                  profile: str | None = None, store: UpstreamStore | None = None,
-                 placed: dict[str, tuple[list[str], list[str]]] | None = None
+                 placed: dict[str, tuple[list[str], list[str]]] | None = None,
+                 left: list[tuple[str, str, Path, str, bool]] | None = None
                  ) -> tuple[list[Path], list[str], list[str], list[str]]:
     """quilt's layout: DIR/series and the patch files (DIR/<upstream>/ when there are several;
     `upstream` names the one series to export, as DIR/series). With `profile`, the patches of
@@ -1853,6 +1854,11 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
     changes at the lines where the overlays have them, so that quilt puts each where they
     do; `placed` gets, per upstream, the patches written so and those kept as they are
     though quilt may place them elsewhere.
+
+    `left` gets each patch the new DIR/series does not list that the series has (another
+    profile's, with `profile`) or that DIR/series listed before (an earlier export's, its
+    file left in DIR): (upstream, name, DIR/series, why, listed before), so that none is left
+    out without a word.
 
     Beside them goes `EXPORT_RECORD`, what this export wrote (each patch's name and sha256), so
     that the next export into DIR knows its own files from anyone else's (see
@@ -1876,12 +1882,21 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
     per_profile = []
     for upstream in upstreams:
         target = Path(directory) / upstream if len(upstreams) > 1 else Path(directory)
-        names = project.patch_names(upstream)
+        names = every = project.patch_names(upstream)
         if profile is not None:
             names = [n for n in names
                      if applies_to_profile(project.read_patch(upstream, n), profile)]
-        elif profile_bases_differ([(n, project.read_patch(upstream, n)) for n in names],
-                                  list(project.config.profiles)):
+        if left is not None:
+            listed_before = _listed_names(target / "series")
+            for name in dict.fromkeys([*listed_before, *every]):
+                if name in names:
+                    continue
+                why = f"not in {profile}'s series" if name in every else \
+                    f"no longer in the {upstream} series (deleted, renamed or landed since)"
+                left.append((upstream, name, target / "series", why, name in listed_before))
+        if profile is None and profile_bases_differ(
+                [(n, project.read_patch(upstream, n)) for n in names],
+                list(project.config.profiles)):
             per_profile.append(upstream)
         remade: dict[str, bytes] = {}
         if store is not None:
@@ -2276,6 +2291,16 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
                          "of another quilt stack?); nothing was written",
                          hint="export into a directory of its own, or move "
                               f"{series} away if {name} is not needed")
+
+
+def _listed_names(series: Path) -> list[str]:
+    """The patch names a quilt series file lists (none where it cannot be read)."""
+    try:
+        lines = series.read_bytes().splitlines()
+    except OSError:
+        return []
+    return [words[0].decode("utf-8", "surrogateescape") for words in
+            (line.split(b"#", 1)[0].split() for line in lines) if words]
 
 
 def _take_back(project: Project, upstream: str, target: Path) -> str:

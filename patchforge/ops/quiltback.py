@@ -310,6 +310,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                         and n not in taken],
               "added": [n for n in order if how.get(n) == ADDED],
               "deleted": [], "kept_ours": [n for n in newer if n not in others],
+              "kept_other_profile": others, "profile": profile,
               "left_out": left_out, "kept_newer": kept_newer, "taken_again": taken_again,
               "reordered": [n for n in ours if n in order] != [n for n in order if n in ours],
               "left_ambiguous": ambiguous, "directory": str(folder)}
