@@ -379,3 +379,40 @@ def test_the_ranges_a_refused_commit_names_import_the_commits_around_it(project,
                        for r in ranges)
     assert "imported up/fix-y.patch" in imported, imported
     assert ("imported up/fix-line-three.patch" in imported) is not first, imported
+
+
+def test_a_commit_that_does_not_apply_on_a_wheel_pin_names_a_way_that_works(tmp_path,
+                                                                            monkeypatch):
+    """A wheel upstream: the pin is a commit of patchforge's own store. A fork commit whose
+    line changed in the pinned release was refused with the hint `git rebase --onto PIN
+    OLD-BASE BRANCH` in its repository, a commit no repository has. The hint is the change
+    made on the pin's files, and its commands, run as written, make the fix."""
+    import shlex
+
+    from helpers.upstream import build_wheel
+
+    a = b"".join(b"line%d\n" % i for i in range(1, 21))
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "tinypkg", "1.1", {"tinypkg/a.py": a.replace(b"line5\n", b"line5 up\n")})
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.1", "--install-root",
+       "/usr/lib/python3/dist-packages")
+    clone = new_repo(tmp_path / "fork")
+    (clone / "tinypkg").mkdir()
+    (clone / "tinypkg/a.py").write_bytes(a)
+    commit_all(clone, "1.0")
+    git(clone, "checkout", "-q", "-b", "fix")
+    (clone / "tinypkg/a.py").write_bytes(a.replace(b"line5\n", b"line5 ours\n"))
+    commit_all(clone, "Fix line5")
+    run = run_cli(root, "import", "git", "main..fix", "--repo", str(clone))
+    assert run.rc == 2 and "does not apply on the pin's tinypkg/a.py" in run.err, run.text
+    assert "git rebase" not in run.err, run.err
+    new, refresh = [shlex.split(c) for c in re.findall(r"`([^`]*)`", run.err.split("hint:")[1])]
+    ok(root, *new[1:])
+    work = root / ".patchforge/work/tiny/tinypkg/a.py"
+    work.write_bytes(work.read_bytes().replace(b"line5 up\n", b"line5 up, ours\n"))
+    ok(root, *refresh[1:])
+    assert b"+line5 up, ours\n" in (root / "series/tiny/fix-line5.patch").read_bytes()
+    assert ok(root, "status").rc == 0

@@ -168,7 +168,7 @@ def _list_imported(project: Project, upstream: str, new: list[tuple[str, bytes]]
 
 def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,
                       parsed: dict[str, PatchFile], sources: dict[str, tuple[str, bytes | None]],
-                      pin: str, remake: str | None = None) -> None:
+                      pin: str, remake: str | Callable[[str, str], str] | None = None) -> None:
     """Refuse an import whose patch, at the end of the series, does not apply
     (_refuse_not_applying), or applies where nearness to its header's line chose among
     several places, in a file it was not made on (its `index` line
@@ -188,6 +188,15 @@ def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,
     patches = [(n, project.read_patch(upstream, n)) for n in names] + \
         [(n, parsed[n]) for n in new]
     own = [profile_set(patch, configured) for _, patch in patches]
+    if remake is None and project.config.upstream(upstream).kind != "git":
+        # The pin of a wheel or directory upstream is a commit of patchforge's own store: no
+        # repository can rebase a branch onto it. The change is made on the pin's files.
+        several = len(project.config.upstreams) > 1
+        remake = lambda name, path: (  # noqa: E731
+            f"`patchforge new {shlex.quote(name.removesuffix('.patch'))}"
+            + (f" --upstream {shlex.quote(upstream)}" if several else "")
+            + f" --file {shlex.quote(path)}`, its change made in the worktree that opens, "
+              "then `patchforge refresh`")
     outcomes = outcomes_on_bases(lambda paths: store.read_blobs(pin, paths), patches, own,
                                  strict=False, allow_zero_context=True, placement=True)
     for at, outcome in enumerate(outcomes):
@@ -212,10 +221,17 @@ def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,
         raise UsageError(f"{outcome.name} (from {source}): the place of its change is "
                          f"ambiguous on the pin: {places}, and its line numbers were made on "
                          "another version of the file than the pin's; nothing was imported",
-                         hint=f"make it on the pin ({pin[:12]}): {remake}" if remake else
+                         hint=f"make it on the pin ({pin[:12]}): "
+                              + _remake_said(remake, outcome.name, first.path) if remake else
                          f"make it on the pin ({pin[:12]}: `git rebase --onto {pin[:12]} "
                          "OLD-BASE BRANCH` in its repository) and import it again")
     _refuse_leaving_chains(patches, own, configured, new, sources, pin, store)
+
+
+def _remake_said(remake, name: str, path: str) -> str:
+    """The way to make patch `name` on the pin (_refuse_ambiguous's `remake`): the commands
+    as said, or said for the patch and its file `path`."""
+    return remake(name, path) if callable(remake) else remake
 
 
 def _refuse_leaving_chains(patches: list, own: list, configured: list, new: list[str],
@@ -245,7 +261,7 @@ def _refuse_leaving_chains(patches: list, own: list, configured: list, new: list
 
 def _refuse_not_applying(outcome, patches: list, own: list, at: int,
                          sources: dict[str, tuple[str, bytes | None]], pin: str,
-                         remake: str | None = None) -> None:
+                         remake: str | Callable[[str, str], str] | None = None) -> None:
     """Refuse an import of which a patch does not apply at the end of the series on the pin
     (a colleague's fix of lines the series has its own fix of; a branch made on an older
     upstream whose lines changed since): imported, it was "imported", exit 0, and `overlays`
@@ -282,8 +298,8 @@ def _refuse_not_applying(outcome, patches: list, own: list, at: int,
                 "import")
     else:
         message = f"{describe_failure(name, application)} on the pin's {path} ({pin[:12]})"
-        hint = (f"make it on the pin ({pin[:12]}): {remake}; or leave it out of the import"
-                if remake else
+        hint = (f"make it on the pin ({pin[:12]}): {_remake_said(remake, name, path)}; or leave it out "
+                "of the import" if remake else
                 f"make it on the pin ({pin[:12]}: `git rebase --onto {pin[:12]} OLD-BASE "
                 "BRANCH` in its repository, or a diff of the pin's files), or leave it out of "
                 "the import")
