@@ -522,6 +522,121 @@ def test_same_named_fixes_of_two_upstreams_draft_apart(stack):
     assert (root / ".patchforge/pr/up/ck-a8w4-gfx950/PR.md").read_text() == "kept from before\n"
 
 
+def test_an_older_drafts_directory_of_a_renamed_fix_never_goes_to_a_new_fix_of_its_name(stack, monkeypatch):
+    """A project whose drafts an older patchforge kept at .patchforge/pr/<name>/: `pr OLD --open`,
+    then `rename OLD NEW` (older patchforge: the directory stays at pr/OLD/), then a new fix named
+    OLD. Its `pr OLD --push` must not push over patchforge/OLD, the branch of NEW's pull request,
+    nor take NEW's filled-in PR.md."""
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
+    root, fork = stack["root"], str(stack["fork"])
+    r = run_pr(stack, "ck-a8w4-gfx950", "--push", fork, "--open", "--fork-owner", "ada")
+    assert r.rc == 0, r.text
+    new_dir = root / ".patchforge/pr/up/ck-a8w4-gfx950"
+    (new_dir / "PR.md").write_text("## Purpose\nfilled in by hand\n")
+    # What an older patchforge left: the drafts at .patchforge/pr/<name>/.
+    legacy = root / ".patchforge/pr/ck-a8w4-gfx950"
+    new_dir.rename(legacy)
+    assert run_cli(root, "rename", "ck-a8w4-gfx950", "ck-a8w4").rc == 0
+    other = PATCH.replace(b"'ck_a8w4'", b"'ck_other'").replace(b"a8w4 experts", b"other experts")
+    (root / "series/up/ck-a8w4-gfx950.patch").write_bytes(other)
+    (root / "series/up/series").write_bytes(b"ck-a8w4.patch\nck-a8w4-gfx950.patch\n")
+    branches = fork_branches(stack["fork"])
+    r = run_pr(stack, "ck-a8w4-gfx950", "--push", fork)
+    took = (root / ".patchforge/pr/up/ck-a8w4-gfx950/PR.md")
+    assert fork_branches(stack["fork"]) == branches, "pushed over the renamed fix's PR branch"
+    assert r.rc == 2
+    assert not (took.exists() and "filled in by hand" in took.read_text()), \
+        "the new fix took the renamed fix's PR.md"
+
+
+def test_a_pull_request_two_patches_are_forwarded_to_is_each_ones_own(stack, monkeypatch):
+    """Two patches of the series forwarded as one upstream pull request (one PR of two commits is
+    carried as two patches; the second's Forwarded names the PR the first opened). Updating the
+    first fix's own pull request must not be refused as "another fix's"."""
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
+    root, fork = stack["root"], str(stack["fork"])
+    r = run_pr(stack, "ck-a8w4-gfx950", "--push", fork, "--open", "--fork-owner", "ada", "--json")
+    assert r.rc == 0, r.text
+    url = json.loads(r.stdout)["pull"]["url"]
+    # A second patch of the same upstream PR (a README change), forwarded to the same PR.
+    companion = (b"Description: readme: say gfx950 takes CK a8w4\n"
+                 b"Author: Ada Lovelace <ada@example.com>\n"
+                 b"Forwarded: " + url.encode() + b"\n"
+                 b"Upstream-Status: Submitted [" + url.encode() + b"]\n---\n"
+                 b"diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n"
+                 b"@@ -1 +1,2 @@\n upstream\n+gfx950: CK a8w4\n")
+    (root / "series/up/readme-gfx950.patch").write_bytes(companion)
+    (root / "series/up/series").write_bytes(b"ck-a8w4-gfx950.patch\nreadme-gfx950.patch\n")
+    # The first fix's pull request is updated (its Forwarded names it, it opened it).
+    r = run_pr(stack, "ck-a8w4-gfx950", "--push", fork, "--open", "--fork-owner", "ada")
+    assert r.rc == 0, "its own pull request refused as another fix's"
+
+
+def test_a_dry_run_of_a_renamed_fix_keeps_its_branch_taken(stack, monkeypatch):
+    """`pr FIX --open`, `rename FIX NEW`, `pr NEW` (a dry-run look at the draft: pr.json is written
+    again, with no pushed branch or pull request), then a new fix named FIX: its `pr FIX --push`
+    must not force-push patchforge/FIX, the branch NEW's pull request is on."""
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
+    root, fork = stack["root"], str(stack["fork"])
+    r = run_pr(stack, "ck-a8w4-gfx950", "--push", fork, "--open", "--fork-owner", "ada")
+    assert r.rc == 0, r.text
+    assert run_cli(root, "rename", "ck-a8w4-gfx950", "ck-a8w4").rc == 0
+    r = run_pr(stack, "ck-a8w4")          # look at the renamed fix's draft: a dry run
+    assert r.rc == 0, r.text
+    other = PATCH.replace(b"'ck_a8w4'", b"'ck_other'").replace(b"a8w4 experts", b"other experts")
+    (root / "series/up/ck-a8w4-gfx950.patch").write_bytes(other)
+    (root / "series/up/series").write_bytes(b"ck-a8w4.patch\nck-a8w4-gfx950.patch\n")
+    branches = fork_branches(stack["fork"])
+    r = run_pr(stack, "ck-a8w4-gfx950", "--push", fork)
+    assert fork_branches(stack["fork"]) == branches, \
+        "force-pushed patchforge/ck-a8w4-gfx950, the branch of ck-a8w4's pull request"
+    assert r.rc == 2
+
+
+def test_a_new_fix_under_a_deleted_fixs_name_never_takes_its_pull_request(stack, monkeypatch):
+    """`pr FIX --push --open` (acme/up#1 open, under review), `delete FIX` (kept under deleted/ with
+    its Forwarded), later a new, different fix named FIX: `pr FIX --push --open` must not push
+    over patchforge/FIX nor update acme/up#1 with the new fix's change."""
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
+    root, fork = stack["root"], str(stack["fork"])
+    r = run_pr(stack, "ck-a8w4-gfx950", "--push", fork, "--open", "--fork-owner", "ada")
+    assert r.rc == 0, r.text
+    r = run_cli(root, "delete", "ck-a8w4-gfx950")
+    assert r.rc == 0, r.text
+    other = PATCH.replace(b"'ck_a8w4'", b"'ck_other'").replace(b"a8w4 experts", b"other experts")
+    (root / "series/up/ck-a8w4-gfx950.patch").write_bytes(other)
+    (root / "series/up/series").write_bytes(b"ck-a8w4-gfx950.patch\n")
+    branches = fork_branches(stack["fork"])
+    r = run_pr(stack, "ck-a8w4-gfx950", "--push", fork, "--open", "--fork-owner", "ada", "--json")
+    assert fork_branches(stack["fork"]) == branches, \
+        "force-pushed the deleted fix's pull request branch"
+    assert r.rc == 2
+
+
+def test_a_same_named_fix_of_another_forge_repository_pushes_to_its_own_fork(stack, monkeypatch):
+    """Two upstreams of different forge repositories (acme/up, acme/up2), each with a fix of the same
+    name. up/FIX's pull request is open (acme/up#1, from fork of up). Pushing up2/FIX to *its own*
+    fork (of acme/up2) must not be refused as "branch patchforge/FIX carries acme/up#1": that branch
+    is in another repository's fork."""
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
+    root, fork = stack["root"], str(stack["fork"])
+    r = run_pr(stack, "up/ck-a8w4-gfx950", "--push", fork, "--open", "--fork-owner", "ada")
+    assert r.rc == 0, r.text
+    result = run_cli(root, "upstream", "add", "up2", "--git", str(stack["upstream"]),
+                     "--at", stack["base"], "--follow", "main")
+    assert result.rc == 0, result.text
+    with (root / "patchforge.toml").open("a") as config:
+        config.write('forge-repo = "acme/up2"\n')
+    (root / "series/up2").mkdir(parents=True, exist_ok=True)
+    (root / "series/up2/ck-a8w4-gfx950.patch").write_bytes(PATCH)
+    (root / "series/up2/series").write_bytes(b"ck-a8w4-gfx950.patch\n")
+    fork2 = root.parent / "fork2.git"
+    git(root.parent, "clone", "-q", "--bare", str(stack["upstream"]), str(fork2))
+    r = run_pr(stack, "up2/ck-a8w4-gfx950", "--push", str(fork2))
+    assert r.rc == 0, "refused: another repository's pull request named for a branch of this fork"
+    assert "refs/heads/patchforge/ck-a8w4-gfx950" in fork_branches(fork2)
+
+
 def test_forwarded_naming_a_hand_made_or_missing_pull_request_is_not_taken_over(stack,
                                                                                 monkeypatch):
     """The lookup of the pull request `Forwarded` names (a renamed fix's) takes only a branch

@@ -24,7 +24,8 @@ from patchforge.errors import EXIT_ATTENTION, UsageError
               help="Base the PR on this branch, tag or commit (default: the upstream's `follow`, "
                    "else its HEAD).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
-              help="Where the format-patch file and PR.md go (default .patchforge/pr/<name>/).")
+              help="Where the format-patch file and PR.md go "
+                   "(default .patchforge/pr/<upstream>/<name>/).")
 @click.option("--push", "remote", metavar="REMOTE",
               help="Push branch patchforge/<name> to this fork (URL or path).")
 @click.option("--open", "open_pr", is_flag=True,
@@ -78,6 +79,9 @@ def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, as_json
             return _not_ready(project, draft, document, as_json)
         out = out_dir or submit.default_out_dir(project, draft)
         last_sent = submit.recorded_sent_body(out, draft)  # before pr.json is written again
+        # The fix's pull request, kept across the runs that open none: what tells a later
+        # push of another fix that this branch is taken.
+        document["sent"] = submit.recorded_sent(out, draft)
         paths, body = submit.write_out(out, draft)
         document["written"] = {**paths, "body_sha256": body.written_sha256,
                                "body_edited": body.edited, "body_origin": body.origin,
@@ -111,6 +115,8 @@ def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, as_json
                                 "base": opened.base, "kept_description": opened.kept_description,
                                 "body_sha256": hashlib.sha256(sent.encode("utf-8")).hexdigest()
                                 if sent is not None else last_sent}
+            document["sent"] = {"url": opened.url, "branch": draft.branch,
+                                "body_sha256": document["pull"]["body_sha256"]}
             if body.origin == "unknown":
                 # Sent as the user said: from now on PR.md is their edit of the draft made
                 # now (a later draft goes beside it as PR.new.md), never asked about again.

@@ -55,11 +55,7 @@ class Opened:
 def recorded_sent_body(out_dir: Path, draft: Draft) -> str | None:
     """sha256 of the description the last `pr --open` of this draft's directory sent (pr.json's
     `pull.body_sha256`); None without one."""
-    try:
-        document = json.loads(Path(out_paths(out_dir, draft)["json"]).read_bytes())
-        digest = document["pull"]["body_sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    digest = (recorded_sent(out_dir, draft) or {}).get("body_sha256")
     return digest if isinstance(digest, str) else None
 
 
@@ -70,13 +66,29 @@ def default_out_dir(project: Project, draft: Draft) -> Path:
     out = project.pr_dir(draft.upstream, draft.name)
     legacy = project.state_dir / "pr" / draft.stem
     # A fix named like an upstream: its old directory is now that upstream's, left as it is.
-    if not out.exists() and draft.stem not in project.upstream_names() and \
-            legacy.is_dir() and _drafted_for(legacy) == (draft.upstream, draft.name):
-        out.parent.mkdir(parents=True, exist_ok=True)
-        os.rename(legacy, out)
-        fsync_dir(out.parent)
-        fsync_dir(legacy.parent)
+    if out.exists() or draft.stem in project.upstream_names() or not legacy.is_dir() or \
+            _drafted_for(legacy) != (draft.upstream, draft.name):
+        return out
+    # Drafted under this name, but its pull request is the one another fix's Forwarded names
+    # now (the fix renamed since; this is a new one): it is that fix's, moved there if that
+    # one has no directory yet, else left alone.
+    recorded = _recorded_pull(legacy / "pr.json")
+    owner = _others_pulls(project, draft).get(recorded[0]) if recorded is not None else None
+    if owner is not None:
+        upstream, _, name = owner.partition("/")
+        out_of_owner = project.pr_dir(upstream, name)
+        if "/" not in name and not out_of_owner.exists():  # (not one set aside)
+            _move_dir(legacy, out_of_owner)
+        return out
+    _move_dir(legacy, out)
     return out
+
+
+def _move_dir(source: Path, destination: Path) -> None:
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(source, destination)
+    fsync_dir(destination.parent)
+    fsync_dir(source.parent)
 
 
 def _drafted_for(out_dir: Path) -> tuple[str, str] | None:
@@ -273,7 +285,7 @@ def forwarded_pull_branch(project: Project, forge, draft: Draft, owner: str,
     # request: then which fix it is cannot be told.
     for upstream in project.upstream_names():
         for name in project.patch_names(upstream):
-            if name.removesuffix(".patch") == stem and _forwarded_pull(project, upstream, name) \
+            if name.removesuffix(".patch") == stem and _forwarded_pull(project.patch_path(upstream, name)) \
                     == (ref.repo.lower(), ref.number):
                 return None
     # Ours only when the fork's branch of that name has it open (head is owner:branch).
@@ -281,13 +293,13 @@ def forwarded_pull_branch(project: Project, forge, draft: Draft, owner: str,
     return pull.head_ref if mine is not None and mine.number == pull.number else None
 
 
-def _forwarded_pull(project: Project, upstream: str, name: str) -> tuple[str, int] | None:
-    """(repo, in lower case, and number) of the pull request the fix's Forwarded names; None
-    for none (`no`, a mailing list's address, a file that cannot be read: `status` names it)."""
+def _forwarded_pull(path: Path) -> tuple[str, int] | None:
+    """(repo, in lower case, and number) of the pull request the Forwarded of the patch at
+    `path` names; None for none (`no`, a mailing list's address, a file that cannot be read:
+    `status` names it)."""
     from patchforge.formats.patchfile import parse_patch_file
     from patchforge.net.forge import parse_pr_url
 
-    path = project.patch_path(upstream, name)
     try:
         forwarded = parse_patch_file(path.read_bytes(), str(path)).get("Forwarded")
         ref = parse_pr_url((forwarded or "").strip())
@@ -296,47 +308,90 @@ def _forwarded_pull(project: Project, upstream: str, name: str) -> tuple[str, in
     return ref.repo.lower(), ref.number
 
 
+def _others_pulls(project: Project, draft: Draft) -> dict[tuple[str, int], str]:
+    """(repo, number) -> the patch of another fix whose Forwarded names that pull request, for
+    each one no Forwarded of `draft`'s own fix names (a pull request carried as two patches, or
+    the same fix in two upstreams, is each one's own). Fixes set aside (deleted/, skipped/)
+    claim theirs too: their pull requests may still be open. One landed (upstreamed/) does
+    not: its pull request was merged, and the name is free again."""
+    own_path = project.patch_path(draft.upstream, draft.name)
+    own = _forwarded_pull(own_path)
+    claims: dict[tuple[str, int], str] = {}
+    for upstream in project.upstream_names():
+        series = project.series_dir(upstream)
+        paths = [project.patch_path(upstream, name) for name in project.patch_names(upstream)]
+        for aside in ("deleted", "skipped"):
+            paths += sorted((series / aside).glob("*.patch"))
+        for path in paths:
+            pull = _forwarded_pull(path) if path != own_path else None
+            if pull is not None and pull != own:
+                claims.setdefault(pull, str(path.relative_to(project.series_root)))
+    return claims
+
+
+def recorded_sent(out_dir: Path, draft: Draft) -> dict | None:
+    """What the draft directory's pr.json says this fix's pull request is (`sent`: its
+    address, the branch pushed for it, the description sent), kept across runs that open
+    nothing (a dry run, a push alone); None without one."""
+    try:
+        document = json.loads(Path(out_paths(out_dir, draft)["json"]).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return _sent_of(document)
+
+
+def _sent_of(document) -> dict | None:
+    if not isinstance(document, dict):
+        return None
+    sent = document.get("sent")
+    if isinstance(sent, dict) and isinstance(sent.get("url"), str):
+        return sent
+    pull, pushed = document.get("pull"), document.get("pushed")
+    if isinstance(pull, dict) and isinstance(pull.get("url"), str):  # an older pr.json's
+        branch = pushed.get("branch") if isinstance(pushed, dict) else None
+        return {"url": pull["url"], "branch": branch, "body_sha256": pull.get("body_sha256")}
+    return None
+
+
+def _recorded_pull(record_path: Path) -> tuple[tuple[str, int], str | None] | None:
+    """((repo, number), pushed branch) of the pull request a pr.json records; None for none."""
+    from patchforge.net.forge import parse_pr_url
+
+    try:
+        sent = _sent_of(json.loads(record_path.read_bytes()))
+        ref = parse_pr_url(str((sent or {}).get("url") or ""))
+    except (OSError, ValueError, UsageError):
+        return None
+    branch = sent.get("branch") if sent else None
+    return (ref.repo.lower(), ref.number), branch if isinstance(branch, str) else None
+
+
 def refuse_another_fixs_branch(project: Project, draft: Draft, existing=NOT_ASKED) -> None:
     """Before anything is pushed: the branch this fix goes to must not be the one another fix
     of the project has its pull request on. A fix renamed after `pr --open` keeps its pull
     request on patchforge/<its old name>; a new fix given that old name pushed over it and
     updated that pull request with its own change (the other fix's review and its Forwarded
-    then pointing at someone else's code). Known from the other fix's own pr.json (pushed
-    from here) and, with --open, from the forge's open pull request on the branch when another
-    fix's Forwarded names it."""
-    from patchforge.net.forge import parse_pr_url
-
-    claims: dict[tuple[str, int], str] = {}  # (repo, number) -> the fix whose Forwarded it is
-    for upstream in project.upstream_names():
-        for name in project.patch_names(upstream):
-            pull = _forwarded_pull(project, upstream, name)
-            if pull is not None and (upstream, name) != (draft.upstream, draft.name):
-                claims[pull] = f"{upstream}/{name}"
+    then pointing at someone else's code). Known from any pr.json that recorded a push of
+    this branch for a pull request another fix's Forwarded names (wherever the record is: a
+    rename, or an older patchforge's directory, may have left it under this fix's name) and,
+    with --open, from the forge's open pull request on the branch. A pull request this fix's
+    own Forwarded names is its own."""
+    claims = _others_pulls(project, draft)
     if not claims:
         return
-    taken: tuple[str, int, str] | None = None  # (repo, number, fix)
+    taken: tuple[str, int] | None = None
     if existing is not NOT_ASKED and existing is not None:
-        repo = _forge_repo(draft).lower()
-        if (repo, existing.number) in claims:
-            taken = (repo, existing.number, claims[(repo, existing.number)])
+        pull = (_forge_repo(draft).lower(), existing.number)
+        taken = pull if pull in claims else None
+    # A branch of that name in the fork of another forge repository is another branch.
+    repo = (draft.target.forge_repo or "").lower()
     for record_path in sorted((project.state_dir / "pr").glob("**/pr.json")):
-        if taken is not None:
-            break
-        try:
-            document = json.loads(record_path.read_bytes())
-            branch = (document.get("pushed") or {}).get("branch")
-            ref = parse_pr_url(str((document.get("pull") or {}).get("url") or ""))
-        except (OSError, ValueError, AttributeError, UsageError):
-            continue
-        owner = claims.get((ref.repo.lower(), ref.number))
-        # The record is that fix's own: in its directory (a rename carries the directory,
-        # and pr.json keeps the name the fix had when it was sent) or naming it.
-        if branch == draft.branch and owner is not None and \
-                (project.pr_dir(*owner.split("/", 1)) == record_path.parent
-                 or owner == f"{document.get('upstream')}/{document.get('patch')}"):
-            taken = (ref.repo, ref.number, owner)
+        recorded = _recorded_pull(record_path) if taken is None else None
+        if recorded is not None and recorded[1] == draft.branch and recorded[0] in claims \
+                and (not repo or recorded[0][0] == repo):
+            taken = recorded[0]
     if taken is not None:
-        repo, number, owner = taken
+        (repo, number), owner = taken, claims[taken]
         raise UsageError(
             f"branch {draft.branch} carries pull request {repo}#{number}, which is "
             f"{owner}'s (its Forwarded): {draft.upstream}/{draft.name} would be pushed over it; "
