@@ -113,15 +113,26 @@ def moved_f15(tmp_path) -> tuple[OneUpstreamStack, str]:
 def test_bring_back_of_a_removal_of_code_upstream_moved_is_no_landing(tmp_path):
     """The rebase stopped on the fix (unsure: the code moved) and `--skip` set it aside; then
     `bring-back fix`. Before: "has landed upstream meanwhile", kept as upstreamed/fix.patch
-    (bring-back judged without the history). Now it stops as the rebase did."""
+    (bring-back judged without the history). Now it stops as the rebase did, naming k2.py,
+    and done as it says, the fix deletes f15 from k2.py."""
     stack, moving = moved_f15(tmp_path)
     stack.cli("rebase", "--to", "up=v2", expect=3)
     stack.cli("rebase", "--skip")
     rc, out, err = stack.cli("bring-back", "fix", expect=3)
     assert f"k.py: the code it removes was moved to k2.py by commit {moving}, and is there" \
         in err, err
+    assert "the code the fix takes out is in k2.py now; if the fix is still needed, take it " \
+        "out there (`patchforge add k2.py` brings it into the worktree) and `patchforge " \
+        "bring-back --continue`" in err, err
     assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()
     assert (stack.root / "series" / "up" / "skipped" / "fix.patch").exists()
+    stack.cli("add", "k2.py")
+    work = stack.root / ".patchforge" / "work" / "up" / "k2.py"
+    work.write_bytes(work.read_bytes().replace(functions([15]), b""))
+    stack.cli("bring-back", "--continue")
+    assert stack.series("up") == ["fix.patch"]
+    stack.cli("overlays")
+    assert b"def f15" not in (stack.root / "overlays" / "up" / "k2.py").read_bytes()
 
 
 def test_the_stop_on_a_removal_of_moved_code_names_the_file_and_its_way_on_works(tmp_path):

@@ -1638,7 +1638,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     takes the resolution (`bring_back_continue`) or `--abort` gives up (exit 3, ConflictStop).
 
     The fix is written into the series before it leaves skipped/, so a kill never loses it."""
-    from patchforge.judge import HistoryIndex, LazyHistory, SeriesJudge, Target, read_history
+    from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, moved_away,
+                                  read_history)
 
     fix = find_skipped(project, name) if not _kept_upstreamed(project, name) else \
         _kept_to_skipped(project, store, name)
@@ -1758,6 +1759,13 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
                                             judgement, before, pin.commit)
     files = ", ".join(judgement.files) or "the fix's files"
     ways = ""
+    moved = moved_away(judgement.evidence) if judgement.stop_kind == "unsure" else None
+    if moved is not None:
+        # The code the fix takes out went to another file: the fix's change belongs there.
+        ways = f": the code the fix takes out is in {moved[1]} now; if the fix is still " \
+            f"needed, take it out there (`patchforge add {moved[1]}` brings it into the " \
+            "worktree) and `patchforge bring-back --continue`; `patchforge bring-back " \
+            "--abort` leaves it in skipped/ if it is not"
     if judgement.deleted_here:
         from patchforge.worktree import modify_delete_ways
 
