@@ -1589,3 +1589,28 @@ def test_a_wheel_upstreams_nightly_whose_image_is_not_looked_up_names_a_way_that
     assert code == 0, out + err
     doc = json.loads(out)
     assert doc["outcome"] == "moved" and doc["target"]["pin"]["label"] == "1.1", doc
+
+
+def test_a_wheel_pinned_by_its_version_is_not_said_to_be_older_than_every_nightly(
+        tmp_path, registry_server, forge_server, monkeypatch):
+    """A wheel upstream pinned by its version (tinypkg 1.0, no nightly image pinned): its pin
+    is no commit of the history nightlies are ordered by. The report said "2 newer than the
+    stack (ordered by the upstream's history), 0 not newer" while nightly-<c0> holds the very
+    wheel pinned. It says the stack's place in that history is unknown and each nightly a
+    candidate (`place_known` false); once a nightly's image is pinned, it is known again."""
+    stack = WheelStack(tmp_path, registry_server, forge_server, monkeypatch, conflict=False)
+    code, out, err = stack.bump("--dry-run")
+    assert code == 0, out + err
+    assert "newer than the stack" not in out, out
+    assert "2 on the upstream's history (ordered by it), each a candidate: the stack's place " \
+        "in that history is unknown" in out, out
+    code, out, err = stack.bump("--dry-run", "--json")
+    doc = json.loads(out)
+    assert validation_errors(doc, "bump") == []
+    assert doc["search"]["place_known"] is False and doc["target"]["tag"] == stack.tag
+    code, out, err = stack.bump("--json")
+    assert code == 0 and json.loads(out)["outcome"] == "moved", out + err
+    code, out, err = stack.bump("--json")
+    doc = json.loads(out)
+    assert doc["outcome"] == "up-to-date" and doc["search"]["place_known"] is True, doc
+    assert doc["search"]["not_newer"] == 2 and doc["search"]["newer"] == []

@@ -91,10 +91,15 @@ class Search:
     newer: list[str] = field(default_factory=list)  # newer than the pin, newest first
     older: int = 0  # nightlies the pin already includes
     skipped: list[dict] = field(default_factory=list)  # {"tag", "reason"}
+    # Whether the stack's place in the history is known (`_known_base`): without it (a wheel
+    # pinned by its version, no nightly image pinned) every nightly is a candidate, and none
+    # is known to be newer than the stack.
+    place_known: bool = True
 
     def to_json(self) -> dict:
         return {"repository": self.repository, "listed": self.listed, "nightly": self.nightly,
-                "newer": self.newer, "not_newer": self.older, "skipped": self.skipped}
+                "newer": self.newer, "not_newer": self.older, "skipped": self.skipped,
+                "place_known": self.place_known}
 
 
 # --- finding the candidate ----------------------------------------------------------------------
@@ -173,6 +178,7 @@ def find_newest(project: Project, store: UpstreamStore, upstream, pin, registry,
         return None, search
     follow, tip = _fetch_tip(project, store, upstream)
     after = _known_base(store, project, upstream, pin, tip)
+    search.place_known = after is not None
     present = [c for c in nightlies if store.has_object(c)]
     # Two walks of the history, however many nightlies: those on the branch, then those the
     # pin does not have yet. (A merge-base per tag walks the history once per tag; with a

@@ -151,10 +151,18 @@ def render_markdown(doc: dict) -> str:
         out.append("")
     search = doc.get("search")
     if search:
-        out += ["### How the nightly was chosen", "",
-                f"{search['listed']} tags in {_code(search['repository'])}, {search['nightly']} "
-                f"of them nightly; {len(search['newer'])} newer than the stack "
-                f"(ordered by the upstream's history), {search['not_newer']} not newer."]
+        listed = (f"{search['listed']} tags in {_code(search['repository'])}, "
+                  f"{search['nightly']} of them nightly; ")
+        if search.get("place_known", True):
+            listed += (f"{len(search['newer'])} newer than the stack (ordered by the "
+                       f"upstream's history), {search['not_newer']} not newer.")
+        else:
+            # (A wheel pinned by its version: its pin is no commit of the history.)
+            listed += (f"{len(search['newer'])} on the upstream's history (ordered by it), "
+                       "each a candidate: the stack's place in that history is unknown (its "
+                       "pin is no commit of it, and no nightly image is pinned), so none is "
+                       "known to be newer or older than the stack.")
+        out += ["### How the nightly was chosen", "", listed]
         for skipped in search["skipped"]:
             out.append(f"- skipped {_code(skipped['tag'])}: {_text(skipped['reason'])}")
         out.append("")
