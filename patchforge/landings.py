@@ -102,14 +102,26 @@ class LandedFixes:
         PatchforgeError when the store cannot give them (a deployment host without the
         upstream, offline). Fills `gone`: a file equal to the pin's holds none of the fixes
         status says upstream took out there."""
-        from patchforge.names import KEPT_LANDINGS
         from patchforge.pins import open_store
-        from patchforge.reverts import gone_upstream
 
         with open_store(project) as store:
             found = self.pinned_sha256(store, project.lock)
-            for upstream in dict.fromkeys(upstream for upstream, _, _ in self.fixes):
-                for gone in gone_upstream(project, store, upstream,
-                                          project.lock.pin(upstream).commit):
-                    self.gone[f"{upstream}/{KEPT_LANDINGS}/{gone.name}"] = gone
+            self.judge_gone(project, store, project.lock)
         return found
+
+    def judge_gone(self, project: Project, store, lock) -> None:
+        """Fill `gone`: of the fixes, those the revision `lock` pins lacks (reverts.gone_upstream,
+        judged at the pin as status judges them), read from `store`."""
+        from patchforge.names import KEPT_LANDINGS
+        from patchforge.reverts import gone_upstream
+
+        for upstream in dict.fromkeys(upstream for upstream, _, _ in self.fixes):
+            for gone in gone_upstream(project, store, upstream, lock.pin(upstream).commit):
+                self.gone[f"{upstream}/{KEPT_LANDINGS}/{gone.name}"] = gone
+
+    def taken_out(self) -> list[tuple[str, Any]]:
+        """(target, LandingGone) of each file no overlay covers whose fix the pin lacks (in
+        `gone`): the upstream's own file there does not hold it, so no image that is the pin's
+        upstream does."""
+        return [(entry["target"], self.gone[fix]) for _, entry in sorted(self.files.items())
+                for fix in entry["landed"] if fix in self.gone]

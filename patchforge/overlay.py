@@ -111,9 +111,10 @@ class OverlaySet:
     outputs: dict[str, bytes] = field(default_factory=dict)  # rel path under overlays/ -> bytes
     warnings: list[str] = field(default_factory=list)
     # profile -> (sha256 at the pin or None, target) of each file of the fixes dropped as
-    # landed that no overlay of the profile covers, and why a kept fix is not among them:
-    # the Dockerfile checks the image holds them (no overlay carries those fixes).
-    landed: dict[str | None, tuple[list[tuple[str | None, str]], list[str]]] = \
+    # landed that no overlay of the profile covers, why a kept fix is not among them, and
+    # what of them the pin lacks (a fix upstream reverted there): the Dockerfile checks the
+    # image holds them (no overlay carries those fixes), and fails for the last.
+    landed: dict[str | None, tuple[list[tuple[str | None, str]], list[str], list[str]]] = \
         field(default_factory=dict)
 
     def by_profile(self, profile) -> list[OverlayFile]:
@@ -376,6 +377,10 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
             result.artifact_executables.add(copy)
     result.files.sort(key=lambda f: f.rel)
     result.landed = _landed_files(project, store, lock, result, kept_sources)
+    for profile, (_, _, lacking) in result.landed.items():
+        rel_dir = f"{profile}/" if profile else ""
+        result.warnings += [f"overlays/{rel_dir}Dockerfile fails its build: {why}"
+                            for why in lacking]
     result.outputs = render_metadata(project, result)
     image = result.image
     stray = stack_compose_without_the_service(project) if fragment_image(
@@ -385,8 +390,8 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
     return result
 
 
-def _landed_files(project: Project, store: UpstreamStore, lock, overlays: OverlaySet,
-                  kept) -> dict[str | None, tuple[list[tuple[str | None, str]], list[str]]]:
+def _landed_files(project: Project, store: UpstreamStore, lock, overlays: OverlaySet, kept
+                  ) -> dict[str | None, tuple[list[tuple[str | None, str]], list[str], list[str]]]:
     """OverlaySet.landed: per profile, the files of the fixes dropped as landed that none of
     its overlays covers, with the upstream's sha256 of each at the pin (`verify --installed`'s
     expectation: landings.LandedFixes)."""
@@ -398,11 +403,18 @@ def _landed_files(project: Project, store: UpstreamStore, lock, overlays: Overla
         covered = {normalize(f.target) for f in overlays.by_profile(profile) if f.target}
         landed = LandedFixes.of(project, profile, covered, kept)
         pinned = landed.pinned_sha256(store, lock) if landed.files else {}
+        if landed.files:
+            landed.judge_gone(project, store, lock)
         # (Said in the Dockerfile, which must read the same in every clone: no absolute path.)
         unread = [" ".join(why.replace(f"{project.root}/", "").split())
                   for why in landed.unread]
+        # A fix upstream took out again at the pin (reverted): the pin's file lacks it, so the
+        # image's own file is no proof of it, as `verify --installed` judges it.
+        lacking = [f"{target} is the upstream's file at the pin, which lacks the fix: "
+                   + " ".join(gone.message().split())
+                   for target, gone in landed.taken_out()]
         found[profile] = ([(pinned[key], landed.files[key]["target"]) for key in sorted(pinned)],
-                          unread)
+                          unread, list(dict.fromkeys(lacking)))
     return found
 
 
@@ -711,7 +723,7 @@ def render_metadata(project: Project, overlays: OverlaySet) -> dict[str, bytes]:
                                                            _overlays_rel(project), pinned,
                                                            artifact_mounts(manifest))
         outputs[f"{rel_dir}Dockerfile"] = render_dockerfile(
-            profile, files, overlays.image, overlays.landed.get(profile, ([], [])))
+            profile, files, overlays.image, overlays.landed.get(profile, ([], [], [])))
     return outputs
 
 
@@ -874,14 +886,15 @@ def _compose_string(text: str) -> str:
 
 
 def render_dockerfile(profile: str | None, files: list[OverlayFile], image,
-                      landed: tuple[list[tuple[str | None, str]], list[str]] = ([], [])
+                      landed: tuple[list[tuple[str | None, str]], list[str], list[str]] = ([], [], [])
                       ) -> bytes:
     """The baked form: the pinned image with `files` copied in, checked at build time.
 
     The build context is overlays/ itself. Before copying, the build refuses an image whose
     files are not the pre-images the overlays were made for, or not the upstream's at the pin
     where fixes dropped as landed changed them (`landed`: OverlaySet.landed's of the profile;
-    no overlay carries those fixes, so the image must); after, it checks the context against
+    no overlay carries those fixes, so the image must; a fix upstream reverted at the pin
+    fails the build, saying so: the pin's file lacks it); after, it checks the context against
     SHA256SUMS and the installed files against their recorded hashes.
     """
     rel_dir = f"{profile}/" if profile else ""
@@ -904,13 +917,17 @@ def render_dockerfile(profile: str | None, files: list[OverlayFile], image,
         lines += ["# upstream.lock pins no image: name it by digest (`--build-arg BASE_IMAGE=",
                   "# repo@sha256:...`), or pin one with `patchforge rebase --to repo:tag`.",
                   "ARG BASE_IMAGE", "FROM ${BASE_IMAGE}"]
-    landed_files, unread = landed
+    landed_files, unread, lacking = landed
     lines += [f"# NOT CHECKED: {why}" for why in unread]
+    # A file of a fix upstream reverted at the pin: the pin's own file lacks the fix, and
+    # nothing overlays it, so no image of the pin holds it. The build fails, saying so.
+    lines += [f"# FAILS: {why}" for why in lacking]
     pre = [f"{f.base_sha256}  {f.target}" for f in files if f.base_sha256] + \
         [f"{digest}  {target}" for digest, target in landed_files if digest]
     absent = [f.target for f in files if f.base_sha256 is None and f.target] + \
         [target for digest, target in landed_files if digest is None]
-    checks = []
+    checks = [f"{{ printf '%s\\n' {_sh('patchforge: ' + why)} >&2; false; }}"
+              for why in lacking]
     if pre:
         checks.append("printf '%s\\n' \\\n" + "".join(f"      {_sh(line)} \\\n" for line in pre)
                       + "    | sha256sum -c --strict --quiet -")

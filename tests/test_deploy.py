@@ -628,6 +628,47 @@ def test_the_dockerfile_checks_the_files_of_fixes_dropped_as_landed(tmp_path):
     assert subprocess.run(["sh", "-c", first_check(respun)]).returncode == 0
 
 
+def test_the_dockerfile_fails_for_a_landed_fix_reverted_at_the_pin(tmp_path):
+    """A fix dropped as landed, then reverted upstream, and the pin moved onto the revert: the
+    upstream's file at the pin lacks the fix, and nothing overlays it. `verify --installed`
+    of a tree holding that file fails, naming `bring-back`; the Dockerfile's first step passed
+    the same file (it checked it against the pin's sha256), so the image built green without
+    the fix. The step now fails the build with the same hint, run here with the shell on a
+    tree standing in for the image, and `overlays` warns so."""
+    from helpers.project import OneUpstreamStack
+
+    base_a = b"".join(b"a line %d\n" % i for i in range(1, 21))
+    base_b = b"".join(b"b line %d\n" % i for i in range(1, 21))
+    fixed_a = base_a.replace(b"a line 5\n", b"a line 5, fixed\n")
+    fixed_b = base_b.replace(b"b line 5\n", b"b line 5, fixed\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base_a, "pkg/b.py": base_b})
+    stack.add_fix("fa", "pkg/a.py", base_a, fixed_a)
+    stack.add_fix("fb", "pkg/b.py", base_b, fixed_b)
+    stack.cli("overlays")
+    landed = stack.commit({"pkg/a.py": fixed_a}, "Fix a", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert stack.series("up") == ["fb.patch"]
+    stack.commit({"pkg/a.py": base_a}, f'Revert "Fix a"\n\nThis reverts commit {landed}.',
+                 tag="v3")
+    rc, out, err = stack.cli("rebase", "--to", "v3", expect=None)
+    assert "reverted upstream" in out + err, (rc, out, err)
+    stack.cli("overlays", "--check")  # the rebase wrote what `overlays` makes
+    _, _, err = stack.cli("overlays")
+    assert "Dockerfile fails its build" in err and "bring-back up/fa.patch" in err, err
+    runs = [item["value"] for item in _dockerfile(stack.root / "overlays/Dockerfile")
+            if item["instruction"] == "RUN"]
+    fake_root = tmp_path / "image"
+    (fake_root / "opt/site/pkg").mkdir(parents=True)
+    (fake_root / "opt/site/pkg/a.py").write_bytes(base_a)  # the pin's file: no fix
+    (fake_root / "opt/site/pkg/b.py").write_bytes(base_b)
+    check = subprocess.run(["sh", "-c", runs[0].replace("  /opt/site/", f"  {fake_root}/opt/site/")],
+                           capture_output=True)
+    stack.cli("verify", "--installed", str(fake_root), expect=1)
+    assert check.returncode != 0, check
+    assert b"/opt/site/pkg/a.py" in check.stderr and \
+        b"`patchforge bring-back up/fa.patch`" in check.stderr, check.stderr
+
+
 # A user's compose file as editors and compose files in the wild write it: compose-go's reading
 # of its services decides whether the service the fragments mount into is there.
 _COMPOSE_FILES_WRITTEN_OTHERWISE = {
