@@ -192,13 +192,43 @@ def _is_run(small: tuple[bytes, ...], big: tuple[bytes, ...]) -> bool:
         return False
 
 
-def _reversed_within(undo: Block, theirs: Blocks) -> bool:
-    """Whether a block of `theirs` holds `undo` (a reversed block of the change: the lines the
-    change added, to take out, and the old lines it removed, to put back) inside more: it
-    takes those added lines out and puts those old lines back, each a run of its sides."""
+def _reversed_within(undo: Block, theirs: _Stripped) -> bool:
+    """Whether a block of `theirs` holds `undo` (a reversed block of the change, its lines
+    without whitespace: the lines the change added, to take out, and the old lines it
+    removed, to put back) inside more: it takes those added lines out and puts those old
+    lines back, each a run of its sides."""
     gone, back = undo
-    return any((not gone or _run_in(gone, removed)) and (not back or _run_in(back, added))
-               for removed, added in theirs)
+    return any(_is_run(gone, removed) and _is_run(back, added)
+               for removed, added in zip(theirs.removed(), theirs.added()))
+
+
+class _Stripped:
+    """A commit's blocks of a path (`blocks`) and their sides without whitespace, each kind
+    made when first asked: judge_history asks them of each block of the change, and each
+    side stripped again per block was most of its time."""
+    __slots__ = ("blocks", "_removed", "_added", "_lines")
+
+    def __init__(self, blocks: Blocks) -> None:
+        self.blocks = blocks
+        self._removed: list[tuple[bytes, ...]] | None = None
+        self._added: list[tuple[bytes, ...]] | None = None
+        self._lines: frozenset[bytes] | None = None
+
+    def removed(self) -> list[tuple[bytes, ...]]:
+        if self._removed is None:
+            self._removed = [_bare(side) for side, _ in self.blocks]
+        return self._removed
+
+    def added(self) -> list[tuple[bytes, ...]]:
+        if self._added is None:
+            self._added = [_bare(side) for _, side in self.blocks]
+        return self._added
+
+    def lines(self) -> frozenset[bytes]:
+        """Every line the blocks take out, without whitespace."""
+        if self._lines is None:
+            self._lines = frozenset().union(*self.removed())
+        return self._lines
 
 
 def code_of(lines) -> bytes:
@@ -293,22 +323,19 @@ def _put_back_apart(undo: Block, theirs: Blocks, removed: list[tuple[bytes, ...]
     return put_in(back, other) and not any(_code_run_in(gone, added) for _, added in other)
 
 
-def _reverses_a_block(blocks: list[Block], theirs: Blocks, whole: bool, elsewhere) -> bool:
-    """Whether a commit's blocks of a path (`theirs`) undo one of `blocks` (the change's
+def _reverses_a_block(blocks: list[Block], stripped: _Stripped, whole: bool,
+                      elsewhere) -> bool:
+    """Whether a commit's blocks of a path (`stripped`) undo one of `blocks` (the change's
     reversed blocks there large enough to count; one that only takes the fix's lines out only
     when the commit reverses the `whole` change): the block itself, an old blob written back,
     or the old code put back apart (_put_back_apart)."""
-    removed = None  # theirs' removed sides without whitespace, made at the first block asked
-    lines: frozenset[bytes] = frozenset()
+    theirs = stripped.blocks
     for block in blocks:
         if not (block[1] or whole):
             continue
         if block in theirs or _blob_back(block, theirs):
             return True
-        if removed is None:
-            removed = [_bare(side) for side, _ in theirs]
-            lines = frozenset().union(*removed)
-        if _put_back_apart(block, theirs, removed, lines, elsewhere):
+        if _put_back_apart(block, theirs, stripped.removed(), stripped.lines(), elsewhere):
             return True
     return False
 
@@ -500,6 +527,11 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
     undo = {path: reverse(blocks) for path, blocks in wanted.items()}
     large = {path: [b for b in blocks if _size((b,)) >= MIN_UNDO_CHARS]
              for path, blocks in undo.items()}
+    # The whole change reversed within larger blocks (below) counts only when a block large
+    # enough to count puts old lines back; the reversed blocks' lines without whitespace.
+    puts_back = any(b[1] for blocks in large.values() for b in blocks)
+    bare_undo = {path: [(_bare(gone), _bare(back)) for gone, back in blocks]
+                 for path, blocks in undo.items()} if puts_back else {}
     for commit, changed in commits:
         if all(path in changed for path in wanted):
             if all(changed[path] == wanted[path] for path in wanted):
@@ -518,14 +550,15 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
                     for path in wanted)
         others = None if elsewhere is None else \
             (lambda commit=commit: elsewhere(commit, list(wanted)))
+        stripped = {path: _Stripped(changed[path]) for path in wanted if changed.get(path)}
         for path in wanted:
             # A reversed block undoes the change when it puts old code back. One that only
             # takes out lines the patch added (its old side empty) is upstream moving or
             # rewriting the fix's code (a lint pass moving an import, a guard a later design
             # no longer needs): superseded, not undone, unless the commit reverses the whole
             # change.
-            theirs = changed.get(path, ())
-            undone = theirs and _reverses_a_block(large[path], theirs, whole, others)
+            undone = path in stripped and _reverses_a_block(large[path], stripped[path],
+                                                            whole, others)
             if undone:
                 events.append((commit, "undid", "the same change reversed"
                                if changed.get(path) == undo[path] and len(wanted) == 1
@@ -538,10 +571,9 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
             # one small block of a large fix found inside a rewrite (a line's parentheses
             # back as they were) is that rewrite's, not an undoing. A block large enough to
             # count puts old lines back, so that may_reverse's probes (of those blocks) hold.
-            if all(changed.get(path) and all(b in changed[path]
-                                             or _reversed_within(b, changed[path])
-                                             for b in undo[path]) for path in wanted) \
-                    and any(b[1] for blocks in large.values() for b in blocks):
+            if puts_back and all(path in stripped and all(
+                    b in changed[path] or _reversed_within(bare, stripped[path])
+                    for b, bare in zip(undo[path], bare_undo[path])) for path in wanted):
                 events.append((commit, "undid", "the whole change reversed within a larger "
                                "change"))
     landed_by = None

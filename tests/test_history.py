@@ -714,3 +714,40 @@ def test_a_code_run_is_found_alike_with_and_without_the_pass_over_the_bytes(monk
         runs += 1
         found += answer
     assert 0 < found < runs
+
+
+def test_a_blocks_reversal_within_a_commits_blocks_stripped_once_is_what_it_was():
+    """history._reversed_within, given a commit's blocks of a path with their sides stripped
+    of whitespace once (_Stripped, made once per commit and path for every block of the
+    change asked), gives what stripping each side again for each block of the change gave:
+    random blocks of git diffs (lines of every kind: `@@`, context, empty, `\\`, CRs,
+    tabs) and random reversed blocks of a change. Fails on main: _Stripped is new."""
+    import random
+
+    from patchforge import history
+
+    rng = random.Random(33)
+    kinds = [b"-", b"+", b" ", b"\\", b"@@", b""]
+    parts = [b"a", b"b", b" ", b"\t", b"\r", b"-", b"+", b"\\", b"'", b"x()"]
+
+    def blocks_of(count: int) -> tuple:
+        text = b"\n".join([b"@@ -1 +1 @@"] + [
+            rng.choice(kinds) + b"".join(rng.choice(parts) for _ in range(rng.randrange(0, 4)))
+            for _ in range(count)])
+        return history.blocks_of_git_diff(b"diff --git a/f b/f\n--- a/f\n+++ b/f\n" + text)
+
+    said = asked = 0
+    for _ in range(20000):
+        theirs = blocks_of(rng.randrange(0, 14))
+        if not theirs:
+            continue
+        stripped = history._Stripped(theirs)
+        for gone, back in blocks_of(rng.randrange(1, 5)):
+            before = any((not gone or history._run_in(gone, removed))
+                         and (not back or history._run_in(back, added))
+                         for removed, added in theirs)
+            assert history._reversed_within((history._bare(gone), history._bare(back)),
+                                            stripped) == before, (gone, back, theirs)
+            said += before
+            asked += 1
+    assert 100 < said < asked
