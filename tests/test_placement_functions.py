@@ -679,3 +679,41 @@ def test_a_fix_follows_its_gpu_branch_through_upstreams_ordinary_changes():
     assert carried(v1, fixed, copied_first, wrong, "gemm.cu") == (
         b"gemm_kernel (in its branch defined(__gfx950__))",
         b"gemm_kernel (in its branch defined(__gfx1250__))", 40)
+
+
+def test_the_branches_of_a_functions_places_are_read_off_one_walk_down_it():
+    """_place_branch given the walks made for earlier places (`walked`, as _another_branch
+    keeps them per file, each read as far down as the furthest place asks, `reach`) says the
+    branch a place would have had from a walk of its own: random Python and C-family
+    functions of nested `if`/`elif`/`else`/`try`/`except`, `#if`/`#elif`/`#else`/`#endif`
+    (continued lines too), places asked in any order, insertions and replacements, up to the
+    file's end. Fails on main: each place walked down its function again (no `walked`)."""
+    import random
+
+    from patchforge.apply.hunks import _place_branch
+
+    rng = random.Random(1933)
+    python = [b"    if a:\n", b"        if b == 1:\n", b"    elif c:\n", b"        elif d:\n",
+              b"    else:\n", b"        else:\n", b"    try:\n", b"    except ImportError:\n",
+              b"    x = 1\n", b"        y = 2\n", b"\n", b"    # note\n", b"    match k:\n",
+              b"        case 1:\n"]
+    c_family = [b"#if defined(__gfx950__)\n", b"#elif defined(__gfx1250__)\n", b"#else\n",
+                b"#endif\n", b"#ifdef X \\\n", b"  && Y\n", b"  int k = 4;\n",
+                b"  if (a) {\n", b"  }\n", b"#ifndef Z\n", b""]
+    said = 0
+    for _ in range(600):
+        language, kinds, head = rng.choice([("python", python, b"def f():\n"),
+                                            ("c", c_family, b"void f() {\n")])
+        lines = [b"x = 0\n"] * rng.randrange(0, 3)
+        definition = len(lines)
+        lines += [head] + [rng.choice(kinds) for _ in range(rng.randrange(0, 40))]
+        walked: dict = {}
+        for _ in range(8):
+            start = rng.randrange(definition + 1, len(lines) + 2)
+            end = min(start + rng.randrange(0, 4), len(lines) + 1)
+            alone = _place_branch(lines, definition, start, end, language)
+            reach = rng.randrange(0, len(lines) + 2)  # (read further down when first asked)
+            assert _place_branch(lines, definition, start, end, language, walked,
+                                 reach) == alone, (lines, start, end, reach)
+            said += bool(alone)
+    assert said > 500

@@ -1705,10 +1705,15 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
     # A C-family file's directives and blocks, read once per file for all its definitions.
     base_c = CFile(base_lines) if language == "c" else None
     wanted: dict[bytes, tuple[bytes, set[bytes]]] = {}
+    # Each place's definitions and function, for _another_branch too: (start, end, the
+    # definitions, the innermost's name); for the carrying's, its names.
+    fix_at: list[tuple[int, int, list[int], bytes]] = []
+    carried_at: list[tuple[int, int, list[int], list[bytes]]] = []
     for start, end, first in fix:
         definitions = _definitions_of(base_lines, start, first, language, base_c)
         if definitions:
             name = _functions_of(base_lines, definitions, language, base_c)[0]
+            fix_at.append((start, end, definitions, name))
             bare = _definition_name(base_lines, definitions[0], language, base_c) or b""
             code = wanted.setdefault(name, (bare, set()))[1]
             code.update(line.strip() for line in
@@ -1720,17 +1725,18 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
     reached: set[bytes] = set()
     elsewhere = None
     never_built = False
-    for start, _, first in carried:
+    for start, end, first in carried:
         definitions = _definitions_of(current_lines, start, first, language, current_c)
         names = _functions_of(current_lines, definitions, language, current_c)
+        carried_at.append((start, end, definitions, names))
         reached.update(names)
         if names and elsewhere is None and not wanted.keys() & set(names):
             elsewhere = (names[0], start + 1)
             never_built = any(condition in _NEVER_TRUE for k in definitions[:1]
                               for condition in _branch(current_lines, k, language, current_c))
     if elsewhere is None:
-        return _another_branch(language, base_lines, base_c, fix, current_lines, current_c,
-                               carried)
+        return _another_branch(language, base_lines, base_c, fix_at, current_lines, current_c,
+                               carried_at)
     if never_built:
         # A copy upstream disabled (`#if 0`, `if False:`) beside a rewritten function: the
         # change there is in code never built, wherever the fix's own code went.
@@ -1813,13 +1819,24 @@ def _inner_branches(lines: list[bytes], definition: int, stop: int,
 
 
 def _place_branch(lines: list[bytes], definition: int, start: int, end: int,
-                  language: str) -> tuple[bytes, ...]:
+                  language: str, walked: dict[int, list[tuple[bytes, ...]]] | None = None,
+                  reach: int = 0) -> tuple[bytes, ...]:
     """The branches (`_inner_branches`) a change replacing lines [start, end) of `lines` is in,
     inside the function defined at line `definition`: those of all its lines (an insertion:
-    of the lines on both sides of it)."""
+    of the lines on both sides of it). `walked`: definition -> its `_inner_branches` as far
+    as read for an earlier place of `lines`, read down to line `reach` (0-based, excluded)
+    when first asked (a line's branches depend on the lines above it alone: the places of a
+    function are read off one walk down it, not a walk each)."""
     first = max(definition + 1, start - 1 if start == end else start)
-    stop = min(len(lines), max(end, start + 1))
-    branches = _inner_branches(lines, definition, stop, language)[first - definition - 1:]
+    stop = _place_stop(lines, start, end)
+    if walked is None:
+        inner = _inner_branches(lines, definition, stop, language)
+    else:
+        inner = walked.get(definition, [])
+        if len(inner) < stop - definition - 1:
+            inner = walked[definition] = _inner_branches(lines, definition, max(stop, reach),
+                                                         language)
+    branches = inner[first - definition - 1:max(stop - definition - 1, 0)]
     if not branches:
         return ()
     common = list(branches[0])
@@ -1829,13 +1846,30 @@ def _place_branch(lines: list[bytes], definition: int, start: int, end: int,
     return tuple(common)
 
 
+def _place_stop(lines: list[bytes], start: int, end: int) -> int:
+    """Where _place_branch's walk of a change replacing lines [start, end) ends (excluded)."""
+    return min(len(lines), max(end, start + 1))
+
+
+def _reaches(lines: list[bytes], places: list[tuple[int, int, list[int], Any]]
+             ) -> dict[int, int]:
+    """Per definition, where the walk down it ends for the furthest of `places` in it."""
+    reach: dict[int, int] = {}
+    for start, end, definitions, _ in places:
+        if definitions:
+            stop = _place_stop(lines, start, end)
+            reach[definitions[0]] = max(reach.get(definitions[0], 0), stop)
+    return reach
+
+
 def _said_branch(name: bytes, branch: tuple[bytes, ...]) -> bytes:
     return name + b" (in its branch " + b", ".join(branch) + b")" if branch else name
 
 
 def _another_branch(language: str, base_lines: list[bytes], base_c: CFile | None,
-                    fix: list[tuple[int, int, bytes]], current_lines: list[bytes],
-                    current_c: CFile | None, carried: list[tuple[int, int, bytes]]
+                    fix: list[tuple[int, int, list[int], bytes]], current_lines: list[bytes],
+                    current_c: CFile | None,
+                    carried: list[tuple[int, int, list[int], list[bytes]]]
                     ) -> tuple[bytes, bytes, int] | None:
     """`another_function` within one function: whether the carrying changes the fix's function
     in a branch of a conditional inside it (`#if`/`#elif`/`#else`, `if`/`elif`/`else`, a `try`'s
@@ -1843,27 +1877,30 @@ def _another_branch(language: str, base_lines: list[bytes], base_c: CFile | None
     most of the code the fix is made on: (the fix's function and branch, the function and
     branch changed instead, the 1-based line of `current_lines` where), None otherwise. A
     branch nested in the fix's is the fix's; so is any branch where the fix changes its
-    function outside every one."""
+    function outside every one. `fix`, `carried`: each place in a function, with its
+    definitions and its function's name (or names) as another_function found them."""
     wanted: dict[tuple[bytes, tuple[bytes, ...]], tuple[bytes, set[bytes]]] = {}
-    for start, end, first in fix:
-        definitions = _definitions_of(base_lines, start, first, language, base_c)
-        if definitions:
-            name = _functions_of(base_lines, definitions, language, base_c)[0]
-            branch = _place_branch(base_lines, definitions[0], start, end, language)
-            bare = _definition_name(base_lines, definitions[0], language, base_c) or b""
-            code = wanted.setdefault((name, branch), (bare, set()))[1]
-            code.update(line.strip() for line in
-                        base_lines[max(0, start - _AROUND):end + _AROUND] if line.strip())
+    walked: dict[int, list[tuple[bytes, ...]]] = {}  # (_place_branch's, of base_lines)
+    reach = _reaches(base_lines, fix)
+    for start, end, definitions, name in fix:
+        branch = _place_branch(base_lines, definitions[0], start, end, language, walked,
+                               reach[definitions[0]])
+        bare = _definition_name(base_lines, definitions[0], language, base_c) or b""
+        code = wanted.setdefault((name, branch), (bare, set()))[1]
+        code.update(line.strip() for line in
+                    base_lines[max(0, start - _AROUND):end + _AROUND] if line.strip())
     if not any(branch for _, branch in wanted):
         return None  # (most fixes: no conditional inside the function around them)
     reached: set[tuple[bytes, tuple[bytes, ...]]] = set()
     elsewhere = None
-    for start, end, first in carried:
-        definitions = _definitions_of(current_lines, start, first, language, current_c)
+    walked_current: dict[int, list[tuple[bytes, ...]]] = {}
+    reach = _reaches(current_lines, carried)
+    for start, end, definitions, names in carried:
         if not definitions:
             continue
-        name = _functions_of(current_lines, definitions, language, current_c)[0]
-        branch = _place_branch(current_lines, definitions[0], start, end, language)
+        name = names[0]
+        branch = _place_branch(current_lines, definitions[0], start, end, language,
+                               walked_current, reach[definitions[0]])
         ours = [key for key in wanted if key[0] == name and branch[:len(key[1])] == key[1]]
         reached.update(ours)
         if not ours and elsewhere is None and any(key[0] == name for key in wanted):
