@@ -1614,3 +1614,32 @@ def test_a_wheel_pinned_by_its_version_is_not_said_to_be_older_than_every_nightl
     doc = json.loads(out)
     assert doc["outcome"] == "up-to-date" and doc["search"]["place_known"] is True, doc
     assert doc["search"]["not_newer"] == 2 and doc["search"]["newer"] == []
+
+
+
+def test_a_bump_where_git_ignores_patch_files_never_leaves_a_landed_fix_out(clean, tmp_path):
+    """A person's global git ignore holds `*.patch` (a common line: patches are build litter
+    elsewhere). The stack's patches are tracked all the same, but the files the bump makes
+    are not: `bump --open-pr` committed the move without series/vllm/upstreamed/*.patch, so
+    the pull request dropped the landed fixes from the series and kept them nowhere: merged,
+    the fixes were gone from the stack. Refused before anything moves, naming the rule's
+    command; with the line the hint names, the commit holds them."""
+    import re
+
+    excludes = tmp_path / "global-ignore"
+    excludes.write_text("*.patch\n")
+    git(clean.root, "config", "core.excludesFile", str(excludes))
+    before = snapshot(clean.root)
+    code, out, err = clean.bump("--open-pr")
+    assert code == 2 and "nothing was moved" in err, out + err
+    assert "git check-ignore -v series/vllm/upstreamed/" in err, err
+    assert snapshot(clean.root) == before and not clean.forge.requests
+    (line,) = [c for c in re.findall(r"`([^`]*)`", err.split("hint:")[1]) if c.startswith("!")]
+    with (clean.root / ".gitignore").open("a") as rules:  # as the hint says
+        rules.write(line + "\n")
+    git(clean.root, "commit", "-q", "-am", "Patches are the stack's")
+    code, out, err = clean.bump("--open-pr", "--json")
+    assert code == 0, out + err
+    files = git(clean.remote, "ls-tree", "-r", "--name-only",
+                f"patchforge/bump-nightly-{clean.c3}").split()
+    assert "series/vllm/upstreamed/compress.patch" in files, files

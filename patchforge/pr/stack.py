@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.errors import StoreError, UsageError
+from patchforge.errors import PatchforgeError, StoreError, UsageError
 from patchforge.model.record import record
 from patchforge.store.git import run_git
 
@@ -172,6 +172,46 @@ def require_committable(project: Project) -> None:
                 "names the rule): the bump's commit could not hold the move; nothing was moved",
                 hint=f"take {shown} out of the ignore rule and commit it, or run the bump "
                      "without --open-pr")
+    new = _ignored_new_files(project, root)
+    if new:
+        shown = new[0] + (f" (and {len(new) - 1} more)" if len(new) > 1 else "")
+        # A rule on the name alone (a global `*.patch`) is taken back by a line of the
+        # stack's own .gitignore, which git reads after it; a directory's rule is not.
+        rule = run_git("check-ignore", "-v", "--", new[0], cwd=root, user_config=True,
+                       ok=None).stdout.decode("utf-8", "replace").split("\t")[0]
+        pattern = rule.rsplit(":", 1)[-1] if rule.count(":") >= 2 else ""
+        back = "/series/**/*.patch" if re.fullmatch(r"\*+(\.patch)?", pattern) and \
+            all(p.endswith(".patch") for p in new) else None
+        raise UsageError(
+            f"git ignores files a bump writes in the series, such as {shown} (`git check-ignore "
+            f"-v {new[0]}` names the rule): the bump's commit would leave them out, and its pull "
+            "request drop a landed fix from the series without keeping it under upstreamed/; "
+            "nothing was moved",
+            hint=(f"the line `!{back}` in the stack's .gitignore, committed, takes them back "
+                  "from that rule" if back else "take them out of that rule") +
+                 "; or run the bump without --open-pr")
+
+
+def _ignored_new_files(project: Project, root: Path) -> list[str]:
+    """The files a bump may add to the series that the stack repository's ignore rules keep
+    out of git (a global `core.excludesFile` with `*.patch`), paths from its top: the copy
+    under upstreamed/ of each fix of the series (a fix dropped as landed), and the ledger
+    (history.jsonl, PATCHES.md). `git add -A` leaves such a file out without a word; files git
+    tracks already are not ignored (asked with the index)."""
+    probes = [project.series_root / "history.jsonl", project.series_root / "PATCHES.md"]
+    for upstream in project.config.upstreams:
+        try:
+            names = project.patch_names(upstream)
+        except PatchforgeError:
+            continue  # (refused where the bump reads the series)
+        probes += [project.series_dir(upstream) / "upstreamed" / name for name in names]
+    paths = [os.path.relpath(p, root) for p in probes]
+    proc = run_git("check-ignore", "--stdin", "-z", cwd=root, user_config=True, ok=None,
+                   input=b"".join(os.fsencode(p) + b"\0" for p in paths))
+    if proc.returncode not in (0, 1):
+        raise StoreError("reading the stack repository's ignore rules failed: "
+                         + proc.stderr.decode("utf-8", "replace").strip())
+    return [os.fsdecode(p) for p in proc.stdout.split(b"\0") if p]
 
 
 def _bump_paths(project: Project) -> list[str]:
