@@ -1200,12 +1200,20 @@ def stack_compose_without_the_service(project: Project) -> tuple[str, str] | Non
     service = project.config.compose_service
     if not services or service in services:
         return None
+    # Of several services, which one runs the upstream is the user's to say (a proxy or a
+    # database beside it would get the fixes mounted, and the server still run without them).
+    if len(services) == 1:
+        runs, setting = f"{services[0]!r} runs", f'`compose-service = "{services[0]}"`'
+    else:
+        runs, setting = ("the one that runs the upstream runs",
+                         "`compose-service` to the one of them that runs the upstream "
+                         '(`compose-service = "NAME"`)')
     return (str(path), f"defines no service {service!r} (compose-service), only "
                        f"{', '.join(repr(s) for s in services)}: the overlays' fragment mounts "
-                       f"into a service of its own, and {services[0]!r} runs without them; set "
-                       f"`compose-service = \"{services[0]}\"` under [tool.patchforge] and run "
-                       "`patchforge overlays` (a stack deployed otherwise, its compose file "
-                       "for other services, sets `compose-image = false`)")
+                       f"into a service of its own, and {runs} without them; set {setting} "
+                       "under [tool.patchforge] and run `patchforge overlays` (a stack "
+                       "deployed otherwise, its compose file for other services, sets "
+                       "`compose-image = false`)")
 
 
 # A key of a block mapping: "double quoted", 'single quoted' or plain, then its colon; then
@@ -1216,10 +1224,47 @@ _SERVICE_KEY = re.compile(r"""\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'"""
 _PROPERTIES = re.compile(r"(?:(?:&|!(?:<[^>]*>)?)[^\s,\[\]{}]*\s+)*")
 
 
+# YAML's escapes in a double-quoted scalar (YAML 1.2, 5.7), those of one character.
+_YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n",
+                 "v": "\v", "f": "\f", "r": "\r", "e": "\x1b", " ": " ", '"': '"',
+                 "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0", "L": "\u2028",
+                 "P": "\u2029"}
+_YAML_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+
+
+def _double_quoted(text: str) -> str | None:
+    """A double-quoted YAML scalar's content (between the quotes, on one line) as YAML reads
+    it: `\\u006c` is `l`; None for an escape YAML does not have (the file is not read)."""
+    out = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char != "\\":
+            out.append(char)
+            i += 1
+            continue
+        code = text[i + 1:i + 2]
+        if code in _YAML_ESCAPES:
+            out.append(_YAML_ESCAPES[code])
+            i += 2
+        elif code in _YAML_HEX_ESCAPES:
+            digits = text[i + 2:i + 2 + _YAML_HEX_ESCAPES[code]]
+            if len(digits) != _YAML_HEX_ESCAPES[code] or \
+                    not all(c in "0123456789abcdefABCDEF" for c in digits) or \
+                    int(digits, 16) > 0x10FFFF:
+                return None
+            out.append(chr(int(digits, 16)))
+            i += 2 + len(digits)
+        else:
+            return None
+    return "".join(out)
+
+
 def _mapping_key(line: str) -> tuple[str, str] | None:
-    """A block mapping's key on `line` as YAML reads it (quotes undone, an anchor or a tag on
-    the key left out) and what follows its colon up to a comment; None when the line is no
-    key read here: an alias (`*name:`), a merge key (`<<:`), a complex key (`? `), flow style."""
+    """A block mapping's key on `line` as YAML reads it (quotes and escapes undone, an anchor
+    or a tag on the key left out) and what follows its colon up to a comment; None when the
+    line is no key read here: an alias (`*name:`), a merge key (`<<:`), a complex key (`? `),
+    flow style, an escape YAML does not have."""
     text = line.lstrip()
     text = text[_PROPERTIES.match(text).end():]  # type: ignore[union-attr]
     match = _SERVICE_KEY.match(text)
@@ -1229,29 +1274,45 @@ def _mapping_key(line: str) -> tuple[str, str] | None:
     if plain is not None and (plain.startswith(("*", "&", "!", "?", "|", ">", "%", "@", "`"))
                               or plain == "<<"):
         return None
-    name = re.sub(r"\\(.)", r"\1", double) if double is not None else \
+    name = _double_quoted(double) if double is not None else \
         single.replace("''", "'") if single is not None else plain
+    if name is None:
+        return None
     return name, re.sub(r"(?:^|\s)#.*", "", rest or "").strip()
 
 
+# Compose's own tags, for a file that overrides another (or a later document of the same
+# file, which compose merges as one): `!reset` takes away what came before, `!override`
+# replaces it. Which services are left is not read from one file's lines.
+_COMPOSE_MERGE_TAGS = re.compile(r"(?:^|\s)!(?:reset|override)(?:\s|$)")
+
+
 def _compose_service_names(data: bytes) -> list[str] | None:
-    """The keys of a compose file's top-level `services:` block, in block style, as compose
-    reads them (a byte order mark, CRLF lines, quoted keys, anchors and tags on keys); None
-    when the file says them another way, which is not guessed: flow style, `include:` of
-    other files, aliases and merge keys (`<<: *common`) that bring in services of a mapping
-    defined elsewhere."""
+    """The keys of a compose file's top-level `services:` blocks, in block style, as compose
+    reads them (a byte order mark, CRLF lines, quoted and escaped keys, anchors and tags on
+    keys, every YAML document of the file: compose merges them, so their services are the
+    union); None when the file says them another way, which is not guessed: flow style,
+    `include:` of other files, aliases and merge keys (`<<: *common`) that bring in services
+    of a mapping defined elsewhere, compose's `!reset` and `!override` on the services or on
+    one of them."""
     names: list[str] = []
     in_services = False
+    found = False  # a `services:` block in some document
     indent = None
     text = data.decode("utf-8", "replace")
     for line in text.removeprefix("\ufeff").splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         if not line[0].isspace():
-            if in_services:
-                break
-            if line.startswith(("---", "%")) and not line.startswith("---:"):
-                continue  # the document's start, a directive
+            in_services = False
+            if line.startswith(("---", "...")) and line[3:4] in ("", " ", "\t"):
+                # A document's start (or end): compose merges the file's documents.
+                after = re.sub(r"(?:^|\s)#.*", "", line[3:]).strip()
+                if after[_PROPERTIES.match(after + " ").end():].strip():  # type: ignore[union-attr]
+                    return None  # the document's content on its marker line
+                continue
+            if line.startswith("%"):
+                continue  # a directive
             key = _mapping_key(line)
             if key is None:
                 if line.startswith("<<") or line.startswith("*"):
@@ -1265,7 +1326,10 @@ def _compose_service_names(data: bytes) -> list[str] | None:
                 # on the line is flow style or an alias: not read here.
                 if rest[_PROPERTIES.match(rest + " ").end():].strip():  # type: ignore[union-attr]
                     return None
-                in_services = True
+                if _COMPOSE_MERGE_TAGS.search(" " + rest):
+                    return None
+                in_services = found = True
+                indent = None
             continue
         if not in_services:
             continue
@@ -1275,10 +1339,11 @@ def _compose_service_names(data: bytes) -> list[str] | None:
             return None
         if width == indent:
             key = _mapping_key(line)
-            if key is None:
+            if key is None or _COMPOSE_MERGE_TAGS.search(" " + key[1]):
                 return None
-            names.append(key[0])
-    return names if in_services else None
+            if key[0] not in names:
+                names.append(key[0])
+    return names if found else None
 
 
 def _fragment_difference(there: bytes, expected: bytes, service: str) -> str:

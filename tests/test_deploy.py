@@ -541,7 +541,8 @@ def test_a_stack_compose_file_without_the_service_is_said_not_passed(stack):
         "volumes:\n  inference:\n")
     said = ok(root, "overlays").err
     assert f"warning: {root / 'compose.yaml'} defines no service 'inference' (compose-service), " \
-        "only 'vllm', 'db'" in said and 'compose-service = "vllm"' in said, said
+        "only 'vllm', 'db'" in said and 'compose-service = "NAME"' in said, said
+    assert 'compose-service = "vllm"' not in said  # which one runs the upstream is not guessed
     files = ("compose.yaml", "overlays/gfx942/compose.yaml")
     model = json.loads(compose_config(root, *files).stdout)
     assert set(model["services"]) == {"inference", "vllm", "db"}  # the harm, as compose has it
@@ -667,6 +668,56 @@ def test_the_dockerfile_fails_for_a_landed_fix_reverted_at_the_pin(tmp_path):
     assert check.returncode != 0, check
     assert b"/opt/site/pkg/a.py" in check.stderr and \
         b"`patchforge bring-back up/fa.patch`" in check.stderr, check.stderr
+
+
+def test_a_stack_compose_file_is_read_in_every_document_as_compose_merges_them(stack):
+    """compose merges the YAML documents of one file: `docker compose config` has the services
+    of each. Only the first document's `services:` was read, so a stack whose service was in
+    the second was said to define no such service, `verify` failed it, and the hint said to
+    set compose-service to the first document's service (the fixes would have gone into the
+    proxy). Every document is read now; a double-quoted key's escapes are undone as YAML does
+    (`"vl\\u006cm"` was read as `vlu006cm`); compose's `!reset` (what is left is not on the
+    file's lines) is not guessed at; and of several services, none is named as the one to
+    set. Each file is checked against compose-go's own reading of it."""
+    root = stack
+    lock_path = root / "upstream.lock"
+    lock = json.loads(lock_path.read_text())
+    lock["image"] = {"reference": "registry.example.com/rocm/vllm:nightly", "tag": "nightly",
+                     "digest": "sha256:" + "ab" * 32}
+    lock_path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    files = ("compose.yaml", "overlays/gfx942/compose.yaml")
+
+    def read(text: str):
+        (root / "compose.yaml").write_text(text)
+        said = ok(root, "overlays").err
+        run = run_cli(root, "verify", "--json")
+        alone = json.loads(compose_config(root, "compose.yaml").stdout).get("services") or {}
+        return said, run, set(alone), json.loads(compose_config(root, *files).stdout)
+
+    for text in ("---\nservices:\n  proxy:\n    image: nginx\n"
+                 "---\nservices:\n  inference:\n    image: rocm/vllm\n",
+                 "services:\n  proxy:\n    image: nginx\n...\n--- # the server\n"
+                 "volumes:\n  cache:\nservices:\n  inference:\n    image: rocm/vllm\n",
+                 'services:\n  "\\u0069nfer\\x65nce":\n    image: rocm/vllm\n'):
+        said, run, services, model = read(text)
+        assert "inference" in services, (text, services)
+        check_mounts(model, "inference", root / "overlays", "gfx942", {"up": DEPLOY_ROOT})
+        assert "defines no service" not in said and run.rc == 0, (text, said, run.text)
+    # The service in neither document: said, both documents' services named, none guessed.
+    said, run, services, model = read("---\nservices:\n  proxy:\n    image: nginx\n"
+                                      "---\nservices:\n  vllm:\n    image: rocm/vllm\n")
+    assert services == {"proxy", "vllm"} and not model["services"]["vllm"].get("volumes")
+    assert "defines no service 'inference' (compose-service), only 'proxy', 'vllm'" in said \
+        and 'compose-service = "proxy"' not in said, said
+    assert run.rc == 1
+    said, run, services, model = read('services:\n  "vl\\u006cm":\n    image: rocm/vllm\n')
+    assert services == {"vllm"}
+    assert "only 'vllm'" in said and 'compose-service = "vllm"' in said and run.rc == 1, said
+    # `!reset`: compose has none of the services written under it; not judged.
+    said, run, services, model = read("volumes:\n  cache:\nservices: !reset\n"
+                                      "  vllm:\n    image: rocm/vllm\n")
+    assert services == set() and "inference" in model["services"]
+    assert "defines no service" not in said and run.rc == 0, (said, run.text)
 
 
 # A user's compose file as editors and compose files in the wild write it: compose-go's reading
