@@ -1401,6 +1401,24 @@ def test_a_bump_in_a_stack_that_has_git_ignore_its_files_opens_or_is_refused_bef
         (clean.root / "upstream.lock").read_bytes()
 
 
+def test_a_bump_whose_lock_git_ignores_but_tracks_opens_its_pull_request(clean):
+    """A stack whose .gitignore has `*.lock` (a template's rule) and tracks upstream.lock all the
+    same: git commits its changes like any tracked file, yet `bump --open-pr` was refused
+    before it moved ("git ignores upstream.lock"). The pull request opens, the lock moved."""
+    with (clean.root / ".gitignore").open("a") as rules:
+        rules.write("*.lock\n")
+    git(clean.root, "add", ".gitignore")
+    git(clean.root, "commit", "-q", "-m", "Ignore lock files")
+    assert "upstream.lock" in git(clean.root, "ls-files").split()
+    code, out, err = clean.bump("--open-pr", "--json")
+    assert code == 0, out + err
+    assert json.loads(out)["pull_request"]["action"] == "opened"
+    branch = f"patchforge/bump-nightly-{clean.c3}"
+    assert git(clean.remote, "rev-parse", f"{branch}:upstream.lock") == \
+        git(clean.root, "hash-object", "upstream.lock")
+    assert clean.c3 in (clean.root / "upstream.lock").read_text()
+
+
 def test_a_stopped_bump_finished_by_hand_then_a_newer_nightly_names_how_to_propose_it(
         tmp_path, registry_server, forge_server):
     """`bump --open-pr` stopped on a conflict, the person finished the rebase, and a newer

@@ -143,11 +143,12 @@ def require_pushable(project: Project, remote: str) -> None:
                                f"`git remote add {remote} URL`, or name one with --remote"))
 
 
-def _ignored(root: Path, path: Path) -> bool:
+def _ignored(root: Path, path: Path, *, index: bool = False) -> bool:
     """Whether the stack repository's ignore rules (.gitignore, info/exclude) keep `path` out
-    of git. Asked without the index: a directory ignored whose files were force-added is
-    still one `git add -A` refuses to name."""
-    proc = run_git("check-ignore", "-q", "--no-index", "--",
+    of git. Asked without the index by default: a directory ignored whose files were
+    force-added is still one `git add -A` refuses to name. With `index`, a path git tracks (a
+    file force-added, a directory holding one) is not ignored: `git add` takes its changes."""
+    proc = run_git("check-ignore", "-q", *([] if index else ["--no-index"]), "--",
                    str(path) + ("/" if path.is_dir() else ""),
                    cwd=root, user_config=True, ok=None)
     if proc.returncode not in (0, 1):
@@ -158,14 +159,16 @@ def _ignored(root: Path, path: Path) -> bool:
 
 def require_committable(project: Project) -> None:
     """Refused (UsageError) before a bump moves anything when git ignores the series or the
-    lock in the stack repository: the bump's commit could not hold the move (a fix dropped as
-    landed is a new file under upstreamed/), and without this the stack was moved and written
-    before `git add` failed. Overlays git ignores are left out of the commit instead: a stack
-    that makes them at deploy time keeps them out of git on purpose."""
+    lock in the stack repository and tracks nothing of it: the bump's commit could not hold
+    the move (a fix dropped as landed is a new file under upstreamed/), and without this the
+    stack was moved and written before `git add` failed. A lock git tracks under an ignore
+    rule (a `*.lock` rule, the file force-added) is committed like any tracked file. Overlays
+    git ignores are left out of the commit instead: a stack that makes them at deploy time
+    keeps them out of git on purpose."""
     root = Path(_git(project.root, "rev-parse", "--show-toplevel",
                      what="finding the stack repository (it must be a git repository)"))
     for path in (project.series_root, project.lock_path):
-        if _ignored(root, path):
+        if _ignored(root, path, index=True):
             shown = os.path.relpath(path, root) + ("/" if path == project.series_root else "")
             raise UsageError(
                 f"git ignores {shown} in the stack repository (`git check-ignore -v {shown}` "
