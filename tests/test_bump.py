@@ -68,6 +68,10 @@ class Scenario:
     def __init__(self, tmp: Path, registry, forge, *, conflict: bool) -> None:
         self.registry, self.forge = registry, forge
         self._minutes = 0
+        # Every commit dated, the first too: its id (and so every later one's, which the
+        # nightlies' order below depends on) is then the same on every run.
+        for var in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+            os.environ[var] = "2026-09-10T12:00:00Z"
         up = self.upstream = Upstream(tmp / "vllm", {ATTN: BASE, OTHER: OTHER_BASE})
         commit = up.commit
 
