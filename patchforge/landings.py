@@ -27,10 +27,13 @@ class LandedFixes:
     # target key (normalized) -> {"upstream", "path", "target", "landed": [fix...]}
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
     covered: dict[str, list[str]] = field(default_factory=dict)  # fix -> targets overlaid
+    # fix -> [(target key, FilePatch)]: its changes to the files an overlay covers, whose
+    # overlay must hold them where the pin lacks the fix (`overlaid_lacking`).
+    covered_changes: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
     unread: list[str] = field(default_factory=list)  # why a fix could not be taken in
     # fix -> reverts.LandingGone: the fixes whose change the locked revision does not have
     # (reverted upstream since the landing, or a pin from before it), as status judges them;
-    # filled by `expected`. The upstream's file at the pin lacks them.
+    # filled by `expected` (or `judge_gone`). The upstream's file at the pin lacks them.
     gone: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -69,8 +72,10 @@ class LandedFixes:
                     key = normalize(str(PurePosixPath(install_root) / fp.path))
                     if key in by_target:
                         # Overlaid: the overlay's pre-image, checked already, is the
-                        # upstream's file at the pin, which holds the fix.
+                        # upstream's file at the pin, which holds the fix, unless upstream
+                        # took it out there (`gone`): then the overlay must (overlaid_lacking).
                         found.covered.setdefault(fix, []).append("/" + key)
+                        found.covered_changes.setdefault(fix, []).append((key, fp))
                         continue
                     entry = found.files.setdefault(key, {"upstream": upstream, "path": fp.path,
                                                          "target": "/" + key, "landed": [],
@@ -125,3 +130,24 @@ class LandedFixes:
         upstream does."""
         return [(entry["target"], self.gone[fix]) for _, entry in sorted(self.files.items())
                 for fix in entry["landed"] if fix in self.gone]
+
+    def overlaid_lacking(self, content_of) -> list[tuple[str, Any, str]]:
+        """(target, LandingGone, state) of each overlaid file of a fix the pin lacks (in
+        `gone`) whose overlay, `content_of(target key)` (None: not to be judged here), does not
+        hold the fix's change: the overlay is the pin's file with the other fixes, so the fix
+        is in it only where another patch of the series makes it again. `state`:
+        reverts.change_state's ("gone": the code as before the fix; "other": not told)."""
+        from patchforge.reverts import change_state
+
+        found = []
+        for fix, changes in sorted(self.covered_changes.items()):
+            if fix not in self.gone:
+                continue
+            for key, fp in changes:
+                content = content_of(key)
+                if content is None:
+                    continue
+                state = change_state(fp, content)
+                if state != "present":
+                    found.append(("/" + key, self.gone[fix], state))
+        return found

@@ -403,7 +403,7 @@ def _landed_files(project: Project, store: UpstreamStore, lock, overlays: Overla
         covered = {normalize(f.target) for f in overlays.by_profile(profile) if f.target}
         landed = LandedFixes.of(project, profile, covered, kept)
         pinned = landed.pinned_sha256(store, lock) if landed.files else {}
-        if landed.files:
+        if landed.files or landed.covered_changes:
             landed.judge_gone(project, store, lock)
         # (Said in the Dockerfile, which must read the same in every clone: no absolute path.)
         unread = [" ".join(why.replace(f"{project.root}/", "").split())
@@ -413,9 +413,23 @@ def _landed_files(project: Project, store: UpstreamStore, lock, overlays: Overla
         lacking = [f"{target} is the upstream's file at the pin, which lacks the fix: "
                    + " ".join(gone.message().split())
                    for target, gone in landed.taken_out()]
+        # Such a fix in a file an overlay covers: the overlay is the pin's file with the other
+        # fixes, which holds it only where another patch makes it again (its content tells).
+        content = {normalize(f.target): f.content for f in overlays.by_profile(profile)
+                   if f.target}
+        lacking += [overlaid_lacks(target, gone, state)
+                    for target, gone, state in landed.overlaid_lacking(content.get)]
         found[profile] = ([(pinned[key], landed.files[key]["target"]) for key in sorted(pinned)],
                           unread, list(dict.fromkeys(lacking)))
     return found
+
+
+def overlaid_lacks(target: str, gone, state: str) -> str:
+    """What is said of an overlay (of `target`) that lacks a fix upstream took out at the pin
+    (LandedFixes.overlaid_lacking's), in `overlays`, the Dockerfile and `verify`."""
+    said = "lacks the fix" if state == "gone" else "does not show the fix's change"
+    return (f"the overlay of {target} is the upstream's file at the pin with the other fixes, "
+            f"which {said}: " + " ".join(gone.message().split()))
 
 
 def removals_overlays_refuse(project: Project, store: UpstreamStore, upstream_commit: str,

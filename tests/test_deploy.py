@@ -670,6 +670,63 @@ def test_the_dockerfile_fails_for_a_landed_fix_reverted_at_the_pin(tmp_path):
         b"`patchforge bring-back up/fa.patch`" in check.stderr, check.stderr
 
 
+def test_a_landed_fix_reverted_at_the_pin_fails_where_its_overlay_lacks_it(tmp_path):
+    """The same revert, in a file another fix of the series overlays: the overlay is the pin's
+    file with that other fix, without the reverted one, and `overlays`, the Dockerfile's first
+    step and `verify --installed` of a tree holding the overlay all passed it. They now fail it,
+    naming `bring-back`; once another patch makes the fix's change again, the overlay holds it
+    and they pass."""
+    from helpers.project import OneUpstreamStack
+
+    base_a = b"".join(b"a line %d\n" % i for i in range(1, 31))
+    fixed_a = base_a.replace(b"a line 5\n", b"a line 5, fixed\n")
+    both = fixed_a.replace(b"a line 25\n", b"a line 25, fixed c\n")
+    only_c = base_a.replace(b"a line 25\n", b"a line 25, fixed c\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base_a})
+    stack.add_fix("fa", "pkg/a.py", base_a, fixed_a)
+    stack.add_fix("fc", "pkg/a.py", fixed_a, both)
+    stack.cli("overlays")
+    landed = stack.commit({"pkg/a.py": fixed_a}, "Fix a", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert stack.series("up") == ["fc.patch"]
+    stack.commit({"pkg/a.py": base_a}, f'Revert "Fix a"\n\nThis reverts commit {landed}.',
+                 tag="v3")
+    rc, out, err = stack.cli("rebase", "--to", "v3", expect=None)
+    assert "reverted upstream" in out + err, (rc, out, err)
+    overlay = stack.root / "overlays/up/pkg/a.py"
+    assert overlay.read_bytes() == only_c  # the pin's file with fc, without fa
+
+    def judged(expect_ok: bool) -> None:
+        _, _, err = stack.cli("overlays")
+        assert ("Dockerfile fails its build" in err) != expect_ok, err
+        runs = [item["value"] for item in _dockerfile(stack.root / "overlays/Dockerfile")
+                if item["instruction"] == "RUN"]
+        fake_root = tmp_path / "image"
+        shutil.rmtree(fake_root, ignore_errors=True)
+        (fake_root / "opt/site/pkg").mkdir(parents=True)
+        (fake_root / "opt/site/pkg/a.py").write_bytes(base_a)  # the pin's file: the pre-image
+        check = subprocess.run(
+            ["sh", "-c", runs[0].replace("  /opt/site/", f"  {fake_root}/opt/site/")],
+            capture_output=True)
+        (fake_root / "opt/site/pkg/a.py").write_bytes(overlay.read_bytes())  # baked in
+        rc, out, _ = stack.cli("verify", "--installed", str(fake_root), expect=None)
+        if expect_ok:
+            assert check.returncode == 0, check
+            assert rc == 0, out
+        else:
+            assert "bring-back up/fa.patch" in err, err
+            assert check.returncode != 0, check
+            assert b"/opt/site/pkg/a.py" in check.stderr and \
+                b"`patchforge bring-back up/fa.patch`" in check.stderr, check.stderr
+            assert rc == 1 and "bring-back up/fa.patch" in out, out
+
+    judged(expect_ok=False)
+    # The fix made again by another patch of the series: the overlay holds its change.
+    stack.add_fix("fd", "pkg/a.py", only_c, both)
+    judged(expect_ok=True)
+    assert overlay.read_bytes() == both
+
+
 def test_a_stack_compose_file_is_read_in_every_document_as_compose_merges_them(stack):
     """compose merges the YAML documents of one file: `docker compose config` has the services
     of each. Only the first document's `services:` was read, so a stack whose service was in

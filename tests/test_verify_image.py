@@ -614,3 +614,42 @@ def test_a_fix_upstream_reverted_at_the_pin_is_not_vouched_for_by_the_pins_file(
             assert "0 of 1 fixes dropped as landed upstream are in it" in image_out, image_out
             assert "upstream took out at the locked revision fixes dropped as landed " \
                 "(up/fa.patch)" in err and "rebase --to" not in err, err
+
+
+def test_a_fix_upstream_reverted_at_the_pin_fails_where_its_overlay_lacks_it(
+        tmp_path, registry_server):
+    """The same revert, in a file another fix of the series overlays: the overlay is the pin's
+    file with that other fix only. `verify --image` of an image holding the pin's file (the
+    overlay's pre-image) said every file and fix ok and exited 0; it now fails the file and the
+    fix, naming `bring-back`. Once another patch makes the fix's change again, the overlay holds
+    it, and the same image passes."""
+    from helpers.project import OneUpstreamStack
+
+    base = b"".join(b"a line %d\n" % i for i in range(1, 31))
+    fixed = base.replace(b"a line 5\n", b"a line 5, fixed\n")
+    both = fixed.replace(b"a line 25\n", b"a line 25, fixed c\n")
+    only_c = base.replace(b"a line 25\n", b"a line 25, fixed c\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
+    stack.add_fix("fa", "pkg/a.py", base, fixed)
+    stack.add_fix("fc", "pkg/a.py", fixed, both)
+    stack.cli("overlays")
+    landed = stack.commit({"pkg/a.py": fixed}, "Fix a", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert stack.series("up") == ["fc.patch"]
+    stack.commit({"pkg/a.py": base}, f'Revert "Fix a"\n\nThis reverts commit {landed}.',
+                 tag="v3")
+    _, out, _ = stack.cli("rebase", "--to", "v3", expect=None)
+    assert "reverted upstream (needs attention)" in out, out
+    files = {"opt/site/pkg/a.py": base}
+    registry_server.push_image("team/up", "pinned", {}, layers=(
+        _layer(_tar(files, dirs=_parents(files)), "gzip"),))
+    ref = f"{registry_server.host}/team/up:pinned"
+    _, out, err = stack.cli("verify", "--image", ref, expect=1)
+    assert "which lacks the fix" in out and "`patchforge bring-back up/fa.patch`" in out, out
+    assert "0 of 1 fixes dropped as landed upstream are in it" in out, out
+    assert "(up/fa.patch)" in err, err
+    stack.add_fix("fd", "pkg/a.py", only_c, both)
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/a.py").read_bytes() == both
+    _, out, _ = stack.cli("verify", "--image", ref, expect=0)
+    assert "bring-back" not in out, out

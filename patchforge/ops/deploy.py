@@ -22,8 +22,9 @@ from typing import Any, TYPE_CHECKING
 from patchforge.errors import ConfigError, InputError, PatchforgeError, UsageError
 from patchforge.landings import LandedFixes
 from patchforge.model.record import field, record
-from patchforge.overlay import (other_profiles_overlay, overlay_entries, profiles_overlays,
-                                read_manifest)
+from patchforge.names import KEPT_LANDINGS
+from patchforge.overlay import (other_profiles_overlay, overlaid_lacks, overlay_entries,
+                                profiles_overlays, read_manifest)
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -201,7 +202,7 @@ def verify_installed_landed(project: Project, tree, manifest: dict[str, Any], *,
     by_target = {normalize(e["target"]): e for e in entries if e.get("target")}
     landed = LandedFixes.of(project, profile, by_target)
     notes = [f"NOT CHECKED: {why}" for why in landed.unread]
-    if not landed.files:
+    if not landed.files and not landed.covered_changes:
         return [], notes
     try:
         expected = landed.expected(project)
@@ -211,8 +212,12 @@ def verify_installed_landed(project: Project, tree, manifest: dict[str, Any], *,
                         f"upstream ({names}): their files at the locked revision could not be "
                         f"read ({exc}); `patchforge fetch` brings them")
         return [], notes
+    # A fix upstream reverted at the pin, in a file an overlay covers: the overlay must hold it.
+    rows = [(target, "mismatch", overlaid_lacks(target, gone, state)) for target, gone, state
+            in landed.overlaid_lacking(_overlay_content(project, by_target))]
+    if not landed.files:
+        return rows, notes
     tree.extend(list(landed.files.values()))
-    rows = []
     for key, entry in sorted(landed.files.items()):
         there = tree.read(entry)
         shown = tree.shown(entry)
@@ -222,6 +227,25 @@ def verify_installed_landed(project: Project, tree, manifest: dict[str, Any], *,
                               holder=str(installed), gone=landed.gone)
         rows.append((shown, check.state, check.detail))
     return rows, notes
+
+
+def _overlay_content(project: Project, by_target: dict[str, dict[str, Any]]):
+    """content_of for LandedFixes.overlaid_lacking: the bytes of the overlay file of a target
+    key (the manifest's entry), None where it is not the one the manifest records (that
+    overlay's own row fails)."""
+    from patchforge.overlay import sha256
+
+    def content_of(key: str) -> bytes | None:
+        entry = by_target.get(key)
+        if entry is None or not entry.get("file"):
+            return None
+        try:
+            data = (project.overlays_dir / entry["file"]).read_bytes()
+        except OSError:
+            return None
+        return data if sha256(data) == entry.get("sha256") else None
+
+    return content_of
 
 
 def _pre_images(project: Project, profile: str | None):
@@ -280,7 +304,7 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
     unchecked = ""
     # The pinned image too: being the pin says nothing of its files (a wheel upstream is judged
     # on the wheel its label names; a ROCm build or a re-spun nightly of it may lack the fix).
-    if landed.files:
+    if landed.files or landed.covered_changes:
         try:
             expected = landed.expected(project)
         except PatchforgeError as exc:
@@ -317,6 +341,16 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
         checks.append(_judge_landed(key, landed.files[key], expected[key], hit,
                                     project.lock.pin(landed.files[key]["upstream"]).commit,
                                     content, gone=landed.gone))
+    # A fix upstream reverted at the pin, in a file an overlay covers: the overlay must hold it.
+    for target, gone, state in landed.overlaid_lacking(_overlay_content(project, by_target)):
+        key, fix = target.lstrip("/"), f"{gone.upstream}/{gone.name}"
+        entry = by_target[key]
+        checks.append(ImageFileCheck(
+            target=target, upstream=entry["upstream"], path=entry["path"],
+            profiles=tuple(profiles.get(key, ())), state="mismatch",
+            expected_sha256=entry["base_sha256"], found_sha256=found[key].sha256,
+            layer=found[key].layer, detail=overlaid_lacks(target, gone, state),
+            landed=(f"{gone.upstream}/{KEPT_LANDINGS}/{gone.name}",), taken_out=(fix,)))
     fixes = _fixes(kept or {}, checks, landed, read=bool(expected))
     names = ", ".join(fix for _, _, fix in landed.fixes)
     if unchecked:
@@ -405,7 +439,11 @@ def _judge_landed(key: str, entry: dict[str, Any], expected: str | None, found,
 def _fixes(kept: dict[tuple[str, str], list[str]], checks: list[ImageFileCheck],
            landed: LandedFixes, *, read: bool) -> list[dict[str, Any]]:
     """Each fix against the image, from its files' rows (see ImageCheck.fixes)."""
-    state_of = {c.target.lstrip("/"): c.state for c in checks}
+    state_of: dict[str, str] = {}
+    for c in checks:  # a file's first row: its overlay's, or a landed fix's
+        state_of.setdefault(c.target.lstrip("/"), c.state)
+    # The fixes upstream reverted at the pin that a file lacks (an overlay's: its later row).
+    lacking = {fix for c in checks if c.state != "ok" for fix in c.taken_out}
     fixes = [{"upstream": upstream, "name": name, "where": "series",
               "targets": ["/" + k for k in keys],
               "state": "ok" if all(state_of.get(k) == "ok" for k in keys) else "failed"}
@@ -416,7 +454,8 @@ def _fixes(kept: dict[tuple[str, str], list[str]], checks: list[ImageFileCheck],
         if not read and keys:
             state = "unchecked"
         else:
-            state = "ok" if all(state_of.get(k) == "ok" for k in keys + covered) else "failed"
+            state = "ok" if all(state_of.get(k) == "ok" for k in keys + covered) \
+                and f"{upstream}/{name}" not in lacking else "failed"
         fixes.append({"upstream": upstream, "name": name, "where": "upstreamed", "state": state,
                       "targets": ["/" + k for k in keys + covered]})
     return fixes
