@@ -290,7 +290,8 @@ def _put_back_apart(undo: Block, theirs: Blocks, removed: list[tuple[bytes, ...]
     show it as that block: the old code wrapped or quoted otherwise, with more code only
     formatted otherwise (a formatter run on a stale tree), or put back apart from where the
     fix's lines are taken out, in another block (one line lower, at the end of the file) or
-    (`elsewhere()`: the commit's blocks of its other files, asked only then) in the file the
+    (`elsewhere((back, gone))`: the commit's blocks of its other files, asked only then,
+    those that can hold the old code or the fix's, code_of's, at least) in the file the
     function moved to. Apart, both net: the fix's code put in again nowhere (a move of the
     fixed code), the old code taken out nowhere (a move of an old twin). The old code among
     more lines of the very block that takes the fix's lines out is that rewrite's own
@@ -319,7 +320,7 @@ def _put_back_apart(undo: Block, theirs: Blocks, removed: list[tuple[bytes, ...]
         return False
     if any(_code_run_in(back, added) for k, (_, added) in enumerate(theirs) if k not in taking):
         return True
-    other = elsewhere() if elsewhere is not None else ()
+    other = elsewhere((back, gone)) if elsewhere is not None else ()
     return put_in(back, other) and not any(_code_run_in(gone, added) for _, added in other)
 
 
@@ -508,13 +509,16 @@ def patch_blocks(patch: PatchFile,
 
 def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, Blocks]]],
                   reverts: dict[str, list[str]] | None = None,
-                  elsewhere: Callable[[str, list[str]], Blocks] | None = None
-                  ) -> HistoryLanding:
+                  elsewhere: Callable[[str, list[str], tuple[bytes, bytes]], Blocks]
+                  | None = None) -> HistoryLanding:
     """`commits`: (commit, its blocks per path) of base..target touching the paths, oldest
     first; `reverts`: commit -> the commit ids (maybe abbreviated) its message says it reverts
-    ("This reverts commit X", as `git revert` writes); `elsewhere(commit, paths)`: the
-    commit's blocks of its files other than `paths` (asked of a commit that takes the fix's
-    code out and puts no old code back in the path: did it move the function, old, away?).
+    ("This reverts commit X", as `git revert` writes); `elsewhere(commit, paths, (old, fix))`:
+    the commit's blocks of its files other than `paths` (asked of a commit that takes the fix's
+    code out and puts no old code back in the path: did it move the function, old, away?),
+    at least every one in which _code_run_in can find `old` or `fix` (code_of's texts of the
+    old code and of the fix's) among its added or removed lines: put_in and _code_run_in
+    answer of those alone as of them all.
 
     Undoing is judged generously and making strictly, so that a doubt costs a landing found,
     never a fix: a commit undoes the change when its message reverts a commit that made it, or
@@ -549,7 +553,7 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
         whole = all(changed.get(path) is not None and _contains(changed[path], undo[path])
                     for path in wanted)
         others = None if elsewhere is None else \
-            (lambda commit=commit: elsewhere(commit, list(wanted)))
+            (lambda codes, commit=commit: elsewhere(commit, list(wanted), codes))
         stripped = {path: _Stripped(changed[path]) for path in wanted if changed.get(path)}
         for path in wanted:
             # A reversed block undoes the change when it puts old code back. One that only

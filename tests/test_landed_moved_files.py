@@ -98,6 +98,29 @@ def test_a_landing_undone_by_a_stale_move_in_two_commits_is_no_landing(tmp_path)
     assert stack.series("up") == ["fix.patch"]
 
 
+def test_a_stale_move_in_two_commits_among_other_files_wrapped_otherwise_is_no_landing(tmp_path):
+    """As above, the old line put into k2.py wrapped over three lines (a formatter's), and both
+    commits of the move rewriting a table of tuned shapes too: the old code is found in k2.py
+    among the commits' other files however git's lines break it, and the fix is kept."""
+    table = b"".join(b"%d,%d,%d\n" % (m, m * 2, m * 3) for m in range(400))
+    stack = OneUpstreamStack(tmp_path, {"k.py": module(OLD), "tuned.csv": table})
+    stack.add_fix("fix", "k.py", module(OLD), module(FIX))
+    stack.commit({"k.py": module(FIX)}, "fp8: e4m3fnuz max on ROCm (#12)")
+    out = stack.commit({"k.py": module(FIX, range(7)), "tuned.csv": table.replace(b",", b";")},
+                       "k.py: f7.. go to k2.py; retune")
+    wrapped = module(OLD, range(7, 20)).replace(
+        b"    " + OLD + b"\n",
+        b"    scale = torch.finfo(\n        torch.float8_e4m3fn\n    ).max\n")
+    assert OLD not in wrapped
+    stack.commit({"k2.py": wrapped, "tuned.csv": table}, "k2.py: f7.. (from a stale branch)",
+                 tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert f"history: commit {out} undoes this change (reverses part of it in k.py)" in \
+        patch["evidence"], patch["evidence"]
+
+
 def moved_f15(tmp_path) -> tuple[OneUpstreamStack, str]:
     """The fix deletes f15 from k.py; upstream moves f15 to k2.py (k.py re-exports it)."""
     v1 = functions(range(20))
