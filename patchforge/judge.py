@@ -2504,7 +2504,7 @@ class HistoryIndex:
 
     def beside(self, commit: str) -> list[str]:
         """The commits next to `commit` in the walk of the whole range (BESIDE on each side,
-        merges left out), nearest first; none when the index was read with a pathspec."""
+        merges left out), nearest first; none when the index was read without that walk."""
         at = self._range_at.get(commit)
         if at is None:
             return []
@@ -2582,24 +2582,25 @@ class HistoryIndex:
             if raw >= 0:
                 changed.update(raw_names[name] for name in
                                raw_names.keys() & _RAW_PATHS.findall(part, raw))
+        # The range's commits but merges, whatever the merges' parents: `beside` needs them
+        # in a history whose first merge has the pin for a parent (the pathspec walk below
+        # cannot be taken there, but a move made in two commits is still two commits).
+        self._range = [commit for commit, (parents, _) in walk.items() if len(parents) <= 1]
+        if any(len(parents) > 1 and any(parent not in walk for parent in parents)
+               for parents, _ in walk.values()):
+            return None  # (before anything is put into `_order`, which the log read fills)
         touched: dict[str, set[str]] = {}
-        whole: list[str] = []  # (`_range`)
         for commit, (parents, paths) in walk.items():
             if len(parents) > 1:
-                if any(parent not in walk for parent in parents):
-                    return None
                 if paths:
                     # Shown, without a diff: it differs from a parent in the paths.
                     self._order.append(commit)
                     touched[commit] = set()
-            else:
-                whole.append(commit)
-                if paths:
-                    self._order.append(commit)
-                    touched[commit] = paths
+            elif paths:
+                self._order.append(commit)
+                touched[commit] = paths
             if commit in touched and commit in reverts:
                 self._reverts[commit] = reverts[commit]
-        self._range = whole
         return touched
 
     def _read_log_patches(self) -> dict[str, set[str]]:

@@ -67,6 +67,28 @@ def test_a_removal_upstream_moved_in_two_commits_is_no_landing(tmp_path):
          f"and {into} (into k2.py), and is there")
 
 
+def test_a_move_in_two_commits_after_a_merge_on_the_pin_is_no_landing(tmp_path):
+    """The same move, in a history whose first commit after the pin merges a pull request
+    (the merge's first parent is the pin, outside the range): the commits beside the one
+    taking f15 out were never asked, and the fix was "upstreamed (high)" and dropped while
+    k2.py had f15."""
+    from helpers.git import git
+
+    v1 = functions(range(20))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1, "README": b"readme\n"})
+    without = functions([i for i in range(20) if i != 15])
+    stack.add_fix("fix", "k.py", v1, without)
+    git(stack.up, "checkout", "-q", "-b", "docs")
+    stack.commit({"README": b"readme, more\n"}, "docs: readme")
+    git(stack.up, "checkout", "-q", "main")
+    git(stack.up, "merge", "-q", "--no-ff", "-m", "Merge pull request #1 from docs", "docs")
+    out = stack.commit({"k.py": without}, "k.py: f15 goes (to k2.py, next)")
+    into = stack.commit({"k2.py": b"import torch\n\n\n" + functions([15])}, "k2.py: f15",
+                        tag="v2")
+    kept(stack, f"k.py: the code it removes was moved to k2.py by commits {out} (out of k.py) "
+         f"and {into} (into k2.py), and is there")
+
+
 OLD = b"scale = torch.finfo(torch.float8_e4m3fn).max"
 FIX = b"scale = torch.finfo(torch.float8_e4m3fnuz).max"
 
