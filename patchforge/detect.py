@@ -45,7 +45,7 @@ from patchforge.apply.hunks import (CFile, HunkOutcome, ReversedHunk, _definitio
                                     _language, _line_places, _lines_at, _place_offsets,
                                     apply_file_patch, apply_hunks, body_end, lines_of,
                                     place_in_place)
-from patchforge.history import STRING_LITERAL
+from patchforge.history import string_parts
 from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
 from patchforge.store.diff import (NULL_OID, FileMerge, blob_oid, changed_blocks,
@@ -213,7 +213,13 @@ def spaced_literals(lines: "Iterable[bytes]") -> tuple[bytes, ...]:
     for line in lines:
         if b"'" not in line and b'"' not in line:
             continue
-        found.extend(literal for literal in STRING_LITERAL.findall(line)
+        parts = string_parts(line)
+        if parts is None:
+            # quotes not told apart (history.string_parts): the whole line is the string
+            literals = [line.strip(_WS_BYTES)]
+        else:
+            literals = parts[1::2]
+        found.extend(literal for literal in literals
                      if literal.translate(None, _WS_BYTES) != literal)
     return tuple(found)
 

@@ -90,6 +90,45 @@ def blocks_of_lines(lines) -> Blocks:
 STRING_LITERAL = on_first_use(rb"(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')")
 
 
+# What may stand right before a string's opening quote and be one token with it: the string
+# prefixes of Python (r, b, f, u and pairs) and C/C++ (L, u, U, u8, R). Any other word right
+# before a quote (`don't`, `1'000`) says the quote is no string's.
+_STRING_PREFIXES = frozenset((b"r", b"b", b"f", b"u", b"br", b"rb", b"fr", b"rf", b"l", b"u8",
+                              b"lr", b"ur", b"u8r"))
+
+
+def _word_byte(byte: int) -> bool:
+    return byte == 95 or 48 <= byte <= 57 or 65 <= byte <= 90 or 97 <= byte <= 122
+
+
+def string_parts(line: bytes) -> list[bytes] | None:
+    """`line` split at its string literals (STRING_LITERAL.split: code, literal, code, ...),
+    or None where its quotes cannot be told apart with confidence: an apostrophe in a comment
+    (`/* don't */ printf("can't %s:  %d")`) or a digit separator (`1'000`) pairs with a
+    string's own quote and makes code of the string's inside. None when a literal's opening
+    quote follows a word that is no string prefix, its closing quote runs into a word, or a
+    quote is left unpaired before the last literal. Who gets None keeps all the line's
+    whitespace: a landing may then be missed, never found where the string differs."""
+    parts = STRING_LITERAL.split(line)
+    if len(parts) == 1:
+        return parts
+    position = 0
+    for index, part in enumerate(parts):
+        if index % 2:
+            start, end = position, position + len(part)
+            word = start
+            while word and _word_byte(line[word - 1]):
+                word -= 1
+            if word < start and line[word:start].lower() not in _STRING_PREFIXES:
+                return None
+            if end < len(line) and _word_byte(line[end]):
+                return None
+        elif index < len(parts) - 1 and (b"'" in part or b'"' in part):
+            return None
+        position += len(part)
+    return parts
+
+
 def _strings_kept(lines: list[bytes], bare: tuple[bytes, ...]) -> tuple[bytes, ...]:
     """`lines` without whitespace (`bare`: without any), but inside their strings: a block
     whose `"scale:  %d"` became `"scale: %d"` (and its quotes double, say) is another change
@@ -117,7 +156,9 @@ def _line_code(line: bytes) -> bytes:
     """`line` without whitespace but inside its strings (a line with a quote; remembered:
     the undo checks ask the lines of every block of a commit again for each block of the
     change)."""
-    parts = STRING_LITERAL.split(line)
+    parts = string_parts(line)
+    if parts is None:  # quotes not told apart: all its whitespace kept, but line ends
+        return line.strip(WHITESPACE).translate(None, b"\r\n")
     parts[::2] = [part.translate(None, WHITESPACE) for part in parts[::2]]
     return b"".join(parts)
 

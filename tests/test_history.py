@@ -648,13 +648,17 @@ def test_lines_bare_and_as_code_are_what_each_line_alone_gives():
     line, made over them joined) and _is_run (a run looked for where its first line is) give
     what a call per line and a comparison at every start give: random lines of whitespace,
     CRs, line ends inside a line, quotes, commas before brackets, empty lines. (code_of keeps
-    the whitespace inside a one-line string: `kept`, each line's alone.)"""
+    the whitespace inside a one-line string, and all of a line whose quotes it cannot tell
+    apart: `kept`, each line's alone.)"""
     import random
     import re
 
-    from patchforge.history import WHITESPACE, _bare, _codes_of_lines, _is_run, code_of
+    from patchforge.history import (WHITESPACE, _bare, _codes_of_lines, _is_run, code_of,
+                                    string_parts)
 
     def kept(each: bytes) -> bytes:
+        if string_parts(each) is None:  # quotes not told apart: all whitespace but line ends
+            return each.strip(WHITESPACE).translate(None, b"\r\n")
         parts = re.split(rb"(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')", each)
         return b"".join(part if k % 2 else part.translate(None, WHITESPACE)
                         for k, part in enumerate(parts))

@@ -65,3 +65,41 @@ def test_a_landing_requoted_with_its_old_spacing_by_a_stale_formatter_is_undone(
     assert f"history: commit {black} undoes this change (reverses part of it in k.py)" in \
         patch["evidence"], patch["evidence"]
     assert fixed in stack.kept_by_rebase("up=v2", "k.py")
+
+
+def report_cu(tries: bytes, line: bytes) -> bytes:
+    """A HIP file: eight kernels either side of `report`, which sets `tries` and prints by
+    `line`."""
+    fns = b"".join(b"__global__ void k%d(float* x, int n) {\n    int i = threadIdx.x + %d;\n"
+                   b"    if (i < n) x[i] *= 2.0f;\n}\n\n" % (i, i) for i in range(8))
+    body = (b"void report(const char* p, int n) {\n    int tries = %s;\n    %s\n}\n\n"
+            % (tries, line))
+    return b"#include <cstdio>\n\n" + fns + body + fns.replace(b"k", b"m")
+
+
+def _partial_landing_is_no_landing(tmp_path, line: bytes) -> None:
+    """The fix (one hunk) makes `tries = n + 1` and mends the format's double space; upstream
+    lands only `tries = n + 1`, the string keeps its double space."""
+    old, part = report_cu(b"n", line), report_cu(b"n + 1", line)
+    fix = report_cu(b"n + 1", line.replace(b"%s:  %d", b"%s: %d"))
+    stack = OneUpstreamStack(tmp_path, {"ops/report.cu": old})
+    stack.add_fix("fix", "ops/report.cu", old, fix)
+    stack.commit({"ops/report.cu": part}, "report: count the first try", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+
+
+def test_an_apostrophe_in_a_comment_before_the_string_does_not_hide_its_spacing(tmp_path):
+    """`/* don't */` before `"can't open %s:  %d"`: the comment's apostrophe and the string's
+    were read as one quoted text, the rest of the string as code without whitespace. Before:
+    "upstreamed (medium)" by post-image containment, dropped; the target prints the old
+    format."""
+    _partial_landing_is_no_landing(
+        tmp_path, b'/* don\'t retry */ printf("can\'t open %s:  %d\\n", p, tries);')
+
+
+def test_a_digit_separator_before_the_string_does_not_hide_its_spacing(tmp_path):
+    """`1'000` (C++14) before a string with an apostrophe in it: the same mispairing."""
+    _partial_landing_is_no_landing(
+        tmp_path, b'int cap = 1\'000; printf("can\'t open %s:  %d\\n", p, tries);')
