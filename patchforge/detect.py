@@ -208,12 +208,24 @@ def spaced_literals(lines: "Iterable[bytes]") -> tuple[bytes, ...]:
     """The string literals of `lines` with whitespace in them, as they are, in order: what the
     whitespace-insensitive checks must not take for alike. `"scale:  %d"` and `"scale: %d"`
     are one text without whitespace, but other strings (a log format, a key, a command line):
-    a formatter rewraps and re-indents code, never a string's inside."""
+    a formatter rewraps and re-indents code, never a string's inside. A line with an odd
+    number of triple quotes opens (or closes) a string over lines: it and the lines between
+    are kept whole."""
     found: list[bytes] = []
+    inside = False  # in a string a line before opened with `'''` or `"""` (Python)
     for line in lines:
         if b"'" not in line and b'"' not in line:
+            if inside and line.strip(_WS_BYTES):
+                found.append(line.rstrip(b"\r\n"))
             continue
-        parts = string_parts(line)
+        if (line.count(b"'''") + line.count(b'"""')) % 2:
+            inside = not inside
+            parts = None
+        elif inside:
+            found.append(line.rstrip(b"\r\n"))
+            continue
+        else:
+            parts = string_parts(line)
         if parts is None:
             # quotes not told apart (history.string_parts): the whole line is the string
             literals = [line.strip(_WS_BYTES)]

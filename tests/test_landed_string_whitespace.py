@@ -103,3 +103,24 @@ def test_a_digit_separator_before_the_string_does_not_hide_its_spacing(tmp_path)
     """`1'000` (C++14) before a string with an apostrophe in it: the same mispairing."""
     _partial_landing_is_no_landing(
         tmp_path, b'int cap = 1\'000; printf("can\'t open %s:  %d\\n", p, tries);')
+
+
+def test_upstream_requoting_an_unfixed_string_over_lines_is_no_landing(tmp_path):
+    """A string over lines (`'''` ... `'''`): the fix mends its double space and writes its
+    quotes double; upstream requotes it alone. Its inside is on lines with no quote. Before:
+    "upstreamed (medium)" by post-image containment, dropped; the target keeps the old
+    text."""
+    def module_with(body: bytes) -> bytes:
+        f7 = b"def f7(x):\n    y = x + 7\n" + body + b"    return y\n\n\n"
+        return b"".join(f7 if i == 7 else b"def f%d(x):\n    y = x + %d\n    return y\n\n\n"
+                        % (i, i) for i in range(12))
+
+    old = b"    msg = '''\n        scale for the requested layer %s:  %d tokens\n    '''\n"
+    fix = b'    msg = """\n        scale for the requested layer %s: %d tokens\n    """\n'
+    stack = OneUpstreamStack(tmp_path, {"k.py": module_with(old)})
+    stack.add_fix("fix", "k.py", module_with(old), module_with(fix))
+    stack.commit({"k.py": module_with(old.replace(b"'''", b'"""'))}, "black: double quotes",
+                 tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
