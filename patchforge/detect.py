@@ -185,8 +185,6 @@ def _changed_side(hunk, kind: bytes, kinds: list[bytes]) -> bytes:
     `kind` lines, which applying it made already), not from a pass over its lines."""
     if kind not in kinds:
         return b""
-    first = kinds.index(kind)
-    last = len(kinds) - 1 - kinds[::-1].index(kind)
     return _normalized(_changed_side_lines(hunk, kind, kinds))
 
 

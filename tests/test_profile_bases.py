@@ -6,10 +6,6 @@ Each test runs the real commands on a real git upstream, as a user of a MI300X (
 MI355X (gfx950) stack meets them."""
 from __future__ import annotations
 
-import json
-import subprocess
-
-from helpers.upstream import diff_of
 from helpers.project import OneUpstreamStack
 
 TUNE = b"".join([b"# tuning of the attention kernels\n",

@@ -40,7 +40,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, event, settings, strategies as st

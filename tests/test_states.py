@@ -1904,7 +1904,6 @@ def test_a_reader_behind_a_writer_queued_behind_a_long_reader_still_reads(tmp_pa
     ends."""
     import fcntl
     import json
-    import time
 
     project = Project(tmp_path / "p")
     project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
