@@ -8,6 +8,9 @@ went to, and its way on does not lead to `--skip` alone.
 Real git upstreams, real commands: `status --against`, `rebase --to`, `bring-back`."""
 from __future__ import annotations
 
+import pytest
+
+from helpers.git import git
 from helpers.project import OneUpstreamStack, add_patch_file
 
 
@@ -53,35 +56,22 @@ def test_a_file_the_fix_deletes_that_upstream_folded_into_another_is_no_landing(
          "there")
 
 
-def test_a_removal_upstream_moved_in_two_commits_is_no_landing(tmp_path):
+@pytest.mark.parametrize("merge_on_the_pin", [False, True])
+def test_a_removal_upstream_moved_in_two_commits_is_no_landing(tmp_path, merge_on_the_pin):
     """The fix deletes f15 from k.py; upstream takes it out of k.py in one commit and puts it
-    into k2.py in the next. Before: "upstreamed (high)" by reverse-apply, dropped."""
-    v1 = functions(range(20))
-    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
-    without = functions([i for i in range(20) if i != 15])
-    stack.add_fix("fix", "k.py", v1, without)
-    out = stack.commit({"k.py": without}, "k.py: f15 goes (to k2.py, next)")
-    into = stack.commit({"k2.py": b"import torch\n\n\n" + functions([15])}, "k2.py: f15",
-                        tag="v2")
-    kept(stack, f"k.py: the code it removes was moved to k2.py by commits {out} (out of k.py) "
-         f"and {into} (into k2.py), and is there")
-
-
-def test_a_move_in_two_commits_after_a_merge_on_the_pin_is_no_landing(tmp_path):
-    """The same move, in a history whose first commit after the pin merges a pull request
-    (the merge's first parent is the pin, outside the range): the commits beside the one
-    taking f15 out were never asked, and the fix was "upstreamed (high)" and dropped while
-    k2.py had f15."""
-    from helpers.git import git
-
+    into k2.py in the next. Before: "upstreamed (high)" by reverse-apply, dropped. The same
+    after a history whose first commit after the pin merges a pull request (the merge's first
+    parent is the pin, outside the range): there the commits beside the one taking f15 out
+    were never asked."""
     v1 = functions(range(20))
     stack = OneUpstreamStack(tmp_path, {"k.py": v1, "README": b"readme\n"})
     without = functions([i for i in range(20) if i != 15])
     stack.add_fix("fix", "k.py", v1, without)
-    git(stack.up, "checkout", "-q", "-b", "docs")
-    stack.commit({"README": b"readme, more\n"}, "docs: readme")
-    git(stack.up, "checkout", "-q", "main")
-    git(stack.up, "merge", "-q", "--no-ff", "-m", "Merge pull request #1 from docs", "docs")
+    if merge_on_the_pin:
+        git(stack.up, "checkout", "-q", "-b", "docs")
+        stack.commit({"README": b"readme, more\n"}, "docs: readme")
+        git(stack.up, "checkout", "-q", "main")
+        git(stack.up, "merge", "-q", "--no-ff", "-m", "Merge pull request #1 from docs", "docs")
     out = stack.commit({"k.py": without}, "k.py: f15 goes (to k2.py, next)")
     into = stack.commit({"k2.py": b"import torch\n\n\n" + functions([15])}, "k2.py: f15",
                         tag="v2")

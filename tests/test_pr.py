@@ -457,6 +457,14 @@ def test_a_renamed_fix_updates_the_pull_request_its_forwarded_names(stack, monke
     assert json.loads(third.stdout)["pull"]["head"] == "ada:patchforge/ck-a8w4"
 
 
+def add_new_fix_under_the_old_name(root: Path, *series: str) -> None:
+    """A new fix named ck-a8w4-gfx950 (another change to the same file) and the series
+    listing `series`: what a user does after the fix of that name was renamed or deleted."""
+    other = PATCH.replace(b"'ck_a8w4'", b"'ck_other'").replace(b"a8w4 experts", b"other experts")
+    (root / "series/up/ck-a8w4-gfx950.patch").write_bytes(other)
+    (root / "series/up/series").write_bytes("".join(f"{name}\n" for name in series).encode())
+
+
 def test_a_new_fix_under_a_renamed_fixs_old_name_never_takes_its_pull_request(stack,
                                                                             monkeypatch):
     """`pr FIX --open`, `rename FIX NEW`, then a new fix named FIX: its `pr --push --open`
@@ -474,10 +482,7 @@ def test_a_new_fix_under_a_renamed_fixs_old_name_never_takes_its_pull_request(st
     assert run_cli(stack["root"], "rename", "ck-a8w4-gfx950", "ck-a8w4").rc == 0
     assert (drafts / "ck-a8w4/PR.md").read_text() == "## Purpose\nfilled in by hand\n"
     assert not (drafts / "ck-a8w4-gfx950").exists()
-    # A new fix under the old name: another change to the same file.
-    other = PATCH.replace(b"'ck_a8w4'", b"'ck_other'").replace(b"a8w4 experts", b"other experts")
-    (stack["root"] / "series/up/ck-a8w4-gfx950.patch").write_bytes(other)
-    (stack["root"] / "series/up/series").write_bytes(b"ck-a8w4.patch\nck-a8w4-gfx950.patch\n")
+    add_new_fix_under_the_old_name(stack["root"], "ck-a8w4.patch", "ck-a8w4-gfx950.patch")
     branches = fork_branches(stack["fork"])
     requests = len(forge.requests)
     for extra in ((), ("--open", "--fork-owner", "ada")):
@@ -537,9 +542,7 @@ def test_an_older_drafts_directory_of_a_renamed_fix_never_goes_to_a_new_fix_of_i
     legacy = root / ".patchforge/pr/ck-a8w4-gfx950"
     new_dir.rename(legacy)
     assert run_cli(root, "rename", "ck-a8w4-gfx950", "ck-a8w4").rc == 0
-    other = PATCH.replace(b"'ck_a8w4'", b"'ck_other'").replace(b"a8w4 experts", b"other experts")
-    (root / "series/up/ck-a8w4-gfx950.patch").write_bytes(other)
-    (root / "series/up/series").write_bytes(b"ck-a8w4.patch\nck-a8w4-gfx950.patch\n")
+    add_new_fix_under_the_old_name(root, "ck-a8w4.patch", "ck-a8w4-gfx950.patch")
     branches = fork_branches(stack["fork"])
     r = run_pr(stack, "ck-a8w4-gfx950", "--push", fork)
     took = (root / ".patchforge/pr/up/ck-a8w4-gfx950/PR.md")
@@ -583,9 +586,7 @@ def test_a_dry_run_of_a_renamed_fix_keeps_its_branch_taken(stack, monkeypatch):
     assert run_cli(root, "rename", "ck-a8w4-gfx950", "ck-a8w4").rc == 0
     r = run_pr(stack, "ck-a8w4")          # look at the renamed fix's draft: a dry run
     assert r.rc == 0, r.text
-    other = PATCH.replace(b"'ck_a8w4'", b"'ck_other'").replace(b"a8w4 experts", b"other experts")
-    (root / "series/up/ck-a8w4-gfx950.patch").write_bytes(other)
-    (root / "series/up/series").write_bytes(b"ck-a8w4.patch\nck-a8w4-gfx950.patch\n")
+    add_new_fix_under_the_old_name(root, "ck-a8w4.patch", "ck-a8w4-gfx950.patch")
     branches = fork_branches(stack["fork"])
     r = run_pr(stack, "ck-a8w4-gfx950", "--push", fork)
     assert fork_branches(stack["fork"]) == branches, \
@@ -603,9 +604,7 @@ def test_a_new_fix_under_a_deleted_fixs_name_never_takes_its_pull_request(stack,
     assert r.rc == 0, r.text
     r = run_cli(root, "delete", "ck-a8w4-gfx950")
     assert r.rc == 0, r.text
-    other = PATCH.replace(b"'ck_a8w4'", b"'ck_other'").replace(b"a8w4 experts", b"other experts")
-    (root / "series/up/ck-a8w4-gfx950.patch").write_bytes(other)
-    (root / "series/up/series").write_bytes(b"ck-a8w4-gfx950.patch\n")
+    add_new_fix_under_the_old_name(root, "ck-a8w4-gfx950.patch")
     branches = fork_branches(stack["fork"])
     r = run_pr(stack, "ck-a8w4-gfx950", "--push", fork, "--open", "--fork-owner", "ada", "--json")
     assert fork_branches(stack["fork"]) == branches, \

@@ -256,22 +256,16 @@ def forwarded_pull_branch(project: Project, forge, draft: Draft, owner: str,
     commits on it) or another fix's is never force-pushed over. A pull request the forge does
     not have (a typo, one deleted) is none."""
     from patchforge.errors import NetworkError
-    from patchforge.formats.patchfile import parse_patch_file
-    from patchforge.net.forge import parse_pr_url
     from patchforge.pr.draft import BRANCH_PREFIX
 
-    path = project.patch_path(draft.upstream, draft.name)
-    forwarded = parse_patch_file(path.read_bytes(), str(path)).get("Forwarded")
-    try:
-        ref = parse_pr_url((forwarded or "").strip())
-    except UsageError:
-        return None  # a mailing list's address, a bug tracker's: no pull request of ours
+    # None: a mailing list's address, a bug tracker's: no pull request of ours.
+    forwarded = _forwarded_pull(project.patch_path(draft.upstream, draft.name))
     repo = _forge_repo(draft)
-    if ref.repo.lower() != repo.lower() or existing is not None and \
-            existing.number == ref.number:
+    if forwarded is None or forwarded[0] != repo.lower() or existing is not None and \
+            existing.number == forwarded[1]:
         return None
     try:
-        pull = forge.pull_request(repo, ref.number)
+        pull = forge.pull_request(repo, forwarded[1])
     except NetworkError as exc:
         if getattr(exc, "status", None) == 404:
             return None
@@ -285,8 +279,8 @@ def forwarded_pull_branch(project: Project, forge, draft: Draft, owner: str,
     # request: then which fix it is cannot be told.
     for upstream in project.upstream_names():
         for name in project.patch_names(upstream):
-            if name.removesuffix(".patch") == stem and _forwarded_pull(project.patch_path(upstream, name)) \
-                    == (ref.repo.lower(), ref.number):
+            if name.removesuffix(".patch") == stem and \
+                    _forwarded_pull(project.patch_path(upstream, name)) == forwarded:
                 return None
     # Ours only when the fork's branch of that name has it open (head is owner:branch).
     mine = forge.find_open_pull(repo, f"{owner}:{pull.head_ref}")
@@ -385,11 +379,13 @@ def refuse_another_fixs_branch(project: Project, draft: Draft, existing=NOT_ASKE
         taken = pull if pull in claims else None
     # A branch of that name in the fork of another forge repository is another branch.
     repo = (draft.target.forge_repo or "").lower()
-    for record_path in sorted((project.state_dir / "pr").glob("**/pr.json")):
-        recorded = _recorded_pull(record_path) if taken is None else None
+    records = sorted((project.state_dir / "pr").glob("**/pr.json")) if taken is None else []
+    for record_path in records:
+        recorded = _recorded_pull(record_path)
         if recorded is not None and recorded[1] == draft.branch and recorded[0] in claims \
                 and (not repo or recorded[0][0] == repo):
             taken = recorded[0]
+            break
     if taken is not None:
         (repo, number), owner = taken, claims[taken]
         raise UsageError(
