@@ -433,6 +433,30 @@ _DOUBLE_QUOTES = bytes.maketrans(b"'", b'"')
 _LOOSE_OUT = WHITESPACE + b","
 
 
+# A line that says nothing of which code a file holds: an import, a comment, a preprocessor
+# line (every file has such), or too little code (`}`, `else:`).
+_SAYS_NOTHING = on_first_use(rb"\s*(?:import\s|from\s|#|//|/\*|\*)")
+MIN_LINE_CODE = 6
+# The share of a file's code (code_lines', in characters) that another file must have for the
+# code to live on there, edited: git's rename detection pairs two files alike at half.
+MOVED_SHARE = 0.5
+
+
+def code_lines(lines) -> frozenset[bytes]:
+    """The lines of `lines` (whole lines, whitespace as written) that say which code they are,
+    as code_of has each: no import, comment or preprocessor line, MIN_LINE_CODE characters
+    of code or more."""
+    said = tuple(line.rstrip(b"\r\n") for line in lines if not _SAYS_NOTHING.match(line))
+    return frozenset(code for code in _codes_of_lines(said) if len(code) >= MIN_LINE_CODE)
+
+
+def share(code: frozenset[bytes], other: frozenset[bytes]) -> float:
+    """How much of `code` (code_lines') `other` has: its lines there, in characters, over all
+    of its lines' (0 for no code)."""
+    total = sum(map(len, code))
+    return sum(map(len, code & other)) / total if total else 0.0
+
+
 def _blob_back(undo: Block, theirs: Blocks) -> bool:
     """Whether a commit writes a binary file's old blob again (`undo` is the reverse of a
     binary_block), whatever blob it replaced (the kernel rebuilt, then put back)."""

@@ -22,10 +22,11 @@ from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
                                assess_patch, created_identically, spaced_literals)
 from patchforge.errors import InputError, StoreError
-from patchforge.history import (MIN_CHANGED_CHARS, WHITESPACE, blocks_of_file_patch,
-                                blocks_of_git_diff, code_of, combine, combine_series,
-                                judge_history, loose_code, may_reverse, patch_blocks, put_in,
-                                taken_out, undo_probes, without_whitespace)
+from patchforge.history import (MIN_CHANGED_CHARS, MOVED_SHARE, WHITESPACE,
+                                blocks_of_file_patch, blocks_of_git_diff, code_lines, code_of,
+                                combine, combine_series, judge_history, loose_code, may_reverse,
+                                patch_blocks, put_in, share, taken_out, undo_probes,
+                                without_whitespace)
 from patchforge.history_place import made_at
 from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
@@ -125,6 +126,11 @@ _MOVED_AWAY = on_first_use(r"^(.+?): the code it (?:removes|deletes) was moved t
                            r"\(into .+\))?, and is there")
 
 
+# The fewest lines of a deleted file's code (history.code_lines') another file must have for
+# the file to have been folded into it (HistoryIndex.folded_into).
+MOVED_LINES = 3
+
+
 def moved_away(evidence) -> tuple[str, str] | None:
     """(what the evidence says of it, the file the code went to) where a fix's removal is no
     landing because upstream moved that code to another file, None elsewhere: a stop on it
@@ -134,6 +140,16 @@ def moved_away(evidence) -> tuple[str, str] | None:
         if found:
             return found[0], found[2]
     return None
+
+
+def _moved_there(fp, commits: list[str], other: str) -> str:
+    """The evidence of a fix whose removal from `fp`'s file upstream moved to `other` (by one
+    commit, or out in the first of two and into `other` in the second), where the target has
+    it: what `moved_away` reads back."""
+    by = f"commit {commits[0]}" if len(commits) == 1 else \
+        f"commits {commits[0]} (out of {fp.old_path}) and {commits[1]} (into {other})"
+    return (f"{fp.old_path}: the code it {'deletes' if fp.is_delete else 'removes'} was moved "
+            f"to {other} by {by}, and is there")
 
 
 # The placements of hunks at repeated places a line map's answer is compared with, at most
@@ -545,13 +561,35 @@ class SeriesJudge:
                     there = self.read_current(other)
                     if there is not None and put_in(code_of(piece),
                                                     (((), tuple(split_lines(there))),)):
-                        by = f"commit {commits[0]}" if len(commits) == 1 else \
-                            f"commits {commits[0]} (out of {fp.old_path}) and {commits[1]} " \
-                            f"(into {other})"
-                        return (f"{fp.old_path}: the code it "
-                                f"{'deletes' if fp.is_delete else 'removes'} was moved to "
-                                f"{other} by {by}, and is there")
+                        return _moved_there(fp, commits, other)
+            folded = self._file_folded(fp, patch) if fp.is_delete else None
+            if folded is not None:
+                return folded
         return None
+
+    def _file_folded(self, fp, patch) -> str | None:
+        """What says that a file the patch deletes (`fp`) upstream folded into another file,
+        its code edited there (no run of its lines is anywhere: each function reworded in a
+        line), where the target still has most of it (history.MOVED_SHARE of its lines of
+        code, as code_lines reads them), rather than deleted; None when nothing does. Not a
+        file the patch itself puts most of that code into."""
+        folded_into = getattr(self.history, "folded_into", None)
+        if folded_into is None:
+            return None
+        code = code_lines(line[1:] for hunk in fp.hunks for line in hunk.lines
+                          if line[:1] == b"-")
+        found = folded_into(fp.old_path, code)
+        if found is None:
+            return None
+        commits, other = found
+        if share(code, code_lines(line[1:] for one in patch.file_patches
+                                  if one.new_path == other for hunk in one.hunks
+                                  for line in hunk.lines if line[:1] == b"+")) >= MOVED_SHARE:
+            return None  # the fix folds that file there itself (its landing did)
+        there = self.read_current(other)
+        if there is None or share(code, code_lines(split_lines(there))) < MOVED_SHARE:
+            return None
+        return _moved_there(fp, commits, other)
 
     # The most parts of a file a fix deletes asked one by one whether upstream moved them.
     MOVED_PIECES = 64
@@ -1791,6 +1829,11 @@ class LazyHistory:
         index = self._index()
         return index.moved_to(path, removed) if index is not None else None
 
+    def folded_into(self, path: str, code: frozenset[bytes]) -> tuple[list[str], str] | None:
+        """HistoryIndex.folded_into, None without an index."""
+        index = self._index()
+        return index.folded_into(path, code) if index is not None else None
+
     def commit_diff(self, commit: str, path: str) -> bytes | None:
         """HistoryIndex.commit_diff, None without an index."""
         index = self._index()
@@ -2470,6 +2513,58 @@ class HistoryIndex:
                 if found is not None:
                     break
         return found
+
+    def folded_into(self, path: str, code: frozenset[bytes]) -> tuple[list[str], str] | None:
+        """([commit], the file) when the last commit of this history that deletes `path`
+        adds most of `code` (history.code_lines' of the file as a fix deletes it: MOVED_SHARE
+        of it) to one other file: the file folded into another and its code edited there,
+        which no rename git finds and no run of its lines (moved_to) shows. ([commit, other],
+        the file) when a commit next to it (`beside`) does: a move made in two commits."""
+        if path not in self.paths or len(code) < MOVED_LINES:
+            return None
+        header = diff_header(path)
+        chunks = self.diffs([path])
+        found = None
+        for commit in self.commits_touching([path]):
+            chunk = chunks.get(commit, {}).get(header)
+            if chunk is None or b"\ndeleted file mode " not in chunk.split(b"\n@@", 1)[0]:
+                continue
+            found = None
+            for one in (commit, *self.beside(commit)):
+                other = self._adding_most_of(one, code, path)
+                if other is not None:
+                    found = [commit] if one == commit else [commit, one], other
+                    break
+        return found
+
+    def _adding_most_of(self, commit: str, code: frozenset[bytes], path: str) -> str | None:
+        """The file other than `path` to which `commit` adds the largest share of `code`
+        (code_lines'), MOVED_SHARE of it or more in MOVED_LINES lines or more, its lines net
+        (not also taken out of it); None when no file gets that much. The files whose content
+        after it has that much are read first (each line of code_lines' is in the file's
+        loose_code; a file without that much so is not read by lines); their diff alone is
+        asked."""
+        texts = self.store.new_contents(commit)
+        loose = self._new_code.get(commit)
+        if loose is None:
+            loose = self._new_code[commit] = {one: loose_code(text) for one, text in texts.items()}
+        lines = [(len(line), loose_code(line)) for line in code]
+        need = MOVED_SHARE * sum(size for size, _ in lines)
+        holding = [one for one, text in texts.items() if one != path and
+                   sum(size for size, line in lines if line in loose.get(one, b"")) >= need
+                   and share(code, code_lines(text.split(b"\n"))) >= MOVED_SHARE]
+        if not holding:
+            return None
+        best, most = None, 0.0
+        for part in split_at_file_headers(self.store.commit_file_patches(commit, holding)):
+            if not part.startswith(b"diff --git ") or b"\n@@" not in part:
+                continue
+            text = b"\n" + part.split(b"\n@@", 1)[1]
+            added = code_lines(_PLUS_LINE.findall(text)) - code_lines(_MINUS_LINE.findall(text))
+            found = share(code, added)
+            if found >= MOVED_SHARE and len(code & added) >= MOVED_LINES and found > most:
+                best, most = os.fsdecode(part.split(b"\n", 1)[0].split(b" b/", 1)[-1]), found
+        return best
 
     def _files_with_code(self, commit: str, code: bytes) -> dict[bytes, tuple]:
         """`commit`'s change blocks per file (as _whole_commit's) of those of its files that

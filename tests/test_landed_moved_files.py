@@ -56,6 +56,76 @@ def test_a_file_the_fix_deletes_that_upstream_folded_into_another_is_no_landing(
          "there")
 
 
+def reworded(only) -> bytes:
+    """functions(only) as a fold into another module leaves them: each one's first statement
+    reworded, a line more in each (no run of a function's lines is as it was)."""
+    return b"".join(b"def f%d(x):\n    y = x * SCALE + %d\n"
+                    b"    torch.cuda.synchronize(device=x.device)\n"
+                    b"    log.debug('f%d done')\n    return y\n\n\n" % (i, i, i) for i in only)
+
+
+@pytest.mark.parametrize("in_two_commits", [False, True])
+def test_a_file_the_fix_deletes_that_upstream_folded_into_another_edited_is_no_landing(
+        tmp_path, in_two_commits):
+    """The fix deletes f15.py; upstream folds its functions into k2.py and edits every one of
+    them there (in one commit, or out in one and into k2.py in the next): no run of their
+    lines is in k2.py, most of their lines are. Before: "upstreamed (high)" ("file deleted
+    upstream"), dropped, and k2.py has the code."""
+    f15 = b"import torch\n\n\n" + functions(range(15, 18))
+    k2 = b"import os\nimport torch\n\n\n" + functions(range(30, 40))
+    stack = OneUpstreamStack(tmp_path, {"k.py": functions(range(10)), "f15.py": f15, "k2.py": k2})
+    deleting(stack, "f15.py")
+    folded = {"k2.py": b"import logging\n" + k2 + b"log = logging.getLogger()\n\n\n"
+              + reworded(range(15, 18))}
+    if in_two_commits:
+        out = stack.commit({"f15.py": None}, "drop f15.py (to k2.py, next)")
+        into = stack.commit(folded, "k2.py: f15..f17, logged", tag="v2")
+        by = f"commits {out} (out of f15.py) and {into} (into k2.py)"
+    else:
+        by = "commit " + stack.commit({"f15.py": None, **folded}, "fold f15.py into k2.py",
+                                      tag="v2")
+    kept(stack, f"f15.py: the code it deletes was moved to k2.py by {by}, and is there")
+
+
+def kernels(names, line: bytes) -> bytes:
+    """HIP kernels `names`, each with `line` among its own."""
+    return b"".join(b"__global__ void %s(const float* __restrict__ in, float* out, int n) {\n"
+                    b"    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    b"    if (i >= n) return;\n    %s\n    out[i] = __expf(in[i] - row_max_%s);\n"
+                    b"}\n\n" % (name, line, name) for name in names)
+
+
+def test_a_hip_file_the_fix_deletes_that_upstream_folded_into_another_edited_is_no_landing(
+        tmp_path):
+    """As above, a HIP file: the fix deletes csrc/softmax_old.cu; upstream folds its kernels
+    into csrc/softmax.cu, each kernel's guard line rewritten there."""
+    old = b"#include <hip/hip_runtime.h>\n\n" + kernels([b"softmax_a", b"softmax_b"],
+                                                          b"float acc = 0.0f;")
+    new = b"#include <hip/hip_runtime.h>\n\n" + kernels([b"softmax_c"], b"float acc = 1.0f;")
+    stack = OneUpstreamStack(tmp_path, {"csrc/softmax_old.cu": old, "csrc/softmax.cu": new})
+    deleting(stack, "csrc/softmax_old.cu")
+    moving = stack.commit({"csrc/softmax_old.cu": None, "csrc/softmax.cu": new + kernels(
+        [b"softmax_a", b"softmax_b"], b"float acc = 0.0f;").replace(
+        b"if (i >= n) return;", b"if (i >= n) { return; }")}, "softmax: one file", tag="v2")
+    kept(stack, f"csrc/softmax_old.cu: the code it deletes was moved to csrc/softmax.cu by "
+         f"commit {moving}, and is there")
+
+
+def test_a_file_deleted_upstream_beside_new_code_of_its_own_is_still_a_landing(tmp_path):
+    """Upstream deletes f15.py as the fix does and, in the same commit, writes new functions
+    into k2.py that share a line or two with f15.py's: a replacement, not a fold; a landing,
+    dropped."""
+    f15 = b"import torch\n\n\n" + functions(range(15, 18))
+    stack = OneUpstreamStack(tmp_path, {"k.py": functions(range(10)), "f15.py": f15})
+    deleting(stack, "f15.py")
+    fresh = b"".join(b"def g%d(x):\n    z = torch.empty_like(x).fill_(%d)\n"
+                     b"    torch.cuda.synchronize(device=x.device)\n    return z\n\n\n" % (i, i)
+                     for i in range(3))
+    stack.commit({"f15.py": None, "k2.py": b"import torch\n\n\n" + fresh},
+                 "replace f15.py by k2.py's g0..g2", tag="v2")
+    stack.dropped_as_landed()
+
+
 @pytest.mark.parametrize("merge_on_the_pin", [False, True])
 def test_a_removal_upstream_moved_in_two_commits_is_no_landing(tmp_path, merge_on_the_pin):
     """The fix deletes f15 from k.py; upstream takes it out of k.py in one commit and puts it
@@ -196,6 +266,22 @@ def test_a_fix_that_moves_a_files_code_itself_is_still_a_landing(tmp_path):
     f15 = b"import torch\n\n\n" + functions(range(15, 18))
     stack = OneUpstreamStack(tmp_path, {"k.py": functions(range(10)), "f15.py": f15})
     folded = functions(range(10)) + functions(range(15, 18))
+    diff = stack.upstream.diff({"f15.py": None, "k.py": folded})
+    add_patch_file(stack.root, "up", "fix.patch", (
+        "Description: fold f15.py into k.py\nAuthor: Test Author <author@example.com>\n"
+        f"Upstream-Status: Pending\nUpstream: up\nBase: {stack.base}\n\nOne module.\n---\n"
+    ).encode() + diff)
+    stack.commit({"f15.py": None, "k.py": folded}, "fold f15.py into k.py (#31)", tag="v2")
+    stack.dropped_as_landed()
+
+
+def test_a_fix_that_folds_a_file_into_another_edited_is_still_a_landing(tmp_path):
+    """As above, the fix rewording each function it folds into k.py: upstream lands that
+    commit; the code it deletes lives on in k.py because the fix put it there."""
+    f15 = b"import torch\n\n\n" + functions(range(15, 18))
+    stack = OneUpstreamStack(tmp_path, {"k.py": functions(range(10)), "f15.py": f15})
+    folded = b"import logging\n" + functions(range(10)) + b"log = logging.getLogger()\n\n\n" \
+        + reworded(range(15, 18))
     diff = stack.upstream.diff({"f15.py": None, "k.py": folded})
     add_patch_file(stack.root, "up", "fix.patch", (
         "Description: fold f15.py into k.py\nAuthor: Test Author <author@example.com>\n"
