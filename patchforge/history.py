@@ -85,6 +85,99 @@ def blocks_of_lines(lines) -> Blocks:
     return tuple(blocks)
 
 
+def spaced_blocks_of_lines(lines) -> Blocks:
+    """blocks_of_lines, but a line in a string over lines (opening, closing or inside one:
+    Python's triple quotes, C++'s raw `R"(...)"`) keeps the whitespace that is the string's:
+    re-wrapped, such a string is another text (`%s:  %d` then `tokens` on the next line, and
+    `%s: %d tokens`, are other texts however a formatter wraps them). Where a string opens is
+    read from the hunk's own lines (context too), each side's apart, from outside a string at
+    each `@@`. A commit whose blocks are blocks_of_lines' of a change makes it only where
+    these agree too (judge_history's `spaced`)."""
+    blocks: list[Block] = []
+    removed: list[bytes] = []
+    added: list[bytes] = []
+    # each removed (added) line's spaced text, or None
+    kept: tuple[list[bytes | None], list[bytes | None]] = ([], [])
+    old_in = new_in = None  # the quote the string each side is in waits for, None: outside
+
+    def close() -> None:
+        if removed or added:
+            old = tuple(line.translate(None, WHITESPACE) for line in removed)
+            new = tuple(line.translate(None, WHITESPACE) for line in added)
+            if old == new:
+                blocks.append((tuple(removed), tuple(added)))
+            else:
+                blocks.append((_spaced(_strings_kept(removed, old), kept[0]),
+                               _spaced(_strings_kept(added, new), kept[1])))
+            for one in (removed, added, *kept):
+                one.clear()
+
+    for line in lines:
+        kind = line[:1]
+        if kind in (b"-", b"+"):
+            text = line[1:-1] if line.endswith(b"\n") else line[1:]
+            if kind == b"-":
+                old_in, said = _over_lines(text, old_in)
+                removed.append(text)
+                kept[0].append(said)
+            else:
+                new_in, said = _over_lines(text, new_in)
+                added.append(text)
+                kept[1].append(said)
+        elif kind == b"\\":
+            continue
+        else:
+            close()
+            if kind == b"@":
+                old_in = new_in = None
+            else:
+                old_in = _over_lines(line[1:], old_in)[0]
+                new_in = _over_lines(line[1:], new_in)[0]
+    close()
+    return tuple(blocks)
+
+
+def _spaced(lines: tuple[bytes, ...], said: list[bytes | None]) -> tuple[bytes, ...]:
+    """Each of `lines`, or its spaced text (`said`, _over_lines') where it has one."""
+    return tuple(line if spaced is None else spaced for line, spaced in zip(lines, said))
+
+
+# Where a string over lines opens: Python's triple quotes, C++'s raw string (`R"x(`, its
+# delimiter up to 16 characters, closed by `)x"`).
+_OVER_LINES = on_first_use(rb"'''|\"\"\"|R\"([^()\\ \t\"]{0,16})\(")
+
+
+def _over_lines(line: bytes, waiting: bytes | None) -> tuple[bytes | None, bytes | None]:
+    """(what closes the string over lines `line` leaves open, None when it leaves none; the
+    line with its whitespace kept where it is a string's, None when it touches no such
+    string), given what the string open before it waits for (`waiting`)."""
+    text = line.rstrip(b"\r\n")
+    touched = waiting is not None
+    first = waiting
+    at = 0
+    while True:
+        if waiting is not None:
+            end = text.find(waiting, at)
+            if end < 0:
+                break
+            at = end + len(waiting)
+            waiting = None
+        found = _OVER_LINES.search(text, at)
+        if found is None:
+            break
+        touched = True
+        waiting = found[0] if found[1] is None else b")" + found[1] + b'"'
+        at = found.end()
+    if not touched:
+        return None, None
+    # Whitespace before (after) the string is layout; inside it, the string's own.
+    if first is None:
+        text = text.lstrip(WHITESPACE)
+    if waiting is None:
+        text = text.rstrip(WHITESPACE)
+    return waiting, text
+
+
 # A string or character literal on one line, as Python, C, C++ and HIP write it: quotes of one
 # kind around anything but that quote, a backslash escaping the next byte.
 STRING_LITERAL = on_first_use(rb"(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')")
@@ -168,25 +261,27 @@ def _plain(code: bytes) -> bytes:
     return code.translate(None, WHITESPACE)
 
 
-def blocks_of_file_patch(fp) -> Blocks:
+def blocks_of_file_patch(fp, spaced: bool = False) -> Blocks:
+    """The file patch's change blocks (spaced_blocks_of_lines' with `spaced`)."""
     lines: list[bytes] = []
     for hunk in fp.hunks:
         lines.append(b"@@")
         lines.extend(hunk.lines)
-    return blocks_of_lines(lines)
+    return spaced_blocks_of_lines(lines) if spaced else blocks_of_lines(lines)
 
 
-def blocks_of_git_diff(chunk: bytes) -> Blocks:
+def blocks_of_git_diff(chunk: bytes, spaced: bool = False) -> Blocks:
     """Change blocks of one file's `git diff` (its `diff --git` header and all); a binary
     file's change is its one blob-id block (`binary_block`), read from the `index` line that
-    `--full-index` writes."""
+    `--full-index` writes. With `spaced`, spaced_blocks_of_lines'."""
     body = chunk.split(b"\n@@", 1)
     if len(body) < 2:
         binary = _BINARY_INDEX.search(chunk)
         if binary and (b"\nBinary files " in chunk or b"\nGIT binary patch\n" in chunk):
             return binary_block(binary[1].decode(), binary[2].decode())
         return ()
-    return blocks_of_lines((b"@@" + body[1]).split(b"\n"))
+    lines = (b"@@" + body[1]).split(b"\n")
+    return spaced_blocks_of_lines(lines) if spaced else blocks_of_lines(lines)
 
 
 _BINARY_INDEX = on_first_use(rb"\nindex ([0-9a-f]{40})\.\.([0-9a-f]{40})")
@@ -528,23 +623,24 @@ class HistoryLanding:
                 f"change ({how})" for commit, what, how in self.events]
 
 
-def _whole_file(content: bytes, sign: bytes) -> Blocks:
+def _whole_file(content: bytes, sign: bytes, spaced: bool = False) -> Blocks:
     """The blocks of a diff that creates (`+`) or deletes (`-`) a file of `content`, as git
     shows them without rename detection."""
     lines = content.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
-    return blocks_of_lines([sign + line for line in lines])
+    lines = [b"@@", *(sign + line for line in lines)]
+    return spaced_blocks_of_lines(lines) if spaced else blocks_of_lines(lines)
 
 
 def patch_blocks(patch: PatchFile,
-                 read_old: Callable[[str], bytes | None] | None = None
+                 read_old: Callable[[str], bytes | None] | None = None, spaced: bool = False
                  ) -> dict[str, Blocks] | None:
     """The patch's change blocks per path, or None when history cannot judge it (a mode-only
     file, a copy, a binary rename, or too little changed code). A binary file's block is its
     blob ids. A rename is judged as git's history shows it without rename detection, the old
     file deleted and the new one created: that needs `read_old(path)`, the file before the
-    patch (without it, a rename is not judged)."""
+    patch (without it, a rename is not judged). With `spaced`, spaced_blocks_of_lines'."""
     from patchforge.apply.hunks import apply_file_patch
 
     found: dict[str, Blocks] = {}
@@ -557,11 +653,11 @@ def patch_blocks(patch: PatchFile,
             new = apply_file_patch(old, fp, max_fuzz=0)
             if not new.ok or new.content is None:
                 return None
-            found[fp.old_path] = _whole_file(old, b"-")
-            found[fp.new_path] = _whole_file(new.content, b"+")
+            found[fp.old_path] = _whole_file(old, b"-", spaced)
+            found[fp.new_path] = _whole_file(new.content, b"+", spaced)
             continue
         blocks = binary_block(fp.binary.old_oid, fp.binary.new_oid) if fp.binary is not None \
-            else blocks_of_file_patch(fp)
+            else blocks_of_file_patch(fp, spaced)
         if not blocks and not (fp.is_new or fp.is_delete):
             return None  # a mode change alone: nothing a commit's lines can show
         # (An empty file created or deleted has no blocks: a commit makes that part when it
@@ -575,6 +671,8 @@ def patch_blocks(patch: PatchFile,
 def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, Blocks]]],
                   reverts: dict[str, list[str]] | None = None,
                   elsewhere: Callable[[str, list[str], tuple[bytes, bytes]], Blocks]
+                  | None = None,
+                  spaced: tuple[dict[str, Blocks], Callable[[str], dict[str, Blocks]]]
                   | None = None) -> HistoryLanding:
     """`commits`: (commit, its blocks per path) of base..target touching the paths, oldest
     first; `reverts`: commit -> the commit ids (maybe abbreviated) its message says it reverts
@@ -583,7 +681,10 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
     code out and puts no old code back in the path: did it move the function, old, away?),
     at least every one in which _code_run_in can find `old` or `fix` (code_of's texts of the
     old code and of the fix's) among its added or removed lines: put_in and _code_run_in
-    answer of those alone as of them all.
+    answer of those alone as of them all. `spaced`: the change's blocks as
+    spaced_blocks_of_lines makes them, and a commit's (per path) asked of it: a commit makes
+    the change only where those contain the change's too (the whitespace of a string over
+    lines is the string's).
 
     Undoing is judged generously and making strictly, so that a doubt costs a landing found,
     never a fix: a commit undoes the change when its message reverts a commit that made it, or
@@ -603,12 +704,11 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
                  for path, blocks in undo.items()} if puts_back else {}
     for commit, changed in commits:
         if all(path in changed for path in wanted):
-            if all(changed[path] == wanted[path] for path in wanted):
-                events.append((commit, "made", "the same change"))
-                made.append(commit)
-                continue
-            if all(_contains(changed[path], wanted[path]) for path in wanted):
-                events.append((commit, "made", "within a larger change"))
+            same = all(changed[path] == wanted[path] for path in wanted)
+            if (same or all(_contains(changed[path], wanted[path]) for path in wanted)) and \
+                    _spaced_alike(spaced, commit):
+                events.append((commit, "made", "the same change" if same
+                               else "within a larger change"))
                 made.append(commit)
                 continue
         named = [m for m in made for r in (reverts or {}).get(commit, ()) if m.startswith(r)]
@@ -653,6 +753,17 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
             landed_by = commit
     return HistoryLanding(landed_by, events, _taken_out(wanted, commits, landed_by),
                           _rewritten(wanted, commits, set(made)) if landed_by else frozenset())
+
+
+def _spaced_alike(spaced, commit: str) -> bool:
+    """Whether `commit`'s blocks as spaced_blocks_of_lines makes them contain the change's,
+    each path's in order (judge_history's `spaced`; True without it)."""
+    if spaced is None:
+        return True
+    mine, theirs_of = spaced
+    theirs = theirs_of(commit)
+    return all(path in theirs and _contains(theirs[path], blocks)
+               for path, blocks in mine.items())
 
 
 def _rewritten(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, Blocks]]],

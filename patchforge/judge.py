@@ -2103,15 +2103,15 @@ def series_landings(patches, index: "HistoryIndex", read_base, apply=apply_file_
         return {}
     found: dict[str, tuple[str, int, int]] = {}
     for (i, j), diff, first in zip(ordered, diffs, befores):
-        wanted = {part.split(b"\n", 1)[0].split(b" b/", 1)[-1].decode("utf-8", "surrogateescape"):
-                  blocks_of_git_diff(part)
-                  for part in split_at_file_headers(diff)
-                  if part.startswith(b"diff --git ")}
-        wanted = {p: b for p, b in wanted.items() if b}
+        parts = {part.split(b"\n", 1)[0].split(b" b/", 1)[-1].decode("utf-8", "surrogateescape"):
+                 part for part in split_at_file_headers(diff) if part.startswith(b"diff --git ")}
+        wanted = {p: b for p, b in ((p, blocks_of_git_diff(part)) for p, part in parts.items())
+                  if b}
         size = sum(len(line) for bs in wanted.values() for r, a in bs for line in (*r, *a))
         if not wanted or size < MIN_CHANGED_CHARS:
             continue
-        landing = index.judge_blocks(wanted)
+        landing = index.judge_blocks(wanted, {p: blocks_of_git_diff(parts[p], spaced=True)
+                                              for p in wanted})
         if landing is not None and landing.landed_by is not None and \
                 not _run_made_away(index, diff, first, landing):
             for k in range(i, j + 1):
@@ -2323,7 +2323,9 @@ class HistoryIndex:
     def landing(self, patch):
         """What the history says of `patch` (history.HistoryLanding), None when it cannot say
         (a file outside the paths read, a binary or rename, too small a change)."""
-        return self.judge_blocks(self._blocks_of(patch))
+        wanted = self._blocks_of(patch)
+        return self.judge_blocks(wanted, self._blocks_of(patch, spaced=True)
+                                 if wanted is not None else None)
 
     def commit_diff(self, commit: str, path: str) -> bytes | None:
         """`commit`'s diff of `path` (of this index's paths) as the history reads it, None when
@@ -2361,9 +2363,9 @@ class HistoryIndex:
                     return True
         return False
 
-    def _blocks_of(self, patch):
+    def _blocks_of(self, patch, spaced: bool = False):
         return patch_blocks(patch, lambda path: self.store.read_blob(self.target.base_commit,
-                                                                      path))
+                                                                      path), spaced)
 
     def start_landing(self, patch) -> None:
         """The diffs landing(patch) reads that are not read yet, asked of git now and taken
@@ -2388,8 +2390,10 @@ class HistoryIndex:
         for _, read in started:
             read.close()
 
-    def judge_blocks(self, wanted):
-        """history.judge_history of change blocks per path over this history."""
+    def judge_blocks(self, wanted, spaced=None):
+        """history.judge_history of change blocks per path over this history; `spaced`: the
+        same change's blocks as history.spaced_blocks_of_lines makes them (a commit makes the
+        change only where its own so made contain them too)."""
         if wanted is None or not set(wanted) <= set(self.paths):
             return None
         chunks = self.diffs(list(wanted))
@@ -2405,7 +2409,14 @@ class HistoryIndex:
                         self._blocks[key] = blocks_of_git_diff(files[header])
                     changed[path] = self._blocks[key]
             commits.append((commit, changed))
-        return judge_history(wanted, commits, self._reverts, self.other_files)
+
+        def spaced_of(commit: str) -> dict[str, tuple]:
+            files = chunks.get(commit, {})
+            return {path: blocks_of_git_diff(files[header], spaced=True)
+                    for path, header in headers.items() if header in files}
+
+        return judge_history(wanted, commits, self._reverts, self.other_files,
+                             (spaced, spaced_of) if spaced is not None else None)
 
     def other_files(self, commit: str, paths: list[str],
                     codes: tuple[bytes, ...] | None = None):

@@ -436,7 +436,7 @@ def test_squash_check_walks_only_up_to_the_runs_its_lines_leave():
             index = SimpleNamespace(
                 log=log, diffs=lambda wanted: {},
                 added_lines=lambda commit, path: added[commit, path],
-                judge_blocks=lambda wanted: HistoryLanding(
+                judge_blocks=lambda wanted, spaced=None: HistoryLanding(
                     log[hash(repr(sorted(wanted.items()))) % len(log)][0]))
 
             def read_base(wanted):

@@ -124,3 +124,68 @@ def test_upstream_requoting_an_unfixed_string_over_lines_is_no_landing(tmp_path)
     status = stack.json("status", "--against", "up=v2", expect=None)
     ((patch,),) = [status["patches"]]
     assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+
+
+def f7_with(body: bytes) -> bytes:
+    """Twelve small functions, f7 with `body` (lines) before its return."""
+    f7 = b"def f7(x):\n    y = x + 7\n" + body + b"    return y\n\n\n"
+    return b"".join(f7 if i == 7 else b"def f%d(x):\n    y = x + %d\n    return y\n\n\n"
+                    % (i, i) for i in range(12))
+
+
+def test_upstream_rewrapping_an_unfixed_string_over_lines_is_no_landing(tmp_path):
+    """The fix mends a double space inside a `\"\"\"` string and joins its two lines; upstream
+    joins them alone, the double space kept. Without whitespace both commits make one change
+    (`scalefor...%s:%d`, `tokens` -> `scalefor...%s:%dtokens`). Before: "upstreamed (high)" by
+    the history ("makes this change (the same change)"), dropped; the target keeps the old
+    text."""
+    old = b'    msg = """\n        scale for the requested layer %s:  %d\n        tokens\n    """\n'
+    fix = b'    msg = """\n        scale for the requested layer %s: %d tokens\n    """\n'
+    stack = OneUpstreamStack(tmp_path, {"k.py": f7_with(old)})
+    stack.add_fix("fix", "k.py", f7_with(old), f7_with(fix))
+    rewrap = stack.commit({"k.py": f7_with(fix.replace(b"%s: %d", b"%s:  %d"))},
+                          "docs: one line", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert not any(rewrap in line and "makes" in line for line in patch["evidence"]), \
+        patch["evidence"]
+    assert b"%s: %d tokens" in stack.kept_by_rebase("up=v2", "k.py")
+
+
+def usage_cu(text: bytes) -> bytes:
+    """A HIP file: eight kernels either side of `usage`, a raw string of `text`."""
+    fns = b"".join(b"__global__ void k%d(float* x, int n) {\n    int i = threadIdx.x + %d;\n"
+                   b"    if (i < n) x[i] *= 2.0f;\n}\n\n" % (i, i) for i in range(8))
+    return (b"#include <cstdio>\n\n" + fns + b'static const char* usage = R"(\n' + text
+            + b')";\n\n' + fns.replace(b"k", b"m"))
+
+
+def test_upstream_rewrapping_an_unfixed_raw_string_is_no_landing(tmp_path):
+    """The same in a C++ raw string (`R"(` ... `)"`): the fix mends `--tokens %d  --layers`
+    and joins the line below it; upstream only joins them."""
+    old = b"usage: bench --tokens %d  --layers %d\n    [--warmup %d]\n"
+    fix = b"usage: bench --tokens %d --layers %d [--warmup %d]\n"
+    stack = OneUpstreamStack(tmp_path, {"csrc/bench.cu": usage_cu(old)})
+    stack.add_fix("fix", "csrc/bench.cu", usage_cu(old), usage_cu(fix))
+    stack.commit({"csrc/bench.cu": usage_cu(fix.replace(b"%d --layers", b"%d  --layers"))},
+                 "bench: usage on one line", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+
+
+def test_the_fix_rewrapping_a_string_over_lines_landed_is_still_a_landing(tmp_path):
+    """Upstream makes the fix's very change to the `\"\"\"` string (in a commit of its own, and
+    again the same after a commit touching the lines around it): a landing the history
+    finds, dropped."""
+    old = b'    msg = """\n        scale for the requested layer %s:  %d\n        tokens\n    """\n'
+    fix = b'    msg = """\n        scale for the requested layer %s: %d tokens\n    """\n'
+    stack = OneUpstreamStack(tmp_path, {"k.py": f7_with(old)})
+    stack.add_fix("fix", "k.py", f7_with(old), f7_with(fix))
+    landed = stack.commit({"k.py": f7_with(fix).replace(b"y = x + 7\n", b"y = x + 7.0\n")},
+                          "f7: one-line message, a float (#12)", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert (patch["state"], patch["rebase"]) == ("upstreamed", "drop"), patch
+    assert patch["landed_in"] == landed, patch
