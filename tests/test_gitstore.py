@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import zipfile
@@ -1015,6 +1016,26 @@ def test_checked_paths_are_remembered_and_refusals_are_not():
                 check_path(bad)
 
 
+def _nothing_left(importer) -> bool:
+    """Whether a closed range-diff import left nothing of its run: the cache's kept
+    repository emptied (no pack, no refs, no output) and unlocked, or its own scratch
+    repository removed."""
+    import fcntl
+
+    from patchforge.store.rangediff import KEPT_REPOSITORY
+
+    path = importer._tmp
+    if path.name != KEPT_REPOSITORY:
+        return not path.exists()
+    fd = os.open(path / "lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # not held any more
+    finally:
+        os.close(fd)
+    return not os.listdir(path / "objects" / "pack") and not os.listdir(path / "refs") and \
+        sorted(os.listdir(path)) == ["HEAD", "config", "lock", "objects", "refs"]
+
+
 def test_range_diff_of_imported_chains_leaves_the_store_alone(store, merge_base):
     a = store.read_blob(merge_base, "m/a.py")
     before = _packs_and_refs(store)
@@ -1026,7 +1047,7 @@ def test_range_diff_of_imported_chains_leaves_the_store_alone(store, merge_base)
     ])
     assert b"fix" in out and b"!" in out and b"+x" in out and b"+y" in out
     assert _packs_and_refs(store) == before
-    assert not importer._tmp.exists()  # the scratch repository is gone
+    assert _nothing_left(importer)  # the scratch repository is emptied or gone
 
 
 def test_a_content_handed_over_twice_is_one_blob(store, merge_base, tmp_path):
@@ -1101,16 +1122,80 @@ def test_range_diff_chains_are_the_commits_git_fast_import_makes(store, merge_ba
     assert ours == (ids[":1"], ids[f":{len(steps) + 1}"])
 
 
-def test_range_diff_scratch_repository_is_made_in_the_temporary_directory(store, tmp_path,
-                                                                        monkeypatch):
-    """A rebase killed before its end leaves the range-diff's scratch repository (its pack is
-    megabytes for a long series) where the caller's temporary files go, never in memory."""
+def test_range_diff_scratch_repository_is_the_caches_or_one_in_the_temporary_directory(
+        store, merge_base, tmp_path, monkeypatch):
+    """The range-diff runs in the cache's repository beside the store, one run at a time; a
+    run meanwhile makes one in the temporary directory, never in memory (a rebase killed
+    before its end leaves it, and its pack is megabytes for a long series). What a killed run
+    left in the cache's (its pack, its refs, its output) is gone before the next run writes
+    its own, and the text is git's as before."""
+    from patchforge.store.rangediff import KEPT_REPOSITORY
+
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    importer = store.range_diff_import()
+    a = store.read_blob(merge_base, "m/a.py")
+    chains = [(merge_base, ["m/a.py"], [("fix", {"m/a.py": _edit(a, 7, b"x\n")})]),
+              (merge_base, ["m/a.py"], [("fix", {"m/a.py": _edit(a, 7, b"y\n")})])]
+    first = store.range_diff_import()
+    second = store.range_diff_import()
+    kept = store.git_dir.parent / KEPT_REPOSITORY
     try:
-        assert importer._tmp.parent == tmp_path
+        assert first._tmp == kept
+        assert second._tmp.parent == tmp_path
+        expected = second.range_diff(chains)
     finally:
-        importer.close()
+        first.close()
+    assert _nothing_left(first) and _nothing_left(second)
+    # A run killed after writing its pack: the next one starts from an empty repository.
+    killed = store.range_diff_import()
+    killed.start(chains)
+    os.kill(killed._proc.pid, 9)
+    killed._proc.wait()
+    os.close(killed._kept_lock)  # the kernel lets the lock go with the process
+    assert os.listdir(kept / "objects" / "pack") and (kept / "out").exists()
+    again = store.range_diff_import()
+    assert again._tmp == kept and not os.listdir(kept / "objects" / "pack")
+    assert again.range_diff(chains) == expected
+    assert _nothing_left(again)
+
+
+def test_the_caches_range_diff_repository_is_used_only_as_it_was_made(store, merge_base,
+                                                                      tmp_path, monkeypatch):
+    """A ref in the cache's range-diff repository (refs/replace/ would change what git
+    compares), its configuration or alternates changed, or the repository a symlink: it is
+    not used, and the run makes its own in the temporary directory."""
+    from patchforge.store.rangediff import KEPT_REPOSITORY
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    kept = store.git_dir.parent / KEPT_REPOSITORY
+    store.range_diff_import().close()
+    assert kept.is_dir()
+    for change in ("ref", "config", "alternates", "symlink"):
+        saved = tmp_path / "saved"
+        shutil.copytree(kept, saved, symlinks=True)
+        if change == "ref":
+            (kept / "refs" / "replace").mkdir()
+            (kept / "refs" / "replace" / merge_base).write_text(merge_base + "\n")
+        elif change == "config":
+            with open(kept / "config", "ab") as f:
+                f.write(b"[diff]\n\tnoprefix = true\n")
+        elif change == "alternates":
+            (kept / "objects" / "info" / "alternates").write_text(str(tmp_path) + "\n")
+        else:
+            shutil.rmtree(kept)
+            kept.symlink_to(saved, target_is_directory=True)
+        importer = store.range_diff_import()
+        try:
+            assert importer._tmp.parent == tmp_path, change
+        finally:
+            importer.close()
+        if kept.is_symlink():
+            kept.unlink()
+        else:
+            shutil.rmtree(kept)
+        shutil.move(saved, kept)
+    importer = store.range_diff_import()
+    assert importer._tmp == kept
+    importer.close()
 
 
 def test_range_diff_import_that_cannot_start_is_a_store_error(store, merge_base, monkeypatch):
@@ -1140,7 +1225,7 @@ def test_range_diff_import_that_cannot_start_is_a_store_error(store, merge_base,
     monkeypatch.setattr(subprocess, "Popen", no_fork)
     with pytest.raises(StoreError, match="cannot start the range-diff"):
         importer.range_diff([(merge_base, ["m/a.py"], [("fix", {"m/a.py": one})])] * 2)
-    assert len(made) == 2 and not any(Path(p).exists() for p in made)
+    assert made and not any(Path(p).exists() for p in made) and _nothing_left(importer)
 
 
 def test_range_diff_started_then_closed_ends_git_and_leaves_nothing(store, merge_base):
@@ -1154,12 +1239,12 @@ def test_range_diff_started_then_closed_ends_git_and_leaves_nothing(store, merge
     importer = store.range_diff_import()
     run = importer.start(chains)
     run.close()
-    assert importer._proc.returncode is not None and not importer._tmp.exists()
+    assert importer._proc.returncode is not None and _nothing_left(importer)
     with pytest.raises(StoreError):
         run.result()
     importer = store.range_diff_import()
     assert importer.start(chains).result() == expected
-    assert not importer._tmp.exists()
+    assert _nothing_left(importer)
 
 
 def _series_chains(store, merge_base: str, old_names=None) -> list:
@@ -1290,7 +1375,7 @@ def test_range_diff_import_closed_early_leaves_nothing(store, merge_base):
     importer = store.range_diff_import()
     importer.blob(b"half a series\n")
     importer.close()
-    assert not importer._tmp.exists()
+    assert _nothing_left(importer)
     with pytest.raises(StoreError):
         importer.blob(b"the rest\n")
 

@@ -286,6 +286,54 @@ def test_fix_follows_a_file_renamed_upstream(stack, upstream):
     assert apply_with_git(upstream, new_commit, new) == {"pkg/core/mod.py": with_lines({5: fixed})}
 
 
+def test_a_rebase_runs_its_range_diff_in_the_caches_repository_and_leaves_it_empty(
+        stack, upstream, tmp_path, monkeypatch):
+    """The range-diff's scratch repository is kept in the cache beside the store: a rebase
+    makes no directory for it in the temporary directory (a repository made and removed per
+    run cost the disk a wait for each of its directories), leaves it as it was made with
+    nothing of the run in it, and the next rebase takes it again; the range-diff's text is
+    the one a repository of its own gives."""
+    import tempfile
+
+    from patchforge.store.gitstore import cache_dir
+    from patchforge.store.rangediff import KEPT_REPOSITORY
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "landed", {"pkg/mod.py": with_lines({7: b"def f7():\n    return 77\n\n"})})
+    stack.add_patch("up", "far", {"pkg/mod.py": with_lines({25: b"def f25():\n    return -25\n\n"})})
+    middle = upstream.commit({"pkg/mod.py": with_lines({7: b"def f7():\n    return 77\n\n"})},
+                             "the fix")
+    last = upstream.commit({"pkg/mod.py": with_lines({7: b"def f7():\n    return 77\n\n",
+                                                      11: b"def f11():\n    return 11\n\n"})},
+                           "upstream work")
+    copy = stack.root.parent / "copy"
+    shutil.copytree(stack.root, copy, symlinks=True)
+    kept = cache_dir() / KEPT_REPOSITORY
+    texts = []
+    for target in (middle, last):
+        real = stack.rebase_json("--to", f"up={target}")
+        texts.append(real["range_diff"])
+        assert "far.patch" in real["range_diff"]
+        assert sorted(os.listdir(kept)) == ["HEAD", "config", "lock", "objects", "refs"]
+        assert not os.listdir(kept / "objects" / "pack") and not os.listdir(kept / "refs")
+        assert not [name for name in os.listdir(temporary) if "rangediff" in name]
+    # With the cache's repository held by another run, the rebase makes its own: the same text.
+    import fcntl
+
+    fd = os.open(kept / "lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        result = run_cli(copy, "rebase", "--to", f"up={middle}", "--json")
+    finally:
+        os.close(fd)
+    assert result.rc == 0, result.err
+    assert json.loads(result.out)["range_diff"] == texts[0]
+    assert not [name for name in os.listdir(temporary) if "rangediff" in name]
+
+
 def test_range_diff_from_the_run_equals_the_one_from_the_patch_files(stack, upstream,
                                                                       monkeypatch):
     """The range-diff chains a run records as it goes (what each patch changed) give the same

@@ -99,8 +99,10 @@ _TREE_MODE = TREE_MODE.encode()
 class RangeDiffImport:
     """`git range-diff` of two commit chains: file contents handed over while the caller works
     (blob()), then the two chains (range_diff()). It runs in a scratch repository that borrows
-    the store's objects (alternates) and is removed afterwards: a report must not leave a pack
-    and refs in the store on every run (hundreds of packs slow every later git process).
+    the store's objects (alternates): the cache's own (`_take_kept`, emptied when the run
+    ends), else one made in the temporary directory and removed afterwards. A report must not
+    leave a pack and refs in the store on every run (hundreds of packs slow every later git
+    process).
 
     Every object of the chains (contents, trees, commits: the ones `git fast-import` made
     before, id for id) is made here and written as one pack (objects.write_parts_pack: stored,
@@ -115,8 +117,8 @@ class RangeDiffImport:
     series' contents (half the pack) are neither checksummed nor written but as their
     edits. A content is hashed when it is handed over, on the caller's thread: range_diff()
     runs on a second thread, where each call that lets go of the GIL waits to get it back
-    from the busy first one. close() (also done by range_diff()) removes the repository; a
-    caller that stops early must call it.
+    from the busy first one. close() (also done by range_diff()) empties or removes the
+    repository; a caller that stops early must call it.
     """
 
     def __init__(self, store: "UpstreamStore") -> None:
@@ -137,22 +139,20 @@ class RangeDiffImport:
         self._made: list[tuple[str, list[_Made]]] = []
         self._closed = False
         self._proc: subprocess.Popen | None = None  # git range-diff, once started
+        # The descriptor holding the lock of the cache's kept repository, when this run has it
+        self._kept_lock: int | None = None
         try:
-            # In the temporary directory (TMPDIR), not scratch_dir's tmpfs: a run killed before
-            # the end leaves the repository behind, and a pack of a long series (17 MB at 300
-            # patches) would hold that much memory until the machine restarts.
-            self._tmp = Path(tempfiles.make_temp_dir("patchforge-rangediff-"))
-            # A bare repository is these few files (`git init --bare` without its templates,
-            # made here: a git process less before the walk).
-            scratch = self._tmp / "scratch.git"
-            for directory in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
-                (scratch / directory).mkdir(parents=True)
-            (scratch / "HEAD").write_bytes(b"ref: refs/heads/master\n")
-            (scratch / "config").write_bytes(b"[core]\n\trepositoryformatversion = 0\n"
-                                             b"\tbare = true\n")
-            (scratch / "objects" / "info" / "alternates").write_text(
-                str((store.git_dir / "objects").resolve()) + "\n")
-            self._scratch = scratch
+            kept = _take_kept(store)
+            if kept is not None:
+                self._tmp, self._kept_lock = kept
+            else:
+                # In the temporary directory (TMPDIR), not scratch_dir's tmpfs: a run killed
+                # before the end leaves the repository behind, and a pack of a long series
+                # (17 MB at 300 patches) would hold that much memory until the machine
+                # restarts.
+                self._tmp = Path(tempfiles.make_temp_dir("patchforge-rangediff-"))
+                _make_repository(self._tmp, store)
+            self._scratch = self._tmp
         except (OSError, StoreError) as exc:
             self.close()
             raise StoreError(f"cannot make the range-diff's scratch repository: {exc}") from exc
@@ -307,8 +307,102 @@ class RangeDiffImport:
         if self._proc is not None and self._proc.returncode is None:
             self._proc.kill()
             self._proc.wait()
-        if self._tmp is not None:
+        if self._kept_lock is not None:  # the cache's: emptied and left (once)
+            assert self._tmp is not None
+            _empty_kept(self._tmp)
+            os.close(self._kept_lock)  # (the lock goes with it)
+            self._kept_lock = None
+        elif self._tmp is not None and self._tmp.name != KEPT_REPOSITORY:
             tempfiles.remove_tree(self._tmp, ignore_errors=True)
+
+
+# The range-diff's repository kept in the cache, beside the store (`_take_kept`).
+KEPT_REPOSITORY = "rangediff.git"
+_HEAD = b"ref: refs/heads/master\n"
+_CONFIG = b"[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
+# What a run writes into the kept repository, besides its pack: removed when it ends (and
+# when the next run takes the repository, after a kill).
+_RUN_FILES = ("packed-refs", "out", "err")
+
+
+def _make_repository(path: Path, store: "UpstreamStore") -> None:
+    """A bare repository at the existing directory `path` whose objects are its own pack's
+    and the store's (alternates): `git init --bare` without its templates, made here (a git
+    process less before the walk)."""
+    for directory in ("objects/info", "objects/pack", "refs"):
+        (path / directory).mkdir(parents=True)
+    (path / "HEAD").write_bytes(_HEAD)
+    (path / "config").write_bytes(_CONFIG)
+    (path / "objects" / "info" / "alternates").write_bytes(_alternates(store))
+
+
+def _alternates(store: "UpstreamStore") -> bytes:
+    return os.fsencode((store.git_dir / "objects").resolve()) + b"\n"
+
+
+def _take_kept(store: "UpstreamStore") -> tuple[Path, int] | None:
+    """The cache's range-diff repository (made once, beside the store), locked for this run
+    and emptied of what a killed run left in it: (its path, the descriptor holding its lock).
+    None when it cannot be had: another run holds it, the cache is read-only, or it is not
+    as it was made; the caller makes a repository of its own in the temporary directory.
+
+    A repository made and removed per run cost its eight directories each time: on a file
+    system that discards freed blocks at once (ext4 mounted `discard`, as cloud disks often
+    are), removing a directory waited 0.1-4 ms for the disk, most of a rebase's wait after
+    its range-diff; a file written and removed within seconds has no block to free."""
+    import fcntl
+
+    path = store.git_dir.parent / KEPT_REPOSITORY
+    try:
+        if os.path.islink(path):
+            return None
+        if not os.path.isdir(path):
+            made = Path(tempfiles.make_temp_dir(f".{KEPT_REPOSITORY}.", store.git_dir.parent))
+            try:
+                _make_repository(made, store)
+                os.rename(made, path)  # whole, or not at all (another run made it first)
+            except OSError:
+                tempfiles.remove_tree(made, ignore_errors=True)
+        fd = os.open(path / "lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW,
+                     0o644)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        # Only a repository as it was made is used: its configuration, its HEAD, its
+        # alternates, no ref. (Its refs/replace/ would change what git compares.)
+        for name, wanted in (("HEAD", _HEAD), ("config", _CONFIG),
+                             ("objects/info/alternates", _alternates(store))):
+            with open(path / name, "rb") as f:
+                if f.read(len(wanted) + 1) != wanted:
+                    raise OSError(f"{path / name} is not as made")
+        if os.listdir(path / "refs"):
+            raise OSError(f"{path / 'refs'} is not empty")
+        _empty_kept(path, strict=True)
+    except OSError:
+        os.close(fd)
+        return None
+    return path, fd
+
+
+def _empty_kept(path: Path, *, strict: bool = False) -> None:
+    """Remove what a run wrote into the kept repository `path`: its pack and the files of
+    _RUN_FILES. `strict`: an entry that cannot go is an OSError."""
+    pack = path / "objects" / "pack"
+    try:
+        names = [pack / name for name in os.listdir(pack)]
+    except OSError:
+        if strict:
+            raise
+        names = []
+    for name in names + [path / name for name in _RUN_FILES]:
+        try:
+            os.unlink(name)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            if strict:
+                raise
 
 
 class RangeDiffRun:
