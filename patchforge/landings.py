@@ -17,6 +17,23 @@ if TYPE_CHECKING:
     from patchforge.project import Project
 
 
+def any_kept(project: Project) -> bool:
+    """Whether any upstream keeps a fix under upstreamed/ (a look at the directories alone: a
+    plain `verify` of a stack without one reads nothing more, nor imports what judges them)."""
+    import os
+
+    from patchforge.names import KEPT_LANDINGS
+
+    for upstream in project.upstream_names():
+        try:
+            names = os.listdir(project.series_dir(upstream) / KEPT_LANDINGS)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if any(name.endswith(".patch") for name in names):
+            return True
+    return False
+
+
 @record
 class LandedFixes:
     """The fixes kept under upstreamed/ (of the profile), and the files they changed that no

@@ -1619,9 +1619,9 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
     With `profile`, only that profile's overlay files (and the artifacts every profile ships).
 
     Returns (path, state, detail) rows; state is "ok", "mismatch" or "missing". `hints` gets
-    what to do when `installed` holds none of the pre-images (`_installed_hint`). `also`
-    (with `installed`): called with the manifest read here and the installed.InstalledTree,
-    its rows added (the files of the fixes dropped as landed: ops.deploy).
+    what to do when `installed` holds none of the pre-images (`_installed_hint`). `also`:
+    called with the manifest read here and, with `installed`, the installed.InstalledTree
+    (None without), its rows added (the files of the fixes dropped as landed: ops.deploy).
     """
     root = project.overlays_dir
     sums_path = root / "SHA256SUMS"
@@ -1748,6 +1748,8 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                          for holds in held)
         if also is not None:
             rows += also(manifest, tree)
+    elif also is not None and manifest is not None:
+        rows += also(manifest, None)
     return rows
 
 

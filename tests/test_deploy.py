@@ -727,6 +727,59 @@ def test_a_landed_fix_reverted_at_the_pin_fails_where_its_overlay_lacks_it(tmp_p
     assert overlay.read_bytes() == both
 
 
+def test_plain_verify_fails_a_landed_fix_upstream_reverted_at_the_pin(tmp_path, monkeypatch):
+    """Two fixes dropped as landed, both reverted upstream, the pin moved onto the reverts: fa
+    changed a file no overlay covers (the image's own file is the pin's, without it), fx one
+    that fc of the series overlays (the overlay is the pin's file with fc, without fx). The
+    Dockerfile and `verify --installed` failed them, but plain `verify`, what CI runs, passed
+    (every overlay matches SHA256SUMS), exit 0. It now fails both files, naming `bring-back`,
+    exit 1 (`--json` too); with the pin not in the cache it says NOT CHECKED; once both are
+    back in the series and the overlays regenerated, it passes."""
+    from helpers.project import OneUpstreamStack
+
+    base_a = b"".join(b"a line %d\n" % i for i in range(1, 21))
+    base_c = b"".join(b"c line %d\n" % i for i in range(1, 31))
+    fixed_a = base_a.replace(b"a line 5\n", b"a line 5, fixed\n")
+    fixed_c = base_c.replace(b"c line 5\n", b"c line 5, fixed x\n")
+    both_c = fixed_c.replace(b"c line 25\n", b"c line 25, fixed c\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base_a, "pkg/c.py": base_c})
+    stack.add_fix("fa", "pkg/a.py", base_a, fixed_a)
+    stack.add_fix("fx", "pkg/c.py", base_c, fixed_c)
+    stack.add_fix("fc", "pkg/c.py", fixed_c, both_c)
+    stack.cli("overlays")
+    landed = stack.commit({"pkg/a.py": fixed_a, "pkg/c.py": fixed_c}, "Fix a and c", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert stack.series("up") == ["fc.patch"]
+    stack.cli("verify")  # landed at the pin: nothing to say
+    stack.commit({"pkg/a.py": base_a, "pkg/c.py": base_c},
+                 f'Revert "Fix a and c"\n\nThis reverts commit {landed}.', tag="v3")
+    rc, out, err = stack.cli("rebase", "--to", "v3", expect=None)
+    assert "reverted upstream" in out + err, (rc, out, err)
+    stack.cli("overlays", "--check")  # what is committed is what the series makes
+
+    _, out, _ = stack.cli("verify", expect=1)
+    rows = {line.split()[1]: line for line in out.splitlines()[1:] if line.startswith("mismatch")}
+    assert sorted(rows) == ["/opt/site/pkg/a.py", "up/pkg/c.py"], out
+    assert "`patchforge bring-back up/fa.patch`" in rows["/opt/site/pkg/a.py"], out
+    assert "`patchforge bring-back up/fx.patch`" in rows["up/pkg/c.py"], out
+    assert "2 ok, 2 failed" in out, out  # the overlay of c.py and compose.yaml match
+    doc = stack.json("verify", expect=1)
+    assert doc["ok"] is False and \
+        {r["path"] for r in doc["results"] if r["state"] == "mismatch"} == set(rows), doc
+
+    # A cache without the pinned revision (a fresh CI runner): said, not guessed.
+    with monkeypatch.context() as env:
+        env.setenv("PATCHFORGE_CACHE", str(tmp_path / "empty-cache"))
+        _, out, err = stack.cli("verify")
+    assert "NOT CHECKED" in err and "`patchforge fetch up`" in err, err
+
+    stack.cli("bring-back", "up/fa.patch")
+    stack.cli("bring-back", "up/fx.patch")
+    stack.cli("overlays")
+    _, out, err = stack.cli("verify")
+    assert "mismatch" not in out and "NOT CHECKED" not in err, out + err
+
+
 def test_a_stack_compose_file_is_read_in_every_document_as_compose_merges_them(stack):
     """compose merges the YAML documents of one file: `docker compose config` has the services
     of each. Only the first document's `services:` was read, so a stack whose service was in

@@ -212,10 +212,19 @@ def verify(app, installed, image, profile, as_json, output_format):
         def landed(manifest, tree):
             # No overlay carries the fixes dropped as landed: DIR's own files must hold them,
             # as `--image` asks of an image's (the manifest and DIR read as for the overlays).
-            from patchforge.ops.deploy import verify_installed_landed
+            # Without DIR: none that upstream took out again at the pin is in a deployment.
+            from patchforge.landings import any_kept
 
-            landed_rows, landed_notes = verify_installed_landed(app.project(), tree, manifest,
-                                                                profile=profile)
+            if tree is None and not any_kept(app.project()):
+                return []
+            from patchforge.ops.deploy import verify_installed_landed, verify_landed_at_pin
+
+            if tree is None:
+                landed_rows, landed_notes = verify_landed_at_pin(app.project(), manifest,
+                                                                 profile=profile)
+            else:
+                landed_rows, landed_notes = verify_installed_landed(app.project(), tree,
+                                                                    manifest, profile=profile)
             notes.extend(landed_notes)
             return landed_rows
 

@@ -17,6 +17,7 @@ result says what was not checked).
 """
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any, TYPE_CHECKING
 
 from patchforge.errors import ConfigError, InputError, PatchforgeError, UsageError
@@ -180,6 +181,86 @@ def verify_image(project: Project, ref: str | None = None, *, profile: str | Non
     return _verify_in_image(project, ref, reference, pinned, by_target, profiles,
                             profile=profile, registry=registry, on_layer=on_layer,
                             overlaid=overlaid, tag_pin=tag_pin, landed=landed, kept=kept)
+
+
+def verify_landed_at_pin(project: Project, manifest: dict[str, Any], *,
+                         profile: str | None = None
+                         ) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """Plain `verify`'s rows for the fixes dropped as landed upstream (under upstreamed/) that
+    the locked revision lacks (reverts.gone_upstream, as `status` judges them: upstream
+    reverted one at the pin): no deployment of these overlays holds such a fix. Each file it
+    changed that no overlay of a profile covers is the upstream's own file at the pin, which
+    lacks it (a `mismatch` row naming the file in the image); each overlay of such a file is
+    the pin's file with the other fixes, a `mismatch` unless its content holds the fix's
+    change (another patch of the series makes it again). `manifest` is verify_overlays'.
+
+    Returns (rows, notes) as verify_installed_landed does; nothing is read from the store
+    (nor is it opened) when nothing is kept under upstreamed/, and an upstream whose locked
+    revision the store lacks is a `NOT CHECKED` note naming `patchforge fetch`.
+    """
+    from patchforge.formats.patchfile import parse_patch_file
+    from patchforge.overlay import fragment_profiles, sha256
+    from patchforge.pins import open_store
+    from patchforge.reverts import change_state, gone_upstream, kept_fixes
+
+    kept = {upstream: dict(found) for upstream in project.upstream_names()
+            if (found := kept_fixes(project, upstream))}
+    if not kept:
+        return [], []
+    notes: list[str] = []
+    gone = []
+    with open_store(project) as store:
+        for upstream in kept:
+            pin = project.lock.pin(upstream)
+            if not store.has_object(pin.commit):
+                notes.append(f"NOT CHECKED: whether {upstream} {pin.label} still holds the "
+                             f"fixes dropped as landed upstream (series/{upstream}/"
+                             f"{KEPT_LANDINGS}/): the locked revision is not in the cache; "
+                             f"`patchforge fetch {upstream}` brings it")
+                continue
+            gone += gone_upstream(project, store, upstream, pin.commit)
+    if not gone:
+        return [], notes
+    entries = manifest["overlays"]
+    scope = [profile] if profile is not None else \
+        fragment_profiles(project, {e.get("profile") for e in entries})
+    overlay_of = {(e.get("profile"), e["upstream"], e["path"]): e for e in entries}
+    rows: list[tuple[str, str, str]] = []
+    uncovered: dict[tuple[str, str, str], list[str | None]] = {}
+    for landing in gone:
+        patch = parse_patch_file(kept[landing.upstream][landing.name], landing.path)
+        install_root = project.config.upstream(landing.upstream).install_root
+        for fp in patch.file_patches:
+            for each in scope:
+                if each is not None and patch.profiles and each not in patch.profiles:
+                    continue
+                entry = overlay_of.get((each, landing.upstream, fp.path))
+                target = entry.get("target") if entry else None
+                if entry is None:
+                    target = (str(PurePosixPath(install_root) / fp.path) if install_root
+                              else f"{landing.upstream}/{fp.path}")
+                    uncovered.setdefault((target, landing.upstream, landing.name),
+                                         []).append(each)
+                    continue
+                try:
+                    content = (project.overlays_dir / entry["file"]).read_bytes()
+                except OSError:
+                    continue  # (that overlay's own row fails)
+                if sha256(content) != entry["sha256"]:
+                    continue
+                state = change_state(fp, content)
+                if state != "present":
+                    rows.append((entry["file"], "mismatch",
+                                 overlaid_lacks(target or f"{landing.upstream}/{fp.path}",
+                                                landing, state)))
+    said = {(g.upstream, g.name): g for g in gone}
+    for (target, upstream, name), profiles in uncovered.items():
+        shown = [p for p in profiles if p is not None]
+        label = target + (f" [{', '.join(shown)}]" if shown and len(shown) < len(scope) else "")
+        rows.append((label, "mismatch",
+                     "no overlay covers it, and the upstream's file at the pin lacks the fix: "
+                     + " ".join(said[upstream, name].message().split())))
+    return rows, notes
 
 
 def verify_installed_landed(project: Project, tree, manifest: dict[str, Any], *,
