@@ -491,7 +491,8 @@ def test_a_new_fix_under_a_renamed_fixs_old_name_never_takes_its_pull_request(st
         assert "acme/up#1" in result.err and "up/ck-a8w4.patch" in result.err, result.err
         assert "nothing was pushed" in result.err and "patchforge rename" in result.err
         assert fork_branches(stack["fork"]) == branches
-    assert [r.method for r in forge.requests[requests:]] in (["GET"], [])
+    # The forge asked (whether acme/up#1 is open), nothing sent to it.
+    assert {r.method for r in forge.requests[requests:]} == {"GET"}
     assert "filled in by hand" not in (drafts / "ck-a8w4-gfx950/PR.md").read_text()
     # The renamed fix still updates its own pull request.
     again = run_pr(stack, "ck-a8w4", "--push", fork, "--open", "--fork-owner", "ada", "--json")
@@ -610,6 +611,53 @@ def test_a_new_fix_under_a_deleted_fixs_name_never_takes_its_pull_request(stack,
     assert fork_branches(stack["fork"]) == branches, \
         "force-pushed the deleted fix's pull request branch"
     assert r.rc == 2
+
+
+@pytest.mark.parametrize("ended", ["merged", "closed"])
+def test_a_deleted_fixs_name_is_free_again_once_the_forge_says_its_pull_request_ended(
+        stack, monkeypatch, ended):
+    """`pr FIX --push --open` (acme/up#1), `delete FIX`, acme/up#1 then merged (or closed), and a
+    new fix named FIX: its `pr FIX --push` was refused until renamed, whatever the forge said of
+    acme/up#1. Now the forge is asked: an ended pull request leaves the branch to the new fix,
+    which pushes it and opens acme/up#2. With no token to ask, it is still refused, and the
+    message says how to let the forge be asked and how to rename; a dry run says the same of
+    the push to come."""
+    forge = stack["forge"]
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
+    root, fork = stack["root"], str(stack["fork"])
+    r = run_pr(stack, "ck-a8w4-gfx950", "--push", fork, "--open", "--fork-owner", "ada")
+    assert r.rc == 0, r.text
+    assert run_cli(root, "delete", "ck-a8w4-gfx950").rc == 0
+    forge.pulls["acme/up", 1].update(state="closed", merged=ended == "merged")
+    add_new_fix_under_the_old_name(root, "ck-a8w4-gfx950.patch")
+    branches = fork_branches(stack["fork"])
+
+    # No token: the forge cannot be asked, so the branch stays taken, and the way is said.
+    with monkeypatch.context() as env:
+        env.delenv("GITHUB_TOKEN")
+        env.delenv("GH_TOKEN", raising=False)
+        env.setenv("PATH", "/usr/bin:/bin")  # (git, and no `gh` to give a token either)
+        r = run_pr(stack, "ck-a8w4-gfx950", "--push", fork)
+        assert r.rc == 2, r.text
+        assert "acme/up#1" in r.err and "deleted/ck-a8w4-gfx950.patch" in r.err, r.err
+        assert "GITHUB_TOKEN" in r.err and f"patchforge pr up/ck-a8w4-gfx950 --push {fork}" in \
+            r.err and "patchforge rename up/ck-a8w4-gfx950" in r.err, r.err
+        assert fork_branches(stack["fork"]) == branches
+        r = run_pr(stack, "ck-a8w4-gfx950")  # the dry run says what the push will meet
+        assert r.rc == 0, r.text
+        assert "acme/up#1" in r.err and "GITHUB_TOKEN" in r.err, r.err
+
+    r = run_pr(stack, "ck-a8w4-gfx950", "--push", fork, "--open", "--fork-owner", "ada",
+               "--json")
+    assert r.rc == 0, r.text
+    doc = json.loads(r.stdout)
+    assert doc["pull"]["action"] == "opened" and doc["pull"]["number"] == 2, doc["pull"]
+    assert f"acme/up#1, {ended}" in r.err or f"acme/up#1 ({ended})" in r.err, r.err
+    branch = "refs/heads/patchforge/ck-a8w4-gfx950"
+    assert fork_branches(stack["fork"])[branch] != branches[branch]
+    assert b"Forwarded: https://github.com/acme/up/pull/2" in \
+        (root / "series/up/ck-a8w4-gfx950.patch").read_bytes()
+    assert forge.pulls["acme/up", 1]["state"] == "closed"  # the ended one left alone
 
 
 def test_a_same_named_fix_of_another_forge_repository_pushes_to_its_own_fork(stack, monkeypatch):

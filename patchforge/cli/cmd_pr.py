@@ -101,11 +101,26 @@ def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, as_json
                 draft.head_branch = earlier
                 existing = submit.check_forge(forge, draft, owner)
         if remote:
-            submit.refuse_another_fixs_branch(project, draft, existing)
+            if not open_pr:
+                from patchforge.net import make_forge
+                forge = make_forge(project)  # (built, and a token looked for, only if asked)
+            took = submit.refuse_another_fixs_branch(project, draft, existing, forge=forge,
+                                                     remote=remote)
+            if took is not None:
+                click.echo(f"note: {took}", err=True)
             pushed = submit.push_branch(store, draft, remote)
             document["pushed"] = {"remote": pushed.remote, "branch": pushed.branch,
                                   "commit": pushed.commit}
             submit.write_record(document["written"]["json"], document)
+        else:
+            # A dry run: what --push will meet, said before it is tried.
+            claim = submit.branch_claim(project, draft)
+            if claim is not None:
+                (repo, number), holder, _ = claim
+                click.echo(f"note: branch {draft.branch} carries pull request {repo}#{number}, "
+                           f"{holder}'s (its Forwarded): `--push` asks the forge whether it "
+                           "is still open, and is refused while it is, or without a token to "
+                           f"ask; {submit.claim_hint(draft, repo, number, '')}", err=True)
         if open_pr:
             opened = submit.open_or_update(forge, draft, owner, existing, body=body.text,
                                            last_sent=last_sent)

@@ -360,40 +360,83 @@ def _recorded_pull(record_path: Path) -> tuple[tuple[str, int], str | None] | No
     return (ref.repo.lower(), ref.number), branch if isinstance(branch, str) else None
 
 
-def refuse_another_fixs_branch(project: Project, draft: Draft, existing=NOT_ASKED) -> None:
-    """Before anything is pushed: the branch this fix goes to must not be the one another fix
-    of the project has its pull request on. A fix renamed after `pr --open` keeps its pull
-    request on patchforge/<its old name>; a new fix given that old name pushed over it and
-    updated that pull request with its own change (the other fix's review and its Forwarded
-    then pointing at someone else's code). Known from any pr.json that recorded a push of
-    this branch for a pull request another fix's Forwarded names (wherever the record is: a
-    rename, or an older patchforge's directory, may have left it under this fix's name) and,
-    with --open, from the forge's open pull request on the branch. A pull request this fix's
-    own Forwarded names is its own."""
+def branch_claim(project: Project, draft: Draft, existing=NOT_ASKED
+                 ) -> tuple[tuple[str, int], str, bool] | None:
+    """The pull request of another fix of the project that the branch this fix goes to
+    carries: ((repo, number), the patch whose Forwarded names it, whether the forge said it is
+    open), or None. A fix renamed after `pr --open` keeps its pull request on
+    patchforge/<its old name>; a new fix given that old name pushed over it and updated that
+    pull request with its own change (the other fix's review and its Forwarded then pointing
+    at someone else's code). Known from any pr.json that recorded a push of this branch for a
+    pull request another fix's Forwarded names (wherever the record is: a rename, or an older
+    patchforge's directory, may have left it under this fix's name) and, with --open, from the
+    forge's open pull request on the branch (`existing`). A pull request this fix's own
+    Forwarded names is its own."""
     claims = _others_pulls(project, draft)
     if not claims:
-        return
-    taken: tuple[str, int] | None = None
+        return None
     if existing is not NOT_ASKED and existing is not None:
         pull = (_forge_repo(draft).lower(), existing.number)
-        taken = pull if pull in claims else None
+        if pull in claims:
+            return pull, claims[pull], True
     # A branch of that name in the fork of another forge repository is another branch.
     repo = (draft.target.forge_repo or "").lower()
-    records = sorted((project.state_dir / "pr").glob("**/pr.json")) if taken is None else []
-    for record_path in records:
+    for record_path in sorted((project.state_dir / "pr").glob("**/pr.json")):
         recorded = _recorded_pull(record_path)
         if recorded is not None and recorded[1] == draft.branch and recorded[0] in claims \
                 and (not repo or recorded[0][0] == repo):
-            taken = recorded[0]
-            break
-    if taken is not None:
-        (repo, number), owner = taken, claims[taken]
+            return recorded[0], claims[recorded[0]], False
+    return None
+
+
+def refuse_another_fixs_branch(project: Project, draft: Draft, existing=NOT_ASKED, *,
+                               forge=None, remote: str = "") -> str | None:
+    """Before anything is pushed: the branch this fix goes to must not be the one another
+    fix's pull request is open on (branch_claim). The forge (`forge`, when it has a token) is
+    asked about a pull request known from a record alone: one it says is merged or closed no
+    longer needs its branch, which this fix then takes (returned: what to say of it). Without
+    a token to ask, or open, refused (UsageError, exit 2), saying how to go on. `remote`: the
+    fork, as given to --push (named in the message)."""
+    claim = branch_claim(project, draft, existing)
+    if claim is None:
+        return None
+    (repo, number), owner, is_open = claim
+    token = getattr(getattr(forge, "http", None), "token", None) if forge is not None else None
+    if not is_open and token is not None:
+        pull = forge.pull_request(_forge_repo(draft), number)
+        if pull.state != "open":
+            ended = "merged" if pull.merged else "closed"
+            return (f"branch {draft.branch} carried pull request {repo}#{number} ({ended}), "
+                    f"{owner}'s: the forge says it is {ended}, so "
+                    f"{draft.upstream}/{draft.name} takes the branch")
+        is_open = True
+    rename = (f"`patchforge rename {draft.upstream}/{draft.stem} NEW`, then `patchforge pr "
+              "NEW` again")
+    if is_open:
         raise UsageError(
             f"branch {draft.branch} carries pull request {repo}#{number}, which is "
-            f"{owner}'s (its Forwarded): {draft.upstream}/{draft.name} would be pushed over it; "
-            "nothing was pushed",
-            hint=f"give this fix a name of its own: `patchforge rename {draft.upstream}/"
-                 f"{draft.stem} NEW`, then `patchforge pr NEW` again")
+            f"{owner}'s (its Forwarded) and open on the forge: {draft.upstream}/{draft.name} "
+            "would be pushed over it; nothing was pushed",
+            hint=f"give this fix a name of its own: {rename}")
+    raise UsageError(
+        f"branch {draft.branch} carries pull request {repo}#{number}, which is {owner}'s "
+        f"(its Forwarded): {draft.upstream}/{draft.name} would be pushed over it, and whether "
+        "that pull request is still open cannot be asked without a forge token; nothing was "
+        "pushed",
+        hint=claim_hint(draft, repo, number, remote))
+
+
+def claim_hint(draft: Draft, repo: str, number: int, remote: str) -> str:
+    """What to do about a branch another fix's pull request was on, when the forge could not
+    be asked whether it is still open."""
+    import shlex
+
+    again = f"`patchforge pr {draft.upstream}/{draft.stem} --push " \
+        f"{shlex.quote(_redact(remote) if remote else 'REMOTE')}`"
+    return (f"if {repo}#{number} is merged or closed, set GH_TOKEN or GITHUB_TOKEN (or `gh auth "
+            f"login`) and run {again} again: the forge is asked, and this fix then takes the "
+            f"branch; while it is open, give this fix a name of its own: `patchforge rename "
+            f"{draft.upstream}/{draft.stem} NEW`, then `patchforge pr NEW`")
 
 
 def _forge_repo(draft: Draft) -> str:
