@@ -1120,8 +1120,44 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
         refuse_changed_by_hand(project, overlays)
     recover_overlays(project)
     staging = root.parent / ".overlays.new"
+    old = root.parent / ".overlays.old"
     _remove(staging)
-    staging.mkdir()
+    moved_aside = False
+    try:
+        staging.mkdir()
+        _write_staging(staging, overlays, root)
+        # A Ctrl-C between the two renames left no overlays/ at all (the committed SHA256SUMS,
+        # manifest and compose file gone from the checkout, `verify` refusing) while the message
+        # said nothing was half-written: the swap and the record of what it wrote finish first.
+        with interrupts_deferred():
+            if root.exists():
+                fault_point("rename")
+                os.replace(root, old)
+                moved_aside = True
+            fault_point("rename")
+            os.replace(staging, root)
+            fsync_dir(root.parent)
+            _remove(old)
+            atomic_write(project.state_dir / WRITTEN_RECORD,
+                         "".join(sums_line(digest, rel) for rel, digest
+                                 in _digests(overlays).items())
+                         .encode("utf-8", "surrogateescape"))
+    except BaseException:
+        # A Ctrl-C, SIGTERM or failed write (a full disk) while the new set was written left
+        # its part-written tree beside overlays/ (`.overlays.new/`, files a project without
+        # init's ignore lines took into `git add -A`), and a failed second rename left no
+        # overlays/: the old set stays, and nothing of the new one.
+        with interrupts_deferred():
+            if moved_aside and not root.exists() and old.is_dir():
+                os.replace(old, root)
+                fsync_dir(root.parent)
+            _remove(staging)
+        raise
+
+
+def _write_staging(staging: Path, overlays: OverlaySet, root: Path) -> None:
+    """The new tree of `overlays` written (durably) into `staging`, beside overlays/ (`root`,
+    whose KEEP_NAMES files are carried over)."""
     tree = planned_tree(overlays)
     for name in KEEP_NAMES:
         if (root / name).exists():
@@ -1144,21 +1180,6 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
     # Every directory of the new tree, deepest first: the files' names are durable before the
     # swap makes the tree the overlays (and the old one is removed).
     fsync_dirs(reversed([directory for directory, _, _ in os.walk(staging)]))
-    old = root.parent / ".overlays.old"
-    # A Ctrl-C between the two renames left no overlays/ at all (the committed SHA256SUMS,
-    # manifest and compose file gone from the checkout, `verify` refusing) while the message
-    # said nothing was half-written: the swap and the record of what it wrote finish first.
-    with interrupts_deferred():
-        if root.exists():
-            fault_point("rename")
-            os.replace(root, old)
-        fault_point("rename")
-        os.replace(staging, root)
-        fsync_dir(root.parent)
-        _remove(old)
-        atomic_write(project.state_dir / WRITTEN_RECORD,
-                     "".join(sums_line(digest, rel) for rel, digest in _digests(overlays).items())
-                     .encode("utf-8", "surrogateescape"))
 
 
 def _fragment_rows(project: Project, manifest: dict,

@@ -711,6 +711,32 @@ def test_overlays_interrupted_at_either_rename_leaves_a_whole_set_without_recove
         assert check.rc == 0 and "up to date" in check.out, check.text
 
 
+@pytest.mark.parametrize("fault", ["interrupt:write:2", "terminate:write:2", "raise:fsync:2",
+                                   "raise:rename:2"])
+def test_overlays_cut_short_while_writing_the_new_set_leaves_nothing_of_it(
+        env, tmp_path, monkeypatch, fault):
+    """A Ctrl-C (a real SIGINT), a SIGTERM or a failed write (EIO: a full disk) while `overlays`
+    wrote the new set: the part-written tree stayed beside overlays/ as `.overlays.new/` (files
+    a project without init's ignore lines takes into `git add -A`) while the message said
+    nothing was left half-written, and a failed second rename of the swap left no overlays/ at
+    all until the next run. Now the old set is there, whole, and nothing of the new one; the
+    next run writes the new set."""
+    mode, step, nth = fault.split(":")
+    prepared, old_overlays, new_overlays = _overlay_states(env, tmp_path, monkeypatch)
+    root = tmp_path / "cut"
+    shutil.copytree(prepared, root, symlinks=True)
+    proc = run_subprocess(root, "overlays", env={"PATCHFORGE_FAULT": f"{step}:{nth}",
+                                                 "PATCHFORGE_FAULT_MODE": mode})
+    assert proc.returncode == {"interrupt": 130, "terminate": 143}.get(mode, 2), proc.stderr
+    assert b"half-written" in proc.stderr or b"injected fault" in proc.stderr, proc.stderr
+    assert sorted(p for p in os.listdir(root) if "overlays" in p) == ["overlays"]
+    assert snapshot(root / "overlays") == old_overlays
+    assert run_cli(root, "verify").rc == 0
+    r = run_cli(root, "overlays")
+    assert r.rc == 0, r.text
+    assert snapshot(root / "overlays") == new_overlays
+
+
 def test_overlays_killed_by_sigkill_leaves_old_or_new_set(env, tmp_path, monkeypatch):
     # A real kill -9 at a few moments during `overlays` (the staging writes have no fault points),
     # followed by recovery: never a mix of old and new files.
