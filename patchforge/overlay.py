@@ -1672,6 +1672,11 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
             raise InputError("malformed SHA256SUMS line", path=str(sums_path), line=number)
         digest, rel = sums_entry
         rel_text = rel.decode("utf-8", "surrogateescape")
+        if not _inside(rel_text):
+            # (`overlays` never writes one: a hand edit or a merge.) Read, it was a file
+            # outside overlays/ said `ok`, or a device read without end.
+            raise InputError(f"SHA256SUMS names {rel_text!r}, which is not a file under "
+                             "overlays/", path=str(sums_path), line=number)
         listed[rel_text] = digest.decode().lower()
         if not shipped(rel_text):
             continue
@@ -1838,7 +1843,25 @@ def read_manifest(overlays_dir: Path) -> dict[str, Any]:
     except ValueError as exc:
         raise InputError(f"not valid JSON ({exc})", path=str(path)) from None
     validate(doc, "manifest", source=str(path))
+    # Each file is read where these name it (`verify`, `verify --image`): never outside
+    # overlays/ (a copy's `file`) or the project (an artifact's `path`).
+    for where, entries, key in (("overlays", doc["overlays"], "file"),
+                                ("artifacts", doc["artifacts"], "file"),
+                                ("artifacts", doc["artifacts"], "path")):
+        for number, entry in enumerate(entries):
+            if key in entry and not _inside(entry[key]):
+                inside = "overlays/" if key == "file" else "the project"
+                raise InputError(f"{where}[{number}].{key} is {entry[key]!r}, which is not a "
+                                 f"file under {inside}", path=str(path),
+                                 hint="run `patchforge overlays` to write it again")
     return doc
+
+
+def _inside(rel: str) -> bool:
+    """Whether `rel`, a path SHA256SUMS or manifest.json names, stays inside the directory it
+    is relative to: not absolute, no `..` component, not empty."""
+    parts = PurePosixPath(rel).parts
+    return bool(parts) and not rel.startswith("/") and ".." not in parts and "\0" not in rel
 
 
 def made_for(manifest: dict[str, Any], entry: dict[str, Any]) -> str:

@@ -268,6 +268,38 @@ def test_artifacts_are_pinned(stack):
         run.err
 
 
+def test_verify_never_reads_a_file_sha256sums_or_the_manifest_names_outside_overlays(stack,
+                                                                                     tmp_path):
+    """SHA256SUMS and manifest.json arrive by pull request too, and `verify` read every file
+    they name: `../entrypoint.sh` (outside overlays/) was read and hashed, a device named so
+    was read without end, and an artifact's `path` of `/etc/hostname` was read from this
+    host; the rows said something else (SHA256SUMS and the manifest disagreeing, exit 1), or,
+    with both agreeing, `ok`. `verify` now refuses each name that leaves overlays/ (or the
+    project), exit 2, naming SHA256SUMS and its line or manifest.json and the entry."""
+    root = stack
+    ok(root, "overlays")
+    sums, manifest_path = root / "overlays/SHA256SUMS", root / "overlays/manifest.json"
+    sums_before, manifest_before = sums.read_bytes(), manifest_path.read_bytes()
+    sums.write_bytes(sums_before.replace(b"  artifacts/entrypoint.sh\n", b"  ../entrypoint.sh\n"))
+    line = sums.read_bytes().split(b"\n").index(
+        next(l for l in sums.read_bytes().split(b"\n") if l.endswith(b"../entrypoint.sh"))) + 1
+    run = run_cli(root, "verify")
+    assert run.rc == 2, run.text
+    assert f"SHA256SUMS:{line}: " in run.err and "'../entrypoint.sh'" in run.err and \
+        "not a file under overlays/" in run.err, run.err
+    sums.write_bytes(sums_before)
+    manifest_path.write_bytes(manifest_before.replace(b'"artifacts/entrypoint.sh"',
+                                                      b'"../entrypoint.sh"'))
+    run = run_cli(root, "verify")
+    assert run.rc == 2 and "manifest.json" in run.err and "artifacts[0].file" in run.err, run.text
+    manifest_path.write_bytes(manifest_before.replace(b'"path": "entrypoint.sh"',
+                                                      b'"path": "/etc/hostname"'))
+    run = run_cli(root, "verify")
+    assert run.rc == 2 and "artifacts[0].path" in run.err and "the project" in run.err, run.text
+    manifest_path.write_bytes(manifest_before)
+    ok(root, "verify")
+
+
 def test_an_artifact_never_brings_in_a_file_from_outside_the_stack(stack, tmp_path):
     """The configuration arrives by pull request: `artifacts = ["key"]` with `key` a symlink to
     a file outside the project copied that file into overlays/ (and so into every deployment
