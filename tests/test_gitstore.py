@@ -1161,20 +1161,26 @@ def test_range_diff_scratch_repository_is_the_caches_or_one_in_the_temporary_dir
 def test_the_caches_range_diff_repository_is_used_only_as_it_was_made(store, merge_base,
                                                                       tmp_path, monkeypatch):
     """A ref in the cache's range-diff repository (refs/replace/ would change what git
-    compares), its configuration or alternates changed, or the repository a symlink: it is
-    not used, and the run makes its own in the temporary directory."""
+    compares), an object of its own (loose, or a second alternates file: the ids'
+    abbreviation counts them), its configuration or alternates changed, or the repository a
+    symlink: it is not used, and the run makes its own in the temporary directory."""
     from patchforge.store.rangediff import KEPT_REPOSITORY
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     kept = store.git_dir.parent / KEPT_REPOSITORY
     store.range_diff_import().close()
     assert kept.is_dir()
-    for change in ("ref", "config", "alternates", "symlink"):
+    for change in ("ref", "loose", "info", "config", "alternates", "symlink"):
         saved = tmp_path / "saved"
         shutil.copytree(kept, saved, symlinks=True)
         if change == "ref":
             (kept / "refs" / "replace").mkdir()
             (kept / "refs" / "replace" / merge_base).write_text(merge_base + "\n")
+        elif change == "loose":
+            (kept / "objects" / merge_base[:2]).mkdir()
+            (kept / "objects" / merge_base[:2] / merge_base[2:]).write_bytes(b"x")
+        elif change == "info":
+            (kept / "objects" / "info" / "http-alternates").write_text(str(tmp_path) + "\n")
         elif change == "config":
             with open(kept / "config", "ab") as f:
                 f.write(b"[diff]\n\tnoprefix = true\n")

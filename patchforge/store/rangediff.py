@@ -370,14 +370,16 @@ def _take_kept(store: "UpstreamStore") -> tuple[Path, int] | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         # Only a repository as it was made is used: its configuration, its HEAD, its
-        # alternates, no ref. (Its refs/replace/ would change what git compares.)
+        # alternates, no ref and no object but the packs a run leaves. (Its refs/replace/
+        # would change what git compares; an object of its own, the ids' abbreviation.)
         for name, wanted in (("HEAD", _HEAD), ("config", _CONFIG),
                              ("objects/info/alternates", _alternates(store))):
             with open(path / name, "rb") as f:
                 if f.read(len(wanted) + 1) != wanted:
                     raise OSError(f"{path / name} is not as made")
-        if os.listdir(path / "refs"):
-            raise OSError(f"{path / 'refs'} is not empty")
+        if os.listdir(path / "refs") or sorted(os.listdir(path / "objects")) != \
+                ["info", "pack"] or os.listdir(path / "objects" / "info") != ["alternates"]:
+            raise OSError(f"{path} holds more than it was made with")
         _empty_kept(path, strict=True)
     except OSError:
         os.close(fd)
