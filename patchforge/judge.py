@@ -562,22 +562,42 @@ class SeriesJudge:
                     if there is not None and put_in(code_of(piece),
                                                     (((), tuple(split_lines(there))),)):
                         return _moved_there(fp, commits, other)
-            folded = self._file_folded(fp, patch) if fp.is_delete else None
-            if folded is not None:
-                return folded
+            for lines in ((line[1:] for hunk in fp.hunks for line in hunk.lines
+                           if line[:1] == b"-"),) if fp.is_delete else self._removals(fp):
+                folded = self._code_folded(fp, lines, patch)
+                if folded is not None:
+                    return folded
         return None
 
-    def _file_folded(self, fp, patch) -> str | None:
-        """What says that a file the patch deletes (`fp`) upstream folded into another file,
-        its code edited there (no run of its lines is anywhere: each function reworded in a
-        line), where the target still has most of it (history.MOVED_SHARE of its lines of
-        code, as code_lines reads them), rather than deleted; None when nothing does. Not a
-        file the patch itself puts most of that code into."""
+    def _removals(self, fp):
+        """The runs of lines `fp` only removes (no line added in their place), each
+        MOVED_BLOCK_LINES lines or more with MIN_CHANGED_CHARS of code or more, as written."""
+        for hunk in fp.hunks:
+            run: list[bytes] = []
+            adds = False
+            for line in (*hunk.lines, b" "):
+                kind = line[:1]
+                if kind == b"-":
+                    run.append(line[1:])
+                elif kind == b"+":
+                    adds = True
+                elif kind != b"\\":
+                    if run and not adds and len(run) >= self.MOVED_BLOCK_LINES and \
+                            len(code_of(run)) >= MIN_CHANGED_CHARS:
+                        yield tuple(run)
+                    run, adds = [], False
+
+    def _code_folded(self, fp, lines, patch) -> str | None:
+        """What says that code the patch removes (`lines`: a file it deletes, or a run of
+        lines it only removes from `fp`'s file) upstream moved to another file and edited
+        there (no run of its lines is anywhere: each function reworded in a line), where the
+        target still has most of it (history.MOVED_SHARE of its lines of code, as code_lines
+        reads them), rather than took out; None when nothing does. Not a file the patch
+        itself puts most of that code into."""
         folded_into = getattr(self.history, "folded_into", None)
         if folded_into is None:
             return None
-        code = code_lines(line[1:] for hunk in fp.hunks for line in hunk.lines
-                          if line[:1] == b"-")
+        code = code_lines(lines)
         found = folded_into(fp.old_path, code)
         if found is None:
             return None
@@ -2245,6 +2265,16 @@ def _blocks_per_file(diff: bytes) -> dict[bytes, tuple]:
             for part in split_at_file_headers(diff) if part.startswith(b"diff --git ")}
 
 
+def _net_lines(part: bytes, adds: bool) -> frozenset[bytes]:
+    """The lines of code (history.code_lines') one file's diff (`part`) adds (`adds`) or
+    takes out, and does not also take out (add) there."""
+    if b"\n@@" not in part:
+        return frozenset()
+    text = b"\n" + part.split(b"\n@@", 1)[1]
+    plus, minus = code_lines(_PLUS_LINE.findall(text)), code_lines(_MINUS_LINE.findall(text))
+    return plus - minus if adds else minus - plus
+
+
 class HistoryIndex:
     """The upstream history between a base and a target, read once per series: which commits
     touch which of the series' files (`log`, oldest first by ancestry), each commit's diff of
@@ -2526,11 +2556,12 @@ class HistoryIndex:
         return found
 
     def folded_into(self, path: str, code: frozenset[bytes]) -> tuple[list[str], str] | None:
-        """([commit], the file) when the last commit of this history that deletes `path`
-        adds most of `code` (history.code_lines' of the file as a fix deletes it: MOVED_SHARE
-        of it) to one other file: the file folded into another and its code edited there,
-        which no rename git finds and no run of its lines (moved_to) shows. ([commit, other],
-        the file) when a commit next to it (`beside`) does: a move made in two commits."""
+        """([commit], the file) when the last commit of this history that takes most of
+        `code` (history.code_lines' of lines a fix removes, or of a file it deletes:
+        MOVED_SHARE of it) out of `path`, and does not put it back there, adds most of it to
+        one other file: the code moved (a file folded into another) and edited there, which no
+        rename git finds and no run of its lines (moved_to) shows. ([commit, other], the file)
+        when a commit next to it (`beside`) does: a move made in two commits."""
         if path not in self.paths or len(code) < MOVED_LINES:
             return None
         header = diff_header(path)
@@ -2538,7 +2569,7 @@ class HistoryIndex:
         found = None
         for commit in self.commits_touching([path]):
             chunk = chunks.get(commit, {}).get(header)
-            if chunk is None or b"\ndeleted file mode " not in chunk.split(b"\n@@", 1)[0]:
+            if chunk is None or share(code, _net_lines(chunk, False)) < MOVED_SHARE:
                 continue
             found = None
             for one in (commit, *self.beside(commit)):
@@ -2568,10 +2599,9 @@ class HistoryIndex:
             return None
         best, most = None, 0.0
         for part in split_at_file_headers(self.store.commit_file_patches(commit, holding)):
-            if not part.startswith(b"diff --git ") or b"\n@@" not in part:
+            if not part.startswith(b"diff --git "):
                 continue
-            text = b"\n" + part.split(b"\n@@", 1)[1]
-            added = code_lines(_PLUS_LINE.findall(text)) - code_lines(_MINUS_LINE.findall(text))
+            added = _net_lines(part, True)
             found = share(code, added)
             if found >= MOVED_SHARE and len(code & added) >= MOVED_LINES and found > most:
                 best, most = os.fsdecode(part.split(b"\n", 1)[0].split(b" b/", 1)[-1]), found

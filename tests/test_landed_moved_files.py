@@ -87,6 +87,34 @@ def test_a_file_the_fix_deletes_that_upstream_folded_into_another_edited_is_no_l
     kept(stack, f"f15.py: the code it deletes was moved to k2.py by {by}, and is there")
 
 
+def test_a_function_the_fix_removes_that_upstream_moved_and_edited_is_no_landing(tmp_path):
+    """The fix removes f15 from k.py; upstream moves f15 to k2.py (k.py re-exports it) and
+    rewords it there. Before: "upstreamed (high)" by reverse-apply, dropped, and k2.py has
+    the code."""
+    v1 = functions(range(20))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    without = functions([i for i in range(20) if i != 15])
+    stack.add_fix("fix", "k.py", v1, without)
+    moving = stack.commit({"k.py": without + b"from k2 import f15\n",
+                           "k2.py": b"import torch\n\n\n" + reworded([15])},
+                          "split k.py: f15 goes to k2.py, logged", tag="v2")
+    kept(stack, f"k.py: the code it removes was moved to k2.py by commit {moving}, and is there")
+
+
+def test_a_function_removed_upstream_beside_new_code_of_its_own_is_still_a_landing(tmp_path):
+    """Upstream removes f15 from k.py as the fix does and, in the same commit, writes a new
+    function into k2.py sharing a line with it: a landing, dropped."""
+    v1 = functions(range(20))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    without = functions([i for i in range(20) if i != 15])
+    stack.add_fix("fix", "k.py", v1, without)
+    stack.commit({"k.py": without, "k2.py": b"import torch\n\n\ndef g(x):\n"
+                  b"    z = torch.empty_like(x).fill_(15)\n"
+                  b"    torch.cuda.synchronize(device=x.device)\n    return z\n"},
+                 "f15 goes; k2.g", tag="v2")
+    stack.dropped_as_landed()
+
+
 def kernels(names, line: bytes) -> bytes:
     """HIP kernels `names`, each with `line` among its own."""
     return b"".join(b"__global__ void %s(const float* __restrict__ in, float* out, int n) {\n"
