@@ -772,6 +772,12 @@ def test_plain_verify_fails_a_landed_fix_upstream_reverted_at_the_pin(tmp_path, 
         env.setenv("PATCHFORGE_CACHE", str(tmp_path / "empty-cache"))
         _, out, err = stack.cli("verify")
     assert "NOT CHECKED" in err and "`patchforge fetch up`" in err, err
+    # A cache that cannot be opened (a file in its place): the same, never an error of verify.
+    (tmp_path / "not-a-cache").write_bytes(b"")
+    with monkeypatch.context() as env:
+        env.setenv("PATCHFORGE_CACHE", str(tmp_path / "not-a-cache"))
+        _, out, err = stack.cli("verify")
+    assert "NOT CHECKED" in err and "cannot be read" in err and "mismatch" not in out, err
 
     stack.cli("bring-back", "up/fa.patch")
     stack.cli("bring-back", "up/fx.patch")

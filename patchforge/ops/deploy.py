@@ -209,16 +209,23 @@ def verify_landed_at_pin(project: Project, manifest: dict[str, Any], *,
         return [], []
     notes: list[str] = []
     gone = []
-    with open_store(project) as store:
-        for upstream in kept:
-            pin = project.lock.pin(upstream)
-            if not store.has_object(pin.commit):
-                notes.append(f"NOT CHECKED: whether {upstream} {pin.label} still holds the "
-                             f"fixes dropped as landed upstream (series/{upstream}/"
-                             f"{KEPT_LANDINGS}/): the locked revision is not in the cache; "
-                             f"`patchforge fetch {upstream}` brings it")
-                continue
-            gone += gone_upstream(project, store, upstream, pin.commit)
+    pins = {upstream: project.lock.pin(upstream) for upstream in kept}
+    try:
+        with open_store(project) as store:
+            for upstream, pin in pins.items():
+                if not store.has_object(pin.commit):
+                    notes.append(f"NOT CHECKED: whether {upstream} {pin.label} still holds the "
+                                 f"fixes dropped as landed upstream (series/{upstream}/"
+                                 f"{KEPT_LANDINGS}/): the locked revision is not in the cache; "
+                                 f"`patchforge fetch {upstream}` brings it")
+                    continue
+                gone += gone_upstream(project, store, upstream, pin.commit)
+    except PatchforgeError as exc:
+        # (A cache that cannot be opened here, a deployment host's: the overlays' own rows
+        # stand, and what was not checked is said.)
+        return [], [f"NOT CHECKED: whether the upstreams at the pin still hold the fixes "
+                    f"dropped as landed upstream ({', '.join(sorted(kept))}): the cache cannot "
+                    f"be read ({exc})"]
     if not gone:
         return [], notes
     entries = manifest["overlays"]
