@@ -151,11 +151,13 @@ def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
 
 
 def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit: str, *,
-                  skip: frozenset[str] = frozenset()) -> list[LandingGone]:
+                  skip: frozenset[str] = frozenset(),
+                  unread: list[tuple[str, str]] | None = None) -> list[LandingGone]:
     """The fixes under series/<upstream>/upstreamed/ (those named in `skip` left out: a rebase's
     own drops, landed at `commit` by its judgement) whose change `commit`'s files do not have,
     each with the commit that took it out and whether that was a revert. [] at once when there
-    is nothing under upstreamed/."""
+    is nothing under upstreamed/. `unread` gets (file name, why) of each fix that could not be
+    judged (its files not readable: offline, a cache without them)."""
     kept = [(name, data) for name, data in kept_fixes(project, upstream) if name not in skip]
     if not kept:
         return []
@@ -168,11 +170,12 @@ def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit:
             # (The history is read only for a fix whose file does not name its landing.)
             recorded = _dropped_events(project)
         items.append((name, rel, data, recorded or {}))
-    return judge_many(store, upstream, items, commit)
+    return judge_many(store, upstream, items, commit, unread=unread)
 
 
 def judge_many(store: UpstreamStore, upstream: str, items: list[tuple[str, str, bytes, dict]],
-               commit: str) -> list[LandingGone]:
+               commit: str, *, unread: list[tuple[str, str]] | None = None
+               ) -> list[LandingGone]:
     """judge_kept of each (name, rel, data, recorded) at `commit`, what is said: the same
     answers, the files of all read together and the own-place diffs all of them ask for at
     `commit` made in one git process (_states_at)."""
@@ -186,8 +189,12 @@ def judge_many(store: UpstreamStore, upstream: str, items: list[tuple[str, str, 
     for (fix, recorded), cache in zip(fixes, caches):
         try:
             gone = _judge(store, fix, commit, recorded, cache)
-        except PatchforgeError:
-            continue  # judged by the next command that can read its files (judge_kept)
+        except PatchforgeError as exc:
+            # Judged by the next command that can read its files (judge_kept); a caller that
+            # must say what it did not check is told.
+            if unread is not None:
+                unread.append((fix.name, str(exc)))
+            continue
         if gone is not None:
             found.append(gone)
     return found

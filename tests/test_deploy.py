@@ -20,6 +20,7 @@ from helpers.cli import ok, run_cli
 from helpers.deploy import (DEPLOY_ROOT, check_mounts, compose_binary, compose_config,
                             deploy_stack, example_stack, read_sums)
 from helpers.dockerfile import copy_steps
+from helpers.git import git
 from helpers.env import REPO_ROOT
 from helpers.project import UPSTREAM_FILES, add_patch_file, git_project, patch_bytes
 
@@ -727,14 +728,9 @@ def test_a_landed_fix_reverted_at_the_pin_fails_where_its_overlay_lacks_it(tmp_p
     assert overlay.read_bytes() == both
 
 
-def test_plain_verify_fails_a_landed_fix_upstream_reverted_at_the_pin(tmp_path, monkeypatch):
-    """Two fixes dropped as landed, both reverted upstream, the pin moved onto the reverts: fa
-    changed a file no overlay covers (the image's own file is the pin's, without it), fx one
-    that fc of the series overlays (the overlay is the pin's file with fc, without fx). The
-    Dockerfile and `verify --installed` failed them, but plain `verify`, what CI runs, passed
-    (every overlay matches SHA256SUMS), exit 0. It now fails both files, naming `bring-back`,
-    exit 1 (`--json` too); with the pin not in the cache it says NOT CHECKED; once both are
-    back in the series and the overlays regenerated, it passes."""
+def _two_landings_reverted_at_the_pin(tmp_path):
+    """fa (a.py) and fx (c.py, which fc of the series also changes) dropped as landed at v2,
+    both reverted at v3, the pin moved there."""
     from helpers.project import OneUpstreamStack
 
     base_a = b"".join(b"a line %d\n" % i for i in range(1, 21))
@@ -755,6 +751,18 @@ def test_plain_verify_fails_a_landed_fix_upstream_reverted_at_the_pin(tmp_path, 
                  f'Revert "Fix a and c"\n\nThis reverts commit {landed}.', tag="v3")
     rc, out, err = stack.cli("rebase", "--to", "v3", expect=None)
     assert "reverted upstream" in out + err, (rc, out, err)
+    return stack
+
+
+def test_plain_verify_fails_a_landed_fix_upstream_reverted_at_the_pin(tmp_path, monkeypatch):
+    """Two fixes dropped as landed, both reverted upstream, the pin moved onto the reverts: fa
+    changed a file no overlay covers (the image's own file is the pin's, without it), fx one
+    that fc of the series overlays (the overlay is the pin's file with fc, without fx). The
+    Dockerfile and `verify --installed` failed them, but plain `verify`, what CI runs, passed
+    (every overlay matches SHA256SUMS), exit 0. It now fails both files, naming `bring-back`,
+    exit 1 (`--json` too); with the pin not in the cache it says NOT CHECKED; once both are
+    back in the series and the overlays regenerated, it passes."""
+    stack = _two_landings_reverted_at_the_pin(tmp_path)
     stack.cli("overlays", "--check")  # what is committed is what the series makes
 
     _, out, _ = stack.cli("verify", expect=1)
@@ -784,6 +792,29 @@ def test_plain_verify_fails_a_landed_fix_upstream_reverted_at_the_pin(tmp_path, 
     stack.cli("overlays")
     _, out, err = stack.cli("verify")
     assert "mismatch" not in out and "NOT CHECKED" not in err, out + err
+
+
+def test_plain_verify_offline_says_which_landed_fixes_a_partial_cache_could_not_read(
+        tmp_path, monkeypatch):
+    """The store is a partial clone: its files come on first read. A fresh cache that has the
+    locked commit but not the files of the fixes kept as landed, with --offline: their
+    judgement failed, and plain `verify` said nothing of them, exit 0, as if they were in. It
+    now says NOT CHECKED for each, and that without --offline the cache brings them; without
+    --offline it fails the reverted ones."""
+    stack = _two_landings_reverted_at_the_pin(tmp_path)
+    git(stack.up, "config", "uploadpack.allowfilter", "true")
+    config = stack.root / "patchforge.toml"
+    config.write_text(config.read_text().replace(f'url = "{stack.up}"', f'url = "file://{stack.up}"'))
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-cache"))
+    stack.cli("fetch")
+    _, out, err = stack.cli("--offline", "verify")
+    assert "mismatch" not in out, out
+    for fix in ("up/upstreamed/fa.patch", "up/upstreamed/fx.patch"):
+        assert f"NOT CHECKED: whether up v3 still holds {fix}: its files at the locked revision " \
+            "could not be read" in err, err
+    assert "without --offline the cache brings them" in err, err
+    _, out, _ = stack.cli("verify", expect=1)
+    assert "bring-back up/fa.patch" in out and "bring-back up/fx.patch" in out, out
 
 
 def test_a_stack_compose_file_is_read_in_every_document_as_compose_merges_them(stack):

@@ -219,7 +219,14 @@ def verify_landed_at_pin(project: Project, manifest: dict[str, Any], *,
                                  f"{KEPT_LANDINGS}/): the locked revision is not in the cache; "
                                  f"`patchforge fetch {upstream}` brings it")
                     continue
-                gone += gone_upstream(project, store, upstream, pin.commit)
+                unread: list[tuple[str, str]] = []
+                gone += gone_upstream(project, store, upstream, pin.commit, unread=unread)
+                notes += [f"NOT CHECKED: whether {upstream} {pin.label} still holds "
+                          f"{upstream}/{KEPT_LANDINGS}/{name}: its files at the locked "
+                          f"revision could not be read ({' '.join(why.split())})"
+                          + ("; without --offline the cache brings them" if project.offline
+                             else "")
+                          for name, why in unread]
     except PatchforgeError as exc:
         # (A cache that cannot be opened here, a deployment host's: the overlays' own rows
         # stand, and what was not checked is said.)
