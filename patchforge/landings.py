@@ -128,18 +128,30 @@ class LandedFixes:
 
         with open_store(project) as store:
             found = self.pinned_sha256(store, project.lock)
-            self.judge_gone(project, store, project.lock)
+            self.judge_gone(project, store, project.lock, say_unread=True)
         return found
 
-    def judge_gone(self, project: Project, store, lock) -> None:
+    def judge_gone(self, project: Project, store, lock, *, say_unread: bool = False) -> None:
         """Fill `gone`: of the fixes, those the revision `lock` pins lacks (reverts.gone_upstream,
-        judged at the pin as status judges them), read from `store`."""
+        judged at the pin as status judges them), read from `store`. With `say_unread`, a fix
+        whose files there could not be read (offline, a partial cache) goes into `unread`:
+        the check that asked says it did not check it (never in the Dockerfile, whose bytes
+        must not depend on the cache)."""
         from patchforge.names import KEPT_LANDINGS
         from patchforge.reverts import gone_upstream
 
         for upstream in dict.fromkeys(upstream for upstream, _, _ in self.fixes):
-            for gone in gone_upstream(project, store, upstream, lock.pin(upstream).commit):
+            pin = lock.pin(upstream)
+            failed: list[tuple[str, str]] = []
+            for gone in gone_upstream(project, store, upstream, pin.commit, unread=failed):
                 self.gone[f"{upstream}/{KEPT_LANDINGS}/{gone.name}"] = gone
+            if say_unread:
+                self.unread += [f"{upstream}/{KEPT_LANDINGS}/{name}: whether {upstream} "
+                                f"{pin.label} still holds it could not be read "
+                                f"({' '.join(why.split())})"
+                                + ("; without --offline the cache brings its files"
+                                   if project.offline else "")
+                                for name, why in failed]
 
     def taken_out(self) -> list[tuple[str, Any]]:
         """(target, LandingGone) of each file no overlay covers whose fix the pin lacks (in

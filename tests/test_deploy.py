@@ -728,9 +728,9 @@ def test_a_landed_fix_reverted_at_the_pin_fails_where_its_overlay_lacks_it(tmp_p
     assert overlay.read_bytes() == both
 
 
-def _two_landings_reverted_at_the_pin(tmp_path):
+def _two_landings_reverted_at_the_pin(tmp_path, *, with_a: bool = True):
     """fa (a.py) and fx (c.py, which fc of the series also changes) dropped as landed at v2,
-    both reverted at v3, the pin moved there."""
+    both reverted at v3, the pin moved there (without fa: fx alone, its file overlaid)."""
     from helpers.project import OneUpstreamStack
 
     base_a = b"".join(b"a line %d\n" % i for i in range(1, 21))
@@ -739,11 +739,13 @@ def _two_landings_reverted_at_the_pin(tmp_path):
     fixed_c = base_c.replace(b"c line 5\n", b"c line 5, fixed x\n")
     both_c = fixed_c.replace(b"c line 25\n", b"c line 25, fixed c\n")
     stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base_a, "pkg/c.py": base_c})
-    stack.add_fix("fa", "pkg/a.py", base_a, fixed_a)
+    if with_a:
+        stack.add_fix("fa", "pkg/a.py", base_a, fixed_a)
     stack.add_fix("fx", "pkg/c.py", base_c, fixed_c)
     stack.add_fix("fc", "pkg/c.py", fixed_c, both_c)
     stack.cli("overlays")
-    landed = stack.commit({"pkg/a.py": fixed_a, "pkg/c.py": fixed_c}, "Fix a and c", tag="v2")
+    landed = stack.commit({"pkg/a.py": fixed_a if with_a else base_a, "pkg/c.py": fixed_c},
+                          "Fix a and c", tag="v2")
     stack.cli("rebase", "--to", "v2")
     assert stack.series("up") == ["fc.patch"]
     stack.cli("verify")  # landed at the pin: nothing to say
@@ -815,6 +817,30 @@ def test_plain_verify_offline_says_which_landed_fixes_a_partial_cache_could_not_
     assert "without --offline the cache brings them" in err, err
     _, out, _ = stack.cli("verify", expect=1)
     assert "bring-back up/fa.patch" in out and "bring-back up/fx.patch" in out, out
+
+
+def test_verify_installed_offline_says_which_landed_fixes_a_partial_cache_could_not_read(
+        tmp_path, monkeypatch):
+    """The same partial cache, a fix kept as landed whose every file an overlay covers (fx, in
+    c.py, which fc overlays), reverted at the pin: `verify --installed --offline` of a tree
+    holding the overlay, which lacks fx, could not judge fx and said nothing, exit 0. It now
+    says NOT CHECKED for fx; without --offline it fails the overlay, naming `bring-back`."""
+    stack = _two_landings_reverted_at_the_pin(tmp_path, with_a=False)
+    git(stack.up, "config", "uploadpack.allowfilter", "true")
+    config = stack.root / "patchforge.toml"
+    config.write_text(config.read_text().replace(f'url = "{stack.up}"', f'url = "file://{stack.up}"'))
+    stack.cli("overlays")
+    tree = tmp_path / "image"
+    (tree / "opt/site/pkg").mkdir(parents=True)
+    (tree / "opt/site/pkg/c.py").write_bytes((stack.root / "overlays/up/pkg/c.py").read_bytes())
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-cache"))
+    stack.cli("fetch")
+    _, out, err = stack.cli("--offline", "verify", "--installed", str(tree))
+    assert "mismatch" not in out, out
+    assert "NOT CHECKED: up/upstreamed/fx.patch: whether up v3 still holds it could not be " \
+        "read" in err and "without --offline the cache brings its files" in err, err
+    _, out, _ = stack.cli("verify", "--installed", str(tree), expect=1)
+    assert "bring-back up/fx.patch" in out, out
 
 
 def test_a_stack_compose_file_is_read_in_every_document_as_compose_merges_them(stack):

@@ -307,6 +307,7 @@ def verify_installed_landed(project: Project, tree, manifest: dict[str, Any], *,
                         f"upstream ({names}): their files at the locked revision could not be "
                         f"read ({exc}); `patchforge fetch` brings them")
         return [], notes
+    notes = [f"NOT CHECKED: {why}" for why in landed.unread]  # (with those `expected` added)
     # A fix upstream reverted at the pin, in a file an overlay covers: the overlay must hold it.
     rows = [(target, "mismatch", overlaid_lacks(target, gone, state)) for target, gone, state
             in landed.overlaid_lacking(_overlay_content(project, by_target))]
