@@ -13,7 +13,7 @@ import re
 import threading
 from typing import TYPE_CHECKING, Callable
 
-from patchforge.apply.diffparse import parse_diff, split_lines
+from patchforge.apply.diffparse import c_unquote, parse_diff, split_lines
 from patchforge.apply.hunks import (FileApplication, PatchApplications, another_function,
                                     apply_file_patch, changed_places, copies_changed, copies_left,
                                     file_changes, mapped_places, placed_at, repeated_places, unproven)
@@ -30,8 +30,8 @@ from patchforge.history import (MIN_CHANGED_CHARS, MOVED_SHARE, WHITESPACE,
 from patchforge.history_place import made_at
 from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
-from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, diff_header,
-                                   split_at_file_headers,
+from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, decode_path,
+                                   diff_header, split_at_file_headers,
                                    git_output_path, make_diffs, merge_file, merges_as_binary)
 
 if TYPE_CHECKING:
@@ -2259,6 +2259,26 @@ def added_lines_of(diff: bytes) -> frozenset[bytes]:
                      .split(b"\n"))
 
 
+def _raw_changes(part: bytes, raw: int) -> list[tuple[bool, str | None, str | None, str, bytes]]:
+    """The files of a commit's `:` lines (from `raw` in `part`, its text; -1: none) in `git log
+    --raw --no-abbrev` (`:<old mode> <new mode> <old blob> <new blob> <status>\t<path>`, the
+    path C-quoted when git quotes it): (whether either side is a submodule, the blob before,
+    the blob after, the path, its `diff --git` line), a missing side's blob None."""
+    found: list[tuple[bool, str | None, str | None, str, bytes]] = []
+    if raw < 0:
+        return found
+    for line in part[raw:].split(b"\n:")[1:]:
+        meta, _, name = line.partition(b"\t")
+        old_mode, new_mode, old, new = meta.split(b" ", 4)[:4]
+        name = name.split(b"\n", 1)[0]
+        path = decode_path(c_unquote(name) if name.startswith(b'"') else name)
+        link = old_mode == b"160000" or new_mode == b"160000"
+        found.append((link, None if link or old_mode == b"000000" else old.decode(),
+                      None if link or new_mode == b"000000" else new.decode(), path,
+                      diff_header(path)))
+    return found
+
+
 def _blocks_per_file(diff: bytes) -> dict[bytes, tuple]:
     """Change blocks per file (by its `diff --git` line) of `git diff-tree -p` output."""
     return {part.split(b"\n", 1)[0]: blocks_of_git_diff(part)
@@ -2311,6 +2331,15 @@ class HistoryIndex:
         self._parts: dict[str, dict[bytes, list]] = {}
         # commit -> {each file it adds or changes: its content after it, loose_code's}
         self._new_code: dict[str, dict[str, bytes]] = {}
+        # commit -> its part of the range's walk and where its `:` lines start there (`git log
+        # --raw`: each file it changes, with the blob ids before and after; -1: none), for
+        # every commit of the range with one parent;
+        # _raw_changes of them, made when first asked; blob id -> its content as loose_code
+        # has it (None: binary); (commit, diff header) -> that file's blocks (_blocks_holding)
+        self._raw: dict[str, tuple[bytes, int]] = {}
+        self._changes: dict[str, list] = {}
+        self._loose: dict[str, bytes | None] = {}
+        self._held: dict[tuple[str, bytes], tuple] = {}
         self._at: dict[str, list[int]] | None = None  # path -> its places in `log`
         # The diffs start_landing asked for and no question has taken yet: (paths, the git
         # process reading them), and those paths.
@@ -2454,10 +2483,16 @@ class HistoryIndex:
         `elsewhere`: where a commit taking a fix's code out may have put the old code back),
         and those of the commits beside it (`beside`: a move made in two commits, out of the
         fix's file in one, into another file in the next). With `codes` (code_of's texts:
-        the old code, the fix's), of the commits beside only the files whose lines added or
-        removed, whitespace and commas out, hold one of them: every block in which
+        the old code, the fix's), only the files whose content before or after the commit
+        (_blocks_holding), or else whose lines added or removed (the commits beside, without
+        the range's walk), whitespace and commas out, hold one of them: every block in which
         _code_run_in (put_in's test of a block) can find one is among them."""
         asked = {diff_header(path) for path in paths}
+        if codes is not None and commit in self._raw:
+            ones = [commit, *self.beside(commit)]
+            held = self._blocks_holding(ones, codes, asked)
+            return tuple(block for one in ones for blocks in held[one].values()
+                         for block in blocks)
         own = tuple(block for header, blocks in self._whole_commit(commit).items()
                     if header not in asked for block in blocks)
         if codes is not None:
@@ -2466,6 +2501,74 @@ class HistoryIndex:
         return own + tuple(block for one in self.beside(commit)
                            for header, blocks in self._files_holding(one, codes).items()
                            if header not in asked for block in blocks)
+
+    def _blocks_holding(self, commits: list[str], codes: tuple[bytes, ...],
+                        leaving: set[bytes]) -> dict[str, dict[bytes, tuple]]:
+        """Each of `commits`' (the range's, one parent each) change blocks per file (by its
+        `diff --git` line) but the files of `leaving` (diff headers), of the files whose
+        content before or after it holds one of `codes`
+        (code_of's), whitespace and commas out (loose_code), and of its binary files and
+        submodules: a block's removed (added) lines are consecutive lines of the content
+        before (after), so every block in which _code_run_in finds a code is among them. The
+        files are told by their blobs (named by the range's walk, each read once), and only
+        theirs are diffed, in one git process: the commits beside a removal are whole
+        commits (a table of tuned shapes rewritten), whose every file diffed was most of
+        git's work in `status --against`."""
+        wanted = [loose_code(code) for code in codes]
+        changes = {}
+        for one in commits:
+            files = self._changes.get(one)
+            if files is None:
+                files = self._changes[one] = _raw_changes(*self._raw[one])
+            changes[one] = files
+        unread: dict[str, tuple[str, str]] = {}
+        for one, files in changes.items():
+            for _, old, new, name, header in files:
+                if header in leaving:
+                    continue
+                for oid in (old, new):
+                    if oid is not None and oid not in self._loose:
+                        unread.setdefault(oid, (one, name))
+        if unread:
+            for oid, data in self.store.history_blobs(unread).items():
+                self._loose[oid] = None if b"\0" in data[:8000] else loose_code(data)
+        found: dict[str, dict[bytes, tuple]] = {}
+        asked: dict[str, dict[bytes, str]] = {}  # commit -> {header: path} to diff
+        for one, files in changes.items():
+            for link, old, new, name, header in files:
+                if header in leaving:
+                    continue
+                texts = [self._loose.get(oid) for oid in (old, new) if oid is not None]
+                if link or any(text is None or any(code in text for code in wanted)
+                               for text in texts):
+                    if (one, header) not in self._held:
+                        asked.setdefault(one, {})[header] = name
+        if asked:
+            paths = sorted({name for names in asked.values() for name in names.values()})
+            text = self.store.commits_file_patches(
+                list(asked), paths if len(paths) <= self.NAMED_FILES_AT_MOST else [])
+            made: dict[tuple[str, bytes], tuple] = {
+                (one, header): () for one, names in asked.items() for header in names}
+            text = b"\n" + text
+            starts = [(at.start() + 1, at[1]) for at in _COMMITS_AND_FILES.finditer(text)]
+            starts.append((len(text), None))
+            of = None  # the commit the sections follow
+            for (start, commit_id), (end, _) in zip(starts, starts[1:]):
+                if commit_id is not None:
+                    of = commit_id.decode()
+                elif of is not None:
+                    section = text[start:end]
+                    key = (of, section.split(b"\n", 1)[0])
+                    if key in made:  # (one git does not write has no blocks)
+                        made[key] = blocks_of_git_diff(section)
+            self._held.update(made)
+        for one, files in changes.items():
+            mine = found[one] = {}
+            for *_, header in files:
+                blocks = self._held.get((one, header))
+                if blocks is not None and header not in leaving and header not in mine:
+                    mine[header] = blocks
+        return found
 
     def _files_holding(self, commit: str,
                        codes: tuple[bytes, ...] | None) -> dict[bytes, tuple]:
@@ -2692,6 +2795,7 @@ class HistoryIndex:
         raw_names = {git_output_path(os.fsencode(path)): path for path in self.paths}
         walk: dict[str, tuple[list[str], set[str]]] = {}  # in git's order, newest first
         reverts: dict[str, list[str]] = {}
+        raw_lines: dict[str, tuple[bytes, int]] = {}  # (`_raw`)
         if changes is None:
             changes = self.store.range_changes(self.target.base_commit, self.target.commit)
         # Commit by commit, each one's lines searched by C loops (bytes.split, find, regular
@@ -2703,18 +2807,20 @@ class HistoryIndex:
         for part in (b"\n" + changes).split(b"\ncommit ")[1:]:
             end = part.find(b"\n")  # none: a commit without a message or a change listed
             commit, *parents = (part[:end] if end >= 0 else part).decode().split()
+            # The paths: after the tab of each line from the first `:` line on (the message
+            # comes first, then the commit's `:` lines, one per path; a tab in a name is quoted).
+            raw = part.find(b"\n:")
             if commit in walk:  # a merge again, against its next parent
                 changed = walk[commit][1]
             else:
                 changed = set()
                 walk[commit] = (parents, changed)
+                if len(parents) == 1:
+                    raw_lines[commit] = (part, raw)
                 named = _REVERT_LINES.findall(part) \
                     if b"\n    This reverts commit " in part else []
                 if named:
                     reverts[commit] = [found.decode() for found in named]
-            # The paths: after the tab of each line from the first `:` line on (the message
-            # comes first, then the commit's `:` lines, one per path; a tab in a name is quoted).
-            raw = part.find(b"\n:")
             if raw >= 0:
                 changed.update(raw_names[name] for name in
                                raw_names.keys() & _RAW_PATHS.findall(part, raw))
@@ -2722,6 +2828,7 @@ class HistoryIndex:
         # in a history whose first merge has the pin for a parent (the pathspec walk below
         # cannot be taken there, but a move made in two commits is still two commits).
         self._range = [commit for commit, (parents, _) in walk.items() if len(parents) <= 1]
+        self._raw = raw_lines
         if any(len(parents) > 1 and any(parent not in walk for parent in parents)
                for parents, _ in walk.values()):
             return None  # (before anything is put into `_order`, which the log read fills)

@@ -479,10 +479,11 @@ def _reference_sections(text: bytes) -> dict[str, dict[bytes, bytes]]:
             for commit, sections in chunks.items()}
 
 
-def _reference_walk(changes: bytes, raw_names: dict[bytes, str]):
+def _reference_walk(changes: bytes, raw_names: dict[bytes, str], raw=None):
     """`store.range_changes` output read line by line: (commit -> (parents, series paths it
     changes), commit -> the commits its message reverts); a merge's later listings (against
-    its next parents) add paths, not reverts."""
+    its next parents) add paths, not reverts. `raw`: filled with each commit's `:` lines, of
+    its first listing, when it has one parent."""
     import re
 
     walk: dict[str, tuple[list[str], set[str]]] = {}
@@ -494,7 +495,11 @@ def _reference_walk(changes: bytes, raw_names: dict[bytes, str]):
             again = commit in walk
             if not again:
                 walk[commit] = (parents, set())
+                if raw is not None and len(parents) == 1:
+                    raw[commit] = []
         elif line.startswith(b":"):
+            if raw is not None and not again and commit in raw:
+                raw[commit].append(line)
             name = raw_names.get(line.split(b"\t", 1)[1])
             if name is not None:
                 walk[commit][1].add(name)
@@ -509,13 +514,13 @@ def test_history_outputs_are_cut_as_a_reading_line_by_line_does():
     """HistoryIndex cuts git's outputs by regular expressions (C loops over megabytes): the
     diffs of `git diff-tree --stdin` into commits and file sections, the walk of
     `store.range_changes` into commits, the series' paths each changes and the reverts its
-    message names. On random outputs of every line git writes there (ids, headers met twice,
-    commits without sections, `+` lines of forty hex digits, bare CRs, no final line end, a
-    merge listed once per parent, revert lines with short and bad ids), the same as reading
-    them line by line."""
+    message names, and the `:` lines of each commit with one parent. On random outputs of every
+    line git writes there (ids, headers met twice, commits without sections, `+` lines of forty
+    hex digits, bare CRs, no final line end, a merge listed once per parent, revert lines with
+    short and bad ids), the same as reading them line by line."""
     import random
 
-    from patchforge.judge import HistoryIndex, Target
+    from patchforge.judge import HistoryIndex, Target, _raw_changes
 
     rng = random.Random(7)
     ids = [f"{rng.getrandbits(160):040x}" for _ in range(6)]
@@ -558,8 +563,17 @@ def test_history_outputs_are_cut_as_a_reading_line_by_line_does():
         index.paths = list(names.values())
         index.target = Target("up", "base", "tip", "tip", None)
         index._order, index._reverts = [], {}
-        walk, reverts = _reference_walk(changes, names)
+        raw: dict[str, list[bytes]] = {}
+        walk, reverts = _reference_walk(changes, names, raw)
         touched = index._walk_without_pathspec(changes)
+        # Each commit with one parent: the files its `:` lines name, with their blobs
+        # (HistoryIndex._blocks_holding reads them).
+        assert set(index._raw) == set(raw)
+        for commit, lines in raw.items():
+            listed = [(old, new, path)
+                      for _, old, new, path, _ in _raw_changes(*index._raw[commit])]
+            assert listed == [(ids[0], ids[1], names.get(name, name.decode()))
+                              for name in (line.split(b"\t", 1)[1] for line in lines)], lines
         if any(len(parents) > 1 and any(p not in walk for p in parents)
                for parents, _ in walk.values()):
             assert touched is None

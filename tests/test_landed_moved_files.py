@@ -317,3 +317,73 @@ def test_a_fix_that_folds_a_file_into_another_edited_is_still_a_landing(tmp_path
     ).encode() + diff)
     stack.commit({"f15.py": None, "k.py": folded}, "fold f15.py into k.py (#31)", tag="v2")
     stack.dropped_as_landed()
+
+
+def diff_trees_run(trace) -> list[str]:
+    """The `git diff-tree -p` commands in GIT_TRACE's file `trace`, each as traced."""
+    return [line for line in trace.read_text().splitlines()
+            if "trace: built-in: git diff-tree" in line and " -p " in line]
+
+
+def test_the_commits_of_a_stale_move_are_diffed_only_in_the_files_that_can_hold_the_code(
+        tmp_path, monkeypatch):
+    """The stale move in two commits among a table of tuned shapes rewritten by both: the
+    history tells the files that can hold the old code or the fix's by their content before
+    and after each commit, and asks git's diff of those alone (k2.py), not of every file of
+    the commits beside (the table, whose diff was most of git's work on a long history). The
+    verdict is the one the whole diffs give."""
+    table = b"".join(b"%d,%d,%d\n" % (m, m * 2, m * 3) for m in range(400))
+    stack = OneUpstreamStack(tmp_path, {"k.py": module(OLD), "tuned.csv": table})
+    stack.add_fix("fix", "k.py", module(OLD), module(FIX))
+    stack.commit({"k.py": module(FIX)}, "fp8: e4m3fnuz max on ROCm (#12)")
+    out = stack.commit({"k.py": module(FIX, range(7)), "tuned.csv": table.replace(b",", b";")},
+                       "k.py: f7.. go to k2.py; retune")
+    stack.commit({"k2.py": module(OLD, range(7, 20)), "tuned.csv": table},
+                 "k2.py: f7.. (from a stale branch)", tag="v2")
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    monkeypatch.delenv("GIT_TRACE")
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert f"history: commit {out} undoes this change (reverses part of it in k.py)" in \
+        patch["evidence"], patch["evidence"]
+    diffs = diff_trees_run(trace)
+    assert any(line.endswith(" -- k2.py") for line in diffs), diffs
+    assert not [line for line in diffs if line.endswith(" --") or "tuned.csv" in line], diffs
+
+
+def test_a_stale_move_into_a_file_git_quotes_the_name_of_is_no_landing(tmp_path):
+    """The stale move in two commits, into a file whose name git writes quoted (`"k\\303\\251
+    .py"` in its lists and diffs): the file is found by its content and its diff read under
+    that name, and the fix is kept."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": module(OLD)})
+    stack.add_fix("fix", "k.py", module(OLD), module(FIX))
+    stack.commit({"k.py": module(FIX)}, "fp8: e4m3fnuz max on ROCm (#12)")
+    out = stack.commit({"k.py": module(FIX, range(7))}, "k.py: f7.. go to ké.py")
+    stack.commit({"ké.py": module(OLD, range(7, 20))}, "ké.py: f7.. (from a stale branch)",
+                 tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert f"history: commit {out} undoes this change (reverses part of it in k.py)" in \
+        patch["evidence"], patch["evidence"]
+
+
+def test_an_old_twin_moved_beside_the_fixed_codes_move_undoes_no_landing(tmp_path):
+    """The fix lands; f7.. leave k.py (fixed) in one commit, and in the next a stale copy of
+    them moves from old.py into k2.py: the old code is put into k2.py and taken out of old.py,
+    a move of a twin, not the old code put back. The landing stands (the history's word is
+    that commit's landing). Told apart by old.py's content before the commit: its content
+    after it holds neither code."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": module(OLD), "old.py": module(OLD, range(7, 20))})
+    stack.add_fix("fix", "k.py", module(OLD), module(FIX))
+    landed = stack.commit({"k.py": module(FIX)}, "fp8: e4m3fnuz max on ROCm (#12)")
+    stack.commit({"k.py": module(FIX, range(7))}, "k.py: f7.. go to k2.py")
+    stack.commit({"k2.py": module(OLD, range(7, 20)), "old.py": b"# moved to k2.py\n"},
+                 "old.py: into k2.py", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert not any("undoes this change" in line for line in patch["evidence"]), \
+        patch["evidence"]
+    assert any(landed in line for line in patch["evidence"]), patch["evidence"]

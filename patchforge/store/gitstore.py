@@ -1503,12 +1503,25 @@ class UpstreamStore:
             _, new_mode, _, new_oid, _ = meta.split()  # `:100644 100644 <old> <new> M`
             if new_mode != b"160000":
                 blob_of[decode_path(name)] = new_oid.decode()
+        blobs = self.history_blobs({oid: (commit, path) for path, oid in blob_of.items()})
+        return {path: blobs[oid] for path, oid in blob_of.items() if oid in blobs}
+
+    def history_blobs(self, where: dict[str, tuple[str, str]]) -> dict[str, bytes]:
+        """The contents of blobs of the history by id (`where`: id -> (a commit, the path it
+        has there), named when a partial store cannot bring one offline), a partial store's
+        missing ones fetched first, at once; read in one cat-file round."""
         with self._lock:
             if self._is_partial():
-                self._fetch_missing(set(blob_of.values()),
-                                    {oid: (commit, path) for path, oid in blob_of.items()})
-        blobs = self.blobs_by_id(list(blob_of.values()))
-        return {path: blobs[oid] for path, oid in blob_of.items() if oid in blobs}
+                self._fetch_missing(set(where), where)
+        return self.blobs_by_id(list(where))
+
+    def commits_file_patches(self, commits: list[str], paths: list[str]) -> bytes:
+        """commit_patches(commits, paths) with `paths` taken as they are (as
+        commit_file_patches takes them), in one `git diff-tree`."""
+        return self._run("--literal-pathspecs", "diff-tree", "--stdin", "-p", "--no-color",
+                         "--no-ext-diff", "--no-textconv", "--no-renames", "--full-index", "--",
+                         *paths, input="".join(f"{c}\n" for c in commits).encode(),
+                         what="reading upstream history").stdout
 
     def commit_file_patches(self, commit: str, paths: list[str]) -> bytes:
         """commit_patches([commit], paths) with `paths` taken as they are (a name starting with
