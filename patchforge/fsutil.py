@@ -17,7 +17,8 @@ from patchforge.errors import LockedError, PartlyWritten, UsageError
 
 # Fault injection for the crash-safety tests: PATCHFORGE_FAULT="name:N" makes the N-th (1-based)
 # call of the write step `name` ("write", "fsync", "rename", "link", "dirsync": a directory's
-# fsync after a rename) kill the process, or raise with
+# fsync after a rename; "renamed": just after a rename, where a signal that arrived during it
+# takes effect) kill the process, or raise with
 # PATCHFORGE_FAULT_MODE=raise, or send the process a real SIGINT (Ctrl-C) with
 # PATCHFORGE_FAULT_MODE=interrupt (a SIGTERM with PATCHFORGE_FAULT_MODE=terminate), or stop it
 # (SIGSTOP, until a SIGCONT) with
@@ -269,6 +270,7 @@ def _replace_batch(items: list[tuple[Path | str, bytes, int | None]]) -> None:
         for tmp, path in written:
             fault_point("rename")
             os.replace(tmp, path)
+            fault_point("renamed")
             renamed += 1
     except BaseException:
         for tmp, _ in written[renamed:]:

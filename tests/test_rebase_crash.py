@@ -23,6 +23,7 @@ from helpers.snapshot import snapshot
 from helpers.upstream import BASE, Upstream, with_lines
 
 KILLED = 137
+INTERRUPTED = 130
 
 
 def all_bytes(root: Path) -> list[bytes]:
@@ -89,17 +90,21 @@ def check_killed_state(root: Path, before: dict[str, tuple], after: dict[str, tu
 
 
 def kill_at_each(stack: Stack, args: list[str], step: str, before: dict[str, tuple],
-                 after: dict[str, tuple], tmp_path: Path) -> list[str]:
+                 after: dict[str, tuple], tmp_path: Path, *, mode: str | None = None
+                 ) -> list[str]:
     """Run `args` on a fresh copy of the stack killed at the N-th `step`, for N from 1 until a
     run completes without meeting the fault; check each kill's state (check_killed_state) and
-    return what each left ("old" or "journal")."""
+    return what each left ("old" or "journal"). With `mode` "interrupt", a Ctrl-C (SIGINT)
+    arrives there instead of the kill, and the run's own cleanup runs (exit 130)."""
     patches = [entry[1] for rel, entry in before.items() if rel.endswith(".patch")]
+    env = {"PATCHFORGE_FAULT_MODE": mode} if mode else {}
+    stopped = INTERRUPTED if mode == "interrupt" else KILLED
     seen = []
     for n in range(1, 200):
         root = tmp_path / f"kill-{n}"
         shutil.copytree(stack.root, root, symlinks=True)
-        proc = run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"{step}:{n}"})
-        if proc.returncode != KILLED:
+        proc = run_subprocess(root, *args, env={**env, "PATCHFORGE_FAULT": f"{step}:{n}"})
+        if proc.returncode != stopped:
             assert proc.returncode == 0, proc.stderr.decode()
             assert snapshot(root, skip_state=True, dirs=False) == after  # the fault was never reached: a whole run
             return seen
@@ -124,6 +129,19 @@ def test_kill_at_every_write_point_of_a_rebase(step, tmp_path, monkeypatch):
     # The kills fell before the journal, inside the moving phase and inside the write-out.
     assert seen[0] == "old" and "journal" in seen
     assert len(seen) >= 10
+
+
+def test_ctrl_c_just_after_any_rename_of_a_rebase_leaves_the_old_state_or_a_journal_that_finishes(
+        tmp_path, monkeypatch):
+    """A Ctrl-C that arrives while a file is renamed takes effect once the rename is made
+    (Python raises KeyboardInterrupt at its next instruction): whatever rename it is, the
+    run's cleanup must leave the project as it was, or a journal that `rebase --continue`
+    finishes (and `--abort` undoes); the one that begins the write-out, included."""
+    stack, args = build(tmp_path, monkeypatch)
+    before = stack.snapshot()
+    after = reference(stack, args, tmp_path)
+    seen = kill_at_each(stack, args, "renamed", before, after, tmp_path, mode="interrupt")
+    assert seen.count("journal") >= 10, seen  # the journal's saves, the write-out's renames
 
 
 def test_kill_at_every_rename_of_a_rebase_to_the_pinned_commit(tmp_path, monkeypatch):

@@ -1514,6 +1514,7 @@ class Rebase:
             fault_point("rename")
             try:
                 os.replace(temporary, target)
+                fault_point("renamed")
             except FileNotFoundError:
                 if originals is None:
                     originals = self.journal.originals()

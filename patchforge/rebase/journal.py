@@ -242,18 +242,24 @@ class Journal:
             for temporary, (path, _) in zip(temporaries[len(steps):-1], journal_files):
                 fault_point("rename")
                 os.replace(temporary, path)
+                fault_point("renamed")
             # The new names: the temporary files', the links', originals.json's (and
             # orig-files/); then the journal that names them.
             fsync_dirs([*(os.path.dirname(path) for path, _ in files), kept, self.dir])
             self._staged_written()
             fault_point("rename")
             os.replace(temporaries[-1], self.path)
+            fault_point("renamed")  # where a signal during the rename takes effect
             named = True
             fsync_dirs([self.dir])
         except BaseException:
             # Interrupted (Ctrl-C, SIGTERM, a failing disk) before the journal named them:
             # nothing will rename the temporary files, so they go now, not left in series/.
-            if not named:
+            # Whether it names them is read from the disk, not from `named`: a signal that
+            # arrives during the journal's rename raises only after the rename is made, before
+            # the flag is set, and the journal then on disk is the one naming them (its
+            # temporary file is gone), which `rebase --continue` finishes.
+            if not named and os.path.lexists(temporaries[-1]):
                 for temporary in temporaries:
                     try:
                         os.unlink(temporary)
