@@ -278,6 +278,68 @@ def test_rename_at_every_write_point(env, tmp_path, monkeypatch, mode):
                            mode=mode) >= 6
 
 
+@pytest.mark.parametrize("mode", ["interrupt", "kill"])
+def test_a_rename_of_the_fix_being_edited_cut_short_anywhere_keeps_the_edit(
+        env, tmp_path, monkeypatch, mode):
+    """`rename` while the fix is being edited, with a change in the worktree not refreshed yet,
+    cut short (Ctrl-C, or a kill) at each of its writes and just after each rename and removal:
+    the same rename run again finishes it, and `refresh` then writes the change into the fix
+    under its new name. Never the edit left on OLD's name with OLD's file gone, which nothing
+    could refresh and only `edit --close --discard` ended."""
+    prepared = _prepared(env, tmp_path, monkeypatch)
+    assert run_cli(prepared, "edit", "fix").rc == 0
+    work = prepared / ".patchforge" / "work" / "up" / "a.txt"
+    work.write_bytes(work.read_bytes().replace(b"line5\n", b"LINE5\n"))
+    env_mode = {"PATCHFORGE_FAULT_MODE": "interrupt"} if mode == "interrupt" else {}
+    hits = 0
+    for step in ("write", "fsync", "rename", "renamed", "dirsync"):
+        for n in range(1, 50):
+            root = tmp_path / f"{step}-{n}"
+            shutil.copytree(prepared, root, symlinks=True)
+            proc = run_subprocess(root, "rename", "fix", "better",
+                                  env={**env_mode, "PATCHFORGE_FAULT": f"{step}:{n}"})
+            if proc.returncode == 0:
+                break
+            hits += 1
+            assert proc.returncode == (130 if mode == "interrupt" else 137), \
+                (step, n, proc.stderr.decode())
+            again = run_cli(root, "rename", "fix", "better")
+            series = (root / "series/up/series").read_bytes().split()
+            if again.rc != 0:  # the rename was whole: there is no fix left to rename
+                assert b"fix.patch" not in series, (step, n, again.text)
+            refreshed = run_cli(root, "refresh")
+            assert refreshed.rc == 0, (step, n, again.text, refreshed.text)
+            assert b"better.patch" in series and b"fix.patch" not in series, (step, n)
+            assert not (root / "series/up/fix.patch").exists(), (step, n)
+            assert b"+LINE5\n" in (root / "series/up/better.patch").read_bytes(), (step, n)
+            shutil.rmtree(root)
+        else:
+            pytest.fail(f"the fault {step} never stopped firing")
+    assert hits >= 10
+
+
+def test_an_edit_left_on_the_old_name_of_a_cut_rename_goes_to_the_new_name_when_it_is_run_again(
+        env, tmp_path, monkeypatch):
+    """What a rename cut short by an earlier patchforge could leave: the series lists NEW, OLD's
+    file is gone, and the open edit is still of OLD. `refresh` says the same rename run again
+    finishes it; run again, the edit is NEW's and `refresh` writes the change into it."""
+    root = _prepared(env, tmp_path, monkeypatch)
+    assert run_cli(root, "edit", "fix").rc == 0
+    work = root / ".patchforge" / "work" / "up" / "a.txt"
+    work.write_bytes(work.read_bytes().replace(b"line5\n", b"LINE5\n"))
+    series = root / "series" / "up"
+    (series / "fix.patch").rename(series / "better.patch")
+    (series / "series").write_bytes((series / "series").read_bytes().replace(b"fix.patch",
+                                                                              b"better.patch"))
+    refused = run_cli(root, "refresh")
+    assert refused.rc == 2 and "`patchforge rename` of it that was cut short is finished by " \
+        "running it again" in refused.err, refused.text
+    assert run_cli(root, "rename", "fix", "better").rc == 0
+    assert run_cli(root, "refresh").rc == 0
+    assert b"+LINE5\n" in (series / "better.patch").read_bytes()
+    assert not (series / "fix.patch").exists()
+
+
 @pytest.mark.parametrize("mode", ["kill", "raise"])
 def test_a_rename_in_a_stack_with_a_history_is_recorded_once_at_every_write_point(
         env, tmp_path, monkeypatch, mode):

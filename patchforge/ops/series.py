@@ -571,8 +571,10 @@ def _require_listed(project: Project, upstream: str, state: dict) -> None:
         return
     raise UsageError(f"{upstream}/{state['patch']} is no longer in the series (renamed or "
                      "deleted while it was being edited)",
-                     hint="`patchforge edit --close` ends this edit (add --discard to drop "
-                          "changes that were not refreshed); then `patchforge edit NAME`")
+                     hint="a `patchforge rename` of it that was cut short is finished by "
+                          "running it again, and the edit goes with the fix to its new name; "
+                          "otherwise `patchforge edit --close` ends this edit (add --discard to "
+                          "drop changes that were not refreshed), then `patchforge edit NAME`")
 
 
 def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
@@ -1291,7 +1293,10 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
                 atomic_write(series_path,
                              project.read_series(upstream).renamed(old_file, new_file).to_bytes())
             except BaseException:
-                new_path.unlink(missing_ok=True)  # the series still lists OLD, which is whole
+                # The series still lists OLD, which is whole: NEW goes. Unless the series in
+                # place is the new one (a Ctrl-C during its rename takes effect after it).
+                if _file_bytes(series_path) == listed:
+                    new_path.unlink(missing_ok=True)
                 raise
             _record_or_undo(project, upstream, old_file, new_file, listed)
             _end_rename(project, upstream, old_file, new_file)
@@ -1317,7 +1322,9 @@ def _file_bytes(path: Path) -> bytes | None:
 def _finish_cut_rename(project: Project, old: str, new_file: str,
                        new_upstream: str | None) -> tuple[str, str] | None:
     """A rename a kill cut short after the series named NEW: OLD's file is still there, the
-    same bytes as NEW's. Its removal (and the open edit's state) finishes it."""
+    same bytes as NEW's. Its removal (and the open edit's state) finishes it. Or OLD's file is
+    gone with an open edit still on OLD (an earlier patchforge removed the file first): the
+    edit goes to NEW."""
     wanted, _, name = old.rpartition("/")
     old_file = patch_file_name(name)
     for upstream in project.upstream_names():
@@ -1326,7 +1333,9 @@ def _finish_cut_rename(project: Project, old: str, new_file: str,
                 new_file not in project.patch_names(upstream):
             continue
         old_path = project.patch_path(upstream, old_file)
-        if old_path.is_file() and _file_bytes(old_path) == \
+        stranded = not old_path.exists() and old_file not in project.patch_names(upstream) \
+            and _patch_of_open_edit(project, upstream) == old_file
+        if stranded or old_path.is_file() and _file_bytes(old_path) == \
                 _file_bytes(project.patch_path(upstream, new_file)):
             require_state(project, "rename", [upstream])
             with RepoLock(project.state_dir):
@@ -1335,6 +1344,16 @@ def _finish_cut_rename(project: Project, old: str, new_file: str,
                     _end_rename(project, upstream, old_file, new_file)
             return upstream, new_file
     return None
+
+
+def _patch_of_open_edit(project: Project, upstream: str) -> str | None:
+    """The patch the open edit of `upstream` is of (None: none, or a state that cannot be
+    read, which the commands that act on the edit say)."""
+    try:
+        state = editing(project, upstream)
+    except InputError:
+        return None
+    return state["patch"] if state else None
 
 
 def _history_reads(project: Project) -> None:
@@ -1381,6 +1400,11 @@ def _end_rename(project: Project, upstream: str, old_file: str, new_file: str) -
                                                                                     new_file)
     record_rename(project, upstream, old_file, new_file)
     update_ledger(project)
+    # The edit and the drafts go to NEW while OLD's file is still there: cut short (Ctrl-C, a
+    # kill) at any point, OLD's file is beside NEW (the same rename run again finishes it),
+    # never gone with the edit still on it, which nothing could then refresh.
+    _carry_pr_drafts(project, upstream, old_file, new_file)
+    _carry_edit(project, upstream, old_file, new_file)
     try:
         one_file = os.path.samefile(old_path, new_path)
     except OSError:
@@ -1392,7 +1416,10 @@ def _end_rename(project: Project, upstream: str, old_file: str, new_file: str) -
         fsync_dir(old_path.parent)
     else:
         atomic_delete(old_path)
-    _carry_pr_drafts(project, upstream, old_file, new_file)
+
+
+def _carry_edit(project: Project, upstream: str, old_file: str, new_file: str) -> None:
+    """An open edit of OLD made NEW's."""
     state = editing(project, upstream)
     if state and state["patch"] == old_file:
         state["patch"] = new_file
