@@ -182,13 +182,30 @@ def refuse_linked_overlays(project: Project) -> None:
                              hint=f"remove the link (`rm {path}`), then run the command again")
 
 
+def refuse_linked_aside(directory) -> None:
+    """A directory fixes are kept in (deleted/, skipped/, upstreamed/) must be the project's
+    own: InputError when it is a symlink or something else than a directory."""
+    if os.path.islink(directory):
+        raise InputError(f"{directory} is a symlink (to {os.readlink(directory)}): patchforge "
+                         "keeps fixes set aside in the project's own directories",
+                         hint="replace the link with a directory holding what it holds, then "
+                              "run the command again")
+    if os.path.lexists(directory) and not os.path.isdir(directory):
+        raise InputError(f"{directory} is not a directory: patchforge keeps fixes set aside "
+                         "there", hint=f"move the file {directory} away, then run the command "
+                                       "again")
+
+
 def aside_name(directory, name: str, data: bytes | None, taken=()) -> str:
     """`name`, or `name` with a number when an earlier, different fix of that name is already
     kept in `directory` (deleted/, skipped/, upstreamed/, a series' own directory): it must
     never be overwritten. A name in `taken` (the names a series lists) is never given, even
     to a file holding `data`; a file of a free name holding exactly `data` is this write's
     own (a run cut off by a kill), reused, never written again beside it. `data` None: only
-    a name without a file is free."""
+    a name without a file is free. A `directory` that is a symlink (committed in a pull
+    request) or not a directory is refused, naming it: the fix would be kept outside the
+    project, where `git status` does not show it, or not at all."""
+    refuse_linked_aside(directory)
     stem = name[:-len(".patch")] if name.endswith(".patch") else name
     candidate, number = name, 1
     while candidate in taken or (directory / candidate).exists():

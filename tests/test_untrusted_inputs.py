@@ -1385,6 +1385,37 @@ def test_a_symlinked_state_directory_is_never_written_through(tmp_path):
     ok(root, "edit", "fix")
 
 
+@pytest.mark.parametrize("kind", ["symlink", "file"])
+def test_a_fix_is_never_kept_aside_through_a_symlinked_or_unusable_deleted_directory(tmp_path, kind):
+    """`series/up/deleted` committed as a symlink to a directory outside the project: `delete`
+    wrote the fix's only kept copy there (exit 0, "kept as .../deleted/fix.patch"), where
+    `git status` does not show it. As a file, it failed with "File exists" and a hint to run
+    it again, which fails the same. Both are refused, exit 2, naming it; nothing is written
+    outside or changed in the project, for a fix of the series and one in skipped/ alike."""
+    root, _ = git_project(tmp_path)
+    ok(root, "new", "fix", "--file", "a.py")
+    work = root / ".patchforge" / "work" / "up" / "a.py"
+    work.write_bytes(work.read_bytes().replace(b"line2\n", b"LINE2\n"))
+    ok(root, "refresh")
+    up = root / "series" / "up"
+    (up / "skipped").mkdir()
+    (up / "skipped" / "old.patch").write_bytes((up / "fix.patch").read_bytes())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if kind == "symlink":
+        (up / "deleted").symlink_to(elsewhere)
+    else:
+        (up / "deleted").write_bytes(b"not a directory\n")
+    before = tree_bytes(root / "series")
+    for name in ("fix", "old"):
+        run = run_cli(root, "delete", name)
+        assert run.rc == 2, (name, run.text)
+        said = "is a symlink" if kind == "symlink" else "is not a directory"
+        assert f"{up / 'deleted'} {said}" in run.err, (name, run.text)
+        assert tree_bytes(elsewhere) == {}, name
+        assert tree_bytes(root / "series") == before, name
+
+
 def _three_fixes(tmp_path: Path) -> Path:
     """A project whose upstream `up` carries three fixes to a.py, made with new + refresh, and
     its overlays written."""
