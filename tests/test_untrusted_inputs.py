@@ -129,6 +129,80 @@ def _foreign_wheel(index: Path, filename: str, body: bytes) -> Path:
     return path
 
 
+def _member_as_deflate(wheel: Path, member: str, content: bytes, raw: bytes) -> None:
+    """Make `member` of `wheel` (written stored, holding `raw`) a deflate member whose
+    compressed bytes are `raw` and whose size and CRC are `content`'s: the shapes other zip
+    writers make, which zipfile (and so pip) read as `content`."""
+    import struct
+    import zlib
+
+    data = bytearray(wheel.read_bytes())
+    name = member.encode()
+    for signature, name_at, length_at, method_at, sizes_at in (
+            (b"PK\x03\x04", 30, 26, 8, 14), (b"PK\x01\x02", 46, 28, 10, 16)):
+        position = 0
+        while (position := data.find(signature, position)) >= 0:
+            length = struct.unpack_from("<H", data, position + length_at)[0]
+            if bytes(data[position + name_at:position + name_at + length]) == name:
+                struct.pack_into("<H", data, position + method_at, 8)
+                struct.pack_into("<III", data, position + sizes_at, zlib.crc32(content),
+                                 len(raw), len(content))
+            position += 4
+    wheel.write_bytes(bytes(data))
+    assert zipfile.ZipFile(wheel).read(member) == content
+
+
+def test_a_wheel_member_zipfile_reads_whatever_its_deflate_stream_ends_with_is_imported(
+        tmp_path, monkeypatch):
+    """A wheel's member whose deflate stream ends at a flush, without a final block (every byte
+    there, its size and CRC right), and an empty member marked deflate with no compressed byte
+    at all: zipfile and pip read them, and `upstream add --wheel` failed with an internal error
+    (zlib's "incomplete or truncated stream", exit 70). Both are imported, their bytes as pip
+    installs them."""
+    import zlib
+
+    wheels = tmp_path / "wheels"
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    content = b"".join(b"line %d\n" % i for i in range(1, 21))
+    compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
+    flushed = compressor.compress(content) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    # build_wheel stores each member (ZipInfo's method): made deflate members of these bytes.
+    wheel = build_wheel(wheels, "demo", "1.0", {"demo/__init__.py": flushed,
+                                                 "demo/py.typed": b""})
+    _member_as_deflate(wheel, "demo/__init__.py", content, flushed)
+    _member_as_deflate(wheel, "demo/py.typed", b"", b"")
+    root = tmp_path / "stack"
+    root.mkdir()
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "w", "--wheel", "demo", "--at", "1.0", "--install-root", "/srv")
+    ok(root, "new", "fix", "--file", "demo/__init__.py", "--file", "demo/py.typed")
+    work = root / ".patchforge" / "work" / "w" / "demo"
+    assert (work / "__init__.py").read_bytes() == content
+    assert (work / "py.typed").read_bytes() == b""
+
+
+def test_a_wheel_whose_member_name_says_utf8_and_is_not_is_refused_naming_it(tmp_path,
+                                                                              monkeypatch):
+    """A member name flagged UTF-8 (zip flag bit 11) whose bytes are not UTF-8: `upstream add
+    --wheel` failed with an internal error (UnicodeDecodeError, exit 70). Refused as any
+    unreadable wheel is, naming it, nothing written."""
+    wheels = tmp_path / "wheels"
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    wheel = build_wheel(wheels, "demo", "1.0", {"demo/__init__.py": b"x = 1\n",
+                                                 "demo/\u00e9.py": b"y = 2\n"})
+    wheel.write_bytes(wheel.read_bytes().replace(b"demo/\xc3\xa9.py", b"demo/\xff\xa9.py"))
+    root = tmp_path / "stack"
+    root.mkdir()
+    ok(None, "init", "--standalone", str(root))
+    before = tree_bytes(root, skip=(".patchforge",))
+    run = run_cli(root, "upstream", "add", "w", "--wheel", "demo", "--at", "1.0",
+                  "--install-root", "/srv")
+    assert run.rc == 2 and f"cannot read wheel {wheel}" in run.err, run.text
+    assert tree_bytes(root, skip=(".patchforge",)) == before
+
+
 def _add_from_another_cache(root: Path, monkeypatch, wheel: Path, machine: str) -> None:
     """`upstream add w` of `wheel` as another machine ran it: from that machine's own wheel
     cache and store (`<machine>-cache`, `<machine>-store`), so this project's cache lacks it."""

@@ -109,7 +109,8 @@ def import_wheel(store: UpstreamStore, wheel: Path, upstream: str, label: str, *
     wheel = Path(wheel)
     try:
         archive = zipfile.ZipFile(wheel)
-    except (OSError, zipfile.BadZipFile) as exc:
+    except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
+        # (A member name flagged UTF-8 that is not: zipfile decodes the names as it opens.)
         raise StoreError(f"cannot read wheel {wheel}: {exc}") from exc
     with archive:
         members: dict[bytes, zipfile.ZipInfo] = {}

@@ -172,9 +172,17 @@ def _hash_member(fd: int, wheel: Path, member: PackMember) -> None:
     member.adler = adler
     if not reusable:
         if content is None:  # rare: inflate again to compress
-            content = zlib.decompress(
-                _read_exact(fd, member.offset, member.compress_size, wheel, member), -15,
-                member.file_size or 1)[:member.file_size]
+            # As the pass above did, with an inflater: its bytes matched the size and CRC, so
+            # a stream that lacks its final block (or has no bytes at all, an empty member)
+            # gives them again, where zlib.decompress refused it.
+            inflater = zlib.decompressobj(-15)
+            try:
+                content = inflater.decompress(
+                    _read_exact(fd, member.offset, member.compress_size, wheel, member),
+                    member.file_size or 1)[:member.file_size]
+            except zlib.error as exc:
+                raise StoreError(f"wheel {wheel.name}: corrupt member {member.name}: {exc}") \
+                    from None
         member.recompressed = zlib.compress(content, 1)
 
 
