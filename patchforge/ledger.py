@@ -644,7 +644,17 @@ def render_ledger(project: Project, *, history: list[dict] | None = None) -> byt
     else:
         out.append(f"Nothing recorded yet; commands append to series/{HISTORY_NAME}.")
     out.append("")
-    return "\n".join(out).encode("utf-8", "surrogateescape")
+    # A control character a header holds (an mbox Subject's terminal escape sequence) is
+    # written visible, `\x1b`: `cat`, `git diff` or `git log -p` of this committed file in a
+    # reviewer's terminal would otherwise run it (set the title, clear the screen, hide lines).
+    return _CONTROL.sub(_visible, "\n".join(out)).encode("utf-8", "surrogateescape")
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _visible(match: re.Match) -> str:
+    return f"\\x{ord(match.group()):02x}"
 
 
 def write_ledger(project: Project, *, history: list[dict] | None = None) -> bool:

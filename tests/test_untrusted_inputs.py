@@ -1490,6 +1490,32 @@ def test_a_fix_is_never_kept_aside_through_a_symlinked_or_unusable_deleted_direc
         assert tree_bytes(root / "series") == before, name
 
 
+def test_a_terminal_escape_in_a_mails_subject_is_never_written_raw_into_the_ledger(tmp_path):
+    """An mbox whose Subject (an RFC 2047 word) decodes to terminal escape sequences (set the
+    window title, clear the screen): `import mbox` kept them in the fix's Description, and
+    `ledger` wrote them raw into series/PATCHES.md, a committed file that `cat`, `git diff` or
+    `git log -p` shows in a reviewer's terminal; `lint` said nothing. The ledger now writes
+    each control character visible (`\\x1b`), and `lint` names the header that holds one."""
+    import base64
+
+    root, _ = git_project(tmp_path)
+    subject = "fix \x1b]0;owned\x07\x1b[2J title"
+    word = "=?utf-8?b?" + base64.b64encode(subject.encode()).decode() + "?="
+    diff = ("diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n line1\n"
+            "-line2\n+LINE2\n line3\n")
+    (tmp_path / "in.mbox").write_text(
+        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+        "From: A <a@x>\nDate: Mon, 1 Jan 2024 00:00:00 +0000\n"
+        f"Subject: {word}\n\nBody text.\n---\n{diff}-- \n2.40.0\n\n")
+    ok(root, "import", "mbox", str(tmp_path / "in.mbox"), "--upstream", "up")
+    ok(root, "ledger")
+    ledger = (root / "series" / "PATCHES.md").read_bytes()
+    assert b"\x1b" not in ledger and b"\x07" not in ledger
+    assert b"fix \\x1b]0;owned\\x07\\x1b[2J title" in ledger
+    run = run_cli(root, "lint", "--no-forge")
+    assert run.rc == 1 and "Description holds a control character (\\x1b)" in run.out, run.text
+
+
 def _three_fixes(tmp_path: Path) -> Path:
     """A project whose upstream `up` carries three fixes to a.py, made with new + refresh, and
     its overlays written."""

@@ -514,8 +514,19 @@ _SINGLE_FIELDS = ("Description", "Origin", "Forwarded", "Applied-Upstream", "Ups
                   "Last-Update")
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def _headers(label: str, patch: PatchFile, upstream: str, pin) -> list[Finding]:
     out = _dep3_fields(label, patch)
+    for header in patch.fields:
+        control = _CONTROL.search(header.value)
+        if control:
+            # (An mbox Subject's terminal escape sequence, say: a terminal showing the patch,
+            # `git log -p` of it, acts on it.)
+            out.append(Finding(label, "header", f"{header.name} holds a control character "
+                                                f"(\\x{ord(control.group()):02x}), which a "
+                                                "terminal showing the patch acts on: remove it"))
     for name in _SINGLE_FIELDS:
         values = patch.get_all(name)
         if len(values) > 1:
