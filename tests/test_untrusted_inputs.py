@@ -1490,12 +1490,14 @@ def test_a_fix_is_never_kept_aside_through_a_symlinked_or_unusable_deleted_direc
         assert tree_bytes(root / "series") == before, name
 
 
-def test_a_terminal_escape_in_a_mails_subject_is_never_written_raw_into_the_ledger(tmp_path):
+def test_a_terminal_escape_in_a_mails_subject_is_refused_and_never_written_raw_into_the_ledger(
+        tmp_path):
     """An mbox whose Subject (an RFC 2047 word) decodes to terminal escape sequences (set the
     window title, clear the screen): `import mbox` kept them in the fix's Description, and
     `ledger` wrote them raw into series/PATCHES.md, a committed file that `cat`, `git diff` or
-    `git log -p` shows in a reviewer's terminal; `lint` said nothing. The ledger now writes
-    each control character visible (`\\x1b`), and `lint` names the header that holds one."""
+    `git log -p` shows in a reviewer's terminal; `lint` said nothing. The import is refused,
+    exit 2, naming the mail, nothing written; a header written so by hand is written visible
+    by the ledger (`\\x1b`), and `lint` names it."""
     import base64
 
     root, _ = git_project(tmp_path)
@@ -1507,7 +1509,19 @@ def test_a_terminal_escape_in_a_mails_subject_is_never_written_raw_into_the_ledg
         "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
         "From: A <a@x>\nDate: Mon, 1 Jan 2024 00:00:00 +0000\n"
         f"Subject: {word}\n\nBody text.\n---\n{diff}-- \n2.40.0\n\n")
-    ok(root, "import", "mbox", str(tmp_path / "in.mbox"), "--upstream", "up")
+    before = tree_bytes(root, skip=(".patchforge",))
+    run = run_cli(root, "import", "mbox", str(tmp_path / "in.mbox"), "--upstream", "up")
+    assert run.rc == 2 and "in.mbox (message 1): its Subject holds a control character (\\x1b)" \
+        in run.err, run.text
+    assert tree_bytes(root, skip=(".patchforge",)) == before
+    ok(root, "new", "fix", "--file", "a.py")
+    work = root / ".patchforge" / "work" / "up" / "a.py"
+    work.write_bytes(work.read_bytes().replace(b"line2\n", b"LINE2\n"))
+    ok(root, "refresh")
+    patch = root / "series" / "up" / "fix.patch"
+    data = patch.read_bytes()
+    assert data.startswith(b"Description: ")
+    patch.write_bytes(b"Description: " + subject.encode() + data[data.index(b"\n"):])
     ok(root, "ledger")
     ledger = (root / "series" / "PATCHES.md").read_bytes()
     assert b"\x1b" not in ledger and b"\x07" not in ledger

@@ -1466,6 +1466,15 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
                                           "Date: Mon, 17 Sep 2001 00:00:00 +0000") from None
                 when = parsed.date().isoformat() if parsed else when
             author = f"{headers.get('Author', 'Unknown')} <{headers.get('Email', '')}>"
+            for name, value in (("Subject", subject), ("From", author)):
+                control = re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", value)
+                if control:
+                    # (An RFC 2047 word decoding to a terminal escape sequence, say: kept in
+                    # the fix's header, a terminal showing the patch would act on it.)
+                    raise InputError(f"its {name} holds a control character "
+                                     f"(\\x{ord(control.group()):02x}): nothing was imported",
+                                     path=source, hint="remove it from the mail and import it "
+                                                       "again")
             fields = [("Description", subject), ("Author", author),
                       ("Origin", f"vendor, {Path(mbox).name}"), ("Upstream-Status", "Pending"),
                       ("Upstream", upstream), ("Base", pin.commit), ("Last-Update", when)]
