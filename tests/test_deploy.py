@@ -655,8 +655,9 @@ def test_the_dockerfile_fails_for_a_landed_fix_reverted_at_the_pin(tmp_path):
     rc, out, err = stack.cli("rebase", "--to", "v3", expect=None)
     assert "reverted upstream" in out + err, (rc, out, err)
     stack.cli("overlays", "--check")  # the rebase wrote what `overlays` makes
-    _, _, err = stack.cli("overlays")
+    _, _, err = stack.cli("overlays", expect=1)  # needs attention, as `status` says
     assert "Dockerfile fails its build" in err and "bring-back up/fa.patch" in err, err
+    assert stack.json("overlays", expect=1)["ok"] is False
     runs = [item["value"] for item in _dockerfile(stack.root / "overlays/Dockerfile")
             if item["instruction"] == "RUN"]
     fake_root = tmp_path / "image"
@@ -698,7 +699,7 @@ def test_a_landed_fix_reverted_at_the_pin_fails_where_its_overlay_lacks_it(tmp_p
     assert overlay.read_bytes() == only_c  # the pin's file with fc, without fa
 
     def judged(expect_ok: bool) -> None:
-        _, _, err = stack.cli("overlays")
+        _, _, err = stack.cli("overlays", expect=0 if expect_ok else 1)
         assert ("Dockerfile fails its build" in err) != expect_ok, err
         runs = [item["value"] for item in _dockerfile(stack.root / "overlays/Dockerfile")
                 if item["instruction"] == "RUN"]
@@ -829,7 +830,7 @@ def test_verify_installed_offline_says_which_landed_fixes_a_partial_cache_could_
     git(stack.up, "config", "uploadpack.allowfilter", "true")
     config = stack.root / "patchforge.toml"
     config.write_text(config.read_text().replace(f'url = "{stack.up}"', f'url = "file://{stack.up}"'))
-    stack.cli("overlays")
+    stack.cli("overlays", expect=1)  # (the overlay lacks fx: said)
     tree = tmp_path / "image"
     (tree / "opt/site/pkg").mkdir(parents=True)
     (tree / "opt/site/pkg/c.py").write_bytes((stack.root / "overlays/up/pkg/c.py").read_bytes())
