@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -186,8 +187,8 @@ def test_write_out_syncs_each_directory_only_where_the_order_needs_it(tmp_path, 
     assert synced.count(".patchforge/rebase") == 3
     write_out = synced.index(".patchforge/rebase")
     project_dirs = ["series/up", "series/up/upstreamed", "."]  # the patches, lock, fix set aside
-    assert synced[:write_out + 2] == [*project_dirs, ".patchforge/rebase/orig-files",
-                                      ".patchforge/rebase", ".patchforge/rebase"]
+    assert synced[:write_out + 2] == [*project_dirs, ".patchforge/rebase",
+                                      ".patchforge/rebase"]
     # after the renames and the removal (the landed patch leaves series/up), once each, with
     # the last files' directories (series/history.jsonl and series/PATCHES.md, then
     # last-rebase.json's), after the overlays; then the journal's removal
@@ -394,12 +395,12 @@ def test_the_write_out_links_the_originals_and_writes_each_new_file_once(tmp_pat
     journal.save_write_out(["series/up/a.patch", "upstream.lock"],
                            {"series/up/a.patch": b"new a\n", "upstream.lock": b"lock\n"})
     assert sorted(path.name for path in journal.dir.iterdir()) == \
-        ["journal.json", "orig-files", "originals.json"]
+        ["journal.json", "orig.series%2Fup%2Fa.patch", "originals.json"]
     assert json.loads((journal.dir / "originals.json").read_bytes()) == \
         {"series/up/a.patch": True, "upstream.lock": None}
-    assert os.path.samefile(journal.dir / "orig-files" / "series%2Fup%2Fa.patch", patch)
+    assert os.path.samefile(journal.dir / "orig.series%2Fup%2Fa.patch", patch)
     doc = json.loads(journal.path.read_bytes())
-    assert doc["version"] == 2
+    assert doc["version"] == 3
     temps = {step["path"]: step["temp"] for step in doc["plan"]}
     assert patch.read_bytes() == b"old a\n"
     assert (patch.parent / temps["series/up/a.patch"]).read_bytes() == b"new a\n"
@@ -442,6 +443,28 @@ def finish_and_undo(root: Path, before: dict, after: dict) -> None:
         assert not (copy / ".patchforge" / "rebase").exists()
 
 
+def test_a_write_out_a_journal_of_version_2_began_is_finished_or_undone(tmp_path, monkeypatch):
+    """A journal of version 2 (a write-out killed, then patchforge upgraded) keeps the
+    originals' links in orig-files/: --continue finishes it and --abort undoes it all the
+    same. (Version 3 keeps them in the journal's own directory, `orig.<path>`: a directory
+    fewer to make, sync and remove per write-out.)"""
+    stack, args = build(tmp_path, monkeypatch)
+    before = stack.snapshot()
+    after = reference(stack, args, tmp_path)
+    root = killed_once_committing(stack, args, tmp_path)
+    state = root / ".patchforge" / "rebase"
+    doc = json.loads((state / "journal.json").read_bytes())
+    assert doc["version"] == 3 and not (state / "orig-files").exists()
+    links = sorted(state.glob("orig.*"))
+    assert links
+    (state / "orig-files").mkdir()
+    for link in links:
+        os.replace(link, state / "orig-files" / link.name[len("orig."):])
+    doc["version"] = 2
+    (state / "journal.json").write_text(json.dumps(doc))
+    finish_and_undo(root, before, after)
+
+
 def test_a_write_out_a_journal_of_version_1_began_is_finished_or_undone(tmp_path, monkeypatch):
     """A journal of version 1 (a write-out killed, then patchforge upgraded) carries the new
     files in staged-<n>.json or inline and the originals' bytes in originals.json, with no
@@ -452,7 +475,7 @@ def test_a_write_out_a_journal_of_version_1_began_is_finished_or_undone(tmp_path
     root = killed_once_committing(stack, args, tmp_path)
     state = root / ".patchforge" / "rebase"
     doc = json.loads((state / "journal.json").read_bytes())
-    assert doc["version"] == 2
+    assert doc["version"] == 3
     staged = {}
     for step in doc["plan"]:
         temp = step.pop("temp", None)
@@ -465,11 +488,12 @@ def test_a_write_out_a_journal_of_version_1_began_is_finished_or_undone(tmp_path
             else:
                 step["inline"] = base64.b64encode(data).decode()
     doc["version"] = 1
-    kept = {rel: base64.b64encode((state / "orig-files" / rel.replace("/", "%2F")).read_bytes())
+    kept = {rel: base64.b64encode((state / ("orig." + rel.replace("/", "%2F"))).read_bytes())
             .decode() if saved is True else saved
             for rel, saved in json.loads((state / "originals.json").read_bytes()).items()}
     assert kept and all(saved is None or isinstance(saved, str) for saved in kept.values())
-    shutil.rmtree(state / "orig-files")
+    for link in state.glob("orig.*"):
+        link.unlink()
     (state / "originals.json").write_text(json.dumps(kept))
     (state / "staged-9.json").write_text(json.dumps(staged))
     (state / "journal.json").write_text(json.dumps(doc))

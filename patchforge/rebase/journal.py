@@ -11,14 +11,14 @@ It lives in `.patchforge/rebase/`:
   save rather than one per patch; rewriting all of them at every stop made a series with many
   stops quadratic). A later file overrides an earlier one. (`staged.json`, the one file of
   journals written before, is read as the first.)
-- `originals.json`, `orig-files/` and `orig-overlays/`: once the write-out begins, the project
-  files it changes and the whole overlays/ tree as they were, for a byte-for-byte `--abort`.
-  Each file is a hard link in orig-files/ (named by its path from the root, quoted to one
-  name: `series%2Fup%2Ffix.patch`): the write-out
-  renames new files over the project's, so the old ones stay as they are under that second
-  name, and keeping them copies no byte. originals.json lists every path: `true` (in
-  orig-files/), null (not there: `--abort` removes it), or its bytes in base64 (where the file
-  system makes no link, and in journals of version 1).
+- `originals.json`, the kept originals and `orig-overlays/`: once the write-out begins, the
+  project files it changes and the whole overlays/ tree as they were, for a byte-for-byte
+  `--abort`. Each file is a hard link in the journal's directory named `orig.` and its path
+  from the root, quoted to one name (`orig.series%2Fup%2Ffix.patch`; in `orig-files/`, without
+  the `orig.`, in journals of version 2): the write-out renames new files over the project's,
+  so the old ones stay as they are under that second name, and keeping them copies no byte.
+  originals.json lists every path: `true` (a link), null (not there: `--abort` removes it), or
+  its bytes in base64 (where the file system makes no link, and in journals of version 1).
 - The write-out's new files: temporary files beside their targets (`.NAME.XXXXXXXXXX.tmp`),
   written and synced before journal.json names them in its plan (version 2); the write-out
   renames each over its target, and that rename is the whole commit of the file. Journals of
@@ -41,12 +41,16 @@ from patchforge.model.record import field, record
 from patchforge.tempfiles import remove_tree
 
 # Version 2: the write-out's plan names its new files' temporary files (`PlanStep.temp`) and
-# originals.json may say `true` (a hard link in orig-files/). A journal without them (a stop,
-# or a write-out whose files are staged) is written as version 1, which every earlier
-# patchforge reads; both are read.
-JOURNAL_VERSION = 2
-READ_VERSIONS = (1, 2)
-ORIGINALS_DIR = "orig-files"
+# originals.json may say `true` (a hard link in orig-files/). Version 3: those links are in the
+# journal's own directory (`KEPT_PREFIX`): a directory fewer to make, sync and remove per
+# write-out, each a wait for a disk that discards freed blocks at once; a patchforge that
+# reads only versions 1 and 2 refuses it rather than look for the links in orig-files/. A
+# journal without them (a stop, or a write-out whose files are staged) is written as version
+# 1, which every earlier patchforge reads; all three are read.
+JOURNAL_VERSION = 3
+READ_VERSIONS = (1, 2, 3)
+ORIGINALS_DIR = "orig-files"  # version 2's
+KEPT_PREFIX = "orig."
 
 
 class CorruptJournal(UsageError):
@@ -192,7 +196,8 @@ class Journal:
     def save_write_out(self, originals: list[str], new: dict[str, bytes]) -> None:
         """The save that begins the write-out, once the run's plan is recorded in it (phase
         "committing"). First every project file the plan changes (`originals`, paths from the
-        root; those not there are noted) is kept: hard-linked into orig-files/, or its bytes
+        root; those not there are noted) is kept: hard-linked into the journal's directory
+        (`KEPT_PREFIX`), or its bytes
         into originals.json where no link can be made. Then the plan's new bytes (`new`, path
         -> bytes) go to temporary files beside their targets, written and synced as one batch
         with originals.json and any staged bytes no plan step holds, and their directories
@@ -203,12 +208,14 @@ class Journal:
         not copied at all, and the disk is waited for three times (the batch, the directories,
         the journal's directory)."""
         assert self.run is not None, "a run is recorded before it is saved"
-        kept = self.dir / ORIGINALS_DIR
-        if kept.exists():  # left by a write-out killed before its journal named it
-            remove_tree(kept)
-        kept.mkdir(parents=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for name in os.listdir(self.dir):  # left by a write-out killed before its journal
+            if name.startswith(KEPT_PREFIX):  # named them
+                os.unlink(self.dir / name)
+        if (self.dir / ORIGINALS_DIR).exists():
+            remove_tree(self.dir / ORIGINALS_DIR)
         saved: dict[str, bool | str | None] = {}
-        kept_in = os.path.join(kept, "")
+        kept_in = os.path.join(self.dir, KEPT_PREFIX)
         for rel, source in zip(originals, confined_all(self.root, originals)):
             fault_point("link")
             try:
@@ -243,9 +250,9 @@ class Journal:
                 fault_point("rename")
                 os.replace(temporary, path)
                 fault_point("renamed")
-            # The new names: the temporary files', the links', originals.json's (and
-            # orig-files/); then the journal that names them.
-            fsync_dirs([*(os.path.dirname(path) for path, _ in files), kept, self.dir])
+            # The new names: the temporary files', the links' and originals.json's; then the
+            # journal that names them.
+            fsync_dirs([*(os.path.dirname(path) for path, _ in files), self.dir])
             self._staged_written()
             fault_point("rename")
             os.replace(temporaries[-1], self.path)
@@ -399,7 +406,9 @@ class Journal:
                 from None
 
     def _kept_original(self, rel: str) -> bytes:
-        path = self.dir / ORIGINALS_DIR / _kept_name(rel)
+        path = self.dir / (KEPT_PREFIX + _kept_name(rel))
+        if not os.path.lexists(path):  # a journal of version 2
+            path = self.dir / ORIGINALS_DIR / _kept_name(rel)
         try:
             if path.is_symlink():
                 raise OSError(f"{path} is a symlink")
@@ -473,7 +482,8 @@ class Journal:
 
 
 def _kept_name(rel: str) -> str:
-    """The name of a kept original in orig-files/: its path, quoted to one name (no `/`)."""
+    """The name of a kept original (after `KEPT_PREFIX`; in orig-files/ in version 2): its
+    path, quoted to one name (no `/`)."""
     return rel.replace("%", "%25").replace("/", "%2F")
 
 
