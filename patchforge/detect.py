@@ -45,7 +45,7 @@ from patchforge.apply.hunks import (CFile, HunkOutcome, ReversedHunk, _definitio
                                     _language, _line_places, _lines_at, _place_offsets,
                                     apply_file_patch, apply_hunks, body_end, lines_of,
                                     place_in_place)
-from patchforge.history import string_parts
+from patchforge.history import DOUBLE_QUOTE, SINGLE_QUOTE, string_parts
 from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
 from patchforge.store.diff import (NULL_OID, FileMerge, blob_oid, changed_blocks,
@@ -212,7 +212,7 @@ def spaced_literals(lines: "Iterable[bytes]") -> tuple[bytes, ...]:
     found: list[bytes] = []
     inside = False  # in a string a line before opened with `'''` or `"""` (Python)
     for line in lines:
-        if b"'" not in line and b'"' not in line:
+        if SINGLE_QUOTE not in line and DOUBLE_QUOTE not in line:
             if inside and line.strip(_WS_BYTES):
                 found.append(line.rstrip(b"\r\n"))
             continue

@@ -769,3 +769,49 @@ def test_a_blocks_reversal_within_a_commits_blocks_stripped_once_is_what_it_was(
             said += before
             asked += 1
     assert 100 < said < asked
+
+
+def test_a_bodys_blocks_are_what_a_call_per_line_makes():
+    """blocks_of_lines (and spaced_blocks_of_lines) strip a block's sides with one translate
+    each (history._bare) and look for a quote in each side joined: the blocks are the ones
+    made by stripping each line alone and looking at each line (the whitespace-only block kept
+    whole, strings' whitespace kept where a line has a quote). Random bodies of context, `-`,
+    `+`, `@@` and `\\` lines, with whitespace, CRs, quotes and triple quotes."""
+    import random
+
+    from patchforge.history import (WHITESPACE, _line_code, blocks_of_lines,
+                                    spaced_blocks_of_lines)
+
+    def reference(lines):
+        kinds = [b"-", b"+"]
+        blocks, sides = [], ([], [])
+        for line in list(lines) + [b"@@"]:
+            if line[:1] in kinds:
+                sides[kinds.index(line[:1])].append(line[1:-1] if line.endswith(b"\n")
+                                                   else line[1:])
+            elif line[:1] != b"\\" and (sides[0] or sides[1]):
+                bare = [tuple(each.translate(None, WHITESPACE) for each in side)
+                        for side in sides]
+                if bare[0] == bare[1]:
+                    blocks.append(tuple(tuple(side) for side in sides))
+                else:
+                    blocks.append(tuple(
+                        tuple(_line_code(each) if b'"' in plain or b"'" in plain else plain
+                              for each, plain in zip(side, plain_side))
+                        if any(b'"' in plain or b"'" in plain for plain in plain_side)
+                        else plain_side for side, plain_side in zip(sides, bare)))
+                sides[0].clear()
+                sides[1].clear()
+        return tuple(blocks)
+
+    rng = random.Random(2026)
+    words = [b" ", b"\t", b"\r", b"x", b"(", b")", b"'", b'"', b"'''", b"a b", b"  c", b""]
+    starts = [b" ", b"-", b"+", b"-", b"+", b"@@ -1 +1 @@", b"\\ No newline at end of file"]
+    for _ in range(5000):
+        lines = [rng.choice(starts) + b"".join(rng.choice(words)
+                                               for _ in range(rng.randrange(0, 5)))
+                 + (b"\n" if rng.random() < 0.5 else b"") for _ in range(rng.randrange(0, 9))]
+        assert blocks_of_lines(lines) == reference(lines), lines
+        if not any(b"'''" in line or b'"""' in line for line in lines):
+            # (no string over lines: the spaced blocks are the same blocks)
+            assert spaced_blocks_of_lines(lines) == reference(lines), lines
