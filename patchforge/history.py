@@ -121,11 +121,11 @@ def spaced_blocks_of_lines(lines) -> Blocks:
         if kind in (b"-", b"+"):
             text = line[1:-1] if line.endswith(b"\n") else line[1:]
             if kind == b"-":
-                old_in, said = _over_lines(text, old_in)
+                old_in, said = over_lines(text, old_in)
                 removed.append(text)
                 kept[0].append(said)
             else:
-                new_in, said = _over_lines(text, new_in)
+                new_in, said = over_lines(text, new_in)
                 added.append(text)
                 kept[1].append(said)
         elif kind == b"\\":
@@ -135,14 +135,14 @@ def spaced_blocks_of_lines(lines) -> Blocks:
             if kind == b"@":
                 old_in = new_in = None
             else:
-                old_in = _over_lines(line[1:], old_in)[0]
-                new_in = _over_lines(line[1:], new_in)[0]
+                old_in = over_lines(line[1:], old_in)[0]
+                new_in = over_lines(line[1:], new_in)[0]
     close()
     return tuple(blocks)
 
 
 def _spaced(lines: tuple[bytes, ...], said: list[bytes | None]) -> tuple[bytes, ...]:
-    """Each of `lines`, or its spaced text (`said`, _over_lines') where it has one."""
+    """Each of `lines`, or its spaced text (`said`, over_lines') where it has one."""
     return tuple(line if spaced is None else spaced for line, spaced in zip(lines, said))
 
 
@@ -151,7 +151,7 @@ def _spaced(lines: tuple[bytes, ...], said: list[bytes | None]) -> tuple[bytes, 
 _OVER_LINES = on_first_use(rb"'''|\"\"\"|R\"([^()\\ \t\"]{0,16})\(")
 
 
-def _over_lines(line: bytes, waiting: bytes | None) -> tuple[bytes | None, bytes | None]:
+def over_lines(line: bytes, waiting: bytes | None) -> tuple[bytes | None, bytes | None]:
     """(what closes the string over lines `line` leaves open, None when it leaves none; the
     line with its whitespace kept where it is a string's, None when it touches no such
     string), given what the string open before it waits for (`waiting`)."""

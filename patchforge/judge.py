@@ -25,7 +25,7 @@ from patchforge.errors import InputError, StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, MOVED_SHARE, WHITESPACE,
                                 blocks_of_file_patch, blocks_of_git_diff, code_lines, code_of,
                                 combine, combine_series, judge_history, loose_code, may_reverse,
-                                patch_blocks, put_in, share, taken_out, undo_probes,
+                                over_lines, patch_blocks, put_in, share, taken_out, undo_probes,
                                 without_whitespace)
 from patchforge.history_place import made_at
 from patchforge.model.record import field, record, replace
@@ -742,18 +742,40 @@ class SeriesJudge:
     def _spaced_otherwise(fp, current: bytes, taken_out) -> tuple[str, str] | None:
         """A line `fp` adds whose code the target has (whitespace removed) but with a string
         of it spaced otherwise (detect.spaced_literals: not in `current` as the fix writes
-        it), that no commit after the landing took out: (the line, the string). `has`
-        finds a line without its whitespace, a string's too; the history shows no diff of a
-        merge's resolution that took the side with the string as it was."""
+        it; or a line of a string over lines, history.over_lines, not in `current` as the fix
+        writes it but for its indentation), that no commit after the landing took out: (the
+        line, the string). `has` finds a line without its whitespace, a string's too; the
+        history shows no diff of a merge's resolution (or of a change made on a stale tree)
+        that took the side with the string as it was."""
         for hunk in fp.hunks:
+            waiting = None  # what closes the string over lines the post-image is in
+            # What the hunk takes out, without whitespace: a line of a string over lines is
+            # asked only where the fix re-spaces (re-wraps) text it takes out, not where it
+            # writes new code (after a string opened above the hunk, its closing quote looks
+            # like an opening one).
+            gone = b"".join(line[1:] for line in hunk.lines
+                            if line[:1] == b"-").translate(None, WHITESPACE)
             for line in hunk.lines:
-                if line[:1] != b"+":
+                kind = line[:1]
+                if kind in (b"-", b"\\"):
                     continue
-                missing = next((s for s in spaced_literals((line[1:],)) if s not in current),
-                               None)
+                waiting, said = over_lines(line[1:], waiting)
+                if kind != b"+":
+                    continue
+                if said is not None:
+                    # In a string over lines (history.over_lines): its text as the fix writes
+                    # it, indentation aside (a docstring re-indented with its function).
+                    said = said.strip(WHITESPACE)
+                    bare = said.translate(None, WHITESPACE)
+                    missing = said if bare != said and bare in gone and said not in current \
+                        else None
+                else:
+                    missing = next((s for s in spaced_literals((line[1:],))
+                                    if s not in current), None)
                 if missing is not None and not taken_out(line[1:].translate(None, WHITESPACE)):
                     return (line[1:].strip().decode("utf-8", "replace"),
-                            missing.decode("utf-8", "replace"))
+                            "its text (a string over lines)" if said is not None
+                            else missing.decode("utf-8", "replace"))
         return None
 
     def _moved_line_gone(self, fp, current: bytes, landing, taken_out) -> str | None:

@@ -189,3 +189,23 @@ def test_the_fix_rewrapping_a_string_over_lines_landed_is_still_a_landing(tmp_pa
     ((patch,),) = [status["patches"]]
     assert (patch["state"], patch["rebase"]) == ("upstreamed", "drop"), patch
     assert patch["landed_in"] == landed, patch
+
+
+def test_a_landing_rewrapped_with_its_old_spacing_by_a_stale_change_is_no_landing(tmp_path):
+    """The fix mends a double space inside a `\"\"\"` string and joins its next line onto it;
+    upstream lands that very change, then a change made on a stale tree (the lines joined,
+    the double space as it was) rewrites the fix's line. Without whitespace the fix's line
+    is still there and nothing took it out. Before: "upstreamed (high)" by the history,
+    dropped; the target keeps the old spacing. Now it is kept, saying so."""
+    old = b'    msg = """\n        scale for the requested layer %s:  %d\n        tokens\n    """\n'
+    fix = b'    msg = """\n        scale for the requested layer %s: %d tokens\n    """\n'
+    stack = OneUpstreamStack(tmp_path, {"k.py": f7_with(old)})
+    stack.add_fix("fix", "k.py", f7_with(old), f7_with(fix))
+    stack.commit({"k.py": f7_with(fix)}, "docs: one line, one space (#12)")
+    stack.commit({"k.py": f7_with(fix.replace(b"%s: %d", b"%s:  %d"))}, "docs: one line",
+                 tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert any("spaced otherwise" in line for line in patch["evidence"]), patch["evidence"]
+    assert b"%s: %d tokens" in stack.kept_by_rebase("up=v2", "k.py")
