@@ -1056,7 +1056,7 @@ def fixes_gone_from_files(project: Project, overlays: OverlaySet) -> list[str]:
         committed = json.loads((project.overlays_dir / "manifest.json").read_bytes())
         entries = [(e["upstream"], e["path"], e.get("profile"), [p["name"] for p in e["patches"]])
                    for e in committed["overlays"]]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return []
     # By file, over every profile: a stack that gains (or loses) profiles has its overlays
     # under other profiles' names, and its fixes change the same files.
@@ -1842,6 +1842,9 @@ def read_manifest(overlays_dir: Path) -> dict[str, Any]:
                           path=str(path)) from None
     except ValueError as exc:
         raise InputError(f"not valid JSON ({exc})", path=str(path)) from None
+    except RecursionError:
+        raise InputError("not valid JSON (nested deeper than patchforge reads)",
+                         path=str(path)) from None
     validate(doc, "manifest", source=str(path))
     # Each file is read where these name it (`verify`, `verify --image`): never outside
     # overlays/ (a copy's `file`) or the project (an artifact's `path`).

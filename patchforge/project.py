@@ -60,7 +60,10 @@ def _config_of(directory: Path) -> tuple[Path, Path] | None:
         refuse_second_config(directory)
         return directory, standalone
     pyproject = directory / PYPROJECT
-    if pyproject.is_file() and find_config_table(pyproject) is not None:
+    # Only a pyproject.toml that names the table is parsed: another project's (a stack checked
+    # out inside it, a home directory's), however written, is not this tool's to refuse.
+    if pyproject.is_file() and b"patchforge" in pyproject.read_bytes() \
+            and find_config_table(pyproject) is not None:
         return directory, pyproject
     return None
 

@@ -435,3 +435,31 @@ def test_plain_toml_agrees_with_tomllib_on_random_texts():
             read += 1
             assert mine == theirs, text
     assert read > 300  # the texts reach plain_toml's forms, not only its refusals
+
+
+@pytest.mark.parametrize("text", [
+    b"tool = 5  # patchforge's? no\n",
+    b"[[tool]]\npatchforge = 1\n",
+    b'[project]\nname = "s"\nx = ' + b"[" * 5000 + b"]" * 5000 + b"\n",
+], ids=["tool-a-number", "tool-an-array", "nested-deep"])
+def test_another_projects_pyproject_above_is_no_configuration_however_written(tmp_path, text):
+    """A pyproject.toml above the working directory (a stack checked out inside another
+    project) whose `tool` is not a table, or that holds a value nested a few thousand deep:
+    every command ended in an internal error (AttributeError, RecursionError). It holds no
+    patchforge table: "no patchforge configuration", exit 2."""
+    (tmp_path / "pyproject.toml").write_bytes(text)
+    (tmp_path / "sub").mkdir()
+    run = run_cli(None, "list", cwd=tmp_path / "sub")
+    assert run.rc == 2, run.err
+    assert "no patchforge configuration in" in run.err and "internal error" not in run.err
+
+
+def test_a_configuration_nested_too_deep_is_refused_naming_its_file(tmp_path):
+    """patchforge.toml (or a pyproject.toml naming the table) with a value nested a few
+    thousand deep: an internal error (RecursionError). Now the file is named, exit 2."""
+    make_project(tmp_path)
+    config = tmp_path / "patchforge.toml"
+    config.write_bytes(b"deep = " + b"[" * 5000 + b"]" * 5000 + b"\n" + config.read_bytes())
+    run = run_cli(None, "list", cwd=tmp_path)
+    assert run.rc == 2, run.err
+    assert f"{config}: not valid TOML: nested deeper than patchforge reads" in run.err

@@ -74,3 +74,16 @@ def test_git_upstream_fetch_reads_the_users_git_config(tmp_path):
     ok(root, "upstream", "add", "up", "--git", url, "--at", "main")
     assert lock_doc(root)["upstreams"]["up"]["commit"] == commit
     assert lock_doc(root)["upstreams"]["up"]["source"] == {"url": url}
+
+
+def test_a_docker_config_nested_too_deep_is_not_read(tmp_path, registry_server):  # noqa: F811
+    """~/.docker/config.json nested a hundred thousand deep: every registry lookup ended in an
+    internal error (RecursionError). It is not read, as a file cut short is not: the registry
+    answers without a login, and says so."""
+    root, commit = git_project(tmp_path)
+    image = _private_image(registry_server, commit)
+    docker = Path(os.environ["HOME"]) / ".docker"
+    docker.mkdir()
+    (docker / "config.json").write_bytes(b"[" * 100000 + b"]" * 100000)
+    run = run_cli(root, "status", "--against", image)
+    assert run.rc == 2 and "401" in run.err and "docker login" in run.err, run.err

@@ -283,6 +283,27 @@ def test_a_cached_wheel_cut_short_is_downloaded_again_and_named_offline(evil, mo
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("memo", [b"[]\n", b'"x"\n', b"[" * 100000 + b"]" * 100000],
+                         ids=["a-list", "a-string", "nested-too-deep"])
+def test_a_damaged_memo_of_wheel_digests_is_hashed_again(evil, memo):
+    """The cache's wheel-digests.json holding JSON that is not an object (a hand edit, a bad
+    merge of a shared cache) or nested a hundred thousand deep: every command that hashes
+    the wheel ended in an internal error (AttributeError, RecursionError), where a file cut
+    short was hashed again. Now it is hashed again too, and the memo written anew."""
+    root, index, _, _ = evil
+    (root / "wheels").mkdir()
+    wheel = _foreign_wheel(root / "wheels", "evilpkg-1.0-py3-none-any.whl", b"X = 1\n")
+    ok(root, "--offline", "upstream", "add", "w", "--wheel", "evilpkg", "--at", "1.0",
+       "--install-root", "/srv")
+    memo_path = Path(os.environ["PATCHFORGE_CACHE"]) / "wheel-digests.json"
+    memo_path.write_bytes(memo)
+    shutil.rmtree(Path(os.environ["PATCHFORGE_CACHE"]) / "store.git")
+    run = run_cli(root, "--offline", "status")
+    assert run.rc == 0, run.err
+    assert [entry["sha256"] for entry in json.loads(memo_path.read_bytes()).values()] == \
+        [hashlib.sha256(wheel.read_bytes()).hexdigest()]
+
+
 def test_a_wheel_cache_that_is_a_file_is_named_as_such(evil, monkeypatch):
     """PATCHFORGE_WHEELS naming a file: before, `upstream add --wheel` failed with the OS's
     "File exists: <path>" and the hint to run the command again, which fails the same way.
@@ -603,6 +624,30 @@ def test_a_lock_key_written_twice_is_refused_naming_its_line(tmp_path):
         run = run_cli(root, *command)
         assert run.rc == 2 and f"upstream.lock:{line}: " in run.err \
             and '"commit" is written twice' in run.err, (command, run.err)
+
+
+def test_a_lock_or_manifest_nested_too_deep_is_refused_naming_it(tmp_path):
+    """A pull request leaves upstream.lock with a key whose value is nested a hundred
+    thousand deep (200 KB), or overlays/manifest.json so: `status` and `verify` ended in an
+    internal error (RecursionError). Now the file is named, exit 2, nothing written."""
+    root, _ = git_project(tmp_path)
+    ok(root, "overlays")
+    lock = root / "upstream.lock"
+    good = lock.read_bytes()
+    deep = b"[" * 100000 + b"]" * 100000
+    lock.write_bytes(good.rstrip().rstrip(b"}") + b', "x": ' + deep + b"}\n")
+    before = tree_bytes(root)
+    for command in (["status"], ["overlays"], ["fetch"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.err)
+        assert f"{lock}: not valid JSON: nested deeper than patchforge reads" in run.err, run.err
+    assert tree_bytes(root) == before
+    lock.write_bytes(good)
+    manifest = root / "overlays" / "manifest.json"
+    manifest.write_bytes(deep)
+    run = run_cli(root, "verify")
+    assert run.rc == 2, run.err
+    assert f"{manifest}: not valid JSON (nested deeper than patchforge reads)" in run.err
 
 
 def test_a_git_pin_must_be_a_commit_of_its_own_source(tmp_path):
@@ -1176,7 +1221,7 @@ def test_sixteen_contenders_never_hold_the_lock_together(tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["truncate", "empty", "garbage", "not-an-object",
-                                    "missing-fields"])
+                                    "missing-fields", "nested-too-deep"])
 def test_a_damaged_journal_can_always_be_aborted(tmp_path, damage):
     from helpers.project import add_patch_file
     from helpers.snapshot import tree_bytes
@@ -1190,6 +1235,7 @@ def test_a_damaged_journal_can_always_be_aborted(tmp_path, damage):
     text = json.dumps({"version": 1, "phase": "running", "order": ["up"], "upstreams": {}})
     journal.write_text({"truncate": text[:20], "empty": "", "garbage": "\xff\xfe{",
                         "not-an-object": "[1, 2]",
+                        "nested-too-deep": "[" * 100000 + "]" * 100000,
                         "missing-fields": json.dumps({"version": 1, "order": ["up"],
                                                       "upstreams": {"up": {}}})}[damage])
     (root / ".patchforge" / "work" / "up").mkdir(parents=True)

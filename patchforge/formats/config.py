@@ -54,7 +54,9 @@ def find_config_table(path: Path) -> tuple[dict, str] | None:
         doc = _tomllib_loads(path, data)
     if path.name == STANDALONE:
         return doc, ""
-    table = doc.get("tool", {}).get("patchforge")
+    # `tool = 5` or `[[tool]]` (an array of tables) is valid TOML that holds no patchforge table.
+    tool = doc.get("tool")
+    table = tool.get("patchforge") if isinstance(tool, dict) else None
     if table is None:
         return None
     return table, "tool.patchforge."
@@ -67,6 +69,10 @@ def _tomllib_loads(path: Path, data: bytes) -> dict:
 
     try:
         return tomllib.loads(data.decode("utf-8"))
+    except RecursionError:
+        # `x = [[[[...` a few thousand deep (10 KB) exhausts the parser's recursion.
+        raise ConfigError("not valid TOML: nested deeper than patchforge reads",
+                          path=str(path)) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         # A byte-order mark (an editor on Windows) is invisible in the file: say it is there.
         bom = data.startswith(b"\xef\xbb\xbf")

@@ -153,6 +153,10 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
         raise ConfigError(f"not UTF-8: {exc}", path=source) from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not valid JSON: {exc.msg}", path=source, line=exc.lineno) from None
+    except RecursionError:
+        # `[[[[...` a hundred thousand deep (200 KB) exhausts the parser's recursion.
+        raise ConfigError("not valid JSON: nested deeper than patchforge reads",
+                          path=source) from None
     except _DuplicateKey as exc:
         quoted = json.dumps(str(exc.args[0]), ensure_ascii=False)
         raise ConfigError(f"the key {quoted} is written twice in one object (JSON readers "

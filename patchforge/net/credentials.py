@@ -130,7 +130,8 @@ class DockerCredentials:
                 doc = json.loads(self.path.read_bytes())
             except FileNotFoundError:
                 doc = {}
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, RecursionError) as exc:
+                # RecursionError: `[[[[...` nested deeper than the parser's recursion.
                 log.warning("%s: not readable as JSON (%s); registry logins in it are not used",
                             self.path, exc)
                 doc = {}
@@ -194,7 +195,7 @@ class DockerCredentials:
         try:
             doc = json.loads(proc.stdout)
             user, secret = str(doc["Username"]), str(doc["Secret"])
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             log.warning("docker-credential-%s gave an answer that is not its JSON", name)
             return None
         return (user, secret) if secret else None

@@ -146,6 +146,9 @@ class Journal:
         except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError too
             raise CorruptJournal(f"{self.path}: the rebase journal cannot be read "
                                  f"({type(exc).__name__}: {exc})") from None
+        except RecursionError:
+            raise CorruptJournal(f"{self.path}: the rebase journal cannot be read (JSON "
+                                 "nested deeper than patchforge reads)") from None
         if not isinstance(data, dict) or not isinstance(data.get("upstreams"), dict) \
                 or not isinstance(data.get("order"), list):
             raise CorruptJournal(f"{self.path}: the rebase journal is not a journal this "
@@ -404,6 +407,9 @@ class Journal:
         except (ValueError, TypeError) as exc:
             raise CorruptJournal(f"{path}: the saved project files cannot be read ({exc})") \
                 from None
+        except RecursionError:
+            raise CorruptJournal(f"{path}: the saved project files cannot be read (JSON nested "
+                                 "deeper than patchforge reads)") from None
 
     def _kept_original(self, rel: str) -> bytes:
         path = self.dir / (KEPT_PREFIX + _kept_name(rel))

@@ -60,7 +60,9 @@ def wheel_sha256(path: Path) -> str:
     memo_path = cache_dir() / "wheel-digests.json"
     try:
         memo = json.loads(memo_path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: `[[[[...` nested too deep
+        memo = {}
+    if not isinstance(memo, dict):  # damaged (a bad merge of a shared cache): written anew
         memo = {}
     known = memo.get(key)
     if isinstance(known, dict) and known.get("size") == stat.st_size and \
