@@ -28,6 +28,7 @@ from patchforge.errors import (ApplyError, ConfigError, InputError, PatchforgeEr
 from patchforge.formats.lockfile import dump_json
 from patchforge.model.lock import ImagePin
 from patchforge.model.record import field, record
+from patchforge.patterns import on_first_use
 from patchforge.stack import (refuse_creation_collisions, refuse_linked_overlays,
                               refuse_symlinked_paths)
 from patchforge.fsutil import (atomic_write, fault_point, fsync_dir, fsync_dirs,
@@ -1677,6 +1678,10 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
             # outside overlays/ said `ok`, or a device read without end.
             raise InputError(f"SHA256SUMS names {rel_text!r}, which is not a file under "
                              "overlays/", path=str(sums_path), line=number)
+        if _UNPRINTABLE.search(rel_text):
+            raise InputError(f"SHA256SUMS names {rel_text!r}, which holds a control character",
+                             path=str(sums_path), line=number,
+                             hint="run `patchforge overlays` to write it again")
         listed[rel_text] = digest.decode().lower()
         if not shipped(rel_text):
             continue
@@ -1857,7 +1862,36 @@ def read_manifest(overlays_dir: Path) -> dict[str, Any]:
                 raise InputError(f"{where}[{number}].{key} is {entry[key]!r}, which is not a "
                                  f"file under {inside}", path=str(path),
                                  hint="run `patchforge overlays` to write it again")
+    unprintable = _unprintable_string(doc, "")
+    if unprintable is not None:
+        where, value = unprintable
+        raise InputError(f"{where} is {value!r}, which holds a control character",
+                         path=str(path), hint="run `patchforge overlays` to write it again")
     return doc
+
+
+# What no string of manifest.json, nor a name in SHA256SUMS, holds: verify prints them, and a
+# newline would start an output line of the file's making (`::error ...::` is a workflow
+# command in a CI log), an escape sequence would drive the terminal. (`overlays` never writes
+# one: no patch carries a file name with a newline.) A tab is shown as it is.
+_UNPRINTABLE = on_first_use(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _unprintable_string(value: Any, where: str) -> tuple[str, str] | None:
+    """(where, the string) of the first string (a key too) of a JSON document holding a
+    control character, or None."""
+    if isinstance(value, str):
+        return (where or "(top level)", value) if _UNPRINTABLE.search(value) else None
+    items = value.items() if isinstance(value, dict) else \
+        enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        inner = f"{where}[{key}]" if isinstance(key, int) else \
+            (f"{where}.{key}" if where else key)
+        found = _unprintable_string(key, where) if isinstance(key, str) else None
+        found = found or _unprintable_string(item, inner)
+        if found is not None:
+            return found
+    return None
 
 
 def _inside(rel: str) -> bool:

@@ -300,6 +300,45 @@ def test_verify_never_reads_a_file_sha256sums_or_the_manifest_names_outside_over
     ok(root, "verify")
 
 
+@pytest.mark.parametrize("key, value", [
+    ("file", "up/a.py\n::error title=forged::a line of the manifest's making"),
+    ("upstream", "up\x1b]0;title\x07"),
+    ("target", "/srv/a.py\u2028::error::x"),
+])
+def test_verify_refuses_a_manifest_string_holding_a_control_character(stack, tmp_path, key,
+                                                                      value):
+    """A pull request's overlays/manifest.json whose `file` is `up/a.py`, a newline and
+    `::error title=forged::...`: verify printed it as it is, and the CI log got a line of the
+    manifest's making, at the start of a line, which GitHub Actions runs as a workflow
+    command; an escape sequence drove the terminal. Now the manifest is refused, exit 2,
+    naming it and the entry; a name in SHA256SUMS (escaped as sha256sum writes a newline) is
+    refused naming its line."""
+    root = stack
+    ok(root, "overlays")
+    manifest = root / "overlays/manifest.json"
+    good = manifest.read_bytes()
+    doc = json.loads(good)
+    doc["overlays"][0][key] = value
+    manifest.write_text(json.dumps(doc, indent=2))
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    for args in (["verify"], ["verify", "--installed", str(site)], ["verify", "--json"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2, run.text
+        assert f"{manifest}: overlays[0].{key} is " in run.err, run.err
+        assert "holds a control character" in run.err
+        assert not [line for line in run.text.splitlines() if line.startswith("::")]
+    manifest.write_bytes(good)
+    sums = root / "overlays/SHA256SUMS"
+    right = sums.read_bytes()
+    sums.write_bytes(right + b"\\" + b"0" * 64 + b"  up/a.py\\n::error title=forged::x\n")
+    run = run_cli(root, "verify")
+    line = len(right.splitlines()) + 1
+    assert run.rc == 2 and f"{sums}:{line}: " in run.err and "control character" in run.err, \
+        run.err
+    assert not [line for line in run.text.splitlines() if line.startswith("::")]
+
+
 def test_an_artifact_never_brings_in_a_file_from_outside_the_stack(stack, tmp_path):
     """The configuration arrives by pull request: `artifacts = ["key"]` with `key` a symlink to
     a file outside the project copied that file into overlays/ (and so into every deployment
